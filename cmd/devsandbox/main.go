@@ -1,0 +1,224 @@
+// Command devsandbox runs a command in a sandbox scoped to the current project.
+// This package is wiring only: it splits argv, parses flags with urfave/cli, and hands
+// the work to config, isolator/plan and the isolator backends.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/bwrap"
+	"github.com/devsandbox/devsandbox/isolator/shim"
+)
+
+// Exit statuses of devsandbox itself (the command's own status passes through).
+const (
+	exitFailure = 125 // devsandbox failed: config, isolator, a protection
+	exitUsage   = 2
+)
+
+func main() {
+	if os.Args[0] == bwrap.ShimPath {
+		os.Exit(shim.Main(os.Args[1:], os.Stderr))
+	}
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ(), start: time.Now()}
+	os.Exit(a.main(os.Args[1:]))
+}
+
+// app carries the process's inputs so the CLI can be exercised in tests.
+type app struct {
+	stdin          *os.File
+	stdout, stderr io.Writer
+	environ        []string
+	start          time.Time
+
+	command []string // what to sandbox, split off before urfave/cli parses flags
+}
+
+// usageError marks errors that are the caller's misuse of the command line.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+// exitError carries an exit status out of an action.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func (a *app) main(args []string) int {
+	flags, sub, command := splitArgs(args)
+	a.command = command
+	argv := append([]string{"devsandbox"}, flags...)
+	argv = append(argv, sub...)
+	err := a.cli().Run(argv)
+	var ee exitError
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue):
+		fmt.Fprintf(a.stderr, "devsandbox: %v\nRun `devsandbox --help` for usage.\n", ue.err)
+		return exitUsage
+	}
+	fmt.Fprintf(a.stderr, "devsandbox: %v\n", err)
+	return exitFailure
+}
+
+func (a *app) cli() *cli.App {
+	return &cli.App{
+		Name:  "devsandbox",
+		Usage: "run a command in a sandbox scoped to the current project",
+		UsageText: "devsandbox [flags] [--] [COMMAND [ARG...]]\n" +
+			"   devsandbox doctor | config validate FILE | version\n\n" +
+			"Runs COMMAND (default: your shell) with the project read-write at its own path, a private\n" +
+			"home, a private /tmp and nothing else of your home. Flags stop at the first word that is\n" +
+			"not a flag; `--` ends them explicitly (`devsandbox -- doctor` runs a program called doctor).",
+		Version:                   config.Version,
+		HideVersion:               true,
+		Writer:                    a.stdout,
+		ErrWriter:                 a.stderr,
+		DisableSliceFlagSeparator: true,
+		ExitErrHandler:            func(*cli.Context, error) {},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError{err}
+		},
+		Flags: runFlags(),
+		Action: func(c *cli.Context) error {
+			if c.Args().Len() > 0 {
+				return usageError{fmt.Errorf("unexpected argument %q", c.Args().First())}
+			}
+			return a.run(c)
+		},
+		Commands: []*cli.Command{
+			{
+				Name:  "doctor",
+				Usage: "check that the host can run the selected isolator; exits 1 when it cannot",
+				Action: func(c *cli.Context) error {
+					return a.doctor(c)
+				},
+			},
+			{
+				Name:  "config",
+				Usage: "inspect configuration",
+				Subcommands: []*cli.Command{{
+					Name:      "validate",
+					Usage:     "check a config file and report the first error with file, line and key",
+					ArgsUsage: "FILE",
+					Action:    a.configValidate,
+				}},
+			},
+			{
+				Name:  "version",
+				Usage: "print the version",
+				Action: func(c *cli.Context) error {
+					fmt.Fprintf(a.stdout, "devsandbox %s\n", config.Version)
+					return nil
+				},
+			},
+		},
+	}
+}
+
+func runFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "isolator", Usage: "backend: auto, bwrap (`NAME`; also DEVSANDBOX_ISOLATOR)"},
+		&cli.StringFlag{Name: "mode", Usage: "`MODE`: enforce (fail closed), auto (unsandboxed with a warning when no isolator works), off"},
+		&cli.StringFlag{Name: "egress", Usage: "network `MODE`: open (host network) or none"},
+		&cli.StringSliceFlag{Name: "allow", Usage: "allow egress to `HOST` (repeatable; used by the proxy and allowlist modes)"},
+		&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "`NAME=VALUE` sets a variable; a bare NAME passes the host value as a secret (repeatable)"},
+		&cli.StringSliceFlag{Name: "secret-file", Usage: "`NAME=PATH`: the host file appears read-only at /run/secrets/NAME (repeatable)"},
+		&cli.StringSliceFlag{Name: "mount", Usage: "`SRC[:DST][:ro]` bind a host path (repeatable)"},
+		&cli.BoolFlag{Name: "read-only", Usage: "project read-only except .git and sandbox.writable_dirs"},
+		&cli.StringFlag{Name: "config", Usage: "use config `FILE` instead of the user config file"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "print what would run (secrets and passed-through values as names only) and exit"},
+		&cli.BoolFlag{Name: "debug", Usage: "print launch timings per phase on stderr"},
+	}
+}
+
+func (a *app) flags(c *cli.Context) config.Flags {
+	f := config.Flags{
+		ConfigFile:  c.String("config"),
+		Allow:       c.StringSlice("allow"),
+		Env:         c.StringSlice("env"),
+		SecretFiles: c.StringSlice("secret-file"),
+		Mounts:      c.StringSlice("mount"),
+	}
+	str := func(name string) *string {
+		if !c.IsSet(name) {
+			return nil
+		}
+		v := c.String(name)
+		return &v
+	}
+	f.Isolator, f.Mode, f.Egress = str("isolator"), str("mode"), str("egress")
+	if c.IsSet("read-only") {
+		v := c.Bool("read-only")
+		f.ReadOnly = &v
+	}
+	return f
+}
+
+func (a *app) warn(format string, args ...any) {
+	fmt.Fprintf(a.stderr, "devsandbox: warning: "+format+"\n", args...)
+}
+
+func (a *app) configValidate(c *cli.Context) error {
+	if c.Args().Len() != 1 {
+		return usageError{errors.New("config validate needs exactly one FILE")}
+	}
+	host, err := config.HostFromEnviron(a.environ, -1, -1)
+	if err != nil {
+		return err
+	}
+	if err := config.ValidateFile(c.Args().First(), host); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "%s: valid\n", c.Args().First())
+	return nil
+}
+
+func (a *app) doctor(c *cli.Context) error {
+	ctx := context.Background()
+	table := isolatorTable(nil)
+	ok := true
+	for _, name := range table.Names() {
+		st := table[name]().Check(ctx)
+		fmt.Fprintf(a.stdout, "%-8s %-11s %s\n", name, st.State, st.Reason)
+		if st.Fix != "" {
+			fmt.Fprintf(a.stdout, "%-8s %-11s fix: %s\n", "", "", st.Fix)
+		}
+		if st.State != isolator.Active {
+			ok = false
+		}
+	}
+	if !ok {
+		return exitError{1}
+	}
+	return nil
+}
+
+// timer records launch phases for --debug.
+type timer struct {
+	last   time.Time
+	phases []string
+}
+
+func (t *timer) mark(name string) {
+	now := time.Now()
+	t.phases = append(t.phases, fmt.Sprintf("%s %.2fms", name, float64(now.Sub(t.last).Microseconds())/1000))
+	t.last = now
+}
+
+func (t *timer) String() string { return strings.Join(t.phases, ", ") }

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/bwrap"
+	"github.com/devsandbox/devsandbox/isolator/plan"
+	"github.com/devsandbox/devsandbox/isolator/tty"
+	"github.com/devsandbox/devsandbox/tools"
+)
+
+// autoOrder is the preference of isolator = "auto".
+var autoOrder = []string{"bwrap"}
+
+// isolatorTable is the explicit table of backends this binary has.
+func isolatorTable(b *bwrap.Isolator) isolator.Table {
+	return isolator.Table{
+		"bwrap": func() isolator.Isolator {
+			if b != nil {
+				return b
+			}
+			return bwrap.New()
+		},
+	}
+}
+
+func (a *app) run(c *cli.Context) error {
+	ctx := context.Background()
+	t := &timer{last: a.start}
+	debug := c.Bool("debug")
+	flags := a.flags(c)
+
+	host, err := config.HostFromEnviron(a.environ, -1, -1)
+	if err != nil {
+		return err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("finding the working directory: %w", err)
+	}
+	probe := plan.OS(cwd)
+	proj, err := plan.FindProject(probe, host.Home)
+	if err != nil {
+		return err
+	}
+	cfg, warns, err := config.Load(config.LoadOptions{ProjectDir: proj.Dir, Flags: flags, Environ: a.environ, UID: host.UID, GID: host.GID})
+	if err != nil {
+		return err
+	}
+	for _, w := range warns {
+		a.warn("%s", w)
+	}
+	t.mark("config")
+
+	if cfg.Host.Vars[plan.EnvMarker] != "" && flags.Isolator == nil {
+		return errors.New("already inside a devsandbox sandbox: nesting is refused; pass --isolator explicitly to nest anyway")
+	}
+	mode := cfg.Sandbox.Mode
+	if mode == "auto" && cfg.Sandbox.Environment == "prod" {
+		mode = "enforce"
+	}
+	if mode == "off" {
+		a.warn("sandbox.mode is off: %v runs WITHOUT a sandbox, with your full user rights", a.commandOrShell(cfg))
+		return a.unsandboxed(cfg)
+	}
+
+	p, pwarns, err := plan.Build(cfg, tools.Default(), probe, plan.Request{Command: a.command, TTY: a.interactive()})
+	if err != nil {
+		return err
+	}
+	for _, w := range pwarns {
+		a.warn("%s", w)
+	}
+	t.mark("plan")
+
+	bw := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }}
+	if debug {
+		bw.Phase = t.mark
+	}
+	iso, fellBack, err := isolator.Select(ctx, cfg.Isolator, isolatorTable(bw), autoOrder)
+	if err == nil && fellBack {
+		a.warn("bwrap is not usable here; falling back to the %s isolator", iso.Name())
+	}
+	if err != nil {
+		return a.degrade(mode, cfg, err)
+	}
+	if c.Bool("dry-run") {
+		r, err := iso.Render(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(a.stdout, r.Script())
+		return nil
+	}
+	code, err := iso.Run(ctx, p, isolator.Stdio{In: a.stdin, Out: a.stdout, Err: a.stderr})
+	if debug {
+		t.mark("exit")
+		fmt.Fprintf(a.stderr, "devsandbox: timings: %s; total %.2fms\n", t, float64(time.Since(a.start).Microseconds())/1000)
+	}
+	if err != nil {
+		return a.degrade(mode, cfg, err)
+	}
+	if code != 0 {
+		return exitError{code}
+	}
+	return nil
+}
+
+// degrade handles an isolator that cannot run: in auto mode the command runs
+// unsandboxed with a warning; otherwise the run fails closed.
+func (a *app) degrade(mode string, cfg *config.Config, err error) error {
+	if mode == "auto" && errors.Is(err, isolator.ErrUnavailable) {
+		a.warn("no sandbox is available (%v); sandbox.mode = auto, so the command runs WITHOUT a sandbox", err)
+		return a.unsandboxed(cfg)
+	}
+	return err
+}
+
+func (a *app) interactive() bool {
+	out, ok := a.stdout.(*os.File)
+	return a.stdin != nil && ok && tty.IsTerminal(a.stdin.Fd()) && tty.IsTerminal(out.Fd())
+}
+
+func (a *app) commandOrShell(cfg *config.Config) []string {
+	if len(a.command) > 0 {
+		return a.command
+	}
+	if sh := cfg.Host.Vars["SHELL"]; sh != "" {
+		return []string{sh}
+	}
+	return []string{"/bin/sh"}
+}
+
+// unsandboxed runs the command directly on the host (mode off, or auto without an isolator).
+func (a *app) unsandboxed(cfg *config.Config) error {
+	argv := a.commandOrShell(cfg)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr
+	cmd.Env = a.environ
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return exitError{128 + int(ws.Signal())}
+		}
+		return exitError{ee.ExitCode()}
+	case errors.Is(err, exec.ErrNotFound):
+		fmt.Fprintf(a.stderr, "devsandbox: %s: command not found\n", argv[0])
+		return exitError{127}
+	}
+	fmt.Fprintf(a.stderr, "devsandbox: %s: %v\n", argv[0], err)
+	return exitError{126}
+}

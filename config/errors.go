@@ -1,0 +1,78 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+var (
+	// ErrInvalid is matched (errors.Is) by every error about the content of the
+	// configuration: syntax, unknown keys, wrong types and bad values.
+	ErrInvalid = errors.New("invalid configuration")
+
+	// ErrNotImplemented is matched by errors about values the schema names but this
+	// build cannot honour yet, such as egress.mode = "proxy". Those errors match
+	// ErrInvalid too.
+	ErrNotImplemented = errors.New("not implemented")
+)
+
+// Error is a configuration error with its location. File and Line locate a value read
+// from a file (Line 0 when unknown); Source names any other origin ("flag --mode",
+// "env DEVSANDBOX_ISOLATOR", "env HOME") and is empty for files. Key is the dotted key
+// concerned ("sandbox.mode", "proxy.credentials[0].host"), empty when none applies.
+type Error struct {
+	File   string
+	Line   int
+	Source string
+	Key    string
+	Err    error
+}
+
+// Error reads "FILE:LINE: KEY: problem" for file values and "SOURCE: problem" otherwise.
+func (e *Error) Error() string {
+	var s string
+	switch {
+	case e.File != "" && e.Line > 0:
+		s = e.File + ":" + strconv.Itoa(e.Line) + ": "
+	case e.File != "":
+		s = e.File + ": "
+	case e.Source != "":
+		// The flag or variable already says what was wrong; the key would only repeat it.
+		return e.Source + ": " + e.Err.Error()
+	}
+	if e.Key != "" {
+		s += e.Key + ": "
+	}
+	return s + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// valueError is the cause carried by an *Error about the content of the config: its
+// message is the problem alone, and it matches ErrInvalid (and ErrNotImplemented when
+// notImpl is set) without repeating their text.
+type valueError struct {
+	msg     string
+	notImpl bool
+}
+
+func (e *valueError) Error() string { return e.msg }
+
+func (e *valueError) Unwrap() []error {
+	if e.notImpl {
+		return []error{ErrInvalid, ErrNotImplemented}
+	}
+	return []error{ErrInvalid}
+}
+
+// invalidf returns a cause matching ErrInvalid.
+func invalidf(format string, args ...any) error {
+	return &valueError{msg: fmt.Sprintf(format, args...)}
+}
+
+// notImplementedf returns a cause matching ErrNotImplemented and ErrInvalid.
+func notImplementedf(format string, args ...any) error {
+	return &valueError{msg: fmt.Sprintf(format, args...), notImpl: true}
+}

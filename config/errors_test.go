@@ -1,0 +1,162 @@
+package config
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+// TestFileErrors checks that every class of error in a file names the file, the line
+// and the key, and matches ErrInvalid (and ErrNotImplemented where it should).
+func TestFileErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		doc     string
+		line    int
+		key     string
+		notImpl bool
+	}{
+		{"syntax", "isolator = \n", 1, "", false},
+		{"duplicate key", "isolator = \"auto\"\nisolator = \"bwrap\"\n", 2, "isolator", false},
+		{"unknown top-level key", "# c\nisolater = \"auto\"\n", 2, "isolater", false},
+		{"unknown table", "\n\n[sandbx]\nmode = \"off\"\n", 3, "sandbx", false},
+		{"unknown key in table", "[sandbox]\nmode = \"off\"\nread_onyl = true\n", 3, "sandbox.read_onyl", false},
+		{"unknown key in tool", "[tools.git]\nenabled = true\nsecret = false\n", 3, "tools.git.secret", false},
+		{"unknown key in array table", "[[proxy.credentials]]\nhost = \"a.com\"\nheadr = \"X\"\n", 3, "proxy.credentials.headr", false},
+		{"wrong type scalar", "[sandbox]\nread_only = \"yes\"\n", 2, "sandbox.read_only", false},
+		{"wrong type list entry", "[sandbox]\nhide_paths = [\n  \"/a\",\n  3,\n]\n", 4, "sandbox.hide_paths", false},
+		{"wrong type list", "[egress]\nallow = \"a.com\"\n", 2, "egress.allow", false},
+		{"wrong type int", "[krun]\n\ncpus = 1.5\n", 3, "krun.cpus", false},
+		{"wrong type table", "env = 3\n", 1, "env", false},
+		{"integer too large", "[krun]\nmemory_mib = 99999999999999999999\n", 2, "krun.memory_mib", false},
+		{"bad isolator", "isolator = \"vm\"\n", 1, "isolator", false},
+		{"bad mode", "[sandbox]\n\nmode = \"bogus\"\n", 3, "sandbox.mode", false},
+		{"bad mode dotted at top", "sandbox.mode = \"bogus\"\n", 1, "sandbox.mode", false},
+		{"bad mode inline table", "sandbox = { read_only = true,\n  mode = \"bogus\" }\n", 2, "sandbox.mode", false},
+		{"bad environment", "[sandbox]\nenvironment = \"staging\"\n", 2, "sandbox.environment", false},
+		{"bad tmp", "[sandbox]\ntmp = \"disk\"\n", 2, "sandbox.tmp", false},
+		{"bad proxy default", "[proxy]\ndefault = \"maybe\"\n", 2, "proxy.default", false},
+		{"bad egress mode", "[egress]\nmode = \"closed\"\n", 2, "egress.mode", false},
+		{"egress proxy", "[egress]\nmode = \"proxy\"\n", 2, "egress.mode", true},
+		{"egress allowlist", "[egress]\nmode = \"allowlist\"\n", 2, "egress.mode", true},
+		{"egress allow entry", "[egress]\nallow = [\n \"a.com\",\n \"b.com:99999\",\n]\n", 4, "egress.allow", false},
+		{"egress deny entry", "[egress]\ndeny = [\"*\"]\n", 2, "egress.deny", false},
+		{"passthrough star", "[env]\npassthrough = [\"HOME\", \"*\"]\n", 2, "env.passthrough", false},
+		{"passthrough name", "[env]\npassthrough = [\"A-B\"]\n", 2, "env.passthrough", false},
+		{"env.set name", "[env.set]\nOK = \"1\"\n\"BAD NAME\" = \"2\"\n", 3, "env.set.BAD NAME", false},
+		{"secrets.env name", "[secrets]\nenv = [\"1TOKEN\"]\n", 2, "secrets.env", false},
+		{"secrets.files name", "[secrets.files]\n\"a.b\" = \"/x\"\n", 2, "secrets.files.a.b", false},
+		{"secrets.files path", "[secrets]\nfiles = { TOKEN = \"token.txt\" }\n", 2, "secrets.files.TOKEN", false},
+		{"hide_paths relative", "[sandbox]\nhide_paths = [\"~/ok\",\n  \"rel\"]\n", 3, "sandbox.hide_paths", false},
+		{"ro_binds relative", "[sandbox]\nro_binds = [\"~user/x\"]\n", 2, "sandbox.ro_binds", false},
+		{"rw_binds relative", "[sandbox]\nrw_binds = [\"./x\"]\n", 2, "sandbox.rw_binds", false},
+		{"host_mounts no dst", "[sandbox]\nhost_mounts = [\"/a\"]\n", 2, "sandbox.host_mounts", false},
+		{"host_mounts bad mode", "[sandbox]\nhost_mounts = [\"/a:/b:rx\"]\n", 2, "sandbox.host_mounts", false},
+		{"host_mounts relative", "[sandbox]\nhost_mounts = [\"/a:b\"]\n", 2, "sandbox.host_mounts", false},
+		{"writable_dirs escape", "[sandbox]\nwritable_dirs = [\"build\", \"a/../../x\"]\n", 2, "sandbox.writable_dirs", false},
+		{"writable_dirs absolute", "[sandbox]\nwritable_dirs = [\"/tmp\"]\n", 2, "sandbox.writable_dirs", false},
+		{"system_binds host not alone", "[sandbox]\nsystem_binds = [\"host\", \"/opt\"]\n", 2, "sandbox.system_binds", false},
+		{"system_binds relative", "[sandbox]\nsystem_binds = [\"usr\"]\n", 2, "sandbox.system_binds", false},
+		{"mask glob", "[sandbox]\nmask_files = [\"[\"]\n", 2, "sandbox.mask_files", false},
+		{"mask glob with slash", "[sandbox]\nmask_allow = [\"a/.env\"]\n", 2, "sandbox.mask_allow", false},
+		{"mask_skip", "[sandbox]\nmask_skip = [\"..\"]\n", 2, "sandbox.mask_skip", false},
+		{"docker memory", "[docker]\nmemory = \"4 GB\"\n", 2, "docker.memory", false},
+		{"docker cpus zero", "[docker]\ncpus = 0\n", 2, "docker.cpus", false},
+		{"docker cpus nan", "[docker]\ncpus = nan\n", 2, "docker.cpus", false},
+		{"docker home", "[docker]\nhome = \"home\"\n", 2, "docker.home", false},
+		{"docker image empty", "[docker]\nimage = \"\"\n", 2, "docker.image", false},
+		{"krun cpus", "[krun]\ncpus = 0\n", 2, "krun.cpus", false},
+		{"krun memory", "[krun]\nmemory_mib = -1\n", 2, "krun.memory_mib", false},
+		{"krun socket", "[krun]\npodman_socket = \"podman.sock\"\n", 2, "krun.podman_socket", false},
+		{"credential header missing", "[[proxy.credentials]]\nhost = \"a.com\"\nheader = \"X\"\nvalue_env = \"A\"\n\n[[proxy.credentials]]\nhost = \"b.com\"\nvalue_env = \"B\"\n", 6, "proxy.credentials[1].header", false},
+		{"credential host missing", "[[proxy.credentials]]\nheader = \"X\"\nvalue_env = \"A\"\n", 1, "proxy.credentials[0].host", false},
+		{"credential both values", "[[proxy.credentials]]\nhost = \"a.com\"\nheader = \"X\"\nvalue_env = \"A\"\nvalue_file = \"/f\"\n", 4, "proxy.credentials[0].value_env", false},
+		{"credential no value", "[proxy]\ncredentials = [\n  { host = \"a.com\", header = \"X\" },\n]\n", 3, "proxy.credentials[0].value_env", false},
+		{"credential bad host", "[proxy]\ncredentials = [\n  { host = \"a.com\", header = \"X\", value_env = \"A\" },\n  { host = \"a b\", header = \"X\", value_env = \"A\" },\n]\n", 4, "proxy.credentials[1].host", false},
+		{"credential format", "[[proxy.credentials]]\nhost = \"a.com\"\nheader = \"Authorization\"\nvalue_file = \"~/t\"\nformat = \"Bearer\"\n", 5, "proxy.credentials[0].format", false},
+		{"credential header name", "[[proxy.credentials]]\nhost = \"a.com\"\nheader = \"X Y\"\nvalue_env = \"A\"\n", 3, "proxy.credentials[0].header", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home, environ := testHome(t)
+			file := writeFile(t, filepath.Join(home, "c.toml"), tt.doc)
+			check := func(what string, err error) {
+				t.Helper()
+				if err == nil {
+					t.Fatalf("%s: no error", what)
+				}
+				ce := asConfigError(t, err)
+				if ce.File != file || ce.Line != tt.line || ce.Key != tt.key || ce.Source != "" {
+					t.Errorf("%s: got File %q Line %d Key %q Source %q, want line %d key %q (%v)",
+						what, ce.File, ce.Line, ce.Key, ce.Source, tt.line, tt.key, err)
+				}
+				if !errors.Is(err, ErrInvalid) {
+					t.Errorf("%s: %v does not match ErrInvalid", what, err)
+				}
+				if errors.Is(err, ErrNotImplemented) != tt.notImpl {
+					t.Errorf("%s: errors.Is(ErrNotImplemented) = %v, want %v", what, !tt.notImpl, tt.notImpl)
+				}
+			}
+			_, _, err := Load(LoadOptions{Environ: environ, Flags: Flags{ConfigFile: file}})
+			check("Load", err)
+			host, err := HostFromEnviron(environ, 1000, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("ValidateFile", ValidateFile(file, host))
+		})
+	}
+}
+
+// TestUnknownKeys checks that every unknown key of a file is reported.
+func TestUnknownKeys(t *testing.T) {
+	home, environ := testHome(t)
+	writeUserFile(t, home, "bogus = 1\n[sandbox]\nalso = 2\n")
+	_, _, err := Load(LoadOptions{Environ: environ})
+	var lines []int
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		lines = append(lines, asConfigError(t, e).Line)
+	}
+	if len(lines) != 2 || lines[0] != 1 || lines[1] != 3 {
+		t.Errorf("got lines %v, want [1 3] (%v)", lines, err)
+	}
+}
+
+// TestErrorMessages shows that messages read as a sentence naming the place.
+func TestErrorMessages(t *testing.T) {
+	home, environ := testHome(t)
+	tests := []struct{ doc, flag, want string }{{
+		doc:  "[sandbox]\n\n\nmode = \"bogus\"\n",
+		want: `FILE:4: sandbox.mode: "bogus" is not one of enforce, auto, off`,
+	}, {
+		doc:  "[sandbox]\nreadonly = true\n",
+		want: "FILE:2: sandbox.readonly: unknown key; [sandbox] allows mode, environment, read_only, writable_dirs, hide_paths, mask_files, mask_allow, mask_skip, ro_binds, rw_binds, host_mounts, system_binds, tmp, bind_host_cache, docker_socket",
+	}, {
+		doc:  "[sandbox]\nread_only = \"yes\"\n",
+		want: "FILE:2: sandbox.read_only: expected true or false, not a string",
+	}, {
+		doc:  "[egress]\nmode = \"proxy\"\n",
+		want: `FILE:2: egress.mode: egress mode "proxy" needs the filtering proxy, which this build does not have yet; use "open" or "none"`,
+	}, {
+		flag: "bogus",
+		want: `flag --mode: "bogus" is not one of enforce, auto, off`,
+	}}
+	for _, tt := range tests {
+		file := writeFile(t, filepath.Join(home, "c.toml"), tt.doc)
+		opts := LoadOptions{Environ: environ, Flags: Flags{ConfigFile: file}}
+		if tt.flag != "" {
+			opts.Flags.Mode = &tt.flag
+		}
+		_, _, err := Load(opts)
+		if want := replaceFile(tt.want, file); err == nil || err.Error() != want {
+			t.Errorf("got  %v\nwant %s", err, want)
+		}
+	}
+}
+
+func replaceFile(s, file string) string {
+	if len(s) > 4 && s[:4] == "FILE" {
+		return file + s[4:]
+	}
+	return s
+}

@@ -1,0 +1,353 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+func TestLoadDefaults(t *testing.T) {
+	home, environ := testHome(t)
+	c, warnings := mustLoad(t, LoadOptions{Environ: environ})
+	host, err := HostFromEnviron(environ, 1000, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		Isolator: "auto",
+		Sandbox: Sandbox{
+			Mode: "enforce", Environment: "dev",
+			HidePaths: []string{home + "/.ssh", home + "/.aws", home + "/.gnupg", home + "/.config/gcloud",
+				home + "/.azure", home + "/.kube", home + "/.docker", home + "/.netrc"},
+			MaskFiles: []string{".env", ".env.*"},
+			MaskSkip:  []string{".git", "node_modules"},
+			Tmp:       "session",
+		},
+		Env:     Env{Set: map[string]string{}},
+		Secrets: Secrets{Files: map[string]string{}},
+		Tools:   map[string]ToolConfig{},
+		Egress:  Egress{Mode: "open"},
+		Proxy:   Proxy{Default: "allow"},
+		Docker:  Docker{Image: "devsandbox/default:dev", Home: "/home/alice"},
+		Krun:    Krun{Image: "devsandbox/default:dev", Runtime: "krun", CPUs: 2, MemoryMiB: 2048},
+		Host:    host,
+		Origins: map[string]string{},
+	}
+	for _, k := range []string{
+		"isolator", "sandbox.mode", "sandbox.environment", "sandbox.read_only", "sandbox.hide_paths",
+		"sandbox.mask_files", "sandbox.mask_skip", "sandbox.tmp", "sandbox.bind_host_cache",
+		"sandbox.docker_socket", "env.passthrough_all", "egress.mode", "proxy.default", "proxy.mitm",
+		"docker.image", "docker.home", "docker.keep_container", "krun.image", "krun.runtime", "krun.cpus",
+		"krun.memory_mib",
+	} {
+		want.Origins[k] = "default"
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("got  %+v\nwant %+v", c, want)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("warnings: %q", warnings)
+	}
+}
+
+func TestLoadLayers(t *testing.T) {
+	const user = `isolator = "bwrap"
+[sandbox]
+mode = "auto"
+tmp = "tmpfs"
+[docker]
+memory = "4g"
+cpus = 2
+`
+	const explicit = `[sandbox]
+mode = "off"
+[krun]
+cpus = 8
+`
+	str := func(s string) *string { return &s }
+	type value struct{ got, want, origin string }
+	tests := []struct {
+		name     string
+		explicit bool // pass the explicit file as --config
+		env      []string
+		flags    Flags
+		want     func(c *Config, user, explicit string) map[string]value
+	}{{
+		name: "user file over defaults",
+		want: func(c *Config, user, _ string) map[string]value {
+			return map[string]value{
+				"isolator":            {c.Isolator, "bwrap", user},
+				"sandbox.mode":        {c.Sandbox.Mode, "auto", user},
+				"sandbox.tmp":         {c.Sandbox.Tmp, "tmpfs", user},
+				"docker.memory":       {c.Docker.Memory, "4g", user},
+				"sandbox.environment": {c.Sandbox.Environment, "dev", "default"},
+			}
+		},
+	}, {
+		name:     "--config replaces the user file",
+		explicit: true,
+		want: func(c *Config, _, explicit string) map[string]value {
+			return map[string]value{
+				"isolator":      {c.Isolator, "auto", "default"},
+				"sandbox.mode":  {c.Sandbox.Mode, "off", explicit},
+				"sandbox.tmp":   {c.Sandbox.Tmp, "session", "default"},
+				"docker.memory": {c.Docker.Memory, "", ""},
+			}
+		},
+	}, {
+		name: "env over files",
+		env:  []string{"DEVSANDBOX_ISOLATOR=docker"},
+		want: func(c *Config, _, _ string) map[string]value {
+			return map[string]value{"isolator": {c.Isolator, "docker", "env DEVSANDBOX_ISOLATOR"}}
+		},
+	}, {
+		name:     "flags over env and files",
+		explicit: true,
+		env:      []string{"DEVSANDBOX_ISOLATOR=docker"},
+		flags:    Flags{Isolator: str("krun"), Mode: str("auto"), Egress: str("none")},
+		want: func(c *Config, _, _ string) map[string]value {
+			return map[string]value{
+				"isolator":     {c.Isolator, "krun", "flag --isolator"},
+				"sandbox.mode": {c.Sandbox.Mode, "auto", "flag --mode"},
+				"egress.mode":  {c.Egress.Mode, "none", "flag --egress"},
+			}
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home, environ := testHome(t, tt.env...)
+			userFile := writeUserFile(t, home, user)
+			explicitFile := writeFile(t, filepath.Join(home, "explicit.toml"), explicit)
+			wantFiles := []string{userFile}
+			if tt.explicit {
+				tt.flags.ConfigFile = explicitFile
+				wantFiles = []string{explicitFile}
+			}
+			c, _ := mustLoad(t, LoadOptions{Environ: environ, Flags: tt.flags})
+			for key, v := range tt.want(c, userFile, explicitFile) {
+				if v.got != v.want || c.Origins[key] != v.origin {
+					t.Errorf("%s = %q from %q, want %q from %q", key, v.got, c.Origins[key], v.want, v.origin)
+				}
+			}
+			if !reflect.DeepEqual(c.Files, wantFiles) {
+				t.Errorf("Files = %q, want %q", c.Files, wantFiles)
+			}
+		})
+	}
+}
+
+func TestLoadMergesListsAndTables(t *testing.T) {
+	home, environ := testHome(t)
+	file := writeFile(t, filepath.Join(home, "c.toml"), `
+[sandbox]
+hide_paths = ["~/.secrets", "~/.ssh", "~/.secrets"]
+[env]
+passthrough = ["LC_*", "EDITOR"]
+[env.set]
+A = "1"
+B = "2"
+[secrets]
+env = ["TOKEN"]
+[egress]
+allow = ["a.com", "b.com"]
+[tools.git]
+enabled = false
+[tools.ssh]
+secrets = false
+`)
+	c, _ := mustLoad(t, LoadOptions{Environ: environ, Flags: Flags{
+		ConfigFile: file,
+		Allow:      []string{"b.com", "c.com:443"},
+		Env:        []string{"B=3", "C=4", "TOKEN", "OTHER"},
+	}})
+	wantHide := []string{home + "/.ssh", home + "/.aws", home + "/.gnupg", home + "/.config/gcloud",
+		home + "/.azure", home + "/.kube", home + "/.docker", home + "/.netrc", home + "/.secrets"}
+	checks := []struct {
+		key       string
+		got, want any
+		origin    string
+	}{
+		{"sandbox.hide_paths", c.Sandbox.HidePaths, wantHide, file},
+		{"sandbox.mask_files", c.Sandbox.MaskFiles, []string{".env", ".env.*"}, "default"},
+		{"env.passthrough", c.Env.Passthrough, []string{"LC_*", "EDITOR"}, file},
+		{"egress.allow", c.Egress.Allow, []string{"a.com", "b.com", "c.com:443"}, "flag --allow"},
+		{"secrets.env", c.Secrets.Env, []string{"TOKEN", "OTHER"}, "flag --env"},
+		{"env.set.A", c.Env.Set, map[string]string{"A": "1", "B": "3", "C": "4"}, file},
+		{"env.set.B", nil, nil, "flag --env"},
+		{"env.set.C", nil, nil, "flag --env"},
+		{"tools.git.enabled", c.Tools, map[string]ToolConfig{"git": {Enabled: new(false)}, "ssh": {Secrets: new(false)}}, file},
+		{"tools.ssh.secrets", nil, nil, file},
+		{"tools.git.secrets", nil, nil, ""},
+	}
+	for _, ch := range checks {
+		if !reflect.DeepEqual(ch.got, ch.want) {
+			t.Errorf("%s = %#v, want %#v", ch.key, ch.got, ch.want)
+		}
+		if c.Origins[ch.key] != ch.origin {
+			t.Errorf("origin of %s = %q, want %q", ch.key, c.Origins[ch.key], ch.origin)
+		}
+	}
+}
+
+func TestSystemBindsHostAloneAcrossLayers(t *testing.T) {
+	home, environ := testHome(t)
+	host, err := HostFromEnviron(environ, 1000, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := defaults(host)
+	first := writeFile(t, filepath.Join(home, "1.toml"), "[sandbox]\nsystem_binds = [\"host\"]\n")
+	second := writeFile(t, filepath.Join(home, "2.toml"), "[sandbox]\n\nsystem_binds = [\"/opt\"]\n")
+	if err := applyFile(c, first, true); err != nil {
+		t.Fatal(err)
+	}
+	err = applyFile(c, second, true)
+	ce := asConfigError(t, err)
+	if ce.File != second || ce.Line != 3 || ce.Key != "sandbox.system_binds" || !errors.Is(err, ErrInvalid) {
+		t.Errorf("got %#v", ce)
+	}
+}
+
+func TestProjectFileIgnored(t *testing.T) {
+	home, environ := testHome(t)
+	project := filepath.Join(home, "p")
+	pfile := writeFile(t, filepath.Join(project, ".devsandbox.toml"), "[sandbox]\nmode = \"off\"\n")
+
+	c, warnings := mustLoad(t, LoadOptions{Environ: environ, ProjectDir: project})
+	want := []string{"ignoring project config " + pfile + ": project files apply only once trusted, and trust arrives in a later release; pass it explicitly with --config " + pfile + " to use it"}
+	if !reflect.DeepEqual(warnings, want) {
+		t.Errorf("warnings = %q, want %q", warnings, want)
+	}
+	if c.Sandbox.Mode != "enforce" || len(c.Files) != 0 {
+		t.Errorf("project file applied: mode %q, files %q", c.Sandbox.Mode, c.Files)
+	}
+
+	c, warnings = mustLoad(t, LoadOptions{Environ: environ, ProjectDir: project, Flags: Flags{ConfigFile: pfile}})
+	if len(warnings) != 0 || c.Sandbox.Mode != "off" || c.Origins["sandbox.mode"] != pfile {
+		t.Errorf("with --config: warnings %q, mode %q from %q", warnings, c.Sandbox.Mode, c.Origins["sandbox.mode"])
+	}
+
+	_, warnings = mustLoad(t, LoadOptions{Environ: environ, ProjectDir: t.TempDir()})
+	if len(warnings) != 0 {
+		t.Errorf("no project file: warnings %q", warnings)
+	}
+}
+
+func TestLoadExpandsHome(t *testing.T) {
+	home, environ := testHome(t)
+	file := writeFile(t, filepath.Join(home, "c.toml"), `
+[sandbox]
+hide_paths = ["~", "~/a/../b/"]
+ro_binds = ["~/ro"]
+rw_binds = ["/abs//rw"]
+host_mounts = ["~/src:~/dst:ro", "/x:/y"]
+system_binds = ["~/sys"]
+writable_dirs = ["./build/"]
+[secrets.files]
+TOKEN = "~/token"
+[krun]
+podman_socket = "~/podman.sock"
+[[proxy.credentials]]
+host = "*.example.com"
+header = "Authorization"
+value_file = "~/cred"
+format = "Bearer {}"
+`)
+	c, _ := mustLoad(t, LoadOptions{Environ: environ, Flags: Flags{ConfigFile: file}})
+	got := []any{c.Sandbox.HidePaths[8:], c.Sandbox.ROBinds, c.Sandbox.RWBinds, c.Sandbox.HostMounts,
+		c.Sandbox.SystemBinds, c.Sandbox.WritableDirs, c.Secrets.Files, c.Krun.PodmanSocket, c.Proxy.Credentials}
+	want := []any{
+		[]string{home, home + "/b"}, []string{home + "/ro"}, []string{"/abs/rw"},
+		[]Mount{{Source: home + "/src", Dest: home + "/dst", ReadOnly: true}, {Source: "/x", Dest: "/y"}},
+		[]string{home + "/sys"}, []string{"build"}, map[string]string{"TOKEN": home + "/token"}, home + "/podman.sock",
+		[]Credential{{Host: "*.example.com", Header: "Authorization", ValueFile: home + "/cred", Format: "Bearer {}"}},
+	}
+	for i := range got {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Errorf("got %#v, want %#v", got[i], want[i])
+		}
+	}
+}
+
+func TestLoadMissingFiles(t *testing.T) {
+	home, environ := testHome(t)
+	if c, _ := mustLoad(t, LoadOptions{Environ: environ}); len(c.Files) != 0 {
+		t.Errorf("Files = %q without a user file", c.Files)
+	}
+	missing := filepath.Join(home, "nope.toml")
+	_, _, err := Load(LoadOptions{Environ: environ, Flags: Flags{ConfigFile: missing}})
+	ce := asConfigError(t, err)
+	if ce.File != missing || !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrInvalid) {
+		t.Errorf("got %#v (%v)", ce, err)
+	}
+	// A user file that is there but unreadable as a file is an error, not skipped.
+	dir := filepath.Join(home, ".config", "devsandbox", "config.toml")
+	writeFile(t, filepath.Join(dir, "x"), "")
+	_, _, err = Load(LoadOptions{Environ: environ})
+	if ce := asConfigError(t, err); ce.File != dir {
+		t.Errorf("got %#v (%v)", ce, err)
+	}
+}
+
+func TestLoadImage(t *testing.T) {
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		isolator, file           string
+		dockerImage, krunImage   string
+		dockerOrigin, krunOrigin string
+	}{
+		{"auto", "", "img", "img", "flag --image", "default"},
+		{"bwrap", "", "img", "img", "flag --image", "default"},
+		{"docker", "[krun]\nimage = \"k\"\n", "img", "k", "flag --image", "FILE"},
+		{"krun", "[docker]\nimage = \"d\"\n", "d", "img", "FILE", "flag --image"},
+	}
+	for _, tt := range tests {
+		home, environ := testHome(t)
+		file := writeUserFile(t, home, tt.file)
+		c, _ := mustLoad(t, LoadOptions{Environ: environ, Flags: Flags{Isolator: &tt.isolator, Image: str("img")}})
+		for _, o := range []*string{&tt.dockerOrigin, &tt.krunOrigin} {
+			if *o == "FILE" {
+				*o = file
+			}
+		}
+		if c.Docker.Image != tt.dockerImage || c.Krun.Image != tt.krunImage ||
+			c.Origins["docker.image"] != tt.dockerOrigin || c.Origins["krun.image"] != tt.krunOrigin {
+			t.Errorf("%s: docker.image %q from %q, krun.image %q from %q", tt.isolator,
+				c.Docker.Image, c.Origins["docker.image"], c.Krun.Image, c.Origins["krun.image"])
+		}
+	}
+}
+
+func TestLoadKrunImageFollowsDocker(t *testing.T) {
+	home, environ := testHome(t)
+	writeUserFile(t, home, "[docker]\nimage = \"mine:1\"\n")
+	c, _ := mustLoad(t, LoadOptions{Environ: environ})
+	if c.Krun.Image != "mine:1" {
+		t.Errorf("krun.image = %q", c.Krun.Image)
+	}
+}
+
+func TestLoadProdEnforces(t *testing.T) {
+	home, environ := testHome(t)
+	file := writeUserFile(t, home, "[sandbox]\nenvironment = \"prod\"\n")
+	mode := "auto"
+	c, _ := mustLoad(t, LoadOptions{Environ: environ, Flags: Flags{Mode: &mode}})
+	if c.Sandbox.Mode != "enforce" || c.Origins["sandbox.mode"] != file {
+		t.Errorf("mode %q from %q", c.Sandbox.Mode, c.Origins["sandbox.mode"])
+	}
+}
+
+func TestLoadWarnings(t *testing.T) {
+	home, environ := testHome(t)
+	writeUserFile(t, home, "[env]\npassthrough_all = true\n")
+	_, warnings := mustLoad(t, LoadOptions{Environ: environ, Flags: Flags{Allow: []string{"a.com"}}})
+	want := []string{
+		"env.passthrough_all is on: the sandbox sees every host environment variable, secrets included",
+		`egress.allow and egress.deny have no effect while egress.mode is "open"`,
+	}
+	if !reflect.DeepEqual(warnings, want) {
+		t.Errorf("warnings = %q", warnings)
+	}
+}

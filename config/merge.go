@@ -1,0 +1,180 @@
+package config
+
+import (
+	"path/filepath"
+	"slices"
+)
+
+// Version is the devsandbox release, set at build time; the default images are
+// tagged with it.
+var Version = "dev"
+
+// defaultImage is the image docker.image (and through it krun.image) defaults to.
+func defaultImage() string { return "devsandbox/default:" + Version }
+
+// defaults returns the built-in layer: every key with a default is set and has the
+// origin "default". krun.image is settled by finish, once docker.image is known.
+func defaults(host Host) *Config {
+	h := host.Home
+	c := &Config{
+		Isolator: "auto",
+		Sandbox: Sandbox{
+			Mode:        "enforce",
+			Environment: "dev",
+			HidePaths: []string{
+				filepath.Join(h, ".ssh"), filepath.Join(h, ".aws"), filepath.Join(h, ".gnupg"),
+				filepath.Join(h, ".config/gcloud"), filepath.Join(h, ".azure"), filepath.Join(h, ".kube"),
+				filepath.Join(h, ".docker"), filepath.Join(h, ".netrc"),
+			},
+			MaskFiles: []string{".env", ".env.*"},
+			MaskSkip:  []string{".git", "node_modules"},
+			Tmp:       "session",
+		},
+		Env:     Env{Set: map[string]string{}},
+		Secrets: Secrets{Files: map[string]string{}},
+		Tools:   map[string]ToolConfig{},
+		Egress:  Egress{Mode: "open"},
+		Proxy:   Proxy{Default: "allow"},
+		Docker:  Docker{Image: defaultImage(), Home: "/home/" + host.User},
+		Krun:    Krun{Runtime: "krun", CPUs: 2, MemoryMiB: 2048},
+		Host:    host,
+		Origins: map[string]string{},
+	}
+	for _, k := range []string{
+		"isolator", "sandbox.mode", "sandbox.environment", "sandbox.read_only", "sandbox.hide_paths",
+		"sandbox.mask_files", "sandbox.mask_skip", "sandbox.tmp", "sandbox.bind_host_cache",
+		"sandbox.docker_socket", "env.passthrough_all", "egress.mode", "proxy.default", "proxy.mitm",
+		"docker.image", "docker.home", "docker.keep_container", "krun.runtime", "krun.cpus", "krun.memory_mib",
+	} {
+		c.Origins[k] = "default"
+	}
+	return c
+}
+
+// merger applies one checked layer onto a Config, recording its origin.
+type merger struct {
+	c      *Config
+	origin string
+}
+
+func set[T any](m merger, key string, dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+		m.c.Origins[key] = m.origin
+	}
+}
+
+// union appends the entries of add missing from *dst, in order.
+func union[T comparable](m merger, key string, dst *[]T, add []T) {
+	if len(add) == 0 {
+		return
+	}
+	for _, v := range add {
+		if !slices.Contains(*dst, v) {
+			*dst = append(*dst, v)
+		}
+	}
+	m.c.Origins[key] = m.origin
+}
+
+// merge applies l, checked against src, onto c.
+func merge(c *Config, l *layer, src *source) error {
+	m := merger{c: c, origin: src.name}
+	set(m, "isolator", &c.Isolator, l.Isolator)
+
+	s, ls := &c.Sandbox, &l.Sandbox
+	set(m, "sandbox.mode", &s.Mode, ls.Mode)
+	set(m, "sandbox.environment", &s.Environment, ls.Environment)
+	set(m, "sandbox.read_only", &s.ReadOnly, ls.ReadOnly)
+	union(m, "sandbox.writable_dirs", &s.WritableDirs, ls.WritableDirs)
+	union(m, "sandbox.hide_paths", &s.HidePaths, ls.HidePaths)
+	union(m, "sandbox.mask_files", &s.MaskFiles, ls.MaskFiles)
+	union(m, "sandbox.mask_allow", &s.MaskAllow, ls.MaskAllow)
+	union(m, "sandbox.mask_skip", &s.MaskSkip, ls.MaskSkip)
+	union(m, "sandbox.ro_binds", &s.ROBinds, ls.ROBinds)
+	union(m, "sandbox.rw_binds", &s.RWBinds, ls.RWBinds)
+	union(m, "sandbox.host_mounts", &s.HostMounts, ls.mounts)
+	union(m, "sandbox.system_binds", &s.SystemBinds, ls.SystemBinds)
+	if len(s.SystemBinds) > 1 && slices.Contains(s.SystemBinds, "host") {
+		return src.fail("sandbox.system_binds", -1,
+			invalidf(`"host" (all of / read-only) must be the only entry, but the layers together give %q`, s.SystemBinds))
+	}
+	set(m, "sandbox.tmp", &s.Tmp, ls.Tmp)
+	set(m, "sandbox.bind_host_cache", &s.BindHostCache, ls.BindHostCache)
+	set(m, "sandbox.docker_socket", &s.DockerSocket, ls.DockerSocket)
+
+	union(m, "env.passthrough", &c.Env.Passthrough, l.Env.Passthrough)
+	set(m, "env.passthrough_all", &c.Env.PassthroughAll, l.Env.PassthroughAll)
+	for name, v := range l.Env.Set {
+		c.Env.Set[name] = v
+		c.Origins["env.set."+name] = m.origin
+	}
+	union(m, "secrets.env", &c.Secrets.Env, l.Secrets.Env)
+	for name, p := range l.Secrets.Files {
+		c.Secrets.Files[name] = p
+		c.Origins["secrets.files."+name] = m.origin
+	}
+
+	for name, t := range l.Tools {
+		cur := c.Tools[name]
+		if t.Enabled != nil {
+			cur.Enabled = new(*t.Enabled)
+			c.Origins["tools."+name+".enabled"] = m.origin
+		}
+		if t.Secrets != nil {
+			cur.Secrets = new(*t.Secrets)
+			c.Origins["tools."+name+".secrets"] = m.origin
+		}
+		c.Tools[name] = cur
+	}
+
+	set(m, "egress.mode", &c.Egress.Mode, l.Egress.Mode)
+	union(m, "egress.allow", &c.Egress.Allow, l.Egress.Allow)
+	union(m, "egress.deny", &c.Egress.Deny, l.Egress.Deny)
+
+	set(m, "proxy.default", &c.Proxy.Default, l.Proxy.Default)
+	set(m, "proxy.mitm", &c.Proxy.MITM, l.Proxy.MITM)
+	creds := make([]Credential, len(l.Proxy.Credentials))
+	for i, lc := range l.Proxy.Credentials {
+		creds[i] = Credential(lc)
+	}
+	union(m, "proxy.credentials", &c.Proxy.Credentials, creds)
+
+	d, ld := &c.Docker, &l.Docker
+	set(m, "docker.image", &d.Image, ld.Image)
+	set(m, "docker.host", &d.Host, ld.Host)
+	set(m, "docker.home", &d.Home, ld.Home)
+	set(m, "docker.keep_container", &d.KeepContainer, ld.KeepContainer)
+	set(m, "docker.cpus", &d.CPUs, ld.CPUs)
+	set(m, "docker.memory", &d.Memory, ld.Memory)
+
+	k, lk := &c.Krun, &l.Krun
+	set(m, "krun.image", &k.Image, lk.Image)
+	set(m, "krun.runtime", &k.Runtime, lk.Runtime)
+	set(m, "krun.cpus", &k.CPUs, lk.CPUs)
+	set(m, "krun.memory_mib", &k.MemoryMiB, lk.MemoryMiB)
+	set(m, "krun.podman_socket", &k.PodmanSocket, lk.PodmanSocket)
+	return nil
+}
+
+// finish settles the values that depend on others once every layer is in, and
+// returns warnings about the result.
+func finish(c *Config) []string {
+	if _, ok := c.Origins["krun.image"]; !ok {
+		c.Krun.Image = c.Docker.Image
+		c.Origins["krun.image"] = "default"
+	}
+	if c.Sandbox.Environment == "prod" && c.Sandbox.Mode == "auto" {
+		// prod never runs unsandboxed: the layer that chose prod chose enforce.
+		c.Sandbox.Mode = "enforce"
+		c.Origins["sandbox.mode"] = c.Origins["sandbox.environment"]
+	}
+	var warnings []string
+	if c.Env.PassthroughAll {
+		warnings = append(warnings, "env.passthrough_all is on: the sandbox sees every host environment variable, secrets included")
+	}
+	if c.Egress.Mode == "open" && (len(c.Egress.Allow) > 0 || len(c.Egress.Deny) > 0) {
+		warnings = append(warnings, `egress.allow and egress.deny have no effect while egress.mode is "open"`)
+	}
+	return warnings
+}

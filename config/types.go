@@ -1,0 +1,145 @@
+package config
+
+// Config is the effective configuration after all layers are merged and validated.
+// Every field holds its final value: defaults are filled in, `~` is expanded in paths.
+type Config struct {
+	Isolator string // auto | bwrap | docker | krun
+
+	Sandbox Sandbox
+	Env     Env
+	Secrets Secrets
+	Tools   map[string]ToolConfig // keyed by tool name; only tools named in some layer
+	Egress  Egress
+	Proxy   Proxy
+	Docker  Docker
+	Krun    Krun
+
+	// Host is the snapshot of the host environment the config was loaded against.
+	Host Host
+
+	// Files lists the config files that were applied, lowest layer first.
+	Files []string
+	// Origins maps a dotted key ("sandbox.mode") to the layer that last set it:
+	// "default", a file path, "flag --mode" or "env DEVSANDBOX_ISOLATOR". A list's
+	// origin is the last layer that gave entries for it. Table entries have keys of
+	// their own: "env.set.NAME", "secrets.files.NAME", "tools.<name>.enabled". A key
+	// that no layer set and that has no default is absent.
+	Origins map[string]string
+}
+
+// Sandbox is the [sandbox] table.
+type Sandbox struct {
+	Mode          string   // enforce | auto | off
+	Environment   string   // dev | prod
+	ReadOnly      bool     // project read-only except WritableDirs and .git
+	WritableDirs  []string // project-relative
+	HidePaths     []string // absolute, `~` expanded
+	MaskFiles     []string // globs matched against base names in the project
+	MaskAllow     []string // globs exempt from MaskFiles
+	MaskSkip      []string // directory names not scanned for masks
+	ROBinds       []string // absolute, `~` expanded; same path inside
+	RWBinds       []string // absolute, `~` expanded; same path inside
+	HostMounts    []Mount  // from sandbox.host_mounts and --mount
+	SystemBinds   []string // empty = minimal default; ["host"] = read-only `/`
+	Tmp           string   // session | tmpfs | shm
+	BindHostCache bool
+	DockerSocket  bool
+}
+
+// Mount is one `SRC:DST[:ro]` entry.
+type Mount struct {
+	Source   string
+	Dest     string
+	ReadOnly bool
+}
+
+// Env is the [env] table.
+type Env struct {
+	Passthrough    []string
+	PassthroughAll bool
+	Set            map[string]string
+}
+
+// Secrets is the [secrets] table. Values never live here: only names and host paths.
+type Secrets struct {
+	Env   []string          // names whose host values are delivered as env
+	Files map[string]string // NAME = host path, delivered at /run/secrets/NAME
+}
+
+// ToolConfig is one [tools.<name>] table. Nil means "not set": auto-detect / default true.
+type ToolConfig struct {
+	Enabled *bool
+	Secrets *bool
+}
+
+// Egress is the [egress] table.
+type Egress struct {
+	Mode  string // open | none | proxy | allowlist
+	Allow []string
+	Deny  []string
+}
+
+// Proxy is the [proxy] table.
+type Proxy struct {
+	Default     string // allow | deny
+	MITM        bool
+	Credentials []Credential
+}
+
+// Credential is one [[proxy.credentials]] entry.
+type Credential struct {
+	Host           string
+	Header         string
+	ValueEnv       string
+	ValueFile      string
+	Format         string
+	PlaceholderEnv string
+}
+
+// Docker is the [docker] table.
+type Docker struct {
+	Image         string
+	Host          string
+	Home          string
+	KeepContainer bool
+	CPUs          float64
+	Memory        string
+}
+
+// Krun is the [krun] table.
+type Krun struct {
+	Image        string
+	Runtime      string
+	CPUs         int
+	MemoryMiB    int
+	PodmanSocket string
+}
+
+// Host is what the config layer read from the process environment. It is the only
+// place environment variables are read; everything downstream takes values from here.
+type Host struct {
+	Vars       map[string]string // the full host environment
+	Home       string
+	User       string
+	UID, GID   int
+	ConfigHome string // $XDG_CONFIG_HOME or ~/.config
+	DataHome   string // $XDG_DATA_HOME or ~/.local/share
+	StateHome  string // $XDG_STATE_HOME or ~/.local/state
+	CacheHome  string // $XDG_CACHE_HOME or ~/.cache
+	RuntimeDir string // $XDG_RUNTIME_DIR, may be empty
+}
+
+// Flags are the command-line overrides, the highest layer. Nil pointers are "not given".
+type Flags struct {
+	ConfigFile    string   // --config: replaces the user file
+	Isolator      *string  // --isolator
+	Mode          *string  // --mode
+	Egress        *string  // --egress
+	Allow         []string // --allow, repeatable
+	Env           []string // -e NAME=VALUE (env.set) or -e NAME (secrets.env)
+	SecretFiles   []string // --secret-file NAME=PATH
+	Mounts        []string // --mount SRC[:DST][:ro]
+	ReadOnly      *bool    // --read-only
+	KeepContainer *bool    // --keep-container
+	Image         *string  // --image, applies to the selected container isolator
+}

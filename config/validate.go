@@ -1,0 +1,370 @@
+package config
+
+import (
+	"math"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// check validates l, read from src, and normalises it in place: `~` is expanded
+// against host.Home, paths are cleaned and host_mounts parsed. The first problem is
+// returned as an *Error.
+func (l *layer) check(src *source, host Host) error {
+	for _, c := range []func(*source, Host) error{l.checkTop, l.checkSandbox, l.checkEnv, l.checkEgress, l.checkProxy, l.checkEngines} {
+		if err := c(src, host); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *layer) checkTop(src *source, _ Host) error {
+	return oneOf(src, "isolator", l.Isolator, "auto", "bwrap", "docker", "krun")
+}
+
+func (l *layer) checkSandbox(src *source, host Host) error {
+	s := &l.Sandbox
+	if err := oneOf(src, "sandbox.mode", s.Mode, "enforce", "auto", "off"); err != nil {
+		return err
+	}
+	if err := oneOf(src, "sandbox.environment", s.Environment, "dev", "prod"); err != nil {
+		return err
+	}
+	if err := oneOf(src, "sandbox.tmp", s.Tmp, "session", "tmpfs", "shm"); err != nil {
+		return err
+	}
+	paths := func(p string) (string, error) { return absPath(p, host.Home) }
+	lists := []struct {
+		key   string
+		list  []string
+		check func(string) (string, error)
+	}{
+		{"sandbox.writable_dirs", s.WritableDirs, projectRelative},
+		{"sandbox.hide_paths", s.HidePaths, paths},
+		{"sandbox.mask_files", s.MaskFiles, baseGlob},
+		{"sandbox.mask_allow", s.MaskAllow, baseGlob},
+		{"sandbox.mask_skip", s.MaskSkip, dirName},
+		{"sandbox.ro_binds", s.ROBinds, paths},
+		{"sandbox.rw_binds", s.RWBinds, paths},
+		{"sandbox.system_binds", s.SystemBinds, func(p string) (string, error) {
+			if p == "host" {
+				if len(s.SystemBinds) != 1 {
+					return "", invalidf(`"host" (all of / read-only) must be the only entry`)
+				}
+				return p, nil
+			}
+			return absPath(p, host.Home)
+		}},
+	}
+	for _, ls := range lists {
+		if err := eachEntry(src, ls.key, ls.list, ls.check); err != nil {
+			return err
+		}
+	}
+	for i, m := range s.HostMounts {
+		mount, err := parseMount(m, host.Home, false)
+		if err != nil {
+			return src.fail("sandbox.host_mounts", i, err)
+		}
+		s.mounts = append(s.mounts, mount)
+	}
+	return nil
+}
+
+func (l *layer) checkEnv(src *source, host Host) error {
+	if err := eachEntry(src, "env.passthrough", l.Env.Passthrough, passthroughName); err != nil {
+		return err
+	}
+	if err := eachEntry(src, "secrets.env", l.Secrets.Env, envName); err != nil {
+		return err
+	}
+	for name := range l.Env.Set {
+		if _, err := envName(name); err != nil {
+			return src.fail("env.set."+name, -1, err)
+		}
+	}
+	for name, p := range l.Secrets.Files {
+		if _, err := envName(name); err != nil {
+			return src.fail("secrets.files."+name, -1, err)
+		}
+		abs, err := absPath(p, host.Home)
+		if err != nil {
+			return src.fail("secrets.files."+name, -1, err)
+		}
+		l.Secrets.Files[name] = abs
+	}
+	return nil
+}
+
+func (l *layer) checkEgress(src *source, _ Host) error {
+	if m := l.Egress.Mode; m != nil {
+		switch *m {
+		case "open", "none":
+		case "proxy", "allowlist":
+			return src.fail("egress.mode", -1, notImplementedf(
+				"egress mode %q needs the filtering proxy, which this build does not have yet; use \"open\" or \"none\"", *m))
+		default:
+			return src.fail("egress.mode", -1, invalidf("%q is not one of open, none, proxy, allowlist", *m))
+		}
+	}
+	egress := func(s string) (string, error) { return s, ValidEgressEntry(s) }
+	if err := eachEntry(src, "egress.allow", l.Egress.Allow, egress); err != nil {
+		return err
+	}
+	return eachEntry(src, "egress.deny", l.Egress.Deny, egress)
+}
+
+func (l *layer) checkProxy(src *source, host Host) error {
+	if err := oneOf(src, "proxy.default", l.Proxy.Default, "allow", "deny"); err != nil {
+		return err
+	}
+	for i := range l.Proxy.Credentials {
+		c := &l.Proxy.Credentials[i]
+		key := "proxy.credentials[" + strconv.Itoa(i) + "]"
+		fail := func(field string, err error) error { return src.fail(key+"."+field, -1, err) }
+		switch {
+		case c.Host == "":
+			return fail("host", invalidf("missing: each credential needs a host and a header"))
+		case c.Header == "":
+			return fail("header", invalidf("missing: each credential needs a host and a header"))
+		case (c.ValueEnv == "") == (c.ValueFile == ""):
+			return fail("value_env", invalidf("set exactly one of value_env and value_file"))
+		}
+		if err := ValidEgressEntry(c.Host); err != nil {
+			return fail("host", err)
+		}
+		if !httpToken(c.Header) {
+			return fail("header", invalidf("%q is not an HTTP header name", c.Header))
+		}
+		if c.ValueEnv != "" {
+			if _, err := envName(c.ValueEnv); err != nil {
+				return fail("value_env", err)
+			}
+		}
+		if c.ValueFile != "" {
+			abs, err := absPath(c.ValueFile, host.Home)
+			if err != nil {
+				return fail("value_file", err)
+			}
+			c.ValueFile = abs
+		}
+		if c.Format != "" && !strings.Contains(c.Format, "{}") {
+			return fail("format", invalidf("%q has no {} where the value goes", c.Format))
+		}
+		if c.PlaceholderEnv != "" {
+			if _, err := envName(c.PlaceholderEnv); err != nil {
+				return fail("placeholder_env", err)
+			}
+		}
+	}
+	return nil
+}
+
+func (l *layer) checkEngines(src *source, host Host) error {
+	d, k := &l.Docker, &l.Krun
+	for _, s := range []struct {
+		key string
+		v   *string
+	}{{"docker.image", d.Image}, {"krun.image", k.Image}, {"krun.runtime", k.Runtime}} {
+		if s.v != nil && *s.v == "" {
+			return src.fail(s.key, -1, invalidf("must not be empty"))
+		}
+	}
+	if d.Home != nil && !path.IsAbs(*d.Home) {
+		return src.fail("docker.home", -1, invalidf("%q is not an absolute path", *d.Home))
+	}
+	if d.CPUs != nil && (!(*d.CPUs > 0) || math.IsInf(*d.CPUs, 1)) {
+		return src.fail("docker.cpus", -1, invalidf("%v is not greater than 0", *d.CPUs))
+	}
+	if d.Memory != nil && !validSize(*d.Memory) {
+		return src.fail("docker.memory", -1, invalidf("%q is not a size such as \"512m\" or \"4g\"", *d.Memory))
+	}
+	if k.CPUs != nil && *k.CPUs <= 0 {
+		return src.fail("krun.cpus", -1, invalidf("%d is not greater than 0", *k.CPUs))
+	}
+	if k.MemoryMiB != nil && *k.MemoryMiB <= 0 {
+		return src.fail("krun.memory_mib", -1, invalidf("%d is not greater than 0", *k.MemoryMiB))
+	}
+	if p := k.PodmanSocket; p != nil && *p != "" {
+		abs, err := absPath(*p, host.Home)
+		if err != nil {
+			return src.fail("krun.podman_socket", -1, err)
+		}
+		*p = abs
+	}
+	return nil
+}
+
+// oneOf checks an enum value.
+func oneOf(src *source, key string, v *string, allowed ...string) error {
+	if v == nil {
+		return nil
+	}
+	for _, a := range allowed {
+		if *v == a {
+			return nil
+		}
+	}
+	return src.fail(key, -1, invalidf("%q is not one of %s", *v, strings.Join(allowed, ", ")))
+}
+
+// eachEntry checks and normalises every entry of list in place.
+func eachEntry(src *source, key string, list []string, check func(string) (string, error)) error {
+	for i, s := range list {
+		v, err := check(s)
+		if err != nil {
+			return src.fail(key, i, err)
+		}
+		list[i] = v
+	}
+	return nil
+}
+
+// expandHome expands a leading "~" or "~/" to home.
+func expandHome(p, home string) string {
+	if p == "~" {
+		return home
+	}
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		return filepath.Join(home, rest)
+	}
+	return p
+}
+
+// absPath expands `~` and requires an absolute path, which it returns cleaned.
+func absPath(p, home string) (string, error) {
+	e := expandHome(p, home)
+	if !filepath.IsAbs(e) {
+		return "", invalidf("%q is not an absolute path (it may start with ~/)", p)
+	}
+	return filepath.Clean(e), nil
+}
+
+func projectRelative(p string) (string, error) {
+	c := filepath.Clean(p)
+	switch {
+	case p == "" || filepath.IsAbs(p) || strings.HasPrefix(p, "~"):
+		return "", invalidf("%q is not a path relative to the project", p)
+	case c == ".." || strings.HasPrefix(c, "../"):
+		return "", invalidf("%q leaves the project", p)
+	}
+	return c, nil
+}
+
+// baseGlob checks a glob matched against base names.
+func baseGlob(g string) (string, error) {
+	if g == "" || strings.Contains(g, "/") {
+		return "", invalidf("%q is not a file name pattern (it is matched against base names, so it has no '/')", g)
+	}
+	if _, err := path.Match(g, ""); err != nil {
+		return "", invalidf("%q is not a valid pattern: %v", g, err)
+	}
+	return g, nil
+}
+
+func dirName(n string) (string, error) {
+	if n == "" || n == "." || n == ".." || strings.Contains(n, "/") {
+		return "", invalidf("%q is not a directory name", n)
+	}
+	return n, nil
+}
+
+// envName checks an environment variable name: [A-Za-z_][A-Za-z0-9_]*.
+func envName(n string) (string, error) {
+	if !validEnvName(n) {
+		return "", invalidf("%q is not a valid environment variable name (letters, digits and _, not starting with a digit)", n)
+	}
+	return n, nil
+}
+
+func validEnvName(n string) bool {
+	if n == "" || n[0] >= '0' && n[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// passthroughName accepts a variable name or a prefix pattern such as "LC_*".
+func passthroughName(n string) (string, error) {
+	if n == "*" {
+		return "", invalidf(`a bare "*" would pass the whole host environment; set env.passthrough_all = true if that is what you want`)
+	}
+	if validEnvName(strings.TrimSuffix(n, "*")) {
+		return n, nil
+	}
+	return "", invalidf("%q is not an environment variable name or a prefix pattern such as \"LC_*\"", n)
+}
+
+// parseMount parses "SRC:DST[:ro|:rw]"; when flag is set (--mount), DST is optional
+// and defaults to SRC.
+func parseMount(s, home string, flag bool) (Mount, error) {
+	parts := strings.Split(s, ":")
+	ro := false
+	if n := len(parts); n > 1 && (n == 3 || flag) && (parts[n-1] == "ro" || parts[n-1] == "rw") {
+		ro = parts[n-1] == "ro"
+		parts = parts[:n-1]
+	}
+	want := `SRC:DST[:ro]`
+	if flag {
+		want = `SRC[:DST][:ro]`
+	}
+	if len(parts) == 1 && flag {
+		parts = append(parts, parts[0])
+	}
+	if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+		return Mount{}, invalidf("%q is not of the form %s", s, want)
+	}
+	src, err := absPath(parts[0], home)
+	if err != nil {
+		return Mount{}, err
+	}
+	dst, err := absPath(parts[1], home)
+	if err != nil {
+		return Mount{}, err
+	}
+	return Mount{Source: src, Dest: dst, ReadOnly: ro}, nil
+}
+
+// validSize checks a size such as "512m", "4g" or "1.5G": digits, an optional
+// fraction and an optional unit b, k, m or g.
+func validSize(s string) bool {
+	if s != "" && strings.ContainsRune("bkmgBKMG", rune(s[len(s)-1])) {
+		s = s[:len(s)-1]
+	}
+	whole, frac, dot := strings.Cut(s, ".")
+	return digits(whole) && (!dot || digits(frac))
+}
+
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// httpToken reports whether s is an HTTP header field name (RFC 9110 token).
+func httpToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}

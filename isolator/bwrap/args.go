@@ -1,0 +1,216 @@
+package bwrap
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// ShimPath is where the devsandbox binary appears inside the sandbox; bwrap runs it as
+// the command, and it execs the real one (see the shim package).
+const ShimPath = "/run/devsandbox/init"
+
+// ReadyFD is the descriptor on which the shim reports that the sandbox is set up.
+const ReadyFD = 3
+
+// FileKind says where the bytes of a data file come from.
+type FileKind int
+
+const (
+	Content    FileKind = iota // Spec.Files[i].Content
+	SecretEnv                  // the host variable Source
+	SecretFile                 // the host file Source
+	HostFile                   // a system file copied from the host path Source
+)
+
+// File is one descriptor bwrap reads a --ro-bind-data file from.
+type File struct {
+	FD      int
+	Dest    string
+	Kind    FileKind
+	Source  string
+	Content []byte
+}
+
+// Spec is a rendered bwrap invocation.
+type Spec struct {
+	Argv  []string          // starting with "bwrap"
+	Env   []isolator.EnvVar // the environment bwrap is started with (inherited by the command)
+	Files []File            // data descriptors, FD ascending from ReadyFD+1
+	// SecretEnv lists env secrets, delivered through the inherited environment.
+	SecretEnv []isolator.Secret
+}
+
+// Render returns the bwrap invocation for p. It is pure: the host was probed when the
+// Plan was built, and secret values are not read here.
+func Render(p *isolator.Plan) (*Spec, error) {
+	home := p.User.HostHome
+	s := &Spec{}
+	a := []string{"bwrap", "--unshare-all"}
+	if p.Egress.SharesHostNetwork() {
+		a = append(a, "--share-net")
+	}
+	a = append(a, "--die-with-parent", "--new-session", "--cap-drop", "ALL")
+
+	if p.System.Host {
+		a = append(a, "--ro-bind", "/", "/")
+	}
+	fd := ReadyFD + 1
+	for _, sp := range p.System.Paths {
+		switch {
+		case sp.Copy:
+			a = append(a, "--perms", "0444", "--file", fmt.Sprint(fd), sp.Path)
+			s.Files = append(s.Files, File{FD: fd, Dest: sp.Path, Kind: HostFile, Source: sp.Path})
+			fd++
+		case sp.Link != "":
+			a = append(a, "--symlink", sp.Link, sp.Path)
+		case sp.Optional:
+			a = append(a, "--ro-bind-try", sp.Path, sp.Path)
+		default:
+			a = append(a, "--ro-bind", sp.Path, sp.Path)
+		}
+	}
+	a = append(a, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run")
+
+	switch p.Tmp.Kind {
+	case "tmpfs":
+		a = append(a, "--tmpfs", "/tmp")
+	case "session", "shm":
+		sess := p.Tmp.Session
+		if sess == "" {
+			sess = "<session>"
+		}
+		a = append(a, "--bind", p.Tmp.Dir+"/"+sess, "/tmp")
+	default:
+		return nil, fmt.Errorf("unknown sandbox.tmp %q", p.Tmp.Kind)
+	}
+
+	var readOnlyDirs []string
+	for _, m := range p.Mounts {
+		dst := m.Target(home)
+		switch m.Kind {
+		case isolator.Bind:
+			op := "--bind"
+			if m.ReadOnly {
+				op = "--ro-bind"
+			}
+			if m.Optional {
+				op += "-try"
+			}
+			a = append(a, op, m.Source, dst)
+		case isolator.MaskFile:
+			a = append(a, "--ro-bind", p.EmptyFile, dst)
+		case isolator.MaskDir:
+			a = append(a, "--tmpfs", dst)
+			readOnlyDirs = append(readOnlyDirs, dst)
+		case isolator.TmpDir:
+			a = append(a, "--tmpfs", dst)
+		case isolator.Data:
+			a = append(a, "--perms", "0444", "--ro-bind-data", fmt.Sprint(fd), dst)
+			s.Files = append(s.Files, File{FD: fd, Dest: dst, Kind: Content, Content: m.Content})
+			fd++
+		default:
+			return nil, fmt.Errorf("mount %s: unknown kind %d", dst, m.Kind)
+		}
+	}
+	for _, sec := range p.Secrets {
+		if !sec.AsFile {
+			s.SecretEnv = append(s.SecretEnv, sec)
+			continue
+		}
+		f := File{FD: fd, Dest: sec.SecretPath(), Kind: SecretFile, Source: sec.FileSource}
+		if sec.FileSource == "" {
+			f.Kind, f.Source = SecretEnv, sec.EnvSource
+		}
+		a = append(a, "--perms", "0400", "--ro-bind-data", fmt.Sprint(fd), f.Dest)
+		s.Files = append(s.Files, f)
+		fd++
+	}
+	for _, d := range readOnlyDirs {
+		a = append(a, "--remount-ro", d)
+	}
+	if !p.System.Host {
+		// bwrap's root is a tmpfs holding the copied /etc files and mount points.
+		a = append(a, "--remount-ro", "/")
+	}
+	a = append(a, "--ro-bind", p.Self, ShimPath, "--chdir", p.Workdir, "--", ShimPath)
+	if p.TTY {
+		a = append(a, "--tty")
+	}
+	a = append(a, fmt.Sprintf("--ready-fd=%d", ReadyFD), "--")
+	a = append(a, p.Command...)
+	s.Argv = a
+	s.Env = p.Env
+	return s, nil
+}
+
+// Script renders the spec as a shell command people can read; values of secrets and
+// passthrough variables appear as names only.
+func (s *Spec) Script() string {
+	var b strings.Builder
+	b.WriteString("# environment of bwrap (inherited by the command):\n")
+	for _, e := range s.Env {
+		if e.FromHost {
+			fmt.Fprintf(&b, "#   %s (value from the host environment)\n", e.Name)
+		} else {
+			fmt.Fprintf(&b, "#   %s=%s\n", e.Name, shellQuote(e.Value))
+		}
+	}
+	for _, sec := range s.SecretEnv {
+		fmt.Fprintf(&b, "#   %s (secret, value from the host environment)\n", sec.Name)
+	}
+	for _, f := range s.Files {
+		switch f.Kind {
+		case Content:
+			fmt.Fprintf(&b, "# fd %d: generated file for %s (%d bytes)\n", f.FD, f.Dest, len(f.Content))
+		case SecretEnv:
+			fmt.Fprintf(&b, "# fd %d: secret %s from the host variable %s\n", f.FD, f.Dest, f.Source)
+		case SecretFile:
+			fmt.Fprintf(&b, "# fd %d: secret %s from the host file %s\n", f.FD, f.Dest, f.Source)
+		case HostFile:
+			fmt.Fprintf(&b, "# fd %d: copy of the host file %s\n", f.FD, f.Source)
+		}
+	}
+	fmt.Fprintf(&b, "# fd %d: readiness report of the shim\n", ReadyFD)
+	for i, arg := range s.Argv {
+		if i > 0 {
+			if strings.HasPrefix(arg, "--") && i < len(s.Argv) && !afterSeparator(s.Argv, i) {
+				b.WriteString(" \\\n  ")
+			} else {
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString(shellQuote(arg))
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// afterSeparator reports whether argv[i] follows bwrap's own "--".
+func afterSeparator(argv []string, i int) bool {
+	for j := 1; j < i; j++ {
+		if argv[j] == "--" {
+			return true
+		}
+	}
+	return false
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,437 @@
+// Package bwrap runs a Plan under bubblewrap. Render turns the Plan into a bwrap
+// invocation (pure); Run prepares the host side (sandbox home, session /tmp, data
+// descriptors, the terminal), starts bwrap and relays signals until the command exits.
+package bwrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/tmpdir"
+	"github.com/devsandbox/devsandbox/isolator/tty"
+)
+
+// Isolator is the bubblewrap backend.
+type Isolator struct {
+	// Path of the bwrap binary; empty means look it up on PATH.
+	Path string
+	// Phase, when set, is called as each launch phase ends (for --debug timings).
+	Phase func(name string)
+	// Warn receives warnings for people; nil discards them.
+	Warn func(msg string)
+}
+
+var _ isolator.Isolator = (*Isolator)(nil)
+var _ isolator.Quick = (*Isolator)(nil)
+
+// New returns the backend with defaults.
+func New() isolator.Isolator { return &Isolator{} }
+
+// Name implements isolator.Isolator.
+func (*Isolator) Name() string { return "bwrap" }
+
+func (b *Isolator) phase(name string) {
+	if b.Phase != nil {
+		b.Phase(name)
+	}
+}
+
+func (b *Isolator) warn(format string, args ...any) {
+	if b.Warn != nil {
+		b.Warn(fmt.Sprintf(format, args...))
+	}
+}
+
+func (b *Isolator) path() (string, error) {
+	if b.Path != "" {
+		return b.Path, nil
+	}
+	return exec.LookPath("bwrap")
+}
+
+// Render implements isolator.Isolator.
+func (*Isolator) Render(p *isolator.Plan) (isolator.Rendered, error) {
+	return Render(p)
+}
+
+// Run implements isolator.Isolator.
+func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
+	bin, err := b.path()
+	if err != nil {
+		return 0, fmt.Errorf("%w: bwrap not found on PATH: %s", isolator.ErrUnavailable, installHint)
+	}
+	sess, err := prepare(p)
+	if err != nil {
+		return 0, err
+	}
+	if sess != nil {
+		defer func() {
+			if sess.Lost() {
+				b.warn("the session /tmp %s was removed on the host while the sandbox ran", sess.Path)
+			}
+			_ = sess.Release()
+		}()
+	}
+	pp := *p
+	if sess != nil {
+		pp.Tmp.Session = sess.Name
+	}
+	spec, err := Render(&pp)
+	if err != nil {
+		return 0, err
+	}
+	b.phase("prepare")
+
+	env, err := childEnv(spec, p.HostEnv)
+	if err != nil {
+		return 0, err
+	}
+	ready, err := newReadyPair()
+	if err != nil {
+		return 0, err
+	}
+	defer ready.close()
+	files, writeErrs, err := dataFiles(spec.Files)
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.Command(bin, spec.Argv[1:]...)
+	cmd.Env = env
+	cmd.ExtraFiles = append([]*os.File{ready.child}, files...)
+	// Its own process group: keyboard signals reach devsandbox only, which forwards
+	// them to the command (bwrap would otherwise die and SIGKILL the sandbox).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+
+	var relay *tty.Relay
+	var slave *os.File
+	if p.TTY && stdio.In != nil && tty.IsTerminal(stdio.In.Fd()) {
+		var master *os.File
+		master, slave, err = tty.Open()
+		if err != nil {
+			return 0, fmt.Errorf("allocating a terminal for the sandbox: %w", err)
+		}
+		defer master.Close()
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+		out, _ := stdio.Out.(*os.File)
+		if out == nil {
+			out = os.Stdout
+		}
+		if relay, err = tty.StartRelay(stdio.In, out, master); err != nil {
+			slave.Close()
+			return 0, fmt.Errorf("relaying the terminal: %w", err)
+		}
+	} else {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.In, stdio.Out, stdio.Err
+	}
+
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+
+	err = cmd.Start()
+	for _, f := range files {
+		f.Close()
+	}
+	ready.child.Close()
+	if slave != nil {
+		slave.Close()
+	}
+	if err != nil {
+		if relay != nil {
+			_ = relay.Close()
+		}
+		return 0, fmt.Errorf("starting bwrap: %w", err)
+	}
+	b.phase("start bwrap")
+
+	pidc := make(chan int, 1)
+	go func() { pidc <- ready.wait() }()
+	waitc := make(chan error, 1)
+	go func() { waitc <- cmd.Wait() }()
+
+	cmdPid := 0
+	var waitErr error
+	for done := false; !done; {
+		select {
+		case pid := <-pidc:
+			cmdPid = pid
+			pidc = nil
+			b.phase("sandbox ready")
+		case s := <-sigs:
+			forward(s.(syscall.Signal), cmdPid, cmd.Process.Pid)
+		case waitErr = <-waitc:
+			done = true
+		}
+	}
+	if pidc != nil {
+		// bwrap is gone; the readiness report, if any, is in the socket buffer.
+		cmdPid = <-pidc
+	}
+	if relay != nil {
+		_ = relay.Close()
+	}
+	if err := <-writeErrs; err != nil && cmdPid == 0 {
+		return 0, fmt.Errorf("%w: feeding a file to bwrap: %v", isolator.ErrProtection, err)
+	}
+	code := exitCode(cmd.ProcessState, waitErr)
+	if cmdPid == 0 {
+		return 0, b.setupFailed(ctx, code)
+	}
+	return code, nil
+}
+
+// forwarded are the signals devsandbox passes on to the command.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+// forward sends s to the command's process group once it runs, else to bwrap (which
+// then takes the half-built sandbox down with it).
+func forward(s syscall.Signal, cmdPid, bwrapPid int) {
+	if cmdPid > 0 {
+		if err := syscall.Kill(-cmdPid, s); err == nil {
+			return
+		}
+		_ = syscall.Kill(cmdPid, s)
+		return
+	}
+	_ = syscall.Kill(bwrapPid, s)
+}
+
+func exitCode(ps *os.ProcessState, err error) int {
+	if ps == nil {
+		return 125
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// setupFailed explains a bwrap that exited before the shim ran: the command never
+// started. The availability probe runs only now, off the hot path.
+func (b *Isolator) setupFailed(ctx context.Context, code int) error {
+	st := b.Check(ctx)
+	if st.State != isolator.Active {
+		return fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+	}
+	return fmt.Errorf("%w: bubblewrap could not set up the sandbox (exit status %d, its message is above); the command did not run. Run `devsandbox --dry-run` to see the mounts and `devsandbox doctor` to check the host", isolator.ErrProtection, code)
+}
+
+// prepare creates the host directories a run needs and acquires the session /tmp.
+func prepare(p *isolator.Plan) (*tmpdir.Session, error) {
+	for _, m := range p.Mounts {
+		if m.Kind == isolator.Bind && (m.Why == "sandbox home" || m.Why == "private cache") {
+			if err := os.MkdirAll(m.Source, 0o700); err != nil {
+				return nil, fmt.Errorf("creating %s: %w", m.Source, err)
+			}
+		}
+	}
+	if err := ensureEmptyFile(p.EmptyFile); err != nil {
+		return nil, err
+	}
+	if p.Tmp.Kind == "tmpfs" {
+		return nil, nil
+	}
+	tmpdir.CleanOrphans(p.Tmp.Dir, time.Now(), tmpdir.MaxAge)
+	return tmpdir.Acquire(p.Tmp.Dir)
+}
+
+// ensureEmptyFile creates the empty read-only file file masks are bound from.
+func ensureEmptyFile(path string) error {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().IsRegular() && fi.Size() == 0 {
+			return nil
+		}
+		return fmt.Errorf("%w: %s, the source of file masks, is not an empty regular file; remove it", isolator.ErrProtection, path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o444)
+	if err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating the mask source %s: %w", path, err)
+	}
+	if f != nil {
+		f.Close()
+	}
+	return nil
+}
+
+// childEnv is the environment bwrap starts with; bwrap passes it to the command, so
+// secret values travel in the environment and never in argv.
+func childEnv(spec *Spec, host map[string]string) ([]string, error) {
+	env := make([]string, 0, len(spec.Env)+len(spec.SecretEnv))
+	for _, e := range spec.Env {
+		env = append(env, e.Name+"="+e.Value)
+	}
+	for _, s := range spec.SecretEnv {
+		v, ok := host[s.EnvSource]
+		if !ok {
+			return nil, fmt.Errorf("%w: secret %s: the host variable %s is not set", isolator.ErrProtection, s.Name, s.EnvSource)
+		}
+		env = append(env, s.Name+"="+v)
+	}
+	return env, nil
+}
+
+// dataFiles opens one pipe per --ro-bind-data descriptor and feeds it in the
+// background; the read ends go to bwrap. The returned channel yields the first write
+// error (or nil) once every pipe has been written and closed.
+func dataFiles(fs []File) ([]*os.File, <-chan error, error) {
+	errc := make(chan error, 1)
+	var reads []*os.File
+	type job struct {
+		w    *os.File
+		data []byte
+	}
+	var jobs []job
+	for _, f := range fs {
+		data, err := fileData(f)
+		if err != nil {
+			for _, r := range reads {
+				r.Close()
+			}
+			for _, j := range jobs {
+				j.w.Close()
+			}
+			return nil, nil, err
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, nil, err
+		}
+		reads = append(reads, r)
+		jobs = append(jobs, job{w, data})
+	}
+	go func() {
+		var first error
+		for _, j := range jobs {
+			if _, err := j.w.Write(j.data); err != nil && first == nil {
+				first = err
+			}
+			j.w.Close()
+		}
+		errc <- first
+	}()
+	return reads, errc, nil
+}
+
+func fileData(f File) ([]byte, error) {
+	switch f.Kind {
+	case Content:
+		return f.Content, nil
+	case HostFile:
+		// A system file that vanished since the plan was built is left empty.
+		b, _ := os.ReadFile(f.Source)
+		return b, nil
+	case SecretFile:
+		b, err := os.ReadFile(f.Source)
+		if err != nil {
+			return nil, fmt.Errorf("%w: reading the secret file for %s: %v", isolator.ErrProtection, f.Dest, err)
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("%w: no source for %s", isolator.ErrProtection, f.Dest)
+}
+
+// readyPair is the socket pair the shim reports readiness on.
+type readyPair struct {
+	host  int
+	child *os.File
+}
+
+func newReadyPair() (*readyPair, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("creating the readiness socket: %w", err)
+	}
+	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, fmt.Errorf("creating the readiness socket: %w", err)
+	}
+	return &readyPair{host: fds[0], child: os.NewFile(uintptr(fds[1]), "ready")}, nil
+}
+
+// wait blocks until the shim reports or every copy of the child end is closed, and
+// returns the command's pid in the host namespace, or 0 when the shim never ran.
+func (r *readyPair) wait() int {
+	buf := make([]byte, 16)
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(r.host, buf, oob, 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n == 0 {
+			return 0
+		}
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil || len(msgs) == 0 {
+			return 0
+		}
+		cred, err := unix.ParseUnixCredentials(&msgs[0])
+		if err != nil {
+			return 0
+		}
+		return int(cred.Pid)
+	}
+}
+
+func (r *readyPair) close() { unix.Close(r.host) }
+
+const installHint = "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap; Arch: sudo pacman -S bubblewrap)"
+
+// QuickCheck implements isolator.Quick: bwrap is on PATH. It starts no process.
+func (b *Isolator) QuickCheck() isolator.Status {
+	if _, err := b.path(); err != nil {
+		return isolator.Status{State: isolator.Unavailable, Reason: "bwrap is not installed", Fix: installHint}
+	}
+	return isolator.Status{State: isolator.Active}
+}
+
+// Check implements isolator.Isolator: it runs bwrap with a user namespace.
+func (b *Isolator) Check(ctx context.Context) isolator.Status {
+	bin, err := b.path()
+	if err != nil {
+		return isolator.Status{State: isolator.Unavailable, Reason: "bwrap is not installed", Fix: installHint}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true").CombinedOutput()
+	if err == nil {
+		return isolator.Status{State: isolator.Active}
+	}
+	msg := strings.TrimSpace(string(out))
+	st := isolator.Status{State: isolator.Unavailable, Reason: fmt.Sprintf("bwrap cannot create a sandbox: %s", firstLine(msg, err))}
+	switch {
+	case strings.Contains(msg, "setting up uid map") || strings.Contains(msg, "No permissions to create"):
+		st.Fix = "unprivileged user namespaces are disabled or restricted: on Ubuntu 24.04 allow them for bwrap with an AppArmor profile (see docs/security.md), elsewhere set the sysctl kernel.unprivileged_userns_clone=1 (and user.max_user_namespaces > 0)"
+	case strings.Contains(msg, "proc"):
+		st.Fix = "mounting /proc failed: this is usually a container without its own pid namespace privileges; run devsandbox on the host or use --isolator=docker"
+	default:
+		st.Fix = "run `bwrap --unshare-all --ro-bind / / true` to see the full error"
+	}
+	return st
+}
+
+func firstLine(s string, err error) string {
+	if s == "" {
+		return err.Error()
+	}
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+

@@ -1,0 +1,127 @@
+// Package isolator defines the backend-neutral Plan and the Isolator interface that
+// renders and runs it. Backends live in subpackages (isolator/bwrap, ...); the command
+// line wires them into a table passed to Select, so this package imports none of them.
+package isolator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// ErrUnavailable is wrapped by errors that mean the isolator cannot run on this host.
+var ErrUnavailable = errors.New("isolator unavailable")
+
+// ErrProtection is wrapped by errors that mean a requested protection (a mask, a
+// secret file, an egress rule) could not be applied; the run is aborted.
+var ErrProtection = errors.New("protection could not be applied")
+
+// State is the result of an availability check.
+type State int
+
+const (
+	Active      State = iota // usable
+	Unavailable              // cannot run here; Reason and Fix say why and what to do
+	Bypassed                 // sandboxing is off by choice (mode off)
+)
+
+func (s State) String() string {
+	switch s {
+	case Active:
+		return "active"
+	case Unavailable:
+		return "unavailable"
+	case Bypassed:
+		return "bypassed"
+	}
+	return "unknown"
+}
+
+// Status is what Check reports.
+type Status struct {
+	State  State
+	Reason string
+	Fix    string
+}
+
+// Stdio is the command's standard streams.
+type Stdio struct {
+	In       *os.File
+	Out, Err io.Writer
+}
+
+// Rendered is the pure, printable form of a Plan for one backend (what --dry-run shows).
+type Rendered interface {
+	// Script returns a shell-quoted command line (with comments) equivalent to the run.
+	// Secret and passthrough values appear as names only.
+	Script() string
+}
+
+// Isolator is one sandbox backend.
+//
+// Render is pure: it must not touch the host and must return the same output for the
+// same Plan. Run applies the Plan and blocks until the command exits; it returns the
+// command's exit status (128+N when killed by signal N) or an error when the sandbox
+// itself failed, in which case no part of the command ran unprotected. Check probes the
+// host and is never called on the launch path, only by doctor and after a failed launch.
+type Isolator interface {
+	Name() string
+	Check(ctx context.Context) Status
+	Render(p *Plan) (Rendered, error)
+	Run(ctx context.Context, p *Plan, stdio Stdio) (int, error)
+}
+
+// Table maps isolator names to constructors; cmd/ builds it explicitly.
+type Table map[string]func() Isolator
+
+// Names returns the table's names, sorted.
+func (t Table) Names() []string {
+	var ns []string
+	for n := range t {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// Quick is implemented by isolators that can tell cheaply (no process started, no
+// daemon contacted) whether they can run; Select uses it for "auto".
+type Quick interface {
+	QuickCheck() Status
+}
+
+// Select returns the isolator called name from table. For "auto" it returns the first
+// name of order that is usable and reports fellBack when that is not order[0]. Usability
+// is judged by QuickCheck where available, else by Check.
+func Select(ctx context.Context, name string, table Table, order []string) (iso Isolator, fellBack bool, err error) {
+	if name != "auto" {
+		mk, ok := table[name]
+		if !ok {
+			return nil, false, fmt.Errorf("unknown isolator %q (available: %s)", name, strings.Join(table.Names(), ", "))
+		}
+		return mk(), false, nil
+	}
+	var reasons []string
+	for i, n := range order {
+		mk, ok := table[n]
+		if !ok {
+			continue
+		}
+		iso := mk()
+		var st Status
+		if q, ok := iso.(Quick); ok {
+			st = q.QuickCheck()
+		} else {
+			st = iso.Check(ctx)
+		}
+		if st.State == Active {
+			return iso, i > 0, nil
+		}
+		reasons = append(reasons, fmt.Sprintf("%s: %s (%s)", n, st.Reason, st.Fix))
+	}
+	return nil, false, fmt.Errorf("%w: no isolator is usable: %s", ErrUnavailable, strings.Join(reasons, "; "))
+}

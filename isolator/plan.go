@@ -1,0 +1,141 @@
+package isolator
+
+import (
+	"path"
+	"strings"
+
+	"github.com/devsandbox/devsandbox/egress"
+)
+
+// Plan is the backend-neutral description of one sandboxed run. It is pure data: every
+// host fact a backend needs was probed when the Plan was built. Secret values are not
+// held in the Plan; Secrets name where each value comes from and Run reads it then.
+type Plan struct {
+	Project Project
+	Workdir string // absolute, inside the project
+	User    User
+
+	// SandboxHome is the host directory backing the in-sandbox home. bwrap mounts it at
+	// User.HostHome; container isolators at their configured home.
+	SandboxHome string
+	// StateDir is the per-project state directory on the host.
+	StateDir string
+	// EmptyFile is a host path of an empty read-only file used as the source of file masks.
+	EmptyFile string
+	// Self is the host path of the devsandbox binary, mounted as the in-sandbox shim.
+	Self string
+
+	System  SystemView
+	Mounts  []Mount // in order: a later mount covers an earlier one at or below its path
+	Tmp     Tmp
+	Env     []EnvVar
+	Secrets []Secret
+	Egress  egress.Rules
+
+	Command  []string
+	TTY      bool
+	ReadOnly bool
+
+	// HostEnv holds the host values of FromHost variables and env secrets. Renderers
+	// must never print it; Run copies values from it into the child's environment.
+	HostEnv map[string]string `json:"-"`
+}
+
+// Project identifies the project directory.
+type Project struct {
+	Dir  string // real absolute path
+	ID   string // short hash of Dir
+	Name string // <basename>-<ID>
+}
+
+// User is the host user the sandboxed command runs as.
+type User struct {
+	Name     string
+	UID, GID int
+	HostHome string
+	Shell    string
+}
+
+// SystemView says which host system directories are visible.
+type SystemView struct {
+	Host  bool         // read-only `/`, with masks
+	Paths []SystemPath // otherwise: these, read-only
+}
+
+// SystemPath is one system path; Link non-empty means the host path is a symlink to
+// Link and is recreated as one.
+type SystemPath struct {
+	Path     string
+	Link     string
+	Optional bool
+	// Copy places a read-only copy of the (small, regular) file instead of a bind
+	// mount: each mount costs bwrap a mountinfo scan, and /etc holds dozens of them.
+	Copy bool
+}
+
+// MountKind is what appears at a mount's destination.
+type MountKind int
+
+const (
+	Bind     MountKind = iota // Source bound at the destination
+	MaskFile                  // an empty read-only file
+	MaskDir                   // an empty read-only directory
+	TmpDir                    // an empty writable directory
+	Data                      // Content as a read-only file
+)
+
+// Mount is one entry of the sandbox view. Exactly one of Dest and HomeRel is set:
+// HomeRel is relative to the in-sandbox home, which each isolator resolves itself.
+type Mount struct {
+	Kind     MountKind
+	Source   string
+	Dest     string
+	HomeRel  string
+	ReadOnly bool
+	Optional bool   // a Bind whose Source may vanish before launch
+	Content  []byte // for Data
+	Why      string // where the mount comes from, for people reading --dry-run
+}
+
+// Target returns the absolute destination given the in-sandbox home.
+func (m Mount) Target(home string) string {
+	if m.HomeRel != "" {
+		return path.Join(home, m.HomeRel)
+	}
+	return m.Dest
+}
+
+// Tmp is how /tmp is provided.
+type Tmp struct {
+	Kind    string // session | tmpfs | shm
+	Dir     string // host directory holding session dirs (session, shm)
+	Session string // the session dir below Dir, chosen by Run; "" before
+}
+
+// EnvVar is one variable of the sandbox environment. FromHost variables carry the
+// host's value, which is printed by name only.
+type EnvVar struct {
+	Name     string
+	Value    string
+	FromHost bool
+}
+
+// Secret is one secret delivered to the sandbox. Exactly one of EnvSource and
+// FileSource is set. AsFile delivers it as a 0400 file at SecretDir/Name.
+type Secret struct {
+	Name       string
+	EnvSource  string // host variable holding the value
+	FileSource string // host file holding the value
+	AsFile     bool
+}
+
+// SecretDir is where secret files appear inside every sandbox.
+const SecretDir = "/run/secrets"
+
+// SecretPath returns the in-sandbox path of a file secret.
+func (s Secret) SecretPath() string { return SecretDir + "/" + s.Name }
+
+// Within reports whether p is dir or below it (both clean absolute paths).
+func Within(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}

@@ -1,0 +1,337 @@
+// Package plan builds an isolator.Plan from the effective configuration, the tool
+// registry and a probe of the host. Build reads the host only through its Probe and
+// has no other effect, so it is table-tested against temporary directories.
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/tools"
+)
+
+// ErrConfig is wrapped by errors caused by configured values that do not fit the host
+// (a bind source that does not exist, a secret file that cannot be read).
+var ErrConfig = errors.New("configuration does not fit this host")
+
+// Request is what the command line asks for beyond the configuration.
+type Request struct {
+	Command []string // empty: the user's shell
+	TTY     bool
+}
+
+// minimalSystem is the default system view: read-only, plus the /etc files that DNS,
+// TLS, users, locale and the dynamic linker need.
+var minimalSystem = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"}
+
+var minimalEtc = []string{
+	// DNS and name service
+	"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/hostname",
+	// TLS
+	"/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/pki", "/etc/crypto-policies",
+	// users and groups
+	"/etc/passwd", "/etc/group",
+	// locale and time
+	"/etc/localtime", "/etc/timezone", "/etc/locale.conf", "/etc/locale.alias", "/etc/default/locale",
+	// dynamic linker and program alternatives
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+	// shells and terminals
+	"/etc/shells", "/etc/profile", "/etc/profile.d", "/etc/bash.bashrc", "/etc/inputrc", "/etc/terminfo",
+	"/etc/environment", "/etc/mime.types",
+	// tools
+	"/etc/gitconfig", "/etc/ssh/ssh_config", "/etc/ssh/ssh_config.d",
+}
+
+// envAllowlist are the host variables that always pass (DESIGN guarantee 4).
+var envAllowlist = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_*", "TERM", "COLORTERM", "TZ"}
+
+// dockerSockets are masked wherever they are visible, unless sandbox.docker_socket.
+func dockerSockets(h config.Host) []string {
+	s := []string{"/run/docker.sock", "/var/run/docker.sock", "/run/podman/podman.sock",
+		h.Home + "/.docker/run/docker.sock", h.Home + "/.colima/default/docker.sock"}
+	if h.RuntimeDir != "" {
+		s = append(s, h.RuntimeDir+"/docker.sock", h.RuntimeDir+"/podman/podman.sock")
+	}
+	return s
+}
+
+// EnvMarker is set inside every sandbox; its presence means devsandbox is nested.
+const EnvMarker = "DEVSANDBOX"
+
+// Build returns the Plan for running req under cfg, and warnings for people.
+func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*isolator.Plan, []string, error) {
+	h := cfg.Host
+	var warns []string
+	proj, err := FindProject(pr, h.Home)
+	if err != nil {
+		return nil, nil, err
+	}
+	workdir, err := pr.EvalSymlinks(pr.Cwd)
+	if err != nil {
+		return nil, nil, fmt.Errorf("resolving the working directory: %w", err)
+	}
+	self, err := pr.Executable()
+	if err != nil {
+		return nil, nil, fmt.Errorf("finding the devsandbox binary: %w", err)
+	}
+	mode, err := egress.ParseMode(cfg.Egress.Mode)
+	if err != nil {
+		return nil, nil, err
+	}
+	base := filepath.Join(h.DataHome, "devsandbox", proj.Name)
+	state := filepath.Join(h.StateHome, "devsandbox", proj.Name)
+	p := &isolator.Plan{
+		Project:     proj,
+		Workdir:     workdir,
+		User:        isolator.User{Name: h.User, UID: h.UID, GID: h.GID, HostHome: h.Home, Shell: h.Vars["SHELL"]},
+		SandboxHome: filepath.Join(base, "home"),
+		StateDir:    state,
+		EmptyFile:   filepath.Join(h.StateHome, "devsandbox", "empty"),
+		Self:        self,
+		Tmp:         isolator.Tmp{Kind: cfg.Sandbox.Tmp, Dir: filepath.Join(state, "tmp")},
+		Egress:      egress.Rules{Mode: mode, Allow: cfg.Egress.Allow, Deny: cfg.Egress.Deny},
+		Command:     req.Command,
+		TTY:         req.TTY,
+		ReadOnly:    cfg.Sandbox.ReadOnly,
+		HostEnv:     h.Vars,
+	}
+	if p.Tmp.Kind == "shm" {
+		p.Tmp.Dir = fmt.Sprintf("/dev/shm/devsandbox-%d", h.UID)
+	}
+	if len(p.Command) == 0 {
+		sh := p.User.Shell
+		if sh == "" {
+			sh = "/bin/sh"
+		}
+		p.Command = []string{sh}
+	}
+	p.System = systemView(pr, cfg.Sandbox.SystemBinds)
+
+	b := &mountBuilder{pr: pr, home: h.Home, sys: p.System}
+	b.add(isolator.Mount{Kind: isolator.Bind, Source: p.SandboxHome, Dest: h.Home, Why: "sandbox home"})
+	if cfg.Sandbox.BindHostCache {
+		b.add(isolator.Mount{Kind: isolator.Bind, Source: h.CacheHome, Dest: h.CacheHome, Why: "host cache (sandbox.bind_host_cache)"})
+	} else {
+		b.add(isolator.Mount{Kind: isolator.Bind, Source: filepath.Join(base, "cache"), Dest: h.CacheHome, Why: "private cache"})
+	}
+	b.hide(cfg.Sandbox.HidePaths, p.SandboxHome)
+
+	tenv, err := b.tools(cfg, reg, h)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, src := range cfg.Sandbox.ROBinds {
+		if err := b.bindUser(src, src, true, "sandbox.ro_binds"); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, src := range cfg.Sandbox.RWBinds {
+		if err := b.bindUser(src, src, false, "sandbox.rw_binds"); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, m := range cfg.Sandbox.HostMounts {
+		if err := b.bindUser(m.Source, m.Dest, m.ReadOnly, "sandbox.host_mounts"); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := b.project(proj.Dir, cfg.Sandbox); err != nil {
+		return nil, nil, err
+	}
+	masked, err := findMasked(pr, proj.Dir, maskMatcher{cfg.Sandbox.MaskFiles, cfg.Sandbox.MaskAllow, cfg.Sandbox.MaskSkip})
+	if err != nil {
+		return nil, nil, fmt.Errorf("scanning %s for sandbox.mask_files: %w", proj.Dir, err)
+	}
+	for _, f := range masked {
+		b.add(isolator.Mount{Kind: isolator.MaskFile, Dest: f, Why: "sandbox.mask_files"})
+	}
+	if !cfg.Sandbox.DockerSocket {
+		for _, s := range dockerSockets(h) {
+			if pr.exists(s) && b.visible(s) {
+				b.add(isolator.Mount{Kind: isolator.MaskFile, Dest: s, Why: "docker socket"})
+			}
+		}
+	}
+	p.Mounts = b.mounts
+
+	p.Env, warns = environment(cfg, h, tenv, proj, warns)
+	p.Secrets, warns, err = secrets(cfg, reg, h, pr, warns)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, warns, nil
+}
+
+func systemView(pr Probe, binds []string) isolator.SystemView {
+	if len(binds) == 1 && binds[0] == "host" {
+		return isolator.SystemView{Host: true}
+	}
+	var v isolator.SystemView
+	add := func(paths []string, optional, copyEtc bool) {
+		for _, sp := range paths {
+			fi, err := pr.Lstat(sp)
+			if err != nil {
+				continue
+			}
+			entry := isolator.SystemPath{Path: sp, Optional: optional}
+			switch {
+			case strings.HasPrefix(sp, "/etc/"):
+				// /etc symlinks (resolv.conf, localtime) often point outside the view:
+				// the file they resolve to is what is wanted.
+				if st, err := pr.Stat(sp); err == nil && st.Mode().IsRegular() && copyEtc {
+					entry.Copy = true
+				}
+			case fi.Mode()&fs.ModeSymlink != 0:
+				if t, err := readlink(pr, sp); err == nil {
+					entry.Link = t
+				}
+			}
+			v.Paths = append(v.Paths, entry)
+		}
+	}
+	if len(binds) == 0 {
+		add(minimalSystem, true, false)
+		add(minimalEtc, true, true)
+	} else {
+		add(binds, false, false)
+	}
+	return v
+}
+
+// readlink returns the link text of p relative to its directory, derived from the
+// fully resolved target so it also works for relative links.
+func readlink(pr Probe, p string) (string, error) {
+	t, err := pr.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(filepath.Dir(p), t)
+	if err != nil {
+		return t, nil
+	}
+	return rel, nil
+}
+
+func environment(cfg *config.Config, h config.Host, toolEnv map[string]isolator.EnvVar, proj isolator.Project, warns []string) ([]isolator.EnvVar, []string) {
+	env := map[string]isolator.EnvVar{}
+	pass := func(name string) {
+		if v, ok := h.Vars[name]; ok {
+			env[name] = isolator.EnvVar{Name: name, Value: v, FromHost: true}
+		}
+	}
+	passPattern := func(pat string) {
+		if strings.HasSuffix(pat, "*") {
+			prefix := strings.TrimSuffix(pat, "*")
+			for n := range h.Vars {
+				if strings.HasPrefix(n, prefix) {
+					pass(n)
+				}
+			}
+			return
+		}
+		pass(pat)
+	}
+	for _, n := range envAllowlist {
+		passPattern(n)
+	}
+	if cfg.Env.PassthroughAll {
+		warns = append(warns, "env.passthrough_all is set: every host environment variable enters the sandbox (DOCKER_HOST excepted)")
+		for n := range h.Vars {
+			pass(n)
+		}
+	}
+	for _, n := range cfg.Env.Passthrough {
+		passPattern(n)
+	}
+	for n, v := range toolEnv {
+		env[n] = v
+	}
+	for n, v := range cfg.Env.Set {
+		env[n] = isolator.EnvVar{Name: n, Value: v}
+	}
+	if !cfg.Sandbox.DockerSocket {
+		delete(env, "DOCKER_HOST")
+	}
+	env[EnvMarker] = isolator.EnvVar{Name: EnvMarker, Value: "1"}
+	env["DEVSANDBOX_PROJECT"] = isolator.EnvVar{Name: "DEVSANDBOX_PROJECT", Value: proj.Dir}
+	for _, s := range cfg.Secrets.Env {
+		delete(env, s) // a secret is delivered as a secret, never as plain env
+	}
+	out := make([]isolator.EnvVar, 0, len(env))
+	for _, v := range env {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, warns
+}
+
+func secrets(cfg *config.Config, reg *tools.Registry, h config.Host, pr Probe, warns []string) ([]isolator.Secret, []string, error) {
+	var out []isolator.Secret
+	seen := map[string]bool{}
+	for _, n := range cfg.Secrets.Env {
+		if _, ok := h.Vars[n]; !ok {
+			warns = append(warns, fmt.Sprintf("secret %s is not set in the host environment; it is not passed", n))
+			continue
+		}
+		seen[n] = true
+		out = append(out, isolator.Secret{Name: n, EnvSource: n})
+	}
+	for _, t := range enabledTools(cfg, reg, h, pr) {
+		if tc, ok := cfg.Tools[t.Name]; ok && tc.Secrets != nil && !*tc.Secrets {
+			continue
+		}
+		for _, n := range t.Secrets {
+			if _, ok := h.Vars[n]; ok && !seen[n] {
+				seen[n] = true
+				out = append(out, isolator.Secret{Name: n, EnvSource: n})
+			}
+		}
+	}
+	names := make([]string, 0, len(cfg.Secrets.Files))
+	for n := range cfg.Secrets.Files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		src := cfg.Secrets.Files[n]
+		fi, err := pr.Stat(src)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: secrets.files.%s: %s cannot be read (%v); fix the path or remove the entry", ErrConfig, n, src, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, nil, fmt.Errorf("%w: secrets.files.%s: %s is not a regular file", ErrConfig, n, src)
+		}
+		out = append(out, isolator.Secret{Name: n, FileSource: src, AsFile: true})
+	}
+	return out, warns, nil
+}
+
+// ToolHost returns the snapshot the tool registry reads.
+func ToolHost(h config.Host, pr Probe) tools.Host {
+	return tools.Host{Home: h.Home, Env: h.Vars, Exists: pr.exists, LookPath: pr.LookPath, ReadFile: pr.ReadFile}
+}
+
+// enabledTools returns the tools enabled by config or, when not configured, detected.
+func enabledTools(cfg *config.Config, reg *tools.Registry, h config.Host, pr Probe) []tools.Tool {
+	th := ToolHost(h, pr)
+	var out []tools.Tool
+	for _, t := range reg.Tools() {
+		on := false
+		if tc, ok := cfg.Tools[t.Name]; ok && tc.Enabled != nil {
+			on = *tc.Enabled
+		} else if t.Detect != nil {
+			on = t.Detect(th)
+		}
+		if on {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -1,0 +1,158 @@
+package plan
+
+import (
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/tools"
+)
+
+// mountBuilder accumulates the ordered mount list of a Plan.
+type mountBuilder struct {
+	pr     Probe
+	home   string
+	sys    isolator.SystemView
+	mounts []isolator.Mount
+}
+
+func (b *mountBuilder) add(m isolator.Mount) { b.mounts = append(b.mounts, m) }
+
+// homeRel returns p relative to the host home, or "" when p is not below it.
+func (b *mountBuilder) homeRel(p string) string {
+	if strings.HasPrefix(p, b.home+"/") {
+		return strings.TrimPrefix(p, b.home+"/")
+	}
+	return ""
+}
+
+// hide masks each hide path that exists in the sandbox home or on the host. Paths
+// under the home are home-relative, so every isolator masks them in its own home.
+func (b *mountBuilder) hide(paths []string, sandboxHome string) {
+	for _, p := range paths {
+		rel := b.homeRel(p)
+		var fi fs.FileInfo
+		var err error
+		if rel != "" {
+			fi, err = b.pr.Lstat(filepath.Join(sandboxHome, rel))
+		}
+		if rel == "" || err != nil {
+			fi, err = b.pr.Lstat(p)
+		}
+		if err != nil || (rel == "" && !b.visible(p)) {
+			continue
+		}
+		m := isolator.Mount{Kind: isolator.MaskFile, Why: "sandbox.hide_paths"}
+		if fi.IsDir() {
+			m.Kind = isolator.MaskDir
+		}
+		if rel != "" {
+			m.HomeRel = rel
+		} else {
+			m.Dest = p
+		}
+		b.add(m)
+	}
+}
+
+// tools adds the bindings of every enabled tool and returns the env they contribute.
+func (b *mountBuilder) tools(cfg *config.Config, reg *tools.Registry, h config.Host) (map[string]isolator.EnvVar, error) {
+	env := map[string]isolator.EnvVar{}
+	th := ToolHost(h, b.pr)
+	for _, t := range enabledTools(cfg, reg, h, b.pr) {
+		for _, bd := range t.Bindings(th) {
+			m := isolator.Mount{Source: bd.Source, Dest: bd.Dest, HomeRel: bd.HomeRelativeDest, Why: "tool " + t.Name}
+			switch {
+			case bd.Content != nil:
+				m.Kind, m.Content, m.Source = isolator.Data, bd.Content, ""
+			case bd.Mode == tools.Mask:
+				m.Kind = isolator.MaskFile
+				if b.pr.isDir(bd.Source) {
+					m.Kind = isolator.MaskDir
+				}
+			case bd.Mode == tools.Tmpfs:
+				m.Kind = isolator.TmpDir
+			default:
+				m.Kind, m.ReadOnly = isolator.Bind, bd.Mode == tools.RO
+				if !b.pr.exists(bd.Source) {
+					if bd.Optional {
+						continue
+					}
+					return nil, fmt.Errorf("%w: tool %s needs %s, which does not exist; create it or set tools.%s.enabled = false", ErrConfig, t.Name, bd.Source, t.Name)
+				}
+			}
+			b.add(m)
+		}
+		for _, n := range t.Env {
+			if v, ok := h.Vars[n]; ok {
+				env[n] = isolator.EnvVar{Name: n, Value: v, FromHost: true}
+			}
+		}
+		if t.EnvSet != nil {
+			for n, v := range t.EnvSet(th) {
+				env[n] = isolator.EnvVar{Name: n, Value: v}
+			}
+		}
+	}
+	return env, nil
+}
+
+// bindUser adds a bind the user configured; its source must exist.
+func (b *mountBuilder) bindUser(src, dst string, ro bool, key string) error {
+	if !b.pr.exists(src) {
+		return fmt.Errorf("%w: %s: %s does not exist; create it or remove the entry", ErrConfig, key, src)
+	}
+	b.add(isolator.Mount{Kind: isolator.Bind, Source: src, Dest: dst, ReadOnly: ro, Why: key})
+	return nil
+}
+
+// project adds the project itself, its git protections and its config file.
+func (b *mountBuilder) project(dir string, sb config.Sandbox) error {
+	if !sb.ReadOnly {
+		b.add(isolator.Mount{Kind: isolator.Bind, Source: dir, Dest: dir, Why: "project"})
+	} else {
+		b.add(isolator.Mount{Kind: isolator.Bind, Source: dir, Dest: dir, ReadOnly: true, Why: "project (read-only)"})
+		for _, w := range sb.WritableDirs {
+			p := filepath.Join(dir, w)
+			fi, err := b.pr.Lstat(p)
+			if err != nil || !fi.IsDir() {
+				return fmt.Errorf("%w: sandbox.writable_dirs: %s is not a directory (a symlink is not accepted); create it in the project", ErrConfig, p)
+			}
+			b.add(isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, Why: "sandbox.writable_dirs"})
+		}
+		if fi, err := b.pr.Lstat(filepath.Join(dir, ".git")); err == nil && fi.IsDir() {
+			g := filepath.Join(dir, ".git")
+			b.add(isolator.Mount{Kind: isolator.Bind, Source: g, Dest: g, Why: "git dir"})
+		}
+	}
+	gm, err := gitMounts(b.pr, dir)
+	if err != nil {
+		return err
+	}
+	b.mounts = append(b.mounts, gm...)
+	if cf := filepath.Join(dir, ".devsandbox.toml"); b.pr.exists(cf) {
+		b.add(isolator.Mount{Kind: isolator.Bind, Source: cf, Dest: cf, ReadOnly: true, Why: "project config"})
+	}
+	return nil
+}
+
+// visible reports whether p can be seen in the view built so far.
+func (b *mountBuilder) visible(p string) bool {
+	if b.sys.Host {
+		return true
+	}
+	for _, sp := range b.sys.Paths {
+		if isolator.Within(p, sp.Path) {
+			return true
+		}
+	}
+	for _, m := range b.mounts {
+		if m.Kind == isolator.Bind && isolator.Within(p, m.Target(b.home)) {
+			return true
+		}
+	}
+	return false
+}

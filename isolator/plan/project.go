@@ -1,0 +1,120 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// ErrProject is wrapped by errors about the project directory itself.
+var ErrProject = errors.New("unusable project directory")
+
+// FindProject returns the project for the working directory: the nearest ancestor
+// holding a .git (the git top level), else the working directory itself.
+func FindProject(pr Probe, home string) (isolator.Project, error) {
+	cwd, err := pr.EvalSymlinks(pr.Cwd)
+	if err != nil {
+		return isolator.Project{}, fmt.Errorf("resolving the working directory %s: %w", pr.Cwd, err)
+	}
+	dir := cwd
+	for d := cwd; ; d = filepath.Dir(d) {
+		if _, err := pr.Lstat(filepath.Join(d, ".git")); err == nil {
+			dir = d
+			break
+		}
+		if d == "/" {
+			break
+		}
+	}
+	realHome, err := pr.EvalSymlinks(home)
+	if err != nil {
+		realHome = home
+	}
+	if dir == "/" || dir == realHome {
+		return isolator.Project{}, fmt.Errorf("%w: %s is %s; run devsandbox from a project directory (or a subdirectory of one)",
+			ErrProject, dir, map[bool]string{true: "the root directory", false: "your home directory"}[dir == "/"])
+	}
+	sum := sha256.Sum256([]byte(dir))
+	id := hex.EncodeToString(sum[:4])
+	return isolator.Project{Dir: dir, ID: id, Name: filepath.Base(dir) + "-" + id}, nil
+}
+
+// gitMounts protects the repository metadata: .git stays writable, but hooks and config
+// are read-only so a sandboxed agent cannot plant code the host runs later. A linked
+// worktree (or submodule) has a .git file naming its gitdir, which is bound with its
+// common dir and the same protections.
+func gitMounts(pr Probe, project string) ([]isolator.Mount, error) {
+	dotgit := filepath.Join(project, ".git")
+	fi, err := pr.Lstat(dotgit)
+	if err != nil {
+		return nil, nil // not a repository
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("%w: %s is a symlink; devsandbox cannot protect the hooks of a repository it reaches through a symlink: replace it with the directory it points to or a `gitdir:` file", ErrProject, dotgit)
+	case fi.IsDir():
+		return protectGitDir(pr, dotgit, false), nil
+	}
+	b, err := pr.ReadFile(dotgit)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", dotgit, err)
+	}
+	line := strings.TrimSpace(string(b))
+	if !strings.HasPrefix(line, "gitdir:") {
+		return nil, fmt.Errorf("%w: %s is a file but not a `gitdir:` link", ErrProject, dotgit)
+	}
+	gitdir := strings.TrimSpace(strings.TrimPrefix(line, "gitdir:"))
+	if !filepath.IsAbs(gitdir) {
+		gitdir = filepath.Join(project, gitdir)
+	}
+	if gitdir, err = pr.EvalSymlinks(gitdir); err != nil {
+		return nil, fmt.Errorf("resolving the gitdir named in %s: %w", dotgit, err)
+	}
+	c, err := pr.ReadFile(filepath.Join(gitdir, "commondir"))
+	if err != nil {
+		// A submodule: the gitdir is a whole repository of its own.
+		return protectGitDir(pr, gitdir, !isolator.Within(gitdir, project)), nil
+	}
+	// A linked worktree: hooks and config live in the common dir.
+	common := strings.TrimSpace(string(c))
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(gitdir, common)
+	}
+	if common, err = pr.EvalSymlinks(common); err != nil {
+		return nil, fmt.Errorf("resolving the common dir of %s: %w", gitdir, err)
+	}
+	ms := protectGitDir(pr, common, !isolator.Within(common, project))
+	if !isolator.Within(gitdir, project) && !isolator.Within(gitdir, common) {
+		ms = append(ms, isolator.Mount{Kind: isolator.Bind, Source: gitdir, Dest: gitdir, Why: "git dir of the worktree"})
+	}
+	if p := filepath.Join(gitdir, "config.worktree"); pr.exists(p) {
+		ms = append(ms, isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, ReadOnly: true, Why: "git config"})
+	}
+	return ms, nil
+}
+
+// protectGitDir returns the mounts for one git dir: itself when it lies outside the
+// project (bind), then read-only hooks and config.
+func protectGitDir(pr Probe, dir string, bind bool) []isolator.Mount {
+	var ms []isolator.Mount
+	if bind {
+		ms = append(ms, isolator.Mount{Kind: isolator.Bind, Source: dir, Dest: dir, Why: "git dir of the worktree"})
+	}
+	hooks := filepath.Join(dir, "hooks")
+	if pr.isDir(hooks) {
+		ms = append(ms, isolator.Mount{Kind: isolator.Bind, Source: hooks, Dest: hooks, ReadOnly: true, Why: "git hooks"})
+	} else {
+		// No hooks dir yet: an empty read-only one, so none can be created.
+		ms = append(ms, isolator.Mount{Kind: isolator.MaskDir, Dest: hooks, Why: "git hooks"})
+	}
+	if cfg := filepath.Join(dir, "config"); pr.exists(cfg) {
+		ms = append(ms, isolator.Mount{Kind: isolator.Bind, Source: cfg, Dest: cfg, ReadOnly: true, Why: "git config"})
+	}
+	return ms
+}

@@ -1,0 +1,132 @@
+// Package tmpdir manages per-session /tmp directories on the host. A session dir is a
+// random directory under a base directory, held by an flock for the life of the run and
+// removed at its end. Dirs of sessions that died without cleaning up (kill -9) are
+// removed by a later session once they are older than MaxAge and their lock is free.
+package tmpdir
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// MaxAge is how old an unlocked session dir must be before it counts as an orphan.
+const MaxAge = 48 * time.Hour
+
+// Session is one acquired session dir.
+type Session struct {
+	Name string // base name, below the base dir
+	Path string
+	fd   int
+}
+
+// Acquire creates and locks a new session dir under base (created 0700 if missing).
+func Acquire(base string) (*Session, error) {
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the session directory base %s: %w", base, err)
+	}
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, err
+	}
+	name := hex.EncodeToString(rnd[:])
+	p := filepath.Join(base, name)
+	if err := os.Mkdir(p, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the session /tmp %s: %w", p, err)
+	}
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening the session /tmp %s: %w", p, err)
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("locking the session /tmp %s: %w", p, err)
+	}
+	return &Session{Name: name, Path: p, fd: fd}, nil
+}
+
+// Lost reports whether the session dir is no longer the one that was locked (removed
+// or replaced on the host while the session ran).
+func (s *Session) Lost() bool {
+	var held, now unix.Stat_t
+	if unix.Fstat(s.fd, &held) != nil || unix.Lstat(s.Path, &now) != nil {
+		return true
+	}
+	return held.Ino != now.Ino || held.Dev != now.Dev
+}
+
+// Recreate makes a fresh dir at the session's path when it was lost, and locks it.
+func (s *Session) Recreate() error {
+	if err := os.Mkdir(s.Path, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	fd, err := unix.Open(s.Path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		unix.Close(fd)
+		return err
+	}
+	unix.Close(s.fd)
+	s.fd = fd
+	return nil
+}
+
+// Release removes the session dir and drops its lock.
+func (s *Session) Release() error {
+	err := os.RemoveAll(s.Path)
+	unix.Close(s.fd)
+	return err
+}
+
+// CleanOrphans removes session dirs under base that are older than maxAge and whose
+// lock is free. Symlinks and non-directories are never followed or removed; the inode
+// is re-checked after locking so a dir swapped in meanwhile is left alone. It returns
+// the number of dirs removed; errors on single entries are skipped.
+func CleanOrphans(base string, now time.Time, maxAge time.Duration) int {
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return 0
+	}
+	removed := 0
+	for _, e := range ents {
+		if !e.IsDir() { // DirEntry of a symlink is never IsDir
+			continue
+		}
+		p := filepath.Join(base, e.Name())
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			continue
+		}
+		if now.Sub(time.Unix(st.Mtim.Unix())) < maxAge {
+			continue
+		}
+		if removeIfUnlocked(p, st) {
+			removed++
+		}
+	}
+	return removed
+}
+
+func removeIfUnlocked(p string, before unix.Stat_t) bool {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return false // a live session holds it
+	}
+	var after unix.Stat_t
+	if unix.Fstat(fd, &after) != nil || after.Ino != before.Ino || after.Dev != before.Dev {
+		return false
+	}
+	return os.RemoveAll(p) == nil
+}

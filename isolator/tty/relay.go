@@ -1,0 +1,289 @@
+package tty
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Relay connects a user's terminal to a pty master for the life of a
+// sandboxed command: keystrokes go to the master, the command's output comes
+// back, and window size changes follow the user's terminal.
+//
+// Lifecycle: call StartRelay before starting the command (so it starts with
+// the right window size), start the command on the slave, close your own copy
+// of the slave, wait for the command, then call Close. Close returns once
+// every descriptor of the slave is closed, so processes the command leaves
+// behind holding the slave delay it; the sandbox must take them down with it.
+//
+// The relay keeps private descriptors: a duplicate of the master and, when in
+// is a terminal, a non-blocking reopening of it. The caller's files are never
+// closed, but must stay open until Close returns, and the master's file
+// description is left non-blocking, as Open creates it.
+type Relay struct {
+	inFd   uintptr  // caller's in; used for the window size and the mode restore
+	out    *os.File // caller's out
+	master *os.File // private duplicate of the caller's master
+	input  *os.File // what the input copy reads: private reopening of in, or in itself
+	// ownsInput reports that input is private, so closing it interrupts a
+	// pending read and Close can wait for the input copy to finish.
+	ownsInput bool
+	restore   func() error
+
+	winch     chan os.Signal // nil when in is not a terminal
+	stopWinch chan struct{}
+	winchDone chan struct{}
+	outDone   chan struct{}
+	inDone    chan struct{}
+	winchErr  error // owned by the SIGWINCH goroutine until winchDone
+	outErr    error // owned by the output goroutine until outDone
+	inErr     error // owned by the input goroutine until inDone
+
+	closeErr func() error
+}
+
+// StartRelay starts relaying between the user's terminal (in and out) and a
+// pty master.
+//
+// When in is a terminal, StartRelay copies its window size to the master, puts
+// it in raw mode (so Ctrl-C and other control characters reach the command's
+// line discipline as bytes) and follows SIGWINCH until Close. When in is not a
+// terminal, only the copying happens, and end of file on in is not passed on.
+// On error nothing is left running and the terminal mode is unchanged.
+func StartRelay(in, out, master *os.File) (*Relay, error) {
+	inFd, err := fdOf(in)
+	if err != nil {
+		return nil, fmt.Errorf("starting relay: %w", err)
+	}
+	m, err := dupNonblock(master)
+	if err != nil {
+		return nil, fmt.Errorf("starting relay: %w", err)
+	}
+	r := &Relay{
+		inFd:      inFd,
+		out:       out,
+		master:    m,
+		input:     in,
+		stopWinch: make(chan struct{}),
+		winchDone: make(chan struct{}),
+		outDone:   make(chan struct{}),
+		inDone:    make(chan struct{}),
+	}
+	if IsTerminal(inFd) {
+		if err := r.setupTerminal(); err != nil {
+			r.master.Close()
+			return nil, fmt.Errorf("starting relay: %w", err)
+		}
+		r.winch = make(chan os.Signal, 1)
+		signal.Notify(r.winch, syscall.SIGWINCH)
+		go r.followSize()
+	}
+	r.closeErr = sync.OnceValue(r.close)
+	go r.copyOutput()
+	go r.copyInput()
+	return r, nil
+}
+
+func (r *Relay) setupTerminal() error {
+	s, err := GetSize(r.inFd)
+	if err != nil {
+		return err
+	}
+	if err := r.setMasterSize(s); err != nil {
+		return err
+	}
+	// A read of the caller's in cannot be interrupted: it is usually blocking,
+	// and making it non-blocking would change the file description the user's
+	// shell shares. A second, private open of the same terminal can be
+	// non-blocking, which puts it under Go's poller, so closing it ends a
+	// pending read and Close never waits on the user's next keystroke. If
+	// /proc is unusable, fall back to reading in and not waiting for that copy.
+	if f, err := reopen(r.inFd); err == nil {
+		r.input, r.ownsInput = f, true
+	}
+	restore, err := MakeRaw(r.inFd)
+	if err != nil {
+		if r.ownsInput {
+			r.input.Close()
+		}
+		return err
+	}
+	r.restore = restore
+	return nil
+}
+
+// Close stops following window size changes, waits until all output the
+// command wrote has been copied to out (the master reports EIO once every
+// slave descriptor is closed), stops the input copy, restores the terminal
+// mode, and returns the first errors met while relaying. The terminal mode is
+// restored even when relaying failed. Close may be called more than once; later
+// calls return the result of the first.
+func (r *Relay) Close() error {
+	return r.closeErr()
+}
+
+func (r *Relay) close() error {
+	if r.winch != nil {
+		signal.Stop(r.winch)
+		close(r.stopWinch)
+		<-r.winchDone
+	}
+	<-r.outDone
+	if r.ownsInput {
+		r.input.Close()
+	}
+	// Closing the private master ends an input write blocked on a full master
+	// buffer, and makes an input copy we do not wait for stop at its next read.
+	r.master.Close()
+	errs := []error{r.winchErr, r.outErr}
+	if r.ownsInput {
+		<-r.inDone
+		errs = append(errs, r.inErr)
+	}
+	if r.restore != nil {
+		errs = append(errs, r.restore())
+	}
+	return errors.Join(errs...)
+}
+
+// copyOutput copies master to out until the master reports that the slave is
+// gone. When out fails it keeps draining the master, so the command is never
+// blocked on a full pty and the end is still detected.
+func (r *Relay) copyOutput() {
+	defer close(r.outDone)
+	buf := make([]byte, 32*1024)
+	var werr error
+	for {
+		n, err := r.master.Read(buf)
+		if n > 0 && werr == nil {
+			if _, werr = r.out.Write(buf[:n]); werr != nil {
+				werr = fmt.Errorf("writing command output: %w", werr)
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, syscall.EIO) && !errors.Is(err, io.EOF) {
+				err = fmt.Errorf("reading command output: %w", err)
+			} else {
+				err = nil
+			}
+			r.outErr = errors.Join(werr, err)
+			return
+		}
+	}
+}
+
+// copyInput copies in to master until in ends, the relay closes, or the
+// master stops accepting input.
+func (r *Relay) copyInput() {
+	defer close(r.inDone)
+	buf := make([]byte, 4096)
+	for {
+		n, err := r.input.Read(buf)
+		if n > 0 {
+			if _, werr := r.master.Write(buf[:n]); werr != nil {
+				r.inErr = ignoreEnd(werr, "writing input")
+				return
+			}
+		}
+		if err != nil {
+			r.inErr = ignoreEnd(err, "reading input")
+			return
+		}
+	}
+}
+
+// ignoreEnd drops the errors that mean the input copy is simply over: end of
+// file, a hangup (EIO) and the relay closing its own files.
+func ignoreEnd(err error, context string) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.EIO) || errors.Is(err, os.ErrClosed) {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", context, err)
+}
+
+func (r *Relay) followSize() {
+	defer close(r.winchDone)
+	for {
+		select {
+		case <-r.stopWinch:
+			return
+		case <-r.winch:
+			s, err := GetSize(r.inFd)
+			if err == nil {
+				err = r.setMasterSize(s)
+			}
+			if err != nil && r.winchErr == nil {
+				r.winchErr = fmt.Errorf("following window size: %w", err)
+			}
+		}
+	}
+}
+
+func (r *Relay) setMasterSize(s Size) error {
+	rc, err := r.master.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = SetSize(fd, s) }); err != nil {
+		return err
+	}
+	return serr
+}
+
+// fdOf returns f's descriptor without the side effect of (*os.File).Fd, which
+// would put a pollable file into blocking mode.
+func fdOf(f *os.File) (uintptr, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var fd uintptr
+	if err := rc.Control(func(u uintptr) { fd = u }); err != nil {
+		return 0, err
+	}
+	return fd, nil
+}
+
+// dupNonblock returns a private, pollable duplicate of master.
+func dupNonblock(master *os.File) (*os.File, error) {
+	rc, err := master.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	nfd := -1
+	var derr error
+	if err := rc.Control(func(fd uintptr) {
+		nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, fmt.Errorf("duplicating pty master: %w", derr)
+	}
+	// The duplicate shares the file description, so this also affects the
+	// caller's master; Open already created it non-blocking.
+	if err := unix.SetNonblock(nfd, true); err != nil {
+		unix.Close(nfd)
+		return nil, fmt.Errorf("making pty master non-blocking: %w", err)
+	}
+	return os.NewFile(uintptr(nfd), master.Name()), nil
+}
+
+// reopen opens the file behind fd again, as a new, non-blocking, read-only
+// file description that is never our controlling terminal.
+func reopen(fd uintptr) (*os.File, error) {
+	p := "/proc/self/fd/" + strconv.FormatUint(uint64(fd), 10)
+	nfd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reopening terminal: %w", err)
+	}
+	return os.NewFile(uintptr(nfd), p), nil
+}
