@@ -7,7 +7,7 @@ import (
 
 func TestSplitArgs(t *testing.T) {
 	tests := []struct {
-		args                 []string
+		args                []string
 		flags, sub, command []string
 	}{
 		{nil, nil, nil, nil},

@@ -434,4 +434,3 @@ func firstLine(s string, err error) string {
 	}
 	return s
 }
-

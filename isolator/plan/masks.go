@@ -83,4 +83,3 @@ func findMasked(pr Probe, root string, m maskMatcher) ([]string, error) {
 	}
 	return out, nil
 }
-
