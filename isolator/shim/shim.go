@@ -54,6 +54,10 @@ func Main(args []string, stderr io.Writer) int {
 		return ExitNotFound
 	}
 	argv := args[1:]
+	// Lead a session and process group of our own: bwrap's --new-session leaves the
+	// command in the session of the sandbox's pid 1, where it can have no terminal,
+	// and the host signals the command's process group.
+	_, _ = unix.Setsid()
 	if takeTTY {
 		// A failure leaves the command without job control but otherwise working.
 		if err := tty.TakeControl(0); err != nil {

@@ -1,0 +1,240 @@
+//go:build integration
+
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Guarantee 1: the project is read-write at its host path; .git/hooks, .git/config and
+// .devsandbox.toml are read-only; .git itself stays writable.
+func TestProjectView(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.write("proj/.devsandbox.toml", "")
+		p.write("proj/src/main.txt", "hello\n")
+		out := p.mustSandbox(iso, nil, `
+			pwd
+			cat src/main.txt
+			echo written > src/new.txt && echo write-ok
+			touch .git/hooks/pre-commit 2>/dev/null && echo HOOK-WRITTEN
+			echo x >> .git/config 2>/dev/null && echo CONFIG-WRITTEN
+			echo x >> .devsandbox.toml 2>/dev/null && echo TOML-WRITTEN
+			touch .git/index.lock && rm .git/index.lock && echo git-writable
+			true`)
+		want := p.dir + "\nhello\nwrite-ok\ngit-writable\n"
+		if out != want {
+			t.Fatalf("in-sandbox output:\n%s\nwant:\n%s", out, want)
+		}
+		if b, err := os.ReadFile(p.path("proj/src/new.txt")); err != nil || string(b) != "written\n" {
+			t.Fatalf("file written in the sandbox not on the host: %q %v", b, err)
+		}
+		if _, err := os.Stat(p.path("proj/.git/hooks/pre-commit")); !os.IsNotExist(err) {
+			t.Fatalf("a hook was planted: %v", err)
+		}
+	})
+}
+
+// Guarantee 1: the rest of the home is invisible, hide_paths are masked, siblings and
+// symlinks leading out of the project reach nothing.
+func TestHostHomeInvisible(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		writeHome(t, ".ssh/id_ed25519", "PRIVATE-KEY-BAIT\n")
+		writeHome(t, ".aws/credentials", "AWS-BAIT\n")
+		p.write("sibling/secret.txt", "SIBLING-BAIT\n")
+		if err := os.Symlink(p.path("sibling/secret.txt"), p.path("proj/escape")); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Lchown(p.path("proj/escape"), it.uid, it.gid)
+		r := p.sandbox(iso, nil, `
+			cat ~/.ssh/id_ed25519 ~/.aws/credentials ../sibling/secret.txt escape 2>/dev/null
+			ls ~/.aws 2>/dev/null
+			ls ../sibling 2>/dev/null
+			echo done`)
+		if r.code != 0 || r.stdout != "done\n" {
+			t.Fatalf("host files reachable from the sandbox:\n%s", r)
+		}
+	})
+}
+
+// Guarantee 1: mask_files are masked everywhere in the project, including a file
+// created on the host since the previous run.
+func TestMaskFiles(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.write("proj/.env", "TOKEN=root-bait\n")
+		p.write("proj/app/.env.local", "TOKEN=nested-bait\n")
+		p.write("proj/README", "readme\n")
+		script := `cat .env app/.env.local .env.production README 2>/dev/null; echo x > .env 2>/dev/null && echo WROTE; echo end`
+		if out := p.mustSandbox(iso, nil, script); out != "readme\nend\n" {
+			t.Fatalf("first run:\n%s", out)
+		}
+		p.write("proj/.env.production", "TOKEN=new-bait\n")
+		if out := p.mustSandbox(iso, nil, script); out != "readme\nend\n" {
+			t.Fatalf("a .env created since the last run is not masked:\n%s", out)
+		}
+		if b, _ := os.ReadFile(p.path("proj/.env")); string(b) != "TOKEN=root-bait\n" {
+			t.Fatalf("masked file changed on the host: %q", b)
+		}
+	})
+}
+
+// Guarantee 2: the sandbox home persists per project.
+func TestSandboxHomePersists(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.mustSandbox(iso, nil, `echo kept > ~/.state-file`)
+		if out := p.mustSandbox(iso, nil, `cat ~/.state-file; test "$HOME" = "`+it.home+`" && echo home-ok`); out != "kept\nhome-ok\n" {
+			t.Fatalf("sandbox home did not persist:\n%s", out)
+		}
+		if _, err := os.Stat(filepath.Join(it.home, ".state-file")); !os.IsNotExist(err) {
+			t.Fatalf("sandbox home wrote into the real home: %v", err)
+		}
+	})
+}
+
+// Guarantee 3: /tmp is private to the session and removed afterwards.
+func TestPrivateTmp(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		hostTmp, err := os.CreateTemp("", "host-visible-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hostTmp.Close()
+		defer os.Remove(hostTmp.Name())
+		out := p.mustSandbox(iso, nil, `ls -A /tmp; echo in-sandbox > /tmp/marker; cat /tmp/marker`)
+		if out != "in-sandbox\n" {
+			t.Fatalf("/tmp is not private and empty:\n%s", out)
+		}
+		if _, err := os.Stat("/tmp/marker"); !os.IsNotExist(err) {
+			t.Fatalf("sandbox /tmp leaked to the host: %v", err)
+		}
+		sessions := filepath.Join(it.home, ".local/state/devsandbox", p.name(), "tmp")
+		if left, _ := os.ReadDir(sessions); len(left) != 0 {
+			t.Fatalf("session /tmp left behind in %s: %v", sessions, left)
+		}
+	})
+}
+
+// Guarantee 4: the environment is an allowlist plus passthrough; DOCKER_HOST is unset.
+func TestEnvAllowlist(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		cfg := p.path("cfg.toml")
+		p.write("cfg.toml", "[env]\npassthrough = [\"PASS_ME\"]\nset = { SET_ME = \"configured\" }\n")
+		r := run(t, p.dir, []string{"NOT_ME=leak", "PASS_ME=passed", "DOCKER_HOST=unix:///x.sock", "LC_ALL=C"}, "",
+			"--isolator="+iso, "--config", cfg, "--", "/bin/sh", "-c",
+			`echo "[$NOT_ME][$PASS_ME][$SET_ME][$DOCKER_HOST][$LC_ALL][$DEVSANDBOX]"`)
+		if r.code != 0 || r.stdout != "[][passed][configured][][C][1]\n" {
+			t.Fatalf("environment:\n%s", r)
+		}
+	})
+}
+
+// Guarantee 7 (exit side): the command's status passes through, 126/127 included.
+func TestExitCodes(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.write("proj/not-exec.sh", "#!/bin/sh\necho hi\n")
+		tests := []struct {
+			name string
+			args []string
+			code int
+		}{
+			{"status", []string{"/bin/sh", "-c", "exit 3"}, 3},
+			{"not found", []string{"no-such-command-xyz"}, 127},
+			{"not found path", []string{"./missing"}, 127},
+			{"not executable", []string{"./not-exec.sh"}, 126},
+			{"killed by signal", []string{"/bin/sh", "-c", "kill -TERM $$"}, 143},
+			{"true", []string{"true"}, 0},
+		}
+		for _, tt := range tests {
+			r := run(t, p.dir, nil, "", append([]string{"--isolator=" + iso, "--"}, tt.args...)...)
+			if r.code != tt.code {
+				t.Errorf("%s: exit %d, want %d\n%s", tt.name, r.code, tt.code, r)
+			}
+		}
+	})
+}
+
+// Guarantee 6 for the modes this build has: none has no network, open has the host's.
+func TestEgressModes(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		none := p.mustSandbox(iso, []string{"--egress=none"}, `ls /sys/class/net 2>/dev/null || cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '`)
+		if strings.TrimSpace(none) != "lo" {
+			t.Fatalf("egress none: interfaces %q, want only lo", none)
+		}
+		open := p.mustSandbox(iso, []string{"--egress=open"}, `cat /proc/net/dev | tail -n +3 | wc -l`)
+		if strings.TrimSpace(open) == "1" {
+			t.Fatalf("egress open: only loopback visible")
+		}
+	})
+}
+
+// Guarantee 5: a secret passed with -e NAME is visible inside, but in no argv of any
+// process during the run and not in --dry-run; secret files are 0400.
+func TestSecretsNeverInArgv(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		const value = "s3cr3t-VALUE-4242"
+		p.write("secret.txt", "file-"+value)
+		ctx := t.Context()
+		cmd := command(ctx, p.dir, baseEnv("API_TOKEN="+value), "--isolator="+iso, "-e", "API_TOKEN",
+			"--secret-file", "DB_PASS="+p.path("secret.txt"), "--", "/bin/sh", "-c",
+			`echo "env:$API_TOKEN"; echo "file:$(cat /run/secrets/DB_PASS)"; stat -c "mode:%a" /run/secrets/DB_PASS; echo ready; read _ || true`)
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lr := newLineReader(t, stdout)
+		if got := lr.waitFor("env:"); got != "env:"+value {
+			t.Errorf("secret env inside: %q", got)
+		}
+		if got := lr.waitFor("file:"); got != "file:file-"+value {
+			t.Errorf("secret file inside: %q", got)
+		}
+		if got := lr.waitFor("mode:"); got != "mode:400" {
+			t.Errorf("secret file %s", got)
+		}
+		lr.waitFor("ready")
+		// The command is running: scan every process's argv on the host.
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		scanned := 0
+		for _, f := range procs {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			scanned++
+			if strings.Contains(string(b), value) {
+				t.Errorf("secret value in %s: %q", f, strings.ReplaceAll(string(b), "\x00", " "))
+			}
+		}
+		if scanned < 5 {
+			t.Fatalf("scanned only %d processes", scanned)
+		}
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("sandboxed command: %v", err)
+		}
+
+		dry := run(t, p.dir, []string{"API_TOKEN=" + value}, "", "--isolator="+iso, "--dry-run", "-e", "API_TOKEN",
+			"--secret-file", "DB_PASS="+p.path("secret.txt"), "--", "true")
+		if dry.code != 0 || strings.Contains(dry.stdout+dry.stderr, value) || !strings.Contains(dry.stdout, "API_TOKEN") {
+			t.Fatalf("--dry-run leaks the secret or omits its name:\n%s", dry)
+		}
+	})
+}

@@ -1,0 +1,328 @@
+//go:build integration
+
+// Package integration runs the built devsandbox binary against real components, as an
+// unprivileged user with a clean environment. The conformance tests run once per
+// isolator named in DEVSANDBOX_IT_ISOLATORS (default: bwrap), so every backend is
+// held to the same guarantees.
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// env is the test environment shared by every test.
+type env struct {
+	bin      string // devsandbox binary readable by the test user
+	uid, gid int
+	home     string
+	name     string
+	asOther  bool // tests run as root and the sandbox as the test user
+}
+
+var it env
+
+func TestMain(m *testing.M) {
+	code, err := setup()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration setup: %v\n", err)
+		if os.Getenv("CI") != "" {
+			os.Exit(1)
+		}
+		os.Exit(0) // no binary or user on a laptop: nothing to run
+	}
+	if code == 0 {
+		code = m.Run()
+	}
+	os.Exit(code)
+}
+
+func setup() (int, error) {
+	src := os.Getenv("DEVSANDBOX_BIN")
+	if src == "" {
+		return 0, fmt.Errorf("DEVSANDBOX_BIN is not set: run `make integration`")
+	}
+	if os.Getuid() == 0 {
+		name := os.Getenv("DEVSANDBOX_TEST_USER")
+		if name == "" {
+			name = "dsbtest"
+		}
+		u, err := user.Lookup(name)
+		if err != nil {
+			return 0, fmt.Errorf("test user %s: %w (run scripts/setup-test-env.sh as root)", name, err)
+		}
+		it.uid, _ = strconv.Atoi(u.Uid)
+		it.gid, _ = strconv.Atoi(u.Gid)
+		it.home, it.name, it.asOther = u.HomeDir, name, true
+	} else {
+		u, err := user.Current()
+		if err != nil {
+			return 0, err
+		}
+		it.uid, it.gid, it.home, it.name = os.Getuid(), os.Getgid(), u.HomeDir, u.Username
+	}
+	// A copy the test user can read and execute, outside any project.
+	dir, err := os.MkdirTemp("", "devsandbox-it-bin-")
+	if err != nil {
+		return 0, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return 0, err
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return 0, err
+	}
+	it.bin = filepath.Join(dir, "devsandbox")
+	if err := os.WriteFile(it.bin, data, 0o755); err != nil {
+		return 0, err
+	}
+	return 0, nil
+}
+
+// requireBwrap skips on a machine without bubblewrap, and fails in CI.
+func requireBwrap(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("bwrap is required in CI: %v", err)
+		}
+		t.Skip("bwrap not installed")
+	}
+}
+
+// isolators are the backends the conformance suite runs against.
+func isolators() []string {
+	if s := os.Getenv("DEVSANDBOX_IT_ISOLATORS"); s != "" {
+		return strings.Fields(strings.ReplaceAll(s, ",", " "))
+	}
+	return []string{"bwrap"}
+}
+
+// forEachIsolator runs f as a subtest per isolator.
+func forEachIsolator(t *testing.T, f func(t *testing.T, iso string)) {
+	for _, iso := range isolators() {
+		t.Run(iso, func(t *testing.T) {
+			if iso == "bwrap" {
+				requireBwrap(t)
+			}
+			f(t, iso)
+		})
+	}
+}
+
+// project is a scratch project owned by the test user.
+type project struct {
+	t    *testing.T
+	root string // a scratch dir under the test user's home: holds dir and siblings
+	dir  string // the project
+}
+
+// newProject creates an empty git repository in a fresh dir under the test user's home.
+func newProject(t *testing.T) *project {
+	t.Helper()
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	root := filepath.Join(it.home, "it-"+hex.EncodeToString(rnd[:]))
+	p := &project{t: t, root: root, dir: filepath.Join(root, "proj")}
+	p.mkdir("proj/.git/hooks")
+	p.write("proj/.git/config", "[core]\n\trepositoryformatversion = 0\n")
+	p.write("proj/.git/HEAD", "ref: refs/heads/main\n")
+	p.mkdir("proj/.git/objects")
+	p.mkdir("proj/.git/refs")
+	t.Cleanup(func() { os.RemoveAll(root) })
+	return p
+}
+
+// name is the project's name as devsandbox derives it: <basename>-<short hash of path>.
+func (p *project) name() string {
+	sum := sha256.Sum256([]byte(p.dir))
+	return filepath.Base(p.dir) + "-" + hex.EncodeToString(sum[:4])
+}
+
+// path returns the absolute path of rel below the scratch root.
+func (p *project) path(rel string) string { return filepath.Join(p.root, rel) }
+
+func (p *project) mkdir(rel string) {
+	p.t.Helper()
+	full := p.path(rel)
+	if err := os.MkdirAll(full, 0o755); err != nil {
+		p.t.Fatal(err)
+	}
+	p.chownUp(full)
+}
+
+func (p *project) write(rel, content string) {
+	p.t.Helper()
+	full := p.path(rel)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+	p.chownUp(full)
+}
+
+// writeHome writes a file under the test user's real home (bait for hide tests).
+func writeHome(t *testing.T, rel, content string) {
+	t.Helper()
+	full := filepath.Join(it.home, rel)
+	if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for d := full; d != it.home && d != "/"; d = filepath.Dir(d) {
+		_ = os.Lchown(d, it.uid, it.gid)
+	}
+}
+
+// chownUp gives full and its parents up to the test user's home to the test user.
+func (p *project) chownUp(full string) {
+	for d := full; d != it.home && d != "/" && len(d) > len(it.home); d = filepath.Dir(d) {
+		if err := os.Lchown(d, it.uid, it.gid); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+}
+
+// result is one finished devsandbox run.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// baseEnv is the clean environment devsandbox runs with.
+func baseEnv(extra ...string) []string {
+	e := []string{
+		"HOME=" + it.home, "USER=" + it.name, "LOGNAME=" + it.name,
+		"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "SHELL=/bin/sh",
+	}
+	return append(e, extra...)
+}
+
+// command prepares devsandbox with args in dir as the test user.
+func command(ctx context.Context, dir string, env []string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, it.bin, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	if it.asOther {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(it.uid), Gid: uint32(it.gid)}
+	}
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// run runs devsandbox to completion with a clean environment plus extraEnv.
+func run(t *testing.T, dir string, extraEnv []string, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := command(ctx, dir, baseEnv(extraEnv...), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Stdin = strings.NewReader(stdin)
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("running devsandbox %q: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// sandbox runs `devsandbox --isolator=iso [flags] -- sh -c script` in the project.
+func (p *project) sandbox(iso string, flags []string, script string) result {
+	p.t.Helper()
+	args := append([]string{"--isolator=" + iso}, flags...)
+	args = append(args, "--", "/bin/sh", "-c", script)
+	return run(p.t, p.dir, nil, "", args...)
+}
+
+// mustSandbox is sandbox that fails the test unless the run exits 0.
+func (p *project) mustSandbox(iso string, flags []string, script string) string {
+	p.t.Helper()
+	r := p.sandbox(iso, flags, script)
+	if r.code != 0 {
+		p.t.Fatalf("sandboxed script failed:\n%s\n%s", script, r)
+	}
+	return r.stdout
+}
+
+// lineReader reads lines from a pipe with a deadline, for synchronising with a
+// sandboxed command without sleeping.
+type lineReader struct {
+	t     *testing.T
+	lines chan string
+}
+
+func newLineReader(t *testing.T, r io.Reader) *lineReader {
+	lr := &lineReader{t: t, lines: make(chan string, 64)}
+	go func() {
+		var buf []byte
+		b := make([]byte, 4096)
+		for {
+			n, err := r.Read(b)
+			buf = append(buf, b[:n]...)
+			for {
+				i := bytes.IndexByte(buf, '\n')
+				if i < 0 {
+					break
+				}
+				lr.lines <- strings.TrimRight(string(buf[:i]), "\r")
+				buf = buf[i+1:]
+			}
+			if err != nil {
+				if len(buf) > 0 {
+					lr.lines <- string(buf)
+				}
+				close(lr.lines)
+				return
+			}
+		}
+	}()
+	return lr
+}
+
+// waitFor returns the first line with the given prefix, failing after 30 s.
+func (lr *lineReader) waitFor(prefix string) string {
+	lr.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-lr.lines:
+			if !ok {
+				lr.t.Fatalf("output ended before a line starting with %q", prefix)
+			}
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		case <-deadline:
+			lr.t.Fatalf("no line starting with %q within 30s", prefix)
+		}
+	}
+}

@@ -1,0 +1,261 @@
+package bwrap_test
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/bwrap"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
+
+const (
+	home        = "/home/u"
+	project     = "/home/u/src/app"
+	sandboxHome = "/home/u/.local/share/devsandbox/app-0123abcd/home"
+	stateDir    = "/home/u/.local/state/devsandbox/app-0123abcd"
+	emptyFile   = "/home/u/.local/state/devsandbox/empty"
+	self        = "/usr/local/bin/devsandbox"
+)
+
+// basePlan is a plan as Build makes it for a project under the home directory: the
+// sandbox home over the host home, then the project.
+func basePlan() *isolator.Plan {
+	return &isolator.Plan{
+		Project:     isolator.Project{Dir: project, ID: "0123abcd", Name: "app-0123abcd"},
+		Workdir:     project + "/sub dir",
+		User:        isolator.User{Name: "u", UID: 1000, GID: 1000, HostHome: home, Shell: "/bin/bash"},
+		SandboxHome: sandboxHome,
+		StateDir:    stateDir,
+		EmptyFile:   emptyFile,
+		Self:        self,
+		Mounts: []isolator.Mount{
+			{Kind: isolator.Bind, Source: sandboxHome, Dest: home, Why: "sandbox home"},
+			{Kind: isolator.Bind, Source: project, Dest: project, Why: "project"},
+		},
+		Tmp:     isolator.Tmp{Kind: "session", Dir: stateDir + "/tmp"},
+		Env:     []isolator.EnvVar{{Name: "DEVSANDBOX", Value: "1"}},
+		Egress:  egress.Rules{Mode: egress.None},
+		Command: []string{"bash", "-lc", "echo 'hi there'"},
+	}
+}
+
+// minimalSystem is a default system view as Build probes it on a merged-/usr host.
+var minimalSystem = []isolator.SystemPath{
+	{Path: "/usr", Optional: true},
+	{Path: "/bin", Link: "usr/bin", Optional: true},
+	{Path: "/lib64", Link: "usr/lib64", Optional: true},
+	{Path: "/opt", Optional: true},
+	{Path: "/etc/resolv.conf", Optional: true, Copy: true},
+	{Path: "/etc/passwd", Optional: true, Copy: true},
+	{Path: "/etc/ssl", Optional: true},
+	{Path: "/srv/tools"}, // a configured system bind: not optional
+}
+
+var goldenCases = []struct {
+	name string
+	plan func() *isolator.Plan
+}{
+	{"minimal", func() *isolator.Plan {
+		p := basePlan()
+		p.System.Paths = minimalSystem
+		return p // egress none, session /tmp before Run picked the session
+	}},
+	{"host_view", func() *isolator.Plan {
+		p := basePlan()
+		p.System.Host = true
+		p.Egress = egress.Rules{Mode: egress.Open}
+		p.Tmp = isolator.Tmp{Kind: "tmpfs"}
+		return p
+	}},
+	{"mount_kinds", func() *isolator.Plan {
+		p := basePlan()
+		p.System.Paths = minimalSystem[:2]
+		p.Tmp.Session = "s-20240101-abcdef"
+		p.TTY = true
+		p.Command = []string{"/bin/zsh"}
+		p.Mounts = append(p.Mounts,
+			isolator.Mount{Kind: isolator.MaskDir, HomeRel: ".ssh", Why: "sandbox.hide_paths"},
+			isolator.Mount{Kind: isolator.MaskFile, HomeRel: ".netrc", Why: "sandbox.hide_paths"},
+			isolator.Mount{Kind: isolator.Bind, Source: home + "/.ssh/known_hosts", HomeRel: ".ssh/known_hosts", ReadOnly: true, Optional: true, Why: "tool ssh"},
+			isolator.Mount{Kind: isolator.Data, HomeRel: ".ssh/config", Content: []byte("Host *\n"), Why: "tool ssh"},
+			isolator.Mount{Kind: isolator.Bind, Source: "/run/user/1000/agent.sock", Dest: "/run/devsandbox/ssh-agent.sock", Why: "tool ssh"},
+			isolator.Mount{Kind: isolator.Bind, Source: "/data/sets", Dest: "/mnt/sets", ReadOnly: true, Why: "sandbox.host_mounts"},
+			isolator.Mount{Kind: isolator.Bind, Source: "/var/maybe", Dest: "/var/maybe", Optional: true, Why: "optional rw"},
+			isolator.Mount{Kind: isolator.TmpDir, HomeRel: ".cache/scratch", Why: "tool tmpfs"},
+			isolator.Mount{Kind: isolator.Bind, Source: project + "/.git/hooks", Dest: project + "/.git/hooks", ReadOnly: true, Why: "git hooks"},
+			isolator.Mount{Kind: isolator.MaskDir, Dest: project + "/.git/info/empty", Why: "mask dir"},
+			isolator.Mount{Kind: isolator.MaskFile, Dest: project + "/.env", Why: "sandbox.mask_files"},
+			isolator.Mount{Kind: isolator.Data, Dest: "/etc/devsandbox.conf", Content: []byte("x=1\n"), Why: "generated"},
+		)
+		return p
+	}},
+	{"secrets_env", func() *isolator.Plan {
+		p := basePlan()
+		p.Egress = egress.Rules{Mode: egress.Open}
+		p.Env = []isolator.EnvVar{
+			{Name: "DEVSANDBOX", Value: "1"},
+			{Name: "GREETING", Value: "hello world"},
+			{Name: "PATH", Value: "/usr/bin:/bin", FromHost: true},
+		}
+		p.Secrets = []isolator.Secret{
+			{Name: "API_TOKEN", EnvSource: "API_TOKEN"},
+			{Name: "db_password", FileSource: "/home/u/secrets/db", AsFile: true},
+			{Name: "tls_key", FileSource: "/home/u/secrets/tls.key", AsFile: true},
+		}
+		p.HostEnv = map[string]string{"API_TOKEN": "tok-value", "PATH": "/usr/bin:/bin"}
+		return p
+	}},
+}
+
+// goldenSpec is the JSON form of a Spec kept in testdata.
+type goldenSpec struct {
+	Argv      []string
+	Env       []isolator.EnvVar
+	Files     []bwrap.File
+	SecretEnv []isolator.Secret
+}
+
+func TestRenderGolden(t *testing.T) {
+	for _, tc := range goldenCases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, err := bwrap.Render(tc.plan())
+			if err != nil {
+				t.Fatalf("Render: %v", err)
+			}
+			got := goldenSpec{Argv: spec.Argv, Env: spec.Env, Files: spec.Files, SecretEnv: spec.SecretEnv}
+			js, err := json.MarshalIndent(got, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			specFile := filepath.Join("testdata", tc.name+".spec.golden")
+			scriptFile := filepath.Join("testdata", tc.name+".script.golden")
+			if *update {
+				writeGolden(t, specFile, append(js, '\n'))
+				writeGolden(t, scriptFile, []byte(spec.Script()))
+			}
+			var want goldenSpec
+			if err := json.Unmarshal(readGolden(t, specFile), &want); err != nil {
+				t.Fatalf("%s: %v", specFile, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Render differs from %s (run with -update to accept):\ngot:\n%s", specFile, js)
+			}
+			if got, want := spec.Script(), string(readGolden(t, scriptFile)); got != want {
+				t.Errorf("Script differs from %s (run with -update to accept):\ngot:\n%s\nwant:\n%s", scriptFile, got, want)
+			}
+		})
+	}
+}
+
+// TestRenderFDs checks the descriptor contract Run relies on: data descriptors are
+// numbered from ReadyFD+1 upwards without gaps, in argv order.
+func TestRenderFDs(t *testing.T) {
+	for _, tc := range goldenCases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, err := bwrap.Render(tc.plan())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var argvFDs []string
+			for i, a := range spec.Argv {
+				if (a == "--file" || a == "--ro-bind-data") && i+1 < len(spec.Argv) {
+					argvFDs = append(argvFDs, spec.Argv[i+1])
+				}
+			}
+			var fileFDs []string
+			for i, f := range spec.Files {
+				if f.FD != bwrap.ReadyFD+1+i {
+					t.Errorf("Files[%d].FD = %d, want %d", i, f.FD, bwrap.ReadyFD+1+i)
+				}
+				fileFDs = append(fileFDs, strconv.Itoa(f.FD))
+			}
+			if !reflect.DeepEqual(argvFDs, fileFDs) {
+				t.Errorf("descriptors in argv %v, in Files %v", argvFDs, fileFDs)
+			}
+		})
+	}
+}
+
+// TestNoSecretValues: values of env secrets and passthrough variables reach bwrap only
+// through its environment, never argv, and Script shows names only.
+func TestNoSecretValues(t *testing.T) {
+	const secretValue = "SECRET-sk_live_7f3a9"
+	const passValue = "PASSTHROUGH-ghp_91b2c"
+	p := basePlan()
+	p.Env = append(p.Env, isolator.EnvVar{Name: "GITHUB_TOKEN_PLAIN", Value: passValue, FromHost: true})
+	p.Secrets = []isolator.Secret{
+		{Name: "API_TOKEN", EnvSource: "API_TOKEN"},
+		{Name: "cert", FileSource: "/home/u/cert.pem", AsFile: true},
+	}
+	p.HostEnv = map[string]string{"API_TOKEN": secretValue, "GITHUB_TOKEN_PLAIN": passValue, "HOME": home}
+
+	spec, err := bwrap.Render(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range spec.Argv {
+		for name, v := range p.HostEnv {
+			if v != home && strings.Contains(a, v) {
+				t.Errorf("argv[%d] = %q holds the value of %s", i, a, name)
+			}
+		}
+	}
+	script := spec.Script()
+	for _, v := range []string{secretValue, passValue} {
+		if strings.Contains(script, v) {
+			t.Errorf("Script holds the value %q:\n%s", v, script)
+		}
+	}
+	// The secret is delivered through the environment, not --setenv.
+	if !reflect.DeepEqual(spec.SecretEnv, p.Secrets[:1]) {
+		t.Errorf("SecretEnv = %+v, want %+v", spec.SecretEnv, p.Secrets[:1])
+	}
+	for _, a := range spec.Argv {
+		if a == "--setenv" {
+			t.Errorf("argv uses --setenv: %q", spec.Argv)
+		}
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	for name, mut := range map[string]func(*isolator.Plan){
+		"unknown tmp":        func(p *isolator.Plan) { p.Tmp.Kind = "ramdisk" },
+		"unknown mount kind": func(p *isolator.Plan) { p.Mounts = append(p.Mounts, isolator.Mount{Kind: 99, Dest: "/x"}) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := basePlan()
+			mut(p)
+			if spec, err := bwrap.Render(p); err == nil {
+				t.Fatalf("Render succeeded: %q", spec.Argv)
+			}
+		})
+	}
+}
+
+func readGolden(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	return b
+}
+
+func writeGolden(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
