@@ -14,8 +14,8 @@ PREFIX   ?= /usr/local
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/devsandbox
-	CGO_ENABLED=0 $(GO) build $(GOFLAGS_) -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/devsandbox
+build: ## build bin/devsandbox and bin/devsandbox-init (the in-sandbox shim)
+	CGO_ENABLED=0 $(GO) build $(GOFLAGS_) -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/devsandbox ./cmd/devsandbox-init
 
 vet: ## go vet with the build tags
 	$(GO) vet $(GOFLAGS_) ./...
@@ -40,8 +40,9 @@ test: setup vet unit integration ## everything CI runs: set up, vet, unit and in
 bench: build ## launch benchmarks against the raw tools (not part of CI)
 	scripts/bench.sh $(BIN)
 
-install: build ## install to $(PREFIX)/bin
+install: build ## install devsandbox and devsandbox-init to $(PREFIX)/bin
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/devsandbox
+	install -D -m 0755 bin/devsandbox-init $(DESTDIR)$(PREFIX)/bin/devsandbox-init
 
 clean: ## remove build output
 	rm -rf bin

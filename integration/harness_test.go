@@ -83,14 +83,16 @@ func setup() (int, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return 0, err
 	}
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return 0, err
+	for _, name := range []string{"devsandbox", "devsandbox-init"} {
+		data, err := os.ReadFile(filepath.Join(filepath.Dir(src), name))
+		if err != nil {
+			return 0, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o755); err != nil {
+			return 0, err
+		}
 	}
 	it.bin = filepath.Join(dir, "devsandbox")
-	if err := os.WriteFile(it.bin, data, 0o755); err != nil {
-		return 0, err
-	}
 	return 0, nil
 }
 

@@ -22,8 +22,11 @@ type Plan struct {
 	StateDir string
 	// EmptyFile is a host path of an empty read-only file used as the source of file masks.
 	EmptyFile string
-	// Self is the host path of the devsandbox binary, mounted as the in-sandbox shim.
+	// Self is the host path of the shim binary: devsandbox-init next to devsandbox when
+	// installed, else devsandbox itself (which acts as the shim when run as ShimPath).
 	Self string
+	// PrivateDirs are host directories Run creates (0700) before mounting them.
+	PrivateDirs []string
 
 	System  SystemView
 	Mounts  []Mount // in order: a later mount covers an earlier one at or below its path

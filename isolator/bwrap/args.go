@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -134,7 +135,13 @@ func Render(p *isolator.Plan) (*Spec, error) {
 		// bwrap's root is a tmpfs holding the copied /etc files and mount points.
 		a = append(a, "--remount-ro", "/")
 	}
-	a = append(a, "--ro-bind", p.Self, ShimPath, "--chdir", p.Workdir, "--", ShimPath)
+	shim := ShimPath
+	if shimInView(p) {
+		shim = p.Self
+	} else {
+		a = append(a, "--ro-bind", p.Self, ShimPath)
+	}
+	a = append(a, "--chdir", p.Workdir, "--", shim)
 	if p.TTY {
 		a = append(a, "--tty")
 	}
@@ -143,6 +150,24 @@ func Render(p *isolator.Plan) (*Spec, error) {
 	s.Argv = a
 	s.Env = p.Env
 	return s, nil
+}
+
+// shimInView reports whether the shim binary is the standalone devsandbox-init and
+// already visible at its host path (installed under /usr), saving a mount. devsandbox
+// itself acts as the shim only when started as ShimPath, so it is always mounted there.
+func shimInView(p *isolator.Plan) bool {
+	if filepath.Base(p.Self) != "devsandbox-init" {
+		return false
+	}
+	if p.System.Host {
+		return true
+	}
+	for _, sp := range p.System.Paths {
+		if sp.Link == "" && !sp.Copy && isolator.Within(p.Self, sp.Path) {
+			return true
+		}
+	}
+	return false
 }
 
 // Script renders the spec as a shell command people can read; values of secrets and

@@ -229,11 +229,9 @@ func (b *Isolator) setupFailed(ctx context.Context, code int) error {
 
 // prepare creates the host directories a run needs and acquires the session /tmp.
 func prepare(p *isolator.Plan) (*tmpdir.Session, error) {
-	for _, m := range p.Mounts {
-		if m.Kind == isolator.Bind && (m.Why == "sandbox home" || m.Why == "private cache") {
-			if err := os.MkdirAll(m.Source, 0o700); err != nil {
-				return nil, fmt.Errorf("creating %s: %w", m.Source, err)
-			}
+	for _, d := range p.PrivateDirs {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
 	if err := ensureEmptyFile(p.EmptyFile); err != nil {
@@ -284,39 +282,54 @@ func childEnv(spec *Spec, host map[string]string) ([]string, error) {
 	return env, nil
 }
 
-// dataFiles opens one pipe per --ro-bind-data descriptor and feeds it in the
-// background; the read ends go to bwrap. The returned channel yields the first write
-// error (or nil) once every pipe has been written and closed.
+// dataFiles opens one pipe per --ro-bind-data / --file descriptor and feeds it in the
+// background, reading each source only then, while bwrap starts; the read ends go to
+// bwrap. Secret files are read up front so a missing one aborts before launch. The
+// returned channel yields the first error (or nil) once every pipe is written and closed.
 func dataFiles(fs []File) ([]*os.File, <-chan error, error) {
 	errc := make(chan error, 1)
-	var reads []*os.File
 	type job struct {
 		w    *os.File
+		f    File
 		data []byte
 	}
+	var reads []*os.File
 	var jobs []job
+	fail := func(err error) ([]*os.File, <-chan error, error) {
+		for _, r := range reads {
+			r.Close()
+		}
+		for _, j := range jobs {
+			j.w.Close()
+		}
+		return nil, nil, err
+	}
 	for _, f := range fs {
-		data, err := fileData(f)
-		if err != nil {
-			for _, r := range reads {
-				r.Close()
+		var data []byte
+		if f.Kind == SecretFile {
+			var err error
+			if data, err = fileData(f); err != nil {
+				return fail(err)
 			}
-			for _, j := range jobs {
-				j.w.Close()
-			}
-			return nil, nil, err
 		}
 		r, w, err := os.Pipe()
 		if err != nil {
-			return nil, nil, err
+			return fail(err)
 		}
 		reads = append(reads, r)
-		jobs = append(jobs, job{w, data})
+		jobs = append(jobs, job{w, f, data})
 	}
 	go func() {
 		var first error
 		for _, j := range jobs {
-			if _, err := j.w.Write(j.data); err != nil && first == nil {
+			data, err := j.data, error(nil)
+			if data == nil {
+				data, err = fileData(j.f)
+			}
+			if err == nil {
+				_, err = j.w.Write(data)
+			}
+			if err != nil && first == nil {
 				first = err
 			}
 			j.w.Close()

@@ -6,7 +6,6 @@ package plan
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -27,28 +26,6 @@ type Request struct {
 	TTY     bool
 }
 
-// minimalSystem is the default system view: read-only, plus the /etc files that DNS,
-// TLS, users, locale and the dynamic linker need.
-var minimalSystem = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"}
-
-var minimalEtc = []string{
-	// DNS and name service
-	"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/hostname",
-	// TLS
-	"/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/pki", "/etc/crypto-policies",
-	// users and groups
-	"/etc/passwd", "/etc/group",
-	// locale and time
-	"/etc/localtime", "/etc/timezone", "/etc/locale.conf", "/etc/locale.alias", "/etc/default/locale",
-	// dynamic linker and program alternatives
-	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
-	// shells and terminals
-	"/etc/shells", "/etc/profile", "/etc/profile.d", "/etc/bash.bashrc", "/etc/inputrc", "/etc/terminfo",
-	"/etc/environment", "/etc/mime.types",
-	// tools
-	"/etc/gitconfig", "/etc/ssh/ssh_config", "/etc/ssh/ssh_config.d",
-}
-
 // envAllowlist are the host variables that always pass (DESIGN guarantee 4).
 var envAllowlist = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_*", "TERM", "COLORTERM", "TZ"}
 
@@ -61,6 +38,10 @@ func dockerSockets(h config.Host) []string {
 	}
 	return s
 }
+
+// ShimBinary is the small in-sandbox init installed next to devsandbox. Without it,
+// devsandbox itself is the shim (slower to start: it is a much larger binary).
+const ShimBinary = "devsandbox-init"
 
 // EnvMarker is set inside every sandbox; its presence means devsandbox is nested.
 const EnvMarker = "DEVSANDBOX"
@@ -80,6 +61,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	self, err := pr.Executable()
 	if err != nil {
 		return nil, nil, fmt.Errorf("finding the devsandbox binary: %w", err)
+	}
+	if shim := filepath.Join(filepath.Dir(self), ShimBinary); pr.exists(shim) {
+		self = shim
 	}
 	mode, err := egress.ParseMode(cfg.Egress.Mode)
 	if err != nil {
@@ -116,10 +100,15 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 
 	b := &mountBuilder{pr: pr, home: h.Home, sys: p.System}
 	b.add(isolator.Mount{Kind: isolator.Bind, Source: p.SandboxHome, Dest: h.Home, Why: "sandbox home"})
-	if cfg.Sandbox.BindHostCache {
+	p.PrivateDirs = []string{p.SandboxHome}
+	switch {
+	case cfg.Sandbox.BindHostCache:
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: h.CacheHome, Dest: h.CacheHome, Why: "host cache (sandbox.bind_host_cache)"})
-	} else {
-		b.add(isolator.Mount{Kind: isolator.Bind, Source: filepath.Join(base, "cache"), Dest: h.CacheHome, Why: "private cache"})
+	case !isolator.Within(h.CacheHome, h.Home):
+		// Below the home, the cache is already private: it lives in the sandbox home.
+		cache := filepath.Join(base, "cache")
+		p.PrivateDirs = append(p.PrivateDirs, cache)
+		b.add(isolator.Mount{Kind: isolator.Bind, Source: cache, Dest: h.CacheHome, Why: "private cache"})
 	}
 	b.hide(cfg.Sandbox.HidePaths, p.SandboxHome)
 
@@ -167,56 +156,6 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		return nil, nil, err
 	}
 	return p, warns, nil
-}
-
-func systemView(pr Probe, binds []string) isolator.SystemView {
-	if len(binds) == 1 && binds[0] == "host" {
-		return isolator.SystemView{Host: true}
-	}
-	var v isolator.SystemView
-	add := func(paths []string, optional, copyEtc bool) {
-		for _, sp := range paths {
-			fi, err := pr.Lstat(sp)
-			if err != nil {
-				continue
-			}
-			entry := isolator.SystemPath{Path: sp, Optional: optional}
-			switch {
-			case strings.HasPrefix(sp, "/etc/"):
-				// /etc symlinks (resolv.conf, localtime) often point outside the view:
-				// the file they resolve to is what is wanted.
-				if st, err := pr.Stat(sp); err == nil && st.Mode().IsRegular() && copyEtc {
-					entry.Copy = true
-				}
-			case fi.Mode()&fs.ModeSymlink != 0:
-				if t, err := readlink(pr, sp); err == nil {
-					entry.Link = t
-				}
-			}
-			v.Paths = append(v.Paths, entry)
-		}
-	}
-	if len(binds) == 0 {
-		add(minimalSystem, true, false)
-		add(minimalEtc, true, true)
-	} else {
-		add(binds, false, false)
-	}
-	return v
-}
-
-// readlink returns the link text of p relative to its directory, derived from the
-// fully resolved target so it also works for relative links.
-func readlink(pr Probe, p string) (string, error) {
-	t, err := pr.EvalSymlinks(p)
-	if err != nil {
-		return "", err
-	}
-	rel, err := filepath.Rel(filepath.Dir(p), t)
-	if err != nil {
-		return t, nil
-	}
-	return rel, nil
 }
 
 func environment(cfg *config.Config, h config.Host, toolEnv map[string]isolator.EnvVar, proj isolator.Project, warns []string) ([]isolator.EnvVar, []string) {

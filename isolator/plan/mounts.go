@@ -29,8 +29,11 @@ func (b *mountBuilder) homeRel(p string) string {
 	return ""
 }
 
-// hide masks each hide path that exists in the sandbox home or on the host. Paths
-// under the home are home-relative, so every isolator masks them in its own home.
+// hide masks each hide path that is visible in the sandbox. The host home is not
+// visible at all, so a path below it is masked only when it exists in the sandbox home
+// (a tool binding may still expose a file below it); other paths are masked when they
+// exist on the host and are visible in the view. Paths under the home are
+// home-relative, so every isolator masks them in its own home.
 func (b *mountBuilder) hide(paths []string, sandboxHome string) {
 	for _, p := range paths {
 		rel := b.homeRel(p)
@@ -38,11 +41,12 @@ func (b *mountBuilder) hide(paths []string, sandboxHome string) {
 		var err error
 		if rel != "" {
 			fi, err = b.pr.Lstat(filepath.Join(sandboxHome, rel))
-		}
-		if rel == "" || err != nil {
+		} else if b.visible(p) {
 			fi, err = b.pr.Lstat(p)
+		} else {
+			continue
 		}
-		if err != nil || (rel == "" && !b.visible(p)) {
+		if err != nil {
 			continue
 		}
 		m := isolator.Mount{Kind: isolator.MaskFile, Why: "sandbox.hide_paths"}

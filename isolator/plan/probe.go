@@ -16,6 +16,7 @@ type Probe struct {
 	ReadFile     func(string) ([]byte, error)
 	ReadDir      func(string) ([]fs.DirEntry, error)
 	EvalSymlinks func(string) (string, error)
+	Readlink     func(string) (string, error)
 	LookPath     func(string) bool
 	Executable   func() (string, error)
 }
@@ -29,6 +30,7 @@ func OS(cwd string) Probe {
 		ReadFile:     os.ReadFile,
 		ReadDir:      os.ReadDir,
 		EvalSymlinks: filepath.EvalSymlinks,
+		Readlink:     os.Readlink,
 		LookPath: func(name string) bool {
 			_, err := exec.LookPath(name)
 			return err == nil

@@ -1,0 +1,109 @@
+package plan
+
+import (
+	"io/fs"
+	"path/filepath"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// minimalSystem is the default system view, read-only.
+var minimalSystem = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"}
+
+// minimalEtc are the /etc entries that DNS, TLS, users, locale, the dynamic linker and
+// common tools need.
+var minimalEtc = []string{
+	// DNS and name service
+	"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/hostname",
+	// TLS
+	"/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/pki", "/etc/crypto-policies",
+	// users and groups
+	"/etc/passwd", "/etc/group",
+	// locale and time
+	"/etc/localtime", "/etc/timezone", "/etc/locale.conf", "/etc/locale.alias", "/etc/default/locale",
+	// dynamic linker and program alternatives
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+	// shells and terminals
+	"/etc/shells", "/etc/profile", "/etc/profile.d", "/etc/bash.bashrc", "/etc/inputrc", "/etc/terminfo",
+	"/etc/environment", "/etc/mime.types",
+	// tools
+	"/etc/gitconfig", "/etc/ssh/ssh_config", "/etc/ssh/ssh_config.d",
+}
+
+// maxCopies caps how many files of one /etc directory are copied one by one before it
+// is bind-mounted instead. A bind mount costs bwrap a remount and a mountinfo scan at
+// setup and the kernel an unmount at teardown; a copy of a small file costs far less.
+// Symlink farms (alternatives, certificate hashes) stay bind mounts: recreating
+// hundreds of links costs more than the mount.
+const maxCopies = 32
+
+// systemView returns the system part of the view: binds = ["host"] is the read-only
+// host root; an empty list is the minimal default; anything else are the paths given.
+func systemView(pr Probe, binds []string) isolator.SystemView {
+	if len(binds) == 1 && binds[0] == "host" {
+		return isolator.SystemView{Host: true}
+	}
+	var v isolator.SystemView
+	if len(binds) > 0 {
+		for _, sp := range binds {
+			v.Paths = append(v.Paths, systemEntry(pr, sp, false))
+		}
+		return v
+	}
+	for _, sp := range minimalSystem {
+		fi, err := pr.Lstat(sp)
+		if err != nil {
+			continue
+		}
+		if fi.IsDir() {
+			if ents, err := pr.ReadDir(sp); err == nil && len(ents) == 0 {
+				continue // an empty /opt needs no mount
+			}
+		}
+		v.Paths = append(v.Paths, systemEntry(pr, sp, true))
+	}
+	for _, sp := range minimalEtc {
+		st, err := pr.Stat(sp) // /etc symlinks (resolv.conf) resolve to what is wanted
+		switch {
+		case err != nil:
+			continue
+		case st.Mode().IsRegular():
+			v.Paths = append(v.Paths, isolator.SystemPath{Path: sp, Optional: true, Copy: true})
+		case st.IsDir():
+			if entries, ok := copyDir(pr, sp); ok {
+				v.Paths = append(v.Paths, entries...)
+			} else {
+				v.Paths = append(v.Paths, isolator.SystemPath{Path: sp, Optional: true})
+			}
+		}
+	}
+	return v
+}
+
+// systemEntry is a bind of p, or a symlink when p is one.
+func systemEntry(pr Probe, p string, optional bool) isolator.SystemPath {
+	e := isolator.SystemPath{Path: p, Optional: optional}
+	if fi, err := pr.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if t, err := pr.Readlink(p); err == nil {
+			e.Link = t
+		}
+	}
+	return e
+}
+
+// copyDir returns dir as copies of its files when it holds only regular files, at
+// most maxCopies of them.
+func copyDir(pr Probe, dir string) ([]isolator.SystemPath, bool) {
+	ents, err := pr.ReadDir(dir)
+	if err != nil || len(ents) > maxCopies {
+		return nil, false
+	}
+	var out []isolator.SystemPath
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			return nil, false
+		}
+		out = append(out, isolator.SystemPath{Path: filepath.Join(dir, e.Name()), Optional: true, Copy: true})
+	}
+	return out, true
+}

@@ -1,0 +1,199 @@
+// Command benchlaunch measures the launch cost of devsandbox against the raw tool it
+// drives, alternating the two so machine noise hits both alike, and prints the ratio.
+// It also reports Go package init time of the binary (GODEBUG=inittrace=1).
+//
+//	benchlaunch -bin bin/devsandbox [-n 200] [-user dsbtest]
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	bin := flag.String("bin", "bin/devsandbox", "devsandbox binary")
+	n := flag.Int("n", 200, "runs of each")
+	userName := flag.String("user", "dsbtest", "unprivileged user to run as when root")
+	files := flag.Int("files", 0, "files in the benchmark project (spread over files/100 dirs)")
+	flag.Parse()
+	if err := run(*bin, *n, *userName, *files); err != nil {
+		fmt.Fprintf(os.Stderr, "benchlaunch: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+type runner struct {
+	cred *syscall.Credential
+	env  []string
+	dir  string
+}
+
+func (r runner) time(argv []string) (time.Duration, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = r.dir, r.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: r.cred}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	start := time.Now()
+	err := cmd.Run()
+	d := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, errb.String())
+	}
+	return d, nil
+}
+
+func run(bin string, n int, userName string, files int) error {
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	home, _ := os.UserHomeDir()
+	r := runner{}
+	uid, gid := os.Getuid(), os.Getgid()
+	name := os.Getenv("USER")
+	if uid == 0 {
+		u, err := user.Lookup(userName)
+		if err != nil {
+			return fmt.Errorf("user %s: %w (run scripts/setup-test-env.sh)", userName, err)
+		}
+		uid, _ = strconv.Atoi(u.Uid)
+		gid, _ = strconv.Atoi(u.Gid)
+		home, name = u.HomeDir, userName
+		r.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		// The binary must be readable by that user.
+		tmp, err := os.MkdirTemp("", "benchlaunch-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		os.Chmod(tmp, 0o755)
+		for _, name := range []string{"devsandbox", "devsandbox-init"} {
+			data, err := os.ReadFile(filepath.Join(filepath.Dir(bin), name))
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(tmp, name), data, 0o755); err != nil {
+				return err
+			}
+		}
+		bin = filepath.Join(tmp, "devsandbox")
+	}
+	proj, err := os.MkdirTemp(home, "bench-proj-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(proj)
+	if err := populate(proj, files); err != nil {
+		return err
+	}
+	if err := filepath.Walk(proj, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	}); err != nil {
+		return err
+	}
+	r.dir = proj
+	r.env = []string{"HOME=" + home, "USER=" + name, "LOGNAME=" + name, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+
+	raw := []string{"bwrap", "--unshare-all", "--share-net", "--die-with-parent", "--new-session",
+		"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+		"--symlink", "usr/lib64", "/lib64", "--dev", "/dev", "--proc", "/proc", "--", "true"}
+	ds := []string{bin, "--egress=open", "--", "true"}
+	for i := 0; i < 5; i++ { // warm up caches and the sandbox home
+		if _, err := r.time(ds); err != nil {
+			return err
+		}
+		if _, err := r.time(raw); err != nil {
+			return err
+		}
+	}
+	var a, b []time.Duration
+	for i := 0; i < n; i++ {
+		d, err := r.time(raw)
+		if err != nil {
+			return err
+		}
+		a = append(a, d)
+		if d, err = r.time(ds); err != nil {
+			return err
+		}
+		b = append(b, d)
+	}
+	ma, mb := median(a), median(b)
+	fmt.Printf("launch of `true`, %d alternating runs each, project of %d files\n", n, files)
+	fmt.Printf("  plain bwrap (same namespaces)    median %6.2f ms  p90 %6.2f ms\n", ms(ma), ms(pct(a, 90)))
+	fmt.Printf("  devsandbox --egress=open -- true median %6.2f ms  p90 %6.2f ms\n", ms(mb), ms(pct(b, 90)))
+	fmt.Printf("  ratio (median) %.2fx   target <= 1.5x\n", float64(mb)/float64(ma))
+	return initTrace(bin)
+}
+
+// populate fills dir with files spread over files/100 directories.
+func populate(dir string, files int) error {
+	for i := 0; i < files; i++ {
+		d := filepath.Join(dir, fmt.Sprintf("d%04d", i/100))
+		if i%100 == 0 {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+		}
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("f%d.txt", i)), nil, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func initTrace(bin string) error {
+	cmd := exec.Command(bin, "version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err != nil {
+		return err
+	}
+	type pkg struct {
+		name string
+		ms   float64
+	}
+	var pkgs []pkg
+	total := 0.0
+	for _, l := range strings.Split(errb.String(), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 6 || f[0] != "init" {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f[4], 64)
+		total += v
+		pkgs = append(pkgs, pkg{f[1], v})
+	}
+	sort.Slice(pkgs, func(i, j int) bool { return pkgs[i].ms > pkgs[j].ms })
+	fmt.Printf("Go package init: %.2f ms in all; largest:", total)
+	for i := 0; i < 3 && i < len(pkgs); i++ {
+		fmt.Printf(" %s %.2f ms;", pkgs[i].name, pkgs[i].ms)
+	}
+	fmt.Println()
+	return nil
+}
+
+func median(d []time.Duration) time.Duration { return pct(d, 50) }
+
+func pct(d []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[(len(s)-1)*p/100]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
