@@ -1,0 +1,101 @@
+//go:build integration
+
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The CLI contract: argv splitting, exit statuses of devsandbox itself, config errors.
+func TestCLIContract(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	p.write("bad.toml", "[sandbox]\nmode = \"enforce\"\ntmp = \"ramdisk\"\n")
+	tests := []struct {
+		name   string
+		env    []string
+		args   []string
+		code   int
+		stdout string
+		stderr string // a substring the message must hold: the file, line and key
+	}{
+		{name: "-- ends flags: doctor is a program", args: []string{"--", "doctor"}, code: 127},
+		{name: "commas stay in values", args: []string{"-e", "A=x,y", "--", "/bin/sh", "-c", "echo $A"}, stdout: "x,y\n"},
+		{name: "unknown flag is usage", args: []string{"--bogus", "true"}, code: 2, stderr: "bogus"},
+		{name: "config error names file, line, key", args: []string{"--config", p.path("bad.toml"), "true"}, code: 125,
+			stderr: p.path("bad.toml") + ":3: sandbox.tmp"},
+		{name: "egress proxy not built yet", args: []string{"--egress=proxy", "true"}, code: 125, stderr: "proxy"},
+		{name: "nesting refused", env: []string{"DEVSANDBOX=1"}, args: []string{"true"}, code: 125, stderr: "nest"},
+		{name: "nesting with explicit isolator", env: []string{"DEVSANDBOX=1"}, args: []string{"--isolator=bwrap", "true"}},
+		{name: "version", args: []string{"version"}, stdout: "devsandbox "},
+	}
+	for _, tt := range tests {
+		r := run(t, p.dir, tt.env, "", tt.args...)
+		if r.code != tt.code || !strings.HasPrefix(r.stdout, tt.stdout) || !strings.Contains(r.stderr, tt.stderr) {
+			t.Errorf("%s: got\n%s\nwant exit %d, stdout prefix %q, stderr holding %q", tt.name, r, tt.code, tt.stdout, tt.stderr)
+		}
+	}
+}
+
+// devsandbox refuses / and the home dir as a project, and a symlinked .git.
+func TestRefusedProjects(t *testing.T) {
+	requireBwrap(t)
+	if r := run(t, it.home, nil, "", "--", "true"); r.code != 125 || !strings.Contains(r.stderr, "home directory") {
+		t.Errorf("home as project:\n%s", r)
+	}
+	if r := run(t, "/", nil, "", "--", "true"); r.code != 125 || !strings.Contains(r.stderr, "root directory") {
+		t.Errorf("/ as project:\n%s", r)
+	}
+	p := newProject(t)
+	p.mkdir("real-git/hooks")
+	p.mkdir("other")
+	if err := os.Symlink(p.path("real-git"), p.path("other/.git")); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Lchown(p.path("other/.git"), it.uid, it.gid)
+	if r := run(t, p.path("other"), nil, "", "--", "true"); r.code != 125 || !strings.Contains(r.stderr, "symlink") {
+		t.Errorf("symlinked .git:\n%s", r)
+	}
+}
+
+// A linked worktree binds its gitdir and common dir: git works inside, and the
+// common dir's hooks and config stay read-only.
+func TestLinkedWorktree(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		if _, err := exec.LookPath("git"); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatal("git is required in CI")
+			}
+			t.Skip("git not installed")
+		}
+		p := newProject(t)
+		main := p.path("main")
+		gitAs := func(dir string, args ...string) {
+			t.Helper()
+			cmd := command(t.Context(), dir, baseEnv("GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@e"), args...)
+			cmd.Path, cmd.Args = "/usr/bin/git", append([]string{"git"}, args...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+		}
+		p.mkdir("main")
+		gitAs(main, "init", "-q", "-b", "main")
+		p.write("main/f.txt", "one\n")
+		gitAs(main, "add", "f.txt")
+		gitAs(main, "commit", "-qm", "one")
+		gitAs(main, "worktree", "add", "-q", p.path("wt"), "-b", "wt")
+		out := run(t, p.path("wt"), []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@e"}, "",
+			"--isolator="+iso, "--", "/bin/sh", "-c", `
+			echo two >> f.txt && git commit -qam two && git log --oneline | wc -l
+			touch `+filepath.Join(main, ".git/hooks/post-checkout")+` 2>/dev/null && echo HOOK-WRITTEN
+			echo x >> `+filepath.Join(main, ".git/config")+` 2>/dev/null && echo CONFIG-WRITTEN
+			cat `+filepath.Join(main, "f.txt")+` 2>/dev/null || echo main-worktree-hidden`)
+		if out.code != 0 || strings.TrimSpace(out.stdout) != "2\nmain-worktree-hidden" {
+			t.Fatalf("worktree in the sandbox:\n%s", out)
+		}
+	})
+}
