@@ -136,7 +136,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "isolator", Usage: "backend: auto, bwrap (`NAME`; also DEVSANDBOX_ISOLATOR)"},
 		&cli.StringFlag{Name: "mode", Usage: "`MODE`: enforce (fail closed), auto (unsandboxed with a warning when no isolator works), off"},
 		&cli.StringFlag{Name: "egress", Usage: "network `MODE`: open (host network) or none"},
-		&cli.StringSliceFlag{Name: "allow", Usage: "allow egress to `HOST` (repeatable; used by the proxy and allowlist modes)"},
+		&cli.StringSliceFlag{Name: "allow", Usage: "allow egress to `HOST` (repeatable; takes effect in the proxy and allowlist modes, which this build does not have yet)"},
 		&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "`NAME=VALUE` sets a variable; a bare NAME passes the host value as a secret (repeatable)"},
 		&cli.StringSliceFlag{Name: "secret-file", Usage: "`NAME=PATH`: the host file appears read-only at /run/secrets/NAME (repeatable)"},
 		&cli.StringSliceFlag{Name: "mount", Usage: "`SRC[:DST][:ro]` bind a host path (repeatable)"},
