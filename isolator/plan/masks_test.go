@@ -1,0 +1,143 @@
+package plan
+
+import (
+	"testing"
+)
+
+// maskTree builds a project with files that mask_files does and does not reach.
+func maskTree(t *testing.T, f *fixture) {
+	t.Helper()
+	for _, p := range []string{
+		".env", ".env.example", "README.md", "sub/.env.local", "sub/deeper/.env.production", "sub/env",
+		"node_modules/pkg/.env", ".git/.env", "config/real.secret",
+	} {
+		writeFile(t, f.proj+"/"+p, "TOKEN=x\n")
+	}
+	writeFile(t, f.root+"/outside/.env", "TOKEN=x\n")
+	mkdirs(t, f.proj+"/sub/.env.d") // a directory with a masked name is entered, not masked
+	writeFile(t, f.proj+"/sub/.env.d/inner", "")
+	symlink(t, "../config/real.secret", f.proj+"/app/.env")     // into the project: the target is masked
+	symlink(t, f.root+"/outside/.env", f.proj+"/ext/.env.prod") // out of the project: ignored
+	symlink(t, f.root+"/outside", f.proj+"/linkdir")            // symlinked dir: not followed
+	symlink(t, "missing", f.proj+"/dangling/.env")              // dangling: ignored
+}
+
+func TestFindMasked(t *testing.T) {
+	f := newFixture(t)
+	maskTree(t, f)
+	m := maskMatcher{mask: []string{".env", ".env.*"}, allow: []string{".env.example"}, skip: []string{".git", "node_modules"}}
+	got, err := findMasked(probe(f.proj), f.proj, m)
+	if err != nil {
+		t.Fatalf("findMasked: %v", err)
+	}
+	equalLines(t, "masked", got, f.expand(nil,
+		"$PROJ/.env",
+		"$PROJ/config/real.secret",
+		"$PROJ/sub/.env.local",
+		"$PROJ/sub/deeper/.env.production",
+	))
+
+	// No cache: a file created since the last scan is found by the next one.
+	writeFile(t, f.proj+"/zz/.env", "")
+	got, err = findMasked(probe(f.proj), f.proj, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got); n != 5 || got[n-1] != f.proj+"/zz/.env" {
+		t.Errorf("after creating zz/.env: %q", got)
+	}
+}
+
+func TestFindMaskedConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		m    maskMatcher
+		want []string
+	}{
+		{"no allow: .env.example masked too", maskMatcher{mask: []string{".env", ".env.*"}, skip: []string{".git", "node_modules"}},
+			[]string{"$PROJ/.env", "$PROJ/.env.example", "$PROJ/config/real.secret", "$PROJ/sub/.env.local", "$PROJ/sub/deeper/.env.production"}},
+		{"allow glob", maskMatcher{mask: []string{".env", ".env.*"}, allow: []string{".env.*"}, skip: []string{".git", "node_modules"}},
+			[]string{"$PROJ/.env", "$PROJ/config/real.secret"}},
+		{"nothing skipped", maskMatcher{mask: []string{".env"}},
+			[]string{"$PROJ/.env", "$PROJ/.git/.env", "$PROJ/config/real.secret", "$PROJ/node_modules/pkg/.env"}},
+		{"skip sub", maskMatcher{mask: []string{".env*"}, skip: []string{"sub", ".git", "node_modules"}},
+			[]string{"$PROJ/.env", "$PROJ/.env.example", "$PROJ/config/real.secret"}},
+		{"no masks", maskMatcher{}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			maskTree(t, f)
+			got, err := findMasked(probe(f.proj), f.proj, tc.m)
+			if err != nil {
+				t.Fatalf("findMasked: %v", err)
+			}
+			equalLines(t, "masked", got, f.expand(nil, tc.want...))
+		})
+	}
+}
+
+// TestBuildMasks: the project's masked files become MaskFile mounts after the project
+// mount, with the configured mask_allow.
+func TestBuildMasks(t *testing.T) {
+	f := newFixture(t)
+	maskTree(t, f)
+	cfg := f.load(t)
+	cfg.Sandbox.MaskAllow = []string{".env.example"}
+	p, _ := f.build(t, cfg)
+	equalLines(t, "mounts", mountLines(p.Mounts), f.expand(p, append(baseMounts,
+		"bind rw $PROJ -> $PROJ (project)",
+		"maskdir $PROJ/.git/hooks (git hooks)", // maskTree's .git has no hooks
+		"maskfile $PROJ/.env (sandbox.mask_files)",
+		"maskfile $PROJ/config/real.secret (sandbox.mask_files)",
+		"maskfile $PROJ/sub/.env.local (sandbox.mask_files)",
+		"maskfile $PROJ/sub/deeper/.env.production (sandbox.mask_files)",
+	)...))
+}
+
+// TestBuildHidePaths: the host home is not visible (the sandbox home covers it), so a
+// hide path below it is masked, home-relative, where it exists in the sandbox home; a
+// path elsewhere is masked where it exists and the view shows it.
+func TestBuildHidePaths(t *testing.T) {
+	f := newFixture(t)
+	mkdirs(t, f.home+"/.ssh", f.home+"/.kube")     // host only: nothing to mask
+	writeFile(t, f.home+"/.netrc", "password y\n") // host only
+	writeFile(t, f.root+"/sys/secret.txt", "")
+	writeFile(t, f.root+"/elsewhere/secret.txt", "")
+	cfg := f.load(t)
+	p, _ := f.build(t, cfg)
+	data := f.expand(p, "$DATA/home")[0]
+	mkdirs(t, data+"/.aws", data+"/.config/gcloud")
+	writeFile(t, data+"/.kube", "") // a file in the sandbox home, a dir on the host
+	symlink(t, "/nowhere", data+"/.docker")
+	cfg.Sandbox.SystemBinds = []string{f.root + "/sys"}
+	cfg.Sandbox.HidePaths = append(cfg.Sandbox.HidePaths, f.root+"/sys/secret.txt", f.root+"/elsewhere/secret.txt", f.home+"/.absent")
+
+	p, _ = f.build(t, cfg)
+	equalLines(t, "mounts", mountLines(p.Mounts), f.expand(p, append(baseMounts,
+		"maskdir ~/.aws (sandbox.hide_paths)",
+		"maskdir ~/.config/gcloud (sandbox.hide_paths)",
+		"maskfile ~/.kube (sandbox.hide_paths)",
+		"maskfile ~/.docker (sandbox.hide_paths)", // a symlink is masked as a file
+		"maskfile $ROOT/sys/secret.txt (sandbox.hide_paths)",
+		"bind rw $PROJ -> $PROJ (project)",
+	)...))
+}
+
+// TestBuildHidePathsUnderUserBind: a user bind that exposes a hide path must not undo
+// the mask, which therefore has to come after the bind.
+func TestBuildHidePathsUnderUserBind(t *testing.T) {
+	t.Skip("known bug, see report: hide_paths are applied before sandbox.ro_binds/rw_binds/host_mounts, which cover them")
+	f := newFixture(t)
+	mkdirs(t, f.home+"/.config/gcloud", f.root+"/shared/.secrets")
+	cfg := f.load(t)
+	cfg.Sandbox.ROBinds = []string{f.home + "/.config", f.root + "/shared"}
+	cfg.Sandbox.HidePaths = []string{f.home + "/.config/gcloud", f.root + "/shared/.secrets"}
+	p, _ := f.build(t, cfg)
+	equalLines(t, "mounts", mountLines(p.Mounts), f.expand(p, append(baseMounts,
+		"bind ro $HOME/.config -> $HOME/.config (sandbox.ro_binds)",
+		"bind ro $ROOT/shared -> $ROOT/shared (sandbox.ro_binds)",
+		"maskdir ~/.config/gcloud (sandbox.hide_paths)",
+		"maskdir $ROOT/shared/.secrets (sandbox.hide_paths)",
+		"bind rw $PROJ -> $PROJ (project)",
+	)...))
+}

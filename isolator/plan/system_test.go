@@ -1,0 +1,126 @@
+package plan
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// chrootProbe reads root as if it were `/`. Symlinks in the tree must be relative.
+func chrootProbe(root string) Probe {
+	pr := probe("/")
+	pr.Lstat = func(p string) (fs.FileInfo, error) { return os.Lstat(root + p) }
+	pr.Stat = func(p string) (fs.FileInfo, error) { return os.Stat(root + p) }
+	pr.ReadDir = func(p string) ([]fs.DirEntry, error) { return os.ReadDir(root + p) }
+	pr.Readlink = func(p string) (string, error) { return os.Readlink(root + p) }
+	pr.EvalSymlinks = func(p string) (string, error) {
+		r, err := filepath.EvalSymlinks(root + p)
+		if err != nil {
+			return "", err
+		}
+		if r = strings.TrimPrefix(r, root); r == "" {
+			r = "/"
+		}
+		return r, nil
+	}
+	return pr
+}
+
+func TestSystemView(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkdirs(t, root+"/usr/bin", root+"/usr/lib64", root+"/usr/lib", root+"/opt", root+"/srv/tools")
+	symlink(t, "usr/bin", root+"/bin")
+	symlink(t, "/usr/lib", root+"/lib")    // an absolute link is kept as it is
+	symlink(t, "usr/lib64", root+"/lib64") // dangling links are recreated too
+	symlink(t, "usr/lib32", root+"/lib32")
+	writeFile(t, root+"/run/systemd/resolve/stub-resolv.conf", "nameserver 127.0.0.53\n")
+	symlink(t, "../run/systemd/resolve/stub-resolv.conf", root+"/etc/resolv.conf")
+	writeFile(t, root+"/etc/passwd", "u:x:1000:1000::/home/u:/bin/bash\n")
+	symlink(t, "../usr/share/zoneinfo/UTC", root+"/etc/localtime") // dangling: skipped
+	writeFile(t, root+"/etc/ssl/openssl.cnf", "")
+	mkdirs(t, root+"/etc/ssl/certs") // not only files: bound
+	writeFile(t, root+"/etc/profile.d/a.sh", "")
+	writeFile(t, root+"/etc/profile.d/b.sh", "") // only files: copied one by one
+	writeFile(t, root+"/usr/bin/x", "")
+	symlink(t, "/usr/bin/x", root+"/etc/alternatives/x") // symlink farm: bound
+	mkdirs(t, root+"/etc/ssh/ssh_config.d")              // empty: nothing to show
+	writeFile(t, root+"/etc/ssh/ssh_config", "")
+	pr := chrootProbe(root)
+
+	for _, tc := range []struct {
+		name  string
+		binds []string
+		want  isolator.SystemView
+	}{
+		{"minimal default", nil, isolator.SystemView{Paths: []isolator.SystemPath{
+			{Path: "/usr", Optional: true},
+			{Path: "/bin", Link: "usr/bin", Optional: true},
+			{Path: "/lib", Link: "/usr/lib", Optional: true},
+			{Path: "/lib32", Link: "usr/lib32", Optional: true},
+			{Path: "/lib64", Link: "usr/lib64", Optional: true},
+			// /opt is empty: no mount
+			{Path: "/etc/resolv.conf", Optional: true, Copy: true}, // the file it resolves to
+			{Path: "/etc/ssl", Optional: true},
+			{Path: "/etc/passwd", Optional: true, Copy: true},
+			{Path: "/etc/alternatives", Optional: true},
+			{Path: "/etc/profile.d/a.sh", Optional: true, Copy: true},
+			{Path: "/etc/profile.d/b.sh", Optional: true, Copy: true},
+			{Path: "/etc/ssh/ssh_config", Optional: true, Copy: true},
+		}}},
+		{"host", []string{"host"}, isolator.SystemView{Host: true}},
+		{"configured list: bound as given, a missing path fails at launch", []string{"/usr", "/bin", "/etc/passwd", "/srv/tools", "/missing"},
+			isolator.SystemView{Paths: []isolator.SystemPath{
+				{Path: "/usr"},
+				{Path: "/bin", Link: "usr/bin"},
+				{Path: "/etc/passwd"}, // only the default view copies /etc files
+				{Path: "/srv/tools"},
+				{Path: "/missing"},
+			}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := systemView(pr, tc.binds)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("systemView:\n got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestBuildDockerSockets: sockets visible in the view are masked unless
+// sandbox.docker_socket; sockets outside the view need no mask.
+func TestBuildDockerSockets(t *testing.T) {
+	f := newFixture(t)
+	run := f.root + "/run/user/1000"
+	writeFile(t, run+"/docker.sock", "")
+	writeFile(t, run+"/podman/podman.sock", "")
+	for _, tc := range []struct {
+		name   string
+		system []string
+		docker bool
+		want   []string
+	}{
+		{"not visible", nil, false, nil},
+		{"visible", []string{run}, false, []string{
+			"maskfile " + run + "/docker.sock (docker socket)",
+			"maskfile " + run + "/podman/podman.sock (docker socket)",
+		}},
+		{"docker_socket = true", []string{run}, true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := f.load(t, "XDG_RUNTIME_DIR="+run)
+			cfg.Sandbox.SystemBinds = tc.system
+			cfg.Sandbox.DockerSocket = tc.docker
+			p, _ := f.build(t, cfg)
+			want := append(append(f.expand(p, baseMounts...), f.expand(p, "bind rw $PROJ -> $PROJ (project)")...), tc.want...)
+			equalLines(t, "mounts", mountLines(p.Mounts), want)
+		})
+	}
+}
