@@ -159,12 +159,18 @@ func shimInView(p *isolator.Plan) bool {
 	if filepath.Base(p.Self) != "devsandbox-init" {
 		return false
 	}
-	if p.System.Host {
-		return true
-	}
 	for _, sp := range p.System.Paths {
 		if sp.Link == "" && !sp.Copy && isolator.Within(p.Self, sp.Path) {
 			return true
+		}
+	}
+	if p.System.Host {
+		// The host root is visible, but the home, /tmp and /run are replaced: only
+		// the system directories are certain to show the host's files.
+		for _, d := range []string{"/usr", "/opt", "/bin", "/sbin"} {
+			if isolator.Within(p.Self, d) {
+				return true
+			}
 		}
 	}
 	return false
@@ -200,7 +206,7 @@ func (s *Spec) Script() string {
 	fmt.Fprintf(&b, "# fd %d: readiness report of the shim\n", ReadyFD)
 	for i, arg := range s.Argv {
 		if i > 0 {
-			if strings.HasPrefix(arg, "--") && i < len(s.Argv) && !afterSeparator(s.Argv, i) {
+			if strings.HasPrefix(arg, "--") && !(i >= 2 && s.Argv[i-2] == "--perms") && !afterSeparator(s.Argv, i) {
 				b.WriteString(" \\\n  ")
 			} else {
 				b.WriteByte(' ')

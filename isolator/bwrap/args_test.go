@@ -242,7 +242,6 @@ func TestNoSecretValues(t *testing.T) {
 // TestRenderShimHostView: under the host view the host home, /tmp and /run are still
 // replaced, so a shim installed below them is not where the host has it.
 func TestRenderShimHostView(t *testing.T) {
-	t.Skip("known bug, see report: shimInView trusts System.Host for a shim below $HOME, /tmp or /run")
 	for _, self := range []string{"/home/u/.local/bin/devsandbox-init", "/tmp/build/devsandbox-init"} {
 		p := basePlan()
 		p.System.Host = true

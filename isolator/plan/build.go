@@ -96,7 +96,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		}
 		p.Command = []string{sh}
 	}
-	p.System = systemView(pr, cfg.Sandbox.SystemBinds)
+	if p.System, err = systemView(pr, cfg.Sandbox.SystemBinds); err != nil {
+		return nil, nil, err
+	}
 
 	b := &mountBuilder{pr: pr, home: h.Home, sys: p.System}
 	b.add(isolator.Mount{Kind: isolator.Bind, Source: p.SandboxHome, Dest: h.Home, Why: "sandbox home"})
@@ -110,10 +112,10 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		p.PrivateDirs = append(p.PrivateDirs, cache)
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: cache, Dest: h.CacheHome, Why: "private cache"})
 	}
-	b.hide(cfg.Sandbox.HidePaths, p.SandboxHome)
-
-	tenv, err := b.tools(cfg, reg, h)
-	if err != nil {
+	// Order matters: a later mount covers an earlier one. The project comes after the
+	// home it usually lies in, user binds after the project they may reach into, and
+	// every protection (hides, git hooks and config, masks) after all of them.
+	if err := b.project(proj.Dir, cfg.Sandbox); err != nil {
 		return nil, nil, err
 	}
 	for _, src := range cfg.Sandbox.ROBinds {
@@ -131,7 +133,12 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 			return nil, nil, err
 		}
 	}
-	if err := b.project(proj.Dir, cfg.Sandbox); err != nil {
+	b.hide(cfg.Sandbox.HidePaths, p.SandboxHome, proj.Dir)
+	tenv, err := b.tools(cfg, reg, h)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := b.protectProject(proj.Dir); err != nil {
 		return nil, nil, err
 	}
 	masked, err := findMasked(pr, proj.Dir, maskMatcher{cfg.Sandbox.MaskFiles, cfg.Sandbox.MaskAllow, cfg.Sandbox.MaskSkip})
@@ -180,8 +187,7 @@ func environment(cfg *config.Config, h config.Host, toolEnv map[string]isolator.
 	for _, n := range envAllowlist {
 		passPattern(n)
 	}
-	if cfg.Env.PassthroughAll {
-		warns = append(warns, "env.passthrough_all is set: every host environment variable enters the sandbox (DOCKER_HOST excepted)")
+	if cfg.Env.PassthroughAll { // config.Load warns about it
 		for n := range h.Vars {
 			pass(n)
 		}

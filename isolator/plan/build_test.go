@@ -168,7 +168,6 @@ func TestBuildWritableDirErrors(t *testing.T) {
 // TestBuildWritableDirThroughSymlink: a writable dir reached through a symlinked parent
 // is outside the project just as much as a symlinked writable dir is.
 func TestBuildWritableDirThroughSymlink(t *testing.T) {
-	t.Skip("known bug, see report: project() checks only the last component of a writable dir with Lstat")
 	f := newFixture(t)
 	mkdirs(t, f.root+"/outside/sub")
 	symlink(t, f.root+"/outside", f.proj+"/link")
@@ -192,12 +191,12 @@ func TestBuildUserBinds(t *testing.T) {
 	}
 	p, _ := f.build(t, cfg)
 	equalLines(t, "mounts", mountLines(p.Mounts), f.expand(p, append(baseMounts,
+		"bind rw $PROJ -> $PROJ (project)",
 		"bind ro $ROOT/ro -> $ROOT/ro (sandbox.ro_binds)",
 		"bind ro $HOME/.m2 -> $HOME/.m2 (sandbox.ro_binds)",
 		"bind rw $ROOT/rw -> $ROOT/rw (sandbox.rw_binds)",
 		"bind ro $ROOT/data -> /mnt/data (sandbox.host_mounts)",
 		"bind rw $ROOT/rw -> /mnt/rw (sandbox.host_mounts)",
-		"bind rw $PROJ -> $PROJ (project)",
 	)...))
 }
 
@@ -221,7 +220,6 @@ func TestBuildUserBindMissing(t *testing.T) {
 // TestBuildUserBindInProject: a host mount whose destination lies in the project must
 // come after the project mount, or the project covers it.
 func TestBuildUserBindInProject(t *testing.T) {
-	t.Skip("known bug, see report: user binds are added before the project mount")
 	f := newFixture(t)
 	mkdirs(t, f.root+"/datasets", f.proj+"/data")
 	cfg := f.load(t)

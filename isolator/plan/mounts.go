@@ -29,22 +29,25 @@ func (b *mountBuilder) homeRel(p string) string {
 	return ""
 }
 
-// hide masks each hide path that is visible in the sandbox. The host home is not
-// visible at all, so a path below it is masked only when it exists in the sandbox home
-// (a tool binding may still expose a file below it); other paths are masked when they
-// exist on the host and are visible in the view. Paths under the home are
+// hide masks each hide path that is visible in the sandbox; it runs after the user's
+// binds, which never undo a hide. The host home itself is not visible, so a path below
+// it is masked when it exists in the sandbox home or a bind exposes it; other paths are
+// masked when they exist on the host and are visible. A hide path holding the project
+// is skipped: masking it would hide the project itself. Paths under the home are
 // home-relative, so every isolator masks them in its own home.
-func (b *mountBuilder) hide(paths []string, sandboxHome string) {
+func (b *mountBuilder) hide(paths []string, sandboxHome, project string) {
 	for _, p := range paths {
+		if isolator.Within(project, p) {
+			continue
+		}
 		rel := b.homeRel(p)
 		var fi fs.FileInfo
-		var err error
+		var err error = fs.ErrNotExist
 		if rel != "" {
 			fi, err = b.pr.Lstat(filepath.Join(sandboxHome, rel))
-		} else if b.visible(p) {
+		}
+		if err != nil && b.visible(p) {
 			fi, err = b.pr.Lstat(p)
-		} else {
-			continue
 		}
 		if err != nil {
 			continue
@@ -80,7 +83,7 @@ func (b *mountBuilder) tools(cfg *config.Config, reg *tools.Registry, h config.H
 			case bd.Mode == tools.Tmpfs:
 				m.Kind = isolator.TmpDir
 			default:
-				m.Kind, m.ReadOnly = isolator.Bind, bd.Mode == tools.RO
+				m.Kind, m.ReadOnly, m.Optional = isolator.Bind, bd.Mode == tools.RO, bd.Optional
 				if !b.pr.exists(bd.Source) {
 					if bd.Optional {
 						continue
@@ -113,25 +116,33 @@ func (b *mountBuilder) bindUser(src, dst string, ro bool, key string) error {
 	return nil
 }
 
-// project adds the project itself, its git protections and its config file.
+// project adds the project itself: read-write, or read-only with its writable dirs
+// and .git read-write.
 func (b *mountBuilder) project(dir string, sb config.Sandbox) error {
 	if !sb.ReadOnly {
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: dir, Dest: dir, Why: "project"})
-	} else {
-		b.add(isolator.Mount{Kind: isolator.Bind, Source: dir, Dest: dir, ReadOnly: true, Why: "project (read-only)"})
-		for _, w := range sb.WritableDirs {
-			p := filepath.Join(dir, w)
-			fi, err := b.pr.Lstat(p)
-			if err != nil || !fi.IsDir() {
-				return fmt.Errorf("%w: sandbox.writable_dirs: %s is not a directory (a symlink is not accepted); create it in the project", ErrConfig, p)
-			}
-			b.add(isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, Why: "sandbox.writable_dirs"})
-		}
-		if fi, err := b.pr.Lstat(filepath.Join(dir, ".git")); err == nil && fi.IsDir() {
-			g := filepath.Join(dir, ".git")
-			b.add(isolator.Mount{Kind: isolator.Bind, Source: g, Dest: g, Why: "git dir"})
-		}
+		return nil
 	}
+	b.add(isolator.Mount{Kind: isolator.Bind, Source: dir, Dest: dir, ReadOnly: true, Why: "project (read-only)"})
+	for _, w := range sb.WritableDirs {
+		p := filepath.Join(dir, w)
+		fi, err := b.pr.Lstat(p)
+		real, rerr := b.pr.EvalSymlinks(p)
+		if err != nil || !fi.IsDir() || rerr != nil || real != p {
+			return fmt.Errorf("%w: sandbox.writable_dirs: %s is not a directory of the project (symlinks, also in a parent, are not accepted); create it in the project", ErrConfig, p)
+		}
+		b.add(isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, Why: "sandbox.writable_dirs"})
+	}
+	if fi, err := b.pr.Lstat(filepath.Join(dir, ".git")); err == nil && fi.IsDir() {
+		g := filepath.Join(dir, ".git")
+		b.add(isolator.Mount{Kind: isolator.Bind, Source: g, Dest: g, Why: "git dir"})
+	}
+	return nil
+}
+
+// protectProject adds the git protections and the read-only project config; it runs
+// after every bind that could cover them.
+func (b *mountBuilder) protectProject(dir string) error {
 	gm, err := gitMounts(b.pr, dir)
 	if err != nil {
 		return err
@@ -154,7 +165,8 @@ func (b *mountBuilder) visible(p string) bool {
 		}
 	}
 	for _, m := range b.mounts {
-		if m.Kind == isolator.Bind && isolator.Within(p, m.Target(b.home)) {
+		// Only a bind at the same path shows the host's p at p (the sandbox home does not).
+		if m.Kind == isolator.Bind && m.Source == m.Target(b.home) && isolator.Within(p, m.Source) {
 			return true
 		}
 	}

@@ -36,9 +36,13 @@ func FindProject(pr Probe, home string) (isolator.Project, error) {
 	if err != nil {
 		realHome = home
 	}
-	if dir == "/" || dir == realHome {
-		return isolator.Project{}, fmt.Errorf("%w: %s is %s; run devsandbox from a project directory (or a subdirectory of one)",
-			ErrProject, dir, map[bool]string{true: "the root directory", false: "your home directory"}[dir == "/"])
+	switch {
+	case dir == "/":
+		return isolator.Project{}, fmt.Errorf("%w: / is the root directory; run devsandbox from a project directory (or a subdirectory of one)", ErrProject)
+	case dir == realHome:
+		return isolator.Project{}, fmt.Errorf("%w: %s is your home directory; run devsandbox from a project directory (or a subdirectory of one)", ErrProject, dir)
+	case isolator.Within(realHome, dir):
+		return isolator.Project{}, fmt.Errorf("%w: %s contains your home directory; run devsandbox from a project directory (or a subdirectory of one)", ErrProject, dir)
 	}
 	sum := sha256.Sum256([]byte(dir))
 	id := hex.EncodeToString(sum[:4])
@@ -113,8 +117,24 @@ func protectGitDir(pr Probe, dir string, bind bool) []isolator.Mount {
 		// No hooks dir yet: an empty read-only one, so none can be created.
 		ms = append(ms, isolator.Mount{Kind: isolator.MaskDir, Dest: hooks, Why: "git hooks"})
 	}
-	if cfg := filepath.Join(dir, "config"); pr.exists(cfg) {
-		ms = append(ms, isolator.Mount{Kind: isolator.Bind, Source: cfg, Dest: cfg, ReadOnly: true, Why: "git config"})
+	for _, name := range []string{"config", "config.worktree"} {
+		cfg := filepath.Join(dir, name)
+		switch {
+		case pr.exists(cfg):
+			ms = append(ms, isolator.Mount{Kind: isolator.Bind, Source: cfg, Dest: cfg, ReadOnly: true, Why: "git config"})
+		case name == "config":
+			// None yet: an empty read-only one, so none (with core.hooksPath) can be written.
+			ms = append(ms, isolator.Mount{Kind: isolator.MaskFile, Dest: cfg, Why: "git config"})
+		}
+	}
+	// Submodules keep their repositories (hooks and config included) below modules/.
+	if ents, err := pr.ReadDir(filepath.Join(dir, "modules")); err == nil {
+		for _, e := range ents {
+			sub := filepath.Join(dir, "modules", e.Name())
+			if e.IsDir() && pr.exists(filepath.Join(sub, "HEAD")) {
+				ms = append(ms, protectGitDir(pr, sub, false)...)
+			}
+		}
 	}
 	return ms
 }

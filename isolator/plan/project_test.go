@@ -85,7 +85,6 @@ func TestFindProjectIDStable(t *testing.T) {
 // TestFindProjectHomeAncestor: a working directory above $HOME would become a project
 // whose read-write bind covers the sandbox home (and hide_paths) with the real home.
 func TestFindProjectHomeAncestor(t *testing.T) {
-	t.Skip("known bug, see report: FindProject accepts an ancestor of $HOME (e.g. /home) as the project")
 	f := newFixture(t)
 	if _, err := FindProject(probe(f.root+"/home"), f.home); !errors.Is(err, ErrProject) {
 		t.Fatalf("FindProject(parent of home) = %v; want ErrProject", err)

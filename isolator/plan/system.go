@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"io/fs"
 	"path/filepath"
 
@@ -39,16 +40,19 @@ const maxCopies = 32
 
 // systemView returns the system part of the view: binds = ["host"] is the read-only
 // host root; an empty list is the minimal default; anything else are the paths given.
-func systemView(pr Probe, binds []string) isolator.SystemView {
+func systemView(pr Probe, binds []string) (isolator.SystemView, error) {
 	if len(binds) == 1 && binds[0] == "host" {
-		return isolator.SystemView{Host: true}
+		return isolator.SystemView{Host: true}, nil
 	}
 	var v isolator.SystemView
 	if len(binds) > 0 {
 		for _, sp := range binds {
+			if !pr.exists(sp) {
+				return v, fmt.Errorf("%w: sandbox.system_binds: %s does not exist; remove it from the list", ErrConfig, sp)
+			}
 			v.Paths = append(v.Paths, systemEntry(pr, sp, false))
 		}
-		return v
+		return v, nil
 	}
 	for _, sp := range minimalSystem {
 		fi, err := pr.Lstat(sp)
@@ -77,7 +81,7 @@ func systemView(pr Probe, binds []string) isolator.SystemView {
 			}
 		}
 	}
-	return v
+	return v, nil
 }
 
 // systemEntry is a bind of p, or a symlink when p is one.

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -76,17 +77,19 @@ func TestSystemView(t *testing.T) {
 			{Path: "/etc/ssh/ssh_config", Optional: true, Copy: true},
 		}}},
 		{"host", []string{"host"}, isolator.SystemView{Host: true}},
-		{"configured list: bound as given, a missing path fails at launch", []string{"/usr", "/bin", "/etc/passwd", "/srv/tools", "/missing"},
+		{"configured list: bound as given", []string{"/usr", "/bin", "/etc/passwd", "/srv/tools"},
 			isolator.SystemView{Paths: []isolator.SystemPath{
 				{Path: "/usr"},
 				{Path: "/bin", Link: "usr/bin"},
 				{Path: "/etc/passwd"}, // only the default view copies /etc files
 				{Path: "/srv/tools"},
-				{Path: "/missing"},
 			}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := systemView(pr, tc.binds)
+			got, err := systemView(pr, tc.binds)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("systemView:\n got %+v\nwant %+v", got, tc.want)
 			}
@@ -122,5 +125,16 @@ func TestBuildDockerSockets(t *testing.T) {
 			want := append(append(f.expand(p, baseMounts...), f.expand(p, "bind rw $PROJ -> $PROJ (project)")...), tc.want...)
 			equalLines(t, "mounts", mountLines(p.Mounts), want)
 		})
+	}
+}
+
+// A configured system path that does not exist is a config error at Build, not a
+// generic bwrap failure at launch.
+func TestSystemViewMissingPath(t *testing.T) {
+	root := t.TempDir()
+	mkdirs(t, root+"/usr")
+	pr := chrootProbe(root)
+	if _, err := systemView(pr, []string{"/usr", "/missing"}); !errors.Is(err, ErrConfig) {
+		t.Fatalf("systemView with a missing path: %v; want ErrConfig", err)
 	}
 }
