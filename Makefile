@@ -19,12 +19,15 @@ build: ## build bin/devsandbox and bin/devsandbox-init (the in-sandbox shim)
 
 vet: ## go vet with the build tags
 	$(GO) vet $(GOFLAGS_) ./...
-	$(GO) vet $(GOFLAGS_) -tags '$(TAGS) integration' ./integration/
+	$(GO) vet -tags '$(TAGS) integration' ./integration/
 
-lint: vet ## gofmt, vet, staticcheck (when installed), shellcheck (when installed)
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+lint: vet ## gofmt, vet, staticcheck, shellcheck (when installed)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	@if command -v staticcheck >/dev/null; then staticcheck -tags '$(TAGS)' ./...; else echo "staticcheck not installed: go install honnef.co/go/tools/cmd/staticcheck@latest"; fi
-	@if command -v shellcheck >/dev/null; then shellcheck scripts/*.sh .ci/run; else echo "shellcheck not installed"; fi
+	$(GO) run $(STATICCHECK) -tags '$(TAGS)' ./...
+	$(GO) run $(STATICCHECK) -tags '$(TAGS) integration' ./integration/
+	@if command -v shellcheck >/dev/null; then shellcheck scripts/*.sh .ci/run; else echo "shellcheck not installed: apt-get install shellcheck"; fi
 
 setup: ## install and start what the tests need (root: apt packages, test user)
 	scripts/setup-test-env.sh
@@ -35,7 +38,7 @@ unit: ## unit tests of the pure code
 integration: build ## the conformance suite against real components, as an unprivileged user
 	DEVSANDBOX_BIN=$(CURDIR)/$(BIN) $(GO) test $(GOFLAGS_) -tags '$(TAGS) integration' -count=1 -timeout 15m -v ./integration/ 2>&1 | scripts/test-summary.sh
 
-test: setup vet unit integration ## everything CI runs: set up, vet, unit and integration tests
+test: setup lint unit integration ## everything CI runs: set up, lint (gofmt, vet, staticcheck, shellcheck), unit and integration tests
 
 bench: build ## launch benchmarks against the raw tools (not part of CI)
 	scripts/bench.sh $(BIN)
