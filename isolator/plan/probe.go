@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -10,11 +12,13 @@ import (
 // Probe is how Build reads the host. Every field is a function so tests can build
 // Plans against a fake host; OS returns the real one.
 type Probe struct {
-	Cwd          string
-	Lstat        func(string) (fs.FileInfo, error)
-	Stat         func(string) (fs.FileInfo, error)
-	ReadFile     func(string) ([]byte, error)
-	ReadDir      func(string) ([]fs.DirEntry, error)
+	Cwd      string
+	Lstat    func(string) (fs.FileInfo, error)
+	Stat     func(string) (fs.FileInfo, error)
+	ReadFile func(string) ([]byte, error)
+	ReadDir  func(string) ([]fs.DirEntry, error)
+	// ReadDirN returns at most n entries of a directory, in directory order.
+	ReadDirN     func(dir string, n int) ([]fs.DirEntry, error)
 	EvalSymlinks func(string) (string, error)
 	Readlink     func(string) (string, error)
 	LookPath     func(string) bool
@@ -24,11 +28,23 @@ type Probe struct {
 // OS returns a Probe of the real host with cwd as the working directory.
 func OS(cwd string) Probe {
 	return Probe{
-		Cwd:          cwd,
-		Lstat:        os.Lstat,
-		Stat:         os.Stat,
-		ReadFile:     os.ReadFile,
-		ReadDir:      os.ReadDir,
+		Cwd:      cwd,
+		Lstat:    os.Lstat,
+		Stat:     os.Stat,
+		ReadFile: os.ReadFile,
+		ReadDir:  os.ReadDir,
+		ReadDirN: func(dir string, n int) ([]fs.DirEntry, error) {
+			f, err := os.Open(dir)
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			ents, err := f.ReadDir(n)
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return ents, err
+		},
 		EvalSymlinks: filepath.EvalSymlinks,
 		Readlink:     os.Readlink,
 		LookPath: func(name string) bool {
@@ -53,4 +69,16 @@ func (pr Probe) exists(p string) bool {
 func (pr Probe) isDir(p string) bool {
 	fi, err := pr.Stat(p)
 	return err == nil && fi.IsDir()
+}
+
+// readDirN uses ReadDirN when set (fakes may leave it out), else ReadDir.
+func (pr Probe) readDirN(dir string, n int) ([]fs.DirEntry, error) {
+	if pr.ReadDirN != nil {
+		return pr.ReadDirN(dir, n)
+	}
+	ents, err := pr.ReadDir(dir)
+	if len(ents) > n {
+		ents = ents[:n]
+	}
+	return ents, err
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sort"
 
 	"github.com/devsandbox/devsandbox/isolator"
 )
@@ -60,7 +61,7 @@ func systemView(pr Probe, binds []string) (isolator.SystemView, error) {
 			continue
 		}
 		if fi.IsDir() {
-			if ents, err := pr.ReadDir(sp); err == nil && len(ents) == 0 {
+			if ents, err := pr.readDirN(sp, 1); err == nil && len(ents) == 0 {
 				continue // an empty /opt needs no mount
 			}
 		}
@@ -98,10 +99,11 @@ func systemEntry(pr Probe, p string, optional bool) isolator.SystemPath {
 // copyDir returns dir as copies of its files when it holds only regular files, at
 // most maxCopies of them.
 func copyDir(pr Probe, dir string) ([]isolator.SystemPath, bool) {
-	ents, err := pr.ReadDir(dir)
+	ents, err := pr.readDirN(dir, maxCopies+1)
 	if err != nil || len(ents) > maxCopies {
 		return nil, false
 	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 	var out []isolator.SystemPath
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
