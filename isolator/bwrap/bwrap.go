@@ -76,12 +76,14 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	if sess != nil {
-		defer func() {
-			if sess.Lost() {
-				b.warn("the session /tmp %s was removed on the host while the sandbox ran", sess.Path)
-			}
-			_ = sess.Release()
-		}()
+		defer func() { _ = sess.Release() }()
+		stop, err := sess.Watch(func() {
+			b.warn("the session /tmp %s was removed on the host while the sandbox ran; recreated it, but files the command had in /tmp are gone and writing there may fail until it restarts", sess.Path)
+		})
+		if err != nil {
+			return 0, fmt.Errorf("watching the session /tmp %s: %w", sess.Path, err)
+		}
+		defer stop()
 	}
 	pp := *p
 	if sess != nil {

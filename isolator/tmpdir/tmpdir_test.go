@@ -91,3 +91,37 @@ func TestCleanOrphans(t *testing.T) {
 		}
 	}
 }
+
+func TestWatchRecreatesLostDir(t *testing.T) {
+	s, err := Acquire(filepath.Join(t.TempDir(), "tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Release()
+	lost := make(chan struct{}, 4)
+	stop, err := s.Watch(func() { lost <- struct{}{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	// Remove the whole base, as a cleanup of the state dir would.
+	if err := os.RemoveAll(filepath.Dir(s.Path)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lost:
+	case <-time.After(10 * time.Second):
+		t.Fatal("losing the session dir was not reported")
+	}
+	if s.Lost() {
+		t.Fatal("session dir not recreated and relocked")
+	}
+	// A second loss is handled but not reported again.
+	if err := os.RemoveAll(s.Path); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if len(lost) != 0 {
+		t.Fatalf("lost reported %d more times", len(lost))
+	}
+}
