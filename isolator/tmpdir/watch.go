@@ -72,4 +72,3 @@ func (s *Session) affected(b []byte) bool {
 	}
 	return false
 }
-
