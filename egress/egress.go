@@ -1,9 +1,16 @@
-// Package egress holds the one network rule model every isolator enforces. This build
-// knows two modes: open (the host network) and none (no network at all); the proxy and
-// allowlist modes and their renderers arrive with the filtering proxy.
+// Package egress holds the one network rule model every isolator enforces, and its
+// renderers. Rules (carried by the Plan) compile to a Firewall, the intermediate form:
+// an ordered list of drop and accept matches with a default of drop. The Firewall is
+// rendered as an nft script (iptables as a fallback), which is applied either by
+// PastaPrologue — a shell prologue run as the namespace's root inside pasta's network
+// namespace before it execs bwrap — or by NsenterCalls, commands run from outside into
+// a container's or VM's network namespace. Everything here is pure.
 package egress
 
-import "fmt"
+import (
+	"fmt"
+	"net/netip"
+)
 
 // Mode is the egress policy of a sandbox.
 type Mode string
@@ -12,15 +19,8 @@ const (
 	Open      Mode = "open"      // the host network, unfiltered
 	None      Mode = "none"      // no network interfaces but loopback
 	Proxy     Mode = "proxy"     // only the filtering proxy is reachable
-	Allowlist Mode = "allowlist" // only allowed destinations are reachable
+	Allowlist Mode = "allowlist" // only allowed destinations, and the proxy for names
 )
-
-// Rules is the egress rule set carried by a Plan.
-type Rules struct {
-	Mode  Mode
-	Allow []string
-	Deny  []string
-}
 
 // ParseMode returns the Mode called s.
 func ParseMode(s string) (Mode, error) {
@@ -31,5 +31,60 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("unknown egress mode %q (want open, none, proxy or allowlist)", s)
 }
 
+// Rules is the egress rule set carried by a Plan.
+type Rules struct {
+	Mode Mode
+	// Proxy is where the session's filtering proxy listens on the host (proxy and
+	// allowlist modes).
+	Proxy Endpoint
+	Allow []Entry
+	Deny  []Entry
+	// Resolved holds the plain host names of Allow resolved at launch (allowlist
+	// mode): they become firewall rules and lines of the sandbox's /etc/hosts.
+	Resolved []Resolved
+	// Forwards are published ports: the host's 127.0.0.1:HostPort reaches the
+	// sandbox's SandboxPort.
+	Forwards []Forward
+}
+
+// Endpoint is a proxy address: a Unix socket path or a TCP address.
+type Endpoint struct {
+	Unix string
+	TCP  netip.AddrPort
+}
+
+// IsZero reports whether no endpoint is set.
+func (e Endpoint) IsZero() bool { return e.Unix == "" && !e.TCP.IsValid() }
+
+// Resolved is one host name and the addresses it had at launch.
+type Resolved struct {
+	Host  string
+	Port  uint16
+	Addrs []netip.Addr
+}
+
+// Forward is one published port.
+type Forward struct {
+	HostPort, SandboxPort uint16
+}
+
 // SharesHostNetwork reports whether the sandbox uses the host's network namespace.
 func (r Rules) SharesHostNetwork() bool { return r.Mode == Open }
+
+// NeedsProxy reports whether the mode routes traffic through the session proxy.
+func (r Rules) NeedsProxy() bool { return r.Mode == Proxy || r.Mode == Allowlist }
+
+// NeedsFirewall reports whether the mode needs rules in a namespace with a route out.
+func (r Rules) NeedsFirewall() bool { return r.Mode == Allowlist }
+
+// HostsFile returns the lines added to the sandbox's /etc/hosts: the names resolved
+// at launch, so they resolve inside although DNS is closed.
+func (r Rules) HostsFile() string {
+	var s string
+	for _, res := range r.Resolved {
+		for _, a := range res.Addrs {
+			s += a.String() + " " + res.Host + "\n"
+		}
+	}
+	return s
+}

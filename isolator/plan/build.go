@@ -69,6 +69,14 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if err != nil {
 		return nil, nil, err
 	}
+	allow, err := egress.ParseEntries(cfg.Egress.Allow)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: egress.allow: %v", ErrConfig, err)
+	}
+	deny, err := egress.ParseEntries(cfg.Egress.Deny)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: egress.deny: %v", ErrConfig, err)
+	}
 	base := filepath.Join(h.DataHome, "devsandbox", proj.Name)
 	state := filepath.Join(h.StateHome, "devsandbox", proj.Name)
 	p := &isolator.Plan{
@@ -80,7 +88,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		EmptyFile:   filepath.Join(h.StateHome, "devsandbox", "empty"),
 		Self:        self,
 		Tmp:         isolator.Tmp{Kind: cfg.Sandbox.Tmp, Dir: filepath.Join(state, "tmp")},
-		Egress:      egress.Rules{Mode: mode, Allow: cfg.Egress.Allow, Deny: cfg.Egress.Deny},
+		Egress:      egress.Rules{Mode: mode, Allow: allow, Deny: deny},
 		Command:     req.Command,
 		TTY:         req.TTY,
 		ReadOnly:    cfg.Sandbox.ReadOnly,

@@ -1,0 +1,121 @@
+package egress
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Binaries are the absolute paths of the programs the rules are applied with. Tests
+// point Nft at a program that fails to prove a broken firewall aborts the run.
+type Binaries struct {
+	Nft, Iptables, Ip6tables, IP, Nsenter string
+}
+
+// DefaultBinaries are the Debian/Ubuntu/Fedora locations.
+var DefaultBinaries = Binaries{
+	Nft: "/usr/sbin/nft", Iptables: "/usr/sbin/iptables", Ip6tables: "/usr/sbin/ip6tables",
+	IP: "/usr/sbin/ip", Nsenter: "/usr/bin/nsenter",
+}
+
+// Status lines the prologue writes on its status descriptor.
+const (
+	StatusOK   = "ok"
+	StatusFail = "fail " // followed by the reason
+)
+
+// PastaPrologue returns a POSIX sh script run as root of pasta's user and network
+// namespaces, with the bwrap command line as its arguments. It applies the firewall
+// (nft, else iptables), deletes the default routes of families without rules,
+// verifies both, writes StatusOK on statusFD and execs "$@". On any failure it writes
+// StatusFail and a reason instead and exits 125: the command never starts. If
+// devsandbox is gone (the status write fails), it exits without starting anything.
+func PastaPrologue(r Rules, bin Binaries, statusFD int) (string, error) {
+	fw, err := Compile(r)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# devsandbox egress prologue (mode %s): firewall, routes, verify, then exec bwrap.\n", r.Mode)
+	b.WriteString("set -u\n")
+	fmt.Fprintf(&b, "fail() { printf '%s%%s\\n' \"$1\" >&%d; exit 125; }\n", StatusFail, statusFD)
+	fmt.Fprintf(&b, "nft_ok=0\nif [ -x %s ]; then\n", shq(bin.Nft))
+	fmt.Fprintf(&b, "\t%s -f - <<'DEVSANDBOX_NFT' && nft_ok=1\n%sDEVSANDBOX_NFT\n", shq(bin.Nft), fw.NftScript())
+	fmt.Fprintf(&b, "\t[ $nft_ok = 1 ] && { %s list chain inet %s output >/dev/null 2>&1 || fail %s; }\n",
+		shq(bin.Nft), Table, shq("nft loaded the egress rules but they are not in place"))
+	b.WriteString("fi\n")
+	fmt.Fprintf(&b, "if [ $nft_ok = 0 ]; then\n\t[ -x %s ] || fail %s\n", shq(bin.Iptables),
+		shq(fmt.Sprintf("cannot apply the egress rules: %s failed or is missing and %s is missing; install nftables (and make sure the nf_tables kernel modules load) — `devsandbox doctor` checks this", bin.Nft, bin.Iptables)))
+	for _, c := range fw.IptablesCommands(bin.Iptables, bin.Ip6tables) {
+		fmt.Fprintf(&b, "\t%s || fail %s\n", shJoin(c), shq("iptables could not apply the egress rules: "+strings.Join(c[1:], " ")))
+	}
+	for _, ipt := range []string{bin.Iptables, bin.Ip6tables} {
+		fmt.Fprintf(&b, "\t%s -w -S OUTPUT | grep -qx -- '-P OUTPUT DROP' || fail %s\n", shq(ipt), shq(ipt+" rules are not in place"))
+	}
+	b.WriteString("fi\n")
+	for _, fam := range routeFamilies(fw) {
+		fmt.Fprintf(&b, "%s %s route del default 2>/dev/null\n", shq(bin.IP), fam)
+		fmt.Fprintf(&b, "[ -z \"$(%s %s route show default)\" ] || fail %s\n", shq(bin.IP), fam,
+			shq("could not remove the "+fam+" default route"))
+	}
+	fmt.Fprintf(&b, "printf '%s\\n' >&%d || exit 125\n", StatusOK, statusFD)
+	fmt.Fprintf(&b, "exec %d>&-\nexec \"$@\"\n", statusFD)
+	return b.String(), nil
+}
+
+// routeFamilies are the families whose default route is not needed.
+func routeFamilies(fw Firewall) []string {
+	var fams []string
+	if !fw.V4 {
+		fams = append(fams, "-4")
+	}
+	if !fw.V6 {
+		fams = append(fams, "-6")
+	}
+	return fams
+}
+
+// Call is one command run from the host into a sandbox's namespaces.
+type Call struct {
+	Argv  []string
+	Stdin string
+}
+
+// NsenterCalls returns the commands that apply the rules inside the network namespace
+// of process pid: load the nft rules, verify them, delete unneeded default routes.
+// With user set, nsenter also enters the process's user namespace (rootless podman,
+// where the namespace belongs to the user and not to root).
+func NsenterCalls(r Rules, pid int, bin Binaries, user bool) ([]Call, error) {
+	fw, err := Compile(r)
+	if err != nil {
+		return nil, err
+	}
+	enter := []string{bin.Nsenter, "--target", fmt.Sprint(pid), "--net"}
+	if user {
+		enter = append(enter, "--user", "--preserve-credentials")
+	}
+	in := func(argv ...string) []string { return append(append(append([]string{}, enter...), "--"), argv...) }
+	calls := []Call{
+		{Argv: in(bin.Nft, "-f", "-"), Stdin: fw.NftScript()},
+		{Argv: in(bin.Nft, "list", "chain", "inet", Table, "output")},
+	}
+	for _, fam := range routeFamilies(fw) {
+		calls = append(calls, Call{Argv: in(bin.IP, fam, "route", "flush", "default")})
+	}
+	return calls, nil
+}
+
+// shq quotes s for a POSIX shell.
+func shq(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func shJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = shq(a)
+	}
+	return strings.Join(q, " ")
+}
