@@ -118,7 +118,7 @@ func (e Entry) IsAddress() bool { return e.Prefix.IsValid() }
 
 // ParseEntries parses a list, naming the first bad entry.
 func ParseEntries(ss []string) ([]Entry, error) {
-	out := make([]Entry, 0, len(ss))
+	var out []Entry
 	for _, s := range ss {
 		e, err := ParseEntry(s)
 		if err != nil {
