@@ -8,14 +8,18 @@ import (
 // Binaries are the absolute paths of the programs the rules are applied with. Tests
 // point Nft at a program that fails to prove a broken firewall aborts the run.
 type Binaries struct {
-	Nft, Iptables, Ip6tables, IP, Nsenter string
+	Nft, Iptables, Ip6tables, IP, Nsenter, Pasta string
 }
 
 // DefaultBinaries are the Debian/Ubuntu/Fedora locations.
 var DefaultBinaries = Binaries{
 	Nft: "/usr/sbin/nft", Iptables: "/usr/sbin/iptables", Ip6tables: "/usr/sbin/ip6tables",
-	IP: "/usr/sbin/ip", Nsenter: "/usr/bin/nsenter",
+	IP: "/usr/sbin/ip", Nsenter: "/usr/bin/nsenter", Pasta: "/usr/bin/pasta",
 }
+
+// SandboxProxyAddr is where the session proxy is reachable from inside every sandbox
+// (a forwarder in the sandbox's own network namespace relays it to the host's proxy).
+const SandboxProxyAddr = "127.0.0.1:3128"
 
 // Status lines the prologue writes on its status descriptor.
 const (

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/devsandbox/devsandbox/egress"
+
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -14,6 +16,13 @@ const ShimPath = "/run/devsandbox/init"
 
 // ReadyFD is the descriptor on which the shim reports that the sandbox is set up.
 const ReadyFD = 3
+
+// StatusFD is the descriptor on which the egress prologue reports (allowlist mode);
+// data descriptors start after it.
+const StatusFD = 4
+
+// ProxySocket is where the host proxy's Unix socket appears inside the sandbox.
+const ProxySocket = "/run/devsandbox/proxy.sock"
 
 // FileKind says where the bytes of a data file come from.
 type FileKind int
@@ -36,28 +45,54 @@ type File struct {
 
 // Spec is a rendered bwrap invocation.
 type Spec struct {
-	Argv  []string          // starting with "bwrap"
-	Env   []isolator.EnvVar // the environment bwrap is started with (inherited by the command)
-	Files []File            // data descriptors, FD ascending from ReadyFD+1
+	// Prefix runs before bwrap: pasta and the egress prologue (allowlist mode), which
+	// exec bwrap once the firewall is in place. Empty otherwise.
+	Prefix []string
+	Argv   []string          // starting with "bwrap"
+	Env    []isolator.EnvVar // the environment bwrap is started with (inherited by the command)
+	Files  []File            // data descriptors, FD ascending from StatusFD+1
 	// SecretEnv lists env secrets, delivered through the inherited environment.
 	SecretEnv []isolator.Secret
 }
 
-// Render returns the bwrap invocation for p. It is pure: the host was probed when the
-// Plan was built, and secret values are not read here.
+// Render returns the bwrap invocation for p with the default binary paths.
 func Render(p *isolator.Plan) (*Spec, error) {
+	return RenderWith(p, egress.DefaultBinaries)
+}
+
+// RenderWith returns the bwrap invocation for p. It is pure: the host was probed when
+// the Plan was built, and secret values are not read here.
+//
+// Egress: open shares the host network; none has only loopback; proxy has only
+// loopback too, plus the host proxy's Unix socket and a forwarder (started by the shim)
+// making it reachable at egress.SandboxProxyAddr; allowlist runs bwrap inside pasta's
+// namespaces after PastaPrologue has put the firewall in place, with the same proxy
+// forwarder for names.
+func RenderWith(p *isolator.Plan, bin egress.Binaries) (*Spec, error) {
 	home := p.User.HostHome
 	s := &Spec{}
 	a := []string{"bwrap", "--unshare-all"}
-	if p.Egress.SharesHostNetwork() {
+	switch p.Egress.Mode {
+	case egress.Open:
 		a = append(a, "--share-net")
+	case egress.Allowlist:
+		pro, err := egress.PastaPrologue(p.Egress, bin, StatusFD)
+		if err != nil {
+			return nil, err
+		}
+		s.Prefix = []string{bin.Pasta, "--config-net", "--quiet", "--no-map-gw",
+			"-t", "none", "-u", "none", "-T", "none", "-U", "none",
+			"--", "/bin/sh", "-c", pro, "devsandbox-egress"}
+		// bwrap runs as root of pasta's user namespace: keep the user's identity and
+		// pasta's network namespace, where the rules are.
+		a = append(a, "--share-net", "--unshare-user", "--uid", fmt.Sprint(p.User.UID), "--gid", fmt.Sprint(p.User.GID))
 	}
 	a = append(a, "--die-with-parent", "--new-session", "--cap-drop", "ALL")
 
 	if p.System.Host {
 		a = append(a, "--ro-bind", "/", "/")
 	}
-	fd := ReadyFD + 1
+	fd := StatusFD + 1
 	for _, sp := range p.System.Paths {
 		switch {
 		case sp.Copy:
@@ -135,6 +170,14 @@ func Render(p *isolator.Plan) (*Spec, error) {
 		// bwrap's root is a tmpfs holding the copied /etc files and mount points.
 		a = append(a, "--remount-ro", "/")
 	}
+	var shimArgs []string
+	if p.Egress.NeedsProxy() {
+		if p.Egress.Proxy.Unix == "" {
+			return nil, fmt.Errorf("egress mode %s needs the session proxy's Unix socket", p.Egress.Mode)
+		}
+		a = append(a, "--ro-bind", p.Egress.Proxy.Unix, ProxySocket)
+		shimArgs = append(shimArgs, "--forward="+egress.SandboxProxyAddr+"="+ProxySocket)
+	}
 	shim := ShimPath
 	if shimInView(p) {
 		shim = p.Self
@@ -145,6 +188,7 @@ func Render(p *isolator.Plan) (*Spec, error) {
 	if p.TTY {
 		a = append(a, "--tty")
 	}
+	a = append(a, shimArgs...)
 	a = append(a, fmt.Sprintf("--ready-fd=%d", ReadyFD), "--")
 	a = append(a, p.Command...)
 	s.Argv = a
@@ -204,6 +248,17 @@ func (s *Spec) Script() string {
 		}
 	}
 	fmt.Fprintf(&b, "# fd %d: readiness report of the shim\n", ReadyFD)
+	if len(s.Prefix) > 0 {
+		fmt.Fprintf(&b, "# fd %d: status of the egress prologue\n", StatusFD)
+		b.WriteString("# pasta and the egress prologue run first and exec bwrap:\n")
+		for i, arg := range s.Prefix {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(shellQuote(arg))
+		}
+		b.WriteString(" \\\n  ")
+	}
 	for i, arg := range s.Argv {
 		if i > 0 {
 			if strings.HasPrefix(arg, "--") && !(i >= 2 && s.Argv[i-2] == "--perms") && !afterSeparator(s.Argv, i) {

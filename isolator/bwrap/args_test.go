@@ -3,6 +3,7 @@ package bwrap_test
 import (
 	"encoding/json"
 	"flag"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -115,6 +116,23 @@ var goldenCases = []struct {
 		p.HostEnv = map[string]string{"API_TOKEN": "tok-value", "PATH": "/usr/bin:/bin"}
 		return p
 	}},
+	{"egress_proxy", func() *isolator.Plan {
+		p := basePlan()
+		p.System.Paths = minimalSystem[:2]
+		p.Egress = egress.Rules{Mode: egress.Proxy, Proxy: egress.Endpoint{Unix: "/home/u/.local/state/devsandbox/app-1/proxy-s1.sock"}}
+		return p // no network but loopback; the proxy socket bound and forwarded by the shim
+	}},
+	{"egress_allowlist", func() *isolator.Plan {
+		p := basePlan()
+		p.System.Paths = minimalSystem[:2]
+		p.Egress = egress.Rules{
+			Mode:     egress.Allowlist,
+			Proxy:    egress.Endpoint{Unix: "/home/u/.local/state/devsandbox/app-1/proxy-s1.sock"},
+			Allow:    []egress.Entry{{Host: "example.test", Port: 443}, {Prefix: netip.MustParsePrefix("10.231.0.2/32"), Port: 8080}},
+			Resolved: []egress.Resolved{{Host: "example.test", Port: 443, Addrs: []netip.Addr{netip.MustParseAddr("203.0.113.7")}}},
+		}
+		return p // pasta and the prologue first, bwrap in pasta's namespaces as the user
+	}},
 	{"shim_in_view", func() *isolator.Plan {
 		p := basePlan()
 		p.System.Paths = minimalSystem
@@ -186,8 +204,8 @@ func TestRenderFDs(t *testing.T) {
 			}
 			var fileFDs []string
 			for i, f := range spec.Files {
-				if f.FD != bwrap.ReadyFD+1+i {
-					t.Errorf("Files[%d].FD = %d, want %d", i, f.FD, bwrap.ReadyFD+1+i)
+				if f.FD != bwrap.StatusFD+1+i {
+					t.Errorf("Files[%d].FD = %d, want %d", i, f.FD, bwrap.StatusFD+1+i)
 				}
 				fileFDs = append(fileFDs, strconv.Itoa(f.FD))
 			}

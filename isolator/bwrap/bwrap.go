@@ -4,6 +4,7 @@
 package bwrap
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/tmpdir"
 	"github.com/devsandbox/devsandbox/isolator/tty"
@@ -30,6 +32,19 @@ type Isolator struct {
 	Phase func(name string)
 	// Warn receives warnings for people; nil discards them.
 	Warn func(msg string)
+	// Binaries are the egress tools (pasta, nft, ...); zero means egress.DefaultBinaries.
+	Binaries egress.Binaries
+}
+
+func (b *Isolator) binaries() egress.Binaries {
+	if b.Binaries.Nft != "" {
+		return b.Binaries
+	}
+	bin := egress.DefaultBinaries
+	if p, err := exec.LookPath("pasta"); err == nil {
+		bin.Pasta = p
+	}
+	return bin
 }
 
 var _ isolator.Isolator = (*Isolator)(nil)
@@ -89,7 +104,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if sess != nil {
 		pp.Tmp.Session = sess.Name
 	}
-	spec, err := Render(&pp)
+	spec, err := RenderWith(&pp, b.binaries())
 	if err != nil {
 		return 0, err
 	}
@@ -108,9 +123,18 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, err
 	}
-	cmd := exec.Command(bin, spec.Argv[1:]...)
+	argv := append([]string{bin}, spec.Argv[1:]...)
+	var statusR, statusW *os.File
+	if len(spec.Prefix) > 0 {
+		if statusR, statusW, err = os.Pipe(); err != nil {
+			return 0, err
+		}
+		defer statusR.Close()
+		argv = append(append([]string{}, spec.Prefix...), argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
-	cmd.ExtraFiles = append([]*os.File{ready.child}, files...)
+	cmd.ExtraFiles = append([]*os.File{ready.child, statusW}, files...)
 	// Its own process group: keyboard signals reach devsandbox only, which forwards
 	// them to the command (bwrap would otherwise die and SIGKILL the sandbox).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -146,6 +170,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		f.Close()
 	}
 	ready.child.Close()
+	if statusW != nil {
+		statusW.Close()
+	}
 	if slave != nil {
 		slave.Close()
 	}
@@ -157,17 +184,27 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	b.phase("start bwrap")
 
-	pidc := make(chan int, 1)
+	statusc := make(chan string, 1)
+	if statusR != nil {
+		go func() {
+			line, _ := bufio.NewReader(statusR).ReadString('\n')
+			statusc <- strings.TrimSpace(line)
+		}()
+	} else {
+		statusc <- egress.StatusOK
+	}
+	pidc := make(chan readiness, 1)
 	go func() { pidc <- ready.wait() }()
 	waitc := make(chan error, 1)
 	go func() { waitc <- cmd.Wait() }()
 
+	var rd readiness
 	cmdPid := 0
 	var waitErr error
 	for done := false; !done; {
 		select {
-		case pid := <-pidc:
-			cmdPid = pid
+		case rd = <-pidc:
+			cmdPid = rd.pid
 			pidc = nil
 			b.phase("sandbox ready")
 		case s := <-sigs:
@@ -178,7 +215,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	if pidc != nil {
 		// bwrap is gone; the readiness report, if any, is in the socket buffer.
-		cmdPid = <-pidc
+		rd = <-pidc
+		cmdPid = rd.pid
 	}
 	if relay != nil {
 		_ = relay.Close()
@@ -187,10 +225,19 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, fmt.Errorf("%w: feeding a file to bwrap: %v", isolator.ErrProtection, err)
 	}
 	code := exitCode(cmd.ProcessState, waitErr)
-	if cmdPid == 0 {
-		return 0, b.setupFailed(ctx, code)
+	if cmdPid != 0 {
+		return code, nil
 	}
-	return code, nil
+	status := <-statusc
+	switch {
+	case strings.HasPrefix(status, egress.StatusFail):
+		return 0, fmt.Errorf("%w: the egress rules could not be applied, so the command did not run: %s", isolator.ErrProtection, strings.TrimPrefix(status, egress.StatusFail))
+	case status != egress.StatusOK:
+		return 0, fmt.Errorf("%w: pasta could not set up the sandbox's network (exit status %d, its message is above); the command did not run. `devsandbox doctor` checks pasta and /dev/net/tun", isolator.ErrProtection, code)
+	case rd.failure != "":
+		return 0, fmt.Errorf("%w: %s; the command did not run", isolator.ErrProtection, rd.failure)
+	}
+	return 0, b.setupFailed(ctx, code)
 }
 
 // forwarded are the signals devsandbox passes on to the command.
@@ -378,10 +425,17 @@ func newReadyPair() (*readyPair, error) {
 	return &readyPair{host: fds[0], child: os.NewFile(uintptr(fds[1]), "ready")}, nil
 }
 
-// wait blocks until the shim reports or every copy of the child end is closed, and
-// returns the command's pid in the host namespace, or 0 when the shim never ran.
-func (r *readyPair) wait() int {
-	buf := make([]byte, 16)
+// readiness is what the shim reported: the command's pid in the host's namespace, or
+// why the sandbox could not be completed.
+type readiness struct {
+	pid     int
+	failure string
+}
+
+// wait blocks until the shim reports or every copy of the child end is closed. A zero
+// pid means the command never started.
+func (r *readyPair) wait() readiness {
+	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(r.host, buf, oob, 0)
@@ -389,17 +443,20 @@ func (r *readyPair) wait() int {
 			continue
 		}
 		if err != nil || n == 0 {
-			return 0
+			return readiness{}
+		}
+		if buf[0] == 'F' {
+			return readiness{failure: string(buf[1:n])}
 		}
 		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 		if err != nil || len(msgs) == 0 {
-			return 0
+			return readiness{}
 		}
 		cred, err := unix.ParseUnixCredentials(&msgs[0])
 		if err != nil {
-			return 0
+			return readiness{}
 		}
-		return int(cred.Pid)
+		return readiness{pid: int(cred.Pid)}
 	}
 }
 

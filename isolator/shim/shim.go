@@ -24,6 +24,7 @@ import (
 
 // Exit codes of a command that could not be started (POSIX shell conventions).
 const (
+	ExitSetupFailed   = 125
 	ExitNotExecutable = 126
 	ExitNotFound      = 127
 )
@@ -31,11 +32,17 @@ const (
 // Main runs the shim with its arguments (without argv[0]) and never returns when the
 // command was started.
 func Main(args []string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == forwarderArg {
+		return forwarderMain(args[1:], stderr)
+	}
 	takeTTY, readyFD := false, -1
+	var forwards []string
 	for len(args) > 0 && args[0] != "--" {
 		switch a := args[0]; {
 		case a == "--tty":
 			takeTTY = true
+		case strings.HasPrefix(a, "--forward="):
+			forwards = append(forwards, strings.TrimPrefix(a, "--forward="))
 		case strings.HasPrefix(a, "--ready-fd="):
 			n, err := strconv.Atoi(strings.TrimPrefix(a, "--ready-fd="))
 			if err != nil {
@@ -64,6 +71,16 @@ func Main(args []string, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "devsandbox: warning: no job control: %v\n", err)
 		}
 	}
+	for _, f := range forwards {
+		if err := startForwarder(f); err != nil {
+			msg := fmt.Sprintf("starting the proxy forwarder %s: %v", f, err)
+			fmt.Fprintf(stderr, "devsandbox-init: %s\n", msg)
+			if readyFD >= 0 {
+				_ = Fail(readyFD, msg)
+			}
+			return ExitSetupFailed
+		}
+	}
 	if readyFD >= 0 {
 		if err := Ready(readyFD); err != nil {
 			fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", err)
@@ -73,6 +90,12 @@ func Main(args []string, stderr io.Writer) int {
 	// Nothing the host opened may leak into the command.
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	return Exec(argv, stderr)
+}
+
+// Fail reports on fd that the sandbox could not be completed, and why.
+func Fail(fd int, reason string) error {
+	defer unix.Close(fd)
+	return unix.Sendmsg(fd, []byte("F"+reason), nil, nil, 0)
 }
 
 // Ready sends one readiness message with the caller's credentials on fd and closes it.
