@@ -80,8 +80,15 @@ func (r Rules) NeedsFirewall() bool { return r.Mode == Allowlist }
 // HostsFile returns the lines added to the sandbox's /etc/hosts: the names resolved
 // at launch, so they resolve inside although DNS is closed.
 func (r Rules) HostsFile() string {
+	allowed := map[string]bool{}
+	for _, e := range r.Allow {
+		allowed[e.Host] = !e.Wildcard && !e.IsAddress()
+	}
 	var s string
 	for _, res := range r.Resolved {
+		if !allowed[res.Host] {
+			continue
+		}
 		for _, a := range res.Addrs {
 			s += a.String() + " " + res.Host + "\n"
 		}
