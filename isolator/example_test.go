@@ -1,0 +1,61 @@
+package isolator_test
+
+import (
+	"fmt"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// An agent harness applies the sandbox's view to the file tools it runs in its own
+// process: it checks the path the agent named, then writes the host file backing it.
+func ExampleView() {
+	const home, project = "/home/u", "/home/u/src/app"
+	sandboxHome := "/home/u/.local/share/devsandbox/app-0123abcd/home"
+	p := &isolator.Plan{ // in a harness: from plan.Build
+		Project:     isolator.Project{Dir: project},
+		User:        isolator.User{Name: "u", HostHome: home},
+		SandboxHome: sandboxHome,
+		Mounts: []isolator.Mount{
+			{Kind: isolator.Bind, Source: sandboxHome, Dest: home, Why: "sandbox home"},
+			{Kind: isolator.Bind, Source: project, Dest: project, Why: "project"},
+			{Kind: isolator.MaskDir, HomeRel: ".ssh", Why: "sandbox.hide_paths"},
+			{Kind: isolator.Bind, Source: project + "/.git/hooks", Dest: project + "/.git/hooks", ReadOnly: true, Why: "git hooks"},
+			{Kind: isolator.MaskFile, Dest: project + "/.env", Why: "sandbox.mask_files"},
+		},
+		Tmp: isolator.Tmp{Kind: "tmpfs"},
+	}
+	view := isolator.NewView(p)
+
+	writeFile := func(name string, data []byte) error {
+		if err := view.CheckWrite(name); err != nil {
+			return err
+		}
+		host, err := view.HostPath(name)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("writing %d bytes to %s\n", len(data), host) // os.WriteFile(host, data, 0o644)
+		return nil
+	}
+	for _, name := range []string{
+		project + "/main.go",
+		home + "/notes.md",
+		project + "/.git/hooks/pre-commit",
+		project + "/../app/.env",
+		home + "/.ssh/authorized_keys",
+		"/etc/profile",
+		"/tmp/scratch",
+	} {
+		if err := writeFile(name, []byte("x")); err != nil {
+			fmt.Println("refused:", err)
+		}
+	}
+	// Output:
+	// writing 1 bytes to /home/u/src/app/main.go
+	// writing 1 bytes to /home/u/.local/share/devsandbox/app-0123abcd/home/notes.md
+	// refused: /home/u/src/app/.git/hooks/pre-commit: read-only in the sandbox view (git hooks)
+	// refused: /home/u/src/app/.env: masked in the sandbox view (sandbox.mask_files)
+	// refused: /home/u/.ssh/authorized_keys: masked in the sandbox view (sandbox.hide_paths)
+	// refused: /etc/profile: not visible in the sandbox view
+	// refused: /tmp/scratch: not backed by a host path (tmpfs /tmp)
+}

@@ -1,0 +1,327 @@
+package isolator
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+)
+
+// Error classes of a View. Its errors wrap one of them and name the path and, where one
+// applies, the mount deciding it (its Why).
+var (
+	// ErrOutsideView: the path is not visible in the sandbox at all, or the view cannot
+	// say what the sandbox would show there (a symlink loop, a symlink over a mount point).
+	ErrOutsideView = errors.New("not visible in the sandbox view")
+	// ErrMasked: a masked file or directory, or a secret file. Secrets are for the
+	// sandboxed process only; they are never readable through a View.
+	ErrMasked = errors.New("masked in the sandbox view")
+	// ErrReadOnly: visible, but read-only in the sandbox.
+	ErrReadOnly = errors.New("read-only in the sandbox view")
+	// ErrNoHostPath: visible, but backed by no host file (a tmpfs, generated content),
+	// so a process outside the sandbox cannot reach what the sandbox sees there.
+	ErrNoHostPath = errors.New("not backed by a host path")
+	// ErrInvalidPath: the path is not absolute or contains a NUL byte.
+	ErrInvalidPath = errors.New("invalid path")
+)
+
+// maxLinks is how many symlinks one resolution follows, as Linux's MAXSYMLINKS.
+const maxLinks = 40
+
+// access is what the sandbox lets a process do below one view entry.
+type access int
+
+const (
+	hidden   access = iota // not visible, or not the host's file (/proc, /dev, /run)
+	masked                 // masks and secret files
+	readOnly               // reads only
+	writable               // reads and writes
+)
+
+// entry is one row of the mount table a View mirrors.
+type entry struct {
+	target string // clean absolute in-sandbox path
+	source string // host path shown at target; "" when none backs it
+	link   string // the target is a symlink to this (a system path recreated as one)
+	access access
+	why    string
+}
+
+// View answers, for paths as the sandboxed command would name them, whether the sandbox
+// lets a process read or write them, mirroring the bwrap rendering of a Plan. An agent
+// harness running file tools in its own process, outside the sandbox, checks each path
+// with CheckRead or CheckWrite and then opens the file HostPath returns.
+//
+// The view is the Plan's mount table, in bwrap's order: the root (the read-only host
+// root with system_binds = ["host"], else nothing), the system paths (read-only),
+// /dev, /proc and /run, /tmp, Plan.Mounts, then the secret files. The last entry at or
+// above a path decides it. That gives:
+//   - readable: the project, the sandbox home, binds, generated files, tmpfs mounts and
+//     the system view (the sandbox sees /usr and the rest of it read-only, so a View
+//     does too);
+//   - writable: read-write binds (the project unless read-only, writable_dirs, rw
+//     binds, the sandbox home), /tmp and TmpDir mounts; read-only binds (.git/hooks,
+//     .git/config, .devsandbox.toml, ro tool bindings) are not, nor is a directory
+//     holding a read-only or masked mount (see CheckWrite);
+//   - masked, for reading and writing: MaskFile and MaskDir mounts with everything
+//     below them (unless a later mount covers part of it), and secret files;
+//   - not visible: everything else, including /dev, /proc and /run, which the sandbox
+//     has private copies of: their host counterparts are different files (the
+//     harness's own /proc/self/environ, say).
+//
+// A path is cleaned lexically first (/p/../etc is /etc), then resolved as the sandbox
+// would resolve it: component by component, reading symlinks on the host through the
+// mount that backs each component and following their targets in the sandbox's
+// namespace (an absolute target in the project names an in-sandbox path, not a host
+// one). Both the cleaned and the resolved path must be allowed. Components that do not
+// exist are taken as written, so the path of a file yet to be created can be checked.
+//
+// Not guaranteed: the check and the harness's open are separate steps, so a sandboxed
+// process running meanwhile can swap a checked component for a symlink; open with
+// O_NOFOLLOW (or openat2 RESOLVE_NO_SYMLINKS below the mount) where that matters. A
+// View mirrors the Plan as built: optional binds are taken to be present, and files
+// created on the host after the Plan was built are not masked (nor are they in the
+// running sandbox). A Plan that bwrap.Render rejects gives a View that denies every path.
+//
+// A View is safe for concurrent use once Readlink is set.
+type View struct {
+	// Readlink reads a symlink on the host (os.Readlink by default). Any error means
+	// the path is not a symlink or does not exist. Tests replace it.
+	Readlink func(name string) (string, error)
+
+	entries []entry
+	err     error // the Plan cannot be mirrored: every check fails with it
+}
+
+// NewView returns the view of p as bwrap renders it: the in-sandbox home is the host
+// home path, p.User.HostHome. The View keeps no reference to p.
+func NewView(p *Plan) *View {
+	v := &View{Readlink: os.Readlink}
+	add := func(target, source string, a access, why string) {
+		v.entries = append(v.entries, entry{target: path.Clean(target), source: source, access: a, why: why})
+	}
+	if p.System.Host {
+		add("/", "/", readOnly, "system view: host root")
+	} else {
+		add("/", "", hidden, "sandbox root")
+	}
+	for _, sp := range p.System.Paths {
+		add(sp.Path, sp.Path, readOnly, "system view")
+		if sp.Link != "" {
+			v.entries[len(v.entries)-1].link = sp.Link
+		}
+	}
+	for _, d := range []string{"/dev", "/proc", "/run"} {
+		add(d, "", hidden, "private to the sandbox")
+	}
+	switch p.Tmp.Kind {
+	case "tmpfs":
+		add("/tmp", "", writable, "tmpfs /tmp")
+	case "session", "shm":
+		src := ""
+		if p.Tmp.Session != "" {
+			src = path.Join(p.Tmp.Dir, p.Tmp.Session)
+		}
+		add("/tmp", src, writable, "session /tmp")
+	default:
+		v.err = fmt.Errorf("unknown sandbox.tmp %q: %w", p.Tmp.Kind, ErrOutsideView)
+	}
+	for _, m := range p.Mounts {
+		dst := m.Target(p.User.HostHome)
+		if !path.IsAbs(dst) {
+			v.err = fmt.Errorf("mount %q (%s) has no absolute destination: %w", dst, m.Why, ErrOutsideView)
+			continue
+		}
+		switch m.Kind {
+		case Bind:
+			a := writable
+			if m.ReadOnly {
+				a = readOnly
+			}
+			add(dst, m.Source, a, m.Why)
+		case MaskFile, MaskDir:
+			add(dst, "", masked, m.Why)
+		case TmpDir:
+			add(dst, "", writable, m.Why)
+		case Data:
+			add(dst, "", readOnly, m.Why)
+		default:
+			v.err = fmt.Errorf("mount %s: unknown kind %d: %w", dst, m.Kind, ErrOutsideView)
+		}
+	}
+	for _, s := range p.Secrets {
+		if s.AsFile {
+			add(s.SecretPath(), "", masked, "secret file")
+		}
+	}
+	return v
+}
+
+// CheckRead returns nil when the sandbox lets a process read name, an absolute
+// in-sandbox path; else an error wrapping ErrOutsideView, ErrMasked or ErrInvalidPath.
+// A tool that walks a directory must check each path it opens below it.
+func (v *View) CheckRead(name string) error {
+	_, err := v.check(name, false)
+	return err
+}
+
+// CheckWrite returns nil when the sandbox lets a process create, write, remove or
+// rename name; else an error wrapping ErrOutsideView, ErrMasked, ErrReadOnly or
+// ErrInvalidPath. Check the path being created, not its directory: a directory holding
+// a read-only or masked mount is denied, because on the host, renaming or removing it
+// would carry what the mount protects away from the protection.
+func (v *View) CheckWrite(name string) error {
+	_, err := v.check(name, true)
+	return err
+}
+
+// HostPath returns the host path showing what the sandbox sees at name, with symlinks
+// resolved as in the sandbox: $HOME/notes is below Plan.SandboxHome, a home-relative
+// binding is its host source, a project path is itself. It fails as CheckRead does,
+// and with ErrNoHostPath where no host file backs the path (a tmpfs, a generated
+// file, /tmp before Run chose the session dir). It does not check for writing.
+func (v *View) HostPath(name string) (string, error) {
+	r, err := v.check(name, false)
+	if err != nil {
+		return "", err
+	}
+	e := v.lookup(r)
+	if e.source == "" {
+		return "", fmt.Errorf("%s: %w (%s)", r, ErrNoHostPath, e.why)
+	}
+	return e.hostPath(r), nil
+}
+
+// check validates, cleans and resolves p, and returns the resolved in-sandbox path when
+// both it and the cleaned path allow the access.
+func (v *View) check(p string, write bool) (string, error) {
+	if v.err != nil {
+		return "", fmt.Errorf("%s: %w", p, v.err)
+	}
+	if !path.IsAbs(p) {
+		return "", fmt.Errorf("%q: %w: not absolute", p, ErrInvalidPath)
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", fmt.Errorf("%q: %w: contains a NUL byte", p, ErrInvalidPath)
+	}
+	clean := path.Clean(p)
+	if err := v.decide(clean, write); err != nil {
+		return "", fmt.Errorf("%s: %w", clean, err)
+	}
+	r, err := v.resolve(clean)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", clean, err)
+	}
+	if r != clean {
+		if err := v.decide(r, write); err != nil {
+			return "", fmt.Errorf("%s (resolves to %s): %w", clean, r, err)
+		}
+	}
+	return r, nil
+}
+
+// decide applies the entry deciding the clean path p.
+func (v *View) decide(p string, write bool) error {
+	i := v.index(p)
+	e := v.entries[i]
+	switch {
+	case e.access == hidden:
+		return ErrOutsideView
+	case e.access == masked:
+		return fmt.Errorf("%w (%s)", ErrMasked, e.why)
+	case e.access == readOnly && write:
+		return fmt.Errorf("%w (%s)", ErrReadOnly, e.why)
+	case write:
+		// Entries before i below p are covered by e; later ones are still in effect.
+		for _, b := range v.entries[i+1:] {
+			if Within(b.target, p) && (b.access == readOnly || b.access == masked) {
+				return fmt.Errorf("%w: holds %s (%s)", ErrReadOnly, b.target, b.why)
+			}
+		}
+	}
+	return nil
+}
+
+// index returns the index of the last entry at or above the clean path p: the entry
+// deciding it. The root entry is at or above every path.
+func (v *View) index(p string) int {
+	for i := len(v.entries) - 1; i > 0; i-- {
+		if Within(p, v.entries[i].target) {
+			return i
+		}
+	}
+	return 0
+}
+
+// lookup returns the entry deciding the clean path p.
+func (v *View) lookup(p string) entry { return v.entries[v.index(p)] }
+
+// resolve follows symlinks in the clean absolute path p as the sandbox would, and
+// returns the result: clean, absolute, with no symlink the view can see.
+func (v *View) resolve(p string) (string, error) {
+	dest, rest, links := "/", p, 0
+	for rest != "" {
+		var name string
+		name, rest, _ = strings.Cut(rest, "/")
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			dest = path.Dir(dest)
+			continue
+		}
+		cand := path.Join(dest, name)
+		target, isLink, err := v.readlink(cand)
+		if err != nil {
+			return "", err
+		}
+		if !isLink {
+			dest = cand
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", fmt.Errorf("too many levels of symbolic links: %w", ErrOutsideView)
+		}
+		if path.IsAbs(target) {
+			dest = "/"
+		}
+		rest = target + "/" + rest
+	}
+	return dest, nil
+}
+
+// readlink reports whether the in-sandbox path p (whose parent is resolved) is a
+// symlink in the sandbox, and its target.
+func (v *View) readlink(p string) (string, bool, error) {
+	i := v.index(p)
+	e := v.entries[i]
+	if e.target == p {
+		// A mount point shows what was mounted (bwrap resolves sources); only a
+		// system path recreated as a symlink is one.
+		return e.link, e.link != "", nil
+	}
+	if e.source == "" {
+		return "", false, nil // nothing the host could show: a tmpfs, a file, hidden
+	}
+	target, err := v.Readlink(e.hostPath(p))
+	if err != nil || target == "" {
+		return "", false, nil
+	}
+	for _, m := range v.entries[i+1:] { // earlier ones below p are covered by e
+		if Within(m.target, p) {
+			// bwrap followed this symlink when it mounted below it: the mount is
+			// somewhere the table does not say.
+			return "", false, fmt.Errorf("%s is a symlink with a mount below it: %w", p, ErrOutsideView)
+		}
+	}
+	return target, true, nil
+}
+
+// hostPath returns the host path of the in-sandbox path p, at or below e.target.
+func (e entry) hostPath(p string) string {
+	if e.target == "/" {
+		return path.Join(e.source, p)
+	}
+	return path.Join(e.source, strings.TrimPrefix(p, e.target))
+}
