@@ -15,6 +15,16 @@ var (
 	// build cannot honour yet, such as egress.mode = "proxy". Those errors match
 	// ErrInvalid too.
 	ErrNotImplemented = errors.New("not implemented")
+
+	// ErrProjectRestricted is matched by errors about a project file setting a key
+	// only the user config may set, or loosening a protection (see checkProject).
+	// Those errors match ErrInvalid too.
+	ErrProjectRestricted = errors.New("not allowed in a project file")
+
+	// ErrUntrustedChange is matched by the error Load returns when the project file
+	// was trusted but its content changed since: the run must stop until the user
+	// reviews the file and trusts it again.
+	ErrUntrustedChange = errors.New("changed since it was trusted")
 )
 
 // Error is a configuration error with its location. File and Line locate a value read
@@ -50,29 +60,35 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// valueError is the cause carried by an *Error about the content of the config: its
-// message is the problem alone, and it matches ErrInvalid (and ErrNotImplemented when
-// notImpl is set) without repeating their text.
+// valueError is the cause carried by an *Error: its message is the problem alone, and
+// it matches its classes (ErrInvalid, ErrNotImplemented, ...) without repeating their
+// text.
 type valueError struct {
 	msg     string
-	notImpl bool
+	classes []error
 }
 
 func (e *valueError) Error() string { return e.msg }
 
-func (e *valueError) Unwrap() []error {
-	if e.notImpl {
-		return []error{ErrInvalid, ErrNotImplemented}
-	}
-	return []error{ErrInvalid}
-}
+func (e *valueError) Unwrap() []error { return e.classes }
 
 // invalidf returns a cause matching ErrInvalid.
 func invalidf(format string, args ...any) error {
-	return &valueError{msg: fmt.Sprintf(format, args...)}
+	return &valueError{msg: fmt.Sprintf(format, args...), classes: []error{ErrInvalid}}
 }
 
 // notImplementedf returns a cause matching ErrNotImplemented and ErrInvalid.
 func notImplementedf(format string, args ...any) error {
-	return &valueError{msg: fmt.Sprintf(format, args...), notImpl: true}
+	return &valueError{msg: fmt.Sprintf(format, args...), classes: []error{ErrInvalid, ErrNotImplemented}}
+}
+
+// restrictedf returns a cause matching ErrProjectRestricted and ErrInvalid.
+func restrictedf(format string, args ...any) error {
+	return &valueError{msg: fmt.Sprintf(format, args...), classes: []error{ErrInvalid, ErrProjectRestricted}}
+}
+
+// untrustedChangef returns a cause matching ErrUntrustedChange (not ErrInvalid: the
+// file may be valid, it is just not the one the user reviewed).
+func untrustedChangef(format string, args ...any) error {
+	return &valueError{msg: fmt.Sprintf(format, args...), classes: []error{ErrUntrustedChange}}
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // LoadOptions are the inputs of Load.
@@ -33,13 +34,23 @@ func UserFile(host Host) string {
 }
 
 // Load returns the effective configuration: defaults, then the user file (or the
-// --config file, which replaces it), then DEVSANDBOX_ISOLATOR, then the flags. The
-// user file may be missing; a missing --config file is an error. The project file is
-// not applied yet: when it exists, a warning says so. Warnings are sentences for
-// people. Errors hold an *Error (errors.As) naming the file and line or the flag;
-// those about the content of the configuration match ErrInvalid, and a file that
-// cannot be read keeps its cause (fs.ErrNotExist for a missing --config file). A file
-// with several unknown keys yields one *Error per key, joined.
+// --config file, which replaces it, above the project file), the trusted project
+// file, DEVSANDBOX_ISOLATOR and the flags:
+//
+//	defaults < user file < trusted project file < --config file < env < flags
+//
+// The user file may be missing; a missing --config file is an error. The project
+// file <ProjectDir>/.devsandbox.toml applies only while the trust records hold its
+// current content (see Trust): an untrusted one is ignored with a warning saying how
+// to trust it; a trusted one that changed since stops Load with an error matching
+// ErrUntrustedChange. A project file may not loosen protections (see checkProject).
+// When the project file is the --config file, it applies as that, without trust.
+//
+// Warnings are sentences for people. Errors hold an *Error (errors.As) naming the
+// file and line or the flag; those about the content of the configuration match
+// ErrInvalid, and a file that cannot be read keeps its cause (fs.ErrNotExist for a
+// missing --config file). A file with several unknown keys yields one *Error per
+// key, joined.
 func Load(opts LoadOptions) (*Config, []string, error) {
 	host, err := HostFromEnviron(opts.Environ, opts.UID, opts.GID)
 	if err != nil {
@@ -48,15 +59,23 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 	c := defaults(host)
 	var warnings []string
 
-	file, required := UserFile(host), false
-	if opts.Flags.ConfigFile != "" {
-		file, required = opts.Flags.ConfigFile, true
+	explicit := opts.Flags.ConfigFile
+	if explicit == "" {
+		if err := applyFile(c, UserFile(host), false); err != nil {
+			return nil, nil, err
+		}
 	}
-	if err := applyFile(c, file, required); err != nil {
+	w, err := applyProject(c, opts.ProjectDir, explicit)
+	if err != nil {
 		return nil, nil, err
 	}
-	if w := projectWarning(opts.ProjectDir, opts.Flags.ConfigFile); w != "" {
+	if w != "" {
 		warnings = append(warnings, w)
+	}
+	if explicit != "" {
+		if err := applyFile(c, explicit, true); err != nil {
+			return nil, nil, err
+		}
 	}
 
 	if v := host.Vars[isolatorVar]; v != "" {
@@ -147,20 +166,49 @@ func readFile(path string) ([]byte, error) {
 	return doc, nil
 }
 
-// projectWarning says that the project file exists but is not applied, unless it is
-// the --config file.
-func projectWarning(projectDir, configFile string) string {
+// applyProject applies the project file of projectDir when it exists, is trusted and
+// is not the --config file explicit. It returns a warning when the file is ignored.
+// The file is read once: the bytes whose hash is checked are the bytes applied.
+func applyProject(c *Config, projectDir, explicit string) (string, error) {
 	if projectDir == "" {
-		return ""
+		return "", nil
 	}
-	p := filepath.Join(projectDir, ProjectFileName)
-	if _, err := os.Lstat(p); err != nil {
-		return ""
+	path := filepath.Join(projectDir, ProjectFileName)
+	if explicit != "" && sameFile(path, explicit) {
+		return "", nil
 	}
-	if configFile != "" && sameFile(p, configFile) {
-		return ""
+	doc, err := readFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
 	}
-	return "ignoring project config " + p + ": project files apply only once trusted, and trust arrives in a later release; pass it explicitly with --config " + p + " to use it"
+	if err != nil {
+		return "", err
+	}
+	state, rec, err := trustState(c.Host, path, doc)
+	switch {
+	case err != nil:
+		return "", err
+	case state == Untrusted:
+		return "ignoring project config " + path + ": it is not trusted; review it, then run `devsandbox config trust` in the project to apply it", nil
+	case state == Changed:
+		return "", &Error{File: path, Err: untrustedChangef("%s (trusted %s); review the changes, then run `devsandbox config trust` in the project again",
+			ErrUntrustedChange, rec.TrustedAt.Format(time.RFC3339))}
+	}
+	l, src, err := decodeFile(path, doc)
+	if err != nil {
+		return "", err
+	}
+	if err := l.check(src, c.Host); err != nil {
+		return "", err
+	}
+	if err := checkProject(c, l, src); err != nil {
+		return "", err
+	}
+	if err := merge(c, l, src); err != nil {
+		return "", err
+	}
+	c.Files = append(c.Files, path)
+	return "", nil
 }
 
 func sameFile(a, b string) bool {

@@ -210,31 +210,6 @@ func TestSystemBindsHostAloneAcrossLayers(t *testing.T) {
 	}
 }
 
-func TestProjectFileIgnored(t *testing.T) {
-	home, environ := testHome(t)
-	project := filepath.Join(home, "p")
-	pfile := writeFile(t, filepath.Join(project, ".devsandbox.toml"), "[sandbox]\nmode = \"off\"\n")
-
-	c, warnings := mustLoad(t, LoadOptions{Environ: environ, ProjectDir: project})
-	want := []string{"ignoring project config " + pfile + ": project files apply only once trusted, and trust arrives in a later release; pass it explicitly with --config " + pfile + " to use it"}
-	if !reflect.DeepEqual(warnings, want) {
-		t.Errorf("warnings = %q, want %q", warnings, want)
-	}
-	if c.Sandbox.Mode != "enforce" || len(c.Files) != 0 {
-		t.Errorf("project file applied: mode %q, files %q", c.Sandbox.Mode, c.Files)
-	}
-
-	c, warnings = mustLoad(t, LoadOptions{Environ: environ, ProjectDir: project, Flags: Flags{ConfigFile: pfile}})
-	if len(warnings) != 0 || c.Sandbox.Mode != "off" || c.Origins["sandbox.mode"] != pfile {
-		t.Errorf("with --config: warnings %q, mode %q from %q", warnings, c.Sandbox.Mode, c.Origins["sandbox.mode"])
-	}
-
-	_, warnings = mustLoad(t, LoadOptions{Environ: environ, ProjectDir: t.TempDir()})
-	if len(warnings) != 0 {
-		t.Errorf("no project file: warnings %q", warnings)
-	}
-}
-
 func TestLoadExpandsHome(t *testing.T) {
 	home, environ := testHome(t)
 	file := writeFile(t, filepath.Join(home, "c.toml"), `

@@ -1,0 +1,172 @@
+package config
+
+import (
+	"slices"
+	"strconv"
+)
+
+// A project file lives in the repository, so its author may not be the user. Once
+// trusted it may tighten the sandbox and configure what stays inside it, but it may
+// not widen what the sandbox reaches or turn a protection off:
+//
+//   - userOnly keys expose more of the host (paths, environment, secrets, sockets,
+//     network destinations) or exempt files from masks; a project file may not set
+//     them at all.
+//   - stricter keys are protections with an order; a project file may set them only
+//     to a value at least as strict as the one from the layers below it (the
+//     defaults and the user file).
+//   - every other key (images, resources, env.set, hide_paths, mask_files,
+//     egress.deny, writable_dirs, ...) is free: it adds protection or concerns only
+//     the inside of the sandbox.
+//
+// Breaking a rule is an *Error naming the project file, the line and the key, and
+// matching ErrProjectRestricted and ErrInvalid. The --config file and flags are the
+// user's own and have no such limits.
+
+// userOnlyKey is a key only the user config (or --config, or a flag) may set.
+type userOnlyKey struct {
+	key  string
+	flag string // a flag that sets it too, "" if none
+	why  string // what setting it does
+	set  func(*layer) bool
+}
+
+var userOnly = []userOnlyKey{
+	{"sandbox.mask_allow", "", "it exempts files from masks", func(l *layer) bool { return len(l.Sandbox.MaskAllow) > 0 }},
+	{"sandbox.mask_skip", "", "it exempts directories from masks", func(l *layer) bool { return len(l.Sandbox.MaskSkip) > 0 }},
+	{"sandbox.ro_binds", "--mount", "it exposes host paths", func(l *layer) bool { return len(l.Sandbox.ROBinds) > 0 }},
+	{"sandbox.rw_binds", "--mount", "it exposes host paths", func(l *layer) bool { return len(l.Sandbox.RWBinds) > 0 }},
+	{"sandbox.host_mounts", "--mount", "it exposes host paths", func(l *layer) bool { return len(l.Sandbox.HostMounts) > 0 }},
+	{"sandbox.system_binds", "", "it exposes host system paths", func(l *layer) bool { return len(l.Sandbox.SystemBinds) > 0 }},
+	{"env.passthrough", "", "it passes host environment variables in", func(l *layer) bool { return len(l.Env.Passthrough) > 0 }},
+	{"secrets.env", "-e NAME", "it passes host secrets in", func(l *layer) bool { return len(l.Secrets.Env) > 0 }},
+	{"secrets.files", "--secret-file", "it passes host files in as secrets", func(l *layer) bool { return len(l.Secrets.Files) > 0 }},
+	{"egress.allow", "--allow", "it opens network destinations", func(l *layer) bool { return len(l.Egress.Allow) > 0 }},
+	{"proxy.credentials", "", "it sends host credentials to network destinations", func(l *layer) bool { return len(l.Proxy.Credentials) > 0 }},
+	{"docker.host", "", "it chooses the engine that receives the sandbox's secrets", func(l *layer) bool { return l.Docker.Host != nil }},
+	{"krun.podman_socket", "", "it chooses the engine that receives the sandbox's secrets", func(l *layer) bool { return l.Krun.PodmanSocket != nil }},
+	{"krun.runtime", "", "it chooses the runtime that isolates the sandbox", func(l *layer) bool { return l.Krun.Runtime != nil }},
+}
+
+// stricterKey is a protection a project file may only tighten. Values are TOML
+// literals ("\"enforce\"", "true").
+type stricterKey struct {
+	key     string
+	flag    string
+	proj    func(*layer) (string, bool) // the project file's value, if it sets one
+	cur     func(*Config) string        // the value from the layers below
+	atLeast func(v, cur string) bool    // v is at least as strict as cur
+}
+
+var stricter = []stricterKey{
+	{"isolator", "--isolator", func(l *layer) (string, bool) { return lit(l.Isolator) }, func(c *Config) string { return quote(c.Isolator) },
+		// Isolators keep the same guarantees, but the user's explicit choice stands:
+		// a project may pick one only under "auto", or move to krun (a VM).
+		func(v, cur string) bool { return v == cur || cur == `"auto"` || v == `"krun"` }},
+	enumKey("sandbox.mode", "--mode", func(l *layer) *string { return l.Sandbox.Mode }, func(c *Config) string { return c.Sandbox.Mode },
+		"off", "auto", "enforce"),
+	enumKey("sandbox.environment", "", func(l *layer) *string { return l.Sandbox.Environment }, func(c *Config) string { return c.Sandbox.Environment },
+		"dev", "prod"),
+	boolKey("sandbox.read_only", "--read-only", func(l *layer) *bool { return l.Sandbox.ReadOnly }, func(c *Config) bool { return c.Sandbox.ReadOnly }, true),
+	boolKey("sandbox.bind_host_cache", "", func(l *layer) *bool { return l.Sandbox.BindHostCache }, func(c *Config) bool { return c.Sandbox.BindHostCache }, false),
+	boolKey("sandbox.docker_socket", "", func(l *layer) *bool { return l.Sandbox.DockerSocket }, func(c *Config) bool { return c.Sandbox.DockerSocket }, false),
+	boolKey("env.passthrough_all", "", func(l *layer) *bool { return l.Env.PassthroughAll }, func(c *Config) bool { return c.Env.PassthroughAll }, false),
+	enumKey("egress.mode", "--egress", func(l *layer) *string { return l.Egress.Mode }, func(c *Config) string { return c.Egress.Mode },
+		"open", "proxy", "allowlist", "none"),
+	enumKey("proxy.default", "", func(l *layer) *string { return l.Proxy.Default }, func(c *Config) string { return c.Proxy.Default },
+		"allow", "deny"),
+	boolKey("proxy.mitm", "", func(l *layer) *bool { return l.Proxy.MITM }, func(c *Config) bool { return c.Proxy.MITM }, false),
+}
+
+// enumKey is a stricterKey whose values run from the loosest to the strictest.
+func enumKey(key, flag string, proj func(*layer) *string, cur func(*Config) string, loosestFirst ...string) stricterKey {
+	return stricterKey{
+		key: key, flag: flag,
+		proj: func(l *layer) (string, bool) { return lit(proj(l)) },
+		cur:  func(c *Config) string { return quote(cur(c)) },
+		atLeast: func(v, cur string) bool {
+			rank := func(s string) int {
+				return slices.IndexFunc(loosestFirst, func(o string) bool { return quote(o) == s })
+			}
+			return rank(v) >= rank(cur)
+		},
+	}
+}
+
+// boolKey is a stricterKey whose strict value is strict.
+func boolKey(key, flag string, proj func(*layer) *bool, cur func(*Config) bool, strict bool) stricterKey {
+	return stricterKey{
+		key: key, flag: flag,
+		proj: func(l *layer) (string, bool) {
+			if p := proj(l); p != nil {
+				return strconv.FormatBool(*p), true
+			}
+			return "", false
+		},
+		cur:     func(c *Config) string { return strconv.FormatBool(cur(c)) },
+		atLeast: func(v, cur string) bool { return v == cur || v == strconv.FormatBool(strict) },
+	}
+}
+
+func lit(p *string) (string, bool) {
+	if p == nil {
+		return "", false
+	}
+	return quote(*p), true
+}
+
+// checkProject enforces the project-file rules on l, read from src, against c: the
+// configuration of the layers below the project file.
+func checkProject(c *Config, l *layer, src *source) error {
+	if err := checkUserOnly(l, src, c.Host); err != nil {
+		return err
+	}
+	for _, k := range stricter {
+		v, ok := k.proj(l)
+		if cur := k.cur(c); ok && !k.atLeast(v, cur) {
+			return src.fail(k.key, -1, restrictedf("%s is looser than %s (%s); a project file may only make the sandbox stricter: %s",
+				v, cur, originPhrase(c.Origins[k.key]), elsewhere(c.Host, k.flag)))
+		}
+	}
+	for _, name := range sortedKeys(l.Tools) {
+		t := l.Tools[name]
+		cur := c.Tools[name]
+		key := "tools." + name
+		if t.Enabled != nil && *t.Enabled && (cur.Enabled == nil || !*cur.Enabled) {
+			return src.fail(key+".enabled", -1, restrictedf("enabling a tool exposes its host files; a project file may only disable tools: %s",
+				elsewhere(c.Host, "")))
+		}
+		if t.Secrets != nil && *t.Secrets && cur.Secrets != nil && !*cur.Secrets {
+			return src.fail(key+".secrets", -1, restrictedf("true is looser than false (%s); a project file may only make the sandbox stricter: %s",
+				originPhrase(c.Origins[key+".secrets"]), elsewhere(c.Host, "")))
+		}
+	}
+	return nil
+}
+
+// checkUserOnly refuses the keys a project file may not set, whatever the user
+// config says.
+func checkUserOnly(l *layer, src *source, host Host) error {
+	for _, k := range userOnly {
+		if k.set(l) {
+			return src.fail(k.key, -1, restrictedf("a project file may not set this, since %s: %s", k.why, elsewhere(host, k.flag)))
+		}
+	}
+	return nil
+}
+
+// elsewhere says where a user-only value goes instead.
+func elsewhere(host Host, flag string) string {
+	s := "set it in your user config (" + UserFile(host) + ")"
+	if flag != "" {
+		s += " or with " + flag
+	}
+	return s
+}
+
+func originPhrase(origin string) string {
+	if origin == "" || origin == "default" {
+		return "the default"
+	}
+	return "from " + origin
+}

@@ -1,0 +1,170 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"testing"
+)
+
+// TestProjectMayNotLoosen trusts a project file that loosens one protected key, or
+// sets a key only the user config may set, and checks the error names the project
+// file, the line and the key.
+func TestProjectMayNotLoosen(t *testing.T) {
+	tests := []struct {
+		name    string
+		user    string // the user file
+		project string
+		line    int
+		key     string
+	}{
+		// Keys only the user config may set.
+		{"mask_allow", "", "[sandbox]\nmask_allow = [\".env.local\"]\n", 2, "sandbox.mask_allow"},
+		{"mask_skip", "", "[sandbox]\nmask_files = [\"*.pem\"]\nmask_skip = [\"src\"]\n", 3, "sandbox.mask_skip"},
+		{"ro_binds", "", "[sandbox]\nro_binds = [\"~/.ssh\"]\n", 2, "sandbox.ro_binds"},
+		{"rw_binds", "", "[sandbox]\nrw_binds = [\"~\"]\n", 2, "sandbox.rw_binds"},
+		{"host_mounts", "", "[sandbox]\nhost_mounts = [\"~/.aws:/aws\"]\n", 2, "sandbox.host_mounts"},
+		{"system_binds host", "", "[sandbox]\nsystem_binds = [\"host\"]\n", 2, "sandbox.system_binds"},
+		{"system_binds path", "", "[sandbox]\nsystem_binds = [\"/opt\"]\n", 2, "sandbox.system_binds"},
+		{"passthrough", "", "[env]\npassthrough = [\"AWS_SECRET_ACCESS_KEY\"]\n", 2, "env.passthrough"},
+		{"secrets.env", "", "[secrets]\nenv = [\"GITHUB_TOKEN\"]\n", 2, "secrets.env"},
+		{"secrets.files", "", "\n[secrets.files]\nKEY = \"~/.ssh/id_ed25519\"\n", 2, "secrets.files"},
+		{"egress.allow", "", "[egress]\nallow = [\"evil.example\"]\n", 2, "egress.allow"},
+		{"proxy.credentials", "", "[[proxy.credentials]]\nhost = \"evil.example\"\nheader = \"Authorization\"\nvalue_env = \"GITHUB_TOKEN\"\n", 1, "proxy.credentials"},
+		{"docker.host", "", "[docker]\nhost = \"tcp://evil.example:2375\"\n", 2, "docker.host"},
+		{"krun.podman_socket", "", "[krun]\npodman_socket = \"/tmp/evil.sock\"\n", 2, "krun.podman_socket"},
+		{"krun.runtime", "", "[krun]\nruntime = \"runc\"\n", 2, "krun.runtime"},
+		// Protections a project file may only tighten.
+		{"isolator away from krun", "isolator = \"krun\"\n", "isolator = \"bwrap\"\n", 1, "isolator"},
+		{"isolator back to auto", "isolator = \"bwrap\"\n", "isolator = \"auto\"\n", 1, "isolator"},
+		{"isolator sideways", "isolator = \"bwrap\"\n", "isolator = \"docker\"\n", 1, "isolator"},
+		{"mode off", "", "[sandbox]\nmode = \"off\"\n", 2, "sandbox.mode"},
+		{"mode auto", "", "[sandbox]\nmode = \"auto\"\n", 2, "sandbox.mode"},
+		{"mode off over auto", "[sandbox]\nmode = \"auto\"\n", "sandbox.mode = \"off\"\n", 1, "sandbox.mode"},
+		{"environment dev", "[sandbox]\nenvironment = \"prod\"\n", "[sandbox]\nenvironment = \"dev\"\n", 2, "sandbox.environment"},
+		{"read_only off", "[sandbox]\nread_only = true\n", "[sandbox]\nread_only = false\n", 2, "sandbox.read_only"},
+		{"bind_host_cache", "", "[sandbox]\nbind_host_cache = true\n", 2, "sandbox.bind_host_cache"},
+		{"docker_socket", "", "[sandbox]\n\ndocker_socket = true\n", 3, "sandbox.docker_socket"},
+		{"passthrough_all", "", "env = { passthrough_all = true }\n", 1, "env.passthrough_all"},
+		{"egress open", "[egress]\nmode = \"none\"\n", "[egress]\nmode = \"open\"\n", 2, "egress.mode"},
+		{"proxy default allow", "[proxy]\ndefault = \"deny\"\n", "[proxy]\ndefault = \"allow\"\n", 2, "proxy.default"},
+		{"proxy mitm", "", "[proxy]\nmitm = true\n", 2, "proxy.mitm"},
+		{"tool enabled", "", "[tools.ssh]\nenabled = true\n", 2, "tools.ssh.enabled"},
+		{"tool enabled over disabled", "[tools.ssh]\nenabled = false\n", "[tools.ssh]\nenabled = true\n", 2, "tools.ssh.enabled"},
+		{"tool secrets", "[tools.gh]\nsecrets = false\n", "[tools.gh]\nsecrets = true\n", 2, "tools.gh.secrets"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home, environ := testHome(t)
+			if tt.user != "" {
+				writeUserFile(t, home, tt.user)
+			}
+			dir, file, host := project(t, home, environ, tt.project)
+			if err := updateTrust(host, func(r *trustRecords) {
+				// Trust itself refuses the user-only keys; record the file directly so
+				// that Load's own check is what is tested.
+				r.Files[trustKey(file)] = trustRecord{SHA256: contentHash([]byte(tt.project))}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := Load(LoadOptions{Environ: environ, ProjectDir: dir, UID: 1000, GID: 1000})
+			if err == nil {
+				t.Fatal("Load accepted the project file")
+			}
+			ce := asConfigError(t, err)
+			if ce.File != file || ce.Line != tt.line || ce.Key != tt.key {
+				t.Errorf("got File %q Line %d Key %q, want line %d key %q (%v)", ce.File, ce.Line, ce.Key, tt.line, tt.key, err)
+			}
+			if !errors.Is(err, ErrProjectRestricted) || !errors.Is(err, ErrInvalid) {
+				t.Errorf("%v does not match ErrProjectRestricted and ErrInvalid", err)
+			}
+		})
+	}
+}
+
+// TestProjectMayTighten checks the same keys set to values at least as strict as the
+// user's, and the free keys.
+func TestProjectMayTighten(t *testing.T) {
+	tests := []struct{ name, user, project string }{
+		{"isolator under auto", "", "isolator = \"docker\"\n"},
+		{"isolator to krun", "isolator = \"bwrap\"\n", "isolator = \"krun\"\n"},
+		{"isolator unchanged", "isolator = \"bwrap\"\n", "isolator = \"bwrap\"\n"},
+		{"mode enforce over off", "[sandbox]\nmode = \"off\"\n", "[sandbox]\nmode = \"enforce\"\n"},
+		{"mode auto over off", "[sandbox]\nmode = \"off\"\n", "[sandbox]\nmode = \"auto\"\n"},
+		{"prod", "", "[sandbox]\nenvironment = \"prod\"\n"},
+		{"read_only", "", "[sandbox]\nread_only = true\nwritable_dirs = [\"build\"]\n"},
+		{"same bools", "", "[sandbox]\nbind_host_cache = false\ndocker_socket = false\n[env]\npassthrough_all = false\n"},
+		{"cache off over on", "[sandbox]\nbind_host_cache = true\n", "[sandbox]\nbind_host_cache = false\n"},
+		{"egress none", "", "[egress]\nmode = \"none\"\ndeny = [\"10.0.0.0/8\"]\n"},
+		{"proxy deny", "", "[proxy]\ndefault = \"deny\"\nmitm = false\n"},
+		{"masks added", "", "[sandbox]\nhide_paths = [\"~/.config/gh\"]\nmask_files = [\"*.pem\"]\n"},
+		{"tool disabled", "", "[tools.ssh]\nenabled = false\nsecrets = false\n"},
+		{"tool enabled by the user", "[tools.ssh]\nenabled = true\n", "[tools.ssh]\nenabled = true\nsecrets = true\n"},
+		{"inside the sandbox", "", "[sandbox]\ntmp = \"tmpfs\"\n[env.set]\nGOFLAGS = \"-mod=mod\"\n" +
+			"[docker]\nimage = \"proj:1\"\nhome = \"/home/dev\"\nkeep_container = true\ncpus = 4\nmemory = \"8g\"\n" +
+			"[krun]\nimage = \"proj:1\"\ncpus = 4\nmemory_mib = 8192\n"},
+		{"empty lists", "", "[sandbox]\nmask_allow = []\nro_binds = []\n[env]\npassthrough = []\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home, environ := testHome(t)
+			if tt.user != "" {
+				writeUserFile(t, home, tt.user)
+			}
+			dir, file, host := project(t, home, environ, tt.project)
+			mustTrust(t, host, file)
+			c, warnings := mustLoad(t, LoadOptions{Environ: environ, ProjectDir: dir})
+			if len(c.Files) == 0 || c.Files[len(c.Files)-1] != file || len(warnings) != 0 {
+				t.Errorf("project file not applied: files %q, warnings %q", c.Files, warnings)
+			}
+		})
+	}
+}
+
+// TestProjectRestrictionMessages shows whole messages: what is wrong and where the
+// value belongs instead.
+func TestProjectRestrictionMessages(t *testing.T) {
+	home, environ := testHome(t)
+	user := writeUserFile(t, home, "[sandbox]\nmode = \"auto\"\n")
+	dir, file, host := project(t, home, environ, "")
+	tests := []struct{ project, want string }{{
+		"[sandbox]\nmode = \"off\"\n",
+		file + `:2: sandbox.mode: "off" is looser than "auto" (from ` + user + `); a project file may only make the sandbox stricter: set it in your user config (` + user + `) or with --mode`,
+	}, {
+		"[sandbox]\ndocker_socket = true\n",
+		file + `:2: sandbox.docker_socket: true is looser than false (the default); a project file may only make the sandbox stricter: set it in your user config (` + user + `)`,
+	}, {
+		"[egress]\nallow = [\"a.example\"]\n",
+		file + `:2: egress.allow: a project file may not set this, since it opens network destinations: set it in your user config (` + user + `) or with --allow`,
+	}, {
+		"[tools.ssh]\nenabled = true\n",
+		file + `:2: tools.ssh.enabled: enabling a tool exposes its host files; a project file may only disable tools: set it in your user config (` + user + `)`,
+	}}
+	for _, tt := range tests {
+		if err := os.WriteFile(file, []byte(tt.project), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := updateTrust(host, func(r *trustRecords) {
+			r.Files[trustKey(file)] = trustRecord{SHA256: contentHash([]byte(tt.project))}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := Load(LoadOptions{Environ: environ, ProjectDir: dir})
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("got  %v\nwant %s", err, tt.want)
+		}
+	}
+}
+
+// TestTrustRefusesUserOnlyKeys: a file that can never apply is not trusted.
+func TestTrustRefusesUserOnlyKeys(t *testing.T) {
+	home, environ := testHome(t)
+	_, file, host := project(t, home, environ, "[egress]\nmode = \"none\"\n\n[secrets]\nenv = [\"GITHUB_TOKEN\"]\n")
+	_, err := Trust(host, file, trustTime)
+	ce := asConfigError(t, err)
+	if ce.File != file || ce.Line != 5 || ce.Key != "secrets.env" || !errors.Is(err, ErrProjectRestricted) {
+		t.Errorf("got %#v (%v)", ce, err)
+	}
+	if st, err := CheckTrust(host, file); st != Untrusted || err != nil {
+		t.Errorf("CheckTrust = %v, %v", st, err)
+	}
+}

@@ -1,0 +1,166 @@
+package config
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// starter is the file `devsandbox config init` writes. Every key appears commented
+// out with its default (or, for a key without one, an example) under one line saying
+// what it does; a test uncomments every line and validates the result.
+const starter = `# devsandbox configuration. Every key is shown commented out with its default;
+# uncomment a line to change it. Reference: docs/configuration.md.
+# Check this file with: devsandbox config validate FILE
+#
+# As ~/.config/devsandbox/config.toml (the user config) every key is allowed. As a
+# project's .devsandbox.toml, keys marked [user config only] are refused, keys marked
+# [stricter only] may only tighten the user's value, and the file applies only after
+# you review it and run devsandbox config trust in the project.
+
+# Isolator: auto (bwrap when usable, else docker), bwrap, docker or krun. [stricter only]
+# isolator = "auto"
+
+[sandbox]
+# enforce (fail closed), auto (sandbox when usable, else warn) or off (no sandbox). [stricter only]
+# mode = "enforce"
+# dev or prod; prod turns mode "auto" into "enforce". [stricter only]
+# environment = "dev"
+# Project read-only except writable_dirs (.git/hooks, .git/config stay read-only anyway). [stricter only]
+# read_only = false
+# Project-relative directories that stay writable under read_only.
+# writable_dirs = ["build"]
+# Host paths shown empty inside; these entries are added to the defaults shown here.
+# hide_paths = ["~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gcloud", "~/.azure", "~/.kube", "~/.docker", "~/.netrc"]
+# File name globs masked empty anywhere in the project.
+# mask_files = [".env", ".env.*"]
+# File name globs exempt from mask_files. [user config only]
+# mask_allow = [".env.example"]
+# Directory names not scanned for masks. [user config only]
+# mask_skip = [".git", "node_modules"]
+# Host paths visible read-only at the same path. [user config only]
+# ro_binds = ["~/src/shared"]
+# Host paths visible read-write at the same path. [user config only]
+# rw_binds = ["~/scratch"]
+# Host mounts SRC:DST[:ro], ~ expanded. [user config only]
+# host_mounts = ["~/data:/data:ro"]
+# System paths: empty for the minimal view, ["host"] for all of / read-only, else the listed paths. [user config only]
+# system_binds = []
+# Session /tmp: session (private dir under the state dir), tmpfs or shm.
+# tmp = "session"
+# Use the host cache directory instead of a private one. [stricter only]
+# bind_host_cache = false
+# Expose the Docker socket and DOCKER_HOST inside. [stricter only]
+# docker_socket = false
+
+[env]
+# Host variable names (or prefixes such as "LC_*") passed in; values are never printed. [user config only]
+# passthrough = ["EDITOR"]
+# Pass the whole host environment, secrets included (warns). [stricter only]
+# passthrough_all = false
+
+[env.set]
+# Variables set inside the sandbox: NAME = "value".
+# EDITOR = "vim"
+
+[secrets]
+# Names whose host values are passed in as environment variables, never in argv. [user config only]
+# env = ["GITHUB_TOKEN"]
+
+[secrets.files]
+# Host files delivered at /run/secrets/NAME (mode 0400): NAME = "path". [user config only]
+# NPM_TOKEN = "~/.config/npm/token"
+
+# Per tool: enabled (default: detected; a project file may only disable) and
+# secrets (pass the tool's declared secret names when set on the host). [stricter only]
+# [tools.git]
+# enabled = true
+# secrets = true
+
+[egress]
+# Network: open, none, proxy or allowlist (proxy and allowlist need the filtering proxy). [stricter only]
+# mode = "open"
+# Destinations allowed: host, *.domain, IP or CIDR, with an optional :port. [user config only]
+# allow = ["github.com:443"]
+# Destinations denied, same grammar.
+# deny = ["169.254.169.254"]
+
+[proxy]
+# What the proxy does with destinations no rule names: allow or deny. [stricter only]
+# default = "allow"
+# Decrypt TLS in the proxy (the sandbox trusts its CA) to inject credentials. [stricter only]
+# mitm = false
+
+# Credentials the proxy adds to requests: host pattern, header, value_env or value_file,
+# format, and placeholder_env (a variable set inside to a stand-in value). [user config only]
+# [[proxy.credentials]]
+# host = "api.github.com"
+# header = "Authorization"
+# value_env = "GITHUB_TOKEN"
+# format = "Bearer {}"
+# placeholder_env = "GITHUB_TOKEN"
+# [[proxy.credentials]]
+# host = "registry.npmjs.org"
+# header = "Authorization"
+# value_file = "~/.config/npm/token"
+# format = "Bearer {}"
+
+[docker]
+# Image for the docker isolator.
+# image = "devsandbox/default:{version}"
+# Engine address; empty: DOCKER_HOST, else the current docker context, else the default socket. [user config only]
+# host = "unix:///var/run/docker.sock"
+# Home directory inside the container.
+# home = "/home/<user>"
+# Keep the container after the run.
+# keep_container = false
+# CPU limit (no limit when unset).
+# cpus = 2.0
+# Memory limit such as "4g" (no limit when unset).
+# memory = "4g"
+
+[krun]
+# Image for the krun isolator; defaults to docker.image.
+# image = "devsandbox/default:{version}"
+# OCI runtime podman uses. [user config only]
+# runtime = "krun"
+# Virtual CPUs of the microVM.
+# cpus = 2
+# Memory of the microVM in MiB.
+# memory_mib = 2048
+# Podman API socket; discovered when empty. [user config only]
+# podman_socket = "/run/user/1000/podman/podman.sock"
+`
+
+// StarterFile returns the commented starter configuration `devsandbox config init`
+// writes: every key commented out with its default and a line saying what it does.
+// It is valid as it is, and with every line uncommented.
+func StarterFile() []byte {
+	return []byte(strings.ReplaceAll(starter, "{version}", Version))
+}
+
+// WriteStarter writes StarterFile to path, creating its directory (0700) when
+// missing. It never overwrites: when path exists the error matches fs.ErrExist.
+func WriteStarter(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return &Error{File: path, Err: err}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		if os.IsExist(err) {
+			return &Error{File: path, Err: fmt.Errorf("not overwriting it: %w", fs.ErrExist)}
+		}
+		return &Error{File: path, Err: err}
+	}
+	_, err = f.Write(StarterFile())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path) // not a half-written config
+		return &Error{File: path, Err: err}
+	}
+	return nil
+}
