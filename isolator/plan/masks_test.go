@@ -86,8 +86,9 @@ func TestBuildMasks(t *testing.T) {
 	p, _ := f.build(t, cfg)
 	equalLines(t, "mounts", mountLines(p.Mounts), f.expand(p, append(baseMounts,
 		"bind rw $PROJ -> $PROJ (project)",
-		"maskdir $PROJ/.git/hooks (git hooks)",    // maskTree's .git has no hooks
-		"maskfile $PROJ/.git/config (git config)", // nor a config: an empty read-only one
+		"bind rw $PROJ/.git -> $PROJ/.git (git dir)", // a mount point: .git cannot be moved away
+		"maskdir $PROJ/.git/hooks (git hooks)",       // maskTree's .git has no hooks
+		"maskfile $PROJ/.git/config (git config)",    // nor a config: an empty read-only one
 		"maskfile $PROJ/.env (sandbox.mask_files)",
 		"maskfile $PROJ/config/real.secret (sandbox.mask_files)",
 		"maskfile $PROJ/sub/.env.local (sandbox.mask_files)",

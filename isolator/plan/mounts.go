@@ -121,10 +121,13 @@ func (b *mountBuilder) bindUser(src, dst string, ro bool, key string) error {
 func (b *mountBuilder) project(dir string, sb config.Sandbox) error {
 	if !sb.ReadOnly {
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: dir, Dest: dir, Why: "project"})
-		return nil
+	} else {
+		b.add(isolator.Mount{Kind: isolator.Bind, Source: dir, Dest: dir, ReadOnly: true, Why: "project (read-only)"})
 	}
-	b.add(isolator.Mount{Kind: isolator.Bind, Source: dir, Dest: dir, ReadOnly: true, Why: "project (read-only)"})
 	for _, w := range sb.WritableDirs {
+		if !sb.ReadOnly {
+			break
+		}
 		p := filepath.Join(dir, w)
 		fi, err := b.pr.Lstat(p)
 		real, rerr := b.pr.EvalSymlinks(p)
@@ -133,6 +136,8 @@ func (b *mountBuilder) project(dir string, sb config.Sandbox) error {
 		}
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, Why: "sandbox.writable_dirs"})
 	}
+	// .git is a mount point in every mode: a mount point cannot be renamed or removed,
+	// so `mv .git old && mkdir -p .git/hooks` cannot carry the read-only hooks away.
 	if fi, err := b.pr.Lstat(filepath.Join(dir, ".git")); err == nil && fi.IsDir() {
 		g := filepath.Join(dir, ".git")
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: g, Dest: g, Why: "git dir"})

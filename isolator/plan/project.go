@@ -69,6 +69,8 @@ func gitMounts(pr Probe, project string) ([]isolator.Mount, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", dotgit, err)
 	}
+	// The gitdir link itself is read-only: pointed elsewhere, it would bring its own hooks.
+	linkMount := isolator.Mount{Kind: isolator.Bind, Source: dotgit, Dest: dotgit, ReadOnly: true, Why: "git dir link"}
 	line := strings.TrimSpace(string(b))
 	if !strings.HasPrefix(line, "gitdir:") {
 		return nil, fmt.Errorf("%w: %s is a file but not a `gitdir:` link", ErrProject, dotgit)
@@ -83,7 +85,7 @@ func gitMounts(pr Probe, project string) ([]isolator.Mount, error) {
 	c, err := pr.ReadFile(filepath.Join(gitdir, "commondir"))
 	if err != nil {
 		// A submodule: the gitdir is a whole repository of its own.
-		return protectGitDir(pr, gitdir, !isolator.Within(gitdir, project)), nil
+		return append(protectGitDir(pr, gitdir, !isolator.Within(gitdir, project)), linkMount), nil
 	}
 	// A linked worktree: hooks and config live in the common dir.
 	common := strings.TrimSpace(string(c))
@@ -93,7 +95,7 @@ func gitMounts(pr Probe, project string) ([]isolator.Mount, error) {
 	if common, err = pr.EvalSymlinks(common); err != nil {
 		return nil, fmt.Errorf("resolving the common dir of %s: %w", gitdir, err)
 	}
-	ms := protectGitDir(pr, common, !isolator.Within(common, project))
+	ms := append(protectGitDir(pr, common, !isolator.Within(common, project)), linkMount)
 	if !isolator.Within(gitdir, project) && !isolator.Within(gitdir, common) {
 		ms = append(ms, isolator.Mount{Kind: isolator.Bind, Source: gitdir, Dest: gitdir, Why: "git dir of the worktree"})
 	}

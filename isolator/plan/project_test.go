@@ -120,6 +120,7 @@ func TestGitMounts(t *testing.T) {
 			"bind rw $HOME/src/super/.git/modules/app -> $HOME/src/super/.git/modules/app (git dir of the worktree)",
 			"bind ro $HOME/src/super/.git/modules/app/hooks -> $HOME/src/super/.git/modules/app/hooks (git hooks)",
 			"bind ro $HOME/src/super/.git/modules/app/config -> $HOME/src/super/.git/modules/app/config (git config)",
+			"bind ro $PROJ/.git -> $PROJ/.git (git dir link)",
 		}},
 		{"worktree gitdir outside its common dir", func(t *testing.T, proj string) {
 			gitRepo(t, proj+"/../main")
@@ -130,6 +131,7 @@ func TestGitMounts(t *testing.T) {
 			"bind rw $HOME/src/main/.git -> $HOME/src/main/.git (git dir of the worktree)",
 			"bind ro $HOME/src/main/.git/hooks -> $HOME/src/main/.git/hooks (git hooks)",
 			"bind ro $HOME/src/main/.git/config -> $HOME/src/main/.git/config (git config)",
+			"bind ro $PROJ/.git -> $PROJ/.git (git dir link)",
 			"bind rw $HOME/src/gitdirs/app -> $HOME/src/gitdirs/app (git dir of the worktree)",
 		}},
 	} {
@@ -215,6 +217,7 @@ func TestGitMountsWorktree(t *testing.T) {
 		"bind rw $ROOT/main/.git -> $ROOT/main/.git (git dir of the worktree)",
 		"bind ro $ROOT/main/.git/hooks -> $ROOT/main/.git/hooks (git hooks)",
 		"bind ro $ROOT/main/.git/config -> $ROOT/main/.git/config (git config)",
+		"bind ro "+wt+"/.git -> "+wt+"/.git (git dir link)",
 		"bind ro "+gitdirs[0]+"/config.worktree -> "+gitdirs[0]+"/config.worktree (git config)",
 	))
 }
