@@ -1,13 +1,20 @@
 package tools
 
-// shellRCFiles are the shell start-up files exposed read-only, relative to home.
+// shellRCFiles are the shell start-up files exposed read-only, relative to home. They
+// are code the host shell runs, so the sandbox never writes them.
 var shellRCFiles = []string{
-	".profile", ".bashrc", ".bash_profile", ".bash_login", ".bash_aliases", ".inputrc",
-	".zshrc", ".zshenv", ".zprofile", ".config/fish/config.fish",
+	".profile", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases",
+	".inputrc", ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".p10k.zsh", ".dircolors",
+	".config/fish/config.fish", ".config/starship.toml",
 }
 
+// shellRCDirs are directories of start-up snippets and frameworks the rc files source.
+// oh-my-zsh falls back to ~/.cache when its own cache dir is not writable.
+var shellRCDirs = []string{".bashrc.d", ".oh-my-zsh", ".config/fish/conf.d", ".config/fish/functions"}
+
 // Shell exposes the user's shell start-up files read-only, so an interactive shell in
-// the sandbox looks like the user's own.
+// the sandbox looks like the user's own. Version managers the rc files source (nvm,
+// cargo's env, mise, pyenv) are bound by their own tools.
 func Shell() Tool {
 	return Tool{
 		Name:        "shell",
@@ -16,9 +23,13 @@ func Shell() Tool {
 		Bindings: func(h Host) []Binding {
 			var bs []Binding
 			for _, f := range shellRCFiles {
-				bs = append(bs, Binding{Source: h.Home + "/" + f, HomeRelativeDest: f, Mode: RO, Optional: true})
+				bs = append(bs, h.home(f).bind(RO))
+			}
+			for _, d := range shellRCDirs {
+				bs = append(bs, h.home(d).bind(RO))
 			}
 			return bs
 		},
+		Env: []string{"EDITOR", "VISUAL"},
 	}
 }

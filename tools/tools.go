@@ -1,7 +1,54 @@
 // Package tools is the tool-binding registry: what each developer tool needs inside a
 // sandbox (files, env names, secret names, egress hosts). Tools return data and never
 // touch the host: detection and bindings are pure functions of a Host snapshot, which
-// is probed once by the caller.
+// the caller probes once.
+//
+// # Where bindings land
+//
+// A path under the host home is bound at its HomeRelativeDest, never at a Dest: bwrap
+// keeps the host home path, docker and krun put their home elsewhere. A location a tool
+// finds through an XDG variable is bound at its default place in the sandbox home,
+// because XDG_* variables are not passed in. A location named by the tool's own variable
+// (CLAUDE_CONFIG_DIR, CODEX_HOME, CARGO_HOME, GH_CONFIG_DIR, ...) is bound where the
+// variable points, and the variable is passed. Bindings are read-only unless the tool
+// must write, and optional wherever the file may not exist.
+//
+// # Credentials
+//
+// Files that let their holder act as the user are bound only where the tool cannot work
+// without them, and read-only unless the tool must write them:
+//   - Claude Code, Codex, Gemini CLI and opencode refresh their OAuth tokens in place and
+//     keep session state in their own directory, which is therefore read-write. The
+//     entries of that directory which the unsandboxed tool later runs or obeys (settings
+//     with hooks and MCP servers, commands, agents, plugins, user instructions) are bound
+//     read-only over it, so a sandboxed agent cannot plant code for its host self.
+//   - gh's hosts.yml is bound read-only: gh cannot authenticate without it unless GH_TOKEN
+//     is set.
+//   - ~/.npmrc, ~/.pypirc, cargo's credentials, ~/.docker, ~/.netrc, ~/.git-credentials
+//     and ssh keys are never bound. Their tokens reach the sandbox only as declared
+//     secrets (NPM_TOKEN, GH_TOKEN, ...), delivered when set on the host unless
+//     tools.<name>.secrets = false. Publishing tokens (CARGO_REGISTRY_TOKEN,
+//     UV_PUBLISH_TOKEN, TWINE_PASSWORD) are not declared at all: pass them with -e.
+//
+// Not guaranteed: a guarded file that does not exist at launch and whose format does not
+// accept an empty file (Claude's and Gemini's settings.json) is not guarded, since a
+// guard would leave an empty, invalid file on the host. A guarded file or directory that
+// does not exist is otherwise replaced by an empty read-only file or an empty scratch
+// directory, whose mount point is left, empty, on the host.
+//
+// # Executables
+//
+// A tool installed under the home (~/.local/bin, ~/.cargo/bin, nvm, pipx, mise, ...) is
+// bound read-only with what it needs to run, so it works in the sandbox and the sandbox
+// cannot replace what the host runs; installing or updating such a tool from inside the
+// sandbox fails. PATH in the sandbox is the host PATH.
+//
+// # Caches
+//
+// Language caches (Go module and build caches, npm, pip, uv, cargo registry) are never
+// bound from the host: the tools need them writable (a read-only GOMODCACHE does not
+// work), and a writable host cache would let the sandbox poison what host builds use.
+// The sandbox home keeps its own, per project.
 package tools
 
 import "sort"
@@ -43,37 +90,20 @@ type Binding struct {
 	Content          []byte
 }
 
-// Host is the snapshot of the host that detection and bindings read. Functions are
-// injected so the registry is table-testable; the caller probes the real host.
-type Host struct {
-	Home     string
-	Env      map[string]string
-	Exists   func(path string) bool
-	LookPath func(name string) bool
-	ReadFile func(path string) ([]byte, error)
-}
-
-func (h Host) exists(p string) bool {
-	return h.Exists != nil && h.Exists(p)
-}
-
-func (h Host) onPath(name string) bool {
-	return h.LookPath != nil && h.LookPath(name)
-}
-
 // Tool declares what one developer tool needs.
 type Tool struct {
 	Name        string
 	Description string
 	// Detect reports whether the tool is present on the host.
 	Detect func(Host) bool
-	// Bindings lists what the tool needs mounted; called only for enabled tools.
+	// Bindings lists what the tool needs mounted, in order (a later binding covers an
+	// earlier one); called only for enabled tools.
 	Bindings func(Host) []Binding
 	// Env names passed from the host when set (plain configuration, not secrets).
 	Env []string
 	// Secrets names passed from the host when set, delivered as secrets.
 	Secrets []string
-	// Egress hosts the tool needs (used by the proxy policy).
+	// Egress entries the tool needs (host, *.domain, optional :port), for the proxy policy.
 	Egress []string
 	// EnvSet are variables the tool sets inside the sandbox, computed from the host.
 	EnvSet func(Host) map[string]string
@@ -89,9 +119,14 @@ func NewRegistry(ts ...Tool) *Registry {
 	return &Registry{tools: ts}
 }
 
-// Default is the registry of every tool devsandbox knows.
+// Default is the registry of every tool devsandbox knows. Order matters only where
+// bindings overlap: shells and languages come before the agents that use them.
 func Default() *Registry {
-	return NewRegistry(Shell(), Git(), SSH())
+	return NewRegistry(
+		Shell(), Git(), SSH(), GH(),
+		Go(), Node(), Python(), Cargo(), Mise(), Nvim(),
+		Claude(), Codex(), Gemini(), OpenCode(), Aider(),
+	)
 }
 
 // Tools returns the registered tools in order.

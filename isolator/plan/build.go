@@ -165,12 +165,44 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 	p.Mounts = b.mounts
 
+	if mode == egress.Allowlist {
+		if err := resolveAllowlist(p, pr, b); err != nil {
+			return nil, nil, err
+		}
+		p.Mounts = b.mounts
+	}
+
 	p.Env, warns = environment(cfg, h, tenv, proj, warns)
 	p.Secrets, warns, err = secrets(cfg, reg, h, pr, warns)
 	if err != nil {
 		return nil, nil, err
 	}
 	return p, warns, nil
+}
+
+// resolveAllowlist resolves the plain host names of the allow and deny lists once, at
+// launch: they become firewall rules, and the allowed ones lines of the sandbox's
+// /etc/hosts (DNS is closed inside). A name that does not resolve fails the launch.
+func resolveAllowlist(p *isolator.Plan, pr Probe, b *mountBuilder) error {
+	seen := map[string]bool{}
+	for _, e := range append(append([]egress.Entry{}, p.Egress.Allow...), p.Egress.Deny...) {
+		if e.IsAddress() || e.Wildcard || seen[e.Host] {
+			continue
+		}
+		seen[e.Host] = true
+		addrs, err := pr.LookupIP(e.Host)
+		if err != nil || len(addrs) == 0 {
+			return fmt.Errorf("%w: egress allowlist: %s does not resolve (%v); fix the name or use an IP address", ErrConfig, e.Host, err)
+		}
+		for i, a := range addrs {
+			addrs[i] = a.Unmap()
+		}
+		p.Egress.Resolved = append(p.Egress.Resolved, egress.Resolved{Host: e.Host, Port: e.Port, Addrs: addrs})
+	}
+	hosts, _ := pr.ReadFile("/etc/hosts")
+	content := append(append([]byte{}, hosts...), []byte("# resolved by devsandbox at launch (egress allowlist)\n"+p.Egress.HostsFile())...)
+	b.add(isolator.Mount{Kind: isolator.Data, Dest: "/etc/hosts", Content: content, Why: "egress allowlist names"})
+	return nil
 }
 
 func environment(cfg *config.Config, h config.Host, toolEnv map[string]isolator.EnvVar, proj isolator.Project, warns []string) ([]isolator.EnvVar, []string) {
@@ -266,9 +298,17 @@ func secrets(cfg *config.Config, reg *tools.Registry, h config.Host, pr Probe, w
 	return out, warns, nil
 }
 
-// ToolHost returns the snapshot the tool registry reads.
+// ToolHost returns the snapshot the tool registry reads. pr.LookPath decides whether a
+// command exists; the host PATH, read through pr.Stat, says where.
 func ToolHost(h config.Host, pr Probe) tools.Host {
-	return tools.Host{Home: h.Home, Env: h.Vars, Exists: pr.exists, LookPath: pr.LookPath, ReadFile: pr.ReadFile}
+	return tools.Host{Home: h.Home, Env: h.Vars, Exists: pr.exists, ReadFile: pr.ReadFile, EvalSymlinks: pr.EvalSymlinks,
+		LookPath: func(name string) (string, bool) {
+			if pr.LookPath == nil || !pr.LookPath(name) {
+				return "", false
+			}
+			return tools.FindExecutable(h.Vars["PATH"], name, pr.Stat), true
+		},
+	}
 }
 
 // enabledTools returns the tools enabled by config or, when not configured, detected.

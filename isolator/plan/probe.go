@@ -1,12 +1,16 @@
 package plan
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 )
 
 // Probe is how Build reads the host. Every field is a function so tests can build
@@ -22,7 +26,9 @@ type Probe struct {
 	EvalSymlinks func(string) (string, error)
 	Readlink     func(string) (string, error)
 	LookPath     func(string) bool
-	Executable   func() (string, error)
+	// LookupIP resolves a host name (allowlist mode resolves its plain hosts at launch).
+	LookupIP   func(host string) ([]netip.Addr, error)
+	Executable func() (string, error)
 }
 
 // OS returns a Probe of the real host with cwd as the working directory.
@@ -50,6 +56,11 @@ func OS(cwd string) Probe {
 		LookPath: func(name string) bool {
 			_, err := exec.LookPath(name)
 			return err == nil
+		},
+		LookupIP: func(host string) ([]netip.Addr, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		},
 		Executable: func() (string, error) {
 			p, err := os.Executable()
