@@ -75,6 +75,19 @@ type Isolator interface {
 	Run(ctx context.Context, p *Plan, stdio Stdio) (int, error)
 }
 
+// Check is one row of `devsandbox doctor`.
+type Check struct {
+	Name string
+	Status
+	Detail string // what was found, when useful beyond the state
+}
+
+// Diagnoser is implemented by isolators that can explain their host requirements in
+// detail (doctor). Diagnose may start processes; it is never on the launch path.
+type Diagnoser interface {
+	Diagnose(ctx context.Context) []Check
+}
+
 // Table maps isolator names to constructors; cmd/ builds it explicitly.
 type Table map[string]func() Isolator
 

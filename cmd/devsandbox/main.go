@@ -4,7 +4,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/devsandbox/devsandbox/config"
-	"github.com/devsandbox/devsandbox/isolator"
+
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
 	"github.com/devsandbox/devsandbox/isolator/shim"
 )
@@ -101,33 +100,7 @@ func (a *app) cli() *cli.App {
 			}
 			return a.run(c)
 		},
-		Commands: []*cli.Command{
-			{
-				Name:  "doctor",
-				Usage: "check that the host can run the selected isolator; exits 1 when it cannot",
-				Action: func(c *cli.Context) error {
-					return a.doctor(c)
-				},
-			},
-			{
-				Name:  "config",
-				Usage: "inspect configuration",
-				Subcommands: []*cli.Command{{
-					Name:      "validate",
-					Usage:     "check a config file and report the first error with file, line and key",
-					ArgsUsage: "FILE",
-					Action:    a.configValidate,
-				}},
-			},
-			{
-				Name:  "version",
-				Usage: "print the version",
-				Action: func(c *cli.Context) error {
-					fmt.Fprintf(a.stdout, "devsandbox %s\n", config.Version)
-					return nil
-				},
-			},
-		},
+		Commands: a.commands(),
 	}
 }
 
@@ -172,41 +145,6 @@ func (a *app) flags(c *cli.Context) config.Flags {
 
 func (a *app) warn(format string, args ...any) {
 	fmt.Fprintf(a.stderr, "devsandbox: warning: "+format+"\n", args...)
-}
-
-func (a *app) configValidate(c *cli.Context) error {
-	if c.Args().Len() != 1 {
-		return usageError{errors.New("config validate needs exactly one FILE")}
-	}
-	host, err := config.HostFromEnviron(a.environ, -1, -1)
-	if err != nil {
-		return err
-	}
-	if err := config.ValidateFile(c.Args().First(), host); err != nil {
-		return err
-	}
-	fmt.Fprintf(a.stdout, "%s: valid\n", c.Args().First())
-	return nil
-}
-
-func (a *app) doctor(c *cli.Context) error {
-	ctx := context.Background()
-	table := isolatorTable(nil)
-	ok := true
-	for _, name := range table.Names() {
-		st := table[name]().Check(ctx)
-		fmt.Fprintf(a.stdout, "%-8s %-11s %s\n", name, st.State, st.Reason)
-		if st.Fix != "" {
-			fmt.Fprintf(a.stdout, "%-8s %-11s fix: %s\n", "", "", st.Fix)
-		}
-		if st.State != isolator.Active {
-			ok = false
-		}
-	}
-	if !ok {
-		return exitError{1}
-	}
-	return nil
 }
 
 // timer records launch phases for --debug.

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/plan"
+	"github.com/devsandbox/devsandbox/tools"
+)
+
+func (a *app) commands() []*cli.Command {
+	jsonFlag := &cli.BoolFlag{Name: "json", Usage: "print JSON"}
+	return []*cli.Command{
+		{
+			Name:   "doctor",
+			Usage:  "check the host: one row per requirement with its fix; exits 1 when the selected isolator cannot run",
+			Action: a.doctor,
+		},
+		{
+			Name:  "config",
+			Usage: "inspect, validate, create and trust configuration",
+			Subcommands: []*cli.Command{
+				{Name: "show", Usage: "print the effective configuration with the origin of each value", Flags: []cli.Flag{jsonFlag}, Action: a.configShow},
+				{Name: "validate", Usage: "check a config file; report the first error with file, line and key", ArgsUsage: "FILE", Action: a.configValidate},
+				{Name: "init", Usage: "write a commented starter file (default: the user config file); never overwrites", ArgsUsage: "[FILE]", Action: a.configInit},
+				{Name: "trust", Usage: "trust this project's .devsandbox.toml as it is now (review it first)", Action: a.configTrust},
+			},
+		},
+		{
+			Name:        "tools",
+			Usage:       "developer tools devsandbox knows",
+			Subcommands: []*cli.Command{{Name: "list", Usage: "what was detected and what each tool binds", Flags: []cli.Flag{jsonFlag}, Action: a.toolsList}},
+		},
+		{
+			Name:  "version",
+			Usage: "print the version",
+			Action: func(c *cli.Context) error {
+				fmt.Fprintf(a.stdout, "devsandbox %s\n", config.Version)
+				return nil
+			},
+		},
+	}
+}
+
+// loaded is the configuration for the current directory's project.
+type loaded struct {
+	cfg   *config.Config
+	proj  isolator.Project
+	probe plan.Probe
+	warns []string
+}
+
+// load reads the configuration layers for the project of the working directory.
+func (a *app) load(flags config.Flags) (*loaded, error) {
+	host, err := config.HostFromEnviron(a.environ, -1, -1)
+	if err != nil {
+		return nil, err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("finding the working directory: %w", err)
+	}
+	probe := plan.OS(cwd)
+	proj, err := plan.FindProject(probe, host.Home)
+	if err != nil {
+		return nil, err
+	}
+	cfg, warns, err := config.Load(config.LoadOptions{ProjectDir: proj.Dir, Flags: flags, Environ: a.environ, UID: host.UID, GID: host.GID})
+	if err != nil {
+		return nil, err
+	}
+	return &loaded{cfg: cfg, proj: proj, probe: probe, warns: warns}, nil
+}
+
+func (a *app) configShow(c *cli.Context) error {
+	l, err := a.load(a.flags(c))
+	if err != nil {
+		return err
+	}
+	for _, w := range l.warns {
+		a.warn("%s", w)
+	}
+	if c.Bool("json") {
+		return config.ShowJSON(l.cfg, a.stdout)
+	}
+	return config.Show(l.cfg, a.stdout)
+}
+
+func (a *app) configValidate(c *cli.Context) error {
+	if c.Args().Len() != 1 {
+		return usageError{errors.New("config validate needs exactly one FILE")}
+	}
+	host, err := config.HostFromEnviron(a.environ, -1, -1)
+	if err != nil {
+		return err
+	}
+	if err := config.ValidateFile(c.Args().First(), host); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "%s: valid\n", c.Args().First())
+	return nil
+}
+
+func (a *app) configInit(c *cli.Context) error {
+	if c.Args().Len() > 1 {
+		return usageError{errors.New("config init takes at most one FILE")}
+	}
+	host, err := config.HostFromEnviron(a.environ, -1, -1)
+	if err != nil {
+		return err
+	}
+	path := config.UserFile(host)
+	if c.Args().Len() == 1 {
+		path = c.Args().First()
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
+	}
+	if err := config.WriteStarter(path); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "wrote %s\n", path)
+	return nil
+}
+
+func (a *app) configTrust(c *cli.Context) error {
+	host, err := config.HostFromEnviron(a.environ, -1, -1)
+	if err != nil {
+		return err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	proj, err := plan.FindProject(plan.OS(cwd), host.Home)
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(proj.Dir, config.ProjectFileName)
+	sum, err := config.Trust(host, file, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "trusted %s (sha256 %s); it applies until it changes\n", file, sum[:12])
+	return nil
+}
+
+func (a *app) toolsList(c *cli.Context) error {
+	l, err := a.load(config.Flags{})
+	if err != nil {
+		return err
+	}
+	enabled := map[string]*bool{}
+	for name, tc := range l.cfg.Tools {
+		enabled[name] = tc.Enabled
+	}
+	res := tools.Resolve(tools.Default(), plan.ToolHost(l.cfg.Host, l.probe), enabled)
+	if c.Bool("json") {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TOOL\tDETECTED\tENABLED\tBINDS")
+	for _, r := range res {
+		var binds []string
+		for _, b := range r.Bindings {
+			dst := b.Dest
+			if b.HomeRelativeDest != "" {
+				dst = "~/" + b.HomeRelativeDest
+			}
+			binds = append(binds, dst+" ("+b.Mode.String()+")")
+		}
+		fmt.Fprintf(w, "%s\t%v\t%v\t%s\n", r.Name, r.Detected, r.Enabled, strings.Join(binds, ", "))
+	}
+	return w.Flush()
+}
+
+func (a *app) doctor(c *cli.Context) error {
+	ctx := context.Background()
+	selected := "auto"
+	if l, err := a.load(a.flags(c)); err == nil {
+		selected = l.cfg.Isolator
+	} else if host, herr := config.HostFromEnviron(a.environ, -1, -1); herr == nil {
+		// Outside a project (or with a broken config) the host checks still run.
+		a.warn("%v", err)
+		_ = host
+	}
+	table := isolatorTable(nil)
+	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "CHECK\tSTATUS\tDETAIL")
+	usable := map[string]bool{}
+	for _, name := range table.Names() {
+		iso := table[name]()
+		var rows []isolator.Check
+		if d, ok := iso.(isolator.Diagnoser); ok {
+			rows = d.Diagnose(ctx)
+		}
+		st := iso.Check(ctx)
+		usable[name] = st.State == isolator.Active
+		rows = append(rows, isolator.Check{Name: name + " isolator", Status: st})
+		for _, r := range rows {
+			detail := r.Detail
+			if r.State != isolator.Active {
+				detail = r.Reason + "; fix: " + r.Fix
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\n", r.Name, r.State, detail)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	ok := usable[selected]
+	if selected == "auto" {
+		ok = false
+		for _, n := range autoOrder {
+			ok = ok || usable[n]
+		}
+	}
+	fmt.Fprintf(a.stdout, "selected isolator: %s — %s\n", selected, map[bool]string{true: "can run", false: "CANNOT run"}[ok])
+	if !ok {
+		return exitError{1}
+	}
+	return nil
+}
