@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -141,4 +142,27 @@ func TestBuildHidePathsUnderUserBind(t *testing.T) {
 		"maskdir ~/.config/gcloud (sandbox.hide_paths)",
 		"maskdir $ROOT/shared/.secrets (sandbox.hide_paths)",
 	)...))
+}
+
+// TestHostExecutedFilesReadOnly: project files that tools on the host run (agent hook
+// settings, a husky hooks dir named by core.hooksPath) are read-only like .git/hooks.
+func TestHostExecutedFilesReadOnly(t *testing.T) {
+	f := newFixture(t)
+	gitRepo(t, f.proj)
+	writeFile(t, f.proj+"/.git/config", "[core]\n\thooksPath = .husky\n")
+	mkdirs(t, f.proj+"/.husky")
+	writeFile(t, f.proj+"/.claude/settings.json", "{}")
+	writeFile(t, f.proj+"/.mcp.json", "{}")
+	p, _ := f.build(t, f.load(t))
+	var got []string
+	for _, l := range mountLines(p.Mounts) {
+		if strings.Contains(l, "(run by tools on the host)") || strings.Contains(l, "(git core.hooksPath)") {
+			got = append(got, l)
+		}
+	}
+	equalLines(t, "mounts", got, f.expand(p,
+		"bind ro $PROJ/.claude/settings.json -> $PROJ/.claude/settings.json (run by tools on the host)",
+		"bind ro $PROJ/.mcp.json -> $PROJ/.mcp.json (run by tools on the host)",
+		"bind ro $PROJ/.husky -> $PROJ/.husky (git core.hooksPath)",
+	))
 }

@@ -156,7 +156,60 @@ func (b *mountBuilder) protectProject(dir string) error {
 	if cf := filepath.Join(dir, ".devsandbox.toml"); b.pr.exists(cf) {
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: cf, Dest: cf, ReadOnly: true, Why: "project config"})
 	}
+	for _, rel := range hostExecuted {
+		if f := filepath.Join(dir, rel); b.pr.exists(f) {
+			b.add(isolator.Mount{Kind: isolator.Bind, Source: f, Dest: f, ReadOnly: true, Why: "run by tools on the host"})
+		}
+	}
+	if hp := hooksPath(b.pr, dir); hp != "" && b.pr.isDir(hp) {
+		b.add(isolator.Mount{Kind: isolator.Bind, Source: hp, Dest: hp, ReadOnly: true, Why: "git core.hooksPath"})
+	}
 	return nil
+}
+
+// hostExecuted are project files whose content tools on the host run or load as
+// configuration (hooks, MCP servers, tasks); like .git/hooks they are read-only, so a
+// sandboxed agent cannot plant code that runs outside the sandbox later. Only files
+// that exist are protected: an empty stand-in would be invalid JSON to those tools.
+var hostExecuted = []string{
+	".claude/settings.json", ".claude/settings.local.json", ".mcp.json",
+	".gemini/settings.json", ".codex/config.toml",
+	".vscode/settings.json", ".vscode/tasks.json", ".vscode/launch.json",
+}
+
+// hooksPath returns the absolute core.hooksPath of the repository in dir when it is
+// set and lies inside the project (husky and similar keep hooks in the work tree,
+// where the sandbox could rewrite them), else "".
+func hooksPath(pr Probe, dir string) string {
+	b, err := pr.ReadFile(filepath.Join(dir, ".git", "config"))
+	if err != nil {
+		return ""
+	}
+	section := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		l := strings.TrimSpace(line)
+		if strings.HasPrefix(l, "[") {
+			section = strings.ToLower(strings.Trim(l, "[] \t"))
+			continue
+		}
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || section != "core" || !strings.EqualFold(strings.TrimSpace(k), "hookspath") {
+			continue
+		}
+		v = strings.Trim(strings.TrimSpace(v), `"`)
+		if v == "" {
+			return ""
+		}
+		if !filepath.IsAbs(v) {
+			v = filepath.Join(dir, v)
+		}
+		v = filepath.Clean(v)
+		if isolator.Within(v, dir) && v != dir {
+			return v
+		}
+		return ""
+	}
+	return ""
 }
 
 // visible reports whether p can be seen in the view built so far.
