@@ -24,6 +24,9 @@ func TestProjectView(t *testing.T) {
 			echo x >> .git/config 2>/dev/null && echo CONFIG-WRITTEN
 			echo x >> .devsandbox.toml 2>/dev/null && echo TOML-WRITTEN
 			touch .git/index.lock && rm .git/index.lock && echo git-writable
+			mv .git .git-old 2>/dev/null && echo GIT-MOVED
+			mv .git/hooks .git/hooks-old 2>/dev/null && echo HOOKS-MOVED
+			mv .devsandbox.toml moved.toml 2>/dev/null && echo TOML-MOVED
 			true`)
 		want := p.dir + "\nhello\nwrite-ok\ngit-writable\n"
 		if out != want {
