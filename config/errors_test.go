@@ -37,8 +37,7 @@ func TestFileErrors(t *testing.T) {
 		{"bad tmp", "[sandbox]\ntmp = \"disk\"\n", 2, "sandbox.tmp", false},
 		{"bad proxy default", "[proxy]\ndefault = \"maybe\"\n", 2, "proxy.default", false},
 		{"bad egress mode", "[egress]\nmode = \"closed\"\n", 2, "egress.mode", false},
-		{"egress proxy", "[egress]\nmode = \"proxy\"\n", 2, "egress.mode", true},
-		{"egress allowlist", "[egress]\nmode = \"allowlist\"\n", 2, "egress.mode", true},
+		{"egress mode", "[egress]\nmode = \"vpn\"\n", 2, "egress.mode", false},
 		{"egress allow entry", "[egress]\nallow = [\n \"a.com\",\n \"b.com:99999\",\n]\n", 4, "egress.allow", false},
 		{"egress deny entry", "[egress]\ndeny = [\"*\"]\n", 2, "egress.deny", false},
 		{"passthrough star", "[env]\npassthrough = [\"HOME\", \"*\"]\n", 2, "env.passthrough", false},
@@ -135,8 +134,8 @@ func TestErrorMessages(t *testing.T) {
 		doc:  "[sandbox]\nread_only = \"yes\"\n",
 		want: "FILE:2: sandbox.read_only: expected true or false, not a string",
 	}, {
-		doc:  "[egress]\nmode = \"proxy\"\n",
-		want: `FILE:2: egress.mode: egress mode "proxy" needs the filtering proxy, which this build does not have yet; use "open" or "none"`,
+		doc:  "[egress]\nmode = \"vpn\"\n",
+		want: `FILE:2: egress.mode: "vpn" is not one of open, none, proxy, allowlist`,
 	}, {
 		flag: "bogus",
 		want: `flag --mode: "bogus" is not one of enforce, auto, off`,

@@ -79,7 +79,7 @@ func TestFlagErrors(t *testing.T) {
 		{"isolator", Flags{Isolator: str("vm")}, nil, "flag --isolator", "isolator", false},
 		{"mode", Flags{Mode: str("strict")}, nil, "flag --mode", "sandbox.mode", false},
 		{"egress", Flags{Egress: str("closed")}, nil, "flag --egress", "egress.mode", false},
-		{"egress proxy", Flags{Egress: str("proxy")}, nil, "flag --egress", "egress.mode", true},
+		{"egress mode", Flags{Egress: str("vpn")}, nil, "flag --egress", "egress.mode", false},
 		{"allow", Flags{Allow: []string{"a.com", "bad host"}}, nil, "flag --allow", "egress.allow", false},
 		{"env name", Flags{Env: []string{"1A=b"}}, nil, "flag --env", "env.set.1A", false},
 		{"env secret name", Flags{Env: []string{"A-B"}}, nil, "flag --env", "secrets.env", false},

@@ -101,10 +101,7 @@ func (l *layer) checkEnv(src *source, host Host) error {
 func (l *layer) checkEgress(src *source, _ Host) error {
 	if m := l.Egress.Mode; m != nil {
 		switch *m {
-		case "open", "none":
-		case "proxy", "allowlist":
-			return src.fail("egress.mode", -1, notImplementedf(
-				"egress mode %q needs the filtering proxy, which this build does not have yet; use \"open\" or \"none\"", *m))
+		case "open", "none", "proxy", "allowlist":
 		default:
 			return src.fail("egress.mode", -1, invalidf("%q is not one of open, none, proxy, allowlist", *m))
 		}

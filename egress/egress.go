@@ -39,6 +39,9 @@ type Rules struct {
 	Proxy Endpoint
 	Allow []Entry
 	Deny  []Entry
+	// ProxyAllow are names allowed through the proxy only, never as firewall rules:
+	// the egress hosts of the enabled tools.
+	ProxyAllow []Entry
 	// Resolved holds the plain host names of Allow resolved at launch (allowlist
 	// mode): they become firewall rules and lines of the sandbox's /etc/hosts.
 	Resolved []Resolved

@@ -28,7 +28,7 @@ func TestCLIContract(t *testing.T) {
 		{name: "unknown flag is usage", args: []string{"--bogus", "true"}, code: 2, stderr: "bogus"},
 		{name: "config error names file, line, key", args: []string{"--config", p.path("bad.toml"), "true"}, code: 125,
 			stderr: p.path("bad.toml") + ":3: sandbox.tmp"},
-		{name: "egress proxy not built yet", args: []string{"--egress=proxy", "true"}, code: 125, stderr: "proxy"},
+		{name: "unknown egress mode", args: []string{"--egress=vpn", "true"}, code: 125, stderr: "flag --egress"},
 		{name: "nesting refused", env: []string{"DEVSANDBOX=1"}, args: []string{"true"}, code: 125, stderr: "nest"},
 		{name: "nesting with explicit isolator", env: []string{"DEVSANDBOX=1"}, args: []string{"--isolator=bwrap", "true"}},
 		{name: "version", args: []string{"version"}, stdout: "devsandbox "},
@@ -88,6 +88,7 @@ func TestLinkedWorktree(t *testing.T) {
 		gitAs(main, "add", "f.txt")
 		gitAs(main, "commit", "-qm", "one")
 		gitAs(main, "worktree", "add", "-q", p.path("wt"), "-b", "wt")
+		t.Cleanup(func() { p.forget(p.path("wt")) })
 		out := run(t, p.path("wt"), []string{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@e", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@e"}, "",
 			"--isolator="+iso, "--", "/bin/sh", "-c", `
 			echo two >> f.txt && git commit -qam two && git log --oneline | wc -l

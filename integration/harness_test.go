@@ -146,14 +146,25 @@ func newProject(t *testing.T) *project {
 	p.write("proj/.git/HEAD", "ref: refs/heads/main\n")
 	p.mkdir("proj/.git/objects")
 	p.mkdir("proj/.git/refs")
-	t.Cleanup(func() { os.RemoveAll(root) })
+	t.Cleanup(func() {
+		os.RemoveAll(root)
+		p.forget(p.dir)
+	})
 	return p
 }
 
 // name is the project's name as devsandbox derives it: <basename>-<short hash of path>.
-func (p *project) name() string {
-	sum := sha256.Sum256([]byte(p.dir))
-	return filepath.Base(p.dir) + "-" + hex.EncodeToString(sum[:4])
+func (p *project) name() string { return projectName(p.dir) }
+
+func projectName(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Base(dir) + "-" + hex.EncodeToString(sum[:4])
+}
+
+// forget removes the sandbox home and state devsandbox keeps for the project at dir.
+func (p *project) forget(dir string) {
+	os.RemoveAll(filepath.Join(it.home, ".local/state/devsandbox", projectName(dir)))
+	os.RemoveAll(filepath.Join(it.home, ".local/share/devsandbox", projectName(dir)))
 }
 
 // path returns the absolute path of rel below the scratch root.

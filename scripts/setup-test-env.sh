@@ -5,7 +5,7 @@
 set -euo pipefail
 
 TEST_USER=${DEVSANDBOX_TEST_USER:-dsbtest}
-PACKAGES=(bubblewrap passt nftables iptables iproute2 uidmap git procps busybox-static shellcheck)
+PACKAGES=(bubblewrap passt nftables iptables iproute2 uidmap git procps busybox-static shellcheck curl python3-minimal)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

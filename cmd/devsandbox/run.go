@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
 	"github.com/devsandbox/devsandbox/isolator/plan"
@@ -83,7 +85,7 @@ func (a *app) run(c *cli.Context) error {
 	}
 	t.mark("plan")
 
-	bw := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }}
+	bw := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Binaries: egressBinaries(cfg.Host)}
 	if debug {
 		bw.Phase = t.mark
 	}
@@ -93,6 +95,18 @@ func (a *app) run(c *cli.Context) error {
 	}
 	if err != nil {
 		return a.degrade(mode, cfg, err)
+	}
+	if p.Egress.NeedsProxy() {
+		session := sessionID()
+		planProxy(p, cfg, session)
+		if !c.Bool("dry-run") {
+			stop, err := startProxy(p, cfg, session)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			t.mark("proxy")
+		}
 	}
 	if c.Bool("dry-run") {
 		r, err := iso.Render(p)
@@ -163,4 +177,21 @@ func (a *app) unsandboxed(cfg *config.Config) error {
 	}
 	fmt.Fprintf(a.stderr, "devsandbox: %s: %v\n", argv[0], err)
 	return exitError{126}
+}
+
+// egressBinaries are the firewall tools, with the test overrides DEVSANDBOX_NFT and
+// DEVSANDBOX_IPTABLES (absolute paths; the integration suite points them at failing
+// programs to prove a broken firewall aborts the run).
+func egressBinaries(h config.Host) egress.Binaries {
+	bin := egress.DefaultBinaries
+	if p, err := exec.LookPath("pasta"); err == nil {
+		bin.Pasta = p
+	}
+	if v := h.Vars["DEVSANDBOX_NFT"]; filepath.IsAbs(v) {
+		bin.Nft = v
+	}
+	if v := h.Vars["DEVSANDBOX_IPTABLES"]; filepath.IsAbs(v) {
+		bin.Iptables, bin.Ip6tables = v, v
+	}
+	return bin
 }

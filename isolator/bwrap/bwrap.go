@@ -199,6 +199,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	go func() { waitc <- cmd.Wait() }()
 
 	var rd readiness
+	var pending []syscall.Signal
 	cmdPid := 0
 	var waitErr error
 	for done := false; !done; {
@@ -207,7 +208,17 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			cmdPid = rd.pid
 			pidc = nil
 			b.phase("sandbox ready")
+			for _, s := range pending {
+				forward(s, cmdPid, cmd.Process.Pid)
+			}
+			pending = nil
 		case s := <-sigs:
+			// Before the command runs, the first signal waits for it (it may be
+			// reporting right now); a second one tears the half-built sandbox down.
+			if cmdPid == 0 && len(pending) == 0 {
+				pending = append(pending, s.(syscall.Signal))
+				continue
+			}
 			forward(s.(syscall.Signal), cmdPid, cmd.Process.Pid)
 		case waitErr = <-waitc:
 			done = true
@@ -221,9 +232,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if relay != nil {
 		_ = relay.Close()
 	}
-	if err := <-writeErrs; err != nil && cmdPid == 0 {
-		return 0, fmt.Errorf("%w: feeding a file to bwrap: %v", isolator.ErrProtection, err)
-	}
+	writeErr := <-writeErrs
 	code := exitCode(cmd.ProcessState, waitErr)
 	if cmdPid != 0 {
 		return code, nil
@@ -236,6 +245,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, fmt.Errorf("%w: pasta could not set up the sandbox's network (exit status %d, its message is above); the command did not run. `devsandbox doctor` checks pasta and /dev/net/tun", isolator.ErrProtection, code)
 	case rd.failure != "":
 		return 0, fmt.Errorf("%w: %s; the command did not run", isolator.ErrProtection, rd.failure)
+	case writeErr != nil:
+		return 0, fmt.Errorf("%w: feeding a file to bwrap: %v; the command did not run", isolator.ErrProtection, writeErr)
 	}
 	return 0, b.setupFailed(ctx, code)
 }

@@ -165,6 +165,15 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 	p.Mounts = b.mounts
 
+	if p.Egress.NeedsProxy() {
+		for _, t := range enabledTools(cfg, reg, h, pr) {
+			es, err := egress.ParseEntries(t.Egress)
+			if err != nil {
+				return nil, nil, fmt.Errorf("tool %s: %w", t.Name, err)
+			}
+			p.Egress.ProxyAllow = append(p.Egress.ProxyAllow, es...)
+		}
+	}
 	if mode == egress.Allowlist {
 		if err := resolveAllowlist(p, pr, b); err != nil {
 			return nil, nil, err

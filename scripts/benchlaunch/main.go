@@ -7,6 +7,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -93,7 +95,13 @@ func run(bin string, n int, userName string, files int) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(proj)
+	defer func() {
+		os.RemoveAll(proj)
+		sum := sha256.Sum256([]byte(proj))
+		name := filepath.Base(proj) + "-" + hex.EncodeToString(sum[:4])
+		os.RemoveAll(filepath.Join(home, ".local/state/devsandbox", name))
+		os.RemoveAll(filepath.Join(home, ".local/share/devsandbox", name))
+	}()
 	if err := populate(proj, files); err != nil {
 		return err
 	}

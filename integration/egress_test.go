@@ -1,0 +1,307 @@
+//go:build integration
+
+package integration
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// outside is a host beyond the sandbox: a network namespace of this machine, joined to
+// the host by a veth pair, serving HTTP on two ports. Nothing outside the machine is
+// ever contacted.
+type outside struct {
+	ns, addr string
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("the egress tests create network namespaces and need root in CI")
+		}
+		t.Skip("needs root to create network namespaces")
+	}
+}
+
+func newOutside(t *testing.T) *outside {
+	t.Helper()
+	requireRoot(t)
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	subnet := 1 + int(b[0])%250
+	o := &outside{ns: "dsbit-" + id, addr: fmt.Sprintf("10.231.%d.2", subnet)}
+	hostSide, nsSide := "dsbh"+id, "dsbn"+id
+	sh := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	sh("ip", "netns", "add", o.ns)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", o.ns).Run() })
+	sh("ip", "link", "add", hostSide, "type", "veth", "peer", "name", nsSide)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", hostSide).Run() })
+	sh("ip", "link", "set", nsSide, "netns", o.ns)
+	sh("ip", "addr", "add", fmt.Sprintf("10.231.%d.1/30", subnet), "dev", hostSide)
+	sh("ip", "link", "set", hostSide, "up")
+	sh("ip", "netns", "exec", o.ns, "ip", "addr", "add", o.addr+"/30", "dev", nsSide)
+	sh("ip", "netns", "exec", o.ns, "ip", "link", "set", nsSide, "up")
+	sh("ip", "netns", "exec", o.ns, "ip", "link", "set", "lo", "up")
+	sh("ip", "netns", "exec", o.ns, "ip", "route", "add", "default", "via", fmt.Sprintf("10.231.%d.1", subnet))
+	www := t.TempDir()
+	if err := os.WriteFile(filepath.Join(www, "index.html"), []byte("OUTSIDE\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, port := range []string{"8080", "8081"} {
+		cmd := exec.Command("ip", "netns", "exec", o.ns, "busybox", "httpd", "-f", "-p", o.addr+":"+port, "-h", www)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	}
+	// Ready when the host can fetch from both ports.
+	for _, port := range []string{"8080", "8081"} {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			c, err := net.DialTimeout("tcp", o.addr+":"+port, time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("outside host %s:%s not serving: %v", o.addr, port, err)
+			}
+			runtimeYield()
+		}
+	}
+	return o
+}
+
+// runtimeYield gives a starting server a moment without sleeping a fixed time.
+func runtimeYield() { _ = unix.Nanosleep(&unix.Timespec{Nsec: 20e6}, nil) }
+
+// hostService listens on every host address and on an abstract Unix socket, answering
+// HOSTSVC: the host's own services a sandbox must not reach.
+type hostService struct {
+	port     int
+	abstract string
+	addrs    []string
+}
+
+func newHostService(t *testing.T) *hostService {
+	t.Helper()
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	hs := &hostService{port: ln.Addr().(*net.TCPAddr).Port, abstract: "dsb-it-" + hex.EncodeToString(b[:])}
+	un, err := net.Listen("unix", "@"+hs.abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []net.Listener{ln, un} {
+		l := l
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					if _, isTCP := c.(*net.TCPConn); isTCP {
+						// Read the request first: closing with unread data resets the connection.
+						br := bufio.NewReader(c)
+						for {
+							line, err := br.ReadString('\n')
+							if err != nil || strings.TrimSpace(line) == "" {
+								break
+							}
+						}
+					}
+					fmt.Fprint(c, "HTTP/1.0 200 OK\r\n\r\nHOSTSVC\n")
+				}()
+			}
+		}()
+	}
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range ifaddrs {
+		if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil {
+			hs.addrs = append(hs.addrs, ip.IP.String())
+		}
+	}
+	return hs
+}
+
+// probeScript prints one line per target: NAME ok|no. curl --noproxy '*' goes direct.
+func probeScript(o *outside, hs *hostService) string {
+	var b strings.Builder
+	try := func(name, cmd string) {
+		fmt.Fprintf(&b, "if %s >/dev/null 2>&1; then echo '%s ok'; else echo '%s no'; fi\n", cmd, name, name)
+	}
+	try("outside:8080", fmt.Sprintf("curl -sf --noproxy '*' -m 3 http://%s:8080/", o.addr))
+	try("outside:8081", fmt.Sprintf("curl -sf --noproxy '*' -m 3 http://%s:8081/", o.addr))
+	for _, a := range hs.addrs {
+		try("host "+a, fmt.Sprintf("curl -sf --noproxy '*' -m 3 http://%s:%d/", a, hs.port))
+	}
+	try("abstract", fmt.Sprintf(`python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect('\0%s'); assert b'HOSTSVC' in s.recv(64)"`, hs.abstract))
+	try("proxy-outside", fmt.Sprintf("curl -sf -m 3 http://%s:8080/", o.addr))
+	return b.String()
+}
+
+func parseProbe(t *testing.T, out string) map[string]bool {
+	t.Helper()
+	got := map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 {
+			continue
+		}
+		got[strings.Join(f[:len(f)-1], " ")] = f[len(f)-1] == "ok"
+	}
+	return got
+}
+
+// TestEgressModes checks, per mode, exactly what a sandboxed process reaches.
+func TestEgressReachability(t *testing.T) {
+	requireBwrap(t)
+	o := newOutside(t)
+	hs := newHostService(t)
+	p := newProject(t)
+	hostAll := func(ok bool) map[string]bool {
+		m := map[string]bool{"abstract": false}
+		for _, a := range hs.addrs {
+			m["host "+a] = ok
+		}
+		return m
+	}
+	tests := []struct {
+		name  string
+		flags []string
+		want  map[string]bool
+	}{
+		{"none", []string{"--egress=none"}, merge(hostAll(false), map[string]bool{
+			"outside:8080": false, "outside:8081": false, "proxy-outside": false})},
+		{"proxy, private outside host refused", []string{"--egress=proxy"}, merge(hostAll(false), map[string]bool{
+			"outside:8080": false, "outside:8081": false, "proxy-outside": false})},
+		{"proxy, outside host allowed", []string{"--egress=proxy", "--allow", o.addr + ":8080"}, merge(hostAll(false), map[string]bool{
+			"outside:8080": false, "outside:8081": false, "proxy-outside": true})},
+		{"allowlist", []string{"--egress=allowlist", "--allow", o.addr + ":8080"}, merge(hostAll(false), map[string]bool{
+			"outside:8080": true, "outside:8081": false, "proxy-outside": true})},
+		{"open", []string{"--egress=open"}, merge(hostAll(true), map[string]bool{
+			"outside:8080": true, "outside:8081": true, "proxy-outside": true})},
+	}
+	script := probeScript(o, hs)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := p.sandbox("bwrap", tt.flags, script)
+			if r.code != 0 {
+				t.Fatalf("probe failed:\n%s", r)
+			}
+			got := parseProbe(t, r.stdout)
+			// The abstract socket is in the host's network namespace: open mode
+			// shares it, so it is reachable there.
+			if tt.name == "open" {
+				tt.want["abstract"] = true
+			}
+			for k, want := range tt.want {
+				if got[k] != want {
+					t.Errorf("%s: reachable %v, want %v\n%s", k, got[k], want, r.stdout)
+				}
+			}
+		})
+	}
+}
+
+func merge(a, b map[string]bool) map[string]bool {
+	for k, v := range b {
+		a[k] = v
+	}
+	return a
+}
+
+// TestEgressRulesUnchangeable: in allowlist mode the firewall cannot be flushed from
+// inside, and a broken firewall aborts the run before the command starts.
+func TestEgressFirewallGuarantees(t *testing.T) {
+	requireBwrap(t)
+	o := newOutside(t)
+	p := newProject(t)
+	r := p.sandbox("bwrap", []string{"--egress=allowlist", "--allow", o.addr + ":8080"},
+		`nft flush ruleset 2>/dev/null && echo FLUSHED; iptables -F 2>/dev/null && echo IPT-FLUSHED; curl -sf --noproxy '*' -m 3 http://`+o.addr+`:8081/ >/dev/null && echo REACHED; echo done`)
+	if r.code != 0 || r.stdout != "done\n" {
+		t.Fatalf("rules changed or bypassed from inside:\n%s", r)
+	}
+	marker := p.path("proj/started")
+	broken := run(t, p.dir, []string{"DEVSANDBOX_NFT=/bin/false", "DEVSANDBOX_IPTABLES=/nonexistent/iptables"}, "",
+		"--isolator=bwrap", "--egress=allowlist", "--allow", o.addr+":8080", "--", "/bin/sh", "-c", "touch "+marker)
+	if broken.code != 125 || !strings.Contains(broken.stderr, "egress rules could not be applied") {
+		t.Fatalf("a broken firewall did not abort with 125:\n%s", broken)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatalf("the command ran although the firewall failed: %v", err)
+	}
+}
+
+// TestEgressKill9 takes pasta, the proxy and the sandbox down with devsandbox.
+func TestEgressKill9(t *testing.T) {
+	requireBwrap(t)
+	o := newOutside(t)
+	for _, mode := range []string{"proxy", "allowlist"} {
+		t.Run(mode, func(t *testing.T) {
+			p := newProject(t)
+			cmd := command(t.Context(), p.dir, baseEnv(), "--isolator=bwrap", "--egress="+mode, "--allow", o.addr+":8080",
+				"--", "/bin/sh", "-c", `sleep 1000 & echo ready; wait`)
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			newLineReader(t, stdout).waitFor("ready")
+			tree := descendants(cmd.Process.Pid)
+			var fds []int
+			for _, pid := range tree {
+				if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+					fds = append(fds, fd)
+				}
+			}
+			if len(fds) < 3 {
+				t.Fatalf("only %d descendants", len(fds))
+			}
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			deadline := time.Now().Add(10 * time.Second)
+			for _, fd := range fds {
+				pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+				if n, err := unix.Poll(pfd, int(time.Until(deadline).Milliseconds())); err != nil || n != 1 {
+					t.Errorf("a process (pasta, forwarder or sandbox) outlived devsandbox: %v", err)
+				}
+				unix.Close(fd)
+			}
+		})
+	}
+}

@@ -1,0 +1,84 @@
+package proxy
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+)
+
+// blob serves size bytes of zeros.
+func blob(size int64) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		buf := make([]byte, 256<<10)
+		for sent := int64(0); sent < size; sent += int64(len(buf)) {
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+		}
+	}
+}
+
+const benchSize = 64 << 20
+
+// benchRaw sends a GET on conn (plain HTTP) and reads the whole body, b.N times.
+func benchRaw(b *testing.B, dial func() (net.Conn, *bufio.Reader)) {
+	b.SetBytes(benchSize)
+	for b.Loop() {
+		c, br := dial()
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n, _ := io.Copy(io.Discard, resp.Body); n < benchSize {
+			b.Fatalf("short body: %d", n)
+		}
+		c.Close()
+	}
+}
+
+func BenchmarkDownloadDirect(b *testing.B) {
+	o := newOrigin(b, false, blob(benchSize))
+	benchRaw(b, func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", o.Listener.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c, bufio.NewReader(c)
+	})
+}
+
+func BenchmarkDownloadTunnel(b *testing.B) {
+	o := newOrigin(b, false, blob(benchSize))
+	h := newHarness(b, Config{Policy: mustPolicy(b, []string{"origin.test"}, nil, "deny"), Resolver: loopback("origin.test")})
+	benchRaw(b, func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("unix", h.sock)
+		if err != nil {
+			b.Fatal(err)
+		}
+		hp := "origin.test:" + o.port()
+		io.WriteString(c, "CONNECT "+hp+" HTTP/1.1\r\nHost: "+hp+"\r\n\r\n")
+		br := bufio.NewReader(c)
+		if resp, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"}); err != nil || resp.StatusCode != 200 {
+			b.Fatal(resp, err)
+		}
+		return c, br
+	})
+}
+
+func BenchmarkDownloadForward(b *testing.B) {
+	o := newOrigin(b, false, blob(benchSize))
+	h := newHarness(b, Config{Policy: mustPolicy(b, []string{"origin.test"}, nil, "deny"), Resolver: loopback("origin.test")})
+	c := h.unixClient(b, nil)
+	b.SetBytes(benchSize)
+	for b.Loop() {
+		resp, err := c.Get("http://origin.test:" + o.port() + "/")
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}

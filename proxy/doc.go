@@ -1,0 +1,25 @@
+// Package proxy is devsandbox's filtering HTTP(S) proxy, built on elazarl/goproxy.
+//
+// A Server forwards plain HTTP requests and tunnels CONNECT requests for one sandbox
+// session. Every destination passes a Policy (allow entries, deny entries and a default,
+// in the egress grammar of DESIGN.md) after name resolution and at dial time: the Dialer
+// resolves a host once, decides on the name and on every resolved address, and connects
+// only to the addresses it checked, so a name that rebinds to the LAN, the host's
+// loopback or a metadata service cannot be reached unless an allow entry names it.
+//
+// The Server listens on a Unix socket of mode 0600 (ListenUnix) or on a loopback TCP
+// port that demands a per-session Proxy-Authorization secret (ListenTCP); EnvFor and
+// Server.Env give the proxy variables a sandbox needs. Each request or tunnel is written
+// as one JSON line to an audit log (ReadLog, Follow, Suggest) that never holds headers or
+// query strings.
+//
+// Each Server owns its goproxy instance and transport; the package keeps no mutable
+// global state and never touches goproxy's globals (GoproxyCa, MitmConnect, …). Each
+// CONNECT is decided in one place, which returns a goproxy ConnectAction: reject or
+// tunnel today; a MITM action with a per-server goproxy.TLSConfigFromCA is where
+// credential injection will plug in, its inner requests reaching the same checked
+// transport as plain HTTP.
+//
+// Not guaranteed: the proxy filters by destination only; it does not inspect tunnelled
+// bytes, and a path in the audit log may itself carry a token when an API puts one there.
+package proxy

@@ -1,0 +1,89 @@
+package proxy
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/base64"
+	"net/http"
+	"strings"
+)
+
+// Rules recorded for requests refused before the policy is asked.
+const (
+	RuleAuth       = "proxy-auth"  // no or wrong Proxy-Authorization on the TCP endpoint
+	RuleBadRequest = "bad request" // not a request the proxy forwards
+)
+
+// handler wraps goproxy with what every request needs: the credential check (TCP),
+// the audit exchange in the context, byte counting, shutdown tracking and the record.
+func (s *Server) handler(requireAuth bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.track.begin()
+		defer s.track.end()
+		ex := newExchange(r, s.cfg.Now())
+		defer func() { s.record(ex) }()
+		rw := newResponseWriter(w, ex, &s.track, s.cfg.TunnelIdleTimeout)
+		if requireAuth && !s.authorized(r) {
+			ex.deny(RuleAuth, "missing or wrong proxy credential")
+			ex.local.Store(true)
+			rw.Header().Set("Proxy-Authenticate", `Basic realm="devsandbox"`)
+			http.Error(rw, "devsandbox proxy: authentication required", http.StatusProxyAuthRequired)
+			return
+		}
+		r.Header.Del("Proxy-Authorization") // never forwarded, whatever the endpoint
+		if reason := badRequest(r); reason != "" {
+			ex.deny(RuleBadRequest, reason)
+			ex.local.Store(true)
+			http.Error(rw, "devsandbox proxy: "+reason, http.StatusBadRequest)
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = &countingBody{ReadCloser: r.Body, n: &ex.up}
+		}
+		r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex))
+		s.gp.ServeHTTP(rw, r)
+		if rw.hijacked != nil {
+			s.track.removeConn(rw.hijacked)
+		}
+	})
+}
+
+// badRequest says why r is not something the proxy forwards, or "".
+func badRequest(r *http.Request) string {
+	if r.Method == http.MethodConnect {
+		if _, _, err := splitHostPort(r.URL.Host); err != nil {
+			return "CONNECT needs host:port"
+		}
+		return ""
+	}
+	if !r.URL.IsAbs() {
+		return "not a proxy request (the request line needs an absolute URL)"
+	}
+	if r.URL.Scheme != "http" && r.URL.Scheme != "https" {
+		return "unsupported scheme " + r.URL.Scheme
+	}
+	return ""
+}
+
+// authorized checks Proxy-Authorization: Basic against the session credential in
+// constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	scheme, cred, ok := strings.Cut(r.Header.Get("Proxy-Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Basic") {
+		return false
+	}
+	got, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	if err != nil {
+		return false
+	}
+	return subtle.ConstantTimeCompare(got, s.cred) == 1
+}
+
+func (s *Server) record(ex *exchange) {
+	if s.log == nil {
+		return
+	}
+	if err := s.log.write(ex.record(s.cfg.Session, s.cfg.Now())); err != nil {
+		s.cfg.ErrorLog.Printf("proxy: writing the audit log: %v", err)
+	}
+}

@@ -1,0 +1,174 @@
+package proxy
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// Rules reported in Decision.Rule when no entry decided.
+const (
+	RuleDefault = "default"         // no entry matched; the policy's default applied
+	RulePrivate = "private address" // a special-purpose address no allow entry names
+)
+
+// Decision is the outcome of Policy.Decide.
+type Decision struct {
+	Allow  bool
+	Rule   string // the entry that decided, as written, or RuleDefault or RulePrivate
+	Reason string // why, in words, for logs and the 403 body
+}
+
+// Policy decides which destinations the proxy may reach. It is immutable once built and
+// safe for concurrent use.
+//
+// Order: a matching deny entry denies (deny wins over allow); then every resolved
+// address in a special-purpose range (private, loopback, link-local, CGNAT, unspecified,
+// multicast, reserved, metadata; see specialReason) must be named by an allow entry —
+// an IP or CIDR entry containing it, or an exact host-name entry for the host asked
+// for (a wildcard never names one) — else the destination is denied with RulePrivate;
+// then a matching allow entry allows; else the default applies.
+//
+// Matching: a host entry matches the name exactly (case-insensitive, trailing dot
+// ignored); "*.domain" matches names below domain, not domain itself; an IP or CIDR
+// allow entry matches when every address lies in it, a deny entry when any does. An
+// entry with a port matches that port only.
+type Policy struct {
+	allow, deny  []entry
+	defaultAllow bool
+}
+
+// NewPolicy builds a Policy from allow and deny entries and a default, "allow" or
+// "deny" ("" means "allow", the DESIGN default). Errors match ErrInvalidEntry.
+func NewPolicy(allow, deny []string, def string) (*Policy, error) {
+	p := &Policy{}
+	switch def {
+	case "", "allow":
+		p.defaultAllow = true
+	case "deny":
+	default:
+		return nil, fmt.Errorf("%w: proxy default %q (want allow or deny)", ErrInvalidEntry, def)
+	}
+	var err error
+	if p.allow, err = parseEntries(allow); err != nil {
+		return nil, err
+	}
+	if p.deny, err = parseEntries(deny); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func parseEntries(ss []string) ([]entry, error) {
+	out := make([]entry, 0, len(ss))
+	for _, s := range ss {
+		e, err := parseEntry(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Decide decides on host:port reached at addrs. When host is an IP literal, addrs is
+// ignored and the literal is the address. With no addrs for a name, only name entries
+// and the default apply: the dialer uses that to refuse a denied name before resolving
+// it, and always decides again on the resolved addresses.
+func (p *Policy) Decide(host string, port int, addrs []netip.Addr) Decision {
+	host = normalizeHost(host)
+	if lit, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{lit.WithZone("").Unmap()}
+	} else {
+		addrs = unmapAll(addrs)
+	}
+	for _, e := range p.deny {
+		if e.portMatches(port) && (e.nameMatches(host) || e.anyAddrIn(addrs)) {
+			return Decision{Rule: e.text, Reason: "it matches a deny entry"}
+		}
+	}
+	for _, a := range addrs {
+		if what := specialReason(a); what != "" && !p.names(host, port, a) {
+			return Decision{Rule: RulePrivate, Reason: privateReason(host, a, what)}
+		}
+	}
+	for _, e := range p.allow {
+		if e.portMatches(port) && (e.nameMatches(host) || e.allAddrsIn(addrs)) {
+			return Decision{Allow: true, Rule: e.text, Reason: "it matches an allow entry"}
+		}
+	}
+	if p.defaultAllow {
+		return Decision{Allow: true, Rule: RuleDefault, Reason: "the proxy default is allow"}
+	}
+	return Decision{Rule: RuleDefault, Reason: "no allow entry matches and the proxy default is deny"}
+}
+
+// names reports whether an allow entry names the special address a for host:port.
+func (p *Policy) names(host string, port int, a netip.Addr) bool {
+	for _, e := range p.allow {
+		if !e.portMatches(port) {
+			continue
+		}
+		if e.kind == kindHost && e.name == host || e.kind == kindPrefix && e.prefix.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func privateReason(host string, a netip.Addr, what string) string {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return fmt.Sprintf("%s is %s", host, what)
+	}
+	return fmt.Sprintf("%s resolves to %s, %s", host, a, what)
+}
+
+func (e *entry) portMatches(port int) bool { return e.port == 0 || e.port == port }
+
+func (e *entry) nameMatches(host string) bool {
+	switch e.kind {
+	case kindHost:
+		return host == e.name
+	case kindWildcard:
+		return len(host) > len(e.name) && strings.HasSuffix(host, e.name)
+	}
+	return false
+}
+
+func (e *entry) anyAddrIn(addrs []netip.Addr) bool {
+	for _, a := range addrs {
+		if e.kind == kindPrefix && e.prefix.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *entry) allAddrsIn(addrs []netip.Addr) bool {
+	if e.kind != kindPrefix || len(addrs) == 0 {
+		return false
+	}
+	for _, a := range addrs {
+		if !e.prefix.Contains(a) {
+			return false
+		}
+	}
+	return true
+}
+
+// normalizeHost lower-cases a host and drops a trailing dot and IPv6 brackets.
+func normalizeHost(h string) string {
+	h = strings.TrimSuffix(strings.ToLower(h), ".")
+	if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		h = h[1 : len(h)-1]
+	}
+	return h
+}
+
+func unmapAll(addrs []netip.Addr) []netip.Addr {
+	out := make([]netip.Addr, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, a.WithZone("").Unmap())
+	}
+	return out
+}

@@ -1,0 +1,157 @@
+package proxy
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+)
+
+func TestParseEntry(t *testing.T) {
+	valid := []string{
+		"example.com", "example.com:443", "*.example.com", "*.example.com:8080", "EXAMPLE.com",
+		"10.0.0.1", "10.0.0.1:22", "10.0.0.0/8", "10.0.0.0/8:443", "2001:db8::1", "2001:db8::/32",
+		"[2001:db8::1]:443", "[2001:db8::/32]:443", "[::1]", "under_score.test",
+	}
+	for _, s := range valid {
+		if _, err := parseEntry(s); err != nil {
+			t.Errorf("parseEntry(%q): %v", s, err)
+		}
+	}
+	invalid := []string{
+		"", "*", "*.", "a..b", "-a.com", "host:", "host:0", "host:65536", "host:+1", "host:x",
+		"1.2.3", "1.2.3.4.5", "10.0.0.0/33", "[10.0.0.1]:80", "[2001:db8::1", "[::1]x", "[::1]:",
+		"fe80::1%eth0", "2001:db8::zz", "a b.com", "*.*.com",
+	}
+	for _, s := range invalid {
+		if _, err := parseEntry(s); !errors.Is(err, ErrInvalidEntry) {
+			t.Errorf("parseEntry(%q) = %v, want ErrInvalidEntry", s, err)
+		}
+	}
+}
+
+func TestNewPolicyDefault(t *testing.T) {
+	for _, def := range []string{"", "allow", "deny"} {
+		if _, err := NewPolicy(nil, nil, def); err != nil {
+			t.Errorf("default %q: %v", def, err)
+		}
+	}
+	if _, err := NewPolicy(nil, nil, "maybe"); !errors.Is(err, ErrInvalidEntry) {
+		t.Errorf("default maybe: %v", err)
+	}
+	if _, err := NewPolicy([]string{"ok.com", "bad:0"}, nil, "allow"); !errors.Is(err, ErrInvalidEntry) {
+		t.Errorf("bad allow entry: %v", err)
+	}
+}
+
+func addrs(ss ...string) []netip.Addr {
+	var out []netip.Addr
+	for _, s := range ss {
+		out = append(out, netip.MustParseAddr(s))
+	}
+	return out
+}
+
+func TestDecide(t *testing.T) {
+	pub := addrs("93.184.216.34")
+	pub6 := addrs("2606:2800:220:1::1")
+	tests := []struct {
+		name        string
+		allow, deny []string
+		def         string
+		host        string
+		port        int
+		addrs       []netip.Addr
+		want        Decision
+	}{
+		{"default allow", nil, nil, "allow", "example.com", 443, pub,
+			Decision{true, RuleDefault, "the proxy default is allow"}},
+		{"default deny", nil, nil, "deny", "example.com", 443, pub,
+			Decision{false, RuleDefault, "no allow entry matches and the proxy default is deny"}},
+		{"exact host", []string{"example.com"}, nil, "deny", "EXAMPLE.com.", 443, pub,
+			Decision{true, "example.com", "it matches an allow entry"}},
+		{"exact host is not a subdomain", []string{"example.com"}, nil, "deny", "a.example.com", 443, pub,
+			Decision{false, RuleDefault, "no allow entry matches and the proxy default is deny"}},
+		{"wildcard subdomain", []string{"*.example.com"}, nil, "deny", "a.b.example.com", 443, pub,
+			Decision{true, "*.example.com", "it matches an allow entry"}},
+		{"wildcard not apex", []string{"*.example.com"}, nil, "deny", "example.com", 443, pub,
+			Decision{false, RuleDefault, "no allow entry matches and the proxy default is deny"}},
+		{"wildcard not suffix of label", []string{"*.example.com"}, nil, "deny", "badexample.com", 443, pub,
+			Decision{false, RuleDefault, "no allow entry matches and the proxy default is deny"}},
+		{"port matches", []string{"example.com:8443"}, nil, "deny", "example.com", 8443, pub,
+			Decision{true, "example.com:8443", "it matches an allow entry"}},
+		{"port differs", []string{"example.com:8443"}, nil, "deny", "example.com", 443, pub,
+			Decision{false, RuleDefault, "no allow entry matches and the proxy default is deny"}},
+		{"deny wins over allow", []string{"*.example.com"}, []string{"bad.example.com"}, "allow", "bad.example.com", 443, pub,
+			Decision{false, "bad.example.com", "it matches a deny entry"}},
+		{"deny with port only that port", nil, []string{"example.com:22"}, "allow", "example.com", 443, pub,
+			Decision{true, RuleDefault, "the proxy default is allow"}},
+		{"deny wildcard", nil, []string{"*.evil.test"}, "allow", "x.evil.test", 80, pub,
+			Decision{false, "*.evil.test", "it matches a deny entry"}},
+		{"cidr v4 allows resolved name", []string{"93.184.0.0/16"}, nil, "deny", "example.com", 443, pub,
+			Decision{true, "93.184.0.0/16", "it matches an allow entry"}},
+		{"cidr allow needs every address", []string{"93.184.0.0/16"}, nil, "deny", "example.com", 443, addrs("93.184.216.34", "8.8.8.8"),
+			Decision{false, RuleDefault, "no allow entry matches and the proxy default is deny"}},
+		{"cidr deny on any address", nil, []string{"8.8.8.0/24"}, "allow", "example.com", 443, addrs("93.184.216.34", "8.8.8.8"),
+			Decision{false, "8.8.8.0/24", "it matches a deny entry"}},
+		{"ip literal allow", []string{"93.184.216.34:443"}, nil, "deny", "93.184.216.34", 443, nil,
+			Decision{true, "93.184.216.34:443", "it matches an allow entry"}},
+		{"cidr v6", []string{"2606:2800::/32"}, nil, "deny", "example.com", 443, pub6,
+			Decision{true, "2606:2800::/32", "it matches an allow entry"}},
+		{"bracketed v6 with port", []string{"[2606:2800:220:1::1]:443"}, nil, "deny", "2606:2800:220:1::1", 443, nil,
+			Decision{true, "[2606:2800:220:1::1]:443", "it matches an allow entry"}},
+		{"v6 deny cidr", nil, []string{"2606:2800::/32"}, "allow", "[2606:2800:220:1::1]", 443, nil,
+			Decision{false, "2606:2800::/32", "it matches a deny entry"}},
+		{"mapped v4 address unmapped", []string{"93.184.216.0/24"}, nil, "deny", "example.com", 443, addrs("::ffff:93.184.216.34"),
+			Decision{true, "93.184.216.0/24", "it matches an allow entry"}},
+
+		// special-purpose addresses
+		{"rebinding to loopback", nil, nil, "allow", "rebind.test", 80, addrs("127.0.0.1"),
+			Decision{false, RulePrivate, "rebind.test resolves to 127.0.0.1, a loopback address"}},
+		{"loopback literal", nil, nil, "allow", "127.0.0.1", 80, nil,
+			Decision{false, RulePrivate, "127.0.0.1 is a loopback address"}},
+		{"mapped loopback", nil, nil, "allow", "::ffff:127.0.0.1", 80, nil,
+			Decision{false, RulePrivate, "::ffff:127.0.0.1 is a loopback address"}},
+		{"rfc1918", nil, nil, "allow", "nas.lan", 443, addrs("192.168.1.10"),
+			Decision{false, RulePrivate, "nas.lan resolves to 192.168.1.10, a private address"}},
+		{"ula", nil, nil, "allow", "fd12::1", 443, nil,
+			Decision{false, RulePrivate, "fd12::1 is a private address"}},
+		{"cgnat", nil, nil, "allow", "100.100.1.1", 443, nil,
+			Decision{false, RulePrivate, "100.100.1.1 is a carrier-grade NAT address"}},
+		{"link-local v6", nil, nil, "allow", "fe80::1", 443, nil,
+			Decision{false, RulePrivate, "fe80::1 is a link-local address"}},
+		{"metadata v4", nil, nil, "allow", "169.254.169.254", 80, nil,
+			Decision{false, RulePrivate, "169.254.169.254 is a cloud metadata address"}},
+		{"metadata v6", nil, nil, "allow", "fd00:ec2::254", 80, nil,
+			Decision{false, RulePrivate, "fd00:ec2::254 is a cloud metadata address"}},
+		{"unspecified", nil, nil, "allow", "0.0.0.0", 80, nil,
+			Decision{false, RulePrivate, "0.0.0.0 is an unspecified address"}},
+		{"multicast", nil, nil, "allow", "239.1.1.1", 80, nil,
+			Decision{false, RulePrivate, "239.1.1.1 is a multicast address"}},
+		{"nat64 embedding loopback", nil, nil, "allow", "64:ff9b::7f00:1", 80, nil,
+			Decision{false, RulePrivate, "64:ff9b::7f00:1 is a loopback address"}},
+		{"one private among public", nil, nil, "allow", "mixed.test", 443, addrs("93.184.216.34", "10.1.2.3"),
+			Decision{false, RulePrivate, "mixed.test resolves to 10.1.2.3, a private address"}},
+		{"wildcard does not name a private address", []string{"*.corp.test"}, nil, "allow", "git.corp.test", 443, addrs("10.1.2.3"),
+			Decision{false, RulePrivate, "git.corp.test resolves to 10.1.2.3, a private address"}},
+		{"exact name names a private address", []string{"git.corp.test"}, nil, "deny", "git.corp.test", 443, addrs("10.1.2.3"),
+			Decision{true, "git.corp.test", "it matches an allow entry"}},
+		{"exact name with other port does not", []string{"git.corp.test:22"}, nil, "allow", "git.corp.test", 443, addrs("10.1.2.3"),
+			Decision{false, RulePrivate, "git.corp.test resolves to 10.1.2.3, a private address"}},
+		{"ip entry names it", []string{"127.0.0.1:3000"}, nil, "deny", "localhost", 3000, addrs("127.0.0.1"),
+			Decision{true, "127.0.0.1:3000", "it matches an allow entry"}},
+		{"cidr entry names it", []string{"10.0.0.0/8"}, nil, "deny", "10.9.9.9", 80, nil,
+			Decision{true, "10.0.0.0/8", "it matches an allow entry"}},
+		{"deny beats a named private address", []string{"10.0.0.0/8"}, []string{"10.9.9.9"}, "allow", "10.9.9.9", 80, nil,
+			Decision{false, "10.9.9.9", "it matches a deny entry"}},
+		{"name only, before resolution", []string{"*.example.com"}, nil, "deny", "a.example.com", 443, nil,
+			Decision{true, "*.example.com", "it matches an allow entry"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := mustPolicy(t, tt.allow, tt.deny, tt.def)
+			if got := p.Decide(tt.host, tt.port, tt.addrs); got != tt.want {
+				t.Errorf("Decide(%q, %d, %v)\n got %+v\nwant %+v", tt.host, tt.port, tt.addrs, got, tt.want)
+			}
+		})
+	}
+}

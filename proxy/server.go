@@ -1,0 +1,179 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/elazarl/goproxy"
+)
+
+// Server defaults, used when the Config field is zero.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 90 * time.Second // a keep-alive client connection between requests
+	DefaultTunnelIdleTimeout = 10 * time.Minute // a tunnel with no byte either way
+	DefaultMaxHeaderBytes    = 64 << 10
+)
+
+// proxyUser is the user name of the TCP endpoint's Basic credential.
+const proxyUser = "devsandbox"
+
+// Config configures a Server. Policy is required; the rest have defaults.
+type Config struct {
+	Policy  *Policy
+	Session string // recorded in every audit record
+	LogDir  string // audit log directory (created 0700); "" keeps no log
+
+	LogMaxBytes int64 // rotate the log beyond this size; 0: DefaultLogMaxBytes
+	LogKeep     int   // rotated files kept; 0: DefaultLogKeep
+
+	Resolver Resolver                                                          // nil: net.DefaultResolver
+	Dial     func(ctx context.Context, network, addr string) (net.Conn, error) // nil: net.Dialer
+
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+	TunnelIdleTimeout time.Duration
+	MaxHeaderBytes    int
+
+	ErrorLog *log.Logger      // proxy errors (never secrets); nil discards them
+	Now      func() time.Time // nil: time.Now
+}
+
+// Server is one session's filtering proxy. Its lifecycle: New, then ListenUnix and/or
+// ListenTCP (each serves in the background), then Shutdown once.
+type Server struct {
+	cfg    Config
+	dialer *Dialer
+	gp     *goproxy.ProxyHttpServer
+	tr     *http.Transport
+	log    *auditLog // nil when cfg.LogDir is ""
+	cred   []byte    // "user:secret" expected in Proxy-Authorization on TCP
+	secret string
+	track  tracker
+
+	mu      sync.Mutex
+	servers []*http.Server
+	unix    []string // socket paths to remove on Shutdown
+	tcpAddr string
+}
+
+// New builds a Server; it listens on nothing until ListenUnix or ListenTCP.
+func New(cfg Config) (*Server, error) {
+	if cfg.Policy == nil {
+		return nil, errors.New("proxy: Config.Policy is nil")
+	}
+	cfg = withDefaults(cfg)
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, fmt.Errorf("proxy: generating the session secret: %w", err)
+	}
+	s := &Server{cfg: cfg, secret: base64.RawURLEncoding.EncodeToString(secret)}
+	s.cred = []byte(proxyUser + ":" + s.secret)
+	s.dialer = &Dialer{Policy: cfg.Policy, Resolver: cfg.Resolver, Dial: cfg.Dial}
+	s.tr = s.newTransport()
+	s.gp = s.newGoproxy()
+	if cfg.LogDir != "" {
+		l, err := openAuditLog(cfg.LogDir, cfg.LogMaxBytes, cfg.LogKeep)
+		if err != nil {
+			return nil, err
+		}
+		s.log = l
+	}
+	return s, nil
+}
+
+func withDefaults(c Config) Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	def(&c.IdleTimeout, DefaultIdleTimeout)
+	def(&c.TunnelIdleTimeout, DefaultTunnelIdleTimeout)
+	if c.MaxHeaderBytes == 0 {
+		c.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if c.LogMaxBytes == 0 {
+		c.LogMaxBytes = DefaultLogMaxBytes
+	}
+	if c.LogKeep == 0 {
+		c.LogKeep = DefaultLogKeep
+	}
+	if c.ErrorLog == nil {
+		c.ErrorLog = log.New(io.Discard, "", 0)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// serve serves ln in the background; requireAuth demands the session credential.
+func (s *Server) serve(ln net.Listener, requireAuth bool) {
+	srv := &http.Server{
+		Handler:           s.handler(requireAuth),
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
+		ErrorLog:          s.cfg.ErrorLog,
+	}
+	s.mu.Lock()
+	s.servers = append(s.servers, srv)
+	s.mu.Unlock()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.cfg.ErrorLog.Printf("proxy: serving %s: %v", ln.Addr(), err)
+		}
+	}()
+}
+
+// ListenTCP listens on addr ("" means 127.0.0.1:0) and serves requests that carry the
+// session credential (see URL); others get 407. It returns the address it listens on.
+func (s *Server) ListenTCP(addr string) (string, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("proxy: listening on %s: %w", addr, err)
+	}
+	s.mu.Lock()
+	s.tcpAddr = ln.Addr().String()
+	s.mu.Unlock()
+	s.serve(ln, true)
+	return ln.Addr().String(), nil
+}
+
+// URL is the proxy URL of the TCP endpoint, credential included, or "" before
+// ListenTCP. It is a secret: it belongs in the sandbox's environment only.
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tcpAddr == "" {
+		return ""
+	}
+	u := url.URL{Scheme: "http", User: url.UserPassword(proxyUser, s.secret), Host: s.tcpAddr}
+	return u.String()
+}
+
+// Env is EnvFor(URL()): the sandbox's proxy environment for the TCP endpoint, or nil
+// before ListenTCP. A sandbox that reaches the Unix socket through a forwarder uses
+// EnvFor with the forwarder's URL instead.
+func (s *Server) Env() map[string]string {
+	u := s.URL()
+	if u == "" {
+		return nil
+	}
+	return EnvFor(u)
+}

@@ -1,0 +1,46 @@
+package proxy
+
+import "net/netip"
+
+// specialRanges are the destinations refused unless an allow entry names them. The
+// table is read-only; more specific ranges come first so the reason is the precise one.
+var specialRanges = []struct {
+	prefix netip.Prefix
+	what   string
+}{
+	{netip.MustParsePrefix("169.254.169.254/32"), "a cloud metadata address"},
+	{netip.MustParsePrefix("fd00:ec2::254/128"), "a cloud metadata address"},
+	{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified address"},
+	{netip.MustParsePrefix("::/128"), "an unspecified address"},
+	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address"},
+	{netip.MustParsePrefix("::1/128"), "a loopback address"},
+	{netip.MustParsePrefix("10.0.0.0/8"), "a private address"},
+	{netip.MustParsePrefix("172.16.0.0/12"), "a private address"},
+	{netip.MustParsePrefix("192.168.0.0/16"), "a private address"},
+	{netip.MustParsePrefix("fc00::/7"), "a private address"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT address"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address"},
+	{netip.MustParsePrefix("fe80::/10"), "a link-local address"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "a multicast address"},
+	{netip.MustParsePrefix("ff00::/8"), "a multicast address"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "a private address"},
+}
+
+// nat64 is the well-known NAT64 prefix: its addresses reach the IPv4 address they embed.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// specialReason says what kind of special-purpose address a is ("a loopback address"),
+// or returns "" for an ordinary public address. a must be unmapped.
+func specialReason(a netip.Addr) string {
+	if nat64.Contains(a) {
+		b := a.As16()
+		return specialReason(netip.AddrFrom4([4]byte(b[12:])))
+	}
+	for _, r := range specialRanges {
+		if r.prefix.Contains(a) {
+			return r.what
+		}
+	}
+	return ""
+}

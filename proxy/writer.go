@@ -1,0 +1,105 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// responseWriter counts response body bytes and the status for the audit record, and
+// hands over hijacked connections (CONNECT, WebSocket) with any bytes the server had
+// already buffered, registered with the tracker so Shutdown can close them.
+type responseWriter struct {
+	http.ResponseWriter
+	rc       *http.ResponseController
+	idle     time.Duration // a write to the client may block this long
+	ex       *exchange
+	track    *tracker
+	wrote    bool
+	hijacked net.Conn // removed from the tracker when the handler returns
+}
+
+// newResponseWriter clears any write deadline a previous response on the connection
+// left; each body write then gets idle to complete, so a client that stops reading
+// cannot hold the handler forever.
+func newResponseWriter(w http.ResponseWriter, ex *exchange, track *tracker, idle time.Duration) *responseWriter {
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	return &responseWriter{ResponseWriter: w, rc: rc, idle: idle, ex: ex, track: track}
+}
+
+func (w *responseWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.wrote = true
+		w.ex.setStatus(code)
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *responseWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+	n, err := w.ResponseWriter.Write(p)
+	if !w.ex.local.Load() {
+		w.ex.down.Add(int64(n))
+	}
+	return n, err
+}
+
+func (w *responseWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Hijack returns the client connection. Bytes the client sent early (a ClientHello in
+// the same write as CONNECT) sit in the server's buffer; the returned conn reads them
+// first, and the returned reader is empty so no caller reads them twice.
+func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := w.rc.Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	if n := rw.Reader.Buffered(); n > 0 {
+		early, _ := rw.Reader.Peek(n)
+		c = &bufferedConn{Conn: c, r: io.MultiReader(bytes.NewReader(bytes.Clone(early)), c)}
+	}
+	w.hijacked = c
+	w.track.addConn(c)
+	return c, bufio.NewReadWriter(bufio.NewReader(c), rw.Writer), nil
+}
+
+// bufferedConn is a hijacked conn whose reads start with bytes already buffered.
+type bufferedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (c *bufferedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return c.Conn.Close()
+}
+
+// countingBody counts request body bytes read by the upstream transport.
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
