@@ -28,7 +28,7 @@ func TestLoadDefaults(t *testing.T) {
 		Env:     Env{Set: map[string]string{}},
 		Secrets: Secrets{Files: map[string]string{}},
 		Tools:   map[string]ToolConfig{},
-		Egress:  Egress{Mode: "open"},
+		Egress:  Egress{Mode: "proxy"},
 		Proxy:   Proxy{Default: "allow"},
 		Docker:  Docker{Image: "devsandbox/default:dev", Home: "/home/alice"},
 		Krun:    Krun{Image: "devsandbox/default:dev", Runtime: "krun", CPUs: 2, MemoryMiB: 2048},
@@ -317,7 +317,7 @@ func TestLoadProdEnforces(t *testing.T) {
 func TestLoadWarnings(t *testing.T) {
 	home, environ := testHome(t)
 	writeUserFile(t, home, "[env]\npassthrough_all = true\n")
-	_, warnings := mustLoad(t, LoadOptions{Environ: environ, Flags: Flags{Allow: []string{"a.com"}}})
+	_, warnings := mustLoad(t, LoadOptions{Environ: environ, Flags: Flags{Allow: []string{"a.com"}, Egress: strp("open")}})
 	want := []string{
 		"env.passthrough_all is on: the sandbox sees every host environment variable, secrets included",
 		`egress.allow and egress.deny have no effect while egress.mode is "open"`,
@@ -326,3 +326,5 @@ func TestLoadWarnings(t *testing.T) {
 		t.Errorf("warnings = %q", warnings)
 	}
 }
+
+func strp(s string) *string { return &s }

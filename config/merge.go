@@ -33,7 +33,7 @@ func defaults(host Host) *Config {
 		Env:     Env{Set: map[string]string{}},
 		Secrets: Secrets{Files: map[string]string{}},
 		Tools:   map[string]ToolConfig{},
-		Egress:  Egress{Mode: "open"},
+		Egress:  Egress{Mode: "proxy"},
 		Proxy:   Proxy{Default: "allow"},
 		Docker:  Docker{Image: defaultImage(), Home: "/home/" + host.User},
 		Krun:    Krun{Runtime: "krun", CPUs: 2, MemoryMiB: 2048},

@@ -81,7 +81,7 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 
 [egress]
 # Network: open, none, proxy or allowlist (proxy and allowlist need the filtering proxy). [stricter only]
-# mode = "open"
+# mode = "proxy"
 # Destinations allowed: host, *.domain, IP or CIDR, with an optional :port. [user config only]
 # allow = ["github.com:443"]
 # Destinations denied, same grammar.

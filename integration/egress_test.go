@@ -305,3 +305,21 @@ func TestEgressKill9(t *testing.T) {
 		})
 	}
 }
+
+// TestSSHThroughProxy: in proxy mode ssh's generated config tunnels through the proxy
+// (CONNECT) with the shim as ProxyCommand; the tunnel reaches an allowed host and a
+// denied one is refused with the proxy's reason.
+func TestSSHThroughProxy(t *testing.T) {
+	requireBwrap(t)
+	o := newOutside(t)
+	p := newProject(t)
+	script := fmt.Sprintf(`
+		ssh -G example.test 2>/dev/null | grep -i '^proxycommand'
+		printf 'GET / HTTP/1.0\r\n\r\n' | /run/devsandbox/init --connect=127.0.0.1:3128 %[1]s 8080 | tail -1
+		/run/devsandbox/init --connect=127.0.0.1:3128 %[1]s 8081 </dev/null 2>&1 | head -1`, o.addr)
+	out := p.mustSandbox("bwrap", []string{"--egress=proxy", "--allow", o.addr + ":8080"}, script)
+	want := "proxycommand /run/devsandbox/init --connect=127.0.0.1:3128 %h %p\nOUTSIDE\n"
+	if !strings.HasPrefix(out, want) || !strings.Contains(out, "refused "+o.addr+":8081: 403") {
+		t.Fatalf("ssh through the proxy:\n%s", out)
+	}
+}

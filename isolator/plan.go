@@ -132,6 +132,10 @@ type Secret struct {
 	AsFile     bool
 }
 
+// ShimPath is where every isolator makes the devsandbox-init shim available inside the
+// sandbox (at least in the proxy egress modes, where ssh's ProxyCommand uses it).
+const ShimPath = "/run/devsandbox/init"
+
 // SecretDir is where secret files appear inside every sandbox.
 const SecretDir = "/run/secrets"
 

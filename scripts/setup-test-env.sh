@@ -5,7 +5,7 @@
 set -euo pipefail
 
 TEST_USER=${DEVSANDBOX_TEST_USER:-dsbtest}
-PACKAGES=(bubblewrap passt nftables iptables iproute2 uidmap git procps busybox-static shellcheck curl python3-minimal)
+PACKAGES=(bubblewrap passt nftables iptables iproute2 uidmap git procps busybox-static shellcheck curl python3-minimal openssh-client)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -21,6 +21,9 @@ type Host struct {
 	// EvalSymlinks resolves every symlink in a path.
 	EvalSymlinks func(path string) (string, error)
 	ReadFile     func(path string) ([]byte, error)
+	// ProxyCommand, when set, is how ssh reaches hosts from this sandbox: through the
+	// egress proxy (proxy and allowlist modes), where no direct route exists.
+	ProxyCommand string
 }
 
 func (h Host) exists(p string) bool {

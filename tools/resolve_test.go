@@ -41,7 +41,7 @@ func TestResolveEnvSetNames(t *testing.T) {
 	}
 	want := []Binding{
 		{Source: "/tmp/agent.sock", Dest: AgentSocket, Mode: RW},
-		{HomeRelativeDest: ".ssh/config", Mode: RO, Content: SSHConfigOverlay(nil)},
+		{HomeRelativeDest: ".ssh/config", Mode: RO, Content: SSHConfigOverlay(nil, "")},
 	}
 	if !reflect.DeepEqual(got[0].Bindings, want) {
 		t.Fatalf("ssh bindings = %+v, want %+v", got[0].Bindings, want)

@@ -42,6 +42,7 @@ func (a *app) commands() []*cli.Command {
 			Usage:       "developer tools devsandbox knows",
 			Subcommands: []*cli.Command{{Name: "list", Usage: "what was detected and what each tool binds", Flags: []cli.Flag{jsonFlag}, Action: a.toolsList}},
 		},
+		a.logsCommand(),
 		{
 			Name:  "version",
 			Usage: "print the version",

@@ -12,7 +12,7 @@ import (
 
 // ShimPath is where the devsandbox binary appears inside the sandbox; bwrap runs it as
 // the command, and it execs the real one (see the shim package).
-const ShimPath = "/run/devsandbox/init"
+const ShimPath = isolator.ShimPath
 
 // ReadyFD is the descriptor on which the shim reports that the sandbox is set up.
 const ReadyFD = 3
@@ -179,7 +179,8 @@ func RenderWith(p *isolator.Plan, bin egress.Binaries) (*Spec, error) {
 		shimArgs = append(shimArgs, "--forward="+egress.SandboxProxyAddr+"="+ProxySocket)
 	}
 	shim := ShimPath
-	if shimInView(p) {
+	// In the proxy modes ssh's ProxyCommand runs the shim at ShimPath: mount it there.
+	if shimInView(p) && !p.Egress.NeedsProxy() {
 		shim = p.Self
 	} else {
 		a = append(a, "--ro-bind", p.Self, ShimPath)

@@ -109,6 +109,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 
 	b := &mountBuilder{pr: pr, home: h.Home, sys: p.System}
+	if p.Egress.NeedsProxy() {
+		b.sshProxyCommand = isolator.ShimPath + " --connect=" + egress.SandboxProxyAddr + " %h %p"
+	}
 	b.add(isolator.Mount{Kind: isolator.Bind, Source: p.SandboxHome, Dest: h.Home, Why: "sandbox home"})
 	p.PrivateDirs = []string{p.SandboxHome}
 	switch {

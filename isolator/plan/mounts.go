@@ -17,6 +17,8 @@ type mountBuilder struct {
 	home   string
 	sys    isolator.SystemView
 	mounts []isolator.Mount
+	// sshProxyCommand is set in the proxy egress modes (see tools.Host.ProxyCommand).
+	sshProxyCommand string
 }
 
 func (b *mountBuilder) add(m isolator.Mount) { b.mounts = append(b.mounts, m) }
@@ -69,6 +71,7 @@ func (b *mountBuilder) hide(paths []string, sandboxHome, project string) {
 func (b *mountBuilder) tools(cfg *config.Config, reg *tools.Registry, h config.Host) (map[string]isolator.EnvVar, error) {
 	env := map[string]isolator.EnvVar{}
 	th := ToolHost(h, b.pr)
+	th.ProxyCommand = b.sshProxyCommand
 	for _, t := range enabledTools(cfg, reg, h, b.pr) {
 		for _, bd := range t.Bindings(th) {
 			m := isolator.Mount{Source: bd.Source, Dest: bd.Dest, HomeRel: bd.HomeRelativeDest, Why: "tool " + t.Name}
