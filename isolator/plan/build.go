@@ -145,7 +145,10 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		}
 	}
 	b.hide(cfg.Sandbox.HidePaths, p.SandboxHome, proj.Dir)
-	tenv, err := b.tools(cfg, reg, h)
+	th := ToolHost(h, pr)
+	th.ProxyCommand = b.sshProxyCommand
+	enabled := enabledTools(cfg, reg, th)
+	tenv, err := b.tools(enabled, th, h)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -169,7 +172,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	p.Mounts = b.mounts
 
 	if p.Egress.NeedsProxy() {
-		for _, t := range enabledTools(cfg, reg, h, pr) {
+		for _, t := range enabled {
 			es, err := egress.ParseEntries(t.Egress)
 			if err != nil {
 				return nil, nil, fmt.Errorf("tool %s: %w", t.Name, err)
@@ -185,7 +188,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 
 	p.Env, warns = environment(cfg, h, tenv, proj, warns)
-	p.Secrets, warns, err = secrets(cfg, reg, h, pr, warns)
+	p.Secrets, warns, err = secrets(cfg, enabled, h, pr, warns)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -269,7 +272,7 @@ func environment(cfg *config.Config, h config.Host, toolEnv map[string]isolator.
 	return out, warns
 }
 
-func secrets(cfg *config.Config, reg *tools.Registry, h config.Host, pr Probe, warns []string) ([]isolator.Secret, []string, error) {
+func secrets(cfg *config.Config, enabled []tools.Tool, h config.Host, pr Probe, warns []string) ([]isolator.Secret, []string, error) {
 	var out []isolator.Secret
 	seen := map[string]bool{}
 	for _, n := range cfg.Secrets.Env {
@@ -280,7 +283,7 @@ func secrets(cfg *config.Config, reg *tools.Registry, h config.Host, pr Probe, w
 		seen[n] = true
 		out = append(out, isolator.Secret{Name: n, EnvSource: n})
 	}
-	for _, t := range enabledTools(cfg, reg, h, pr) {
+	for _, t := range enabled {
 		if tc, ok := cfg.Tools[t.Name]; ok && tc.Secrets != nil && !*tc.Secrets {
 			continue
 		}
@@ -313,19 +316,28 @@ func secrets(cfg *config.Config, reg *tools.Registry, h config.Host, pr Probe, w
 // ToolHost returns the snapshot the tool registry reads. pr.LookPath decides whether a
 // command exists; the host PATH, read through pr.Stat, says where.
 func ToolHost(h config.Host, pr Probe) tools.Host {
+	type found struct {
+		path string
+		ok   bool
+	}
+	seen := map[string]found{} // detection asks for the same names more than once
 	return tools.Host{Home: h.Home, Env: h.Vars, Exists: pr.exists, ReadFile: pr.ReadFile, EvalSymlinks: pr.EvalSymlinks,
 		LookPath: func(name string) (string, bool) {
-			if pr.LookPath == nil || !pr.LookPath(name) {
-				return "", false
+			if f, ok := seen[name]; ok {
+				return f.path, f.ok
 			}
-			return tools.FindExecutable(h.Vars["PATH"], name, pr.Stat), true
+			var f found
+			if pr.LookPath != nil && pr.LookPath(name) {
+				f = found{tools.FindExecutable(h.Vars["PATH"], name, pr.Stat), true}
+			}
+			seen[name] = f
+			return f.path, f.ok
 		},
 	}
 }
 
 // enabledTools returns the tools enabled by config or, when not configured, detected.
-func enabledTools(cfg *config.Config, reg *tools.Registry, h config.Host, pr Probe) []tools.Tool {
-	th := ToolHost(h, pr)
+func enabledTools(cfg *config.Config, reg *tools.Registry, th tools.Host) []tools.Tool {
 	var out []tools.Tool
 	for _, t := range reg.Tools() {
 		on := false

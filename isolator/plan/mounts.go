@@ -68,11 +68,9 @@ func (b *mountBuilder) hide(paths []string, sandboxHome, project string) {
 }
 
 // tools adds the bindings of every enabled tool and returns the env they contribute.
-func (b *mountBuilder) tools(cfg *config.Config, reg *tools.Registry, h config.Host) (map[string]isolator.EnvVar, error) {
+func (b *mountBuilder) tools(enabled []tools.Tool, th tools.Host, h config.Host) (map[string]isolator.EnvVar, error) {
 	env := map[string]isolator.EnvVar{}
-	th := ToolHost(h, b.pr)
-	th.ProxyCommand = b.sshProxyCommand
-	for _, t := range enabledTools(cfg, reg, h, b.pr) {
+	for _, t := range enabled {
 		for _, bd := range t.Bindings(th) {
 			m := isolator.Mount{Source: bd.Source, Dest: bd.Dest, HomeRel: bd.HomeRelativeDest, Why: "tool " + t.Name}
 			switch {

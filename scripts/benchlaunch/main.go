@@ -27,8 +27,9 @@ func main() {
 	n := flag.Int("n", 200, "runs of each")
 	userName := flag.String("user", "dsbtest", "unprivileged user to run as when root")
 	files := flag.Int("files", 0, "files in the benchmark project (spread over files/100 dirs)")
+	only := flag.String("only", "", "run only the cases whose title contains this")
 	flag.Parse()
-	if err := run(*bin, *n, *userName, *files); err != nil {
+	if err := run(*bin, *n, *userName, *files, *only); err != nil {
 		fmt.Fprintf(os.Stderr, "benchlaunch: %v\n", err)
 		os.Exit(1)
 	}
@@ -55,7 +56,7 @@ func (r runner) time(argv []string) (time.Duration, error) {
 	return d, nil
 }
 
-func run(bin string, n int, userName string, files int) error {
+func run(bin string, n int, userName string, files int, only string) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
@@ -116,35 +117,44 @@ func run(bin string, n int, userName string, files int) error {
 	r.dir = proj
 	r.env = []string{"HOME=" + home, "USER=" + name, "LOGNAME=" + name, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
 
-	raw := []string{"bwrap", "--unshare-all", "--share-net", "--die-with-parent", "--new-session",
+	bwrapBase := []string{"bwrap", "--unshare-all", "--die-with-parent", "--new-session",
 		"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
-		"--symlink", "usr/lib64", "/lib64", "--dev", "/dev", "--proc", "/proc", "--", "true"}
-	ds := []string{bin, "--egress=open", "--", "true"}
-	for i := 0; i < 5; i++ { // warm up caches and the sandbox home
-		if _, err := r.time(ds); err != nil {
-			return err
-		}
-		if _, err := r.time(raw); err != nil {
-			return err
-		}
+		"--symlink", "usr/lib64", "/lib64", "--dev", "/dev", "--proc", "/proc"}
+	withNet := append(append([]string{}, bwrapBase[:2]...), append([]string{"--share-net"}, bwrapBase[2:]...)...)
+	cases := []struct {
+		title string
+		argvs [][]string
+		names []string
+	}{
+		{"launch of `true`, egress open", [][]string{append(withNet, "--", "true"), {bin, "--egress=open", "--", "true"}},
+			[]string{"plain bwrap --share-net", "devsandbox --egress=open"}},
+		{"launch of `true`, egress proxy (the default)", [][]string{
+			append(bwrapBase, "--", "true"),
+			append([]string{"pasta", "--config-net", "--quiet", "--"}, append(withNet, "--", "true")...),
+			{bin, "--egress=proxy", "--", "true"},
+			{bin, "--egress=none", "--", "true"},
+		}, []string{"plain bwrap (no network)", "pasta --config-net -- bwrap", "devsandbox --egress=proxy", "devsandbox --egress=none"}},
 	}
-	var a, b []time.Duration
-	for i := 0; i < n; i++ {
-		d, err := r.time(raw)
+	if only != "" {
+		var keep = cases[:0]
+		for _, c := range cases {
+			if strings.Contains(c.title, only) {
+				keep = append(keep, c)
+			}
+		}
+		cases = keep
+	}
+	fmt.Printf("project of %d files; %d alternating runs of each command\n", files, n)
+	for _, c := range cases {
+		meds, err := compare(r, c.argvs, n)
 		if err != nil {
 			return err
 		}
-		a = append(a, d)
-		if d, err = r.time(ds); err != nil {
-			return err
+		fmt.Printf("%s\n", c.title)
+		for i, name := range c.names {
+			fmt.Printf("  %-32s median %7.2f ms   ratio %.2fx\n", name, ms(meds[i]), float64(meds[i])/float64(meds[0]))
 		}
-		b = append(b, d)
 	}
-	ma, mb := median(a), median(b)
-	fmt.Printf("launch of `true`, %d alternating runs each, project of %d files\n", n, files)
-	fmt.Printf("  plain bwrap (same namespaces)    median %6.2f ms  p90 %6.2f ms\n", ms(ma), ms(pct(a, 90)))
-	fmt.Printf("  devsandbox --egress=open -- true median %6.2f ms  p90 %6.2f ms\n", ms(mb), ms(pct(b, 90)))
-	fmt.Printf("  ratio (median) %.2fx   target <= 1.5x\n", float64(mb)/float64(ma))
 	return initTrace(bin)
 }
 
@@ -194,6 +204,32 @@ func initTrace(bin string) error {
 	}
 	fmt.Println()
 	return nil
+}
+
+// compare runs each argv n times, alternating, after a warm-up, and returns medians.
+func compare(r runner, argvs [][]string, n int) ([]time.Duration, error) {
+	for i := 0; i < 3; i++ {
+		for _, a := range argvs {
+			if _, err := r.time(a); err != nil {
+				return nil, err
+			}
+		}
+	}
+	samples := make([][]time.Duration, len(argvs))
+	for i := 0; i < n; i++ {
+		for j, a := range argvs {
+			d, err := r.time(a)
+			if err != nil {
+				return nil, err
+			}
+			samples[j] = append(samples[j], d)
+		}
+	}
+	meds := make([]time.Duration, len(argvs))
+	for j := range samples {
+		meds[j] = median(samples[j])
+	}
+	return meds, nil
 }
 
 func median(d []time.Duration) time.Duration { return pct(d, 50) }
