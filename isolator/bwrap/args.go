@@ -69,6 +69,16 @@ func Render(p *isolator.Plan) (*Spec, error) {
 // namespaces after PastaPrologue has put the firewall in place, with the same proxy
 // forwarder for names.
 func RenderWith(p *isolator.Plan, bin egress.Binaries) (*Spec, error) {
+	return render(p, bin, renderOptions{ready: true})
+}
+
+// renderOptions vary the rendering for library use (see WrapArgv).
+type renderOptions struct {
+	ready    bool // the shim reports readiness on ReadyFD
+	noCopies bool // bind /etc files instead of copying them through descriptors
+}
+
+func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, error) {
 	home := p.User.HostHome
 	s := &Spec{}
 	a := []string{"bwrap", "--unshare-all"}
@@ -95,6 +105,8 @@ func RenderWith(p *isolator.Plan, bin egress.Binaries) (*Spec, error) {
 	fd := StatusFD + 1
 	for _, sp := range p.System.Paths {
 		switch {
+		case sp.Copy && o.noCopies:
+			a = append(a, "--ro-bind-try", sp.Path, sp.Path)
 		case sp.Copy:
 			a = append(a, "--perms", "0444", "--file", fmt.Sprint(fd), sp.Path)
 			s.Files = append(s.Files, File{FD: fd, Dest: sp.Path, Kind: HostFile, Source: sp.Path})
@@ -178,6 +190,16 @@ func RenderWith(p *isolator.Plan, bin egress.Binaries) (*Spec, error) {
 		a = append(a, "--ro-bind", p.Egress.Proxy.Unix, ProxySocket)
 		shimArgs = append(shimArgs, "--forward="+egress.SandboxProxyAddr+"="+ProxySocket)
 	}
+	if p.Self == "" {
+		// Library use without a shim: the command runs directly (and so does not get
+		// 126/127 told apart from bwrap's own failure, nor a proxy forwarder).
+		if len(shimArgs) > 0 {
+			return nil, fmt.Errorf("egress mode %s needs the devsandbox-init shim (Plan.Self)", p.Egress.Mode)
+		}
+		s.Argv = append(append(a, "--chdir", p.Workdir, "--"), p.Command...)
+		s.Env = p.Env
+		return s, nil
+	}
 	shim := ShimPath
 	// In the proxy modes ssh's ProxyCommand runs the shim at ShimPath: mount it there.
 	if shimInView(p) && !p.Egress.NeedsProxy() {
@@ -190,7 +212,10 @@ func RenderWith(p *isolator.Plan, bin egress.Binaries) (*Spec, error) {
 		a = append(a, "--tty")
 	}
 	a = append(a, shimArgs...)
-	a = append(a, fmt.Sprintf("--ready-fd=%d", ReadyFD), "--")
+	if o.ready {
+		a = append(a, fmt.Sprintf("--ready-fd=%d", ReadyFD))
+	}
+	a = append(a, "--")
 	a = append(a, p.Command...)
 	s.Argv = a
 	s.Env = p.Env

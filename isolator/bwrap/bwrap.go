@@ -287,14 +287,21 @@ func (b *Isolator) setupFailed(ctx context.Context, code int) error {
 	return fmt.Errorf("%w: bubblewrap could not set up the sandbox (exit status %d, its message is above); the command did not run. Run `devsandbox --dry-run` to see the mounts and `devsandbox doctor` to check the host", isolator.ErrProtection, code)
 }
 
-// prepare creates the host directories a run needs and acquires the session /tmp.
-func prepare(p *isolator.Plan) (*tmpdir.Session, error) {
+// PrepareHost creates what a Plan's mounts need on the host: the sandbox home and
+// other private directories, and the empty file masks are bound from. Library users
+// call it once before running WrapArgv's or Command's command line.
+func PrepareHost(p *isolator.Plan) error {
 	for _, d := range p.PrivateDirs {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("creating %s: %w", d, err)
+			return fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
-	if err := ensureEmptyFile(p.EmptyFile); err != nil {
+	return ensureEmptyFile(p.EmptyFile)
+}
+
+// prepare creates the host directories a run needs and acquires the session /tmp.
+func prepare(p *isolator.Plan) (*tmpdir.Session, error) {
+	if err := PrepareHost(p); err != nil {
 		return nil, err
 	}
 	if p.Tmp.Kind == "tmpfs" {

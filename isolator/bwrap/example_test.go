@@ -1,0 +1,48 @@
+package bwrap_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/bwrap"
+	"github.com/devsandbox/devsandbox/isolator/plan"
+	"github.com/devsandbox/devsandbox/tools"
+)
+
+// An agent harness runs its own tool subprocesses in the same sandbox view it gives the
+// agent, and checks in-process file tools against the same view.
+func ExampleWrapArgv() {
+	cwd, _ := os.Getwd()
+	cfg, _, err := config.Load(config.LoadOptions{ProjectDir: cwd, UID: -1, GID: -1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p, _, err := plan.Build(cfg, tools.Default(), plan.OS(cwd), plan.Request{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p.Egress.Mode = "none" // the harness runs no proxy of its own
+	if err := bwrap.PrepareHost(p); err != nil {
+		fmt.Println(err)
+		return
+	}
+	argv, err := bwrap.WrapArgv(p, []string{"go", "test", "./..."})
+	if err != nil { // e.g. the ssh tool's generated config needs bwrap.Command
+		fmt.Println(err)
+		return
+	}
+	env, _ := bwrap.Env(p)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir = env, p.Workdir
+	_ = cmd.Run()
+
+	view := isolator.NewView(p)
+	if err := view.CheckWrite(p.Project.Dir + "/.git/hooks/pre-commit"); err != nil {
+		fmt.Println("refused:", err)
+	}
+}

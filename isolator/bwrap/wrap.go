@@ -1,0 +1,97 @@
+package bwrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// ErrNeedsFiles is returned by WrapArgv for plans that deliver generated files or
+// secret files, which need descriptors: use Command for those.
+var ErrNeedsFiles = errors.New("the plan delivers files through descriptors")
+
+// WrapArgv returns a bwrap command line that runs inner under p, for an agent harness
+// that spawns its own subprocesses (call PrepareHost once first). With p.Self empty
+// the command runs without the devsandbox-init shim. It needs no descriptors: /etc
+// files are bound instead of copied and /tmp is a fresh tmpfs. The caller runs it with
+// the plan's environment (Env), which carries secrets, never the argv. Plans with
+// generated files or secret files (a Data mount, secrets.files) return ErrNeedsFiles;
+// proxy modes need p.Egress.Proxy to point at a proxy the caller runs.
+func WrapArgv(p *isolator.Plan, inner []string) ([]string, error) {
+	for _, m := range p.Mounts {
+		if m.Kind == isolator.Data {
+			return nil, fmt.Errorf("%w: %s (%s)", ErrNeedsFiles, m.Target(p.User.HostHome), m.Why)
+		}
+	}
+	for _, s := range p.Secrets {
+		if s.AsFile {
+			return nil, fmt.Errorf("%w: secret file %s", ErrNeedsFiles, s.Name)
+		}
+	}
+	spec, err := wrapSpec(p, inner, true)
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]string{}, spec.Prefix...), spec.Argv...), nil
+}
+
+// Env returns the environment to start WrapArgv's command line with: the plan's
+// variables and its env secrets, read from the plan's host environment.
+func Env(p *isolator.Plan) ([]string, error) {
+	spec, err := wrapSpec(p, []string{"true"}, true)
+	if err != nil {
+		return nil, err
+	}
+	return childEnv(spec, p.HostEnv)
+}
+
+// Command returns a command running inner under p with everything WrapArgv cannot
+// do: generated and secret files are fed through pipes while bwrap starts. Call
+// PrepareHost once first; start it with cmd.Start, then close the parent's copies of
+// cmd.ExtraFiles, and wait with cmd.Wait; stdio is the caller's to set.
+func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, error) {
+	spec, err := wrapSpec(p, inner, false)
+	if err != nil {
+		return nil, err
+	}
+	env, err := childEnv(spec, p.HostEnv)
+	if err != nil {
+		return nil, err
+	}
+	files, _, err := dataFiles(spec.Files)
+	if err != nil {
+		return nil, err
+	}
+	argv := append(append([]string{}, spec.Prefix...), spec.Argv...)
+	bin, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", isolator.ErrUnavailable, installHint)
+	}
+	cmd := exec.CommandContext(ctx, bin, argv[1:]...)
+	cmd.Env = env
+	// fds 3 (readiness) and 4 (prologue status) are unused in library runs.
+	cmd.ExtraFiles = append([]*os.File{nil, nil}, files...)
+	return cmd, nil
+}
+
+// wrapSpec renders p for inner as a library run: no readiness report, a tmpfs /tmp,
+// no terminal, and (for WrapArgv) no copied files.
+func wrapSpec(p *isolator.Plan, inner []string, noCopies bool) (*Spec, error) {
+	if len(inner) == 0 {
+		return nil, errors.New("no command to wrap")
+	}
+	q := *p
+	q.Command, q.TTY = inner, false
+	if q.Tmp.Kind != "tmpfs" && q.Tmp.Session == "" {
+		q.Tmp = isolator.Tmp{Kind: "tmpfs"}
+	}
+	if q.Egress.NeedsFirewall() {
+		return nil, errors.New("the allowlist egress mode needs devsandbox's own launch (pasta and the prologue); use proxy or none")
+	}
+	return render(&q, egress.DefaultBinaries, renderOptions{noCopies: noCopies})
+}
