@@ -1,0 +1,111 @@
+//go:build integration
+
+package integration
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// Guarantee 8: off runs unsandboxed with a loud warning; auto runs unsandboxed only when
+// no isolator is usable (prod turns it into enforce); enforce fails closed.
+func TestModes(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	writeHome(t, ".ssh/mode-bait", "BAIT\n")
+	check := `read l 2>/dev/null < ~/.ssh/mode-bait && echo "$l" || echo sandboxed`
+
+	off := run(t, p.dir, nil, "", "--mode=off", "--", "/bin/sh", "-c", check)
+	if off.code != 0 || off.stdout != "BAIT\n" || !strings.Contains(off.stderr, "WITHOUT a sandbox") {
+		t.Errorf("mode off:\n%s", off)
+	}
+	enforce := run(t, p.dir, nil, "", "--", "/bin/sh", "-c", check)
+	if enforce.code != 0 || enforce.stdout != "sandboxed\n" {
+		t.Errorf("mode enforce:\n%s", enforce)
+	}
+	// No usable isolator: PATH without bwrap.
+	noBwrap := []string{"PATH=/nonexistent"}
+	for _, tt := range []struct {
+		name   string
+		cfg    string
+		code   int
+		stdout string
+	}{
+		{"auto without an isolator runs unsandboxed", "[sandbox]\nmode = \"auto\"\n", 0, "BAIT\n"},
+		{"auto in prod fails closed", "[sandbox]\nmode = \"auto\"\nenvironment = \"prod\"\n", 125, ""},
+		{"enforce fails closed", "[sandbox]\nmode = \"enforce\"\n", 125, ""},
+	} {
+		p.write("mode.toml", tt.cfg)
+		r := run(t, p.dir, noBwrap, "", "--config", p.path("mode.toml"), "--", "/bin/sh", "-c", check)
+		if r.code != tt.code || r.stdout != tt.stdout {
+			t.Errorf("%s:\n%s", tt.name, r)
+		}
+		if tt.code == 125 && !strings.Contains(r.stderr, "install bubblewrap") {
+			t.Errorf("%s: the failure does not say how to fix it:\n%s", tt.name, r)
+		}
+	}
+}
+
+// --read-only: the project is read-only except .git (minus hooks and config) and the
+// writable dirs.
+func TestReadOnlyProject(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.mkdir("proj/build")
+		p.write("proj/src.txt", "src\n")
+		p.write("ro.toml", "[sandbox]\nwritable_dirs = [\"build\"]\n")
+		out := p.mustSandbox(iso, []string{"--read-only", "--config", p.path("ro.toml")}, `
+			echo x >> src.txt 2>/dev/null && echo SRC-WRITTEN
+			echo x > build/out && echo build-ok
+			touch .git/index.lock && rm .git/index.lock && echo git-ok
+			touch .git/hooks/x 2>/dev/null && echo HOOK-WRITTEN
+			true`)
+		if out != "build-ok\ngit-ok\n" {
+			t.Fatalf("read-only project:\n%s", out)
+		}
+	})
+}
+
+// sandbox.tmp = "shm" and "tmpfs" give a private, empty /tmp too.
+func TestTmpKinds(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		for _, kind := range []string{"shm", "tmpfs"} {
+			p.write("tmp.toml", "[sandbox]\ntmp = \""+kind+"\"\n")
+			out := p.mustSandbox(iso, []string{"--config", p.path("tmp.toml")}, `ls -A /tmp; echo $$ > /tmp/x && cat /tmp/x >/dev/null && echo ok`)
+			if out != "ok\n" {
+				t.Errorf("tmp %s:\n%s", kind, out)
+			}
+		}
+	})
+}
+
+// Trust: an untrusted project file is ignored with a warning; after `config trust` it
+// applies; once it changes the run stops (125) until it is trusted again.
+func TestProjectTrust(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	p.write("proj/.devsandbox.toml", "[env]\nset = { FROM_PROJECT = \"one\" }\n")
+	t.Cleanup(func() { os.Remove(it.home + "/.config/devsandbox/trusted.toml") })
+	show := `echo "[$FROM_PROJECT]"`
+	if r := p.sandbox("bwrap", nil, show); r.code != 0 || r.stdout != "[]\n" || !strings.Contains(r.stderr, "devsandbox config trust") {
+		t.Fatalf("untrusted file:\n%s", r)
+	}
+	if r := run(t, p.dir, nil, "", "config", "trust"); r.code != 0 {
+		t.Fatalf("config trust:\n%s", r)
+	}
+	if r := p.sandbox("bwrap", nil, show); r.code != 0 || r.stdout != "[one]\n" {
+		t.Fatalf("trusted file not applied:\n%s", r)
+	}
+	p.write("proj/.devsandbox.toml", "[env]\nset = { FROM_PROJECT = \"two\" }\n")
+	if r := p.sandbox("bwrap", nil, show); r.code != 125 || !strings.Contains(r.stderr, "changed since it was trusted") {
+		t.Fatalf("changed file did not stop the run:\n%s", r)
+	}
+	// A project file may not loosen the user's protections, trusted or not.
+	p.write("proj/.devsandbox.toml", "[sandbox]\ndocker_socket = true\n")
+	_ = run(t, p.dir, nil, "", "config", "trust")
+	if r := p.sandbox("bwrap", nil, show); r.code != 125 || !strings.Contains(r.stderr, "sandbox.docker_socket") {
+		t.Fatalf("a loosening project file:\n%s", r)
+	}
+}
