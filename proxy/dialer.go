@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
 // ErrDenied is the class of errors for a destination the policy refuses.
@@ -58,7 +60,7 @@ func (d *Dialer) Check(ctx context.Context, host string, port int) (Target, erro
 	host = normalizeHost(host)
 	t := Target{Host: host, Port: port}
 	t.Decision = d.Policy.Decide(host, port, nil)
-	if !t.Decision.Allow && t.Decision.Rule != RuleDefault {
+	if !t.Decision.Allow && t.Decision.Rule != audit.RuleDefault {
 		return t, &DeniedError{Host: host, Port: port, Decision: t.Decision}
 	}
 	addrs, err := d.resolve(ctx, host)

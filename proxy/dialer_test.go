@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
 // recordingDial records the addresses it is asked to dial and fails them all.
@@ -43,7 +45,7 @@ func TestDialerRebinding(t *testing.T) {
 			_, err := d.DialContext(context.Background(), "tcp", "rebind.test:8080")
 			if tt.wantDial == nil {
 				var denied *DeniedError
-				if !errors.Is(err, ErrDenied) || !errors.As(err, &denied) || denied.Decision.Rule != RulePrivate {
+				if !errors.Is(err, ErrDenied) || !errors.As(err, &denied) || denied.Decision.Rule != audit.RulePrivate {
 					t.Fatalf("err = %v, want a private-address denial", err)
 				}
 			} else if !errors.Is(err, errNoDial) {

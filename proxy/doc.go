@@ -7,11 +7,11 @@
 // only to the addresses it checked, so a name that rebinds to the LAN, the host's
 // loopback or a metadata service cannot be reached unless an allow entry names it.
 //
-// The Server listens on a Unix socket of mode 0600 (ListenUnix) or on a loopback TCP
-// port that demands a per-session Proxy-Authorization secret (ListenTCP); EnvFor and
-// Server.Env give the proxy variables a sandbox needs. Each request or tunnel is written
-// as one JSON line to an audit log (ReadLog, Follow, Suggest) that never holds headers or
-// query strings.
+// The Server listens on a Unix socket of mode 0600 (ListenUnix), serves a listener it is
+// handed (Serve: the socket devsandbox binds and passes to devsandbox-proxy), or listens
+// on a loopback TCP port that demands a per-session Proxy-Authorization secret
+// (ListenTCP, with Server.Env). Each request or tunnel is written as one JSON line to
+// the audit log of package proxy/audit, which never holds headers or query strings.
 //
 // Each Server owns its goproxy instance and transport; the package keeps no mutable
 // global state and never touches goproxy's globals (GoproxyCa, MitmConnect, …). Each

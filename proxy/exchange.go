@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
 type exchangeKey struct{}
@@ -36,7 +38,7 @@ type exchange struct {
 }
 
 func newExchange(r *http.Request, now time.Time) *exchange {
-	ex := &exchange{start: now, method: r.Method, decision: DecisionError}
+	ex := &exchange{start: now, method: r.Method, decision: audit.DecisionError}
 	ex.host = normalizeHost(r.URL.Hostname())
 	ex.port, _ = strconv.Atoi(r.URL.Port())
 	if r.Method != http.MethodConnect {
@@ -62,9 +64,9 @@ func (ex *exchange) decide(d Decision, err error) {
 	var denied *DeniedError
 	switch {
 	case errors.As(err, &denied):
-		ex.decision, ex.rule, ex.reason = DecisionDeny, d.Rule, d.Reason
+		ex.decision, ex.rule, ex.reason = audit.DecisionDeny, d.Rule, d.Reason
 	case d.Rule != "":
-		ex.decision, ex.rule, ex.reason = DecisionAllow, d.Rule, ""
+		ex.decision, ex.rule, ex.reason = audit.DecisionAllow, d.Rule, ""
 	}
 	if err != nil && denied == nil {
 		ex.err = err.Error()
@@ -73,7 +75,7 @@ func (ex *exchange) decide(d Decision, err error) {
 
 func (ex *exchange) deny(rule, reason string) {
 	ex.mu.Lock()
-	ex.decision, ex.rule, ex.reason = DecisionDeny, rule, reason
+	ex.decision, ex.rule, ex.reason = audit.DecisionDeny, rule, reason
 	ex.mu.Unlock()
 }
 
@@ -103,10 +105,10 @@ func (ex *exchange) trace() *httptrace.ClientTrace {
 	}}
 }
 
-func (ex *exchange) record(session string, now time.Time) Record {
+func (ex *exchange) record(session string, now time.Time) audit.Record {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	return Record{
+	return audit.Record{
 		Time: ex.start.UTC(), Session: session, Method: ex.method, Host: ex.host, Port: ex.port,
 		Path: ex.path, Status: ex.status, BytesUp: ex.up.Load(), BytesDown: ex.down.Load(),
 		DurationMS: now.Sub(ex.start).Milliseconds(),

@@ -2,10 +2,14 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptrace"
+	"strings"
 
 	"github.com/elazarl/goproxy"
+
+	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
 // roundTrip forwards a plain HTTP request through the checked transport. A policy
@@ -25,4 +29,17 @@ func (s *Server) roundTrip(req *http.Request, _ *goproxy.ProxyCtx) (*http.Respon
 	}
 	ex.fail(err)
 	return textResponse(req, http.StatusBadGateway, "devsandbox proxy: "+err.Error()+"\n"), nil
+}
+
+// denyBody is the text of a 403: the request, the rule and reason, and the flag that
+// would allow it (or, for a deny entry, that no flag will).
+func denyBody(method, host string, port int, d Decision) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "devsandbox proxy: %s %s refused by rule %q: %s.\n", method, hostPort(host, port), d.Rule, d.Reason)
+	if d.Rule == audit.RuleDefault || d.Rule == audit.RulePrivate {
+		fmt.Fprintf(&b, "To allow it, run devsandbox with --allow %s (or add it to egress.allow).\n", audit.AllowEntry(host, port))
+	} else {
+		fmt.Fprintf(&b, "A deny entry wins over every allow entry: remove %q from egress.deny to allow it.\n", d.Rule)
+	}
+	return b.String()
 }

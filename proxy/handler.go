@@ -6,12 +6,8 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strings"
-)
 
-// Rules recorded for requests refused before the policy is asked.
-const (
-	RuleAuth       = "proxy-auth"  // no or wrong Proxy-Authorization on the TCP endpoint
-	RuleBadRequest = "bad request" // not a request the proxy forwards
+	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
 // handler wraps goproxy with what every request needs: the credential check (TCP),
@@ -24,7 +20,7 @@ func (s *Server) handler(requireAuth bool) http.Handler {
 		defer func() { s.record(ex) }()
 		rw := newResponseWriter(w, ex, &s.track, s.cfg.TunnelIdleTimeout)
 		if requireAuth && !s.authorized(r) {
-			ex.deny(RuleAuth, "missing or wrong proxy credential")
+			ex.deny(audit.RuleAuth, "missing or wrong proxy credential")
 			ex.local.Store(true)
 			rw.Header().Set("Proxy-Authenticate", `Basic realm="devsandbox"`)
 			http.Error(rw, "devsandbox proxy: authentication required", http.StatusProxyAuthRequired)
@@ -32,7 +28,7 @@ func (s *Server) handler(requireAuth bool) http.Handler {
 		}
 		r.Header.Del("Proxy-Authorization") // never forwarded, whatever the endpoint
 		if reason := badRequest(r); reason != "" {
-			ex.deny(RuleBadRequest, reason)
+			ex.deny(audit.RuleBadRequest, reason)
 			ex.local.Store(true)
 			http.Error(rw, "devsandbox proxy: "+reason, http.StatusBadRequest)
 			return
@@ -83,7 +79,7 @@ func (s *Server) record(ex *exchange) {
 	if s.log == nil {
 		return
 	}
-	if err := s.log.write(ex.record(s.cfg.Session, s.cfg.Now())); err != nil {
+	if err := s.log.Write(ex.record(s.cfg.Session, s.cfg.Now())); err != nil {
 		s.cfg.ErrorLog.Printf("proxy: writing the audit log: %v", err)
 	}
 }

@@ -4,18 +4,14 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-)
 
-// Rules reported in Decision.Rule when no entry decided.
-const (
-	RuleDefault = "default"         // no entry matched; the policy's default applied
-	RulePrivate = "private address" // a special-purpose address no allow entry names
+	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
 // Decision is the outcome of Policy.Decide.
 type Decision struct {
 	Allow  bool
-	Rule   string // the entry that decided, as written, or RuleDefault or RulePrivate
+	Rule   string // the entry that decided, as written, or audit.RuleDefault or audit.RulePrivate
 	Reason string // why, in words, for logs and the 403 body
 }
 
@@ -26,7 +22,7 @@ type Decision struct {
 // address in a special-purpose range (private, loopback, link-local, CGNAT, unspecified,
 // multicast, reserved, metadata; see specialReason) must be named by an allow entry —
 // an IP or CIDR entry containing it, or an exact host-name entry for the host asked
-// for (a wildcard never names one) — else the destination is denied with RulePrivate;
+// for (a wildcard never names one) — else the destination is denied with audit.RulePrivate;
 // then a matching allow entry allows; else the default applies.
 //
 // Matching: a host entry matches the name exactly (case-insensitive, trailing dot
@@ -89,7 +85,7 @@ func (p *Policy) Decide(host string, port int, addrs []netip.Addr) Decision {
 	}
 	for _, a := range addrs {
 		if what := specialReason(a); what != "" && !p.names(host, port, a) {
-			return Decision{Rule: RulePrivate, Reason: privateReason(host, a, what)}
+			return Decision{Rule: audit.RulePrivate, Reason: privateReason(host, a, what)}
 		}
 	}
 	for _, e := range p.allow {
@@ -98,9 +94,9 @@ func (p *Policy) Decide(host string, port int, addrs []netip.Addr) Decision {
 		}
 	}
 	if p.defaultAllow {
-		return Decision{Allow: true, Rule: RuleDefault, Reason: "the proxy default is allow"}
+		return Decision{Allow: true, Rule: audit.RuleDefault, Reason: "the proxy default is allow"}
 	}
-	return Decision{Rule: RuleDefault, Reason: "no allow entry matches and the proxy default is deny"}
+	return Decision{Rule: audit.RuleDefault, Reason: "no allow entry matches and the proxy default is deny"}
 }
 
 // names reports whether an allow entry names the special address a for host:port.

@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/elazarl/goproxy"
+
+	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
 // Server defaults, used when the Config field is zero.
@@ -34,8 +37,8 @@ type Config struct {
 	Session string // recorded in every audit record
 	LogDir  string // audit log directory (created 0700); "" keeps no log
 
-	LogMaxBytes int64 // rotate the log beyond this size; 0: DefaultLogMaxBytes
-	LogKeep     int   // rotated files kept; 0: DefaultLogKeep
+	LogMaxBytes int64 // rotate the log beyond this size; 0: audit.DefaultMaxBytes
+	LogKeep     int   // rotated files kept; 0: audit.DefaultKeep
 
 	Resolver Resolver                                                          // nil: net.DefaultResolver
 	Dial     func(ctx context.Context, network, addr string) (net.Conn, error) // nil: net.Dialer
@@ -49,15 +52,15 @@ type Config struct {
 	Now      func() time.Time // nil: time.Now
 }
 
-// Server is one session's filtering proxy. Its lifecycle: New, then ListenUnix and/or
-// ListenTCP (each serves in the background), then Shutdown once.
+// Server is one session's filtering proxy. Its lifecycle: New, then ListenUnix, Serve
+// and/or ListenTCP (each serves in the background), then Shutdown once.
 type Server struct {
 	cfg    Config
 	dialer *Dialer
 	gp     *goproxy.ProxyHttpServer
 	tr     *http.Transport
-	log    *auditLog // nil when cfg.LogDir is ""
-	cred   []byte    // "user:secret" expected in Proxy-Authorization on TCP
+	log    *audit.Writer // nil when cfg.LogDir is ""
+	cred   []byte        // "user:secret" expected in Proxy-Authorization on TCP
 	secret string
 	track  tracker
 
@@ -83,7 +86,7 @@ func New(cfg Config) (*Server, error) {
 	s.tr = s.newTransport()
 	s.gp = s.newGoproxy()
 	if cfg.LogDir != "" {
-		l, err := openAuditLog(cfg.LogDir, cfg.LogMaxBytes, cfg.LogKeep)
+		l, err := audit.Open(cfg.LogDir, cfg.LogMaxBytes, cfg.LogKeep)
 		if err != nil {
 			return nil, err
 		}
@@ -105,10 +108,10 @@ func withDefaults(c Config) Config {
 		c.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	if c.LogMaxBytes == 0 {
-		c.LogMaxBytes = DefaultLogMaxBytes
+		c.LogMaxBytes = audit.DefaultMaxBytes
 	}
 	if c.LogKeep == 0 {
-		c.LogKeep = DefaultLogKeep
+		c.LogKeep = audit.DefaultKeep
 	}
 	if c.ErrorLog == nil {
 		c.ErrorLog = log.New(io.Discard, "", 0)
@@ -167,13 +170,13 @@ func (s *Server) URL() string {
 	return u.String()
 }
 
-// Env is EnvFor(URL()): the sandbox's proxy environment for the TCP endpoint, or nil
-// before ListenTCP. A sandbox that reaches the Unix socket through a forwarder uses
-// EnvFor with the forwarder's URL instead.
+// Env is egress.ProxyEnv(URL()): the sandbox's proxy environment for the TCP endpoint,
+// or nil before ListenTCP. A sandbox that reaches the Unix socket through a forwarder
+// uses egress.ProxyEnv with the forwarder's URL instead.
 func (s *Server) Env() map[string]string {
 	u := s.URL()
 	if u == "" {
 		return nil
 	}
-	return EnvFor(u)
+	return egress.ProxyEnv(u)
 }

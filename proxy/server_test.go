@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -60,7 +61,7 @@ func get(t *testing.T, c *http.Client, u string) (int, string) {
 
 func TestForwardHTTP(t *testing.T) {
 	o := newOrigin(t, false, hello)
-	h := newHarness(t, Config{Policy: mustPolicy(t, []string{"origin.test"}, nil, "deny"), Resolver: loopback("origin.test")})
+	h := newHarness(t, Config{Policy: mustPolicy(t, []string{"origin.test"}, nil, "deny"), Resolver: loopback("origin.test", "other.test")})
 	code, body := get(t, h.unixClient(t, nil), "http://origin.test:"+o.port()+"/x")
 	if code != 200 || body != "hello" {
 		t.Errorf("got %d %q, want 200 hello", code, body)
@@ -180,6 +181,41 @@ func TestListenUnixRefusesNonSocket(t *testing.T) {
 	os.WriteFile(path, nil, 0o600)
 	if err := h.srv.ListenUnix(path); err == nil {
 		t.Error("ListenUnix over a regular file succeeded")
+	}
+}
+
+// TestServeInherited: Serve answers on a listener bound elsewhere, without a
+// credential, and Shutdown closes it but leaves its socket file to its owner.
+func TestServeInherited(t *testing.T) {
+	o := newOrigin(t, false, hello)
+	srv, err := New(Config{Policy: mustPolicy(t, []string{"origin.test"}, nil, "deny"), Resolver: loopback("origin.test", "other.test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{srv: srv, sock: filepath.Join(t.TempDir(), "s")}
+	ln, err := net.Listen("unix", h.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	srv.Serve(ln)
+	c := h.unixClient(t, nil)
+	if code, body := get(t, c, "http://origin.test:"+o.port()+"/"); code != 200 || body != "hello" {
+		t.Errorf("allowed: %d %q", code, body)
+	}
+	if code, _ := get(t, c, "http://other.test:"+o.port()+"/"); code != 403 {
+		t.Errorf("denied: %d", code)
+	}
+	c.CloseIdleConnections()
+	if err := srv.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(h.sock); err != nil {
+		t.Errorf("Shutdown removed the inherited socket: %v", err)
+	}
+	if c, err := net.Dial("unix", h.sock); err == nil {
+		c.Close()
+		t.Error("the listener still accepts after Shutdown")
 	}
 }
 

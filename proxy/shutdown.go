@@ -38,7 +38,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.tr.CloseIdleConnections()
 	if s.log != nil {
-		err = errors.Join(err, s.log.close())
+		err = errors.Join(err, s.log.Close())
 	}
 	return err
 }

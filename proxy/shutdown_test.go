@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
 func TestShutdownWaitsAndFlushes(t *testing.T) {
@@ -68,7 +70,7 @@ func TestShutdownWaitsAndFlushes(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
-	recs, err := ReadLog(h.logDir, LogFilter{})
+	recs, err := audit.ReadLog(h.logDir, audit.LogFilter{})
 	if err != nil || len(recs) != 1 || recs[0].Path != "/slow" || recs[0].Status != 200 || recs[0].BytesDown != 4 {
 		t.Errorf("records after shutdown: %+v, %v", recs, err)
 	}

@@ -44,6 +44,14 @@ func (s *Server) ListenUnix(path string) error {
 	return nil
 }
 
+// Serve serves requests on ln in the background until Shutdown, without a credential:
+// whoever made ln controls who can connect (for example a Unix socket of mode 0600
+// inherited from the process that bound it). Shutdown closes ln but removes no socket
+// file; that is left to whoever bound it.
+func (s *Server) Serve(ln net.Listener) {
+	s.serve(ln, false)
+}
+
 func clearStaleSocket(path string) error {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {

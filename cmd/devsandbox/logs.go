@@ -14,7 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/devsandbox/devsandbox/config"
-	"github.com/devsandbox/devsandbox/proxy"
+	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
 func (a *app) logsCommand() *cli.Command {
@@ -41,22 +41,22 @@ func (a *app) logsProxy(c *cli.Context) error {
 		return err
 	}
 	dir := filepath.Join(l.cfg.Host.StateHome, "devsandbox", l.proj.Name)
-	filter := proxy.LogFilter{Denied: c.Bool("denied") || c.Bool("suggest")}
-	print := func(r proxy.Record) { printRecord(a.stdout, r, c.Bool("json")) }
+	filter := audit.LogFilter{Denied: c.Bool("denied") || c.Bool("suggest")}
+	print := func(r audit.Record) { printRecord(a.stdout, r, c.Bool("json")) }
 	if c.Bool("follow") {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		if err := proxy.Follow(ctx, dir, filter, print); err != nil && ctx.Err() == nil {
+		if err := audit.Follow(ctx, dir, filter, print); err != nil && ctx.Err() == nil {
 			return err
 		}
 		return nil
 	}
-	recs, err := proxy.ReadLog(dir, filter)
+	recs, err := audit.ReadLog(dir, filter)
 	if err != nil {
 		return fmt.Errorf("reading the proxy log of %s: %w", l.proj.Name, err)
 	}
 	if c.Bool("suggest") {
-		sugg := proxy.Suggest(recs)
+		sugg := audit.Suggest(recs)
 		if len(sugg) == 0 {
 			fmt.Fprintln(a.stderr, "devsandbox: no denied requests to learn from")
 			return nil
@@ -74,7 +74,7 @@ func (a *app) logsProxy(c *cli.Context) error {
 	return nil
 }
 
-func printRecord(w io.Writer, r proxy.Record, asJSON bool) {
+func printRecord(w io.Writer, r audit.Record, asJSON bool) {
 	if asJSON {
 		b, _ := json.Marshal(r)
 		fmt.Fprintln(w, string(b))
@@ -82,7 +82,7 @@ func printRecord(w io.Writer, r proxy.Record, asJSON bool) {
 	}
 	target := r.Host + ":" + strconv.Itoa(r.Port) + r.Path
 	fmt.Fprintf(w, "%s %-5s %-7s %s %d %dB↑ %dB↓ %dms", r.Time.Local().Format("2006-01-02 15:04:05"), r.Decision, r.Method, target, r.Status, r.BytesUp, r.BytesDown, r.DurationMS)
-	if r.Decision != proxy.DecisionAllow {
+	if r.Decision != audit.DecisionAllow {
 		fmt.Fprintf(w, " rule=%q %s", r.Rule, r.Reason)
 	}
 	fmt.Fprintln(w)

@@ -43,7 +43,7 @@ func proxySocket(h config.Host, p *isolator.Plan, session string) string {
 // environment. It starts nothing (so --dry-run can use it).
 func planProxy(p *isolator.Plan, cfg *config.Config, session string) {
 	p.Egress.Proxy = egress.Endpoint{Unix: proxySocket(cfg.Host, p, session)}
-	env := proxy.EnvFor("http://" + egress.SandboxProxyAddr)
+	env := egress.ProxyEnv("http://" + egress.SandboxProxyAddr)
 	byName := map[string]int{}
 	for i, e := range p.Env {
 		byName[e.Name] = i

@@ -1,10 +1,10 @@
-package proxy
+package egress
 
 // noProxy lists the destinations a sandboxed client reaches directly: its own loopback.
 const noProxy = "localhost,127.0.0.1,::1"
 
-// EnvFor returns the environment that points the common clients of a sandbox at the
-// proxy URL (for example "http://user:secret@127.0.0.1:3128"):
+// ProxyEnv returns the environment that points the common clients of a sandbox at the
+// proxy URL (for example "http://127.0.0.1:3128", SandboxProxyAddr):
 //   - HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and their lower-case forms: curl, git (through
 //     libcurl: http_proxy, HTTPS_PROXY, all_proxy), Go, Python, Rust, Deno, Bun;
 //   - NO_PROXY, no_proxy: loopback only;
@@ -15,9 +15,9 @@ const noProxy = "localhost,127.0.0.1,::1"
 //   - GLOBAL_AGENT_HTTP_PROXY, GLOBAL_AGENT_HTTPS_PROXY, GLOBAL_AGENT_NO_PROXY: older
 //     Node programs that use global-agent.
 //
-// The URL carries the session secret of a TCP endpoint; the map is meant for the
-// sandbox's environment only and must not be printed.
-func EnvFor(proxyURL string) map[string]string {
+// A URL that carries a credential (a TCP endpoint's session secret) makes the map a
+// secret: it belongs in the sandbox's environment only and must not be printed.
+func ProxyEnv(proxyURL string) map[string]string {
 	u := proxyURL
 	return map[string]string{
 		"HTTP_PROXY":               u,
