@@ -506,7 +506,7 @@ func (b *Isolator) Check(ctx context.Context) isolator.Status {
 	st := isolator.Status{State: isolator.Unavailable, Reason: fmt.Sprintf("bwrap cannot create a sandbox: %s", firstLine(msg, err))}
 	switch {
 	case strings.Contains(msg, "setting up uid map") || strings.Contains(msg, "No permissions to create"):
-		st.Fix = "unprivileged user namespaces are disabled or restricted: on Ubuntu 24.04 allow them for bwrap with an AppArmor profile (see docs/security.md), elsewhere set the sysctl kernel.unprivileged_userns_clone=1 (and user.max_user_namespaces > 0)"
+		st.Fix = "unprivileged user namespaces are disabled or restricted: on Ubuntu 24.04 allow them for bwrap with an AppArmor profile (see docs/security-model.md), elsewhere set the sysctl kernel.unprivileged_userns_clone=1 (and user.max_user_namespaces > 0)"
 	case strings.Contains(msg, "proc"):
 		st.Fix = "mounting /proc failed: this is usually a container without its own pid namespace privileges; run devsandbox on the host or use --isolator=docker"
 	default:

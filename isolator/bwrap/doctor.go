@@ -69,12 +69,12 @@ func userNamespaces() nsState {
 	restricted := readSys("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1"
 	switch {
 	case err == nil && restricted:
-		return nsState{ok: true, detail: "available (AppArmor restricts them for unconfined programs; bwrap needs its own profile, see docs/security.md)"}
+		return nsState{ok: true, detail: "available (AppArmor restricts them for unconfined programs; bwrap needs its own profile, see docs/security-model.md)"}
 	case err == nil:
 		return nsState{ok: true, detail: "available"}
 	case restricted:
 		return nsState{reason: "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns = 1, as on Ubuntu 24.04)",
-			fix: "add an AppArmor profile allowing userns for /usr/bin/bwrap (docs/security.md shows one), then sudo apparmor_parser -r /etc/apparmor.d/bwrap"}
+			fix: "add an AppArmor profile allowing userns for /usr/bin/bwrap (docs/security-model.md shows one), then sudo apparmor_parser -r /etc/apparmor.d/bwrap"}
 	}
 	return nsState{reason: "creating a user namespace failed: " + err.Error(), fix: "check the kernel's user-namespace settings and any LSM policy"}
 }
