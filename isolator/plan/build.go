@@ -1,6 +1,7 @@
 // Package plan builds an isolator.Plan from the effective configuration, the tool
-// registry and a probe of the host. Build reads the host only through its Probe and
-// has no other effect, so it is table-tested against temporary directories.
+// registry and a probe of the host. Build reads the host only through its Probe; its
+// one effect is the mask scan's cache in the project's state directory (see
+// isolator/maskscan). It is table-tested against temporary directories.
 package plan
 
 import (
@@ -155,7 +156,8 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if err := b.protectProject(proj.Dir); err != nil {
 		return nil, nil, err
 	}
-	masked, err := findMasked(pr, proj.Dir, maskMatcher{cfg.Sandbox.MaskFiles, cfg.Sandbox.MaskAllow, cfg.Sandbox.MaskSkip})
+	masked, err := findMaskedCached(pr, proj.Dir, maskMatcher{cfg.Sandbox.MaskFiles, cfg.Sandbox.MaskAllow, cfg.Sandbox.MaskSkip},
+		filepath.Join(state, "maskscan.cache"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("scanning %s for sandbox.mask_files: %w", proj.Dir, err)
 	}

@@ -1,10 +1,10 @@
 package plan
 
 import (
-	"io/fs"
 	"path"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/maskscan"
 )
 
 // maskMatcher decides which project files are masked.
@@ -37,49 +37,39 @@ func matchAny(globs []string, name string) bool {
 	return false
 }
 
-// findMasked walks root and returns the paths whose base name matches the mask globs,
-// in walk order. Directories named in skip are not entered; symlinked directories are
-// not followed (what they point to outside the project is not visible anyway). A
-// matching symlink is returned together with its target when that lies in the project.
+// findMasked returns the project paths to mask: the entries whose base name matches
+// the mask globs (scanned without a cache), in path order. See findMaskedCached.
 func findMasked(pr Probe, root string, m maskMatcher) ([]string, error) {
-	var out []string
-	var walk func(dir string) error
-	walk = func(dir string) error {
-		ents, err := pr.ReadDir(dir)
-		if err != nil {
-			return err
-		}
-		for _, e := range ents {
-			name := e.Name()
-			p := dir + "/" + name
-			switch {
-			case e.IsDir():
-				if m.skipped(name) {
-					continue
-				}
-				if err := walk(p); err != nil {
-					return err
-				}
-			case m.masked(name):
-				if e.Type()&fs.ModeSymlink == 0 {
-					out = append(out, p)
-					continue
-				}
-				// A masked name that is a symlink: mask what it points to when that is a
-				// file in the project (anything outside is not visible anyway).
-				t, err := pr.EvalSymlinks(p)
-				if err != nil || !isolator.Within(t, root) {
-					continue
-				}
-				if fi, err := pr.Stat(t); err == nil && fi.Mode().IsRegular() {
-					out = append(out, t)
-				}
-			}
-		}
-		return nil
+	return findMaskedCached(pr, root, m, "")
+}
+
+// findMaskedCached scans root with maskscan (which re-reads only directories changed
+// since the cached scan, so launch does not grow with project size and a file created
+// on the host since the last run is still found). Directories named in skip are not
+// entered; symlinks are not followed. A matching symlink is masked through its target
+// when that is a regular file in the project (anything outside is not visible anyway).
+func findMaskedCached(pr Probe, root string, m maskMatcher, cacheFile string) ([]string, error) {
+	scan := pr.ScanMasks
+	if scan == nil {
+		scan = maskscan.Scan
 	}
-	if err := walk(root); err != nil {
+	matches, err := scan(root, maskscan.Matcher{Mask: m.mask, Allow: m.allow, Skip: m.skip}, cacheFile)
+	if err != nil {
 		return nil, err
+	}
+	var out []string
+	for _, mt := range matches {
+		if !mt.Symlink {
+			out = append(out, mt.Path)
+			continue
+		}
+		t, err := pr.EvalSymlinks(mt.Path)
+		if err != nil || !isolator.Within(t, root) {
+			continue
+		}
+		if fi, err := pr.Stat(t); err == nil && fi.Mode().IsRegular() {
+			out = append(out, t)
+		}
 	}
 	return out, nil
 }

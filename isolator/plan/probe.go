@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"errors"
+	"github.com/devsandbox/devsandbox/isolator/maskscan"
 	"io"
 	"io/fs"
 	"net"
@@ -26,6 +27,8 @@ type Probe struct {
 	EvalSymlinks func(string) (string, error)
 	Readlink     func(string) (string, error)
 	LookPath     func(string) bool
+	// ScanMasks finds the files to mask below a root (maskscan.Scan when nil).
+	ScanMasks func(root string, m maskscan.Matcher, cacheFile string) ([]maskscan.Match, error)
 	// LookupIP resolves a host name (allowlist mode resolves its plain hosts at launch).
 	LookupIP   func(host string) ([]netip.Addr, error)
 	Executable func() (string, error)

@@ -28,8 +28,9 @@ func main() {
 	userName := flag.String("user", "dsbtest", "unprivileged user to run as when root")
 	files := flag.Int("files", 0, "files in the benchmark project (spread over files/100 dirs)")
 	only := flag.String("only", "", "run only the cases whose title contains this")
+	large := flag.Int("large", 0, "also compare an empty project with one of this many files (e.g. 200000)")
 	flag.Parse()
-	if err := run(*bin, *n, *userName, *files, *only); err != nil {
+	if err := run(*bin, *n, *userName, *files, *only, *large); err != nil {
 		fmt.Fprintf(os.Stderr, "benchlaunch: %v\n", err)
 		os.Exit(1)
 	}
@@ -56,7 +57,7 @@ func (r runner) time(argv []string) (time.Duration, error) {
 	return d, nil
 }
 
-func run(bin string, n int, userName string, files int, only string) error {
+func run(bin string, n int, userName string, files int, only string, large int) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
@@ -135,6 +136,30 @@ func run(bin string, n int, userName string, files int, only string) error {
 			{bin, "--egress=none", "--", "true"},
 		}, []string{"plain bwrap (no network)", "pasta --config-net -- bwrap", "devsandbox --egress=proxy", "devsandbox --egress=none"}},
 	}
+	if large > 0 {
+		big, err := os.MkdirTemp(home, "bench-large-")
+		if err != nil {
+			return err
+		}
+		defer forget(home, big)
+		fmt.Printf("creating a project of %d files in %d directories...\n", large, (large+99)/100)
+		if err := populate(big, large); err != nil {
+			return err
+		}
+		if err := chownTree(big, uid, gid); err != nil {
+			return err
+		}
+		rb := r
+		rb.dir = big
+		ds := []string{bin, "--egress=open", "--", "true"}
+		meds, err := compareRunners([]runner{r, rb}, [][]string{ds, ds}, n)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("launch of `true` on a large project (mask scan with its cache)\n")
+		fmt.Printf("  %-32s median %7.2f ms   ratio 1.00x\n", "empty project", ms(meds[0]))
+		fmt.Printf("  %-32s median %7.2f ms   ratio %.2fx   target <= 1.3x\n", fmt.Sprintf("%d files", large), ms(meds[1]), float64(meds[1])/float64(meds[0]))
+	}
 	if only != "" {
 		var keep = cases[:0]
 		for _, c := range cases {
@@ -204,6 +229,45 @@ func initTrace(bin string) error {
 	}
 	fmt.Println()
 	return nil
+}
+
+// compareRunners is compare with a runner (working directory) per argv.
+func compareRunners(rs []runner, argvs [][]string, n int) ([]time.Duration, error) {
+	samples := make([][]time.Duration, len(argvs))
+	for i := -3; i < n; i++ {
+		for j, a := range argvs {
+			d, err := rs[j].time(a)
+			if err != nil {
+				return nil, err
+			}
+			if i >= 0 {
+				samples[j] = append(samples[j], d)
+			}
+		}
+	}
+	meds := make([]time.Duration, len(argvs))
+	for j := range samples {
+		meds[j] = median(samples[j])
+	}
+	return meds, nil
+}
+
+// forget removes a benchmark project and what devsandbox keeps for it.
+func forget(home, proj string) {
+	os.RemoveAll(proj)
+	sum := sha256.Sum256([]byte(proj))
+	name := filepath.Base(proj) + "-" + hex.EncodeToString(sum[:4])
+	os.RemoveAll(filepath.Join(home, ".local/state/devsandbox", name))
+	os.RemoveAll(filepath.Join(home, ".local/share/devsandbox", name))
+}
+
+func chownTree(dir string, uid, gid int) error {
+	return filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
 }
 
 // compare runs each argv n times, alternating, after a warm-up, and returns medians.

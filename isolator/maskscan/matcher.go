@@ -1,0 +1,99 @@
+package maskscan
+
+import (
+	"encoding/binary"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+)
+
+// glob is a compiled path.Match pattern: most names are rejected by comparing a
+// literal prefix, without running the matcher.
+type glob struct {
+	pat    string
+	prefix string // the text before the first metacharacter
+	lit    bool   // pat has no metacharacter: only pat itself matches
+}
+
+func (g glob) match(name string) bool {
+	if g.lit {
+		return name == g.pat
+	}
+	if !strings.HasPrefix(name, g.prefix) {
+		return false
+	}
+	ok, _ := path.Match(g.pat, name) // pat was validated by compile
+	return ok
+}
+
+// matcher is a compiled Matcher.
+type matcher struct {
+	mask, allow []glob
+	skip        []string
+	// literals are the masked names that are mask globs without metacharacters;
+	// they are looked up by name in directories that cannot be listed.
+	literals []string
+}
+
+func compile(m Matcher) (*matcher, error) {
+	c := &matcher{skip: m.Skip}
+	for _, l := range []struct {
+		globs []string
+		out   *[]glob
+	}{{m.Mask, &c.mask}, {m.Allow, &c.allow}} {
+		for _, p := range l.globs {
+			if _, err := path.Match(p, ""); err != nil {
+				return nil, fmt.Errorf("mask pattern %q: %w", p, err)
+			}
+			g := glob{pat: p, prefix: p, lit: true}
+			if i := strings.IndexAny(p, `*?[\`); i >= 0 {
+				g.prefix, g.lit = p[:i], false
+			}
+			*l.out = append(*l.out, g)
+		}
+	}
+	for _, g := range c.mask {
+		if g.lit && c.masked(g.pat) && !slices.Contains(c.literals, g.pat) {
+			c.literals = append(c.literals, g.pat)
+		}
+	}
+	return c, nil
+}
+
+// masked reports whether an entry named name is masked.
+func (m *matcher) masked(name string) bool {
+	return anyMatch(m.mask, name) && !anyMatch(m.allow, name)
+}
+
+// skipped reports whether a directory named name is not entered.
+func (m *matcher) skipped(name string) bool {
+	return slices.Contains(m.skip, name)
+}
+
+func anyMatch(globs []glob, name string) bool {
+	for _, g := range globs {
+		if g.match(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// key is the canonical encoding of m, stored in the cache to tell whether it was
+// written for the same matcher. Two matchers with equal keys mask the same names
+// and skip the same directories.
+func (m Matcher) key() []byte {
+	var b []byte
+	for _, l := range [][]string{m.Mask, m.Allow, m.Skip} {
+		b = binary.AppendUvarint(b, uint64(len(l)))
+		for _, s := range l {
+			b = appendString(b, s)
+		}
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
