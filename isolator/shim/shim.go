@@ -35,6 +35,9 @@ func Main(args []string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == forwarderArg {
 		return forwarderMain(args[1:], stderr)
 	}
+	if len(args) > 0 && args[0] == ContainerArg {
+		return containerMain(args[1:], stderr)
+	}
 	if len(args) > 0 && strings.HasPrefix(args[0], connectPrefix) {
 		return runConnect(args[0], args[1:], stderr)
 	}

@@ -1,0 +1,379 @@
+package shim
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+// ContainerArg starts the shim in the container init role (the docker backend):
+//
+//	devsandbox-init --container [--framed] [--role=run|session|keeper] -- COMMAND [ARG...]
+//
+// Role run (the default) is the container's pid 1: it verifies the Manifest, runs the
+// command as a child, forwards signals, reaps every orphan, and exits with the
+// command's status, which takes the rest of the container down with it. Role session
+// is the same for a command exec'd into a kept container: it is not pid 1, so it
+// becomes a child subreaper and kills what the command left behind. Role keeper is the
+// idle pid 1 of a kept container. With --framed, stdin carries wire frames (see the
+// wire package); without, the command inherits the container's stdio, as a hand-run
+// `docker run` line gives it.
+const ContainerArg = "--container"
+
+// containerMain is Main for the container roles.
+func containerMain(args []string, stderr io.Writer) int {
+	c := &container{stderr: stderr, role: "run"}
+	for len(args) > 0 && args[0] != "--" {
+		switch a := args[0]; {
+		case a == "--framed":
+			c.framed = true
+		case strings.HasPrefix(a, "--role="):
+			c.role = strings.TrimPrefix(a, "--role=")
+		default:
+			fmt.Fprintf(stderr, "devsandbox-init: unknown argument %q\n", a)
+			return ExitSetupFailed
+		}
+		args = args[1:]
+	}
+	switch c.role {
+	case "keeper":
+		return keeper()
+	case "run", "session":
+	default:
+		fmt.Fprintf(stderr, "devsandbox-init: unknown role %q\n", c.role)
+		return ExitSetupFailed
+	}
+	if len(args) < 2 {
+		fmt.Fprintln(stderr, "devsandbox-init: no command")
+		return ExitNotFound
+	}
+	return c.run(args[1:])
+}
+
+type container struct {
+	stderr io.Writer
+	framed bool
+	role   string
+	stdin  *os.File // the container's stdin, read for frames
+}
+
+// fail reports that a protection is not in effect and returns the exit status.
+func (c *container) fail(format string, args ...any) int {
+	msg := fmt.Sprintf(format, args...)
+	if c.framed {
+		fmt.Fprint(c.stderr, wire.FailMarker(msg))
+	}
+	fmt.Fprintf(c.stderr, "devsandbox-init: %s\n", msg)
+	return ExitSetupFailed
+}
+
+// ready reports to the host (framed mode) that the command is about to start.
+func (c *container) ready() {
+	if c.framed {
+		fmt.Fprint(c.stderr, wire.ReadyMarker)
+	}
+}
+
+func (c *container) run(argv []string) int {
+	c.stdin = os.Stdin
+	m := &wire.Manifest{}
+	if s, ok := os.LookupEnv(wire.ManifestEnv); ok {
+		var err error
+		if m, err = wire.DecodeManifest(s); err != nil {
+			return c.fail("%v", err)
+		}
+	}
+	_ = os.Unsetenv(wire.ManifestEnv)
+
+	hello := &wire.Hello{}
+	if c.framed {
+		typ, p, err := wire.ReadFrame(c.stdin)
+		if err != nil || typ != wire.FrameHello {
+			return c.fail("no hello frame from the host (%v)", err)
+		}
+		if hello, err = wire.ParseHello(p); err != nil {
+			return c.fail("%v", err)
+		}
+	} else if files, err := secretFilesFromEnv(); err != nil {
+		return c.fail("%v", err)
+	} else {
+		hello.Files = files
+	}
+	if err := writeSecretFiles(m.SecretDir, hello.Files); err != nil {
+		return c.fail("%v", err)
+	}
+	if err := Verify(m, hello.Files); err != nil {
+		return c.fail("%v", err)
+	}
+	if m.Forward != "" {
+		if err := startForwarder(m.Forward); err != nil {
+			return c.fail("starting the proxy forwarder %s: %v", m.Forward, err)
+		}
+	}
+	for k, v := range hello.Env {
+		_ = os.Setenv(k, v)
+	}
+	if c.role == "session" {
+		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	}
+
+	path, code, msg := lookCommand(argv[0], m.ShellFallback)
+	if path == "" {
+		c.ready()
+		fmt.Fprintf(c.stderr, "devsandbox: %s: %s\n", argv[0], msg)
+		return code
+	}
+	if path != argv[0] && argv[0] == m.ShellFallback {
+		argv = []string{path}
+	}
+
+	var cio commandIO
+	var err error
+	switch {
+	case c.framed && hello.TTY:
+		cio, err = newPtyIO(hello.Rows, hello.Cols)
+	case c.framed:
+		cio, err = newPipeIO()
+	default:
+		cio = newInheritIO()
+	}
+	if err != nil {
+		return c.fail("setting up the command's terminal: %v", err)
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
+	c.ready()
+
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: cio.files(),
+		Sys:   cio.sys(),
+	})
+	cio.started()
+	if err != nil {
+		code := ExitNotExecutable
+		if errors.Is(err, syscall.ENOENT) {
+			code = ExitNotFound
+		}
+		fmt.Fprintf(c.stderr, "devsandbox: %s: %v\n", argv[0], err)
+		return code
+	}
+
+	gone := make(chan struct{})
+	if c.framed {
+		go c.readFrames(cio, pid, gone)
+	}
+	exited := make(chan int, 1)
+	go reap(pid, exited)
+	for {
+		select {
+		case s := <-sigs:
+			if s == syscall.SIGWINCH {
+				continue // the host sends window sizes as frames
+			}
+			signalGroup(pid, s.(syscall.Signal))
+		case <-gone:
+			// The host is gone (killed, or its connection dropped): nobody waits for
+			// the command any more, so it must not run on.
+			killAll(pid, c.role)
+			return 137
+		case code := <-exited:
+			cio.finish()
+			if c.role == "session" {
+				killDescendants()
+			}
+			return code
+		}
+	}
+}
+
+// readFrames applies the host's frames until the stream ends, then closes gone. Input
+// for the command is queued so a command that does not read its stdin cannot stop the
+// reading, which is how the host's disappearance is noticed.
+func (c *container) readFrames(cio commandIO, pid int, gone chan<- struct{}) {
+	input := make(chan []byte, 256)
+	go func() {
+		for b := range input {
+			if b == nil {
+				cio.closeInput()
+				continue
+			}
+			cio.write(b)
+		}
+	}()
+	defer close(gone)
+	for {
+		typ, p, err := wire.ReadFrame(c.stdin)
+		if err != nil {
+			return
+		}
+		switch typ {
+		case wire.FrameData:
+			if len(p) > 0 {
+				select {
+				case input <- p:
+				default:
+					// The command is not reading: keep the newest input waiting
+					// behind the queue rather than stop reading frames.
+					go func() { input <- p }()
+				}
+			}
+		case wire.FrameClose:
+			go func() { input <- nil }()
+		case wire.FrameResize:
+			if rows, cols, ok := wire.ParseResize(p); ok {
+				cio.resize(rows, cols)
+			}
+		case wire.FrameSignal:
+			if len(p) == 1 {
+				signalGroup(pid, syscall.Signal(p[0]))
+			}
+		}
+	}
+}
+
+// reap waits for every child (the init adopts orphans) and reports the command's
+// exit status, 128+N when a signal N killed it.
+func reap(pid int, exited chan<- int) {
+	for {
+		var ws syscall.WaitStatus
+		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			exited <- ExitSetupFailed
+			return
+		}
+		if wpid != pid {
+			continue
+		}
+		if ws.Signaled() {
+			exited <- 128 + int(ws.Signal())
+		} else {
+			exited <- ws.ExitStatus()
+		}
+		// Keep reaping orphans until the process exits.
+		go func() {
+			for {
+				if _, err := syscall.Wait4(-1, &ws, 0, nil); err != nil && !errors.Is(err, syscall.EINTR) {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}()
+		return
+	}
+}
+
+func signalGroup(pid int, s syscall.Signal) {
+	if err := syscall.Kill(-pid, s); err != nil {
+		_ = syscall.Kill(pid, s)
+	}
+}
+
+// killAll ends the command and, for an exec'd session, everything it started. The
+// run role is pid 1: its exit kills the rest of the container.
+func killAll(pid int, role string) {
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	if role == "session" {
+		killDescendants()
+	}
+}
+
+// keeper is pid 1 of a kept container: it reaps orphans and exits on SIGTERM.
+func keeper() int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		for {
+			var ws syscall.WaitStatus
+			if _, err := syscall.Wait4(-1, &ws, 0, nil); err != nil && !errors.Is(err, syscall.EINTR) {
+				time.Sleep(time.Second)
+			}
+		}
+	}()
+	<-sigs
+	return 0
+}
+
+// lookCommand resolves argv0 on the container's PATH. On failure it returns "" with
+// the exit status and a message. fallback is a shell to replace by /bin/sh when
+// missing.
+func lookCommand(argv0, fallback string) (path string, code int, msg string) {
+	p, err := exec.LookPath(argv0)
+	if err == nil || errors.Is(err, exec.ErrDot) {
+		return p, 0, ""
+	}
+	if argv0 == fallback && fallback != "" {
+		if _, serr := os.Stat("/bin/sh"); serr == nil {
+			return "/bin/sh", 0, ""
+		}
+	}
+	code = ExitNotFound
+	if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EISDIR) {
+		code = ExitNotExecutable
+	}
+	return "", code, reason(err, code)
+}
+
+// secretFilesFromEnv reads plain-mode secret files from the environment and removes
+// the variables.
+func secretFilesFromEnv() (map[string][]byte, error) {
+	files := map[string][]byte{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(k, wire.SecretFileEnvPrefix) {
+			continue
+		}
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s is not base64", k)
+		}
+		files[strings.TrimPrefix(k, wire.SecretFileEnvPrefix)] = b
+		_ = os.Unsetenv(k)
+	}
+	return files, nil
+}
+
+// writeSecretFiles writes each file 0400 into dir, replacing an earlier one.
+func writeSecretFiles(dir string, files map[string][]byte) error {
+	for name, data := range files {
+		if dir == "" {
+			return fmt.Errorf("secret file %s: no secret directory", name)
+		}
+		if strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+			return fmt.Errorf("bad secret file name %q", name)
+		}
+		tmp := dir + "/." + name + ".tmp"
+		_ = os.Remove(tmp)
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o400)
+		if err != nil {
+			return fmt.Errorf("writing the secret file %s: %v", name, err)
+		}
+		_, werr := f.Write(data)
+		cerr := f.Close()
+		if werr == nil {
+			werr = cerr
+		}
+		if werr == nil {
+			werr = os.Rename(tmp, dir+"/"+name)
+		}
+		if werr != nil {
+			_ = os.Remove(tmp)
+			return fmt.Errorf("writing the secret file %s: %v", name, werr)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package shim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+// Verify checks that every protection of the manifest is in effect in this process's
+// view (DESIGN guarantee 9): container engines have ways to fail open (a mount
+// skipped, a read-only flag lost), so the init looks before it runs the command.
+// files are the secret files written into m.SecretDir, checked for mode and length.
+func Verify(m *wire.Manifest, files map[string][]byte) error {
+	if err := verifyPrivileges(); err != nil {
+		return err
+	}
+	for _, c := range m.Checks {
+		if err := verifyCheck(c); err != nil {
+			return err
+		}
+	}
+	for name, data := range files {
+		p := m.SecretDir + "/" + name
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return fmt.Errorf("secret file %s: %v", p, err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o7777 != 0o400 || int(st.Uid) != os.Getuid() || st.Size != int64(len(data)) {
+			return fmt.Errorf("secret file %s is not a 0400 file of %d bytes owned by uid %d (mode %o, %d bytes, uid %d)", p, len(data), os.Getuid(), st.Mode&0o7777, st.Size, st.Uid)
+		}
+	}
+	if m.SecretDir != "" && len(files) > 0 {
+		if err := readOnlyForOthers(m.SecretDir); err != nil {
+			return err
+		}
+	}
+	if m.Network == "none" {
+		if err := verifyNoNetwork(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func verifyCheck(c wire.Check) error {
+	var st unix.Stat_t
+	if err := unix.Stat(c.Path, &st); err != nil {
+		return fmt.Errorf("%s %s is missing: %v", c.Kind, c.Path, err)
+	}
+	kind := st.Mode & unix.S_IFMT
+	switch c.Kind {
+	case wire.CheckMaskFile:
+		if kind != unix.S_IFREG || st.Size != 0 {
+			return fmt.Errorf("mask %s is not an empty file", c.Path)
+		}
+	case wire.CheckMaskDir:
+		if kind != unix.S_IFDIR {
+			return fmt.Errorf("mask %s is not a directory", c.Path)
+		}
+		if extra, err := unexpectedEntries(c.Path, c.Allow); err != nil || len(extra) > 0 {
+			return fmt.Errorf("mask %s is not an empty directory (it holds %q, %v)", c.Path, extra, err)
+		}
+	case wire.CheckData:
+		if kind != unix.S_IFREG || st.Size != c.Size {
+			return fmt.Errorf("%s is not a file of %d bytes", c.Path, c.Size)
+		}
+	case wire.CheckRO, wire.CheckRW:
+	default:
+		return fmt.Errorf("unknown check %q for %s", c.Kind, c.Path)
+	}
+	if c.Kind == wire.CheckRW {
+		return nil
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(c.Path, &fs); err != nil {
+		return fmt.Errorf("%s %s: %v", c.Kind, c.Path, err)
+	}
+	if fs.Flags&unix.ST_RDONLY == 0 {
+		return fmt.Errorf("%s is writable but must be read-only (%s)", c.Path, c.Kind)
+	}
+	return nil
+}
+
+// unexpectedEntries lists the entries of dir not named in allow.
+func unexpectedEntries(dir string, allow []string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	var extra []string
+	for _, n := range names {
+		if !slices.Contains(allow, n) {
+			extra = append(extra, n)
+		}
+	}
+	return extra, err
+}
+
+// verifyPrivileges checks that the init holds no capability and cannot gain one.
+func verifyPrivileges() error {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return fmt.Errorf("reading /proc/self/status: %v", err)
+	}
+	var capEff, nnp string
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(l, ":")
+		switch k {
+		case "CapEff":
+			capEff = strings.TrimSpace(v)
+		case "NoNewPrivs":
+			nnp = strings.TrimSpace(v)
+		}
+	}
+	if n, err := strconv.ParseUint(capEff, 16, 64); err != nil || n != 0 {
+		return fmt.Errorf("the sandbox holds capabilities (CapEff %s); the container must drop them all", capEff)
+	}
+	if nnp != "1" {
+		return errors.New("no_new_privs is not set; the container must run with no-new-privileges")
+	}
+	return nil
+}
+
+// readOnlyForOthers checks that dir (the secret directory) admits nobody else.
+func readOnlyForOthers(dir string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return fmt.Errorf("secret directory %s: %v", dir, err)
+	}
+	if st.Mode&0o077 != 0 || int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("secret directory %s is open to others (mode %o, uid %d)", dir, st.Mode&0o7777, st.Uid)
+	}
+	return nil
+}
+
+// verifyNoNetwork checks that only the loopback interface exists.
+func verifyNoNetwork() error {
+	ents, err := os.ReadDir("/sys/class/net")
+	if err != nil {
+		b, perr := os.ReadFile("/proc/net/dev")
+		if perr != nil {
+			return fmt.Errorf("cannot list network interfaces: %v", err)
+		}
+		for _, l := range strings.Split(string(b), "\n")[2:] {
+			name, _, ok := strings.Cut(strings.TrimSpace(l), ":")
+			if ok && name != "lo" {
+				return fmt.Errorf("egress none, but the interface %s exists", name)
+			}
+		}
+		return nil
+	}
+	for _, e := range ents {
+		if e.Name() != "lo" {
+			return fmt.Errorf("egress none, but the interface %s exists", e.Name())
+		}
+	}
+	return nil
+}

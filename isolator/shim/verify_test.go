@@ -1,0 +1,75 @@
+package shim
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+// Each check fails closed on what Docker can silently get wrong: a mask that is not
+// empty, a directory with unexpected entries, a file of the wrong size, a read-only
+// mount that is writable.
+func TestVerifyCheckFailsClosed(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	empty := write("empty", "")
+	full := write("full", "TOKEN=x\n")
+	masked := filepath.Join(dir, "masked")
+	write("masked/config", "")
+	write("masked/id_rsa", "key")
+	tests := []struct {
+		check wire.Check
+		want  string // substring of the error; "" = passes
+	}{
+		{wire.Check{Kind: wire.CheckMaskFile, Path: full}, "not an empty file"},
+		{wire.Check{Kind: wire.CheckMaskFile, Path: empty}, "writable but must be read-only"},
+		{wire.Check{Kind: wire.CheckMaskFile, Path: filepath.Join(dir, "missing")}, "missing"},
+		{wire.Check{Kind: wire.CheckMaskDir, Path: masked, Allow: []string{"config"}}, `"id_rsa"`},
+		{wire.Check{Kind: wire.CheckMaskDir, Path: masked, Allow: []string{"config", "id_rsa"}}, "writable but must be read-only"},
+		{wire.Check{Kind: wire.CheckData, Path: full, Size: 3}, "not a file of 3 bytes"},
+		{wire.Check{Kind: wire.CheckRO, Path: dir}, "writable but must be read-only"},
+		{wire.Check{Kind: wire.CheckRW, Path: dir}, ""},
+		{wire.Check{Kind: "bogus", Path: dir}, "unknown check"},
+	}
+	for _, tt := range tests {
+		err := verifyCheck(tt.check)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%+v: %v", tt.check, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%+v: error %v, want one holding %q", tt.check, err, tt.want)
+		}
+	}
+}
+
+// Secret files are written 0400 and replaced atomically; a bad name is refused.
+func TestWriteSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string][]byte{"DB_PASS": []byte("one")}
+	if err := writeSecretFiles(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	files["DB_PASS"] = []byte("second value")
+	if err := writeSecretFiles(dir, files); err != nil {
+		t.Fatalf("rewriting a 0400 file: %v", err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "DB_PASS"))
+	if err != nil || fi.Mode().Perm() != 0o400 || fi.Size() != int64(len("second value")) {
+		t.Fatalf("secret file: %v %v", fi, err)
+	}
+	if err := writeSecretFiles(dir, map[string][]byte{"../x": nil}); err == nil {
+		t.Fatal("a name with a slash was accepted")
+	}
+}

@@ -1,0 +1,116 @@
+package wire
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"sync"
+)
+
+// Report reads the init's stderr on the host: it passes everything through to Out
+// except the first marker, which it records. Safe for one writer and concurrent
+// readers of the result.
+type Report struct {
+	Out io.Writer
+
+	mu      sync.Mutex
+	pending []byte // bytes that may begin a marker
+	done    bool   // a marker was seen; everything else passes through
+	ready   bool
+	failure string
+	seen    chan struct{}
+}
+
+// NewReport returns a Report writing to out.
+func NewReport(out io.Writer) *Report { return &Report{Out: out, seen: make(chan struct{})} }
+
+// Seen is closed once a marker was read.
+func (r *Report) Seen() <-chan struct{} { return r.seen }
+
+// Result returns whether the init reported ready, or its failure reason.
+func (r *Report) Result() (ready bool, failure string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ready, r.failure
+}
+
+const markerStart = "\x1b_devsandbox:"
+
+// Write implements io.Writer.
+func (r *Report) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return len(p), r.write(p)
+	}
+	buf := append(r.pending, p...)
+	r.pending = nil
+	for len(buf) > 0 && !r.done {
+		i := bytes.IndexByte(buf, 0x1b)
+		if i < 0 {
+			if err := r.write(buf); err != nil {
+				return len(p), err
+			}
+			return len(p), nil
+		}
+		if err := r.write(buf[:i]); err != nil {
+			return len(p), err
+		}
+		buf = buf[i:]
+		n := min(len(buf), len(markerStart))
+		if string(buf[:n]) != markerStart[:n] {
+			// An escape that is not ours.
+			if err := r.write(buf[:1]); err != nil {
+				return len(p), err
+			}
+			buf = buf[1:]
+			continue
+		}
+		end := bytes.Index(buf[min(len(buf), 2):], []byte(MarkerEnd))
+		if n < len(markerStart) || end < 0 {
+			if len(buf) > 4096 {
+				// Far too long for a marker: not one.
+				if err := r.write(buf); err != nil {
+					return len(p), err
+				}
+				return len(p), nil
+			}
+			r.pending = append([]byte(nil), buf...)
+			return len(p), nil
+		}
+		end += 2
+		m := string(buf[:end+len(MarkerEnd)])
+		buf = buf[end+len(MarkerEnd):]
+		switch {
+		case m == ReadyMarker:
+			r.ready = true
+		case strings.HasPrefix(m, FailPrefix):
+			r.failure = strings.TrimSuffix(strings.TrimPrefix(m, FailPrefix), MarkerEnd)
+		default:
+			continue // an unknown marker of ours: dropped
+		}
+		r.done = true
+		close(r.seen)
+	}
+	if len(buf) > 0 {
+		return len(p), r.write(buf)
+	}
+	return len(p), nil
+}
+
+// Flush passes on bytes held back as a possible marker start (at end of stream).
+func (r *Report) Flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.pending
+	r.pending = nil
+	return r.write(b)
+}
+
+func (r *Report) write(b []byte) error {
+	if len(b) == 0 || r.Out == nil {
+		return nil
+	}
+	_, err := r.Out.Write(b)
+	return err
+}

@@ -1,0 +1,198 @@
+// Package wire is the protocol between devsandbox on the host and devsandbox-init as
+// the init of a container (the docker backend). It is portable and has no effects, so
+// the host side builds on any platform.
+//
+// Two things travel:
+//
+//   - The Manifest, in the container's environment (ManifestEnv): what the init must
+//     verify before it runs the command (DESIGN guarantee 9). It holds paths and
+//     sizes, never a secret.
+//   - Frames on the init's stdin, in framed mode (the only mode devsandbox uses; a
+//     plain `docker run` line leaves it off): a Hello first, carrying the secrets and
+//     the window size, then the command's input, window sizes and signals. The host
+//     never ends the stream while it lives, so end of file means the host is gone and
+//     the init takes the command down.
+//
+// The init reports on its stderr, before anything else runs: ReadyMarker once the
+// command is about to start, or FailPrefix + reason + MarkerEnd when a protection is
+// not in effect (it then exits 125 without running the command). The markers are
+// terminal APC sequences, which terminals ignore, should one ever reach a screen.
+package wire
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// ManifestEnv is the environment variable holding the JSON Manifest. The init removes
+// it before running the command.
+const ManifestEnv = "DEVSANDBOX_INIT"
+
+// SecretFileEnvPrefix names the variables from which the init writes secret files in
+// plain mode (a hand-run `docker run` line): DEVSANDBOX_SECRET_FILE_<NAME> holds the
+// base64 of /run/secrets/<NAME>. The init removes them before running the command.
+const SecretFileEnvPrefix = "DEVSANDBOX_SECRET_FILE_"
+
+// Markers the init writes on stderr.
+const (
+	ReadyMarker = "\x1b_devsandbox:ready\x1b\\"
+	FailPrefix  = "\x1b_devsandbox:fail:"
+	MarkerEnd   = "\x1b\\"
+)
+
+// CheckKind is what a Check expects at its path.
+type CheckKind string
+
+const (
+	CheckMaskFile CheckKind = "maskfile" // an empty regular file on a read-only mount
+	CheckMaskDir  CheckKind = "maskdir"  // an empty directory on a read-only mount
+	CheckRO       CheckKind = "ro"       // exists, on a read-only mount
+	CheckRW       CheckKind = "rw"       // exists (a bind the command may write)
+	CheckData     CheckKind = "data"     // a regular file of Size bytes on a read-only mount
+)
+
+// Check is one protection the init verifies.
+type Check struct {
+	Kind CheckKind `json:"k"`
+	Path string    `json:"p"`
+	Size int64     `json:"s,omitempty"`
+	// Allow names the entries a masked directory may hold: mount points of later
+	// mounts inside it (a tool's file below a hidden directory).
+	Allow []string `json:"a,omitempty"`
+}
+
+// Manifest is what the init verifies and how it runs the command.
+type Manifest struct {
+	Checks []Check `json:"checks,omitempty"`
+	// Network is the expected egress state: "none" (only loopback) or "" (not checked).
+	Network string `json:"network,omitempty"`
+	// Forward is "ADDR=UNIXPATH": listen on the TCP address ADDR inside and relay each
+	// connection to the Unix socket (the session proxy, egress proxy mode).
+	Forward string `json:"forward,omitempty"`
+	// SecretDir is where secret files are written (a tmpfs owned by the user).
+	SecretDir string `json:"secretDir,omitempty"`
+	// ShellFallback: when the command is exactly this path and it does not exist in
+	// the image, run /bin/sh instead (the host user's shell may not be installed).
+	ShellFallback string `json:"shellFallback,omitempty"`
+}
+
+// Encode returns the manifest as the value of ManifestEnv.
+func (m *Manifest) Encode() string {
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// DecodeManifest parses a ManifestEnv value.
+func DecodeManifest(s string) (*Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		return nil, fmt.Errorf("bad %s: %w", ManifestEnv, err)
+	}
+	return &m, nil
+}
+
+// Frame types on the init's stdin.
+const (
+	FrameHello  = 'H' // JSON Hello; first and once
+	FrameData   = 'D' // bytes for the command's stdin
+	FrameClose  = 'C' // the command's stdin ends
+	FrameResize = 'W' // rows, cols: two big-endian uint16
+	FrameSignal = 'S' // one byte: a signal number for the command's process group
+)
+
+// MaxFrame bounds a frame's payload; larger data is split.
+const MaxFrame = 1 << 20
+
+// Hello is the first frame: what must be in place before the command starts.
+type Hello struct {
+	Env   map[string]string `json:"env,omitempty"`   // secret variables
+	Files map[string][]byte `json:"files,omitempty"` // secret files by name
+	TTY   bool              `json:"tty,omitempty"`   // run the command on a terminal of its own
+	Rows  uint16            `json:"rows,omitempty"`
+	Cols  uint16            `json:"cols,omitempty"`
+}
+
+// WriteFrame writes one frame.
+func WriteFrame(w io.Writer, typ byte, payload []byte) error {
+	if len(payload) > MaxFrame {
+		return fmt.Errorf("frame of %d bytes exceeds %d", len(payload), MaxFrame)
+	}
+	buf := make([]byte, 5+len(payload))
+	buf[0] = typ
+	binary.BigEndian.PutUint32(buf[1:5], uint32(len(payload)))
+	copy(buf[5:], payload)
+	_, err := w.Write(buf)
+	return err
+}
+
+// WriteHello writes the Hello frame.
+func WriteHello(w io.Writer, h *Hello) error {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return WriteFrame(w, FrameHello, b)
+}
+
+// ResizePayload encodes a window size.
+func ResizePayload(rows, cols uint16) []byte {
+	var b [4]byte
+	binary.BigEndian.PutUint16(b[0:2], rows)
+	binary.BigEndian.PutUint16(b[2:4], cols)
+	return b[:]
+}
+
+// ParseResize decodes a FrameResize payload.
+func ParseResize(p []byte) (rows, cols uint16, ok bool) {
+	if len(p) != 4 {
+		return 0, 0, false
+	}
+	return binary.BigEndian.Uint16(p[0:2]), binary.BigEndian.Uint16(p[2:4]), true
+}
+
+// ErrTruncated is returned by ReadFrame when the stream ends inside a frame.
+var ErrTruncated = errors.New("stream ended inside a frame")
+
+// ReadFrame reads one frame; io.EOF at a frame boundary means the host is gone.
+func ReadFrame(r io.Reader) (typ byte, payload []byte, err error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return 0, nil, ErrTruncated
+		}
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[1:5])
+	if n > MaxFrame {
+		return 0, nil, fmt.Errorf("frame of %d bytes exceeds %d", n, MaxFrame)
+	}
+	payload = make([]byte, n)
+	if _, err := io.ReadFull(r, payload); err != nil {
+		return 0, nil, ErrTruncated
+	}
+	return hdr[0], payload, nil
+}
+
+// ParseHello decodes a FrameHello payload.
+func ParseHello(p []byte) (*Hello, error) {
+	var h Hello
+	if err := json.Unmarshal(p, &h); err != nil {
+		return nil, fmt.Errorf("bad hello frame: %w", err)
+	}
+	return &h, nil
+}
+
+// FailMarker returns the failure report for reason (one line, no escape characters).
+func FailMarker(reason string) string {
+	r := strings.Map(func(c rune) rune {
+		if c < 0x20 || c == 0x7f {
+			return ' '
+		}
+		return c
+	}, reason)
+	return FailPrefix + r + MarkerEnd
+}

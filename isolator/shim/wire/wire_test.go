@@ -1,0 +1,76 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+)
+
+func TestFramesRoundTrip(t *testing.T) {
+	var b bytes.Buffer
+	h := &Hello{Env: map[string]string{"TOKEN": "v"}, Files: map[string][]byte{"DB": []byte("x\x00y")}, Rows: 30, Cols: 100}
+	if err := WriteHello(&b, h); err != nil {
+		t.Fatal(err)
+	}
+	_ = WriteFrame(&b, FrameData, []byte("input"))
+	_ = WriteFrame(&b, FrameResize, ResizePayload(40, 120))
+	_ = WriteFrame(&b, FrameClose, nil)
+
+	typ, p, err := ReadFrame(&b)
+	if err != nil || typ != FrameHello {
+		t.Fatalf("hello: %c %v", typ, err)
+	}
+	got, err := ParseHello(p)
+	if err != nil || got.Env["TOKEN"] != "v" || string(got.Files["DB"]) != "x\x00y" || got.Rows != 30 || got.Cols != 100 {
+		t.Fatalf("hello: %+v %v", got, err)
+	}
+	if typ, p, _ = ReadFrame(&b); typ != FrameData || string(p) != "input" {
+		t.Fatalf("data: %c %q", typ, p)
+	}
+	typ, p, _ = ReadFrame(&b)
+	if r, c, ok := ParseResize(p); typ != FrameResize || !ok || r != 40 || c != 120 {
+		t.Fatalf("resize: %c %d %d", typ, r, c)
+	}
+	if typ, _, _ = ReadFrame(&b); typ != FrameClose {
+		t.Fatalf("close: %c", typ)
+	}
+	if _, _, err := ReadFrame(&b); !errors.Is(err, io.EOF) {
+		t.Fatalf("end: %v", err)
+	}
+	b.Write([]byte{FrameData, 0, 0, 0, 9, 'a'})
+	if _, _, err := ReadFrame(&b); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("truncated: %v", err)
+	}
+}
+
+func TestReportStripsMarker(t *testing.T) {
+	tests := []struct {
+		name   string
+		chunks []string
+		out    string
+		ready  bool
+		fail   string
+	}{
+		{"ready alone", []string{ReadyMarker}, "", true, ""},
+		{"ready then output", []string{ReadyMarker + "hello\n"}, "hello\n", true, ""},
+		{"split marker", []string{"warn\n\x1b_devs", "andbox:rea", "dy\x1b", "\\after"}, "warn\nafter", true, ""},
+		{"failure", []string{FailMarker("mask /p/.env\nis writable")}, "", false, "mask /p/.env is writable"},
+		{"foreign escapes pass", []string{"\x1b[31mred\x1b[0m" + ReadyMarker + "\x1b_devsandbox:ready\x1b\\"}, "\x1b[31mred\x1b[0m\x1b_devsandbox:ready\x1b\\", true, ""},
+		{"no marker", []string{"plain output"}, "plain output", false, ""},
+	}
+	for _, tt := range tests {
+		var out bytes.Buffer
+		r := NewReport(&out)
+		for _, c := range tt.chunks {
+			if _, err := r.Write([]byte(c)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = r.Flush()
+		ready, fail := r.Result()
+		if out.String() != tt.out || ready != tt.ready || fail != tt.fail {
+			t.Errorf("%s: out %q ready %v fail %q; want %q %v %q", tt.name, out.String(), ready, fail, tt.out, tt.ready, tt.fail)
+		}
+	}
+}
