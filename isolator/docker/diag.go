@@ -1,0 +1,61 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// Diagnose implements isolator.Diagnoser: the engine answers, its API version, the
+// default image is present, rootless or not.
+func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var rows []isolator.Check
+	ok := func(name, detail string) {
+		rows = append(rows, isolator.Check{Name: name, Status: isolator.Status{State: isolator.Active}, Detail: detail})
+	}
+	bad := func(name, reason, fix string) {
+		rows = append(rows, isolator.Check{Name: name, Status: isolator.Status{State: isolator.Unavailable, Reason: reason, Fix: fix}})
+	}
+	e, a, err := b.engine()
+	if err != nil {
+		bad("docker engine", err.Error(), startHint)
+		return rows
+	}
+	defer e.Close()
+	v, err := e.ServerVersion(ctx)
+	if err != nil {
+		st := engineDown(a, err)
+		bad("docker engine", st.Reason, st.Fix)
+		return rows
+	}
+	ok("docker engine", fmt.Sprintf("%s (%s), Docker %s %s/%s", a.Host, a.Origin, v.Version, v.Os, v.Arch))
+	if apiBefore(v.APIVersion, MinAPI) {
+		bad("docker API version", fmt.Sprintf("the engine speaks API %s, older than %s", v.APIVersion, MinAPI), "upgrade Docker to 20.10 or newer")
+	} else {
+		ok("docker API version", fmt.Sprintf("engine %s (minimum %s); devsandbox uses no feature newer than %s", v.APIVersion, v.MinAPIVersion, MinAPI))
+	}
+	if _, err := e.ImageInspect(ctx, b.Image); err != nil {
+		bad("docker image", fmt.Sprintf("%s is not on the engine", b.Image), "devsandbox image build (or set docker.image / --image to an image you have)")
+	} else {
+		ok("docker image", b.Image)
+	}
+	if info, err := e.Info(ctx); err == nil {
+		rootless := false
+		for _, o := range info.SecurityOptions {
+			if strings.Contains(o, "name=rootless") {
+				rootless = true
+			}
+		}
+		if rootless {
+			ok("docker rootless", "rootless engine")
+		} else {
+			ok("docker rootless", "no: a rootful engine (access to it is root-equivalent)")
+		}
+	}
+	return rows
+}

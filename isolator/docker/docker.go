@@ -1,0 +1,147 @@
+// Package docker runs a Plan in a Docker container through the Engine API (API 1.41,
+// Docker 20.10, and newer engines by negotiation). It gives the view bwrap gives: the
+// project at its host path, the sandbox home at docker.home, masks, a private /tmp, an
+// environment allowlist, no Docker socket, a read-only root filesystem, the host
+// user's UID and GID with no capabilities and no-new-privileges.
+//
+// Render (pure) turns a Plan into a Spec: the container config, host config and, with
+// keep_container, the exec that runs the command in a kept container. Run writes the
+// few generated host files the Spec names, creates or reuses the container, and relays
+// the session. devsandbox-init, bound read-only at InitPath, is the container's init:
+// it verifies every protection before it starts the command (DESIGN guarantee 9) and
+// speaks the wire protocol on its stdin, through which secrets, input, window sizes
+// and signals travel, and whose end tells it devsandbox is gone.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// Isolator is the docker backend.
+type Isolator struct {
+	Options
+	// HostAddr is docker.host; Env and HostHome are the host environment and home,
+	// from which DOCKER_HOST and the docker context are read.
+	HostAddr string
+	Env      map[string]string
+	HostHome string
+
+	// Phase, when set, is called as each launch phase ends (for --debug timings).
+	Phase func(name string)
+	// Warn receives warnings for people; nil discards them.
+	Warn func(msg string)
+
+	// dial connects to the engine; nil means ResolveAddress and Dial.
+	dial func() (Engine, Address, error)
+}
+
+var (
+	_ isolator.Isolator  = (*Isolator)(nil)
+	_ isolator.Quick     = (*Isolator)(nil)
+	_ isolator.Diagnoser = (*Isolator)(nil)
+)
+
+// Name implements isolator.Isolator.
+func (*Isolator) Name() string { return "docker" }
+
+func (b *Isolator) phase(name string) {
+	if b.Phase != nil {
+		b.Phase(name)
+	}
+}
+
+func (b *Isolator) warn(format string, args ...any) {
+	if b.Warn != nil {
+		b.Warn(fmt.Sprintf(format, args...))
+	}
+}
+
+// address resolves the engine address.
+func (b *Isolator) address() (Address, error) {
+	return ResolveAddress(b.HostAddr, b.Env, b.HostHome)
+}
+
+// engine connects to the engine (no request is made yet).
+func (b *Isolator) engine() (Engine, Address, error) {
+	if b.dial != nil {
+		return b.dial()
+	}
+	a, err := b.address()
+	if err != nil {
+		return nil, Address{}, fmt.Errorf("%w: %v", isolator.ErrUnavailable, err)
+	}
+	e, err := Dial(a)
+	if err != nil {
+		return nil, a, fmt.Errorf("%w: %v", isolator.ErrUnavailable, err)
+	}
+	return e, a, nil
+}
+
+// Render implements isolator.Isolator.
+func (b *Isolator) Render(p *isolator.Plan) (isolator.Rendered, error) {
+	return containerConfig(p, b.Options)
+}
+
+// QuickCheck implements isolator.Quick: the engine's Unix socket exists (a remote
+// engine is assumed usable). It contacts no daemon.
+func (b *Isolator) QuickCheck() isolator.Status {
+	a, err := b.address()
+	if err != nil {
+		return isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: "fix the docker context or set docker.host"}
+	}
+	if sock, ok := strings.CutPrefix(a.Host, "unix://"); ok {
+		if _, err := os.Stat(sock); err != nil {
+			return isolator.Status{State: isolator.Unavailable, Reason: fmt.Sprintf("no docker engine at %s (%s)", a.Host, a.Origin), Fix: startHint}
+		}
+	}
+	return isolator.Status{State: isolator.Active}
+}
+
+const startHint = "install and start Docker (Debian/Ubuntu: sudo apt-get install docker.io && sudo systemctl start docker), or set docker.host / DOCKER_HOST"
+
+// Check implements isolator.Isolator: the engine answers and speaks API 1.41 or newer.
+func (b *Isolator) Check(ctx context.Context) isolator.Status {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	e, a, err := b.engine()
+	if err != nil {
+		return isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: startHint}
+	}
+	defer e.Close()
+	v, err := e.ServerVersion(ctx)
+	if err != nil {
+		return engineDown(a, err)
+	}
+	if apiBefore(v.APIVersion, MinAPI) {
+		return isolator.Status{State: isolator.Unavailable, Reason: fmt.Sprintf("the engine speaks API %s, older than %s", v.APIVersion, MinAPI), Fix: "upgrade Docker to 20.10 or newer"}
+	}
+	return isolator.Status{State: isolator.Active}
+}
+
+// MinAPI is the oldest Engine API the backend uses.
+const MinAPI = "1.41"
+
+func engineDown(a Address, err error) isolator.Status {
+	st := isolator.Status{State: isolator.Unavailable, Reason: fmt.Sprintf("the docker engine at %s (%s) does not answer: %v", a.Host, a.Origin, err), Fix: startHint}
+	if errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "permission denied") {
+		st.Fix = "add your user to the docker group (sudo usermod -aG docker $USER, then log in again; that group is root-equivalent) or use rootless Docker"
+	}
+	return st
+}
+
+// apiBefore reports whether API version v is older than min ("1.41" style).
+func apiBefore(v, min string) bool {
+	var a1, a2, b1, b2 int
+	if _, err := fmt.Sscanf(v, "%d.%d", &a1, &a2); err != nil {
+		return true
+	}
+	_, _ = fmt.Sscanf(min, "%d.%d", &b1, &b2)
+	return a1 < b1 || a1 == b1 && a2 < b2
+}

@@ -1,0 +1,16 @@
+//go:build embedinit
+
+package docker
+
+import _ "embed"
+
+// Linux builds of devsandbox-init, made by `make embed` (the Makefile's embedinit
+// build), for hosts whose engine runs in a VM (macOS).
+var (
+	//go:embed initbin/devsandbox-init-linux-amd64
+	initAmd64 []byte
+	//go:embed initbin/devsandbox-init-linux-arm64
+	initArm64 []byte
+)
+
+var embeddedInits = map[string][]byte{"amd64": initAmd64, "arm64": initArm64}

@@ -1,0 +1,71 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/system"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/devsandbox/devsandbox/isolator/docker/engineaddr"
+)
+
+// Address is where the engine is and where that choice came from.
+type Address = engineaddr.Address
+
+// ResolveAddress picks the engine address (see engineaddr.Resolve).
+var ResolveAddress = engineaddr.Resolve
+
+// Engine is the part of the Docker Engine API the backend uses; *client.Client
+// implements it. Everything it calls exists in API 1.41 (Docker 20.10).
+type Engine interface {
+	ServerVersion(ctx context.Context) (types.Version, error)
+	Info(ctx context.Context) (system.Info, error)
+	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
+	ImageBuild(ctx context.Context, buildContext io.Reader, options build.ImageBuildOptions) (build.ImageBuildResponse, error)
+
+	ContainerCreate(ctx context.Context, config *container.Config, hostConfig *container.HostConfig, networkingConfig *network.NetworkingConfig, platform *ocispec.Platform, name string) (container.CreateResponse, error)
+	ContainerAttach(ctx context.Context, id string, options container.AttachOptions) (types.HijackedResponse, error)
+	ContainerStart(ctx context.Context, id string, options container.StartOptions) error
+	ContainerWait(ctx context.Context, id string, condition container.WaitCondition) (<-chan container.WaitResponse, <-chan error)
+	ContainerInspect(ctx context.Context, id string) (container.InspectResponse, error)
+	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
+	ContainerRemove(ctx context.Context, id string, options container.RemoveOptions) error
+
+	ContainerExecCreate(ctx context.Context, id string, options container.ExecOptions) (container.ExecCreateResponse, error)
+	ContainerExecAttach(ctx context.Context, execID string, config container.ExecAttachOptions) (types.HijackedResponse, error)
+	ContainerExecInspect(ctx context.Context, execID string) (container.ExecInspect, error)
+
+	VolumeCreate(ctx context.Context, options volume.CreateOptions) (volume.Volume, error)
+	VolumeList(ctx context.Context, options volume.ListOptions) (volume.ListResponse, error)
+	VolumeRemove(ctx context.Context, volumeID string, force bool) error
+
+	Close() error
+}
+
+var _ Engine = (*client.Client)(nil)
+
+// Dial returns a client for a, negotiating the API version down to the engine's.
+func Dial(a Address) (Engine, error) {
+	opts := []client.Opt{client.WithHost(a.Host), client.WithAPIVersionNegotiation()}
+	if a.CACert != "" {
+		opts = append(opts, client.WithTLSClientConfig(a.CACert, a.Cert, a.Key))
+	}
+	c, err := client.NewClientWithOpts(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker engine %s (%s): %w", a.Host, a.Origin, err)
+	}
+	return c, nil
+}
+
+// ErrNoEngine is wrapped when the engine does not answer.
+var ErrNoEngine = errors.New("docker engine not reachable")

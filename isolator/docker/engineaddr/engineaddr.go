@@ -1,0 +1,95 @@
+// Package engineaddr finds the Docker engine devsandbox talks to: docker.host, else
+// DOCKER_HOST, else the current docker CLI context, else the default socket. It
+// imports no Docker client, so the bwrap-only devsandbox binary can use it to decide
+// whether docker is usable without paying the client's start-up cost.
+package engineaddr
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// DefaultHost is the engine address when nothing else is configured.
+const DefaultHost = "unix:///var/run/docker.sock"
+
+// Address says which engine to talk to and where that choice came from.
+type Address struct {
+	Host   string // e.g. unix:///var/run/docker.sock, tcp://host:2376
+	Origin string // docker.host, DOCKER_HOST, context NAME, default
+	// TLS material from the docker context or DOCKER_CERT_PATH; empty for none.
+	CACert, Cert, Key string
+}
+
+// Local reports whether bind mounts of host paths reach this machine's files: a Unix
+// socket on Linux. Docker Desktop (macOS) shares only some paths and is slow there, so
+// the home is a named volume when this is false.
+func (a Address) Local() bool {
+	return runtime.GOOS == "linux" && strings.HasPrefix(a.Host, "unix://")
+}
+
+// Resolve picks the engine per DESIGN: docker.host, else DOCKER_HOST, else the
+// current docker context (DOCKER_CONTEXT or ~/.docker/config.json), else the default
+// socket. env is the host environment (config.Host.Vars); home the host home.
+func Resolve(configured string, env map[string]string, home string) (Address, error) {
+	if configured != "" {
+		return Address{Host: configured, Origin: "docker.host"}, nil
+	}
+	if h := env["DOCKER_HOST"]; h != "" {
+		a := Address{Host: h, Origin: "DOCKER_HOST"}
+		if dir := env["DOCKER_CERT_PATH"]; dir != "" && env["DOCKER_TLS_VERIFY"] != "" {
+			a.CACert, a.Cert, a.Key = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+		}
+		return a, nil
+	}
+	cfgDir := env["DOCKER_CONFIG"]
+	if cfgDir == "" {
+		cfgDir = filepath.Join(home, ".docker")
+	}
+	name := env["DOCKER_CONTEXT"]
+	if name == "" {
+		var cf struct{ CurrentContext string }
+		if b, err := os.ReadFile(filepath.Join(cfgDir, "config.json")); err == nil {
+			_ = json.Unmarshal(b, &cf)
+		}
+		name = cf.CurrentContext
+	}
+	if name != "" && name != "default" {
+		return fromContext(cfgDir, name)
+	}
+	return Address{Host: DefaultHost, Origin: "default"}, nil
+}
+
+// fromContext reads the docker endpoint of a docker CLI context.
+func fromContext(cfgDir, name string) (Address, error) {
+	sum := sha256.Sum256([]byte(name))
+	id := hex.EncodeToString(sum[:])
+	b, err := os.ReadFile(filepath.Join(cfgDir, "contexts", "meta", id, "meta.json"))
+	if err != nil {
+		return Address{}, fmt.Errorf("docker context %q: %w", name, err)
+	}
+	var meta struct {
+		Endpoints map[string]struct {
+			Host          string
+			SkipTLSVerify bool
+		}
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return Address{}, fmt.Errorf("docker context %q: %w", name, err)
+	}
+	ep, ok := meta.Endpoints["docker"]
+	if !ok || ep.Host == "" {
+		return Address{}, fmt.Errorf("docker context %q has no docker endpoint", name)
+	}
+	a := Address{Host: ep.Host, Origin: "context " + name}
+	tls := filepath.Join(cfgDir, "contexts", "tls", id, "docker")
+	if _, err := os.Stat(filepath.Join(tls, "ca.pem")); err == nil {
+		a.CACert, a.Cert, a.Key = filepath.Join(tls, "ca.pem"), filepath.Join(tls, "cert.pem"), filepath.Join(tls, "key.pem")
+	}
+	return a, nil
+}

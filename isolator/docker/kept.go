@@ -1,0 +1,143 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+// ErrSpecChanged is wrapped when a kept container must be recreated for a changed
+// configuration but another session is attached to it.
+var ErrSpecChanged = fmt.Errorf("kept container in use with another configuration")
+
+// runKept runs the command in the project's kept container (keep_container): the
+// same container while the rendered spec is the same, recreated when it changed and no
+// other session is attached. A per-project lock makes concurrent runs safe: it is held
+// until this run's exec is running, so a run with another spec sees it attached.
+func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, hello *wire.Hello, stdio isolator.Stdio) (int, error) {
+	unlock, err := lockFile(filepath.Join(p.StateDir, "docker.lock"))
+	if err != nil {
+		return 0, err
+	}
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
+	id, err := b.keptContainer(ctx, e, addr, spec)
+	if err != nil {
+		return 0, err
+	}
+	b.phase("container")
+	ex, err := e.ContainerExecCreate(ctx, id, *spec.Exec)
+	if err != nil {
+		return 0, fmt.Errorf("%w: creating the exec in %s: %v", isolator.ErrProtection, spec.Name, err)
+	}
+	hj, err := e.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("%w: starting the exec in %s: %v", isolator.ErrProtection, spec.Name, err)
+	}
+	defer hj.Close()
+	sess, err := startSession(&stream{conn: hj.Conn, r: hj.Reader}, stdio, hello)
+	if err != nil {
+		return 0, err
+	}
+	defer sess.close()
+	b.phase("exec")
+	go func() {
+		select {
+		case <-sess.report.Seen():
+			b.phase("sandbox ready")
+		case <-sess.outc:
+		}
+	}()
+	select {
+	case <-sess.report.Seen():
+	case <-time.After(30 * time.Second):
+	}
+	unlock()
+	locked = false
+
+	never := make(chan struct{})
+	sess.wait(never, 0)
+	// The exec's output ended: the init exited. Its status is final shortly after.
+	code := 125
+	for i := 0; i < 100; i++ {
+		in, err := e.ContainerExecInspect(context.WithoutCancel(ctx), ex.ID)
+		if err != nil {
+			break
+		}
+		if !in.Running {
+			code = in.ExitCode
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return sess.result(code)
+}
+
+// keptContainer returns the id of the running kept container for spec, creating,
+// starting or recreating it as needed.
+func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, spec *Spec) (string, error) {
+	in, err := e.ContainerInspect(ctx, spec.Name)
+	switch {
+	case cerrdefs.IsNotFound(err):
+		return b.createKept(ctx, e, addr, spec)
+	case err != nil:
+		st := engineDown(addr, err)
+		return "", fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+	}
+	if in.Config != nil && in.Config.Labels[LabelSpec] == spec.Hash {
+		if in.State == nil || !in.State.Running {
+			if err := e.ContainerStart(ctx, in.ID, container.StartOptions{}); err != nil {
+				return "", fmt.Errorf("%w: starting the kept container %s: %v", isolator.ErrProtection, spec.Name, err)
+			}
+		}
+		return in.ID, nil
+	}
+	// The configuration changed: recreate, unless someone is using it.
+	if in.State != nil && in.State.Running {
+		for _, x := range in.ExecIDs {
+			xi, err := e.ContainerExecInspect(ctx, x)
+			if err == nil && xi.Running {
+				old := ""
+				if in.Config != nil {
+					old = in.Config.Labels[LabelSpec]
+				}
+				return "", fmt.Errorf("%w: the kept container %s was made from another configuration (spec %s, now %s) and another session is attached to it; end that session first, or run without --keep-container", ErrSpecChanged, spec.Name, old, spec.Hash)
+			}
+		}
+	}
+	b.warn("the configuration changed since the kept container %s was created; recreating it", spec.Name)
+	if err := e.ContainerRemove(ctx, in.ID, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		return "", fmt.Errorf("removing the outdated kept container %s: %w", spec.Name, err)
+	}
+	return b.createKept(ctx, e, addr, spec)
+}
+
+func (b *Isolator) createKept(ctx context.Context, e Engine, addr Address, spec *Spec) (string, error) {
+	created, err := e.ContainerCreate(ctx, spec.Config, spec.Host, spec.Network, nil, spec.Name)
+	if err != nil {
+		return "", b.createFailed(ctx, e, addr, spec, err)
+	}
+	if err := e.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
+		return "", fmt.Errorf("%w: the docker engine could not start the kept container: %v; the command did not run", isolator.ErrProtection, err)
+	}
+	return created.ID, nil
+}
+
+// touch records a use of the project (prune's "unused for N days").
+func touch(path string) {
+	now := time.Now()
+	_ = os.Chtimes(path, now, now)
+}

@@ -1,0 +1,215 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
+)
+
+// Sandbox is what devsandbox keeps for one project: a kept container, a home volume
+// (remote engines), the sandbox home and the state directory on the host.
+type Sandbox struct {
+	Name          string    `json:"name"`                 // <basename>-<id>
+	Dir           string    `json:"dir,omitempty"`        // the project's path, when known
+	DirExists     bool      `json:"dirExists"`            // the project still exists
+	Containers    []string  `json:"containers,omitempty"` // container names
+	ContainerSize int64     `json:"containerSize"`        // bytes written in the containers
+	Running       bool      `json:"running"`
+	Volumes       []string  `json:"volumes,omitempty"`
+	Home          string    `json:"home,omitempty"` // host sandbox home dir
+	HomeSize      int64     `json:"homeSize"`
+	State         string    `json:"state,omitempty"` // host state dir
+	StateSize     int64     `json:"stateSize"`
+	LastUsed      time.Time `json:"lastUsed"`
+}
+
+// Dirs are the host directories holding per-project data: $XDG_DATA_HOME/devsandbox
+// and $XDG_STATE_HOME/devsandbox.
+type Dirs struct {
+	Data, State string
+}
+
+// Sandboxes lists every project devsandbox keeps something for, sorted by name. With
+// no engine reachable, the host side is still listed (and an error returned too).
+func (b *Isolator) Sandboxes(ctx context.Context, d Dirs) ([]Sandbox, error) {
+	byName := map[string]*Sandbox{}
+	get := func(name string) *Sandbox {
+		s, ok := byName[name]
+		if !ok {
+			s = &Sandbox{Name: name}
+			byName[name] = s
+		}
+		return s
+	}
+	for _, base := range []string{d.Data, d.State} {
+		ents, _ := os.ReadDir(base)
+		for _, e := range ents {
+			if e.IsDir() && strings.Contains(e.Name(), "-") {
+				get(e.Name())
+			}
+		}
+	}
+	engineErr := b.listEngine(ctx, get)
+	var out []Sandbox
+	for _, s := range byName {
+		home := filepath.Join(d.Data, s.Name)
+		if fi, err := os.Stat(home); err == nil && fi.IsDir() {
+			s.Home, s.HomeSize = home, dirSize(home)
+			s.LastUsed = later(s.LastUsed, fi.ModTime())
+			if fi, err := os.Stat(filepath.Join(home, "home")); err == nil {
+				s.LastUsed = later(s.LastUsed, fi.ModTime())
+			}
+			if s.Dir == "" {
+				if b, err := os.ReadFile(filepath.Join(home, "project")); err == nil {
+					s.Dir = strings.TrimSpace(string(b))
+				}
+			}
+		}
+		state := filepath.Join(d.State, s.Name)
+		if fi, err := os.Stat(state); err == nil && fi.IsDir() {
+			s.State, s.StateSize = state, dirSize(state)
+			for _, f := range []string{"docker.lock", "tmp"} {
+				if fi, err := os.Stat(filepath.Join(state, f)); err == nil {
+					s.LastUsed = later(s.LastUsed, fi.ModTime())
+				}
+			}
+		}
+		if s.Dir != "" {
+			_, err := os.Stat(s.Dir)
+			s.DirExists = err == nil
+		}
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, engineErr
+}
+
+func (b *Isolator) listEngine(ctx context.Context, get func(string) *Sandbox) error {
+	e, a, err := b.engine()
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	cs, err := e.ContainerList(ctx, container.ListOptions{All: true, Size: true, Filters: filters.NewArgs(filters.Arg("label", LabelProject))})
+	if err != nil {
+		st := engineDown(a, err)
+		return fmt.Errorf("%s; %s", st.Reason, st.Fix)
+	}
+	for _, c := range cs {
+		name := c.Labels[LabelName]
+		if name == "" {
+			continue
+		}
+		s := get(name)
+		if s.Dir == "" {
+			s.Dir = c.Labels[LabelDir]
+		}
+		cn := strings.TrimPrefix(firstOr(c.Names, c.ID), "/")
+		s.Containers = append(s.Containers, cn)
+		s.ContainerSize += c.SizeRw
+		s.Running = s.Running || c.State == "running"
+		s.LastUsed = later(s.LastUsed, time.Unix(c.Created, 0))
+	}
+	vs, err := e.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelProject))})
+	if err != nil {
+		return fmt.Errorf("listing volumes: %w", err)
+	}
+	for _, v := range vs.Volumes {
+		if name := v.Labels[LabelName]; name != "" {
+			s := get(name)
+			s.Volumes = append(s.Volumes, v.Name)
+			if s.Dir == "" {
+				s.Dir = v.Labels[LabelDir]
+			}
+		}
+	}
+	return nil
+}
+
+// RemoveSandbox removes everything s lists: containers (running or not), volumes,
+// the sandbox home and the state directory.
+func (b *Isolator) RemoveSandbox(ctx context.Context, s Sandbox) error {
+	var errs []error
+	if len(s.Containers) > 0 || len(s.Volumes) > 0 {
+		e, _, err := b.engine()
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		for _, c := range s.Containers {
+			if err := e.ContainerRemove(ctx, c, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("removing container %s: %w", c, err))
+			}
+		}
+		for _, v := range s.Volumes {
+			if err := e.VolumeRemove(ctx, v, true); err != nil && !cerrdefs.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("removing volume %s: %w", v, err))
+			}
+		}
+	}
+	for _, d := range []string{s.Home, s.State} {
+		if d == "" {
+			continue
+		}
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", d, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Prunable reports why s should go: its project is gone, or it was unused longer than
+// maxAge (and is not running). "" means keep it.
+func Prunable(s Sandbox, now time.Time, maxAge time.Duration) string {
+	if s.Running {
+		return ""
+	}
+	if s.Dir != "" && !s.DirExists {
+		return "the project " + s.Dir + " no longer exists"
+	}
+	if !s.LastUsed.IsZero() && now.Sub(s.LastUsed) > maxAge {
+		return fmt.Sprintf("unused for %d days", int(now.Sub(s.LastUsed).Hours()/24))
+	}
+	return ""
+}
+
+func dirSize(root string) int64 {
+	var n int64
+	_ = filepath.WalkDir(root, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func firstOr(s []string, def string) string {
+	if len(s) > 0 {
+		return s[0]
+	}
+	return def
+}

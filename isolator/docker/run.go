@@ -1,0 +1,241 @@
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+// Run implements isolator.Isolator.
+func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
+	e, addr, err := b.engine()
+	if err != nil {
+		return 0, err
+	}
+	defer e.Close()
+	opts := b.Options
+	arch := func() (string, error) {
+		v, err := e.ServerVersion(ctx)
+		if err != nil {
+			st := engineDown(addr, err)
+			return "", fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+		}
+		return v.Arch, nil
+	}
+	if opts.InitSource, err = initBinary(p, addr, arch); err != nil {
+		return 0, err
+	}
+	if !addr.Local() && opts.HomeVolume == "" {
+		opts.HomeVolume = "devsandbox-" + p.Project.Name + "-home"
+	}
+	spec, err := containerConfig(p, opts)
+	if err != nil {
+		return 0, err
+	}
+	if err := prepare(p, spec); err != nil {
+		return 0, err
+	}
+	hello, err := secretHello(p)
+	if err != nil {
+		return 0, err
+	}
+	b.phase("prepare")
+	if opts.HomeVolume != "" {
+		if err := b.ensureHomeVolume(ctx, e, p, opts); err != nil {
+			return 0, err
+		}
+	}
+	if spec.Exec != nil {
+		return b.runKept(ctx, e, addr, p, spec, hello, stdio)
+	}
+	return b.runOnce(ctx, e, addr, p, spec, hello, stdio)
+}
+
+// runOnce creates a container for this run only; the engine removes it when it stops.
+func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, hello *wire.Hello, stdio isolator.Stdio) (int, error) {
+	name := "devsandbox-" + p.Project.Name + "-" + randomSuffix()
+	created, err := e.ContainerCreate(ctx, spec.Config, spec.Host, spec.Network, nil, name)
+	if err != nil {
+		return 0, b.createFailed(ctx, e, addr, spec, err)
+	}
+	id := created.ID
+	started := false
+	defer func() {
+		if !started {
+			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, container.RemoveOptions{Force: true})
+		}
+	}()
+	b.phase("create")
+	hj, err := e.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return 0, fmt.Errorf("attaching to the container: %w", err)
+	}
+	defer hj.Close()
+	waitc, werrc := e.ContainerWait(ctx, id, container.WaitConditionRemoved)
+	sess, err := startSession(&stream{conn: hj.Conn, r: hj.Reader}, stdio, hello)
+	if err != nil {
+		return 0, err
+	}
+	defer sess.close()
+	if err := e.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return 0, fmt.Errorf("%w: the docker engine could not start the container: %v; the command did not run. `devsandbox --dry-run` shows the container", isolator.ErrProtection, err)
+	}
+	started = true
+	b.phase("start")
+	go func() {
+		<-sess.report.Seen()
+		b.phase("sandbox ready")
+	}()
+	code := 125
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		select {
+		case r := <-waitc:
+			code = int(r.StatusCode)
+			if r.Error != nil && r.Error.Message != "" {
+				b.warn("waiting for the container: %s", r.Error.Message)
+			}
+		case err := <-werrc:
+			b.warn("waiting for the container: %v", err)
+		}
+	}()
+	sess.wait(exited, 2*time.Second)
+	<-exited
+	return sess.result(code)
+}
+
+// createFailed explains a failed ContainerCreate.
+func (b *Isolator) createFailed(ctx context.Context, e Engine, addr Address, spec *Spec, err error) error {
+	if cerrdefs.IsNotFound(err) {
+		if _, ierr := e.ImageInspect(ctx, spec.Config.Image); ierr != nil {
+			return fmt.Errorf("%w: the image %s is not on the docker engine at %s; build it with `devsandbox image build` (or pull it, or set docker.image / --image)", isolator.ErrUnavailable, spec.Config.Image, addr.Host)
+		}
+	}
+	if cerrdefs.IsConflict(err) {
+		return fmt.Errorf("creating the container: %w", err)
+	}
+	st := engineDown(addr, err)
+	if cerrdefs.IsUnavailable(err) || client.IsErrConnectionFailed(err) {
+		return fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+	}
+	return fmt.Errorf("%w: the docker engine refused the container: %v; the command did not run", isolator.ErrProtection, err)
+}
+
+// prepare creates what the container binds from the host: private directories, the
+// mask source, generated files, and drops optional binds whose source is gone.
+func prepare(p *isolator.Plan, spec *Spec) error {
+	for _, d := range p.PrivateDirs {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("creating %s: %w", d, err)
+		}
+	}
+	if err := ensureEmptyFile(p.EmptyFile); err != nil {
+		return err
+	}
+	for _, f := range spec.Files {
+		if b, err := os.ReadFile(f.Path); err == nil && string(b) == string(f.Content) {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+			return fmt.Errorf("creating %s: %w", filepath.Dir(f.Path), err)
+		}
+		tmp := f.Path + ".tmp" + randomSuffix()
+		if err := os.WriteFile(tmp, f.Content, 0o444); err != nil {
+			return fmt.Errorf("writing %s: %w", f.Path, err)
+		}
+		if err := os.Rename(tmp, f.Path); err != nil {
+			_ = os.Remove(tmp)
+			return fmt.Errorf("writing %s: %w", f.Path, err)
+		}
+	}
+	if len(spec.Optional) > 0 {
+		dropMissing(spec)
+	}
+	makeMountPoints(spec.Host.Mounts, spec.Host.Tmpfs)
+	// Where the project lives, for `devsandbox sandboxes prune` (not a secret).
+	if base := filepath.Dir(p.SandboxHome); base != "." {
+		_ = os.WriteFile(filepath.Join(base, "project"), []byte(p.Project.Dir+"\n"), 0o600)
+	}
+	return nil
+}
+
+// dropMissing removes optional binds (and their checks) whose source does not exist.
+func dropMissing(spec *Spec) {
+	gone := map[string]bool{}
+	var ms []mount.Mount
+	for _, m := range spec.Host.Mounts {
+		if m.Type == mount.TypeBind && spec.Optional[m.Source] {
+			if _, err := os.Stat(m.Source); err != nil {
+				gone[m.Target] = true
+				continue
+			}
+		}
+		ms = append(ms, m)
+	}
+	if len(gone) == 0 {
+		return
+	}
+	spec.Host.Mounts = ms
+	for i, kv := range spec.Config.Env {
+		if len(kv) <= len(wire.ManifestEnv) || kv[:len(wire.ManifestEnv)+1] != wire.ManifestEnv+"=" {
+			continue
+		}
+		m, err := wire.DecodeManifest(kv[len(wire.ManifestEnv)+1:])
+		if err != nil {
+			continue
+		}
+		var checks []wire.Check
+		for _, c := range m.Checks {
+			if !gone[c.Path] {
+				checks = append(checks, c)
+			}
+		}
+		m.Checks = checks
+		spec.Config.Env[i] = wire.ManifestEnv + "=" + m.Encode()
+	}
+	spec.Hash = specHash(spec.Config, spec.Host)
+	if _, ok := spec.Config.Labels[LabelSpec]; ok {
+		spec.Config.Labels[LabelSpec] = spec.Hash
+	}
+}
+
+// ensureEmptyFile creates the empty read-only file file masks are bound from.
+func ensureEmptyFile(path string) error {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().IsRegular() && fi.Size() == 0 {
+			return nil
+		}
+		return fmt.Errorf("%w: %s, the source of file masks, is not an empty regular file; remove it", isolator.ErrProtection, path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o444)
+	if err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating the mask source %s: %w", path, err)
+	}
+	if f != nil {
+		f.Close()
+	}
+	return nil
+}
+
+func randomSuffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,405 @@
+package docker
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/go-units"
+
+	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+// InitPath is where devsandbox-init appears in every container; it is the entrypoint
+// (the same path as isolator.ShimPath, where tools such as ssh's ProxyCommand expect it).
+const InitPath = isolator.ShimPath
+
+// ProxySocket is where the session proxy's Unix socket appears (egress proxy).
+const ProxySocket = "/run/devsandbox/proxy.sock"
+
+// Labels on everything the backend creates.
+const (
+	LabelProject = "dev.devsandbox.project" // project id
+	LabelName    = "dev.devsandbox.name"    // <basename>-<id>
+	LabelDir     = "dev.devsandbox.dir"     // the project's path on the host
+	LabelVersion = "dev.devsandbox.version" // devsandbox version that created it
+	LabelSpec    = "dev.devsandbox.spec"    // hash of the rendered spec (kept containers)
+	LabelKept    = "dev.devsandbox.kept"    // "true" for keep_container containers
+)
+
+// Options are the docker.* settings and what Run resolved about the engine. Render
+// uses them as given; Run fills in InitSource and HomeVolume first.
+type Options struct {
+	Image   string  // docker.image
+	Home    string  // docker.home: the in-container home
+	Keep    bool    // docker.keep_container
+	CPUs    float64 // docker.cpus; 0 = unlimited
+	Memory  string  // docker.memory; "" = unlimited
+	Version string  // devsandbox version, a label and part of the spec hash
+
+	// InitSource is the host path of the Linux devsandbox-init bound at InitPath;
+	// empty means the Plan's Self.
+	InitSource string
+	// HomeVolume, when set, is the named volume that backs the home instead of a
+	// bind of the Plan's SandboxHome (remote engines, Docker Desktop).
+	HomeVolume string
+}
+
+// hostFile is a generated, non-secret file Run writes on the host before the
+// container is created; its name is a hash of its content, so a kept container's spec
+// does not change between sessions.
+type hostFile struct {
+	Path    string
+	Content []byte
+}
+
+// Spec is a rendered docker run: the container to create, or with Keep the kept
+// container plus the exec that runs the command in it.
+type Spec struct {
+	Name    string // container name
+	Config  *container.Config
+	Host    *container.HostConfig
+	Network *network.NetworkingConfig
+	// Exec runs the command in a kept container (nil without Keep).
+	Exec *container.ExecOptions
+	// Hash identifies Config+Host (a kept container is reused only with the same hash).
+	Hash string
+
+	Files []hostFile
+	// Dirs are host directories Run creates (0700) before binding them; EmptyFile is
+	// the empty file masks are bound from.
+	Dirs      []string
+	EmptyFile string
+	// Optional lists bind sources that may vanish before launch: Run drops the mount
+	// (and its check) when the source is gone, as bwrap's --ro-bind-try does.
+	Optional map[string]bool
+	// Secrets are delivered in the Hello frame at run time, never in the spec.
+	Secrets []isolator.Secret
+	// Env is the command's environment, for the script (values of FromHost variables
+	// are printed as names).
+	Env []isolator.EnvVar
+	TTY bool
+}
+
+// containerConfig renders p for the engine. It is pure: host paths are taken from the
+// Plan and opts, nothing is read or written.
+func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
+	switch {
+	case p.Egress.Mode == egress.Open, p.Egress.Mode == egress.None:
+	case p.Egress.Mode == egress.Proxy && !opts.Keep:
+		if p.Egress.Proxy.Unix == "" {
+			return nil, fmt.Errorf("egress mode proxy needs the session proxy's Unix socket")
+		}
+	case p.Egress.Mode == egress.Proxy:
+		return nil, fmt.Errorf("egress mode proxy is not available with keep_container yet (each session has its own proxy); use --egress=open or --egress=none with --keep-container, or run without it")
+	default:
+		return nil, fmt.Errorf("egress mode %s is not available with the docker isolator yet; use --egress=proxy, open or none, or --isolator=bwrap", p.Egress.Mode)
+	}
+	if opts.Image == "" {
+		return nil, fmt.Errorf("docker.image is empty")
+	}
+	home := opts.Home
+	if home == "" {
+		home = "/home/" + p.User.Name
+	}
+	initSrc := opts.InitSource
+	if initSrc == "" {
+		initSrc = p.Self
+	}
+	s := &Spec{Optional: map[string]bool{}, TTY: p.TTY, Dirs: p.PrivateDirs, EmptyFile: p.EmptyFile}
+	filesDir := filepath.Join(p.StateDir, "docker")
+	file := func(content []byte) string {
+		sum := sha256.Sum256(content)
+		f := filepath.Join(filesDir, hex.EncodeToString(sum[:8]))
+		for _, h := range s.Files {
+			if h.Path == f {
+				return f
+			}
+		}
+		s.Files = append(s.Files, hostFile{Path: f, Content: content})
+		return f
+	}
+	man := &wire.Manifest{SecretDir: isolator.SecretDir}
+	if len(p.Command) == 1 && p.Command[0] == p.User.Shell && p.User.Shell != "/bin/sh" {
+		man.ShellFallback = p.User.Shell
+	}
+	if p.Egress.Mode != egress.Open {
+		man.Network = "none"
+	}
+
+	var mounts []mount.Mount
+	tmpfs := map[string]string{
+		"/tmp":             "rw,exec,nosuid,nodev,mode=1777",
+		"/run":             "rw,nosuid,nodev,mode=755",
+		isolator.SecretDir: fmt.Sprintf("rw,nosuid,nodev,noexec,mode=0700,uid=%d,gid=%d", p.User.UID, p.User.GID),
+	}
+	visible := visibleMounts(p, home)
+	for i, m := range visible {
+		dst := m.target
+		switch m.Kind {
+		case isolator.Bind:
+			src := m.Source
+			if m.Source == p.SandboxHome && dst == home && opts.HomeVolume != "" {
+				mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: opts.HomeVolume, Target: dst})
+				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRW, Path: dst})
+				continue
+			}
+			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: dst, ReadOnly: m.ReadOnly})
+			if m.Optional {
+				s.Optional[src] = true
+			}
+			kind := wire.CheckRW
+			if m.ReadOnly {
+				kind = wire.CheckRO
+			}
+			man.Checks = append(man.Checks, wire.Check{Kind: kind, Path: dst})
+		case isolator.MaskFile:
+			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: p.EmptyFile, Target: dst, ReadOnly: true})
+			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskFile, Path: dst})
+		case isolator.MaskDir:
+			mounts = append(mounts, mount.Mount{Type: mount.TypeTmpfs, Target: dst, ReadOnly: true, TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o755}})
+			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskDir, Path: dst, Allow: mountPointsIn(dst, visible[i+1:])})
+		case isolator.TmpDir:
+			tmpfs[dst] = fmt.Sprintf("rw,nosuid,nodev,mode=0700,uid=%d,gid=%d", p.User.UID, p.User.GID)
+		case isolator.Data:
+			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: file(m.Content), Target: dst, ReadOnly: true})
+			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckData, Path: dst, Size: int64(len(m.Content))})
+		default:
+			return nil, fmt.Errorf("mount %s: unknown kind %d", dst, m.Kind)
+		}
+	}
+	if p.Egress.Mode == egress.Proxy {
+		// Only loopback inside; the init forwards SandboxProxyAddr to the session
+		// proxy's socket, as bwrap's shim does.
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: p.Egress.Proxy.Unix, Target: ProxySocket})
+		man.Forward = egress.SandboxProxyAddr + "=" + ProxySocket
+	}
+	passwd, group := userFiles(p.User, home)
+	mounts = append(mounts,
+		mount.Mount{Type: mount.TypeBind, Source: initSrc, Target: InitPath, ReadOnly: true},
+		mount.Mount{Type: mount.TypeBind, Source: file(passwd), Target: "/etc/passwd", ReadOnly: true},
+		mount.Mount{Type: mount.TypeBind, Source: file(group), Target: "/etc/group", ReadOnly: true},
+	)
+	man.Checks = append(man.Checks,
+		wire.Check{Kind: wire.CheckRO, Path: InitPath},
+		wire.Check{Kind: wire.CheckData, Path: "/etc/passwd", Size: int64(len(passwd))},
+		wire.Check{Kind: wire.CheckData, Path: "/etc/group", Size: int64(len(group))},
+	)
+
+	env := containerEnv(p, home)
+	s.Env = env
+	s.Secrets = append(s.Secrets, p.Secrets...)
+	user := fmt.Sprintf("%d:%d", p.User.UID, p.User.GID)
+	labels := map[string]string{
+		LabelProject: p.Project.ID,
+		LabelName:    p.Project.Name,
+		LabelDir:     p.Project.Dir,
+		LabelVersion: opts.Version,
+		LabelKept:    fmt.Sprint(opts.Keep),
+	}
+	cfg := &container.Config{
+		Hostname:   "devsandbox",
+		User:       user,
+		Image:      opts.Image,
+		WorkingDir: p.Workdir,
+		Entrypoint: []string{InitPath},
+		Labels:     labels,
+		Env:        []string{wire.ManifestEnv + "=" + man.Encode()},
+	}
+	hc := &container.HostConfig{
+		NetworkMode:    container.NetworkMode(networkMode(p.Egress.Mode)),
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		Mounts:         sortMounts(mounts),
+		Tmpfs:          tmpfs,
+	}
+	if opts.CPUs > 0 {
+		hc.NanoCPUs = int64(opts.CPUs * 1e9)
+	}
+	if opts.Memory != "" {
+		b, err := units.RAMInBytes(opts.Memory)
+		if err != nil {
+			return nil, fmt.Errorf("docker.memory %q: %w", opts.Memory, err)
+		}
+		hc.Memory = b
+	}
+	cmd := append([]string{shimContainerArg, "--framed"}, "--role=")
+	if opts.Keep {
+		cmd[2] += "keeper"
+		cfg.Cmd = cmd
+		cfg.WorkingDir = p.Project.Dir // the exec has the run's own
+		s.Exec = &container.ExecOptions{
+			User:         user,
+			AttachStdin:  true,
+			AttachStdout: true,
+			AttachStderr: true,
+			WorkingDir:   p.Workdir,
+			Env:          envStrings(env),
+			Cmd:          append([]string{InitPath, shimContainerArg, "--framed", "--role=session", "--"}, p.Command...),
+		}
+	} else {
+		cmd[2] += "run"
+		cfg.Cmd = append(append(cmd, "--"), p.Command...)
+		cfg.Env = append(envStrings(env), cfg.Env...)
+		cfg.AttachStdin, cfg.AttachStdout, cfg.AttachStderr = true, true, true
+		cfg.OpenStdin, cfg.StdinOnce = true, true
+		hc.AutoRemove = true
+	}
+	s.Config, s.Host, s.Network = cfg, hc, &network.NetworkingConfig{}
+	s.Hash = specHash(cfg, hc)
+	if opts.Keep {
+		labels[LabelSpec] = s.Hash
+		s.Name = "devsandbox-" + p.Project.Name
+	}
+	return s, nil
+}
+
+// shimContainerArg is shim.ContainerArg (not imported: the shim package is Linux-only).
+const shimContainerArg = "--container"
+
+func networkMode(m egress.Mode) string {
+	if m == egress.Open {
+		return "default"
+	}
+	return "none"
+}
+
+// specHash is a short hash of what the container is made of, labels aside.
+func specHash(cfg *container.Config, hc *container.HostConfig) string {
+	c := *cfg
+	c.Labels = nil
+	b, _ := json.Marshal(struct {
+		C *container.Config
+		H *container.HostConfig
+		V string
+	}{&c, hc, cfg.Labels[LabelVersion]})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// placed is a plan mount with its destination in the container.
+type placed struct {
+	isolator.Mount
+	target string
+}
+
+// visibleMounts resolves each mount's destination (the sandbox home and home-relative
+// mounts move to home) and drops every mount a later one covers. The engine sorts
+// mounts by depth, so without this a hidden bind below a later mask would reappear.
+func visibleMounts(p *isolator.Plan, home string) []placed {
+	var out []placed
+	for _, m := range p.Mounts {
+		t := m.Target(home)
+		if m.HomeRel == "" && m.Dest == p.User.HostHome && m.Source == p.SandboxHome {
+			t = home
+		}
+		t = path.Clean(t)
+		kept := out[:0]
+		for _, o := range out {
+			if !isolator.Within(o.target, t) {
+				kept = append(kept, o)
+			}
+		}
+		out = append(kept, placed{m, t})
+	}
+	return out
+}
+
+// mountPointsIn returns the names of dir's entries that later mounts create as their
+// mount points.
+func mountPointsIn(dir string, later []placed) []string {
+	var names []string
+	for _, m := range later {
+		if m.target == dir || !isolator.Within(m.target, dir) {
+			continue
+		}
+		n, _, _ := strings.Cut(strings.TrimPrefix(m.target, dir+"/"), "/")
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// sortMounts orders mounts parents first, as the engine applies them (stable within
+// a depth, for the golden files).
+func sortMounts(ms []mount.Mount) []mount.Mount {
+	sort.SliceStable(ms, func(i, j int) bool {
+		return strings.Count(ms[i].Target, "/") < strings.Count(ms[j].Target, "/")
+	})
+	return ms
+}
+
+// containerEnv is the command's environment: the Plan's, with the container's home
+// and without PATH (containers use the image's).
+func containerEnv(p *isolator.Plan, home string) []isolator.EnvVar {
+	var env []isolator.EnvVar
+	for _, e := range p.Env {
+		switch e.Name {
+		case "PATH":
+			continue
+		case "HOME":
+			e = isolator.EnvVar{Name: "HOME", Value: home}
+		}
+		env = append(env, e)
+	}
+	if !hasEnv(env, "HOME") {
+		env = append(env, isolator.EnvVar{Name: "HOME", Value: home})
+		sort.Slice(env, func(i, j int) bool { return env[i].Name < env[j].Name })
+	}
+	return env
+}
+
+func hasEnv(env []isolator.EnvVar, name string) bool {
+	for _, e := range env {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func envStrings(env []isolator.EnvVar) []string {
+	out := make([]string, 0, len(env))
+	for _, e := range env {
+		out = append(out, e.Name+"="+e.Value)
+	}
+	return out
+}
+
+// userFiles returns /etc/passwd and /etc/group for the container: root, nobody and
+// the host user with the container's home, so git and ssh find a name and a home.
+func userFiles(u isolator.User, home string) (passwd, group []byte) {
+	var pw, gr strings.Builder
+	name := u.Name
+	if name == "" {
+		name = "user"
+	}
+	if u.UID != 0 {
+		pw.WriteString("root:x:0:0:root:/root:/bin/sh\n")
+	}
+	if u.UID != 65534 {
+		pw.WriteString("nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+	}
+	fmt.Fprintf(&pw, "%s:x:%d:%d:%s:%s:/bin/sh\n", name, u.UID, u.GID, name, home)
+	if u.GID != 0 {
+		gr.WriteString("root:x:0:\n")
+	}
+	if u.GID != 65534 {
+		gr.WriteString("nogroup:x:65534:\n")
+	}
+	fmt.Fprintf(&gr, "%s:x:%d:\n", name, u.GID)
+	return []byte(pw.String()), []byte(gr.String())
+}

@@ -1,0 +1,259 @@
+package docker
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/docker/docker/api/types/mount"
+
+	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
+
+const (
+	home        = "/home/u"
+	project     = "/home/u/src/app"
+	sandboxHome = "/home/u/.local/share/devsandbox/app-0123abcd/home"
+	stateDir    = "/home/u/.local/state/devsandbox/app-0123abcd"
+	emptyFile   = "/home/u/.local/state/devsandbox/empty"
+	self        = "/usr/local/bin/devsandbox-init"
+)
+
+// basePlan is a plan as Build makes it for a project under the home directory.
+func basePlan() *isolator.Plan {
+	return &isolator.Plan{
+		Project:     isolator.Project{Dir: project, ID: "0123abcd", Name: "app-0123abcd"},
+		Workdir:     project + "/sub dir",
+		User:        isolator.User{Name: "u", UID: 1000, GID: 1000, HostHome: home, Shell: "/bin/bash"},
+		SandboxHome: sandboxHome,
+		StateDir:    stateDir,
+		EmptyFile:   emptyFile,
+		Self:        self,
+		Mounts: []isolator.Mount{
+			{Kind: isolator.Bind, Source: sandboxHome, Dest: home, Why: "sandbox home"},
+			{Kind: isolator.Bind, Source: project, Dest: project, Why: "project"},
+			{Kind: isolator.Bind, Source: project + "/.git/hooks", Dest: project + "/.git/hooks", ReadOnly: true, Why: "git hooks"},
+		},
+		Tmp: isolator.Tmp{Kind: "session", Dir: stateDir + "/tmp"},
+		Env: []isolator.EnvVar{
+			{Name: "DEVSANDBOX", Value: "1"},
+			{Name: "HOME", Value: home, FromHost: true},
+			{Name: "LANG", Value: "C.UTF-8", FromHost: true},
+			{Name: "PATH", Value: "/usr/bin:/bin", FromHost: true},
+		},
+		Egress:  egress.Rules{Mode: egress.None},
+		Command: []string{"bash", "-lc", "echo 'hi there'"},
+	}
+}
+
+var opts = Options{Image: "devsandbox/default:1.0", Home: "/home/u", Version: "1.0"}
+
+var goldenCases = []struct {
+	name string
+	plan func() *isolator.Plan
+	opts func() Options
+}{
+	{"minimal", basePlan, nil},
+	{"open_resources_other_home", func() *isolator.Plan {
+		p := basePlan()
+		p.Egress = egress.Rules{Mode: egress.Open}
+		p.TTY = true
+		p.Command = []string{"/bin/bash"}
+		return p
+	}, func() Options {
+		o := opts
+		o.Home, o.CPUs, o.Memory = "/home/dev", 1.5, "2g"
+		return o
+	}},
+	{"mount_kinds", func() *isolator.Plan {
+		p := basePlan()
+		p.Mounts = append(p.Mounts,
+			isolator.Mount{Kind: isolator.Bind, Source: home + "/.gitconfig", HomeRel: ".gitconfig", ReadOnly: true, Why: "tool git"},
+			isolator.Mount{Kind: isolator.Bind, Source: home + "/.cache/go", HomeRel: ".cache/go", Optional: true, Why: "tool go"},
+			isolator.Mount{Kind: isolator.Data, HomeRel: ".ssh/config", Content: []byte("Host *\n"), Why: "tool ssh"},
+			isolator.Mount{Kind: isolator.MaskDir, HomeRel: ".aws", Why: "sandbox.hide_paths"},
+			isolator.Mount{Kind: isolator.MaskFile, Dest: project + "/.env", Why: "sandbox.mask_files"},
+			isolator.Mount{Kind: isolator.TmpDir, Dest: project + "/node_modules/.cache", Why: "tool node"},
+		)
+		return p
+	}, nil},
+	{"later_mount_covers_earlier", func() *isolator.Plan {
+		p := basePlan()
+		p.Mounts = append(p.Mounts,
+			isolator.Mount{Kind: isolator.Bind, Source: home + "/.config/gh", HomeRel: ".config/gh", Why: "tool gh"},
+			isolator.Mount{Kind: isolator.MaskDir, HomeRel: ".config", Why: "sandbox.hide_paths"},
+			isolator.Mount{Kind: isolator.MaskFile, Dest: project + "/.env", Why: "first"},
+			isolator.Mount{Kind: isolator.Bind, Source: "/srv/env", Dest: project + "/.env", ReadOnly: true, Why: "same path, later wins"},
+		)
+		return p
+	}, nil},
+	{"secrets", func() *isolator.Plan {
+		p := basePlan()
+		p.Secrets = []isolator.Secret{
+			{Name: "API_TOKEN", EnvSource: "API_TOKEN"},
+			{Name: "DB_PASS", FileSource: "/home/u/secrets/db pass", AsFile: true},
+			{Name: "NPM_TOKEN", EnvSource: "NPM_TOKEN", AsFile: true},
+		}
+		p.HostEnv = map[string]string{"API_TOKEN": "never-printed-1", "NPM_TOKEN": "never-printed-2"}
+		return p
+	}, nil},
+	{"kept", basePlan, func() Options {
+		o := opts
+		o.Keep = true
+		return o
+	}},
+	{"home_volume", basePlan, func() Options {
+		o := opts
+		o.HomeVolume, o.InitSource = "devsandbox-app-0123abcd-home", "/home/u/.local/state/devsandbox/init-0a1b2c3d4e5f-linux-arm64"
+		return o
+	}},
+}
+
+// TestRenderGolden compares the rendered container spec and the docker CLI script
+// with testdata/NAME.{spec,script}.golden (go test -update rewrites them).
+func TestRenderGolden(t *testing.T) {
+	for _, tc := range goldenCases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := opts
+			if tc.opts != nil {
+				o = tc.opts()
+			}
+			p := tc.plan()
+			s, err := containerConfig(p, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec, _ := json.MarshalIndent(struct {
+				Name    string
+				Config  any
+				Host    any
+				Exec    any
+				Hash    string
+				Files   []hostFile
+				Secrets []isolator.Secret
+			}{s.Name, s.Config, s.Host, s.Exec, s.Hash, s.Files, s.Secrets}, "", "  ")
+			golden(t, tc.name+".spec.golden", string(spec)+"\n")
+			golden(t, tc.name+".script.golden", s.Script())
+			for _, v := range p.HostEnv {
+				if strings.Contains(string(spec)+s.Script(), v) {
+					t.Errorf("secret value %q rendered", v)
+				}
+			}
+			again, _ := containerConfig(tc.plan(), o)
+			if again.Hash != s.Hash {
+				t.Errorf("hash not stable: %s then %s", s.Hash, again.Hash)
+			}
+		})
+	}
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// The sandbox home and every home-relative mount land under docker.home, wherever the
+// host home is: the remap the issue asks to prove.
+func TestHomeRemap(t *testing.T) {
+	p := basePlan()
+	p.Mounts = append(p.Mounts,
+		isolator.Mount{Kind: isolator.Bind, Source: home + "/.gitconfig", HomeRel: ".gitconfig", ReadOnly: true},
+		isolator.Mount{Kind: isolator.MaskDir, HomeRel: ".ssh"},
+	)
+	o := opts
+	o.Home = "/home/dev"
+	s, err := containerConfig(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, m := range s.Host.Mounts {
+		got[m.Target] = string(m.Type) + ":" + m.Source
+	}
+	want := map[string]string{
+		"/home/dev":            "bind:" + sandboxHome,
+		"/home/dev/.gitconfig": "bind:" + home + "/.gitconfig",
+		"/home/dev/.ssh":       "tmpfs:",
+		project:                "bind:" + project, // the project keeps its host path
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("mount at %s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	if _, ok := got[home]; ok {
+		t.Errorf("something is still mounted at the host home %s", home)
+	}
+}
+
+// Every protection the container gets is in the init's manifest, so the init checks it.
+func TestManifestCoversProtections(t *testing.T) {
+	p := basePlan()
+	p.Mounts = append(p.Mounts,
+		isolator.Mount{Kind: isolator.MaskFile, Dest: project + "/.env"},
+		isolator.Mount{Kind: isolator.MaskDir, HomeRel: ".aws"},
+	)
+	s, err := containerConfig(p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m *wire.Manifest
+	for _, e := range s.Config.Env {
+		if v, ok := strings.CutPrefix(e, wire.ManifestEnv+"="); ok {
+			m, _ = wire.DecodeManifest(v)
+		}
+	}
+	if m == nil || m.Network != "none" || m.SecretDir != isolator.SecretDir {
+		t.Fatalf("manifest: %+v", m)
+	}
+	checked := map[string]wire.CheckKind{}
+	for _, c := range m.Checks {
+		checked[c.Path] = c.Kind
+	}
+	for _, mt := range s.Host.Mounts {
+		want := wire.CheckRW
+		switch {
+		case mt.Type == mount.TypeTmpfs && mt.ReadOnly:
+			want = wire.CheckMaskDir
+		case mt.Source == emptyFile:
+			want = wire.CheckMaskFile
+		case filepath.Dir(mt.Source) == stateDir+"/docker":
+			want = wire.CheckData
+		case mt.ReadOnly:
+			want = wire.CheckRO
+		}
+		if checked[mt.Target] != want {
+			t.Errorf("mount %s: check %q, want %q", mt.Target, checked[mt.Target], want)
+		}
+	}
+}
+
+func TestEgressModesOnDocker(t *testing.T) {
+	for _, m := range []egress.Mode{egress.Proxy, egress.Allowlist} {
+		p := basePlan()
+		p.Egress = egress.Rules{Mode: m}
+		if _, err := containerConfig(p, opts); err == nil || !strings.Contains(err.Error(), string(m)) {
+			t.Errorf("egress %s: %v, want an error naming it", m, err)
+		}
+	}
+}
