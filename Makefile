@@ -14,11 +14,13 @@ PREFIX   ?= /usr/local
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/devsandbox and bin/devsandbox-init (the in-sandbox shim)
+build: ## build bin/devsandbox, bin/devsandbox-init (the in-sandbox shim) and bin/devsandbox-docker (devsandbox with the docker backend)
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS_) -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/devsandbox ./cmd/devsandbox-init
+	CGO_ENABLED=0 $(GO) build -tags '$(TAGS) linkdocker' -trimpath -ldflags '$(LDFLAGS)' -o bin/devsandbox-docker ./cmd/devsandbox
 
 vet: ## go vet with the build tags
 	$(GO) vet $(GOFLAGS_) ./...
+	$(GO) vet -tags '$(TAGS) linkdocker' ./cmd/devsandbox/
 	$(GO) vet -tags '$(TAGS) integration' ./integration/
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -26,6 +28,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 lint: vet ## gofmt, vet, staticcheck, shellcheck (when installed)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) run $(STATICCHECK) -tags '$(TAGS)' ./...
+	$(GO) run $(STATICCHECK) -tags '$(TAGS) linkdocker' ./cmd/devsandbox/
 	$(GO) run $(STATICCHECK) -tags '$(TAGS) integration' ./integration/
 	@if command -v shellcheck >/dev/null; then shellcheck scripts/*.sh .ci/run; else echo "shellcheck not installed: apt-get install shellcheck"; fi
 
@@ -34,9 +37,10 @@ setup: ## install and start what the tests need (root: apt packages, test user)
 
 unit: ## unit tests of the pure code
 	$(GO) test $(GOFLAGS_) -count=1 ./...
+	$(GO) test -tags '$(TAGS) linkdocker' -count=1 ./cmd/devsandbox/
 
 integration: build ## the conformance suite against real components, as an unprivileged user
-	DEVSANDBOX_BIN=$(CURDIR)/$(BIN) $(GO) test $(GOFLAGS_) -tags '$(TAGS) integration' -count=1 -timeout 15m -v ./integration/ 2>&1 | scripts/test-summary.sh
+	DEVSANDBOX_BIN=$(CURDIR)/$(BIN) DEVSANDBOX_IT_ISOLATORS="$${DEVSANDBOX_IT_ISOLATORS:-bwrap docker}" $(GO) test $(GOFLAGS_) -tags '$(TAGS) integration' -count=1 -timeout 15m -v ./integration/ 2>&1 | scripts/test-summary.sh
 
 test: setup lint unit integration ## everything CI runs: set up, lint (gofmt, vet, staticcheck, shellcheck), unit and integration tests
 
@@ -46,6 +50,7 @@ bench: build ## launch benchmarks against the raw tools (not part of CI)
 install: build ## install devsandbox and devsandbox-init to $(PREFIX)/bin
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/devsandbox
 	install -D -m 0755 bin/devsandbox-init $(DESTDIR)$(PREFIX)/bin/devsandbox-init
+	install -D -m 0755 bin/devsandbox-docker $(DESTDIR)$(PREFIX)/bin/devsandbox-docker
 
 clean: ## remove build output
 	rm -rf bin

@@ -24,8 +24,8 @@ func TestModes(t *testing.T) {
 	if enforce.code != 0 || enforce.stdout != "sandboxed\n" {
 		t.Errorf("mode enforce:\n%s", enforce)
 	}
-	// No usable isolator: PATH without bwrap.
-	noBwrap := []string{"PATH=/nonexistent"}
+	// No usable isolator: PATH without bwrap, and no docker engine.
+	noBwrap := []string{"PATH=/nonexistent", "DOCKER_HOST=unix:///nonexistent.sock"}
 	for _, tt := range []struct {
 		name   string
 		cfg    string

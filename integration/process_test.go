@@ -59,9 +59,18 @@ func TestKill9TakesTreeDown(t *testing.T) {
 		}
 		lr := newLineReader(t, stdout)
 		lr.waitFor("ready")
+		// The sandboxed tree: under bwrap, devsandbox's descendants; under docker,
+		// the processes of the run's container (children of the engine's shim).
 		tree := descendants(cmd.Process.Pid)
+		if iso == "docker" {
+			ids := projectContainers(t, p, false)
+			if len(ids) != 1 {
+				t.Fatalf("want the run's container, have %v", ids)
+			}
+			tree = containerPids(t, ids[0])
+		}
 		if len(tree) < 3 {
-			t.Fatalf("found only %d descendants of devsandbox: %v", len(tree), tree)
+			t.Fatalf("found only %d sandboxed processes: %v", len(tree), tree)
 		}
 		var fds []int
 		for _, pid := range tree {

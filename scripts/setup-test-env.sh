@@ -5,7 +5,7 @@
 set -euo pipefail
 
 TEST_USER=${DEVSANDBOX_TEST_USER:-dsbtest}
-PACKAGES=(bubblewrap passt nftables iptables iproute2 uidmap git procps busybox-static shellcheck curl python3-minimal openssh-client)
+PACKAGES=(bubblewrap passt nftables iptables iproute2 uidmap git procps busybox-static shellcheck curl python3-minimal openssh-client docker.io debootstrap)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -39,4 +39,44 @@ fi
 if [ -c /dev/net/tun ]; then
 	chmod 0666 /dev/net/tun
 fi
-echo "setup: ready (bwrap $(bwrap --version | awk '{print $2}'), test user $TEST_USER)"
+# Docker: the engine (started here when none answers: no systemd on this machine kind),
+# the test user in the docker group (root-equivalent: a test machine only), and the
+# local test images, made without a registry.
+if ! docker info >/dev/null 2>&1; then
+	echo "setup: starting dockerd"
+	setsid dockerd >/var/log/devsandbox-dockerd.log 2>&1 </dev/null &
+	for _ in $(seq 1 120); do
+		docker info >/dev/null 2>&1 && break
+		sleep 0.5
+	done
+	docker info >/dev/null 2>&1 || { echo "setup: dockerd did not answer within 60s; see /var/log/devsandbox-dockerd.log" >&2; exit 1; }
+fi
+usermod -aG docker "$TEST_USER"
+# dockerd sets the FORWARD policy to DROP, which cuts the routed test namespaces of the
+# egress tests off from each other; the test machine forwards.
+iptables -P FORWARD ACCEPT
+
+# devsandbox-test/busybox:1 — busybox-static alone: the smallest image with /bin/sh.
+if ! docker image inspect devsandbox-test/busybox:1 >/dev/null 2>&1; then
+	echo "setup: importing devsandbox-test/busybox:1"
+	root=$(mktemp -d)
+	mkdir -p "$root/bin" "$root/etc" "$root/tmp"
+	cp /bin/busybox "$root/bin/"
+	for a in $("$root/bin/busybox" --list); do
+		[ "$a" = busybox ] || ln -s busybox "$root/bin/$a"
+	done
+	tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin' - devsandbox-test/busybox:1 >/dev/null
+	rm -rf "$root"
+fi
+
+# devsandbox-test/debian:1 — a minimal Debian with git and ssh (the conformance suite
+# runs git in the sandbox); about two minutes of debootstrap on a fresh machine.
+if ! docker image inspect devsandbox-test/debian:1 >/dev/null 2>&1; then
+	echo "setup: building devsandbox-test/debian:1 with debootstrap"
+	root=$(mktemp -d)
+	debootstrap --variant=minbase --include=git,openssh-client bookworm "$root" http://deb.debian.org/debian >/dev/null
+	rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+	tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' -c 'ENV LANG=C.UTF-8' - devsandbox-test/debian:1 >/dev/null
+	rm -rf "$root"
+fi
+echo "setup: ready (bwrap $(bwrap --version | awk '{print $2}'), docker $(docker version --format '{{.Server.Version}}'), test user $TEST_USER)"

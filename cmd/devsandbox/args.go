@@ -11,6 +11,7 @@ var valueFlags = map[string]bool{
 // subcommands are the words that name a devsandbox subcommand in command position.
 var subcommands = map[string]bool{
 	"doctor": true, "config": true, "tools": true, "logs": true, "version": true, "help": true,
+	"sandboxes": true, "image": true,
 }
 
 // splitArgs splits argv (without the program name) into devsandbox's own flags, an

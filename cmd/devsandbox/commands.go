@@ -43,6 +43,8 @@ func (a *app) commands() []*cli.Command {
 			Subcommands: []*cli.Command{{Name: "list", Usage: "what was detected and what each tool binds", Flags: []cli.Flag{jsonFlag}, Action: a.toolsList}},
 		},
 		a.logsCommand(),
+		a.sandboxesCommand(jsonFlag),
+		a.imageCommand(),
 		{
 			Name:  "version",
 			Usage: "print the version",
@@ -189,16 +191,19 @@ func (a *app) toolsList(c *cli.Context) error {
 }
 
 func (a *app) doctor(c *cli.Context) error {
+	a.doctorHandOff()
 	ctx := context.Background()
 	selected := "auto"
+	var dk *dockerSettings
 	if l, err := a.load(a.flags(c)); err == nil {
 		selected = l.cfg.Isolator
+		dk = a.dockerSettings(l.cfg)
 	} else if host, herr := config.HostFromEnviron(a.environ, -1, -1); herr == nil {
 		// Outside a project (or with a broken config) the host checks still run.
 		a.warn("%v", err)
 		_ = host
 	}
-	table := isolatorTable(nil)
+	table := isolatorTable(nil, dk)
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "CHECK\tSTATUS\tDETAIL")
 	usable := map[string]bool{}

@@ -41,6 +41,7 @@ type app struct {
 	start          time.Time
 
 	command []string // what to sandbox, split off before urfave/cli parses flags
+	args    []string // argv without the program name, for handing the run to devsandbox-docker
 }
 
 // usageError marks errors that are the caller's misuse of the command line.
@@ -56,7 +57,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 
 func (a *app) main(args []string) int {
 	flags, sub, command := splitArgs(args)
-	a.command = command
+	a.command, a.args = command, args
 	argv := append([]string{"devsandbox"}, flags...)
 	argv = append(argv, sub...)
 	err := a.cli().Run(argv)
@@ -80,7 +81,7 @@ func (a *app) cli() *cli.App {
 		Name:  "devsandbox",
 		Usage: "run a command in a sandbox scoped to the current project",
 		UsageText: "devsandbox [flags] [--] [COMMAND [ARG...]]\n" +
-			"   devsandbox doctor | config validate FILE | version\n\n" +
+			"   devsandbox doctor | sandboxes list|rm|prune | image build | config validate FILE | version\n\n" +
 			"Runs COMMAND (default: your shell) with the project read-write at its own path, a private\n" +
 			"home, a private /tmp and nothing else of your home. Flags stop at the first word that is\n" +
 			"not a flag; `--` ends them explicitly (`devsandbox -- doctor` runs a program called doctor).",
@@ -106,7 +107,7 @@ func (a *app) cli() *cli.App {
 
 func runFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "isolator", Usage: "backend: auto, bwrap (`NAME`; also DEVSANDBOX_ISOLATOR)"},
+		&cli.StringFlag{Name: "isolator", Usage: "backend: auto, bwrap, docker (`NAME`; also DEVSANDBOX_ISOLATOR)"},
 		&cli.StringFlag{Name: "mode", Usage: "`MODE`: enforce (fail closed), auto (unsandboxed with a warning when no isolator works), off"},
 		&cli.StringFlag{Name: "egress", Usage: "network `MODE`: proxy (default: public hosts through the audited proxy, never the LAN or host services), allowlist (only --allow entries), none, open (the host's network)"},
 		&cli.StringSliceFlag{Name: "allow", Usage: "allow egress to `HOST[:PORT]`, *.domain, IP or CIDR (repeatable; proxy and allowlist modes)"},
@@ -114,6 +115,8 @@ func runFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "secret-file", Usage: "`NAME=PATH`: the host file appears read-only at /run/secrets/NAME (repeatable)"},
 		&cli.StringSliceFlag{Name: "mount", Usage: "`SRC[:DST][:ro]` bind a host path (repeatable)"},
 		&cli.BoolFlag{Name: "read-only", Usage: "project read-only except .git and sandbox.writable_dirs"},
+		&cli.BoolFlag{Name: "keep-container", Usage: "docker: keep one container per project and exec into it on later runs"},
+		&cli.StringFlag{Name: "image", Usage: "container `IMAGE` of the docker isolator"},
 		&cli.StringFlag{Name: "config", Usage: "use config `FILE` instead of the user config file"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print what would run (secrets and passed-through values as names only) and exit"},
 		&cli.BoolFlag{Name: "debug", Usage: "print launch timings per phase on stderr"},
@@ -140,6 +143,11 @@ func (a *app) flags(c *cli.Context) config.Flags {
 		v := c.Bool("read-only")
 		f.ReadOnly = &v
 	}
+	if c.IsSet("keep-container") {
+		v := c.Bool("keep-container")
+		f.KeepContainer = &v
+	}
+	f.Image = str("image")
 	return f
 }
 

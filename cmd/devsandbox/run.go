@@ -22,10 +22,11 @@ import (
 )
 
 // autoOrder is the preference of isolator = "auto".
-var autoOrder = []string{"bwrap"}
+var autoOrder = []string{"bwrap", "docker"}
 
-// isolatorTable is the explicit table of backends this binary has.
-func isolatorTable(b *bwrap.Isolator) isolator.Table {
+// isolatorTable is the explicit table of backends this binary has. dk configures the
+// docker backend (nil: from defaults); see docker.go.
+func isolatorTable(b *bwrap.Isolator, dk *dockerSettings) isolator.Table {
 	return isolator.Table{
 		"bwrap": func() isolator.Isolator {
 			if b != nil {
@@ -33,6 +34,7 @@ func isolatorTable(b *bwrap.Isolator) isolator.Table {
 			}
 			return bwrap.New()
 		},
+		"docker": func() isolator.Isolator { return newDocker(dk) },
 	}
 }
 
@@ -75,6 +77,10 @@ func (a *app) run(c *cli.Context) error {
 		a.warn("sandbox.mode is off: %v runs WITHOUT a sandbox, with your full user rights", a.commandOrShell(cfg))
 		return a.unsandboxed(cfg)
 	}
+	dk := a.dockerSettings(cfg)
+	if err := a.dispatchDocker(cfg, dk); err != nil {
+		return err
+	}
 
 	p, pwarns, err := plan.Build(cfg, tools.Default(), probe, plan.Request{Command: a.command, TTY: a.interactive()})
 	if err != nil {
@@ -89,7 +95,10 @@ func (a *app) run(c *cli.Context) error {
 	if debug {
 		bw.Phase = t.mark
 	}
-	iso, fellBack, err := isolator.Select(ctx, cfg.Isolator, isolatorTable(bw), autoOrder)
+	if debug {
+		dk.phase = t.mark
+	}
+	iso, fellBack, err := isolator.Select(ctx, cfg.Isolator, isolatorTable(bw, dk), autoOrder)
 	if err == nil && fellBack {
 		a.warn("bwrap is not usable here; falling back to the %s isolator", iso.Name())
 	}

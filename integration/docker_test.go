@@ -1,0 +1,284 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// dockerReady is why the docker tests cannot run ("" when they can).
+var dockerReady = "not checked"
+
+// setupDocker checks the engine and makes the default image (docker.image's default,
+// devsandbox/default:<version>) from the local test base image, which
+// scripts/setup-test-env.sh imports without a registry. It runs once, as root.
+func setupDocker() {
+	helper := filepath.Join(filepath.Dir(it.bin), "devsandbox-docker")
+	if _, err := os.Stat(helper); err != nil {
+		dockerReady = "devsandbox-docker was not built"
+		return
+	}
+	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
+		dockerReady = fmt.Sprintf("no docker engine: %v: %s", err, bytes.TrimSpace(out))
+		return
+	}
+	base := os.Getenv("DEVSANDBOX_IT_BASE_IMAGE")
+	if base == "" {
+		base = "devsandbox-test/debian:1"
+	}
+	cmd := exec.Command(helper, "image", "build", "--base", base)
+	cmd.Dir = "/"
+	cmd.Env = []string{"HOME=/root", "PATH=/usr/local/bin:/usr/bin:/bin"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		dockerReady = fmt.Sprintf("building the default image from %s: %v: %s", base, err, out)
+		return
+	}
+	dockerReady = ""
+}
+
+// requireDocker skips without a docker engine and its test image, and fails in CI.
+func requireDocker(t *testing.T) {
+	t.Helper()
+	if dockerReady != "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("docker is required in CI: %s", dockerReady)
+		}
+		t.Skip(dockerReady)
+	}
+}
+
+// docker runs the docker CLI (as root) and returns its trimmed output.
+func docker(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// projectContainers lists the ids of the project's containers (running or not).
+func projectContainers(t *testing.T, p *project, all bool) []string {
+	t.Helper()
+	id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+	args := []string{"ps", "-q", "--no-trunc", "--filter", "label=dev.devsandbox.project=" + id}
+	if all {
+		args = append(args, "-a")
+	}
+	return strings.Fields(docker(t, args...))
+}
+
+// removeContainers removes the project's containers when the test ends.
+func removeContainers(t *testing.T, p *project) {
+	t.Cleanup(func() {
+		for _, c := range projectContainers(t, p, true) {
+			_ = exec.Command("docker", "rm", "-f", c).Run()
+		}
+	})
+}
+
+// containerPids returns the host pids of the processes in container id: those in
+// its pid namespace (exec'd processes are not descendants of its pid 1).
+func containerPids(t *testing.T, id string) []int {
+	t.Helper()
+	pid, err := strconv.Atoi(docker(t, "inspect", "--format", "{{.State.Pid}}", id))
+	if err != nil || pid == 0 {
+		return nil
+	}
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		if l, err := os.Readlink(d + "/ns/pid"); err == nil && l == ns {
+			if n, err := strconv.Atoi(filepath.Base(d)); err == nil {
+				pids = append(pids, n)
+			}
+		}
+	}
+	return pids
+}
+
+// settle runs the project twice: the first run creates mount points in the sandbox
+// home (~/.ssh for the ssh tool's config), which makes the next Plan mask ~/.ssh, a
+// changed configuration that recreates a kept container once.
+func settle(p *project, flags []string) {
+	p.t.Helper()
+	p.mustSandbox("docker", flags, `true`)
+	p.mustSandbox("docker", flags, `true`)
+}
+
+// keep_container: a later run with the same configuration execs into the same
+// container (a file in its /tmp survives); a changed configuration recreates it;
+// with a session attached, a changed configuration is refused, saying why.
+func TestDockerKeepContainer(t *testing.T) {
+	requireDocker(t)
+	p := newProject(t)
+	removeContainers(t, p)
+	keep := []string{"--isolator=docker", "--keep-container", "--egress=none"}
+	settle(p, keep)
+	p.mustSandbox("docker", keep, `echo first > /tmp/marker`)
+	ids := projectContainers(t, p, false)
+	if len(ids) != 1 {
+		t.Fatalf("want one running kept container, have %v", ids)
+	}
+	if out := p.mustSandbox("docker", keep, `cat /tmp/marker`); out != "first\n" {
+		t.Fatalf("second run did not reuse the container: %q", out)
+	}
+	if again := projectContainers(t, p, false); len(again) != 1 || again[0] != ids[0] {
+		t.Fatalf("container changed between runs with one configuration: %v then %v", ids, again)
+	}
+	labels := docker(t, "inspect", "--format", `{{index .Config.Labels "dev.devsandbox.spec"}} {{index .Config.Labels "dev.devsandbox.version"}}`, ids[0])
+	if f := strings.Fields(labels); len(f) != 2 || len(f[0]) != 16 {
+		t.Fatalf("kept container labels: %q", labels)
+	}
+
+	// A session holds the container; a run with another configuration is refused.
+	cmd := command(t.Context(), p.dir, baseEnv(), append(keep, "--", "/bin/sh", "-c", "echo ready; read _ || true")...)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	newLineReader(t, stdout).waitFor("ready")
+	r := p.sandbox("docker", append(keep, "--read-only"), `true`)
+	if r.code != 125 || !strings.Contains(r.stderr, "another session is attached") {
+		t.Errorf("changed configuration with a session attached:\n%s", r)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("attached session: %v", err)
+	}
+
+	out := p.mustSandbox("docker", append(keep, "--read-only"), `cat /tmp/marker 2>/dev/null || echo fresh`)
+	if out != "fresh\n" {
+		t.Fatalf("changed configuration did not recreate the container: %q", out)
+	}
+	if now := projectContainers(t, p, true); len(now) != 1 || now[0] == ids[0] {
+		t.Fatalf("after recreation: %v (was %v)", now, ids)
+	}
+}
+
+// keep_container: processes exec'd into the kept container die with their client,
+// including on kill -9 of devsandbox; the container stays for the next run.
+func TestDockerExecDiesWithClient(t *testing.T) {
+	requireDocker(t)
+	p := newProject(t)
+	removeContainers(t, p)
+	keep := []string{"--isolator=docker", "--keep-container", "--egress=none"}
+	settle(p, keep)
+	ids := projectContainers(t, p, false)
+	if len(ids) != 1 {
+		t.Fatalf("want one kept container, have %v", ids)
+	}
+	before := len(containerPids(t, ids[0]))
+	cmd := command(t.Context(), p.dir, baseEnv(), append(keep, "--", "/bin/sh", "-c", `sleep 1000 & setsid sleep 1001 & echo ready; wait`)...)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	newLineReader(t, stdout).waitFor("ready")
+	if n := len(containerPids(t, ids[0])); n < before+3 {
+		t.Fatalf("the session's processes are not in the container: %d pids, %d before", n, before)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := len(containerPids(t, ids[0]))
+		if n == before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("exec'd processes outlived devsandbox by 10s: %d pids in the container, %d before:\n%s", n, before, docker(t, "top", ids[0]))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if out := p.mustSandbox("docker", keep, `echo still-here`); out != "still-here\n" {
+		t.Fatalf("kept container unusable after the kill: %q", out)
+	}
+}
+
+// kill -9 of devsandbox leaves no container behind (one-shot runs).
+func TestDockerKill9LeavesNoContainer(t *testing.T) {
+	requireDocker(t)
+	p := newProject(t)
+	removeContainers(t, p)
+	cmd := command(t.Context(), p.dir, baseEnv(), "--isolator=docker", "--egress=none", "--", "/bin/sh", "-c", `sleep 1000 & echo ready; wait`)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	newLineReader(t, stdout).waitFor("ready")
+	if ids := projectContainers(t, p, false); len(ids) != 1 {
+		t.Fatalf("want the run's container, have %v", ids)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(projectContainers(t, p, true)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a container outlived devsandbox by 10s: %v", projectContainers(t, p, true))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// --dry-run prints a docker run line that runs as is (plain mode of the init) when
+// the names it shows are set; the protections hold there too.
+func TestDockerDryRunIsRunnable(t *testing.T) {
+	requireDocker(t)
+	p := newProject(t)
+	p.write("proj/.env", "TOKEN=bait\n")
+	const value = "dry-run-secret-77"
+	r := run(t, p.dir, []string{"API_TOKEN=" + value}, "", "--isolator=docker", "--egress=none", "--dry-run", "-e", "API_TOKEN",
+		"--", "/bin/sh", "-c", `echo "[$API_TOKEN]"; cat .env; id -u`)
+	if r.code != 0 || strings.Contains(r.stdout, value) {
+		t.Fatalf("dry run:\n%s", r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sh := command(ctx, p.dir, baseEnv("API_TOKEN="+value), "-c", r.stdout)
+	sh.Path, sh.Args[0] = "/bin/sh", "sh"
+	out, err := sh.CombinedOutput()
+	if err != nil || string(out) != fmt.Sprintf("[%s]\n%d\n", value, it.uid) {
+		t.Fatalf("running the dry-run script: %v\n%s\nscript:\n%s", err, out, r.stdout)
+	}
+}
+
+// sandboxes list shows a kept container with the project's home; rm removes both.
+func TestDockerSandboxesList(t *testing.T) {
+	requireDocker(t)
+	p := newProject(t)
+	removeContainers(t, p)
+	p.mustSandbox("docker", []string{"--keep-container", "--egress=none"}, `echo x > ~/f`)
+	r := run(t, p.dir, nil, "", "sandboxes", "list", "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"name": "`+p.name()+`"`) || !strings.Contains(r.stdout, `"running": true`) {
+		t.Fatalf("sandboxes list:\n%s", r)
+	}
+	if r := run(t, p.dir, nil, "", "sandboxes", "rm", p.name()); r.code != 0 {
+		t.Fatalf("sandboxes rm:\n%s", r)
+	}
+	if ids := projectContainers(t, p, true); len(ids) != 0 {
+		t.Fatalf("containers left after rm: %v", ids)
+	}
+	if _, err := os.Stat(filepath.Join(it.home, ".local/share/devsandbox", p.name())); !os.IsNotExist(err) {
+		t.Fatalf("sandbox home left after rm: %v", err)
+	}
+}
