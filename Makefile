@@ -14,8 +14,8 @@ PREFIX   ?= /usr/local
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/devsandbox, bin/devsandbox-init (the in-sandbox shim) and bin/devsandbox-docker (devsandbox with the docker backend)
-	CGO_ENABLED=0 $(GO) build $(GOFLAGS_) -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/devsandbox ./cmd/devsandbox-init
+build: ## build bin/devsandbox, bin/devsandbox-init (the in-sandbox shim), bin/devsandbox-proxy (the egress proxy) and bin/devsandbox-docker (devsandbox with the docker backend)
+	CGO_ENABLED=0 $(GO) build $(GOFLAGS_) -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/devsandbox ./cmd/devsandbox-init ./cmd/devsandbox-proxy
 	CGO_ENABLED=0 $(GO) build -tags '$(TAGS) linkdocker' -trimpath -ldflags '$(LDFLAGS)' -o bin/devsandbox-docker ./cmd/devsandbox
 
 vet: ## go vet with the build tags
@@ -47,9 +47,10 @@ test: setup lint unit integration ## everything CI runs: set up, lint (gofmt, ve
 bench: build ## launch benchmarks against the raw tools (not part of CI)
 	scripts/bench.sh $(BIN)
 
-install: build ## install devsandbox and devsandbox-init to $(PREFIX)/bin
+install: build ## install devsandbox, devsandbox-init, devsandbox-proxy and devsandbox-docker to $(PREFIX)/bin
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/devsandbox
 	install -D -m 0755 bin/devsandbox-init $(DESTDIR)$(PREFIX)/bin/devsandbox-init
+	install -D -m 0755 bin/devsandbox-proxy $(DESTDIR)$(PREFIX)/bin/devsandbox-proxy
 	install -D -m 0755 bin/devsandbox-docker $(DESTDIR)$(PREFIX)/bin/devsandbox-docker
 
 clean: ## remove build output

@@ -5,16 +5,28 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/proxy"
 )
+
+// proxyBinary is the session proxy's program, installed next to devsandbox. It is a
+// separate binary so that devsandbox does not link the proxy (see cmd/devsandbox-proxy
+// for the contract).
+const proxyBinary = "devsandbox-proxy"
+
+// proxyExitBound is how long the end of a run waits for devsandbox-proxy to flush its
+// audit log and exit (it gives requests in flight 2 s) before killing it.
+const proxyExitBound = 3 * time.Second
 
 // sessionID names one run (proxy socket, audit records).
 func sessionID() string {
@@ -58,38 +70,148 @@ func planProxy(p *isolator.Plan, cfg *config.Config, session string) {
 	sort.Slice(p.Env, func(i, j int) bool { return p.Env[i].Name < p.Env[j].Name })
 }
 
-// startProxy starts the filtering proxy of the session on the plan's socket. Its
-// policy: egress.allow plus the enabled tools' hosts, egress.deny, and proxy.default
-// (deny in allowlist mode, where only what is listed passes). stop shuts it down and
-// flushes the audit log.
-func startProxy(p *isolator.Plan, cfg *config.Config, session string) (stop func(), err error) {
-	allow := append([]string{}, cfg.Egress.Allow...)
-	for _, e := range p.Egress.ProxyAllow {
-		allow = append(allow, e.String())
-	}
+// proxyArgs is devsandbox-proxy's argv after the program name. The policy:
+// egress.allow plus the enabled tools' hosts, egress.deny, and proxy.default (deny in
+// allowlist mode, where only what is listed passes); an entry given twice is passed
+// once. The audit log goes to the project's state directory.
+func proxyArgs(p *isolator.Plan, cfg *config.Config, session string) []string {
 	def := cfg.Proxy.Default
 	if p.Egress.Mode == egress.Allowlist {
 		def = "deny"
 	}
-	pol, err := proxy.NewPolicy(allow, cfg.Egress.Deny, def)
+	args := []string{"--session=" + session, "--log-dir=" + p.StateDir, "--default=" + def}
+	seen := map[string]bool{}
+	add := func(arg string) {
+		if !seen[arg] {
+			seen[arg] = true
+			args = append(args, arg)
+		}
+	}
+	for _, e := range cfg.Egress.Allow {
+		add("--allow=" + e)
+	}
+	for _, e := range p.Egress.ProxyAllow {
+		add("--allow=" + e.String())
+	}
+	for _, e := range cfg.Egress.Deny {
+		add("--deny=" + e)
+	}
+	return args
+}
+
+// startProxy binds the plan's proxy socket and starts devsandbox-proxy, from next to
+// this binary, serving it. It does not wait for the proxy to be ready: the socket
+// listens from the start, so the sandbox's first connections queue until it accepts.
+// stop ends the proxy (it flushes the audit log), waits for it and removes the socket.
+func startProxy(p *isolator.Plan, cfg *config.Config, session string) (stop func(), err error) {
+	bin, err := besideSelf(proxyBinary)
 	if err != nil {
-		return nil, fmt.Errorf("egress policy: %w", err)
+		return nil, err
 	}
-	srv, err := proxy.New(proxy.Config{Policy: pol, Session: session, LogDir: p.StateDir})
+	return spawnProxy(bin, proxyArgs(p, cfg, session), p.Egress.Proxy.Unix, proxyExitBound)
+}
+
+// besideSelf is the path of the program name installed next to this binary; a
+// missing one is a broken installation.
+func besideSelf(name string) (string, error) {
+	self, err := os.Executable()
+	if err == nil {
+		self, err = filepath.EvalSymlinks(self)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("starting the egress proxy: %w", err)
+		return "", fmt.Errorf("finding the devsandbox binary: %w", err)
 	}
-	sock := p.Egress.Proxy.Unix
-	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
-		return nil, fmt.Errorf("creating the proxy socket directory: %w", err)
+	bin := filepath.Join(filepath.Dir(self), name)
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("%w: the egress proxy %s is missing (%v); it is installed with devsandbox: reinstall devsandbox (make install, or scripts/install.sh), or run with --egress=open or --egress=none",
+			isolator.ErrProtection, bin, err)
 	}
-	if err := srv.ListenUnix(sock); err != nil {
+	return bin, nil
+}
+
+// spawnProxy binds sock and starts bin with args serving it, per the contract of
+// cmd/devsandbox-proxy: the listening socket as fd 3, the lifeline's read end as fd 4,
+// Pdeathsig SIGTERM, its own process group (a Ctrl-C meant for the command does not
+// reach it). devsandbox keeps the lifeline's write end: when devsandbox exits, however
+// it exits, the proxy sees end of file.
+//
+// Only the socket is made before spawnProxy returns; the fork and exec happen in the
+// background, off the launch path. If they fail, the error is printed and the socket
+// stops listening, so the sandbox's connections are refused: egress fails closed.
+// stop closes the lifeline and waits for the proxy, killing it after bound, then
+// removes the socket.
+func spawnProxy(bin string, args []string, sock string, bound time.Duration) (stop func(), err error) {
+	lnFile, err := listenProxySocket(sock)
+	if err != nil {
 		return nil, fmt.Errorf("%w: the egress proxy cannot listen on %s: %v", isolator.ErrProtection, sock, err)
 	}
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		lnFile.Close()
+		os.Remove(sock)
+		return nil, fmt.Errorf("%w: starting the egress proxy: %v", isolator.ErrProtection, err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.ExtraFiles = []*os.File{lnFile, lifeR}
+	cmd.Stderr = os.Stderr // its start-up failures; it prints nothing else
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
+	cmd.Cancel = lifeW.Close // the lifeline ends: the proxy shuts down and exits
+	cmd.WaitDelay = bound
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Pdeathsig fires when the thread that forked the child exits, not the
+		// process: fork from a locked thread that lives until the proxy has exited.
+		runtime.LockOSThread()
+		err := cmd.Start()
+		lnFile.Close() // the proxy has its own copies now (or, on error, nobody listens)
+		lifeR.Close()
+		if err != nil {
+			if ctx.Err() == nil {
+				fmt.Fprintf(os.Stderr, "devsandbox: the egress proxy did not start (%v); the sandbox's connections through it are refused\n", err)
+			}
+			return
+		}
+		_ = cmd.Wait()
+	}()
 	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		_ = os.Remove(sock)
+		cancel()
+		<-done // Wait is bounded by WaitDelay: then the proxy is killed
+		lifeW.Close()
+		os.Remove(sock)
 	}, nil
+}
+
+// listenProxySocket binds a Unix socket at path, mode 0600, in a directory only this
+// user can enter, and returns its listening descriptor. The socket exists, and
+// queues connections, from here on.
+func listenProxySocket(path string) (*os.File, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	// Between bind and chmod the socket has the umask's mode; the private directory
+	// keeps everyone else out meanwhile. Chmod fails on a directory that is not ours.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, err
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	ln.SetUnlinkOnClose(false) // the socket outlives this listener; stop removes it
+	defer ln.Close()           // File returns a duplicate
+	if err := os.Chmod(path, 0o600); err != nil {
+		os.Remove(path)
+		return nil, err
+	}
+	f, err := ln.File()
+	if err != nil {
+		os.Remove(path)
+		return nil, err
+	}
+	return f, nil
 }

@@ -82,7 +82,7 @@ func run(bin string, n int, userName string, files int, only string, large int) 
 		}
 		defer os.RemoveAll(tmp)
 		os.Chmod(tmp, 0o755)
-		for _, name := range []string{"devsandbox", "devsandbox-init"} {
+		for _, name := range []string{"devsandbox", "devsandbox-init", "devsandbox-proxy"} {
 			data, err := os.ReadFile(filepath.Join(filepath.Dir(bin), name))
 			if err != nil {
 				return err

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/devsandbox/devsandbox/proxy/audit"
+)
+
+// inherited binds a Unix socket as devsandbox does and returns its path and the
+// listening descriptor to hand over; the test's own listener is closed.
+func inherited(t *testing.T) (string, *os.File) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "s")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	f, err := ln.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	return sock, f
+}
+
+// proxied sends one plain HTTP proxy request on c and returns the status.
+func proxied(t *testing.T, c net.Conn, br *bufio.Reader, url string) int {
+	t.Helper()
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", url)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestServesUntilLifelineEnds follows a session: a client connects before the proxy
+// runs (the bound socket queues it), is served by policy, and when the lifeline ends
+// the proxy exits 0 with every request in the audit log, leaving the socket file.
+func TestServesUntilLifelineEnds(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hi") }))
+	defer origin.Close()
+	sock, lnFile := inherited(t)
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+
+	logDir := filepath.Join(t.TempDir(), "log")
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lifeR.Close()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	args := []string{"--session=s1", "--log-dir=" + logDir, "--default=deny", "--allow=127.0.0.1"}
+	go func() { done <- run(context.Background(), args, lnFile, lifeR, &stderr) }()
+
+	br := bufio.NewReader(c)
+	if code := proxied(t, c, br, origin.URL+"/ok"); code != 200 {
+		t.Errorf("allowed request: %d", code)
+	}
+	if code := proxied(t, c, br, "http://127.0.0.2:1/no"); code != 403 {
+		t.Errorf("denied request: %d", code)
+	}
+	c.Close()
+	lifeW.Close()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", code, &stderr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("still running 5 s after the lifeline ended")
+	}
+	recs, err := audit.ReadLog(logDir, audit.LogFilter{Session: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, fmt.Sprintf("%s %s %s %d %s", r.Decision, r.Host, r.Path, r.Status, r.Rule))
+	}
+	want := []string{"allow 127.0.0.1 /ok 200 127.0.0.1", "deny 127.0.0.2 /no 403 " + audit.RulePrivate}
+	if !slices.Equal(got, want) {
+		t.Errorf("audit log:\n%q\nwant\n%q", got, want)
+	}
+	if _, err := os.Stat(sock); err != nil {
+		t.Errorf("the socket file is the binder's to remove: %v", err)
+	}
+	if c, err := net.Dial("unix", sock); err == nil {
+		c.Close()
+		t.Error("still accepting after exit")
+	}
+}
+
+// TestStopsOnSignal: a cancelled context (SIGTERM, SIGINT) shuts the proxy down
+// while the lifeline is still open.
+func TestStopsOnSignal(t *testing.T) {
+	_, lnFile := inherited(t)
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lifeR.Close()
+	defer lifeW.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"--session=s2"}, lnFile, lifeR, &stderr) }()
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", code, &stderr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("still running 5 s after the signal")
+	}
+}
+
+func TestStartFailures(t *testing.T) {
+	notSocket, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer notSocket.Close()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"--bogus"}, "flag provided but not defined: -bogus"},
+		{"argument", []string{"extra"}, `devsandbox-proxy: unexpected argument "extra"`},
+		{"bad entry", []string{"--allow=a b"}, "devsandbox-proxy: egress policy: "},
+		{"bad default", []string{"--default=maybe"}, "devsandbox-proxy: egress policy: "},
+		{"no socket", nil, "devsandbox-proxy: fd 3 is not a listening socket"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			if code := run(context.Background(), tt.args, notSocket, nil, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tt.want)
+			}
+		})
+	}
+}
