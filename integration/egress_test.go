@@ -6,11 +6,14 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -263,7 +266,7 @@ func TestEgressFirewallGuarantees(t *testing.T) {
 	}
 }
 
-// TestEgressKill9 takes pasta, the proxy and the sandbox down with devsandbox.
+// TestEgressKill9 takes pasta, devsandbox-proxy and the sandbox down with devsandbox.
 func TestEgressKill9(t *testing.T) {
 	requireBwrap(t)
 	o := newOutside(t)
@@ -280,15 +283,26 @@ func TestEgressKill9(t *testing.T) {
 				t.Fatal(err)
 			}
 			newLineReader(t, stdout).waitFor("ready")
+			// devsandbox starts its proxy in the background, alongside the sandbox.
+			isProxy := func(pid int) bool { return program(pid) == "devsandbox-proxy" }
 			tree := descendants(cmd.Process.Pid)
+			for deadline := time.Now().Add(5 * time.Second); !slices.ContainsFunc(tree, isProxy) && time.Now().Before(deadline); {
+				runtimeYield()
+				tree = descendants(cmd.Process.Pid)
+			}
 			var fds []int
+			names := map[int]string{} // by pidfd
 			for _, pid := range tree {
 				if fd, err := unix.PidfdOpen(pid, 0); err == nil {
 					fds = append(fds, fd)
+					names[fd] = fmt.Sprintf("%s (pid %d)", program(pid), pid)
 				}
 			}
 			if len(fds) < 3 {
 				t.Fatalf("only %d descendants", len(fds))
+			}
+			if !slices.ContainsFunc(tree, isProxy) {
+				t.Fatalf("no devsandbox-proxy among the descendants of devsandbox: %v", slices.Collect(maps.Values(names)))
 			}
 			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
@@ -297,12 +311,59 @@ func TestEgressKill9(t *testing.T) {
 			deadline := time.Now().Add(10 * time.Second)
 			for _, fd := range fds {
 				pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-				if n, err := unix.Poll(pfd, int(time.Until(deadline).Milliseconds())); err != nil || n != 1 {
-					t.Errorf("a process (pasta, forwarder or sandbox) outlived devsandbox: %v", err)
+				if n, err := unix.Poll(pfd, int(max(time.Until(deadline).Milliseconds(), 0))); err != nil || n != 1 {
+					t.Errorf("%s outlived devsandbox: %v", names[fd], err)
 				}
 				unix.Close(fd)
 			}
 		})
+	}
+}
+
+// program is the base name of the program pid runs (argv[0]), or "" once it is gone.
+func program(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	argv0, _, _ := strings.Cut(string(b), "\x00")
+	return filepath.Base(argv0)
+}
+
+// TestProxyAuditLogFlushed: when a run ends, devsandbox-proxy has written every
+// request of the run to the audit log, so `devsandbox logs proxy` shows them at once.
+func TestProxyAuditLogFlushed(t *testing.T) {
+	requireBwrap(t)
+	o := newOutside(t)
+	p := newProject(t)
+	script := fmt.Sprintf(`curl -s -o /dev/null -w '%%{http_code}\n' -m 5 http://%[1]s:8080/index.html
+		curl -s -o /dev/null -w '%%{http_code}\n' -m 5 http://%[1]s:8081/`, o.addr)
+	if out := p.mustSandbox("bwrap", []string{"--egress=proxy", "--allow", o.addr + ":8080"}, script); out != "200\n403\n" {
+		t.Fatalf("statuses through the proxy: %q, want 200 then 403", out)
+	}
+	r := run(t, p.dir, nil, "", "logs", "proxy", "--json")
+	if r.code != 0 {
+		t.Fatalf("devsandbox logs proxy:\n%s", r)
+	}
+	var got []string
+	sessions := map[string]bool{}
+	for line := range strings.Lines(r.stdout) {
+		var rec struct {
+			Session, Method, Host, Path, Decision, Rule string
+			Port, Status                                int
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("%v in %q", err, line)
+		}
+		sessions[rec.Session] = true
+		got = append(got, fmt.Sprintf("%s %s %s:%d%s %d %s", rec.Decision, rec.Method, rec.Host, rec.Port, rec.Path, rec.Status, rec.Rule))
+	}
+	want := []string{
+		fmt.Sprintf("allow GET %s:8080/index.html 200 %s:8080", o.addr, o.addr),
+		fmt.Sprintf("deny GET %s:8081/ 403 private address", o.addr),
+	}
+	if !slices.Equal(got, want) || len(sessions) != 1 || sessions[""] {
+		t.Errorf("audit log after the run:\n%s\nwant\n%s\n(sessions %v)", strings.Join(got, "\n"), strings.Join(want, "\n"), sessions)
 	}
 }
 

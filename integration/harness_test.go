@@ -84,7 +84,7 @@ func setup() (int, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return 0, err
 	}
-	for _, name := range []string{"devsandbox", "devsandbox-init", "devsandbox-docker"} {
+	for _, name := range []string{"devsandbox", "devsandbox-init", "devsandbox-proxy", "devsandbox-docker"} {
 		data, err := os.ReadFile(filepath.Join(filepath.Dir(src), name))
 		if name == "devsandbox-docker" && os.IsNotExist(err) {
 			continue // an older build: the docker tests skip (and fail in CI)
