@@ -29,6 +29,7 @@ func main() {
 	if os.Args[0] == bwrap.ShimPath {
 		os.Exit(shim.Main(os.Args[1:], os.Stderr))
 	}
+	shim.CloseOnExecInherited()
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ(), start: time.Now()}
 	os.Exit(a.main(os.Args[1:]))
 }

@@ -70,6 +70,13 @@ func Main(args []string, stderr io.Writer) int {
 	// Lead a session and process group of our own: bwrap's --new-session leaves the
 	// command in the session of the sandbox's pid 1, where it can have no terminal,
 	// and the host signals the command's process group.
+	// Nothing the host opened may reach the command or the forwarders this shim starts
+	// (whose /proc/<pid>/fd the command could open): close every inherited descriptor
+	// but the readiness report, before anything else opens one.
+	if err := closeInherited(readyFD); err != nil {
+		fmt.Fprintf(stderr, "devsandbox-init: %v\n", err)
+		return ExitSetupFailed
+	}
 	_, _ = unix.Setsid()
 	if takeTTY {
 		// A failure leaves the command without job control but otherwise working.
@@ -93,8 +100,6 @@ func Main(args []string, stderr io.Writer) int {
 			return ExitNotExecutable
 		}
 	}
-	// Nothing the host opened may leak into the command.
-	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	return Exec(argv, stderr)
 }
 
