@@ -49,6 +49,39 @@ func (a *app) handOff() error {
 	return fmt.Errorf("starting %s: %w", p, err)
 }
 
+// earlyDispatch hands the process to devsandbox-docker before any configuration is
+// read when the command line or DEVSANDBOX_ISOLATOR names docker, or a docker-only
+// subcommand is asked for: devsandbox-docker is the same program and does all of it
+// again, so reading anything here would only be paid twice.
+func (a *app) earlyDispatch(args []string) {
+	flags, sub, _ := splitArgs(args)
+	if len(sub) > 0 {
+		if sub[0] == "sandboxes" || sub[0] == "image" {
+			_ = a.handOff()
+		}
+		return
+	}
+	iso := ""
+	for i, f := range flags {
+		switch {
+		case f == "--isolator" && i+1 < len(flags):
+			iso = flags[i+1]
+		case strings.HasPrefix(f, "--isolator="):
+			iso = strings.TrimPrefix(f, "--isolator=")
+		}
+	}
+	if iso == "" {
+		for _, kv := range a.environ {
+			if v, ok := strings.CutPrefix(kv, "DEVSANDBOX_ISOLATOR="); ok {
+				iso = v
+			}
+		}
+	}
+	if iso == "docker" && helperPath() != "" {
+		_ = a.handOff()
+	}
+}
+
 // dispatchDocker hands the run to devsandbox-docker when docker is the isolator:
 // configured, or chosen by auto because bwrap cannot run here.
 func (a *app) dispatchDocker(cfg *config.Config, dk *dockerSettings) error {

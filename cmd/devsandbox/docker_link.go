@@ -30,6 +30,9 @@ func newDocker(dk *dockerSettings) isolator.Isolator {
 	return d
 }
 
+// earlyDispatch has nothing to do: this binary has the docker backend.
+func (a *app) earlyDispatch([]string) {}
+
 // dispatchDocker has nothing to do: this binary has the docker backend.
 func (a *app) dispatchDocker(*config.Config, *dockerSettings) error { return nil }
 

@@ -59,6 +59,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 func (a *app) main(args []string) int {
 	flags, sub, command := splitArgs(args)
 	a.command, a.args = command, args
+	a.earlyDispatch(args)
 	argv := append([]string{"devsandbox"}, flags...)
 	argv = append(argv, sub...)
 	err := a.cli().Run(argv)

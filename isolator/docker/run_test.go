@@ -1,0 +1,371 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+// fakeEngine is an Engine whose containers run a simulated init. It records every
+// call; a call it does not implement fails the test (through the nil embedded
+// interface, which panics).
+type fakeEngine struct {
+	Engine // nil: unexpected calls panic
+	t      *testing.T
+
+	mu         sync.Mutex
+	calls      []string
+	images     map[string]bool
+	containers map[string]*fakeContainer // by name and by id
+	execs      map[string]*fakeExec
+	nextID     int
+
+	// init simulates devsandbox-init: it reads the frames on in and writes stdout
+	// and stderr; its result is the exit status.
+	init func(hello *wire.Hello, in io.Reader, stdout, stderr io.Writer) int
+	// hellos are the hello frames the inits received.
+	hellos []*wire.Hello
+}
+
+type fakeContainer struct {
+	id, name string
+	cfg      *container.Config
+	host     *container.HostConfig
+	running  bool
+	conn     net.Conn // the init's end of the attach stream
+	waiters  []chan container.WaitResponse
+	execIDs  []string
+}
+
+type fakeExec struct {
+	id      string
+	c       *fakeContainer
+	running bool
+	code    int
+}
+
+func newFake(t *testing.T) *fakeEngine {
+	return &fakeEngine{t: t, images: map[string]bool{"devsandbox/default:1.0": true}, containers: map[string]*fakeContainer{}, execs: map[string]*fakeExec{},
+		init: func(h *wire.Hello, in io.Reader, stdout, stderr io.Writer) int {
+			fmt.Fprint(stderr, wire.ReadyMarker)
+			fmt.Fprint(stdout, "hello from the command\n")
+			return 3
+		}}
+}
+
+func (f *fakeEngine) record(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
+
+func (f *fakeEngine) Close() error { return nil }
+
+func (f *fakeEngine) ServerVersion(context.Context) (types.Version, error) {
+	return types.Version{APIVersion: "1.41", Arch: "amd64"}, nil
+}
+
+func (f *fakeEngine) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (image.InspectResponse, error) {
+	f.record("ImageInspect %s", ref)
+	if !f.images[ref] {
+		return image.InspectResponse{}, cerrdefs.ErrNotFound
+	}
+	return image.InspectResponse{}, nil
+}
+
+func (f *fakeEngine) ContainerCreate(_ context.Context, cfg *container.Config, host *container.HostConfig, _ *network.NetworkingConfig, _ *ocispec.Platform, name string) (container.CreateResponse, error) {
+	label, shown := "kept", name
+	if cfg.Labels[LabelKept] != "true" {
+		label, shown = "run", name[:len(name)-9] // without the random suffix
+	}
+	f.record("ContainerCreate %s (%s)", shown, label)
+	if !f.images[cfg.Image] {
+		return container.CreateResponse{}, cerrdefs.ErrNotFound
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	c := &fakeContainer{id: fmt.Sprintf("c%d", f.nextID), name: name, cfg: cfg, host: host}
+	f.containers[c.id], f.containers[name] = c, c
+	return container.CreateResponse{ID: c.id}, nil
+}
+
+// pipe returns a connected pair with kernel buffering, as a socket to the engine has.
+func pipe(t *testing.T) (client, server net.Conn) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := func(fd int) net.Conn {
+		f := os.NewFile(uintptr(fd), "pipe")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	return conn(fds[0]), conn(fds[1])
+}
+
+func (f *fakeEngine) ContainerAttach(_ context.Context, id string, _ container.AttachOptions) (types.HijackedResponse, error) {
+	f.record("ContainerAttach")
+	client, server := pipe(f.t)
+	f.mu.Lock()
+	f.containers[id].conn = server
+	f.mu.Unlock()
+	return types.NewHijackedResponse(client, ""), nil
+}
+
+func (f *fakeEngine) ContainerWait(_ context.Context, id string, cond container.WaitCondition) (<-chan container.WaitResponse, <-chan error) {
+	f.record("ContainerWait %s", cond)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch := make(chan container.WaitResponse, 1)
+	f.containers[id].waiters = append(f.containers[id].waiters, ch)
+	return ch, make(chan error)
+}
+
+// runInit runs the simulated init on conn and returns its status.
+func (f *fakeEngine) runInit(conn net.Conn) int {
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	typ, p, err := wire.ReadFrame(r)
+	if err != nil || typ != wire.FrameHello {
+		f.t.Errorf("first frame: %c %v", typ, err)
+		return 125
+	}
+	h, _ := wire.ParseHello(p)
+	f.mu.Lock()
+	f.hellos = append(f.hellos, h)
+	f.mu.Unlock()
+	return f.init(h, r, stdcopy.NewStdWriter(conn, stdcopy.Stdout), stdcopy.NewStdWriter(conn, stdcopy.Stderr))
+}
+
+func (f *fakeEngine) ContainerStart(_ context.Context, id string, _ container.StartOptions) error {
+	f.record("ContainerStart")
+	f.mu.Lock()
+	c := f.containers[id]
+	c.running = true
+	f.mu.Unlock()
+	if c.conn == nil { // a kept container: its keeper idles
+		return nil
+	}
+	go func() {
+		code := f.runInit(c.conn)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		c.running = false
+		for _, w := range c.waiters {
+			w <- container.WaitResponse{StatusCode: int64(code)}
+		}
+	}()
+	return nil
+}
+
+func (f *fakeEngine) ContainerRemove(_ context.Context, id string, _ container.RemoveOptions) error {
+	f.record("ContainerRemove")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.containers[id]
+	delete(f.containers, c.id)
+	delete(f.containers, c.name)
+	return nil
+}
+
+func (f *fakeEngine) ContainerInspect(_ context.Context, id string) (container.InspectResponse, error) {
+	f.record("ContainerInspect %s", id)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.containers[id]
+	if !ok {
+		return container.InspectResponse{}, cerrdefs.ErrNotFound
+	}
+	return container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{ID: c.id, State: &container.State{Running: c.running}, ExecIDs: c.execIDs}, Config: c.cfg}, nil
+}
+
+func (f *fakeEngine) ContainerExecCreate(_ context.Context, id string, opts container.ExecOptions) (container.ExecCreateResponse, error) {
+	f.record("ContainerExecCreate %s", strings.Join(opts.Cmd[:4], " "))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	x := &fakeExec{id: fmt.Sprintf("x%d", f.nextID), c: f.containers[id]}
+	f.execs[x.id] = x
+	x.c.execIDs = append(x.c.execIDs, x.id)
+	return container.ExecCreateResponse{ID: x.id}, nil
+}
+
+func (f *fakeEngine) ContainerExecAttach(_ context.Context, id string, _ container.ExecAttachOptions) (types.HijackedResponse, error) {
+	f.record("ContainerExecAttach")
+	client, server := pipe(f.t)
+	f.mu.Lock()
+	x := f.execs[id]
+	x.running = true
+	f.mu.Unlock()
+	go func() {
+		code := f.runInit(server)
+		f.mu.Lock()
+		x.running, x.code = false, code
+		f.mu.Unlock()
+	}()
+	return types.NewHijackedResponse(client, ""), nil
+}
+
+func (f *fakeEngine) ContainerExecInspect(_ context.Context, id string) (container.ExecInspect, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	x := f.execs[id]
+	return container.ExecInspect{ExecID: id, Running: x.running, ExitCode: x.code}, nil
+}
+
+// testIsolator returns a docker Isolator on f and a plan whose host paths are in a
+// temporary directory.
+func testIsolator(t *testing.T, f *fakeEngine, keep bool) (*Isolator, *isolator.Plan) {
+	dir := t.TempDir()
+	p := basePlan()
+	p.Project.Dir, p.Workdir = filepath.Join(dir, "proj"), filepath.Join(dir, "proj")
+	p.SandboxHome, p.StateDir, p.EmptyFile = filepath.Join(dir, "share/app/home"), filepath.Join(dir, "state/app"), filepath.Join(dir, "state/empty")
+	p.PrivateDirs = []string{p.SandboxHome}
+	p.Mounts = []isolator.Mount{
+		{Kind: isolator.Bind, Source: p.SandboxHome, Dest: home},
+		{Kind: isolator.Bind, Source: p.Project.Dir, Dest: p.Project.Dir},
+	}
+	if err := os.MkdirAll(p.Project.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.Secrets = []isolator.Secret{{Name: "API_TOKEN", EnvSource: "API_TOKEN"}}
+	p.HostEnv = map[string]string{"API_TOKEN": "s3cret"}
+	b := &Isolator{Options: Options{Image: "devsandbox/default:1.0", Home: home, Version: "1.0", Keep: keep}}
+	b.dial = func() (Engine, Address, error) { return f, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
+	return b, p
+}
+
+// A run creates, attaches, waits and starts, in that order; the secret travels in the
+// hello frame only; the command's output and status come back.
+func TestRunOnce(t *testing.T) {
+	f := newFake(t)
+	b, p := testIsolator(t, f, false)
+	var out, errb strings.Builder
+	code, err := b.Run(context.Background(), p, isolator.Stdio{Out: &out, Err: &errb})
+	if err != nil || code != 3 {
+		t.Fatalf("Run: %d %v (stderr %q)", code, err, errb.String())
+	}
+	want := []string{"ContainerCreate devsandbox-app-0123abcd (run)", "ContainerAttach", "ContainerWait removed", "ContainerStart"}
+	if !reflect.DeepEqual(f.calls, want) {
+		t.Errorf("calls:\n%q\nwant\n%q", f.calls, want)
+	}
+	if out.String() != "hello from the command\n" || errb.String() != "" {
+		t.Errorf("stdout %q, stderr %q", out.String(), errb.String())
+	}
+	if len(f.hellos) != 1 || f.hellos[0].Env["API_TOKEN"] != "s3cret" {
+		t.Errorf("hello: %+v", f.hellos)
+	}
+	c := f.containers["c1"]
+	for _, e := range c.cfg.Env {
+		if strings.Contains(e, "s3cret") {
+			t.Errorf("secret in the container config: %s", e)
+		}
+	}
+	if !c.host.AutoRemove || !c.cfg.StdinOnce || !c.cfg.OpenStdin {
+		t.Errorf("one-shot container: AutoRemove %v StdinOnce %v OpenStdin %v", c.host.AutoRemove, c.cfg.StdinOnce, c.cfg.OpenStdin)
+	}
+}
+
+// The init's failure report makes Run fail with ErrProtection: the command did not run.
+func TestRunOnceInitFails(t *testing.T) {
+	f := newFake(t)
+	f.init = func(_ *wire.Hello, _ io.Reader, _, stderr io.Writer) int {
+		fmt.Fprint(stderr, wire.FailMarker("mask /p/.env is writable"))
+		return 125
+	}
+	b, p := testIsolator(t, f, false)
+	var errb strings.Builder
+	_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: &errb})
+	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "mask /p/.env is writable") {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// A missing image is an unavailable isolator, with the command that builds it.
+func TestRunMissingImage(t *testing.T) {
+	f := newFake(t)
+	b, p := testIsolator(t, f, false)
+	b.Image = "devsandbox/default:2.0"
+	_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	if !errors.Is(err, isolator.ErrUnavailable) || !strings.Contains(err.Error(), "devsandbox image build") {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// keep_container: the first run creates and starts the kept container and execs into
+// it; the second, with the same spec, only execs; a changed spec recreates it, unless
+// an exec is running.
+func TestRunKept(t *testing.T) {
+	f := newFake(t)
+	b, p := testIsolator(t, f, true)
+	run := func() (int, error) {
+		f.calls = nil
+		return b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	}
+	exec := []string{"ContainerExecCreate /run/devsandbox/init --container --framed --role=session", "ContainerExecAttach"}
+	if code, err := run(); err != nil || code != 3 {
+		t.Fatalf("first run: %d %v", code, err)
+	}
+	want := append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerCreate devsandbox-app-0123abcd (kept)", "ContainerStart"}, exec...)
+	if !reflect.DeepEqual(f.calls, want) {
+		t.Errorf("first run:\n%q\nwant\n%q", f.calls, want)
+	}
+	if code, err := run(); err != nil || code != 3 {
+		t.Fatalf("warm run: %d %v", code, err)
+	}
+	if want := append([]string{"ContainerInspect devsandbox-app-0123abcd"}, exec...); !reflect.DeepEqual(f.calls, want) {
+		t.Errorf("warm run:\n%q\nwant\n%q", f.calls, want)
+	}
+	for _, e := range f.containers["devsandbox-app-0123abcd"].cfg.Env {
+		if strings.Contains(e, "s3cret") || strings.HasPrefix(e, "LANG=") {
+			t.Errorf("per-run value in the kept container's config: %s", e)
+		}
+	}
+
+	// Another configuration while an exec runs: refused.
+	p.Egress = egress.Rules{Mode: egress.Open}
+	f.mu.Lock()
+	f.execs["x2"].running = true
+	f.mu.Unlock()
+	if _, err := run(); !errors.Is(err, ErrSpecChanged) {
+		t.Fatalf("changed spec with a session attached: %v", err)
+	}
+	f.mu.Lock()
+	f.execs["x2"].running = false
+	f.mu.Unlock()
+	if _, err := run(); err != nil {
+		t.Fatalf("changed spec: %v", err)
+	}
+	want = append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerRemove", "ContainerCreate devsandbox-app-0123abcd (kept)", "ContainerStart"}, exec...)
+	if !reflect.DeepEqual(f.calls, want) {
+		t.Errorf("changed spec:\n%q\nwant\n%q", f.calls, want)
+	}
+}
