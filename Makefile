@@ -9,7 +9,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X github.com/devsandbox/devsandbox/config.Version=$(VERSION)
 PREFIX   ?= /usr/local
 
-.PHONY: help build vet lint test unit integration bench install setup clean
+.PHONY: help build vet lint test unit integration bench bench-docker embed darwin install setup clean
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -46,6 +46,15 @@ test: setup lint unit integration ## everything CI runs: set up, lint (gofmt, ve
 
 bench: build ## launch benchmarks against the raw tools (not part of CI)
 	scripts/bench.sh $(BIN)
+
+bench-docker: build ## docker isolator launches (cold, and warm with keep_container) against the docker CLI
+	$(GO) run ./scripts/benchdocker -bin $(BIN) -n $${BENCH_RUNS:-20}
+
+embed: ## build Linux devsandbox-init (amd64, arm64) into isolator/docker/initbin for a macOS build
+	for a in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o isolator/docker/initbin/devsandbox-init-linux-$$a ./cmd/devsandbox-init; done
+
+darwin: embed ## cross-build devsandbox for macOS (docker isolator, Linux init embedded) into bin/darwin/
+	CGO_ENABLED=0 GOOS=darwin $(GO) build -tags '$(TAGS) embedinit' -trimpath -ldflags '$(LDFLAGS)' -o bin/darwin/ ./cmd/devsandbox
 
 install: build ## install devsandbox, devsandbox-init, devsandbox-proxy and devsandbox-docker to $(PREFIX)/bin
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/devsandbox
