@@ -1,6 +1,8 @@
 package isolator
 
 import (
+	"fmt"
+	"os"
 	"path"
 	"strings"
 
@@ -38,6 +40,11 @@ type Plan struct {
 	Command  []string
 	TTY      bool
 	ReadOnly bool
+
+	// Tripwires are project paths that did not exist at launch and that tools on the
+	// host would trust if the sandbox created them (a gitdir's commondir, a new .git,
+	// agent settings). Checked after the run; see CheckTripwires.
+	Tripwires []Tripwire
 
 	// HostEnv holds the host values of FromHost variables and env secrets. Renderers
 	// must never print it; Run copies values from it into the child's environment.
@@ -145,4 +152,43 @@ func (s Secret) SecretPath() string { return SecretDir + "/" + s.Name }
 // Within reports whether p is dir or below it (both clean absolute paths).
 func Within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// Tripwire is a path the sandbox must not create unnoticed.
+type Tripwire struct {
+	Path       string
+	Why        string // who on the host would run or trust it
+	Quarantine bool   // no legitimate use: move it aside, do not just warn
+}
+
+// TrippedWire is a tripwire found after a run.
+type TrippedWire struct {
+	Tripwire
+	MovedTo string // where it was moved, when quarantined
+}
+
+// CheckTripwires returns the tripwires of p that now exist, moving the quarantined
+// ones aside (to PATH.devsandbox-quarantine-N) so no host tool picks them up.
+func CheckTripwires(p *Plan) []TrippedWire {
+	var out []TrippedWire
+	for _, tw := range p.Tripwires {
+		if _, err := os.Lstat(tw.Path); err != nil {
+			continue
+		}
+		t := TrippedWire{Tripwire: tw}
+		if tw.Quarantine {
+			for i := 1; i < 100; i++ {
+				dst := fmt.Sprintf("%s.devsandbox-quarantine-%d", tw.Path, i)
+				if _, err := os.Lstat(dst); err == nil {
+					continue
+				}
+				if os.Rename(tw.Path, dst) == nil {
+					t.MovedTo = dst
+				}
+				break
+			}
+		}
+		out = append(out, t)
+	}
+	return out
 }

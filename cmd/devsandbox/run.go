@@ -125,7 +125,17 @@ func (a *app) run(c *cli.Context) error {
 		fmt.Fprint(a.stdout, r.Script())
 		return nil
 	}
+	if err := isolator.CheckDestinations(p); err != nil {
+		return err
+	}
 	code, err := iso.Run(ctx, p, isolator.Stdio{In: a.stdin, Out: a.stdout, Err: a.stderr})
+	for _, tw := range isolator.CheckTripwires(p) {
+		if tw.MovedTo != "" {
+			a.warn("the sandbox created %s (%s); it was moved to %s — review it, and the sandboxed program that wrote it", tw.Path, tw.Why, tw.MovedTo)
+			continue
+		}
+		a.warn("the sandbox created %s: %s. Review it before using those tools outside the sandbox", tw.Path, tw.Why)
+	}
 	if debug {
 		t.mark("exit")
 		fmt.Fprintf(a.stderr, "devsandbox: timings: %s; total %.2fms\n", t, float64(time.Since(a.start).Microseconds())/1000)

@@ -296,6 +296,9 @@ func PrepareHost(p *isolator.Plan) error {
 			return fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
+	if err := isolator.CheckDestinations(p); err != nil {
+		return err
+	}
 	return ensureEmptyFile(p.EmptyFile)
 }
 

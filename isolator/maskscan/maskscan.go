@@ -102,8 +102,10 @@ const margin = 2 * time.Second
 // cacheFile holds the state of the previous scan of root; with "" the tree is walked
 // in full and nothing is stored. Errors opening or reading root itself are returned,
 // as are malformed globs and errors that may have hidden a masked entry (such as
-// running out of file descriptors); a directory below root that cannot be read is
-// skipped, as it cannot be read in the sandbox either. The cache never makes Scan
+// running out of file descriptors). A directory below root that cannot be read is
+// skipped when it belongs to someone else (it cannot be read in the sandbox either);
+// one of the scanning user's own fails the scan with ErrOwnUnreadable, since the
+// sandbox, running as that user, could make it readable. The cache never makes Scan
 // fail. With no mask globs, Scan reads nothing and returns nil.
 func Scan(root string, m Matcher, cacheFile string) ([]Match, error) {
 	s := scanner{now: time.Now, workers: defaultWorkers()}

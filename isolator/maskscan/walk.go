@@ -155,6 +155,13 @@ func (w *walk) do(t task, buf []byte) {
 	}
 	if !t.readable {
 		fd, err := openat(t.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY)
+		if errors.Is(err, unix.EACCES) && ownedByUs(t.fd) {
+			// The sandbox runs as its owner and could chmod it open: a directory that
+			// cannot be checked cannot be trusted to hold no masked file.
+			unix.Close(t.fd)
+			w.fail(t.n, ErrOwnUnreadable)
+			return
+		}
 		if errors.Is(err, unix.EACCES) {
 			// Searchable but not listable: look the literal mask names up.
 			if err := w.probe(t.n, t.fd, t.st); err != nil {
@@ -251,4 +258,15 @@ func (w *walk) lost(n *node, err error) {
 		return
 	}
 	w.fail(n, err)
+}
+
+// ErrOwnUnreadable is the error for a directory of the scanning user that the user
+// cannot list: fix with chmod u+rx.
+var ErrOwnUnreadable = errors.New("a directory you own is not readable (chmod u+rx it): it could hold a file to mask, and the sandbox could open it")
+
+// ownedByUs reports whether the directory fd belongs to the effective user (who, not
+// being root, is refused by its permissions yet could change them).
+func ownedByUs(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Uid == uint32(unix.Geteuid()) && unix.Geteuid() != 0
 }

@@ -31,10 +31,11 @@ type Request struct {
 var envAllowlist = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_*", "TERM", "COLORTERM", "TZ"}
 
 // dockerSockets are masked wherever they are visible, unless sandbox.docker_socket.
+// Sockets below /run (and /var/run, its link) are not listed: every sandbox has a /run
+// of its own, so they are never visible.
 func dockerSockets(h config.Host) []string {
-	s := []string{"/run/docker.sock", "/var/run/docker.sock", "/run/podman/podman.sock",
-		h.Home + "/.docker/run/docker.sock", h.Home + "/.colima/default/docker.sock"}
-	if h.RuntimeDir != "" {
+	s := []string{h.Home + "/.docker/run/docker.sock", h.Home + "/.colima/default/docker.sock"}
+	if h.RuntimeDir != "" && !isolator.Within(h.RuntimeDir, "/run") {
 		s = append(s, h.RuntimeDir+"/docker.sock", h.RuntimeDir+"/podman/podman.sock")
 	}
 	return s
@@ -77,6 +78,11 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	deny, err := egress.ParseEntries(cfg.Egress.Deny)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: egress.deny: %v", ErrConfig, err)
+	}
+	for _, own := range []string{h.ConfigHome, h.DataHome, h.StateHome} {
+		if d := filepath.Join(own, "devsandbox"); isolator.Within(d, proj.Dir) {
+			return nil, nil, fmt.Errorf("%w: %s contains %s, devsandbox's own configuration or state, which the sandbox could rewrite; run devsandbox from a project that does not contain it", ErrProject, proj.Dir, d)
+		}
 	}
 	base := filepath.Join(h.DataHome, "devsandbox", proj.Name)
 	state := filepath.Join(h.StateHome, "devsandbox", proj.Name)
@@ -156,10 +162,30 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if err := b.protectProject(proj.Dir); err != nil {
 		return nil, nil, err
 	}
+	tw, err := tripwires(pr, proj.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.Tripwires = tw
 	masked, err := findMaskedCached(pr, proj.Dir, maskMatcher{cfg.Sandbox.MaskFiles, cfg.Sandbox.MaskAllow, cfg.Sandbox.MaskSkip},
 		filepath.Join(state, "maskscan.cache"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("scanning %s for sandbox.mask_files: %w", proj.Dir, err)
+	}
+	// Each directory between the project and a masked file is a mount point too, so it
+	// cannot be renamed into a skipped directory (node_modules, .git), where the next
+	// session would not look: a mounted directory cannot be moved.
+	anchored := map[string]bool{proj.Dir: true}
+	for _, f := range masked {
+		var chain []string
+		for d := filepath.Dir(f); !anchored[d] && isolator.Within(d, proj.Dir); d = filepath.Dir(d) {
+			chain = append(chain, d)
+			anchored[d] = true
+		}
+		for i := len(chain) - 1; i >= 0; i-- {
+			ro := cfg.Sandbox.ReadOnly && !insideAny(chain[i], proj.Dir, cfg.Sandbox.WritableDirs)
+			b.add(isolator.Mount{Kind: isolator.Bind, Source: chain[i], Dest: chain[i], ReadOnly: ro, Why: "holds a masked file"})
+		}
 	}
 	for _, f := range masked {
 		b.add(isolator.Mount{Kind: isolator.MaskFile, Dest: f, Why: "sandbox.mask_files"})
@@ -173,7 +199,8 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 	p.Mounts = b.mounts
 
-	if p.Egress.NeedsProxy() {
+	// In allowlist mode only what the user listed passes: tool hosts are not added.
+	if p.Egress.Mode == egress.Proxy {
 		for _, t := range enabled {
 			es, err := egress.ParseEntries(t.Egress)
 			if err != nil {
@@ -353,4 +380,41 @@ func enabledTools(cfg *config.Config, reg *tools.Registry, th tools.Host) []tool
 		}
 	}
 	return out
+}
+
+// insideAny reports whether p lies in one of the project-relative dirs.
+func insideAny(p, project string, rels []string) bool {
+	for _, r := range rels {
+		if isolator.Within(p, filepath.Join(project, r)) {
+			return true
+		}
+	}
+	return false
+}
+
+// tripwires lists the project paths the sandbox must not create unnoticed (see
+// isolator.Tripwire). A plain repository with a commondir at launch is refused: git
+// would read its config and hooks from wherever that file points.
+func tripwires(pr Probe, dir string) ([]isolator.Tripwire, error) {
+	var tw []isolator.Tripwire
+	dotgit := filepath.Join(dir, ".git")
+	fi, err := pr.Lstat(dotgit)
+	switch {
+	case err != nil:
+		tw = append(tw, isolator.Tripwire{Path: dotgit, Why: "git on the host would use the new repository's config (core.fsmonitor, hooks) in this directory"})
+	case fi.IsDir():
+		for _, name := range []string{"commondir", "gitdir"} {
+			p := filepath.Join(dotgit, name)
+			if pr.exists(p) {
+				return nil, fmt.Errorf("%w: %s exists in a plain repository: git on the host would take its config and hooks from where it points. Remove it (review it first: a sandboxed program may have planted it)", ErrProject, p)
+			}
+			tw = append(tw, isolator.Tripwire{Path: p, Why: "git on the host would take its config and hooks from where it points", Quarantine: true})
+		}
+	}
+	for _, rel := range hostExecuted {
+		if p := filepath.Join(dir, rel); !pr.exists(p) {
+			tw = append(tw, isolator.Tripwire{Path: p, Why: "tools on the host run what it names (hooks, MCP servers, tasks)"})
+		}
+	}
+	return tw, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/config"
@@ -294,9 +295,18 @@ func TestBuildPlan(t *testing.T) {
 		TTY:         true,
 	}
 	got := *p
-	got.System, got.Mounts, got.Env, got.Secrets, got.HostEnv = isolator.SystemView{}, nil, nil, nil, nil
+	got.System, got.Mounts, got.Env, got.Secrets, got.HostEnv, got.Tripwires = isolator.SystemView{}, nil, nil, nil, nil, nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Plan:\n%+v\nwant\n%+v", got, want)
+	}
+	// Tripwires: a plain repository's commondir and gitdir are quarantined if they
+	// appear; absent host-run files are watched.
+	var tw []string
+	for _, w := range p.Tripwires {
+		tw = append(tw, fmt.Sprintf("%s %v", strings.TrimPrefix(w.Path, f.proj+"/"), w.Quarantine))
+	}
+	if want := []string{".git/commondir true", ".git/gitdir true", ".claude/settings.json false"}; !reflect.DeepEqual(tw[:3], want) {
+		t.Errorf("tripwires %q, want first %q", tw, want)
 	}
 
 	f.environ = []string{"HOME=" + f.home, "USER=u"} // no SHELL

@@ -19,6 +19,8 @@ type mountBuilder struct {
 	mounts []isolator.Mount
 	// sshProxyCommand is set in the proxy egress modes (see tools.Host.ProxyCommand).
 	sshProxyCommand string
+	// hidden are the hide_paths; a tool binding exactly at one is dropped.
+	hidden map[string]bool
 }
 
 func (b *mountBuilder) add(m isolator.Mount) { b.mounts = append(b.mounts, m) }
@@ -38,7 +40,9 @@ func (b *mountBuilder) homeRel(p string) string {
 // is skipped: masking it would hide the project itself. Paths under the home are
 // home-relative, so every isolator masks them in its own home.
 func (b *mountBuilder) hide(paths []string, sandboxHome, project string) {
+	b.hidden = map[string]bool{}
 	for _, p := range paths {
+		b.hidden[p] = true
 		if isolator.Within(project, p) {
 			continue
 		}
@@ -73,6 +77,9 @@ func (b *mountBuilder) tools(enabled []tools.Tool, th tools.Host, h config.Host)
 	for _, t := range enabled {
 		for _, bd := range t.Bindings(th) {
 			m := isolator.Mount{Source: bd.Source, Dest: bd.Dest, HomeRel: bd.HomeRelativeDest, Why: "tool " + t.Name}
+			if b.hidden[m.Target(b.home)] {
+				continue // the user hid exactly this path: the hide wins over the tool
+			}
 			switch {
 			case bd.Content != nil:
 				m.Kind, m.Content, m.Source = isolator.Data, bd.Content, ""
@@ -157,12 +164,21 @@ func (b *mountBuilder) protectProject(dir string) error {
 	if cf := filepath.Join(dir, ".devsandbox.toml"); b.pr.exists(cf) {
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: cf, Dest: cf, ReadOnly: true, Why: "project config"})
 	}
+	parents := map[string]bool{}
 	for _, rel := range hostExecuted {
-		if f := filepath.Join(dir, rel); b.pr.exists(f) {
-			b.add(isolator.Mount{Kind: isolator.Bind, Source: f, Dest: f, ReadOnly: true, Why: "run by tools on the host"})
+		f := filepath.Join(dir, rel)
+		if !b.pr.exists(f) {
+			continue
 		}
+		// The directory holding it is a mount point too, so it cannot be renamed away
+		// and replaced by one holding a planted file.
+		if p := filepath.Dir(f); p != dir && !parents[p] {
+			parents[p] = true
+			b.add(isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, Why: "holds files run by tools on the host"})
+		}
+		b.add(isolator.Mount{Kind: isolator.Bind, Source: f, Dest: f, ReadOnly: true, Why: "run by tools on the host"})
 	}
-	if hp := hooksPath(b.pr, dir); hp != "" && b.pr.isDir(hp) {
+	if hp := hooksPath(b.pr, dir, b.home); hp != "" && b.pr.isDir(hp) {
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: hp, Dest: hp, ReadOnly: true, Why: "git core.hooksPath"})
 	}
 	return nil
@@ -178,39 +194,51 @@ var hostExecuted = []string{
 	".vscode/settings.json", ".vscode/tasks.json", ".vscode/launch.json",
 }
 
-// hooksPath returns the absolute core.hooksPath of the repository in dir when it is
-// set and lies inside the project (husky and similar keep hooks in the work tree,
-// where the sandbox could rewrite them), else "".
-func hooksPath(pr Probe, dir string) string {
-	b, err := pr.ReadFile(filepath.Join(dir, ".git", "config"))
-	if err != nil {
-		return ""
+// hooksPath returns the absolute core.hooksPath git uses in the repository at dir when
+// it lies inside the project (husky and similar keep hooks in the work tree, where the
+// sandbox could rewrite them), else "". Like git, it reads the system, global and
+// repository config in that order and the last value wins; include directives are
+// not followed.
+func hooksPath(pr Probe, dir, home string) string {
+	files := []string{"/etc/gitconfig", filepath.Join(home, ".config", "git", "config"), filepath.Join(home, ".gitconfig"), filepath.Join(dir, ".git", "config")}
+	v := ""
+	for _, f := range files {
+		if b, err := pr.ReadFile(f); err == nil {
+			if got, ok := gitConfigValue(string(b), "core", "hookspath"); ok {
+				v = got
+			}
+		}
 	}
-	section := ""
-	for _, line := range strings.Split(string(b), "\n") {
+	switch {
+	case v == "":
+		return ""
+	case strings.HasPrefix(v, "~/"):
+		v = filepath.Join(home, v[2:])
+	case !filepath.IsAbs(v):
+		v = filepath.Join(dir, v)
+	}
+	v = filepath.Clean(v)
+	if isolator.Within(v, dir) && v != dir {
+		return v
+	}
+	return ""
+}
+
+// gitConfigValue returns the last value of section.key in a git config file.
+func gitConfigValue(doc, section, key string) (string, bool) {
+	cur, val, found := "", "", false
+	for _, line := range strings.Split(doc, "\n") {
 		l := strings.TrimSpace(line)
 		if strings.HasPrefix(l, "[") {
-			section = strings.ToLower(strings.Trim(l, "[] \t"))
+			cur = strings.ToLower(strings.Fields(strings.Trim(l, "[] \t") + " ")[0])
 			continue
 		}
 		k, v, ok := strings.Cut(l, "=")
-		if !ok || section != "core" || !strings.EqualFold(strings.TrimSpace(k), "hookspath") {
-			continue
+		if ok && cur == section && strings.EqualFold(strings.TrimSpace(k), key) {
+			val, found = strings.Trim(strings.TrimSpace(v), `"`), true
 		}
-		v = strings.Trim(strings.TrimSpace(v), `"`)
-		if v == "" {
-			return ""
-		}
-		if !filepath.IsAbs(v) {
-			v = filepath.Join(dir, v)
-		}
-		v = filepath.Clean(v)
-		if isolator.Within(v, dir) && v != dir {
-			return v
-		}
-		return ""
 	}
-	return ""
+	return val, found
 }
 
 // visible reports whether p can be seen in the view built so far.

@@ -63,7 +63,7 @@ func gitMounts(pr Probe, project string) ([]isolator.Mount, error) {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return nil, fmt.Errorf("%w: %s is a symlink; devsandbox cannot protect the hooks of a repository it reaches through a symlink: replace it with the directory it points to or a `gitdir:` file", ErrProject, dotgit)
 	case fi.IsDir():
-		return protectGitDir(pr, dotgit, false), nil
+		return protectGitDir(pr, dotgit, false)
 	}
 	b, err := pr.ReadFile(dotgit)
 	if err != nil {
@@ -85,7 +85,8 @@ func gitMounts(pr Probe, project string) ([]isolator.Mount, error) {
 	c, err := pr.ReadFile(filepath.Join(gitdir, "commondir"))
 	if err != nil {
 		// A submodule: the gitdir is a whole repository of its own.
-		return append(protectGitDir(pr, gitdir, !isolator.Within(gitdir, project)), linkMount), nil
+		ms, err := protectGitDir(pr, gitdir, !isolator.Within(gitdir, project))
+		return append(ms, linkMount), err
 	}
 	// A linked worktree: hooks and config live in the common dir.
 	common := strings.TrimSpace(string(c))
@@ -95,7 +96,11 @@ func gitMounts(pr Probe, project string) ([]isolator.Mount, error) {
 	if common, err = pr.EvalSymlinks(common); err != nil {
 		return nil, fmt.Errorf("resolving the common dir of %s: %w", gitdir, err)
 	}
-	ms := append(protectGitDir(pr, common, !isolator.Within(common, project)), linkMount)
+	ms, err := protectGitDir(pr, common, !isolator.Within(common, project))
+	if err != nil {
+		return nil, err
+	}
+	ms = append(ms, linkMount)
 	if !isolator.Within(gitdir, project) && !isolator.Within(gitdir, common) {
 		ms = append(ms, isolator.Mount{Kind: isolator.Bind, Source: gitdir, Dest: gitdir, Why: "git dir of the worktree"})
 	}
@@ -107,10 +112,18 @@ func gitMounts(pr Probe, project string) ([]isolator.Mount, error) {
 
 // protectGitDir returns the mounts for one git dir: itself when it lies outside the
 // project (bind), then read-only hooks and config.
-func protectGitDir(pr Probe, dir string, bind bool) []isolator.Mount {
+func protectGitDir(pr Probe, dir string, bind bool) ([]isolator.Mount, error) {
 	var ms []isolator.Mount
 	if bind {
 		ms = append(ms, isolator.Mount{Kind: isolator.Bind, Source: dir, Dest: dir, Why: "git dir of the worktree"})
+	}
+	// A symlinked hooks dir or config cannot be protected: the read-only mount would
+	// land on the link's target and the link itself could be replaced.
+	for _, name := range []string{"hooks", "config"} {
+		if fi, err := pr.Lstat(filepath.Join(dir, name)); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%w: %s is a symlink; devsandbox cannot protect a symlinked git %s from the sandbox. Replace it with the real %s (for shared hooks, set core.hooksPath to a directory in the project instead)",
+				ErrProject, filepath.Join(dir, name), name, map[string]string{"hooks": "directory", "config": "file"}[name])
+		}
 	}
 	hooks := filepath.Join(dir, "hooks")
 	if pr.isDir(hooks) {
@@ -134,9 +147,13 @@ func protectGitDir(pr Probe, dir string, bind bool) []isolator.Mount {
 		for _, e := range ents {
 			sub := filepath.Join(dir, "modules", e.Name())
 			if e.IsDir() && pr.exists(filepath.Join(sub, "HEAD")) {
-				ms = append(ms, protectGitDir(pr, sub, false)...)
+				sm, err := protectGitDir(pr, sub, false)
+				if err != nil {
+					return nil, err
+				}
+				ms = append(ms, sm...)
 			}
 		}
 	}
-	return ms
+	return ms, nil
 }

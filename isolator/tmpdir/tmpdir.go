@@ -31,6 +31,15 @@ func Acquire(base string) (*Session, error) {
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the session directory base %s: %w", base, err)
 	}
+	// The base may be in a shared place (/dev/shm): it must be ours and private, or
+	// another user could swap session dirs under us.
+	var st unix.Stat_t
+	if err := unix.Lstat(base, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		return nil, fmt.Errorf("%s is not a private directory of yours (owner %d, mode %o); remove it", base, st.Uid, st.Mode&0o7777)
+	}
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return nil, err

@@ -1,0 +1,94 @@
+//go:build integration
+
+package integration
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// Paths git on the host would trust, planted from inside: a commondir in a plain
+// repository is quarantined with a warning; a new .git in a project without one, and
+// new agent settings, are reported.
+func TestTripwires(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		r := p.sandbox(iso, nil, `mkdir -p evil/hooks; echo ../evil > .git/commondir && echo planted; mkdir -p .claude && echo '{}' > .claude/settings.json`)
+		if r.code != 0 || !strings.Contains(r.stdout, "planted") {
+			t.Fatalf("setup inside the sandbox:\n%s", r)
+		}
+		if _, err := os.Stat(p.path("proj/.git/commondir")); !os.IsNotExist(err) {
+			t.Fatalf("a planted commondir survived the run: %v\n%s", err, r)
+		}
+		if _, err := os.Stat(p.path("proj/.git/commondir.devsandbox-quarantine-1")); err != nil {
+			t.Fatalf("the planted commondir was not quarantined: %v", err)
+		}
+		for _, want := range []string{".git/commondir", "moved to", ".claude/settings.json"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("no warning naming %q:\n%s", want, r.stderr)
+			}
+		}
+		// A later run refuses a commondir in a plain repository.
+		if err := os.WriteFile(p.path("proj/.git/commondir"), []byte("../evil\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r := p.sandbox(iso, nil, "true"); r.code != 125 || !strings.Contains(r.stderr, "commondir") {
+			t.Fatalf("a run with a commondir present:\n%s", r)
+		}
+	})
+}
+
+// Masked files stay masked across sessions even when a session moves their directory
+// into one the scan skips, and an unreadable directory of the user's fails closed.
+func TestMasksAcrossSessions(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.write("proj/sub/.env", "SUBSECRET=1\n")
+		if r := p.sandbox(iso, nil, `mkdir -p node_modules && mv sub node_modules/sub 2>/dev/null && echo MOVED; true`); r.stdout != "" {
+			t.Fatalf("the directory holding a masked file was moved:\n%s", r)
+		}
+		if out := p.mustSandbox(iso, nil, `cat sub/.env`); out != "" {
+			t.Fatalf("masked file readable: %q", out)
+		}
+		if r := p.sandbox(iso, nil, `chmod 000 sub`); r.code != 0 {
+			t.Fatalf("chmod inside:\n%s", r)
+		}
+		r := p.sandbox(iso, nil, `chmod 755 sub; cat sub/.env`)
+		if r.code != 125 || strings.Contains(r.stdout, "SUBSECRET") || !strings.Contains(r.stderr, "chmod u+rx") {
+			t.Fatalf("an unreadable directory of the user's did not fail closed:\n%s", r)
+		}
+		_ = os.Chmod(p.path("proj/sub"), 0o755)
+	})
+}
+
+// A symlink planted in the persistent sandbox home cannot redirect a later session's
+// mounts.
+func TestPlantedSymlinkInSandboxHome(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		writeHome(t, ".ssh/known_hosts", "host ssh-ed25519 AAAA\n") // the ssh tool binds it below ~/.ssh
+		p.mustSandbox(iso, nil, `rm -rf ~/.ssh.old; mv ~/.ssh ~/.ssh.old 2>/dev/null; ln -s /tmp/elsewhere ~/.ssh`)
+		r := p.sandbox(iso, nil, "true")
+		if r.code != 125 || !strings.Contains(r.stderr, "is a symlink") {
+			t.Fatalf("a planted symlink in the sandbox home did not stop the run:\n%s", r)
+		}
+	})
+}
+
+// A symlinked .git/hooks cannot be protected and is refused.
+func TestSymlinkedHooksRefused(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	if err := os.RemoveAll(p.path("proj/.git/hooks")); err != nil {
+		t.Fatal(err)
+	}
+	p.mkdir("proj/.githooks")
+	if err := os.Symlink("../.githooks", p.path("proj/.git/hooks")); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Lchown(p.path("proj/.git/hooks"), it.uid, it.gid)
+	if r := p.sandbox("bwrap", nil, "true"); r.code != 125 || !strings.Contains(r.stderr, "core.hooksPath") {
+		t.Fatalf("symlinked hooks:\n%s", r)
+	}
+}
