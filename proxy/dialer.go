@@ -60,7 +60,12 @@ func (d *Dialer) Check(ctx context.Context, host string, port int) (Target, erro
 	host = normalizeHost(host)
 	t := Target{Host: host, Port: port}
 	t.Decision = d.Policy.Decide(host, port, nil)
-	if !t.Decision.Allow && t.Decision.Rule != audit.RuleDefault {
+	// A name refused by a deny entry, or by the default deny with no allow entry for
+	// the name, is refused before any lookup: resolving it would already carry data out
+	// (DNS exfiltration). Under a default of deny, IP and CIDR allow entries therefore
+	// permit destinations given as addresses, not names that resolve into them.
+	_, notAddress := netip.ParseAddr(host)
+	if !t.Decision.Allow && (t.Decision.Rule != audit.RuleDefault || !d.Policy.defaultAllow && notAddress != nil) {
 		return t, &DeniedError{Host: host, Port: port, Decision: t.Decision}
 	}
 	addrs, err := d.resolve(ctx, host)

@@ -32,6 +32,10 @@ type Decision struct {
 type Policy struct {
 	allow, deny  []entry
 	defaultAllow bool
+	// IsLocal, when set, reports whether an address belongs to this host (any of its
+	// interfaces): such destinations are refused like private ones unless an allow
+	// entry names them, since a service bound to 0.0.0.0 listens there too.
+	IsLocal func(netip.Addr) bool
 }
 
 // NewPolicy builds a Policy from allow and deny entries and a default, "allow" or
@@ -84,7 +88,11 @@ func (p *Policy) Decide(host string, port int, addrs []netip.Addr) Decision {
 		}
 	}
 	for _, a := range addrs {
-		if what := specialReason(a); what != "" && !p.names(host, port, a) {
+		what := specialReason(a)
+		if what == "" && p.IsLocal != nil && p.IsLocal(a) {
+			what = "an address of this host"
+		}
+		if what != "" && !p.names(host, port, a) {
 			return Decision{Rule: audit.RulePrivate, Reason: privateReason(host, a, what)}
 		}
 	}

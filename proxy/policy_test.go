@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"net/netip"
 	"testing"
@@ -155,5 +156,53 @@ func TestDecide(t *testing.T) {
 				t.Errorf("Decide(%q, %d, %v)\n got %+v\nwant %+v", tt.host, tt.port, tt.addrs, got, tt.want)
 			}
 		})
+	}
+}
+
+// Review findings: the host's own addresses and the special-purpose ranges are refused
+// unless named; under a default of deny a name with no allow entry is not resolved.
+func TestPolicyHostAndSpecialAddresses(t *testing.T) {
+	p, err := NewPolicy([]string{"203.0.113.9:8099"}, nil, "allow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.IsLocal = func(a netip.Addr) bool { return a == netip.MustParseAddr("93.184.216.34") }
+	for _, tc := range []struct {
+		host  string
+		port  int
+		allow bool
+	}{
+		{"93.184.216.34", 80, false}, // this host's public address
+		{"192.0.2.2", 8099, false},   // TEST-NET-1
+		{"198.18.0.1", 80, false},    // benchmarking
+		{"2001:db8::1", 80, false},   // documentation
+		{"203.0.113.9", 8099, true},  // named by an allow entry
+		{"93.184.216.35", 80, true},  // an ordinary public address
+	} {
+		if d := p.Decide(tc.host, tc.port, nil); d.Allow != tc.allow {
+			t.Errorf("%s:%d: allow %v (%s), want %v", tc.host, tc.port, d.Allow, d.Reason, tc.allow)
+		}
+	}
+}
+
+type countingResolver struct{ n int }
+
+func (c *countingResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	c.n++
+	return []netip.Addr{netip.MustParseAddr("93.184.216.35")}, nil
+}
+
+func TestDefaultDenyDoesNotResolve(t *testing.T) {
+	p, err := NewPolicy([]string{"93.184.216.0/24", "allowed.example"}, nil, "deny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &countingResolver{}
+	d := &Dialer{Policy: p, Resolver: r}
+	if _, err := d.Check(context.Background(), "akia-secret.exfil.example", 80); !errors.Is(err, ErrDenied) || r.n != 0 {
+		t.Fatalf("denied name: err %v, %d lookups; want ErrDenied and none", err, r.n)
+	}
+	if _, err := d.Check(context.Background(), "allowed.example", 80); err != nil || r.n != 1 {
+		t.Fatalf("allowed name: err %v, %d lookups", err, r.n)
 	}
 }

@@ -1,6 +1,11 @@
 package proxy
 
-import "net/netip"
+import (
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
 
 // specialRanges are the destinations refused unless an allow entry names them. The
 // table is read-only; more specific ranges come first so the reason is the precise one.
@@ -25,6 +30,17 @@ var specialRanges = []struct {
 	{netip.MustParsePrefix("ff00::/8"), "a multicast address"},
 	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"},
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "a private address"},
+	// IANA special-purpose registry: documentation, benchmarking and protocol ranges
+	// are never meant to be public destinations (and are where test hosts live).
+	{netip.MustParsePrefix("192.0.0.0/24"), "an IETF protocol assignment"},
+	{netip.MustParsePrefix("192.0.2.0/24"), "a documentation address"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "a documentation address"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "a documentation address"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking address"},
+	{netip.MustParsePrefix("2001:db8::/32"), "a documentation address"},
+	{netip.MustParsePrefix("100::/64"), "a discard-only address"},
+	{netip.MustParsePrefix("2001::/23"), "an IETF protocol assignment"},
+	{netip.MustParsePrefix("2002::/16"), "a 6to4 address"},
 }
 
 // nat64 is the well-known NAT64 prefix: its addresses reach the IPv4 address they embed.
@@ -43,4 +59,30 @@ func specialReason(a netip.Addr) string {
 		}
 	}
 	return ""
+}
+
+// HostAddresses returns an IsLocal for a Policy: it reports whether an address is one
+// of this host's interface addresses, re-reading them at most every refresh (interfaces
+// come and go: VPNs, docker bridges).
+func HostAddresses(refresh time.Duration) func(netip.Addr) bool {
+	var mu sync.Mutex
+	var at time.Time
+	var local map[netip.Addr]bool
+	return func(a netip.Addr) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if local == nil || time.Since(at) > refresh {
+			local, at = map[netip.Addr]bool{}, time.Now()
+			if ifs, err := net.InterfaceAddrs(); err == nil {
+				for _, ia := range ifs {
+					if n, ok := ia.(*net.IPNet); ok {
+						if ip, ok := netip.AddrFromSlice(n.IP); ok {
+							local[ip.Unmap()] = true
+						}
+					}
+				}
+			}
+		}
+		return local[a.Unmap()]
+	}
 }

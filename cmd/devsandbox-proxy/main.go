@@ -99,6 +99,7 @@ func run(ctx context.Context, args []string, ln, lifeline *os.File, stderr io.Wr
 	if err != nil {
 		return fail("egress policy: %v", err)
 	}
+	pol.IsLocal = proxy.HostAddresses(time.Second)
 	l, err := net.FileListener(ln)
 	if err != nil {
 		return fail("fd %d is not a listening socket (devsandbox starts this program): %v", listenerFD, err)

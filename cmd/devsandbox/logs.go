@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"unicode"
 
 	"github.com/urfave/cli/v2"
 
@@ -80,10 +81,22 @@ func printRecord(w io.Writer, r audit.Record, asJSON bool) {
 		fmt.Fprintln(w, string(b))
 		return
 	}
-	target := r.Host + ":" + strconv.Itoa(r.Port) + r.Path
-	fmt.Fprintf(w, "%s %-5s %-7s %s %d %dB↑ %dB↓ %dms", r.Time.Local().Format("2006-01-02 15:04:05"), r.Decision, r.Method, target, r.Status, r.BytesUp, r.BytesDown, r.DurationMS)
+	// Hosts, paths and methods come from the sandbox: never let them reach the terminal
+	// as control sequences.
+	target := printable(r.Host + ":" + strconv.Itoa(r.Port) + r.Path)
+	fmt.Fprintf(w, "%s %-5s %-7s %s %d %dB↑ %dB↓ %dms", r.Time.Local().Format("2006-01-02 15:04:05"), r.Decision, printable(r.Method), target, r.Status, r.BytesUp, r.BytesDown, r.DurationMS)
 	if r.Decision != audit.DecisionAllow {
-		fmt.Fprintf(w, " rule=%q %s", r.Rule, r.Reason)
+		fmt.Fprintf(w, " rule=%q %s", r.Rule, printable(r.Reason))
 	}
 	fmt.Fprintln(w)
+}
+
+// printable quotes s when it holds anything but printable characters.
+func printable(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
