@@ -133,3 +133,17 @@ func validHostName(s string) bool {
 	}
 	return true
 }
+
+// ValidPublish checks one egress.publish entry: "HOST_PORT:SANDBOX_PORT" or "PORT".
+func ValidPublish(s string) error {
+	host, sandbox, ok := strings.Cut(s, ":")
+	if !ok {
+		sandbox = host
+	}
+	for _, p := range []string{host, sandbox} {
+		if err := validPort(p); err != nil {
+			return invalidf("%q: %v (want HOST_PORT:SANDBOX_PORT)", s, err)
+		}
+	}
+	return nil
+}

@@ -68,6 +68,9 @@ func flagLayers(f Flags, host Host) ([]flagLayer, error) {
 	if len(f.Allow) > 0 {
 		add("--allow", &layer{Egress: layerEgress{Allow: append([]string(nil), f.Allow...)}})
 	}
+	if len(f.Publish) > 0 {
+		add("--publish", &layer{Egress: layerEgress{Publish: append([]string(nil), f.Publish...)}})
+	}
 	if f.KeepContainer != nil {
 		add("--keep-container", &layer{Docker: layerDocker{KeepContainer: f.KeepContainer}})
 	}

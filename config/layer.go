@@ -53,9 +53,10 @@ type layerTool struct {
 }
 
 type layerEgress struct {
-	Mode  *string  `toml:"mode"`
-	Allow []string `toml:"allow"`
-	Deny  []string `toml:"deny"`
+	Mode    *string  `toml:"mode"`
+	Allow   []string `toml:"allow"`
+	Deny    []string `toml:"deny"`
+	Publish []string `toml:"publish"`
 }
 
 type layerProxy struct {

@@ -131,6 +131,7 @@ func merge(c *Config, l *layer, src *source) error {
 	set(m, "egress.mode", &c.Egress.Mode, l.Egress.Mode)
 	union(m, "egress.allow", &c.Egress.Allow, l.Egress.Allow)
 	union(m, "egress.deny", &c.Egress.Deny, l.Egress.Deny)
+	union(m, "egress.publish", &c.Egress.Publish, l.Egress.Publish)
 
 	set(m, "proxy.default", &c.Proxy.Default, l.Proxy.Default)
 	set(m, "proxy.mitm", &c.Proxy.MITM, l.Proxy.MITM)

@@ -108,6 +108,7 @@ func entries(c *Config) []entry {
 	add(eg, "mode", c.Egress.Mode)
 	add(eg, "allow", strs(c.Egress.Allow))
 	add(eg, "deny", strs(c.Egress.Deny))
+	add(eg, "publish", strs(c.Egress.Publish))
 
 	px := []string{"proxy"}
 	add(px, "default", c.Proxy.Default)

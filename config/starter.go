@@ -86,6 +86,8 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 # allow = ["github.com:443"]
 # Destinations denied, same grammar.
 # deny = ["169.254.169.254"]
+# Published ports: the host's 127.0.0.1:HOST_PORT reaches the sandbox's SANDBOX_PORT.
+# publish = ["3000:3000"]
 
 [proxy]
 # What the proxy does with destinations no rule names: allow or deny. [stricter only]

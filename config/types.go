@@ -77,6 +77,9 @@ type Egress struct {
 	Mode  string // open | none | proxy | allowlist
 	Allow []string
 	Deny  []string
+	// Publish are "HOST_PORT:SANDBOX_PORT" entries: the host's 127.0.0.1:HOST_PORT
+	// reaches the sandbox's port.
+	Publish []string
 }
 
 // Proxy is the [proxy] table.
@@ -136,6 +139,7 @@ type Flags struct {
 	Mode          *string  // --mode
 	Egress        *string  // --egress
 	Allow         []string // --allow, repeatable
+	Publish       []string // --publish HOST_PORT:SANDBOX_PORT, repeatable
 	Env           []string // -e NAME=VALUE (env.set) or -e NAME (secrets.env)
 	SecretFiles   []string // --secret-file NAME=PATH
 	Mounts        []string // --mount SRC[:DST][:ro]

@@ -110,7 +110,10 @@ func (l *layer) checkEgress(src *source, _ Host) error {
 	if err := eachEntry(src, "egress.allow", l.Egress.Allow, egress); err != nil {
 		return err
 	}
-	return eachEntry(src, "egress.deny", l.Egress.Deny, egress)
+	if err := eachEntry(src, "egress.deny", l.Egress.Deny, egress); err != nil {
+		return err
+	}
+	return eachEntry(src, "egress.publish", l.Egress.Publish, func(s string) (string, error) { return s, ValidPublish(s) })
 }
 
 func (l *layer) checkProxy(src *source, host Host) error {

@@ -48,6 +48,9 @@ type Rules struct {
 	// Forwards are published ports: the host's 127.0.0.1:HostPort reaches the
 	// sandbox's SandboxPort.
 	Forwards []Forward
+	// PublishDir is a private host directory shared with the sandbox, where a relay
+	// inside serves each published port on a Unix socket named <SandboxPort>.sock.
+	PublishDir string
 }
 
 // Endpoint is a proxy address: a Unix socket path or a TCP address.

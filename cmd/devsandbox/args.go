@@ -5,7 +5,7 @@ import "strings"
 // valueFlags are the global flags that take a value (as the next word or after "=").
 var valueFlags = map[string]bool{
 	"--isolator": true, "--mode": true, "--egress": true, "--allow": true, "-e": true, "--env": true,
-	"--secret-file": true, "--mount": true, "--image": true, "--config": true,
+	"--secret-file": true, "--mount": true, "--publish": true, "-p": true, "--image": true, "--config": true,
 }
 
 // subcommands are the words that name a devsandbox subcommand in command position.

@@ -105,8 +105,21 @@ func (a *app) run(c *cli.Context) error {
 	if err != nil {
 		return a.degrade(mode, cfg, err)
 	}
+	session := sessionID()
+	if len(p.Egress.Forwards) > 0 && iso.Name() != "bwrap" {
+		return fmt.Errorf("%w: --publish / egress.publish is not supported by the %s isolator yet; use --isolator=bwrap", isolator.ErrProtection, iso.Name())
+	}
+	if len(p.Egress.Forwards) > 0 {
+		planPublish(p, cfg.Host, session)
+		if !c.Bool("dry-run") {
+			stop, err := startPublish(p)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
+	}
 	if p.Egress.NeedsProxy() {
-		session := sessionID()
 		planProxy(p, cfg, session)
 		if !c.Bool("dry-run") {
 			stop, err := startProxy(p, cfg, session)

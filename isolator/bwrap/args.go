@@ -24,6 +24,9 @@ const StatusFD = 4
 // ProxySocket is where the host proxy's Unix socket appears inside the sandbox.
 const ProxySocket = "/run/devsandbox/proxy.sock"
 
+// PublishDir is where the host's publish directory appears inside the sandbox.
+const PublishDir = "/run/devsandbox/publish"
+
 // FileKind says where the bytes of a data file come from.
 type FileKind int
 
@@ -189,6 +192,15 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		}
 		a = append(a, "--ro-bind", p.Egress.Proxy.Unix, ProxySocket)
 		shimArgs = append(shimArgs, "--forward="+egress.SandboxProxyAddr+"="+ProxySocket)
+	}
+	if len(p.Egress.Forwards) > 0 {
+		if p.Egress.PublishDir == "" {
+			return nil, fmt.Errorf("published ports need a publish directory")
+		}
+		a = append(a, "--bind", p.Egress.PublishDir, PublishDir)
+		for _, f := range p.Egress.Forwards {
+			shimArgs = append(shimArgs, fmt.Sprintf("--publish=%d=%s/%d.sock", f.SandboxPort, PublishDir, f.SandboxPort))
+		}
 	}
 	if p.Self == "" {
 		// Library use without a shim: the command runs directly (and so does not get

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/devsandbox/devsandbox/config"
@@ -199,6 +200,16 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 	p.Mounts = b.mounts
 
+	for _, pub := range cfg.Egress.Publish {
+		f, err := parsePublish(pub)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: egress.publish: %v", ErrConfig, err)
+		}
+		if mode == egress.Open && f.HostPort == f.SandboxPort {
+			continue // the sandbox shares the host's network: the port is there already
+		}
+		p.Egress.Forwards = append(p.Egress.Forwards, f)
+	}
 	// In allowlist mode only what the user listed passes: tool hosts are not added.
 	if p.Egress.Mode == egress.Proxy {
 		for _, t := range enabled {
@@ -417,4 +428,18 @@ func tripwires(pr Probe, dir string) ([]isolator.Tripwire, error) {
 		}
 	}
 	return tw, nil
+}
+
+// parsePublish reads "HOST_PORT:SANDBOX_PORT" or "PORT".
+func parsePublish(s string) (egress.Forward, error) {
+	h, sb, ok := strings.Cut(s, ":")
+	if !ok {
+		sb = h
+	}
+	hp, err1 := strconv.ParseUint(h, 10, 16)
+	sp, err2 := strconv.ParseUint(sb, 10, 16)
+	if err1 != nil || err2 != nil || hp == 0 || sp == 0 {
+		return egress.Forward{}, fmt.Errorf("%q is not HOST_PORT:SANDBOX_PORT", s)
+	}
+	return egress.Forward{HostPort: uint16(hp), SandboxPort: uint16(sp)}, nil
 }

@@ -13,11 +13,9 @@ import (
 // forwarderArg starts the shim as a forwarder (internal: the shim starts itself so).
 const forwarderArg = "--forwarder"
 
-// startForwarder listens on the TCP address of spec ("ADDR=UNIXPATH") inside the
-// sandbox and starts a copy of the shim that relays each connection to the Unix socket,
-// detached from the command's terminal and session. Listening happens here, before the
-// command starts, so its first connection cannot race the forwarder. The forwarder
-// lives until the sandbox's pid namespace ends with the command.
+// startForwarder serves the proxy inside the sandbox: it listens on the TCP address of
+// spec ("ADDR=UNIXPATH") and relays each connection to the Unix socket (the host
+// proxy, bound in).
 func startForwarder(spec string) error {
 	addr, sock, ok := strings.Cut(spec, "=")
 	if !ok {
@@ -27,8 +25,34 @@ func startForwarder(spec string) error {
 	if err != nil {
 		return err
 	}
+	return detach(ln, "tcp", sock)
+}
+
+// startPublisher serves a published port: it listens on the Unix socket of spec
+// ("PORT=UNIXPATH", in a directory the host shares) and relays each connection to the
+// sandbox's own 127.0.0.1:PORT, where the command's server listens.
+func startPublisher(spec string) error {
+	port, sock, ok := strings.Cut(spec, "=")
+	if !ok {
+		return fmt.Errorf("bad publish %q (want PORT=UNIXPATH)", spec)
+	}
+	_ = os.Remove(sock)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return err
+	}
+	// The relay keeps serving the socket after this process closes its copy.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	return detach(ln, "unix", net.JoinHostPort("127.0.0.1", port))
+}
+
+// detach starts a copy of the shim that relays connections accepted on ln to target,
+// detached from the command's terminal and session. Listening happens before the
+// command starts, so its first connection cannot race the relay, which lives until
+// the sandbox's pid namespace ends with the command.
+func detach(ln net.Listener, kind, target string) error {
 	defer ln.Close()
-	lf, err := ln.(*net.TCPListener).File()
+	lf, err := ln.(interface{ File() (*os.File, error) }).File()
 	if err != nil {
 		return err
 	}
@@ -38,7 +62,11 @@ func startForwarder(spec string) error {
 		return err
 	}
 	defer null.Close()
-	cmd := exec.Command("/proc/self/exe", forwarderArg, sock)
+	dial := "unix"
+	if kind == "unix" {
+		dial = "tcp"
+	}
+	cmd := exec.Command("/proc/self/exe", forwarderArg, dial, target)
 	cmd.Args[0] = "devsandbox-forwarder"
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
 	cmd.ExtraFiles = []*os.File{lf}
@@ -49,10 +77,10 @@ func startForwarder(spec string) error {
 	return cmd.Process.Release()
 }
 
-// forwarderMain relays connections accepted on fd 3 to the Unix socket args[0].
+// forwarderMain relays connections accepted on fd 3 to args[1] over network args[0].
 func forwarderMain(args []string, stderr io.Writer) int {
-	if len(args) != 1 {
-		fmt.Fprintln(stderr, "devsandbox-forwarder: want one socket path")
+	if len(args) != 2 {
+		fmt.Fprintln(stderr, "devsandbox-forwarder: want NETWORK ADDRESS")
 		return 2
 	}
 	ln, err := net.FileListener(os.NewFile(3, "listener"))
@@ -65,28 +93,32 @@ func forwarderMain(args []string, stderr io.Writer) int {
 		if err != nil {
 			return 1
 		}
-		go relay(c, args[0])
+		go Relay(c, args[0], args[1])
 	}
 }
 
-func relay(c net.Conn, sock string) {
+// Relay connects c to address over network and copies both ways until both ends are
+// done, half-closing as each direction ends.
+func Relay(c net.Conn, network, address string) {
 	defer c.Close()
-	u, err := net.Dial("unix", sock)
+	u, err := net.Dial(network, address)
 	if err != nil {
 		return
 	}
 	defer u.Close()
-	done := make(chan struct{}, 2)
+	done := make(chan struct{}, 1)
 	go func() {
 		_, _ = io.Copy(u, c)
-		if cw, ok := u.(*net.UnixConn); ok {
-			_ = cw.CloseWrite()
-		}
+		closeWrite(u)
 		done <- struct{}{}
 	}()
 	_, _ = io.Copy(c, u)
-	if cw, ok := c.(*net.TCPConn); ok {
+	closeWrite(c)
+	<-done
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		_ = cw.CloseWrite()
 	}
-	<-done
 }

@@ -42,13 +42,15 @@ func Main(args []string, stderr io.Writer) int {
 		return runConnect(args[0], args[1:], stderr)
 	}
 	takeTTY, readyFD := false, -1
-	var forwards []string
+	var forwards, publishes []string
 	for len(args) > 0 && args[0] != "--" {
 		switch a := args[0]; {
 		case a == "--tty":
 			takeTTY = true
 		case strings.HasPrefix(a, "--forward="):
 			forwards = append(forwards, strings.TrimPrefix(a, "--forward="))
+		case strings.HasPrefix(a, "--publish="):
+			publishes = append(publishes, strings.TrimPrefix(a, "--publish="))
 		case strings.HasPrefix(a, "--ready-fd="):
 			n, err := strconv.Atoi(strings.TrimPrefix(a, "--ready-fd="))
 			if err != nil {
@@ -82,6 +84,16 @@ func Main(args []string, stderr io.Writer) int {
 		// A failure leaves the command without job control but otherwise working.
 		if err := tty.TakeControl(0); err != nil {
 			fmt.Fprintf(stderr, "devsandbox: warning: no job control: %v\n", err)
+		}
+	}
+	for _, f := range publishes {
+		if err := startPublisher(f); err != nil {
+			msg := fmt.Sprintf("publishing port %s: %v", f, err)
+			fmt.Fprintf(stderr, "devsandbox-init: %s\n", msg)
+			if readyFD >= 0 {
+				_ = Fail(readyFD, msg)
+			}
+			return ExitSetupFailed
 		}
 	}
 	for _, f := range forwards {

@@ -1,0 +1,63 @@
+//go:build integration
+
+package integration
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// --publish HOST_PORT:SANDBOX_PORT: a server in the sandbox is reachable from the host's
+// 127.0.0.1:HOST_PORT in every egress mode. (bwrap only: publishing on docker and krun
+// is not built yet.)
+func TestPublish(t *testing.T) {
+	requireBwrap(t)
+	func(t *testing.T, iso string) {
+		for _, mode := range []string{"proxy", "none", "allowlist", "open"} {
+			t.Run(mode, func(t *testing.T) {
+				p := newProject(t)
+				p.write("proj/www/index.html", "FROM-SANDBOX\n")
+				ln, err := net.Listen("tcp", "127.0.0.1:0") // a free host port
+				if err != nil {
+					t.Fatal(err)
+				}
+				hostPort := ln.Addr().(*net.TCPAddr).Port
+				ln.Close()
+				server := `
+import http.server, socketserver, os, sys, threading
+os.chdir("www")
+srv = socketserver.TCPServer(("127.0.0.1", 18765), http.server.SimpleHTTPRequestHandler)
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+print("ready", flush=True)
+sys.stdin.read()
+`
+				cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--egress="+mode, "--allow", "192.0.2.1",
+					"--publish", fmt.Sprintf("%d:18765", hostPort), "--", "python3", "-c", server)
+				stdin, _ := cmd.StdinPipe()
+				stdout, _ := cmd.StdoutPipe()
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer func() { stdin.Close(); _ = cmd.Wait() }()
+				newLineReader(t, stdout).waitFor("ready")
+				client := http.Client{Timeout: 10 * time.Second}
+				resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/index.html", hostPort))
+				if err != nil {
+					t.Fatalf("the published port does not answer: %v\n%s", err, stderr.String())
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(body) != "FROM-SANDBOX\n" {
+					t.Fatalf("published port answered %q", body)
+				}
+			})
+		}
+	}(t, "bwrap")
+}
