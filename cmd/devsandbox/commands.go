@@ -195,15 +195,17 @@ func (a *app) doctor(c *cli.Context) error {
 	ctx := context.Background()
 	selected := "auto"
 	var dk *dockerSettings
+	var kcfg *config.Config
 	if l, err := a.load(a.flags(c)); err == nil {
 		selected = l.cfg.Isolator
 		dk = a.dockerSettings(l.cfg)
+		kcfg = l.cfg
 	} else if host, herr := config.HostFromEnviron(a.environ, -1, -1); herr == nil {
 		// Outside a project (or with a broken config) the host checks still run.
 		a.warn("%v", err)
 		_ = host
 	}
-	table := isolatorTable(nil, dk)
+	table := isolatorTable(nil, dk, krunStub(kcfg, nil))
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "CHECK\tSTATUS\tDETAIL")
 	usable := map[string]bool{}

@@ -15,20 +15,24 @@ const module = "github.com/devsandbox/devsandbox"
 // container client (whose package init would slow every launch). devsandbox links
 // neither the proxy nor goproxy (whose init parses an RSA key pair, on every launch):
 // it reads the audit log through proxy/audit and runs the proxy as devsandbox-proxy.
+// Nor does it link podman's bindings (many milliseconds of package init): the krun
+// backend runs as devsandbox-krun, reached through isolator/krun/helper.
 func TestImportDirection(t *testing.T) {
 	// Banned import path prefixes.
 	rules := map[string][]string{
-		module + "/config":              {module + "/isolator", module + "/proxy", module + "/cmd"},
-		module + "/tools":               {module + "/isolator", module + "/proxy", module + "/cmd"},
-		module + "/egress":              {module + "/isolator", module + "/proxy", module + "/cmd", "github.com/docker/", "github.com/containers/", "github.com/elazarl/goproxy"},
-		module + "/isolator/bwrap":      {"github.com/docker/", "github.com/containers/", "github.com/elazarl/goproxy"},
-		module + "/cmd/devsandbox":      {"github.com/elazarl/goproxy"},
-		module + "/proxy/audit":         {"github.com/elazarl/goproxy"},
-		module + "/cmd/devsandbox-init": {"github.com/urfave/", "github.com/pelletier/", "github.com/docker/", "github.com/containers/"},
+		module + "/config":               {module + "/isolator", module + "/proxy", module + "/cmd"},
+		module + "/tools":                {module + "/isolator", module + "/proxy", module + "/cmd"},
+		module + "/egress":               {module + "/isolator", module + "/proxy", module + "/cmd", "github.com/docker/", "github.com/containers/", "github.com/elazarl/goproxy"},
+		module + "/isolator/bwrap":       {"github.com/docker/", "github.com/containers/", "github.com/elazarl/goproxy"},
+		module + "/cmd/devsandbox":       {"github.com/elazarl/goproxy", "github.com/containers/"},
+		module + "/isolator/krun/helper": {"github.com/containers/"},
+		module + "/proxy/audit":          {"github.com/elazarl/goproxy"},
+		module + "/cmd/devsandbox-init":  {"github.com/urfave/", "github.com/pelletier/", "github.com/docker/", "github.com/containers/"},
 	}
 	// Banned packages, by exact path (their subpackages may be allowed).
 	exact := map[string][]string{
-		module + "/cmd/devsandbox": {module + "/proxy"},
+		module + "/cmd/devsandbox":       {module + "/proxy", module + "/isolator/krun"},
+		module + "/isolator/krun/helper": {module + "/isolator/krun"},
 	}
 	for pkg, banned := range rules {
 		for _, dep := range deps(t, pkg) {
@@ -49,6 +53,9 @@ func TestImportDirection(t *testing.T) {
 	// The checks above mean something only if deps sees goproxy where it is linked.
 	if !slices.Contains(deps(t, module+"/cmd/devsandbox-proxy"), "github.com/elazarl/goproxy") {
 		t.Error("cmd/devsandbox-proxy does not list goproxy among its deps: the import checks are vacuous")
+	}
+	if !slices.Contains(deps(t, module+"/cmd/devsandbox-krun"), "github.com/containers/podman/v5/pkg/bindings") {
+		t.Error("cmd/devsandbox-krun does not list podman's bindings among its deps: the import checks are vacuous")
 	}
 }
 

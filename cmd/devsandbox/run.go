@@ -16,6 +16,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
+	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 	"github.com/devsandbox/devsandbox/isolator/plan"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 	"github.com/devsandbox/devsandbox/tools"
@@ -25,8 +26,9 @@ import (
 var autoOrder = []string{"bwrap", "docker"}
 
 // isolatorTable is the explicit table of backends this binary has. dk configures the
-// docker backend (nil: from defaults); see docker.go.
-func isolatorTable(b *bwrap.Isolator, dk *dockerSettings) isolator.Table {
+// docker backend (nil: from defaults); see docker.go. kr is the krun backend, which
+// runs in devsandbox-krun (see krun.go).
+func isolatorTable(b *bwrap.Isolator, dk *dockerSettings, kr *helper.Stub) isolator.Table {
 	return isolator.Table{
 		"bwrap": func() isolator.Isolator {
 			if b != nil {
@@ -35,6 +37,7 @@ func isolatorTable(b *bwrap.Isolator, dk *dockerSettings) isolator.Table {
 			return bwrap.New()
 		},
 		"docker": func() isolator.Isolator { return newDocker(dk) },
+		"krun":   func() isolator.Isolator { return kr },
 	}
 }
 
@@ -98,7 +101,11 @@ func (a *app) run(c *cli.Context) error {
 	if debug {
 		dk.phase = t.mark
 	}
-	iso, fellBack, err := isolator.Select(ctx, cfg.Isolator, isolatorTable(bw, dk), autoOrder)
+	var krunPhase func(string)
+	if debug {
+		krunPhase = t.mark
+	}
+	iso, fellBack, err := isolator.Select(ctx, cfg.Isolator, isolatorTable(bw, dk, krunStub(cfg, krunPhase)), autoOrder)
 	if err == nil && fellBack {
 		a.warn("bwrap is not usable here; falling back to the %s isolator", iso.Name())
 	}

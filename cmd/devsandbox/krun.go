@@ -1,0 +1,25 @@
+package main
+
+import (
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator/krun/helper"
+)
+
+// krunStub is the krun isolator of this binary: it runs devsandbox-krun, which links
+// podman's bindings (see isolator/krun/helper). cfg may be nil (doctor outside a
+// project): then the built-in defaults apply.
+func krunStub(cfg *config.Config, phase func(string)) *helper.Stub {
+	if cfg == nil {
+		return &helper.Stub{Settings: helper.Settings{Runtime: "krun", CPUs: 2, MemoryMiB: 2048, Version: config.Version}}
+	}
+	k, h := cfg.Krun, cfg.Host
+	return &helper.Stub{
+		Settings: helper.Settings{
+			Image: k.Image, Runtime: k.Runtime, CPUs: k.CPUs, MemoryMiB: k.MemoryMiB, Socket: k.PodmanSocket,
+			Home: cfg.Docker.Home, Version: config.Version, KeepContainer: cfg.Docker.KeepContainer,
+			RuntimeDir: h.RuntimeDir, User: h.User, UID: h.UID,
+		},
+		Environ: h.Vars,
+		Phase:   phase,
+	}
+}

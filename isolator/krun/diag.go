@@ -1,0 +1,136 @@
+package krun
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// MinPodman is the oldest podman whose API the backend uses (the v5 bindings accept
+// servers from 4.0 on; 4.3.1 is tested).
+const MinPodman = "4.0"
+
+// Diagnose implements isolator.Diagnoser: one row per host requirement.
+func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	h := b.hostAccess()
+	s := b.Settings
+	var rows []isolator.Check
+	ok := func(name, detail string) {
+		rows = append(rows, isolator.Check{Name: name, Status: isolator.Status{State: isolator.Active}, Detail: detail})
+	}
+	bad := func(name, reason, fix string) {
+		rows = append(rows, isolator.Check{Name: name, Status: isolator.Status{State: isolator.Unavailable, Reason: reason, Fix: fix}})
+	}
+
+	if p, err := exec.LookPath("podman"); err != nil {
+		bad("podman", "podman is not installed", "install podman "+MinPodman+" or newer (Debian/Ubuntu: sudo apt-get install podman)")
+	} else {
+		ok("podman", p)
+	}
+	rootless := s.UID != 0
+	if rootless {
+		if _, err := exec.LookPath("newuidmap"); err != nil {
+			bad("uidmap", "newuidmap/newgidmap are missing (rootless podman needs them)", "sudo apt-get install uidmap")
+		} else {
+			ok("uidmap", "newuidmap and newgidmap found")
+		}
+		for _, f := range []string{"/etc/subuid", "/etc/subgid"} {
+			if n := subidCount(f, s.User, s.UID); n > 0 {
+				ok(f, fmt.Sprintf("%d ids for %s", n, s.User))
+			} else {
+				bad(f, "no range for "+s.User, fmt.Sprintf("sudo usermod --add-subuids 100000-165535 --add-subgids 100000-165535 %s", s.User))
+			}
+		}
+		dir := s.RuntimeDir
+		if dir == "" {
+			dir = filepath.Join("/run/user", strconv.Itoa(s.UID))
+		}
+		name := "runtime dir " + dir
+		var st syscall.Stat_t
+		switch err := syscall.Stat(dir, &st); {
+		case err != nil:
+			bad(name, err.Error(), fmt.Sprintf("create it: sudo install -d -m 0700 -o %s %s, and export XDG_RUNTIME_DIR=%s (systemd-logind does this at login)", s.User, dir, dir))
+		case int(st.Uid) != s.UID || st.Mode&0o077 != 0:
+			bad(name, fmt.Sprintf("owned by uid %d, mode %o", st.Uid, st.Mode&0o7777), fmt.Sprintf("sudo chown %s %s && sudo chmod 0700 %s", s.User, dir, dir))
+		case s.RuntimeDir == "":
+			bad(name, "XDG_RUNTIME_DIR is unset", "export XDG_RUNTIME_DIR="+dir)
+		default:
+			ok(name, "owned by you, 0700")
+		}
+	}
+	if s.Runtime == "runc" {
+		ok("krun runtime", "krun.runtime = runc: a plain container, no microVM")
+	} else if p, err := exec.LookPath(s.Runtime); err != nil {
+		bad("krun runtime", fmt.Sprintf("the OCI runtime %q is not on PATH", s.Runtime), "install crun built with libkrun and link it as krun (Fedora: dnf install crun-krun), or register it in containers.conf [engine.runtimes]")
+	} else {
+		ok("krun runtime", p)
+	}
+	if s.Runtime != "runc" {
+		if err := h.KVM(); err != nil {
+			bad("/dev/kvm", err.Error(), kvmFix)
+		} else {
+			ok("/dev/kvm", "opens read-write")
+		}
+	}
+	nofile, nproc := h.HardLimits()
+	mgr := "systemd"
+	if !h.Systemd() {
+		mgr = "cgroupfs (no systemd: devsandbox starts podman's service with --cgroup-manager=cgroupfs)"
+	}
+	ok("podman limits", fmt.Sprintf("nofile=%d, the host's hard limit (podman's default may exceed it); nproc left to podman (host hard limit %d); cgroup manager %s", nofile, nproc, mgr))
+
+	sock, err := b.socket(ctx, h)
+	if err != nil {
+		bad("podman API socket", err.Error(), "install podman, or start `podman system service` yourself and set krun.podman_socket")
+		return rows
+	}
+	e, err := b.connect(ctx, h)
+	if err != nil {
+		bad("podman API socket", err.Error(), "see "+filepath.Join(filepath.Dir(sock), "devsandbox-service.log"))
+		return rows
+	}
+	v, err := e.Version()
+	if err != nil {
+		bad("podman API socket", err.Error(), "restart the podman service")
+		return rows
+	}
+	ok("podman API socket", fmt.Sprintf("%s (podman %s; %s or newer needed)", sock, v, MinPodman))
+	if err := e.ImageExists(s.Image); err != nil {
+		bad("krun image", err.Error(), "load or build it (see the reason)")
+	} else {
+		ok("krun image", s.Image)
+	}
+	return rows
+}
+
+// subidCount returns how many subordinate ids file grants the user (by name or uid).
+func subidCount(file, user string, uid int) int {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	total := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.Split(strings.TrimSpace(sc.Text()), ":")
+		if len(parts) != 3 || (parts[0] != user && parts[0] != strconv.Itoa(uid)) {
+			continue
+		}
+		if n, err := strconv.Atoi(parts[2]); err == nil {
+			total += n
+		}
+	}
+	return total
+}

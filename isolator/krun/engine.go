@@ -1,0 +1,130 @@
+package krun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/containers/podman/v5/pkg/bindings"
+	"github.com/containers/podman/v5/pkg/bindings/containers"
+	"github.com/containers/podman/v5/pkg/bindings/images"
+	"github.com/containers/podman/v5/pkg/bindings/system"
+	"github.com/containers/podman/v5/pkg/specgen"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// engine is the part of podman's API the backend uses.
+type engine interface {
+	Version() (string, error)
+	ImageExists(image string) error
+	Create(g *specgen.SpecGenerator) (id string, err error)
+	// Attach relays the container's stdio until its stream ends; ready is signalled
+	// once attached.
+	Attach(id string, stdin io.Reader, stdout, stderr io.Writer, ready chan bool) error
+	Start(id string) error
+	// Wait returns the exit status of the container (also once it was removed).
+	Wait(id string) (int, error)
+	// Remove kills and removes the container.
+	Remove(id string) error
+}
+
+// podman is engine on the v5 bindings. Attach takes a connection of its own: the
+// bindings change the connection's transport to hijack it.
+type podman struct {
+	ctx, attachCtx context.Context
+	socket         string
+}
+
+// connect finds or starts the API service and connects to it.
+func (b *Isolator) connect(ctx context.Context, h Host) (engine, error) {
+	if b.engineFn != nil {
+		return b.engineFn()
+	}
+	sock, err := b.socket(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	uri := "unix://" + sock
+	type res struct {
+		ctx context.Context
+		err error
+	}
+	second := make(chan res, 1)
+	go func() {
+		c, err := bindings.NewConnection(ctx, uri)
+		second <- res{c, err}
+	}()
+	c1, err := bindings.NewConnection(ctx, uri)
+	r2 := <-second
+	if err == nil {
+		err = r2.err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: podman's API at %s does not answer: %v", isolator.ErrUnavailable, sock, err)
+	}
+	return &podman{ctx: c1, attachCtx: r2.ctx, socket: sock}, nil
+}
+
+func (e *podman) Version() (string, error) {
+	v, err := system.Version(e.ctx, nil)
+	if err != nil {
+		return "", err
+	}
+	if v.Server != nil {
+		return v.Server.Version, nil
+	}
+	return v.Client.Version, nil
+}
+
+// errNoImage means the image is not in the user's storage.
+var errNoImage = errors.New("image not found")
+
+func (e *podman) ImageExists(image string) error {
+	ok, err := images.Exists(e.ctx, image, nil)
+	if err != nil {
+		return fmt.Errorf("%w: asking podman for %s: %v", isolator.ErrUnavailable, image, err)
+	}
+	if !ok {
+		return imageMissing(image)
+	}
+	return nil
+}
+
+// imageMissing explains how to put the image in the user's podman storage.
+func imageMissing(image string) error {
+	return fmt.Errorf("%w: %w: %s is not in your podman storage; load the docker isolator's image (docker save %s | podman load), or build it (podman build -t %s -f isolator/docker/Dockerfile .), or set krun.image / --image", isolator.ErrUnavailable, errNoImage, image, image, image)
+}
+
+func (e *podman) Create(g *specgen.SpecGenerator) (string, error) {
+	r, err := containers.CreateWithSpec(e.ctx, g, nil)
+	if err != nil {
+		if strings.Contains(err.Error(), "image not known") || strings.Contains(err.Error(), "no such image") {
+			return "", imageMissing(g.Image)
+		}
+		return "", err
+	}
+	return r.ID, nil
+}
+
+func (e *podman) Attach(id string, stdin io.Reader, stdout, stderr io.Writer, ready chan bool) error {
+	return containers.Attach(e.attachCtx, id, stdin, stdout, stderr, ready, nil)
+}
+
+func (e *podman) Start(id string) error { return containers.Start(e.ctx, id, nil) }
+
+func (e *podman) Wait(id string) (int, error) {
+	code, err := containers.Wait(e.ctx, id, new(containers.WaitOptions).WithConditions([]string{"exited", "stopped"}).WithInterval(waitInterval))
+	return int(code), err
+}
+
+func (e *podman) Remove(id string) error {
+	_, err := containers.Remove(context.WithoutCancel(e.ctx), id, new(containers.RemoveOptions).WithForce(true).WithIgnore(true).WithTimeout(0))
+	return err
+}
+
+// waitInterval is how often podman's service polls for the container's exit (its
+// default of 250 ms would be most of a short run's time).
+const waitInterval = "10ms"

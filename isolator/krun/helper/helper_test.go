@@ -1,0 +1,159 @@
+package helper
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// TestMain makes the test binary play devsandbox-krun when asked, with a fake backend.
+func TestMain(m *testing.M) {
+	if os.Getenv("KRUN_HELPER_TEST") == "serve" {
+		os.Exit(Serve(func(s Settings, sigs <-chan Signal, phase func(string)) Backend {
+			return &fake{s: s, sigs: sigs, phase: phase}
+		}, os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// fake is the backend: it reports what it received on stdout.
+type fake struct {
+	s     Settings
+	sigs  <-chan Signal
+	phase func(string)
+}
+
+func (*fake) Name() string { return "krun" }
+func (f *fake) Check(context.Context) isolator.Status {
+	return isolator.Status{State: isolator.Unavailable, Reason: "no kvm for " + f.s.Image, Fix: "fix"}
+}
+func (f *fake) Diagnose(context.Context) []isolator.Check {
+	return []isolator.Check{{Name: "podman", Status: isolator.Status{State: isolator.Active}, Detail: f.s.Runtime}}
+}
+func (f *fake) Render(p *isolator.Plan) (isolator.Rendered, error) {
+	if p.Command[0] == "fail" {
+		return nil, fmt.Errorf("%w: rendering", isolator.ErrUnavailable)
+	}
+	return Script("podman run " + strings.Join(p.Command, " ") + "\n"), nil
+}
+func (f *fake) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
+	if f.phase != nil {
+		f.phase("start")
+	}
+	switch p.Command[0] {
+	case "protect":
+		return 0, fmt.Errorf("%w: mask not in effect", isolator.ErrProtection)
+	case "signal":
+		fmt.Fprintln(stdio.Out, "waiting")
+		select {
+		case s := <-f.sigs:
+			return 128 + int(s), nil
+		case <-time.After(10 * time.Second):
+			return 1, nil
+		}
+	}
+	fmt.Fprintf(stdio.Out, "secret=%s args=%d\n", p.HostEnv["API_TOKEN"], len(os.Args))
+	return 7, nil
+}
+
+func stub() *Stub {
+	return &Stub{
+		Settings: Settings{Image: "img", Runtime: "runc"},
+		Environ:  map[string]string{"KRUN_HELPER_TEST": "serve", "PATH": os.Getenv("PATH")},
+		Path:     os.Args[0],
+	}
+}
+
+func plan(cmd ...string) *isolator.Plan {
+	return &isolator.Plan{
+		Command: cmd,
+		Secrets: []isolator.Secret{{Name: "API_TOKEN", EnvSource: "API_TOKEN"}},
+		HostEnv: map[string]string{"API_TOKEN": "s3cret"},
+	}
+}
+
+func TestRunRoundTrip(t *testing.T) {
+	var out bytes.Buffer
+	s := stub()
+	var phases []string
+	s.Phase = func(n string) { phases = append(phases, n) }
+	code, err := s.Run(context.Background(), plan("echo"), isolator.Stdio{Out: &out, Err: os.Stderr})
+	if err != nil || code != 7 {
+		t.Fatalf("Run = %d, %v", code, err)
+	}
+	// The secret reached the helper through its environment; its argv is "serve" alone.
+	if got := out.String(); got != "secret=s3cret args=2\n" {
+		t.Errorf("helper saw %q", got)
+	}
+	if len(phases) != 1 || !strings.HasPrefix(phases[0], "krun (start ") {
+		t.Errorf("phases %q", phases)
+	}
+}
+
+func TestErrorClassesCrossThePipe(t *testing.T) {
+	_, err := stub().Run(context.Background(), plan("protect"), isolator.Stdio{Out: &bytes.Buffer{}})
+	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "mask not in effect") {
+		t.Errorf("Run: %v", err)
+	}
+	_, err = stub().Render(plan("fail"))
+	if !errors.Is(err, isolator.ErrUnavailable) {
+		t.Errorf("Render: %v", err)
+	}
+	r, err := stub().Render(plan("a", "b"))
+	if err != nil || r.Script() != "podman run a b\n" {
+		t.Errorf("Render = %v, %v", r, err)
+	}
+	if st := stub().Check(context.Background()); st.State != isolator.Unavailable || st.Reason != "no kvm for img" {
+		t.Errorf("Check = %+v", st)
+	}
+	if rows := stub().Diagnose(context.Background()); len(rows) != 1 || rows[0].Detail != "runc" {
+		t.Errorf("Diagnose = %+v", rows)
+	}
+}
+
+// A signal devsandbox receives reaches the backend once, through the control pipe.
+func TestSignalForwarding(t *testing.T) {
+	r, w, _ := os.Pipe()
+	defer r.Close()
+	done := make(chan struct{})
+	var code int
+	var err error
+	go func() {
+		defer close(done)
+		code, err = stub().Run(context.Background(), plan("signal"), isolator.Stdio{Out: w})
+		w.Close()
+	}()
+	buf := make([]byte, 8)
+	if n, _ := r.Read(buf); string(buf[:n]) != "waiting\n" {
+		t.Fatalf("read %q", buf[:n])
+	}
+	_ = syscall.Kill(os.Getpid(), syscall.SIGUSR1)
+	<-done
+	if err != nil || code != 128+int(syscall.SIGUSR1) {
+		t.Errorf("Run = %d, %v", code, err)
+	}
+}
+
+func TestKeepContainerRefused(t *testing.T) {
+	s := stub()
+	s.Settings.KeepContainer = true
+	if _, err := s.Run(context.Background(), plan("x"), isolator.Stdio{}); !errors.Is(err, ErrKeep) {
+		t.Errorf("Run: %v", err)
+	}
+}
+
+func TestMissingHelper(t *testing.T) {
+	s := stub()
+	s.Path = ""
+	if _, err := s.Run(context.Background(), plan("x"), isolator.Stdio{}); !errors.Is(err, isolator.ErrUnavailable) {
+		t.Errorf("Run: %v", err)
+	}
+}

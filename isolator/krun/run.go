@@ -1,0 +1,252 @@
+package krun
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	spec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/krun/helper"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+// Run implements isolator.Isolator.
+func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
+	if b.Settings.KeepContainer {
+		return 0, helper.ErrKeep
+	}
+	h := b.hostAccess()
+	s, err := specGen(p, b.options(h))
+	if err != nil {
+		return 0, err
+	}
+	if err := prepare(p, s); err != nil {
+		return 0, err
+	}
+	hello, err := secretHello(p)
+	if err != nil {
+		return 0, err
+	}
+	b.phase("prepare")
+	e, err := b.connect(ctx, h)
+	if err != nil {
+		return 0, err
+	}
+	b.phase("connect")
+	s.Gen.Name = "devsandbox-" + p.Project.Name + "-" + randomSuffix()
+	id, err := e.Create(s.Gen)
+	if err != nil {
+		if errors.Is(err, isolator.ErrUnavailable) {
+			return 0, err
+		}
+		return 0, fmt.Errorf("%w: podman refused the container: %v; the command did not run. `devsandbox --dry-run` shows it, `devsandbox doctor` checks podman", isolator.ErrProtection, err)
+	}
+	b.phase("create")
+	// From here on the container exists: it goes away on every path out, and when
+	// ctx ends (devsandbox is gone) at once.
+	done := make(chan struct{})
+	defer close(done)
+	removed := make(chan struct{})
+	go func() {
+		defer close(removed)
+		select {
+		case <-ctx.Done():
+			_ = e.Remove(id)
+		case <-done:
+		}
+	}()
+
+	inR, inW := io.Pipe()
+	st := &stream{w: inW}
+	report := wire.NewReport(stdio.Err)
+	out := stdio.Out
+	if out == nil {
+		out = io.Discard
+	}
+	ready := make(chan bool, 1)
+	attached := make(chan error, 1)
+	go func() { attached <- e.Attach(id, inR, out, report, ready) }()
+	select {
+	case <-ready:
+	case err := <-attached:
+		_ = e.Remove(id)
+		return 0, fmt.Errorf("%w: attaching to the container: %v; the command did not run", isolator.ErrProtection, err)
+	}
+	sess, err := startSession(st, stdio, hello, b.Signals, report)
+	if err != nil {
+		_ = e.Remove(id)
+		return 0, err
+	}
+	defer sess.close()
+	if err := e.Start(id); err != nil {
+		_ = e.Remove(id)
+		return 0, fmt.Errorf("%w: podman could not start the container: %v; the command did not run. `devsandbox doctor` checks podman and the runtime %s", isolator.ErrProtection, err, s.Gen.OCIRuntime)
+	}
+	b.phase("start")
+	go func() {
+		<-report.Seen()
+		b.phase("sandbox ready")
+	}()
+	code := 125
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		c, err := e.Wait(id)
+		if err != nil {
+			if ctx.Err() == nil {
+				b.warn("waiting for the container: %v", err)
+			}
+			return
+		}
+		code = c
+		b.phase("exited")
+	}()
+	select {
+	case err := <-attached:
+		b.phase("output ended")
+		if err != nil && ctx.Err() == nil {
+			b.warn("the container's output: %v", err)
+		}
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+		}
+	case <-exited:
+		select {
+		case <-attached:
+		case <-time.After(2 * time.Second):
+		}
+	case <-ctx.Done():
+		<-removed
+		return 0, fmt.Errorf("%w: devsandbox is gone; the container was removed", isolator.ErrProtection)
+	}
+	_ = inW.Close()
+	return sess.result(code)
+}
+
+// prepare creates what the container binds from the host: private directories, the
+// mask source and generated files, and drops optional binds whose source is gone.
+func prepare(p *isolator.Plan, s *Spec) error {
+	for _, d := range p.PrivateDirs {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("creating %s: %w", d, err)
+		}
+	}
+	if err := ensureEmptyFile(p.EmptyFile); err != nil {
+		return err
+	}
+	for _, f := range s.Files {
+		if b, err := os.ReadFile(f.Path); err == nil && string(b) == string(f.Content) {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+			return fmt.Errorf("creating %s: %w", filepath.Dir(f.Path), err)
+		}
+		tmp := f.Path + ".tmp" + randomSuffix()
+		if err := os.WriteFile(tmp, f.Content, 0o444); err != nil {
+			return fmt.Errorf("writing %s: %w", f.Path, err)
+		}
+		if err := os.Rename(tmp, f.Path); err != nil {
+			_ = os.Remove(tmp)
+			return fmt.Errorf("writing %s: %w", f.Path, err)
+		}
+	}
+	if len(s.Optional) > 0 {
+		dropMissing(s, func(p string) bool { _, err := os.Stat(p); return err == nil })
+	}
+	return nil
+}
+
+// dropMissing removes optional binds (and their checks) whose source is gone.
+func dropMissing(s *Spec, exists func(string) bool) {
+	gone := map[string]bool{}
+	var ms []spec.Mount
+	for _, m := range s.Gen.Mounts {
+		if m.Type == "bind" && s.Optional[m.Source] && !exists(m.Source) {
+			gone[m.Destination] = true
+			continue
+		}
+		ms = append(ms, m)
+	}
+	if len(gone) == 0 {
+		return
+	}
+	s.Gen.Mounts = ms
+	var checks []wire.Check
+	for _, c := range s.Manifest.Checks {
+		if !gone[c.Path] {
+			checks = append(checks, c)
+		}
+	}
+	s.Manifest.Checks = checks
+	s.Gen.Env[wire.ManifestEnv] = s.Manifest.Encode()
+}
+
+// ensureEmptyFile creates the empty read-only file masks are bound from.
+func ensureEmptyFile(path string) error {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().IsRegular() && fi.Size() == 0 {
+			return nil
+		}
+		return fmt.Errorf("%w: %s, the source of file masks, is not an empty regular file; remove it", isolator.ErrProtection, path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o444)
+	if err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating the mask source %s: %w", path, err)
+	}
+	if f != nil {
+		f.Close()
+	}
+	return nil
+}
+
+// secretHello reads the secret values the Plan names, for the Hello frame.
+func secretHello(p *isolator.Plan) (*wire.Hello, error) {
+	h := &wire.Hello{TTY: p.TTY}
+	for _, sec := range p.Secrets {
+		var val []byte
+		switch {
+		case sec.FileSource != "":
+			b, err := os.ReadFile(sec.FileSource)
+			if err != nil {
+				return nil, fmt.Errorf("%w: reading the secret file for %s: %v", isolator.ErrProtection, sec.Name, err)
+			}
+			val = b
+		default:
+			v, ok := p.HostEnv[sec.EnvSource]
+			if !ok {
+				return nil, fmt.Errorf("%w: secret %s: the host variable %s is not set", isolator.ErrProtection, sec.Name, sec.EnvSource)
+			}
+			val = []byte(v)
+		}
+		if sec.AsFile {
+			if h.Files == nil {
+				h.Files = map[string][]byte{}
+			}
+			h.Files[sec.Name] = val
+			continue
+		}
+		if h.Env == nil {
+			h.Env = map[string]string{}
+		}
+		h.Env[sec.Name] = string(val)
+	}
+	return h, nil
+}
+
+func randomSuffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,380 @@
+package krun
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/containers/podman/v5/pkg/specgen"
+	spec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+// InitPath is where devsandbox-init appears in every container: the entrypoint, and
+// isolator.ShimPath, where tools such as ssh's ProxyCommand expect it.
+const InitPath = isolator.ShimPath
+
+// ProxySocket is where the session proxy's Unix socket appears (egress proxy).
+const ProxySocket = "/run/devsandbox/proxy.sock"
+
+// VMConfigPath is the file crun's krun handler reads, inside the container's root and
+// before the VM boots, for the VM's vCPUs and memory ({"cpus":N,"ram_mib":M}).
+const VMConfigPath = "/.krun_vm.json"
+
+// Annotations on the container. crun selects its libkrun handler with HandlerAnnotation
+// (the runtime binary named krun implies it); youki reads the VM size from the
+// krun.* annotations, crun from VMConfigPath.
+const (
+	HandlerAnnotation = "run.oci.handler"
+	CPUsAnnotation    = "krun.cpus"
+	RAMAnnotation     = "krun.ram_mib"
+)
+
+// Labels on everything the backend creates (the docker backend's names).
+const (
+	LabelProject = "dev.devsandbox.project"
+	LabelName    = "dev.devsandbox.name"
+	LabelDir     = "dev.devsandbox.dir"
+	LabelVersion = "dev.devsandbox.version"
+	LabelRuntime = "dev.devsandbox.runtime"
+)
+
+// Options are the krun.* settings and the host facts Run probes once. Render uses
+// them as given.
+type Options struct {
+	Image     string // krun.image
+	Runtime   string // krun.runtime: the OCI runtime podman starts (krun: a libkrun microVM)
+	CPUs      int    // krun.cpus: the VM's vCPUs
+	MemoryMiB int    // krun.memory_mib: the VM's memory
+	Home      string // docker.home: the in-container home
+	Version   string // devsandbox version (a label)
+
+	// NofileHard is the host's hard RLIMIT_NOFILE, which the container's must not
+	// exceed (podman's rootless default of 1048576 can, and then the runtime fails
+	// with "operation not permitted"); 0 leaves podman's default. RLIMIT_NPROC is
+	// left to podman, which caps it at its service's own limit.
+	NofileHard uint64
+	// InitSource is the host path of devsandbox-init; empty means the Plan's Self.
+	InitSource string
+}
+
+// VM reports whether the runtime boots a microVM (anything but plain runc, which the
+// tests use to exercise the rest through podman).
+func (o Options) VM() bool { return o.Runtime != "runc" }
+
+// hostFile is a generated, non-secret file Run writes on the host before the
+// container is created; its name is a hash of its content.
+type hostFile struct {
+	Path    string
+	Content []byte
+}
+
+// Spec is a rendered podman run.
+type Spec struct {
+	Gen *specgen.SpecGenerator
+
+	Files     []hostFile
+	Dirs      []string
+	EmptyFile string
+	// Optional lists bind sources that may vanish before launch: Run drops the mount
+	// (and its check) when the source is gone.
+	Optional map[string]bool
+	// Secrets travel in the Hello frame on the attach stream, never in the spec.
+	Secrets []isolator.Secret
+	// Env is the command's environment for the script (FromHost values as names).
+	Env []isolator.EnvVar
+	// Manifest is what the init verifies (also in Gen.Env).
+	Manifest *wire.Manifest
+	TTY      bool
+}
+
+// specGen renders p as a podman SpecGenerator. It is pure: host paths and facts come
+// from the Plan and opts; nothing is read or written.
+func specGen(p *isolator.Plan, opts Options) (*Spec, error) {
+	switch p.Egress.Mode {
+	case egress.Open, egress.None:
+	case egress.Proxy:
+		if p.Egress.Proxy.Unix == "" {
+			return nil, fmt.Errorf("egress mode proxy needs the session proxy's Unix socket")
+		}
+	default:
+		return nil, fmt.Errorf("egress mode %s is not available with the krun isolator yet; use --egress=proxy, open or none, or --isolator=bwrap", p.Egress.Mode)
+	}
+	if opts.Image == "" {
+		return nil, fmt.Errorf("krun.image is empty")
+	}
+	if opts.Runtime == "" {
+		return nil, fmt.Errorf("krun.runtime is empty")
+	}
+	if opts.VM() && (opts.CPUs < 1 || opts.CPUs > 16 || opts.MemoryMiB < 128) {
+		return nil, fmt.Errorf("krun.cpus must be 1 to 16 (libkrun's limit) and krun.memory_mib at least 128 (have %d and %d)", opts.CPUs, opts.MemoryMiB)
+	}
+	home := opts.Home
+	if home == "" {
+		home = "/home/" + p.User.Name
+	}
+	initSrc := opts.InitSource
+	if initSrc == "" {
+		initSrc = p.Self
+	}
+	s := &Spec{Optional: map[string]bool{}, TTY: p.TTY, Dirs: p.PrivateDirs, EmptyFile: p.EmptyFile}
+	filesDir := filepath.Join(p.StateDir, "krun")
+	file := func(content []byte) string {
+		sum := sha256.Sum256(content)
+		f := filepath.Join(filesDir, hex.EncodeToString(sum[:8]))
+		for _, h := range s.Files {
+			if h.Path == f {
+				return f
+			}
+		}
+		s.Files = append(s.Files, hostFile{Path: f, Content: content})
+		return f
+	}
+	man := &wire.Manifest{SecretDir: isolator.SecretDir}
+	if len(p.Command) == 1 && p.Command[0] == p.User.Shell && p.User.Shell != "/bin/sh" {
+		man.ShellFallback = p.User.Shell
+	}
+	if p.Egress.Mode != egress.Open {
+		man.Network = "none"
+	}
+	mounts := []spec.Mount{
+		tmpfs("/tmp", "rw", "exec", "nosuid", "nodev", "mode=1777"),
+		tmpfs("/run", "rw", "nosuid", "nodev", "mode=755"),
+		tmpfs(isolator.SecretDir, "rw", "nosuid", "nodev", "noexec", "mode=0700", "U"),
+	}
+	visible := visibleMounts(p, home)
+	for i, m := range visible {
+		dst := m.target
+		switch m.Kind {
+		case isolator.Bind:
+			mounts = append(mounts, bind(m.Source, dst, m.ReadOnly))
+			if m.Optional {
+				s.Optional[m.Source] = true
+			}
+			kind := wire.CheckRW
+			if m.ReadOnly {
+				kind = wire.CheckRO
+			}
+			man.Checks = append(man.Checks, wire.Check{Kind: kind, Path: dst})
+		case isolator.MaskFile:
+			mounts = append(mounts, bind(p.EmptyFile, dst, true))
+			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskFile, Path: dst})
+		case isolator.MaskDir:
+			mounts = append(mounts, tmpfs(dst, "ro", "nosuid", "nodev", "noexec", "size=4k", "mode=755"))
+			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskDir, Path: dst, Allow: mountPointsIn(dst, visible[i+1:])})
+		case isolator.TmpDir:
+			mounts = append(mounts, tmpfs(dst, "rw", "nosuid", "nodev", "mode=0700", "U"))
+		case isolator.Data:
+			mounts = append(mounts, bind(file(m.Content), dst, true))
+			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckData, Path: dst, Size: int64(len(m.Content))})
+		default:
+			return nil, fmt.Errorf("mount %s: unknown kind %d", dst, m.Kind)
+		}
+	}
+	netns := specgen.Namespace{NSMode: specgen.NoNetwork}
+	switch p.Egress.Mode {
+	case egress.Open:
+		netns = specgen.Namespace{NSMode: specgen.Default}
+	case egress.Proxy:
+		// Only loopback inside; the init forwards SandboxProxyAddr to the session
+		// proxy's socket, as bwrap's shim does.
+		mounts = append(mounts, bind(p.Egress.Proxy.Unix, ProxySocket, false))
+		man.Forward = egress.SandboxProxyAddr + "=" + ProxySocket
+	}
+	passwd, group := userFiles(p.User, home)
+	mounts = append(mounts,
+		bind(initSrc, InitPath, true),
+		bind(file(passwd), "/etc/passwd", true),
+		bind(file(group), "/etc/group", true),
+	)
+	man.Checks = append(man.Checks,
+		wire.Check{Kind: wire.CheckRO, Path: InitPath},
+		wire.Check{Kind: wire.CheckData, Path: "/etc/passwd", Size: int64(len(passwd))},
+		wire.Check{Kind: wire.CheckData, Path: "/etc/group", Size: int64(len(group))},
+	)
+	annotations := map[string]string{}
+	var devices []spec.LinuxDevice
+	if opts.VM() {
+		// crun reads the VM size from a file in the container's root, before the VM
+		// starts (so a single-file bind is fine here: the guest never needs it).
+		vm := []byte(fmt.Sprintf(`{"cpus":%d,"ram_mib":%d}`+"\n", opts.CPUs, opts.MemoryMiB))
+		mounts = append(mounts, bind(file(vm), VMConfigPath, true))
+		annotations[HandlerAnnotation] = "krun"
+		annotations[CPUsAnnotation] = fmt.Sprint(opts.CPUs)
+		annotations[RAMAnnotation] = fmt.Sprint(opts.MemoryMiB)
+		devices = append(devices, spec.LinuxDevice{Path: "/dev/kvm"})
+	}
+
+	env := containerEnv(p, home)
+	s.Env = env
+	s.Secrets = append(s.Secrets, p.Secrets...)
+	s.Manifest = man
+	envMap := map[string]string{wire.ManifestEnv: man.Encode()}
+	for _, e := range env {
+		envMap[e.Name] = e.Value
+	}
+	g := &specgen.SpecGenerator{}
+	g.Name = ""
+	g.Image = opts.Image
+	g.RawImageName = opts.Image
+	g.OCIRuntime = opts.Runtime
+	g.Entrypoint = []string{InitPath}
+	g.Command = append([]string{shimContainerArg, "--framed", "--role=run", "--"}, p.Command...)
+	g.Env = envMap
+	g.Stdin = ptr(true)
+	g.Terminal = ptr(false)
+	g.Remove = ptr(true)
+	g.Labels = map[string]string{
+		LabelProject: p.Project.ID,
+		LabelName:    p.Project.Name,
+		LabelDir:     p.Project.Dir,
+		LabelVersion: opts.Version,
+		LabelRuntime: opts.Runtime,
+	}
+	g.Annotations = annotations
+	g.Hostname = "devsandbox"
+	g.WorkDir = p.Workdir
+	g.User = fmt.Sprintf("%d:%d", p.User.UID, p.User.GID)
+	g.UserNS = specgen.Namespace{NSMode: specgen.KeepID}
+	g.Passwd = ptr(false)
+	g.ReadOnlyFilesystem = ptr(true)
+	g.CapDrop = []string{"all"}
+	g.NoNewPrivileges = ptr(true)
+	g.Mounts = sortMounts(mounts)
+	g.Devices = devices
+	g.NetNS = netns
+	g.Rlimits = rlimits(opts)
+	s.Gen = g
+	return s, nil
+}
+
+// shimContainerArg is shim.ContainerArg (not imported: the shim package is Linux-only).
+const shimContainerArg = "--container"
+
+func ptr[T any](v T) *T { return &v }
+
+func bind(src, dst string, ro bool) spec.Mount {
+	o := []string{"rbind", "rw"}
+	if ro {
+		o = []string{"rbind", "ro"}
+	}
+	return spec.Mount{Type: "bind", Source: src, Destination: dst, Options: o}
+}
+
+func tmpfs(dst string, opts ...string) spec.Mount {
+	return spec.Mount{Type: "tmpfs", Source: "tmpfs", Destination: dst, Options: opts}
+}
+
+// rlimits caps the open files at the host's hard limit.
+func rlimits(o Options) []spec.POSIXRlimit {
+	if o.NofileHard == 0 {
+		return nil
+	}
+	return []spec.POSIXRlimit{{Type: "nofile", Hard: o.NofileHard, Soft: o.NofileHard}}
+}
+
+// placed is a plan mount with its destination in the container.
+type placed struct {
+	isolator.Mount
+	target string
+}
+
+// visibleMounts resolves each mount's destination (the sandbox home and home-relative
+// mounts move to home) and drops every mount a later one covers: the runtime sorts
+// mounts by depth, so a hidden bind below a later mask would otherwise reappear.
+func visibleMounts(p *isolator.Plan, home string) []placed {
+	var out []placed
+	for _, m := range p.Mounts {
+		t := m.Target(home)
+		if m.HomeRel == "" && m.Dest == p.User.HostHome && m.Source == p.SandboxHome {
+			t = home
+		}
+		t = path.Clean(t)
+		kept := out[:0]
+		for _, o := range out {
+			if !isolator.Within(o.target, t) {
+				kept = append(kept, o)
+			}
+		}
+		out = append(kept, placed{m, t})
+	}
+	return out
+}
+
+// mountPointsIn returns the names of dir's entries that later mounts create.
+func mountPointsIn(dir string, later []placed) []string {
+	var names []string
+	for _, m := range later {
+		if m.target == dir || !isolator.Within(m.target, dir) {
+			continue
+		}
+		n, _, _ := strings.Cut(strings.TrimPrefix(m.target, dir+"/"), "/")
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// sortMounts orders mounts parents first (stable within a depth).
+func sortMounts(ms []spec.Mount) []spec.Mount {
+	sort.SliceStable(ms, func(i, j int) bool {
+		return strings.Count(ms[i].Destination, "/") < strings.Count(ms[j].Destination, "/")
+	})
+	return ms
+}
+
+// containerEnv is the command's environment: the Plan's, with the container's home
+// and without PATH (containers use the image's).
+func containerEnv(p *isolator.Plan, home string) []isolator.EnvVar {
+	var env []isolator.EnvVar
+	hasHome := false
+	for _, e := range p.Env {
+		switch e.Name {
+		case "PATH":
+			continue
+		case "HOME":
+			e = isolator.EnvVar{Name: "HOME", Value: home}
+			hasHome = true
+		}
+		env = append(env, e)
+	}
+	if !hasHome {
+		env = append(env, isolator.EnvVar{Name: "HOME", Value: home})
+		sort.Slice(env, func(i, j int) bool { return env[i].Name < env[j].Name })
+	}
+	return env
+}
+
+// userFiles returns /etc/passwd and /etc/group for the container: root, nobody and
+// the host user with the container's home.
+func userFiles(u isolator.User, home string) (passwd, group []byte) {
+	var pw, gr strings.Builder
+	name := u.Name
+	if name == "" {
+		name = "user"
+	}
+	if u.UID != 0 {
+		pw.WriteString("root:x:0:0:root:/root:/bin/sh\n")
+	}
+	if u.UID != 65534 {
+		pw.WriteString("nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+	}
+	fmt.Fprintf(&pw, "%s:x:%d:%d:%s:%s:/bin/sh\n", name, u.UID, u.GID, name, home)
+	if u.GID != 0 {
+		gr.WriteString("root:x:0:\n")
+	}
+	if u.GID != 65534 {
+		gr.WriteString("nogroup:x:65534:\n")
+	}
+	fmt.Fprintf(&gr, "%s:x:%d:\n", name, u.GID)
+	return []byte(pw.String()), []byte(gr.String())
+}

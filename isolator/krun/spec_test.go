@@ -1,0 +1,329 @@
+package krun
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/krun/helper"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
+
+const (
+	home        = "/home/u"
+	project     = "/home/u/src/app"
+	sandboxHome = "/home/u/.local/share/devsandbox/app-0123abcd/home"
+	stateDir    = "/home/u/.local/state/devsandbox/app-0123abcd"
+	emptyFile   = "/home/u/.local/state/devsandbox/empty"
+	self        = "/usr/local/bin/devsandbox-init"
+)
+
+// basePlan is a plan as Build makes it for a project under the home directory.
+func basePlan() *isolator.Plan {
+	return &isolator.Plan{
+		Project:     isolator.Project{Dir: project, ID: "0123abcd", Name: "app-0123abcd"},
+		Workdir:     project + "/sub dir",
+		User:        isolator.User{Name: "u", UID: 1000, GID: 1000, HostHome: home, Shell: "/bin/bash"},
+		SandboxHome: sandboxHome,
+		StateDir:    stateDir,
+		EmptyFile:   emptyFile,
+		Self:        self,
+		Mounts: []isolator.Mount{
+			{Kind: isolator.Bind, Source: sandboxHome, Dest: home, Why: "sandbox home"},
+			{Kind: isolator.Bind, Source: project, Dest: project, Why: "project"},
+			{Kind: isolator.Bind, Source: project + "/.git/hooks", Dest: project + "/.git/hooks", ReadOnly: true, Why: "git hooks"},
+		},
+		Tmp: isolator.Tmp{Kind: "session", Dir: stateDir + "/tmp"},
+		Env: []isolator.EnvVar{
+			{Name: "DEVSANDBOX", Value: "1"},
+			{Name: "HOME", Value: home, FromHost: true},
+			{Name: "LANG", Value: "C.UTF-8", FromHost: true},
+			{Name: "PATH", Value: "/usr/bin:/bin", FromHost: true},
+		},
+		Egress:  egress.Rules{Mode: egress.None},
+		Command: []string{"bash", "-lc", "echo 'hi there'"},
+	}
+}
+
+var opts = Options{Image: "devsandbox/default:1.0", Runtime: "krun", CPUs: 2, MemoryMiB: 2048, Home: "/home/u", Version: "1.0", NofileHard: 20000}
+
+var goldenCases = []struct {
+	name string
+	plan func() *isolator.Plan
+	opts func() Options
+}{
+	{"minimal", basePlan, nil},
+	{"runc_open_tty_other_home", func() *isolator.Plan {
+		p := basePlan()
+		p.Egress = egress.Rules{Mode: egress.Open}
+		p.TTY = true
+		p.Command = []string{"/bin/bash"}
+		return p
+	}, func() Options {
+		o := opts
+		o.Runtime, o.Home, o.NofileHard = "runc", "/home/dev", 0
+		return o
+	}},
+	{"vm_size", basePlan, func() Options {
+		o := opts
+		o.CPUs, o.MemoryMiB = 4, 8192
+		return o
+	}},
+	{"mount_kinds", func() *isolator.Plan {
+		p := basePlan()
+		p.Mounts = append(p.Mounts,
+			isolator.Mount{Kind: isolator.Bind, Source: home + "/.gitconfig", HomeRel: ".gitconfig", ReadOnly: true, Why: "tool git"},
+			isolator.Mount{Kind: isolator.Bind, Source: home + "/.cache/go", HomeRel: ".cache/go", Optional: true, Why: "tool go"},
+			isolator.Mount{Kind: isolator.Data, HomeRel: ".ssh/config", Content: []byte("Host *\n"), Why: "tool ssh"},
+			isolator.Mount{Kind: isolator.MaskDir, HomeRel: ".aws", Why: "sandbox.hide_paths"},
+			isolator.Mount{Kind: isolator.MaskFile, Dest: project + "/.env", Why: "sandbox.mask_files"},
+			isolator.Mount{Kind: isolator.TmpDir, Dest: project + "/node_modules/.cache", Why: "tool node"},
+		)
+		return p
+	}, nil},
+	{"later_mount_covers_earlier", func() *isolator.Plan {
+		p := basePlan()
+		p.Mounts = append(p.Mounts,
+			isolator.Mount{Kind: isolator.Bind, Source: home + "/.config/gh", HomeRel: ".config/gh", Why: "tool gh"},
+			isolator.Mount{Kind: isolator.MaskDir, HomeRel: ".config", Why: "sandbox.hide_paths"},
+			isolator.Mount{Kind: isolator.MaskFile, Dest: project + "/.env", Why: "first"},
+			isolator.Mount{Kind: isolator.Bind, Source: "/srv/env", Dest: project + "/.env", ReadOnly: true, Why: "same path, later wins"},
+		)
+		return p
+	}, nil},
+	{"secrets_proxy", func() *isolator.Plan {
+		p := basePlan()
+		p.Egress = egress.Rules{Mode: egress.Proxy, Proxy: egress.Endpoint{Unix: "/run/user/1000/devsandbox/proxy-ab12.sock"}}
+		p.Secrets = []isolator.Secret{
+			{Name: "API_TOKEN", EnvSource: "API_TOKEN"},
+			{Name: "DB_PASS", FileSource: "/home/u/secrets/db pass", AsFile: true},
+			{Name: "NPM_TOKEN", EnvSource: "NPM_TOKEN", AsFile: true},
+		}
+		p.HostEnv = map[string]string{"API_TOKEN": "never-printed-1", "NPM_TOKEN": "never-printed-2"}
+		return p
+	}, nil},
+}
+
+// TestRenderGolden compares the rendered SpecGenerator and the podman CLI script with
+// testdata/NAME.{spec,script}.golden (go test -update rewrites them).
+func TestRenderGolden(t *testing.T) {
+	for _, tc := range goldenCases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := opts
+			if tc.opts != nil {
+				o = tc.opts()
+			}
+			p := tc.plan()
+			s, err := specGen(p, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec, _ := json.MarshalIndent(struct {
+				Gen     any
+				Files   []hostFile
+				Secrets []isolator.Secret
+			}{s.Gen, s.Files, s.Secrets}, "", "  ")
+			golden(t, tc.name+".spec.golden", string(spec)+"\n")
+			golden(t, tc.name+".script.golden", s.Script())
+			for _, v := range p.HostEnv {
+				if strings.Contains(string(spec)+s.Script(), v) {
+					t.Errorf("secret value %q rendered", v)
+				}
+			}
+			again, _ := specGen(tc.plan(), o)
+			b1, _ := json.Marshal(s.Gen)
+			b2, _ := json.Marshal(again.Gen)
+			if string(b1) != string(b2) {
+				t.Errorf("specGen is not deterministic")
+			}
+		})
+	}
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// The sandbox home and home-relative mounts land under docker.home; the project keeps
+// its host path.
+func TestHomeRemap(t *testing.T) {
+	p := basePlan()
+	p.Mounts = append(p.Mounts,
+		isolator.Mount{Kind: isolator.Bind, Source: home + "/.gitconfig", HomeRel: ".gitconfig", ReadOnly: true},
+		isolator.Mount{Kind: isolator.MaskDir, HomeRel: ".ssh"},
+	)
+	o := opts
+	o.Home = "/home/dev"
+	s, err := specGen(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, m := range s.Gen.Mounts {
+		got[m.Destination] = m.Type + ":" + m.Source
+	}
+	want := map[string]string{
+		"/home/dev":            "bind:" + sandboxHome,
+		"/home/dev/.gitconfig": "bind:" + home + "/.gitconfig",
+		"/home/dev/.ssh":       "tmpfs:tmpfs",
+		project:                "bind:" + project,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("mount at %s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	if _, ok := got[home]; ok {
+		t.Errorf("something is still mounted at the host home %s", home)
+	}
+	if s.Gen.Env["HOME"] != "/home/dev" {
+		t.Errorf("HOME = %q", s.Gen.Env["HOME"])
+	}
+}
+
+// Every protection is in the init's manifest, so the init checks it: in a microVM the
+// guest sees host files through virtio-fs, which can fail open.
+func TestManifestCoversProtections(t *testing.T) {
+	p := basePlan()
+	p.Mounts = append(p.Mounts,
+		isolator.Mount{Kind: isolator.MaskFile, Dest: project + "/.env"},
+		isolator.Mount{Kind: isolator.MaskDir, HomeRel: ".aws"},
+		isolator.Mount{Kind: isolator.Data, HomeRel: ".ssh/config", Content: []byte("x")},
+	)
+	s, err := specGen(p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := wire.DecodeManifest(s.Gen.Env[wire.ManifestEnv])
+	if err != nil || m.Network != "none" || m.SecretDir != isolator.SecretDir {
+		t.Fatalf("manifest: %+v %v", m, err)
+	}
+	checked := map[string]wire.CheckKind{}
+	for _, c := range m.Checks {
+		checked[c.Path] = c.Kind
+	}
+	for _, mt := range s.Gen.Mounts {
+		ro := false
+		for _, o := range mt.Options {
+			ro = ro || o == "ro"
+		}
+		var want wire.CheckKind
+		switch {
+		case mt.Destination == VMConfigPath, mt.Type == "tmpfs" && !ro:
+			continue // read by crun before the VM starts; writable scratch
+		case mt.Type == "tmpfs":
+			want = wire.CheckMaskDir
+		case mt.Source == emptyFile:
+			want = wire.CheckMaskFile
+		case filepath.Dir(mt.Source) == stateDir+"/krun":
+			want = wire.CheckData
+		case ro:
+			want = wire.CheckRO
+		default:
+			want = wire.CheckRW
+		}
+		if checked[mt.Destination] != want {
+			t.Errorf("mount %s: check %q, want %q", mt.Destination, checked[mt.Destination], want)
+		}
+	}
+}
+
+// The VM's size reaches crun (the file) and youki (annotations); runc gets neither,
+// and no /dev/kvm.
+func TestVMResources(t *testing.T) {
+	s, err := specGen(basePlan(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vm string
+	for _, f := range s.Files {
+		for _, m := range s.Gen.Mounts {
+			if m.Destination == VMConfigPath && m.Source == f.Path {
+				vm = string(f.Content)
+			}
+		}
+	}
+	if vm != `{"cpus":2,"ram_mib":2048}`+"\n" {
+		t.Errorf("%s = %q", VMConfigPath, vm)
+	}
+	a := s.Gen.Annotations
+	if a[HandlerAnnotation] != "krun" || a[CPUsAnnotation] != "2" || a[RAMAnnotation] != "2048" || s.Gen.OCIRuntime != "krun" {
+		t.Errorf("annotations %v, runtime %q", a, s.Gen.OCIRuntime)
+	}
+	if len(s.Gen.Devices) != 1 || s.Gen.Devices[0].Path != "/dev/kvm" {
+		t.Errorf("devices %v", s.Gen.Devices)
+	}
+	o := opts
+	o.Runtime = "runc"
+	s, _ = specGen(basePlan(), o)
+	if len(s.Gen.Annotations) != 0 || len(s.Gen.Devices) != 0 {
+		t.Errorf("runc got %v %v", s.Gen.Annotations, s.Gen.Devices)
+	}
+	o = opts
+	o.CPUs = 17
+	if _, err := specGen(basePlan(), o); err == nil {
+		t.Error("17 vCPUs accepted (libkrun's limit is 16)")
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	p := basePlan()
+	p.Egress = egress.Rules{Mode: egress.Allowlist}
+	if _, err := specGen(p, opts); err == nil || !strings.Contains(err.Error(), "allowlist") {
+		t.Errorf("allowlist: %v", err)
+	}
+	b := &Isolator{Settings: helper.Settings{KeepContainer: true, Runtime: "krun", Image: "x"}}
+	if _, err := b.Render(basePlan()); !errors.Is(err, isolator.ErrUnavailable) || !strings.Contains(err.Error(), "exec'd into") {
+		t.Errorf("keep_container: %v", err)
+	}
+}
+
+func TestSocketCandidates(t *testing.T) {
+	for _, tc := range []struct {
+		cfg, rt string
+		uid     int
+		want    []string
+	}{
+		{"unix:///srv/podman.sock", "/run/user/1000", 1000, []string{"/srv/podman.sock"}},
+		{"", "/run/user/1000", 1000, []string{"/run/user/1000/podman/podman.sock"}},
+		{"", "", 1000, []string{"/run/user/1000/podman/podman.sock"}},
+		{"", "", 0, []string{"/run/podman/podman.sock"}},
+		{"", "/run/user/0", 0, []string{"/run/user/0/podman/podman.sock", "/run/podman/podman.sock"}},
+	} {
+		got := socketCandidates(tc.cfg, tc.rt, tc.uid)
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("socketCandidates(%q, %q, %d) = %v, want %v", tc.cfg, tc.rt, tc.uid, got, tc.want)
+		}
+	}
+	if got := strings.Join(serviceArgs(false, "/r/p.sock"), " "); got != "--cgroup-manager=cgroupfs system service --time=10 unix:///r/p.sock" {
+		t.Errorf("serviceArgs = %s", got)
+	}
+	if got := strings.Join(serviceArgs(true, "/r/p.sock"), " "); got != "system service --time=10 unix:///r/p.sock" {
+		t.Errorf("serviceArgs = %s", got)
+	}
+}
