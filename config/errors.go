@@ -77,11 +77,6 @@ func invalidf(format string, args ...any) error {
 	return &valueError{msg: fmt.Sprintf(format, args...), classes: []error{ErrInvalid}}
 }
 
-// notImplementedf returns a cause matching ErrNotImplemented and ErrInvalid.
-func notImplementedf(format string, args ...any) error {
-	return &valueError{msg: fmt.Sprintf(format, args...), classes: []error{ErrInvalid, ErrNotImplemented}}
-}
-
 // restrictedf returns a cause matching ErrProjectRestricted and ErrInvalid.
 func restrictedf(format string, args ...any) error {
 	return &valueError{msg: fmt.Sprintf(format, args...), classes: []error{ErrInvalid, ErrProjectRestricted}}

@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"path"
-
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/maskscan"
 )
@@ -10,31 +8,6 @@ import (
 // maskMatcher decides which project files are masked.
 type maskMatcher struct {
 	mask, allow, skip []string
-}
-
-func (m maskMatcher) masked(name string) bool {
-	if !matchAny(m.mask, name) {
-		return false
-	}
-	return !matchAny(m.allow, name)
-}
-
-func (m maskMatcher) skipped(dir string) bool {
-	for _, s := range m.skip {
-		if s == dir {
-			return true
-		}
-	}
-	return false
-}
-
-func matchAny(globs []string, name string) bool {
-	for _, g := range globs {
-		if ok, _ := path.Match(g, name); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // findMasked returns the project paths to mask: the entries whose base name matches
