@@ -84,10 +84,10 @@ func setup() (int, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return 0, err
 	}
-	for _, name := range []string{"devsandbox", "devsandbox-init", "devsandbox-proxy", "devsandbox-docker"} {
+	for _, name := range []string{"devsandbox", "devsandbox-init", "devsandbox-proxy", "devsandbox-docker", "devsandbox-krun"} {
 		data, err := os.ReadFile(filepath.Join(filepath.Dir(src), name))
-		if name == "devsandbox-docker" && os.IsNotExist(err) {
-			continue // an older build: the docker tests skip (and fail in CI)
+		if (name == "devsandbox-docker" || name == "devsandbox-krun") && os.IsNotExist(err) {
+			continue // an older build: those tests skip (and fail in CI)
 		}
 		if err != nil {
 			return 0, err
@@ -108,6 +108,7 @@ func setup() (int, error) {
 		}
 	}
 	setupDocker()
+	setupPodman()
 	return 0, nil
 }
 
@@ -139,6 +140,8 @@ func forEachIsolator(t *testing.T, f func(t *testing.T, iso string)) {
 				requireBwrap(t)
 			case "docker":
 				requireDocker(t)
+			case "krun":
+				requirePodman(t)
 			}
 			f(t, iso)
 		})

@@ -59,15 +59,22 @@ func TestKill9TakesTreeDown(t *testing.T) {
 		}
 		lr := newLineReader(t, stdout)
 		lr.waitFor("ready")
-		// The sandboxed tree: under bwrap, devsandbox's descendants; under docker,
-		// the processes of the run's container (children of the engine's shim).
+		// The sandboxed tree: under bwrap, devsandbox's descendants; under docker and
+		// krun, the processes of the run's container (children of the engine's shim).
 		tree := descendants(cmd.Process.Pid)
-		if iso == "docker" {
+		switch iso {
+		case "docker":
 			ids := projectContainers(t, p, false)
 			if len(ids) != 1 {
 				t.Fatalf("want the run's container, have %v", ids)
 			}
 			tree = containerPids(t, ids[0])
+		case "krun":
+			ids := krunContainers(t, p, false)
+			if len(ids) != 1 {
+				t.Fatalf("want the run's container, have %v", ids)
+			}
+			tree = krunContainerPids(t, ids[0])
 		}
 		if len(tree) < 3 {
 			t.Fatalf("found only %d sandboxed processes: %v", len(tree), tree)

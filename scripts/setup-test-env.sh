@@ -5,7 +5,7 @@
 set -euo pipefail
 
 TEST_USER=${DEVSANDBOX_TEST_USER:-dsbtest}
-PACKAGES=(bubblewrap passt nftables iptables iproute2 uidmap git procps busybox-static shellcheck curl python3-minimal openssh-client docker.io debootstrap)
+PACKAGES=(bubblewrap passt nftables iptables iproute2 uidmap git procps busybox-static shellcheck curl python3-minimal openssh-client docker.io debootstrap podman runc slirp4netns)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -79,4 +79,21 @@ if ! docker image inspect devsandbox-test/debian:1 >/dev/null 2>&1; then
 	tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' -c 'ENV LANG=C.UTF-8' - devsandbox-test/debian:1 >/dev/null
 	rm -rf "$root"
 fi
-echo "setup: ready (bwrap $(bwrap --version | awk '{print $2}'), docker $(docker version --format '{{.Server.Version}}'), test user $TEST_USER)"
+# Rootless podman for the krun isolator (run with the runtime runc, and with a
+# recording stand-in named krun: no libkrun here): subordinate ids, a runtime dir
+# (no systemd-logind to make it), native overlay storage and the recorder.
+uid=$(id -u "$TEST_USER")
+grep -q "^$TEST_USER:" /etc/subuid || usermod --add-subuids 100000-165535 "$TEST_USER"
+grep -q "^$TEST_USER:" /etc/subgid || usermod --add-subgids 100000-165535 "$TEST_USER"
+install -d -m 0700 -o "$TEST_USER" -g "$TEST_USER" "/run/user/$uid"
+install -d -m 0755 /usr/local/libexec/devsandbox-test
+install -m 0755 "$(dirname "$0")/krun-recorder.sh" /usr/local/libexec/devsandbox-test/krun
+install -d -m 1777 /var/tmp/devsandbox-krun-record
+test_home=$(getent passwd "$TEST_USER" | cut -d: -f6)
+install -d -m 0755 -o "$TEST_USER" -g "$TEST_USER" "$test_home/.config" "$test_home/.config/containers"
+conf=$test_home/.config/containers
+[ -e "$conf/storage.conf" ] || printf '[storage]\ndriver = "overlay"\n' >"$conf/storage.conf"
+printf '[engine.runtimes]\nkrun = ["/usr/local/libexec/devsandbox-test/krun"]\n' >"$conf/containers.conf"
+chown "$TEST_USER:$TEST_USER" "$conf/storage.conf" "$conf/containers.conf"
+
+echo "setup: ready (bwrap $(bwrap --version | awk '{print $2}'), docker $(docker version --format '{{.Server.Version}}'), $(podman --version), test user $TEST_USER)"

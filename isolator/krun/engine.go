@@ -21,6 +21,8 @@ type engine interface {
 	Version() (string, error)
 	ImageExists(image string) error
 	Create(g *specgen.SpecGenerator) (id string, err error)
+	// Runtime returns the OCI runtime podman gave the container.
+	Runtime(id string) (string, error)
 	// Attach relays the container's stdio until its stream ends; ready is signalled
 	// once attached.
 	Attach(id string, stdin io.Reader, stdout, stderr io.Writer, ready chan bool) error
@@ -107,6 +109,14 @@ func (e *podman) Create(g *specgen.SpecGenerator) (string, error) {
 		return "", err
 	}
 	return r.ID, nil
+}
+
+func (e *podman) Runtime(id string) (string, error) {
+	c, err := containers.Inspect(e.ctx, id, new(containers.InspectOptions).WithSize(false))
+	if err != nil {
+		return "", err
+	}
+	return c.OCIRuntime, nil
 }
 
 func (e *podman) Attach(id string, stdin io.Reader, stdout, stderr io.Writer, ready chan bool) error {

@@ -49,6 +49,15 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		}
 		return 0, fmt.Errorf("%w: podman refused the container: %v; the command did not run. `devsandbox --dry-run` shows it, `devsandbox doctor` checks podman", isolator.ErrProtection, err)
 	}
+	// podman's service, not the request, chooses the runtime: a service started
+	// without --runtime krun runs a plain container, so look before starting it.
+	if rt, err := e.Runtime(id); err != nil || rt != s.Gen.OCIRuntime {
+		_ = e.Remove(id)
+		if err != nil {
+			return 0, fmt.Errorf("%w: inspecting the container: %v; the command did not run", isolator.ErrProtection, err)
+		}
+		return 0, fmt.Errorf("%w: the podman service at %s runs containers with the runtime %s, not krun.runtime %s; start it with `podman --runtime %s system service`, or unset krun.podman_socket; the command did not run", isolator.ErrProtection, b.socketName(), rt, s.Gen.OCIRuntime, s.Gen.OCIRuntime)
+	}
 	b.phase("create")
 	// From here on the container exists: it goes away on every path out, and when
 	// ctx ends (devsandbox is gone) at once.
@@ -130,6 +139,11 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	_ = inW.Close()
 	return sess.result(code)
+}
+
+func (b *Isolator) socketName() string {
+	st := b.Settings
+	return socketPath(st.Socket, st.RuntimeDir, st.UID, st.Runtime)
 }
 
 // prepare creates what the container binds from the host: private directories, the

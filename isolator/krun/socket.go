@@ -31,8 +31,9 @@ type Host interface {
 	HardLimits() (nofile, nproc uint64)
 	// Listening reports whether a Unix socket at path accepts connections.
 	Listening(path string) bool
-	// StartService starts `podman system service` on path and returns once it listens.
-	StartService(ctx context.Context, path string) error
+	// StartService starts `podman --runtime RUNTIME system service` on path and
+	// returns once it listens.
+	StartService(ctx context.Context, path, runtime string) error
 	// Systemd reports whether systemd is the init (else podman needs cgroupfs).
 	Systemd() bool
 }
@@ -72,10 +73,10 @@ func (osHost) Systemd() bool {
 	return err == nil
 }
 
-// StartService starts podman's API service on path, detached (its own session, so
+// StartService starts podman's API service for runtime on path, detached (its own session, so
 // neither a terminal's signals nor devsandbox's end reach it), with ServiceIdle as its
 // idle timeout. Concurrent starts are serialised by a lock next to the socket.
-func (h osHost) StartService(ctx context.Context, path string) error {
+func (h osHost) StartService(ctx context.Context, path, runtime string) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
@@ -102,7 +103,11 @@ func (h osHost) StartService(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("%w: podman is not installed: %v", isolator.ErrUnavailable, err)
 	}
-	cmd := exec.Command(podman, serviceArgs(h.Systemd(), path)...)
+	cmd := exec.Command(podman, serviceArgs(h.Systemd(), runtime, path)...)
+	if _, ok := os.LookupEnv("XDG_RUNTIME_DIR"); !ok && strings.HasPrefix(path, "/run/user/") {
+		// Rootless podman keeps its state there; say so rather than let it guess.
+		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+filepath.Dir(filepath.Dir(path)))
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Dir = "/"
@@ -132,10 +137,10 @@ func (h osHost) StartService(ctx context.Context, path string) error {
 	}
 }
 
-// serviceArgs is podman's argv for the API service. Without systemd as init, podman's
-// default systemd cgroup manager cannot work; cgroupfs does.
-func serviceArgs(systemd bool, path string) []string {
-	var args []string
+// serviceArgs is podman's argv for the API service with the runtime. Without systemd
+// as init, podman's default systemd cgroup manager cannot work; cgroupfs does.
+func serviceArgs(systemd bool, runtime, path string) []string {
+	args := []string{"--runtime=" + runtime}
 	if !systemd {
 		args = append(args, "--cgroup-manager=cgroupfs")
 	}
@@ -147,47 +152,44 @@ func lastLine(b []byte) string {
 	return lines[len(lines)-1]
 }
 
-// socketCandidates lists where podman's API socket is looked for, in order:
-// krun.podman_socket, else the user's ($XDG_RUNTIME_DIR, or /run/user/UID), else the
-// system service's (root only). The first is where devsandbox starts a service.
-func socketCandidates(configured, runtimeDir string, uid int) []string {
+// socketPath is the podman API socket the backend uses: krun.podman_socket when set,
+// else the service devsandbox runs for the runtime. podman picks the OCI runtime per
+// service (`podman --runtime NAME system service`; the API ignores a container's own
+// choice), so a user's general podman.sock would run a plain container, not a VM:
+// devsandbox keeps a socket per runtime next to it, under $XDG_RUNTIME_DIR/podman
+// (/run/user/UID without it; /run/podman for root).
+func socketPath(configured, runtimeDir string, uid int, runtime string) string {
 	if configured != "" {
-		return []string{strings.TrimPrefix(configured, "unix://")}
+		return strings.TrimPrefix(configured, "unix://")
 	}
-	var c []string
+	dir := runtimeDir
 	switch {
-	case runtimeDir != "":
-		c = append(c, filepath.Join(runtimeDir, "podman", "podman.sock"))
+	case dir != "":
 	case uid != 0:
-		c = append(c, filepath.Join("/run/user", strconv.Itoa(uid), "podman", "podman.sock"))
+		dir = filepath.Join("/run/user", strconv.Itoa(uid))
+	default:
+		dir = "/run"
 	}
-	if uid == 0 {
-		c = append(c, "/run/podman/podman.sock")
-	}
-	return c
+	return filepath.Join(dir, "podman", "devsandbox-"+runtime+".sock")
 }
 
-// errNoSocket says where devsandbox looked.
-var errNoSocket = errors.New("no podman API socket")
-
-// socket returns a listening API socket, starting a service on the first candidate
-// when none listens.
+// socket returns the listening API socket, starting a service for the runtime when
+// none listens (not for a configured socket, which is the user's to run).
 func (b *Isolator) socket(ctx context.Context, h Host) (string, error) {
-	c := socketCandidates(b.Settings.Socket, b.Settings.RuntimeDir, b.Settings.UID)
-	if len(c) == 0 {
-		return "", fmt.Errorf("%w: %w: XDG_RUNTIME_DIR is unset; set it (rootless podman needs it) or krun.podman_socket", isolator.ErrUnavailable, errNoSocket)
+	s := b.Settings
+	p := socketPath(s.Socket, s.RuntimeDir, s.UID, s.Runtime)
+	if h.Listening(p) {
+		return p, nil
 	}
-	for _, p := range c {
-		if h.Listening(p) {
-			return p, nil
-		}
+	if s.Socket != "" {
+		return "", fmt.Errorf("%w: nothing listens on krun.podman_socket %s; start `podman --runtime %s system service unix://%s`, or unset krun.podman_socket to let devsandbox run one", isolator.ErrUnavailable, p, s.Runtime, p)
 	}
-	if err := h.StartService(ctx, c[0]); err != nil {
+	if err := h.StartService(ctx, p, s.Runtime); err != nil {
 		if errors.Is(err, isolator.ErrUnavailable) {
 			return "", err
 		}
-		return "", fmt.Errorf("%w: %w at %s and podman's service could not be started: %v", isolator.ErrUnavailable, errNoSocket, strings.Join(c, ", "), err)
+		return "", fmt.Errorf("%w: podman's API service could not be started on %s: %v", isolator.ErrUnavailable, p, err)
 	}
 	b.phase("podman service")
-	return c[0], nil
+	return p, nil
 }

@@ -303,27 +303,25 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
-func TestSocketCandidates(t *testing.T) {
+func TestSocketPath(t *testing.T) {
 	for _, tc := range []struct {
 		cfg, rt string
 		uid     int
-		want    []string
+		want    string
 	}{
-		{"unix:///srv/podman.sock", "/run/user/1000", 1000, []string{"/srv/podman.sock"}},
-		{"", "/run/user/1000", 1000, []string{"/run/user/1000/podman/podman.sock"}},
-		{"", "", 1000, []string{"/run/user/1000/podman/podman.sock"}},
-		{"", "", 0, []string{"/run/podman/podman.sock"}},
-		{"", "/run/user/0", 0, []string{"/run/user/0/podman/podman.sock", "/run/podman/podman.sock"}},
+		{"unix:///srv/podman.sock", "/run/user/1000", 1000, "/srv/podman.sock"},
+		{"", "/run/user/1000", 1000, "/run/user/1000/podman/devsandbox-krun.sock"},
+		{"", "", 1000, "/run/user/1000/podman/devsandbox-krun.sock"},
+		{"", "", 0, "/run/podman/devsandbox-krun.sock"},
 	} {
-		got := socketCandidates(tc.cfg, tc.rt, tc.uid)
-		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
-			t.Errorf("socketCandidates(%q, %q, %d) = %v, want %v", tc.cfg, tc.rt, tc.uid, got, tc.want)
+		if got := socketPath(tc.cfg, tc.rt, tc.uid, "krun"); got != tc.want {
+			t.Errorf("socketPath(%q, %q, %d) = %s, want %s", tc.cfg, tc.rt, tc.uid, got, tc.want)
 		}
 	}
-	if got := strings.Join(serviceArgs(false, "/r/p.sock"), " "); got != "--cgroup-manager=cgroupfs system service --time=10 unix:///r/p.sock" {
+	if got := strings.Join(serviceArgs(false, "krun", "/r/p.sock"), " "); got != "--runtime=krun --cgroup-manager=cgroupfs system service --time=10 unix:///r/p.sock" {
 		t.Errorf("serviceArgs = %s", got)
 	}
-	if got := strings.Join(serviceArgs(true, "/r/p.sock"), " "); got != "system service --time=10 unix:///r/p.sock" {
+	if got := strings.Join(serviceArgs(true, "runc", "/r/p.sock"), " "); got != "--runtime=runc system service --time=10 unix:///r/p.sock" {
 		t.Errorf("serviceArgs = %s", got)
 	}
 }

@@ -1,0 +1,436 @@
+//go:build integration
+
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// podmanReady is why the krun tests cannot run ("" when they can).
+var podmanReady = "not checked"
+
+// krunImage is the image the krun runs use: docker's default image, loaded into the
+// test user's podman storage.
+var krunImage string
+
+// recordDir is where the recording krun runtime (scripts/krun-recorder.sh, installed
+// by the setup script) writes each container's argv and OCI config.
+const recordDir = "/var/tmp/devsandbox-krun-record"
+
+// setupPodman makes the krun isolator usable for the test user: the default image in
+// its podman storage (from the docker engine, where setupDocker built it) and
+// krun.runtime = "runc" in its user config, so the conformance suite runs through
+// podman with runc. Runs once, as root, after setupDocker.
+func setupPodman() {
+	if _, err := os.Stat(filepath.Join(filepath.Dir(it.bin), "devsandbox-krun")); err != nil {
+		podmanReady = "devsandbox-krun was not built"
+		return
+	}
+	if _, err := exec.LookPath("podman"); err != nil {
+		podmanReady = "podman is not installed (scripts/setup-test-env.sh installs it)"
+		return
+	}
+	if fi, err := os.Stat(runtimeDir()); err != nil || int(fi.Sys().(*syscall.Stat_t).Uid) != it.uid {
+		podmanReady = runtimeDir() + " is missing or not the test user's (scripts/setup-test-env.sh makes it)"
+		return
+	}
+	out, err := exec.Command(it.bin, "version").Output()
+	if err != nil {
+		podmanReady = fmt.Sprintf("devsandbox version: %v", err)
+		return
+	}
+	krunImage = "devsandbox/default:" + strings.TrimPrefix(strings.TrimSpace(string(out)), "devsandbox ")
+	if _, err := podmanAs("image", "exists", krunImage); err != nil {
+		if dockerReady != "" {
+			podmanReady = "the default image is built with docker, which is not ready: " + dockerReady
+			return
+		}
+		tar := filepath.Join(os.TempDir(), "devsandbox-it-image.tar")
+		defer os.Remove(tar)
+		if out, err := exec.Command("docker", "save", "-o", tar, krunImage).CombinedOutput(); err != nil {
+			podmanReady = fmt.Sprintf("docker save %s: %v: %s", krunImage, err, out)
+			return
+		}
+		_ = os.Chmod(tar, 0o644)
+		if out, err := podmanAs("load", "-q", "-i", tar); err != nil {
+			podmanReady = fmt.Sprintf("podman load %s: %v: %s", krunImage, err, out)
+			return
+		}
+	}
+	cfgDir := filepath.Join(it.home, ".config", "devsandbox")
+	if err := os.MkdirAll(cfgDir, 0o755); err != nil {
+		podmanReady = err.Error()
+		return
+	}
+	cfg := filepath.Join(cfgDir, "config.toml")
+	if err := os.WriteFile(cfg, []byte("# written by the integration tests\n[krun]\nruntime = \"runc\"\n"), 0o644); err != nil {
+		podmanReady = err.Error()
+		return
+	}
+	_ = os.Lchown(cfgDir, it.uid, it.gid)
+	_ = os.Lchown(filepath.Dir(cfgDir), it.uid, it.gid)
+	_ = os.Lchown(cfg, it.uid, it.gid)
+	podmanReady = ""
+}
+
+// requirePodman skips without rootless podman and the image, and fails in CI.
+func requirePodman(t *testing.T) {
+	t.Helper()
+	if podmanReady != "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("podman is required in CI: %s", podmanReady)
+		}
+		t.Skip(podmanReady)
+	}
+}
+
+func runtimeDir() string { return fmt.Sprintf("/run/user/%d", it.uid) }
+
+// podmanAs runs the podman CLI as the test user (its own storage, no API service).
+func podmanAs(args ...string) (string, error) {
+	cmd := exec.Command("podman", args...)
+	cmd.Dir = "/"
+	cmd.Env = []string{"HOME=" + it.home, "USER=" + it.name, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "XDG_RUNTIME_DIR=" + runtimeDir()}
+	if it.asOther {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(it.uid), Gid: uint32(it.gid)}}
+	}
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func mustPodman(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := podmanAs(args...)
+	if err != nil {
+		t.Fatalf("podman %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// krunContainers lists the ids of the project's podman containers.
+func krunContainers(t *testing.T, p *project, all bool) []string {
+	t.Helper()
+	id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+	args := []string{"ps", "-q", "--no-trunc", "--filter", "label=dev.devsandbox.project=" + id}
+	if all {
+		args = append(args, "-a")
+	}
+	return strings.Fields(mustPodman(t, args...))
+}
+
+// krunContainerPids returns the processes in the container's pid namespace.
+func krunContainerPids(t *testing.T, id string) []int {
+	t.Helper()
+	pid, err := strconv.Atoi(mustPodman(t, "inspect", "--format", "{{.State.Pid}}", id))
+	if err != nil || pid == 0 {
+		return nil
+	}
+	return pidNamespaceMembers(pid)
+}
+
+func pidNamespaceMembers(pid int) []int {
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		if l, err := os.Readlink(d + "/ns/pid"); err == nil && l == ns {
+			if n, err := strconv.Atoi(filepath.Base(d)); err == nil {
+				pids = append(pids, n)
+			}
+		}
+	}
+	return pids
+}
+
+// podmanServices lists the test user's podman API services that devsandbox started.
+func podmanServices() []int {
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		cmd := strings.Join(args, " ")
+		var st syscall.Stat_t
+		if syscall.Stat(d, &st) != nil || int(st.Uid) != it.uid {
+			continue
+		}
+		if strings.Contains(cmd, "system service") && strings.Contains(cmd, "/devsandbox-") {
+			if n, err := strconv.Atoi(filepath.Base(d)); err == nil {
+				pids = append(pids, n)
+			}
+		}
+	}
+	return pids
+}
+
+// record is what the recording krun runtime saw for one container.
+type record struct {
+	argv   []string
+	config ociConfig
+	raw    string
+}
+
+type ociConfig struct {
+	Annotations map[string]string `json:"annotations"`
+	Process     struct {
+		Args    []string `json:"args"`
+		Env     []string `json:"env"`
+		User    struct{ UID, GID int }
+		Rlimits []struct {
+			Type       string `json:"type"`
+			Hard, Soft uint64
+		} `json:"rlimits"`
+	} `json:"process"`
+	Mounts []struct {
+		Destination string   `json:"destination"`
+		Type        string   `json:"type"`
+		Source      string   `json:"source"`
+		Options     []string `json:"options"`
+	} `json:"mounts"`
+	Linux struct {
+		Devices []struct {
+			Path string `json:"path"`
+		} `json:"devices"`
+	} `json:"linux"`
+}
+
+// recordFor finds the record of the run in project dir (its bind is in the mounts).
+func recordFor(t *testing.T, dir string) record {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(recordDir, "*.json"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var c ociConfig
+		if json.Unmarshal(b, &c) != nil {
+			continue
+		}
+		for _, m := range c.Mounts {
+			if m.Destination == dir && m.Type == "bind" {
+				argv, _ := os.ReadFile(strings.TrimSuffix(f, ".json") + ".argv")
+				return record{argv: strings.Split(strings.TrimSpace(string(argv)), "\n"), config: c, raw: string(b) + string(argv)}
+			}
+		}
+	}
+	t.Fatalf("the krun runtime recorded no container for %s (is scripts/krun-recorder.sh registered? see scripts/setup-test-env.sh)", dir)
+	return record{}
+}
+
+// (b) Through the runtime named krun (a recorder delegating to runc): podman picks the
+// runtime, the VM's size reaches it the ways crun and youki read it, /dev/kvm is
+// passed, the mounts are the Plan's, and no secret value is in its argv or config.
+func TestKrunRuntimeSeesTheVM(t *testing.T) {
+	requirePodman(t)
+	if _, err := os.Stat(recordDir); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the recording krun runtime is not set up: %v", err)
+		}
+		t.Skip("the recording krun runtime is not set up (scripts/setup-test-env.sh)")
+	}
+	p := newProject(t)
+	const value = "krun-s3cret-7171"
+	p.write("proj/.env", "DB=hunter2\n")
+	p.write("secret.txt", "file-"+value)
+	p.write("krun.toml", "[krun]\nruntime = \"krun\"\ncpus = 3\nmemory_mib = 1536\n")
+	r := run(t, p.dir, []string{"API_TOKEN=" + value}, "", "--isolator=krun", "--config", p.path("krun.toml"),
+		"-e", "API_TOKEN", "--secret-file", "DB_PASS="+p.path("secret.txt"), "--", "/bin/sh", "-c",
+		`echo "env:$API_TOKEN"; cat /run/secrets/DB_PASS; echo; cat /.krun_vm.json; wc -c < .env`)
+	want := "env:" + value + "\nfile-" + value + "\n{\"cpus\":3,\"ram_mib\":1536}\n0\n"
+	if r.code != 0 || r.stdout != want {
+		t.Fatalf("run through the krun runtime:\n%s\nwant stdout %q", r, want)
+	}
+	rec := recordFor(t, p.dir)
+	if len(rec.argv) == 0 || !contains(rec.argv, "create") {
+		t.Errorf("the krun runtime was not asked to create the container: %q", rec.argv)
+	}
+	a := rec.config.Annotations
+	if a["run.oci.handler"] != "krun" || a["krun.cpus"] != "3" || a["krun.ram_mib"] != "1536" {
+		t.Errorf("annotations: %v", a)
+	}
+	// Rootless podman binds devices rather than listing them for mknod.
+	hasKVM := false
+	for _, d := range rec.config.Linux.Devices {
+		hasKVM = hasKVM || d.Path == "/dev/kvm"
+	}
+	for _, m := range rec.config.Mounts {
+		hasKVM = hasKVM || m.Destination == "/dev/kvm" && m.Source == "/dev/kvm"
+	}
+	if !hasKVM {
+		t.Errorf("/dev/kvm is neither a device nor a bind: %+v", rec.config.Linux.Devices)
+	}
+	if u := rec.config.Process.User; u.UID != it.uid || u.GID != it.gid {
+		t.Errorf("process user %+v, want %d:%d", u, it.uid, it.gid)
+	}
+	if args := rec.config.Process.Args; len(args) < 5 || args[0] != "/run/devsandbox/init" || args[1] != "--container" {
+		t.Errorf("process args %q", args)
+	}
+	mounts := map[string]string{}
+	for _, m := range rec.config.Mounts {
+		mounts[m.Destination] = m.Type + " " + m.Source + " " + strings.Join(m.Options, ",")
+	}
+	for dst, want := range map[string]string{
+		p.dir:                  "bind " + p.dir + " ",
+		p.dir + "/.env":        "bind " + filepath.Join(it.home, ".local/state/devsandbox/empty") + " ",
+		"/.krun_vm.json":       "bind ",
+		"/run/secrets":         "tmpfs tmpfs ",
+		"/run/devsandbox/init": "bind ",
+		"/home/" + it.name:     "bind " + filepath.Join(it.home, ".local/share/devsandbox", p.name(), "home") + " ",
+	} {
+		if !strings.HasPrefix(mounts[dst], want) {
+			t.Errorf("mount %s = %q, want prefix %q", dst, mounts[dst], want)
+		}
+	}
+	if !strings.Contains(mounts[p.dir+"/.env"], "ro") || !strings.Contains(mounts["/run/devsandbox/init"], "ro") {
+		t.Errorf("masks and the init must be read-only: %q, %q", mounts[p.dir+"/.env"], mounts["/run/devsandbox/init"])
+	}
+	var hardNofile syscall.Rlimit
+	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &hardNofile)
+	for _, rl := range rec.config.Process.Rlimits {
+		if rl.Type == "RLIMIT_NOFILE" && rl.Hard > hardNofile.Max {
+			t.Errorf("RLIMIT_NOFILE %d above the host's hard limit %d", rl.Hard, hardNofile.Max)
+		}
+	}
+	if strings.Contains(rec.raw, value) {
+		t.Errorf("the secret value reached the runtime's argv or OCI config")
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// (c) kill -9 of devsandbox leaves neither the container nor a podman service behind.
+func TestKrunKill9LeavesNothing(t *testing.T) {
+	requirePodman(t)
+	p := newProject(t)
+	cmd := command(t.Context(), p.dir, baseEnv(), "--isolator=krun", "--", "/bin/sh", "-c", `sleep 1000 & echo ready; wait`)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lr := newLineReader(t, stdout)
+	lr.waitFor("ready")
+	if ids := krunContainers(t, p, true); len(ids) != 1 {
+		t.Fatalf("want the run's container, have %v", ids)
+	}
+	if len(podmanServices()) == 0 {
+		t.Fatal("no podman service of devsandbox's found while it runs")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(krunContainers(t, p, true)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the container outlived devsandbox by 10s: %v", krunContainers(t, p, true))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// The service exits after its idle timeout (10 s) once nothing uses it.
+	deadline = time.Now().Add(25 * time.Second)
+	for len(podmanServices()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("podman services still running 25s after devsandbox was killed: %v", podmanServices())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// A krun VM runs one command and cannot be exec'd into: --keep-container is refused
+// with the reason; --dry-run prints the podman command with names only.
+func TestKrunRefusalsAndDryRun(t *testing.T) {
+	requirePodman(t)
+	p := newProject(t)
+	r := run(t, p.dir, nil, "", "--isolator=krun", "--keep-container", "--", "true")
+	if r.code != 125 || !strings.Contains(r.stderr, "cannot be exec'd into") {
+		t.Errorf("--keep-container:\n%s", r)
+	}
+	const value = "dry-s3cret-99"
+	r = run(t, p.dir, []string{"API_TOKEN=" + value}, "", "--isolator=krun", "-e", "API_TOKEN", "--dry-run", "--", "true")
+	if r.code != 0 || !strings.Contains(r.stdout, "podman run --rm -i") || !strings.Contains(r.stdout, "--runtime runc") ||
+		!strings.Contains(r.stdout, "-e API_TOKEN") || strings.Contains(r.stdout, value) {
+		t.Errorf("--dry-run:\n%s", r)
+	}
+	if len(krunContainers(t, p, true)) != 0 {
+		t.Error("--dry-run created a container")
+	}
+}
+
+// doctor explains the krun requirements row by row.
+func TestKrunDoctor(t *testing.T) {
+	requirePodman(t)
+	p := newProject(t)
+	r := run(t, p.dir, []string{"XDG_RUNTIME_DIR=" + runtimeDir()}, "", "doctor")
+	for _, row := range []string{"podman ", "uidmap ", "/etc/subuid ", "/etc/subgid ", "runtime dir " + runtimeDir(), "krun runtime ", "podman limits ", "podman API socket ", "krun image ", "krun isolator "} {
+		if !strings.Contains(r.stdout, "\n"+row) {
+			t.Errorf("doctor has no %q row:\n%s", row, r)
+		}
+	}
+	if !strings.Contains(r.stdout, "krun isolator     active") && !strings.Contains(r.stdout, "krun isolator  active") {
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(l, "krun isolator") && !strings.Contains(l, "active") {
+				t.Errorf("krun isolator not active: %s", l)
+			}
+		}
+	}
+}
+
+// The real microVM: only where a runtime with libkrun is installed (crun built with
+// libkrun, or krun on PATH that is not the test recorder) and /dev/kvm opens. Run it
+// with DEVSANDBOX_IT_KRUN_RUNTIME=crun (or krun) on such a machine; see docs/isolators.md.
+func TestKrunMicroVM(t *testing.T) {
+	requirePodman(t)
+	rt := os.Getenv("DEVSANDBOX_IT_KRUN_RUNTIME")
+	if rt == "" {
+		rt = libkrunRuntime()
+	}
+	if rt == "" {
+		t.Skip("no libkrun runtime on this machine (crun without +LIBKRUN, no krun): the microVM test is the one skip allowed; see docs/isolators.md to run it")
+	}
+	p := newProject(t)
+	p.write("krun.toml", fmt.Sprintf("[krun]\nruntime = %q\ncpus = 1\nmemory_mib = 512\n", rt))
+	p.write("proj/.env", "DB=hunter2\n")
+	r := run(t, p.dir, nil, "", "--isolator=krun", "--config", p.path("krun.toml"), "--", "/bin/sh", "-c",
+		`uname -r; nproc; wc -c < .env; echo x > probe && cat probe`)
+	host, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 4 || lines[0] == strings.TrimSpace(string(host)) || lines[1] != "1" || lines[2] != "0" || lines[3] != "x" {
+		t.Fatalf("microVM run (want a guest kernel other than the host's %s, 1 vCPU, the mask, a writable project):\n%s", host, r)
+	}
+}
+
+// libkrunRuntime names a runtime that boots libkrun VMs here, or "".
+func libkrunRuntime() string {
+	if out, err := exec.Command("crun", "--version").Output(); err == nil && strings.Contains(string(out), "+LIBKRUN") {
+		if _, err := os.Stat("/dev/kvm"); err == nil {
+			return "crun"
+		}
+	}
+	return ""
+}
