@@ -12,7 +12,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X github.com/devsandbox/devsandbox/config.Version=$(VERSION)
 PREFIX   ?= /usr/local
 
-.PHONY: help build vet lint test unit integration bench bench-docker embed darwin install setup clean
+.PHONY: help build vet lint test unit integration bench bench-docker bench-krun embed darwin install setup clean
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -52,6 +52,9 @@ bench: build ## launch benchmarks against the raw tools (not part of CI)
 
 bench-docker: build ## docker isolator launches (cold, and warm with keep_container) against the docker CLI
 	$(GO) run ./scripts/benchdocker -bin $(BIN) -n $${BENCH_RUNS:-20}
+
+bench-krun: build ## krun isolator launches (krun.runtime = runc) against podman run --rm of the same image, as the test user
+	$(GO) run ./scripts/benchkrun -bin $(BIN) -n $${BENCH_RUNS:-20}
 
 embed: ## build Linux devsandbox-init (amd64, arm64) into isolator/docker/initbin for a macOS build
 	for a in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o isolator/docker/initbin/devsandbox-init-linux-$$a ./cmd/devsandbox-init; done

@@ -35,7 +35,7 @@ fi
 
 make build
 if [ -w "$PREFIX/bin" ] || [ -z "$sudo" ]; then sudo=""; fi
-for b in devsandbox devsandbox-init devsandbox-proxy; do
+for b in devsandbox devsandbox-init devsandbox-proxy devsandbox-krun; do
 	$sudo install -D -m 0755 "bin/$b" "$PREFIX/bin/$b"
 done
 echo "install: $PREFIX/bin/devsandbox installed; run \`devsandbox doctor\` to check the host"
