@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -235,6 +236,24 @@ func TestDockerKill9LeavesNoContainer(t *testing.T) {
 	for len(projectContainers(t, p, true)) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("a container outlived devsandbox by 10s: %v", projectContainers(t, p, true))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A stopped one-shot container of the project (as a killed run or an engine restart
+// can leave) is removed by the next run.
+func TestDockerLeftoverRemoved(t *testing.T) {
+	requireDocker(t)
+	p := newProject(t)
+	removeContainers(t, p)
+	id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+	left := docker(t, "run", "-d", "--label", "dev.devsandbox.project="+id, "--label", "dev.devsandbox.kept=false", "devsandbox-test/busybox:1", "true")
+	p.mustSandbox("docker", []string{"--egress=none"}, `true`)
+	deadline := time.Now().Add(10 * time.Second)
+	for slices.Contains(projectContainers(t, p, true), left) {
+		if time.Now().After(deadline) {
+			t.Fatalf("leftover container %s still there", left)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -53,15 +53,10 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	}
 	defer sess.close()
 	b.phase("exec")
-	go func() {
-		select {
-		case <-sess.report.Seen():
-			b.phase("sandbox ready")
-		case <-sess.outc:
-		}
-	}()
 	select {
 	case <-sess.report.Seen():
+		b.phase("sandbox ready")
+	case <-sess.outDone:
 	case <-time.After(30 * time.Second):
 	}
 	unlock()

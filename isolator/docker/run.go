@@ -12,6 +12,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 
@@ -95,10 +96,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	}
 	started = true
 	b.phase("start")
-	go func() {
-		<-sess.report.Seen()
-		b.phase("sandbox ready")
-	}()
+	go removeLeftovers(context.WithoutCancel(ctx), e, p.Project.ID, id, time.Now())
 	code := 125
 	exited := make(chan struct{})
 	go func() {
@@ -113,9 +111,34 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 			b.warn("waiting for the container: %v", err)
 		}
 	}()
+	select {
+	case <-sess.report.Seen():
+		b.phase("sandbox ready")
+	case <-sess.outDone:
+	case <-exited:
+	}
 	sess.wait(exited, 2*time.Second)
 	<-exited
 	return sess.result(code)
+}
+
+// removeLeftovers removes the project's one-shot containers that a killed devsandbox
+// left behind: stopped ones (an engine restart can leave them), and ones created over a minute ago
+// that never started (a younger one may be a concurrent run about to start it). It
+// runs while the command does, off the launch path.
+func removeLeftovers(ctx context.Context, e Engine, projectID, current string, now time.Time) {
+	cs, err := e.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", LabelProject+"="+projectID), filters.Arg("label", LabelKept+"=false"),
+		filters.Arg("status", "created"), filters.Arg("status", "exited"))})
+	if err != nil {
+		return
+	}
+	for _, c := range cs {
+		if c.ID == current || c.State == "created" && now.Sub(time.Unix(c.Created, 0)) < time.Minute {
+			continue
+		}
+		_ = e.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+	}
 }
 
 // createFailed explains a failed ContainerCreate.

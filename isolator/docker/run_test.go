@@ -196,6 +196,12 @@ func (f *fakeEngine) ContainerRemove(_ context.Context, id string, _ container.R
 	return nil
 }
 
+// ContainerList finds no leftovers (it is not part of the transcripts: it runs
+// concurrently with the command).
+func (f *fakeEngine) ContainerList(context.Context, container.ListOptions) ([]container.Summary, error) {
+	return nil, nil
+}
+
 func (f *fakeEngine) ContainerInspect(_ context.Context, id string) (container.InspectResponse, error) {
 	f.record("ContainerInspect %s", id)
 	f.mu.Lock()

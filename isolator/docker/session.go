@@ -48,7 +48,8 @@ type session struct {
 	stdio  isolator.Stdio
 	tty    bool
 	report *wire.Report
-	outc   chan error
+	// outDone is closed once the init's output has ended (it exited).
+	outDone chan struct{}
 
 	restore func() error
 	stop    chan struct{}
@@ -57,7 +58,7 @@ type session struct {
 
 // startSession sends hello (after adding the window size) and starts relaying.
 func startSession(st *stream, stdio isolator.Stdio, h *wire.Hello) (*session, error) {
-	s := &session{st: st, stdio: stdio, tty: h.TTY, stop: make(chan struct{}), outc: make(chan error, 1)}
+	s := &session{st: st, stdio: stdio, tty: h.TTY, stop: make(chan struct{}), outDone: make(chan struct{})}
 	s.report = wire.NewReport(stdio.Err)
 	var inFd uintptr
 	term := stdio.In != nil && isTerminal(stdio.In.Fd())
@@ -101,9 +102,9 @@ func startSession(st *stream, stdio isolator.Stdio, h *wire.Hello) (*session, er
 		if out == nil {
 			out = io.Discard
 		}
-		_, err := stdcopy.StdCopy(out, s.report, st.r)
+		_, _ = stdcopy.StdCopy(out, s.report, st.r)
 		_ = s.report.Flush()
-		s.outc <- err
+		close(s.outDone)
 	}()
 	if stdio.In == nil {
 		_ = st.frame(wire.FrameClose, nil)
@@ -153,12 +154,12 @@ func (s *session) pumpInput(in io.Reader) {
 // is closed (the engine says the command ended, output may still be in flight).
 func (s *session) wait(exited <-chan struct{}, grace time.Duration) {
 	select {
-	case <-s.outc:
+	case <-s.outDone:
 		return
 	case <-exited:
 	}
 	select {
-	case <-s.outc:
+	case <-s.outDone:
 	case <-time.After(grace):
 	}
 }
