@@ -342,6 +342,18 @@ func newLineReader(t *testing.T, r io.Reader) *lineReader {
 	return lr
 }
 
+// next returns the next line, or "" when the output ends first, failing after 30 s.
+func (lr *lineReader) next() string {
+	lr.t.Helper()
+	select {
+	case l := <-lr.lines:
+		return l
+	case <-time.After(30 * time.Second):
+		lr.t.Fatal("no output within 30s")
+	}
+	return ""
+}
+
 // waitFor returns the first line with the given prefix, failing after 30 s.
 func (lr *lineReader) waitFor(prefix string) string {
 	lr.t.Helper()

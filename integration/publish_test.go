@@ -22,22 +22,17 @@ func TestPublish(t *testing.T) {
 			t.Run(mode, func(t *testing.T) {
 				p := newProject(t)
 				p.write("proj/www/index.html", "FROM-SANDBOX\n")
-				ln, err := net.Listen("tcp", "127.0.0.1:0") // a free host port
-				if err != nil {
-					t.Fatal(err)
-				}
-				hostPort := ln.Addr().(*net.TCPAddr).Port
-				ln.Close()
+				hostPort, sandboxPort := freePort(t), freePort(t) // in open mode the sandbox port is the host's too
 				server := `
 import http.server, socketserver, os, sys, threading
 os.chdir("www")
-srv = socketserver.TCPServer(("127.0.0.1", 18765), http.server.SimpleHTTPRequestHandler)
+srv = socketserver.TCPServer(("127.0.0.1", int(sys.argv[1])), http.server.SimpleHTTPRequestHandler)
 threading.Thread(target=srv.serve_forever, daemon=True).start()
 print("ready", flush=True)
 sys.stdin.read()
 `
 				cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--egress="+mode, "--allow", "192.0.2.1",
-					"--publish", fmt.Sprintf("%d:18765", hostPort), "--", "python3", "-c", server)
+					"--publish", fmt.Sprintf("%d:%d", hostPort, sandboxPort), "--", "python3", "-c", server, fmt.Sprint(sandboxPort))
 				stdin, _ := cmd.StdinPipe()
 				stdout, _ := cmd.StdoutPipe()
 				var stderr strings.Builder
@@ -46,7 +41,10 @@ sys.stdin.read()
 					t.Fatal(err)
 				}
 				defer func() { stdin.Close(); _ = cmd.Wait() }()
-				newLineReader(t, stdout).waitFor("ready")
+				lr := newLineReader(t, stdout)
+				if l := lr.next(); l != "ready" {
+					t.Fatalf("the server in the sandbox did not start (%q):\n%s", l, stderr.String())
+				}
 				client := http.Client{Timeout: 10 * time.Second}
 				resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/index.html", hostPort))
 				if err != nil {
@@ -60,4 +58,15 @@ sys.stdin.read()
 			})
 		}
 	}(t, "bwrap")
+}
+
+// freePort returns a TCP port free on the host's loopback right now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
