@@ -1,0 +1,211 @@
+package krun
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/containers/podman/v5/pkg/specgen"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/krun/helper"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+// fakeEngine plays podman and the container's init. Calls the test did not expect
+// fail it.
+type fakeEngine struct {
+	t       *testing.T
+	runtime string // what Runtime reports
+	init    func(stdin io.Reader, stdout, stderr io.Writer, hello *wire.Hello)
+
+	mu      sync.Mutex
+	calls   []string
+	created *specgen.SpecGenerator
+	hello   *wire.Hello
+	started chan struct{}
+	ended   chan struct{}
+}
+
+func newFake(t *testing.T, runtime string) *fakeEngine {
+	return &fakeEngine{t: t, runtime: runtime, started: make(chan struct{}), ended: make(chan struct{})}
+}
+
+func (f *fakeEngine) call(c string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, c)
+}
+
+func (f *fakeEngine) Calls() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return strings.Join(f.calls, " ")
+}
+
+func (f *fakeEngine) Version() (string, error) { f.t.Error("unexpected Version"); return "", nil }
+func (f *fakeEngine) ImageExists(string) error { f.t.Error("unexpected ImageExists"); return nil }
+
+func (f *fakeEngine) Create(g *specgen.SpecGenerator) (string, error) {
+	f.call("create")
+	f.created = g
+	return "c1", nil
+}
+
+func (f *fakeEngine) Runtime(id string) (string, error) {
+	f.call("runtime")
+	return f.runtime, nil
+}
+
+func (f *fakeEngine) Attach(id string, stdin io.Reader, stdout, stderr io.Writer, ready chan bool) error {
+	f.call("attach")
+	ready <- true
+	<-f.started
+	typ, p, err := wire.ReadFrame(stdin)
+	if err != nil || typ != wire.FrameHello {
+		f.t.Errorf("first frame: %c %v", typ, err)
+		return err
+	}
+	h, _ := wire.ParseHello(p)
+	f.mu.Lock()
+	f.hello = h
+	f.mu.Unlock()
+	f.init(stdin, stdout, stderr, h)
+	close(f.ended)
+	return nil
+}
+
+func (f *fakeEngine) Start(id string) error {
+	f.call("start")
+	close(f.started)
+	return nil
+}
+
+func (f *fakeEngine) Wait(id string) (int, error) {
+	f.call("wait")
+	<-f.ended
+	return 7, nil
+}
+
+func (f *fakeEngine) Remove(id string) error {
+	f.call("remove")
+	return nil
+}
+
+// fakeHost answers the host probes; starting a service is unexpected.
+type fakeHost struct{ t *testing.T }
+
+func (fakeHost) KVM() error                   { return nil }
+func (fakeHost) HardLimits() (uint64, uint64) { return 4096, 0 }
+func (fakeHost) Listening(string) bool        { return true }
+func (fakeHost) Systemd() bool                { return false }
+func (h fakeHost) StartService(context.Context, string, string) error {
+	h.t.Error("unexpected StartService")
+	return nil
+}
+
+func runPlan(t *testing.T) *isolator.Plan {
+	dir := t.TempDir()
+	p := basePlan()
+	p.StateDir = filepath.Join(dir, "state")
+	p.EmptyFile = filepath.Join(dir, "empty")
+	p.PrivateDirs = []string{filepath.Join(dir, "private")}
+	p.Secrets = []isolator.Secret{{Name: "API_TOKEN", EnvSource: "API_TOKEN"}}
+	p.HostEnv = map[string]string{"API_TOKEN": "v4lue-never-in-spec"}
+	return p
+}
+
+func backend(f *fakeEngine, t *testing.T) *Isolator {
+	return &Isolator{
+		Settings: helper.Settings{Image: "img", Runtime: "krun", CPUs: 2, MemoryMiB: 2048, Home: "/home/u"},
+		host:     fakeHost{t},
+		engineFn: func() (engine, error) { return f, nil },
+	}
+}
+
+// A run: create, check the runtime, attach, start; the secret goes in the hello frame
+// and nowhere in the spec; the exit status is the container's.
+func TestRunSession(t *testing.T) {
+	f := newFake(t, "krun")
+	f.init = func(_ io.Reader, stdout, stderr io.Writer, h *wire.Hello) {
+		fmt.Fprint(stderr, wire.ReadyMarker)
+		fmt.Fprintf(stdout, "token=%s\n", h.Env["API_TOKEN"])
+	}
+	var out, errb bytes.Buffer
+	code, err := backend(f, t).Run(context.Background(), runPlan(t), isolator.Stdio{Out: &out, Err: &errb})
+	if err != nil || code != 7 {
+		t.Fatalf("Run = %d, %v (stderr %q)", code, err, errb.String())
+	}
+	if out.String() != "token=v4lue-never-in-spec\n" {
+		t.Errorf("stdout %q", out.String())
+	}
+	if got := f.Calls(); !strings.HasPrefix(got, "create runtime attach start") || strings.Contains(got, "remove") {
+		t.Errorf("calls %q", got)
+	}
+	b, _ := json.Marshal(f.created)
+	if bytes.Contains(b, []byte("v4lue-never-in-spec")) {
+		t.Error("the secret value is in the container spec")
+	}
+	if !strings.HasPrefix(f.created.Name, "devsandbox-app-0123abcd-") || f.created.Rlimits[0].Hard != 4096 {
+		t.Errorf("name %q, rlimits %+v", f.created.Name, f.created.Rlimits)
+	}
+}
+
+// A service that runs another runtime than krun.runtime is refused before start.
+func TestRunRuntimeMismatch(t *testing.T) {
+	f := newFake(t, "runc")
+	_, err := backend(f, t).Run(context.Background(), runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "runtime runc, not krun.runtime krun") {
+		t.Errorf("Run: %v", err)
+	}
+	if got := f.Calls(); got != "create runtime remove" {
+		t.Errorf("calls %q", got)
+	}
+}
+
+// The init's failure report fails the run closed with its reason.
+func TestRunInitFailure(t *testing.T) {
+	f := newFake(t, "krun")
+	f.init = func(_ io.Reader, _, stderr io.Writer, _ *wire.Hello) {
+		fmt.Fprint(stderr, wire.FailMarker("mask /p/.env is not an empty file"))
+	}
+	_, err := backend(f, t).Run(context.Background(), runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "mask /p/.env") {
+		t.Errorf("Run: %v", err)
+	}
+}
+
+// devsandbox gone (the control pipe ended): the container is removed at once.
+func TestRunCancelRemoves(t *testing.T) {
+	f := newFake(t, "krun")
+	gone := make(chan struct{})
+	f.init = func(stdin io.Reader, _, stderr io.Writer, _ *wire.Hello) {
+		fmt.Fprint(stderr, wire.ReadyMarker)
+		<-gone
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := backend(f, t).Run(ctx, runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
+		done <- err
+	}()
+	<-f.started
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(f.Calls(), "remove") {
+			t.Errorf("Run = %v, calls %q", err, f.Calls())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	close(gone)
+}
