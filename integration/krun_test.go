@@ -380,6 +380,19 @@ func TestKrunRefusalsAndDryRun(t *testing.T) {
 	if len(krunContainers(t, p, true)) != 0 {
 		t.Error("--dry-run created a container")
 	}
+	// The printed line runs as is, with the podman CLI.
+	r = run(t, p.dir, nil, "", "--isolator=krun", "--egress=none", "--dry-run", "--", "/bin/sh", "-c", "echo dry-ran; id -u")
+	p.write("dry.sh", r.stdout)
+	cmd := exec.Command("/bin/sh", p.path("dry.sh"))
+	cmd.Dir = p.dir
+	cmd.Env = baseEnv("XDG_RUNTIME_DIR=" + runtimeDir())
+	if it.asOther {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(it.uid), Gid: uint32(it.gid)}}
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != fmt.Sprintf("dry-ran\n%d\n", it.uid) {
+		t.Errorf("the --dry-run script: %v\n%s\n%s", err, out, r.stdout)
+	}
 }
 
 // doctor explains the krun requirements row by row.
