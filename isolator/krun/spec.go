@@ -145,6 +145,9 @@ func specGen(p *isolator.Plan, opts Options) (*Spec, error) {
 	if p.Egress.Mode != egress.Open {
 		man.Network = "none"
 	}
+	// In the VM the guest's statfs shows its virtio-fs mount's flags, not the host
+	// binds': the init probes read-only-ness instead.
+	man.ProbeReadOnly = opts.VM()
 	mounts := []spec.Mount{
 		tmpfs("/tmp", "rw", "exec", "nosuid", "nodev", "mode=1777"),
 		tmpfs("/run", "rw", "nosuid", "nodev", "mode=755"),

@@ -220,7 +220,7 @@ func TestManifestCoversProtections(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := wire.DecodeManifest(s.Gen.Env[wire.ManifestEnv])
-	if err != nil || m.Network != "none" || m.SecretDir != isolator.SecretDir {
+	if err != nil || m.Network != "none" || m.SecretDir != isolator.SecretDir || !m.ProbeReadOnly {
 		t.Fatalf("manifest: %+v %v", m, err)
 	}
 	checked := map[string]wire.CheckKind{}

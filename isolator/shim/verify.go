@@ -24,6 +24,9 @@ func Verify(m *wire.Manifest, files map[string][]byte) error {
 	}
 	for _, c := range m.Checks {
 		if err := verifyCheck(c); err != nil {
+			if m.ProbeReadOnly && errors.Is(err, errWritable) && readOnlyByProbe(c.Path) {
+				continue
+			}
 			return err
 		}
 	}
@@ -84,9 +87,30 @@ func verifyCheck(c wire.Check) error {
 		return fmt.Errorf("%s %s: %v", c.Kind, c.Path, err)
 	}
 	if fs.Flags&unix.ST_RDONLY == 0 {
-		return fmt.Errorf("%s is writable but must be read-only (%s)", c.Path, c.Kind)
+		return fmt.Errorf("%s is %w (%s)", c.Path, errWritable, c.Kind)
 	}
 	return nil
+}
+
+// errWritable is a read-only check's failure by statfs.
+var errWritable = errors.New("writable but must be read-only")
+
+// readOnlyByProbe tells a read-only mount that statfs cannot see: changing path's mode
+// to its own mode must be refused as read-only (EROFS), or, for a path that is not
+// the caller's and that nobody else may write, as not permitted.
+func readOnlyByProbe(path string) bool {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return false
+	}
+	err := unix.Fchmodat(unix.AT_FDCWD, path, st.Mode&0o7777, 0)
+	switch {
+	case errors.Is(err, unix.EROFS):
+		return true
+	case errors.Is(err, unix.EPERM):
+		return int(st.Uid) != os.Getuid() && st.Mode&0o022 == 0
+	}
+	return false
 }
 
 // unexpectedEntries lists the entries of dir not named in allow.

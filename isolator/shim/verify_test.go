@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,25 @@ func TestVerifyCheckFailsClosed(t *testing.T) {
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%+v: error %v, want one holding %q", tt.check, err, tt.want)
 		}
+	}
+}
+
+// Where statfs cannot see read-only mounts (krun), a writable path still fails: the
+// probe's chmod succeeds.
+func TestReadOnlyProbe(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "f")
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := verifyCheck(wire.Check{Kind: wire.CheckRO, Path: f}); !errors.Is(err, errWritable) {
+		t.Fatalf("verifyCheck: %v", err)
+	}
+	if readOnlyByProbe(f) || readOnlyByProbe(dir) || readOnlyByProbe(filepath.Join(dir, "missing")) {
+		t.Error("a writable path passed the read-only probe")
+	}
+	if fi, _ := os.Stat(f); fi.Mode().Perm() != 0o644 {
+		t.Errorf("the probe changed the mode to %v", fi.Mode())
 	}
 }
 

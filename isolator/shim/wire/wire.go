@@ -78,6 +78,12 @@ type Manifest struct {
 	// ShellFallback: when the command is exactly this path and it does not exist in
 	// the image, run /bin/sh instead (the host user's shell may not be installed).
 	ShellFallback string `json:"shellFallback,omitempty"`
+	// ProbeReadOnly: statfs cannot see that a mount is read-only (krun's guest sees the
+	// host's files through virtio-fs, whose statfs reports the guest's own mount
+	// flags while the host enforces the bind's), so a path statfs calls writable
+	// passes a read-only check only if a write that changes nothing (chmod to its own
+	// mode) is refused as read-only.
+	ProbeReadOnly bool `json:"probeRO,omitempty"`
 }
 
 // Encode returns the manifest as the value of ManifestEnv.
