@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -10,12 +11,15 @@ import (
 	"time"
 
 	"github.com/elazarl/goproxy"
+
+	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
 // handleConnect decides a CONNECT before any byte goes to the target: it resolves and
 // checks the destination, then rejects it (403 naming the rule, 502 when it does not
-// resolve) or tunnels to the checked addresses. This is the one place a MITM mode would
-// return goproxy.ConnectMitm, with this server's own goproxy.TLSConfigFromCA.
+// resolve), decrypts it (intercept, when MITM is on for the port), or tunnels to the
+// checked addresses. A tunnel to a host a request rule limits is refused: the rule
+// could not be checked inside it.
 func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
 	ex := exchangeFrom(ctx.Req.Context())
 	h, port, _ := splitHostPort(host) // checked by badRequest
@@ -30,6 +34,16 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 		return s.reject(ctx, ex, http.StatusBadGateway, "devsandbox proxy: "+err.Error()+"\n"), host
 	}
 	ex.target = t
+	if s.intercepts(t.Host, port) {
+		ex.mitm = true
+		return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: s.intercept}, host
+	}
+	if s.cfg.Policy.hasRequestRules(t.Host, port) {
+		reason := "a request rule limits what may be sent there, and the proxy checks it only on traffic it decrypts (proxy.mitm)"
+		ex.deny(audit.RuleRequest, reason)
+		body := fmt.Sprintf("devsandbox proxy: CONNECT %s refused: %s.\n", hostPort(t.Host, port), reason)
+		return s.reject(ctx, ex, http.StatusForbidden, body), host
+	}
 	return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: s.tunnel}, host
 }
 

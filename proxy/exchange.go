@@ -28,6 +28,8 @@ type exchange struct {
 	down   atomic.Int64
 	target Target      // CONNECT: the checked destination
 	local  atomic.Bool // the response is the proxy's own (403, 502): its body is not counted
+	mitm   bool        // a decrypted tunnel, or a request inside one
+	scheme string      // a request inside a decrypted tunnel: "https", or "http" for plain HTTP in it
 
 	mu       sync.Mutex
 	status   int
@@ -35,6 +37,7 @@ type exchange struct {
 	rule     string
 	reason   string
 	err      string
+	applied  *applied // the credentials the request got
 }
 
 func newExchange(r *http.Request, now time.Time) *exchange {
@@ -85,6 +88,22 @@ func (ex *exchange) setStatus(code int) {
 	ex.mu.Unlock()
 }
 
+func (ex *exchange) setApplied(a *applied) {
+	ex.mu.Lock()
+	ex.applied = a
+	ex.mu.Unlock()
+}
+
+// appliedCreds returns what applyCredentials did to the request, nil when nothing.
+func (ex *exchange) appliedCreds() *applied {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.applied == nil || len(ex.applied.creds) == 0 {
+		return nil
+	}
+	return ex.applied
+}
+
 func (ex *exchange) fail(err error) {
 	ex.mu.Lock()
 	ex.err = err.Error()
@@ -108,10 +127,14 @@ func (ex *exchange) trace() *httptrace.ClientTrace {
 func (ex *exchange) record(session string, now time.Time) audit.Record {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	return audit.Record{
+	rec := audit.Record{
 		Time: ex.start.UTC(), Session: session, Method: ex.method, Host: ex.host, Port: ex.port,
 		Path: ex.path, Status: ex.status, BytesUp: ex.up.Load(), BytesDown: ex.down.Load(),
 		DurationMS: now.Sub(ex.start).Milliseconds(),
-		Decision:   ex.decision, Rule: ex.rule, Reason: ex.reason, Error: ex.err,
+		Decision:   ex.decision, Rule: ex.rule, Reason: ex.reason, Error: ex.err, MITM: ex.mitm,
 	}
+	if ex.applied != nil {
+		rec.Credential = ex.applied.names()
+	}
+	return rec
 }

@@ -12,13 +12,22 @@ import (
 	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
-// roundTrip forwards a plain HTTP request through the checked transport. A policy
-// denial becomes a 403 naming the rule and the flag; any other failure a 502.
+// roundTrip forwards a plain HTTP request through the checked transport, after the
+// request rules and credentials (screen). A policy denial becomes a 403 naming the rule
+// and the flag; any other failure a 502.
 func (s *Server) roundTrip(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
 	ex := exchangeFrom(req.Context())
+	if refusal := s.screen(req, ex); refusal != "" {
+		ex.local.Store(true)
+		return textResponse(req, http.StatusForbidden, refusal), nil
+	}
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), ex.trace()))
 	resp, err := s.tr.RoundTrip(req)
 	if err == nil {
+		if a := ex.appliedCreds(); a != nil {
+			a.redactHeader(resp.Header)
+			a.redactBody(resp)
+		}
 		return resp, nil
 	}
 	ex.local.Store(true)

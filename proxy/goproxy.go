@@ -40,7 +40,7 @@ func (s *Server) newTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:                  nil,
 		DialContext:            s.dialContext,
-		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: s.cfg.RootCAs},
 		TLSHandshakeTimeout:    10 * time.Second,
 		MaxIdleConns:           64,
 		MaxIdleConnsPerHost:    8,

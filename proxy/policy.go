@@ -36,6 +36,8 @@ type Policy struct {
 	// interfaces): such destinations are refused like private ones unless an allow
 	// entry names them, since a service bound to 0.0.0.0 listens there too.
 	IsLocal func(netip.Addr) bool
+
+	rules []requestRule // see WithRequestRules
 }
 
 // NewPolicy builds a Policy from allow and deny entries and a default, "allow" or

@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"sync"
 	"time"
@@ -50,6 +53,20 @@ type Config struct {
 
 	ErrorLog *log.Logger      // proxy errors (never secrets); nil discards them
 	Now      func() time.Time // nil: time.Now
+
+	// CA, when set, turns on MITM: CONNECTs to port 443, and to ports a credential or a
+	// request rule names, are decrypted with leaf certificates it signs (the sandbox
+	// must trust it), so credentials, request rules and the audit log apply to the
+	// requests inside. Nil: every CONNECT is a tunnel the proxy does not read.
+	CA *tls.Certificate
+	// LeafCacheSize bounds the leaf certificates kept, by host; 0: DefaultLeafCacheSize.
+	LeafCacheSize int
+	// RootCAs verifies upstream servers the proxy speaks TLS to itself (decrypted
+	// tunnels, https:// requests); nil: the system's roots (SSL_CERT_FILE and
+	// SSL_CERT_DIR apply).
+	RootCAs *x509.CertPool
+	// Credentials are added to matching requests the proxy sees (see Credential).
+	Credentials []Credential
 }
 
 // Server is one session's filtering proxy. Its lifecycle: New, then ListenUnix, Serve
@@ -64,8 +81,14 @@ type Server struct {
 	secret string
 	track  tracker
 
+	creds   []credential
+	leafTLS func(host string, ctx *goproxy.ProxyCtx) (*tls.Config, error) // nil: no MITM
+	rp      *httputil.ReverseProxy                                        // decrypted requests
+
 	mu      sync.Mutex
 	servers []*http.Server
+	inner   map[*http.Server]struct{} // one per decrypted connection
+	closing bool
 	unix    []string // socket paths to remove on Shutdown
 	tcpAddr string
 }
@@ -77,14 +100,25 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg = withDefaults(cfg)
 	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
+	var err error
+	if _, err = rand.Read(secret); err != nil {
 		return nil, fmt.Errorf("proxy: generating the session secret: %w", err)
 	}
 	s := &Server{cfg: cfg, secret: base64.RawURLEncoding.EncodeToString(secret)}
 	s.cred = []byte(proxyUser + ":" + s.secret)
 	s.dialer = &Dialer{Policy: cfg.Policy, Resolver: cfg.Resolver, Dial: cfg.Dial}
+	if s.creds, err = compileCredentials(cfg.Credentials); err != nil {
+		return nil, err
+	}
 	s.tr = s.newTransport()
 	s.gp = s.newGoproxy()
+	if cfg.CA != nil {
+		// This server's own CA and leaf cache; goproxy's GoproxyCa and MitmConnect
+		// globals are never read or assigned.
+		s.leafTLS = goproxy.TLSConfigFromCA(cfg.CA)
+		s.gp.CertStore = newLeafCache(cfg.LeafCacheSize)
+	}
+	s.rp = s.newReverseProxy()
 	if cfg.LogDir != "" {
 		l, err := audit.Open(cfg.LogDir, cfg.LogMaxBytes, cfg.LogKeep)
 		if err != nil {
@@ -118,6 +152,9 @@ func withDefaults(c Config) Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.LeafCacheSize == 0 {
+		c.LeafCacheSize = DefaultLeafCacheSize
 	}
 	return c
 }

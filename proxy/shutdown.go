@@ -16,6 +16,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	servers, socks := s.servers, s.unix
 	s.servers, s.unix = nil, nil
+	s.closing = true
+	for srv := range s.inner {
+		servers = append(servers, srv) // decrypted connections: idle ones close at once
+	}
 	s.mu.Unlock()
 	for _, p := range socks {
 		os.Remove(p)

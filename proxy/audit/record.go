@@ -7,7 +7,7 @@
 // (devsandbox logs proxy) without linking the proxy's HTTP stack; it imports only the
 // standard library.
 //
-// A Record never holds a header or a query string. Not guaranteed: a path may itself
+// A Record never holds a header value or a query string. Not guaranteed: a path may itself
 // carry a token when an API puts one there; a line cut short by a crash is skipped.
 package audit
 
@@ -27,14 +27,18 @@ const (
 // Rules recorded when no allow or deny entry decided; otherwise Record.Rule is the
 // entry as written.
 const (
-	RuleDefault    = "default"         // no entry matched; the policy's default applied
-	RulePrivate    = "private address" // a special-purpose address no allow entry names
-	RuleAuth       = "proxy-auth"      // no or wrong Proxy-Authorization on a TCP endpoint
-	RuleBadRequest = "bad request"     // not a request the proxy forwards
+	RuleDefault     = "default"         // no entry matched; the policy's default applied
+	RulePrivate     = "private address" // a special-purpose address no allow entry names
+	RuleAuth        = "proxy-auth"      // no or wrong Proxy-Authorization on a TCP endpoint
+	RuleBadRequest  = "bad request"     // not a request the proxy forwards
+	RulePlaceholder = "placeholder"     // a credential's placeholder sent to a host it is not for
+	RuleMisdirected = "misdirected"     // a decrypted request for another host than its tunnel's
+	RuleRequest     = "request rule"    // a tunnel to a host a request rule limits, without MITM
 )
 
-// Record is one audit log line: one HTTP request or one CONNECT tunnel. It holds no
-// header and no query string.
+// Record is one audit log line: one HTTP request (including each request inside a
+// tunnel the proxy decrypted) or one CONNECT tunnel. It holds no header value and no
+// query string.
 type Record struct {
 	Time       time.Time `json:"time"`
 	Session    string    `json:"session,omitempty"`
@@ -50,4 +54,8 @@ type Record struct {
 	Rule       string    `json:"rule,omitempty"`
 	Reason     string    `json:"reason,omitempty"`
 	Error      string    `json:"error,omitempty"`
+	// MITM marks a tunnel the proxy decrypted, and each request it saw inside one.
+	MITM bool `json:"mitm,omitempty"`
+	// Credential names the headers of the credentials the proxy added (never a value).
+	Credential string `json:"credential,omitempty"`
 }

@@ -1,0 +1,116 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func TestCompileCredentials(t *testing.T) {
+	ok := Credential{Host: "api.test", Header: "Authorization", Format: "Bearer {}", Value: "v", Name: "T"}
+	bad := map[string]func(c *Credential){
+		"host":              func(c *Credential) { c.Host = "a b" },
+		"header":            func(c *Credential) { c.Header = "X Y" },
+		"format":            func(c *Credential) { c.Format = "Bearer" },
+		"value line break":  func(c *Credential) { c.Value = "a\r\nX-Injected: 1" },
+		"short placeholder": func(c *Credential) { c.Placeholder = "abc" },
+		"placeholder in value": func(c *Credential) {
+			c.Placeholder, c.Value = "0123456789abcdef", "x0123456789abcdefx"
+		},
+	}
+	if _, err := compileCredentials([]Credential{ok}); err != nil {
+		t.Fatal(err)
+	}
+	for name, mod := range bad {
+		c := ok
+		mod(&c)
+		if _, err := compileCredentials([]Credential{c}); !errors.Is(err, ErrInvalidCredential) {
+			t.Errorf("%s: %v, want ErrInvalidCredential", name, err)
+		}
+	}
+}
+
+func TestCredentialMatches(t *testing.T) {
+	cs, err := compileCredentials([]Credential{
+		{Host: "*.example.com", Header: "A"}, {Host: "api.test:8443", Header: "B"}, {Host: "10.0.0.0/8", Header: "C"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		host string
+		port int
+		want string
+	}{
+		{"api.example.com", 443, "A"}, {"example.com", 443, ""}, {"api.test", 8443, "B"}, {"api.test", 443, ""},
+		{"10.1.2.3", 80, "C"}, {"ten.test", 80, ""}, // a name is not an address, whatever it resolves to
+	} {
+		var got []string
+		for i := range cs {
+			if cs[i].matches(tt.host, tt.port) {
+				got = append(got, cs[i].Header)
+			}
+		}
+		if strings.Join(got, ",") != tt.want {
+			t.Errorf("%s:%d: %v, want %q", tt.host, tt.port, got, tt.want)
+		}
+	}
+}
+
+// TestRedactReader: a value split across reads of any size is masked; lengths hold.
+func TestRedactReader(t *testing.T) {
+	secret := "SECRET-0123456789"
+	body := strings.Repeat("x", 70000) + secret + "y" + secret + strings.Repeat("z", 5) + secret[:6]
+	want := strings.ReplaceAll(body, secret, strings.Repeat("*", len(secret)))
+	for _, chunk := range []int{1, 3, 16, 17, 4096, 1 << 20} {
+		a := &applied{creds: []*credential{{Credential: Credential{Value: secret}}}}
+		resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(iotest.HalfReader(strings.NewReader(body)))}
+		a.redactBody(resp)
+		got, err := io.ReadAll(&chunkReader{r: resp.Body, n: chunk})
+		if err != nil || string(got) != want {
+			t.Errorf("reads of %d: %v, masked correctly: %v", chunk, err, string(got) == want)
+		}
+	}
+	gz := &http.Response{Header: http.Header{"Content-Encoding": {"gzip"}}, Body: io.NopCloser(strings.NewReader(secret))}
+	(&applied{creds: []*credential{{Credential: Credential{Value: secret}}}}).redactBody(gz)
+	if b, _ := io.ReadAll(gz.Body); string(b) != secret {
+		t.Errorf("an encoded body was changed: %q", b)
+	}
+}
+
+// chunkReader reads at most n bytes at a time.
+type chunkReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }
+
+func TestDecideRequest(t *testing.T) {
+	p, err := mustPolicy(t, nil, nil, "allow").WithRequestRules(
+		ReadOnly("api.test"),
+		RequestRule{Host: "*.git.test", Paths: []string{"/org/"}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		host, method, path string
+		allow              bool
+	}{
+		{"api.test", "GET", "/x", true}, {"api.test", "OPTIONS", "/x", true}, {"api.test", "PUT", "/x", false},
+		{"other.test", "PUT", "/x", true},
+		{"a.git.test", "POST", "/org/repo", true}, {"a.git.test", "GET", "/other/repo", false},
+		{"a.git.test", "GET", "/org/../other/repo", false}, {"a.git.test", "GET", "/org", false},
+	} {
+		if d := p.DecideRequest(tt.host, 443, tt.method, tt.path); d.Allow != tt.allow {
+			t.Errorf("%s %s%s: %+v, want allow %v", tt.method, tt.host, tt.path, d, tt.allow)
+		}
+	}
+	if _, err := p.WithRequestRules(RequestRule{Host: "x.test", Paths: []string{"nope"}}); !errors.Is(err, ErrInvalidEntry) {
+		t.Errorf("a relative path prefix: %v", err)
+	}
+}

@@ -1,0 +1,210 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/elazarl/goproxy"
+)
+
+// tlsHandshakeRecord is the first byte of a TLS ClientHello.
+const tlsHandshakeRecord = 0x16
+
+// intercepts reports whether a CONNECT to host:port is decrypted: with a CA, every
+// CONNECT to port 443, and one to any port a credential or request rule names
+// explicitly (its entry has that port). Other tunnels (ssh on 22, databases) pass
+// untouched.
+func (s *Server) intercepts(host string, port int) bool {
+	if s.leafTLS == nil {
+		return false
+	}
+	if port == 443 {
+		return true
+	}
+	for i := range s.creds {
+		if e := &s.creds[i].host; e.port != 0 && e.targets(host, port) {
+			return true
+		}
+	}
+	for i := range s.cfg.Policy.rules {
+		if e := &s.cfg.Policy.rules[i].host; e.port != 0 && e.targets(host, port) {
+			return true
+		}
+	}
+	return false
+}
+
+// intercept is the Hijack of a decrypted CONNECT, whose target passed the policy. It
+// answers 200, then reads the client's first byte: a TLS ClientHello is answered with
+// a leaf certificate for the target signed by this server's CA (goproxy's
+// TLSConfigFromCA, cached per host); anything else is taken as plain HTTP. Requests on
+// the connection are then served one by one (HTTP/1.1, or HTTP/2 when the client
+// offers it) by serveInner, each forwarded to the target through the checked
+// transport. It runs inside the handler, so Shutdown waits for it.
+func (s *Server) intercept(req *http.Request, client net.Conn, gctx *goproxy.ProxyCtx) {
+	defer client.Close()
+	ex := exchangeFrom(req.Context())
+	_ = client.SetWriteDeadline(time.Now().Add(s.cfg.TunnelIdleTimeout))
+	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		ex.fail(err)
+		return
+	}
+	ex.setStatus(http.StatusOK)
+	counted := &countedConn{Conn: client, up: &ex.up, down: &ex.down}
+	_ = client.SetReadDeadline(time.Now().Add(s.cfg.ReadHeaderTimeout))
+	br := bufio.NewReader(counted)
+	first, err := br.Peek(1)
+	if err != nil {
+		ex.fail(fmt.Errorf("waiting for the client's first byte: %w", err))
+		return
+	}
+	early, _ := br.Peek(br.Buffered())
+	var conn net.Conn = &bufferedConn{Conn: counted, r: io.MultiReader(bytes.NewReader(bytes.Clone(early)), counted)}
+	scheme := "http"
+	if first[0] == tlsHandshakeRecord {
+		tc, err := s.handshake(req.Context(), conn, hostPort(ex.target.Host, ex.target.Port), gctx)
+		if err != nil {
+			ex.fail(err)
+			return
+		}
+		conn, scheme = tc, "https"
+	}
+	_ = client.SetDeadline(time.Time{})
+	s.serveInner(conn, ex.target, scheme)
+}
+
+// handshake is the server side of the client's TLS handshake, with a leaf
+// certificate for host signed by the CA, bounded by ReadHeaderTimeout.
+func (s *Server) handshake(ctx context.Context, conn net.Conn, host string, gctx *goproxy.ProxyCtx) (*tls.Conn, error) {
+	conf, err := s.leafTLS(host, gctx)
+	if err != nil {
+		return nil, fmt.Errorf("signing a certificate for %s: %w", host, err)
+	}
+	conf.MinVersion = tls.VersionTLS12
+	conf.NextProtos = []string{"h2", "http/1.1"}
+	tc := tls.Server(conn, conf)
+	hctx, cancel := context.WithTimeout(ctx, s.cfg.ReadHeaderTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		// Most often the client does not trust the CA: it ignores the CA bundle's
+		// variables, or pins certificates.
+		return nil, fmt.Errorf("TLS handshake with the client: %w", err)
+	}
+	return tc, nil
+}
+
+// serveInner serves the requests of one decrypted connection until it closes, goes
+// idle past IdleTimeout, or the Server shuts down; then it waits for their handlers.
+func (s *Server) serveInner(conn net.Conn, t Target, scheme string) {
+	ln := newOneConnListener(conn)
+	var handlers tracker
+	srv := &http.Server{
+		Handler:           s.innerHandler(t, scheme, &handlers),
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
+		ErrorLog:          s.cfg.ErrorLog,
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateClosed || st == http.StateHijacked {
+				ln.Close() // Serve returns once the one connection is done
+			}
+		},
+	}
+	if !s.addInner(srv) {
+		return // shutting down
+	}
+	defer s.removeInner(srv)
+	_ = srv.Serve(ln)
+	_ = handlers.wait(context.Background()) // a hijacked (upgraded) request outlives Serve
+}
+
+// addInner registers an inner server so Shutdown stops it too; false once Shutdown
+// has begun.
+func (s *Server) addInner(srv *http.Server) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	if s.inner == nil {
+		s.inner = map[*http.Server]struct{}{}
+	}
+	s.inner[srv] = struct{}{}
+	return true
+}
+
+func (s *Server) removeInner(srv *http.Server) {
+	s.mu.Lock()
+	delete(s.inner, srv)
+	s.mu.Unlock()
+}
+
+// sameHost reports whether a decrypted request's Host (or :authority) names the
+// CONNECT target: the connection goes there and nowhere else, so a request meant for
+// another host (domain fronting) is refused rather than delivered to the wrong one.
+func sameHost(hostHeader string, t Target) bool {
+	if hostHeader == "" {
+		return true // HTTP/1.0: the target is the host
+	}
+	h, p, err := net.SplitHostPort(hostHeader)
+	if err != nil {
+		h, p = hostHeader, ""
+	}
+	return normalizeHost(h) == t.Host && (p == "" || p == strconv.Itoa(t.Port))
+}
+
+// oneConnListener hands out one connection, then blocks until closed.
+type oneConnListener struct {
+	conn   net.Conn
+	taken  atomic.Bool
+	done   chan struct{}
+	closed sync.Once
+}
+
+func newOneConnListener(c net.Conn) *oneConnListener {
+	return &oneConnListener{conn: c, done: make(chan struct{})}
+}
+
+func (l *oneConnListener) Accept() (net.Conn, error) {
+	if !l.taken.Swap(true) {
+		return l.conn, nil
+	}
+	<-l.done
+	return nil, net.ErrClosed
+}
+
+func (l *oneConnListener) Close() error {
+	l.closed.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *oneConnListener) Addr() net.Addr { return l.conn.LocalAddr() }
+
+// countedConn counts the bytes a decrypted tunnel moves, as a plain tunnel does:
+// client to target in up, target to client in down.
+type countedConn struct {
+	net.Conn
+	up, down *atomic.Int64
+}
+
+func (c *countedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.up.Add(int64(n))
+	return n, err
+}
+
+func (c *countedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.down.Add(int64(n))
+	return n, err
+}
