@@ -9,7 +9,13 @@
 //   - fd 4 is the read end of the lifeline pipe; devsandbox holds the write end, so
 //     end of file means devsandbox is done or gone;
 //   - the flags carry the policy and the session (no secrets): --session, --log-dir,
-//     --default (allow or deny), and --allow and --deny once per entry;
+//     --default (allow or deny), and --allow and --deny once per entry; --mitm turns on
+//     decryption with the CA in the environment, and --credential (JSON, once per
+//     credential) names a credential's host, header and format and the variables
+//     holding its value and placeholder (see proxy/handoff);
+//   - the environment holds exactly those variables (and SSL_CERT_FILE, SSL_CERT_DIR
+//     when the user set them: they choose the roots upstream servers are checked
+//     against), so no secret is ever in argv;
 //   - devsandbox sets Pdeathsig SIGTERM and starts it in its own process group, so a
 //     Ctrl-C at the terminal does not reach it.
 //
@@ -34,6 +40,8 @@ import (
 	"time"
 
 	"github.com/devsandbox/devsandbox/proxy"
+	"github.com/devsandbox/devsandbox/proxy/ca"
+	"github.com/devsandbox/devsandbox/proxy/handoff"
 )
 
 // Descriptors devsandbox passes (os/exec ExtraFiles start at 3).
@@ -49,13 +57,27 @@ const shutdownGrace = 2 * time.Second
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.NewFile(listenerFD, "listener"), os.NewFile(lifelineFD, "lifeline"), os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.LookupEnv, os.NewFile(listenerFD, "listener"), os.NewFile(lifelineFD, "lifeline"), os.Stderr))
 }
 
 // options are the flags.
 type options struct {
 	session, logDir, def string
 	allow, deny          []string
+	mitm                 bool
+	creds                []handoff.Credential
+}
+
+// credentials is the --credential flag, once per credential.
+type credentials []handoff.Credential
+
+func (c *credentials) String() string { return fmt.Sprint(*c) }
+func (c *credentials) Set(s string) error {
+	cr, err := handoff.ParseCredential(s)
+	if err == nil {
+		*c = append(*c, cr)
+	}
+	return err
 }
 
 // list is a flag that may be given once per entry.
@@ -73,6 +95,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.def, "default", "allow", "policy default: allow or deny")
 	fs.Var((*list)(&o.allow), "allow", "allow entry (repeatable)")
 	fs.Var((*list)(&o.deny), "deny", "deny entry (repeatable)")
+	fs.BoolVar(&o.mitm, "mitm", false, "decrypt HTTPS with the CA in $"+handoff.CAEnv)
+	fs.Var((*credentials)(&o.creds), "credential", "credential, JSON (repeatable; values in the environment)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -83,7 +107,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 }
 
 // run serves ln until ctx is done or lifeline ends, and returns the exit status.
-func run(ctx context.Context, args []string, ln, lifeline *os.File, stderr io.Writer) int {
+// getenv reads the environment (the CA and credential values).
+func run(ctx context.Context, args []string, getenv func(string) (string, bool), ln, lifeline *os.File, stderr io.Writer) int {
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "devsandbox-proxy: "+format+"\n", a...)
 		return 2
@@ -100,12 +125,16 @@ func run(ctx context.Context, args []string, ln, lifeline *os.File, stderr io.Wr
 		return fail("egress policy: %v", err)
 	}
 	pol.IsLocal = proxy.HostAddresses(time.Second)
+	cfg := proxy.Config{Policy: pol, Session: o.session, LogDir: o.logDir}
+	if err := secrets(&cfg, o, getenv); err != nil {
+		return fail("%v", err)
+	}
 	l, err := net.FileListener(ln)
 	if err != nil {
 		return fail("fd %d is not a listening socket (devsandbox starts this program): %v", listenerFD, err)
 	}
 	ln.Close() // l holds a duplicate
-	srv, err := proxy.New(proxy.Config{Policy: pol, Session: o.session, LogDir: o.logDir})
+	srv, err := proxy.New(cfg)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -131,4 +160,35 @@ func run(ctx context.Context, args []string, ln, lifeline *os.File, stderr io.Wr
 		return 1
 	}
 	return 0
+}
+
+// secrets fills cfg's CA and credentials from the environment, as the flags name them.
+func secrets(cfg *proxy.Config, o options, getenv func(string) (string, bool)) error {
+	if o.mitm {
+		pem, ok := getenv(handoff.CAEnv)
+		if !ok {
+			return fmt.Errorf("--mitm: $%s is not set", handoff.CAEnv)
+		}
+		c, err := ca.Parse([]byte(pem))
+		if err != nil {
+			return fmt.Errorf("--mitm: the CA in $%s: %w", handoff.CAEnv, err)
+		}
+		cfg.CA = &c.TLS
+	}
+	for _, c := range o.creds {
+		// An unset value leaves the credential in place without one: nothing is added,
+		// and its placeholder is still refused elsewhere.
+		value, _ := getenv(c.ValueEnv)
+		var placeholder string
+		if c.PlaceholderEnv != "" {
+			var ok bool
+			if placeholder, ok = getenv(c.PlaceholderEnv); !ok {
+				return fmt.Errorf("credential %s: $%s is not set", c.Name, c.PlaceholderEnv)
+			}
+		}
+		cfg.Credentials = append(cfg.Credentials, proxy.Credential{
+			Host: c.Host, Header: c.Header, Format: c.Format, Value: value, Placeholder: placeholder, Name: c.Name,
+		})
+	}
+	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/devsandbox/devsandbox/proxy/audit"
+	"github.com/devsandbox/devsandbox/proxy/handoff"
 )
 
 // inherited binds a Unix socket as devsandbox does and returns its path and the
@@ -35,6 +36,14 @@ func inherited(t *testing.T) (string, *os.File) {
 	}
 	ln.Close()
 	return sock, f
+}
+
+// noEnv is an empty environment.
+func noEnv(string) (string, bool) { return "", false }
+
+// envOf is an environment holding vars.
+func envOf(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 }
 
 // proxied sends one plain HTTP proxy request on c and returns the status.
@@ -73,7 +82,7 @@ func TestServesUntilLifelineEnds(t *testing.T) {
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	args := []string{"--session=s1", "--log-dir=" + logDir, "--default=deny", "--allow=127.0.0.1"}
-	go func() { done <- run(context.Background(), args, lnFile, lifeR, &stderr) }()
+	go func() { done <- run(context.Background(), args, noEnv, lnFile, lifeR, &stderr) }()
 
 	br := bufio.NewReader(c)
 	if code := proxied(t, c, br, origin.URL+"/ok"); code != 200 {
@@ -126,7 +135,7 @@ func TestStopsOnSignal(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"--session=s2"}, lnFile, lifeR, &stderr) }()
+	go func() { done <- run(ctx, []string{"--session=s2"}, noEnv, lnFile, lifeR, &stderr) }()
 	cancel()
 	select {
 	case code := <-done:
@@ -154,13 +163,57 @@ func TestStartFailures(t *testing.T) {
 		{"bad entry", []string{"--allow=a b"}, "devsandbox-proxy: egress policy: "},
 		{"bad default", []string{"--default=maybe"}, "devsandbox-proxy: egress policy: "},
 		{"no socket", nil, "devsandbox-proxy: fd 3 is not a listening socket"},
+		{"mitm without CA", []string{"--mitm"}, "devsandbox-proxy: --mitm: $DEVSANDBOX_PROXY_CA is not set"},
+		{"bad credential", []string{`--credential={"host":"a.test","header":"X","value_env":"V","nope":1}`}, `unknown field "nope"`},
+		{"credential without placeholder", []string{`--credential={"name":"K","host":"a.test","header":"X","value_env":"V","placeholder_env":"P"}`},
+			"devsandbox-proxy: credential K: $P is not set"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			if code := run(context.Background(), tt.args, notSocket, nil, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {
+			if code := run(context.Background(), tt.args, noEnv, notSocket, nil, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tt.want)
 			}
 		})
+	}
+}
+
+// TestCredentialFromEnvironment: a credential's value comes from the variable its flag
+// names and reaches the origin; argv holds only the name.
+func TestCredentialFromEnvironment(t *testing.T) {
+	got := make(chan string, 1)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Get("X-Key") }))
+	defer origin.Close()
+	sock, lnFile := inherited(t)
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lifeR.Close()
+	host := strings.TrimPrefix(origin.URL, "http://")
+	cred := handoff.Credential{Name: "SVC_KEY", Host: host, Header: "X-Key", Format: "k={}", ValueEnv: handoff.ValueEnv(0)}
+	args := []string{"--default=deny", "--allow=127.0.0.1", "--credential=" + cred.String()}
+	env := envOf(map[string]string{handoff.ValueEnv(0): "s3cret"})
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(context.Background(), args, env, lnFile, lifeR, &stderr) }()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if code := proxied(t, c, bufio.NewReader(c), origin.URL+"/"); code != 200 {
+		t.Errorf("status %d", code)
+	}
+	if v := <-got; v != "k=s3cret" {
+		t.Errorf("the origin saw %q", v)
+	}
+	c.Close()
+	lifeW.Close()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d: %s", code, &stderr)
+	}
+	if strings.Contains(strings.Join(args, " "), "s3cret") {
+		t.Error("the value is in argv")
 	}
 }
