@@ -74,6 +74,9 @@ func TestFileErrors(t *testing.T) {
 		{"credential bad host", "[proxy]\ncredentials = [\n  { host = \"a.com\", header = \"X\", value_env = \"A\" },\n  { host = \"a b\", header = \"X\", value_env = \"A\" },\n]\n", 4, "proxy.credentials[1].host", false},
 		{"credential format", "[[proxy.credentials]]\nhost = \"a.com\"\nheader = \"Authorization\"\nvalue_file = \"~/t\"\nformat = \"Bearer\"\n", 5, "proxy.credentials[0].format", false},
 		{"credential header name", "[[proxy.credentials]]\nhost = \"a.com\"\nheader = \"X Y\"\nvalue_env = \"A\"\n", 3, "proxy.credentials[0].header", false},
+		// HTTPS (no port, or 443) needs proxy.mitm; another port is plain HTTP and does not.
+		{"credential https without mitm", "[proxy]\nmitm = false\n[[proxy.credentials]]\nhost = \"a.com:8080\"\nheader = \"X\"\nvalue_env = \"A\"\n[[proxy.credentials]]\nhost = \"b.com\"\nheader = \"X\"\nvalue_env = \"B\"\n", 8, "proxy.credentials[1].host", false},
+		{"credential 443 without mitm", "[[proxy.credentials]]\nhost = \"[2001:db8::1]:443\"\nheader = \"X\"\nvalue_env = \"A\"\n", 2, "proxy.credentials[0].host", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

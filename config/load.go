@@ -121,7 +121,10 @@ func ValidateFile(path string, host Host) error {
 	if err != nil {
 		return err
 	}
-	return l.check(src, host)
+	if err := l.check(src, host); err != nil {
+		return err
+	}
+	return l.checkCredentialsMITM(src, l.Proxy.MITM != nil && *l.Proxy.MITM)
 }
 
 // applyFile reads, checks and merges the file at path into c. A missing file is

@@ -224,6 +224,8 @@ writable_dirs = ["./build/"]
 TOKEN = "~/token"
 [krun]
 podman_socket = "~/podman.sock"
+[proxy]
+mitm = true
 [[proxy.credentials]]
 host = "*.example.com"
 header = "Authorization"

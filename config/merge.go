@@ -140,6 +140,9 @@ func merge(c *Config, l *layer, src *source) error {
 		creds[i] = Credential(lc)
 	}
 	union(m, "proxy.credentials", &c.Proxy.Credentials, creds)
+	if err := l.checkCredentialsMITM(src, c.Proxy.MITM); err != nil {
+		return err
+	}
 
 	d, ld := &c.Docker, &l.Docker
 	set(m, "docker.image", &d.Image, ld.Image)

@@ -128,6 +128,16 @@ func checkProject(c *Config, l *layer, src *source) error {
 				v, cur, originPhrase(c.Origins[k.key]), elsewhere(c.Host, k.flag)))
 		}
 	}
+	// Turning MITM off is stricter, but the user's HTTPS credentials depend on it: say
+	// so rather than send their requests without the credential.
+	if l.Proxy.MITM != nil && !*l.Proxy.MITM && c.Proxy.MITM {
+		for i, cr := range c.Proxy.Credentials {
+			if coversHTTPS(cr.Host) {
+				return src.fail("proxy.mitm", -1, invalidf("false here, but proxy.credentials[%d] (%s, from %s) covers HTTPS, which needs proxy.mitm = true; remove proxy.mitm from this file, or that credential from your user config",
+					i, cr.Host, originPhrase(c.Origins["proxy.credentials"])))
+			}
+		}
+	}
 	for _, name := range sortedKeys(l.Tools) {
 		t := l.Tools[name]
 		cur := c.Tools[name]

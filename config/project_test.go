@@ -168,3 +168,23 @@ func TestTrustRefusesUserOnlyKeys(t *testing.T) {
 		t.Errorf("CheckTrust = %v, %v", st, err)
 	}
 }
+
+// TestProjectMITMOffWithCredentials: a project file may turn MITM off, but not under
+// the user's HTTPS credentials, which need it: the error names the project file's line.
+func TestProjectMITMOffWithCredentials(t *testing.T) {
+	home, environ := testHome(t)
+	writeUserFile(t, home, "[proxy]\nmitm = true\n[[proxy.credentials]]\nhost = \"api.github.com\"\nheader = \"Authorization\"\nvalue_env = \"GITHUB_TOKEN\"\n")
+	doc := "[proxy]\n\nmitm = false\n"
+	dir, file, host := project(t, home, environ, doc)
+	if err := updateTrust(host, func(r *trustRecords) { r.Files[trustKey(file)] = trustRecord{SHA256: contentHash([]byte(doc))} }); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := Load(LoadOptions{Environ: environ, ProjectDir: dir, UID: 1000, GID: 1000})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	ce := asConfigError(t, err)
+	if ce.File != file || ce.Line != 3 || ce.Key != "proxy.mitm" || !errors.Is(err, ErrInvalid) {
+		t.Errorf("got %v", err)
+	}
+}

@@ -29,6 +29,8 @@ env = ["GITHUB_TOKEN"]
 enabled = false
 [tools."my.tool"]
 secrets = false
+[proxy]
+mitm = true
 [[proxy.credentials]]
 host = "api.github.com"
 header = "Authorization"

@@ -92,8 +92,9 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 [proxy]
 # What the proxy does with destinations no rule names: allow or deny. [stricter only]
 # default = "allow"
-# Decrypt TLS in the proxy (the sandbox trusts its CA) to inject credentials. [stricter only]
-# mitm = false
+# Decrypt HTTPS in the proxy (the sandbox trusts a per-project CA); credentials for
+# HTTPS hosts need it. [stricter only]
+# mitm = true
 
 # Credentials the proxy adds to requests: host pattern, header, value_env or value_file,
 # format, and placeholder_env (a variable set inside to a stand-in value). [user config only]

@@ -162,6 +162,39 @@ func (l *layer) checkProxy(src *source, host Host) error {
 	return nil
 }
 
+// checkCredentialsMITM refuses a credential of l that covers HTTPS while MITM is off
+// (mitm: its value once l is applied). The proxy sees an HTTPS request, to add a
+// credential to it, only when it decrypts the traffic. Credentials come from the user
+// file or --config alone, and the only other layers that may set proxy.mitm are the
+// defaults (false) and a project file, which may only turn it off (see checkProject);
+// so in effect the credential and proxy.mitm = true must be in the same file.
+func (l *layer) checkCredentialsMITM(src *source, mitm bool) error {
+	if mitm {
+		return nil
+	}
+	for i, c := range l.Proxy.Credentials {
+		if coversHTTPS(c.Host) {
+			return src.fail("proxy.credentials["+strconv.Itoa(i)+"].host", -1, invalidf(
+				"%q covers HTTPS (port 443), where the proxy can add a credential only when it decrypts the traffic: set proxy.mitm = true, or give the host a plain-HTTP port (host:80)", c.Host))
+		}
+	}
+	return nil
+}
+
+// coversHTTPS reports whether a valid egress entry matches port 443: it names no port,
+// or that one.
+func coversHTTPS(entry string) bool {
+	var port string
+	switch {
+	case strings.HasPrefix(entry, "["):
+		_, port, _ = strings.Cut(entry, "]")
+		port = strings.TrimPrefix(port, ":")
+	case strings.Count(entry, ":") == 1:
+		_, port, _ = strings.Cut(entry, ":")
+	}
+	return port == "" || port == "443"
+}
+
 func (l *layer) checkEngines(src *source, host Host) error {
 	d, k := &l.Docker, &l.Krun
 	for _, s := range []struct {
