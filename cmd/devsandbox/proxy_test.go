@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/proxy/ca"
 )
 
 // fakeProxyEnv makes the test binary act as devsandbox-proxy (see fakeProxy).
@@ -47,6 +49,11 @@ func fakeProxy(mode string, args []string) int {
 	}()
 	if mode == "stubborn" {
 		time.Sleep(time.Hour)
+	}
+	if mode == "env" { // report the environment it got
+		if err := os.WriteFile(args[len(args)-1]+".env", []byte(strings.Join(os.Environ(), "\n")), 0o600); err != nil {
+			return 1
+		}
 	}
 	io.Copy(io.Discard, os.NewFile(4, "lifeline"))
 	if err := os.WriteFile(args[len(args)-1], []byte("lifeline ended\n"), 0o600); err != nil {
@@ -105,10 +112,9 @@ func answer(t *testing.T, sock string) string {
 // as spawnProxy returns; stop ends the lifeline, waits for the proxy and removes the
 // socket.
 func TestSpawnProxy(t *testing.T) {
-	t.Setenv(fakeProxyEnv, "serve")
 	dir := shortTemp(t)
 	sock, marker := filepath.Join(dir, "run", "p.sock"), filepath.Join(dir, "stopped")
-	stop, err := spawnProxy(os.Args[0], []string{marker}, sock, 5*time.Second)
+	stop, err := spawnProxy(os.Args[0], []string{marker}, []string{fakeProxyEnv + "=serve"}, sock, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,12 +135,30 @@ func TestSpawnProxy(t *testing.T) {
 	}
 }
 
+// TestSpawnProxyEnvironment: devsandbox-proxy gets exactly the environment it is
+// given, none of devsandbox's own (which holds the user's secrets).
+func TestSpawnProxyEnvironment(t *testing.T) {
+	t.Setenv("DEVSANDBOX_TEST_HOST_SECRET", "must-not-pass")
+	dir := shortTemp(t)
+	sock, marker := filepath.Join(dir, "p.sock"), filepath.Join(dir, "stopped")
+	env := []string{fakeProxyEnv + "=env", "DEVSANDBOX_CREDENTIAL_0=v"}
+	stop, err := spawnProxy(os.Args[0], []string{marker}, env, sock, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer(t, sock)
+	stop()
+	got, err := os.ReadFile(marker + ".env")
+	if err != nil || string(got) != strings.Join(env, "\n") {
+		t.Errorf("the proxy's environment: %q, %v; want %q", got, err, env)
+	}
+}
+
 // TestSpawnProxyKillsAfterBound: a proxy that does not exit is killed once the bound
 // has passed.
 func TestSpawnProxyKillsAfterBound(t *testing.T) {
-	t.Setenv(fakeProxyEnv, "stubborn")
 	sock := filepath.Join(shortTemp(t), "p.sock")
-	stop, err := spawnProxy(os.Args[0], nil, sock, 200*time.Millisecond)
+	stop, err := spawnProxy(os.Args[0], nil, []string{fakeProxyEnv + "=stubborn"}, sock, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +179,7 @@ func TestSpawnProxyKillsAfterBound(t *testing.T) {
 // listening (connections are refused, none waits forever) and stop still cleans up.
 func TestSpawnProxyFailsClosed(t *testing.T) {
 	sock := filepath.Join(shortTemp(t), "p.sock")
-	stop, err := spawnProxy(filepath.Join(shortTemp(t), proxyBinary), nil, sock, time.Second)
+	stop, err := spawnProxy(filepath.Join(shortTemp(t), proxyBinary), nil, nil, sock, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,5 +204,97 @@ func TestSpawnProxyFailsClosed(t *testing.T) {
 func TestBesideSelfMissing(t *testing.T) {
 	if _, err := besideSelf("devsandbox-no-such-program"); !errors.Is(err, isolator.ErrProtection) {
 		t.Errorf("besideSelf of a missing program: %v, want ErrProtection", err)
+	}
+}
+
+// TestProxyArgsCredentials: credentials and MITM are flags holding names only; their
+// secrets are in the environment proxyEnv builds, with the host's TLS roots.
+func TestProxyArgsCredentials(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "npm-token")
+	os.WriteFile(tokenFile, []byte("npm_FILEtoken\n"), 0o600)
+	cfg := &config.Config{
+		Host: config.Host{Vars: map[string]string{"GITHUB_TOKEN": "ghp_ENVtoken", "SSL_CERT_FILE": "/etc/corp.pem", "HOME": "/home/u"}},
+		Proxy: config.Proxy{Default: "allow", MITM: true, Credentials: []config.Credential{
+			{Host: "api.github.com", Header: "Authorization", ValueEnv: "GITHUB_TOKEN", Format: "Bearer {}", PlaceholderEnv: "GITHUB_TOKEN"},
+			{Host: "registry.npmjs.org", Header: "Authorization", ValueFile: tokenFile, Format: "Bearer {}"},
+			{Host: "unset.test", Header: "X-Key", ValueEnv: "UNSET_KEY"},
+		}},
+	}
+	p := &isolator.Plan{StateDir: "/st/proj-1", Egress: egress.Rules{Mode: egress.Proxy}}
+	want := []string{"--session=s1", "--log-dir=/st/proj-1", "--default=allow", "--mitm",
+		`--credential={"name":"GITHUB_TOKEN","host":"api.github.com","header":"Authorization","format":"Bearer {}","value_env":"DEVSANDBOX_CREDENTIAL_0","placeholder_env":"DEVSANDBOX_PLACEHOLDER_0"}`,
+		`--credential={"name":"proxy.credentials[1]","host":"registry.npmjs.org","header":"Authorization","format":"Bearer {}","value_env":"DEVSANDBOX_CREDENTIAL_1"}`,
+		`--credential={"name":"proxy.credentials[2]","host":"unset.test","header":"X-Key","value_env":"DEVSANDBOX_CREDENTIAL_2"}`,
+	}
+	if got := proxyArgs(p, cfg, "s1"); !slices.Equal(got, want) {
+		t.Errorf("args:\n got %q\nwant %q", got, want)
+	}
+	c, err := ca.LoadOrCreate(dir, "p", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := proxyEnv(cfg, &proxyPlan{ca: c, placeholders: []string{"ph-0", "", ""}}, os.ReadFile)
+	wantEnv := []string{"SSL_CERT_FILE=/etc/corp.pem", "DEVSANDBOX_PROXY_CA=" + string(c.PEM()),
+		"DEVSANDBOX_CREDENTIAL_0=ghp_ENVtoken", "DEVSANDBOX_PLACEHOLDER_0=ph-0", "DEVSANDBOX_CREDENTIAL_1=npm_FILEtoken"}
+	if err != nil || !slices.Equal(env, wantEnv) {
+		t.Errorf("env: %v\n got %q\nwant %q", err, env, wantEnv)
+	}
+}
+
+// TestPlanProxyMITM: under proxy.mitm the plan gets the CA bundle (system CAs and the
+// project's CA, never its key) at CABundlePath and the variables naming it; the CA
+// key is created 0600 in the state directory. A placeholder_env replaces the variable
+// the plan had with a placeholder delivered as a secret.
+func TestPlanProxyMITM(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state", "proj-1")
+	cfg := &config.Config{
+		Host: config.Host{Vars: map[string]string{"HOME": "/home/u"}},
+		Proxy: config.Proxy{MITM: true, Credentials: []config.Credential{
+			{Host: "api.openai.com", Header: "Authorization", ValueEnv: "OPENAI_API_KEY", Format: "Bearer {}", PlaceholderEnv: "OPENAI_API_KEY"},
+		}},
+	}
+	p := &isolator.Plan{StateDir: state, Project: isolator.Project{Name: "proj-1"}, Egress: egress.Rules{Mode: egress.Proxy},
+		Env:     []isolator.EnvVar{{Name: "OPENAI_API_KEY", Value: "real", FromHost: true}, {Name: "SSL_CERT_FILE", Value: "/x"}},
+		Secrets: []isolator.Secret{{Name: "OPENAI_API_KEY", EnvSource: "OPENAI_API_KEY"}},
+		HostEnv: cfg.Host.Vars}
+	pp, err := planProxy(p, cfg, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(state, ca.FileName))
+	if err != nil || fi.Mode() != 0o600 {
+		t.Fatalf("CA file: %v, %v", fi, err)
+	}
+	var bundle []byte
+	for _, m := range p.Mounts {
+		if m.Dest == CABundlePath && m.Kind == isolator.Data {
+			bundle = m.Content
+		}
+	}
+	if !strings.HasSuffix(string(bundle), string(pp.ca.CertPEM)) || strings.Contains(string(bundle), "PRIVATE KEY") {
+		t.Errorf("bundle does not end with the CA certificate, or holds a key")
+	}
+	if sys := systemBundle(cfg.Host); len(sys) > 0 && !strings.HasPrefix(string(bundle), string(sys)) {
+		t.Error("bundle does not keep the system CAs")
+	}
+	env := map[string]isolator.EnvVar{}
+	for _, e := range p.Env {
+		env[e.Name] = e
+	}
+	for _, n := range caBundleEnv {
+		if env[n].Value != CABundlePath {
+			t.Errorf("%s = %q", n, env[n].Value)
+		}
+	}
+	if _, ok := env["OPENAI_API_KEY"]; ok {
+		t.Error("the real variable is still in the plan's environment")
+	}
+	wantSecrets := []isolator.Secret{{Name: "OPENAI_API_KEY", EnvSource: "DEVSANDBOX_PLACEHOLDER_0"}}
+	if !slices.Equal(p.Secrets, wantSecrets) || p.HostEnv["DEVSANDBOX_PLACEHOLDER_0"] != pp.placeholders[0] || len(pp.placeholders[0]) < 32 {
+		t.Errorf("secrets %+v, placeholder %q", p.Secrets, pp.placeholders)
+	}
+	if _, ok := cfg.Host.Vars["DEVSANDBOX_PLACEHOLDER_0"]; ok {
+		t.Error("planProxy changed the config's host variables")
 	}
 }

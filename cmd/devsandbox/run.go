@@ -127,9 +127,12 @@ func (a *app) run(c *cli.Context) error {
 		}
 	}
 	if p.Egress.NeedsProxy() {
-		planProxy(p, cfg, session)
+		pp, err := planProxy(p, cfg, session)
+		if err != nil {
+			return err
+		}
 		if !c.Bool("dry-run") {
-			stop, err := startProxy(p, cfg, session)
+			stop, err := startProxy(p, cfg, pp)
 			if err != nil {
 				return err
 			}

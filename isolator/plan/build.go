@@ -198,6 +198,12 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 			}
 		}
 	}
+	// The proxy adds these credentials; the sandbox must not read them (credentials.go).
+	for _, f := range credentialFiles(cfg) {
+		if pr.exists(f) && b.visible(f) {
+			b.add(isolator.Mount{Kind: isolator.MaskFile, Dest: f, Why: "proxy.credentials value_file"})
+		}
+	}
 	p.Mounts = b.mounts
 
 	for _, pub := range cfg.Egress.Publish {
@@ -232,6 +238,8 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if err != nil {
 		return nil, nil, err
 	}
+	// A credential the proxy adds never enters the sandbox (credentials.go).
+	warns = withholdCredentials(p, cfg, h, pr, warns)
 	return p, warns, nil
 }
 
