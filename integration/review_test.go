@@ -67,8 +67,9 @@ func TestMasksAcrossSessions(t *testing.T) {
 func TestPlantedSymlinkInSandboxHome(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)
-		writeHome(t, ".ssh/known_hosts", "host ssh-ed25519 AAAA\n") // the ssh tool binds it below ~/.ssh
-		p.mustSandbox(iso, nil, `rm -rf ~/.ssh.old; mv ~/.ssh ~/.ssh.old 2>/dev/null; ln -s /tmp/elsewhere ~/.ssh`)
+		writeHome(t, ".config/git/config", "[user]\n\tname = t\n") // the git tool binds it below ~/.config
+		t.Cleanup(func() { os.RemoveAll(it.home + "/.config/git") })
+		p.mustSandbox(iso, nil, `mv ~/.config ~/.config.old && ln -s /tmp/elsewhere ~/.config`)
 		r := p.sandbox(iso, nil, "true")
 		if r.code != 125 || !strings.Contains(r.stderr, "is a symlink") {
 			t.Fatalf("a planted symlink in the sandbox home did not stop the run:\n%s", r)

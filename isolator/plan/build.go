@@ -152,7 +152,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 			return nil, nil, err
 		}
 	}
-	b.hide(cfg.Sandbox.HidePaths, p.SandboxHome, proj.Dir)
+	b.hide(cfg.Sandbox.HidePaths, proj.Dir)
 	th := ToolHost(h, pr)
 	th.ProxyCommand = b.sshProxyCommand
 	enabled := enabledTools(cfg, reg, th)

@@ -242,9 +242,8 @@ func TestBuildOrder(t *testing.T) {
 	writeFile(t, f.home+"/.gitconfig", "")
 	cfg := f.load(t)
 	cfg.Sandbox.ROBinds = []string{f.root + "/ro"}
+	mkdirs(t, f.home+"/.ssh")
 	p, _ := f.build(t, cfg)
-	mkdirs(t, p.SandboxHome+"/.ssh")
-	p, _ = f.build(t, cfg)
 	index := func(why string) []int {
 		var is []int
 		for i, m := range p.Mounts {

@@ -1,6 +1,9 @@
 package plan
 
 import (
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/tools"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -100,31 +103,29 @@ func TestBuildMasks(t *testing.T) {
 	)...))
 }
 
-// TestBuildHidePaths: the host home is not visible (the sandbox home covers it), so a
-// hide path below it is masked, home-relative, where it exists in the sandbox home; a
-// path elsewhere is masked where it exists and the view shows it.
+// TestBuildHidePaths: a hide path is masked when the host has it (below the home,
+// home-relative, so every isolator masks it in its own home), whatever earlier
+// sessions left in the sandbox home, so the view is the same from run to run; a path
+// elsewhere is masked when the view shows it.
 func TestBuildHidePaths(t *testing.T) {
 	f := newFixture(t)
-	mkdirs(t, f.home+"/.ssh", f.home+"/.kube")     // host only: nothing to mask
-	writeFile(t, f.home+"/.netrc", "password y\n") // host only
+	mkdirs(t, f.home+"/.ssh", f.home+"/.kube")
+	writeFile(t, f.home+"/.netrc", "password y\n")
 	writeFile(t, f.root+"/sys/secret.txt", "")
 	writeFile(t, f.root+"/elsewhere/secret.txt", "")
 	cfg := f.load(t)
 	p, _ := f.build(t, cfg)
 	data := f.expand(p, "$DATA/home")[0]
-	mkdirs(t, data+"/.aws", data+"/.config/gcloud")
-	writeFile(t, data+"/.kube", "") // a file in the sandbox home, a dir on the host
-	symlink(t, "/nowhere", data+"/.docker")
+	mkdirs(t, data+"/.aws", data+"/.config/gcloud") // the sandbox's own: not masked
 	cfg.Sandbox.SystemBinds = []string{f.root + "/sys"}
 	cfg.Sandbox.HidePaths = append(cfg.Sandbox.HidePaths, f.root+"/sys/secret.txt", f.root+"/elsewhere/secret.txt", f.home+"/.absent")
 
 	p, _ = f.build(t, cfg)
 	equalLines(t, "mounts", mountLines(p.Mounts), f.expand(p, append(baseMounts,
 		"bind rw $PROJ -> $PROJ (project)",
-		"maskdir ~/.aws (sandbox.hide_paths)",
-		"maskdir ~/.config/gcloud (sandbox.hide_paths)",
-		"maskfile ~/.kube (sandbox.hide_paths)",
-		"maskfile ~/.docker (sandbox.hide_paths)", // a symlink is masked as a file
+		"maskdir ~/.ssh (sandbox.hide_paths)",
+		"maskdir ~/.kube (sandbox.hide_paths)",
+		"maskfile ~/.netrc (sandbox.hide_paths)",
 		"maskfile $ROOT/sys/secret.txt (sandbox.hide_paths)",
 	)...))
 }
@@ -168,4 +169,36 @@ func TestHostExecutedFilesReadOnly(t *testing.T) {
 		"bind ro $PROJ/.mcp.json -> $PROJ/.mcp.json (run by tools on the host)",
 		"bind ro $PROJ/.husky -> $PROJ/.husky (git core.hooksPath)",
 	))
+}
+
+// TestHideMaskStableWithToolBelow: with no ~/.ssh on the host, the ssh tool's generated
+// config still shows alone in a masked ~/.ssh, and a second build (after the first
+// run left ~/.ssh in the sandbox home) renders the same view: a kept container is not
+// recreated for nothing.
+func TestHideMaskStableWithToolBelow(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.load(t)
+	on := true
+	cfg.Tools["ssh"] = config.ToolConfig{Enabled: &on}
+	build := func() []string {
+		p, _, err := Build(cfg, tools.NewRegistry(tools.SSH()), probe(f.proj), Request{Command: []string{"true"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ssh []string
+		for _, l := range mountLines(p.Mounts) {
+			if strings.Contains(l, ".ssh") {
+				ssh = append(ssh, l)
+			}
+		}
+		return ssh
+	}
+	first := build()
+	if len(first) < 2 || !strings.HasPrefix(first[0], "maskdir ~/.ssh") {
+		t.Fatalf("ssh mounts: %q; want the mask of ~/.ssh before the generated config", first)
+	}
+	mkdirs(t, f.home+"/.local/share/devsandbox") // state of an earlier run
+	if second := build(); !reflect.DeepEqual(first, second) {
+		t.Fatalf("second build differs:\n%q\n%q", first, second)
+	}
 }

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -19,8 +18,10 @@ type mountBuilder struct {
 	mounts []isolator.Mount
 	// sshProxyCommand is set in the proxy egress modes (see tools.Host.ProxyCommand).
 	sshProxyCommand string
-	// hidden are the hide_paths; a tool binding exactly at one is dropped.
-	hidden map[string]bool
+	// hidden are the hide_paths; a tool binding exactly at one is dropped, one below
+	// an unmasked one masks it first. maskedHide are those masked.
+	hidden, maskedHide map[string]bool
+	hiddenOrder        []string
 }
 
 func (b *mountBuilder) add(m isolator.Mount) { b.mounts = append(b.mounts, m) }
@@ -39,22 +40,22 @@ func (b *mountBuilder) homeRel(p string) string {
 // masked when they exist on the host and are visible. A hide path holding the project
 // is skipped: masking it would hide the project itself. Paths under the home are
 // home-relative, so every isolator masks them in its own home.
-func (b *mountBuilder) hide(paths []string, sandboxHome, project string) {
-	b.hidden = map[string]bool{}
+func (b *mountBuilder) hide(paths []string, project string) {
+	b.hidden, b.maskedHide, b.hiddenOrder = map[string]bool{}, map[string]bool{}, paths
 	for _, p := range paths {
 		b.hidden[p] = true
 		if isolator.Within(project, p) {
 			continue
 		}
+		// What decides is the host: a path the host has is masked (below the home,
+		// where the host's is not visible anyway, in case a bind exposes it), so the
+		// view does not change with what earlier sessions left in the sandbox home.
+		// Tool bindings below a hidden path add its mask themselves (see tools).
 		rel := b.homeRel(p)
-		var fi fs.FileInfo
-		var err error = fs.ErrNotExist
-		if rel != "" {
-			fi, err = b.pr.Lstat(filepath.Join(sandboxHome, rel))
+		if rel == "" && !b.visible(p) {
+			continue
 		}
-		if err != nil && b.visible(p) {
-			fi, err = b.pr.Lstat(p)
-		}
+		fi, err := b.pr.Lstat(p)
 		if err != nil {
 			continue
 		}
@@ -68,6 +69,20 @@ func (b *mountBuilder) hide(paths []string, sandboxHome, project string) {
 			m.Dest = p
 		}
 		b.add(m)
+		b.maskedHide[p] = true
+	}
+}
+
+// maskAbove masks, as an empty directory, a hidden path under the home above target
+// that is not masked yet: a tool binding below it (ssh's generated ~/.ssh/config)
+// then shows alone there, whatever the sandbox home holds, and the view stays the same
+// from one run to the next.
+func (b *mountBuilder) maskAbove(target string) {
+	for _, h := range b.hiddenOrder {
+		if rel := b.homeRel(h); rel != "" && !b.maskedHide[h] && target != h && isolator.Within(target, h) {
+			b.add(isolator.Mount{Kind: isolator.MaskDir, HomeRel: rel, Why: "sandbox.hide_paths"})
+			b.maskedHide[h] = true
+		}
 	}
 }
 
@@ -80,6 +95,7 @@ func (b *mountBuilder) tools(enabled []tools.Tool, th tools.Host, h config.Host)
 			if b.hidden[m.Target(b.home)] {
 				continue // the user hid exactly this path: the hide wins over the tool
 			}
+			b.maskAbove(m.Target(b.home))
 			switch {
 			case bd.Content != nil:
 				m.Kind, m.Content, m.Source = isolator.Data, bd.Content, ""
