@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
 	"math/big"
@@ -20,6 +21,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -484,5 +486,133 @@ func TestLeafCache(t *testing.T) {
 	c.Fetch("a", gen)
 	if gens.Load() != 3 || c.len() != 2 {
 		t.Errorf("%d generations, %d cached; want 3, 2", gens.Load(), c.len())
+	}
+}
+
+// TestMITMNoLeak opens 600 decrypted tunnels at once — silent after CONNECT, half a
+// ClientHello, a finished handshake with a request kept alive — drops them all, and
+// checks goroutines and fds come back to where they were.
+func TestMITMNoLeak(t *testing.T) {
+	m := newMITM(t, Config{}, hello)
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(m.ca.CertPEM)
+	connect := func(c net.Conn) (*bufio.Reader, error) {
+		io.WriteString(c, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+		if err == nil && resp.StatusCode != 200 {
+			err = fmt.Errorf("CONNECT: %s", resp.Status)
+		}
+		return br, err
+	}
+	behaviours := []func(c net.Conn) error{
+		func(c net.Conn) error { _, err := connect(c); return err }, // silent
+		func(c net.Conn) error { // half a ClientHello
+			if _, err := connect(c); err != nil {
+				return err
+			}
+			_, err := c.Write([]byte{0x16, 0x03, 0x01, 0x02})
+			return err
+		},
+		func(c net.Conn) error { // a request on a kept-alive decrypted connection
+			if _, err := connect(c); err != nil {
+				return err
+			}
+			tc := tls.Client(c, &tls.Config{RootCAs: roots, ServerName: "example.com"})
+			io.WriteString(tc, "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(tc), nil)
+			if err == nil {
+				_, err = io.Copy(io.Discard, resp.Body)
+			}
+			return err
+		},
+	}
+	run := func(n int) {
+		conns := make([]net.Conn, n)
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range 32 {
+			wg.Go(func() {
+				for i := range next {
+					c, err := net.Dial("unix", m.h.sock)
+					if err != nil {
+						t.Error(err)
+						continue
+					}
+					c.SetDeadline(time.Now().Add(30 * time.Second))
+					conns[i] = c
+					if err := behaviours[i%len(behaviours)](c); err != nil {
+						t.Errorf("conn %d: %v", i, err)
+					}
+				}
+			})
+		}
+		for i := range n {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		t.Logf("%d connections open: %d goroutines, %d fds", n, runtime.NumGoroutine(), fdCount(t))
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}
+	settled := func(g, f int) bool {
+		return eventually(t, 20*time.Second, func() bool {
+			m.h.srv.tr.CloseIdleConnections()
+			return runtime.NumGoroutine() <= g && fdCount(t) <= f && m.h.srv.track.running() == 0
+		})
+	}
+	run(len(behaviours))
+	if !settled(1<<30, 1<<30) {
+		t.Fatal("warm-up did not finish")
+	}
+	g0, f0 := runtime.NumGoroutine(), fdCount(t)
+	run(600)
+	if !settled(g0+5, f0+5) {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("goroutines %d (before %d), fds %d (before %d)\n%s",
+			runtime.NumGoroutine(), g0, fdCount(t), f0, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestMITMUpgrade: a protocol upgrade (WebSocket) inside a decrypted tunnel reaches
+// the origin, and bytes flow both ways after the 101.
+func TestMITMUpgrade(t *testing.T) {
+	m := newMITM(t, Config{}, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "websocket" {
+			http.Error(w, "want an upgrade", 400)
+			return
+		}
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		buf := make([]byte, 4)
+		if _, err := io.ReadFull(brw, buf); err == nil {
+			c.Write(buf)
+		}
+	})
+	c := m.h.dialUnix(t)
+	if resp, _, _ := rawConnect(t, c, "example.com:443"); resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(m.ca.CertPEM)
+	tc := tls.Client(c, &tls.Config{RootCAs: roots, ServerName: "example.com", NextProtos: []string{"http/1.1"}})
+	io.WriteString(tc, "GET /ws HTTP/1.1\r\nHost: example.com\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+	br := bufio.NewReader(tc)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("%v %v", resp, err)
+	}
+	io.WriteString(tc, "ping")
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(br, buf); err != nil || string(buf) != "ping" {
+		t.Errorf("echo %q, %v", buf, err)
 	}
 }
