@@ -154,7 +154,8 @@ func pidNamespaceMembers(pid int) []int {
 	return pids
 }
 
-// podmanServices lists the test user's podman API services that devsandbox started.
+// podmanServices lists the test user's podman API services that devsandbox started,
+// and their supervisors.
 func podmanServices() []int {
 	var pids []int
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
@@ -169,7 +170,7 @@ func podmanServices() []int {
 		if syscall.Stat(d, &st) != nil || int(st.Uid) != it.uid {
 			continue
 		}
-		if strings.Contains(cmd, "system service") && strings.Contains(cmd, "/devsandbox-") {
+		if strings.Contains(cmd, "system service") && strings.Contains(cmd, "/devsandbox-") || strings.Contains(cmd, "devsandbox-krun supervise") {
 			if n, err := strconv.Atoi(filepath.Base(d)); err == nil {
 				pids = append(pids, n)
 			}
@@ -352,7 +353,7 @@ func TestKrunKill9LeavesNothing(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// The service exits after its idle timeout (10 s) once nothing uses it.
+	// The service's supervisor ends it 10 s after its last user.
 	deadline = time.Now().Add(25 * time.Second)
 	for len(podmanServices()) > 0 {
 		if time.Now().After(deadline) {

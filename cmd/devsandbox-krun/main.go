@@ -13,6 +13,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == krun.SuperviseArg {
+		os.Exit(krun.Supervise(os.Args[2], os.Args[3], os.Stderr))
+	}
 	if len(os.Args) != 2 || os.Args[1] != "serve" {
 		fmt.Fprintf(os.Stderr, "%s: the krun isolator of devsandbox; run `devsandbox --isolator=krun`\n", helper.Program)
 		os.Exit(2)

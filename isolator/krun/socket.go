@@ -18,9 +18,9 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
-// ServiceIdle is the idle timeout of a podman service devsandbox starts: it serves the
-// runs that follow within that time and then exits on its own, so a devsandbox that
-// was killed never leaves it running.
+// ServiceIdle is how long a podman service devsandbox started outlives its last user:
+// it serves the runs that follow within that time, and then its supervisor ends it, so
+// a devsandbox that was killed never leaves it running.
 const ServiceIdle = 10 * time.Second
 
 // Host is the host access of the backend (a struct of functions in tests).
@@ -73,9 +73,10 @@ func (osHost) Systemd() bool {
 	return err == nil
 }
 
-// StartService starts podman's API service for runtime on path, detached (its own session, so
-// neither a terminal's signals nor devsandbox's end reach it), with ServiceIdle as its
-// idle timeout. Concurrent starts are serialised by a lock next to the socket.
+// StartService starts podman's API service for runtime on path under a supervisor
+// (`devsandbox-krun supervise`), detached (its own session, so neither a terminal's
+// signals nor devsandbox's end reach it), and returns once it listens. Concurrent
+// starts are serialised by a lock next to the socket.
 func (h osHost) StartService(ctx context.Context, path, runtime string) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -93,17 +94,20 @@ func (h osHost) StartService(ctx context.Context, path, runtime string) error {
 		return nil // another devsandbox started it meanwhile
 	}
 	_ = os.Remove(path) // a stale socket of a service that exited
+	if _, err := exec.LookPath("podman"); err != nil {
+		return fmt.Errorf("%w: podman is not installed: %v", isolator.ErrUnavailable, err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
 	logPath := filepath.Join(dir, "devsandbox-service.log")
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
 	defer log.Close()
-	podman, err := exec.LookPath("podman")
-	if err != nil {
-		return fmt.Errorf("%w: podman is not installed: %v", isolator.ErrUnavailable, err)
-	}
-	cmd := exec.Command(podman, serviceArgs(h.Systemd(), runtime, path)...)
+	cmd := exec.Command(self, SuperviseArg, path, runtime)
 	if _, ok := os.LookupEnv("XDG_RUNTIME_DIR"); !ok && strings.HasPrefix(path, "/run/user/") {
 		// Rootless podman keeps its state there; say so rather than let it guess.
 		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+filepath.Dir(filepath.Dir(path)))
@@ -131,7 +135,7 @@ func (h osHost) StartService(ctx context.Context, path, runtime string) error {
 			return ctx.Err()
 		case <-tick.C:
 			if h.Listening(path) {
-				return nil // the service runs on alone; it exits when idle
+				return nil // the service runs on under its supervisor
 			}
 		}
 	}
@@ -144,7 +148,9 @@ func serviceArgs(systemd bool, runtime, path string) []string {
 	if !systemd {
 		args = append(args, "--cgroup-manager=cgroupfs")
 	}
-	return append(args, "system", "service", "--time="+strconv.Itoa(int(ServiceIdle/time.Second)), "unix://"+path)
+	// No idle timeout of podman's own: podman 4.3 miscounts hijacked (attach)
+	// connections and may never see itself idle. The supervisor ends it.
+	return append(args, "system", "service", "--time=0", "unix://"+path)
 }
 
 func lastLine(b []byte) string {
@@ -178,6 +184,13 @@ func socketPath(configured, runtimeDir string, uid int, runtime string) string {
 func (b *Isolator) socket(ctx context.Context, h Host) (string, error) {
 	s := b.Settings
 	p := socketPath(s.Socket, s.RuntimeDir, s.UID, s.Runtime)
+	if s.Socket == "" {
+		// Held (shared) until this process ends: the service's supervisor ends the
+		// service only once no devsandbox holds it.
+		if err := holdUsers(p); err != nil {
+			return "", fmt.Errorf("%w: %v", isolator.ErrUnavailable, err)
+		}
+	}
 	if h.Listening(p) {
 		return p, nil
 	}

@@ -318,10 +318,10 @@ func TestSocketPath(t *testing.T) {
 			t.Errorf("socketPath(%q, %q, %d) = %s, want %s", tc.cfg, tc.rt, tc.uid, got, tc.want)
 		}
 	}
-	if got := strings.Join(serviceArgs(false, "krun", "/r/p.sock"), " "); got != "--runtime=krun --cgroup-manager=cgroupfs system service --time=10 unix:///r/p.sock" {
+	if got := strings.Join(serviceArgs(false, "krun", "/r/p.sock"), " "); got != "--runtime=krun --cgroup-manager=cgroupfs system service --time=0 unix:///r/p.sock" {
 		t.Errorf("serviceArgs = %s", got)
 	}
-	if got := strings.Join(serviceArgs(true, "runc", "/r/p.sock"), " "); got != "--runtime=runc system service --time=10 unix:///r/p.sock" {
+	if got := strings.Join(serviceArgs(true, "runc", "/r/p.sock"), " "); got != "--runtime=runc system service --time=0 unix:///r/p.sock" {
 		t.Errorf("serviceArgs = %s", got)
 	}
 }

@@ -1,0 +1,107 @@
+package krun
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// SuperviseArg is devsandbox-krun's argument for the supervisor role:
+//
+//	devsandbox-krun supervise SOCKET RUNTIME
+//
+// It runs `podman --runtime RUNTIME system service` on SOCKET as its child and ends it
+// once no devsandbox has used it for ServiceIdle. Every devsandbox-krun that uses the
+// service holds a shared lock on SOCKET.users for its life (the kernel drops it when the
+// process ends, however it ends); the supervisor looks for the lock free. The service
+// dies with its supervisor (PR_SET_PDEATHSIG).
+const SuperviseArg = "supervise"
+
+// usersFile is the lock users of a devsandbox-started service hold.
+func usersFile(sock string) string { return sock + ".users" }
+
+// holdUsers takes the shared users lock of sock for the rest of the process.
+func holdUsers(sock string) error {
+	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(usersFile(sock), os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
+		f.Close()
+		return fmt.Errorf("locking %s: %w", f.Name(), err)
+	}
+	// f stays open (and locked) until the process exits.
+	return nil
+}
+
+// Supervise is the supervisor role; it returns the exit status.
+func Supervise(sock, rt string, stderr io.Writer) int {
+	users, err := os.OpenFile(usersFile(sock), os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		fmt.Fprintf(stderr, "devsandbox-krun supervise: %v\n", err)
+		return 1
+	}
+	podman, err := exec.LookPath("podman")
+	if err != nil {
+		fmt.Fprintf(stderr, "devsandbox-krun supervise: %v\n", err)
+		return 1
+	}
+	// The death signal is sent when the thread that started the child ends: this one
+	// stays locked for the supervisor's life.
+	runtime.LockOSThread()
+	cmd := exec.Command(podman, serviceArgs(osHost{}.Systemd(), rt, sock)...)
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "devsandbox-krun supervise: %v\n", err)
+		return 1
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	idleSince := time.Now()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-exited:
+			fmt.Fprintf(stderr, "devsandbox-krun supervise: podman system service ended: %v\n", err)
+			_ = os.Remove(sock)
+			return 0
+		case <-tick.C:
+		}
+		if err := unix.Flock(int(users.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			if !errors.Is(err, unix.EWOULDBLOCK) {
+				fmt.Fprintf(stderr, "devsandbox-krun supervise: %v\n", err)
+			}
+			idleSince = time.Now()
+			continue
+		}
+		if time.Since(idleSince) < ServiceIdle {
+			_ = unix.Flock(int(users.Fd()), unix.LOCK_UN)
+			continue
+		}
+		// Idle: while the lock is held no run can start using the service; the next
+		// one finds no socket and starts a new service.
+		_ = os.Remove(sock)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		_ = unix.Flock(int(users.Fd()), unix.LOCK_UN)
+		return 0
+	}
+}
