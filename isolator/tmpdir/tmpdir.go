@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,6 +24,7 @@ const MaxAge = 48 * time.Hour
 type Session struct {
 	Name string // base name, below the base dir
 	Path string
+	mu   sync.Mutex // guards fd: Watch's goroutine replaces it
 	fd   int
 }
 
@@ -63,6 +65,8 @@ func Acquire(base string) (*Session, error) {
 // Lost reports whether the session dir is no longer the one that was locked (removed
 // or replaced on the host while the session ran).
 func (s *Session) Lost() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var held, now unix.Stat_t
 	if unix.Fstat(s.fd, &held) != nil || unix.Lstat(s.Path, &now) != nil {
 		return true
@@ -72,6 +76,8 @@ func (s *Session) Lost() bool {
 
 // Recreate makes a fresh dir at the session's path when it was lost, and locks it.
 func (s *Session) Recreate() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := os.Mkdir(s.Path, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
@@ -90,6 +96,8 @@ func (s *Session) Recreate() error {
 
 // Release removes the session dir and drops its lock.
 func (s *Session) Release() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	err := os.RemoveAll(s.Path)
 	unix.Close(s.fd)
 	return err

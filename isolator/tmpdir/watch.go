@@ -23,10 +23,13 @@ func (s *Session) Watch(lost func()) (stop func(), err error) {
 		return nil, err
 	}
 	f := os.NewFile(uintptr(fd), "inotify") // non-blocking: Close interrupts a pending Read
+	// stop does not wait for the goroutine (it may not be scheduled for a while on a
+	// busy machine); the mutex orders them instead: once stop returns, the goroutine
+	// recreates nothing, so Release can remove the dir for good.
+	var mu sync.Mutex
+	stopped := false
 	var once sync.Once
-	done := make(chan struct{})
 	go func() {
-		defer close(done)
 		buf := make([]byte, 4096)
 		for {
 			n, err := f.Read(buf)
@@ -36,16 +39,24 @@ func (s *Session) Watch(lost func()) (stop func(), err error) {
 			if !s.affected(buf[:n]) {
 				continue
 			}
+			mu.Lock()
+			if stopped {
+				mu.Unlock()
+				return
+			}
 			if os.MkdirAll(base, 0o700) == nil && s.Recreate() == nil {
 				// Watch the new base too, in case it was the base that went.
 				_, _ = unix.InotifyAddWatch(fd, base, unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_ONLYDIR)
 			}
+			mu.Unlock()
 			once.Do(lost)
 		}
 	}()
 	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
 		f.Close()
-		<-done
 	}, nil
 }
 
