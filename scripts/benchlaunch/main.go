@@ -180,6 +180,11 @@ func run(bin string, n int, userName string, files int, only string, large int) 
 			fmt.Printf("  %-32s median %7.2f ms   ratio %.2fx\n", name, ms(meds[i]), float64(meds[i])/float64(meds[0]))
 		}
 	}
+	if only == "" || strings.Contains("egress proxy", only) {
+		if err := benchProxy(r, bin); err != nil {
+			return err
+		}
+	}
 	return initTrace(bin)
 }
 
