@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -47,6 +48,8 @@ type Isolator struct {
 	// host is the host access and engineFn the API connection (tests replace them).
 	host     Host
 	engineFn func() (engine, error)
+	// users holds the shared lock on the service devsandbox started (see Supervise).
+	users *os.File
 }
 
 var (

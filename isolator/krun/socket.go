@@ -184,12 +184,14 @@ func socketPath(configured, runtimeDir string, uid int, runtime string) string {
 func (b *Isolator) socket(ctx context.Context, h Host) (string, error) {
 	s := b.Settings
 	p := socketPath(s.Socket, s.RuntimeDir, s.UID, s.Runtime)
-	if s.Socket == "" {
-		// Held (shared) until this process ends: the service's supervisor ends the
+	if s.Socket == "" && b.users == nil {
+		// Held (shared) for the Isolator's life: the service's supervisor ends the
 		// service only once no devsandbox holds it.
-		if err := holdUsers(p); err != nil {
+		f, err := holdUsers(p)
+		if err != nil {
 			return "", fmt.Errorf("%w: %v", isolator.ErrUnavailable, err)
 		}
+		b.users = f
 	}
 	if h.Listening(p) {
 		return p, nil

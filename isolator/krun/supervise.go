@@ -28,21 +28,21 @@ const SuperviseArg = "supervise"
 // usersFile is the lock users of a devsandbox-started service hold.
 func usersFile(sock string) string { return sock + ".users" }
 
-// holdUsers takes the shared users lock of sock for the rest of the process.
-func holdUsers(sock string) error {
+// holdUsers takes the shared users lock of sock. The lock lasts while the returned
+// file is open (and reachable: a collected *os.File closes its descriptor).
+func holdUsers(sock string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
-		return err
+		return nil, err
 	}
 	f, err := os.OpenFile(usersFile(sock), os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
 		f.Close()
-		return fmt.Errorf("locking %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
 	}
-	// f stays open (and locked) until the process exits.
-	return nil
+	return f, nil
 }
 
 // Supervise is the supervisor role; it returns the exit status.
