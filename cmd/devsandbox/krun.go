@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 )
@@ -10,7 +12,7 @@ import (
 // project): then the built-in defaults apply.
 func krunStub(cfg *config.Config, phase func(string)) *helper.Stub {
 	if cfg == nil {
-		return &helper.Stub{Settings: helper.Settings{Runtime: "krun", CPUs: 2, MemoryMiB: 2048, Version: config.Version}}
+		return &helper.Stub{Settings: helper.Settings{Runtime: "krun", CPUs: 2, MemoryMiB: 2048, Version: config.Version, UID: os.Getuid()}}
 	}
 	k, h := cfg.Krun, cfg.Host
 	return &helper.Stub{

@@ -35,6 +35,8 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 
 	if p, err := exec.LookPath("podman"); err != nil {
 		bad("podman", "podman is not installed", "install podman "+MinPodman+" or newer (Debian/Ubuntu: sudo apt-get install podman)")
+	} else if out, err := exec.CommandContext(ctx, p, "--version").Output(); err == nil {
+		ok("podman", fmt.Sprintf("%s (%s)", p, strings.TrimSpace(string(out))))
 	} else {
 		ok("podman", p)
 	}
@@ -72,7 +74,7 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 	if s.Runtime == "runc" {
 		ok("krun runtime", "krun.runtime = runc: a plain container, no microVM")
 	} else if p, err := exec.LookPath(s.Runtime); err != nil {
-		bad("krun runtime", fmt.Sprintf("the OCI runtime %q is not on PATH", s.Runtime), "install crun built with libkrun and link it as krun (Fedora: dnf install crun-krun), or register it in containers.conf [engine.runtimes]")
+		bad("krun runtime", fmt.Sprintf("the OCI runtime %q is not on PATH (unless containers.conf [engine.runtimes] names it for podman)", s.Runtime), "install crun built with libkrun and link it as krun (Fedora: dnf install crun-krun), or register it in containers.conf [engine.runtimes]")
 	} else {
 		ok("krun runtime", p)
 	}
