@@ -56,7 +56,9 @@ func (s *Session) Watch(lost func()) (stop func(), err error) {
 		mu.Lock()
 		stopped = true
 		mu.Unlock()
-		f.Close()
+		// Close waits for the reader goroutine to let go of the descriptor, which a
+		// busy scheduler can delay by many milliseconds: let it happen in the background.
+		go f.Close()
 	}, nil
 }
 
