@@ -7,17 +7,16 @@
 // Inside the sandbox, a shim that is a session leader calls TakeControl on the
 // slave so shell job control works.
 //
-// The package is Linux-only. Functions taking a file descriptor never take
-// ownership of it. Note that (*os.File).Fd puts a pollable file, such as the
-// master returned by Open, into blocking mode; use SyscallConn to reach the
-// descriptor of a file that should keep deadlines working.
+// Open and Relay are Linux-only; the other functions build on macOS too.
+// Functions taking a file descriptor never take ownership of it. Note that
+// (*os.File).Fd puts a pollable file, such as the master returned by Open, into
+// blocking mode; use SyscallConn to reach the descriptor of a file that should
+// keep deadlines working.
 package tty
 
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -25,40 +24,8 @@ import (
 
 // IsTerminal reports whether fd refers to a terminal.
 func IsTerminal(fd uintptr) bool {
-	_, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+	_, err := unix.IoctlGetTermios(int(fd), ioctlGetTermios)
 	return err == nil
-}
-
-// Open allocates a new pseudo-terminal pair with posix_openpt semantics.
-//
-// The master is opened non-blocking, so the returned *os.File is pollable:
-// reads and writes honour deadlines and are interrupted by Close. The slave is
-// an ordinary blocking file, ready to be a child's stdin, stdout and stderr.
-// Neither becomes the caller's controlling terminal, and both are close-on-exec.
-// A read from the master fails with EIO once every descriptor of the slave has
-// been closed and the buffered output has been read.
-func Open() (master, slave *os.File, err error) {
-	mfd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("opening /dev/ptmx: %w", err)
-	}
-	master = os.NewFile(uintptr(mfd), "/dev/ptmx")
-	if err := unix.IoctlSetPointerInt(mfd, unix.TIOCSPTLCK, 0); err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("unlocking pty: %w", err)
-	}
-	n, err := unix.IoctlGetInt(mfd, unix.TIOCGPTN)
-	if err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("getting pty number: %w", err)
-	}
-	name := "/dev/pts/" + strconv.Itoa(n)
-	sfd, err := unix.Open(name, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("opening %s: %w", name, err)
-	}
-	return master, os.NewFile(uintptr(sfd), name), nil
 }
 
 // Size is a terminal window size in character cells.
@@ -92,7 +59,7 @@ func SetSize(fd uintptr, s Size) error {
 // called more than once; only the first call acts, later calls return its
 // result. fd must stay open until restore has been called.
 func MakeRaw(fd uintptr) (restore func() error, err error) {
-	old, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+	old, err := unix.IoctlGetTermios(int(fd), ioctlGetTermios)
 	if err != nil {
 		return nil, fmt.Errorf("getting terminal mode: %w", err)
 	}
@@ -104,11 +71,11 @@ func MakeRaw(fd uintptr) (restore func() error, err error) {
 	raw.Cflag |= unix.CS8
 	raw.Cc[unix.VMIN] = 1
 	raw.Cc[unix.VTIME] = 0
-	if err := unix.IoctlSetTermios(int(fd), unix.TCSETS, &raw); err != nil {
+	if err := unix.IoctlSetTermios(int(fd), ioctlSetTermios, &raw); err != nil {
 		return nil, fmt.Errorf("setting raw mode: %w", err)
 	}
 	restore = sync.OnceValue(func() error {
-		if err := unix.IoctlSetTermios(int(fd), unix.TCSETS, old); err != nil {
+		if err := unix.IoctlSetTermios(int(fd), ioctlSetTermios, old); err != nil {
 			return fmt.Errorf("restoring terminal mode: %w", err)
 		}
 		return nil
