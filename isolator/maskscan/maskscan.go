@@ -67,11 +67,14 @@
 //   - In a directory that can be searched but not listed, masked entries with other
 //     than the literal names, and its subdirectories, are not found.
 //   - A directory moved within the project is read again in full at its new path.
-//   - Linux only: getdents64, O_PATH.
+//   - The walk and the cache above need Linux (getdents64, O_PATH). Elsewhere
+//     (macOS) Scan lists every directory on every scan, with the same results and
+//     errors, and ignores the cache file.
 package maskscan
 
 import (
 	"cmp"
+	"errors"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -112,6 +115,10 @@ func Scan(root string, m Matcher, cacheFile string) ([]Match, error) {
 	ms, _, err := s.scan(root, m, cacheFile)
 	return ms, err
 }
+
+// ErrOwnUnreadable is the error for a directory of the scanning user that the user
+// cannot list: fix with chmod u+rx.
+var ErrOwnUnreadable = errors.New("a directory you own is not readable (chmod u+rx it): it could hold a file to mask, and the sandbox could open it")
 
 // defaultWorkers is how many goroutines walk the tree: a warm scan is bound by the
 // latency of fstatat, which CPUs can overlap, but more than a few gain little.

@@ -260,10 +260,6 @@ func (w *walk) lost(n *node, err error) {
 	w.fail(n, err)
 }
 
-// ErrOwnUnreadable is the error for a directory of the scanning user that the user
-// cannot list: fix with chmod u+rx.
-var ErrOwnUnreadable = errors.New("a directory you own is not readable (chmod u+rx it): it could hold a file to mask, and the sandbox could open it")
-
 // ownedByUs reports whether the directory fd belongs to the effective user (who, not
 // being root, is refused by its permissions yet could change them).
 func ownedByUs(fd int) bool {

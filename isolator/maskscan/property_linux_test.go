@@ -13,7 +13,7 @@ import (
 )
 
 // TestScanRandom changes a tree at random, the way a user would, and checks every
-// scan with the cache against the reference walk.
+// scan with the cache, and the portable walk, against the reference walk.
 func TestScanRandom(t *testing.T) {
 	m := Matcher{Mask: defaults.Mask, Allow: []string{".env.example"}, Skip: defaults.Skip}
 	files := []string{".env", ".env.local", ".env.example", "main.go", "env", ".envrc"}
@@ -74,8 +74,12 @@ func TestScanRandom(t *testing.T) {
 					s.now = time.Now // every directory is racy, and a cache written now says so
 				}
 				got, _ := scanT(t, s, root, m, cache)
-				if want := reference(t, root, m); !slices.Equal(got, want) {
+				want := reference(t, root, m)
+				if !slices.Equal(got, want) {
 					t.Fatalf("step %d, after %s:\n got  %q\n want %q", step, did, rel(root, got), rel(root, want))
+				}
+				if got, err := readDirT(root, m); err != nil || !slices.Equal(got, want) {
+					t.Fatalf("step %d, after %s: portable walk %q (%v), want %q", step, did, rel(root, got), err, rel(root, want))
 				}
 			}
 		})
