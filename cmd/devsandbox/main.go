@@ -14,9 +14,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/devsandbox/devsandbox/config"
-
-	"github.com/devsandbox/devsandbox/isolator/bwrap"
-	"github.com/devsandbox/devsandbox/isolator/shim"
 )
 
 // Exit statuses of devsandbox itself (the command's own status passes through).
@@ -26,10 +23,7 @@ const (
 )
 
 func main() {
-	if os.Args[0] == bwrap.ShimPath {
-		os.Exit(shim.Main(os.Args[1:], os.Stderr))
-	}
-	shim.CloseOnExecInherited()
+	startup()
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ(), start: time.Now()}
 	os.Exit(a.main(os.Args[1:]))
 }

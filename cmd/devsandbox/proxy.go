@@ -14,7 +14,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/devsandbox/devsandbox/config"
@@ -297,7 +296,7 @@ func spawnProxy(bin string, args, env []string, sock string, bound time.Duration
 	cmd.ExtraFiles = []*os.File{lnFile, lifeR}
 	cmd.Env = append([]string{}, env...) // exactly env, never devsandbox's own (nil would inherit it)
 	cmd.Stderr = os.Stderr               // its start-up failures; it prints nothing else
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
+	cmd.SysProcAttr = proxySysProcAttr()
 	cmd.Cancel = lifeW.Close // the lifeline ends: the proxy shuts down and exits
 	cmd.WaitDelay = bound
 

@@ -6,40 +6,17 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/devsandbox/devsandbox/config"
-	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/bwrap"
-	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 	"github.com/devsandbox/devsandbox/isolator/plan"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 	"github.com/devsandbox/devsandbox/tools"
 )
-
-// autoOrder is the preference of isolator = "auto".
-var autoOrder = []string{"bwrap", "docker"}
-
-// isolatorTable is the explicit table of backends this binary has. dk configures the
-// docker backend (nil: from defaults); see docker.go. kr is the krun backend, which
-// runs in devsandbox-krun (see krun.go).
-func isolatorTable(b *bwrap.Isolator, dk *dockerSettings, kr *helper.Stub) isolator.Table {
-	return isolator.Table{
-		"bwrap": func() isolator.Isolator {
-			if b != nil {
-				return b
-			}
-			return bwrap.New()
-		},
-		"docker": func() isolator.Isolator { return newDocker(dk) },
-		"krun":   func() isolator.Isolator { return kr },
-	}
-}
 
 func (a *app) run(c *cli.Context) error {
 	ctx := context.Background()
@@ -94,18 +71,12 @@ func (a *app) run(c *cli.Context) error {
 	}
 	t.mark("plan")
 
-	bw := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Binaries: egressBinaries(cfg.Host)}
+	var phase func(string) // with --debug, the backends report their launch phases
 	if debug {
-		bw.Phase = t.mark
+		phase = t.mark
 	}
-	if debug {
-		dk.phase = t.mark
-	}
-	var krunPhase func(string)
-	if debug {
-		krunPhase = t.mark
-	}
-	iso, fellBack, err := isolator.Select(ctx, cfg.Isolator, isolatorTable(bw, dk, krunStub(cfg, krunPhase)), autoOrder)
+	dk.phase = phase
+	iso, fellBack, err := isolator.Select(ctx, cfg.Isolator, isolatorTable(a.newBwrap(cfg, phase), dk, krunStub(cfg, phase)), autoOrder)
 	if err == nil && fellBack {
 		a.warn("bwrap is not usable here; falling back to the %s isolator", iso.Name())
 	}
@@ -219,21 +190,4 @@ func (a *app) unsandboxed(cfg *config.Config) error {
 	}
 	fmt.Fprintf(a.stderr, "devsandbox: %s: %v\n", argv[0], err)
 	return exitError{126}
-}
-
-// egressBinaries are the firewall tools, with the test overrides DEVSANDBOX_NFT and
-// DEVSANDBOX_IPTABLES (absolute paths; the integration suite points them at failing
-// programs to prove a broken firewall aborts the run).
-func egressBinaries(h config.Host) egress.Binaries {
-	bin := egress.DefaultBinaries
-	if p, err := exec.LookPath("pasta"); err == nil {
-		bin.Pasta = p
-	}
-	if v := h.Vars["DEVSANDBOX_NFT"]; filepath.IsAbs(v) {
-		bin.Nft = v
-	}
-	if v := h.Vars["DEVSANDBOX_IPTABLES"]; filepath.IsAbs(v) {
-		bin.Iptables, bin.Ip6tables = v, v
-	}
-	return bin
 }
