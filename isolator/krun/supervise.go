@@ -62,7 +62,7 @@ func Supervise(sock, rt string, stderr io.Writer) int {
 	runtime.LockOSThread()
 	cmd := exec.Command(podman, serviceArgs(osHost{}.Systemd(), rt, sock)...)
 	cmd.Stdout, cmd.Stderr = stderr, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = serviceSysProcAttr()
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "devsandbox-krun supervise: %v\n", err)
 		return 1
