@@ -28,8 +28,11 @@ vet: ## go vet with the build tags
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-lint: vet ## gofmt, vet, staticcheck, shellcheck (when installed)
+lint: vet ## gofmt, vet, the macOS cross-build (arm64, amd64) and vet, staticcheck, shellcheck (when installed)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	GOOS=darwin GOARCH=arm64 $(GO) build $(GOFLAGS_) ./...
+	GOOS=darwin GOARCH=amd64 $(GO) build $(GOFLAGS_) ./...
+	GOOS=darwin $(GO) vet $(GOFLAGS_) ./...
 	$(GO) run $(STATICCHECK) -tags '$(TAGS)' ./...
 	$(GO) run $(STATICCHECK) -tags '$(TAGS) linkdocker' ./cmd/devsandbox/
 	$(GO) run $(STATICCHECK) -tags '$(TAGS) integration' ./integration/
@@ -45,7 +48,7 @@ unit: ## unit tests of the pure code
 integration: build ## the conformance suite against real components, as an unprivileged user
 	DEVSANDBOX_BIN=$(CURDIR)/$(BIN) DEVSANDBOX_IT_ISOLATORS="$${DEVSANDBOX_IT_ISOLATORS:-bwrap docker krun}" $(GO) test $(GOFLAGS_) -tags '$(TAGS) integration' -count=1 -timeout 15m -v ./integration/ 2>&1 | scripts/test-summary.sh
 
-test: setup lint unit integration ## everything CI runs: set up, lint (gofmt, vet, staticcheck, shellcheck), unit and integration tests
+test: setup lint unit integration ## everything CI runs: set up, lint (gofmt, vet, the macOS build, staticcheck, shellcheck), unit and integration tests
 
 bench: build ## launch benchmarks against the raw tools (not part of CI)
 	scripts/bench.sh $(BIN)
