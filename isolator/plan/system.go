@@ -18,7 +18,7 @@ var minimalEtc = []string{
 	// DNS and name service
 	"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/hostname",
 	// TLS
-	"/etc/ssl", "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/pki", "/etc/crypto-policies",
+	"/etc/ssl", "/etc/pki", "/etc/crypto-policies", // not /etc/ca-certificates: only update-ca-certificates reads it
 	// users and groups
 	"/etc/passwd", "/etc/group",
 	// locale and time

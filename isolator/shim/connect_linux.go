@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -31,14 +31,18 @@ func connectMain(proxyAddr string, args []string, stdin io.Reader, stdout, stder
 	defer c.Close()
 	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
 	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	status, length, err := readResponseHead(br)
 	if err != nil {
 		fmt.Fprintf(stderr, "devsandbox-connect: %s: %v\n", target, err)
 		return 1
 	}
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		fmt.Fprintf(stderr, "devsandbox-connect: the egress proxy refused %s: %s\n%s\n", target, resp.Status, strings.TrimSpace(string(body)))
+	if !strings.HasPrefix(status, "200") {
+		if length < 0 || length > 4096 {
+			length = 4096
+		}
+		body := make([]byte, length)
+		n, _ := io.ReadFull(br, body)
+		fmt.Fprintf(stderr, "devsandbox-connect: the egress proxy refused %s: %s\n%s\n", target, status, strings.TrimSpace(string(body[:n])))
 		return 1
 	}
 	done := make(chan struct{})
@@ -51,6 +55,36 @@ func connectMain(proxyAddr string, args []string, stdin io.Reader, stdout, stder
 	}()
 	_, _ = io.Copy(stdout, br) // bytes the proxy sent after its response come first
 	return 0
+}
+
+// readResponseHead reads an HTTP/1.x response's status line and headers (net/http
+// would triple the shim's size for this) and returns the status ("200 OK") and the
+// Content-Length (-1 when absent).
+func readResponseHead(br *bufio.Reader) (status string, length int, err error) {
+	line, err := br.ReadString('\n')
+	if err != nil {
+		return "", 0, err
+	}
+	proto, status, ok := strings.Cut(strings.TrimRight(line, "\r\n"), " ")
+	if !ok || !strings.HasPrefix(proto, "HTTP/1.") {
+		return "", 0, fmt.Errorf("not an HTTP response: %q", line)
+	}
+	length = -1
+	for {
+		h, err := br.ReadString('\n')
+		if err != nil {
+			return "", 0, err
+		}
+		h = strings.TrimRight(h, "\r\n")
+		if h == "" {
+			return status, length, nil
+		}
+		if k, v, ok := strings.Cut(h, ":"); ok && strings.EqualFold(strings.TrimSpace(k), "Content-Length") {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				length = n
+			}
+		}
+	}
 }
 
 // runConnect dispatches the --connect mode from Main.
