@@ -24,7 +24,7 @@ const MaxAge = 48 * time.Hour
 type Session struct {
 	Name string // base name, below the base dir
 	Path string
-	mu   sync.Mutex // guards fd: Watch's goroutine replaces it
+	mu   sync.Mutex // guards fd, which Recreate replaces
 	fd   int
 }
 

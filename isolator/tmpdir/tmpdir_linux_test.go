@@ -91,37 +91,3 @@ func TestCleanOrphans(t *testing.T) {
 		}
 	}
 }
-
-func TestWatchRecreatesLostDir(t *testing.T) {
-	s, err := Acquire(filepath.Join(t.TempDir(), "tmp"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Release()
-	lost := make(chan struct{}, 4)
-	stop, err := s.Watch(func() { lost <- struct{}{} })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	// Move the whole base away, as a cleanup of the state dir might.
-	if err := os.Rename(filepath.Dir(s.Path), filepath.Dir(s.Path)+".old"); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-lost:
-	case <-time.After(10 * time.Second):
-		t.Fatal("losing the session dir was not reported")
-	}
-	if s.Lost() {
-		t.Fatal("session dir not recreated and relocked")
-	}
-	// A second loss is handled but not reported again.
-	if err := os.RemoveAll(s.Path); err != nil {
-		t.Fatal(err)
-	}
-	stop()
-	if len(lost) != 0 {
-		t.Fatalf("lost reported %d more times", len(lost))
-	}
-}
