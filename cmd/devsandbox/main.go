@@ -103,17 +103,17 @@ func (a *app) cli() *cli.App {
 
 func runFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "isolator", Usage: "backend: auto, bwrap, docker (`NAME`; also DEVSANDBOX_ISOLATOR)"},
+		&cli.StringFlag{Name: "isolator", Usage: "backend: auto, bwrap, docker, krun (`NAME`; also DEVSANDBOX_ISOLATOR)"},
 		&cli.StringFlag{Name: "mode", Usage: "`MODE`: enforce (fail closed), auto (unsandboxed with a warning when no isolator works), off"},
 		&cli.StringFlag{Name: "egress", Usage: "network `MODE`: proxy (default: public hosts through the audited proxy, never the LAN or host services), allowlist (only --allow entries), none, open (the host's network)"},
 		&cli.StringSliceFlag{Name: "allow", Usage: "allow egress to `HOST[:PORT]`, *.domain, IP or CIDR (repeatable; proxy and allowlist modes)"},
 		&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "`NAME=VALUE` sets a variable; a bare NAME passes the host value as a secret (repeatable)"},
 		&cli.StringSliceFlag{Name: "secret-file", Usage: "`NAME=PATH`: the host file appears read-only at /run/secrets/NAME (repeatable)"},
 		&cli.StringSliceFlag{Name: "mount", Usage: "`SRC[:DST][:ro]` bind a host path (repeatable)"},
-		&cli.StringSliceFlag{Name: "publish", Aliases: []string{"p"}, Usage: "`HOST_PORT:SANDBOX_PORT`: the host's 127.0.0.1:HOST_PORT reaches a server in the sandbox (repeatable; every egress mode)"},
+		&cli.StringSliceFlag{Name: "publish", Aliases: []string{"p"}, Usage: "`HOST_PORT:SANDBOX_PORT`: the host's 127.0.0.1:HOST_PORT reaches a server in the sandbox (repeatable; every egress mode; bwrap only for now)"},
 		&cli.BoolFlag{Name: "read-only", Usage: "project read-only except .git and sandbox.writable_dirs"},
 		&cli.BoolFlag{Name: "keep-container", Usage: "docker: keep one container per project and exec into it on later runs"},
-		&cli.StringFlag{Name: "image", Usage: "container `IMAGE` of the docker isolator"},
+		&cli.StringFlag{Name: "image", Usage: "container `IMAGE` of the docker or krun isolator"},
 		&cli.StringFlag{Name: "config", Usage: "use config `FILE` instead of the user config file"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print what would run (secrets and passed-through values as names only) and exit"},
 		&cli.BoolFlag{Name: "debug", Usage: "print launch timings per phase on stderr"},
