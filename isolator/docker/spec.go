@@ -5,9 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"path"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
@@ -18,6 +16,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/containerview"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 )
 
@@ -144,9 +143,9 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 		"/run":             "rw,nosuid,nodev,mode=755",
 		isolator.SecretDir: fmt.Sprintf("rw,nosuid,nodev,noexec,mode=0700,uid=%d,gid=%d", p.User.UID, p.User.GID),
 	}
-	visible := visibleMounts(p, home)
+	visible := containerview.VisibleMounts(p, home)
 	for i, m := range visible {
-		dst := m.target
+		dst := m.Path
 		switch m.Kind {
 		case isolator.Bind:
 			src := m.Source
@@ -169,7 +168,7 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskFile, Path: dst})
 		case isolator.MaskDir:
 			mounts = append(mounts, mount.Mount{Type: mount.TypeTmpfs, Target: dst, ReadOnly: true, TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o755}})
-			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskDir, Path: dst, Allow: mountPointsIn(dst, visible[i+1:])})
+			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskDir, Path: dst, Allow: containerview.MountPointsIn(dst, visible[i+1:])})
 		case isolator.TmpDir:
 			tmpfs[dst] = fmt.Sprintf("rw,nosuid,nodev,mode=0700,uid=%d,gid=%d", p.User.UID, p.User.GID)
 		case isolator.Data:
@@ -185,7 +184,7 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: p.Egress.Proxy.Unix, Target: ProxySocket})
 		man.Forward = egress.SandboxProxyAddr + "=" + ProxySocket
 	}
-	passwd, group := userFiles(p.User, home)
+	passwd, group := containerview.UserFiles(p.User, home)
 	mounts = append(mounts,
 		mount.Mount{Type: mount.TypeBind, Source: initSrc, Target: InitPath, ReadOnly: true},
 		mount.Mount{Type: mount.TypeBind, Source: file(passwd), Target: "/etc/passwd", ReadOnly: true},
@@ -197,7 +196,7 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 		wire.Check{Kind: wire.CheckData, Path: "/etc/group", Size: int64(len(group))},
 	)
 
-	env := containerEnv(p, home)
+	env := containerview.Env(p, home)
 	s.Env = env
 	s.Secrets = append(s.Secrets, p.Secrets...)
 	user := fmt.Sprintf("%d:%d", p.User.UID, p.User.GID)
@@ -289,50 +288,6 @@ func specHash(cfg *container.Config, hc *container.HostConfig) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// placed is a plan mount with its destination in the container.
-type placed struct {
-	isolator.Mount
-	target string
-}
-
-// visibleMounts resolves each mount's destination (the sandbox home and home-relative
-// mounts move to home) and drops every mount a later one covers. The engine sorts
-// mounts by depth, so without this a hidden bind below a later mask would reappear.
-func visibleMounts(p *isolator.Plan, home string) []placed {
-	var out []placed
-	for _, m := range p.Mounts {
-		t := m.Target(home)
-		if m.HomeRel == "" && m.Dest == p.User.HostHome && m.Source == p.SandboxHome {
-			t = home
-		}
-		t = path.Clean(t)
-		kept := out[:0]
-		for _, o := range out {
-			if !isolator.Within(o.target, t) {
-				kept = append(kept, o)
-			}
-		}
-		out = append(kept, placed{m, t})
-	}
-	return out
-}
-
-// mountPointsIn returns the names of dir's entries that later mounts create as their
-// mount points.
-func mountPointsIn(dir string, later []placed) []string {
-	var names []string
-	for _, m := range later {
-		if m.target == dir || !isolator.Within(m.target, dir) {
-			continue
-		}
-		n, _, _ := strings.Cut(strings.TrimPrefix(m.target, dir+"/"), "/")
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	return names
-}
-
 // sortMounts orders mounts parents first, as the engine applies them (stable within
 // a depth, for the golden files).
 func sortMounts(ms []mount.Mount) []mount.Mount {
@@ -342,64 +297,10 @@ func sortMounts(ms []mount.Mount) []mount.Mount {
 	return ms
 }
 
-// containerEnv is the command's environment: the Plan's, with the container's home
-// and without PATH (containers use the image's).
-func containerEnv(p *isolator.Plan, home string) []isolator.EnvVar {
-	var env []isolator.EnvVar
-	for _, e := range p.Env {
-		switch e.Name {
-		case "PATH":
-			continue
-		case "HOME":
-			e = isolator.EnvVar{Name: "HOME", Value: home}
-		}
-		env = append(env, e)
-	}
-	if !hasEnv(env, "HOME") {
-		env = append(env, isolator.EnvVar{Name: "HOME", Value: home})
-		sort.Slice(env, func(i, j int) bool { return env[i].Name < env[j].Name })
-	}
-	return env
-}
-
-func hasEnv(env []isolator.EnvVar, name string) bool {
-	for _, e := range env {
-		if e.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
 func envStrings(env []isolator.EnvVar) []string {
 	out := make([]string, 0, len(env))
 	for _, e := range env {
 		out = append(out, e.Name+"="+e.Value)
 	}
 	return out
-}
-
-// userFiles returns /etc/passwd and /etc/group for the container: root, nobody and
-// the host user with the container's home, so git and ssh find a name and a home.
-func userFiles(u isolator.User, home string) (passwd, group []byte) {
-	var pw, gr strings.Builder
-	name := u.Name
-	if name == "" {
-		name = "user"
-	}
-	if u.UID != 0 {
-		pw.WriteString("root:x:0:0:root:/root:/bin/sh\n")
-	}
-	if u.UID != 65534 {
-		pw.WriteString("nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
-	}
-	fmt.Fprintf(&pw, "%s:x:%d:%d:%s:%s:/bin/sh\n", name, u.UID, u.GID, name, home)
-	if u.GID != 0 {
-		gr.WriteString("root:x:0:\n")
-	}
-	if u.GID != 65534 {
-		gr.WriteString("nogroup:x:65534:\n")
-	}
-	fmt.Fprintf(&gr, "%s:x:%d:\n", name, u.GID)
-	return []byte(pw.String()), []byte(gr.String())
 }

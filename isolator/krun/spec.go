@@ -4,9 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"path"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/containerview"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 )
 
@@ -153,9 +152,9 @@ func specGen(p *isolator.Plan, opts Options) (*Spec, error) {
 		tmpfs("/run", "rw", "nosuid", "nodev", "mode=755"),
 		tmpfs(isolator.SecretDir, "rw", "nosuid", "nodev", "noexec", "mode=0700", "U"),
 	}
-	visible := visibleMounts(p, home)
+	visible := containerview.VisibleMounts(p, home)
 	for i, m := range visible {
-		dst := m.target
+		dst := m.Path
 		switch m.Kind {
 		case isolator.Bind:
 			mounts = append(mounts, bind(m.Source, dst, m.ReadOnly))
@@ -172,7 +171,7 @@ func specGen(p *isolator.Plan, opts Options) (*Spec, error) {
 			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskFile, Path: dst})
 		case isolator.MaskDir:
 			mounts = append(mounts, tmpfs(dst, "ro", "nosuid", "nodev", "noexec", "size=4k", "mode=755"))
-			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskDir, Path: dst, Allow: mountPointsIn(dst, visible[i+1:])})
+			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskDir, Path: dst, Allow: containerview.MountPointsIn(dst, visible[i+1:])})
 		case isolator.TmpDir:
 			mounts = append(mounts, tmpfs(dst, "rw", "nosuid", "nodev", "mode=0700", "U"))
 		case isolator.Data:
@@ -192,7 +191,7 @@ func specGen(p *isolator.Plan, opts Options) (*Spec, error) {
 		mounts = append(mounts, bind(p.Egress.Proxy.Unix, ProxySocket, false))
 		man.Forward = egress.SandboxProxyAddr + "=" + ProxySocket
 	}
-	passwd, group := userFiles(p.User, home)
+	passwd, group := containerview.UserFiles(p.User, home)
 	mounts = append(mounts,
 		bind(initSrc, InitPath, true),
 		bind(file(passwd), "/etc/passwd", true),
@@ -216,7 +215,7 @@ func specGen(p *isolator.Plan, opts Options) (*Spec, error) {
 		devices = append(devices, spec.LinuxDevice{Path: "/dev/kvm"})
 	}
 
-	env := containerEnv(p, home)
+	env := containerview.Env(p, home)
 	s.Env = env
 	s.Secrets = append(s.Secrets, p.Secrets...)
 	s.Manifest = man
@@ -284,100 +283,10 @@ func rlimits(o Options) []spec.POSIXRlimit {
 	return []spec.POSIXRlimit{{Type: "nofile", Hard: o.NofileHard, Soft: o.NofileHard}}
 }
 
-// placed is a plan mount with its destination in the container.
-type placed struct {
-	isolator.Mount
-	target string
-}
-
-// visibleMounts resolves each mount's destination (the sandbox home and home-relative
-// mounts move to home) and drops every mount a later one covers: the runtime sorts
-// mounts by depth, so a hidden bind below a later mask would otherwise reappear.
-func visibleMounts(p *isolator.Plan, home string) []placed {
-	var out []placed
-	for _, m := range p.Mounts {
-		t := m.Target(home)
-		if m.HomeRel == "" && m.Dest == p.User.HostHome && m.Source == p.SandboxHome {
-			t = home
-		}
-		t = path.Clean(t)
-		kept := out[:0]
-		for _, o := range out {
-			if !isolator.Within(o.target, t) {
-				kept = append(kept, o)
-			}
-		}
-		out = append(kept, placed{m, t})
-	}
-	return out
-}
-
-// mountPointsIn returns the names of dir's entries that later mounts create.
-func mountPointsIn(dir string, later []placed) []string {
-	var names []string
-	for _, m := range later {
-		if m.target == dir || !isolator.Within(m.target, dir) {
-			continue
-		}
-		n, _, _ := strings.Cut(strings.TrimPrefix(m.target, dir+"/"), "/")
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	return names
-}
-
 // sortMounts orders mounts parents first (stable within a depth).
 func sortMounts(ms []spec.Mount) []spec.Mount {
 	sort.SliceStable(ms, func(i, j int) bool {
 		return strings.Count(ms[i].Destination, "/") < strings.Count(ms[j].Destination, "/")
 	})
 	return ms
-}
-
-// containerEnv is the command's environment: the Plan's, with the container's home
-// and without PATH (containers use the image's).
-func containerEnv(p *isolator.Plan, home string) []isolator.EnvVar {
-	var env []isolator.EnvVar
-	hasHome := false
-	for _, e := range p.Env {
-		switch e.Name {
-		case "PATH":
-			continue
-		case "HOME":
-			e = isolator.EnvVar{Name: "HOME", Value: home}
-			hasHome = true
-		}
-		env = append(env, e)
-	}
-	if !hasHome {
-		env = append(env, isolator.EnvVar{Name: "HOME", Value: home})
-		sort.Slice(env, func(i, j int) bool { return env[i].Name < env[j].Name })
-	}
-	return env
-}
-
-// userFiles returns /etc/passwd and /etc/group for the container: root, nobody and
-// the host user with the container's home.
-func userFiles(u isolator.User, home string) (passwd, group []byte) {
-	var pw, gr strings.Builder
-	name := u.Name
-	if name == "" {
-		name = "user"
-	}
-	if u.UID != 0 {
-		pw.WriteString("root:x:0:0:root:/root:/bin/sh\n")
-	}
-	if u.UID != 65534 {
-		pw.WriteString("nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
-	}
-	fmt.Fprintf(&pw, "%s:x:%d:%d:%s:%s:/bin/sh\n", name, u.UID, u.GID, name, home)
-	if u.GID != 0 {
-		gr.WriteString("root:x:0:\n")
-	}
-	if u.GID != 65534 {
-		gr.WriteString("nogroup:x:65534:\n")
-	}
-	fmt.Fprintf(&gr, "%s:x:%d:\n", name, u.GID)
-	return []byte(pw.String()), []byte(gr.String())
 }
