@@ -62,8 +62,8 @@ bench-krun: build ## krun isolator launches (krun.runtime = runc) against podman
 embed: ## build Linux devsandbox-init (amd64, arm64) into isolator/docker/initbin for a macOS build
 	for a in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o isolator/docker/initbin/devsandbox-init-linux-$$a ./cmd/devsandbox-init; done
 
-darwin: embed ## cross-build devsandbox for macOS (docker isolator, Linux init embedded) into bin/darwin/
-	CGO_ENABLED=0 GOOS=darwin $(GO) build -tags '$(TAGS) embedinit' -trimpath -ldflags '$(LDFLAGS)' -o bin/darwin/ ./cmd/devsandbox
+darwin: embed ## cross-build devsandbox and devsandbox-proxy for macOS (docker isolator, Linux init embedded) into bin/darwin/
+	CGO_ENABLED=0 GOOS=darwin $(GO) build -tags '$(TAGS) embedinit' -trimpath -ldflags '$(LDFLAGS)' -o bin/darwin/ ./cmd/devsandbox ./cmd/devsandbox-proxy
 
 install: build ## install devsandbox, devsandbox-init, devsandbox-proxy, devsandbox-docker and devsandbox-krun to $(PREFIX)/bin
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/devsandbox
