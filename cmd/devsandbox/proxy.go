@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/devsandbox/devsandbox/config"
@@ -338,6 +340,7 @@ func listenProxySocket(path string) (*os.File, error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, err
 	}
+	removeStaleSockets(dir)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return nil, err
@@ -354,4 +357,20 @@ func listenProxySocket(path string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// removeStaleSockets removes the proxy sockets of sessions that died without cleaning
+// up (kill -9): nothing accepts on them any more, so a connection is refused.
+func removeStaleSockets(dir string) {
+	names, _ := filepath.Glob(filepath.Join(dir, "proxy-*.sock"))
+	for _, n := range names {
+		c, err := net.DialTimeout("unix", n, 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+			continue
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			_ = os.Remove(n)
+		}
+	}
 }

@@ -298,3 +298,26 @@ func TestPlanProxyMITM(t *testing.T) {
 		t.Error("planProxy changed the config's host variables")
 	}
 }
+
+// A socket left by a killed session (nothing accepts) is removed; a live one is kept.
+func TestRemoveStaleSockets(t *testing.T) {
+	dir := t.TempDir()
+	stale, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "proxy-dead.sock"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.SetUnlinkOnClose(false)
+	stale.Close()
+	live, err := net.Listen("unix", filepath.Join(dir, "proxy-live.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	removeStaleSockets(dir)
+	if _, err := os.Lstat(filepath.Join(dir, "proxy-dead.sock")); !os.IsNotExist(err) {
+		t.Errorf("stale socket kept: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "proxy-live.sock")); err != nil {
+		t.Errorf("live socket removed: %v", err)
+	}
+}
