@@ -1,6 +1,7 @@
 package isolator
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,6 +32,30 @@ func CheckDestinations(p *Plan) error {
 				return fmt.Errorf("%w: %s is a symlink, and the sandbox mounts %s through it (%s); remove the link (a sandboxed program may have planted it)", ErrProtection, q, dst, m.Why)
 			}
 		}
+	}
+	return nil
+}
+
+// EnsureEmptyFile creates the empty read-only file file masks are bound from (the
+// Plan's EmptyFile), or checks that the one there is still empty and regular: a mask
+// bound from anything else would show its content. Every isolator calls it before
+// launch.
+func EnsureEmptyFile(path string) error {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().IsRegular() && fi.Size() == 0 {
+			return nil
+		}
+		return fmt.Errorf("%w: %s, the source of file masks, is not an empty regular file; remove it", ErrProtection, path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o444)
+	if err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating the mask source %s: %w", path, err)
+	}
+	if f != nil {
+		f.Close()
 	}
 	return nil
 }

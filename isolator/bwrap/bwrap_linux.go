@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -300,7 +299,7 @@ func PrepareHost(p *isolator.Plan) error {
 	if err := isolator.CheckDestinations(p); err != nil {
 		return err
 	}
-	return ensureEmptyFile(p.EmptyFile)
+	return isolator.EnsureEmptyFile(p.EmptyFile)
 }
 
 // prepare creates the host directories a run needs and acquires the session /tmp.
@@ -313,27 +312,6 @@ func prepare(p *isolator.Plan) (*tmpdir.Session, error) {
 	}
 	tmpdir.CleanOrphans(p.Tmp.Dir, time.Now(), tmpdir.MaxAge)
 	return tmpdir.Acquire(p.Tmp.Dir)
-}
-
-// ensureEmptyFile creates the empty read-only file file masks are bound from.
-func ensureEmptyFile(path string) error {
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode().IsRegular() && fi.Size() == 0 {
-			return nil
-		}
-		return fmt.Errorf("%w: %s, the source of file masks, is not an empty regular file; remove it", isolator.ErrProtection, path)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o444)
-	if err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("creating the mask source %s: %w", path, err)
-	}
-	if f != nil {
-		f.Close()
-	}
-	return nil
 }
 
 // childEnv is the environment bwrap starts with; bwrap passes it to the command, so

@@ -154,7 +154,7 @@ func prepare(p *isolator.Plan, s *Spec) error {
 			return fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
-	if err := ensureEmptyFile(p.EmptyFile); err != nil {
+	if err := isolator.EnsureEmptyFile(p.EmptyFile); err != nil {
 		return err
 	}
 	for _, f := range s.Files {
@@ -202,27 +202,6 @@ func dropMissing(s *Spec, exists func(string) bool) {
 	}
 	s.Manifest.Checks = checks
 	s.Gen.Env[wire.ManifestEnv] = s.Manifest.Encode()
-}
-
-// ensureEmptyFile creates the empty read-only file masks are bound from.
-func ensureEmptyFile(path string) error {
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode().IsRegular() && fi.Size() == 0 {
-			return nil
-		}
-		return fmt.Errorf("%w: %s, the source of file masks, is not an empty regular file; remove it", isolator.ErrProtection, path)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o444)
-	if err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("creating the mask source %s: %w", path, err)
-	}
-	if f != nil {
-		f.Close()
-	}
-	return nil
 }
 
 // secretHello reads the secret values the Plan names, for the Hello frame.
