@@ -7,11 +7,9 @@ package tmpdir
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -24,7 +22,6 @@ const MaxAge = 48 * time.Hour
 type Session struct {
 	Name string // base name, below the base dir
 	Path string
-	mu   sync.Mutex // guards fd, which Recreate replaces
 	fd   int
 }
 
@@ -65,8 +62,6 @@ func Acquire(base string) (*Session, error) {
 // Lost reports whether the session dir is no longer the one that was locked (removed
 // or replaced on the host while the session ran).
 func (s *Session) Lost() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var held, now unix.Stat_t
 	if unix.Fstat(s.fd, &held) != nil || unix.Lstat(s.Path, &now) != nil {
 		return true
@@ -74,30 +69,8 @@ func (s *Session) Lost() bool {
 	return held.Ino != now.Ino || held.Dev != now.Dev
 }
 
-// Recreate makes a fresh dir at the session's path when it was lost, and locks it.
-func (s *Session) Recreate() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := os.Mkdir(s.Path, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
-	}
-	fd, err := unix.Open(s.Path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		unix.Close(fd)
-		return err
-	}
-	unix.Close(s.fd)
-	s.fd = fd
-	return nil
-}
-
 // Release removes the session dir and drops its lock.
 func (s *Session) Release() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	err := os.RemoveAll(s.Path)
 	unix.Close(s.fd)
 	return err
