@@ -51,6 +51,14 @@ type Rules struct {
 	// PublishDir is a private host directory shared with the sandbox, where a relay
 	// inside serves each published port on a Unix socket named <SandboxPort>.sock.
 	PublishDir string
+	// ProxyPolicy is a digest of the proxy's own settings (default verdict, MITM,
+	// credential rules — never their values), so a backend can tell two sessions'
+	// policies apart.
+	ProxyPolicy string
+	// SocketDir is the project's private host directory that holds the session's
+	// proxy socket (Proxy.Unix) and PublishDir. A kept container binds it whole: it
+	// outlives sessions, and the socket names in it change with each.
+	SocketDir string
 }
 
 // Endpoint is a proxy address: a Unix socket path or a TCP address.

@@ -8,11 +8,20 @@ import (
 // Table is the nft table devsandbox owns in a sandbox's network namespace.
 const Table = "devsandbox"
 
+// ProbeAddr is the destination of the probe rule, the first rule of every rendering
+// of a Firewall: UDP to it is dropped, so a sandboxed process that sends a datagram
+// there gets EPERM while the rules are in effect. Without them the datagram stays on
+// the sandbox's own loopback, so the check sends nothing anywhere.
+const ProbeAddr = "127.255.255.254:9"
+
+const probeIP, probePort = "127.255.255.254", "9"
+
 // NftScript renders fw as input for `nft -f -`.
 func (fw Firewall) NftScript() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "table inet %s {\n", Table)
 	b.WriteString("\tchain output {\n\t\ttype filter hook output priority 0; policy drop;\n")
+	fmt.Fprintf(&b, "\t\tip daddr %s udp dport %s drop comment \"probe\"\n", probeIP, probePort)
 	b.WriteString("\t\tct state established,related accept\n")
 	b.WriteString("\t\toif \"lo\" accept\n")
 	for _, m := range fw.Matches {
@@ -46,6 +55,7 @@ func (fw Firewall) NftScript() string {
 // where nft is missing), given the binaries' absolute paths.
 func (fw Firewall) IptablesCommands(iptables, ip6tables string) [][]string {
 	var out [][]string
+	out = append(out, []string{iptables, "-w", "-A", "OUTPUT", "-d", probeIP, "-p", "udp", "--dport", probePort, "-j", "DROP"})
 	for _, bin := range []string{iptables, ip6tables} {
 		out = append(out,
 			[]string{bin, "-w", "-P", "OUTPUT", "DROP"},

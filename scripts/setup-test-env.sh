@@ -69,14 +69,15 @@ if ! docker image inspect devsandbox-test/busybox:1 >/dev/null 2>&1; then
 	rm -rf "$root"
 fi
 
-# devsandbox-test/debian:1 — a minimal Debian with git and ssh (the conformance suite
-# runs git in the sandbox); about two minutes of debootstrap on a fresh machine.
-if ! docker image inspect devsandbox-test/debian:1 >/dev/null 2>&1; then
-	echo "setup: building devsandbox-test/debian:1 with debootstrap"
+# devsandbox-test/debian:2 — a minimal Debian with git, ssh, curl and python3 (the
+# conformance suite runs git in the sandbox; the egress and publish tests run curl and
+# python3 in every isolator); a few minutes of debootstrap on a fresh machine.
+if ! docker image inspect devsandbox-test/debian:2 >/dev/null 2>&1; then
+	echo "setup: building devsandbox-test/debian:2 with debootstrap"
 	root=$(mktemp -d)
-	debootstrap --variant=minbase --include=git,openssh-client bookworm "$root" http://deb.debian.org/debian >/dev/null
+	debootstrap --variant=minbase --include=git,openssh-client,curl,python3 bookworm "$root" http://deb.debian.org/debian >/dev/null
 	rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
-	tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' -c 'ENV LANG=C.UTF-8' - devsandbox-test/debian:1 >/dev/null
+	tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' -c 'ENV LANG=C.UTF-8' - devsandbox-test/debian:2 >/dev/null
 	rm -rf "$root"
 fi
 # Rootless podman for the krun isolator (run with the runtime runc, and with a

@@ -4,6 +4,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
@@ -36,8 +37,11 @@ func isolatorTable(_ *noBwrap, dk *dockerSettings, kr *helper.Stub) isolator.Tab
 	}
 }
 
-// planPublish and startPublish are never called here: run refuses published ports
-// for every isolator but bwrap.
+// planPublish does nothing here, and startPublish refuses: published ports are relayed
+// through Unix sockets in a directory the sandbox shares, which Docker Desktop's VM
+// does not pass through.
 func planPublish(*isolator.Plan, config.Host, string) {}
 
-func startPublish(*isolator.Plan) (stop func(), err error) { return nil, errors.ErrUnsupported }
+func startPublish(*isolator.Plan) (stop func(), err error) {
+	return nil, fmt.Errorf("%w: --publish / egress.publish needs Linux (the ports are relayed through Unix sockets, which Docker Desktop does not share with its VM); %w", isolator.ErrProtection, errors.ErrUnsupported)
+}

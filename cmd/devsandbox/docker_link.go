@@ -27,6 +27,11 @@ func newDocker(dk *dockerSettings) isolator.Isolator {
 	d.Options.CPUs, d.Options.Memory = dk.cfg.CPUs, dk.cfg.Memory
 	d.HostAddr, d.Env, d.HostHome = dk.cfg.Host, dk.env, dk.home
 	d.Warn, d.Phase = dk.warn, dk.phase
+	// DEVSANDBOX_NFT: the test override bwrap's egressBinaries also takes; here the
+	// program the firewall helper runs in the image instead of devsandbox-init.
+	if v := dk.env["DEVSANDBOX_NFT"]; filepath.IsAbs(v) {
+		d.FirewallTool = v
+	}
 	return d
 }
 

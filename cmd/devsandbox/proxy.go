@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -42,20 +44,27 @@ func sessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// proxySocket returns where the session proxy listens: a private directory under
-// $XDG_RUNTIME_DIR, else under the state dir (Unix socket paths are limited to 107
-// bytes, so a short fallback is used when needed).
-func proxySocket(h config.Host, p *isolator.Plan, session string) string {
-	name := "proxy-" + session + ".sock"
+// socketDir returns the project's private directory for its sessions' Unix sockets
+// (the proxy's, the published ports'): under $XDG_RUNTIME_DIR, else under the state
+// dir (Unix socket paths are limited to 107 bytes, so a short fallback is used when
+// needed). It is per project: a kept container binds it whole as the project's
+// stable proxy endpoint.
+func socketDir(h config.Host, p *isolator.Plan) string {
+	const longest = len("/publish-0123456789ab/65535.sock")
 	if h.RuntimeDir != "" {
-		if s := filepath.Join(h.RuntimeDir, "devsandbox", name); len(s) < 100 {
+		if s := filepath.Join(h.RuntimeDir, "devsandbox", p.Project.ID); len(s)+longest < 100 {
 			return s
 		}
 	}
-	if s := filepath.Join(p.StateDir, name); len(s) < 100 {
+	if s := filepath.Join(p.StateDir, "sock"); len(s)+longest < 100 {
 		return s
 	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("devsandbox-%d", h.UID), name)
+	return filepath.Join(os.TempDir(), fmt.Sprintf("devsandbox-%d", h.UID), p.Project.ID)
+}
+
+// proxySocket returns where the session proxy listens.
+func proxySocket(h config.Host, p *isolator.Plan, session string) string {
+	return filepath.Join(socketDir(h, p), "proxy-"+session+".sock")
 }
 
 // CABundlePath is where the sandbox finds the CA bundle under proxy.mitm: the system's
@@ -83,6 +92,10 @@ type proxyPlan struct {
 func planProxy(p *isolator.Plan, cfg *config.Config, session string) (*proxyPlan, error) {
 	pp := &proxyPlan{session: session}
 	p.Egress.Proxy = egress.Endpoint{Unix: proxySocket(cfg.Host, p, session)}
+	// Names, not values: the credentials' sources are named, never read here.
+	pol, _ := json.Marshal(cfg.Proxy)
+	sum := sha256.Sum256(pol)
+	p.Egress.ProxyPolicy = hex.EncodeToString(sum[:8])
 	env := egress.ProxyEnv("http://" + egress.SandboxProxyAddr)
 	if cfg.Proxy.MITM {
 		c, err := ca.LoadOrCreate(p.StateDir, p.Project.Name, time.Now())

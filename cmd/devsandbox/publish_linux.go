@@ -18,7 +18,7 @@ import (
 // published ports (Unix sockets; short paths, like the proxy socket's).
 func planPublish(p *isolator.Plan, h config.Host, session string) {
 	if len(p.Egress.Forwards) > 0 {
-		p.Egress.PublishDir = filepath.Join(filepath.Dir(proxySocket(h, p, session)), "publish-"+session)
+		p.Egress.PublishDir = filepath.Join(p.Egress.SocketDir, "publish-"+session)
 	}
 }
 
@@ -27,6 +27,9 @@ func planPublish(p *isolator.Plan, h config.Host, session string) {
 // A port already in use fails the run before the command starts.
 func startPublish(p *isolator.Plan) (stop func(), err error) {
 	dir := p.Egress.PublishDir
+	if err := os.MkdirAll(p.Egress.SocketDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the socket directory: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the publish directory: %w", err)
 	}

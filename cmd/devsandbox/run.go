@@ -84,9 +84,7 @@ func (a *app) run(c *cli.Context) error {
 		return a.degrade(mode, cfg, err)
 	}
 	session := sessionID()
-	if len(p.Egress.Forwards) > 0 && iso.Name() != "bwrap" {
-		return fmt.Errorf("%w: --publish / egress.publish is not supported by the %s isolator yet; use --isolator=bwrap", isolator.ErrProtection, iso.Name())
-	}
+	p.Egress.SocketDir = socketDir(cfg.Host, p)
 	if len(p.Egress.Forwards) > 0 {
 		planPublish(p, cfg.Host, session)
 		if !c.Bool("dry-run") {

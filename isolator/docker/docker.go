@@ -33,6 +33,11 @@ type Isolator struct {
 	Env      map[string]string
 	HostHome string
 
+	// FirewallTool, when set, is the program the firewall helper container runs
+	// instead of devsandbox-init (a test override: a tool that fails must abort the
+	// run).
+	FirewallTool string
+
 	// Phase, when set, is called as each launch phase ends (for --debug timings).
 	Phase func(name string)
 	// Warn receives warnings for people; nil discards them.

@@ -38,6 +38,11 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 		return 0, err
 	}
 	b.phase("container")
+	if p.Egress.NeedsFirewall() {
+		if err := b.ensureKeptFirewall(ctx, e, p, spec, id); err != nil {
+			return 0, err
+		}
+	}
 	ex, err := e.ContainerExecCreate(ctx, id, *spec.Exec)
 	if err != nil {
 		return 0, fmt.Errorf("%w: creating the exec in %s: %v", isolator.ErrProtection, spec.Name, err)

@@ -85,16 +85,36 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	}
 	defer hj.Close()
 	waitc, werrc := e.ContainerWait(ctx, id, container.WaitConditionRemoved)
+	start := func() error {
+		if err := e.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+			return fmt.Errorf("%w: the docker engine could not start the container: %v; the command did not run. `devsandbox --dry-run` shows the container", isolator.ErrProtection, err)
+		}
+		started = true
+		b.phase("start")
+		return nil
+	}
+	if p.Egress.NeedsFirewall() {
+		// The init waits for the session's hello before it checks the rules and
+		// starts the command: start, apply the rules, then say hello.
+		if err := start(); err != nil {
+			return 0, err
+		}
+		if err := b.applyFirewall(ctx, e, p, spec, id); err != nil {
+			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, container.RemoveOptions{Force: true})
+			return 0, err
+		}
+		b.phase("firewall")
+	}
 	sess, err := startSession(&stream{conn: hj.Conn, r: hj.Reader}, stdio, hello)
 	if err != nil {
 		return 0, err
 	}
 	defer sess.close()
-	if err := e.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		return 0, fmt.Errorf("%w: the docker engine could not start the container: %v; the command did not run. `devsandbox --dry-run` shows the container", isolator.ErrProtection, err)
+	if !started {
+		if err := start(); err != nil {
+			return 0, err
+		}
 	}
-	started = true
-	b.phase("start")
 	go removeLeftovers(context.WithoutCancel(ctx), e, p.Project.ID, id, time.Now())
 	code := 125
 	exited := make(chan struct{})
@@ -167,6 +187,11 @@ func prepare(p *isolator.Plan, spec *Spec) error {
 	}
 	if err := isolator.EnsureEmptyFile(p.EmptyFile); err != nil {
 		return err
+	}
+	if d := p.Egress.SocketDir; d != "" && spec.Exec != nil {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("creating %s: %w", d, err)
+		}
 	}
 	for _, f := range spec.Files {
 		if b, err := os.ReadFile(f.Path); err == nil && string(b) == string(f.Content) {

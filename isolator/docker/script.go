@@ -41,6 +41,17 @@ func (s *Spec) Script() string {
 	for _, f := range s.Files {
 		fmt.Fprintf(&b, "test -e %s || { mkdir -p -m 0700 %s && printf %%s %s > %s; }\n", shellQuote(f.Path), shellQuote(filepath.Dir(f.Path)), shellQuote(string(f.Content)), shellQuote(f.Path))
 	}
+	if s.FirewallArg != "" {
+		b.WriteString("# egress allowlist: once the container runs, and before its init starts the command, a helper\n")
+		b.WriteString("# container joins its network namespace and applies the rules (devsandbox-init speaks netlink):\n")
+		name := s.Name
+		if name == "" {
+			name = "CONTAINER"
+		}
+		fmt.Fprintf(&b, "#   docker run --rm --network container:%s --user 0:0 --cap-drop ALL --cap-add NET_ADMIN \\\n", name)
+		fmt.Fprintf(&b, "#     --mount type=bind,src=%s,dst=%s,readonly --entrypoint %s %s \\\n", shellQuote(s.initSource()), InitPath, InitPath, s.Config.Image)
+		fmt.Fprintf(&b, "#     %s\n", shellQuote(s.FirewallArg))
+	}
 	w := &argWriter{b: &b}
 	if s.Exec == nil {
 		w.word("docker", "run", "--rm", "-i")
@@ -70,6 +81,11 @@ func (s *Spec) Script() string {
 	w.flag("--user", s.Exec.User)
 	w.flag("--workdir", s.Exec.WorkingDir)
 	s.envFlags(w, false)
+	for _, e := range s.Exec.Env {
+		if strings.HasPrefix(e, wire.ManifestEnv+"=") {
+			w.flag("-e", e)
+		}
+	}
 	w.word(append([]string{s.Name}, plainCmd(s.Exec.Cmd)...)...)
 	b.WriteString("\n")
 	return b.String()
@@ -166,6 +182,16 @@ func mountFlag(m mount.Mount) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// initSource is the host path of the init the container binds.
+func (s *Spec) initSource() string {
+	for _, m := range s.Host.Mounts {
+		if m.Target == InitPath {
+			return m.Source
+		}
+	}
+	return ""
 }
 
 // plainCmd drops --framed: a hand-run command has no one speaking the protocol.

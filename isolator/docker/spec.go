@@ -15,6 +15,7 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/egress/netfilter"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/containerview"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
@@ -24,8 +25,16 @@ import (
 // (the same path as isolator.ShimPath, where tools such as ssh's ProxyCommand expect it).
 const InitPath = isolator.ShimPath
 
-// ProxySocket is where the session proxy's Unix socket appears (egress proxy).
+// ProxySocket is where the session proxy's Unix socket appears (egress proxy and
+// allowlist, one-shot containers).
 const ProxySocket = "/run/devsandbox/proxy.sock"
+
+// PublishDir is where the session's publish directory appears (one-shot containers).
+const PublishDir = "/run/devsandbox/publish"
+
+// EndpointDir is where a kept container sees the project's socket directory
+// (egress.Rules.SocketDir): the live sessions' proxy sockets and publish directories.
+const EndpointDir = "/run/devsandbox/ep"
 
 // Labels on everything the backend creates.
 const (
@@ -74,6 +83,9 @@ type Spec struct {
 	Exec *container.ExecOptions
 	// Hash identifies Config+Host (a kept container is reused only with the same hash).
 	Hash string
+	// FirewallArg is the argument of devsandbox-init that applies the egress rules
+	// (allowlist), run in a helper container in the container's network namespace.
+	FirewallArg string
 
 	Files []hostFile
 	// Dirs are host directories Run creates (0700) before binding them; EmptyFile is
@@ -94,16 +106,20 @@ type Spec struct {
 // containerConfig renders p for the engine. It is pure: host paths are taken from the
 // Plan and opts, nothing is read or written.
 func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
-	switch {
-	case p.Egress.Mode == egress.Open, p.Egress.Mode == egress.None:
-	case p.Egress.Mode == egress.Proxy && !opts.Keep:
+	switch p.Egress.Mode {
+	case egress.Open, egress.None:
+	case egress.Proxy, egress.Allowlist:
 		if p.Egress.Proxy.Unix == "" {
-			return nil, fmt.Errorf("egress mode proxy needs the session proxy's Unix socket")
+			return nil, fmt.Errorf("egress mode %s needs the session proxy's Unix socket", p.Egress.Mode)
 		}
-	case p.Egress.Mode == egress.Proxy:
-		return nil, fmt.Errorf("egress mode proxy is not available with keep_container yet (each session has its own proxy); use --egress=open or --egress=none with --keep-container, or run without it")
 	default:
-		return nil, fmt.Errorf("egress mode %s is not available with the docker isolator yet; use --egress=proxy, open or none, or --isolator=bwrap", p.Egress.Mode)
+		return nil, fmt.Errorf("unknown egress mode %q", p.Egress.Mode)
+	}
+	if opts.Keep && p.Egress.SocketDir == "" && (p.Egress.NeedsProxy() || len(p.Egress.Forwards) > 0) {
+		return nil, fmt.Errorf("a kept container needs the project's socket directory for its proxy endpoint and published ports")
+	}
+	if len(p.Egress.Forwards) > 0 && p.Egress.PublishDir == "" {
+		return nil, fmt.Errorf("published ports need a publish directory")
 	}
 	if opts.Image == "" {
 		return nil, fmt.Errorf("docker.image is empty")
@@ -133,8 +149,23 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 	if len(p.Command) == 1 && p.Command[0] == p.User.Shell && p.User.Shell != "/bin/sh" {
 		man.ShellFallback = p.User.Shell
 	}
-	if p.Egress.Mode != egress.Open {
+	switch p.Egress.Mode {
+	case egress.None, egress.Proxy:
 		man.Network = "none"
+	case egress.Allowlist:
+		// The rules are applied from outside once the container runs (firewall.go);
+		// the init checks they are in force before the command starts.
+		man.Network = "firewall"
+		man.EgressProbe = egress.ProbeAddr
+		fw, err := egress.Compile(p.Egress)
+		if err != nil {
+			return nil, err
+		}
+		arg, err := netfilter.EncodeArg(fw)
+		if err != nil {
+			return nil, err
+		}
+		s.FirewallArg = arg
 	}
 
 	var mounts []mount.Mount
@@ -178,11 +209,35 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 			return nil, fmt.Errorf("mount %s: unknown kind %d", dst, m.Kind)
 		}
 	}
-	if p.Egress.Mode == egress.Proxy {
-		// Only loopback inside; the init forwards SandboxProxyAddr to the session
-		// proxy's socket, as bwrap's shim does.
+	// The session proxy: a one-shot container binds the session's socket and its
+	// init forwards SandboxProxyAddr to it, as bwrap's shim does. A kept container
+	// outlives sessions: it binds the project's socket directory, and its keeper
+	// forwards SandboxProxyAddr to whichever session's proxy is live there (every
+	// session attached has the same egress configuration: it is part of the spec).
+	// Published ports are served the same way, from the session's directory.
+	var sessionPublish []string
+	switch {
+	case opts.Keep && p.Egress.SocketDir != "":
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: p.Egress.SocketDir, Target: EndpointDir})
+		if p.Egress.NeedsProxy() {
+			man.ForwardDir = egress.SandboxProxyAddr + "=" + EndpointDir
+		}
+		for _, f := range p.Egress.Forwards {
+			sessionPublish = append(sessionPublish, fmt.Sprintf("%d=%s/%s/%d.sock", f.SandboxPort, EndpointDir, filepath.Base(p.Egress.PublishDir), f.SandboxPort))
+		}
+	case p.Egress.NeedsProxy():
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: p.Egress.Proxy.Unix, Target: ProxySocket})
 		man.Forward = egress.SandboxProxyAddr + "=" + ProxySocket
+	}
+	if !opts.Keep && len(p.Egress.Forwards) > 0 {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: p.Egress.PublishDir, Target: PublishDir})
+		for _, f := range p.Egress.Forwards {
+			man.Publish = append(man.Publish, fmt.Sprintf("%d=%s/%d.sock", f.SandboxPort, PublishDir, f.SandboxPort))
+		}
+	}
+	if opts.Keep {
+		// Sessions share the kept container only with the same egress policy.
+		man.Policy = egressPolicy(p.Egress)
 	}
 	passwd, group := containerview.UserFiles(p.User, home)
 	mounts = append(mounts,
@@ -237,6 +292,10 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 	cmd := append([]string{shimContainerArg, "--framed"}, "--role=")
 	if opts.Keep {
 		cmd[2] += "keeper"
+		// The exec's init checks what the container's does, and serves this
+		// session's published ports; the keeper serves the proxy endpoint.
+		sm := *man
+		sm.ForwardDir, sm.Policy, sm.Publish = "", "", sessionPublish
 		cfg.Cmd = cmd
 		cfg.WorkingDir = p.Project.Dir // the exec has the run's own
 		s.Exec = &container.ExecOptions{
@@ -245,7 +304,7 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 			AttachStdout: true,
 			AttachStderr: true,
 			WorkingDir:   p.Workdir,
-			Env:          envStrings(env),
+			Env:          append(envStrings(env), wire.ManifestEnv+"="+sm.Encode()),
 			Cmd:          append([]string{InitPath, shimContainerArg, "--framed", "--role=session", "--"}, p.Command...),
 		}
 	} else {
@@ -265,11 +324,31 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 	return s, nil
 }
 
+// egressPolicy is a digest of what decides where a kept container's traffic may go:
+// part of its spec, so sessions with another policy never share it. Names resolved
+// at launch are not part of it: the rules are re-applied when they change.
+func egressPolicy(r egress.Rules) string {
+	b, _ := json.Marshal(struct {
+		Mode                   egress.Mode
+		Allow, Deny, ProxyOnly []egress.Entry
+		Proxy                  string
+	}{r.Mode, r.Allow, r.Deny, r.ProxyAllow, r.ProxyPolicy})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
 // shimContainerArg is shim.ContainerArg (not imported: the shim package is Linux-only).
 const shimContainerArg = "--container"
 
+// networkMode is the container's network: the engine's default bridge where traffic
+// leaves the container (open, and allowlist, filtered by the rules in the container's
+// own namespace: nothing in or out but what they allow, other containers on the
+// bridge included), none otherwise. Not a network of its own for allowlist: a
+// user-defined network brings the engine's DNS resolver on 127.0.0.11, which would
+// answer through the daemon, outside the rules.
 func networkMode(m egress.Mode) string {
-	if m == egress.Open {
+	switch m {
+	case egress.Open, egress.Allowlist:
 		return "default"
 	}
 	return "none"

@@ -109,6 +109,27 @@ var goldenCases = []struct {
 		o.Keep = true
 		return o
 	}},
+	{"allowlist_publish", func() *isolator.Plan {
+		p := basePlan()
+		p.Egress = egress.Rules{Mode: egress.Allowlist, Proxy: egress.Endpoint{Unix: "/run/user/1000/devsandbox/0123abcd/proxy-s1.sock"},
+			Allow:      []egress.Entry{mustEntry("192.0.2.7:443")},
+			Forwards:   []egress.Forward{{HostPort: 8080, SandboxPort: 3000}},
+			SocketDir:  "/run/user/1000/devsandbox/0123abcd",
+			PublishDir: "/run/user/1000/devsandbox/0123abcd/publish-s1"}
+		return p
+	}, nil},
+	{"kept_proxy_publish", func() *isolator.Plan {
+		p := basePlan()
+		p.Egress = egress.Rules{Mode: egress.Proxy, Proxy: egress.Endpoint{Unix: "/run/user/1000/devsandbox/0123abcd/proxy-s1.sock"},
+			Forwards:   []egress.Forward{{HostPort: 8080, SandboxPort: 3000}},
+			SocketDir:  "/run/user/1000/devsandbox/0123abcd",
+			PublishDir: "/run/user/1000/devsandbox/0123abcd/publish-s1"}
+		return p
+	}, func() Options {
+		o := opts
+		o.Keep = true
+		return o
+	}},
 	{"home_volume", basePlan, func() Options {
 		o := opts
 		o.HomeVolume, o.InitSource = "devsandbox-app-0123abcd-home", "/home/u/.local/state/devsandbox/init-0a1b2c3d4e5f-linux-arm64"
@@ -252,8 +273,46 @@ func TestEgressModesOnDocker(t *testing.T) {
 	for _, m := range []egress.Mode{egress.Proxy, egress.Allowlist} {
 		p := basePlan()
 		p.Egress = egress.Rules{Mode: m}
-		if _, err := containerConfig(p, opts); err == nil || !strings.Contains(err.Error(), string(m)) {
-			t.Errorf("egress %s: %v, want an error naming it", m, err)
+		if _, err := containerConfig(p, opts); err == nil || !strings.Contains(err.Error(), "proxy's Unix socket") {
+			t.Errorf("egress %s without the proxy: %v, want an error naming the socket", m, err)
 		}
 	}
+}
+
+// A kept container's spec does not change from session to session (the socket and
+// publish paths differ), but changes with the egress policy.
+func TestKeptSpecStableAcrossSessions(t *testing.T) {
+	o := opts
+	o.Keep = true
+	session := func(id string, allow ...string) *Spec {
+		p := basePlan()
+		p.Egress = egress.Rules{Mode: egress.Proxy, Proxy: egress.Endpoint{Unix: "/run/x/proxy-" + id + ".sock"}, SocketDir: "/run/x",
+			PublishDir: "/run/x/publish-" + id, Forwards: []egress.Forward{{HostPort: 1, SandboxPort: 2}}}
+		for _, a := range allow {
+			p.Egress.Allow = append(p.Egress.Allow, mustEntry(a))
+		}
+		s, err := containerConfig(p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b, c := session("s1"), session("s2"), session("s3", "example.com")
+	if a.Hash != b.Hash {
+		t.Errorf("two sessions with one configuration: spec %s and %s", a.Hash, b.Hash)
+	}
+	if a.Hash == c.Hash {
+		t.Errorf("another egress policy kept the spec %s", a.Hash)
+	}
+	if strings.Join(a.Exec.Env, " ") == strings.Join(b.Exec.Env, " ") {
+		t.Errorf("the sessions' execs do not name their own published ports")
+	}
+}
+
+func mustEntry(s string) egress.Entry {
+	e, err := egress.ParseEntry(s)
+	if err != nil {
+		panic(err)
+	}
+	return e
 }

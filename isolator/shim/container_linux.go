@@ -48,7 +48,7 @@ func containerMain(args []string, stderr io.Writer) int {
 	}
 	switch c.role {
 	case "keeper":
-		return keeper()
+		return keeper(stderr)
 	case "run", "session":
 	default:
 		fmt.Fprintf(stderr, "devsandbox-init: unknown role %q\n", c.role)
@@ -119,6 +119,11 @@ func (c *container) run(argv []string) int {
 	if m.Forward != "" {
 		if err := startForwarder(m.Forward); err != nil {
 			return c.fail("starting the proxy forwarder %s: %v", m.Forward, err)
+		}
+	}
+	for _, pub := range m.Publish {
+		if err := startPublisher(pub); err != nil {
+			return c.fail("publishing port %s: %v", pub, err)
 		}
 	}
 	for k, v := range hello.Env {
@@ -292,10 +297,24 @@ func killAll(pid int, role string) {
 	}
 }
 
-// keeper is pid 1 of a kept container: it reaps orphans and exits on SIGTERM.
-func keeper() int {
+// keeper is pid 1 of a kept container: it reaps orphans, serves the project's stable
+// proxy endpoint when the manifest names one, and exits on SIGTERM.
+func keeper(stderr io.Writer) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	if s, ok := os.LookupEnv(wire.ManifestEnv); ok {
+		m, err := wire.DecodeManifest(s)
+		if err != nil {
+			fmt.Fprintf(stderr, "devsandbox-init: %v\n", err)
+			return ExitSetupFailed
+		}
+		if m.ForwardDir != "" {
+			if err := serveDirForwarder(m.ForwardDir); err != nil {
+				fmt.Fprintf(stderr, "devsandbox-init: serving the proxy endpoint %s: %v\n", m.ForwardDir, err)
+				return ExitSetupFailed
+			}
+		}
+	}
 	go func() {
 		for {
 			var ws syscall.WaitStatus

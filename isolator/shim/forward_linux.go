@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 )
@@ -44,6 +46,57 @@ func startPublisher(spec string) error {
 	// The relay keeps serving the socket after this process closes its copy.
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	return detach(ln, "unix", net.JoinHostPort("127.0.0.1", port))
+}
+
+// serveDirForwarder serves a kept container's stable proxy endpoint ("ADDR=DIR"): it
+// listens on ADDR for as long as the process lives and relays each connection to a
+// session proxy whose socket (proxy-*.sock) is in DIR, the newest first. Every session
+// attached to a kept container has the same egress configuration (it is part of the
+// container's spec), so any live session's proxy applies the same rules; with no
+// session live nothing answers and there is no way out.
+func serveDirForwarder(spec string) error {
+	addr, dir, ok := strings.Cut(spec, "=")
+	if !ok {
+		return fmt.Errorf("bad forward %q (want ADDR=DIR)", spec)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go relayToLiveSocket(c, dir)
+		}
+	}()
+	return nil
+}
+
+// relayToLiveSocket relays c to the first proxy socket in dir that accepts.
+func relayToLiveSocket(c net.Conn, dir string) {
+	names, _ := filepath.Glob(filepath.Join(dir, "proxy-*.sock"))
+	type sock struct {
+		path  string
+		mtime int64
+	}
+	var socks []sock
+	for _, n := range names {
+		if fi, err := os.Lstat(n); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			socks = append(socks, sock{n, fi.ModTime().UnixNano()})
+		}
+	}
+	sort.Slice(socks, func(i, j int) bool { return socks[i].mtime > socks[j].mtime })
+	for _, s := range socks {
+		u, err := net.Dial("unix", s.path)
+		if err == nil {
+			relayConns(c, u)
+			return
+		}
+	}
+	c.Close()
 }
 
 // detach starts a copy of the shim that relays connections accepted on ln to target,
@@ -100,11 +153,18 @@ func forwarderMain(args []string, stderr io.Writer) int {
 // Relay connects c to address over network and copies both ways until both ends are
 // done, half-closing as each direction ends.
 func Relay(c net.Conn, network, address string) {
-	defer c.Close()
 	u, err := net.Dial(network, address)
 	if err != nil {
+		c.Close()
 		return
 	}
+	relayConns(c, u)
+}
+
+// relayConns copies between c and u both ways until both ends are done, then closes
+// them.
+func relayConns(c, u net.Conn) {
+	defer c.Close()
 	defer u.Close()
 	done := make(chan struct{}, 1)
 	go func() {

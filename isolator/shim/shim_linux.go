@@ -41,6 +41,9 @@ func Main(args []string, stderr io.Writer) int {
 	if len(args) > 0 && strings.HasPrefix(args[0], connectPrefix) {
 		return runConnect(args[0], args[1:], stderr)
 	}
+	if len(args) > 0 && strings.HasPrefix(args[0], FirewallArg) {
+		return firewallMain(args[0], stderr)
+	}
 	takeTTY, readyFD := false, -1
 	var forwards, publishes []string
 	for len(args) > 0 && args[0] != "--" {

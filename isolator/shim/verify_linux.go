@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -45,12 +46,44 @@ func Verify(m *wire.Manifest, files map[string][]byte) error {
 			return err
 		}
 	}
-	if m.Network == "none" {
+	switch m.Network {
+	case "none":
 		if err := verifyNoNetwork(); err != nil {
+			return err
+		}
+	case "firewall":
+		if err := verifyFirewall(m.EgressProbe); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// verifyFirewall checks that the egress rules are in force: a datagram to the probe
+// address is refused by the firewall's first rule (EPERM). Without the rules it goes
+// to the sandbox's own loopback, where nothing listens. probe "" skips the check (a
+// microVM's guest cannot see the rules of the host side's namespace).
+func verifyFirewall(probe string) error {
+	if probe == "" {
+		return nil
+	}
+	addr, err := netip.ParseAddrPort(probe)
+	if err != nil || !addr.Addr().Is4() {
+		return fmt.Errorf("bad egress probe address %q", probe)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("checking the egress rules: %v", err)
+	}
+	defer unix.Close(fd)
+	err = unix.Sendto(fd, []byte("devsandbox egress probe"), 0, &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().As4()})
+	switch {
+	case errors.Is(err, unix.EPERM):
+		return nil
+	case err == nil:
+		return errors.New("the egress rules are not in effect in the sandbox's network namespace (the firewall's probe rule let a datagram through)")
+	}
+	return fmt.Errorf("checking the egress rules: sending to the probe address %s: %v", probe, err)
 }
 
 func verifyCheck(c wire.Check) error {

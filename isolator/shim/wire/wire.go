@@ -68,11 +68,26 @@ type Check struct {
 // Manifest is what the init verifies and how it runs the command.
 type Manifest struct {
 	Checks []Check `json:"checks,omitempty"`
-	// Network is the expected egress state: "none" (only loopback) or "" (not checked).
+	// Network is the expected egress state: "none" (only loopback), "firewall" (the
+	// egress rules in force: a datagram to EgressProbe is refused) or "" (not checked).
 	Network string `json:"network,omitempty"`
+	// EgressProbe is "ADDR:PORT", the UDP destination the firewall's probe rule drops
+	// (egress.ProbeAddr): sending to it fails with EPERM only while the rules are in
+	// effect, and sends nothing off the sandbox's loopback when they are not.
+	EgressProbe string `json:"egressProbe,omitempty"`
 	// Forward is "ADDR=UNIXPATH": listen on the TCP address ADDR inside and relay each
 	// connection to the Unix socket (the session proxy, egress proxy mode).
 	Forward string `json:"forward,omitempty"`
+	// ForwardDir is "ADDR=DIR", for the keeper of a kept container: listen on ADDR
+	// for the container's life and relay each connection to a live session proxy
+	// socket (proxy-*.sock) in DIR, the project's stable proxy endpoint.
+	ForwardDir string `json:"forwardDir,omitempty"`
+	// Policy is a digest of a kept container's egress policy (docker), which makes it
+	// part of the container's spec; nothing reads it inside.
+	Policy string `json:"policy,omitempty"`
+	// Publish lists published ports as "PORT=UNIXPATH": serve the Unix socket (in a
+	// directory the host shares) and relay each connection to 127.0.0.1:PORT inside.
+	Publish []string `json:"publish,omitempty"`
 	// SecretDir is where secret files are written (a tmpfs owned by the user).
 	SecretDir string `json:"secretDir,omitempty"`
 	// ShellFallback: when the command is exactly this path and it does not exist in

@@ -1,0 +1,132 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// LabelRole marks the short-lived helper containers (value "firewall").
+const LabelRole = "dev.devsandbox.role"
+
+// firewallHelper renders the helper container that applies fw in the network
+// namespace of the container target: it joins that namespace, holds NET_ADMIN and
+// nothing else, and runs devsandbox-init (bound read-only from initSrc, static, so any
+// image works) to program the rules through netlink and read them back. The engine
+// does the namespace joining, so this works without root on the host, and the same
+// way against a daemon in a VM. Pure.
+func firewallHelper(arg, target, image, initSrc string, labels map[string]string) (*container.Config, *container.HostConfig) {
+	l := map[string]string{LabelRole: "firewall", LabelKept: "false"}
+	for _, k := range []string{LabelProject, LabelName, LabelDir, LabelVersion} {
+		if v, ok := labels[k]; ok {
+			l[k] = v
+		}
+	}
+	cfg := &container.Config{
+		User:         "0:0",
+		Image:        image,
+		Entrypoint:   []string{InitPath},
+		Cmd:          []string{arg},
+		Labels:       l,
+		AttachStdout: true,
+		AttachStderr: true,
+	}
+	hc := &container.HostConfig{
+		NetworkMode:    container.NetworkMode("container:" + target),
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		CapAdd:         []string{"NET_ADMIN"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		Mounts:         []mount.Mount{{Type: mount.TypeBind, Source: initSrc, Target: InitPath, ReadOnly: true}},
+	}
+	return cfg, hc
+}
+
+// applyFirewall applies the Plan's egress rules in the network namespace of the
+// running container target, through a helper container, and returns once they are in
+// place. Any failure is an isolator.ErrProtection: the command must not start.
+func (b *Isolator) applyFirewall(ctx context.Context, e Engine, p *isolator.Plan, spec *Spec, target string) error {
+	if spec.FirewallArg == "" {
+		return fmt.Errorf("%w: the egress rules could not be applied: the spec has none", isolator.ErrProtection)
+	}
+	cfg, hc := firewallHelper(spec.FirewallArg, target, spec.Config.Image, spec.initSource(), spec.Config.Labels)
+	if b.FirewallTool != "" {
+		cfg.Entrypoint = []string{b.FirewallTool}
+	}
+	failed := func(format string, args ...any) error {
+		return fmt.Errorf("%w: the egress rules could not be applied in the container: %s; the command did not run. `devsandbox doctor` checks the engine", isolator.ErrProtection, fmt.Sprintf(format, args...))
+	}
+	created, err := e.ContainerCreate(ctx, cfg, hc, &network.NetworkingConfig{}, nil, "devsandbox-"+p.Project.Name+"-fw-"+randomSuffix())
+	if err != nil {
+		return failed("the engine refused the firewall helper container: %v", err)
+	}
+	id := created.ID
+	defer func() { _ = e.ContainerRemove(context.WithoutCancel(ctx), id, container.RemoveOptions{Force: true}) }()
+	hj, err := e.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return failed("attaching to the firewall helper: %v", err)
+	}
+	defer hj.Close()
+	waitc, werrc := e.ContainerWait(ctx, id, container.WaitConditionNextExit)
+	if err := e.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return failed("starting the firewall helper: %v", err)
+	}
+	var out, errOut bytes.Buffer
+	_, _ = stdcopy.StdCopy(&out, &errOut, hj.Reader)
+	var code int64
+	select {
+	case r := <-waitc:
+		code = r.StatusCode
+	case err := <-werrc:
+		return failed("waiting for the firewall helper: %v", err)
+	}
+	if code != 0 || strings.TrimSpace(out.String()) != "ok" {
+		msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(errOut.String()), "devsandbox-init: "))
+		if msg == "" {
+			msg = fmt.Sprintf("the helper exited with status %d", code)
+		}
+		return failed("%s", msg)
+	}
+	return nil
+}
+
+// firewallDigest identifies the rules applied to a kept container: its id, when it
+// started (a restart makes a new network namespace, without rules) and the rules.
+func firewallDigest(arg, id, started string) string {
+	sum := sha256.Sum256([]byte(id + " " + started + " " + arg))
+	return hex.EncodeToString(sum[:])
+}
+
+// ensureKeptFirewall applies the rules to the kept container id unless the same rules
+// are known to be in its current network namespace (names resolved at launch may
+// resolve elsewhere now). It runs under the project's lock. The exec's init checks
+// the rules are in force either way.
+func (b *Isolator) ensureKeptFirewall(ctx context.Context, e Engine, p *isolator.Plan, spec *Spec, id string) error {
+	in, err := e.ContainerInspect(ctx, id)
+	if err != nil || in.State == nil {
+		return fmt.Errorf("%w: inspecting the kept container %s: %v", isolator.ErrProtection, spec.Name, err)
+	}
+	record := filepath.Join(p.StateDir, "docker-firewall")
+	digest := firewallDigest(spec.FirewallArg, id, in.State.StartedAt)
+	if old, err := os.ReadFile(record); err == nil && string(old) == digest {
+		return nil
+	}
+	if err := b.applyFirewall(ctx, e, p, spec, id); err != nil {
+		return err
+	}
+	b.phase("firewall")
+	_ = os.WriteFile(record, []byte(digest), 0o600)
+	return nil
+}
