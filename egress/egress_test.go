@@ -116,17 +116,29 @@ func TestRenderersGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "proxy-tcp.prologue.sh", pro)
-	calls, err := NsenterCalls(r, 4242, DefaultBinaries, true)
+	var cs []string
+	for _, tg := range []Target{{UserFD: 3, NetFD: 4}, {NetFD: 3}, {PID: 4242}} {
+		calls, err := NsenterCalls(r, tg, DefaultBinaries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range calls {
+			cs = append(cs, strings.Join(c.Argv, " "))
+		}
+		if calls[0].Stdin != fw.NftScript() {
+			t.Fatal("nsenter nft call does not load the nft script")
+		}
+	}
+	calls, err := NsenterCalls(v4only, Target{UserFD: 3, NetFD: 4}, DefaultBinaries)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cs []string
 	for _, c := range calls {
 		cs = append(cs, strings.Join(c.Argv, " "))
 	}
 	golden(t, "allowlist.nsenter", strings.Join(cs, "\n")+"\n")
-	if calls[0].Stdin != fw.NftScript() {
-		t.Fatal("nsenter nft call does not load the nft script")
+	if _, err := NsenterCalls(r, Target{}, DefaultBinaries); err == nil {
+		t.Fatal("NsenterCalls without a target")
 	}
 }
 

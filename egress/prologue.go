@@ -84,19 +84,46 @@ type Call struct {
 	Stdin string
 }
 
+// Target names the network namespace NsenterCalls enters, in one of two ways.
+type Target struct {
+	// PID enters the network namespace of that process (nsenter --target) from the
+	// caller's user namespace (a root-owned container engine).
+	PID int
+	// NetFD, when set instead of PID, is a descriptor open on the network namespace
+	// in nsenter's process, and UserFD (0: none) one open on the user namespace that
+	// owns it (ioctl NS_GET_USERNS). nsenter enters the user namespace first and
+	// becomes its root, which holds CAP_NET_ADMIN over the network namespace. This is
+	// the form for rootless podman, whose container network namespace belongs to a
+	// user namespace of podman's or of the container's, depending on the podman
+	// version, the network backend and --userns; the caller passes the descriptors
+	// (exec.Cmd.ExtraFiles).
+	NetFD, UserFD int
+}
+
+// nsenter returns the nsenter argv prefix that enters t.
+func (t Target) nsenter(bin string) []string {
+	if t.NetFD != 0 {
+		argv := []string{bin}
+		if t.UserFD != 0 {
+			argv = append(argv, fmt.Sprintf("--user=/proc/self/fd/%d", t.UserFD))
+		}
+		return append(argv, fmt.Sprintf("--net=/proc/self/fd/%d", t.NetFD))
+	}
+	return []string{bin, "--target", fmt.Sprint(t.PID), "--net"}
+}
+
 // NsenterCalls returns the commands that apply the rules inside the network namespace
-// of process pid: load the nft rules, verify them, delete unneeded default routes.
-// With user set, nsenter also enters the process's user namespace (rootless podman,
-// where the namespace belongs to the user and not to root).
-func NsenterCalls(r Rules, pid int, bin Binaries, user bool) ([]Call, error) {
+// t: load the nft rules, verify them, delete unneeded default routes. Each must
+// succeed, in order; the sandboxed command must not start before they have.
+func NsenterCalls(r Rules, t Target, bin Binaries) ([]Call, error) {
 	fw, err := Compile(r)
 	if err != nil {
 		return nil, err
 	}
-	enter := []string{bin.Nsenter, "--target", fmt.Sprint(pid), "--net"}
-	if user {
-		enter = append(enter, "--user", "--preserve-credentials")
+	if t.PID == 0 && t.NetFD == 0 {
+		return nil, fmt.Errorf("nsenter target: no process and no namespace descriptor")
 	}
+	enter := t.nsenter(bin.Nsenter)
 	in := func(argv ...string) []string { return append(append(append([]string{}, enter...), "--"), argv...) }
 	calls := []Call{
 		{Argv: in(bin.Nft, "-f", "-"), Stdin: fw.NftScript()},

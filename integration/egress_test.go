@@ -194,12 +194,7 @@ func TestEgressReachability(t *testing.T) {
 	requireRoot(t)
 	o := newOutside(t)
 	hs := newHostService(t)
-	forEachIsolator(t, func(t *testing.T, iso string) {
-		if iso == "krun" {
-			t.Skip("egress allowlist on krun is the next commit")
-		}
-		testEgressReachability(t, iso, o, hs)
-	})
+	forEachIsolator(t, func(t *testing.T, iso string) { testEgressReachability(t, iso, o, hs) })
 }
 
 func testEgressReachability(t *testing.T, iso string, o *outside, hs *hostService) {
@@ -270,12 +265,7 @@ func merge(a, b map[string]bool) map[string]bool {
 func TestEgressFirewallGuarantees(t *testing.T) {
 	requireRoot(t)
 	o := newOutside(t)
-	forEachIsolator(t, func(t *testing.T, iso string) {
-		if iso == "krun" {
-			t.Skip("egress allowlist on krun is the next commit")
-		}
-		testEgressFirewallGuarantees(t, iso, o)
-	})
+	forEachIsolator(t, func(t *testing.T, iso string) { testEgressFirewallGuarantees(t, iso, o) })
 }
 
 func testEgressFirewallGuarantees(t *testing.T, iso string, o *outside) {
@@ -301,12 +291,7 @@ func testEgressFirewallGuarantees(t *testing.T, iso string, o *outside) {
 func TestEgressKill9(t *testing.T) {
 	requireRoot(t)
 	o := newOutside(t)
-	forEachIsolator(t, func(t *testing.T, iso string) {
-		if iso == "krun" {
-			t.Skip("egress allowlist on krun is the next commit")
-		}
-		testEgressKill9(t, iso, o)
-	})
+	forEachIsolator(t, func(t *testing.T, iso string) { testEgressKill9(t, iso, o) })
 }
 
 func testEgressKill9(t *testing.T, iso string, o *outside) {

@@ -49,7 +49,15 @@ func setupPodman() {
 		return
 	}
 	krunImage = "devsandbox/default:" + strings.TrimPrefix(strings.TrimSpace(string(out)), "devsandbox ")
-	if _, err := podmanAs("image", "exists", krunImage); err != nil {
+	// Load it unless the user's storage has docker's image: a build of the same
+	// version from another base (setupDocker rebuilds it) must replace it too.
+	// docker save | podman load keeps the image's ID.
+	stale := false
+	if id, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", krunImage).Output(); err == nil {
+		out, _ := podmanAs("image", "inspect", "--format", "{{.Id}}", krunImage) // may include warnings
+		stale = !strings.HasSuffix(out, strings.TrimPrefix(strings.TrimSpace(string(id)), "sha256:"))
+	}
+	if _, err := podmanAs("image", "exists", krunImage); err != nil || stale {
 		if dockerReady != "" {
 			podmanReady = "the default image is built with docker, which is not ready: " + dockerReady
 			return
@@ -447,4 +455,84 @@ func libkrunRuntime() string {
 		}
 	}
 	return ""
+}
+
+// Egress allowlist on krun (runtime runc): podman's network with the rules applied from
+// the host in the container's network namespace before the command starts. The
+// sandbox reaches the allowed outside host and port, directly and through the proxy,
+// and nothing else (not the outside host's other port, not the host's services); the
+// rules cannot be flushed from inside; and when they cannot be applied the run aborts
+// (125) before the command starts, leaving no container.
+func TestKrunEgressAllowlist(t *testing.T) {
+	requirePodman(t)
+	o := newOutside(t)
+	hs := newHostService(t)
+	p := newProject(t)
+	flags := []string{"--egress=allowlist", "--allow", o.addr + ":8080"}
+	r := p.sandbox("krun", flags, probeScript(o, hs)+"python3 -c '"+deleteNftTable+"'\n")
+	if r.code != 0 {
+		t.Fatalf("probe failed:\n%s", r)
+	}
+	want := map[string]bool{"outside:8080": true, "outside:8081": false, "proxy-outside": true, "abstract": false}
+	for _, a := range hs.addrs {
+		want["host "+a] = false
+	}
+	got := parseProbe(t, r.stdout)
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: reachable %v, want %v\n%s", k, got[k], w, r)
+		}
+	}
+	if !strings.Contains(r.stdout, "\nnft refused 1\n") { // EPERM
+		t.Errorf("deleting the rules from inside was not refused with EPERM:\n%s", r)
+	}
+	// The image has no nft; the same request it would send, from python, after which
+	// the rules still hold.
+	r = p.sandbox("krun", flags, "python3 -c '"+deleteNftTable+"'; curl -sf --noproxy '*' -m 3 http://"+o.addr+":8081/ >/dev/null && echo REACHED; echo done")
+	if r.code != 0 || r.stdout != "nft refused 1\ndone\n" {
+		t.Errorf("rules changed or bypassed from inside:\n%s", r)
+	}
+
+	marker := p.path("proj/started")
+	broken := run(t, p.dir, []string{"DEVSANDBOX_NFT=/bin/false"}, "",
+		append(append([]string{"--isolator=krun"}, flags...), "--", "/bin/sh", "-c", "touch "+marker)...)
+	if broken.code != 125 || !strings.Contains(broken.stderr, "egress rules could not be applied") || !strings.Contains(broken.stderr, "nftables") {
+		t.Fatalf("a broken firewall did not abort with 125:\n%s", broken)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatalf("the command ran although the firewall failed: %v", err)
+	}
+	if ids := krunContainers(t, p, true); len(ids) != 0 {
+		t.Errorf("the container outlived the failed run: %v", ids)
+	}
+}
+
+// deleteNftTable is Python that asks the kernel, over nfnetlink, to delete the
+// devsandbox table (what `nft delete table inet devsandbox` sends) and prints
+// "nft DELETED" or "nft refused ERRNO".
+const deleteNftTable = `
+import socket, struct
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 12)
+def msg(typ, flags, seq, payload):
+    return struct.pack("=IHHII", 16 + len(payload), typ, flags, seq, 0) + payload
+def nfgen(family, res):
+    return struct.pack("=BBH", family, 0, socket.htons(res))
+name = b"devsandbox\0"
+attr = struct.pack("=HH", 4 + len(name), 1) + name
+attr += b"\0" * (-len(attr) % 4)
+s.send(msg(0x10, 1, 1, nfgen(0, 10)) + msg((10 << 8) | 2, 1 | 4, 2, nfgen(1, 0) + attr) + msg(0x11, 1, 3, nfgen(0, 10)))
+r = s.recv(4096)
+typ, err = struct.unpack("=H", r[4:6])[0], struct.unpack("=i", r[16:20])[0]
+print("nft DELETED" if typ == 2 and err == 0 else "nft refused %d" % -err)
+`
+
+// --dry-run shows the calls that apply the allowlist, after the podman command.
+func TestKrunAllowlistDryRun(t *testing.T) {
+	requirePodman(t)
+	p := newProject(t)
+	r := run(t, p.dir, nil, "", "--isolator=krun", "--egress=allowlist", "--allow", "192.0.2.7:443", "--dry-run", "--", "true")
+	if r.code != 0 || !strings.Contains(r.stdout, "# /usr/bin/nsenter --user=/proc/self/fd/3 --net=/proc/self/fd/4 -- /usr/sbin/nft -f - <<'EOF'") ||
+		!strings.Contains(r.stdout, "ip daddr 192.0.2.7 meta l4proto { tcp, udp } th dport 443 accept") {
+		t.Errorf("--dry-run:\n%s", r)
+	}
 }

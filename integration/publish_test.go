@@ -16,9 +16,6 @@ import (
 // 127.0.0.1:HOST_PORT in every egress mode and isolator.
 func TestPublish(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
-		if iso == "krun" {
-			t.Skip("publishing on krun is the next commit")
-		}
 		for _, mode := range []string{"proxy", "none", "allowlist", "open"} {
 			t.Run(mode, func(t *testing.T) {
 				p := newProject(t)

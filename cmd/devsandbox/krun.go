@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
@@ -15,11 +16,16 @@ func krunStub(cfg *config.Config, phase func(string)) *helper.Stub {
 		return &helper.Stub{Settings: helper.Settings{Runtime: "krun", CPUs: 2, MemoryMiB: 2048, Version: config.Version, UID: os.Getuid()}}
 	}
 	k, h := cfg.Krun, cfg.Host
+	// DEVSANDBOX_NFT: the test override bwrap's egressBinaries also takes.
+	nft := h.Vars["DEVSANDBOX_NFT"]
+	if !filepath.IsAbs(nft) {
+		nft = ""
+	}
 	return &helper.Stub{
 		Settings: helper.Settings{
 			Image: k.Image, Runtime: k.Runtime, CPUs: k.CPUs, MemoryMiB: k.MemoryMiB, Socket: k.PodmanSocket,
 			Home: cfg.Docker.Home, Version: config.Version, KeepContainer: cfg.Docker.KeepContainer,
-			RuntimeDir: h.RuntimeDir, User: h.User, UID: h.UID,
+			RuntimeDir: h.RuntimeDir, User: h.User, UID: h.UID, Nft: nft,
 		},
 		Environ: h.Vars,
 		Phase:   phase,

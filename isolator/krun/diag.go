@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -84,6 +86,19 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 		} else {
 			ok("/dev/kvm", "opens read-write")
 		}
+	}
+	bin := b.options(nil).Binaries
+	var missing []string
+	for _, p := range []string{bin.Nsenter, bin.Nft, bin.IP} {
+		if unix.Access(p, unix.X_OK) != nil {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		bad("nsenter and nft (egress allowlist)", strings.Join(missing, ", ")+" missing: the egress rules cannot be applied in the container's network namespace",
+			"sudo apt-get install nftables util-linux iproute2 (Fedora: sudo dnf install nftables util-linux iproute)")
+	} else {
+		ok("nsenter and nft (egress allowlist)", fmt.Sprintf("%s, %s and %s, run on the host into the container's namespaces", bin.Nsenter, bin.Nft, bin.IP))
 	}
 	nofile, nproc := h.HardLimits()
 	mgr := "systemd"

@@ -27,6 +27,8 @@ type engine interface {
 	// once attached.
 	Attach(id string, stdin io.Reader, stdout, stderr io.Writer, ready chan bool) error
 	Start(id string) error
+	// Pid returns the host PID of the started container's first process.
+	Pid(id string) (int, error)
 	// Wait returns the exit status of the container (also once it was removed).
 	Wait(id string) (int, error)
 	// Remove kills and removes the container.
@@ -124,6 +126,17 @@ func (e *podman) Attach(id string, stdin io.Reader, stdout, stderr io.Writer, re
 }
 
 func (e *podman) Start(id string) error { return containers.Start(e.ctx, id, nil) }
+
+func (e *podman) Pid(id string) (int, error) {
+	c, err := containers.Inspect(e.ctx, id, new(containers.InspectOptions).WithSize(false))
+	if err != nil {
+		return 0, err
+	}
+	if c.State == nil || c.State.Pid <= 0 {
+		return 0, fmt.Errorf("the container has no process (it is not running)")
+	}
+	return c.State.Pid, nil
+}
 
 func (e *podman) Wait(id string) (int, error) {
 	code, err := containers.Wait(e.ctx, id, new(containers.WaitOptions).WithConditions([]string{"exited", "stopped"}).WithInterval(waitInterval))

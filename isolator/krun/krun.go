@@ -8,7 +8,10 @@
 // specGen (pure) turns a Plan into a SpecGenerator plus the few generated host files it
 // binds. Run connects to podman's API socket (starting `podman system service` with an
 // idle timeout when none listens), creates the container, attaches, starts it and
-// relays the session. devsandbox-init, bound read-only at InitPath, is the container's
+// relays the session. In egress allowlist mode the container gets podman's network,
+// and Run applies the rules from the host in its network namespace (nsenter and nft,
+// see firewall.go) after it starts and before its init gets the hello frame it waits
+// for; published ports are Unix sockets in a shared directory the init serves. devsandbox-init, bound read-only at InitPath, is the container's
 // init: it verifies every protection before it starts the command (DESIGN guarantee
 // 9) and speaks the wire protocol on its stdin, through which secrets, input, window
 // sizes and signals travel.
@@ -29,6 +32,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 )
@@ -48,6 +52,8 @@ type Isolator struct {
 	// host is the host access and engineFn the API connection (tests replace them).
 	host     Host
 	engineFn func() (engine, error)
+	// netns applies the egress rules (tests replace it; nil is the host's nsenter).
+	netns netns
 	// users holds the shared lock on the service devsandbox started (see Supervise).
 	users *os.File
 }
@@ -83,6 +89,10 @@ func (b *Isolator) hostAccess() Host {
 func (b *Isolator) options(h Host) Options {
 	s := b.Settings
 	o := Options{Image: s.Image, Runtime: s.Runtime, CPUs: s.CPUs, MemoryMiB: s.MemoryMiB, Home: s.Home, Version: s.Version}
+	o.Binaries = egress.DefaultBinaries
+	if s.Nft != "" {
+		o.Binaries.Nft = s.Nft
+	}
 	if h != nil {
 		o.NofileHard, _ = h.HardLimits()
 	}

@@ -13,6 +13,7 @@ import (
 
 	spec "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
@@ -89,17 +90,37 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		_ = e.Remove(id)
 		return 0, fmt.Errorf("%w: attaching to the container: %v; the command did not run", isolator.ErrProtection, err)
 	}
+	start := func() error {
+		if err := e.Start(id); err != nil {
+			_ = e.Remove(id)
+			return fmt.Errorf("%w: podman could not start the container: %v; the command did not run. `devsandbox doctor` checks podman and the runtime %s", isolator.ErrProtection, err, s.Gen.OCIRuntime)
+		}
+		b.phase("start")
+		return nil
+	}
+	if len(s.Firewall) > 0 {
+		// The init waits for the hello frame before it verifies the rules and runs
+		// the command: start, apply the rules, then send it.
+		if err := start(); err != nil {
+			return 0, err
+		}
+		if err := b.firewall(ctx, e, id, s, p); err != nil {
+			_ = e.Remove(id)
+			return 0, err
+		}
+		b.phase("egress rules")
+	}
 	sess, err := startSession(st, stdio, hello, b.Signals, report)
 	if err != nil {
 		_ = e.Remove(id)
 		return 0, err
 	}
 	defer sess.close()
-	if err := e.Start(id); err != nil {
-		_ = e.Remove(id)
-		return 0, fmt.Errorf("%w: podman could not start the container: %v; the command did not run. `devsandbox doctor` checks podman and the runtime %s", isolator.ErrProtection, err, s.Gen.OCIRuntime)
+	if len(s.Firewall) == 0 {
+		if err := start(); err != nil {
+			return 0, err
+		}
 	}
-	b.phase("start")
 	go func() {
 		<-report.Seen()
 		b.phase("sandbox ready")
@@ -139,6 +160,19 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	_ = inW.Close()
 	return sess.result(code)
+}
+
+// firewall applies the egress rules in the running container's network namespace.
+func (b *Isolator) firewall(ctx context.Context, e engine, id string, s *Spec, p *isolator.Plan) error {
+	pid, err := e.Pid(id)
+	if err != nil {
+		return fmt.Errorf("%w: %w: finding the container's process: %v; the command did not run", isolator.ErrProtection, egress.ErrFirewall, err)
+	}
+	ns := b.netns
+	if ns == nil {
+		ns = hostNetns{}
+	}
+	return applyFirewall(ctx, ns, pid, s, p, b.options(nil).Binaries)
 }
 
 func (b *Isolator) socketName() string {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/containers/podman/v5/pkg/specgen"
 
+	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
@@ -75,6 +77,7 @@ func (f *fakeEngine) Attach(id string, stdin io.Reader, stdout, stderr io.Writer
 		return err
 	}
 	h, _ := wire.ParseHello(p)
+	f.call("hello")
 	f.mu.Lock()
 	f.hello = h
 	f.mu.Unlock()
@@ -87,6 +90,11 @@ func (f *fakeEngine) Start(id string) error {
 	f.call("start")
 	close(f.started)
 	return nil
+}
+
+func (f *fakeEngine) Pid(id string) (int, error) {
+	f.call("pid")
+	return 4242, nil
 }
 
 func (f *fakeEngine) Wait(id string) (int, error) {
@@ -208,4 +216,69 @@ func TestRunCancelRemoves(t *testing.T) {
 		t.Fatal("Run did not return after cancel")
 	}
 	close(gone)
+}
+
+// fakeNetns records the egress calls in the engine's transcript; fail, when set,
+// fails the call whose program it names.
+type fakeNetns struct {
+	f    *fakeEngine
+	fail string
+	pid  int
+}
+
+func (n *fakeNetns) Open(pid int) (user, net *os.File, err error) {
+	n.pid = pid
+	user, _ = os.Open(os.DevNull)
+	net, _ = os.Open(os.DevNull)
+	return user, net, nil
+}
+
+func (n *fakeNetns) Run(_ context.Context, c egress.Call, files []*os.File) error {
+	n.f.call(fmt.Sprintf("fw[%d](%s)", len(files), strings.Join(c.Argv, " ")))
+	if n.fail != "" && c.Argv[len(c.Argv)-3] == n.fail {
+		return errors.New("exit status 1: Error: Could not process rule")
+	}
+	return nil
+}
+
+func allowlistRun(t *testing.T) *isolator.Plan {
+	p := runPlan(t)
+	p.Egress = allowlistPlan().Egress
+	return p
+}
+
+// Allowlist: the rules are applied in the running container's namespaces, from the
+// host, before the init gets the hello frame (its go): the transcript is whole.
+func TestRunAllowlistRulesBeforeHello(t *testing.T) {
+	f := newFake(t, "krun")
+	f.init = func(_ io.Reader, _, stderr io.Writer, _ *wire.Hello) { fmt.Fprint(stderr, wire.ReadyMarker) }
+	b := backend(f, t)
+	ns := &fakeNetns{f: f}
+	b.netns = ns
+	code, err := b.Run(context.Background(), allowlistRun(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	if err != nil || code != 7 {
+		t.Fatalf("Run = %d, %v", code, err)
+	}
+	enter := "fw[2](/usr/bin/nsenter --user=/proc/self/fd/3 --net=/proc/self/fd/4 -- "
+	want := "create runtime attach start pid " + enter + "/usr/sbin/nft -f -) " + enter + "/usr/sbin/nft list chain inet devsandbox output) " +
+		enter + "/usr/sbin/ip -6 route flush default) hello"
+	if got := f.Calls(); !strings.HasPrefix(got, want) || strings.Contains(got, "remove") || ns.pid != 4242 {
+		t.Errorf("calls\n%s\nwant prefix\n%s (pid %d)", got, want, ns.pid)
+	}
+}
+
+// A call that fails removes the container: the init never gets its go, the command
+// never runs, and the error says why and how to fix it.
+func TestRunAllowlistRulesFail(t *testing.T) {
+	f := newFake(t, "krun")
+	f.init = func(io.Reader, io.Writer, io.Writer, *wire.Hello) { t.Error("the init got its go") }
+	b := backend(f, t)
+	b.netns = &fakeNetns{f: f, fail: "/usr/sbin/nft"}
+	_, err := b.Run(context.Background(), allowlistRun(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	if !errors.Is(err, isolator.ErrProtection) || !errors.Is(err, egress.ErrFirewall) || !strings.Contains(err.Error(), "install nftables") {
+		t.Errorf("Run: %v", err)
+	}
+	if got := f.Calls(); !strings.HasSuffix(got, "-f -) remove") || strings.Contains(got, "hello") {
+		t.Errorf("calls %q", got)
+	}
 }

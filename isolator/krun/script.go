@@ -109,7 +109,34 @@ func (s *Spec) Script() string {
 	}
 	w.word(append([]string{g.Image}, cmd...)...)
 	b.WriteString("\n")
+	s.firewallScript(&b)
 	return b.String()
+}
+
+// firewallScript writes the egress calls as comments: they need the running
+// container's namespaces as descriptors, which a shell line cannot name portably.
+func (s *Spec) firewallScript(b *strings.Builder) {
+	if len(s.Firewall) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "# egress allowlist: once the container runs, and before its init gets the go (the hello frame),\n")
+	fmt.Fprintf(b, "# devsandbox applies the rules from the host in the container's network namespace: descriptor %d\n", netNSFD)
+	fmt.Fprintf(b, "# is /proc/PID/ns/net (PID: podman inspect --format '{{.State.Pid}}'), descriptor %d the user namespace\n", userNSFD)
+	fmt.Fprintf(b, "# that owns it (ioctl NS_GET_USERNS), whose root may change its firewall; a failed call removes the\n")
+	fmt.Fprintf(b, "# container. Run by hand, the command above gets no rules: under runc its init's egress check then\n")
+	fmt.Fprintf(b, "# fails (125); in a microVM nothing inside can check them.\n")
+	for _, c := range s.Firewall {
+		line := "# " + strings.Join(c.Argv, " ")
+		if c.Stdin == "" {
+			b.WriteString(line + "\n")
+			continue
+		}
+		b.WriteString(line + " <<'EOF'\n")
+		for _, l := range strings.Split(strings.TrimSuffix(c.Stdin, "\n"), "\n") {
+			b.WriteString("#   " + l + "\n")
+		}
+		b.WriteString("# EOF\n")
+	}
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -21,8 +21,20 @@ import (
 // isolator.ShimPath, where tools such as ssh's ProxyCommand expect it.
 const InitPath = isolator.ShimPath
 
-// ProxySocket is where the session proxy's Unix socket appears (egress proxy).
+// ProxySocket is where the session proxy's Unix socket appears (egress proxy and
+// allowlist).
 const ProxySocket = "/run/devsandbox/proxy.sock"
+
+// PublishDir is where the host's publish directory (egress.Rules.PublishDir) appears:
+// the init serves each published port there as <SANDBOX_PORT>.sock.
+const PublishDir = "/run/devsandbox/publish"
+
+// Descriptors of the network namespace's owning user namespace and of the network
+// namespace itself in the nsenter processes that apply the egress rules.
+const (
+	userNSFD = 3
+	netNSFD  = 4
+)
 
 // VMConfigPath is the file crun's krun handler reads, inside the container's root and
 // before the VM boots, for the VM's vCPUs and memory ({"cpus":N,"ram_mib":M}).
@@ -63,6 +75,9 @@ type Options struct {
 	NofileHard uint64
 	// InitSource is the host path of devsandbox-init; empty means the Plan's Self.
 	InitSource string
+	// Binaries are the host's nsenter, nft and ip, which apply the egress rules
+	// (allowlist) from the host; zero means egress.DefaultBinaries.
+	Binaries egress.Binaries
 }
 
 // VM reports whether the runtime boots a microVM (anything but plain runc, which the
@@ -93,6 +108,11 @@ type Spec struct {
 	// Manifest is what the init verifies (also in Gen.Env).
 	Manifest *wire.Manifest
 	TTY      bool
+	// Firewall (egress allowlist) are the calls Run makes on the host, once the
+	// container runs and before the init gets its go (the Hello frame), to apply the
+	// egress rules in the container's network namespace; nsenter gets that namespace
+	// and the user namespace owning it as descriptors userNSFD and netNSFD.
+	Firewall []egress.Call
 }
 
 // specGen renders p as a podman SpecGenerator. It is pure: host paths and facts come
@@ -100,12 +120,15 @@ type Spec struct {
 func specGen(p *isolator.Plan, opts Options) (*Spec, error) {
 	switch p.Egress.Mode {
 	case egress.Open, egress.None:
-	case egress.Proxy:
+	case egress.Proxy, egress.Allowlist:
 		if p.Egress.Proxy.Unix == "" {
-			return nil, fmt.Errorf("egress mode proxy needs the session proxy's Unix socket")
+			return nil, fmt.Errorf("egress mode %s needs the session proxy's Unix socket", p.Egress.Mode)
 		}
 	default:
-		return nil, fmt.Errorf("egress mode %s is not available with the krun isolator yet; use --egress=proxy, open or none, or --isolator=bwrap", p.Egress.Mode)
+		return nil, fmt.Errorf("egress mode %s is not available with the krun isolator; use --egress=allowlist, proxy, open or none", p.Egress.Mode)
+	}
+	if len(p.Egress.Forwards) > 0 && p.Egress.PublishDir == "" {
+		return nil, fmt.Errorf("published ports need the session's publish directory")
 	}
 	if opts.Image == "" {
 		return nil, fmt.Errorf("krun.image is empty")
@@ -141,8 +164,18 @@ func specGen(p *isolator.Plan, opts Options) (*Spec, error) {
 	if len(p.Command) == 1 && p.Command[0] == p.User.Shell && p.User.Shell != "/bin/sh" {
 		man.ShellFallback = p.User.Shell
 	}
-	if p.Egress.Mode != egress.Open {
+	switch p.Egress.Mode {
+	case egress.None, egress.Proxy:
 		man.Network = "none"
+	case egress.Allowlist:
+		man.Network = "firewall"
+		// With runc the container's loopback is the network namespace the rules are
+		// in, so the init sees the probe rule refuse its datagram. A microVM's guest
+		// has a loopback of its own, where a probe proves nothing: there the rules
+		// are verified by Run reading them back on the host (the nft list call).
+		if !opts.VM() {
+			man.EgressProbe = egress.ProbeAddr
+		}
 	}
 	// In the VM the guest's statfs shows its virtio-fs mount's flags, not the host
 	// binds': the init probes read-only-ness instead.
@@ -185,11 +218,30 @@ func specGen(p *isolator.Plan, opts Options) (*Spec, error) {
 	switch p.Egress.Mode {
 	case egress.Open:
 		netns = specgen.Namespace{NSMode: specgen.Default}
-	case egress.Proxy:
-		// Only loopback inside; the init forwards SandboxProxyAddr to the session
-		// proxy's socket, as bwrap's shim does.
+	case egress.Allowlist:
+		// podman's default network has a route out; the rules, applied by Run before
+		// the command starts, keep only what the allowlist names. Names resolved at
+		// launch reach the container as the Plan's /etc/hosts (a Data mount).
+		netns = specgen.Namespace{NSMode: specgen.Default}
+		calls, err := egress.NsenterCalls(p.Egress, egress.Target{UserFD: userNSFD, NetFD: netNSFD}, bins(opts))
+		if err != nil {
+			return nil, fmt.Errorf("egress allowlist: %w", err)
+		}
+		s.Firewall = calls
+	}
+	if p.Egress.NeedsProxy() {
+		// The init forwards SandboxProxyAddr on the container's loopback to the
+		// session proxy's socket, as bwrap's shim does.
 		mounts = append(mounts, bind(p.Egress.Proxy.Unix, ProxySocket, false))
 		man.Forward = egress.SandboxProxyAddr + "=" + ProxySocket
+	}
+	if len(p.Egress.Forwards) > 0 {
+		// The host relays 127.0.0.1:HOST_PORT to <SANDBOX_PORT>.sock in the publish
+		// directory, where the init serves it and relays to 127.0.0.1:SANDBOX_PORT.
+		mounts = append(mounts, bind(p.Egress.PublishDir, PublishDir, false))
+		for _, f := range p.Egress.Forwards {
+			man.Publish = append(man.Publish, fmt.Sprintf("%d=%s/%d.sock", f.SandboxPort, PublishDir, f.SandboxPort))
+		}
 	}
 	passwd, group := containerview.UserFiles(p.User, home)
 	mounts = append(mounts,
@@ -256,6 +308,14 @@ func specGen(p *isolator.Plan, opts Options) (*Spec, error) {
 	g.Rlimits = rlimits(opts)
 	s.Gen = g
 	return s, nil
+}
+
+// bins are the egress tools of opts.
+func bins(o Options) egress.Binaries {
+	if o.Binaries == (egress.Binaries{}) {
+		return egress.DefaultBinaries
+	}
+	return o.Binaries
 }
 
 // shimContainerArg is shim.ContainerArg (not imported: the shim package is Linux-only).

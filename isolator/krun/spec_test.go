@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/containers/podman/v5/pkg/specgen"
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
@@ -53,7 +57,35 @@ func basePlan() *isolator.Plan {
 	}
 }
 
-var opts = Options{Image: "devsandbox/default:1.0", Runtime: "krun", CPUs: 2, MemoryMiB: 2048, Home: "/home/u", Version: "1.0", NofileHard: 20000}
+var opts = Options{Image: "devsandbox/default:1.0", Runtime: "krun", CPUs: 2, MemoryMiB: 2048, Home: "/home/u", Version: "1.0", NofileHard: 20000, Binaries: egress.DefaultBinaries}
+
+// hostsFile is the /etc/hosts plan.Build gives an allowlist run: the host's, then
+// the names resolved at launch.
+const hostsFile = "127.0.0.1 localhost\n# resolved by devsandbox at launch (egress allowlist)\n203.0.113.7 api.example.test\n"
+
+// allowlistPlan is an allowlist run as plan.Build makes it: an address, a resolved
+// name (with its /etc/hosts), a denied range, the session proxy's socket.
+func allowlistPlan() *isolator.Plan {
+	p := basePlan()
+	allow, _ := egress.ParseEntries([]string{"10.231.7.2:8080", "api.example.test:443", "*.wild.test"})
+	deny, _ := egress.ParseEntries([]string{"10.231.7.0/24"})
+	p.Egress = egress.Rules{
+		Mode:     egress.Allowlist,
+		Proxy:    egress.Endpoint{Unix: "/run/user/1000/devsandbox/proxy-ab12.sock"},
+		Allow:    allow,
+		Deny:     deny,
+		Resolved: []egress.Resolved{{Host: "api.example.test", Port: 443, Addrs: []netip.Addr{netip.MustParseAddr("203.0.113.7")}}},
+	}
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: "/etc/hosts", Content: []byte(hostsFile), Why: "egress allowlist names"})
+	return p
+}
+
+// withPublish adds published ports (--publish 8000:3000 --publish 9229).
+func withPublish(p *isolator.Plan) *isolator.Plan {
+	p.Egress.Forwards = []egress.Forward{{HostPort: 8000, SandboxPort: 3000}, {HostPort: 9229, SandboxPort: 9229}}
+	p.Egress.PublishDir = "/run/user/1000/devsandbox/app-0123abcd/publish-ab12"
+	return p
+}
 
 var goldenCases = []struct {
 	name string
@@ -110,6 +142,17 @@ var goldenCases = []struct {
 		p.HostEnv = map[string]string{"API_TOKEN": "never-printed-1", "NPM_TOKEN": "never-printed-2"}
 		return p
 	}, nil},
+	{"allowlist_runc", allowlistPlan, func() Options {
+		o := opts
+		o.Runtime = "runc"
+		return o
+	}},
+	{"allowlist_publish_vm", func() *isolator.Plan { return withPublish(allowlistPlan()) }, nil},
+	{"publish_open", func() *isolator.Plan {
+		p := withPublish(basePlan())
+		p.Egress.Mode = egress.Open
+		return p
+	}, nil},
 }
 
 // TestRenderGolden compares the rendered SpecGenerator and the podman CLI script with
@@ -127,10 +170,11 @@ func TestRenderGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			spec, _ := json.MarshalIndent(struct {
-				Gen     any
-				Files   []hostFile
-				Secrets []isolator.Secret
-			}{s.Gen, s.Files, s.Secrets}, "", "  ")
+				Gen      any
+				Files    []hostFile
+				Secrets  []isolator.Secret
+				Firewall []egress.Call `json:",omitempty"`
+			}{s.Gen, s.Files, s.Secrets, s.Firewall}, "", "  ")
 			golden(t, tc.name+".spec.golden", string(spec)+"\n")
 			golden(t, tc.name+".script.golden", s.Script())
 			for _, v := range p.HostEnv {
@@ -291,12 +335,84 @@ func TestVMResources(t *testing.T) {
 	}
 }
 
-func TestRefusals(t *testing.T) {
-	p := basePlan()
-	p.Egress = egress.Rules{Mode: egress.Allowlist}
-	if _, err := specGen(p, opts); err == nil || !strings.Contains(err.Error(), "allowlist") {
-		t.Errorf("allowlist: %v", err)
+// Allowlist: podman's network with a route out, the proxy forwarded, the rules
+// applied from the host (Firewall), the names in /etc/hosts; the init checks the
+// rules with the probe under runc, and not in a VM, whose loopback is the guest's.
+func TestAllowlist(t *testing.T) {
+	for _, rt := range []string{"runc", "krun"} {
+		o := opts
+		o.Runtime = rt
+		s, err := specGen(allowlistPlan(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := wire.DecodeManifest(s.Gen.Env[wire.ManifestEnv])
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantProbe := map[string]string{"runc": egress.ProbeAddr, "krun": ""}[rt]
+		if m.Network != "firewall" || m.EgressProbe != wantProbe || m.Forward != egress.SandboxProxyAddr+"="+ProxySocket {
+			t.Errorf("%s: manifest network %q probe %q forward %q", rt, m.Network, m.EgressProbe, m.Forward)
+		}
+		if s.Gen.NetNS.NSMode != specgen.Default {
+			t.Errorf("%s: network %q, want podman's default (a route out)", rt, s.Gen.NetNS.NSMode)
+		}
+		want, err := egress.NsenterCalls(allowlistPlan().Egress, egress.Target{UserFD: userNSFD, NetFD: netNSFD}, egress.DefaultBinaries)
+		if err != nil || !reflect.DeepEqual(s.Firewall, want) {
+			t.Errorf("%s: firewall calls %+v, want %+v (%v)", rt, s.Firewall, want, err)
+		}
+		hosts := ""
+		for _, mt := range s.Gen.Mounts {
+			for _, f := range s.Files {
+				if mt.Destination == "/etc/hosts" && mt.Source == f.Path {
+					hosts = string(f.Content)
+				}
+			}
+		}
+		if !strings.HasSuffix(hosts, allowlistPlan().Egress.HostsFile()) || allowlistPlan().Egress.HostsFile() == "" {
+			t.Errorf("%s: /etc/hosts %q lacks the resolved names", rt, hosts)
+		}
 	}
+	// Names not resolved at launch have no firewall form: the render fails.
+	p := allowlistPlan()
+	p.Egress.Resolved = nil
+	if _, err := specGen(p, opts); err == nil || !strings.Contains(err.Error(), "not resolved") {
+		t.Errorf("unresolved name: %v", err)
+	}
+	p = allowlistPlan()
+	p.Egress.Proxy = egress.Endpoint{}
+	if _, err := specGen(p, opts); err == nil {
+		t.Error("allowlist without the proxy socket rendered")
+	}
+}
+
+// Published ports: the publish directory bound read-write, one socket per port.
+func TestPublish(t *testing.T) {
+	s, err := specGen(withPublish(basePlan()), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := wire.DecodeManifest(s.Gen.Env[wire.ManifestEnv])
+	if want := []string{"3000=/run/devsandbox/publish/3000.sock", "9229=/run/devsandbox/publish/9229.sock"}; !reflect.DeepEqual(m.Publish, want) {
+		t.Errorf("manifest publish %q, want %q", m.Publish, want)
+	}
+	var found bool
+	for _, mt := range s.Gen.Mounts {
+		if mt.Destination == PublishDir {
+			found = mt.Source == withPublish(basePlan()).Egress.PublishDir && reflect.DeepEqual(mt.Options, []string{"rbind", "rw"})
+		}
+	}
+	if !found {
+		t.Errorf("the publish directory is not bound read-write at %s: %+v", PublishDir, s.Gen.Mounts)
+	}
+	p := withPublish(basePlan())
+	p.Egress.PublishDir = ""
+	if _, err := specGen(p, opts); err == nil {
+		t.Error("published ports without a publish directory rendered")
+	}
+}
+
+func TestRefusals(t *testing.T) {
 	b := &Isolator{Settings: helper.Settings{KeepContainer: true, Runtime: "krun", Image: "x"}}
 	if _, err := b.Render(basePlan()); !errors.Is(err, isolator.ErrUnavailable) || !strings.Contains(err.Error(), "exec'd into") {
 		t.Errorf("keep_container: %v", err)

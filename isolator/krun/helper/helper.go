@@ -42,6 +42,9 @@ type Settings struct {
 	RuntimeDir string `json:"runtimeDir"`
 	User       string `json:"user"`
 	UID        int    `json:"uid"`
+	// Nft overrides the host's nft for egress allowlist ("": the default path;
+	// the integration tests point it at a failing program).
+	Nft string `json:"nft,omitempty"`
 }
 
 // Signal is a signal number forwarded to the command.
