@@ -50,6 +50,7 @@ func firewallHelper(arg, target, image, initSrc string, labels map[string]string
 		CapAdd:         []string{"NET_ADMIN"},
 		SecurityOpt:    []string{"no-new-privileges"},
 		Mounts:         []mount.Mount{{Type: mount.TypeBind, Source: initSrc, Target: InitPath, ReadOnly: true}},
+		AutoRemove:     true,
 	}
 	return cfg, hc
 }
@@ -73,7 +74,14 @@ func (b *Isolator) applyFirewall(ctx context.Context, e Engine, p *isolator.Plan
 		return failed("the engine refused the firewall helper container: %v", err)
 	}
 	id := created.ID
-	defer func() { _ = e.ContainerRemove(context.WithoutCancel(ctx), id, container.RemoveOptions{Force: true}) }()
+	// The engine removes the helper once it exited (AutoRemove); until it started,
+	// removing it is ours.
+	started := false
+	defer func() {
+		if !started {
+			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, container.RemoveOptions{Force: true})
+		}
+	}()
 	hj, err := e.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
 		return failed("attaching to the firewall helper: %v", err)
@@ -83,6 +91,7 @@ func (b *Isolator) applyFirewall(ctx context.Context, e Engine, p *isolator.Plan
 	if err := e.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
 		return failed("starting the firewall helper: %v", err)
 	}
+	started = true
 	var out, errOut bytes.Buffer
 	_, _ = stdcopy.StdCopy(&out, &errOut, hj.Reader)
 	var code int64
