@@ -301,3 +301,60 @@ func TestDockerSandboxesList(t *testing.T) {
 		t.Fatalf("sandbox home left after rm: %v", err)
 	}
 }
+
+// keep_container with proxy and allowlist egress: sessions share the kept container and
+// reach what their policy allows through the project's stable proxy endpoint, also
+// while another session is attached and after it ended; another policy gets another
+// container, so a warm exec never keeps a way out its own configuration would not
+// give; allowlist rules hold in warm execs.
+func TestDockerKeptEgress(t *testing.T) {
+	requireDocker(t)
+	o := newOutside(t)
+	p := newProject(t)
+	removeContainers(t, p)
+	probe := fmt.Sprintf(`curl -sf -m 3 http://%[1]s:8080/ >/dev/null && echo proxy-ok || echo proxy-no
+curl -sf --noproxy '*' -m 3 http://%[1]s:8080/ >/dev/null && echo direct-ok || echo direct-no
+curl -sf --noproxy '*' -m 3 http://%[1]s:8081/ >/dev/null && echo other-ok || echo other-no`, o.addr)
+	keep := func(want string, flags ...string) {
+		t.Helper()
+		if got := p.mustSandbox("docker", append([]string{"--keep-container"}, flags...), probe); got != want {
+			t.Fatalf("devsandbox --keep-container %s: got\n%swant\n%s", strings.Join(flags, " "), got, want)
+		}
+	}
+	proxyAllowed := []string{"--egress=proxy", "--allow", o.addr + ":8080"}
+	keep("proxy-ok\ndirect-no\nother-no\n", proxyAllowed...)
+
+	// A second session while the first is still attached, then after it ended.
+	first := command(t.Context(), p.dir, baseEnv(), append(append([]string{"--isolator=docker", "--keep-container"}, proxyAllowed...),
+		"--", "/bin/sh", "-c", "echo ready; read line; true")...)
+	stdin, _ := first.StdinPipe()
+	stdout, _ := first.StdoutPipe()
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	newLineReader(t, stdout).waitFor("ready")
+	keep("proxy-ok\ndirect-no\nother-no\n", proxyAllowed...)
+	stdin.Close()
+	if err := first.Wait(); err != nil {
+		t.Fatalf("the first session: %v", err)
+	}
+	keep("proxy-ok\ndirect-no\nother-no\n", proxyAllowed...)
+	kept := projectContainers(t, p, true)
+	if len(kept) != 1 {
+		t.Fatalf("want one kept container for four sessions, have %v", kept)
+	}
+
+	// Another policy: another container, without the first one's allowance.
+	keep("proxy-no\ndirect-no\nother-no\n", "--egress=proxy")
+	if now := projectContainers(t, p, true); len(now) != 1 || now[0] == kept[0] {
+		t.Fatalf("another egress policy reused the kept container: %v, before %v", now, kept)
+	}
+
+	// Allowlist: the rules are applied once and hold in every warm exec.
+	allow := []string{"--egress=allowlist", "--allow", o.addr + ":8080"}
+	keep("proxy-ok\ndirect-ok\nother-no\n", allow...)
+	keep("proxy-ok\ndirect-ok\nother-no\n", allow...)
+	// A restart makes a new network namespace without rules: they are applied again.
+	docker(t, "restart", "-t", "0", projectContainers(t, p, false)[0])
+	keep("proxy-ok\ndirect-ok\nother-no\n", allow...)
+}
