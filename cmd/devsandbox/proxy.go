@@ -372,18 +372,36 @@ func listenProxySocket(path string) (*os.File, error) {
 	return f, nil
 }
 
-// removeStaleSockets removes the proxy sockets of sessions that died without cleaning
-// up (kill -9): nothing accepts on them any more, so a connection is refused.
+// removeStaleSockets removes what sessions that died without cleaning up (kill -9)
+// left in the socket directory: proxy sockets nothing accepts on any more (a
+// connection is refused), and publish directories older than a minute none of whose
+// sockets accepts (a younger one may belong to a session still starting).
 func removeStaleSockets(dir string) {
 	names, _ := filepath.Glob(filepath.Join(dir, "proxy-*.sock"))
 	for _, n := range names {
-		c, err := net.DialTimeout("unix", n, 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-			continue
-		}
-		if errors.Is(err, syscall.ECONNREFUSED) {
+		if stale(n) {
 			_ = os.Remove(n)
 		}
 	}
+	pubs, _ := filepath.Glob(filepath.Join(dir, "publish-*"))
+	for _, d := range pubs {
+		fi, err := os.Lstat(d)
+		if err != nil || !fi.IsDir() || time.Since(fi.ModTime()) < time.Minute {
+			continue
+		}
+		socks, _ := filepath.Glob(filepath.Join(d, "*.sock"))
+		if !slices.ContainsFunc(socks, func(s string) bool { return !stale(s) }) {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
+
+// stale reports whether the Unix socket at path refuses connections (nobody serves it).
+func stale(path string) bool {
+	c, err := net.DialTimeout("unix", path, 100*time.Millisecond)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
 }

@@ -313,7 +313,34 @@ func TestRemoveStaleSockets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close()
+	old := time.Now().Add(-2 * time.Minute)
+	for _, d := range []string{"publish-dead", "publish-live", "publish-young"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadPub, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "publish-dead", "80.sock"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadPub.SetUnlinkOnClose(false)
+	deadPub.Close()
+	livePub, err := net.Listen("unix", filepath.Join(dir, "publish-live", "80.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer livePub.Close()
+	for _, d := range []string{"publish-dead", "publish-live"} {
+		if err := os.Chtimes(filepath.Join(dir, d), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
 	removeStaleSockets(dir)
+	for d, kept := range map[string]bool{"publish-dead": false, "publish-live": true, "publish-young": true} {
+		if _, err := os.Lstat(filepath.Join(dir, d)); (err == nil) != kept {
+			t.Errorf("%s: kept %v, want %v", d, err == nil, kept)
+		}
+	}
 	if _, err := os.Lstat(filepath.Join(dir, "proxy-dead.sock")); !os.IsNotExist(err) {
 		t.Errorf("stale socket kept: %v", err)
 	}
