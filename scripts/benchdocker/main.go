@@ -4,7 +4,11 @@
 //   - cold: `devsandbox --isolator=docker --egress=open -- true` against
 //     `docker run --rm IMAGE true` (target <= 1.2x);
 //   - warm: a keep_container run against `docker exec CONTAINER true` into the same
-//     kept container (target <= 1.0x).
+//     kept container (target <= 1.0x);
+//   - egress: cold with --egress=allowlist (a helper container applies the rules
+//     before the command starts) against `docker run --rm IMAGE true`, and warm with
+//     --egress=proxy (the kept container's stable proxy endpoint) against `docker
+//     exec` (no targets named).
 //
 // It also reports the Go package init time of devsandbox and devsandbox-docker.
 //
@@ -35,7 +39,7 @@ func main() {
 }
 
 func run(bin string, n int, image, userName string) error {
-	st, cleanup, err := benchrun.AsUser(bin, userName, "benchdocker-", []string{"devsandbox", "devsandbox-init", "devsandbox-docker"}, true)
+	st, cleanup, err := benchrun.AsUser(bin, userName, "benchdocker-", []string{"devsandbox", "devsandbox-init", "devsandbox-docker", "devsandbox-proxy"}, true)
 	defer cleanup()
 	if err != nil {
 		return err
@@ -74,9 +78,32 @@ func run(bin string, n int, image, userName string) error {
 	if err != nil {
 		return err
 	}
+	allow := []string{bin, "--isolator=docker", "--image=" + image, "--egress=allowlist", "--allow", "192.0.2.1:443", "--", "true"}
+	coldAllow, err := benchrun.Alternate(r, n, raw, allow)
+	if err != nil {
+		return err
+	}
+	keptProxy := []string{bin, "--isolator=docker", "--image=" + image, "--egress=proxy", "--keep-container", "--", "true"}
+	for i := 0; i < 3; i++ { // recreate the kept container for this policy
+		if _, err := r.Time(keptProxy); err != nil {
+			return err
+		}
+	}
+	id2, _, err := r.Output([]string{"docker", "ps", "-q", "--filter", "label=dev.devsandbox.dir=" + proj})
+	if err != nil || strings.TrimSpace(id2) == "" {
+		return fmt.Errorf("finding the kept container: %v", err)
+	}
+	id2 = strings.TrimSpace(id2)
+	defer exec.Command("docker", "rm", "-f", id2).Run()
+	warmProxy, err := benchrun.Alternate(r, n, []string{"docker", "exec", id2, "true"}, keptProxy)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("docker isolator, %d alternating runs each, image %s\n", n, image)
-	cold.Print(38, "docker run --rm IMAGE true", "devsandbox --isolator=docker -- true", 1.2)
-	warm.Print(38, "docker exec CONTAINER true", "devsandbox --keep-container -- true", 1.0)
+	cold.Print(46, "docker run --rm IMAGE true", "devsandbox --isolator=docker -- true", 1.2)
+	warm.Print(46, "docker exec CONTAINER true", "devsandbox --keep-container -- true", 1.0)
+	coldAllow.Print(46, "docker run --rm IMAGE true", "devsandbox --egress=allowlist -- true", 0)
+	warmProxy.Print(46, "docker exec CONTAINER true", "devsandbox --keep-container --egress=proxy -- true", 0)
 	for _, b := range []string{bin, filepath.Join(filepath.Dir(bin), "devsandbox-docker")} {
 		if err := benchrun.InitTrace([]string{b, "version"}, true); err != nil {
 			return err

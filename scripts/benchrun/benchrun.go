@@ -134,12 +134,16 @@ func Alternate(r Runner, n int, a, b []string) (Pair, error) {
 	return p, nil
 }
 
-// Print prints the median and p90 of each side, names padded to width, and the ratio
+// Print (target 0: none named) prints the median and p90 of each side, names padded to width, and the ratio
 // of the medians against target.
 func (p Pair) Print(width int, nameA, nameB string, target float64) {
 	ma, mb := pct(p.A, 50), pct(p.B, 50)
 	fmt.Printf("  %-*s median %7.1f ms  p90 %7.1f ms\n", width, nameA, ms(ma), ms(pct(p.A, 90)))
 	fmt.Printf("  %-*s median %7.1f ms  p90 %7.1f ms\n", width, nameB, ms(mb), ms(pct(p.B, 90)))
+	if target == 0 {
+		fmt.Printf("  ratio (median) %.2fx   (no target)\n", float64(mb)/float64(ma))
+		return
+	}
 	fmt.Printf("  ratio (median) %.2fx   target <= %.1fx\n", float64(mb)/float64(ma), target)
 }
 
