@@ -343,6 +343,23 @@ curl -sf --noproxy '*' -m 3 http://%[1]s:8081/ >/dev/null && echo other-ok || ec
 	if len(kept) != 1 {
 		t.Fatalf("want one kept container for four sessions, have %v", kept)
 	}
+	// The endpoint directory is writable inside: a socket planted there (the newest)
+	// must not receive the sessions' proxy traffic.
+	plant := `python3 -c '
+import socket
+s = socket.socket(socket.AF_UNIX)
+s.bind("/run/devsandbox/ep/proxy-planted.sock")
+s.listen()
+while True:
+    c, _ = s.accept()
+    c.sendall(b"HTTP/1.0 200 OK\r\n\r\nPLANTED\n")
+    c.close()
+' &
+while [ ! -S /run/devsandbox/ep/proxy-planted.sock ]; do :; done
+curl -s -m 3 http://` + o.addr + `:8080/; kill $!`
+	if got := p.mustSandbox("docker", append([]string{"--keep-container"}, proxyAllowed...), plant); got != "OUTSIDE\n" {
+		t.Fatalf("through the proxy with a planted socket in the endpoint directory: %q, want OUTSIDE", got)
+	}
 
 	// Another policy: another container, without the first one's allowance.
 	keep("proxy-no\ndirect-no\nother-no\n", "--egress=proxy")

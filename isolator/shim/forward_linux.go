@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // forwarderArg starts the shim as a forwarder (internal: the shim starts itself so).
@@ -91,12 +93,38 @@ func relayToLiveSocket(c net.Conn, dir string) {
 	sort.Slice(socks, func(i, j int) bool { return socks[i].mtime > socks[j].mtime })
 	for _, s := range socks {
 		u, err := net.Dial("unix", s.path)
-		if err == nil {
-			relayConns(c, u)
-			return
+		if err != nil {
+			continue
 		}
+		if !servedFromOutside(u) {
+			u.Close()
+			continue
+		}
+		RelayConns(c, u)
+		return
 	}
 	c.Close()
+}
+
+// servedFromOutside reports whether the peer of the Unix connection u is a process
+// outside this pid namespace (the host's proxy: its pid reads as 0 here). The
+// directory is writable from inside the container, so a sandboxed process could
+// plant a socket of its own there to receive other sessions' proxy traffic.
+func servedFromOutside(u net.Conn) bool {
+	uc, ok := u.(*net.UnixConn)
+	if !ok {
+		return false
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil || cerr != nil {
+		return false
+	}
+	return cred.Pid == 0
 }
 
 // detach starts a copy of the shim that relays connections accepted on ln to target,
@@ -158,12 +186,12 @@ func Relay(c net.Conn, network, address string) {
 		c.Close()
 		return
 	}
-	relayConns(c, u)
+	RelayConns(c, u)
 }
 
-// relayConns copies between c and u both ways until both ends are done, then closes
+// RelayConns copies between c and u both ways until both ends are done, then closes
 // them.
-func relayConns(c, u net.Conn) {
+func RelayConns(c, u net.Conn) {
 	defer c.Close()
 	defer u.Close()
 	done := make(chan struct{}, 1)
