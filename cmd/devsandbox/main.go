@@ -110,7 +110,7 @@ func runFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "`NAME=VALUE` sets a variable; a bare NAME passes the host value as a secret (repeatable)"},
 		&cli.StringSliceFlag{Name: "secret-file", Usage: "`NAME=PATH`: the host file appears read-only at /run/secrets/NAME (repeatable)"},
 		&cli.StringSliceFlag{Name: "mount", Usage: "`SRC[:DST][:ro]` bind a host path (repeatable)"},
-		&cli.StringSliceFlag{Name: "publish", Aliases: []string{"p"}, Usage: "`HOST_PORT:SANDBOX_PORT`: the host's 127.0.0.1:HOST_PORT reaches a server in the sandbox (repeatable; every egress mode and isolator)"},
+		&cli.StringSliceFlag{Name: "publish", Aliases: []string{"p"}, Usage: "`HOST_PORT:SANDBOX_PORT`: the host's 127.0.0.1:HOST_PORT reaches a server in the sandbox (repeatable; every egress mode and isolator; Linux hosts)"},
 		&cli.BoolFlag{Name: "read-only", Usage: "project read-only except .git and sandbox.writable_dirs"},
 		&cli.BoolFlag{Name: "keep-container", Usage: "docker: keep one container per project and exec into it on later runs"},
 		&cli.StringFlag{Name: "image", Usage: "container `IMAGE` of the docker or krun isolator"},
