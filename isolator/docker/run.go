@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -26,6 +27,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	defer e.Close()
+	if runtime.GOOS == "linux" && !addr.Local() && (p.Egress.NeedsProxy() || len(p.Egress.Forwards) > 0) {
+		return 0, fmt.Errorf("%w: egress mode %s and published ports reach the sandbox through Unix sockets on this machine, which the docker engine at %s (%s) cannot bind; use a local engine, or --egress=open or none without --publish", isolator.ErrProtection, p.Egress.Mode, addr.Host, addr.Origin)
+	}
 	opts := b.Options
 	arch := func() (string, error) {
 		v, err := e.ServerVersion(ctx)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -373,5 +374,26 @@ func TestRunKept(t *testing.T) {
 	want = append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerRemove", "ContainerCreate devsandbox-app-0123abcd (kept)", "ContainerStart"}, exec...)
 	if !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("changed spec:\n%q\nwant\n%q", f.calls, want)
+	}
+}
+
+// A remote engine cannot bind this machine's Unix sockets: proxy egress and published
+// ports are refused before anything is created.
+func TestRunRemoteEngineRefusesSockets(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux rule")
+	}
+	f := newFake(t)
+	b, p := testIsolator(t, f, false)
+	b.dial = func() (Engine, Address, error) {
+		return f, Address{Host: "tcp://10.0.0.9:2376", Origin: "DOCKER_HOST"}, nil
+	}
+	p.Egress = egress.Rules{Mode: egress.Proxy, Proxy: egress.Endpoint{Unix: "/run/x/proxy-s.sock"}}
+	_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "cannot bind") {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(f.calls) != 0 {
+		t.Errorf("calls made: %q", f.calls)
 	}
 }
