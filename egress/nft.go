@@ -16,7 +16,12 @@ const ProbeAddr = "127.255.255.254:9"
 
 const probeIP, probePort = "127.255.255.254", "9"
 
-// NftScript renders fw as input for `nft -f -`.
+// nftReject answers a refused packet with ICMP administratively prohibited, so the
+// sandboxed program's connect fails at once.
+const nftReject = "reject with icmpx type admin-prohibited"
+
+// NftScript renders fw as input for `nft -f -`. Drop matches and everything no match
+// accepts are rejected (ICMP administratively prohibited), the probe is dropped.
 func (fw Firewall) NftScript() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "table inet %s {\n", Table)
@@ -31,7 +36,7 @@ func (fw Firewall) NftScript() string {
 		}
 		verdict := "accept"
 		if m.Verdict == Drop {
-			verdict = "drop"
+			verdict = nftReject
 		}
 		dst := m.Dst.String()
 		if m.Dst.IsSingleIP() {
@@ -43,6 +48,9 @@ func (fw Firewall) NftScript() string {
 		}
 		fmt.Fprintf(&b, "\t\t%s daddr %s meta l4proto { tcp, udp } th dport %d %s comment %q\n", family, dst, m.Port, verdict, m.Why)
 	}
+	// Refused connections fail at once (EHOSTUNREACH) instead of waiting out SYN
+	// retries; the policy stays drop.
+	fmt.Fprintf(&b, "\t\t%s comment \"default deny\"\n", nftReject)
 	b.WriteString("\t}\n")
 	// Nothing may enter but replies (and published ports, accepted by the forwarder).
 	b.WriteString("\tchain input {\n\t\ttype filter hook input priority 0; policy drop;\n")
@@ -66,22 +74,27 @@ func (fw Firewall) IptablesCommands(iptables, ip6tables string) [][]string {
 			[]string{bin, "-w", "-A", "INPUT", "-i", "lo", "-j", "ACCEPT"},
 		)
 		v6 := bin == ip6tables
+		reject := []string{"-j", "REJECT", "--reject-with", "icmp-admin-prohibited"}
+		if v6 {
+			reject[3] = "icmp6-adm-prohibited"
+		}
 		for _, m := range fw.Matches {
 			if m.Dst.Addr().Is6() != v6 {
 				continue
 			}
-			target := "ACCEPT"
+			target := []string{"-j", "ACCEPT"}
 			if m.Verdict == Drop {
-				target = "DROP"
+				target = reject
 			}
 			if m.Port == 0 {
-				out = append(out, []string{bin, "-w", "-A", "OUTPUT", "-d", m.Dst.String(), "-j", target})
+				out = append(out, append([]string{bin, "-w", "-A", "OUTPUT", "-d", m.Dst.String()}, target...))
 				continue
 			}
 			for _, proto := range []string{"tcp", "udp"} {
-				out = append(out, []string{bin, "-w", "-A", "OUTPUT", "-d", m.Dst.String(), "-p", proto, "--dport", fmt.Sprint(m.Port), "-j", target})
+				out = append(out, append([]string{bin, "-w", "-A", "OUTPUT", "-d", m.Dst.String(), "-p", proto, "--dport", fmt.Sprint(m.Port)}, target...))
 			}
 		}
+		out = append(out, append([]string{bin, "-w", "-A", "OUTPUT"}, reject...))
 	}
 	return out
 }

@@ -352,11 +352,14 @@ s.bind("/run/devsandbox/ep/proxy-planted.sock")
 s.listen()
 while True:
     c, _ = s.accept()
-    c.sendall(b"HTTP/1.0 200 OK\r\n\r\nPLANTED\n")
+    try:
+        c.sendall(b"HTTP/1.0 200 OK\r\n\r\nPLANTED\n")
+    except OSError:
+        pass  # the keeper hangs up on a socket served from inside
     c.close()
 ' &
 while [ ! -S /run/devsandbox/ep/proxy-planted.sock ]; do :; done
-curl -s -m 3 http://` + o.addr + `:8080/; kill $!`
+curl -s -m 3 http://` + o.addr + `:8080/; kill $! 2>/dev/null; true`
 	if got := p.mustSandbox("docker", append([]string{"--keep-container"}, proxyAllowed...), plant); got != "OUTSIDE\n" {
 		t.Fatalf("through the proxy with a planted socket in the endpoint directory: %q, want OUTSIDE", got)
 	}

@@ -275,6 +275,13 @@ func testEgressFirewallGuarantees(t *testing.T, iso string, o *outside) {
 	if r.code != 0 || r.stdout != "done\n" {
 		t.Fatalf("rules changed or bypassed from inside:\n%s", r)
 	}
+	// A refused connection fails at once (the rules reject it), instead of hanging
+	// until the client gives up: curl's 7 is "could not connect", 28 a timeout.
+	r = p.sandbox(iso, []string{"--egress=allowlist", "--allow", o.addr + ":8080"},
+		`curl -s --noproxy '*' -m 20 http://`+o.addr+`:8081/ >/dev/null; echo "rc=$?"`)
+	if r.code != 0 || r.stdout != "rc=7\n" {
+		t.Fatalf("a refused connection did not fail at once:\n%s", r)
+	}
 	marker := p.path("proj/started")
 	broken := run(t, p.dir, []string{"DEVSANDBOX_NFT=/bin/false", "DEVSANDBOX_IPTABLES=/nonexistent/iptables"}, "",
 		"--isolator="+iso, "--egress=allowlist", "--allow", o.addr+":8080", "--", "/bin/sh", "-c", "touch "+marker)

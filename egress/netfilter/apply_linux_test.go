@@ -79,9 +79,10 @@ func inNamespace() error {
 	if err := sendUDP(netip.MustParseAddrPort("127.0.0.1:9")); err != nil {
 		return fmt.Errorf("after Apply, a datagram to 127.0.0.1:9: %v", err)
 	}
-	// probe, established, lo, deny 198.51.100.0/24, two rules for each of two allows.
-	if err := countRules(8, "probe", "deny 198.51.100.0/24",
-		"allow 192.0.2.10:443", "allow 192.0.2.10:443", "allow [2001:db8::10]:443", "allow [2001:db8::10]:443"); err != nil {
+	// probe, established, lo, deny 198.51.100.0/24, two rules for each of two allows,
+	// the default deny.
+	if err := countRules(9, "probe", "deny 198.51.100.0/24",
+		"allow 192.0.2.10:443", "allow 192.0.2.10:443", "allow [2001:db8::10]:443", "allow [2001:db8::10]:443", "default deny"); err != nil {
 		return err
 	}
 	// A second Apply replaces the table, here with fewer rules.
@@ -89,7 +90,7 @@ func inNamespace() error {
 	if err := Apply(fw); err != nil {
 		return fmt.Errorf("Apply again: %v", err)
 	}
-	if err := countRules(4, "probe", "deny 198.51.100.0/24"); err != nil {
+	if err := countRules(5, "probe", "deny 198.51.100.0/24", "default deny"); err != nil {
 		return fmt.Errorf("after the second Apply: %v", err)
 	}
 	if err := sendProbe(); !errors.Is(err, unix.EPERM) {

@@ -40,23 +40,30 @@ func rules(fw egress.Firewall) (output, input []rule) {
 		rule{exprs: join(iface(expr.MetaKeyOIF), verdict(expr.VerdictAccept))},
 	)
 	for _, m := range fw.Matches {
-		v := expr.VerdictAccept
+		v := verdict(expr.VerdictAccept)
 		if m.Verdict == egress.Drop {
-			v = expr.VerdictDrop
+			v = reject()
 		}
 		if m.Port == 0 {
-			output = append(output, rule{comment: m.Why, exprs: join(daddr(m.Dst), verdict(v))})
+			output = append(output, rule{comment: m.Why, exprs: join(daddr(m.Dst), v)})
 			continue
 		}
 		for _, proto := range []byte{unix.IPPROTO_TCP, unix.IPPROTO_UDP} {
-			output = append(output, rule{comment: m.Why, exprs: join(daddr(m.Dst), dport(proto, m.Port), verdict(v))})
+			output = append(output, rule{comment: m.Why, exprs: join(daddr(m.Dst), dport(proto, m.Port), v)})
 		}
 	}
+	output = append(output, rule{comment: "default deny", exprs: reject()})
 	input = []rule{
 		{exprs: join(established(), verdict(expr.VerdictAccept))},
 		{exprs: join(iface(expr.MetaKeyIIF), verdict(expr.VerdictAccept))},
 	}
 	return output, input
+}
+
+// reject is `reject with icmpx type admin-prohibited`: a refused connection fails at
+// once instead of waiting out its retries.
+func reject() []expr.Any {
+	return []expr.Any{&expr.Reject{Type: unix.NFT_REJECT_ICMPX_UNREACH, Code: unix.NFT_REJECT_ICMPX_ADMIN_PROHIBITED}}
 }
 
 func join(parts ...[]expr.Any) []expr.Any {

@@ -29,6 +29,8 @@ var (
 	thport = &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2}
 	accept = &expr.Verdict{Kind: expr.VerdictAccept}
 	drop   = &expr.Verdict{Kind: expr.VerdictDrop}
+	// reject with icmpx type admin-prohibited.
+	rejectX = &expr.Reject{Type: unix.NFT_REJECT_ICMPX_UNREACH, Code: unix.NFT_REJECT_ICMPX_ADMIN_PROHIBITED}
 	// ct state established,related (2|4, host byte order).
 	ctEstablished = []expr.Any{
 		&expr.Ct{Register: 1, Key: expr.CtKeySTATE},
@@ -69,6 +71,7 @@ func TestRulesFixed(t *testing.T) {
 		{comment: "probe", exprs: cat(nfproto4, daddr4, eq(127, 255, 255, 254), l4(unix.IPPROTO_UDP), thport, eq(0, 9), drop)},
 		{exprs: ctEstablished},
 		{exprs: cat(&expr.Meta{Key: expr.MetaKeyOIF, Register: 1}, eq(host32(1)...), accept)},
+		{comment: "default deny", exprs: cat(rejectX)},
 	}
 	wantIn := []rule{
 		{exprs: ctEstablished},
@@ -96,7 +99,7 @@ func TestRulesMatches(t *testing.T) {
 		match: egress.Match{Verdict: egress.Drop, Dst: netip.MustParsePrefix("198.51.100.0/23"), Why: "deny 198.51.100.0/23"},
 		want: []rule{{comment: "deny 198.51.100.0/23", exprs: cat(nfproto4, daddr4,
 			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: []byte{255, 255, 254, 0}, Xor: []byte{0, 0, 0, 0}},
-			eq(198, 51, 100, 0), drop)}},
+			eq(198, 51, 100, 0), rejectX)}},
 	}, {
 		name:  "IPv6 network with a port",
 		match: egress.Match{Verdict: egress.Accept, Dst: netip.MustParsePrefix("2001:db8::/36"), Port: 443, Why: "allow [2001:db8::/36]:443"},
@@ -113,7 +116,7 @@ func TestRulesMatches(t *testing.T) {
 		name:  "IPv6 address drop",
 		match: egress.Match{Verdict: egress.Drop, Dst: netip.MustParsePrefix("2001:db8::5/128"), Why: "deny 2001:db8::5"},
 		want: []rule{{comment: "deny 2001:db8::5", exprs: cat(nfproto6, daddr6,
-			eq(0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5), drop)}},
+			eq(0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5), rejectX)}},
 	}, {
 		name:  "everything",
 		match: egress.Match{Verdict: egress.Accept, Dst: netip.MustParsePrefix("0.0.0.0/0"), Why: "allow 0.0.0.0/0"},
@@ -123,7 +126,7 @@ func TestRulesMatches(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			output, _ := rules(egress.Firewall{Matches: []egress.Match{tc.match}})
-			got := output[3:] // after the probe, established and loopback rules
+			got := output[3 : len(output)-1] // after the probe, established and loopback rules, before the default deny
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got\n%s\nwant\n%s", dump(got), dump(tc.want))
 			}
@@ -144,9 +147,12 @@ func TestRulesOrder(t *testing.T) {
 		got = append(got, r.comment)
 	}
 	want := []string{"probe", "", "", "deny 198.51.100.0/24",
-		"allow 192.0.2.10:443", "allow 192.0.2.10:443", "allow [2001:db8::10]:443", "allow [2001:db8::10]:443"}
+		"allow 192.0.2.10:443", "allow 192.0.2.10:443", "allow [2001:db8::10]:443", "allow [2001:db8::10]:443", "default deny"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("rule comments %q, want %q", got, want)
+	}
+	if last := output[len(output)-1].exprs; !reflect.DeepEqual(last, []expr.Any{rejectX}) {
+		t.Errorf("the last rule is %s, want a reject", dump(output[len(output)-1:]))
 	}
 }
 
