@@ -204,6 +204,12 @@ func prepare(p *isolator.Plan, spec *Spec) error {
 		if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
 			return fmt.Errorf("creating %s: %w", filepath.Dir(f.Path), err)
 		}
+		if f.InPlace {
+			if err := os.WriteFile(f.Path, f.Content, 0o644); err != nil {
+				return fmt.Errorf("writing %s: %w", f.Path, err)
+			}
+			continue
+		}
 		tmp := f.Path + ".tmp" + randomSuffix()
 		if err := os.WriteFile(tmp, f.Content, 0o444); err != nil {
 			return fmt.Errorf("writing %s: %w", f.Path, err)

@@ -39,6 +39,10 @@ func (s *Spec) Script() string {
 		fmt.Fprintf(&b, "test -e %s || install -D -m 0444 /dev/null %s\n", shellQuote(s.EmptyFile), shellQuote(s.EmptyFile))
 	}
 	for _, f := range s.Files {
+		if f.InPlace {
+			fmt.Fprintf(&b, "mkdir -p -m 0700 %s && printf %%s %s > %s\n", shellQuote(filepath.Dir(f.Path)), shellQuote(string(f.Content)), shellQuote(f.Path))
+			continue
+		}
 		fmt.Fprintf(&b, "test -e %s || { mkdir -p -m 0700 %s && printf %%s %s > %s; }\n", shellQuote(f.Path), shellQuote(filepath.Dir(f.Path)), shellQuote(string(f.Content)), shellQuote(f.Path))
 	}
 	if s.FirewallArg != "" {

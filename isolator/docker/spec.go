@@ -70,6 +70,9 @@ type Options struct {
 type hostFile struct {
 	Path    string
 	Content []byte
+	// InPlace files are rewritten in place, not replaced: a kept container binds
+	// the file (its inode) and must see the new content.
+	InPlace bool `json:",omitempty"`
 }
 
 // Spec is a rendered docker run: the container to create, or with Keep the kept
@@ -203,6 +206,16 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 		case isolator.TmpDir:
 			tmpfs[dst] = fmt.Sprintf("rw,nosuid,nodev,mode=0700,uid=%d,gid=%d", p.User.UID, p.User.GID)
 		case isolator.Data:
+			if opts.Keep && dst == "/etc/hosts" && p.Egress.Mode == egress.Allowlist {
+				// The names resolved at launch change from session to session (a
+				// CDN's addresses rotate): a kept container binds one file the
+				// session rewrites in place, so its spec stays the same.
+				f := filepath.Join(filesDir, "hosts-kept")
+				s.Files = append(s.Files, hostFile{Path: f, Content: m.Content, InPlace: true})
+				mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: f, Target: dst, ReadOnly: true})
+				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRO, Path: dst})
+				continue
+			}
 			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: file(m.Content), Target: dst, ReadOnly: true})
 			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckData, Path: dst, Size: int64(len(m.Content))})
 		default:

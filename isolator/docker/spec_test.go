@@ -3,6 +3,7 @@ package docker
 import (
 	"encoding/json"
 	"flag"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -306,6 +307,37 @@ func TestKeptSpecStableAcrossSessions(t *testing.T) {
 	}
 	if strings.Join(a.Exec.Env, " ") == strings.Join(b.Exec.Env, " ") {
 		t.Errorf("the sessions' execs do not name their own published ports")
+	}
+
+	// Allowlist names resolve elsewhere from session to session: the spec stays, the
+	// kept /etc/hosts is rewritten, and the rules (FirewallArg) follow.
+	allowlist := func(addr string) *Spec {
+		p := basePlan()
+		p.Egress = egress.Rules{Mode: egress.Allowlist, Proxy: egress.Endpoint{Unix: "/run/x/proxy-s.sock"}, SocketDir: "/run/x",
+			Allow:    []egress.Entry{mustEntry("example.com:443")},
+			Resolved: []egress.Resolved{{Host: "example.com", Addrs: []netip.Addr{netip.MustParseAddr(addr)}}}}
+		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: "/etc/hosts", Content: []byte(addr + " example.com\n")})
+		s, err := containerConfig(p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	x, y := allowlist("192.0.2.1"), allowlist("192.0.2.2")
+	if x.Hash != y.Hash {
+		t.Errorf("new addresses for an allowed name changed the kept spec: %s, %s", x.Hash, y.Hash)
+	}
+	if x.FirewallArg == y.FirewallArg {
+		t.Errorf("new addresses left the rules as they were")
+	}
+	var hosts *hostFile
+	for i, f := range y.Files {
+		if f.InPlace {
+			hosts = &y.Files[i]
+		}
+	}
+	if hosts == nil || string(hosts.Content) != "192.0.2.2 example.com\n" {
+		t.Errorf("kept /etc/hosts: %+v", hosts)
 	}
 }
 
