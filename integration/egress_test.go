@@ -373,12 +373,16 @@ func program(pid int) string {
 // TestProxyAuditLogFlushed: when a run ends, devsandbox-proxy has written every
 // request of the run to the audit log, so `devsandbox logs proxy` shows them at once.
 func TestProxyAuditLogFlushed(t *testing.T) {
-	requireBwrap(t)
+	requireRoot(t)
 	o := newOutside(t)
+	forEachIsolator(t, func(t *testing.T, iso string) { testProxyAuditLogFlushed(t, iso, o) })
+}
+
+func testProxyAuditLogFlushed(t *testing.T, iso string, o *outside) {
 	p := newProject(t)
 	script := fmt.Sprintf(`curl -s -o /dev/null -w '%%{http_code}\n' -m 5 http://%[1]s:8080/index.html
 		curl -s -o /dev/null -w '%%{http_code}\n' -m 5 http://%[1]s:8081/`, o.addr)
-	if out := p.mustSandbox("bwrap", []string{"--egress=proxy", "--allow", o.addr + ":8080"}, script); out != "200\n403\n" {
+	if out := p.mustSandbox(iso, []string{"--egress=proxy", "--allow", o.addr + ":8080"}, script); out != "200\n403\n" {
 		t.Fatalf("statuses through the proxy: %q, want 200 then 403", out)
 	}
 	r := run(t, p.dir, nil, "", "logs", "proxy", "--json")
@@ -411,14 +415,18 @@ func TestProxyAuditLogFlushed(t *testing.T) {
 // (CONNECT) with the shim as ProxyCommand; the tunnel reaches an allowed host and a
 // denied one is refused with the proxy's reason.
 func TestSSHThroughProxy(t *testing.T) {
-	requireBwrap(t)
+	requireRoot(t)
 	o := newOutside(t)
+	forEachIsolator(t, func(t *testing.T, iso string) { testSSHThroughProxy(t, iso, o) })
+}
+
+func testSSHThroughProxy(t *testing.T, iso string, o *outside) {
 	p := newProject(t)
 	script := fmt.Sprintf(`
 		ssh -G example.test 2>/dev/null | grep -i '^proxycommand'
 		printf 'GET / HTTP/1.0\r\n\r\n' | /run/devsandbox/init --connect=127.0.0.1:3128 %[1]s 8080 | tail -1
 		/run/devsandbox/init --connect=127.0.0.1:3128 %[1]s 8081 </dev/null 2>&1 | head -1`, o.addr)
-	out := p.mustSandbox("bwrap", []string{"--egress=proxy", "--allow", o.addr + ":8080"}, script)
+	out := p.mustSandbox(iso, []string{"--egress=proxy", "--allow", o.addr + ":8080"}, script)
 	want := "proxycommand /run/devsandbox/init --connect=127.0.0.1:3128 %h %p\nOUTSIDE\n"
 	if !strings.HasPrefix(out, want) || !strings.Contains(out, "refused "+o.addr+":8081: 403") {
 		t.Fatalf("ssh through the proxy:\n%s", out)
