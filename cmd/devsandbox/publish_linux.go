@@ -32,7 +32,6 @@ func startPublish(p *isolator.Plan) (stop func(), err error) {
 	if err := os.MkdirAll(p.Egress.SocketDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the socket directory: %w", err)
 	}
-	removeStaleSockets(p.Egress.SocketDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the publish directory: %w", err)
 	}

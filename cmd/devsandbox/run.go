@@ -85,6 +85,10 @@ func (a *app) run(c *cli.Context) error {
 	}
 	session := sessionID()
 	p.Egress.SocketDir = socketDir(cfg.Host, p)
+	if !c.Bool("dry-run") && (len(p.Egress.Forwards) > 0 || p.Egress.NeedsProxy()) {
+		// Once per launch, before this session adds its own sockets.
+		removeStaleSockets(p.Egress.SocketDir)
+	}
 	if len(p.Egress.Forwards) > 0 {
 		planPublish(p, cfg.Host, session)
 		if !c.Bool("dry-run") {
