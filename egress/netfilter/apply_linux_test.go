@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -65,6 +66,9 @@ func inNamespace() error {
 	if err := sendProbe(); err != nil {
 		return fmt.Errorf("before Apply, the probe datagram: %v", err)
 	}
+	if err := CheckProbe(egress.ProbeAddr); err == nil || !strings.Contains(err.Error(), "not in effect") {
+		return fmt.Errorf("before Apply, CheckProbe = %v, want not in effect", err)
+	}
 	fw, err := egress.Compile(egress.SampleRules)
 	if err != nil {
 		return err
@@ -74,6 +78,9 @@ func inNamespace() error {
 	}
 	if err := sendProbe(); !errors.Is(err, unix.EPERM) {
 		return fmt.Errorf("after Apply, the probe datagram: %v, want EPERM", err)
+	}
+	if err := CheckProbe(egress.ProbeAddr); err != nil {
+		return fmt.Errorf("after Apply, CheckProbe: %v", err)
 	}
 	// Loopback is accepted after the probe rule.
 	if err := sendUDP(netip.MustParseAddrPort("127.0.0.1:9")); err != nil {

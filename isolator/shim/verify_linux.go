@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/egress/netfilter"
 
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 )
@@ -59,31 +60,14 @@ func Verify(m *wire.Manifest, files map[string][]byte) error {
 	return nil
 }
 
-// verifyFirewall checks that the egress rules are in force: a datagram to the probe
-// address is refused by the firewall's first rule (EPERM). Without the rules it goes
-// to the sandbox's own loopback, where nothing listens. probe "" skips the check (a
-// microVM's guest cannot see the rules of the host side's namespace).
+// verifyFirewall checks that the egress rules are in force (the probe rule refuses a
+// datagram). probe "" skips the check: a microVM's guest cannot see the rules of the
+// host side's namespace.
 func verifyFirewall(probe string) error {
 	if probe == "" {
 		return nil
 	}
-	addr, err := netip.ParseAddrPort(probe)
-	if err != nil || !addr.Addr().Is4() {
-		return fmt.Errorf("bad egress probe address %q", probe)
-	}
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("checking the egress rules: %v", err)
-	}
-	defer unix.Close(fd)
-	err = unix.Sendto(fd, []byte("devsandbox egress probe"), 0, &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().As4()})
-	switch {
-	case errors.Is(err, unix.EPERM):
-		return nil
-	case err == nil:
-		return errors.New("the egress rules are not in effect in the sandbox's network namespace (the firewall's probe rule let a datagram through)")
-	}
-	return fmt.Errorf("checking the egress rules: sending to the probe address %s: %v", probe, err)
+	return netfilter.CheckProbe(probe)
 }
 
 func verifyCheck(c wire.Check) error {
