@@ -104,6 +104,10 @@ type Mount struct {
 	ReadOnly bool
 	Optional bool   // a Bind whose Source may vanish before launch
 	Content  []byte // for Data
+	// Volatile marks Data whose content changes from session to session (names
+	// resolved at launch): a sandbox that outlives a session (a kept container)
+	// binds it from one file rewritten each session, not from its content.
+	Volatile bool
 	Why      string // where the mount comes from, for people reading --dry-run
 }
 

@@ -206,11 +206,12 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 		case isolator.TmpDir:
 			tmpfs[dst] = fmt.Sprintf("rw,nosuid,nodev,mode=0700,uid=%d,gid=%d", p.User.UID, p.User.GID)
 		case isolator.Data:
-			if opts.Keep && dst == "/etc/hosts" && p.Egress.Mode == egress.Allowlist {
-				// The names resolved at launch change from session to session (a
-				// CDN's addresses rotate): a kept container binds one file the
-				// session rewrites in place, so its spec stays the same.
-				f := filepath.Join(filesDir, "hosts-kept")
+			if opts.Keep && m.Volatile {
+				// Content that changes from session to session (a CDN's addresses
+				// rotate): a kept container binds one file the session rewrites in
+				// place, so its spec stays the same.
+				sum := sha256.Sum256([]byte(dst))
+				f := filepath.Join(filesDir, "kept-"+hex.EncodeToString(sum[:8]))
 				s.Files = append(s.Files, hostFile{Path: f, Content: m.Content, InPlace: true})
 				mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: f, Target: dst, ReadOnly: true})
 				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRO, Path: dst})

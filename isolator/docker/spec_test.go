@@ -316,7 +316,7 @@ func TestKeptSpecStableAcrossSessions(t *testing.T) {
 		p.Egress = egress.Rules{Mode: egress.Allowlist, Proxy: egress.Endpoint{Unix: "/run/x/proxy-s.sock"}, SocketDir: "/run/x",
 			Allow:    []egress.Entry{mustEntry("example.com:443")},
 			Resolved: []egress.Resolved{{Host: "example.com", Addrs: []netip.Addr{netip.MustParseAddr(addr)}}}}
-		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: "/etc/hosts", Content: []byte(addr + " example.com\n")})
+		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: "/etc/hosts", Content: []byte(addr + " example.com\n"), Volatile: true})
 		s, err := containerConfig(p, o)
 		if err != nil {
 			t.Fatal(err)

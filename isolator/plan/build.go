@@ -264,7 +264,7 @@ func resolveAllowlist(p *isolator.Plan, pr Probe, b *mountBuilder) error {
 	}
 	hosts, _ := pr.ReadFile("/etc/hosts")
 	content := append(append([]byte{}, hosts...), []byte("# resolved by devsandbox at launch (egress allowlist)\n"+p.Egress.HostsFile())...)
-	b.add(isolator.Mount{Kind: isolator.Data, Dest: "/etc/hosts", Content: content, Why: "egress allowlist names"})
+	b.add(isolator.Mount{Kind: isolator.Data, Dest: "/etc/hosts", Content: content, Volatile: true, Why: "egress allowlist names"})
 	return nil
 }
 
