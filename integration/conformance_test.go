@@ -128,8 +128,7 @@ func TestPrivateTmp(t *testing.T) {
 func TestEnvAllowlist(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)
-		cfg := p.path("cfg.toml")
-		p.write("cfg.toml", "[env]\npassthrough = [\"PASS_ME\"]\nset = { SET_ME = \"configured\" }\n")
+		cfg := p.writeConfig(iso, "cfg.toml", "[env]\npassthrough = [\"PASS_ME\"]\nset = { SET_ME = \"configured\" }\n")
 		// DOCKER_HOST names the engine the docker isolator itself uses: a working one.
 		dockerHost := "unix:///x.sock"
 		if iso == "docker" {

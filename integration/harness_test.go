@@ -212,6 +212,19 @@ func (p *project) write(rel, content string) {
 	p.chownUp(full)
 }
 
+// writeConfig writes a config file for a run on iso. A --config file replaces the
+// test user's config file, which sets krun.runtime = "runc" (see setupPodman): for
+// krun the same setting is added, so the krun variant runs a plain container here
+// as everywhere else in the suite, with or without a KVM device.
+func (p *project) writeConfig(iso, rel, content string) string {
+	p.t.Helper()
+	if iso == "krun" {
+		content += "\n[krun]\nruntime = \"runc\"\n"
+	}
+	p.write(rel, content)
+	return p.path(rel)
+}
+
 // writeHome writes a file under the test user's real home (bait for hide tests).
 func writeHome(t *testing.T, rel, content string) {
 	t.Helper()

@@ -247,6 +247,7 @@ func recordFor(t *testing.T, dir string) record {
 // passed, the mounts are the Plan's, and no secret value is in its argv or config.
 func TestKrunRuntimeSeesTheVM(t *testing.T) {
 	requirePodman(t)
+	requireKVMDevice(t)
 	if _, err := os.Stat(recordDir); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("the recording krun runtime is not set up: %v", err)
@@ -401,6 +402,39 @@ func TestKrunRefusalsAndDryRun(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || string(out) != fmt.Sprintf("dry-ran\n%d\n", it.uid) {
 		t.Errorf("the --dry-run script: %v\n%s\n%s", err, out, r.stdout)
+	}
+}
+
+// requireKVMDevice skips where the machine has no /dev/kvm: podman binds the device
+// into a microVM container and cannot create one without it (the one other skip the
+// suite allows; TestKrunNoKVMDevice covers such a machine instead).
+func requireKVMDevice(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/dev/kvm"); err != nil {
+		t.Skipf("this machine has no KVM device (%v): a microVM runtime cannot be given /dev/kvm here; TestKrunNoKVMDevice checks what a user sees instead", err)
+	}
+}
+
+// Without /dev/kvm, a microVM runtime is refused by devsandbox itself, with the cause
+// and the fix, before podman creates anything (the runtime records nothing).
+func TestKrunNoKVMDevice(t *testing.T) {
+	requirePodman(t)
+	if _, err := os.Stat("/dev/kvm"); err == nil {
+		t.Skip("this machine has /dev/kvm: TestKrunRuntimeSeesTheVM runs instead")
+	}
+	p := newProject(t)
+	p.write("krun.toml", "[krun]\nruntime = \"krun\"\n")
+	marker := p.path("proj/started")
+	r := run(t, p.dir, nil, "", "--isolator=krun", "--config", p.path("krun.toml"), "--", "/bin/sh", "-c", "touch "+marker)
+	if r.code != 125 || !strings.Contains(r.stderr, `krun.runtime "krun" boots a microVM, which needs /dev/kvm`) ||
+		!strings.Contains(r.stderr, `set krun.runtime = "runc"`) || strings.Contains(r.stderr, "podman refused") {
+		t.Fatalf("a microVM runtime without /dev/kvm:\n%s", r)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatalf("the command ran: %v", err)
+	}
+	if ids := krunContainers(t, p, true); len(ids) != 0 {
+		t.Errorf("a container was created: %v", ids)
 	}
 }
 

@@ -54,8 +54,8 @@ func TestReadOnlyProject(t *testing.T) {
 		p := newProject(t)
 		p.mkdir("proj/build")
 		p.write("proj/src.txt", "src\n")
-		p.write("ro.toml", "[sandbox]\nwritable_dirs = [\"build\"]\n")
-		out := p.mustSandbox(iso, []string{"--read-only", "--config", p.path("ro.toml")}, `
+		ro := p.writeConfig(iso, "ro.toml", "[sandbox]\nwritable_dirs = [\"build\"]\n")
+		out := p.mustSandbox(iso, []string{"--read-only", "--config", ro}, `
 			echo x >> src.txt 2>/dev/null && echo SRC-WRITTEN
 			echo x > build/out && echo build-ok
 			touch .git/index.lock && rm .git/index.lock && echo git-ok
@@ -72,8 +72,8 @@ func TestTmpKinds(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)
 		for _, kind := range []string{"shm", "tmpfs"} {
-			p.write("tmp.toml", "[sandbox]\ntmp = \""+kind+"\"\n")
-			out := p.mustSandbox(iso, []string{"--config", p.path("tmp.toml")}, `ls -A /tmp; echo $$ > /tmp/x && cat /tmp/x >/dev/null && echo ok`)
+			cfg := p.writeConfig(iso, "tmp.toml", "[sandbox]\ntmp = \""+kind+"\"\n")
+			out := p.mustSandbox(iso, []string{"--config", cfg}, `ls -A /tmp; echo $$ > /tmp/x && cat /tmp/x >/dev/null && echo ok`)
 			if out != "ok\n" {
 				t.Errorf("tmp %s:\n%s", kind, out)
 			}

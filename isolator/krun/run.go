@@ -25,7 +25,15 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, helper.ErrKeep
 	}
 	h := b.hostAccess()
-	s, err := specGen(p, b.options(h))
+	opts := b.options(h)
+	if opts.VM() {
+		// Asked before podman, whose own answer ("stat /dev/kvm: no such file or
+		// directory") names neither the setting nor the fix.
+		if err := h.KVM(); err != nil {
+			return 0, fmt.Errorf("%w: krun.runtime %q boots a microVM, which needs /dev/kvm: %w; %s; the command did not run", isolator.ErrUnavailable, opts.Runtime, err, kvmFix)
+		}
+	}
+	s, err := specGen(p, opts)
 	if err != nil {
 		return 0, err
 	}

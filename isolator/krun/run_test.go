@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,9 +110,17 @@ func (f *fakeEngine) Remove(id string) error {
 }
 
 // fakeHost answers the host probes; starting a service is unexpected.
-type fakeHost struct{ t *testing.T }
+type fakeHost struct {
+	t     *testing.T
+	noKVM bool
+}
 
-func (fakeHost) KVM() error                   { return nil }
+func (h fakeHost) KVM() error {
+	if h.noKVM {
+		return &os.PathError{Op: "open", Path: "/dev/kvm", Err: syscall.ENOENT}
+	}
+	return nil
+}
 func (fakeHost) HardLimits() (uint64, uint64) { return 4096, 0 }
 func (fakeHost) Listening(string) bool        { return true }
 func (fakeHost) Systemd() bool                { return false }
@@ -134,7 +143,7 @@ func runPlan(t *testing.T) *isolator.Plan {
 func backend(f *fakeEngine, t *testing.T) *Isolator {
 	return &Isolator{
 		Settings: helper.Settings{Image: "img", Runtime: "krun", CPUs: 2, MemoryMiB: 2048, Home: "/home/u"},
-		host:     fakeHost{t},
+		host:     fakeHost{t: t},
 		engineFn: func() (engine, error) { return f, nil },
 	}
 }
@@ -164,6 +173,21 @@ func TestRunSession(t *testing.T) {
 	}
 	if !strings.HasPrefix(f.created.Name, "devsandbox-app-0123abcd-") || f.created.Rlimits[0].Hard != 4096 {
 		t.Errorf("name %q, rlimits %+v", f.created.Name, f.created.Rlimits)
+	}
+}
+
+// A microVM runtime without /dev/kvm fails as unavailable with devsandbox's own cause
+// and fix, before podman is asked for anything.
+func TestRunNoKVM(t *testing.T) {
+	f := newFake(t, "krun")
+	b := backend(f, t)
+	b.host = fakeHost{t: t, noKVM: true}
+	_, err := b.Run(context.Background(), runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	if !errors.Is(err, isolator.ErrUnavailable) || !errors.Is(err, syscall.ENOENT) || !strings.Contains(err.Error(), `krun.runtime "krun"`) || !strings.Contains(err.Error(), kvmFix) {
+		t.Errorf("Run: %v", err)
+	}
+	if got := f.Calls(); got != "" {
+		t.Errorf("podman was asked: %q", got)
 	}
 }
 
