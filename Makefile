@@ -8,11 +8,14 @@ TAGS     ?= urfave_cli_no_docs $(PODMAN_TAGS)
 GO       ?= go
 GOFLAGS_ := -tags '$(TAGS)'
 BIN      := bin/devsandbox
+# Every binary `make build` makes and `make install` and scripts/install.sh install:
+# devsandbox, the in-sandbox init, the egress proxy, the docker and krun backends.
+BINARIES := devsandbox devsandbox-init devsandbox-proxy devsandbox-docker devsandbox-krun
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/devsandbox/devsandbox/config.Version=$(VERSION)
 PREFIX   ?= /usr/local
 
-.PHONY: help build vet lint test unit integration bench bench-docker bench-krun embed darwin install setup clean
+.PHONY: help build vet lint test unit integration bench bench-docker bench-krun embed darwin install install-bin setup clean
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -46,7 +49,7 @@ unit: ## unit tests of the pure code
 	$(GO) test -tags '$(TAGS) linkdocker' -count=1 ./cmd/devsandbox/
 
 integration: build ## the conformance suite against real components, as an unprivileged user (RUN=REGEXP: only those tests)
-	DEVSANDBOX_BIN=$(CURDIR)/$(BIN) DEVSANDBOX_IT_ISOLATORS="$${DEVSANDBOX_IT_ISOLATORS:-bwrap docker krun}" $(GO) test $(GOFLAGS_) -tags '$(TAGS) integration' -count=1 -timeout 15m -v $(if $(RUN),-run '$(RUN)') ./integration/ 2>&1 | scripts/test-summary.sh
+	DEVSANDBOX_BIN=$(CURDIR)/$(BIN) DEVSANDBOX_BINARIES="$(BINARIES)" DEVSANDBOX_IT_ISOLATORS="$${DEVSANDBOX_IT_ISOLATORS:-bwrap docker krun}" $(GO) test $(GOFLAGS_) -tags '$(TAGS) integration' -count=1 -timeout 15m -v $(if $(RUN),-run '$(RUN)') ./integration/ 2>&1 | scripts/test-summary.sh
 
 test: setup lint unit integration ## everything CI runs: set up, lint (gofmt, vet, the macOS build, staticcheck, shellcheck), unit and integration tests
 
@@ -65,12 +68,11 @@ embed: ## build Linux devsandbox-init (amd64, arm64) into isolator/docker/initbi
 darwin: embed ## cross-build devsandbox and devsandbox-proxy for macOS (docker isolator, Linux init embedded) into bin/darwin/
 	CGO_ENABLED=0 GOOS=darwin $(GO) build -tags '$(TAGS) embedinit' -trimpath -ldflags '$(LDFLAGS)' -o bin/darwin/ ./cmd/devsandbox ./cmd/devsandbox-proxy
 
-install: build ## install devsandbox, devsandbox-init, devsandbox-proxy, devsandbox-docker and devsandbox-krun to $(PREFIX)/bin
-	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/devsandbox
-	install -D -m 0755 bin/devsandbox-init $(DESTDIR)$(PREFIX)/bin/devsandbox-init
-	install -D -m 0755 bin/devsandbox-proxy $(DESTDIR)$(PREFIX)/bin/devsandbox-proxy
-	install -D -m 0755 bin/devsandbox-docker $(DESTDIR)$(PREFIX)/bin/devsandbox-docker
-	install -D -m 0755 bin/devsandbox-krun $(DESTDIR)$(PREFIX)/bin/devsandbox-krun
+install: build install-bin ## build, then install every binary ($(BINARIES)) to $(PREFIX)/bin
+
+install-bin: ## install the built binaries to $(PREFIX)/bin without building (scripts/install.sh uses it)
+	@for b in $(BINARIES); do test -x bin/$$b || { echo "bin/$$b is missing: run make build first" >&2; exit 1; }; done
+	for b in $(BINARIES); do install -D -m 0755 bin/$$b $(DESTDIR)$(PREFIX)/bin/$$b; done
 
 clean: ## remove build output
 	rm -rf bin

@@ -84,7 +84,7 @@ func setup() (int, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return 0, err
 	}
-	for _, name := range []string{"devsandbox", "devsandbox-init", "devsandbox-proxy", "devsandbox-docker", "devsandbox-krun"} {
+	for _, name := range binaries() {
 		data, err := os.ReadFile(filepath.Join(filepath.Dir(src), name))
 		if (name == "devsandbox-docker" || name == "devsandbox-krun") && os.IsNotExist(err) {
 			continue // an older build: those tests skip (and fail in CI)
@@ -110,6 +110,15 @@ func setup() (int, error) {
 	setupDocker()
 	setupPodman()
 	return 0, nil
+}
+
+// binaries are the names `make build` makes (the Makefile's BINARIES, passed by
+// `make integration`).
+func binaries() []string {
+	if s := os.Getenv("DEVSANDBOX_BINARIES"); s != "" {
+		return strings.Fields(s)
+	}
+	return []string{"devsandbox", "devsandbox-init", "devsandbox-proxy", "devsandbox-docker", "devsandbox-krun"}
 }
 
 // requireBwrap skips on a machine without bubblewrap, and fails in CI.
@@ -284,9 +293,16 @@ func command(ctx context.Context, dir string, env []string, args ...string) *exe
 // run runs devsandbox to completion with a clean environment plus extraEnv.
 func run(t *testing.T, dir string, extraEnv []string, stdin string, args ...string) result {
 	t.Helper()
+	return runBin(t, it.bin, dir, extraEnv, stdin, args...)
+}
+
+// runBin is run with another devsandbox binary (an installed one).
+func runBin(t *testing.T, bin, dir string, extraEnv []string, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := command(ctx, dir, baseEnv(extraEnv...), args...)
+	cmd.Path, cmd.Args[0] = bin, bin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Stdin = strings.NewReader(stdin)

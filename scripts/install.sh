@@ -35,7 +35,6 @@ fi
 
 make build
 if [ -w "$PREFIX/bin" ] || [ -z "$sudo" ]; then sudo=""; fi
-for b in devsandbox devsandbox-init devsandbox-proxy devsandbox-krun; do
-	$sudo install -D -m 0755 "bin/$b" "$PREFIX/bin/$b"
-done
-echo "install: $PREFIX/bin/devsandbox installed; run \`devsandbox doctor\` to check the host"
+# The Makefile's list of binaries, installed the same way as `make install` does.
+$sudo make --no-print-directory install-bin PREFIX="$PREFIX"
+echo "install: devsandbox and its helpers are in $PREFIX/bin; run \`devsandbox doctor\` to check the host"
