@@ -25,13 +25,15 @@ func TestCLIContract(t *testing.T) {
 	}{
 		{name: "-- ends flags: doctor is a program", args: []string{"--", "doctor"}, code: 127},
 		{name: "commas stay in values", args: []string{"-e", "A=x,y", "--", "/bin/sh", "-c", "echo $A"}, stdout: "x,y\n"},
-		{name: "unknown flag is usage", args: []string{"--bogus", "true"}, code: 2, stderr: "bogus"},
+		{name: "unknown flag is devsandbox's own failure", args: []string{"--bogus", "true"}, code: 125, stderr: "unknown flag --bogus"},
+		{name: "a subcommand's unknown flag too", args: []string{"doctor", "--bogus"}, code: 125, stderr: "unknown flag --bogus"},
 		{name: "config error names file, line, key", args: []string{"--config", p.path("bad.toml"), "true"}, code: 125,
 			stderr: p.path("bad.toml") + ":3: sandbox.tmp"},
 		{name: "unknown egress mode", args: []string{"--egress=vpn", "true"}, code: 125, stderr: "flag --egress"},
 		{name: "nesting refused", env: []string{"DEVSANDBOX=1"}, args: []string{"true"}, code: 125, stderr: "nest"},
 		{name: "nesting with explicit isolator", env: []string{"DEVSANDBOX=1"}, args: []string{"--isolator=bwrap", "true"}},
 		{name: "version", args: []string{"version"}, stdout: "devsandbox "},
+		{name: "--version", args: []string{"--version"}, stdout: "devsandbox "},
 	}
 	for _, tt := range tests {
 		r := run(t, p.dir, tt.env, "", tt.args...)

@@ -23,9 +23,10 @@ func (a *app) commands() []*cli.Command {
 	jsonFlag := &cli.BoolFlag{Name: "json", Usage: "print JSON"}
 	return []*cli.Command{
 		{
-			Name:   "doctor",
-			Usage:  "check the host: one row per requirement with its fix; exits 1 when the selected isolator cannot run",
-			Action: a.doctor,
+			Name:        "doctor",
+			Usage:       "check the host: what each isolator needs, and the fixes",
+			Description: describe("One row per requirement, with its status and how to fix it. Exits 1 when the selected isolator cannot run."),
+			Action:      a.doctor,
 		},
 		{
 			Name:  "config",
@@ -33,7 +34,8 @@ func (a *app) commands() []*cli.Command {
 			Subcommands: []*cli.Command{
 				{Name: "show", Usage: "print the effective configuration with the origin of each value", Flags: []cli.Flag{jsonFlag}, Action: a.configShow},
 				{Name: "validate", Usage: "check a config file; report the first error with file, line and key", ArgsUsage: "FILE", Action: a.configValidate},
-				{Name: "init", Usage: "write a commented starter file (default: the user config file); never overwrites", ArgsUsage: "[FILE]", Action: a.configInit},
+				{Name: "init", Usage: "write a commented starter config file; never overwrites", ArgsUsage: "[FILE]",
+					Description: describe("Writes FILE, by default the user config file ($XDG_CONFIG_HOME/devsandbox/config.toml). An existing file is left as it is."), Action: a.configInit},
 				{Name: "trust", Usage: "trust this project's .devsandbox.toml as it is now (review it first)", Action: a.configTrust},
 			},
 		},

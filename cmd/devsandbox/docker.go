@@ -32,12 +32,14 @@ func (a *app) dockerSettings(cfg *config.Config) *dockerSettings {
 
 func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
 	return &cli.Command{
-		Name:  "sandboxes",
-		Usage: "list and remove what devsandbox keeps per project: kept containers, home volumes, sandbox homes",
+		Name:        "sandboxes",
+		Usage:       "list and remove what devsandbox keeps per project",
+		Description: describe("What devsandbox keeps per project: kept containers, home volumes, sandbox homes and state."),
 		Subcommands: []*cli.Command{
 			{Name: "list", Usage: "every project's kept container, volume and sandbox home, with sizes", Flags: []cli.Flag{jsonFlag}, Action: a.sandboxesList},
-			{Name: "rm", Usage: "remove the kept container, volume, sandbox home and state of the named projects", ArgsUsage: "NAME...", Action: a.sandboxesRm},
-			{Name: "prune", Usage: "remove what belongs to projects that no longer exist or were unused for --days", Flags: []cli.Flag{
+			{Name: "rm", Usage: "remove what devsandbox keeps for the named projects", ArgsUsage: "NAME...",
+				Description: describe("Removes the kept container, the home volume, the sandbox home and the state of each named project (NAME as `sandboxes list` shows it)."), Action: a.sandboxesRm},
+			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Flags: []cli.Flag{
 				&cli.IntFlag{Name: "days", Value: 30, Usage: "remove sandboxes unused for `N` days"},
 				&cli.BoolFlag{Name: "dry-run", Usage: "only print what would be removed"},
 			}, Action: a.sandboxesPrune},
@@ -53,7 +55,7 @@ func (a *app) imageCommand() *cli.Command {
 			Name:  "build",
 			Usage: "build the default image (docker.image) from devsandbox's Dockerfile",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "base", Value: "debian:bookworm-slim", Usage: "base `IMAGE` (any image with /bin/sh; apt-based ones get git and ssh added)"},
+				&cli.StringFlag{Name: "base", Value: "debian:bookworm-slim", Usage: "base `IMAGE`, with /bin/sh (apt: git, ssh added)"},
 				&cli.StringFlag{Name: "tag", Usage: "image `NAME` to build (default: docker.image)"},
 			},
 			Action: a.imageBuild,

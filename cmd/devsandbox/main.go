@@ -16,11 +16,11 @@ import (
 	"github.com/devsandbox/devsandbox/config"
 )
 
-// Exit statuses of devsandbox itself (the command's own status passes through).
-const (
-	exitFailure = 125 // devsandbox failed: config, isolator, a protection
-	exitUsage   = 2
-)
+// exitFailure is the status of devsandbox's own failures and refusals: a config
+// error, an isolator that cannot run, a protection that could not be applied, and
+// misuse of the command line. The command's own status passes through, so a usage
+// error must not look like a command's 2 (docker run uses 125 the same way).
+const exitFailure = 125
 
 func main() {
 	startup()
@@ -45,6 +45,26 @@ type usageError struct{ err error }
 func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
+// usageMessage words a usage error for people: the flag package's "flag provided but
+// not defined: -name" becomes "unknown flag --name", spelled as it was typed.
+func usageMessage(err error, args []string) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return err.Error()
+	}
+	typed := "-" + name
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if f, _, _ := strings.Cut(a, "="); f == "--"+name {
+			typed = f
+			break
+		}
+	}
+	return "unknown flag " + typed
+}
+
 // exitError carries an exit status out of an action.
 type exitError struct{ code int }
 
@@ -65,46 +85,66 @@ func (a *app) main(args []string) int {
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &ue):
-		fmt.Fprintf(a.stderr, "devsandbox: %v\nRun `devsandbox --help` for usage.\n", ue.err)
-		return exitUsage
+		fmt.Fprintf(a.stderr, "devsandbox: %s\nRun `devsandbox --help` for usage.\n", usageMessage(ue.err, args))
+		return exitFailure
 	}
 	fmt.Fprintf(a.stderr, "devsandbox: %v\n", err)
 	return exitFailure
 }
 
 func (a *app) cli() *cli.App {
+	const usage = "run a command in a sandbox scoped to the current project"
+	const usageText = "devsandbox [flags] [--] [COMMAND [ARG...]]\n" +
+		"devsandbox doctor | config show|validate|init|trust | tools list | logs proxy\n" +
+		"devsandbox sandboxes list|rm|prune | image build | version\n\n" +
+		"Runs COMMAND (default: your shell) with the project read-write at its own path, a private " +
+		"home, a private /tmp and nothing else of your home. Flags stop at the first word that is " +
+		"not a flag; `--` ends them explicitly (`devsandbox -- doctor` runs a program called doctor). " +
+		"`devsandbox COMMAND --help` describes a subcommand."
+	cmds := a.commands()
+	onUsage := func(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+	setUsageErrors(cmds, onUsage)
+	flags := runFlags()
 	return &cli.App{
-		Name:  "devsandbox",
-		Usage: "run a command in a sandbox scoped to the current project",
-		UsageText: "devsandbox [flags] [--] [COMMAND [ARG...]]\n" +
-			"   devsandbox doctor | sandboxes list|rm|prune | image build | config validate FILE | version\n\n" +
-			"Runs COMMAND (default: your shell) with the project read-write at its own path, a private\n" +
-			"home, a private /tmp and nothing else of your home. Flags stop at the first word that is\n" +
-			"not a flag; `--` ends them explicitly (`devsandbox -- doctor` runs a program called doctor).",
+		Name:                      "devsandbox",
+		Usage:                     usage,
+		UsageText:                 usageText,
+		CustomAppHelpTemplate:     rootHelp(usage, usageText, cmds, flags),
 		Version:                   config.Version,
-		HideVersion:               true,
+		HideVersion:               true, // --version is one of runFlags
 		Writer:                    a.stdout,
 		ErrWriter:                 a.stderr,
 		DisableSliceFlagSeparator: true,
 		ExitErrHandler:            func(*cli.Context, error) {},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError{err}
-		},
-		Flags: runFlags(),
+		OnUsageError:              onUsage,
+		Flags:                     flags,
 		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				fmt.Fprintf(a.stdout, "devsandbox %s\n", config.Version)
+				return nil
+			}
 			if c.Args().Len() > 0 {
 				return usageError{fmt.Errorf("unexpected argument %q", c.Args().First())}
 			}
 			return a.run(c)
 		},
-		Commands: a.commands(),
+		Commands: cmds,
+	}
+}
+
+// setUsageErrors makes every subcommand report misuse as a usageError (exit 125,
+// one line and a pointer to --help) instead of urfave/cli's help dump.
+func setUsageErrors(cmds []*cli.Command, f cli.OnUsageErrorFunc) {
+	for _, c := range cmds {
+		c.OnUsageError = f
+		setUsageErrors(c.Subcommands, f)
 	}
 }
 
 func runFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "isolator", Usage: "backend: auto, bwrap, docker, krun (`NAME`; also DEVSANDBOX_ISOLATOR)"},
-		&cli.StringFlag{Name: "mode", Usage: "`MODE`: enforce (fail closed), auto (unsandboxed with a warning when no isolator works), off"},
+		&cli.StringFlag{Name: "isolator", Usage: "the isolator `NAME`: auto (bwrap when usable, else docker), bwrap, docker or krun; also DEVSANDBOX_ISOLATOR"},
+		&cli.StringFlag{Name: "mode", Usage: "sandbox `MODE`: enforce (fail closed, the default), auto (unsandboxed with a warning when no isolator works), off"},
 		&cli.StringFlag{Name: "egress", Usage: "network `MODE`: proxy (default: public hosts through the audited proxy, never the LAN or host services), allowlist (only --allow entries), none, open (the host's network)"},
 		&cli.StringSliceFlag{Name: "allow", Usage: "allow egress to `HOST[:PORT]`, *.domain, IP or CIDR (repeatable; proxy and allowlist modes)"},
 		&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "`NAME=VALUE` sets a variable; a bare NAME passes the host value as a secret (repeatable)"},
@@ -117,6 +157,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "config", Usage: "use config `FILE` instead of the user config file"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print what would run (secrets and passed-through values as names only) and exit"},
 		&cli.BoolFlag{Name: "debug", Usage: "print launch timings per phase on stderr"},
+		&cli.BoolFlag{Name: "version", Usage: "print the version and exit"},
 	}
 }
 

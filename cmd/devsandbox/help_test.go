@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// testApp is an app writing to buffers, for exercising the CLI without running a sandbox.
+func testApp() (*app, *bytes.Buffer, *bytes.Buffer) {
+	var out, errb bytes.Buffer
+	return &app{stdout: &out, stderr: &errb, environ: []string{"HOME=/nonexistent"}}, &out, &errb
+}
+
+// commandPaths lists every subcommand as the words that name it.
+func commandPaths(prefix []string, cmds []*cli.Command) [][]string {
+	var out [][]string
+	for _, c := range cmds {
+		p := append(append([]string{}, prefix...), c.Name)
+		out = append(out, p)
+		out = append(out, commandPaths(p, c.Subcommands)...)
+	}
+	return out
+}
+
+// Help reads in an 80-column terminal (the top level) or a 100-column one (the
+// subcommands, laid out by urfave/cli), and the top level names every flag.
+func TestHelpWidth(t *testing.T) {
+	a, out, _ := testApp()
+	if code := a.main([]string{"--help"}); code != 0 {
+		t.Fatalf("--help exited %d", code)
+	}
+	top := out.String()
+	for _, l := range strings.Split(top, "\n") {
+		if len(l) > helpWidth {
+			t.Errorf("--help line of %d columns: %q", len(l), l)
+		}
+	}
+	for _, f := range runFlags() {
+		if !strings.Contains(top, "--"+f.Names()[0]) {
+			t.Errorf("--help does not name --%s", f.Names()[0])
+		}
+	}
+	if !strings.Contains(top, "EXIT STATUS:") || !strings.Contains(top, "125 when devsandbox itself failed or\n   was misused") {
+		t.Errorf("--help does not document the exit statuses:\n%s", top)
+	}
+	for _, path := range commandPaths(nil, a.commands()) {
+		a, out, _ := testApp()
+		if code := a.main(append(path, "--help")); code != 0 {
+			t.Errorf("%s --help exited %d", strings.Join(path, " "), code)
+		}
+		for _, l := range strings.Split(out.String(), "\n") {
+			if len(l) > 100 {
+				t.Errorf("devsandbox %s --help: a line of %d columns: %q", strings.Join(path, " "), len(l), l)
+			}
+		}
+	}
+}
+
+// Misuse of the command line exits 125 with one line naming the problem, at the top
+// level and in every subcommand; --version answers like the version subcommand.
+func TestUsageErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus", "true"}, "devsandbox: unknown flag --bogus\n"},
+		{[]string{"doctor", "--bogus"}, "devsandbox: unknown flag --bogus\n"},
+		{[]string{"logs", "proxy", "-x"}, "devsandbox: unknown flag -x\n"},
+		{[]string{"config", "validate"}, "devsandbox: config validate needs exactly one FILE\n"},
+	} {
+		a, out, errb := testApp()
+		if code := a.main(tt.args); code != exitFailure || !strings.HasPrefix(errb.String(), tt.want) || out.Len() != 0 {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 125 and %q", tt.args, code, out, errb, tt.want)
+		}
+	}
+	a, out, _ := testApp()
+	if code := a.main([]string{"--version"}); code != 0 || !strings.HasPrefix(out.String(), "devsandbox ") {
+		t.Errorf("--version: exit %d, %q", code, out)
+	}
+}
+
+func TestWrap(t *testing.T) {
+	got := wrap("one two three four five six", 2, 4, 14)
+	want := "  one two\n    three four\n    five six\n"
+	if got != want {
+		t.Errorf("wrap = %q, want %q", got, want)
+	}
+	if got := wrap("averyveryverylongword x", 0, 0, 8); got != "averyveryverylongword\nx\n" {
+		t.Errorf("a long word: %q", got)
+	}
+}
