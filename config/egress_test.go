@@ -31,3 +31,17 @@ func TestValidEgressEntry(t *testing.T) {
 		}
 	}
 }
+
+// A URL is not an entry: the message shows the entry that works.
+func TestValidEgressEntryURL(t *testing.T) {
+	for s, want := range map[string]string{
+		"https://example.com":         `"https://example.com": an egress entry is a host, not a URL (no scheme or path): write example.com or example.com:443`,
+		"http://example.com:8080/x":   `"http://example.com:8080/x": an egress entry is a host, not a URL (no scheme or path): write example.com:8080`,
+		"https://user@[2001:db8::1]/": `"https://user@[2001:db8::1]/": an egress entry is a host, not a URL (no scheme or path): write [2001:db8::1] or [2001:db8::1]:443`,
+		"*":                           `a bare "*" is not an entry; a wildcard is written "*.domain"`,
+	} {
+		if err := ValidEgressEntry(s); err == nil || err.Error() != want {
+			t.Errorf("ValidEgressEntry(%q) = %v, want %s", s, err, want)
+		}
+	}
+}

@@ -22,6 +22,12 @@ func ParseEntry(s string) (Entry, error) {
 	if s == "" {
 		return Entry{}, fmt.Errorf("an empty egress entry")
 	}
+	if scheme, rest, ok := strings.Cut(s, "://"); ok {
+		return Entry{}, urlEntryError(s, scheme, rest)
+	}
+	if s == "*" {
+		return Entry{}, fmt.Errorf(`a bare "*" is not an entry; a wildcard is written "*.domain"`)
+	}
 	host, port := s, ""
 	switch {
 	case s[0] == '[':
@@ -52,6 +58,9 @@ func ParseEntry(s string) (Entry, error) {
 		return e, nil
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
+		if s[0] == '[' && !a.Is6() {
+			return Entry{}, fmt.Errorf("%q: brackets hold an IPv6 address only; write %s:%s", s, a, port)
+		}
 		if a.Zone() != "" {
 			return Entry{}, fmt.Errorf("%q: an address with a zone is not allowed", s)
 		}
@@ -59,7 +68,10 @@ func ParseEntry(s string) (Entry, error) {
 		return e, nil
 	}
 	if s[0] == '[' || strings.Contains(host, ":") {
-		return Entry{}, fmt.Errorf("%q is not a valid IPv6 address or CIDR", s)
+		return Entry{}, fmt.Errorf("%q is not a valid IPv6 address or CIDR (write a port as [addr]:port)", s)
+	}
+	if looksNumeric(host) || strings.Contains(host, "/") && looksNumeric(strings.ReplaceAll(host, "/", "")) {
+		return Entry{}, fmt.Errorf("%q is not a valid IPv4 address or CIDR", s)
 	}
 	name := strings.ToLower(strings.TrimSuffix(host, "."))
 	if rest, ok := strings.CutPrefix(name, "*."); ok {
@@ -70,6 +82,36 @@ func ParseEntry(s string) (Entry, error) {
 	}
 	e.Host = name
 	return e, nil
+}
+
+// urlEntryError explains that an entry is a host, not a URL, and shows the entry that
+// would allow what the URL names: its host, with the scheme's port when one is known.
+func urlEntryError(s, scheme, rest string) error {
+	hostport, _, _ := strings.Cut(rest, "/")
+	if _, after, ok := strings.Cut(hostport, "@"); ok {
+		hostport = after
+	}
+	hint := hostport
+	if !strings.Contains(strings.TrimPrefix(hostport, "["), ":") || strings.HasSuffix(hostport, "]") {
+		switch strings.ToLower(scheme) {
+		case "https":
+			hint = hostport + " or " + hostport + ":443"
+		case "http":
+			hint = hostport + " or " + hostport + ":80"
+		}
+	}
+	return fmt.Errorf("%q: an egress entry is a host, not a URL (no scheme or path): write %s", s, hint)
+}
+
+// looksNumeric reports whether s has only digits and dots, so it can only be an IPv4
+// address: "1.2.3" is a bad address rather than a host name.
+func looksNumeric(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if (s[i] < '0' || s[i] > '9') && s[i] != '.' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // validName checks a DNS name: dot-separated labels of letters, digits, '-' and '_'
