@@ -69,13 +69,43 @@ if ! docker image inspect devsandbox-test/busybox:1 >/dev/null 2>&1; then
 	rm -rf "$root"
 fi
 
+# debian_mirror prints the mirror this machine's apt sources use for SUITE (deb822
+# .sources stanzas and one-line .list entries), so debootstrap works where another
+# mirror than deb.debian.org is configured; deb.debian.org when none names SUITE.
+debian_mirror() {
+	local suite=$1 uri
+	uri=$(
+		{
+			for f in /etc/apt/sources.list.d/*.sources; do
+				[ -f "$f" ] && awk -v s="$suite" 'BEGIN { RS = "" } {
+					uri = ""; ok = 0; deb = 0
+					n = split($0, l, "\n")
+					for (i = 1; i <= n; i++) {
+						m = split(l[i], w, " ")
+						if (w[1] == "URIs:") uri = w[2]
+						for (j = 2; j <= m; j++) {
+							if (w[1] == "Suites:" && w[j] == s) ok = 1
+							if (w[1] == "Types:" && w[j] == "deb") deb = 1
+						}
+					}
+					if (ok && deb && uri != "") print uri
+				}' "$f"
+			done
+			cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+				sed -e 's/#.*//' -e 's/\[[^]]*\]//' | awk -v s="$suite" '$1 == "deb" && $3 == s { print $2 }'
+		} | head -n 1
+	)
+	echo "${uri:-http://deb.debian.org/debian}"
+}
+
 # devsandbox-test/debian:2 — a minimal Debian with git, ssh, curl and python3 (the
 # conformance suite runs git in the sandbox; the egress and publish tests run curl and
 # python3 in every isolator); a few minutes of debootstrap on a fresh machine.
 if ! docker image inspect devsandbox-test/debian:2 >/dev/null 2>&1; then
-	echo "setup: building devsandbox-test/debian:2 with debootstrap"
+	mirror=$(debian_mirror bookworm)
+	echo "setup: building devsandbox-test/debian:2 with debootstrap from $mirror"
 	root=$(mktemp -d)
-	debootstrap --variant=minbase --include=git,openssh-client,curl,python3 bookworm "$root" http://deb.debian.org/debian >/dev/null
+	debootstrap --variant=minbase --include=git,openssh-client,curl,python3 bookworm "$root" "$mirror" >/dev/null
 	rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
 	tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' -c 'ENV LANG=C.UTF-8' - devsandbox-test/debian:2 >/dev/null
 	rm -rf "$root"
