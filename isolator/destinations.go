@@ -3,6 +3,7 @@ package isolator
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,14 +27,32 @@ func CheckDestinations(p *Plan) error {
 		default:
 			continue
 		}
-		for q := hostPath; q != root && Within(q, root); q = filepath.Dir(q) {
-			fi, err := os.Lstat(q)
-			if err == nil && fi.Mode()&os.ModeSymlink != 0 {
-				return fmt.Errorf("%w: %s is a symlink, and the sandbox mounts %s through it (%s); remove the link (a sandboxed program may have planted it)", ErrProtection, q, dst, m.Why)
-			}
+		if q := SymlinkIn(hostPath, root, os.Lstat); q != "" {
+			return fmt.Errorf("%w: %s is a symlink, and the sandbox mounts %s through it (%s); remove the link (a sandboxed program may have planted it)", ErrProtection, q, dst, m.Why)
 		}
 	}
 	return nil
+}
+
+// SymlinkIn returns the first symlink among p and its parents strictly below root
+// (both clean absolute paths; root "/" checks every component but "/"), read with
+// lstat, or "" when there is none. Components that do not exist are not links. It is
+// the one check behind "no bind source or destination is reached through a link".
+func SymlinkIn(p, root string, lstat func(string) (fs.FileInfo, error)) string {
+	var chain []string
+	for q := p; q != root && q != "/" && Within(q, root); q = filepath.Dir(q) {
+		chain = append(chain, q)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		fi, err := lstat(chain[i])
+		if err != nil {
+			return ""
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return chain[i]
+		}
+	}
+	return ""
 }
 
 // EnsureEmptyFile creates the empty read-only file file masks are bound from (the

@@ -81,65 +81,67 @@ func mode(m Mode, b Binding) Binding {
 	return b
 }
 
-// The native installer's layout: ~/.local/bin/claude links into the versions dir.
+// The native installer's layout: ~/.local/bin/claude links into the versions dir. The
+// host's entries of ~/.claude are read-only over the sandbox's own copy, but the state
+// Claude Code writes: its token and this project's sessions shared, the rest its own.
 func TestClaudeBindings(t *testing.T) {
 	h := withLinks(fakeHost(files(
-		home+"/.claude", home+"/.claude/settings.json", home+"/.claude/commands",
+		home+"/.claude", home+"/.claude/settings.json", home+"/.claude/commands", home+"/.claude/.credentials.json",
+		home+"/.claude/shell-snapshots", home+"/.claude/projects", home+"/.claude/history.jsonl", home+"/.claude/local",
 		home+"/.local/share/claude", home+"/.local/share/claude/versions/2.1.0",
 	), "claude="+home+"/.local/bin/claude"), map[string]string{
 		home + "/.local/bin/claude": home + "/.local/share/claude/versions/2.1.0",
 	})
+	h.Project = "/home/u/src/my.app"
 	equalBindings(t, "claude", Claude().Bindings(h), []Binding{
-		mode(RW, ro(".claude")),
-		mode(Mask, ro(".claude/CLAUDE.md")), // absent; an empty one is valid
-		ro(".claude/settings.json"),
 		ro(".claude/commands"),
-		mode(Tmpfs, ro(".claude/agents")),
-		mode(Tmpfs, ro(".claude/skills")),
-		mode(Tmpfs, ro(".claude/output-styles")),
-		mode(Tmpfs, ro(".claude/rules")),
-		mode(Tmpfs, ro(".claude/hooks")),
-		mode(Tmpfs, ro(".claude/plugins")),
 		ro(".claude/local"),
+		ro(".claude/settings.json"),
+		mode(RW, ro(".claude/.credentials.json")),
+		{Source: home + "/.claude/projects/-home-u-src-my-app", HomeRelativeDest: ".claude/projects/-home-u-src-my-app", Mode: RW, Create: true},
 		ro(".local/share/claude"),
 		ro(".local/bin"), // versions/ is already in .local/share/claude
 	})
 }
 
-// Without its directory on the host there is nothing to guard, and an absent
-// settings.json is never guarded (an empty one is invalid JSON).
+// Without its directory on the host the sandbox's own copy is all there is.
 func TestClaudeWithoutDirectory(t *testing.T) {
 	h := fakeHost(nil, "claude")
-	equalBindings(t, "claude", Claude().Bindings(h), []Binding{
-		mode(RW, ro(".claude")), ro(".claude/local"), ro(".local/share/claude"),
-	})
-	h = fakeHost(files(home+"/.claude"), "claude")
-	for _, b := range Claude().Bindings(h) {
-		if b.HomeRelativeDest == ".claude/settings.json" {
-			t.Errorf("absent settings.json guarded: %+v", b)
-		}
-	}
+	h.Project = "/p"
+	equalBindings(t, "claude", Claude().Bindings(h), []Binding{ro(".local/share/claude")})
 }
 
-// CODEX_HOME outside the home is bound where it is; codex from an npm prefix under the
+// CODEX_HOME outside the home gets a directory of the sandbox's own under the host's
+// entries; an absent auth.json is the sandbox's own; codex from an npm prefix under the
 // home brings its package.
 func TestCodexBindings(t *testing.T) {
-	h := withLinks(fakeHost(files("/data/codex", "/data/codex/config.toml", "/data/codex/rules"),
+	h := withLinks(fakeHost(files("/data/codex", "/data/codex/config.toml", "/data/codex/rules", "/data/codex/sessions"),
 		"codex="+home+"/.npm-global/bin/codex"), map[string]string{
 		home + "/.npm-global/bin/codex": home + "/.npm-global/lib/node_modules/@openai/codex/bin/codex.js",
 	})
 	h.Env["CODEX_HOME"] = "/data/codex"
 	at := func(m Mode, p string) Binding { return Binding{Source: p, Dest: p, Mode: m, Optional: true} }
 	equalBindings(t, "codex", Codex().Bindings(h), []Binding{
-		at(RW, "/data/codex"),
+		{Dest: "/data/codex", Mode: Own},
 		at(RO, "/data/codex/config.toml"),
-		at(Mask, "/data/codex/.env"),
-		at(Mask, "/data/codex/AGENTS.md"),
-		at(Tmpfs, "/data/codex/prompts"),
 		at(RO, "/data/codex/rules"),
-		at(Tmpfs, "/data/codex/skills"),
 		ro(".npm-global/bin"),
 		ro(".npm-global/lib/node_modules/@openai/codex"),
+	})
+}
+
+// Every entry of a tool's own directory on the host is read-only inside but declared
+// state, whatever its name: a guard list would miss the names a tool adds next year.
+func TestOwnDirEntriesReadOnly(t *testing.T) {
+	d := home + "/.tool"
+	h := fakeHost(files(d, d+"/config", d+"/new-plugin-dir", d+"/auth.json", d+"/cache", d+"/state/x"))
+	got := h.ownDir(h.home(".tool"), State{Path: "auth.json", Shared: true}, State{Path: "cache", Dir: true},
+		State{Path: "state/sub", Dir: true, Shared: true}, State{Path: "token", Shared: true})
+	equalBindings(t, "own dir", got, []Binding{
+		ro(".tool/config"),
+		ro(".tool/new-plugin-dir"),
+		mode(RW, ro(".tool/auth.json")),
+		{Source: d + "/state/sub", HomeRelativeDest: ".tool/state/sub", Mode: RW, Create: true},
 	})
 }
 

@@ -1,40 +1,55 @@
 package tools
 
-// claudeGuards are the entries of Claude Code's directory the host's Claude Code runs or
-// obeys: settings (hooks, statusLine and apiKeyHelper commands, permissions), user
-// instructions, commands, agents, skills, output styles, rules, hook scripts, plugins.
-var claudeGuards = guards{
-	files:   []string{"CLAUDE.md"},
-	present: []string{"settings.json"},
-	dirs:    []string{"commands", "agents", "skills", "output-styles", "rules", "hooks", "plugins"},
+// claudeState is what Claude Code writes in its directory. Shared with the host: the
+// OAuth token it refreshes (.credentials.json; written by rename, and in place where
+// that fails, as on a bound file) and this project's sessions, transcripts and memory
+// (projects/<key>: the host's Claude Code loads the memory, as it does the project's
+// CLAUDE.md, which the sandbox writes anyway). The sandbox keeps its own everything
+// else it writes, the host's copy unseen: other projects' sessions, shell snapshots
+// (sourced before the host's Bash tool commands), caches, locks, history, the settings
+// it fetches (remote-settings.json, policy-limits.json), and with CLAUDE_CONFIG_DIR
+// .claude.json (replaced by rename).
+func claudeState(h Host) []State {
+	st := []State{{Path: ".credentials.json", Shared: true}}
+	if k := h.projectKey(200); k != "" {
+		st = append(st, State{Path: "projects/" + k, Dir: true, Shared: true})
+	}
+	for _, d := range []string{"projects", "todos", "statsig", "shell-snapshots", "session-env", "file-history",
+		"plans", "debug", "telemetry", "backups", "sessions", "ide", "paste-cache", "image-cache", "cache",
+		"tasks", "teams", "jobs", ".storage-write.lock"} {
+		st = append(st, State{Path: d, Dir: true})
+	}
+	for _, f := range []string{"history.jsonl", "stats-cache.json", ".claude.json", "mcp-needs-auth-cache.json",
+		"remote-settings.json", "policy-limits.json"} {
+		st = append(st, State{Path: f})
+	}
+	return st
 }
 
-// Claude exposes Claude Code. Its directory (CLAUDE_CONFIG_DIR, else ~/.claude) is
-// read-write: Claude Code refreshes its OAuth token in .credentials.json and keeps
-// sessions, todos and history there. claudeGuards are read-only over it. The
-// directory holds every project's transcripts and prompt history; set
-// tools.claude.enabled = false and bind what you choose if that is too much.
+// Claude exposes Claude Code. Its directory (CLAUDE_CONFIG_DIR, else ~/.claude) is the
+// sandbox's own copy (see ownDir): the host's settings (hooks, apiKeyHelper and
+// statusLine commands, permissions), .config.json (MCP servers), CLAUDE.md, commands,
+// agents, skills, plugins, workflows, keybindings and the older "local" install are
+// read-only, and nothing the sandbox creates there reaches the host but claudeState's
+// shared entries.
 //
 // ~/.claude.json (onboarding state, per-project settings, user MCP servers) is not
 // bound: Claude Code replaces it by rename, which fails on a bind-mounted file, and its
 // MCP server commands run on the host. The sandbox home keeps its own, so Claude Code
-// onboards once per project. (With CLAUDE_CONFIG_DIR set, the file lives in that
-// directory and is shared with it.)
+// onboards once per project.
 //
 // The install is read-only: the native one (~/.local/bin/claude, a link into
-// ~/.local/share/claude/versions), the older "local" one (~/.claude/local), or an npm
-// global under the home (see executable).
+// ~/.local/share/claude/versions), or an npm global under the home (see executable).
 func Claude() Tool {
 	return Tool{
 		Name:        "claude",
-		Description: "Claude Code: ~/.claude read-write (OAuth refresh, sessions) with settings, hooks, commands, plugins read-only; install read-only",
+		Description: "Claude Code: ~/.claude read-only but its OAuth token and this project's sessions (shared) and its other state (the sandbox's own); install read-only",
 		Detect: func(h Host) bool {
 			return h.onPath("claude") || h.exists(claudeDir(h).src) || h.exists(h.Home+"/.claude.json")
 		},
 		Bindings: func(h Host) []Binding {
-			d := claudeDir(h)
-			bs := h.ownDir(d, claudeGuards)
-			bs = append(bs, d.join("local").bind(RO), h.data("claude").bind(RO))
+			bs := h.ownDir(claudeDir(h), claudeState(h)...)
+			bs = append(bs, h.data("claude").bind(RO))
 			return h.withExecutables(bs, "claude")
 		},
 		Env: []string{"CLAUDE_CONFIG_DIR", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",

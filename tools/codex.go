@@ -1,28 +1,39 @@
 package tools
 
-// codexGuards are the entries of Codex's home the host's Codex runs or obeys: config
-// (MCP servers, notify command, providers, sandbox policy), .env, user instructions,
-// prompts, command approval rules and skills. AGENTS.override.md is guarded only when
-// present: an empty one would override AGENTS.md.
-var codexGuards = guards{
-	files:   []string{"config.toml", ".env", "AGENTS.md"},
-	present: []string{"AGENTS.override.md"},
-	dirs:    []string{"prompts", "rules", "skills"},
+// codexState is what Codex writes in its home. Shared with the host: auth.json, the
+// ChatGPT OAuth token it refreshes (written in place). The sandbox keeps its own
+// sessions, history, logs, shell snapshots, its state databases and caches: Codex
+// resumes sessions of every project from sessions/, so a shared one would let a
+// sandbox hand the host's Codex a conversation of its making.
+func codexState() []State {
+	st := []State{{Path: "auth.json", Shared: true}}
+	for _, d := range []string{"sessions", "archived_sessions", "log", "shell_snapshots", "tmp", ".tmp", "cache",
+		"sqlite", "memories"} {
+		st = append(st, State{Path: d, Dir: true})
+	}
+	for _, f := range []string{"history.jsonl", "version.json", "models_cache.json", "internal_storage.json",
+		".personality_migration", "state_5.sqlite", "state_5.sqlite-wal", "state_5.sqlite-shm",
+		"logs_1.sqlite", "logs_1.sqlite-wal", "logs_1.sqlite-shm"} {
+		st = append(st, State{Path: f})
+	}
+	return st
 }
 
-// Codex exposes OpenAI's Codex CLI. Its home (CODEX_HOME, else ~/.codex) is read-write:
-// Codex refreshes its ChatGPT OAuth token in auth.json and keeps sessions, history and
-// logs there. codexGuards are read-only over it, so marking a project trusted from
-// inside the sandbox (a write to config.toml) fails. The install is read-only.
+// Codex exposes OpenAI's Codex CLI. Its home (CODEX_HOME, else ~/.codex) is the
+// sandbox's own copy (see ownDir): the host's config.toml (MCP servers, notify command,
+// providers, profiles, sandbox policy, trusted projects), .env, AGENTS.md and
+// AGENTS.override.md, prompts, rules, skills and plugins are read-only, and nothing the
+// sandbox creates there (an AGENTS.override.md, a profile) reaches the host but
+// auth.json. The install is read-only.
 func Codex() Tool {
 	return Tool{
 		Name:        "codex",
-		Description: "Codex CLI: ~/.codex read-write (OAuth refresh, sessions) with config, rules, prompts read-only; install read-only",
+		Description: "Codex CLI: ~/.codex read-only but auth.json (shared) and its other state (the sandbox's own); install read-only",
 		Detect: func(h Host) bool {
 			return h.onPath("codex") || h.exists(codexHome(h).src)
 		},
 		Bindings: func(h Host) []Binding {
-			return h.withExecutables(h.ownDir(codexHome(h), codexGuards), "codex")
+			return h.withExecutables(h.ownDir(codexHome(h), codexState()...), "codex")
 		},
 		Env:     []string{"CODEX_HOME", "OPENAI_BASE_URL"},
 		Secrets: []string{"OPENAI_API_KEY", "CODEX_API_KEY"},

@@ -1,26 +1,35 @@
 package tools
 
-// geminiGuards are the entries of ~/.gemini the host's Gemini CLI runs or obeys:
-// settings (MCP servers, tool commands), the .env it loads, user instructions, custom
-// commands and extensions.
-var geminiGuards = guards{
-	files:   []string{"GEMINI.md", ".env"},
-	present: []string{"settings.json"},
-	dirs:    []string{"commands", "extensions"},
+// geminiState is what Gemini CLI writes in ~/.gemini. Shared with the host: the OAuth
+// token it refreshes (oauth_creds.json). The sandbox keeps its own tmp/ (chats,
+// checkpoints, logs), history/ (the checkpoints' shadow git repositories, which the
+// host's git would run), its account and id files, MCP OAuth tokens and caches.
+func geminiState() []State {
+	st := []State{{Path: "oauth_creds.json", Shared: true}}
+	for _, d := range []string{"tmp", "history", "antigravity", "cache"} {
+		st = append(st, State{Path: d, Dir: true})
+	}
+	for _, f := range []string{"google_accounts.json", "installation_id", "user_id", "mcp-oauth-tokens.json",
+		"mcp-oauth-tokens-v2.json", "trustedFolders.json", "state.json"} {
+		st = append(st, State{Path: f})
+	}
+	return st
 }
 
-// Gemini exposes Google's Gemini CLI. ~/.gemini is read-write: the CLI refreshes its
-// OAuth token in oauth_creds.json and keeps checkpoints and history in tmp/.
-// geminiGuards are read-only over it. The install (usually an npm global) is read-only.
+// Gemini exposes Google's Gemini CLI. ~/.gemini is the sandbox's own copy (see ownDir):
+// the host's settings.json (MCP servers, tool commands, hooks), .env, GEMINI.md,
+// commands, extensions and policies are read-only, and nothing the sandbox creates
+// there reaches the host but oauth_creds.json. The install (usually an npm global) is
+// read-only.
 func Gemini() Tool {
 	return Tool{
 		Name:        "gemini",
-		Description: "Gemini CLI: ~/.gemini read-write (OAuth refresh, history) with settings, extensions read-only; install read-only",
+		Description: "Gemini CLI: ~/.gemini read-only but oauth_creds.json (shared) and its other state (the sandbox's own); install read-only",
 		Detect: func(h Host) bool {
 			return h.onPath("gemini") || h.exists(h.Home+"/.gemini")
 		},
 		Bindings: func(h Host) []Binding {
-			return h.withExecutables(h.ownDir(h.home(".gemini"), geminiGuards), "gemini")
+			return h.withExecutables(h.ownDir(h.home(".gemini"), geminiState()...), "gemini")
 		},
 		Env: []string{"GEMINI_MODEL", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
 			"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA"},

@@ -21,6 +21,10 @@ type Host struct {
 	// EvalSymlinks resolves every symlink in a path.
 	EvalSymlinks func(path string) (string, error)
 	ReadFile     func(path string) ([]byte, error)
+	// ReadDir returns the sorted names in a directory.
+	ReadDir func(path string) ([]string, error)
+	// Project is the project directory (per-project state of a tool is keyed by it).
+	Project string
 	// ProxyCommand, when set, is how ssh reaches hosts from this sandbox: through the
 	// egress proxy (proxy and allowlist modes), where no direct route exists.
 	ProxyCommand string
@@ -139,28 +143,6 @@ func (p place) bind(m Mode) Binding {
 	return b
 }
 
-// guardDir keeps the directory p read-only over a writable parent: its host content
-// when it exists, else an empty scratch directory whose writes vanish with the sandbox.
-func (h Host) guardDir(p place) Binding {
-	if h.exists(p.src) {
-		return p.bind(RO)
-	}
-	return p.bind(Tmpfs)
-}
-
-// guardFile keeps the file p read-only over a writable parent: its host content when it
-// exists, else, when the tool reads an empty file as an empty one, an empty read-only
-// file. A missing file whose format rejects an empty file stays unguarded (nil).
-func (h Host) guardFile(p place, emptyOK bool) []Binding {
-	switch {
-	case h.exists(p.src):
-		return []Binding{p.bind(RO)}
-	case emptyOK:
-		return []Binding{p.bind(Mask)}
-	}
-	return nil
-}
-
 // credentialPaths are home-relative paths holding credentials that no computed binding
 // may expose: bindings derived from host data (PATH, symlinks, variables) skip a path
 // that is, lies in or holds one of them.
@@ -169,6 +151,16 @@ var credentialPaths = []string{
 	".netrc", ".npmrc", ".pypirc", ".git-credentials", ".config/git/credentials",
 	".cargo/credentials", ".cargo/credentials.toml", ".config/gh/hosts.yml",
 	".local/share/keyrings", ".password-store", ".vault-token",
+}
+
+// CredentialPaths returns the absolute credential paths below home that no binding may
+// expose, computed or configured.
+func CredentialPaths(home string) []string {
+	out := make([]string, len(credentialPaths))
+	for i, c := range credentialPaths {
+		out[i] = home + "/" + c
+	}
+	return out
 }
 
 // exposesCredentials reports whether binding the absolute path p would expose a
@@ -214,31 +206,4 @@ func FindExecutable(pathList, name string, stat func(string) (fs.FileInfo, error
 		}
 	}
 	return ""
-}
-
-// guards names the entries of a tool's writable directory that the host tool later runs
-// or obeys, and so stay read-only.
-type guards struct {
-	files   []string // an empty file is a valid one: guarded even when absent
-	present []string // an empty file is invalid: guarded only when present
-	dirs    []string
-}
-
-// ownDir binds a tool's own directory read-write, then its guards over it. When the
-// directory does not exist on the host there is nothing to protect and no guard.
-func (h Host) ownDir(d place, g guards) []Binding {
-	bs := []Binding{d.bind(RW)}
-	if !h.exists(d.src) {
-		return bs
-	}
-	for _, f := range g.files {
-		bs = append(bs, h.guardFile(d.join(f), true)...)
-	}
-	for _, f := range g.present {
-		bs = append(bs, h.guardFile(d.join(f), false)...)
-	}
-	for _, s := range g.dirs {
-		bs = append(bs, h.guardDir(d.join(s)))
-	}
-	return bs
 }

@@ -1,15 +1,29 @@
 package tools
 
+// opencodeState is what opencode writes in its data directory, all of it the sandbox's
+// own: sessions (storage/), snapshot/ (git directories the host's opencode runs git
+// on), logs, MCP OAuth tokens, and the language servers it downloads (bin/, run by the
+// host's opencode).
+func opencodeState() []State {
+	st := []State{{Path: "mcp-auth.json"}}
+	for _, d := range []string{"storage", "snapshot", "log", "bin", "tool-output"} {
+		st = append(st, State{Path: d, Dir: true})
+	}
+	return st
+}
+
 // OpenCode exposes opencode. Its configuration (~/.config/opencode: providers, MCP
 // servers, agents, commands, JS plugins) is read-only, with OPENCODE_CONFIG and
-// OPENCODE_CONFIG_DIR when set. Its data directory (~/.local/share/opencode) is
-// read-write: auth.json holds provider keys and OAuth tokens it refreshes, and sessions
-// and snapshots live there; bin/ (language servers and tools it downloads and runs) is
-// read-only over it. State and cache stay in the sandbox home. The install is read-only.
+// OPENCODE_CONFIG_DIR when set. Its data directory (~/.local/share/opencode) is the
+// sandbox's own copy (see ownDir) with the host's entries read-only. auth.json is not
+// shared writable: besides keys and OAuth tokens it holds "wellknown" entries, URLs the
+// host's opencode fetches configuration (MCP server commands included) from; an OAuth
+// token refreshed inside the sandbox is not kept. State and cache stay in the sandbox
+// home. The install is read-only.
 func OpenCode() Tool {
 	return Tool{
 		Name:        "opencode",
-		Description: "opencode: config read-only, data read-write (auth refresh, sessions) with bin/ read-only; install read-only",
+		Description: "opencode: config and data read-only (auth.json included), its state the sandbox's own; install read-only",
 		Detect: func(h Host) bool {
 			return h.onPath("opencode") || h.exists(h.config("opencode").src) || h.exists(h.data("opencode").src)
 		},
@@ -20,7 +34,7 @@ func OpenCode() Tool {
 					bs = append(bs, p.bind(RO))
 				}
 			}
-			bs = append(bs, h.ownDir(h.data("opencode"), guards{dirs: []string{"bin"}})...)
+			bs = append(bs, h.ownDir(h.data("opencode"), opencodeState()...)...)
 			return h.withExecutables(bs, "opencode")
 		},
 		Env: []string{"OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "OPENCODE_CONFIG_CONTENT",

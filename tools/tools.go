@@ -61,6 +61,7 @@ const (
 	RW                // read-write bind of Source
 	Mask              // an empty read-only file or directory in place of the path
 	Tmpfs             // an empty writable directory
+	Own               // a persistent, per-project directory of the sandbox's own (no Source)
 )
 
 func (m Mode) String() string {
@@ -73,6 +74,8 @@ func (m Mode) String() string {
 		return "mask"
 	case Tmpfs:
 		return "tmpfs"
+	case Own:
+		return "own"
 	}
 	return "unknown"
 }
@@ -87,7 +90,10 @@ type Binding struct {
 	HomeRelativeDest string
 	Mode             Mode
 	Optional         bool // skip silently when Source does not exist
-	Content          []byte
+	// Create makes a directory at Source when it does not exist (shared state the
+	// tool keeps on the host, such as this project's sessions).
+	Create  bool
+	Content []byte
 }
 
 // Tool declares what one developer tool needs.

@@ -5,6 +5,7 @@ import (
 	"path"
 	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 
@@ -42,6 +43,16 @@ func fakeHost(files map[string]string, cmds ...string) Host {
 				return []byte(c), nil
 			}
 			return nil, errors.New("not found")
+		},
+		ReadDir: func(dir string) ([]string, error) {
+			var names []string
+			for p := range files {
+				if path.Dir(p) == dir {
+					names = append(names, path.Base(p))
+				}
+			}
+			sort.Strings(names)
+			return names, nil
 		},
 	}
 }
@@ -177,6 +188,7 @@ func everywhere(vars ...string) Host {
 	h.LookPath = func(n string) (string, bool) { return home + "/.local/bin/" + n, true }
 	h.ReadFile = func(string) ([]byte, error) { return []byte("Host x\n  IdentityFile ~/.ssh/id_rsa\n"), nil }
 	h.Env["SSH_AUTH_SOCK"] = "/run/user/1000/ssh.sock"
+	h.Project = home + "/src/app"
 	return withLinks(h, map[string]string{
 		home + "/.local/bin/claude":   home + "/.local/share/claude/versions/2.0.0",
 		home + "/.local/bin/codex":    home + "/.cargo/credentials.toml",
@@ -215,7 +227,7 @@ func namesCredential(rel string) (string, bool) {
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // mayWrite are the tools allowed read-write bindings, and how many.
-var mayWrite = map[string]int{"ssh": 1, "claude": 1, "codex": 1, "gemini": 1, "opencode": 1}
+var mayWrite = map[string]int{"ssh": 1, "claude": 2, "codex": 1, "gemini": 1}
 
 func TestRegistryInvariants(t *testing.T) {
 	r := Default()
@@ -288,6 +300,12 @@ func checkBindings(t *testing.T, tl Tool, hn string, h Host) {
 		}
 		if r := b.HomeRelativeDest; r != "" && (path.IsAbs(r) || path.Clean(r) != r || r == ".." || strings.HasPrefix(r, "../")) {
 			t.Errorf("%s: HomeRelativeDest must be a clean relative path", where)
+		}
+		if b.Mode == Own {
+			if b.Source != "" || b.Dest == "" {
+				t.Errorf("%s: an own directory has no Source and an absolute Dest", where)
+			}
+			continue
 		}
 		if b.Content == nil && !path.IsAbs(b.Source) {
 			t.Errorf("%s: Source must be absolute", where)

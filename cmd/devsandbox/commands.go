@@ -170,7 +170,7 @@ func (a *app) toolsList(c *cli.Context) error {
 	for name, tc := range l.cfg.Tools {
 		enabled[name] = tc.Enabled
 	}
-	res := tools.Resolve(tools.Default(), plan.ToolHost(l.cfg.Host, l.probe), enabled)
+	res := tools.Resolve(tools.Default(), plan.ToolHost(l.cfg.Host, l.probe, l.proj.Dir), enabled)
 	if c.Bool("json") {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")

@@ -31,13 +31,22 @@ type Request struct {
 // envAllowlist are the host variables that always pass (DESIGN guarantee 4).
 var envAllowlist = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_*", "TERM", "COLORTERM", "TZ"}
 
-// dockerSockets are masked wherever they are visible, unless sandbox.docker_socket.
-// Sockets below /run (and /var/run, its link) are not listed: every sandbox has a /run
-// of its own, so they are never visible.
+// dockerSockets are masked wherever they are visible, unless sandbox.docker_socket:
+// the usual places of Docker's, podman's and containerd's sockets, those of Docker
+// Desktop, colima, Rancher Desktop and OrbStack, and the one DOCKER_HOST names. Every
+// sandbox has a /run of its own, but a bind can show the host's elsewhere.
 func dockerSockets(h config.Host) []string {
-	s := []string{h.Home + "/.docker/run/docker.sock", h.Home + "/.colima/default/docker.sock"}
-	if h.RuntimeDir != "" && !isolator.Within(h.RuntimeDir, "/run") {
+	s := []string{"/run/docker.sock", "/var/run/docker.sock", "/run/podman/podman.sock",
+		"/run/containerd/containerd.sock", "/run/user/" + strconv.Itoa(h.UID) + "/docker.sock",
+		"/run/user/" + strconv.Itoa(h.UID) + "/podman/podman.sock",
+		h.Home + "/.docker/run/docker.sock", h.Home + "/.docker/desktop/docker.sock",
+		h.Home + "/.colima/default/docker.sock", h.Home + "/.colima/docker.sock",
+		h.Home + "/.rd/docker.sock", h.Home + "/.orbstack/run/docker.sock"}
+	if h.RuntimeDir != "" {
 		s = append(s, h.RuntimeDir+"/docker.sock", h.RuntimeDir+"/podman/podman.sock")
+	}
+	if u, ok := strings.CutPrefix(h.Vars["DOCKER_HOST"], "unix://"); ok && filepath.IsAbs(u) {
+		s = append(s, filepath.Clean(u))
 	}
 	return s
 }
@@ -116,7 +125,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		return nil, nil, err
 	}
 
-	b := &mountBuilder{pr: pr, home: h.Home, sys: p.System}
+	b := &mountBuilder{pr: pr, home: h.Home, sys: p.System, base: base, protected: protectedPaths(cfg, h, pr)}
 	if p.Egress.NeedsProxy() {
 		b.sshProxyCommand = isolator.ShimPath + " --connect=" + egress.SandboxProxyAddr + " %h %p"
 	}
@@ -153,13 +162,15 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		}
 	}
 	b.hide(cfg.Sandbox.HidePaths, proj.Dir)
-	th := ToolHost(h, pr)
+	th := ToolHost(h, pr, proj.Dir)
 	th.ProxyCommand = b.sshProxyCommand
 	enabled := enabledTools(cfg, reg, th)
 	tenv, err := b.tools(enabled, th, h)
 	if err != nil {
 		return nil, nil, err
 	}
+	p.PrivateDirs = append(p.PrivateDirs, b.privateDirs...)
+	warns = append(warns, b.warns...)
 	if err := b.protectProject(proj.Dir); err != nil {
 		return nil, nil, err
 	}
@@ -204,6 +215,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 			b.add(isolator.Mount{Kind: isolator.MaskFile, Dest: f, Why: "proxy.credentials value_file"})
 		}
 	}
+	b.maskUserBinds()
 	p.Mounts = b.mounts
 
 	for _, pub := range cfg.Egress.Publish {
@@ -361,15 +373,17 @@ func secrets(cfg *config.Config, enabled []tools.Tool, h config.Host, pr Probe, 
 	return out, warns, nil
 }
 
-// ToolHost returns the snapshot the tool registry reads. pr.LookPath decides whether a
-// command exists; the host PATH, read through pr.Stat, says where.
-func ToolHost(h config.Host, pr Probe) tools.Host {
+// ToolHost returns the snapshot the tool registry reads for the project at dir.
+// pr.LookPath decides whether a command exists; the host PATH, read through pr.Stat,
+// says where.
+func ToolHost(h config.Host, pr Probe, dir string) tools.Host {
 	type found struct {
 		path string
 		ok   bool
 	}
 	seen := map[string]found{} // detection asks for the same names more than once
 	return tools.Host{Home: h.Home, Env: h.Vars, Exists: pr.exists, ReadFile: pr.ReadFile, EvalSymlinks: pr.EvalSymlinks,
+		Project: dir, ReadDir: pr.names,
 		LookPath: func(name string) (string, bool) {
 			if f, ok := seen[name]; ok {
 				return f.path, f.ok

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -22,6 +24,15 @@ type mountBuilder struct {
 	// an unmasked one masks it first. maskedHide are those masked.
 	hidden, maskedHide map[string]bool
 	hiddenOrder        []string
+	// base is the project's data directory; privateDirs are host directories Run
+	// creates before mounting; warns are for people.
+	base        string
+	privateDirs []string
+	warns       []string
+	// protected are the paths no bind may expose; userBinds index the user's binds in
+	// mounts (see sources.go).
+	protected []protected
+	userBinds []int
 }
 
 func (b *mountBuilder) add(m isolator.Mount) { b.mounts = append(b.mounts, m) }
@@ -87,6 +98,9 @@ func (b *mountBuilder) maskAbove(target string) {
 }
 
 // tools adds the bindings of every enabled tool and returns the env they contribute.
+// A binding whose source is, or is reached through, a symlink is left out with a
+// warning: a link in a tool's directory may have been planted by a sandbox, and a bind
+// follows it on the host (see toolSource).
 func (b *mountBuilder) tools(enabled []tools.Tool, th tools.Host, h config.Host) (map[string]isolator.EnvVar, error) {
 	env := map[string]isolator.EnvVar{}
 	for _, t := range enabled {
@@ -94,6 +108,9 @@ func (b *mountBuilder) tools(enabled []tools.Tool, th tools.Host, h config.Host)
 			m := isolator.Mount{Source: bd.Source, Dest: bd.Dest, HomeRel: bd.HomeRelativeDest, Why: "tool " + t.Name}
 			if b.hidden[m.Target(b.home)] {
 				continue // the user hid exactly this path: the hide wins over the tool
+			}
+			if bd.Content == nil && bd.Mode != tools.Own && bd.Mode != tools.Tmpfs && !b.toolSource(t.Name, bd) {
+				continue
 			}
 			b.maskAbove(m.Target(b.home))
 			switch {
@@ -106,12 +123,18 @@ func (b *mountBuilder) tools(enabled []tools.Tool, th tools.Host, h config.Host)
 				}
 			case bd.Mode == tools.Tmpfs:
 				m.Kind = isolator.TmpDir
+			case bd.Mode == tools.Own:
+				m.Kind, m.Source = isolator.Bind, b.ownDir(t.Name, m.Target(b.home))
+				b.privateDirs = append(b.privateDirs, m.Source)
 			default:
 				m.Kind, m.ReadOnly, m.Optional = isolator.Bind, bd.Mode == tools.RO, bd.Optional
-				if !b.pr.exists(bd.Source) {
-					if bd.Optional {
-						continue
-					}
+				switch {
+				case bd.Create:
+					m.Optional = false
+					b.privateDirs = append(b.privateDirs, bd.Source)
+				case !b.pr.exists(bd.Source) && bd.Optional:
+					continue
+				case !b.pr.exists(bd.Source):
 					return nil, fmt.Errorf("%w: tool %s needs %s, which does not exist; create it or set tools.%s.enabled = false", ErrConfig, t.Name, bd.Source, t.Name)
 				}
 			}
@@ -131,13 +154,31 @@ func (b *mountBuilder) tools(enabled []tools.Tool, th tools.Host, h config.Host)
 	return env, nil
 }
 
-// bindUser adds a bind the user configured; its source must exist.
-func (b *mountBuilder) bindUser(src, dst string, ro bool, key string) error {
-	if !b.pr.exists(src) {
-		return fmt.Errorf("%w: %s: %s does not exist; create it or remove the entry", ErrConfig, key, src)
+// toolSource reports whether a tool binding's source may be bound: neither it nor a
+// directory above it (below the home, or below / outside it) is a symlink. A link there
+// is either the user's (a dotfile manager's) or planted by a sandbox in a directory it
+// could write, and a bind would follow either on the host; it is left out with a
+// warning naming the fix. A user who wants the target writes it in config, where its
+// resolved path is held to every mask (see bindUser).
+func (b *mountBuilder) toolSource(tool string, bd tools.Binding) bool {
+	root := "/"
+	if isolator.Within(bd.Source, b.home) {
+		root = b.home
 	}
-	b.add(isolator.Mount{Kind: isolator.Bind, Source: src, Dest: dst, ReadOnly: ro, Why: key})
-	return nil
+	link := isolator.SymlinkIn(bd.Source, root, b.pr.Lstat)
+	if link == "" {
+		return true
+	}
+	b.warns = append(b.warns, fmt.Sprintf("tool %s: %s is a symlink; %s is not bound into the sandbox (a bind would follow a link a sandboxed program may have planted). Review the link; to bind its target anyway, name it in sandbox.ro_binds or sandbox.host_mounts", tool, link, bd.Source))
+	return false
+}
+
+// ownDir is the host directory backing a tool's own per-project directory at the
+// in-sandbox path dst (see tools.Own): in the project's data directory, never visible
+// to the sandbox but through this bind.
+func (b *mountBuilder) ownDir(tool, dst string) string {
+	sum := sha256.Sum256([]byte(dst))
+	return filepath.Join(b.base, "tools", tool+"-"+hex.EncodeToString(sum[:4]))
 }
 
 // project adds the project itself: read-write, or read-only with its writable dirs

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"time"
 )
 
@@ -95,4 +96,18 @@ func (pr Probe) readDirN(dir string, n int) ([]fs.DirEntry, error) {
 		ents = ents[:n]
 	}
 	return ents, err
+}
+
+// names returns the sorted names in dir.
+func (pr Probe) names(dir string) ([]string, error) {
+	if pr.ReadDir == nil {
+		return nil, nil
+	}
+	ents, err := pr.ReadDir(dir)
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	sort.Strings(out)
+	return out, err
 }

@@ -1,0 +1,119 @@
+package plan
+
+import (
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/tools"
+)
+
+// protected is a host path no bind may expose: a hide path, a credential path, a
+// Docker socket, a proxy credential's value file, devsandbox's own configuration and
+// state. A bind whose source is one or lies in one is refused; one holding it gets a
+// mask where it would show.
+type protected struct {
+	path, real string // as named, and resolved when it exists
+	why        string // the rule, for people
+	fix        string
+}
+
+// protectedPaths lists the protected paths of cfg on the host h.
+func protectedPaths(cfg *config.Config, h config.Host, pr Probe) []protected {
+	var out []protected
+	add := func(p, why, fix string) {
+		if !filepath.IsAbs(p) {
+			return
+		}
+		p = filepath.Clean(p)
+		r := p
+		if rp, err := pr.EvalSymlinks(p); err == nil {
+			r = rp
+		}
+		out = append(out, protected{path: p, real: r, why: why, fix: fix})
+	}
+	for _, p := range cfg.Sandbox.HidePaths {
+		add(p, "sandbox.hide_paths", "remove it from sandbox.hide_paths in your user config to share it")
+	}
+	for _, p := range tools.CredentialPaths(h.Home) {
+		add(p, "a credential path", "pass the credential as a secret (-e NAME, --secret-file) instead")
+	}
+	if !cfg.Sandbox.DockerSocket {
+		for _, s := range dockerSockets(h) {
+			add(s, "a Docker socket", "set sandbox.docker_socket = true to share it (root-equivalent)")
+		}
+	}
+	for _, f := range credentialFiles(cfg) {
+		add(f, "a proxy.credentials value_file", "the proxy adds that credential; the sandbox never reads it")
+	}
+	for _, d := range []string{h.ConfigHome, h.DataHome, h.StateHome} {
+		add(filepath.Join(d, "devsandbox"), "devsandbox's own configuration and state", "bind a directory that does not hold it")
+	}
+	return out
+}
+
+// bindUser adds a bind the user configured. Its source must exist; a symlink there (or
+// above it) is followed here, once, and the resolved path is what is bound, so what
+// is mounted is what was checked: it may not be or lie in a protected path. Protected
+// paths it holds are masked at their place in the bind (see maskUserBinds).
+func (b *mountBuilder) bindUser(src, dst string, ro bool, key string) error {
+	if !b.pr.exists(src) {
+		return fmt.Errorf("%w: %s: %s does not exist; create it or remove the entry", ErrConfig, key, src)
+	}
+	real, err := b.pr.EvalSymlinks(src)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %s cannot be resolved (%v); fix the link or remove the entry", ErrConfig, key, src, err)
+	}
+	shown := src
+	if real != filepath.Clean(src) {
+		shown = src + " (a link to " + real + ")"
+	}
+	for _, p := range b.protected {
+		for _, q := range []string{p.path, p.real} {
+			if isolator.Within(real, q) {
+				return fmt.Errorf("%w: %s: %s would expose %s, %s; %s", ErrConfig, key, shown, q, p.why, p.fix)
+			}
+		}
+	}
+	b.add(isolator.Mount{Kind: isolator.Bind, Source: real, Dest: dst, ReadOnly: ro, Why: key})
+	b.userBinds = append(b.userBinds, len(b.mounts)-1)
+	return nil
+}
+
+// maskUserBinds masks every existing protected path that a user bind holds, at its
+// place in the bind: a bind that moves a directory (host_mounts = ["/run:/mnt/run"])
+// shows its content elsewhere than the masks at the host paths cover. A mask the
+// other passes already put at the same place is not repeated.
+func (b *mountBuilder) maskUserBinds() {
+	done := map[string]bool{}
+	for _, m := range b.mounts {
+		if (m.Kind == isolator.MaskFile || m.Kind == isolator.MaskDir) && m.HomeRel == "" {
+			done[m.Dest] = true
+		}
+		if m.HomeRel != "" {
+			done[filepath.Join(b.home, m.HomeRel)] = true
+		}
+	}
+	for _, i := range b.userBinds {
+		m := b.mounts[i]
+		for _, p := range b.protected {
+			fi, err := b.pr.Lstat(p.real)
+			if err != nil || p.real == m.Source || !isolator.Within(p.real, m.Source) {
+				continue
+			}
+			dst := filepath.Join(m.Dest, strings.TrimPrefix(p.real, m.Source+"/"))
+			if done[dst] {
+				continue
+			}
+			done[dst] = true
+			mk := isolator.Mount{Kind: isolator.MaskFile, Dest: dst, Why: p.why + " in " + m.Why}
+			if fi.Mode()&fs.ModeSymlink == 0 && fi.IsDir() {
+				mk.Kind = isolator.MaskDir
+			}
+			b.add(mk)
+		}
+	}
+}

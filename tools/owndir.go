@@ -1,0 +1,103 @@
+package tools
+
+import (
+	"path"
+	"strings"
+)
+
+// State is a sub-path of a tool's own directory that the tool writes: sessions,
+// history, caches, its own token refreshes.
+type State struct {
+	Path string // relative to the directory, clean, "/"-separated
+	Dir  bool   // a directory; else a file
+	// Shared state is the host's, bound read-write: what the user expects to carry
+	// between the sandbox and the host (an OAuth token the tool refreshes, this
+	// project's sessions). A shared directory absent on the host is created there; a
+	// shared file absent on the host is the sandbox's own. Only state the host tool
+	// neither runs nor obeys may be shared.
+	Shared bool
+}
+
+// ownDir returns the bindings of a tool's own directory d (~/.claude, ~/.codex), which
+// holds both what the host tool runs or obeys (settings, hooks, MCP servers, plugins,
+// instructions, shell snapshots) and the state it writes.
+//
+// Inside the sandbox the directory is the sandbox's own, per-project copy (in the
+// sandbox home, or a directory of its own outside it): every entry the host's directory
+// has at launch is bound over it read-only, except the top-level entries holding
+// declared state; shared state is then bound read-write from the host. So nothing the
+// sandbox writes there reaches the host but shared state, and a name that does not
+// exist on the host at launch is created in the sandbox's copy, never in the host's.
+// The host tool does not see the sandbox's copy.
+//
+// When d does not exist on the host the sandbox's copy is all there is.
+func (h Host) ownDir(d place, state ...State) []Binding {
+	if !h.exists(d.src) {
+		return nil
+	}
+	var bs []Binding
+	if d.rel == "" {
+		// Outside the home the sandbox home cannot hold the copy: give it one.
+		bs = append(bs, Binding{Dest: d.src, Mode: Own})
+	}
+	owned := map[string]bool{}
+	for _, s := range state {
+		top, _, _ := strings.Cut(s.Path, "/")
+		owned[top] = true
+	}
+	for _, name := range h.entries(d.src) {
+		if !owned[name] {
+			bs = append(bs, d.join(name).bind(RO))
+		}
+	}
+	for _, s := range state {
+		if !s.Shared {
+			continue
+		}
+		p := d.join(s.Path)
+		switch {
+		case s.Dir:
+			b := p.bind(RW)
+			b.Optional, b.Create = false, true
+			bs = append(bs, b)
+		case h.exists(p.src):
+			bs = append(bs, p.bind(RW))
+		}
+	}
+	return bs
+}
+
+// entries returns the names in the host directory dir, sorted; none when it cannot be
+// read.
+func (h Host) entries(dir string) []string {
+	if h.ReadDir == nil {
+		return nil
+	}
+	names, err := h.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	return names
+}
+
+// projectKey returns the project directory as a single path element, the way a tool
+// keys per-project state by it (Claude Code: every character but ASCII letters and
+// digits replaced by "-"), or "" when there is no project or the key would exceed max
+// (the tool then shortens it with a hash of its own).
+func (h Host) projectKey(max int) string {
+	if h.Project == "" || !path.IsAbs(h.Project) {
+		return ""
+	}
+	var b strings.Builder
+	for _, r := range h.Project {
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	if b.Len() > max {
+		return ""
+	}
+	return b.String()
+}
