@@ -25,13 +25,19 @@ func TestUserBindResolvedAndHeldToMasks(t *testing.T) {
 		set  func(c *config.Config)
 		want string // "" for success
 	}{
-		"--mount of a link to ~/.ssh":      {func(c *config.Config) { c.Sandbox.HostMounts = []config.Mount{{Source: f.proj + "/keys", Dest: "/mnt/k"}} }, "sandbox.hide_paths"},
-		"rw_binds of a link to ~/.aws":     {func(c *config.Config) { c.Sandbox.RWBinds = []string{f.proj + "/aws"} }, "sandbox.hide_paths"},
-		"ro_binds of a link to a token":    {func(c *config.Config) { c.Sandbox.ROBinds = []string{f.proj + "/gh"} }, "a credential path"},
-		"ro_binds of ~/.ssh itself":        {func(c *config.Config) { c.Sandbox.ROBinds = []string{f.home + "/.ssh"} }, "sandbox.hide_paths"},
-		"a link to a plain directory":      {func(c *config.Config) { c.Sandbox.HostMounts = []config.Mount{{Source: f.proj + "/data", Dest: "/mnt/d"}} }, ""},
-		"devsandbox's state":               {func(c *config.Config) { c.Sandbox.ROBinds = []string{f.home + "/.local/state/devsandbox"} }, "devsandbox's own"},
-		"a link to devsandbox's own state": {func(c *config.Config) { c.Sandbox.HostMounts = []config.Mount{{Source: f.home + "/.local/state/devsandbox", Dest: "/mnt/s"}} }, "devsandbox's own"},
+		"--mount of a link to ~/.ssh": {func(c *config.Config) {
+			c.Sandbox.HostMounts = []config.Mount{{Source: f.proj + "/keys", Dest: "/mnt/k"}}
+		}, "sandbox.hide_paths"},
+		"rw_binds of a link to ~/.aws":  {func(c *config.Config) { c.Sandbox.RWBinds = []string{f.proj + "/aws"} }, "sandbox.hide_paths"},
+		"ro_binds of a link to a token": {func(c *config.Config) { c.Sandbox.ROBinds = []string{f.proj + "/gh"} }, "a credential path"},
+		"ro_binds of ~/.ssh itself":     {func(c *config.Config) { c.Sandbox.ROBinds = []string{f.home + "/.ssh"} }, "sandbox.hide_paths"},
+		"a link to a plain directory": {func(c *config.Config) {
+			c.Sandbox.HostMounts = []config.Mount{{Source: f.proj + "/data", Dest: "/mnt/d"}}
+		}, ""},
+		"devsandbox's state": {func(c *config.Config) { c.Sandbox.ROBinds = []string{f.home + "/.local/state/devsandbox"} }, "devsandbox's own"},
+		"a link to devsandbox's own state": {func(c *config.Config) {
+			c.Sandbox.HostMounts = []config.Mount{{Source: f.home + "/.local/state/devsandbox", Dest: "/mnt/s"}}
+		}, "devsandbox's own"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			mkdirs(t, f.home+"/.local/state/devsandbox")
