@@ -127,4 +127,21 @@ conf=$test_home/.config/containers
 printf '[engine.runtimes]\nkrun = ["/usr/local/libexec/devsandbox-test/krun"]\n' >"$conf/containers.conf"
 chown "$TEST_USER:$TEST_USER" "$conf/storage.conf" "$conf/containers.conf"
 
+# The real Claude Code and Codex, from npm, for the tests that run the host's agents
+# after a sandbox wrote into their directories (pinned: the tests know their files).
+# Installed outside the test user's home, readable by it.
+agents=/opt/devsandbox-it/agents
+agent_pkgs=(@anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0)
+if [ "$(cat "$agents/.installed" 2>/dev/null)" != "${agent_pkgs[*]}" ]; then
+	command -v npm >/dev/null || { echo "setup: npm is needed to install ${agent_pkgs[*]}" >&2; exit 1; }
+	echo "setup: installing ${agent_pkgs[*]}"
+	rm -rf "$agents"
+	install -d -m 0755 "$agents"
+	npm install --prefix "$agents" --no-audit --no-fund --loglevel=error "${agent_pkgs[@]}" >/dev/null
+	for a in claude codex; do
+		"$agents/node_modules/.bin/$a" --version >/dev/null || { echo "setup: the installed $a does not run" >&2; exit 1; }
+	done
+	echo "${agent_pkgs[*]}" >"$agents/.installed"
+fi
+
 echo "setup: ready (bwrap $(bwrap --version | awk '{print $2}'), docker $(docker version --format '{{.Server.Version}}'), $(podman --version), test user $TEST_USER)"
