@@ -219,3 +219,30 @@ func TestHostAgentsRunNothingPlanted(t *testing.T) {
 		}
 	})
 }
+
+// The real Claude Code and Codex work in the sandbox with their directories as the
+// sandbox's own copies over the host's read-only entries, twice in a row, after the
+// host's agents made their state there. bwrap only: the agents are the host's, run
+// from /opt, in the stub's network namespace (--egress=open shares it).
+func TestAgentsWorkInSandbox(t *testing.T) {
+	requireAgents(t)
+	requireBwrap(t)
+	p := newProject(t)
+	p.mkdir("claude")
+	p.mkdir("codex")
+	s := startStubNet(t)
+	env := []string{"CLAUDE_CONFIG_DIR=" + p.path("claude"), "CODEX_HOME=" + p.path("codex"),
+		"ANTHROPIC_BASE_URL=http://" + s.addr, "ANTHROPIC_API_KEY=sk-stub", "OPENAI_API_KEY=sk-stub",
+		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+	provider := `model_providers.stub={name="stub",base_url="http://` + s.addr + `/v1",env_key="OPENAI_API_KEY",wire_api="responses"}`
+	claude := []string{filepath.Join(agentsDir, "claude"), "-p", "say hi"}
+	codex := []string{filepath.Join(agentsDir, "codex"), "exec", "--skip-git-repo-check", "-c", "model_provider=stub", "-c", provider, "say hi"}
+	sandboxed := func(argv []string) []string {
+		return append([]string{it.bin, "--isolator=bwrap", "--egress=open", "--"}, argv...)
+	}
+	for i, argv := range [][]string{claude, codex, sandboxed(claude), sandboxed(codex), sandboxed(claude), sandboxed(codex)} {
+		if r := s.run(t, p.dir, env, argv...); r.code != 0 || !strings.Contains(r.stdout, "STUBREPLY") {
+			t.Fatalf("run %d, %q:\n%s", i, argv, r)
+		}
+	}
+}

@@ -94,6 +94,7 @@ func TestClaudeBindings(t *testing.T) {
 	})
 	h.Project = "/home/u/src/my.app"
 	equalBindings(t, "claude", Claude().Bindings(h), []Binding{
+		{HomeRelativeDest: ".claude", Mode: Own},
 		ro(".claude/commands"),
 		ro(".claude/local"),
 		ro(".claude/settings.json"),
@@ -134,12 +135,16 @@ func TestCodexBindings(t *testing.T) {
 // state, whatever its name: a guard list would miss the names a tool adds next year.
 func TestOwnDirEntriesReadOnly(t *testing.T) {
 	d := home + "/.tool"
-	h := fakeHost(files(d, d+"/config", d+"/new-plugin-dir", d+"/auth.json", d+"/cache", d+"/state/x"))
+	h := fakeHost(files(d, d+"/config", d+"/new-plugin-dir", d+"/auth.json", d+"/cache", d+"/state/x",
+		d+"/db_3.sqlite", d+"/skills", d+"/skills/mine", d+"/skills/.system"))
 	got := h.ownDir(h.home(".tool"), State{Path: "auth.json", Shared: true}, State{Path: "cache", Dir: true},
-		State{Path: "state/sub", Dir: true, Shared: true}, State{Path: "token", Shared: true})
+		State{Path: "state/sub", Dir: true, Shared: true}, State{Path: "token", Shared: true},
+		State{Path: "*.sqlite"}, State{Path: "skills/.system", Dir: true})
 	equalBindings(t, "own dir", got, []Binding{
+		{HomeRelativeDest: ".tool", Mode: Own},
 		ro(".tool/config"),
 		ro(".tool/new-plugin-dir"),
+		ro(".tool/skills/mine"),
 		mode(RW, ro(".tool/auth.json")),
 		{Source: d + "/state/sub", HomeRelativeDest: ".tool/state/sub", Mode: RW, Create: true},
 	})

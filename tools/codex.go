@@ -2,18 +2,18 @@ package tools
 
 // codexState is what Codex writes in its home. Shared with the host: auth.json, the
 // ChatGPT OAuth token it refreshes (written in place). The sandbox keeps its own
-// sessions, history, logs, shell snapshots, its state databases and caches: Codex
+// sessions, history, logs, shell snapshots, its state databases (*.sqlite), the skills
+// it bundles (skills/.system; the user's skills stay read-only) and caches: Codex
 // resumes sessions of every project from sessions/, so a shared one would let a
 // sandbox hand the host's Codex a conversation of its making.
 func codexState() []State {
 	st := []State{{Path: "auth.json", Shared: true}}
 	for _, d := range []string{"sessions", "archived_sessions", "log", "shell_snapshots", "tmp", ".tmp", "cache",
-		"sqlite", "memories"} {
+		"memories", "thread-writer-locks", "skills/.system"} {
 		st = append(st, State{Path: d, Dir: true})
 	}
 	for _, f := range []string{"history.jsonl", "version.json", "models_cache.json", "internal_storage.json",
-		".personality_migration", "state_5.sqlite", "state_5.sqlite-wal", "state_5.sqlite-shm",
-		"logs_1.sqlite", "logs_1.sqlite-wal", "logs_1.sqlite-shm"} {
+		"installation_id", ".sandbox_migration", ".personality_migration", "*.sqlite", "*.sqlite-shm", "*.sqlite-wal"} {
 		st = append(st, State{Path: f})
 	}
 	return st

@@ -22,8 +22,8 @@ type State struct {
 // holds both what the host tool runs or obeys (settings, hooks, MCP servers, plugins,
 // instructions, shell snapshots) and the state it writes.
 //
-// Inside the sandbox the directory is the sandbox's own, per-project copy (in the
-// sandbox home, or a directory of its own outside it): every entry the host's directory
+// Inside the sandbox the directory is the sandbox's own, per-project copy (a directory
+// of the project's data, see Own): every entry the host's directory
 // has at launch is bound over it read-only, except the top-level entries holding
 // declared state; shared state is then bound read-write from the host. So nothing the
 // sandbox writes there reaches the host but shared state, and a name that does not
@@ -35,21 +35,9 @@ func (h Host) ownDir(d place, state ...State) []Binding {
 	if !h.exists(d.src) {
 		return nil
 	}
-	var bs []Binding
-	if d.rel == "" {
-		// Outside the home the sandbox home cannot hold the copy: give it one.
-		bs = append(bs, Binding{Dest: d.src, Mode: Own})
-	}
-	owned := map[string]bool{}
-	for _, s := range state {
-		top, _, _ := strings.Cut(s.Path, "/")
-		owned[top] = true
-	}
-	for _, name := range h.entries(d.src) {
-		if !owned[name] {
-			bs = append(bs, d.join(name).bind(RO))
-		}
-	}
+	own := d.bind(Own)
+	own.Source, own.Optional = "", false
+	bs := append([]Binding{own}, h.ownEntries(d, state)...)
 	for _, s := range state {
 		if !s.Shared {
 			continue
@@ -62,6 +50,36 @@ func (h Host) ownDir(d place, state ...State) []Binding {
 			bs = append(bs, b)
 		case h.exists(p.src):
 			bs = append(bs, p.bind(RW))
+		}
+	}
+	return bs
+}
+
+// ownEntries binds each entry of the host directory d read-only, but those the state
+// names: an entry that is state itself (its first path element, which may be a
+// pattern such as "*.sqlite") is left to the sandbox's copy; one that only holds state
+// further down is handled the same way, one level down.
+func (h Host) ownEntries(d place, state []State) []Binding {
+	var bs []Binding
+	for _, name := range h.entries(d.src) {
+		owned, below := false, []State(nil)
+		for _, s := range state {
+			top, rest, nested := strings.Cut(s.Path, "/")
+			if ok, _ := path.Match(top, name); !ok {
+				continue
+			}
+			if !nested || s.Shared {
+				owned = true
+				break
+			}
+			below = append(below, State{Path: rest, Dir: s.Dir})
+		}
+		switch {
+		case owned:
+		case below != nil:
+			bs = append(bs, h.ownEntries(d.join(name), below)...)
+		default:
+			bs = append(bs, d.join(name).bind(RO))
 		}
 	}
 	return bs

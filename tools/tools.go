@@ -61,7 +61,7 @@ const (
 	RW                // read-write bind of Source
 	Mask              // an empty read-only file or directory in place of the path
 	Tmpfs             // an empty writable directory
-	Own               // a persistent, per-project directory of the sandbox's own (no Source)
+	Own               // a persistent, per-project directory of the sandbox's own, never the host's (no Source)
 )
 
 func (m Mode) String() string {

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -117,6 +118,7 @@ func TestToolSourceSymlinkLeftOut(t *testing.T) {
 		}
 	}
 	equalLines(t, "tool mounts", got, f.expand(p,
+		"bind rw $DATA/tools/"+filepath.Base(p.PrivateDirs[len(p.PrivateDirs)-2])+" -> ~/.claude (tool claude)",
 		"bind ro,optional $HOME/.claude/CLAUDE.md -> ~/.claude/CLAUDE.md (tool claude)",
 		"bind rw $HOME/.claude/projects/"+strings.NewReplacer("/", "-", ".", "-").Replace(f.proj)+" -> ~/.claude/projects/"+strings.NewReplacer("/", "-", ".", "-").Replace(f.proj)+" (tool claude)",
 	))
