@@ -1,9 +1,12 @@
 package proxy
 
 import (
+	"bytes"
+	"compress/gzip"
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -74,10 +77,41 @@ func TestRedactReader(t *testing.T) {
 			t.Errorf("reads of %d: %v, masked correctly: %v", chunk, err, string(got) == want)
 		}
 	}
-	gz := &http.Response{Header: http.Header{"Content-Encoding": {"gzip"}}, Body: io.NopCloser(strings.NewReader(secret))}
-	(&applied{creds: []*credential{{Credential: Credential{Value: secret}}}}).redactBody(gz)
-	if b, _ := io.ReadAll(gz.Body); string(b) != secret {
-		t.Errorf("an encoded body was changed: %q", b)
+	// An encoded body is decoded and masked, or refused when the proxy cannot decode it:
+	// never passed unsearched (an upstream answering "x-none" with a plain body, br).
+	var gzb bytes.Buffer
+	zw := gzip.NewWriter(&gzb)
+	_, _ = zw.Write([]byte("echo " + secret))
+	_ = zw.Close()
+	for _, tt := range []struct {
+		ce   []string
+		body []byte
+		want string // "" for ErrEncoding
+	}{
+		{[]string{"gzip"}, gzb.Bytes(), "echo " + strings.Repeat("*", len(secret))},
+		{[]string{"identity, gzip"}, gzb.Bytes(), "echo " + strings.Repeat("*", len(secret))},
+		{[]string{"x-none"}, []byte(secret), ""},
+		{[]string{"br"}, []byte(secret), ""},
+		{[]string{"gzip"}, []byte(secret), ""}, // not gzip at all
+	} {
+		resp := &http.Response{Header: http.Header{"Content-Encoding": tt.ce, "Content-Length": {"99"}}, Body: io.NopCloser(bytes.NewReader(tt.body))}
+		err := (&applied{creds: []*credential{{Credential: Credential{Value: secret}}}}).redactBody(resp)
+		if tt.want == "" {
+			if !errors.Is(err, ErrEncoding) {
+				t.Errorf("Content-Encoding %q: %v, want ErrEncoding", tt.ce, err)
+			}
+			continue
+		}
+		got, _ := io.ReadAll(resp.Body)
+		if err != nil || string(got) != tt.want || resp.Header.Get("Content-Encoding") != "" || resp.Header.Get("Content-Length") != "" {
+			t.Errorf("Content-Encoding %q: %v, %q, header %v", tt.ce, err, got, resp.Header)
+		}
+	}
+	req := httptest.NewRequest("GET", "http://api.example/", nil)
+	req.Header.Set("Accept-Encoding", "gzip, br")
+	(&applied{creds: []*credential{{Credential: Credential{Value: secret}}}}).askIdentity(req)
+	if got := req.Header.Get("Accept-Encoding"); got != "identity" {
+		t.Errorf("a request with a credential asks for %q, want identity", got)
 	}
 }
 

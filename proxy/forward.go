@@ -26,7 +26,11 @@ func (s *Server) roundTrip(req *http.Request, _ *goproxy.ProxyCtx) (*http.Respon
 	if err == nil {
 		if a := ex.appliedCreds(); a != nil {
 			a.redactHeader(resp.Header)
-			a.redactBody(resp)
+			if err := a.redactBody(resp); err != nil {
+				resp.Body.Close()
+				ex.local.Store(true)
+				return textResponse(req, http.StatusBadGateway, fmt.Sprintf("devsandbox proxy: the response of %s was refused: %v.\n", req.URL.Host, err)), nil
+			}
 		}
 		return resp, nil
 	}

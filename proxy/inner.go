@@ -64,6 +64,7 @@ func (s *Server) screen(r *http.Request, ex *exchange) string {
 		ex.deny(audit.RulePlaceholder, err.Error())
 		return fmt.Sprintf("devsandbox proxy: %s %s refused: %v.\n", r.Method, hostPort(ex.host, ex.port), err)
 	}
+	a.askIdentity(r)
 	ex.setApplied(a)
 	return ""
 }
@@ -89,7 +90,7 @@ func (s *Server) newReverseProxy() *httputil.ReverseProxy {
 		ModifyResponse: func(resp *http.Response) error {
 			if a := exchangeFrom(resp.Request.Context()).appliedCreds(); a != nil {
 				a.redactHeader(resp.Header)
-				a.redactBody(resp)
+				return a.redactBody(resp)
 			}
 			return nil
 		},

@@ -2,21 +2,41 @@ package proxy
 
 import (
 	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 )
 
-// redactBody makes resp's body mask the values of a's credentials, when the body is
-// not content-encoded (a compressed body cannot be searched without decoding it, and
-// is passed as it is). Masks are as long as the values, so Content-Length holds.
-func (a *applied) redactBody(resp *http.Response) {
-	if resp.Body == nil || resp.Body == http.NoBody {
-		return
-	}
-	if ce := resp.Header.Get("Content-Encoding"); ce != "" && ce != "identity" {
-		return
+// ErrEncoding is wrapped by the error for a credential host's response whose body is
+// content-encoded in a way the proxy cannot decode, so cannot search for an echoed
+// credential: it is refused (502), never passed unsearched.
+var ErrEncoding = errors.New("response encoding the proxy cannot search")
+
+// redactBody makes resp's body mask the values of a's credentials. The proxy asks
+// credential hosts for an unencoded body (see askIdentity); a gzip or deflate body is
+// decoded and passed decoded, without Content-Encoding; any other encoding (br, zstd, an
+// unknown or bogus name) is refused with ErrEncoding. Masks are as long as the values,
+// so Content-Length holds for an unencoded body.
+func (a *applied) redactBody(resp *http.Response) error {
+	if resp.Body == nil || resp.Body == http.NoBody || !a.hasValues() {
+		return nil
 	}
 	r := &redactReader{src: resp.Body}
+	if ces := resp.Header.Values("Content-Encoding"); len(ces) > 0 {
+		body, err := decoded(resp.Body, ces)
+		if err != nil {
+			return err
+		}
+		r.src = body
+		resp.Header.Del("Content-Encoding")
+		resp.Header.Del("Content-Length")
+		resp.ContentLength = -1
+		resp.Uncompressed = true
+	}
 	for _, c := range a.creds {
 		if c.Value != "" {
 			r.from = append(r.from, []byte(c.Value))
@@ -24,8 +44,49 @@ func (a *applied) redactBody(resp *http.Response) {
 			r.keep = max(r.keep, len(c.Value)-1)
 		}
 	}
-	if len(r.from) > 0 {
-		resp.Body = r
+	resp.Body = r
+	return nil
+}
+
+// decoded returns body decoded from the Content-Encoding values ces (applied in
+// order, so decoded in reverse); identity is no encoding.
+func decoded(body io.ReadCloser, ces []string) (io.ReadCloser, error) {
+	var names []string
+	for _, v := range ces {
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.ToLower(strings.TrimSpace(n)); n != "" && n != "identity" {
+				names = append(names, n)
+			}
+		}
+	}
+	rc := body
+	for i := len(names) - 1; i >= 0; i-- {
+		var r io.Reader
+		var err error
+		switch names[i] {
+		case "gzip", "x-gzip":
+			r, err = gzip.NewReader(rc)
+		case "deflate":
+			r, err = zlib.NewReader(rc)
+		default:
+			return nil, fmt.Errorf("%w: Content-Encoding %s", ErrEncoding, strings.Join(ces, ", "))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: Content-Encoding %s: %v", ErrEncoding, strings.Join(ces, ", "), err)
+		}
+		rc = struct {
+			io.Reader
+			io.Closer
+		}{r, body}
+	}
+	return rc, nil
+}
+
+// askIdentity makes a request that carries credentials ask for an unencoded response,
+// the one the proxy can search for an echoed credential without decoding it.
+func (a *applied) askIdentity(req *http.Request) {
+	if a != nil && a.hasValues() {
+		req.Header.Set("Accept-Encoding", "identity")
 	}
 }
 
@@ -82,4 +143,14 @@ func replaceSameLength(b, from, to []byte) {
 		copy(b[i+j:], to)
 		i += j + len(from)
 	}
+}
+
+// hasValues reports whether a added any credential value to the request.
+func (a *applied) hasValues() bool {
+	for _, c := range a.creds {
+		if c.Value != "" {
+			return true
+		}
+	}
+	return false
 }
