@@ -14,7 +14,7 @@ import (
 func TestTripwires(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)
-		r := p.sandbox(iso, nil, `mkdir -p evil/hooks; echo ../evil > .git/commondir && echo planted; mkdir -p .claude && echo '{}' > .claude/settings.json`)
+		r := p.sandbox(iso, nil, `mkdir -p evil/hooks; echo ../evil > .git/commondir && echo planted; mkdir -p .claude && echo '{}' > .claude/settings.json; echo 'isolator = "bwrap"' > .devsandbox.toml`)
 		if r.code != 0 || !strings.Contains(r.stdout, "planted") {
 			t.Fatalf("setup inside the sandbox:\n%s", r)
 		}
@@ -24,7 +24,7 @@ func TestTripwires(t *testing.T) {
 		if _, err := os.Stat(p.path("proj/.git/commondir.devsandbox-quarantine-1")); err != nil {
 			t.Fatalf("the planted commondir was not quarantined: %v", err)
 		}
-		for _, want := range []string{".git/commondir", "moved to", ".claude/settings.json"} {
+		for _, want := range []string{".git/commondir", "moved to", ".claude/settings.json", ".devsandbox.toml: devsandbox reads it"} {
 			if !strings.Contains(r.stderr, want) {
 				t.Errorf("no warning naming %q:\n%s", want, r.stderr)
 			}

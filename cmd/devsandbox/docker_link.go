@@ -72,7 +72,7 @@ func (a *app) dockerBackend(c *cli.Context) (*docker.Isolator, *config.Config, e
 }
 
 func dirs(cfg *config.Config) docker.Dirs {
-	return docker.Dirs{Data: filepath.Join(cfg.Host.DataHome, "devsandbox"), State: filepath.Join(cfg.Host.StateHome, "devsandbox")}
+	return docker.Dirs{Data: filepath.Join(cfg.Host.DataHome, "devsandbox"), State: filepath.Join(cfg.Host.StateHome, "devsandbox"), UID: cfg.Host.UID}
 }
 
 func (a *app) sandboxesList(c *cli.Context) error {

@@ -29,7 +29,7 @@ const LabelRole = "dev.devsandbox.role"
 // way against a daemon in a VM. Pure.
 func firewallHelper(arg, target, image, initSrc string, labels map[string]string) (*container.Config, *container.HostConfig) {
 	l := map[string]string{LabelRole: "firewall", LabelKept: "false"}
-	for _, k := range []string{LabelProject, LabelName, LabelDir, LabelVersion} {
+	for _, k := range []string{LabelProject, LabelName, LabelDir, LabelVersion, LabelUser} {
 		if v, ok := labels[k]; ok {
 			l[k] = v
 		}

@@ -35,9 +35,11 @@ type Sandbox struct {
 }
 
 // Dirs are the host directories holding per-project data: $XDG_DATA_HOME/devsandbox
-// and $XDG_STATE_HOME/devsandbox.
+// and $XDG_STATE_HOME/devsandbox, and the user whose they are: only the containers and
+// volumes labelled with that uid are the user's.
 type Dirs struct {
 	Data, State string
+	UID         int
 }
 
 // Sandboxes lists every project devsandbox keeps something for, sorted by name. With
@@ -60,7 +62,7 @@ func (b *Isolator) Sandboxes(ctx context.Context, d Dirs) ([]Sandbox, error) {
 			}
 		}
 	}
-	engineErr := b.listEngine(ctx, get)
+	engineErr := b.listEngine(ctx, d.UID, get)
 	var out []Sandbox
 	for _, s := range byName {
 		home := filepath.Join(d.Data, s.Name)
@@ -95,13 +97,14 @@ func (b *Isolator) Sandboxes(ctx context.Context, d Dirs) ([]Sandbox, error) {
 	return out, engineErr
 }
 
-func (b *Isolator) listEngine(ctx context.Context, get func(string) *Sandbox) error {
+func (b *Isolator) listEngine(ctx context.Context, uid int, get func(string) *Sandbox) error {
+	mine := filters.NewArgs(filters.Arg("label", LabelProject), filters.Arg("label", LabelUser+"="+fmt.Sprint(uid)))
 	e, a, err := b.engine()
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	cs, err := e.ContainerList(ctx, container.ListOptions{All: true, Size: true, Filters: filters.NewArgs(filters.Arg("label", LabelProject))})
+	cs, err := e.ContainerList(ctx, container.ListOptions{All: true, Size: true, Filters: mine})
 	if err != nil {
 		st := engineDown(a, err)
 		return fmt.Errorf("%s; %s", st.Reason, st.Fix)
@@ -121,7 +124,7 @@ func (b *Isolator) listEngine(ctx context.Context, get func(string) *Sandbox) er
 		s.Running = s.Running || c.State == "running"
 		s.LastUsed = later(s.LastUsed, time.Unix(c.Created, 0))
 	}
-	vs, err := e.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelProject))})
+	vs, err := e.VolumeList(ctx, volume.ListOptions{Filters: mine})
 	if err != nil {
 		return fmt.Errorf("listing volumes: %w", err)
 	}

@@ -119,7 +119,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 			return 0, err
 		}
 	}
-	go removeLeftovers(context.WithoutCancel(ctx), e, p.Project.ID, id, time.Now())
+	go removeLeftovers(context.WithoutCancel(ctx), e, p.Project.ID, p.User.UID, id, time.Now())
 	code := 125
 	exited := make(chan struct{})
 	go func() {
@@ -149,9 +149,10 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 // left behind: stopped ones (an engine restart can leave them), and ones created over a minute ago
 // that never started (a younger one may be a concurrent run about to start it). It
 // runs while the command does, off the launch path.
-func removeLeftovers(ctx context.Context, e Engine, projectID, current string, now time.Time) {
+func removeLeftovers(ctx context.Context, e Engine, projectID string, uid int, current string, now time.Time) {
 	cs, err := e.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
 		filters.Arg("label", LabelProject+"="+projectID), filters.Arg("label", LabelKept+"=false"),
+		filters.Arg("label", LabelUser+"="+fmt.Sprint(uid)),
 		filters.Arg("status", "created"), filters.Arg("status", "exited"))})
 	if err != nil {
 		return

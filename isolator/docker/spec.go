@@ -44,6 +44,9 @@ const (
 	LabelVersion = "dev.devsandbox.version" // devsandbox version that created it
 	LabelSpec    = "dev.devsandbox.spec"    // hash of the rendered spec (kept containers)
 	LabelKept    = "dev.devsandbox.kept"    // "true" for keep_container containers
+	// LabelUser is the uid of the user whose sandbox it is: list, remove and prune act
+	// on the current user's only (an engine is often shared, its labels are not).
+	LabelUser = "dev.devsandbox.uid"
 )
 
 // Options are the docker.* settings and what Run resolved about the engine. Render
@@ -275,6 +278,7 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 		LabelDir:     p.Project.Dir,
 		LabelVersion: opts.Version,
 		LabelKept:    fmt.Sprint(opts.Keep),
+		LabelUser:    fmt.Sprint(p.User.UID),
 	}
 	cfg := &container.Config{
 		Hostname:   "devsandbox",

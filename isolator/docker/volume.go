@@ -26,7 +26,7 @@ func (b *Isolator) ensureHomeVolume(ctx context.Context, e Engine, p *isolator.P
 		}
 	}
 	if _, err := e.VolumeCreate(ctx, volume.CreateOptions{Name: opts.HomeVolume, Labels: map[string]string{
-		LabelProject: p.Project.ID, LabelName: p.Project.Name, LabelDir: p.Project.Dir,
+		LabelProject: p.Project.ID, LabelName: p.Project.Name, LabelDir: p.Project.Dir, LabelUser: fmt.Sprint(p.User.UID),
 	}}); err != nil {
 		return fmt.Errorf("creating the home volume %s: %w", opts.HomeVolume, err)
 	}
@@ -34,7 +34,7 @@ func (b *Isolator) ensureHomeVolume(ctx context.Context, e Engine, p *isolator.P
 		Image:      opts.Image,
 		User:       "0:0",
 		Entrypoint: []string{"/bin/sh", "-c", fmt.Sprintf("chown %d:%d /v && chmod 0700 /v", p.User.UID, p.User.GID)},
-		Labels:     map[string]string{LabelProject: p.Project.ID},
+		Labels:     map[string]string{LabelProject: p.Project.ID, LabelUser: fmt.Sprint(p.User.UID)},
 	}
 	hc := &container.HostConfig{
 		NetworkMode: "none",

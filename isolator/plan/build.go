@@ -444,6 +444,9 @@ func tripwires(pr Probe, dir string) ([]isolator.Tripwire, error) {
 			tw = append(tw, isolator.Tripwire{Path: p, Why: "git on the host would take its config and hooks from where it points", Quarantine: true})
 		}
 	}
+	if p := filepath.Join(dir, config.ProjectFileName); !pr.exists(p) {
+		tw = append(tw, isolator.Tripwire{Path: p, Why: "devsandbox reads it as this project's configuration once you trust it (devsandbox config trust)"})
+	}
 	for _, rel := range hostExecuted {
 		if p := filepath.Join(dir, rel); !pr.exists(p) {
 			tw = append(tw, isolator.Tripwire{Path: p, Why: "tools on the host run what it names (hooks, MCP servers, tasks)"})

@@ -304,7 +304,7 @@ func TestBuildPlan(t *testing.T) {
 	for _, w := range p.Tripwires {
 		tw = append(tw, fmt.Sprintf("%s %v", strings.TrimPrefix(w.Path, f.proj+"/"), w.Quarantine))
 	}
-	if want := []string{".git/commondir true", ".git/gitdir true", ".claude/settings.json false"}; !reflect.DeepEqual(tw[:3], want) {
+	if want := []string{".git/commondir true", ".git/gitdir true", ".devsandbox.toml false", ".claude/settings.json false"}; !reflect.DeepEqual(tw[:4], want) {
 		t.Errorf("tripwires %q, want first %q", tw, want)
 	}
 
