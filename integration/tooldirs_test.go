@@ -22,8 +22,6 @@ type toolDir struct {
 	env   string // CLAUDE_CONFIG_DIR, CODEX_HOME; "" for the default place
 	rel   string // below the home when env is ""
 	loads []string
-	// shared are the entries the sandbox shares with the host on purpose.
-	shared []string
 }
 
 var toolDirs = []toolDir{
