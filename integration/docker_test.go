@@ -252,7 +252,7 @@ func TestDockerLeftoverRemoved(t *testing.T) {
 	p := newProject(t)
 	removeContainers(t, p)
 	id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
-	left := docker(t, "run", "-d", "--label", "dev.devsandbox.project="+id, "--label", "dev.devsandbox.kept=false", "devsandbox-test/busybox:1", "true")
+	left := docker(t, "run", "-d", "--label", "dev.devsandbox.project="+id, "--label", "dev.devsandbox.kept=false", "--label", "dev.devsandbox.uid="+strconv.Itoa(it.uid), "devsandbox-test/busybox:1", "true")
 	p.mustSandbox("docker", []string{"--egress=none"}, `true`)
 	deadline := time.Now().Add(10 * time.Second)
 	for slices.Contains(projectContainers(t, p, true), left) {
