@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -84,25 +83,25 @@ func TestAuditRecords(t *testing.T) {
 	}
 	op, ep := atoi(o.port()), atoi(echo.port())
 	want := []audit.Record{
-		{Session: "sess-1", Method: "POST", Host: "origin.test", Port: op, Path: "/upload", Status: 200,
+		{Kind: audit.KindRequest, Session: "sess-1", Method: "POST", Host: "origin.test", Port: op, Path: "/upload", Status: 200,
 			BytesUp: 1000, BytesDown: 5000, Decision: audit.DecisionAllow, Rule: "origin.test"},
-		{Session: "sess-1", Method: "GET", Host: "blocked.test", Port: op, Path: "/x", Status: 403,
+		{Kind: audit.KindRequest, Session: "sess-1", Method: "GET", Host: "blocked.test", Port: op, Path: "/x", Status: 403,
 			Decision: audit.DecisionDeny, Rule: "blocked.test", Reason: "it matches a deny entry"},
-		{Session: "sess-1", Method: "GET", Host: "origin.test", Port: op, Path: "/", Status: 407,
+		{Kind: audit.KindRequest, Session: "sess-1", Method: "GET", Host: "origin.test", Port: op, Path: "/", Status: 407,
 			Decision: audit.DecisionDeny, Rule: audit.RuleAuth, Reason: "missing or wrong proxy credential"},
-		{Session: "sess-1", Method: "CONNECT", Host: "echo.test", Port: ep, Status: 200,
+		{Kind: audit.KindRequest, Session: "sess-1", Method: "CONNECT", Host: "echo.test", Port: ep, Status: 200,
 			BytesUp: 10, BytesDown: 10, Decision: audit.DecisionAllow, Rule: "echo.test"},
 	}
 	if !slices.Equal(recs, want) {
 		t.Errorf("records:\n%+v\nwant\n%+v", recs, want)
 	}
-	raw, _ := os.ReadFile(filepath.Join(h.logDir, audit.LogFile))
+	raw, _ := os.ReadFile(h.logFile(t))
 	for _, secret := range []string{"SEKRIT", "token", "authorization", "cookie", h.srv.secret} {
 		if strings.Contains(strings.ToLower(string(raw)), strings.ToLower(secret)) {
 			t.Errorf("the log holds %q:\n%s", secret, raw)
 		}
 	}
-	fi, _ := os.Stat(filepath.Join(h.logDir, audit.LogFile))
+	fi, _ := os.Stat(h.logFile(t))
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("log mode %v, want 0600", fi.Mode().Perm())
 	}
@@ -129,24 +128,24 @@ func TestUnusedConnIsNotARecord(t *testing.T) {
 
 // TestSuggestionsAreEntries: what audit.Suggest proposes is an entry the policy accepts.
 func TestSuggestionsAreEntries(t *testing.T) {
-	deny := func(host string, port int, rule string) audit.Record {
-		return audit.Record{Host: host, Port: port, Decision: audit.DecisionDeny, Rule: rule}
+	deny := func(host string, port int, rule, special string) audit.Record {
+		return audit.Record{Host: host, Port: port, Decision: audit.DecisionDeny, Rule: rule, Special: special}
 	}
 	recs := []audit.Record{
-		deny("a.example.com", 80, audit.RuleDefault),
-		deny("api.test", 8443, audit.RuleDefault),
-		deny("nas.lan.", 443, audit.RulePrivate),
-		deny("10.0.0.5", 22, audit.RulePrivate),
-		deny("2001:db8::1", 8080, audit.RuleDefault),
-		deny("[2001:db8::2]", 443, audit.RuleDefault),
+		deny("a.example.com", 80, audit.RuleDefault, ""),
+		deny("api.test", 8443, audit.RuleDefault, ""),
+		deny("nas.lan.", 443, audit.RulePrivate, audit.ClassPrivate),
+		deny("10.0.0.5", 22, audit.RulePrivate, audit.ClassPrivate),
+		deny("2001:db8::1", 8080, audit.RuleDefault, ""),
+		deny("[2001:db8::2]", 443, audit.RuleDefault, ""),
 	}
-	got := audit.Suggest(recs)
-	if len(got) != len(recs) {
-		t.Fatalf("Suggest = %q", got)
+	got, held := audit.Suggest(recs)
+	if len(got) != len(recs) || len(held) != 0 {
+		t.Fatalf("Suggest = %q, withheld %q", got, held)
 	}
-	for _, e := range got {
-		if _, err := parseEntry(e); err != nil {
-			t.Errorf("suggested %q is not an entry: %v", e, err)
+	for _, s := range got {
+		if _, err := parseEntry(s.Entry); err != nil {
+			t.Errorf("suggested %q is not an entry: %v", s.Entry, err)
 		}
 	}
 }

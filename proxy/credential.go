@@ -16,6 +16,15 @@ var ErrInvalidCredential = errors.New("invalid credential")
 // never holds it. It applies where the proxy sees requests: plain HTTP, and HTTPS it
 // decrypts (Config.CA).
 //
+// Host says where it goes, scheme and port included: an entry of the egress grammar,
+// optionally after "https://" or "http://". Without a scheme, or with https://, the
+// credential goes only over TLS the proxy itself speaks to the host (its own verified
+// connection), to port 443 unless the entry names another; with http://, or a bare
+// port 80, only over plain HTTP to that port (80 unless named), where it crosses the
+// network in clear. The sandbox cannot change which: a request to the host by the
+// other scheme, another port, or plain HTTP inside a decrypted CONNECT does not get
+// it (and plain HTTP inside a CONNECT that expects TLS is refused).
+//
 // For a request to a matching host the proxy sets Header to Format with "{}" replaced
 // by Value, over anything the client sent. When Placeholder is set, the sandbox holds
 // it instead of the secret (some clients refuse to start without their variable): in
@@ -30,7 +39,7 @@ var ErrInvalidCredential = errors.New("invalid credential")
 // length, so a server that echoes the header does not hand the secret to the sandbox.
 // A compressed body is passed as it is.
 type Credential struct {
-	Host        string // where it goes: host, *.domain, IP or CIDR, optional :port (egress grammar)
+	Host        string // where it goes: [https:// | http://] host, *.domain, IP or CIDR [:port] (see above)
 	Header      string // the header it is sent in, such as Authorization
 	Format      string // how, with "{}" for Value ("Bearer {}"); "" means Value alone
 	Value       string // the secret; "" adds nothing (its placeholder is still guarded)
@@ -41,7 +50,8 @@ type Credential struct {
 // credential is a checked Credential.
 type credential struct {
 	Credential
-	host entry
+	scheme string // "https" or "http"
+	host   entry  // its port is always set
 }
 
 func compileCredentials(cs []Credential) ([]credential, error) {
@@ -50,7 +60,7 @@ func compileCredentials(cs []Credential) ([]credential, error) {
 		fail := func(format string, a ...any) error {
 			return fmt.Errorf("%w %d (%s): %s", ErrInvalidCredential, i, c.Name, fmt.Sprintf(format, a...))
 		}
-		e, err := parseEntry(c.Host)
+		scheme, e, err := parseCredentialHost(c.Host)
 		if err != nil {
 			return nil, fail("%v", err)
 		}
@@ -66,13 +76,42 @@ func compileCredentials(cs []Credential) ([]credential, error) {
 		case c.Placeholder != "" && c.Value != "" && strings.Contains(c.Value, c.Placeholder):
 			return nil, fail("the placeholder is part of the value")
 		}
-		out = append(out, credential{Credential: c, host: e})
+		out = append(out, credential{Credential: c, scheme: scheme, host: e})
 	}
 	return out, nil
 }
 
-// matches reports whether the credential goes to host:port (see entry.targets).
-func (c *credential) matches(host string, port int) bool { return c.host.targets(host, port) }
+// parseCredentialHost parses a Credential.Host: the scheme ("https" unless written
+// http:// or with a bare port 80) and the entry, whose port is set (443 or 80 when the
+// entry names none).
+func parseCredentialHost(h string) (string, entry, error) {
+	scheme := ""
+	if rest, ok := strings.CutPrefix(h, "https://"); ok {
+		scheme, h = "https", rest
+	} else if rest, ok := strings.CutPrefix(h, "http://"); ok {
+		scheme, h = "http", rest
+	}
+	e, err := parseEntry(h)
+	if err != nil {
+		return "", entry{}, err
+	}
+	if scheme == "" {
+		scheme = "https"
+		if e.port == 80 {
+			scheme = "http"
+		}
+	}
+	if e.port == 0 {
+		e.port = map[string]int{"https": 443, "http": 80}[scheme]
+	}
+	return scheme, e, nil
+}
+
+// matches reports whether the credential goes to a request the proxy forwards by
+// scheme to host:port (see entry.targets).
+func (c *credential) matches(scheme, host string, port int) bool {
+	return c.scheme == scheme && c.host.targets(host, port)
+}
 
 // targets reports whether a request for host:port, as the client named it, is one the
 // entry names. An IP or CIDR entry matches a host given as an address, never a name
@@ -87,6 +126,13 @@ func (e *entry) targets(host string, port int) bool {
 		return err == nil && e.prefix.Contains(a.Unmap())
 	}
 	return e.nameMatches(host)
+}
+
+// where is the credential's destination as a URL prefix: "https://api.test" (port 443
+// implied), "http://svc.test:8080".
+func (c *credential) where() string {
+	h := strings.TrimPrefix(strings.TrimPrefix(c.Host, "https://"), "http://")
+	return c.scheme + "://" + h
 }
 
 func (c *credential) headerValue() string {
@@ -109,7 +155,7 @@ func (c *credential) mask() string {
 type misplaced struct{ cred *credential }
 
 func (m *misplaced) Error() string {
-	return fmt.Sprintf("the request carries the placeholder of %s, which the proxy replaces only toward %s and never sends elsewhere", m.cred.Name, m.cred.Host)
+	return fmt.Sprintf("the request carries the placeholder of %s, which the proxy replaces only toward %s and never sends elsewhere", m.cred.Name, m.cred.where())
 }
 
 // applied is what applyCredentials did to one request: the credentials that went to
@@ -128,15 +174,15 @@ func (a *applied) names() string {
 	return strings.Join(names, ",")
 }
 
-// applyCredentials adds the credentials for host:port to req's headers and swaps
-// their placeholders, or refuses a request that carries the placeholder of a
-// credential for another host (*misplaced). It changes req only when it does not
-// refuse.
-func applyCredentials(creds []credential, req *http.Request, host string, port int) (*applied, error) {
+// applyCredentials adds the credentials for scheme://host:port (how the proxy forwards
+// req) to req's headers and swaps their placeholders, or refuses a request that
+// carries the placeholder of a credential for another destination (*misplaced). It
+// changes req only when it does not refuse.
+func applyCredentials(creds []credential, req *http.Request, scheme, host string, port int) (*applied, error) {
 	var a applied
 	for i := range creds {
 		c := &creds[i]
-		if c.matches(host, port) {
+		if c.matches(scheme, host, port) {
 			a.creds = append(a.creds, c)
 			continue
 		}

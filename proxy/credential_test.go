@@ -36,30 +36,43 @@ func TestCompileCredentials(t *testing.T) {
 	}
 }
 
+// TestCredentialMatches: a credential goes to its host by its scheme and to its port
+// only; without a scheme or port it is HTTPS to 443, never plain HTTP.
 func TestCredentialMatches(t *testing.T) {
 	cs, err := compileCredentials([]Credential{
 		{Host: "*.example.com", Header: "A"}, {Host: "api.test:8443", Header: "B"}, {Host: "10.0.0.0/8", Header: "C"},
+		{Host: "http://svc.test:8080", Header: "D"}, {Host: "plain.test:80", Header: "E"}, {Host: "https://tls.test", Header: "F"},
+		{Host: "http://web.test", Header: "G"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
-		host string
-		port int
-		want string
+		scheme, host string
+		port         int
+		want         string
 	}{
-		{"api.example.com", 443, "A"}, {"example.com", 443, ""}, {"api.test", 8443, "B"}, {"api.test", 443, ""},
-		{"10.1.2.3", 80, "C"}, {"ten.test", 80, ""}, // a name is not an address, whatever it resolves to
+		{"https", "api.example.com", 443, "A"}, {"http", "api.example.com", 443, ""}, {"http", "api.example.com", 80, ""},
+		{"https", "api.example.com", 8443, ""}, {"https", "example.com", 443, ""},
+		{"https", "api.test", 8443, "B"}, {"http", "api.test", 8443, ""}, {"https", "api.test", 443, ""},
+		{"https", "10.1.2.3", 443, "C"}, {"http", "10.1.2.3", 80, ""}, {"https", "ten.test", 443, ""}, // a name is not an address
+		{"http", "svc.test", 8080, "D"}, {"https", "svc.test", 8080, ""}, {"http", "svc.test", 80, ""},
+		{"http", "plain.test", 80, "E"}, {"https", "plain.test", 443, ""},
+		{"https", "tls.test", 443, "F"}, {"http", "tls.test", 443, ""},
+		{"http", "web.test", 80, "G"}, {"http", "web.test", 8080, ""},
 	} {
 		var got []string
 		for i := range cs {
-			if cs[i].matches(tt.host, tt.port) {
+			if cs[i].matches(tt.scheme, tt.host, tt.port) {
 				got = append(got, cs[i].Header)
 			}
 		}
 		if strings.Join(got, ",") != tt.want {
-			t.Errorf("%s:%d: %v, want %q", tt.host, tt.port, got, tt.want)
+			t.Errorf("%s://%s:%d: %v, want %q", tt.scheme, tt.host, tt.port, got, tt.want)
 		}
+	}
+	if _, err := compileCredentials([]Credential{{Host: "ftp://x.test", Header: "A"}}); !errors.Is(err, ErrInvalidCredential) {
+		t.Errorf("an ftp:// host: %v", err)
 	}
 }
 

@@ -29,13 +29,14 @@ type exchange struct {
 	target Target      // CONNECT: the checked destination
 	local  atomic.Bool // the response is the proxy's own (403, 502): its body is not counted
 	mitm   bool        // a decrypted tunnel, or a request inside one
-	scheme string      // a request inside a decrypted tunnel: "https", or "http" for plain HTTP in it
+	scheme string      // how the proxy forwards a request: "https" (its own TLS) or "http"; "" for CONNECT
 
 	mu       sync.Mutex
 	status   int
 	decision string
 	rule     string
 	reason   string
+	special  string
 	err      string
 	applied  *applied // the credentials the request got
 }
@@ -46,6 +47,7 @@ func newExchange(r *http.Request, now time.Time) *exchange {
 	ex.port, _ = strconv.Atoi(r.URL.Port())
 	if r.Method != http.MethodConnect {
 		ex.path = r.URL.Path // never RawQuery: queries carry tokens
+		ex.scheme = r.URL.Scheme
 		if ex.port == 0 && r.URL.Scheme == "https" {
 			ex.port = 443
 		} else if ex.port == 0 {
@@ -67,9 +69,9 @@ func (ex *exchange) decide(d Decision, err error) {
 	var denied *DeniedError
 	switch {
 	case errors.As(err, &denied):
-		ex.decision, ex.rule, ex.reason = audit.DecisionDeny, d.Rule, d.Reason
+		ex.decision, ex.rule, ex.reason, ex.special = audit.DecisionDeny, d.Rule, d.Reason, d.Special
 	case d.Rule != "":
-		ex.decision, ex.rule, ex.reason = audit.DecisionAllow, d.Rule, ""
+		ex.decision, ex.rule, ex.reason, ex.special = audit.DecisionAllow, d.Rule, "", ""
 	}
 	if err != nil && denied == nil {
 		ex.err = err.Error()
@@ -78,7 +80,7 @@ func (ex *exchange) decide(d Decision, err error) {
 
 func (ex *exchange) deny(rule, reason string) {
 	ex.mu.Lock()
-	ex.decision, ex.rule, ex.reason = audit.DecisionDeny, rule, reason
+	ex.decision, ex.rule, ex.reason, ex.special = audit.DecisionDeny, rule, reason, ""
 	ex.mu.Unlock()
 }
 
@@ -128,10 +130,10 @@ func (ex *exchange) record(session string, now time.Time) audit.Record {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	rec := audit.Record{
-		Time: ex.start.UTC(), Session: session, Method: ex.method, Host: ex.host, Port: ex.port,
+		Kind: audit.KindRequest, Time: ex.start.UTC(), Session: session, Method: ex.method, Host: ex.host, Port: ex.port,
 		Path: ex.path, Status: ex.status, BytesUp: ex.up.Load(), BytesDown: ex.down.Load(),
 		DurationMS: now.Sub(ex.start).Milliseconds(),
-		Decision:   ex.decision, Rule: ex.rule, Reason: ex.reason, Error: ex.err, MITM: ex.mitm,
+		Decision:   ex.decision, Rule: ex.rule, Reason: ex.reason, Error: ex.err, MITM: ex.mitm, Special: ex.special,
 	}
 	if ex.applied != nil {
 		rec.Credential = ex.applied.names()

@@ -49,9 +49,12 @@ func (s *Server) roundTrip(req *http.Request, _ *goproxy.ProxyCtx) (*http.Respon
 func denyBody(method, host string, port int, d Decision) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "devsandbox proxy: %s %s refused by rule %q: %s.\n", method, hostPort(host, port), d.Rule, d.Reason)
-	if d.Rule == audit.RuleDefault || d.Rule == audit.RulePrivate {
+	switch d.Rule {
+	case audit.RuleDefault, audit.RulePrivate:
 		fmt.Fprintf(&b, "To allow it, run devsandbox with --allow %s (or add it to egress.allow).\n", audit.AllowEntry(host, port))
-	} else {
+	case audit.RuleHost:
+		b.WriteString("The proxy runs on your host and never connects to the host's own loopback or unspecified addresses; no entry changes that.\n")
+	default:
 		fmt.Fprintf(&b, "A deny entry wins over every allow entry: remove %q from egress.deny to allow it.\n", d.Rule)
 	}
 	return b.String()

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/devsandbox/devsandbox/proxy/audit"
@@ -44,19 +45,42 @@ func (s *Server) handler(requireAuth bool) http.Handler {
 	})
 }
 
-// badRequest says why r is not something the proxy forwards, or "".
+// badRequest says why r is not something the proxy forwards, or "": a CONNECT without
+// host:port, a request line without an absolute http(s) URL, or a malformed target.
 func badRequest(r *http.Request) string {
 	if r.Method == http.MethodConnect {
-		if _, _, err := splitHostPort(r.URL.Host); err != nil {
+		host, _, err := splitHostPort(r.URL.Host)
+		if err != nil {
 			return "CONNECT needs host:port"
 		}
-		return ""
+		return badTarget(host)
 	}
 	if !r.URL.IsAbs() {
 		return "not a proxy request (the request line needs an absolute URL)"
 	}
 	if r.URL.Scheme != "http" && r.URL.Scheme != "https" {
 		return "unsupported scheme " + r.URL.Scheme
+	}
+	return badTarget(r.URL.Hostname())
+}
+
+// badTarget says why host is not a destination, or "": only a host name (no wildcard)
+// or an IP address without a zone is, and not an unspecified address, which reaches
+// the proxy's own host when dialled. A malformed target is refused before any policy
+// sees it, so it is never logged as a denial that an allow entry could lift.
+func badTarget(host string) string {
+	h := normalizeHost(host)
+	if a, err := netip.ParseAddr(h); err == nil {
+		if a.Zone() != "" {
+			return "an address with a zone is not a destination"
+		}
+		if class, what := audit.Classify(a); class == audit.ClassUnspecified {
+			return h + " is " + what + ", which reaches the proxy's own host: not a destination"
+		}
+		return ""
+	}
+	if onlyDigitsAndDots(h) || !validHostName(h) {
+		return "the target is not a host name or IP address"
 	}
 	return ""
 }

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
 // fakeResolver maps test names to addresses; anything else does not resolve.
@@ -201,3 +203,13 @@ func eventually(t *testing.T, bound time.Duration, cond func() bool) bool {
 }
 
 func newReader(c net.Conn) *bufio.Reader { return bufio.NewReader(c) }
+
+// logFile is the path of the harness's session log file.
+func (h *harness) logFile(t *testing.T) string {
+	t.Helper()
+	names, _ := filepath.Glob(filepath.Join(h.logDir, audit.LogSubdir, "*-"+h.srv.cfg.Session+".jsonl"))
+	if len(names) != 1 {
+		t.Fatalf("session log files: %v, want one", names)
+	}
+	return names[0]
+}

@@ -58,7 +58,7 @@ func (s *Server) screen(r *http.Request, ex *exchange) string {
 		ex.deny(d.Rule, d.Reason)
 		return fmt.Sprintf("devsandbox proxy: %s %s%s refused by rule %q: %s.\n", r.Method, hostPort(ex.host, ex.port), r.URL.Path, d.Rule, d.Reason)
 	}
-	a, err := applyCredentials(s.creds, r, ex.host, ex.port)
+	a, err := applyCredentials(s.creds, r, ex.scheme, ex.host, ex.port)
 	var mp *misplaced
 	if errors.As(err, &mp) {
 		ex.deny(audit.RulePlaceholder, err.Error())

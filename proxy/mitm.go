@@ -15,15 +15,17 @@ import (
 	"time"
 
 	"github.com/elazarl/goproxy"
+
+	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
 // tlsHandshakeRecord is the first byte of a TLS ClientHello.
 const tlsHandshakeRecord = 0x16
 
 // intercepts reports whether a CONNECT to host:port is decrypted: with a CA, every
-// CONNECT to port 443, and one to any port a credential or request rule names
-// explicitly (its entry has that port). Other tunnels (ssh on 22, databases) pass
-// untouched.
+// CONNECT to port 443, to a credential's host and port, and to a port a request rule
+// names explicitly (its entry has that port). Other tunnels (ssh on 22, databases)
+// pass untouched.
 func (s *Server) intercepts(host string, port int) bool {
 	if s.leafTLS == nil {
 		return false
@@ -32,7 +34,7 @@ func (s *Server) intercepts(host string, port int) bool {
 		return true
 	}
 	for i := range s.creds {
-		if e := &s.creds[i].host; e.port != 0 && e.targets(host, port) {
+		if s.creds[i].host.targets(host, port) {
 			return true
 		}
 	}
@@ -44,10 +46,27 @@ func (s *Server) intercepts(host string, port int) bool {
 	return false
 }
 
+// expectsTLS reports whether a decrypted CONNECT to host:port must carry TLS: port 443,
+// and a port an https credential goes to. Plain HTTP inside one is refused, so the
+// sandbox cannot make a request the credential's host expects encrypted cross the
+// network in clear.
+func (s *Server) expectsTLS(host string, port int) bool {
+	if port == 443 {
+		return true
+	}
+	for i := range s.creds {
+		if c := &s.creds[i]; c.scheme == "https" && c.host.targets(host, port) {
+			return true
+		}
+	}
+	return false
+}
+
 // intercept is the Hijack of a decrypted CONNECT, whose target passed the policy. It
 // answers 200, then reads the client's first byte: a TLS ClientHello is answered with
 // a leaf certificate for the target signed by this server's CA (goproxy's
-// TLSConfigFromCA, cached per host); anything else is taken as plain HTTP. Requests on
+// TLSConfigFromCA, cached per host); anything else is taken as plain HTTP, and refused
+// with 400 where the target expects TLS (expectsTLS). Requests on
 // the connection are then served one by one (HTTP/1.1, or HTTP/2 when the client
 // offers it) by serveInner, each forwarded to the target through the checked
 // transport. It runs inside the handler, so Shutdown waits for it.
@@ -78,9 +97,29 @@ func (s *Server) intercept(req *http.Request, client net.Conn, gctx *goproxy.Pro
 			return
 		}
 		conn, scheme = tc, "https"
+	} else if s.expectsTLS(ex.target.Host, ex.target.Port) {
+		s.refuseCleartext(conn, ex)
+		return
 	}
 	_ = client.SetDeadline(time.Time{})
 	s.serveInner(conn, ex.target, scheme)
+}
+
+// refuseCleartext answers the plain HTTP request on a decrypted CONNECT that expects
+// TLS with 400, and records why; nothing is forwarded.
+func (s *Server) refuseCleartext(conn net.Conn, ex *exchange) {
+	target := hostPort(ex.target.Host, ex.target.Port)
+	reason := "plain HTTP inside a CONNECT to " + target + ", which carries TLS"
+	ex.deny(audit.RuleCleartext, reason)
+	ex.setStatus(http.StatusBadRequest)
+	if req, err := http.ReadRequest(bufio.NewReaderSize(conn, 4096)); err == nil && req.Body != nil {
+		req.Body.Close() // read the head, so closing does not reset the connection before the answer
+	}
+	body := "devsandbox proxy: " + reason + ": the proxy forwards only TLS there (use https://" + target + "/).\n"
+	_ = conn.SetWriteDeadline(time.Now().Add(s.cfg.ReadHeaderTimeout))
+	resp := textResponse(nil, http.StatusBadRequest, body)
+	resp.Close = true
+	_ = resp.Write(conn)
 }
 
 // handshake is the server side of the client's TLS handshake, with a leaf

@@ -20,7 +20,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -169,7 +168,7 @@ func do(t *testing.T, c *http.Client, method, u string, hdr map[string]string) (
 // records reads the audit log (the harness's server must have written it).
 func records(t *testing.T, h *harness) []audit.Record {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(h.logDir, audit.LogFile))
+	data, err := os.ReadFile(h.logFile(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +292,7 @@ func TestPlaceholderRefusedElsewhere(t *testing.T) {
 	plain := newOrigin(t, false, hello)
 	m := newMITM(t, Config{Credentials: []Credential{cred}, Policy: mustPolicy(t, []string{"example.com", "other.test"}, nil, "deny")}, hello)
 	c := m.client(t, false)
-	want := "devsandbox proxy: GET other.test:443 refused: the request carries the placeholder of GITHUB_TOKEN, which the proxy replaces only toward example.com and never sends elsewhere.\n"
+	want := "devsandbox proxy: GET other.test:443 refused: the request carries the placeholder of GITHUB_TOKEN, which the proxy replaces only toward https://example.com and never sends elsewhere.\n"
 	for _, tc := range []struct {
 		url string
 		hdr map[string]string
@@ -328,7 +327,7 @@ func TestPlaceholderRefusedElsewhere(t *testing.T) {
 	}
 }
 
-// TestCredentialPlainHTTP: a credential whose host names a port applies to plain HTTP
+// TestCredentialPlainHTTP: a credential written http://host:port applies to plain HTTP
 // requests, and to plain HTTP inside a CONNECT to that port (a WebSocket client's way).
 func TestCredentialPlainHTTP(t *testing.T) {
 	var got atomic.Value
@@ -336,7 +335,7 @@ func TestCredentialPlainHTTP(t *testing.T) {
 		got.Store(r.Header.Get("X-Key"))
 		io.WriteString(w, "ok")
 	})
-	cred := Credential{Host: "svc.test:" + o.port(), Header: "X-Key", Value: "k-123456", Name: "SVC_KEY"}
+	cred := Credential{Host: "http://svc.test:" + o.port(), Header: "X-Key", Value: "k-123456", Name: "SVC_KEY"}
 	h := newHarness(t, Config{Policy: mustPolicy(t, []string{"svc.test"}, nil, "deny"), Resolver: loopback("svc.test"),
 		Credentials: []Credential{cred}, CA: &newTestCA(t).TLS})
 	if _, body := do(t, h.unixClient(t, nil), "GET", "http://svc.test:"+o.port()+"/", nil); body != "ok" || got.Load() != "k-123456" {

@@ -11,16 +11,22 @@ import (
 // Decision is the outcome of Policy.Decide.
 type Decision struct {
 	Allow  bool
-	Rule   string // the entry that decided, as written, or audit.RuleDefault or audit.RulePrivate
+	Rule   string // the entry that decided, as written, or audit.RuleDefault, RulePrivate or RuleHost
 	Reason string // why, in words, for logs and the 403 body
+	// Special is the class of special-purpose address (audit.ClassLoopback, …) that
+	// decided a RulePrivate or RuleHost denial.
+	Special string
 }
 
 // Policy decides which destinations the proxy may reach. It is immutable once built and
 // safe for concurrent use.
 //
-// Order: a matching deny entry denies (deny wins over allow); then every resolved
-// address in a special-purpose range (private, loopback, link-local, CGNAT, unspecified,
-// multicast, reserved, metadata; see specialReason) must be named by an allow entry —
+// Order: a matching deny entry denies (deny wins over allow); then an unspecified
+// address (0.0.0.0/8, ::, which reach this host when dialled) is refused whatever the
+// entries, and so is a loopback address under RefuseLoopback (audit.RuleHost); then
+// every resolved address in a special-purpose range (private, loopback, link-local,
+// CGNAT, multicast, reserved, metadata; see audit.Classify) must be named by an allow
+// entry —
 // an IP or CIDR entry containing it, or an exact host-name entry for the host asked
 // for (a wildcard never names one) — else the destination is denied with audit.RulePrivate;
 // then a matching allow entry allows; else the default applies.
@@ -36,6 +42,10 @@ type Policy struct {
 	// interfaces): such destinations are refused like private ones unless an allow
 	// entry names them, since a service bound to 0.0.0.0 listens there too.
 	IsLocal func(netip.Addr) bool
+	// RefuseLoopback refuses loopback addresses whatever the entries: set it when the
+	// proxy runs on a host the sandbox must not reach, where the loopback is that
+	// host's, and its services trust every local process.
+	RefuseLoopback bool
 
 	rules []requestRule // see WithRequestRules
 }
@@ -90,12 +100,16 @@ func (p *Policy) Decide(host string, port int, addrs []netip.Addr) Decision {
 		}
 	}
 	for _, a := range addrs {
-		what := specialReason(a)
-		if what == "" && p.IsLocal != nil && p.IsLocal(a) {
-			what = "an address of this host"
+		class, what := audit.Classify(a)
+		if class == "" && p.IsLocal != nil && p.IsLocal(a) {
+			class, what = audit.ClassThisHost, "an address of this host"
 		}
-		if what != "" && !p.names(host, port, a) {
-			return Decision{Rule: audit.RulePrivate, Reason: privateReason(host, a, what)}
+		switch {
+		case class == audit.ClassUnspecified || class == audit.ClassLoopback && p.RefuseLoopback:
+			return Decision{Rule: audit.RuleHost, Special: class,
+				Reason: privateReason(host, a, what) + ": the proxy's own host, which no allow entry opens"}
+		case class != "" && !p.names(host, port, a):
+			return Decision{Rule: audit.RulePrivate, Reason: privateReason(host, a, what), Special: class}
 		}
 	}
 	for _, e := range p.allow {

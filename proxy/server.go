@@ -37,11 +37,9 @@ const proxyUser = "devsandbox"
 // Config configures a Server. Policy is required; the rest have defaults.
 type Config struct {
 	Policy  *Policy
-	Session string // recorded in every audit record
-	LogDir  string // audit log directory (created 0700); "" keeps no log
-
-	LogMaxBytes int64 // rotate the log beyond this size; 0: audit.DefaultMaxBytes
-	LogKeep     int   // rotated files kept; 0: audit.DefaultKeep
+	Session string        // recorded in every audit record, and names the session's log file
+	LogDir  string        // audit log directory (see audit.Open); "" keeps no log
+	Log     audit.Options // the audit log's budget and retention; Now defaults to Config.Now
 
 	Resolver Resolver                                                          // nil: net.DefaultResolver
 	Dial     func(ctx context.Context, network, addr string) (net.Conn, error) // nil: net.Dialer
@@ -120,7 +118,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.rp = s.newReverseProxy()
 	if cfg.LogDir != "" {
-		l, err := audit.Open(cfg.LogDir, cfg.LogMaxBytes, cfg.LogKeep)
+		l, err := audit.Open(cfg.LogDir, cfg.Session, cfg.Log)
 		if err != nil {
 			return nil, err
 		}
@@ -141,17 +139,14 @@ func withDefaults(c Config) Config {
 	if c.MaxHeaderBytes == 0 {
 		c.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
-	if c.LogMaxBytes == 0 {
-		c.LogMaxBytes = audit.DefaultMaxBytes
-	}
-	if c.LogKeep == 0 {
-		c.LogKeep = audit.DefaultKeep
-	}
 	if c.ErrorLog == nil {
 		c.ErrorLog = log.New(io.Discard, "", 0)
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Log.Now == nil {
+		c.Log.Now = c.Now
 	}
 	if c.LeafCacheSize == 0 {
 		c.LeafCacheSize = DefaultLeafCacheSize

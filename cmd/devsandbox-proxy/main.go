@@ -57,7 +57,7 @@ const shutdownGrace = 2 * time.Second
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.LookupEnv, os.NewFile(listenerFD, "listener"), os.NewFile(lifelineFD, "lifeline"), os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.LookupEnv, os.NewFile(listenerFD, "listener"), os.NewFile(lifelineFD, "lifeline"), os.Stderr, true))
 }
 
 // options are the flags.
@@ -107,8 +107,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 }
 
 // run serves ln until ctx is done or lifeline ends, and returns the exit status.
-// getenv reads the environment (the CA and credential values).
-func run(ctx context.Context, args []string, getenv func(string) (string, bool), ln, lifeline *os.File, stderr io.Writer) int {
+// getenv reads the environment (the CA and credential values). onHost is true in
+// devsandbox-proxy, which runs on the sandbox's host: the host's loopback is then
+// refused whatever the entries (tests reach their own loopback origins with false).
+func run(ctx context.Context, args []string, getenv func(string) (string, bool), ln, lifeline *os.File, stderr io.Writer, onHost bool) int {
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "devsandbox-proxy: "+format+"\n", a...)
 		return 2
@@ -124,7 +126,10 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	if err != nil {
 		return fail("egress policy: %v", err)
 	}
+	// The host's interface addresses are destinations only when listed, and on the
+	// host its loopback never is.
 	pol.IsLocal = proxy.HostAddresses(time.Second)
+	pol.RefuseLoopback = onHost
 	cfg := proxy.Config{Policy: pol, Session: o.session, LogDir: o.logDir}
 	if err := secrets(&cfg, o, getenv); err != nil {
 		return fail("%v", err)

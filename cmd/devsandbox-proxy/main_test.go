@@ -82,7 +82,7 @@ func TestServesUntilLifelineEnds(t *testing.T) {
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	args := []string{"--session=s1", "--log-dir=" + logDir, "--default=deny", "--allow=127.0.0.1"}
-	go func() { done <- run(context.Background(), args, noEnv, lnFile, lifeR, &stderr) }()
+	go func() { done <- run(context.Background(), args, noEnv, lnFile, lifeR, &stderr, false) }()
 
 	br := bufio.NewReader(c)
 	if code := proxied(t, c, br, origin.URL+"/ok"); code != 200 {
@@ -135,7 +135,7 @@ func TestStopsOnSignal(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"--session=s2"}, noEnv, lnFile, lifeR, &stderr) }()
+	go func() { done <- run(ctx, []string{"--session=s2"}, noEnv, lnFile, lifeR, &stderr, false) }()
 	cancel()
 	select {
 	case code := <-done:
@@ -171,7 +171,7 @@ func TestStartFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			if code := run(context.Background(), tt.args, noEnv, notSocket, nil, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {
+			if code := run(context.Background(), tt.args, noEnv, notSocket, nil, &stderr, false); code != 2 || !strings.Contains(stderr.String(), tt.want) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tt.want)
 			}
 		})
@@ -191,12 +191,12 @@ func TestCredentialFromEnvironment(t *testing.T) {
 	}
 	defer lifeR.Close()
 	host := strings.TrimPrefix(origin.URL, "http://")
-	cred := handoff.Credential{Name: "SVC_KEY", Host: host, Header: "X-Key", Format: "k={}", ValueEnv: handoff.ValueEnv(0)}
+	cred := handoff.Credential{Name: "SVC_KEY", Host: "http://" + host, Header: "X-Key", Format: "k={}", ValueEnv: handoff.ValueEnv(0)}
 	args := []string{"--default=deny", "--allow=127.0.0.1", "--credential=" + cred.String()}
 	env := envOf(map[string]string{handoff.ValueEnv(0): "s3cret"})
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
-	go func() { done <- run(context.Background(), args, env, lnFile, lifeR, &stderr) }()
+	go func() { done <- run(context.Background(), args, env, lnFile, lifeR, &stderr, false) }()
 	c, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -215,5 +215,43 @@ func TestCredentialFromEnvironment(t *testing.T) {
 	}
 	if strings.Contains(strings.Join(args, " "), "s3cret") {
 		t.Error("the value is in argv")
+	}
+}
+
+// TestRefusesHostLoopback: on the host, an allow entry for the loopback opens nothing:
+// the request is refused as the host's own, and the origin never asked.
+func TestRefusesHostLoopback(t *testing.T) {
+	hits := make(chan struct{}, 1)
+	origin := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits <- struct{}{} }))
+	defer origin.Close()
+	sock, lnFile := inherited(t)
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lifeR.Close()
+	done := make(chan int, 1)
+	var stderr bytes.Buffer
+	args := []string{"--default=allow", "--allow=127.0.0.1", "--allow=localhost", "--log-dir=" + t.TempDir()}
+	go func() { done <- run(context.Background(), args, noEnv, lnFile, lifeR, &stderr, true) }()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	port := origin.URL[strings.LastIndexByte(origin.URL, ':'):]
+	for _, u := range []string{origin.URL + "/", "http://localhost" + port + "/", "http://[::ffff:127.0.0.1]" + port + "/"} {
+		if code := proxied(t, c, br, u); code != 403 {
+			t.Errorf("%s: status %d, want 403", u, code)
+		}
+	}
+	c.Close()
+	lifeW.Close()
+	<-done
+	select {
+	case <-hits:
+		t.Error("the loopback origin was reached")
+	default:
 	}
 }

@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"syscall"
-	"unicode"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -25,8 +23,20 @@ func (a *app) logsCommand() *cli.Command {
 		Subcommands: []*cli.Command{{
 			Name:  "proxy",
 			Usage: "requests the egress proxy allowed and denied for this project",
+			Description: `Prints the audit log of every session of the project, oldest first: one line per
+request or tunnel. A session keeps every allowed record. Denied ones (and those that
+reached no decision) are kept up to ` + strconv.Itoa(audit.DefaultDeniedBudget) + ` per session, then only the first for each new
+destination; the rest are counted in "N denied records dropped" lines. A path longer
+than ` + strconv.Itoa(audit.MaxPathBytes) + ` bytes is cut, and its length shown. Session files are removed ` + strconv.Itoa(int(audit.DefaultRetention.Hours()/24)) + ` days
+after their last record. Characters that are not printable (controls, bidi
+overrides, zero-width characters) are printed escaped, in every form.
+
+--suggest prints egress.allow entries for the denied destinations. It never proposes a
+wildcard, a malformed host, or a loopback, this-host, unspecified, link-local,
+metadata or multicast address (they are listed as not suggested); a private address
+comes with a WARNING line above it.`,
 			Flags: []cli.Flag{
-				&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new records"},
+				&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new records, of every session"},
 				&cli.BoolFlag{Name: "json", Usage: "print JSON lines"},
 				&cli.BoolFlag{Name: "denied", Usage: "only denied requests"},
 				&cli.BoolFlag{Name: "suggest", Usage: "print the allow entries that would have permitted what was denied"},
@@ -43,7 +53,13 @@ func (a *app) logsProxy(c *cli.Context) error {
 	}
 	dir := filepath.Join(l.cfg.Host.StateHome, "devsandbox", l.proj.Name)
 	filter := audit.LogFilter{Denied: c.Bool("denied") || c.Bool("suggest")}
-	print := func(r audit.Record) { printRecord(a.stdout, r, c.Bool("json")) }
+	print := func(r audit.Record) {
+		if c.Bool("json") {
+			fmt.Fprintln(a.stdout, string(audit.FormatJSON(r)))
+			return
+		}
+		fmt.Fprintln(a.stdout, audit.FormatText(r, time.Local))
+	}
 	if c.Bool("follow") {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -57,46 +73,16 @@ func (a *app) logsProxy(c *cli.Context) error {
 		return fmt.Errorf("reading the proxy log of %s: %w", l.proj.Name, err)
 	}
 	if c.Bool("suggest") {
-		sugg := audit.Suggest(recs)
-		if len(sugg) == 0 {
+		sugg, held := audit.Suggest(recs)
+		if len(sugg) == 0 && len(held) == 0 {
 			fmt.Fprintln(a.stderr, "devsandbox: no denied requests to learn from")
 			return nil
 		}
-		fmt.Fprintln(a.stdout, "# egress.allow entries that would have permitted the denied requests;")
-		fmt.Fprintln(a.stdout, "# review them, then add them to your config (or pass --allow):")
-		for _, s := range sugg {
-			fmt.Fprintln(a.stdout, strconv.Quote(s)+",")
-		}
+		audit.FormatSuggestions(a.stdout, sugg, held)
 		return nil
 	}
 	for _, r := range recs {
 		print(r)
 	}
 	return nil
-}
-
-func printRecord(w io.Writer, r audit.Record, asJSON bool) {
-	if asJSON {
-		b, _ := json.Marshal(r)
-		fmt.Fprintln(w, string(b))
-		return
-	}
-	// Hosts, paths and methods come from the sandbox: never let them reach the terminal
-	// as control sequences.
-	target := printable(r.Host + ":" + strconv.Itoa(r.Port) + r.Path)
-	fmt.Fprintf(w, "%s %-5s %-7s %s %d %dB↑ %dB↓ %dms", r.Time.Local().Format("2006-01-02 15:04:05"), r.Decision, printable(r.Method), target, r.Status, r.BytesUp, r.BytesDown, r.DurationMS)
-	if r.Decision != audit.DecisionAllow {
-		fmt.Fprintf(w, " rule=%q %s", r.Rule, printable(r.Reason))
-	}
-	fmt.Fprintln(w)
-}
-
-// printable quotes s when it holds anything but printable characters.
-func printable(s string) string {
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }

@@ -11,13 +11,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 )
 
 // LogFilter selects Records; its zero value selects all.
 type LogFilter struct {
-	Denied  bool      // only denied requests
+	Denied  bool      // only denied records (KindDropped ones included)
 	Session string    // only this session
 	Host    string    // only this host (exact, case-insensitive)
 	Since   time.Time // only records at or after this time
@@ -31,30 +33,79 @@ func (f LogFilter) Match(r Record) bool {
 		(f.Since.IsZero() || !r.Time.Before(f.Since))
 }
 
-// ReadLog returns the records of the audit log in dir that match filter, oldest first,
-// across rotated files. A missing log is no records, not an error; a line that does not
-// parse (one cut short by a crash) is skipped.
+// ReadLog returns the records of the audit log in dir that match filter, oldest first
+// (by Time; records of one session keep their order), across every session's file and
+// the legacy log. A missing log is no records, not an error; a line that does not parse
+// (one cut short by a crash) is skipped.
 func ReadLog(dir string, filter LogFilter) ([]Record, error) {
 	var out []Record
 	for _, name := range logFiles(dir) {
-		recs, err := readFile(name, filter)
-		if err != nil {
-			return nil, err
+		f, err := os.Open(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed as expired meanwhile
 		}
-		out = append(out, recs...)
+		if err != nil {
+			return nil, fmt.Errorf("reading the proxy log: %w", err)
+		}
+		_, err = readLines(f, func(r Record) {
+			if filter.Match(r) {
+				out = append(out, r)
+			}
+		})
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reading the proxy log %s: %w", name, err)
+		}
 	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out, nil
 }
 
-// logFiles lists the log's files oldest first: the rotated ones, then the current one.
+// logFiles lists the log's files, oldest first: the legacy rotated files and the
+// legacy file, then the session files in the order they started.
 func logFiles(dir string) []string {
-	path := filepath.Join(dir, LogFile)
-	idx := rotatedIndexes(path)
-	out := make([]string, 0, len(idx)+1)
-	for i := len(idx) - 1; i >= 0; i-- {
-		out = append(out, rotatedName(path, idx[i]))
+	legacy := filepath.Join(dir, LegacyLogFile)
+	var out []string
+	for i := range legacyRotations(legacy) {
+		out = append(out, fmt.Sprintf("%s.%d", legacy, i+1))
 	}
-	return append(out, path)
+	slices.Reverse(out)
+	out = append(out, legacy)
+	sessions, _ := filepath.Glob(filepath.Join(dir, LogSubdir, "*.jsonl"))
+	slices.Sort(sessions) // names start with the start time
+	return append(out, sessions...)
+}
+
+// legacyRotations is how many rotated legacy files there are (.1 to .N).
+func legacyRotations(path string) int {
+	n := 0
+	for {
+		if _, err := os.Lstat(fmt.Sprintf("%s.%d", path, n+1)); err != nil {
+			return n
+		}
+		n++
+	}
+}
+
+// readLines calls fn with each record of the complete lines r holds and returns the
+// number of bytes those lines take: a last line without its newline (still being
+// written) is left for later.
+func readLines(r io.Reader, fn func(Record)) (int64, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var n int64
+	for {
+		line, err := br.ReadBytes('\n')
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		n += int64(len(line))
+		if rec, ok := parseRecord(line); ok {
+			fn(rec)
+		}
+	}
 }
 
 func parseRecord(line []byte) (Record, bool) {
@@ -65,174 +116,67 @@ func parseRecord(line []byte) (Record, bool) {
 	return r, true
 }
 
-// followPoll is how often Follow looks for new lines.
+// followPoll is how often Follow looks for new lines and new files.
 const followPoll = 200 * time.Millisecond
 
-// Follow calls fn with every record in the log in dir that matches filter: first those
-// already written (as ReadLog), then new ones as they are appended, across rotations,
-// until ctx is done (then it returns nil). The log need not exist yet. Records are lost
-// only if a file is rotated out of existence between two polls.
+// Follow calls fn with every record in the log in dir that matches filter: first
+// those already written, as ReadLog returns them, then new ones as they are appended
+// to any session's file, new sessions' files included, until ctx is done (then it
+// returns nil). The log need not exist yet. Nothing is lost between polls: files only
+// grow, and each is read from where the last poll left it.
 func Follow(ctx context.Context, dir string, filter LogFilter, fn func(Record)) error {
-	t := &tail{path: filepath.Join(dir, LogFile), filter: filter, fn: fn}
-	defer t.close()
-	t.start(logFiles(dir)[0]) // the oldest file; the tail walks forward from it
+	read := map[string]int64{} // bytes of each file already read
+	var backlog []Record
+	if err := poll(dir, read, func(r Record) { backlog = append(backlog, r) }); err != nil {
+		return err
+	}
+	sort.SliceStable(backlog, func(i, j int) bool { return backlog[i].Time.Before(backlog[j].Time) })
+	emit := func(r Record) {
+		if filter.Match(r) {
+			fn(r)
+		}
+	}
+	for _, r := range backlog {
+		emit(r)
+	}
 	tick := time.NewTicker(followPoll)
 	defer tick.Stop()
 	for {
-		if err := t.poll(); err != nil {
-			return err
-		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		}
-	}
-}
-
-func readFile(name string, filter LogFilter) ([]Record, error) {
-	data, err := os.ReadFile(name)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("reading the proxy log: %w", err)
-	}
-	var out []Record
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		if r, ok := parseRecord(line); ok && filter.Match(r) {
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
-// tail reads the lines appended to the log, walking from a rotated file to the one
-// written after it, and finally following the current file.
-type tail struct {
-	path    string
-	filter  LogFilter
-	fn      func(Record)
-	f       *os.File
-	r       *bufio.Reader
-	partial []byte
-}
-
-func (t *tail) start(name string) {
-	if f, err := os.Open(name); err == nil {
-		t.use(f)
-	}
-}
-
-func (t *tail) use(f *os.File) {
-	t.close()
-	t.f, t.r, t.partial = f, bufio.NewReader(f), nil
-}
-
-func (t *tail) poll() error {
-	if t.f == nil {
-		f, err := os.Open(t.path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("following the proxy log: %w", err)
-		}
-		t.use(f)
-	}
-	for {
-		if err := t.drain(); err != nil {
+		if err := poll(dir, read, emit); err != nil {
 			return err
 		}
-		next, err := t.successor()
-		if err != nil || next == nil {
-			return err
-		}
-		t.use(next)
 	}
 }
 
-// successor opens the file written after t.f once t.f has been rotated, or returns nil
-// while t.f is still the current file (or the next one is not there yet).
-func (t *tail) successor() (*os.File, error) {
-	fi, err := t.f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("following the proxy log: %w", err)
-	}
-	for {
-		if cur, err := os.Stat(t.path); err == nil && os.SameFile(cur, fi) {
-			return nil, nil
-		}
-		k := rotatedIndex(t.path, fi)
-		if k == 0 { // rotated out of existence: carry on with the current file
-			g, err := os.Open(t.path)
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, nil
-			}
-			return g, err
-		}
-		g, err := os.Open(rotatedName(t.path, k-1))
-		switch {
-		case errors.Is(err, fs.ErrNotExist) && k == 1:
-			return nil, nil // mid-rotation: the new file is not created yet
-		case errors.Is(err, fs.ErrNotExist):
-			continue // mid-rotation: look again
-		case err != nil:
-			return nil, fmt.Errorf("following the proxy log: %w", err)
-		}
-		// Only if t.f is still at k did g follow it (no rotation in between).
-		if ri, err := os.Stat(rotatedName(t.path, k)); err == nil && os.SameFile(ri, fi) {
-			return g, nil
-		}
-		g.Close()
-	}
-}
-
-// rotatedIndex is i where LogFile.i is the file fi, or 0 when no rotated file is.
-func rotatedIndex(path string, fi os.FileInfo) int {
-	for _, i := range rotatedIndexes(path) {
-		if ri, err := os.Stat(rotatedName(path, i)); err == nil && os.SameFile(ri, fi) {
-			return i
-		}
-	}
-	return 0
-}
-
-// rotatedIndexes lists the rotated files' suffixes, 1 (newest) first. A rotation in
-// progress leaves one gap in the sequence, so the scan stops at two missing in a row.
-func rotatedIndexes(path string) []int {
-	var out []int
-	for i, missing := 1, 0; missing < 2; i++ {
-		if _, err := os.Lstat(rotatedName(path, i)); err != nil {
-			missing++
+// poll reads what each log file holds past read[name], and records the new offsets.
+func poll(dir string, read map[string]int64, fn func(Record)) error {
+	for _, name := range logFiles(dir) {
+		fi, err := os.Stat(name)
+		if err != nil || fi.Size() <= read[name] {
 			continue
 		}
-		missing = 0
-		out = append(out, i)
-	}
-	return out
-}
-
-func (t *tail) drain() error {
-	for {
-		line, err := t.r.ReadBytes('\n')
-		if err == io.EOF {
-			t.partial = append(t.partial, line...)
-			return nil
+		f, err := os.Open(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
 		}
 		if err != nil {
 			return fmt.Errorf("following the proxy log: %w", err)
 		}
-		if len(t.partial) > 0 {
-			line = append(t.partial, line...)
-			t.partial = nil
+		if _, err := f.Seek(read[name], io.SeekStart); err != nil {
+			f.Close()
+			return fmt.Errorf("following the proxy log: %w", err)
 		}
-		if r, ok := parseRecord(line); ok && t.filter.Match(r) {
-			t.fn(r)
+		n, err := readLines(f, fn)
+		f.Close()
+		read[name] += n
+		if err != nil {
+			return fmt.Errorf("following the proxy log %s: %w", name, err)
 		}
 	}
-}
-
-func (t *tail) close() {
-	if t.f != nil {
-		t.f.Close()
-		t.f = nil
-	}
+	return nil
 }

@@ -2,16 +2,13 @@ package audit
 
 import (
 	"context"
-	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
-
-func seqRecord(i int) Record {
-	return Record{Time: time.Unix(int64(i), 0).UTC(), Method: "GET", Host: fmt.Sprintf("h%02d.test", i), Port: 80, Decision: DecisionAllow}
-}
 
 func TestReadLogFilterAndMissing(t *testing.T) {
 	recs, err := ReadLog(filepath.Join(t.TempDir(), "none"), LogFilter{})
@@ -19,17 +16,21 @@ func TestReadLogFilterAndMissing(t *testing.T) {
 		t.Fatalf("missing log: %v, %v", recs, err)
 	}
 	dir := t.TempDir()
-	l, _ := Open(dir, 1<<20, 3)
+	a, _ := Open(dir, "a", Options{})
+	b, _ := Open(dir, "b", Options{})
 	all := []Record{
-		{Time: time.Unix(1, 0).UTC(), Session: "a", Host: "x.test", Decision: DecisionAllow},
-		{Time: time.Unix(2, 0).UTC(), Session: "a", Host: "y.test", Decision: DecisionDeny},
-		{Time: time.Unix(3, 0).UTC(), Session: "b", Host: "Y.test", Decision: DecisionDeny},
+		{Kind: KindRequest, Time: time.Unix(1, 0).UTC(), Session: "a", Host: "x.test", Decision: DecisionAllow},
+		{Kind: KindRequest, Time: time.Unix(2, 0).UTC(), Session: "a", Host: "y.test", Decision: DecisionDeny},
+		{Kind: KindRequest, Time: time.Unix(3, 0).UTC(), Session: "b", Host: "Y.test", Decision: DecisionDeny},
+		{Kind: KindDropped, Time: time.Unix(4, 0).UTC(), Session: "b", Decision: DecisionDeny, Dropped: 2},
 	}
-	for _, r := range all {
-		l.Write(r)
-	}
-	l.f.WriteString(`{"time": "cut short`) // a torn last line is skipped
-	l.Close()
+	b.Write(all[2]) // files are read one after the other; records come out by time
+	a.Write(all[0])
+	a.Write(all[1])
+	b.append(all[3])
+	a.f.WriteString(`{"time": "cut short`) // a torn last line is skipped
+	a.Close()
+	b.Close()
 	tests := []struct {
 		f    LogFilter
 		want []Record
@@ -37,7 +38,7 @@ func TestReadLogFilterAndMissing(t *testing.T) {
 		{LogFilter{}, all},
 		{LogFilter{Denied: true}, all[1:]},
 		{LogFilter{Session: "a"}, all[:2]},
-		{LogFilter{Host: "y.test"}, all[1:]},
+		{LogFilter{Host: "y.test"}, all[1:3]},
 		{LogFilter{Since: time.Unix(3, 0)}, all[2:]},
 	}
 	for _, tt := range tests {
@@ -48,37 +49,110 @@ func TestReadLogFilterAndMissing(t *testing.T) {
 	}
 }
 
-func TestFollow(t *testing.T) {
+// TestReadLegacy: the single rotated log of earlier versions is read too, oldest of all.
+func TestReadLegacy(t *testing.T) {
 	dir := t.TempDir()
-	l, _ := Open(dir, 300, 3)
-	l.Write(seqRecord(0))
-	ctx, cancel := context.WithCancel(context.Background())
-	got := make(chan Record, 100)
-	done := make(chan error)
-	go func() { done <- Follow(ctx, dir, LogFilter{}, func(r Record) { got <- r }) }()
-	expect := func(i int) {
-		t.Helper()
-		select {
-		case r := <-got:
-			if r != seqRecord(i) {
-				t.Fatalf("got %+v, want %+v", r, seqRecord(i))
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("record %d never came", i)
-		}
+	line := func(r Record) []byte { b := FormatJSON(r); return append(b, '\n') }
+	legacy := filepath.Join(dir, LegacyLogFile)
+	os.WriteFile(legacy+".2", line(seqRecord(1)), 0o600)
+	os.WriteFile(legacy+".1", line(seqRecord(2)), 0o600)
+	os.WriteFile(legacy, line(seqRecord(3)), 0o600)
+	w, _ := Open(dir, "s", Options{})
+	w.Write(seqRecord(4))
+	w.Close()
+	got, err := ReadLog(dir, LogFilter{})
+	if want := []Record{seqRecord(1), seqRecord(2), seqRecord(3), seqRecord(4)}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("got %v, %v; want %v", got, err, want)
 	}
-	expect(0)
-	for i := 1; i < 16; i += 5 { // several rotations between two polls
-		for j := range 5 {
-			l.Write(seqRecord(i + j))
+}
+
+// TestFollowNeverLoses: a follower started before three sessions write thousands of
+// records as fast as they can sees every one of them, each session's in order, new
+// sessions' files included.
+func TestFollowNeverLoses(t *testing.T) {
+	dir := t.TempDir()
+	early, _ := Open(dir, "early", Options{})
+	early.Write(seqRecord(0))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	got := map[string][]int{}
+	total := 0
+	done := make(chan error, 1)
+	go func() {
+		done <- Follow(ctx, dir, LogFilter{}, func(r Record) {
+			mu.Lock()
+			got[r.Session] = append(got[r.Session], int(r.Time.Unix()))
+			total++
+			mu.Unlock()
+		})
+	}()
+	const n = 3000
+	var wg sync.WaitGroup
+	for _, s := range []string{"s1", "s2", "s3"} {
+		wg.Go(func() {
+			w, err := Open(dir, s, Options{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for i := range n {
+				r := seqRecord(i)
+				r.Session = s
+				w.Write(r)
+			}
+			w.Close()
+		})
+	}
+	wg.Wait()
+	early.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		count := total
+		mu.Unlock()
+		if count == 3*n+1 || time.Now().After(deadline) {
+			break
 		}
-		for j := range 5 {
-			expect(i + j)
-		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	l.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range []string{"s1", "s2", "s3"} {
+		if len(got[s]) != n {
+			t.Errorf("%s: the follower saw %d of %d records", s, len(got[s]), n)
+			continue
+		}
+		for i, v := range got[s] {
+			if v != i {
+				t.Fatalf("%s: record %d is %d: out of order", s, i, v)
+			}
+		}
+	}
+}
+
+// TestPollPartialLine: a line being written is left for the next poll, then read
+// once, whole.
+func TestPollPartialLine(t *testing.T) {
+	dir := t.TempDir()
+	w, _ := Open(dir, "s", Options{})
+	defer w.Close()
+	read := map[string]int64{}
+	var got []Record
+	collect := func(r Record) { got = append(got, r) }
+	line := append(FormatJSON(seqRecord(7)), '\n')
+	w.f.Write(line[:10])
+	if err := poll(dir, read, collect); err != nil || len(got) != 0 {
+		t.Fatalf("half a line: %v, %v", got, err)
+	}
+	w.f.Write(line[10:])
+	poll(dir, read, collect)
+	poll(dir, read, collect)
+	if len(got) != 1 || got[0] != seqRecord(7) {
+		t.Errorf("got %+v", got)
+	}
 }

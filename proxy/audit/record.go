@@ -1,21 +1,54 @@
-// Package audit is the egress proxy's audit log: one JSON line per HTTP request or
-// CONNECT tunnel (Record), appended by a Writer that rotates the file by size, and read
-// back by ReadLog and Follow, oldest first, across rotated files. Suggest turns denied
-// records into allow entries.
+// Package audit is the egress proxy's audit log: one JSON line per decision (Record),
+// appended by a Writer to a file of its own per session, and read back by ReadLog and
+// Follow across every session's file. Suggest turns denied records into allow entries;
+// FormatText and FormatJSON render records for a terminal.
+//
+// The log is built to survive the sandbox it records. A Writer never deletes another
+// session's records, and keeps every allowed decision of its own; what a sandbox can
+// produce at no cost (denied and failed requests) is written up to a per-session
+// budget, then counted in KindDropped records. Every record is bounded (MaxRecordBytes):
+// a long path is cut, and its length recorded. Files older than the retention are
+// removed when a Writer opens, whatever their content: that is the only deletion.
 //
 // The package is separate from the proxy so that the devsandbox CLI can read the log
 // (devsandbox logs proxy) without linking the proxy's HTTP stack; it imports only the
 // standard library.
 //
-// A Record never holds a header value or a query string. Not guaranteed: a path may itself
-// carry a token when an API puts one there; a line cut short by a crash is skipped.
+// A Record never holds a header value or a query string. Not guaranteed: a path may
+// itself carry a token when an API puts one there; a line cut short by a crash is
+// skipped; a request still in flight when its proxy is killed is not recorded.
+//
+// # Adding a kind of record
+//
+// A Record is a decision (Decision, Rule, Reason) about a destination (Host, Port) by
+// one session, of a Kind. A new kind (a git push the proxy decided on, say) adds a
+// Kind constant and, for what only it has, one pointer field to a struct of its own
+// with `json:",omitempty"`, whose bound method cuts its strings and is called from
+// Record.bound; FormatText gets a case for it. The Writer needs nothing: it budgets
+// by Decision (every allowed record is kept, others count against the budget), and
+// Suggest ignores kinds other than KindRequest.
 package audit
 
-import "time"
+import (
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
 
-// LogFile is the audit log's name inside the log directory; rotated files carry a
-// suffix: LogFile+".1" (newest) to LogFile+".N" (oldest).
-const LogFile = "proxy.jsonl"
+// LegacyLogFile is the single log file (with rotations LegacyLogFile+".1" …) that
+// versions before per-session files wrote in the log directory; ReadLog and Follow
+// still read it, oldest of all.
+const LegacyLogFile = "proxy.jsonl"
+
+// LogSubdir is the directory, inside the log directory, of the per-session files:
+// "<start time>-<session>.jsonl".
+const LogSubdir = "proxy-log"
+
+// Kinds of Record.
+const (
+	KindRequest = "request" // one HTTP request (decrypted ones included) or CONNECT tunnel
+	KindDropped = "dropped" // Dropped records of the session were counted, not written
+)
 
 // Decision values of a Record.
 const (
@@ -29,23 +62,40 @@ const (
 const (
 	RuleDefault     = "default"         // no entry matched; the policy's default applied
 	RulePrivate     = "private address" // a special-purpose address no allow entry names
+	RuleHost        = "host loopback"   // the proxy's own host: loopback or unspecified, never opened
 	RuleAuth        = "proxy-auth"      // no or wrong Proxy-Authorization on a TCP endpoint
-	RuleBadRequest  = "bad request"     // not a request the proxy forwards
+	RuleBadRequest  = "bad request"     // not a request the proxy forwards (a malformed target)
 	RulePlaceholder = "placeholder"     // a credential's placeholder sent to a host it is not for
 	RuleMisdirected = "misdirected"     // a decrypted request for another host than its tunnel's
 	RuleRequest     = "request rule"    // a tunnel to a host a request rule limits, without MITM
+	RuleCleartext   = "cleartext"       // plain HTTP inside a decrypted CONNECT that expects TLS
 )
 
-// Record is one audit log line: one HTTP request (including each request inside a
-// tunnel the proxy decrypted) or one CONNECT tunnel. It holds no header value and no
-// query string.
+// Bounds of a Record's fields, in bytes as JSON encodes them; a field over its bound
+// is cut (Path records its full length in PathBytes). Together they keep every line
+// within MaxRecordBytes.
+const (
+	MaxPathBytes   = 1024
+	maxHostBytes   = 255
+	maxShortBytes  = 64  // method, session, special
+	maxRuleBytes   = 256 // rule, credential
+	maxReasonBytes = 512 // reason, error
+	// MaxRecordBytes bounds one line of the log.
+	MaxRecordBytes = 4096
+)
+
+// Record is one audit log line. For KindRequest: one HTTP request (including each
+// request inside a tunnel the proxy decrypted) or one CONNECT tunnel. It holds no
+// header value and no query string.
 type Record struct {
+	Kind       string    `json:"kind,omitempty"` // "" in logs written before kinds: KindRequest
 	Time       time.Time `json:"time"`
 	Session    string    `json:"session,omitempty"`
 	Method     string    `json:"method"`
 	Host       string    `json:"host"`
 	Port       int       `json:"port"`
-	Path       string    `json:"path,omitempty"` // HTTP only; never the query
+	Path       string    `json:"path,omitempty"`       // HTTP only; never the query; cut to MaxPathBytes
+	PathBytes  int       `json:"path_bytes,omitempty"` // the path's length, when Path was cut
 	Status     int       `json:"status"`
 	BytesUp    int64     `json:"bytes_up"`   // request body, or client-to-target bytes of a tunnel
 	BytesDown  int64     `json:"bytes_down"` // response body, or target-to-client bytes of a tunnel
@@ -54,8 +104,82 @@ type Record struct {
 	Rule       string    `json:"rule,omitempty"`
 	Reason     string    `json:"reason,omitempty"`
 	Error      string    `json:"error,omitempty"`
+	// Special is the class of special-purpose address (ClassLoopback, ClassPrivate, …)
+	// that decided a RulePrivate or RuleHost denial: the host itself, or what it
+	// resolved to.
+	Special string `json:"special,omitempty"`
 	// MITM marks a tunnel the proxy decrypted, and each request it saw inside one.
 	MITM bool `json:"mitm,omitempty"`
 	// Credential names the headers of the credentials the proxy added (never a value).
 	Credential string `json:"credential,omitempty"`
+	// Dropped (KindDropped) is how many records the session left out since its
+	// previous KindDropped record.
+	Dropped int `json:"dropped,omitempty"`
+}
+
+// kind is r's Kind, KindRequest for a record written before kinds.
+func (r Record) kind() string {
+	if r.Kind == "" {
+		return KindRequest
+	}
+	return r.Kind
+}
+
+// bound cuts r's strings to their bounds.
+func (r *Record) bound() {
+	if p, cut := cutEncoded(r.Path, MaxPathBytes); cut {
+		if r.PathBytes == 0 {
+			r.PathBytes = len(r.Path)
+		}
+		r.Path = p
+	}
+	for _, f := range []struct {
+		s   *string
+		max int
+	}{
+		{&r.Kind, maxShortBytes}, {&r.Session, maxShortBytes}, {&r.Method, maxShortBytes}, {&r.Special, maxShortBytes},
+		{&r.Host, maxHostBytes}, {&r.Decision, maxShortBytes}, {&r.Rule, maxRuleBytes}, {&r.Credential, maxRuleBytes},
+		{&r.Reason, maxReasonBytes}, {&r.Error, maxReasonBytes},
+	} {
+		*f.s, _ = cutEncoded(*f.s, f.max)
+	}
+}
+
+// cutEncoded returns the longest prefix of s, on a character boundary, whose JSON
+// encoding takes at most max bytes, and whether it had to cut. Costs are counted as
+// encoding/json writes them: 6 bytes for an escaped control character or an invalid
+// byte, 2 for '"' and '\\'.
+func cutEncoded(s string, max int) (string, bool) {
+	cost := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		c := size
+		switch {
+		case r == utf8.RuneError && size == 1, r < 0x20, r == '<', r == '>', r == '&', r == '\u2028', r == '\u2029':
+			c = 6
+		case r == '"', r == '\\':
+			c = 2
+		}
+		if cost+c > max {
+			return s[:i], true
+		}
+		cost += c
+		i += size
+	}
+	return s, false
+}
+
+// AllowEntry is the narrowest allow entry of the egress grammar that names host:port:
+// the host alone for ports 0, 80 and 443, else host:port (an IPv6 address in
+// brackets). It is never a wildcard, so it also names a special-purpose address the
+// host resolves to.
+func AllowEntry(host string, port int) string {
+	host = normalize(host)
+	if port == 0 || port == 80 || port == 443 {
+		return host
+	}
+	if isIPv6(host) {
+		return "[" + host + "]:" + strconv.Itoa(port)
+	}
+	return host + ":" + strconv.Itoa(port)
 }

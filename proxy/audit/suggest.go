@@ -1,45 +1,135 @@
 package audit
 
 import (
+	"net"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 )
 
-// Suggest returns the allow entries that would have permitted the denied records:
-// those denied by the default or as a special-purpose address (a deny entry wins over
-// any allow entry, so those are left out). Entries are deduplicated and sorted; each is
-// AllowEntry of the record's host and port.
-func Suggest(records []Record) []string {
-	seen := map[string]bool{}
-	for _, r := range records {
-		if r.Decision == DecisionDeny && (r.Rule == RuleDefault || r.Rule == RulePrivate) && r.Host != "" {
-			seen[AllowEntry(r.Host, r.Port)] = true
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for e := range seen {
-		out = append(out, e)
-	}
-	slices.Sort(out)
-	return out
+// Suggestion is an allow entry that would have permitted denied requests.
+type Suggestion struct {
+	Entry string
+	// Warning, when set, says what allowing Entry opens beyond a public host: it names
+	// a private (LAN, VPN, documentation) address, or a name that resolved to one.
+	Warning string
 }
 
-// AllowEntry is the narrowest allow entry of the egress grammar that names host:port:
-// the host alone for ports 0, 80 and 443, else host:port (an IPv6 address in
-// brackets). It is never a wildcard, so it also names a special-purpose address the
-// host resolves to.
-func AllowEntry(host string, port int) string {
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
-		host = host[1 : len(host)-1]
+// Withheld is a denied destination Suggest does not propose, and why.
+type Withheld struct {
+	Target string // host:port as the record has it
+	Why    string
+}
+
+// never are the classes Suggest withholds: the proxy refuses the host's own addresses
+// whatever the entries, and link-local, metadata and multicast destinations are never
+// something a sandbox should be given by a pasted suggestion.
+var never = []string{ClassUnspecified, ClassLoopback, ClassThisHost, ClassLinkLocal, ClassMetadata, ClassMulticast}
+
+// Suggest returns the allow entries that would have permitted the denied requests
+// among records, sorted and deduplicated (each is AllowEntry of a record's host and
+// port), and the denied destinations it withholds. Only denials by the default or as
+// a special-purpose address count (a deny entry wins over any allow entry).
+//
+// Suggest never proposes a wildcard, a malformed host, an address with a zone, or an
+// unspecified, loopback, this-host, link-local, metadata or multicast address, nor a
+// name that resolved to one; a private address, or a name that resolved to one, comes
+// with a Warning. A name denied as a special-purpose address by a log that did not
+// record which one (before Record.Special) is withheld.
+func Suggest(records []Record) ([]Suggestion, []Withheld) {
+	sugg := map[string]Suggestion{}
+	held := map[string]Withheld{}
+	for _, r := range records {
+		if r.kind() != KindRequest || r.Decision != DecisionDeny || (r.Rule != RuleDefault && r.Rule != RulePrivate) || r.Host == "" {
+			continue
+		}
+		entry := AllowEntry(r.Host, r.Port)
+		s, why := classifyForSuggest(r)
+		if why != "" {
+			held[entry] = Withheld{Target: net.JoinHostPort(normalize(r.Host), strconv.Itoa(r.Port)), Why: why}
+			continue
+		}
+		s.Entry = entry
+		sugg[entry] = s
 	}
-	if port == 0 || port == 80 || port == 443 {
-		return host
+	out := make([]Suggestion, 0, len(sugg))
+	for _, s := range sugg {
+		out = append(out, s)
 	}
-	if a, err := netip.ParseAddr(host); err == nil && a.Is6() {
-		return "[" + host + "]:" + strconv.Itoa(port)
+	slices.SortFunc(out, func(a, b Suggestion) int { return strings.Compare(a.Entry, b.Entry) })
+	wh := make([]Withheld, 0, len(held))
+	for _, w := range held {
+		wh = append(wh, w)
 	}
-	return host + ":" + strconv.Itoa(port)
+	slices.SortFunc(wh, func(a, b Withheld) int { return strings.Compare(a.Target, b.Target) })
+	return out, wh
+}
+
+// classifyForSuggest decides on one denied record: a Suggestion (with a warning or
+// not), or why it is withheld.
+func classifyForSuggest(r Record) (Suggestion, string) {
+	host := normalize(r.Host)
+	class, what := r.Special, ""
+	a, err := netip.ParseAddr(host)
+	switch {
+	case err == nil && a.Zone() != "":
+		return Suggestion{}, "an address with a zone is not an entry"
+	case err == nil:
+		class, what = Classify(a)
+	case !validName(host):
+		return Suggestion{}, "not a host name an entry can hold (a wildcard or a malformed name)"
+	case IsLoopbackName(host):
+		class = ClassLoopback
+	case r.Rule == RulePrivate && class == "":
+		return Suggestion{}, "it resolved to a special-purpose address the log does not name; check the log's reason and add it by hand if you mean to"
+	}
+	if what == "" {
+		what = classWords(class)
+	}
+	if slices.Contains(never, class) {
+		return Suggestion{}, what + ": never suggested"
+	}
+	if class == "" {
+		return Suggestion{}, ""
+	}
+	subject := host + " is " + what
+	if err != nil {
+		subject = host + " resolved to " + what
+	}
+	return Suggestion{Warning: subject + ": allowing it lets the sandbox reach that network, not just the internet"}, ""
+}
+
+// classWords says a class in words, for a record that names the class only.
+func classWords(class string) string {
+	switch class {
+	case ClassPrivate:
+		return "a private address"
+	case ClassCGNAT:
+		return "a carrier-grade NAT address"
+	case ClassThisHost:
+		return "an address of this host"
+	case "":
+		return ""
+	}
+	return "a " + class + " address"
+}
+
+// validName reports whether h is a DNS name an allow entry can hold: labels of
+// letters, digits, '-' and '_' (no wildcard), at most 253 bytes.
+func validName(h string) bool {
+	if h == "" || len(h) > 253 || strings.Trim(h, "0123456789.") == "" {
+		return false
+	}
+	for label := range strings.SplitSeq(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range []byte(label) {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }

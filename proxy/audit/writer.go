@@ -7,101 +7,180 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 )
 
 // Writer defaults.
 const (
-	DefaultMaxBytes = 10 << 20
-	DefaultKeep     = 3
+	// DefaultDeniedBudget is how many records that are not allowed (denied, or no
+	// decision reached) a session writes in full. Beyond it, a record is still written
+	// when it is the first for its destination and rule, up to as many again; the rest
+	// are counted in KindDropped records.
+	DefaultDeniedBudget = 1000
+	// DefaultRetention is the age (since its last write) at which a session's file is
+	// removed, when a later Writer opens.
+	DefaultRetention = 90 * 24 * time.Hour
+	// markerInterval is how often, at most, a session that keeps dropping records
+	// writes a KindDropped record; the last one is written by Close.
+	markerInterval = 10 * time.Second
 )
 
-// Writer appends Records to dir/LogFile (mode 0600), rotating the file once it would
-// grow beyond maxBytes and keeping keep rotated files. Safe for concurrent use.
-type Writer struct {
-	mu     sync.Mutex
-	path   string
-	max    int64
-	keep   int
-	f      *os.File
-	size   int64
-	closed bool
+// Options tune a Writer; the zero value takes the defaults.
+type Options struct {
+	DeniedBudget int              // 0: DefaultDeniedBudget
+	Retention    time.Duration    // 0: DefaultRetention
+	Now          func() time.Time // nil: time.Now
 }
 
-// Open opens the log in dir for appending, creating dir (0700) and the file as needed.
-// keep 0 keeps no rotated file.
-func Open(dir string, maxBytes int64, keep int) (*Writer, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// Writer appends one session's Records to a file of its own, dir/LogSubdir/<start
+// time>-<session>.jsonl (mode 0600, in directories of mode 0700). It never removes a
+// record of its own session, nor a file another session is writing. Safe for
+// concurrent use.
+type Writer struct {
+	mu      sync.Mutex
+	f       *os.File
+	session string
+	budget  int
+	now     func() time.Time
+
+	written    int              // records not allowed written so far
+	seen       map[dropKey]bool // their destinations and rules
+	pending    int              // records dropped since the last KindDropped record
+	lastMarker time.Time
+	closed     bool
+}
+
+// dropKey is what makes a record that is not allowed a new one: the first for its
+// destination and rule is written even past the budget (Suggest needs it).
+type dropKey struct {
+	decision, rule, host string
+	port                 int
+}
+
+// Open starts session's file in dir (created 0700 as needed), first removing the
+// session files, and legacy log files, last written longer ago than the retention.
+func Open(dir, session string, o Options) (*Writer, error) {
+	if o.DeniedBudget == 0 {
+		o.DeniedBudget = DefaultDeniedBudget
+	}
+	if o.Retention == 0 {
+		o.Retention = DefaultRetention
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	sub := filepath.Join(dir, LogSubdir)
+	if err := os.MkdirAll(sub, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the proxy log directory: %w", err)
 	}
-	w := &Writer{path: filepath.Join(dir, LogFile), max: maxBytes, keep: keep}
-	if err := w.open(); err != nil {
-		return nil, err
+	removeExpired(dir, o.Now().Add(-o.Retention))
+	start := o.Now().UTC()
+	base := start.Format("20060102T150405.000Z") + "-" + fileSafe(session)
+	var f *os.File
+	var err error
+	for i := 1; ; i++ {
+		name := base
+		if i > 1 {
+			name += "-" + strconv.Itoa(i)
+		}
+		f, err = os.OpenFile(filepath.Join(sub, name+".jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+		if !errors.Is(err, fs.ErrExist) || i == 100 {
+			break
+		}
 	}
-	return w, nil
+	if err != nil {
+		return nil, fmt.Errorf("opening the proxy log: %w", err)
+	}
+	return &Writer{f: f, session: session, budget: o.DeniedBudget, now: o.Now, seen: map[dropKey]bool{}}, nil
 }
 
-func (w *Writer) open() error {
-	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("opening the proxy log: %w", err)
+// fileSafe is session as a file name part: letters, digits, '-' and '_', at most 64.
+func fileSafe(session string) string {
+	s := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, session)
+	if len(s) > 64 {
+		s = s[:64]
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("opening the proxy log: %w", err)
+	if s == "" {
+		s = "session"
 	}
-	w.f, w.size = f, fi.Size()
-	return nil
+	return s
 }
 
-// Write appends rec as one line; after Close it does nothing.
+// removeExpired removes the log files in dir last modified before cutoff.
+func removeExpired(dir string, cutoff time.Time) {
+	for _, name := range logFiles(dir) {
+		if fi, err := os.Lstat(name); err == nil && fi.Mode().IsRegular() && fi.ModTime().Before(cutoff) {
+			_ = os.Remove(name)
+		}
+	}
+}
+
+// Write appends rec as one line, bounded (see MaxRecordBytes), with Kind set
+// (KindRequest when empty). A record that is not allowed counts against the
+// session's budget: past it, it is dropped and counted, unless it is the first for its
+// destination and rule (up to as many again). After Close it does nothing.
 func (w *Writer) Write(rec Record) error {
-	line, err := json.Marshal(rec)
-	if err != nil {
-		return err
+	if rec.Kind == "" {
+		rec.Kind = KindRequest
 	}
-	line = append(line, '\n')
+	rec.bound()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return nil
 	}
-	if w.size > 0 && w.size+int64(len(line)) > w.max {
-		if err := w.rotate(); err != nil {
-			return err
+	if rec.Decision != DecisionAllow && rec.Kind != KindDropped && !w.admit(rec) {
+		w.pending++
+		if w.lastMarker.IsZero() || w.now().Sub(w.lastMarker) >= markerInterval {
+			return w.marker()
 		}
+		return nil
 	}
-	n, err := w.f.Write(line)
-	w.size += int64(n)
+	return w.append(rec)
+}
+
+// admit reports whether a record that is not allowed is written, and counts it.
+func (w *Writer) admit(rec Record) bool {
+	k := dropKey{rec.Decision, rec.Rule, rec.Host, rec.Port}
+	switch {
+	case w.written < w.budget:
+	case !w.seen[k] && len(w.seen) < 2*w.budget:
+	default:
+		return false
+	}
+	w.written++
+	w.seen[k] = true
+	return true
+}
+
+// marker writes a KindDropped record for the records dropped since the last one.
+func (w *Writer) marker() error {
+	now := w.now()
+	rec := Record{Kind: KindDropped, Time: now.UTC(), Session: w.session, Decision: DecisionDeny, Dropped: w.pending}
+	rec.bound()
+	w.pending, w.lastMarker = 0, now
+	return w.append(rec)
+}
+
+func (w *Writer) append(rec Record) error {
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	_, err = w.f.Write(append(line, '\n'))
 	return err
 }
 
-// rotate shifts LogFile.i to LogFile.i+1, dropping the oldest, and starts a new file.
-func (w *Writer) rotate() error {
-	if err := w.f.Close(); err != nil {
-		return fmt.Errorf("rotating the proxy log: %w", err)
-	}
-	for i := w.keep; i >= 1; i-- {
-		err := os.Rename(rotatedName(w.path, i-1), rotatedName(w.path, i))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("rotating the proxy log: %w", err)
-		}
-	}
-	if w.keep == 0 {
-		os.Remove(w.path)
-	}
-	return w.open()
-}
-
-func rotatedName(path string, i int) string {
-	if i == 0 {
-		return path
-	}
-	return fmt.Sprintf("%s.%d", path, i)
-}
-
-// Close syncs and closes the file; later writes are dropped. It may be called again.
+// Close writes the count of records dropped since the last KindDropped record, syncs
+// and closes the file; later writes are dropped. It may be called again.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -109,5 +188,9 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
-	return errors.Join(w.f.Sync(), w.f.Close())
+	var err error
+	if w.pending > 0 {
+		err = w.marker()
+	}
+	return errors.Join(err, w.f.Sync(), w.f.Close())
 }

@@ -27,7 +27,7 @@ func PlaceholderEnv(i int) string { return "DEVSANDBOX_PLACEHOLDER_" + strconv.I
 // the variables holding its secrets.
 type Credential struct {
 	Name           string `json:"name"`   // the in-sandbox variable, or the config key, for messages
-	Host           string `json:"host"`   // egress grammar
+	Host           string `json:"host"`   // proxy.Credential.Host: [https:// or http://] egress entry
 	Header         string `json:"header"` // header name
 	Format         string `json:"format,omitempty"`
 	ValueEnv       string `json:"value_env"`
