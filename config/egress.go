@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -36,6 +37,70 @@ func ValidPublish(s string) error {
 		if err := validPort(p); err != nil {
 			return invalidf("%q: %v (want HOST_PORT:SANDBOX_PORT)", s, err)
 		}
+	}
+	return nil
+}
+
+// loopbackRanges are what an allow entry may not lie within without
+// egress.loopback_entries = "ignore": the unspecified addresses (dialled, they reach
+// the dialling host) and the loopback, in both families and IPv4-mapped.
+var loopbackRanges = []struct {
+	prefix netip.Prefix
+	what   string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified address"},
+	{netip.MustParsePrefix("::/128"), "the unspecified address"},
+	{netip.MustParsePrefix("::ffff:0.0.0.0/104"), "an unspecified address"},
+	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address"},
+	{netip.MustParsePrefix("::1/128"), "the loopback address"},
+	{netip.MustParsePrefix("::ffff:127.0.0.0/104"), "a loopback address"},
+}
+
+// loopbackEntry says what a valid egress entry names when it names only unspecified
+// or loopback addresses, or the local host by name (localhost, *.localhost); else "".
+func loopbackEntry(entry string) string {
+	e, err := egress.ParseEntry(entry)
+	switch {
+	case err != nil:
+		return ""
+	case e.Host != "":
+		if e.Host == "localhost" || strings.HasSuffix(e.Host, ".localhost") {
+			return "a name for the local host"
+		}
+		return ""
+	}
+	for _, r := range loopbackRanges {
+		p := e.Prefix
+		if p.Addr().BitLen() == r.prefix.Addr().BitLen() && p.Bits() >= r.prefix.Bits() && r.prefix.Contains(p.Addr()) {
+			return r.what
+		}
+	}
+	return ""
+}
+
+// checkLoopbackAllow refuses an allow entry of l that names only unspecified or
+// loopback addresses, or localhost, unless egress.loopback_entries = "ignore" in l or
+// a layer below it (cur). Such an entry cannot do what it seems to: the proxy never
+// connects to the host's own loopback, and the sandbox's loopback is its own anyway.
+func (l *layer) checkLoopbackAllow(src *source, cur string) error {
+	if v := l.Egress.LoopbackEntries; v != nil {
+		cur = *v
+	}
+	if cur == "ignore" {
+		return nil
+	}
+	for i, e := range l.Egress.Allow {
+		what := loopbackEntry(e)
+		if what == "" {
+			continue
+		}
+		hint := ""
+		if strings.HasPrefix(e, "0.0.0.0") || strings.HasPrefix(e, "::") || strings.HasPrefix(e, "[::]") {
+			hint = ` (it does not mean "everywhere": proxy.default = "allow" lets public hosts through)`
+		}
+		return src.fail("egress.allow", i, invalidf(
+			"%q is %s%s: the egress proxy runs on your host and never connects to its loopback, whose services trust every local process, and the sandbox's own loopback needs no entry; remove it, or set egress.loopback_entries = \"ignore\" to drop such entries with a warning",
+			e, what, hint))
 	}
 	return nil
 }

@@ -2,6 +2,9 @@ package config
 
 import (
 	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +46,43 @@ func TestValidEgressEntryURL(t *testing.T) {
 		if err := ValidEgressEntry(s); err == nil || err.Error() != want {
 			t.Errorf("ValidEgressEntry(%q) = %v, want %s", s, err, want)
 		}
+	}
+}
+
+func TestLoopbackEntry(t *testing.T) {
+	for entry, want := range map[string]string{
+		"0.0.0.0": "an unspecified address", "0.0.0.0:443": "an unspecified address", "0.1.2.3": "an unspecified address",
+		"::": "the unspecified address", "[::]:80": "the unspecified address", "::ffff:0.0.0.0": "an unspecified address",
+		"127.0.0.1": "a loopback address", "127.0.0.1:8080": "a loopback address", "127.0.0.0/8": "a loopback address",
+		"127.1.2.0/24:22": "a loopback address", "::1": "the loopback address", "[::1]:3000": "the loopback address",
+		"::ffff:127.0.0.1": "a loopback address", "localhost": "a name for the local host", "LocalHost.:80": "a name for the local host",
+		"db.localhost": "a name for the local host", "*.localhost": "a name for the local host",
+		// not only loopback: the proxy refuses the loopback part whatever the entry
+		"0.0.0.0/0": "", "::/0": "", "96.0.0.0/3": "",
+		"10.0.0.1": "", "example.com": "", "localhost.example.com": "", "::2": "", "128.0.0.1": "",
+	} {
+		if got := loopbackEntry(entry); got != want {
+			t.Errorf("loopbackEntry(%q) = %q, want %q", entry, got, want)
+		}
+	}
+}
+
+// TestLoopbackAllowOverride: an allow entry of loopback or unspecified addresses is an
+// error naming where it came from and the override; with the override in the same or
+// a lower layer it is dropped with a warning, and the other entries stay.
+func TestLoopbackAllowOverride(t *testing.T) {
+	home, environ := testHome(t)
+	_, _, err := Load(LoadOptions{Environ: environ, Flags: Flags{Allow: []string{"a.com", "0.0.0.0"}}, UID: 1000, GID: 1000})
+	var ce *Error
+	if !errors.As(err, &ce) || !errors.Is(err, ErrInvalid) || ce.Source != "flag --allow" || !strings.Contains(err.Error(), `egress.loopback_entries = "ignore"`) {
+		t.Fatalf("--allow 0.0.0.0: %v", err)
+	}
+	writeFile(t, filepath.Join(home, ".config/devsandbox/config.toml"), "[egress]\nloopback_entries = \"ignore\"\nallow = [\"localhost:3000\"]\n")
+	c, warnings := mustLoad(t, LoadOptions{Environ: environ, Flags: Flags{Allow: []string{"a.com", "127.0.0.1", "[::]:80"}}})
+	if want := []string{"a.com"}; !slices.Equal(c.Egress.Allow, want) {
+		t.Errorf("egress.allow = %q, want %q", c.Egress.Allow, want)
+	}
+	if len(warnings) != 3 || !strings.Contains(warnings[0], `ignoring egress.allow entry "localhost:3000"`) {
+		t.Errorf("warnings %q", warnings)
 	}
 }

@@ -75,7 +75,13 @@ func TestFileErrors(t *testing.T) {
 		{"credential format", "[[proxy.credentials]]\nhost = \"a.com\"\nheader = \"Authorization\"\nvalue_file = \"~/t\"\nformat = \"Bearer\"\n", 5, "proxy.credentials[0].format", false},
 		{"credential header name", "[[proxy.credentials]]\nhost = \"a.com\"\nheader = \"X Y\"\nvalue_env = \"A\"\n", 3, "proxy.credentials[0].header", false},
 		// HTTPS (no port, or 443) needs proxy.mitm; another port is plain HTTP and does not.
-		{"credential https without mitm", "[proxy]\nmitm = false\n[[proxy.credentials]]\nhost = \"a.com:8080\"\nheader = \"X\"\nvalue_env = \"A\"\n[[proxy.credentials]]\nhost = \"b.com\"\nheader = \"X\"\nvalue_env = \"B\"\n", 8, "proxy.credentials[1].host", false},
+		{"credential https without mitm", "[proxy]\nmitm = false\n[[proxy.credentials]]\nhost = \"http://a.com:8080\"\nheader = \"X\"\nvalue_env = \"A\"\n[[proxy.credentials]]\nhost = \"b.com\"\nheader = \"X\"\nvalue_env = \"B\"\n", 8, "proxy.credentials[1].host", false},
+		{"credential on another port is https", "[[proxy.credentials]]\nhost = \"a.com:80\"\nheader = \"X\"\nvalue_env = \"A\"\n[[proxy.credentials]]\nhost = \"a.com:8080\"\nheader = \"X\"\nvalue_env = \"A\"\n", 6, "proxy.credentials[1].host", false},
+		{"credential https scheme without mitm", "[[proxy.credentials]]\nhost = \"https://a.com:8443\"\nheader = \"X\"\nvalue_env = \"A\"\n", 2, "proxy.credentials[0].host", false},
+		{"credential bad scheme", "[[proxy.credentials]]\nhost = \"ftp://a.com\"\nheader = \"X\"\nvalue_env = \"A\"\n", 2, "proxy.credentials[0].host", false},
+		{"loopback allow", "[egress]\nallow = [\"a.com\", \"127.0.0.1:8080\"]\n", 2, "egress.allow", false},
+		{"unspecified allow", "[egress]\nallow = [\"0.0.0.0\"]\n", 2, "egress.allow", false},
+		{"bad loopback_entries", "[egress]\nloopback_entries = \"allow\"\n", 2, "egress.loopback_entries", false},
 		{"credential 443 without mitm", "[[proxy.credentials]]\nhost = \"[2001:db8::1]:443\"\nheader = \"X\"\nvalue_env = \"A\"\n", 2, "proxy.credentials[0].host", false},
 	}
 	for _, tt := range tests {

@@ -53,10 +53,11 @@ type layerTool struct {
 }
 
 type layerEgress struct {
-	Mode    *string  `toml:"mode"`
-	Allow   []string `toml:"allow"`
-	Deny    []string `toml:"deny"`
-	Publish []string `toml:"publish"`
+	Mode            *string  `toml:"mode"`
+	Allow           []string `toml:"allow"`
+	Deny            []string `toml:"deny"`
+	Publish         []string `toml:"publish"`
+	LoopbackEntries *string  `toml:"loopback_entries"`
 }
 
 type layerProxy struct {

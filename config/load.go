@@ -124,6 +124,9 @@ func ValidateFile(path string, host Host) error {
 	if err := l.check(src, host); err != nil {
 		return err
 	}
+	if err := l.checkLoopbackAllow(src, "error"); err != nil {
+		return err
+	}
 	return l.checkCredentialsMITM(src, l.Proxy.MITM != nil && *l.Proxy.MITM)
 }
 
@@ -151,6 +154,9 @@ func applyFile(c *Config, path string, required bool) error {
 // apply checks l and merges it into c.
 func apply(c *Config, l *layer, src *source) error {
 	if err := l.check(src, c.Host); err != nil {
+		return err
+	}
+	if err := l.checkLoopbackAllow(src, c.Egress.LoopbackEntries); err != nil {
 		return err
 	}
 	return merge(c, l, src)
@@ -205,6 +211,9 @@ func applyProject(c *Config, projectDir, explicit string) (string, error) {
 		return "", err
 	}
 	if err := checkProject(c, l, src); err != nil {
+		return "", err
+	}
+	if err := l.checkLoopbackAllow(src, c.Egress.LoopbackEntries); err != nil {
 		return "", err
 	}
 	if err := merge(c, l, src); err != nil {

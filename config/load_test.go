@@ -28,7 +28,7 @@ func TestLoadDefaults(t *testing.T) {
 		Env:     Env{Set: map[string]string{}},
 		Secrets: Secrets{Files: map[string]string{}},
 		Tools:   map[string]ToolConfig{},
-		Egress:  Egress{Mode: "proxy"},
+		Egress:  Egress{Mode: "proxy", LoopbackEntries: "error"},
 		Proxy:   Proxy{Default: "allow"},
 		Docker:  Docker{Image: "devsandbox/default:dev", Home: "/home/alice"},
 		Krun:    Krun{Image: "devsandbox/default:dev", Runtime: "krun", CPUs: 2, MemoryMiB: 2048},
@@ -38,7 +38,7 @@ func TestLoadDefaults(t *testing.T) {
 	for _, k := range []string{
 		"isolator", "sandbox.mode", "sandbox.environment", "sandbox.read_only", "sandbox.hide_paths",
 		"sandbox.mask_files", "sandbox.mask_skip", "sandbox.tmp", "sandbox.bind_host_cache",
-		"sandbox.docker_socket", "env.passthrough_all", "egress.mode", "proxy.default", "proxy.mitm",
+		"sandbox.docker_socket", "env.passthrough_all", "egress.mode", "egress.loopback_entries", "proxy.default", "proxy.mitm",
 		"docker.image", "docker.home", "docker.keep_container", "krun.image", "krun.runtime", "krun.cpus",
 		"krun.memory_mib",
 	} {

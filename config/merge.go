@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 )
@@ -33,7 +34,7 @@ func defaults(host Host) *Config {
 		Env:     Env{Set: map[string]string{}},
 		Secrets: Secrets{Files: map[string]string{}},
 		Tools:   map[string]ToolConfig{},
-		Egress:  Egress{Mode: "proxy"},
+		Egress:  Egress{Mode: "proxy", LoopbackEntries: "error"},
 		Proxy:   Proxy{Default: "allow"},
 		Docker:  Docker{Image: defaultImage(), Home: "/home/" + host.User},
 		Krun:    Krun{Runtime: "krun", CPUs: 2, MemoryMiB: 2048},
@@ -43,7 +44,7 @@ func defaults(host Host) *Config {
 	for _, k := range []string{
 		"isolator", "sandbox.mode", "sandbox.environment", "sandbox.read_only", "sandbox.hide_paths",
 		"sandbox.mask_files", "sandbox.mask_skip", "sandbox.tmp", "sandbox.bind_host_cache",
-		"sandbox.docker_socket", "env.passthrough_all", "egress.mode", "proxy.default", "proxy.mitm",
+		"sandbox.docker_socket", "env.passthrough_all", "egress.mode", "egress.loopback_entries", "proxy.default", "proxy.mitm",
 		"docker.image", "docker.home", "docker.keep_container", "krun.runtime", "krun.cpus", "krun.memory_mib",
 	} {
 		c.Origins[k] = "default"
@@ -132,6 +133,7 @@ func merge(c *Config, l *layer, src *source) error {
 	union(m, "egress.allow", &c.Egress.Allow, l.Egress.Allow)
 	union(m, "egress.deny", &c.Egress.Deny, l.Egress.Deny)
 	union(m, "egress.publish", &c.Egress.Publish, l.Egress.Publish)
+	set(m, "egress.loopback_entries", &c.Egress.LoopbackEntries, l.Egress.LoopbackEntries)
 
 	set(m, "proxy.default", &c.Proxy.Default, l.Proxy.Default)
 	set(m, "proxy.mitm", &c.Proxy.MITM, l.Proxy.MITM)
@@ -176,6 +178,15 @@ func finish(c *Config) []string {
 	var warnings []string
 	if c.Env.PassthroughAll {
 		warnings = append(warnings, "env.passthrough_all is on: the sandbox sees every host environment variable, secrets included")
+	}
+	if c.Egress.LoopbackEntries == "ignore" {
+		c.Egress.Allow = slices.DeleteFunc(c.Egress.Allow, func(e string) bool {
+			if what := loopbackEntry(e); what != "" {
+				warnings = append(warnings, fmt.Sprintf("ignoring egress.allow entry %q (%s; egress.loopback_entries = \"ignore\"): it would open nothing, the proxy never connects to the host's own loopback", e, what))
+				return true
+			}
+			return false
+		})
 	}
 	if c.Egress.Mode == "open" && (len(c.Egress.Allow) > 0 || len(c.Egress.Deny) > 0) {
 		warnings = append(warnings, `egress.allow and egress.deny have no effect while egress.mode is "open"`)

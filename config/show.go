@@ -109,6 +109,7 @@ func entries(c *Config) []entry {
 	add(eg, "allow", strs(c.Egress.Allow))
 	add(eg, "deny", strs(c.Egress.Deny))
 	add(eg, "publish", strs(c.Egress.Publish))
+	add(eg, "loopback_entries", c.Egress.LoopbackEntries)
 
 	px := []string{"proxy"}
 	add(px, "default", c.Proxy.Default)

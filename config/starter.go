@@ -88,6 +88,9 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 # deny = ["169.254.169.254"]
 # Published ports: the host's 127.0.0.1:HOST_PORT reaches the sandbox's SANDBOX_PORT.
 # publish = ["3000:3000"]
+# An allow entry of 0.0.0.0, ::, a loopback address or localhost is an error ("error"),
+# or dropped with a warning ("ignore"); the proxy never reaches the host's loopback.
+# loopback_entries = "error"
 
 [proxy]
 # What the proxy does with destinations no rule names: allow or deny. [stricter only]
@@ -97,7 +100,9 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 # mitm = true
 
 # Credentials the proxy adds to requests: host pattern, header, value_env or value_file,
-# format, and placeholder_env (a variable set inside to a stand-in value). [user config only]
+# format, and placeholder_env (a variable set inside to a stand-in value). A host without
+# a scheme goes over HTTPS only (port 443 unless named); write http://host:port for a
+# credential sent over plain HTTP, in clear. [user config only]
 # [[proxy.credentials]]
 # host = "api.github.com"
 # header = "Authorization"

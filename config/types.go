@@ -80,6 +80,10 @@ type Egress struct {
 	// Publish are "HOST_PORT:SANDBOX_PORT" entries: the host's 127.0.0.1:HOST_PORT
 	// reaches the sandbox's port.
 	Publish []string
+	// LoopbackEntries is what an allow entry of an unspecified or loopback address (or
+	// localhost) is: "error" (the default), or "ignore", which drops it with a warning.
+	// Such an entry never reaches the host's loopback either way.
+	LoopbackEntries string
 }
 
 // Proxy is the [proxy] table.

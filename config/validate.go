@@ -106,6 +106,9 @@ func (l *layer) checkEgress(src *source, _ Host) error {
 			return src.fail("egress.mode", -1, invalidf("%q is not one of open, none, proxy, allowlist", *m))
 		}
 	}
+	if err := oneOf(src, "egress.loopback_entries", l.Egress.LoopbackEntries, "error", "ignore"); err != nil {
+		return err
+	}
 	egress := func(s string) (string, error) { return s, ValidEgressEntry(s) }
 	if err := eachEntry(src, "egress.allow", l.Egress.Allow, egress); err != nil {
 		return err
@@ -132,7 +135,7 @@ func (l *layer) checkProxy(src *source, host Host) error {
 		case (c.ValueEnv == "") == (c.ValueFile == ""):
 			return fail("value_env", invalidf("set exactly one of value_env and value_file"))
 		}
-		if err := ValidEgressEntry(c.Host); err != nil {
+		if err := ValidEgressEntry(credentialEntry(c.Host)); err != nil {
 			return fail("host", err)
 		}
 		if !httpToken(c.Header) {
@@ -162,7 +165,7 @@ func (l *layer) checkProxy(src *source, host Host) error {
 	return nil
 }
 
-// checkCredentialsMITM refuses a credential of l that covers HTTPS while MITM is off
+// checkCredentialsMITM refuses a credential of l that goes over HTTPS while MITM is off
 // (mitm: its value once l is applied). The proxy sees an HTTPS request, to add a
 // credential to it, only when it decrypts the traffic. Credentials come from the user
 // file or --config alone, and the only other layers that may set proxy.mitm are the
@@ -175,24 +178,43 @@ func (l *layer) checkCredentialsMITM(src *source, mitm bool) error {
 	for i, c := range l.Proxy.Credentials {
 		if coversHTTPS(c.Host) {
 			return src.fail("proxy.credentials["+strconv.Itoa(i)+"].host", -1, invalidf(
-				"%q covers HTTPS (port 443), where the proxy can add a credential only when it decrypts the traffic: set proxy.mitm = true, or give the host a plain-HTTP port (host:80)", c.Host))
+				"%q goes over HTTPS, where the proxy can add a credential only when it decrypts the traffic: set proxy.mitm = true; or, for a service that speaks plain HTTP, write http://%s (the credential then crosses the network unencrypted)",
+				c.Host, credentialEntry(c.Host)))
 		}
 	}
 	return nil
 }
 
-// coversHTTPS reports whether a valid egress entry matches port 443: it names no port,
-// or that one.
-func coversHTTPS(entry string) bool {
+// credentialEntry is a proxy.credentials host without its scheme: the egress entry.
+func credentialEntry(host string) string {
+	if rest, ok := strings.CutPrefix(host, "https://"); ok {
+		return rest
+	}
+	if rest, ok := strings.CutPrefix(host, "http://"); ok {
+		return rest
+	}
+	return host
+}
+
+// coversHTTPS reports whether a valid proxy.credentials host goes over HTTPS: unless it
+// is written http://, or names port 80 without a scheme, it does (the proxy adds it only
+// over TLS it speaks itself, to port 443 or the port named).
+func coversHTTPS(host string) bool {
+	if strings.HasPrefix(host, "http://") {
+		return false
+	}
+	if strings.HasPrefix(host, "https://") {
+		return true
+	}
 	var port string
 	switch {
-	case strings.HasPrefix(entry, "["):
-		_, port, _ = strings.Cut(entry, "]")
+	case strings.HasPrefix(host, "["):
+		_, port, _ = strings.Cut(host, "]")
 		port = strings.TrimPrefix(port, ":")
-	case strings.Count(entry, ":") == 1:
-		_, port, _ = strings.Cut(entry, ":")
+	case strings.Count(host, ":") == 1:
+		_, port, _ = strings.Cut(host, ":")
 	}
-	return port == "" || port == "443"
+	return port != "80"
 }
 
 func (l *layer) checkEngines(src *source, host Host) error {
