@@ -44,27 +44,9 @@ func sessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// socketDir returns the project's private directory for its sessions' Unix sockets
-// (the proxy's, the published ports'): under $XDG_RUNTIME_DIR, else under the state
-// dir (Unix socket paths are limited to 107 bytes, so a short fallback is used when
-// needed). It is per project: a kept container binds it whole as the project's
-// stable proxy endpoint.
-func socketDir(h config.Host, p *isolator.Plan) string {
-	const longest = len("/publish-0123456789ab/65535.sock")
-	if h.RuntimeDir != "" {
-		if s := filepath.Join(h.RuntimeDir, "devsandbox", p.Project.ID); len(s)+longest < 100 {
-			return s
-		}
-	}
-	if s := filepath.Join(p.StateDir, "sock"); len(s)+longest < 100 {
-		return s
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("devsandbox-%d", h.UID), p.Project.ID)
-}
-
-// proxySocket returns where the session proxy listens.
-func proxySocket(h config.Host, p *isolator.Plan, session string) string {
-	return filepath.Join(socketDir(h, p), "proxy-"+session+".sock")
+// proxySocket returns where the session proxy listens: in the plan's socket directory.
+func proxySocket(p *isolator.Plan, session string) string {
+	return filepath.Join(p.Egress.SocketDir, "proxy-"+session+".sock")
 }
 
 // CABundlePath is where the sandbox finds the CA bundle under proxy.mitm: the system's
@@ -91,7 +73,7 @@ type proxyPlan struct {
 // placeholder. It starts nothing (so --dry-run can use it).
 func planProxy(p *isolator.Plan, cfg *config.Config, session string) (*proxyPlan, error) {
 	pp := &proxyPlan{session: session}
-	p.Egress.Proxy = egress.Endpoint{Unix: proxySocket(cfg.Host, p, session)}
+	p.Egress.Proxy = egress.Endpoint{Unix: proxySocket(p, session)}
 	// Names, not values: the credentials' sources are named, never read here.
 	pol, _ := json.Marshal(cfg.Proxy)
 	sum := sha256.Sum256(pol)

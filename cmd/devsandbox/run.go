@@ -84,10 +84,14 @@ func (a *app) run(c *cli.Context) error {
 		return a.degrade(mode, cfg, err)
 	}
 	session := sessionID()
-	p.Egress.SocketDir = socketDir(cfg.Host, p)
-	if !c.Bool("dry-run") && (len(p.Egress.Forwards) > 0 || p.Egress.NeedsProxy()) {
-		// Once per launch, before this session adds its own sockets.
-		removeStaleSockets(p.Egress.SocketDir)
+	if len(p.Egress.Forwards) > 0 || p.Egress.NeedsProxy() {
+		if p.Egress.SocketDir, err = socketDir(cfg.Host, p); err != nil {
+			return err
+		}
+		if !c.Bool("dry-run") {
+			// Once per launch, before this session adds its own sockets.
+			removeStaleSockets(p.Egress.SocketDir)
+		}
 	}
 	if len(p.Egress.Forwards) > 0 {
 		planPublish(p, cfg.Host, session)
