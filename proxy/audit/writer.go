@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -94,6 +95,12 @@ func Open(dir, session string, o Options) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the proxy log: %w", err)
 	}
+	// Held while the session writes: removeExpired skips a locked file, however long
+	// its session has been quiet.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking the proxy log: %w", err)
+	}
 	return &Writer{f: f, session: session, budget: o.DeniedBudget, now: o.Now, seen: map[dropKey]bool{}}, nil
 }
 
@@ -114,12 +121,22 @@ func fileSafe(session string) string {
 	return s
 }
 
-// removeExpired removes the log files in dir last modified before cutoff.
+// removeExpired removes the log files in dir last modified before cutoff, except one a
+// Writer still holds.
 func removeExpired(dir string, cutoff time.Time) {
 	for _, name := range logFiles(dir) {
-		if fi, err := os.Lstat(name); err == nil && fi.Mode().IsRegular() && fi.ModTime().Before(cutoff) {
+		fi, err := os.Lstat(name)
+		if err != nil || !fi.Mode().IsRegular() || !fi.ModTime().Before(cutoff) {
+			continue
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
 			_ = os.Remove(name)
 		}
+		f.Close()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,15 +153,19 @@ func TestRetention(t *testing.T) {
 	oldName, _ := filepath.Glob(filepath.Join(dir, LogSubdir, "*-old.jsonl"))
 	os.Chtimes(oldName[0], ancient, ancient)
 	os.Chtimes(legacy, ancient, ancient)
+	quiet, _ := Open(dir, "quiet", Options{Now: clock.now}) // a live session, quiet for long
+	quietName, _ := filepath.Glob(filepath.Join(dir, LogSubdir, "*-quiet.jsonl"))
+	os.Chtimes(quietName[0], ancient, ancient)
 	w, err := Open(dir, "new", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
 	left, _ := filepath.Glob(filepath.Join(dir, LogSubdir, "*"))
-	if len(left) != 2 || strings.HasSuffix(left[0], "-old.jsonl") {
+	if len(left) != 3 || slices.ContainsFunc(left, func(n string) bool { return strings.HasSuffix(n, "-old.jsonl") }) {
 		t.Errorf("left: %v", left)
 	}
+	quiet.Close()
 	if _, err := os.Stat(legacy); !os.IsNotExist(err) {
 		t.Errorf("expired legacy file kept: %v", err)
 	}
