@@ -74,6 +74,15 @@ func flagLayers(f Flags, host Host) ([]flagLayer, error) {
 	if f.KeepContainer != nil {
 		add("--keep-container", &layer{Docker: layerDocker{KeepContainer: f.KeepContainer}})
 	}
+	if f.Pids != nil {
+		add("--pids", &layer{Limits: layerLimits{Pids: f.Pids}})
+	}
+	if f.Memory != nil {
+		add("--memory", &layer{Limits: layerLimits{Memory: f.Memory}})
+	}
+	if f.CPUs != nil {
+		add("--cpus", &layer{Limits: layerLimits{CPUs: f.CPUs}})
+	}
 	return out, nil
 }
 

@@ -13,6 +13,7 @@ type layer struct {
 	Proxy    layerProxy           `toml:"proxy"`
 	Docker   layerDocker          `toml:"docker"`
 	Krun     layerKrun            `toml:"krun"`
+	Limits   layerLimits          `toml:"limits"`
 }
 
 type layerSandbox struct {
@@ -31,6 +32,7 @@ type layerSandbox struct {
 	Tmp           *string  `toml:"tmp"`
 	BindHostCache *bool    `toml:"bind_host_cache"`
 	DockerSocket  *bool    `toml:"docker_socket"`
+	RelaxSyscalls []string `toml:"relax_syscalls"`
 
 	// mounts is HostMounts parsed by check; --mount fills it directly.
 	mounts []Mount
@@ -80,8 +82,8 @@ type layerDocker struct {
 	Host          *string  `toml:"host"`
 	Home          *string  `toml:"home"`
 	KeepContainer *bool    `toml:"keep_container"`
-	CPUs          *float64 `toml:"cpus"` // go-toml accepts integers here too
-	Memory        *string  `toml:"memory"`
+	CPUs          *float64 `toml:"cpus"`   // deprecated: limits.cpus
+	Memory        *string  `toml:"memory"` // deprecated: limits.memory
 }
 
 type layerKrun struct {
@@ -90,4 +92,10 @@ type layerKrun struct {
 	CPUs         *int    `toml:"cpus"`
 	MemoryMiB    *int    `toml:"memory_mib"`
 	PodmanSocket *string `toml:"podman_socket"`
+}
+
+type layerLimits struct {
+	Pids   *int     `toml:"pids"`
+	Memory *string  `toml:"memory"`
+	CPUs   *float64 `toml:"cpus"` // go-toml accepts integers here too
 }

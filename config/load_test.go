@@ -32,6 +32,7 @@ func TestLoadDefaults(t *testing.T) {
 		Proxy:   Proxy{Default: "allow"},
 		Docker:  Docker{Image: "devsandbox/default:dev", Home: "/home/alice"},
 		Krun:    Krun{Image: "devsandbox/default:dev", Runtime: "krun", CPUs: 2, MemoryMiB: 2048},
+		Limits:  Limits{Pids: 4096},
 		Host:    host,
 		Origins: map[string]string{},
 	}
@@ -40,7 +41,7 @@ func TestLoadDefaults(t *testing.T) {
 		"sandbox.mask_files", "sandbox.mask_skip", "sandbox.tmp", "sandbox.bind_host_cache",
 		"sandbox.docker_socket", "env.passthrough_all", "egress.mode", "egress.loopback_entries", "proxy.default", "proxy.mitm",
 		"docker.image", "docker.home", "docker.keep_container", "krun.image", "krun.runtime", "krun.cpus",
-		"krun.memory_mib",
+		"krun.memory_mib", "limits.pids",
 	} {
 		want.Origins[k] = "default"
 	}
@@ -57,7 +58,7 @@ func TestLoadLayers(t *testing.T) {
 [sandbox]
 mode = "auto"
 tmp = "tmpfs"
-[docker]
+[limits]
 memory = "4g"
 cpus = 2
 `
@@ -81,7 +82,7 @@ cpus = 8
 				"isolator":            {c.Isolator, "bwrap", user},
 				"sandbox.mode":        {c.Sandbox.Mode, "auto", user},
 				"sandbox.tmp":         {c.Sandbox.Tmp, "tmpfs", user},
-				"docker.memory":       {c.Docker.Memory, "4g", user},
+				"limits.memory":       {c.Limits.Memory, "4g", user},
 				"sandbox.environment": {c.Sandbox.Environment, "dev", "default"},
 			}
 		},
@@ -93,7 +94,7 @@ cpus = 8
 				"isolator":      {c.Isolator, "auto", "default"},
 				"sandbox.mode":  {c.Sandbox.Mode, "off", explicit},
 				"sandbox.tmp":   {c.Sandbox.Tmp, "session", "default"},
-				"docker.memory": {c.Docker.Memory, "", ""},
+				"limits.memory": {c.Limits.Memory, "", ""},
 			}
 		},
 	}, {

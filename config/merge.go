@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 )
@@ -12,6 +13,9 @@ var Version = "dev"
 
 // defaultImage is the image docker.image (and through it krun.image) defaults to.
 func defaultImage() string { return "devsandbox/default:" + Version }
+
+// DefaultPids is limits.pids unless a layer sets it: a fork storm stops there.
+const DefaultPids = 4096
 
 // defaults returns the built-in layer: every key with a default is set and has the
 // origin "default". krun.image is settled by finish, once docker.image is known.
@@ -38,6 +42,7 @@ func defaults(host Host) *Config {
 		Proxy:   Proxy{Default: "allow"},
 		Docker:  Docker{Image: defaultImage(), Home: "/home/" + host.User},
 		Krun:    Krun{Runtime: "krun", CPUs: 2, MemoryMiB: 2048},
+		Limits:  Limits{Pids: DefaultPids},
 		Host:    host,
 		Origins: map[string]string{},
 	}
@@ -46,6 +51,7 @@ func defaults(host Host) *Config {
 		"sandbox.mask_files", "sandbox.mask_skip", "sandbox.tmp", "sandbox.bind_host_cache",
 		"sandbox.docker_socket", "env.passthrough_all", "egress.mode", "egress.loopback_entries", "proxy.default", "proxy.mitm",
 		"docker.image", "docker.home", "docker.keep_container", "krun.runtime", "krun.cpus", "krun.memory_mib",
+		"limits.pids",
 	} {
 		c.Origins[k] = "default"
 	}
@@ -103,6 +109,7 @@ func merge(c *Config, l *layer, src *source) error {
 	set(m, "sandbox.tmp", &s.Tmp, ls.Tmp)
 	set(m, "sandbox.bind_host_cache", &s.BindHostCache, ls.BindHostCache)
 	set(m, "sandbox.docker_socket", &s.DockerSocket, ls.DockerSocket)
+	union(m, "sandbox.relax_syscalls", &s.RelaxSyscalls, ls.RelaxSyscalls)
 
 	union(m, "env.passthrough", &c.Env.Passthrough, l.Env.Passthrough)
 	set(m, "env.passthrough_all", &c.Env.PassthroughAll, l.Env.PassthroughAll)
@@ -151,8 +158,7 @@ func merge(c *Config, l *layer, src *source) error {
 	set(m, "docker.host", &d.Host, ld.Host)
 	set(m, "docker.home", &d.Home, ld.Home)
 	set(m, "docker.keep_container", &d.KeepContainer, ld.KeepContainer)
-	set(m, "docker.cpus", &d.CPUs, ld.CPUs)
-	set(m, "docker.memory", &d.Memory, ld.Memory)
+	mergeLimits(m, &c.Limits, &l.Limits, *ld)
 
 	k, lk := &c.Krun, &l.Krun
 	set(m, "krun.image", &k.Image, lk.Image)
@@ -161,6 +167,29 @@ func merge(c *Config, l *layer, src *source) error {
 	set(m, "krun.memory_mib", &k.MemoryMiB, lk.MemoryMiB)
 	set(m, "krun.podman_socket", &k.PodmanSocket, lk.PodmanSocket)
 	return nil
+}
+
+// mergeLimits applies [limits], and the deprecated docker.cpus and docker.memory as
+// the limits they stand for (unless the same layer sets the limit itself).
+func mergeLimits(m merger, c *Limits, l *layerLimits, d layerDocker) {
+	set(m, "limits.pids", &c.Pids, l.Pids)
+	for _, a := range []struct {
+		alias, key string
+		aliasSet   bool
+		apply      func()
+	}{
+		{"docker.memory", "limits.memory", d.Memory != nil && l.Memory == nil, func() { c.Memory = *d.Memory }},
+		{"docker.cpus", "limits.cpus", d.CPUs != nil && l.CPUs == nil, func() { c.CPUs = *d.CPUs }},
+	} {
+		if !a.aliasSet {
+			continue
+		}
+		a.apply()
+		m.c.Origins[a.key] = m.origin + " (" + a.alias + ")"
+		m.c.deprecated = append(m.c.deprecated, fmt.Sprintf("%s (in %s) is deprecated: it sets %s; rename it", a.alias, m.origin, a.key))
+	}
+	set(m, "limits.memory", &c.Memory, l.Memory)
+	set(m, "limits.cpus", &c.CPUs, l.CPUs)
 }
 
 // finish settles the values that depend on others once every layer is in, and
@@ -175,7 +204,16 @@ func finish(c *Config) []string {
 		c.Sandbox.Mode = "enforce"
 		c.Origins["sandbox.mode"] = c.Origins["sandbox.environment"]
 	}
-	var warnings []string
+	// krun sizes its VM from the limits unless krun.cpus or krun.memory_mib are set.
+	if c.Origins["krun.cpus"] == "default" && c.Limits.CPUs > 0 {
+		c.Krun.CPUs = int(math.Ceil(c.Limits.CPUs))
+		c.Origins["krun.cpus"] = c.Origins["limits.cpus"]
+	}
+	if c.Origins["krun.memory_mib"] == "default" && c.Limits.Memory != "" {
+		c.Krun.MemoryMiB = int(c.Limits.MemoryBytes() >> 20)
+		c.Origins["krun.memory_mib"] = c.Origins["limits.memory"]
+	}
+	warnings := slices.Clone(c.deprecated)
 	if c.Env.PassthroughAll {
 		warnings = append(warnings, "env.passthrough_all is on: the sandbox sees every host environment variable, secrets included")
 	}

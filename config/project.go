@@ -3,6 +3,7 @@ package config
 import (
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // A project file lives in the repository, so its author may not be the user. Once
@@ -76,6 +77,44 @@ var stricter = []stricterKey{
 	enumKey("proxy.default", "", func(l *layer) *string { return l.Proxy.Default }, func(c *Config) string { return c.Proxy.Default },
 		"allow", "deny"),
 	boolKey("proxy.mitm", "", func(l *layer) *bool { return l.Proxy.MITM }, func(c *Config) bool { return c.Proxy.MITM }, false),
+	limitKey("limits.pids", "--pids", func(l *layer) (string, bool) { return intLit(l.Limits.Pids) }, func(c *Config) string { return strconv.Itoa(c.Limits.Pids) }),
+	limitKey("limits.memory", "--memory", func(l *layer) (string, bool) { return lit(l.Limits.Memory) }, func(c *Config) string { return quote(c.Limits.Memory) }),
+	limitKey("limits.cpus", "--cpus", func(l *layer) (string, bool) { return floatLit(l.Limits.CPUs) }, func(c *Config) string { return strconv.FormatFloat(c.Limits.CPUs, 'g', -1, 64) }),
+	// The deprecated aliases set the same limits.
+	limitKey("docker.memory", "--memory", func(l *layer) (string, bool) { return lit(l.Docker.Memory) }, func(c *Config) string { return quote(c.Limits.Memory) }),
+	limitKey("docker.cpus", "--cpus", func(l *layer) (string, bool) { return floatLit(l.Docker.CPUs) }, func(c *Config) string { return strconv.FormatFloat(c.Limits.CPUs, 'g', -1, 64) }),
+}
+
+// limitKey is a stricterKey for a resource limit: a smaller value is stricter, and
+// none (0, or no memory size) is the loosest.
+func limitKey(key, flag string, proj func(*layer) (string, bool), cur func(*Config) string) stricterKey {
+	amount := func(lit string) float64 {
+		s := strings.Trim(lit, `"`)
+		if n, ok := parseSize(s); ok && strings.HasPrefix(lit, `"`) {
+			return float64(n)
+		}
+		f, _ := strconv.ParseFloat(s, 64)
+		return f
+	}
+	return stricterKey{key: key, flag: flag, proj: proj, cur: cur,
+		atLeast: func(v, cur string) bool {
+			a, c := amount(v), amount(cur)
+			return c == 0 || a > 0 && a <= c
+		}}
+}
+
+func intLit(p *int) (string, bool) {
+	if p == nil {
+		return "", false
+	}
+	return strconv.Itoa(*p), true
+}
+
+func floatLit(p *float64) (string, bool) {
+	if p == nil {
+		return "", false
+	}
+	return strconv.FormatFloat(*p, 'g', -1, 64), true
 }
 
 // enumKey is a stricterKey whose values run from the loosest to the strictest.

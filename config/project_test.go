@@ -100,8 +100,11 @@ func TestProjectMayTighten(t *testing.T) {
 		{"tool disabled", "", "[tools.ssh]\nenabled = false\nsecrets = false\n"},
 		{"tool enabled by the user", "[tools.ssh]\nenabled = true\n", "[tools.ssh]\nenabled = true\nsecrets = true\n"},
 		{"inside the sandbox", "", "[sandbox]\ntmp = \"tmpfs\"\n[env.set]\nGOFLAGS = \"-mod=mod\"\n" +
-			"[docker]\nimage = \"proj:1\"\nhome = \"/home/dev\"\nkeep_container = true\ncpus = 4\nmemory = \"8g\"\n" +
-			"[krun]\nimage = \"proj:1\"\ncpus = 4\nmemory_mib = 8192\n"},
+			"[docker]\nimage = \"proj:1\"\nhome = \"/home/dev\"\nkeep_container = true\n" +
+			"[krun]\nimage = \"proj:1\"\ncpus = 4\nmemory_mib = 8192\n" +
+			"[limits]\npids = 512\ncpus = 4\nmemory = \"8g\"\n"},
+		{"a relaxed syscall group", "", "[sandbox]\nrelax_syscalls = [\"io_uring\"]\n"},
+		{"lower limits than the user's", "[limits]\npids = 1024\nmemory = \"8g\"\ncpus = 4\n", "[limits]\npids = 100\nmemory = \"512m\"\ncpus = 0.5\n"},
 		{"empty lists", "", "[sandbox]\nmask_allow = []\nro_binds = []\n[env]\npassthrough = []\n"},
 	}
 	for _, tt := range tests {

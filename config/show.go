@@ -82,6 +82,7 @@ func entries(c *Config) []entry {
 	add(sb, "tmp", s.Tmp)
 	add(sb, "bind_host_cache", s.BindHostCache)
 	add(sb, "docker_socket", s.DockerSocket)
+	add(sb, "relax_syscalls", strs(s.RelaxSyscalls))
 
 	env := []string{"env"}
 	add(env, "passthrough", strs(c.Env.Passthrough))
@@ -125,8 +126,6 @@ func entries(c *Config) []entry {
 	add(d, "host", c.Docker.Host)
 	add(d, "home", c.Docker.Home)
 	add(d, "keep_container", c.Docker.KeepContainer)
-	optional(d, "cpus", c.Docker.CPUs)
-	optional(d, "memory", c.Docker.Memory)
 
 	k := []string{"krun"}
 	add(k, "image", c.Krun.Image)
@@ -134,6 +133,11 @@ func entries(c *Config) []entry {
 	add(k, "cpus", c.Krun.CPUs)
 	add(k, "memory_mib", c.Krun.MemoryMiB)
 	add(k, "podman_socket", c.Krun.PodmanSocket)
+
+	lm := []string{"limits"}
+	add(lm, "pids", c.Limits.Pids)
+	optional(lm, "memory", c.Limits.Memory)
+	optional(lm, "cpus", c.Limits.CPUs)
 	return out
 }
 

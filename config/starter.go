@@ -54,6 +54,10 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 # bind_host_cache = false
 # Expose the Docker socket and DOCKER_HOST inside. [stricter only]
 # docker_socket = false
+# Syscall policy groups to allow for this sandbox (strict by default): userns (nested
+# sandboxes such as Chromium's), io_uring, perf (perf_event_open), sockets (every socket
+# family). Each run says which are relaxed.
+# relax_syscalls = ["io_uring"]
 
 [env]
 # Host variable names (or prefixes such as "LC_*") passed in; values are never printed. [user config only]
@@ -124,9 +128,8 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 # home = "/home/<user>"
 # Keep the container after the run.
 # keep_container = false
-# CPU limit (no limit when unset).
+# Deprecated: the same as limits.cpus and limits.memory (a warning says so). [stricter only]
 # cpus = 2.0
-# Memory limit such as "4g" (no limit when unset).
 # memory = "4g"
 
 [krun]
@@ -134,12 +137,20 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 # image = "devsandbox/default:{version}"
 # OCI runtime podman uses. [user config only]
 # runtime = "krun"
-# Virtual CPUs of the microVM.
+# Virtual CPUs of the microVM (default: limits.cpus rounded up, else 2).
 # cpus = 2
-# Memory of the microVM in MiB.
+# Memory of the microVM in MiB (default: limits.memory, else 2048).
 # memory_mib = 2048
 # Podman API socket; discovered when empty. [user config only]
 # podman_socket = "/run/user/1000/podman/podman.sock"
+
+[limits]
+# Tasks (processes and threads) per sandbox; 0 for no limit. [stricter only]
+# pids = 4096
+# Memory such as "4g" (no limit when unset); where it cannot be enforced the run fails. [stricter only]
+# memory = "4g"
+# CPUs (no limit when unset); where it cannot be enforced the run fails. [stricter only]
+# cpus = 2.0
 `
 
 // StarterFile returns the commented starter configuration `devsandbox config init`

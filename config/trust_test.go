@@ -119,22 +119,22 @@ func TestTrustStates(t *testing.T) {
 // and that --config replaces the user file only.
 func TestProjectLayerOrder(t *testing.T) {
 	home, environ := testHome(t)
-	user := writeUserFile(t, home, "[sandbox]\nmode = \"auto\"\n[docker]\nimage = \"user\"\nmemory = \"1g\"\n")
-	dir, file, host := project(t, home, environ, "[sandbox]\nmode = \"enforce\"\n[docker]\nimage = \"proj\"\ncpus = 3\n")
+	user := writeUserFile(t, home, "[sandbox]\nmode = \"auto\"\n[docker]\nimage = \"user\"\n[limits]\nmemory = \"1g\"\n")
+	dir, file, host := project(t, home, environ, "[sandbox]\nmode = \"enforce\"\n[docker]\nimage = \"proj\"\n[limits]\ncpus = 3\n")
 	mustTrust(t, host, file)
-	explicit := writeFile(t, filepath.Join(home, "explicit.toml"), "[docker]\ncpus = 4\n")
+	explicit := writeFile(t, filepath.Join(home, "explicit.toml"), "[limits]\ncpus = 4\n")
 
 	c, _ := mustLoad(t, LoadOptions{Environ: environ, ProjectDir: dir})
-	if c.Sandbox.Mode != "enforce" || c.Docker.Image != "proj" || c.Docker.Memory != "1g" ||
-		c.Origins["docker.image"] != file || c.Origins["docker.memory"] != user || !reflect.DeepEqual(c.Files, []string{user, file}) {
-		t.Errorf("user + project: mode %q image %q memory %q files %q", c.Sandbox.Mode, c.Docker.Image, c.Docker.Memory, c.Files)
+	if c.Sandbox.Mode != "enforce" || c.Docker.Image != "proj" || c.Limits.Memory != "1g" ||
+		c.Origins["docker.image"] != file || c.Origins["limits.memory"] != user || !reflect.DeepEqual(c.Files, []string{user, file}) {
+		t.Errorf("user + project: mode %q image %q memory %q files %q", c.Sandbox.Mode, c.Docker.Image, c.Limits.Memory, c.Files)
 	}
 
 	image := "flag"
 	c, _ = mustLoad(t, LoadOptions{Environ: environ, ProjectDir: dir, Flags: Flags{ConfigFile: explicit, Image: &image}})
-	if c.Docker.CPUs != 4 || c.Docker.Memory != "" || c.Docker.Image != "flag" || c.Origins["docker.cpus"] != explicit ||
+	if c.Limits.CPUs != 4 || c.Limits.Memory != "" || c.Docker.Image != "flag" || c.Origins["limits.cpus"] != explicit ||
 		!reflect.DeepEqual(c.Files, []string{file, explicit}) {
-		t.Errorf("--config: cpus %v memory %q image %q files %q", c.Docker.CPUs, c.Docker.Memory, c.Docker.Image, c.Files)
+		t.Errorf("--config: cpus %v memory %q image %q files %q", c.Limits.CPUs, c.Limits.Memory, c.Docker.Image, c.Files)
 	}
 
 	// The project file given as --config applies as that: no trust needed, no rules.

@@ -13,6 +13,7 @@ type Config struct {
 	Proxy   Proxy
 	Docker  Docker
 	Krun    Krun
+	Limits  Limits
 
 	// Host is the snapshot of the host environment the config was loaded against.
 	Host Host
@@ -25,6 +26,9 @@ type Config struct {
 	// their own: "env.set.NAME", "secrets.files.NAME", "tools.<name>.enabled". A key
 	// that no layer set and that has no default is absent.
 	Origins map[string]string
+
+	// deprecated are notes on deprecated keys the layers used, turned into warnings.
+	deprecated []string
 }
 
 // Sandbox is the [sandbox] table.
@@ -44,6 +48,9 @@ type Sandbox struct {
 	Tmp           string   // session | tmpfs | shm
 	BindHostCache bool
 	DockerSocket  bool
+	// RelaxSyscalls are the syscall policy's groups allowed for this sandbox
+	// (syscalls.Groups); empty is the strict policy.
+	RelaxSyscalls []string
 }
 
 // Mount is one `SRC:DST[:ro]` entry.
@@ -103,14 +110,13 @@ type Credential struct {
 	PlaceholderEnv string
 }
 
-// Docker is the [docker] table.
+// Docker is the [docker] table. docker.cpus and docker.memory are deprecated
+// aliases of limits.cpus and limits.memory, which carry their values.
 type Docker struct {
 	Image         string
 	Host          string
 	Home          string
 	KeepContainer bool
-	CPUs          float64
-	Memory        string
 }
 
 // Krun is the [krun] table.
@@ -120,6 +126,19 @@ type Krun struct {
 	CPUs         int
 	MemoryMiB    int
 	PodmanSocket string
+}
+
+// Limits is the [limits] table: what one sandbox may consume, on every isolator.
+type Limits struct {
+	Pids   int     // tasks; 0 = no limit
+	Memory string  // a size such as "512m" or "4g"; "" = no limit
+	CPUs   float64 // 0 = no limit
+}
+
+// MemoryBytes is Memory in bytes (0 when unset). Memory was validated at load.
+func (l Limits) MemoryBytes() int64 {
+	n, _ := parseSize(l.Memory)
+	return n
 }
 
 // Host is what the config layer read from the process environment. It is the only
@@ -150,4 +169,7 @@ type Flags struct {
 	ReadOnly      *bool    // --read-only
 	KeepContainer *bool    // --keep-container
 	Image         *string  // --image, applies to the selected container isolator
+	Pids          *int     // --pids
+	Memory        *string  // --memory
+	CPUs          *float64 // --cpus
 }

@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/devsandbox/devsandbox/syscalls"
 )
 
 // check validates l, read from src, and normalises it in place: `~` is expanded
 // against host.Home, paths are cleaned and host_mounts parsed. The first problem is
 // returned as an *Error.
 func (l *layer) check(src *source, host Host) error {
-	for _, c := range []func(*source, Host) error{l.checkTop, l.checkSandbox, l.checkEnv, l.checkEgress, l.checkProxy, l.checkEngines} {
+	for _, c := range []func(*source, Host) error{l.checkTop, l.checkSandbox, l.checkEnv, l.checkEgress, l.checkProxy, l.checkEngines, l.checkLimits} {
 		if err := c(src, host); err != nil {
 			return err
 		}
@@ -48,6 +50,12 @@ func (l *layer) checkSandbox(src *source, host Host) error {
 		{"sandbox.mask_skip", s.MaskSkip, dirName},
 		{"sandbox.ro_binds", s.ROBinds, paths},
 		{"sandbox.rw_binds", s.RWBinds, paths},
+		{"sandbox.relax_syscalls", s.RelaxSyscalls, func(g string) (string, error) {
+			if _, err := syscalls.ParseGroup(g); err != nil {
+				return "", invalidf("%q is not a syscall group (one of %s)", g, strings.Join(syscalls.GroupNames(), ", "))
+			}
+			return g, nil
+		}},
 		{"sandbox.system_binds", s.SystemBinds, func(p string) (string, error) {
 			if p == "host" {
 				if len(s.SystemBinds) != 1 {
@@ -233,8 +241,10 @@ func (l *layer) checkEngines(src *source, host Host) error {
 	if d.CPUs != nil && (!(*d.CPUs > 0) || math.IsInf(*d.CPUs, 1)) {
 		return src.fail("docker.cpus", -1, invalidf("%v is not greater than 0", *d.CPUs))
 	}
-	if d.Memory != nil && !validSize(*d.Memory) {
-		return src.fail("docker.memory", -1, invalidf("%q is not a size such as \"512m\" or \"4g\"", *d.Memory))
+	if d.Memory != nil {
+		if err := checkMemory(*d.Memory); err != nil {
+			return src.fail("docker.memory", -1, err)
+		}
 	}
 	if k.CPUs != nil && *k.CPUs <= 0 {
 		return src.fail("krun.cpus", -1, invalidf("%d is not greater than 0", *k.CPUs))
@@ -248,6 +258,40 @@ func (l *layer) checkEngines(src *source, host Host) error {
 			return src.fail("krun.podman_socket", -1, err)
 		}
 		*p = abs
+	}
+	return nil
+}
+
+// Bounds of [limits]: the sandbox's own init and helpers need a few tasks, and the
+// engines refuse less than 6 MiB of memory.
+const (
+	minPids        = 8
+	minMemoryBytes = 6 << 20
+)
+
+func (l *layer) checkLimits(src *source, _ Host) error {
+	lm := &l.Limits
+	if lm.Pids != nil && *lm.Pids != 0 && (*lm.Pids < minPids || *lm.Pids > 1<<22) {
+		return src.fail("limits.pids", -1, invalidf("%d is not a number of tasks from %d to %d (or 0 for no limit)", *lm.Pids, minPids, 1<<22))
+	}
+	if lm.Memory != nil {
+		if err := checkMemory(*lm.Memory); err != nil {
+			return src.fail("limits.memory", -1, err)
+		}
+	}
+	if lm.CPUs != nil && (!(*lm.CPUs > 0) || math.IsInf(*lm.CPUs, 1)) {
+		return src.fail("limits.cpus", -1, invalidf("%v is not greater than 0", *lm.CPUs))
+	}
+	return nil
+}
+
+func checkMemory(s string) error {
+	n, ok := parseSize(s)
+	if !ok {
+		return invalidf("%q is not a size such as \"512m\" or \"4g\"", s)
+	}
+	if n < minMemoryBytes {
+		return invalidf("%q is less than the 6m a sandbox needs", s)
 	}
 	return nil
 }
@@ -388,14 +432,32 @@ func parseMount(s, home string, flag bool) (Mount, error) {
 	return Mount{Source: src, Dest: dst, ReadOnly: ro}, nil
 }
 
-// validSize checks a size such as "512m", "4g" or "1.5G": digits, an optional
-// fraction and an optional unit b, k, m or g.
-func validSize(s string) bool {
-	if s != "" && strings.ContainsRune("bkmgBKMG", rune(s[len(s)-1])) {
-		s = s[:len(s)-1]
+// parseSize reads a size such as "512m", "4g" or "1.5G": digits, an optional
+// fraction and an optional unit b, k, m or g (powers of 1024, as the docker CLI
+// reads them), in bytes.
+func parseSize(s string) (int64, bool) {
+	mult := 1.0
+	if s != "" {
+		switch s[len(s)-1] {
+		case 'b', 'B':
+			s = s[:len(s)-1]
+		case 'k', 'K':
+			mult, s = 1<<10, s[:len(s)-1]
+		case 'm', 'M':
+			mult, s = 1<<20, s[:len(s)-1]
+		case 'g', 'G':
+			mult, s = 1<<30, s[:len(s)-1]
+		}
 	}
 	whole, frac, dot := strings.Cut(s, ".")
-	return digits(whole) && (!dot || digits(frac))
+	if !digits(whole) || dot && !digits(frac) {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v*mult > 1<<62 {
+		return 0, false
+	}
+	return int64(v * mult), true
 }
 
 func digits(s string) bool {

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/syscalls"
 )
 
 // Plan is the backend-neutral description of one sandboxed run. It is pure data: every
@@ -36,6 +38,11 @@ type Plan struct {
 	Env     []EnvVar
 	Secrets []Secret
 	Egress  egress.Rules
+	// Syscalls is the syscall policy every process of the sandbox runs under; the
+	// zero value is the strict policy.
+	Syscalls syscalls.Policy
+	// Limits bound what the sandbox consumes.
+	Limits Limits
 
 	Command  []string
 	TTY      bool
@@ -49,6 +56,31 @@ type Plan struct {
 	// HostEnv holds the host values of FromHost variables and env secrets. Renderers
 	// must never print it; Run copies values from it into the child's environment.
 	HostEnv map[string]string `json:"-"`
+}
+
+// Limits bound what one sandbox consumes; zero means no limit. Where an isolator
+// cannot enforce a limit the Plan sets, Run fails (ErrProtection) before the command
+// starts.
+type Limits struct {
+	Pids   int     // tasks (processes and threads)
+	Memory int64   // bytes
+	CPUs   float64 // CPUs' worth of time
+}
+
+// MemoryText is the memory limit for people: "256 MiB", "1.5 GiB".
+func (l Limits) MemoryText() string {
+	switch m := float64(l.Memory); {
+	case l.Memory >= 1<<30:
+		return strconv.FormatFloat(m/(1<<30), 'f', -1, 64) + " GiB"
+	case l.Memory >= 1<<20:
+		return strconv.FormatFloat(m/(1<<20), 'f', -1, 64) + " MiB"
+	}
+	return strconv.FormatInt(l.Memory, 10) + " bytes"
+}
+
+// OOMMessage is what devsandbox says after the memory limit killed the command.
+func (l Limits) OOMMessage() string {
+	return "the sandbox ran out of memory (limit " + l.MemoryText() + ")"
 }
 
 // Project identifies the project directory.

@@ -79,6 +79,10 @@ type Policy struct {
 	// Relax are the groups allowed beyond the strict policy, sorted, without
 	// duplicates.
 	Relax []Group `json:"relax,omitempty"`
+	// Unfiltered runs the sandbox without a syscall filter. Only a library user
+	// sets it, for a harness that runs bwrap without devsandbox's shim; no
+	// configuration key or flag does.
+	Unfiltered bool `json:"unfiltered,omitempty"`
 }
 
 // New returns the policy relaxing the named groups.
@@ -102,6 +106,9 @@ func (p Policy) Relaxed(g Group) bool { return slices.Contains(p.Relax, g) }
 
 // String is the policy for people: "strict", or "strict, relaxed: io_uring, perf".
 func (p Policy) String() string {
+	if p.Unfiltered {
+		return "unfiltered"
+	}
 	if len(p.Relax) == 0 {
 		return "strict"
 	}

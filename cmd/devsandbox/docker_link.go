@@ -24,7 +24,6 @@ func newDocker(dk *dockerSettings) isolator.Isolator {
 		return d
 	}
 	d.Options.Image, d.Options.Home, d.Options.Keep = dk.cfg.Image, dk.cfg.Home, dk.cfg.KeepContainer
-	d.Options.CPUs, d.Options.Memory = dk.cfg.CPUs, dk.cfg.Memory
 	d.HostAddr, d.Env, d.HostHome = dk.cfg.Host, dk.env, dk.home
 	d.Warn, d.Phase = dk.warn, dk.phase
 	// DEVSANDBOX_NFT: the test override bwrap's egressBinaries also takes; here the

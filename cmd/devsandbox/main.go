@@ -154,6 +154,9 @@ func runFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "read-only", Usage: "project read-only except .git and sandbox.writable_dirs"},
 		&cli.BoolFlag{Name: "keep-container", Usage: "docker: keep one container per project and exec into it on later runs"},
 		&cli.StringFlag{Name: "image", Usage: "container `IMAGE` of the docker or krun isolator"},
+		&cli.IntFlag{Name: "pids", Usage: "at most `N` tasks in the sandbox (limits.pids; default 4096; 0: no limit)"},
+		&cli.StringFlag{Name: "memory", Usage: "memory limit such as 512m or 4g (`SIZE`, limits.memory); the run fails where it cannot be enforced"},
+		&cli.Float64Flag{Name: "cpus", Usage: "CPU limit (`N`, limits.cpus); the run fails where it cannot be enforced"},
 		&cli.StringFlag{Name: "config", Usage: "use config `FILE` instead of the user config file"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print what would run (secrets and passed-through values as names only) and exit"},
 		&cli.BoolFlag{Name: "debug", Usage: "print launch timings per phase on stderr"},
@@ -187,6 +190,15 @@ func (a *app) flags(c *cli.Context) config.Flags {
 		f.KeepContainer = &v
 	}
 	f.Image = str("image")
+	if c.IsSet("pids") {
+		v := c.Int("pids")
+		f.Pids = &v
+	}
+	f.Memory = str("memory")
+	if c.IsSet("cpus") {
+		v := c.Float64("cpus")
+		f.CPUs = &v
+	}
 	return f
 }
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/devsandbox/devsandbox/egress"
-
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/syscalls"
 )
 
 // ShimPath is where the devsandbox binary appears inside the sandbox; bwrap runs it as
@@ -35,6 +35,7 @@ const (
 	SecretEnv                  // the host variable Source
 	SecretFile                 // the host file Source
 	HostFile                   // a system file copied from the host path Source
+	Seccomp                    // the seccomp program in Content (bwrap's --seccomp)
 )
 
 // File is one descriptor bwrap reads a --ro-bind-data file from.
@@ -48,14 +49,22 @@ type File struct {
 
 // Spec is a rendered bwrap invocation.
 type Spec struct {
-	// Prefix runs before bwrap: pasta and the egress prologue (allowlist mode), which
-	// exec bwrap once the firewall is in place. Empty otherwise.
+	// Prefix runs before bwrap, each part execing the next: systemd-run (a scope
+	// with limits.memory and limits.cpus), then pasta and the egress prologue
+	// (allowlist mode), which execs bwrap once the firewall is in place.
 	Prefix []string
-	Argv   []string          // starting with "bwrap"
-	Env    []isolator.EnvVar // the environment bwrap is started with (inherited by the command)
-	Files  []File            // data descriptors, FD ascending from StatusFD+1
+	// Prologue is set when Prefix runs the egress prologue, which reports on StatusFD.
+	Prologue bool
+	Argv     []string          // starting with "bwrap"
+	Env      []isolator.EnvVar // the environment bwrap is started with (inherited by the command)
+	Files    []File            // data descriptors, FD ascending from StatusFD+1
 	// SecretEnv lists env secrets, delivered through the inherited environment.
 	SecretEnv []isolator.Secret
+	// Policy is the syscall policy the seccomp descriptor carries (for the script).
+	Policy syscalls.Policy
+	// Scope is the systemd scope the run is placed in for limits.memory and
+	// limits.cpus (Prefix starts with systemd-run); "" without those limits.
+	Scope string
 }
 
 // Render returns the bwrap invocation for p with the default binary paths.
@@ -96,11 +105,20 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		s.Prefix = []string{bin.Pasta, "--config-net", "--quiet", "--no-map-gw",
 			"-t", "none", "-u", "none", "-T", "none", "-U", "none",
 			"--", "/bin/sh", "-c", pro, "devsandbox-egress"}
+		s.Prologue = true
 		// bwrap runs as root of pasta's user namespace: keep the user's identity and
 		// pasta's network namespace, where the rules are.
 		a = append(a, "--share-net", "--unshare-user", "--uid", fmt.Sprint(p.User.UID), "--gid", fmt.Sprint(p.User.GID))
 	}
 	a = append(a, "--die-with-parent", "--new-session", "--cap-drop", "ALL")
+	if !p.Syscalls.Unfiltered && !p.Syscalls.Relaxed(syscalls.UserNS) {
+		// Besides the syscall filter: a nested user namespace whose
+		// max_user_namespaces the sandbox cannot raise (bwrap 0.8.0).
+		if p.Egress.Mode != egress.Allowlist {
+			a = append(a, "--unshare-user")
+		}
+		a = append(a, "--disable-userns")
+	}
 
 	if p.System.Host {
 		a = append(a, "--ro-bind", "/", "/")
@@ -185,7 +203,32 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		// bwrap's root is a tmpfs holding the copied /etc files and mount points.
 		a = append(a, "--remount-ro", "/")
 	}
+	if !p.Syscalls.Unfiltered {
+		if p.Self == "" {
+			// bwrap's own pid 1 would run without the filter, and a process the
+			// command can ptrace is a way around it: the shim is the sandbox's pid 1.
+			return nil, fmt.Errorf("the syscall policy needs the devsandbox-init shim (Plan.Self) as the sandbox's pid 1; set Plan.Self, or Plan.Syscalls.Unfiltered to run without a syscall filter")
+		}
+		arch, err := syscalls.Native()
+		if err != nil {
+			return nil, fmt.Errorf("%w; the sandbox's syscall policy cannot be applied", err)
+		}
+		prog, err := syscalls.Seccomp(p.Syscalls, arch)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, "--seccomp", fmt.Sprint(fd))
+		s.Files = append(s.Files, File{FD: fd, Dest: "seccomp", Kind: Seccomp, Content: prog})
+		fd++
+	}
+	s.Policy = p.Syscalls
+	if p.Self != "" {
+		a = append(a, "--as-pid-1")
+	}
 	var shimArgs []string
+	if p.Limits.Pids > 0 {
+		shimArgs = append(shimArgs, fmt.Sprintf("--nproc=%d", p.Limits.Pids))
+	}
 	if p.Egress.NeedsProxy() {
 		if p.Egress.Proxy.Unix == "" {
 			return nil, fmt.Errorf("egress mode %s needs the session proxy's Unix socket", p.Egress.Mode)
@@ -206,11 +249,10 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		// Library use without a shim: the command runs directly (and so does not get
 		// 126/127 told apart from bwrap's own failure, nor a proxy forwarder).
 		if len(shimArgs) > 0 {
-			return nil, fmt.Errorf("egress mode %s needs the devsandbox-init shim (Plan.Self)", p.Egress.Mode)
+			return nil, fmt.Errorf("egress mode %s and limits.pids need the devsandbox-init shim (Plan.Self)", p.Egress.Mode)
 		}
 		s.Argv = append(append(a, "--chdir", p.Workdir, "--"), p.Command...)
-		s.Env = p.Env
-		return s, nil
+		return withLimits(s, p), nil
 	}
 	shim := ShimPath
 	// In the proxy modes ssh's ProxyCommand runs the shim at ShimPath: mount it there.
@@ -230,8 +272,18 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	a = append(a, "--")
 	a = append(a, p.Command...)
 	s.Argv = a
+	return withLimits(s, p), nil
+}
+
+// withLimits finishes s: the environment, and the scope of limits.memory and
+// limits.cpus.
+func withLimits(s *Spec, p *isolator.Plan) *Spec {
 	s.Env = p.Env
-	return s, nil
+	if p.Limits.Memory > 0 || p.Limits.CPUs > 0 {
+		s.Scope = scopeName(p)
+		s.Prefix = append(scopePrefix(p, s.Scope), s.Prefix...)
+	}
+	return s
 }
 
 // shimInView reports whether the shim binary is the standalone devsandbox-init and
@@ -283,12 +335,16 @@ func (s *Spec) Script() string {
 			fmt.Fprintf(&b, "# fd %d: secret %s from the host file %s\n", f.FD, f.Dest, f.Source)
 		case HostFile:
 			fmt.Fprintf(&b, "# fd %d: copy of the host file %s\n", f.FD, f.Source)
+		case Seccomp:
+			fmt.Fprintf(&b, "# fd %d: seccomp program of the syscall policy (%s)\n", f.FD, s.Policy)
 		}
 	}
 	fmt.Fprintf(&b, "# fd %d: readiness report of the shim\n", ReadyFD)
-	if len(s.Prefix) > 0 {
+	if s.Prologue {
 		fmt.Fprintf(&b, "# fd %d: status of the egress prologue\n", StatusFD)
-		b.WriteString("# pasta and the egress prologue run first and exec bwrap:\n")
+	}
+	if len(s.Prefix) > 0 {
+		b.WriteString("# run first, each execs the next (systemd-run: a scope with the memory and CPU limits; pasta and the egress prologue: the firewall), then bwrap:\n")
 		for i, arg := range s.Prefix {
 			if i > 0 {
 				b.WriteByte(' ')

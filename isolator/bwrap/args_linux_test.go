@@ -15,6 +15,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
+	"github.com/devsandbox/devsandbox/syscalls"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
@@ -145,6 +146,36 @@ var goldenCases = []struct {
 		p.Self = "/home/u/.local/bin/devsandbox-init" // the host home is not visible: mounted
 		return p
 	}},
+	{"limits_relaxed", func() *isolator.Plan {
+		p := basePlan()
+		p.System.Paths = minimalSystem[:2]
+		p.Tmp.Session = "s-20240101-abcdef"
+		p.Syscalls = syscalls.Policy{Relax: []syscalls.Group{syscalls.IOURing, syscalls.UserNS}}
+		p.Limits = isolator.Limits{Pids: 512, Memory: 256 << 20, CPUs: 1.5}
+		return p // a systemd scope with the memory and CPU limits; no --disable-userns
+	}},
+}
+
+// seccompElided returns spec's files with the seccomp program, which depends on the
+// architecture the test runs on, checked and replaced by a marker.
+func seccompElided(t *testing.T, spec *bwrap.Spec) []bwrap.File {
+	t.Helper()
+	var out []bwrap.File
+	for _, f := range spec.Files {
+		if f.Kind == bwrap.Seccomp {
+			arch, err := syscalls.Native()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := syscalls.Seccomp(spec.Policy, arch)
+			if err != nil || string(f.Content) != string(want) {
+				t.Errorf("the seccomp descriptor does not carry the policy's program (%v)", err)
+			}
+			f.Content = []byte("<the seccomp program of the policy " + spec.Policy.String() + ">")
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // goldenSpec is the JSON form of a Spec kept in testdata.
@@ -162,7 +193,7 @@ func TestRenderGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render: %v", err)
 			}
-			got := goldenSpec{Argv: spec.Argv, Env: spec.Env, Files: spec.Files, SecretEnv: spec.SecretEnv}
+			got := goldenSpec{Argv: spec.Argv, Env: spec.Env, Files: seccompElided(t, spec), SecretEnv: spec.SecretEnv}
 			js, err := json.MarshalIndent(got, "", "  ")
 			if err != nil {
 				t.Fatal(err)
@@ -198,7 +229,7 @@ func TestRenderFDs(t *testing.T) {
 			}
 			var argvFDs []string
 			for i, a := range spec.Argv {
-				if (a == "--file" || a == "--ro-bind-data") && i+1 < len(spec.Argv) {
+				if (a == "--file" || a == "--ro-bind-data" || a == "--seccomp") && i+1 < len(spec.Argv) {
 					argvFDs = append(argvFDs, spec.Argv[i+1])
 				}
 			}

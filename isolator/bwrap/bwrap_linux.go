@@ -85,6 +85,14 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, fmt.Errorf("%w: bwrap not found on PATH: %s", isolator.ErrUnavailable, installHint)
 	}
+	if err := checkPids(p); err != nil {
+		return 0, err
+	}
+	if p.Limits.Memory > 0 || p.Limits.CPUs > 0 {
+		if err := hostCgroups(p).check(p); err != nil {
+			return 0, limitsError(p, err)
+		}
+	}
 	sess, err := prepare(p)
 	if err != nil {
 		return 0, err
@@ -125,13 +133,13 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	argv := append([]string{bin}, spec.Argv[1:]...)
 	var statusR, statusW *os.File
-	if len(spec.Prefix) > 0 {
+	if spec.Prologue {
 		if statusR, statusW, err = os.Pipe(); err != nil {
 			return 0, err
 		}
 		defer statusR.Close()
-		argv = append(append([]string{}, spec.Prefix...), argv...)
 	}
+	argv = append(append([]string{}, spec.Prefix...), argv...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.ExtraFiles = append([]*os.File{ready.child, statusW}, files...)
@@ -235,6 +243,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	writeErr := <-writeErrs
 	code := exitCode(cmd.ProcessState, waitErr)
 	if cmdPid != 0 {
+		if code == 128+int(syscall.SIGKILL) && spec.Scope != "" && scopeOOM(spec.Scope) && stdio.Err != nil {
+			fmt.Fprintf(stdio.Err, "devsandbox: %s\n", p.Limits.OOMMessage())
+		}
 		return code, nil
 	}
 	status := <-statusc
@@ -390,7 +401,7 @@ func dataFiles(fs []File) ([]*os.File, <-chan error, error) {
 
 func fileData(f File) ([]byte, error) {
 	switch f.Kind {
-	case Content:
+	case Content, Seccomp:
 		return f.Content, nil
 	case HostFile:
 		// A system file that vanished since the plan was built is left empty.

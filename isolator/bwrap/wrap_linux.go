@@ -11,8 +11,8 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
-// ErrNeedsFiles is returned by WrapArgv for plans that deliver generated files or
-// secret files, which need descriptors: use Command for those.
+// ErrNeedsFiles is returned by WrapArgv for plans that deliver generated files,
+// secret files or the syscall filter, which need descriptors: use Command for those.
 var ErrNeedsFiles = errors.New("the plan delivers files through descriptors")
 
 // WrapArgv returns a bwrap command line that runs inner under p, for an agent harness
@@ -21,8 +21,13 @@ var ErrNeedsFiles = errors.New("the plan delivers files through descriptors")
 // files are bound instead of copied and /tmp is a fresh tmpfs. The caller runs it with
 // the plan's environment (Env), which carries secrets, never the argv. Plans with
 // generated files or secret files (a Data mount, secrets.files) return ErrNeedsFiles;
-// proxy modes need p.Egress.Proxy to point at a proxy the caller runs.
+// proxy modes need p.Egress.Proxy to point at a proxy the caller runs. The syscall
+// filter is a descriptor too: WrapArgv serves only plans with
+// p.Syscalls.Unfiltered set, run without the shim (p.Self empty).
 func WrapArgv(p *isolator.Plan, inner []string) ([]string, error) {
+	if !p.Syscalls.Unfiltered {
+		return nil, fmt.Errorf("%w: the syscall policy's seccomp program (use Command)", ErrNeedsFiles)
+	}
 	for _, m := range p.Mounts {
 		if m.Kind == isolator.Data {
 			return nil, fmt.Errorf("%w: %s (%s)", ErrNeedsFiles, m.Target(p.User.HostHome), m.Why)

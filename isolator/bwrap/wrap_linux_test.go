@@ -50,6 +50,11 @@ func ptr(s string) *string { return &s }
 
 func TestWrapArgvShape(t *testing.T) {
 	p, _ := libraryPlan(t)
+	// The syscall filter travels through a descriptor.
+	if _, err := bwrap.WrapArgv(p, []string{"true"}); !errors.Is(err, bwrap.ErrNeedsFiles) {
+		t.Fatalf("a filtered plan: %v, want ErrNeedsFiles", err)
+	}
+	p.Syscalls.Unfiltered = true
 	argv, err := bwrap.WrapArgv(p, []string{"echo", "hi"})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +83,9 @@ func TestWrapArgvRuns(t *testing.T) {
 		t.Skip("bwrap not installed")
 	}
 	p, proj := libraryPlan(t)
-	p.Self = "" // the harness runs its own command: no shim
+	p.Self = "" // the harness runs its own command: no shim, no syscall filter
+	p.Syscalls.Unfiltered = true
+	p.Limits.Pids = 0 // RLIMIT_NPROC is the shim's to set
 	argv, err := bwrap.WrapArgv(p, []string{"/bin/sh", "-c", `echo "$API_TOKEN"; cat .env; echo ok > out`})
 	if err != nil {
 		t.Fatal(err)
@@ -98,5 +105,15 @@ func TestWrapArgvRuns(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(proj, "out")); err != nil || strings.TrimSpace(string(b)) != "ok" {
 		t.Fatalf("project not writable through the wrapped run: %q %v", b, err)
+	}
+}
+
+// TestFilterNeedsShim: without the shim as pid 1, bwrap's own unfiltered pid 1 would
+// be reachable from the sandbox (ptrace), so a filtered plan needs the shim.
+func TestFilterNeedsShim(t *testing.T) {
+	p, _ := libraryPlan(t)
+	p.Self = ""
+	if _, err := bwrap.Command(context.Background(), p, []string{"true"}); err == nil || !strings.Contains(err.Error(), "shim") {
+		t.Fatalf("Command without a shim: %v, want an error naming the shim", err)
 	}
 }

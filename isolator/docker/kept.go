@@ -56,6 +56,7 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	if err != nil {
 		return 0, err
 	}
+	sess.oomMessage = p.Limits.OOMMessage()
 	defer sess.close()
 	b.phase("exec")
 	select {
@@ -128,6 +129,10 @@ func (b *Isolator) createKept(ctx context.Context, e Engine, addr Address, spec 
 	created, err := e.ContainerCreate(ctx, spec.Config, spec.Host, spec.Network, nil, spec.Name)
 	if err != nil {
 		return "", b.createFailed(ctx, e, addr, spec, err)
+	}
+	if err := b.limitsDiscarded(created.Warnings); err != nil {
+		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
+		return "", err
 	}
 	if err := e.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})

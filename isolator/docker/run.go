@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -82,6 +83,9 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, container.RemoveOptions{Force: true})
 		}
 	}()
+	if err := b.limitsDiscarded(created.Warnings); err != nil {
+		return 0, err
+	}
 	b.phase("create")
 	hj, err := e.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
@@ -113,6 +117,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	if err != nil {
 		return 0, err
 	}
+	sess.oomMessage = p.Limits.OOMMessage()
 	defer sess.close()
 	if !started {
 		if err := start(); err != nil {
@@ -163,6 +168,24 @@ func removeLeftovers(ctx context.Context, e Engine, projectID string, uid int, c
 		}
 		_ = e.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
 	}
+}
+
+// limitsDiscarded turns the engine's warnings about limits it could not apply
+// ("... Limitation discarded.", "PIDs limit discarded.") into a refusal: a requested
+// protection that cannot be applied stops the run. Other warnings are passed on.
+func (b *Isolator) limitsDiscarded(warnings []string) error {
+	var discarded []string
+	for _, w := range warnings {
+		if strings.Contains(w, "discarded") {
+			discarded = append(discarded, w)
+			continue
+		}
+		b.warn("the docker engine: %s", w)
+	}
+	if len(discarded) > 0 {
+		return fmt.Errorf("%w: the docker engine cannot apply the sandbox's limits (limits.pids, limits.memory, limits.cpus): %s; the command did not run. Enable the cgroup controllers on the engine's host, or set the limit to 0 (--pids=0) or leave it unset", isolator.ErrProtection, strings.Join(discarded, " "))
+	}
+	return nil
 }
 
 // createFailed explains a failed ContainerCreate.

@@ -45,6 +45,10 @@ func (s *Spec) Script() string {
 		}
 		fmt.Fprintf(&b, "test -e %s || { mkdir -p -m 0700 %s && printf %%s %s > %s; }\n", shellQuote(f.Path), shellQuote(filepath.Dir(f.Path)), shellQuote(string(f.Content)), shellQuote(f.Path))
 	}
+	if f := s.Profile; f != nil {
+		b.WriteString("# the syscall policy as a seccomp profile (the engine gets it in the request):\n")
+		fmt.Fprintf(&b, "test -e %s || { mkdir -p -m 0700 %s && printf %%s %s > %s; }\n", shellQuote(f.Path), shellQuote(filepath.Dir(f.Path)), shellQuote(string(f.Content)), shellQuote(f.Path))
+	}
 	if s.FirewallArg != "" {
 		b.WriteString("# egress allowlist: once the container runs, and before its init starts the command, a helper\n")
 		b.WriteString("# container joins its network namespace and applies the rules (devsandbox-init speaks netlink):\n")
@@ -108,13 +112,22 @@ func (s *Spec) containerFlags(w *argWriter) {
 		w.flag("--cap-drop", cp)
 	}
 	for _, o := range h.SecurityOpt {
+		if strings.HasPrefix(o, "seccomp=") && s.Profile != nil {
+			o = "seccomp=" + s.Profile.Path // the CLI reads the profile from a file
+		}
 		w.flag("--security-opt", o)
+	}
+	if h.PidsLimit != nil {
+		w.flag("--pids-limit", fmt.Sprint(*h.PidsLimit))
 	}
 	if h.NanoCPUs > 0 {
 		w.flag("--cpus", fmt.Sprintf("%g", float64(h.NanoCPUs)/1e9))
 	}
 	if h.Memory > 0 {
 		w.flag("--memory", fmt.Sprint(h.Memory))
+	}
+	if h.MemorySwap > 0 {
+		w.flag("--memory-swap", fmt.Sprint(h.MemorySwap))
 	}
 	keys := make([]string, 0, len(h.Tmpfs))
 	for k := range h.Tmpfs {

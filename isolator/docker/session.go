@@ -54,12 +54,18 @@ type session struct {
 	restore func() error
 	stop    chan struct{}
 	wg      sync.WaitGroup
+
+	// oomMessage is said after a command the memory limit killed.
+	oomMessage string
 }
 
 // startSession sends hello (after adding the window size) and starts relaying.
 func startSession(st *stream, stdio isolator.Stdio, h *wire.Hello) (*session, error) {
 	s := &session{st: st, stdio: stdio, tty: h.TTY, stop: make(chan struct{}), outDone: make(chan struct{})}
 	s.report = wire.NewReport(stdio.Err)
+	if h.Nonce != "" {
+		s.report.ExpectOOM(h.Nonce)
+	}
 	var inFd uintptr
 	term := stdio.In != nil && isTerminal(stdio.In.Fd())
 	if term {
@@ -178,6 +184,9 @@ func (s *session) result(code int) (int, error) {
 	ready, failure := s.report.Result()
 	switch {
 	case ready:
+		if code == 137 && s.report.OOM() && s.oomMessage != "" && s.stdio.Err != nil {
+			fmt.Fprintf(s.stdio.Err, "devsandbox: %s\n", s.oomMessage)
+		}
 		return code, nil
 	case failure != "":
 		return 0, fmt.Errorf("%w: %s; the command did not run", isolator.ErrProtection, failure)
@@ -188,6 +197,9 @@ func (s *session) result(code int) (int, error) {
 // secretHello reads the secret values the Plan names, for the Hello frame.
 func secretHello(p *isolator.Plan) (*wire.Hello, error) {
 	h := &wire.Hello{TTY: p.TTY}
+	if p.Limits.Memory > 0 {
+		h.Nonce = wire.NewNonce()
+	}
 	for _, sec := range p.Secrets {
 		var val []byte
 		switch {

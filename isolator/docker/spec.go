@@ -12,13 +12,13 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
-	"github.com/docker/go-units"
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/egress/netfilter"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/containerview"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/syscalls"
 )
 
 // InitPath is where devsandbox-init appears in every container; it is the entrypoint
@@ -52,12 +52,10 @@ const (
 // Options are the docker.* settings and what Run resolved about the engine. Render
 // uses them as given; Run fills in InitSource and HomeVolume first.
 type Options struct {
-	Image   string  // docker.image
-	Home    string  // docker.home: the in-container home
-	Keep    bool    // docker.keep_container
-	CPUs    float64 // docker.cpus; 0 = unlimited
-	Memory  string  // docker.memory; "" = unlimited
-	Version string  // devsandbox version, a label and part of the spec hash
+	Image   string // docker.image
+	Home    string // docker.home: the in-container home
+	Keep    bool   // docker.keep_container
+	Version string // devsandbox version, a label and part of the spec hash
 
 	// InitSource is the host path of the Linux devsandbox-init bound at InitPath;
 	// empty means the Plan's Self.
@@ -94,6 +92,9 @@ type Spec struct {
 	FirewallArg string
 
 	Files []hostFile
+	// Profile is the syscall policy as a seccomp profile file for the script's
+	// --security-opt (the engine gets the profile itself in HostConfig.SecurityOpt).
+	Profile *hostFile
 	// Dirs are host directories Run creates (0700) before binding them; EmptyFile is
 	// the empty file masks are bound from.
 	Dirs      []string
@@ -151,7 +152,8 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 		s.Files = append(s.Files, hostFile{Path: f, Content: content})
 		return f
 	}
-	man := &wire.Manifest{SecretDir: isolator.SecretDir}
+	// The init reports an out-of-memory kill after the run when it knows the limit.
+	man := &wire.Manifest{SecretDir: isolator.SecretDir, Memory: p.Limits.Memory}
 	if len(p.Command) == 1 && p.Command[0] == p.User.Shell && p.User.Shell != "/bin/sh" {
 		man.ShellFallback = p.User.Shell
 	}
@@ -297,16 +299,13 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 		Mounts:         sortMounts(mounts),
 		Tmpfs:          tmpfs,
 	}
-	if opts.CPUs > 0 {
-		hc.NanoCPUs = int64(opts.CPUs * 1e9)
+	if !p.Syscalls.Unfiltered {
+		profile := syscalls.OCIJSON(syscalls.Compile(p.Syscalls))
+		hc.SecurityOpt = append(hc.SecurityOpt, "seccomp="+string(profile))
+		sum := sha256.Sum256(profile)
+		s.Profile = &hostFile{Path: filepath.Join(filesDir, "seccomp-"+hex.EncodeToString(sum[:8])+".json"), Content: profile}
 	}
-	if opts.Memory != "" {
-		b, err := units.RAMInBytes(opts.Memory)
-		if err != nil {
-			return nil, fmt.Errorf("docker.memory %q: %w", opts.Memory, err)
-		}
-		hc.Memory = b
-	}
+	applyLimits(hc, p.Limits)
 	cmd := append([]string{shimContainerArg, "--framed"}, "--role=")
 	if opts.Keep {
 		cmd[2] += "keeper"
@@ -340,6 +339,21 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 		s.Name = "devsandbox-" + p.Project.Name
 	}
 	return s, nil
+}
+
+// applyLimits sets the engine's cgroup limits: tasks, memory (without swap, so a
+// hog is killed rather than swapped out) and CPU time.
+func applyLimits(hc *container.HostConfig, l isolator.Limits) {
+	if l.Pids > 0 {
+		n := int64(l.Pids)
+		hc.PidsLimit = &n
+	}
+	if l.Memory > 0 {
+		hc.Memory, hc.MemorySwap = l.Memory, l.Memory
+	}
+	if l.CPUs > 0 {
+		hc.NanoCPUs = int64(l.CPUs * 1e9)
+	}
 }
 
 // egressPolicy is a digest of what decides where a kept container's traffic may go:

@@ -14,6 +14,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/syscalls"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
@@ -67,10 +68,12 @@ var goldenCases = []struct {
 		p.Egress = egress.Rules{Mode: egress.Open}
 		p.TTY = true
 		p.Command = []string{"/bin/bash"}
+		p.Limits = isolator.Limits{Pids: 4096, Memory: 2 << 30, CPUs: 1.5}
+		p.Syscalls = syscalls.Policy{Relax: []syscalls.Group{syscalls.IOURing}}
 		return p
 	}, func() Options {
 		o := opts
-		o.Home, o.CPUs, o.Memory = "/home/dev", 1.5, "2g"
+		o.Home = "/home/dev"
 		return o
 	}},
 	{"mount_kinds", func() *isolator.Plan {
@@ -152,6 +155,19 @@ func TestRenderGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The seccomp profile has golden files of its own (package syscalls).
+			profile := syscalls.OCIJSON(syscalls.Compile(p.Syscalls))
+			hc := *s.Host
+			hc.SecurityOpt = nil
+			for _, o := range s.Host.SecurityOpt {
+				if o == "seccomp="+string(profile) {
+					o = "seccomp=<the OCI profile of the policy " + p.Syscalls.String() + ">"
+				}
+				hc.SecurityOpt = append(hc.SecurityOpt, o)
+			}
+			if s.Profile == nil || string(s.Profile.Content) != string(profile) {
+				t.Errorf("the script's profile file does not hold the policy's profile")
+			}
 			spec, _ := json.MarshalIndent(struct {
 				Name    string
 				Config  any
@@ -160,9 +176,9 @@ func TestRenderGolden(t *testing.T) {
 				Hash    string
 				Files   []hostFile
 				Secrets []isolator.Secret
-			}{s.Name, s.Config, s.Host, s.Exec, s.Hash, s.Files, s.Secrets}, "", "  ")
+			}{s.Name, s.Config, &hc, s.Exec, s.Hash, s.Files, s.Secrets}, "", "  ")
 			golden(t, tc.name+".spec.golden", string(spec)+"\n")
-			golden(t, tc.name+".script.golden", s.Script())
+			golden(t, tc.name+".script.golden", strings.ReplaceAll(s.Script(), shellQuote(string(profile)), "'<the OCI profile of the policy "+p.Syscalls.String()+">'"))
 			for _, v := range p.HostEnv {
 				if strings.Contains(string(spec)+s.Script(), v) {
 					t.Errorf("secret value %q rendered", v)

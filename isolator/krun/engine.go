@@ -20,7 +20,8 @@ import (
 type engine interface {
 	Version() (string, error)
 	ImageExists(image string) error
-	Create(g *specgen.SpecGenerator) (id string, err error)
+	// Create returns the new container's id and podman's warnings about it.
+	Create(g *specgen.SpecGenerator) (id string, warnings []string, err error)
 	// Runtime returns the OCI runtime podman gave the container.
 	Runtime(id string) (string, error)
 	// Attach relays the container's stdio until its stream ends; ready is signalled
@@ -102,15 +103,15 @@ func imageMissing(image string) error {
 	return fmt.Errorf("%w: %w: %s is not in your podman storage; load the docker isolator's image (docker save %s | podman load), or build it (podman build -t %s -f isolator/docker/Dockerfile .), or set krun.image / --image", isolator.ErrUnavailable, errNoImage, image, image, image)
 }
 
-func (e *podman) Create(g *specgen.SpecGenerator) (string, error) {
+func (e *podman) Create(g *specgen.SpecGenerator) (string, []string, error) {
 	r, err := containers.CreateWithSpec(e.ctx, g, nil)
 	if err != nil {
 		if strings.Contains(err.Error(), "image not known") || strings.Contains(err.Error(), "no such image") {
-			return "", imageMissing(g.Image)
+			return "", nil, imageMissing(g.Image)
 		}
-		return "", err
+		return "", nil, err
 	}
-	return r.ID, nil
+	return r.ID, r.Warnings, nil
 }
 
 func (e *podman) Runtime(id string) (string, error) {

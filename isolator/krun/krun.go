@@ -94,7 +94,7 @@ func (b *Isolator) options(h Host) Options {
 		o.Binaries.Nft = s.Nft
 	}
 	if h != nil {
-		o.NofileHard, _ = h.HardLimits()
+		o.NofileHard, o.NprocHard = h.HardLimits()
 	}
 	return o
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	spec "github.com/opencontainers/runtime-spec/specs-go"
@@ -51,12 +52,16 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	b.phase("connect")
 	s.Gen.Name = "devsandbox-" + p.Project.Name + "-" + randomSuffix()
-	id, err := e.Create(s.Gen)
+	id, warnings, err := e.Create(s.Gen)
 	if err != nil {
 		if errors.Is(err, isolator.ErrUnavailable) {
 			return 0, err
 		}
 		return 0, fmt.Errorf("%w: podman refused the container: %v; the command did not run. `devsandbox --dry-run` shows it, `devsandbox doctor` checks podman", isolator.ErrProtection, err)
+	}
+	if err := b.limitsIgnored(warnings, p); err != nil {
+		_ = e.Remove(id)
+		return 0, err
 	}
 	// podman's service, not the request, chooses the runtime: a service started
 	// without --runtime krun runs a plain container, so look before starting it.
@@ -85,6 +90,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	inR, inW := io.Pipe()
 	st := &stream{w: inW}
 	report := wire.NewReport(stdio.Err)
+	if hello.Nonce != "" {
+		report.ExpectOOM(hello.Nonce)
+	}
 	out := stdio.Out
 	if out == nil {
 		out = io.Discard
@@ -123,6 +131,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		_ = e.Remove(id)
 		return 0, err
 	}
+	sess.oomMessage, sess.errOut = p.Limits.OOMMessage(), stdio.Err
 	defer sess.close()
 	if len(s.Firewall) == 0 {
 		if err := start(); err != nil {
@@ -246,9 +255,33 @@ func dropMissing(s *Spec, exists func(string) bool) {
 	s.Gen.Env[wire.ManifestEnv] = s.Manifest.Encode()
 }
 
+// limitsIgnored turns podman's warnings about resource limits it does not apply
+// (rootless containers on cgroup v1 have no cgroups: "Resource limits are not
+// supported and ignored on cgroups V1 rootless systems") into a refusal; other
+// warnings are passed on.
+func (b *Isolator) limitsIgnored(warnings []string, p *isolator.Plan) error {
+	for _, w := range warnings {
+		if strings.Contains(strings.ToLower(w), "limit") && (p.Limits.Memory > 0 || p.Limits.CPUs > 0) {
+			var keys []string
+			if p.Limits.Memory > 0 {
+				keys = append(keys, "limits.memory (--memory)")
+			}
+			if p.Limits.CPUs > 0 {
+				keys = append(keys, "limits.cpus (--cpus)")
+			}
+			return fmt.Errorf("%w: %s cannot be enforced with krun.runtime %q here: podman says %q; the command did not run. With runc they need cgroup v2 with the controllers delegated to your user (a microVM runtime enforces them as its size); run without them, or use --isolator=docker", isolator.ErrProtection, strings.Join(keys, " and "), b.Settings.Runtime, w)
+		}
+		b.warn("podman: %s", w)
+	}
+	return nil
+}
+
 // secretHello reads the secret values the Plan names, for the Hello frame.
 func secretHello(p *isolator.Plan) (*wire.Hello, error) {
 	h := &wire.Hello{TTY: p.TTY}
+	if p.Limits.Memory > 0 {
+		h.Nonce = wire.NewNonce()
+	}
 	for _, sec := range p.Secrets {
 		var val []byte
 		switch {

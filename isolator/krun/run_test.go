@@ -26,9 +26,10 @@ import (
 // fakeEngine plays podman and the container's init. Calls the test did not expect
 // fail it.
 type fakeEngine struct {
-	t       *testing.T
-	runtime string // what Runtime reports
-	init    func(stdin io.Reader, stdout, stderr io.Writer, hello *wire.Hello)
+	warnings []string // podman's warnings on create
+	t        *testing.T
+	runtime  string // what Runtime reports
+	init     func(stdin io.Reader, stdout, stderr io.Writer, hello *wire.Hello)
 
 	mu      sync.Mutex
 	calls   []string
@@ -57,10 +58,10 @@ func (f *fakeEngine) Calls() string {
 func (f *fakeEngine) Version() (string, error) { f.t.Error("unexpected Version"); return "", nil }
 func (f *fakeEngine) ImageExists(string) error { f.t.Error("unexpected ImageExists"); return nil }
 
-func (f *fakeEngine) Create(g *specgen.SpecGenerator) (string, error) {
+func (f *fakeEngine) Create(g *specgen.SpecGenerator) (string, []string, error) {
 	f.call("create")
 	f.created = g
-	return "c1", nil
+	return "c1", f.warnings, nil
 }
 
 func (f *fakeEngine) Runtime(id string) (string, error) {

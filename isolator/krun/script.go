@@ -61,6 +61,18 @@ func (s *Spec) Script() string {
 		w.flag("--cap-drop", c)
 	}
 	w.flag("--security-opt", "no-new-privileges")
+	if g.SeccompProfilePath != "" {
+		w.flag("--security-opt", "seccomp="+g.SeccompProfilePath)
+	}
+	if r := g.ResourceLimits; r != nil {
+		if r.Memory != nil && r.Memory.Limit != nil {
+			w.flag("--memory", fmt.Sprint(*r.Memory.Limit))
+			w.flag("--memory-swap", fmt.Sprint(*r.Memory.Swap))
+		}
+		if r.CPU != nil && r.CPU.Quota != nil {
+			w.flag("--cpus", fmt.Sprintf("%g", float64(*r.CPU.Quota)/float64(*r.CPU.Period)))
+		}
+	}
 	for _, r := range g.Rlimits {
 		w.flag("--ulimit", fmt.Sprintf("%s=%d:%d", r.Type, r.Soft, r.Hard))
 	}

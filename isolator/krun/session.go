@@ -45,6 +45,10 @@ type session struct {
 	restore func() error
 	stop    chan struct{}
 	wg      sync.WaitGroup
+
+	// oomMessage is said on errOut after a command the memory limit killed.
+	oomMessage string
+	errOut     io.Writer
 }
 
 // startSession sends hello (with the window size) and starts relaying. signals, when
@@ -169,6 +173,9 @@ func (s *session) result(code int) (int, error) {
 	ready, failure := s.report.Result()
 	switch {
 	case ready:
+		if code == 137 && s.report.OOM() && s.oomMessage != "" && s.errOut != nil {
+			fmt.Fprintf(s.errOut, "devsandbox: %s\n", s.oomMessage)
+		}
 		return code, nil
 	case failure != "":
 		return 0, fmt.Errorf("%w: %s; the command did not run", isolator.ErrProtection, failure)

@@ -15,6 +15,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/containerview"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/syscalls"
 )
 
 // InitPath is where devsandbox-init appears in every container: the entrypoint, and
@@ -70,9 +71,11 @@ type Options struct {
 
 	// NofileHard is the host's hard RLIMIT_NOFILE, which the container's must not
 	// exceed (podman's rootless default of 1048576 can, and then the runtime fails
-	// with "operation not permitted"); 0 leaves podman's default. RLIMIT_NPROC is
-	// left to podman, which caps it at its service's own limit.
+	// with "operation not permitted"); 0 leaves podman's default.
 	NofileHard uint64
+	// NprocHard is the host's hard RLIMIT_NPROC (0: unlimited); limits.pids above it
+	// is lowered to it, as the runtime cannot raise a hard limit.
+	NprocHard uint64
 	// InitSource is the host path of devsandbox-init; empty means the Plan's Self.
 	InitSource string
 	// Binaries are the host's nsenter, nft and ip, which apply the egress rules
@@ -180,6 +183,18 @@ func specGen(p *isolator.Plan, opts Options) (*Spec, error) {
 	// In the VM the guest's statfs shows its virtio-fs mount's flags, not the host
 	// binds': the init probes read-only-ness instead.
 	man.ProbeReadOnly = opts.VM()
+	// Limits: tasks by RLIMIT_NPROC (the container has a user namespace of its own,
+	// where the kernel counts its tasks only), set by the runtime and again by the
+	// init; memory and CPUs by the VM's size, or by cgroups with runc.
+	man.Nproc = nproc(p.Limits.Pids, opts.NprocHard)
+	man.Memory = p.Limits.Memory
+	man.OOMFromVMStat = opts.VM()
+	if opts.VM() && !p.Syscalls.Unfiltered {
+		// A profile for the runtime would filter the VMM on the host: in the guest
+		// the init loads the policy itself.
+		pol := p.Syscalls
+		man.Seccomp = &pol
+	}
 	mounts := []spec.Mount{
 		tmpfs("/tmp", "rw", "exec", "nosuid", "nodev", "mode=1777"),
 		tmpfs("/run", "rw", "nosuid", "nodev", "mode=755"),
@@ -305,9 +320,44 @@ func specGen(p *isolator.Plan, opts Options) (*Spec, error) {
 	g.Mounts = sortMounts(mounts)
 	g.Devices = devices
 	g.NetNS = netns
-	g.Rlimits = rlimits(opts)
+	g.Rlimits = rlimits(opts, man.Nproc)
+	if !opts.VM() {
+		if !p.Syscalls.Unfiltered {
+			profile := syscalls.OCIJSON(syscalls.Compile(p.Syscalls))
+			g.SeccompProfilePath = file(profile)
+		}
+		g.ResourceLimits = resources(p.Limits)
+	}
 	s.Gen = g
 	return s, nil
+}
+
+// resources are the cgroup limits of a container run by runc: memory without swap
+// (a hog is killed, not swapped out) and CPU time per 100 ms.
+func resources(l isolator.Limits) *spec.LinuxResources {
+	if l.Memory <= 0 && l.CPUs <= 0 {
+		return nil
+	}
+	r := &spec.LinuxResources{}
+	if l.Memory > 0 {
+		m := l.Memory
+		r.Memory = &spec.LinuxMemory{Limit: &m, Swap: &m}
+	}
+	if l.CPUs > 0 {
+		period := uint64(100000)
+		quota := int64(l.CPUs * float64(period))
+		r.CPU = &spec.LinuxCPU{Period: &period, Quota: &quota}
+	}
+	return r
+}
+
+// nproc is limits.pids as the container's RLIMIT_NPROC: no higher than the host's
+// hard limit, which the runtime cannot raise.
+func nproc(pids int, hard uint64) int {
+	if pids > 0 && hard > 0 && uint64(pids) > hard {
+		return int(hard)
+	}
+	return pids
 }
 
 // bins are the egress tools of opts.
@@ -335,12 +385,16 @@ func tmpfs(dst string, opts ...string) spec.Mount {
 	return spec.Mount{Type: "tmpfs", Source: "tmpfs", Destination: dst, Options: opts}
 }
 
-// rlimits caps the open files at the host's hard limit.
-func rlimits(o Options) []spec.POSIXRlimit {
-	if o.NofileHard == 0 {
-		return nil
+// rlimits caps the open files at the host's hard limit, and the tasks at nproc.
+func rlimits(o Options, nproc int) []spec.POSIXRlimit {
+	var r []spec.POSIXRlimit
+	if o.NofileHard != 0 {
+		r = append(r, spec.POSIXRlimit{Type: "nofile", Hard: o.NofileHard, Soft: o.NofileHard})
 	}
-	return []spec.POSIXRlimit{{Type: "nofile", Hard: o.NofileHard, Soft: o.NofileHard}}
+	if nproc > 0 {
+		r = append(r, spec.POSIXRlimit{Type: "nproc", Hard: uint64(nproc), Soft: uint64(nproc)})
+	}
+	return r
 }
 
 // sortMounts orders mounts parents first (stable within a depth).

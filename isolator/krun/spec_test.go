@@ -17,6 +17,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/syscalls"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
@@ -98,13 +99,19 @@ var goldenCases = []struct {
 		p.Egress = egress.Rules{Mode: egress.Open}
 		p.TTY = true
 		p.Command = []string{"/bin/bash"}
+		p.Limits = isolator.Limits{Pids: 8192, Memory: 512 << 20, CPUs: 0.5}
 		return p
 	}, func() Options {
 		o := opts
-		o.Runtime, o.Home, o.NofileHard = "runc", "/home/dev", 0
-		return o
+		o.Runtime, o.Home, o.NofileHard, o.NprocHard = "runc", "/home/dev", 0, 4096
+		return o // limits.pids above the host's hard limit: lowered to it
 	}},
-	{"vm_size", basePlan, func() Options {
+	{"vm_size", func() *isolator.Plan {
+		p := basePlan()
+		p.Limits = isolator.Limits{Pids: 4096, Memory: 8192 << 20, CPUs: 4}
+		p.Syscalls = syscalls.Policy{Relax: []syscalls.Group{syscalls.Perf}}
+		return p // the VM's size is the memory and CPU limit: no cgroup; the init loads the policy
+	}, func() Options {
 		o := opts
 		o.CPUs, o.MemoryMiB = 4, 8192
 		return o
@@ -169,14 +176,24 @@ func TestRenderGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The seccomp profile has golden files of its own (package syscalls).
+			profile := string(syscalls.OCIJSON(syscalls.Compile(p.Syscalls)))
+			marker := "<the OCI profile of the policy " + p.Syscalls.String() + ">"
+			var files []hostFile
+			for _, f := range s.Files {
+				if string(f.Content) == profile {
+					f.Content = []byte(marker)
+				}
+				files = append(files, f)
+			}
 			spec, _ := json.MarshalIndent(struct {
 				Gen      any
 				Files    []hostFile
 				Secrets  []isolator.Secret
 				Firewall []egress.Call `json:",omitempty"`
-			}{s.Gen, s.Files, s.Secrets, s.Firewall}, "", "  ")
+			}{s.Gen, files, s.Secrets, s.Firewall}, "", "  ")
 			golden(t, tc.name+".spec.golden", string(spec)+"\n")
-			golden(t, tc.name+".script.golden", s.Script())
+			golden(t, tc.name+".script.golden", strings.ReplaceAll(s.Script(), shellQuote(profile), "'"+marker+"'"))
 			for _, v := range p.HostEnv {
 				if strings.Contains(string(spec)+s.Script(), v) {
 					t.Errorf("secret value %q rendered", v)

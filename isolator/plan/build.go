@@ -15,6 +15,7 @@ import (
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/syscalls"
 	"github.com/devsandbox/devsandbox/tools"
 )
 
@@ -81,6 +82,13 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if err != nil {
 		return nil, nil, err
 	}
+	policy, err := syscalls.New(cfg.Sandbox.RelaxSyscalls)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: sandbox.relax_syscalls: %v", ErrConfig, err)
+	}
+	if len(policy.Relax) > 0 {
+		warns = append(warns, fmt.Sprintf("the syscall policy is relaxed for this sandbox (sandbox.relax_syscalls from %s): %s", cfg.Origins["sandbox.relax_syscalls"], policy))
+	}
 	allow, err := egress.ParseEntries(cfg.Egress.Allow)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: egress.allow: %v", ErrConfig, err)
@@ -106,6 +114,8 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		Self:        self,
 		Tmp:         isolator.Tmp{Kind: cfg.Sandbox.Tmp, Dir: filepath.Join(state, "tmp")},
 		Egress:      egress.Rules{Mode: mode, Allow: allow, Deny: deny},
+		Syscalls:    policy,
+		Limits:      isolator.Limits{Pids: cfg.Limits.Pids, Memory: cfg.Limits.MemoryBytes(), CPUs: cfg.Limits.CPUs},
 		Command:     req.Command,
 		TTY:         req.TTY,
 		ReadOnly:    cfg.Sandbox.ReadOnly,

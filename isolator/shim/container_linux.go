@@ -110,6 +110,23 @@ func (c *container) run(argv []string) int {
 	} else {
 		hello.Files = files
 	}
+	if hello.Nonce != "" {
+		// The nonce authenticates the out-of-memory report: the command, running
+		// as the same user, must not read it from this process.
+		_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	}
+	if m.Seccomp != nil {
+		// Before anything else starts (the forwarders): everything in the sandbox
+		// runs under the policy.
+		if err := LoadSeccomp(*m.Seccomp); err != nil {
+			return c.fail("%v", err)
+		}
+	}
+	if m.Nproc > 0 {
+		if err := SetNproc(m.Nproc); err != nil {
+			return c.fail("%v", err)
+		}
+	}
 	if err := writeSecretFiles(m.SecretDir, hello.Files); err != nil {
 		return c.fail("%v", err)
 	}
@@ -158,6 +175,10 @@ func (c *container) run(argv []string) int {
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
+	ooms := -1
+	if m.Memory > 0 && hello.Nonce != "" {
+		ooms = oomKills(m)
+	}
 	c.ready()
 
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
@@ -197,6 +218,9 @@ func (c *container) run(argv []string) int {
 			cio.finish()
 			if c.role == "session" {
 				killDescendants()
+			}
+			if code == 128+int(syscall.SIGKILL) && ooms >= 0 && oomKills(m) > ooms {
+				fmt.Fprint(c.stderr, wire.OOMMarker(hello.Nonce))
 			}
 			return code
 		}

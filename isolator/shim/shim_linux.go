@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,8 +30,15 @@ const (
 	ExitNotFound      = 127
 )
 
-// Main runs the shim with its arguments (without argv[0]) and never returns when the
-// command was started.
+// Main runs the shim with its arguments (without argv[0]).
+//
+// Under bwrap (no role argument) the shim is the sandbox's pid 1 (bwrap --as-pid-1,
+// so that no process in the sandbox runs outside the syscall filter, which bwrap
+// loads before it starts the shim): it reports readiness, starts the command in a
+// session of its own (with the terminal as its controlling terminal when --tty),
+// passes on the signals the host sends it, reaps orphans, and exits with the
+// command's status (128+N when a signal N killed it). --nproc=N sets RLIMIT_NPROC
+// first: inside the sandbox's own user namespace it counts the sandbox's tasks only.
 func Main(args []string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == forwarderArg {
 		return forwarderMain(args[1:], stderr)
@@ -44,9 +52,10 @@ func Main(args []string, stderr io.Writer) int {
 	if len(args) > 0 && strings.HasPrefix(args[0], FirewallArg) {
 		return firewallMain(args[0], stderr)
 	}
-	takeTTY, readyFD := false, -1
+	takeTTY, readyFD, nproc := false, -1, 0
 	var forwards, publishes []string
 	for len(args) > 0 && args[0] != "--" {
+		var err error
 		switch a := args[0]; {
 		case a == "--tty":
 			takeTTY = true
@@ -55,14 +64,15 @@ func Main(args []string, stderr io.Writer) int {
 		case strings.HasPrefix(a, "--publish="):
 			publishes = append(publishes, strings.TrimPrefix(a, "--publish="))
 		case strings.HasPrefix(a, "--ready-fd="):
-			n, err := strconv.Atoi(strings.TrimPrefix(a, "--ready-fd="))
-			if err != nil {
-				fmt.Fprintf(stderr, "devsandbox-init: bad %s\n", a)
-				return ExitNotExecutable
-			}
-			readyFD = n
+			readyFD, err = strconv.Atoi(strings.TrimPrefix(a, "--ready-fd="))
+		case strings.HasPrefix(a, "--nproc="):
+			nproc, err = strconv.Atoi(strings.TrimPrefix(a, "--nproc="))
 		default:
 			fmt.Fprintf(stderr, "devsandbox-init: unknown argument %q\n", a)
+			return ExitNotExecutable
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "devsandbox-init: bad %s\n", args[0])
 			return ExitNotExecutable
 		}
 		args = args[1:]
@@ -72,50 +82,91 @@ func Main(args []string, stderr io.Writer) int {
 		return ExitNotFound
 	}
 	argv := args[1:]
-	// Lead a session and process group of our own: bwrap's --new-session leaves the
-	// command in the session of the sandbox's pid 1, where it can have no terminal,
-	// and the host signals the command's process group.
+	failed := func(msg string) int {
+		fmt.Fprintf(stderr, "devsandbox-init: %s\n", msg)
+		if readyFD >= 0 {
+			_ = Fail(readyFD, msg)
+		}
+		return ExitSetupFailed
+	}
 	// Nothing the host opened may reach the command or the forwarders this shim starts
 	// (whose /proc/<pid>/fd the command could open): close every inherited descriptor
 	// but the readiness report, before anything else opens one.
 	if err := closeInherited(readyFD); err != nil {
-		fmt.Fprintf(stderr, "devsandbox-init: %v\n", err)
-		return ExitSetupFailed
+		return failed(err.Error())
 	}
-	_, _ = unix.Setsid()
-	if takeTTY {
-		// A failure leaves the command without job control but otherwise working.
-		if err := tty.TakeControl(0); err != nil {
-			fmt.Fprintf(stderr, "devsandbox: warning: no job control: %v\n", err)
+	if nproc > 0 {
+		if err := SetNproc(nproc); err != nil {
+			return failed(err.Error())
 		}
 	}
 	for _, f := range publishes {
 		if err := startPublisher(f); err != nil {
-			msg := fmt.Sprintf("publishing port %s: %v", f, err)
-			fmt.Fprintf(stderr, "devsandbox-init: %s\n", msg)
-			if readyFD >= 0 {
-				_ = Fail(readyFD, msg)
-			}
-			return ExitSetupFailed
+			return failed(fmt.Sprintf("publishing port %s: %v", f, err))
 		}
 	}
 	for _, f := range forwards {
 		if err := startForwarder(f); err != nil {
-			msg := fmt.Sprintf("starting the proxy forwarder %s: %v", f, err)
-			fmt.Fprintf(stderr, "devsandbox-init: %s\n", msg)
-			if readyFD >= 0 {
-				_ = Fail(readyFD, msg)
-			}
-			return ExitSetupFailed
+			return failed(fmt.Sprintf("starting the proxy forwarder %s: %v", f, err))
 		}
 	}
+	path, code, msg := lookCommand(argv[0], "")
 	if readyFD >= 0 {
 		if err := Ready(readyFD); err != nil {
 			fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", err)
 			return ExitNotExecutable
 		}
 	}
-	return Exec(argv, stderr)
+	if path == "" {
+		fmt.Fprintf(stderr, "devsandbox: %s: %s\n", argv[0], msg)
+		return code
+	}
+	return runInit(path, argv, takeTTY, stderr)
+}
+
+// SetNproc limits the tasks of the caller's user (in its user namespace) to n,
+// soft and hard: a process may lower a hard limit, never raise it.
+func SetNproc(n int) error {
+	lim := &unix.Rlimit{Cur: uint64(n), Max: uint64(n)}
+	if err := unix.Setrlimit(unix.RLIMIT_NPROC, lim); err != nil {
+		return fmt.Errorf("setting the process limit (limits.pids = %d): %v", n, err)
+	}
+	return nil
+}
+
+// runInit starts the command as a child in a session of its own and serves as the
+// sandbox's pid 1 until it exits.
+func runInit(path string, argv []string, takeTTY bool, stderr io.Writer) int {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	sys := &syscall.SysProcAttr{Setsid: true}
+	if takeTTY {
+		// The command's session owns the terminal and its process group is in the
+		// foreground, so shells have job control. Without a terminal on stdin the
+		// command runs without one.
+		if tty.IsTerminal(0) {
+			sys.Setctty, sys.Ctty = true, 0
+		}
+	}
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: sys})
+	if err != nil {
+		code := ExitNotExecutable
+		if errors.Is(err, syscall.ENOENT) {
+			code = ExitNotFound
+		}
+		fmt.Fprintf(stderr, "devsandbox: %s: %v\n", argv[0], err)
+		return code
+	}
+	exited := make(chan int, 1)
+	go reap(pid, exited)
+	for {
+		select {
+		case s := <-sigs:
+			signalGroup(pid, s.(syscall.Signal))
+		case code := <-exited:
+			return code
+		}
+	}
 }
 
 // Fail reports on fd that the sandbox could not be completed, and why.

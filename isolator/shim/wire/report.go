@@ -19,6 +19,49 @@ type Report struct {
 	ready   bool
 	failure string
 	seen    chan struct{}
+
+	oomMarker []byte // set by ExpectOOM
+	tail      []byte // output held back: it may begin oomMarker
+	oom       bool
+}
+
+// ExpectOOM makes the Report watch the output after the first marker for the init's
+// out-of-memory report with nonce (OOMMarker), which it removes. Call it before the
+// first Write.
+func (r *Report) ExpectOOM(nonce string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.oomMarker = []byte(OOMMarker(nonce))
+}
+
+// OOM reports whether the init reported that the memory limit killed the command.
+func (r *Report) OOM() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.oom
+}
+
+// afterReady passes the output on, removing the out-of-memory report when expected.
+func (r *Report) afterReady(p []byte) error {
+	if len(r.oomMarker) == 0 {
+		return r.write(p)
+	}
+	buf := append(r.tail, p...)
+	r.tail = nil
+	if i := bytes.Index(buf, r.oomMarker); i >= 0 {
+		r.oom = true
+		buf = append(append([]byte(nil), buf[:i]...), buf[i+len(r.oomMarker):]...)
+	}
+	// Hold back the longest end of buf that begins the marker.
+	keep := 0
+	for k := min(len(buf), len(r.oomMarker)-1); k > 0; k-- {
+		if bytes.HasPrefix(r.oomMarker, buf[len(buf)-k:]) {
+			keep = k
+			break
+		}
+	}
+	r.tail = append([]byte(nil), buf[len(buf)-keep:]...)
+	return r.write(buf[:len(buf)-keep])
 }
 
 // NewReport returns a Report writing to out.
@@ -41,7 +84,7 @@ func (r *Report) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
-		return len(p), r.write(p)
+		return len(p), r.afterReady(p)
 	}
 	buf := append(r.pending, p...)
 	r.pending = nil
@@ -93,6 +136,9 @@ func (r *Report) Write(p []byte) (int, error) {
 		close(r.seen)
 	}
 	if len(buf) > 0 {
+		if r.done {
+			return len(p), r.afterReady(buf)
+		}
 		return len(p), r.write(buf)
 	}
 	return len(p), nil
@@ -102,8 +148,8 @@ func (r *Report) Write(p []byte) (int, error) {
 func (r *Report) Flush() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b := r.pending
-	r.pending = nil
+	b := append(r.pending, r.tail...)
+	r.pending, r.tail = nil, nil
 	return r.write(b)
 }
 

@@ -20,12 +20,16 @@
 package wire
 
 import (
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/devsandbox/devsandbox/syscalls"
 )
 
 // ManifestEnv is the environment variable holding the JSON Manifest. The init removes
@@ -88,6 +92,22 @@ type Manifest struct {
 	// Publish lists published ports as "PORT=UNIXPATH": serve the Unix socket (in a
 	// directory the host shares) and relay each connection to 127.0.0.1:PORT inside.
 	Publish []string `json:"publish,omitempty"`
+	// Memory is the sandbox's memory limit in bytes (0: none). When the command dies
+	// of SIGKILL and the kernel's out-of-memory killer ran in the sandbox, the init
+	// says so with OOMMarker after the command's output.
+	Memory int64 `json:"memory,omitempty"`
+	// OOMFromVMStat: the sandbox is a virtual machine whose memory is the limit; the
+	// init reads out-of-memory kills from the guest kernel's /proc/vmstat rather
+	// than from a cgroup.
+	OOMFromVMStat bool `json:"oomVMStat,omitempty"`
+	// Seccomp, when set, is the syscall policy the init loads for the command
+	// itself (a microVM, where the runtime's profile would filter the VMM on the
+	// host instead of the guest's processes).
+	Seccomp *syscalls.Policy `json:"seccomp,omitempty"`
+	// Nproc, when set, is RLIMIT_NPROC for the command, set by the init: in the
+	// container's own user namespace it counts only the sandbox's tasks (krun; the
+	// docker engine limits tasks with a pids cgroup instead).
+	Nproc int `json:"nproc,omitempty"`
 	// SecretDir is where secret files are written (a tmpfs owned by the user).
 	SecretDir string `json:"secretDir,omitempty"`
 	// ShellFallback: when the command is exactly this path and it does not exist in
@@ -130,6 +150,10 @@ const MaxFrame = 1 << 20
 
 // Hello is the first frame: what must be in place before the command starts.
 type Hello struct {
+	// Nonce, unique to the session, authenticates the init's out-of-memory report
+	// (OOMMarker): the init holds it in memory the command cannot read (it is not
+	// dumpable), so the command cannot fake the report on the shared stderr.
+	Nonce string            `json:"nonce,omitempty"`
 	Env   map[string]string `json:"env,omitempty"`   // secret variables
 	Files map[string][]byte `json:"files,omitempty"` // secret files by name
 	TTY   bool              `json:"tty,omitempty"`   // run the command on a terminal of its own
@@ -206,6 +230,17 @@ func ParseHello(p []byte) (*Hello, error) {
 	}
 	return &h, nil
 }
+
+// NewNonce returns a random session nonce for Hello.Nonce.
+func NewNonce() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// OOMMarker is what the init writes on stderr, after the command's output, when the
+// memory limit's out-of-memory killer ended the command.
+func OOMMarker(nonce string) string { return markerStart + "oom:" + nonce + MarkerEnd }
 
 // FailMarker returns the failure report for reason (one line, no escape characters).
 func FailMarker(reason string) string {
