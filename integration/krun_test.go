@@ -546,7 +546,11 @@ func TestKrunEgressAllowlist(t *testing.T) {
 // "nft DELETED" or "nft refused ERRNO".
 const deleteNftTable = `
 import socket, struct
-s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 12)
+try:
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 12)
+except PermissionError:  # the syscall policy refuses the netfilter netlink socket
+    print("nft refused 1")
+    raise SystemExit
 def msg(typ, flags, seq, payload):
     return struct.pack("=IHHII", 16 + len(payload), typ, flags, seq, 0) + payload
 def nfgen(family, res):

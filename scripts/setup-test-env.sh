@@ -5,7 +5,10 @@
 set -euo pipefail
 
 TEST_USER=${DEVSANDBOX_TEST_USER:-dsbtest}
-PACKAGES=(bubblewrap passt nftables iptables iproute2 uidmap git procps busybox-static shellcheck curl python3-minimal openssh-client docker.io debootstrap podman runc slirp4netns)
+# The last group is what the syscall policy must keep working (the dev-tools test):
+# debuggers, a C toolchain, Node and a JDK (JFR, the JVM's sampling profiler).
+PACKAGES=(bubblewrap passt nftables iptables iproute2 uidmap git procps busybox-static shellcheck curl python3-minimal openssh-client docker.io debootstrap podman runc slirp4netns
+	strace gdb gcc libc6-dev make nodejs default-jdk-headless)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

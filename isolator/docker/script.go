@@ -46,7 +46,7 @@ func (s *Spec) Script() string {
 		fmt.Fprintf(&b, "test -e %s || { mkdir -p -m 0700 %s && printf %%s %s > %s; }\n", shellQuote(f.Path), shellQuote(filepath.Dir(f.Path)), shellQuote(string(f.Content)), shellQuote(f.Path))
 	}
 	if f := s.Profile; f != nil {
-		b.WriteString("# the syscall policy as a seccomp profile (the engine gets it in the request):\n")
+		fmt.Fprintf(&b, "# the syscall policy (%s) as a seccomp profile (the engine gets it in the request):\n", s.Policy)
 		fmt.Fprintf(&b, "test -e %s || { mkdir -p -m 0700 %s && printf %%s %s > %s; }\n", shellQuote(f.Path), shellQuote(filepath.Dir(f.Path)), shellQuote(string(f.Content)), shellQuote(f.Path))
 	}
 	if s.FirewallArg != "" {

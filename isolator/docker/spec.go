@@ -95,6 +95,7 @@ type Spec struct {
 	// Profile is the syscall policy as a seccomp profile file for the script's
 	// --security-opt (the engine gets the profile itself in HostConfig.SecurityOpt).
 	Profile *hostFile
+	Policy  syscalls.Policy
 	// Dirs are host directories Run creates (0700) before binding them; EmptyFile is
 	// the empty file masks are bound from.
 	Dirs      []string
@@ -299,6 +300,7 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 		Mounts:         sortMounts(mounts),
 		Tmpfs:          tmpfs,
 	}
+	s.Policy = p.Syscalls
 	if !p.Syscalls.Unfiltered {
 		profile := syscalls.OCIJSON(syscalls.Compile(p.Syscalls))
 		hc.SecurityOpt = append(hc.SecurityOpt, "seccomp="+string(profile))

@@ -23,6 +23,12 @@ func (s *Spec) Script() string {
 	if g.OCIRuntime != "runc" {
 		fmt.Fprintf(&b, "# the runtime %s boots a libkrun microVM: %s vCPUs, %s MiB (also in %s)\n", g.OCIRuntime, g.Annotations[CPUsAnnotation], g.Annotations[RAMAnnotation], VMConfigPath)
 	}
+	switch {
+	case g.SeccompProfilePath != "":
+		fmt.Fprintf(&b, "# the syscall policy (%s) as a seccomp profile: %s\n", s.Policy, g.SeccompProfilePath)
+	case s.Manifest != nil && s.Manifest.Seccomp != nil:
+		fmt.Fprintf(&b, "# the syscall policy (%s): loaded by devsandbox-init in the VM\n", s.Policy)
+	}
 	for _, sec := range s.Secrets {
 		switch {
 		case !sec.AsFile:

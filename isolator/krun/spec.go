@@ -110,6 +110,8 @@ type Spec struct {
 	Env []isolator.EnvVar
 	// Manifest is what the init verifies (also in Gen.Env).
 	Manifest *wire.Manifest
+	// Policy is the syscall policy (for the script).
+	Policy syscalls.Policy
 	TTY      bool
 	// Firewall (egress allowlist) are the calls Run makes on the host, once the
 	// container runs and before the init gets its go (the Hello frame), to apply the
@@ -150,7 +152,7 @@ func specGen(p *isolator.Plan, opts Options) (*Spec, error) {
 	if initSrc == "" {
 		initSrc = p.Self
 	}
-	s := &Spec{Optional: map[string]bool{}, TTY: p.TTY, Dirs: p.PrivateDirs, EmptyFile: p.EmptyFile}
+	s := &Spec{Optional: map[string]bool{}, TTY: p.TTY, Dirs: p.PrivateDirs, EmptyFile: p.EmptyFile, Policy: p.Syscalls}
 	filesDir := filepath.Join(p.StateDir, "krun")
 	file := func(content []byte) string {
 		sum := sha256.Sum256(content)

@@ -30,6 +30,8 @@ var minimalEtc = []string{
 	"/etc/environment", "/etc/mime.types",
 	// tools
 	"/etc/gitconfig", "/etc/ssh/ssh_config", "/etc/ssh/ssh_config.d",
+	// language runtimes: Debian's JDKs link their conf/ files (java.security, ...) here
+	"/etc/java-8-openjdk", "/etc/java-11-openjdk", "/etc/java-17-openjdk", "/etc/java-21-openjdk", "/etc/java-25-openjdk",
 }
 
 // maxCopies caps how many files of one /etc directory are copied one by one before it
