@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -331,3 +332,58 @@ func TestLoadWarnings(t *testing.T) {
 }
 
 func strp(s string) *string { return &s }
+
+// The deprecated docker.cpus and docker.memory set the limits, with a warning naming
+// the file and the new key; a [limits] key in the same file wins over its alias.
+func TestLimitAliases(t *testing.T) {
+	home, environ := testHome(t)
+	user := writeUserFile(t, home, "[docker]\ncpus = 1.5\nmemory = \"2g\"\n[limits]\nmemory = \"1g\"\n")
+	c, warnings := mustLoad(t, LoadOptions{Environ: environ})
+	if c.Limits.CPUs != 1.5 || c.Limits.Memory != "1g" || c.Limits.MemoryBytes() != 1<<30 {
+		t.Errorf("limits %+v", c.Limits)
+	}
+	if c.Origins["limits.cpus"] != user+" (docker.cpus)" || c.Origins["limits.memory"] != user {
+		t.Errorf("origins %q %q", c.Origins["limits.cpus"], c.Origins["limits.memory"])
+	}
+	want := []string{
+		"docker.memory (in " + user + ") is deprecated and ignored: limits.memory in the same file sets the limit; remove it",
+		"docker.cpus (in " + user + ") is deprecated: it sets limits.cpus; rename it",
+	}
+	if !reflect.DeepEqual(warnings, want) {
+		t.Errorf("warnings %q, want %q", warnings, want)
+	}
+	// krun sizes its VM from the limits unless its own keys are set.
+	if c.Krun.CPUs != 2 || c.Krun.MemoryMiB != 1024 || c.Origins["krun.memory_mib"] != user {
+		t.Errorf("krun %d vCPUs, %d MiB (origin %q)", c.Krun.CPUs, c.Krun.MemoryMiB, c.Origins["krun.memory_mib"])
+	}
+}
+
+func TestLimitFlagsAndValidation(t *testing.T) {
+	home, environ := testHome(t)
+	_ = home
+	pids, mem, cpus := 64, "512m", 0.5
+	c, _ := mustLoad(t, LoadOptions{Environ: environ, Flags: Flags{Pids: &pids, Memory: &mem, CPUs: &cpus}})
+	if c.Limits != (Limits{Pids: 64, Memory: "512m", CPUs: 0.5}) || c.Origins["limits.pids"] != "flag --pids" || c.Origins["limits.cpus"] != "flag --cpus" {
+		t.Errorf("limits %+v, origins %q", c.Limits, c.Origins)
+	}
+	for _, tc := range []struct {
+		flags Flags
+		want  string
+	}{
+		{Flags{Pids: ptr(3)}, "flag --pids: 3 is not a number of tasks from 8"},
+		{Flags{Memory: ptr("1k")}, `flag --memory: "1k" is less than the 6m`},
+		{Flags{Memory: ptr("lots")}, `flag --memory: "lots" is not a size`},
+		{Flags{CPUs: ptr(0.0)}, "flag --cpus: 0 is not greater than 0"},
+	} {
+		_, _, err := Load(LoadOptions{Environ: environ, Flags: tc.flags, UID: 1000, GID: 1000})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrInvalid) {
+			t.Errorf("%+v: %v, want ErrInvalid saying %q", tc.flags, err, tc.want)
+		}
+	}
+	_, _, err := Load(LoadOptions{Environ: environ, Flags: Flags{ConfigFile: writeFile(t, home+"/r.toml", "[sandbox]\nrelax_syscalls = [\"ptrace\"]\n")}, UID: 1000, GID: 1000})
+	if err == nil || !strings.Contains(err.Error(), `sandbox.relax_syscalls: "ptrace" is not a syscall group (one of userns, io_uring, perf, sockets)`) {
+		t.Errorf("unknown group: %v", err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -174,14 +174,18 @@ func merge(c *Config, l *layer, src *source) error {
 func mergeLimits(m merger, c *Limits, l *layerLimits, d layerDocker) {
 	set(m, "limits.pids", &c.Pids, l.Pids)
 	for _, a := range []struct {
-		alias, key string
-		aliasSet   bool
-		apply      func()
+		alias, key      string
+		aliasSet, owned bool // the layer sets the alias; the layer sets the key itself
+		apply           func()
 	}{
-		{"docker.memory", "limits.memory", d.Memory != nil && l.Memory == nil, func() { c.Memory = *d.Memory }},
-		{"docker.cpus", "limits.cpus", d.CPUs != nil && l.CPUs == nil, func() { c.CPUs = *d.CPUs }},
+		{"docker.memory", "limits.memory", d.Memory != nil, l.Memory != nil, func() { c.Memory = *d.Memory }},
+		{"docker.cpus", "limits.cpus", d.CPUs != nil, l.CPUs != nil, func() { c.CPUs = *d.CPUs }},
 	} {
-		if !a.aliasSet {
+		switch {
+		case !a.aliasSet:
+			continue
+		case a.owned:
+			m.c.deprecated = append(m.c.deprecated, fmt.Sprintf("%s (in %s) is deprecated and ignored: %s in the same file sets the limit; remove it", a.alias, m.origin, a.key))
 			continue
 		}
 		a.apply()

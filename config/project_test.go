@@ -51,6 +51,11 @@ func TestProjectMayNotLoosen(t *testing.T) {
 		{"tool enabled", "", "[tools.ssh]\nenabled = true\n", 2, "tools.ssh.enabled"},
 		{"tool enabled over disabled", "[tools.ssh]\nenabled = false\n", "[tools.ssh]\nenabled = true\n", 2, "tools.ssh.enabled"},
 		{"tool secrets", "[tools.gh]\nsecrets = false\n", "[tools.gh]\nsecrets = true\n", 2, "tools.gh.secrets"},
+		{"pids above the default", "", "[limits]\npids = 100000\n", 2, "limits.pids"},
+		{"pids off", "", "[limits]\npids = 0\n", 2, "limits.pids"},
+		{"memory above the user's", "[limits]\nmemory = \"1g\"\n", "[limits]\nmemory = \"2g\"\n", 2, "limits.memory"},
+		{"cpus above the user's", "[limits]\ncpus = 2\n", "[limits]\ncpus = 4\n", 2, "limits.cpus"},
+		{"memory through the old key", "[limits]\nmemory = \"1g\"\n", "[docker]\nmemory = \"8g\"\n", 2, "docker.memory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

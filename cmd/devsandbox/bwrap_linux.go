@@ -48,7 +48,12 @@ func isolatorTable(b *bwrap.Isolator, dk *dockerSettings, kr *helper.Stub) isola
 // newBwrap is the bwrap backend of a run; phase (nil: none) receives its launch
 // phases.
 func (a *app) newBwrap(cfg *config.Config, phase func(string)) *bwrap.Isolator {
-	return &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Binaries: egressBinaries(cfg.Host), Phase: phase}
+	return &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Binaries: egressBinaries(cfg.Host), Phase: phase, RuntimeDir: cfg.Host.RuntimeDir}
+}
+
+// doctorBwrap is the bwrap backend doctor checks.
+func (a *app) doctorBwrap(runtimeDir string) *bwrap.Isolator {
+	return &bwrap.Isolator{RuntimeDir: runtimeDir}
 }
 
 // egressBinaries are the firewall tools, with the test overrides DEVSANDBOX_NFT and

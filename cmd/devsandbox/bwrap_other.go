@@ -27,6 +27,8 @@ type noBwrap struct{}
 
 func (a *app) newBwrap(*config.Config, func(string)) *noBwrap { return nil }
 
+func (a *app) doctorBwrap(string) *noBwrap { return nil }
+
 // isolatorTable is the explicit table of backends this binary has. dk configures the
 // docker backend (nil: from defaults); see docker.go. kr is the krun backend, which
 // runs in devsandbox-krun (see krun.go).

@@ -198,16 +198,18 @@ func (a *app) doctor(c *cli.Context) error {
 	selected := "auto"
 	var dk *dockerSettings
 	var kcfg *config.Config
+	runtimeDir := ""
 	if l, err := a.load(a.flags(c)); err == nil {
 		selected = l.cfg.Isolator
 		dk = a.dockerSettings(l.cfg)
 		kcfg = l.cfg
+		runtimeDir = l.cfg.Host.RuntimeDir
 	} else if host, herr := config.HostFromEnviron(a.environ, -1, -1); herr == nil {
 		// Outside a project (or with a broken config) the host checks still run.
 		a.warn("%v", err)
-		_ = host
+		runtimeDir = host.RuntimeDir
 	}
-	table := isolatorTable(nil, dk, krunStub(kcfg, nil))
+	table := isolatorTable(a.doctorBwrap(runtimeDir), dk, krunStub(kcfg, nil))
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "CHECK\tSTATUS\tDETAIL")
 	usable := map[string]bool{}

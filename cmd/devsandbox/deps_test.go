@@ -11,7 +11,8 @@ import (
 const module = "github.com/devsandbox/devsandbox"
 
 // TestImportDirection enforces the layering of DESIGN.md: config, tools and egress
-// import nothing from isolator, proxy or cmd, and the bwrap launch path pulls in no
+// import nothing from isolator, proxy or cmd, the syscall policy nothing of this
+// module (and no system interface: it is pure and portable), and the bwrap launch path pulls in no
 // container client (whose package init would slow every launch). devsandbox links
 // neither the proxy nor goproxy (whose init parses an RSA key pair, on every launch):
 // it reads the audit log through proxy/audit and runs the proxy as devsandbox-proxy.
@@ -23,6 +24,7 @@ func TestImportDirection(t *testing.T) {
 		module + "/config":               {module + "/isolator", module + "/proxy", module + "/cmd"},
 		module + "/tools":                {module + "/isolator", module + "/proxy", module + "/cmd"},
 		module + "/egress":               {module + "/isolator", module + "/proxy", module + "/cmd", "github.com/docker/", "github.com/containers/", "github.com/elazarl/goproxy"},
+		module + "/syscalls":             {module + "/", "github.com/docker/", "github.com/containers/", "github.com/moby/", "github.com/elazarl/goproxy", "golang.org/x/sys"},
 		module + "/isolator/bwrap":       {"github.com/docker/", "github.com/containers/", "github.com/elazarl/goproxy"},
 		module + "/cmd/devsandbox":       {"github.com/elazarl/goproxy", "github.com/containers/"},
 		module + "/isolator/krun/helper": {"github.com/containers/"},

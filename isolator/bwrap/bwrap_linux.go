@@ -33,6 +33,9 @@ type Isolator struct {
 	Warn func(msg string)
 	// Binaries are the egress tools (pasta, nft, ...); zero means egress.DefaultBinaries.
 	Binaries egress.Binaries
+	// RuntimeDir is the user's $XDG_RUNTIME_DIR, where doctor looks for the systemd
+	// user manager (Run takes it from the Plan's host environment).
+	RuntimeDir string
 }
 
 func (b *Isolator) binaries() egress.Binaries {
@@ -491,6 +494,11 @@ func (b *Isolator) Check(ctx context.Context) isolator.Status {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if v, err := exec.CommandContext(ctx, bin, "--version").Output(); err == nil && !versionAtLeast(strings.TrimSpace(string(v)), minBwrap) {
+		return isolator.Status{State: isolator.Unavailable,
+			Reason: fmt.Sprintf("%s is older than %d.%d.%d, which devsandbox needs: its --as-pid-1 keeps every process of the sandbox under the syscall filter, and --disable-userns", strings.TrimSpace(string(v)), minBwrap[0], minBwrap[1], minBwrap[2]),
+			Fix:    "upgrade bubblewrap (Debian 12, Ubuntu 24.04 and Fedora 38 ship 0.8.0 or later), or use --isolator=docker"}
+	}
 	out, err := exec.CommandContext(ctx, bin, "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true").CombinedOutput()
 	if err == nil {
 		return isolator.Status{State: isolator.Active}

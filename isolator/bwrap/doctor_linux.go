@@ -3,6 +3,7 @@ package bwrap
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/syscalls"
 )
 
 // Diagnose implements isolator.Diagnoser: one row per host requirement of the bwrap
@@ -45,7 +47,33 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 	fwErr := egress.Probe(ctx, egress.SampleRules, b.binaries())
 	add("firewall in a user namespace (egress allowlist)", fwErr == nil, "nft, else iptables", errText(fwErr),
 		"install nftables (sudo apt-get install nftables) and make sure the nf_tables modules load (sudo modprobe nf_tables)")
-	return rows
+	return append(rows, b.limitRows()...)
+}
+
+// limitRows say whether the syscall policy and each resource limit can be enforced.
+func (b *Isolator) limitRows() []isolator.Check {
+	row := func(name string, err error, detail, fix string) isolator.Check {
+		st := isolator.Status{State: isolator.Active}
+		if err != nil {
+			st = isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: fix}
+		}
+		return isolator.Check{Name: name, Status: st, Detail: detail}
+	}
+	_, archErr := syscalls.Native()
+	p := &isolator.Plan{User: isolator.User{UID: os.Getuid()}, Limits: isolator.Limits{Pids: 1}}
+	pidsErr := checkPids(p)
+	var u unix.Utsname
+	_ = unix.Uname(&u)
+	p.Limits = isolator.Limits{Memory: 1 << 30, CPUs: 1}
+	p.HostEnv = map[string]string{"XDG_RUNTIME_DIR": b.RuntimeDir}
+	cgErr := hostCgroups(p).check(p)
+	return []isolator.Check{
+		row("syscall policy (seccomp)", archErr, "bwrap --seccomp, the shim as pid 1 (bwrap 0.8.0 or later)", "use --isolator=docker"),
+		row("process limit (limits.pids)", pidsErr, "RLIMIT_NPROC in the sandbox's user namespace (Linux "+unix.ByteSliceToString(u.Release[:])+")",
+			"use Linux 5.14 or later, or --isolator=docker, or set limits.pids = 0"),
+		row("memory and CPU limits (limits.memory, limits.cpus)", cgErr, "a systemd user scope (cgroup v2)",
+			"boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1) under a systemd user session, or use --isolator=docker; without them --memory and --cpus stop the run"),
+	}
 }
 
 type nsState struct {
@@ -119,4 +147,26 @@ func errText(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+// minBwrap is the oldest bubblewrap with --as-pid-1 and --disable-userns.
+var minBwrap = [3]int{0, 8, 0}
+
+// versionAtLeast reads "bubblewrap 0.8.0" and compares it with min; an unreadable
+// version passes (the launch itself then says what is wrong).
+func versionAtLeast(v string, min [3]int) bool {
+	f := strings.Fields(v)
+	if len(f) == 0 {
+		return true
+	}
+	var got [3]int
+	if n, _ := fmt.Sscanf(f[len(f)-1], "%d.%d.%d", &got[0], &got[1], &got[2]); n < 2 {
+		return true
+	}
+	for i := range got {
+		if got[i] != min[i] {
+			return got[i] > min[i]
+		}
+	}
+	return true
 }

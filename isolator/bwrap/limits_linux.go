@@ -53,8 +53,12 @@ func kernelAtLeast(release string, min [2]int) bool {
 	if len(parts) < 2 {
 		return false
 	}
+	digits := parts[1]
+	if i := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
+		digits = digits[:i]
+	}
 	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
+	minor, err2 := strconv.Atoi(digits)
 	if err1 != nil || err2 != nil {
 		return false
 	}

@@ -105,7 +105,7 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 	if !h.Systemd() {
 		mgr = "cgroupfs (no systemd: devsandbox starts podman's service with --cgroup-manager=cgroupfs)"
 	}
-	ok("podman limits", fmt.Sprintf("nofile=%d, the host's hard limit (podman's default may exceed it); nproc left to podman (host hard limit %d); cgroup manager %s", nofile, nproc, mgr))
+	ok("podman limits", fmt.Sprintf("nofile=%d, the host's hard limit (podman's default may exceed it); nproc = limits.pids, at most the host's hard limit %d; cgroup manager %s", nofile, nproc, mgr))
 
 	sock, err := b.socket(ctx, h)
 	if err != nil {

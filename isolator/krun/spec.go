@@ -112,7 +112,7 @@ type Spec struct {
 	Manifest *wire.Manifest
 	// Policy is the syscall policy (for the script).
 	Policy syscalls.Policy
-	TTY      bool
+	TTY    bool
 	// Firewall (egress allowlist) are the calls Run makes on the host, once the
 	// container runs and before the init gets its go (the Hello frame), to apply the
 	// egress rules in the container's network namespace; nsenter gets that namespace

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -71,6 +72,41 @@ func TestReportStripsMarker(t *testing.T) {
 		ready, fail := r.Result()
 		if out.String() != tt.out || ready != tt.ready || fail != tt.fail {
 			t.Errorf("%s: out %q ready %v fail %q; want %q %v %q", tt.name, out.String(), ready, fail, tt.out, tt.ready, tt.fail)
+		}
+	}
+}
+
+// TestReportOOM: the init's out-of-memory report is found after the command's output,
+// split across writes, removed from it, and only with the session's nonce: a command
+// printing a report of its own (without the nonce) is passed through as output.
+func TestReportOOM(t *testing.T) {
+	const nonce = "0123abcd"
+	for _, tc := range []struct {
+		name   string
+		writes []string
+		oom    bool
+		out    string
+	}{
+		{"whole", []string{ReadyMarker, "output\n", OOMMarker(nonce)}, true, "output\n"},
+		{"split", []string{ReadyMarker + "out", "put\n\x1b_devsan", "dbox:oom:0123", "abcd\x1b\\"}, true, "output\n"},
+		{"byte by byte", append([]string{ReadyMarker, "x"}, strings.Split(OOMMarker(nonce), "")...), true, "x"},
+		{"forged", []string{ReadyMarker, OOMMarker("guessed"), "\n"}, false, OOMMarker("guessed") + "\n"},
+		{"escape that is not one", []string{ReadyMarker, "\x1b[31mred\x1b[0m\n"}, false, "\x1b[31mred\x1b[0m\n"},
+		{"none", []string{ReadyMarker, "done\n"}, false, "done\n"},
+	} {
+		var out strings.Builder
+		r := NewReport(&out)
+		r.ExpectOOM(nonce)
+		for _, w := range tc.writes {
+			if _, err := r.Write([]byte(w)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if r.OOM() != tc.oom || out.String() != tc.out {
+			t.Errorf("%s: OOM %v, output %q; want %v, %q", tc.name, r.OOM(), out.String(), tc.oom, tc.out)
 		}
 	}
 }
