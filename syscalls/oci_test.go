@@ -126,3 +126,40 @@ func TestCover(t *testing.T) {
 		t.Errorf("cover(nil) = %v, want everything", got)
 	}
 }
+
+// samples are argument vectors on which to compare a rule with a runtime's: those
+// its conditions name, and some others.
+func samples(r Rule) [][6]uint64 {
+	out := [][6]uint64{{}, {^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}, {0x5401, 0x5401}, {17, 3, 0}, {40, 1}}
+	for _, m := range r.AllowIf {
+		var a [6]uint64
+		for _, c := range m {
+			a[c.Arg] = c.Value
+		}
+		out = append(out, a)
+	}
+	for _, c := range r.DenyIf {
+		var a [6]uint64
+		a[c.Arg] = c.Value
+		out = append(out, a)
+	}
+	return out
+}
+
+// allows is the rule's verdict on args.
+func (r Rule) allows(args [6]uint64) bool {
+	switch r.Action {
+	case Allow:
+		return true
+	case AllowIf:
+		return evalAllowIf(r, args) == retAllow
+	case DenyIf:
+		for _, c := range r.DenyIf {
+			if args[c.Arg]&c.Mask == c.Value {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}

@@ -217,9 +217,9 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		if err != nil {
 			return nil, err
 		}
+		// The last descriptor: nothing after it needs one.
 		a = append(a, "--seccomp", fmt.Sprint(fd))
 		s.Files = append(s.Files, File{FD: fd, Dest: "seccomp", Kind: Seccomp, Content: prog})
-		fd++
 	}
 	s.Policy = p.Syscalls
 	if p.Self != "" {

@@ -1,10 +1,13 @@
-// Package shim is the first program run inside a sandbox. It takes the terminal as its
-// controlling terminal (so job control works under bwrap's --new-session), tells the
-// host that the sandbox is set up, closes every inherited descriptor above stderr and
-// execs the command, exiting 127 when it is not found and 126 when it cannot be run.
+// Package shim is the first program run inside a sandbox, its pid 1. Under bwrap it
+// closes every inherited descriptor above stderr, tells the host that the sandbox is
+// set up, and starts the command in a session of its own with the terminal as its
+// controlling terminal (so job control works under bwrap's --new-session), exiting
+// 127 when it is not found and 126 when it cannot be run; in a container it is the
+// init that verifies the protections first (ContainerArg).
 //
-// The host learns the command's process id from the readiness report: it is sent with
-// SCM_CREDENTIALS, which the kernel translates into the host's pid namespace.
+// The host learns the shim's process id from the readiness report: it is sent with
+// SCM_CREDENTIALS, which the kernel translates into the host's pid namespace; the
+// shim passes the signals it receives on to the command.
 package shim
 
 import (
@@ -180,26 +183,6 @@ func Ready(fd int) error {
 	defer unix.Close(fd)
 	cred := unix.UnixCredentials(&unix.Ucred{Pid: int32(os.Getpid()), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())})
 	return unix.Sendmsg(fd, []byte{'R'}, cred, nil, 0)
-}
-
-// Exec replaces the process with argv, or returns the exit code of a failed start.
-func Exec(argv []string, stderr io.Writer) int {
-	path, err := exec.LookPath(argv[0])
-	if err != nil && !errors.Is(err, exec.ErrDot) {
-		code := ExitNotFound
-		if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EISDIR) {
-			code = ExitNotExecutable
-		}
-		fmt.Fprintf(stderr, "devsandbox: %s: %s\n", argv[0], reason(err, code))
-		return code
-	}
-	err = syscall.Exec(path, argv, os.Environ())
-	code := ExitNotExecutable
-	if errors.Is(err, syscall.ENOENT) {
-		code = ExitNotFound
-	}
-	fmt.Fprintf(stderr, "devsandbox: %s: %v\n", argv[0], err)
-	return code
 }
 
 func reason(err error, code int) string {

@@ -40,12 +40,22 @@ type runner struct {
 	cred *syscall.Credential
 	env  []string
 	dir  string
+	// files are opened for each run and passed as descriptors 3, 4, ...
+	files []string
 }
 
 func (r runner) time(argv []string) (time.Duration, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = r.dir, r.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: r.cred}
+	for _, name := range r.files {
+		f, err := os.Open(name)
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+	}
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	start := time.Now()
@@ -182,6 +192,11 @@ func run(bin string, n int, userName string, files int, only string, large int) 
 	}
 	if only == "" || strings.Contains("egress proxy", only) {
 		if err := benchProxy(r, bin); err != nil {
+			return err
+		}
+	}
+	if only == "" || strings.Contains("syscall policy", only) {
+		if err := benchPolicy(r, bin, withNet, n); err != nil {
 			return err
 		}
 	}
