@@ -15,7 +15,8 @@ import (
 	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
-// handleConnect decides a CONNECT before any byte goes to the target: it resolves and
+// handleConnect decides a CONNECT before any byte goes to the target: it refuses port
+// 22 under a push policy that does not allow ssh (before any lookup), resolves and
 // checks the destination, then rejects it (403 naming the rule, 502 when it does not
 // resolve), decrypts it (intercept, when MITM is on for the port), or tunnels to the
 // checked addresses. A tunnel to a host a request rule limits is refused: the rule
@@ -23,6 +24,12 @@ import (
 func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
 	ex := exchangeFrom(ctx.Req.Context())
 	h, port, _ := splitHostPort(host) // checked by badRequest
+	if s.cfg.Policy.refusesSSH(port) {
+		reason := "git over ssh cannot be checked against proxy.git_push; push over HTTPS (https://HOST/OWNER/REPO.git), or set proxy.git_ssh = true to allow ssh unchecked"
+		ex.deny(audit.RuleGitSSH, reason)
+		body := fmt.Sprintf("devsandbox proxy: CONNECT %s refused: %s.\n", hostPort(normalizeHost(h), port), reason)
+		return s.reject(ctx, ex, http.StatusForbidden, body), host
+	}
 	t, err := s.dialer.Check(ctx.Req.Context(), h, port)
 	ex.decide(t.Decision, err)
 	var denied *DeniedError

@@ -20,6 +20,16 @@
 // credential injection will plug in, its inner requests reaching the same checked
 // transport as plain HTTP.
 //
-// Not guaranteed: the proxy filters by destination only; it does not inspect tunnelled
-// bytes, and a path in the audit log may itself carry a token when an API puts one there.
+// A Policy may also limit git pushes (Policy.WithGitPush): every smart-HTTP push the
+// proxy sees (plain HTTP, decrypted HTTPS) is read up to the end of its ref-update
+// commands (package proxy/gitpush) and refused whole, before any byte reaches the
+// server, unless every ref it changes matches a pattern; a refusal is answered as
+// receive-pack answers, so git prints the reason. Each push decision is a KindPush
+// record of the audit log. While such a policy is set, CONNECTs to port 22 (git over
+// ssh, which cannot be read) are refused unless it allows ssh.
+//
+// Not guaranteed: the proxy filters by destination only, and by request only where it
+// sees requests; it does not inspect tunnels it does not decrypt (a push inside one is
+// not checked), and a path in the audit log may itself carry a token when an API puts
+// one there.
 package proxy

@@ -21,6 +21,9 @@ func (s *Server) roundTrip(req *http.Request, _ *goproxy.ProxyCtx) (*http.Respon
 		ex.local.Store(true)
 		return textResponse(req, http.StatusForbidden, refusal), nil
 	}
+	if resp := s.screenPush(req, ex); resp != nil {
+		return resp, nil
+	}
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), ex.trace()))
 	resp, err := s.tr.RoundTrip(req)
 	if err == nil {

@@ -100,10 +100,14 @@ func (s *Server) authorized(r *http.Request) bool {
 }
 
 func (s *Server) record(ex *exchange) {
+	s.writeRecord(ex.record(s.cfg.Session, s.cfg.Now()))
+}
+
+func (s *Server) writeRecord(rec audit.Record) {
 	if s.log == nil {
 		return
 	}
-	if err := s.log.Write(ex.record(s.cfg.Session, s.cfg.Now())); err != nil {
+	if err := s.log.Write(rec); err != nil {
 		s.cfg.ErrorLog.Printf("proxy: writing the audit log: %v", err)
 	}
 }

@@ -44,6 +44,10 @@ func (s *Server) innerHandler(t Target, scheme string, handlers *tracker) http.H
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = &countingBody{ReadCloser: r.Body, n: &ex.up}
 		}
+		if resp := s.screenPush(r, ex); resp != nil {
+			writeResponse(rw, resp)
+			return
+		}
 		ctx := httptrace.WithClientTrace(context.WithValue(r.Context(), exchangeKey{}, ex), ex.trace())
 		s.rp.ServeHTTP(rw, r.WithContext(ctx))
 	})
@@ -125,6 +129,17 @@ func writeText(w http.ResponseWriter, code int, body string) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	_, _ = io.WriteString(w, body)
+}
+
+// writeResponse answers with a response the proxy made itself.
+func writeResponse(w http.ResponseWriter, resp *http.Response) {
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
 }
 
 // bufferPool lends ReverseProxy copy buffers larger than its 32 KiB default: fewer,

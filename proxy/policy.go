@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
@@ -47,7 +48,9 @@ type Policy struct {
 	// host's, and its services trust every local process.
 	RefuseLoopback bool
 
-	rules []requestRule // see WithRequestRules
+	rules   []requestRule       // see WithRequestRules
+	gitPush []egress.RefPattern // see WithGitPush
+	gitSSH  bool
 }
 
 // NewPolicy builds a Policy from allow and deny entries and a default, "allow" or

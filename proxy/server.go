@@ -65,6 +65,9 @@ type Config struct {
 	RootCAs *x509.CertPool
 	// Credentials are added to matching requests the proxy sees (see Credential).
 	Credentials []Credential
+	// MaxPushHead bounds the command list of a git push the proxy reads to judge it
+	// (Policy.WithGitPush); a longer one is refused. 0: DefaultMaxPushHead.
+	MaxPushHead int
 }
 
 // Server is one session's filtering proxy. Its lifecycle: New, then ListenUnix, Serve
@@ -150,6 +153,9 @@ func withDefaults(c Config) Config {
 	}
 	if c.LeafCacheSize == 0 {
 		c.LeafCacheSize = DefaultLeafCacheSize
+	}
+	if c.MaxPushHead == 0 {
+		c.MaxPushHead = DefaultMaxPushHead
 	}
 	return c
 }

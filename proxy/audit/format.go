@@ -27,6 +27,9 @@ func FormatText(r Record, loc *time.Location) string {
 		return fmt.Sprintf("%s %-5s %d denied %s dropped (session %s over its budget; see devsandbox logs proxy --help)",
 			ts, Escape(r.Decision), r.Dropped, what, Escape(r.Session))
 	}
+	if r.kind() == KindPush && r.Push != nil {
+		return formatPush(ts, r)
+	}
 	target := r.Host + ":" + strconv.Itoa(r.Port) + r.Path
 	if isIPv6(r.Host) {
 		target = "[" + r.Host + "]:" + strconv.Itoa(r.Port) + r.Path
@@ -44,6 +47,38 @@ func FormatText(r Record, loc *time.Location) string {
 		fmt.Fprintf(&b, " error=%s", strconv.Quote(r.Error))
 	}
 	return b.String()
+}
+
+// formatPush renders a KindPush record: the repository, then each ref as
+// "ref old→new allowed|refused" with ids shortened to 7 digits.
+func formatPush(ts string, r Record) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %-5s %-7s %s", ts, Escape(r.Decision), "push", Escape(r.Push.Repo))
+	for i, u := range r.Push.Refs {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		verdict := "refused"
+		if u.Allowed {
+			verdict = "allowed"
+		}
+		fmt.Fprintf(&b, "%s %s %s→%s %s", sep, Escape(u.Ref), Escape(shortID(u.Old)), Escape(shortID(u.New)), verdict)
+	}
+	if n := r.Push.RefsTotal - len(r.Push.Refs); n > 0 {
+		fmt.Fprintf(&b, " (and %d more)", n)
+	}
+	if r.Decision != DecisionAllow {
+		fmt.Fprintf(&b, " rule=%s %s", strconv.Quote(r.Rule), Escape(r.Reason))
+	}
+	return b.String()
+}
+
+func shortID(id string) string {
+	if len(id) > 7 {
+		return id[:7]
+	}
+	return id
 }
 
 // FormatJSON renders r as one JSON line (without the newline), with every character

@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,14 @@ var formatRecords = []Record{
 	{Kind: KindDropped, Time: time.Date(2025, 3, 4, 5, 6, 11, 0, time.UTC), Session: "s1", Decision: DecisionDeny, Dropped: 500},
 	{Time: time.Date(2025, 3, 4, 5, 6, 12, 0, time.UTC), Method: "G\u202eET", Host: "x\u2028y", Port: 80, Decision: DecisionDeny, Rule: "bad request",
 		Reason: "the target\u200f is not a host name"}, // a legacy record (no kind)
+	{Kind: KindPush, Time: time.Date(2025, 3, 4, 5, 6, 13, 0, time.UTC), Session: "s1", Method: "POST", Host: "git.test", Port: 443,
+		Decision: DecisionDeny, Rule: RuleGitPush, Reason: "refs/heads/main is outside proxy.git_push (allowed: refs/heads/agent/*)",
+		Push: &Push{Repo: "https://git.test/org/repo.git", RefsTotal: 3, Refs: []RefUpdate{
+			{Ref: "refs/heads/main", Old: "1111111111111111111111111111111111111111", New: "2222222222222222222222222222222222222222"},
+			{Ref: "refs/heads/agent/\u202ex", Old: "0000000000000000000000000000000000000000", New: "2222222222222222222222222222222222222222", Allowed: true}}}},
+	{Kind: KindPush, Time: time.Date(2025, 3, 4, 5, 6, 14, 0, time.UTC), Session: "s1", Method: "POST", Host: "git.test", Port: 80,
+		Decision: DecisionAllow, Push: &Push{Repo: "http://git.test/repo.git", Refs: []RefUpdate{
+			{Ref: "refs/heads/agent/x", Old: "2222222222222222222222222222222222222222", New: "0000000000000000000000000000000000000000", Allowed: true}}}},
 }
 
 // unsafeRune reports a character that must never reach a terminal raw.
@@ -54,7 +63,7 @@ func TestFormatJSON(t *testing.T) {
 		line := FormatJSON(r)
 		b.Write(append(line, '\n'))
 		var back Record
-		if err := json.Unmarshal(line, &back); err != nil || back != r {
+		if err := json.Unmarshal(line, &back); err != nil || !reflect.DeepEqual(back, r) {
 			t.Errorf("%s reads back as %+v, %v", line, back, err)
 		}
 	}

@@ -21,15 +21,18 @@
 // # Adding a kind of record
 //
 // A Record is a decision (Decision, Rule, Reason) about a destination (Host, Port) by
-// one session, of a Kind. A new kind (a git push the proxy decided on, say) adds a
-// Kind constant and, for what only it has, one pointer field to a struct of its own
-// with `json:",omitempty"`, whose bound method cuts its strings and is called from
-// Record.bound; FormatText gets a case for it. The Writer needs nothing: it budgets
+// one session, of a Kind. A new kind adds a Kind constant and, for what only it has,
+// one pointer field to a struct of its own with `json:",omitempty"`, cut to its
+// bounds from Record.bound; FormatText gets a case for it. KindPush is the example: a
+// git push the proxy decided on, whose Push gets what the rest of the line leaves of
+// MaxRecordBytes (Push.fit). The Writer needs nothing: it budgets
 // by Decision (every allowed record is kept, others count against the budget), and
 // Suggest ignores kinds other than KindRequest.
 package audit
 
 import (
+	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -48,6 +51,7 @@ const LogSubdir = "proxy-log"
 const (
 	KindRequest = "request" // one HTTP request (decrypted ones included) or CONNECT tunnel
 	KindDropped = "dropped" // Dropped records of the session were counted, not written
+	KindPush    = "push"    // a git push the proxy decided on by proxy.git_push (Record.Push)
 )
 
 // Decision values of a Record.
@@ -69,6 +73,8 @@ const (
 	RuleMisdirected = "misdirected"     // a decrypted request for another host than its tunnel's
 	RuleRequest     = "request rule"    // a tunnel to a host a request rule limits, without MITM
 	RuleCleartext   = "cleartext"       // plain HTTP inside a decrypted CONNECT that expects TLS
+	RuleGitPush     = "proxy.git_push"  // a git push outside the policy, or one the proxy could not read
+	RuleGitSSH      = "proxy.git_ssh"   // a CONNECT to port 22 (git over ssh) while proxy.git_push is set
 )
 
 // Bounds of a Record's fields, in bytes as JSON encodes them; a field over its bound
@@ -115,6 +121,67 @@ type Record struct {
 	// Dropped (KindDropped) is how many records the session left out since its
 	// previous KindDropped record.
 	Dropped int `json:"dropped,omitempty"`
+	// Push (KindPush) is the push decided on.
+	Push *Push `json:"push,omitempty"`
+}
+
+// Bounds of a Push's strings.
+const (
+	maxRepoBytes = 512
+	maxIDBytes   = 64
+)
+
+// Push is what a KindPush record holds: the repository and its ref updates.
+type Push struct {
+	Repo string      `json:"repo"` // the repository's URL, without /git-receive-pack
+	Refs []RefUpdate `json:"refs,omitempty"`
+	// RefsTotal is the number of ref updates the push asked for, when Refs holds
+	// fewer (a record keeps as many as fit, the refused ones first).
+	RefsTotal int `json:"refs_total,omitempty"`
+}
+
+// RefUpdate is one ref a push asked to change, from Old to New (object ids; all
+// zeros for a ref created or deleted).
+type RefUpdate struct {
+	Ref     string `json:"ref"`
+	Old     string `json:"old"`
+	New     string `json:"new"`
+	Allowed bool   `json:"allowed"` // the policy allows this ref
+}
+
+// fit returns p with its strings cut and as many refs as fit in budget bytes of JSON,
+// the refused ones first; RefsTotal counts them all when some are left out.
+func (p Push) fit(budget int) *Push {
+	out := &Push{RefsTotal: p.RefsTotal}
+	out.Repo, _ = cutEncoded(p.Repo, min(maxRepoBytes, max(budget-64, 0)))
+	refs := slices.Clone(p.Refs)
+	slices.SortStableFunc(refs, func(a, b RefUpdate) int {
+		switch {
+		case a.Allowed == b.Allowed:
+			return 0
+		case !a.Allowed:
+			return -1
+		}
+		return 1
+	})
+	for _, r := range refs {
+		r.Ref, _ = cutEncoded(r.Ref, maxRuleBytes)
+		r.Old, _ = cutEncoded(r.Old, maxIDBytes)
+		r.New, _ = cutEncoded(r.New, maxIDBytes)
+		next := *out
+		next.Refs = append(slices.Clip(out.Refs), r)
+		if next.RefsTotal == 0 && len(next.Refs) < len(refs) {
+			next.RefsTotal = len(refs)
+		}
+		if b, _ := json.Marshal(next); len(b) > budget {
+			break
+		}
+		*out = next
+	}
+	if len(out.Refs) < len(refs) && out.RefsTotal == 0 {
+		out.RefsTotal = len(refs)
+	}
+	return out
 }
 
 // kind is r's Kind, KindRequest for a record written before kinds.
@@ -142,6 +209,12 @@ func (r *Record) bound() {
 		{&r.Reason, maxReasonBytes}, {&r.Error, maxReasonBytes},
 	} {
 		*f.s, _ = cutEncoded(*f.s, f.max)
+	}
+	if p := r.Push; p != nil {
+		// The push gets what the rest of the line leaves of MaxRecordBytes.
+		r.Push = nil
+		rest, _ := json.Marshal(r)
+		r.Push = p.fit(MaxRecordBytes - len(rest) - len(`,"push":`))
 	}
 }
 

@@ -98,7 +98,18 @@ func TestBounded(t *testing.T) {
 	w.Write(Record{Time: time.Unix(0, 0), Method: huge, Host: huge, Path: "/" + huge, Decision: DecisionDeny + huge, Rule: huge, Reason: huge,
 		Error: huge, Special: huge, Credential: huge, Session: huge})
 	w.Write(Record{Time: time.Unix(0, 0), Path: "/short", Decision: DecisionAllow})
+	var refs []RefUpdate
+	for range 100 {
+		refs = append(refs, RefUpdate{Ref: huge, Old: huge, New: huge})
+	}
+	push := &Push{Repo: huge, Refs: refs}
+	w.Write(Record{Kind: KindPush, Time: time.Unix(0, 0), Method: huge, Host: huge, Decision: DecisionDeny, Rule: huge, Reason: huge,
+		Error: huge, Special: huge, Credential: huge, Session: huge, Push: push})
+	w.Write(Record{Kind: KindPush, Time: time.Unix(0, 0), Host: "git.test", Decision: DecisionDeny, Rule: RuleGitPush, Push: push})
 	w.Close()
+	if len(push.Refs) != 100 || push.Repo != huge {
+		t.Error("Write changed the caller's push")
+	}
 	lines := sessionLines(t, dir, "s")
 	for _, line := range lines {
 		if len(line) > MaxRecordBytes {
@@ -118,6 +129,14 @@ func TestBounded(t *testing.T) {
 	json.Unmarshal([]byte(lines[1]), &r)
 	if r.PathBytes != 0 || r.Path != "/short" {
 		t.Errorf("short path: %q, %d", r.Path, r.PathBytes)
+	}
+	// A push keeps what fits: its repository cut, some of its refs, and their count.
+	for _, line := range lines[2:4] {
+		r = Record{}
+		json.Unmarshal([]byte(line), &r)
+		if r.Push == nil || r.Push.Repo == "" || r.Push.RefsTotal != 100 || len(r.Push.Refs) == 0 || len(r.Push.Refs) == 100 {
+			t.Errorf("push record: %.300s", line)
+		}
 	}
 }
 
