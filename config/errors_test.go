@@ -82,6 +82,8 @@ func TestFileErrors(t *testing.T) {
 		{"loopback allow", "[egress]\nallow = [\"a.com\", \"127.0.0.1:8080\"]\n", 2, "egress.allow", false},
 		{"unspecified allow", "[egress]\nallow = [\"0.0.0.0\"]\n", 2, "egress.allow", false},
 		{"bad loopback_entries", "[egress]\nloopback_entries = \"allow\"\n", 2, "egress.loopback_entries", false},
+		{"git_push pattern", "[proxy]\nmitm = true\ngit_push = [\n  \"agent/*\",\n  \"a..b\",\n]\n", 5, "proxy.git_push", false},
+		{"git_push tag pattern", "[proxy]\nmitm = true\ngit_push = [\"refs/tags/\"]\n", 3, "proxy.git_push", false},
 		{"credential 443 without mitm", "[[proxy.credentials]]\nhost = \"[2001:db8::1]:443\"\nheader = \"X\"\nvalue_env = \"A\"\n", 2, "proxy.credentials[0].host", false},
 	}
 	for _, tt := range tests {

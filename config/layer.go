@@ -66,6 +66,8 @@ type layerProxy struct {
 	Default     *string           `toml:"default"`
 	MITM        *bool             `toml:"mitm"`
 	Credentials []layerCredential `toml:"credentials"`
+	GitPush     []string          `toml:"git_push"`
+	GitSSH      *bool             `toml:"git_ssh"`
 }
 
 type layerCredential struct {

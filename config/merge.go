@@ -49,7 +49,7 @@ func defaults(host Host) *Config {
 	for _, k := range []string{
 		"isolator", "sandbox.mode", "sandbox.environment", "sandbox.read_only", "sandbox.hide_paths",
 		"sandbox.mask_files", "sandbox.mask_skip", "sandbox.tmp", "sandbox.bind_host_cache",
-		"sandbox.docker_socket", "env.passthrough_all", "egress.mode", "egress.loopback_entries", "proxy.default", "proxy.mitm",
+		"sandbox.docker_socket", "env.passthrough_all", "egress.mode", "egress.loopback_entries", "proxy.default", "proxy.mitm", "proxy.git_ssh",
 		"docker.image", "docker.home", "docker.keep_container", "krun.runtime", "krun.cpus", "krun.memory_mib",
 		"limits.pids",
 	} {
@@ -150,6 +150,11 @@ func merge(c *Config, l *layer, src *source) error {
 	}
 	union(m, "proxy.credentials", &c.Proxy.Credentials, creds)
 	if err := l.checkCredentialsMITM(src, c.Proxy.MITM); err != nil {
+		return err
+	}
+	union(m, "proxy.git_push", &c.Proxy.GitPush, l.Proxy.GitPush)
+	set(m, "proxy.git_ssh", &c.Proxy.GitSSH, l.Proxy.GitSSH)
+	if err := l.checkGitPush(src, c); err != nil {
 		return err
 	}
 

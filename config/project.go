@@ -83,6 +83,7 @@ var stricter = []stricterKey{
 	// The deprecated aliases set the same limits.
 	limitKey("docker.memory", "--memory", func(l *layer) (string, bool) { return lit(l.Docker.Memory) }, func(c *Config) string { return quote(c.Limits.Memory) }),
 	limitKey("docker.cpus", "--cpus", func(l *layer) (string, bool) { return floatLit(l.Docker.CPUs) }, func(c *Config) string { return strconv.FormatFloat(c.Limits.CPUs, 'g', -1, 64) }),
+	boolKey("proxy.git_ssh", "", func(l *layer) *bool { return l.Proxy.GitSSH }, func(c *Config) bool { return c.Proxy.GitSSH }, false),
 }
 
 // limitKey is a stricterKey for a resource limit: a smaller value is stricter, and
@@ -174,6 +175,15 @@ func checkProject(c *Config, l *layer, src *source) error {
 			if coversHTTPS(cr.Host) {
 				return src.fail("proxy.mitm", -1, invalidf("false here, but proxy.credentials[%d] (%s, from %s) covers HTTPS, which needs proxy.mitm = true; remove proxy.mitm from this file, or that credential from your user config",
 					i, cr.Host, originPhrase(c.Origins["proxy.credentials"])))
+			}
+		}
+	}
+	// A push policy is stricter than none, but adding a pattern to the user's widens it.
+	if len(c.Proxy.GitPush) > 0 {
+		for i, pat := range l.Proxy.GitPush {
+			if !slices.Contains(c.Proxy.GitPush, pat) {
+				return src.fail("proxy.git_push", i, restrictedf("%q is not in the push policy %s (%s); a project file may add a push policy, not widen one: %s",
+					pat, strings.Join(c.Proxy.GitPush, ", "), originPhrase(c.Origins["proxy.git_push"]), elsewhere(c.Host, "")))
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -48,6 +50,8 @@ func TestProjectMayNotLoosen(t *testing.T) {
 		{"egress open", "[egress]\nmode = \"none\"\n", "[egress]\nmode = \"open\"\n", 2, "egress.mode"},
 		{"proxy default allow", "[proxy]\ndefault = \"deny\"\n", "[proxy]\ndefault = \"allow\"\n", 2, "proxy.default"},
 		{"proxy mitm", "", "[proxy]\nmitm = true\n", 2, "proxy.mitm"},
+		{"git_ssh", "[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n", "[proxy]\ngit_ssh = true\n", 2, "proxy.git_ssh"},
+		{"git_push widened", "[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n", "[proxy]\ngit_push = [\"agent/*\", \"main\"]\n", 2, "proxy.git_push"},
 		{"tool enabled", "", "[tools.ssh]\nenabled = true\n", 2, "tools.ssh.enabled"},
 		{"tool enabled over disabled", "[tools.ssh]\nenabled = false\n", "[tools.ssh]\nenabled = true\n", 2, "tools.ssh.enabled"},
 		{"tool secrets", "[tools.gh]\nsecrets = false\n", "[tools.gh]\nsecrets = true\n", 2, "tools.gh.secrets"},
@@ -101,6 +105,8 @@ func TestProjectMayTighten(t *testing.T) {
 		{"cache off over on", "[sandbox]\nbind_host_cache = true\n", "[sandbox]\nbind_host_cache = false\n"},
 		{"egress none", "", "[egress]\nmode = \"none\"\ndeny = [\"10.0.0.0/8\"]\n"},
 		{"proxy deny", "", "[proxy]\ndefault = \"deny\"\nmitm = false\n"},
+		{"a push policy", "[proxy]\nmitm = true\n", "[proxy]\ngit_push = [\"agent/*\"]\ngit_ssh = false\n"},
+		{"the user's push policy repeated", "[proxy]\nmitm = true\ngit_push = [\"agent/*\", \"refs/tags/v*\"]\ngit_ssh = true\n", "[proxy]\ngit_push = [\"agent/*\"]\ngit_ssh = false\n"},
 		{"masks added", "", "[sandbox]\nhide_paths = [\"~/.config/gh\"]\nmask_files = [\"*.pem\"]\n"},
 		{"tool disabled", "", "[tools.ssh]\nenabled = false\nsecrets = false\n"},
 		{"tool enabled by the user", "[tools.ssh]\nenabled = true\n", "[tools.ssh]\nenabled = true\nsecrets = true\n"},
@@ -194,5 +200,60 @@ func TestProjectMITMOffWithCredentials(t *testing.T) {
 	ce := asConfigError(t, err)
 	if ce.File != file || ce.Line != 3 || ce.Key != "proxy.mitm" || !errors.Is(err, ErrInvalid) {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestGitPushNeedsProxyAndMITM: a push policy the proxy could not enforce is an error
+// at the key that made it so: proxy.git_push without proxy.mitm, or with an egress
+// mode that reaches servers past the proxy, whichever layer came last.
+func TestGitPushNeedsProxyAndMITM(t *testing.T) {
+	open, allowlist, none := "open", "allowlist", "none"
+	for _, tt := range []struct {
+		name, user, project string
+		flags               Flags
+		file                string // "user", "project", or "" for a flag
+		line                int
+		key, source, want   string
+	}{
+		{"without mitm", "[proxy]\ngit_push = [\"agent/*\"]\n", "", Flags{}, "user", 2, "proxy.git_push", "", "needs proxy.mitm = true"},
+		{"open mode in the file", "[egress]\nmode = \"open\"\n[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n", "", Flags{}, "user", 5, "proxy.git_push", "", `egress.mode is "open"`},
+		{"--egress=open", "[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n", "", Flags{Egress: &open}, "", 0, "egress.mode", "flag --egress", `egress.mode is "open" (from flag --egress)`},
+		{"--egress=allowlist", "[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n", "", Flags{Egress: &allowlist}, "", 0, "egress.mode", "flag --egress", `"allowlist"`},
+		{"project turns mitm off", "[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n", "[proxy]\nmitm = false\n", Flags{}, "project", 2, "proxy.mitm", "", "needs proxy.mitm = true"},
+		{"project policy, user without mitm", "", "[proxy]\ngit_push = [\"agent/*\"]\n", Flags{}, "project", 2, "proxy.git_push", "", "set proxy.mitm = true in your user config"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			home, environ := testHome(t)
+			user := writeUserFile(t, home, tt.user)
+			opts := LoadOptions{Environ: environ, Flags: tt.flags, UID: 1000, GID: 1000}
+			var proj string
+			if tt.project != "" {
+				var dir, file string
+				var host Host
+				dir, file, host = project(t, home, environ, tt.project)
+				if err := updateTrust(host, func(r *trustRecords) { r.Files[trustKey(file)] = trustRecord{SHA256: contentHash([]byte(tt.project))} }); err != nil {
+					t.Fatal(err)
+				}
+				opts.ProjectDir, proj = dir, file
+			}
+			_, _, err := Load(opts)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			ce := asConfigError(t, err)
+			want := map[string]string{"user": user, "project": proj, "": ""}[tt.file]
+			if ce.File != want || ce.Line != tt.line || ce.Key != tt.key || ce.Source != tt.source || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %#v: %v\nwant file %q line %d key %q source %q, saying %q", ce, err, want, tt.line, tt.key, tt.source, tt.want)
+			}
+		})
+	}
+	// Where nothing is pushed, or everything goes through the proxy, it holds.
+	for _, mode := range []*string{nil, &none} {
+		home, environ := testHome(t)
+		writeUserFile(t, home, "[proxy]\nmitm = true\ngit_push = [\"agent/*\", \"refs/tags/v*\"]\n")
+		c, _ := mustLoad(t, LoadOptions{Environ: environ, Flags: Flags{Egress: mode}, UID: 1000, GID: 1000})
+		if !slices.Equal(c.Proxy.GitPush, []string{"agent/*", "refs/tags/v*"}) || c.Proxy.GitSSH {
+			t.Errorf("proxy: %+v", c.Proxy)
+		}
 	}
 }

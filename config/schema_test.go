@@ -57,7 +57,7 @@ func projectClass(key string) string {
 			return "stricter only"
 		}
 	}
-	if strings.HasPrefix(key, "tools.<name>.") {
+	if strings.HasPrefix(key, "tools.<name>.") || key == "proxy.git_push" { // see checkProject
 		return "stricter only"
 	}
 	return "any"

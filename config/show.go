@@ -119,6 +119,8 @@ func entries(c *Config) []entry {
 	for _, cr := range c.Proxy.Credentials {
 		creds = append(creds, credentialJSON(cr))
 	}
+	add(px, "git_push", strs(c.Proxy.GitPush))
+	add(px, "git_ssh", c.Proxy.GitSSH)
 	add(px, "credentials", creds)
 
 	d := []string{"docker"}

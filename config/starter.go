@@ -102,6 +102,14 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 # Decrypt HTTPS in the proxy (the sandbox trusts a per-project CA); credentials for
 # HTTPS hosts need it. [stricter only]
 # mitm = true
+# Refs a sandboxed git push may change: "agent/*" is refs/heads/agent/*, "refs/..." is
+# taken as written (tags only when named). A push changing any other ref is refused
+# whole at the proxy. Needs mitm = true and egress mode "proxy". A project file may set
+# one where yours has none, never widen yours. [stricter only]
+# git_push = ["agent/*"]
+# While git_push is set, ssh on port 22 is refused (a push over ssh cannot be read)
+# unless this is true. [stricter only]
+# git_ssh = false
 
 # Credentials the proxy adds to requests: host pattern, header, value_env or value_file,
 # format, and placeholder_env (a variable set inside to a stand-in value). A host without

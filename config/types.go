@@ -98,6 +98,11 @@ type Proxy struct {
 	Default     string // allow | deny
 	MITM        bool
 	Credentials []Credential
+	// GitPush are the ref patterns a sandboxed git push may change (egress.RefPattern,
+	// as written); empty: no push policy.
+	GitPush []string
+	// GitSSH allows CONNECTs to port 22 while GitPush is set.
+	GitSSH bool
 }
 
 // Credential is one [[proxy.credentials]] entry.

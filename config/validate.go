@@ -2,6 +2,8 @@ package config
 
 import (
 	"math"
+
+	"github.com/devsandbox/devsandbox/egress"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -131,6 +133,14 @@ func (l *layer) checkProxy(src *source, host Host) error {
 	if err := oneOf(src, "proxy.default", l.Proxy.Default, "allow", "deny"); err != nil {
 		return err
 	}
+	if err := eachEntry(src, "proxy.git_push", l.Proxy.GitPush, func(s string) (string, error) {
+		if _, err := egress.ParseRefPattern(s); err != nil {
+			return "", invalidf("%v", err)
+		}
+		return s, nil
+	}); err != nil {
+		return err
+	}
 	for i := range l.Proxy.Credentials {
 		c := &l.Proxy.Credentials[i]
 		key := "proxy.credentials[" + strconv.Itoa(i) + "]"
@@ -189,6 +199,42 @@ func (l *layer) checkCredentialsMITM(src *source, mitm bool) error {
 				"%q goes over HTTPS, where the proxy can add a credential only when it decrypts the traffic: set proxy.mitm = true; or, for a service that speaks plain HTTP, write http://%s (the credential then crosses the network unencrypted)",
 				c.Host, credentialEntry(c.Host)))
 		}
+	}
+	return nil
+}
+
+// checkGitPush refuses a push policy the proxy could not enforce, once l is merged
+// into c: every push must pass through the proxy, which reads HTTPS only when it
+// decrypts it. So proxy.git_push needs proxy.mitm = true and egress.mode "proxy" (or
+// "none", where nothing is pushed): in "open" the sandbox reaches servers directly,
+// and in "allowlist" the allowed destinations are reachable past the proxy. The error
+// names l's own key: proxy.git_push when l sets it, else the key of l that broke it.
+func (l *layer) checkGitPush(src *source, c *Config) error {
+	if len(c.Proxy.GitPush) == 0 {
+		return nil
+	}
+	key := "proxy.git_push"
+	switch {
+	case !c.Proxy.MITM:
+		if len(l.Proxy.GitPush) == 0 {
+			if l.Proxy.MITM == nil {
+				return nil
+			}
+			key = "proxy.mitm"
+		}
+		return src.fail(key, -1, invalidf(
+			"proxy.git_push (from %s) needs proxy.mitm = true: a push over HTTPS travels inside TLS, which the proxy reads only when it decrypts it, so it would pass unchecked; set proxy.mitm = true in your user config",
+			originPhrase(c.Origins["proxy.git_push"])))
+	case c.Egress.Mode == "open" || c.Egress.Mode == "allowlist":
+		if len(l.Proxy.GitPush) == 0 {
+			if l.Egress.Mode == nil {
+				return nil
+			}
+			key = "egress.mode"
+		}
+		return src.fail(key, -1, invalidf(
+			"proxy.git_push (from %s) needs every push to pass through the proxy, but egress.mode is %q (%s), where the sandbox reaches servers past it: use egress.mode = \"proxy\" (with proxy.default = \"deny\" and egress.allow for an allowlist the proxy enforces)",
+			originPhrase(c.Origins["proxy.git_push"]), c.Egress.Mode, originPhrase(c.Origins["egress.mode"])))
 	}
 	return nil
 }

@@ -9,7 +9,8 @@
 //   - fd 4 is the read end of the lifeline pipe; devsandbox holds the write end, so
 //     end of file means devsandbox is done or gone;
 //   - the flags carry the policy and the session (no secrets): --session, --log-dir,
-//     --default (allow or deny), and --allow and --deny once per entry; --mitm turns on
+//     --default (allow or deny), --allow and --deny once per entry, --git-push once per
+//     ref pattern of the push policy and --git-ssh to let ssh through it; --mitm turns on
 //     decryption with the CA in the environment, and --credential (JSON, once per
 //     credential) names a credential's host, header and format and the variables
 //     holding its value and placeholder (see proxy/handoff);
@@ -63,8 +64,8 @@ func main() {
 // options are the flags.
 type options struct {
 	session, logDir, def string
-	allow, deny          []string
-	mitm                 bool
+	allow, deny, gitPush []string
+	mitm, gitSSH         bool
 	creds                []handoff.Credential
 }
 
@@ -95,6 +96,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.def, "default", "allow", "policy default: allow or deny")
 	fs.Var((*list)(&o.allow), "allow", "allow entry (repeatable)")
 	fs.Var((*list)(&o.deny), "deny", "deny entry (repeatable)")
+	fs.Var((*list)(&o.gitPush), "git-push", "ref pattern a git push may change (repeatable; none: no push policy)")
+	fs.BoolVar(&o.gitSSH, "git-ssh", false, "let CONNECTs to port 22 through a push policy")
 	fs.BoolVar(&o.mitm, "mitm", false, "decrypt HTTPS with the CA in $"+handoff.CAEnv)
 	fs.Var((*credentials)(&o.creds), "credential", "credential, JSON (repeatable; values in the environment)")
 	if err := fs.Parse(args); err != nil {
@@ -123,6 +126,9 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 		return fail("%v", err)
 	}
 	pol, err := proxy.NewPolicy(o.allow, o.deny, o.def)
+	if err == nil {
+		pol, err = pol.WithGitPush(o.gitPush, o.gitSSH)
+	}
 	if err != nil {
 		return fail("egress policy: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,6 +163,7 @@ func TestStartFailures(t *testing.T) {
 		{"argument", []string{"extra"}, `devsandbox-proxy: unexpected argument "extra"`},
 		{"bad entry", []string{"--allow=a b"}, "devsandbox-proxy: egress policy: "},
 		{"bad default", []string{"--default=maybe"}, "devsandbox-proxy: egress policy: "},
+		{"bad push pattern", []string{"--git-push=a..b"}, "devsandbox-proxy: egress policy: invalid egress entry: proxy.git_push: "},
 		{"no socket", nil, "devsandbox-proxy: fd 3 is not a listening socket"},
 		{"mitm without CA", []string{"--mitm"}, "devsandbox-proxy: --mitm: $DEVSANDBOX_PROXY_CA is not set"},
 		{"bad credential", []string{`--credential={"host":"a.test","header":"X","value_env":"V","nope":1}`}, `unknown field "nope"`},
@@ -253,5 +255,58 @@ func TestRefusesHostLoopback(t *testing.T) {
 	case <-hits:
 		t.Error("the loopback origin was reached")
 	default:
+	}
+}
+
+// TestGitPushFlags: --git-push sets the push policy: a push to a ref outside it is
+// answered by the proxy and never reaches the server; --git-ssh is what lets port 22
+// through.
+func TestGitPushFlags(t *testing.T) {
+	var hits atomic.Int64
+	origin := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer origin.Close()
+	for _, tt := range []struct {
+		args       []string
+		sshRefused bool
+	}{
+		{[]string{"--git-push=agent/*"}, true},
+		{[]string{"--git-push=agent/*", "--git-ssh"}, false}, // then dialled: 502, or 200 where sshd listens
+	} {
+		sock, lnFile := inherited(t)
+		lifeR, lifeW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := append([]string{"--session=s1", "--default=deny", "--allow=127.0.0.1"}, tt.args...)
+		done := make(chan int, 1)
+		go func() { done <- run(context.Background(), args, noEnv, lnFile, lifeR, io.Discard, false) }()
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		cmd := strings.Repeat("0", 40) + " " + strings.Repeat("1", 40) + " refs/heads/main\x00report-status"
+		body := fmt.Sprintf("%04x%s0000", len(cmd)+4, cmd)
+		fmt.Fprintf(c, "POST %s/r.git/git-receive-pack HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", origin.URL, len(body), body)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || !strings.Contains(string(reply), "ng refs/heads/main refused by devsandbox proxy.git_push") {
+			t.Errorf("%v: push to main: %d %q", tt.args, resp.StatusCode, reply)
+		}
+		fmt.Fprintf(c, "CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n")
+		if resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect}); err != nil || (resp.StatusCode == 403) != tt.sshRefused {
+			t.Errorf("%v: CONNECT :22: %v %v", tt.args, resp, err)
+		}
+		c.Close()
+		lifeW.Close()
+		<-done
+		lifeR.Close()
+	}
+	if hits.Load() != 0 {
+		t.Errorf("the server received %d requests", hits.Load())
 	}
 }

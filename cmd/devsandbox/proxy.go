@@ -158,7 +158,8 @@ func systemBundle(h config.Host) []byte {
 // proxyArgs is devsandbox-proxy's argv after the program name. The policy:
 // egress.allow plus the enabled tools' hosts, egress.deny, and proxy.default (deny in
 // allowlist mode, where only what is listed passes); an entry given twice is passed
-// once. The audit log goes to the project's state directory.
+// once. The audit log goes to the project's state directory. proxy.git_push becomes
+// one --git-push per pattern, and proxy.git_ssh --git-ssh.
 func proxyArgs(p *isolator.Plan, cfg *config.Config, session string) []string {
 	def := cfg.Proxy.Default
 	if p.Egress.Mode == egress.Allowlist {
@@ -183,6 +184,12 @@ func proxyArgs(p *isolator.Plan, cfg *config.Config, session string) []string {
 	}
 	for _, e := range cfg.Egress.Deny {
 		add("--deny=" + e)
+	}
+	for _, pat := range cfg.Proxy.GitPush {
+		add("--git-push=" + pat)
+	}
+	if cfg.Proxy.GitSSH {
+		args = append(args, "--git-ssh")
 	}
 	for i, cr := range cfg.Proxy.Credentials {
 		name := cr.PlaceholderEnv

@@ -83,6 +83,11 @@ func TestProxyArgs(t *testing.T) {
 	if got := proxyArgs(p, cfg, "s1"); !slices.Equal(got, want) {
 		t.Errorf("allowlist mode:\n got %q\nwant %q", got, want)
 	}
+	cfg.Proxy.GitPush, cfg.Proxy.GitSSH = []string{"agent/*", "refs/tags/v*"}, true
+	want = append(want, "--git-push=agent/*", "--git-push=refs/tags/v*", "--git-ssh")
+	if got := proxyArgs(p, cfg, "s1"); !slices.Equal(got, want) {
+		t.Errorf("push policy:\n got %q\nwant %q", got, want)
+	}
 }
 
 // shortTemp is a directory whose paths fit a Unix socket address.
