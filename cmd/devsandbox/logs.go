@@ -24,7 +24,9 @@ func (a *app) logsCommand() *cli.Command {
 			Name:  "proxy",
 			Usage: "requests the egress proxy allowed and denied for this project",
 			Description: `Prints the audit log of every session of the project, oldest first: one line per
-request or tunnel. A session keeps every allowed record. Denied ones (and those that
+request or tunnel, and one per git push decided by proxy.git_push ("push", the
+repository, each ref with its old and new ids, allowed or refused; --denied shows the
+refused ones). A session keeps every allowed record. Denied ones (and those that
 reached no decision) are kept up to ` + strconv.Itoa(audit.DefaultDeniedBudget) + ` per session, then only the first for each new
 destination; the rest are counted in "N denied records dropped" lines. A path longer
 than ` + strconv.Itoa(audit.MaxPathBytes) + ` bytes is cut, and its length shown. Session files are removed ` + strconv.Itoa(int(audit.DefaultRetention.Hours()/24)) + ` days
