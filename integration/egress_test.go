@@ -43,9 +43,18 @@ func newOutside(t *testing.T) *outside {
 	t.Helper()
 	requireRoot(t)
 	var b [2]byte
-	_, _ = rand.Read(b[:])
+	var subnet int
+	for {
+		_, _ = rand.Read(b[:])
+		subnet = 1 + int(b[0])%250
+		// Two outside hosts on one subnet would answer for each other: skip one in use
+		// here or by a concurrent run on this machine.
+		out, err := exec.Command("ip", "-o", "addr", "show", "to", fmt.Sprintf("10.231.%d.0/30", subnet)).Output()
+		if err != nil || len(out) == 0 { // an error fails the setup below
+			break
+		}
+	}
 	id := hex.EncodeToString(b[:])
-	subnet := 1 + int(b[0])%250
 	o := &outside{ns: "dsbit-" + id, addr: fmt.Sprintf("10.231.%d.2", subnet)}
 	hostSide, nsSide := "dsbh"+id, "dsbn"+id
 	sh := func(args ...string) {
