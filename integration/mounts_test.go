@@ -1,0 +1,174 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+var attackOnce struct {
+	sync.Once
+	path string
+	err  error
+}
+
+// installAttack places the attack program (testdata/attack, built once, static so
+// every image runs it) in the project at rel.
+func (p *project) installAttack(rel string) {
+	p.t.Helper()
+	attackOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "devsandbox-it-attack-")
+		if err != nil {
+			attackOnce.err = err
+			return
+		}
+		attackOnce.path = filepath.Join(dir, "attack")
+		cmd := exec.Command("go", "build", "-o", attackOnce.path, "./testdata/attack")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			attackOnce.err = fmt.Errorf("building the attack program: %v: %s", err, out)
+		}
+	})
+	if attackOnce.err != nil {
+		p.t.Fatal(attackOnce.err)
+	}
+	b, err := os.ReadFile(attackOnce.path)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.write(rel, string(b))
+	if err := os.Chmod(p.path(rel), 0o755); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// Finding 6: a second session of the project swaps a directory with a symlink out
+// of the project while new sessions launch; what they mount is what was checked,
+// never the symlink's target.
+func TestBindSourceSwap(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.write("proj/sub/marker", "PROJECT\n")
+		p.write("other/marker", "SIBLING\n")
+		if err := os.Symlink("../other", p.path("proj/sub.x")); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Lchown(p.path("proj/sub.x"), it.uid, it.gid)
+		p.installAttack("proj/attack")
+		// The directory, held open: the file to mask is made in it whatever its name
+		// is at the moment.
+		sub, err := os.Open(p.path("proj/sub"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		a := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--", "./attack", "exchange", "sub", "sub.x", ".stop-swap")
+		var aerr bytes.Buffer
+		a.Stderr = &aerr
+		stdout, _ := a.StdoutPipe()
+		if err := a.Start(); err != nil {
+			t.Fatal(err)
+		}
+		newLineReader(t, stdout).waitFor("swapping")
+		// A file to mask, made after the swapping session started (which then has no
+		// mount point at sub): every new session masks it through a bind of its dir.
+		fd, err := unix.Openat(int(sub.Fd()), ".env", unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = unix.Write(fd, []byte("SECRET=1\n"))
+		_ = unix.Fchown(fd, it.uid, it.gid)
+		unix.Close(fd)
+		launches := map[string]int{"bwrap": 50}[iso]
+		if launches == 0 {
+			launches = 20
+		}
+		codes := map[int]int{}
+		for i := 0; i < launches; i++ {
+			r := p.sandbox(iso, nil, `cat sub/marker sub.x/marker 2>/dev/null; touch sub/written sub.x/written 2>/dev/null; true`)
+			codes[r.code]++
+			if strings.Contains(r.stdout, "SIBLING") {
+				t.Errorf("launch %d showed the symlink's target:\n%s", i, r)
+			}
+			if _, err := os.Lstat(p.path("other/written")); err == nil {
+				t.Fatalf("launch %d wrote to the symlink's target:\n%s", i, r)
+			}
+			if r.code != 0 && r.code != 125 {
+				t.Fatalf("launch %d:\n%s", i, r)
+			}
+		}
+		p.write("proj/.stop-swap", "")
+		if err := a.Wait(); err != nil {
+			t.Fatalf("the swapping session: %v\n%s", err, aerr.String())
+		}
+		t.Logf("%d launches during the swap: exit statuses %v", launches, codes)
+	})
+}
+
+// Finding 7: a masked file with another link is not a mask. The sandbox links .env
+// before it exists; the host later writes it in place; the next run must not show
+// the secret through the other name.
+func TestHardlinkedMask(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.mustSandbox(iso, nil, `mkdir .cache && touch .cache/x && ln .cache/x .env`)
+		if err := os.WriteFile(p.path("proj/.env"), []byte("SECRET=hardlinked\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := p.sandbox(iso, nil, `cat .cache/x .env`)
+		if strings.Contains(r.stdout, "hardlinked") {
+			t.Fatalf("the secret showed through the other link:\n%s", r)
+		}
+		if r.code != 125 || !strings.Contains(r.stderr, ".cache/x") {
+			t.Fatalf("a masked file with another link did not stop the run, naming the link:\n%s", r)
+		}
+	})
+}
+
+// Finding 8: project files that tools on the host run are read-only when they exist
+// and reported as soon as the sandbox creates them.
+func TestHostExecutedFiles(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.write("proj/.envrc", "export A=1\n")
+		created := []string{".devcontainer/devcontainer.json", ".vscode/tasks.json", "opencode.json", ".opencode/agent.md", ".cursor/mcp.json", ".aider.conf.yml"}
+		script := `echo x >> .envrc 2>/dev/null && echo ENVRC-WRITTEN; `
+		for _, f := range created {
+			script += fmt.Sprintf("mkdir -p %s && echo '{}' > %s; ", filepath.Dir(f), f)
+		}
+		script += `echo created; while [ ! -e .continue ]; do sleep 0.05; done`
+		cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--", "/bin/sh", "-c", script)
+		stderr, _ := cmd.StderrPipe()
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lr := newLineReader(t, stderr)
+		// Reported while the command still runs (it waits for .continue).
+		want := []string{".devcontainer/devcontainer.json", ".vscode/tasks.json", "opencode.json", ".opencode", ".cursor/mcp.json", ".aider.conf.yml"}
+		seen := map[string]bool{}
+		for len(seen) < len(want) {
+			l := lr.next()
+			for _, w := range want {
+				if strings.Contains(l, filepath.Join(p.dir, w)) {
+					seen[w] = true
+				}
+			}
+		}
+		p.write("proj/.continue", "")
+		_ = cmd.Wait()
+		if strings.Contains(out.String(), "ENVRC-WRITTEN") {
+			t.Errorf("the sandbox wrote .envrc")
+		}
+	})
+}
