@@ -55,6 +55,21 @@ func SymlinkIn(p, root string, lstat func(string) (fs.FileInfo, error)) string {
 	return ""
 }
 
+// PrepareHost creates what a Plan's mounts need on the host before their sources are
+// opened: the sandbox home and other private directories, and the empty file masks
+// are bound from; it refuses destinations reached through a symlink.
+func PrepareHost(p *Plan) error {
+	for _, d := range p.PrivateDirs {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("creating %s: %w", d, err)
+		}
+	}
+	if err := CheckDestinations(p); err != nil {
+		return err
+	}
+	return EnsureEmptyFile(p.EmptyFile)
+}
+
 // EnsureEmptyFile creates the empty read-only file file masks are bound from (the
 // Plan's EmptyFile), or checks that the one there is still empty and regular: a mask
 // bound from anything else would show its content. Every isolator calls it before
@@ -77,4 +92,25 @@ func EnsureEmptyFile(path string) error {
 		f.Close()
 	}
 	return nil
+}
+
+// Writable returns the host directories whose contents the sandbox of p can change:
+// the project (its .git stays writable even with read_only), the sandbox home,
+// every read-write bind source and the directories Run creates for it. A symlink
+// found in one of them may have been planted; package pin refuses to follow it.
+func Writable(p *Plan) []string {
+	roots := []string{p.Project.Dir, p.SandboxHome}
+	if p.Tmp.Dir != "" {
+		roots = append(roots, p.Tmp.Dir)
+	}
+	roots = append(roots, p.PrivateDirs...)
+	for _, m := range p.Mounts {
+		if m.Kind == Bind && !m.ReadOnly {
+			roots = append(roots, m.Source)
+		}
+	}
+	if p.Egress.SocketDir != "" {
+		roots = append(roots, p.Egress.SocketDir)
+	}
+	return roots
 }

@@ -141,6 +141,17 @@ type Mount struct {
 	// binds it from one file rewritten each session, not from its content.
 	Volatile bool
 	Why      string // where the mount comes from, for people reading --dry-run
+	// ID identifies the file a Bind mounts (MaskFile: the mask source). Build leaves
+	// it nil; Run sets it from the descriptor it opened the source with (package
+	// pin), and the sandbox's init checks that the file at the destination is that
+	// one, reached without a symlink (guarantee 12: what is mounted is what was
+	// checked). A --dry-run has none.
+	ID *FileID `json:",omitempty"`
+}
+
+// FileID identifies a file on a host: its device and inode numbers.
+type FileID struct {
+	Dev, Ino uint64
 }
 
 // Target returns the absolute destination given the in-sandbox home.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/containerview"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 	"github.com/devsandbox/devsandbox/syscalls"
 )
 
@@ -36,6 +38,7 @@ const (
 	SecretFile                 // the host file Source
 	HostFile                   // a system file copied from the host path Source
 	Seccomp                    // the seccomp program in Content (bwrap's --seccomp)
+	Pinned                     // the descriptor Run opened Plan.Mounts[Mount]'s source with
 )
 
 // File is one descriptor bwrap reads a --ro-bind-data file from.
@@ -45,6 +48,7 @@ type File struct {
 	Kind    FileKind
 	Source  string
 	Content []byte
+	Mount   int `json:",omitempty"` // Pinned: the index of the mount in the rendered Plan
 }
 
 // Spec is a rendered bwrap invocation.
@@ -65,6 +69,10 @@ type Spec struct {
 	// Scope is the systemd scope the run is placed in for limits.memory and
 	// limits.cpus (Prefix starts with systemd-run); "" without those limits.
 	Scope string
+	// Checks are what the shim verifies before it runs the command: each pinned
+	// source (a Mount with an ID) is at its destination, reached without a symlink.
+	// Run hands them to the shim in the manifest (wire.ManifestEnv).
+	Checks []wire.Check
 }
 
 // Render returns the bwrap invocation for p with the default binary paths.
@@ -156,13 +164,20 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	}
 
 	var readOnlyDirs []string
-	for _, m := range p.Mounts {
+	for i, m := range p.Mounts {
 		dst := m.Target(home)
 		switch m.Kind {
 		case isolator.Bind:
 			op := "--bind"
 			if m.ReadOnly {
 				op = "--ro-bind"
+			}
+			if m.ID != nil {
+				// Run opened the source: bwrap mounts that very file.
+				a = append(a, op+"-fd", fmt.Sprint(fd), dst)
+				s.Files = append(s.Files, File{FD: fd, Dest: dst, Kind: Pinned, Source: m.Source, Mount: i})
+				fd++
+				continue
 			}
 			if m.Optional {
 				op += "-try"
@@ -199,6 +214,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	for _, d := range readOnlyDirs {
 		a = append(a, "--remount-ro", d)
 	}
+	s.Checks = identityChecks(p)
 	if !p.System.Host {
 		// bwrap's root is a tmpfs holding the copied /etc files and mount points.
 		a = append(a, "--remount-ro", "/")
@@ -286,6 +302,26 @@ func withLimits(s *Spec, p *isolator.Plan) *Spec {
 	return s
 }
 
+// identityChecks lists, for each visible mount with an ID (a pinned bind source, a
+// file mask), the check that the file at its destination is that one.
+func identityChecks(p *isolator.Plan) []wire.Check {
+	var cs []wire.Check
+	for _, m := range containerview.VisibleMounts(p, p.User.HostHome) {
+		if m.ID == nil {
+			continue
+		}
+		c := wire.Check{Kind: wire.CheckRW, Path: m.Path, Dev: m.ID.Dev, Ino: m.ID.Ino}
+		switch {
+		case m.Kind == isolator.MaskFile:
+			c.Kind = wire.CheckMaskFile
+		case m.ReadOnly:
+			c.Kind = wire.CheckRO
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
 // shimInView reports whether the shim binary is the standalone devsandbox-init and
 // already visible at its host path (installed under /usr), saving a mount. devsandbox
 // itself acts as the shim only when started as ShimPath, so it is always mounted there.
@@ -327,6 +363,8 @@ func (s *Spec) Script() string {
 	}
 	for _, f := range s.Files {
 		switch f.Kind {
+		case Pinned:
+			fmt.Fprintf(&b, "# fd %d: %s, opened by devsandbox without following symlinks\n", f.FD, f.Source)
 		case Content:
 			fmt.Fprintf(&b, "# fd %d: generated file for %s (%d bytes)\n", f.FD, f.Dest, len(f.Content))
 		case SecretEnv:

@@ -15,6 +15,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 	"github.com/devsandbox/devsandbox/syscalls"
 )
 
@@ -140,6 +141,23 @@ var goldenCases = []struct {
 		p.Self = "/usr/libexec/devsandbox/devsandbox-init" // visible through /usr: run in place
 		return p
 	}},
+	{"pinned", func() *isolator.Plan {
+		// As Run renders it: every bind source opened (an ID), bound by descriptor,
+		// and checked by the shim at its destination, as the file mask is.
+		p := basePlan()
+		p.System.Paths = minimalSystem[:2]
+		p.Mounts = append(p.Mounts,
+			isolator.Mount{Kind: isolator.Bind, Source: project + "/.git/hooks", Dest: project + "/.git/hooks", ReadOnly: true, Why: "git hooks"},
+			isolator.Mount{Kind: isolator.MaskFile, Dest: project + "/.env", Why: "sandbox.mask_files"},
+			isolator.Mount{Kind: isolator.Data, Dest: "/etc/devsandbox.conf", Content: []byte("x=1\n"), Why: "generated"},
+		)
+		for i := range p.Mounts {
+			if p.Mounts[i].Kind == isolator.Bind || p.Mounts[i].Kind == isolator.MaskFile {
+				p.Mounts[i].ID = &isolator.FileID{Dev: 2049, Ino: uint64(100 + i)}
+			}
+		}
+		return p
+	}},
 	{"shim_outside_view", func() *isolator.Plan {
 		p := basePlan()
 		p.System.Paths = minimalSystem
@@ -184,6 +202,7 @@ type goldenSpec struct {
 	Env       []isolator.EnvVar
 	Files     []bwrap.File
 	SecretEnv []isolator.Secret
+	Checks    []wire.Check `json:",omitempty"`
 }
 
 func TestRenderGolden(t *testing.T) {
@@ -193,7 +212,7 @@ func TestRenderGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render: %v", err)
 			}
-			got := goldenSpec{Argv: spec.Argv, Env: spec.Env, Files: seccompElided(t, spec), SecretEnv: spec.SecretEnv}
+			got := goldenSpec{Argv: spec.Argv, Env: spec.Env, Files: seccompElided(t, spec), SecretEnv: spec.SecretEnv, Checks: spec.Checks}
 			js, err := json.MarshalIndent(got, "", "  ")
 			if err != nil {
 				t.Fatal(err)
@@ -229,7 +248,7 @@ func TestRenderFDs(t *testing.T) {
 			}
 			var argvFDs []string
 			for i, a := range spec.Argv {
-				if (a == "--file" || a == "--ro-bind-data" || a == "--seccomp") && i+1 < len(spec.Argv) {
+				if (a == "--file" || a == "--ro-bind-data" || a == "--seccomp" || strings.HasSuffix(a, "-bind-fd")) && i+1 < len(spec.Argv) {
 					argvFDs = append(argvFDs, spec.Argv[i+1])
 				}
 			}

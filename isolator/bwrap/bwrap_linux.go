@@ -19,6 +19,8 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/pin"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 	"github.com/devsandbox/devsandbox/isolator/tmpdir"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 )
@@ -111,11 +113,16 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			_ = sess.Release()
 		}()
 	}
-	pp := *p
+	pins, err := pin.Plan(p)
+	if err != nil {
+		return 0, err
+	}
+	defer pins.Close()
+	pp, index := pins.Apply()
 	if sess != nil {
 		pp.Tmp.Session = sess.Name
 	}
-	spec, err := RenderWith(&pp, b.binaries())
+	spec, err := RenderWith(pp, b.binaries())
 	if err != nil {
 		return 0, err
 	}
@@ -125,12 +132,15 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, err
 	}
+	if len(spec.Checks) > 0 {
+		env = append(env, wire.ManifestEnv+"="+(&wire.Manifest{Checks: spec.Checks, BootID: pin.BootID()}).Encode())
+	}
 	ready, err := newReadyPair()
 	if err != nil {
 		return 0, err
 	}
 	defer ready.close()
-	files, writeErrs, err := dataFiles(spec.Files)
+	files, writeErrs, err := dataFiles(spec.Files, func(i int) *os.File { return pins.Sources[index[i]].File })
 	if err != nil {
 		return 0, err
 	}
@@ -304,17 +314,7 @@ func (b *Isolator) setupFailed(ctx context.Context, code int) error {
 // PrepareHost creates what a Plan's mounts need on the host: the sandbox home and
 // other private directories, and the empty file masks are bound from. Library users
 // call it once before running WrapArgv's or Command's command line.
-func PrepareHost(p *isolator.Plan) error {
-	for _, d := range p.PrivateDirs {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("creating %s: %w", d, err)
-		}
-	}
-	if err := isolator.CheckDestinations(p); err != nil {
-		return err
-	}
-	return isolator.EnsureEmptyFile(p.EmptyFile)
-}
+func PrepareHost(p *isolator.Plan) error { return isolator.PrepareHost(p) }
 
 // prepare creates the host directories a run needs and acquires the session /tmp.
 func prepare(p *isolator.Plan) (*tmpdir.Session, error) {
@@ -349,7 +349,9 @@ func childEnv(spec *Spec, host map[string]string) ([]string, error) {
 // background, reading each source only then, while bwrap starts; the read ends go to
 // bwrap. Secret files are read up front so a missing one aborts before launch. The
 // returned channel yields the first error (or nil) once every pipe is written and closed.
-func dataFiles(fs []File) ([]*os.File, <-chan error, error) {
+// Pinned entries are the sources Run opened (pinned returns the descriptor of the
+// rendered Plan's mount i); bwrap mounts them.
+func dataFiles(fs []File, pinned func(i int) *os.File) ([]*os.File, <-chan error, error) {
 	errc := make(chan error, 1)
 	type job struct {
 		w    *os.File
@@ -368,6 +370,13 @@ func dataFiles(fs []File) ([]*os.File, <-chan error, error) {
 		return nil, nil, err
 	}
 	for _, f := range fs {
+		if f.Kind == Pinned {
+			if pinned == nil || pinned(f.Mount) == nil {
+				return fail(fmt.Errorf("%w: no descriptor for the source of %s", isolator.ErrProtection, f.Dest))
+			}
+			reads = append(reads, pinned(f.Mount))
+			continue
+		}
 		var data []byte
 		if f.Kind == SecretFile {
 			var err error

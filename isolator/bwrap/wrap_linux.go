@@ -68,7 +68,7 @@ func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, 
 	if err != nil {
 		return nil, err
 	}
-	files, _, err := dataFiles(spec.Files)
+	files, _, err := dataFiles(spec.Files, nil)
 	if err != nil {
 		return nil, err
 	}

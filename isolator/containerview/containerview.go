@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 )
 
 // Placed is a plan mount with its destination in the container.
@@ -103,4 +104,13 @@ func UserFiles(u isolator.User, home string) (passwd, group []byte) {
 	}
 	fmt.Fprintf(&gr, "%s:x:%d:\n", name, u.GID)
 	return []byte(pw.String()), []byte(gr.String())
+}
+
+// Identify adds to c the identity of the file m mounts (isolator.Mount.ID), which the
+// init compares with what it finds at the destination.
+func Identify(c wire.Check, m Placed) wire.Check {
+	if m.ID != nil {
+		c.Dev, c.Ino = m.ID.Dev, m.ID.Ino
+	}
+	return c
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/pin"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 )
 
@@ -45,6 +46,21 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	if !addr.Local() && opts.HomeVolume == "" {
 		opts.HomeVolume = "devsandbox-" + p.Project.Name + "-home"
+	}
+	if addr.Local() {
+		// The engine binds by path: pin each source, and the init checks that the
+		// engine bound the file pinned (guarantee 12; see package pin). A remote
+		// engine's files are not this host's to open.
+		if err := isolator.PrepareHost(p); err != nil {
+			return 0, err
+		}
+		pins, err := pin.Plan(p)
+		if err != nil {
+			return 0, err
+		}
+		p, _ = pins.Apply()
+		pins.Close()
+		opts.BootID = pin.BootID()
 	}
 	spec, err := containerConfig(p, opts)
 	if err != nil {

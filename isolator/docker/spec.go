@@ -63,6 +63,9 @@ type Options struct {
 	// HomeVolume, when set, is the named volume that backs the home instead of a
 	// bind of the Plan's SandboxHome (remote engines, Docker Desktop).
 	HomeVolume string
+	// BootID is the host's boot id (pin.BootID), set by Run for a local engine: the
+	// init compares the identities of pinned mount sources only on that kernel.
+	BootID string
 }
 
 // hostFile is a generated, non-secret file Run writes on the host before the
@@ -154,7 +157,7 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 		return f
 	}
 	// The init reports an out-of-memory kill after the run when it knows the limit.
-	man := &wire.Manifest{SecretDir: isolator.SecretDir, Memory: p.Limits.Memory}
+	man := &wire.Manifest{SecretDir: isolator.SecretDir, Memory: p.Limits.Memory, BootID: opts.BootID}
 	if len(p.Command) == 1 && p.Command[0] == p.User.Shell && p.User.Shell != "/bin/sh" {
 		man.ShellFallback = p.User.Shell
 	}
@@ -202,10 +205,10 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 			if m.ReadOnly {
 				kind = wire.CheckRO
 			}
-			man.Checks = append(man.Checks, wire.Check{Kind: kind, Path: dst})
+			man.Checks = append(man.Checks, containerview.Identify(wire.Check{Kind: kind, Path: dst}, m))
 		case isolator.MaskFile:
 			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: p.EmptyFile, Target: dst, ReadOnly: true})
-			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskFile, Path: dst})
+			man.Checks = append(man.Checks, containerview.Identify(wire.Check{Kind: wire.CheckMaskFile, Path: dst}, m))
 		case isolator.MaskDir:
 			mounts = append(mounts, mount.Mount{Type: mount.TypeTmpfs, Target: dst, ReadOnly: true, TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o755}})
 			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskDir, Path: dst, Allow: containerview.MountPointsIn(dst, visible[i+1:])})

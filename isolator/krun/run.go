@@ -34,6 +34,13 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			return 0, fmt.Errorf("%w: krun.runtime %q boots a microVM, which needs /dev/kvm: %w; %s; the command did not run", isolator.ErrUnavailable, opts.Runtime, err, kvmFix)
 		}
 	}
+	// podman binds by path: pin each source, and the init checks that what was
+	// bound is the file pinned (guarantee 12; see package pin).
+	p, bootID, err := h.Pin(p)
+	if err != nil {
+		return 0, err
+	}
+	opts.BootID = bootID
 	s, err := specGen(p, opts)
 	if err != nil {
 		return 0, err

@@ -125,6 +125,9 @@ func (h fakeHost) KVM() error {
 func (fakeHost) HardLimits() (uint64, uint64) { return 4096, 0 }
 func (fakeHost) Listening(string) bool        { return true }
 func (fakeHost) Systemd() bool                { return false }
+func (fakeHost) Pin(p *isolator.Plan) (*isolator.Plan, string, error) {
+	return p, "", nil
+}
 func (h fakeHost) StartService(context.Context, string, string) error {
 	h.t.Error("unexpected StartService")
 	return nil

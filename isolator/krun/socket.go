@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/pin"
 )
 
 // ServiceIdle is how long a podman service devsandbox started outlives its last user:
@@ -36,6 +37,9 @@ type Host interface {
 	StartService(ctx context.Context, path, runtime string) error
 	// Systemd reports whether systemd is the init (else podman needs cgroupfs).
 	Systemd() bool
+	// Pin prepares p's host side and opens every bind source (package pin); it
+	// returns the Plan with their identities and the host's boot id.
+	Pin(p *isolator.Plan) (*isolator.Plan, string, error)
 }
 
 type osHost struct{}
@@ -66,6 +70,19 @@ func (osHost) Listening(path string) bool {
 	}
 	c.Close()
 	return true
+}
+
+func (osHost) Pin(p *isolator.Plan) (*isolator.Plan, string, error) {
+	if err := isolator.PrepareHost(p); err != nil {
+		return nil, "", err
+	}
+	pins, err := pin.Plan(p)
+	if err != nil {
+		return nil, "", err
+	}
+	defer pins.Close()
+	pp, _ := pins.Apply()
+	return pp, pin.BootID(), nil
 }
 
 func (osHost) Systemd() bool {

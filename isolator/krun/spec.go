@@ -81,6 +81,9 @@ type Options struct {
 	// Binaries are the host's nsenter, nft and ip, which apply the egress rules
 	// (allowlist) from the host; zero means egress.DefaultBinaries.
 	Binaries egress.Binaries
+	// BootID is the host's boot id (pin.BootID), set by Run: the init compares the
+	// identities of pinned mount sources only on the same kernel (runc, not a VM).
+	BootID string
 }
 
 // VM reports whether the runtime boots a microVM (anything but plain runc, which the
@@ -165,7 +168,7 @@ func specGen(p *isolator.Plan, opts Options) (*Spec, error) {
 		s.Files = append(s.Files, hostFile{Path: f, Content: content})
 		return f
 	}
-	man := &wire.Manifest{SecretDir: isolator.SecretDir}
+	man := &wire.Manifest{SecretDir: isolator.SecretDir, BootID: opts.BootID}
 	if len(p.Command) == 1 && p.Command[0] == p.User.Shell && p.User.Shell != "/bin/sh" {
 		man.ShellFallback = p.User.Shell
 	}
@@ -215,10 +218,10 @@ func specGen(p *isolator.Plan, opts Options) (*Spec, error) {
 			if m.ReadOnly {
 				kind = wire.CheckRO
 			}
-			man.Checks = append(man.Checks, wire.Check{Kind: kind, Path: dst})
+			man.Checks = append(man.Checks, containerview.Identify(wire.Check{Kind: kind, Path: dst}, m))
 		case isolator.MaskFile:
 			mounts = append(mounts, bind(p.EmptyFile, dst, true))
-			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskFile, Path: dst})
+			man.Checks = append(man.Checks, containerview.Identify(wire.Check{Kind: wire.CheckMaskFile, Path: dst}, m))
 		case isolator.MaskDir:
 			mounts = append(mounts, tmpfs(dst, "ro", "nosuid", "nodev", "noexec", "size=4k", "mode=755"))
 			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskDir, Path: dst, Allow: containerview.MountPointsIn(dst, visible[i+1:])})

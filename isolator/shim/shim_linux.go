@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 )
 
@@ -100,6 +101,18 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	if nproc > 0 {
 		if err := SetNproc(nproc); err != nil {
+			return failed(err.Error())
+		}
+	}
+	// What bwrap mounted is what the host opened, where it belongs (the host's
+	// manifest names each pinned source; see package pin).
+	if v, ok := os.LookupEnv(wire.ManifestEnv); ok {
+		_ = os.Unsetenv(wire.ManifestEnv)
+		m, err := wire.DecodeManifest(v)
+		if err == nil {
+			err = VerifyMounts(m.Checks, m.BootID)
+		}
+		if err != nil {
 			return failed(err.Error())
 		}
 	}

@@ -24,8 +24,9 @@ func Verify(m *wire.Manifest, files map[string][]byte) error {
 	if err := verifyPrivileges(); err != nil {
 		return err
 	}
+	same := sameKernel(m.BootID)
 	for _, c := range m.Checks {
-		if err := verifyCheck(c); err != nil {
+		if err := verifyCheck(c, same); err != nil {
 			if m.ProbeReadOnly && errors.Is(err, errWritable) && readOnlyByProbe(c.Path) {
 				continue
 			}
@@ -70,7 +71,83 @@ func verifyFirewall(probe string) error {
 	return netfilter.CheckProbe(probe)
 }
 
-func verifyCheck(c wire.Check) error {
+// VerifyMounts checks that each of checks is in effect (the bwrap shim's part of
+// Verify: bubblewrap needs no check of its read-only flags or capabilities, only that
+// what it mounted is what the host opened, where it was meant to be).
+func VerifyMounts(checks []wire.Check, bootID string) error {
+	same := sameKernel(bootID)
+	for _, c := range checks {
+		if err := verifyCheck(c, same); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameKernel reports whether this process runs on the kernel whose boot id is id.
+func sameKernel(id string) bool {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return id != "" && err == nil && strings.TrimSpace(string(b)) == id
+}
+
+// verifyIdentity checks that c.Path leads, without a symlink on the way, to the file
+// the host pinned (compared when same says the numbers are comparable).
+func verifyIdentity(c wire.Check, same bool) error {
+	fd, err := openNoFollow(c.Path)
+	if err != nil {
+		return fmt.Errorf("%s %s cannot be reached without following a symlink: %v (a directory on the way may have been swapped while the sandbox was set up; run again)", c.Kind, c.Path, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("%s %s: %v", c.Kind, c.Path, err)
+	}
+	if same && (uint64(st.Dev) != c.Dev || st.Ino != c.Ino) {
+		return fmt.Errorf("%s %s is not the file devsandbox opened for it (device %d inode %d, want %d %d): a path changed while the sandbox was set up; run again", c.Kind, c.Path, st.Dev, st.Ino, c.Dev, c.Ino)
+	}
+	return nil
+}
+
+// openNoFollow opens p (absolute) one component at a time from /, following no
+// symlink, and returns an O_PATH descriptor.
+func openNoFollow(p string) (int, error) {
+	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, c := range strings.Split(strings.Trim(p, "/"), "/") {
+		if c == "" {
+			continue
+		}
+		if c == ".." {
+			unix.Close(fd)
+			return -1, unix.EINVAL
+		}
+		nfd, err := unix.Openat(fd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(nfd, &st); err != nil {
+			unix.Close(nfd)
+			return -1, err
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			unix.Close(nfd)
+			return -1, fmt.Errorf("%s is a symlink", c)
+		}
+		fd = nfd
+	}
+	return fd, nil
+}
+
+func verifyCheck(c wire.Check, same bool) error {
+	if c.Ino != 0 {
+		if err := verifyIdentity(c, same); err != nil {
+			return err
+		}
+	}
 	var st unix.Stat_t
 	if err := unix.Stat(c.Path, &st); err != nil {
 		return fmt.Errorf("%s %s is missing: %v", c.Kind, c.Path, err)

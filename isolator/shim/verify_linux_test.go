@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 )
 
@@ -45,7 +47,7 @@ func TestVerifyCheckFailsClosed(t *testing.T) {
 		{wire.Check{Kind: "bogus", Path: dir}, "unknown check"},
 	}
 	for _, tt := range tests {
-		err := verifyCheck(tt.check)
+		err := verifyCheck(tt.check, false)
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("%+v: %v", tt.check, err)
@@ -63,7 +65,7 @@ func TestReadOnlyProbe(t *testing.T) {
 	if err := os.WriteFile(f, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := verifyCheck(wire.Check{Kind: wire.CheckRO, Path: f}); !errors.Is(err, errWritable) {
+	if err := verifyCheck(wire.Check{Kind: wire.CheckRO, Path: f}, false); !errors.Is(err, errWritable) {
 		t.Fatalf("verifyCheck: %v", err)
 	}
 	if readOnlyByProbe(f) || readOnlyByProbe(dir) || readOnlyByProbe(filepath.Join(dir, "missing")) {
@@ -92,4 +94,56 @@ func TestWriteSecretFiles(t *testing.T) {
 	if err := writeSecretFiles(dir, map[string][]byte{"../x": nil}); err == nil {
 		t.Fatal("a name with a slash was accepted")
 	}
+}
+
+// A pinned source must be reached without a symlink and, on the host's kernel, be the
+// very file the host opened.
+func TestVerifyIdentity(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	other := filepath.Join(dir, "other")
+	for _, d := range []string{real, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("other", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	id := func(p string) (uint64, uint64) {
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		return uint64(st.Dev), st.Ino
+	}
+	dev, ino := id(real)
+	tests := []struct {
+		path string
+		same bool
+		want string
+	}{
+		{real, true, ""},
+		{other, true, "not the file devsandbox opened"},
+		{other, false, ""}, // another kernel: numbers are not compared
+		{filepath.Join(dir, "link"), false, "without following a symlink"},
+	}
+	for _, tt := range tests {
+		err := verifyIdentity(wire.Check{Kind: wire.CheckRW, Path: tt.path, Dev: dev, Ino: ino}, tt.same)
+		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%s (same kernel %v): %v, want %q", tt.path, tt.same, err, tt.want)
+		}
+	}
+	if !sameKernel(strings.TrimSpace(readFile(t, "/proc/sys/kernel/random/boot_id"))) || sameKernel("") {
+		t.Error("sameKernel does not recognise this kernel's boot id")
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -67,6 +67,12 @@ type Check struct {
 	// Allow names the entries a masked directory may hold: mount points of later
 	// mounts inside it (a tool's file below a hidden directory).
 	Allow []string `json:"a,omitempty"`
+	// Dev and Ino, when Ino is set, identify the file the host opened as the
+	// mount's source (isolator.Mount.ID): the path must lead to it without crossing
+	// a symlink. The numbers are compared only on the host's own kernel (see
+	// Manifest.BootID); elsewhere the path is still walked without symlinks.
+	Dev uint64 `json:"d,omitempty"`
+	Ino uint64 `json:"i,omitempty"`
 }
 
 // Manifest is what the init verifies and how it runs the command.
@@ -119,6 +125,10 @@ type Manifest struct {
 	// passes a read-only check only if a write that changes nothing (chmod to its own
 	// mode) is refused as read-only.
 	ProbeReadOnly bool `json:"probeRO,omitempty"`
+	// BootID is the host's /proc/sys/kernel/random/boot_id: an init that reads the
+	// same runs on the host's kernel (bwrap, a local Linux engine), where device and
+	// inode numbers of the host's files are the ones it sees, and compares them.
+	BootID string `json:"bootID,omitempty"`
 }
 
 // Encode returns the manifest as the value of ManifestEnv.

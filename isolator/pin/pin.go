@@ -1,0 +1,168 @@
+// Package pin opens the host files a Plan binds into a sandbox, once each, before the
+// sandbox is set up, so that what is mounted is what was checked (guarantee 12).
+//
+// Every source is opened from the root directory one component at a time, each
+// without following a symbolic link (O_PATH|O_NOFOLLOW on Linux). A symlink found on
+// the way is followed only when the directory holding it lies outside every directory
+// the sandbox can write (isolator.Writable, the untrusted roots): a dotfile link the
+// user made in their home is fine, a link in the project, the sandbox home or a
+// read-write bind may have been planted by an earlier session, or be planted by a
+// concurrent one while this one starts, and stops the launch. The descriptor that
+// results is the source: bwrap mounts it (--bind-fd), and every backend's init
+// compares the device and inode numbers of what it finds at the destination with the
+// pinned ones (isolator.Mount.ID), reaching it without following a symlink either, so
+// a destination redirected through a swapped directory is caught too.
+//
+// The plan-time rules about which sources are acceptable at all (a user's mount that
+// names a hidden path, a tool's state directory) are the Plan builder's; this package
+// enforces, at mount time, that nothing changed under them since.
+package pin
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// ErrUntrustedLink is wrapped by the error for a symlink in a directory the sandbox can
+// write, on the way to a bind source.
+var ErrUntrustedLink = errors.New("a symlink where the sandbox can write")
+
+// Source is one pinned file.
+type Source struct {
+	// File is the O_PATH descriptor on Linux (nil elsewhere); bwrap mounts it.
+	File *os.File
+	ID   isolator.FileID
+	Dir  bool
+}
+
+// Close releases the descriptor.
+func (s *Source) Close() {
+	if s != nil && s.File != nil {
+		s.File.Close()
+	}
+}
+
+// Set is the pinned sources of a Plan's mounts.
+type Set struct {
+	// Sources are indexed like the Plan's Mounts: each Bind's source, nil for other
+	// kinds and for an optional source that is gone.
+	Sources []*Source
+	// Empty is the source of file masks (Plan.EmptyFile).
+	Empty *Source
+	plan  *isolator.Plan
+}
+
+// Plan pins the source of every Bind of p and the mask source. A non-optional source
+// that is missing, or that can be reached only through a symlink in one of p's
+// writable directories, fails with isolator.ErrProtection. The caller closes the Set
+// once the sandbox has mounted them (or will not).
+func Plan(p *isolator.Plan) (*Set, error) {
+	w := newWalker(untrusted(p))
+	defer w.close()
+	s := &Set{Sources: make([]*Source, len(p.Mounts)), plan: p}
+	for i, m := range p.Mounts {
+		if m.Kind != isolator.Bind {
+			continue
+		}
+		src, err := w.open(m.Source)
+		if errors.Is(err, os.ErrNotExist) && m.Optional {
+			continue
+		}
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%w: the source of the mount at %s (%s): %w", isolator.ErrProtection, m.Target(p.User.HostHome), m.Why, err)
+		}
+		s.Sources[i] = src
+	}
+	if p.EmptyFile != "" {
+		src, err := w.open(p.EmptyFile)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%w: the source of file masks: %w", isolator.ErrProtection, err)
+		}
+		s.Empty = src
+	}
+	return s, nil
+}
+
+// Apply returns a copy of the Plan with each mount's ID set from its pinned source
+// (masks: the mask source's) and without the optional mounts whose source is gone;
+// index maps each mount of the copy to its index in the pinned Plan.
+func (s *Set) Apply() (p *isolator.Plan, index []int) {
+	cp := *s.plan
+	cp.Mounts = nil
+	for i, m := range s.plan.Mounts {
+		switch {
+		case m.Kind == isolator.Bind && s.Sources[i] == nil:
+			continue // optional, gone
+		case m.Kind == isolator.Bind:
+			id := s.Sources[i].ID
+			m.ID = &id
+		case m.Kind == isolator.MaskFile && s.Empty != nil:
+			id := s.Empty.ID
+			m.ID = &id
+		}
+		cp.Mounts = append(cp.Mounts, m)
+		index = append(index, i)
+	}
+	return &cp, index
+}
+
+// Close releases every descriptor.
+func (s *Set) Close() {
+	for _, src := range s.Sources {
+		src.Close()
+	}
+	s.Empty.Close()
+}
+
+// untrusted returns the real paths of p's writable directories: a path is compared
+// with them after every symlink before it was followed.
+func untrusted(p *isolator.Plan) []string {
+	var out []string
+	for _, d := range isolator.Writable(p) {
+		if d == "" {
+			continue
+		}
+		out = append(out, d)
+		if r, err := filepath.EvalSymlinks(d); err == nil && r != d {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// within reports whether dir is one of roots or below one.
+func within(dir string, roots []string) bool {
+	for _, r := range roots {
+		if isolator.Within(dir, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxLinks is how many symlinks one path may cross, as Linux's MAXSYMLINKS.
+const maxLinks = 40
+
+// Open pins one path with no untrusted directories other than those given.
+func Open(path string, untrusted []string) (*Source, error) {
+	w := newWalker(untrusted)
+	defer w.close()
+	return w.open(path)
+}
+
+// BootID returns this host's boot id ("" where there is none): the sandbox's init
+// compares the pinned identities only on the kernel that has it (wire.Manifest.BootID).
+func BootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}

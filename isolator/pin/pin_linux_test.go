@@ -1,0 +1,132 @@
+package pin
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+func ino(t *testing.T, p string) uint64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+// A symlink is followed only outside the untrusted roots; what is pinned is the file
+// the walk ended on, whatever happens to the path afterwards.
+func TestOpen(t *testing.T) {
+	root := t.TempDir()
+	proj := filepath.Join(root, "proj")
+	for _, d := range []string{"proj/sub", "dotfiles", "other"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "dotfiles/gitconfig"), []byte("x"), 0o644)
+	os.Symlink("dotfiles/gitconfig", filepath.Join(root, "gitconfig"))       // the user's link
+	os.Symlink("../other", filepath.Join(proj, "planted"))                   // in the project
+	os.Symlink(filepath.Join(root, "proj"), filepath.Join(root, "projlink")) // the user's, into the project
+	untrusted := []string{proj}
+
+	tests := []struct {
+		path string
+		want string // the file pinned, or "" for ErrUntrustedLink
+	}{
+		{path: filepath.Join(proj, "sub"), want: filepath.Join(proj, "sub")},
+		{path: filepath.Join(root, "gitconfig"), want: filepath.Join(root, "dotfiles/gitconfig")},
+		{path: filepath.Join(proj, "planted"), want: ""},
+		{path: filepath.Join(proj, "planted/x"), want: ""},
+		{path: filepath.Join(root, "projlink/sub"), want: filepath.Join(proj, "sub")},
+		{path: filepath.Join(root, "projlink/planted"), want: ""},
+		{path: proj, want: proj},
+	}
+	for _, tt := range tests {
+		src, err := Open(tt.path, untrusted)
+		switch {
+		case tt.want == "" && !errors.Is(err, ErrUntrustedLink):
+			t.Errorf("%s: err %v, want ErrUntrustedLink", tt.path, err)
+		case tt.want != "" && err != nil:
+			t.Errorf("%s: %v", tt.path, err)
+		case tt.want != "" && src.ID.Ino != ino(t, tt.want):
+			t.Errorf("%s: pinned inode %d, want %s's", tt.path, src.ID.Ino, tt.want)
+		}
+		src.Close()
+	}
+	if _, err := Open(filepath.Join(proj, "missing"), untrusted); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing source: %v", err)
+	}
+	if _, err := Open("relative", nil); err == nil {
+		t.Error("a relative path was pinned")
+	}
+}
+
+// The descriptor stays on the directory it opened when the path is swapped for a
+// symlink afterwards (what bwrap mounts is what was checked).
+func TestOpenThenSwap(t *testing.T) {
+	root := t.TempDir()
+	sub := filepath.Join(root, "sub")
+	os.MkdirAll(sub, 0o755)
+	os.MkdirAll(filepath.Join(root, "other"), 0o755)
+	src, err := Open(sub, []string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	want := ino(t, sub)
+	os.Rename(sub, filepath.Join(root, "moved"))
+	os.Symlink("other", sub)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(src.File.Fd()), &st); err != nil || st.Ino != want || !src.Dir {
+		t.Fatalf("after the swap the descriptor shows inode %d (%v), want %d", st.Ino, err, want)
+	}
+}
+
+// Plan pins every bind and the mask source, drops a vanished optional bind, and
+// refuses a missing one; Apply gives each mount its identity.
+func TestPlan(t *testing.T) {
+	root := t.TempDir()
+	proj := filepath.Join(root, "proj")
+	os.MkdirAll(filepath.Join(proj, ".git/hooks"), 0o755)
+	empty := filepath.Join(root, "empty")
+	os.WriteFile(empty, nil, 0o444)
+	p := &isolator.Plan{
+		Project:   isolator.Project{Dir: proj},
+		EmptyFile: empty,
+		Mounts: []isolator.Mount{
+			{Kind: isolator.Bind, Source: proj, Dest: proj},
+			{Kind: isolator.Bind, Source: filepath.Join(root, "gone"), Dest: "/gone", Optional: true},
+			{Kind: isolator.Bind, Source: filepath.Join(proj, ".git/hooks"), Dest: filepath.Join(proj, ".git/hooks"), ReadOnly: true},
+			{Kind: isolator.MaskFile, Dest: filepath.Join(proj, ".env")},
+			{Kind: isolator.TmpDir, Dest: "/x"},
+		},
+	}
+	s, err := Plan(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pp, index := s.Apply()
+	if len(pp.Mounts) != 4 || index[1] != 2 {
+		t.Fatalf("mounts %+v, index %v", pp.Mounts, index)
+	}
+	wants := []string{proj, filepath.Join(proj, ".git/hooks"), empty}
+	for i, w := range wants {
+		if pp.Mounts[i].ID == nil || pp.Mounts[i].ID.Ino != ino(t, w) {
+			t.Errorf("mount %d: ID %+v, want %s's", i, pp.Mounts[i].ID, w)
+		}
+	}
+	if pp.Mounts[3].ID != nil || p.Mounts[0].ID != nil {
+		t.Error("a tmpfs got an ID, or the pinned Plan was changed")
+	}
+	p.Mounts[1].Optional = false
+	if _, err := Plan(p); !errors.Is(err, isolator.ErrProtection) {
+		t.Errorf("a missing source: %v", err)
+	}
+}
