@@ -194,6 +194,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if err != nil {
 		return nil, nil, fmt.Errorf("scanning %s for sandbox.mask_files: %w", proj.Dir, err)
 	}
+	if err := refuseLinked(pr, masked, proj.Dir, p.SandboxHome); err != nil {
+		return nil, nil, err
+	}
 	// Each directory between the project and a masked file is a mount point too, so it
 	// cannot be renamed into a skipped directory (node_modules, .git), where the next
 	// session would not look: a mounted directory cannot be moved.

@@ -1,11 +1,15 @@
 package plan
 
 import (
-	"github.com/devsandbox/devsandbox/config"
-	"github.com/devsandbox/devsandbox/tools"
+	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/tools"
 )
 
 // maskTree builds a project with files that mask_files does and does not reach.
@@ -201,4 +205,21 @@ func TestHideMaskStableWithToolBelow(t *testing.T) {
 	if second := build(); !reflect.DeepEqual(first, second) {
 		t.Fatalf("second build differs:\n%q\n%q", first, second)
 	}
+}
+
+// A masked file with another link is refused, naming the other link.
+func TestMaskedFileWithLinks(t *testing.T) {
+	f := newFixture(t)
+	writeFile(t, f.proj+"/.cache/x", "")
+	if err := os.Link(f.proj+"/.cache/x", f.proj+"/.env"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := f.tryBuild(f.load(t))
+	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), f.proj+"/.cache/x") {
+		t.Fatalf("Build: %v", err)
+	}
+	if err := os.Remove(f.proj + "/.cache/x"); err != nil {
+		t.Fatal(err)
+	}
+	f.build(t, f.load(t)) // one link again: a mask
 }
