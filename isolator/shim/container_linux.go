@@ -95,6 +95,15 @@ func (c *container) run(argv []string) int {
 		}
 	}
 	_ = os.Unsetenv(wire.ManifestEnv)
+	if c.role == "session" {
+		// Before the session's secrets arrive: what an ended session left in the
+		// kept container is gone once the keeper lets the session start.
+		conn, err := registerSession()
+		if err != nil {
+			return c.fail("%v", err)
+		}
+		defer conn.Close()
+	}
 
 	hello := &wire.Hello{}
 	if c.framed {
@@ -217,7 +226,7 @@ func (c *container) run(argv []string) int {
 		case code := <-exited:
 			cio.finish()
 			if c.role == "session" {
-				killDescendants()
+				killSubtree(sessionKillLimit)
 			}
 			if code == 128+int(syscall.SIGKILL) && ooms >= 0 && oomKills(m) > ooms {
 				fmt.Fprint(c.stderr, wire.OOMMarker(hello.Nonce))
@@ -317,38 +326,8 @@ func killAll(pid int, role string) {
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 	if role == "session" {
-		killDescendants()
+		killSubtree(sessionKillLimit)
 	}
-}
-
-// keeper is pid 1 of a kept container: it reaps orphans, serves the project's stable
-// proxy endpoint when the manifest names one, and exits on SIGTERM.
-func keeper(stderr io.Writer) int {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	if s, ok := os.LookupEnv(wire.ManifestEnv); ok {
-		m, err := wire.DecodeManifest(s)
-		if err != nil {
-			fmt.Fprintf(stderr, "devsandbox-init: %v\n", err)
-			return ExitSetupFailed
-		}
-		if m.ForwardDir != "" {
-			if err := serveDirForwarder(m.ForwardDir); err != nil {
-				fmt.Fprintf(stderr, "devsandbox-init: serving the proxy endpoint %s: %v\n", m.ForwardDir, err)
-				return ExitSetupFailed
-			}
-		}
-	}
-	go func() {
-		for {
-			var ws syscall.WaitStatus
-			if _, err := syscall.Wait4(-1, &ws, 0, nil); err != nil && !errors.Is(err, syscall.EINTR) {
-				time.Sleep(time.Second)
-			}
-		}
-	}()
-	<-sigs
-	return 0
 }
 
 // lookCommand resolves argv0 on the container's PATH. On failure it returns "" with

@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,31 +10,63 @@ import (
 	"time"
 )
 
-// killDescendants SIGKILLs every process below this one and reaps them. As a child
-// subreaper the caller adopts orphans, so a daemonised grandchild is found too.
-func killDescendants() {
+// killSubtree SIGKILLs every process below this one and reaps them, until the kernel
+// reports that this process has no child left (wait4: ECHILD). The caller is a child
+// subreaper, so every orphan of its subtree is its child: no child means no
+// descendant, whatever state a process was in (a zombie leader whose other threads
+// run included). The pids to kill are read from /proc; the kernel's answer, not the
+// listing, decides that the subtree is empty. It gives up after limit, leaving the
+// rest to the kept container's keeper (see keeper), and reports whether it was done.
+func killSubtree(limit time.Duration) bool {
 	self := os.Getpid()
-	for i := 0; i < 20; i++ {
-		pids := descendantsOf(self)
-		if len(pids) == 0 {
-			return
-		}
-		for _, p := range pids {
+	end := time.Now().Add(limit)
+	for {
+		for _, p := range descendantsOf(self) {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 		for {
 			var ws syscall.WaitStatus
-			if pid, _ := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); pid <= 0 {
+			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if errors.Is(err, syscall.ECHILD) {
+				return true
+			}
+			if pid <= 0 {
 				break
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-// descendantsOf lists the pids below pid, from /proc.
+// descendantsOf lists the pids below pid, from every /proc/PID/stat, whatever their
+// state: a process whose leader thread exited shows as a zombie ("Z") while its other
+// threads run, and SIGKILL to its pid ends them all.
 func descendantsOf(pid int) []int {
 	children := map[int][]int{}
+	for _, p := range processes() {
+		children[p.ppid] = append(children[p.ppid], p.pid)
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		c := queue[0]
+		queue = queue[1:]
+		for _, k := range children[c] {
+			out = append(out, k)
+			queue = append(queue, k)
+		}
+	}
+	return out
+}
+
+type process struct{ pid, ppid int }
+
+// processes lists the pid and parent pid of every process in /proc.
+func processes() []process {
+	var out []process
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, f := range stats {
 		b, err := os.ReadFile(f)
@@ -46,22 +79,12 @@ func descendantsOf(pid int) []int {
 			continue
 		}
 		fields := strings.Fields(s[i+1:])
-		if len(fields) < 2 || fields[0] == "Z" {
+		if len(fields) < 2 {
 			continue
 		}
 		ppid, _ := strconv.Atoi(fields[1])
 		me, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-		children[ppid] = append(children[ppid], me)
-	}
-	var out []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		c := queue[0]
-		queue = queue[1:]
-		for _, k := range children[c] {
-			out = append(out, k)
-			queue = append(queue, k)
-		}
+		out = append(out, process{me, ppid})
 	}
 	return out
 }

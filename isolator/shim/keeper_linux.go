@@ -1,0 +1,224 @@
+package shim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+// keeperSocket is the keeper's abstract Unix socket: it lives in the kept container's
+// own network namespace, on no file system a command could replace it in.
+const keeperSocket = "@devsandbox-keeper"
+
+// sessionKillLimit bounds how long a session's init spends killing what its command
+// left; the keeper's sweep ends whatever remains.
+const sessionKillLimit = 2 * time.Second
+
+// keeper is pid 1 of a kept container: it reaps orphans, serves the project's stable
+// proxy endpoint when the manifest names one, keeps the container free of processes
+// that outlived their session (see sweep), and exits on SIGTERM.
+//
+// A process of the container is a session's when it descends from an exec'd process
+// (parent pid 0 in the container: the engine started it, nothing inside could). Each
+// session's init registers on keeperSocket before it reads the session's secrets; at
+// each registration, and when a session's init goes away, the keeper kills every
+// process that descends from no exec'd process: what an ended session left, whatever
+// its state, also when its command killed the session's init first.
+//
+// Not a pid namespace per session (the kernel would kill them all with the init):
+// creating one needs CAP_SYS_ADMIN or an unshare that the engine's default seccomp
+// profile refuses without it; and the container's cgroups are read-only inside.
+func keeper(stderr io.Writer) int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	if s, ok := os.LookupEnv(wire.ManifestEnv); ok {
+		m, err := wire.DecodeManifest(s)
+		if err != nil {
+			fmt.Fprintf(stderr, "devsandbox-init: %v\n", err)
+			return ExitSetupFailed
+		}
+		if m.ForwardDir != "" {
+			if err := serveDirForwarder(m.ForwardDir); err != nil {
+				fmt.Fprintf(stderr, "devsandbox-init: serving the proxy endpoint %s: %v\n", m.ForwardDir, err)
+				return ExitSetupFailed
+			}
+		}
+	}
+	ln, err := net.Listen("unix", keeperSocket)
+	if err != nil {
+		fmt.Fprintf(stderr, "devsandbox-init: listening for sessions: %v\n", err)
+		return ExitSetupFailed
+	}
+	go serveSessions(ln)
+	go func() {
+		for {
+			var ws syscall.WaitStatus
+			if _, err := syscall.Wait4(-1, &ws, 0, nil); err != nil && !errors.Is(err, syscall.EINTR) {
+				time.Sleep(time.Second)
+			}
+		}
+	}()
+	<-sigs
+	return 0
+}
+
+// sweepMu serialises sweeps with registrations: a session is told to go on only
+// once the sweep its registration started is done.
+var sweepMu sync.Mutex
+
+// serveSessions accepts the registrations of session inits.
+func serveSessions(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go session(c.(*net.UnixConn))
+	}
+}
+
+// session sweeps, acknowledges the registration of an exec'd session init, and sweeps
+// again when its connection ends (the init exited, or was killed).
+func session(c *net.UnixConn) {
+	defer c.Close()
+	pid, err := peerPid(c)
+	if err != nil || parentPid(pid) != 0 {
+		return // not a process the engine started: not a session init
+	}
+	sweepMu.Lock()
+	sweep()
+	_, err = c.Write([]byte{'k'})
+	sweepMu.Unlock()
+	if err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, c)
+	sweepMu.Lock()
+	sweep()
+	sweepMu.Unlock()
+}
+
+// sweep kills every process that descends from no exec'd process (but the keeper),
+// until none is left or a few seconds passed. Killed orphans are reaped by the
+// keeper's reaper.
+func sweep() {
+	self := os.Getpid()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+		strays := strayPids(processes(), self, parentPid)
+		if len(strays) == 0 {
+			return
+		}
+		for _, p := range strays {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	}
+}
+
+// strayPids returns the processes of ps that descend from no process with parent pid 0
+// (exec'd by the engine), other than self. A parent missing from ps (started or gone
+// while ps was read) is looked up again with lookup (-1: gone).
+func strayPids(ps []process, self int, lookup func(pid int) int) []int {
+	parent := map[int]int{}
+	for _, p := range ps {
+		parent[p.pid] = p.ppid
+	}
+	var out []int
+	for _, p := range ps {
+		if p.pid == self {
+			continue
+		}
+		q, session := p.pid, false
+		for i := 0; i < len(ps)+2; i++ {
+			pp, known := parent[q]
+			if !known {
+				if pp = lookup(q); pp < 0 {
+					break // gone
+				}
+			}
+			if pp == self {
+				break // adopted by the keeper: an orphan of an ended session
+			}
+			if pp == 0 {
+				session = true
+				break
+			}
+			q = pp
+		}
+		if !session {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
+
+// peerPid returns the pid of the process at the other end of c.
+func peerPid(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, cerr
+	}
+	return int(cred.Pid), nil
+}
+
+// parentPid returns pid's parent pid, -1 when it cannot be read.
+func parentPid(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return -1
+	}
+	n, err := strconv.Atoi(f[1])
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// registerSession registers this process (an exec'd session init) with the kept
+// container's keeper and waits until its sweep is done: nothing an ended session left
+// runs once it returns. The connection stays open for the session's life; closing it
+// (at exit) makes the keeper sweep again.
+func registerSession() (net.Conn, error) {
+	c, err := net.DialTimeout("unix", keeperSocket, 10*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("the kept container's keeper does not answer (%v); remove the container with `devsandbox sandboxes rm` and run again", err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var b [1]byte
+	if _, err := io.ReadFull(c, b[:]); err != nil || b[0] != 'k' {
+		c.Close()
+		return nil, fmt.Errorf("the kept container's keeper did not let the session start (%v)", err)
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	return c, nil
+}
