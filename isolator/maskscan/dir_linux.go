@@ -58,10 +58,13 @@ func (w *walk) read(n *node, fd int, st stamp, buf []byte) error {
 			}
 			switch {
 			case typ == unix.DT_DIR:
+				if w.m.marked(name) {
+					ents = append(ents, entry{strings.Clone(name), false})
+				}
 				if !w.m.skipped(name) {
 					dirs = append(dirs, strings.Clone(name))
 				}
-			case w.m.masked(name):
+			case w.m.reported(name):
 				ents = append(ents, entry{strings.Clone(name), typ == unix.DT_LNK})
 			}
 		}
@@ -86,7 +89,7 @@ func (w *walk) probe(n *node, fd int, st stamp) error {
 		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EACCES):
 		case err != nil:
 			return err
-		case mode != unix.S_IFDIR:
+		case mode != unix.S_IFDIR || w.m.marked(name):
 			ents = append(ents, entry{name, mode == unix.S_IFLNK})
 		}
 	}

@@ -5,13 +5,14 @@
 // # Contract
 //
 // Scan reports every non-directory entry below root whose base name the Matcher
-// masks, sorted by path, as the tree is when Scan reads it. Directories are entered,
-// never reported, even when their name matches. Directories named in Matcher.Skip are
-// not entered; symbolic links are never followed, and a symlink with a masked name
+// masks, and every entry of any type whose base name Matcher.Mark names, sorted by
+// path, as the tree is when Scan reads it. Directories are entered, and reported only
+// for a mark, even when their name matches a mask. Directories named in Matcher.Skip
+// are not entered; symbolic links are never followed, and a symlink with a masked name
 // is reported with Symlink set (what it points to is the caller's decision). A
 // directory that cannot be listed is skipped, except that the literal mask names
-// (".env", not ".env.*") are still looked up in a searchable (execute-only) one,
-// since a sandboxed process can open those by name. Scan is not atomic: an entry
+// (".env", not ".env.*") and the marks are still looked up in a searchable
+// (execute-only) one, since a sandboxed process can open those by name. Scan is not atomic: an entry
 // created or removed while it runs may or may not be reported.
 //
 // # The cache
@@ -88,12 +89,18 @@ type Matcher struct {
 	Mask  []string // an entry whose name matches one of these is masked...
 	Allow []string // ...unless its name also matches one of these
 	Skip  []string // directory names that are not entered
+	// Mark are names (not globs) reported whatever the entry's type, directories
+	// included (which are still entered unless Skip names them): nested .git
+	// entries, found on the walk the masks need anyway.
+	Mark []string
 }
 
-// Match is a masked entry.
+// Match is a reported entry: a masked one, or one Matcher.Mark names.
 type Match struct {
 	Path    string // absolute: root joined with the entry's path below it
 	Symlink bool   // the entry is a symbolic link; Scan did not look where it points
+	Masked  bool   // its name is masked (Mask and not Allow)
+	Marked  bool   // its name is in Mark
 }
 
 // margin is how much older than the start of the scan that read a directory its
@@ -109,7 +116,7 @@ const margin = 2 * time.Second
 // skipped when it belongs to someone else (it cannot be read in the sandbox either);
 // one of the scanning user's own fails the scan with ErrOwnUnreadable, since the
 // sandbox, running as that user, could make it readable. The cache never makes Scan
-// fail. With no mask globs, Scan reads nothing and returns nil.
+// fail. With no mask globs and no marks, Scan reads nothing and returns nil.
 func Scan(root string, m Matcher, cacheFile string) ([]Match, error) {
 	s := scanner{now: time.Now, workers: defaultWorkers()}
 	ms, _, err := s.scan(root, m, cacheFile)
@@ -141,7 +148,7 @@ type stats struct {
 
 func (s scanner) scan(root string, m Matcher, cacheFile string) ([]Match, stats, error) {
 	mt, err := compile(m)
-	if err != nil || len(mt.mask) == 0 {
+	if err != nil || len(mt.mask) == 0 && len(mt.mark) == 0 {
 		return nil, stats{}, err
 	}
 	if root, err = filepath.Abs(root); err != nil {
@@ -164,18 +171,18 @@ func (s scanner) scan(root string, m Matcher, cacheFile string) ([]Match, stats,
 		// A cache that cannot be written costs time, not correctness.
 		st.wrote = store(cacheFile, encode(root, key, start, tree)) == nil
 	}
-	return collect(root, tree), st, nil
+	return collect(root, tree, mt), st, nil
 }
 
 // collect lists the matches of tree, whose root directory is root, sorted by path.
-func collect(root string, tree *node) []Match {
+func collect(root string, tree *node, m *matcher) []Match {
 	var out []Match
 	// dir is the path of n; appending to it may overwrite what a sibling appended,
 	// which is done with by then.
 	var visit func(n *node, dir []byte)
 	visit = func(n *node, dir []byte) {
 		for _, e := range n.matches {
-			out = append(out, Match{Path: string(append(append(dir, '/'), e.name...)), Symlink: e.symlink})
+			out = append(out, Match{Path: string(append(append(dir, '/'), e.name...)), Symlink: e.symlink, Masked: m.masked(e.name), Marked: m.marked(e.name)})
 		}
 		for _, k := range n.kids {
 			visit(k, append(append(dir, '/'), k.name...))

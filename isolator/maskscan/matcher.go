@@ -31,13 +31,14 @@ func (g glob) match(name string) bool {
 type matcher struct {
 	mask, allow []glob
 	skip        []string
+	mark        []string
 	// literals are the masked names that are mask globs without metacharacters;
 	// they are looked up by name in directories that cannot be listed.
 	literals []string
 }
 
 func compile(m Matcher) (*matcher, error) {
-	c := &matcher{skip: m.Skip}
+	c := &matcher{skip: m.Skip, mark: m.Mark}
 	for _, l := range []struct {
 		globs []string
 		out   *[]glob
@@ -58,12 +59,27 @@ func compile(m Matcher) (*matcher, error) {
 			c.literals = append(c.literals, g.pat)
 		}
 	}
+	for _, n := range c.mark {
+		if !slices.Contains(c.literals, n) {
+			c.literals = append(c.literals, n)
+		}
+	}
 	return c, nil
 }
 
 // masked reports whether an entry named name is masked.
 func (m *matcher) masked(name string) bool {
 	return anyMatch(m.mask, name) && !anyMatch(m.allow, name)
+}
+
+// marked reports whether an entry named name is reported whatever its type.
+func (m *matcher) marked(name string) bool {
+	return slices.Contains(m.mark, name)
+}
+
+// reported reports whether an entry named name that is not a directory is reported.
+func (m *matcher) reported(name string) bool {
+	return m.masked(name) || m.marked(name)
 }
 
 // skipped reports whether a directory named name is not entered.
@@ -85,7 +101,11 @@ func anyMatch(globs []glob, name string) bool {
 // and skip the same directories.
 func (m Matcher) key() []byte {
 	var b []byte
-	for _, l := range [][]string{m.Mask, m.Allow, m.Skip} {
+	lists := [][]string{m.Mask, m.Allow, m.Skip}
+	if len(m.Mark) > 0 { // without marks, the key of the format before them
+		lists = append(lists, m.Mark)
+	}
+	for _, l := range lists {
 		b = binary.AppendUvarint(b, uint64(len(l)))
 		for _, s := range l {
 			b = appendString(b, s)

@@ -15,8 +15,8 @@ import (
 // TestScanRandom changes a tree at random, the way a user would, and checks every
 // scan with the cache, and the portable walk, against the reference walk.
 func TestScanRandom(t *testing.T) {
-	m := Matcher{Mask: defaults.Mask, Allow: []string{".env.example"}, Skip: defaults.Skip}
-	files := []string{".env", ".env.local", ".env.example", "main.go", "env", ".envrc"}
+	m := Matcher{Mask: defaults.Mask, Allow: []string{".env.example"}, Skip: defaults.Skip, Mark: []string{".git"}}
+	files := []string{".env", ".env.local", ".env.example", "main.go", "env", ".envrc", ".git"}
 	dirs := []string{"a", "b", "src", "node_modules", ".git", ".env.d"}
 	for seed := range uint64(3) {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {

@@ -57,10 +57,13 @@ func (r *dirReader) read(n *node, fd int) error {
 	for _, e := range ents { // sorted by name
 		switch name := e.Name(); {
 		case e.IsDir():
+			if r.m.marked(name) {
+				n.matches = append(n.matches, entry{name, false})
+			}
 			if !r.m.skipped(name) {
 				n.kids = append(n.kids, &node{name: name, parent: n})
 			}
-		case r.m.masked(name):
+		case r.m.reported(name):
 			n.matches = append(n.matches, entry{name, e.Type()&fs.ModeSymlink != 0})
 		}
 	}
@@ -120,7 +123,7 @@ func (r *dirReader) probe(pfd int, k *node) error {
 		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EACCES):
 		case err != nil:
 			return err
-		case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		case st.Mode&unix.S_IFMT != unix.S_IFDIR || r.m.marked(name):
 			k.matches = append(k.matches, entry{name, st.Mode&unix.S_IFMT == unix.S_IFLNK})
 		}
 	}

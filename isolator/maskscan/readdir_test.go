@@ -21,7 +21,7 @@ func readDirT(root string, m Matcher) ([]Match, error) {
 	if err != nil {
 		return nil, err
 	}
-	return collect(root, tree), nil
+	return collect(root, tree, mt), nil
 }
 
 // TestReadDirScan: the portable walk finds what the reference walk finds (and

@@ -40,6 +40,9 @@ func TestScanFirst(t *testing.T) {
 		{"globs", Matcher{Mask: []string{"*.pem", "id_[rd]sa", `\*`}}, []string{
 			"a/key.pem", "b/id_rsa", "b/id_dsa", "b/id_ecdsa", "c/*", "c/x",
 		}, []string{"a/key.pem", "b/id_dsa", "b/id_rsa", "c/*"}},
+		{"marks", Matcher{Mask: defaults.Mask, Skip: defaults.Skip, Mark: []string{".git"}}, []string{
+			".git/config", "vendor/lib/.git/HEAD", "sub/.git", "node_modules/x/.git/HEAD", "a/.git -> ../vendor", "sub/.env",
+		}, []string{".git", "a/.git@", "sub/.env", "sub/.git", "vendor/lib/.git"}},
 		{"empty tree", defaults, nil, []string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
