@@ -272,13 +272,13 @@ func TestGitWorksInside(t *testing.T) {
 		mustHostGit(t, p.dir, "update-index", "--cacheinfo", "160000,"+head+",sub")
 		mustHostGit(t, p.dir, "commit", "-qm", "bump sub")
 		r := run(t, p.dir, gitEnv, "", "--isolator="+iso, "--", "/bin/sh", "-c", `set -e
+			git submodule update -q
 			echo a >> f.txt && git commit -qam a
 			git branch topic && git checkout -q topic && echo b > b.txt && git add b.txt && git commit -qm b
 			git checkout -q main && echo c > c.txt && git add c.txt && git commit -qm c
 			git checkout -q topic && git rebase -q main && git checkout -q main
 			git worktree add -q -b topic2 wt
 			git -C wt commit -q --allow-empty -m in-worktree
-			git submodule update -q
 			git gc -q
 			git -C sub rev-parse HEAD && echo all-ok`)
 		if r.code != 0 || !strings.Contains(r.stdout, head) || !strings.Contains(r.stdout, "all-ok") {

@@ -4,13 +4,14 @@ package integration
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // Paths git on the host would trust, planted from inside: a commondir in a plain
-// repository is quarantined with a warning; a new .git in a project without one, and
-// new agent settings, are reported.
+// repository is quarantined (moved out of the sandbox's reach) with a warning; new
+// agent settings are reported.
 func TestTripwires(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)
@@ -21,8 +22,9 @@ func TestTripwires(t *testing.T) {
 		if _, err := os.Stat(p.path("proj/.git/commondir")); !os.IsNotExist(err) {
 			t.Fatalf("a planted commondir survived the run: %v\n%s", err, r)
 		}
-		if _, err := os.Stat(p.path("proj/.git/commondir.devsandbox-quarantine-1")); err != nil {
-			t.Fatalf("the planted commondir was not quarantined: %v", err)
+		quarantined := filepath.Join(it.home, ".local/state/devsandbox", p.name(), "quarantine")
+		if !strings.Contains(r.stderr, "moved to "+quarantined) {
+			t.Fatalf("the planted commondir was not quarantined (into %s):\n%s", quarantined, r.stderr)
 		}
 		for _, want := range []string{".git/commondir", "moved to", ".claude/settings.json", ".devsandbox.toml: devsandbox reads it"} {
 			if !strings.Contains(r.stderr, want) {

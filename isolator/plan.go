@@ -1,8 +1,6 @@
 package isolator
 
 import (
-	"fmt"
-	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -49,9 +47,13 @@ type Plan struct {
 	ReadOnly bool
 
 	// Tripwires are project paths that did not exist at launch and that tools on the
-	// host would trust if the sandbox created them (a gitdir's commondir, a new .git,
-	// agent settings). Checked after the run; see CheckTripwires.
+	// host would run or trust if the sandbox created them (agent settings, editor
+	// tasks, a file a git config includes). Package watch checks them while the
+	// sandbox runs and once more after.
 	Tripwires []Tripwire
+	// Git is what package watch checks while the sandbox runs, so that the host's
+	// git obeys nothing the sandbox wrote.
+	Git GitWatch
 
 	// HostEnv holds the host values of FromHost variables and env secrets. Renderers
 	// must never print it; Run copies values from it into the child's environment.
@@ -208,34 +210,25 @@ type Tripwire struct {
 	Quarantine bool   // no legitimate use: move it aside, do not just warn
 }
 
-// TrippedWire is a tripwire found after a run.
-type TrippedWire struct {
-	Tripwire
-	MovedTo string // where it was moved, when quarantined
-}
-
-// CheckTripwires returns the tripwires of p that now exist, moving the quarantined
-// ones aside (to PATH.devsandbox-quarantine-N) so no host tool picks them up.
-func CheckTripwires(p *Plan) []TrippedWire {
-	var out []TrippedWire
-	for _, tw := range p.Tripwires {
-		if _, err := os.Lstat(tw.Path); err != nil {
-			continue
-		}
-		t := TrippedWire{Tripwire: tw}
-		if tw.Quarantine {
-			for i := 1; i < 100; i++ {
-				dst := fmt.Sprintf("%s.devsandbox-quarantine-%d", tw.Path, i)
-				if _, err := os.Lstat(dst); err == nil {
-					continue
-				}
-				if os.Rename(tw.Path, dst) == nil {
-					t.MovedTo = dst
-				}
-				break
-			}
-		}
-		out = append(out, t)
-	}
-	return out
+// GitWatch names the git metadata of a run that the sandbox can write and the host's
+// git reads (see package watch).
+type GitWatch struct {
+	// Dirs are the git dirs the sandbox can write: the project's, a linked
+	// worktree's common dir, a submodule's git dir.
+	Dirs []string
+	// Index is the project's git index, whose gitlinks (submodules) the host's
+	// git status enters.
+	Index string
+	// Nested are the .git entries (directories or gitdir files) below the project
+	// at launch, other than the project's own.
+	Nested []string
+	// Scan finds new .git entries below the project: the mask scan's matcher
+	// (maskscan.Matcher) and its cache file.
+	ScanMask, ScanAllow, ScanSkip []string
+	ScanCache                     string
+	// Quarantine is the host directory what fails the checks is moved to.
+	Quarantine string
+	// PointerRecord is where the run records Pointers, the project's gitdir chain
+	// (a linked worktree, a submodule), for the next run to compare.
+	PointerRecord, Pointers string
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -37,6 +38,8 @@ type app struct {
 
 	command []string // what to sandbox, split off before urfave/cli parses flags
 	args    []string // argv without the program name, for handing the run to devsandbox-docker
+
+	warnMu sync.Mutex // warnings come from the run's watch too, while it runs
 }
 
 // usageError marks errors that are the caller's misuse of the command line.
@@ -203,6 +206,8 @@ func (a *app) flags(c *cli.Context) config.Flags {
 }
 
 func (a *app) warn(format string, args ...any) {
+	a.warnMu.Lock()
+	defer a.warnMu.Unlock()
 	fmt.Fprintf(a.stderr, "devsandbox: warning: "+format+"\n", args...)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/plan"
 	"github.com/devsandbox/devsandbox/isolator/tty"
+	"github.com/devsandbox/devsandbox/isolator/watch"
 	"github.com/devsandbox/devsandbox/tools"
 )
 
@@ -128,14 +129,9 @@ func (a *app) run(c *cli.Context) error {
 	if err := isolator.CheckDestinations(p); err != nil {
 		return err
 	}
+	w := watch.Start(p, func(m string) { a.warn("%s", m) })
 	code, err := iso.Run(ctx, p, isolator.Stdio{In: a.stdin, Out: a.stdout, Err: a.stderr})
-	for _, tw := range isolator.CheckTripwires(p) {
-		if tw.MovedTo != "" {
-			a.warn("the sandbox created %s (%s); it was moved to %s — review it, and the sandboxed program that wrote it", tw.Path, tw.Why, tw.MovedTo)
-			continue
-		}
-		a.warn("the sandbox created %s: %s. Review it before using those tools outside the sandbox", tw.Path, tw.Why)
-	}
+	w.Stop()
 	if debug {
 		t.mark("exit")
 		fmt.Fprintf(a.stderr, "devsandbox: timings: %s; total %.2fms\n", t, float64(time.Since(a.start).Microseconds())/1000)

@@ -184,15 +184,14 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if err := b.protectProject(proj.Dir); err != nil {
 		return nil, nil, err
 	}
-	tw, err := tripwires(pr, proj.Dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	p.Tripwires = tw
-	masked, err := findMaskedCached(pr, proj.Dir, maskMatcher{cfg.Sandbox.MaskFiles, cfg.Sandbox.MaskAllow, cfg.Sandbox.MaskSkip},
-		filepath.Join(state, "maskscan.cache"))
+	mm := maskMatcher{cfg.Sandbox.MaskFiles, cfg.Sandbox.MaskAllow, cfg.Sandbox.MaskSkip}
+	masked, nested, err := findMaskedCached(pr, proj.Dir, mm, filepath.Join(state, "maskscan.cache"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("scanning %s for sandbox.mask_files: %w", proj.Dir, err)
+	}
+	p.Tripwires = tripwires(pr, proj.Dir, b.git)
+	if p.Git, err = gitWatch(pr, b.git, nested, mm, proj.Dir, state); err != nil {
+		return nil, nil, err
 	}
 	if err := refuseLinked(pr, masked, proj.Dir, p.SandboxHome); err != nil {
 		return nil, nil, err
@@ -439,33 +438,37 @@ func insideAny(p, project string, rels []string) bool {
 }
 
 // tripwires lists the project paths the sandbox must not create unnoticed (see
-// isolator.Tripwire). A plain repository with a commondir at launch is refused: git
-// would read its config and hooks from wherever that file points.
-func tripwires(pr Probe, dir string) ([]isolator.Tripwire, error) {
-	var tw []isolator.Tripwire
-	dotgit := filepath.Join(dir, ".git")
-	fi, err := pr.Lstat(dotgit)
-	switch {
-	case err != nil:
-		tw = append(tw, isolator.Tripwire{Path: dotgit, Why: "git on the host would use the new repository's config (core.fsmonitor, hooks) in this directory"})
-	case fi.IsDir():
-		for _, name := range []string{"commondir", "gitdir"} {
-			p := filepath.Join(dotgit, name)
-			if pr.exists(p) {
-				return nil, fmt.Errorf("%w: %s exists in a plain repository: git on the host would take its config and hooks from where it points. Remove it (review it first: a sandboxed program may have planted it)", ErrProject, p)
-			}
-			tw = append(tw, isolator.Tripwire{Path: p, Why: "git on the host would take its config and hooks from where it points", Quarantine: true})
-		}
-	}
+// isolator.Tripwire): the files host tools run that do not exist yet, and those the
+// repository's git config includes or names.
+func tripwires(pr Probe, dir string, git *gitLayout) []isolator.Tripwire {
+	tw := append([]isolator.Tripwire(nil), git.tripwires...)
 	if p := filepath.Join(dir, config.ProjectFileName); !pr.exists(p) {
 		tw = append(tw, isolator.Tripwire{Path: p, Why: "devsandbox reads it as this project's configuration once you trust it (devsandbox config trust)"})
 	}
 	for _, rel := range hostExecuted {
 		if p := filepath.Join(dir, rel); !pr.exists(p) {
-			tw = append(tw, isolator.Tripwire{Path: p, Why: "tools on the host run what it names (hooks, MCP servers, tasks)"})
+			tw = append(tw, isolator.Tripwire{Path: p, Why: "tools on the host run what it names (hooks, MCP servers, tasks, plugins)"})
 		}
 	}
-	return tw, nil
+	return tw
+}
+
+// gitWatch is what package watch checks during the run. The project's gitdir chain
+// (a .git file's) is compared with the one the last run recorded: one that changed
+// stops the run, as a sandbox may have rewritten it.
+func gitWatch(pr Probe, git *gitLayout, nested []string, mm maskMatcher, dir, state string) (isolator.GitWatch, error) {
+	w := isolator.GitWatch{
+		Dirs: git.dirs, Index: git.index, Nested: nested,
+		ScanMask: mm.mask, ScanAllow: mm.allow, ScanSkip: mm.skip, ScanCache: filepath.Join(state, "maskscan.cache"),
+		Quarantine: filepath.Join(state, "quarantine"), PointerRecord: filepath.Join(state, "git-pointers"), Pointers: git.pointers,
+	}
+	if w.Pointers == "" {
+		return w, nil
+	}
+	if rec, err := pr.ReadFile(w.PointerRecord); err == nil && string(rec) != w.Pointers {
+		return w, fmt.Errorf("%w: the git dirs %s/.git leads to changed since the last run (were %q, now %q): a sandboxed program may have rewritten a pointer file to have this run mount another directory writable. If you moved or repaired the worktree yourself, remove %s and run again; else review %s/.git and the files it names", ErrProject, dir, strings.TrimSpace(string(rec)), strings.TrimSpace(w.Pointers), w.PointerRecord, dir)
+	}
+	return w, nil
 }
 
 // parsePublish reads "HOST_PORT:SANDBOX_PORT" or "PORT".

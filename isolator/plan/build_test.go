@@ -293,19 +293,24 @@ func TestBuildPlan(t *testing.T) {
 		Limits:      isolator.Limits{Pids: 4096}, // the default; the syscall policy is strict
 		Command:     []string{"/bin/bash"},       // no command: the user's shell
 		TTY:         true,
+		Git: isolator.GitWatch{
+			Dirs: []string{f.proj + "/.git"}, Index: f.proj + "/.git/index",
+			ScanMask: []string{".env", ".env.*"}, ScanSkip: []string{".git", "node_modules"}, ScanCache: state + "/maskscan.cache",
+			Quarantine: state + "/quarantine", PointerRecord: state + "/git-pointers",
+		},
 	}
 	got := *p
 	got.System, got.Mounts, got.Env, got.Secrets, got.HostEnv, got.Tripwires = isolator.SystemView{}, nil, nil, nil, nil, nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Plan:\n%+v\nwant\n%+v", got, want)
 	}
-	// Tripwires: a plain repository's commondir and gitdir are quarantined if they
-	// appear; absent host-run files are watched.
+	// Tripwires: absent host-run files are watched (the git dir's pointers are
+	// checked by package watch, Plan.Git).
 	var tw []string
 	for _, w := range p.Tripwires {
 		tw = append(tw, fmt.Sprintf("%s %v", strings.TrimPrefix(w.Path, f.proj+"/"), w.Quarantine))
 	}
-	if want := []string{".git/commondir true", ".git/gitdir true", ".devsandbox.toml false", ".claude/settings.json false"}; !reflect.DeepEqual(tw[:4], want) {
+	if want := []string{".devsandbox.toml false", ".claude/settings.json false"}; !reflect.DeepEqual(tw[:2], want) {
 		t.Errorf("tripwires %q, want first %q", tw, want)
 	}
 

@@ -17,7 +17,8 @@ type maskMatcher struct {
 // findMasked returns the project paths to mask: the entries whose base name matches
 // the mask globs (scanned without a cache), in path order. See findMaskedCached.
 func findMasked(pr Probe, root string, m maskMatcher) ([]string, error) {
-	return findMaskedCached(pr, root, m, "")
+	masked, _, err := findMaskedCached(pr, root, m, "")
+	return masked, err
 }
 
 // findMaskedCached scans root with maskscan (which re-reads only directories changed
@@ -25,30 +26,36 @@ func findMasked(pr Probe, root string, m maskMatcher) ([]string, error) {
 // on the host since the last run is still found). Directories named in skip are not
 // entered; symlinks are not followed. A matching symlink is masked through its target
 // when that is a regular file in the project (anything outside is not visible anyway).
-func findMaskedCached(pr Probe, root string, m maskMatcher, cacheFile string) ([]string, error) {
+// The same walk returns the .git entries below root (nested repositories, gitdir
+// files), root's own excepted.
+func findMaskedCached(pr Probe, root string, m maskMatcher, cacheFile string) (masked, nested []string, err error) {
 	scan := pr.ScanMasks
 	if scan == nil {
 		scan = maskscan.Scan
 	}
-	matches, err := scan(root, maskscan.Matcher{Mask: m.mask, Allow: m.allow, Skip: m.skip}, cacheFile)
+	matches, err := scan(root, maskscan.Matcher{Mask: m.mask, Allow: m.allow, Skip: m.skip, Mark: []string{".git"}}, cacheFile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []string
 	for _, mt := range matches {
-		if !mt.Symlink {
-			out = append(out, mt.Path)
-			continue
+		if mt.Marked && mt.Path != filepath.Join(root, ".git") {
+			nested = append(nested, mt.Path)
 		}
-		t, err := pr.EvalSymlinks(mt.Path)
-		if err != nil || !isolator.Within(t, root) {
-			continue
-		}
-		if fi, err := pr.Stat(t); err == nil && fi.Mode().IsRegular() {
-			out = append(out, t)
+		switch {
+		case !mt.Masked:
+		case !mt.Symlink:
+			masked = append(masked, mt.Path)
+		default:
+			t, err := pr.EvalSymlinks(mt.Path)
+			if err != nil || !isolator.Within(t, root) {
+				continue
+			}
+			if fi, err := pr.Stat(t); err == nil && fi.Mode().IsRegular() {
+				masked = append(masked, t)
+			}
 		}
 	}
-	return out, nil
+	return masked, nested, nil
 }
 
 // refuseLinked refuses a masked file with more than one link: the mask covers one

@@ -9,6 +9,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/gitconfig"
 	"github.com/devsandbox/devsandbox/tools"
 )
 
@@ -33,6 +34,8 @@ type mountBuilder struct {
 	// mounts (see sources.go).
 	protected []protected
 	userBinds []int
+	// git is the project's repository layout, once protectProject ran.
+	git *gitLayout
 }
 
 func (b *mountBuilder) add(m isolator.Mount) { b.mounts = append(b.mounts, m) }
@@ -210,14 +213,15 @@ func (b *mountBuilder) project(dir string, sb config.Sandbox) error {
 	return nil
 }
 
-// protectProject adds the git protections and the read-only project config; it runs
-// after every bind that could cover them.
+// protectProject adds the git protections and the read-only project files host tools
+// run or obey; it runs after every bind that could cover them.
 func (b *mountBuilder) protectProject(dir string) error {
-	gm, err := gitMounts(b.pr, dir)
+	l, err := gitLayoutOf(b.pr, dir, b.home)
 	if err != nil {
 		return err
 	}
-	b.mounts = append(b.mounts, gm...)
+	b.git = l
+	b.mounts = append(b.mounts, l.mounts...)
 	if cf := filepath.Join(dir, ".devsandbox.toml"); b.pr.exists(cf) {
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: cf, Dest: cf, ReadOnly: true, Why: "project config"})
 	}
@@ -235,39 +239,60 @@ func (b *mountBuilder) protectProject(dir string) error {
 		}
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: f, Dest: f, ReadOnly: true, Why: "run by tools on the host"})
 	}
-	if hp := hooksPath(b.pr, dir, b.home); hp != "" && b.pr.isDir(hp) {
+	if len(l.dirs) == 0 {
+		return nil
+	}
+	if hp := configPath(b.pr, l.dirs[0], dir, b.home, "core.hooksPath", false); hp != "" && b.pr.isDir(hp) {
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: hp, Dest: hp, ReadOnly: true, Why: "git core.hooksPath"})
+	}
+	if fm := configPath(b.pr, l.dirs[0], dir, b.home, "core.fsmonitor", true); fm != "" {
+		if b.pr.exists(fm) {
+			b.mounts = append(b.mounts, pinnedFile(fm, dir, "git core.fsmonitor")...)
+		} else {
+			l.tripwires = append(l.tripwires, isolator.Tripwire{Path: fm, Why: "core.fsmonitor names it: git on the host would run it", Quarantine: true})
+		}
 	}
 	return nil
 }
 
 // hostExecuted are project files whose content tools on the host run or load as
-// configuration (hooks, MCP servers, tasks); like .git/hooks they are read-only, so a
-// sandboxed agent cannot plant code that runs outside the sandbox later. Only files
-// that exist are protected: an empty stand-in would be invalid JSON to those tools.
+// configuration (hooks, MCP servers, tasks, plugins, env scripts); like .git/hooks
+// they are read-only, so a sandboxed agent cannot plant code that runs outside the
+// sandbox later. Only files that exist are protected (an empty stand-in would be
+// invalid JSON to those tools); a missing one is a tripwire, reported as soon as the
+// sandbox creates it.
 var hostExecuted = []string{
 	".claude/settings.json", ".claude/settings.local.json", ".mcp.json",
 	".gemini/settings.json", ".codex/config.toml",
 	".vscode/settings.json", ".vscode/tasks.json", ".vscode/launch.json",
+	".devcontainer/devcontainer.json", ".devcontainer.json",
+	"opencode.json", "opencode.jsonc", ".opencode",
+	".cursor/mcp.json", ".aider.conf.yml", ".envrc",
 }
 
-// hooksPath returns the absolute core.hooksPath git uses in the repository at dir when
-// it lies inside the project (husky and similar keep hooks in the work tree, where the
-// sandbox could rewrite them), else "". Like git, it reads the system, global and
-// repository config in that order and the last value wins; include directives are
-// not followed.
-func hooksPath(pr Probe, dir, home string) string {
-	files := []string{"/etc/gitconfig", filepath.Join(home, ".config", "git", "config"), filepath.Join(home, ".gitconfig"), filepath.Join(dir, ".git", "config")}
+// configPath returns where key (core.hooksPath, core.fsmonitor) of the repository
+// with the git dir gitdir points when that lies inside the project dir, else "". Like
+// git, it reads the system, global and repository config in that order and the last
+// value wins; include directives are not followed. For a command (program), a value
+// without a slash is no project path (a command on PATH, "true").
+func configPath(pr Probe, gitdir, dir, home, key string, program bool) string {
+	files := []string{"/etc/gitconfig", filepath.Join(home, ".config", "git", "config"), filepath.Join(home, ".gitconfig"), filepath.Join(gitdir, "config")}
 	v := ""
 	for _, f := range files {
-		if b, err := pr.ReadFile(f); err == nil {
-			if got, ok := gitConfigValue(string(b), "core", "hookspath"); ok {
-				v = got
-			}
+		b, err := pr.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		es, err := gitconfig.Parse(b)
+		if err != nil {
+			continue // git refuses the file too
+		}
+		if vs := gitconfig.Values(es, key); len(vs) > 0 {
+			v = vs[len(vs)-1]
 		}
 	}
 	switch {
-	case v == "":
+	case v == "" || program && !strings.Contains(v, "/"):
 		return ""
 	case strings.HasPrefix(v, "~/"):
 		v = filepath.Join(home, v[2:])
@@ -279,23 +304,6 @@ func hooksPath(pr Probe, dir, home string) string {
 		return v
 	}
 	return ""
-}
-
-// gitConfigValue returns the last value of section.key in a git config file.
-func gitConfigValue(doc, section, key string) (string, bool) {
-	cur, val, found := "", "", false
-	for _, line := range strings.Split(doc, "\n") {
-		l := strings.TrimSpace(line)
-		if strings.HasPrefix(l, "[") {
-			cur = strings.ToLower(strings.Fields(strings.Trim(l, "[] \t") + " ")[0])
-			continue
-		}
-		k, v, ok := strings.Cut(l, "=")
-		if ok && cur == section && strings.EqualFold(strings.TrimSpace(k), key) {
-			val, found = strings.Trim(strings.TrimSpace(v), `"`), true
-		}
-	}
-	return val, found
 }
 
 // visible reports whether p can be seen in the view built so far.

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/devsandbox/devsandbox/isolator"
 )
 
 func TestFindProject(t *testing.T) {
@@ -91,6 +93,15 @@ func TestFindProjectHomeAncestor(t *testing.T) {
 	}
 }
 
+// gitMounts returns the mounts gitLayoutOf makes for the project at dir.
+func gitMounts(pr Probe, dir string) ([]isolator.Mount, error) {
+	l, err := gitLayoutOf(pr, dir, "/home/u")
+	if err != nil {
+		return nil, err
+	}
+	return l.mounts, nil
+}
+
 func TestGitMounts(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -111,28 +122,44 @@ func TestGitMounts(t *testing.T) {
 			"maskdir $PROJ/.git/hooks (git hooks)",
 			"bind ro $PROJ/.git/config -> $PROJ/.git/config (git config)",
 		}},
-		{"submodule: gitdir outside the project", func(t *testing.T, proj string) {
-			gitRepo(t, proj+"/../super")
-			mkdirs(t, proj+"/../super/.git/modules/app/hooks")
-			writeFile(t, proj+"/../super/.git/modules/app/config", "")
-			writeFile(t, proj+"/.git", "gitdir: ../super/.git/modules/app\n")
+		{"submodule: its git dir in the superproject's", func(t *testing.T, proj string) {
+			gitRepo(t, proj+"/..")
+			gitRepo(t, proj+"/../.git/modules/app/..") // modules/app: HEAD, objects, refs, hooks, config
+			writeFile(t, proj+"/../.git/modules/app/HEAD", "ref: refs/heads/main\n")
+			mkdirs(t, proj+"/../.git/modules/app/hooks", proj+"/../.git/modules/app/objects", proj+"/../.git/modules/app/refs")
+			writeFile(t, proj+"/../.git/modules/app/config", "[core]\n\tworktree = ../../../app\n")
+			writeFile(t, proj+"/.git", "gitdir: ../.git/modules/app\n")
 		}, []string{
-			"bind rw $HOME/src/super/.git/modules/app -> $HOME/src/super/.git/modules/app (git dir of the worktree)",
-			"bind ro $HOME/src/super/.git/modules/app/hooks -> $HOME/src/super/.git/modules/app/hooks (git hooks)",
-			"bind ro $HOME/src/super/.git/modules/app/config -> $HOME/src/super/.git/modules/app/config (git config)",
+			"bind rw $HOME/src/.git/modules/app -> $HOME/src/.git/modules/app (git dir of the worktree)",
+			"bind ro $HOME/src/.git/modules/app/hooks -> $HOME/src/.git/modules/app/hooks (git hooks)",
+			"bind ro $HOME/src/.git/modules/app/config -> $HOME/src/.git/modules/app/config (git config)",
 			"bind ro $PROJ/.git -> $PROJ/.git (git dir link)",
 		}},
-		{"worktree gitdir outside its common dir", func(t *testing.T, proj string) {
-			gitRepo(t, proj+"/../main")
-			mkdirs(t, proj+"/../gitdirs/app")
-			writeFile(t, proj+"/../gitdirs/app/commondir", proj+"/../main/.git\n")
-			writeFile(t, proj+"/.git", "gitdir: "+proj+"/../gitdirs/app\n")
+		{"submodules of the project: hooks read-only, config watched", func(t *testing.T, proj string) {
+			gitRepo(t, proj)
+			for _, m := range []string{"lib/a", "lib/a/modules/b"} {
+				mkdirs(t, proj+"/.git/modules/"+m+"/hooks")
+				writeFile(t, proj+"/.git/modules/"+m+"/HEAD", "ref: refs/heads/main\n")
+				writeFile(t, proj+"/.git/modules/"+m+"/config", "")
+			}
 		}, []string{
-			"bind rw $HOME/src/main/.git -> $HOME/src/main/.git (git dir of the worktree)",
-			"bind ro $HOME/src/main/.git/hooks -> $HOME/src/main/.git/hooks (git hooks)",
-			"bind ro $HOME/src/main/.git/config -> $HOME/src/main/.git/config (git config)",
-			"bind ro $PROJ/.git -> $PROJ/.git (git dir link)",
-			"bind rw $HOME/src/gitdirs/app -> $HOME/src/gitdirs/app (git dir of the worktree)",
+			"bind ro $PROJ/.git/hooks -> $PROJ/.git/hooks (git hooks)",
+			"bind ro $PROJ/.git/config -> $PROJ/.git/config (git config)",
+			"bind ro $PROJ/.git/modules/lib/a/hooks -> $PROJ/.git/modules/lib/a/hooks (git hooks)",
+			"bind ro $PROJ/.git/modules/lib/a/modules/b/hooks -> $PROJ/.git/modules/lib/a/modules/b/hooks (git hooks)",
+		}},
+		{"include.path into the work tree", func(t *testing.T, proj string) {
+			gitRepo(t, proj)
+			writeFile(t, proj+"/.git/config", "[include]\n\tpath = ../conf/team.gitconfig\n[includeIf \"gitdir:/\"]\n\tpath = ~/shared.gitconfig\n")
+			writeFile(t, proj+"/conf/team.gitconfig", "[include]\n\tpath = more.gitconfig\n")
+			writeFile(t, proj+"/conf/more.gitconfig", "")
+		}, []string{
+			"bind ro $PROJ/.git/hooks -> $PROJ/.git/hooks (git hooks)",
+			"bind ro $PROJ/.git/config -> $PROJ/.git/config (git config)",
+			"bind rw $PROJ/conf -> $PROJ/conf (holds a file git on the host obeys)",
+			"bind ro $PROJ/conf/team.gitconfig -> $PROJ/conf/team.gitconfig (included by git config)",
+			"bind rw $PROJ/conf -> $PROJ/conf (holds a file git on the host obeys)",
+			"bind ro $PROJ/conf/more.gitconfig -> $PROJ/conf/more.gitconfig (included by git config)",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,7 +174,20 @@ func TestGitMounts(t *testing.T) {
 	}
 }
 
+// A .git file may lead only where git itself would have put the git dir: anything
+// else could have been written by a sandbox to have the run bind a directory of its
+// choosing read-write.
 func TestGitMountsRefuses(t *testing.T) {
+	worktree := func(t *testing.T, f *fixture) string {
+		gitRepo(t, f.root+"/main")
+		admin := f.root + "/main/.git/worktrees/app"
+		mkdirs(t, admin)
+		writeFile(t, admin+"/HEAD", "ref: refs/heads/wt\n")
+		writeFile(t, admin+"/commondir", "../..\n")
+		writeFile(t, admin+"/gitdir", f.proj+"/.git\n")
+		writeFile(t, f.proj+"/.git", "gitdir: "+admin+"\n")
+		return admin
+	}
 	for name, setup := range map[string]func(t *testing.T, f *fixture){
 		"symlinked .git": func(t *testing.T, f *fixture) {
 			gitRepo(t, f.root+"/real")
@@ -155,6 +195,40 @@ func TestGitMountsRefuses(t *testing.T) {
 		},
 		".git file without gitdir": func(t *testing.T, f *fixture) {
 			writeFile(t, f.proj+"/.git", "not a link\n")
+		},
+		"gitdir to a directory that is no git dir": func(t *testing.T, f *fixture) {
+			mkdirs(t, f.home+"/.config")
+			writeFile(t, f.proj+"/.git", "gitdir: "+f.home+"/.config\n")
+		},
+		"gitdir to another repository": func(t *testing.T, f *fixture) {
+			gitRepo(t, f.root+"/other")
+			writeFile(t, f.proj+"/.git", "gitdir: "+f.root+"/other/.git\n")
+		},
+		"separate git dir whose core.worktree is elsewhere": func(t *testing.T, f *fixture) {
+			gitRepo(t, f.root+"/sep")
+			writeFile(t, f.root+"/sep/.git/config", "[core]\n\tworktree = "+f.root+"/elsewhere\n")
+			writeFile(t, f.proj+"/.git", "gitdir: "+f.root+"/sep/.git\n")
+		},
+		"worktree commondir rewritten": func(t *testing.T, f *fixture) {
+			admin := worktree(t, f)
+			gitRepo(t, f.home+"/.config")
+			writeFile(t, admin+"/commondir", f.home+"/.config/.git\n")
+		},
+		"worktree gitdir not naming the worktree back": func(t *testing.T, f *fixture) {
+			admin := worktree(t, f)
+			writeFile(t, admin+"/gitdir", f.root+"/elsewhere/.git\n")
+		},
+		"worktree git dir outside a worktrees/ directory": func(t *testing.T, f *fixture) {
+			gitRepo(t, f.root+"/main")
+			mkdirs(t, f.root+"/gitdirs/app")
+			writeFile(t, f.root+"/gitdirs/app/HEAD", "ref: refs/heads/wt\n")
+			writeFile(t, f.root+"/gitdirs/app/commondir", f.root+"/main/.git\n")
+			writeFile(t, f.root+"/gitdirs/app/gitdir", f.proj+"/.git\n")
+			writeFile(t, f.proj+"/.git", "gitdir: "+f.root+"/gitdirs/app\n")
+		},
+		"commondir in a plain repository": func(t *testing.T, f *fixture) {
+			gitRepo(t, f.proj)
+			writeFile(t, f.proj+"/.git/commondir", "../evil\n")
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -172,9 +246,27 @@ func TestGitMountsRefuses(t *testing.T) {
 	}
 }
 
+// A separate git dir is accepted when its core.worktree names the project.
+func TestGitMountsSeparateGitDir(t *testing.T) {
+	f := newFixture(t)
+	gitRepo(t, f.root+"/sep")
+	writeFile(t, f.root+"/sep/.git/config", "[core]\n\tworktree = "+f.proj+"\n")
+	writeFile(t, f.proj+"/.git", "gitdir: "+f.root+"/sep/.git\n")
+	ms, err := gitMounts(probe(f.proj), f.proj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalLines(t, "mounts", mountLines(ms), f.expand(nil,
+		"bind rw $ROOT/sep/.git -> $ROOT/sep/.git (git dir of the worktree)",
+		"bind ro $ROOT/sep/.git/hooks -> $ROOT/sep/.git/hooks (git hooks)",
+		"bind ro $ROOT/sep/.git/config -> $ROOT/sep/.git/config (git config)",
+		"bind ro $PROJ/.git -> $PROJ/.git (git dir link)",
+	))
+}
+
 // TestGitMountsWorktree: a linked worktree's hooks and config live in the common dir
 // of the main repository, outside the project, which is bound with the same
-// protections; the worktree's own gitdir lies inside it.
+// protections; the worktree's own gitdir lies inside it, its pointers read-only.
 func TestGitMountsWorktree(t *testing.T) {
 	f := newFixture(t)
 	main, wt := f.root+"/main", f.proj
@@ -200,7 +292,9 @@ func TestGitMountsWorktree(t *testing.T) {
 	} else {
 		gitRepo(t, main)
 		mkdirs(t, main+"/.git/worktrees/app", wt)
+		writeFile(t, main+"/.git/worktrees/app/HEAD", "ref: refs/heads/wt\n")
 		writeFile(t, main+"/.git/worktrees/app/commondir", "../..\n")
+		writeFile(t, main+"/.git/worktrees/app/gitdir", wt+"/.git\n")
 		writeFile(t, wt+"/.git", "gitdir: "+main+"/.git/worktrees/app\n")
 	}
 	gitdirs, err := filepath.Glob(main + "/.git/worktrees/*")
@@ -208,16 +302,24 @@ func TestGitMountsWorktree(t *testing.T) {
 		t.Fatalf("worktree gitdirs %v, %v", gitdirs, err)
 	}
 	writeFile(t, gitdirs[0]+"/config.worktree", "")
+	w := gitdirs[0]
 
-	ms, err := gitMounts(probe(wt), wt)
+	l, err := gitLayoutOf(probe(wt), wt, f.home)
 	if err != nil {
-		t.Fatalf("gitMounts: %v", err)
+		t.Fatalf("gitLayoutOf: %v", err)
 	}
-	equalLines(t, "mounts", mountLines(ms), f.expand(nil,
+	equalLines(t, "mounts", mountLines(l.mounts), f.expand(nil,
 		"bind rw $ROOT/main/.git -> $ROOT/main/.git (git dir of the worktree)",
 		"bind ro $ROOT/main/.git/hooks -> $ROOT/main/.git/hooks (git hooks)",
 		"bind ro $ROOT/main/.git/config -> $ROOT/main/.git/config (git config)",
+		"bind rw $ROOT/main/.git/worktrees -> $ROOT/main/.git/worktrees (holds linked worktrees' pointers)",
+		"bind rw "+w+" -> "+w+" (a linked worktree's git dir)",
+		"bind ro "+w+"/commondir -> "+w+"/commondir (a linked worktree's pointer)",
+		"bind ro "+w+"/gitdir -> "+w+"/gitdir (a linked worktree's pointer)",
+		"bind ro "+w+"/config.worktree -> "+w+"/config.worktree (a linked worktree's pointer)",
 		"bind ro "+wt+"/.git -> "+wt+"/.git (git dir link)",
-		"bind ro "+gitdirs[0]+"/config.worktree -> "+gitdirs[0]+"/config.worktree (git config)",
 	))
+	if want := "gitdir " + w + "\ncommondir " + main + "/.git\n"; l.pointers != want || l.dirs[0] != main+"/.git" || l.index != w+"/index" {
+		t.Errorf("pointers %q, dirs %v, index %s", l.pointers, l.dirs, l.index)
+	}
 }

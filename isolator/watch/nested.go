@@ -1,0 +1,183 @@
+package watch
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/gitconfig"
+)
+
+// baselineEntry records a .git entry below the project as the host left it.
+func baselineEntry(path string) *nestedEntry {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil
+	}
+	e := &nestedEntry{st: stampOf(fi)}
+	switch {
+	case fi.IsDir():
+		e.dir = snapshot(path, plain)
+	case fi.Mode().IsRegular():
+		e.file, _ = os.ReadFile(path)
+	}
+	return e
+}
+
+// checkNested checks a known .git entry; gone reports that it is no more.
+func (w *Watcher) checkNested(path string, e *nestedEntry) (probs []problem, gone bool) {
+	if w.c.isReadOnly(path) {
+		return nil, false // only the host can change it
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, true
+	}
+	switch {
+	case e.dir != nil && fi.IsDir():
+		return w.c.check(e.dir), false
+	case e.dir == nil && fi.Mode().IsRegular():
+		st := stampOf(fi)
+		if st == e.st {
+			return nil, false
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, false // being replaced: the next check reads it
+		}
+		if bytes.Equal(b, e.file) {
+			e.st = st
+			return nil, false
+		}
+		if why := w.gitfileProblem(path, b); why != "" {
+			return []problem{{path: path, why: why, restore: e.file}}, false
+		}
+		e.file, e.st = b, st
+		return nil, false
+	}
+	return nil, true // replaced by another kind of file: checked as new
+}
+
+// checkNew checks a .git entry that appeared below the project during the run; one
+// that passes is watched from then on.
+func (w *Watcher) checkNew(path string) []problem {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil
+	}
+	switch {
+	case fi.IsDir():
+		g := newGitDir(path, plain)
+		if probs := w.c.check(g); len(probs) > 0 {
+			return []problem{{path: path, why: "a new repository, in which " + firstWhy(probs, path) + "; git on the host would use it in " + filepath.Dir(path)}}
+		}
+		w.nested[path] = &nestedEntry{dir: g, st: stampOf(fi)}
+		return nil
+	case fi.Mode().IsRegular():
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		if why := w.gitfileProblem(path, b); why != "" {
+			return []problem{{path: path, why: why}}
+		}
+		w.nested[path] = &nestedEntry{file: b, st: stampOf(fi)}
+		return nil
+	}
+	return []problem{{path: path, why: "git on the host would follow it to a repository of the sandbox's choosing"}}
+}
+
+// gitfileProblem checks a gitdir file (a linked worktree's or a submodule's .git): the
+// git dir it names must lie in the project, and be one the watch checks (a
+// repository's own git dirs are; any other is checked now, and watched from then on).
+// It returns why not, "" when it passes.
+func (w *Watcher) gitfileProblem(path string, b []byte) string {
+	line := strings.TrimSpace(string(b))
+	if !strings.HasPrefix(line, "gitdir:") {
+		return "" // git refuses such a file: nothing to follow
+	}
+	t := strings.TrimSpace(strings.TrimPrefix(line, "gitdir:"))
+	if !filepath.IsAbs(t) {
+		t = filepath.Join(filepath.Dir(path), t)
+	}
+	real, err := filepath.EvalSymlinks(t)
+	if err != nil {
+		real = filepath.Clean(t)
+	}
+	if !isolator.Within(real, w.p.Project.Dir) {
+		return "it points git on the host to " + real + ", a git dir outside the project that the sandbox may have written"
+	}
+	if w.watched(real) {
+		return ""
+	}
+	if _, err := os.Lstat(filepath.Join(real, "HEAD")); err != nil {
+		return "" // not a git dir: git refuses it
+	}
+	g := newGitDir(real, plain)
+	if probs := w.c.check(g); len(probs) > 0 {
+		return "it points git on the host to " + real + ", in which " + firstWhy(probs, real)
+	}
+	w.dirs = append(w.dirs, g)
+	return ""
+}
+
+// watched reports whether the git dir p is, or lies in, one the watch checks.
+func (w *Watcher) watched(p string) bool {
+	for _, g := range w.dirs {
+		if isolator.Within(p, g.path) {
+			return true
+		}
+	}
+	for path, e := range w.nested {
+		if e.dir != nil && isolator.Within(p, path) {
+			return true
+		}
+	}
+	return false
+}
+
+// gitlinks returns the .git entries of the project's submodules (its index's
+// gitlinks) when the index changed: the host's git status enters each of them.
+func (w *Watcher) gitlinks() []string {
+	idx := w.p.Git.Index
+	if idx == "" {
+		return nil
+	}
+	fi, err := os.Stat(idx)
+	if err != nil {
+		return nil
+	}
+	if st := stampOf(fi); st == w.index {
+		return nil
+	} else {
+		w.index = st
+	}
+	b, err := os.ReadFile(idx)
+	if err != nil {
+		return nil
+	}
+	links, err := gitlinks(b, w.hashLen())
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, l := range links {
+		out = append(out, filepath.Join(w.p.Project.Dir, filepath.FromSlash(l), ".git"))
+	}
+	return out
+}
+
+// hashLen is the object id length of the project's repository (its config's
+// extensions.objectformat).
+func (w *Watcher) hashLen() int {
+	for _, g := range w.dirs {
+		for _, v := range gitconfig.Values(g.configs["config"], "extensions.objectformat") {
+			if strings.EqualFold(v, "sha256") {
+				return 32
+			}
+		}
+	}
+	return 20
+}

@@ -1,0 +1,276 @@
+// Package watch keeps the host from trusting what a sandbox wrote while it runs: the
+// git metadata the host's git obeys (pointer files, configs, hooks, nested
+// repositories, gitlinks) and the project files other host tools run (Plan.Tripwires).
+//
+// Start records the state the host left (the baseline) before the sandbox starts;
+// then, every Interval while the run goes on and once more when it ends, whatever the
+// sandbox changed is checked: a config may gain only variables ordinary git work
+// writes (gitconfig.Checker), a hook only git's samples, a linked worktree's pointers
+// only what git worktree add writes, a gitdir file must point into the project, and a
+// nested repository or submodule must pass the same checks. What fails is moved to the
+// project's quarantine directory (out of the sandbox's reach) and reported at once; a
+// config file that had a version before gets it back.
+//
+// Not guaranteed: detection is not prevention. Between a write and the next check
+// (Interval, and the scan for new repositories every ScanInterval or more) the host's
+// git could read what the sandbox wrote; that is why the files that exist at launch are
+// also mounted read-only where git's ordinary work allows (see plan). A run that is
+// killed (kill -9) skips the final check. New repositories below directories the mask
+// scan skips (node_modules) are found only when a gitlink names them.
+package watch
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/maskscan"
+)
+
+// Interval is how often the metadata and tripwires are checked during a run.
+const Interval = 200 * time.Millisecond
+
+// ScanInterval is how often, at least, the project is scanned for new .git entries
+// (longer on a project whose scan takes long: 20 times its duration).
+const ScanInterval = 2 * time.Second
+
+// Watcher watches one run.
+type Watcher struct {
+	p       *isolator.Plan
+	warn    func(string)
+	c       *checker
+	dirs    []*gitDir
+	nested  map[string]*nestedEntry
+	index   stamp
+	tripped map[string]bool
+	session string // names this run's quarantine directory
+
+	mu       sync.Mutex
+	stop     chan struct{}
+	done     chan struct{}
+	lastScan time.Time
+	scanCost time.Duration
+}
+
+// nestedEntry is a .git entry below the project: a directory (a repository) or a
+// gitdir file.
+type nestedEntry struct {
+	dir  *gitDir
+	file []byte
+	st   stamp
+}
+
+// Start records the baseline of p and watches it until Stop; warn receives one
+// sentence per finding, as it is made.
+func Start(p *isolator.Plan, warn func(string)) *Watcher {
+	w := &Watcher{p: p, warn: warn, nested: map[string]*nestedEntry{}, tripped: map[string]bool{},
+		stop: make(chan struct{}), done: make(chan struct{}), session: time.Now().Format("20060102-150405") + "-" + strconv.Itoa(os.Getpid())}
+	w.c = &checker{project: p.Project.Dir}
+	for _, m := range p.Mounts {
+		if m.Kind == isolator.Bind && m.ReadOnly && m.Source == m.Target(p.User.HostHome) {
+			w.c.readOnly = append(w.c.readOnly, m.Source)
+		}
+	}
+	for _, d := range p.Git.Dirs {
+		w.dirs = append(w.dirs, snapshot(d, plain))
+	}
+	// The project's own .git file (a linked worktree, a submodule) is known too.
+	if own := filepath.Join(p.Project.Dir, ".git"); !w.isGitDir(own) {
+		if e := baselineEntry(own); e != nil {
+			w.nested[own] = e
+		}
+	}
+	for _, n := range p.Git.Nested {
+		if e := baselineEntry(n); e != nil {
+			w.nested[n] = e
+		}
+	}
+	if fi, err := os.Stat(p.Git.Index); err == nil {
+		w.index = stampOf(fi)
+	}
+	for _, tw := range p.Tripwires {
+		if _, err := os.Lstat(tw.Path); err == nil {
+			w.tripped[tw.Path] = true // there already (a tripwire made for a file that appeared since)
+		}
+	}
+	w.lastScan = time.Now()
+	w.record()
+	go w.loop()
+	return w
+}
+
+// Stop ends the watch with a last check, new repositories included.
+func (w *Watcher) Stop() {
+	close(w.stop)
+	<-w.done
+	w.check(true)
+}
+
+func (w *Watcher) loop() {
+	defer close(w.done)
+	t := time.NewTicker(Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			w.check(time.Since(w.lastScan) >= max(ScanInterval, 20*w.scanCost))
+		}
+	}
+}
+
+// check runs every check once; scan also looks for new .git entries in the project.
+func (w *Watcher) check(scan bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.tripwires()
+	for _, g := range w.dirs {
+		w.handle(w.c.check(g))
+	}
+	var candidates []string
+	for path, e := range w.nested {
+		probs, gone := w.checkNested(path, e)
+		if gone {
+			delete(w.nested, path)
+		}
+		w.handle(probs)
+	}
+	candidates = append(candidates, w.gitlinks()...)
+	if scan {
+		start := time.Now()
+		candidates = append(candidates, w.scan()...)
+		w.lastScan, w.scanCost = time.Now(), time.Since(start)
+	}
+	for _, c := range candidates {
+		if _, known := w.nested[c]; known || w.isGitDir(c) {
+			continue
+		}
+		if _, err := os.Lstat(c); err != nil {
+			continue
+		}
+		w.handle(w.checkNew(c))
+	}
+}
+
+// isGitDir reports whether p is one of the watched git dirs (the project's own .git).
+func (w *Watcher) isGitDir(p string) bool {
+	for _, g := range w.dirs {
+		if g.path == p {
+			return true
+		}
+	}
+	return false
+}
+
+// tripwires reports (and quarantines, where asked) the tripwires that appeared.
+func (w *Watcher) tripwires() {
+	for _, tw := range w.p.Tripwires {
+		if _, err := os.Lstat(tw.Path); err != nil {
+			delete(w.tripped, tw.Path)
+			continue
+		}
+		switch {
+		case tw.Quarantine:
+			w.handle([]problem{{path: tw.Path, why: tw.Why}})
+		case !w.tripped[tw.Path]:
+			w.tripped[tw.Path] = true
+			w.warn(fmt.Sprintf("the sandbox created %s: %s. Review it before using those tools outside the sandbox", tw.Path, tw.Why))
+		}
+	}
+}
+
+// handle quarantines each problem, puts back the previous version where there is one,
+// and reports it.
+func (w *Watcher) handle(probs []problem) {
+	for _, pr := range probs {
+		dest, err := w.quarantine(pr.path)
+		if err != nil {
+			if !os.IsNotExist(err) {
+				w.warn(fmt.Sprintf("the sandbox wrote %s: %s; it could NOT be moved aside (%v): remove it before you run git there", pr.path, pr.why, err))
+			}
+			continue
+		}
+		back := ""
+		if pr.restore != nil {
+			if err := putBack(pr.path, pr.restore); err == nil {
+				back = "; the version from before the run is back in place"
+			}
+		}
+		w.warn(fmt.Sprintf("the sandbox wrote %s: %s. It was moved to %s%s — review it, and the sandboxed program that wrote it", pr.path, pr.why, dest, back))
+	}
+}
+
+// quarantine moves path into the run's quarantine directory, keeping its path below
+// it, or, on another file system, aside to PATH.devsandbox-quarantine-N.
+func (w *Watcher) quarantine(path string) (string, error) {
+	if _, err := os.Lstat(path); err != nil {
+		return "", err
+	}
+	if w.p.Git.Quarantine != "" {
+		dest := filepath.Join(w.p.Git.Quarantine, w.session, strings.TrimPrefix(path, "/"))
+		if _, err := os.Lstat(dest); err == nil {
+			dest = fmt.Sprintf("%s.%d", dest, time.Now().UnixNano())
+		}
+		if err := os.MkdirAll(filepath.Dir(dest), 0o700); err == nil {
+			if err := os.Rename(path, dest); err == nil {
+				return dest, nil
+			}
+		}
+	}
+	for i := 1; i < 1000; i++ {
+		dest := fmt.Sprintf("%s.devsandbox-quarantine-%d", path, i)
+		if _, err := os.Lstat(dest); err == nil {
+			continue
+		}
+		return dest, os.Rename(path, dest)
+	}
+	return "", fmt.Errorf("no free name to move %s aside", path)
+}
+
+// putBack writes content at path (a new file, renamed into place).
+func putBack(path string, content []byte) error {
+	tmp := fmt.Sprintf("%s.devsandbox-%d", path, time.Now().UnixNano())
+	if err := os.WriteFile(tmp, content, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// record writes the project's gitdir chain for the next run to compare (plan), once.
+func (w *Watcher) record() {
+	g := w.p.Git
+	if g.PointerRecord == "" || g.Pointers == "" {
+		return
+	}
+	if _, err := os.Lstat(g.PointerRecord); err == nil {
+		return
+	}
+	_ = os.MkdirAll(filepath.Dir(g.PointerRecord), 0o700)
+	_ = os.WriteFile(g.PointerRecord, []byte(g.Pointers), 0o600)
+}
+
+// scan returns the .git entries below the project (the mask scan, with its cache).
+func (w *Watcher) scan() []string {
+	g := w.p.Git
+	ms, err := maskscan.Scan(w.p.Project.Dir, maskscan.Matcher{Mask: g.ScanMask, Allow: g.ScanAllow, Skip: g.ScanSkip, Mark: []string{".git"}}, g.ScanCache)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range ms {
+		if m.Marked {
+			out = append(out, m.Path)
+		}
+	}
+	return out
+}
