@@ -78,7 +78,7 @@ func gitLayoutOf(pr Probe, project, home string) (*gitLayout, error) {
 
 // readGitfile returns the real path of the git dir a .git file names.
 func readGitfile(pr Probe, dotgit, project string) (string, error) {
-	b, err := pr.ReadFile(dotgit)
+	b, err := readRegular(pr, dotgit)
 	if err != nil {
 		return "", fmt.Errorf("reading %s: %w", dotgit, err)
 	}
@@ -124,7 +124,7 @@ func worktreeCommon(pr Probe, dotgit, gitdir string) (string, error) {
 		return "", refuse(dotgit, "names "+gitdir+", not a directory below a repository's worktrees/,")
 	}
 	common := filepath.Dir(filepath.Dir(gitdir))
-	b, err := pr.ReadFile(filepath.Join(gitdir, "commondir"))
+	b, err := readRegular(pr, filepath.Join(gitdir, "commondir"))
 	if err != nil {
 		return "", fmt.Errorf("reading %s: %w", filepath.Join(gitdir, "commondir"), err)
 	}
@@ -132,7 +132,7 @@ func worktreeCommon(pr Probe, dotgit, gitdir string) (string, error) {
 	if c != "../.." && !sameDir(pr, c, common) {
 		return "", refuse(filepath.Join(gitdir, "commondir"), "names "+c+" instead of "+common+", the repository holding it,")
 	}
-	back, err := pr.ReadFile(filepath.Join(gitdir, "gitdir"))
+	back, err := readRegular(pr, filepath.Join(gitdir, "gitdir"))
 	t := strings.TrimSpace(string(back))
 	if err == nil && !filepath.IsAbs(t) {
 		t = filepath.Join(gitdir, t)
@@ -155,7 +155,7 @@ func separateGitDir(pr Probe, dotgit, gitdir, project string) error {
 		return nil
 	}
 	worktree := ""
-	if b, err := pr.ReadFile(filepath.Join(gitdir, "config")); err == nil {
+	if b, err := readRegular(pr, filepath.Join(gitdir, "config")); err == nil {
 		if es, err := gitconfig.Parse(b); err == nil {
 			if v := gitconfig.Values(es, "core.worktree"); len(v) > 0 {
 				worktree = v[len(v)-1]
@@ -291,7 +291,7 @@ func findModules(pr Probe, dir string, depth int) []string {
 // the sandbox makes. Relative paths are relative to the including file, as git reads
 // them; included files are followed to git's depth.
 func (l *gitLayout) includes(pr Probe, cfg, project, home string, depth int) {
-	b, err := pr.ReadFile(cfg)
+	b, err := readRegular(pr, cfg)
 	if err != nil || depth > 10 {
 		return
 	}
@@ -336,4 +336,17 @@ func pinnedFile(p, project, why string) []isolator.Mount {
 		ms = append(ms, isolator.Mount{Kind: isolator.Bind, Source: dirs[i], Dest: dirs[i], Why: "holds a file git on the host obeys"})
 	}
 	return append(ms, isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, ReadOnly: true, Why: why})
+}
+
+// readRegular reads p when it is a regular file: a FIFO a sandbox left in its place
+// must not hang the launch.
+func readRegular(pr Probe, p string) ([]byte, error) {
+	fi, err := pr.Lstat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	return pr.ReadFile(p)
 }

@@ -66,15 +66,19 @@ type problem struct {
 // checker checks git dirs of one project.
 type checker struct {
 	project string
-	// readOnly are paths the sandbox cannot change (read-only mounts): only the host
-	// can, and its changes are its own.
-	readOnly []string
+	// readOnly are paths the sandbox cannot change (read-only mounts), with the inode
+	// each had at launch: only the host can change them, and its changes are its
+	// own. One that is no longer there (its directory renamed away, a new one made
+	// in its place) is checked like any other.
+	readOnly map[string]uint64
 }
 
 func (c *checker) isReadOnly(p string) bool {
-	for _, r := range c.readOnly {
+	for r, ino := range c.readOnly {
 		if isolator.Within(p, r) {
-			return true
+			if fi, err := os.Lstat(r); err == nil && stampOf(fi).ino == ino {
+				return true
+			}
 		}
 	}
 	return false
@@ -129,7 +133,7 @@ func (c *checker) checkFile(g *gitDir, name string, fi fs.FileInfo) (problem, bo
 	if !fi.Mode().IsRegular() {
 		return problem{why: "it is not a regular file", restore: g.raw[name]}, false
 	}
-	b, err := os.ReadFile(p)
+	b, err := readFile(p, maxMeta)
 	if err != nil {
 		return problem{why: "it cannot be read: " + err.Error(), restore: g.raw[name]}, false
 	}
@@ -268,7 +272,7 @@ func snapshot(path string, k kind) *gitDir {
 			continue
 		}
 		g.files[name] = stampOf(fi)
-		if b, err := os.ReadFile(p); err == nil {
+		if b, err := readFile(p, maxMeta); err == nil {
 			g.raw[name] = b
 			if name == "config" || name == "config.worktree" {
 				// The host's own config may hold anything; what matters is what

@@ -21,7 +21,7 @@ func baselineEntry(path string) *nestedEntry {
 	case fi.IsDir():
 		e.dir = snapshot(path, plain)
 	case fi.Mode().IsRegular():
-		e.file, _ = os.ReadFile(path)
+		e.file, _ = readFile(path, maxMeta)
 	}
 	return e
 }
@@ -43,9 +43,9 @@ func (w *Watcher) checkNested(path string, e *nestedEntry) (probs []problem, gon
 		if st == e.st {
 			return nil, false
 		}
-		b, err := os.ReadFile(path)
+		b, err := readFile(path, maxMeta)
 		if err != nil {
-			return nil, false // being replaced: the next check reads it
+			return []problem{{path: path, why: "it cannot be read: " + err.Error(), restore: e.file}}, false
 		}
 		if bytes.Equal(b, e.file) {
 			e.st = st
@@ -76,9 +76,9 @@ func (w *Watcher) checkNew(path string) []problem {
 		w.nested[path] = &nestedEntry{dir: g, st: stampOf(fi)}
 		return nil
 	case fi.Mode().IsRegular():
-		b, err := os.ReadFile(path)
+		b, err := readFile(path, maxMeta)
 		if err != nil {
-			return nil
+			return []problem{{path: path, why: "git on the host would read it, and it cannot be checked: " + err.Error()}}
 		}
 		if why := w.gitfileProblem(path, b); why != "" {
 			return []problem{{path: path, why: why}}
@@ -154,7 +154,7 @@ func (w *Watcher) gitlinks() []string {
 	} else {
 		w.index = st
 	}
-	b, err := os.ReadFile(idx)
+	b, err := readFile(idx, maxIndex)
 	if err != nil {
 		return nil
 	}

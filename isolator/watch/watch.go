@@ -70,10 +70,12 @@ type nestedEntry struct {
 func Start(p *isolator.Plan, warn func(string)) *Watcher {
 	w := &Watcher{p: p, warn: warn, nested: map[string]*nestedEntry{}, tripped: map[string]bool{},
 		stop: make(chan struct{}), done: make(chan struct{}), session: time.Now().Format("20060102-150405") + "-" + strconv.Itoa(os.Getpid())}
-	w.c = &checker{project: p.Project.Dir}
+	w.c = &checker{project: p.Project.Dir, readOnly: map[string]uint64{}}
 	for _, m := range p.Mounts {
 		if m.Kind == isolator.Bind && m.ReadOnly && m.Source == m.Target(p.User.HostHome) {
-			w.c.readOnly = append(w.c.readOnly, m.Source)
+			if fi, err := os.Lstat(m.Source); err == nil {
+				w.c.readOnly[m.Source] = stampOf(fi).ino
+			}
 		}
 	}
 	for _, d := range p.Git.Dirs {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -273,5 +274,34 @@ func TestWatchOwnGitfile(t *testing.T) {
 	w.Stop()
 	if !f.exists(".git") || len(f.warns) > 0 {
 		t.Fatalf("the project's own .git file was taken for the sandbox's: %q", f.warns)
+	}
+}
+
+// A read-only path is skipped only while it is the file mounted: renaming its
+// directory away and making a new one in its place does not hide what is planted
+// there. A FIFO where a config was does not block the watch.
+func TestWatchReadOnlyMovedAway(t *testing.T) {
+	f := newFixture(t)
+	f.repo(".git/modules/x", "[core]\n\tworktree = ../../../x\n")
+	hooks := f.path(".git/modules/x/hooks")
+	f.p.Mounts = []isolator.Mount{{Kind: isolator.Bind, Source: hooks, Dest: hooks, ReadOnly: true}}
+	w := f.start()
+	if err := os.Rename(f.path(".git/modules"), f.path(".git/modules.old")); err != nil {
+		t.Fatal(err)
+	}
+	f.repo(".git/modules/x", "[core]\n\tworktree = ../../../x\n")
+	f.write(".git/modules/x/hooks/post-checkout", "#!/bin/sh\n")
+	if err := os.Remove(f.path(".git/config")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(f.path(".git/config"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	if f.exists(".git/modules/x/hooks/post-checkout") || !f.warned(f.path(".git/modules/x/hooks/post-checkout")) {
+		t.Errorf("a hook planted in place of a read-only directory: %q", f.warns)
+	}
+	if got := f.read(".git/config"); got != "[core]\n\tbare = false\n" || !f.warned(f.path(".git/config"), "not a regular file") {
+		t.Errorf("a FIFO config: %q, %q", got, f.warns)
 	}
 }
