@@ -9,6 +9,8 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/pin"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 )
 
 // ErrNeedsFiles is returned by WrapArgv for plans that deliver generated files,
@@ -16,7 +18,10 @@ import (
 var ErrNeedsFiles = errors.New("the plan delivers files through descriptors")
 
 // WrapArgv returns a bwrap command line that runs inner under p, for an agent harness
-// that spawns its own subprocesses (call PrepareHost once first). With p.Self empty
+// that spawns its own subprocesses (call PrepareHost once first). A command line
+// cannot carry descriptors: its binds are by path, without Run's and Command's check
+// that what is mounted is what was checked (package pin); prefer Command where the
+// project may be written by another sandbox while this one starts. With p.Self empty
 // the command runs without the devsandbox-init shim. It needs no descriptors: /etc
 // files are bound instead of copied and /tmp is a fresh tmpfs. The caller runs it with
 // the plan's environment (Env), which carries secrets, never the argv. Plans with
@@ -56,22 +61,36 @@ func Env(p *isolator.Plan) ([]string, error) {
 }
 
 // Command returns a command running inner under p with everything WrapArgv cannot
-// do: generated and secret files are fed through pipes while bwrap starts. Call
-// PrepareHost once first; start it with cmd.Start, then close the parent's copies of
-// cmd.ExtraFiles, and wait with cmd.Wait; stdio is the caller's to set.
+// do: generated and secret files are fed through pipes while bwrap starts, and bind
+// sources are opened now and mounted by descriptor (package pin), as Run does, the
+// shim checking them when p has one. Call PrepareHost once first; start it with
+// cmd.Start, then close the parent's copies of cmd.ExtraFiles, and wait with
+// cmd.Wait; stdio is the caller's to set.
 func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, error) {
-	spec, err := wrapSpec(p, inner, false)
+	pins, err := pin.Plan(p)
 	if err != nil {
+		return nil, err
+	}
+	pp, index := pins.Apply()
+	spec, err := wrapSpec(pp, inner, false)
+	if err != nil {
+		pins.Close()
 		return nil, err
 	}
 	env, err := childEnv(spec, p.HostEnv)
 	if err != nil {
+		pins.Close()
 		return nil, err
 	}
-	files, _, err := dataFiles(spec.Files, nil)
+	if len(spec.Checks) > 0 && p.Self != "" {
+		env = append(env, wire.ManifestEnv+"="+(&wire.Manifest{Checks: spec.Checks, BootID: pin.BootID()}).Encode())
+	}
+	files, _, err := dataFiles(spec.Files, func(i int) *os.File { return pins.Sources[index[i]].File })
 	if err != nil {
+		pins.Close()
 		return nil, err
 	}
+	pins.Empty.Close() // the others are files of the command, the caller's to close
 	argv := append(append([]string{}, spec.Prefix...), spec.Argv...)
 	bin, err := exec.LookPath(argv[0])
 	if err != nil {

@@ -48,7 +48,8 @@ type Watcher struct {
 	nested  map[string]*nestedEntry
 	index   stamp
 	tripped map[string]bool
-	session string // names this run's quarantine directory
+	said    map[string]bool // warnings given once
+	session string          // names this run's quarantine directory
 
 	mu       sync.Mutex
 	stop     chan struct{}
@@ -68,7 +69,7 @@ type nestedEntry struct {
 // Start records the baseline of p and watches it until Stop; warn receives one
 // sentence per finding, as it is made.
 func Start(p *isolator.Plan, warn func(string)) *Watcher {
-	w := &Watcher{p: p, warn: warn, nested: map[string]*nestedEntry{}, tripped: map[string]bool{},
+	w := &Watcher{p: p, warn: warn, nested: map[string]*nestedEntry{}, tripped: map[string]bool{}, said: map[string]bool{},
 		stop: make(chan struct{}), done: make(chan struct{}), session: time.Now().Format("20060102-150405") + "-" + strconv.Itoa(os.Getpid())}
 	w.c = &checker{project: p.Project.Dir, readOnly: map[string]uint64{}}
 	for _, m := range p.Mounts {
@@ -266,6 +267,12 @@ func (w *Watcher) scan() []string {
 	g := w.p.Git
 	ms, err := maskscan.Scan(w.p.Project.Dir, maskscan.Matcher{Mask: g.ScanMask, Allow: g.ScanAllow, Skip: g.ScanSkip, Mark: []string{".git"}}, g.ScanCache)
 	if err != nil {
+		// A directory the sandbox made unreadable hides what is below it from the
+		// scan (and from the host's git, until it is made readable again).
+		if msg := fmt.Sprintf("devsandbox could not look for repositories the sandbox made in the project (%v); review the project before you run git in it", err); !w.said[msg] {
+			w.said[msg] = true
+			w.warn(msg)
+		}
 		return nil
 	}
 	var out []string

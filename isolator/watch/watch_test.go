@@ -305,3 +305,21 @@ func TestWatchReadOnlyMovedAway(t *testing.T) {
 		t.Errorf("a FIFO config: %q, %q", got, f.warns)
 	}
 }
+
+// A directory the sandbox made unreadable is reported: the scan cannot see below it.
+func TestWatchUnreadable(t *testing.T) {
+	if os.Getuid() == 0 {
+		t.Skip("root reads every directory")
+	}
+	f := newFixture(t)
+	w := f.start()
+	f.mkdir("locked")
+	if err := os.Chmod(f.path("locked"), 0); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(f.path("locked"), 0o755)
+	w.Stop()
+	if !f.warned("could not look for repositories", "locked") {
+		t.Errorf("warnings: %q", f.warns)
+	}
+}
