@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -321,5 +322,33 @@ func TestGitMountsWorktree(t *testing.T) {
 	))
 	if want := "gitdir " + w + "\ncommondir " + main + "/.git\n"; l.pointers != want || l.dirs[0] != main+"/.git" || l.index != w+"/index" {
 		t.Errorf("pointers %q, dirs %v, index %s", l.pointers, l.dirs, l.index)
+	}
+}
+
+// The gitdir chain of a .git file is compared with the one the last run recorded: a
+// chain that changed stops the run, naming the record to remove.
+func TestGitPointersRecord(t *testing.T) {
+	f := newFixture(t)
+	gitRepo(t, f.root+"/main")
+	admin := f.root + "/main/.git/worktrees/app"
+	mkdirs(t, admin)
+	writeFile(t, admin+"/HEAD", "ref: refs/heads/wt\n")
+	writeFile(t, admin+"/commondir", "../..\n")
+	writeFile(t, admin+"/gitdir", f.proj+"/.git\n")
+	writeFile(t, f.proj+"/.git", "gitdir: "+admin+"\n")
+	p, _, err := f.tryBuild(f.load(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "gitdir " + admin + "\ncommondir " + f.root + "/main/.git\n"; p.Git.Pointers != want || p.Git.Dirs[0] != f.root+"/main/.git" {
+		t.Fatalf("Git %+v", p.Git)
+	}
+	writeFile(t, p.Git.PointerRecord, "gitdir /elsewhere\n")
+	if _, _, err := f.tryBuild(f.load(t)); !errors.Is(err, ErrProject) || !strings.Contains(err.Error(), p.Git.PointerRecord) {
+		t.Fatalf("a changed chain: %v", err)
+	}
+	writeFile(t, p.Git.PointerRecord, p.Git.Pointers)
+	if _, _, err := f.tryBuild(f.load(t)); err != nil {
+		t.Fatalf("the recorded chain: %v", err)
 	}
 }

@@ -95,7 +95,7 @@ func sameKernel(id string) bool {
 func verifyIdentity(c wire.Check, same bool) error {
 	fd, err := openNoFollow(c.Path)
 	if err != nil {
-		return fmt.Errorf("%s %s cannot be reached without following a symlink: %v (a directory on the way may have been swapped while the sandbox was set up; run again)", c.Kind, c.Path, err)
+		return fmt.Errorf("%s %s cannot be reached without following a symlink: %v (a directory on the way may have been swapped for one while the sandbox was set up: run again; a mount whose destination lies below a symlink needs a destination without one)", c.Kind, c.Path, err)
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
