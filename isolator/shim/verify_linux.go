@@ -93,53 +93,100 @@ func sameKernel(id string) bool {
 // verifyIdentity checks that c.Path leads, without a symlink on the way, to the file
 // the host pinned (compared when same says the numbers are comparable).
 func verifyIdentity(c wire.Check, same bool) error {
-	fd, err := openNoFollow(c.Path)
+	fd, parent, err := openNoFollow(c.Path)
 	if err != nil {
 		return fmt.Errorf("%s %s cannot be reached without following a symlink: %v (a directory on the way may have been swapped for one while the sandbox was set up: run again; a mount whose destination lies below a symlink needs a destination without one)", c.Kind, c.Path, err)
 	}
 	defer unix.Close(fd)
+	defer unix.Close(parent)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("%s %s: %v", c.Kind, c.Path, err)
 	}
-	if same && (uint64(st.Dev) != c.Dev || st.Ino != c.Ino) {
+	if !same {
+		return nil
+	}
+	if uint64(st.Dev) != c.Dev || st.Ino != c.Ino {
 		return fmt.Errorf("%s %s is not the file devsandbox opened for it (device %d inode %d, want %d %d): a path changed while the sandbox was set up; run again", c.Kind, c.Path, st.Dev, st.Ino, c.Dev, c.Ino)
+	}
+	// A bind of a path onto itself shows the same file whether or not the mount is
+	// there: it must be a mount's root, or the mount went where a swapped directory
+	// led (and shows its source there).
+	m, err1 := mountID(fd)
+	pm, err2 := mountID(parent)
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("%s %s: telling whether it is mounted: %v", c.Kind, c.Path, errors.Join(err1, err2))
+	}
+	if m == pm {
+		return fmt.Errorf("%s %s is not a mount point: the mount went elsewhere (a directory on the way may have been swapped while the sandbox was set up); run again", c.Kind, c.Path)
 	}
 	return nil
 }
 
-// openNoFollow opens p (absolute) one component at a time from /, following no
-// symlink, and returns an O_PATH descriptor.
-func openNoFollow(p string) (int, error) {
-	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
+// mountID returns the id of the mount fd is on: statx's, or /proc's on a kernel
+// older than 5.8.
+func mountID(fd int) (uint64, error) {
+	var x unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &x); err == nil && x.Mask&unix.STATX_MNT_ID != 0 {
+		return x.Mnt_id, nil
 	}
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "mnt_id:"); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, errors.New("no mnt_id in fdinfo")
+}
+
+// openNoFollow opens p (absolute, not /) one component at a time from /, following
+// no symlink, and returns O_PATH descriptors of it and of its parent directory.
+func openNoFollow(p string) (fd, parent int, err error) {
+	fd, err = unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, -1, err
+	}
+	parent = -1
 	for _, c := range strings.Split(strings.Trim(p, "/"), "/") {
 		if c == "" {
 			continue
 		}
 		if c == ".." {
-			unix.Close(fd)
-			return -1, unix.EINVAL
+			err = unix.EINVAL
+			break
 		}
-		nfd, err := unix.Openat(fd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(fd)
-		if err != nil {
-			return -1, err
+		nfd, oerr := unix.Openat(fd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if oerr != nil {
+			err = oerr
+			break
 		}
+		if parent >= 0 {
+			unix.Close(parent)
+		}
+		parent, fd = fd, nfd
 		var st unix.Stat_t
-		if err := unix.Fstat(nfd, &st); err != nil {
-			unix.Close(nfd)
-			return -1, err
+		if err = unix.Fstat(fd, &st); err != nil {
+			break
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			unix.Close(nfd)
-			return -1, fmt.Errorf("%s is a symlink", c)
+			err = fmt.Errorf("%s is a symlink", c)
+			break
 		}
-		fd = nfd
 	}
-	return fd, nil
+	if err == nil && parent < 0 {
+		err = unix.EINVAL // "/" itself
+	}
+	if err != nil {
+		unix.Close(fd)
+		if parent >= 0 {
+			unix.Close(parent)
+		}
+		return -1, -1, err
+	}
+	return fd, parent, nil
 }
 
 func verifyCheck(c wire.Check, same bool) error {

@@ -97,7 +97,7 @@ func TestWriteSecretFiles(t *testing.T) {
 }
 
 // A pinned source must be reached without a symlink and, on the host's kernel, be the
-// very file the host opened.
+// very file the host opened, as the root of a mount.
 func TestVerifyIdentity(t *testing.T) {
 	dir := t.TempDir()
 	real := filepath.Join(dir, "real")
@@ -118,18 +118,21 @@ func TestVerifyIdentity(t *testing.T) {
 		return uint64(st.Dev), st.Ino
 	}
 	dev, ino := id(real)
+	pdev, pino := id("/proc")
 	tests := []struct {
-		path string
-		same bool
-		want string
+		path     string
+		dev, ino uint64
+		same     bool
+		want     string
 	}{
-		{real, true, ""},
-		{other, true, "not the file devsandbox opened"},
-		{other, false, ""}, // another kernel: numbers are not compared
-		{filepath.Join(dir, "link"), false, "without following a symlink"},
+		{"/proc", pdev, pino, true, ""}, // a mount's root, the file pinned
+		{real, dev, ino, true, "not a mount point"},
+		{other, dev, ino, true, "not the file devsandbox opened"},
+		{other, dev, ino, false, ""}, // another kernel: numbers are not compared
+		{filepath.Join(dir, "link"), dev, ino, false, "without following a symlink"},
 	}
 	for _, tt := range tests {
-		err := verifyIdentity(wire.Check{Kind: wire.CheckRW, Path: tt.path, Dev: dev, Ino: ino}, tt.same)
+		err := verifyIdentity(wire.Check{Kind: wire.CheckRW, Path: tt.path, Dev: tt.dev, Ino: tt.ino}, tt.same)
 		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("%s (same kernel %v): %v, want %q", tt.path, tt.same, err, tt.want)
 		}
