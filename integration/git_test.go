@@ -295,3 +295,15 @@ func TestGitWorksInside(t *testing.T) {
 		}
 	})
 }
+
+// A directory the sandbox makes unreadable hides what is below it from the scan for new
+// repositories: the run says so rather than stay silent.
+func TestWatchSaysWhatItCannotScan(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	r := p.sandbox("bwrap", nil, `mkdir -p locked/lib && cd locked/lib && git init -q && cd ../.. && chmod 000 locked`)
+	t.Cleanup(func() { _ = os.Chmod(p.path("proj/locked"), 0o755) })
+	if r.code != 0 || !strings.Contains(r.stderr, "could not look for repositories") {
+		t.Fatalf("an unreadable directory made during the run:\n%s", r)
+	}
+}
