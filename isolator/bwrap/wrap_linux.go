@@ -67,6 +67,10 @@ func Env(p *isolator.Plan) ([]string, error) {
 // cmd.Start, then close the parent's copies of cmd.ExtraFiles, and wait with
 // cmd.Wait; stdio is the caller's to set.
 func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, error) {
+	// What the plan itself cannot do is said first, before any source is opened.
+	if _, err := wrapSpec(p, inner, false); err != nil {
+		return nil, err
+	}
 	pins, err := pin.Plan(p)
 	if err != nil {
 		return nil, err
