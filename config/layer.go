@@ -50,8 +50,9 @@ type layerSecrets struct {
 }
 
 type layerTool struct {
-	Enabled *bool `toml:"enabled"`
-	Secrets *bool `toml:"secrets"`
+	Enabled *bool   `toml:"enabled"`
+	Secrets *bool   `toml:"secrets"`
+	Key     *string `toml:"key"`
 }
 
 type layerEgress struct {

@@ -133,6 +133,10 @@ func merge(c *Config, l *layer, src *source) error {
 			cur.Secrets = new(*t.Secrets)
 			c.Origins["tools."+name+".secrets"] = m.origin
 		}
+		if t.Key != nil {
+			cur.Key = new(*t.Key)
+			c.Origins["tools."+name+".key"] = m.origin
+		}
 		c.Tools[name] = cur
 	}
 

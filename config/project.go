@@ -199,6 +199,11 @@ func checkProject(c *Config, l *layer, src *source) error {
 			return src.fail(key+".secrets", -1, restrictedf("true is looser than false (%s); a project file may only make the sandbox stricter: %s",
 				originPhrase(c.Origins[key+".secrets"]), elsewhere(c.Host, "")))
 		}
+		// "proxy" keeps the key out of the sandbox; "env" would let it back in.
+		if t.Key != nil && *t.Key != KeyProxy && cur.Key != nil && *cur.Key == KeyProxy {
+			return src.fail(key+".key", -1, restrictedf("%q puts the key into the sandbox, which %q (%s) keeps out; a project file may only make the sandbox stricter: %s",
+				*t.Key, KeyProxy, originPhrase(c.Origins[key+".key"]), elsewhere(c.Host, "")))
+		}
 	}
 	return nil
 }

@@ -103,6 +103,9 @@ func entries(c *Config) []entry {
 		if t.Secrets != nil {
 			add(table, "secrets", *t.Secrets)
 		}
+		if t.Key != nil {
+			add(table, "key", *t.Key)
+		}
 	}
 
 	eg := []string{"egress"}

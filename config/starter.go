@@ -77,11 +77,14 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 # Host files delivered at /run/secrets/NAME (mode 0400): NAME = "path". [user config only]
 # NPM_TOKEN = "~/.config/npm/token"
 
-# Per tool: enabled (default: detected; a project file may only disable) and
-# secrets (pass the tool's declared secret names when set on the host). [stricter only]
-# [tools.git]
+# Per tool: enabled (default: detected; a project file may only disable),
+# secrets (pass the tool's declared secret names when set on the host) and
+# key: "proxy" keeps the tool's API keys on the host, the proxy adds them toward
+# the tool's API and the sandbox holds placeholders ("env": passed in). [stricter only]
+# [tools.claude]
 # enabled = true
 # secrets = true
+# key = "proxy"
 
 [egress]
 # Network: open, none, proxy or allowlist (proxy and allowlist need the filtering proxy). [stricter only]

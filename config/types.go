@@ -77,7 +77,15 @@ type Secrets struct {
 type ToolConfig struct {
 	Enabled *bool
 	Secrets *bool
+	// Key is where the tool's API keys (tools.Tool.Keys) live: "env" (nil: the
+	// default) passes them into the sandbox as secrets; "proxy" holds them in the
+	// egress proxy, which adds them toward the tool's API, and the sandbox gets
+	// placeholders (see isolator/plan.ToolKeys).
+	Key *string
 }
+
+// KeyProxy is the tools.<name>.key value that holds the tool's keys outside.
+const KeyProxy = "proxy"
 
 // Egress is the [egress] table.
 type Egress struct {

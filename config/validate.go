@@ -25,7 +25,15 @@ func (l *layer) check(src *source, host Host) error {
 }
 
 func (l *layer) checkTop(src *source, _ Host) error {
-	return oneOf(src, "isolator", l.Isolator, "auto", "bwrap", "docker", "krun")
+	if err := oneOf(src, "isolator", l.Isolator, "auto", "bwrap", "docker", "krun"); err != nil {
+		return err
+	}
+	for _, name := range sortedKeys(l.Tools) {
+		if err := oneOf(src, "tools."+name+".key", l.Tools[name].Key, "env", KeyProxy); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (l *layer) checkSandbox(src *source, host Host) error {

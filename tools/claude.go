@@ -60,6 +60,9 @@ func Claude() Tool {
 		Secrets: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
 		Egress: []string{"api.anthropic.com", "statsig.anthropic.com", "console.anthropic.com",
 			"claude.ai", "platform.claude.com"},
+		// CLAUDE_CODE_OAUTH_TOKEN is not held outside: Claude Code refreshes it and
+		// also sends it to claude.ai and platform.claude.com.
+		Keys: anthropicKeys("ANTHROPIC_BASE_URL"),
 	}
 }
 

@@ -38,6 +38,8 @@ func Codex() Tool {
 		Env:     []string{"CODEX_HOME", "OPENAI_BASE_URL"},
 		Secrets: []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
 		Egress:  []string{"api.openai.com", "chatgpt.com", "auth.openai.com"},
+		Keys: []Key{bearer("OPENAI_API_KEY", "api.openai.com", "OPENAI_BASE_URL"),
+			bearer("CODEX_API_KEY", "api.openai.com", "OPENAI_BASE_URL")},
 	}
 }
 

@@ -32,9 +32,10 @@ func Gemini() Tool {
 			return h.withExecutables(h.ownDir(h.home(".gemini"), geminiState()...), "gemini")
 		},
 		Env: []string{"GEMINI_MODEL", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
-			"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA"},
+			"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_GEMINI_BASE_URL"},
 		Secrets: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
 		Egress: []string{"generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com",
 			"oauth2.googleapis.com", "accounts.google.com", "www.googleapis.com"},
+		Keys: geminiKeys("GOOGLE_GEMINI_BASE_URL"),
 	}
 }

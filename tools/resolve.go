@@ -14,6 +14,8 @@ type Resolved struct {
 	Bindings []Binding
 	// Env holds the declared names and, for an enabled tool, the names it sets.
 	Env, Secrets, Egress []string
+	// Keys are the API keys the proxy can hold outside (tools.<name>.key = "proxy").
+	Keys []Key
 }
 
 // Resolve detects every tool of r on h, in registry order. enabled[name], when non-nil,
@@ -21,7 +23,7 @@ type Resolved struct {
 func Resolve(r *Registry, h Host, enabled map[string]*bool) []Resolved {
 	var out []Resolved
 	for _, t := range r.Tools() {
-		rt := Resolved{Name: t.Name, Description: t.Description, Secrets: t.Secrets, Egress: t.Egress}
+		rt := Resolved{Name: t.Name, Description: t.Description, Secrets: t.Secrets, Egress: t.Egress, Keys: t.Keys}
 		rt.Detected = t.Detect != nil && t.Detect(h)
 		rt.Enabled = rt.Detected
 		if e := enabled[t.Name]; e != nil {

@@ -23,7 +23,7 @@ func TestResolve(t *testing.T) {
 		},
 		{
 			Name: "codex", Description: Codex().Description, Detected: true, Enabled: true,
-			Env: Codex().Env, Secrets: Codex().Secrets, Egress: Codex().Egress,
+			Env: Codex().Env, Secrets: Codex().Secrets, Egress: Codex().Egress, Keys: Codex().Keys,
 			// ~/.codex is absent: nothing to bind
 		},
 	}

@@ -113,6 +113,25 @@ type Tool struct {
 	Egress []string
 	// EnvSet are variables the tool sets inside the sandbox, computed from the host.
 	EnvSet func(Host) map[string]string
+	// Keys are the tool's API keys the egress proxy can hold outside the sandbox
+	// (tools.<name>.key = "proxy"); each is one of Secrets.
+	Keys []Key
+}
+
+// Key is an API key a tool reads from a variable and sends in a request header to its
+// API. Held outside the sandbox, the variable inside holds a placeholder and the proxy
+// sets the header on requests to the API host (see isolator/plan.ToolKeys).
+type Key struct {
+	Env    string // the variable holding the key (ANTHROPIC_API_KEY)
+	Header string // the header the tool sends it in (x-api-key, Authorization)
+	Format string // how, with "{}" for the key ("Bearer {}"); "" is the key alone
+	// Host is where the tool sends it by default (an egress entry: api.anthropic.com);
+	// "" when there is no default endpoint.
+	Host string
+	// BaseURLEnv names the variable that points the tool at another endpoint (a
+	// gateway, a compatible API). When it is set on the host, the key goes to its
+	// host, not to Host: that is where the tool sends it.
+	BaseURLEnv string
 }
 
 // Registry is an ordered set of tools, built explicitly by the caller.

@@ -64,6 +64,7 @@ type loaded struct {
 	proj  isolator.Project
 	probe plan.Probe
 	warns []string
+	held  []plan.HeldKey // tool keys the proxy holds (tools.<name>.key = "proxy")
 }
 
 // load reads the configuration layers for the project of the working directory.
@@ -85,7 +86,11 @@ func (a *app) load(flags config.Flags) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &loaded{cfg: cfg, proj: proj, probe: probe, warns: warns}, nil
+	keyed, held, kwarns, err := plan.ToolKeys(cfg, tools.Default())
+	if err != nil {
+		return nil, err
+	}
+	return &loaded{cfg: keyed, proj: proj, probe: probe, warns: append(warns, kwarns...), held: held}, nil
 }
 
 func (a *app) configShow(c *cli.Context) error {
@@ -99,7 +104,16 @@ func (a *app) configShow(c *cli.Context) error {
 	if c.Bool("json") {
 		return config.ShowJSON(l.cfg, a.stdout)
 	}
-	return config.Show(l.cfg, a.stdout)
+	if err := config.Show(l.cfg, a.stdout); err != nil {
+		return err
+	}
+	if len(l.held) > 0 {
+		fmt.Fprintln(a.stdout, "\n# Keys held outside the sandbox (tools.<name>.key = \"proxy\", in proxy.credentials above):")
+		for _, k := range l.held {
+			fmt.Fprintf(a.stdout, "#   %s (%s): the proxy sets %s toward %s; the sandbox holds a placeholder\n", k.Env, k.Tool, k.Header, k.Host)
+		}
+	}
+	return nil
 }
 
 func (a *app) configValidate(c *cli.Context) error {
@@ -177,8 +191,12 @@ func (a *app) toolsList(c *cli.Context) error {
 		return enc.Encode(res)
 	}
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TOOL\tDETECTED\tENABLED\tBINDS")
+	fmt.Fprintln(w, "TOOL\tDETECTED\tENABLED\tKEYS\tBINDS")
 	for _, r := range res {
+		keys := "-"
+		if len(r.Keys) > 0 {
+			keys = strings.Join(tools.KeyNames(r.Keys), ",")
+		}
 		var binds []string
 		for _, b := range r.Bindings {
 			dst := b.Dest
@@ -187,7 +205,7 @@ func (a *app) toolsList(c *cli.Context) error {
 			}
 			binds = append(binds, dst+" ("+b.Mode.String()+")")
 		}
-		fmt.Fprintf(w, "%s\t%v\t%v\t%s\n", r.Name, r.Detected, r.Enabled, strings.Join(binds, ", "))
+		fmt.Fprintf(w, "%s\t%v\t%v\t%s\t%s\n", r.Name, r.Detected, r.Enabled, keys, strings.Join(binds, ", "))
 	}
 	return w.Flush()
 }
@@ -198,12 +216,14 @@ func (a *app) doctor(c *cli.Context) error {
 	selected := "auto"
 	var dk *dockerSettings
 	var kcfg *config.Config
+	var keys []plan.KeyPlace
 	runtimeDir := ""
 	if l, err := a.load(a.flags(c)); err == nil {
 		selected = l.cfg.Isolator
 		dk = a.dockerSettings(l.cfg)
 		kcfg = l.cfg
 		runtimeDir = l.cfg.Host.RuntimeDir
+		keys = plan.KeyPlaces(l.cfg, tools.Default(), plan.ToolHost(l.cfg.Host, l.probe, l.proj.Dir))
 	} else if host, herr := config.HostFromEnviron(a.environ, -1, -1); herr == nil {
 		// Outside a project (or with a broken config) the host checks still run.
 		a.warn("%v", err)
@@ -228,6 +248,12 @@ func (a *app) doctor(c *cli.Context) error {
 				detail = r.Reason + "; fix: " + r.Fix
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\n", r.Name, r.State, detail)
+		}
+	}
+	if len(keys) > 0 {
+		fmt.Fprintln(w, "\nAPI KEY\tWHERE\tDETAIL")
+		for _, k := range keys {
+			fmt.Fprintf(w, "%s (%s)\t%s\t%s\n", k.Env, k.Tool, k.Where, k.Detail)
 		}
 	}
 	if err := w.Flush(); err != nil {

@@ -42,7 +42,11 @@ func (a *app) run(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range warns {
+	cfg, _, kwarns, err := plan.ToolKeys(cfg, tools.Default())
+	if err != nil {
+		return err
+	}
+	for _, w := range append(warns, kwarns...) {
 		a.warn("%s", w)
 	}
 	t.mark("config")

@@ -2,11 +2,15 @@ package plan
 
 import (
 	"fmt"
+	"maps"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/tools"
 )
 
 // minSecretLen is the shortest credential value looked for in other variables: a
@@ -78,6 +82,165 @@ func credentialFiles(cfg *config.Config) []string {
 	for _, c := range cfg.Proxy.Credentials {
 		if c.ValueFile != "" {
 			out = append(out, c.ValueFile)
+		}
+	}
+	return out
+}
+
+// HeldKey is a tool's API key the proxy holds for the session (tools.<name>.key =
+// "proxy"): the sandbox's Env holds a placeholder, and the proxy sets Header on
+// requests to Host.
+type HeldKey struct {
+	Tool, Env, Host, Header string
+}
+
+// ToolKeys returns cfg with the API keys of the tools set to tools.<name>.key =
+// "proxy" turned into proxy credentials, and proxy.mitm on when there is one (the
+// proxy sees an HTTPS request only when it decrypts it). cfg itself is not changed.
+//
+// Each key (tools.Tool.Keys) set in the host environment goes to the host of its
+// tool's base-URL variable when that is set on the host (where the tool then sends
+// it), else to the tool's API host; a key with neither is not held, with a warning.
+// The variable inside the sandbox holds a placeholder, which the proxy refuses toward
+// any other host. A key already named by a [[proxy.credentials]] entry (value_env or
+// placeholder_env) is left to that entry, and a key two tools declare is held once,
+// for the first. A tool that is unknown or declares no key fails: a protection asked
+// for that cannot be applied.
+func ToolKeys(cfg *config.Config, reg *tools.Registry) (*config.Config, []HeldKey, []string, error) {
+	var held []HeldKey
+	var warns []string
+	named := map[string]bool{}
+	for _, c := range cfg.Proxy.Credentials {
+		named[c.ValueEnv], named[c.PlaceholderEnv] = true, true
+	}
+	var creds []config.Credential
+	for _, name := range slices.Sorted(maps.Keys(cfg.Tools)) {
+		tc := cfg.Tools[name]
+		if tc.Key == nil || *tc.Key != config.KeyProxy {
+			continue
+		}
+		t, ok := reg.Lookup(name)
+		if !ok {
+			return nil, nil, nil, fmt.Errorf("%w: tools.%s.key = %q (%s): there is no tool %s; devsandbox tools list names them", ErrConfig, name, config.KeyProxy, cfg.Origins["tools."+name+".key"], name)
+		}
+		if len(t.Keys) == 0 {
+			return nil, nil, nil, fmt.Errorf("%w: tools.%s.key = %q (%s): %s declares no API key the proxy can hold; pass its credentials with [[proxy.credentials]], or remove the setting", ErrConfig, name, config.KeyProxy, cfg.Origins["tools."+name+".key"], name)
+		}
+		set := 0
+		for _, k := range t.Keys {
+			if _, ok := cfg.Host.Vars[k.Env]; !ok {
+				continue
+			}
+			set++
+			if named[k.Env] {
+				continue
+			}
+			host, w, err := keyHost(k, cfg.Host.Vars)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("%w: tools.%s.key: %v", ErrConfig, name, err)
+			}
+			if w != "" {
+				warns = append(warns, fmt.Sprintf("tools.%s.key: %s", name, w))
+			}
+			if host == "" {
+				continue
+			}
+			named[k.Env] = true
+			creds = append(creds, config.Credential{Host: host, Header: k.Header, Format: k.Format, ValueEnv: k.Env, PlaceholderEnv: k.Env})
+			held = append(held, HeldKey{Tool: name, Env: k.Env, Host: host, Header: k.Header})
+		}
+		if set == 0 {
+			warns = append(warns, fmt.Sprintf("tools.%s.key = %q: none of %s is set in the host environment; no key is held for %s",
+				name, config.KeyProxy, strings.Join(tools.KeyNames(t.Keys), ", "), name))
+		}
+	}
+	if len(creds) == 0 {
+		return cfg, nil, warns, nil
+	}
+	out := *cfg
+	out.Proxy.Credentials = append(slices.Clone(cfg.Proxy.Credentials), creds...)
+	out.Origins = maps.Clone(cfg.Origins)
+	const origin = `tools.<name>.key = "proxy"`
+	if o := cfg.Origins["proxy.credentials"]; o != "" {
+		out.Origins["proxy.credentials"] = o + " and " + origin
+	} else {
+		out.Origins["proxy.credentials"] = origin
+	}
+	if !cfg.Proxy.MITM {
+		out.Proxy.MITM = true
+		out.Origins["proxy.mitm"] = origin
+	}
+	return &out, held, warns, nil
+}
+
+// keyHost is where the tool sends k: the host of its base-URL variable when that is
+// set, else k.Host ("" with a warning when neither is). A plain http:// base URL
+// takes the key in clear, with a warning.
+func keyHost(k tools.Key, vars map[string]string) (host, warn string, err error) {
+	raw, ok := vars[k.BaseURLEnv]
+	if k.BaseURLEnv == "" || !ok || raw == "" {
+		if k.Host == "" {
+			return "", fmt.Sprintf("%s is set but %s is not: there is no API host to hold it for", k.Env, k.BaseURLEnv), nil
+		}
+		return k.Host, "", nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return "", "", fmt.Errorf("%s is %q, not an http:// or https:// URL; the proxy cannot tell where %s goes", k.BaseURLEnv, raw, k.Env)
+	}
+	entry := u.Hostname()
+	if u.Port() != "" {
+		entry = net.JoinHostPort(entry, u.Port())
+	}
+	if err := config.ValidEgressEntry(entry); err != nil {
+		return "", "", fmt.Errorf("%s: %w", k.BaseURLEnv, err)
+	}
+	if u.Scheme == "http" {
+		return "http://" + entry, fmt.Sprintf("%s is plain http://: the proxy sends %s there unencrypted", k.BaseURLEnv, k.Env), nil
+	}
+	return entry, "", nil
+}
+
+// KeyPlace says where one API key of an enabled tool goes.
+type KeyPlace struct {
+	Tool, Env string
+	// Where is "outside" (held by the proxy: the tool's key switch or a
+	// [[proxy.credentials]] entry), "inside" (an env secret of the sandbox) or "not
+	// passed" (tools.<name>.secrets = false).
+	Where  string
+	Detail string // for people: where the proxy sends it, or how to keep it out
+}
+
+// KeyPlaces lists the API keys (tools.Tool.Keys) of the tools enabled on th that are
+// set in the host environment, in registry order, and where each goes under cfg (as
+// ToolKeys returned it).
+func KeyPlaces(cfg *config.Config, reg *tools.Registry, th tools.Host) []KeyPlace {
+	var out []KeyPlace
+	seen := map[string]bool{}
+	for _, t := range enabledTools(cfg, reg, th) {
+		for _, k := range t.Keys {
+			if _, ok := cfg.Host.Vars[k.Env]; !ok || seen[k.Env] {
+				continue
+			}
+			seen[k.Env] = true
+			kp := KeyPlace{Tool: t.Name, Env: k.Env, Where: "inside"}
+			for _, c := range cfg.Proxy.Credentials {
+				if c.ValueEnv == k.Env {
+					kp.Where = "outside"
+					kp.Detail = fmt.Sprintf("held by the proxy, which sets %s toward %s", c.Header, c.Host)
+					if c.PlaceholderEnv == k.Env {
+						kp.Detail += "; the sandbox's " + k.Env + " is a placeholder"
+					}
+					break
+				}
+			}
+			if kp.Where == "inside" {
+				kp.Detail = fmt.Sprintf("passed into the sandbox; tools.%s.key = %q keeps it outside", t.Name, config.KeyProxy)
+				if tc, ok := cfg.Tools[t.Name]; ok && tc.Secrets != nil && !*tc.Secrets {
+					kp.Where, kp.Detail = "not passed", fmt.Sprintf("tools.%s.secrets = false", t.Name)
+				}
+			}
+			out = append(out, kp)
 		}
 	}
 	return out

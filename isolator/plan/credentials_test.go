@@ -1,12 +1,14 @@
 package plan
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/tools"
 )
 
 // TestBuildWithholdsCredentials: what the proxy adds never enters the sandbox: not the
@@ -47,5 +49,102 @@ func TestBuildWithholdsCredentials(t *testing.T) {
 		if !slices.Contains(warns, w) {
 			t.Errorf("no warning %q in %q", w, warns)
 		}
+	}
+}
+
+// TestToolKeys: tools.<name>.key = "proxy" turns the tool's keys set on the host into
+// proxy credentials toward its API (or its base URL's host), with the variable as the
+// placeholder, and turns MITM on; what cannot be held fails or warns.
+func TestToolKeys(t *testing.T) {
+	claude := config.Credential{Host: "api.anthropic.com", Header: "x-api-key", ValueEnv: "ANTHROPIC_API_KEY", PlaceholderEnv: "ANTHROPIC_API_KEY"}
+	tests := []struct {
+		name  string
+		tools string // [tools.*] tables
+		creds string // [[proxy.credentials]] entries
+		env   []string
+		want  []config.Credential
+		warns []string
+		err   string
+	}{
+		{name: "default host", tools: "[tools.claude]\nkey = \"proxy\"\n", env: []string{"ANTHROPIC_API_KEY=sk-ant-12345678"},
+			want: []config.Credential{claude}},
+		{name: "both keys, base URL with a port", tools: "[tools.claude]\nkey = \"proxy\"\n",
+			env: []string{"ANTHROPIC_API_KEY=sk-ant-12345678", "ANTHROPIC_AUTH_TOKEN=tok-12345678", "ANTHROPIC_BASE_URL=https://gw.test:8443/anthropic"},
+			want: []config.Credential{
+				{Host: "gw.test:8443", Header: "x-api-key", ValueEnv: "ANTHROPIC_API_KEY", PlaceholderEnv: "ANTHROPIC_API_KEY"},
+				{Host: "gw.test:8443", Header: "Authorization", Format: "Bearer {}", ValueEnv: "ANTHROPIC_AUTH_TOKEN", PlaceholderEnv: "ANTHROPIC_AUTH_TOKEN"},
+			}},
+		{name: "plain http base URL", tools: "[tools.codex]\nkey = \"proxy\"\n",
+			env:   []string{"OPENAI_API_KEY=sk-12345678", "OPENAI_BASE_URL=http://10.1.2.3:8080/v1"},
+			want:  []config.Credential{{Host: "http://10.1.2.3:8080", Header: "Authorization", Format: "Bearer {}", ValueEnv: "OPENAI_API_KEY", PlaceholderEnv: "OPENAI_API_KEY"}},
+			warns: []string{"tools.codex.key: OPENAI_BASE_URL is plain http://: the proxy sends OPENAI_API_KEY there unencrypted"}},
+		{name: "key env", tools: "[tools.claude]\nkey = \"env\"\n", env: []string{"ANTHROPIC_API_KEY=sk-ant-12345678"}},
+		{name: "no key set", tools: "[tools.gemini]\nkey = \"proxy\"\n",
+			warns: []string{`tools.gemini.key = "proxy": none of GEMINI_API_KEY, GOOGLE_API_KEY is set in the host environment; no key is held for gemini`}},
+		{name: "a credential of the user's names it", tools: "[tools.claude]\nkey = \"proxy\"\n",
+			creds: "[proxy]\nmitm = true\n[[proxy.credentials]]\nhost = \"llm.corp.test\"\nheader = \"x-api-key\"\nvalue_env = \"ANTHROPIC_API_KEY\"\n",
+			env:   []string{"ANTHROPIC_API_KEY=sk-ant-12345678"},
+			want:  []config.Credential{{Host: "llm.corp.test", Header: "x-api-key", ValueEnv: "ANTHROPIC_API_KEY"}}},
+		{name: "base URL without a scheme", tools: "[tools.claude]\nkey = \"proxy\"\n",
+			env: []string{"ANTHROPIC_API_KEY=sk-ant-12345678", "ANTHROPIC_BASE_URL=gw.test"},
+			err: `tools.claude.key: ANTHROPIC_BASE_URL is "gw.test", not an http:// or https:// URL`},
+		{name: "unknown tool", tools: "[tools.nosuch]\nkey = \"proxy\"\n", err: "there is no tool nosuch"},
+		{name: "a tool without keys", tools: "[tools.git]\nkey = \"proxy\"\n", err: "git declares no API key the proxy can hold"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			writeFile(t, f.home+"/.config/devsandbox/config.toml", tt.tools+tt.creds)
+			cfg := f.load(t, tt.env...)
+			before := slices.Clone(cfg.Proxy.Credentials)
+			got, held, warns, err := ToolKeys(cfg, tools.Default())
+			if tt.err != "" {
+				if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want ErrConfig with %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Proxy.Credentials, tt.want) && !(len(got.Proxy.Credentials) == 0 && len(tt.want) == 0) {
+				t.Errorf("credentials\n%+v\nwant\n%+v", got.Proxy.Credentials, tt.want)
+			}
+			if !slices.Equal(warns, tt.warns) {
+				t.Errorf("warnings %q, want %q", warns, tt.warns)
+			}
+			if !slices.Equal(cfg.Proxy.Credentials, before) {
+				t.Error("ToolKeys changed its input")
+			}
+			if n := len(tt.want) - len(before); len(held) != n || got.Proxy.MITM != (len(tt.want) > 0) {
+				t.Errorf("held %+v, mitm %v", held, got.Proxy.MITM)
+			}
+		})
+	}
+}
+
+// TestBuildHoldsToolKey: a held key leaves the sandbox's secrets (the proxy adds it),
+// while the tool's other secrets still pass.
+func TestBuildHoldsToolKey(t *testing.T) {
+	f := newFixture(t)
+	writeFile(t, f.home+"/.config/devsandbox/config.toml", "[tools.claude]\nenabled = true\nkey = \"proxy\"\n")
+	cfg := f.load(t, "ANTHROPIC_API_KEY=sk-ant-12345678", "CLAUDE_CODE_OAUTH_TOKEN=oauth-12345678")
+	cfg, _, _, err := ToolKeys(cfg, tools.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := f.build(t, cfg)
+	var names []string
+	for _, s := range p.Secrets {
+		names = append(names, s.Name)
+	}
+	if !slices.Equal(names, []string{"CLAUDE_CODE_OAUTH_TOKEN"}) {
+		t.Errorf("secrets %q, want only CLAUDE_CODE_OAUTH_TOKEN", names)
+	}
+	places := KeyPlaces(cfg, tools.Default(), ToolHost(cfg.Host, probe(f.proj), f.proj))
+	want := []KeyPlace{{Tool: "claude", Env: "ANTHROPIC_API_KEY", Where: "outside",
+		Detail: "held by the proxy, which sets x-api-key toward api.anthropic.com; the sandbox's ANTHROPIC_API_KEY is a placeholder"}}
+	if !slices.Equal(places, want) {
+		t.Errorf("key places %+v, want %+v", places, want)
 	}
 }
