@@ -26,16 +26,25 @@ func Gemini() Tool {
 		Name:        "gemini",
 		Description: "Gemini CLI: ~/.gemini read-only but oauth_creds.json (shared) and its other state (the sandbox's own); install read-only",
 		Detect: func(h Host) bool {
-			return h.onPath("gemini") || h.exists(h.Home+"/.gemini")
+			return h.onPath("gemini") || h.exists(geminiDir(h).src)
 		},
 		Bindings: func(h Host) []Binding {
-			return h.withExecutables(h.ownDir(h.home(".gemini"), geminiState()...), "gemini")
+			return h.withExecutables(h.ownDir(geminiDir(h), geminiState()...), "gemini")
 		},
-		Env: []string{"GEMINI_MODEL", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
+		Env: []string{"GEMINI_CLI_HOME", "GEMINI_MODEL", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
 			"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_GEMINI_BASE_URL"},
 		Secrets: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
 		Egress: []string{"generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com",
 			"oauth2.googleapis.com", "accounts.google.com", "www.googleapis.com"},
 		Keys: geminiKeys("GOOGLE_GEMINI_BASE_URL"),
 	}
+}
+
+// geminiDir is Gemini CLI's directory: .gemini in GEMINI_CLI_HOME, which stands for the
+// home in every path it uses, else in the home.
+func geminiDir(h Host) place {
+	if p, ok := h.usable(h.Env["GEMINI_CLI_HOME"]); ok {
+		return p.join(".gemini")
+	}
+	return h.home(".gemini")
 }

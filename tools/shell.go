@@ -4,17 +4,19 @@ package tools
 // are code the host shell runs, so the sandbox never writes them.
 var shellRCFiles = []string{
 	".profile", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases",
-	".inputrc", ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".p10k.zsh", ".dircolors",
-	".config/fish/config.fish", ".config/starship.toml",
+	".inputrc", ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".dircolors",
+	".config/fish/config.fish",
 }
 
-// shellRCDirs are directories of start-up snippets and frameworks the rc files source.
-// oh-my-zsh falls back to ~/.cache when its own cache dir is not writable.
-var shellRCDirs = []string{".bashrc.d", ".oh-my-zsh", ".config/fish/conf.d", ".config/fish/functions"}
+// shellRCDirs are directories of start-up snippets the rc files source. Frameworks,
+// prompts and multiplexers (oh-my-zsh, starship, powerlevel10k, tmux, zellij) are
+// tools of their own.
+var shellRCDirs = []string{".bashrc.d", ".config/fish/conf.d", ".config/fish/functions"}
 
 // Shell exposes the user's shell start-up files read-only, so an interactive shell in
 // the sandbox looks like the user's own. Version managers the rc files source (nvm,
-// cargo's env, mise, pyenv) are bound by their own tools.
+// cargo's env, mise, pyenv) and the shell comforts (prompt.go) are bound by their own
+// tools.
 func Shell() Tool {
 	return Tool{
 		Name:        "shell",

@@ -148,9 +148,9 @@ func NewRegistry(ts ...Tool) *Registry {
 // bindings overlap: shells and languages come before the agents that use them.
 func Default() *Registry {
 	return NewRegistry(
-		Shell(), Git(), SSH(), GH(),
+		Shell(), OhMyZsh(), Powerlevel10k(), Starship(), Tmux(), Zellij(), Git(), SSH(), GH(),
 		Go(), Node(), Python(), Cargo(), Mise(), Nvim(),
-		Claude(), Codex(), Gemini(), OpenCode(), Aider(),
+		Claude(), Codex(), Gemini(), Copilot(), Cursor(), Amp(), Goose(), Crush(), Qwen(), Pi(), OpenCode(), Aider(),
 	)
 }
 

@@ -227,7 +227,7 @@ func namesCredential(rel string) (string, bool) {
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // mayWrite are the tools allowed read-write bindings, and how many.
-var mayWrite = map[string]int{"ssh": 1, "claude": 2, "codex": 1, "gemini": 1}
+var mayWrite = map[string]int{"ssh": 1, "claude": 2, "codex": 1, "gemini": 1, "qwen": 1}
 
 func TestRegistryInvariants(t *testing.T) {
 	r := Default()
@@ -339,8 +339,9 @@ func checkBindings(t *testing.T, tl Tool, hn string, h Host) {
 
 func TestRegistryNames(t *testing.T) {
 	r := Default()
-	want := []string{"aider", "cargo", "claude", "codex", "gemini", "gh", "git", "go", "mise", "node",
-		"nvim", "opencode", "python", "shell", "ssh"}
+	want := []string{"aider", "amp", "cargo", "claude", "codex", "copilot", "crush", "cursor", "gemini", "gh", "git",
+		"go", "goose", "mise", "node", "nvim", "oh-my-zsh", "opencode", "pi", "powerlevel10k", "python", "qwen", "shell",
+		"ssh", "starship", "tmux", "zellij"}
 	if got := r.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("names = %v, want %v", got, want)
 	}
