@@ -20,8 +20,9 @@ import (
 	"time"
 )
 
-// agentsDir is where scripts/setup-test-env.sh installs Claude Code and Codex from npm.
-const agentsDir = "/opt/devsandbox-it/agents/node_modules/.bin"
+// agentsDir is where scripts/setup-test-env.sh installs Node and the agent CLIs from
+// npm (Claude Code, Codex, Gemini CLI, Copilot CLI).
+const agentsDir = itDir + "/npm/node_modules/.bin"
 
 // stubAPIEnv, when set in the environment of the test binary, makes it the stub API
 // (see TestMain): it logs every request body to that file.

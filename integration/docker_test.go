@@ -35,7 +35,7 @@ func setupDocker() {
 	}
 	base := os.Getenv("DEVSANDBOX_IT_BASE_IMAGE")
 	if base == "" {
-		base = "devsandbox-test/debian:2"
+		base = "devsandbox-test/debian:3"
 	}
 	cmd := exec.Command(helper, "image", "build", "--base", base)
 	cmd.Dir = "/"

