@@ -148,6 +148,9 @@ func TestErrorMessages(t *testing.T) {
 		doc:  "[egress]\nmode = \"vpn\"\n",
 		want: `FILE:2: egress.mode: "vpn" is not one of open, none, proxy, allowlist`,
 	}, {
+		doc:  "[tools.claude]\nkey = \"vault\"\n",
+		want: `FILE:2: tools.claude.key: "vault" is not one of env, proxy`,
+	}, {
 		flag: "bogus",
 		want: `flag --mode: "bogus" is not one of enforce, auto, off`,
 	}}

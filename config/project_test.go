@@ -55,6 +55,7 @@ func TestProjectMayNotLoosen(t *testing.T) {
 		{"tool enabled", "", "[tools.ssh]\nenabled = true\n", 2, "tools.ssh.enabled"},
 		{"tool enabled over disabled", "[tools.ssh]\nenabled = false\n", "[tools.ssh]\nenabled = true\n", 2, "tools.ssh.enabled"},
 		{"tool secrets", "[tools.gh]\nsecrets = false\n", "[tools.gh]\nsecrets = true\n", 2, "tools.gh.secrets"},
+		{"tool key back in", "[tools.claude]\nkey = \"proxy\"\n", "[tools.claude]\nkey = \"env\"\n", 2, "tools.claude.key"},
 		{"pids above the default", "", "[limits]\npids = 100000\n", 2, "limits.pids"},
 		{"pids off", "", "[limits]\npids = 0\n", 2, "limits.pids"},
 		{"memory above the user's", "[limits]\nmemory = \"1g\"\n", "[limits]\nmemory = \"2g\"\n", 2, "limits.memory"},
@@ -110,6 +111,8 @@ func TestProjectMayTighten(t *testing.T) {
 		{"masks added", "", "[sandbox]\nhide_paths = [\"~/.config/gh\"]\nmask_files = [\"*.pem\"]\n"},
 		{"tool disabled", "", "[tools.ssh]\nenabled = false\nsecrets = false\n"},
 		{"tool enabled by the user", "[tools.ssh]\nenabled = true\n", "[tools.ssh]\nenabled = true\nsecrets = true\n"},
+		{"tool key held outside", "", "[tools.claude]\nkey = \"proxy\"\n"},
+		{"tool key repeated", "[tools.claude]\nkey = \"proxy\"\n", "[tools.claude]\nkey = \"proxy\"\n"},
 		{"inside the sandbox", "", "[sandbox]\ntmp = \"tmpfs\"\n[env.set]\nGOFLAGS = \"-mod=mod\"\n" +
 			"[docker]\nimage = \"proj:1\"\nhome = \"/home/dev\"\nkeep_container = true\n" +
 			"[krun]\nimage = \"proj:1\"\ncpus = 4\nmemory_mib = 8192\n" +

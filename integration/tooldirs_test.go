@@ -47,6 +47,32 @@ var toolDirs = []toolDir{
 		"snapshot/abc/def/config", "snapshot/abc/def/hooks/pre-commit", "bin/x", "storage/session/x.json",
 		"auth.json", "mcp-auth.json", "log/x.log",
 	}},
+	{tool: "copilot", env: "COPILOT_HOME", loads: []string{
+		"settings.json", "config.json", "mcp-config.json", "lsp-config.json", "permissions-config.json",
+		"copilot-instructions.md", "instructions/x.instructions.md", "agents/x.md", "skills/x/SKILL.md", "hooks/x.sh",
+		"installed-plugins/x/plugin.json", "plugin-data/x/data.json", "session-state/x/events.jsonl", "session-store.db",
+	}},
+	{tool: "cursor", env: "CURSOR_CONFIG_DIR", loads: []string{
+		"cli-config.json", "mcp.json", "hooks.json", "rules/x.mdc", "commands/x.md", "extensions/x/package.json",
+		"chats/x/store.db", "projects/x/agent-transcripts/x.jsonl",
+	}},
+	{tool: "pi", env: "PI_CODING_AGENT_DIR", loads: []string{
+		"settings.json", "models.json", "mcp.json", "auth.json", "keybindings.json", "AGENTS.md", "SYSTEM.md",
+		"APPEND_SYSTEM.md", "extensions/x.ts", "skills/x/SKILL.md", "prompts/x.md", "themes/x.json", "trust.json",
+		"sessions/x/y.jsonl",
+	}},
+	{tool: "qwen", rel: ".qwen", loads: []string{
+		"settings.json", ".env", "QWEN.md", "memory.md", "commands/x.toml", "skills/x/SKILL.md",
+		"extensions/x/qwen-extension.json", "bin/rg", "tmp/x/shell_history", "history/x/.git/config", "installation_id",
+		"mcp-oauth-tokens.json",
+	}},
+	{tool: "amp", rel: ".local/share/amp", loads: []string{"secrets.json", "threads/T-x.json"}},
+	{tool: "amp-config", rel: ".config/amp", loads: []string{"settings.json", "AGENTS.md", "skills/x/SKILL.md"}},
+	{tool: "goose", rel: ".config/goose", loads: []string{
+		"config.yaml", "permission.yaml", "secrets.yaml", "permissions/tool_permissions.json", "prompts/x.md",
+		".goosehints", "history.txt",
+	}},
+	{tool: "crush", rel: ".config/crush", loads: []string{"crush.json", "crushrc"}},
 }
 
 // dir returns the host directory of d for project p, and the variables that name it.

@@ -30,7 +30,9 @@ func Cursor() Tool {
 		Name:        "cursor",
 		Description: "Cursor CLI (cursor-agent): ~/.cursor read-only but the CLI's state (the sandbox's own); install read-only",
 		Detect: func(h Host) bool {
-			return h.onPath("cursor-agent") || h.exists(cursorDir(h).src+"/cli-config.json")
+			// ~/.cursor alone may be the editor's: the CLI writes cli-config.json.
+			return h.onPath("cursor-agent") || h.exists(cursorDir(h).src+"/cli-config.json") ||
+				h.Env["CURSOR_CONFIG_DIR"] != "" && h.exists(cursorDir(h).src)
 		},
 		Bindings: func(h Host) []Binding {
 			bs := h.ownDir(cursorDir(h), cursorState()...)
