@@ -190,9 +190,6 @@ echo "state-after $(ls -d $D/%s 2>/dev/null | wc -l)"
 			var paths []string
 			for _, q := range reqs {
 				paths = append(paths, q.Path+" "+strings.Join(q.Tools, ","))
-				if os.Getenv("DSB_IT_DEBUG") != "" {
-					t.Logf("%s\n%s", q.Path, q.Body[:min(len(q.Body), 3000)])
-				}
 			}
 			t.Fatalf("run %d: %s\n%s\nstub requests: %q", i, fmt.Sprintf(format, a...), r, paths)
 		}
