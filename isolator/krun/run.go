@@ -169,9 +169,16 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if err != nil && ctx.Err() == nil {
 			b.warn("the container's output: %v", err)
 		}
+		// The output ends as the container exits; podman reports the exit after that,
+		// seconds after on a loaded host. The status is the command's, not a guess:
+		// wait for it.
 		select {
 		case <-exited:
-		case <-time.After(5 * time.Second):
+		case <-time.After(exitReportWait):
+			return 0, fmt.Errorf("%w: podman reported no exit status within %s of the container's output ending, so the command's status is unknown; `devsandbox doctor` checks podman", isolator.ErrUnavailable, exitReportWait)
+		case <-ctx.Done():
+			<-removed
+			return 0, fmt.Errorf("%w: devsandbox is gone; the container was removed", isolator.ErrProtection)
 		}
 	case <-exited:
 		select {
@@ -185,6 +192,10 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	_ = inW.Close()
 	return sess.result(code)
 }
+
+// exitReportWait bounds the wait for the container's exit status once its output
+// ended: long enough for a loaded host, short of hanging on a service that died.
+const exitReportWait = 2 * time.Minute
 
 // firewall applies the egress rules in the running container's network namespace.
 func (b *Isolator) firewall(ctx context.Context, e engine, id string, s *Spec, p *isolator.Plan) error {

@@ -37,6 +37,7 @@ type fakeEngine struct {
 	hello   *wire.Hello
 	started chan struct{}
 	ended   chan struct{}
+	exitLag time.Duration // how long after the output ends Wait returns
 }
 
 func newFake(t *testing.T, runtime string) *fakeEngine {
@@ -102,6 +103,7 @@ func (f *fakeEngine) Pid(id string) (int, error) {
 func (f *fakeEngine) Wait(id string) (int, error) {
 	f.call("wait")
 	<-f.ended
+	time.Sleep(f.exitLag)
 	return 7, nil
 }
 
@@ -177,6 +179,18 @@ func TestRunSession(t *testing.T) {
 	}
 	if !strings.HasPrefix(f.created.Name, "devsandbox-app-0123abcd-") || f.created.Rlimits[0].Hard != 4096 {
 		t.Errorf("name %q, rlimits %+v", f.created.Name, f.created.Rlimits)
+	}
+}
+
+// podman reporting the exit seconds after the output ended (a loaded host): the
+// status is still the command's.
+func TestRunExitReportedLate(t *testing.T) {
+	f := newFake(t, "krun")
+	f.exitLag = 6 * time.Second
+	f.init = func(_ io.Reader, _, stderr io.Writer, _ *wire.Hello) { fmt.Fprint(stderr, wire.ReadyMarker) }
+	code, err := backend(f, t).Run(context.Background(), runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	if err != nil || code != 7 {
+		t.Fatalf("Run = %d, %v, want 7", code, err)
 	}
 }
 
