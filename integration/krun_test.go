@@ -8,11 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // podmanReady is why the krun tests cannot run ("" when they can).
@@ -332,10 +335,14 @@ func contains(list []string, s string) bool {
 }
 
 // (c) kill -9 of devsandbox leaves neither the container nor a podman service behind.
+// The service is the test user's, shared by every devsandbox it runs (other tests, other
+// runs of the suite on this machine): this run's processes are told apart by a marker
+// in their environment, and the service must end unless another devsandbox uses it.
 func TestKrunKill9LeavesNothing(t *testing.T) {
 	requirePodman(t)
 	p := newProject(t)
-	cmd := command(t.Context(), p.dir, baseEnv(), "--isolator=krun", "--", "/bin/sh", "-c", `sleep 1000 & echo ready; wait`)
+	mark := "DSB_IT_RUN=" + randHex(8)
+	cmd := command(t.Context(), p.dir, baseEnv(mark), "--isolator=krun", "--", "/bin/sh", "-c", `sleep 1000 & echo ready; wait`)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -351,6 +358,15 @@ func TestKrunKill9LeavesNothing(t *testing.T) {
 	if len(podmanServices()) == 0 {
 		t.Fatal("no podman service of devsandbox's found while it runs")
 	}
+	// The helper (devsandbox-krun, which holds the service's users lock) must carry the
+	// marker, or a helper left behind would go unseen.
+	helper := false
+	for _, pid := range markedProcesses(mark) {
+		helper = helper || program(pid) == "devsandbox-krun"
+	}
+	if !helper {
+		t.Fatal("the run's devsandbox-krun does not carry its marker: the test would prove nothing")
+	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -362,14 +378,73 @@ func TestKrunKill9LeavesNothing(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// The service's supervisor ends it 10 s after its last user.
+	// Nothing of the run is left but the service, whose supervisor ends it 10 s after
+	// its last user.
 	deadline = time.Now().Add(25 * time.Second)
-	for len(podmanServices()) > 0 {
+	for {
+		services := podmanServices()
+		var left []string
+		for _, pid := range markedProcesses(mark) {
+			if !slices.Contains(services, pid) {
+				left = append(left, fmt.Sprintf("%d %s", pid, program(pid)))
+			}
+		}
+		if len(left) == 0 && len(services) == 0 {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("podman services still running 25s after devsandbox was killed: %v", podmanServices())
+			switch {
+			case len(left) > 0:
+				t.Fatalf("processes of the run outlived devsandbox by 25s: %v", left)
+			case serviceInUse(t):
+				t.Logf("the podman service %v serves another devsandbox on this machine: it may run on", services)
+				return
+			}
+			t.Fatalf("podman services still running 25s after devsandbox was killed, with no devsandbox using them: %v", services)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// markedProcesses lists the test user's processes with mark in their environment.
+func markedProcesses(mark string) []int {
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		var st syscall.Stat_t
+		if syscall.Stat(d, &st) != nil || int(st.Uid) != it.uid {
+			continue
+		}
+		b, err := os.ReadFile(d + "/environ")
+		if err != nil || !slices.Contains(strings.Split(string(b), "\x00"), mark) {
+			continue
+		}
+		if n, err := strconv.Atoi(filepath.Base(d)); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}
+
+// serviceInUse reports whether a devsandbox holds the krun isolator's podman service
+// (runtime runc) of the test user: each holds a shared lock on SOCKET.users while it
+// runs, which the service's supervisor waits to find free.
+func serviceInUse(t *testing.T) bool {
+	t.Helper()
+	f, err := os.Open(filepath.Join(runtimeDir(), "podman", "devsandbox-runc.sock.users"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	// A moment's exclusive lock: the supervisor also takes one, briefly, to look.
+	for range 5 {
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
+			_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
 }
 
 // A krun VM runs one command and cannot be exec'd into: --keep-container is refused
