@@ -82,3 +82,41 @@ func BenchmarkDownloadForward(b *testing.B) {
 		resp.Body.Close()
 	}
 }
+
+// benchSmall sends a small GET on a new connection each (as curl does with
+// Connection: close) and reads the response, b.N times.
+func benchSmall(b *testing.B, dial func() net.Conn, target string) {
+	for b.Loop() {
+		c := dial()
+		io.WriteString(c, "GET "+target+" HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		c.Close()
+	}
+}
+
+func BenchmarkSmallDirect(b *testing.B) {
+	o := newOrigin(b, false, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	benchSmall(b, func() net.Conn {
+		c, err := net.Dial("tcp", o.Listener.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}, "/")
+}
+
+func BenchmarkSmallForward(b *testing.B) {
+	o := newOrigin(b, false, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	h := newHarness(b, Config{Policy: mustPolicy(b, []string{"origin.test"}, nil, "deny"), Resolver: loopback("origin.test")})
+	benchSmall(b, func() net.Conn {
+		c, err := net.Dial("unix", h.sock)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}, "http://origin.test:"+o.port()+"/")
+}

@@ -88,19 +88,38 @@ func (s *Server) tunnel(req *http.Request, client net.Conn, _ *goproxy.ProxyCtx)
 // pipe copies client→target (counted in up) and target→client (down) until both
 // directions end. A direction ends at EOF, closing the write half of the other side so
 // half-closing protocols work; at an error, closing both connections so the other
-// direction ends too; or when no byte has moved either way for idle.
+// direction ends too; or when no byte has moved either way for idle. Bytes the client
+// sent with its CONNECT go to the target first; then each direction is spliced in the
+// kernel where both ends are plain sockets (spliceRelay), and copied otherwise.
 func pipe(client, target net.Conn, idle time.Duration, up, down *atomic.Int64) {
 	var last atomic.Int64
 	last.Store(time.Now().UnixNano())
+	src := client
+	if bc, ok := client.(*bufferedConn); ok {
+		_ = target.SetWriteDeadline(time.Now().Add(idle))
+		nw, err := target.Write(bc.early)
+		up.Add(int64(nw))
+		if err != nil {
+			client.Close()
+			target.Close()
+			return
+		}
+		src = bc.Conn
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		relay(target, client, idle, &last, up)
+		if !spliceRelay(target, src, idle, &last, up) {
+			relay(target, src, idle, &last, up)
+		}
 	}()
-	relay(client, target, idle, &last, down)
+	if !spliceRelay(client, target, idle, &last, down) {
+		relay(client, target, idle, &last, down)
+	}
 	<-done
 }
 
+// relay copies src to dst through a buffer under pipe's contract.
 func relay(dst, src net.Conn, idle time.Duration, last, n *atomic.Int64) {
 	buf := make([]byte, 64<<10)
 	for {

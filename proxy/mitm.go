@@ -88,7 +88,7 @@ func (s *Server) intercept(req *http.Request, client net.Conn, gctx *goproxy.Pro
 		return
 	}
 	early, _ := br.Peek(br.Buffered())
-	var conn net.Conn = &bufferedConn{Conn: counted, r: io.MultiReader(bytes.NewReader(bytes.Clone(early)), counted)}
+	var conn net.Conn = &bufferedConn{Conn: counted, early: bytes.Clone(early)}
 	scheme := "http"
 	if first[0] == tlsHandshakeRecord {
 		tc, err := s.handshake(req.Context(), conn, hostPort(ex.target.Host, ex.target.Port), gctx)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -70,7 +71,7 @@ func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	if n := rw.Reader.Buffered(); n > 0 {
 		early, _ := rw.Reader.Peek(n)
-		c = &bufferedConn{Conn: c, r: io.MultiReader(bytes.NewReader(bytes.Clone(early)), c)}
+		c = &bufferedConn{Conn: c, early: bytes.Clone(early)}
 	}
 	w.hijacked = c
 	w.track.addConn(c)
@@ -80,10 +81,17 @@ func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // bufferedConn is a hijacked conn whose reads start with bytes already buffered.
 type bufferedConn struct {
 	net.Conn
-	r io.Reader
+	early []byte // read before Conn
 }
 
-func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+func (c *bufferedConn) Read(p []byte) (int, error) {
+	if len(c.early) > 0 {
+		n := copy(p, c.early)
+		c.early = c.early[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
 
 func (c *bufferedConn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
@@ -103,3 +111,21 @@ func (b *countingBody) Read(p []byte) (int, error) {
 	b.n.Add(int64(n))
 	return n, err
 }
+
+// copyBufSize is the buffer a response body is copied through. Larger than io.Copy's
+// 32 KiB: each chunk costs a read, a write and a deadline, and a fast upstream hands
+// over far more than 32 KiB per read.
+const copyBufSize = 256 << 10
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
+
+// ReadFrom copies a response body to the client through a pooled buffer of
+// copyBufSize, each chunk through Write (counted, under the write deadline).
+func (w *responseWriter) ReadFrom(r io.Reader) (int64, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	return io.CopyBuffer(writerOnly{w}, r, *bp)
+}
+
+// writerOnly hides ReadFrom so io.CopyBuffer uses the buffer it is given.
+type writerOnly struct{ io.Writer }

@@ -2,7 +2,7 @@
 // drives, alternating the two so machine noise hits both alike, and prints the ratio.
 // It also reports Go package init time of the binary (GODEBUG=inittrace=1).
 //
-//	benchlaunch -bin bin/devsandbox [-n 200] [-user dsbtest]
+//	benchlaunch -bin bin/devsandbox [-n 200] [-user dsbtest] [-only throughput]
 package main
 
 import (
@@ -29,7 +29,15 @@ func main() {
 	files := flag.Int("files", 0, "files in the benchmark project (spread over files/100 dirs)")
 	only := flag.String("only", "", "run only the cases whose title contains this")
 	large := flag.Int("large", 0, "also compare an empty project with one of this many files (e.g. 200000)")
+	originAddr := flag.String("origin", "", "internal: serve the proxy benchmark's origin on this address")
 	flag.Parse()
+	if *originAddr != "" {
+		if err := serveOrigin(*originAddr); err != nil {
+			fmt.Fprintf(os.Stderr, "benchlaunch: origin: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*bin, *n, *userName, *files, *only, *large); err != nil {
 		fmt.Fprintf(os.Stderr, "benchlaunch: %v\n", err)
 		os.Exit(1)
@@ -190,7 +198,7 @@ func run(bin string, n int, userName string, files int, only string, large int) 
 			fmt.Printf("  %-32s median %7.2f ms   ratio %.2fx\n", name, ms(meds[i]), float64(meds[i])/float64(meds[0]))
 		}
 	}
-	if only == "" || strings.Contains("egress proxy", only) {
+	if only == "" || strings.Contains("egress proxy throughput", only) {
 		if err := benchProxy(r, bin); err != nil {
 			return err
 		}
