@@ -27,6 +27,10 @@ const throughputRuns = 5
 // namespace this benchmark creates, joined by a veth pair, allowed explicitly (the
 // proxy refuses private addresses otherwise).
 func benchProxy(r runner, bin string) error {
+	if os.Getuid() != 0 {
+		fmt.Println("egress proxy throughput: skipped (run as root: the origin is a network namespace this benchmark creates)")
+		return nil
+	}
 	o, err := startOrigin()
 	if err != nil {
 		return err
@@ -110,9 +114,6 @@ type origin struct {
 }
 
 func startOrigin() (*origin, error) {
-	if os.Getuid() != 0 {
-		return nil, fmt.Errorf("the proxy benchmark creates a network namespace for its origin: run it as root")
-	}
 	var b [2]byte
 	var subnet int
 	for {
