@@ -77,7 +77,7 @@ func ParseEntry(s string) (Entry, error) {
 	if rest, ok := strings.CutPrefix(name, "*."); ok {
 		e.Wildcard, name = true, rest
 	}
-	if err := validName(name); err != nil {
+	if err := ValidName(name); err != nil {
 		return Entry{}, fmt.Errorf("%q: %v", s, err)
 	}
 	e.Host = name
@@ -114,9 +114,9 @@ func looksNumeric(s string) bool {
 	return s != ""
 }
 
-// validName checks a DNS name: dot-separated labels of letters, digits, '-' and '_'
-// (not at a label's ends), 1-63 bytes each, 253 in all.
-func validName(n string) error {
+// ValidName checks a lower-case DNS name: dot-separated labels of letters, digits, '-'
+// and '_' (not at a label's ends), 1-63 bytes each, 253 in all.
+func ValidName(n string) error {
 	if n == "" || len(n) > 253 {
 		return fmt.Errorf("%q is not a host name", n)
 	}

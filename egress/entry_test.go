@@ -24,6 +24,8 @@ func TestParseEntry(t *testing.T) {
 		{"2001:db8::/32", Entry{Prefix: netip.MustParsePrefix("2001:db8::/32")}, "2001:db8::/32"},
 		{"[2001:db8::1]:443", Entry{Prefix: netip.MustParsePrefix("2001:db8::1/128"), Port: 443}, "[2001:db8::1]:443"},
 		{"[2001:db8::/32]:443", Entry{Prefix: netip.MustParsePrefix("2001:db8::/32"), Port: 443}, "[2001:db8::/32]:443"},
+		{"[::1]", Entry{Prefix: netip.MustParsePrefix("::1/128")}, "::1"},
+		{"under_score.test", Entry{Host: "under_score.test"}, "under_score.test"},
 	}
 	for _, tt := range tests {
 		got, err := ParseEntry(tt.in)
@@ -36,7 +38,8 @@ func TestParseEntry(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", ":443", "host:", "host:0", "host:65536", "host:+1", "host:x", "*.", "*", "a..b",
-		"-a.com", "a_b c", "[::1", "[::1]x", "[::1]:", "[host]:1", "fe80::1%eth0", "1.2.3.4/33", "a:b:c:d:e"} {
+		"-a.com", "a_b c", "[::1", "[::1]x", "[::1]:", "[host]:1", "fe80::1%eth0", "1.2.3.4/33", "a:b:c:d:e",
+		"1.2.3", "1.2.3.4.5", "10.0.0.0/33", "[10.0.0.1]:80", "[2001:db8::1", "2001:db8::zz", "a b.com", "*.*.com"} {
 		if e, err := ParseEntry(bad); err == nil {
 			t.Errorf("ParseEntry(%q) = %+v, want an error", bad, e)
 		}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 )
@@ -111,21 +110,6 @@ func parseCredentialHost(h string) (string, entry, error) {
 // scheme to host:port (see entry.targets).
 func (c *credential) matches(scheme, host string, port int) bool {
 	return c.scheme == scheme && c.host.targets(host, port)
-}
-
-// targets reports whether a request for host:port, as the client named it, is one the
-// entry names. An IP or CIDR entry matches a host given as an address, never a name
-// resolving into it: where a secret goes, or which rule applies, is decided by what
-// the client asked for, not by DNS.
-func (e *entry) targets(host string, port int) bool {
-	if !e.portMatches(port) {
-		return false
-	}
-	if e.kind == kindPrefix {
-		a, err := netip.ParseAddr(host)
-		return err == nil && e.prefix.Contains(a.Unmap())
-	}
-	return e.nameMatches(host)
 }
 
 // where is the credential's destination as a URL prefix: "https://api.test" (port 443

@@ -145,4 +145,12 @@ func splitHostPort(address string) (string, int, error) {
 	return host, port, nil
 }
 
+func parsePort(p string) (int, error) {
+	n, err := strconv.Atoi(p)
+	if err != nil || p[0] == '+' || p[0] == '-' || n < 1 || n > 65535 {
+		return 0, fmt.Errorf("port %q is not a number from 1 to 65535", p)
+	}
+	return n, nil
+}
+
 func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }

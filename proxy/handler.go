@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
@@ -79,10 +80,14 @@ func badTarget(host string) string {
 		}
 		return ""
 	}
-	if onlyDigitsAndDots(h) || !validHostName(h) {
+	if onlyDigitsAndDots(h) || egress.ValidName(h) != nil {
 		return "the target is not a host name or IP address"
 	}
 	return ""
+}
+
+func onlyDigitsAndDots(s string) bool {
+	return strings.Trim(s, "0123456789.") == ""
 }
 
 // authorized checks Proxy-Authorization: Basic against the session credential in

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
@@ -90,9 +91,19 @@ func newHarness(t testing.TB, cfg Config) *harness {
 	return h
 }
 
+// entries parses egress entries, failing the test on a bad one.
+func entries(t testing.TB, ss ...string) []egress.Entry {
+	t.Helper()
+	es, err := egress.ParseEntries(ss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
 func mustPolicy(t testing.TB, allow, deny []string, def string) *Policy {
 	t.Helper()
-	p, err := NewPolicy(allow, deny, def)
+	p, err := NewPolicy(entries(t, allow...), entries(t, deny...), def)
 	if err != nil {
 		t.Fatal(err)
 	}

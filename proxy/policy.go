@@ -53,10 +53,11 @@ type Policy struct {
 	gitSSH  bool
 }
 
-// NewPolicy builds a Policy from allow and deny entries and a default, "allow" or
-// "deny" ("" means "allow", the DESIGN default). Errors match ErrInvalidEntry.
-func NewPolicy(allow, deny []string, def string) (*Policy, error) {
-	p := &Policy{}
+// NewPolicy builds a Policy from allow and deny entries (egress.ParseEntry's) and a
+// default, "allow" or "deny" ("" means "allow", the DESIGN default). Errors match
+// ErrInvalidEntry.
+func NewPolicy(allow, deny []egress.Entry, def string) (*Policy, error) {
+	p := &Policy{allow: matchers(allow), deny: matchers(deny)}
 	switch def {
 	case "", "allow":
 		p.defaultAllow = true
@@ -64,26 +65,7 @@ func NewPolicy(allow, deny []string, def string) (*Policy, error) {
 	default:
 		return nil, fmt.Errorf("%w: proxy default %q (want allow or deny)", ErrInvalidEntry, def)
 	}
-	var err error
-	if p.allow, err = parseEntries(allow); err != nil {
-		return nil, err
-	}
-	if p.deny, err = parseEntries(deny); err != nil {
-		return nil, err
-	}
 	return p, nil
-}
-
-func parseEntries(ss []string) ([]entry, error) {
-	out := make([]entry, 0, len(ss))
-	for _, s := range ss {
-		e, err := parseEntry(s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, nil
 }
 
 // Decide decides on host:port reached at addrs. When host is an IP literal, addrs is
@@ -144,39 +126,6 @@ func privateReason(host string, a netip.Addr, what string) string {
 		return fmt.Sprintf("%s is %s", host, what)
 	}
 	return fmt.Sprintf("%s resolves to %s, %s", host, a, what)
-}
-
-func (e *entry) portMatches(port int) bool { return e.port == 0 || e.port == port }
-
-func (e *entry) nameMatches(host string) bool {
-	switch e.kind {
-	case kindHost:
-		return host == e.name
-	case kindWildcard:
-		return len(host) > len(e.name) && strings.HasSuffix(host, e.name)
-	}
-	return false
-}
-
-func (e *entry) anyAddrIn(addrs []netip.Addr) bool {
-	for _, a := range addrs {
-		if e.kind == kindPrefix && e.prefix.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-func (e *entry) allAddrsIn(addrs []netip.Addr) bool {
-	if e.kind != kindPrefix || len(addrs) == 0 {
-		return false
-	}
-	for _, a := range addrs {
-		if !e.prefix.Contains(a) {
-			return false
-		}
-	}
-	return true
 }
 
 // normalizeHost lower-cases a host and drops a trailing dot and IPv6 brackets.

@@ -9,25 +9,37 @@ import (
 	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
+// The proxy reads entries with egress.ParseEntry only; its errors carry the proxy's
+// class.
 func TestParseEntry(t *testing.T) {
-	valid := []string{
-		"example.com", "example.com:443", "*.example.com", "*.example.com:8080", "EXAMPLE.com",
-		"10.0.0.1", "10.0.0.1:22", "10.0.0.0/8", "10.0.0.0/8:443", "2001:db8::1", "2001:db8::/32",
-		"[2001:db8::1]:443", "[2001:db8::/32]:443", "[::1]", "under_score.test",
-	}
-	for _, s := range valid {
+	for _, s := range []string{"example.com", "*.example.com:8080", "EXAMPLE.com.", "10.0.0.0/8:443", "[2001:db8::/32]:443"} {
 		if _, err := parseEntry(s); err != nil {
 			t.Errorf("parseEntry(%q): %v", s, err)
 		}
 	}
-	invalid := []string{
-		"", "*", "*.", "a..b", "-a.com", "host:", "host:0", "host:65536", "host:+1", "host:x",
-		"1.2.3", "1.2.3.4.5", "10.0.0.0/33", "[10.0.0.1]:80", "[2001:db8::1", "[::1]x", "[::1]:",
-		"fe80::1%eth0", "2001:db8::zz", "a b.com", "*.*.com",
-	}
-	for _, s := range invalid {
+	for _, s := range []string{"", "*", "host:0", "[10.0.0.1]:80", "https://example.com"} {
 		if _, err := parseEntry(s); !errors.Is(err, ErrInvalidEntry) {
 			t.Errorf("parseEntry(%q) = %v, want ErrInvalidEntry", s, err)
+		}
+	}
+}
+
+// A rule is reported in the grammar's own form: what `logs proxy --suggest` prints
+// and egress.allow reads.
+func TestRuleText(t *testing.T) {
+	p := mustPolicy(t, []string{"EXAMPLE.com.", "10.1.2.3/8", "[2001:db8::1]:443"}, nil, "deny")
+	for _, tc := range []struct {
+		host string
+		port int
+		addr []netip.Addr
+		rule string
+	}{
+		{"example.com", 80, addrs("93.184.216.34"), "example.com"},
+		{"10.9.9.9", 22, nil, "10.0.0.0/8"},
+		{"2001:db8::1", 443, nil, "[2001:db8::1]:443"},
+	} {
+		if d := p.Decide(tc.host, tc.port, tc.addr); !d.Allow || d.Rule != tc.rule {
+			t.Errorf("Decide(%s:%d) = %+v, want allowed by %q", tc.host, tc.port, d, tc.rule)
 		}
 	}
 }
@@ -40,9 +52,6 @@ func TestNewPolicyDefault(t *testing.T) {
 	}
 	if _, err := NewPolicy(nil, nil, "maybe"); !errors.Is(err, ErrInvalidEntry) {
 		t.Errorf("default maybe: %v", err)
-	}
-	if _, err := NewPolicy([]string{"ok.com", "bad:0"}, nil, "allow"); !errors.Is(err, ErrInvalidEntry) {
-		t.Errorf("bad allow entry: %v", err)
 	}
 }
 
@@ -162,7 +171,7 @@ func TestDecide(t *testing.T) {
 // Review findings: the host's own addresses and the special-purpose ranges are refused
 // unless named; under a default of deny a name with no allow entry is not resolved.
 func TestPolicyHostAndSpecialAddresses(t *testing.T) {
-	p, err := NewPolicy([]string{"203.0.113.9:8099"}, nil, "allow")
+	p, err := NewPolicy(entries(t, "203.0.113.9:8099"), nil, "allow")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +202,7 @@ func (c *countingResolver) LookupNetIP(context.Context, string, string) ([]netip
 }
 
 func TestDefaultDenyDoesNotResolve(t *testing.T) {
-	p, err := NewPolicy([]string{"93.184.216.0/24", "allowed.example"}, nil, "deny")
+	p, err := NewPolicy(entries(t, "93.184.216.0/24", "allowed.example"), nil, "deny")
 	if err != nil {
 		t.Fatal(err)
 	}

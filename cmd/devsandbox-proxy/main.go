@@ -40,6 +40,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/proxy"
 	"github.com/devsandbox/devsandbox/proxy/ca"
 	"github.com/devsandbox/devsandbox/proxy/handoff"
@@ -125,7 +126,15 @@ func run(ctx context.Context, args []string, getenv func(string) (string, bool),
 	if err != nil {
 		return fail("%v", err)
 	}
-	pol, err := proxy.NewPolicy(o.allow, o.deny, o.def)
+	allow, err := egress.ParseEntries(o.allow)
+	var deny []egress.Entry
+	if err == nil {
+		deny, err = egress.ParseEntries(o.deny)
+	}
+	var pol *proxy.Policy
+	if err == nil {
+		pol, err = proxy.NewPolicy(allow, deny, o.def)
+	}
 	if err == nil {
 		pol, err = pol.WithGitPush(o.gitPush, o.gitSSH)
 	}

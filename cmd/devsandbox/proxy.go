@@ -155,8 +155,8 @@ func systemBundle(h config.Host) []byte {
 	return nil
 }
 
-// proxyArgs is devsandbox-proxy's argv after the program name. The policy:
-// egress.allow plus the enabled tools' hosts, egress.deny, and proxy.default (deny in
+// proxyArgs is devsandbox-proxy's argv after the program name. The policy: the
+// Plan's rules (egress.allow plus the enabled tools' hosts, egress.deny), and proxy.default (deny in
 // allowlist mode, where only what is listed passes); an entry given twice is passed
 // once. The audit log goes to the project's state directory. proxy.git_push becomes
 // one --git-push per pattern, and proxy.git_ssh --git-ssh.
@@ -176,14 +176,11 @@ func proxyArgs(p *isolator.Plan, cfg *config.Config, session string) []string {
 			args = append(args, arg)
 		}
 	}
-	for _, e := range cfg.Egress.Allow {
-		add("--allow=" + e)
-	}
-	for _, e := range p.Egress.ProxyAllow {
+	for _, e := range append(append([]egress.Entry{}, p.Egress.Allow...), p.Egress.ProxyAllow...) {
 		add("--allow=" + e.String())
 	}
-	for _, e := range cfg.Egress.Deny {
-		add("--deny=" + e)
+	for _, e := range p.Egress.Deny {
+		add("--deny=" + e.String())
 	}
 	for _, pat := range cfg.Proxy.GitPush {
 		add("--git-push=" + pat)

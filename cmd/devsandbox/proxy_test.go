@@ -67,12 +67,13 @@ func TestProxyArgs(t *testing.T) {
 		Egress: config.Egress{Allow: []string{"example.com", "10.0.0.0/8:22"}, Deny: []string{"evil.test"}},
 		Proxy:  config.Proxy{Default: "allow"},
 	}
-	var tools []egress.Entry
-	for _, s := range []string{"api.tool.test", "example.com", "api.tool.test"} {
-		e, _ := egress.ParseEntry(s)
-		tools = append(tools, e)
+	parse := func(ss ...string) []egress.Entry {
+		es, _ := egress.ParseEntries(ss)
+		return es
 	}
-	p := &isolator.Plan{StateDir: "/st/proj-1", Egress: egress.Rules{Mode: egress.Proxy, ProxyAllow: tools}}
+	// The Plan's rules are the config's entries, parsed: the proxy gets those.
+	p := &isolator.Plan{StateDir: "/st/proj-1", Egress: egress.Rules{Mode: egress.Proxy, Allow: parse(cfg.Egress.Allow...),
+		Deny: parse(cfg.Egress.Deny...), ProxyAllow: parse("api.tool.test", "example.com", "api.tool.test")}}
 	want := []string{"--session=s1", "--log-dir=/st/proj-1", "--default=allow",
 		"--allow=example.com", "--allow=10.0.0.0/8:22", "--allow=api.tool.test", "--deny=evil.test"}
 	if got := proxyArgs(p, cfg, "s1"); !slices.Equal(got, want) {
