@@ -39,6 +39,18 @@ func ParseRefPattern(s string) (RefPattern, error) {
 // String is the pattern in full ("refs/heads/agent/*").
 func (p RefPattern) String() string { return p.full }
 
+// MarshalText implements encoding.TextMarshaler: the pattern in full.
+func (p RefPattern) MarshalText() ([]byte, error) { return []byte(p.full), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseRefPattern.
+func (p *RefPattern) UnmarshalText(b []byte) error {
+	q, err := ParseRefPattern(string(b))
+	if err == nil {
+		*p = q
+	}
+	return err
+}
+
 // Match reports whether ref, a full ref name, is one the pattern allows.
 func (p RefPattern) Match(ref string) bool { return globMatch(p.full, ref) }
 

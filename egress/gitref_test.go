@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -79,5 +80,29 @@ func TestCheckRefName(t *testing.T) {
 		if err := CheckRefName(bad); err == nil {
 			t.Errorf("CheckRefName(%q) accepted", bad)
 		}
+	}
+}
+
+// A pattern crosses a pipe (JSON) and comes back the same.
+func TestRefPatternText(t *testing.T) {
+	in := []string{"agent/*", "refs/tags/v*"}
+	var ps []RefPattern
+	for _, s := range in {
+		p, err := ParseRefPattern(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	b, err := json.Marshal(ps)
+	if err != nil || string(b) != `["refs/heads/agent/*","refs/tags/v*"]` {
+		t.Fatalf("json.Marshal = %s, %v", b, err)
+	}
+	var back []RefPattern
+	if err := json.Unmarshal(b, &back); err != nil || len(back) != 2 || back[0] != ps[0] || back[1] != ps[1] {
+		t.Errorf("json.Unmarshal = %v, %v", back, err)
+	}
+	if err := json.Unmarshal([]byte(`["refs/heads/a..b"]`), &back); err == nil {
+		t.Error("a bad pattern was read")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // ErrUnavailable is wrapped by errors that mean the isolator cannot run on this host.
@@ -19,6 +20,10 @@ var ErrUnavailable = errors.New("isolator unavailable")
 // ErrProtection is wrapped by errors that mean a requested protection (a mask, a
 // secret file, an egress rule) could not be applied; the run is aborted.
 var ErrProtection = errors.New("protection could not be applied")
+
+// ErrConfig is wrapped by errors caused by configured values that do not fit the host
+// (a bind source that does not exist, a secret file that cannot be read).
+var ErrConfig = errors.New("configuration does not fit this host")
 
 // State is the result of an availability check.
 type State int
@@ -47,6 +52,9 @@ type Status struct {
 	Reason string
 	Fix    string
 }
+
+// ForwardedSignals are the signals devsandbox passes on to the sandboxed command.
+var ForwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
 // Stdio is the command's standard streams.
 type Stdio struct {

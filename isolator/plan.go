@@ -36,6 +36,10 @@ type Plan struct {
 	Env     []EnvVar
 	Secrets []Secret
 	Egress  egress.Rules
+	// Proxy configures the session's filtering proxy (egress modes proxy and
+	// allowlist); the Egress rules are its allow and deny lists and Egress.Proxy
+	// where it listens.
+	Proxy ProxyConfig
 	// Syscalls is the syscall policy every process of the sandbox runs under; the
 	// zero value is the strict policy.
 	Syscalls syscalls.Policy
@@ -58,6 +62,81 @@ type Plan struct {
 	// HostEnv holds the host values of FromHost variables and env secrets. Renderers
 	// must never print it; Run copies values from it into the child's environment.
 	HostEnv map[string]string `json:"-"`
+}
+
+// HostEnvNames are the host variables whose values Run needs (HostEnv's keys): the
+// values of FromHost variables and of env secrets, and what the session proxy needs
+// (its CA, the credentials' values and placeholders, the host's choice of CA roots).
+// A program the run is handed to (package handoff) gets exactly these in its
+// environment.
+func (p *Plan) HostEnvNames() []string {
+	var names []string
+	for _, e := range p.Env {
+		if e.FromHost {
+			names = append(names, e.Name)
+		}
+	}
+	for _, s := range p.Secrets {
+		if s.EnvSource != "" {
+			names = append(names, s.EnvSource)
+		}
+	}
+	if p.Egress.NeedsProxy() {
+		names = append(names, "SSL_CERT_FILE", "SSL_CERT_DIR")
+		if p.Proxy.MITM {
+			names = append(names, ProxyCAVar)
+		}
+		for _, c := range p.Proxy.Credentials {
+			for _, n := range []string{c.ValueEnv, c.PlaceholderVar} {
+				if n != "" {
+					names = append(names, n)
+				}
+			}
+		}
+	}
+	return names
+}
+
+// ProxyConfig is how the session's filtering proxy runs. Its secrets (the MITM CA's
+// key, the credentials' values and placeholders) are named here and held in
+// HostEnv, never in the Plan.
+type ProxyConfig struct {
+	// Session names the run: the proxy's socket, the publish directory and the audit
+	// records carry it.
+	Session string
+	// Default is the verdict where no entry decides: "allow" or "deny" (always deny
+	// in allowlist mode, where only what is listed passes).
+	Default string
+	// MITM decrypts HTTPS with the project's CA (proxy.mitm): its certificate and key
+	// are HostEnv[ProxyCAVar], the certificate alone in the sandbox's CA bundle.
+	MITM bool
+	// GitPush are the refs a sandboxed git push may change (proxy.git_push; none: no
+	// push policy), GitSSH lets ssh (port 22) through a push policy (proxy.git_ssh).
+	GitPush []egress.RefPattern
+	GitSSH  bool
+	// Credentials are what the proxy adds to requests (proxy.credentials), in order.
+	Credentials []ProxyCredential
+}
+
+// ProxyCAVar is the HostEnv key of the MITM CA (certificate and key, PEM; package
+// proxy/ca).
+const ProxyCAVar = "DEVSANDBOX_PROXY_CA"
+
+// ProxyCredential is one credential the proxy adds: its public fields and where its
+// secrets are.
+type ProxyCredential struct {
+	// Name is the placeholder's variable in the sandbox, or the config key
+	// (proxy.credentials[i]), for messages.
+	Name   string
+	Host   string // [https:// | http://] egress entry
+	Header string
+	Format string // "Bearer {}"; "" is the value alone
+	// The value is HostEnv[ValueEnv] (a host variable) or the content of ValueFile,
+	// read at launch.
+	ValueEnv, ValueFile string
+	// PlaceholderVar, when set, is the HostEnv key of the placeholder the sandbox
+	// gets in place of the value (a secret of the Plan, like an env secret).
+	PlaceholderVar string
 }
 
 // Limits bound what one sandbox consumes; zero means no limit. Where an isolator

@@ -17,10 +17,7 @@ func benchPush(b *testing.B, policy bool) {
 	o := newOrigin(b, false, func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) })
 	pol := mustPolicy(b, []string{"origin.test"}, nil, "deny")
 	if policy {
-		var err error
-		if pol, err = pol.WithGitPush([]string{"agent/*"}, false); err != nil {
-			b.Fatal(err)
-		}
+		pol = pol.WithGitPush(refPatterns(b, "agent/*"), false)
 	}
 	h := newHarness(b, Config{Policy: pol, Resolver: loopback("origin.test")})
 	c := h.unixClient(b, nil)

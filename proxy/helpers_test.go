@@ -101,6 +101,20 @@ func entries(t testing.TB, ss ...string) []egress.Entry {
 	return es
 }
 
+// refPatterns parses git push patterns, failing the test on a bad one.
+func refPatterns(t testing.TB, ss ...string) []egress.RefPattern {
+	t.Helper()
+	var out []egress.RefPattern
+	for _, s := range ss {
+		p, err := egress.ParseRefPattern(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 func mustPolicy(t testing.TB, allow, deny []string, def string) *Policy {
 	t.Helper()
 	p, err := NewPolicy(entries(t, allow...), entries(t, deny...), def)

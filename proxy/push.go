@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,24 +26,17 @@ const DefaultMaxPushHead = 1 << 20
 const maxPushDrain = 1 << 30
 
 // WithGitPush returns a copy of p that limits git pushes to the refs patterns name
-// (egress.ParseRefPattern: "agent/*" is refs/heads/agent/*, "refs/…" as written);
+// (egress.ParseRefPattern's: "agent/*" is refs/heads/agent/*, "refs/…" as written);
 // p is unchanged. With at least one pattern, every smart-HTTP push the proxy sees
 // (plain HTTP, and HTTPS it decrypts) must change only refs a pattern matches, or it
 // is refused whole before any byte of it reaches the server; and, unless ssh is
 // true, CONNECTs to port 22 are refused, since a push over ssh cannot be read. No
-// patterns: no push policy. Errors match ErrInvalidEntry.
-func (p *Policy) WithGitPush(patterns []string, ssh bool) (*Policy, error) {
+// patterns: no push policy.
+func (p *Policy) WithGitPush(patterns []egress.RefPattern, ssh bool) *Policy {
 	q := *p
-	q.gitPush = nil
-	for _, s := range patterns {
-		rp, err := egress.ParseRefPattern(s)
-		if err != nil {
-			return nil, fmt.Errorf("%w: proxy.git_push: %v", ErrInvalidEntry, err)
-		}
-		q.gitPush = append(q.gitPush, rp)
-	}
+	q.gitPush = slices.Clone(patterns)
 	q.gitSSH = ssh
-	return &q, nil
+	return &q
 }
 
 // refusesSSH reports whether a CONNECT to port is git over ssh the push policy refuses.

@@ -1,13 +1,15 @@
 // Command devsandbox-krun is the krun isolator of devsandbox: it links podman's API
 // bindings, which devsandbox itself does not (their package initialisation would slow
-// every launch). devsandbox runs it with one request on a pipe; see
-// isolator/krun/helper for the contract. It is not meant to be run by hand.
+// every launch). devsandbox runs it with one request on a pipe; see isolator/handoff
+// for the contract. It is not meant to be run by hand.
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 
+	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/krun"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 )
@@ -16,16 +18,20 @@ func main() {
 	if len(os.Args) == 4 && os.Args[1] == krun.SuperviseArg {
 		os.Exit(krun.Supervise(os.Args[2], os.Args[3], os.Stderr))
 	}
-	if len(os.Args) != 2 || os.Args[1] != "serve" {
+	if len(os.Args) != 2 || os.Args[1] != handoff.ServeArg {
 		fmt.Fprintf(os.Stderr, "%s: the krun isolator of devsandbox; run `devsandbox --isolator=krun`\n", helper.Program)
 		os.Exit(2)
 	}
-	os.Exit(helper.Serve(func(s helper.Settings, sigs <-chan helper.Signal, phase func(string)) helper.Backend {
+	os.Exit(handoff.Serve(handoff.ServeIsolator(func(j *handoff.Job) (handoff.Backend, error) {
+		var s helper.Settings
+		if err := json.Unmarshal(j.Settings, &s); err != nil {
+			return nil, fmt.Errorf("the krun settings: %w", err)
+		}
 		return &krun.Isolator{
 			Settings: s,
-			Signals:  sigs,
-			Phase:    phase,
+			Signals:  j.Signals,
+			Phase:    j.Phase,
 			Warn:     func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", m) },
-		}
-	}, os.Stdin, os.Stdout, os.Stderr))
+		}, nil
+	}, nil), os.Stdin, os.Stdout, os.Stderr))
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -17,9 +18,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/proxy/audit"
-	"github.com/devsandbox/devsandbox/proxy/handoff"
+	"github.com/devsandbox/devsandbox/proxy/service"
 )
+
+// entries parses egress entries.
+func entries(t *testing.T, ss ...string) []egress.Entry {
+	t.Helper()
+	es, err := egress.ParseEntries(ss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
 
 // inherited binds a Unix socket as devsandbox does and returns its path and the
 // listening descriptor to hand over; the test's own listener is closed.
@@ -60,10 +72,11 @@ func proxied(t *testing.T, c net.Conn, br *bufio.Reader, url string) int {
 	return resp.StatusCode
 }
 
-// TestServesUntilLifelineEnds follows a session: a client connects before the proxy
-// runs (the bound socket queues it), is served by policy, and when the lifeline ends
-// the proxy exits 0 with every request in the audit log, leaving the socket file.
-func TestServesUntilLifelineEnds(t *testing.T) {
+// TestServesUntilDone follows a session: a client connects before the proxy runs (the
+// bound socket queues it), is served by policy, and when the control pipe ends (the
+// context) the proxy returns 0 with every request in the audit log, leaving the
+// socket file.
+func TestServesUntilDone(t *testing.T) {
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hi") }))
 	defer origin.Close()
 	sock, lnFile := inherited(t)
@@ -75,15 +88,12 @@ func TestServesUntilLifelineEnds(t *testing.T) {
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 
 	logDir := filepath.Join(t.TempDir(), "log")
-	lifeR, lifeW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lifeR.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
-	args := []string{"--session=s1", "--log-dir=" + logDir, "--default=deny", "--allow=127.0.0.1"}
-	go func() { done <- run(context.Background(), args, noEnv, lnFile, lifeR, &stderr, false) }()
+	s := service.Settings{Session: "s1", LogDir: logDir, Default: "deny", Allow: entries(t, "127.0.0.1")}
+	go func() { done <- run(ctx, s, noEnv, lnFile, &stderr, false) }()
 
 	br := bufio.NewReader(c)
 	if code := proxied(t, c, br, origin.URL+"/ok"); code != 200 {
@@ -93,14 +103,14 @@ func TestServesUntilLifelineEnds(t *testing.T) {
 		t.Errorf("denied request: %d", code)
 	}
 	c.Close()
-	lifeW.Close()
+	cancel()
 	select {
 	case code := <-done:
 		if code != 0 {
 			t.Fatalf("exit %d; stderr:\n%s", code, &stderr)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("still running 5 s after the lifeline ended")
+		t.Fatal("still running 5 s after the control pipe ended")
 	}
 	recs, err := audit.ReadLog(logDir, audit.LogFilter{Session: "s1"})
 	if err != nil {
@@ -123,20 +133,14 @@ func TestServesUntilLifelineEnds(t *testing.T) {
 	}
 }
 
-// TestStopsOnSignal: a cancelled context (SIGTERM, SIGINT) shuts the proxy down
-// while the lifeline is still open.
+// TestStopsOnSignal: a cancelled context (SIGTERM, SIGINT, the control pipe's end)
+// shuts the proxy down at once, with nothing in flight.
 func TestStopsOnSignal(t *testing.T) {
 	_, lnFile := inherited(t)
-	lifeR, lifeW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lifeR.Close()
-	defer lifeW.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"--session=s2"}, noEnv, lnFile, lifeR, &stderr, false) }()
+	go func() { done <- run(ctx, service.Settings{Session: "s2"}, noEnv, lnFile, &stderr, false) }()
 	cancel()
 	select {
 	case code := <-done:
@@ -156,49 +160,41 @@ func TestStartFailures(t *testing.T) {
 	defer notSocket.Close()
 	tests := []struct {
 		name string
-		args []string
+		s    service.Settings
 		want string
 	}{
-		{"unknown flag", []string{"--bogus"}, "flag provided but not defined: -bogus"},
-		{"argument", []string{"extra"}, `devsandbox-proxy: unexpected argument "extra"`},
-		{"bad entry", []string{"--allow=a b"}, "devsandbox-proxy: egress policy: "},
-		{"bad default", []string{"--default=maybe"}, "devsandbox-proxy: egress policy: "},
-		{"bad push pattern", []string{"--git-push=a..b"}, "devsandbox-proxy: egress policy: invalid egress entry: proxy.git_push: "},
-		{"no socket", nil, "devsandbox-proxy: fd 3 is not a listening socket"},
-		{"mitm without CA", []string{"--mitm"}, "devsandbox-proxy: --mitm: $DEVSANDBOX_PROXY_CA is not set"},
-		{"bad credential", []string{`--credential={"host":"a.test","header":"X","value_env":"V","nope":1}`}, `unknown field "nope"`},
-		{"credential without placeholder", []string{`--credential={"name":"K","host":"a.test","header":"X","value_env":"V","placeholder_env":"P"}`},
+		{"bad default", service.Settings{Default: "maybe"}, "devsandbox-proxy: egress policy: "},
+		{"no socket", service.Settings{}, "devsandbox-proxy: fd 5 is not a listening socket"},
+		{"mitm without CA", service.Settings{MITM: true}, "devsandbox-proxy: mitm: $DEVSANDBOX_PROXY_CA is not set"},
+		{"credential without placeholder", service.Settings{Credentials: []service.Credential{{Name: "K", Host: "a.test", Header: "X", ValueVar: "V", PlaceholderVar: "P"}}},
 			"devsandbox-proxy: credential K: $P is not set"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			if code := run(context.Background(), tt.args, noEnv, notSocket, nil, &stderr, false); code != 2 || !strings.Contains(stderr.String(), tt.want) {
+			if code := run(context.Background(), tt.s, noEnv, notSocket, &stderr, false); code != 2 || !strings.Contains(stderr.String(), tt.want) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tt.want)
 			}
 		})
 	}
 }
 
-// TestCredentialFromEnvironment: a credential's value comes from the variable its flag
-// names and reaches the origin; argv holds only the name.
+// TestCredentialFromEnvironment: a credential's value comes from the variable its
+// settings name and reaches the origin; the settings hold only the name.
 func TestCredentialFromEnvironment(t *testing.T) {
 	got := make(chan string, 1)
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Get("X-Key") }))
 	defer origin.Close()
 	sock, lnFile := inherited(t)
-	lifeR, lifeW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lifeR.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	host := strings.TrimPrefix(origin.URL, "http://")
-	cred := handoff.Credential{Name: "SVC_KEY", Host: "http://" + host, Header: "X-Key", Format: "k={}", ValueEnv: handoff.ValueEnv(0)}
-	args := []string{"--default=deny", "--allow=127.0.0.1", "--credential=" + cred.String()}
-	env := envOf(map[string]string{handoff.ValueEnv(0): "s3cret"})
+	cred := service.Credential{Name: "SVC_KEY", Host: "http://" + host, Header: "X-Key", Format: "k={}", ValueVar: "DEVSANDBOX_CREDENTIAL_0"}
+	s := service.Settings{Default: "deny", Allow: entries(t, "127.0.0.1"), Credentials: []service.Credential{cred}}
+	env := envOf(map[string]string{"DEVSANDBOX_CREDENTIAL_0": "s3cret"})
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
-	go func() { done <- run(context.Background(), args, env, lnFile, lifeR, &stderr, false) }()
+	go func() { done <- run(ctx, s, env, lnFile, &stderr, false) }()
 	c, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -211,12 +207,12 @@ func TestCredentialFromEnvironment(t *testing.T) {
 		t.Errorf("the origin saw %q", v)
 	}
 	c.Close()
-	lifeW.Close()
+	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("exit %d: %s", code, &stderr)
 	}
-	if strings.Contains(strings.Join(args, " "), "s3cret") {
-		t.Error("the value is in argv")
+	if b, _ := json.Marshal(s); strings.Contains(string(b), "s3cret") {
+		t.Error("the value is in the settings")
 	}
 }
 
@@ -227,15 +223,11 @@ func TestRefusesHostLoopback(t *testing.T) {
 	origin := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits <- struct{}{} }))
 	defer origin.Close()
 	sock, lnFile := inherited(t)
-	lifeR, lifeW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lifeR.Close()
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	var stderr bytes.Buffer
-	args := []string{"--default=allow", "--allow=127.0.0.1", "--allow=localhost", "--log-dir=" + t.TempDir()}
-	go func() { done <- run(context.Background(), args, noEnv, lnFile, lifeR, &stderr, true) }()
+	s := service.Settings{Default: "allow", Allow: entries(t, "127.0.0.1", "localhost"), LogDir: t.TempDir()}
+	go func() { done <- run(ctx, s, noEnv, lnFile, &stderr, true) }()
 	c, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +241,7 @@ func TestRefusesHostLoopback(t *testing.T) {
 		}
 	}
 	c.Close()
-	lifeW.Close()
+	cancel()
 	<-done
 	select {
 	case <-hits:
@@ -258,28 +250,29 @@ func TestRefusesHostLoopback(t *testing.T) {
 	}
 }
 
-// TestGitPushFlags: --git-push sets the push policy: a push to a ref outside it is
-// answered by the proxy and never reaches the server; --git-ssh is what lets port 22
+// TestGitPushSettings: GitPush sets the push policy: a push to a ref outside it is
+// answered by the proxy and never reaches the server; GitSSH is what lets port 22
 // through.
-func TestGitPushFlags(t *testing.T) {
+func TestGitPushSettings(t *testing.T) {
 	var hits atomic.Int64
 	origin := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
 	defer origin.Close()
+	agent, err := egress.ParseRefPattern("agent/*")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
-		args       []string
+		ssh        bool
 		sshRefused bool
 	}{
-		{[]string{"--git-push=agent/*"}, true},
-		{[]string{"--git-push=agent/*", "--git-ssh"}, false}, // then dialled: 502, or 200 where sshd listens
+		{false, true},
+		{true, false}, // then dialled: 502, or 200 where sshd listens
 	} {
 		sock, lnFile := inherited(t)
-		lifeR, lifeW, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		args := append([]string{"--session=s1", "--default=deny", "--allow=127.0.0.1"}, tt.args...)
+		ctx, cancel := context.WithCancel(context.Background())
+		s := service.Settings{Session: "s1", Default: "deny", Allow: entries(t, "127.0.0.1"), GitPush: []egress.RefPattern{agent}, GitSSH: tt.ssh}
 		done := make(chan int, 1)
-		go func() { done <- run(context.Background(), args, noEnv, lnFile, lifeR, io.Discard, false) }()
+		go func() { done <- run(ctx, s, noEnv, lnFile, io.Discard, false) }()
 		c, err := net.Dial("unix", sock)
 		if err != nil {
 			t.Fatal(err)
@@ -295,16 +288,15 @@ func TestGitPushFlags(t *testing.T) {
 		}
 		reply, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != 200 || !strings.Contains(string(reply), "ng refs/heads/main refused by devsandbox proxy.git_push") {
-			t.Errorf("%v: push to main: %d %q", tt.args, resp.StatusCode, reply)
+			t.Errorf("ssh %v: push to main: %d %q", tt.ssh, resp.StatusCode, reply)
 		}
 		fmt.Fprintf(c, "CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n")
 		if resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect}); err != nil || (resp.StatusCode == 403) != tt.sshRefused {
-			t.Errorf("%v: CONNECT :22: %v %v", tt.args, resp, err)
+			t.Errorf("ssh %v: CONNECT :22: %v %v", tt.ssh, resp, err)
 		}
 		c.Close()
-		lifeW.Close()
+		cancel()
 		<-done
-		lifeR.Close()
 	}
 	if hits.Load() != 0 {
 		t.Errorf("the server received %d requests", hits.Load())

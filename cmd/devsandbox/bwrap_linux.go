@@ -9,7 +9,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
-	"github.com/devsandbox/devsandbox/isolator/krun/helper"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/shim"
 )
 
@@ -32,7 +32,7 @@ var autoOrder = []string{"bwrap", "docker"}
 // isolatorTable is the explicit table of backends this binary has. dk configures the
 // docker backend (nil: from defaults); see docker.go. kr is the krun backend, which
 // runs in devsandbox-krun (see krun.go).
-func isolatorTable(b *bwrap.Isolator, dk *dockerSettings, kr *helper.Stub) isolator.Table {
+func isolatorTable(b *bwrap.Isolator, dk *dockerSettings, kr *handoff.Stub) isolator.Table {
 	return isolator.Table{
 		"bwrap": func() isolator.Isolator {
 			if b != nil {

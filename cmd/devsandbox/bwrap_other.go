@@ -3,16 +3,13 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/krun/helper"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
 )
 
-// This binary has no bwrap backend: bwrap, its shim (isolator/shim) and the relay
-// of published ports need Linux. What follows stands in for bwrap_linux.go.
+// This binary has no bwrap backend: bwrap and its shim (isolator/shim) need Linux.
+// What follows stands in for bwrap_linux.go.
 
 // startup has nothing to do: this binary is never a shim (the docker isolator runs
 // the Linux devsandbox-init in the container), and the Docker engine, not
@@ -32,18 +29,9 @@ func (a *app) doctorBwrap(string) *noBwrap { return nil }
 // isolatorTable is the explicit table of backends this binary has. dk configures the
 // docker backend (nil: from defaults); see docker.go. kr is the krun backend, which
 // runs in devsandbox-krun (see krun.go).
-func isolatorTable(_ *noBwrap, dk *dockerSettings, kr *helper.Stub) isolator.Table {
+func isolatorTable(_ *noBwrap, dk *dockerSettings, kr *handoff.Stub) isolator.Table {
 	return isolator.Table{
 		"docker": func() isolator.Isolator { return newDocker(dk) },
 		"krun":   func() isolator.Isolator { return kr },
 	}
-}
-
-// planPublish does nothing here, and startPublish refuses: published ports are relayed
-// through Unix sockets in a directory the sandbox shares, which Docker Desktop's VM
-// does not pass through.
-func planPublish(*isolator.Plan, config.Host, string) {}
-
-func startPublish(*isolator.Plan) (stop func(), err error) {
-	return nil, fmt.Errorf("%w: --publish / egress.publish needs Linux (the ports are relayed through Unix sockets, which Docker Desktop does not share with its VM); %w", isolator.ErrProtection, errors.ErrUnsupported)
 }

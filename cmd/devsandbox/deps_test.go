@@ -28,6 +28,7 @@ func TestImportDirection(t *testing.T) {
 		module + "/isolator/bwrap":       {"github.com/docker/", "github.com/containers/", "github.com/elazarl/goproxy"},
 		module + "/cmd/devsandbox":       {"github.com/elazarl/goproxy", "github.com/containers/"},
 		module + "/isolator/krun/helper": {"github.com/containers/"},
+		module + "/isolator/handoff":     {"github.com/docker/", "github.com/containers/", "github.com/elazarl/goproxy"},
 		module + "/proxy/audit":          {"github.com/elazarl/goproxy"},
 		module + "/cmd/devsandbox-init":  {"github.com/urfave/", "github.com/pelletier/", "github.com/docker/", "github.com/containers/"},
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/plan"
 	"github.com/devsandbox/devsandbox/isolator/tty"
-	"github.com/devsandbox/devsandbox/isolator/watch"
 	"github.com/devsandbox/devsandbox/tools"
 )
 
@@ -67,7 +66,8 @@ func (a *app) run(c *cli.Context) error {
 		return err
 	}
 
-	p, pwarns, err := plan.Build(cfg, tools.Default(), probe, plan.Request{Command: a.command, TTY: a.interactive()})
+	dryRun := c.Bool("dry-run")
+	p, pwarns, err := plan.Build(cfg, tools.Default(), probe, plan.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun})
 	if err != nil {
 		return err
 	}
@@ -88,41 +88,7 @@ func (a *app) run(c *cli.Context) error {
 	if err != nil {
 		return a.degrade(mode, cfg, err)
 	}
-	session := sessionID()
-	if len(p.Egress.Forwards) > 0 || p.Egress.NeedsProxy() {
-		if p.Egress.SocketDir, err = socketDir(cfg.Host, p); err != nil {
-			return err
-		}
-		if !c.Bool("dry-run") {
-			// Once per launch, before this session adds its own sockets.
-			removeStaleSockets(p.Egress.SocketDir)
-		}
-	}
-	if len(p.Egress.Forwards) > 0 {
-		planPublish(p, cfg.Host, session)
-		if !c.Bool("dry-run") {
-			stop, err := startPublish(p)
-			if err != nil {
-				return err
-			}
-			defer stop()
-		}
-	}
-	if p.Egress.NeedsProxy() {
-		pp, err := planProxy(p, cfg, session)
-		if err != nil {
-			return err
-		}
-		if !c.Bool("dry-run") {
-			stop, err := startProxy(p, cfg, pp)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			t.mark("proxy")
-		}
-	}
-	if c.Bool("dry-run") {
+	if dryRun {
 		r, err := iso.Render(p)
 		if err != nil {
 			return err
@@ -130,12 +96,7 @@ func (a *app) run(c *cli.Context) error {
 		fmt.Fprint(a.stdout, r.Script())
 		return nil
 	}
-	if err := isolator.CheckDestinations(p); err != nil {
-		return err
-	}
-	w := watch.Start(p, func(m string) { a.warn("%s", m) })
 	code, err := iso.Run(ctx, p, isolator.Stdio{In: a.stdin, Out: a.stdout, Err: a.stderr})
-	w.Stop()
 	if debug {
 		t.mark("exit")
 		fmt.Fprintf(a.stderr, "devsandbox: timings: %s; total %.2fms\n", t, float64(time.Since(a.start).Microseconds())/1000)

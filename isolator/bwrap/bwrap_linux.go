@@ -1,6 +1,7 @@
 // Package bwrap runs a Plan under bubblewrap. Render turns the Plan into a bwrap
-// invocation (pure); Run prepares the host side (sandbox home, session /tmp, data
-// descriptors, the terminal), starts bwrap and relays signals until the command exits.
+// invocation (pure); Run starts the host services (isolator/hostsvc), prepares the
+// host side (sandbox home, session /tmp, data descriptors, the terminal), starts bwrap
+// and relays signals until the command exits.
 package bwrap
 
 import (
@@ -19,6 +20,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/pin"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 	"github.com/devsandbox/devsandbox/isolator/tmpdir"
@@ -98,6 +100,11 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			return 0, limitsError(p, err)
 		}
 	}
+	svc, err := hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase})
+	if err != nil {
+		return 0, err
+	}
+	defer svc.Stop()
 	sess, err := prepare(p)
 	if err != nil {
 		return 0, err
@@ -183,7 +190,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwarded...)
+	signal.Notify(sigs, isolator.ForwardedSignals...)
 	defer signal.Stop(sigs)
 
 	err = cmd.Start()
@@ -274,9 +281,6 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	return 0, b.setupFailed(ctx, code)
 }
-
-// forwarded are the signals devsandbox passes on to the command.
-var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
 // forward sends s to the command's process group once it runs, else to bwrap (which
 // then takes the half-built sandbox down with it).

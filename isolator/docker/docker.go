@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 )
 
 // Isolator is the docker backend.
@@ -45,6 +46,8 @@ type Isolator struct {
 
 	// dial connects to the engine; nil means ResolveAddress and Dial.
 	dial func() (Engine, Address, error)
+	// services starts the run's host services (nil: hostsvc.Start; tests replace it).
+	services func(*isolator.Plan) (*hostsvc.Services, error)
 }
 
 var (

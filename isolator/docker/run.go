@@ -18,6 +18,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/pin"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 )
@@ -32,6 +33,11 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if runtime.GOOS == "linux" && !addr.Local() && (p.Egress.NeedsProxy() || len(p.Egress.Forwards) > 0) {
 		return 0, fmt.Errorf("%w: egress mode %s and published ports reach the sandbox through Unix sockets on this machine, which the docker engine at %s (%s) cannot bind; use a local engine, or --egress=open or none without --publish", isolator.ErrProtection, p.Egress.Mode, addr.Host, addr.Origin)
 	}
+	svc, err := b.startServices(p)
+	if err != nil {
+		return 0, err
+	}
+	defer svc.Stop()
 	opts := b.Options
 	arch := func() (string, error) {
 		v, err := e.ServerVersion(ctx)
@@ -61,6 +67,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		p, _ = pins.Apply()
 		pins.Close()
 		opts.BootID = pin.BootID()
+	} else if err := isolator.CheckDestinations(p); err != nil {
+		return 0, err
 	}
 	spec, err := containerConfig(p, opts)
 	if err != nil {
@@ -83,6 +91,14 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return b.runKept(ctx, e, addr, p, spec, hello, stdio)
 	}
 	return b.runOnce(ctx, e, addr, p, spec, hello, stdio)
+}
+
+// startServices starts the run's host services (tests replace them).
+func (b *Isolator) startServices(p *isolator.Plan) (*hostsvc.Services, error) {
+	if b.services != nil {
+		return b.services(p)
+	}
+	return hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase})
 }
 
 // runOnce creates a container for this run only; the engine removes it when it stops.

@@ -17,9 +17,6 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 )
 
-// forwarded are the signals devsandbox passes on to the command.
-var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
-
 // stream is the attached connection to the init: frames go out on conn, the init's
 // multiplexed stdout and stderr come back on r.
 type stream struct {
@@ -119,7 +116,7 @@ func startSession(st *stream, stdio isolator.Stdio, h *wire.Hello) (*session, er
 		go s.pumpInput(stdio.In)
 	}
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwarded...)
+	signal.Notify(sigs, isolator.ForwardedSignals...)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -1,8 +1,9 @@
-package helper
+package handoff
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,19 +15,26 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
-// TestMain makes the test binary play devsandbox-krun when asked, with a fake backend.
+// TestMain makes the test binary play a backend's program when asked, with a fake
+// backend.
 func TestMain(m *testing.M) {
-	if os.Getenv("KRUN_HELPER_TEST") == "serve" {
-		os.Exit(Serve(func(s Settings, sigs <-chan Signal, phase func(string)) Backend {
-			return &fake{s: s, sigs: sigs, phase: phase}
-		}, os.Stdin, os.Stdout, os.Stderr))
+	if os.Getenv("HANDOFF_TEST") == "serve" {
+		os.Exit(Serve(ServeIsolator(func(j *Job) (Backend, error) {
+			var s settings
+			if err := json.Unmarshal(j.Settings, &s); err != nil {
+				return nil, err
+			}
+			return &fake{s: s, sigs: j.Signals, phase: j.Phase}, nil
+		}, map[string]Handler{"echo": func(j *Job) Result { return Result{Data: j.Args} }}), os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
 
+type settings struct{ Image, Runtime string }
+
 // fake is the backend: it reports what it received on stdout.
 type fake struct {
-	s     Settings
+	s     settings
 	sigs  <-chan Signal
 	phase func(string)
 }
@@ -66,8 +74,10 @@ func (f *fake) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) 
 
 func stub() *Stub {
 	return &Stub{
-		Settings: Settings{Image: "img", Runtime: "runc"},
-		Environ:  map[string]string{"KRUN_HELPER_TEST": "serve", "PATH": os.Getenv("PATH")},
+		Backend:  "krun",
+		Program:  "devsandbox-test-backend",
+		Settings: settings{Image: "img", Runtime: "runc"},
+		Environ:  map[string]string{"HANDOFF_TEST": "serve", "PATH": os.Getenv("PATH")},
 		Path:     os.Args[0],
 	}
 }
@@ -142,11 +152,11 @@ func TestSignalForwarding(t *testing.T) {
 	}
 }
 
-func TestKeepContainerRefused(t *testing.T) {
-	s := stub()
-	s.Settings.KeepContainer = true
-	if _, err := s.Run(context.Background(), plan("x"), isolator.Stdio{}); !errors.Is(err, ErrKeep) {
-		t.Errorf("Run: %v", err)
+// An operation of the program's own answers with its data.
+func TestExtraOperation(t *testing.T) {
+	r, err := stub().Call(context.Background(), Request{Op: "echo", Args: Args([]string{"a", "b"})}, isolator.Stdio{})
+	if err != nil || r.Err() != nil || string(r.Data) != `["a","b"]` {
+		t.Errorf("Call = %+v, %v", r, err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package helper
+package handoff
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// saveTerminal records the terminal's mode so it is restored even when the helper
+// saveTerminal records the terminal's mode so it is restored even when the program
 // dies in raw mode.
 func saveTerminal(f *os.File) func() {
 	t, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)

@@ -1,8 +1,19 @@
 //go:build !linux
 
-package helper
+package handoff
 
-import "os"
+import (
+	"os"
 
-// saveTerminal does nothing where krun does not run (it needs Linux and KVM).
-func saveTerminal(*os.File) func() { return nil }
+	"golang.org/x/sys/unix"
+)
+
+// saveTerminal records the terminal's mode so it is restored even when the program
+// dies in raw mode.
+func saveTerminal(f *os.File) func() {
+	t, err := unix.IoctlGetTermios(int(f.Fd()), unix.TIOCGETA)
+	if err != nil {
+		return nil
+	}
+	return func() { _ = unix.IoctlSetTermios(int(f.Fd()), unix.TIOCSETA, t) }
+}

@@ -34,6 +34,8 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
+	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 )
 
@@ -43,7 +45,7 @@ type Isolator struct {
 
 	// Signals, when set, are the signals to forward to the command (devsandbox-krun
 	// gets them from devsandbox); nil means Run catches them itself.
-	Signals <-chan helper.Signal
+	Signals <-chan handoff.Signal
 	// Warn receives warnings for people; nil discards them.
 	Warn func(msg string)
 	// Phase, when set, is called as each launch phase ends (for --debug timings).
@@ -56,6 +58,8 @@ type Isolator struct {
 	netns netns
 	// users holds the shared lock on the service devsandbox started (see Supervise).
 	users *os.File
+	// services starts the run's host services (nil: hostsvc.Start; tests replace it).
+	services func(*isolator.Plan) (*hostsvc.Services, error)
 }
 
 var (

@@ -16,6 +16,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 )
@@ -34,6 +35,11 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			return 0, fmt.Errorf("%w: krun.runtime %q boots a microVM, which needs /dev/kvm: %w; %s; the command did not run", isolator.ErrUnavailable, opts.Runtime, err, kvmFix)
 		}
 	}
+	svc, err := b.startServices(p)
+	if err != nil {
+		return 0, err
+	}
+	defer svc.Stop()
 	// podman binds by path: pin each source, and the init checks that what was
 	// bound is the file pinned (guarantee 12; see package pin).
 	p, bootID, err := h.Pin(p)
@@ -196,6 +202,14 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 // exitReportWait bounds the wait for the container's exit status once its output
 // ended: long enough for a loaded host, short of hanging on a service that died.
 const exitReportWait = 2 * time.Minute
+
+// startServices starts the run's host services (tests replace them).
+func (b *Isolator) startServices(p *isolator.Plan) (*hostsvc.Services, error) {
+	if b.services != nil {
+		return b.services(p)
+	}
+	return hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase})
+}
 
 // firewall applies the egress rules in the running container's network namespace.
 func (b *Isolator) firewall(ctx context.Context, e engine, id string, s *Spec, p *isolator.Plan) error {

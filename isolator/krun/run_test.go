@@ -19,6 +19,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 )
@@ -151,6 +152,8 @@ func backend(f *fakeEngine, t *testing.T) *Isolator {
 		Settings: helper.Settings{Image: "img", Runtime: "krun", CPUs: 2, MemoryMiB: 2048, Home: "/home/u"},
 		host:     fakeHost{t: t},
 		engineFn: func() (engine, error) { return f, nil },
+		// The host services (the proxy of allowlist mode) are package hostsvc's to test.
+		services: func(*isolator.Plan) (*hostsvc.Services, error) { return nil, nil },
 	}
 }
 

@@ -9,13 +9,10 @@ import (
 	"syscall"
 
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/krun/helper"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 )
-
-// forwarded are the signals passed on to the command when Run catches them itself.
-var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
 // stream writes frames to the init's stdin (the attach connection's input).
 type stream struct {
@@ -53,7 +50,7 @@ type session struct {
 
 // startSession sends hello (with the window size) and starts relaying. signals, when
 // set, replaces catching the forwarded signals here.
-func startSession(st *stream, stdio isolator.Stdio, h *wire.Hello, signals <-chan helper.Signal, report *wire.Report) (*session, error) {
+func startSession(st *stream, stdio isolator.Stdio, h *wire.Hello, signals <-chan handoff.Signal, report *wire.Report) (*session, error) {
 	s := &session{st: st, tty: h.TTY, report: report, stop: make(chan struct{})}
 	var inFd uintptr
 	term := stdio.In != nil && tty.IsTerminal(stdio.In.Fd())
@@ -107,8 +104,8 @@ func startSession(st *stream, stdio isolator.Stdio, h *wire.Hello, signals <-cha
 	sigs := signals
 	if sigs == nil {
 		own := make(chan os.Signal, 8)
-		signal.Notify(own, forwarded...)
-		conv := make(chan helper.Signal, 8)
+		signal.Notify(own, isolator.ForwardedSignals...)
+		conv := make(chan handoff.Signal, 8)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -119,7 +116,7 @@ func startSession(st *stream, stdio isolator.Stdio, h *wire.Hello, signals <-cha
 					return
 				case sig := <-own:
 					if n, ok := sig.(syscall.Signal); ok {
-						conv <- helper.Signal(n)
+						conv <- handoff.Signal(n)
 					}
 				}
 			}

@@ -123,6 +123,13 @@ func Scan(root string, m Matcher, cacheFile string) ([]Match, error) {
 	return ms, err
 }
 
+// ScanReadOnly is Scan that reads the cache file but never writes it (a --dry-run).
+func ScanReadOnly(root string, m Matcher, cacheFile string) ([]Match, error) {
+	s := scanner{now: time.Now, workers: defaultWorkers(), readOnly: true}
+	ms, _, err := s.scan(root, m, cacheFile)
+	return ms, err
+}
+
 // ErrOwnUnreadable is the error for a directory of the scanning user that the user
 // cannot list: fix with chmod u+rx.
 var ErrOwnUnreadable = errors.New("a directory you own is not readable (chmod u+rx it): it could hold a file to mask, and the sandbox could open it")
@@ -138,6 +145,8 @@ type scanner struct {
 	// restamp, when set, rewrites every stamp read from the filesystem. Tests use it
 	// to simulate timestamps too coarse to tell two changes apart.
 	restamp func(*stamp)
+	// readOnly leaves the cache file as it is.
+	readOnly bool
 }
 
 // stats tell what a scan did, for tests.
@@ -167,7 +176,7 @@ func (s scanner) scan(root string, m Matcher, cacheFile string) ([]Match, stats,
 		return nil, stats{}, err
 	}
 	st := stats{reads: int(w.reads.Load())}
-	if cacheFile != "" && w.dirty.Load() {
+	if cacheFile != "" && !s.readOnly && w.dirty.Load() {
 		// A cache that cannot be written costs time, not correctness.
 		st.wrote = store(cacheFile, encode(root, key, start, tree)) == nil
 	}

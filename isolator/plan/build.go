@@ -1,11 +1,12 @@
 // Package plan builds an isolator.Plan from the effective configuration, the tool
-// registry and a probe of the host. Build reads the host only through its Probe; its
-// one effect is the mask scan's cache in the project's state directory (see
-// isolator/maskscan). It is table-tested against temporary directories.
+// registry and a probe of the host. The Plan is complete: the backends and the host
+// services a run starts (isolator/hostsvc) read everything from it. Build reads the
+// host only through its Probe; its effects, none under Request.DryRun, are the mask
+// scan's cache (see isolator/maskscan) and, on first use of proxy.mitm, the project's
+// proxy CA in the state directory. It is table-tested against temporary directories.
 package plan
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -21,12 +22,17 @@ import (
 
 // ErrConfig is wrapped by errors caused by configured values that do not fit the host
 // (a bind source that does not exist, a secret file that cannot be read).
-var ErrConfig = errors.New("configuration does not fit this host")
+var ErrConfig = isolator.ErrConfig
 
 // Request is what the command line asks for beyond the configuration.
 type Request struct {
 	Command []string // empty: the user's shell
 	TTY     bool
+	// DryRun builds the Plan to be printed, not run: Build writes nothing (no mask
+	// scan cache, no proxy CA).
+	DryRun bool
+	// Session names the run (NewSession when empty).
+	Session string
 }
 
 // envAllowlist are the host variables that always pass (DESIGN guarantee 4).
@@ -185,7 +191,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		return nil, nil, err
 	}
 	mm := maskMatcher{cfg.Sandbox.MaskFiles, cfg.Sandbox.MaskAllow, cfg.Sandbox.MaskSkip}
-	masked, nested, err := findMaskedCached(pr, proj.Dir, mm, filepath.Join(state, "maskscan.cache"))
+	masked, nested, err := findMaskedCached(pr, proj.Dir, mm, filepath.Join(state, "maskscan.cache"), !req.DryRun)
 	if err != nil {
 		return nil, nil, fmt.Errorf("scanning %s for sandbox.mask_files: %w", proj.Dir, err)
 	}
@@ -264,6 +270,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 	// A credential the proxy adds never enters the sandbox (credentials.go).
 	warns = withholdCredentials(p, cfg, h, pr, warns)
+	if err := egressServices(p, cfg, pr, req); err != nil {
+		return nil, nil, err
+	}
 	return p, warns, nil
 }
 

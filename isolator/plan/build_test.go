@@ -73,6 +73,7 @@ func TestBuildEnv(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			cfg := f.load(t, hostEnv...)
+			cfg.Egress.Mode = "none" // the proxy's variables are TestBuildProxy's
 			tc.cfg(cfg)
 			p, _ := f.build(t, cfg)
 			equalLines(t, "env", envLines(p.Env), f.expand(p, tc.want...))

@@ -17,7 +17,7 @@ type maskMatcher struct {
 // findMasked returns the project paths to mask: the entries whose base name matches
 // the mask globs (scanned without a cache), in path order. See findMaskedCached.
 func findMasked(pr Probe, root string, m maskMatcher) ([]string, error) {
-	masked, _, err := findMaskedCached(pr, root, m, "")
+	masked, _, err := findMaskedCached(pr, root, m, "", false)
 	return masked, err
 }
 
@@ -28,10 +28,13 @@ func findMasked(pr Probe, root string, m maskMatcher) ([]string, error) {
 // when that is a regular file in the project (anything outside is not visible anyway).
 // The same walk returns the .git entries below root (nested repositories, gitdir
 // files), root's own excepted.
-func findMaskedCached(pr Probe, root string, m maskMatcher, cacheFile string) (masked, nested []string, err error) {
+func findMaskedCached(pr Probe, root string, m maskMatcher, cacheFile string, store bool) (masked, nested []string, err error) {
 	scan := pr.ScanMasks
 	if scan == nil {
 		scan = maskscan.Scan
+		if !store {
+			scan = maskscan.ScanReadOnly
+		}
 	}
 	matches, err := scan(root, maskscan.Matcher{Mask: m.mask, Allow: m.allow, Skip: m.skip, Mark: []string{".git"}}, cacheFile)
 	if err != nil {

@@ -3,7 +3,6 @@ package plan
 import (
 	"context"
 	"errors"
-	"github.com/devsandbox/devsandbox/isolator/maskscan"
 	"io"
 	"io/fs"
 	"net"
@@ -13,6 +12,10 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/devsandbox/devsandbox/isolator/maskscan"
+	"github.com/devsandbox/devsandbox/isolator/sockdir"
+	"github.com/devsandbox/devsandbox/proxy/ca"
 )
 
 // Probe is how Build reads the host. Every field is a function so tests can build
@@ -33,6 +36,24 @@ type Probe struct {
 	// LookupIP resolves a host name (allowlist mode resolves its plain hosts at launch).
 	LookupIP   func(host string) ([]netip.Addr, error)
 	Executable func() (string, error)
+	// SocketDir chooses the project's socket directory (sockdir.Choose when nil).
+	SocketDir func(h sockdir.Host, stateDir, projectID string) (string, error)
+	// ProxyCA returns the project's proxy CA from dir, creating it when create is set
+	// and it is missing or expiring; without create, a missing CA is nil, no error
+	// (loadCA when nil).
+	ProxyCA func(dir, name string, create bool) (*ca.CA, error)
+}
+
+// loadCA is Probe.ProxyCA on the host's files.
+func loadCA(dir, name string, create bool) (*ca.CA, error) {
+	if create {
+		return ca.LoadOrCreate(dir, name, time.Now())
+	}
+	c, err := ca.Load(filepath.Join(dir, ca.FileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return c, err
 }
 
 // OS returns a Probe of the real host with cwd as the working directory.

@@ -1,33 +1,28 @@
-package main
+// Package publish relays the sandbox's published ports: the host's
+// 127.0.0.1:HOST_PORT to the Unix socket the sandbox's init serves for SANDBOX_PORT in
+// the session's publish directory (egress.Rules.PublishDir), which the sandbox can
+// write. Linux only: elsewhere Start refuses.
+package publish
 
 import (
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/shim"
 )
 
-// planPublish gives the plan the private directory where the sandbox serves its
-// published ports (Unix sockets; short paths, like the proxy socket's).
-func planPublish(p *isolator.Plan, h config.Host, session string) {
-	if len(p.Egress.Forwards) > 0 {
-		p.Egress.PublishDir = filepath.Join(p.Egress.SocketDir, "publish-"+session)
-	}
-}
-
-// startPublish listens on the host's 127.0.0.1:HOST_PORT for each published port and
-// relays every connection to the sandbox through its socket in the publish directory.
-// A port already in use fails the run before the command starts.
-func startPublish(p *isolator.Plan) (stop func(), err error) {
+// Start listens on the host's 127.0.0.1:HOST_PORT for each of p's published ports and
+// relays every connection to the sandbox through its socket in the publish directory,
+// which it makes (mode 0700, in the socket directory). A port already in use fails
+// the run before the command starts. stop closes the ports and removes the directory.
+func Start(p *isolator.Plan) (stop func(), err error) {
 	dir := p.Egress.PublishDir
 	if err := os.MkdirAll(p.Egress.SocketDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the socket directory: %w", err)

@@ -1,24 +1,45 @@
-package main
+package sockdir
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
-// sockPlan is a plan whose state directory is under root, long when asked.
-func sockPlan(root string, long bool) *isolator.Plan {
-	state := filepath.Join(root, "state")
+const projectID = "0badcafe"
+
+// stateDir is a state directory under root, long when asked.
+func stateDir(root string, long bool) string {
 	if long {
-		state = filepath.Join(root, strings.Repeat("s", 90))
+		return filepath.Join(root, strings.Repeat("s", 90))
 	}
-	return &isolator.Plan{StateDir: state, Project: isolator.Project{ID: "0badcafe", Name: "p-0badcafe"}}
+	return filepath.Join(root, "state")
+}
+
+// socketDir chooses the socket directory and makes it, as a run does.
+func socketDir(h Host, state string) (string, error) {
+	d, err := Choose(h, state, projectID)
+	if err != nil {
+		return "", err
+	}
+	return d, Ensure(d, state, projectID, h.UID)
+}
+
+// shortTemp is a directory whose paths fit a Unix socket address.
+func shortTemp(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "dsb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 func mode(t *testing.T, path string) os.FileMode {
@@ -50,7 +71,15 @@ func TestSocketDirChoice(t *testing.T) {
 		{"no runtime dir", "", filepath.Join(root, "state", "sock")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := socketDir(config.Host{UID: uid, RuntimeDir: tt.runtime}, sockPlan(root, false))
+			h := Host{UID: uid, RuntimeDir: tt.runtime}
+			chosen, err := Choose(h, stateDir(root, false), projectID)
+			if err != nil || chosen != tt.want {
+				t.Fatalf("Choose = %q, %v; want %q", chosen, err, tt.want)
+			}
+			if _, err := os.Lstat(chosen); err == nil && tt.name != "no runtime dir" {
+				t.Errorf("Choose made %s", chosen)
+			}
+			got, err := socketDir(h, stateDir(root, false))
 			if err != nil || got != tt.want {
 				t.Fatalf("socketDir = %q, %v; want %q", got, err, tt.want)
 			}
@@ -67,16 +96,21 @@ func TestSocketDirChoice(t *testing.T) {
 func TestSocketDirTemp(t *testing.T) {
 	uid := os.Getuid()
 	tmp, root := shortTemp(t), t.TempDir()
-	h := config.Host{UID: uid, Vars: map[string]string{"TMPDIR": tmp}}
-	p := sockPlan(root, true)
-	first, err := socketDir(h, p)
+	h := Host{UID: uid, TempDir: tmp}
+	state := stateDir(root, true)
+	if d, err := Choose(h, state, projectID); err != nil || filepath.Dir(d) != tmp {
+		t.Fatalf("Choose = %q, %v", d, err)
+	} else if names, _ := os.ReadDir(tmp); len(names) != 0 {
+		t.Fatalf("Choose made %v", names)
+	}
+	first, err := socketDir(h, state)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if filepath.Dir(first) != tmp || !strings.HasPrefix(filepath.Base(first), "devsandbox-"+strconv.Itoa(uid)+"-") || mode(t, first) != os.ModeDir|0o700 {
 		t.Fatalf("first: %q, mode %v", first, mode(t, first))
 	}
-	if again, err := socketDir(h, p); err != nil || again != first {
+	if again, err := socketDir(h, state); err != nil || again != first {
 		t.Fatalf("second session: %q, %v; want %q", again, err, first)
 	}
 	for _, spoil := range []func(d string) error{
@@ -88,14 +122,14 @@ func TestSocketDirTemp(t *testing.T) {
 			return os.Symlink(t.TempDir(), d)
 		},
 		func(d string) error {
-			return os.WriteFile(filepath.Join(p.StateDir, socketDirRecord), []byte(t.TempDir()+"\n"), 0o600)
+			return os.WriteFile(filepath.Join(state, recordName), []byte(t.TempDir()+"\n"), 0o600)
 		},
 	} {
-		prev, _ := socketDir(h, p)
+		prev, _ := socketDir(h, state)
 		if err := spoil(prev); err != nil {
 			t.Fatal(err)
 		}
-		got, err := socketDir(h, p)
+		got, err := socketDir(h, state)
 		if err != nil || got == prev || filepath.Dir(got) != tmp || mode(t, got) != os.ModeDir|0o700 {
 			t.Errorf("after spoiling %q: %q, %v", prev, got, err)
 		}
@@ -119,7 +153,7 @@ func TestSocketDirUnsafeTemp(t *testing.T) {
 		cases["another user's"] = other
 	}
 	for name, tmp := range cases {
-		_, err := socketDir(config.Host{UID: uid, Vars: map[string]string{"TMPDIR": tmp}}, sockPlan(t.TempDir(), true))
+		_, err := socketDir(Host{UID: uid, TempDir: tmp}, stateDir(t.TempDir(), true))
 		if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "XDG_RUNTIME_DIR") {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -159,5 +193,63 @@ func TestEnsurePrivate(t *testing.T) {
 		if err := ensurePrivate(base, []string{"theirs"}, uid); !errors.Is(err, isolator.ErrProtection) {
 			t.Errorf("another user's directory: %v", err)
 		}
+	}
+}
+
+// Ensure makes only the directories Choose chooses.
+func TestEnsureRefusesOthers(t *testing.T) {
+	root := shortTemp(t)
+	if err := Ensure(filepath.Join(root, "elsewhere"), stateDir(root, false), projectID, os.Getuid()); !errors.Is(err, isolator.ErrProtection) {
+		t.Errorf("Ensure elsewhere: %v", err)
+	}
+}
+
+// A socket left by a killed session (nothing accepts) is removed; a live one is kept.
+func TestSweep(t *testing.T) {
+	dir := t.TempDir()
+	stale, err := net.ListenUnix("unix", &net.UnixAddr{Name: ProxySocket(dir, "dead"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.SetUnlinkOnClose(false)
+	stale.Close()
+	live, err := net.Listen("unix", ProxySocket(dir, "live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	old := time.Now().Add(-2 * time.Minute)
+	for _, d := range []string{"dead", "live", "young"} {
+		if err := os.Mkdir(PublishDir(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadPub, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(PublishDir(dir, "dead"), "80.sock"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadPub.SetUnlinkOnClose(false)
+	deadPub.Close()
+	livePub, err := net.Listen("unix", filepath.Join(PublishDir(dir, "live"), "80.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer livePub.Close()
+	for _, d := range []string{"dead", "live"} {
+		if err := os.Chtimes(PublishDir(dir, d), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	Sweep(dir)
+	for d, kept := range map[string]bool{"dead": false, "live": true, "young": true} {
+		if _, err := os.Lstat(PublishDir(dir, d)); (err == nil) != kept {
+			t.Errorf("publish-%s: kept %v, want %v", d, err == nil, kept)
+		}
+	}
+	if _, err := os.Lstat(ProxySocket(dir, "dead")); !os.IsNotExist(err) {
+		t.Errorf("stale socket kept: %v", err)
+	}
+	if _, err := os.Lstat(ProxySocket(dir, "live")); err != nil {
+		t.Errorf("live socket removed: %v", err)
 	}
 }

@@ -1,0 +1,186 @@
+package handoff
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// Beside returns the program name installed next to the running executable, or ""
+// when it is not there.
+func Beside(name string) string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = r
+	}
+	p := filepath.Join(filepath.Dir(exe), name)
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// Program is how a program is started for one request.
+type Program struct {
+	Path string
+	// Env is the program's whole environment (nil: none at all).
+	Env []string
+	// Stdio are the program's standard streams (nil ones are /dev/null).
+	Stdio isolator.Stdio
+	// Files become the program's descriptors FirstExtraFD, FirstExtraFD+1, ...
+	Files []*os.File
+	// SysProcAttr, when set, is the program's (process group, parent-death signal).
+	SysProcAttr *syscall.SysProcAttr
+	// WaitDelay bounds the wait for the program once the request's context ended
+	// (which closes the control pipe); then it is killed (0: no bound).
+	WaitDelay time.Duration
+}
+
+// Process is a started program.
+type Process struct {
+	cmd    *exec.Cmd
+	ctrl   *os.File // the control pipe's write end
+	result chan []byte
+	done   chan error
+	errBuf *bytes.Buffer
+}
+
+// Start starts prog and sends it req; it does not wait for the answer. The caller
+// keeps the control pipe: Signal forwards signals on it, Close ends it, and so does
+// the end of ctx (then the program is killed after prog.WaitDelay, when set).
+func Start(ctx context.Context, prog Program, req Request) (*Process, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the request for %s: %w", filepath.Base(prog.Path), err)
+	}
+	ctrlR, ctrlW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	resR, resW, err := os.Pipe()
+	if err != nil {
+		ctrlR.Close()
+		ctrlW.Close()
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, prog.Path, ServeArg)
+	cmd.Cancel = ctrlW.Close // the program winds down
+	cmd.WaitDelay = prog.WaitDelay
+	cmd.Env = append([]string{}, prog.Env...) // exactly Env: nil would inherit ours
+	cmd.ExtraFiles = append([]*os.File{ctrlR, resW}, prog.Files...)
+	cmd.SysProcAttr = prog.SysProcAttr
+	p := &Process{cmd: cmd, ctrl: ctrlW, result: make(chan []byte, 1), done: make(chan error, 1)}
+	if prog.Stdio.In != nil {
+		cmd.Stdin = prog.Stdio.In
+	}
+	cmd.Stdout = prog.Stdio.Out
+	if prog.Stdio.Err != nil {
+		cmd.Stderr = prog.Stdio.Err
+	} else {
+		p.errBuf = &bytes.Buffer{}
+		cmd.Stderr = p.errBuf
+	}
+	err = cmd.Start()
+	ctrlR.Close()
+	resW.Close()
+	if err != nil {
+		ctrlW.Close()
+		resR.Close()
+		return nil, fmt.Errorf("%w: starting %s: %w", isolator.ErrUnavailable, prog.Path, err)
+	}
+	if _, err := ctrlW.Write(append(body, '\n')); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		ctrlW.Close()
+		resR.Close()
+		return nil, fmt.Errorf("sending the request to %s: %w", filepath.Base(prog.Path), err)
+	}
+	go func() {
+		b, _ := io.ReadAll(resR)
+		resR.Close()
+		p.result <- b
+	}()
+	go func() { p.done <- cmd.Wait() }()
+	return p, nil
+}
+
+// Signal forwards sig to the program's command.
+func (p *Process) Signal(sig Signal) { _, _ = p.ctrl.Write([]byte{byte(sig)}) }
+
+// Done delivers the program's exit error once it exited.
+func (p *Process) Done() <-chan error { return p.done }
+
+// Result returns the program's answer once it exited (werr is its exit error).
+func (p *Process) Result(werr error) (*Result, error) {
+	p.ctrl.Close()
+	var out []byte
+	select {
+	case out = <-p.result:
+	case <-time.After(2 * time.Second):
+	}
+	var r Result
+	if len(bytes.TrimSpace(out)) == 0 || json.Unmarshal(out, &r) != nil {
+		msg := ""
+		if p.errBuf != nil {
+			msg = strings.TrimSpace(p.errBuf.String())
+		}
+		if msg == "" {
+			msg = fmt.Sprint(werr)
+		}
+		return nil, fmt.Errorf("%w: %s ended without a result (%s); the command did not run or its status is unknown", isolator.ErrProtection, filepath.Base(p.cmd.Path), msg)
+	}
+	return &r, nil
+}
+
+// Call runs prog for req and returns its answer. Signals devsandbox receives meanwhile
+// (see isolator.ForwardedSignals) reach the program's command once, through the
+// control pipe, when forward is set; when ctx ends, the control pipe is closed and the
+// program winds down. The terminal's mode on prog.Stdio.In is put back afterwards,
+// even if the program died with it in raw mode.
+func Call(ctx context.Context, prog Program, req Request, forward bool) (*Result, error) {
+	var restore func()
+	if prog.Stdio.In != nil {
+		restore = saveTerminal(prog.Stdio.In)
+	}
+	sigs := make(chan os.Signal, 8)
+	if forward {
+		// The program ignores the signals it gets directly (a terminal signals the
+		// whole process group); each reaches the command once, through us.
+		signal.Notify(sigs, isolator.ForwardedSignals...)
+		defer signal.Stop(sigs)
+	}
+	p, err := Start(ctx, prog, req)
+	if err != nil {
+		return nil, err
+	}
+	var werr error
+loop:
+	for {
+		select {
+		case sig := <-sigs:
+			if n, ok := sig.(syscall.Signal); ok {
+				p.Signal(Signal(n))
+			}
+		case werr = <-p.done:
+			break loop
+		}
+	}
+	if restore != nil {
+		restore()
+	}
+	return p.Result(werr)
+}

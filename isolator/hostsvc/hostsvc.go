@@ -1,0 +1,92 @@
+// Package hostsvc starts what a run of a Plan needs on the host besides the sandbox
+// itself: the project's socket directory (package sockdir), the relay of published
+// ports (package publish), the session's filtering proxy (package proxy/service) and
+// the watch over what the sandbox writes that the host trusts (package watch). Every
+// isolator's Run starts them, so a library user of Run gets them too; Render never
+// does, so a --dry-run starts and writes nothing.
+package hostsvc
+
+import (
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/publish"
+	"github.com/devsandbox/devsandbox/isolator/sockdir"
+	"github.com/devsandbox/devsandbox/isolator/watch"
+	"github.com/devsandbox/devsandbox/proxy/service"
+)
+
+// Options are the caller's hooks; the zero value discards warnings and phases.
+type Options struct {
+	// Warn receives warnings for people (the watch's findings).
+	Warn func(msg string)
+	// Phase, when set, is called as each launch phase ends (for --debug timings).
+	Phase func(name string)
+	// Proxy starts the session proxy; nil is service.Start (devsandbox-proxy on this
+	// host).
+	Proxy func(p *isolator.Plan) (stop func(), err error)
+}
+
+// Services are the running host services of one run.
+type Services struct {
+	watch *watch.Watcher
+	stops []func() // in the order they are to stop
+}
+
+// Start starts the host services p needs, in this order: the socket directory (made
+// private, cleared of what killed sessions left), the published ports, the session
+// proxy, then the watch, which records the baseline the sandbox's writes are judged
+// against. On an error nothing is left running. Stop them once the sandbox is gone.
+func Start(p *isolator.Plan, o Options) (*Services, error) {
+	s := &Services{}
+	if d := p.Egress.SocketDir; d != "" {
+		if err := sockdir.Ensure(d, p.StateDir, p.Project.ID, p.User.UID); err != nil {
+			return nil, err
+		}
+		sockdir.Sweep(d) // once per launch, before this session adds its own sockets
+	}
+	if len(p.Egress.Forwards) > 0 {
+		stop, err := publish.Start(p)
+		if err != nil {
+			return nil, err
+		}
+		s.stops = append(s.stops, stop)
+	}
+	if p.Egress.NeedsProxy() {
+		start := o.Proxy
+		if start == nil {
+			start = func(p *isolator.Plan) (func(), error) { return service.Start(p, service.Options{}) }
+		}
+		stop, err := start(p)
+		if err != nil {
+			s.Stop()
+			return nil, err
+		}
+		// The proxy stops first: it flushes its audit log while the ports still relay.
+		s.stops = append([]func(){stop}, s.stops...)
+		if o.Phase != nil {
+			o.Phase("proxy")
+		}
+	}
+	warn := o.Warn
+	if warn == nil {
+		warn = func(string) {}
+	}
+	s.watch = watch.Start(p, warn)
+	return s, nil
+}
+
+// Stop stops the services: the watch first (its final check of what the sandbox
+// wrote), then the proxy, then the published ports. It may be called on a nil
+// Services.
+func (s *Services) Stop() {
+	if s == nil {
+		return
+	}
+	if s.watch != nil {
+		s.watch.Stop()
+		s.watch = nil
+	}
+	for _, stop := range s.stops {
+		stop()
+	}
+	s.stops = nil
+}

@@ -1,0 +1,189 @@
+package plan
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/sockdir"
+	"github.com/devsandbox/devsandbox/proxy/ca"
+)
+
+// CABundlePath is where the sandbox finds the CA bundle under proxy.mitm: the system's
+// CAs and the project's proxy CA.
+const CABundlePath = "/run/devsandbox/ca-bundle.pem"
+
+// caBundleEnv are the variables that point the common clients at CABundlePath:
+// OpenSSL and Go (SSL_CERT_FILE), Node (NODE_EXTRA_CA_CERTS), Python requests, curl,
+// git, pip, the AWS CLI and SDKs, and cargo.
+var caBundleEnv = []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+	"GIT_SSL_CAINFO", "PIP_CERT", "AWS_CA_BUNDLE", "CARGO_HTTP_CAINFO"}
+
+// NewSession returns a new session id: it names one run's proxy socket, publish
+// directory and audit records.
+func NewSession() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// egressServices completes the Plan with what the host side of its egress needs: the
+// project's socket directory (sockdir), the session's publish directory and, in the
+// proxy modes, the session proxy (planProxy).
+func egressServices(p *isolator.Plan, cfg *config.Config, pr Probe, req Request) error {
+	if len(p.Egress.Forwards) == 0 && !p.Egress.NeedsProxy() {
+		return nil
+	}
+	h := cfg.Host
+	choose := pr.SocketDir
+	if choose == nil {
+		choose = sockdir.Choose
+	}
+	tmp := h.Vars["TMPDIR"]
+	var err error
+	if p.Egress.SocketDir, err = choose(sockdir.Host{RuntimeDir: h.RuntimeDir, TempDir: tmp, UID: h.UID}, p.StateDir, p.Project.ID); err != nil {
+		return err
+	}
+	session := req.Session
+	if session == "" {
+		session = NewSession()
+	}
+	if len(p.Egress.Forwards) > 0 {
+		p.Egress.PublishDir = sockdir.PublishDir(p.Egress.SocketDir, session)
+	}
+	if p.Egress.NeedsProxy() {
+		return planProxy(p, cfg, pr, req, session)
+	}
+	return nil
+}
+
+// planProxy points the plan at the session proxy and configures it, and gives the
+// sandbox its proxy environment. Under proxy.mitm it loads (or, on first use and not
+// under DryRun, creates) the project's CA in the state directory and adds the CA
+// bundle and its variables; for each credential with a placeholder_env it adds that
+// variable as a secret holding a fresh random placeholder.
+func planProxy(p *isolator.Plan, cfg *config.Config, pr Probe, req Request, session string) error {
+	p.Egress.Proxy = egress.Endpoint{Unix: sockdir.ProxySocket(p.Egress.SocketDir, session)}
+	// Names, not values: the credentials' sources are named, never read here.
+	pol, _ := json.Marshal(cfg.Proxy)
+	sum := sha256.Sum256(pol)
+	p.Egress.ProxyPolicy = hex.EncodeToString(sum[:8])
+	pc := isolator.ProxyConfig{Session: session, Default: cfg.Proxy.Default, MITM: cfg.Proxy.MITM, GitSSH: cfg.Proxy.GitSSH}
+	if p.Egress.Mode == egress.Allowlist {
+		pc.Default = "deny" // only what is listed passes
+	}
+	for _, s := range cfg.Proxy.GitPush {
+		rp, err := egress.ParseRefPattern(s)
+		if err != nil {
+			return fmt.Errorf("%w: proxy.git_push: %w", ErrConfig, err)
+		}
+		pc.GitPush = append(pc.GitPush, rp)
+	}
+	env := egress.ProxyEnv("http://" + egress.SandboxProxyAddr)
+	p.HostEnv = maps.Clone(p.HostEnv) // the config's host variables stay as they were read
+	if p.HostEnv == nil {
+		p.HostEnv = map[string]string{}
+	}
+	if cfg.Proxy.MITM {
+		if err := planCA(p, cfg.Host, pr, req); err != nil {
+			return err
+		}
+		for _, n := range caBundleEnv {
+			env[n] = CABundlePath
+		}
+	}
+	setEnv(p, env)
+	for i, cr := range cfg.Proxy.Credentials {
+		c := isolator.ProxyCredential{Name: cr.PlaceholderEnv, Host: cr.Host, Header: cr.Header, Format: cr.Format, ValueEnv: cr.ValueEnv, ValueFile: cr.ValueFile}
+		if c.Name == "" {
+			c.Name = fmt.Sprintf("proxy.credentials[%d]", i)
+		}
+		if cr.PlaceholderEnv != "" {
+			// The placeholder is a secret of the plan: the sandbox gets it in its
+			// environment like any env secret, never in argv or --dry-run.
+			c.PlaceholderVar = "DEVSANDBOX_PLACEHOLDER_" + strconv.Itoa(i)
+			p.HostEnv[c.PlaceholderVar] = newPlaceholder()
+			p.Env = slices.DeleteFunc(p.Env, func(e isolator.EnvVar) bool { return e.Name == cr.PlaceholderEnv })
+			p.Secrets = slices.DeleteFunc(p.Secrets, func(s isolator.Secret) bool { return s.Name == cr.PlaceholderEnv && !s.AsFile })
+			p.Secrets = append(p.Secrets, isolator.Secret{Name: cr.PlaceholderEnv, EnvSource: c.PlaceholderVar})
+		}
+		pc.Credentials = append(pc.Credentials, c)
+	}
+	p.Proxy = pc
+	return nil
+}
+
+// planCA adds the CA bundle the sandbox trusts (the system's CAs and the project's
+// proxy CA, never its key) and hands the CA to the proxy through HostEnv. Under DryRun
+// a missing CA is not created: the bundle then says where its certificate will be.
+func planCA(p *isolator.Plan, h config.Host, pr Probe, req Request) error {
+	load := pr.ProxyCA
+	if load == nil {
+		load = loadCA
+	}
+	c, err := load(p.StateDir, p.Project.Name, !req.DryRun)
+	if err != nil {
+		return fmt.Errorf("%w: proxy.mitm: %w", isolator.ErrProtection, err)
+	}
+	cert := []byte("# devsandbox: the project's proxy CA is created at its first run and appended here\n")
+	if c != nil {
+		cert = c.CertPEM
+		p.HostEnv[isolator.ProxyCAVar] = string(c.PEM())
+	}
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: CABundlePath,
+		Content: ca.Bundle(systemBundle(h, pr), cert), Why: "CA bundle with the proxy's CA (proxy.mitm)"})
+	if isolator.NewView(p).CheckRead(filepath.Join(p.StateDir, ca.FileName)) == nil {
+		// A bind or system_binds = ["host"] shows the state directory: hide the key.
+		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskFile, Dest: filepath.Join(p.StateDir, ca.FileName), Why: "proxy CA key"})
+	}
+	return nil
+}
+
+// systemBundle is the CA bundle the sandbox's bundle starts from: the host's
+// SSL_CERT_FILE when set, else the first system bundle found; nil when none is.
+func systemBundle(h config.Host, pr Probe) []byte {
+	paths := ca.SystemBundles()
+	if f := h.Vars["SSL_CERT_FILE"]; filepath.IsAbs(f) {
+		paths = append([]string{f}, paths...)
+	}
+	for _, f := range paths {
+		if b, err := pr.ReadFile(f); err == nil {
+			return b
+		}
+	}
+	return nil
+}
+
+// setEnv sets env in the plan's environment, replacing variables of the same names.
+func setEnv(p *isolator.Plan, env map[string]string) {
+	byName := map[string]int{}
+	for i, e := range p.Env {
+		byName[e.Name] = i
+	}
+	for name, v := range env {
+		if i, ok := byName[name]; ok {
+			p.Env[i] = isolator.EnvVar{Name: name, Value: v}
+			continue
+		}
+		p.Env = append(p.Env, isolator.EnvVar{Name: name, Value: v})
+	}
+	sort.Slice(p.Env, func(i, j int) bool { return p.Env[i].Name < p.Env[j].Name })
+}
+
+// newPlaceholder is a credential's stand-in: random, so the proxy can tell it from
+// anything else a request carries, and worthless outside this session.
+func newPlaceholder() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return "devsandbox-placeholder-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,293 @@
+// Package sockdir is the project's private directory for its sessions' Unix sockets:
+// the session proxy's and the published ports'. Choose picks it (reading the host,
+// writing nothing: plan.Build calls it, --dry-run included); Ensure makes it before a
+// run binds anything there; Sweep removes what killed sessions left in it.
+package sockdir
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// longestSocketName is the longest path a session adds below the socket directory.
+const longestSocketName = len("/publish-0123456789ab/65535.sock")
+
+// recordName is the file in the project's state directory that names the socket
+// directory made in the shared temporary directory, so every session finds it.
+const recordName = "sock-dir"
+
+// ProxySocket is where session's proxy listens in the socket directory dir.
+func ProxySocket(dir, session string) string { return filepath.Join(dir, "proxy-"+session+".sock") }
+
+// PublishDir is session's directory of published-port sockets in dir.
+func PublishDir(dir, session string) string { return filepath.Join(dir, "publish-"+session) }
+
+// Host are the host facts the choice depends on.
+type Host struct {
+	RuntimeDir string // $XDG_RUNTIME_DIR; "" when unset
+	TempDir    string // $TMPDIR when absolute, else /tmp
+	UID        int
+}
+
+// Choose returns the project's socket directory (made mode 0700 by Ensure). Unix
+// socket paths are limited to 107 bytes, so it is the first of these whose longest
+// socket path fits:
+//
+//   - $XDG_RUNTIME_DIR/devsandbox/<projectID>, when XDG_RUNTIME_DIR is a directory of
+//     the user's that only the user can enter;
+//   - <stateDir>/sock;
+//   - a directory of a random name, devsandbox-<uid>-XXXXXXXX, in the temporary
+//     directory, its path recorded in the state directory for the next sessions
+//     (the recorded one while it is still a private directory of the user's there).
+//     The temporary directory and every directory above it must belong to root or
+//     the user, and be writable by others only when sticky: then nobody else can
+//     create, rename or replace what devsandbox makes there.
+//
+// Every directory of the path that devsandbox does not create is checked with Lstat
+// (owner, mode, not a symlink) before use; one that another user owns or can write
+// is never used. The directory is per project: a kept container binds it whole as
+// the project's stable proxy endpoint.
+func Choose(h Host, stateDir, projectID string) (string, error) {
+	if h.RuntimeDir != "" && filepath.IsAbs(h.RuntimeDir) {
+		s := filepath.Join(h.RuntimeDir, "devsandbox", projectID)
+		if fits(s) && checkPrivate(h.RuntimeDir, h.UID) == nil {
+			return s, nil
+		}
+	}
+	if s := filepath.Join(stateDir, "sock"); fits(s) {
+		return s, nil
+	}
+	tmp := "/tmp"
+	if filepath.IsAbs(h.TempDir) {
+		tmp = h.TempDir
+	}
+	shared, err := filepath.EvalSymlinks(tmp)
+	if err != nil {
+		return "", dirError(err)
+	}
+	if err := checkAncestors(shared, h.UID); err != nil {
+		return "", dirError(fmt.Errorf("the temporary directory %s cannot hold private sockets: %w", tmp, err))
+	}
+	if d, ok := recorded(stateDir, shared, h.UID); ok {
+		return d, nil
+	}
+	d := filepath.Join(shared, tempPrefix(h.UID)+randomName())
+	if !fits(d) {
+		return "", dirError(fmt.Errorf("%s is too long for Unix socket paths", d))
+	}
+	return d, nil
+}
+
+func fits(s string) bool { return len(s)+longestSocketName < 100 }
+
+func tempPrefix(uid int) string { return "devsandbox-" + strconv.Itoa(uid) + "-" }
+
+// randomName is eight random characters of mkdtemp's kind.
+func randomName() string {
+	const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = chars[int(b[i])%len(chars)]
+	}
+	return string(b[:])
+}
+
+// recorded returns the socket directory the state directory records, when it is
+// still a private directory of uid's in shared.
+func recorded(stateDir, shared string, uid int) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(stateDir, recordName))
+	if err != nil {
+		return "", false
+	}
+	d := strings.TrimSpace(string(b))
+	ok := filepath.Dir(d) == shared && strings.HasPrefix(filepath.Base(d), tempPrefix(uid)) && checkPrivate(d, uid) == nil
+	return d, ok
+}
+
+// Ensure makes dir, the socket directory Choose returned for stateDir and projectID,
+// mode 0700, checking every directory of it devsandbox did not create (see Choose);
+// a directory in the temporary directory is recorded in stateDir.
+func Ensure(dir, stateDir, projectID string, uid int) error {
+	switch base, name := filepath.Dir(dir), filepath.Base(dir); {
+	case dir == filepath.Join(stateDir, "sock"):
+		if err := os.MkdirAll(stateDir, 0o700); err != nil {
+			return dirError(err)
+		}
+		return ensurePrivate(stateDir, []string{"sock"}, uid)
+	case name == projectID && filepath.Base(base) == "devsandbox":
+		runtime := filepath.Dir(base)
+		if err := checkPrivate(runtime, uid); err != nil {
+			return dirError(err)
+		}
+		return ensurePrivate(runtime, []string{"devsandbox", projectID}, uid)
+	case strings.HasPrefix(name, tempPrefix(uid)):
+		return ensureTemp(dir, stateDir, uid)
+	}
+	return dirError(fmt.Errorf("%s is not a socket directory devsandbox chooses", dir))
+}
+
+// ensureTemp makes dir in the shared temporary directory (or checks the one there)
+// and records it in stateDir.
+func ensureTemp(dir, stateDir string, uid int) error {
+	if err := checkAncestors(filepath.Dir(dir), uid); err != nil {
+		return dirError(fmt.Errorf("the temporary directory %s cannot hold private sockets: %w", filepath.Dir(dir), err))
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return dirError(err)
+	}
+	// Made now or by an earlier session: either way it must be a private directory of
+	// ours (one another user made first is never used).
+	if err := checkPrivate(dir, uid); err != nil {
+		return dirError(err)
+	}
+	if d, ok := recorded(stateDir, filepath.Dir(dir), uid); ok && d == dir {
+		return nil
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return dirError(err)
+	}
+	record := filepath.Join(stateDir, recordName)
+	tmp := record + ".tmp"
+	if err := os.WriteFile(tmp, []byte(dir+"\n"), 0o600); err != nil {
+		return dirError(err)
+	}
+	if err := os.Rename(tmp, record); err != nil {
+		return dirError(err)
+	}
+	return nil
+}
+
+func dirError(err error) error {
+	return fmt.Errorf("%w: the session sockets' directory: %w; set XDG_RUNTIME_DIR to a directory only you can enter (mode 0700)", isolator.ErrProtection, err)
+}
+
+// ensurePrivate makes base/names[0]/names[1]/…, creating each missing directory with
+// mode 0700 and checking each with Lstat: a directory, not a symlink, owned by uid; an
+// existing one of uid's that others may enter is made 0700. base is trusted as it is.
+func ensurePrivate(base string, names []string, uid int) error {
+	dir := base
+	for _, n := range names {
+		dir = filepath.Join(dir, n)
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return dirError(err)
+		}
+		fi, err := os.Lstat(dir)
+		if err != nil {
+			return dirError(err)
+		}
+		if err := owned(dir, fi, uid); err != nil {
+			return dirError(err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(dir, 0o700); err != nil {
+				return dirError(err)
+			}
+		}
+	}
+	return nil
+}
+
+// owned checks that fi (dir's Lstat) is a directory, not a symlink, owned by uid.
+func owned(dir string, fi fs.FileInfo, uid int) error {
+	if fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory (%v)", dir, fi.Mode().Type())
+	}
+	if o := owner(fi); o != uid {
+		return fmt.Errorf("%s belongs to uid %d, not to you (uid %d)", dir, o, uid)
+	}
+	return nil
+}
+
+// checkPrivate checks that dir is a directory of uid's that nobody else can enter.
+func checkPrivate(dir string, uid int) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if err := owned(dir, fi, uid); err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s has mode %v: others may enter it", dir, fi.Mode().Perm())
+	}
+	return nil
+}
+
+func owner(fi fs.FileInfo) int {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
+}
+
+// checkAncestors checks dir and every directory above it with Lstat: each belongs to
+// root or uid, and one that others may write has the sticky bit (so nobody but an
+// entry's owner can rename or remove it). dir has no symlink in it.
+func checkAncestors(dir string, uid int) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", d)
+		}
+		if o := owner(fi); o != 0 && o != uid {
+			return fmt.Errorf("%s belongs to uid %d", d, o)
+		}
+		if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+			return fmt.Errorf("%s is writable by others and not sticky (mode %v)", d, fi.Mode())
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+// Sweep removes what sessions that died without cleaning up (kill -9) left in the
+// socket directory dir: proxy sockets nothing accepts on any more (a connection is
+// refused), and publish directories older than a minute none of whose sockets
+// accepts (a younger one may belong to a session still starting). A run sweeps once,
+// before it adds its own sockets.
+func Sweep(dir string) {
+	names, _ := filepath.Glob(filepath.Join(dir, "proxy-*.sock"))
+	for _, n := range names {
+		if stale(n) {
+			_ = os.Remove(n)
+		}
+	}
+	pubs, _ := filepath.Glob(filepath.Join(dir, "publish-*"))
+	for _, d := range pubs {
+		fi, err := os.Lstat(d)
+		if err != nil || !fi.IsDir() || time.Since(fi.ModTime()) < time.Minute {
+			continue
+		}
+		socks, _ := filepath.Glob(filepath.Join(d, "*.sock"))
+		if !slices.ContainsFunc(socks, func(s string) bool { return !stale(s) }) {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
+
+// stale reports whether the Unix socket at path refuses connections (nobody serves it).
+func stale(path string) bool {
+	c, err := net.DialTimeout("unix", path, 100*time.Millisecond)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}

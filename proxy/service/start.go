@@ -1,0 +1,131 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
+)
+
+// ExitBound is how long the end of a run waits for devsandbox-proxy to flush its audit
+// log and exit (it gives requests in flight 2 s) before killing it.
+const ExitBound = 3 * time.Second
+
+// OpServe is the request devsandbox-proxy answers: serve until the control pipe ends.
+const OpServe = "serve"
+
+// Options say how the proxy is started; the zero value is devsandbox's.
+type Options struct {
+	// Binary is devsandbox-proxy; "" is the one next to the running program.
+	Binary string
+	// Stderr receives devsandbox-proxy's start-up failures (nil: os.Stderr).
+	Stderr io.Writer
+	// Bound replaces ExitBound (tests).
+	Bound time.Duration
+}
+
+// Start binds p's proxy socket (p.Egress.Proxy.Unix, mode 0600, in a directory only
+// this user can enter) and starts devsandbox-proxy serving it, with the settings and
+// the environment of p. It does not wait for the proxy to be ready: the socket listens
+// from the start, so the sandbox's first connections queue until it accepts.
+//
+// devsandbox-proxy gets the listening socket (handoff.FirstExtraFD), runs in its own
+// process group (a Ctrl-C meant for the command does not reach it) with SIGTERM as
+// its parent-death signal, and holds the control pipe's read end: however this
+// process ends, the proxy sees end of file and shuts down.
+//
+// Only the socket is made before Start returns; the fork and exec happen in the
+// background, off the launch path. If they fail, the error is printed and the socket
+// stops listening, so the sandbox's connections are refused: egress fails closed.
+// stop ends the control pipe and waits for the proxy (it flushes the audit log),
+// killing it after the bound, then removes the socket.
+func Start(p *isolator.Plan, o Options) (stop func(), err error) {
+	bin := o.Binary
+	if bin == "" {
+		if bin, err = binary(); err != nil {
+			return nil, err
+		}
+	}
+	env, err := Environ(p, os.ReadFile)
+	if err != nil {
+		return nil, err
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	if o.Bound == 0 {
+		o.Bound = ExitBound
+	}
+	req := handoff.Request{Op: OpServe, Settings: handoff.Args(SettingsOf(p))}
+	return spawn(bin, req, env, p.Egress.Proxy.Unix, o)
+}
+
+// spawn binds sock and starts bin for req with exactly env, in the background (see
+// Start).
+func spawn(bin string, req handoff.Request, env []string, sock string, o Options) (stop func(), err error) {
+	ln, err := listen(sock)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the egress proxy cannot listen on %s: %w", isolator.ErrProtection, sock, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Pdeathsig fires when the thread that forked the child exits, not the
+		// process: fork from a locked thread that lives until the proxy has exited.
+		runtime.LockOSThread()
+		proc, err := handoff.Start(ctx, handoff.Program{Path: bin, Env: env, Stdio: isolator.Stdio{Err: o.Stderr},
+			Files: []*os.File{ln}, SysProcAttr: sysProcAttr(), WaitDelay: o.Bound}, req)
+		ln.Close() // the proxy has its own copy now (or, on error, nobody listens)
+		if err != nil {
+			if ctx.Err() == nil {
+				fmt.Fprintf(o.Stderr, "devsandbox: the egress proxy did not start (%v); the sandbox's connections through it are refused\n", err)
+			}
+			return
+		}
+		<-proc.Done() // bounded by WaitDelay once ctx ends: then the proxy is killed
+	}()
+	return func() {
+		cancel()
+		<-done
+		os.Remove(sock)
+	}, nil
+}
+
+// listen binds a Unix socket at path, mode 0600, in a directory only this user can
+// enter, and returns its listening descriptor. The socket exists, and queues
+// connections, from here on.
+func listen(path string) (*os.File, error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	// Between bind and chmod the socket has the umask's mode; the private directory
+	// keeps everyone else out meanwhile. Chmod fails on a directory that is not ours.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, err
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	ln.SetUnlinkOnClose(false) // the socket outlives this listener; stop removes it
+	defer ln.Close()           // File returns a duplicate
+	if err := os.Chmod(path, 0o600); err != nil {
+		os.Remove(path)
+		return nil, err
+	}
+	f, err := ln.File()
+	if err != nil {
+		os.Remove(path)
+		return nil, err
+	}
+	return f, nil
+}
