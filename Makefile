@@ -8,8 +8,9 @@ TAGS     ?= urfave_cli_no_docs $(PODMAN_TAGS)
 GO       ?= go
 GOFLAGS_ := -tags '$(TAGS)'
 BIN      := bin/devsandbox
-# Every binary `make build` makes and `make install` and scripts/install.sh install:
-# devsandbox, the in-sandbox init, the egress proxy, the docker and krun backends.
+# Every binary `make build` makes (each from cmd/NAME) and `make install` and
+# scripts/install.sh install: devsandbox, the in-sandbox init, the egress proxy, the
+# docker and krun backends.
 BINARIES := devsandbox devsandbox-init devsandbox-proxy devsandbox-docker devsandbox-krun
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/devsandbox/devsandbox/config.Version=$(VERSION)
@@ -20,13 +21,11 @@ PREFIX   ?= /usr/local
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/devsandbox, bin/devsandbox-init (the in-sandbox shim), bin/devsandbox-proxy (the egress proxy), bin/devsandbox-docker (devsandbox with the docker backend) and bin/devsandbox-krun (the krun backend)
-	CGO_ENABLED=0 $(GO) build $(GOFLAGS_) -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/devsandbox ./cmd/devsandbox-init ./cmd/devsandbox-proxy ./cmd/devsandbox-krun
-	CGO_ENABLED=0 $(GO) build -tags '$(TAGS) linkdocker' -trimpath -ldflags '$(LDFLAGS)' -o bin/devsandbox-docker ./cmd/devsandbox
+build: ## build bin/devsandbox, bin/devsandbox-init (the in-sandbox init), bin/devsandbox-proxy (the egress proxy), bin/devsandbox-docker (the docker backend) and bin/devsandbox-krun (the krun backend)
+	CGO_ENABLED=0 $(GO) build $(GOFLAGS_) -trimpath -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(BINARIES))
 
 vet: ## go vet with the build tags
 	$(GO) vet $(GOFLAGS_) ./...
-	$(GO) vet -tags '$(TAGS) linkdocker' ./cmd/devsandbox/
 	$(GO) vet -tags '$(TAGS) integration' ./integration/
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -37,7 +36,6 @@ lint: vet ## gofmt, vet, the macOS cross-build (arm64, amd64) and vet, staticche
 	GOOS=darwin GOARCH=amd64 $(GO) build $(GOFLAGS_) ./...
 	GOOS=darwin $(GO) vet $(GOFLAGS_) ./...
 	$(GO) run $(STATICCHECK) -tags '$(TAGS)' ./...
-	$(GO) run $(STATICCHECK) -tags '$(TAGS) linkdocker' ./cmd/devsandbox/
 	$(GO) run $(STATICCHECK) -tags '$(TAGS) integration' ./integration/
 	@if command -v shellcheck >/dev/null; then shellcheck scripts/*.sh .ci/run; else echo "shellcheck not installed: apt-get install shellcheck"; fi
 
@@ -46,7 +44,6 @@ setup: ## install and start what the tests need (root: apt packages, test user)
 
 unit: ## unit tests of the pure code
 	$(GO) test $(GOFLAGS_) -count=1 ./...
-	$(GO) test -tags '$(TAGS) linkdocker' -count=1 ./cmd/devsandbox/
 
 integration: build ## the conformance suite against real components, as an unprivileged user (RUN=REGEXP: only those tests)
 	DEVSANDBOX_BIN=$(CURDIR)/$(BIN) DEVSANDBOX_BINARIES="$(BINARIES)" DEVSANDBOX_IT_ISOLATORS="$${DEVSANDBOX_IT_ISOLATORS:-bwrap docker krun}" $(GO) test $(GOFLAGS_) -tags '$(TAGS) integration' -count=1 -timeout 25m -v $(if $(RUN),-run '$(RUN)') ./integration/ 2>&1 | scripts/test-summary.sh
@@ -65,8 +62,8 @@ bench-krun: build ## krun isolator launches (krun.runtime = runc) against podman
 embed: ## build Linux devsandbox-init (amd64, arm64) into isolator/docker/initbin for a macOS build
 	for a in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o isolator/docker/initbin/devsandbox-init-linux-$$a ./cmd/devsandbox-init; done
 
-darwin: embed ## cross-build devsandbox and devsandbox-proxy for macOS (docker isolator, Linux init embedded) into bin/darwin/
-	CGO_ENABLED=0 GOOS=darwin $(GO) build -tags '$(TAGS) embedinit' -trimpath -ldflags '$(LDFLAGS)' -o bin/darwin/ ./cmd/devsandbox ./cmd/devsandbox-proxy
+darwin: embed ## cross-build devsandbox, devsandbox-docker (Linux init embedded) and devsandbox-proxy for macOS into bin/darwin/
+	CGO_ENABLED=0 GOOS=darwin $(GO) build -tags '$(TAGS) embedinit' -trimpath -ldflags '$(LDFLAGS)' -o bin/darwin/ ./cmd/devsandbox ./cmd/devsandbox-docker ./cmd/devsandbox-proxy
 
 install: build install-bin ## build, then install every binary ($(BINARIES)) to $(PREFIX)/bin
 

@@ -3,6 +3,8 @@ package egress
 import (
 	"fmt"
 	"strings"
+
+	"github.com/devsandbox/devsandbox/internal/sh"
 )
 
 // Binaries are the absolute paths of the programs the rules are applied with. Tests
@@ -42,24 +44,24 @@ func PastaPrologue(r Rules, bin Binaries, statusFD int) (string, error) {
 	fmt.Fprintf(&b, "# devsandbox egress prologue (mode %s): firewall, routes, verify, then exec bwrap.\n", r.Mode)
 	b.WriteString("set -u\n")
 	fmt.Fprintf(&b, "fail() { printf '%s%%s\\n' \"$1\" >&%d; exit 125; }\n", StatusFail, statusFD)
-	fmt.Fprintf(&b, "nft_ok=0\nif [ -x %s ]; then\n", shq(bin.Nft))
-	fmt.Fprintf(&b, "\t%s -f - <<'DEVSANDBOX_NFT' && nft_ok=1\n%sDEVSANDBOX_NFT\n", shq(bin.Nft), fw.NftScript())
+	fmt.Fprintf(&b, "nft_ok=0\nif [ -x %s ]; then\n", sh.Quote(bin.Nft))
+	fmt.Fprintf(&b, "\t%s -f - <<'DEVSANDBOX_NFT' && nft_ok=1\n%sDEVSANDBOX_NFT\n", sh.Quote(bin.Nft), fw.NftScript())
 	fmt.Fprintf(&b, "\t[ $nft_ok = 1 ] && { %s list chain inet %s output >/dev/null 2>&1 || fail %s; }\n",
-		shq(bin.Nft), Table, shq("nft loaded the egress rules but they are not in place"))
+		sh.Quote(bin.Nft), Table, sh.Quote("nft loaded the egress rules but they are not in place"))
 	b.WriteString("fi\n")
-	fmt.Fprintf(&b, "if [ $nft_ok = 0 ]; then\n\t[ -x %s ] || fail %s\n", shq(bin.Iptables),
-		shq(fmt.Sprintf("cannot apply the egress rules: %s failed or is missing and %s is missing; install nftables (and make sure the nf_tables kernel modules load) — `devsandbox doctor` checks this", bin.Nft, bin.Iptables)))
+	fmt.Fprintf(&b, "if [ $nft_ok = 0 ]; then\n\t[ -x %s ] || fail %s\n", sh.Quote(bin.Iptables),
+		sh.Quote(fmt.Sprintf("cannot apply the egress rules: %s failed or is missing and %s is missing; install nftables (and make sure the nf_tables kernel modules load) — `devsandbox doctor` checks this", bin.Nft, bin.Iptables)))
 	for _, c := range fw.IptablesCommands(bin.Iptables, bin.Ip6tables) {
-		fmt.Fprintf(&b, "\t%s || fail %s\n", shJoin(c), shq("iptables could not apply the egress rules: "+strings.Join(c[1:], " ")))
+		fmt.Fprintf(&b, "\t%s || fail %s\n", sh.Join(c), sh.Quote("iptables could not apply the egress rules: "+strings.Join(c[1:], " ")))
 	}
 	for _, ipt := range []string{bin.Iptables, bin.Ip6tables} {
-		fmt.Fprintf(&b, "\t%s -w -S OUTPUT | grep -qx -- '-P OUTPUT DROP' || fail %s\n", shq(ipt), shq(ipt+" rules are not in place"))
+		fmt.Fprintf(&b, "\t%s -w -S OUTPUT | grep -qx -- '-P OUTPUT DROP' || fail %s\n", sh.Quote(ipt), sh.Quote(ipt+" rules are not in place"))
 	}
 	b.WriteString("fi\n")
 	for _, fam := range routeFamilies(fw) {
-		fmt.Fprintf(&b, "%s %s route del default 2>/dev/null\n", shq(bin.IP), fam)
-		fmt.Fprintf(&b, "[ -z \"$(%s %s route show default)\" ] || fail %s\n", shq(bin.IP), fam,
-			shq("could not remove the "+fam+" default route"))
+		fmt.Fprintf(&b, "%s %s route del default 2>/dev/null\n", sh.Quote(bin.IP), fam)
+		fmt.Fprintf(&b, "[ -z \"$(%s %s route show default)\" ] || fail %s\n", sh.Quote(bin.IP), fam,
+			sh.Quote("could not remove the "+fam+" default route"))
 	}
 	fmt.Fprintf(&b, "printf '%s\\n' >&%d || exit 125\n", StatusOK, statusFD)
 	fmt.Fprintf(&b, "exec %d>&-\nexec \"$@\"\n", statusFD)
@@ -133,20 +135,4 @@ func NsenterCalls(r Rules, t Target, bin Binaries) ([]Call, error) {
 		calls = append(calls, Call{Argv: in(bin.IP, fam, "route", "flush", "default")})
 	}
 	return calls, nil
-}
-
-// shq quotes s for a POSIX shell.
-func shq(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-func shJoin(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = shq(a)
-	}
-	return strings.Join(q, " ")
 }

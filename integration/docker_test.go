@@ -37,7 +37,7 @@ func setupDocker() {
 	if base == "" {
 		base = "devsandbox-test/debian:3"
 	}
-	cmd := exec.Command(helper, "image", "build", "--base", base)
+	cmd := exec.Command(it.bin, "image", "build", "--base", base)
 	cmd.Dir = "/"
 	cmd.Env = []string{"HOME=/root", "PATH=/usr/local/bin:/usr/bin:/bin"}
 	if out, err := cmd.CombinedOutput(); err != nil {

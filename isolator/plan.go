@@ -230,6 +230,35 @@ type Mount struct {
 	ID *FileID `json:",omitempty"`
 }
 
+// PlacedMount is a mount with its destination in a sandbox.
+type PlacedMount struct {
+	Mount
+	Path string // the destination in the sandbox
+}
+
+// VisibleMounts resolves each of p's mounts' destination against the in-sandbox home
+// (the sandbox home and home-relative mounts move to home) and drops every mount a
+// later one covers: a runtime that sorts mounts by depth would otherwise let a bind
+// below a later mask reappear.
+func VisibleMounts(p *Plan, home string) []PlacedMount {
+	var out []PlacedMount
+	for _, m := range p.Mounts {
+		t := m.Target(home)
+		if m.HomeRel == "" && m.Dest == p.User.HostHome && m.Source == p.SandboxHome {
+			t = home
+		}
+		t = path.Clean(t)
+		kept := out[:0]
+		for _, o := range out {
+			if !Within(o.Path, t) {
+				kept = append(kept, o)
+			}
+		}
+		out = append(kept, PlacedMount{m, t})
+	}
+	return out
+}
+
 // FileID identifies a file on a host: its device and inode numbers.
 type FileID struct {
 	Dev, Ino uint64

@@ -9,7 +9,6 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
-	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/shim"
 )
 
@@ -29,42 +28,25 @@ func startup() {
 // autoOrder is the preference of isolator = "auto".
 var autoOrder = []string{"bwrap", "docker"}
 
-// isolatorTable is the explicit table of backends this binary has. dk configures the
-// docker backend (nil: from defaults); see docker.go. kr is the krun backend, which
-// runs in devsandbox-krun (see krun.go).
-func isolatorTable(b *bwrap.Isolator, dk *dockerSettings, kr *handoff.Stub) isolator.Table {
-	return isolator.Table{
-		"bwrap": func() isolator.Isolator {
-			if b != nil {
-				return b
-			}
-			return bwrap.New()
-		},
-		"docker": func() isolator.Isolator { return newDocker(dk) },
-		"krun":   func() isolator.Isolator { return kr },
+// addBwrap adds the bwrap backend to t (cfg nil: doctor outside a project).
+func (a *app) addBwrap(t isolator.Table, cfg *config.Config, phase func(string)) {
+	b := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Phase: phase}
+	if cfg != nil {
+		b.Binaries, b.RuntimeDir = egressBinaries(cfg.Host), cfg.Host.RuntimeDir
+	} else if h, err := config.HostFromEnviron(a.environ, -1, -1); err == nil {
+		b.RuntimeDir = h.RuntimeDir
 	}
-}
-
-// newBwrap is the bwrap backend of a run; phase (nil: none) receives its launch
-// phases.
-func (a *app) newBwrap(cfg *config.Config, phase func(string)) *bwrap.Isolator {
-	return &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Binaries: egressBinaries(cfg.Host), Phase: phase, RuntimeDir: cfg.Host.RuntimeDir}
-}
-
-// doctorBwrap is the bwrap backend doctor checks.
-func (a *app) doctorBwrap(runtimeDir string) *bwrap.Isolator {
-	return &bwrap.Isolator{RuntimeDir: runtimeDir}
+	t["bwrap"] = func() isolator.Isolator { return b }
 }
 
 // egressBinaries are the firewall tools, with the test overrides DEVSANDBOX_NFT and
-// DEVSANDBOX_IPTABLES (absolute paths; the integration suite points them at failing
-// programs to prove a broken firewall aborts the run).
+// DEVSANDBOX_IPTABLES (absolute paths).
 func egressBinaries(h config.Host) egress.Binaries {
 	bin := egress.DefaultBinaries
 	if p, err := exec.LookPath("pasta"); err == nil {
 		bin.Pasta = p
 	}
-	if v := h.Vars["DEVSANDBOX_NFT"]; filepath.IsAbs(v) {
+	if v := nftOverride(h); v != "" {
 		bin.Nft = v
 	}
 	if v := h.Vars["DEVSANDBOX_IPTABLES"]; filepath.IsAbs(v) {

@@ -211,25 +211,18 @@ func (a *app) toolsList(c *cli.Context) error {
 }
 
 func (a *app) doctor(c *cli.Context) error {
-	a.doctorHandOff()
 	ctx := context.Background()
 	selected := "auto"
-	var dk *dockerSettings
-	var kcfg *config.Config
+	var cfg *config.Config
 	var keys []plan.KeyPlace
-	runtimeDir := ""
 	if l, err := a.load(a.flags(c)); err == nil {
-		selected = l.cfg.Isolator
-		dk = a.dockerSettings(l.cfg)
-		kcfg = l.cfg
-		runtimeDir = l.cfg.Host.RuntimeDir
+		selected, cfg = l.cfg.Isolator, l.cfg
 		keys = plan.KeyPlaces(l.cfg, tools.Default(), plan.ToolHost(l.cfg.Host, l.probe, l.proj.Dir))
-	} else if host, herr := config.HostFromEnviron(a.environ, -1, -1); herr == nil {
+	} else {
 		// Outside a project (or with a broken config) the host checks still run.
 		a.warn("%v", err)
-		runtimeDir = host.RuntimeDir
 	}
-	table := isolatorTable(a.doctorBwrap(runtimeDir), dk, krunStub(kcfg, nil))
+	table := a.isolatorTable(cfg, nil)
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "CHECK\tSTATUS\tDETAIL")
 	usable := map[string]bool{}

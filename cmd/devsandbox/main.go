@@ -37,7 +37,6 @@ type app struct {
 	start          time.Time
 
 	command []string // what to sandbox, split off before urfave/cli parses flags
-	args    []string // argv without the program name, for handing the run to devsandbox-docker
 
 	warnMu sync.Mutex // warnings come from the run's watch too, while it runs
 }
@@ -75,8 +74,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 
 func (a *app) main(args []string) int {
 	flags, sub, command := splitArgs(args)
-	a.command, a.args = command, args
-	a.earlyDispatch(args)
+	a.command = command
 	argv := append([]string{"devsandbox"}, flags...)
 	argv = append(argv, sub...)
 	err := a.cli().Run(argv)

@@ -61,11 +61,6 @@ func (a *app) run(c *cli.Context) error {
 		a.warn("sandbox.mode is off: %v runs WITHOUT a sandbox, with your full user rights", a.commandOrShell(cfg))
 		return a.unsandboxed(cfg)
 	}
-	dk := a.dockerSettings(cfg)
-	if err := a.dispatchDocker(cfg, dk); err != nil {
-		return err
-	}
-
 	dryRun := c.Bool("dry-run")
 	p, pwarns, err := plan.Build(cfg, tools.Default(), probe, plan.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun})
 	if err != nil {
@@ -80,8 +75,7 @@ func (a *app) run(c *cli.Context) error {
 	if debug {
 		phase = t.mark
 	}
-	dk.phase = phase
-	iso, fellBack, err := isolator.Select(ctx, cfg.Isolator, isolatorTable(a.newBwrap(cfg, phase), dk, krunStub(cfg, phase)), autoOrder)
+	iso, fellBack, err := isolator.Select(ctx, cfg.Isolator, a.isolatorTable(cfg, phase), autoOrder)
 	if err == nil && fellBack {
 		a.warn("bwrap is not usable here; falling back to the %s isolator", iso.Name())
 	}

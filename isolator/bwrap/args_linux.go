@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/internal/sh"
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/containerview"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 	"github.com/devsandbox/devsandbox/syscalls"
 )
@@ -306,7 +306,7 @@ func withLimits(s *Spec, p *isolator.Plan) *Spec {
 // file mask), the check that the file at its destination is that one.
 func identityChecks(p *isolator.Plan) []wire.Check {
 	var cs []wire.Check
-	for _, m := range containerview.VisibleMounts(p, p.User.HostHome) {
+	for _, m := range isolator.VisibleMounts(p, p.User.HostHome) {
 		if m.ID == nil {
 			continue
 		}
@@ -355,7 +355,7 @@ func (s *Spec) Script() string {
 		if e.FromHost {
 			fmt.Fprintf(&b, "#   %s (value from the host environment)\n", e.Name)
 		} else {
-			fmt.Fprintf(&b, "#   %s=%s\n", e.Name, shellQuote(e.Value))
+			fmt.Fprintf(&b, "#   %s=%s\n", e.Name, sh.Quote(e.Value))
 		}
 	}
 	for _, sec := range s.SecretEnv {
@@ -387,7 +387,7 @@ func (s *Spec) Script() string {
 			if i > 0 {
 				b.WriteByte(' ')
 			}
-			b.WriteString(shellQuote(arg))
+			b.WriteString(sh.Quote(arg))
 		}
 		b.WriteString(" \\\n  ")
 	}
@@ -399,7 +399,7 @@ func (s *Spec) Script() string {
 				b.WriteByte(' ')
 			}
 		}
-		b.WriteString(shellQuote(arg))
+		b.WriteString(sh.Quote(arg))
 	}
 	b.WriteByte('\n')
 	return b.String()
@@ -413,22 +413,4 @@ func afterSeparator(argv []string, i int) bool {
 		}
 	}
 	return false
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	safe := true
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 )
 
@@ -39,6 +40,9 @@ type Isolator struct {
 	// run).
 	FirewallTool string
 
+	// Signals, when set, are the signals to forward to the command (devsandbox-docker
+	// gets them from devsandbox); nil means Run catches them itself.
+	Signals <-chan handoff.Signal
 	// Phase, when set, is called as each launch phase ends (for --debug timings).
 	Phase func(name string)
 	// Warn receives warnings for people; nil discards them.

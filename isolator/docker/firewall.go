@@ -10,12 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/docker/docker/api/types/container"
+	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
 )
 
 // LabelRole marks the short-lived helper containers (value "firewall").
@@ -27,14 +28,14 @@ const LabelRole = "dev.devsandbox.role"
 // image works) to program the rules through netlink and read them back. The engine
 // does the namespace joining, so this works without root on the host, and the same
 // way against a daemon in a VM. Pure.
-func firewallHelper(arg, target, image, initSrc string, labels map[string]string) (*container.Config, *container.HostConfig) {
+func firewallHelper(arg, target, image, initSrc string, labels map[string]string) (*dockercontainer.Config, *dockercontainer.HostConfig) {
 	l := map[string]string{LabelRole: "firewall", LabelKept: "false"}
 	for _, k := range []string{LabelProject, LabelName, LabelDir, LabelVersion, LabelUser} {
 		if v, ok := labels[k]; ok {
 			l[k] = v
 		}
 	}
-	cfg := &container.Config{
+	cfg := &dockercontainer.Config{
 		User:         "0:0",
 		Image:        image,
 		Entrypoint:   []string{InitPath},
@@ -43,8 +44,8 @@ func firewallHelper(arg, target, image, initSrc string, labels map[string]string
 		AttachStdout: true,
 		AttachStderr: true,
 	}
-	hc := &container.HostConfig{
-		NetworkMode:    container.NetworkMode("container:" + target),
+	hc := &dockercontainer.HostConfig{
+		NetworkMode:    dockercontainer.NetworkMode("container:" + target),
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
 		CapAdd:         []string{"NET_ADMIN"},
@@ -69,7 +70,7 @@ func (b *Isolator) applyFirewall(ctx context.Context, e Engine, p *isolator.Plan
 	failed := func(format string, args ...any) error {
 		return fmt.Errorf("%w: the egress rules could not be applied in the container: %s; the command did not run. `devsandbox doctor` checks the engine", isolator.ErrProtection, fmt.Sprintf(format, args...))
 	}
-	created, err := e.ContainerCreate(ctx, cfg, hc, &network.NetworkingConfig{}, nil, "devsandbox-"+p.Project.Name+"-fw-"+randomSuffix())
+	created, err := e.ContainerCreate(ctx, cfg, hc, &network.NetworkingConfig{}, nil, "devsandbox-"+p.Project.Name+"-fw-"+container.RandomSuffix())
 	if err != nil {
 		return failed("the engine refused the firewall helper container: %v", err)
 	}
@@ -79,16 +80,16 @@ func (b *Isolator) applyFirewall(ctx context.Context, e Engine, p *isolator.Plan
 	started := false
 	defer func() {
 		if !started {
-			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, container.RemoveOptions{Force: true})
+			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, dockercontainer.RemoveOptions{Force: true})
 		}
 	}()
-	hj, err := e.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+	hj, err := e.ContainerAttach(ctx, id, dockercontainer.AttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
 		return failed("attaching to the firewall helper: %v", err)
 	}
 	defer hj.Close()
-	waitc, werrc := e.ContainerWait(ctx, id, container.WaitConditionNextExit)
-	if err := e.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+	waitc, werrc := e.ContainerWait(ctx, id, dockercontainer.WaitConditionNextExit)
+	if err := e.ContainerStart(ctx, id, dockercontainer.StartOptions{}); err != nil {
 		return failed("starting the firewall helper: %v", err)
 	}
 	started = true

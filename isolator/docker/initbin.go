@@ -10,6 +10,7 @@ import (
 	"runtime"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
 )
 
 // initBinary returns the host path of a devsandbox-init the engine can run. On Linux
@@ -46,7 +47,7 @@ func embeddedInit(dir, arch string, bins map[string][]byte) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	tmp := path + ".tmp" + randomSuffix()
+	tmp := path + ".tmp" + container.RandomSuffix()
 	if err := os.WriteFile(tmp, b, 0o755); err != nil {
 		return "", err
 	}

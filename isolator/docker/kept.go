@@ -8,7 +8,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
+	dockercontainer "github.com/docker/docker/api/types/container"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
@@ -47,17 +47,19 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	if err != nil {
 		return 0, fmt.Errorf("%w: creating the exec in %s: %v", isolator.ErrProtection, spec.Name, err)
 	}
-	hj, err := e.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
+	hj, err := e.ContainerExecAttach(ctx, ex.ID, dockercontainer.ExecAttachOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("%w: starting the exec in %s: %v", isolator.ErrProtection, spec.Name, err)
 	}
 	defer hj.Close()
-	sess, err := startSession(&stream{conn: hj.Conn, r: hj.Reader}, stdio, hello)
+	// When devsandbox is gone (ctx ends), the init's stream ends with it: the init
+	// takes the command down, as it does when this process dies.
+	defer context.AfterFunc(ctx, hj.Close)()
+	sess, err := b.attach(hj.Conn, hj.Reader, p, stdio, hello)
 	if err != nil {
 		return 0, err
 	}
-	sess.oomMessage = p.Limits.OOMMessage()
-	defer sess.close()
+	defer sess.Close()
 	b.phase("exec")
 	select {
 	case <-sess.report.Seen():
@@ -83,7 +85,7 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return sess.result(code)
+	return sess.Result(code)
 }
 
 // keptContainer returns the id of the running kept container for spec, creating,
@@ -99,7 +101,7 @@ func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, sp
 	}
 	if in.Config != nil && in.Config.Labels[LabelSpec] == spec.Hash {
 		if in.State == nil || !in.State.Running {
-			if err := e.ContainerStart(ctx, in.ID, container.StartOptions{}); err != nil {
+			if err := e.ContainerStart(ctx, in.ID, dockercontainer.StartOptions{}); err != nil {
 				return "", fmt.Errorf("%w: starting the kept container %s: %v", isolator.ErrProtection, spec.Name, err)
 			}
 		}
@@ -119,7 +121,7 @@ func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, sp
 		}
 	}
 	b.warn("the configuration changed since the kept container %s was created; recreating it", spec.Name)
-	if err := e.ContainerRemove(ctx, in.ID, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+	if err := e.ContainerRemove(ctx, in.ID, dockercontainer.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		return "", fmt.Errorf("removing the outdated kept container %s: %w", spec.Name, err)
 	}
 	return b.createKept(ctx, e, addr, spec)
@@ -131,11 +133,11 @@ func (b *Isolator) createKept(ctx context.Context, e Engine, addr Address, spec 
 		return "", b.createFailed(ctx, e, addr, spec, err)
 	}
 	if err := b.limitsDiscarded(created.Warnings); err != nil {
-		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
+		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, dockercontainer.RemoveOptions{Force: true})
 		return "", err
 	}
-	if err := e.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true})
+	if err := e.ContainerStart(ctx, created.ID, dockercontainer.StartOptions{}); err != nil {
+		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, dockercontainer.RemoveOptions{Force: true})
 		return "", fmt.Errorf("%w: the docker engine could not start the kept container: %v; the command did not run", isolator.ErrProtection, err)
 	}
 	return created.ID, nil

@@ -12,35 +12,18 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
+	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
+
+	"github.com/devsandbox/devsandbox/isolator/docker/helper"
 )
 
-// Sandbox is what devsandbox keeps for one project: a kept container, a home volume
-// (remote engines), the sandbox home and the state directory on the host.
-type Sandbox struct {
-	Name          string    `json:"name"`                 // <basename>-<id>
-	Dir           string    `json:"dir,omitempty"`        // the project's path, when known
-	DirExists     bool      `json:"dirExists"`            // the project still exists
-	Containers    []string  `json:"containers,omitempty"` // container names
-	ContainerSize int64     `json:"containerSize"`        // bytes written in the containers
-	Running       bool      `json:"running"`
-	Volumes       []string  `json:"volumes,omitempty"`
-	Home          string    `json:"home,omitempty"` // host sandbox home dir
-	HomeSize      int64     `json:"homeSize"`
-	State         string    `json:"state,omitempty"` // host state dir
-	StateSize     int64     `json:"stateSize"`
-	LastUsed      time.Time `json:"lastUsed"`
-}
-
-// Dirs are the host directories holding per-project data: $XDG_DATA_HOME/devsandbox
-// and $XDG_STATE_HOME/devsandbox, and the user whose they are: only the containers and
-// volumes labelled with that uid are the user's.
-type Dirs struct {
-	Data, State string
-	UID         int
-}
+// Sandbox and Dirs are package helper's (devsandbox prints them).
+type (
+	Sandbox = helper.Sandbox
+	Dirs    = helper.Dirs
+)
 
 // Sandboxes lists every project devsandbox keeps something for, sorted by name. With
 // no engine reachable, the host side is still listed (and an error returned too).
@@ -104,7 +87,7 @@ func (b *Isolator) listEngine(ctx context.Context, uid int, get func(string) *Sa
 		return err
 	}
 	defer e.Close()
-	cs, err := e.ContainerList(ctx, container.ListOptions{All: true, Size: true, Filters: mine})
+	cs, err := e.ContainerList(ctx, dockercontainer.ListOptions{All: true, Size: true, Filters: mine})
 	if err != nil {
 		st := engineDown(a, err)
 		return fmt.Errorf("%s; %s", st.Reason, st.Fix)
@@ -151,7 +134,7 @@ func (b *Isolator) RemoveSandbox(ctx context.Context, s Sandbox) error {
 		}
 		defer e.Close()
 		for _, c := range s.Containers {
-			if err := e.ContainerRemove(ctx, c, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			if err := e.ContainerRemove(ctx, c, dockercontainer.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("removing container %s: %w", c, err))
 			}
 		}
@@ -170,21 +153,6 @@ func (b *Isolator) RemoveSandbox(ctx context.Context, s Sandbox) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Prunable reports why s should go: its project is gone, or it was unused longer than
-// maxAge (and is not running). "" means keep it.
-func Prunable(s Sandbox, now time.Time, maxAge time.Duration) string {
-	if s.Running {
-		return ""
-	}
-	if s.Dir != "" && !s.DirExists {
-		return "the project " + s.Dir + " no longer exists"
-	}
-	if !s.LastUsed.IsZero() && now.Sub(s.LastUsed) > maxAge {
-		return fmt.Sprintf("unused for %d days", int(now.Sub(s.LastUsed).Hours()/24))
-	}
-	return ""
 }
 
 func dirSize(root string) int64 {

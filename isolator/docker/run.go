@@ -2,8 +2,6 @@ package docker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,12 +10,12 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
+	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/pin"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
@@ -70,14 +68,26 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	} else if err := isolator.CheckDestinations(p); err != nil {
 		return 0, err
 	}
-	spec, err := containerConfig(p, opts)
+	l, err := layout(p, opts)
 	if err != nil {
 		return 0, err
 	}
-	if err := prepare(p, spec); err != nil {
+	if err := l.Prepare(); err != nil {
 		return 0, err
 	}
-	hello, err := secretHello(p)
+	l.MakeMountPoints()
+	// Where the project lives, for `devsandbox sandboxes prune` (not a secret).
+	if base := filepath.Dir(p.SandboxHome); base != "." {
+		_ = os.WriteFile(filepath.Join(base, "project"), []byte(p.Project.Dir+"\n"), 0o600)
+	}
+	spec, err := translate(p, l, opts)
+	if err != nil {
+		return 0, err
+	}
+	if err := l.WriteFiles(); err != nil {
+		return 0, err
+	}
+	hello, err := container.Hello(p)
 	if err != nil {
 		return 0, err
 	}
@@ -103,7 +113,7 @@ func (b *Isolator) startServices(p *isolator.Plan) (*hostsvc.Services, error) {
 
 // runOnce creates a container for this run only; the engine removes it when it stops.
 func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, hello *wire.Hello, stdio isolator.Stdio) (int, error) {
-	name := "devsandbox-" + p.Project.Name + "-" + randomSuffix()
+	name := "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
 	created, err := e.ContainerCreate(ctx, spec.Config, spec.Host, spec.Network, nil, name)
 	if err != nil {
 		return 0, b.createFailed(ctx, e, addr, spec, err)
@@ -112,21 +122,24 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	started := false
 	defer func() {
 		if !started {
-			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, container.RemoveOptions{Force: true})
+			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, dockercontainer.RemoveOptions{Force: true})
 		}
 	}()
 	if err := b.limitsDiscarded(created.Warnings); err != nil {
 		return 0, err
 	}
 	b.phase("create")
-	hj, err := e.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	hj, err := e.ContainerAttach(ctx, id, dockercontainer.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
 		return 0, fmt.Errorf("attaching to the container: %w", err)
 	}
 	defer hj.Close()
-	waitc, werrc := e.ContainerWait(ctx, id, container.WaitConditionRemoved)
+	// When devsandbox is gone (ctx ends), the init's stream ends with it: the init
+	// takes the command down, as it does when this process dies.
+	defer context.AfterFunc(ctx, hj.Close)()
+	waitc, werrc := e.ContainerWait(ctx, id, dockercontainer.WaitConditionRemoved)
 	start := func() error {
-		if err := e.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		if err := e.ContainerStart(ctx, id, dockercontainer.StartOptions{}); err != nil {
 			return fmt.Errorf("%w: the docker engine could not start the container: %v; the command did not run. `devsandbox --dry-run` shows the container", isolator.ErrProtection, err)
 		}
 		started = true
@@ -140,17 +153,16 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 			return 0, err
 		}
 		if err := b.applyFirewall(ctx, e, p, spec, id); err != nil {
-			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, container.RemoveOptions{Force: true})
+			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, dockercontainer.RemoveOptions{Force: true})
 			return 0, err
 		}
 		b.phase("firewall")
 	}
-	sess, err := startSession(&stream{conn: hj.Conn, r: hj.Reader}, stdio, hello)
+	sess, err := b.attach(hj.Conn, hj.Reader, p, stdio, hello)
 	if err != nil {
 		return 0, err
 	}
-	sess.oomMessage = p.Limits.OOMMessage()
-	defer sess.close()
+	defer sess.Close()
 	if !started {
 		if err := start(); err != nil {
 			return 0, err
@@ -179,7 +191,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	}
 	sess.wait(exited, 2*time.Second)
 	<-exited
-	return sess.result(code)
+	return sess.Result(code)
 }
 
 // removeLeftovers removes the project's one-shot containers that a killed devsandbox
@@ -187,7 +199,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 // that never started (a younger one may be a concurrent run about to start it). It
 // runs while the command does, off the launch path.
 func removeLeftovers(ctx context.Context, e Engine, projectID string, uid int, current string, now time.Time) {
-	cs, err := e.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+	cs, err := e.ContainerList(ctx, dockercontainer.ListOptions{All: true, Filters: filters.NewArgs(
 		filters.Arg("label", LabelProject+"="+projectID), filters.Arg("label", LabelKept+"=false"),
 		filters.Arg("label", LabelUser+"="+fmt.Sprint(uid)),
 		filters.Arg("status", "created"), filters.Arg("status", "exited"))})
@@ -198,7 +210,7 @@ func removeLeftovers(ctx context.Context, e Engine, projectID string, uid int, c
 		if c.ID == current || c.State == "created" && now.Sub(time.Unix(c.Created, 0)) < time.Minute {
 			continue
 		}
-		_ = e.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+		_ = e.ContainerRemove(ctx, c.ID, dockercontainer.RemoveOptions{Force: true})
 	}
 }
 
@@ -235,99 +247,4 @@ func (b *Isolator) createFailed(ctx context.Context, e Engine, addr Address, spe
 		return fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
 	}
 	return fmt.Errorf("%w: the docker engine refused the container: %v; the command did not run", isolator.ErrProtection, err)
-}
-
-// prepare creates what the container binds from the host: private directories, the
-// mask source, generated files, and drops optional binds whose source is gone.
-func prepare(p *isolator.Plan, spec *Spec) error {
-	for _, d := range p.PrivateDirs {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("creating %s: %w", d, err)
-		}
-	}
-	if err := isolator.EnsureEmptyFile(p.EmptyFile); err != nil {
-		return err
-	}
-	if d := p.Egress.SocketDir; d != "" && spec.Exec != nil {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("creating %s: %w", d, err)
-		}
-	}
-	for _, f := range spec.Files {
-		if b, err := os.ReadFile(f.Path); err == nil && string(b) == string(f.Content) {
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
-			return fmt.Errorf("creating %s: %w", filepath.Dir(f.Path), err)
-		}
-		if f.InPlace {
-			if err := os.WriteFile(f.Path, f.Content, 0o644); err != nil {
-				return fmt.Errorf("writing %s: %w", f.Path, err)
-			}
-			continue
-		}
-		tmp := f.Path + ".tmp" + randomSuffix()
-		if err := os.WriteFile(tmp, f.Content, 0o444); err != nil {
-			return fmt.Errorf("writing %s: %w", f.Path, err)
-		}
-		if err := os.Rename(tmp, f.Path); err != nil {
-			_ = os.Remove(tmp)
-			return fmt.Errorf("writing %s: %w", f.Path, err)
-		}
-	}
-	if len(spec.Optional) > 0 {
-		dropMissing(spec)
-	}
-	makeMountPoints(spec.Host.Mounts, spec.Host.Tmpfs)
-	// Where the project lives, for `devsandbox sandboxes prune` (not a secret).
-	if base := filepath.Dir(p.SandboxHome); base != "." {
-		_ = os.WriteFile(filepath.Join(base, "project"), []byte(p.Project.Dir+"\n"), 0o600)
-	}
-	return nil
-}
-
-// dropMissing removes optional binds (and their checks) whose source does not exist.
-func dropMissing(spec *Spec) {
-	gone := map[string]bool{}
-	var ms []mount.Mount
-	for _, m := range spec.Host.Mounts {
-		if m.Type == mount.TypeBind && spec.Optional[m.Source] {
-			if _, err := os.Stat(m.Source); err != nil {
-				gone[m.Target] = true
-				continue
-			}
-		}
-		ms = append(ms, m)
-	}
-	if len(gone) == 0 {
-		return
-	}
-	spec.Host.Mounts = ms
-	for i, kv := range spec.Config.Env {
-		if len(kv) <= len(wire.ManifestEnv) || kv[:len(wire.ManifestEnv)+1] != wire.ManifestEnv+"=" {
-			continue
-		}
-		m, err := wire.DecodeManifest(kv[len(wire.ManifestEnv)+1:])
-		if err != nil {
-			continue
-		}
-		var checks []wire.Check
-		for _, c := range m.Checks {
-			if !gone[c.Path] {
-				checks = append(checks, c)
-			}
-		}
-		m.Checks = checks
-		spec.Config.Env[i] = wire.ManifestEnv + "=" + m.Encode()
-	}
-	spec.Hash = specHash(spec.Config, spec.Host)
-	if _, ok := spec.Config.Labels[LabelSpec]; ok {
-		spec.Config.Labels[LabelSpec] = spec.Hash
-	}
-}
-
-func randomSuffix() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

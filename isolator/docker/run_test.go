@@ -18,7 +18,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
-	"github.com/docker/docker/api/types/container"
+	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
@@ -53,11 +53,11 @@ type fakeEngine struct {
 
 type fakeContainer struct {
 	id, name string
-	cfg      *container.Config
-	host     *container.HostConfig
+	cfg      *dockercontainer.Config
+	host     *dockercontainer.HostConfig
 	running  bool
 	conn     net.Conn // the init's end of the attach stream
-	waiters  []chan container.WaitResponse
+	waiters  []chan dockercontainer.WaitResponse
 	execIDs  []string
 }
 
@@ -97,21 +97,21 @@ func (f *fakeEngine) ImageInspect(_ context.Context, ref string, _ ...client.Ima
 	return image.InspectResponse{}, nil
 }
 
-func (f *fakeEngine) ContainerCreate(_ context.Context, cfg *container.Config, host *container.HostConfig, _ *network.NetworkingConfig, _ *ocispec.Platform, name string) (container.CreateResponse, error) {
+func (f *fakeEngine) ContainerCreate(_ context.Context, cfg *dockercontainer.Config, host *dockercontainer.HostConfig, _ *network.NetworkingConfig, _ *ocispec.Platform, name string) (dockercontainer.CreateResponse, error) {
 	label, shown := "kept", name
 	if cfg.Labels[LabelKept] != "true" {
 		label, shown = "run", name[:len(name)-9] // without the random suffix
 	}
 	f.record("ContainerCreate %s (%s)", shown, label)
 	if !f.images[cfg.Image] {
-		return container.CreateResponse{}, cerrdefs.ErrNotFound
+		return dockercontainer.CreateResponse{}, cerrdefs.ErrNotFound
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextID++
 	c := &fakeContainer{id: fmt.Sprintf("c%d", f.nextID), name: name, cfg: cfg, host: host}
 	f.containers[c.id], f.containers[name] = c, c
-	return container.CreateResponse{ID: c.id}, nil
+	return dockercontainer.CreateResponse{ID: c.id}, nil
 }
 
 // pipe returns a connected pair with kernel buffering, as a socket to the engine has.
@@ -132,7 +132,7 @@ func pipe(t *testing.T) (client, server net.Conn) {
 	return conn(fds[0]), conn(fds[1])
 }
 
-func (f *fakeEngine) ContainerAttach(_ context.Context, id string, _ container.AttachOptions) (types.HijackedResponse, error) {
+func (f *fakeEngine) ContainerAttach(_ context.Context, id string, _ dockercontainer.AttachOptions) (types.HijackedResponse, error) {
 	f.record("ContainerAttach")
 	client, server := pipe(f.t)
 	f.mu.Lock()
@@ -141,11 +141,11 @@ func (f *fakeEngine) ContainerAttach(_ context.Context, id string, _ container.A
 	return types.NewHijackedResponse(client, ""), nil
 }
 
-func (f *fakeEngine) ContainerWait(_ context.Context, id string, cond container.WaitCondition) (<-chan container.WaitResponse, <-chan error) {
+func (f *fakeEngine) ContainerWait(_ context.Context, id string, cond dockercontainer.WaitCondition) (<-chan dockercontainer.WaitResponse, <-chan error) {
 	f.record("ContainerWait %s", cond)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	ch := make(chan container.WaitResponse, 1)
+	ch := make(chan dockercontainer.WaitResponse, 1)
 	f.containers[id].waiters = append(f.containers[id].waiters, ch)
 	return ch, make(chan error)
 }
@@ -166,7 +166,7 @@ func (f *fakeEngine) runInit(conn net.Conn) int {
 	return f.init(h, r, stdcopy.NewStdWriter(conn, stdcopy.Stdout), stdcopy.NewStdWriter(conn, stdcopy.Stderr))
 }
 
-func (f *fakeEngine) ContainerStart(_ context.Context, id string, _ container.StartOptions) error {
+func (f *fakeEngine) ContainerStart(_ context.Context, id string, _ dockercontainer.StartOptions) error {
 	f.record("ContainerStart")
 	f.mu.Lock()
 	c := f.containers[id]
@@ -181,13 +181,13 @@ func (f *fakeEngine) ContainerStart(_ context.Context, id string, _ container.St
 		defer f.mu.Unlock()
 		c.running = false
 		for _, w := range c.waiters {
-			w <- container.WaitResponse{StatusCode: int64(code)}
+			w <- dockercontainer.WaitResponse{StatusCode: int64(code)}
 		}
 	}()
 	return nil
 }
 
-func (f *fakeEngine) ContainerRemove(_ context.Context, id string, _ container.RemoveOptions) error {
+func (f *fakeEngine) ContainerRemove(_ context.Context, id string, _ dockercontainer.RemoveOptions) error {
 	f.record("ContainerRemove")
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -199,22 +199,22 @@ func (f *fakeEngine) ContainerRemove(_ context.Context, id string, _ container.R
 
 // ContainerList finds no leftovers (it is not part of the transcripts: it runs
 // concurrently with the command).
-func (f *fakeEngine) ContainerList(context.Context, container.ListOptions) ([]container.Summary, error) {
+func (f *fakeEngine) ContainerList(context.Context, dockercontainer.ListOptions) ([]dockercontainer.Summary, error) {
 	return nil, nil
 }
 
-func (f *fakeEngine) ContainerInspect(_ context.Context, id string) (container.InspectResponse, error) {
+func (f *fakeEngine) ContainerInspect(_ context.Context, id string) (dockercontainer.InspectResponse, error) {
 	f.record("ContainerInspect %s", id)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.containers[id]
 	if !ok {
-		return container.InspectResponse{}, cerrdefs.ErrNotFound
+		return dockercontainer.InspectResponse{}, cerrdefs.ErrNotFound
 	}
-	return container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{ID: c.id, State: &container.State{Running: c.running}, ExecIDs: c.execIDs}, Config: c.cfg}, nil
+	return dockercontainer.InspectResponse{ContainerJSONBase: &dockercontainer.ContainerJSONBase{ID: c.id, State: &dockercontainer.State{Running: c.running}, ExecIDs: c.execIDs}, Config: c.cfg}, nil
 }
 
-func (f *fakeEngine) ContainerExecCreate(_ context.Context, id string, opts container.ExecOptions) (container.ExecCreateResponse, error) {
+func (f *fakeEngine) ContainerExecCreate(_ context.Context, id string, opts dockercontainer.ExecOptions) (dockercontainer.ExecCreateResponse, error) {
 	f.record("ContainerExecCreate %s", strings.Join(opts.Cmd[:4], " "))
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -222,10 +222,10 @@ func (f *fakeEngine) ContainerExecCreate(_ context.Context, id string, opts cont
 	x := &fakeExec{id: fmt.Sprintf("x%d", f.nextID), c: f.containers[id]}
 	f.execs[x.id] = x
 	x.c.execIDs = append(x.c.execIDs, x.id)
-	return container.ExecCreateResponse{ID: x.id}, nil
+	return dockercontainer.ExecCreateResponse{ID: x.id}, nil
 }
 
-func (f *fakeEngine) ContainerExecAttach(_ context.Context, id string, _ container.ExecAttachOptions) (types.HijackedResponse, error) {
+func (f *fakeEngine) ContainerExecAttach(_ context.Context, id string, _ dockercontainer.ExecAttachOptions) (types.HijackedResponse, error) {
 	f.record("ContainerExecAttach")
 	client, server := pipe(f.t)
 	f.mu.Lock()
@@ -241,11 +241,11 @@ func (f *fakeEngine) ContainerExecAttach(_ context.Context, id string, _ contain
 	return types.NewHijackedResponse(client, ""), nil
 }
 
-func (f *fakeEngine) ContainerExecInspect(_ context.Context, id string) (container.ExecInspect, error) {
+func (f *fakeEngine) ContainerExecInspect(_ context.Context, id string) (dockercontainer.ExecInspect, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	x := f.execs[id]
-	return container.ExecInspect{ExecID: id, Running: x.running, ExitCode: x.code}, nil
+	return dockercontainer.ExecInspect{ExecID: id, Running: x.running, ExitCode: x.code}, nil
 }
 
 // testIsolator returns a docker Isolator on f and a plan whose host paths are in a

@@ -12,7 +12,10 @@ import (
 	"github.com/docker/docker/api/types/mount"
 
 	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/internal/sh"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/isolator/internal/plantest"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 	"github.com/devsandbox/devsandbox/syscalls"
 )
@@ -20,40 +23,15 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
 
 const (
-	home        = "/home/u"
-	project     = "/home/u/src/app"
-	sandboxHome = "/home/u/.local/share/devsandbox/app-0123abcd/home"
-	stateDir    = "/home/u/.local/state/devsandbox/app-0123abcd"
-	emptyFile   = "/home/u/.local/state/devsandbox/empty"
-	self        = "/usr/local/bin/devsandbox-init"
+	home        = plantest.Home
+	project     = plantest.Project
+	sandboxHome = plantest.SandboxHome
+	stateDir    = plantest.StateDir
+	emptyFile   = plantest.EmptyFile
 )
 
 // basePlan is a plan as Build makes it for a project under the home directory.
-func basePlan() *isolator.Plan {
-	return &isolator.Plan{
-		Project:     isolator.Project{Dir: project, ID: "0123abcd", Name: "app-0123abcd"},
-		Workdir:     project + "/sub dir",
-		User:        isolator.User{Name: "u", UID: 1000, GID: 1000, HostHome: home, Shell: "/bin/bash"},
-		SandboxHome: sandboxHome,
-		StateDir:    stateDir,
-		EmptyFile:   emptyFile,
-		Self:        self,
-		Mounts: []isolator.Mount{
-			{Kind: isolator.Bind, Source: sandboxHome, Dest: home, Why: "sandbox home"},
-			{Kind: isolator.Bind, Source: project, Dest: project, Why: "project"},
-			{Kind: isolator.Bind, Source: project + "/.git/hooks", Dest: project + "/.git/hooks", ReadOnly: true, Why: "git hooks"},
-		},
-		Tmp: isolator.Tmp{Kind: "session", Dir: stateDir + "/tmp"},
-		Env: []isolator.EnvVar{
-			{Name: "DEVSANDBOX", Value: "1"},
-			{Name: "HOME", Value: home, FromHost: true},
-			{Name: "LANG", Value: "C.UTF-8", FromHost: true},
-			{Name: "PATH", Value: "/usr/bin:/bin", FromHost: true},
-		},
-		Egress:  egress.Rules{Mode: egress.None},
-		Command: []string{"bash", "-lc", "echo 'hi there'"},
-	}
-}
+func basePlan() *isolator.Plan { return plantest.Base() }
 
 var opts = Options{Image: "devsandbox/default:1.0", Home: "/home/u", Version: "1.0"}
 
@@ -174,11 +152,11 @@ func TestRenderGolden(t *testing.T) {
 				Host    any
 				Exec    any
 				Hash    string
-				Files   []hostFile
+				Files   []container.HostFile
 				Secrets []isolator.Secret
-			}{s.Name, s.Config, &hc, s.Exec, s.Hash, s.Files, s.Secrets}, "", "  ")
+			}{s.Name, s.Config, &hc, s.Exec, s.Hash, s.Layout.Files, s.Layout.Secrets}, "", "  ")
 			golden(t, tc.name+".spec.golden", string(spec)+"\n")
-			golden(t, tc.name+".script.golden", strings.ReplaceAll(s.Script(), shellQuote(string(profile)), "'<the OCI profile of the policy "+p.Syscalls.String()+">'"))
+			golden(t, tc.name+".script.golden", strings.ReplaceAll(s.Script(), sh.Quote(string(profile)), "'<the OCI profile of the policy "+p.Syscalls.String()+">'"))
 			for _, v := range p.HostEnv {
 				if strings.Contains(string(spec)+s.Script(), v) {
 					t.Errorf("secret value %q rendered", v)
@@ -346,10 +324,10 @@ func TestKeptSpecStableAcrossSessions(t *testing.T) {
 	if x.FirewallArg == y.FirewallArg {
 		t.Errorf("new addresses left the rules as they were")
 	}
-	var hosts *hostFile
-	for i, f := range y.Files {
+	var hosts *container.HostFile
+	for i, f := range y.Layout.Files {
 		if f.InPlace {
-			hosts = &y.Files[i]
+			hosts = &y.Layout.Files[i]
 		}
 	}
 	if hosts == nil || string(hosts.Content) != "192.0.2.2 example.com\n" {

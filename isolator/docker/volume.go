@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/docker/docker/api/types/container"
+	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
 
@@ -30,13 +30,13 @@ func (b *Isolator) ensureHomeVolume(ctx context.Context, e Engine, p *isolator.P
 	}}); err != nil {
 		return fmt.Errorf("creating the home volume %s: %w", opts.HomeVolume, err)
 	}
-	cfg := &container.Config{
+	cfg := &dockercontainer.Config{
 		Image:      opts.Image,
 		User:       "0:0",
 		Entrypoint: []string{"/bin/sh", "-c", fmt.Sprintf("chown %d:%d /v && chmod 0700 /v", p.User.UID, p.User.GID)},
 		Labels:     map[string]string{LabelProject: p.Project.ID, LabelUser: fmt.Sprint(p.User.UID)},
 	}
-	hc := &container.HostConfig{
+	hc := &dockercontainer.HostConfig{
 		NetworkMode: "none",
 		CapDrop:     []string{"ALL"},
 		CapAdd:      []string{"CHOWN", "FOWNER"},
@@ -47,9 +47,11 @@ func (b *Isolator) ensureHomeVolume(ctx context.Context, e Engine, p *isolator.P
 	if err != nil {
 		return fmt.Errorf("preparing the home volume %s: %w", opts.HomeVolume, err)
 	}
-	defer func() { _ = e.ContainerRemove(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true}) }()
-	waitc, errc := e.ContainerWait(ctx, c.ID, container.WaitConditionNextExit)
-	if err := e.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+	defer func() {
+		_ = e.ContainerRemove(context.WithoutCancel(ctx), c.ID, dockercontainer.RemoveOptions{Force: true})
+	}()
+	waitc, errc := e.ContainerWait(ctx, c.ID, dockercontainer.WaitConditionNextExit)
+	if err := e.ContainerStart(ctx, c.ID, dockercontainer.StartOptions{}); err != nil {
 		return fmt.Errorf("preparing the home volume %s: %w", opts.HomeVolume, err)
 	}
 	select {

@@ -2,23 +2,17 @@ package krun
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	spec "github.com/opencontainers/runtime-spec/specs-go"
-
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 )
 
 // Run implements isolator.Isolator.
@@ -47,14 +41,21 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	opts.BootID = bootID
-	s, err := specGen(p, opts)
+	l, err := layout(p, opts)
 	if err != nil {
 		return 0, err
 	}
-	if err := prepare(p, s); err != nil {
+	if err := l.Prepare(); err != nil {
 		return 0, err
 	}
-	hello, err := secretHello(p)
+	s, err := translate(p, l, opts)
+	if err != nil {
+		return 0, err
+	}
+	if err := l.WriteFiles(); err != nil {
+		return 0, err
+	}
+	hello, err := container.Hello(p)
 	if err != nil {
 		return 0, err
 	}
@@ -64,7 +65,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	b.phase("connect")
-	s.Gen.Name = "devsandbox-" + p.Project.Name + "-" + randomSuffix()
+	s.Gen.Name = "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
 	id, warnings, err := e.Create(s.Gen)
 	if err != nil {
 		if errors.Is(err, isolator.ErrUnavailable) {
@@ -101,11 +102,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}()
 
 	inR, inW := io.Pipe()
-	st := &stream{w: inW}
-	report := wire.NewReport(stdio.Err)
-	if hello.Nonce != "" {
-		report.ExpectOOM(hello.Nonce)
-	}
+	report := container.NewReport(stdio, hello)
 	out := stdio.Out
 	if out == nil {
 		out = io.Discard
@@ -139,13 +136,15 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		}
 		b.phase("egress rules")
 	}
-	sess, err := startSession(st, stdio, hello, b.Signals, report)
+	// The pipe to the attach connection is drained once the container starts; the
+	// hello waits there until then.
+	sess, err := container.StartSession(container.NewStream(inW), stdio, hello, report,
+		container.SessionOptions{Signals: b.Signals, AsyncHello: true, Engine: "podman", OOMMessage: p.Limits.OOMMessage()})
 	if err != nil {
 		_ = e.Remove(id)
 		return 0, err
 	}
-	sess.oomMessage, sess.errOut = p.Limits.OOMMessage(), stdio.Err
-	defer sess.close()
+	defer sess.Close()
 	if len(s.Firewall) == 0 {
 		if err := start(); err != nil {
 			return 0, err
@@ -196,7 +195,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, fmt.Errorf("%w: devsandbox is gone; the container was removed", isolator.ErrProtection)
 	}
 	_ = inW.Close()
-	return sess.result(code)
+	return sess.Result(code)
 }
 
 // exitReportWait bounds the wait for the container's exit status once its output
@@ -229,64 +228,6 @@ func (b *Isolator) socketName() string {
 	return socketPath(st.Socket, st.RuntimeDir, st.UID, st.Runtime)
 }
 
-// prepare creates what the container binds from the host: private directories, the
-// mask source and generated files, and drops optional binds whose source is gone.
-func prepare(p *isolator.Plan, s *Spec) error {
-	for _, d := range p.PrivateDirs {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("creating %s: %w", d, err)
-		}
-	}
-	if err := isolator.EnsureEmptyFile(p.EmptyFile); err != nil {
-		return err
-	}
-	for _, f := range s.Files {
-		if b, err := os.ReadFile(f.Path); err == nil && string(b) == string(f.Content) {
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
-			return fmt.Errorf("creating %s: %w", filepath.Dir(f.Path), err)
-		}
-		tmp := f.Path + ".tmp" + randomSuffix()
-		if err := os.WriteFile(tmp, f.Content, 0o444); err != nil {
-			return fmt.Errorf("writing %s: %w", f.Path, err)
-		}
-		if err := os.Rename(tmp, f.Path); err != nil {
-			_ = os.Remove(tmp)
-			return fmt.Errorf("writing %s: %w", f.Path, err)
-		}
-	}
-	if len(s.Optional) > 0 {
-		dropMissing(s, func(p string) bool { _, err := os.Stat(p); return err == nil })
-	}
-	return nil
-}
-
-// dropMissing removes optional binds (and their checks) whose source is gone.
-func dropMissing(s *Spec, exists func(string) bool) {
-	gone := map[string]bool{}
-	var ms []spec.Mount
-	for _, m := range s.Gen.Mounts {
-		if m.Type == "bind" && s.Optional[m.Source] && !exists(m.Source) {
-			gone[m.Destination] = true
-			continue
-		}
-		ms = append(ms, m)
-	}
-	if len(gone) == 0 {
-		return
-	}
-	s.Gen.Mounts = ms
-	var checks []wire.Check
-	for _, c := range s.Manifest.Checks {
-		if !gone[c.Path] {
-			checks = append(checks, c)
-		}
-	}
-	s.Manifest.Checks = checks
-	s.Gen.Env[wire.ManifestEnv] = s.Manifest.Encode()
-}
-
 // limitsIgnored turns podman's warnings about resource limits it does not apply
 // (rootless containers on cgroup v1 have no cgroups: "Resource limits are not
 // supported and ignored on cgroups V1 rootless systems") into a refusal; other
@@ -306,47 +247,4 @@ func (b *Isolator) limitsIgnored(warnings []string, p *isolator.Plan) error {
 		b.warn("podman: %s", w)
 	}
 	return nil
-}
-
-// secretHello reads the secret values the Plan names, for the Hello frame.
-func secretHello(p *isolator.Plan) (*wire.Hello, error) {
-	h := &wire.Hello{TTY: p.TTY}
-	if p.Limits.Memory > 0 {
-		h.Nonce = wire.NewNonce()
-	}
-	for _, sec := range p.Secrets {
-		var val []byte
-		switch {
-		case sec.FileSource != "":
-			b, err := os.ReadFile(sec.FileSource)
-			if err != nil {
-				return nil, fmt.Errorf("%w: reading the secret file for %s: %v", isolator.ErrProtection, sec.Name, err)
-			}
-			val = b
-		default:
-			v, ok := p.HostEnv[sec.EnvSource]
-			if !ok {
-				return nil, fmt.Errorf("%w: secret %s: the host variable %s is not set", isolator.ErrProtection, sec.Name, sec.EnvSource)
-			}
-			val = []byte(v)
-		}
-		if sec.AsFile {
-			if h.Files == nil {
-				h.Files = map[string][]byte{}
-			}
-			h.Files[sec.Name] = val
-			continue
-		}
-		if h.Env == nil {
-			h.Env = map[string]string{}
-		}
-		h.Env[sec.Name] = string(val)
-	}
-	return h, nil
-}
-
-func randomSuffix() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

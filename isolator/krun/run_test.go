@@ -63,6 +63,22 @@ func (f *fakeEngine) ImageExists(string) error { f.t.Error("unexpected ImageExis
 func (f *fakeEngine) Create(g *specgen.SpecGenerator) (string, []string, error) {
 	f.call("create")
 	f.created = g
+	// The files devsandbox generates for the container are there when podman reads
+	// them: the passwd and group files, the VM's size, the seccomp profile.
+	var generated []string
+	for _, m := range g.Mounts {
+		if m.Destination == "/etc/passwd" || m.Destination == "/etc/group" || m.Destination == VMConfigPath {
+			generated = append(generated, m.Source)
+		}
+	}
+	if g.SeccompProfilePath != "" {
+		generated = append(generated, g.SeccompProfilePath)
+	}
+	for _, path := range generated {
+		if _, err := os.Stat(path); err != nil {
+			f.t.Errorf("the spec names %s, which is not there: %v", path, err)
+		}
+	}
 	return "c1", f.warnings, nil
 }
 

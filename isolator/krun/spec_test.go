@@ -14,7 +14,10 @@ import (
 	"github.com/containers/podman/v5/pkg/specgen"
 
 	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/internal/sh"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/isolator/internal/plantest"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 	"github.com/devsandbox/devsandbox/isolator/shim/wire"
 	"github.com/devsandbox/devsandbox/syscalls"
@@ -23,40 +26,15 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
 
 const (
-	home        = "/home/u"
-	project     = "/home/u/src/app"
-	sandboxHome = "/home/u/.local/share/devsandbox/app-0123abcd/home"
-	stateDir    = "/home/u/.local/state/devsandbox/app-0123abcd"
-	emptyFile   = "/home/u/.local/state/devsandbox/empty"
-	self        = "/usr/local/bin/devsandbox-init"
+	home        = plantest.Home
+	project     = plantest.Project
+	sandboxHome = plantest.SandboxHome
+	stateDir    = plantest.StateDir
+	emptyFile   = plantest.EmptyFile
 )
 
 // basePlan is a plan as Build makes it for a project under the home directory.
-func basePlan() *isolator.Plan {
-	return &isolator.Plan{
-		Project:     isolator.Project{Dir: project, ID: "0123abcd", Name: "app-0123abcd"},
-		Workdir:     project + "/sub dir",
-		User:        isolator.User{Name: "u", UID: 1000, GID: 1000, HostHome: home, Shell: "/bin/bash"},
-		SandboxHome: sandboxHome,
-		StateDir:    stateDir,
-		EmptyFile:   emptyFile,
-		Self:        self,
-		Mounts: []isolator.Mount{
-			{Kind: isolator.Bind, Source: sandboxHome, Dest: home, Why: "sandbox home"},
-			{Kind: isolator.Bind, Source: project, Dest: project, Why: "project"},
-			{Kind: isolator.Bind, Source: project + "/.git/hooks", Dest: project + "/.git/hooks", ReadOnly: true, Why: "git hooks"},
-		},
-		Tmp: isolator.Tmp{Kind: "session", Dir: stateDir + "/tmp"},
-		Env: []isolator.EnvVar{
-			{Name: "DEVSANDBOX", Value: "1"},
-			{Name: "HOME", Value: home, FromHost: true},
-			{Name: "LANG", Value: "C.UTF-8", FromHost: true},
-			{Name: "PATH", Value: "/usr/bin:/bin", FromHost: true},
-		},
-		Egress:  egress.Rules{Mode: egress.None},
-		Command: []string{"bash", "-lc", "echo 'hi there'"},
-	}
-}
+func basePlan() *isolator.Plan { return plantest.Base() }
 
 var opts = Options{Image: "devsandbox/default:1.0", Runtime: "krun", CPUs: 2, MemoryMiB: 2048, Home: "/home/u", Version: "1.0", NofileHard: 20000, Binaries: egress.DefaultBinaries}
 
@@ -179,8 +157,8 @@ func TestRenderGolden(t *testing.T) {
 			// The seccomp profile has golden files of its own (package syscalls).
 			profile := string(syscalls.OCIJSON(syscalls.Compile(p.Syscalls)))
 			marker := "<the OCI profile of the policy " + p.Syscalls.String() + ">"
-			var files []hostFile
-			for _, f := range s.Files {
+			var files []container.HostFile
+			for _, f := range s.Layout.Files {
 				if string(f.Content) == profile {
 					f.Content = []byte(marker)
 				}
@@ -188,12 +166,12 @@ func TestRenderGolden(t *testing.T) {
 			}
 			spec, _ := json.MarshalIndent(struct {
 				Gen      any
-				Files    []hostFile
+				Files    []container.HostFile
 				Secrets  []isolator.Secret
 				Firewall []egress.Call `json:",omitempty"`
-			}{s.Gen, files, s.Secrets, s.Firewall}, "", "  ")
+			}{s.Gen, files, s.Layout.Secrets, s.Firewall}, "", "  ")
 			golden(t, tc.name+".spec.golden", string(spec)+"\n")
-			golden(t, tc.name+".script.golden", strings.ReplaceAll(s.Script(), shellQuote(profile), "'"+marker+"'"))
+			golden(t, tc.name+".script.golden", strings.ReplaceAll(s.Script(), sh.Quote(profile), "'"+marker+"'"))
 			for _, v := range p.HostEnv {
 				if strings.Contains(string(spec)+s.Script(), v) {
 					t.Errorf("secret value %q rendered", v)
@@ -322,7 +300,7 @@ func TestVMResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	var vm string
-	for _, f := range s.Files {
+	for _, f := range s.Layout.Files {
 		for _, m := range s.Gen.Mounts {
 			if m.Destination == VMConfigPath && m.Source == f.Path {
 				vm = string(f.Content)
@@ -380,7 +358,7 @@ func TestAllowlist(t *testing.T) {
 		}
 		hosts := ""
 		for _, mt := range s.Gen.Mounts {
-			for _, f := range s.Files {
+			for _, f := range s.Layout.Files {
 				if mt.Destination == "/etc/hosts" && mt.Source == f.Path {
 					hosts = string(f.Content)
 				}

@@ -158,3 +158,30 @@ func TestScanNoWrite(t *testing.T) {
 		t.Errorf("cache directory holds %d files, want 1", len(ents))
 	}
 }
+
+// TestScanReadOnly: a read-only scan (a --dry-run) uses the cache and never writes
+// it, not even when it found changes.
+func TestScanReadOnly(t *testing.T) {
+	root := t.TempDir()
+	build(t, root, ".env", "a/b/")
+	cache := filepath.Join(t.TempDir(), "cache")
+	if _, err := ScanReadOnly(root, defaults, cache); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cache); !os.IsNotExist(err) {
+		t.Fatalf("a read-only scan wrote the cache: %v", err)
+	}
+	scanT(t, later(), root, defaults, cache)
+	before, err := os.Stat(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build(t, root, "a/.env")
+	ms, err := ScanReadOnly(root, defaults, cache)
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("ScanReadOnly = %v, %v; want both .env files", ms, err)
+	}
+	if after, err := os.Stat(cache); err != nil || !os.SameFile(before, after) || !before.ModTime().Equal(after.ModTime()) {
+		t.Error("a read-only scan rewrote the cache")
+	}
+}

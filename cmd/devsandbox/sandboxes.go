@@ -1,5 +1,3 @@
-//go:build linkdocker || !linux
-
 package main
 
 import (
@@ -14,39 +12,47 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/devsandbox/devsandbox/config"
-	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/docker"
+	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
 )
 
-func newDocker(dk *dockerSettings) isolator.Isolator {
-	d := &docker.Isolator{Options: docker.Options{Version: config.Version}}
-	if dk == nil {
-		return d
+func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
+	return &cli.Command{
+		Name:        "sandboxes",
+		Usage:       "list and remove what devsandbox keeps per project",
+		Description: describe("What devsandbox keeps per project: kept containers, home volumes, sandbox homes and state."),
+		Subcommands: []*cli.Command{
+			{Name: "list", Usage: "every project's kept container, volume and sandbox home, with sizes", Flags: []cli.Flag{jsonFlag}, Action: a.sandboxesList},
+			{Name: "rm", Usage: "remove what devsandbox keeps for the named projects", ArgsUsage: "NAME...",
+				Description: describe("Removes the kept container, the home volume, the sandbox home and the state of each named project (NAME as `sandboxes list` shows it)."), Action: a.sandboxesRm},
+			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Flags: []cli.Flag{
+				&cli.IntFlag{Name: "days", Value: 30, Usage: "remove sandboxes unused for `N` days"},
+				&cli.BoolFlag{Name: "dry-run", Usage: "only print what would be removed"},
+			}, Action: a.sandboxesPrune},
+		},
 	}
-	d.Options.Image, d.Options.Home, d.Options.Keep = dk.cfg.Image, dk.cfg.Home, dk.cfg.KeepContainer
-	d.HostAddr, d.Env, d.HostHome = dk.cfg.Host, dk.env, dk.home
-	d.Warn, d.Phase = dk.warn, dk.phase
-	// DEVSANDBOX_NFT: the test override bwrap's egressBinaries also takes; here the
-	// program the firewall helper runs in the image instead of devsandbox-init.
-	if v := dk.env["DEVSANDBOX_NFT"]; filepath.IsAbs(v) {
-		d.FirewallTool = v
-	}
-	return d
 }
 
-// earlyDispatch has nothing to do: this binary has the docker backend.
-func (a *app) earlyDispatch([]string) {}
+func (a *app) imageCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "image",
+		Usage: "the docker isolator's default image",
+		Subcommands: []*cli.Command{{
+			Name:  "build",
+			Usage: "build the default image (docker.image) from devsandbox's Dockerfile",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "base", Value: "debian:bookworm-slim", Usage: "base `IMAGE`, with /bin/sh (apt: git, ssh added)"},
+				&cli.StringFlag{Name: "tag", Usage: "image `NAME` to build (default: docker.image)"},
+			},
+			Action: a.imageBuild,
+		}},
+	}
+}
 
-// dispatchDocker has nothing to do: this binary has the docker backend.
-func (a *app) dispatchDocker(*config.Config, *dockerSettings) error { return nil }
-
-func (a *app) doctorHandOff() {}
-
-// loadDockerSettings is dockerSettings for a subcommand: from the project's
-// configuration when the working directory is in one, else from the user's alone.
-func (a *app) loadDockerSettings(c *cli.Context) (*dockerSettings, *config.Config, error) {
+// docker is the docker backend of a subcommand, with the project's configuration
+// when the working directory is in one, else the user's alone.
+func (a *app) docker(c *cli.Context) (*dockerhelper.Stub, *config.Config, error) {
 	if l, err := a.load(a.flags(c)); err == nil {
-		return a.dockerSettings(l.cfg), l.cfg, nil
+		return dockerStub(l.cfg, nil), l.cfg, nil
 	}
 	host, err := config.HostFromEnviron(a.environ, -1, -1)
 	if err != nil {
@@ -59,27 +65,26 @@ func (a *app) loadDockerSettings(c *cli.Context) (*dockerSettings, *config.Confi
 	for _, w := range warns {
 		a.warn("%s", w)
 	}
-	return a.dockerSettings(cfg), cfg, nil
+	return dockerStub(cfg, nil), cfg, nil
 }
 
-func (a *app) dockerBackend(c *cli.Context) (*docker.Isolator, *config.Config, error) {
-	dk, cfg, err := a.loadDockerSettings(c)
+// sandboxes lists what devsandbox keeps, from the host and the engine; lerr says why
+// the engine was not asked, when it was not.
+func (a *app) sandboxes(c *cli.Context) (d *dockerhelper.Stub, list []dockerhelper.Sandbox, lerr, err error) {
+	d, cfg, err := a.docker(c)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return newDocker(dk).(*docker.Isolator), cfg, nil
-}
-
-func dirs(cfg *config.Config) docker.Dirs {
-	return docker.Dirs{Data: filepath.Join(cfg.Host.DataHome, "devsandbox"), State: filepath.Join(cfg.Host.StateHome, "devsandbox"), UID: cfg.Host.UID}
+	h := cfg.Host
+	list, lerr = d.Sandboxes(context.Background(), dockerhelper.Dirs{Data: filepath.Join(h.DataHome, "devsandbox"), State: filepath.Join(h.StateHome, "devsandbox"), UID: h.UID})
+	return d, list, lerr, nil
 }
 
 func (a *app) sandboxesList(c *cli.Context) error {
-	d, cfg, err := a.dockerBackend(c)
+	_, list, lerr, err := a.sandboxes(c)
 	if err != nil {
 		return err
 	}
-	list, lerr := d.Sandboxes(context.Background(), dirs(cfg))
 	if lerr != nil {
 		a.warn("the docker engine was not asked: %v", lerr)
 	}
@@ -87,7 +92,7 @@ func (a *app) sandboxesList(c *cli.Context) error {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		if list == nil {
-			list = []docker.Sandbox{}
+			list = []dockerhelper.Sandbox{}
 		}
 		return enc.Encode(list)
 	}
@@ -128,12 +133,11 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 	if c.Args().Len() == 0 {
 		return usageError{errors.New("sandboxes rm needs at least one NAME (see devsandbox sandboxes list)")}
 	}
-	d, cfg, err := a.dockerBackend(c)
+	d, list, lerr, err := a.sandboxes(c)
 	if err != nil {
 		return err
 	}
-	list, lerr := d.Sandboxes(context.Background(), dirs(cfg))
-	byName := map[string]docker.Sandbox{}
+	byName := map[string]dockerhelper.Sandbox{}
 	for _, s := range list {
 		byName[s.Name] = s
 	}
@@ -157,18 +161,17 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 }
 
 func (a *app) sandboxesPrune(c *cli.Context) error {
-	d, cfg, err := a.dockerBackend(c)
+	d, list, lerr, err := a.sandboxes(c)
 	if err != nil {
 		return err
 	}
-	list, lerr := d.Sandboxes(context.Background(), dirs(cfg))
 	if lerr != nil {
 		return fmt.Errorf("the docker engine must answer for prune to know what is in use: %w", lerr)
 	}
 	maxAge := time.Duration(c.Int("days")) * 24 * time.Hour
 	var errs []error
 	for _, s := range list {
-		why := docker.Prunable(s, time.Now(), maxAge)
+		why := dockerhelper.Prunable(s, time.Now(), maxAge)
 		if why == "" {
 			continue
 		}
@@ -186,7 +189,7 @@ func (a *app) sandboxesPrune(c *cli.Context) error {
 }
 
 func (a *app) imageBuild(c *cli.Context) error {
-	d, cfg, err := a.dockerBackend(c)
+	d, cfg, err := a.docker(c)
 	if err != nil {
 		return err
 	}
@@ -202,6 +205,7 @@ func (a *app) imageBuild(c *cli.Context) error {
 	return nil
 }
 
+// size is n bytes for people.
 func size(n int64) string {
 	switch {
 	case n >= 1<<30:

@@ -1,0 +1,23 @@
+// Command devsandbox-docker is the docker isolator of devsandbox: it links the Docker
+// client, which devsandbox itself does not (its package initialisation would slow
+// every launch). devsandbox runs it with one request on a pipe; see isolator/handoff
+// for the contract. It is not meant to be run by hand.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/devsandbox/devsandbox/isolator/docker"
+	"github.com/devsandbox/devsandbox/isolator/docker/helper"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
+)
+
+func main() {
+	if len(os.Args) != 2 || os.Args[1] != handoff.ServeArg {
+		fmt.Fprintf(os.Stderr, "%s: the docker isolator of devsandbox; run `devsandbox --isolator=docker`\n", helper.Program)
+		os.Exit(2)
+	}
+	warn := func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", m) }
+	os.Exit(handoff.Serve(docker.Handler(warn), os.Stdin, os.Stdout, os.Stderr))
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator"
+	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
+	krunhelper "github.com/devsandbox/devsandbox/isolator/krun/helper"
+)
+
+// The isolators of this binary: bwrap in process (Linux, see bwrap_linux.go); docker
+// and krun in devsandbox-docker and devsandbox-krun, whose client libraries would
+// slow every launch (package handoff). cfg may be nil (doctor outside a project):
+// then the built-in defaults apply. phase, when set, receives the launch phases.
+func (a *app) isolatorTable(cfg *config.Config, phase func(string)) isolator.Table {
+	t := isolator.Table{
+		"docker": func() isolator.Isolator { return dockerStub(cfg, phase) },
+		"krun":   func() isolator.Isolator { return krunStub(cfg, phase) },
+	}
+	a.addBwrap(t, cfg, phase)
+	return t
+}
+
+// nftOverride is DEVSANDBOX_NFT, the test override of the firewall program every
+// backend takes (an absolute path; the integration suite points it at a failing
+// program to prove a broken firewall aborts the run).
+func nftOverride(h config.Host) string {
+	if v := h.Vars["DEVSANDBOX_NFT"]; filepath.IsAbs(v) {
+		return v
+	}
+	return ""
+}
+
+func dockerStub(cfg *config.Config, phase func(string)) *dockerhelper.Stub {
+	if cfg == nil {
+		return dockerhelper.New(dockerhelper.Settings{Version: config.Version}, nil, nil)
+	}
+	d, h := cfg.Docker, cfg.Host
+	return dockerhelper.New(dockerhelper.Settings{
+		Image: d.Image, Home: d.Home, Keep: d.KeepContainer, Version: config.Version,
+		Host: d.Host, HostHome: h.Home, FirewallTool: nftOverride(h),
+	}, h.Vars, phase)
+}
+
+func krunStub(cfg *config.Config, phase func(string)) isolator.Isolator {
+	if cfg == nil {
+		return krunhelper.Stub(krunhelper.Settings{Runtime: "krun", CPUs: 2, MemoryMiB: 2048, Version: config.Version, UID: os.Getuid()}, nil, nil)
+	}
+	k, h := cfg.Krun, cfg.Host
+	return krunhelper.Stub(krunhelper.Settings{
+		Image: k.Image, Runtime: k.Runtime, CPUs: k.CPUs, MemoryMiB: k.MemoryMiB, Socket: k.PodmanSocket,
+		Home: cfg.Docker.Home, Version: config.Version, KeepContainer: cfg.Docker.KeepContainer,
+		RuntimeDir: h.RuntimeDir, User: h.User, UID: h.UID, Nft: nftOverride(h),
+	}, h.Vars, phase)
+}

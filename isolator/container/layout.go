@@ -1,0 +1,478 @@
+// Package container is the core the container isolators (docker, krun) share: what a
+// Plan looks like from inside a container with its own home, computed once, engine
+// neutral. Lay (pure) turns a Plan into a Layout: the mounts in order (optional binds
+// marked, later mounts covering earlier ones already dropped), the generated host
+// files they bind, the manifest devsandbox-init verifies, the environment, the
+// passwd and group files and the init's command line. Prepare makes the host side of
+// a Layout and drops the optional binds whose source is gone, manifest checks
+// included, before a backend translates it; WriteFiles writes the generated files
+// after. The wire session (secrets, input,
+// window sizes, signals, the init's report) and the script helpers of --dry-run are
+// here too. The backends translate a Layout into their engine's spec (docker's
+// containerConfig, krun's specGen) and add only what is theirs.
+//
+// It imports no engine client.
+package container
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+// Where devsandbox's own files appear in every container.
+const (
+	// InitPath is devsandbox-init: the entrypoint, and where tools such as ssh's
+	// ProxyCommand expect it.
+	InitPath = isolator.ShimPath
+	// ProxySocket is the session proxy's Unix socket (egress proxy and allowlist).
+	ProxySocket = "/run/devsandbox/proxy.sock"
+	// PublishDir is the session's publish directory (egress.Rules.PublishDir): the
+	// init serves each published port there as <SANDBOX_PORT>.sock.
+	PublishDir = "/run/devsandbox/publish"
+	// EndpointDir is where a kept container sees the project's socket directory
+	// (egress.Rules.SocketDir): the live sessions' proxy sockets and publish
+	// directories.
+	EndpointDir = "/run/devsandbox/ep"
+)
+
+// Labels on everything the container backends create.
+const (
+	LabelProject = "dev.devsandbox.project" // project id
+	LabelName    = "dev.devsandbox.name"    // <basename>-<id>
+	LabelDir     = "dev.devsandbox.dir"     // the project's path on the host
+	LabelVersion = "dev.devsandbox.version" // devsandbox version that created it
+)
+
+// initArg is the init's container mode (shim.ContainerArg; not imported: the shim
+// package is Linux-only).
+const initArg = "--container"
+
+// Options are what a backend settles beyond the Plan.
+type Options struct {
+	Home string // the in-container home (docker.home); "" is /home/<user>
+	// InitSource is the host path of devsandbox-init bound at InitPath; "" is the
+	// Plan's Self.
+	InitSource string
+	// FilesDir is the host directory of the generated files (in the state directory).
+	FilesDir string
+	// BootID is the host's boot id (pin.BootID), set for runs whose init sees the
+	// host's kernel: it compares the identities of pinned mount sources only there.
+	BootID string
+	// Keep: the container outlives sessions (docker.keep_container), and each
+	// session runs in it by an exec (see Layout.Session).
+	Keep bool
+	// HomeVolume, when set, is the named volume that backs the home instead of a
+	// bind of the Plan's SandboxHome (remote engines, Docker Desktop).
+	HomeVolume string
+	// VM: the container is a microVM (krun): the guest sees host files through
+	// virtio-fs, has a loopback and a kernel of its own.
+	VM bool
+	// Nproc, when set, is RLIMIT_NPROC the init sets for the command (an engine
+	// without a pids cgroup).
+	Nproc int
+}
+
+// MountType is what a Mount puts at its target.
+type MountType int
+
+const (
+	Bind    MountType = iota // Source (a host path) at Target
+	Volume                   // the named volume Source at Target
+	MaskDir                  // an empty read-only tmpfs: a hidden directory
+	Scratch                  // a writable tmpfs (Tmpfs says how)
+)
+
+// Mount is one mount of a Layout.
+type Mount struct {
+	Type     MountType
+	Source   string
+	Target   string
+	ReadOnly bool
+	// Optional marks a Bind whose source may vanish before launch: Prepare drops it,
+	// with its check, as bwrap's --ro-bind-try does.
+	Optional bool
+	Tmpfs    Tmpfs // Scratch
+}
+
+// Tmpfs are a Scratch mount's options beyond rw, nosuid and nodev.
+type Tmpfs struct {
+	Mode   string // octal, as written in the options ("1777")
+	Exec   bool   // "exec"
+	NoExec bool   // "noexec"
+	Owned  bool   // owned by the sandbox user
+}
+
+// HostFile is a generated, non-secret file written on the host before the container is
+// created; its name is a hash of its content, so a kept container's spec does not
+// change between sessions.
+type HostFile struct {
+	Path    string
+	Content []byte
+	// InPlace files are rewritten in place, not replaced: a kept container binds the
+	// file (its inode) and must see the new content.
+	InPlace bool `json:",omitempty"`
+}
+
+// Layout is a Plan as a container sees it.
+type Layout struct {
+	Home    string // the in-container home
+	User    string // "UID:GID"
+	Workdir string
+	// Network is "default" where traffic leaves the container (open; allowlist,
+	// filtered by rules the backend applies), "none" otherwise.
+	Network string
+	Mounts  []Mount // in order; a backend sorts them by depth, stably
+	Files   []HostFile
+	// Manifest is what the container's init verifies; Session is what the init of
+	// each session's exec verifies in a kept container (nil without Keep).
+	Manifest *wire.Manifest
+	Session  *wire.Manifest
+	// Env is the command's environment (FromHost values are printed as names);
+	// Secrets travel in the Hello frame, never in the spec.
+	Env     []isolator.EnvVar
+	Secrets []isolator.Secret
+	// Init is the init's arguments (after InitPath) as the container's command:
+	// the run's own, or with Keep the keeper's. SessionCmd is the exec's whole
+	// argv with Keep.
+	Init, SessionCmd []string
+	// Labels are the labels every backend puts on the container.
+	Labels map[string]string
+	// Dirs are host directories Prepare creates (0700) before they are bound;
+	// EmptyFile is the empty file masks are bound from.
+	Dirs      []string
+	EmptyFile string
+	TTY       bool
+
+	filesDir string
+}
+
+// Lay computes p's container layout. It is pure: host paths come from the Plan and o,
+// nothing is read or written.
+func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
+	switch p.Egress.Mode {
+	case egress.Open, egress.None:
+	case egress.Proxy, egress.Allowlist:
+		if p.Egress.Proxy.Unix == "" {
+			return nil, fmt.Errorf("egress mode %s needs the session proxy's Unix socket", p.Egress.Mode)
+		}
+	default:
+		return nil, fmt.Errorf("unknown egress mode %q", p.Egress.Mode)
+	}
+	if o.Keep && p.Egress.SocketDir == "" && (p.Egress.NeedsProxy() || len(p.Egress.Forwards) > 0) {
+		return nil, fmt.Errorf("a kept container needs the project's socket directory for its proxy endpoint and published ports")
+	}
+	if len(p.Egress.Forwards) > 0 && p.Egress.PublishDir == "" {
+		return nil, fmt.Errorf("published ports need the session's publish directory")
+	}
+	l := &Layout{Home: o.Home, User: fmt.Sprintf("%d:%d", p.User.UID, p.User.GID), Workdir: p.Workdir, Network: "none",
+		Dirs: p.PrivateDirs, EmptyFile: p.EmptyFile, TTY: p.TTY, filesDir: o.FilesDir}
+	if l.Home == "" {
+		l.Home = "/home/" + p.User.Name
+	}
+	if p.Egress.Mode == egress.Open || p.Egress.Mode == egress.Allowlist {
+		l.Network = "default"
+	}
+	man := manifest(p, o)
+	l.Manifest = man
+	owned := Tmpfs{Mode: "0700", Owned: true}
+	l.Mounts = []Mount{
+		{Type: Scratch, Target: "/tmp", Tmpfs: Tmpfs{Mode: "1777", Exec: true}},
+		{Type: Scratch, Target: "/run", Tmpfs: Tmpfs{Mode: "755"}},
+		{Type: Scratch, Target: isolator.SecretDir, Tmpfs: Tmpfs{Mode: "0700", NoExec: true, Owned: true}},
+	}
+	visible := isolator.VisibleMounts(p, l.Home)
+	for i, m := range visible {
+		dst := m.Path
+		switch m.Kind {
+		case isolator.Bind:
+			if m.Source == p.SandboxHome && dst == l.Home && o.HomeVolume != "" {
+				l.Mounts = append(l.Mounts, Mount{Type: Volume, Source: o.HomeVolume, Target: dst})
+				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRW, Path: dst})
+				continue
+			}
+			l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: m.Source, Target: dst, ReadOnly: m.ReadOnly, Optional: m.Optional})
+			kind := wire.CheckRW
+			if m.ReadOnly {
+				kind = wire.CheckRO
+			}
+			man.Checks = append(man.Checks, identify(wire.Check{Kind: kind, Path: dst}, m))
+		case isolator.MaskFile:
+			l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: p.EmptyFile, Target: dst, ReadOnly: true})
+			man.Checks = append(man.Checks, identify(wire.Check{Kind: wire.CheckMaskFile, Path: dst}, m))
+		case isolator.MaskDir:
+			l.Mounts = append(l.Mounts, Mount{Type: MaskDir, Target: dst, ReadOnly: true})
+			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskDir, Path: dst, Allow: mountPointsIn(dst, visible[i+1:])})
+		case isolator.TmpDir:
+			l.Mounts = append(l.Mounts, Mount{Type: Scratch, Target: dst, Tmpfs: owned})
+		case isolator.Data:
+			if o.Keep && m.Volatile {
+				// Content that changes from session to session (a CDN's addresses
+				// rotate): a kept container binds one file the session rewrites in
+				// place, so its spec stays the same.
+				sum := sha256.Sum256([]byte(dst))
+				f := filepath.Join(o.FilesDir, "kept-"+hex.EncodeToString(sum[:8]))
+				l.Files = append(l.Files, HostFile{Path: f, Content: m.Content, InPlace: true})
+				l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: f, Target: dst, ReadOnly: true})
+				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRO, Path: dst})
+				continue
+			}
+			l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: l.File(m.Content), Target: dst, ReadOnly: true})
+			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckData, Path: dst, Size: int64(len(m.Content))})
+		default:
+			return nil, fmt.Errorf("mount %s: unknown kind %d", dst, m.Kind)
+		}
+	}
+	sessionPublish := l.egressEndpoints(p, o, man)
+	passwd, group := UserFiles(p.User, l.Home)
+	initSrc := o.InitSource
+	if initSrc == "" {
+		initSrc = p.Self
+	}
+	l.Mounts = append(l.Mounts,
+		Mount{Type: Bind, Source: initSrc, Target: InitPath, ReadOnly: true},
+		Mount{Type: Bind, Source: l.File(passwd), Target: "/etc/passwd", ReadOnly: true},
+		Mount{Type: Bind, Source: l.File(group), Target: "/etc/group", ReadOnly: true},
+	)
+	man.Checks = append(man.Checks,
+		wire.Check{Kind: wire.CheckRO, Path: InitPath},
+		wire.Check{Kind: wire.CheckData, Path: "/etc/passwd", Size: int64(len(passwd))},
+		wire.Check{Kind: wire.CheckData, Path: "/etc/group", Size: int64(len(group))},
+	)
+	l.Env = Env(p, l.Home)
+	l.Secrets = append(l.Secrets, p.Secrets...)
+	l.Labels = map[string]string{LabelProject: p.Project.ID, LabelName: p.Project.Name, LabelDir: p.Project.Dir, LabelVersion: version}
+	l.Init = []string{initArg, "--framed", "--role=run", "--"}
+	l.Init = append(l.Init, p.Command...)
+	if o.Keep {
+		// Sessions share the kept container only with the same egress policy. The
+		// exec's init checks what the container's does, and serves this session's
+		// published ports; the keeper serves the proxy endpoint.
+		man.Policy = EgressPolicy(p.Egress)
+		sm := *man
+		sm.ForwardDir, sm.Policy, sm.Publish = "", "", sessionPublish
+		l.Session = &sm
+		l.Init = []string{initArg, "--framed", "--role=keeper"}
+		l.SessionCmd = append([]string{InitPath, initArg, "--framed", "--role=session", "--"}, p.Command...)
+	}
+	return l, nil
+}
+
+// manifest is the init's manifest before the mounts' checks.
+func manifest(p *isolator.Plan, o Options) *wire.Manifest {
+	// The init reports an out-of-memory kill after the run when it knows the limit.
+	man := &wire.Manifest{SecretDir: isolator.SecretDir, Memory: p.Limits.Memory, BootID: o.BootID, Nproc: o.Nproc}
+	if len(p.Command) == 1 && p.Command[0] == p.User.Shell && p.User.Shell != "/bin/sh" {
+		man.ShellFallback = p.User.Shell
+	}
+	switch p.Egress.Mode {
+	case egress.None, egress.Proxy:
+		man.Network = "none"
+	case egress.Allowlist:
+		// The backend applies the rules from outside once the container runs; the
+		// init checks they are in force before the command starts. With runc the
+		// container's loopback is the network namespace the rules are in, so the
+		// init sees the probe rule refuse its datagram. A microVM's guest has a
+		// loopback of its own, where a probe proves nothing: there the backend
+		// verifies the rules by reading them back.
+		man.Network = "firewall"
+		if !o.VM {
+			man.EgressProbe = egress.ProbeAddr
+		}
+	}
+	if o.VM {
+		// In the VM the guest's statfs shows its virtio-fs mount's flags, not the
+		// host binds': the init probes read-only-ness instead; out-of-memory kills are
+		// the guest kernel's; and a seccomp profile for the runtime would filter the
+		// VMM on the host, so the init loads the policy itself in the guest.
+		man.ProbeReadOnly, man.OOMFromVMStat = true, true
+		if !p.Syscalls.Unfiltered {
+			pol := p.Syscalls
+			man.Seccomp = &pol
+		}
+	}
+	return man
+}
+
+// egressEndpoints adds the session proxy's socket and the publish directory. A
+// one-shot container binds the session's socket and its init forwards
+// SandboxProxyAddr to it, as bwrap's shim does. A kept container outlives sessions: it
+// binds the project's socket directory, and its keeper forwards SandboxProxyAddr to
+// whichever session's proxy is live there (every session attached has the same
+// egress configuration: it is part of the spec). Published ports are served the same
+// way, from the session's directory. It returns the kept session's published ports.
+func (l *Layout) egressEndpoints(p *isolator.Plan, o Options, man *wire.Manifest) (sessionPublish []string) {
+	switch {
+	case o.Keep && p.Egress.SocketDir != "":
+		l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: p.Egress.SocketDir, Target: EndpointDir})
+		if p.Egress.NeedsProxy() {
+			man.ForwardDir = egress.SandboxProxyAddr + "=" + EndpointDir
+		}
+		for _, f := range p.Egress.Forwards {
+			sessionPublish = append(sessionPublish, fmt.Sprintf("%d=%s/%s/%d.sock", f.SandboxPort, EndpointDir, filepath.Base(p.Egress.PublishDir), f.SandboxPort))
+		}
+	case p.Egress.NeedsProxy():
+		l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: p.Egress.Proxy.Unix, Target: ProxySocket})
+		man.Forward = egress.SandboxProxyAddr + "=" + ProxySocket
+	}
+	if !o.Keep && len(p.Egress.Forwards) > 0 {
+		// The host relays 127.0.0.1:HOST_PORT to <SANDBOX_PORT>.sock in the publish
+		// directory, where the init serves it and relays to 127.0.0.1:SANDBOX_PORT.
+		l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: p.Egress.PublishDir, Target: PublishDir})
+		for _, f := range p.Egress.Forwards {
+			man.Publish = append(man.Publish, fmt.Sprintf("%d=%s/%d.sock", f.SandboxPort, PublishDir, f.SandboxPort))
+		}
+	}
+	return sessionPublish
+}
+
+// File registers a generated host file holding content and returns its path in the
+// files directory (named by a hash of the content, registered once).
+func (l *Layout) File(content []byte) string {
+	sum := sha256.Sum256(content)
+	f := filepath.Join(l.filesDir, hex.EncodeToString(sum[:8]))
+	if !slices.ContainsFunc(l.Files, func(h HostFile) bool { return h.Path == f }) {
+		l.Files = append(l.Files, HostFile{Path: f, Content: content})
+	}
+	return f
+}
+
+// HostFile returns a file of the files directory named name, not registered (for a
+// backend's file that its CLI reads, not its engine).
+func (l *Layout) HostFile(name string, content []byte) *HostFile {
+	return &HostFile{Path: filepath.Join(l.filesDir, name), Content: content}
+}
+
+// EnvStrings is the command's environment as NAME=VALUE.
+func (l *Layout) EnvStrings() []string {
+	out := make([]string, 0, len(l.Env))
+	for _, e := range l.Env {
+		out = append(out, e.Name+"="+e.Value)
+	}
+	return out
+}
+
+// EgressPolicy is a digest of what decides where a kept container's traffic may go:
+// part of its spec, so sessions with another policy never share it. Names resolved
+// at launch are not part of it: the rules are re-applied when they change.
+func EgressPolicy(r egress.Rules) string {
+	b, _ := json.Marshal(struct {
+		Mode                   egress.Mode
+		Allow, Deny, ProxyOnly []egress.Entry
+		Proxy                  string
+	}{r.Mode, r.Allow, r.Deny, r.ProxyAllow, r.ProxyPolicy})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// mountPointsIn returns the names of dir's entries that later mounts create as their
+// mount points.
+func mountPointsIn(dir string, later []isolator.PlacedMount) []string {
+	var names []string
+	for _, m := range later {
+		if m.Path == dir || !isolator.Within(m.Path, dir) {
+			continue
+		}
+		n, _, _ := strings.Cut(strings.TrimPrefix(m.Path, dir+"/"), "/")
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// identify adds to c the identity of the file m mounts (isolator.Mount.ID), which the
+// init compares with what it finds at the destination.
+func identify(c wire.Check, m isolator.PlacedMount) wire.Check {
+	if m.ID != nil {
+		c.Dev, c.Ino = m.ID.Dev, m.ID.Ino
+	}
+	return c
+}
+
+// Env is the command's environment: the Plan's, with the container's home and
+// without PATH (containers use the image's).
+func Env(p *isolator.Plan, home string) []isolator.EnvVar {
+	var env []isolator.EnvVar
+	hasHome := false
+	for _, e := range p.Env {
+		switch e.Name {
+		case "PATH":
+			continue
+		case "HOME":
+			e = isolator.EnvVar{Name: "HOME", Value: home}
+			hasHome = true
+		}
+		env = append(env, e)
+	}
+	if !hasHome {
+		env = append(env, isolator.EnvVar{Name: "HOME", Value: home})
+		sort.Slice(env, func(i, j int) bool { return env[i].Name < env[j].Name })
+	}
+	return env
+}
+
+// UserFiles returns /etc/passwd and /etc/group for the container: root, nobody and
+// the host user with the container's home, so git and ssh find a name and a home.
+func UserFiles(u isolator.User, home string) (passwd, group []byte) {
+	var pw, gr strings.Builder
+	name := u.Name
+	if name == "" {
+		name = "user"
+	}
+	if u.UID != 0 {
+		pw.WriteString("root:x:0:0:root:/root:/bin/sh\n")
+	}
+	if u.UID != 65534 {
+		pw.WriteString("nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+	}
+	fmt.Fprintf(&pw, "%s:x:%d:%d:%s:%s:/bin/sh\n", name, u.UID, u.GID, name, home)
+	if u.GID != 0 {
+		gr.WriteString("root:x:0:\n")
+	}
+	if u.GID != 65534 {
+		gr.WriteString("nogroup:x:65534:\n")
+	}
+	fmt.Fprintf(&gr, "%s:x:%d:\n", name, u.GID)
+	return []byte(pw.String()), []byte(gr.String())
+}
+
+// SortMounts orders ms parents first, as engines apply them (stable within a depth,
+// for the golden files); depth is target's.
+func SortMounts[M any](ms []M, target func(M) string) []M {
+	sort.SliceStable(ms, func(i, j int) bool {
+		return strings.Count(target(ms[i]), "/") < strings.Count(target(ms[j]), "/")
+	})
+	return ms
+}
+
+// Options returns a Scratch mount's options as a list, uidgid being the ownership
+// option of the engine ("U", or "uid=…,gid=…").
+func (t Tmpfs) Options(uidgid string) []string {
+	o := []string{"rw"}
+	if t.Exec {
+		o = append(o, "exec")
+	}
+	o = append(o, "nosuid", "nodev")
+	if t.NoExec {
+		o = append(o, "noexec")
+	}
+	o = append(o, "mode="+t.Mode)
+	if t.Owned {
+		o = append(o, uidgid)
+	}
+	return o
+}
+
+// UIDGID is the tmpfs ownership option for uid and gid.
+func UIDGID(uid, gid int) string { return "uid=" + strconv.Itoa(uid) + ",gid=" + strconv.Itoa(gid) }

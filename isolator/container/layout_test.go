@@ -1,0 +1,133 @@
+package container
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+// plan is a plan under dir: the sandbox home and the project bound, an optional
+// tool directory, a masked file.
+func plan(dir string) *isolator.Plan {
+	home, proj := filepath.Join(dir, "share/home"), filepath.Join(dir, "proj")
+	return &isolator.Plan{
+		Project:     isolator.Project{Dir: proj, ID: "0123abcd", Name: "proj-0123abcd"},
+		Workdir:     proj,
+		User:        isolator.User{Name: "u", UID: 1000, GID: 1000, HostHome: "/home/u", Shell: "/bin/sh"},
+		SandboxHome: home,
+		StateDir:    filepath.Join(dir, "state"),
+		EmptyFile:   filepath.Join(dir, "empty"),
+		Self:        "/usr/local/bin/devsandbox-init",
+		PrivateDirs: []string{home},
+		Mounts: []isolator.Mount{
+			{Kind: isolator.Bind, Source: home, Dest: "/home/u", Why: "sandbox home"},
+			{Kind: isolator.Bind, Source: proj, Dest: proj, Why: "project"},
+			{Kind: isolator.Bind, Source: filepath.Join(dir, "gone"), HomeRel: ".cache/go", Optional: true, Why: "tool go"},
+			{Kind: isolator.MaskFile, Dest: proj + "/.env", Why: "sandbox.mask_files"},
+			{Kind: isolator.TmpDir, HomeRel: ".npm/_cacache", Why: "tool node"},
+		},
+		Egress:  egress.Rules{Mode: egress.Proxy, Proxy: egress.Endpoint{Unix: "/run/x/proxy-s.sock"}, SocketDir: "/run/x"},
+		Command: []string{"true"},
+	}
+}
+
+func checked(m *wire.Manifest) []string {
+	var out []string
+	for _, c := range m.Checks {
+		out = append(out, string(c.Kind)+" "+c.Path)
+	}
+	return out
+}
+
+// Prepare makes the host side and drops an optional bind whose source is gone, with
+// its check, from the container's manifest and a kept session's: what a backend
+// renders afterwards is what is in force. WriteFiles writes every generated file, a
+// backend's own too.
+func TestPrepare(t *testing.T) {
+	dir := t.TempDir()
+	p := plan(dir)
+	if err := os.MkdirAll(p.Project.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Lay(p, Options{Home: "/home/dev", FilesDir: filepath.Join(dir, "state/files"), Keep: true}, "1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(checked(l.Manifest), "rw /home/dev/.cache/go") || !slices.Contains(checked(l.Session), "rw /home/dev/.cache/go") {
+		t.Fatalf("no check of the optional bind before Prepare: %q", checked(l.Manifest))
+	}
+	if err := l.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	l.File([]byte("a backend's own file\n"))
+	if err := l.WriteFiles(); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range l.Mounts {
+		if m.Target == "/home/dev/.cache/go" {
+			t.Errorf("the optional bind of a missing source is still mounted: %+v", m)
+		}
+	}
+	for _, man := range []*wire.Manifest{l.Manifest, l.Session} {
+		if slices.Contains(checked(man), "rw /home/dev/.cache/go") {
+			t.Errorf("the dropped bind is still checked: %q", checked(man))
+		}
+	}
+	for _, f := range l.Files {
+		if b, err := os.ReadFile(f.Path); err != nil || string(b) != string(f.Content) {
+			t.Errorf("%s: %q, %v", f.Path, b, err)
+		}
+	}
+	if fi, err := os.Stat(p.SandboxHome); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("sandbox home: %v, %v", fi, err)
+	}
+	if fi, err := os.Stat(p.EmptyFile); err != nil || fi.Size() != 0 {
+		t.Errorf("mask source: %v, %v", fi, err)
+	}
+}
+
+// MakeMountPoints creates, as the caller, the mount points inside a read-write bind
+// (here the sandbox home) that the engine would create as root: a directory for a
+// directory, a file for a file.
+func TestMakeMountPoints(t *testing.T) {
+	dir := t.TempDir()
+	p := plan(dir)
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: p.EmptyFile, HomeRel: ".gitconfig", ReadOnly: true, Why: "tool git"})
+	l, err := Lay(p, Options{Home: "/home/dev", FilesDir: filepath.Join(dir, "files")}, "1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	l.MakeMountPoints()
+	for path, dir := range map[string]bool{".npm/_cacache": true, ".gitconfig": false} {
+		fi, err := os.Lstat(filepath.Join(p.SandboxHome, path))
+		if err != nil || fi.IsDir() != dir {
+			t.Errorf("%s: %v, %v (want a directory: %v)", path, fi, err, dir)
+		}
+	}
+}
+
+// A mask of a directory lists the mount points later mounts create in it.
+func TestMaskDirAllows(t *testing.T) {
+	p := plan(t.TempDir())
+	p.Mounts = append(p.Mounts,
+		isolator.Mount{Kind: isolator.MaskDir, HomeRel: ".config", Why: "sandbox.hide_paths"},
+		isolator.Mount{Kind: isolator.Bind, Source: "/src/gh", HomeRel: ".config/gh/hosts.yml", ReadOnly: true, Why: "tool gh"},
+	)
+	l, err := Lay(p, Options{}, "1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range l.Manifest.Checks {
+		if c.Kind == wire.CheckMaskDir && (c.Path != "/home/u/.config" || !slices.Equal(c.Allow, []string{"gh"})) {
+			t.Errorf("mask check %+v", c)
+		}
+	}
+}

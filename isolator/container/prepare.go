@@ -1,0 +1,198 @@
+package container
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+// Prepare creates what the container binds from the host besides the generated
+// files: the private directories and the mask source; and drops the optional binds
+// whose source is gone, with their checks, so the manifest a backend renders is the
+// one in force. The backend translates the layout next, then calls WriteFiles.
+func (l *Layout) Prepare() error {
+	for _, d := range l.Dirs {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("creating %s: %w", d, err)
+		}
+	}
+	if err := isolator.EnsureEmptyFile(l.EmptyFile); err != nil {
+		return err
+	}
+	l.dropMissing(func(p string) bool { _, err := os.Stat(p); return err == nil })
+	return nil
+}
+
+// WriteFiles writes the generated host files, those the backend's translation added
+// (File) included.
+func (l *Layout) WriteFiles() error {
+	for _, f := range l.Files {
+		if err := writeHostFile(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeHostFile writes f unless it holds its content already: atomically (a new file
+// renamed over), or for an InPlace file by rewriting it.
+func writeHostFile(f HostFile) error {
+	if b, err := os.ReadFile(f.Path); err == nil && string(b) == string(f.Content) {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", filepath.Dir(f.Path), err)
+	}
+	if f.InPlace {
+		if err := os.WriteFile(f.Path, f.Content, 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", f.Path, err)
+		}
+		return nil
+	}
+	tmp := f.Path + ".tmp" + randomSuffix()
+	if err := os.WriteFile(tmp, f.Content, 0o444); err != nil {
+		return fmt.Errorf("writing %s: %w", f.Path, err)
+	}
+	if err := os.Rename(tmp, f.Path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", f.Path, err)
+	}
+	return nil
+}
+
+// dropMissing removes the optional binds whose source does not exist, and their
+// checks from the manifests.
+func (l *Layout) dropMissing(exists func(string) bool) {
+	gone := map[string]bool{}
+	l.Mounts = slices.DeleteFunc(l.Mounts, func(m Mount) bool {
+		if m.Type == Bind && m.Optional && !exists(m.Source) {
+			gone[m.Target] = true
+			return true
+		}
+		return false
+	})
+	if len(gone) == 0 {
+		return
+	}
+	for _, man := range []*wire.Manifest{l.Manifest, l.Session} {
+		if man != nil {
+			man.Checks = slices.DeleteFunc(slices.Clone(man.Checks), func(c wire.Check) bool { return gone[c.Path] })
+		}
+	}
+}
+
+// MakeMountPoints creates, as the user, the mount points that lie inside a read-write
+// bind of a host directory (the sandbox home, the project) and do not exist yet. An
+// engine that runs as root would create them as root, leaving the user files in their
+// own home they cannot remove. A path with a symlink on the way is left to the
+// engine, which resolves it inside the container's root.
+func (l *Layout) MakeMountPoints() {
+	type target struct {
+		path string
+		dir  bool
+	}
+	var targets []target
+	for _, m := range l.Mounts {
+		dir := m.Type != Bind
+		if !dir {
+			fi, err := os.Stat(m.Source)
+			dir = err == nil && fi.IsDir()
+		}
+		targets = append(targets, target{m.Target, dir})
+	}
+	sort.SliceStable(targets, func(i, j int) bool { return targets[i].path < targets[j].path })
+	for _, t := range targets {
+		host := l.hostPathOf(t.path)
+		if host == "" {
+			continue
+		}
+		if _, err := os.Lstat(host); err == nil {
+			continue
+		}
+		parent := filepath.Dir(host)
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(parent); err != nil || real != parent {
+			continue
+		}
+		if t.dir {
+			_ = os.Mkdir(host, 0o755)
+		} else if f, err := os.OpenFile(host, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
+			f.Close()
+		}
+	}
+}
+
+// hostPathOf returns the host path that backs target: the deepest mount strictly
+// above it must be a read-write bind, else "".
+func (l *Layout) hostPathOf(target string) string {
+	best, bestSrc := "", ""
+	for _, m := range l.Mounts {
+		if m.Target != target && isolator.Within(target, m.Target) && len(m.Target) > len(best) {
+			best, bestSrc = m.Target, ""
+			if m.Type == Bind && !m.ReadOnly {
+				bestSrc = m.Source
+			}
+		}
+	}
+	if bestSrc == "" {
+		return ""
+	}
+	return bestSrc + strings.TrimPrefix(target, best)
+}
+
+// Hello reads the secret values p names, for the session's Hello frame.
+func Hello(p *isolator.Plan) (*wire.Hello, error) {
+	h := &wire.Hello{TTY: p.TTY}
+	if p.Limits.Memory > 0 {
+		h.Nonce = wire.NewNonce()
+	}
+	for _, sec := range p.Secrets {
+		var val []byte
+		switch {
+		case sec.FileSource != "":
+			b, err := os.ReadFile(sec.FileSource)
+			if err != nil {
+				return nil, fmt.Errorf("%w: reading the secret file for %s: %w", isolator.ErrProtection, sec.Name, err)
+			}
+			val = b
+		default:
+			v, ok := p.HostEnv[sec.EnvSource]
+			if !ok {
+				return nil, fmt.Errorf("%w: secret %s: the host variable %s is not set", isolator.ErrProtection, sec.Name, sec.EnvSource)
+			}
+			val = []byte(v)
+		}
+		if sec.AsFile {
+			if h.Files == nil {
+				h.Files = map[string][]byte{}
+			}
+			h.Files[sec.Name] = val
+			continue
+		}
+		if h.Env == nil {
+			h.Env = map[string]string{}
+		}
+		h.Env[sec.Name] = string(val)
+	}
+	return h, nil
+}
+
+// RandomSuffix is eight random hex digits, for the names of one-shot containers and
+// temporary files.
+func RandomSuffix() string { return randomSuffix() }
+
+func randomSuffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,134 @@
+package container
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/devsandbox/devsandbox/internal/sh"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+)
+
+// The pieces of a --dry-run script (an engine's CLI invocation) every container
+// backend writes the same way. Secret and passed-through values appear as names only:
+// `-e NAME` takes the value from the caller's environment, and secret files are read
+// from their host source by the shell.
+
+// WriteSecretComments says where each secret comes from.
+func WriteSecretComments(b *strings.Builder, secrets []isolator.Secret) {
+	for _, sec := range secrets {
+		switch {
+		case !sec.AsFile:
+			fmt.Fprintf(b, "# secret %s: environment, from the host variable %s\n", sec.Name, sec.EnvSource)
+		case sec.FileSource != "":
+			fmt.Fprintf(b, "# secret %s: file /run/secrets/%s (0400, tmpfs), from the host file %s\n", sec.Name, sec.Name, sec.FileSource)
+		default:
+			fmt.Fprintf(b, "# secret %s: file /run/secrets/%s (0400, tmpfs), from the host variable %s\n", sec.Name, sec.Name, sec.EnvSource)
+		}
+	}
+}
+
+// WriteHostFiles writes the commands that make the host files the container binds.
+func (l *Layout) WriteHostFiles(b *strings.Builder) {
+	b.WriteString("# host files the container binds (not secret):\n")
+	for _, d := range l.Dirs {
+		fmt.Fprintf(b, "mkdir -p -m 0700 %s\n", sh.Quote(d))
+	}
+	if l.EmptyFile != "" {
+		fmt.Fprintf(b, "test -e %s || install -D -m 0444 /dev/null %s\n", sh.Quote(l.EmptyFile), sh.Quote(l.EmptyFile))
+	}
+	for _, f := range l.Files {
+		WriteHostFile(b, f)
+	}
+}
+
+// WriteHostFile writes the command that makes f (rewrites it, when InPlace).
+func WriteHostFile(b *strings.Builder, f HostFile) {
+	if f.InPlace {
+		fmt.Fprintf(b, "mkdir -p -m 0700 %s && printf %%s %s > %s\n", sh.Quote(filepath.Dir(f.Path)), sh.Quote(string(f.Content)), sh.Quote(f.Path))
+		return
+	}
+	fmt.Fprintf(b, "test -e %s || { mkdir -p -m 0700 %s && printf %%s %s > %s; }\n", sh.Quote(f.Path), sh.Quote(filepath.Dir(f.Path)), sh.Quote(string(f.Content)), sh.Quote(f.Path))
+}
+
+// WriteEnv writes the command's environment and secrets as -e flags.
+func (l *Layout) WriteEnv(w *ArgWriter) {
+	for _, e := range l.Env {
+		if e.FromHost {
+			w.Flag("-e", e.Name)
+		} else {
+			w.Flag("-e", e.Name+"="+e.Value)
+		}
+	}
+	for _, sec := range l.Secrets {
+		switch {
+		case !sec.AsFile && sec.EnvSource == sec.Name:
+			w.Flag("-e", sec.Name)
+		case !sec.AsFile:
+			w.Raw("-e", sec.Name+`="$`+sec.EnvSource+`"`)
+		case sec.FileSource != "":
+			w.Raw("-e", wire.SecretFileEnvPrefix+sec.Name+`="$(base64 -w0 < `+sh.Quote(sec.FileSource)+`)"`)
+		default:
+			w.Raw("-e", wire.SecretFileEnvPrefix+sec.Name+`="$(printf %s "$`+sec.EnvSource+`" | base64 -w0)"`)
+		}
+	}
+}
+
+// PlainArgs drops --framed from the init's arguments: a hand-run command has no one
+// speaking the protocol.
+func PlainArgs(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if a != "--framed" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// ArgWriter writes a shell command line, one flag per continuation line.
+type ArgWriter struct {
+	b *strings.Builder
+	n int
+}
+
+// NewArgWriter returns a writer appending to b.
+func NewArgWriter(b *strings.Builder) *ArgWriter { return &ArgWriter{b: b} }
+
+func (w *ArgWriter) sep(newline bool) {
+	if w.n > 0 {
+		if newline {
+			w.b.WriteString(" \\\n  ")
+		} else {
+			w.b.WriteByte(' ')
+		}
+	}
+	w.n++
+}
+
+// Word writes words on one line, starting a continuation line unless it is the first.
+func (w *ArgWriter) Word(words ...string) {
+	for i, s := range words {
+		w.sep(i == 0)
+		w.b.WriteString(sh.Quote(s))
+	}
+}
+
+// Flag writes name with each value on a line of its own; with no value, name alone.
+func (w *ArgWriter) Flag(name string, values ...string) {
+	if len(values) == 0 {
+		w.sep(true)
+		w.b.WriteString(name)
+	}
+	for _, v := range values {
+		w.sep(true)
+		w.b.WriteString(name + " " + sh.Quote(v))
+	}
+}
+
+// Raw writes a flag whose value is shell syntax to be expanded, not quoted.
+func (w *ArgWriter) Raw(name, value string) {
+	w.sep(true)
+	w.b.WriteString(name + " " + value)
+}

@@ -1,0 +1,222 @@
+package container
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
+	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/tty"
+)
+
+// Stream writes frames to the init's stdin (the attached connection's input).
+type Stream struct {
+	w  io.Writer
+	mu sync.Mutex // frames are written from several goroutines
+}
+
+// NewStream returns the stream writing to w.
+func NewStream(w io.Writer) *Stream { return &Stream{w: w} }
+
+// Frame writes one frame.
+func (s *Stream) Frame(typ byte, p []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return wire.WriteFrame(s.w, typ, p)
+}
+
+func (s *Stream) hello(h *wire.Hello) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return wire.WriteHello(s.w, h)
+}
+
+// NewReport reads the init's report from its stderr, passing the rest on to
+// stdio.Err; it expects the out-of-memory report h's nonce authenticates.
+func NewReport(stdio isolator.Stdio, h *wire.Hello) *wire.Report {
+	r := wire.NewReport(stdio.Err)
+	if h.Nonce != "" {
+		r.ExpectOOM(h.Nonce)
+	}
+	return r
+}
+
+// SessionOptions say how a session relays.
+type SessionOptions struct {
+	// Signals are the signals to forward to the command (a helper program gets them
+	// from devsandbox); nil means the session catches isolator.ForwardedSignals.
+	Signals <-chan handoff.Signal
+	// AsyncHello sends the hello without waiting: the stream drains only once the
+	// container starts (a pipe to the attach connection).
+	AsyncHello bool
+	// Engine names what `devsandbox doctor` checks when the init never reported ("the
+	// engine", "podman").
+	Engine string
+	// OOMMessage is said on stdio.Err after a command the memory limit killed.
+	OOMMessage string
+}
+
+// Session relays one run: the user's input, window sizes and signals to the init as
+// frames. It never ends the stream while the command runs: end of stream tells the
+// init that devsandbox is gone. The init's output is the backend's to relay (through
+// the Report).
+type Session struct {
+	st      *Stream
+	tty     bool
+	report  *wire.Report
+	o       SessionOptions
+	errOut  io.Writer
+	restore func() error
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// StartSession sends hello (with the window size) and starts relaying.
+func StartSession(st *Stream, stdio isolator.Stdio, h *wire.Hello, report *wire.Report, o SessionOptions) (*Session, error) {
+	s := &Session{st: st, tty: h.TTY, report: report, o: o, errOut: stdio.Err, stop: make(chan struct{})}
+	var inFd uintptr
+	term := stdio.In != nil && tty.IsTerminal(stdio.In.Fd())
+	if term {
+		inFd = stdio.In.Fd()
+	}
+	if h.TTY && term {
+		if sz, err := tty.GetSize(inFd); err == nil {
+			h.Rows, h.Cols = sz.Rows, sz.Cols
+		}
+	}
+	helloErr := make(chan error, 1)
+	if o.AsyncHello {
+		go func() { helloErr <- st.hello(h) }()
+	} else if err := st.hello(h); err != nil {
+		return nil, fmt.Errorf("sending the session's secrets to the container: %w", err)
+	} else {
+		helloErr <- nil
+	}
+	if h.TTY && term {
+		restore, err := tty.MakeRaw(inFd)
+		if err != nil {
+			return nil, fmt.Errorf("putting the terminal in raw mode: %w", err)
+		}
+		s.restore = restore
+		s.relayResizes(inFd)
+	}
+	go func() {
+		if <-helloErr != nil {
+			return
+		}
+		if stdio.In == nil {
+			_ = st.Frame(wire.FrameClose, nil)
+			return
+		}
+		// Not waited for: a read of the user's stdin cannot be interrupted.
+		s.pumpInput(stdio.In)
+	}()
+	s.relaySignals()
+	return s, nil
+}
+
+// relayResizes sends the terminal's window size whenever it changes.
+func (s *Session) relayResizes(inFd uintptr) {
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer signal.Stop(winch)
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-winch:
+				if sz, err := tty.GetSize(inFd); err == nil {
+					_ = s.st.Frame(wire.FrameResize, wire.ResizePayload(sz.Rows, sz.Cols))
+				}
+			}
+		}
+	}()
+}
+
+// relaySignals forwards the signals to the command's process group.
+func (s *Session) relaySignals() {
+	sigs := s.o.Signals
+	if sigs == nil {
+		own := make(chan os.Signal, 8)
+		signal.Notify(own, isolator.ForwardedSignals...)
+		conv := make(chan handoff.Signal, 8)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer signal.Stop(own)
+			for {
+				select {
+				case <-s.stop:
+					return
+				case sig := <-own:
+					if n, ok := sig.(syscall.Signal); ok {
+						conv <- handoff.Signal(n)
+					}
+				}
+			}
+		}()
+		sigs = conv
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case n := <-sigs:
+				_ = s.st.Frame(wire.FrameSignal, []byte{byte(n)})
+			}
+		}
+	}()
+}
+
+func (s *Session) pumpInput(in io.Reader) {
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := in.Read(buf)
+		if n > 0 {
+			if s.st.Frame(wire.FrameData, buf[:n]) != nil {
+				return
+			}
+		}
+		if err != nil {
+			if !s.tty {
+				_ = s.st.Frame(wire.FrameClose, nil)
+			}
+			return
+		}
+	}
+}
+
+// Close stops relaying and puts the terminal back.
+func (s *Session) Close() {
+	close(s.stop)
+	s.wg.Wait()
+	if s.restore != nil {
+		_ = s.restore()
+	}
+}
+
+// Result turns the init's report and the exit status into Run's result.
+func (s *Session) Result(code int) (int, error) {
+	ready, failure := s.report.Result()
+	switch {
+	case ready:
+		if code == 137 && s.report.OOM() && s.o.OOMMessage != "" && s.errOut != nil {
+			fmt.Fprintf(s.errOut, "devsandbox: %s\n", s.o.OOMMessage)
+		}
+		return code, nil
+	case failure != "":
+		return 0, fmt.Errorf("%w: %s; the command did not run", isolator.ErrProtection, failure)
+	}
+	return 0, fmt.Errorf("%w: the container ended (status %d) before devsandbox-init reported; the command did not run. Its message, if any, is above; `devsandbox --dry-run` shows the container and `devsandbox doctor` checks %s", isolator.ErrProtection, code, s.o.Engine)
+}

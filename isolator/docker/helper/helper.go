@@ -1,0 +1,181 @@
+// Package helper is devsandbox's side of devsandbox-docker, the program that links the
+// docker backend: the Docker client's package initialisation would cost every launch
+// a few milliseconds, so devsandbox (the bwrap launch path) has only the Stub, which
+// hands each request to devsandbox-docker (package handoff) and tells without it, from
+// the engine's address alone, whether docker could run. The types of what devsandbox
+// keeps per project (Sandbox) live here too, for the CLI to print.
+//
+// This package imports no Docker client; see deps_test.go in cmd/devsandbox.
+package helper
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/docker/engineaddr"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
+)
+
+// Program is the helper's file name, installed next to devsandbox.
+const Program = "devsandbox-docker"
+
+// Settings are the docker.* settings and what the backend needs from the host.
+type Settings struct {
+	Image   string `json:"image"`          // docker.image
+	Home    string `json:"home,omitempty"` // docker.home: the in-container home
+	Keep    bool   `json:"keep,omitempty"` // docker.keep_container
+	Version string `json:"version"`        // devsandbox's
+	// Host is docker.host; HostHome the host user's home, where the docker CLI's
+	// contexts are (the engine address also reads the helper's environment).
+	Host     string `json:"host,omitempty"`
+	HostHome string `json:"hostHome,omitempty"`
+	// FirewallTool, when set, is the program the firewall helper container runs
+	// instead of devsandbox-init (a test override: a tool that fails must abort the
+	// run).
+	FirewallTool string `json:"firewallTool,omitempty"`
+}
+
+// Operations devsandbox-docker answers besides an isolator's.
+const (
+	OpSandboxes  = "sandboxes"   // Args: Dirs; Data: Listing
+	OpRemove     = "remove"      // Args: Sandbox
+	OpBuildImage = "build-image" // Args: BuildArgs; progress on stderr
+)
+
+// Sandbox is what devsandbox keeps for one project: a kept container, a home volume
+// (remote engines), the sandbox home and the state directory on the host.
+type Sandbox struct {
+	Name          string    `json:"name"`                 // <basename>-<id>
+	Dir           string    `json:"dir,omitempty"`        // the project's path, when known
+	DirExists     bool      `json:"dirExists"`            // the project still exists
+	Containers    []string  `json:"containers,omitempty"` // container names
+	ContainerSize int64     `json:"containerSize"`        // bytes written in the containers
+	Running       bool      `json:"running"`
+	Volumes       []string  `json:"volumes,omitempty"`
+	Home          string    `json:"home,omitempty"` // host sandbox home dir
+	HomeSize      int64     `json:"homeSize"`
+	State         string    `json:"state,omitempty"` // host state dir
+	StateSize     int64     `json:"stateSize"`
+	LastUsed      time.Time `json:"lastUsed"`
+}
+
+// Dirs are the host directories holding per-project data: $XDG_DATA_HOME/devsandbox
+// and $XDG_STATE_HOME/devsandbox, and the user whose they are: only the containers and
+// volumes labelled with that uid are the user's.
+type Dirs struct {
+	Data, State string
+	UID         int
+}
+
+// Listing is the answer of OpSandboxes: every project devsandbox keeps something
+// for, and why the engine was not asked, when it was not.
+type Listing struct {
+	Sandboxes   []Sandbox `json:"sandboxes"`
+	EngineError string    `json:"engineError,omitempty"`
+}
+
+// BuildArgs are the arguments of OpBuildImage.
+type BuildArgs struct {
+	Base, Tag string
+}
+
+// Prunable reports why s should go: its project is gone, or it was unused longer than
+// maxAge (and is not running). "" means keep it.
+func Prunable(s Sandbox, now time.Time, maxAge time.Duration) string {
+	if s.Running {
+		return ""
+	}
+	if s.Dir != "" && !s.DirExists {
+		return "the project " + s.Dir + " no longer exists"
+	}
+	if !s.LastUsed.IsZero() && now.Sub(s.LastUsed) > maxAge {
+		return fmt.Sprintf("unused for %d days", int(now.Sub(s.LastUsed).Hours()/24))
+	}
+	return ""
+}
+
+// Stub is the docker isolator as devsandbox sees it: every method but QuickCheck runs
+// devsandbox-docker.
+type Stub struct {
+	*handoff.Stub
+	settings Settings
+	environ  map[string]string
+}
+
+var (
+	_ isolator.Isolator  = (*Stub)(nil)
+	_ isolator.Diagnoser = (*Stub)(nil)
+	_ isolator.Quick     = (*Stub)(nil)
+)
+
+// New is the Stub with s. environ is the host environment the helper runs with
+// (config.Host.Vars); phase, when set, receives its launch phases.
+func New(s Settings, environ map[string]string, phase func(string)) *Stub {
+	return &Stub{Stub: &handoff.Stub{Backend: "docker", Program: Program, Settings: s, Environ: environ, Phase: phase}, settings: s, environ: environ}
+}
+
+// QuickCheck implements isolator.Quick: devsandbox-docker is installed and the
+// engine's Unix socket exists (a remote engine is assumed usable). It starts nothing.
+func (s *Stub) QuickCheck() isolator.Status {
+	if s.Path == "" && handoff.Beside(Program) == "" {
+		return isolator.Status{State: isolator.Unavailable, Reason: Program + " is not installed next to devsandbox", Fix: "install it (make install)"}
+	}
+	a, err := engineaddr.Resolve(s.settings.Host, s.environ, s.settings.HostHome)
+	if err != nil {
+		return isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: "fix the docker context or set docker.host"}
+	}
+	if sock, ok := strings.CutPrefix(a.Host, "unix://"); ok {
+		if _, err := os.Stat(sock); err != nil {
+			return isolator.Status{State: isolator.Unavailable, Reason: fmt.Sprintf("no docker engine at %s (%s)", a.Host, a.Origin), Fix: "start Docker, or set docker.host / DOCKER_HOST"}
+		}
+	}
+	return isolator.Status{State: isolator.Active}
+}
+
+// Sandboxes lists every project devsandbox keeps something for, sorted by name. With
+// no engine reachable, the host side is still listed, and the engine's error
+// returned too.
+func (s *Stub) Sandboxes(ctx context.Context, d Dirs) ([]Sandbox, error) {
+	r, err := s.call(ctx, OpSandboxes, d, nil)
+	if err != nil {
+		return nil, err
+	}
+	var l Listing
+	if err := json.Unmarshal(r.Data, &l); err != nil {
+		return nil, fmt.Errorf("reading the answer of %s: %w", Program, err)
+	}
+	if l.EngineError != "" {
+		return l.Sandboxes, errors.New(l.EngineError)
+	}
+	return l.Sandboxes, nil
+}
+
+// RemoveSandbox removes everything sb lists: containers (running or not), volumes, the
+// sandbox home and the state directory.
+func (s *Stub) RemoveSandbox(ctx context.Context, sb Sandbox) error {
+	_, err := s.call(ctx, OpRemove, sb, nil)
+	return err
+}
+
+// BuildImage builds tag from devsandbox's Dockerfile on base, writing the build's
+// progress to out.
+func (s *Stub) BuildImage(ctx context.Context, base, tag string, out io.Writer) error {
+	_, err := s.call(ctx, OpBuildImage, BuildArgs{Base: base, Tag: tag}, out)
+	return err
+}
+
+// call runs op with args; the program's stderr goes to errOut when set.
+func (s *Stub) call(ctx context.Context, op string, args any, errOut io.Writer) (*handoff.Result, error) {
+	r, err := s.Call(ctx, handoff.Request{Op: op, Args: handoff.Args(args)}, isolator.Stdio{Err: errOut})
+	if err != nil {
+		return nil, err
+	}
+	return r, r.Err()
+}

@@ -1,0 +1,88 @@
+package docker
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/devsandbox/devsandbox/isolator/docker/helper"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
+)
+
+// New returns the backend for s; env is the host environment (the engine address
+// reads DOCKER_HOST, DOCKER_CONTEXT and DOCKER_CONFIG from it).
+func New(s helper.Settings, env map[string]string) *Isolator {
+	return &Isolator{
+		Options:  Options{Image: s.Image, Home: s.Home, Keep: s.Keep, Version: s.Version},
+		HostAddr: s.Host, Env: env, HostHome: s.HostHome, FirewallTool: s.FirewallTool,
+	}
+}
+
+// Handler is devsandbox-docker's: the isolator's operations (package handoff) and
+// package helper's, with the backend the request's settings make. warn receives
+// warnings for people.
+func Handler(warn func(string)) handoff.Handler {
+	backend := func(j *handoff.Job) (*Isolator, error) {
+		var s helper.Settings
+		if err := json.Unmarshal(j.Settings, &s); err != nil {
+			return nil, fmt.Errorf("the docker settings: %w", err)
+		}
+		b := New(s, environ())
+		b.Signals, b.Phase, b.Warn = j.Signals, j.Phase, warn
+		return b, nil
+	}
+	op := func(f func(b *Isolator, j *handoff.Job) (any, error)) handoff.Handler {
+		return func(j *handoff.Job) handoff.Result {
+			var r handoff.Result
+			b, err := backend(j)
+			if err == nil {
+				var data any
+				if data, err = f(b, j); data != nil {
+					r.Data = handoff.Args(data)
+				}
+			}
+			r.SetError(err)
+			return r
+		}
+	}
+	return handoff.ServeIsolator(func(j *handoff.Job) (handoff.Backend, error) { return backend(j) }, map[string]handoff.Handler{
+		helper.OpSandboxes: op(func(b *Isolator, j *handoff.Job) (any, error) {
+			var d helper.Dirs
+			if err := json.Unmarshal(j.Args, &d); err != nil {
+				return nil, err
+			}
+			list, err := b.Sandboxes(j.Ctx, d)
+			l := helper.Listing{Sandboxes: list}
+			if err != nil {
+				l.EngineError = err.Error()
+			}
+			return l, nil
+		}),
+		helper.OpRemove: op(func(b *Isolator, j *handoff.Job) (any, error) {
+			var s helper.Sandbox
+			if err := json.Unmarshal(j.Args, &s); err != nil {
+				return nil, err
+			}
+			return nil, b.RemoveSandbox(j.Ctx, s)
+		}),
+		helper.OpBuildImage: op(func(b *Isolator, j *handoff.Job) (any, error) {
+			var a helper.BuildArgs
+			if err := json.Unmarshal(j.Args, &a); err != nil {
+				return nil, err
+			}
+			return nil, b.BuildImage(j.Ctx, a.Base, a.Tag, j.Stdio.Err)
+		}),
+	})
+}
+
+// environ is the process's environment as a map.
+func environ() map[string]string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
