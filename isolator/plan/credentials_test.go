@@ -134,12 +134,17 @@ func TestBuildHoldsToolKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := f.build(t, cfg)
+	// The Plan is complete: the sandbox's ANTHROPIC_API_KEY is the proxy's
+	// placeholder, never the host's value.
 	var names []string
 	for _, s := range p.Secrets {
 		names = append(names, s.Name)
+		if s.Name == "ANTHROPIC_API_KEY" && (!strings.HasPrefix(s.EnvSource, "DEVSANDBOX_PLACEHOLDER_") || p.HostEnv[s.EnvSource] == "sk-ant-12345678") {
+			t.Errorf("the sandbox's ANTHROPIC_API_KEY comes from %s, not the proxy's placeholder", s.EnvSource)
+		}
 	}
-	if !slices.Equal(names, []string{"CLAUDE_CODE_OAUTH_TOKEN"}) {
-		t.Errorf("secrets %q, want only CLAUDE_CODE_OAUTH_TOKEN", names)
+	if !slices.Equal(names, []string{"CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_API_KEY"}) {
+		t.Errorf("secrets %q, want CLAUDE_CODE_OAUTH_TOKEN and the placeholder ANTHROPIC_API_KEY", names)
 	}
 	places := KeyPlaces(cfg, tools.Default(), ToolHost(cfg.Host, probe(f.proj), f.proj))
 	want := []KeyPlace{{Tool: "claude", Env: "ANTHROPIC_API_KEY", Where: "outside",
