@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/devsandbox/devsandbox/internal/clihelp"
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
@@ -25,7 +26,7 @@ func (a *app) commands() []*cli.Command {
 		{
 			Name:        "doctor",
 			Usage:       "check the host: what each isolator needs, and the fixes",
-			Description: describe("One row per requirement, with its status and how to fix it. Exits 1 when the selected isolator cannot run."),
+			Description: clihelp.Describe("One row per requirement, with its status and how to fix it. Exits 1 when the selected isolator cannot run."),
 			Action:      a.doctor,
 		},
 		{
@@ -35,7 +36,7 @@ func (a *app) commands() []*cli.Command {
 				{Name: "show", Usage: "print the effective configuration with the origin of each value", Flags: []cli.Flag{jsonFlag}, Action: a.configShow},
 				{Name: "validate", Usage: "check a config file; report the first error with file, line and key", ArgsUsage: "FILE", Action: a.configValidate},
 				{Name: "init", Usage: "write a commented starter config file; never overwrites", ArgsUsage: "[FILE]",
-					Description: describe("Writes FILE, by default the user config file ($XDG_CONFIG_HOME/devsandbox/config.toml). An existing file is left as it is."), Action: a.configInit},
+					Description: clihelp.Describe("Writes FILE, by default the user config file ($XDG_CONFIG_HOME/devsandbox/config.toml). An existing file is left as it is."), Action: a.configInit},
 				{Name: "trust", Usage: "trust this project's .devsandbox.toml as it is now (review it first)", Action: a.configTrust},
 			},
 		},
@@ -58,39 +59,9 @@ func (a *app) commands() []*cli.Command {
 	}
 }
 
-// loaded is the configuration for the current directory's project.
-type loaded struct {
-	cfg   *config.Config
-	proj  isolator.Project
-	probe plan.Probe
-	warns []string
-	held  []plan.HeldKey // tool keys the proxy holds (tools.<name>.key = "proxy")
-}
-
-// load reads the configuration layers for the project of the working directory.
-func (a *app) load(flags config.Flags) (*loaded, error) {
-	host, err := config.HostFromEnviron(a.environ, -1, -1)
-	if err != nil {
-		return nil, err
-	}
-	cwd, err := os.Getwd()
-	if err != nil {
-		return nil, fmt.Errorf("finding the working directory: %w", err)
-	}
-	probe := plan.OS(cwd)
-	proj, err := plan.FindProject(probe, host.Home)
-	if err != nil {
-		return nil, err
-	}
-	cfg, warns, err := config.Load(config.LoadOptions{ProjectDir: proj.Dir, Flags: flags, Environ: a.environ, UID: host.UID, GID: host.GID})
-	if err != nil {
-		return nil, err
-	}
-	keyed, held, kwarns, err := plan.ToolKeys(cfg, tools.Default())
-	if err != nil {
-		return nil, err
-	}
-	return &loaded{cfg: keyed, proj: proj, probe: probe, warns: append(warns, kwarns...), held: held}, nil
+// load reads the configuration of the working directory's project.
+func (a *app) load(flags config.Flags) (*plan.Loaded, error) {
+	return plan.Load(flags, a.environ, tools.Default())
 }
 
 func (a *app) configShow(c *cli.Context) error {
@@ -98,18 +69,18 @@ func (a *app) configShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range l.warns {
+	for _, w := range l.Warnings {
 		a.warn("%s", w)
 	}
 	if c.Bool("json") {
-		return config.ShowJSON(l.cfg, a.stdout)
+		return config.ShowJSON(l.Config, a.stdout)
 	}
-	if err := config.Show(l.cfg, a.stdout); err != nil {
+	if err := config.Show(l.Config, a.stdout); err != nil {
 		return err
 	}
-	if len(l.held) > 0 {
+	if len(l.Held) > 0 {
 		fmt.Fprintln(a.stdout, "\n# Keys held outside the sandbox (tools.<name>.key = \"proxy\", in proxy.credentials above):")
-		for _, k := range l.held {
+		for _, k := range l.Held {
 			fmt.Fprintf(a.stdout, "#   %s (%s): the proxy sets %s toward %s; the sandbox holds a placeholder\n", k.Env, k.Tool, k.Header, k.Host)
 		}
 	}
@@ -181,67 +152,38 @@ func (a *app) toolsList(c *cli.Context) error {
 		return err
 	}
 	enabled := map[string]*bool{}
-	for name, tc := range l.cfg.Tools {
+	for name, tc := range l.Config.Tools {
 		enabled[name] = tc.Enabled
 	}
-	res := tools.Resolve(tools.Default(), plan.ToolHost(l.cfg.Host, l.probe, l.proj.Dir), enabled)
+	res := tools.Resolve(tools.Default(), plan.ToolHost(l.Config.Host, l.Probe, l.Project.Dir), enabled)
 	if c.Bool("json") {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "TOOL\tDETECTED\tENABLED\tKEYS\tBINDS")
-	for _, r := range res {
-		keys := "-"
-		if len(r.Keys) > 0 {
-			keys = strings.Join(tools.KeyNames(r.Keys), ",")
-		}
-		var binds []string
-		for _, b := range r.Bindings {
-			dst := b.Dest
-			if b.HomeRelativeDest != "" {
-				dst = "~/" + b.HomeRelativeDest
-			}
-			binds = append(binds, dst+" ("+b.Mode.String()+")")
-		}
-		fmt.Fprintf(w, "%s\t%v\t%v\t%s\t%s\n", r.Name, r.Detected, r.Enabled, keys, strings.Join(binds, ", "))
-	}
-	return w.Flush()
+	return tools.WriteTable(a.stdout, res)
 }
 
 func (a *app) doctor(c *cli.Context) error {
-	ctx := context.Background()
 	selected := "auto"
 	var cfg *config.Config
 	var keys []plan.KeyPlace
 	if l, err := a.load(a.flags(c)); err == nil {
-		selected, cfg = l.cfg.Isolator, l.cfg
-		keys = plan.KeyPlaces(l.cfg, tools.Default(), plan.ToolHost(l.cfg.Host, l.probe, l.proj.Dir))
+		selected, cfg = l.Config.Isolator, l.Config
+		keys = plan.KeyPlaces(l.Config, tools.Default(), plan.ToolHost(l.Config.Host, l.Probe, l.Project.Dir))
 	} else {
 		// Outside a project (or with a broken config) the host checks still run.
 		a.warn("%v", err)
 	}
-	table := a.isolatorTable(cfg, nil)
+	rows, ok := a.isolatorTable(cfg, nil).Doctor(context.Background(), selected, autoOrder)
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "CHECK\tSTATUS\tDETAIL")
-	usable := map[string]bool{}
-	for _, name := range table.Names() {
-		iso := table[name]()
-		var rows []isolator.Check
-		if d, ok := iso.(isolator.Diagnoser); ok {
-			rows = d.Diagnose(ctx)
+	for _, r := range rows {
+		detail := r.Detail
+		if r.State != isolator.Active {
+			detail = r.Reason + "; fix: " + r.Fix
 		}
-		st := iso.Check(ctx)
-		usable[name] = st.State == isolator.Active
-		rows = append(rows, isolator.Check{Name: name + " isolator", Status: st})
-		for _, r := range rows {
-			detail := r.Detail
-			if r.State != isolator.Active {
-				detail = r.Reason + "; fix: " + r.Fix
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\n", r.Name, r.State, detail)
-		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", r.Name, r.State, detail)
 	}
 	if len(keys) > 0 {
 		fmt.Fprintln(w, "\nAPI KEY\tWHERE\tDETAIL")
@@ -251,13 +193,6 @@ func (a *app) doctor(c *cli.Context) error {
 	}
 	if err := w.Flush(); err != nil {
 		return err
-	}
-	ok := usable[selected]
-	if selected == "auto" {
-		ok = false
-		for _, n := range autoOrder {
-			ok = ok || usable[n]
-		}
 	}
 	fmt.Fprintf(a.stdout, "selected isolator: %s — %s\n", selected, map[bool]string{true: "can run", false: "CANNOT run"}[ok])
 	if !ok {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/devsandbox/devsandbox/internal/clihelp"
 )
 
 // testApp is an app writing to buffers, for exercising the CLI without running a sandbox.
@@ -34,7 +36,7 @@ func TestHelpWidth(t *testing.T) {
 	}
 	top := out.String()
 	for _, l := range strings.Split(top, "\n") {
-		if len(l) > helpWidth {
+		if len(l) > clihelp.Width {
 			t.Errorf("--help line of %d columns: %q", len(l), l)
 		}
 	}
@@ -79,16 +81,5 @@ func TestUsageErrors(t *testing.T) {
 	a, out, _ := testApp()
 	if code := a.main([]string{"--version"}); code != 0 || !strings.HasPrefix(out.String(), "devsandbox ") {
 		t.Errorf("--version: exit %d, %q", code, out)
-	}
-}
-
-func TestWrap(t *testing.T) {
-	got := wrap("one two three four five six", 2, 4, 14)
-	want := "  one two\n    three four\n    five six\n"
-	if got != want {
-		t.Errorf("wrap = %q, want %q", got, want)
-	}
-	if got := wrap("averyveryverylongword x", 0, 0, 8); got != "averyveryverylongword\nx\n" {
-		t.Errorf("a long word: %q", got)
 	}
 }

@@ -53,7 +53,7 @@ func (a *app) logsProxy(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(l.cfg.Host.StateHome, "devsandbox", l.proj.Name)
+	dir := filepath.Join(l.Config.Host.StateHome, "devsandbox", l.Project.Name)
 	filter := audit.LogFilter{Denied: c.Bool("denied") || c.Bool("suggest")}
 	print := func(r audit.Record) {
 		if c.Bool("json") {
@@ -72,7 +72,7 @@ func (a *app) logsProxy(c *cli.Context) error {
 	}
 	recs, err := audit.ReadLog(dir, filter)
 	if err != nil {
-		return fmt.Errorf("reading the proxy log of %s: %w", l.proj.Name, err)
+		return fmt.Errorf("reading the proxy log of %s: %w", l.Project.Name, err)
 	}
 	if c.Bool("suggest") {
 		sugg, held := audit.Suggest(recs)

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/internal/clihelp"
 )
 
 // exitFailure is the status of devsandbox's own failures and refusals: a config
@@ -93,6 +94,13 @@ func (a *app) main(args []string) int {
 	return exitFailure
 }
 
+// exitStatusHelp documents the exit statuses (DESIGN's CLI contract) in --help.
+const exitStatusHelp = "the command's own; 128+N when it was killed by signal N; 126 when it " +
+	"is not executable, 127 when it is not found; 125 when devsandbox itself failed or " +
+	"was misused (an unknown flag, a bad value, a config error, an isolator that cannot " +
+	"run, a protection that could not be applied), always with a message saying why. " +
+	"`devsandbox doctor` exits 1 when the selected isolator cannot run."
+
 func (a *app) cli() *cli.App {
 	const usage = "run a command in a sandbox scoped to the current project"
 	const usageText = "devsandbox [flags] [--] [COMMAND [ARG...]]\n" +
@@ -110,7 +118,7 @@ func (a *app) cli() *cli.App {
 		Name:                      "devsandbox",
 		Usage:                     usage,
 		UsageText:                 usageText,
-		CustomAppHelpTemplate:     rootHelp(usage, usageText, cmds, flags),
+		CustomAppHelpTemplate:     clihelp.Root("devsandbox", usage, usageText, cmds, flags, exitStatusHelp),
 		Version:                   config.Version,
 		HideVersion:               true, // --version is one of runFlags
 		Writer:                    a.stdout,
@@ -174,33 +182,20 @@ func (a *app) flags(c *cli.Context) config.Flags {
 		Mounts:      c.StringSlice("mount"),
 		Publish:     c.StringSlice("publish"),
 	}
-	str := func(name string) *string {
-		if !c.IsSet(name) {
-			return nil
-		}
-		v := c.String(name)
-		return &v
-	}
-	f.Isolator, f.Mode, f.Egress = str("isolator"), str("mode"), str("egress")
-	if c.IsSet("read-only") {
-		v := c.Bool("read-only")
-		f.ReadOnly = &v
-	}
-	if c.IsSet("keep-container") {
-		v := c.Bool("keep-container")
-		f.KeepContainer = &v
-	}
-	f.Image = str("image")
-	if c.IsSet("pids") {
-		v := c.Int("pids")
-		f.Pids = &v
-	}
-	f.Memory = str("memory")
-	if c.IsSet("cpus") {
-		v := c.Float64("cpus")
-		f.CPUs = &v
-	}
+	str := func(name string) *string { return opt(c, name, c.String) }
+	f.Isolator, f.Mode, f.Egress, f.Image, f.Memory = str("isolator"), str("mode"), str("egress"), str("image"), str("memory")
+	f.ReadOnly, f.KeepContainer = opt(c, "read-only", c.Bool), opt(c, "keep-container", c.Bool)
+	f.Pids, f.CPUs = opt(c, "pids", c.Int), opt(c, "cpus", c.Float64)
 	return f
+}
+
+// opt is the value of flag name when it was given, else nil (the layers below decide).
+func opt[T any](c *cli.Context, name string, get func(string) T) *T {
+	if !c.IsSet(name) {
+		return nil
+	}
+	v := get(name)
+	return &v
 }
 
 func (a *app) warn(format string, args ...any) {

@@ -18,36 +18,22 @@ import (
 	"github.com/devsandbox/devsandbox/tools"
 )
 
+// run is DESIGN's flow: the configuration (plan.Load), the complete Plan (plan.Build),
+// the isolator (isolator.Select), then its Render (--dry-run) or Run.
 func (a *app) run(c *cli.Context) error {
 	ctx := context.Background()
 	t := &timer{last: a.start}
 	debug := c.Bool("debug")
 	flags := a.flags(c)
 
-	host, err := config.HostFromEnviron(a.environ, -1, -1)
+	l, err := a.load(flags)
 	if err != nil {
 		return err
 	}
-	cwd, err := os.Getwd()
-	if err != nil {
-		return fmt.Errorf("finding the working directory: %w", err)
-	}
-	probe := plan.OS(cwd)
-	proj, err := plan.FindProject(probe, host.Home)
-	if err != nil {
-		return err
-	}
-	cfg, warns, err := config.Load(config.LoadOptions{ProjectDir: proj.Dir, Flags: flags, Environ: a.environ, UID: host.UID, GID: host.GID})
-	if err != nil {
-		return err
-	}
-	cfg, _, kwarns, err := plan.ToolKeys(cfg, tools.Default())
-	if err != nil {
-		return err
-	}
-	for _, w := range append(warns, kwarns...) {
+	for _, w := range l.Warnings {
 		a.warn("%s", w)
 	}
+	cfg := l.Config
 	t.mark("config")
 
 	if cfg.Host.Vars[plan.EnvMarker] != "" && flags.Isolator == nil {
@@ -62,7 +48,7 @@ func (a *app) run(c *cli.Context) error {
 		return a.unsandboxed(cfg)
 	}
 	dryRun := c.Bool("dry-run")
-	p, pwarns, err := plan.Build(cfg, tools.Default(), probe, plan.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun})
+	p, pwarns, err := plan.Build(cfg, tools.Default(), l.Probe, plan.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun})
 	if err != nil {
 		return err
 	}

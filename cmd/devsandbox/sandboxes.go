@@ -6,24 +6,26 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/devsandbox/devsandbox/internal/clihelp"
+
 	"github.com/devsandbox/devsandbox/config"
 	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
+	"github.com/devsandbox/devsandbox/isolator/plan"
 )
 
 func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
 	return &cli.Command{
 		Name:        "sandboxes",
 		Usage:       "list and remove what devsandbox keeps per project",
-		Description: describe("What devsandbox keeps per project: kept containers, home volumes, sandbox homes and state."),
+		Description: clihelp.Describe("What devsandbox keeps per project: kept containers, home volumes, sandbox homes and state."),
 		Subcommands: []*cli.Command{
 			{Name: "list", Usage: "every project's kept container, volume and sandbox home, with sizes", Flags: []cli.Flag{jsonFlag}, Action: a.sandboxesList},
 			{Name: "rm", Usage: "remove what devsandbox keeps for the named projects", ArgsUsage: "NAME...",
-				Description: describe("Removes the kept container, the home volume, the sandbox home and the state of each named project (NAME as `sandboxes list` shows it)."), Action: a.sandboxesRm},
+				Description: clihelp.Describe("Removes the kept container, the home volume, the sandbox home and the state of each named project (NAME as `sandboxes list` shows it)."), Action: a.sandboxesRm},
 			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Flags: []cli.Flag{
 				&cli.IntFlag{Name: "days", Value: 30, Usage: "remove sandboxes unused for `N` days"},
 				&cli.BoolFlag{Name: "dry-run", Usage: "only print what would be removed"},
@@ -52,13 +54,9 @@ func (a *app) imageCommand() *cli.Command {
 // when the working directory is in one, else the user's alone.
 func (a *app) docker(c *cli.Context) (*dockerhelper.Stub, *config.Config, error) {
 	if l, err := a.load(a.flags(c)); err == nil {
-		return dockerStub(l.cfg, nil), l.cfg, nil
+		return dockerStub(l.Config, nil), l.Config, nil
 	}
-	host, err := config.HostFromEnviron(a.environ, -1, -1)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg, warns, err := config.Load(config.LoadOptions{Flags: a.flags(c), Environ: a.environ, UID: host.UID, GID: host.GID})
+	cfg, warns, err := plan.LoadUser(a.flags(c), a.environ)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -96,37 +94,7 @@ func (a *app) sandboxesList(c *cli.Context) error {
 		}
 		return enc.Encode(list)
 	}
-	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tPROJECT\tCONTAINER\tVOLUME\tHOME\tLAST USED")
-	for _, s := range list {
-		proj := s.Dir
-		if proj == "" {
-			proj = "?"
-		} else if !s.DirExists {
-			proj += " (gone)"
-		}
-		ctr := "-"
-		if len(s.Containers) > 0 {
-			ctr = fmt.Sprintf("%s %s", s.Containers[0], size(s.ContainerSize))
-			if s.Running {
-				ctr += " running"
-			}
-		}
-		vol := "-"
-		if len(s.Volumes) > 0 {
-			vol = s.Volumes[0]
-		}
-		home := "-"
-		if s.Home != "" {
-			home = size(s.HomeSize)
-		}
-		last := "-"
-		if !s.LastUsed.IsZero() {
-			last = s.LastUsed.Format(time.DateTime)
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, proj, ctr, vol, home, last)
-	}
-	return w.Flush()
+	return dockerhelper.WriteTable(a.stdout, list)
 }
 
 func (a *app) sandboxesRm(c *cli.Context) error {
@@ -137,10 +105,7 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	byName := map[string]dockerhelper.Sandbox{}
-	for _, s := range list {
-		byName[s.Name] = s
-	}
+	byName := dockerhelper.ByName(list)
 	var errs []error
 	for _, n := range c.Args().Slice() {
 		s, ok := byName[n]
@@ -203,17 +168,4 @@ func (a *app) imageBuild(c *cli.Context) error {
 	}
 	fmt.Fprintf(a.stdout, "built %s\n", tag)
 	return nil
-}
-
-// size is n bytes for people.
-func size(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1fG", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1fM", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1fK", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%dB", n)
 }

@@ -1,4 +1,7 @@
-package main
+// Package clihelp lays out help pages for urfave/cli: a top-level page with the
+// usage, the commands and the flags wrapped to a width, and subcommand descriptions
+// wrapped for urfave/cli's own layout.
+package clihelp
 
 import (
 	"fmt"
@@ -7,33 +10,26 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// helpWidth is the column help text is wrapped to: it reads in an 80-column terminal.
-const helpWidth = 80
+// Width is the column help text is wrapped to: it reads in an 80-column terminal.
+const Width = 80
 
 // flagIndent is where a flag's description starts when its names fit before it.
 const flagIndent = 28
 
-// exitStatusHelp documents the exit statuses (DESIGN's CLI contract) in --help.
-const exitStatusHelp = "the command's own; 128+N when it was killed by signal N; 126 when it " +
-	"is not executable, 127 when it is not found; 125 when devsandbox itself failed or " +
-	"was misused (an unknown flag, a bad value, a config error, an isolator that cannot " +
-	"run, a protection that could not be applied), always with a message saying why. " +
-	"`devsandbox doctor` exits 1 when the selected isolator cannot run."
-
-// rootHelp renders `devsandbox --help`: the usage, the subcommands, the flags with
-// their descriptions wrapped to helpWidth, and the exit statuses. It is the app's
+// Root renders the top-level help page of name: the usage, the commands, the flags
+// with their descriptions wrapped to Width, and the exit statuses. It is the app's
 // help template, so it must not contain template actions ("{{").
-func rootHelp(usage, usageText string, cmds []*cli.Command, flags []cli.Flag) string {
+func Root(name, usage, usageText string, cmds []*cli.Command, flags []cli.Flag, exitStatus string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "devsandbox - %s\n\nUSAGE:\n", usage)
+	fmt.Fprintf(&b, "%s - %s\n\nUSAGE:\n", name, usage)
 	for _, para := range strings.Split(usageText, "\n\n") {
 		for _, l := range strings.Split(para, "\n") {
-			if strings.HasPrefix(l, "devsandbox ") {
+			if strings.HasPrefix(l, name+" ") {
 				b.WriteString("   " + l + "\n")
 			}
 		}
-		if text := strings.Join(nonCommandLines(para), " "); text != "" {
-			b.WriteString("\n" + wrap(text, 3, 3, helpWidth))
+		if text := strings.Join(nonCommandLines(name, para), " "); text != "" {
+			b.WriteString("\n" + wrap(text, 3, 3, Width))
 		}
 	}
 	b.WriteString("\nCOMMANDS:\n")
@@ -50,21 +46,21 @@ func rootHelp(usage, usageText string, cmds []*cli.Command, flags []cli.Flag) st
 	}
 	b.WriteString(entry("-h, --help", "show this help", flagIndent))
 	b.WriteString("\nEXIT STATUS:\n")
-	b.WriteString(wrap(exitStatusHelp, 3, 3, helpWidth))
+	b.WriteString(wrap(exitStatus, 3, 3, Width))
 	return b.String()
 }
 
-// describe wraps a subcommand's description for urfave/cli, which indents every line
+// Describe wraps a subcommand's description for urfave/cli, which indents every line
 // by three columns and wraps nothing itself.
-func describe(text string) string {
-	return strings.TrimSuffix(wrap(text, 0, 0, helpWidth-3), "\n")
+func Describe(text string) string {
+	return strings.TrimSuffix(wrap(text, 0, 0, Width-3), "\n")
 }
 
 // nonCommandLines returns the lines of para that are prose, not a usage line.
-func nonCommandLines(para string) []string {
+func nonCommandLines(name, para string) []string {
 	var out []string
 	for _, l := range strings.Split(para, "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "devsandbox ") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, name+" ") {
 			out = append(out, l)
 		}
 	}
@@ -76,10 +72,10 @@ func nonCommandLines(para string) []string {
 func entry(name, desc string, indent int) string {
 	head := "   " + name
 	if len(head)+2 <= indent {
-		w := wrap(desc, indent, indent, helpWidth)
+		w := wrap(desc, indent, indent, Width)
 		return head + strings.Repeat(" ", indent-len(head)) + strings.TrimLeft(w, " ")
 	}
-	return head + "\n" + wrap(desc, indent, indent, helpWidth)
+	return head + "\n" + wrap(desc, indent, indent, Width)
 }
 
 // flagDoc returns a flag's names with its value placeholder ("-e, --env NAME=VALUE")

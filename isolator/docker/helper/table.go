@@ -1,0 +1,66 @@
+package helper
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteTable prints list for people: one line per project, with its kept
+// container, home volume, sandbox home and when it was last used.
+func WriteTable(out io.Writer, list []Sandbox) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tPROJECT\tCONTAINER\tVOLUME\tHOME\tLAST USED")
+	for _, s := range list {
+		proj := s.Dir
+		if proj == "" {
+			proj = "?"
+		} else if !s.DirExists {
+			proj += " (gone)"
+		}
+		ctr := "-"
+		if len(s.Containers) > 0 {
+			ctr = fmt.Sprintf("%s %s", s.Containers[0], size(s.ContainerSize))
+			if s.Running {
+				ctr += " running"
+			}
+		}
+		vol := "-"
+		if len(s.Volumes) > 0 {
+			vol = s.Volumes[0]
+		}
+		home := "-"
+		if s.Home != "" {
+			home = size(s.HomeSize)
+		}
+		last := "-"
+		if !s.LastUsed.IsZero() {
+			last = s.LastUsed.Format(time.DateTime)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, proj, ctr, vol, home, last)
+	}
+	return w.Flush()
+}
+
+// ByName indexes list by the sandboxes' names.
+func ByName(list []Sandbox) map[string]Sandbox {
+	m := make(map[string]Sandbox, len(list))
+	for _, s := range list {
+		m[s.Name] = s
+	}
+	return m
+}
+
+// size is n bytes for people.
+func size(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1fM", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1fK", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", n)
+}

@@ -1,0 +1,58 @@
+package plan
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/tools"
+)
+
+// Loaded is the configuration of the working directory's project, ready for Build.
+type Loaded struct {
+	Config  *config.Config // with the keys the proxy holds as proxy credentials (ToolKeys)
+	Project isolator.Project
+	Probe   Probe
+	Held    []HeldKey
+	// Warnings are for people: the configuration's and the tool keys'.
+	Warnings []string
+}
+
+// Load finds the project of the working directory and reads its configuration
+// layers (flags over the files, environ the process's environment), with the tool
+// keys the proxy holds resolved against reg.
+func Load(flags config.Flags, environ []string, reg *tools.Registry) (*Loaded, error) {
+	host, err := config.HostFromEnviron(environ, -1, -1)
+	if err != nil {
+		return nil, err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("finding the working directory: %w", err)
+	}
+	probe := OS(cwd)
+	proj, err := FindProject(probe, host.Home)
+	if err != nil {
+		return nil, err
+	}
+	cfg, warns, err := config.Load(config.LoadOptions{ProjectDir: proj.Dir, Flags: flags, Environ: environ, UID: host.UID, GID: host.GID})
+	if err != nil {
+		return nil, err
+	}
+	keyed, held, kwarns, err := ToolKeys(cfg, reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Loaded{Config: keyed, Project: proj, Probe: probe, Held: held, Warnings: append(warns, kwarns...)}, nil
+}
+
+// LoadUser reads the configuration outside any project: the user's file (or flags'
+// --config) and flags, for the subcommands that work anywhere.
+func LoadUser(flags config.Flags, environ []string) (*config.Config, []string, error) {
+	host, err := config.HostFromEnviron(environ, -1, -1)
+	if err != nil {
+		return nil, nil, err
+	}
+	return config.Load(config.LoadOptions{Flags: flags, Environ: environ, UID: host.UID, GID: host.GID})
+}
