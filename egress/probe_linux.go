@@ -39,7 +39,7 @@ func Probe(ctx context.Context, r Rules, bin Binaries) error {
 	err = cmd.Start()
 	wr.Close()
 	if err != nil {
-		return fmt.Errorf("%w: creating a user and network namespace: %v", ErrFirewall, err)
+		return fmt.Errorf("%w: creating a user and network namespace: %w", ErrFirewall, err)
 	}
 	line, _ := bufio.NewReader(rd).ReadString('\n')
 	waitErr := cmd.Wait()
@@ -50,5 +50,5 @@ func Probe(ctx context.Context, r Rules, bin Binaries) error {
 	case strings.HasPrefix(line, StatusFail):
 		return fmt.Errorf("%w: %s", ErrFirewall, strings.TrimPrefix(line, StatusFail))
 	}
-	return fmt.Errorf("%w: the prologue exited without a status (%v): %s", ErrFirewall, waitErr, strings.TrimSpace(stderr.String()))
+	return fmt.Errorf("%w: the prologue exited without a status (%w): %s", ErrFirewall, waitErr, strings.TrimSpace(stderr.String()))
 }

@@ -21,6 +21,14 @@ var ErrUnavailable = errors.New("isolator unavailable")
 // secret file, an egress rule) could not be applied; the run is aborted.
 var ErrProtection = errors.New("protection could not be applied")
 
+// IsUnavailable reports whether err means only that the isolator cannot run here: it
+// wraps ErrUnavailable and not ErrProtection. Errors keep their causes' chains (a
+// protection's failure may wrap an engine that went away), and one that says a
+// protection failed never lets sandbox.mode = auto run the command unsandboxed.
+func IsUnavailable(err error) bool {
+	return errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrProtection)
+}
+
 // ErrConfig is wrapped by errors caused by configured values that do not fit the host
 // (a bind source that does not exist, a secret file that cannot be read).
 var ErrConfig = errors.New("configuration does not fit this host")

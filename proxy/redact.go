@@ -72,7 +72,7 @@ func decoded(body io.ReadCloser, ces []string) (io.ReadCloser, error) {
 			return nil, fmt.Errorf("%w: Content-Encoding %s", ErrEncoding, strings.Join(ces, ", "))
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: Content-Encoding %s: %v", ErrEncoding, strings.Join(ces, ", "), err)
+			return nil, fmt.Errorf("%w: Content-Encoding %s: %w", ErrEncoding, strings.Join(ces, ", "), err)
 		}
 		rc = struct {
 			io.Reader

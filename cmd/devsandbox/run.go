@@ -93,7 +93,7 @@ func (a *app) run(c *cli.Context) error {
 // degrade handles an isolator that cannot run: in auto mode the command runs
 // unsandboxed with a warning; otherwise the run fails closed.
 func (a *app) degrade(mode string, cfg *config.Config, err error) error {
-	if mode == "auto" && errors.Is(err, isolator.ErrUnavailable) {
+	if mode == "auto" && isolator.IsUnavailable(err) {
 		a.warn("no sandbox is available (%v); sandbox.mode = auto, so the command runs WITHOUT a sandbox", err)
 		return a.unsandboxed(cfg)
 	}

@@ -277,7 +277,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	case rd.failure != "":
 		return 0, fmt.Errorf("%w: %s; the command did not run", isolator.ErrProtection, rd.failure)
 	case writeErr != nil:
-		return 0, fmt.Errorf("%w: feeding a file to bwrap: %v; the command did not run", isolator.ErrProtection, writeErr)
+		return 0, fmt.Errorf("%w: feeding a file to bwrap: %w; the command did not run", isolator.ErrProtection, writeErr)
 	}
 	return 0, b.setupFailed(ctx, code)
 }
@@ -426,7 +426,7 @@ func fileData(f File) ([]byte, error) {
 	case SecretFile:
 		b, err := os.ReadFile(f.Source)
 		if err != nil {
-			return nil, fmt.Errorf("%w: reading the secret file for %s: %v", isolator.ErrProtection, f.Dest, err)
+			return nil, fmt.Errorf("%w: reading the secret file for %s: %w", isolator.ErrProtection, f.Dest, err)
 		}
 		return b, nil
 	}

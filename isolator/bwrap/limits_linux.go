@@ -38,7 +38,7 @@ func checkPids(p *isolator.Plan) error {
 	}
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
-		return fmt.Errorf("%w: limits.pids: reading the kernel version: %v", isolator.ErrProtection, err)
+		return fmt.Errorf("%w: limits.pids: reading the kernel version: %w", isolator.ErrProtection, err)
 	}
 	release := unix.ByteSliceToString(u.Release[:])
 	if !kernelAtLeast(release, minPidsKernel) {
@@ -140,7 +140,7 @@ func (c cgroupFS) check(p *isolator.Plan) error {
 	mgr := filepath.Join(c.root, "user.slice", fmt.Sprintf("user-%d.slice", c.uid), fmt.Sprintf("user@%d.service", c.uid), "cgroup.controllers")
 	b, err := os.ReadFile(mgr)
 	if err != nil {
-		return fmt.Errorf("%w: reading %s: %v", errNoScope, mgr, err)
+		return fmt.Errorf("%w: reading %s: %w", errNoScope, mgr, err)
 	}
 	have := strings.Fields(string(b))
 	for _, w := range want {
@@ -160,7 +160,7 @@ func limitsError(p *isolator.Plan, why error) error {
 	if p.Limits.CPUs > 0 {
 		keys = append(keys, "limits.cpus (--cpus)")
 	}
-	return fmt.Errorf("%w: %s cannot be enforced under bwrap: %v; the command did not run. They need cgroup v2 and a systemd user manager with the memory and cpu controllers delegated (systemd-run --user --scope); run without them, or use --isolator=docker. `devsandbox doctor` shows what this host has", isolator.ErrProtection, strings.Join(keys, " and "), why)
+	return fmt.Errorf("%w: %s cannot be enforced under bwrap: %w; the command did not run. They need cgroup v2 and a systemd user manager with the memory and cpu controllers delegated (systemd-run --user --scope); run without them, or use --isolator=docker. `devsandbox doctor` shows what this host has", isolator.ErrProtection, strings.Join(keys, " and "), why)
 }
 
 // scopeOOM reports whether the session's scope ended because the kernel's

@@ -87,11 +87,11 @@ func (b *Isolator) engine() (Engine, Address, error) {
 	}
 	a, err := b.address()
 	if err != nil {
-		return nil, Address{}, fmt.Errorf("%w: %v", isolator.ErrUnavailable, err)
+		return nil, Address{}, fmt.Errorf("%w: %w", isolator.ErrUnavailable, err)
 	}
 	e, err := Dial(a)
 	if err != nil {
-		return nil, a, fmt.Errorf("%w: %v", isolator.ErrUnavailable, err)
+		return nil, a, fmt.Errorf("%w: %w", isolator.ErrUnavailable, err)
 	}
 	return e, a, nil
 }

@@ -126,7 +126,7 @@ func firewallDigest(arg, id, started string) string {
 func (b *Isolator) ensureKeptFirewall(ctx context.Context, e Engine, p *isolator.Plan, spec *Spec, id string) error {
 	in, err := e.ContainerInspect(ctx, id)
 	if err != nil || in.State == nil {
-		return fmt.Errorf("%w: inspecting the kept container %s: %v", isolator.ErrProtection, spec.Name, err)
+		return fmt.Errorf("%w: inspecting the kept container %s: %w", isolator.ErrProtection, spec.Name, err)
 	}
 	record := filepath.Join(p.StateDir, "docker-firewall")
 	digest := firewallDigest(spec.FirewallArg, id, in.State.StartedAt)

@@ -45,11 +45,11 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	}
 	ex, err := e.ContainerExecCreate(ctx, id, *spec.Exec)
 	if err != nil {
-		return 0, fmt.Errorf("%w: creating the exec in %s: %v", isolator.ErrProtection, spec.Name, err)
+		return 0, fmt.Errorf("%w: creating the exec in %s: %w", isolator.ErrProtection, spec.Name, err)
 	}
 	hj, err := e.ContainerExecAttach(ctx, ex.ID, dockercontainer.ExecAttachOptions{})
 	if err != nil {
-		return 0, fmt.Errorf("%w: starting the exec in %s: %v", isolator.ErrProtection, spec.Name, err)
+		return 0, fmt.Errorf("%w: starting the exec in %s: %w", isolator.ErrProtection, spec.Name, err)
 	}
 	defer hj.Close()
 	// When devsandbox is gone (ctx ends), the init's stream ends with it: the init
@@ -102,7 +102,7 @@ func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, sp
 	if in.Config != nil && in.Config.Labels[LabelSpec] == spec.Hash {
 		if in.State == nil || !in.State.Running {
 			if err := e.ContainerStart(ctx, in.ID, dockercontainer.StartOptions{}); err != nil {
-				return "", fmt.Errorf("%w: starting the kept container %s: %v", isolator.ErrProtection, spec.Name, err)
+				return "", fmt.Errorf("%w: starting the kept container %s: %w", isolator.ErrProtection, spec.Name, err)
 			}
 		}
 		return in.ID, nil
@@ -138,7 +138,7 @@ func (b *Isolator) createKept(ctx context.Context, e Engine, addr Address, spec 
 	}
 	if err := e.ContainerStart(ctx, created.ID, dockercontainer.StartOptions{}); err != nil {
 		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, dockercontainer.RemoveOptions{Force: true})
-		return "", fmt.Errorf("%w: the docker engine could not start the kept container: %v; the command did not run", isolator.ErrProtection, err)
+		return "", fmt.Errorf("%w: the docker engine could not start the kept container: %w; the command did not run", isolator.ErrProtection, err)
 	}
 	return created.ID, nil
 }

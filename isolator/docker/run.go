@@ -140,7 +140,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	waitc, werrc := e.ContainerWait(ctx, id, dockercontainer.WaitConditionRemoved)
 	start := func() error {
 		if err := e.ContainerStart(ctx, id, dockercontainer.StartOptions{}); err != nil {
-			return fmt.Errorf("%w: the docker engine could not start the container: %v; the command did not run. `devsandbox --dry-run` shows the container", isolator.ErrProtection, err)
+			return fmt.Errorf("%w: the docker engine could not start the container: %w; the command did not run. `devsandbox --dry-run` shows the container", isolator.ErrProtection, err)
 		}
 		started = true
 		b.phase("start")
@@ -246,5 +246,5 @@ func (b *Isolator) createFailed(ctx context.Context, e Engine, addr Address, spe
 	if cerrdefs.IsUnavailable(err) || client.IsErrConnectionFailed(err) {
 		return fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
 	}
-	return fmt.Errorf("%w: the docker engine refused the container: %v; the command did not run", isolator.ErrProtection, err)
+	return fmt.Errorf("%w: the docker engine refused the container: %w; the command did not run", isolator.ErrProtection, err)
 }

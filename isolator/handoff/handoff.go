@@ -89,10 +89,10 @@ func (r *Result) SetError(err error) {
 	case err == nil:
 		r.Error, r.Class = "", ""
 		return
+	case errors.Is(err, isolator.ErrProtection): // before Unavailable (isolator.IsUnavailable)
+		r.Class = classProtection
 	case errors.Is(err, isolator.ErrUnavailable):
 		r.Class = classUnavailable
-	case errors.Is(err, isolator.ErrProtection):
-		r.Class = classProtection
 	case errors.Is(err, isolator.ErrConfig):
 		r.Class = classConfig
 	}

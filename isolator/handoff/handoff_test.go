@@ -167,3 +167,19 @@ func TestMissingHelper(t *testing.T) {
 		t.Errorf("Run: %v", err)
 	}
 }
+
+// An error that says a protection failed keeps that class across the pipe even when
+// its cause says the engine is unavailable: the class decides whether sandbox.mode =
+// auto may run the command unsandboxed, and a protection's failure must not.
+func TestProtectionClassWinsOverItsCause(t *testing.T) {
+	cause := fmt.Errorf("%w: the engine went away", isolator.ErrUnavailable)
+	var r Result
+	r.SetError(fmt.Errorf("%w: starting the container: %w", isolator.ErrProtection, cause))
+	err := r.Err()
+	if !errors.Is(err, isolator.ErrProtection) || isolator.IsUnavailable(err) {
+		t.Errorf("class %q: protection %v, unavailable %v; want a protection failure only", r.Class, errors.Is(err, isolator.ErrProtection), isolator.IsUnavailable(err))
+	}
+	if !isolator.IsUnavailable(cause) {
+		t.Errorf("IsUnavailable(%v) = false", cause)
+	}
+}

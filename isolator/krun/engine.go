@@ -68,7 +68,7 @@ func (b *Isolator) connect(ctx context.Context, h Host) (engine, error) {
 		err = r2.err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: podman's API at %s does not answer: %v", isolator.ErrUnavailable, sock, err)
+		return nil, fmt.Errorf("%w: podman's API at %s does not answer: %w", isolator.ErrUnavailable, sock, err)
 	}
 	return &podman{ctx: c1, attachCtx: r2.ctx, socket: sock}, nil
 }
@@ -90,7 +90,7 @@ var errNoImage = errors.New("image not found")
 func (e *podman) ImageExists(image string) error {
 	ok, err := images.Exists(e.ctx, image, nil)
 	if err != nil {
-		return fmt.Errorf("%w: asking podman for %s: %v", isolator.ErrUnavailable, image, err)
+		return fmt.Errorf("%w: asking podman for %s: %w", isolator.ErrUnavailable, image, err)
 	}
 	if !ok {
 		return imageMissing(image)

@@ -31,7 +31,7 @@ const firewallTimeout = 30 * time.Second
 // fix, if any call fails.
 func applyFirewall(ctx context.Context, ns netns, pid int, s *Spec, p *isolator.Plan, bin egress.Binaries) error {
 	fail := func(err error) error {
-		return fmt.Errorf("%w: %w in the container's network namespace: %v; the command did not run. Install nftables (sudo apt-get install nftables) and nsenter (util-linux); `devsandbox doctor` checks them", isolator.ErrProtection, egress.ErrFirewall, err)
+		return fmt.Errorf("%w: %w in the container's network namespace: %w; the command did not run. Install nftables (sudo apt-get install nftables) and nsenter (util-linux); `devsandbox doctor` checks them", isolator.ErrProtection, egress.ErrFirewall, err)
 	}
 	user, net, err := ns.Open(pid)
 	if err != nil {

@@ -71,7 +71,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if errors.Is(err, isolator.ErrUnavailable) {
 			return 0, err
 		}
-		return 0, fmt.Errorf("%w: podman refused the container: %v; the command did not run. `devsandbox --dry-run` shows it, `devsandbox doctor` checks podman", isolator.ErrProtection, err)
+		return 0, fmt.Errorf("%w: podman refused the container: %w; the command did not run. `devsandbox --dry-run` shows it, `devsandbox doctor` checks podman", isolator.ErrProtection, err)
 	}
 	if err := b.limitsIgnored(warnings, p); err != nil {
 		_ = e.Remove(id)
@@ -82,7 +82,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if rt, err := e.Runtime(id); err != nil || rt != s.Gen.OCIRuntime {
 		_ = e.Remove(id)
 		if err != nil {
-			return 0, fmt.Errorf("%w: inspecting the container: %v; the command did not run", isolator.ErrProtection, err)
+			return 0, fmt.Errorf("%w: inspecting the container: %w; the command did not run", isolator.ErrProtection, err)
 		}
 		return 0, fmt.Errorf("%w: the podman service at %s runs containers with the runtime %s, not krun.runtime %s; start it with `podman --runtime %s system service`, or unset krun.podman_socket; the command did not run", isolator.ErrProtection, b.socketName(), rt, s.Gen.OCIRuntime, s.Gen.OCIRuntime)
 	}
@@ -114,12 +114,12 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	case <-ready:
 	case err := <-attached:
 		_ = e.Remove(id)
-		return 0, fmt.Errorf("%w: attaching to the container: %v; the command did not run", isolator.ErrProtection, err)
+		return 0, fmt.Errorf("%w: attaching to the container: %w; the command did not run", isolator.ErrProtection, err)
 	}
 	start := func() error {
 		if err := e.Start(id); err != nil {
 			_ = e.Remove(id)
-			return fmt.Errorf("%w: podman could not start the container: %v; the command did not run. `devsandbox doctor` checks podman and the runtime %s", isolator.ErrProtection, err, s.Gen.OCIRuntime)
+			return fmt.Errorf("%w: podman could not start the container: %w; the command did not run. `devsandbox doctor` checks podman and the runtime %s", isolator.ErrProtection, err, s.Gen.OCIRuntime)
 		}
 		b.phase("start")
 		return nil
@@ -214,7 +214,7 @@ func (b *Isolator) startServices(p *isolator.Plan) (*hostsvc.Services, error) {
 func (b *Isolator) firewall(ctx context.Context, e engine, id string, s *Spec, p *isolator.Plan) error {
 	pid, err := e.Pid(id)
 	if err != nil {
-		return fmt.Errorf("%w: %w: finding the container's process: %v; the command did not run", isolator.ErrProtection, egress.ErrFirewall, err)
+		return fmt.Errorf("%w: %w: finding the container's process: %w; the command did not run", isolator.ErrProtection, egress.ErrFirewall, err)
 	}
 	ns := b.netns
 	if ns == nil {

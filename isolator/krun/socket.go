@@ -112,7 +112,7 @@ func (h osHost) StartService(ctx context.Context, path, runtime string) error {
 	}
 	_ = os.Remove(path) // a stale socket of a service that exited
 	if _, err := exec.LookPath("podman"); err != nil {
-		return fmt.Errorf("%w: podman is not installed: %v", isolator.ErrUnavailable, err)
+		return fmt.Errorf("%w: podman is not installed: %w", isolator.ErrUnavailable, err)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -206,7 +206,7 @@ func (b *Isolator) socket(ctx context.Context, h Host) (string, error) {
 		// service only once no devsandbox holds it.
 		f, err := holdUsers(p)
 		if err != nil {
-			return "", fmt.Errorf("%w: %v", isolator.ErrUnavailable, err)
+			return "", fmt.Errorf("%w: %w", isolator.ErrUnavailable, err)
 		}
 		b.users = f
 	}
@@ -220,7 +220,7 @@ func (b *Isolator) socket(ctx context.Context, h Host) (string, error) {
 		if errors.Is(err, isolator.ErrUnavailable) {
 			return "", err
 		}
-		return "", fmt.Errorf("%w: podman's API service could not be started on %s: %v", isolator.ErrUnavailable, p, err)
+		return "", fmt.Errorf("%w: podman's API service could not be started on %s: %w", isolator.ErrUnavailable, p, err)
 	}
 	b.phase("podman service")
 	return p, nil

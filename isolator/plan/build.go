@@ -90,18 +90,18 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 	policy, err := syscalls.New(cfg.Sandbox.RelaxSyscalls)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: sandbox.relax_syscalls: %v", ErrConfig, err)
+		return nil, nil, fmt.Errorf("%w: sandbox.relax_syscalls: %w", ErrConfig, err)
 	}
 	if len(policy.Relax) > 0 {
 		warns = append(warns, fmt.Sprintf("the syscall policy is relaxed for this sandbox (sandbox.relax_syscalls from %s): %s", cfg.Origins["sandbox.relax_syscalls"], policy))
 	}
 	allow, err := egress.ParseEntries(cfg.Egress.Allow)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: egress.allow: %v", ErrConfig, err)
+		return nil, nil, fmt.Errorf("%w: egress.allow: %w", ErrConfig, err)
 	}
 	deny, err := egress.ParseEntries(cfg.Egress.Deny)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: egress.deny: %v", ErrConfig, err)
+		return nil, nil, fmt.Errorf("%w: egress.deny: %w", ErrConfig, err)
 	}
 	for _, own := range []string{h.ConfigHome, h.DataHome, h.StateHome} {
 		if d := filepath.Join(own, "devsandbox"); isolator.Within(d, proj.Dir) {
@@ -239,7 +239,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	for _, pub := range cfg.Egress.Publish {
 		f, err := parsePublish(pub)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: egress.publish: %v", ErrConfig, err)
+			return nil, nil, fmt.Errorf("%w: egress.publish: %w", ErrConfig, err)
 		}
 		if mode == egress.Open && f.HostPort == f.SandboxPort {
 			continue // the sandbox shares the host's network: the port is there already
@@ -288,7 +288,7 @@ func resolveAllowlist(p *isolator.Plan, pr Probe, b *mountBuilder) error {
 		seen[e.Host] = true
 		addrs, err := pr.LookupIP(e.Host)
 		if err != nil || len(addrs) == 0 {
-			return fmt.Errorf("%w: egress allowlist: %s does not resolve (%v); fix the name or use an IP address", ErrConfig, e.Host, err)
+			return fmt.Errorf("%w: egress allowlist: %s does not resolve (%w); fix the name or use an IP address", ErrConfig, e.Host, err)
 		}
 		for i, a := range addrs {
 			addrs[i] = a.Unmap()
@@ -384,7 +384,7 @@ func secrets(cfg *config.Config, enabled []tools.Tool, h config.Host, pr Probe, 
 		src := cfg.Secrets.Files[n]
 		fi, err := pr.Stat(src)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: secrets.files.%s: %s cannot be read (%v); fix the path or remove the entry", ErrConfig, n, src, err)
+			return nil, nil, fmt.Errorf("%w: secrets.files.%s: %s cannot be read (%w); fix the path or remove the entry", ErrConfig, n, src, err)
 		}
 		if !fi.Mode().IsRegular() {
 			return nil, nil, fmt.Errorf("%w: secrets.files.%s: %s is not a regular file", ErrConfig, n, src)

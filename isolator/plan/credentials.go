@@ -137,7 +137,7 @@ func ToolKeys(cfg *config.Config, reg *tools.Registry) (*config.Config, []HeldKe
 			}
 			host, w, err := keyHost(k, cfg.Host.Vars)
 			if err != nil {
-				return nil, nil, nil, fmt.Errorf("%w: tools.%s.key: %v", ErrConfig, name, err)
+				return nil, nil, nil, fmt.Errorf("%w: tools.%s.key: %w", ErrConfig, name, err)
 			}
 			if w != "" {
 				warns = append(warns, fmt.Sprintf("tools.%s.key: %s", name, w))

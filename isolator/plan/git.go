@@ -92,7 +92,7 @@ func readGitfile(pr Probe, dotgit, project string) (string, error) {
 	}
 	real, err := pr.EvalSymlinks(gitdir)
 	if err != nil {
-		return "", fmt.Errorf("%w: resolving the git dir %s names: %v", ErrProject, dotgit, err)
+		return "", fmt.Errorf("%w: resolving the git dir %s names: %w", ErrProject, dotgit, err)
 	}
 	if !looksLikeGitDir(pr, real) {
 		return "", fmt.Errorf("%w: %s names %s, which is not a git dir (no HEAD, objects and refs). Remove %s (review it first: a sandboxed program may have written it)", ErrProject, dotgit, real, dotgit)

@@ -65,7 +65,7 @@ func (b *mountBuilder) bindUser(src, dst string, ro bool, key string) error {
 	}
 	real, err := b.pr.EvalSymlinks(src)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %s cannot be resolved (%v); fix the link or remove the entry", ErrConfig, key, src, err)
+		return fmt.Errorf("%w: %s: %s cannot be resolved (%w); fix the link or remove the entry", ErrConfig, key, src, err)
 	}
 	shown := src
 	if real != filepath.Clean(src) {

@@ -51,7 +51,7 @@ func Start(p *isolator.Plan) (stop func(), err error) {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			stop()
-			return nil, fmt.Errorf("%w: publishing %s: %v; pick another host port with --publish HOST_PORT:%d", isolator.ErrProtection, addr, err, f.SandboxPort)
+			return nil, fmt.Errorf("%w: publishing %s: %w; pick another host port with --publish HOST_PORT:%d", isolator.ErrProtection, addr, err, f.SandboxPort)
 		}
 		lns = append(lns, ln)
 		sock := strconv.Itoa(int(f.SandboxPort)) + ".sock"
