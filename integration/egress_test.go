@@ -421,7 +421,7 @@ func testProxyAuditLogFlushed(t *testing.T, iso string, o *outside) {
 }
 
 // TestSSHThroughProxy: in proxy mode ssh's generated config tunnels through the proxy
-// (CONNECT) with the shim as ProxyCommand; the tunnel reaches an allowed host and a
+// (CONNECT) with the init as ProxyCommand; the tunnel reaches an allowed host and a
 // denied one is refused with the proxy's reason.
 func TestSSHThroughProxy(t *testing.T) {
 	requireRoot(t)

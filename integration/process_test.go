@@ -60,7 +60,7 @@ func TestKill9TakesTreeDown(t *testing.T) {
 		lr := newLineReader(t, stdout)
 		lr.waitFor("ready")
 		// The sandboxed tree: under bwrap, devsandbox's descendants; under docker and
-		// krun, the processes of the run's container (children of the engine's shim).
+		// krun, the processes of the run's container (children of the engine's init).
 		tree := descendants(cmd.Process.Pid)
 		switch iso {
 		case "docker":

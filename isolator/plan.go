@@ -24,8 +24,8 @@ type Plan struct {
 	StateDir string
 	// EmptyFile is a host path of an empty read-only file used as the source of file masks.
 	EmptyFile string
-	// Self is the host path of the shim binary: devsandbox-init next to devsandbox when
-	// installed, else devsandbox itself (which acts as the shim when run as ShimPath).
+	// Self is the host path of the init binary: devsandbox-init next to devsandbox when
+	// installed, else devsandbox itself (which acts as the init when run as InitPath).
 	Self string
 	// PrivateDirs are host directories Run creates (0700) before mounting them.
 	PrivateDirs []string
@@ -296,9 +296,9 @@ type Secret struct {
 	AsFile     bool
 }
 
-// ShimPath is where every isolator makes the devsandbox-init shim available inside the
+// InitPath is where every isolator makes the devsandbox-init available inside the
 // sandbox (at least in the proxy egress modes, where ssh's ProxyCommand uses it).
-const ShimPath = "/run/devsandbox/init"
+const InitPath = "/run/devsandbox/init"
 
 // SecretDir is where secret files appear inside every sandbox.
 const SecretDir = "/run/secrets"

@@ -80,7 +80,7 @@ type Policy struct {
 	// duplicates.
 	Relax []Group `json:"relax,omitempty"`
 	// Unfiltered runs the sandbox without a syscall filter. Only a library user
-	// sets it, for a harness that runs bwrap without devsandbox's shim; no
+	// sets it, for a harness that runs bwrap without devsandbox's init; no
 	// configuration key or flag does.
 	Unfiltered bool `json:"unfiltered,omitempty"`
 }

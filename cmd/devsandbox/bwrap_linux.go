@@ -9,20 +9,20 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
-	"github.com/devsandbox/devsandbox/isolator/shim"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit"
 )
 
-// On Linux this binary has the bwrap backend, and is also bwrap's shim (when run
-// as ShimPath). bwrap_other.go stands in for this file elsewhere.
+// On Linux this binary has the bwrap backend, and is also bwrap's init (when run
+// as InitPath). bwrap_other.go stands in for this file elsewhere.
 
-// startup runs this binary as bwrap's shim when bwrap started it as ShimPath (and
+// startup runs this binary as bwrap's init when bwrap started it as InitPath (and
 // then never returns); otherwise it marks every descriptor devsandbox inherited
 // close-on-exec, so none reaches bwrap or the sandbox.
 func startup() {
-	if os.Args[0] == bwrap.ShimPath {
-		os.Exit(shim.Main(os.Args[1:], os.Stderr))
+	if os.Args[0] == bwrap.InitPath {
+		os.Exit(sandboxinit.Main(os.Args[1:], os.Stderr))
 	}
-	shim.CloseOnExecInherited()
+	sandboxinit.CloseOnExecInherited()
 }
 
 // autoOrder is the preference of isolator = "auto".

@@ -8,15 +8,15 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/internal/sh"
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/syscalls"
 )
 
-// ShimPath is where the devsandbox binary appears inside the sandbox; bwrap runs it as
-// the command, and it execs the real one (see the shim package).
-const ShimPath = isolator.ShimPath
+// InitPath is where the devsandbox binary appears inside the sandbox; bwrap runs it as
+// the command, and it execs the real one (see the init package).
+const InitPath = isolator.InitPath
 
-// ReadyFD is the descriptor on which the shim reports that the sandbox is set up.
+// ReadyFD is the descriptor on which the init reports that the sandbox is set up.
 const ReadyFD = 3
 
 // StatusFD is the descriptor on which the egress prologue reports (allowlist mode);
@@ -69,9 +69,9 @@ type Spec struct {
 	// Scope is the systemd scope the run is placed in for limits.memory and
 	// limits.cpus (Prefix starts with systemd-run); "" without those limits.
 	Scope string
-	// Checks are what the shim verifies before it runs the command: each pinned
+	// Checks are what the init verifies before it runs the command: each pinned
 	// source (a Mount with an ID) is at its destination, reached without a symlink.
-	// Run hands them to the shim in the manifest (wire.ManifestEnv).
+	// Run hands them to the init in the manifest (wire.ManifestEnv).
 	Checks []wire.Check
 }
 
@@ -84,7 +84,7 @@ func Render(p *isolator.Plan) (*Spec, error) {
 // the Plan was built, and secret values are not read here.
 //
 // Egress: open shares the host network; none has only loopback; proxy has only
-// loopback too, plus the host proxy's Unix socket and a forwarder (started by the shim)
+// loopback too, plus the host proxy's Unix socket and a forwarder (started by the init)
 // making it reachable at egress.SandboxProxyAddr; allowlist runs bwrap inside pasta's
 // namespaces after PastaPrologue has put the firewall in place, with the same proxy
 // forwarder for names.
@@ -94,7 +94,7 @@ func RenderWith(p *isolator.Plan, bin egress.Binaries) (*Spec, error) {
 
 // renderOptions vary the rendering for library use (see WrapArgv).
 type renderOptions struct {
-	ready    bool // the shim reports readiness on ReadyFD
+	ready    bool // the initBin reports readiness on ReadyFD
 	noCopies bool // bind /etc files instead of copying them through descriptors
 }
 
@@ -222,8 +222,8 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	if !p.Syscalls.Unfiltered {
 		if p.Self == "" {
 			// bwrap's own pid 1 would run without the filter, and a process the
-			// command can ptrace is a way around it: the shim is the sandbox's pid 1.
-			return nil, fmt.Errorf("the syscall policy needs the devsandbox-init shim (Plan.Self) as the sandbox's pid 1; set Plan.Self, or Plan.Syscalls.Unfiltered to run without a syscall filter")
+			// command can ptrace is a way around it: the init is the sandbox's pid 1.
+			return nil, fmt.Errorf("the syscall policy needs devsandbox-init (Plan.Self) as the sandbox's pid 1; set Plan.Self, or Plan.Syscalls.Unfiltered to run without a syscall filter")
 		}
 		arch, err := syscalls.Native()
 		if err != nil {
@@ -241,16 +241,16 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	if p.Self != "" {
 		a = append(a, "--as-pid-1")
 	}
-	var shimArgs []string
+	var initArgs []string
 	if p.Limits.Pids > 0 {
-		shimArgs = append(shimArgs, fmt.Sprintf("--nproc=%d", p.Limits.Pids))
+		initArgs = append(initArgs, fmt.Sprintf("--nproc=%d", p.Limits.Pids))
 	}
 	if p.Egress.NeedsProxy() {
 		if p.Egress.Proxy.Unix == "" {
 			return nil, fmt.Errorf("egress mode %s needs the session proxy's Unix socket", p.Egress.Mode)
 		}
 		a = append(a, "--ro-bind", p.Egress.Proxy.Unix, ProxySocket)
-		shimArgs = append(shimArgs, "--forward="+egress.SandboxProxyAddr+"="+ProxySocket)
+		initArgs = append(initArgs, "--forward="+egress.SandboxProxyAddr+"="+ProxySocket)
 	}
 	if len(p.Egress.Forwards) > 0 {
 		if p.Egress.PublishDir == "" {
@@ -258,30 +258,30 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		}
 		a = append(a, "--bind", p.Egress.PublishDir, PublishDir)
 		for _, f := range p.Egress.Forwards {
-			shimArgs = append(shimArgs, fmt.Sprintf("--publish=%d=%s/%d.sock", f.SandboxPort, PublishDir, f.SandboxPort))
+			initArgs = append(initArgs, fmt.Sprintf("--publish=%d=%s/%d.sock", f.SandboxPort, PublishDir, f.SandboxPort))
 		}
 	}
 	if p.Self == "" {
-		// Library use without a shim: the command runs directly (and so does not get
+		// Library use without a init: the command runs directly (and so does not get
 		// 126/127 told apart from bwrap's own failure, nor a proxy forwarder).
-		if len(shimArgs) > 0 {
-			return nil, fmt.Errorf("egress mode %s and limits.pids need the devsandbox-init shim (Plan.Self)", p.Egress.Mode)
+		if len(initArgs) > 0 {
+			return nil, fmt.Errorf("egress mode %s and limits.pids need devsandbox-init (Plan.Self)", p.Egress.Mode)
 		}
 		s.Argv = append(append(a, "--chdir", p.Workdir, "--"), p.Command...)
 		return withLimits(s, p), nil
 	}
-	shim := ShimPath
-	// In the proxy modes ssh's ProxyCommand runs the shim at ShimPath: mount it there.
-	if shimInView(p) && !p.Egress.NeedsProxy() {
-		shim = p.Self
+	initBin := InitPath
+	// In the proxy modes ssh's ProxyCommand runs the init at InitPath: mount it there.
+	if initInView(p) && !p.Egress.NeedsProxy() {
+		initBin = p.Self
 	} else {
-		a = append(a, "--ro-bind", p.Self, ShimPath)
+		a = append(a, "--ro-bind", p.Self, InitPath)
 	}
-	a = append(a, "--chdir", p.Workdir, "--", shim)
+	a = append(a, "--chdir", p.Workdir, "--", initBin)
 	if p.TTY {
 		a = append(a, "--tty")
 	}
-	a = append(a, shimArgs...)
+	a = append(a, initArgs...)
 	if o.ready {
 		a = append(a, fmt.Sprintf("--ready-fd=%d", ReadyFD))
 	}
@@ -322,10 +322,10 @@ func identityChecks(p *isolator.Plan) []wire.Check {
 	return cs
 }
 
-// shimInView reports whether the shim binary is the standalone devsandbox-init and
+// initInView reports whether the init binary is the standalone devsandbox-init and
 // already visible at its host path (installed under /usr), saving a mount. devsandbox
-// itself acts as the shim only when started as ShimPath, so it is always mounted there.
-func shimInView(p *isolator.Plan) bool {
+// itself acts as the init only when started as InitPath, so it is always mounted there.
+func initInView(p *isolator.Plan) bool {
 	if filepath.Base(p.Self) != "devsandbox-init" {
 		return false
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/syscalls"
 )
 
@@ -122,7 +122,7 @@ var goldenCases = []struct {
 		p := basePlan()
 		p.System.Paths = minimalSystem[:2]
 		p.Egress = egress.Rules{Mode: egress.Proxy, Proxy: egress.Endpoint{Unix: "/home/u/.local/state/devsandbox/app-1/proxy-s1.sock"}}
-		return p // no network but loopback; the proxy socket bound and forwarded by the shim
+		return p // no network but loopback; the proxy socket bound and forwarded by the initBin
 	}},
 	{"egress_allowlist", func() *isolator.Plan {
 		p := basePlan()
@@ -143,7 +143,7 @@ var goldenCases = []struct {
 	}},
 	{"pinned", func() *isolator.Plan {
 		// As Run renders it: every bind source opened (an ID), bound by descriptor,
-		// and checked by the shim at its destination, as the file mask is.
+		// and checked by the init at its destination, as the file mask is.
 		p := basePlan()
 		p.System.Paths = minimalSystem[:2]
 		p.Mounts = append(p.Mounts,
@@ -307,9 +307,9 @@ func TestNoSecretValues(t *testing.T) {
 	}
 }
 
-// TestRenderShimHostView: under the host view the host home, /tmp and /run are still
-// replaced, so a shim installed below them is not where the host has it.
-func TestRenderShimHostView(t *testing.T) {
+// TestRenderInitHostView: under the host view the host home, /tmp and /run are still
+// replaced, so a init installed below them is not where the host has it.
+func TestRenderInitHostView(t *testing.T) {
 	for _, self := range []string{"/home/u/.local/bin/devsandbox-init", "/tmp/build/devsandbox-init"} {
 		p := basePlan()
 		p.System.Host = true
@@ -318,7 +318,7 @@ func TestRenderShimHostView(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Contains(spec.Argv, bwrap.ShimPath) {
+		if !slices.Contains(spec.Argv, bwrap.InitPath) {
 			t.Errorf("Self %s is run in place, where the sandbox does not show it: %q", self, spec.Argv)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/pin"
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/isolator/tmpdir"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 )
@@ -305,7 +305,7 @@ func exitCode(ps *os.ProcessState, err error) int {
 	return ps.ExitCode()
 }
 
-// setupFailed explains a bwrap that exited before the shim ran: the command never
+// setupFailed explains a bwrap that exited before the init ran: the command never
 // started. The availability probe runs only now, off the hot path.
 func (b *Isolator) setupFailed(ctx context.Context, code int) error {
 	st := b.Check(ctx)
@@ -433,7 +433,7 @@ func fileData(f File) ([]byte, error) {
 	return nil, fmt.Errorf("%w: no source for %s", isolator.ErrProtection, f.Dest)
 }
 
-// readyPair is the socket pair the shim reports readiness on.
+// readyPair is the socket pair the init reports readiness on.
 type readyPair struct {
 	host  int
 	child *os.File
@@ -452,14 +452,14 @@ func newReadyPair() (*readyPair, error) {
 	return &readyPair{host: fds[0], child: os.NewFile(uintptr(fds[1]), "ready")}, nil
 }
 
-// readiness is what the shim reported: the command's pid in the host's namespace, or
+// readiness is what the init reported: the command's pid in the host's namespace, or
 // why the sandbox could not be completed.
 type readiness struct {
 	pid     int
 	failure string
 }
 
-// wait blocks until the shim reports or every copy of the child end is closed. A zero
+// wait blocks until the init reports or every copy of the child end is closed. A zero
 // pid means the command never started.
 func (r *readyPair) wait() readiness {
 	buf := make([]byte, 4096)

@@ -68,7 +68,7 @@ func (b *Isolator) limitRows() []isolator.Check {
 	p.HostEnv = map[string]string{"XDG_RUNTIME_DIR": b.RuntimeDir}
 	cgErr := hostCgroups(p).check(p)
 	return []isolator.Check{
-		row("syscall policy (seccomp)", archErr, "bwrap --seccomp, the shim as pid 1 (bwrap 0.8.0 or later)", "use --isolator=docker"),
+		row("syscall policy (seccomp)", archErr, "bwrap --seccomp, devsandbox-init as pid 1 (bwrap 0.8.0 or later)", "use --isolator=docker"),
 		row("process limit (limits.pids)", pidsErr, "RLIMIT_NPROC in the sandbox's user namespace (Linux "+unix.ByteSliceToString(u.Release[:])+")",
 			"use Linux 5.14 or later, or --isolator=docker, or set limits.pids = 0"),
 		row("memory and CPU limits (limits.memory, limits.cpus)", cgErr, "a systemd user scope (cgroup v2)",

@@ -18,7 +18,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
-// Resource limits under bwrap. limits.pids is RLIMIT_NPROC, set by the shim inside
+// Resource limits under bwrap. limits.pids is RLIMIT_NPROC, set by the init inside
 // the sandbox's own user namespace, where the kernel counts only the sandbox's tasks
 // (since Linux 5.14, which counts RLIMIT_NPROC per user namespace; before, it counts
 // all of the user's tasks on the host). limits.memory and limits.cpus need cgroups:

@@ -10,7 +10,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/pin"
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // ErrNeedsFiles is returned by WrapArgv for plans that deliver generated files,
@@ -22,13 +22,13 @@ var ErrNeedsFiles = errors.New("the plan delivers files through descriptors")
 // cannot carry descriptors: its binds are by path, without Run's and Command's check
 // that what is mounted is what was checked (package pin); prefer Command where the
 // project may be written by another sandbox while this one starts. With p.Self empty
-// the command runs without the devsandbox-init shim. It needs no descriptors: /etc
+// the command runs without the devsandbox-init. It needs no descriptors: /etc
 // files are bound instead of copied and /tmp is a fresh tmpfs. The caller runs it with
 // the plan's environment (Env), which carries secrets, never the argv. Plans with
 // generated files or secret files (a Data mount, secrets.files) return ErrNeedsFiles;
 // proxy modes need p.Egress.Proxy to point at a proxy the caller runs. The syscall
 // filter is a descriptor too: WrapArgv serves only plans with
-// p.Syscalls.Unfiltered set, run without the shim (p.Self empty).
+// p.Syscalls.Unfiltered set, run without the init (p.Self empty).
 func WrapArgv(p *isolator.Plan, inner []string) ([]string, error) {
 	if !p.Syscalls.Unfiltered {
 		return nil, fmt.Errorf("%w: the syscall policy's seccomp program (use Command)", ErrNeedsFiles)
@@ -63,7 +63,7 @@ func Env(p *isolator.Plan) ([]string, error) {
 // Command returns a command running inner under p with everything WrapArgv cannot
 // do: generated and secret files are fed through pipes while bwrap starts, and bind
 // sources are opened now and mounted by descriptor (package pin), as Run does, the
-// shim checking them when p has one. Call PrepareHost once first; start it with
+// init checking them when p has one. Call PrepareHost once first; start it with
 // cmd.Start, then close the parent's copies of cmd.ExtraFiles, and wait with
 // cmd.Wait; stdio is the caller's to set.
 func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, error) {

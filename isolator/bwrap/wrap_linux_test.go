@@ -38,7 +38,7 @@ func libraryPlan(t *testing.T) (*isolator.Plan, string) {
 		t.Fatal(err)
 	}
 	pr := plan.OS(proj)
-	pr.Executable = func() (string, error) { return exec.LookPath("true") } // no shim binary in unit tests
+	pr.Executable = func() (string, error) { return exec.LookPath("true") } // no devsandbox-init in unit tests
 	p, _, err := plan.Build(cfg, tools.NewRegistry(tools.Shell()), pr, plan.Request{})
 	if err != nil {
 		t.Fatal(err)
@@ -83,9 +83,9 @@ func TestWrapArgvRuns(t *testing.T) {
 		t.Skip("bwrap not installed")
 	}
 	p, proj := libraryPlan(t)
-	p.Self = "" // the harness runs its own command: no shim, no syscall filter
+	p.Self = "" // the harness runs its own command: no init, no syscall filter
 	p.Syscalls.Unfiltered = true
-	p.Limits.Pids = 0 // RLIMIT_NPROC is the shim's to set
+	p.Limits.Pids = 0 // RLIMIT_NPROC is the initBin's to set
 	argv, err := bwrap.WrapArgv(p, []string{"/bin/sh", "-c", `echo "$API_TOKEN"; cat .env; echo ok > out`})
 	if err != nil {
 		t.Fatal(err)
@@ -108,12 +108,12 @@ func TestWrapArgvRuns(t *testing.T) {
 	}
 }
 
-// TestFilterNeedsShim: without the shim as pid 1, bwrap's own unfiltered pid 1 would
-// be reachable from the sandbox (ptrace), so a filtered plan needs the shim.
-func TestFilterNeedsShim(t *testing.T) {
+// TestFilterNeedsInit: without the init as pid 1, bwrap's own unfiltered pid 1 would
+// be reachable from the sandbox (ptrace), so a filtered plan needs the init.
+func TestFilterNeedsInit(t *testing.T) {
 	p, _ := libraryPlan(t)
 	p.Self = ""
-	if _, err := bwrap.Command(context.Background(), p, []string{"true"}); err == nil || !strings.Contains(err.Error(), "shim") {
-		t.Fatalf("Command without a shim: %v, want an error naming the shim", err)
+	if _, err := bwrap.Command(context.Background(), p, []string{"true"}); err == nil || !strings.Contains(err.Error(), "devsandbox-init") {
+		t.Fatalf("Command without devsandbox-init: %v, want an error naming it", err)
 	}
 }

@@ -27,14 +27,14 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // Where devsandbox's own files appear in every container.
 const (
 	// InitPath is devsandbox-init: the entrypoint, and where tools such as ssh's
 	// ProxyCommand expect it.
-	InitPath = isolator.ShimPath
+	InitPath = isolator.InitPath
 	// ProxySocket is the session proxy's Unix socket (egress proxy and allowlist).
 	ProxySocket = "/run/devsandbox/proxy.sock"
 	// PublishDir is the session's publish directory (egress.Rules.PublishDir): the
@@ -54,7 +54,7 @@ const (
 	LabelVersion = "dev.devsandbox.version" // devsandbox version that created it
 )
 
-// initArg is the init's container mode (shim.ContainerArg; not imported: the shim
+// initArg is the init's container mode (init.ContainerArg; not imported: the init
 // package is Linux-only).
 const initArg = "--container"
 
@@ -306,7 +306,7 @@ func manifest(p *isolator.Plan, o Options) *wire.Manifest {
 
 // egressEndpoints adds the session proxy's socket and the publish directory. A
 // one-shot container binds the session's socket and its init forwards
-// SandboxProxyAddr to it, as bwrap's shim does. A kept container outlives sessions: it
+// SandboxProxyAddr to it, as bwrap's init does. A kept container outlives sessions: it
 // binds the project's socket directory, and its keeper forwards SandboxProxyAddr to
 // whichever session's proxy is live there (every session attached has the same
 // egress configuration: it is part of the spec). Published ports are served the same

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // Prepare creates what the container binds from the host besides the generated

@@ -7,7 +7,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/internal/sh"
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // The pieces of a --dry-run script (an engine's CLI invocation) every container

@@ -11,7 +11,7 @@ import (
 	dockercontainer "github.com/docker/docker/api/types/container"
 
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // ErrSpecChanged is wrapped when a kept container must be recreated for a changed

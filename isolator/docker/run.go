@@ -18,7 +18,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/pin"
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // Run implements isolator.Isolator.

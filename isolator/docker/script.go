@@ -9,7 +9,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/internal/sh"
 	"github.com/devsandbox/devsandbox/isolator/container"
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // Script renders the spec as docker CLI commands people can read and run: `docker

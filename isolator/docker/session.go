@@ -10,7 +10,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // attached is a session (package container) over the connection the engine hijacked

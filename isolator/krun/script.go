@@ -8,7 +8,7 @@ import (
 	spec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/devsandbox/devsandbox/isolator/container"
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // Script renders the spec as the podman CLI command people can read and run. Secret

@@ -19,7 +19,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/internal/plantest"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/syscalls"
 )
 

@@ -58,9 +58,9 @@ func dockerSockets(h config.Host) []string {
 	return s
 }
 
-// ShimBinary is the small in-sandbox init installed next to devsandbox. Without it,
-// devsandbox itself is the shim (slower to start: it is a much larger binary).
-const ShimBinary = "devsandbox-init"
+// InitBinary is the small in-sandbox init installed next to devsandbox. Without it,
+// devsandbox itself is the init (slower to start: it is a much larger binary).
+const InitBinary = "devsandbox-init"
 
 // EnvMarker is set inside every sandbox; its presence means devsandbox is nested.
 const EnvMarker = "DEVSANDBOX"
@@ -81,8 +81,8 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if err != nil {
 		return nil, nil, fmt.Errorf("finding the devsandbox binary: %w", err)
 	}
-	if shim := filepath.Join(filepath.Dir(self), ShimBinary); pr.exists(shim) {
-		self = shim
+	if initBin := filepath.Join(filepath.Dir(self), InitBinary); pr.exists(initBin) {
+		self = initBin
 	}
 	mode, err := egress.ParseMode(cfg.Egress.Mode)
 	if err != nil {
@@ -143,7 +143,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 
 	b := &mountBuilder{pr: pr, home: h.Home, sys: p.System, base: base, protected: protectedPaths(cfg, h, pr)}
 	if p.Egress.NeedsProxy() {
-		b.sshProxyCommand = isolator.ShimPath + " --connect=" + egress.SandboxProxyAddr + " %h %p"
+		b.sshProxyCommand = isolator.InitPath + " --connect=" + egress.SandboxProxyAddr + " %h %p"
 	}
 	b.add(isolator.Mount{Kind: isolator.Bind, Source: p.SandboxHome, Dest: h.Home, Why: "sandbox home"})
 	p.PrivateDirs = []string{p.SandboxHome}

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/shim"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit"
 )
 
 // Start listens on the host's 127.0.0.1:HOST_PORT for each of p's published ports and
@@ -72,7 +72,7 @@ func Start(p *isolator.Plan) (stop func(), err error) {
 						c.Close()
 						return
 					}
-					shim.RelayConns(c, u)
+					sandboxinit.RelayConns(c, u)
 				}()
 			}
 		}()

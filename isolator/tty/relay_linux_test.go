@@ -63,7 +63,7 @@ func startRelay(t *testing.T, outerSize Size, in *os.File) *relayRig {
 }
 
 // startChild runs script with the inner slave as its controlling terminal and
-// stdio, the way the sandbox shim sets it up, then closes the test's copy of
+// stdio, the way the sandbox init sets it up, then closes the test's copy of
 // the slave so the relay sees the end when the child is gone.
 func (g *relayRig) startChild(t *testing.T, script string, extra ...*os.File) *exec.Cmd {
 	t.Helper()

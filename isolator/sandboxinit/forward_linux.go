@@ -1,4 +1,4 @@
-package shim
+package sandboxinit
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// forwarderArg starts the shim as a forwarder (internal: the shim starts itself so).
+// forwarderArg starts the init as a forwarder (internal: the init starts itself so).
 const forwarderArg = "--forwarder"
 
 // startForwarder serves the proxy inside the sandbox: it listens on the TCP address of
@@ -127,7 +127,7 @@ func servedFromOutside(u net.Conn) bool {
 	return cred.Pid == 0
 }
 
-// detach starts a copy of the shim that relays connections accepted on ln to target,
+// detach starts a copy of the init that relays connections accepted on ln to target,
 // detached from the command's terminal and session. Listening happens before the
 // command starts, so its first connection cannot race the relay, which lives until
 // the sandbox's pid namespace ends with the command.

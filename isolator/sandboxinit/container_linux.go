@@ -1,4 +1,4 @@
-package shim
+package sandboxinit
 
 import (
 	"encoding/base64"
@@ -14,10 +14,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
-// ContainerArg starts the shim in the container init role (the docker backend):
+// ContainerArg starts the init in the container init role (the docker backend):
 //
 //	devsandbox-init --container [--framed] [--role=run|session|keeper] -- COMMAND [ARG...]
 //

@@ -1,14 +1,14 @@
-// Package shim is the first program run inside a sandbox, its pid 1. Under bwrap it
+// Package init is the first program run inside a sandbox, its pid 1. Under bwrap it
 // closes every inherited descriptor above stderr, tells the host that the sandbox is
 // set up, and starts the command in a session of its own with the terminal as its
 // controlling terminal (so job control works under bwrap's --new-session), exiting
 // 127 when it is not found and 126 when it cannot be run; in a container it is the
 // init that verifies the protections first (ContainerArg).
 //
-// The host learns the shim's process id from the readiness report: it is sent with
+// The host learns the init's process id from the readiness report: it is sent with
 // SCM_CREDENTIALS, which the kernel translates into the host's pid namespace; the
-// shim passes the signals it receives on to the command.
-package shim
+// init passes the signals it receives on to the command.
+package sandboxinit
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 )
 
@@ -34,11 +34,11 @@ const (
 	ExitNotFound      = 127
 )
 
-// Main runs the shim with its arguments (without argv[0]).
+// Main runs the init with its arguments (without argv[0]).
 //
-// Under bwrap (no role argument) the shim is the sandbox's pid 1 (bwrap --as-pid-1,
+// Under bwrap (no role argument) the init is the sandbox's pid 1 (bwrap --as-pid-1,
 // so that no process in the sandbox runs outside the syscall filter, which bwrap
-// loads before it starts the shim): it reports readiness, starts the command in a
+// loads before it starts the init): it reports readiness, starts the command in a
 // session of its own (with the terminal as its controlling terminal when --tty),
 // passes on the signals the host sends it, reaps orphans, and exits with the
 // command's status (128+N when a signal N killed it). --nproc=N sets RLIMIT_NPROC
@@ -93,7 +93,7 @@ func Main(args []string, stderr io.Writer) int {
 		}
 		return ExitSetupFailed
 	}
-	// Nothing the host opened may reach the command or the forwarders this shim starts
+	// Nothing the host opened may reach the command or the forwarders this init starts
 	// (whose /proc/<pid>/fd the command could open): close every inherited descriptor
 	// but the readiness report, before anything else opens one.
 	if err := closeInherited(readyFD); err != nil {

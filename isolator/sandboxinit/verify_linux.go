@@ -1,4 +1,4 @@
-package shim
+package sandboxinit
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress/netfilter"
 
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // Verify checks that every protection of the manifest is in effect in this process's
@@ -71,7 +71,7 @@ func verifyFirewall(probe string) error {
 	return netfilter.CheckProbe(probe)
 }
 
-// VerifyMounts checks that each of checks is in effect (the bwrap shim's part of
+// VerifyMounts checks that each of checks is in effect (the bwrap init's part of
 // Verify: bubblewrap needs no check of its read-only flags or capabilities, only that
 // what it mounted is what the host opened, where it was meant to be).
 func VerifyMounts(checks []wire.Check, bootID string) error {

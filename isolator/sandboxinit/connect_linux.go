@@ -1,4 +1,4 @@
-package shim
+package sandboxinit
 
 import (
 	"bufio"
@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// connectPrefix starts the shim as a CONNECT client: `--connect=PROXY HOST PORT` opens
+// connectPrefix starts the init as a CONNECT client: `--connect=PROXY HOST PORT` opens
 // a tunnel through the egress proxy and relays it to stdin and stdout. ssh uses it as
 // its ProxyCommand in the proxy egress modes.
 const connectPrefix = "--connect="
@@ -58,7 +58,7 @@ func connectMain(proxyAddr string, args []string, stdin io.Reader, stdout, stder
 }
 
 // readResponseHead reads an HTTP/1.x response's status line and headers (net/http
-// would triple the shim's size for this) and returns the status ("200 OK") and the
+// would triple the init's size for this) and returns the status ("200 OK") and the
 // Content-Length (-1 when absent).
 func readResponseHead(br *bufio.Reader) (status string, length int, err error) {
 	line, err := br.ReadString('\n')

@@ -1,4 +1,4 @@
-package shim
+package sandboxinit
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // keeperSocket is the keeper's abstract Unix socket: it lives in the kept container's

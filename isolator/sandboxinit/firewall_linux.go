@@ -1,4 +1,4 @@
-package shim
+package sandboxinit
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress/netfilter"
 )
 
-// FirewallArg starts the shim's firewall role: `devsandbox-init --firewall=<rules>`
+// FirewallArg starts the init's firewall role: `devsandbox-init --firewall=<rules>`
 // programs the egress firewall of the network namespace it runs in through netlink
 // and prints "ok". The docker isolator runs it in a short-lived helper container
 // that joins the sandbox container's network namespace with CAP_NET_ADMIN, since

@@ -1,4 +1,4 @@
-package shim
+package sandboxinit
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/devsandbox/devsandbox/isolator/shim/wire"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // Each check fails closed on what Docker can silently get wrong: a mask that is not
