@@ -80,7 +80,7 @@ type ToolConfig struct {
 	// Key is where the tool's API keys (tools.Tool.Keys) live: "env" (nil: the
 	// default) passes them into the sandbox as secrets; "proxy" holds them in the
 	// egress proxy, which adds them toward the tool's API, and the sandbox gets
-	// placeholders (see isolator/plan.ToolKeys).
+	// placeholders (see isolator/planner.ToolKeys).
 	Key *string
 }
 

@@ -11,7 +11,7 @@ import (
 func ExampleView() {
 	const home, project = "/home/u", "/home/u/src/app"
 	sandboxHome := "/home/u/.local/share/devsandbox/app-0123abcd/home"
-	p := &isolator.Plan{ // in a harness: from plan.Build
+	p := &isolator.Plan{ // in a harness: from planner.Build
 		Project:     isolator.Project{Dir: project},
 		User:        isolator.User{Name: "u", HostHome: home},
 		SandboxHome: sandboxHome,

@@ -120,7 +120,7 @@ type Tool struct {
 
 // Key is an API key a tool reads from a variable and sends in a request header to its
 // API. Held outside the sandbox, the variable inside holds a placeholder and the proxy
-// sets the header on requests to the API host (see isolator/plan.ToolKeys).
+// sets the header on requests to the API host (see isolator/planner.ToolKeys).
 type Key struct {
 	Env    string // the variable holding the key (ANTHROPIC_API_KEY)
 	Header string // the header the tool sends it in (x-api-key, Authorization)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/plan"
+	"github.com/devsandbox/devsandbox/isolator/planner"
 	"github.com/devsandbox/devsandbox/tools"
 )
 
@@ -60,8 +60,8 @@ func (a *app) commands() []*cli.Command {
 }
 
 // load reads the configuration of the working directory's project.
-func (a *app) load(flags config.Flags) (*plan.Loaded, error) {
-	return plan.Load(flags, a.environ, tools.Default())
+func (a *app) load(flags config.Flags) (*planner.Loaded, error) {
+	return planner.Load(flags, a.environ, tools.Default())
 }
 
 func (a *app) configShow(c *cli.Context) error {
@@ -133,7 +133,7 @@ func (a *app) configTrust(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	proj, err := plan.FindProject(plan.OS(cwd), host.Home)
+	proj, err := planner.FindProject(planner.OS(cwd), host.Home)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (a *app) toolsList(c *cli.Context) error {
 	for name, tc := range l.Config.Tools {
 		enabled[name] = tc.Enabled
 	}
-	res := tools.Resolve(tools.Default(), plan.ToolHost(l.Config.Host, l.Probe, l.Project.Dir), enabled)
+	res := tools.Resolve(tools.Default(), planner.ToolHost(l.Config.Host, l.Probe, l.Project.Dir), enabled)
 	if c.Bool("json") {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
@@ -167,10 +167,10 @@ func (a *app) toolsList(c *cli.Context) error {
 func (a *app) doctor(c *cli.Context) error {
 	selected := "auto"
 	var cfg *config.Config
-	var keys []plan.KeyPlace
+	var keys []planner.KeyPlace
 	if l, err := a.load(a.flags(c)); err == nil {
 		selected, cfg = l.Config.Isolator, l.Config
-		keys = plan.KeyPlaces(l.Config, tools.Default(), plan.ToolHost(l.Config.Host, l.Probe, l.Project.Dir))
+		keys = planner.KeyPlaces(l.Config, tools.Default(), planner.ToolHost(l.Config.Host, l.Probe, l.Project.Dir))
 	} else {
 		// Outside a project (or with a broken config) the host checks still run.
 		a.warn("%v", err)

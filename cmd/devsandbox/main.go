@@ -1,6 +1,6 @@
 // Command devsandbox runs a command in a sandbox scoped to the current project.
 // This package is wiring only: it splits argv, parses flags with urfave/cli, and hands
-// the work to config, isolator/plan and the isolator backends.
+// the work to config, isolator/planner and the isolator backends.
 package main
 
 import (

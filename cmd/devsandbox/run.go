@@ -13,12 +13,12 @@ import (
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/plan"
+	"github.com/devsandbox/devsandbox/isolator/planner"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 	"github.com/devsandbox/devsandbox/tools"
 )
 
-// run is DESIGN's flow: the configuration (plan.Load), the complete Plan (plan.Build),
+// run is DESIGN's flow: the configuration (planner.Load), the complete Plan (planner.Build),
 // the isolator (isolator.Select), then its Render (--dry-run) or Run.
 func (a *app) run(c *cli.Context) error {
 	ctx := context.Background()
@@ -36,7 +36,7 @@ func (a *app) run(c *cli.Context) error {
 	cfg := l.Config
 	t.mark("config")
 
-	if cfg.Host.Vars[plan.EnvMarker] != "" && flags.Isolator == nil {
+	if cfg.Host.Vars[planner.EnvMarker] != "" && flags.Isolator == nil {
 		return errors.New("already inside a devsandbox sandbox: nesting is refused; pass --isolator explicitly to nest anyway")
 	}
 	mode := cfg.Sandbox.Mode
@@ -48,7 +48,7 @@ func (a *app) run(c *cli.Context) error {
 		return a.unsandboxed(cfg)
 	}
 	dryRun := c.Bool("dry-run")
-	p, pwarns, err := plan.Build(cfg, tools.Default(), l.Probe, plan.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun})
+	p, pwarns, err := planner.Build(cfg, tools.Default(), l.Probe, planner.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun})
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/config"
 	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
-	"github.com/devsandbox/devsandbox/isolator/plan"
+	"github.com/devsandbox/devsandbox/isolator/planner"
 )
 
 func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
@@ -56,7 +56,7 @@ func (a *app) docker(c *cli.Context) (*dockerhelper.Stub, *config.Config, error)
 	if l, err := a.load(a.flags(c)); err == nil {
 		return dockerStub(l.Config, nil), l.Config, nil
 	}
-	cfg, warns, err := plan.LoadUser(a.flags(c), a.environ)
+	cfg, warns, err := planner.LoadUser(a.flags(c), a.environ)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
-	"github.com/devsandbox/devsandbox/isolator/plan"
+	"github.com/devsandbox/devsandbox/isolator/planner"
 	"github.com/devsandbox/devsandbox/tools"
 )
 
@@ -21,7 +21,7 @@ func ExampleWrapArgv() {
 		fmt.Println(err)
 		return
 	}
-	p, _, err := plan.Build(cfg, tools.Default(), plan.OS(cwd), plan.Request{})
+	p, _, err := planner.Build(cfg, tools.Default(), planner.OS(cwd), planner.Request{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -13,7 +13,7 @@ import (
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
-	"github.com/devsandbox/devsandbox/isolator/plan"
+	"github.com/devsandbox/devsandbox/isolator/planner"
 	"github.com/devsandbox/devsandbox/tools"
 )
 
@@ -37,9 +37,9 @@ func libraryPlan(t *testing.T) (*isolator.Plan, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr := plan.OS(proj)
+	pr := planner.OS(proj)
 	pr.Executable = func() (string, error) { return exec.LookPath("true") } // no devsandbox-init in unit tests
-	p, _, err := plan.Build(cfg, tools.NewRegistry(tools.Shell()), pr, plan.Request{})
+	p, _, err := planner.Build(cfg, tools.NewRegistry(tools.Shell()), pr, planner.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,11 +38,11 @@ func basePlan() *isolator.Plan { return plantest.Base() }
 
 var opts = Options{Image: "devsandbox/default:1.0", Runtime: "krun", CPUs: 2, MemoryMiB: 2048, Home: "/home/u", Version: "1.0", NofileHard: 20000, Binaries: egress.DefaultBinaries}
 
-// hostsFile is the /etc/hosts plan.Build gives an allowlist run: the host's, then
+// hostsFile is the /etc/hosts planner.Build gives an allowlist run: the host's, then
 // the names resolved at launch.
 const hostsFile = "127.0.0.1 localhost\n# resolved by devsandbox at launch (egress allowlist)\n203.0.113.7 api.example.test\n"
 
-// allowlistPlan is an allowlist run as plan.Build makes it: an address, a resolved
+// allowlistPlan is an allowlist run as planner.Build makes it: an address, a resolved
 // name (with its /etc/hosts), a denied range, the session proxy's socket.
 func allowlistPlan() *isolator.Plan {
 	p := basePlan()

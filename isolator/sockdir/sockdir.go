@@ -1,6 +1,6 @@
 // Package sockdir is the project's private directory for its sessions' Unix sockets:
 // the session proxy's and the published ports'. Choose picks it (reading the host,
-// writing nothing: plan.Build calls it, --dry-run included); Ensure makes it before a
+// writing nothing: planner.Build calls it, --dry-run included); Ensure makes it before a
 // run binds anything there; Sweep removes what killed sessions left in it.
 package sockdir
 

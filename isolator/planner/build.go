@@ -1,10 +1,12 @@
-// Package plan builds an isolator.Plan from the effective configuration, the tool
-// registry and a probe of the host. The Plan is complete: the backends and the host
-// services a run starts (isolator/hostsvc) read everything from it. Build reads the
-// host only through its Probe; its effects, none under Request.DryRun, are the mask
-// scan's cache (see isolator/maskscan) and, on first use of proxy.mitm, the project's
-// proxy CA in the state directory. It is table-tested against temporary directories.
-package plan
+// Package planner builds an isolator.Plan (the type, in package isolator) from the
+// effective configuration, the tool registry and a probe of the host: Load reads the
+// configuration, Build makes the Plan. The Plan is complete: the backends and the
+// host services a run starts (isolator/hostsvc) read everything from it. Build reads
+// the host only through its Probe; its effects, none under Request.DryRun, are the
+// mask scan's cache (see isolator/maskscan) and, on first use of proxy.mitm, the
+// project's proxy CA in the state directory. It is table-tested against temporary
+// directories.
+package planner
 
 import (
 	"fmt"
