@@ -60,6 +60,9 @@ type Isolator struct {
 	users *os.File
 	// services starts the run's host services (nil: hostsvc.Start; tests replace it).
 	services func(*isolator.Plan) (*hostsvc.Services, error)
+	// exitWait bounds the wait for the exit status after the output ended (0:
+	// exitReportWait; tests shorten it).
+	exitWait time.Duration
 }
 
 var (

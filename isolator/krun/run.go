@@ -179,8 +179,10 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		// wait for it.
 		select {
 		case <-exited:
-		case <-time.After(exitReportWait):
-			return 0, fmt.Errorf("%w: podman reported no exit status within %s of the container's output ending, so the command's status is unknown; `devsandbox doctor` checks podman", isolator.ErrUnavailable, exitReportWait)
+		case <-time.After(b.exitReportWait()):
+			// Not ErrUnavailable: the command has run, and sandbox.mode = auto must
+			// not run it a second time unsandboxed.
+			return 0, fmt.Errorf("podman reported no exit status within %s of the container's output ending, so the command ran but its status is unknown; `devsandbox doctor` checks podman", b.exitReportWait())
 		case <-ctx.Done():
 			<-removed
 			return 0, fmt.Errorf("%w: devsandbox is gone; the container was removed", isolator.ErrProtection)
@@ -201,6 +203,13 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 // exitReportWait bounds the wait for the container's exit status once its output
 // ended: long enough for a loaded host, short of hanging on a service that died.
 const exitReportWait = 2 * time.Minute
+
+func (b *Isolator) exitReportWait() time.Duration {
+	if b.exitWait > 0 {
+		return b.exitWait
+	}
+	return exitReportWait
+}
 
 // startServices starts the run's host services (tests replace them).
 func (b *Isolator) startServices(p *isolator.Plan) (*hostsvc.Services, error) {

@@ -213,6 +213,20 @@ func TestRunExitReportedLate(t *testing.T) {
 	}
 }
 
+// An exit status podman never reports fails the run, but not as unavailable: the
+// command has run, and sandbox.mode = auto must not run it again unsandboxed.
+func TestRunExitNeverReported(t *testing.T) {
+	f := newFake(t, "krun")
+	f.exitLag = time.Hour
+	f.init = func(_ io.Reader, _, stderr io.Writer, _ *wire.Hello) { fmt.Fprint(stderr, wire.ReadyMarker) }
+	b := backend(f, t)
+	b.exitWait = 100 * time.Millisecond
+	_, err := b.Run(context.Background(), runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	if err == nil || isolator.IsUnavailable(err) || !strings.Contains(err.Error(), "command ran but its status is unknown") {
+		t.Fatalf("Run: %v (unavailable: %v)", err, isolator.IsUnavailable(err))
+	}
+}
+
 // A microVM runtime without /dev/kvm fails as unavailable with devsandbox's own cause
 // and fix, before podman is asked for anything.
 func TestRunNoKVM(t *testing.T) {
