@@ -3,7 +3,9 @@
 // set up, and starts the command in a session of its own with the terminal as its
 // controlling terminal (so job control works under bwrap's --new-session), exiting
 // 127 when it is not found and 126 when it cannot be run; in a container it is the
-// init that verifies the protections first (ContainerArg).
+// init that verifies the protections first (ContainerArg). Before bwrap starts it
+// can also be the step that moves the sandbox into its session cgroups
+// (cgroup.JoinArg).
 //
 // The host learns the init's process id from the readiness report: it is sent with
 // SCM_CREDENTIALS, which the kernel translates into the host's pid namespace; the
@@ -23,6 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/isolator/cgroup"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 )
@@ -52,6 +55,9 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	if len(args) > 0 && strings.HasPrefix(args[0], connectPrefix) {
 		return runConnect(args[0], args[1:], stderr)
+	}
+	if len(args) > 0 && args[0] == cgroup.JoinArg {
+		return joinMain(args[1:], stderr)
 	}
 	if len(args) > 0 && strings.HasPrefix(args[0], FirewallArg) {
 		return firewallMain(args[0], stderr)
