@@ -53,9 +53,10 @@ type File struct {
 
 // Spec is a rendered bwrap invocation.
 type Spec struct {
-	// Prefix runs before bwrap, each part execing the next: systemd-run (a scope
-	// with limits.memory and limits.cpus), then pasta and the egress prologue
-	// (allowlist mode), which execs bwrap once the firewall is in place.
+	// Prefix runs before bwrap, each part execing the next: the join step into the
+	// session cgroup (Cgroup.Join) or systemd-run (a scope with the limits it
+	// holds), then pasta and the egress prologue (allowlist mode), which execs bwrap
+	// once the firewall is in place.
 	Prefix []string
 	// Prologue is set when Prefix runs the egress prologue, which reports on StatusFD.
 	Prologue bool
@@ -66,9 +67,12 @@ type Spec struct {
 	SecretEnv []isolator.Secret
 	// Policy is the syscall policy the seccomp descriptor carries (for the script).
 	Policy syscalls.Policy
-	// Scope is the systemd scope the run is placed in for limits.memory and
-	// limits.cpus (Prefix starts with systemd-run); "" without those limits.
+	// Scope is the systemd scope the run is placed in for the limits it holds
+	// (Prefix starts with systemd-run); "" when none is.
 	Scope string
+	// Cgroup is the session cgroup the run starts in for the limits it holds; nil
+	// when none is.
+	Cgroup *Cgroup
 	// Checks are what the init verifies before it runs the command: each pinned
 	// source (a Mount with an ID) is at its destination, reached without a symlink.
 	// Run hands them to the init in the manifest (wire.ManifestEnv).
@@ -96,6 +100,18 @@ func RenderWith(p *isolator.Plan, bin egress.Binaries) (*Spec, error) {
 type renderOptions struct {
 	ready    bool // the initBin reports readiness on ReadyFD
 	noCopies bool // bind /etc files instead of copying them through descriptors
+	// limits says how each limit is enforced; nil is defaultEnforcement.
+	limits *enforcement
+	// cgroup is the session cgroup of the limits limits puts in one.
+	cgroup *Cgroup
+}
+
+// enforcement is how o enforces p's limits.
+func (o renderOptions) enforcement(p *isolator.Plan) enforcement {
+	if o.limits != nil {
+		return *o.limits
+	}
+	return defaultEnforcement(p.Limits)
 }
 
 func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, error) {
@@ -242,7 +258,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		a = append(a, "--as-pid-1")
 	}
 	var initArgs []string
-	if p.Limits.Pids > 0 {
+	if o.enforcement(p).pids == byRlimit {
 		initArgs = append(initArgs, fmt.Sprintf("--nproc=%d", p.Limits.Pids))
 	}
 	if p.Egress.NeedsProxy() {
@@ -268,7 +284,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 			return nil, fmt.Errorf("egress mode %s and limits.pids need devsandbox-init (Plan.Self)", p.Egress.Mode)
 		}
 		s.Argv = append(append(a, "--chdir", p.Workdir, "--"), p.Command...)
-		return withLimits(s, p), nil
+		return withLimits(s, p, o)
 	}
 	initBin := InitPath
 	// In the proxy modes ssh's ProxyCommand runs the init at InitPath: mount it there.
@@ -288,18 +304,32 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	a = append(a, "--")
 	a = append(a, p.Command...)
 	s.Argv = a
-	return withLimits(s, p), nil
+	return withLimits(s, p, o)
 }
 
-// withLimits finishes s: the environment, and the scope of limits.memory and
-// limits.cpus.
-func withLimits(s *Spec, p *isolator.Plan) *Spec {
+// withLimits finishes s: the environment, and what places the run in the scope or
+// the session cgroup of its limits.
+func withLimits(s *Spec, p *isolator.Plan, o renderOptions) (*Spec, error) {
 	s.Env = p.Env
-	if p.Limits.Memory > 0 || p.Limits.CPUs > 0 {
+	e := o.enforcement(p)
+	if e.uses(byScope) {
 		s.Scope = scopeName(p)
-		s.Prefix = append(scopePrefix(p, s.Scope), s.Prefix...)
+		s.Prefix = append(scopePrefix(p, e, s.Scope), s.Prefix...)
 	}
-	return s
+	if e.uses(byCgroup) {
+		if o.cgroup == nil {
+			return nil, fmt.Errorf("the limits enforced by a session cgroup need its placement")
+		}
+		s.Cgroup = o.cgroup
+		if o.cgroup.Join {
+			join, err := joinPrefix(p, o.cgroup)
+			if err != nil {
+				return nil, err
+			}
+			s.Prefix = append(join, s.Prefix...)
+		}
+	}
+	return s, nil
 }
 
 // identityChecks lists, for each visible mount with an ID (a pinned bind source, a
@@ -381,8 +411,18 @@ func (s *Spec) Script() string {
 	if s.Prologue {
 		fmt.Fprintf(&b, "# fd %d: status of the egress prologue\n", StatusFD)
 	}
+	if c := s.Cgroup; c != nil {
+		how := "bwrap is started in it (CLONE_INTO_CGROUP)"
+		if c.Join {
+			how = "the join step below moves itself in before it execs the rest"
+		}
+		fmt.Fprintf(&b, "# session cgroup (%s), removed after the run; %s:\n", strings.Join(c.Limits, ", "), how)
+		for _, d := range c.Dirs {
+			fmt.Fprintf(&b, "#   %s\n", d)
+		}
+	}
 	if len(s.Prefix) > 0 {
-		b.WriteString("# run first, each execs the next (systemd-run: a scope with the memory and CPU limits; pasta and the egress prologue: the firewall), then bwrap:\n")
+		b.WriteString("# run first, each execs the next (" + prefixParts(s) + "), then bwrap:\n")
 		for i, arg := range s.Prefix {
 			if i > 0 {
 				b.WriteByte(' ')
@@ -403,6 +443,21 @@ func (s *Spec) Script() string {
 	}
 	b.WriteByte('\n')
 	return b.String()
+}
+
+// prefixParts says what the parts of s.Prefix are, for the script.
+func prefixParts(s *Spec) string {
+	var parts []string
+	if s.Cgroup != nil && s.Cgroup.Join {
+		parts = append(parts, "devsandbox-init: the join step into the session cgroup")
+	}
+	if s.Scope != "" {
+		parts = append(parts, "systemd-run: a scope with the limits it holds")
+	}
+	if s.Prologue {
+		parts = append(parts, "pasta and the egress prologue: the firewall")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // afterSeparator reports whether argv[i] follows bwrap's own "--".

@@ -67,19 +67,20 @@ var minimalSystem = []isolator.SystemPath{
 var goldenCases = []struct {
 	name string
 	plan func() *isolator.Plan
+	how  string // how the limits are enforced (bwrap.RenderEnforced); "": as a library run
 }{
 	{"minimal", func() *isolator.Plan {
 		p := basePlan()
 		p.System.Paths = minimalSystem
 		return p // egress none, session /tmp before Run picked the session
-	}},
+	}, ""},
 	{"host_view", func() *isolator.Plan {
 		p := basePlan()
 		p.System.Host = true
 		p.Egress = egress.Rules{Mode: egress.Open}
 		p.Tmp = isolator.Tmp{Kind: "tmpfs"}
 		return p
-	}},
+	}, ""},
 	{"mount_kinds", func() *isolator.Plan {
 		p := basePlan()
 		p.System.Paths = minimalSystem[:2]
@@ -101,7 +102,7 @@ var goldenCases = []struct {
 			isolator.Mount{Kind: isolator.Data, Dest: "/etc/devsandbox.conf", Content: []byte("x=1\n"), Why: "generated"},
 		)
 		return p
-	}},
+	}, ""},
 	{"secrets_env", func() *isolator.Plan {
 		p := basePlan()
 		p.Egress = egress.Rules{Mode: egress.Open}
@@ -117,13 +118,13 @@ var goldenCases = []struct {
 		}
 		p.HostEnv = map[string]string{"API_TOKEN": "tok-value", "PATH": "/usr/bin:/bin"}
 		return p
-	}},
+	}, ""},
 	{"egress_proxy", func() *isolator.Plan {
 		p := basePlan()
 		p.System.Paths = minimalSystem[:2]
 		p.Egress = egress.Rules{Mode: egress.Proxy, Proxy: egress.Endpoint{Unix: "/home/u/.local/state/devsandbox/app-1/proxy-s1.sock"}}
-		return p // no network but loopback; the proxy socket bound and forwarded by the initBin
-	}},
+		return p // no network but loopback; the proxy socket bound and forwarded by the init
+	}, ""},
 	{"egress_allowlist", func() *isolator.Plan {
 		p := basePlan()
 		p.System.Paths = minimalSystem[:2]
@@ -134,13 +135,13 @@ var goldenCases = []struct {
 			Resolved: []egress.Resolved{{Host: "example.test", Port: 443, Addrs: []netip.Addr{netip.MustParseAddr("203.0.113.7")}}},
 		}
 		return p // pasta and the prologue first, bwrap in pasta's namespaces as the user
-	}},
+	}, ""},
 	{"shim_in_view", func() *isolator.Plan {
 		p := basePlan()
 		p.System.Paths = minimalSystem
 		p.Self = "/usr/libexec/devsandbox/devsandbox-init" // visible through /usr: run in place
 		return p
-	}},
+	}, ""},
 	{"pinned", func() *isolator.Plan {
 		// As Run renders it: every bind source opened (an ID), bound by descriptor,
 		// and checked by the init at its destination, as the file mask is.
@@ -157,13 +158,13 @@ var goldenCases = []struct {
 			}
 		}
 		return p
-	}},
+	}, ""},
 	{"shim_outside_view", func() *isolator.Plan {
 		p := basePlan()
 		p.System.Paths = minimalSystem
 		p.Self = "/home/u/.local/bin/devsandbox-init" // the host home is not visible: mounted
 		return p
-	}},
+	}, ""},
 	{"limits_relaxed", func() *isolator.Plan {
 		p := basePlan()
 		p.System.Paths = minimalSystem[:2]
@@ -171,7 +172,35 @@ var goldenCases = []struct {
 		p.Syscalls = syscalls.Policy{Relax: []syscalls.Group{syscalls.IOURing, syscalls.UserNS}}
 		p.Limits = isolator.Limits{Pids: 512, Memory: 256 << 20, CPUs: 1.5}
 		return p // a systemd scope with the memory and CPU limits; no --disable-userns
-	}},
+	}, ""},
+	{"limits_cgroup_v1", func() *isolator.Plan {
+		p := basePlan()
+		p.User = isolator.User{Name: "root", HostHome: home, Shell: "/bin/sh"}
+		p.System.Paths = minimalSystem[:2]
+		p.Egress = egress.Rules{
+			Mode:     egress.Allowlist,
+			Proxy:    egress.Endpoint{Unix: "/home/u/.local/state/devsandbox/app-1/proxy-s1.sock"},
+			Allow:    []egress.Entry{{Prefix: netip.MustParsePrefix("10.231.0.2/32"), Port: 8080}},
+			Resolved: []egress.Resolved{},
+		}
+		p.Limits = isolator.Limits{Pids: 4096, Memory: 256 << 20, CPUs: 1.5}
+		return p // root on cgroup v1: the join step, then pasta; no --nproc
+	}, "cgroup v1"},
+	{"limits_cgroup_v2", func() *isolator.Plan {
+		p := basePlan()
+		p.User = isolator.User{Name: "root", HostHome: home, Shell: "/bin/sh"}
+		p.System.Paths = minimalSystem[:2]
+		p.Limits = isolator.Limits{Pids: 4096}
+		return p // root on cgroup v2: bwrap cloned into the session cgroup, no prefix
+	}, "cgroup v2"},
+	{"limits_scope", func() *isolator.Plan {
+		p := basePlan()
+		p.User = isolator.User{Name: "root", HostHome: home, Shell: "/bin/sh"}
+		p.System.Paths = minimalSystem[:2]
+		p.Tmp.Session = "s-20240101-abcdef"
+		p.Limits = isolator.Limits{Pids: 4096, Memory: 1 << 30}
+		return p // root with a user manager and no cgroup of its own: TasksMax in the scope
+	}, "scope"},
 }
 
 // seccompElided returns spec's files with the seccomp program, which depends on the
@@ -198,6 +227,7 @@ func seccompElided(t *testing.T, spec *bwrap.Spec) []bwrap.File {
 
 // goldenSpec is the JSON form of a Spec kept in testdata.
 type goldenSpec struct {
+	Prefix    []string `json:",omitempty"`
 	Argv      []string
 	Env       []isolator.EnvVar
 	Files     []bwrap.File
@@ -208,11 +238,17 @@ type goldenSpec struct {
 func TestRenderGolden(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
-			spec, err := bwrap.Render(tc.plan())
+			var spec *bwrap.Spec
+			var err error
+			if tc.how == "" {
+				spec, err = bwrap.Render(tc.plan())
+			} else {
+				spec, err = bwrap.RenderEnforced(tc.plan(), tc.how)
+			}
 			if err != nil {
 				t.Fatalf("Render: %v", err)
 			}
-			got := goldenSpec{Argv: spec.Argv, Env: spec.Env, Files: seccompElided(t, spec), SecretEnv: spec.SecretEnv, Checks: spec.Checks}
+			got := goldenSpec{Prefix: spec.Prefix, Argv: spec.Argv, Env: spec.Env, Files: seccompElided(t, spec), SecretEnv: spec.SecretEnv, Checks: spec.Checks}
 			js, err := json.MarshalIndent(got, "", "  ")
 			if err != nil {
 				t.Fatal(err)
@@ -242,7 +278,13 @@ func TestRenderGolden(t *testing.T) {
 func TestRenderFDs(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
-			spec, err := bwrap.Render(tc.plan())
+			var spec *bwrap.Spec
+			var err error
+			if tc.how == "" {
+				spec, err = bwrap.Render(tc.plan())
+			} else {
+				spec, err = bwrap.RenderEnforced(tc.plan(), tc.how)
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

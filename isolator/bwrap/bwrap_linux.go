@@ -20,6 +20,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/cgroup"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/pin"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
@@ -81,9 +82,23 @@ func (b *Isolator) path() (string, error) {
 	return exec.LookPath("bwrap")
 }
 
-// Render implements isolator.Isolator.
+// Render implements isolator.Isolator: what Run would start on this host, with the
+// limits enforced as Run would enforce them here (it probes the host's cgroups and
+// systemd, and makes nothing). A limit that cannot be enforced here is Run's error.
 func (*Isolator) Render(p *isolator.Plan) (isolator.Rendered, error) {
-	return Render(p)
+	e, l, err := chooseHere(p)
+	if err != nil {
+		return nil, err
+	}
+	o := renderOptions{ready: true, limits: &e}
+	if e.uses(byCgroup) {
+		hs, err := l.For(e.controllers(byCgroup)...)
+		if err != nil {
+			return nil, err
+		}
+		o.cgroup = placement(p, e, hs, cgroup.NamePrefix+p.Project.ID+"-"+sessionPlaceholder, kernelAtLeast(kernelRelease(), minCloneKernel))
+	}
+	return render(p, egress.DefaultBinaries, o)
 }
 
 // Run implements isolator.Isolator.
@@ -92,13 +107,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, fmt.Errorf("%w: bwrap not found on PATH: %s", isolator.ErrUnavailable, installHint)
 	}
-	if err := checkPids(p); err != nil {
+	enf, layout, err := chooseHere(p)
+	if err != nil {
 		return 0, err
-	}
-	if p.Limits.Memory > 0 || p.Limits.CPUs > 0 {
-		if err := hostCgroups(p).check(p); err != nil {
-			return 0, limitsError(p, err)
-		}
 	}
 	svc, err := hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase})
 	if err != nil {
@@ -129,7 +140,19 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if sess != nil {
 		pp.Tmp.Session = sess.Name
 	}
-	spec, err := RenderWith(pp, b.binaries())
+	o := renderOptions{ready: true, limits: &enf}
+	var cg *cgroup.Session
+	if enf.uses(byCgroup) {
+		if cg, o.cgroup, err = openSession(p, enf, layout); err != nil {
+			return 0, err
+		}
+		defer func() {
+			if err := cg.Remove(); err != nil {
+				b.warn("%v", err)
+			}
+		}()
+	}
+	spec, err := render(pp, b.binaries(), o)
 	if err != nil {
 		return 0, err
 	}
@@ -166,6 +189,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// Its own process group: keyboard signals reach devsandbox only, which forwards
 	// them to the command (bwrap would otherwise die and SIGKILL the sandbox).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := startIn(cmd, spec.Cgroup, cg); err != nil {
+		return 0, err
+	}
 
 	var relay *tty.Relay
 	var slave *os.File
@@ -263,7 +289,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	writeErr := <-writeErrs
 	code := exitCode(cmd.ProcessState, waitErr)
 	if cmdPid != 0 {
-		if code == 128+int(syscall.SIGKILL) && spec.Scope != "" && scopeOOM(spec.Scope) && stdio.Err != nil {
+		if code == 128+int(syscall.SIGKILL) && stdio.Err != nil && outOfMemory(spec, cg) {
 			fmt.Fprintf(stdio.Err, "devsandbox: %s\n", p.Limits.OOMMessage())
 		}
 		return code, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/cgroup"
 	"github.com/devsandbox/devsandbox/syscalls"
 )
 
@@ -50,7 +51,8 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 	return append(rows, b.limitRows()...)
 }
 
-// limitRows say whether the syscall policy and each resource limit can be enforced.
+// limitRows say whether the syscall policy and each resource limit can be enforced
+// here, and how: each limit alone, as Run would choose.
 func (b *Isolator) limitRows() []isolator.Check {
 	row := func(name string, err error, detail, fix string) isolator.Check {
 		st := isolator.Status{State: isolator.Active}
@@ -60,20 +62,56 @@ func (b *Isolator) limitRows() []isolator.Check {
 		return isolator.Check{Name: name, Status: st, Detail: detail}
 	}
 	_, archErr := syscalls.Native()
-	p := &isolator.Plan{User: isolator.User{UID: os.Getuid()}, Limits: isolator.Limits{Pids: 1}}
-	pidsErr := checkPids(p)
-	var u unix.Utsname
-	_ = unix.Uname(&u)
-	p.Limits = isolator.Limits{Memory: 1 << 30, CPUs: 1}
-	p.HostEnv = map[string]string{"XDG_RUNTIME_DIR": b.RuntimeDir}
-	cgErr := hostCgroups(p).check(p)
-	return []isolator.Check{
-		row("syscall policy (seccomp)", archErr, "bwrap --seccomp, devsandbox-init as pid 1 (bwrap 0.8.0 or later)", "use --isolator=docker"),
-		row("process limit (limits.pids)", pidsErr, "RLIMIT_NPROC in the sandbox's user namespace (Linux "+unix.ByteSliceToString(u.Release[:])+")",
-			"use Linux 5.14 or later, or --isolator=docker, or set limits.pids = 0"),
-		row("memory and CPU limits (limits.memory, limits.cpus)", cgErr, "a systemd user scope (cgroup v2)",
-			"boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1) under a systemd user session, or use --isolator=docker; without them --memory and --cpus stop the run"),
+	rows := []isolator.Check{row("syscall policy (seccomp)", archErr, "bwrap --seccomp, devsandbox-init as pid 1 (bwrap 0.8.0 or later)", "use --isolator=docker")}
+	p := &isolator.Plan{User: isolator.User{UID: os.Getuid()}, HostEnv: map[string]string{"XDG_RUNTIME_DIR": b.RuntimeDir}}
+	h, layout := probeLimits(p)
+	cgroupFix := "run devsandbox as root or in a delegated cgroup v2 subtree, or boot with cgroup v2 under a systemd user session, or use --isolator=docker"
+	for _, r := range []struct {
+		name string
+		l    isolator.Limits
+		fix  string
+	}{
+		{"process limit (limits.pids)", isolator.Limits{Pids: 4096}, "run devsandbox as a normal user on Linux 5.14 or later, or " + cgroupFix + "; or set limits.pids = 0"},
+		{"memory limit (limits.memory)", isolator.Limits{Memory: 1 << 30}, cgroupFix + "; without it --memory stops the run"},
+		{"CPU limit (limits.cpus)", isolator.Limits{CPUs: 1}, cgroupFix + "; without it --cpus stops the run"},
+	} {
+		e, err := chooseLimits(r.l, h)
+		detail := ""
+		var le *limitError
+		switch {
+		case err == nil:
+			detail = describe(e, h, layout)
+		case errors.As(err, &le):
+			err = errors.New(le.Reason())
+		}
+		rows = append(rows, row(r.name, err, detail, r.fix))
 	}
+	return rows
+}
+
+// describe says how e enforces its one limit.
+func describe(e enforcement, h limitHost, layout func() *cgroup.Layout) string {
+	switch {
+	case e.pids == byRlimit:
+		d := "RLIMIT_NPROC in the sandbox's user namespace (Linux " + kernelRelease() + ")"
+		if h.cgroup(cgroup.Pids) == nil {
+			d += "; pids.max in the session cgroup when --memory or --cpus make one"
+		}
+		return d
+	case e.uses(byScope):
+		return "a systemd user scope (systemd-run --user --scope)"
+	case e.uses(byCgroup):
+		hs, err := layout().For(e.controllers(byCgroup)...)
+		if err != nil || len(hs) == 0 {
+			return "a session cgroup"
+		}
+		v := "v1"
+		if hs[0].V2 {
+			v = "v2"
+		}
+		return fmt.Sprintf("a session cgroup devsandbox makes in %s (cgroup %s)", hs[0].Parent, v)
+	}
+	return ""
 }
 
 type nsState struct {

@@ -1,48 +1,243 @@
 package bwrap
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/cgroup"
 )
 
-// Resource limits under bwrap. limits.pids is RLIMIT_NPROC, set by the init inside
-// the sandbox's own user namespace, where the kernel counts only the sandbox's tasks
-// (since Linux 5.14, which counts RLIMIT_NPROC per user namespace; before, it counts
-// all of the user's tasks on the host). limits.memory and limits.cpus need cgroups:
-// the run is placed in a systemd scope of the user's manager (systemd-run --user
-// --scope), which needs cgroup v2 with the memory and cpu controllers delegated to it.
+// Resource limits under bwrap. Each limit the Plan sets is enforced by one of three
+// mechanisms, chosen by what the host offers (chooseLimits):
+//   - RLIMIT_NPROC (limits.pids), set by the init inside the sandbox's own user
+//     namespace, where the kernel counts only the sandbox's tasks (since Linux 5.14,
+//     which counts RLIMIT_NPROC per user namespace; before, it counts all of the
+//     user's tasks on the host). The kernel does not apply it to root.
+//   - a session cgroup devsandbox makes itself (package cgroup) where the user may:
+//     root on cgroup v1 or v2, or a delegated cgroup v2 subtree. The sandbox starts
+//     in it: bwrap is cloned into it on v2, and a join step of the init moves itself
+//     in before it execs bwrap on v1.
+//   - a transient scope of the user's systemd manager (systemd-run --user --scope),
+//     which needs cgroup v2 with the controllers delegated to the manager.
+
+// mechanism is how one limit is enforced.
+type mechanism int
+
+const (
+	unlimited mechanism = iota
+	byRlimit            // RLIMIT_NPROC in the sandbox's user namespace
+	byCgroup            // a session cgroup devsandbox makes
+	byScope             // a systemd user scope
+)
+
+// enforcement says how each limit of a run is enforced.
+type enforcement struct {
+	pids, memory, cpus mechanism
+}
+
+// uses reports whether m enforces one of the limits.
+func (e enforcement) uses(m mechanism) bool {
+	return e.pids == m || e.memory == m || e.cpus == m
+}
+
+// controllers are the cgroup controllers of the limits e enforces with m.
+func (e enforcement) controllers(m mechanism) []string {
+	var cs []string
+	if e.pids == m {
+		cs = append(cs, cgroup.Pids)
+	}
+	if e.memory == m {
+		cs = append(cs, cgroup.Memory)
+	}
+	if e.cpus == m {
+		cs = append(cs, cgroup.CPU)
+	}
+	return cs
+}
+
+// defaultEnforcement is how a library run (WrapArgv, Command), which probes
+// nothing, enforces l: RLIMIT_NPROC and a systemd user scope.
+func defaultEnforcement(l isolator.Limits) enforcement {
+	var e enforcement
+	if l.Pids > 0 {
+		e.pids = byRlimit
+	}
+	if l.Memory > 0 {
+		e.memory = byScope
+	}
+	if l.CPUs > 0 {
+		e.cpus = byScope
+	}
+	return e
+}
+
+// limitHost is what the choice depends on. cgroup and scope say why a session
+// cgroup or a systemd user scope with the given controllers cannot be made (nil
+// when it can); they are called only when a limit needs them.
+type limitHost struct {
+	root   bool  // the user is root, whom the kernel exempts from RLIMIT_NPROC
+	nproc  error // why RLIMIT_NPROC does not count a sandbox's tasks apart (the kernel), or nil
+	cgroup func(ctrls ...string) error
+	scope  func(ctrls ...string) error
+}
+
+// errRootNproc is why RLIMIT_NPROC cannot bind root.
+var errRootNproc = errors.New("the kernel does not apply RLIMIT_NPROC to root")
+
+// try says why m cannot enforce limits of the controllers ctrls here, or nil.
+func (h limitHost) try(m mechanism, ctrls ...string) error {
+	switch m {
+	case byRlimit:
+		if h.root {
+			return errRootNproc
+		}
+		return h.nproc
+	case byCgroup:
+		return h.cgroup(ctrls...)
+	case byScope:
+		return h.scope(ctrls...)
+	}
+	return nil
+}
+
+// chooseLimits picks how each limit of l is enforced on the host h, or says why one
+// cannot be (isolator.ErrProtection). limits.memory and limits.cpus share one
+// mechanism: a session cgroup first for root (the user manager of root is rare), a
+// systemd user scope first for others (their delegated subtree is the manager's to
+// organise). limits.pids goes into the session cgroup when there is one; else
+// unprivileged users keep RLIMIT_NPROC, which costs nothing at launch; root needs a
+// cgroup or a scope (TasksMax). A session cgroup and a scope never combine: both
+// would place the sandbox.
+func chooseLimits(l isolator.Limits, h limitHost) (enforcement, error) {
+	var e enforcement
+	var mc []string
+	if l.Memory > 0 {
+		mc = append(mc, cgroup.Memory)
+	}
+	if l.CPUs > 0 {
+		mc = append(mc, cgroup.CPU)
+	}
+	shared := unlimited
+	if len(mc) > 0 {
+		order := []mechanism{byScope, byCgroup}
+		if h.root {
+			order = []mechanism{byCgroup, byScope}
+		}
+		m, why := first(h, order, mc...)
+		if m == unlimited {
+			return e, limitsError(l, false, why)
+		}
+		shared = m
+		if l.Memory > 0 {
+			e.memory = m
+		}
+		if l.CPUs > 0 {
+			e.cpus = m
+		}
+	}
+	if l.Pids > 0 {
+		var order []mechanism
+		switch {
+		case shared == byCgroup:
+			order = []mechanism{byCgroup, byRlimit}
+		case shared == byScope:
+			order = []mechanism{byRlimit, byScope}
+		case h.root:
+			order = []mechanism{byCgroup, byScope, byRlimit}
+		default:
+			order = []mechanism{byRlimit, byCgroup, byScope}
+		}
+		ctrls := append([]string{cgroup.Pids}, mc...)
+		m, why := first(h, order, ctrls...)
+		if m == unlimited {
+			return e, limitsError(l, true, why)
+		}
+		e.pids = m
+	}
+	return e, nil
+}
+
+// first returns the first mechanism of order that can enforce the controllers
+// ctrls (a cgroup or scope that also holds the limits of the other controllers), or
+// unlimited and why each could not.
+func first(h limitHost, order []mechanism, ctrls ...string) (mechanism, []string) {
+	var why []string
+	for _, m := range order {
+		err := h.try(m, ctrls...)
+		if err == nil {
+			return m, nil
+		}
+		why = append(why, flatten(err))
+	}
+	return unlimited, why
+}
+
+// flatten joins the lines of a joined error.
+func flatten(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
+
+// flatErr is an error on one line (flatten) that keeps its chain.
+type flatErr struct{ error }
+
+func (e flatErr) Error() string { return flatten(e.error) }
+func (e flatErr) Unwrap() error { return e.error }
+
+// limitError is a limit that no mechanism can enforce here: limits.pids when pids is
+// set, else limits.memory and limits.cpus. It wraps isolator.ErrProtection.
+type limitError struct {
+	limits isolator.Limits
+	pids   bool
+	why    []string // each mechanism's reason
+}
+
+func limitsError(l isolator.Limits, pids bool, why []string) error {
+	return &limitError{limits: l, pids: pids, why: why}
+}
+
+func (e *limitError) Unwrap() error { return isolator.ErrProtection }
+
+// Reason is why, without the advice.
+func (e *limitError) Reason() string { return strings.Join(e.why, "; ") }
+
+func (e *limitError) Error() string {
+	if e.pids {
+		return fmt.Sprintf("%v: limits.pids (%d) cannot be enforced under bwrap here (%s); the command did not run. Run devsandbox as a normal user on Linux 5.14 or later, or as root where it can make cgroups, use --isolator=docker, or set limits.pids = 0 (--pids=0) to run without a process limit. `devsandbox doctor` shows what this host has",
+			isolator.ErrProtection, e.limits.Pids, e.Reason())
+	}
+	var keys []string
+	if e.limits.Memory > 0 {
+		keys = append(keys, "limits.memory (--memory)")
+	}
+	if e.limits.CPUs > 0 {
+		keys = append(keys, "limits.cpus (--cpus)")
+	}
+	return fmt.Sprintf("%v: %s cannot be enforced under bwrap here (%s); the command did not run. They need a cgroup devsandbox can make (as root, or in a delegated cgroup v2 subtree) or cgroup v2 with a systemd user manager that delegates the memory and cpu controllers; run without them, or use --isolator=docker. `devsandbox doctor` shows what this host has",
+		isolator.ErrProtection, strings.Join(keys, " and "), e.Reason())
+}
 
 // minPidsKernel is the first Linux release counting RLIMIT_NPROC per user namespace.
 var minPidsKernel = [2]int{5, 14}
 
-// checkPids reports why limits.pids cannot be enforced here, or nil.
-func checkPids(p *isolator.Plan) error {
-	if p.Limits.Pids <= 0 {
-		return nil
-	}
-	if p.User.UID == 0 {
-		return fmt.Errorf("%w: limits.pids (%d) cannot be enforced for root under bwrap: the kernel does not apply RLIMIT_NPROC to root; run devsandbox as a normal user, use --isolator=docker, or set limits.pids = 0 (--pids=0) to run without a process limit", isolator.ErrProtection, p.Limits.Pids)
-	}
+// kernelRelease is the running kernel's release ("6.1.0-13-amd64").
+func kernelRelease() string {
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
-		return fmt.Errorf("%w: limits.pids: reading the kernel version: %w", isolator.ErrProtection, err)
+		return ""
 	}
-	release := unix.ByteSliceToString(u.Release[:])
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+// nprocErr says why RLIMIT_NPROC set in a user namespace does not count only that
+// namespace's tasks on a kernel of this release, or nil.
+func nprocErr(release string) error {
 	if !kernelAtLeast(release, minPidsKernel) {
-		return fmt.Errorf("%w: limits.pids (%d) needs Linux %d.%d or later under bwrap, which counts a sandbox's tasks in its own user namespace; this kernel is %s. Use --isolator=docker, or set limits.pids = 0 (--pids=0) to run without a process limit", isolator.ErrProtection, p.Limits.Pids, minPidsKernel[0], minPidsKernel[1], release)
+		return fmt.Errorf("RLIMIT_NPROC counts a sandbox's tasks apart only from Linux %d.%d on, and this kernel is %q", minPidsKernel[0], minPidsKernel[1], release)
 	}
 	return nil
 }
@@ -63,113 +258,4 @@ func kernelAtLeast(release string, min [2]int) bool {
 		return false
 	}
 	return major > min[0] || major == min[0] && minor >= min[1]
-}
-
-// scopeName names the session's systemd scope.
-func scopeName(p *isolator.Plan) string {
-	sess := p.Tmp.Session
-	if sess == "" {
-		sess = "<session>"
-	}
-	return "devsandbox-" + p.Project.ID + "-" + sess + ".scope"
-}
-
-// scopePrefix runs the rest in a transient scope of the user's systemd manager with
-// the memory and CPU limits (systemd-run execs it: same process, same descriptors).
-// Swap is off, so a memory hog is killed rather than swapped out.
-func scopePrefix(p *isolator.Plan, unit string) []string {
-	a := []string{"systemd-run", "--user", "--scope", "--quiet", "--unit=" + unit}
-	if p.Limits.Memory > 0 {
-		a = append(a, "-p", fmt.Sprintf("MemoryMax=%d", p.Limits.Memory), "-p", "MemorySwapMax=0")
-	}
-	if p.Limits.CPUs > 0 {
-		a = append(a, "-p", "CPUQuota="+strconv.FormatFloat(p.Limits.CPUs*100, 'f', -1, 64)+"%")
-	}
-	return append(a, "--")
-}
-
-// cgroupFS is where Run looks for cgroups (a field of the checks for their tests).
-type cgroupFS struct {
-	root       string // /sys/fs/cgroup
-	runtimeDir string // $XDG_RUNTIME_DIR
-	uid        int
-	lookPath   func(string) (string, error)
-	statfsType func(string) (int64, error)
-}
-
-func hostCgroups(p *isolator.Plan) cgroupFS {
-	return cgroupFS{
-		root: "/sys/fs/cgroup", runtimeDir: p.HostEnv["XDG_RUNTIME_DIR"], uid: p.User.UID,
-		lookPath: exec.LookPath,
-		statfsType: func(path string) (int64, error) {
-			var st unix.Statfs_t
-			err := unix.Statfs(path, &st)
-			return st.Type, err
-		},
-	}
-}
-
-// errNoScope is wrapped by the reasons limits.memory and limits.cpus cannot be
-// enforced under bwrap.
-var errNoScope = errors.New("no systemd user manager with delegated cgroups")
-
-// check reports why a scope with the limits of p cannot be made, or nil.
-func (c cgroupFS) check(p *isolator.Plan) error {
-	var want []string
-	if p.Limits.Memory > 0 {
-		want = append(want, "memory")
-	}
-	if p.Limits.CPUs > 0 {
-		want = append(want, "cpu")
-	}
-	if len(want) == 0 {
-		return nil
-	}
-	if t, err := c.statfsType(c.root); err != nil || t != unix.CGROUP2_SUPER_MAGIC {
-		return fmt.Errorf("%w: %s is not cgroup v2 (this host has cgroup v1 or a hybrid hierarchy)", errNoScope, c.root)
-	}
-	if c.runtimeDir == "" {
-		return fmt.Errorf("%w: XDG_RUNTIME_DIR is not set, so there is no user manager to ask", errNoScope)
-	}
-	if _, err := os.Stat(filepath.Join(c.runtimeDir, "systemd", "private")); err != nil {
-		return fmt.Errorf("%w: no systemd user manager is running (no %s)", errNoScope, filepath.Join(c.runtimeDir, "systemd", "private"))
-	}
-	if _, err := c.lookPath("systemd-run"); err != nil {
-		return fmt.Errorf("%w: systemd-run is not on PATH", errNoScope)
-	}
-	mgr := filepath.Join(c.root, "user.slice", fmt.Sprintf("user-%d.slice", c.uid), fmt.Sprintf("user@%d.service", c.uid), "cgroup.controllers")
-	b, err := os.ReadFile(mgr)
-	if err != nil {
-		return fmt.Errorf("%w: reading %s: %w", errNoScope, mgr, err)
-	}
-	have := strings.Fields(string(b))
-	for _, w := range want {
-		if !slices.Contains(have, w) {
-			return fmt.Errorf("%w: the %s controller is not delegated to the user manager (%s lists %q)", errNoScope, w, mgr, have)
-		}
-	}
-	return nil
-}
-
-// limitsError explains limits.memory or limits.cpus that cannot be enforced.
-func limitsError(p *isolator.Plan, why error) error {
-	var keys []string
-	if p.Limits.Memory > 0 {
-		keys = append(keys, "limits.memory (--memory)")
-	}
-	if p.Limits.CPUs > 0 {
-		keys = append(keys, "limits.cpus (--cpus)")
-	}
-	return fmt.Errorf("%w: %s cannot be enforced under bwrap: %w; the command did not run. They need cgroup v2 and a systemd user manager with the memory and cpu controllers delegated (systemd-run --user --scope); run without them, or use --isolator=docker. `devsandbox doctor` shows what this host has", isolator.ErrProtection, strings.Join(keys, " and "), why)
-}
-
-// scopeOOM reports whether the session's scope ended because the kernel's
-// out-of-memory killer killed a process in it, and removes the failed unit. It
-// starts systemctl, so it runs only after a command killed by SIGKILL.
-func scopeOOM(unit string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "systemctl", "--user", "show", "--property=Result", "--value", unit).Output()
-	_ = exec.CommandContext(ctx, "systemctl", "--user", "reset-failed", unit).Run()
-	return err == nil && string(bytes.TrimSpace(out)) == "oom-kill"
 }

@@ -130,7 +130,7 @@ func Probe(h Host) *Layout {
 	self, err1 := os.ReadFile(h.Root + "/proc/self/cgroup")
 	info, err2 := os.ReadFile(h.Root + "/proc/self/mountinfo")
 	if err := errors.Join(err1, err2); err != nil {
-		missing(fmt.Errorf("%w: reading this process's cgroups: %v", ErrUnavailable, err), Controllers...)
+		missing(fmt.Errorf("%w: reading this process's cgroups: %w", ErrUnavailable, err), Controllers...)
 		return l
 	}
 	mounts := parseMountinfo(info)

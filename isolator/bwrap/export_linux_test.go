@@ -1,0 +1,62 @@
+package bwrap
+
+import (
+	"fmt"
+
+	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/cgroup"
+)
+
+// RenderEnforced renders p as Run does on a host where its limits are enforced as
+// how says: "cgroup v1" (a session cgroup in the pids, memory and cpu hierarchies of
+// cgroup v1, entered by the join step), "cgroup v2" (one v2 directory, cloned into)
+// or "scope" (a systemd user scope holds every limit).
+func RenderEnforced(p *isolator.Plan, how string) (*Spec, error) {
+	var e enforcement
+	var m mechanism
+	o := renderOptions{ready: true, limits: &e}
+	var hs []cgroup.Hierarchy
+	switch how {
+	case "cgroup v1":
+		m = byCgroup
+		for _, c := range cgroup.Controllers {
+			hs = append(hs, cgroup.Hierarchy{Parent: "/sys/fs/cgroup/" + c + "/ci/job-7", Controllers: []string{c}})
+		}
+	case "cgroup v2":
+		m = byCgroup
+		hs = []cgroup.Hierarchy{{V2: true, Parent: "/sys/fs/cgroup/ci.slice", Controllers: cgroup.Controllers}}
+	case "scope":
+		m = byScope
+	default:
+		return nil, fmt.Errorf("unknown enforcement %q", how)
+	}
+	if p.Limits.Pids > 0 {
+		e.pids = m
+	}
+	if p.Limits.Memory > 0 {
+		e.memory = m
+	}
+	if p.Limits.CPUs > 0 {
+		e.cpus = m
+	}
+	if m == byCgroup {
+		var used []cgroup.Hierarchy
+		for _, h := range hs {
+			if len(e.controllers(byCgroup)) > 0 && (h.V2 || contains(e.controllers(byCgroup), h.Controllers[0])) {
+				used = append(used, h)
+			}
+		}
+		o.cgroup = placement(p, e, used, cgroup.NamePrefix+p.Project.ID+"-"+sessionPlaceholder, true)
+	}
+	return render(p, egress.DefaultBinaries, o)
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
