@@ -1,0 +1,314 @@
+//go:build integration
+
+package integration
+
+// Resource limits when devsandbox runs as root on bwrap: the kernel does not apply
+// RLIMIT_NPROC to root, so devsandbox enforces limits.pids, limits.memory and
+// limits.cpus through a session cgroup it makes itself (cgroup v1 on this machine
+// kind), starts the sandbox in it, and removes it after the run, or at the next
+// launch after a kill -9. These tests run devsandbox as root (the harness's own
+// user) rather than as the test user.
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// rootCommand prepares devsandbox on bwrap as root in the project, with a home of
+// its own in the scratch root (so nothing lands in /root).
+func (p *project) rootCommand(ctx context.Context, args ...string) *exec.Cmd {
+	p.t.Helper()
+	requireRoot(p.t)
+	requireBwrap(p.t)
+	home := p.path("roothome")
+	if _, err := os.Stat(home); os.IsNotExist(err) {
+		// A failed test must not leave session cgroups on the machine.
+		p.t.Cleanup(func() {
+			for _, d := range p.sessionCgroups() {
+				_ = os.Remove(d)
+			}
+		})
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		p.t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, it.bin, append([]string{"--isolator=bwrap"}, args...)...)
+	cmd.Dir = p.dir
+	cmd.Env = []string{"HOME=" + home, "USER=root", "LOGNAME=root", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG=C.UTF-8", "SHELL=/bin/sh"}
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// rootSandbox runs `devsandbox --isolator=bwrap [flags] -- sh -c script` as root.
+func (p *project) rootSandbox(flags []string, script string) result {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := p.rootCommand(ctx, append(flags, "--", "/bin/sh", "-c", script)...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		p.t.Fatalf("running devsandbox: %v", err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// sessionCgroups returns the session cgroups of the project's runs, wherever the
+// host's hierarchies are mounted: directories named devsandbox-<project id>-...
+func (p *project) sessionCgroups() []string {
+	p.t.Helper()
+	prefix := "devsandbox-" + strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-") + "-"
+	var dirs []string
+	_ = filepath.WalkDir("/sys/fs/cgroup", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), prefix) {
+			dirs = append(dirs, path)
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return dirs
+}
+
+// noSessionCgroups fails the test when a run of the project left a session cgroup.
+func (p *project) noSessionCgroups(when string) {
+	p.t.Helper()
+	if left := p.sessionCgroups(); len(left) > 0 {
+		p.t.Errorf("%s, session cgroups are left: %q", when, left)
+	}
+}
+
+// cgroupFile reads the first of names that exists in one of dirs.
+func cgroupFile(t *testing.T, dirs []string, names ...string) string {
+	t.Helper()
+	for _, n := range names {
+		for _, d := range dirs {
+			if b, err := os.ReadFile(filepath.Join(d, n)); err == nil {
+				return strings.TrimSpace(string(b))
+			}
+		}
+	}
+	t.Errorf("none of %q in the session cgroup %q", names, dirs)
+	return ""
+}
+
+// started starts cmd with its stdout read line by line and stdin held open.
+func started(t *testing.T, cmd *exec.Cmd) (*lineReader, func()) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return newLineReader(t, stdout), func() { stdin.Close() }
+}
+
+// forkStorm forks subshells that block on a FIFO until the limit refuses one, says
+// how many it started and why the next failed, prints HOLD and keeps them until its
+// stdin ends. Plain forks, no exec: a fork costs several milliseconds on the test
+// machines, and the storm must reach the default limit.
+const forkStorm = `mkfifo /tmp/hold
+sh -c 'trap "echo storm started \$i" EXIT; i=0; while [ $i -lt 5000 ]; do ( read x </tmp/hold ) & i=$((i+1)); done' 2>/tmp/err
+echo "storm refused: $(cat /tmp/err)"
+echo HOLD
+read x
+true`
+
+// TestRootForkStorm: the default process limit (4096 tasks) stops a fork storm in
+// a sandbox run as root, counted by the session cgroup's pids controller, while
+// processes still start on the host.
+func TestRootForkStorm(t *testing.T) {
+	p := newProject(t)
+	cmd := p.rootCommand(t.Context(), "--egress=none", "--", "/bin/sh", "-c", forkStorm)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	lr, release := started(t, cmd)
+	line := lr.waitFor("storm started")
+	refusal := lr.waitFor("storm refused")
+	lr.waitFor("HOLD")
+	dirs := p.sessionCgroups()
+	if max := cgroupFile(t, dirs, "pids.max"); max != "4096" {
+		t.Errorf("the session cgroup's pids.max is %q, want the default 4096", max)
+	}
+	if cur, _ := strconv.Atoi(cgroupFile(t, dirs, "pids.current")); cur < 4000 || cur > 4096 {
+		t.Errorf("the storm holds %d tasks in the session cgroup, want about the limit (4096)", cur)
+	}
+	for _, cred := range []*syscall.Credential{nil, {Uid: uint32(it.uid), Gid: uint32(it.gid)}} {
+		host := exec.Command("/bin/true")
+		host.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		if err := host.Run(); err != nil {
+			t.Errorf("a process could not start on the host during the storm (credential %v): %v", cred, err)
+		}
+	}
+	release()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the storm's run: %v\n%s", err, stderr.String())
+	}
+	var n int
+	if _, err := fmt.Sscanf(line, "storm started %d", &n); err != nil {
+		t.Fatalf("%q: %v\n%s", line, err, stderr.String())
+	}
+	if n >= 4096 || n < 4000 || !strings.Contains(refusal, "Cannot fork") {
+		t.Errorf("the storm started %d processes (%s), want just under the default limit of 4096, then a refused fork", n, refusal)
+	}
+	p.noSessionCgroups("after the run")
+}
+
+// TestRootMemoryHog: --memory as root kills a memory hog in the session cgroup and
+// devsandbox says so; the exit status stays the command's (137).
+func TestRootMemoryHog(t *testing.T) {
+	p := newProject(t)
+	probe := p.installProbe()
+	r := p.rootSandbox([]string{"--egress=none", "--memory=64m"}, probe+" memhog 512")
+	if r.code != 137 || !strings.Contains(r.stderr, "devsandbox: the sandbox ran out of memory (limit 64 MiB)") {
+		t.Errorf("want exit 137 and the out-of-memory report:\n%s", r)
+	}
+	if strings.Contains(r.stdout, "memhog done") || !strings.Contains(r.stdout, "memhog 16") {
+		t.Errorf("the hog must start and be stopped:\n%s", r)
+	}
+	// A command that exits 137 by itself is not reported as out of memory.
+	r = p.rootSandbox([]string{"--egress=none", "--memory=64m"}, "kill -9 $$")
+	if r.code != 137 || strings.Contains(r.stderr, "out of memory") {
+		t.Errorf("a SIGKILL without an out-of-memory kill:\n%s", r)
+	}
+	p.noSessionCgroups("after the runs")
+}
+
+// TestRootLimitsApplied: the memory limit (swap off), the CPU quota and the pids
+// limit are in the session cgroup, and the sandbox's processes are in it from the
+// start: bwrap itself, the shim and the command.
+func TestRootLimitsApplied(t *testing.T) {
+	p := newProject(t)
+	cmd := p.rootCommand(t.Context(), "--egress=none", "--memory=256m", "--cpus=0.5", "--", "/bin/sh", "-c", "echo ready; read x; true")
+	lr, release := started(t, cmd)
+	lr.waitFor("ready")
+	dirs := p.sessionCgroups()
+	if len(dirs) == 0 {
+		t.Fatal("no session cgroup while the sandbox runs")
+	}
+	if got := cgroupFile(t, dirs, "pids.max"); got != "4096" {
+		t.Errorf("pids.max = %q", got)
+	}
+	if got := cgroupFile(t, dirs, "memory.max", "memory.limit_in_bytes"); got != "268435456" {
+		t.Errorf("memory limit = %q, want 268435456", got)
+	}
+	if got := cgroupFile(t, dirs, "memory.swap.max", "memory.memsw.limit_in_bytes"); got != "0" && got != "268435456" {
+		t.Errorf("swap limit = %q, want none beyond the memory limit", got)
+	}
+	if got := cgroupFile(t, dirs, "cpu.max", "cpu.cfs_quota_us"); got != "50000 100000" && got != "50000" {
+		t.Errorf("CPU quota = %q, want 50000 µs per 100000", got)
+	}
+	tree := descendants(cmd.Process.Pid)
+	if len(tree) < 3 {
+		t.Fatalf("found only %d sandboxed processes: %v", len(tree), tree)
+	}
+	for _, pid := range tree {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if err != nil {
+			continue
+		}
+		if n := strings.Count(string(b), "/"+filepath.Base(dirs[0])+"\n"); n != len(dirs) {
+			t.Errorf("process %d is in %d of the session cgroup's %d directories:\n%s", pid, n, len(dirs), b)
+		}
+	}
+	release()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the run: %v", err)
+	}
+	p.noSessionCgroups("after the run")
+}
+
+// TestRootCgroupSweptAfterKill: a kill -9 of devsandbox leaves its session cgroup
+// (nothing runs to remove it); once the sandbox is gone, the next launch removes it.
+func TestRootCgroupSweptAfterKill(t *testing.T) {
+	p := newProject(t)
+	cmd := p.rootCommand(t.Context(), "--egress=none", "--", "/bin/sh", "-c", "echo ready; exec sleep 300")
+	lr, _ := started(t, cmd)
+	lr.waitFor("ready")
+	dirs := p.sessionCgroups()
+	if len(dirs) == 0 {
+		t.Fatal("no session cgroup while the sandbox runs")
+	}
+	var fds []int
+	for _, pid := range descendants(cmd.Process.Pid) {
+		if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+			fds = append(fds, fd)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, fd := range fds {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(pfd, int(time.Until(deadline).Milliseconds())); err != nil || n != 1 {
+			t.Fatalf("a sandboxed process outlived devsandbox by 10s: %v", err)
+		}
+		unix.Close(fd)
+	}
+	if left := p.sessionCgroups(); len(left) != len(dirs) {
+		t.Fatalf("after kill -9 the session cgroups %q should be left for the next launch, found %q", dirs, left)
+	}
+	if r := p.rootSandbox([]string{"--egress=none"}, "true"); r.code != 0 {
+		t.Fatalf("the next launch: %s", r)
+	}
+	p.noSessionCgroups("after the next launch")
+}
+
+// TestRootCgroupFilesystemReadOnly: the cgroup file system is what a sandboxed root
+// could lift its limits through. Shown read-only, every attempt fails; a writable
+// mount of it is refused before the command runs.
+func TestRootCgroupFilesystemReadOnly(t *testing.T) {
+	p := newProject(t)
+	attack := `for f in /sys/fs/cgroup/*/devsandbox-*/pids.max /sys/fs/cgroup/devsandbox-*/pids.max; do
+			[ -e "$f" ] || continue
+			echo max > "$f" 2>/dev/null && echo "raised $f"
+		done
+		for f in /sys/fs/cgroup/*/cgroup.procs /sys/fs/cgroup/cgroup.procs; do
+			[ -e "$f" ] || continue
+			echo 0 > "$f" 2>/dev/null && echo "moved to $f"
+		done
+		mkdir /sys/fs/cgroup/pids/escape 2>/dev/null && echo "made a cgroup"
+		echo attack done`
+	r := p.rootSandbox([]string{"--egress=none", "--mount", "/sys/fs/cgroup:/sys/fs/cgroup:ro"}, attack)
+	if r.code != 0 || !strings.Contains(r.stdout, "attack done") {
+		t.Fatalf("the run with the cgroup file system read-only: %s", r)
+	}
+	if strings.TrimSpace(r.stdout) != "attack done" {
+		t.Errorf("the sandbox changed its cgroups:\n%s", r.stdout)
+	}
+	_ = os.Remove("/sys/fs/cgroup/pids/escape")
+	for _, m := range []string{"/sys/fs/cgroup", "/sys"} {
+		r = p.rootSandbox([]string{"--egress=none", "--mount", m}, attack)
+		if r.code != 125 || strings.Contains(r.stdout, "attack done") || !strings.Contains(r.stderr, "the writable mount of "+m) {
+			t.Errorf("a writable mount of %s must stop the run before the command:\n%s", m, r)
+		}
+	}
+	_ = os.Remove("/sys/fs/cgroup/pids/escape")
+	p.noSessionCgroups("after the runs")
+}
