@@ -108,6 +108,11 @@ func chooseHere(p *isolator.Plan) (enforcement, *cgroup.Layout, error) {
 	if !e.uses(byCgroup) && !e.uses(byScope) {
 		return e, nil, nil
 	}
+	if e.cpus == byCgroup {
+		if _, err := cgroup.Quota(p.Limits.CPUs); err != nil {
+			return e, nil, fmt.Errorf("%w: %v; the command did not run", isolator.ErrProtection, err)
+		}
+	}
 	l := layout()
 	return e, l, exposedCgroups(p, l.Mounts)
 }
