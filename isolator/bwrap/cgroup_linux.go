@@ -49,6 +49,11 @@ func placement(p *isolator.Plan, e enforcement, hs []cgroup.Hierarchy, name stri
 		q, _ := cgroup.Quota(p.Limits.CPUs)
 		c.Limits = append(c.Limits, fmt.Sprintf("CPU quota %d µs per %d µs", q, cgroup.Period))
 	}
+	for _, h := range hs {
+		if h.Caps != (cgroup.Limits{}) {
+			c.Limits = append(c.Limits, fmt.Sprintf("at most the limits of the cgroup devsandbox runs in (pids %d, memory %d bytes, CPUs %g; 0 is none)", h.Caps.Pids, h.Caps.Memory, h.Caps.CPUs))
+		}
+	}
 	return c
 }
 

@@ -8,8 +8,8 @@
 // devsandbox runs in, so the limits of that cgroup still bind the sandbox: on v1 it
 // is a child of it; on v2, whose cgroups with processes cannot have children with
 // controllers, a child of it only when it is the hierarchy's root, else a child of
-// its parent, and only when devsandbox's own cgroup sets no limit of its own that
-// the sandbox would escape that way.
+// its parent, which then also gets the limits devsandbox's own cgroup sets (Caps),
+// so that the sandbox is never less bound than devsandbox itself.
 //
 // Create makes a session cgroup, holding an flock on each of its directories for the
 // life of the run; Remove kills what is left in it and removes it; Sweep removes the
@@ -69,6 +69,9 @@ type Hierarchy struct {
 	// Enable are controllers Create enables in Parent's cgroup.subtree_control first
 	// (v2), as runc does for the cgroups it makes.
 	Enable []string
+	// Caps are the limits of the cgroup devsandbox runs in when the session cgroup
+	// goes beside it (v2): Create holds the session cgroup to them as well.
+	Caps Limits
 }
 
 // Layout is what Probe found.
@@ -224,9 +227,6 @@ func (h Host) probeV2(l *Layout, m mount, self string, want []string) (Hierarchy
 			return all(fmt.Errorf("%w: devsandbox runs in %s, the top of its cgroup namespace, which holds processes: cgroup v2 gives such a cgroup no children with controllers. Run devsandbox from a leaf cgroup under a delegated one (as docker-in-docker entrypoints do: move the processes into a child and enable the controllers in cgroup.subtree_control)", ErrUnavailable, dir))
 		}
 		parent = filepath.Dir(dir)
-		if lim := h.ownLimits(dir); lim != "" {
-			return all(fmt.Errorf("%w: devsandbox's cgroup %s sets %s, which a session cgroup beside it (in %s) would escape", ErrUnavailable, dir, lim, parent))
-		}
 	}
 	for _, f := range []string{"", "cgroup.procs"} {
 		if p := filepath.Join(parent, f); !h.Writable(p) {
@@ -246,6 +246,14 @@ func (h Host) probeV2(l *Layout, m mount, self string, want []string) (Hierarchy
 		}
 		hy.Controllers = append(hy.Controllers, c)
 	}
+	if parent != dir {
+		hy.Caps = h.caps(dir)
+		for _, c := range hy.Caps.controllers() {
+			if !slices.Contains(hy.Controllers, c) {
+				return all(fmt.Errorf("%w: devsandbox's cgroup %s limits %s, and a session cgroup beside it (in %s) could not hold that limit", ErrUnavailable, dir, c, parent))
+			}
+		}
+	}
 	var why error
 	switch {
 	case len(hy.Enable) == 0:
@@ -253,6 +261,9 @@ func (h Host) probeV2(l *Layout, m mount, self string, want []string) (Hierarchy
 		why = fmt.Errorf("%w: %s does not enable %s for its children and its cgroup.subtree_control is not writable by you", ErrUnavailable, parent, strings.Join(hy.Enable, ", "))
 	case parent != dir && len(h.fields(parent, "cgroup.procs")) > 0:
 		why = fmt.Errorf("%w: %s does not enable %s for its children and holds processes, so cgroup v2 does not let it", ErrUnavailable, parent, strings.Join(hy.Enable, ", "))
+	}
+	if why != nil && len(hy.Caps.controllers()) > 0 {
+		return all(why) // the caps need every controller
 	}
 	if why != nil {
 		// The controllers it does enable stay usable.
@@ -265,15 +276,37 @@ func (h Host) probeV2(l *Layout, m mount, self string, want []string) (Hierarchy
 	return hy, errs
 }
 
-// ownLimits names a limit the v2 cgroup dir sets itself ("" when none).
-func (h Host) ownLimits(dir string) string {
-	for _, f := range []string{"pids.max", "memory.max", "memory.high", "cpu.max"} {
-		v := h.fields(dir, f)
-		if len(v) > 0 && v[0] != "max" {
-			return f + " = " + strings.Join(v, " ")
+// caps reads the limits the v2 cgroup dir sets itself: pids.max, memory.max and
+// cpu.max ("max" is none).
+func (h Host) caps(dir string) Limits {
+	var l Limits
+	num := func(name string) (int64, string, bool) {
+		f := h.fields(dir, name)
+		if len(f) == 0 || f[0] == "max" {
+			return 0, "", false
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, "", false
+		}
+		rest := ""
+		if len(f) > 1 {
+			rest = f[1]
+		}
+		return n, rest, true
+	}
+	if n, _, ok := num("pids.max"); ok {
+		l.Pids = int(n)
+	}
+	if n, _, ok := num("memory.max"); ok {
+		l.Memory = n
+	}
+	if q, period, ok := num("cpu.max"); ok {
+		if p, err := strconv.ParseInt(period, 10, 64); err == nil && p > 0 {
+			l.CPUs = float64(q) / float64(p)
 		}
 	}
-	return ""
+	return l
 }
 
 func (h Host) exists(dir, name string) bool {

@@ -152,11 +152,18 @@ func TestProbe(t *testing.T) {
 		{"cgroup v2 delegated parent without cpu", func(t *testing.T) *fakeHost {
 			return v2(t, "/ci.slice/runner", "memory pids", "memory pids")
 		}, []Hierarchy{{V2: true, Parent: "/sys/fs/cgroup/ci.slice", Controllers: []string{Pids, Memory}}}, map[string]string{CPU: `cgroup.controllers lists ["memory" "pids"]`}},
-		{"cgroup v2, own limit would be escaped", func(t *testing.T) *fakeHost {
-			f := v2(t, "/ci.slice/runner", "cpu memory pids", "cpu memory pids")
+		{"cgroup v2, the limits of devsandbox's own cgroup go with it", func(t *testing.T) *fakeHost {
+			f := v2(t, "/system.slice/ci.service", "cpu memory pids", "cpu memory pids")
+			f.file("/sys/fs/cgroup/system.slice/ci.service/pids.max", "4915\n")
+			f.file("/sys/fs/cgroup/system.slice/ci.service/memory.max", "1073741824\n")
+			f.file("/sys/fs/cgroup/system.slice/ci.service/cpu.max", "50000 100000\n")
+			return f
+		}, []Hierarchy{{V2: true, Parent: "/sys/fs/cgroup/system.slice", Controllers: []string{Pids, Memory, CPU}, Caps: Limits{Pids: 4915, Memory: 1 << 30, CPUs: 0.5}}}, nil},
+		{"cgroup v2, a limit of devsandbox's own cgroup the session cgroup could not hold", func(t *testing.T) *fakeHost {
+			f := v2(t, "/ci.slice/runner", "cpu pids", "cpu pids")
 			f.file("/sys/fs/cgroup/ci.slice/runner/memory.max", "1073741824\n")
 			return f
-		}, nil, map[string]string{"*": "sets memory.max = 1073741824, which a session cgroup beside it (in /sys/fs/cgroup/ci.slice) would escape"}},
+		}, nil, map[string]string{"*": "limits memory, and a session cgroup beside it (in /sys/fs/cgroup/ci.slice) could not hold that limit"}},
 		{"cgroup v2 parent not delegated", func(t *testing.T) *fakeHost {
 			f := v2(t, "/user.slice/session-1.scope", "cpu memory pids", "memory pids")
 			f.readOnly = []string{"/sys/fs/cgroup/user.slice"}

@@ -25,6 +25,35 @@ type Limits struct {
 	CPUs   float64 // CPUs' worth of time
 }
 
+// controllers are those of Controllers that l limits.
+func (l Limits) controllers() []string {
+	var cs []string
+	if l.Pids > 0 {
+		cs = append(cs, Pids)
+	}
+	if l.Memory > 0 {
+		cs = append(cs, Memory)
+	}
+	if l.CPUs > 0 {
+		cs = append(cs, CPU)
+	}
+	return cs
+}
+
+// capped is l with each limit of c that is stricter, or that l does not set.
+func (l Limits) capped(c Limits) Limits {
+	if c.Pids > 0 && (l.Pids == 0 || c.Pids < l.Pids) {
+		l.Pids = c.Pids
+	}
+	if c.Memory > 0 && (l.Memory == 0 || c.Memory < l.Memory) {
+		l.Memory = c.Memory
+	}
+	if c.CPUs > 0 && (l.CPUs == 0 || c.CPUs < l.CPUs) {
+		l.CPUs = c.CPUs
+	}
+	return l
+}
+
 // Period is the CPU quota's period in microseconds; MinQuota is the smallest quota
 // the kernel takes (1 ms).
 const (
@@ -56,6 +85,7 @@ type dir struct {
 	path  string
 	v2    bool
 	ctrls []string
+	caps  Limits
 	fd    int
 	fs    tree
 }
@@ -92,7 +122,7 @@ func (s *Session) CloneFD() (int, bool) {
 }
 
 // Create makes a session cgroup named NamePrefix+tag+"-"+<random> in each of hs and
-// writes lim to it: pids.max; the memory limit with swap off (v1:
+// writes lim, within each hierarchy's Caps, to it: pids.max; the memory limit with swap off (v1:
 // memory.limit_in_bytes and memory.memsw.limit_in_bytes; v2: memory.max and
 // memory.swap.max = 0), refused when the host uses swap and the hierarchy cannot
 // account for it; the CPU quota (v1: cpu.cfs_quota_us; v2: cpu.max). swap says
@@ -130,7 +160,7 @@ func (fs tree) create(hs []Hierarchy, tag string, lim Limits, swap bool) (*Sessi
 		return nil, err
 	}
 	for _, d := range s.dirs {
-		if err = d.setLimits(lim, swap); err != nil {
+		if err = d.setLimits(lim.capped(d.caps), swap); err != nil {
 			break
 		}
 	}
@@ -165,7 +195,7 @@ func (fs tree) createDirs(hs []Hierarchy, tag string) (_ *Session, retry bool, _
 			_ = fs.rmdir(path)
 			return undo(fmt.Errorf("opening the session cgroup %s: %w", path, err), errors.Is(err, unix.ENOENT))
 		}
-		s.dirs = append(s.dirs, dir{path: path, v2: h.V2, ctrls: h.Controllers, fd: fd, fs: fs})
+		s.dirs = append(s.dirs, dir{path: path, v2: h.V2, ctrls: h.Controllers, caps: h.Caps, fd: fd, fs: fs})
 		if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 			return undo(fmt.Errorf("locking the session cgroup %s: %w", path, err), errors.Is(err, unix.EWOULDBLOCK))
 		}

@@ -167,6 +167,23 @@ func TestCreateWritesLimits(t *testing.T) {
 	}
 }
 
+func TestCreateHoldsTheCaps(t *testing.T) {
+	ft, _, v2 := newFakeTree(t)
+	v2[0].Caps = Limits{Pids: 100, Memory: 128 << 20, CPUs: 2}
+	ft.hs[len(ft.hs)-1] = v2[0]
+	s, err := ft.tree().create(v2, "p", Limits{Pids: 4096, CPUs: 0.5}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Remove()
+	d := s.Dirs()[0]
+	for file, want := range map[string]string{"pids.max": "100", "memory.max": "134217728", "memory.swap.max": "0", "cpu.max": "50000 100000"} {
+		if got := read(t, d, file); got != want {
+			t.Errorf("%s = %q, want %q (the stricter of the limit asked and the cap)", file, got, want)
+		}
+	}
+}
+
 func TestCreateOnlyTheLimitsAsked(t *testing.T) {
 	ft, v1, _ := newFakeTree(t)
 	s, err := ft.tree().create(v1[:1], "p", Limits{Pids: 4096}, false)
