@@ -390,7 +390,13 @@ func (lr *lineReader) next() string {
 // waitFor returns the first line with the given prefix, failing after 30 s.
 func (lr *lineReader) waitFor(prefix string) string {
 	lr.t.Helper()
-	deadline := time.After(30 * time.Second)
+	return lr.waitForIn(30*time.Second, prefix)
+}
+
+// waitForIn is waitFor, failing after d.
+func (lr *lineReader) waitForIn(d time.Duration, prefix string) string {
+	lr.t.Helper()
+	deadline := time.After(d)
 	for {
 		select {
 		case l, ok := <-lr.lines:
@@ -401,7 +407,7 @@ func (lr *lineReader) waitFor(prefix string) string {
 				return l
 			}
 		case <-deadline:
-			lr.t.Fatalf("no line starting with %q within 30s", prefix)
+			lr.t.Fatalf("no line starting with %q within %s", prefix, d)
 		}
 	}
 }
