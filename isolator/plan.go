@@ -164,6 +164,16 @@ func (l Limits) OOMMessage() string {
 	return "the sandbox ran out of memory (limit " + l.MemoryText() + ")"
 }
 
+// PidsMessage is what devsandbox says after the process limit refused refused
+// forks in the sandbox (where the isolator can count them).
+func (l Limits) PidsMessage(refused int) string {
+	forks := "forks were"
+	if refused == 1 {
+		forks = "fork was"
+	}
+	return "the sandbox reached its process limit (limits.pids = " + strconv.Itoa(l.Pids) + "): " + strconv.Itoa(refused) + " " + forks + " refused; raise it with --pids or limits.pids if the command needs more"
+}
+
 // Project identifies the project directory.
 type Project struct {
 	Dir  string // real absolute path

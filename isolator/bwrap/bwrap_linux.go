@@ -289,8 +289,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	writeErr := <-writeErrs
 	code := exitCode(cmd.ProcessState, waitErr)
 	if cmdPid != 0 {
-		if code == 128+int(syscall.SIGKILL) && p.Limits.Memory > 0 && stdio.Err != nil && outOfMemory(spec, cg) {
-			fmt.Fprintf(stdio.Err, "devsandbox: %s\n", p.Limits.OOMMessage())
+		if stdio.Err != nil {
+			reportLimits(stdio.Err, p, spec, cg, code)
 		}
 		return code, nil
 	}

@@ -2,10 +2,12 @@ package bwrap
 
 import (
 	"fmt"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
@@ -170,6 +172,20 @@ func startIn(cmd *exec.Cmd, c *Cgroup, cg *cgroup.Session) error {
 	}
 	cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
 	return nil
+}
+
+// reportLimits tells w, after a run that exited with code, which of p's limits
+// stopped the command: the out-of-memory killer (a command killed by SIGKILL), and
+// forks the session cgroup's process limit refused.
+func reportLimits(w io.Writer, p *isolator.Plan, spec *Spec, cg *cgroup.Session, code int) {
+	if code == 128+int(syscall.SIGKILL) && p.Limits.Memory > 0 && outOfMemory(spec, cg) {
+		fmt.Fprintf(w, "devsandbox: %s\n", p.Limits.OOMMessage())
+	}
+	if cg != nil {
+		if n := cg.PidsRefused(); n > 0 {
+			fmt.Fprintf(w, "devsandbox: %s\n", p.Limits.PidsMessage(n))
+		}
+	}
 }
 
 // outOfMemory reports whether the kernel's out-of-memory killer killed a process in

@@ -285,6 +285,21 @@ func (s *Session) OOMKills() int {
 	return -1
 }
 
+// PidsRefused is how many forks the session cgroup's pids limit refused (the "max"
+// count of pids.events, v1 and v2 alike), or -1 when it has no pids controller or
+// the count cannot be read.
+func (s *Session) PidsRefused() int {
+	for _, d := range s.dirs {
+		if !slices.Contains(d.ctrls, Pids) {
+			continue
+		}
+		if n, ok := counter(filepath.Join(d.path, "pids.events"), "max"); ok {
+			return n
+		}
+	}
+	return -1
+}
+
 // counter reads "KEY N" from a file of such lines.
 func counter(path, key string) (int, bool) {
 	f, err := os.Open(path)
@@ -353,9 +368,12 @@ func (d dir) kill() {
 // Sweep removes the session cgroups in the parents of hs that no run holds (their
 // lock is free) and that hold no process: what runs killed with SIGKILL left. It
 // returns the directories it removed.
-func Sweep(hs []Hierarchy) []string { return hostTree.sweep(hs) }
+func Sweep(hs []Hierarchy) []string { return hostTree.sweep(hs, false) }
 
-func (fs tree) sweep(hs []Hierarchy) []string {
+// Stale returns the session cgroups Sweep would remove, and removes nothing.
+func Stale(hs []Hierarchy) []string { return hostTree.sweep(hs, true) }
+
+func (fs tree) sweep(hs []Hierarchy, dry bool) []string {
 	var removed []string
 	for _, h := range hs {
 		ents, err := os.ReadDir(h.Parent)
@@ -367,7 +385,7 @@ func (fs tree) sweep(hs []Hierarchy) []string {
 				continue
 			}
 			path := filepath.Join(h.Parent, e.Name())
-			if fs.sweepOne(path, h.V2) {
+			if fs.sweepOne(path, h.V2, dry) {
 				removed = append(removed, path)
 			}
 		}
@@ -375,8 +393,9 @@ func (fs tree) sweep(hs []Hierarchy) []string {
 	return removed
 }
 
-// sweepOne removes the session cgroup at path when it is unlocked and empty.
-func (fs tree) sweepOne(path string, v2 bool) bool {
+// sweepOne removes the session cgroup at path when it is unlocked and empty (or,
+// when dry is set, only reports that it would).
+func (fs tree) sweepOne(path string, v2, dry bool) bool {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false
@@ -392,7 +411,7 @@ func (fs tree) sweepOne(path string, v2 bool) bool {
 	} else if b, err := os.ReadFile(filepath.Join(path, "cgroup.procs")); err != nil || len(strings.TrimSpace(string(b))) > 0 {
 		return false
 	}
-	return fs.rmdir(path) == nil
+	return dry || fs.rmdir(path) == nil
 }
 
 // isSessionName reports whether name is one Create makes: NamePrefix, a tag, "-" and

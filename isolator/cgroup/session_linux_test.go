@@ -32,7 +32,7 @@ func (f *fakeTree) tree() tree {
 			for _, c := range h.Controllers {
 				switch {
 				case c == Pids:
-					files["pids.max"] = "max\n"
+					files["pids.max"], files["pids.events"] = "max\n", "max 0\n"
 				case c == Memory && h.V2:
 					files["memory.max"], files["memory.swap.max"], files["memory.events"] = "max\n", "max\n", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n"
 				case c == Memory:
@@ -267,6 +267,35 @@ func TestOOMKills(t *testing.T) {
 	}
 }
 
+func TestPidsRefused(t *testing.T) {
+	ft, v1, v2 := newFakeTree(t)
+	for _, hs := range [][]Hierarchy{v1, v2} {
+		s, err := ft.tree().create(hs, "p", Limits{Pids: 64}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := s.PidsRefused(); n != 0 {
+			t.Errorf("a fresh session cgroup counts %d refused forks", n)
+		}
+		i := slices.IndexFunc(hs, func(h Hierarchy) bool { return slices.Contains(h.Controllers, Pids) })
+		if err := os.WriteFile(filepath.Join(hs[i].Parent, s.Name, "pids.events"), []byte("max 913\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.PidsRefused(); n != 913 {
+			t.Errorf("PidsRefused = %d, want 913", n)
+		}
+		s.Remove()
+	}
+	s, err := ft.tree().create(v1[1:2], "p", Limits{Memory: 64 << 20}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Remove()
+	if n := s.PidsRefused(); n != -1 {
+		t.Errorf("no pids controller, PidsRefused = %d", n)
+	}
+}
+
 func TestSweep(t *testing.T) {
 	ft, v1, v2 := newFakeTree(t)
 	fs := ft.tree()
@@ -301,7 +330,15 @@ func TestSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := fs.sweep(all)
+	if got := fs.sweep(all, true); !reflect.DeepEqual(got, dead.Dirs()) {
+		t.Errorf("a dry sweep names %q, want the dead session's %q", got, dead.Dirs())
+	}
+	for _, d := range dead.Dirs() {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("a dry sweep removed %s: %v", d, err)
+		}
+	}
+	got := fs.sweep(all, false)
 	if !reflect.DeepEqual(got, dead.Dirs()) {
 		t.Errorf("swept %q, want the dead session's %q", got, dead.Dirs())
 	}
