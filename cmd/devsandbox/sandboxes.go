@@ -13,6 +13,7 @@ import (
 	"github.com/devsandbox/devsandbox/internal/clihelp"
 
 	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator/cgroup"
 	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
 	"github.com/devsandbox/devsandbox/isolator/planner"
 )
@@ -26,7 +27,7 @@ func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
 			{Name: "list", Usage: "every project's kept container, volume and sandbox home, with sizes", Flags: []cli.Flag{jsonFlag}, Action: a.sandboxesList},
 			{Name: "rm", Usage: "remove what devsandbox keeps for the named projects", ArgsUsage: "NAME...",
 				Description: clihelp.Describe("Removes the kept container, the home volume, the sandbox home and the state of each named project (NAME as `sandboxes list` shows it)."), Action: a.sandboxesRm},
-			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Flags: []cli.Flag{
+			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: clihelp.Describe("Removes what belongs to projects that no longer exist or were unused for --days, and the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them)."), Flags: []cli.Flag{
 				&cli.IntFlag{Name: "days", Value: 30, Usage: "remove sandboxes unused for `N` days"},
 				&cli.BoolFlag{Name: "dry-run", Usage: "only print what would be removed"},
 			}, Action: a.sandboxesPrune},
@@ -125,32 +126,21 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 	return errors.Join(errs...)
 }
 
+// sandboxesPrune sweeps bwrap's session cgroups first: they need no engine, and
+// neither devsandbox-docker nor an engine has to be there for them.
 func (a *app) sandboxesPrune(c *cli.Context) error {
+	cgroup.Prune(a.stdout, c.Bool("dry-run"))
 	d, list, lerr, err := a.sandboxes(c)
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if lerr != nil {
+	case lerr != nil && !d.Installed():
+		a.warn("the docker isolator (%s) is not installed: no containers or volumes to prune", dockerhelper.Program)
+		return nil
+	case lerr != nil:
 		return fmt.Errorf("the docker engine must answer for prune to know what is in use: %w", lerr)
 	}
-	maxAge := time.Duration(c.Int("days")) * 24 * time.Hour
-	var errs []error
-	for _, s := range list {
-		why := dockerhelper.Prunable(s, time.Now(), maxAge)
-		if why == "" {
-			continue
-		}
-		if c.Bool("dry-run") {
-			fmt.Fprintf(a.stdout, "would remove %s: %s\n", s.Name, why)
-			continue
-		}
-		if err := d.RemoveSandbox(context.Background(), s); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		fmt.Fprintf(a.stdout, "removed %s: %s\n", s.Name, why)
-	}
-	return errors.Join(errs...)
+	return d.Prune(context.Background(), list, time.Duration(c.Int("days"))*24*time.Hour, c.Bool("dry-run"), a.stdout)
 }
 
 func (a *app) imageBuild(c *cli.Context) error {

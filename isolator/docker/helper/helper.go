@@ -124,7 +124,7 @@ func New(s Settings, environ map[string]string, phase func(string)) *Stub {
 // QuickCheck implements isolator.Quick: devsandbox-docker is installed and the
 // engine's Unix socket exists (a remote engine is assumed usable). It starts nothing.
 func (s *Stub) QuickCheck() isolator.Status {
-	if s.Path == "" && handoff.Beside(Program) == "" {
+	if !s.Installed() {
 		return isolator.Status{State: isolator.Unavailable, Reason: Program + " is not installed next to devsandbox", Fix: "install it (make install)"}
 	}
 	a, err := engineaddr.Resolve(s.settings.Host, s.environ, s.settings.HostHome)
@@ -137,6 +137,31 @@ func (s *Stub) QuickCheck() isolator.Status {
 		}
 	}
 	return isolator.Status{State: isolator.Active}
+}
+
+// Installed reports whether devsandbox-docker is there to run.
+func (s *Stub) Installed() bool { return s.Path != "" || handoff.Beside(Program) != "" }
+
+// Prune removes the sandboxes of list that Prunable names (saying so on w), or with
+// dryRun only says what it would remove. It goes on past a failure and returns them
+// all.
+func (s *Stub) Prune(ctx context.Context, list []Sandbox, maxAge time.Duration, dryRun bool, w io.Writer) error {
+	var errs []error
+	for _, sb := range list {
+		why := Prunable(sb, time.Now(), maxAge)
+		switch {
+		case why == "":
+		case dryRun:
+			fmt.Fprintf(w, "would remove %s: %s\n", sb.Name, why)
+		default:
+			if err := s.RemoveSandbox(ctx, sb); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			fmt.Fprintf(w, "removed %s: %s\n", sb.Name, why)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Sandboxes lists every project devsandbox keeps something for, sorted by name. With
