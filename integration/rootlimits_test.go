@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -176,7 +177,14 @@ func TestRootForkStorm(t *testing.T) {
 	if n >= 4096 || n < 4000 || !strings.Contains(refusal, "Cannot fork") {
 		t.Errorf("the storm started %d processes (%s), want just under the default limit of 4096, then a refused fork", n, refusal)
 	}
+	if !strings.Contains(stderr.String(), "devsandbox: the sandbox reached its process limit (limits.pids = 4096): ") {
+		t.Errorf("devsandbox did not report the process limit the storm hit:\n%s", stderr.String())
+	}
 	p.noSessionCgroups("after the run")
+	// A run that stays under the limit is not reported.
+	if r := p.rootSandbox([]string{"--egress=none", "--pids=64"}, "for i in 1 2 3 4 5 6 7 8; do sleep 0 & done; wait"); r.code != 0 || strings.Contains(r.stderr, "process limit") {
+		t.Errorf("a run under its process limit:\n%s", r)
+	}
 }
 
 // TestRootMemoryHog: --memory as root kills a memory hog in the session cgroup and
@@ -254,6 +262,71 @@ func TestRootCgroupSweptAfterKill(t *testing.T) {
 	if len(dirs) == 0 {
 		t.Fatal("no session cgroup while the sandbox runs")
 	}
+	killDevsandbox(t, cmd)
+	if left := p.sessionCgroups(); len(left) != len(dirs) {
+		t.Fatalf("after kill -9 the session cgroups %q should be left for the next launch, found %q", dirs, left)
+	}
+	if r := p.rootSandbox([]string{"--egress=none"}, "true"); r.code != 0 {
+		t.Fatalf("the next launch: %s", r)
+	}
+	p.noSessionCgroups("after the next launch")
+}
+
+// TestRootCgroupPrunedAfterKill: `devsandbox sandboxes prune` removes the session
+// cgroup a kill -9 left (--dry-run only names it), without another run.
+func TestRootCgroupPrunedAfterKill(t *testing.T) {
+	p := newProject(t)
+	cmd := p.rootCommand(t.Context(), "--egress=none", "--", "/bin/sh", "-c", "echo ready; exec sleep 300")
+	lr, _ := started(t, cmd)
+	lr.waitFor("ready")
+	dirs := p.sessionCgroups()
+	if len(dirs) == 0 {
+		t.Fatal("no session cgroup while the sandbox runs")
+	}
+	// While the run lives, prune leaves its cgroup alone.
+	if out := p.rootPrune(t, "--dry-run"); strings.Contains(out, filepath.Base(dirs[0])) {
+		t.Errorf("prune would remove the session cgroup of a live run:\n%s", out)
+	}
+	killDevsandbox(t, cmd)
+	out := p.rootPrune(t, "--dry-run")
+	for _, d := range dirs {
+		if !strings.Contains(out, "would remove "+d) {
+			t.Errorf("prune --dry-run does not name %s:\n%s", d, out)
+		}
+	}
+	if len(p.sessionCgroups()) != len(dirs) {
+		t.Fatal("prune --dry-run removed a session cgroup")
+	}
+	out = p.rootPrune(t)
+	for _, d := range dirs {
+		if !strings.Contains(out, "removed "+d) {
+			t.Errorf("prune does not say it removed %s:\n%s", d, out)
+		}
+	}
+	p.noSessionCgroups("after prune")
+}
+
+// rootPrune runs `devsandbox sandboxes prune [flags]` as root and returns its
+// stdout. The docker engine it is pointed at does not exist, so prune touches no
+// container or volume of anyone's on this machine: it fails after sweeping the
+// session cgroups, which need no engine.
+func (p *project) rootPrune(t *testing.T, flags ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := p.rootCommand(ctx, append([]string{"sandboxes", "prune"}, flags...)...)
+	cmd.Args = slices.DeleteFunc(cmd.Args, func(a string) bool { return a == "--isolator=bwrap" })
+	cmd.Env = append(cmd.Env, "DOCKER_HOST=unix://"+p.path("no-engine.sock"))
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	_ = cmd.Run()
+	return out.String() + errb.String()
+}
+
+// killDevsandbox sends SIGKILL to devsandbox (cmd) and waits until every process of
+// its sandbox has exited with it, or fails the test after 10 s.
+func killDevsandbox(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
 	var fds []int
 	for _, pid := range descendants(cmd.Process.Pid) {
 		if fd, err := unix.PidfdOpen(pid, 0); err == nil {
@@ -272,13 +345,6 @@ func TestRootCgroupSweptAfterKill(t *testing.T) {
 		}
 		unix.Close(fd)
 	}
-	if left := p.sessionCgroups(); len(left) != len(dirs) {
-		t.Fatalf("after kill -9 the session cgroups %q should be left for the next launch, found %q", dirs, left)
-	}
-	if r := p.rootSandbox([]string{"--egress=none"}, "true"); r.code != 0 {
-		t.Fatalf("the next launch: %s", r)
-	}
-	p.noSessionCgroups("after the next launch")
 }
 
 // TestRootCgroupFilesystemReadOnly: the cgroup file system is what a sandboxed root
@@ -312,4 +378,68 @@ func TestRootCgroupFilesystemReadOnly(t *testing.T) {
 	}
 	_ = os.Remove("/sys/fs/cgroup/pids/escape")
 	p.noSessionCgroups("after the runs")
+}
+
+// TestRootCgroupEscape: in the default view, a sandboxed root cannot reach its
+// session cgroup's files or leave it: it cannot mount a cgroup file system, make a
+// cgroup namespace of its own, find a descriptor of a cgroup directory, or see the
+// host's cgroup paths; pids.max stays as devsandbox wrote it and every sandboxed
+// process stays in the session cgroup.
+func TestRootCgroupEscape(t *testing.T) {
+	p := newProject(t)
+	attack := `mkdir -p /tmp/c1 /tmp/c2 /tmp/c3
+		mount -t cgroup -o pids none /tmp/c1 2>/dev/null && echo "mounted cgroup v1"
+		mount -t cgroup2 none /tmp/c2 2>/dev/null && echo "mounted cgroup v2"
+		mount -t sysfs none /tmp/c3 2>/dev/null && echo "mounted sysfs"
+		for f in /tmp/c1/pids.max /tmp/c1/devsandbox-*/pids.max /tmp/c3/fs/cgroup/pids/devsandbox-*/pids.max; do
+			[ -e "$f" ] && echo max > "$f" 2>/dev/null && echo "raised $f"
+		done
+		for f in /tmp/c1/cgroup.procs /tmp/c2/cgroup.procs /tmp/c3/fs/cgroup/pids/cgroup.procs /sys/fs/cgroup/pids/cgroup.procs; do
+			[ -e "$f" ] && echo 0 > "$f" 2>/dev/null && echo "moved to $f"
+		done
+		unshare -C true 2>/dev/null && echo "made a cgroup namespace"
+		unshare -U -r true 2>/dev/null && echo "made a user namespace"
+		for fd in /proc/self/fd/* /proc/1/fd/*; do
+			case "$(readlink "$fd" 2>/dev/null)" in *cgroup*|*devsandbox-*) echo "descriptor $fd: $(readlink "$fd")" ;; esac
+		done
+		grep -v ':/$' /proc/self/cgroup | sed 's/^/host path: /'
+		[ -e /sys/fs/cgroup ] && echo "sees /sys/fs/cgroup"
+		echo "attack done"
+		read x
+		true`
+	cmd := p.rootCommand(t.Context(), "--egress=none", "--", "/bin/sh", "-c", attack)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	lr, release := started(t, cmd)
+	var report []string
+	for line := lr.next(); line != "attack done"; line = lr.next() {
+		if line == "" {
+			t.Fatalf("the attack ended early:\n%s\n%s", strings.Join(report, "\n"), stderr.String())
+		}
+		report = append(report, line)
+	}
+	if len(report) > 0 {
+		t.Errorf("the sandbox reached its cgroups:\n%s", strings.Join(report, "\n"))
+	}
+	dirs := p.sessionCgroups()
+	if len(dirs) == 0 {
+		t.Fatal("no session cgroup while the sandbox runs")
+	}
+	if got := cgroupFile(t, dirs, "pids.max"); got != "4096" {
+		t.Errorf("pids.max = %q after the attack, want 4096", got)
+	}
+	for _, pid := range descendants(cmd.Process.Pid) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if err != nil {
+			continue
+		}
+		if n := strings.Count(string(b), "/"+filepath.Base(dirs[0])+"\n"); n != len(dirs) {
+			t.Errorf("after the attack, process %d is in %d of the session cgroup's %d directories:\n%s", pid, n, len(dirs), b)
+		}
+	}
+	release()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the run: %v\n%s", err, stderr.String())
+	}
+	p.noSessionCgroups("after the run")
 }
