@@ -209,7 +209,7 @@ func TestRootMemoryHog(t *testing.T) {
 
 // TestRootLimitsApplied: the memory limit (swap off), the CPU quota and the pids
 // limit are in the session cgroup, and the sandbox's processes are in it from the
-// start: bwrap itself, the shim and the command.
+// start: bwrap itself, the init and the command.
 func TestRootLimitsApplied(t *testing.T) {
 	p := newProject(t)
 	cmd := p.rootCommand(t.Context(), "--egress=none", "--memory=256m", "--cpus=0.5", "--", "/bin/sh", "-c", "echo ready; read x; true")

@@ -32,7 +32,7 @@ func TestPlacement(t *testing.T) {
 		t.Errorf("cgroup v1: %+v", c)
 	}
 	if _, err := joinPrefix(&isolator.Plan{}, c); err == nil {
-		t.Error("the join step without the shim")
+		t.Error("the join step without the init")
 	}
 }
 
