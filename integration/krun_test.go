@@ -65,7 +65,14 @@ func setupPodman() {
 			podmanReady = "the default image is built with docker, which is not ready: " + dockerReady
 			return
 		}
-		tar := filepath.Join(os.TempDir(), "devsandbox-it-image.tar")
+		// A name of its own: runs of other checkouts load their own versions at once.
+		f, err := os.CreateTemp("", "devsandbox-it-image-*.tar")
+		if err != nil {
+			podmanReady = err.Error()
+			return
+		}
+		tar := f.Name()
+		f.Close()
 		defer os.Remove(tar)
 		if out, err := exec.Command("docker", "save", "-o", tar, krunImage).CombinedOutput(); err != nil {
 			podmanReady = fmt.Sprintf("docker save %s: %v: %s", krunImage, err, out)
