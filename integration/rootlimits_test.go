@@ -297,7 +297,19 @@ func TestRootCgroupPrunedAfterKill(t *testing.T) {
 	if len(p.sessionCgroups()) != len(dirs) {
 		t.Fatal("prune --dry-run removed a session cgroup")
 	}
-	out = p.rootPrune(t)
+	// The sweep needs neither devsandbox-docker nor an engine: a devsandbox installed
+	// without it prunes the session cgroups and succeeds.
+	alone := filepath.Join(t.TempDir(), "devsandbox")
+	copyFile(t, it.bin, alone)
+	cmd = p.rootPruneCommand(t, alone)
+	b, err := cmd.CombinedOutput()
+	out = string(b)
+	if err != nil {
+		t.Errorf("prune without devsandbox-docker: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "devsandbox-docker) is not installed") {
+		t.Errorf("prune without devsandbox-docker does not say it is not installed:\n%s", out)
+	}
 	for _, d := range dirs {
 		if !strings.Contains(out, "removed "+d) {
 			t.Errorf("prune does not say it removed %s:\n%s", d, out)
@@ -312,15 +324,24 @@ func TestRootCgroupPrunedAfterKill(t *testing.T) {
 // session cgroups, which need no engine.
 func (p *project) rootPrune(t *testing.T, flags ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := p.rootCommand(ctx, append([]string{"sandboxes", "prune"}, flags...)...)
-	cmd.Args = slices.DeleteFunc(cmd.Args, func(a string) bool { return a == "--isolator=bwrap" })
-	cmd.Env = append(cmd.Env, "DOCKER_HOST=unix://"+p.path("no-engine.sock"))
+	cmd := p.rootPruneCommand(t, it.bin, flags...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	_ = cmd.Run()
 	return out.String() + errb.String()
+}
+
+// rootPruneCommand is `bin sandboxes prune [flags]` as root, pointed at a docker
+// engine that does not exist.
+func (p *project) rootPruneCommand(t *testing.T, bin string, flags ...string) *exec.Cmd {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	cmd := p.rootCommand(ctx, append([]string{"sandboxes", "prune"}, flags...)...)
+	cmd.Path, cmd.Args[0] = bin, bin
+	cmd.Args = slices.DeleteFunc(cmd.Args, func(a string) bool { return a == "--isolator=bwrap" })
+	cmd.Env = append(cmd.Env, "DOCKER_HOST=unix://"+p.path("no-engine.sock"))
+	return cmd
 }
 
 // killDevsandbox sends SIGKILL to devsandbox (cmd) and waits until every process of
@@ -442,4 +463,16 @@ func TestRootCgroupEscape(t *testing.T) {
 		t.Errorf("the run: %v\n%s", err, stderr.String())
 	}
 	p.noSessionCgroups("after the run")
+}
+
+// copyFile copies the executable src to dst.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
 }
