@@ -1,0 +1,125 @@
+package bwrap
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// dataFiles returns the descriptors bwrap reads its --ro-bind-data / --file contents
+// from, in the order of fs. A host file that is a regular file is passed as the file
+// itself, opened read-only now: bwrap copies it and closes the descriptor before the
+// sandbox runs, so nothing is read into devsandbox and no pipe or writer is needed (27
+// files on a Debian host). Every other entry gets a pipe fed in the background while
+// bwrap starts, each source read only then; secret files are read up front so a
+// missing one aborts before launch. The returned channel yields the first error (or
+// nil) once every pipe is written and closed. Pinned entries are the sources Run
+// opened (pinned returns the descriptor of the rendered Plan's mount i); bwrap mounts
+// them.
+func dataFiles(fs []File, pinned func(i int) *os.File) ([]*os.File, <-chan error, error) {
+	errc := make(chan error, 1)
+	type job struct {
+		w    *os.File
+		f    File
+		data []byte
+	}
+	var reads []*os.File
+	var jobs []job
+	fail := func(err error) ([]*os.File, <-chan error, error) {
+		for _, r := range reads {
+			r.Close()
+		}
+		for _, j := range jobs {
+			j.w.Close()
+		}
+		return nil, nil, err
+	}
+	for _, f := range fs {
+		if f.Kind == Pinned {
+			if pinned == nil || pinned(f.Mount) == nil {
+				return fail(fmt.Errorf("%w: no descriptor for the source of %s", isolator.ErrProtection, f.Dest))
+			}
+			reads = append(reads, pinned(f.Mount))
+			continue
+		}
+		if f.Kind == HostFile {
+			if r := openRegular(f.Source); r != nil {
+				reads = append(reads, r)
+				continue
+			}
+		}
+		var data []byte
+		if f.Kind == SecretFile {
+			var err error
+			if data, err = fileData(f); err != nil {
+				return fail(err)
+			}
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fail(err)
+		}
+		reads = append(reads, r)
+		jobs = append(jobs, job{w, f, data})
+	}
+	if len(jobs) == 0 {
+		errc <- nil
+		return reads, errc, nil
+	}
+	go func() {
+		var first error
+		for _, j := range jobs {
+			data, err := j.data, error(nil)
+			if data == nil {
+				data, err = fileData(j.f)
+			}
+			if err == nil {
+				_, err = j.w.Write(data)
+			}
+			if err != nil && first == nil {
+				first = err
+			}
+			j.w.Close()
+		}
+		errc <- first
+	}()
+	return reads, errc, nil
+}
+
+// openRegular opens path read-only when it is a regular file, else returns nil (the
+// caller then falls back to a pipe: a missing file becomes an empty one, and a FIFO or
+// device is read as before, never handed to bwrap). O_NONBLOCK keeps the open from
+// hanging on a FIFO; it has no effect on reading a regular file.
+func openRegular(path string) *os.File {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil
+	}
+	return os.NewFile(uintptr(fd), path)
+}
+
+func fileData(f File) ([]byte, error) {
+	switch f.Kind {
+	case Content, Seccomp:
+		return f.Content, nil
+	case HostFile:
+		// A system file that vanished since the plan was built is left empty.
+		b, _ := os.ReadFile(f.Source)
+		return b, nil
+	case SecretFile:
+		b, err := os.ReadFile(f.Source)
+		if err != nil {
+			return nil, fmt.Errorf("%w: reading the secret file for %s: %w", isolator.ErrProtection, f.Dest, err)
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("%w: no source for %s", isolator.ErrProtection, f.Dest)
+}
