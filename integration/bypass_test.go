@@ -252,8 +252,9 @@ func TestBypassProcWrites(t *testing.T) {
 		hostTarget := filepath.Join("/proc", strconv.Itoa(victim.Process.Pid), "root", outsideDir, "via-root")
 		ctx := t.Context()
 		cmd := command(ctx, p.dir, baseEnv(), "--isolator="+iso, "--", "/bin/sh", "-c",
-			// Where the shell's descriptors lead: none to the host directory.
-			`for f in /proc/$$/fd/*; do echo "fd-target $(readlink $f)"; done; `+probe+" write /proc/self/fd/3/via-fd; "+probe+" write /proc/1/exe; "+probe+" write "+hostTarget)
+			// Where the shell's and pid 1's descriptors lead: none to the host directory,
+			// none to a system file (bwrap reads those from descriptors devsandbox opened).
+			`for f in /proc/$$/fd/* /proc/1/fd/*; do echo "fd-target $(readlink $f)"; done; `+probe+" write /proc/self/fd/3/via-fd; "+probe+" write /proc/1/exe; "+probe+" write "+hostTarget)
 		cmd.ExtraFiles = []*os.File{dirFD} // fd 3 of devsandbox: a host directory
 		out, err := cmd.Output()
 		if err != nil {
@@ -262,6 +263,9 @@ func TestBypassProcWrites(t *testing.T) {
 		got := probeLines(string(out))
 		if strings.Contains(string(out), "fd-target "+outsideDir+"\n") {
 			t.Errorf("the host directory's descriptor leaked into the sandbox: %s", out)
+		}
+		if strings.Contains(string(out), "fd-target /etc/") {
+			t.Errorf("a descriptor of a system file bwrap copied leaked into the sandbox: %s", out)
 		}
 		refused(t, got, "", "write /proc/self/fd/3/via-fd", "write /proc/1/exe", "write "+hostTarget)
 		for _, f := range []string{"via-fd", "via-root"} {
