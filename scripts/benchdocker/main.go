@@ -104,10 +104,10 @@ func run(bin string, n int, image, userName string) error {
 	warm.Print(46, "docker exec CONTAINER true", "devsandbox --keep-container -- true", 1.0)
 	coldAllow.Print(46, "docker run --rm IMAGE true", "devsandbox --egress=allowlist -- true", 0)
 	warmProxy.Print(46, "docker exec CONTAINER true", "devsandbox --keep-container --egress=proxy -- true", 0)
-	for _, b := range []string{bin, filepath.Join(filepath.Dir(bin), "devsandbox-docker")} {
-		if err := benchrun.InitTrace([]string{b, "version"}, true); err != nil {
-			return err
-		}
+	if err := benchrun.InitTrace([]string{bin, "version"}, true); err != nil {
+		return err
 	}
-	return nil
+	// devsandbox-docker only serves a hand-off; run bare it prints its usage and
+	// fails: package init is what is measured.
+	return benchrun.InitTrace([]string{filepath.Join(filepath.Dir(bin), "devsandbox-docker")}, false)
 }
