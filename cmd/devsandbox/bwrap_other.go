@@ -10,7 +10,7 @@ import (
 // This binary has no bwrap backend: bwrap and its init (isolator/sandboxinit) need Linux.
 // What follows stands in for bwrap_linux.go.
 
-// startup has nothing to do: this binary is never a init (the docker isolator runs
+// startup has nothing to do: this binary is never an init (the docker isolator runs
 // the Linux devsandbox-init in the container), and the Docker engine, not
 // devsandbox, starts the sandbox, so nothing devsandbox inherited can reach it.
 func startup() {}

@@ -98,7 +98,7 @@ func RenderWith(p *isolator.Plan, bin egress.Binaries) (*Spec, error) {
 
 // renderOptions vary the rendering for library use (see WrapArgv).
 type renderOptions struct {
-	ready    bool // the initBin reports readiness on ReadyFD
+	ready    bool // the init reports readiness on ReadyFD
 	noCopies bool // bind /etc files instead of copying them through descriptors
 	// limits says how each limit is enforced; nil is defaultEnforcement.
 	limits *enforcement
@@ -278,7 +278,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		}
 	}
 	if p.Self == "" {
-		// Library use without a init: the command runs directly (and so does not get
+		// Library use without an init: the command runs directly (and so does not get
 		// 126/127 told apart from bwrap's own failure, nor a proxy forwarder).
 		if len(initArgs) > 0 {
 			return nil, fmt.Errorf("egress mode %s and limits.pids need devsandbox-init (Plan.Self)", p.Egress.Mode)

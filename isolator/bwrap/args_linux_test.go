@@ -350,7 +350,7 @@ func TestNoSecretValues(t *testing.T) {
 }
 
 // TestRenderInitHostView: under the host view the host home, /tmp and /run are still
-// replaced, so a init installed below them is not where the host has it.
+// replaced, so an init installed below them is not where the host has it.
 func TestRenderInitHostView(t *testing.T) {
 	for _, self := range []string{"/home/u/.local/bin/devsandbox-init", "/tmp/build/devsandbox-init"} {
 		p := basePlan()

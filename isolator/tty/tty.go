@@ -4,7 +4,7 @@
 //
 // The host side calls Open, gives the slave to the sandbox as stdin, stdout
 // and stderr, and runs a Relay between the user's terminal and the master.
-// Inside the sandbox, a init that is a session leader calls TakeControl on the
+// Inside the sandbox, an init that is a session leader calls TakeControl on the
 // slave so shell job control works.
 //
 // Open and Relay are Linux-only; the other functions build on macOS too.

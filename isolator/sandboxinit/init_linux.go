@@ -1,10 +1,10 @@
-// Package init is the first program run inside a sandbox, its pid 1. Under bwrap it
-// closes every inherited descriptor above stderr, tells the host that the sandbox is
-// set up, and starts the command in a session of its own with the terminal as its
-// controlling terminal (so job control works under bwrap's --new-session), exiting
-// 127 when it is not found and 126 when it cannot be run; in a container it is the
-// init that verifies the protections first (ContainerArg). Before bwrap starts it
-// can also be the step that moves the sandbox into its session cgroups
+// Package sandboxinit is devsandbox-init, the init: the first program run inside a
+// sandbox, its pid 1. Under bwrap it closes every inherited descriptor above stderr,
+// tells the host that the sandbox is set up, and starts the command in a session of its
+// own with the terminal as its controlling terminal (so job control works under bwrap's
+// --new-session), exiting 127 when it is not found and 126 when it cannot be run; in a
+// container it is the init that verifies the protections first (ContainerArg). Before
+// bwrap starts it can also be the step that moves the sandbox into its session cgroups
 // (cgroup.JoinArg).
 //
 // The host learns the init's process id from the readiness report: it is sent with
