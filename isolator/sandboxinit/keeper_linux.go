@@ -97,6 +97,16 @@ func session(c *net.UnixConn) {
 	if err != nil || parentPid(pid) != 0 {
 		return // not a process the engine started: not a session init
 	}
+	// The connection ends as the init's files are closed, before the kernel hands its
+	// children to the keeper: a sweep then would still see them below an exec'd
+	// process. Its pidfd turns readable only once they have been handed over.
+	// (Kernels before 5.3 have no pidfd: there the sweep's own retries are all.)
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		pidfd = -1
+	} else {
+		defer unix.Close(pidfd)
+	}
 	sweepMu.Lock()
 	sweep()
 	_, err = c.Write([]byte{'k'})
@@ -105,9 +115,23 @@ func session(c *net.UnixConn) {
 		return
 	}
 	_, _ = io.Copy(io.Discard, c)
+	if pidfd >= 0 {
+		waitExited(pidfd, 5*time.Second)
+	}
 	sweepMu.Lock()
 	sweep()
 	sweepMu.Unlock()
+}
+
+// waitExited waits up to limit for the process behind pidfd to have exited.
+func waitExited(pidfd int, limit time.Duration) {
+	for end := time.Now().Add(limit); time.Now().Before(end); {
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(time.Until(end).Milliseconds())+1)
+		if n == 1 || (err != nil && !errors.Is(err, unix.EINTR)) {
+			return
+		}
+	}
 }
 
 // sweep kills every process that descends from no exec'd process (but the keeper),
