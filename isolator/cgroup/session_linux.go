@@ -278,7 +278,7 @@ func (s *Session) OOMKills() int {
 		if d.v2 {
 			file = "memory.events"
 		}
-		if n, ok := counter(filepath.Join(d.path, file), "oom_kill"); ok {
+		if n, ok := Counter(filepath.Join(d.path, file), "oom_kill"); ok {
 			return n
 		}
 	}
@@ -293,15 +293,15 @@ func (s *Session) PidsRefused() int {
 		if !slices.Contains(d.ctrls, Pids) {
 			continue
 		}
-		if n, ok := counter(filepath.Join(d.path, "pids.events"), "max"); ok {
+		if n, ok := Counter(filepath.Join(d.path, "pids.events"), "max"); ok {
 			return n
 		}
 	}
 	return -1
 }
 
-// counter reads "KEY N" from a file of such lines.
-func counter(path, key string) (int, bool) {
+// Counter reads "KEY N" from a file of such lines (cgroup event files, /proc/vmstat).
+func Counter(path, key string) (int, bool) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, false
@@ -405,7 +405,7 @@ func (fs tree) sweepOne(path string, v2, dry bool) bool {
 		return false // a live run holds it
 	}
 	if v2 {
-		if n, ok := counter(filepath.Join(path, "cgroup.events"), "populated"); !ok || n != 0 {
+		if n, ok := Counter(filepath.Join(path, "cgroup.events"), "populated"); !ok || n != 0 {
 			return false
 		}
 	} else if b, err := os.ReadFile(filepath.Join(path, "cgroup.procs")); err != nil || len(strings.TrimSpace(string(b))) > 0 {

@@ -1,16 +1,13 @@
 package sandboxinit
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/isolator/cgroup"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/syscalls"
 )
@@ -56,26 +53,9 @@ func oomKills(m *wire.Manifest) int {
 		files = []struct{ path, key string }{{"/proc/vmstat", "oom_kill"}}
 	}
 	for _, f := range files {
-		if n, ok := counter(f.path, f.key); ok {
+		if n, ok := cgroup.Counter(f.path, f.key); ok {
 			return n
 		}
 	}
 	return -1
-}
-
-// counter reads "KEY N" from a file of such lines.
-func counter(path, key string) (int, bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		k, v, ok := strings.Cut(sc.Text(), " ")
-		if ok && k == key {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			return n, err == nil
-		}
-	}
-	return 0, false
 }
