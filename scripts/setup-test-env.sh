@@ -72,6 +72,45 @@ if ! docker image inspect devsandbox-test/busybox:1 >/dev/null 2>&1; then
 	rm -rf "$root"
 fi
 
+# stand_in_engine starts the stand-in for Docker Desktop and remote engines (the
+# docker-remote variant of the integration tests) unless it answers, and copies the
+# test images into it. It is a second dockerd in a mount namespace of its own where
+# this machine's /tmp and /run are empty, so nothing placed there can be bound into
+# its containers, while homes and projects are shared, as Docker Desktop shares them.
+# It has a bridge of its own (--bridge=none would delete the first engine's docker0),
+# no iptables rules of its own (the first engine's stay as they are), and its socket
+# outside /run, so clients outside the namespace reach it; the docker group may use it.
+REMOTE_DIR=/var/lib/dsb-remote
+REMOTE_SOCK=$REMOTE_DIR/docker.sock
+stand_in_engine() {
+	local remote=(env "DOCKER_HOST=unix://$REMOTE_SOCK" docker)
+	ip link show dsbr0 >/dev/null 2>&1 || ip link add dsbr0 type bridge
+	ip -4 addr show dev dsbr0 | grep -q ' 172\.30\.99\.1/24 ' || ip addr add 172.30.99.1/24 dev dsbr0
+	ip link set dsbr0 up
+	install -d -m 0755 "$REMOTE_DIR"
+	[ -e "$REMOTE_DIR/daemon.json" ] || echo '{}' >"$REMOTE_DIR/daemon.json"
+	if ! "${remote[@]}" info >/dev/null 2>&1; then
+		echo "setup: starting the stand-in engine on $REMOTE_SOCK"
+		# shellcheck disable=SC2016 # expanded by the inner shell
+		setsid unshare -m --propagation private bash -c '
+			mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /run && mkdir -p /run/dsb || exit 1
+			exec dockerd --config-file "$1/daemon.json" --data-root "$1/data" --exec-root /run/dsb/exec \
+				--pidfile /run/dsb/dockerd.pid -H "unix://$1/docker.sock" --bridge=dsbr0 --iptables=false --ip-masq=false' \
+			stand-in "$REMOTE_DIR" >/var/log/devsandbox-dockerd-remote.log 2>&1 </dev/null &
+		for _ in $(seq 1 120); do
+			"${remote[@]}" info >/dev/null 2>&1 && break
+			sleep 0.5
+		done
+		"${remote[@]}" info >/dev/null 2>&1 || { echo "setup: the stand-in engine did not answer within 60s; see /var/log/devsandbox-dockerd-remote.log" >&2; exit 1; }
+	fi
+	for img in devsandbox-test/busybox:1 devsandbox-test/debian:3; do
+		if [ "$("${remote[@]}" image inspect --format '{{.Id}}' "$img" 2>/dev/null)" != "$(docker image inspect --format '{{.Id}}' "$img")" ]; then
+			echo "setup: copying $img into the stand-in engine"
+			docker save "$img" | "${remote[@]}" load >/dev/null
+		fi
+	done
+}
+
 # debian_mirror prints the mirror this machine's apt sources use for SUITE (deb822
 # .sources stanzas and one-line .list entries), so debootstrap works where another
 # mirror than deb.debian.org is configured; deb.debian.org when none names SUITE.
@@ -146,6 +185,8 @@ if ! docker image inspect devsandbox-test/debian:3 >/dev/null 2>&1; then
 	tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' -c 'ENV LANG=C.UTF-8' - devsandbox-test/debian:3 >/dev/null
 	rm -rf "$root"
 fi
+stand_in_engine
+
 # Rootless podman for the krun isolator (run with the runtime runc, and with a
 # recording stand-in named krun: no libkrun here): subordinate ids, a runtime dir
 # (no systemd-logind to make it), native overlay storage and the recorder.
