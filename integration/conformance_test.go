@@ -131,8 +131,8 @@ func TestEnvAllowlist(t *testing.T) {
 		cfg := p.writeConfig(iso, "cfg.toml", "[env]\npassthrough = [\"PASS_ME\"]\nset = { SET_ME = \"configured\" }\n")
 		// DOCKER_HOST names the engine the docker isolator itself uses: a working one.
 		dockerHost := "unix:///x.sock"
-		if iso == "docker" {
-			dockerHost = "unix:///var/run/docker.sock"
+		if isDocker(iso) {
+			dockerHost = engineOf(iso)
 		}
 		r := run(t, p.dir, []string{"NOT_ME=leak", "PASS_ME=passed", "DOCKER_HOST=" + dockerHost, "LC_ALL=C"}, "",
 			"--isolator="+iso, "--config", cfg, "--", "/bin/sh", "-c",

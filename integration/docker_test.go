@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -17,45 +16,21 @@ import (
 	"time"
 )
 
-// dockerReady is why the docker tests cannot run ("" when they can).
-var dockerReady = "not checked"
-
-// setupDocker checks the engine and makes the default image (docker.image's default,
-// devsandbox/default:<version>) from the local test base image, which
-// scripts/setup-test-env.sh imports without a registry. It runs once, as root.
+// setupDocker sets up the docker variants the run names (see engine_test.go): the
+// local one always, for the docker-only tests.
 func setupDocker() {
-	helper := filepath.Join(filepath.Dir(it.bin), "devsandbox-docker")
-	if _, err := os.Stat(helper); err != nil {
-		dockerReady = "devsandbox-docker was not built"
-		return
+	for _, iso := range []string{localDocker, remoteDocker} {
+		if iso == localDocker || slices.Contains(isolators(), iso) {
+			engineReady[iso] = setupEngine(iso)
+		}
 	}
-	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
-		dockerReady = fmt.Sprintf("no docker engine: %v: %s", err, bytes.TrimSpace(out))
-		return
-	}
-	base := os.Getenv("DEVSANDBOX_IT_BASE_IMAGE")
-	if base == "" {
-		base = "devsandbox-test/debian:3"
-	}
-	cmd := exec.Command(it.bin, "image", "build", "--base", base)
-	cmd.Dir = "/"
-	cmd.Env = []string{"HOME=/root", "PATH=/usr/local/bin:/usr/bin:/bin"}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		dockerReady = fmt.Sprintf("building the default image from %s: %v: %s", base, err, out)
-		return
-	}
-	dockerReady = ""
 }
 
-// requireDocker skips without a docker engine and its test image, and fails in CI.
+// requireDocker skips without this machine's docker engine and its test image, and
+// fails in CI.
 func requireDocker(t *testing.T) {
 	t.Helper()
-	if dockerReady != "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("docker is required in CI: %s", dockerReady)
-		}
-		t.Skip(dockerReady)
-	}
+	requireEngine(t, localDocker)
 }
 
 // docker runs the docker CLI (as root) and returns its trimmed output.
@@ -68,31 +43,34 @@ func docker(t *testing.T, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// projectContainers lists the ids of the project's containers (running or not).
-func projectContainers(t *testing.T, p *project, all bool) []string {
+// projectContainers lists the ids of the project's containers (running or not) in
+// docker variant iso's engine.
+func projectContainers(t *testing.T, iso string, p *project, all bool) []string {
 	t.Helper()
 	id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
 	args := []string{"ps", "-q", "--no-trunc", "--filter", "label=dev.devsandbox.project=" + id}
 	if all {
 		args = append(args, "-a")
 	}
-	return strings.Fields(docker(t, args...))
+	return strings.Fields(dockerAt(t, iso, args...))
 }
 
-// removeContainers removes the project's containers when the test ends.
-func removeContainers(t *testing.T, p *project) {
+// removeContainers removes the project's containers in docker variant iso's engine
+// when the test ends.
+func removeContainers(t *testing.T, iso string, p *project) {
 	t.Cleanup(func() {
-		for _, c := range projectContainers(t, p, true) {
-			_ = exec.Command("docker", "rm", "-f", c).Run()
+		for _, c := range projectContainers(t, iso, p, true) {
+			_ = dockerCmd(iso, "rm", "-f", c).Run()
 		}
 	})
 }
 
-// containerPids returns the host pids of the processes in container id: those in
-// its pid namespace (exec'd processes are not descendants of its pid 1).
-func containerPids(t *testing.T, id string) []int {
+// containerPids returns the host pids of the processes in container id of docker
+// variant iso's engine: those in its pid namespace (exec'd processes are not
+// descendants of its pid 1). Both engines share this machine's kernel.
+func containerPids(t *testing.T, iso, id string) []int {
 	t.Helper()
-	pid, err := strconv.Atoi(docker(t, "inspect", "--format", "{{.State.Pid}}", id))
+	pid, err := strconv.Atoi(dockerAt(t, iso, "inspect", "--format", "{{.State.Pid}}", id))
 	if err != nil || pid == 0 {
 		return nil
 	}
@@ -115,152 +93,156 @@ func containerPids(t *testing.T, id string) []int {
 // settle runs the project twice: the first run creates mount points in the sandbox
 // home (~/.ssh for the ssh tool's config), which makes the next Plan mask ~/.ssh, a
 // changed configuration that recreates a kept container once.
-func settle(p *project, flags []string) {
+func settle(p *project, iso string, flags []string) {
 	p.t.Helper()
-	p.mustSandbox("docker", flags, `true`)
-	p.mustSandbox("docker", flags, `true`)
+	p.mustSandbox(iso, flags, `true`)
+	p.mustSandbox(iso, flags, `true`)
 }
 
 // keep_container: a later run with the same configuration execs into the same
 // container (a file in its /tmp survives); a changed configuration recreates it;
 // with a session attached, a changed configuration is refused, saying why.
 func TestDockerKeepContainer(t *testing.T) {
-	requireDocker(t)
-	p := newProject(t)
-	removeContainers(t, p)
-	keep := []string{"--isolator=docker", "--keep-container", "--egress=none"}
-	settle(p, keep)
-	p.mustSandbox("docker", keep, `echo first > /tmp/marker`)
-	ids := projectContainers(t, p, false)
-	if len(ids) != 1 {
-		t.Fatalf("want one running kept container, have %v", ids)
-	}
-	if out := p.mustSandbox("docker", keep, `cat /tmp/marker`); out != "first\n" {
-		t.Fatalf("second run did not reuse the container: %q", out)
-	}
-	if again := projectContainers(t, p, false); len(again) != 1 || again[0] != ids[0] {
-		t.Fatalf("container changed between runs with one configuration: %v then %v", ids, again)
-	}
-	labels := docker(t, "inspect", "--format", `{{index .Config.Labels "dev.devsandbox.spec"}} {{index .Config.Labels "dev.devsandbox.version"}}`, ids[0])
-	if f := strings.Fields(labels); len(f) != 2 || len(f[0]) != 16 {
-		t.Fatalf("kept container labels: %q", labels)
-	}
+	forEachDocker(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		removeContainers(t, iso, p)
+		keep := []string{"--keep-container", "--egress=none"}
+		settle(p, iso, keep)
+		p.mustSandbox(iso, keep, `echo first > /tmp/marker`)
+		ids := projectContainers(t, iso, p, false)
+		if len(ids) != 1 {
+			t.Fatalf("want one running kept container, have %v", ids)
+		}
+		if out := p.mustSandbox(iso, keep, `cat /tmp/marker`); out != "first\n" {
+			t.Fatalf("second run did not reuse the container: %q", out)
+		}
+		if again := projectContainers(t, iso, p, false); len(again) != 1 || again[0] != ids[0] {
+			t.Fatalf("container changed between runs with one configuration: %v then %v", ids, again)
+		}
+		labels := dockerAt(t, iso, "inspect", "--format", `{{index .Config.Labels "dev.devsandbox.spec"}} {{index .Config.Labels "dev.devsandbox.version"}}`, ids[0])
+		if f := strings.Fields(labels); len(f) != 2 || len(f[0]) != 16 {
+			t.Fatalf("kept container labels: %q", labels)
+		}
 
-	// A session holds the container; a run with another configuration is refused.
-	cmd := command(t.Context(), p.dir, baseEnv(), append(keep, "--", "/bin/sh", "-c", "echo ready; read _ || true")...)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	newLineReader(t, stdout).waitFor("ready")
-	r := p.sandbox("docker", append(keep, "--read-only"), `true`)
-	if r.code != 125 || !strings.Contains(r.stderr, "another session is attached") {
-		t.Errorf("changed configuration with a session attached:\n%s", r)
-	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("attached session: %v", err)
-	}
+		// A session holds the container; a run with another configuration is refused.
+		cmd := command(t.Context(), p.dir, baseEnv(), append([]string{"--isolator=" + iso}, append(keep, "--", "/bin/sh", "-c", "echo ready; read _ || true")...)...)
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		newLineReader(t, stdout).waitFor("ready")
+		r := p.sandbox(iso, append(keep, "--read-only"), `true`)
+		if r.code != 125 || !strings.Contains(r.stderr, "another session is attached") {
+			t.Errorf("changed configuration with a session attached:\n%s", r)
+		}
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("attached session: %v", err)
+		}
 
-	out := p.mustSandbox("docker", append(keep, "--read-only"), `cat /tmp/marker 2>/dev/null || echo fresh`)
-	if out != "fresh\n" {
-		t.Fatalf("changed configuration did not recreate the container: %q", out)
-	}
-	if now := projectContainers(t, p, true); len(now) != 1 || now[0] == ids[0] {
-		t.Fatalf("after recreation: %v (was %v)", now, ids)
-	}
+		out := p.mustSandbox(iso, append(keep, "--read-only"), `cat /tmp/marker 2>/dev/null || echo fresh`)
+		if out != "fresh\n" {
+			t.Fatalf("changed configuration did not recreate the container: %q", out)
+		}
+		if now := projectContainers(t, iso, p, true); len(now) != 1 || now[0] == ids[0] {
+			t.Fatalf("after recreation: %v (was %v)", now, ids)
+		}
+	})
 }
 
 // keep_container: processes exec'd into the kept container die with their client,
 // including on kill -9 of devsandbox; the container stays for the next run.
 func TestDockerExecDiesWithClient(t *testing.T) {
-	requireDocker(t)
-	p := newProject(t)
-	removeContainers(t, p)
-	keep := []string{"--isolator=docker", "--keep-container", "--egress=none"}
-	settle(p, keep)
-	ids := projectContainers(t, p, false)
-	if len(ids) != 1 {
-		t.Fatalf("want one kept container, have %v", ids)
-	}
-	before := len(containerPids(t, ids[0]))
-	cmd := command(t.Context(), p.dir, baseEnv(), append(keep, "--", "/bin/sh", "-c", `sleep 1000 & setsid sleep 1001 & echo ready; wait`)...)
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	newLineReader(t, stdout).waitFor("ready")
-	if n := len(containerPids(t, ids[0])); n < before+3 {
-		t.Fatalf("the session's processes are not in the container: %d pids, %d before", n, before)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n := len(containerPids(t, ids[0]))
-		if n == before {
-			break
+	forEachDocker(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		removeContainers(t, iso, p)
+		keep := []string{"--keep-container", "--egress=none"}
+		settle(p, iso, keep)
+		ids := projectContainers(t, iso, p, false)
+		if len(ids) != 1 {
+			t.Fatalf("want one kept container, have %v", ids)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("exec'd processes outlived devsandbox by 10s: %d pids in the container, %d before:\n%s", n, before, docker(t, "top", ids[0]))
+		before := len(containerPids(t, iso, ids[0]))
+		cmd := command(t.Context(), p.dir, baseEnv(), append([]string{"--isolator=" + iso}, append(keep, "--", "/bin/sh", "-c", `sleep 1000 & setsid sleep 1001 & echo ready; wait`)...)...)
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if out := p.mustSandbox("docker", keep, `echo still-here`); out != "still-here\n" {
-		t.Fatalf("kept container unusable after the kill: %q", out)
-	}
+		newLineReader(t, stdout).waitFor("ready")
+		if n := len(containerPids(t, iso, ids[0])); n < before+3 {
+			t.Fatalf("the session's processes are not in the container: %d pids, %d before", n, before)
+		}
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n := len(containerPids(t, iso, ids[0]))
+			if n == before {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("exec'd processes outlived devsandbox by 10s: %d pids in the container, %d before:\n%s", n, before, dockerAt(t, iso, "top", ids[0]))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if out := p.mustSandbox(iso, keep, `echo still-here`); out != "still-here\n" {
+			t.Fatalf("kept container unusable after the kill: %q", out)
+		}
+	})
 }
 
 // kill -9 of devsandbox leaves no container behind (one-shot runs).
 func TestDockerKill9LeavesNoContainer(t *testing.T) {
-	requireDocker(t)
-	p := newProject(t)
-	removeContainers(t, p)
-	cmd := command(t.Context(), p.dir, baseEnv(), "--isolator=docker", "--egress=none", "--", "/bin/sh", "-c", `sleep 1000 & echo ready; wait`)
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	newLineReader(t, stdout).waitFor("ready")
-	// All containers, not only running ones: the engine starts the container's
-	// process before it records the container as running, so a command's first
-	// output can arrive while `docker ps` still leaves it out (seen once as "want the
-	// run's container, have []").
-	if ids := projectContainers(t, p, true); len(ids) != 1 {
-		t.Fatalf("want the run's container, have %v", ids)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(projectContainers(t, p, true)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("a container outlived devsandbox by 10s: %v", projectContainers(t, p, true))
+	forEachDocker(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		removeContainers(t, iso, p)
+		cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--egress=none", "--", "/bin/sh", "-c", `sleep 1000 & echo ready; wait`)
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		newLineReader(t, stdout).waitFor("ready")
+		// All containers, not only running ones: the engine starts the container's
+		// process before it records the container as running, so a command's first
+		// output can arrive while `docker ps` still leaves it out (seen once as "want the
+		// run's container, have []").
+		if ids := projectContainers(t, iso, p, true); len(ids) != 1 {
+			t.Fatalf("want the run's container, have %v", ids)
+		}
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		deadline := time.Now().Add(10 * time.Second)
+		for len(projectContainers(t, iso, p, true)) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("a container outlived devsandbox by 10s: %v", projectContainers(t, iso, p, true))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 }
 
 // A stopped one-shot container of the project (as a killed run or an engine restart
 // can leave) is removed by the next run.
 func TestDockerLeftoverRemoved(t *testing.T) {
-	requireDocker(t)
-	p := newProject(t)
-	removeContainers(t, p)
-	id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
-	left := docker(t, "run", "-d", "--label", "dev.devsandbox.project="+id, "--label", "dev.devsandbox.kept=false", "--label", "dev.devsandbox.uid="+strconv.Itoa(it.uid), "devsandbox-test/busybox:1", "true")
-	p.mustSandbox("docker", []string{"--egress=none"}, `true`)
-	deadline := time.Now().Add(10 * time.Second)
-	for slices.Contains(projectContainers(t, p, true), left) {
-		if time.Now().After(deadline) {
-			t.Fatalf("leftover container %s still there", left)
+	forEachDocker(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		removeContainers(t, iso, p)
+		id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+		left := dockerAt(t, iso, "run", "-d", "--label", "dev.devsandbox.project="+id, "--label", "dev.devsandbox.kept=false", "--label", "dev.devsandbox.uid="+strconv.Itoa(it.uid), "devsandbox-test/busybox:1", "true")
+		p.mustSandbox(iso, []string{"--egress=none"}, `true`)
+		deadline := time.Now().Add(10 * time.Second)
+		for slices.Contains(projectContainers(t, iso, p, true), left) {
+			if time.Now().After(deadline) {
+				t.Fatalf("leftover container %s still there", left)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	})
 }
 
 // --dry-run prints a docker run line that runs as is (plain mode of the init) when
@@ -287,23 +269,24 @@ func TestDockerDryRunIsRunnable(t *testing.T) {
 
 // sandboxes list shows a kept container with the project's home; rm removes both.
 func TestDockerSandboxesList(t *testing.T) {
-	requireDocker(t)
-	p := newProject(t)
-	removeContainers(t, p)
-	p.mustSandbox("docker", []string{"--keep-container", "--egress=none"}, `echo x > ~/f`)
-	r := run(t, p.dir, nil, "", "sandboxes", "list", "--json")
-	if r.code != 0 || !strings.Contains(r.stdout, `"name": "`+p.name()+`"`) || !strings.Contains(r.stdout, `"running": true`) {
-		t.Fatalf("sandboxes list:\n%s", r)
-	}
-	if r := run(t, p.dir, nil, "", "sandboxes", "rm", p.name()); r.code != 0 {
-		t.Fatalf("sandboxes rm:\n%s", r)
-	}
-	if ids := projectContainers(t, p, true); len(ids) != 0 {
-		t.Fatalf("containers left after rm: %v", ids)
-	}
-	if _, err := os.Stat(filepath.Join(it.home, ".local/share/devsandbox", p.name())); !os.IsNotExist(err) {
-		t.Fatalf("sandbox home left after rm: %v", err)
-	}
+	forEachDocker(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		removeContainers(t, iso, p)
+		p.mustSandbox(iso, []string{"--keep-container", "--egress=none"}, `echo x > ~/f`)
+		r := run(t, p.dir, nil, "", "sandboxes", "list", "--json")
+		if r.code != 0 || !strings.Contains(r.stdout, `"name": "`+p.name()+`"`) || !strings.Contains(r.stdout, `"running": true`) {
+			t.Fatalf("sandboxes list:\n%s", r)
+		}
+		if r := run(t, p.dir, nil, "", "sandboxes", "rm", p.name()); r.code != 0 {
+			t.Fatalf("sandboxes rm:\n%s", r)
+		}
+		if ids := projectContainers(t, iso, p, true); len(ids) != 0 {
+			t.Fatalf("containers left after rm: %v", ids)
+		}
+		if _, err := os.Stat(filepath.Join(it.home, ".local/share/devsandbox", p.name())); !os.IsNotExist(err) {
+			t.Fatalf("sandbox home left after rm: %v", err)
+		}
+	})
 }
 
 // keep_container with proxy and allowlist egress: sessions share the kept container and
@@ -312,73 +295,74 @@ func TestDockerSandboxesList(t *testing.T) {
 // container, so a warm exec never keeps a way out its own configuration would not
 // give; allowlist rules hold in warm execs.
 func TestDockerKeptEgress(t *testing.T) {
-	requireDocker(t)
-	o := newOutside(t)
-	p := newProject(t)
-	removeContainers(t, p)
-	probe := fmt.Sprintf(`curl -sf -m 3 http://%[1]s:8080/ >/dev/null && echo proxy-ok || echo proxy-no
-curl -sf --noproxy '*' -m 3 http://%[1]s:8080/ >/dev/null && echo direct-ok || echo direct-no
-curl -sf --noproxy '*' -m 3 http://%[1]s:8081/ >/dev/null && echo other-ok || echo other-no`, o.addr)
-	keep := func(want string, flags ...string) {
-		t.Helper()
-		if got := p.mustSandbox("docker", append([]string{"--keep-container"}, flags...), probe); got != want {
-			t.Fatalf("devsandbox --keep-container %s: got\n%swant\n%s", strings.Join(flags, " "), got, want)
+	forEachDocker(t, func(t *testing.T, iso string) {
+		o := newOutside(t)
+		p := newProject(t)
+		removeContainers(t, iso, p)
+		probe := fmt.Sprintf(`curl -sf -m 3 http://%[1]s:8080/ >/dev/null && echo proxy-ok || echo proxy-no
+	curl -sf --noproxy '*' -m 3 http://%[1]s:8080/ >/dev/null && echo direct-ok || echo direct-no
+	curl -sf --noproxy '*' -m 3 http://%[1]s:8081/ >/dev/null && echo other-ok || echo other-no`, o.addr)
+		keep := func(want string, flags ...string) {
+			t.Helper()
+			if got := p.mustSandbox(iso, append([]string{"--keep-container"}, flags...), probe); got != want {
+				t.Fatalf("devsandbox --keep-container %s: got\n%swant\n%s", strings.Join(flags, " "), got, want)
+			}
 		}
-	}
-	proxyAllowed := []string{"--egress=proxy", "--allow", o.addr + ":8080"}
-	keep("proxy-ok\ndirect-no\nother-no\n", proxyAllowed...)
+		proxyAllowed := []string{"--egress=proxy", "--allow", o.addr + ":8080"}
+		keep("proxy-ok\ndirect-no\nother-no\n", proxyAllowed...)
 
-	// A second session while the first is still attached, then after it ended.
-	first := command(t.Context(), p.dir, baseEnv(), append(append([]string{"--isolator=docker", "--keep-container"}, proxyAllowed...),
-		"--", "/bin/sh", "-c", "echo ready; read line; true")...)
-	stdin, _ := first.StdinPipe()
-	stdout, _ := first.StdoutPipe()
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	newLineReader(t, stdout).waitFor("ready")
-	keep("proxy-ok\ndirect-no\nother-no\n", proxyAllowed...)
-	stdin.Close()
-	if err := first.Wait(); err != nil {
-		t.Fatalf("the first session: %v", err)
-	}
-	keep("proxy-ok\ndirect-no\nother-no\n", proxyAllowed...)
-	kept := projectContainers(t, p, true)
-	if len(kept) != 1 {
-		t.Fatalf("want one kept container for four sessions, have %v", kept)
-	}
-	// The endpoint directory is writable inside: a socket planted there (the newest)
-	// must not receive the sessions' proxy traffic.
-	plant := `python3 -c '
-import socket
-s = socket.socket(socket.AF_UNIX)
-s.bind("/run/devsandbox/ep/proxy-planted.sock")
-s.listen()
-while True:
-    c, _ = s.accept()
-    try:
-        c.sendall(b"HTTP/1.0 200 OK\r\n\r\nPLANTED\n")
-    except OSError:
-        pass  # the keeper hangs up on a socket served from inside
-    c.close()
-' &
-while [ ! -S /run/devsandbox/ep/proxy-planted.sock ]; do :; done
-curl -s -m 3 http://` + o.addr + `:8080/; kill $! 2>/dev/null; true`
-	if got := p.mustSandbox("docker", append([]string{"--keep-container"}, proxyAllowed...), plant); got != "OUTSIDE\n" {
-		t.Fatalf("through the proxy with a planted socket in the endpoint directory: %q, want OUTSIDE", got)
-	}
+		// A second session while the first is still attached, then after it ended.
+		first := command(t.Context(), p.dir, baseEnv(), append(append([]string{"--isolator=" + iso, "--keep-container"}, proxyAllowed...),
+			"--", "/bin/sh", "-c", "echo ready; read line; true")...)
+		stdin, _ := first.StdinPipe()
+		stdout, _ := first.StdoutPipe()
+		if err := first.Start(); err != nil {
+			t.Fatal(err)
+		}
+		newLineReader(t, stdout).waitFor("ready")
+		keep("proxy-ok\ndirect-no\nother-no\n", proxyAllowed...)
+		stdin.Close()
+		if err := first.Wait(); err != nil {
+			t.Fatalf("the first session: %v", err)
+		}
+		keep("proxy-ok\ndirect-no\nother-no\n", proxyAllowed...)
+		kept := projectContainers(t, iso, p, true)
+		if len(kept) != 1 {
+			t.Fatalf("want one kept container for four sessions, have %v", kept)
+		}
+		// The endpoint directory is writable inside: a socket planted there (the newest)
+		// must not receive the sessions' proxy traffic.
+		plant := `python3 -c '
+	import socket
+	s = socket.socket(socket.AF_UNIX)
+	s.bind("/run/devsandbox/ep/proxy-planted.sock")
+	s.listen()
+	while True:
+	    c, _ = s.accept()
+	    try:
+	        c.sendall(b"HTTP/1.0 200 OK\r\n\r\nPLANTED\n")
+	    except OSError:
+	        pass  # the keeper hangs up on a socket served from inside
+	    c.close()
+	' &
+	while [ ! -S /run/devsandbox/ep/proxy-planted.sock ]; do :; done
+	curl -s -m 3 http://` + o.addr + `:8080/; kill $! 2>/dev/null; true`
+		if got := p.mustSandbox(iso, append([]string{"--keep-container"}, proxyAllowed...), plant); got != "OUTSIDE\n" {
+			t.Fatalf("through the proxy with a planted socket in the endpoint directory: %q, want OUTSIDE", got)
+		}
 
-	// Another policy: another container, without the first one's allowance.
-	keep("proxy-no\ndirect-no\nother-no\n", "--egress=proxy")
-	if now := projectContainers(t, p, true); len(now) != 1 || now[0] == kept[0] {
-		t.Fatalf("another egress policy reused the kept container: %v, before %v", now, kept)
-	}
+		// Another policy: another container, without the first one's allowance.
+		keep("proxy-no\ndirect-no\nother-no\n", "--egress=proxy")
+		if now := projectContainers(t, iso, p, true); len(now) != 1 || now[0] == kept[0] {
+			t.Fatalf("another egress policy reused the kept container: %v, before %v", now, kept)
+		}
 
-	// Allowlist: the rules are applied once and hold in every warm exec.
-	allow := []string{"--egress=allowlist", "--allow", o.addr + ":8080"}
-	keep("proxy-ok\ndirect-ok\nother-no\n", allow...)
-	keep("proxy-ok\ndirect-ok\nother-no\n", allow...)
-	// A restart makes a new network namespace without rules: they are applied again.
-	docker(t, "restart", "-t", "0", projectContainers(t, p, false)[0])
-	keep("proxy-ok\ndirect-ok\nother-no\n", allow...)
+		// Allowlist: the rules are applied once and hold in every warm exec.
+		allow := []string{"--egress=allowlist", "--allow", o.addr + ":8080"}
+		keep("proxy-ok\ndirect-ok\nother-no\n", allow...)
+		keep("proxy-ok\ndirect-ok\nother-no\n", allow...)
+		// A restart makes a new network namespace without rules: they are applied again.
+		dockerAt(t, iso, "restart", "-t", "0", projectContainers(t, iso, p, false)[0])
+		keep("proxy-ok\ndirect-ok\nother-no\n", allow...)
+	})
 }

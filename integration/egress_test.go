@@ -380,10 +380,10 @@ func testEgressKill9(t *testing.T, iso string, o *outside) {
 				}
 				unix.Close(fd)
 			}
-			if iso == "docker" {
-				for len(projectContainers(t, p, true)) > 0 {
+			if isDocker(iso) {
+				for len(projectContainers(t, iso, p, true)) > 0 {
 					if time.Now().After(deadline) {
-						t.Fatalf("a container outlived devsandbox by 10s: %v", projectContainers(t, p, true))
+						t.Fatalf("a container outlived devsandbox by 10s: %v", projectContainers(t, iso, p, true))
 					}
 					runtimeYield()
 				}

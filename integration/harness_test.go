@@ -151,8 +151,8 @@ func forEachIsolator(t *testing.T, f func(t *testing.T, iso string)) {
 			switch iso {
 			case "bwrap":
 				requireBwrap(t)
-			case "docker":
-				requireDocker(t)
+			case localDocker, remoteDocker:
+				requireEngine(t, iso)
 			case "krun":
 				requirePodman(t)
 			}
@@ -281,8 +281,10 @@ func baseEnv(extra ...string) []string {
 	return append(e, extra...)
 }
 
-// command prepares devsandbox with args in dir as the test user.
+// command prepares devsandbox with args in dir as the test user (see isolatorArgs for
+// the docker-remote variant).
 func command(ctx context.Context, dir string, env []string, args ...string) *exec.Cmd {
+	args, env = isolatorArgs(args, env)
 	cmd := exec.CommandContext(ctx, it.bin, args...)
 	cmd.Dir = dir
 	cmd.Env = env

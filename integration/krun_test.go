@@ -61,8 +61,8 @@ func setupPodman() {
 		stale = !strings.HasSuffix(out, strings.TrimPrefix(strings.TrimSpace(string(id)), "sha256:"))
 	}
 	if _, err := podmanAs("image", "exists", krunImage); err != nil || stale {
-		if dockerReady != "" {
-			podmanReady = "the default image is built with docker, which is not ready: " + dockerReady
+		if engineReady[localDocker] != "" {
+			podmanReady = "the default image is built with docker, which is not ready: " + engineReady[localDocker]
 			return
 		}
 		// A name of its own: runs of other checkouts load their own versions at once.

@@ -162,8 +162,26 @@ func serveTLS(t *testing.T, o *outside, ca *testCA) *tlsOrigin {
 //   - the placeholder sent to another host, over HTTPS or HTTP, is refused with 403
 //     and logged, and that host receives nothing;
 //   - no process's command line holds the token or the placeholder, on the host.
+//
+// It runs for bwrap and the docker variants: krun's proxy is the host process bwrap
+// has, and docker's runs where its engine is.
 func TestMITMCredentialInjection(t *testing.T) {
-	requireBwrap(t)
+	for _, iso := range isolators() {
+		if iso == "krun" {
+			continue
+		}
+		t.Run(iso, func(t *testing.T) {
+			if iso == "bwrap" {
+				requireBwrap(t)
+			} else {
+				requireEngine(t, iso)
+			}
+			testMITMCredentialInjection(t, iso)
+		})
+	}
+}
+
+func testMITMCredentialInjection(t *testing.T, iso string) {
 	credHost, other := newOutside(t), newOutside(t)
 	originCA := newTestCA(t)
 	origin := serveTLS(t, credHost, originCA)
@@ -204,7 +222,7 @@ read _
 `, credHost.addr, other.addr, filepath.Join(p.dir, "origin-ca.pem"), rot13(token))
 
 	cmd := command(t.Context(), p.dir, baseEnv("DSB_IT_TOKEN="+token, "SSL_CERT_FILE="+filepath.Join(p.dir, "origin-ca.pem")),
-		"--isolator=bwrap", "--config="+p.path("mitm.toml"), "--egress=proxy", "--allow", credHost.addr, "--allow", other.addr,
+		"--isolator="+iso, "--config="+p.path("mitm.toml"), "--egress=proxy", "--allow", credHost.addr, "--allow", other.addr,
 		"--", "/bin/sh", "-c", script)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

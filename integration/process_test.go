@@ -63,12 +63,12 @@ func TestKill9TakesTreeDown(t *testing.T) {
 		// krun, the processes of the run's container (children of the engine's init).
 		tree := descendants(cmd.Process.Pid)
 		switch iso {
-		case "docker":
-			ids := projectContainers(t, p, false)
+		case localDocker, remoteDocker:
+			ids := projectContainers(t, iso, p, false)
 			if len(ids) != 1 {
 				t.Fatalf("want the run's container, have %v", ids)
 			}
-			tree = containerPids(t, ids[0])
+			tree = containerPids(t, iso, ids[0])
 		case "krun":
 			ids := krunContainers(t, p, false)
 			if len(ids) != 1 {

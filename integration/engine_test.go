@@ -1,0 +1,144 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The docker isolator runs in two variants, each a name in DEVSANDBOX_IT_ISOLATORS:
+// "docker", against this machine's engine, and "docker-remote", against the stand-in
+// for Docker Desktop and remote engines that scripts/setup-test-env.sh starts: a
+// second dockerd that cannot see this machine's /tmp and /run (so nothing devsandbox
+// places there can be bound into its containers), sees homes and projects, and has a
+// bridge of its own. The variants have the same expectations; devsandbox runs with
+// --isolator=docker either way, and DOCKER_HOST names the stand-in for the second.
+const (
+	localDocker  = "docker"
+	remoteDocker = "docker-remote"
+	// remoteEngine is the stand-in's address.
+	remoteEngine = "unix:///var/lib/dsb-remote/docker.sock"
+)
+
+// isDocker reports whether iso is a variant of the docker isolator.
+func isDocker(iso string) bool { return iso == localDocker || iso == remoteDocker }
+
+// engineOf is the engine address (DOCKER_HOST) of docker variant iso.
+func engineOf(iso string) string {
+	if iso == remoteDocker {
+		return remoteEngine
+	}
+	return "unix:///var/run/docker.sock"
+}
+
+// engineReady is, per docker variant, why its tests cannot run ("" when they can).
+var engineReady = map[string]string{localDocker: "not checked", remoteDocker: "not checked"}
+
+// dockerVariants are the docker variants DEVSANDBOX_IT_ISOLATORS names; "docker" when
+// it names none (the docker-only tests run against this machine's engine at least).
+func dockerVariants() []string {
+	var vs []string
+	for _, iso := range isolators() {
+		if isDocker(iso) {
+			vs = append(vs, iso)
+		}
+	}
+	if len(vs) == 0 {
+		vs = []string{localDocker}
+	}
+	return vs
+}
+
+// forEachDocker runs f as a subtest per docker variant, for the tests of what only
+// the docker isolator has (kept containers, the engine's housekeeping).
+func forEachDocker(t *testing.T, f func(t *testing.T, iso string)) {
+	t.Helper()
+	for _, iso := range dockerVariants() {
+		t.Run(iso, func(t *testing.T) {
+			requireEngine(t, iso)
+			f(t, iso)
+		})
+	}
+}
+
+// isolatorArgs turns a test's devsandbox arguments into the real ones: the flag
+// --isolator=docker-remote becomes --isolator=docker, with the stand-in as
+// DOCKER_HOST unless env names an engine already.
+func isolatorArgs(args, env []string) ([]string, []string) {
+	end := slices.Index(args, "--")
+	if end < 0 {
+		end = len(args)
+	}
+	i := slices.Index(args[:end], "--isolator="+remoteDocker)
+	if i < 0 {
+		return args, env
+	}
+	args = slices.Clone(args)
+	args[i] = "--isolator=docker"
+	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "DOCKER_HOST=") }) {
+		env = append(slices.Clip(env), "DOCKER_HOST="+remoteEngine)
+	}
+	return args, env
+}
+
+// setupEngine checks docker variant iso's engine and makes the default image
+// (docker.image's default, devsandbox/default:<version>) in it from the local test
+// base image, which scripts/setup-test-env.sh imports without a registry. It runs
+// once, as root.
+func setupEngine(iso string) string {
+	helper := filepath.Join(filepath.Dir(it.bin), "devsandbox-docker")
+	if _, err := os.Stat(helper); err != nil {
+		return "devsandbox-docker was not built"
+	}
+	if out, err := dockerCmd(iso, "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
+		return fmt.Sprintf("no docker engine at %s (scripts/setup-test-env.sh starts it): %v: %s", engineOf(iso), err, bytes.TrimSpace(out))
+	}
+	base := os.Getenv("DEVSANDBOX_IT_BASE_IMAGE")
+	if base == "" {
+		base = "devsandbox-test/debian:3"
+	}
+	cmd := exec.Command(it.bin, "image", "build", "--base", base)
+	cmd.Dir = "/"
+	cmd.Env = []string{"HOME=/root", "PATH=/usr/local/bin:/usr/bin:/bin", "DOCKER_HOST=" + engineOf(iso)}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Sprintf("building the default image from %s at %s: %v: %s", base, engineOf(iso), err, out)
+	}
+	return ""
+}
+
+// requireEngine skips without docker variant iso's engine and its test image, and
+// fails in CI.
+func requireEngine(t *testing.T, iso string) {
+	t.Helper()
+	if why := engineReady[iso]; why != "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is required in CI: %s", iso, why)
+		}
+		t.Skip(why)
+	}
+}
+
+// dockerCmd is the docker CLI (as root) against docker variant iso's engine.
+func dockerCmd(iso string, args ...string) *exec.Cmd {
+	cmd := exec.Command("docker", args...)
+	cmd.Env = append(os.Environ(), "DOCKER_HOST="+engineOf(iso))
+	return cmd
+}
+
+// dockerAt runs the docker CLI against docker variant iso's engine and returns its
+// trimmed output.
+func dockerAt(t *testing.T, iso string, args ...string) string {
+	t.Helper()
+	out, err := dockerCmd(iso, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker %s (%s): %v: %s", strings.Join(args, " "), engineOf(iso), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
