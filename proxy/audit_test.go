@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -147,5 +148,42 @@ func TestSuggestionsAreEntries(t *testing.T) {
 		if _, err := parseEntry(s.Entry); err != nil {
 			t.Errorf("suggested %q is not an entry: %v", s.Entry, err)
 		}
+	}
+}
+
+// TestAuditStream: with LogTo and no LogDir, the records go to the stream as lines a
+// host's audit.Writer relays, the session's own.
+func TestAuditStream(t *testing.T) {
+	var out strings.Builder
+	srv, err := New(Config{Policy: mustPolicy(t, nil, nil, "deny"), Session: "sess-s", LogTo: &out, Resolver: loopback("denied.test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "p.sock")
+	if err := srv.ListenUnix(sock); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{srv: srv, sock: sock}
+	c := h.unixClient(t, nil)
+	if code, _ := get(t, c, "http://denied.test:81/"); code != 403 {
+		t.Fatalf("denied: %d", code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	w, err := audit.Open(dir, "sess-s", audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Relay(strings.NewReader(out.String())); err != nil {
+		t.Fatalf("relaying %q: %v", out.String(), err)
+	}
+	w.Close()
+	recs, err := audit.ReadLog(dir, audit.LogFilter{})
+	if err != nil || len(recs) != 1 || recs[0].Host != "denied.test" || recs[0].Decision != audit.DecisionDeny || recs[0].Session != "sess-s" {
+		t.Errorf("relayed records: %+v, %v (stream %q)", recs, err, out.String())
 	}
 }

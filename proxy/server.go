@@ -37,9 +37,12 @@ const proxyUser = "devsandbox"
 // Config configures a Server. Policy is required; the rest have defaults.
 type Config struct {
 	Policy  *Policy
-	Session string        // recorded in every audit record, and names the session's log file
-	LogDir  string        // audit log directory (see audit.Open); "" keeps no log
-	Log     audit.Options // the audit log's budget and retention; Now defaults to Config.Now
+	Session string // recorded in every audit record, and names the session's log file
+	LogDir  string // audit log directory (see audit.Open); "" keeps no log unless LogTo is set
+	// LogTo, when LogDir is "", receives the audit log as a stream (audit.NewStream):
+	// where the proxy runs away from the host, the host relays it into its log.
+	LogTo io.Writer
+	Log   audit.Options // the audit log's budget and retention; Now defaults to Config.Now
 
 	Resolver Resolver                                                          // nil: net.DefaultResolver
 	Dial     func(ctx context.Context, network, addr string) (net.Conn, error) // nil: net.Dialer
@@ -126,6 +129,8 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		s.log = l
+	} else if cfg.LogTo != nil {
+		s.log = audit.NewStream(cfg.LogTo, cfg.Session, cfg.Log)
 	}
 	return s, nil
 }

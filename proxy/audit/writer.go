@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -37,12 +38,13 @@ type Options struct {
 }
 
 // Writer appends one session's Records to a file of its own, dir/LogSubdir/<start
-// time>-<session>.jsonl (mode 0600, in directories of mode 0700). It never removes a
-// record of its own session, nor a file another session is writing. Safe for
-// concurrent use.
+// time>-<session>.jsonl (mode 0600, in directories of mode 0700), or, made by
+// NewStream, as lines to a stream. It never removes a record of its own session, nor
+// a file another session is writing. Safe for concurrent use.
 type Writer struct {
 	mu      sync.Mutex
-	f       *os.File
+	out     io.Writer
+	f       *os.File // the session's file; nil for a stream
 	session string
 	budget  int
 	now     func() time.Time
@@ -101,7 +103,21 @@ func Open(dir, session string, o Options) (*Writer, error) {
 		f.Close()
 		return nil, fmt.Errorf("locking the proxy log: %w", err)
 	}
-	return &Writer{f: f, session: session, budget: o.DeniedBudget, now: o.Now, seen: map[dropKey]bool{}}, nil
+	return &Writer{out: f, f: f, session: session, budget: o.DeniedBudget, now: o.Now, seen: map[dropKey]bool{}}, nil
+}
+
+// NewStream is a Writer of session's records to out, one JSON line each, with the
+// budget of o (its Retention is not used). Where the proxy runs away from the host
+// (inside a docker engine), out is the stream the host's Relay reads. Close writes
+// the last KindDropped record and does not close out.
+func NewStream(out io.Writer, session string, o Options) *Writer {
+	if o.DeniedBudget == 0 {
+		o.DeniedBudget = DefaultDeniedBudget
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Writer{out: out, session: session, budget: o.DeniedBudget, now: o.Now, seen: map[dropKey]bool{}}
 }
 
 // fileSafe is session as a file name part: letters, digits, '-' and '_', at most 64.
@@ -192,7 +208,7 @@ func (w *Writer) append(rec Record) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.f.Write(append(line, '\n'))
+	_, err = w.out.Write(append(line, '\n'))
 	return err
 }
 
@@ -208,6 +224,9 @@ func (w *Writer) Close() error {
 	var err error
 	if w.pending > 0 {
 		err = w.marker()
+	}
+	if w.f == nil {
+		return err
 	}
 	return errors.Join(err, w.f.Sync(), w.f.Close())
 }
