@@ -1,0 +1,200 @@
+//go:build linux
+
+package companion
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Serve is the companion: it reads the Request from in, listens on the proxy socket
+// and the published ports, writes ReadyLine to out, and serves until in ends (or ctx
+// is done), then returns proxy's exit code (0 without a proxy; 2 when it could not
+// start). Diagnostics go to stderr.
+func Serve(ctx context.Context, in io.Reader, out, stderr io.Writer, proxy Proxy) int {
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "devsandbox-proxy companion: %v\n", err)
+		return 2
+	}
+	br := bufio.NewReaderSize(in, 64<<10)
+	req, err := ReadRequest(br)
+	if err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // the end of stdin ends the session
+		_, _ = io.Copy(io.Discard, br)
+		cancel()
+	}()
+	var ln net.Listener
+	if req.Proxy != nil {
+		if ln, err = listenUnix(filepath.Join(req.Dir, ProxySocket(req.Session))); err != nil {
+			return fail(err)
+		}
+	}
+	relays, err := listenPublished(req)
+	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return fail(err)
+	}
+	defer relays.close()
+	w := &lockedWriter{w: out}
+	if _, err := io.WriteString(w, ReadyLine+"\n"); err != nil {
+		return fail(err)
+	}
+	if ln == nil {
+		<-ctx.Done()
+		return 0
+	}
+	getenv := func(k string) (string, bool) { v, ok := req.Secrets[k]; return v, ok }
+	return proxy(ctx, req.Proxy, getenv, refusing(req.Refuse), ln, w)
+}
+
+// lockedWriter serialises the ready line and the audit records.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// listenUnix listens on path, reachable by the companion's user only (the sandbox runs
+// as the same user).
+func listenUnix(path string) (net.Listener, error) {
+	old := unix.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	unix.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listening on the proxy socket: %w", err)
+	}
+	return ln, nil
+}
+
+// relays are the published ports' listeners.
+type relays struct {
+	lns   []net.Listener
+	dirFD int
+	wg    sync.WaitGroup
+}
+
+func (r *relays) close() {
+	for _, ln := range r.lns {
+		ln.Close()
+	}
+	r.wg.Wait()
+	if r.dirFD >= 0 {
+		unix.Close(r.dirFD)
+	}
+}
+
+// listenPublished makes the session's publish directory (mode 0700) and listens on
+// every published port of req, relaying each connection to the sandbox's socket for
+// it there.
+func listenPublished(req Request) (*relays, error) {
+	r := &relays{dirFD: -1}
+	if len(req.Publish) == 0 {
+		return r, nil
+	}
+	dir := filepath.Join(req.Dir, PublishDir(req.Session))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the publish directory: %w", err)
+	}
+	// The directory is writable from inside the sandbox: hold it by descriptor, so
+	// what is renamed or planted in its place later is not followed.
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening the publish directory: %w", err)
+	}
+	r.dirFD = fd
+	for _, port := range req.Publish {
+		ln, err := net.Listen("tcp", ":"+strconv.Itoa(port.Listen))
+		if err != nil {
+			r.close()
+			return nil, fmt.Errorf("relaying published port %d: %w", port.Sandbox, err)
+		}
+		r.lns = append(r.lns, ln)
+		r.wg.Add(1)
+		go r.serve(ln, PublishSocket(port.Sandbox))
+	}
+	return r, nil
+}
+
+func (r *relays) serve(ln net.Listener, sock string) {
+	defer r.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			continue
+		}
+		go func() {
+			u, err := dialNoFollow(r.dirFD, sock)
+			if err != nil {
+				c.Close()
+				return
+			}
+			relayConns(c, u)
+		}()
+	}
+}
+
+// dialNoFollow connects to the socket name in directory dirFD without following a
+// symlink: the sandbox can replace its socket with a link to another socket in the
+// companion's view (the proxy's), which every visitor of the published port would
+// otherwise reach.
+func dialNoFollow(dirFD int, name string) (net.Conn, error) {
+	fd, err := unix.Openat(dirFD, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return nil, fmt.Errorf("%s in the publish directory is not a socket", name)
+	}
+	// The descriptor's /proc path reaches exactly the inode just checked.
+	return net.Dial("unix", fmt.Sprintf("/proc/self/fd/%d", fd))
+}
+
+// relayConns copies both ways until both directions are done.
+func relayConns(c, u net.Conn) {
+	defer c.Close()
+	defer u.Close()
+	done := make(chan struct{}, 1)
+	go func() {
+		_, _ = io.Copy(u, c)
+		closeWrite(u)
+		done <- struct{}{}
+	}()
+	_, _ = io.Copy(c, u)
+	closeWrite(c)
+	<-done
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+}
