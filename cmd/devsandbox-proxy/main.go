@@ -14,6 +14,12 @@
 //   - devsandbox starts it in its own process group, with SIGTERM as its parent-death
 //     signal, so a Ctrl-C at the terminal does not reach it.
 //
+// Run as `devsandbox-proxy companion` it is the session's proxy inside a docker
+// engine instead, in a companion container beside the sandbox (see proxy/companion):
+// the request and its secrets arrive on stdin, the proxy listens in the endpoint
+// volume the sandbox shares, and the audit records go to stdout, for the host to
+// relay into its log.
+//
 // It serves until the control pipe ends (devsandbox is done or gone) or SIGTERM or
 // SIGINT arrives, then shuts down: it stops accepting, gives requests and tunnels in
 // flight up to two seconds, and syncs and closes the audit log. It never removes the
@@ -29,6 +35,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -37,6 +44,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/proxy"
 	"github.com/devsandbox/devsandbox/proxy/ca"
+	"github.com/devsandbox/devsandbox/proxy/companion"
 	"github.com/devsandbox/devsandbox/proxy/service"
 )
 
@@ -45,6 +53,11 @@ import (
 const shutdownGrace = 2 * time.Second
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == companion.Arg {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer stop()
+		os.Exit(companion.Serve(ctx, os.Stdin, os.Stdout, os.Stderr, serveCompanion))
+	}
 	if len(os.Args) != 2 || os.Args[1] != handoff.ServeArg {
 		fmt.Fprintf(os.Stderr, "%s: the egress proxy of a devsandbox session; devsandbox starts it\n", service.Program)
 		os.Exit(2)
@@ -66,6 +79,41 @@ func main() {
 // which runs on the sandbox's host: the host's loopback is then refused whatever the
 // entries (tests reach their own loopback origins with false).
 func run(ctx context.Context, s service.Settings, getenv func(string) (string, bool), ln *os.File, stderr io.Writer, onHost bool) int {
+	listen := func() (net.Listener, error) {
+		l, err := net.FileListener(ln)
+		if err != nil {
+			return nil, fmt.Errorf("fd %d is not a listening socket (devsandbox starts this program): %w", handoff.FirstExtraFD, err)
+		}
+		ln.Close() // l holds a duplicate
+		return l, nil
+	}
+	return serve(ctx, s, getenv, listen, stderr, place{refuseLoopback: onHost, isLocal: proxy.HostAddresses(time.Second)})
+}
+
+// serveCompanion is the proxy of a companion container (see proxy/companion): its
+// loopback and the engine's host are refused as the host's own are on the host, and
+// the audit log is a stream.
+func serveCompanion(ctx context.Context, settings json.RawMessage, getenv func(string) (string, bool), isLocal func(netip.Addr) bool, ln net.Listener, log io.Writer) int {
+	var s service.Settings
+	if err := json.Unmarshal(settings, &s); err != nil {
+		fmt.Fprintf(os.Stderr, "devsandbox-proxy: bad settings: %v\n", err)
+		return 2
+	}
+	s.LogDir = ""
+	return serve(ctx, s, getenv, func() (net.Listener, error) { return ln, nil }, os.Stderr, place{refuseLoopback: true, isLocal: isLocal, logTo: log})
+}
+
+// place is where the proxy runs: what it refuses as its host's own, and where its
+// audit log goes (nil logTo: the settings' LogDir).
+type place struct {
+	refuseLoopback bool
+	isLocal        func(netip.Addr) bool
+	logTo          io.Writer
+}
+
+// serve serves the listener listen returns by s until ctx is done, and returns the
+// exit code.
+func serve(ctx context.Context, s service.Settings, getenv func(string) (string, bool), listen func() (net.Listener, error), stderr io.Writer, at place) int {
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "devsandbox-proxy: "+format+"\n", a...)
 		return 2
@@ -77,17 +125,16 @@ func run(ctx context.Context, s service.Settings, getenv func(string) (string, b
 	pol = pol.WithGitPush(s.GitPush, s.GitSSH)
 	// The host's interface addresses are destinations only when listed, and on the
 	// host its loopback never is.
-	pol.IsLocal = proxy.HostAddresses(time.Second)
-	pol.RefuseLoopback = onHost
-	cfg := proxy.Config{Policy: pol, Session: s.Session, LogDir: s.LogDir}
+	pol.IsLocal = at.isLocal
+	pol.RefuseLoopback = at.refuseLoopback
+	cfg := proxy.Config{Policy: pol, Session: s.Session, LogDir: s.LogDir, LogTo: at.logTo}
 	if err := secrets(&cfg, s, getenv); err != nil {
 		return fail("%v", err)
 	}
-	l, err := net.FileListener(ln)
+	l, err := listen()
 	if err != nil {
-		return fail("fd %d is not a listening socket (devsandbox starts this program): %v", handoff.FirstExtraFD, err)
+		return fail("%v", err)
 	}
-	ln.Close() // l holds a duplicate
 	srv, err := proxy.New(cfg)
 	if err != nil {
 		return fail("%v", err)

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 )
@@ -40,7 +41,7 @@ import (
 // secrets' variables; isLocal reports the addresses the proxy refuses as the engine
 // host's own.
 type Proxy func(ctx context.Context, settings json.RawMessage, getenv func(string) (string, bool),
-	isLocal func(string) bool, ln net.Listener, log io.Writer) int
+	isLocal func(netip.Addr) bool, ln net.Listener, log io.Writer) int
 
 // ReadyLine is the companion's first line on stdout.
 const ReadyLine = "devsandbox-companion ready"

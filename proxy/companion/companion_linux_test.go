@@ -36,7 +36,7 @@ func startCompanion(t *testing.T, req Request) *companion {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &companion{stdin: inW, stdout: bufio.NewReader(outR), code: make(chan int, 1), settings: make(chan json.RawMessage, 1)}
-	proxy := func(ctx context.Context, settings json.RawMessage, getenv func(string) (string, bool), isLocal func(string) bool, ln net.Listener, log io.Writer) int {
+	proxy := func(ctx context.Context, settings json.RawMessage, getenv func(string) (string, bool), isLocal func(netip.Addr) bool, ln net.Listener, log io.Writer) int {
 		c.settings <- settings
 		go func() {
 			for {

@@ -14,10 +14,10 @@ import (
 // refusing returns the proxy's isLocal for the companion: the addresses the host
 // named, the companion's own interface addresses and its default gateway (the engine's
 // host on its bridge), read once.
-func refusing(named []string) func(string) bool {
+func refusing(named []string) func(netip.Addr) bool {
 	var once sync.Once
 	set := map[netip.Addr]bool{}
-	return func(s string) bool {
+	return func(a netip.Addr) bool {
 		once.Do(func() {
 			for _, n := range named {
 				if a, err := netip.ParseAddr(n); err == nil {
@@ -39,8 +39,7 @@ func refusing(named []string) func(string) bool {
 				}
 			}
 		})
-		a, err := netip.ParseAddr(s)
-		return err == nil && set[a.Unmap()]
+		return set[a.Unmap()]
 	}
 }
 
