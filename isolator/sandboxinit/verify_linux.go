@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -216,6 +217,8 @@ func verifyCheck(c wire.Check, same bool) error {
 		if kind != unix.S_IFREG || st.Size != c.Size {
 			return fmt.Errorf("%s is not a file of %d bytes", c.Path, c.Size)
 		}
+	case wire.CheckSealed:
+		return verifySealed(c.Path, os.Getuid())
 	case wire.CheckRO, wire.CheckRW:
 	default:
 		return fmt.Errorf("unknown check %q for %s", c.Kind, c.Path)
@@ -232,6 +235,26 @@ func verifyCheck(c wire.Check, same bool) error {
 	}
 	return nil
 }
+
+// verifySealed checks that path and every directory above it belong to another user
+// than uid and are writable by their owner only (wire.CheckSealed).
+func verifySealed(path string, uid int) error {
+	for p := path; ; p = filepath.Dir(p) {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return fmt.Errorf("sealed %s: %v", path, err)
+		}
+		if int(st.Uid) == uid || st.Mode&0o022 != 0 || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return fmt.Errorf("%s is %w: %s is owned by uid %d with mode %o", path, errUnsealed, p, st.Uid, st.Mode&0o7777)
+		}
+		if p == "/" {
+			return nil
+		}
+	}
+}
+
+// errUnsealed is a sealed check's failure.
+var errUnsealed = errors.New("changeable by the sandbox but must be sealed")
 
 // errWritable is a read-only check's failure by statfs.
 var errWritable = errors.New("writable but must be read-only")

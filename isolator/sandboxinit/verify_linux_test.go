@@ -150,3 +150,39 @@ func readFile(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// A sealed file (the init, copied in by the engine) passes only when neither it nor a
+// directory above it is the caller's or writable by others.
+func TestVerifySealed(t *testing.T) {
+	bin, err := filepath.EvalSymlinks("/bin/sh")
+	if err != nil {
+		t.Skip(err)
+	}
+	if fi, err := os.Stat(bin); err != nil || fi.Mode()&0o022 != 0 {
+		t.Skipf("%s: %v %v", bin, fi, err)
+	}
+	const other = 54321
+	if err := verifySealed(bin, other); err != nil {
+		t.Errorf("%s for uid %d: %v", bin, other, err)
+	}
+	var st unix.Stat_t
+	_ = unix.Stat(bin, &st)
+	owner := int(st.Uid)
+	if err := verifySealed(bin, owner); !errors.Is(err, errUnsealed) {
+		t.Errorf("%s for its owner: %v, want errUnsealed", bin, err)
+	}
+	dir := t.TempDir() // below a sticky, world-writable /tmp
+	f := filepath.Join(dir, "init")
+	os.WriteFile(f, nil, 0o555)
+	if err := verifySealed(f, other); !errors.Is(err, errUnsealed) {
+		t.Errorf("a file below a world-writable directory: %v, want errUnsealed", err)
+	}
+	link := filepath.Join(dir, "link")
+	os.Symlink(bin, link)
+	if err := verifySealed(link, other); !errors.Is(err, errUnsealed) {
+		t.Errorf("a symlink: %v, want errUnsealed", err)
+	}
+	if err := verifyCheck(wire.Check{Kind: wire.CheckSealed, Path: filepath.Join(dir, "missing")}, false); err == nil {
+		t.Error("a missing sealed file passed")
+	}
+}

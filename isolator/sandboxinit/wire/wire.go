@@ -57,6 +57,11 @@ const (
 	CheckRO       CheckKind = "ro"       // exists, on a read-only mount
 	CheckRW       CheckKind = "rw"       // exists (a bind the command may write)
 	CheckData     CheckKind = "data"     // a regular file of Size bytes on a read-only mount
+	// CheckSealed: exists, and neither it nor a directory above it is the command's
+	// or writable by anyone but its owner, so the command (with no capability, which
+	// the init checks too) cannot change or replace it: a file devsandbox copied into
+	// the container through the Engine API, on a volume the engine must let it write.
+	CheckSealed CheckKind = "sealed"
 )
 
 // Check is one protection the init verifies.
