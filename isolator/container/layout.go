@@ -42,8 +42,12 @@ const (
 	PublishDir = "/run/devsandbox/publish"
 	// EndpointDir is where a kept container sees the project's socket directory
 	// (egress.Rules.SocketDir): the live sessions' proxy sockets and publish
-	// directories.
+	// directories; or, with Options.EndpointVolume, where every container sees the
+	// engine-side volume it shares with the session's companion.
 	EndpointDir = "/run/devsandbox/ep"
+	// ShipDir is the directory of a Shipped mount: the container's own, root's, filled
+	// by the backend through its engine's API (it holds the init at InitPath).
+	ShipDir = "/run/devsandbox"
 )
 
 // Labels on everything the container backends create.
@@ -81,6 +85,16 @@ type Options struct {
 	// Nproc, when set, is RLIMIT_NPROC the init sets for the command (an engine
 	// without a pids cgroup).
 	Nproc int
+	// Shipped: the container gets nothing from the host's files but the project, the
+	// home and the user's mounts, and what is generated in FilesDir (DESIGN guarantee
+	// 11). The init is not bound: the backend copies it into ShipDir, a Shipped
+	// mount, before the container starts. The egress endpoints are EndpointVolume.
+	Shipped bool
+	// EndpointVolume, with Shipped, is the engine-side volume at EndpointDir that the
+	// container shares with the session's companion (package proxy/companion): the
+	// proxy's socket and the published ports' sockets, for one-shot and kept
+	// containers alike.
+	EndpointVolume string
 }
 
 // MountType is what a Mount puts at its target.
@@ -91,6 +105,7 @@ const (
 	Volume                   // the named volume Source at Target
 	MaskDir                  // an empty read-only tmpfs: a hidden directory
 	Scratch                  // a writable tmpfs (Tmpfs says how)
+	Shipped                  // a directory of the container's own that the backend fills, root's
 )
 
 // Mount is one mount of a Layout.
@@ -160,20 +175,8 @@ type Layout struct {
 // Lay computes p's container layout. It is pure: host paths come from the Plan and o,
 // nothing is read or written.
 func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
-	switch p.Egress.Mode {
-	case egress.Open, egress.None:
-	case egress.Proxy, egress.Allowlist:
-		if p.Egress.Proxy.Unix == "" {
-			return nil, fmt.Errorf("egress mode %s needs the session proxy's Unix socket", p.Egress.Mode)
-		}
-	default:
-		return nil, fmt.Errorf("unknown egress mode %q", p.Egress.Mode)
-	}
-	if o.Keep && p.Egress.SocketDir == "" && (p.Egress.NeedsProxy() || len(p.Egress.Forwards) > 0) {
-		return nil, fmt.Errorf("a kept container needs the project's socket directory for its proxy endpoint and published ports")
-	}
-	if len(p.Egress.Forwards) > 0 && p.Egress.PublishDir == "" {
-		return nil, fmt.Errorf("published ports need the session's publish directory")
+	if err := endpointsOK(p, o); err != nil {
+		return nil, err
 	}
 	l := &Layout{Home: o.Home, User: fmt.Sprintf("%d:%d", p.User.UID, p.User.GID), Workdir: p.Workdir, Network: "none",
 		Dirs: p.PrivateDirs, EmptyFile: p.EmptyFile, TTY: p.TTY, filesDir: o.FilesDir}
@@ -235,17 +238,22 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 	}
 	sessionPublish := l.egressEndpoints(p, o, man)
 	passwd, group := UserFiles(p.User, l.Home)
-	initSrc := o.InitSource
-	if initSrc == "" {
-		initSrc = p.Self
+	if o.Shipped {
+		l.Mounts = append(l.Mounts, Mount{Type: Shipped, Target: ShipDir})
+		man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckSealed, Path: InitPath})
+	} else {
+		initSrc := o.InitSource
+		if initSrc == "" {
+			initSrc = p.Self
+		}
+		l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: initSrc, Target: InitPath, ReadOnly: true})
+		man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRO, Path: InitPath})
 	}
 	l.Mounts = append(l.Mounts,
-		Mount{Type: Bind, Source: initSrc, Target: InitPath, ReadOnly: true},
 		Mount{Type: Bind, Source: l.File(passwd), Target: "/etc/passwd", ReadOnly: true},
 		Mount{Type: Bind, Source: l.File(group), Target: "/etc/group", ReadOnly: true},
 	)
 	man.Checks = append(man.Checks,
-		wire.Check{Kind: wire.CheckRO, Path: InitPath},
 		wire.Check{Kind: wire.CheckData, Path: "/etc/passwd", Size: int64(len(passwd))},
 		wire.Check{Kind: wire.CheckData, Path: "/etc/group", Size: int64(len(group))},
 	)
@@ -302,38 +310,6 @@ func manifest(p *isolator.Plan, o Options) *wire.Manifest {
 		}
 	}
 	return man
-}
-
-// egressEndpoints adds the session proxy's socket and the publish directory. A
-// one-shot container binds the session's socket and its init forwards
-// SandboxProxyAddr to it, as bwrap's init does. A kept container outlives sessions: it
-// binds the project's socket directory, and its keeper forwards SandboxProxyAddr to
-// whichever session's proxy is live there (every session attached has the same
-// egress configuration: it is part of the spec). Published ports are served the same
-// way, from the session's directory. It returns the kept session's published ports.
-func (l *Layout) egressEndpoints(p *isolator.Plan, o Options, man *wire.Manifest) (sessionPublish []string) {
-	switch {
-	case o.Keep && p.Egress.SocketDir != "":
-		l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: p.Egress.SocketDir, Target: EndpointDir})
-		if p.Egress.NeedsProxy() {
-			man.ForwardDir = egress.SandboxProxyAddr + "=" + EndpointDir
-		}
-		for _, f := range p.Egress.Forwards {
-			sessionPublish = append(sessionPublish, fmt.Sprintf("%d=%s/%s/%d.sock", f.SandboxPort, EndpointDir, filepath.Base(p.Egress.PublishDir), f.SandboxPort))
-		}
-	case p.Egress.NeedsProxy():
-		l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: p.Egress.Proxy.Unix, Target: ProxySocket})
-		man.Forward = egress.SandboxProxyAddr + "=" + ProxySocket
-	}
-	if !o.Keep && len(p.Egress.Forwards) > 0 {
-		// The host relays 127.0.0.1:HOST_PORT to <SANDBOX_PORT>.sock in the publish
-		// directory, where the init serves it and relays to 127.0.0.1:SANDBOX_PORT.
-		l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: p.Egress.PublishDir, Target: PublishDir})
-		for _, f := range p.Egress.Forwards {
-			man.Publish = append(man.Publish, fmt.Sprintf("%d=%s/%d.sock", f.SandboxPort, PublishDir, f.SandboxPort))
-		}
-	}
-	return sessionPublish
 }
 
 // File registers a generated host file holding content and returns its path in the

@@ -131,3 +131,56 @@ func TestMaskDirAllows(t *testing.T) {
 		}
 	}
 }
+
+// A shipped layout binds nothing of the host's but the project, the home, the user's
+// mounts and the generated files: not the init (copied into ShipDir, checked sealed),
+// not the proxy's socket, the socket directory or the publish directory (the
+// endpoint volume is the companion's). One-shot containers forward to the session's
+// socket there and serve its publish directory; kept ones leave that to sessions.
+func TestLayShipped(t *testing.T) {
+	dir := t.TempDir()
+	p := plan(dir)
+	p.Proxy.Session = "5e55"
+	p.Egress.PublishDir = "/run/x/publish-5e55"
+	p.Egress.Forwards = []egress.Forward{{HostPort: 8080, SandboxPort: 3000}}
+	files := filepath.Join(dir, "state/files")
+	for _, keep := range []bool{false, true} {
+		l, err := Lay(p, Options{Home: "/home/dev", FilesDir: files, Keep: keep, Shipped: true, EndpointVolume: "ep-vol"}, "1.0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var shipped, endpoint int
+		for _, m := range l.Mounts {
+			switch {
+			case m.Type == Shipped && m.Target == ShipDir:
+				shipped++
+			case m.Type == Volume && m.Source == "ep-vol" && m.Target == EndpointDir:
+				endpoint++
+			case m.Type == Bind && !slices.Contains([]string{p.SandboxHome, p.Project.Dir, filepath.Join(dir, "gone"), p.EmptyFile}, m.Source) &&
+				filepath.Dir(m.Source) != files:
+				t.Errorf("keep=%v: a bind of the host's %s at %s", keep, m.Source, m.Target)
+			}
+		}
+		if shipped != 1 || endpoint != 1 {
+			t.Errorf("keep=%v: %d shipped and %d endpoint mounts in %+v", keep, shipped, endpoint, l.Mounts)
+		}
+		if !slices.Contains(checked(l.Manifest), "sealed "+InitPath) || slices.Contains(checked(l.Manifest), "ro "+InitPath) {
+			t.Errorf("keep=%v: the init's check: %q", keep, checked(l.Manifest))
+		}
+		publish := "3000=" + EndpointDir + "/publish-5e55/3000.sock"
+		if keep {
+			if l.Manifest.ForwardDir != "127.0.0.1:3128="+EndpointDir || l.Session.Forward != "" || !slices.Equal(l.Session.Publish, []string{publish}) {
+				t.Errorf("kept: forward dir %q, session forward %q, publish %q", l.Manifest.ForwardDir, l.Session.Forward, l.Session.Publish)
+			}
+		} else if l.Manifest.Forward != "127.0.0.1:3128="+EndpointDir+"/proxy-5e55.sock" || !slices.Equal(l.Manifest.Publish, []string{publish}) {
+			t.Errorf("one-shot: forward %q, publish %q", l.Manifest.Forward, l.Manifest.Publish)
+		}
+	}
+	if _, err := Lay(p, Options{Shipped: true}, "1.0"); err == nil {
+		t.Error("a shipped layout with a proxy and no endpoint volume")
+	}
+	p.Egress, p.Proxy.Session = egress.Rules{Mode: egress.None}, ""
+	if l, err := Lay(p, Options{Shipped: true}, "1.0"); err != nil || slices.ContainsFunc(l.Mounts, func(m Mount) bool { return m.Target == EndpointDir }) {
+		t.Errorf("egress none, shipped: %v, %+v", err, l)
+	}
+}
