@@ -62,6 +62,10 @@ type Request struct {
 	Proxy json.RawMessage `json:"proxy,omitempty"`
 	// Secrets are the values of the variables Proxy names.
 	Secrets map[string]string `json:"secrets,omitempty"`
+	// Roots, when set, are the certificates (PEM) the proxy checks upstream servers
+	// against instead of the image's: the host's SSL_CERT_FILE and SSL_CERT_DIR, whose
+	// paths the companion cannot see.
+	Roots []byte `json:"roots,omitempty"`
 	// Refuse are addresses of the engine's host the proxy refuses as it refuses its
 	// own (as far as the host knows them; the companion adds its gateway's).
 	Refuse []string `json:"refuse,omitempty"`

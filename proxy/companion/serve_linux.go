@@ -31,6 +31,11 @@ func Serve(ctx context.Context, in io.Reader, out, stderr io.Writer, proxy Proxy
 	if err != nil {
 		return fail(err)
 	}
+	if len(req.Roots) > 0 {
+		if err := useRoots(req.Roots); err != nil {
+			return fail(err)
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { // the end of stdin ends the session
@@ -61,6 +66,24 @@ func Serve(ctx context.Context, in io.Reader, out, stderr io.Writer, proxy Proxy
 	}
 	getenv := func(k string) (string, bool) { v, ok := req.Secrets[k]; return v, ok }
 	return proxy(ctx, req.Proxy, getenv, refusing(req.Refuse), ln, w)
+}
+
+// useRoots makes roots the certificates crypto/x509 checks servers against: it reads
+// SSL_CERT_FILE (and SSL_CERT_DIR) when it first needs them.
+func useRoots(roots []byte) error {
+	f, err := os.CreateTemp("", "devsandbox-roots-*.pem")
+	if err != nil {
+		return fmt.Errorf("writing the certificate roots: %w", err)
+	}
+	_, err = f.Write(roots)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing the certificate roots: %w", err)
+	}
+	os.Unsetenv("SSL_CERT_DIR")
+	return os.Setenv("SSL_CERT_FILE", f.Name())
 }
 
 // lockedWriter serialises the ready line and the audit records.
