@@ -59,10 +59,13 @@ bench-docker: build ## docker isolator launches (cold, and warm with keep_contai
 bench-krun: build ## krun isolator launches (krun.runtime = runc) against podman run --rm of the same image, as the test user
 	$(GO) run ./scripts/benchkrun -bin $(BIN) -n $${BENCH_RUNS:-20}
 
-embed: ## build Linux devsandbox-init (amd64, arm64) into isolator/docker/initbin for a macOS build
-	for a in amd64 arm64; do CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o isolator/docker/initbin/devsandbox-init-linux-$$a ./cmd/devsandbox-init; done
+embed: ## build Linux devsandbox-init and devsandbox-proxy (amd64, arm64) into isolator/docker/initbin for a macOS build
+	for a in amd64 arm64; do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o isolator/docker/initbin/devsandbox-init-linux-$$a ./cmd/devsandbox-init && \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build $(GOFLAGS_) -trimpath -ldflags '$(LDFLAGS)' -o isolator/docker/initbin/devsandbox-proxy-linux-$$a ./cmd/devsandbox-proxy || exit 1; \
+	done
 
-darwin: embed ## cross-build devsandbox, devsandbox-docker (Linux init embedded) and devsandbox-proxy for macOS into bin/darwin/
+darwin: embed ## cross-build devsandbox, devsandbox-docker (Linux init and proxy embedded) and devsandbox-proxy for macOS into bin/darwin/
 	CGO_ENABLED=0 GOOS=darwin $(GO) build -tags '$(TAGS) embedinit' -trimpath -ldflags '$(LDFLAGS)' -o bin/darwin/ ./cmd/devsandbox ./cmd/devsandbox-docker ./cmd/devsandbox-proxy
 
 install: build install-bin ## build, then install every binary ($(BINARIES)) to $(PREFIX)/bin

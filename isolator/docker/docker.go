@@ -52,6 +52,9 @@ type Isolator struct {
 	dial func() (Engine, Address, error)
 	// services starts the run's host services (nil: hostsvc.Start; tests replace it).
 	services func(*isolator.Plan) (*hostsvc.Services, error)
+	// ship reads the programs a run copies into containers (nil: shipped; tests
+	// replace it).
+	ship func(p *isolator.Plan, arch func() (string, error), proxy bool) (programs, error)
 }
 
 var (

@@ -2,6 +2,6 @@
 
 package docker
 
-// embeddedInits is nil without the embedinit build tag: on Linux the init next to
-// devsandbox is used.
-var embeddedInits map[string][]byte
+// embeddedInits and embeddedProxies are nil without the embedinit build tag: on Linux
+// the programs installed next to devsandbox are shipped.
+var embeddedInits, embeddedProxies map[string][]byte

@@ -40,6 +40,7 @@ type Engine interface {
 	ContainerInspect(ctx context.Context, id string) (dockercontainer.InspectResponse, error)
 	ContainerList(ctx context.Context, options dockercontainer.ListOptions) ([]dockercontainer.Summary, error)
 	ContainerRemove(ctx context.Context, id string, options dockercontainer.RemoveOptions) error
+	CopyToContainer(ctx context.Context, id, dstPath string, content io.Reader, options dockercontainer.CopyToContainerOptions) error
 
 	ContainerExecCreate(ctx context.Context, id string, options dockercontainer.ExecOptions) (dockercontainer.ExecCreateResponse, error)
 	ContainerExecAttach(ctx context.Context, execID string, config dockercontainer.ExecAttachOptions) (types.HijackedResponse, error)

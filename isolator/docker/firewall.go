@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	dockercontainer "github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
@@ -24,11 +23,11 @@ const LabelRole = "dev.devsandbox.role"
 
 // firewallHelper renders the helper container that applies fw in the network
 // namespace of the container target: it joins that namespace, holds NET_ADMIN and
-// nothing else, and runs devsandbox-init (bound read-only from initSrc, static, so any
-// image works) to program the rules through netlink and read them back. The engine
-// does the namespace joining, so this works without root on the host, and the same
-// way against a daemon in a VM. Pure.
-func firewallHelper(arg, target, image, initSrc string, labels map[string]string) (*dockercontainer.Config, *dockercontainer.HostConfig) {
+// nothing else, and runs devsandbox-init (copied into its root before it starts,
+// static, so any image works) to program the rules through netlink and read them
+// back. The engine does the namespace joining, so this works without root on the
+// host, and the same way against a daemon in a VM. Pure.
+func firewallHelper(arg, target, image string, labels map[string]string) (*dockercontainer.Config, *dockercontainer.HostConfig) {
 	l := map[string]string{LabelRole: "firewall", LabelKept: "false"}
 	for _, k := range []string{LabelProject, LabelName, LabelDir, LabelVersion, LabelUser} {
 		if v, ok := labels[k]; ok {
@@ -38,32 +37,33 @@ func firewallHelper(arg, target, image, initSrc string, labels map[string]string
 	cfg := &dockercontainer.Config{
 		User:         "0:0",
 		Image:        image,
-		Entrypoint:   []string{InitPath},
+		Entrypoint:   []string{"/" + helperInit},
 		Cmd:          []string{arg},
 		Labels:       l,
 		AttachStdout: true,
 		AttachStderr: true,
 	}
 	hc := &dockercontainer.HostConfig{
-		NetworkMode:    dockercontainer.NetworkMode("container:" + target),
-		ReadonlyRootfs: true,
-		CapDrop:        []string{"ALL"},
-		CapAdd:         []string{"NET_ADMIN"},
-		SecurityOpt:    []string{"no-new-privileges"},
-		Mounts:         []mount.Mount{{Type: mount.TypeBind, Source: initSrc, Target: InitPath, ReadOnly: true}},
-		AutoRemove:     true,
+		NetworkMode: dockercontainer.NetworkMode("container:" + target),
+		CapDrop:     []string{"ALL"},
+		CapAdd:      []string{"NET_ADMIN"},
+		SecurityOpt: []string{"no-new-privileges"},
+		AutoRemove:  true,
 	}
 	return cfg, hc
 }
 
+// helperInit is the init's name in the firewall helper's root.
+const helperInit = "devsandbox-init"
+
 // applyFirewall applies the Plan's egress rules in the network namespace of the
 // running container target, through a helper container, and returns once they are in
 // place. Any failure is an isolator.ErrProtection: the command must not start.
-func (b *Isolator) applyFirewall(ctx context.Context, e Engine, p *isolator.Plan, spec *Spec, target string) error {
+func (b *Isolator) applyFirewall(ctx context.Context, e Engine, p *isolator.Plan, spec *Spec, init []byte, target string) error {
 	if spec.FirewallArg == "" {
 		return fmt.Errorf("%w: the egress rules could not be applied: the spec has none", isolator.ErrProtection)
 	}
-	cfg, hc := firewallHelper(spec.FirewallArg, target, spec.Config.Image, spec.initSource(), spec.Config.Labels)
+	cfg, hc := firewallHelper(spec.FirewallArg, target, spec.Config.Image, spec.Config.Labels)
 	if b.FirewallTool != "" {
 		cfg.Entrypoint = []string{b.FirewallTool}
 	}
@@ -83,6 +83,9 @@ func (b *Isolator) applyFirewall(ctx context.Context, e Engine, p *isolator.Plan
 			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, dockercontainer.RemoveOptions{Force: true})
 		}
 	}()
+	if err := copyIn(ctx, e, id, "/", helperInit, init); err != nil {
+		return failed("copying the init into the firewall helper: %v", err)
+	}
 	hj, err := e.ContainerAttach(ctx, id, dockercontainer.AttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
 		return failed("attaching to the firewall helper: %v", err)
@@ -123,7 +126,7 @@ func firewallDigest(arg, id, started string) string {
 // are known to be in its current network namespace (names resolved at launch may
 // resolve elsewhere now). It runs under the project's lock. The exec's init checks
 // the rules are in force either way.
-func (b *Isolator) ensureKeptFirewall(ctx context.Context, e Engine, p *isolator.Plan, spec *Spec, id string) error {
+func (b *Isolator) ensureKeptFirewall(ctx context.Context, e Engine, p *isolator.Plan, spec *Spec, init []byte, id string) error {
 	in, err := e.ContainerInspect(ctx, id)
 	if err != nil || in.State == nil {
 		return fmt.Errorf("%w: inspecting the kept container %s: %w", isolator.ErrProtection, spec.Name, err)
@@ -133,7 +136,7 @@ func (b *Isolator) ensureKeptFirewall(ctx context.Context, e Engine, p *isolator
 	if old, err := os.ReadFile(record); err == nil && string(old) == digest {
 		return nil
 	}
-	if err := b.applyFirewall(ctx, e, p, spec, id); err != nil {
+	if err := b.applyFirewall(ctx, e, p, spec, init, id); err != nil {
 		return err
 	}
 	b.phase("firewall")

@@ -11,6 +11,7 @@ import (
 	dockercontainer "github.com/docker/docker/api/types/container"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
@@ -22,7 +23,12 @@ var ErrSpecChanged = fmt.Errorf("kept container in use with another configuratio
 // same container while the rendered spec is the same, recreated when it changed and no
 // other session is attached. A per-project lock makes concurrent runs safe: it is held
 // until this run's exec is running, so a run with another spec sees it attached.
-func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, hello *wire.Hello, stdio isolator.Stdio) (int, error) {
+func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, pr programs, hello *wire.Hello, stdio isolator.Stdio) (int, error) {
+	comp := b.goCompanion(ctx, e, addr, p, pr, spec)
+	defer comp.stop()
+	if err := comp.failed(); err != nil {
+		return 0, err
+	}
 	unlock, err := lockFile(filepath.Join(p.StateDir, "docker.lock"))
 	if err != nil {
 		return 0, err
@@ -33,15 +39,18 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 			unlock()
 		}
 	}()
-	id, err := b.keptContainer(ctx, e, addr, spec)
+	id, err := b.keptContainer(ctx, e, addr, spec, pr.init)
 	if err != nil {
 		return 0, err
 	}
 	b.phase("container")
 	if p.Egress.NeedsFirewall() {
-		if err := b.ensureKeptFirewall(ctx, e, p, spec, id); err != nil {
+		if err := b.ensureKeptFirewall(ctx, e, p, spec, pr.init, id); err != nil {
 			return 0, err
 		}
+	}
+	if err := comp.ready(ctx); err != nil {
+		return 0, err
 	}
 	ex, err := e.ContainerExecCreate(ctx, id, *spec.Exec)
 	if err != nil {
@@ -90,11 +99,11 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 
 // keptContainer returns the id of the running kept container for spec, creating,
 // starting or recreating it as needed.
-func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, spec *Spec) (string, error) {
+func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, spec *Spec, init []byte) (string, error) {
 	in, err := e.ContainerInspect(ctx, spec.Name)
 	switch {
 	case cerrdefs.IsNotFound(err):
-		return b.createKept(ctx, e, addr, spec)
+		return b.createKept(ctx, e, addr, spec, init)
 	case err != nil:
 		st := engineDown(addr, err)
 		return "", fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
@@ -121,23 +130,28 @@ func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, sp
 		}
 	}
 	b.warn("the configuration changed since the kept container %s was created; recreating it", spec.Name)
-	if err := e.ContainerRemove(ctx, in.ID, dockercontainer.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+	if err := e.ContainerRemove(ctx, in.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		return "", fmt.Errorf("removing the outdated kept container %s: %w", spec.Name, err)
 	}
-	return b.createKept(ctx, e, addr, spec)
+	return b.createKept(ctx, e, addr, spec, init)
 }
 
-func (b *Isolator) createKept(ctx context.Context, e Engine, addr Address, spec *Spec) (string, error) {
+// createKept creates and starts the kept container, the init copied in first.
+func (b *Isolator) createKept(ctx context.Context, e Engine, addr Address, spec *Spec, init []byte) (string, error) {
 	created, err := e.ContainerCreate(ctx, spec.Config, spec.Host, spec.Network, nil, spec.Name)
 	if err != nil {
 		return "", b.createFailed(ctx, e, addr, spec, err)
 	}
+	if err := copyIn(ctx, e, created.ID, container.ShipDir, initName, init); err != nil {
+		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
+		return "", err
+	}
 	if err := b.limitsDiscarded(created.Warnings); err != nil {
-		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, dockercontainer.RemoveOptions{Force: true})
+		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
 		return "", err
 	}
 	if err := e.ContainerStart(ctx, created.ID, dockercontainer.StartOptions{}); err != nil {
-		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, dockercontainer.RemoveOptions{Force: true})
+		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
 		return "", fmt.Errorf("%w: the docker engine could not start the kept container: %w; the command did not run", isolator.ErrProtection, err)
 	}
 	return created.ID, nil

@@ -12,6 +12,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -28,16 +29,22 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	defer e.Close()
-	if runtime.GOOS == "linux" && !addr.Local() && (p.Egress.NeedsProxy() || len(p.Egress.Forwards) > 0) {
-		return 0, fmt.Errorf("%w: egress mode %s and published ports reach the sandbox through Unix sockets on this machine, which the docker engine at %s (%s) cannot bind; use a local engine, or --egress=open or none without --publish", isolator.ErrProtection, p.Egress.Mode, addr.Host, addr.Origin)
-	}
 	svc, err := b.startServices(p)
 	if err != nil {
 		return 0, err
 	}
 	defer svc.Stop()
+	// Nothing of devsandbox's own is bound from this host (DESIGN guarantee 11): the
+	// init is copied into the container, the egress services run in the engine.
 	opts := b.Options
+	opts.Shipped = true
+	if needsCompanion(p) {
+		opts.EndpointVolume = endpointVolume(p, opts.Keep)
+	}
 	arch := func() (string, error) {
+		if runtime.GOOS == "linux" && addr.Local() {
+			return runtime.GOARCH, nil
+		}
 		v, err := e.ServerVersion(ctx)
 		if err != nil {
 			st := engineDown(addr, err)
@@ -45,7 +52,12 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		}
 		return v.Arch, nil
 	}
-	if opts.InitSource, err = initBinary(p, addr, arch); err != nil {
+	ship := b.ship
+	if ship == nil {
+		ship = shipped
+	}
+	pr, err := ship(p, arch, needsCompanion(p))
+	if err != nil {
 		return 0, err
 	}
 	if !addr.Local() && opts.HomeVolume == "" {
@@ -98,9 +110,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		}
 	}
 	if spec.Exec != nil {
-		return b.runKept(ctx, e, addr, p, spec, hello, stdio)
+		return b.runKept(ctx, e, addr, p, spec, pr, hello, stdio)
 	}
-	return b.runOnce(ctx, e, addr, p, spec, hello, stdio)
+	return b.runOnce(ctx, e, addr, p, spec, pr, hello, stdio)
 }
 
 // startServices starts the run's host services (tests replace them).
@@ -108,11 +120,16 @@ func (b *Isolator) startServices(p *isolator.Plan) (*hostsvc.Services, error) {
 	if b.services != nil {
 		return b.services(p)
 	}
-	return hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase})
+	return hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase, EngineEgress: true})
 }
 
 // runOnce creates a container for this run only; the engine removes it when it stops.
-func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, hello *wire.Hello, stdio isolator.Stdio) (int, error) {
+func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, pr programs, hello *wire.Hello, stdio isolator.Stdio) (int, error) {
+	comp := b.goCompanion(ctx, e, addr, p, pr, spec)
+	defer comp.stop()
+	if err := comp.failed(); err != nil {
+		return 0, err
+	}
 	name := "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
 	created, err := e.ContainerCreate(ctx, spec.Config, spec.Host, spec.Network, nil, name)
 	if err != nil {
@@ -126,6 +143,9 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 		}
 	}()
 	if err := b.limitsDiscarded(created.Warnings); err != nil {
+		return 0, err
+	}
+	if err := copyIn(ctx, e, id, container.ShipDir, initName, pr.init); err != nil {
 		return 0, err
 	}
 	b.phase("create")
@@ -152,11 +172,18 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 		if err := start(); err != nil {
 			return 0, err
 		}
-		if err := b.applyFirewall(ctx, e, p, spec, id); err != nil {
+		if err := b.applyFirewall(ctx, e, p, spec, pr.init, id); err != nil {
 			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, dockercontainer.RemoveOptions{Force: true})
 			return 0, err
 		}
 		b.phase("firewall")
+	}
+	// The command may reach the proxy and be reached on its ports as soon as it starts.
+	if err := comp.ready(ctx); err != nil {
+		if started {
+			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, dockercontainer.RemoveOptions{Force: true})
+		}
+		return 0, err
 	}
 	sess, err := b.attach(hj.Conn, hj.Reader, p, stdio, hello)
 	if err != nil {
@@ -210,7 +237,27 @@ func removeLeftovers(ctx context.Context, e Engine, projectID string, uid int, c
 		if c.ID == current || c.State == "created" && now.Sub(time.Unix(c.Created, 0)) < time.Minute {
 			continue
 		}
-		_ = e.ContainerRemove(ctx, c.ID, dockercontainer.RemoveOptions{Force: true})
+		_ = e.ContainerRemove(ctx, c.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
+	}
+	removeEndpointVolumes(ctx, e, projectID, uid, now)
+}
+
+// removeEndpointVolumes removes the project's session endpoint volumes that a killed
+// devsandbox or an engine restart left: those over a minute old (a younger one may be
+// a concurrent run's, about to get its companion). One in use is not removed (the
+// engine refuses).
+func removeEndpointVolumes(ctx context.Context, e Engine, projectID string, uid int, now time.Time) {
+	vs, err := e.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", LabelProject+"="+projectID), filters.Arg("label", LabelUser+"="+fmt.Sprint(uid)),
+		filters.Arg("label", LabelSession))})
+	if err != nil {
+		return
+	}
+	for _, v := range vs.Volumes {
+		if created, err := time.Parse(time.RFC3339, v.CreatedAt); err == nil && now.Sub(created) < time.Minute {
+			continue
+		}
+		_ = e.VolumeRemove(ctx, v.Name, false)
 	}
 }
 
@@ -241,6 +288,9 @@ func (b *Isolator) createFailed(ctx context.Context, e Engine, addr Address, spe
 	}
 	if cerrdefs.IsConflict(err) {
 		return fmt.Errorf("creating the container: %w", err)
+	}
+	if err := unseen(err, addr, spec.Layout); err != nil {
+		return err
 	}
 	st := engineDown(addr, err)
 	if cerrdefs.IsUnavailable(err) || client.IsErrConnectionFailed(err) {

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"archive/tar"
 	"bufio"
 	"context"
 	"errors"
@@ -8,9 +9,10 @@ import (
 	"io"
 	"net"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
-	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,14 +22,19 @@ import (
 	"github.com/docker/docker/api/types"
 	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
+	"github.com/devsandbox/devsandbox/proxy/audit"
+	"github.com/devsandbox/devsandbox/proxy/companion"
 )
 
 // fakeEngine is an Engine whose containers run a simulated init. It records every
@@ -49,6 +56,22 @@ type fakeEngine struct {
 	init func(hello *wire.Hello, in io.Reader, stdout, stderr io.Writer) int
 	// hellos are the hello frames the inits received.
 	hellos []*wire.Hello
+	// events order what the inits and companions did (their hellos, ready lines).
+	events []string
+	// copied are the files copied into containers, by container id and path.
+	copied map[string][]byte
+	// requests are the companions' requests; volumes the volumes that exist.
+	requests []companion.Request
+	volumes  map[string]volume.CreateOptions
+	created  []*fakeContainer // every container created, removed ones too
+}
+
+func mapValues(m map[string]string) []string {
+	var out []string
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
 }
 
 type fakeContainer struct {
@@ -70,6 +93,7 @@ type fakeExec struct {
 
 func newFake(t *testing.T) *fakeEngine {
 	return &fakeEngine{t: t, images: map[string]bool{"devsandbox/default:1.0": true}, containers: map[string]*fakeContainer{}, execs: map[string]*fakeExec{},
+		copied: map[string][]byte{}, volumes: map[string]volume.CreateOptions{},
 		init: func(h *wire.Hello, in io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprint(stderr, wire.ReadyMarker)
 			fmt.Fprint(stdout, "hello from the command\n")
@@ -99,7 +123,10 @@ func (f *fakeEngine) ImageInspect(_ context.Context, ref string, _ ...client.Ima
 
 func (f *fakeEngine) ContainerCreate(_ context.Context, cfg *dockercontainer.Config, host *dockercontainer.HostConfig, _ *network.NetworkingConfig, _ *ocispec.Platform, name string) (dockercontainer.CreateResponse, error) {
 	label, shown := "kept", name
-	if cfg.Labels[LabelKept] != "true" {
+	switch {
+	case cfg.Labels[LabelRole] != "":
+		label, shown = cfg.Labels[LabelRole], name[:len(name)-9]
+	case cfg.Labels[LabelKept] != "true":
 		label, shown = "run", name[:len(name)-9] // without the random suffix
 	}
 	f.record("ContainerCreate %s (%s)", shown, label)
@@ -111,6 +138,7 @@ func (f *fakeEngine) ContainerCreate(_ context.Context, cfg *dockercontainer.Con
 	f.nextID++
 	c := &fakeContainer{id: fmt.Sprintf("c%d", f.nextID), name: name, cfg: cfg, host: host}
 	f.containers[c.id], f.containers[name] = c, c
+	f.created = append(f.created, c)
 	return dockercontainer.CreateResponse{ID: c.id}, nil
 }
 
@@ -162,24 +190,36 @@ func (f *fakeEngine) runInit(conn net.Conn) int {
 	h, _ := wire.ParseHello(p)
 	f.mu.Lock()
 	f.hellos = append(f.hellos, h)
+	f.events = append(f.events, "hello")
 	f.mu.Unlock()
 	return f.init(h, r, stdcopy.NewStdWriter(conn, stdcopy.Stdout), stdcopy.NewStdWriter(conn, stdcopy.Stderr))
 }
 
 func (f *fakeEngine) ContainerStart(_ context.Context, id string, _ dockercontainer.StartOptions) error {
-	f.record("ContainerStart")
 	f.mu.Lock()
 	c := f.containers[id]
 	c.running = true
 	f.mu.Unlock()
+	role := c.cfg.Labels[LabelRole]
+	if role == "" {
+		f.record("ContainerStart")
+	}
 	if c.conn == nil { // a kept container: its keeper idles
 		return nil
 	}
+	run := f.runInit
+	if role == roleCompanion {
+		run = f.runCompanion
+	}
 	go func() {
-		code := f.runInit(c.conn)
+		code := run(c.conn)
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		c.running = false
+		if role == roleCompanion && c.host.AutoRemove { // the fake removes only these (their removal is awaited)
+			delete(f.containers, c.id)
+			delete(f.containers, c.name)
+		}
 		for _, w := range c.waiters {
 			w <- dockercontainer.WaitResponse{StatusCode: int64(code)}
 		}
@@ -187,14 +227,83 @@ func (f *fakeEngine) ContainerStart(_ context.Context, id string, _ dockercontai
 	return nil
 }
 
+// runCompanion simulates devsandbox-proxy companion on conn: it reads the request,
+// answers the ready line and one audit record, and exits 0 at the end of its stdin.
+func (f *fakeEngine) runCompanion(conn net.Conn) int {
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	req, err := companion.ReadRequest(r)
+	if err != nil {
+		f.t.Errorf("companion request: %v", err)
+		return 2
+	}
+	f.mu.Lock()
+	f.requests = append(f.requests, req)
+	f.events = append(f.events, "companion ready")
+	f.mu.Unlock()
+	out := stdcopy.NewStdWriter(conn, stdcopy.Stdout)
+	fmt.Fprintf(out, "%s\n{\"kind\":\"request\",\"session\":%q,\"host\":\"h.test\",\"decision\":\"deny\"}\n", companion.ReadyLine, req.Session)
+	_, _ = io.Copy(io.Discard, r)
+	return 0
+}
+
 func (f *fakeEngine) ContainerRemove(_ context.Context, id string, _ dockercontainer.RemoveOptions) error {
-	f.record("ContainerRemove")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	c := f.containers[id]
+	c, ok := f.containers[id]
+	if !ok {
+		return cerrdefs.ErrNotFound
+	}
+	if c.cfg.Labels[LabelRole] == "" {
+		f.calls = append(f.calls, "ContainerRemove")
+	}
 	delete(f.containers, c.id)
 	delete(f.containers, c.name)
 	return nil
+}
+
+func (f *fakeEngine) CopyToContainer(_ context.Context, id, dir string, content io.Reader, _ dockercontainer.CopyToContainerOptions) error {
+	f.mu.Lock()
+	c := f.containers[id]
+	f.mu.Unlock()
+	if c.cfg.Labels[LabelRole] == "" {
+		f.record("CopyToContainer %s", dir)
+	}
+	tr := tar.NewReader(content)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		b, _ := io.ReadAll(tr)
+		if h.Uid != 0 || h.Gid != 0 || h.Mode != 0o555 {
+			f.t.Errorf("%s copied with uid %d gid %d mode %o", h.Name, h.Uid, h.Gid, h.Mode)
+		}
+		f.mu.Lock()
+		f.copied[id+":"+path.Join(dir, h.Name)] = b
+		f.mu.Unlock()
+	}
+	return nil
+}
+
+func (f *fakeEngine) VolumeCreate(_ context.Context, o volume.CreateOptions) (volume.Volume, error) {
+	f.record("VolumeCreate %s", o.Name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.volumes[o.Name] = o
+	return volume.Volume{Name: o.Name}, nil
+}
+
+func (f *fakeEngine) VolumeRemove(_ context.Context, name string, _ bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.volumes, name)
+	return nil
+}
+
+// VolumeList finds no leftovers (like ContainerList, not part of the transcripts).
+func (f *fakeEngine) VolumeList(context.Context, volume.ListOptions) (volume.ListResponse, error) {
+	return volume.ListResponse{}, nil
 }
 
 // ContainerList finds no leftovers (it is not part of the transcripts: it runs
@@ -267,6 +376,14 @@ func testIsolator(t *testing.T, f *fakeEngine, keep bool) (*Isolator, *isolator.
 	p.HostEnv = map[string]string{"API_TOKEN": "s3cret"}
 	b := &Isolator{Options: Options{Image: "devsandbox/default:1.0", Home: home, Version: "1.0", Keep: keep}}
 	b.dial = func() (Engine, Address, error) { return f, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
+	b.ship = func(_ *isolator.Plan, _ func() (string, error), proxy bool) (programs, error) {
+		pr := programs{arch: "amd64", init: []byte("INIT")}
+		if proxy {
+			pr.proxy = []byte("PROXY")
+		}
+		return pr, nil
+	}
+	b.services = func(*isolator.Plan) (*hostsvc.Services, error) { return nil, nil }
 	return b, p
 }
 
@@ -280,7 +397,7 @@ func TestRunOnce(t *testing.T) {
 	if err != nil || code != 3 {
 		t.Fatalf("Run: %d %v (stderr %q)", code, err, errb.String())
 	}
-	want := []string{"ContainerCreate devsandbox-app-0123abcd (run)", "ContainerAttach", "ContainerWait removed", "ContainerStart"}
+	want := []string{"ContainerCreate devsandbox-app-0123abcd (run)", "CopyToContainer /run/devsandbox", "ContainerAttach", "ContainerWait removed", "ContainerStart"}
 	if !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("calls:\n%q\nwant\n%q", f.calls, want)
 	}
@@ -298,6 +415,30 @@ func TestRunOnce(t *testing.T) {
 	}
 	if !c.host.AutoRemove || !c.cfg.StdinOnce || !c.cfg.OpenStdin {
 		t.Errorf("one-shot container: AutoRemove %v StdinOnce %v OpenStdin %v", c.host.AutoRemove, c.cfg.StdinOnce, c.cfg.OpenStdin)
+	}
+	if string(f.copied["c1:"+InitPath]) != "INIT" {
+		t.Errorf("the init was not copied to %s: %v", InitPath, f.copied)
+	}
+	noHostBinds(t, c.host, p)
+}
+
+// noHostBinds fails unless every bind of hc is the project, the sandbox home or a
+// generated file in the state directory (DESIGN guarantee 11), and the init's
+// directory is a volume of the container's own.
+func noHostBinds(t *testing.T, hc *dockercontainer.HostConfig, p *isolator.Plan) {
+	t.Helper()
+	shipDir := false
+	for _, m := range hc.Mounts {
+		switch {
+		case m.Type == mount.TypeVolume && m.Target == "/run/devsandbox" && m.Source == "":
+			shipDir = true
+		case m.Type == mount.TypeBind && m.Source != p.Project.Dir && !strings.HasPrefix(m.Source, p.Project.Dir+"/") &&
+			m.Source != p.SandboxHome && !strings.HasPrefix(m.Source, p.StateDir+"/"):
+			t.Errorf("a bind of the host's %s at %s", m.Source, m.Target)
+		}
+	}
+	if !shipDir || len(hc.Binds) > 0 {
+		t.Errorf("the init's directory is no volume of the container's own (%v), or there are binds: %q", shipDir, hc.Binds)
 	}
 }
 
@@ -341,7 +482,7 @@ func TestRunKept(t *testing.T) {
 	if code, err := run(); err != nil || code != 3 {
 		t.Fatalf("first run: %d %v", code, err)
 	}
-	want := append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerCreate devsandbox-app-0123abcd (kept)", "ContainerStart"}, exec...)
+	want := append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerCreate devsandbox-app-0123abcd (kept)", "CopyToContainer /run/devsandbox", "ContainerStart"}, exec...)
 	if !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("first run:\n%q\nwant\n%q", f.calls, want)
 	}
@@ -371,29 +512,110 @@ func TestRunKept(t *testing.T) {
 	if _, err := run(); err != nil {
 		t.Fatalf("changed spec: %v", err)
 	}
-	want = append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerRemove", "ContainerCreate devsandbox-app-0123abcd (kept)", "ContainerStart"}, exec...)
+	want = append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerRemove", "ContainerCreate devsandbox-app-0123abcd (kept)", "CopyToContainer /run/devsandbox", "ContainerStart"}, exec...)
 	if !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("changed spec:\n%q\nwant\n%q", f.calls, want)
 	}
 }
 
-// A remote engine cannot bind this machine's Unix sockets: proxy egress and published
-// ports are refused before anything is created.
-func TestRunRemoteEngineRefusesSockets(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("Linux rule")
-	}
+// Egress proxy with a published port: the session's
+// companion gets the proxy (copied in), the policy and the secrets on its stdin (in
+// no config), publishes the port on the engine host's 127.0.0.1 and shares the
+// endpoint volume with the sandbox, which binds nothing else of the host's; the
+// sandbox's hello waits for the companion's ready line; its audit records reach the
+// project's log; the session's volume and the companion are gone afterwards.
+func TestRunCompanion(t *testing.T) {
 	f := newFake(t)
 	b, p := testIsolator(t, f, false)
-	b.dial = func() (Engine, Address, error) {
-		return f, Address{Host: "tcp://10.0.0.9:2376", Origin: "DOCKER_HOST"}, nil
+	p.Egress = egress.Rules{Mode: egress.Proxy, Proxy: egress.Endpoint{Unix: "/run/x/proxy-5e55.sock"}, SocketDir: "/run/x",
+		PublishDir: "/run/x/publish-5e55", Forwards: []egress.Forward{{HostPort: 18080, SandboxPort: 3000}}}
+	p.Proxy = isolator.ProxyConfig{Session: "5e55", Default: "deny",
+		Credentials: []isolator.ProxyCredential{{Name: "GH", Host: "api.github.com", Header: "Authorization", ValueEnv: "GH_TOKEN"}}}
+	p.HostEnv["GH_TOKEN"] = "ghp_s3cret"
+	code, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	if err != nil || code != 3 {
+		t.Fatalf("Run: %d %v", code, err)
 	}
-	p.Egress = egress.Rules{Mode: egress.Proxy, Proxy: egress.Endpoint{Unix: "/run/x/proxy-s.sock"}}
-	_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
-	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "cannot bind") {
-		t.Fatalf("Run: %v", err)
+	var comp, sandbox *fakeContainer
+	for _, c := range f.created {
+		switch c.cfg.Labels[LabelRole] {
+		case roleCompanion:
+			comp = c
+		case "":
+			sandbox = c
+		}
 	}
-	if len(f.calls) != 0 {
-		t.Errorf("calls made: %q", f.calls)
+	if comp == nil {
+		t.Fatal("no companion")
+	}
+	if _, ok := f.containers[comp.id]; ok {
+		t.Errorf("the companion outlived the run")
+	}
+	for _, e := range append(append(comp.cfg.Env, comp.cfg.Cmd...), mapValues(comp.cfg.Labels)...) {
+		if strings.Contains(e, "ghp_s3cret") {
+			t.Errorf("the credential in the companion's config: %s", e)
+		}
+	}
+	if string(f.copied[comp.id+":/devsandbox-proxy"]) != "PROXY" {
+		t.Errorf("devsandbox-proxy was not copied into the companion: %v", f.copied)
+	}
+	if len(f.volumes) != 0 {
+		t.Errorf("volumes left: %v", f.volumes)
+	}
+	if len(f.requests) != 1 || f.requests[0].Secrets["DEVSANDBOX_CREDENTIAL_0"] != "ghp_s3cret" || len(f.requests[0].Publish) != 1 {
+		t.Fatalf("the companion's requests: %+v", f.requests)
+	}
+	if !reflect.DeepEqual(f.events, []string{"companion ready", "hello"}) {
+		t.Errorf("events %q: the hello must wait for the companion", f.events)
+	}
+	if sandbox == nil {
+		t.Fatal("no sandbox container")
+	}
+	noHostBinds(t, sandbox.host, p)
+	for _, e := range append(append(sandbox.cfg.Env, sandbox.cfg.Cmd...), mapValues(sandbox.cfg.Labels)...) {
+		if strings.Contains(e, "ghp_s3cret") {
+			t.Errorf("the credential in the sandbox's config: %s", e)
+		}
+	}
+	recs, err := audit.ReadLog(p.StateDir, audit.LogFilter{})
+	if err != nil || len(recs) != 1 || recs[0].Host != "h.test" || recs[0].Session != "5e55" {
+		t.Errorf("audit log: %+v %v", recs, err)
+	}
+}
+
+// The companion's config: devsandbox-proxy as the user, no capability, its policy
+// and secrets nowhere in it, the endpoint volume, the published ports on the engine
+// host's 127.0.0.1 only. The sandbox's: the endpoint volume, no host sockets.
+func TestCompanionConfig(t *testing.T) {
+	p := basePlan()
+	p.Egress = egress.Rules{Mode: egress.Proxy, Forwards: []egress.Forward{{HostPort: 18080, SandboxPort: 3000}}}
+	p.Proxy.Session = "5e55"
+	cfg, hc := companionConfig(p, "img", "vol", map[string]string{LabelProject: "0123abcd", LabelUser: "1000"})
+	if cfg.User != "1000:1000" || !slices.Equal(cfg.Entrypoint, []string{"/devsandbox-proxy"}) || !slices.Equal(cfg.Cmd, []string{"companion"}) || len(cfg.Env) != 0 {
+		t.Errorf("companion config: %+v", cfg)
+	}
+	if !cfg.OpenStdin || !cfg.StdinOnce || !hc.AutoRemove || !slices.Equal(hc.CapDrop, []string{"ALL"}) || !slices.Equal(hc.Binds, []string{"vol:/ep"}) || len(hc.CapAdd) != 0 {
+		t.Errorf("companion host config: %+v", hc)
+	}
+	if b := hc.PortBindings["18080/tcp"]; len(b) != 1 || b[0].HostIP != "127.0.0.1" || b[0].HostPort != "18080" {
+		t.Errorf("port bindings: %+v", hc.PortBindings)
+	}
+	if cfg.Labels[LabelRole] != roleCompanion || cfg.Labels[LabelSession] != "5e55" || cfg.Labels[LabelProject] != "0123abcd" {
+		t.Errorf("labels: %v", cfg.Labels)
+	}
+	p.Egress.PublishDir, p.Egress.Proxy.Unix, p.Egress.SocketDir = "/run/x/publish-5e55", "/run/x/proxy-5e55.sock", "/run/x"
+	o := opts
+	o.Shipped, o.EndpointVolume = true, "vol"
+	spec, err := containerConfig(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noHostBinds(t, spec.Host, p)
+	ep := false
+	for _, m := range spec.Host.Mounts {
+		ep = ep || m.Type == mount.TypeVolume && m.Source == "vol" && m.Target == EndpointDir
+	}
+	if !ep {
+		t.Errorf("the endpoint volume is not mounted: %+v", spec.Host.Mounts)
 	}
 }

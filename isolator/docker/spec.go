@@ -43,7 +43,8 @@ const (
 )
 
 // Options are the docker.* settings and what Run resolved about the engine. Render
-// uses them as given; Run fills in InitSource and HomeVolume first.
+// uses them as given (the init bound from the host, as a hand-run `docker run` can);
+// Run ships the init and sets the endpoint volume and HomeVolume first.
 type Options struct {
 	Image   string // docker.image
 	Home    string // docker.home: the in-container home
@@ -59,6 +60,10 @@ type Options struct {
 	// BootID is the host's boot id (pin.BootID), set by Run for a local engine: the
 	// init compares the identities of pinned mount sources only on that kernel.
 	BootID string
+	// Shipped and EndpointVolume: see container.Options. Run sets them: the init is
+	// copied in through the Engine API, the egress services run in the engine.
+	Shipped        bool
+	EndpointVolume string
 }
 
 // Spec is a rendered docker run: the container to create, or with Keep the kept
@@ -97,7 +102,7 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 // layout is p's container layout with opts.
 func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 	l, err := container.Lay(p, container.Options{Home: opts.Home, InitSource: opts.InitSource, FilesDir: filepath.Join(p.StateDir, "docker"),
-		BootID: opts.BootID, Keep: opts.Keep, HomeVolume: opts.HomeVolume}, opts.Version)
+		BootID: opts.BootID, Keep: opts.Keep, HomeVolume: opts.HomeVolume, Shipped: opts.Shipped, EndpointVolume: opts.EndpointVolume}, opts.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +137,11 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 			mounts = append(mounts, mount.Mount{Type: mount.TypeTmpfs, Target: m.Target, ReadOnly: true, TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o755}})
 		case container.Scratch:
 			tmpfs[m.Target] = strings.Join(m.Tmpfs.Options(container.UIDGID(p.User.UID, p.User.GID)), ",")
+		case container.Shipped:
+			// A volume of the container's own: Run copies the init in before the start;
+			// the engine removes it with the container.
+			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Target: m.Target,
+				VolumeOptions: &mount.VolumeOptions{Labels: map[string]string{LabelProject: p.Project.ID, LabelName: p.Project.Name, LabelUser: fmt.Sprint(p.User.UID)}}})
 		}
 	}
 	labels := maps.Clone(l.Labels)

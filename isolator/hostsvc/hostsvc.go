@@ -23,6 +23,9 @@ type Options struct {
 	// Proxy starts the session proxy; nil is service.Start (devsandbox-proxy on this
 	// host).
 	Proxy func(p *isolator.Plan) (stop func(), err error)
+	// EngineEgress: the backend runs the session's proxy and published ports where
+	// its engine is (docker); only the watch runs here.
+	EngineEgress bool
 }
 
 // Services are the running host services of one run.
@@ -37,16 +40,31 @@ type Services struct {
 // against. On an error nothing is left running. Stop them once the sandbox is gone.
 func Start(p *isolator.Plan, o Options) (*Services, error) {
 	s := &Services{}
+	if !o.EngineEgress {
+		if err := s.startEgress(p, o); err != nil {
+			return nil, err
+		}
+	}
+	warn := o.Warn
+	if warn == nil {
+		warn = func(string) {}
+	}
+	s.watch = watch.Start(p, warn)
+	return s, nil
+}
+
+// startEgress starts the socket directory, the published ports and the proxy.
+func (s *Services) startEgress(p *isolator.Plan, o Options) error {
 	if d := p.Egress.SocketDir; d != "" {
 		if err := sockdir.Ensure(d, p.StateDir, p.Project.ID, p.User.UID); err != nil {
-			return nil, err
+			return err
 		}
 		sockdir.Sweep(d) // once per launch, before this session adds its own sockets
 	}
 	if len(p.Egress.Forwards) > 0 {
 		stop, err := publish.Start(p)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.stops = append(s.stops, stop)
 	}
@@ -58,7 +76,7 @@ func Start(p *isolator.Plan, o Options) (*Services, error) {
 		stop, err := start(p)
 		if err != nil {
 			s.Stop()
-			return nil, err
+			return err
 		}
 		// The proxy stops first: it flushes its audit log while the ports still relay.
 		s.stops = append([]func(){stop}, s.stops...)
@@ -66,12 +84,7 @@ func Start(p *isolator.Plan, o Options) (*Services, error) {
 			o.Phase("proxy")
 		}
 	}
-	warn := o.Warn
-	if warn == nil {
-		warn = func(string) {}
-	}
-	s.watch = watch.Start(p, warn)
-	return s, nil
+	return nil
 }
 
 // Stop stops the services: the watch first (its final check of what the sandbox

@@ -1,0 +1,427 @@
+package docker
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types"
+	dockercontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/docker/go-connections/nat"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/proxy/audit"
+	"github.com/devsandbox/devsandbox/proxy/companion"
+	"github.com/devsandbox/devsandbox/proxy/service"
+)
+
+// Labels of the session's companion and its endpoint volume.
+const (
+	LabelSession  = "dev.devsandbox.session" // the session id
+	roleCompanion = "companion"
+	companionDir  = "/ep" // the endpoint volume in the companion
+)
+
+// companionBound bounds the wait for the companion: its start and ready line, and its
+// end (it gives requests in flight 2 s and flushes its audit records).
+const (
+	companionReady = 30 * time.Second
+	companionEnd   = 5 * time.Second
+)
+
+// endpointVolume is the name of the engine-side volume a run shares with its
+// session's companion: the project's, for a kept container (its sessions come and
+// go), the session's own otherwise.
+func endpointVolume(p *isolator.Plan, keep bool) string {
+	if keep {
+		return "devsandbox-" + p.Project.Name + "-ep"
+	}
+	return "devsandbox-" + p.Project.Name + "-ep-" + p.Proxy.Session
+}
+
+// needsCompanion reports whether p's egress needs the session's companion.
+func needsCompanion(p *isolator.Plan) bool {
+	return p.Egress.NeedsProxy() || len(p.Egress.Forwards) > 0
+}
+
+// endpointVolumeOptions creates the endpoint volume: in memory (the sockets only),
+// the sandbox user's, mode 0700.
+func endpointVolumeOptions(p *isolator.Plan, name string, labels map[string]string) volume.CreateOptions {
+	return volume.CreateOptions{Name: name, Driver: "local", Labels: labels, DriverOpts: map[string]string{
+		"type": "tmpfs", "device": "tmpfs",
+		"o": fmt.Sprintf("uid=%d,gid=%d,mode=0700,size=16m", p.User.UID, p.User.GID),
+	}}
+}
+
+// companionConfig renders the session's companion: devsandbox-proxy (copied into its
+// root before it starts) as the sandbox's user, with no capability, on the engine's
+// default network, with the endpoint volume, publishing each published port on the
+// engine host's 127.0.0.1. Its environment, command and labels hold no secret: the
+// policy and the secrets arrive on its stdin. Pure.
+func companionConfig(p *isolator.Plan, image, volume string, labels map[string]string) (*dockercontainer.Config, *dockercontainer.HostConfig) {
+	l := map[string]string{LabelRole: roleCompanion, LabelKept: "false", LabelSession: p.Proxy.Session}
+	for _, k := range []string{LabelProject, LabelName, LabelDir, LabelVersion, LabelUser} {
+		if v, ok := labels[k]; ok {
+			l[k] = v
+		}
+	}
+	pids := int64(512)
+	cfg := &dockercontainer.Config{
+		User:         fmt.Sprintf("%d:%d", p.User.UID, p.User.GID),
+		Image:        image,
+		Entrypoint:   []string{"/" + proxyName},
+		Cmd:          []string{companion.Arg},
+		WorkingDir:   "/",
+		Env:          []string{},
+		Labels:       l,
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		OpenStdin:    true,
+		StdinOnce:    true,
+	}
+	hc := &dockercontainer.HostConfig{
+		NetworkMode: "default",
+		CapDrop:     []string{"ALL"},
+		SecurityOpt: []string{"no-new-privileges"},
+		Binds:       []string{volume + ":" + companionDir},
+		Tmpfs:       map[string]string{"/tmp": "rw,nosuid,nodev,mode=1777"},
+		AutoRemove:  true,
+		Resources:   dockercontainer.Resources{PidsLimit: &pids},
+	}
+	if len(p.Egress.Forwards) > 0 {
+		cfg.ExposedPorts = nat.PortSet{}
+		hc.PortBindings = nat.PortMap{}
+		for _, f := range p.Egress.Forwards {
+			port := nat.Port(strconv.Itoa(int(f.HostPort)) + "/tcp")
+			cfg.ExposedPorts[port] = struct{}{}
+			hc.PortBindings[port] = []nat.PortBinding{{HostIP: "127.0.0.1", HostPort: strconv.Itoa(int(f.HostPort))}}
+		}
+	}
+	return cfg, hc
+}
+
+// companionRequest is what the companion is told: the proxy's settings and their
+// secrets (the CA, credential values and placeholders), the certificate roots the host
+// names, the host's addresses when the engine is this machine's, and the ports.
+func companionRequest(p *isolator.Plan, local bool) (companion.Request, error) {
+	req := companion.Request{Session: p.Proxy.Session, Dir: companionDir}
+	for _, f := range p.Egress.Forwards {
+		req.Publish = append(req.Publish, companion.Port{Listen: int(f.HostPort), Sandbox: int(f.SandboxPort)})
+	}
+	if !p.Egress.NeedsProxy() {
+		return req, nil
+	}
+	settings, err := json.Marshal(service.SettingsOf(p))
+	if err != nil {
+		return req, err
+	}
+	req.Proxy = settings
+	env, err := service.Environ(p, os.ReadFile)
+	if err != nil {
+		return req, err
+	}
+	req.Secrets = map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "SSL_CERT_FILE":
+			req.Roots = append(req.Roots, readRoots(v)...)
+		case "SSL_CERT_DIR":
+			for _, d := range filepath.SplitList(v) {
+				files, _ := filepath.Glob(filepath.Join(d, "*"))
+				for _, f := range files {
+					req.Roots = append(req.Roots, readRoots(f)...)
+				}
+			}
+		default:
+			req.Secrets[k] = v
+		}
+	}
+	if local {
+		req.Refuse = hostAddresses()
+	}
+	return req, nil
+}
+
+// readRoots is the PEM file f's content ending in a newline, or nothing.
+func readRoots(f string) []byte {
+	b, err := os.ReadFile(f)
+	if err != nil || !bytes.Contains(b, []byte("-----BEGIN")) {
+		return nil
+	}
+	if !bytes.HasSuffix(b, []byte("\n")) {
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// hostAddresses are this machine's interface addresses.
+func hostAddresses() []string {
+	var out []string
+	ifs, _ := net.InterfaceAddrs()
+	for _, ia := range ifs {
+		if n, ok := ia.(*net.IPNet); ok {
+			out = append(out, n.IP.String())
+		}
+	}
+	return out
+}
+
+// sessionCompanion is a running companion.
+type sessionCompanion struct {
+	e       Engine
+	id      string
+	hj      types.HijackedResponse
+	ready   chan error // its ready line, or why not
+	relayed chan error // the end of its audit stream
+	removed <-chan dockercontainer.WaitResponse
+	stderr  lockedBuffer
+	volume  string // removed at stop, when set
+}
+
+// lockedBuffer collects the companion's diagnostics.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.b.Len() < 64<<10 {
+		l.b.Write(b)
+	}
+	return len(b), nil
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(bytes.TrimSpace(l.b.Bytes()))
+}
+
+// ensureEndpointVolume creates the endpoint volume of p's run unless it exists (a kept
+// container's), before the sandbox or the companion mounts it: the engine would make
+// a missing one an ordinary volume, root's.
+func ensureEndpointVolume(ctx context.Context, e Engine, p *isolator.Plan, keep bool, labels map[string]string) error {
+	name := endpointVolume(p, keep)
+	vl := map[string]string{}
+	for _, k := range []string{LabelProject, LabelName, LabelDir, LabelUser} {
+		vl[k] = labels[k]
+	}
+	if !keep {
+		vl[LabelSession] = p.Proxy.Session
+	}
+	if _, err := e.VolumeCreate(ctx, endpointVolumeOptions(p, name, vl)); err != nil {
+		return fmt.Errorf("%w: creating the endpoint volume %s in the docker engine: %v; the command did not run", isolator.ErrProtection, name, err)
+	}
+	return nil
+}
+
+// startCompanion starts the session's companion: the container, devsandbox-proxy
+// copied in, the request on its stdin; the audit records it streams are appended to
+// the project's audit log as they come. It does not wait for the ready line (see
+// waitReady). The endpoint volume exists (ensureEndpointVolume); stop removes it
+// unless it is a kept container's.
+func (b *Isolator) startCompanion(ctx context.Context, e Engine, p *isolator.Plan, image string, keep bool, pr programs, labels map[string]string, local bool) (*sessionCompanion, error) {
+	failed := func(format string, args ...any) error {
+		return fmt.Errorf("%w: the session's egress services could not start in the docker engine: %s; the command did not run", isolator.ErrProtection, fmt.Sprintf(format, args...))
+	}
+	req, err := companionRequest(p, local)
+	if err != nil {
+		return nil, err
+	}
+	vol := endpointVolume(p, keep)
+	c := &sessionCompanion{e: e, ready: make(chan error, 1), relayed: make(chan error, 1)}
+	if !keep {
+		c.volume = vol
+	}
+	cfg, hc := companionConfig(p, image, vol, labels)
+	created, err := e.ContainerCreate(ctx, cfg, hc, nil, nil, "devsandbox-"+p.Project.Name+"-px-"+container.RandomSuffix())
+	if err != nil {
+		c.removeVolume(ctx)
+		return nil, failed("the engine refused the companion container: %v", err)
+	}
+	c.id = created.ID
+	started := false
+	defer func() {
+		if !started {
+			_ = e.ContainerRemove(context.WithoutCancel(ctx), c.id, dockercontainer.RemoveOptions{Force: true})
+			c.removeVolume(ctx)
+		}
+	}()
+	if err := copyIn(ctx, e, c.id, "/", proxyName, pr.proxy); err != nil {
+		return nil, err
+	}
+	if c.hj, err = e.ContainerAttach(ctx, c.id, dockercontainer.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true}); err != nil {
+		return nil, failed("attaching to the companion: %v", err)
+	}
+	c.removed, _ = e.ContainerWait(context.WithoutCancel(ctx), c.id, dockercontainer.WaitConditionRemoved)
+	if err := e.ContainerStart(ctx, c.id, dockercontainer.StartOptions{}); err != nil {
+		c.hj.Close()
+		if len(p.Egress.Forwards) > 0 {
+			return nil, failed("%v; a published port may be in use on the engine's host: pick another with --publish HOST_PORT:SANDBOX_PORT", err)
+		}
+		return nil, failed("starting the companion: %v", err)
+	}
+	started = true
+	if err := companion.WriteRequest(c.hj.Conn, req); err != nil {
+		c.stop(ctx)
+		return nil, failed("sending the companion its request: %v", err)
+	}
+	out, outW := io.Pipe()
+	go func() {
+		_, err := stdcopy.StdCopy(outW, &c.stderr, c.hj.Reader)
+		outW.CloseWithError(err)
+	}()
+	go c.serve(bufio.NewReader(out), p)
+	return c, nil
+}
+
+// serve reads the companion's ready line, then relays its audit stream into the
+// project's audit log until the stream ends.
+func (c *sessionCompanion) serve(out *bufio.Reader, p *isolator.Plan) {
+	err := companion.AwaitReady(out)
+	c.ready <- err
+	if err != nil {
+		_, _ = io.Copy(io.Discard, out)
+		c.relayed <- nil
+		return
+	}
+	w, err := audit.Open(p.StateDir, p.Proxy.Session, audit.Options{})
+	if err != nil {
+		_, _ = io.Copy(io.Discard, out)
+		c.relayed <- err
+		return
+	}
+	err = w.Relay(out)
+	c.relayed <- errors.Join(err, w.Close())
+}
+
+// waitReady returns once the companion listens, or why it does not.
+func (c *sessionCompanion) waitReady(ctx context.Context) error {
+	failed := func(why string) error {
+		if s := c.stderr.String(); s != "" {
+			why += ": " + s
+		}
+		return fmt.Errorf("%w: the session's egress services did not start in the docker engine: %s; the command did not run", isolator.ErrProtection, why)
+	}
+	select {
+	case err := <-c.ready:
+		if err != nil {
+			return failed(err.Error())
+		}
+		return nil
+	case <-time.After(companionReady):
+		return failed(fmt.Sprintf("no answer within %v", companionReady))
+	case <-ctx.Done():
+		return failed(ctx.Err().Error())
+	}
+}
+
+// stop ends the companion: the end of its stdin tells it the session is over; its
+// audit records are relayed to the end (bounded by companionEnd), the container is
+// gone (AutoRemove) and the session's endpoint volume removed. It returns the relay's
+// error, if any, for a warning.
+func (c *sessionCompanion) stop(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
+	_ = c.hj.CloseWrite()
+	var err error
+	select {
+	case err = <-c.relayed:
+	case <-time.After(companionEnd):
+		err = fmt.Errorf("the companion did not end within %v", companionEnd)
+	}
+	c.hj.Close()
+	select {
+	case <-c.removed:
+	case <-time.After(companionEnd):
+		_ = c.e.ContainerRemove(ctx, c.id, dockercontainer.RemoveOptions{Force: true})
+	}
+	c.removeVolume(ctx)
+	return err
+}
+
+func (c *sessionCompanion) removeVolume(ctx context.Context) {
+	if c.volume != "" {
+		_ = c.e.VolumeRemove(context.WithoutCancel(ctx), c.volume, true)
+	}
+}
+
+// pendingCompanion is the session's companion, started beside the sandbox.
+type pendingCompanion struct {
+	b    *Isolator
+	ctx  context.Context
+	done chan struct{}
+	c    *sessionCompanion // nil: the run needs none, or it failed (err)
+	err  error
+}
+
+// goCompanion starts the session's companion, if p needs one, without waiting.
+func (b *Isolator) goCompanion(ctx context.Context, e Engine, addr Address, p *isolator.Plan, pr programs, spec *Spec) *pendingCompanion {
+	pc := &pendingCompanion{b: b, ctx: ctx, done: make(chan struct{})}
+	if !needsCompanion(p) {
+		close(pc.done)
+		return pc
+	}
+	if pc.err = ensureEndpointVolume(ctx, e, p, spec.Exec != nil, spec.Config.Labels); pc.err != nil {
+		close(pc.done)
+		return pc
+	}
+	go func() {
+		defer close(pc.done)
+		pc.c, pc.err = b.startCompanion(ctx, e, p, spec.Config.Image, spec.Exec != nil, pr, spec.Config.Labels, addr.Local())
+		if pc.err == nil {
+			b.phase("companion")
+		}
+	}()
+	return pc
+}
+
+// failed is why the companion could not even be started (its endpoint volume), or nil
+// while it starts.
+func (pc *pendingCompanion) failed() error {
+	select {
+	case <-pc.done:
+		if pc.c == nil {
+			return pc.err
+		}
+	default:
+	}
+	return nil
+}
+
+// ready returns once the companion serves (at once without one).
+func (pc *pendingCompanion) ready(ctx context.Context) error {
+	<-pc.done
+	if pc.err != nil || pc.c == nil {
+		return pc.err
+	}
+	return pc.c.waitReady(ctx)
+}
+
+// stop ends the companion (see sessionCompanion.stop).
+func (pc *pendingCompanion) stop() {
+	<-pc.done
+	if pc.c == nil {
+		return
+	}
+	if err := pc.c.stop(pc.ctx); err != nil {
+		pc.b.warn("the session's proxy in the docker engine: %v", err)
+	}
+}
