@@ -43,16 +43,36 @@ func docker(t *testing.T, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// projectContainers lists the ids of the project's containers (running or not) in
-// docker variant iso's engine.
+// projectContainers lists the ids of the project's sandbox containers (running or
+// not) in docker variant iso's engine; roleContainers those of a role (the session's
+// companion, the firewall helper).
 func projectContainers(t *testing.T, iso string, p *project, all bool) []string {
 	t.Helper()
+	return roleContainers(t, iso, p, all, "")
+}
+
+func roleContainers(t *testing.T, iso string, p *project, all bool, role string) []string {
+	t.Helper()
 	id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
-	args := []string{"ps", "-q", "--no-trunc", "--filter", "label=dev.devsandbox.project=" + id}
+	args := []string{"ps", "--no-trunc", "--filter", "label=dev.devsandbox.project=" + id, "--format", `{{.ID}} {{.Label "dev.devsandbox.role"}}`}
 	if all {
 		args = append(args, "-a")
 	}
-	return strings.Fields(dockerAt(t, iso, args...))
+	var ids []string
+	for line := range strings.Lines(dockerAt(t, iso, args...)) {
+		if cid, r, _ := strings.Cut(strings.TrimSpace(line), " "); cid != "" && r == role {
+			ids = append(ids, cid)
+		}
+	}
+	return ids
+}
+
+// projectVolumes lists the names of the project's volumes in docker variant iso's
+// engine.
+func projectVolumes(t *testing.T, iso string, p *project) []string {
+	t.Helper()
+	id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+	return strings.Fields(dockerAt(t, iso, "volume", "ls", "-q", "--filter", "label=dev.devsandbox.project="+id))
 }
 
 // removeContainers removes the project's containers in docker variant iso's engine
@@ -273,11 +293,12 @@ func TestDockerSandboxesList(t *testing.T) {
 		p := newProject(t)
 		removeContainers(t, iso, p)
 		p.mustSandbox(iso, []string{"--keep-container", "--egress=none"}, `echo x > ~/f`)
-		r := run(t, p.dir, nil, "", "sandboxes", "list", "--json")
+		engine := []string{"DOCKER_HOST=" + engineOf(iso)}
+		r := run(t, p.dir, engine, "", "sandboxes", "list", "--json")
 		if r.code != 0 || !strings.Contains(r.stdout, `"name": "`+p.name()+`"`) || !strings.Contains(r.stdout, `"running": true`) {
 			t.Fatalf("sandboxes list:\n%s", r)
 		}
-		if r := run(t, p.dir, nil, "", "sandboxes", "rm", p.name()); r.code != 0 {
+		if r := run(t, p.dir, engine, "", "sandboxes", "rm", p.name()); r.code != 0 {
 			t.Fatalf("sandboxes rm:\n%s", r)
 		}
 		if ids := projectContainers(t, iso, p, true); len(ids) != 0 {
@@ -333,20 +354,20 @@ func TestDockerKeptEgress(t *testing.T) {
 		// The endpoint directory is writable inside: a socket planted there (the newest)
 		// must not receive the sessions' proxy traffic.
 		plant := `python3 -c '
-	import socket
-	s = socket.socket(socket.AF_UNIX)
-	s.bind("/run/devsandbox/ep/proxy-planted.sock")
-	s.listen()
-	while True:
-	    c, _ = s.accept()
-	    try:
-	        c.sendall(b"HTTP/1.0 200 OK\r\n\r\nPLANTED\n")
-	    except OSError:
-	        pass  # the keeper hangs up on a socket served from inside
-	    c.close()
-	' &
-	while [ ! -S /run/devsandbox/ep/proxy-planted.sock ]; do :; done
-	curl -s -m 3 http://` + o.addr + `:8080/; kill $! 2>/dev/null; true`
+import socket
+s = socket.socket(socket.AF_UNIX)
+s.bind("/run/devsandbox/ep/proxy-planted.sock")
+s.listen()
+while True:
+    c, _ = s.accept()
+    try:
+        c.sendall(b"HTTP/1.0 200 OK\r\n\r\nPLANTED\n")
+    except OSError:
+        pass  # the keeper hangs up on a socket served from inside
+    c.close()
+' &
+while [ ! -S /run/devsandbox/ep/proxy-planted.sock ]; do :; done
+curl -s -m 3 http://` + o.addr + `:8080/; kill $! 2>/dev/null; true`
 		if got := p.mustSandbox(iso, append([]string{"--keep-container"}, proxyAllowed...), plant); got != "OUTSIDE\n" {
 			t.Fatalf("through the proxy with a planted socket in the endpoint directory: %q, want OUTSIDE", got)
 		}

@@ -324,6 +324,10 @@ func testEgressKill9(t *testing.T, iso string, o *outside) {
 				t.Fatal(err)
 			}
 			newLineReader(t, stdout).waitFor("ready")
+			if isDocker(iso) {
+				testDockerKill9(t, iso, p, cmd)
+				return
+			}
 			// devsandbox starts its proxy in the background, alongside the sandbox.
 			isProxy := func(pid int) bool { return program(pid) == "devsandbox-proxy" }
 			tree := descendants(cmd.Process.Pid)
@@ -380,14 +384,6 @@ func testEgressKill9(t *testing.T, iso string, o *outside) {
 				}
 				unix.Close(fd)
 			}
-			if isDocker(iso) {
-				for len(projectContainers(t, iso, p, true)) > 0 {
-					if time.Now().After(deadline) {
-						t.Fatalf("a container outlived devsandbox by 10s: %v", projectContainers(t, iso, p, true))
-					}
-					runtimeYield()
-				}
-			}
 		})
 	}
 }
@@ -401,6 +397,33 @@ func isServiceSupervisor(pid int) bool {
 	}
 	argv := strings.Split(string(b), "\x00")
 	return len(argv) > 1 && filepath.Base(argv[0]) == "devsandbox-krun" && argv[1] == "supervise"
+}
+
+// testDockerKill9: the proxy runs in the engine, in the session's companion; kill -9
+// of devsandbox takes the sandbox, the companion and the session's endpoint volume
+// down with it.
+func testDockerKill9(t *testing.T, iso string, p *project, cmd *exec.Cmd) {
+	if c := roleContainers(t, iso, p, false, "companion"); len(c) != 1 {
+		t.Fatalf("want the session's companion, have %v", c)
+	}
+	if v := projectVolumes(t, iso, p); len(v) == 0 {
+		t.Fatal("no endpoint volume")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, h, v := projectContainers(t, iso, p, true), roleContainers(t, iso, p, true, "companion"), projectVolumes(t, iso, p)
+		if len(c)+len(h)+len(v) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left in the engine 10s after kill -9 of devsandbox: containers %v, companions %v, volumes %v", c, h, v)
+		}
+		runtimeYield()
+	}
 }
 
 // program is the base name of the program pid runs (argv[0]), or "" once it is gone.

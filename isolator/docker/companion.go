@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/volume"
@@ -357,9 +358,20 @@ func (c *sessionCompanion) stop(ctx context.Context) error {
 	return err
 }
 
+// removeVolume removes the session's endpoint volume (not a kept container's). The
+// sandbox may not be gone yet when devsandbox was killed (the engine refuses to
+// remove a volume in use): it tries again until companionEnd has passed; the next run
+// removes what is left (removeEndpointVolumes).
 func (c *sessionCompanion) removeVolume(ctx context.Context) {
-	if c.volume != "" {
-		_ = c.e.VolumeRemove(context.WithoutCancel(ctx), c.volume, true)
+	if c.volume == "" {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	for deadline := time.Now().Add(companionEnd); ; time.Sleep(50 * time.Millisecond) {
+		err := c.e.VolumeRemove(ctx, c.volume, false)
+		if err == nil || cerrdefs.IsNotFound(err) || time.Now().After(deadline) {
+			return
+		}
 	}
 }
 

@@ -58,6 +58,8 @@ func egressServices(p *isolator.Plan, cfg *config.Config, pr Probe, req Request)
 	if session == "" {
 		session = NewSession()
 	}
+	// The session names the run's sockets and endpoints, with or without a proxy.
+	p.Proxy.Session = session
 	if len(p.Egress.Forwards) > 0 {
 		p.Egress.PublishDir = sockdir.PublishDir(p.Egress.SocketDir, session)
 	}
