@@ -229,7 +229,7 @@ func ensureEndpointVolume(ctx context.Context, e Engine, p *isolator.Plan, keep 
 		vl[LabelSession] = p.Proxy.Session
 	}
 	if _, err := e.VolumeCreate(ctx, endpointVolumeOptions(p, name, vl)); err != nil {
-		return fmt.Errorf("%w: creating the endpoint volume %s in the docker engine: %v; the command did not run", isolator.ErrProtection, name, err)
+		return fmt.Errorf("%w: creating the endpoint volume %s in the docker engine: %w; the command did not run", isolator.ErrProtection, name, err)
 	}
 	return nil
 }

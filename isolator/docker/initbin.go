@@ -41,7 +41,7 @@ func shipped(p *isolator.Plan, arch func() (string, error), proxy bool) (program
 	pr := programs{arch: a}
 	if runtime.GOOS == "linux" && a == runtime.GOARCH {
 		if pr.init, err = os.ReadFile(p.Self); err != nil {
-			return programs{}, fmt.Errorf("%w: reading devsandbox-init: %v; reinstall devsandbox", isolator.ErrUnavailable, err)
+			return programs{}, fmt.Errorf("%w: reading devsandbox-init: %w; reinstall devsandbox", isolator.ErrUnavailable, err)
 		}
 		if proxy {
 			bin := handoff.Beside(service.Program)
@@ -49,7 +49,7 @@ func shipped(p *isolator.Plan, arch func() (string, error), proxy bool) (program
 				return programs{}, fmt.Errorf("%w: the egress proxy %s is not installed next to devsandbox; reinstall devsandbox (make install, or scripts/install.sh), or run with --egress=open or --egress=none without --publish", isolator.ErrProtection, service.Program)
 			}
 			if pr.proxy, err = os.ReadFile(bin); err != nil {
-				return programs{}, fmt.Errorf("%w: reading %s: %v", isolator.ErrUnavailable, bin, err)
+				return programs{}, fmt.Errorf("%w: reading %s: %w", isolator.ErrUnavailable, bin, err)
 			}
 		}
 		return pr, nil
@@ -81,7 +81,7 @@ func tarOf(name string, content []byte) []byte {
 // companion's root.
 func copyIn(ctx context.Context, e Engine, id, dir, name string, content []byte) error {
 	if err := e.CopyToContainer(ctx, id, dir, bytes.NewReader(tarOf(name, content)), dockercontainer.CopyToContainerOptions{}); err != nil {
-		return fmt.Errorf("%w: copying %s into the container: %v; the command did not run", isolator.ErrProtection, name, err)
+		return fmt.Errorf("%w: copying %s into the container: %w; the command did not run", isolator.ErrProtection, name, err)
 	}
 	return nil
 }
