@@ -1,0 +1,193 @@
+//go:build integration
+
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// mountOf is one mount of a container, as docker inspect shows it.
+type mountOf struct {
+	Type, Source, Destination, Name string
+	RW                                 bool
+}
+
+// containerMounts returns the mounts of container id in docker variant iso's engine.
+func containerMounts(t *testing.T, iso, id string) []mountOf {
+	t.Helper()
+	var ms []mountOf
+	if err := json.Unmarshal([]byte(dockerAt(t, iso, "inspect", "--format", "{{json .Mounts}}", id)), &ms); err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
+
+// devsandboxOwn says why bind m of p's run is one of devsandbox's own host paths, not
+// the project, the sandbox home, a binding the user or a tool declared, or a file
+// devsandbox generates in the state directory's files (docker/): a socket, the install
+// directory, anything in /tmp or /run, the rest of the state directory.
+func devsandboxOwn(p *project, m mountOf) string {
+	if m.Type != "bind" {
+		return ""
+	}
+	state := filepath.Join(it.home, ".local/state/devsandbox", p.name())
+	var st syscall.Stat_t
+	switch {
+	case syscall.Stat(m.Source, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFSOCK:
+		return "a socket"
+	case within(m.Source, filepath.Dir(it.bin)):
+		return "the install directory"
+	case within(m.Source, "/tmp") || within(m.Source, "/run"):
+		return "this machine's /tmp or /run"
+	case within(m.Source, state) && !within(m.Source, filepath.Join(state, "docker")):
+		return "the state directory, beyond the generated files"
+	}
+	return ""
+}
+
+// Guarantee 11 (attack): a docker sandbox binds nothing from the host's file system
+// but the project, the sandbox home and the files devsandbox generates in the
+// project's state directory, in every egress mode, with published ports, one-shot and
+// kept: not the init from the install directory, not the proxy's socket, not the
+// socket or publish directory. Its session's companion binds nothing of the host's.
+func TestDockerBindsOnlyTheProject(t *testing.T) {
+	forEachDocker(t, func(t *testing.T, iso string) {
+		for _, tc := range []struct {
+			name  string
+			flags []string
+		}{
+			{"proxy", []string{"--egress=proxy", "--publish", "0"}},
+			{"allowlist", []string{"--egress=allowlist", "--allow", "192.0.2.1", "--publish", "0"}},
+			{"none", []string{"--egress=none"}},
+			{"kept proxy", []string{"--keep-container", "--egress=proxy", "--publish", "0"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				p := newProject(t)
+				removeContainers(t, iso, p)
+				flags := tc.flags
+				if flags[len(flags)-1] == "0" {
+					flags = append(flags[:len(flags)-1:len(flags)-1], fmt.Sprintf("%d:8000", freePort(t)))
+				}
+				cmd := command(t.Context(), p.dir, baseEnv(), append(append([]string{"--isolator=" + iso}, flags...), "--", "/bin/sh", "-c", "echo ready; read _")...)
+				stdin, _ := cmd.StdinPipe()
+				stdout, _ := cmd.StdoutPipe()
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer func() { stdin.Close(); _ = cmd.Wait() }()
+				if l := newLineReader(t, stdout).next(); l != "ready" {
+					t.Fatalf("no ready line (%q):\n%s", l, stderr.String())
+				}
+				ids := append(projectContainers(t, iso, p, false), roleContainers(t, iso, p, false, "companion")...)
+				if len(ids) == 0 {
+					t.Fatal("no container")
+				}
+				for _, id := range ids {
+					for _, m := range containerMounts(t, iso, id) {
+						if why := devsandboxOwn(p, m); why != "" {
+							t.Errorf("container %.12s binds the host's %s at %s: %s", id, m.Source, m.Destination, why)
+						}
+					}
+				}
+			})
+		}
+	})
+}
+
+// A project the engine cannot see (the stand-in cannot see this machine's /tmp, as
+// Docker Desktop cannot see a directory not shared with it) fails with 125 naming the
+// engine, the path and the fix, before anything starts: no container, no directory
+// made in its place, the command never ran. The local engine runs it.
+func TestDockerEngineCannotSeeProject(t *testing.T) {
+	forEachDocker(t, func(t *testing.T, iso string) {
+		root, err := os.MkdirTemp("", "dsb-unseen-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(root) })
+		dir := filepath.Join(root, "proj")
+		for _, d := range []string{root, dir, dir + "/.git"} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(d, it.uid, it.gid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := &project{t: t, root: root, dir: dir}
+		t.Cleanup(func() { p.forget(dir) })
+		removeContainers(t, iso, p)
+		r := run(t, dir, nil, "", "--isolator="+iso, "--egress=none", "--", "/bin/sh", "-c", "touch ran")
+		if iso == localDocker {
+			if r.code != 0 {
+				t.Fatalf("the local engine sees /tmp:\n%s", r)
+			}
+			return
+		}
+		if r.code != 125 || !strings.Contains(r.stderr, remoteEngine) || !strings.Contains(r.stderr, dir) ||
+			!strings.Contains(r.stderr, "the project") || !strings.Contains(r.stderr, "share the directory") {
+			t.Fatalf("a project the engine cannot see:\n%s", r)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "ran")); !os.IsNotExist(err) {
+			t.Errorf("the command ran: %v", err)
+		}
+		if ids := projectContainers(t, iso, p, true); len(ids) != 0 {
+			t.Errorf("containers left: %v", ids)
+		}
+		if out, err := dockerCmd(iso, "run", "--rm", "-v", "/tmp:/t:ro", "devsandbox-test/busybox:1", "ls", "-a", "/t").CombinedOutput(); err != nil || strings.Contains(string(out), filepath.Base(root)) {
+			t.Errorf("the engine made %s on its side (%v): %s", root, err, out)
+		}
+	})
+}
+
+// The audit records of a session whose devsandbox was killed (kill -9) are in the
+// project's log: the records stream back as they come, and devsandbox-docker relays
+// the companion's last ones while it takes the session down.
+func TestDockerAuditSurvivesKill9(t *testing.T) {
+	requireRoot(t)
+	o := newOutside(t)
+	forEachDocker(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--egress=proxy", "--allow", o.addr+":8080", "--", "/bin/sh", "-c",
+			fmt.Sprintf(`curl -s -o /dev/null -m 10 http://%s:8080/before-kill; echo ready; sleep 1000`, o.addr))
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		newLineReader(t, stdout).waitFor("ready")
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		// devsandbox-docker ends the session (bounded) after devsandbox is gone.
+		deadline := time.Now().Add(15 * time.Second)
+		for len(roleContainers(t, iso, p, true, "companion")) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the companion outlived devsandbox by 15s")
+			}
+			runtimeYield()
+		}
+		for {
+			r := run(t, p.dir, nil, "", "logs", "proxy", "--json")
+			if strings.Contains(r.stdout, `"path":"/before-kill"`) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the request made before kill -9 is not in the audit log:\n%s", r)
+			}
+			runtimeYield()
+		}
+	})
+}
