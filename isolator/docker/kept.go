@@ -143,15 +143,15 @@ func (b *Isolator) createKept(ctx context.Context, e Engine, addr Address, spec 
 		return "", b.createFailed(ctx, e, addr, spec, err)
 	}
 	if err := copyIn(ctx, e, created.ID, container.ShipDir, initName, init); err != nil {
-		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
+		remove(ctx, e, created.ID)
 		return "", err
 	}
 	if err := b.limitsDiscarded(created.Warnings); err != nil {
-		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
+		remove(ctx, e, created.ID)
 		return "", err
 	}
 	if err := e.ContainerStart(ctx, created.ID, dockercontainer.StartOptions{}); err != nil {
-		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
+		remove(ctx, e, created.ID)
 		return "", fmt.Errorf("%w: the docker engine could not start the kept container: %w; the command did not run", isolator.ErrProtection, err)
 	}
 	return created.ID, nil

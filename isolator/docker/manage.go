@@ -134,7 +134,7 @@ func (b *Isolator) RemoveSandbox(ctx context.Context, s Sandbox) error {
 		}
 		defer e.Close()
 		for _, c := range s.Containers {
-			if err := e.ContainerRemove(ctx, c, dockercontainer.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			if err := e.ContainerRemove(ctx, c, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("removing container %s: %w", c, err))
 			}
 		}

@@ -34,29 +34,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	defer svc.Stop()
-	// Nothing of devsandbox's own is bound from this host (DESIGN guarantee 11): the
-	// init is copied into the container, the egress services run in the engine.
-	opts := b.Options
-	opts.Shipped = true
-	if needsCompanion(p) {
-		opts.EndpointVolume = endpointVolume(p, opts.Keep)
-	}
-	arch := func() (string, error) {
-		if runtime.GOOS == "linux" && addr.Local() {
-			return runtime.GOARCH, nil
-		}
-		v, err := e.ServerVersion(ctx)
-		if err != nil {
-			st := engineDown(addr, err)
-			return "", fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
-		}
-		return v.Arch, nil
-	}
-	ship := b.ship
-	if ship == nil {
-		ship = shipped
-	}
-	pr, err := ship(p, arch, needsCompanion(p))
+	opts, pr, err := b.engineSide(ctx, e, addr, p)
 	if err != nil {
 		return 0, err
 	}
@@ -115,6 +93,34 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	return b.runOnce(ctx, e, addr, p, spec, pr, hello, stdio)
 }
 
+// engineSide returns the options of p's run and the programs it ships. Nothing of
+// devsandbox's own is bound from this host (DESIGN guarantee 11): the init is copied
+// into the container, the egress services run in the engine.
+func (b *Isolator) engineSide(ctx context.Context, e Engine, addr Address, p *isolator.Plan) (Options, programs, error) {
+	opts := b.Options
+	opts.Shipped = true
+	if needsCompanion(p) {
+		opts.EndpointVolume = endpointVolume(p, opts.Keep)
+	}
+	arch := func() (string, error) {
+		if runtime.GOOS == "linux" && addr.Local() {
+			return runtime.GOARCH, nil
+		}
+		v, err := e.ServerVersion(ctx)
+		if err != nil {
+			st := engineDown(addr, err)
+			return "", fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+		}
+		return v.Arch, nil
+	}
+	ship := b.ship
+	if ship == nil {
+		ship = shipped
+	}
+	pr, err := ship(p, arch, needsCompanion(p))
+	return opts, pr, err
+}
+
 // startServices starts the run's host services (tests replace them).
 func (b *Isolator) startServices(p *isolator.Plan) (*hostsvc.Services, error) {
 	if b.services != nil {
@@ -130,24 +136,16 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	if err := comp.failed(); err != nil {
 		return 0, err
 	}
-	name := "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
-	created, err := e.ContainerCreate(ctx, spec.Config, spec.Host, spec.Network, nil, name)
+	id, err := b.createOnce(ctx, e, addr, p, spec, pr)
 	if err != nil {
-		return 0, b.createFailed(ctx, e, addr, spec, err)
+		return 0, err
 	}
-	id := created.ID
 	started := false
 	defer func() {
 		if !started {
-			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, dockercontainer.RemoveOptions{Force: true})
+			remove(ctx, e, id)
 		}
 	}()
-	if err := b.limitsDiscarded(created.Warnings); err != nil {
-		return 0, err
-	}
-	if err := copyIn(ctx, e, id, container.ShipDir, initName, pr.init); err != nil {
-		return 0, err
-	}
 	b.phase("create")
 	hj, err := e.ContainerAttach(ctx, id, dockercontainer.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
@@ -173,7 +171,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 			return 0, err
 		}
 		if err := b.applyFirewall(ctx, e, p, spec, pr.init, id); err != nil {
-			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, dockercontainer.RemoveOptions{Force: true})
+			remove(ctx, e, id)
 			return 0, err
 		}
 		b.phase("firewall")
@@ -181,7 +179,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	// The command may reach the proxy and be reached on its ports as soon as it starts.
 	if err := comp.ready(ctx); err != nil {
 		if started {
-			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, dockercontainer.RemoveOptions{Force: true})
+			remove(ctx, e, id)
 		}
 		return 0, err
 	}
@@ -219,6 +217,29 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	sess.wait(exited, 2*time.Second)
 	<-exited
 	return sess.Result(code)
+}
+
+// createOnce creates the run's container and copies the init into it.
+func (b *Isolator) createOnce(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, pr programs) (string, error) {
+	name := "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
+	created, err := e.ContainerCreate(ctx, spec.Config, spec.Host, spec.Network, nil, name)
+	if err != nil {
+		return "", b.createFailed(ctx, e, addr, spec, err)
+	}
+	if err := b.limitsDiscarded(created.Warnings); err != nil {
+		remove(ctx, e, created.ID)
+		return "", err
+	}
+	if err := copyIn(ctx, e, created.ID, container.ShipDir, initName, pr.init); err != nil {
+		remove(ctx, e, created.ID)
+		return "", err
+	}
+	return created.ID, nil
+}
+
+// remove removes container id with its volumes (the init's), even when ctx is done.
+func remove(ctx context.Context, e Engine, id string) {
+	_ = e.ContainerRemove(context.WithoutCancel(ctx), id, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
 }
 
 // removeLeftovers removes the project's one-shot containers that a killed devsandbox
