@@ -75,12 +75,15 @@ func projectVolumes(t *testing.T, iso string, p *project) []string {
 	return strings.Fields(dockerAt(t, iso, "volume", "ls", "-q", "--filter", "label=dev.devsandbox.project="+id))
 }
 
-// removeContainers removes the project's containers in docker variant iso's engine
-// when the test ends.
+// removeContainers removes the project's containers and volumes in docker variant
+// iso's engine when the test ends.
 func removeContainers(t *testing.T, iso string, p *project) {
 	t.Cleanup(func() {
 		for _, c := range projectContainers(t, iso, p, true) {
-			_ = dockerCmd(iso, "rm", "-f", c).Run()
+			_ = dockerCmd(iso, "rm", "-f", "-v", c).Run()
+		}
+		for _, v := range projectVolumes(t, iso, p) {
+			_ = dockerCmd(iso, "volume", "rm", v).Run()
 		}
 	})
 }
