@@ -68,6 +68,11 @@ func forEachDocker(t *testing.T, f func(t *testing.T, iso string)) {
 	}
 }
 
+// withoutRemote is isos without the stand-in's variant.
+func withoutRemote(isos []string) []string {
+	return slices.DeleteFunc(slices.Clone(isos), func(iso string) bool { return iso == remoteDocker })
+}
+
 // isolatorArgs turns a test's devsandbox arguments into the real ones: the flag
 // --isolator=docker-remote becomes --isolator=docker, with the stand-in as
 // DOCKER_HOST unless env names an engine already.

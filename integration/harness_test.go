@@ -146,7 +146,12 @@ func isolators() []string {
 
 // forEachIsolator runs f as a subtest per isolator.
 func forEachIsolator(t *testing.T, f func(t *testing.T, iso string)) {
-	for _, iso := range isolators() {
+	forEachIsolatorOf(t, isolators(), f)
+}
+
+// forEachIsolatorOf runs f as a subtest per isolator of isos.
+func forEachIsolatorOf(t *testing.T, isos []string, f func(t *testing.T, iso string)) {
+	for _, iso := range isos {
 		t.Run(iso, func(t *testing.T) {
 			switch iso {
 			case "bwrap":
