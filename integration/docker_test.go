@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -31,16 +30,6 @@ func setupDocker() {
 func requireDocker(t *testing.T) {
 	t.Helper()
 	requireEngine(t, localDocker)
-}
-
-// docker runs the docker CLI (as root) and returns its trimmed output.
-func docker(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("docker", args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("docker %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // projectContainers lists the ids of the project's sandbox containers (running or

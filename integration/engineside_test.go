@@ -16,7 +16,7 @@ import (
 // mountOf is one mount of a container, as docker inspect shows it.
 type mountOf struct {
 	Type, Source, Destination, Name string
-	RW                                 bool
+	RW                              bool
 }
 
 // containerMounts returns the mounts of container id in docker variant iso's engine.
