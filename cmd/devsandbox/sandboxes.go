@@ -27,7 +27,7 @@ func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
 			{Name: "list", Usage: "every project's kept container, volume and sandbox home, with sizes", Flags: []cli.Flag{jsonFlag}, Action: a.sandboxesList},
 			{Name: "rm", Usage: "remove what devsandbox keeps for the named projects", ArgsUsage: "NAME...",
 				Description: clihelp.Describe("Removes the kept container, the home volume, the sandbox home and the state of each named project (NAME as `sandboxes list` shows it)."), Action: a.sandboxesRm},
-			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: clihelp.Describe("Removes what belongs to projects that no longer exist or were unused for --days, and the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them)."), Flags: []cli.Flag{
+			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: clihelp.Describe("Removes what belongs to projects that no longer exist or were unused for --days; what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses), never a kept container, a running one, or a home volume; and the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them)."), Flags: []cli.Flag{
 				&cli.IntFlag{Name: "days", Value: 30, Usage: "remove sandboxes unused for `N` days"},
 				&cli.BoolFlag{Name: "dry-run", Usage: "only print what would be removed"},
 			}, Action: a.sandboxesPrune},
@@ -70,13 +70,20 @@ func (a *app) docker(c *cli.Context) (*dockerhelper.Stub, *config.Config, error)
 // sandboxes lists what devsandbox keeps, from the host and the engine; lerr says why
 // the engine was not asked, when it was not.
 func (a *app) sandboxes(c *cli.Context) (d *dockerhelper.Stub, list []dockerhelper.Sandbox, lerr, err error) {
+	d, _, list, lerr, err = a.sandboxesOf(c)
+	return d, list, lerr, err
+}
+
+// sandboxesOf is sandboxes, with the directories and the user asked about.
+func (a *app) sandboxesOf(c *cli.Context) (d *dockerhelper.Stub, dirs dockerhelper.Dirs, list []dockerhelper.Sandbox, lerr, err error) {
 	d, cfg, err := a.docker(c)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, dirs, nil, nil, err
 	}
 	h := cfg.Host
-	list, lerr = d.Sandboxes(context.Background(), dockerhelper.Dirs{Data: filepath.Join(h.DataHome, "devsandbox"), State: filepath.Join(h.StateHome, "devsandbox"), UID: h.UID})
-	return d, list, lerr, nil
+	dirs = dockerhelper.Dirs{Data: filepath.Join(h.DataHome, "devsandbox"), State: filepath.Join(h.StateHome, "devsandbox"), UID: h.UID}
+	list, lerr = d.Sandboxes(context.Background(), dirs)
+	return d, dirs, list, lerr, nil
 }
 
 func (a *app) sandboxesList(c *cli.Context) error {
@@ -130,7 +137,7 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 // neither devsandbox-docker nor an engine has to be there for them.
 func (a *app) sandboxesPrune(c *cli.Context) error {
 	cgroup.Prune(a.stdout, c.Bool("dry-run"))
-	d, list, lerr, err := a.sandboxes(c)
+	d, dirs, list, lerr, err := a.sandboxesOf(c)
 	switch {
 	case err != nil:
 		return err
@@ -140,7 +147,7 @@ func (a *app) sandboxesPrune(c *cli.Context) error {
 	case lerr != nil:
 		return fmt.Errorf("the docker engine must answer for prune to know what is in use: %w", lerr)
 	}
-	return d.Prune(context.Background(), list, time.Duration(c.Int("days"))*24*time.Hour, c.Bool("dry-run"), a.stdout)
+	return d.Prune(context.Background(), dirs.UID, list, time.Duration(c.Int("days"))*24*time.Hour, c.Bool("dry-run"), a.stdout)
 }
 
 func (a *app) imageBuild(c *cli.Context) error {

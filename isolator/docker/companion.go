@@ -226,7 +226,7 @@ func ensureEndpointVolume(ctx context.Context, e Engine, p *isolator.Plan, keep 
 		vl[k] = labels[k]
 	}
 	if !keep {
-		vl[LabelSession] = p.Proxy.Session
+		vl[LabelSession], vl[LabelOwner] = p.Proxy.Session, owner()
 	}
 	if _, err := e.VolumeCreate(ctx, endpointVolumeOptions(p, name, vl)); err != nil {
 		return fmt.Errorf("%w: creating the endpoint volume %s in the docker engine: %w; the command did not run", isolator.ErrProtection, name, err)
@@ -361,7 +361,7 @@ func (c *sessionCompanion) stop(ctx context.Context) error {
 // removeVolume removes the session's endpoint volume (not a kept container's). The
 // sandbox may not be gone yet when devsandbox was killed (the engine refuses to
 // remove a volume in use): it tries again until companionEnd has passed; the next run
-// removes what is left (removeEndpointVolumes).
+// removes what is left (sweep).
 func (c *sessionCompanion) removeVolume(ctx context.Context) {
 	if c.volume == "" {
 		return

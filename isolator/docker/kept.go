@@ -94,6 +94,7 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	b.engineLost(ctx, addr, code)
 	return sess.Result(code)
 }
 

@@ -11,8 +11,6 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	dockercontainer "github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -216,6 +214,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	}
 	sess.wait(exited, 2*time.Second)
 	<-exited
+	b.engineLost(ctx, addr, code)
 	return sess.Result(code)
 }
 
@@ -242,44 +241,10 @@ func remove(ctx context.Context, e Engine, id string) {
 	_ = e.ContainerRemove(context.WithoutCancel(ctx), id, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
 }
 
-// removeLeftovers removes the project's one-shot containers that a killed devsandbox
-// left behind: stopped ones (an engine restart can leave them), and ones created over a minute ago
-// that never started (a younger one may be a concurrent run about to start it). It
-// runs while the command does, off the launch path.
+// removeLeftovers removes what crashed runs of the project left in the engine (see
+// sweep), while the command runs, off the launch path.
 func removeLeftovers(ctx context.Context, e Engine, projectID string, uid int, current string, now time.Time) {
-	cs, err := e.ContainerList(ctx, dockercontainer.ListOptions{All: true, Filters: filters.NewArgs(
-		filters.Arg("label", LabelProject+"="+projectID), filters.Arg("label", LabelKept+"=false"),
-		filters.Arg("label", LabelUser+"="+fmt.Sprint(uid)),
-		filters.Arg("status", "created"), filters.Arg("status", "exited"))})
-	if err != nil {
-		return
-	}
-	for _, c := range cs {
-		if c.ID == current || c.State == "created" && now.Sub(time.Unix(c.Created, 0)) < time.Minute {
-			continue
-		}
-		_ = e.ContainerRemove(ctx, c.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
-	}
-	removeEndpointVolumes(ctx, e, projectID, uid, now)
-}
-
-// removeEndpointVolumes removes the project's session endpoint volumes that a killed
-// devsandbox or an engine restart left: those over a minute old (a younger one may be
-// a concurrent run's, about to get its companion). One in use is not removed (the
-// engine refuses).
-func removeEndpointVolumes(ctx context.Context, e Engine, projectID string, uid int, now time.Time) {
-	vs, err := e.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(
-		filters.Arg("label", LabelProject+"="+projectID), filters.Arg("label", LabelUser+"="+fmt.Sprint(uid)),
-		filters.Arg("label", LabelSession))})
-	if err != nil {
-		return
-	}
-	for _, v := range vs.Volumes {
-		if created, err := time.Parse(time.RFC3339, v.CreatedAt); err == nil && now.Sub(created) < time.Minute {
-			continue
-		}
-		_ = e.VolumeRemove(ctx, v.Name, false)
-	}
+	_, _ = sweep(ctx, e, uid, projectID, current, now, false)
 }
 
 // limitsDiscarded turns the engine's warnings about limits it could not apply

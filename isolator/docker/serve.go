@@ -66,6 +66,13 @@ func Handler(warn func(string)) handoff.Handler {
 			}
 			return nil, b.RemoveSandbox(j.Ctx, s)
 		}),
+		helper.OpSweep: op(func(b *Isolator, j *handoff.Job) (any, error) {
+			var a helper.SweepArgs
+			if err := json.Unmarshal(j.Args, &a); err != nil {
+				return nil, err
+			}
+			return b.Sweep(j.Ctx, a.UID, a.DryRun)
+		}),
 		helper.OpBuildImage: op(func(b *Isolator, j *handoff.Job) (any, error) {
 			var a helper.BuildArgs
 			if err := json.Unmarshal(j.Args, &a); err != nil {

@@ -139,9 +139,10 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 			tmpfs[m.Target] = strings.Join(m.Tmpfs.Options(container.UIDGID(p.User.UID, p.User.GID)), ",")
 		case container.Shipped:
 			// A volume of the container's own: Run copies the init in before the start;
-			// the engine removes it with the container.
+			// the engine removes it with the container (the sweep, what an engine
+			// restart left).
 			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Target: m.Target,
-				VolumeOptions: &mount.VolumeOptions{Labels: map[string]string{LabelProject: p.Project.ID, LabelName: p.Project.Name, LabelUser: fmt.Sprint(p.User.UID)}}})
+				VolumeOptions: &mount.VolumeOptions{Labels: map[string]string{LabelProject: p.Project.ID, LabelName: p.Project.Name, LabelUser: fmt.Sprint(p.User.UID), LabelRole: roleInit}}})
 		}
 	}
 	labels := maps.Clone(l.Labels)

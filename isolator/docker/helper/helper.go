@@ -47,7 +47,23 @@ const (
 	OpSandboxes  = "sandboxes"   // Args: Dirs; Data: Listing
 	OpRemove     = "remove"      // Args: Sandbox
 	OpBuildImage = "build-image" // Args: BuildArgs; progress on stderr
+	OpSweep      = "sweep"       // Args: SweepArgs; Data: []Leftover
 )
+
+// SweepArgs are the arguments of OpSweep: the user whose leftovers go, and whether
+// only to list them.
+type SweepArgs struct {
+	UID    int  `json:"uid"`
+	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// Leftover is an object a crashed run left in the engine (a stopped container, a
+// volume no container uses), which `sandboxes prune` removes.
+type Leftover struct {
+	Kind    string `json:"kind"` // "container" or "volume"
+	Name    string `json:"name"`
+	Project string `json:"project,omitempty"` // the sandbox's name
+}
 
 // Sandbox is what devsandbox keeps for one project: a kept container, a home volume
 // (remote engines), the sandbox home and the state directory on the host.
@@ -142,11 +158,23 @@ func (s *Stub) QuickCheck() isolator.Status {
 // Installed reports whether devsandbox-docker is there to run.
 func (s *Stub) Installed() bool { return s.Path != "" || handoff.Beside(Program) != "" }
 
-// Prune removes the sandboxes of list that Prunable names (saying so on w), or with
-// dryRun only says what it would remove. It goes on past a failure and returns them
-// all.
-func (s *Stub) Prune(ctx context.Context, list []Sandbox, maxAge time.Duration, dryRun bool, w io.Writer) error {
+// Prune removes what crashed runs of user uid left in the engine (stopped containers,
+// volumes no container uses that were a run's own), then the sandboxes of list that
+// Prunable names, saying so on w; with dryRun it only says what it would remove. It
+// goes on past a failure and returns them all.
+func (s *Stub) Prune(ctx context.Context, uid int, list []Sandbox, maxAge time.Duration, dryRun bool, w io.Writer) error {
 	var errs []error
+	left, err := s.Sweep(ctx, uid, dryRun)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("removing what crashed runs left: %w", err))
+	}
+	for _, l := range left {
+		verb := "removed"
+		if dryRun {
+			verb = "would remove"
+		}
+		fmt.Fprintf(w, "%s %s %s: left by a crashed run of %s\n", verb, l.Kind, l.Name, l.Project)
+	}
 	for _, sb := range list {
 		why := Prunable(sb, time.Now(), maxAge)
 		switch {
@@ -180,6 +208,22 @@ func (s *Stub) Sandboxes(ctx context.Context, d Dirs) ([]Sandbox, error) {
 		return l.Sandboxes, errors.New(l.EngineError)
 	}
 	return l.Sandboxes, nil
+}
+
+// Sweep removes what crashed runs of user uid left in the engine (or with dryRun lists
+// it), and returns what it removed.
+func (s *Stub) Sweep(ctx context.Context, uid int, dryRun bool) ([]Leftover, error) {
+	r, err := s.call(ctx, OpSweep, SweepArgs{UID: uid, DryRun: dryRun}, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []Leftover
+	if len(r.Data) > 0 {
+		if err := json.Unmarshal(r.Data, &out); err != nil {
+			return nil, fmt.Errorf("reading the answer of %s: %w", Program, err)
+		}
+	}
+	return out, nil
 }
 
 // RemoveSandbox removes everything sb lists: containers (running or not), volumes, the
