@@ -157,11 +157,12 @@ func ownerGone(label string) (gone, known bool) {
 	if err != nil {
 		return os.IsNotExist(err), os.IsNotExist(err)
 	}
-	return st != start, true
+	return st != start || st == "", true
 }
 
 // startTime is field 22 of /proc/PID/stat: the process's start, in clock ticks since
-// boot, which tells a reused pid from the process that had it.
+// boot, which tells a reused pid from the process that had it; "" for a process that
+// ended and is not reaped yet (a zombie: its parent was killed too).
 func startTime(pid int) (string, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -176,6 +177,9 @@ func startTime(pid int) (string, error) {
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 20 {
 		return "", fmt.Errorf("reading /proc/%d/stat: unexpected format", pid)
+	}
+	if f[0] == "Z" || f[0] == "X" {
+		return "", nil
 	}
 	return f[19], nil
 }
