@@ -1,0 +1,81 @@
+package docker
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	dockercontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/volume"
+)
+
+func TestLeftoverContainer(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	old, young := now.Add(-2*leftoverAge).Unix(), now.Add(-time.Second).Unix()
+	for _, tc := range []struct {
+		name string
+		c    dockercontainer.Summary
+		want bool
+	}{
+		{"stopped one-shot", dockercontainer.Summary{State: "exited", Created: young, Labels: map[string]string{LabelKept: "false"}}, true},
+		{"dead companion", dockercontainer.Summary{State: "dead", Created: young, Labels: map[string]string{LabelKept: "false", LabelRole: roleCompanion}}, true},
+		{"old never started", dockercontainer.Summary{State: "created", Created: old, Labels: map[string]string{LabelKept: "false"}}, true},
+		{"young never started: a concurrent run's", dockercontainer.Summary{State: "created", Created: young, Labels: map[string]string{LabelKept: "false"}}, false},
+		{"running companion (a kept container's)", dockercontainer.Summary{State: "running", Created: old, Labels: map[string]string{LabelKept: "false", LabelRole: roleCompanion}}, false},
+		{"stopped kept container", dockercontainer.Summary{State: "exited", Created: old, Labels: map[string]string{LabelKept: "true"}}, false},
+		{"home volume's helper, stopped", dockercontainer.Summary{State: "exited", Created: young, Labels: map[string]string{}}, true},
+	} {
+		if got := leftoverContainer(tc.c, now); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestLeftoverVolume(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	old, young := now.Add(-2*leftoverAge).Format(time.RFC3339), now.Add(-time.Second).Format(time.RFC3339)
+	gone := func(l string) (bool, bool) { return l == "gone", l == "gone" || l == "alive" }
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		at     string
+		want   bool
+	}{
+		{"init volume, its container gone", map[string]string{LabelRole: roleInit}, young, true},
+		{"session volume, owner gone", map[string]string{LabelSession: "s", LabelOwner: "gone"}, young, true},
+		{"session volume, owner alive", map[string]string{LabelSession: "s", LabelOwner: "alive"}, old, false},
+		{"session volume, owner elsewhere, old", map[string]string{LabelSession: "s", LabelOwner: "other-host"}, old, true},
+		{"session volume, owner elsewhere, young", map[string]string{LabelSession: "s", LabelOwner: "other-host"}, young, false},
+		{"home volume", map[string]string{LabelName: "p"}, old, false},
+		{"kept container's endpoint volume", map[string]string{LabelName: "p", LabelDir: "/p"}, old, false},
+	} {
+		v := &volume.Volume{Name: tc.name, Labels: tc.labels, CreatedAt: tc.at}
+		if got := leftoverVolume(v, now, gone); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestOwnerGone(t *testing.T) {
+	self := owner()
+	if self == "" {
+		t.Skip("no /proc")
+	}
+	if gone, known := ownerGone(self); gone || !known {
+		t.Errorf("this process: gone %v known %v", gone, known)
+	}
+	var st string
+	if s, err := startTime(os.Getpid()); err == nil {
+		st = s
+	}
+	for _, l := range []string{"", "garbage", "other-boot/1/1", "x/y/z"} {
+		if _, known := ownerGone(l); known {
+			t.Errorf("%q: known", l)
+		}
+	}
+	// This process's pid with another start time: a reused pid.
+	reused := self[:len(self)-len(st)] + st + "0"
+	if gone, known := ownerGone(reused); !gone || !known {
+		t.Errorf("reused pid %q: gone %v known %v", reused, gone, known)
+	}
+}
