@@ -70,6 +70,7 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	}
 	defer sess.Close()
 	b.phase("exec")
+	go removeLeftovers(context.WithoutCancel(ctx), e, p.Project.ID, p.User.UID, id, time.Now())
 	select {
 	case <-sess.report.Seen():
 		b.phase("sandbox ready")
