@@ -150,7 +150,7 @@ func TestDockerEngineRestartMidRun(t *testing.T) {
 
 // kill -9 of devsandbox and devsandbox-docker mid-run (one-shot and kept, with the
 // session's companion): `sandboxes prune` leaves nothing of the run. A prune while the
-// run lives leaves it alone.
+// run lives leaves it alone; --dry-run names what a real one removes, and removes nothing.
 func TestDockerKill9ThenPrune(t *testing.T) {
 	te := newThrowawayEngine(t, crashImage)
 	for _, c := range crashCases {
@@ -176,6 +176,16 @@ func TestDockerKill9ThenPrune(t *testing.T) {
 			}
 			<-r.done
 			waitGone(t, te, p)
+			_, left := te.objects(t, p)
+			dry := run(t, p.dir, []string{"DOCKER_HOST=" + te.host, "XDG_DATA_HOME=" + p.path("data"), "XDG_STATE_HOME=" + p.path("state")}, "", "sandboxes", "prune", "--dry-run")
+			for _, v := range left {
+				if strings.HasPrefix(v, "devsandbox-"+p.name()+"-ep-") && !strings.Contains(dry.stdout, "would remove volume "+v) {
+					t.Errorf("prune --dry-run does not name the session's endpoint volume %s:\n%s", v, dry)
+				}
+			}
+			if _, now := te.objects(t, p); !slices.Equal(left, now) {
+				t.Errorf("prune --dry-run removed volumes: %v, then %v", left, now)
+			}
 			out := crashPrune(t, te, p)
 			assertClean(t, te, p, c, "after kill -9 and prune:\n"+out)
 		})
