@@ -86,6 +86,11 @@ stand_in_engine() {
 	local remote=(env "DOCKER_HOST=unix://$REMOTE_SOCK" docker)
 	ip link show dsbr0 >/dev/null 2>&1 || ip link add dsbr0 type bridge
 	ip -4 addr show dev dsbr0 | grep -q ' 172\.30\.99\.1/24 ' || ip addr add 172.30.99.1/24 dev dsbr0
+	# A bridge whose address was never set takes the lowest address of its ports, so it
+	# changes as containers come and go, and a long-lived container (a kept one) keeps
+	# sending to the gateway's old address: its connections out stall. Engines set their
+	# bridge's address (docker0's addr_assign_type is 3, "set"); so does the stand-in.
+	[ "$(cat /sys/class/net/dsbr0/addr_assign_type)" = 3 ] || ip link set dsbr0 address 02:42:ac:1e:63:01
 	ip link set dsbr0 up
 	install -d -m 0755 "$REMOTE_DIR"
 	[ -e "$REMOTE_DIR/daemon.json" ] || echo '{}' >"$REMOTE_DIR/daemon.json"
