@@ -33,6 +33,13 @@ type companion struct {
 
 func startCompanion(t *testing.T, req Request) *companion {
 	t.Helper()
+	return startCompanionFrom(t, req, netip.MustParseAddr("127.0.0.1"))
+}
+
+// startCompanionFrom starts a companion whose published ports take forwarder for the
+// engine's port forwarder.
+func startCompanionFrom(t *testing.T, req Request, forwarder netip.Addr) *companion {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &companion{stdin: inW, stdout: bufio.NewReader(outR), code: make(chan int, 1), settings: make(chan json.RawMessage, 1)}
@@ -56,7 +63,8 @@ func startCompanion(t *testing.T, req Request) *companion {
 		return 7
 	}
 	go func() {
-		c.code <- Serve(context.Background(), inR, outW, &c.stderr, proxy)
+		from := func() (func(netip.Addr) bool, error) { return func(a netip.Addr) bool { return a == forwarder }, nil }
+		c.code <- serve(context.Background(), inR, outW, &c.stderr, proxy, from)
 		outW.Close()
 	}()
 	t.Cleanup(func() { inW.Close() })
@@ -167,6 +175,31 @@ func TestPublishRelay(t *testing.T) {
 	}
 	if _, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
 		t.Error("the published port still listens after the companion ended")
+	}
+}
+
+// TestPublishOnlyFromForwarder (attack): a published port serves the engine's port
+// forwarder only; another peer (a container beside the companion on the engine's
+// bridge, connecting to its address) is hung up on before the sandbox is dialed.
+func TestPublishOnlyFromForwarder(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	startCompanionFrom(t, Request{Session: "0a1b2c", Dir: dir, Publish: []Port{{Listen: port, Sandbox: 8000}}}, netip.MustParseAddr("127.0.0.2"))
+	sandboxPort(t, filepath.Join(dir, PublishDir("0a1b2c"), PublishSocket(8000)))
+	conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readLine(t, conn); got != "" {
+		t.Errorf("a peer other than the forwarder got %q from the published port", got)
+	}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	conn, err = d.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readLine(t, conn); got != "sandbox\n" {
+		t.Errorf("the forwarder got %q from the published port", got)
 	}
 }
 

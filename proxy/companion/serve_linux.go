@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,8 +21,15 @@ import (
 // Serve is the companion: it reads the Request from in, listens on the proxy socket
 // and the published ports, writes ReadyLine to out, and serves until in ends (or ctx
 // is done), then returns proxy's exit code (0 without a proxy; 2 when it could not
-// start). Diagnostics go to stderr.
+// start). Diagnostics go to stderr. A published port serves only the engine's port
+// forwarder (see engineForwarder).
 func Serve(ctx context.Context, in io.Reader, out, stderr io.Writer, proxy Proxy) int {
+	return serve(ctx, in, out, stderr, proxy, engineForwarder)
+}
+
+// serve is Serve with the test of a published port's peer: forwarder reports
+// whether a connection from addr is the engine's publishing.
+func serve(ctx context.Context, in io.Reader, out, stderr io.Writer, proxy Proxy, forwarder func() (func(netip.Addr) bool, error)) int {
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "devsandbox-proxy companion: %v\n", err)
 		return 2
@@ -48,7 +56,7 @@ func Serve(ctx context.Context, in io.Reader, out, stderr io.Writer, proxy Proxy
 			return fail(err)
 		}
 	}
-	relays, err := listenPublished(req)
+	relays, err := listenPublished(req, forwarder)
 	if err != nil {
 		if ln != nil {
 			ln.Close()
@@ -115,6 +123,27 @@ type relays struct {
 	lns   []net.Listener
 	dirFD int
 	wg    sync.WaitGroup
+	// from reports whether a peer is the engine's port forwarder.
+	from func(netip.Addr) bool
+}
+
+// engineForwarder returns the test of a published port's peer: only the engine's
+// publishing on its host's 127.0.0.1 may connect. The engine forwards those
+// connections from its host's address on the container's bridge, the companion's
+// default gateway (its userland proxy dials from there; without it, its NAT rules
+// masquerade the host's loopback as that address). Every other container on the
+// bridge has an address of its own, so one that connects to the companion's address
+// directly is turned away.
+func engineForwarder() (func(netip.Addr) bool, error) {
+	b, err := os.ReadFile("/proc/net/route")
+	if err != nil {
+		return nil, fmt.Errorf("reading the routes: %w", err)
+	}
+	gw, ok := defaultGateway(string(b))
+	if !ok {
+		return nil, fmt.Errorf("the companion has no default gateway: the engine cannot publish its ports")
+	}
+	return func(a netip.Addr) bool { return a.Unmap() == gw }, nil
 }
 
 func (r *relays) close() {
@@ -130,11 +159,16 @@ func (r *relays) close() {
 // listenPublished makes the session's publish directory (mode 0700) and listens on
 // every published port of req, relaying each connection to the sandbox's socket for
 // it there.
-func listenPublished(req Request) (*relays, error) {
+func listenPublished(req Request, forwarder func() (func(netip.Addr) bool, error)) (*relays, error) {
 	r := &relays{dirFD: -1}
 	if len(req.Publish) == 0 {
 		return r, nil
 	}
+	from, err := forwarder()
+	if err != nil {
+		return nil, fmt.Errorf("relaying published ports: %w", err)
+	}
+	r.from = from
 	dir := filepath.Join(req.Dir, PublishDir(req.Session))
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the publish directory: %w", err)
@@ -167,6 +201,10 @@ func (r *relays) serve(ln net.Listener, sock string) {
 			return
 		}
 		if err != nil {
+			continue
+		}
+		if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err != nil || !r.from(ap.Addr()) {
+			c.Close()
 			continue
 		}
 		go func() {
