@@ -68,7 +68,8 @@ func projectVolumes(t *testing.T, iso string, p *project) []string {
 // iso's engine when the test ends.
 func removeContainers(t *testing.T, iso string, p *project) {
 	t.Cleanup(func() {
-		for _, c := range projectContainers(t, iso, p, true) {
+		id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+		for _, c := range strings.Fields(dockerAt(t, iso, "ps", "-aq", "--no-trunc", "--filter", "label=dev.devsandbox.project="+id)) {
 			_ = dockerCmd(iso, "rm", "-f", "-v", c).Run()
 		}
 		for _, v := range projectVolumes(t, iso, p) {

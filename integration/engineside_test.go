@@ -154,40 +154,80 @@ func TestDockerEngineCannotSeeProject(t *testing.T) {
 
 // The audit records of a session whose devsandbox was killed (kill -9) are in the
 // project's log: the records stream back as they come, and devsandbox-docker relays
-// the companion's last ones while it takes the session down.
+// the companion's last ones while it takes the session down. With a kept container, the
+// session's process in the kept companion ends and the companion stays.
 func TestDockerAuditSurvivesKill9(t *testing.T) {
 	requireRoot(t)
 	o := newOutside(t)
 	forEachDocker(t, func(t *testing.T, iso string) {
-		p := newProject(t)
-		cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--egress=proxy", "--allow", o.addr+":8080", "--", "/bin/sh", "-c",
-			fmt.Sprintf(`curl -s -o /dev/null -m 10 http://%s:8080/before-kill; echo ready; sleep 1000`, o.addr))
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		newLineReader(t, stdout).waitFor("ready")
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		_ = cmd.Wait()
-		// devsandbox-docker ends the session (bounded) after devsandbox is gone.
-		deadline := time.Now().Add(15 * time.Second)
-		for len(roleContainers(t, iso, p, true, "companion")) > 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("the companion outlived devsandbox by 15s")
-			}
-			runtimeYield()
-		}
-		for {
-			r := run(t, p.dir, nil, "", "logs", "proxy", "--json")
-			if strings.Contains(r.stdout, `"path":"/before-kill"`) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the request made before kill -9 is not in the audit log:\n%s", r)
-			}
-			runtimeYield()
+		for _, keep := range []bool{false, true} {
+			t.Run(fmt.Sprintf("keep=%v", keep), func(t *testing.T) {
+				p := newProject(t)
+				removeContainers(t, iso, p)
+				args := []string{"--isolator=" + iso, "--egress=proxy", "--allow", o.addr + ":8080"}
+				if keep {
+					args = append(args, "--keep-container")
+				}
+				cmd := command(t.Context(), p.dir, baseEnv(), append(args, "--", "/bin/sh", "-c",
+					fmt.Sprintf(`curl -s -o /dev/null -m 10 http://%s:8080/before-kill; echo ready; sleep 1000`, o.addr))...)
+				stdout, _ := cmd.StdoutPipe()
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				newLineReader(t, stdout).waitFor("ready")
+				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				_ = cmd.Wait()
+				// devsandbox-docker ends the session (bounded) after devsandbox is gone.
+				deadline := time.Now().Add(15 * time.Second)
+				for sessionCompanions(t, iso, p) > 0 {
+					if time.Now().After(deadline) {
+						t.Fatal("the session's companion outlived devsandbox by 15s")
+					}
+					runtimeYield()
+				}
+				if keep {
+					if c := roleContainers(t, iso, p, false, "companion"); len(c) != 1 {
+						t.Errorf("want the kept companion running, have %v", c)
+					}
+				}
+				for {
+					r := run(t, p.dir, nil, "", "logs", "proxy", "--json")
+					if strings.Contains(r.stdout, `"path":"/before-kill"`) {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("the request made before kill -9 is not in the audit log:\n%s", r)
+					}
+					runtimeYield()
+				}
+			})
 		}
 	})
+}
+
+// sessionCompanions counts p's session companions: companion containers of a session,
+// and sessions' processes in a kept companion (each a `devsandbox-proxy companion`
+// beside its main process, `devsandbox-proxy companion hold`).
+func sessionCompanions(t *testing.T, iso string, p *project) int {
+	t.Helper()
+	id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+	n := 0
+	for line := range strings.Lines(dockerAt(t, iso, "ps", "-a", "--no-trunc", "--filter", "label=dev.devsandbox.project="+id,
+		"--filter", "label=dev.devsandbox.role=companion", "--format", `{{.ID}} {{.Label "dev.devsandbox.kept"}}`)) {
+		c, kept, _ := strings.Cut(strings.TrimSpace(line), " ")
+		if kept != "true" {
+			n++
+			continue
+		}
+		// The container may be gone meanwhile: then it runs nothing.
+		out, _ := dockerCmd(iso, "top", c, "-o", "pid,args").Output()
+		for l := range strings.Lines(string(out)) {
+			if _, args, _ := strings.Cut(strings.TrimSpace(l), " "); strings.TrimSpace(args) == "/devsandbox-proxy companion" {
+				n++
+			}
+		}
+	}
+	return n
 }

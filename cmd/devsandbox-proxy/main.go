@@ -53,6 +53,12 @@ import (
 const shutdownGrace = 2 * time.Second
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == companion.Arg && os.Args[2] == companion.HoldArg {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		<-ctx.Done()
+		stop()
+		os.Exit(0)
+	}
 	if len(os.Args) == 2 && os.Args[1] == companion.Arg {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()

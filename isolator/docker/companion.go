@@ -73,7 +73,7 @@ func endpointVolumeOptions(p *isolator.Plan, name string, labels map[string]stri
 // default network, with the endpoint volume, publishing each published port on the
 // engine host's 127.0.0.1. Its environment, command and labels hold no secret: the
 // policy and the secrets arrive on its stdin. Pure.
-func companionConfig(p *isolator.Plan, image, volume string, labels map[string]string) (*dockercontainer.Config, *dockercontainer.HostConfig) {
+func companionConfig(p *isolator.Plan, image, volume string, labels map[string]string, publish bool) (*dockercontainer.Config, *dockercontainer.HostConfig) {
 	l := map[string]string{LabelRole: roleCompanion, LabelKept: "false", LabelSession: p.Proxy.Session}
 	for _, k := range []string{LabelProject, LabelName, LabelDir, LabelVersion, LabelUser} {
 		if v, ok := labels[k]; ok {
@@ -104,7 +104,7 @@ func companionConfig(p *isolator.Plan, image, volume string, labels map[string]s
 		AutoRemove:  true,
 		Resources:   dockercontainer.Resources{PidsLimit: &pids},
 	}
-	if len(p.Egress.Forwards) > 0 {
+	if publish && len(p.Egress.Forwards) > 0 {
 		cfg.ExposedPorts = nat.PortSet{}
 		hc.PortBindings = nat.PortMap{}
 		for _, f := range p.Egress.Forwards {
@@ -193,6 +193,7 @@ type sessionCompanion struct {
 	removed <-chan dockercontainer.WaitResponse
 	stderr  lockedBuffer
 	volume  string // removed at stop, when set
+	exec    bool   // a process exec'd in the kept companion (keptcompanion.go)
 }
 
 // lockedBuffer collects the companion's diagnostics.
@@ -239,24 +240,17 @@ func ensureEndpointVolume(ctx context.Context, e Engine, p *isolator.Plan, keep 
 // the project's audit log as they come. It does not wait for the ready line (see
 // waitReady). The endpoint volume exists (ensureEndpointVolume); stop removes it
 // unless it is a kept container's.
-func (b *Isolator) startCompanion(ctx context.Context, e Engine, p *isolator.Plan, image string, keep bool, pr programs, labels map[string]string, local bool) (*sessionCompanion, error) {
-	failed := func(format string, args ...any) error {
-		return fmt.Errorf("%w: the session's egress services could not start in the docker engine: %s; the command did not run", isolator.ErrProtection, fmt.Sprintf(format, args...))
-	}
-	req, err := companionRequest(p, local)
-	if err != nil {
-		return nil, err
-	}
+func (b *Isolator) startCompanion(ctx context.Context, e Engine, p *isolator.Plan, image string, keep bool, pr programs, labels map[string]string, req companion.Request) (*sessionCompanion, error) {
 	vol := endpointVolume(p, keep)
 	c := &sessionCompanion{e: e, ready: make(chan error, 1), relayed: make(chan error, 1)}
 	if !keep {
 		c.volume = vol
 	}
-	cfg, hc := companionConfig(p, image, vol, labels)
+	cfg, hc := companionConfig(p, image, vol, labels, req.Publish != nil)
 	created, err := e.ContainerCreate(ctx, cfg, hc, nil, nil, "devsandbox-"+p.Project.Name+"-px-"+container.RandomSuffix())
 	if err != nil {
 		c.removeVolume(ctx)
-		return nil, failed("the engine refused the companion container: %v", err)
+		return nil, companionFailed("the engine refused the companion container: %v", err)
 	}
 	c.id = created.ID
 	started := false
@@ -270,20 +264,34 @@ func (b *Isolator) startCompanion(ctx context.Context, e Engine, p *isolator.Pla
 		return nil, err
 	}
 	if c.hj, err = e.ContainerAttach(ctx, c.id, dockercontainer.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true}); err != nil {
-		return nil, failed("attaching to the companion: %v", err)
+		return nil, companionFailed("attaching to the companion: %v", err)
 	}
 	c.removed, _ = e.ContainerWait(context.WithoutCancel(ctx), c.id, dockercontainer.WaitConditionRemoved)
 	if err := e.ContainerStart(ctx, c.id, dockercontainer.StartOptions{}); err != nil {
 		c.hj.Close()
 		if len(p.Egress.Forwards) > 0 {
-			return nil, failed("%v; a published port may be in use on the engine's host: pick another with --publish HOST_PORT:SANDBOX_PORT", err)
+			return nil, companionFailed("%v; a published port may be in use on the engine's host: pick another with --publish HOST_PORT:SANDBOX_PORT", err)
 		}
-		return nil, failed("starting the companion: %v", err)
+		return nil, companionFailed("starting the companion: %v", err)
 	}
 	started = true
-	if err := companion.WriteRequest(c.hj.Conn, req); err != nil {
+	if err := c.begin(req, p); err != nil {
 		c.stop(ctx)
-		return nil, failed("sending the companion its request: %v", err)
+		return nil, err
+	}
+	return c, nil
+}
+
+// companionFailed is why the session's egress services did not start.
+func companionFailed(format string, args ...any) error {
+	return fmt.Errorf("%w: the session's egress services could not start in the docker engine: %s; the command did not run", isolator.ErrProtection, fmt.Sprintf(format, args...))
+}
+
+// begin sends the companion's process (attached as c.hj) its request and relays what
+// it writes: its ready line, then its audit records.
+func (c *sessionCompanion) begin(req companion.Request, p *isolator.Plan) error {
+	if err := companion.WriteRequest(c.hj.Conn, req); err != nil {
+		return companionFailed("sending the companion its request: %v", err)
 	}
 	out, outW := io.Pipe()
 	go func() {
@@ -291,7 +299,7 @@ func (b *Isolator) startCompanion(ctx context.Context, e Engine, p *isolator.Pla
 		outW.CloseWithError(err)
 	}()
 	go c.serve(bufio.NewReader(out), p)
-	return c, nil
+	return nil
 }
 
 // serve reads the companion's ready line, then relays its audit stream into the
@@ -349,6 +357,10 @@ func (c *sessionCompanion) stop(ctx context.Context) error {
 		err = fmt.Errorf("the companion did not end within %v", companionEnd)
 	}
 	c.hj.Close()
+	if c.exec {
+		// The kept companion stays; this session's process ended with its stdin.
+		return err
+	}
 	select {
 	case <-c.removed:
 	case <-time.After(companionEnd):
@@ -375,31 +387,53 @@ func (c *sessionCompanion) removeVolume(ctx context.Context) {
 	}
 }
 
-// pendingCompanion is the session's companion, started beside the sandbox.
+// pendingCompanion is the session's egress services, started beside the sandbox: a
+// companion container of the session's own, or, for a kept container, a process in
+// its companion and, with published ports, a container of the session's own for those.
 type pendingCompanion struct {
 	b    *Isolator
 	ctx  context.Context
 	done chan struct{}
-	c    *sessionCompanion // nil: the run needs none, or it failed (err)
+	cs   []*sessionCompanion // none: the run needs none, or it failed (err)
 	err  error
 }
 
-// goCompanion starts the session's companion, if p needs one, without waiting.
+// goCompanion starts the session's egress services, if p needs them, without waiting.
 func (b *Isolator) goCompanion(ctx context.Context, e Engine, addr Address, p *isolator.Plan, pr programs, spec *Spec) *pendingCompanion {
 	pc := &pendingCompanion{b: b, ctx: ctx, done: make(chan struct{})}
 	if !needsCompanion(p) {
 		close(pc.done)
 		return pc
 	}
-	if pc.err = ensureEndpointVolume(ctx, e, p, spec.Exec != nil, spec.Config.Labels); pc.err != nil {
+	keep := spec.Exec != nil
+	if pc.err = ensureEndpointVolume(ctx, e, p, keep, spec.Config.Labels); pc.err != nil {
 		close(pc.done)
 		return pc
 	}
 	go func() {
 		defer close(pc.done)
-		pc.c, pc.err = b.startCompanion(ctx, e, p, spec.Config.Image, spec.Exec != nil, pr, spec.Config.Labels, addr.Local())
+		req, err := companionRequest(p, addr.Local())
+		if err != nil {
+			pc.err = err
+			return
+		}
+		start := func(req companion.Request) error {
+			c, err := b.startCompanion(ctx, e, p, spec.Config.Image, keep, pr, spec.Config.Labels, req)
+			if err == nil {
+				pc.cs = append(pc.cs, c)
+			}
+			return err
+		}
+		switch {
+		case !keep || !p.Egress.NeedsProxy():
+			pc.err = start(req)
+		default:
+			pc.err = b.keptSession(ctx, e, p, pr, spec, req, pc, start)
+		}
 		if pc.err == nil {
 			b.phase("companion")
+		} else {
+			pc.stopAll()
 		}
 	}()
 	return pc
@@ -410,30 +444,37 @@ func (b *Isolator) goCompanion(ctx context.Context, e Engine, addr Address, p *i
 func (pc *pendingCompanion) failed() error {
 	select {
 	case <-pc.done:
-		if pc.c == nil {
-			return pc.err
-		}
+		return pc.err
 	default:
 	}
 	return nil
 }
 
-// ready returns once the companion serves (at once without one).
+// ready returns once the session's egress services serve (at once without them).
 func (pc *pendingCompanion) ready(ctx context.Context) error {
 	<-pc.done
-	if pc.err != nil || pc.c == nil {
+	if pc.err != nil {
 		return pc.err
 	}
-	return pc.c.waitReady(ctx)
+	for _, c := range pc.cs {
+		if err := c.waitReady(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// stop ends the companion (see sessionCompanion.stop).
+// stop ends the session's egress services (see sessionCompanion.stop).
 func (pc *pendingCompanion) stop() {
 	<-pc.done
-	if pc.c == nil {
-		return
+	pc.stopAll()
+}
+
+func (pc *pendingCompanion) stopAll() {
+	for _, c := range pc.cs {
+		if err := c.stop(pc.ctx); err != nil {
+			pc.b.warn("the session's proxy in the docker engine: %v", err)
+		}
 	}
-	if err := pc.c.stop(pc.ctx); err != nil {
-		pc.b.warn("the session's proxy in the docker engine: %v", err)
-	}
+	pc.cs = nil
 }

@@ -590,7 +590,7 @@ func TestCompanionConfig(t *testing.T) {
 	p := basePlan()
 	p.Egress = egress.Rules{Mode: egress.Proxy, Forwards: []egress.Forward{{HostPort: 18080, SandboxPort: 3000}}}
 	p.Proxy.Session = "5e55"
-	cfg, hc := companionConfig(p, "img", "vol", map[string]string{LabelProject: "0123abcd", LabelUser: "1000"})
+	cfg, hc := companionConfig(p, "img", "vol", map[string]string{LabelProject: "0123abcd", LabelUser: "1000"}, true)
 	if cfg.User != "1000:1000" || !slices.Equal(cfg.Entrypoint, []string{"/devsandbox-proxy"}) || !slices.Equal(cfg.Cmd, []string{"companion"}) || len(cfg.Env) != 0 {
 		t.Errorf("companion config: %+v", cfg)
 	}
@@ -617,5 +617,35 @@ func TestCompanionConfig(t *testing.T) {
 	}
 	if !ep {
 		t.Errorf("the endpoint volume is not mounted: %+v", spec.Host.Mounts)
+	}
+}
+
+// The kept container's companion: no published port (the engine would hold it for as
+// long as the container lives), no session, its main process waiting, no stdin (each
+// session's request reaches its own exec), kept, and a spec label that changes with
+// the image but not with the session or its policy.
+func TestKeptCompanionConfig(t *testing.T) {
+	p := basePlan()
+	p.Egress = egress.Rules{Mode: egress.Proxy, Forwards: []egress.Forward{{HostPort: 18080, SandboxPort: 3000}}}
+	p.Proxy.Session = "5e55"
+	labels := map[string]string{LabelProject: "0123abcd", LabelUser: "1000", LabelVersion: "v1"}
+	cfg, hc := keptCompanionConfig(p, "img", "vol", labels)
+	if !slices.Equal(cfg.Cmd, []string{"companion", "hold"}) || cfg.OpenStdin || cfg.AttachStdin || hc.AutoRemove {
+		t.Errorf("kept companion: %+v %+v", cfg, hc)
+	}
+	if len(hc.PortBindings) != 0 || len(cfg.ExposedPorts) != 0 {
+		t.Errorf("the kept companion publishes %v", hc.PortBindings)
+	}
+	if _, ok := cfg.Labels[LabelSession]; ok || cfg.Labels[LabelKept] != "true" || cfg.Labels[LabelRole] != roleCompanion || cfg.Labels[LabelSpec] == "" {
+		t.Errorf("labels: %v", cfg.Labels)
+	}
+	q := basePlan()
+	q.Egress = egress.Rules{Mode: egress.Allowlist}
+	q.Proxy.Session = "6e66"
+	if c2, _ := keptCompanionConfig(q, "img", "vol", labels); c2.Labels[LabelSpec] != cfg.Labels[LabelSpec] {
+		t.Errorf("another session or policy changes the kept companion's spec")
+	}
+	if c3, _ := keptCompanionConfig(p, "img2", "vol", labels); c3.Labels[LabelSpec] == cfg.Labels[LabelSpec] {
+		t.Errorf("another image keeps the kept companion's spec")
 	}
 }

@@ -49,6 +49,11 @@ const ReadyLine = "devsandbox-companion ready"
 // Arg is the argument devsandbox-proxy runs the companion with.
 const Arg = "companion"
 
+// HoldArg, after Arg, is the main process of a kept container's companion: it serves
+// nothing and waits for SIGTERM; each session's companion is a process exec'd beside it
+// (devsandbox-proxy Arg).
+const HoldArg = "hold"
+
 // MaxRequestBytes bounds the request line.
 const MaxRequestBytes = 4 << 20
 
