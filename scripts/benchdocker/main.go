@@ -68,12 +68,17 @@ func run(bin string, n int, image, userName string) error {
 			return err
 		}
 	}
-	id, _, err := r.Output([]string{"docker", "ps", "-q", "--filter", "label=dev.devsandbox.dir=" + proj})
-	if err != nil || strings.TrimSpace(id) == "" {
-		return fmt.Errorf("finding the kept container: %v", err)
+	// Everything the runs left in the engine (the kept containers and their companion).
+	defer func() {
+		out, _, _ := r.Output([]string{"docker", "ps", "-aq", "--filter", "label=dev.devsandbox.dir=" + proj})
+		for _, c := range strings.Fields(out) {
+			_ = exec.Command("docker", "rm", "-f", c).Run()
+		}
+	}()
+	id, err := keptContainer(r, proj)
+	if err != nil {
+		return err
 	}
-	id = strings.TrimSpace(id)
-	defer exec.Command("docker", "rm", "-f", id).Run()
 	warm, err := benchrun.Alternate(r, n, []string{"docker", "exec", id, "true"}, kept)
 	if err != nil {
 		return err
@@ -89,12 +94,10 @@ func run(bin string, n int, image, userName string) error {
 			return err
 		}
 	}
-	id2, _, err := r.Output([]string{"docker", "ps", "-q", "--filter", "label=dev.devsandbox.dir=" + proj})
-	if err != nil || strings.TrimSpace(id2) == "" {
-		return fmt.Errorf("finding the kept container: %v", err)
+	id2, err := keptContainer(r, proj)
+	if err != nil {
+		return err
 	}
-	id2 = strings.TrimSpace(id2)
-	defer exec.Command("docker", "rm", "-f", id2).Run()
 	warmProxy, err := benchrun.Alternate(r, n, []string{"docker", "exec", id2, "true"}, keptProxy)
 	if err != nil {
 		return err
@@ -110,4 +113,19 @@ func run(bin string, n int, image, userName string) error {
 	// devsandbox-docker only serves a hand-off; run bare it prints its usage and
 	// fails: package init is what is measured.
 	return benchrun.InitTrace([]string{filepath.Join(filepath.Dir(bin), "devsandbox-docker")}, false)
+}
+
+// keptContainer is the id of proj's running kept container (not its companion).
+func keptContainer(r benchrun.Runner, proj string) (string, error) {
+	out, _, err := r.Output([]string{"docker", "ps", "--filter", "label=dev.devsandbox.dir=" + proj,
+		"--filter", "label=dev.devsandbox.kept=true", "--format", `{{.ID}} {{.Label "dev.devsandbox.role"}}`})
+	if err != nil {
+		return "", fmt.Errorf("finding the kept container: %w", err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if id, role, _ := strings.Cut(strings.TrimSpace(line), " "); id != "" && role == "" {
+			return id, nil
+		}
+	}
+	return "", fmt.Errorf("finding the kept container: none running")
 }
