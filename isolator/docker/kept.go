@@ -49,9 +49,6 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 			return 0, err
 		}
 	}
-	if err := comp.ready(ctx); err != nil {
-		return 0, err
-	}
 	ex, err := e.ContainerExecCreate(ctx, id, *spec.Exec)
 	if err != nil {
 		return 0, fmt.Errorf("%w: creating the exec in %s: %w", isolator.ErrProtection, spec.Name, err)
@@ -64,6 +61,12 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	// When devsandbox is gone (ctx ends), the init's stream ends with it: the init
 	// takes the command down, as it does when this process dies.
 	defer context.AfterFunc(ctx, hj.Close)()
+	// The exec's init waits for the hello: the command may reach the proxy and be
+	// reached on its ports as soon as it starts, so the hello waits for the companion
+	// (its exec in the kept companion runs beside this one).
+	if err := comp.ready(ctx); err != nil {
+		return 0, err
+	}
 	sess, err := b.attach(hj.Conn, hj.Reader, p, stdio, hello)
 	if err != nil {
 		return 0, err
