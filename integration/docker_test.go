@@ -280,12 +280,16 @@ func TestDockerDryRunIsRunnable(t *testing.T) {
 	}
 }
 
-// sandboxes list shows a kept container with the project's home; rm removes both.
+// sandboxes list shows a kept container with the project's home; rm removes both,
+// and the kept container's companion and volumes with them.
 func TestDockerSandboxesList(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {
 		p := newProject(t)
 		removeContainers(t, iso, p)
-		p.mustSandbox(iso, []string{"--keep-container", "--egress=none"}, `echo x > ~/f`)
+		p.mustSandbox(iso, []string{"--keep-container", "--egress=proxy"}, `echo x > ~/f`)
+		if c := roleContainers(t, iso, p, false, "companion"); len(c) != 1 {
+			t.Fatalf("want the kept container's companion, have %v", c)
+		}
 		engine := []string{"DOCKER_HOST=" + engineOf(iso)}
 		r := run(t, p.dir, engine, "", "sandboxes", "list", "--json")
 		if r.code != 0 || !strings.Contains(r.stdout, `"name": "`+p.name()+`"`) || !strings.Contains(r.stdout, `"running": true`) {
@@ -296,6 +300,12 @@ func TestDockerSandboxesList(t *testing.T) {
 		}
 		if ids := projectContainers(t, iso, p, true); len(ids) != 0 {
 			t.Fatalf("containers left after rm: %v", ids)
+		}
+		if ids := roleContainers(t, iso, p, true, "companion"); len(ids) != 0 {
+			t.Fatalf("companions left after rm: %v", ids)
+		}
+		if vs := projectVolumes(t, iso, p); len(vs) != 0 {
+			t.Fatalf("volumes left after rm: %v", vs)
 		}
 		if _, err := os.Stat(filepath.Join(it.home, ".local/share/devsandbox", p.name())); !os.IsNotExist(err) {
 			t.Fatalf("sandbox home left after rm: %v", err)
