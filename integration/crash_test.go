@@ -73,13 +73,14 @@ func crashPrune(t *testing.T, te *throwawayEngine, p *project) string {
 }
 
 // assertClean fails unless the project has nothing in the engine but, for a kept
-// container, the container itself and its endpoint volume.
+// container, the container itself, its companion and its endpoint volume.
 func assertClean(t *testing.T, te *throwawayEngine, p *project, c crashCase, when string) {
 	t.Helper()
 	cs, vs := te.objects(t, p)
+	slices.Sort(cs)
 	var want []string
 	if slices.Contains(c.flags, "--keep-container") {
-		want = []string{"devsandbox-" + p.name()}
+		want = []string{"devsandbox-" + p.name(), "devsandbox-" + p.name() + "-px"}
 	}
 	if !slices.Equal(cs, want) {
 		t.Errorf("%s: containers %v, want %v", when, cs, want)
@@ -87,7 +88,9 @@ func assertClean(t *testing.T, te *throwawayEngine, p *project, c crashCase, whe
 	// The kept container's own volumes (its endpoint volume, its init's) stay with it.
 	var kept []string
 	if want != nil && len(cs) > 0 {
-		kept = strings.Fields(te.docker(t, "inspect", "--format", "{{range .Mounts}}{{.Name}} {{end}}", want[0]))
+		for _, c := range cs {
+			kept = append(kept, strings.Fields(te.docker(t, "inspect", "--format", "{{range .Mounts}}{{.Name}} {{end}}", c))...)
+		}
 	}
 	vs = slices.DeleteFunc(vs, func(v string) bool { return slices.Contains(kept, v) })
 	if len(vs) > 0 {
