@@ -377,8 +377,14 @@ func testSocketDirFallbackHostile(t *testing.T, iso string, o *outside) {
 				t.Cleanup(func() { os.RemoveAll(d) })
 			}
 		}
-		if len(added) != 1 {
-			t.Errorf("run %d: new private socket directories /tmp/devsandbox-%d-*: %q, want one", i+1, it.uid, added)
+		// docker keeps its egress services in the engine and needs no socket
+		// directory on this host at all (guarantee 11).
+		want := 1
+		if strings.HasPrefix(iso, "docker") {
+			want = 0
+		}
+		if len(added) != want {
+			t.Errorf("run %d: new private socket directories /tmp/devsandbox-%d-*: %q, want %d", i+1, it.uid, added, want)
 		}
 	}
 }
