@@ -407,7 +407,7 @@ func (s *Spec) Script() string {
 			fmt.Fprintf(&b, "# fd %d: seccomp program of the syscall policy (%s)\n", f.FD, s.Policy)
 		}
 	}
-	fmt.Fprintf(&b, "# fd %d: readiness report of the shim\n", ReadyFD)
+	fmt.Fprintf(&b, "# fd %d: readiness report of the init\n", ReadyFD)
 	if s.Prologue {
 		fmt.Fprintf(&b, "# fd %d: status of the egress prologue\n", StatusFD)
 	}
