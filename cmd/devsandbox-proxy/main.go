@@ -57,15 +57,22 @@ func main() {
 			fmt.Fprintf(j.Stdio.Err, "devsandbox-proxy: bad settings: %v\n", err)
 			return handoff.Result{Code: 2}
 		}
-		return handoff.Result{Code: run(ctx, s, os.LookupEnv, j.Files(1)[0], j.Stdio.Err, true)}
+		n := 1
+		if s.Listeners {
+			n = 2
+		}
+		files := j.Files(n) // once: each *os.File closes its descriptor when collected
+		return handoff.Result{Code: run(ctx, s, os.LookupEnv, files, j.Stdio.Err, true)}
 	}, nil, nil, os.Stderr))
 }
 
-// run serves ln by s until ctx is done, and returns the result's code. getenv reads
+// run serves files[0], a listening socket, by s until ctx is done, and returns the
+// result's code; files[1], when given, is the listener channel (service.Settings). getenv reads
 // the environment (the CA and credential values). onHost is true in devsandbox-proxy,
 // which runs on the sandbox's host: the host's loopback is then refused whatever the
 // entries (tests reach their own loopback origins with false).
-func run(ctx context.Context, s service.Settings, getenv func(string) (string, bool), ln *os.File, stderr io.Writer, onHost bool) int {
+func run(ctx context.Context, s service.Settings, getenv func(string) (string, bool), files []*os.File, stderr io.Writer, onHost bool) int {
+	ln := files[0]
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "devsandbox-proxy: "+format+"\n", a...)
 		return 2
@@ -93,6 +100,12 @@ func run(ctx context.Context, s service.Settings, getenv func(string) (string, b
 		return fail("%v", err)
 	}
 	srv.Serve(l)
+	if len(files) > 1 {
+		// A listener handed after shutdown began is closed by Serve.
+		go service.ReceiveListeners(files[1], srv.Serve, func(err error) {
+			fmt.Fprintf(stderr, "devsandbox-proxy: %v\n", err)
+		})
+	}
 
 	<-ctx.Done()
 
