@@ -498,3 +498,28 @@ func testSSHThroughProxy(t *testing.T, iso string, o *outside) {
 		t.Fatalf("ssh through the proxy:\n%s", out)
 	}
 }
+
+// TestProxyListenerHeldOutside: under bwrap the proxy serves the sandbox's
+// 127.0.0.1:3128 itself. The listening socket the init made there is held by no process
+// in the sandbox (a process there could otherwise take it over, or hand it on), yet
+// the proxy answers on it: a request for the host's loopback is refused with its 403.
+func TestProxyListenerHeldOutside(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	script := `inode=$(awk '$2 ~ /:0C38$/ && $4 == "0A" {print $10}' /proc/net/tcp)
+		echo "listener ${inode:-none}"
+		for f in /proc/[0-9]*/fd/*; do
+			[ "$(readlink "$f" 2>/dev/null)" = "socket:[$inode]" ] && echo "held-by $f"
+		done
+		curl -s --noproxy '' -o /dev/null -w 'status %{http_code}\n' -m 5 -x http://127.0.0.1:3128 http://127.0.0.1:9/`
+	out := p.mustSandbox("bwrap", []string{"--egress=proxy"}, script)
+	if strings.Contains(out, "listener none") || !strings.Contains(out, "listener ") {
+		t.Fatalf("no socket listens on 127.0.0.1:3128 in the sandbox:\n%s", out)
+	}
+	if strings.Contains(out, "held-by ") {
+		t.Errorf("a process in the sandbox holds the proxy's listening socket:\n%s", out)
+	}
+	if !strings.Contains(out, "status 403\n") {
+		t.Errorf("the proxy did not answer on 127.0.0.1:3128:\n%s", out)
+	}
+}

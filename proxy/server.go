@@ -175,6 +175,11 @@ func (s *Server) serve(ln net.Listener, requireAuth bool) {
 		ErrorLog:          s.cfg.ErrorLog,
 	}
 	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		ln.Close()
+		return
+	}
 	s.servers = append(s.servers, srv)
 	s.mu.Unlock()
 	go func() {

@@ -46,8 +46,9 @@ func (s *Server) ListenUnix(path string) error {
 
 // Serve serves requests on ln in the background until Shutdown, without a credential:
 // whoever made ln controls who can connect (for example a Unix socket of mode 0600
-// inherited from the process that bound it). Shutdown closes ln but removes no socket
-// file; that is left to whoever bound it.
+// inherited from the process that bound it, or a TCP listener in a sandbox's own
+// network namespace). Shutdown closes ln but removes no socket file; that is left to
+// whoever bound it. Serve after Shutdown closes ln at once.
 func (s *Server) Serve(ln net.Listener) {
 	s.serve(ln, false)
 }

@@ -76,15 +76,22 @@ func main() {
 			fmt.Fprintf(j.Stdio.Err, "devsandbox-proxy: bad settings: %v\n", err)
 			return handoff.Result{Code: 2}
 		}
-		return handoff.Result{Code: run(ctx, s, os.LookupEnv, j.Files(1)[0], j.Stdio.Err, true)}
+		n := 1
+		if s.Listeners {
+			n = 2
+		}
+		files := j.Files(n) // once: each *os.File closes its descriptor when collected
+		return handoff.Result{Code: run(ctx, s, os.LookupEnv, files, j.Stdio.Err, true)}
 	}, nil, nil, os.Stderr))
 }
 
-// run serves ln by s until ctx is done, and returns the result's code. getenv reads
+// run serves files[0], a listening socket, by s until ctx is done, and returns the
+// result's code; files[1], when given, is the listener channel (service.Settings). getenv reads
 // the environment (the CA and credential values). onHost is true in devsandbox-proxy,
 // which runs on the sandbox's host: the host's loopback is then refused whatever the
 // entries (tests reach their own loopback origins with false).
-func run(ctx context.Context, s service.Settings, getenv func(string) (string, bool), ln *os.File, stderr io.Writer, onHost bool) int {
+func run(ctx context.Context, s service.Settings, getenv func(string) (string, bool), files []*os.File, stderr io.Writer, onHost bool) int {
+	ln := files[0]
 	listen := func() (net.Listener, error) {
 		l, err := net.FileListener(ln)
 		if err != nil {
@@ -93,7 +100,11 @@ func run(ctx context.Context, s service.Settings, getenv func(string) (string, b
 		ln.Close() // l holds a duplicate
 		return l, nil
 	}
-	return serve(ctx, s, getenv, listen, stderr, place{refuseLoopback: onHost, isLocal: proxy.HostAddresses(time.Second)})
+	at := place{refuseLoopback: onHost, isLocal: proxy.HostAddresses(time.Second)}
+	if len(files) > 1 {
+		at.listeners = files[1]
+	}
+	return serve(ctx, s, getenv, listen, stderr, at)
 }
 
 // serveCompanion is the proxy of a companion container (see proxy/companion): its
@@ -109,12 +120,14 @@ func serveCompanion(ctx context.Context, settings json.RawMessage, getenv func(s
 	return serve(ctx, s, getenv, func() (net.Listener, error) { return ln, nil }, os.Stderr, place{refuseLoopback: true, isLocal: isLocal, logTo: log})
 }
 
-// place is where the proxy runs: what it refuses as its host's own, and where its
-// audit log goes (nil logTo: the settings' LogDir).
+// place is where the proxy runs: what it refuses as its host's own, where its audit
+// log goes (nil logTo: the settings' LogDir), and the channel of listeners handed to
+// it (service.Settings.Listeners; nil: none).
 type place struct {
 	refuseLoopback bool
 	isLocal        func(netip.Addr) bool
 	logTo          io.Writer
+	listeners      *os.File
 }
 
 // serve serves the listener listen returns by s until ctx is done, and returns the
@@ -146,6 +159,12 @@ func serve(ctx context.Context, s service.Settings, getenv func(string) (string,
 		return fail("%v", err)
 	}
 	srv.Serve(l)
+	if at.listeners != nil {
+		// A listener handed after shutdown began is closed by Serve.
+		go service.ReceiveListeners(at.listeners, srv.Serve, func(err error) {
+			fmt.Fprintf(stderr, "devsandbox-proxy: %v\n", err)
+		})
+	}
 
 	<-ctx.Done()
 

@@ -93,7 +93,7 @@ func TestServesUntilDone(t *testing.T) {
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	s := service.Settings{Session: "s1", LogDir: logDir, Default: "deny", Allow: entries(t, "127.0.0.1")}
-	go func() { done <- run(ctx, s, noEnv, lnFile, &stderr, false) }()
+	go func() { done <- run(ctx, s, noEnv, []*os.File{lnFile}, &stderr, false) }()
 
 	br := bufio.NewReader(c)
 	if code := proxied(t, c, br, origin.URL+"/ok"); code != 200 {
@@ -140,7 +140,7 @@ func TestStopsOnSignal(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, service.Settings{Session: "s2"}, noEnv, lnFile, &stderr, false) }()
+	go func() { done <- run(ctx, service.Settings{Session: "s2"}, noEnv, []*os.File{lnFile}, &stderr, false) }()
 	cancel()
 	select {
 	case code := <-done:
@@ -172,7 +172,7 @@ func TestStartFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			if code := run(context.Background(), tt.s, noEnv, notSocket, &stderr, false); code != 2 || !strings.Contains(stderr.String(), tt.want) {
+			if code := run(context.Background(), tt.s, noEnv, []*os.File{notSocket}, &stderr, false); code != 2 || !strings.Contains(stderr.String(), tt.want) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tt.want)
 			}
 		})
@@ -194,7 +194,7 @@ func TestCredentialFromEnvironment(t *testing.T) {
 	env := envOf(map[string]string{"DEVSANDBOX_CREDENTIAL_0": "s3cret"})
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, s, env, lnFile, &stderr, false) }()
+	go func() { done <- run(ctx, s, env, []*os.File{lnFile}, &stderr, false) }()
 	c, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +227,7 @@ func TestRefusesHostLoopback(t *testing.T) {
 	done := make(chan int, 1)
 	var stderr bytes.Buffer
 	s := service.Settings{Default: "allow", Allow: entries(t, "127.0.0.1", "localhost"), LogDir: t.TempDir()}
-	go func() { done <- run(ctx, s, noEnv, lnFile, &stderr, true) }()
+	go func() { done <- run(ctx, s, noEnv, []*os.File{lnFile}, &stderr, true) }()
 	c, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +272,7 @@ func TestGitPushSettings(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		s := service.Settings{Session: "s1", Default: "deny", Allow: entries(t, "127.0.0.1"), GitPush: []egress.RefPattern{agent}, GitSSH: tt.ssh}
 		done := make(chan int, 1)
-		go func() { done <- run(ctx, s, noEnv, lnFile, io.Discard, false) }()
+		go func() { done <- run(ctx, s, noEnv, []*os.File{lnFile}, io.Discard, false) }()
 		c, err := net.Dial("unix", sock)
 		if err != nil {
 			t.Fatal(err)

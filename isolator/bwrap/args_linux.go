@@ -88,10 +88,11 @@ func Render(p *isolator.Plan) (*Spec, error) {
 // the Plan was built, and secret values are not read here.
 //
 // Egress: open shares the host network; none has only loopback; proxy has only
-// loopback too, plus the host proxy's Unix socket and a forwarder (started by the init)
-// making it reachable at egress.SandboxProxyAddr; allowlist runs bwrap inside pasta's
-// namespaces after PastaPrologue has put the firewall in place, with the same proxy
-// forwarder for names.
+// loopback too, plus the host proxy's Unix socket bound in, and the init's listener on
+// egress.SandboxProxyAddr, which it hands to the proxy through Run (library use without
+// readiness, WrapArgv, gets a relay the init starts instead); allowlist runs bwrap
+// inside pasta's namespaces after PastaPrologue has put the firewall in place, with the
+// same proxy listener for names.
 func RenderWith(p *isolator.Plan, bin egress.Binaries) (*Spec, error) {
 	return render(p, bin, renderOptions{ready: true})
 }
@@ -266,7 +267,13 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 			return nil, fmt.Errorf("egress mode %s needs the session proxy's Unix socket", p.Egress.Mode)
 		}
 		a = append(a, "--ro-bind", p.Egress.Proxy.Unix, ProxySocket)
-		initArgs = append(initArgs, "--forward="+egress.SandboxProxyAddr+"="+ProxySocket)
+		if o.ready {
+			// The init hands its listener to the proxy through devsandbox (Run):
+			// connections go from the command straight to the proxy.
+			initArgs = append(initArgs, "--proxy-listen="+egress.SandboxProxyAddr)
+		} else {
+			initArgs = append(initArgs, "--forward="+egress.SandboxProxyAddr+"="+ProxySocket)
+		}
 	}
 	if len(p.Egress.Forwards) > 0 {
 		if p.Egress.PublishDir == "" {
@@ -407,7 +414,7 @@ func (s *Spec) Script() string {
 			fmt.Fprintf(&b, "# fd %d: seccomp program of the syscall policy (%s)\n", f.FD, s.Policy)
 		}
 	}
-	fmt.Fprintf(&b, "# fd %d: readiness report of the shim\n", ReadyFD)
+	fmt.Fprintf(&b, "# fd %d: readiness report of the init\n", ReadyFD)
 	if s.Prologue {
 		fmt.Fprintf(&b, "# fd %d: status of the egress prologue\n", StatusFD)
 	}

@@ -136,7 +136,7 @@ var goldenCases = []struct {
 		}
 		return p // pasta and the prologue first, bwrap in pasta's namespaces as the user
 	}, ""},
-	{"shim_in_view", func() *isolator.Plan {
+	{"init_in_view", func() *isolator.Plan {
 		p := basePlan()
 		p.System.Paths = minimalSystem
 		p.Self = "/usr/libexec/devsandbox/devsandbox-init" // visible through /usr: run in place
@@ -159,7 +159,7 @@ var goldenCases = []struct {
 		}
 		return p
 	}, ""},
-	{"shim_outside_view", func() *isolator.Plan {
+	{"init_outside_view", func() *isolator.Plan {
 		p := basePlan()
 		p.System.Paths = minimalSystem
 		p.Self = "/home/u/.local/bin/devsandbox-init" // the host home is not visible: mounted

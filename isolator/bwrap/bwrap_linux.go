@@ -111,7 +111,10 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, err
 	}
-	svc, err := hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase})
+	// In the proxy modes the init hands its listener on egress.SandboxProxyAddr to the
+	// proxy (through the readiness socket and svc), which then serves the sandbox's
+	// connections directly.
+	svc, err := hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase, Listeners: p.Egress.NeedsProxy()})
 	if err != nil {
 		return 0, err
 	}
@@ -248,7 +251,14 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		statusc <- egress.StatusOK
 	}
 	pidc := make(chan readiness, 1)
-	go func() { pidc <- ready.wait() }()
+	go func() {
+		pidc <- ready.wait(func(ln *os.File) {
+			defer ln.Close() // the proxy's copy is the only one now
+			if err := svc.HandListener(ln); err != nil {
+				b.warn("the sandbox's connections to the egress proxy are refused: %v", err)
+			}
+		})
+	}()
 	waitc := make(chan error, 1)
 	go func() { waitc <- cmd.Wait() }()
 
@@ -402,31 +412,53 @@ type readiness struct {
 }
 
 // wait blocks until the init reports or every copy of the child end is closed. A zero
-// pid means the command never started.
-func (r *readyPair) wait() readiness {
+// pid means the command never started. A listener the init hands on the way (before
+// the command starts; wire.ListenerMsg) goes to onListener, which must close it.
+func (r *readyPair) wait(onListener func(*os.File)) readiness {
 	buf := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred)+unix.CmsgSpace(4))
 	for {
-		n, oobn, _, _, err := unix.Recvmsg(r.host, buf, oob, 0)
+		n, oobn, _, _, err := unix.Recvmsg(r.host, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil || n == 0 {
 			return readiness{}
 		}
+		cred, fds := control(oob[:oobn])
+		if n == 1 && buf[0] == wire.ListenerMsg && len(fds) == 1 {
+			onListener(os.NewFile(uintptr(fds[0]), "proxy listener"))
+			continue
+		}
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
 		if buf[0] == 'F' {
 			return readiness{failure: string(buf[1:n])}
 		}
-		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-		if err != nil || len(msgs) == 0 {
-			return readiness{}
-		}
-		cred, err := unix.ParseUnixCredentials(&msgs[0])
-		if err != nil {
+		if cred == nil {
 			return readiness{}
 		}
 		return readiness{pid: int(cred.Pid)}
 	}
+}
+
+// control returns the credentials and the descriptors of a message's control data.
+func control(oob []byte) (*unix.Ucred, []int) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, nil
+	}
+	var cred *unix.Ucred
+	var fds []int
+	for i := range msgs {
+		if c, err := unix.ParseUnixCredentials(&msgs[i]); err == nil {
+			cred = c
+		} else if got, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+			fds = append(fds, got...)
+		}
+	}
+	return cred, fds
 }
 
 func (r *readyPair) close() { unix.Close(r.host) }

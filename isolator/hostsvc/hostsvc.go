@@ -7,6 +7,10 @@
 package hostsvc
 
 import (
+	"errors"
+	"fmt"
+	"os"
+
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/publish"
 	"github.com/devsandbox/devsandbox/isolator/sockdir"
@@ -26,12 +30,16 @@ type Options struct {
 	// EngineEgress: the backend runs the session's proxy and published ports where
 	// its engine is (docker); only the watch runs here.
 	EngineEgress bool
+	// Listeners asks for a proxy that also serves listening sockets handed to it with
+	// Services.HandListener (Linux, the default Proxy only).
+	Listeners bool
 }
 
 // Services are the running host services of one run.
 type Services struct {
-	watch *watch.Watcher
-	stops []func() // in the order they are to stop
+	watch     *watch.Watcher
+	stops     []func() // in the order they are to stop
+	listeners *os.File // the host end of the proxy's listener channel, or nil
 }
 
 // Start starts the host services p needs, in this order: the socket directory (made
@@ -71,7 +79,15 @@ func (s *Services) startEgress(p *isolator.Plan, o Options) error {
 	if p.Egress.NeedsProxy() {
 		start := o.Proxy
 		if start == nil {
-			start = func(p *isolator.Plan) (func(), error) { return service.Start(p, service.Options{}) }
+			var so service.Options
+			if o.Listeners {
+				var err error
+				if s.listeners, so.Listeners, err = service.NewListenerChannel(); err != nil {
+					s.Stop()
+					return fmt.Errorf("%w: %w", isolator.ErrProtection, err)
+				}
+			}
+			start = func(p *isolator.Plan) (func(), error) { return service.Start(p, so) }
 		}
 		stop, err := start(p)
 		if err != nil {
@@ -85,6 +101,16 @@ func (s *Services) startEgress(p *isolator.Plan, o Options) error {
 		}
 	}
 	return nil
+}
+
+// HandListener hands ln, a listening TCP socket, to the session proxy, which serves it
+// until it stops; the caller should close its own copy. It fails when the proxy was not
+// started with Options.Listeners.
+func (s *Services) HandListener(ln *os.File) error {
+	if s == nil || s.listeners == nil {
+		return errors.New("the session proxy takes no listeners")
+	}
+	return service.SendListener(s.listeners, ln)
 }
 
 // Stop stops the services: the watch first (its final check of what the sandbox
@@ -102,4 +128,8 @@ func (s *Services) Stop() {
 		stop()
 	}
 	s.stops = nil
+	if s.listeners != nil {
+		s.listeners.Close()
+		s.listeners = nil
+	}
 }

@@ -71,6 +71,9 @@ const EnvMarker = "DEVSANDBOX"
 func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*isolator.Plan, []string, error) {
 	h := cfg.Host
 	var warns []string
+	if pr.osLinks {
+		pr.EvalSymlinks = newEvalCache(pr.Lstat, pr.Readlink, pr.EvalSymlinks).eval
+	}
 	proj, err := FindProject(pr, h.Home)
 	if err != nil {
 		return nil, nil, err

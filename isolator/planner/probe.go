@@ -42,6 +42,10 @@ type Probe struct {
 	// and it is missing or expiring; without create, a missing CA is nil, no error
 	// (loadCA when nil).
 	ProxyCA func(dir, name string, create bool) (*ca.CA, error)
+
+	// osLinks: Lstat, Readlink and EvalSymlinks are the host's, so Build may resolve
+	// links with its own cache (see evalCache), built from the first two.
+	osLinks bool
 }
 
 // loadCA is Probe.ProxyCA on the host's files.
@@ -78,6 +82,7 @@ func OS(cwd string) Probe {
 		},
 		EvalSymlinks: filepath.EvalSymlinks,
 		Readlink:     os.Readlink,
+		osLinks:      true,
 		LookPath: func(name string) bool {
 			_, err := exec.LookPath(name)
 			return err == nil

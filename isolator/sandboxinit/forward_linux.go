@@ -1,6 +1,7 @@
 package sandboxinit
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // forwarderArg starts the init as a forwarder (internal: the init starts itself so).
@@ -30,6 +33,27 @@ func startForwarder(spec string) error {
 		return err
 	}
 	return detach(ln, "tcp", sock)
+}
+
+// handListener listens on the TCP address addr and hands the listening socket to the
+// host on fd, the readiness socket: devsandbox passes it to the session proxy, which
+// accepts the sandbox's connections itself, with no relay in between. The init keeps
+// no copy: if nobody on the host takes it, it closes and connections are refused.
+func handListener(fd int, addr string) error {
+	if fd < 0 {
+		return errors.New("no readiness socket to hand the listener on (--ready-fd)")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return unix.Sendmsg(fd, []byte{wire.ListenerMsg}, unix.UnixRights(int(f.Fd())), nil, 0)
 }
 
 // startPublisher serves a published port: it listens on the Unix socket of spec

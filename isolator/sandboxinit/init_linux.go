@@ -63,7 +63,7 @@ func Main(args []string, stderr io.Writer) int {
 		return firewallMain(args[0], stderr)
 	}
 	takeTTY, readyFD, nproc := false, -1, 0
-	var forwards, publishes []string
+	var forwards, publishes, listens []string
 	for len(args) > 0 && args[0] != "--" {
 		var err error
 		switch a := args[0]; {
@@ -71,6 +71,8 @@ func Main(args []string, stderr io.Writer) int {
 			takeTTY = true
 		case strings.HasPrefix(a, "--forward="):
 			forwards = append(forwards, strings.TrimPrefix(a, "--forward="))
+		case strings.HasPrefix(a, "--proxy-listen="):
+			listens = append(listens, strings.TrimPrefix(a, "--proxy-listen="))
 		case strings.HasPrefix(a, "--publish="):
 			publishes = append(publishes, strings.TrimPrefix(a, "--publish="))
 		case strings.HasPrefix(a, "--ready-fd="):
@@ -125,6 +127,11 @@ func Main(args []string, stderr io.Writer) int {
 	for _, f := range publishes {
 		if err := startPublisher(f); err != nil {
 			return failed(fmt.Sprintf("publishing port %s: %v", f, err))
+		}
+	}
+	for _, addr := range listens {
+		if err := handListener(readyFD, addr); err != nil {
+			return failed(fmt.Sprintf("listening for the proxy on %s: %v", addr, err))
 		}
 	}
 	for _, f := range forwards {

@@ -38,6 +38,9 @@ type Settings struct {
 	// MITM decrypts HTTPS with the CA in the variable CAVar.
 	MITM        bool         `json:"mitm,omitempty"`
 	Credentials []Credential `json:"credentials,omitempty"`
+	// Listeners: descriptor handoff.FirstExtraFD+1 is the proxy's end of a listener
+	// channel (NewListenerChannel); it serves every listening socket handed on it.
+	Listeners bool `json:"listeners,omitempty"`
 }
 
 // CAVar is the variable of devsandbox-proxy's environment holding the MITM CA.

@@ -29,6 +29,10 @@ type Options struct {
 	Stderr io.Writer
 	// Bound replaces ExitBound (tests).
 	Bound time.Duration
+	// Listeners, when set, is the proxy's end of a listener channel
+	// (NewListenerChannel): the proxy also serves the listening sockets the caller
+	// hands on the other end (SendListener). Start closes it.
+	Listeners *os.File
 }
 
 // Start binds p's proxy socket (p.Egress.Proxy.Unix, mode 0600, in a directory only
@@ -47,6 +51,13 @@ type Options struct {
 // stop ends the control pipe and waits for the proxy (it flushes the audit log),
 // killing it after the bound, then removes the socket.
 func Start(p *isolator.Plan, o Options) (stop func(), err error) {
+	if o.Listeners != nil {
+		defer func() {
+			if err != nil {
+				o.Listeners.Close()
+			}
+		}()
+	}
 	bin := o.Binary
 	if bin == "" {
 		if bin, err = binary(); err != nil {
@@ -63,7 +74,9 @@ func Start(p *isolator.Plan, o Options) (stop func(), err error) {
 	if o.Bound == 0 {
 		o.Bound = ExitBound
 	}
-	req := handoff.Request{Op: OpServe, Settings: handoff.Args(SettingsOf(p))}
+	set := SettingsOf(p)
+	set.Listeners = o.Listeners != nil
+	req := handoff.Request{Op: OpServe, Settings: handoff.Args(set)}
 	return spawn(bin, req, env, p.Egress.Proxy.Unix, o)
 }
 
@@ -81,9 +94,17 @@ func spawn(bin string, req handoff.Request, env []string, sock string, o Options
 		// Pdeathsig fires when the thread that forked the child exits, not the
 		// process: fork from a locked thread that lives until the proxy has exited.
 		runtime.LockOSThread()
+		files := []*os.File{ln}
+		if o.Listeners != nil {
+			files = append(files, o.Listeners)
+		}
 		proc, err := handoff.Start(ctx, handoff.Program{Path: bin, Env: env, Stdio: isolator.Stdio{Err: o.Stderr},
-			Files: []*os.File{ln}, SysProcAttr: sysProcAttr(), WaitDelay: o.Bound}, req)
-		ln.Close() // the proxy has its own copy now (or, on error, nobody listens)
+			Files: files, SysProcAttr: sysProcAttr(), WaitDelay: o.Bound}, req)
+		// The proxy has its own copies now (or, on error, nobody listens, and a
+		// listener handed on the channel is closed with it).
+		for _, f := range files {
+			f.Close()
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				fmt.Fprintf(o.Stderr, "devsandbox: the egress proxy did not start (%v); the sandbox's connections through it are refused\n", err)

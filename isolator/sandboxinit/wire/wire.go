@@ -267,3 +267,8 @@ func FailMarker(reason string) string {
 	}, reason)
 	return FailPrefix + r + MarkerEnd
 }
+
+// ListenerMsg tags a message on bwrap's readiness socket that carries one listening
+// socket, the init's on egress.SandboxProxyAddr, for the host to hand to the session
+// proxy (the other messages there are the init's readiness and failure reports).
+const ListenerMsg = 'L'
