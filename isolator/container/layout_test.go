@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/egress"
@@ -132,40 +133,58 @@ func TestMaskDirAllows(t *testing.T) {
 	}
 }
 
-// A shipped layout binds nothing of the host's but the project, the home, the user's
-// mounts and the generated files: not the init (copied into ShipDir, checked sealed),
-// not the proxy's socket, the socket directory or the publish directory (the
-// endpoint volume is the companion's). One-shot containers forward to the session's
-// socket there and serve its publish directory; kept ones leave that to sessions.
+// A shipped layout binds nothing of the host's but the project, the home and the
+// user's mounts: not the init (in the derived image, checked sealed), not passwd,
+// group or a generated file on the root (in the image too), not the mask source (the
+// engine's null device), not the proxy's socket, the socket directory or the publish
+// directory (the endpoint volume is the companion's). One-shot containers forward to
+// the session's socket there and serve its publish directory; kept ones leave that
+// to sessions.
 func TestLayShipped(t *testing.T) {
 	dir := t.TempDir()
 	p := plan(dir)
 	p.Proxy.Session = "5e55"
 	p.Egress.PublishDir = "/run/x/publish-5e55"
 	p.Egress.Forwards = []egress.Forward{{HostPort: 8080, SandboxPort: 3000}}
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: "/run/devsandbox/ca-bundle.pem", Content: []byte("CA"), Why: "proxy.mitm"},
+		isolator.Mount{Kind: isolator.Data, HomeRel: ".ssh/config", Content: []byte("Host *\n"), Why: "tool ssh"}) // under the home: still a bind
 	files := filepath.Join(dir, "state/files")
 	for _, keep := range []bool{false, true} {
 		l, err := Lay(p, Options{Home: "/home/dev", FilesDir: files, Keep: keep, Shipped: true, EndpointVolume: "ep-vol"}, "1.0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		var shipped, endpoint int
+		var endpoint, masks int
 		for _, m := range l.Mounts {
 			switch {
-			case m.Type == Shipped && m.Target == ShipDir:
-				shipped++
+			case m.Target == "/run" || m.Target == ShipDir:
+				t.Errorf("keep=%v: a mount at %s covers the image's files", keep, m.Target)
 			case m.Type == Volume && m.Source == "ep-vol" && m.Target == EndpointDir:
 				endpoint++
-			case m.Type == Bind && !slices.Contains([]string{p.SandboxHome, p.Project.Dir, filepath.Join(dir, "gone"), p.EmptyFile}, m.Source) &&
-				filepath.Dir(m.Source) != files:
+			case m.Type == Bind && m.Source == NullDevice && m.ReadOnly:
+				masks++
+			case m.Type == Bind && !slices.Contains([]string{p.SandboxHome, p.Project.Dir, filepath.Join(dir, "gone")}, m.Source) &&
+				!(filepath.Dir(m.Source) == files && isolator.Within(m.Target, "/home/dev")):
 				t.Errorf("keep=%v: a bind of the host's %s at %s", keep, m.Source, m.Target)
 			}
 		}
-		if shipped != 1 || endpoint != 1 {
-			t.Errorf("keep=%v: %d shipped and %d endpoint mounts in %+v", keep, shipped, endpoint, l.Mounts)
+		if endpoint != 1 || masks == 0 {
+			t.Errorf("keep=%v: %d endpoint mounts and %d null masks in %+v", keep, endpoint, masks, l.Mounts)
 		}
-		if !slices.Contains(checked(l.Manifest), "sealed "+InitPath) || slices.Contains(checked(l.Manifest), "ro "+InitPath) {
-			t.Errorf("keep=%v: the init's check: %q", keep, checked(l.Manifest))
+		var baked []string
+		for _, f := range l.ImageFiles {
+			baked = append(baked, f.Path)
+		}
+		if !slices.Equal(baked, []string{"/run/devsandbox/ca-bundle.pem", "/etc/passwd", "/etc/group"}) {
+			t.Errorf("keep=%v: the image's files: %q", keep, baked)
+		}
+		for _, want := range []string{"sealed " + InitPath, "data /etc/passwd", "data /run/devsandbox/ca-bundle.pem"} {
+			if !slices.Contains(checked(l.Manifest), want) {
+				t.Errorf("keep=%v: no check %q: %q", keep, want, checked(l.Manifest))
+			}
+		}
+		if slices.Contains(checked(l.Manifest), "ro "+InitPath) || slices.ContainsFunc(checked(l.Manifest), func(c string) bool { return strings.HasPrefix(c, "maskfile ") }) {
+			t.Errorf("keep=%v: the init's or a mask's check: %q", keep, checked(l.Manifest))
 		}
 		publish := "3000=" + EndpointDir + "/publish-5e55/3000.sock"
 		if keep {

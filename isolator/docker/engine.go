@@ -41,6 +41,9 @@ type Engine interface {
 	ContainerList(ctx context.Context, options dockercontainer.ListOptions) ([]dockercontainer.Summary, error)
 	ContainerRemove(ctx context.Context, id string, options dockercontainer.RemoveOptions) error
 	CopyToContainer(ctx context.Context, id, dstPath string, content io.Reader, options dockercontainer.CopyToContainerOptions) error
+	ContainerCommit(ctx context.Context, id string, options dockercontainer.CommitOptions) (dockercontainer.CommitResponse, error)
+	ImageList(ctx context.Context, options image.ListOptions) ([]image.Summary, error)
+	ImageRemove(ctx context.Context, id string, options image.RemoveOptions) ([]image.DeleteResponse, error)
 
 	ContainerExecCreate(ctx context.Context, id string, options dockercontainer.ExecOptions) (dockercontainer.ExecCreateResponse, error)
 	ContainerExecAttach(ctx context.Context, execID string, config dockercontainer.ExecAttachOptions) (types.HijackedResponse, error)

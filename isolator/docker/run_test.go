@@ -24,13 +24,16 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/proxy/audit"
@@ -60,6 +63,10 @@ type fakeEngine struct {
 	events []string
 	// copied are the files copied into containers, by container id and path.
 	copied map[string][]byte
+	// derived are the images committed, by ID; derives the calls that made them and
+	// looked them up (not in calls).
+	derived map[string]image.InspectResponse
+	derives []string
 	// requests are the companions' requests; volumes the volumes that exist.
 	requests []companion.Request
 	volumes  map[string]volume.CreateOptions
@@ -93,7 +100,7 @@ type fakeExec struct {
 
 func newFake(t *testing.T) *fakeEngine {
 	return &fakeEngine{t: t, images: map[string]bool{"devsandbox/default:1.0": true}, containers: map[string]*fakeContainer{}, execs: map[string]*fakeExec{},
-		copied: map[string][]byte{}, volumes: map[string]volume.CreateOptions{},
+		copied: map[string][]byte{}, volumes: map[string]volume.CreateOptions{}, derived: map[string]image.InspectResponse{},
 		init: func(h *wire.Hello, in io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprint(stderr, wire.ReadyMarker)
 			fmt.Fprint(stdout, "hello from the command\n")
@@ -113,17 +120,46 @@ func (f *fakeEngine) ServerVersion(context.Context) (types.Version, error) {
 	return types.Version{APIVersion: "1.41", Arch: "amd64"}, nil
 }
 
+func (f *fakeEngine) Info(context.Context) (system.Info, error) {
+	return system.Info{ID: "ENGINE"}, nil
+}
+
 func (f *fakeEngine) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (image.InspectResponse, error) {
-	f.record("ImageInspect %s", ref)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.derives = append(f.derives, "ImageInspect "+ref)
+	if in, ok := f.derived[ref]; ok {
+		return in, nil
+	}
 	if !f.images[ref] {
 		return image.InspectResponse{}, cerrdefs.ErrNotFound
 	}
-	return image.InspectResponse{}, nil
+	return image.InspectResponse{ID: "sha256:base-" + ref}, nil
+}
+
+// ContainerCommit makes the derived image sha256:derived<N> of container id.
+func (f *fakeEngine) ContainerCommit(_ context.Context, id string, _ dockercontainer.CommitOptions) (dockercontainer.CommitResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.containers[id]
+	img := fmt.Sprintf("sha256:derived%d", len(f.derived)+1)
+	f.derived[img] = image.InspectResponse{ID: img, Config: &dockerspec.DockerOCIImageConfig{ImageConfig: ocispec.ImageConfig{Labels: c.cfg.Labels}}}
+	f.images[img] = true
+	f.derives = append(f.derives, "ContainerCommit")
+	return dockercontainer.CommitResponse{ID: img}, nil
 }
 
 func (f *fakeEngine) ContainerCreate(_ context.Context, cfg *dockercontainer.Config, host *dockercontainer.HostConfig, _ *network.NetworkingConfig, _ *ocispec.Platform, name string) (dockercontainer.CreateResponse, error) {
 	label, shown := "kept", name
 	switch {
+	case name == "" && cfg.Labels[LabelBase] != "":
+		// A derived image's container: not the run's.
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.derives = append(f.derives, "ContainerCreate "+cfg.Image)
+		c := &fakeContainer{id: fmt.Sprintf("d%d", len(f.derived)+1), cfg: cfg, host: host}
+		f.containers[c.id] = c
+		return dockercontainer.CreateResponse{ID: c.id}, nil
 	case cfg.Labels[LabelRole] != "":
 		label, shown = cfg.Labels[LabelRole], name[:len(name)-9]
 	case cfg.Labels[LabelKept] != "true":
@@ -254,7 +290,7 @@ func (f *fakeEngine) ContainerRemove(_ context.Context, id string, _ dockerconta
 	if !ok {
 		return cerrdefs.ErrNotFound
 	}
-	if c.cfg.Labels[LabelRole] == "" {
+	if c.cfg.Labels[LabelRole] == "" && c.cfg.Labels[LabelBase] == "" {
 		f.calls = append(f.calls, "ContainerRemove")
 	}
 	delete(f.containers, c.id)
@@ -266,8 +302,8 @@ func (f *fakeEngine) CopyToContainer(_ context.Context, id, dir string, content 
 	f.mu.Lock()
 	c := f.containers[id]
 	f.mu.Unlock()
-	if c.cfg.Labels[LabelRole] == "" {
-		f.record("CopyToContainer %s", dir)
+	if c.cfg.Labels[LabelBase] == "" {
+		f.t.Errorf("a copy into the container %s: only a derived image's container is copied into", id)
 	}
 	tr := tar.NewReader(content)
 	for {
@@ -276,7 +312,7 @@ func (f *fakeEngine) CopyToContainer(_ context.Context, id, dir string, content 
 			break
 		}
 		b, _ := io.ReadAll(tr)
-		if h.Uid != 0 || h.Gid != 0 || h.Mode != 0o555 {
+		if h.Uid != 0 || h.Gid != 0 || h.Mode&0o222 != 0 && h.Typeflag != tar.TypeDir || h.Mode != 0o755 && h.Typeflag == tar.TypeDir {
 			f.t.Errorf("%s copied with uid %d gid %d mode %o", h.Name, h.Uid, h.Gid, h.Mode)
 		}
 		f.mu.Lock()
@@ -377,12 +413,9 @@ func testIsolator(t *testing.T, f *fakeEngine, keep bool) (*Isolator, *isolator.
 	b := &Isolator{Options: Options{Image: "devsandbox/default:1.0", Home: home, Version: "1.0", Keep: keep}}
 	b.dial = func() (Engine, Address, error) { return f, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
 	b.ship = func(_ *isolator.Plan, _ func() (string, error), proxy bool) (programs, error) {
-		pr := programs{arch: "amd64", init: []byte("INIT")}
-		if proxy {
-			pr.proxy = []byte("PROXY")
-		}
-		return pr, nil
+		return programs{arch: "amd64", init: program{data: []byte("INIT")}, proxy: program{data: []byte("PROXY")}}, nil
 	}
+	b.Progress = io.Discard
 	b.services = func(*isolator.Plan) (*hostsvc.Services, error) { return nil, nil }
 	return b, p
 }
@@ -397,7 +430,7 @@ func TestRunOnce(t *testing.T) {
 	if err != nil || code != 3 {
 		t.Fatalf("Run: %d %v (stderr %q)", code, err, errb.String())
 	}
-	want := []string{"ContainerCreate devsandbox-app-0123abcd (run)", "CopyToContainer /run/devsandbox", "ContainerAttach", "ContainerWait removed", "ContainerStart"}
+	want := []string{"ContainerCreate devsandbox-app-0123abcd (run)", "ContainerAttach", "ContainerWait removed", "ContainerStart"}
 	if !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("calls:\n%q\nwant\n%q", f.calls, want)
 	}
@@ -416,29 +449,28 @@ func TestRunOnce(t *testing.T) {
 	if !c.host.AutoRemove || !c.cfg.StdinOnce || !c.cfg.OpenStdin {
 		t.Errorf("one-shot container: AutoRemove %v StdinOnce %v OpenStdin %v", c.host.AutoRemove, c.cfg.StdinOnce, c.cfg.OpenStdin)
 	}
-	if string(f.copied["c1:"+InitPath]) != "INIT" {
-		t.Errorf("the init was not copied to %s: %v", InitPath, f.copied)
+	if c.cfg.Image != "sha256:derived1" || string(f.copied["d1:"+InitPath]) != "INIT" {
+		t.Errorf("the run's image %s, not the derived image with the init at %s: %v", c.cfg.Image, InitPath, f.copied)
 	}
 	noHostBinds(t, c.host, p)
 }
 
-// noHostBinds fails unless every bind of hc is the project, the sandbox home or a
-// generated file in the state directory (DESIGN guarantee 11), and the init's
-// directory is a volume of the container's own.
+// noHostBinds fails unless every bind of hc is the project, the sandbox home or the
+// engine's null device (DESIGN guarantee 11), and nothing covers the image's
+// /run/devsandbox.
 func noHostBinds(t *testing.T, hc *dockercontainer.HostConfig, p *isolator.Plan) {
 	t.Helper()
-	shipDir := false
 	for _, m := range hc.Mounts {
 		switch {
-		case m.Type == mount.TypeVolume && m.Target == "/run/devsandbox" && m.Source == "":
-			shipDir = true
+		case m.Target == "/run" || m.Target == "/run/devsandbox":
+			t.Errorf("a %s mount at %s covers the derived image's files", m.Type, m.Target)
 		case m.Type == mount.TypeBind && m.Source != p.Project.Dir && !strings.HasPrefix(m.Source, p.Project.Dir+"/") &&
-			m.Source != p.SandboxHome && !strings.HasPrefix(m.Source, p.StateDir+"/"):
+			m.Source != p.SandboxHome && m.Source != container.NullDevice:
 			t.Errorf("a bind of the host's %s at %s", m.Source, m.Target)
 		}
 	}
-	if !shipDir || len(hc.Binds) > 0 {
-		t.Errorf("the init's directory is no volume of the container's own (%v), or there are binds: %q", shipDir, hc.Binds)
+	if len(hc.Binds) > 0 || len(hc.Tmpfs["/run"]) > 0 {
+		t.Errorf("binds %q, tmpfs %q", hc.Binds, hc.Tmpfs)
 	}
 }
 
@@ -482,7 +514,7 @@ func TestRunKept(t *testing.T) {
 	if code, err := run(); err != nil || code != 3 {
 		t.Fatalf("first run: %d %v", code, err)
 	}
-	want := append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerCreate devsandbox-app-0123abcd (kept)", "CopyToContainer /run/devsandbox", "ContainerStart"}, exec...)
+	want := append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerCreate devsandbox-app-0123abcd (kept)", "ContainerStart"}, exec...)
 	if !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("first run:\n%q\nwant\n%q", f.calls, want)
 	}
@@ -512,14 +544,14 @@ func TestRunKept(t *testing.T) {
 	if _, err := run(); err != nil {
 		t.Fatalf("changed spec: %v", err)
 	}
-	want = append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerRemove", "ContainerCreate devsandbox-app-0123abcd (kept)", "CopyToContainer /run/devsandbox", "ContainerStart"}, exec...)
+	want = append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerRemove", "ContainerCreate devsandbox-app-0123abcd (kept)", "ContainerStart"}, exec...)
 	if !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("changed spec:\n%q\nwant\n%q", f.calls, want)
 	}
 }
 
 // Egress proxy with a published port: the session's
-// companion gets the proxy (copied in), the policy and the secrets on its stdin (in
+// companion gets the proxy (in the derived image), the policy and the secrets on its stdin (in
 // no config), publishes the port on the engine host's 127.0.0.1 and shares the
 // endpoint volume with the sandbox, which binds nothing else of the host's; the
 // sandbox's hello waits for the companion's ready line; its audit records reach the
@@ -556,8 +588,8 @@ func TestRunCompanion(t *testing.T) {
 			t.Errorf("the credential in the companion's config: %s", e)
 		}
 	}
-	if string(f.copied[comp.id+":/devsandbox-proxy"]) != "PROXY" {
-		t.Errorf("devsandbox-proxy was not copied into the companion: %v", f.copied)
+	if comp.cfg.Image != sandbox.cfg.Image || string(f.copied["d1:/run/devsandbox/devsandbox-proxy"]) != "PROXY" || comp.cfg.Entrypoint[0] != "/run/devsandbox/devsandbox-proxy" {
+		t.Errorf("the companion does not run devsandbox-proxy of the derived image (%s, %q): %v", comp.cfg.Image, comp.cfg.Entrypoint, f.copied)
 	}
 	if len(f.volumes) != 0 {
 		t.Errorf("volumes left: %v", f.volumes)
@@ -591,7 +623,7 @@ func TestCompanionConfig(t *testing.T) {
 	p.Egress = egress.Rules{Mode: egress.Proxy, Forwards: []egress.Forward{{HostPort: 18080, SandboxPort: 3000}}}
 	p.Proxy.Session = "5e55"
 	cfg, hc := companionConfig(p, "img", "vol", map[string]string{LabelProject: "0123abcd", LabelUser: "1000"}, true)
-	if cfg.User != "1000:1000" || !slices.Equal(cfg.Entrypoint, []string{"/devsandbox-proxy"}) || !slices.Equal(cfg.Cmd, []string{"companion"}) || len(cfg.Env) != 0 {
+	if cfg.User != "1000:1000" || !slices.Equal(cfg.Entrypoint, []string{"/run/devsandbox/devsandbox-proxy"}) || !slices.Equal(cfg.Cmd, []string{"companion"}) || len(cfg.Env) != 0 {
 		t.Errorf("companion config: %+v", cfg)
 	}
 	if !cfg.OpenStdin || !cfg.StdinOnce || !hc.AutoRemove || !slices.Equal(hc.CapDrop, []string{"ALL"}) || !slices.Equal(hc.Binds, []string{"vol:/ep"}) || len(hc.CapAdd) != 0 {

@@ -23,6 +23,7 @@ func (s *Spec) Script() string {
 	l := s.Layout
 	b.WriteString("# devsandbox drives the Engine API; this is the equivalent docker CLI invocation.\n")
 	container.WriteSecretComments(&b, l.Secrets)
+	s.writeDerived(&b)
 	l.WriteHostFiles(&b)
 	if f := s.Profile; f != nil {
 		fmt.Fprintf(&b, "# the syscall policy (%s) as a seccomp profile (the engine gets it in the request):\n", s.Policy)
@@ -36,7 +37,11 @@ func (s *Spec) Script() string {
 			name = "CONTAINER"
 		}
 		fmt.Fprintf(&b, "#   docker run --rm --network container:%s --user 0:0 --cap-drop ALL --cap-add NET_ADMIN \\\n", name)
-		fmt.Fprintf(&b, "#     --mount type=bind,src=%s,dst=%s,readonly --entrypoint %s %s \\\n", sh.Quote(s.initSource()), InitPath, InitPath, s.Config.Image)
+		if src := s.initSource(); src != "" {
+			fmt.Fprintf(&b, "#     --mount type=bind,src=%s,dst=%s,readonly --entrypoint %s %s \\\n", sh.Quote(src), InitPath, InitPath, s.Config.Image)
+		} else {
+			fmt.Fprintf(&b, "#     --entrypoint %s %s \\\n", InitPath, s.derivedName())
+		}
 		fmt.Fprintf(&b, "#     %s\n", sh.Quote(s.FirewallArg))
 	}
 	w := container.NewArgWriter(&b)
@@ -49,7 +54,7 @@ func (s *Spec) Script() string {
 		l.WriteEnv(w)
 		s.manifestFlag(w, s.Config.Env)
 		w.Flag("--entrypoint", InitPath)
-		w.Word(append([]string{s.Config.Image}, container.PlainArgs(s.Config.Cmd)...)...)
+		w.Word(append([]string{s.derivedName()}, container.PlainArgs(s.Config.Cmd)...)...)
 		b.WriteString("\n")
 		return b.String()
 	}
@@ -59,7 +64,7 @@ func (s *Spec) Script() string {
 	s.containerFlags(w)
 	w.Flag("-e", s.Config.Env...)
 	w.Flag("--entrypoint", InitPath)
-	w.Word(append([]string{s.Config.Image}, container.PlainArgs(s.Config.Cmd)...)...)
+	w.Word(append([]string{s.derivedName()}, container.PlainArgs(s.Config.Cmd)...)...)
 	b.WriteString("\n# each run:\n")
 	w = container.NewArgWriter(&b)
 	w.Word("docker", "exec", "-i")
@@ -153,6 +158,34 @@ func mountFlag(m mount.Mount) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// derivedName is how the script names the image the containers run: docker.image
+// itself, or the image derived from it.
+func (s *Spec) derivedName() string {
+	if s.Layout.ImageFiles == nil {
+		return s.Config.Image
+	}
+	return "DERIVED_IMAGE"
+}
+
+// writeDerived says what the image derived from docker.image carries and how it is
+// made: once per engine, base image and devsandbox build, used by its ID.
+func (s *Spec) writeDerived(b *strings.Builder) {
+	l := s.Layout
+	if l.ImageFiles == nil {
+		return
+	}
+	fmt.Fprintf(b, "# the containers run DERIVED_IMAGE: %s with devsandbox's files added, root's, on the read-only root\n", s.Config.Image)
+	b.WriteString("# (nothing of devsandbox's is bound from this host; devsandbox makes it once per engine, base image\n")
+	b.WriteString("# and devsandbox build, labelled " + LabelBase + ", and uses it by its ID):\n")
+	fmt.Fprintf(b, "#   %s  devsandbox-init (0555)\n", InitPath)
+	fmt.Fprintf(b, "#   %s/%s  the egress companion's proxy (0555)\n", container.ShipDir, proxyName)
+	for _, f := range l.ImageFiles {
+		fmt.Fprintf(b, "#   %s  %d bytes (0444)\n", f.Path, len(f.Content))
+	}
+	fmt.Fprintf(b, "#   id=$(docker create --network none --entrypoint %s %s); docker cp - \"$id\":/ < FILES.tar\n", InitPath, s.Config.Image)
+	b.WriteString("#   DERIVED_IMAGE=$(docker commit \"$id\"); docker rm \"$id\"\n")
 }
 
 // initSource is the host path of the init the container binds.

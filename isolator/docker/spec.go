@@ -27,6 +27,7 @@ const (
 	ProxySocket = container.ProxySocket
 	PublishDir  = container.PublishDir
 	EndpointDir = container.EndpointDir
+	ShipDir     = container.ShipDir
 )
 
 // Labels on everything the backend creates.
@@ -137,12 +138,6 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 			mounts = append(mounts, mount.Mount{Type: mount.TypeTmpfs, Target: m.Target, ReadOnly: true, TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o755}})
 		case container.Scratch:
 			tmpfs[m.Target] = strings.Join(m.Tmpfs.Options(container.UIDGID(p.User.UID, p.User.GID)), ",")
-		case container.Shipped:
-			// A volume of the container's own: Run copies the init in before the start;
-			// the engine removes it with the container (the sweep, what an engine
-			// restart left).
-			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Target: m.Target,
-				VolumeOptions: &mount.VolumeOptions{Labels: map[string]string{LabelProject: p.Project.ID, LabelName: p.Project.Name, LabelUser: fmt.Sprint(p.User.UID), LabelRole: roleInit}}})
 		}
 	}
 	labels := maps.Clone(l.Labels)
