@@ -48,10 +48,6 @@ const (
 	// ShipDir is where a Shipped layout's image holds devsandbox's programs (the init
 	// at InitPath), root's, on the container's read-only root file system.
 	ShipDir = "/run/devsandbox"
-	// NullDevice is the source of a Shipped layout's file masks: the engine's own
-	// null device, bound read-only (every engine has one; a file of this host's
-	// state directory is not there when the engine runs elsewhere).
-	NullDevice = "/dev/null"
 )
 
 // Labels on everything the container backends create.
@@ -93,9 +89,13 @@ type Options struct {
 	// home and the user's mounts (DESIGN guarantee 11). The init is not bound: it is
 	// in the image the backend derives from the user's, at InitPath, with the files
 	// the layout lists in ImageFiles (passwd, group, the CA bundle), on the read-only
-	// root, which therefore has no tmpfs on /run. File masks bind NullDevice. The
+	// root, which therefore has no tmpfs on /run. File masks bind MaskSource. The
 	// egress endpoints are EndpointVolume.
 	Shipped bool
+	// MaskSource, with Shipped, is the empty read-only file on the engine's machine
+	// that file masks bind (a file of this host's state directory is not there when
+	// the engine runs elsewhere).
+	MaskSource string
 	// EndpointVolume, with Shipped, is the engine-side volume at EndpointDir that the
 	// container shares with the session's companion (package proxy/companion): the
 	// proxy's socket and the published ports' sockets, for one-shot and kept
@@ -164,6 +164,9 @@ type Layout struct {
 	Files   []HostFile
 	// ImageFiles are what a Shipped layout's image carries besides the programs.
 	ImageFiles []ImageFile
+	// Hosts, in a Shipped one-shot layout, are the names resolved at launch as
+	// "NAME:ADDRESS", for the engine's own /etc/hosts (instead of a bound file).
+	Hosts []string
 	// Manifest is what the container's init verifies; Session is what the init of
 	// each session's exec verifies in a kept container (nil without Keep).
 	Manifest *wire.Manifest
@@ -179,7 +182,7 @@ type Layout struct {
 	// Labels are the labels every backend puts on the container.
 	Labels map[string]string
 	// Dirs are host directories Prepare creates (0700) before they are bound;
-	// EmptyFile is the empty file masks are bound from ("" when they bind NullDevice).
+	// EmptyFile is the empty host file masks are bound from ("" with Shipped).
 	Dirs      []string
 	EmptyFile string
 	TTY       bool
@@ -199,7 +202,7 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 		l.Home = "/home/" + p.User.Name
 	}
 	if o.Shipped {
-		l.EmptyFile = "" // masks bind NullDevice
+		l.EmptyFile = "" // masks bind MaskSource
 	}
 	if p.Egress.Mode == egress.Open || p.Egress.Mode == egress.Allowlist {
 		l.Network = "default"
@@ -231,8 +234,9 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 			man.Checks = append(man.Checks, identify(wire.Check{Kind: kind, Path: dst}, m))
 		case isolator.MaskFile:
 			if o.Shipped {
-				l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: NullDevice, Target: dst, ReadOnly: true})
-				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskNull, Path: dst})
+				// Not this host's file: no identity to compare.
+				l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: o.MaskSource, Target: dst, ReadOnly: true})
+				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskFile, Path: dst})
 				continue
 			}
 			l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: p.EmptyFile, Target: dst, ReadOnly: true})
@@ -243,6 +247,13 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 		case isolator.TmpDir:
 			l.Mounts = append(l.Mounts, Mount{Type: Scratch, Target: dst, Tmpfs: owned})
 		case isolator.Data:
+			if o.Shipped && !o.Keep && m.Volatile && dst == "/etc/hosts" {
+				// The engine writes the container's /etc/hosts, with these names; it
+				// is read-only on a read-only root.
+				l.Hosts = hostsEntries(p.Egress)
+				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRO, Path: dst})
+				continue
+			}
 			if o.Keep && m.Volatile {
 				// Content that changes from session to session (a CDN's addresses
 				// rotate): a kept container binds one file the session rewrites in
@@ -301,6 +312,17 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 		l.SessionCmd = append([]string{InitPath, initArg, "--framed", "--role=session", "--"}, p.Command...)
 	}
 	return l, nil
+}
+
+// hostsEntries are the lines of r.HostsFile as the engine's "NAME:ADDRESS".
+func hostsEntries(r egress.Rules) []string {
+	var out []string
+	for _, line := range strings.Split(r.HostsFile(), "\n") {
+		if addr, name, ok := strings.Cut(line, " "); ok {
+			out = append(out, name+":"+addr)
+		}
+	}
+	return out
 }
 
 // onRoot reports whether dst is on the container's root file system: under none of

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +15,10 @@ import (
 	"sort"
 	"strings"
 
+	cerrdefs "github.com/containerd/errdefs"
 	dockercontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/system"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -229,4 +233,68 @@ func writeDerivedCache(path, key, id string) {
 	if err := os.Rename(tmp, path); err != nil {
 		_ = os.Remove(tmp)
 	}
+}
+
+// PruneImages removes the current user's derived images that are stale (made by
+// another devsandbox version, or from a base image its name no longer names) and
+// that no container uses, or with dryRun only says so. It returns one line per
+// image, what was (or would be) done.
+func (b *Isolator) PruneImages(ctx context.Context, uid int, dryRun bool) ([]string, error) {
+	e, a, err := b.engine()
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	imgs, err := e.ImageList(ctx, image.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", LabelBase), filters.Arg("label", LabelUser+"="+fmt.Sprint(uid)))})
+	if err != nil {
+		st := engineDown(a, err)
+		return nil, fmt.Errorf("listing the derived images: %s; %s", st.Reason, st.Fix)
+	}
+	var out []string
+	var errs []error
+	for _, im := range imgs {
+		why := b.staleImage(ctx, e, im.Labels)
+		if why == "" {
+			continue
+		}
+		short := strings.TrimPrefix(im.ID, "sha256:")[:12]
+		users, err := e.ContainerList(ctx, dockercontainer.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("ancestor", im.ID))})
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("listing the containers of image %s: %w", short, err))
+			continue
+		case len(users) > 0:
+			out = append(out, fmt.Sprintf("kept image %s (%s): %s, but %d container(s) use it", short, im.Labels[LabelBaseRef], why, len(users)))
+			continue
+		case dryRun:
+			out = append(out, fmt.Sprintf("would remove image %s (%s): %s", short, im.Labels[LabelBaseRef], why))
+			continue
+		}
+		if _, err := e.ImageRemove(ctx, im.ID, image.RemoveOptions{PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			if cerrdefs.IsConflict(err) {
+				out = append(out, fmt.Sprintf("kept image %s (%s): %s, but it is in use", short, im.Labels[LabelBaseRef], why))
+				continue
+			}
+			errs = append(errs, fmt.Errorf("removing image %s: %w", short, err))
+			continue
+		}
+		out = append(out, fmt.Sprintf("removed image %s (%s): %s", short, im.Labels[LabelBaseRef], why))
+	}
+	return out, errors.Join(errs...)
+}
+
+// staleImage says why the derived image labelled l is stale, or "".
+func (b *Isolator) staleImage(ctx context.Context, e Engine, l map[string]string) string {
+	if l[LabelVersion] != b.Version {
+		return fmt.Sprintf("made by devsandbox %s, this is %s", l[LabelVersion], b.Version)
+	}
+	in, err := e.ImageInspect(ctx, l[LabelBaseRef])
+	switch {
+	case err != nil:
+		return fmt.Sprintf("its base %s is gone", l[LabelBaseRef])
+	case in.ID != l[LabelBase]:
+		return fmt.Sprintf("%s names another image now", l[LabelBaseRef])
+	}
+	return ""
 }

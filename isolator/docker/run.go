@@ -117,13 +117,24 @@ func (b *Isolator) engineSide(ctx context.Context, e Engine, addr Address, p *is
 		ship = shipped
 	}
 	pr, err := ship(p, arch, needsCompanion(p))
+	if err != nil {
+		return opts, pr, err
+	}
+	if needsMask(p) {
+		opts.MaskSource, err = b.maskSource(ctx, e, opts.Image)
+	}
 	return opts, pr, err
 }
 
 // engineOptions are o as a run uses them for p: devsandbox's files in the image
-// derived from docker.image, the egress endpoints on an engine-side volume.
+// derived from docker.image, the egress endpoints on an engine-side volume, file
+// masks bound from the engine's mask volume (Run sets where its file is; the default
+// is where a local engine keeps it).
 func engineOptions(p *isolator.Plan, o Options) Options {
 	o.Shipped = true
+	if o.MaskSource == "" {
+		o.MaskSource = "/var/lib/docker/volumes/" + maskVolume + "/_data/" + maskFile
+	}
 	if needsCompanion(p) {
 		o.EndpointVolume = endpointVolume(p, o.Keep)
 	}

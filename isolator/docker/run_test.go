@@ -33,7 +33,6 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/proxy/audit"
@@ -67,6 +66,7 @@ type fakeEngine struct {
 	// looked them up (not in calls).
 	derived map[string]image.InspectResponse
 	derives []string
+	aux     int // containers made, not run: d1, d2…
 	// requests are the companions' requests; volumes the volumes that exist.
 	requests []companion.Request
 	volumes  map[string]volume.CreateOptions
@@ -152,12 +152,13 @@ func (f *fakeEngine) ContainerCommit(_ context.Context, id string, _ dockerconta
 func (f *fakeEngine) ContainerCreate(_ context.Context, cfg *dockercontainer.Config, host *dockercontainer.HostConfig, _ *network.NetworkingConfig, _ *ocispec.Platform, name string) (dockercontainer.CreateResponse, error) {
 	label, shown := "kept", name
 	switch {
-	case name == "" && cfg.Labels[LabelBase] != "":
-		// A derived image's container: not the run's.
+	case name == "":
+		// A derived image's or the mask volume's container: not the run's.
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.derives = append(f.derives, "ContainerCreate "+cfg.Image)
-		c := &fakeContainer{id: fmt.Sprintf("d%d", len(f.derived)+1), cfg: cfg, host: host}
+		f.aux++
+		c := &fakeContainer{id: fmt.Sprintf("d%d", f.aux), cfg: cfg, host: host}
 		f.containers[c.id] = c
 		return dockercontainer.CreateResponse{ID: c.id}, nil
 	case cfg.Labels[LabelRole] != "":
@@ -290,7 +291,7 @@ func (f *fakeEngine) ContainerRemove(_ context.Context, id string, _ dockerconta
 	if !ok {
 		return cerrdefs.ErrNotFound
 	}
-	if c.cfg.Labels[LabelRole] == "" && c.cfg.Labels[LabelBase] == "" {
+	if c.name != "" && c.cfg.Labels[LabelRole] == "" {
 		f.calls = append(f.calls, "ContainerRemove")
 	}
 	delete(f.containers, c.id)
@@ -302,8 +303,8 @@ func (f *fakeEngine) CopyToContainer(_ context.Context, id, dir string, content 
 	f.mu.Lock()
 	c := f.containers[id]
 	f.mu.Unlock()
-	if c.cfg.Labels[LabelBase] == "" {
-		f.t.Errorf("a copy into the container %s: only a derived image's container is copied into", id)
+	if c.name != "" {
+		f.t.Errorf("a copy into the container %s: only a derived image's or the mask volume's container is copied into", c.name)
 	}
 	tr := tar.NewReader(content)
 	for {
@@ -323,11 +324,23 @@ func (f *fakeEngine) CopyToContainer(_ context.Context, id, dir string, content 
 }
 
 func (f *fakeEngine) VolumeCreate(_ context.Context, o volume.CreateOptions) (volume.Volume, error) {
-	f.record("VolumeCreate %s", o.Name)
+	if o.Name != maskVolume {
+		f.record("VolumeCreate %s", o.Name)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.volumes[o.Name] = o
-	return volume.Volume{Name: o.Name}, nil
+	return volume.Volume{Name: o.Name, Labels: o.Labels, Mountpoint: "/engine/volumes/" + o.Name + "/_data"}, nil
+}
+
+func (f *fakeEngine) VolumeInspect(_ context.Context, name string) (volume.Volume, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o, ok := f.volumes[name]
+	if !ok {
+		return volume.Volume{}, cerrdefs.ErrNotFound
+	}
+	return volume.Volume{Name: name, Labels: o.Labels, Mountpoint: "/engine/volumes/" + name + "/_data"}, nil
 }
 
 func (f *fakeEngine) VolumeRemove(_ context.Context, name string, _ bool) error {
@@ -425,6 +438,7 @@ func testIsolator(t *testing.T, f *fakeEngine, keep bool) (*Isolator, *isolator.
 func TestRunOnce(t *testing.T) {
 	f := newFake(t)
 	b, p := testIsolator(t, f, false)
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskFile, Dest: p.Project.Dir + "/.env"})
 	var out, errb strings.Builder
 	code, err := b.Run(context.Background(), p, isolator.Stdio{Out: &out, Err: &errb})
 	if err != nil || code != 3 {
@@ -449,14 +463,21 @@ func TestRunOnce(t *testing.T) {
 	if !c.host.AutoRemove || !c.cfg.StdinOnce || !c.cfg.OpenStdin {
 		t.Errorf("one-shot container: AutoRemove %v StdinOnce %v OpenStdin %v", c.host.AutoRemove, c.cfg.StdinOnce, c.cfg.OpenStdin)
 	}
-	if c.cfg.Image != "sha256:derived1" || string(f.copied["d1:"+InitPath]) != "INIT" {
+	if c.cfg.Image != "sha256:derived1" || string(f.copied["d2:"+InitPath]) != "INIT" {
 		t.Errorf("the run's image %s, not the derived image with the init at %s: %v", c.cfg.Image, InitPath, f.copied)
 	}
 	noHostBinds(t, c.host, p)
+	masked := false
+	for _, m := range c.host.Mounts {
+		masked = masked || m.Target == p.Project.Dir+"/.env" && m.Source == "/engine/volumes/devsandbox-mask/_data/empty" && m.ReadOnly
+	}
+	if _, ok := f.copied["d1:/m/empty"]; !ok || !masked {
+		t.Errorf("the mask is not the engine's empty file (%v): %v", masked, c.host.Mounts)
+	}
 }
 
 // noHostBinds fails unless every bind of hc is the project, the sandbox home or the
-// engine's null device (DESIGN guarantee 11), and nothing covers the image's
+// engine's mask file (DESIGN guarantee 11), and nothing covers the image's
 // /run/devsandbox.
 func noHostBinds(t *testing.T, hc *dockercontainer.HostConfig, p *isolator.Plan) {
 	t.Helper()
@@ -465,7 +486,7 @@ func noHostBinds(t *testing.T, hc *dockercontainer.HostConfig, p *isolator.Plan)
 		case m.Target == "/run" || m.Target == "/run/devsandbox":
 			t.Errorf("a %s mount at %s covers the derived image's files", m.Type, m.Target)
 		case m.Type == mount.TypeBind && m.Source != p.Project.Dir && !strings.HasPrefix(m.Source, p.Project.Dir+"/") &&
-			m.Source != p.SandboxHome && m.Source != container.NullDevice:
+			m.Source != p.SandboxHome && m.Source != "/engine/volumes/devsandbox-mask/_data/empty":
 			t.Errorf("a bind of the host's %s at %s", m.Source, m.Target)
 		}
 	}

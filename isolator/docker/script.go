@@ -130,6 +130,9 @@ func (s *Spec) containerFlags(w *container.ArgWriter) {
 	for _, m := range h.Mounts {
 		w.Flag("--mount", mountFlag(m))
 	}
+	for _, x := range h.ExtraHosts {
+		w.Flag("--add-host", x)
+	}
 	lk := make([]string, 0, len(c.Labels))
 	for k := range c.Labels {
 		lk = append(lk, k)

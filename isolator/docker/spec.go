@@ -61,10 +61,12 @@ type Options struct {
 	// BootID is the host's boot id (pin.BootID), set by Run for a local engine: the
 	// init compares the identities of pinned mount sources only on that kernel.
 	BootID string
-	// Shipped and EndpointVolume: see container.Options. Run sets them: the init is
-	// copied in through the Engine API, the egress services run in the engine.
+	// Shipped, EndpointVolume and MaskSource: see container.Options. Run sets them:
+	// the init is in the derived image, the egress services run in the engine, file
+	// masks bind an empty file of the engine's.
 	Shipped        bool
 	EndpointVolume string
+	MaskSource     string
 }
 
 // Spec is a rendered docker run: the container to create, or with Keep the kept
@@ -103,7 +105,7 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 // layout is p's container layout with opts.
 func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 	l, err := container.Lay(p, container.Options{Home: opts.Home, InitSource: opts.InitSource, FilesDir: filepath.Join(p.StateDir, "docker"),
-		BootID: opts.BootID, Keep: opts.Keep, HomeVolume: opts.HomeVolume, Shipped: opts.Shipped, EndpointVolume: opts.EndpointVolume}, opts.Version)
+		BootID: opts.BootID, Keep: opts.Keep, HomeVolume: opts.HomeVolume, Shipped: opts.Shipped, EndpointVolume: opts.EndpointVolume, MaskSource: opts.MaskSource}, opts.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +162,7 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 		SecurityOpt:    []string{"no-new-privileges"},
 		Mounts:         container.SortMounts(mounts, func(m mount.Mount) string { return m.Target }),
 		Tmpfs:          tmpfs,
+		ExtraHosts:     l.Hosts,
 	}
 	if !p.Syscalls.Unfiltered {
 		profile := syscalls.OCIJSON(syscalls.Compile(p.Syscalls))

@@ -53,14 +53,10 @@ type CheckKind string
 
 const (
 	CheckMaskFile CheckKind = "maskfile" // an empty regular file on a read-only mount
-	// CheckMaskNull: the null device (character device 1:3) on a read-only mount, a
-	// file mask whose source is the engine's own: it reads empty, and what is written
-	// to it is discarded, never stored.
-	CheckMaskNull CheckKind = "masknull"
-	CheckMaskDir  CheckKind = "maskdir" // an empty directory on a read-only mount
-	CheckRO       CheckKind = "ro"      // exists, on a read-only mount
-	CheckRW       CheckKind = "rw"      // exists (a bind the command may write)
-	CheckData     CheckKind = "data"    // a regular file of Size bytes on a read-only mount
+	CheckMaskDir  CheckKind = "maskdir"  // an empty directory on a read-only mount
+	CheckRO       CheckKind = "ro"       // exists, on a read-only mount
+	CheckRW       CheckKind = "rw"       // exists (a bind the command may write)
+	CheckData     CheckKind = "data"     // a regular file of Size bytes on a read-only mount
 	// CheckSealed: exists, and neither it nor a directory above it is the command's
 	// or writable by anyone but its owner, so the command (with no capability, which
 	// the init checks too) cannot change or replace it: a file devsandbox copied into
