@@ -214,9 +214,15 @@ func readDerivedCache(path string) map[string]string {
 	return m
 }
 
-// writeDerivedCache records id under key, atomically: a concurrent writer's entry
-// may be lost (last writer wins), never the file.
+// writeDerivedCache records id under key: under a lock, so concurrent writers of
+// other keys keep theirs (of the same key, the last one wins), and atomically, so a
+// reader never sees half a file.
 func writeDerivedCache(path, key, id string) {
+	unlock, err := lockFile(path + ".lock")
+	if err != nil {
+		return // the image is made again next time
+	}
+	defer unlock()
 	m := readDerivedCache(path)
 	m[key] = id
 	b, err := json.Marshal(m)

@@ -67,6 +67,7 @@ type fakeEngine struct {
 	derived map[string]image.InspectResponse
 	derives []string
 	aux     int // containers made, not run: d1, d2…
+	commits int
 	// requests are the companions' requests; volumes the volumes that exist.
 	requests []companion.Request
 	volumes  map[string]volume.CreateOptions
@@ -142,7 +143,8 @@ func (f *fakeEngine) ContainerCommit(_ context.Context, id string, _ dockerconta
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.containers[id]
-	img := fmt.Sprintf("sha256:derived%d", len(f.derived)+1)
+	f.commits++
+	img := fmt.Sprintf("sha256:derived%d", f.commits)
 	f.derived[img] = image.InspectResponse{ID: img, Config: &dockerspec.DockerOCIImageConfig{ImageConfig: ocispec.ImageConfig{Labels: c.cfg.Labels}}}
 	f.images[img] = true
 	f.derives = append(f.derives, "ContainerCommit")
@@ -700,5 +702,67 @@ func TestKeptCompanionConfig(t *testing.T) {
 	}
 	if c3, _ := keptCompanionConfig(p, "img2", "vol", labels); c3.Labels[LabelSpec] == cfg.Labels[LabelSpec] {
 		t.Errorf("another image keeps the kept companion's spec")
+	}
+}
+
+// The derived image is made once and then used by its ID from the cache; the run
+// says so on stderr only when it makes one; an image gone from the engine, or one
+// whose labels do not match, is made again; another base image gets its own.
+func TestDerivedImageCached(t *testing.T) {
+	f := newFake(t)
+	b, p := testIsolator(t, f, false)
+	var progress strings.Builder
+	b.Progress = &progress
+	commits := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		n := 0
+		for _, c := range f.derives {
+			if c == "ContainerCommit" {
+				n++
+			}
+		}
+		return n
+	}
+	image := func() string { return f.created[len(f.created)-1].cfg.Image }
+	run := func() {
+		t.Helper()
+		if _, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	if commits() != 1 || image() != "sha256:derived1" || strings.Count(progress.String(), "preparing the image devsandbox/default:1.0") != 1 {
+		t.Fatalf("first run: %d commits, image %s, progress %q", commits(), image(), progress.String())
+	}
+	labels := f.derived["sha256:derived1"].Config.Labels
+	if labels[LabelBase] != "sha256:base-devsandbox/default:1.0" || labels[LabelBaseRef] != "devsandbox/default:1.0" || labels[LabelVersion] != "1.0" || labels[LabelUser] != "1000" || len(labels[LabelContent]) != 32 {
+		t.Errorf("labels %v", labels)
+	}
+	run()
+	if commits() != 1 || image() != "sha256:derived1" || strings.Count(progress.String(), "preparing") != 1 {
+		t.Fatalf("cached run: %d commits, image %s, progress %q", commits(), image(), progress.String())
+	}
+	// A label that does not match (another version made it): made again.
+	f.derived["sha256:derived1"].Config.Labels[LabelVersion] = "0.9"
+	run()
+	if commits() != 2 || image() != "sha256:derived2" {
+		t.Fatalf("mismatched labels: %d commits, image %s", commits(), image())
+	}
+	delete(f.derived, "sha256:derived2")
+	run()
+	if commits() != 3 || image() != "sha256:derived3" {
+		t.Fatalf("image gone: %d commits, image %s", commits(), image())
+	}
+	f.images["other:1"] = true
+	b.Image = "other:1"
+	run()
+	if commits() != 4 || f.derived[image()].Config.Labels[LabelBase] != "sha256:base-other:1" {
+		t.Fatalf("another base: %d commits, image %s", commits(), image())
+	}
+	b.Image = "devsandbox/default:1.0"
+	run()
+	if commits() != 4 || image() != "sha256:derived3" {
+		t.Fatalf("back to the first base: %d commits, image %s", commits(), image())
 	}
 }
