@@ -293,6 +293,9 @@ func (b *Isolator) createFailed(ctx context.Context, e Engine, addr Address, spe
 	if cerrdefs.IsConflict(err) {
 		return fmt.Errorf("creating the container: %w", err)
 	}
+	if err := b.maskIncomplete(ctx, e, err, spec.Layout); err != nil {
+		return err
+	}
 	if err := unseen(err, addr, spec.Layout); err != nil {
 		return err
 	}

@@ -158,6 +158,9 @@ func (f *fakeEngine) ContainerCreate(_ context.Context, cfg *dockercontainer.Con
 		// A derived image's or the mask volume's container: not the run's.
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if !f.images[cfg.Image] && !strings.HasPrefix(cfg.Image, "sha256:base-") {
+			return dockercontainer.CreateResponse{}, cerrdefs.ErrNotFound
+		}
 		f.derives = append(f.derives, "ContainerCreate "+cfg.Image)
 		f.aux++
 		c := &fakeContainer{id: fmt.Sprintf("d%d", f.aux), cfg: cfg, host: host}
@@ -520,6 +523,12 @@ func TestRunMissingImage(t *testing.T) {
 	_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
 	if !errors.Is(err, isolator.ErrUnavailable) || !strings.Contains(err.Error(), "devsandbox image build") {
 		t.Fatalf("Run: %v", err)
+	}
+	// With a file mask, whose engine-side source is made from the image first.
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskFile, Dest: p.Project.Dir + "/.env"})
+	_, err = b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	if !errors.Is(err, isolator.ErrUnavailable) || !strings.Contains(err.Error(), "devsandbox image build") {
+		t.Fatalf("Run with a mask: %v", err)
 	}
 }
 
