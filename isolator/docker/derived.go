@@ -264,7 +264,8 @@ func (b *Isolator) PruneImages(ctx context.Context, uid int, dryRun bool) ([]str
 		if why == "" {
 			continue
 		}
-		short := strings.TrimPrefix(im.ID, "sha256:")[:12]
+		short := strings.TrimPrefix(im.ID, "sha256:")
+		short = short[:min(12, len(short))]
 		users, err := e.ContainerList(ctx, dockercontainer.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("ancestor", im.ID))})
 		switch {
 		case err != nil:

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -362,7 +363,36 @@ func (f *fakeEngine) VolumeList(context.Context, volume.ListOptions) (volume.Lis
 
 // ContainerList finds no leftovers (it is not part of the transcripts: it runs
 // concurrently with the command).
-func (f *fakeEngine) ContainerList(context.Context, dockercontainer.ListOptions) ([]dockercontainer.Summary, error) {
+func (f *fakeEngine) ContainerList(_ context.Context, o dockercontainer.ListOptions) ([]dockercontainer.Summary, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []dockercontainer.Summary
+	for _, img := range o.Filters.Get("ancestor") {
+		for _, c := range f.created {
+			if _, alive := f.containers[c.id]; alive && c.cfg.Image == img {
+				out = append(out, dockercontainer.Summary{ID: c.id})
+			}
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeEngine) ImageList(context.Context, image.ListOptions) ([]image.Summary, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []image.Summary
+	for id, in := range f.derived {
+		out = append(out, image.Summary{ID: id, Labels: in.Config.Labels})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (f *fakeEngine) ImageRemove(_ context.Context, id string, _ image.RemoveOptions) ([]image.DeleteResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.derived, id)
+	delete(f.images, id)
 	return nil, nil
 }
 
@@ -773,5 +803,50 @@ func TestDerivedImageCached(t *testing.T) {
 	run()
 	if commits() != 4 || image() != "sha256:derived3" {
 		t.Fatalf("back to the first base: %d commits, image %s", commits(), image())
+	}
+}
+
+// Prune removes the derived images made by another version or from a base whose
+// name now names another image, keeps the current one and any a container uses, and
+// with dryRun removes nothing.
+func TestPruneImages(t *testing.T) {
+	f := newFake(t)
+	b, p := testIsolator(t, f, false)
+	run := func() {
+		t.Helper()
+		if _, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run() // derived1: current
+	f.images["other:1"] = true
+	b.Image = "other:1"
+	run() // derived2: from other:1
+	b.Image = "devsandbox/default:1.0"
+	f.derived["sha256:derived3"] = image.InspectResponse{ID: "sha256:derived3", Config: &dockerspec.DockerOCIImageConfig{ImageConfig: ocispec.ImageConfig{Labels: map[string]string{
+		LabelBase: "sha256:base-devsandbox/default:1.0", LabelBaseRef: "devsandbox/default:1.0", LabelVersion: "0.9", LabelUser: "1000"}}}}
+	f.derived["sha256:derived4"] = image.InspectResponse{ID: "sha256:derived4", Config: &dockerspec.DockerOCIImageConfig{ImageConfig: ocispec.ImageConfig{Labels: map[string]string{
+		LabelBase: "sha256:base-devsandbox/default:1.0", LabelBaseRef: "devsandbox/default:1.0", LabelVersion: "0.9", LabelUser: "1000"}}}}
+	f.containers = map[string]*fakeContainer{} // the runs' containers are gone
+	f.containers["user"] = &fakeContainer{id: "user", cfg: &dockercontainer.Config{Image: "sha256:derived4"}}
+	f.created = append(f.created, f.containers["user"])
+	delete(f.images, "other:1") // its base is gone
+	lines, err := b.PruneImages(context.Background(), 1000, true)
+	if err != nil || len(f.derived) != 4 {
+		t.Fatalf("dry run: %v, %d images left, %q", err, len(f.derived), lines)
+	}
+	lines, err = b.PruneImages(context.Background(), 1000, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, kept1 := f.derived["sha256:derived1"]
+	_, kept4 := f.derived["sha256:derived4"]
+	if len(f.derived) != 2 || !kept1 || !kept4 {
+		t.Errorf("left %v after %q", f.derived, lines)
+	}
+	want := []string{"removed image derived2 (other:1): its base other:1 is gone", "removed image derived3 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0",
+		"kept image derived4 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0, but 1 container(s) use it"}
+	if !slices.Equal(lines, want) {
+		t.Errorf("lines\n%q\nwant\n%q", lines, want)
 	}
 }
