@@ -90,6 +90,9 @@ type Spec struct {
 	// --security-opt (the engine gets the profile itself in HostConfig.SecurityOpt).
 	Profile *container.HostFile
 	Policy  syscalls.Policy
+	// InitHost is this host's devsandbox-init and MaskSource the engine's mask file,
+	// for the script, which makes the derived image and the mask volume by hand.
+	InitHost, MaskSource string
 }
 
 // containerConfig renders p for the engine. It is pure: host paths are taken from the
@@ -117,7 +120,10 @@ func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 
 // translate renders the layout l of p as the engine's container config. Pure.
 func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, error) {
-	s := &Spec{Layout: l, Policy: p.Syscalls}
+	s := &Spec{Layout: l, Policy: p.Syscalls, InitHost: p.Self, MaskSource: opts.MaskSource}
+	if opts.InitSource != "" {
+		s.InitHost = opts.InitSource
+	}
 	if p.Egress.NeedsFirewall() {
 		// The rules are applied from outside once the container runs (firewall.go).
 		fw, err := egress.Compile(p.Egress)
