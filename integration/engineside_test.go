@@ -33,14 +33,14 @@ func containerMounts(t *testing.T, iso, id string) []mountOf {
 func within(path, dir string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
 
 // devsandboxOwn says why bind m of p's run is one of devsandbox's own host paths, not
-// the project, the sandbox home, a binding the user or a tool declared, or a file
-// devsandbox generates in the state directory's files (docker/): a socket, the install
-// directory, anything in /tmp or /run, the rest of the state directory.
+// the project, the sandbox home or a binding the user or a tool declared: a socket,
+// the install directory, anything in /tmp or /run, anything in devsandbox's state
+// directory (generated files, the mask source: an engine elsewhere cannot see them).
 func devsandboxOwn(p *project, m mountOf) string {
 	if m.Type != "bind" {
 		return ""
 	}
-	state := filepath.Join(it.home, ".local/state/devsandbox", p.name())
+	state := filepath.Join(it.home, ".local/state/devsandbox")
 	var st syscall.Stat_t
 	switch {
 	case syscall.Stat(m.Source, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFSOCK:
@@ -49,23 +49,31 @@ func devsandboxOwn(p *project, m mountOf) string {
 		return "the install directory"
 	case within(m.Source, "/tmp") || within(m.Source, "/run"):
 		return "this machine's /tmp or /run"
-	case within(m.Source, state) && !within(m.Source, filepath.Join(state, "docker")):
-		return "the state directory, beyond the generated files"
+	case within(m.Source, state) && m.Destination == filepath.Join(it.home, ".ssh/config") && !m.RW:
+		// Known gap: a tool's generated file below the sandbox home (the ssh tool's
+		// config overlay) is still bound from the state directory: it cannot be in
+		// the image (the home is mounted over it) and Engine API 1.41 has no
+		// volume subpaths.
+		return ""
+	case within(m.Source, state):
+		return "devsandbox's state directory"
 	}
 	return ""
 }
 
 // Guarantee 11 (attack): a docker sandbox binds nothing from the host's file system
-// but the project, the sandbox home and the files devsandbox generates in the
-// project's state directory, in every egress mode, with published ports, one-shot and
-// kept: not the init from the install directory, not the proxy's socket, not the
-// socket or publish directory. Its session's companion binds nothing of the host's.
+// but the project and the sandbox home, in every egress mode, with published ports
+// and masks, one-shot and kept: not the init from the install directory, not the
+// proxy's socket, not the socket or publish directory, not a generated file (passwd,
+// group, the CA bundle) or the mask source from the state directory. Its session's
+// companion binds nothing of the host's.
 func TestDockerBindsOnlyTheProject(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {
 		for _, tc := range []struct {
 			name  string
 			flags []string
 		}{
+			{"open", []string{"--egress=open"}},
 			{"proxy", []string{"--egress=proxy", "--publish", "0"}},
 			{"allowlist", []string{"--egress=allowlist", "--allow", "192.0.2.1", "--publish", "0"}},
 			{"none", []string{"--egress=none"}},
@@ -73,6 +81,7 @@ func TestDockerBindsOnlyTheProject(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				p := newProject(t)
+				p.write("proj/.env", "TOKEN=masked\n") // masked by default (sandbox.mask_files)
 				removeContainers(t, iso, p)
 				flags := tc.flags
 				if flags[len(flags)-1] == "0" {

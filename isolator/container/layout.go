@@ -45,8 +45,8 @@ const (
 	// directories; or, with Options.EndpointVolume, where every container sees the
 	// engine-side volume it shares with the session's companion.
 	EndpointDir = "/run/devsandbox/ep"
-	// ShipDir is the directory of a Shipped mount: the container's own, root's, filled
-	// by the backend through its engine's API (it holds the init at InitPath).
+	// ShipDir is where a Shipped layout's image holds devsandbox's programs (the init
+	// at InitPath), root's, on the container's read-only root file system.
 	ShipDir = "/run/devsandbox"
 )
 
@@ -86,10 +86,16 @@ type Options struct {
 	// without a pids cgroup).
 	Nproc int
 	// Shipped: the container gets nothing from the host's files but the project, the
-	// home and the user's mounts, and what is generated in FilesDir (DESIGN guarantee
-	// 11). The init is not bound: the backend copies it into ShipDir, a Shipped
-	// mount, before the container starts. The egress endpoints are EndpointVolume.
+	// home and the user's mounts (DESIGN guarantee 11). The init is not bound: it is
+	// in the image the backend derives from the user's, at InitPath, with the files
+	// the layout lists in ImageFiles (passwd, group, the CA bundle), on the read-only
+	// root, which therefore has no tmpfs on /run. File masks bind MaskSource. The
+	// egress endpoints are EndpointVolume.
 	Shipped bool
+	// MaskSource, with Shipped, is the empty read-only file on the engine's machine
+	// that file masks bind (a file of this host's state directory is not there when
+	// the engine runs elsewhere).
+	MaskSource string
 	// EndpointVolume, with Shipped, is the engine-side volume at EndpointDir that the
 	// container shares with the session's companion (package proxy/companion): the
 	// proxy's socket and the published ports' sockets, for one-shot and kept
@@ -105,7 +111,6 @@ const (
 	Volume                   // the named volume Source at Target
 	MaskDir                  // an empty read-only tmpfs: a hidden directory
 	Scratch                  // a writable tmpfs (Tmpfs says how)
-	Shipped                  // a directory of the container's own that the backend fills, root's
 )
 
 // Mount is one mount of a Layout.
@@ -139,6 +144,14 @@ type HostFile struct {
 	InPlace bool `json:",omitempty"`
 }
 
+// ImageFile is a generated, non-secret file a Shipped layout puts in the image the
+// backend derives from the user's (root's, mode 0444): it lands on the container's
+// root file system, under no mount.
+type ImageFile struct {
+	Path    string
+	Content []byte
+}
+
 // Layout is a Plan as a container sees it.
 type Layout struct {
 	Home    string // the in-container home
@@ -149,6 +162,11 @@ type Layout struct {
 	Network string
 	Mounts  []Mount // in order; a backend sorts them by depth, stably
 	Files   []HostFile
+	// ImageFiles are what a Shipped layout's image carries besides the programs.
+	ImageFiles []ImageFile
+	// Hosts, in a Shipped one-shot layout, are the names resolved at launch as
+	// "NAME:ADDRESS", for the engine's own /etc/hosts (instead of a bound file).
+	Hosts []string
 	// Manifest is what the container's init verifies; Session is what the init of
 	// each session's exec verifies in a kept container (nil without Keep).
 	Manifest *wire.Manifest
@@ -164,7 +182,7 @@ type Layout struct {
 	// Labels are the labels every backend puts on the container.
 	Labels map[string]string
 	// Dirs are host directories Prepare creates (0700) before they are bound;
-	// EmptyFile is the empty file masks are bound from.
+	// EmptyFile is the empty host file masks are bound from ("" with Shipped).
 	Dirs      []string
 	EmptyFile string
 	TTY       bool
@@ -183,17 +201,21 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 	if l.Home == "" {
 		l.Home = "/home/" + p.User.Name
 	}
+	if o.Shipped {
+		l.EmptyFile = "" // masks bind MaskSource
+	}
 	if p.Egress.Mode == egress.Open || p.Egress.Mode == egress.Allowlist {
 		l.Network = "default"
 	}
 	man := manifest(p, o)
 	l.Manifest = man
 	owned := Tmpfs{Mode: "0700", Owned: true}
-	l.Mounts = []Mount{
-		{Type: Scratch, Target: "/tmp", Tmpfs: Tmpfs{Mode: "1777", Exec: true}},
-		{Type: Scratch, Target: "/run", Tmpfs: Tmpfs{Mode: "755"}},
-		{Type: Scratch, Target: isolator.SecretDir, Tmpfs: Tmpfs{Mode: "0700", NoExec: true, Owned: true}},
+	l.Mounts = []Mount{{Type: Scratch, Target: "/tmp", Tmpfs: Tmpfs{Mode: "1777", Exec: true}}}
+	if !o.Shipped {
+		// A shipped image holds devsandbox's files in /run/devsandbox.
+		l.Mounts = append(l.Mounts, Mount{Type: Scratch, Target: "/run", Tmpfs: Tmpfs{Mode: "755"}})
 	}
+	l.Mounts = append(l.Mounts, Mount{Type: Scratch, Target: isolator.SecretDir, Tmpfs: Tmpfs{Mode: "0700", NoExec: true, Owned: true}})
 	visible := isolator.VisibleMounts(p, l.Home)
 	for i, m := range visible {
 		dst := m.Path
@@ -211,6 +233,12 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 			}
 			man.Checks = append(man.Checks, identify(wire.Check{Kind: kind, Path: dst}, m))
 		case isolator.MaskFile:
+			if o.Shipped {
+				// Not this host's file: no identity to compare.
+				l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: o.MaskSource, Target: dst, ReadOnly: true})
+				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskFile, Path: dst})
+				continue
+			}
 			l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: p.EmptyFile, Target: dst, ReadOnly: true})
 			man.Checks = append(man.Checks, identify(wire.Check{Kind: wire.CheckMaskFile, Path: dst}, m))
 		case isolator.MaskDir:
@@ -219,6 +247,13 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 		case isolator.TmpDir:
 			l.Mounts = append(l.Mounts, Mount{Type: Scratch, Target: dst, Tmpfs: owned})
 		case isolator.Data:
+			if o.Shipped && !o.Keep && m.Volatile && dst == "/etc/hosts" {
+				// The engine writes the container's /etc/hosts, with these names; it
+				// is read-only on a read-only root.
+				l.Hosts = hostsEntries(p.Egress)
+				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRO, Path: dst})
+				continue
+			}
 			if o.Keep && m.Volatile {
 				// Content that changes from session to session (a CDN's addresses
 				// rotate): a kept container binds one file the session rewrites in
@@ -230,7 +265,11 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRO, Path: dst})
 				continue
 			}
-			l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: l.File(m.Content), Target: dst, ReadOnly: true})
+			if o.Shipped && !m.Volatile && onRoot(dst, visible) {
+				l.ImageFiles = append(l.ImageFiles, ImageFile{Path: dst, Content: m.Content})
+			} else {
+				l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: l.File(m.Content), Target: dst, ReadOnly: true})
+			}
 			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckData, Path: dst, Size: int64(len(m.Content))})
 		default:
 			return nil, fmt.Errorf("mount %s: unknown kind %d", dst, m.Kind)
@@ -239,20 +278,19 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 	sessionPublish := l.egressEndpoints(p, o, man)
 	passwd, group := UserFiles(p.User, l.Home)
 	if o.Shipped {
-		l.Mounts = append(l.Mounts, Mount{Type: Shipped, Target: ShipDir})
+		// The root file system is read-only, and the init is root's there.
+		l.ImageFiles = append(l.ImageFiles, ImageFile{Path: "/etc/passwd", Content: passwd}, ImageFile{Path: "/etc/group", Content: group})
 		man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckSealed, Path: InitPath})
 	} else {
 		initSrc := o.InitSource
 		if initSrc == "" {
 			initSrc = p.Self
 		}
-		l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: initSrc, Target: InitPath, ReadOnly: true})
+		l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: initSrc, Target: InitPath, ReadOnly: true},
+			Mount{Type: Bind, Source: l.File(passwd), Target: "/etc/passwd", ReadOnly: true},
+			Mount{Type: Bind, Source: l.File(group), Target: "/etc/group", ReadOnly: true})
 		man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRO, Path: InitPath})
 	}
-	l.Mounts = append(l.Mounts,
-		Mount{Type: Bind, Source: l.File(passwd), Target: "/etc/passwd", ReadOnly: true},
-		Mount{Type: Bind, Source: l.File(group), Target: "/etc/group", ReadOnly: true},
-	)
 	man.Checks = append(man.Checks,
 		wire.Check{Kind: wire.CheckData, Path: "/etc/passwd", Size: int64(len(passwd))},
 		wire.Check{Kind: wire.CheckData, Path: "/etc/group", Size: int64(len(group))},
@@ -274,6 +312,33 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 		l.SessionCmd = append([]string{InitPath, initArg, "--framed", "--role=session", "--"}, p.Command...)
 	}
 	return l, nil
+}
+
+// hostsEntries are the lines of r.HostsFile as the engine's "NAME:ADDRESS".
+func hostsEntries(r egress.Rules) []string {
+	var out []string
+	for _, line := range strings.Split(r.HostsFile(), "\n") {
+		if addr, name, ok := strings.Cut(line, " "); ok {
+			out = append(out, name+":"+addr)
+		}
+	}
+	return out
+}
+
+// onRoot reports whether dst is on the container's root file system: under none of
+// the other mounts (the home, the project, /tmp, the secrets' directory…).
+func onRoot(dst string, visible []isolator.PlacedMount) bool {
+	for _, d := range []string{"/tmp", isolator.SecretDir} {
+		if isolator.Within(dst, d) {
+			return false
+		}
+	}
+	for _, m := range visible {
+		if m.Path != dst && isolator.Within(dst, m.Path) {
+			return false
+		}
+	}
+	return true
 }
 
 // manifest is the init's manifest before the mounts' checks.

@@ -1,6 +1,7 @@
 package container
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,40 +133,66 @@ func TestMaskDirAllows(t *testing.T) {
 	}
 }
 
-// A shipped layout binds nothing of the host's but the project, the home, the user's
-// mounts and the generated files: not the init (copied into ShipDir, checked sealed),
-// not the proxy's socket, the socket directory or the publish directory (the
-// endpoint volume is the companion's). One-shot containers forward to the session's
-// socket there and serve its publish directory; kept ones leave that to sessions.
+// A shipped layout binds nothing of the host's but the project, the home and the
+// user's mounts: not the init (in the derived image, checked sealed), not passwd,
+// group or a generated file on the root (in the image too), not the mask source (the
+// engine's own file), not the proxy's socket, the socket directory or the publish
+// directory (the endpoint volume is the companion's). One-shot containers forward to
+// the session's socket there and serve its publish directory; kept ones leave that
+// to sessions.
 func TestLayShipped(t *testing.T) {
 	dir := t.TempDir()
 	p := plan(dir)
 	p.Proxy.Session = "5e55"
 	p.Egress.PublishDir = "/run/x/publish-5e55"
 	p.Egress.Forwards = []egress.Forward{{HostPort: 8080, SandboxPort: 3000}}
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: "/run/devsandbox/ca-bundle.pem", Content: []byte("CA"), Why: "proxy.mitm"},
+		isolator.Mount{Kind: isolator.Data, HomeRel: ".ssh/config", Content: []byte("Host *\n"), Why: "tool ssh"}) // under the home: still a bind
 	files := filepath.Join(dir, "state/files")
 	for _, keep := range []bool{false, true} {
-		l, err := Lay(p, Options{Home: "/home/dev", FilesDir: files, Keep: keep, Shipped: true, EndpointVolume: "ep-vol"}, "1.0")
+		l, err := Lay(p, Options{Home: "/home/dev", FilesDir: files, Keep: keep, Shipped: true, EndpointVolume: "ep-vol", MaskSource: "/engine/mask/empty"}, "1.0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		var shipped, endpoint int
+		var endpoint, masks int
 		for _, m := range l.Mounts {
 			switch {
-			case m.Type == Shipped && m.Target == ShipDir:
-				shipped++
+			case m.Target == "/run" || m.Target == ShipDir:
+				t.Errorf("keep=%v: a mount at %s covers the image's files", keep, m.Target)
 			case m.Type == Volume && m.Source == "ep-vol" && m.Target == EndpointDir:
 				endpoint++
-			case m.Type == Bind && !slices.Contains([]string{p.SandboxHome, p.Project.Dir, filepath.Join(dir, "gone"), p.EmptyFile}, m.Source) &&
-				filepath.Dir(m.Source) != files:
+			case m.Type == Bind && m.Source == "/engine/mask/empty" && m.ReadOnly:
+				masks++
+			case m.Type == Bind && !slices.Contains([]string{p.SandboxHome, p.Project.Dir, filepath.Join(dir, "gone")}, m.Source) &&
+				!(filepath.Dir(m.Source) == files && isolator.Within(m.Target, "/home/dev")):
 				t.Errorf("keep=%v: a bind of the host's %s at %s", keep, m.Source, m.Target)
 			}
 		}
-		if shipped != 1 || endpoint != 1 {
-			t.Errorf("keep=%v: %d shipped and %d endpoint mounts in %+v", keep, shipped, endpoint, l.Mounts)
+		if endpoint != 1 || masks == 0 {
+			t.Errorf("keep=%v: %d endpoint mounts and %d engine-side masks in %+v", keep, endpoint, masks, l.Mounts)
 		}
-		if !slices.Contains(checked(l.Manifest), "sealed "+InitPath) || slices.Contains(checked(l.Manifest), "ro "+InitPath) {
-			t.Errorf("keep=%v: the init's check: %q", keep, checked(l.Manifest))
+		var baked []string
+		for _, f := range l.ImageFiles {
+			baked = append(baked, f.Path)
+		}
+		if !slices.Equal(baked, []string{"/run/devsandbox/ca-bundle.pem", "/etc/passwd", "/etc/group"}) {
+			t.Errorf("keep=%v: the image's files: %q", keep, baked)
+		}
+		for _, want := range []string{"sealed " + InitPath, "data /etc/passwd", "data /run/devsandbox/ca-bundle.pem"} {
+			if !slices.Contains(checked(l.Manifest), want) {
+				t.Errorf("keep=%v: no check %q: %q", keep, want, checked(l.Manifest))
+			}
+		}
+		if slices.Contains(checked(l.Manifest), "ro "+InitPath) || !slices.Contains(checked(l.Manifest), "maskfile "+p.Project.Dir+"/.env") {
+			t.Errorf("keep=%v: the init's or the mask's check: %q", keep, checked(l.Manifest))
+		}
+		for _, c := range l.Manifest.Checks {
+			if c.Kind == wire.CheckMaskFile && c.Ino != 0 {
+				t.Errorf("keep=%v: the engine's mask file checked against a host identity: %+v", keep, c)
+			}
+		}
+		if l.EmptyFile != "" {
+			t.Errorf("keep=%v: the host's mask source %s is still made", keep, l.EmptyFile)
 		}
 		publish := "3000=" + EndpointDir + "/publish-5e55/3000.sock"
 		if keep {
@@ -182,5 +209,34 @@ func TestLayShipped(t *testing.T) {
 	p.Egress, p.Proxy.Session = egress.Rules{Mode: egress.None}, ""
 	if l, err := Lay(p, Options{Shipped: true}, "1.0"); err != nil || slices.ContainsFunc(l.Mounts, func(m Mount) bool { return m.Target == EndpointDir }) {
 		t.Errorf("egress none, shipped: %v, %+v", err, l)
+	}
+}
+
+// A shipped one-shot layout gives the names resolved at launch to the engine's own
+// /etc/hosts, not a bound file (it changes from session to session); a kept one
+// still binds the file it rewrites in place.
+func TestLayShippedHosts(t *testing.T) {
+	dir := t.TempDir()
+	p := plan(dir)
+	p.Egress = egress.Rules{Mode: egress.Allowlist, Allow: []egress.Entry{{Host: "example.org", Port: 443}},
+		Resolved: []egress.Resolved{{Host: "example.org", Port: 443, Addrs: []netip.Addr{netip.MustParseAddr("192.0.2.9"), netip.MustParseAddr("2001:db8::9")}}}}
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: "/etc/hosts", Content: []byte("127.0.0.1 localhost\n" + p.Egress.HostsFile()), Volatile: true})
+	p.Proxy.Session = "5e55"
+	o := Options{Home: "/home/dev", FilesDir: filepath.Join(dir, "files"), Shipped: true, MaskSource: "/engine/empty", EndpointVolume: "ep"}
+	l, err := Lay(p, o, "1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(l.Hosts, []string{"example.org:192.0.2.9", "example.org:2001:db8::9"}) || !slices.Contains(checked(l.Manifest), "ro /etc/hosts") {
+		t.Errorf("hosts %q, checks %q", l.Hosts, checked(l.Manifest))
+	}
+	for _, m := range l.Mounts {
+		if m.Target == "/etc/hosts" {
+			t.Errorf("a one-shot container binds /etc/hosts from %s", m.Source)
+		}
+	}
+	o.Keep = true
+	if l, err = Lay(p, o, "1.0"); err != nil || l.Hosts != nil || !slices.ContainsFunc(l.Mounts, func(m Mount) bool { return m.Target == "/etc/hosts" }) {
+		t.Errorf("kept: hosts %q, mounts %+v, %v", l.Hosts, l.Mounts, err)
 	}
 }

@@ -24,8 +24,10 @@ func (l *Layout) Prepare() error {
 			return fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
-	if err := isolator.EnsureEmptyFile(l.EmptyFile); err != nil {
-		return err
+	if l.EmptyFile != "" {
+		if err := isolator.EnsureEmptyFile(l.EmptyFile); err != nil {
+			return err
+		}
 	}
 	l.dropMissing(func(p string) bool { _, err := os.Stat(p); return err == nil })
 	return nil

@@ -68,8 +68,8 @@ func endpointVolumeOptions(p *isolator.Plan, name string, labels map[string]stri
 	}}
 }
 
-// companionConfig renders the session's companion: devsandbox-proxy (copied into its
-// root before it starts) as the sandbox's user, with no capability, on the engine's
+// companionConfig renders the session's companion: devsandbox-proxy (in the derived
+// image) as the sandbox's user, with no capability, on the engine's
 // default network, with the endpoint volume, publishing each published port on the
 // engine host's 127.0.0.1. Its environment, command and labels hold no secret: the
 // policy and the secrets arrive on its stdin. Pure.
@@ -84,7 +84,7 @@ func companionConfig(p *isolator.Plan, image, volume string, labels map[string]s
 	cfg := &dockercontainer.Config{
 		User:         fmt.Sprintf("%d:%d", p.User.UID, p.User.GID),
 		Image:        image,
-		Entrypoint:   []string{"/" + proxyName},
+		Entrypoint:   []string{container.ShipDir + "/" + proxyName},
 		Cmd:          []string{companion.Arg},
 		WorkingDir:   "/",
 		Env:          []string{},
@@ -235,8 +235,8 @@ func ensureEndpointVolume(ctx context.Context, e Engine, p *isolator.Plan, keep 
 	return nil
 }
 
-// startCompanion starts the session's companion: the container, devsandbox-proxy
-// copied in, the request on its stdin; the audit records it streams are appended to
+// startCompanion starts the session's companion: the container, the request on its
+// stdin; the audit records it streams are appended to
 // the project's audit log as they come. It does not wait for the ready line (see
 // waitReady). The endpoint volume exists (ensureEndpointVolume); stop removes it
 // unless it is a kept container's.
@@ -260,9 +260,6 @@ func (b *Isolator) startCompanion(ctx context.Context, e Engine, p *isolator.Pla
 			c.removeVolume(ctx)
 		}
 	}()
-	if err := copyIn(ctx, e, c.id, "/", proxyName, pr.proxy); err != nil {
-		return nil, err
-	}
 	if c.hj, err = e.ContainerAttach(ctx, c.id, dockercontainer.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true}); err != nil {
 		return nil, companionFailed("attaching to the companion: %v", err)
 	}

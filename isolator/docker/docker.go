@@ -7,7 +7,8 @@
 // Render (pure) turns a Plan into a Spec: the container config, host config and, with
 // keep_container, the exec that runs the command in a kept container. Run writes the
 // few generated host files the Spec names, creates or reuses the container, and relays
-// the session. devsandbox-init, bound read-only at InitPath, is the container's init:
+// the session. devsandbox-init, at InitPath in an image derived once from docker.image
+// (with the other files devsandbox ships; see derivedImage), is the container's init:
 // it verifies every protection before it starts the command (DESIGN guarantee 9) and
 // speaks the wire protocol on its stdin, through which secrets, input, window sizes
 // and signals travel, and whose end tells it devsandbox is gone.
@@ -17,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -47,6 +49,9 @@ type Isolator struct {
 	Phase func(name string)
 	// Warn receives warnings for people; nil discards them.
 	Warn func(msg string)
+	// Progress receives the line a run prints while it prepares a derived image
+	// (nil: stderr).
+	Progress io.Writer
 
 	// dial connects to the engine; nil means ResolveAddress and Dial.
 	dial func() (Engine, Address, error)
@@ -99,9 +104,10 @@ func (b *Isolator) engine() (Engine, Address, error) {
 	return e, a, nil
 }
 
-// Render implements isolator.Isolator.
+// Render implements isolator.Isolator: the spec as Run makes it, docker.image standing
+// for the image derived from it (Run makes that in the engine and uses its ID).
 func (b *Isolator) Render(p *isolator.Plan) (isolator.Rendered, error) {
-	return containerConfig(p, b.Options)
+	return containerConfig(p, engineOptions(p, b.Options))
 }
 
 // QuickCheck implements isolator.Quick: the engine's Unix socket exists (a remote

@@ -23,9 +23,8 @@ const LabelRole = "dev.devsandbox.role"
 
 // firewallHelper renders the helper container that applies fw in the network
 // namespace of the container target: it joins that namespace, holds NET_ADMIN and
-// nothing else, and runs devsandbox-init (copied into its root before it starts,
-// static, so any image works) to program the rules through netlink and read them
-// back. The engine does the namespace joining, so this works without root on the
+// nothing else, and runs devsandbox-init (in the derived image; static, so any base
+// image works) to program the rules through netlink and read them back. The engine does the namespace joining, so this works without root on the
 // host, and the same way against a daemon in a VM. Pure.
 func firewallHelper(arg, target, image string, labels map[string]string) (*dockercontainer.Config, *dockercontainer.HostConfig) {
 	l := map[string]string{LabelRole: "firewall", LabelKept: "false"}
@@ -37,7 +36,7 @@ func firewallHelper(arg, target, image string, labels map[string]string) (*docke
 	cfg := &dockercontainer.Config{
 		User:         "0:0",
 		Image:        image,
-		Entrypoint:   []string{"/" + helperInit},
+		Entrypoint:   []string{InitPath},
 		Cmd:          []string{arg},
 		Labels:       l,
 		AttachStdout: true,
@@ -53,13 +52,10 @@ func firewallHelper(arg, target, image string, labels map[string]string) (*docke
 	return cfg, hc
 }
 
-// helperInit is the init's name in the firewall helper's root.
-const helperInit = "devsandbox-init"
-
 // applyFirewall applies the Plan's egress rules in the network namespace of the
 // running container target, through a helper container, and returns once they are in
 // place. Any failure is an isolator.ErrProtection: the command must not start.
-func (b *Isolator) applyFirewall(ctx context.Context, e Engine, p *isolator.Plan, spec *Spec, init []byte, target string) error {
+func (b *Isolator) applyFirewall(ctx context.Context, e Engine, p *isolator.Plan, spec *Spec, target string) error {
 	if spec.FirewallArg == "" {
 		return fmt.Errorf("%w: the egress rules could not be applied: the spec has none", isolator.ErrProtection)
 	}
@@ -83,9 +79,6 @@ func (b *Isolator) applyFirewall(ctx context.Context, e Engine, p *isolator.Plan
 			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, dockercontainer.RemoveOptions{Force: true})
 		}
 	}()
-	if err := copyIn(ctx, e, id, "/", helperInit, init); err != nil {
-		return failed("copying the init into the firewall helper: %v", err)
-	}
 	hj, err := e.ContainerAttach(ctx, id, dockercontainer.AttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
 		return failed("attaching to the firewall helper: %v", err)
@@ -126,7 +119,7 @@ func firewallDigest(arg, id, started string) string {
 // are known to be in its current network namespace (names resolved at launch may
 // resolve elsewhere now). It runs under the project's lock. The exec's init checks
 // the rules are in force either way.
-func (b *Isolator) ensureKeptFirewall(ctx context.Context, e Engine, p *isolator.Plan, spec *Spec, init []byte, id string) error {
+func (b *Isolator) ensureKeptFirewall(ctx context.Context, e Engine, p *isolator.Plan, spec *Spec, id string) error {
 	in, err := e.ContainerInspect(ctx, id)
 	if err != nil || in.State == nil {
 		return fmt.Errorf("%w: inspecting the kept container %s: %w", isolator.ErrProtection, spec.Name, err)
@@ -136,7 +129,7 @@ func (b *Isolator) ensureKeptFirewall(ctx context.Context, e Engine, p *isolator
 	if old, err := os.ReadFile(record); err == nil && string(old) == digest {
 		return nil
 	}
-	if err := b.applyFirewall(ctx, e, p, spec, init, id); err != nil {
+	if err := b.applyFirewall(ctx, e, p, spec, id); err != nil {
 		return err
 	}
 	b.phase("firewall")

@@ -11,7 +11,6 @@ import (
 	dockercontainer "github.com/docker/docker/api/types/container"
 
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
@@ -39,13 +38,13 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 			unlock()
 		}
 	}()
-	id, err := b.keptContainer(ctx, e, addr, spec, pr.init)
+	id, err := b.keptContainer(ctx, e, addr, spec)
 	if err != nil {
 		return 0, err
 	}
 	b.phase("container")
 	if p.Egress.NeedsFirewall() {
-		if err := b.ensureKeptFirewall(ctx, e, p, spec, pr.init, id); err != nil {
+		if err := b.ensureKeptFirewall(ctx, e, p, spec, id); err != nil {
 			return 0, err
 		}
 	}
@@ -104,11 +103,11 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 
 // keptContainer returns the id of the running kept container for spec, creating,
 // starting or recreating it as needed.
-func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, spec *Spec, init []byte) (string, error) {
+func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, spec *Spec) (string, error) {
 	in, err := e.ContainerInspect(ctx, spec.Name)
 	switch {
 	case cerrdefs.IsNotFound(err):
-		return b.createKept(ctx, e, addr, spec, init)
+		return b.createKept(ctx, e, addr, spec)
 	case err != nil:
 		st := engineDown(addr, err)
 		return "", fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
@@ -138,18 +137,14 @@ func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, sp
 	if err := e.ContainerRemove(ctx, in.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		return "", fmt.Errorf("removing the outdated kept container %s: %w", spec.Name, err)
 	}
-	return b.createKept(ctx, e, addr, spec, init)
+	return b.createKept(ctx, e, addr, spec)
 }
 
-// createKept creates and starts the kept container, the init copied in first.
-func (b *Isolator) createKept(ctx context.Context, e Engine, addr Address, spec *Spec, init []byte) (string, error) {
+// createKept creates and starts the kept container.
+func (b *Isolator) createKept(ctx context.Context, e Engine, addr Address, spec *Spec) (string, error) {
 	created, err := e.ContainerCreate(ctx, spec.Config, spec.Host, spec.Network, nil, spec.Name)
 	if err != nil {
 		return "", b.createFailed(ctx, e, addr, spec, err)
-	}
-	if err := copyIn(ctx, e, created.ID, container.ShipDir, initName, init); err != nil {
-		remove(ctx, e, created.ID)
-		return "", err
 	}
 	if err := b.limitsDiscarded(created.Warnings); err != nil {
 		remove(ctx, e, created.ID)

@@ -85,13 +85,13 @@ func (b *Isolator) execCompanion(ctx context.Context, e Engine, p *isolator.Plan
 	}
 	defer unlock()
 	cfg, hc := keptCompanionConfig(p, spec.Config.Image, endpointVolume(p, true), spec.Config.Labels)
-	id, err := b.keptCompanion(ctx, e, p, cfg, hc, pr.proxy)
+	id, err := b.keptCompanion(ctx, e, p, cfg, hc)
 	if err != nil {
 		return nil, err
 	}
 	ex, err := e.ContainerExecCreate(ctx, id, dockercontainer.ExecOptions{
 		User: cfg.User, WorkingDir: "/", AttachStdin: true, AttachStdout: true, AttachStderr: true,
-		Cmd: []string{"/" + proxyName, companion.Arg},
+		Cmd: []string{ShipDir + "/" + proxyName, companion.Arg},
 	})
 	if err != nil {
 		return nil, companionFailed("creating the session's process in the companion %s: %v", keptCompanionName(p), err)
@@ -110,12 +110,12 @@ func (b *Isolator) execCompanion(ctx context.Context, e Engine, p *isolator.Plan
 // keptCompanion returns the id of the kept companion, running, for cfg: the one there
 // when its spec label is cfg's, else a new one (the old one removed, unless a session's
 // process runs in it: errCompanionBusy).
-func (b *Isolator) keptCompanion(ctx context.Context, e Engine, p *isolator.Plan, cfg *dockercontainer.Config, hc *dockercontainer.HostConfig, proxy []byte) (string, error) {
+func (b *Isolator) keptCompanion(ctx context.Context, e Engine, p *isolator.Plan, cfg *dockercontainer.Config, hc *dockercontainer.HostConfig) (string, error) {
 	name := keptCompanionName(p)
 	in, err := e.ContainerInspect(ctx, name)
 	switch {
 	case cerrdefs.IsNotFound(err):
-		return b.createKeptCompanion(ctx, e, name, cfg, hc, proxy)
+		return b.createKeptCompanion(ctx, e, name, cfg, hc)
 	case err != nil:
 		return "", companionFailed("inspecting the companion %s: %v", name, err)
 	case in.Config != nil && in.Config.Labels[LabelSpec] == cfg.Labels[LabelSpec]:
@@ -136,19 +136,15 @@ func (b *Isolator) keptCompanion(ctx context.Context, e Engine, p *isolator.Plan
 	if err := e.ContainerRemove(ctx, in.ID, dockercontainer.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		return "", companionFailed("removing the outdated companion %s: %v", name, err)
 	}
-	return b.createKeptCompanion(ctx, e, name, cfg, hc, proxy)
+	return b.createKeptCompanion(ctx, e, name, cfg, hc)
 }
 
-// createKeptCompanion creates the kept companion, copies devsandbox-proxy in and
-// starts it.
-func (b *Isolator) createKeptCompanion(ctx context.Context, e Engine, name string, cfg *dockercontainer.Config, hc *dockercontainer.HostConfig, proxy []byte) (string, error) {
+// createKeptCompanion creates the kept companion (devsandbox-proxy is in the derived
+// image) and starts it.
+func (b *Isolator) createKeptCompanion(ctx context.Context, e Engine, name string, cfg *dockercontainer.Config, hc *dockercontainer.HostConfig) (string, error) {
 	created, err := e.ContainerCreate(ctx, cfg, hc, nil, nil, name)
 	if err != nil {
 		return "", companionFailed("the engine refused the companion container %s: %v", name, err)
-	}
-	if err := copyIn(ctx, e, created.ID, "/", proxyName, proxy); err != nil {
-		remove(ctx, e, created.ID)
-		return "", err
 	}
 	if err := e.ContainerStart(ctx, created.ID, dockercontainer.StartOptions{}); err != nil {
 		remove(ctx, e, created.ID)

@@ -68,6 +68,11 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if base := filepath.Dir(p.SandboxHome); base != "." {
 		_ = os.WriteFile(filepath.Join(base, "project"), []byte(p.Project.Dir+"\n"), 0o600)
 	}
+	// Containers run the image derived from docker.image, by its ID.
+	if opts.Image, err = b.derivedImage(ctx, e, addr, p, opts.Image, pr, l.ImageFiles); err != nil {
+		return 0, err
+	}
+	b.phase("image")
 	spec, err := translate(p, l, opts)
 	if err != nil {
 		return 0, err
@@ -92,14 +97,10 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 }
 
 // engineSide returns the options of p's run and the programs it ships. Nothing of
-// devsandbox's own is bound from this host (DESIGN guarantee 11): the init is copied
-// into the container, the egress services run in the engine.
+// devsandbox's own is bound from this host (DESIGN guarantee 11): the init is in the
+// derived image, the egress services run in the engine.
 func (b *Isolator) engineSide(ctx context.Context, e Engine, addr Address, p *isolator.Plan) (Options, programs, error) {
-	opts := b.Options
-	opts.Shipped = true
-	if needsCompanion(p) {
-		opts.EndpointVolume = endpointVolume(p, opts.Keep)
-	}
+	opts := engineOptions(p, b.Options)
 	arch := func() (string, error) {
 		if runtime.GOOS == "linux" && addr.Local() {
 			return runtime.GOARCH, nil
@@ -116,7 +117,28 @@ func (b *Isolator) engineSide(ctx context.Context, e Engine, addr Address, p *is
 		ship = shipped
 	}
 	pr, err := ship(p, arch, needsCompanion(p))
+	if err != nil {
+		return opts, pr, err
+	}
+	if needsMask(p) {
+		opts.MaskSource, err = b.maskSource(ctx, e, opts.Image)
+	}
 	return opts, pr, err
+}
+
+// engineOptions are o as a run uses them for p: devsandbox's files in the image
+// derived from docker.image, the egress endpoints on an engine-side volume, file
+// masks bound from the engine's mask volume (Run sets where its file is; the default
+// is where a local engine keeps it).
+func engineOptions(p *isolator.Plan, o Options) Options {
+	o.Shipped = true
+	if o.MaskSource == "" {
+		o.MaskSource = "/var/lib/docker/volumes/" + maskVolume + "/_data/" + maskFile
+	}
+	if needsCompanion(p) {
+		o.EndpointVolume = endpointVolume(p, o.Keep)
+	}
+	return o
 }
 
 // startServices starts the run's host services (tests replace them).
@@ -134,7 +156,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	if err := comp.failed(); err != nil {
 		return 0, err
 	}
-	id, err := b.createOnce(ctx, e, addr, p, spec, pr)
+	id, err := b.createOnce(ctx, e, addr, p, spec)
 	if err != nil {
 		return 0, err
 	}
@@ -168,7 +190,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 		if err := start(); err != nil {
 			return 0, err
 		}
-		if err := b.applyFirewall(ctx, e, p, spec, pr.init, id); err != nil {
+		if err := b.applyFirewall(ctx, e, p, spec, id); err != nil {
 			remove(ctx, e, id)
 			return 0, err
 		}
@@ -218,8 +240,8 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	return sess.Result(code)
 }
 
-// createOnce creates the run's container and copies the init into it.
-func (b *Isolator) createOnce(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, pr programs) (string, error) {
+// createOnce creates the run's container.
+func (b *Isolator) createOnce(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec) (string, error) {
 	name := "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
 	created, err := e.ContainerCreate(ctx, spec.Config, spec.Host, spec.Network, nil, name)
 	if err != nil {
@@ -229,14 +251,10 @@ func (b *Isolator) createOnce(ctx context.Context, e Engine, addr Address, p *is
 		remove(ctx, e, created.ID)
 		return "", err
 	}
-	if err := copyIn(ctx, e, created.ID, container.ShipDir, initName, pr.init); err != nil {
-		remove(ctx, e, created.ID)
-		return "", err
-	}
 	return created.ID, nil
 }
 
-// remove removes container id with its volumes (the init's), even when ctx is done.
+// remove removes container id with its anonymous volumes, even when ctx is done.
 func remove(ctx context.Context, e Engine, id string) {
 	_ = e.ContainerRemove(context.WithoutCancel(ctx), id, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
 }
@@ -274,6 +292,9 @@ func (b *Isolator) createFailed(ctx context.Context, e Engine, addr Address, spe
 	}
 	if cerrdefs.IsConflict(err) {
 		return fmt.Errorf("creating the container: %w", err)
+	}
+	if err := b.maskIncomplete(ctx, e, err, spec.Layout); err != nil {
+		return err
 	}
 	if err := unseen(err, addr, spec.Layout); err != nil {
 		return err

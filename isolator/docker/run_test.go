@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,9 +25,11 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/devsandbox/devsandbox/egress"
@@ -60,6 +63,12 @@ type fakeEngine struct {
 	events []string
 	// copied are the files copied into containers, by container id and path.
 	copied map[string][]byte
+	// derived are the images committed, by ID; derives the calls that made them and
+	// looked them up (not in calls).
+	derived map[string]image.InspectResponse
+	derives []string
+	aux     int // containers made, not run: d1, d2…
+	commits int
 	// requests are the companions' requests; volumes the volumes that exist.
 	requests []companion.Request
 	volumes  map[string]volume.CreateOptions
@@ -93,7 +102,7 @@ type fakeExec struct {
 
 func newFake(t *testing.T) *fakeEngine {
 	return &fakeEngine{t: t, images: map[string]bool{"devsandbox/default:1.0": true}, containers: map[string]*fakeContainer{}, execs: map[string]*fakeExec{},
-		copied: map[string][]byte{}, volumes: map[string]volume.CreateOptions{},
+		copied: map[string][]byte{}, volumes: map[string]volume.CreateOptions{}, derived: map[string]image.InspectResponse{},
 		init: func(h *wire.Hello, in io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprint(stderr, wire.ReadyMarker)
 			fmt.Fprint(stdout, "hello from the command\n")
@@ -113,17 +122,51 @@ func (f *fakeEngine) ServerVersion(context.Context) (types.Version, error) {
 	return types.Version{APIVersion: "1.41", Arch: "amd64"}, nil
 }
 
+func (f *fakeEngine) Info(context.Context) (system.Info, error) {
+	return system.Info{ID: "ENGINE"}, nil
+}
+
 func (f *fakeEngine) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (image.InspectResponse, error) {
-	f.record("ImageInspect %s", ref)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.derives = append(f.derives, "ImageInspect "+ref)
+	if in, ok := f.derived[ref]; ok {
+		return in, nil
+	}
 	if !f.images[ref] {
 		return image.InspectResponse{}, cerrdefs.ErrNotFound
 	}
-	return image.InspectResponse{}, nil
+	return image.InspectResponse{ID: "sha256:base-" + ref}, nil
+}
+
+// ContainerCommit makes the derived image sha256:derived<N> of container id.
+func (f *fakeEngine) ContainerCommit(_ context.Context, id string, _ dockercontainer.CommitOptions) (dockercontainer.CommitResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.containers[id]
+	f.commits++
+	img := fmt.Sprintf("sha256:derived%d", f.commits)
+	f.derived[img] = image.InspectResponse{ID: img, Config: &dockerspec.DockerOCIImageConfig{ImageConfig: ocispec.ImageConfig{Labels: c.cfg.Labels}}}
+	f.images[img] = true
+	f.derives = append(f.derives, "ContainerCommit")
+	return dockercontainer.CommitResponse{ID: img}, nil
 }
 
 func (f *fakeEngine) ContainerCreate(_ context.Context, cfg *dockercontainer.Config, host *dockercontainer.HostConfig, _ *network.NetworkingConfig, _ *ocispec.Platform, name string) (dockercontainer.CreateResponse, error) {
 	label, shown := "kept", name
 	switch {
+	case name == "":
+		// A derived image's or the mask volume's container: not the run's.
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if !f.images[cfg.Image] && !strings.HasPrefix(cfg.Image, "sha256:base-") {
+			return dockercontainer.CreateResponse{}, cerrdefs.ErrNotFound
+		}
+		f.derives = append(f.derives, "ContainerCreate "+cfg.Image)
+		f.aux++
+		c := &fakeContainer{id: fmt.Sprintf("d%d", f.aux), cfg: cfg, host: host}
+		f.containers[c.id] = c
+		return dockercontainer.CreateResponse{ID: c.id}, nil
 	case cfg.Labels[LabelRole] != "":
 		label, shown = cfg.Labels[LabelRole], name[:len(name)-9]
 	case cfg.Labels[LabelKept] != "true":
@@ -254,7 +297,7 @@ func (f *fakeEngine) ContainerRemove(_ context.Context, id string, _ dockerconta
 	if !ok {
 		return cerrdefs.ErrNotFound
 	}
-	if c.cfg.Labels[LabelRole] == "" {
+	if c.name != "" && c.cfg.Labels[LabelRole] == "" {
 		f.calls = append(f.calls, "ContainerRemove")
 	}
 	delete(f.containers, c.id)
@@ -266,8 +309,8 @@ func (f *fakeEngine) CopyToContainer(_ context.Context, id, dir string, content 
 	f.mu.Lock()
 	c := f.containers[id]
 	f.mu.Unlock()
-	if c.cfg.Labels[LabelRole] == "" {
-		f.record("CopyToContainer %s", dir)
+	if c.name != "" {
+		f.t.Errorf("a copy into the container %s: only a derived image's or the mask volume's container is copied into", c.name)
 	}
 	tr := tar.NewReader(content)
 	for {
@@ -276,7 +319,7 @@ func (f *fakeEngine) CopyToContainer(_ context.Context, id, dir string, content 
 			break
 		}
 		b, _ := io.ReadAll(tr)
-		if h.Uid != 0 || h.Gid != 0 || h.Mode != 0o555 {
+		if h.Uid != 0 || h.Gid != 0 || h.Mode&0o222 != 0 && h.Typeflag != tar.TypeDir || h.Mode != 0o755 && h.Typeflag == tar.TypeDir {
 			f.t.Errorf("%s copied with uid %d gid %d mode %o", h.Name, h.Uid, h.Gid, h.Mode)
 		}
 		f.mu.Lock()
@@ -287,11 +330,23 @@ func (f *fakeEngine) CopyToContainer(_ context.Context, id, dir string, content 
 }
 
 func (f *fakeEngine) VolumeCreate(_ context.Context, o volume.CreateOptions) (volume.Volume, error) {
-	f.record("VolumeCreate %s", o.Name)
+	if o.Name != maskVolume {
+		f.record("VolumeCreate %s", o.Name)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.volumes[o.Name] = o
-	return volume.Volume{Name: o.Name}, nil
+	return volume.Volume{Name: o.Name, Labels: o.Labels, Mountpoint: "/engine/volumes/" + o.Name + "/_data"}, nil
+}
+
+func (f *fakeEngine) VolumeInspect(_ context.Context, name string) (volume.Volume, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o, ok := f.volumes[name]
+	if !ok {
+		return volume.Volume{}, cerrdefs.ErrNotFound
+	}
+	return volume.Volume{Name: name, Labels: o.Labels, Mountpoint: "/engine/volumes/" + name + "/_data"}, nil
 }
 
 func (f *fakeEngine) VolumeRemove(_ context.Context, name string, _ bool) error {
@@ -308,7 +363,36 @@ func (f *fakeEngine) VolumeList(context.Context, volume.ListOptions) (volume.Lis
 
 // ContainerList finds no leftovers (it is not part of the transcripts: it runs
 // concurrently with the command).
-func (f *fakeEngine) ContainerList(context.Context, dockercontainer.ListOptions) ([]dockercontainer.Summary, error) {
+func (f *fakeEngine) ContainerList(_ context.Context, o dockercontainer.ListOptions) ([]dockercontainer.Summary, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []dockercontainer.Summary
+	for _, img := range o.Filters.Get("ancestor") {
+		for _, c := range f.created {
+			if _, alive := f.containers[c.id]; alive && c.cfg.Image == img {
+				out = append(out, dockercontainer.Summary{ID: c.id})
+			}
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeEngine) ImageList(context.Context, image.ListOptions) ([]image.Summary, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []image.Summary
+	for id, in := range f.derived {
+		out = append(out, image.Summary{ID: id, Labels: in.Config.Labels})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (f *fakeEngine) ImageRemove(_ context.Context, id string, _ image.RemoveOptions) ([]image.DeleteResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.derived, id)
+	delete(f.images, id)
 	return nil, nil
 }
 
@@ -377,12 +461,9 @@ func testIsolator(t *testing.T, f *fakeEngine, keep bool) (*Isolator, *isolator.
 	b := &Isolator{Options: Options{Image: "devsandbox/default:1.0", Home: home, Version: "1.0", Keep: keep}}
 	b.dial = func() (Engine, Address, error) { return f, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
 	b.ship = func(_ *isolator.Plan, _ func() (string, error), proxy bool) (programs, error) {
-		pr := programs{arch: "amd64", init: []byte("INIT")}
-		if proxy {
-			pr.proxy = []byte("PROXY")
-		}
-		return pr, nil
+		return programs{arch: "amd64", init: program{data: []byte("INIT")}, proxy: program{data: []byte("PROXY")}}, nil
 	}
+	b.Progress = io.Discard
 	b.services = func(*isolator.Plan) (*hostsvc.Services, error) { return nil, nil }
 	return b, p
 }
@@ -392,12 +473,13 @@ func testIsolator(t *testing.T, f *fakeEngine, keep bool) (*Isolator, *isolator.
 func TestRunOnce(t *testing.T) {
 	f := newFake(t)
 	b, p := testIsolator(t, f, false)
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskFile, Dest: p.Project.Dir + "/.env"})
 	var out, errb strings.Builder
 	code, err := b.Run(context.Background(), p, isolator.Stdio{Out: &out, Err: &errb})
 	if err != nil || code != 3 {
 		t.Fatalf("Run: %d %v (stderr %q)", code, err, errb.String())
 	}
-	want := []string{"ContainerCreate devsandbox-app-0123abcd (run)", "CopyToContainer /run/devsandbox", "ContainerAttach", "ContainerWait removed", "ContainerStart"}
+	want := []string{"ContainerCreate devsandbox-app-0123abcd (run)", "ContainerAttach", "ContainerWait removed", "ContainerStart"}
 	if !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("calls:\n%q\nwant\n%q", f.calls, want)
 	}
@@ -416,29 +498,35 @@ func TestRunOnce(t *testing.T) {
 	if !c.host.AutoRemove || !c.cfg.StdinOnce || !c.cfg.OpenStdin {
 		t.Errorf("one-shot container: AutoRemove %v StdinOnce %v OpenStdin %v", c.host.AutoRemove, c.cfg.StdinOnce, c.cfg.OpenStdin)
 	}
-	if string(f.copied["c1:"+InitPath]) != "INIT" {
-		t.Errorf("the init was not copied to %s: %v", InitPath, f.copied)
+	if c.cfg.Image != "sha256:derived1" || string(f.copied["d2:"+InitPath]) != "INIT" {
+		t.Errorf("the run's image %s, not the derived image with the init at %s: %v", c.cfg.Image, InitPath, f.copied)
 	}
 	noHostBinds(t, c.host, p)
+	masked := false
+	for _, m := range c.host.Mounts {
+		masked = masked || m.Target == p.Project.Dir+"/.env" && m.Source == "/engine/volumes/devsandbox-mask/_data/empty" && m.ReadOnly
+	}
+	if _, ok := f.copied["d1:/m/empty"]; !ok || !masked {
+		t.Errorf("the mask is not the engine's empty file (%v): %v", masked, c.host.Mounts)
+	}
 }
 
-// noHostBinds fails unless every bind of hc is the project, the sandbox home or a
-// generated file in the state directory (DESIGN guarantee 11), and the init's
-// directory is a volume of the container's own.
+// noHostBinds fails unless every bind of hc is the project, the sandbox home or the
+// engine's mask file (DESIGN guarantee 11), and nothing covers the image's
+// /run/devsandbox.
 func noHostBinds(t *testing.T, hc *dockercontainer.HostConfig, p *isolator.Plan) {
 	t.Helper()
-	shipDir := false
 	for _, m := range hc.Mounts {
 		switch {
-		case m.Type == mount.TypeVolume && m.Target == "/run/devsandbox" && m.Source == "":
-			shipDir = true
+		case m.Target == "/run" || m.Target == "/run/devsandbox":
+			t.Errorf("a %s mount at %s covers the derived image's files", m.Type, m.Target)
 		case m.Type == mount.TypeBind && m.Source != p.Project.Dir && !strings.HasPrefix(m.Source, p.Project.Dir+"/") &&
-			m.Source != p.SandboxHome && !strings.HasPrefix(m.Source, p.StateDir+"/"):
+			m.Source != p.SandboxHome && m.Source != "/engine/volumes/devsandbox-mask/_data/empty":
 			t.Errorf("a bind of the host's %s at %s", m.Source, m.Target)
 		}
 	}
-	if !shipDir || len(hc.Binds) > 0 {
-		t.Errorf("the init's directory is no volume of the container's own (%v), or there are binds: %q", shipDir, hc.Binds)
+	if len(hc.Binds) > 0 || len(hc.Tmpfs["/run"]) > 0 {
+		t.Errorf("binds %q, tmpfs %q", hc.Binds, hc.Tmpfs)
 	}
 }
 
@@ -466,6 +554,12 @@ func TestRunMissingImage(t *testing.T) {
 	if !errors.Is(err, isolator.ErrUnavailable) || !strings.Contains(err.Error(), "devsandbox image build") {
 		t.Fatalf("Run: %v", err)
 	}
+	// With a file mask, whose engine-side source is made from the image first.
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskFile, Dest: p.Project.Dir + "/.env"})
+	_, err = b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	if !errors.Is(err, isolator.ErrUnavailable) || !strings.Contains(err.Error(), "devsandbox image build") {
+		t.Fatalf("Run with a mask: %v", err)
+	}
 }
 
 // keep_container: the first run creates and starts the kept container and execs into
@@ -482,7 +576,7 @@ func TestRunKept(t *testing.T) {
 	if code, err := run(); err != nil || code != 3 {
 		t.Fatalf("first run: %d %v", code, err)
 	}
-	want := append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerCreate devsandbox-app-0123abcd (kept)", "CopyToContainer /run/devsandbox", "ContainerStart"}, exec...)
+	want := append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerCreate devsandbox-app-0123abcd (kept)", "ContainerStart"}, exec...)
 	if !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("first run:\n%q\nwant\n%q", f.calls, want)
 	}
@@ -512,14 +606,14 @@ func TestRunKept(t *testing.T) {
 	if _, err := run(); err != nil {
 		t.Fatalf("changed spec: %v", err)
 	}
-	want = append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerRemove", "ContainerCreate devsandbox-app-0123abcd (kept)", "CopyToContainer /run/devsandbox", "ContainerStart"}, exec...)
+	want = append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerRemove", "ContainerCreate devsandbox-app-0123abcd (kept)", "ContainerStart"}, exec...)
 	if !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("changed spec:\n%q\nwant\n%q", f.calls, want)
 	}
 }
 
 // Egress proxy with a published port: the session's
-// companion gets the proxy (copied in), the policy and the secrets on its stdin (in
+// companion gets the proxy (in the derived image), the policy and the secrets on its stdin (in
 // no config), publishes the port on the engine host's 127.0.0.1 and shares the
 // endpoint volume with the sandbox, which binds nothing else of the host's; the
 // sandbox's hello waits for the companion's ready line; its audit records reach the
@@ -556,8 +650,8 @@ func TestRunCompanion(t *testing.T) {
 			t.Errorf("the credential in the companion's config: %s", e)
 		}
 	}
-	if string(f.copied[comp.id+":/devsandbox-proxy"]) != "PROXY" {
-		t.Errorf("devsandbox-proxy was not copied into the companion: %v", f.copied)
+	if comp.cfg.Image != sandbox.cfg.Image || string(f.copied["d1:/run/devsandbox/devsandbox-proxy"]) != "PROXY" || comp.cfg.Entrypoint[0] != "/run/devsandbox/devsandbox-proxy" {
+		t.Errorf("the companion does not run devsandbox-proxy of the derived image (%s, %q): %v", comp.cfg.Image, comp.cfg.Entrypoint, f.copied)
 	}
 	if len(f.volumes) != 0 {
 		t.Errorf("volumes left: %v", f.volumes)
@@ -591,7 +685,7 @@ func TestCompanionConfig(t *testing.T) {
 	p.Egress = egress.Rules{Mode: egress.Proxy, Forwards: []egress.Forward{{HostPort: 18080, SandboxPort: 3000}}}
 	p.Proxy.Session = "5e55"
 	cfg, hc := companionConfig(p, "img", "vol", map[string]string{LabelProject: "0123abcd", LabelUser: "1000"}, true)
-	if cfg.User != "1000:1000" || !slices.Equal(cfg.Entrypoint, []string{"/devsandbox-proxy"}) || !slices.Equal(cfg.Cmd, []string{"companion"}) || len(cfg.Env) != 0 {
+	if cfg.User != "1000:1000" || !slices.Equal(cfg.Entrypoint, []string{"/run/devsandbox/devsandbox-proxy"}) || !slices.Equal(cfg.Cmd, []string{"companion"}) || len(cfg.Env) != 0 {
 		t.Errorf("companion config: %+v", cfg)
 	}
 	if !cfg.OpenStdin || !cfg.StdinOnce || !hc.AutoRemove || !slices.Equal(hc.CapDrop, []string{"ALL"}) || !slices.Equal(hc.Binds, []string{"vol:/ep"}) || len(hc.CapAdd) != 0 {
@@ -647,5 +741,112 @@ func TestKeptCompanionConfig(t *testing.T) {
 	}
 	if c3, _ := keptCompanionConfig(p, "img2", "vol", labels); c3.Labels[LabelSpec] == cfg.Labels[LabelSpec] {
 		t.Errorf("another image keeps the kept companion's spec")
+	}
+}
+
+// The derived image is made once and then used by its ID from the cache; the run
+// says so on stderr only when it makes one; an image gone from the engine, or one
+// whose labels do not match, is made again; another base image gets its own.
+func TestDerivedImageCached(t *testing.T) {
+	f := newFake(t)
+	b, p := testIsolator(t, f, false)
+	var progress strings.Builder
+	b.Progress = &progress
+	commits := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		n := 0
+		for _, c := range f.derives {
+			if c == "ContainerCommit" {
+				n++
+			}
+		}
+		return n
+	}
+	image := func() string { return f.created[len(f.created)-1].cfg.Image }
+	run := func() {
+		t.Helper()
+		if _, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	if commits() != 1 || image() != "sha256:derived1" || strings.Count(progress.String(), "preparing the image devsandbox/default:1.0") != 1 {
+		t.Fatalf("first run: %d commits, image %s, progress %q", commits(), image(), progress.String())
+	}
+	labels := f.derived["sha256:derived1"].Config.Labels
+	if labels[LabelBase] != "sha256:base-devsandbox/default:1.0" || labels[LabelBaseRef] != "devsandbox/default:1.0" || labels[LabelVersion] != "1.0" || labels[LabelUser] != "1000" || len(labels[LabelContent]) != 32 {
+		t.Errorf("labels %v", labels)
+	}
+	run()
+	if commits() != 1 || image() != "sha256:derived1" || strings.Count(progress.String(), "preparing") != 1 {
+		t.Fatalf("cached run: %d commits, image %s, progress %q", commits(), image(), progress.String())
+	}
+	// A label that does not match (another version made it): made again.
+	f.derived["sha256:derived1"].Config.Labels[LabelVersion] = "0.9"
+	run()
+	if commits() != 2 || image() != "sha256:derived2" {
+		t.Fatalf("mismatched labels: %d commits, image %s", commits(), image())
+	}
+	delete(f.derived, "sha256:derived2")
+	run()
+	if commits() != 3 || image() != "sha256:derived3" {
+		t.Fatalf("image gone: %d commits, image %s", commits(), image())
+	}
+	f.images["other:1"] = true
+	b.Image = "other:1"
+	run()
+	if commits() != 4 || f.derived[image()].Config.Labels[LabelBase] != "sha256:base-other:1" {
+		t.Fatalf("another base: %d commits, image %s", commits(), image())
+	}
+	b.Image = "devsandbox/default:1.0"
+	run()
+	if commits() != 4 || image() != "sha256:derived3" {
+		t.Fatalf("back to the first base: %d commits, image %s", commits(), image())
+	}
+}
+
+// Prune removes the derived images made by another version or from a base whose
+// name now names another image, keeps the current one and any a container uses, and
+// with dryRun removes nothing.
+func TestPruneImages(t *testing.T) {
+	f := newFake(t)
+	b, p := testIsolator(t, f, false)
+	run := func() {
+		t.Helper()
+		if _, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run() // derived1: current
+	f.images["other:1"] = true
+	b.Image = "other:1"
+	run() // derived2: from other:1
+	b.Image = "devsandbox/default:1.0"
+	f.derived["sha256:derived3"] = image.InspectResponse{ID: "sha256:derived3", Config: &dockerspec.DockerOCIImageConfig{ImageConfig: ocispec.ImageConfig{Labels: map[string]string{
+		LabelBase: "sha256:base-devsandbox/default:1.0", LabelBaseRef: "devsandbox/default:1.0", LabelVersion: "0.9", LabelUser: "1000"}}}}
+	f.derived["sha256:derived4"] = image.InspectResponse{ID: "sha256:derived4", Config: &dockerspec.DockerOCIImageConfig{ImageConfig: ocispec.ImageConfig{Labels: map[string]string{
+		LabelBase: "sha256:base-devsandbox/default:1.0", LabelBaseRef: "devsandbox/default:1.0", LabelVersion: "0.9", LabelUser: "1000"}}}}
+	f.containers = map[string]*fakeContainer{} // the runs' containers are gone
+	f.containers["user"] = &fakeContainer{id: "user", cfg: &dockercontainer.Config{Image: "sha256:derived4"}}
+	f.created = append(f.created, f.containers["user"])
+	delete(f.images, "other:1") // its base is gone
+	lines, err := b.PruneImages(context.Background(), 1000, true)
+	if err != nil || len(f.derived) != 4 {
+		t.Fatalf("dry run: %v, %d images left, %q", err, len(f.derived), lines)
+	}
+	lines, err = b.PruneImages(context.Background(), 1000, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, kept1 := f.derived["sha256:derived1"]
+	_, kept4 := f.derived["sha256:derived4"]
+	if len(f.derived) != 2 || !kept1 || !kept4 {
+		t.Errorf("left %v after %q", f.derived, lines)
+	}
+	want := []string{"removed image derived2 (other:1): its base other:1 is gone", "removed image derived3 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0",
+		"kept image derived4 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0, but 1 container(s) use it"}
+	if !slices.Equal(lines, want) {
+		t.Errorf("lines\n%q\nwant\n%q", lines, want)
 	}
 }

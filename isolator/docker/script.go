@@ -2,6 +2,7 @@ package docker
 
 import (
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 
@@ -23,6 +24,7 @@ func (s *Spec) Script() string {
 	l := s.Layout
 	b.WriteString("# devsandbox drives the Engine API; this is the equivalent docker CLI invocation.\n")
 	container.WriteSecretComments(&b, l.Secrets)
+	s.writeDerived(&b)
 	l.WriteHostFiles(&b)
 	if f := s.Profile; f != nil {
 		fmt.Fprintf(&b, "# the syscall policy (%s) as a seccomp profile (the engine gets it in the request):\n", s.Policy)
@@ -36,7 +38,11 @@ func (s *Spec) Script() string {
 			name = "CONTAINER"
 		}
 		fmt.Fprintf(&b, "#   docker run --rm --network container:%s --user 0:0 --cap-drop ALL --cap-add NET_ADMIN \\\n", name)
-		fmt.Fprintf(&b, "#     --mount type=bind,src=%s,dst=%s,readonly --entrypoint %s %s \\\n", sh.Quote(s.initSource()), InitPath, InitPath, s.Config.Image)
+		if src := s.initSource(); src != "" {
+			fmt.Fprintf(&b, "#     --mount type=bind,src=%s,dst=%s,readonly --entrypoint %s %s \\\n", sh.Quote(src), InitPath, InitPath, s.Config.Image)
+		} else {
+			fmt.Fprintf(&b, "#     --entrypoint %s %s \\\n", InitPath, s.derivedName())
+		}
 		fmt.Fprintf(&b, "#     %s\n", sh.Quote(s.FirewallArg))
 	}
 	w := container.NewArgWriter(&b)
@@ -49,8 +55,9 @@ func (s *Spec) Script() string {
 		l.WriteEnv(w)
 		s.manifestFlag(w, s.Config.Env)
 		w.Flag("--entrypoint", InitPath)
-		w.Word(append([]string{s.Config.Image}, container.PlainArgs(s.Config.Cmd)...)...)
+		s.imageWords(w, container.PlainArgs(s.Config.Cmd))
 		b.WriteString("\n")
+		s.writeCleanup(&b)
 		return b.String()
 	}
 	b.WriteString("# the kept container (created once, reused while its spec is unchanged):\n")
@@ -59,7 +66,7 @@ func (s *Spec) Script() string {
 	s.containerFlags(w)
 	w.Flag("-e", s.Config.Env...)
 	w.Flag("--entrypoint", InitPath)
-	w.Word(append([]string{s.Config.Image}, container.PlainArgs(s.Config.Cmd)...)...)
+	s.imageWords(w, container.PlainArgs(s.Config.Cmd))
 	b.WriteString("\n# each run:\n")
 	w = container.NewArgWriter(&b)
 	w.Word("docker", "exec", "-i")
@@ -125,6 +132,9 @@ func (s *Spec) containerFlags(w *container.ArgWriter) {
 	for _, m := range h.Mounts {
 		w.Flag("--mount", mountFlag(m))
 	}
+	for _, x := range h.ExtraHosts {
+		w.Flag("--add-host", x)
+	}
 	lk := make([]string, 0, len(c.Labels))
 	for k := range c.Labels {
 		lk = append(lk, k)
@@ -153,6 +163,88 @@ func mountFlag(m mount.Mount) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// derivedName is how the script names the image the containers run: docker.image
+// itself, or the image derived from it.
+func (s *Spec) derivedName() string {
+	if s.Layout.ImageFiles == nil {
+		return s.Config.Image
+	}
+	return `"$DERIVED_IMAGE"`
+}
+
+// imageWords writes the image the container runs and its command.
+func (s *Spec) imageWords(w *container.ArgWriter, cmd []string) {
+	if s.Layout.ImageFiles == nil {
+		w.Word(append([]string{s.Config.Image}, cmd...)...)
+		return
+	}
+	q := make([]string, len(cmd))
+	for i, c := range cmd {
+		q[i] = sh.Quote(c)
+	}
+	w.Raw(s.derivedName(), strings.Join(q, " "))
+}
+
+// writeCleanup removes the image writeDerived made by hand, once the one-shot
+// container is gone.
+func (s *Spec) writeCleanup(b *strings.Builder) {
+	if s.Layout.ImageFiles != nil {
+		b.WriteString("docker rmi \"$DERIVED_IMAGE\" >/dev/null\n")
+	}
+}
+
+// writeDerived says what the image derived from docker.image carries and how it is
+// made: once per engine, base image and devsandbox build, used by its ID.
+func (s *Spec) writeDerived(b *strings.Builder) {
+	l := s.Layout
+	if l.ImageFiles == nil {
+		return
+	}
+	fmt.Fprintf(b, "# the containers run $DERIVED_IMAGE: %s with devsandbox's files added, root's, on the read-only root\n", s.Config.Image)
+	b.WriteString("# (nothing of devsandbox's is bound from this host; devsandbox makes it once per engine, base image\n")
+	b.WriteString("# and devsandbox build, labelled " + LabelBase + ", and uses it by its ID):\n")
+	fmt.Fprintf(b, "#   %s  devsandbox-init (0555)\n", InitPath)
+	fmt.Fprintf(b, "#   %s/%s  the egress companion's proxy (0555)\n", container.ShipDir, proxyName)
+	for _, f := range l.ImageFiles {
+		fmt.Fprintf(b, "#   %s  %d bytes (0444)\n", f.Path, len(f.Content))
+	}
+	b.WriteString("# made here by hand (devsandbox's own is cached and kept):\n")
+	top := map[string]bool{"run": true}
+	fmt.Fprintf(b, "d=$(mktemp -d) && mkdir -p \"$d\"%s && cp %s \"$d\"%s && chmod 0555 \"$d\"%s\n",
+		container.ShipDir, sh.Quote(s.InitHost), InitPath, InitPath)
+	for _, f := range l.ImageFiles {
+		top[strings.SplitN(strings.TrimPrefix(f.Path, "/"), "/", 2)[0]] = true
+		fmt.Fprintf(b, "mkdir -p \"$d\"%s && printf %%s %s > \"$d\"%s && chmod 0444 \"$d\"%s\n",
+			sh.Quote(path.Dir(f.Path)), sh.Quote(string(f.Content)), sh.Quote(f.Path), sh.Quote(f.Path))
+	}
+	tops := make([]string, 0, len(top))
+	for t := range top {
+		tops = append(tops, t)
+	}
+	sort.Strings(tops)
+	b.WriteString("find \"$d\" -mindepth 1 -type d -exec chmod 0755 {} +\n")
+	fmt.Fprintf(b, "id=$(docker create --network none --entrypoint %s %s) &&\n", InitPath, sh.Quote(s.Config.Image))
+	fmt.Fprintf(b, "  tar -C \"$d\" -c --owner=0 --group=0 %s | docker cp - \"$id\":/ &&\n", strings.Join(tops, " "))
+	b.WriteString("  DERIVED_IMAGE=$(docker commit \"$id\") && docker rm \"$id\" >/dev/null\n")
+	if s.usesMask() {
+		b.WriteString("# the source of file masks: an empty file in the engine's volume " + maskVolume + "\n")
+		fmt.Fprintf(b, "docker volume create --label %s=mask %s >/dev/null && : > \"$d/%s\" && chmod 0444 \"$d/%s\" &&\n", LabelRole, maskVolume, maskFile, maskFile)
+		fmt.Fprintf(b, "  id=$(docker create --network none --mount type=volume,src=%s,dst=/m --entrypoint %s %s) &&\n", maskVolume, InitPath, sh.Quote(s.Config.Image))
+		fmt.Fprintf(b, "  tar -C \"$d\" -c --owner=0 --group=0 %s | docker cp - \"$id\":/m && docker rm \"$id\" >/dev/null\n", maskFile)
+	}
+	b.WriteString("rm -rf \"$d\"\n")
+}
+
+// usesMask reports whether a mount binds the engine's mask file.
+func (s *Spec) usesMask() bool {
+	for _, m := range s.Host.Mounts {
+		if m.Type == mount.TypeBind && s.MaskSource != "" && m.Source == s.MaskSource {
+			return true
+		}
+	}
+	return false
 }
 
 // initSource is the host path of the init the container binds.

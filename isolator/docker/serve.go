@@ -73,6 +73,13 @@ func Handler(warn func(string)) handoff.Handler {
 			}
 			return b.Sweep(j.Ctx, a.UID, a.DryRun)
 		}),
+		helper.OpPruneImages: op(func(b *Isolator, j *handoff.Job) (any, error) {
+			var a helper.PruneArgs
+			if err := json.Unmarshal(j.Args, &a); err != nil {
+				return nil, err
+			}
+			return b.PruneImages(j.Ctx, a.UID, a.DryRun)
+		}),
 		helper.OpBuildImage: op(func(b *Isolator, j *handoff.Job) (any, error) {
 			var a helper.BuildArgs
 			if err := json.Unmarshal(j.Args, &a); err != nil {

@@ -27,6 +27,7 @@ const (
 	ProxySocket = container.ProxySocket
 	PublishDir  = container.PublishDir
 	EndpointDir = container.EndpointDir
+	ShipDir     = container.ShipDir
 )
 
 // Labels on everything the backend creates.
@@ -60,10 +61,12 @@ type Options struct {
 	// BootID is the host's boot id (pin.BootID), set by Run for a local engine: the
 	// init compares the identities of pinned mount sources only on that kernel.
 	BootID string
-	// Shipped and EndpointVolume: see container.Options. Run sets them: the init is
-	// copied in through the Engine API, the egress services run in the engine.
+	// Shipped, EndpointVolume and MaskSource: see container.Options. Run sets them:
+	// the init is in the derived image, the egress services run in the engine, file
+	// masks bind an empty file of the engine's.
 	Shipped        bool
 	EndpointVolume string
+	MaskSource     string
 }
 
 // Spec is a rendered docker run: the container to create, or with Keep the kept
@@ -87,6 +90,9 @@ type Spec struct {
 	// --security-opt (the engine gets the profile itself in HostConfig.SecurityOpt).
 	Profile *container.HostFile
 	Policy  syscalls.Policy
+	// InitHost is this host's devsandbox-init and MaskSource the engine's mask file,
+	// for the script, which makes the derived image and the mask volume by hand.
+	InitHost, MaskSource string
 }
 
 // containerConfig renders p for the engine. It is pure: host paths are taken from the
@@ -102,7 +108,7 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 // layout is p's container layout with opts.
 func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 	l, err := container.Lay(p, container.Options{Home: opts.Home, InitSource: opts.InitSource, FilesDir: filepath.Join(p.StateDir, "docker"),
-		BootID: opts.BootID, Keep: opts.Keep, HomeVolume: opts.HomeVolume, Shipped: opts.Shipped, EndpointVolume: opts.EndpointVolume}, opts.Version)
+		BootID: opts.BootID, Keep: opts.Keep, HomeVolume: opts.HomeVolume, Shipped: opts.Shipped, EndpointVolume: opts.EndpointVolume, MaskSource: opts.MaskSource}, opts.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +120,10 @@ func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 
 // translate renders the layout l of p as the engine's container config. Pure.
 func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, error) {
-	s := &Spec{Layout: l, Policy: p.Syscalls}
+	s := &Spec{Layout: l, Policy: p.Syscalls, InitHost: p.Self, MaskSource: opts.MaskSource}
+	if opts.InitSource != "" {
+		s.InitHost = opts.InitSource
+	}
 	if p.Egress.NeedsFirewall() {
 		// The rules are applied from outside once the container runs (firewall.go).
 		fw, err := egress.Compile(p.Egress)
@@ -137,12 +146,6 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 			mounts = append(mounts, mount.Mount{Type: mount.TypeTmpfs, Target: m.Target, ReadOnly: true, TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o755}})
 		case container.Scratch:
 			tmpfs[m.Target] = strings.Join(m.Tmpfs.Options(container.UIDGID(p.User.UID, p.User.GID)), ",")
-		case container.Shipped:
-			// A volume of the container's own: Run copies the init in before the start;
-			// the engine removes it with the container (the sweep, what an engine
-			// restart left).
-			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Target: m.Target,
-				VolumeOptions: &mount.VolumeOptions{Labels: map[string]string{LabelProject: p.Project.ID, LabelName: p.Project.Name, LabelUser: fmt.Sprint(p.User.UID), LabelRole: roleInit}}})
 		}
 	}
 	labels := maps.Clone(l.Labels)
@@ -165,6 +168,7 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 		SecurityOpt:    []string{"no-new-privileges"},
 		Mounts:         container.SortMounts(mounts, func(m mount.Mount) string { return m.Target }),
 		Tmpfs:          tmpfs,
+		ExtraHosts:     l.Hosts,
 	}
 	if !p.Syscalls.Unfiltered {
 		profile := syscalls.OCIJSON(syscalls.Compile(p.Syscalls))

@@ -98,6 +98,7 @@ var goldenCases = []struct {
 			Forwards:   []egress.Forward{{HostPort: 8080, SandboxPort: 3000}},
 			SocketDir:  "/run/user/1000/devsandbox/0123abcd",
 			PublishDir: "/run/user/1000/devsandbox/0123abcd/publish-s1"}
+		p.Proxy.Session = "s1"
 		return p
 	}, nil},
 	{"kept_proxy_publish", func() *isolator.Plan {
@@ -106,6 +107,7 @@ var goldenCases = []struct {
 			Forwards:   []egress.Forward{{HostPort: 8080, SandboxPort: 3000}},
 			SocketDir:  "/run/user/1000/devsandbox/0123abcd",
 			PublishDir: "/run/user/1000/devsandbox/0123abcd/publish-s1"}
+		p.Proxy.Session = "s1"
 		return p
 	}, func() Options {
 		o := opts
@@ -129,7 +131,7 @@ func TestRenderGolden(t *testing.T) {
 				o = tc.opts()
 			}
 			p := tc.plan()
-			s, err := containerConfig(p, o)
+			s, err := containerConfig(p, engineOptions(p, o))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,8 +155,9 @@ func TestRenderGolden(t *testing.T) {
 				Exec    any
 				Hash    string
 				Files   []container.HostFile
+				Image   []string
 				Secrets []isolator.Secret
-			}{s.Name, s.Config, &hc, s.Exec, s.Hash, s.Layout.Files, s.Layout.Secrets}, "", "  ")
+			}{s.Name, s.Config, &hc, s.Exec, s.Hash, s.Layout.Files, imageFiles(s.Layout), s.Layout.Secrets}, "", "  ")
 			golden(t, tc.name+".spec.golden", string(spec)+"\n")
 			golden(t, tc.name+".script.golden", strings.ReplaceAll(s.Script(), sh.Quote(string(profile)), "'<the OCI profile of the policy "+p.Syscalls.String()+">'"))
 			for _, v := range p.HostEnv {
@@ -162,12 +165,21 @@ func TestRenderGolden(t *testing.T) {
 					t.Errorf("secret value %q rendered", v)
 				}
 			}
-			again, _ := containerConfig(tc.plan(), o)
+			again, _ := containerConfig(tc.plan(), engineOptions(p, o))
 			if again.Hash != s.Hash {
 				t.Errorf("hash not stable: %s then %s", s.Hash, again.Hash)
 			}
 		})
 	}
+}
+
+// imageFiles are what l puts in the derived image, as "PATH: CONTENT".
+func imageFiles(l *container.Layout) []string {
+	var out []string
+	for _, f := range l.ImageFiles {
+		out = append(out, f.Path+": "+string(f.Content))
+	}
+	return out
 }
 
 func golden(t *testing.T, name, got string) {

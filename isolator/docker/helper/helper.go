@@ -48,6 +48,9 @@ const (
 	OpRemove     = "remove"      // Args: Sandbox
 	OpBuildImage = "build-image" // Args: BuildArgs; progress on stderr
 	OpSweep      = "sweep"       // Args: SweepArgs; Data: []Leftover
+	// OpPruneImages removes stale derived images. Args: PruneArgs; Data: []string,
+	// a line per image.
+	OpPruneImages = "prune-images"
 )
 
 // SweepArgs are the arguments of OpSweep: the user whose leftovers go, and whether
@@ -63,6 +66,12 @@ type Leftover struct {
 	Kind    string `json:"kind"` // "container" or "volume"
 	Name    string `json:"name"`
 	Project string `json:"project,omitempty"` // the sandbox's name
+}
+
+// PruneArgs are OpPruneImages' arguments.
+type PruneArgs struct {
+	UID    int  `json:"uid"`
+	DryRun bool `json:"dryRun"`
 }
 
 // Sandbox is what devsandbox keeps for one project: a kept container, a home volume
@@ -188,6 +197,18 @@ func (s *Stub) Prune(ctx context.Context, uid int, list []Sandbox, maxAge time.D
 			}
 			fmt.Fprintf(w, "removed %s: %s\n", sb.Name, why)
 		}
+	}
+	// The images derived from docker.image that no run will use again.
+	r, err := s.call(ctx, OpPruneImages, PruneArgs{UID: uid, DryRun: dryRun}, nil)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	var lines []string
+	if err := json.Unmarshal(r.Data, &lines); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("reading the answer of %s: %w", Program, err))...)
+	}
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,307 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	cerrdefs "github.com/containerd/errdefs"
+	dockercontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/system"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
+)
+
+// Labels of an image devsandbox derives from the user's (docker.image): the base
+// image's ID and name, and a hash of what devsandbox added; LabelVersion and
+// LabelUser as on its containers.
+const (
+	LabelBase    = "dev.devsandbox.base"
+	LabelBaseRef = "dev.devsandbox.base-ref"
+	LabelContent = "dev.devsandbox.content"
+)
+
+// derivedCacheFile, in devsandbox's state directory, maps an engine's ID, a base
+// image's ID and what a run ships to the derived image's ID on that engine.
+const derivedCacheFile = "docker-images.json"
+
+// derivedImage returns the ID of the image p's containers run: base (docker.image)
+// with the programs pr and the layout's files added in the engine, root's, on what
+// becomes the container's read-only root. Nothing is copied per run: the image is
+// made once per engine, base image, devsandbox build and content, and cached. A
+// cached ID is used only when the engine still has an image of that ID with the
+// labels it was made with (an ID, unlike a tag, names content no one can change).
+func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *isolator.Plan, base string, pr programs, files []container.ImageFile) (string, error) {
+	var info system.Info
+	infoErr := make(chan error, 1)
+	go func() {
+		var err error
+		info, err = e.Info(ctx)
+		infoErr <- err
+	}()
+	bi, err := e.ImageInspect(ctx, base)
+	if ierr := <-infoErr; ierr != nil {
+		st := engineDown(addr, ierr)
+		return "", fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: the image %s is not on the docker engine at %s (%v); build it with `devsandbox image build` (or pull it, or set docker.image / --image)", isolator.ErrUnavailable, base, addr.Host, err)
+	}
+	key, err := derivedKey(b.Version, p.User.UID, pr, files)
+	if err != nil {
+		return "", err
+	}
+	cacheKey := info.ID + " " + bi.ID + " " + key
+	cache := filepath.Join(filepath.Dir(p.StateDir), derivedCacheFile)
+	if id := readDerivedCache(cache)[cacheKey]; id != "" {
+		in, err := e.ImageInspect(ctx, id)
+		if err == nil && in.ID == id && in.Config != nil && in.Config.Labels[LabelBase] == bi.ID && in.Config.Labels[LabelVersion] == b.Version {
+			return id, nil
+		}
+	}
+	id, err := b.buildDerived(ctx, e, p, base, bi.ID, pr, files)
+	if err != nil {
+		return "", err
+	}
+	writeDerivedCache(cache, cacheKey, id)
+	return id, nil
+}
+
+// derivedKey identifies what a derived image adds: the devsandbox build, the user,
+// the programs (by their files' identity, not read) and the generated files.
+func derivedKey(version string, uid int, pr programs, files []container.ImageFile) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00%s\x00", version, uid, pr.arch)
+	for _, g := range []program{pr.init, pr.proxy} {
+		id, err := g.id()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\x00", id)
+	}
+	for _, f := range files {
+		fmt.Fprintf(h, "%s\x00%d\x00", f.Path, len(f.Content))
+		h.Write(f.Content)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+}
+
+// buildDerived makes the derived image: a container of base, never started, the
+// files copied into it through the Engine API, committed. Concurrent builds make
+// equal images; the last one's ID wins the cache.
+func (b *Isolator) buildDerived(ctx context.Context, e Engine, p *isolator.Plan, base, baseID string, pr programs, files []container.ImageFile) (string, error) {
+	failed := func(format string, args ...any) error {
+		return fmt.Errorf("%w: preparing the image %s for the sandbox: %s; the command did not run", isolator.ErrUnavailable, base, fmt.Sprintf(format, args...))
+	}
+	fmt.Fprintf(b.progress(), "devsandbox: preparing the image %s for sandboxes (once per image and devsandbox version)\n", base)
+	content, err := shipTar(pr, files)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(content)
+	labels := map[string]string{LabelBase: baseID, LabelBaseRef: base, LabelContent: hex.EncodeToString(sum[:16]),
+		LabelVersion: b.Version, LabelUser: fmt.Sprint(p.User.UID)}
+	// The derived image's entrypoint is the init (every container devsandbox makes
+	// names its own); without one, an image with no command cannot be created from.
+	cfg := &dockercontainer.Config{Image: baseID, Entrypoint: []string{container.InitPath}, Labels: labels}
+	created, err := e.ContainerCreate(ctx, cfg, &dockercontainer.HostConfig{NetworkMode: "none"}, nil, nil, "")
+	if err != nil {
+		return "", failed("the engine refused a container of it: %v", err)
+	}
+	defer func() {
+		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
+	}()
+	if err := e.CopyToContainer(ctx, created.ID, "/", bytes.NewReader(content), dockercontainer.CopyToContainerOptions{}); err != nil {
+		return "", failed("copying devsandbox's files in: %v", err)
+	}
+	r, err := e.ContainerCommit(ctx, created.ID, dockercontainer.CommitOptions{Comment: "devsandbox " + b.Version + ": " + base + " with devsandbox-init"})
+	if err != nil {
+		return "", failed("committing it: %v", err)
+	}
+	return r.ID, nil
+}
+
+// progress is where a build says it happens (stderr).
+func (b *Isolator) progress() io.Writer {
+	if b.Progress != nil {
+		return b.Progress
+	}
+	return os.Stderr
+}
+
+// shipTar is the archive of what a derived image adds: container.ShipDir with the
+// programs, and the layout's files; root's, read-only, in a stable order.
+func shipTar(pr programs, files []container.ImageFile) ([]byte, error) {
+	type entry struct {
+		name string
+		mode int64
+		data []byte
+	}
+	var es []entry
+	for _, g := range []struct {
+		name string
+		p    program
+	}{{initName, pr.init}, {proxyName, pr.proxy}} {
+		if g.p.none() {
+			continue
+		}
+		data, err := g.p.read()
+		if err != nil {
+			return nil, err
+		}
+		es = append(es, entry{strings.TrimPrefix(container.ShipDir, "/") + "/" + g.name, 0o555, data})
+	}
+	for _, f := range files {
+		es = append(es, entry{strings.TrimPrefix(f.Path, "/"), 0o444, f.Content})
+	}
+	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dirs := map[string]bool{}
+	for _, e := range es {
+		// Directories devsandbox makes are root's, 0755; existing ones keep theirs.
+		for d := filepath.Dir(e.name); d != "." && !dirs[d]; d = filepath.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	ds := make([]string, 0, len(dirs))
+	for d := range dirs {
+		ds = append(ds, d)
+	}
+	sort.Strings(ds)
+	for _, d := range ds {
+		if d == "etc" || d == "run" {
+			continue // the image's own
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, Format: tar.FormatPAX}); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range es {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e.name, Mode: e.mode, Size: int64(len(e.data)), Format: tar.FormatPAX}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(e.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// readDerivedCache reads the cache; a missing or damaged one is empty (the images
+// are made again).
+func readDerivedCache(path string) map[string]string {
+	m := map[string]string{}
+	if b, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(b, &m)
+	}
+	return m
+}
+
+// writeDerivedCache records id under key: under a lock, so concurrent writers of
+// other keys keep theirs (of the same key, the last one wins), and atomically, so a
+// reader never sees half a file.
+func writeDerivedCache(path, key, id string) {
+	unlock, err := lockFile(path + ".lock")
+	if err != nil {
+		return // the image is made again next time
+	}
+	defer unlock()
+	m := readDerivedCache(path)
+	m[key] = id
+	b, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+	}
+}
+
+// PruneImages removes the current user's derived images that are stale (made by
+// another devsandbox version, or from a base image its name no longer names) and
+// that no container uses, or with dryRun only says so. It returns one line per
+// image, what was (or would be) done.
+func (b *Isolator) PruneImages(ctx context.Context, uid int, dryRun bool) ([]string, error) {
+	e, a, err := b.engine()
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	imgs, err := e.ImageList(ctx, image.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", LabelBase), filters.Arg("label", LabelUser+"="+fmt.Sprint(uid)))})
+	if err != nil {
+		st := engineDown(a, err)
+		return nil, fmt.Errorf("listing the derived images: %s; %s", st.Reason, st.Fix)
+	}
+	var out []string
+	var errs []error
+	for _, im := range imgs {
+		why := b.staleImage(ctx, e, im.Labels)
+		if why == "" {
+			continue
+		}
+		short := strings.TrimPrefix(im.ID, "sha256:")
+		short = short[:min(12, len(short))]
+		users, err := e.ContainerList(ctx, dockercontainer.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("ancestor", im.ID))})
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("listing the containers of image %s: %w", short, err))
+			continue
+		case len(users) > 0:
+			out = append(out, fmt.Sprintf("kept image %s (%s): %s, but %d container(s) use it", short, im.Labels[LabelBaseRef], why, len(users)))
+			continue
+		case dryRun:
+			out = append(out, fmt.Sprintf("would remove image %s (%s): %s", short, im.Labels[LabelBaseRef], why))
+			continue
+		}
+		if _, err := e.ImageRemove(ctx, im.ID, image.RemoveOptions{PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			if cerrdefs.IsConflict(err) {
+				out = append(out, fmt.Sprintf("kept image %s (%s): %s, but it is in use", short, im.Labels[LabelBaseRef], why))
+				continue
+			}
+			errs = append(errs, fmt.Errorf("removing image %s: %w", short, err))
+			continue
+		}
+		out = append(out, fmt.Sprintf("removed image %s (%s): %s", short, im.Labels[LabelBaseRef], why))
+	}
+	return out, errors.Join(errs...)
+}
+
+// staleImage says why the derived image labelled l is stale, or "".
+func (b *Isolator) staleImage(ctx context.Context, e Engine, l map[string]string) string {
+	if l[LabelVersion] != b.Version {
+		return fmt.Sprintf("made by devsandbox %s, this is %s", l[LabelVersion], b.Version)
+	}
+	in, err := e.ImageInspect(ctx, l[LabelBaseRef])
+	switch {
+	case err != nil:
+		return fmt.Sprintf("its base %s is gone", l[LabelBaseRef])
+	case in.ID != l[LabelBase]:
+		return fmt.Sprintf("%s names another image now", l[LabelBaseRef])
+	}
+	return ""
+}

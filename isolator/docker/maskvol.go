@@ -1,0 +1,107 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"path"
+	"strings"
+
+	cerrdefs "github.com/containerd/errdefs"
+	dockercontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/volume"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
+)
+
+// The engine-side source of file masks: an empty file, root's, mode 0444, alone in a
+// volume of the engine's, bound read-only by its path on the engine's machine (the
+// volume's mount point). Every engine has one of its own; nothing of this host's is
+// bound. A write to a mask fails (read-only), a read finds it empty; the init checks
+// both.
+const (
+	maskVolume = "devsandbox-mask"
+	maskFile   = "empty"
+)
+
+// needsMask reports whether p masks a file.
+func needsMask(p *isolator.Plan) bool {
+	for _, m := range p.Mounts {
+		if m.Kind == isolator.MaskFile {
+			return true
+		}
+	}
+	return false
+}
+
+// maskSource returns the engine-side path of the mask file, making the volume that
+// holds it when the engine has none (the first run, or after `docker volume prune`),
+// from image (any image: the container is never started).
+func (b *Isolator) maskSource(ctx context.Context, e Engine, image string) (string, error) {
+	failed := func(format string, args ...any) error {
+		return fmt.Errorf("%w: preparing the source of file masks (the volume %s) in the docker engine: %s; the command did not run", isolator.ErrProtection, maskVolume, fmt.Sprintf(format, args...))
+	}
+	v, err := e.VolumeInspect(ctx, maskVolume)
+	if err == nil && v.Labels[LabelRole] == "mask" && v.Mountpoint == "" {
+		err = fmt.Errorf("the engine reports no mount point for it")
+	}
+	if err == nil && v.Labels[LabelRole] == "mask" {
+		return path.Join(v.Mountpoint, maskFile), nil
+	}
+	if err == nil && v.Labels[LabelRole] != "mask" {
+		return "", failed("a volume of that name that devsandbox did not make is there; remove it (docker volume rm %s)", maskVolume)
+	}
+	if !cerrdefs.IsNotFound(err) {
+		return "", failed("%v", err)
+	}
+	if v, err = e.VolumeCreate(ctx, volume.CreateOptions{Name: maskVolume, Labels: map[string]string{LabelRole: "mask"}}); err != nil {
+		return "", failed("%v", err)
+	}
+	// Until the file is in it, the volume is no mask source: a failure removes it.
+	done := false
+	defer func() {
+		if !done {
+			_ = e.VolumeRemove(context.WithoutCancel(ctx), maskVolume, false)
+		}
+	}()
+	cfg := &dockercontainer.Config{Image: image, Entrypoint: []string{container.InitPath}, Labels: map[string]string{LabelRole: "mask"}}
+	hc := &dockercontainer.HostConfig{NetworkMode: "none", Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: maskVolume, Target: "/m"}}}
+	c, err := e.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+	if cerrdefs.IsNotFound(err) {
+		return "", fmt.Errorf("%w: the image %s is not on the docker engine (%v); build it with `devsandbox image build` (or pull it, or set docker.image / --image)", isolator.ErrUnavailable, image, err)
+	}
+	if err != nil {
+		return "", failed("%v", err)
+	}
+	defer func() {
+		_ = e.ContainerRemove(context.WithoutCancel(ctx), c.ID, dockercontainer.RemoveOptions{Force: true})
+	}()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: maskFile, Mode: 0o444, Format: tar.FormatPAX})
+	_ = tw.Close()
+	if err := e.CopyToContainer(ctx, c.ID, "/m", &buf, dockercontainer.CopyToContainerOptions{}); err != nil {
+		return "", failed("%v", err)
+	}
+	done = true
+	return path.Join(v.Mountpoint, maskFile), nil
+}
+
+// maskIncomplete explains the engine's refusal of a mask source it does not have: a
+// mask volume without its file (a first run killed while it made it, a hand-made
+// one). It removes the volume, so the next run makes it anew.
+func (b *Isolator) maskIncomplete(ctx context.Context, e Engine, err error, l *container.Layout) error {
+	if l == nil {
+		return nil
+	}
+	for _, m := range l.Mounts {
+		if m.Type == container.Bind && path.Base(path.Dir(path.Dir(m.Source))) == maskVolume && strings.Contains(err.Error(), m.Source) {
+			_ = e.VolumeRemove(context.WithoutCancel(ctx), maskVolume, false)
+			return fmt.Errorf("%w: the docker engine's volume %s has no mask file (%v); devsandbox removed it, run again to make it anew; the command did not run", isolator.ErrUnavailable, maskVolume, err)
+		}
+	}
+	return nil
+}
