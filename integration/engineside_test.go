@@ -49,12 +49,6 @@ func devsandboxOwn(p *project, m mountOf) string {
 		return "the install directory"
 	case within(m.Source, "/tmp") || within(m.Source, "/run"):
 		return "this machine's /tmp or /run"
-	case within(m.Source, state) && m.Destination == filepath.Join(it.home, ".ssh/config") && !m.RW:
-		// Known gap: a tool's generated file below the sandbox home (the ssh tool's
-		// config overlay) is still bound from the state directory: it cannot be in
-		// the image (the home is mounted over it) and Engine API 1.41 has no
-		// volume subpaths.
-		return ""
 	case within(m.Source, state):
 		return "devsandbox's state directory"
 	}
@@ -65,7 +59,8 @@ func devsandboxOwn(p *project, m mountOf) string {
 // but the project and the sandbox home, in every egress mode, with published ports
 // and masks, one-shot and kept: not the init from the install directory, not the
 // proxy's socket, not the socket or publish directory, not a generated file (passwd,
-// group, the CA bundle) or the mask source from the state directory. Its session's
+// group, the CA bundle, a tool's file below the home such as the ssh config) or the
+// mask source from the state directory. Its session's
 // companion binds nothing of the host's.
 func TestDockerBindsOnlyTheProject(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {

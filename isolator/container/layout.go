@@ -96,6 +96,11 @@ type Options struct {
 	// that file masks bind (a file of this host's state directory is not there when
 	// the engine runs elsewhere).
 	MaskSource string
+	// ContentSource, with Shipped, is the path on the engine's machine of a
+	// read-only file holding content: where generated data below a mount (the home,
+	// the project, a tool's binding), which the image cannot carry, is bound from
+	// instead of this host's state directory. The layout lists each in Contents.
+	ContentSource func(content []byte) string
 	// EndpointVolume, with Shipped, is the engine-side volume at EndpointDir that the
 	// container shares with the session's companion (package proxy/companion): the
 	// proxy's socket and the published ports' sockets, for one-shot and kept
@@ -164,6 +169,10 @@ type Layout struct {
 	Files   []HostFile
 	// ImageFiles are what a Shipped layout's image carries besides the programs.
 	ImageFiles []ImageFile
+	// Contents, in a Shipped layout, are the generated files bound from
+	// Options.ContentSource (Path is the target), which the backend makes on the
+	// engine's side before it creates the container.
+	Contents []ImageFile
 	// Hosts, in a Shipped one-shot layout, are the names resolved at launch as
 	// "NAME:ADDRESS", for the engine's own /etc/hosts (instead of a bound file).
 	Hosts []string
@@ -265,9 +274,13 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRO, Path: dst})
 				continue
 			}
-			if o.Shipped && !m.Volatile && onRoot(dst, visible) {
+			switch {
+			case o.Shipped && !m.Volatile && onRoot(dst, visible):
 				l.ImageFiles = append(l.ImageFiles, ImageFile{Path: dst, Content: m.Content})
-			} else {
+			case o.Shipped && o.ContentSource != nil:
+				l.Contents = append(l.Contents, ImageFile{Path: dst, Content: m.Content})
+				l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: o.ContentSource(m.Content), Target: dst, ReadOnly: true})
+			default:
 				l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: l.File(m.Content), Target: dst, ReadOnly: true})
 			}
 			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckData, Path: dst, Size: int64(len(m.Content))})

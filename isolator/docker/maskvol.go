@@ -41,34 +41,43 @@ func needsMask(p *isolator.Plan) bool {
 // holds it when the engine has none (the first run, or after `docker volume prune`),
 // from image (any image: the container is never started).
 func (b *Isolator) maskSource(ctx context.Context, e Engine, image string) (string, error) {
+	return fileVolume(ctx, e, image, "the source of file masks", maskVolume, map[string]string{LabelRole: "mask"}, maskFile, nil)
+}
+
+// fileVolume returns the engine-side path of file in the volume name, labelled
+// labels (its LabelRole tells devsandbox's own), making the volume with file (root's,
+// mode 0444, holding content) when the engine has none, from image (any image: the
+// container is never started). what names the file in errors.
+func fileVolume(ctx context.Context, e Engine, image, what, name string, labels map[string]string, file string, content []byte) (string, error) {
 	failed := func(format string, args ...any) error {
-		return fmt.Errorf("%w: preparing the source of file masks (the volume %s) in the docker engine: %s; the command did not run", isolator.ErrProtection, maskVolume, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: preparing %s (the volume %s) in the docker engine: %s; the command did not run", isolator.ErrProtection, what, name, fmt.Sprintf(format, args...))
 	}
-	v, err := e.VolumeInspect(ctx, maskVolume)
-	if err == nil && v.Labels[LabelRole] == "mask" && v.Mountpoint == "" {
+	role := labels[LabelRole]
+	v, err := e.VolumeInspect(ctx, name)
+	if err == nil && v.Labels[LabelRole] == role && v.Mountpoint == "" {
 		err = fmt.Errorf("the engine reports no mount point for it")
 	}
-	if err == nil && v.Labels[LabelRole] == "mask" {
-		return path.Join(v.Mountpoint, maskFile), nil
+	if err == nil && v.Labels[LabelRole] == role && v.Labels[LabelUser] == labels[LabelUser] {
+		return path.Join(v.Mountpoint, file), nil
 	}
-	if err == nil && v.Labels[LabelRole] != "mask" {
-		return "", failed("a volume of that name that devsandbox did not make is there; remove it (docker volume rm %s)", maskVolume)
+	if err == nil {
+		return "", failed("a volume of that name that devsandbox did not make for this user is there; remove it (docker volume rm %s)", name)
 	}
 	if !cerrdefs.IsNotFound(err) {
 		return "", failed("%v", err)
 	}
-	if v, err = e.VolumeCreate(ctx, volume.CreateOptions{Name: maskVolume, Labels: map[string]string{LabelRole: "mask"}}); err != nil {
+	if v, err = e.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels}); err != nil {
 		return "", failed("%v", err)
 	}
-	// Until the file is in it, the volume is no mask source: a failure removes it.
+	// Until the file is in it, the volume is no source: a failure removes it.
 	done := false
 	defer func() {
 		if !done {
-			_ = e.VolumeRemove(context.WithoutCancel(ctx), maskVolume, false)
+			_ = e.VolumeRemove(context.WithoutCancel(ctx), name, false)
 		}
 	}()
-	cfg := &dockercontainer.Config{Image: image, Entrypoint: []string{container.InitPath}, Labels: map[string]string{LabelRole: "mask"}}
-	hc := &dockercontainer.HostConfig{NetworkMode: "none", Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: maskVolume, Target: "/m"}}}
+	cfg := &dockercontainer.Config{Image: image, Entrypoint: []string{container.InitPath}, Labels: map[string]string{LabelRole: role}}
+	hc := &dockercontainer.HostConfig{NetworkMode: "none", Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: name, Target: "/m"}}}
 	c, err := e.ContainerCreate(ctx, cfg, hc, nil, nil, "")
 	if cerrdefs.IsNotFound(err) {
 		return "", fmt.Errorf("%w: the image %s is not on the docker engine (%v); build it with `devsandbox image build` (or pull it, or set docker.image / --image)", isolator.ErrUnavailable, image, err)
@@ -81,26 +90,28 @@ func (b *Isolator) maskSource(ctx context.Context, e Engine, image string) (stri
 	}()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: maskFile, Mode: 0o444, Format: tar.FormatPAX})
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: file, Mode: 0o444, Size: int64(len(content)), Format: tar.FormatPAX})
+	_, _ = tw.Write(content)
 	_ = tw.Close()
 	if err := e.CopyToContainer(ctx, c.ID, "/m", &buf, dockercontainer.CopyToContainerOptions{}); err != nil {
 		return "", failed("%v", err)
 	}
 	done = true
-	return path.Join(v.Mountpoint, maskFile), nil
+	return path.Join(v.Mountpoint, file), nil
 }
 
-// maskIncomplete explains the engine's refusal of a mask source it does not have: a
-// mask volume without its file (a first run killed while it made it, a hand-made
+// maskIncomplete explains the engine's refusal of a mask or content source it does
+// not have (see contentvol.go): a volume without its file (a first run killed while it made it, a hand-made
 // one). It removes the volume, so the next run makes it anew.
 func (b *Isolator) maskIncomplete(ctx context.Context, e Engine, err error, l *container.Layout) error {
 	if l == nil {
 		return nil
 	}
 	for _, m := range l.Mounts {
-		if m.Type == container.Bind && path.Base(path.Dir(path.Dir(m.Source))) == maskVolume && strings.Contains(err.Error(), m.Source) {
-			_ = e.VolumeRemove(context.WithoutCancel(ctx), maskVolume, false)
-			return fmt.Errorf("%w: the docker engine's volume %s has no mask file (%v); devsandbox removed it, run again to make it anew; the command did not run", isolator.ErrUnavailable, maskVolume, err)
+		v := path.Base(path.Dir(path.Dir(m.Source)))
+		if m.Type == container.Bind && (v == maskVolume || isContentVolume(v)) && strings.Contains(err.Error(), m.Source) {
+			_ = e.VolumeRemove(context.WithoutCancel(ctx), v, false)
+			return fmt.Errorf("%w: the docker engine's volume %s has no file (%v); devsandbox removed it, run again to make it anew; the command did not run", isolator.ErrUnavailable, v, err)
 		}
 	}
 	return nil

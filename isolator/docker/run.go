@@ -60,6 +60,15 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, err
 	}
+	if len(l.Contents) > 0 {
+		// Bound from the engine's volumes, by the paths the engine reports.
+		if opts.ContentSources, err = contentSources(ctx, e, p, opts.Image, l); err != nil {
+			return 0, err
+		}
+		if l, err = layout(p, opts); err != nil {
+			return 0, err
+		}
+	}
 	if err := l.Prepare(); err != nil {
 		return 0, err
 	}

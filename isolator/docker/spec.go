@@ -67,6 +67,10 @@ type Options struct {
 	Shipped        bool
 	EndpointVolume string
 	MaskSource     string
+	// ContentSources are the engine-side paths of the content volumes' files by
+	// volume name (contentvol.go), as the engine reported them; a volume not in it is
+	// where a local engine keeps it.
+	ContentSources map[string]string
 }
 
 // Spec is a rendered docker run: the container to create, or with Keep the kept
@@ -107,8 +111,12 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 
 // layout is p's container layout with opts.
 func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
-	l, err := container.Lay(p, container.Options{Home: opts.Home, InitSource: opts.InitSource, FilesDir: filepath.Join(p.StateDir, "docker"),
-		BootID: opts.BootID, Keep: opts.Keep, HomeVolume: opts.HomeVolume, Shipped: opts.Shipped, EndpointVolume: opts.EndpointVolume, MaskSource: opts.MaskSource}, opts.Version)
+	o := container.Options{Home: opts.Home, InitSource: opts.InitSource, FilesDir: filepath.Join(p.StateDir, "docker"),
+		BootID: opts.BootID, Keep: opts.Keep, HomeVolume: opts.HomeVolume, Shipped: opts.Shipped, EndpointVolume: opts.EndpointVolume, MaskSource: opts.MaskSource}
+	if opts.Shipped {
+		o.ContentSource = contentSource(p, opts)
+	}
+	l, err := container.Lay(p, o, opts.Version)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,8 @@ import (
 //     means its container is gone), or a session's endpoint volume whose owner (the
 //     devsandbox-docker that created it, LabelOwner) is gone, or, when the owner is
 //     not this machine's to check, one over leftoverAge old (a younger one may be a
-//     concurrent run's, between creating it and creating its containers).
+//     concurrent run's, between creating it and creating its containers);
+//   - content volumes (contentvol.go) no container binds, over leftoverAge old.
 //
 // Never a kept container, a running container (a kept container's companion), a home
 // volume or a kept container's endpoint volume (they carry neither label), nor another
@@ -96,6 +97,18 @@ func sweep(ctx context.Context, e Engine, uid int, projectID, current string, no
 			continue
 		}
 		// Not forced: the engine refuses a volume a container took meanwhile.
+		if !dryRun {
+			if err := e.VolumeRemove(ctx, v.Name, false); err != nil && !cerrdefs.IsNotFound(err) {
+				continue
+			}
+		}
+		out = append(out, Leftover{Kind: "volume", Name: v.Name, Project: v.Labels[LabelName]})
+	}
+	unused, err := contentLeftovers(ctx, e, mine, now)
+	if err != nil {
+		return out, fmt.Errorf("listing content volumes: %w", err)
+	}
+	for _, v := range unused {
 		if !dryRun {
 			if err := e.VolumeRemove(ctx, v.Name, false); err != nil && !cerrdefs.IsNotFound(err) {
 				continue

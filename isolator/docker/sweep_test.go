@@ -79,3 +79,28 @@ func TestOwnerGone(t *testing.T) {
 		t.Errorf("reused pid %q: gone %v known %v", reused, gone, known)
 	}
 }
+
+func TestLeftoverContent(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	old, young := now.Add(-2*leftoverAge).Format(time.RFC3339), now.Add(-time.Second).Format(time.RFC3339)
+	mp := "/var/lib/docker/volumes/devsandbox-p-content-00/_data"
+	binds := func(src string) dockercontainer.Summary {
+		return dockercontainer.Summary{State: "exited", Mounts: []dockercontainer.MountPoint{{Type: "bind", Source: src}}}
+	}
+	for _, tc := range []struct {
+		name string
+		at   string
+		cs   []dockercontainer.Summary
+		want bool
+	}{
+		{"unbound, old", old, []dockercontainer.Summary{binds("/p")}, true},
+		{"unbound, young: a concurrent run's", young, nil, false},
+		{"bound by a container (a stopped kept one)", old, []dockercontainer.Summary{binds(mp + "/content")}, false},
+		{"another volume's file", old, []dockercontainer.Summary{binds(mp + "x/content")}, true},
+	} {
+		v := &volume.Volume{Name: tc.name, Mountpoint: mp, CreatedAt: tc.at}
+		if got := leftoverContent(v, tc.cs, now); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

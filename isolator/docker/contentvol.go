@@ -1,0 +1,116 @@
+package docker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	dockercontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
+)
+
+// The engine-side source of generated files the image cannot carry, because a mount
+// covers where they go (a tool's file below the home: the ssh tool's ~/.ssh/config):
+// one volume per project and content, named by a hash of the content, holding it as
+// one file, root's, mode 0444, bound read-only by its path on the engine's machine
+// (the volume's mount point), as the mask file is. Nothing of this host's is bound. A
+// volume is made when a run needs it and the engine has none, and is labelled for the
+// user and project: the sweep removes one no container binds (see contentLeftovers).
+const (
+	roleContent = "content" // LabelRole of a content volume
+	contentFile = "content"
+	// localVolumes is where a local engine keeps its volumes, for --dry-run (a run
+	// asks the engine).
+	localVolumes = "/var/lib/docker/volumes/"
+)
+
+// contentVolume is the name of project's volume holding content.
+func contentVolume(project string, content []byte) string {
+	sum := sha256.Sum256(content)
+	return "devsandbox-" + project + "-content-" + hex.EncodeToString(sum[:8])
+}
+
+// isContentVolume reports whether name is a content volume's.
+func isContentVolume(name string) bool {
+	return strings.HasPrefix(name, "devsandbox-") && strings.Contains(name, "-content-")
+}
+
+// contentSource returns the engine-side path of content's file for p with o: the one
+// the engine reported (o.ContentSources), or where a local engine keeps it.
+func contentSource(p *isolator.Plan, o Options) func([]byte) string {
+	return func(content []byte) string {
+		name := contentVolume(p.Project.Name, content)
+		if s, ok := o.ContentSources[name]; ok {
+			return s
+		}
+		return localVolumes + name + "/_data/" + contentFile
+	}
+}
+
+// contentSources makes sure the engine has a volume for each of l's contents, making
+// the ones it has not, and returns where their files are on the engine's machine.
+func contentSources(ctx context.Context, e Engine, p *isolator.Plan, image string, l *container.Layout) (map[string]string, error) {
+	out := map[string]string{}
+	for _, f := range l.Contents {
+		name := contentVolume(p.Project.Name, f.Content)
+		if _, ok := out[name]; ok {
+			continue
+		}
+		labels := map[string]string{LabelRole: roleContent, LabelUser: fmt.Sprint(p.User.UID), LabelProject: p.Project.ID, LabelName: p.Project.Name}
+		src, err := fileVolume(ctx, e, image, "the file "+f.Path, name, labels, contentFile, f.Content)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = src
+	}
+	return out, nil
+}
+
+// contentLeftovers are the content volumes of the user's (filtered by mine) that no
+// container binds, and that are over leftoverAge old (a younger one may be a
+// concurrent run's, between making it and creating its container). A content volume
+// is bound by path, not mounted as a volume: the engine counts it unused, so its use
+// is read from the containers' binds, stopped and kept ones included.
+func contentLeftovers(ctx context.Context, e Engine, mine filters.Args, now time.Time) ([]*volume.Volume, error) {
+	vf := mine.Clone()
+	vf.Add("label", LabelRole+"="+roleContent)
+	vs, err := e.VolumeList(ctx, volume.ListOptions{Filters: vf})
+	if err != nil || len(vs.Volumes) == 0 {
+		return nil, err
+	}
+	cs, err := e.ContainerList(ctx, dockercontainer.ListOptions{All: true, Filters: mine})
+	if err != nil {
+		return nil, err
+	}
+	var out []*volume.Volume
+	for _, v := range vs.Volumes {
+		if v != nil && leftoverContent(v, cs, now) {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// leftoverContent reports whether content volume v is bound by no container of cs
+// and is leftoverAge old or older. Pure.
+func leftoverContent(v *volume.Volume, cs []dockercontainer.Summary, now time.Time) bool {
+	if v.Mountpoint == "" {
+		return false
+	}
+	for _, c := range cs {
+		for _, m := range c.Mounts {
+			if m.Source == v.Mountpoint || strings.HasPrefix(m.Source, v.Mountpoint+"/") {
+				return false
+			}
+		}
+	}
+	created, err := time.Parse(time.RFC3339, v.CreatedAt)
+	return err == nil && now.Sub(created) >= leftoverAge
+}
