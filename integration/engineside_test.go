@@ -235,3 +235,33 @@ func sessionCompanions(t *testing.T, iso string, p *project) int {
 	}
 	return n
 }
+
+// A tool's generated file below the home (the ssh tool's config overlay) comes from a
+// volume of the engine's: root's, 0444, not writable from the sandbox. A run whose
+// engine lost the volume (a volume prune) makes it anew.
+func TestDockerContentVolume(t *testing.T) {
+	forEachDocker(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		removeContainers(t, iso, p)
+		script := `stat -c '%u %a' ~/.ssh/config; grep -q Host ~/.ssh/config && echo content; (echo x >> ~/.ssh/config) 2>/dev/null && echo WROTE; true`
+		want := "0 444\ncontent\n"
+		id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+		volumes := func() []string {
+			return strings.Fields(dockerAt(t, iso, "volume", "ls", "-q", "--filter", "label=dev.devsandbox.project="+id, "--filter", "label=dev.devsandbox.role=content"))
+		}
+		if out := p.mustSandbox(iso, []string{"--egress=none"}, script); out != want {
+			t.Fatalf("the ssh config: %q, want %q", out, want)
+		}
+		vs := volumes()
+		if len(vs) != 1 {
+			t.Fatalf("want one content volume, have %v", vs)
+		}
+		dockerAt(t, iso, "volume", "rm", vs[0])
+		if out := p.mustSandbox(iso, []string{"--egress=none"}, script); out != want {
+			t.Fatalf("after the volume's removal, the ssh config: %q, want %q", out, want)
+		}
+		if again := volumes(); len(again) != 1 || again[0] != vs[0] {
+			t.Fatalf("want %s made anew, have %v", vs[0], again)
+		}
+	})
+}
