@@ -74,11 +74,13 @@ func contentSources(ctx context.Context, e Engine, p *isolator.Plan, image strin
 }
 
 // contentLeftovers are the content volumes of the user's (filtered by mine) that no
-// container binds, and that are over leftoverAge old (a younger one may be a
-// concurrent run's, between making it and creating its container). A content volume
+// container binds, and that are minAge old or older (the sweep of a run leaves a
+// younger one alone: it may be a concurrent run's, between making it and creating its
+// container; `sandboxes prune` removes every unbound one, and a run that lost its
+// volume meanwhile fails before it starts, telling to run again). A content volume
 // is bound by path, not mounted as a volume: the engine counts it unused, so its use
 // is read from the containers' binds, stopped and kept ones included.
-func contentLeftovers(ctx context.Context, e Engine, mine filters.Args, now time.Time) ([]*volume.Volume, error) {
+func contentLeftovers(ctx context.Context, e Engine, mine filters.Args, now time.Time, minAge time.Duration) ([]*volume.Volume, error) {
 	vf := mine.Clone()
 	vf.Add("label", LabelRole+"="+roleContent)
 	vs, err := e.VolumeList(ctx, volume.ListOptions{Filters: vf})
@@ -91,7 +93,7 @@ func contentLeftovers(ctx context.Context, e Engine, mine filters.Args, now time
 	}
 	var out []*volume.Volume
 	for _, v := range vs.Volumes {
-		if v != nil && leftoverContent(v, cs, now) {
+		if v != nil && leftoverContent(v, cs, now, minAge) {
 			out = append(out, v)
 		}
 	}
@@ -99,8 +101,8 @@ func contentLeftovers(ctx context.Context, e Engine, mine filters.Args, now time
 }
 
 // leftoverContent reports whether content volume v is bound by no container of cs
-// and is leftoverAge old or older. Pure.
-func leftoverContent(v *volume.Volume, cs []dockercontainer.Summary, now time.Time) bool {
+// and is minAge old or older. Pure.
+func leftoverContent(v *volume.Volume, cs []dockercontainer.Summary, now time.Time, minAge time.Duration) bool {
 	if v.Mountpoint == "" {
 		return false
 	}
@@ -112,5 +114,5 @@ func leftoverContent(v *volume.Volume, cs []dockercontainer.Summary, now time.Ti
 		}
 	}
 	created, err := time.Parse(time.RFC3339, v.CreatedAt)
-	return err == nil && now.Sub(created) >= leftoverAge
+	return err == nil && now.Sub(created) >= minAge
 }

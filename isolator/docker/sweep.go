@@ -35,7 +35,8 @@ import (
 //     devsandbox-docker that created it, LabelOwner) is gone, or, when the owner is
 //     not this machine's to check, one over leftoverAge old (a younger one may be a
 //     concurrent run's, between creating it and creating its containers);
-//   - content volumes (contentvol.go) no container binds, over leftoverAge old.
+//   - content volumes (contentvol.go) no container binds: over leftoverAge old in a
+//     run's sweep, any in `sandboxes prune`.
 //
 // Never a kept container, a running container (a kept container's companion), a home
 // volume or a kept container's endpoint volume (they carry neither label), nor another
@@ -104,7 +105,11 @@ func sweep(ctx context.Context, e Engine, uid int, projectID, current string, no
 		}
 		out = append(out, Leftover{Kind: "volume", Name: v.Name, Project: v.Labels[LabelName]})
 	}
-	unused, err := contentLeftovers(ctx, e, mine, now)
+	minAge := leftoverAge
+	if projectID == "" {
+		minAge = 0 // sandboxes prune
+	}
+	unused, err := contentLeftovers(ctx, e, mine, now, minAge)
 	if err != nil {
 		return out, fmt.Errorf("listing content volumes: %w", err)
 	}

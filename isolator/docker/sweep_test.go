@@ -91,15 +91,18 @@ func TestLeftoverContent(t *testing.T) {
 		name string
 		at   string
 		cs   []dockercontainer.Summary
+		age  time.Duration
 		want bool
 	}{
-		{"unbound, old", old, []dockercontainer.Summary{binds("/p")}, true},
-		{"unbound, young: a concurrent run's", young, nil, false},
-		{"bound by a container (a stopped kept one)", old, []dockercontainer.Summary{binds(mp + "/content")}, false},
-		{"another volume's file", old, []dockercontainer.Summary{binds(mp + "x/content")}, true},
+		{"unbound, old", old, []dockercontainer.Summary{binds("/p")}, leftoverAge, true},
+		{"unbound, young: a concurrent run's", young, nil, leftoverAge, false},
+		{"unbound, young, in sandboxes prune", young, nil, 0, true},
+		{"bound by a container (a stopped kept one)", old, []dockercontainer.Summary{binds(mp + "/content")}, leftoverAge, false},
+		{"bound, in sandboxes prune", young, []dockercontainer.Summary{binds(mp + "/content")}, 0, false},
+		{"another volume's file", old, []dockercontainer.Summary{binds(mp + "x/content")}, leftoverAge, true},
 	} {
 		v := &volume.Volume{Name: tc.name, Mountpoint: mp, CreatedAt: tc.at}
-		if got := leftoverContent(v, tc.cs, now); got != tc.want {
+		if got := leftoverContent(v, tc.cs, now, tc.age); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
