@@ -85,14 +85,17 @@ func assertClean(t *testing.T, te *throwawayEngine, p *project, c crashCase, whe
 	if !slices.Equal(cs, want) {
 		t.Errorf("%s: containers %v, want %v", when, cs, want)
 	}
-	// The kept container's own volumes (its endpoint volume, its init's) stay with it.
+	// The kept container's own volumes (its endpoint volume, its init's, the content
+	// volumes whose files it binds) stay with it.
 	var kept []string
 	if want != nil && len(cs) > 0 {
 		for _, c := range cs {
-			kept = append(kept, strings.Fields(te.docker(t, "inspect", "--format", "{{range .Mounts}}{{.Name}} {{end}}", c))...)
+			kept = append(kept, strings.Fields(te.docker(t, "inspect", "--format", "{{range .Mounts}}{{.Name}} {{.Source}} {{end}}", c))...)
 		}
 	}
-	vs = slices.DeleteFunc(vs, func(v string) bool { return slices.Contains(kept, v) })
+	vs = slices.DeleteFunc(vs, func(v string) bool {
+		return slices.ContainsFunc(kept, func(k string) bool { return k == v || strings.Contains(k, "/"+v+"/_data/") })
+	})
 	if len(vs) > 0 {
 		t.Errorf("%s: volumes left: %v", when, vs)
 	}
