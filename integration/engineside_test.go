@@ -73,6 +73,7 @@ func TestDockerBindsOnlyTheProject(t *testing.T) {
 			{"allowlist", []string{"--egress=allowlist", "--allow", "192.0.2.1", "--publish", "0"}},
 			{"none", []string{"--egress=none"}},
 			{"kept proxy", []string{"--keep-container", "--egress=proxy", "--publish", "0"}},
+			{"kept allowlist", []string{"--keep-container", "--egress=allowlist", "--allow", "192.0.2.1", "--publish", "0"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				p := newProject(t)
@@ -262,6 +263,40 @@ func TestDockerContentVolume(t *testing.T) {
 		}
 		if again := volumes(); len(again) != 1 || again[0] != vs[0] {
 			t.Fatalf("want %s made anew, have %v", vs[0], again)
+		}
+	})
+}
+
+// A kept allowlist container's /etc/hosts (the names resolved at launch) is a file of
+// a volume of the engine's, root's, read-only in the sandbox, which each session's
+// firewall helper rewrites in place when the session's rules or names differ: here
+// the file is emptied behind devsandbox's back and the record of the applied rules
+// removed, and the next session of the same container sees it written again.
+func TestDockerKeptHosts(t *testing.T) {
+	forEachDocker(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		removeContainers(t, iso, p)
+		flags := []string{"--keep-container", "--egress=allowlist", "--allow", "192.0.2.1"}
+		script := `stat -c '%u %a' /etc/hosts; grep -c 'resolved by devsandbox' /etc/hosts; (echo x >> /etc/hosts) 2>/dev/null && echo WROTE; true`
+		want := "0 644\n1\n"
+		if out := p.mustSandbox(iso, flags, script); out != want {
+			t.Fatalf("/etc/hosts: %q, want %q", out, want)
+		}
+		id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+		vs := strings.Fields(dockerAt(t, iso, "volume", "ls", "-q", "--filter", "label=dev.devsandbox.project="+id, "--filter", "label=dev.devsandbox.role=volatile"))
+		if len(vs) != 1 {
+			t.Fatalf("want one volatile volume, have %v", vs)
+		}
+		kept := projectContainers(t, iso, p, true)
+		dockerAt(t, iso, "run", "--rm", "--network", "none", "-v", vs[0]+":/v", "devsandbox-test/busybox:1", "sh", "-c", ": > /v/content")
+		if err := os.Remove(filepath.Join(it.home, ".local/state/devsandbox", p.name(), "docker-firewall")); err != nil {
+			t.Fatal(err)
+		}
+		if out := p.mustSandbox(iso, flags, script); out != want {
+			t.Fatalf("/etc/hosts after the rules were applied again: %q, want %q", out, want)
+		}
+		if again := projectContainers(t, iso, p, true); strings.Join(again, " ") != strings.Join(kept, " ") {
+			t.Fatalf("the kept container changed: %v, then %v", kept, again)
 		}
 	})
 }

@@ -101,6 +101,11 @@ type Options struct {
 	// the project, a tool's binding), which the image cannot carry, is bound from
 	// instead of this host's state directory. The layout lists each in Contents.
 	ContentSource func(content []byte) string
+	// VolatileSource, with Shipped and Keep, is the path on the engine's machine of
+	// the root-owned file a kept container binds at dst for Data that changes from
+	// session to session (the backend rewrites it in place per session). The
+	// layout lists each in Volatile.
+	VolatileSource func(dst string) string
 	// EndpointVolume, with Shipped, is the engine-side volume at EndpointDir that the
 	// container shares with the session's companion (package proxy/companion): the
 	// proxy's socket and the published ports' sockets, for one-shot and kept
@@ -173,6 +178,10 @@ type Layout struct {
 	// Options.ContentSource (Path is the target), which the backend makes on the
 	// engine's side before it creates the container.
 	Contents []ImageFile
+	// Volatile, in a Shipped kept layout, are the session's Data bound from
+	// Options.VolatileSource (Path is the target), which the backend writes in
+	// place on the engine's side before the session's command starts.
+	Volatile []ImageFile
 	// Hosts, in a Shipped one-shot layout, are the names resolved at launch as
 	// "NAME:ADDRESS", for the engine's own /etc/hosts (instead of a bound file).
 	Hosts []string
@@ -260,6 +269,12 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 				// The engine writes the container's /etc/hosts, with these names; it
 				// is read-only on a read-only root.
 				l.Hosts = hostsEntries(p.Egress)
+				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRO, Path: dst})
+				continue
+			}
+			if o.Keep && m.Volatile && o.Shipped && o.VolatileSource != nil {
+				l.Volatile = append(l.Volatile, ImageFile{Path: dst, Content: m.Content})
+				l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: o.VolatileSource(dst), Target: dst, ReadOnly: true})
 				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRO, Path: dst})
 				continue
 			}

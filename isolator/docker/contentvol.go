@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +32,31 @@ const (
 	localVolumes = "/var/lib/docker/volumes/"
 )
 
+// A kept container's Data that changes from session to session (egress allowlist:
+// /etc/hosts with the names resolved at launch) is a file of a volume of the engine's
+// per project and target, root's, mode 0644 (writable by root without
+// CAP_DAC_OVERRIDE, by no one else), bound read-only by its path like a content
+// file: the spec stays the same. Each session's firewall helper rewrites it in place
+// (wire.WriteInPlaceArg) with the rules, before the session's command starts.
+const roleVolatile = "volatile" // LabelRole of a kept container's volatile volume
+
+// volatileVolume is the name of project's volume holding the data at dst.
+func volatileVolume(project, dst string) string {
+	sum := sha256.Sum256([]byte(dst))
+	return "devsandbox-" + project + "-volatile-" + hex.EncodeToString(sum[:8])
+}
+
+// volatileSource is contentSource for a kept container's volatile data.
+func volatileSource(p *isolator.Plan, o Options) func(string) string {
+	return func(dst string) string {
+		name := volatileVolume(p.Project.Name, dst)
+		if s, ok := o.ContentSources[name]; ok {
+			return s
+		}
+		return localVolumes + name + "/_data/" + contentFile
+	}
+}
+
 // contentVolume is the name of project's volume holding content.
 func contentVolume(project string, content []byte) string {
 	sum := sha256.Sum256(content)
@@ -39,7 +65,7 @@ func contentVolume(project string, content []byte) string {
 
 // isContentVolume reports whether name is a content volume's.
 func isContentVolume(name string) bool {
-	return strings.HasPrefix(name, "devsandbox-") && strings.Contains(name, "-content-")
+	return strings.HasPrefix(name, "devsandbox-") && (strings.Contains(name, "-content-") || strings.Contains(name, "-volatile-"))
 }
 
 // contentSource returns the engine-side path of content's file for p with o: the one
@@ -54,7 +80,8 @@ func contentSource(p *isolator.Plan, o Options) func([]byte) string {
 	}
 }
 
-// contentSources makes sure the engine has a volume for each of l's contents, making
+// contentSources makes sure the engine has a volume for each of l's contents and
+// volatile files, making
 // the ones it has not, and returns where their files are on the engine's machine.
 func contentSources(ctx context.Context, e Engine, p *isolator.Plan, image string, l *container.Layout) (map[string]string, error) {
 	out := map[string]string{}
@@ -64,7 +91,16 @@ func contentSources(ctx context.Context, e Engine, p *isolator.Plan, image strin
 			continue
 		}
 		labels := map[string]string{LabelRole: roleContent, LabelUser: fmt.Sprint(p.User.UID), LabelProject: p.Project.ID, LabelName: p.Project.Name}
-		src, err := fileVolume(ctx, e, image, "the file "+f.Path, name, labels, contentFile, f.Content)
+		src, err := fileVolume(ctx, e, image, "the file "+f.Path, name, labels, contentFile, f.Content, 0o444)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = src
+	}
+	for _, f := range l.Volatile {
+		name := volatileVolume(p.Project.Name, f.Path)
+		labels := map[string]string{LabelRole: roleVolatile, LabelUser: fmt.Sprint(p.User.UID), LabelProject: p.Project.ID, LabelName: p.Project.Name}
+		src, err := fileVolume(ctx, e, image, "the file "+f.Path, name, labels, contentFile, f.Content, 0o644)
 		if err != nil {
 			return nil, err
 		}
@@ -73,19 +109,23 @@ func contentSources(ctx context.Context, e Engine, p *isolator.Plan, image strin
 	return out, nil
 }
 
-// contentLeftovers are the content volumes of the user's (filtered by mine) that no
-// container binds, and that are minAge old or older (the sweep of a run leaves a
-// younger one alone: it may be a concurrent run's, between making it and creating its
-// container; `sandboxes prune` removes every unbound one, and a run that lost its
-// volume meanwhile fails before it starts, telling to run again). A content volume
-// is bound by path, not mounted as a volume: the engine counts it unused, so its use
-// is read from the containers' binds, stopped and kept ones included.
+// contentLeftovers are the content and volatile volumes of the user's (filtered by
+// mine) that no container binds, and that are minAge old or older (the sweep of a
+// run leaves a younger one alone: it may be a concurrent run's, between making it and
+// creating its container; `sandboxes prune` removes every unbound one, and a run that
+// lost its volume meanwhile fails before it starts, telling to run again). Such a
+// volume is bound by path, not mounted as a volume: the engine counts it unused, so
+// its use is read from the containers' binds, stopped and kept ones included.
 func contentLeftovers(ctx context.Context, e Engine, mine filters.Args, now time.Time, minAge time.Duration) ([]*volume.Volume, error) {
-	vf := mine.Clone()
-	vf.Add("label", LabelRole+"="+roleContent)
-	vs, err := e.VolumeList(ctx, volume.ListOptions{Filters: vf})
-	if err != nil || len(vs.Volumes) == 0 {
+	vs, err := e.VolumeList(ctx, volume.ListOptions{Filters: mine})
+	if err != nil {
 		return nil, err
+	}
+	vs.Volumes = slices.DeleteFunc(vs.Volumes, func(v *volume.Volume) bool {
+		return v == nil || (v.Labels[LabelRole] != roleContent && v.Labels[LabelRole] != roleVolatile)
+	})
+	if len(vs.Volumes) == 0 {
+		return nil, nil
 	}
 	cs, err := e.ContainerList(ctx, dockercontainer.ListOptions{All: true, Filters: mine})
 	if err != nil {
@@ -93,7 +133,7 @@ func contentLeftovers(ctx context.Context, e Engine, mine filters.Args, now time
 	}
 	var out []*volume.Volume
 	for _, v := range vs.Volumes {
-		if v != nil && leftoverContent(v, cs, now, minAge) {
+		if leftoverContent(v, cs, now, minAge) {
 			out = append(out, v)
 		}
 	}

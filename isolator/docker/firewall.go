@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -11,11 +12,13 @@ import (
 	"strings"
 
 	dockercontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // LabelRole marks the short-lived helper containers (value "firewall").
@@ -26,7 +29,7 @@ const LabelRole = "dev.devsandbox.role"
 // nothing else, and runs devsandbox-init (in the derived image; static, so any base
 // image works) to program the rules through netlink and read them back. The engine does the namespace joining, so this works without root on the
 // host, and the same way against a daemon in a VM. Pure.
-func firewallHelper(arg, target, image string, labels map[string]string) (*dockercontainer.Config, *dockercontainer.HostConfig) {
+func firewallHelper(args []string, vols []string, target, image string, labels map[string]string) (*dockercontainer.Config, *dockercontainer.HostConfig) {
 	l := map[string]string{LabelRole: "firewall", LabelKept: "false"}
 	for _, k := range []string{LabelProject, LabelName, LabelDir, LabelVersion, LabelUser} {
 		if v, ok := labels[k]; ok {
@@ -37,7 +40,7 @@ func firewallHelper(arg, target, image string, labels map[string]string) (*docke
 		User:         "0:0",
 		Image:        image,
 		Entrypoint:   []string{InitPath},
-		Cmd:          []string{arg},
+		Cmd:          args,
 		Labels:       l,
 		AttachStdout: true,
 		AttachStderr: true,
@@ -49,7 +52,22 @@ func firewallHelper(arg, target, image string, labels map[string]string) (*docke
 		SecurityOpt: []string{"no-new-privileges"},
 		AutoRemove:  true,
 	}
+	for i, v := range vols {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Source: v, Target: fmt.Sprintf("/v/%d", i)})
+	}
 	return cfg, hc
+}
+
+// firewallArgs are the firewall helper's arguments for spec of p, and the volumes it
+// mounts: the rules, and with a kept container the session's volatile files to
+// rewrite in place (each volume i at /v/i). Pure.
+func firewallArgs(p *isolator.Plan, spec *Spec) (args, vols []string) {
+	args = []string{spec.FirewallArg}
+	for i, f := range spec.Layout.Volatile {
+		vols = append(vols, volatileVolume(p.Project.Name, f.Path))
+		args = append(args, fmt.Sprintf("%s/v/%d/%s=%s", wire.WriteInPlaceArg, i, contentFile, base64.StdEncoding.EncodeToString(f.Content)))
+	}
+	return args, vols
 }
 
 // applyFirewall applies the Plan's egress rules in the network namespace of the
@@ -59,7 +77,8 @@ func (b *Isolator) applyFirewall(ctx context.Context, e Engine, p *isolator.Plan
 	if spec.FirewallArg == "" {
 		return fmt.Errorf("%w: the egress rules could not be applied: the spec has none", isolator.ErrProtection)
 	}
-	cfg, hc := firewallHelper(spec.FirewallArg, target, spec.Config.Image, spec.Config.Labels)
+	args, vols := firewallArgs(p, spec)
+	cfg, hc := firewallHelper(args, vols, target, spec.Config.Image, spec.Config.Labels)
 	if b.FirewallTool != "" {
 		cfg.Entrypoint = []string{b.FirewallTool}
 	}
@@ -125,7 +144,9 @@ func (b *Isolator) ensureKeptFirewall(ctx context.Context, e Engine, p *isolator
 		return fmt.Errorf("%w: inspecting the kept container %s: %w", isolator.ErrProtection, spec.Name, err)
 	}
 	record := filepath.Join(p.StateDir, "docker-firewall")
-	digest := firewallDigest(spec.FirewallArg, id, in.State.StartedAt)
+	// The session's volatile files are rewritten with the rules: they are part of it.
+	args, _ := firewallArgs(p, spec)
+	digest := firewallDigest(strings.Join(args, " "), id, in.State.StartedAt)
 	if old, err := os.ReadFile(record); err == nil && string(old) == digest {
 		return nil
 	}

@@ -60,7 +60,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, err
 	}
-	if len(l.Contents) > 0 {
+	if len(l.Contents) > 0 || len(l.Volatile) > 0 {
 		// Bound from the engine's volumes, by the paths the engine reports.
 		if opts.ContentSources, err = contentSources(ctx, e, p, opts.Image, l); err != nil {
 			return 0, err

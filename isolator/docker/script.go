@@ -234,12 +234,23 @@ func (s *Spec) writeDerived(b *strings.Builder) {
 		fmt.Fprintf(b, "  id=$(docker create --network none --mount type=volume,src=%s,dst=/m --entrypoint %s %s) &&\n", maskVolume, InitPath, sh.Quote(s.Config.Image))
 		fmt.Fprintf(b, "  tar -C \"$d\" -c --owner=0 --group=0 %s | docker cp - \"$id\":/m && docker rm \"$id\" >/dev/null\n", maskFile)
 	}
+	type volFile struct {
+		f                     container.ImageFile
+		name, role, mode, why string
+	}
+	var vfs []volFile
 	for _, f := range l.Contents {
-		name := contentVolume(l.Labels[LabelName], f.Content)
-		fmt.Fprintf(b, "# %s: a generated file below a mount, in the engine's volume %s\n", f.Path, name)
-		fmt.Fprintf(b, "docker volume create --label %s=%s --label %s=%s --label %s=%s --label %s=%s %s >/dev/null &&\n", LabelRole, roleContent,
+		vfs = append(vfs, volFile{f, contentVolume(l.Labels[LabelName], f.Content), roleContent, "0444", "a generated file below a mount"})
+	}
+	for _, f := range l.Volatile {
+		vfs = append(vfs, volFile{f, volatileVolume(l.Labels[LabelName], f.Path), roleVolatile, "0644", "the session's file, which each session's firewall helper rewrites in place"})
+	}
+	for _, v := range vfs {
+		f, name := v.f, v.name
+		fmt.Fprintf(b, "# %s: %s, in the engine's volume %s\n", f.Path, v.why, name)
+		fmt.Fprintf(b, "docker volume create --label %s=%s --label %s=%s --label %s=%s --label %s=%s %s >/dev/null &&\n", LabelRole, v.role,
 			LabelUser, s.Config.Labels[LabelUser], LabelProject, l.Labels[LabelProject], LabelName, sh.Quote(l.Labels[LabelName]), name)
-		fmt.Fprintf(b, "  printf %%s %s > \"$d/%s\" && chmod 0444 \"$d/%s\" &&\n", sh.Quote(string(f.Content)), contentFile, contentFile)
+		fmt.Fprintf(b, "  printf %%s %s > \"$d/%s\" && chmod %s \"$d/%s\" &&\n", sh.Quote(string(f.Content)), contentFile, v.mode, contentFile)
 		fmt.Fprintf(b, "  id=$(docker create --network none --mount type=volume,src=%s,dst=/m --entrypoint %s %s) &&\n", name, InitPath, sh.Quote(s.Config.Image))
 		fmt.Fprintf(b, "  tar -C \"$d\" -c --owner=0 --group=0 %s | docker cp - \"$id\":/m && docker rm \"$id\" >/dev/null\n", contentFile)
 	}

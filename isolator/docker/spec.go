@@ -115,6 +115,9 @@ func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 		BootID: opts.BootID, Keep: opts.Keep, HomeVolume: opts.HomeVolume, Shipped: opts.Shipped, EndpointVolume: opts.EndpointVolume, MaskSource: opts.MaskSource}
 	if opts.Shipped {
 		o.ContentSource = contentSource(p, opts)
+		if opts.Keep {
+			o.VolatileSource = volatileSource(p, opts)
+		}
 	}
 	l, err := container.Lay(p, o, opts.Version)
 	if err != nil {
@@ -141,6 +144,10 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 		if s.FirewallArg, err = netfilter.EncodeArg(fw); err != nil {
 			return nil, err
 		}
+	}
+	if len(l.Volatile) > 0 && s.FirewallArg == "" {
+		// The firewall helper is what rewrites them per session.
+		return nil, fmt.Errorf("%w: a kept container's per-session files need the egress allowlist's helper", isolator.ErrProtection)
 	}
 	var mounts []mount.Mount
 	tmpfs := map[string]string{}

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"net/netip"
@@ -323,6 +324,7 @@ func TestKeptSpecStableAcrossSessions(t *testing.T) {
 			Allow:    []egress.Entry{mustEntry("example.com:443")},
 			Resolved: []egress.Resolved{{Host: "example.com", Addrs: []netip.Addr{netip.MustParseAddr(addr)}}}}
 		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: "/etc/hosts", Content: []byte(addr + " example.com\n"), Volatile: true})
+		p.Proxy.Session = "s"
 		s, err := containerConfig(p, o)
 		if err != nil {
 			t.Fatal(err)
@@ -344,6 +346,22 @@ func TestKeptSpecStableAcrossSessions(t *testing.T) {
 	}
 	if hosts == nil || string(hosts.Content) != "192.0.2.2 example.com\n" {
 		t.Errorf("kept /etc/hosts: %+v", hosts)
+	}
+
+	// Shipped (every run): the file is an engine-side volume's, which the session's
+	// firewall helper rewrites; nothing is written on the host.
+	o.Shipped, o.EndpointVolume = true, "devsandbox-app-0123abcd-ep"
+	x, y = allowlist("192.0.2.1"), allowlist("192.0.2.2")
+	if x.Hash != y.Hash {
+		t.Errorf("shipped: new addresses for an allowed name changed the kept spec: %s, %s", x.Hash, y.Hash)
+	}
+	if len(y.Layout.Files) != 0 {
+		t.Errorf("shipped: host files %+v", y.Layout.Files)
+	}
+	args, vols := firewallArgs(basePlan(), y)
+	want := wire.WriteInPlaceArg + "/v/0/content=" + base64.StdEncoding.EncodeToString([]byte("192.0.2.2 example.com\n"))
+	if len(args) != 2 || args[1] != want || len(vols) != 1 || vols[0] != volatileVolume("app-0123abcd", "/etc/hosts") {
+		t.Errorf("shipped: the firewall helper's arguments %q, volumes %q", args, vols)
 	}
 }
 

@@ -35,8 +35,8 @@ import (
 //     devsandbox-docker that created it, LabelOwner) is gone, or, when the owner is
 //     not this machine's to check, one over leftoverAge old (a younger one may be a
 //     concurrent run's, between creating it and creating its containers);
-//   - content volumes (contentvol.go) no container binds: over leftoverAge old in a
-//     run's sweep, any in `sandboxes prune`.
+//   - content and volatile volumes (contentvol.go) no container binds: over
+//     leftoverAge old in a run's sweep, any in `sandboxes prune`.
 //
 // Never a kept container, a running container (a kept container's companion), a home
 // volume or a kept container's endpoint volume (they carry neither label), nor another

@@ -1,12 +1,16 @@
 package sandboxinit
 
 import (
+	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"syscall"
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/egress/netfilter"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // FirewallArg starts the init's firewall role: `devsandbox-init --firewall=<rules>`
@@ -26,11 +30,18 @@ func FirewallArgs(fw egress.Firewall) ([]string, error) {
 	return []string{arg}, nil
 }
 
-// firewallMain applies the firewall encoded in arg to the current network namespace.
-func firewallMain(arg string, stderr io.Writer) int {
+// firewallMain applies the firewall encoded in arg to the current network namespace,
+// then performs the writes (wire.WriteInPlaceArg) of writes.
+func firewallMain(arg string, writes []string, stderr io.Writer) int {
 	fw, err := netfilter.DecodeArg(arg)
 	if err == nil {
 		err = netfilter.Apply(fw)
+	}
+	for _, w := range writes {
+		if err != nil {
+			break
+		}
+		err = writeInPlace(w)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "devsandbox-init: %v\n", err)
@@ -38,4 +49,30 @@ func firewallMain(arg string, stderr io.Writer) int {
 	}
 	fmt.Fprintln(os.Stdout, "ok")
 	return 0
+}
+
+// writeInPlace performs one wire.WriteInPlaceArg: it truncates and rewrites an
+// existing regular file, never following a link.
+func writeInPlace(arg string) error {
+	spec, ok := strings.CutPrefix(arg, wire.WriteInPlaceArg)
+	name, enc, ok2 := strings.Cut(spec, "=")
+	if !ok || !ok2 {
+		return fmt.Errorf("unknown argument %q", arg)
+	}
+	content, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		return fmt.Errorf("%s: %w", wire.WriteInPlaceArg, err)
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return fmt.Errorf("rewriting %s: %w", name, err)
+	}
+	_, err = f.Write(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("rewriting %s: %w", name, err)
+	}
+	return nil
 }

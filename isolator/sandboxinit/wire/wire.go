@@ -41,6 +41,12 @@ const ManifestEnv = "DEVSANDBOX_INIT"
 // base64 of /run/secrets/<NAME>. The init removes them before running the command.
 const SecretFileEnvPrefix = "DEVSANDBOX_SECRET_FILE_"
 
+// WriteInPlaceArg follows the firewall role's rules argument: "PATH=BASE64" makes the
+// init, once the rules are in place, rewrite the existing file PATH in place (same
+// inode: a kept container binds it) with the decoded content. The docker isolator's
+// firewall helper thus writes a kept container's /etc/hosts of the session.
+const WriteInPlaceArg = "--write-in-place="
+
 // Markers the init writes on stderr.
 const (
 	ReadyMarker = "\x1b_devsandbox:ready\x1b\\"
