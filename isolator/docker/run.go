@@ -193,35 +193,30 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 		b.phase("start")
 		return nil
 	}
+	// The init waits for the session's hello before it checks the rules and starts
+	// the command: start the container while the companion starts, apply the rules,
+	// and say hello only once the proxy and ports are ready (the command may reach
+	// the proxy and be reached on its ports as soon as it starts).
+	if err := start(); err != nil {
+		return 0, err
+	}
 	if p.Egress.NeedsFirewall() {
-		// The init waits for the session's hello before it checks the rules and
-		// starts the command: start, apply the rules, then say hello.
-		if err := start(); err != nil {
-			return 0, err
-		}
 		if err := b.applyFirewall(ctx, e, p, spec, id); err != nil {
 			remove(ctx, e, id)
 			return 0, err
 		}
 		b.phase("firewall")
 	}
-	// The command may reach the proxy and be reached on its ports as soon as it starts.
 	if err := comp.ready(ctx); err != nil {
-		if started {
-			remove(ctx, e, id)
-		}
+		remove(ctx, e, id)
 		return 0, err
 	}
 	sess, err := b.attach(hj.Conn, hj.Reader, p, stdio, hello)
 	if err != nil {
+		remove(ctx, e, id)
 		return 0, err
 	}
 	defer sess.Close()
-	if !started {
-		if err := start(); err != nil {
-			return 0, err
-		}
-	}
 	go removeLeftovers(context.WithoutCancel(ctx), e, p.Project.ID, p.User.UID, id, time.Now())
 	code := 125
 	exited := make(chan struct{})
