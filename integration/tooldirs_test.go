@@ -250,6 +250,14 @@ func TestUserBindsHeldToMasks(t *testing.T) {
 		}
 		r = run(t, p.dir, nil, "", "--isolator="+iso, "--config="+cfg, "--mount", "/run:/mnt/run:ro", "--", "/bin/sh", "-c",
 			`[ -S /mnt/run/docker.sock ] && echo SOCKET; [ -e /mnt/run/docker.sock ] && echo masked; true`)
+		if iso == "docker-remote" {
+			// The stand-in's /run is its own, without the socket to mask: the mask
+			// cannot be applied there, and the run fails closed before the command.
+			if r.code != 125 || strings.Contains(r.stdout, "SOCKET") {
+				t.Fatalf("--mount /run:/mnt/run on an engine whose /run is not this machine's:\n%s", r)
+			}
+			return
+		}
 		if r.code != 0 || strings.Contains(r.stdout, "SOCKET") || !strings.Contains(r.stdout, "masked") {
 			t.Fatalf("--mount /run:/mnt/run:\n%s", r)
 		}
