@@ -64,6 +64,28 @@ func projectVolumes(t *testing.T, iso string, p *project) []string {
 	return strings.Fields(dockerAt(t, iso, "volume", "ls", "-q", "--filter", "label=dev.devsandbox.project="+id))
 }
 
+// sessionVolumes are the project's volumes in docker variant iso's engine that belong
+// to a session: all but its content and volatile volumes, which hold generated files
+// for every run of the project (like its home volume) and go with `sandboxes rm` or,
+// once unused, `sandboxes prune`.
+func sessionVolumes(t *testing.T, iso string, p *project) []string {
+	t.Helper()
+	id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+	keep := map[string]bool{}
+	for _, role := range []string{"content", "volatile"} {
+		for _, v := range strings.Fields(dockerAt(t, iso, "volume", "ls", "-q", "--filter", "label=dev.devsandbox.project="+id, "--filter", "label=dev.devsandbox.role="+role)) {
+			keep[v] = true
+		}
+	}
+	var out []string
+	for _, v := range projectVolumes(t, iso, p) {
+		if !keep[v] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // removeContainers removes the project's containers and volumes in docker variant
 // iso's engine when the test ends.
 func removeContainers(t *testing.T, iso string, p *project) {

@@ -401,7 +401,7 @@ func isServiceSupervisor(pid int) bool {
 
 // testDockerKill9: the proxy runs in the engine, in the session's companion; kill -9
 // of devsandbox takes the sandbox, the companion and the session's endpoint volume
-// down with it.
+// down with it (the project's content volumes stay, as after any run).
 func testDockerKill9(t *testing.T, iso string, p *project, cmd *exec.Cmd) {
 	if c := roleContainers(t, iso, p, false, "companion"); len(c) != 1 {
 		t.Fatalf("want the session's companion, have %v", c)
@@ -415,7 +415,7 @@ func testDockerKill9(t *testing.T, iso string, p *project, cmd *exec.Cmd) {
 	_ = cmd.Wait()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, h, v := projectContainers(t, iso, p, true), roleContainers(t, iso, p, true, "companion"), projectVolumes(t, iso, p)
+		c, h, v := projectContainers(t, iso, p, true), roleContainers(t, iso, p, true, "companion"), sessionVolumes(t, iso, p)
 		if len(c)+len(h)+len(v) == 0 {
 			return
 		}
