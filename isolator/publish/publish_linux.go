@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/relay"
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/sandboxinit"
 )
 
 // Start listens on the host's 127.0.0.1:HOST_PORT for each of p's published ports and
@@ -67,36 +67,15 @@ func Start(p *isolator.Plan) (stop func(), err error) {
 					continue
 				}
 				go func() {
-					u, err := dialPublished(dirFD, sock)
+					u, err := relay.DialNoFollow(dirFD, sock)
 					if err != nil {
 						c.Close()
 						return
 					}
-					sandboxinit.RelayConns(c, u)
+					relay.Conns(c, u)
 				}()
 			}
 		}()
 	}
 	return stop, nil
-}
-
-// dialPublished connects to the sandbox's socket name in the publish directory dirFD
-// without following a symlink: a sandboxed process can replace the socket with a
-// link to a host socket (the Docker daemon's, say), which the host's relay would
-// otherwise connect every visitor of the published port to.
-func dialPublished(dirFD int, name string) (net.Conn, error) {
-	fd, err := unix.Openat(dirFD, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
-		return nil, fmt.Errorf("%s in the publish directory is not a socket", name)
-	}
-	// The descriptor's /proc path reaches exactly the inode just checked.
-	return net.Dial("unix", fmt.Sprintf("/proc/self/fd/%d", fd))
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/internal/relay"
 )
 
 // The host's relay reaches the sandbox's socket in the publish directory, and never
@@ -48,7 +50,7 @@ func TestDialPublishedRefusesLinks(t *testing.T) {
 	}
 	defer unix.Close(fd)
 
-	c, err := dialPublished(fd, "80.sock")
+	c, err := relay.DialNoFollow(fd, "80.sock")
 	if err != nil {
 		t.Fatalf("the sandbox's socket: %v", err)
 	}
@@ -59,7 +61,7 @@ func TestDialPublishedRefusesLinks(t *testing.T) {
 		t.Fatalf("reached %q, want 80.sock", buf[:n])
 	}
 	for _, name := range []string{"81.sock", "82.sock", "missing.sock"} {
-		if c, err := dialPublished(fd, name); err == nil {
+		if c, err := relay.DialNoFollow(fd, name); err == nil {
 			c.Close()
 			t.Errorf("%s: connected, want refused", name)
 		}
@@ -72,7 +74,7 @@ func TestDialPublishedRefusesLinks(t *testing.T) {
 	if err := os.Symlink(dir, pub); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := dialPublished(fd, "80.sock"); err != nil {
+	if c, err := relay.DialNoFollow(fd, "80.sock"); err != nil {
 		t.Errorf("after the rename: %v", err)
 	} else {
 		c.Close()

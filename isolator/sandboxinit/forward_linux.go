@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/relay"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
@@ -124,7 +125,7 @@ func relayToLiveSocket(c net.Conn, dir string) {
 			u.Close()
 			continue
 		}
-		RelayConns(c, u)
+		relay.Conns(c, u)
 		return
 	}
 	c.Close()
@@ -210,27 +211,5 @@ func Relay(c net.Conn, network, address string) {
 		c.Close()
 		return
 	}
-	RelayConns(c, u)
-}
-
-// RelayConns copies between c and u both ways until both ends are done, then closes
-// them.
-func RelayConns(c, u net.Conn) {
-	defer c.Close()
-	defer u.Close()
-	done := make(chan struct{}, 1)
-	go func() {
-		_, _ = io.Copy(u, c)
-		closeWrite(u)
-		done <- struct{}{}
-	}()
-	_, _ = io.Copy(c, u)
-	closeWrite(c)
-	<-done
-}
-
-func closeWrite(c net.Conn) {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
-	}
+	relay.Conns(c, u)
 }

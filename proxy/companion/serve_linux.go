@@ -16,6 +16,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/internal/relay"
 )
 
 // Serve is the companion: it reads the Request from in, listens on the proxy socket
@@ -208,54 +210,12 @@ func (r *relays) serve(ln net.Listener, sock string) {
 			continue
 		}
 		go func() {
-			u, err := dialNoFollow(r.dirFD, sock)
+			u, err := relay.DialNoFollow(r.dirFD, sock)
 			if err != nil {
 				c.Close()
 				return
 			}
-			relayConns(c, u)
+			relay.Conns(c, u)
 		}()
-	}
-}
-
-// dialNoFollow connects to the socket name in directory dirFD without following a
-// symlink: the sandbox can replace its socket with a link to another socket in the
-// companion's view (the proxy's), which every visitor of the published port would
-// otherwise reach.
-func dialNoFollow(dirFD int, name string) (net.Conn, error) {
-	fd, err := unix.Openat(dirFD, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
-		return nil, fmt.Errorf("%s in the publish directory is not a socket", name)
-	}
-	// The descriptor's /proc path reaches exactly the inode just checked.
-	return net.Dial("unix", fmt.Sprintf("/proc/self/fd/%d", fd))
-}
-
-// relayConns copies both ways until both directions are done.
-func relayConns(c, u net.Conn) {
-	defer c.Close()
-	defer u.Close()
-	done := make(chan struct{}, 1)
-	go func() {
-		_, _ = io.Copy(u, c)
-		closeWrite(u)
-		done <- struct{}{}
-	}()
-	_, _ = io.Copy(c, u)
-	closeWrite(c)
-	<-done
-}
-
-func closeWrite(c net.Conn) {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
 	}
 }
