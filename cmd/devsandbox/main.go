@@ -78,7 +78,7 @@ func (a *app) main(args []string) int {
 	a.command = command
 	argv := append([]string{"devsandbox"}, flags...)
 	argv = append(argv, sub...)
-	err := a.cli().Run(argv)
+	err := a.cli(len(sub) > 0 || asksHelp(flags)).Run(argv)
 	var ee exitError
 	var ue usageError
 	switch {
@@ -101,7 +101,21 @@ const exitStatusHelp = "the command's own; 128+N when it was killed by signal N;
 	"run, a protection that could not be applied), always with a message saying why. " +
 	"`devsandbox doctor` exits 1 when the selected isolator cannot run."
 
-func (a *app) cli() *cli.App {
+// asksHelp reports whether flags may ask for the top-level help page: a help flag,
+// or a value that reads like one (resolved by urfave/cli, not here).
+func asksHelp(flags []string) bool {
+	for _, f := range flags {
+		if name, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "="); strings.HasPrefix(f, "-") && (name == "h" || name == "help") {
+			return true
+		}
+	}
+	return false
+}
+
+// cli is the command line. The top-level help page is laid out only when it may be
+// shown (helpPage: a subcommand, which includes help, or a help flag): a run never
+// shows it, and laying it out is a measurable share of a launch's start.
+func (a *app) cli(helpPage bool) *cli.App {
 	const usage = "run a command in a sandbox scoped to the current project"
 	const usageText = "devsandbox [flags] [--] [COMMAND [ARG...]]\n" +
 		"devsandbox doctor | config show|validate|init|trust | tools list | logs proxy\n" +
@@ -114,11 +128,15 @@ func (a *app) cli() *cli.App {
 	onUsage := func(_ *cli.Context, err error, _ bool) error { return usageError{err} }
 	setUsageErrors(cmds, onUsage)
 	flags := runFlags()
+	help := ""
+	if helpPage {
+		help = clihelp.Root("devsandbox", usage, usageText, cmds, flags, exitStatusHelp)
+	}
 	return &cli.App{
 		Name:                      "devsandbox",
 		Usage:                     usage,
 		UsageText:                 usageText,
-		CustomAppHelpTemplate:     clihelp.Root("devsandbox", usage, usageText, cmds, flags, exitStatusHelp),
+		CustomAppHelpTemplate:     help,
 		Version:                   config.Version,
 		HideVersion:               true, // --version is one of runFlags
 		Writer:                    a.stdout,
