@@ -12,8 +12,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/devsandbox/devsandbox/internal/clihelp"
-
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/planner"
@@ -26,7 +24,7 @@ func (a *app) commands() []*cli.Command {
 		{
 			Name:        "doctor",
 			Usage:       "check the host: what each isolator needs, and the fixes",
-			Description: clihelp.Describe("One row per requirement, with its status and how to fix it. Exits 1 when the selected isolator cannot run."),
+			Description: a.describe("One row per requirement, with its status and how to fix it. Exits 1 when the selected isolator cannot run."),
 			Action:      a.doctor,
 		},
 		{
@@ -36,7 +34,7 @@ func (a *app) commands() []*cli.Command {
 				{Name: "show", Usage: "print the effective configuration with the origin of each value", Flags: []cli.Flag{jsonFlag}, Action: a.configShow},
 				{Name: "validate", Usage: "check a config file; report the first error with file, line and key", ArgsUsage: "FILE", Action: a.configValidate},
 				{Name: "init", Usage: "write a commented starter config file; never overwrites", ArgsUsage: "[FILE]",
-					Description: clihelp.Describe("Writes FILE, by default the user config file ($XDG_CONFIG_HOME/devsandbox/config.toml). An existing file is left as it is."), Action: a.configInit},
+					Description: a.describe("Writes FILE, by default the user config file ($XDG_CONFIG_HOME/devsandbox/config.toml). An existing file is left as it is."), Action: a.configInit},
 				{Name: "trust", Usage: "trust this project's .devsandbox.toml as it is now (review it first)", Action: a.configTrust},
 			},
 		},

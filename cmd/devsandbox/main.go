@@ -38,6 +38,9 @@ type app struct {
 	start          time.Time
 
 	command []string // what to sandbox, split off before urfave/cli parses flags
+	// helpPages: lay out help text (a subcommand or a help flag was given); a run
+	// shows none, and laying it out is a measurable share of a launch's start.
+	helpPages bool
 
 	warnMu sync.Mutex // warnings come from the run's watch too, while it runs
 }
@@ -78,7 +81,8 @@ func (a *app) main(args []string) int {
 	a.command = command
 	argv := append([]string{"devsandbox"}, flags...)
 	argv = append(argv, sub...)
-	err := a.cli(len(sub) > 0 || asksHelp(flags)).Run(argv)
+	a.helpPages = len(sub) > 0 || asksHelp(flags)
+	err := a.cli().Run(argv)
 	var ee exitError
 	var ue usageError
 	switch {
@@ -112,10 +116,16 @@ func asksHelp(flags []string) bool {
 	return false
 }
 
-// cli is the command line. The top-level help page is laid out only when it may be
-// shown (helpPage: a subcommand, which includes help, or a help flag): a run never
-// shows it, and laying it out is a measurable share of a launch's start.
-func (a *app) cli(helpPage bool) *cli.App {
+// describe lays out a subcommand's description, when help may be shown.
+func (a *app) describe(text string) string {
+	if !a.helpPages {
+		return ""
+	}
+	return clihelp.Describe(text)
+}
+
+// cli is the command line; its help pages are laid out only when a.helpPages.
+func (a *app) cli() *cli.App {
 	const usage = "run a command in a sandbox scoped to the current project"
 	const usageText = "devsandbox [flags] [--] [COMMAND [ARG...]]\n" +
 		"devsandbox doctor | config show|validate|init|trust | tools list | logs proxy\n" +
@@ -129,7 +139,7 @@ func (a *app) cli(helpPage bool) *cli.App {
 	setUsageErrors(cmds, onUsage)
 	flags := runFlags()
 	help := ""
-	if helpPage {
+	if a.helpPages {
 		help = clihelp.Root("devsandbox", usage, usageText, cmds, flags, exitStatusHelp)
 	}
 	return &cli.App{

@@ -10,8 +10,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/devsandbox/devsandbox/internal/clihelp"
-
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
 	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
@@ -22,12 +20,12 @@ func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
 	return &cli.Command{
 		Name:        "sandboxes",
 		Usage:       "list and remove what devsandbox keeps per project",
-		Description: clihelp.Describe("What devsandbox keeps per project: kept containers, home volumes, sandbox homes and state."),
+		Description: a.describe("What devsandbox keeps per project: kept containers, home volumes, sandbox homes and state."),
 		Subcommands: []*cli.Command{
 			{Name: "list", Usage: "every project's kept container, volume and sandbox home, with sizes", Flags: []cli.Flag{jsonFlag}, Action: a.sandboxesList},
 			{Name: "rm", Usage: "remove what devsandbox keeps for the named projects", ArgsUsage: "NAME...",
-				Description: clihelp.Describe("Removes the kept container, the home volume, the sandbox home and the state of each named project (NAME as `sandboxes list` shows it)."), Action: a.sandboxesRm},
-			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: clihelp.Describe("Removes what belongs to projects that no longer exist or were unused for --days; what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses), never a kept container, a running one, or a home volume; and the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them)."), Flags: []cli.Flag{
+				Description: a.describe("Removes the kept container, the home volume, the sandbox home and the state of each named project (NAME as `sandboxes list` shows it)."), Action: a.sandboxesRm},
+			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days; what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses), never a kept container, a running one, or a home volume; and the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them)."), Flags: []cli.Flag{
 				&cli.IntFlag{Name: "days", Value: 30, Usage: "remove sandboxes unused for `N` days"},
 				&cli.BoolFlag{Name: "dry-run", Usage: "only print what would be removed"},
 			}, Action: a.sandboxesPrune},
