@@ -81,10 +81,13 @@ func (w *walk) run(root string, tree *node, workers int) (*node, error) {
 		return nil, &fs.PathError{Op: "read", Path: root, Err: err}
 	}
 	w.visit(tree, fd, buf)
+	// The caller is one of the workers, with its buffer; the others allocate theirs
+	// only when they get a task (a small or cached tree needs none).
 	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(w.work)
+	for range workers - 1 {
+		wg.Go(func() { w.work(nil) })
 	}
+	w.work(buf)
 	wg.Wait()
 	if w.err != nil {
 		return nil, w.err
@@ -92,8 +95,9 @@ func (w *walk) run(root string, tree *node, workers int) (*node, error) {
 	return tree, nil
 }
 
-func (w *walk) work() {
-	buf := make([]byte, bufSize)
+// work runs queued tasks until there are none and none running; buf is nil until
+// the first task needs one.
+func (w *walk) work(buf []byte) {
 	w.mu.Lock()
 	for {
 		for len(w.queue) == 0 && w.busy > 0 {
@@ -106,6 +110,9 @@ func (w *walk) work() {
 		t := w.queue[len(w.queue)-1] // last in, first out: depth first, a short queue
 		w.queue = w.queue[:len(w.queue)-1]
 		w.mu.Unlock()
+		if buf == nil {
+			buf = make([]byte, bufSize)
+		}
 		w.do(t, buf)
 		w.mu.Lock()
 		if w.busy--; w.busy == 0 {
