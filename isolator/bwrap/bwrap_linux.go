@@ -166,7 +166,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	if len(spec.Checks) > 0 {
-		env = append(env, wire.ManifestEnv+"="+(&wire.Manifest{Checks: spec.Checks, BootID: pin.BootID()}).Encode())
+		env = append(env, wire.ManifestEnv+"="+wire.EncodeChecks(spec.Checks, pin.BootID()))
 	}
 	ready, err := newReadyPair()
 	if err != nil {

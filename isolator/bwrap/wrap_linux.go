@@ -87,7 +87,7 @@ func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, 
 		return nil, err
 	}
 	if len(spec.Checks) > 0 && p.Self != "" {
-		env = append(env, wire.ManifestEnv+"="+(&wire.Manifest{Checks: spec.Checks, BootID: pin.BootID()}).Encode())
+		env = append(env, wire.ManifestEnv+"="+wire.EncodeChecks(spec.Checks, pin.BootID()))
 	}
 	files, _, err := dataFiles(spec.Files, func(i int) *os.File { return pins.Sources[index[i]].File })
 	if err != nil {

@@ -148,8 +148,15 @@ func (m *Manifest) Encode() string {
 	return string(b)
 }
 
-// DecodeManifest parses a ManifestEnv value.
+// DecodeManifest parses a ManifestEnv value: JSON, or the form EncodeChecks writes.
 func DecodeManifest(s string) (*Manifest, error) {
+	if rest, ok := strings.CutPrefix(s, checksHeader); ok {
+		m, err := decodeChecks(rest)
+		if err != nil {
+			return nil, fmt.Errorf("bad %s: %w", ManifestEnv, err)
+		}
+		return m, nil
+	}
 	var m Manifest
 	if err := json.Unmarshal([]byte(s), &m); err != nil {
 		return nil, fmt.Errorf("bad %s: %w", ManifestEnv, err)
