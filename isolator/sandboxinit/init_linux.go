@@ -107,6 +107,11 @@ func Main(args []string, stderr io.Writer) int {
 	if err := closeInherited(readyFD); err != nil {
 		return failed(err.Error())
 	}
+	// From here on a signal the host sends waits for the command (once the host has
+	// the readiness report it may send one at any time). Subscribing starts the
+	// runtime's signal thread, which then starts while the checks below run.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 	if nproc > 0 {
 		if err := SetNproc(nproc); err != nil {
 			return failed(err.Error())
@@ -150,7 +155,7 @@ func Main(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "devsandbox: %s: %s\n", argv[0], msg)
 		return code
 	}
-	return runInit(path, argv, takeTTY, stderr)
+	return runInit(path, argv, takeTTY, sigs, stderr)
 }
 
 // SetNproc limits the tasks of the caller's user (in its user namespace) to n,
@@ -164,10 +169,8 @@ func SetNproc(n int) error {
 }
 
 // runInit starts the command as a child in a session of its own and serves as the
-// sandbox's pid 1 until it exits.
-func runInit(path string, argv []string, takeTTY bool, stderr io.Writer) int {
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+// sandbox's pid 1 until it exits, passing on the signals that arrive on sigs.
+func runInit(path string, argv []string, takeTTY bool, sigs <-chan os.Signal, stderr io.Writer) int {
 	sys := &syscall.SysProcAttr{Setsid: true}
 	if takeTTY {
 		// The command's session owns the terminal and its process group is in the
