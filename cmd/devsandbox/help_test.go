@@ -83,3 +83,22 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}
 }
+
+// The top-level page is laid out only when it may be shown; every way of asking
+// for it still gets it, not urfave/cli's default page.
+func TestHelpPageLaidOutWhenAsked(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"-help"}, {"--help=true"}, {"help"}, {"--egress", "open", "--help"}} {
+		a, out, _ := testApp()
+		if code := a.main(args); code != 0 {
+			t.Errorf("%v exited %d", args, code)
+		}
+		if !strings.Contains(out.String(), "EXIT STATUS:") {
+			t.Errorf("%v: not the devsandbox help page:\n%s", args, out.String())
+		}
+	}
+	for _, flags := range [][]string{nil, {"--egress", "open"}, {"--image", "help"}, {"--debug"}} {
+		if asksHelp(flags) {
+			t.Errorf("asksHelp(%q) = true", flags)
+		}
+	}
+}
