@@ -314,8 +314,9 @@ func testEgressKill9(t *testing.T, iso string, o *outside) {
 	for _, mode := range []string{"proxy", "allowlist"} {
 		t.Run(mode, func(t *testing.T) {
 			p := newProject(t)
+			// The proxy starts on the sandbox's first connection to it: the script makes one.
 			cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--egress="+mode, "--allow", o.addr+":8080",
-				"--", "/bin/sh", "-c", `sleep 1000 & echo ready; wait`)
+				"--", "/bin/sh", "-c", fmt.Sprintf(`curl -s -o /dev/null -m 5 -x "$HTTPS_PROXY" http://%s:8080/; sleep 1000 & echo ready; wait`, o.addr))
 			stdout, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -328,7 +329,6 @@ func testEgressKill9(t *testing.T, iso string, o *outside) {
 				testDockerKill9(t, iso, p, cmd)
 				return
 			}
-			// devsandbox starts its proxy in the background, alongside the sandbox.
 			isProxy := func(pid int) bool { return program(pid) == "devsandbox-proxy" }
 			tree := descendants(cmd.Process.Pid)
 			for deadline := time.Now().Add(5 * time.Second); !slices.ContainsFunc(tree, isProxy) && time.Now().Before(deadline); {

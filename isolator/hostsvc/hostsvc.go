@@ -38,8 +38,9 @@ type Options struct {
 // Services are the running host services of one run.
 type Services struct {
 	watch     *watch.Watcher
-	stops     []func() // in the order they are to stop
-	listeners *os.File // the host end of the proxy's listener channel, or nil
+	stops     []func()         // in the order they are to stop
+	listeners *os.File         // the host end of the proxy's listener channel, or nil
+	trigger   *service.Trigger // starts the proxy when a handed listener has a connection
 }
 
 // Start starts the host services p needs, in this order: the socket directory (made
@@ -86,6 +87,12 @@ func (s *Services) startEgress(p *isolator.Plan, o Options) error {
 					s.Stop()
 					return fmt.Errorf("%w: %w", isolator.ErrProtection, err)
 				}
+				if so.Trigger, err = service.NewTrigger(); err != nil {
+					so.Listeners.Close()
+					s.Stop()
+					return fmt.Errorf("%w: the egress proxy: %w", isolator.ErrProtection, err)
+				}
+				s.trigger = so.Trigger
 			}
 			start = func(p *isolator.Plan) (func(), error) { return service.Start(p, so) }
 		}
@@ -104,11 +111,15 @@ func (s *Services) startEgress(p *isolator.Plan, o Options) error {
 }
 
 // HandListener hands ln, a listening TCP socket, to the session proxy, which serves it
-// until it stops; the caller should close its own copy. It fails when the proxy was not
-// started with Options.Listeners.
+// until it stops; the caller should close its own copy. The first connection pending
+// on ln starts the proxy, if nothing has yet (service.Start). It fails when the proxy
+// was not started with Options.Listeners.
 func (s *Services) HandListener(ln *os.File) error {
 	if s == nil || s.listeners == nil {
 		return errors.New("the session proxy takes no listeners")
+	}
+	if err := s.trigger.Watch(ln); err != nil {
+		return fmt.Errorf("watching the proxy's listener: %w", err)
 	}
 	return service.SendListener(s.listeners, ln)
 }

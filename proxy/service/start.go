@@ -33,12 +33,20 @@ type Options struct {
 	// (NewListenerChannel): the proxy also serves the listening sockets the caller
 	// hands on the other end (SendListener). Start closes it.
 	Listeners *os.File
+	// Trigger, when set, starts the proxy (see Start); the caller watches the
+	// listening sockets it hands on the channel with it. Start watches the proxy
+	// socket with it and owns it from then on: stop closes it.
+	Trigger *Trigger
 }
 
 // Start binds p's proxy socket (p.Egress.Proxy.Unix, mode 0600, in a directory only
-// this user can enter) and starts devsandbox-proxy serving it, with the settings and
-// the environment of p. It does not wait for the proxy to be ready: the socket listens
-// from the start, so the sandbox's first connections queue until it accepts.
+// this user can enter) and has devsandbox-proxy serve it, with the settings and the
+// environment of p. The socket listens from the start; the proxy process starts on
+// demand, when the first connection is pending on the socket or on a listener the
+// Trigger watches (a run that never connects starts none). That connection, and any
+// other made before the proxy runs, waits in the backlog until the proxy accepts it.
+// Everything that can be checked before the process runs (the program, the
+// environment's files) is checked here, and fails Start.
 //
 // devsandbox-proxy gets the listening socket (handoff.FirstExtraFD), runs in its own
 // process group (a Ctrl-C meant for the command does not reach it) with SIGTERM as
@@ -48,16 +56,19 @@ type Options struct {
 // Only the socket is made before Start returns; the fork and exec happen in the
 // background, off the launch path. If they fail, the error is printed and the socket
 // stops listening, so the sandbox's connections are refused: egress fails closed.
-// stop ends the control pipe and waits for the proxy (it flushes the audit log),
-// killing it after the bound, then removes the socket.
+// stop ends the control pipe and waits for the proxy, if it started (it flushes the
+// audit log), killing it after the bound, then removes the socket.
 func Start(p *isolator.Plan, o Options) (stop func(), err error) {
-	if o.Listeners != nil {
-		defer func() {
-			if err != nil {
+	defer func() {
+		if err != nil {
+			if o.Listeners != nil {
 				o.Listeners.Close()
 			}
-		}()
-	}
+			if o.Trigger != nil {
+				o.Trigger.Close()
+			}
+		}
+	}()
 	bin := o.Binary
 	if bin == "" {
 		if bin, err = binary(); err != nil {
@@ -83,21 +94,40 @@ func Start(p *isolator.Plan, o Options) (stop func(), err error) {
 // spawn binds sock and starts bin for req with exactly env, in the background (see
 // Start).
 func spawn(bin string, req handoff.Request, env []string, sock string, o Options) (stop func(), err error) {
+	trig := o.Trigger
+	if trig == nil {
+		if trig, err = NewTrigger(); err != nil {
+			return nil, fmt.Errorf("%w: the egress proxy: %w", isolator.ErrProtection, err)
+		}
+	}
 	ln, err := listen(sock)
+	if err == nil {
+		if err = trig.Watch(ln); err != nil {
+			ln.Close()
+			os.Remove(sock)
+		}
+	}
 	if err != nil {
+		trig.Close()
 		return nil, fmt.Errorf("%w: the egress proxy cannot listen on %s: %w", isolator.ErrProtection, sock, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		// Pdeathsig fires when the thread that forked the child exits, not the
-		// process: fork from a locked thread that lives until the proxy has exited.
-		runtime.LockOSThread()
 		files := []*os.File{ln}
 		if o.Listeners != nil {
 			files = append(files, o.Listeners)
 		}
+		if !trig.wait() {
+			for _, f := range files {
+				f.Close()
+			}
+			return
+		}
+		// Pdeathsig fires when the thread that forked the child exits, not the
+		// process: fork from a locked thread that lives until the proxy has exited.
+		runtime.LockOSThread()
 		proc, err := handoff.Start(ctx, handoff.Program{Path: bin, Env: env, Stdio: isolator.Stdio{Err: o.Stderr},
 			Files: files, SysProcAttr: sysProcAttr(), WaitDelay: o.Bound}, req)
 		// The proxy has its own copies now (or, on error, nobody listens, and a
@@ -115,6 +145,7 @@ func spawn(bin string, req handoff.Request, env []string, sock string, o Options
 	}()
 	return func() {
 		cancel()
+		trig.Close()
 		<-done
 		os.Remove(sock)
 	}, nil
