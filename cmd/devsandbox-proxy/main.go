@@ -1,8 +1,8 @@
 // Command devsandbox-proxy is the egress proxy of one devsandbox session. It is a
 // separate program so that devsandbox itself never links the proxy's HTTP stack (whose
 // package init would slow every launch, in every egress mode); devsandbox starts it
-// only in the proxy and allowlist modes, through package handoff (see proxy/service
-// for the caller's side):
+// only in the proxy and allowlist modes, when the sandbox first connects, through
+// package handoff (see proxy/service for the caller's side):
 //   - the request's Settings (proxy/service.Settings) carry the policy, the session
 //     and the audit log's directory, and name the variables holding the secrets;
 //   - the environment holds exactly those variables (and SSL_CERT_FILE, SSL_CERT_DIR
