@@ -54,6 +54,7 @@ type Writer struct {
 	pending    int              // records dropped since the last KindDropped record
 	lastMarker time.Time
 	closed     bool
+	expired    chan struct{} // closed once the expired files are removed (nil: nothing to wait for)
 }
 
 // dropKey is what makes a record that is not allowed a new one: the first for its
@@ -63,8 +64,10 @@ type dropKey struct {
 	port                 int
 }
 
-// Open starts session's file in dir (created 0700 as needed), first removing the
-// session files, and legacy log files, last written longer ago than the retention.
+// Open starts session's file in dir (created 0700 as needed) and removes the session
+// files, and legacy log files, last written longer ago than the retention. The removal
+// runs in the background, so that the proxy's first request does not wait for a scan
+// of every past session's file; Close waits for it.
 func Open(dir, session string, o Options) (*Writer, error) {
 	if o.DeniedBudget == 0 {
 		o.DeniedBudget = DefaultDeniedBudget
@@ -79,7 +82,6 @@ func Open(dir, session string, o Options) (*Writer, error) {
 	if err := os.MkdirAll(sub, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the proxy log directory: %w", err)
 	}
-	removeExpired(dir, o.Now().Add(-o.Retention))
 	start := o.Now().UTC()
 	base := start.Format("20060102T150405.000Z") + "-" + fileSafe(session)
 	var f *os.File
@@ -103,7 +105,12 @@ func Open(dir, session string, o Options) (*Writer, error) {
 		f.Close()
 		return nil, fmt.Errorf("locking the proxy log: %w", err)
 	}
-	return &Writer{out: f, f: f, session: session, budget: o.DeniedBudget, now: o.Now, seen: map[dropKey]bool{}}, nil
+	expired := make(chan struct{})
+	go func() {
+		defer close(expired)
+		removeExpired(dir, start.Add(-o.Retention))
+	}()
+	return &Writer{out: f, f: f, session: session, budget: o.DeniedBudget, now: o.Now, seen: map[dropKey]bool{}, expired: expired}, nil
 }
 
 // NewStream is a Writer of session's records to out, one JSON line each, with the
@@ -213,8 +220,12 @@ func (w *Writer) append(rec Record) error {
 }
 
 // Close writes the count of records dropped since the last KindDropped record, syncs
-// and closes the file; later writes are dropped. It may be called again.
+// and closes the file, once Open's removal of expired files is done; later writes are
+// dropped. It may be called again.
 func (w *Writer) Close() error {
+	if w.expired != nil {
+		<-w.expired
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
