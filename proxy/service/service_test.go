@@ -105,7 +105,7 @@ func TestStart(t *testing.T) {
 	sock, marker := filepath.Join(dir, "run", "p.sock"), filepath.Join(dir, "stopped")
 	p := fakePlan(sock, marker)
 	p.HostEnv = map[string]string{fakeProxyEnv: "serve"}
-	stop, err := spawn(os.Args[0], handoff.Request{Op: OpServe, Settings: handoff.Args(SettingsOf(p))}, []string{fakeProxyEnv + "=serve"}, sock, Options{Bound: 5 * time.Second, Stderr: os.Stderr})
+	stop, err := spawn(os.Args[0], SettingsOf(p), []string{fakeProxyEnv + "=serve"}, sock, Options{Bound: 5 * time.Second, Stderr: os.Stderr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestStartEnvironment(t *testing.T) {
 	dir := shortTemp(t)
 	sock, marker := filepath.Join(dir, "p.sock"), filepath.Join(dir, "stopped")
 	env := []string{fakeProxyEnv + "=env", "DEVSANDBOX_CREDENTIAL_0=v"}
-	stop, err := spawn(os.Args[0], handoff.Request{Op: OpServe, Settings: handoff.Args(SettingsOf(fakePlan(sock, marker)))}, env, sock, Options{Bound: 5 * time.Second, Stderr: os.Stderr})
+	stop, err := spawn(os.Args[0], SettingsOf(fakePlan(sock, marker)), env, sock, Options{Bound: 5 * time.Second, Stderr: os.Stderr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestStartEnvironment(t *testing.T) {
 // passed.
 func TestStartKillsAfterBound(t *testing.T) {
 	sock := filepath.Join(shortTemp(t), "p.sock")
-	stop, err := spawn(os.Args[0], handoff.Request{Op: OpServe, Settings: handoff.Args(Settings{})}, []string{fakeProxyEnv + "=stubborn"}, sock, Options{Bound: 200 * time.Millisecond, Stderr: os.Stderr})
+	stop, err := spawn(os.Args[0], Settings{}, []string{fakeProxyEnv + "=stubborn"}, sock, Options{Bound: 200 * time.Millisecond, Stderr: os.Stderr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestStartKillsAfterBound(t *testing.T) {
 // (connections are refused, none waits forever) and stop still cleans up.
 func TestStartFailsClosed(t *testing.T) {
 	sock := filepath.Join(shortTemp(t), "p.sock")
-	stop, err := spawn(filepath.Join(shortTemp(t), Program), handoff.Request{Op: OpServe}, nil, sock, Options{Bound: time.Second, Stderr: io.Discard})
+	stop, err := spawn(filepath.Join(shortTemp(t), Program), Settings{}, nil, sock, Options{Bound: time.Second, Stderr: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

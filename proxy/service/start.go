@@ -87,13 +87,12 @@ func Start(p *isolator.Plan, o Options) (stop func(), err error) {
 	}
 	set := SettingsOf(p)
 	set.Listeners = o.Listeners != nil
-	req := handoff.Request{Op: OpServe, Settings: handoff.Args(set)}
-	return spawn(bin, req, env, p.Egress.Proxy.Unix, o)
+	return spawn(bin, set, env, p.Egress.Proxy.Unix, o)
 }
 
-// spawn binds sock and starts bin for req with exactly env, in the background (see
-// Start).
-func spawn(bin string, req handoff.Request, env []string, sock string, o Options) (stop func(), err error) {
+// spawn binds sock and starts bin serving set with exactly env, in the background
+// (see Start).
+func spawn(bin string, set Settings, env []string, sock string, o Options) (stop func(), err error) {
 	trig := o.Trigger
 	if trig == nil {
 		if trig, err = NewTrigger(); err != nil {
@@ -128,6 +127,7 @@ func spawn(bin string, req handoff.Request, env []string, sock string, o Options
 		// Pdeathsig fires when the thread that forked the child exits, not the
 		// process: fork from a locked thread that lives until the proxy has exited.
 		runtime.LockOSThread()
+		req := handoff.Request{Op: OpServe, Settings: handoff.Args(set)} // encoded only when needed
 		proc, err := handoff.Start(ctx, handoff.Program{Path: bin, Env: env, Stdio: isolator.Stdio{Err: o.Stderr},
 			Files: files, SysProcAttr: sysProcAttr(), WaitDelay: o.Bound}, req)
 		// The proxy has its own copies now (or, on error, nobody listens, and a

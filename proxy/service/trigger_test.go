@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/devsandbox/devsandbox/isolator/handoff"
 )
 
 // tcpListener is a listening socket on the loopback and its descriptor.
@@ -40,7 +38,7 @@ func TestStartOnDemand(t *testing.T) {
 				t.Fatal(err)
 			}
 			ln, lnFile := tcpListener(t)
-			stop, err := spawn(os.Args[0], handoff.Request{Op: OpServe, Settings: handoff.Args(SettingsOf(fakePlan(sock, marker)))},
+			stop, err := spawn(os.Args[0], SettingsOf(fakePlan(sock, marker)),
 				[]string{fakeProxyEnv + "=serve"}, sock, Options{Bound: 5 * time.Second, Stderr: os.Stderr, Trigger: trig})
 			if err != nil {
 				t.Fatal(err)
