@@ -19,7 +19,6 @@ import (
 	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/api/types/system"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
@@ -34,7 +33,7 @@ const (
 	LabelContent = "dev.devsandbox.content"
 )
 
-// derivedCacheFile, in devsandbox's state directory, maps an engine's ID, a base
+// derivedCacheFile, in devsandbox's state directory, maps an engine's address, a base
 // image's ID and what a run ships to the derived image's ID on that engine.
 const derivedCacheFile = "docker-images.json"
 
@@ -43,18 +42,14 @@ const derivedCacheFile = "docker-images.json"
 // becomes the container's read-only root. Nothing is copied per run: the image is
 // made once per engine, base image, devsandbox build and content, and cached. A
 // cached ID is used only when the engine still has an image of that ID with the
-// labels it was made with (an ID, unlike a tag, names content no one can change).
+// labels it was made with: an ID, unlike a tag, names content no one can change (it
+// is the digest of the image's config, which names its layers' digests), so an image
+// of that ID on any engine is the one made. The engine's address only keeps engines'
+// entries apart; it is not trusted to identify one (a miss makes the image again).
 func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *isolator.Plan, base string, pr programs, files []container.ImageFile) (string, error) {
-	var info system.Info
-	infoErr := make(chan error, 1)
-	go func() {
-		var err error
-		info, err = e.Info(ctx)
-		infoErr <- err
-	}()
 	bi, err := e.ImageInspect(ctx, base)
-	if ierr := <-infoErr; ierr != nil {
-		st := engineDown(addr, ierr)
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		st := engineDown(addr, err)
 		return "", fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
 	}
 	if err != nil {
@@ -64,7 +59,7 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	if err != nil {
 		return "", err
 	}
-	cacheKey := info.ID + " " + bi.ID + " " + key
+	cacheKey := addr.Host + " " + bi.ID + " " + key
 	cache := filepath.Join(filepath.Dir(p.StateDir), derivedCacheFile)
 	if id := readDerivedCache(cache)[cacheKey]; id != "" {
 		in, err := e.ImageInspect(ctx, id)

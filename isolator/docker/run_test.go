@@ -25,7 +25,6 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
@@ -120,10 +119,6 @@ func (f *fakeEngine) Close() error { return nil }
 
 func (f *fakeEngine) ServerVersion(context.Context) (types.Version, error) {
 	return types.Version{APIVersion: "1.41", Arch: "amd64"}, nil
-}
-
-func (f *fakeEngine) Info(context.Context) (system.Info, error) {
-	return system.Info{ID: "ENGINE"}, nil
 }
 
 func (f *fakeEngine) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (image.InspectResponse, error) {
@@ -803,6 +798,24 @@ func TestDerivedImageCached(t *testing.T) {
 	run()
 	if commits() != 4 || image() != "sha256:derived3" {
 		t.Fatalf("back to the first base: %d commits, image %s", commits(), image())
+	}
+	// Another engine address: its own entry (the first engine's stays); an ID cached
+	// for one address is still checked on the engine there (the fake has no Info: a
+	// run does not ask the engine who it is).
+	b.dial = func() (Engine, Address, error) { return f, Address{Host: "unix:///other.sock", Origin: "test"}, nil }
+	run()
+	if commits() != 5 || image() != "sha256:derived5" {
+		t.Fatalf("another engine: %d commits, image %s", commits(), image())
+	}
+	delete(f.derived, "sha256:derived5")
+	run()
+	if commits() != 6 || image() != "sha256:derived6" {
+		t.Fatalf("image gone from the other engine: %d commits, image %s", commits(), image())
+	}
+	b.dial = func() (Engine, Address, error) { return f, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
+	run()
+	if commits() != 6 || image() != "sha256:derived3" {
+		t.Fatalf("back to the first engine: %d commits, image %s", commits(), image())
 	}
 }
 
