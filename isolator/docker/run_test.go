@@ -72,6 +72,7 @@ type fakeEngine struct {
 	requests []companion.Request
 	volumes  map[string]volume.CreateOptions
 	created  []*fakeContainer // every container created, removed ones too
+	sweeps   int              // sweeps of leftovers begun
 }
 
 func mapValues(m map[string]string) []string {
@@ -361,6 +362,9 @@ func (f *fakeEngine) VolumeList(context.Context, volume.ListOptions) (volume.Lis
 func (f *fakeEngine) ContainerList(_ context.Context, o dockercontainer.ListOptions) ([]dockercontainer.Summary, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if o.Filters.Contains("status") {
+		f.sweeps++ // a sweep's first listing
+	}
 	var out []dockercontainer.Summary
 	for _, img := range o.Filters.Get("ancestor") {
 		for _, c := range f.created {
