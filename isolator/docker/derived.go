@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -45,7 +47,9 @@ const derivedCacheFile = "docker-images.json"
 // labels it was made with: an ID, unlike a tag, names content no one can change (it
 // is the digest of the image's config, which names its layers' digests), so an image
 // of that ID on any engine is the one made. The engine's address only keeps engines'
-// entries apart; it is not trusted to identify one (a miss makes the image again).
+// entries apart; it is not trusted to identify one: on a miss, the IDs cached for the
+// same content under other addresses are tried the same way before the image is made
+// again.
 func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *isolator.Plan, base string, pr programs, files []container.ImageFile) (string, error) {
 	bi, err := e.ImageInspect(ctx, base)
 	if err != nil && !cerrdefs.IsNotFound(err) {
@@ -59,11 +63,30 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	if err != nil {
 		return "", err
 	}
-	cacheKey := addr.Host + " " + bi.ID + " " + key
+	what := " " + bi.ID + " " + key
+	cacheKey := addr.Host + what
 	cache := filepath.Join(filepath.Dir(p.StateDir), derivedCacheFile)
-	if id := readDerivedCache(cache)[cacheKey]; id != "" {
+	m := readDerivedCache(cache)
+	// This address's entry first, then other addresses' for the same content (one
+	// engine reached by two addresses, a socket's two paths): each only once the
+	// engine shows it has that image.
+	cands := []string{m[cacheKey]}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if k != cacheKey && strings.HasSuffix(k, what) {
+			cands = append(cands, m[k])
+		}
+	}
+	tried := map[string]bool{"": true}
+	for _, id := range cands {
+		if tried[id] {
+			continue
+		}
+		tried[id] = true
 		in, err := e.ImageInspect(ctx, id)
 		if err == nil && in.ID == id && in.Config != nil && in.Config.Labels[LabelBase] == bi.ID && in.Config.Labels[LabelVersion] == b.Version {
+			if id != m[cacheKey] {
+				writeDerivedCache(cache, cacheKey, id)
+			}
 			return id, nil
 		}
 	}

@@ -803,23 +803,32 @@ func TestDerivedImageCached(t *testing.T) {
 	if commits() != 4 || image() != "sha256:derived3" {
 		t.Fatalf("back to the first base: %d commits, image %s", commits(), image())
 	}
-	// Another engine address: its own entry (the first engine's stays); an ID cached
-	// for one address is still checked on the engine there (the fake has no Info: a
-	// run does not ask the engine who it is).
-	b.dial = func() (Engine, Address, error) { return f, Address{Host: "unix:///other.sock", Origin: "test"}, nil }
+	// The same engine by another address: the image cached under the first is found
+	// (after the same check) and recorded under this one too.
+	other := func() (Engine, Address, error) { return f, Address{Host: "unix:///other.sock", Origin: "test"}, nil }
+	first := b.dial
+	b.dial = other
+	run()
+	if commits() != 4 || image() != "sha256:derived3" {
+		t.Fatalf("another address of the engine: %d commits, image %s", commits(), image())
+	}
+	// Gone from the engine: made again, once, and found by either address.
+	delete(f.derived, "sha256:derived3")
 	run()
 	if commits() != 5 || image() != "sha256:derived5" {
-		t.Fatalf("another engine: %d commits, image %s", commits(), image())
+		t.Fatalf("image gone, by the other address: %d commits, image %s", commits(), image())
 	}
-	delete(f.derived, "sha256:derived5")
+	b.dial = first
+	run()
+	if commits() != 5 || image() != "sha256:derived5" {
+		t.Fatalf("back to the first address: %d commits, image %s", commits(), image())
+	}
+	// A cached ID whose image has other labels is not used under any address.
+	f.derived["sha256:derived5"].Config.Labels[LabelVersion] = "0.9"
+	b.dial = other
 	run()
 	if commits() != 6 || image() != "sha256:derived6" {
-		t.Fatalf("image gone from the other engine: %d commits, image %s", commits(), image())
-	}
-	b.dial = func() (Engine, Address, error) { return f, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
-	run()
-	if commits() != 6 || image() != "sha256:derived3" {
-		t.Fatalf("back to the first engine: %d commits, image %s", commits(), image())
+		t.Fatalf("mismatched labels, by the other address: %d commits, image %s", commits(), image())
 	}
 }
 
