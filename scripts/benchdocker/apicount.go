@@ -111,4 +111,4 @@ func printRequests(name string, reqs []string) {
 	}
 }
 
-var elideIDs = regexp.MustCompile(`[0-9a-f]{64}|[0-9a-f]{12}|sha256:[0-9a-f]{64}`)
+var elideIDs = regexp.MustCompile(`\b(sha256:)?[0-9a-f]{64}\b|\b[0-9a-f]{12}\b`)
