@@ -13,6 +13,7 @@ import (
 	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
+	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/docker/helper"
@@ -82,10 +83,7 @@ func goSweep(ctx context.Context, e Engine, p *isolator.Plan, current string, al
 	go func() {
 		defer close(done)
 		if _, err := sweep(context.WithoutCancel(ctx), e, p.User.UID, p.Project.ID, current, now, false); err == nil {
-			if f, err := os.OpenFile(stamp, os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
-				f.Close()
-				_ = os.Chtimes(stamp, now, now)
-			}
+			recordSweep(stamp, now)
 		}
 	}()
 	return func() {
@@ -96,11 +94,23 @@ func goSweep(ctx context.Context, e Engine, p *isolator.Plan, current string, al
 	}
 }
 
-// sweepDue reports whether a warm run sweeps: the last sweep recorded in stamp is
-// sweepEvery old or older, in the future (a clock set back), or unknown.
-func sweepDue(stamp string, now time.Time) bool {
-	fi, err := os.Stat(stamp)
+// recordSweep sets stamp's time to now, creating it (never through a symbolic link).
+func recordSweep(stamp string, now time.Time) {
+	f, err := os.OpenFile(stamp, os.O_WRONLY|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
+		return // the next warm run sweeps again
+	}
+	defer f.Close()
+	tv := unix.NsecToTimeval(now.UnixNano())
+	_ = unix.Futimes(int(f.Fd()), []unix.Timeval{tv, tv})
+}
+
+// sweepDue reports whether a warm run sweeps: the last sweep recorded in stamp is
+// sweepEvery old or older, in the future (a clock set back), or unknown (stamp is
+// missing or not a regular file).
+func sweepDue(stamp string, now time.Time) bool {
+	fi, err := os.Lstat(stamp)
+	if err != nil || !fi.Mode().IsRegular() {
 		return true
 	}
 	age := now.Sub(fi.ModTime())

@@ -165,4 +165,31 @@ func TestSweepWhen(t *testing.T) {
 	run(false, "one-shot, just swept", true)
 	run(false, "one-shot again", true)
 	run(true, "warm", false)
+
+	// A symbolic link in the stamp's place is neither followed nor trusted.
+	target := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(target, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	long := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(target, time.Now(), long); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(stamp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, stamp); err != nil {
+		t.Fatal(err)
+	}
+	before := f.sweeps
+	b.Keep = true
+	if _, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	if f.sweeps == before {
+		t.Errorf("a link in the stamp's place made a warm run skip its sweep")
+	}
+	if fi, err := os.Stat(target); err != nil || !fi.ModTime().Equal(long) {
+		t.Errorf("the sweep's time was written through a link in the stamp's place")
+	}
 }
