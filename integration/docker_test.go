@@ -280,6 +280,42 @@ func TestDockerLeftoverRemoved(t *testing.T) {
 	})
 }
 
+// A stopped one-shot container of the project is removed by a warm run in its kept
+// container too, once a sweep is due: the project's last sweep (the time of
+// docker-sweep in its state directory) is ten minutes old. A warm run right after a
+// sweep leaves it for later (the sweep's listings stay off the warm launch).
+func TestDockerKeptSweepsWhenDue(t *testing.T) {
+	forEachDocker(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		removeContainers(t, iso, p)
+		keep := []string{"--keep-container", "--egress=none"}
+		settle(p, iso, keep)
+		stamp := filepath.Join(it.home, ".local/state/devsandbox", p.name(), "docker-sweep")
+		if _, err := os.Stat(stamp); err != nil {
+			t.Fatalf("the kept container's first run recorded no sweep: %v", err)
+		}
+		id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+		left := dockerAt(t, iso, "run", "-d", "--label", "dev.devsandbox.project="+id, "--label", "dev.devsandbox.kept=false", "--label", "dev.devsandbox.uid="+strconv.Itoa(it.uid), "devsandbox-test/busybox:1", "true")
+		dockerAt(t, iso, "wait", left)
+		p.mustSandbox(iso, keep, `true`)
+		if !slices.Contains(projectContainers(t, iso, p, true), left) {
+			t.Fatalf("a warm run right after a sweep swept (leftover %s gone)", left)
+		}
+		old := time.Now().Add(-11 * time.Minute)
+		if err := os.Chtimes(stamp, old, old); err != nil {
+			t.Fatal(err)
+		}
+		p.mustSandbox(iso, keep, `true`)
+		// The run waits for its sweep.
+		if slices.Contains(projectContainers(t, iso, p, true), left) {
+			t.Fatalf("leftover container %s still there after a warm run with a sweep due", left)
+		}
+		if fi, err := os.Stat(stamp); err != nil || time.Since(fi.ModTime()) > time.Minute {
+			t.Errorf("the warm run's sweep is not recorded: %v", err)
+		}
+	})
+}
+
 // --dry-run prints a docker run line that runs as is (plain mode of the init) when
 // the names it shows are set; the protections hold there too.
 func TestDockerDryRunIsRunnable(t *testing.T) {

@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,7 +21,6 @@ import (
 	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/api/types/system"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
@@ -34,7 +35,7 @@ const (
 	LabelContent = "dev.devsandbox.content"
 )
 
-// derivedCacheFile, in devsandbox's state directory, maps an engine's ID, a base
+// derivedCacheFile, in devsandbox's state directory, maps an engine's address, a base
 // image's ID and what a run ships to the derived image's ID on that engine.
 const derivedCacheFile = "docker-images.json"
 
@@ -43,18 +44,16 @@ const derivedCacheFile = "docker-images.json"
 // becomes the container's read-only root. Nothing is copied per run: the image is
 // made once per engine, base image, devsandbox build and content, and cached. A
 // cached ID is used only when the engine still has an image of that ID with the
-// labels it was made with (an ID, unlike a tag, names content no one can change).
+// labels it was made with: an ID, unlike a tag, names content no one can change (it
+// is the digest of the image's config, which names its layers' digests), so an image
+// of that ID on any engine is the one made. The engine's address only keeps engines'
+// entries apart; it is not trusted to identify one: on a miss, the IDs cached for the
+// same content under other addresses are tried the same way before the image is made
+// again.
 func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *isolator.Plan, base string, pr programs, files []container.ImageFile) (string, error) {
-	var info system.Info
-	infoErr := make(chan error, 1)
-	go func() {
-		var err error
-		info, err = e.Info(ctx)
-		infoErr <- err
-	}()
 	bi, err := e.ImageInspect(ctx, base)
-	if ierr := <-infoErr; ierr != nil {
-		st := engineDown(addr, ierr)
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		st := engineDown(addr, err)
 		return "", fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
 	}
 	if err != nil {
@@ -64,11 +63,30 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	if err != nil {
 		return "", err
 	}
-	cacheKey := info.ID + " " + bi.ID + " " + key
+	what := " " + bi.ID + " " + key
+	cacheKey := addr.Host + what
 	cache := filepath.Join(filepath.Dir(p.StateDir), derivedCacheFile)
-	if id := readDerivedCache(cache)[cacheKey]; id != "" {
+	m := readDerivedCache(cache)
+	// This address's entry first, then other addresses' for the same content (one
+	// engine reached by two addresses, a socket's two paths): each only once the
+	// engine shows it has that image.
+	cands := []string{m[cacheKey]}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if k != cacheKey && strings.HasSuffix(k, what) {
+			cands = append(cands, m[k])
+		}
+	}
+	tried := map[string]bool{"": true}
+	for _, id := range cands {
+		if tried[id] {
+			continue
+		}
+		tried[id] = true
 		in, err := e.ImageInspect(ctx, id)
 		if err == nil && in.ID == id && in.Config != nil && in.Config.Labels[LabelBase] == bi.ID && in.Config.Labels[LabelVersion] == b.Version {
+			if id != m[cacheKey] {
+				writeDerivedCache(cache, cacheKey, id)
+			}
 			return id, nil
 		}
 	}

@@ -38,7 +38,7 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 			unlock()
 		}
 	}()
-	id, err := b.keptContainer(ctx, e, addr, spec)
+	id, fresh, err := b.keptContainer(ctx, e, addr, spec)
 	if err != nil {
 		return 0, err
 	}
@@ -72,7 +72,7 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	}
 	defer sess.Close()
 	b.phase("exec")
-	go removeLeftovers(context.WithoutCancel(ctx), e, p.Project.ID, p.User.UID, id, time.Now())
+	defer goSweep(ctx, e, p, id, fresh)()
 	select {
 	case <-sess.report.Seen():
 		b.phase("sandbox ready")
@@ -102,23 +102,25 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 }
 
 // keptContainer returns the id of the running kept container for spec, creating,
-// starting or recreating it as needed.
-func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, spec *Spec) (string, error) {
+// starting or recreating it as needed; fresh tells it was not running.
+func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, spec *Spec) (id string, fresh bool, err error) {
 	in, err := e.ContainerInspect(ctx, spec.Name)
 	switch {
 	case cerrdefs.IsNotFound(err):
-		return b.createKept(ctx, e, addr, spec)
+		id, err := b.createKept(ctx, e, addr, spec)
+		return id, true, err
 	case err != nil:
 		st := engineDown(addr, err)
-		return "", fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+		return "", false, fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
 	}
 	if in.Config != nil && in.Config.Labels[LabelSpec] == spec.Hash {
 		if in.State == nil || !in.State.Running {
 			if err := e.ContainerStart(ctx, in.ID, dockercontainer.StartOptions{}); err != nil {
-				return "", fmt.Errorf("%w: starting the kept container %s: %w", isolator.ErrProtection, spec.Name, err)
+				return "", false, fmt.Errorf("%w: starting the kept container %s: %w", isolator.ErrProtection, spec.Name, err)
 			}
+			return in.ID, true, nil
 		}
-		return in.ID, nil
+		return in.ID, false, nil
 	}
 	// The configuration changed: recreate, unless someone is using it.
 	if in.State != nil && in.State.Running {
@@ -129,15 +131,16 @@ func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, sp
 				if in.Config != nil {
 					old = in.Config.Labels[LabelSpec]
 				}
-				return "", fmt.Errorf("%w: the kept container %s was made from another configuration (spec %s, now %s) and another session is attached to it; end that session first, or run without --keep-container", ErrSpecChanged, spec.Name, old, spec.Hash)
+				return "", false, fmt.Errorf("%w: the kept container %s was made from another configuration (spec %s, now %s) and another session is attached to it; end that session first, or run without --keep-container", ErrSpecChanged, spec.Name, old, spec.Hash)
 			}
 		}
 	}
 	b.warn("the configuration changed since the kept container %s was created; recreating it", spec.Name)
 	if err := e.ContainerRemove(ctx, in.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
-		return "", fmt.Errorf("removing the outdated kept container %s: %w", spec.Name, err)
+		return "", false, fmt.Errorf("removing the outdated kept container %s: %w", spec.Name, err)
 	}
-	return b.createKept(ctx, e, addr, spec)
+	id, err = b.createKept(ctx, e, addr, spec)
+	return id, true, err
 }
 
 // createKept creates and starts the kept container.

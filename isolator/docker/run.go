@@ -217,7 +217,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 		return 0, err
 	}
 	defer sess.Close()
-	go removeLeftovers(context.WithoutCancel(ctx), e, p.Project.ID, p.User.UID, id, time.Now())
+	defer goSweep(ctx, e, p, id, true)()
 	code := 125
 	exited := make(chan struct{})
 	go func() {
@@ -261,12 +261,6 @@ func (b *Isolator) createOnce(ctx context.Context, e Engine, addr Address, p *is
 // remove removes container id with its anonymous volumes, even when ctx is done.
 func remove(ctx context.Context, e Engine, id string) {
 	_ = e.ContainerRemove(context.WithoutCancel(ctx), id, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
-}
-
-// removeLeftovers removes what crashed runs of the project left in the engine (see
-// sweep), while the command runs, off the launch path.
-func removeLeftovers(ctx context.Context, e Engine, projectID string, uid int, current string, now time.Time) {
-	_, _ = sweep(ctx, e, uid, projectID, current, now, false)
 }
 
 // limitsDiscarded turns the engine's warnings about limits it could not apply

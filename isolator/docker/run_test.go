@@ -25,7 +25,6 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
@@ -73,6 +72,7 @@ type fakeEngine struct {
 	requests []companion.Request
 	volumes  map[string]volume.CreateOptions
 	created  []*fakeContainer // every container created, removed ones too
+	sweeps   int              // sweeps of leftovers begun
 }
 
 func mapValues(m map[string]string) []string {
@@ -120,10 +120,6 @@ func (f *fakeEngine) Close() error { return nil }
 
 func (f *fakeEngine) ServerVersion(context.Context) (types.Version, error) {
 	return types.Version{APIVersion: "1.41", Arch: "amd64"}, nil
-}
-
-func (f *fakeEngine) Info(context.Context) (system.Info, error) {
-	return system.Info{ID: "ENGINE"}, nil
 }
 
 func (f *fakeEngine) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (image.InspectResponse, error) {
@@ -366,6 +362,9 @@ func (f *fakeEngine) VolumeList(context.Context, volume.ListOptions) (volume.Lis
 func (f *fakeEngine) ContainerList(_ context.Context, o dockercontainer.ListOptions) ([]dockercontainer.Summary, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if o.Filters.Contains("status") {
+		f.sweeps++ // a sweep's first listing
+	}
 	var out []dockercontainer.Summary
 	for _, img := range o.Filters.Get("ancestor") {
 		for _, c := range f.created {
@@ -803,6 +802,33 @@ func TestDerivedImageCached(t *testing.T) {
 	run()
 	if commits() != 4 || image() != "sha256:derived3" {
 		t.Fatalf("back to the first base: %d commits, image %s", commits(), image())
+	}
+	// The same engine by another address: the image cached under the first is found
+	// (after the same check) and recorded under this one too.
+	other := func() (Engine, Address, error) { return f, Address{Host: "unix:///other.sock", Origin: "test"}, nil }
+	first := b.dial
+	b.dial = other
+	run()
+	if commits() != 4 || image() != "sha256:derived3" {
+		t.Fatalf("another address of the engine: %d commits, image %s", commits(), image())
+	}
+	// Gone from the engine: made again, once, and found by either address.
+	delete(f.derived, "sha256:derived3")
+	run()
+	if commits() != 5 || image() != "sha256:derived5" {
+		t.Fatalf("image gone, by the other address: %d commits, image %s", commits(), image())
+	}
+	b.dial = first
+	run()
+	if commits() != 5 || image() != "sha256:derived5" {
+		t.Fatalf("back to the first address: %d commits, image %s", commits(), image())
+	}
+	// A cached ID whose image has other labels is not used under any address.
+	f.derived["sha256:derived5"].Config.Labels[LabelVersion] = "0.9"
+	b.dial = other
+	run()
+	if commits() != 6 || image() != "sha256:derived6" {
+		t.Fatalf("mismatched labels, by the other address: %d commits, image %s", commits(), image())
 	}
 }
 

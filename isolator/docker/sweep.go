@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -12,7 +13,9 @@ import (
 	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
+	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/docker/helper"
 	"github.com/devsandbox/devsandbox/isolator/pin"
 )
@@ -50,6 +53,69 @@ const (
 	// is left alone.
 	leftoverAge = time.Minute
 )
+
+// When a run sweeps: a one-shot run and a kept run that creates, recreates or starts
+// its container always do, while the command runs (off the launch path); a warm run
+// in a running kept container (the launch people wait for most often) only when the
+// project's last sweep is sweepEvery old or older, or unknown. Its requests (four
+// listings) would otherwise compete with the session's exec on every warm launch;
+// nothing a sweep removes is in anyone's way meanwhile, and `sandboxes prune` removes
+// it all at any time.
+const (
+	// sweepStamp, in the project's state directory, has the time of its last
+	// completed sweep.
+	sweepStamp = "docker-sweep"
+	sweepEvery = 10 * time.Minute
+	// sweepWait bounds how long a run that ended waits for its sweep.
+	sweepWait = 2 * time.Second
+)
+
+// goSweep sweeps the project's leftovers (current is the run's container) in the
+// background when always is set or a sweep is due, and returns a function that waits
+// for it (at most sweepWait), so that it is not cut short by the end of the process.
+func goSweep(ctx context.Context, e Engine, p *isolator.Plan, current string, always bool) (wait func()) {
+	stamp := filepath.Join(p.StateDir, sweepStamp)
+	now := time.Now()
+	if !always && !sweepDue(stamp, now) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := sweep(context.WithoutCancel(ctx), e, p.User.UID, p.Project.ID, current, now, false); err == nil {
+			recordSweep(stamp, now)
+		}
+	}()
+	return func() {
+		select {
+		case <-done:
+		case <-time.After(sweepWait):
+		}
+	}
+}
+
+// recordSweep sets stamp's time to now, creating it (never through a symbolic link).
+func recordSweep(stamp string, now time.Time) {
+	f, err := os.OpenFile(stamp, os.O_WRONLY|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return // the next warm run sweeps again
+	}
+	defer f.Close()
+	tv := unix.NsecToTimeval(now.UnixNano())
+	_ = unix.Futimes(int(f.Fd()), []unix.Timeval{tv, tv})
+}
+
+// sweepDue reports whether a warm run sweeps: the last sweep recorded in stamp is
+// sweepEvery old or older, in the future (a clock set back), or unknown (stamp is
+// missing or not a regular file).
+func sweepDue(stamp string, now time.Time) bool {
+	fi, err := os.Lstat(stamp)
+	if err != nil || !fi.Mode().IsRegular() {
+		return true
+	}
+	age := now.Sub(fi.ModTime())
+	return age >= sweepEvery || age < 0
+}
 
 // Leftover is one object the sweep removes (or would).
 type Leftover = helper.Leftover

@@ -1,12 +1,17 @@
 package docker
 
 import (
+	"context"
+	"io"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/volume"
+
+	"github.com/devsandbox/devsandbox/isolator"
 )
 
 func TestLeftoverContainer(t *testing.T) {
@@ -105,5 +110,86 @@ func TestLeftoverContent(t *testing.T) {
 		if got := leftoverContent(v, tc.cs, now, tc.age); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A run sweeps the project's leftovers: a one-shot run and a kept run that creates,
+// recreates or starts its container always; a warm run in the running kept container
+// only when the last sweep is sweepEvery old, in the future or unrecorded. Each run
+// waits for its sweep, which records its time.
+func TestSweepWhen(t *testing.T) {
+	f := newFake(t)
+	b, p := testIsolator(t, f, true)
+	stamp := filepath.Join(p.StateDir, sweepStamp)
+	step := 0
+	run := func(keep bool, what string, wantSweep bool) {
+		t.Helper()
+		step++
+		before := f.sweeps
+		b.Keep = keep
+		start := time.Now().Add(-time.Second) // mtime granularity
+		if _, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard}); err != nil {
+			t.Fatalf("%d %s: %v", step, what, err)
+		}
+		if swept := f.sweeps > before; swept != wantSweep {
+			t.Errorf("%d %s: swept %v, want %v", step, what, swept, wantSweep)
+		}
+		if fi, err := os.Stat(stamp); wantSweep && (err != nil || fi.ModTime().Before(start)) {
+			t.Errorf("%d %s: the sweep's time is not recorded (%v)", step, what, err)
+		}
+	}
+	setStamp := func(d time.Duration) {
+		t.Helper()
+		if err := os.Chtimes(stamp, time.Now().Add(d), time.Now().Add(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(true, "kept container created", true)
+	run(true, "warm, just swept", false)
+	run(true, "warm, just swept", false)
+	setStamp(-sweepEvery + time.Minute)
+	run(true, "warm, swept a while ago", false)
+	setStamp(-sweepEvery - time.Second)
+	run(true, "warm, last sweep due", true)
+	run(true, "warm after that", false)
+	setStamp(time.Hour)
+	run(true, "warm, a sweep in the future", true)
+	if err := os.Remove(stamp); err != nil {
+		t.Fatal(err)
+	}
+	run(true, "warm, no sweep recorded", true)
+	f.mu.Lock()
+	f.containers["devsandbox-app-0123abcd"].running = false
+	f.mu.Unlock()
+	run(true, "kept container stopped", true)
+	run(false, "one-shot, just swept", true)
+	run(false, "one-shot again", true)
+	run(true, "warm", false)
+
+	// A symbolic link in the stamp's place is neither followed nor trusted.
+	target := filepath.Join(t.TempDir(), "target")
+	if err := os.WriteFile(target, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	long := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(target, time.Now(), long); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(stamp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, stamp); err != nil {
+		t.Fatal(err)
+	}
+	before := f.sweeps
+	b.Keep = true
+	if _, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	if f.sweeps == before {
+		t.Errorf("a link in the stamp's place made a warm run skip its sweep")
+	}
+	if fi, err := os.Stat(target); err != nil || !fi.ModTime().Equal(long) {
+		t.Errorf("the sweep's time was written through a link in the stamp's place")
 	}
 }

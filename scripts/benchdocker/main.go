@@ -12,7 +12,9 @@
 //     --egress=proxy (the kept container's stable proxy endpoint) against `docker
 //     exec` (no targets named).
 //
-// It also reports the Go package init time of devsandbox and devsandbox-docker.
+// It also prints the Engine API requests of one warm run and of one `docker exec`
+// (through a recording socket in front of the engine's), and the Go package init
+// time of devsandbox and devsandbox-docker.
 //
 //	benchdocker -bin bin/devsandbox [-n 20] [-image devsandbox-test/busybox:1] [-user dsbtest]
 package main
@@ -92,6 +94,29 @@ func run(bin string, n int, image, userName string) error {
 	if err != nil {
 		return err
 	}
+	// What one warm run asks of the engine, against docker exec, through a socket that
+	// records the requests (the derived image is found under the engine's other
+	// address: the kept container is the same).
+	sock, err := engineSocket()
+	if err != nil {
+		return err
+	}
+	counter, err := startCounter(filepath.Join(filepath.Dir(bin), "engine.sock"), sock)
+	if err != nil {
+		return err
+	}
+	defer counter.Close()
+	rc := r
+	rc.Env = append(append([]string(nil), r.Env...), "DOCKER_HOST=unix://"+filepath.Join(filepath.Dir(bin), "engine.sock"))
+	var reqs [2][]string
+	for i, argv := range [][]string{kept, kept, {"docker", "exec", id, "true"}} {
+		if _, err := rc.Time(argv); err != nil {
+			return err
+		}
+		if got := counter.take(); i > 0 {
+			reqs[i-1] = got
+		}
+	}
 	allow := []string{bin, "--isolator=docker", "--image=" + image, "--egress=allowlist", "--allow", "192.0.2.1:443", "--", "true"}
 	coldAllow, err := benchrun.Alternate(r, n, raw, allow)
 	if err != nil {
@@ -115,6 +140,8 @@ func run(bin string, n int, image, userName string) error {
 	fmt.Printf("  %-46s %7.1f ms\n", "first run after install (derives the image)", float64(first.Microseconds())/1000)
 	cold.Print(46, "docker run --rm IMAGE true", "devsandbox --isolator=docker -- true", 1.2)
 	warm.Print(46, "docker exec CONTAINER true", "devsandbox --keep-container -- true", 1.0)
+	printRequests("devsandbox --keep-container -- true (warm)", reqs[0])
+	printRequests("docker exec CONTAINER true", reqs[1])
 	coldAllow.Print(46, "docker run --rm IMAGE true", "devsandbox --egress=allowlist -- true", 0)
 	warmProxy.Print(46, "docker exec CONTAINER true", "devsandbox --keep-container --egress=proxy -- true", 0)
 	if err := benchrun.InitTrace([]string{bin, "version"}, true); err != nil {
