@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/devsandbox/devsandbox/proxy/audit"
 )
@@ -152,4 +153,59 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// TestUpstreamStaleKeptConn: a kept connection the origin closed while it idled is
+// replaced, and the request still reaches the origin once.
+func TestUpstreamStaleKeptConn(t *testing.T) {
+	o := newOrigin(t, false, hello)
+	h := newHarness(t, Config{Policy: mustPolicy(t, []string{"origin.test"}, nil, "deny"), Resolver: loopback("origin.test")})
+	c := h.unixClient(t, nil)
+	u := "http://origin.test:" + o.port() + "/x"
+	if code, _ := get(t, c, u); code != 200 {
+		t.Fatalf("first: %d", code)
+	}
+	o.CloseClientConnections() // the proxy's kept connection among them
+	if code, body := get(t, c, u); code != 200 || body != "hello" {
+		t.Fatalf("after the origin closed the kept connection: %d %q", code, body)
+	}
+	if n := o.hits.Load(); n != 2 {
+		t.Errorf("origin served %d requests, want 2", n)
+	}
+}
+
+// TestUpstreamClientLeavesEarly: a client that leaves a large download closes the
+// upstream connection; the proxy does not read the rest of the body.
+func TestUpstreamClientLeavesEarly(t *testing.T) {
+	ended := make(chan error, 1)
+	o := newOrigin(t, false, func(w http.ResponseWriter, _ *http.Request) {
+		buf := make([]byte, 256<<10)
+		w.Header().Set("Content-Length", "1073741824")
+		for range 4096 {
+			if _, err := w.Write(buf); err != nil {
+				ended <- err
+				return
+			}
+		}
+		ended <- nil
+	})
+	h := newHarness(t, Config{Policy: mustPolicy(t, []string{"origin.test"}, nil, "deny"), Resolver: loopback("origin.test")})
+	c := h.dialUnix(t)
+	io.WriteString(c, "GET http://origin.test:"+o.port()+"/big HTTP/1.1\r\nHost: origin.test\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v", resp, err)
+	}
+	if _, err := io.CopyN(io.Discard, resp.Body, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("the origin sent the whole body: the proxy drained it after the client left")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the origin is still sending 10 s after the client left")
+	}
 }
