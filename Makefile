@@ -50,7 +50,7 @@ integration: build ## the conformance suite against real components, as an unpri
 
 test: setup lint unit integration ## everything CI runs: set up, lint (gofmt, vet, the macOS build, staticcheck, shellcheck), unit and integration tests
 
-bench: build ## launch benchmarks against the raw tools, proxy throughput against direct downloads (root; not part of CI)
+bench: build ## launch benchmarks against the raw tools, proxy throughput against direct downloads, MITM throughput in process (root; not part of CI)
 	scripts/bench.sh $(BIN)
 
 bench-docker: build ## docker isolator launches (cold, and warm with keep_container) against the docker CLI

@@ -82,7 +82,7 @@ func (s *Server) tunnel(req *http.Request, client net.Conn, _ *goproxy.ProxyCtx)
 		return
 	}
 	ex.setStatus(http.StatusOK)
-	pipe(client, target, s.cfg.TunnelIdleTimeout, &ex.up, &ex.down)
+	_, _ = pipe(client, target, s.cfg.TunnelIdleTimeout, &ex.up, &ex.down)
 }
 
 // pipe copies client→target (counted in up) and target→client (down) until both
@@ -90,11 +90,11 @@ func (s *Server) tunnel(req *http.Request, client net.Conn, _ *goproxy.ProxyCtx)
 // half-closing protocols work; at an error, closing both connections so the other
 // direction ends too; or when no byte has moved either way for idle. Bytes the client
 // sent with its CONNECT go to the target first; then each direction is spliced in the
-// kernel where both ends are plain sockets (spliceRelay), and copied otherwise.
-func pipe(client, target net.Conn, idle time.Duration, up, down *atomic.Int64) {
+// kernel where both ends are plain sockets (spliceRelay), and copied otherwise. It
+// reports which directions were spliced.
+func pipe(client, target net.Conn, idle time.Duration, up, down *atomic.Int64) (upSpliced, downSpliced bool) {
 	var last atomic.Int64
 	last.Store(time.Now().UnixNano())
-	src := client
 	if bc, ok := client.(*bufferedConn); ok {
 		_ = target.SetWriteDeadline(time.Now().Add(idle))
 		nw, err := target.Write(bc.early)
@@ -102,21 +102,22 @@ func pipe(client, target net.Conn, idle time.Duration, up, down *atomic.Int64) {
 		if err != nil {
 			client.Close()
 			target.Close()
-			return
+			return false, false
 		}
-		src = bc.Conn
+		client = bc.Conn // the early bytes are sent: both directions use the socket itself
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if !spliceRelay(target, src, idle, &last, up) {
-			relay(target, src, idle, &last, up)
+		if upSpliced = spliceRelay(target, client, idle, &last, up); !upSpliced {
+			relay(target, client, idle, &last, up)
 		}
 	}()
-	if !spliceRelay(client, target, idle, &last, down) {
+	if downSpliced = spliceRelay(client, target, idle, &last, down); !downSpliced {
 		relay(client, target, idle, &last, down)
 	}
 	<-done
+	return upSpliced, downSpliced
 }
 
 // relay copies src to dst through a buffer under pipe's contract.

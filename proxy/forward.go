@@ -24,8 +24,14 @@ func (s *Server) roundTrip(req *http.Request, _ *goproxy.ProxyCtx) (*http.Respon
 	if resp := s.screenPush(req, ex); resp != nil {
 		return resp, nil
 	}
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), ex.trace()))
-	resp, err := s.tr.RoundTrip(req)
+	var resp *http.Response
+	var err error
+	if sendsDirect(req) {
+		resp, err = s.up.roundTrip(req, ex)
+	} else {
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), ex.trace()))
+		resp, err = s.tr.RoundTrip(req)
+	}
 	if err == nil {
 		if a := ex.appliedCreds(); a != nil {
 			a.redactHeader(resp.Header)

@@ -92,13 +92,18 @@ func TestNoLeakAfterThousandConnections(t *testing.T) {
 	}
 	settled := func(g, f int) bool {
 		return eventually(t, 20*time.Second, func() bool {
-			h.srv.tr.CloseIdleConnections() // the upstream pool is bounded, not a leak
+			h.srv.tr.CloseIdleConnections() // the upstream pools are bounded, not a leak
+			h.srv.up.closeIdle(false)
 			return runtime.NumGoroutine() <= g && fdCount(t) <= f
 		})
 	}
 	run(len(behaviours)) // warm up lazily started goroutines and pools
 	settled(1<<30, 1<<30)
-	if !eventually(t, 5*time.Second, func() bool { h.srv.tr.CloseIdleConnections(); return h.srv.track.running() == 0 }) {
+	if !eventually(t, 5*time.Second, func() bool {
+		h.srv.tr.CloseIdleConnections()
+		h.srv.up.closeIdle(false)
+		return h.srv.track.running() == 0
+	}) {
 		t.Fatal("warm-up did not finish")
 	}
 	g0, f0 := runtime.NumGoroutine(), fdCount(t)

@@ -80,6 +80,7 @@ type Server struct {
 	dialer *Dialer
 	gp     *goproxy.ProxyHttpServer
 	tr     *http.Transport
+	up     *upstream     // plain requests without a body (sendsDirect)
 	log    *audit.Writer // nil when cfg.LogDir is ""
 	cred   []byte        // "user:secret" expected in Proxy-Authorization on TCP
 	secret string
@@ -115,6 +116,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.tr = s.newTransport()
+	s.up = &upstream{dial: s.dialContext, idle: cfg.IdleTimeout}
 	s.gp = s.newGoproxy()
 	if cfg.CA != nil {
 		// This server's own CA and leaf cache; goproxy's GoproxyCa and MitmConnect

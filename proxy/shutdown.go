@@ -41,6 +41,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.track.closeAll()
 	}
 	s.tr.CloseIdleConnections()
+	s.up.closeIdle(true)
 	if s.log != nil {
 		err = errors.Join(err, s.log.Close())
 	}

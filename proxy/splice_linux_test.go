@@ -82,3 +82,42 @@ func TestSpliceRelayLeavesWrappedConns(t *testing.T) {
 		t.Error("spliceRelay took a wrapped connection")
 	}
 }
+
+// A tunnel whose client sent bytes with its CONNECT (held in a bufferedConn) sends
+// them first, then splices both directions, and counts every byte of each once.
+func TestPipeEarlyBytesThenSplice(t *testing.T) {
+	clientPeer, client := socketPair(t, "tcp")
+	target, targetPeer := socketPair(t, "tcp")
+	early := []byte("early-hello")
+	upRest := make([]byte, 1<<20+3)
+	down := make([]byte, 2<<20+5)
+	rand.Read(upRest)
+	rand.Read(down)
+	go func() {
+		clientPeer.Write(upRest)
+		clientPeer.(interface{ CloseWrite() error }).CloseWrite()
+	}()
+	go func() {
+		targetPeer.Write(down)
+		targetPeer.(interface{ CloseWrite() error }).CloseWrite()
+	}()
+	gotUp, gotDown := make(chan []byte, 1), make(chan []byte, 1)
+	go func() { b, _ := io.ReadAll(targetPeer); gotUp <- b }()
+	go func() { b, _ := io.ReadAll(clientPeer); gotDown <- b }()
+	_ = targetPeer.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_ = clientPeer.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var up, dn atomic.Int64
+	upSpliced, downSpliced := pipe(&bufferedConn{Conn: client, early: early}, target, time.Minute, &up, &dn)
+	if !upSpliced || !downSpliced {
+		t.Errorf("spliced up %v, down %v; want both", upSpliced, downSpliced)
+	}
+	if b := <-gotUp; !bytes.Equal(b, append(early, upRest...)) {
+		t.Errorf("target got %d bytes, want the early bytes then %d", len(b), len(upRest))
+	}
+	if b := <-gotDown; !bytes.Equal(b, down) {
+		t.Errorf("client got %d bytes, want %d", len(b), len(down))
+	}
+	if up.Load() != int64(len(early)+len(upRest)) || dn.Load() != int64(len(down)) {
+		t.Errorf("counted up %d, down %d; want %d, %d", up.Load(), dn.Load(), len(early)+len(upRest), len(down))
+	}
+}

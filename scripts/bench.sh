@@ -4,3 +4,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-bin/devsandbox}
 go run ./scripts/benchlaunch -bin "$bin" -n "${BENCH_RUNS:-200}" -large "${BENCH_LARGE:-200000}"
+# MITM throughput, in process: TLS straight to an origin against the same download
+# decrypted and re-encrypted by the proxy.
+go test ./proxy -run '^$' -bench 'Download(TLSDirect|MITM)$' -benchtime 3x | awk '
+/^BenchmarkDownloadTLSDirect/ { d = $(NF-1) }
+/^BenchmarkDownloadMITM/ { m = $(NF-1) }
+END {
+	if (d == 0 || m == 0) { print "MITM benchmark: no result"; exit 1 }
+	printf "MITM in process, 256 MiB over TLS: direct %.0f MB/s, decrypted through the proxy %.0f MB/s: %.2fx (target >= 0.5x)\n", d, m, m / d
+}'
