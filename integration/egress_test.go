@@ -370,16 +370,14 @@ func testEgressKill9(t *testing.T, iso string, o *outside) {
 			_ = cmd.Wait()
 			deadline := time.Now().Add(10 * time.Second)
 			for _, fd := range fds {
-				pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-				if n, err := unix.Poll(pfd, int(max(time.Until(deadline).Milliseconds(), 0))); err != nil || n != 1 {
+				if err := pidfdExited(fd, deadline); err != nil {
 					t.Errorf("%s outlived devsandbox: %v", names[fd], err)
 				}
 				unix.Close(fd)
 			}
 			serviceDeadline := time.Now().Add(25 * time.Second)
 			for _, fd := range service {
-				pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-				if n, err := unix.Poll(pfd, int(max(time.Until(serviceDeadline).Milliseconds(), 0))); (err != nil || n != 1) && !serviceInUse(t) {
+				if err := pidfdExited(fd, serviceDeadline); err != nil && !serviceInUse(t) {
 					t.Errorf("%s of the podman service outlived devsandbox by 25s with no devsandbox using it: %v", names[fd], err)
 				}
 				unix.Close(fd)

@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -93,14 +94,31 @@ func TestKill9TakesTreeDown(t *testing.T) {
 		_ = cmd.Wait()
 		deadline := time.Now().Add(10 * time.Second)
 		for _, fd := range fds {
-			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			n, err := unix.Poll(pfd, int(time.Until(deadline).Milliseconds()))
-			if err != nil || n != 1 {
+			if err := pidfdExited(fd, deadline); err != nil {
 				t.Errorf("a sandboxed process outlived devsandbox by 10s (pidfd %d): %v", fd, err)
 			}
 			unix.Close(fd)
 		}
 	})
+}
+
+// pidfdExited waits until the process behind pidfd fd has exited, or deadline
+// passes. A signal interrupting the wait (the Go runtime's own preemption signals
+// do) is not an answer: the wait goes on.
+func pidfdExited(fd int, deadline time.Time) error {
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(pfd, int(max(time.Until(deadline).Milliseconds(), 0)))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return err
+		case n != 1:
+			return errors.New("still running at the deadline")
+		}
+		return nil
+	}
 }
 
 // descendants returns the pids of every descendant of pid.

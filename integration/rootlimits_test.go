@@ -360,8 +360,7 @@ func killDevsandbox(t *testing.T, cmd *exec.Cmd) {
 	_ = cmd.Wait()
 	deadline := time.Now().Add(10 * time.Second)
 	for _, fd := range fds {
-		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		if n, err := unix.Poll(pfd, int(time.Until(deadline).Milliseconds())); err != nil || n != 1 {
+		if err := pidfdExited(fd, deadline); err != nil {
 			t.Fatalf("a sandboxed process outlived devsandbox by 10s: %v", err)
 		}
 		unix.Close(fd)
