@@ -21,7 +21,10 @@ const module = "github.com/devsandbox/devsandbox"
 // and docker backends run as devsandbox-krun and devsandbox-docker, reached through
 // isolator/krun/helper and isolator/docker/helper (package handoff). The container
 // core and the host services a run starts link none of them either. What devsandbox
-// links is checked for Linux and macOS.
+// links is checked for Linux and macOS. The init's roles that bwrap and the
+// containers start on every launch (package sandboxinit, which devsandbox links to
+// play the bwrap init) link no netlink or nftables (a package init of their own on
+// every launch): only devsandbox-init's firewall role, the docker isolator's, does.
 func TestImportDirection(t *testing.T) {
 	// Banned import path prefixes.
 	rules := map[string][]string{
@@ -30,7 +33,8 @@ func TestImportDirection(t *testing.T) {
 		module + "/egress":                 {module + "/isolator", module + "/proxy", module + "/cmd", "github.com/docker/", "github.com/containers/", "github.com/elazarl/goproxy"},
 		module + "/syscalls":               {module + "/", "github.com/docker/", "github.com/containers/", "github.com/moby/", "github.com/elazarl/goproxy", "golang.org/x/sys"},
 		module + "/isolator/bwrap":         {"github.com/docker/", "github.com/containers/", "github.com/elazarl/goproxy"},
-		module + "/cmd/devsandbox":         {"github.com/elazarl/goproxy", "github.com/containers/", "github.com/docker/"},
+		module + "/cmd/devsandbox":         {"github.com/elazarl/goproxy", "github.com/containers/", "github.com/docker/", "github.com/google/nftables", "github.com/mdlayher/netlink"},
+		module + "/isolator/sandboxinit":   {"github.com/google/nftables", "github.com/mdlayher/netlink", "github.com/urfave/", "github.com/pelletier/", "github.com/docker/", "github.com/containers/"},
 		module + "/isolator/krun/helper":   {"github.com/containers/"},
 		module + "/isolator/docker/helper": {"github.com/docker/"},
 		module + "/isolator/handoff":       {"github.com/docker/", "github.com/containers/", "github.com/elazarl/goproxy"},
@@ -41,7 +45,7 @@ func TestImportDirection(t *testing.T) {
 	}
 	// Banned packages, by exact path (their subpackages may be allowed).
 	exact := map[string][]string{
-		module + "/cmd/devsandbox":         {module + "/proxy", module + "/isolator/krun", module + "/isolator/docker"},
+		module + "/cmd/devsandbox":         {module + "/proxy", module + "/isolator/krun", module + "/isolator/docker", module + "/egress/netfilter"},
 		module + "/isolator/krun/helper":   {module + "/isolator/krun"},
 		module + "/isolator/docker/helper": {module + "/isolator/docker"},
 	}
@@ -72,6 +76,9 @@ func TestImportDirection(t *testing.T) {
 	// The checks above mean something only if deps sees each library where it is linked.
 	if !slices.Contains(deps(t, module+"/cmd/devsandbox-proxy", ""), "github.com/elazarl/goproxy") {
 		t.Error("cmd/devsandbox-proxy does not list goproxy among its deps: the import checks are vacuous")
+	}
+	if !slices.Contains(deps(t, module+"/cmd/devsandbox-init", ""), "github.com/google/nftables") {
+		t.Error("cmd/devsandbox-init does not list nftables among its deps (its firewall role): the import checks are vacuous")
 	}
 	if !slices.Contains(deps(t, module+"/cmd/devsandbox-krun", ""), "github.com/containers/podman/v5/pkg/bindings") {
 		t.Error("cmd/devsandbox-krun does not list podman's bindings among its deps: the import checks are vacuous")

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/egress"
+	probecheck "github.com/devsandbox/devsandbox/egress/netfilter/probe"
 )
 
 // childEnv makes the test binary run inNamespace instead of the tests: the parent
@@ -66,8 +67,8 @@ func inNamespace() error {
 	if err := sendProbe(); err != nil {
 		return fmt.Errorf("before Apply, the probe datagram: %v", err)
 	}
-	if err := CheckProbe(egress.ProbeAddr); err == nil || !strings.Contains(err.Error(), "not in effect") {
-		return fmt.Errorf("before Apply, CheckProbe = %v, want not in effect", err)
+	if err := probecheck.Check(egress.ProbeAddr); err == nil || !strings.Contains(err.Error(), "not in effect") {
+		return fmt.Errorf("before Apply, probe.Check = %v, want not in effect", err)
 	}
 	fw, err := egress.Compile(egress.SampleRules)
 	if err != nil {
@@ -79,8 +80,8 @@ func inNamespace() error {
 	if err := sendProbe(); !errors.Is(err, unix.EPERM) {
 		return fmt.Errorf("after Apply, the probe datagram: %v, want EPERM", err)
 	}
-	if err := CheckProbe(egress.ProbeAddr); err != nil {
-		return fmt.Errorf("after Apply, CheckProbe: %v", err)
+	if err := probecheck.Check(egress.ProbeAddr); err != nil {
+		return fmt.Errorf("after Apply, probe.Check: %v", err)
 	}
 	// Loopback is accepted after the probe rule.
 	if err := sendUDP(netip.MustParseAddrPort("127.0.0.1:9")); err != nil {

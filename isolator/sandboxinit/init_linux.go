@@ -59,9 +59,6 @@ func Main(args []string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == cgroup.JoinArg {
 		return joinMain(args[1:], stderr)
 	}
-	if len(args) > 0 && strings.HasPrefix(args[0], FirewallArg) {
-		return firewallMain(args[0], args[1:], stderr)
-	}
 	takeTTY, readyFD, nproc := false, -1, 0
 	var forwards, publishes, listens []string
 	for len(args) > 0 && args[0] != "--" {

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/devsandbox/devsandbox/egress/netfilter"
+	"github.com/devsandbox/devsandbox/egress/netfilter/probe"
 
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
@@ -63,13 +63,13 @@ func Verify(m *wire.Manifest, files map[string][]byte) error {
 }
 
 // verifyFirewall checks that the egress rules are in force (the probe rule refuses a
-// datagram). probe "" skips the check: a microVM's guest cannot see the rules of the
+// datagram). addr "" skips the check: a microVM's guest cannot see the rules of the
 // host side's namespace.
-func verifyFirewall(probe string) error {
-	if probe == "" {
+func verifyFirewall(addr string) error {
+	if addr == "" {
 		return nil
 	}
-	return netfilter.CheckProbe(probe)
+	return probe.Check(addr)
 }
 
 // VerifyMounts checks that each of checks is in effect (the bwrap init's part of

@@ -1,4 +1,8 @@
-package netfilter
+// Package probe checks from inside a network namespace, without privileges, that
+// the egress rules of package netfilter are in force there. It is apart from
+// netfilter so that the sandbox's init can check the rules without linking the
+// netlink and nftables code that applies them.
+package probe
 
 import (
 	"errors"
@@ -8,12 +12,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// CheckProbe reports whether the egress rules are in force in this process's network
+// Check reports whether the egress rules are in force in this process's network
 // namespace, without privileges: a datagram to the probe address (egress.ProbeAddr,
 // the first rule of every rendering drops it) is refused with EPERM. Without the
 // rules it goes to the namespace's own loopback, where nothing listens, so the check
 // sends nothing anywhere. The sandbox's init runs it before the command starts.
-func CheckProbe(probe string) error {
+func Check(probe string) error {
 	addr, err := netip.ParseAddrPort(probe)
 	if err != nil || !addr.Addr().Is4() {
 		return fmt.Errorf("bad egress probe address %q", probe)

@@ -1,4 +1,10 @@
-package sandboxinit
+// Package firewall is devsandbox-init's firewall role: `devsandbox-init
+// --firewall=<rules>` programs the egress firewall of the network namespace it runs
+// in through netlink. It is apart from package sandboxinit so that the roles bwrap
+// and the containers start on every launch (and devsandbox, which can play the bwrap
+// init) do not link or initialise netlink and nftables; only cmd/devsandbox-init
+// dispatches to it.
+package firewall
 
 import (
 	"encoding/base64"
@@ -10,19 +16,20 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/egress/netfilter"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
-// FirewallArg starts the init's firewall role: `devsandbox-init --firewall=<rules>`
+// Arg starts the init's firewall role: `devsandbox-init --firewall=<rules>`
 // programs the egress firewall of the network namespace it runs in through netlink
 // and prints "ok". The docker isolator runs it in a short-lived helper container
 // that joins the sandbox container's network namespace with CAP_NET_ADMIN, since
 // user images have no nft.
-const FirewallArg = netfilter.FirewallArg
+const Arg = netfilter.FirewallArg
 
-// FirewallArgs returns the arguments (after the program's name) of the firewall role
+// Args returns the arguments (after the program's name) of the firewall role
 // applying fw.
-func FirewallArgs(fw egress.Firewall) ([]string, error) {
+func Args(fw egress.Firewall) ([]string, error) {
 	arg, err := netfilter.EncodeArg(fw)
 	if err != nil {
 		return nil, err
@@ -30,9 +37,10 @@ func FirewallArgs(fw egress.Firewall) ([]string, error) {
 	return []string{arg}, nil
 }
 
-// firewallMain applies the firewall encoded in arg to the current network namespace,
-// then performs the writes (wire.WriteInPlaceArg) of writes.
-func firewallMain(arg string, writes []string, stderr io.Writer) int {
+// Main applies the firewall encoded in arg to the current network namespace, then
+// performs the writes (wire.WriteInPlaceArg) of writes, and prints "ok"; it returns
+// the init's exit status (sandboxinit.ExitSetupFailed when any of it failed).
+func Main(arg string, writes []string, stderr io.Writer) int {
 	fw, err := netfilter.DecodeArg(arg)
 	if err == nil {
 		err = netfilter.Apply(fw)
@@ -45,7 +53,7 @@ func firewallMain(arg string, writes []string, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "devsandbox-init: %v\n", err)
-		return ExitSetupFailed
+		return sandboxinit.ExitSetupFailed
 	}
 	fmt.Fprintln(os.Stdout, "ok")
 	return 0
