@@ -71,7 +71,7 @@ func (w *walk) run(root string, tree *node, workers int) (*node, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
 	}
-	buf := make([]byte, bufSize)
+	buf := heapBuf()
 	st, _, err := w.fstat(fd)
 	if err == nil && !w.fresh(tree, st) {
 		err = w.read(tree, fd, st, buf)
@@ -95,6 +95,15 @@ func (w *walk) run(root string, tree *node, workers int) (*node, error) {
 	return tree, nil
 }
 
+// heapBuf returns a getdents buffer on the heap, where only the pages the kernel
+// writes are touched. A constant-size local buffer would be part of the caller's
+// stack frame instead: the caller of Scan (devsandbox's main goroutine) would grow its
+// stack to 64 KiB for it, copying it at each doubling, tens of fresh pages on every
+// launch.
+//
+//go:noinline
+func heapBuf() []byte { return make([]byte, bufSize) }
+
 // work runs queued tasks until there are none and none running; buf is nil until
 // the first task needs one.
 func (w *walk) work(buf []byte) {
@@ -111,7 +120,7 @@ func (w *walk) work(buf []byte) {
 		w.queue = w.queue[:len(w.queue)-1]
 		w.mu.Unlock()
 		if buf == nil {
-			buf = make([]byte, bufSize)
+			buf = heapBuf()
 		}
 		w.do(t, buf)
 		w.mu.Lock()
