@@ -156,7 +156,7 @@ func (l *Layout) hostPathOf(target string) string {
 func Hello(p *isolator.Plan) (*wire.Hello, error) {
 	h := &wire.Hello{TTY: p.TTY}
 	if p.Limits.Memory > 0 {
-		h.Nonce = wire.NewNonce()
+		h.Nonce = newNonce()
 	}
 	for _, sec := range p.Secrets {
 		var val []byte
@@ -195,6 +195,14 @@ func RandomSuffix() string { return randomSuffix() }
 
 func randomSuffix() string {
 	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// newNonce returns a random session nonce for wire.Hello.Nonce (here, not in wire,
+// which the init links: crypto/rand's package init would run on every launch).
+func newNonce() string {
+	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }

@@ -20,9 +20,7 @@
 package wire
 
 import (
-	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -257,13 +255,6 @@ func ParseHello(p []byte) (*Hello, error) {
 		return nil, fmt.Errorf("bad hello frame: %w", err)
 	}
 	return &h, nil
-}
-
-// NewNonce returns a random session nonce for Hello.Nonce.
-func NewNonce() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // OOMMarker is what the init writes on stderr, after the command's output, when the
