@@ -347,6 +347,26 @@ func (p *project) mustSandbox(iso string, flags []string, script string) string 
 	return r.stdout
 }
 
+// started starts cmd with its stdout read line by line and stdin held open; the
+// returned release writes a newline to stdin and closes it (what a sandboxed
+// `read` waits for). The test's end kills and reaps cmd if it still runs.
+func started(t *testing.T, cmd *exec.Cmd) (*lineReader, func()) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return newLineReader(t, stdout), func() { _, _ = io.WriteString(stdin, "\n"); stdin.Close() }
+}
+
 // lineReader reads lines from a pipe with a deadline, for synchronising with a
 // sandboxed command without sleeping.
 type lineReader struct {

@@ -5,7 +5,6 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -67,20 +66,9 @@ func proxyWhileReady(t *testing.T, p *project, flags []string, script string) (b
 	t.Helper()
 	args := append(slices.Clone(flags), "--", "/bin/sh", "-c", script+"\nread _")
 	cmd := command(t.Context(), p.dir, baseEnv(), args...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lr := newLineReader(t, stdout)
+	lr, release := started(t, cmd)
 	var out strings.Builder
 	for line := lr.next(); line != "ready"; line = lr.next() {
 		if line == "" {
@@ -90,8 +78,7 @@ func proxyWhileReady(t *testing.T, p *project, flags []string, script string) (b
 		out.WriteString(line + "\n")
 	}
 	running := slices.ContainsFunc(descendants(cmd.Process.Pid), func(pid int) bool { return program(pid) == "devsandbox-proxy" })
-	io.WriteString(stdin, "\n")
-	stdin.Close()
+	release()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("devsandbox: %v; stderr:\n%s", err, stderr.String())
 	}

@@ -110,24 +110,6 @@ func cgroupFile(t *testing.T, dirs []string, names ...string) string {
 	return ""
 }
 
-// started starts cmd with its stdout read line by line and stdin held open.
-func started(t *testing.T, cmd *exec.Cmd) (*lineReader, func()) {
-	t.Helper()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return newLineReader(t, stdout), func() { stdin.Close() }
-}
-
 // forkStorm forks subshells that block on a FIFO until the limit refuses one, says
 // how many it started and why the next failed, prints HOLD and keeps them until its
 // stdin ends. Plain forks, no exec: a fork costs several milliseconds on the test
