@@ -324,20 +324,9 @@ func TestBypassForkStorm(t *testing.T) {
 		p := newProject(t)
 		probe := p.installProbe()
 		cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--pids=64", "--", probe, "forkstorm", "500")
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lr := newLineReader(t, stdout)
+		lr, release := started(t, cmd)
 		line := lr.waitFor("forkstorm")
 		lr.waitFor("HOLD")
 		// While the storm holds its processes, the user starts one on the host.
@@ -349,15 +338,15 @@ func TestBypassForkStorm(t *testing.T) {
 		if err := host.Run(); err != nil {
 			t.Errorf("the user could not start a process on the host during the storm: %v", err)
 		}
-		stdin.Close()
+		release()
 		_ = cmd.Wait()
-		var started int
+		var forked int
 		var why string
-		if _, err := fmt.Sscanf(line, "forkstorm started %d refused %s", &started, &why); err != nil {
+		if _, err := fmt.Sscanf(line, "forkstorm started %d refused %s", &forked, &why); err != nil {
 			t.Fatalf("%q: %v\n%s", line, err, stderr.String())
 		}
-		if started >= 64 || why != "EAGAIN" {
-			t.Errorf("the storm started %d processes (refused: %s), want fewer than the limit of 64, then EAGAIN", started, why)
+		if forked >= 64 || why != "EAGAIN" {
+			t.Errorf("the storm started %d processes (refused: %s), want fewer than the limit of 64, then EAGAIN", forked, why)
 		}
 	})
 }

@@ -195,18 +195,7 @@ func TestSecretsNeverInArgv(t *testing.T) {
 		cmd := command(ctx, p.dir, baseEnv("API_TOKEN="+value), "--isolator="+iso, "-e", "API_TOKEN",
 			"--secret-file", "DB_PASS="+p.path("secret.txt"), "--", "/bin/sh", "-c",
 			`echo "env:$API_TOKEN"; echo "file:$(cat /run/secrets/DB_PASS)"; stat -c "mode:%a" /run/secrets/DB_PASS; echo ready; read _ || true`)
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lr := newLineReader(t, stdout)
+		lr, release := started(t, cmd)
 		if got := lr.waitFor("env:"); got != "env:"+value {
 			t.Errorf("secret env inside: %q", got)
 		}
@@ -233,7 +222,7 @@ func TestSecretsNeverInArgv(t *testing.T) {
 		if scanned < 5 {
 			t.Fatalf("scanned only %d processes", scanned)
 		}
-		stdin.Close()
+		release()
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("sandboxed command: %v", err)
 		}
