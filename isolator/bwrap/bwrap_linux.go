@@ -186,26 +186,28 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		defer statusR.Close()
 	}
 	argv = append(append([]string{}, spec.Prefix...), argv...)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = env
-	cmd.ExtraFiles = append([]*os.File{ready.child, statusW}, files...)
+	path := argv[0]
+	if !strings.Contains(path, "/") { // systemd-run, at the head of a scope's prefix
+		if path, err = exec.LookPath(path); err != nil {
+			return 0, fmt.Errorf("starting bwrap: %w", err)
+		}
+	}
 	// Its own process group: keyboard signals reach devsandbox only, which forwards
 	// them to the command (bwrap would otherwise die and SIGKILL the sandbox).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := startIn(cmd, spec.Cgroup, cg); err != nil {
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := startIn(argv, attr, spec.Cgroup, cg); err != nil {
 		return 0, err
 	}
 
 	var relay *tty.Relay
-	var slave *os.File
+	var stdioFiles *childStdio
 	if p.TTY && stdio.In != nil && tty.IsTerminal(stdio.In.Fd()) {
-		var master *os.File
-		master, slave, err = tty.Open()
+		master, slave, err := tty.Open()
 		if err != nil {
 			return 0, fmt.Errorf("allocating a terminal for the sandbox: %w", err)
 		}
 		defer master.Close()
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+		stdioFiles = &childStdio{files: [3]*os.File{slave, slave, slave}, closeAfter: []*os.File{slave}}
 		out, _ := stdio.Out.(*os.File)
 		if out == nil {
 			out = os.Stdout
@@ -214,24 +216,21 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			slave.Close()
 			return 0, fmt.Errorf("relaying the terminal: %w", err)
 		}
-	} else {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.In, stdio.Out, stdio.Err
+	} else if stdioFiles, err = newChildStdio(stdio.In, stdio.Out, stdio.Err); err != nil {
+		return 0, fmt.Errorf("starting bwrap: %w", err)
 	}
 
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, isolator.ForwardedSignals...)
 	defer signal.Stop(sigs)
 
-	err = cmd.Start()
+	proc, err := startChild(path, argv, env, stdioFiles, append([]*os.File{ready.child, statusW}, files...), attr)
 	for _, f := range files {
 		f.Close()
 	}
 	ready.child.Close()
 	if statusW != nil {
 		statusW.Close()
-	}
-	if slave != nil {
-		slave.Close()
 	}
 	if err != nil {
 		if relay != nil {
@@ -259,13 +258,20 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			}
 		})
 	}()
-	waitc := make(chan error, 1)
-	go func() { waitc <- cmd.Wait() }()
+	type exit struct {
+		ws  syscall.WaitStatus
+		err error
+	}
+	waitc := make(chan exit, 1)
+	go func() {
+		ws, err := proc.wait()
+		waitc <- exit{ws, err}
+	}()
 
 	var rd readiness
 	var pending []syscall.Signal
 	cmdPid := 0
-	var waitErr error
+	var ex exit
 	for done := false; !done; {
 		select {
 		case rd = <-pidc:
@@ -273,7 +279,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			pidc = nil
 			b.phase("sandbox ready")
 			for _, s := range pending {
-				forward(s, cmdPid, cmd.Process.Pid)
+				forward(s, cmdPid, proc.pid)
 			}
 			pending = nil
 		case s := <-sigs:
@@ -283,8 +289,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 				pending = append(pending, s.(syscall.Signal))
 				continue
 			}
-			forward(s.(syscall.Signal), cmdPid, cmd.Process.Pid)
-		case waitErr = <-waitc:
+			forward(s.(syscall.Signal), cmdPid, proc.pid)
+		case ex = <-waitc:
 			done = true
 		}
 	}
@@ -297,7 +303,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		_ = relay.Close()
 	}
 	writeErr := <-writeErrs
-	code := exitCode(cmd.ProcessState, waitErr)
+	code := exitCode(ex.ws, ex.err)
 	if cmdPid != 0 {
 		if stdio.Err != nil {
 			reportLimits(stdio.Err, p, spec, cg, code)
@@ -331,14 +337,16 @@ func forward(s syscall.Signal, cmdPid, bwrapPid int) {
 	_ = syscall.Kill(bwrapPid, s)
 }
 
-func exitCode(ps *os.ProcessState, err error) int {
-	if ps == nil {
+// exitCode is bwrap's status as devsandbox's: 128+N when a signal N killed it, 125
+// when it could not be reaped.
+func exitCode(ws syscall.WaitStatus, err error) int {
+	switch {
+	case err != nil && !ws.Exited() && !ws.Signaled():
 		return 125
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	case ws.Signaled():
 		return 128 + int(ws.Signal())
 	}
-	return ps.ExitCode()
+	return ws.ExitStatus()
 }
 
 // setupFailed explains a bwrap that exited before the init ran: the command never
@@ -385,9 +393,12 @@ func childEnv(spec *Spec, host map[string]string) ([]string, error) {
 	return env, nil
 }
 
-// readyPair is the socket pair the init reports readiness on.
+// readyPair is the socket pair the init reports readiness on. devsandbox's end is
+// non-blocking and waited on in the runtime's netpoller, so no thread blocks in
+// recvmsg while the sandbox starts (each blocked thread makes the runtime start
+// another).
 type readyPair struct {
-	host  int
+	host  *os.File
 	child *os.File
 }
 
@@ -396,12 +407,17 @@ func newReadyPair() (*readyPair, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the readiness socket: %w", err)
 	}
-	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+	err = unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
+	if err == nil {
+		// O_NONBLOCK is the open file's: the init's end stays blocking.
+		err = unix.SetNonblock(fds[0], true)
+	}
+	if err != nil {
 		unix.Close(fds[0])
 		unix.Close(fds[1])
 		return nil, fmt.Errorf("creating the readiness socket: %w", err)
 	}
-	return &readyPair{host: fds[0], child: os.NewFile(uintptr(fds[1]), "ready")}, nil
+	return &readyPair{host: os.NewFile(uintptr(fds[0]), "ready"), child: os.NewFile(uintptr(fds[1]), "ready")}, nil
 }
 
 // readiness is what the init reported: the command's pid in the host's namespace, or
@@ -415,14 +431,23 @@ type readiness struct {
 // pid means the command never started. A listener the init hands on the way (before
 // the command starts; wire.ListenerMsg) goes to onListener, which must close it.
 func (r *readyPair) wait(onListener func(*os.File)) readiness {
+	rc, err := r.host.SyscallConn()
+	if err != nil {
+		return readiness{}
+	}
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred)+unix.CmsgSpace(4))
 	for {
-		n, oobn, _, _, err := unix.Recvmsg(r.host, buf, oob, unix.MSG_CMSG_CLOEXEC)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil || n == 0 {
+		var n, oobn int
+		var rerr error
+		if err := rc.Read(func(fd uintptr) bool {
+			for {
+				n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
+				if !errors.Is(rerr, unix.EINTR) {
+					return !errors.Is(rerr, unix.EAGAIN)
+				}
+			}
+		}); err != nil || rerr != nil || n == 0 {
 			return readiness{}
 		}
 		cred, fds := control(oob[:oobn])
@@ -461,7 +486,7 @@ func control(oob []byte) (*unix.Ucred, []int) {
 	return cred, fds
 }
 
-func (r *readyPair) close() { unix.Close(r.host) }
+func (r *readyPair) close() { r.host.Close() }
 
 const installHint = "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap; Arch: sudo pacman -S bubblewrap)"
 

@@ -3,7 +3,6 @@ package bwrap
 import (
 	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -155,22 +154,22 @@ func openSession(p *isolator.Plan, e enforcement, l *cgroup.Layout) (*cgroup.Ses
 	return nil, nil, fmt.Errorf("%w: making the session cgroup for the resource limits: %w; the command did not run. `devsandbox doctor` shows what this host has", isolator.ErrProtection, flatErr{err})
 }
 
-// startIn makes cmd start in the session cgroup c (cg once made): cloned into it
+// startIn makes the command line argv (started with attr) start in the session cgroup c (cg once made): cloned into it
 // (CLONE_INTO_CGROUP), or through the join step at the head of its command line,
 // which runs as the init (InitPath names it to devsandbox acting as one).
-func startIn(cmd *exec.Cmd, c *Cgroup, cg *cgroup.Session) error {
+func startIn(argv []string, attr *syscall.SysProcAttr, c *Cgroup, cg *cgroup.Session) error {
 	if c == nil {
 		return nil
 	}
 	if c.Join {
-		cmd.Args[0] = InitPath
+		argv[0] = InitPath
 		return nil
 	}
 	fd, ok := cg.CloneFD()
 	if !ok {
 		return fmt.Errorf("%w: the session cgroup cannot be entered with CLONE_INTO_CGROUP; the command did not run", isolator.ErrProtection)
 	}
-	cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+	attr.UseCgroupFD, attr.CgroupFD = true, fd
 	return nil
 }
 

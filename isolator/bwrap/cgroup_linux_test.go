@@ -63,7 +63,7 @@ func TestStartInCloned(t *testing.T) {
 	defer s.Remove()
 	cmd := exec.Command("/bin/cat", "/proc/self/cgroup")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := startIn(cmd, &Cgroup{Dirs: s.Dirs()}, s); err != nil {
+	if err := startIn(cmd.Args, cmd.SysProcAttr, &Cgroup{Dirs: s.Dirs()}, s); err != nil {
 		t.Fatal(err)
 	}
 	out, err := cmd.Output()
