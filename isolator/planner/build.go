@@ -72,6 +72,8 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	h := cfg.Host
 	var warns []string
 	if pr.osLinks {
+		c := newStatCache(pr.Lstat, pr.Stat)
+		pr.Lstat, pr.Stat = c.Lstat, c.Stat
 		pr.EvalSymlinks = newEvalCache(pr.Lstat, pr.Readlink, pr.EvalSymlinks).eval
 	}
 	proj, err := FindProject(pr, h.Home)
