@@ -22,6 +22,7 @@ func startup() {
 	if os.Args[0] == bwrap.InitPath {
 		os.Exit(sandboxinit.Main(os.Args[1:], os.Stderr))
 	}
+	hugeHeap()
 	sandboxinit.CloseOnExecInherited()
 }
 
