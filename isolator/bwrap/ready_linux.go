@@ -1,0 +1,106 @@
+package bwrap
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
+)
+
+// readyPair is the socket pair the init reports readiness on. devsandbox's end is
+// non-blocking and waited on in the runtime's netpoller, so no thread blocks in
+// recvmsg while the sandbox starts (each blocked thread makes the runtime start
+// another).
+type readyPair struct {
+	host  *os.File
+	child *os.File
+}
+
+func newReadyPair() (*readyPair, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("creating the readiness socket: %w", err)
+	}
+	err = unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
+	if err == nil {
+		// O_NONBLOCK is the open file's: the init's end stays blocking.
+		err = unix.SetNonblock(fds[0], true)
+	}
+	if err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, fmt.Errorf("creating the readiness socket: %w", err)
+	}
+	return &readyPair{host: os.NewFile(uintptr(fds[0]), "ready"), child: os.NewFile(uintptr(fds[1]), "ready")}, nil
+}
+
+// readiness is what the init reported: the command's pid in the host's namespace, or
+// why the sandbox could not be completed.
+type readiness struct {
+	pid     int
+	failure string
+}
+
+// wait blocks until the init reports or every copy of the child end is closed. A zero
+// pid means the command never started. A listener the init hands on the way (before
+// the command starts; wire.ListenerMsg) goes to onListener, which must close it.
+func (r *readyPair) wait(onListener func(*os.File)) readiness {
+	rc, err := r.host.SyscallConn()
+	if err != nil {
+		return readiness{}
+	}
+	buf := make([]byte, 4096)
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred)+unix.CmsgSpace(4))
+	for {
+		var n, oobn int
+		var rerr error
+		if err := rc.Read(func(fd uintptr) bool {
+			for {
+				n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
+				if !errors.Is(rerr, unix.EINTR) {
+					return !errors.Is(rerr, unix.EAGAIN)
+				}
+			}
+		}); err != nil || rerr != nil || n == 0 {
+			return readiness{}
+		}
+		cred, fds := control(oob[:oobn])
+		if n == 1 && buf[0] == wire.ListenerMsg && len(fds) == 1 {
+			onListener(os.NewFile(uintptr(fds[0]), "proxy listener"))
+			continue
+		}
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		if buf[0] == 'F' {
+			return readiness{failure: string(buf[1:n])}
+		}
+		if cred == nil {
+			return readiness{}
+		}
+		return readiness{pid: int(cred.Pid)}
+	}
+}
+
+// control returns the credentials and the descriptors of a message's control data.
+func control(oob []byte) (*unix.Ucred, []int) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, nil
+	}
+	var cred *unix.Ucred
+	var fds []int
+	for i := range msgs {
+		if c, err := unix.ParseUnixCredentials(&msgs[i]); err == nil {
+			cred = c
+		} else if got, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+			fds = append(fds, got...)
+		}
+	}
+	return cred, fds
+}
+
+func (r *readyPair) close() { r.host.Close() }
