@@ -142,7 +142,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		}
 		p.Command = []string{sh}
 	}
-	if p.System, err = systemView(pr, cfg.Sandbox.SystemBinds); err != nil {
+	if p.System, err = systemView(pr, cfg.Sandbox.SystemBinds, filepath.Join(h.StateHome, "devsandbox", "etc")); err != nil {
 		return nil, nil, err
 	}
 
