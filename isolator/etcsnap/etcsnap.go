@@ -110,6 +110,16 @@ func dirs(entries []Entry) []string {
 	return out
 }
 
+// Keep is how many snapshots stay after a new one is built, and after `sandboxes
+// prune`: the newest ones, plus any a running sandbox holds.
+const Keep = 3
+
+// Root is where the snapshots of a user whose devsandbox state lives in stateHome
+// ($XDG_STATE_HOME) are kept: beside the per-project state directories, never in
+// one (a project's session /tmp lives there and is the sandbox's /tmp), and under a
+// name without a dash, which `sandboxes list` would take for a project.
+func Root(stateHome string) string { return filepath.Join(stateHome, "devsandbox", "etc") }
+
 // Path returns where the snapshot named key lives under root.
 func Path(root, key string) string { return filepath.Join(root, key) }
 

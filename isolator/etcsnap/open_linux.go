@@ -14,10 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Keep is how many snapshots stay after a new one is built: the newest ones, plus any
-// a running sandbox holds.
-const Keep = 3
-
 // errInvalid marks a snapshot directory that is not what its key describes.
 var errInvalid = errors.New("not a sealed snapshot")
 

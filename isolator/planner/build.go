@@ -18,6 +18,7 @@ import (
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/etcsnap"
 	"github.com/devsandbox/devsandbox/syscalls"
 	"github.com/devsandbox/devsandbox/tools"
 )
@@ -142,7 +143,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		}
 		p.Command = []string{sh}
 	}
-	if p.System, err = systemView(pr, cfg.Sandbox.SystemBinds, filepath.Join(h.StateHome, "devsandbox", "etc")); err != nil {
+	if p.System, err = systemView(pr, cfg.Sandbox.SystemBinds, etcsnap.Root(h.StateHome)); err != nil {
 		return nil, nil, err
 	}
 
