@@ -17,7 +17,7 @@ func later() time.Time { return time.Now().Add(time.Minute) }
 
 // hostFiles writes files (name -> content) under a fresh host directory and returns
 // the entries copying them, plus the mount points ssl/ and java/.
-func hostFiles(t *testing.T, files map[string]string) (string, []Entry) {
+func hostFiles(t testing.TB, files map[string]string) (string, []Entry) {
 	t.Helper()
 	host := t.TempDir()
 	var es []Entry

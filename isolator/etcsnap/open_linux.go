@@ -131,6 +131,7 @@ func reuse(rfd int, root, k string, entries []Entry, stamps []stamp) (*Snapshot,
 // k still refers to it: a pruner that renamed it away between the open and the lock
 // leaves a directory that is about to be emptied.
 func check(rfd, fd int, k string, entries []Entry, stamps []stamp) error {
+	uid := uint32(os.Geteuid())
 	var st, named unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
@@ -141,13 +142,13 @@ func check(rfd, fd int, k string, entries []Entry, stamps []stamp) error {
 	if named.Dev != st.Dev || named.Ino != st.Ino {
 		return fmt.Errorf("%w: replaced while it was opened", errBusy)
 	}
-	if int(st.Uid) != os.Geteuid() || st.Mode&0o7777 != 0o555 {
+	if st.Uid != uid || st.Mode&0o7777 != 0o555 {
 		return fmt.Errorf("%w: owned by uid %d with mode %o", errInvalid, st.Uid, st.Mode&0o7777)
 	}
 	top := map[string]bool{}
 	for _, d := range dirs(entries) {
 		top[strings.SplitN(d, "/", 2)[0]] = true
-		if err := checkEntry(fd, d, unix.S_IFDIR, 0o555, -1); err != nil {
+		if err := checkEntry(fd, d, uid, unix.S_IFDIR, 0o555, -1); err != nil {
 			return err
 		}
 	}
@@ -160,7 +161,7 @@ func check(rfd, fd int, k string, entries []Entry, stamps []stamp) error {
 		if e.Source != "" && !stamps[i].missing {
 			size = stamps[i].size
 		}
-		if err := checkEntry(fd, e.Name, unix.S_IFREG, 0o444, size); err != nil {
+		if err := checkEntry(fd, e.Name, uid, unix.S_IFREG, 0o444, size); err != nil {
 			return err
 		}
 	}
@@ -181,12 +182,12 @@ func check(rfd, fd int, k string, entries []Entry, stamps []stamp) error {
 	return nil
 }
 
-func checkEntry(fd int, name string, kind, mode uint32, size int64) error {
+func checkEntry(fd int, name string, uid, kind, mode uint32, size int64) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("%w: %s: %w", errInvalid, name, err)
 	}
-	ok := st.Mode&unix.S_IFMT == kind && st.Mode&0o7777 == mode && int(st.Uid) == os.Geteuid()
+	ok := st.Mode&unix.S_IFMT == kind && st.Mode&0o7777 == mode && st.Uid == uid
 	if kind == unix.S_IFREG {
 		ok = ok && st.Nlink == 1 && st.Size == size
 	}
