@@ -12,8 +12,8 @@ import (
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
-	"github.com/devsandbox/devsandbox/isolator/etcsnap"
 	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
+	"github.com/devsandbox/devsandbox/isolator/etcsnap"
 	"github.com/devsandbox/devsandbox/isolator/planner"
 )
 

@@ -34,13 +34,13 @@ const PublishDir = "/run/devsandbox/publish"
 type FileKind int
 
 const (
-	Content    FileKind = iota // Spec.Files[i].Content
-	SecretEnv                  // the host variable Source
-	SecretFile                 // the host file Source
-	HostFile                   // a system file copied from the host path Source
-	Seccomp                    // the seccomp program in Content (bwrap's --seccomp)
-	Pinned                     // the descriptor Run opened Plan.Mounts[Mount]'s source with
-	EtcSnapshot                // the /etc snapshot directory (in Source) of the entries in Snapshot
+	Content     FileKind = iota // Spec.Files[i].Content
+	SecretEnv                   // the host variable Source
+	SecretFile                  // the host file Source
+	HostFile                    // a system file copied from the host path Source
+	Seccomp                     // the seccomp program in Content (bwrap's --seccomp)
+	Pinned                      // the descriptor Run opened Plan.Mounts[Mount]'s source with
+	EtcSnapshot                 // the /etc snapshot directory (in Source) of the entries in Snapshot
 )
 
 // File is one descriptor bwrap reads a --ro-bind-data file from.
