@@ -32,3 +32,22 @@ func BenchmarkOpenReused(b *testing.B) {
 		s.Close()
 	}
 }
+
+// BenchmarkOpenBuilt is the cost of a launch that builds its snapshot.
+func BenchmarkOpenBuilt(b *testing.B) {
+	files := map[string]string{}
+	for _, n := range []string{"passwd", "group", "hosts", "resolv.conf", "host.conf", "nsswitch.conf", "gai.conf", "hostname",
+		"localtime", "timezone", "locale.alias", "default/locale", "ld.so.cache", "ld.so.conf", "ld.so.conf.d/a.conf",
+		"ld.so.conf.d/b.conf", "ld.so.conf.d/c.conf", "shells", "profile", "bash.bashrc", "inputrc", "terminfo/README",
+		"environment", "mime.types", "gitconfig", "ssh/ssh_config"} {
+		files[n] = n + "\n"
+	}
+	_, es := hostFiles(b, files)
+	for i := 0; i < b.N; i++ {
+		s, err := Open(filepath.Join(b.TempDir(), "etc"), es, later())
+		if err != nil || !s.Built {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}
