@@ -79,7 +79,12 @@ func candidates(rfd int, keep int, except string, now time.Time) []string {
 			snaps = append(snaps, snap{n, st.Ctim.Nano()})
 		}
 	}
-	sort.Slice(snaps, func(i, j int) bool { return snaps[i].ctime > snaps[j].ctime })
+	sort.Slice(snaps, func(i, j int) bool { // newest first; ties (one clock tick) by name, to be deterministic
+		if snaps[i].ctime != snaps[j].ctime {
+			return snaps[i].ctime > snaps[j].ctime
+		}
+		return snaps[i].name > snaps[j].name
+	})
 	if except != "" {
 		keep--
 	}
