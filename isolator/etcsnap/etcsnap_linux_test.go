@@ -243,3 +243,17 @@ func TestOpenConcurrent(t *testing.T) {
 		t.Errorf("root holds %d entries, want the one snapshot", len(names))
 	}
 }
+
+// A root that cannot be made (a read-only or full state directory; here a file in the
+// way) is an error: the caller copies the files one by one.
+func TestOpenRootUnusable(t *testing.T) {
+	_, es := hostFiles(t, map[string]string{"passwd": "u\n"})
+	f := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(filepath.Join(f, "etc"), es, later()); err == nil {
+		s.Close()
+		t.Fatal("Open under a file succeeded")
+	}
+}
