@@ -193,6 +193,10 @@ type User struct {
 type SystemView struct {
 	Host  bool         // read-only `/`, with masks
 	Paths []SystemPath // otherwise: these, read-only
+	// Snapshot is the host directory under which bwrap keeps read-only snapshots of
+	// the Copy files of /etc (package etcsnap), to bind one directory at /etc instead
+	// of copying each file; "" copies them one by one.
+	Snapshot string
 }
 
 // SystemPath is one system path; Link non-empty means the host path is a symlink to

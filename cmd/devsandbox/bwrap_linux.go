@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,9 @@ var autoOrder = []string{"bwrap", "docker"}
 // addBwrap adds the bwrap backend to t (cfg nil: doctor outside a project).
 func (a *app) addBwrap(t isolator.Table, cfg *config.Config, phase func(string)) {
 	b := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Phase: phase}
+	if phase != nil { // --debug
+		b.Debug = func(m string) { fmt.Fprintf(a.stderr, "devsandbox: debug: %s\n", m) }
+	}
 	if cfg != nil {
 		b.Binaries, b.RuntimeDir = egressBinaries(cfg.Host), cfg.Host.RuntimeDir
 	} else if h, err := config.HostFromEnviron(a.environ, -1, -1); err == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
 	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
+	"github.com/devsandbox/devsandbox/isolator/etcsnap"
 	"github.com/devsandbox/devsandbox/isolator/planner"
 )
 
@@ -25,7 +26,7 @@ func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
 			{Name: "list", Usage: "every project's kept container, volume and sandbox home, with sizes", Flags: []cli.Flag{jsonFlag}, Action: a.sandboxesList},
 			{Name: "rm", Usage: "remove what devsandbox keeps for the named projects", ArgsUsage: "NAME...",
 				Description: a.describe("Removes the kept container, the home volume, the sandbox home and the state of each named project (NAME as `sandboxes list` shows it)."), Action: a.sandboxesRm},
-			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days; what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses), never a kept container, a running one, or a home volume; and the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them)."), Flags: []cli.Flag{
+			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days; what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses), never a kept container, a running one, or a home volume; the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them); and the snapshots of the host's /etc files that bwrap runs mount, except the newest and those a run holds."), Flags: []cli.Flag{
 				&cli.IntFlag{Name: "days", Value: 30, Usage: "remove sandboxes unused for `N` days"},
 				&cli.BoolFlag{Name: "dry-run", Usage: "only print what would be removed"},
 			}, Action: a.sandboxesPrune},
@@ -136,9 +137,11 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 func (a *app) sandboxesPrune(c *cli.Context) error {
 	cgroup.Prune(a.stdout, c.Bool("dry-run"))
 	d, dirs, list, lerr, err := a.sandboxesOf(c)
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
+	}
+	a.pruneEtc(filepath.Dir(dirs.State), c.Bool("dry-run"))
+	switch {
 	case lerr != nil && !d.Installed():
 		a.warn("the docker isolator (%s) is not installed: no containers or volumes to prune", dockerhelper.Program)
 		return nil
@@ -146,6 +149,22 @@ func (a *app) sandboxesPrune(c *cli.Context) error {
 		return fmt.Errorf("the docker engine must answer for prune to know what is in use: %w", lerr)
 	}
 	return d.Prune(context.Background(), dirs.UID, list, time.Duration(c.Int("days"))*24*time.Hour, c.Bool("dry-run"), a.stdout)
+}
+
+// pruneEtc removes the /etc snapshots of bwrap runs beyond the newest few, except
+// those a run holds, and what interrupted builds left.
+func (a *app) pruneEtc(stateHome string, dryRun bool) {
+	verb := "removed"
+	if dryRun {
+		verb = "would remove"
+	}
+	gone, err := etcsnap.Prune(etcsnap.Root(stateHome), etcsnap.Keep, dryRun)
+	if err != nil {
+		a.warn("the /etc snapshots in %s were not pruned: %v", etcsnap.Root(stateHome), err)
+	}
+	for _, d := range gone {
+		fmt.Fprintf(a.stdout, "%s %s: a snapshot of the host's /etc files no run uses\n", verb, d)
+	}
 }
 
 func (a *app) imageBuild(c *cli.Context) error {

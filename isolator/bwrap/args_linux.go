@@ -8,6 +8,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/internal/sh"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/etcsnap"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/syscalls"
 )
@@ -33,12 +34,13 @@ const PublishDir = "/run/devsandbox/publish"
 type FileKind int
 
 const (
-	Content    FileKind = iota // Spec.Files[i].Content
-	SecretEnv                  // the host variable Source
-	SecretFile                 // the host file Source
-	HostFile                   // a system file copied from the host path Source
-	Seccomp                    // the seccomp program in Content (bwrap's --seccomp)
-	Pinned                     // the descriptor Run opened Plan.Mounts[Mount]'s source with
+	Content     FileKind = iota // Spec.Files[i].Content
+	SecretEnv                   // the host variable Source
+	SecretFile                  // the host file Source
+	HostFile                    // a system file copied from the host path Source
+	Seccomp                     // the seccomp program in Content (bwrap's --seccomp)
+	Pinned                      // the descriptor Run opened Plan.Mounts[Mount]'s source with
+	EtcSnapshot                 // the /etc snapshot directory (in Source) of the entries in Snapshot
 )
 
 // File is one descriptor bwrap reads a --ro-bind-data file from.
@@ -49,6 +51,8 @@ type File struct {
 	Source  string
 	Content []byte
 	Mount   int `json:",omitempty"` // Pinned: the index of the mount in the rendered Plan
+	// Snapshot is what the EtcSnapshot directory holds.
+	Snapshot []etcsnap.Entry `json:",omitempty"`
 }
 
 // Spec is a rendered bwrap invocation.
@@ -101,6 +105,9 @@ func RenderWith(p *isolator.Plan, bin egress.Binaries) (*Spec, error) {
 type renderOptions struct {
 	ready    bool // the init reports readiness on ReadyFD
 	noCopies bool // bind /etc files instead of copying them through descriptors
+	// noSnapshot copies /etc files through descriptors one by one instead of mounting
+	// their snapshot (Run could not open one).
+	noSnapshot bool
 	// limits says how each limit is enforced; nil is defaultEnforcement.
 	limits *enforcement
 	// cgroup is the session cgroup of the limits limits puts in one.
@@ -149,10 +156,23 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		a = append(a, "--ro-bind", "/", "/")
 	}
 	fd := StatusFD + 1
+	etc, snapshot := etcEntries(p)
+	snapshot = snapshot && !o.noCopies && !o.noSnapshot
+	placed := false
 	for _, sp := range p.System.Paths {
+		if snapshot && !placed && isolator.Within(sp.Path, "/etc") {
+			// One read-only bind of the snapshot, before anything else in /etc: bwrap
+			// pays one mount instead of a copy per file.
+			a = append(a, "--ro-bind-fd", fmt.Sprint(fd), "/etc")
+			s.Files = append(s.Files, File{FD: fd, Dest: "/etc", Kind: EtcSnapshot, Source: p.System.Snapshot, Snapshot: etc})
+			fd++
+			placed = true
+		}
 		switch {
 		case sp.Copy && o.noCopies:
 			a = append(a, "--ro-bind-try", sp.Path, sp.Path)
+		case sp.Copy && snapshot:
+			// in the snapshot
 		case sp.Copy:
 			a = append(a, "--perms", "0444", "--file", fmt.Sprint(fd), sp.Path)
 			s.Files = append(s.Files, File{FD: fd, Dest: sp.Path, Kind: HostFile, Source: sp.Path})
@@ -410,6 +430,8 @@ func (s *Spec) Script() string {
 			fmt.Fprintf(&b, "# fd %d: secret %s from the host file %s\n", f.FD, f.Dest, f.Source)
 		case HostFile:
 			fmt.Fprintf(&b, "# fd %d: copy of the host file %s\n", f.FD, f.Source)
+		case EtcSnapshot:
+			b.WriteString(etcScript(f))
 		case Seccomp:
 			fmt.Fprintf(&b, "# fd %d: seccomp program of the syscall policy (%s)\n", f.FD, s.Policy)
 		}

@@ -28,6 +28,8 @@ const (
 	stateDir    = "/home/u/.local/state/devsandbox/app-0123abcd"
 	emptyFile   = "/home/u/.local/state/devsandbox/empty"
 	self        = "/usr/local/bin/devsandbox"
+	// etcSnapshots is where Build places the /etc snapshots.
+	etcSnapshots = "/home/u/.local/state/devsandbox/etc"
 )
 
 // basePlan is a plan as Build makes it for a project under the home directory: the
@@ -157,6 +159,20 @@ var goldenCases = []struct {
 				p.Mounts[i].ID = &isolator.FileID{Dev: 2049, Ino: uint64(100 + i)}
 			}
 		}
+		return p
+	}, ""},
+	{"etc_snapshot", func() *isolator.Plan {
+		// The default view's /etc files in one snapshot mounted at /etc, before the
+		// /etc directories bound over its mount points; the allowlist's /etc/hosts
+		// over the snapshot's copy.
+		p := basePlan()
+		p.System.Paths = append(slices.Clone(minimalSystem[:5]),
+			isolator.SystemPath{Path: "/etc/hosts", Optional: true, Copy: true},
+			isolator.SystemPath{Path: "/etc/ld.so.conf.d/libc.conf", Optional: true, Copy: true},
+			isolator.SystemPath{Path: "/etc/java-17-openjdk", Optional: true},
+		)
+		p.System.Snapshot = etcSnapshots
+		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: "/etc/hosts", Content: []byte("203.0.113.7 example.test\n"), Why: "egress allowlist names"})
 		return p
 	}, ""},
 	{"init_outside_view", func() *isolator.Plan {

@@ -33,6 +33,8 @@ type Isolator struct {
 	Phase func(name string)
 	// Warn receives warnings for people; nil discards them.
 	Warn func(msg string)
+	// Debug, when set, receives notes for --debug (a speed path not taken, and why).
+	Debug func(msg string)
 	// Binaries are the egress tools (pasta, nft, ...); zero means egress.DefaultBinaries.
 	Binaries egress.Binaries
 	// RuntimeDir is the user's $XDG_RUNTIME_DIR, where doctor looks for the systemd
@@ -168,6 +170,12 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		pp.Tmp.Session = sess.Name
 	}
 	o := renderOptions{ready: true, limits: &enf}
+	etc := openEtc(pp, b.Debug)
+	if etc != nil {
+		defer etc.Close()
+	} else {
+		o.noSnapshot = true
+	}
 	var cg *cgroup.Session
 	if enf.uses(byCgroup) {
 		if cg, o.cgroup, err = openSession(p, enf, layout); err != nil {
@@ -197,7 +205,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	defer ready.close()
-	files, writeErrs, err := dataFiles(spec.Files, func(i int) *os.File { return pins.Sources[index[i]].File })
+	files, writeErrs, err := dataFiles(spec.Files, func(i int) *os.File { return pins.Sources[index[i]].File },
+		func() (*os.File, error) { return etcDescriptor(etc) })
 	if err != nil {
 		return 0, err
 	}

@@ -18,8 +18,8 @@ import (
 // missing one aborts before launch. The returned channel yields the first error (or
 // nil) once every pipe is written and closed. Pinned entries are the sources Run
 // opened (pinned returns the descriptor of the rendered Plan's mount i); bwrap mounts
-// them.
-func dataFiles(fs []File, pinned func(i int) *os.File) ([]*os.File, <-chan error, error) {
+// them, and so does it the /etc snapshot directory etc opens.
+func dataFiles(fs []File, pinned func(i int) *os.File, etc func() (*os.File, error)) ([]*os.File, <-chan error, error) {
 	errc := make(chan error, 1)
 	type job struct {
 		w    *os.File
@@ -43,6 +43,14 @@ func dataFiles(fs []File, pinned func(i int) *os.File) ([]*os.File, <-chan error
 				return fail(fmt.Errorf("%w: no descriptor for the source of %s", isolator.ErrProtection, f.Dest))
 			}
 			reads = append(reads, pinned(f.Mount))
+			continue
+		}
+		if f.Kind == EtcSnapshot {
+			d, err := etc()
+			if err != nil {
+				return fail(err)
+			}
+			reads = append(reads, d)
 			continue
 		}
 		if f.Kind == HostFile {

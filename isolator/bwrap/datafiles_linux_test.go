@@ -28,7 +28,7 @@ func TestDataFiles(t *testing.T) {
 		{FD: 8, Dest: "/x/content", Kind: Content, Content: []byte("generated")},
 		{FD: 9, Dest: "/x/secret", Kind: SecretFile, Source: secret},
 	}
-	reads, errc, err := dataFiles(fs, nil)
+	reads, errc, err := dataFiles(fs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestDataFilesNoPipes(t *testing.T) {
 	if err := os.WriteFile(host, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	reads, errc, err := dataFiles([]File{{FD: 5, Dest: "/etc/hosts", Kind: HostFile, Source: host}}, nil)
+	reads, errc, err := dataFiles([]File{{FD: 5, Dest: "/etc/hosts", Kind: HostFile, Source: host}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestDataFilesNoPipes(t *testing.T) {
 
 // A missing secret file aborts before launch.
 func TestDataFilesMissingSecret(t *testing.T) {
-	_, _, err := dataFiles([]File{{FD: 5, Dest: "/x/secret", Kind: SecretFile, Source: filepath.Join(t.TempDir(), "nope")}}, nil)
+	_, _, err := dataFiles([]File{{FD: 5, Dest: "/x/secret", Kind: SecretFile, Source: filepath.Join(t.TempDir(), "nope")}}, nil, nil)
 	if err == nil {
 		t.Fatal("want an error for a missing secret file")
 	}

@@ -60,3 +60,11 @@ func contains(s []string, v string) bool {
 	}
 	return false
 }
+
+// EtcEntries is etcEntries for the tests.
+var EtcEntries = etcEntries
+
+// RenderCopying renders p as Run does when it could not open the /etc snapshot.
+func RenderCopying(p *isolator.Plan) (*Spec, error) {
+	return render(p, egress.DefaultBinaries, renderOptions{ready: true, noSnapshot: true})
+}

@@ -89,7 +89,7 @@ func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, 
 	if len(spec.Checks) > 0 && p.Self != "" {
 		env = append(env, wire.ManifestEnv+"="+wire.EncodeChecks(spec.Checks, pin.BootID()))
 	}
-	files, _, err := dataFiles(spec.Files, func(i int) *os.File { return pins.Sources[index[i]].File })
+	files, _, err := dataFiles(spec.Files, func(i int) *os.File { return pins.Sources[index[i]].File }, nil)
 	if err != nil {
 		pins.Close()
 		return nil, err
@@ -108,7 +108,8 @@ func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, 
 }
 
 // wrapSpec renders p for inner as a library run: no readiness report, a tmpfs /tmp,
-// no terminal, and (for WrapArgv) no copied files.
+// no terminal, and (for WrapArgv) no copied files. No /etc snapshot either: it is
+// held locked for the life of a run, which a library caller's command outlives.
 func wrapSpec(p *isolator.Plan, inner []string, noCopies bool) (*Spec, error) {
 	if len(inner) == 0 {
 		return nil, errors.New("no command to wrap")
@@ -121,5 +122,5 @@ func wrapSpec(p *isolator.Plan, inner []string, noCopies bool) (*Spec, error) {
 	if q.Egress.NeedsFirewall() {
 		return nil, errors.New("the allowlist egress mode needs devsandbox's own launch (pasta and the prologue); use proxy or none")
 	}
-	return render(&q, egress.DefaultBinaries, renderOptions{noCopies: noCopies})
+	return render(&q, egress.DefaultBinaries, renderOptions{noCopies: noCopies, noSnapshot: true})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/etcsnap"
 	"github.com/devsandbox/devsandbox/syscalls"
 	"github.com/devsandbox/devsandbox/tools"
 )
@@ -144,7 +145,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		}
 		p.Command = []string{sh}
 	}
-	if p.System, err = systemView(pr, cfg.Sandbox.SystemBinds); err != nil {
+	if p.System, err = systemView(pr, cfg.Sandbox.SystemBinds, etcsnap.Root(h.StateHome)); err != nil {
 		return nil, nil, err
 	}
 

@@ -43,7 +43,8 @@ const maxCopies = 32
 
 // systemView returns the system part of the view: binds = ["host"] is the read-only
 // host root; an empty list is the minimal default; anything else are the paths given.
-func systemView(pr Probe, binds []string) (isolator.SystemView, error) {
+// The minimal default's copied /etc files are snapshotted under snapshots.
+func systemView(pr Probe, binds []string, snapshots string) (isolator.SystemView, error) {
 	if len(binds) == 1 && binds[0] == "host" {
 		return isolator.SystemView{Host: true}, nil
 	}
@@ -82,6 +83,12 @@ func systemView(pr Probe, binds []string) (isolator.SystemView, error) {
 			} else {
 				v.Paths = append(v.Paths, isolator.SystemPath{Path: sp, Optional: true})
 			}
+		}
+	}
+	for _, sp := range v.Paths {
+		if sp.Copy {
+			v.Snapshot = snapshots
+			break
 		}
 	}
 	return v, nil

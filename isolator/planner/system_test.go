@@ -76,7 +76,7 @@ func TestSystemView(t *testing.T) {
 			{Path: "/etc/profile.d/a.sh", Optional: true, Copy: true},
 			{Path: "/etc/profile.d/b.sh", Optional: true, Copy: true},
 			{Path: "/etc/ssh/ssh_config", Optional: true, Copy: true},
-		}}},
+		}, Snapshot: "/state/devsandbox/etc"}}, // copies: snapshotted there
 		{"host", []string{"host"}, isolator.SystemView{Host: true}},
 		{"configured list: bound as given", []string{"/usr", "/bin", "/etc/passwd", "/srv/tools"},
 			isolator.SystemView{Paths: []isolator.SystemPath{
@@ -84,10 +84,10 @@ func TestSystemView(t *testing.T) {
 				{Path: "/bin", Link: "usr/bin"},
 				{Path: "/etc/passwd"}, // only the default view copies /etc files
 				{Path: "/srv/tools"},
-			}}},
+			}}}, // nothing copied: no snapshot
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := systemView(pr, tc.binds)
+			got, err := systemView(pr, tc.binds, "/state/devsandbox/etc")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +135,7 @@ func TestSystemViewMissingPath(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root+"/usr")
 	pr := chrootProbe(root)
-	if _, err := systemView(pr, []string{"/usr", "/missing"}); !errors.Is(err, ErrConfig) {
+	if _, err := systemView(pr, []string{"/usr", "/missing"}, ""); !errors.Is(err, ErrConfig) {
 		t.Fatalf("systemView with a missing path: %v; want ErrConfig", err)
 	}
 }

@@ -1,0 +1,140 @@
+package bwrap
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/etcsnap"
+)
+
+// etcEntries is what the /etc snapshot of p holds (package etcsnap): each Copy file
+// of the system view, and a mount point for every other /etc entry the view or a
+// mount places there. ok is false when p copies nothing, when its snapshot root lies
+// in or holds a directory the sandbox can write (what the sandbox writes is never
+// what a later sandbox trusts as its /etc), or when something lands in /etc that
+// needs a mount point the snapshot cannot know the kind of; the files are then copied
+// one by one, as without a snapshot.
+func etcEntries(p *isolator.Plan) (entries []etcsnap.Entry, ok bool) {
+	root := p.System.Snapshot
+	if p.System.Host || root == "" {
+		return nil, false
+	}
+	for _, w := range isolator.Writable(p) {
+		if w != "" && (isolator.Within(root, w) || isolator.Within(w, root)) {
+			return nil, false
+		}
+	}
+	var bound []string // /etc directories bound over the snapshot
+	kinds := map[string]bool{}
+	copies := 0
+	for _, sp := range p.System.Paths {
+		if !isolator.Within(sp.Path, "/etc") {
+			continue
+		}
+		if sp.Path == "/etc" || sp.Link != "" {
+			return nil, false
+		}
+		name := strings.TrimPrefix(sp.Path, "/etc/")
+		e := etcsnap.Entry{Name: name}
+		if sp.Copy {
+			e.Source = sp.Path
+			copies++
+		} else {
+			// The default view binds directories only: its regular files are copies.
+			e.Dir = true
+			bound = append(bound, sp.Path)
+		}
+		entries = append(entries, e)
+		kinds[name] = e.Dir
+	}
+	if copies == 0 {
+		return nil, false
+	}
+	for _, m := range p.Mounts {
+		dst := m.Target(p.User.HostHome)
+		if !isolator.Within(dst, "/etc") || withinAny(dst, bound) {
+			continue
+		}
+		isDir, exists := kinds[strings.TrimPrefix(dst, "/etc/")]
+		switch {
+		case !exists:
+			return nil, false
+		case m.Kind == isolator.Data || m.Kind == isolator.MaskFile:
+			ok = !isDir
+		case m.Kind == isolator.MaskDir || m.Kind == isolator.TmpDir:
+			ok = isDir
+		default:
+			ok = false // a bind's kind is the host's, unknown here
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	if etcsnap.Validate(entries) != nil {
+		return nil, false
+	}
+	return entries, true
+}
+
+func withinAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if isolator.Within(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// openEtc opens (reusing or building) the /etc snapshot of p for Run. A snapshot that
+// cannot be had is no loss of protection, only of speed: the files are then copied
+// one by one, and debug says why.
+func openEtc(p *isolator.Plan, debug func(string)) *etcsnap.Snapshot {
+	entries, ok := etcEntries(p)
+	if !ok {
+		return nil
+	}
+	s, err := etcsnap.Open(p.System.Snapshot, entries, time.Now())
+	if err != nil {
+		if debug != nil {
+			debug(fmt.Sprintf("the /etc snapshot is not used this time, its files are copied one by one: %v", err))
+		}
+		return nil
+	}
+	return s
+}
+
+// etcDescriptor returns the descriptor bwrap mounts the snapshot from.
+func etcDescriptor(s *etcsnap.Snapshot) (*os.File, error) {
+	if s == nil {
+		return nil, fmt.Errorf("%w: no /etc snapshot was opened", isolator.ErrProtection)
+	}
+	return s.Dir()
+}
+
+// etcScript describes the snapshot descriptor f for --dry-run.
+func etcScript(f File) string {
+	var files, points []string
+	for _, e := range f.Snapshot {
+		switch {
+		case e.Source != "":
+			files = append(files, e.Source)
+		case e.Dir:
+			points = append(points, e.Name+"/")
+		default:
+			points = append(points, e.Name)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# fd %d: /etc, a read-only snapshot directory in %s (reused while the files are unchanged,\n", f.FD, f.Source)
+	b.WriteString("#   else built at launch; if it cannot be, each file is copied with --file instead) of the host files:\n")
+	for _, s := range files {
+		fmt.Fprintf(&b, "#   %s\n", s)
+	}
+	if len(points) > 0 {
+		fmt.Fprintf(&b, "#   with empty mount points for: %s\n", strings.Join(points, " "))
+	}
+	return b.String()
+}

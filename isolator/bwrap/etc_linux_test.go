@@ -1,0 +1,99 @@
+package bwrap_test
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/bwrap"
+	"github.com/devsandbox/devsandbox/isolator/etcsnap"
+)
+
+// snapshotPlan is a default view with /etc copies and binds, snapshotted.
+func snapshotPlan() *isolator.Plan {
+	p := basePlan()
+	p.System.Paths = slices.Clone(minimalSystem)
+	p.System.Snapshot = etcSnapshots
+	return p
+}
+
+func TestEtcEntries(t *testing.T) {
+	want := []etcsnap.Entry{
+		{Name: "resolv.conf", Source: "/etc/resolv.conf"},
+		{Name: "passwd", Source: "/etc/passwd"},
+		{Name: "ssl", Dir: true},
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(p *isolator.Plan)
+		want []etcsnap.Entry // nil: no snapshot, the files are copied
+	}{
+		{"default view", func(*isolator.Plan) {}, want},
+		{"a file mounted over a copy", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: "/etc/passwd", Content: []byte("x")})
+		}, want},
+		{"a mask inside a bound /etc directory", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskDir, Dest: "/etc/ssl/private"})
+		}, want},
+		{"no snapshot root", func(p *isolator.Plan) { p.System.Snapshot = "" }, nil},
+		{"host view", func(p *isolator.Plan) { p.System.Host = true }, nil},
+		{"nothing copied", func(p *isolator.Plan) { p.System.Paths = minimalSystem[:4] }, nil},
+		{"root inside the project", func(p *isolator.Plan) { p.System.Snapshot = project + "/.state/etc" }, nil},
+		{"root inside the sandbox home", func(p *isolator.Plan) { p.System.Snapshot = sandboxHome + "/etc" }, nil},
+		{"root inside a read-write bind", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: "/home/u/.local/state", Dest: "/home/u/.local/state"})
+		}, nil},
+		{"root holding the session /tmp", func(p *isolator.Plan) { p.Tmp.Dir = etcSnapshots + "/tmp" }, nil},
+		{"a file generated where the snapshot has nothing", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: "/etc/devsandbox.conf", Content: []byte("x")})
+		}, nil},
+		{"a directory mask over a copied file", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskDir, Dest: "/etc/passwd"})
+		}, nil},
+		{"a host bind into /etc", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: "/srv/x", Dest: "/etc/ssl2", ReadOnly: true})
+		}, nil},
+		{"/etc itself in the view", func(p *isolator.Plan) {
+			p.System.Paths = append(p.System.Paths, isolator.SystemPath{Path: "/etc"})
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := snapshotPlan()
+			tc.edit(p)
+			got, ok := bwrap.EtcEntries(p)
+			if ok != (tc.want != nil) || !reflect.DeepEqual(got, tc.want) && tc.want != nil {
+				t.Errorf("etcEntries = %+v, %v; want %+v", got, ok, tc.want)
+			}
+			spec, err := bwrap.Render(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap := slices.Contains(spec.Argv, "--ro-bind-fd") && slices.Contains(spec.Argv, "/etc"); snap != ok {
+				t.Errorf("Render mounts a snapshot: %v; want %v\n%v", snap, ok, spec.Argv)
+			}
+		})
+	}
+}
+
+// When Run cannot open a snapshot, the rendering is the one without a snapshot:
+// the same files, each copied.
+func TestRenderCopyingFallback(t *testing.T) {
+	withSnap := snapshotPlan()
+	got, err := bwrap.RenderCopying(withSnap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	without := snapshotPlan()
+	without.System.Snapshot = ""
+	want, err := bwrap.Render(without)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Argv, want.Argv) || !reflect.DeepEqual(seccompElided(t, got), seccompElided(t, want)) {
+		t.Errorf("fallback:\n got %q\nwant %q", got.Argv, want.Argv)
+	}
+	if !slices.Contains(got.Argv, "--file") {
+		t.Error("the fallback copies nothing")
+	}
+}

@@ -1,0 +1,259 @@
+package etcsnap
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// later is a time after every source a test wrote settled: no source is racy.
+func later() time.Time { return time.Now().Add(time.Minute) }
+
+// hostFiles writes files (name -> content) under a fresh host directory and returns
+// the entries copying them, plus the mount points ssl/ and java/.
+func hostFiles(t testing.TB, files map[string]string) (string, []Entry) {
+	t.Helper()
+	host := t.TempDir()
+	var es []Entry
+	for name, content := range files {
+		p := filepath.Join(host, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, Entry{Name: name, Source: p})
+	}
+	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
+	es = append(es, Entry{Name: "ssl", Dir: true}, Entry{Name: "java", Dir: true})
+	return host, es
+}
+
+func open(t *testing.T, root string, es []Entry) *Snapshot {
+	t.Helper()
+	s, err := Open(root, es, later())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func read(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestOpenBuildsSealedAndReuses(t *testing.T) {
+	_, es := hostFiles(t, map[string]string{"passwd": "u:x:1000\n", "hosts": "127.0.0.1 localhost\n", "ld.so.conf.d/libc.conf": "/usr/local/lib\n"})
+	root := filepath.Join(t.TempDir(), "etc")
+	s := open(t, root, es)
+	if !s.Built {
+		t.Error("first Open: Built = false")
+	}
+	if got := read(t, filepath.Join(s.Path, "passwd")); got != "u:x:1000\n" {
+		t.Errorf("passwd = %q", got)
+	}
+	for name, want := range map[string]os.FileMode{".": 0o555, "passwd": 0o444, "hosts": 0o444, "ld.so.conf.d": 0o555, "ld.so.conf.d/libc.conf": 0o444, "ssl": 0o555, "java": 0o555} {
+		fi, err := os.Lstat(filepath.Join(s.Path, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want || fi.Mode()&os.ModeSymlink != 0 {
+			t.Errorf("%s: mode %v, want %v", name, fi.Mode(), want)
+		}
+	}
+	again := open(t, root, es)
+	if again.Built || again.Path != s.Path {
+		t.Errorf("second Open: Built %v, %s; want the reused %s", again.Built, again.Path, s.Path)
+	}
+	d, err := again.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var a, b unix.Stat_t
+	if err := unix.Fstat(int(d.Fd()), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Stat(s.Path, &b); err != nil {
+		t.Fatal(err)
+	}
+	if a.Ino != b.Ino {
+		t.Error("Dir is not the snapshot directory")
+	}
+}
+
+// A host file that changes between runs is seen changed in the next one: written in
+// place with the same size and its mtime set back, or replaced by rename.
+func TestOpenSeesChangedSources(t *testing.T) {
+	host, es := hostFiles(t, map[string]string{"passwd": "u:x:1000\n", "hosts": "127.0.0.1 a\n"})
+	root := filepath.Join(t.TempDir(), "etc")
+	first := open(t, root, es)
+
+	old, err := os.Stat(filepath.Join(host, "hosts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(host, "hosts"), []byte("127.0.0.1 b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// utimensat can set the mtime back, never the ctime.
+	if err := os.Chtimes(filepath.Join(host, "hosts"), old.ModTime(), old.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	second := open(t, root, es)
+	if second.Path == first.Path || read(t, filepath.Join(second.Path, "hosts")) != "127.0.0.1 b\n" {
+		t.Fatalf("after an in-place write: %s holds %q", second.Path, read(t, filepath.Join(second.Path, "hosts")))
+	}
+
+	tmp := filepath.Join(host, "passwd.new")
+	if err := os.WriteFile(tmp, []byte("u:x:1001\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(host, "passwd")); err != nil {
+		t.Fatal(err)
+	}
+	third := open(t, root, es)
+	if got := read(t, filepath.Join(third.Path, "passwd")); got != "u:x:1001\n" {
+		t.Fatalf("after a rename: passwd = %q", got)
+	}
+	if read(t, filepath.Join(first.Path, "passwd")) != "u:x:1000\n" {
+		t.Error("a snapshot in use changed")
+	}
+}
+
+// A source that changed in the last seconds is not keyed: a second write within the
+// same timestamp tick would keep the stat tuple.
+func TestOpenRacy(t *testing.T) {
+	_, es := hostFiles(t, map[string]string{"hosts": "x\n"})
+	if _, err := Open(filepath.Join(t.TempDir(), "etc"), es, time.Now()); !errors.Is(err, ErrRacy) {
+		t.Fatalf("Open of a file written just now: %v; want ErrRacy", err)
+	}
+}
+
+func TestKey(t *testing.T) {
+	host, es := hostFiles(t, map[string]string{"passwd": "a\n", "hosts": "b\n"})
+	k1, err := Key(es, later())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k2, _ := Key(es, later()); k2 != k1 {
+		t.Errorf("Key not stable: %s, %s", k1, k2)
+	}
+	for name, change := range map[string]func([]Entry) []Entry{
+		"mount point added": func(es []Entry) []Entry { return append(es, Entry{Name: "pki", Dir: true}) },
+		"mount point kind":  func(es []Entry) []Entry { es[len(es)-1].Dir = false; return es },
+		"source moved": func(es []Entry) []Entry {
+			es[0].Source = filepath.Join(host, "passwd") // es[0] is hosts
+			return es
+		},
+		"source gone": func(es []Entry) []Entry {
+			es[0].Source = filepath.Join(host, "missing")
+			return es
+		},
+	} {
+		k, err := Key(change(append([]Entry(nil), es...)), later())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if k == k1 {
+			t.Errorf("%s: key unchanged", name)
+		}
+	}
+	if err := os.Remove(filepath.Join(host, "hosts")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("passwd", filepath.Join(host, "hosts")); err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := Key(es, later()); k == k1 {
+		t.Error("a source replaced by a link to another file: key unchanged")
+	}
+	if err := os.Remove(filepath.Join(host, "hosts")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(host, "hosts"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Key(es, later()); err == nil {
+		t.Error("a FIFO source: no error")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, es := range [][]Entry{
+		{{Name: "/passwd", Source: "/etc/passwd"}},
+		{{Name: "../passwd", Source: "/etc/passwd"}},
+		{{Name: "a/../b", Source: "/etc/passwd"}},
+		{{Name: ".tmp-x", Dir: true}},
+		{{Name: "passwd", Source: "/etc/passwd", Dir: true}},
+		{{Name: "ssl", Dir: true}, {Name: "ssl", Dir: true}},
+		{{Name: "passwd", Source: "/etc/passwd"}, {Name: "passwd/x", Source: "/etc/hosts"}},
+	} {
+		if Validate(es) == nil {
+			t.Errorf("Validate(%+v) = nil", es)
+		}
+	}
+}
+
+// Concurrent launches of one key all get the same, complete snapshot.
+func TestOpenConcurrent(t *testing.T) {
+	_, es := hostFiles(t, map[string]string{"passwd": "u\n", "group": "g\n", "a/b/c": "c\n"})
+	root := filepath.Join(t.TempDir(), "etc")
+	var wg sync.WaitGroup
+	paths := make([]string, 8)
+	errs := make([]error, 8)
+	for i := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := Open(root, es, later())
+			if err == nil {
+				paths[i] = s.Path
+				defer s.Close()
+				if got, _ := os.ReadFile(filepath.Join(s.Path, "a/b/c")); string(got) != "c\n" {
+					errs[i] = errors.New("incomplete snapshot: a/b/c = " + string(got))
+				}
+			}
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range paths {
+		if errs[i] != nil || paths[i] != paths[0] {
+			t.Errorf("launch %d: %s, %v; want %s", i, paths[i], errs[i], paths[0])
+		}
+	}
+	names, _ := os.ReadDir(root)
+	if len(names) != 1 {
+		t.Errorf("root holds %d entries, want the one snapshot", len(names))
+	}
+}
+
+// A root that cannot be made (a read-only or full state directory; here a file in the
+// way) is an error: the caller copies the files one by one.
+func TestOpenRootUnusable(t *testing.T) {
+	_, es := hostFiles(t, map[string]string{"passwd": "u\n"})
+	f := filepath.Join(t.TempDir(), "state")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(filepath.Join(f, "etc"), es, later()); err == nil {
+		s.Close()
+		t.Fatal("Open under a file succeeded")
+	}
+}

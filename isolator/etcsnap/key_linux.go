@@ -1,0 +1,107 @@
+package etcsnap
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// format is part of every key: a change to the layout or the checks of a snapshot
+// changes it, so snapshots of an older devsandbox are never reused, only pruned.
+const format = "etcsnap/1"
+
+// racyWindow is how recent a source's change may be before its snapshot is not kept.
+// File systems stamp ctime and mtime from a clock that ticks every few milliseconds
+// (jiffies); a file written twice within one tick, with the same size, keeps its
+// stat tuple, so a snapshot built between the two writes would be reused with the
+// old content. A file whose last change is older than this cannot change within the
+// same tick any more (the approach git takes for "racily clean" index entries).
+const racyWindow = 2 * time.Second
+
+// maxFile bounds a copied file: the files are small (ld.so.cache, the largest, is
+// tens of KiB); anything bigger is not the file the view expects.
+const maxFile = 16 << 20
+
+// stamp is what a key records of a copied file's host source.
+type stamp struct {
+	missing bool
+	dev     uint64
+	ino     uint64
+	mode    uint32
+	size    int64
+	mtime   unix.Timespec
+	ctime   unix.Timespec
+}
+
+func stampOf(st *unix.Stat_t) stamp {
+	return stamp{dev: st.Dev, ino: st.Ino, mode: st.Mode, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
+}
+
+// Key names the snapshot of entries as the host is now, from one stat of each source
+// (following symbolic links: /etc/resolv.conf is often one, and what it points at is
+// what is copied).
+//
+// Why a stat tuple and not the content: reading and hashing every file on each
+// launch costs what the snapshot saves. The tuple (device, inode, mode, size, mtime
+// and ctime to the nanosecond) changes whenever the content can have: a file
+// replaced by rename (how passwd, group, hosts and resolv.conf are updated) has
+// another inode and a new ctime; one written in place gets a new ctime, which no
+// unprivileged call can set back (utimensat sets mtime and atime only, and itself
+// moves ctime). What remains, two writes within one clock tick, is ErrRacy. A source
+// that does not exist is recorded as such (its entry is an empty file, as a copy of a
+// vanished file was); one that is not a regular file is an error.
+func Key(entries []Entry, now time.Time) (string, error) {
+	k, _, err := key(entries, now)
+	return k, err
+}
+
+func key(entries []Entry, now time.Time) (string, []stamp, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", format)
+	stamps := make([]stamp, len(entries))
+	for i, e := range entries {
+		if e.Source == "" {
+			fmt.Fprintf(h, "%q mount dir=%t\n", e.Name, e.Dir)
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(e.Source, &st); err != nil {
+			if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
+				return "", nil, fmt.Errorf("%s: %w", e.Source, err)
+			}
+			stamps[i].missing = true
+			fmt.Fprintf(h, "%q missing\n", e.Name)
+			continue
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return "", nil, fmt.Errorf("%s: %w: not a regular file", e.Source, fs.ErrInvalid)
+		}
+		if st.Size > maxFile {
+			return "", nil, fmt.Errorf("%s: %w: larger than %d bytes", e.Source, fs.ErrInvalid, maxFile)
+		}
+		s := stampOf(&st)
+		if racy(s, now) {
+			return "", nil, fmt.Errorf("%s: %w", e.Source, ErrRacy)
+		}
+		stamps[i] = s
+		fmt.Fprintf(h, "%q %q %d %d %o %d %d.%09d %d.%09d\n", e.Name, e.Source, s.dev, s.ino, s.mode, s.size,
+			s.mtime.Sec, s.mtime.Nsec, s.ctime.Sec, s.ctime.Nsec)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16]), stamps, nil
+}
+
+// racy reports whether s changed so recently (or, with a clock set back, in the
+// future) that another change in the same tick could leave it as it is.
+func racy(s stamp, now time.Time) bool {
+	for _, t := range []unix.Timespec{s.mtime, s.ctime} {
+		if now.Sub(time.Unix(t.Sec, t.Nsec)) < racyWindow {
+			return true
+		}
+	}
+	return false
+}

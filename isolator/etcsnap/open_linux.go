@@ -1,0 +1,354 @@
+package etcsnap
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// errInvalid marks a snapshot directory that is not what its key describes.
+var errInvalid = errors.New("not a sealed snapshot")
+
+// errBusy marks a snapshot that is being pruned right now.
+var errBusy = errors.New("being pruned")
+
+// Snapshot is a snapshot in use: its directory, open and share-locked until Close.
+type Snapshot struct {
+	Path  string // the directory, for people (bwrap mounts Dir)
+	Key   string
+	Built bool // built by this call rather than reused
+	dir   *os.File
+}
+
+// Dir returns a new O_PATH descriptor of the snapshot directory, the very one that
+// was checked, for bwrap to mount (--ro-bind-fd); the caller closes it.
+func (s *Snapshot) Dir() (*os.File, error) {
+	fd, err := unix.Openat(int(s.dir.Fd()), ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reopening the /etc snapshot %s: %w", s.Path, err)
+	}
+	return os.NewFile(uintptr(fd), s.Path), nil
+}
+
+// Close releases the lock: the snapshot may be pruned once no other run holds it.
+func (s *Snapshot) Close() error { return s.dir.Close() }
+
+// Open returns the snapshot of entries under root, reusing the one whose key matches
+// and building it otherwise. now is the time the racy check compares with. An error
+// means no snapshot is usable this time (the caller copies the files instead); it
+// wraps ErrRacy when a source changed too recently to be keyed safely.
+func Open(root string, entries []Entry, now time.Time) (*Snapshot, error) {
+	if err := Validate(entries); err != nil {
+		return nil, err
+	}
+	k, stamps, err := key(entries, now)
+	if err != nil {
+		return nil, err
+	}
+	rfd, err := openRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(rfd)
+	s, err := reuse(rfd, root, k, entries, stamps)
+	switch {
+	case err == nil:
+		return s, nil
+	case errors.Is(err, errInvalid):
+		// Damaged, or not ours: out of the way (never followed), then built afresh.
+		discard(rfd, k)
+	case !errors.Is(err, unix.ENOENT):
+		return nil, fmt.Errorf("the /etc snapshot %s: %w", Path(root, k), err)
+	}
+	if err := build(rfd, k, entries, stamps); err != nil {
+		return nil, fmt.Errorf("building the /etc snapshot in %s: %w", root, err)
+	}
+	if s, err = reuse(rfd, root, k, entries, stamps); err != nil {
+		return nil, fmt.Errorf("the /etc snapshot %s: %w", Path(root, k), err)
+	}
+	s.Built = true
+	prune(rfd, Keep, k, now)
+	return s, nil
+}
+
+// openRoot creates root (0700) when missing and opens it. It must be a directory owned
+// by the user that nobody else can write: a snapshot is only as sound as its root.
+func openRoot(root string) (int, error) {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return -1, err
+	}
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("opening %s: %w", root, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		unix.Close(fd)
+		return -1, fmt.Errorf("%s: owned by uid %d with mode %o; it must be the user's own and writable by nobody else", root, st.Uid, st.Mode&0o7777)
+	}
+	return fd, nil
+}
+
+// reuse opens the snapshot k, share-locks it and checks it against entries: a
+// directory (not a link) owned by the user, mode 0555, holding exactly the top-level
+// names entries imply, each with its kind and mode, each copy with its source's size.
+// ENOENT: there is none. errInvalid: what is there is something else.
+func reuse(rfd int, root, k string, entries []Entry, stamps []stamp) (*Snapshot, error) {
+	fd, err := unix.Openat(rfd, k, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil, err
+	case errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR):
+		return nil, fmt.Errorf("%w: a symbolic link or a file", errInvalid)
+	case err != nil:
+		return nil, err
+	}
+	dir := os.NewFile(uintptr(fd), Path(root, k))
+	if err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		dir.Close()
+		return nil, fmt.Errorf("%w: %w", errBusy, err)
+	}
+	if err := check(rfd, fd, k, entries, stamps); err != nil {
+		dir.Close()
+		return nil, err
+	}
+	return &Snapshot{Path: dir.Name(), Key: k, dir: dir}, nil
+}
+
+// check verifies the open snapshot fd against entries (see reuse), and that the name
+// k still refers to it: a pruner that renamed it away between the open and the lock
+// leaves a directory that is about to be emptied.
+func check(rfd, fd int, k string, entries []Entry, stamps []stamp) error {
+	uid := uint32(os.Geteuid())
+	var st, named unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if err := unix.Fstatat(rfd, k, &named, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if named.Dev != st.Dev || named.Ino != st.Ino {
+		return fmt.Errorf("%w: replaced while it was opened", errBusy)
+	}
+	if st.Uid != uid || st.Mode&0o7777 != 0o555 {
+		return fmt.Errorf("%w: owned by uid %d with mode %o", errInvalid, st.Uid, st.Mode&0o7777)
+	}
+	top := map[string]bool{}
+	for _, d := range dirs(entries) {
+		top[strings.SplitN(d, "/", 2)[0]] = true
+		if err := checkEntry(fd, d, uid, unix.S_IFDIR, 0o555, -1); err != nil {
+			return err
+		}
+	}
+	for i, e := range entries {
+		top[strings.SplitN(e.Name, "/", 2)[0]] = true
+		if e.Dir {
+			continue
+		}
+		size := int64(0)
+		if e.Source != "" && !stamps[i].missing {
+			size = stamps[i].size
+		}
+		if err := checkEntry(fd, e.Name, uid, unix.S_IFREG, 0o444, size); err != nil {
+			return err
+		}
+	}
+	// Nothing else at the top: a name added there (ld.so.preload, say) would be seen
+	// by every program in the sandbox.
+	names, err := readNames(fd)
+	if err != nil {
+		return err
+	}
+	if len(names) != len(top) {
+		return fmt.Errorf("%w: holds %d names, not %d", errInvalid, len(names), len(top))
+	}
+	for _, n := range names {
+		if !top[n] {
+			return fmt.Errorf("%w: holds %s", errInvalid, n)
+		}
+	}
+	return nil
+}
+
+func checkEntry(fd int, name string, uid, kind, mode uint32, size int64) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("%w: %s: %w", errInvalid, name, err)
+	}
+	ok := st.Mode&unix.S_IFMT == kind && st.Mode&0o7777 == mode && st.Uid == uid
+	if kind == unix.S_IFREG {
+		ok = ok && st.Nlink == 1 && st.Size == size
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s has mode %o, size %d", errInvalid, name, st.Mode, st.Size)
+	}
+	return nil
+}
+
+// readNames lists the directory fd (without reading from its offset: a new
+// descriptor of the same directory).
+func readNames(fd int) ([]string, error) {
+	d, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(d), ".")
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// build writes the snapshot k into a private temporary directory under rfd, seals it
+// (0444 files, 0555 directories) and renames it into place. Losing the race to a
+// concurrent build of the same key is success: theirs is the same snapshot.
+func build(rfd int, k string, entries []Entry, stamps []stamp) (err error) {
+	tmp := tmpPrefix + randomName()
+	if err := unix.Mkdirat(rfd, tmp, 0o700); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = removeAt(rfd, tmp)
+		}
+	}()
+	tfd, err := unix.Openat(rfd, tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(tfd)
+	ds := dirs(entries)
+	for _, d := range ds {
+		if err := withParent(tfd, d, func(pfd int, base string) error { return unix.Mkdirat(pfd, base, 0o700) }); err != nil {
+			return err
+		}
+	}
+	for i, e := range entries {
+		if e.Dir {
+			continue
+		}
+		if err := withParent(tfd, e.Name, func(pfd int, base string) error { return writeEntry(pfd, base, e, stamps[i]) }); err != nil {
+			return err
+		}
+	}
+	for i := len(ds) - 1; i >= 0; i-- {
+		if err := withParent(tfd, ds[i], func(pfd int, base string) error { return sealDir(pfd, base) }); err != nil {
+			return err
+		}
+	}
+	if err := unix.Fchmod(tfd, 0o555); err != nil {
+		return err
+	}
+	if err := unix.Fsync(tfd); err != nil {
+		return err
+	}
+	err = unix.Renameat2(rfd, tmp, rfd, k, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EEXIST) {
+		return removeAt(rfd, tmp) // a concurrent launch built it first
+	}
+	if err != nil {
+		return err
+	}
+	return unix.Fsync(rfd)
+}
+
+// withParent opens the directory holding name under fd, one component at a time and
+// never following a link, and calls fn with it and name's last component.
+func withParent(fd int, name string, fn func(pfd int, base string) error) error {
+	dir, base := path.Split(name)
+	pfd, err := unix.Dup(fd)
+	if err != nil {
+		return err
+	}
+	for _, c := range strings.Split(strings.TrimSuffix(dir, "/"), "/") {
+		if c == "" {
+			continue
+		}
+		next, err := unix.Openat(pfd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(pfd)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		pfd = next
+	}
+	defer unix.Close(pfd)
+	return fn(pfd, base)
+}
+
+// writeEntry creates base under pfd: the content of e's source, or empty. The source
+// is read from a descriptor whose stat matches the key's stamp before and after the
+// read, so the content is the one the key names.
+func writeEntry(pfd int, base string, e Entry, s stamp) error {
+	var data []byte
+	if e.Source != "" && !s.missing {
+		var err error
+		if data, err = readSource(e.Source, s); err != nil {
+			return err
+		}
+	}
+	fd, err := unix.Openat(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("%s: %w", e.Name, err)
+	}
+	f := os.NewFile(uintptr(fd), e.Name)
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Chmod(0o444); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+func readSource(src string, want stamp) ([]byte, error) {
+	fd, err := unix.Open(src, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	f := os.NewFile(uintptr(fd), src)
+	defer f.Close()
+	same := func() bool {
+		var st unix.Stat_t
+		return unix.Fstat(fd, &st) == nil && stampOf(&st) == want
+	}
+	if !same() {
+		return nil, fmt.Errorf("%s: %w", src, ErrChanged)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
+	}
+	if int64(len(data)) != want.size || !same() {
+		return nil, fmt.Errorf("%s: %w", src, ErrChanged)
+	}
+	return data, nil
+}
+
+func sealDir(pfd int, base string) error {
+	fd, err := unix.Openat(pfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Fchmod(fd, 0o555); err != nil {
+		return err
+	}
+	return unix.Fsync(fd)
+}
+
+func randomName() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
