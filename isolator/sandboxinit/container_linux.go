@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -184,6 +183,7 @@ func (c *container) run(argv []string) int {
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
+	r := newReaper()
 	ooms := -1
 	if m.Memory > 0 && hello.Nonce != "" {
 		ooms = oomKills(m)
@@ -210,7 +210,7 @@ func (c *container) run(argv []string) int {
 		go c.readFrames(cio, pid, gone)
 	}
 	exited := make(chan int, 1)
-	go reap(pid, exited)
+	go r.reap(pid, exited)
 	for {
 		select {
 		case s := <-sigs:
@@ -278,39 +278,6 @@ func (c *container) readFrames(cio commandIO, pid int, gone chan<- struct{}) {
 				signalGroup(pid, syscall.Signal(p[0]))
 			}
 		}
-	}
-}
-
-// reap waits for every child (the init adopts orphans) and reports the command's
-// exit status, 128+N when a signal N killed it.
-func reap(pid int, exited chan<- int) {
-	for {
-		var ws syscall.WaitStatus
-		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil {
-			exited <- ExitSetupFailed
-			return
-		}
-		if wpid != pid {
-			continue
-		}
-		if ws.Signaled() {
-			exited <- 128 + int(ws.Signal())
-		} else {
-			exited <- ws.ExitStatus()
-		}
-		// Keep reaping orphans until the process exits.
-		go func() {
-			for {
-				if _, err := syscall.Wait4(-1, &ws, 0, nil); err != nil && !errors.Is(err, syscall.EINTR) {
-					time.Sleep(50 * time.Millisecond)
-				}
-			}
-		}()
-		return
 	}
 }
 

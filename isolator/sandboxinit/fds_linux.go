@@ -1,6 +1,7 @@
 package sandboxinit
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -8,37 +9,44 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// closeInherited closes every descriptor above stderr except keep (-1: none): those
-// listed in /proc/self/fd, else, without /proc, every number close_range reaches. It
-// fails only when neither works, and the caller must then not start the command.
+// closeInherited closes every descriptor above stderr except keep (-1: none): with
+// close_range, two system calls whatever the number of descriptors; on a kernel
+// without it (before 5.9), those listed in /proc/self/fd. It fails only when neither
+// works, and the caller must then not start the command.
 func closeInherited(keep int) error {
 	if keep >= 0 {
 		unix.CloseOnExec(keep) // the forwarders must not hold the readiness socket
 	}
-	ents, err := os.ReadDir("/proc/self/fd")
+	err := closeRangeExcept(keep)
 	if err == nil {
-		for _, e := range ents {
-			fd, err := strconv.Atoi(e.Name())
-			if err != nil || fd <= 2 || fd == keep {
-				continue
-			}
-			_ = unix.Close(fd) // the directory's own descriptor is already gone: EBADF
-		}
 		return nil
 	}
+	ents, derr := os.ReadDir("/proc/self/fd")
+	if derr != nil {
+		return fmt.Errorf("closing inherited descriptors: %w", errors.Join(err, derr))
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 || fd == keep {
+			continue
+		}
+		_ = unix.Close(fd) // the directory's own descriptor is already gone: EBADF
+	}
+	return nil
+}
+
+// closeRangeExcept closes every descriptor from 3 up except keep with close_range.
+func closeRangeExcept(keep int) error {
 	lo := uint(3)
 	if keep >= 3 {
 		if keep > 3 {
 			if err := unix.CloseRange(3, uint(keep-1), 0); err != nil {
-				return fmt.Errorf("closing inherited descriptors: %w", err)
+				return err
 			}
 		}
 		lo = uint(keep + 1)
 	}
-	if err := unix.CloseRange(lo, ^uint(0), 0); err != nil {
-		return fmt.Errorf("closing inherited descriptors: %w", err)
-	}
-	return nil
+	return unix.CloseRange(lo, ^uint(0), 0)
 }
 
 // CloseOnExecInherited marks every descriptor above stderr close-on-exec, so nothing

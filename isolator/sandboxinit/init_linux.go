@@ -104,11 +104,16 @@ func Main(args []string, stderr io.Writer) int {
 	if err := closeInherited(readyFD); err != nil {
 		return failed(err.Error())
 	}
-	// From here on a signal the host sends waits for the command (once the host has
-	// the readiness report it may send one at any time). Subscribing starts the
-	// runtime's signal thread, which then starts while the checks below run.
+	// Once subscribed, a signal the host sends waits for the command (once the host
+	// has the readiness report it may send one at any time). Subscribing starts the
+	// runtime's signal thread and takes a round trip with it per signal, so it runs
+	// beside the checks below and is waited for before the first child starts.
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	subscribed := make(chan *reaper, 1)
+	go func() {
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+		subscribed <- newReaper()
+	}()
 	if nproc > 0 {
 		if err := SetNproc(nproc); err != nil {
 			return failed(err.Error())
@@ -126,6 +131,7 @@ func Main(args []string, stderr io.Writer) int {
 			return failed(err.Error())
 		}
 	}
+	r := <-subscribed
 	for _, f := range publishes {
 		if err := startPublisher(f); err != nil {
 			return failed(fmt.Sprintf("publishing port %s: %v", f, err))
@@ -152,7 +158,7 @@ func Main(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "devsandbox: %s: %s\n", argv[0], msg)
 		return code
 	}
-	return runInit(path, argv, takeTTY, sigs, stderr)
+	return runInit(path, argv, takeTTY, sigs, r, stderr)
 }
 
 // SetNproc limits the tasks of the caller's user (in its user namespace) to n,
@@ -166,8 +172,9 @@ func SetNproc(n int) error {
 }
 
 // runInit starts the command as a child in a session of its own and serves as the
-// sandbox's pid 1 until it exits, passing on the signals that arrive on sigs.
-func runInit(path string, argv []string, takeTTY bool, sigs <-chan os.Signal, stderr io.Writer) int {
+// sandbox's pid 1 until it exits, passing on the signals that arrive on sigs and
+// reaping with r.
+func runInit(path string, argv []string, takeTTY bool, sigs <-chan os.Signal, r *reaper, stderr io.Writer) int {
 	sys := &syscall.SysProcAttr{Setsid: true}
 	if takeTTY {
 		// The command's session owns the terminal and its process group is in the
@@ -187,7 +194,7 @@ func runInit(path string, argv []string, takeTTY bool, sigs <-chan os.Signal, st
 		return code
 	}
 	exited := make(chan int, 1)
-	go reap(pid, exited)
+	go r.reap(pid, exited)
 	for {
 		select {
 		case s := <-sigs:

@@ -86,9 +86,21 @@ func VerifyMounts(checks []wire.Check, bootID string) error {
 }
 
 // sameKernel reports whether this process runs on the kernel whose boot id is id.
+// It reads the file with plain system calls: os.ReadFile would set up the runtime's
+// network poller for it (procfs files are pollable), which the bwrap init never
+// needs otherwise.
 func sameKernel(id string) bool {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	return id != "" && err == nil && strings.TrimSpace(string(b)) == id
+	if id == "" {
+		return false
+	}
+	fd, err := unix.Open("/proc/sys/kernel/random/boot_id", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var b [64]byte
+	n, err := unix.Read(fd, b[:])
+	return err == nil && n > 0 && strings.TrimSpace(string(b[:n])) == id
 }
 
 // verifyIdentity checks that c.Path leads, without a symlink on the way, to the file
