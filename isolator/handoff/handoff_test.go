@@ -59,6 +59,9 @@ func (f *fake) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) 
 	switch p.Command[0] {
 	case "protect":
 		return 0, fmt.Errorf("%w: mask not in effect", isolator.ErrProtection)
+	case "pid":
+		fmt.Fprintf(stdio.Out, "pid=%d secret=%s\n", os.Getpid(), p.HostEnv["API_TOKEN"])
+		return 0, nil
 	case "signal":
 		fmt.Fprintln(stdio.Out, "waiting")
 		select {
@@ -182,4 +185,85 @@ func TestProtectionClassWinsOverItsCause(t *testing.T) {
 	if !isolator.IsUnavailable(cause) {
 		t.Errorf("IsUnavailable(%v) = false", cause)
 	}
+}
+
+// A program started ahead (Prestart) serves the run when the run's environment and
+// streams are the ones it was started with; otherwise it is ended and another one
+// started with the run's environment: a secret the Plan adds reaches the program in
+// its environment only, never on the pipe.
+func TestPrestart(t *testing.T) {
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	stdio := isolator.Stdio{Out: out, Err: os.Stderr}
+	read := func() string {
+		t.Helper()
+		b, _ := os.ReadFile(out.Name())
+		_ = out.Truncate(0)
+		_, _ = out.Seek(0, 0)
+		return string(b)
+	}
+
+	// The host environment holds the secret already (config.Host.Vars): used.
+	s := stub()
+	s.Environ["API_TOKEN"] = "s3cret"
+	s.Early = s.Prestart(stdio)
+	if s.Early == nil {
+		t.Fatal("Prestart started nothing")
+	}
+	early := s.Early.p.cmd.Process.Pid
+	if code, err := s.Run(context.Background(), plan("pid"), stdio); err != nil || code != 0 {
+		t.Fatalf("Run = %d, %v", code, err)
+	}
+	if got, want := read(), fmt.Sprintf("pid=%d secret=s3cret\n", early); got != want {
+		t.Errorf("the run was served as %q, want %q (the program started ahead)", got, want)
+	}
+	if s.Early.p != nil {
+		t.Errorf("the program started ahead is still there to use")
+	}
+
+	// The Plan adds the secret: the program started ahead has not got it.
+	s = stub()
+	s.Early = s.Prestart(stdio)
+	ahead := s.Early.p
+	if code, err := s.Run(context.Background(), plan("pid"), stdio); err != nil || code != 0 {
+		t.Fatalf("Run = %d, %v", code, err)
+	}
+	got := read()
+	if strings.Contains(got, fmt.Sprintf("pid=%d ", ahead.cmd.Process.Pid)) || !strings.HasSuffix(got, " secret=s3cret\n") {
+		t.Errorf("the run was served as %q by the program started ahead (pid %d), or without the secret", got, ahead.cmd.Process.Pid)
+	}
+	if ahead.cmd.ProcessState == nil || !ahead.cmd.ProcessState.Success() {
+		t.Errorf("the program started ahead was not ended, or not quietly: %v", ahead.cmd.ProcessState)
+	}
+
+	// Other streams: not used either.
+	s = stub()
+	s.Environ["API_TOKEN"] = "s3cret"
+	s.Early = s.Prestart(isolator.Stdio{Out: os.Stdout, Err: os.Stderr})
+	ahead = s.Early.p
+	if code, err := s.Run(context.Background(), plan("pid"), stdio); err != nil || code != 0 {
+		t.Fatalf("Run = %d, %v", code, err)
+	}
+	if got := read(); strings.Contains(got, fmt.Sprintf("pid=%d ", ahead.cmd.Process.Pid)) || !strings.HasPrefix(got, "pid=") {
+		t.Errorf("the run was served as %q (started ahead with other streams: pid %d)", got, ahead.cmd.Process.Pid)
+	}
+}
+
+// A program started ahead that gets no request (the run failed before it ran) ends
+// quietly when it is closed.
+func TestPrestartClosed(t *testing.T) {
+	var errb bytes.Buffer
+	s := stub()
+	e := s.Prestart(isolator.Stdio{Err: &errb})
+	p := e.p
+	e.Close()
+	e.Close() // twice: a no-op
+	if p.cmd.ProcessState == nil || !p.cmd.ProcessState.Success() || errb.Len() != 0 {
+		t.Errorf("closed: %v, stderr %q", p.cmd.ProcessState, errb.String())
+	}
+	var none *Early
+	none.Close()
 }
