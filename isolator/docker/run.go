@@ -22,11 +22,17 @@ import (
 
 // Run implements isolator.Isolator.
 func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
-	e, addr, err := b.engine()
+	e0, addr, err := b.engine()
 	if err != nil {
 		return 0, err
 	}
-	defer e.Close()
+	defer e0.Close()
+	// Asked for now, answered while the host side is prepared (ahead.go).
+	e := Engine(inspectAhead(ctx, e0, b.Image))
+	var kept *future[dockercontainer.InspectResponse]
+	if b.Keep {
+		kept = fetch(func() (dockercontainer.InspectResponse, error) { return e0.ContainerInspect(ctx, keptName(p)) })
+	}
 	svc, err := b.startServices(p)
 	if err != nil {
 		return 0, err
@@ -100,7 +106,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		}
 	}
 	if spec.Exec != nil {
-		return b.runKept(ctx, e, addr, p, spec, pr, hello, stdio)
+		return b.runKept(ctx, e, addr, p, spec, pr, hello, stdio, kept)
 	}
 	return b.runOnce(ctx, e, addr, p, spec, pr, hello, stdio)
 }
