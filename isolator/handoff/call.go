@@ -57,6 +57,9 @@ type Process struct {
 	result chan []byte
 	done   chan error
 	errBuf *bytes.Buffer
+	// direct: the program's streams are files it writes itself (no copying here
+	// that its exit would end).
+	direct bool
 }
 
 // Start starts prog and sends it req; it does not wait for the answer. The caller
@@ -103,6 +106,9 @@ func Launch(ctx context.Context, prog Program) (*Process, error) {
 		p.errBuf = &bytes.Buffer{}
 		cmd.Stderr = p.errBuf
 	}
+	_, outFile := prog.Stdio.Out.(*os.File)
+	_, errFile := prog.Stdio.Err.(*os.File)
+	p.direct = (prog.Stdio.Out == nil || outFile) && errFile
 	err = cmd.Start()
 	ctrlR.Close()
 	resW.Close()
@@ -207,6 +213,7 @@ func call(in *os.File, forward bool, start func() (*Process, error)) (*Result, e
 		return nil, err
 	}
 	var werr error
+	results := p.result
 loop:
 	for {
 		select {
@@ -214,6 +221,22 @@ loop:
 			if n, ok := sig.(syscall.Signal); ok {
 				p.Signal(Signal(n))
 			}
+		case out := <-results:
+			// The answer is whole once the program closed its end, as it returns
+			// (Serve): a whole answer is acted on without waiting for the program's
+			// exit, whose teardown costs a few milliseconds, when the program writes
+			// its output itself (nothing here copies it until it exits); any other
+			// waits for it.
+			var r Result
+			if p.direct && len(bytes.TrimSpace(out)) > 0 && json.Unmarshal(out, &r) == nil {
+				p.ctrl.Close()
+				if restore != nil {
+					restore()
+				}
+				return &r, nil
+			}
+			results = nil
+			p.result <- out // for Result
 		case werr = <-p.done:
 			break loop
 		}

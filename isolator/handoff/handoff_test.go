@@ -19,15 +19,29 @@ import (
 // backend.
 func TestMain(m *testing.M) {
 	if os.Getenv("HANDOFF_TEST") == "serve" {
-		os.Exit(Serve(ServeIsolator(func(j *Job) (Backend, error) {
+		defer func() {
+			// A program slow to exit once it answered (a big process's teardown).
+			if os.Getenv("HANDOFF_LINGER") != "" {
+				time.Sleep(time.Minute)
+			}
+		}()
+		exit(Serve(ServeIsolator(func(j *Job) (Backend, error) {
 			var s settings
 			if err := json.Unmarshal(j.Settings, &s); err != nil {
 				return nil, err
 			}
 			return &fake{s: s, sigs: j.Signals, phase: j.Phase}, nil
 		}, map[string]Handler{"echo": func(j *Job) Result { return Result{Data: j.Args} }}), os.Stdin, os.Stdout, os.Stderr))
+		return
 	}
 	os.Exit(m.Run())
+}
+
+// exit exits with code, but only after TestMain's deferred calls when it is 0.
+func exit(code int) {
+	if code != 0 {
+		os.Exit(code)
+	}
 }
 
 type settings struct{ Image, Runtime string }
@@ -266,4 +280,26 @@ func TestPrestartClosed(t *testing.T) {
 	}
 	var none *Early
 	none.Close()
+}
+
+// Call acts on the program's whole answer without waiting for the program to exit,
+// when the program writes its output itself.
+func TestAnswerBeforeExit(t *testing.T) {
+	s := stub()
+	s.Environ["HANDOFF_LINGER"] = "1"
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	code, err := s.Run(context.Background(), plan("pid"), isolator.Stdio{Out: out, Err: out})
+	b, _ := os.ReadFile(out.Name())
+	var pid int
+	if _, serr := fmt.Sscanf(string(b), "pid=%d secret=s3cret\n", &pid); serr != nil || err != nil || code != 0 {
+		t.Fatalf("Run = %d, %v, %q", code, err, b)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Errorf("Run returned only once the program (pid %d) exited: %v", pid, err)
+	}
 }
