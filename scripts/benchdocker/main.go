@@ -38,18 +38,19 @@ func main() {
 	image := flag.String("image", "devsandbox-test/busybox:1", "image for both sides")
 	userName := flag.String("user", "dsbtest", "unprivileged user (in the docker group) to run as when root")
 	only := flag.String("only", "", `"warm": only the warm runs (kept container, --egress=open and proxy)`)
+	base := flag.String("base", "", "a directory with another build's devsandbox and devsandbox-docker to alternate with -bin's in warm runs, through the request recorder")
 	flag.Parse()
 	if *only != "" && *only != "warm" {
 		fmt.Fprintf(os.Stderr, "benchdocker: -only %q: want warm\n", *only)
 		os.Exit(2)
 	}
-	if err := run(*bin, *n, *image, *userName, *only == "warm"); err != nil {
+	if err := run(*bin, *n, *image, *userName, *only == "warm", *base); err != nil {
 		fmt.Fprintf(os.Stderr, "benchdocker: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, n int, image, userName string, warmOnly bool) error {
+func run(bin string, n int, image, userName string, warmOnly bool, base string) error {
 	st, cleanup, err := benchrun.AsUser(bin, userName, "benchdocker-", []string{"devsandbox", "devsandbox-init", "devsandbox-docker", "devsandbox-proxy"}, true)
 	defer cleanup()
 	if err != nil {
@@ -133,6 +134,15 @@ func run(bin string, n int, image, userName string, warmOnly bool) error {
 	if err != nil {
 		return err
 	}
+	var compared string
+	if base != "" {
+		if base, err = filepath.Abs(base); err != nil {
+			return err
+		}
+		if compared, err = compareBuilds(rc, counter, bin, base, kept, id, n); err != nil {
+			return err
+		}
+	}
 	allow := []string{bin, "--isolator=docker", "--image=" + image, "--egress=allowlist", "--allow", "192.0.2.1:443", "--", "true"}
 	if !warmOnly {
 		if coldAllow, err = benchrun.Alternate(r, n, raw, allow); err != nil {
@@ -165,6 +175,7 @@ func run(bin string, n int, image, userName string, warmOnly bool) error {
 	warm.Print(46, "docker exec CONTAINER true", "devsandbox --keep-container -- true", 1.0)
 	printRequests("devsandbox --keep-container -- true (warm)", reqs[1])
 	printRequests("docker exec CONTAINER true", reqs[2])
+	fmt.Print(compared)
 	if !warmOnly {
 		coldAllow.Print(46, "docker run --rm IMAGE true", "devsandbox --egress=allowlist -- true", 0)
 	}
