@@ -84,7 +84,16 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		_ = os.WriteFile(filepath.Join(base, "project"), []byte(p.Project.Dir+"\n"), 0o600)
 	}
 	// Containers run the image derived from docker.image, by its ID.
-	if opts.Image, err = b.derivedImage(ctx, e, addr, p, opts.Image, pr, l.ImageFiles); err != nil {
+	// An image a running container was made from is on the engine: it cannot be
+	// removed while the container runs.
+	proven := func(id string) bool {
+		if kept == nil {
+			return false
+		}
+		in, err := kept.get()
+		return err == nil && in.ContainerJSONBase != nil && in.Image == id && in.State != nil && in.State.Running
+	}
+	if opts.Image, err = b.derivedImage(ctx, e, addr, p, opts.Image, pr, l.ImageFiles, proven); err != nil {
 		return 0, err
 	}
 	b.phase("image")

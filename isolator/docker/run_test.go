@@ -406,7 +406,7 @@ func (f *fakeEngine) ContainerInspect(_ context.Context, id string) (dockerconta
 	if !ok {
 		return dockercontainer.InspectResponse{}, cerrdefs.ErrNotFound
 	}
-	return dockercontainer.InspectResponse{ContainerJSONBase: &dockercontainer.ContainerJSONBase{ID: c.id, State: &dockercontainer.State{Running: c.running}, ExecIDs: c.execIDs}, Config: c.cfg}, nil
+	return dockercontainer.InspectResponse{ContainerJSONBase: &dockercontainer.ContainerJSONBase{ID: c.id, Image: c.cfg.Image, State: &dockercontainer.State{Running: c.running}, ExecIDs: c.execIDs}, Config: c.cfg}, nil
 }
 
 func (f *fakeEngine) ContainerExecCreate(_ context.Context, id string, opts dockercontainer.ExecOptions) (dockercontainer.ExecCreateResponse, error) {
@@ -589,11 +589,30 @@ func TestRunKept(t *testing.T) {
 	if !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("first run:\n%q\nwant\n%q", f.calls, want)
 	}
+	f.mu.Lock()
+	f.derives = nil
+	f.mu.Unlock()
 	if code, err := run(); err != nil || code != 3 {
 		t.Fatalf("warm run: %d %v", code, err)
 	}
 	if want := append([]string{"ContainerInspect devsandbox-app-0123abcd"}, exec...); !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("warm run:\n%q\nwant\n%q", f.calls, want)
+	}
+	// The derived image is not looked up again: the running kept container was made
+	// from it. The base image is (a moved tag makes another derived image).
+	if want := []string{"ImageInspect devsandbox/default:1.0"}; !reflect.DeepEqual(f.derives, want) {
+		t.Errorf("warm run's image lookups: %q, want %q", f.derives, want)
+	}
+	// Stopped, it proves nothing: the derived image is looked up.
+	f.mu.Lock()
+	f.containers["devsandbox-app-0123abcd"].running = false
+	f.derives = nil
+	f.mu.Unlock()
+	if code, err := run(); err != nil || code != 3 {
+		t.Fatalf("run in a stopped kept container: %d %v", code, err)
+	}
+	if len(f.derives) != 2 || !strings.HasPrefix(f.derives[1], "ImageInspect sha256:derived") {
+		t.Errorf("stopped kept container's image lookups: %q", f.derives)
 	}
 	for _, e := range f.containers["devsandbox-app-0123abcd"].cfg.Env {
 		if strings.Contains(e, "s3cret") || strings.HasPrefix(e, "LANG=") {
