@@ -68,13 +68,15 @@ func (e *Early) Close() {
 }
 
 // take returns the program for a request with env and stdio, when it was started
-// with them, and nil otherwise (closing it: it will not be used).
+// with them, and nil otherwise (ending it: it will not be used; it exits as its
+// control pipe ends, and is reaped meanwhile, while the request's own program starts).
 func (e *Early) take(env []string, stdio isolator.Stdio) *Process {
 	if e == nil || e.p == nil {
 		return nil
 	}
 	if !slices.Equal(env, e.env) || stdio.In != e.stdio.In || !sameWriter(stdio.Out, e.stdio.Out) || !sameWriter(stdio.Err, e.stdio.Err) {
-		e.Close()
+		e.p.ctrl.Close()
+		e.p = nil
 		return nil
 	}
 	p := e.p
