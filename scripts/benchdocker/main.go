@@ -16,9 +16,11 @@
 // (through a recording socket in front of the engine's), and the Go package init
 // time of devsandbox and devsandbox-docker.
 //
-// With -only warm it measures only the warm runs (and prints their requests).
+// With -only warm it measures only the warm runs (and prints their requests); with
+// -base DIR it also alternates DIR's devsandbox and devsandbox-docker with -bin's in
+// warm runs and prints when each sent its exec's start (compare.go).
 //
-//	benchdocker -bin bin/devsandbox [-n 20] [-image devsandbox-test/busybox:1] [-user dsbtest] [-only warm]
+//	benchdocker -bin bin/devsandbox [-n 20] [-image devsandbox-test/busybox:1] [-user dsbtest] [-only warm] [-base DIR]
 package main
 
 import (
