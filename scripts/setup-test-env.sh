@@ -42,6 +42,12 @@ fi
 if [ -c /dev/net/tun ]; then
 	chmod 0666 /dev/net/tun
 fi
+# The shared temporary directory must be sticky (1777, as every distribution ships
+# it): devsandbox refuses to keep sockets in a /tmp others may rename entries of, and
+# a machine of this kind has been seen with /tmp at 0777.
+if [ ! -k /tmp ]; then
+	chmod 1777 /tmp
+fi
 # Docker: the engine (started here when none answers: no systemd on this machine kind),
 # the test user in the docker group (root-equivalent: a test machine only), and the
 # local test images, made without a registry.

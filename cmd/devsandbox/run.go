@@ -13,6 +13,8 @@ import (
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
+	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/planner"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 	"github.com/devsandbox/devsandbox/tools"
@@ -48,6 +50,15 @@ func (a *app) run(c *cli.Context) error {
 		return a.unsandboxed(cfg)
 	}
 	dryRun := c.Bool("dry-run")
+	stdio := isolator.Stdio{In: a.stdin, Out: a.stdout, Err: a.stderr}
+	// The docker backend's program starts now, while the Plan is built: its start costs
+	// more than planning does (handoff.Stub.Prestart; a run it does not fit starts
+	// another).
+	var early *handoff.Early
+	if cfg.Isolator == "docker" && !dryRun {
+		early = dockerStub(cfg, nil).Prestart(stdio)
+		defer early.Close()
+	}
 	p, pwarns, err := planner.Build(cfg, tools.Default(), l.Probe, planner.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun})
 	if err != nil {
 		return err
@@ -66,7 +77,11 @@ func (a *app) run(c *cli.Context) error {
 		a.warn("bwrap is not usable here; falling back to the %s isolator", iso.Name())
 	}
 	if err != nil {
+		early.Close()
 		return a.degrade(mode, cfg, err)
+	}
+	if s, ok := iso.(*dockerhelper.Stub); ok {
+		s.Early = early
 	}
 	if dryRun {
 		r, err := iso.Render(p)
@@ -76,7 +91,7 @@ func (a *app) run(c *cli.Context) error {
 		fmt.Fprint(a.stdout, r.Script())
 		return nil
 	}
-	code, err := iso.Run(ctx, p, isolator.Stdio{In: a.stdin, Out: a.stdout, Err: a.stderr})
+	code, err := iso.Run(ctx, p, stdio)
 	if debug {
 		t.mark("exit")
 		fmt.Fprintf(a.stderr, "devsandbox: timings: %s; total %.2fms\n", t, float64(time.Since(a.start).Microseconds())/1000)

@@ -49,8 +49,12 @@ const derivedCacheFile = "docker-images.json"
 // of that ID on any engine is the one made. The engine's address only keeps engines'
 // entries apart; it is not trusted to identify one: on a miss, the IDs cached for the
 // same content under other addresses are tried the same way before the image is made
-// again.
-func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *isolator.Plan, base string, pr programs, files []container.ImageFile) (string, error) {
+// again. proven, when set, reports whether the engine is known to have the image of an
+// ID (a running container was made from it: see Run): this address's cached ID, so
+// shown, is used without asking again, since its content, labels included, is what
+// the ID names, and it was cached for this base image and content only once it was
+// made or checked.
+func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *isolator.Plan, base string, pr programs, files []container.ImageFile, proven func(id string) bool) (string, error) {
 	bi, err := e.ImageInspect(ctx, base)
 	if err != nil && !cerrdefs.IsNotFound(err) {
 		st := engineDown(addr, err)
@@ -67,6 +71,9 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	cacheKey := addr.Host + what
 	cache := filepath.Join(filepath.Dir(p.StateDir), derivedCacheFile)
 	m := readDerivedCache(cache)
+	if id := m[cacheKey]; id != "" && proven != nil && proven(id) {
+		return id, nil
+	}
 	// This address's entry first, then other addresses' for the same content (one
 	// engine reached by two addresses, a socket's two paths): each only once the
 	// engine shows it has that image.

@@ -22,7 +22,8 @@ var ErrSpecChanged = fmt.Errorf("kept container in use with another configuratio
 // same container while the rendered spec is the same, recreated when it changed and no
 // other session is attached. A per-project lock makes concurrent runs safe: it is held
 // until this run's exec is running, so a run with another spec sees it attached.
-func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, pr programs, hello *wire.Hello, stdio isolator.Stdio) (int, error) {
+// ahead, when set, is the kept container's inspect asked for as the run started.
+func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, pr programs, hello *wire.Hello, stdio isolator.Stdio, ahead *future[dockercontainer.InspectResponse]) (int, error) {
 	comp := b.goCompanion(ctx, e, addr, p, pr, spec)
 	defer comp.stop()
 	if err := comp.failed(); err != nil {
@@ -38,19 +39,9 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 			unlock()
 		}
 	}()
-	id, fresh, err := b.keptContainer(ctx, e, addr, spec)
+	id, fresh, ex, err := b.keptExec(ctx, e, addr, p, spec, ahead)
 	if err != nil {
 		return 0, err
-	}
-	b.phase("container")
-	if p.Egress.NeedsFirewall() {
-		if err := b.ensureKeptFirewall(ctx, e, p, spec, id); err != nil {
-			return 0, err
-		}
-	}
-	ex, err := e.ContainerExecCreate(ctx, id, *spec.Exec)
-	if err != nil {
-		return 0, fmt.Errorf("%w: creating the exec in %s: %w", isolator.ErrProtection, spec.Name, err)
 	}
 	hj, err := e.ContainerExecAttach(ctx, ex.ID, dockercontainer.ExecAttachOptions{})
 	if err != nil {
@@ -99,6 +90,59 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	}
 	b.engineLost(ctx, addr, code)
 	return sess.Result(code)
+}
+
+// keptExec creates the run's exec in the kept container for spec (keptContainer),
+// under the project's lock, and returns the container's id, whether it was not
+// running, and the exec. ahead, when set, is an inspect of the container made before
+// the lock was taken. It is used when it shows the container running with this spec,
+// or no container: when the exec cannot be made in that container (it was removed or
+// stopped meanwhile: the engine knows no such container, or it is not running), or
+// the container cannot be made (a concurrent run made one meanwhile: the name is
+// taken), the container is looked at again under the lock, as without it.
+func (b *Isolator) keptExec(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, ahead *future[dockercontainer.InspectResponse]) (id string, fresh bool, ex dockercontainer.ExecCreateResponse, err error) {
+	for {
+		early := false
+		if ahead != nil {
+			in, ierr := ahead.get()
+			ahead = nil
+			switch {
+			case ierr == nil && in.Config != nil && in.Config.Labels[LabelSpec] == spec.Hash && in.State != nil && in.State.Running:
+				id, early = in.ID, true
+			case cerrdefs.IsNotFound(ierr):
+				id, err = b.createKept(ctx, e, addr, spec)
+				if cerrdefs.IsConflict(err) {
+					continue
+				}
+				if err != nil {
+					return "", false, ex, err
+				}
+				fresh, early = true, true
+			}
+		}
+		if !early {
+			if id, fresh, err = b.keptContainer(ctx, e, addr, spec); err != nil {
+				return "", false, ex, err
+			}
+		}
+		b.phase("container")
+		if p.Egress.NeedsFirewall() {
+			if err := b.ensureKeptFirewall(ctx, e, p, spec, id); err != nil {
+				if early && (cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err)) {
+					continue
+				}
+				return "", false, ex, err
+			}
+		}
+		ex, err = e.ContainerExecCreate(ctx, id, *spec.Exec)
+		switch {
+		case err == nil:
+			return id, fresh, ex, nil
+		case early && (cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err)):
+			continue
+		}
+		return "", false, ex, fmt.Errorf("%w: creating the exec in %s: %w", isolator.ErrProtection, spec.Name, err)
+	}
 }
 
 // keptContainer returns the id of the running kept container for spec, creating,

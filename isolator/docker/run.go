@@ -22,11 +22,17 @@ import (
 
 // Run implements isolator.Isolator.
 func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
-	e, addr, err := b.engine()
+	e0, addr, err := b.engine()
 	if err != nil {
 		return 0, err
 	}
-	defer e.Close()
+	defer e0.Close()
+	// Asked for now, answered while the host side is prepared (ahead.go).
+	e := Engine(inspectAhead(ctx, e0, b.Image))
+	var kept *future[dockercontainer.InspectResponse]
+	if b.Keep {
+		kept = fetch(func() (dockercontainer.InspectResponse, error) { return e0.ContainerInspect(ctx, keptName(p)) })
+	}
 	svc, err := b.startServices(p)
 	if err != nil {
 		return 0, err
@@ -78,7 +84,16 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		_ = os.WriteFile(filepath.Join(base, "project"), []byte(p.Project.Dir+"\n"), 0o600)
 	}
 	// Containers run the image derived from docker.image, by its ID.
-	if opts.Image, err = b.derivedImage(ctx, e, addr, p, opts.Image, pr, l.ImageFiles); err != nil {
+	// An image a running container was made from is on the engine: it cannot be
+	// removed while the container runs.
+	proven := func(id string) bool {
+		if kept == nil {
+			return false
+		}
+		in, err := kept.get()
+		return err == nil && in.ContainerJSONBase != nil && in.Image == id && in.State != nil && in.State.Running
+	}
+	if opts.Image, err = b.derivedImage(ctx, e, addr, p, opts.Image, pr, l.ImageFiles, proven); err != nil {
 		return 0, err
 	}
 	b.phase("image")
@@ -100,7 +115,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		}
 	}
 	if spec.Exec != nil {
-		return b.runKept(ctx, e, addr, p, spec, pr, hello, stdio)
+		return b.runKept(ctx, e, addr, p, spec, pr, hello, stdio, kept)
 	}
 	return b.runOnce(ctx, e, addr, p, spec, pr, hello, stdio)
 }

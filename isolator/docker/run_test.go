@@ -174,6 +174,9 @@ func (f *fakeEngine) ContainerCreate(_ context.Context, cfg *dockercontainer.Con
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if _, taken := f.containers[name]; taken {
+		return dockercontainer.CreateResponse{}, fmt.Errorf("the name %s is in use: %w", name, cerrdefs.ErrConflict)
+	}
 	f.nextID++
 	c := &fakeContainer{id: fmt.Sprintf("c%d", f.nextID), name: name, cfg: cfg, host: host}
 	f.containers[c.id], f.containers[name] = c, c
@@ -403,15 +406,22 @@ func (f *fakeEngine) ContainerInspect(_ context.Context, id string) (dockerconta
 	if !ok {
 		return dockercontainer.InspectResponse{}, cerrdefs.ErrNotFound
 	}
-	return dockercontainer.InspectResponse{ContainerJSONBase: &dockercontainer.ContainerJSONBase{ID: c.id, State: &dockercontainer.State{Running: c.running}, ExecIDs: c.execIDs}, Config: c.cfg}, nil
+	return dockercontainer.InspectResponse{ContainerJSONBase: &dockercontainer.ContainerJSONBase{ID: c.id, Image: c.cfg.Image, State: &dockercontainer.State{Running: c.running}, ExecIDs: c.execIDs}, Config: c.cfg}, nil
 }
 
 func (f *fakeEngine) ContainerExecCreate(_ context.Context, id string, opts dockercontainer.ExecOptions) (dockercontainer.ExecCreateResponse, error) {
 	f.record("ContainerExecCreate %s", strings.Join(opts.Cmd[:4], " "))
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	c, ok := f.containers[id]
+	switch {
+	case !ok:
+		return dockercontainer.ExecCreateResponse{}, fmt.Errorf("no such container %s: %w", id, cerrdefs.ErrNotFound)
+	case !c.running:
+		return dockercontainer.ExecCreateResponse{}, fmt.Errorf("container %s is not running: %w", id, cerrdefs.ErrConflict)
+	}
 	f.nextID++
-	x := &fakeExec{id: fmt.Sprintf("x%d", f.nextID), c: f.containers[id]}
+	x := &fakeExec{id: fmt.Sprintf("x%d", f.nextID), c: c}
 	f.execs[x.id] = x
 	x.c.execIDs = append(x.c.execIDs, x.id)
 	return dockercontainer.ExecCreateResponse{ID: x.id}, nil
@@ -579,11 +589,30 @@ func TestRunKept(t *testing.T) {
 	if !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("first run:\n%q\nwant\n%q", f.calls, want)
 	}
+	f.mu.Lock()
+	f.derives = nil
+	f.mu.Unlock()
 	if code, err := run(); err != nil || code != 3 {
 		t.Fatalf("warm run: %d %v", code, err)
 	}
 	if want := append([]string{"ContainerInspect devsandbox-app-0123abcd"}, exec...); !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("warm run:\n%q\nwant\n%q", f.calls, want)
+	}
+	// The derived image is not looked up again: the running kept container was made
+	// from it. The base image is (a moved tag makes another derived image).
+	if want := []string{"ImageInspect devsandbox/default:1.0"}; !reflect.DeepEqual(f.derives, want) {
+		t.Errorf("warm run's image lookups: %q, want %q", f.derives, want)
+	}
+	// Stopped, it proves nothing: the derived image is looked up.
+	f.mu.Lock()
+	f.containers["devsandbox-app-0123abcd"].running = false
+	f.derives = nil
+	f.mu.Unlock()
+	if code, err := run(); err != nil || code != 3 {
+		t.Fatalf("run in a stopped kept container: %d %v", code, err)
+	}
+	if len(f.derives) != 2 || !strings.HasPrefix(f.derives[1], "ImageInspect sha256:derived") {
+		t.Errorf("stopped kept container's image lookups: %q", f.derives)
 	}
 	for _, e := range f.containers["devsandbox-app-0123abcd"].cfg.Env {
 		if strings.Contains(e, "s3cret") || strings.HasPrefix(e, "LANG=") {
@@ -605,9 +634,86 @@ func TestRunKept(t *testing.T) {
 	if _, err := run(); err != nil {
 		t.Fatalf("changed spec: %v", err)
 	}
-	want = append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerRemove", "ContainerCreate devsandbox-app-0123abcd (kept)", "ContainerStart"}, exec...)
+	// The inspect made as the run started shows another spec: the container is looked
+	// at again under the lock before it is removed.
+	want = append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerInspect devsandbox-app-0123abcd", "ContainerRemove", "ContainerCreate devsandbox-app-0123abcd (kept)", "ContainerStart"}, exec...)
 	if !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("changed spec:\n%q\nwant\n%q", f.calls, want)
+	}
+}
+
+// The kept container's inspect is made as the run starts, before the project's lock
+// is taken: a concurrent run may change the container before this one execs. The
+// exec goes only into a container seen running with this run's spec, by its id; when
+// that container is gone or stopped by then, or when none was seen but one was made
+// meanwhile, the container is looked at again under the lock.
+func TestRunKeptStaleInspect(t *testing.T) {
+	f := newFake(t)
+	b, p := testIsolator(t, f, true)
+	stdio := isolator.Stdio{Out: io.Discard, Err: io.Discard}
+	if code, err := b.Run(context.Background(), p, stdio); err != nil || code != 3 {
+		t.Fatalf("first run: %d %v", code, err)
+	}
+	name := "devsandbox-app-0123abcd"
+	seen, err := f.ContainerInspect(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The spec the runs made: the kept container's, with the exec a render makes.
+	rendered, err := containerConfig(p, engineOptions(p, b.Options))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	made := f.containers[name]
+	f.mu.Unlock()
+	spec := &Spec{Name: name, Config: made.cfg, Host: made.host, Network: rendered.Network, Exec: rendered.Exec, Hash: made.cfg.Labels[LabelSpec]}
+	answered := func(in dockercontainer.InspectResponse, err error) *future[dockercontainer.InspectResponse] {
+		return fetch(func() (dockercontainer.InspectResponse, error) { return in, err })
+	}
+	keptExec := func(ahead *future[dockercontainer.InspectResponse]) string {
+		t.Helper()
+		f.calls = nil
+		id, _, _, err := b.keptExec(context.Background(), f, Address{Host: "unix:///fake.sock"}, p, spec, ahead)
+		if err != nil {
+			t.Fatalf("keptExec: %v (%q)", err, f.calls)
+		}
+		return id
+	}
+	exec := "ContainerExecCreate /run/devsandbox/init --container --framed --role=session"
+	// Seen running with this spec: no second look.
+	if id := keptExec(answered(seen, nil)); id != seen.ID || !reflect.DeepEqual(f.calls, []string{exec}) {
+		t.Errorf("warm: %s %q", id, f.calls)
+	}
+	// Removed and made again by another run since it was seen: the exec into the old
+	// id fails; the new container is found under the lock.
+	remove(context.Background(), f, seen.ID)
+	if code, err := b.Run(context.Background(), p, stdio); err != nil || code != 3 {
+		t.Fatalf("run: %d %v", code, err)
+	}
+	now, _ := f.ContainerInspect(context.Background(), name)
+	if id := keptExec(answered(seen, nil)); id != now.ID || id == seen.ID ||
+		!reflect.DeepEqual(f.calls, []string{exec, "ContainerInspect " + name, exec}) {
+		t.Errorf("after a recreation: %s (was %s) %q", id, seen.ID, f.calls)
+	}
+	// Stopped since: started again under the lock.
+	f.mu.Lock()
+	f.containers[name].running = false
+	f.mu.Unlock()
+	if id := keptExec(answered(now, nil)); id != now.ID || !reflect.DeepEqual(f.calls, []string{exec, "ContainerInspect " + name, "ContainerStart", exec}) {
+		t.Errorf("after a stop: %s %q", id, f.calls)
+	}
+	// None seen, but made meanwhile: the name is taken, and the container is found.
+	if id := keptExec(answered(dockercontainer.InspectResponse{}, cerrdefs.ErrNotFound)); id != now.ID ||
+		!reflect.DeepEqual(f.calls, []string{"ContainerCreate " + name + " (kept)", "ContainerInspect " + name, exec}) {
+		t.Errorf("made meanwhile: %s %q", id, f.calls)
+	}
+	// Seen with another spec: looked at again, not trusted.
+	other := seen
+	other.Config = &dockercontainer.Config{Labels: map[string]string{LabelSpec: "another"}}
+	other.ID = now.ID
+	if id := keptExec(answered(other, nil)); id != now.ID || !reflect.DeepEqual(f.calls, []string{"ContainerInspect " + name, exec}) {
+		t.Errorf("another spec seen: %s %q", id, f.calls)
 	}
 }
 

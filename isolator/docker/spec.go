@@ -213,10 +213,13 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 	s.Hash = specHash(cfg, hc)
 	if opts.Keep {
 		labels[LabelSpec] = s.Hash
-		s.Name = "devsandbox-" + p.Project.Name
+		s.Name = keptName(p)
 	}
 	return s, nil
 }
+
+// keptName is the name of p's kept container.
+func keptName(p *isolator.Plan) string { return "devsandbox-" + p.Project.Name }
 
 // applyLimits sets the engine's cgroup limits: tasks, memory (without swap, so a
 // hog is killed rather than swapped out) and CPU time.

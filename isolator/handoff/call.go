@@ -57,16 +57,28 @@ type Process struct {
 	result chan []byte
 	done   chan error
 	errBuf *bytes.Buffer
+	// direct: the program's streams are files it writes itself (no copying here
+	// that its exit would end).
+	direct bool
 }
 
 // Start starts prog and sends it req; it does not wait for the answer. The caller
 // keeps the control pipe: Signal forwards signals on it, Close ends it, and so does
 // the end of ctx (then the program is killed after prog.WaitDelay, when set).
 func Start(ctx context.Context, prog Program, req Request) (*Process, error) {
-	body, err := json.Marshal(req)
+	p, err := Launch(ctx, prog)
 	if err != nil {
-		return nil, fmt.Errorf("encoding the request for %s: %w", filepath.Base(prog.Path), err)
+		return nil, err
 	}
+	if err := p.Send(req); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Launch starts prog without its request, which Send gives it later; a program whose
+// control pipe ends before a request exits quietly (Abandon). See Start for ctx.
+func Launch(ctx context.Context, prog Program) (*Process, error) {
 	ctrlR, ctrlW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -94,6 +106,9 @@ func Start(ctx context.Context, prog Program, req Request) (*Process, error) {
 		p.errBuf = &bytes.Buffer{}
 		cmd.Stderr = p.errBuf
 	}
+	_, outFile := prog.Stdio.Out.(*os.File)
+	_, errFile := prog.Stdio.Err.(*os.File)
+	p.direct = (prog.Stdio.Out == nil || outFile) && errFile
 	err = cmd.Start()
 	ctrlR.Close()
 	resW.Close()
@@ -102,13 +117,6 @@ func Start(ctx context.Context, prog Program, req Request) (*Process, error) {
 		resR.Close()
 		return nil, fmt.Errorf("%w: starting %s: %w", isolator.ErrUnavailable, prog.Path, err)
 	}
-	if _, err := ctrlW.Write(append(body, '\n')); err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		ctrlW.Close()
-		resR.Close()
-		return nil, fmt.Errorf("sending the request to %s: %w", filepath.Base(prog.Path), err)
-	}
 	go func() {
 		b, _ := io.ReadAll(resR)
 		resR.Close()
@@ -116,6 +124,37 @@ func Start(ctx context.Context, prog Program, req Request) (*Process, error) {
 	}()
 	go func() { p.done <- cmd.Wait() }()
 	return p, nil
+}
+
+// Send sends the program its one request. On failure the program is gone.
+func (p *Process) Send(req Request) error {
+	body, err := json.Marshal(req)
+	if err == nil {
+		_, err = p.ctrl.Write(append(body, '\n'))
+		if err != nil {
+			err = fmt.Errorf("sending the request to %s: %w", filepath.Base(p.cmd.Path), err)
+		}
+	} else {
+		err = fmt.Errorf("encoding the request for %s: %w", filepath.Base(p.cmd.Path), err)
+	}
+	if err != nil {
+		_ = p.cmd.Process.Kill()
+		p.ctrl.Close()
+		<-p.done
+	}
+	return err
+}
+
+// Abandon ends a program that was sent no request: its control pipe ends, so it
+// exits; it is killed if it has not within a second. Abandon returns once it is gone.
+func (p *Process) Abandon() {
+	p.ctrl.Close()
+	select {
+	case <-p.done:
+	case <-time.After(time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
 }
 
 // Signal forwards sig to the program's command.
@@ -152,9 +191,15 @@ func (p *Process) Result(werr error) (*Result, error) {
 // program winds down. The terminal's mode on prog.Stdio.In is put back afterwards,
 // even if the program died with it in raw mode.
 func Call(ctx context.Context, prog Program, req Request, forward bool) (*Result, error) {
+	return call(prog.Stdio.In, forward, func() (*Process, error) { return Start(ctx, prog, req) })
+}
+
+// call is Call with a program start gives (started, or already running and sent its
+// request).
+func call(in *os.File, forward bool, start func() (*Process, error)) (*Result, error) {
 	var restore func()
-	if prog.Stdio.In != nil {
-		restore = saveTerminal(prog.Stdio.In)
+	if in != nil {
+		restore = saveTerminal(in)
 	}
 	sigs := make(chan os.Signal, 8)
 	if forward {
@@ -163,11 +208,12 @@ func Call(ctx context.Context, prog Program, req Request, forward bool) (*Result
 		signal.Notify(sigs, isolator.ForwardedSignals...)
 		defer signal.Stop(sigs)
 	}
-	p, err := Start(ctx, prog, req)
+	p, err := start()
 	if err != nil {
 		return nil, err
 	}
 	var werr error
+	results := p.result
 loop:
 	for {
 		select {
@@ -175,6 +221,22 @@ loop:
 			if n, ok := sig.(syscall.Signal); ok {
 				p.Signal(Signal(n))
 			}
+		case out := <-results:
+			// The answer is whole once the program closed its end, as it returns
+			// (Serve): a whole answer is acted on without waiting for the program's
+			// exit, whose teardown costs a few milliseconds, when the program writes
+			// its output itself (nothing here copies it until it exits); any other
+			// waits for it.
+			var r Result
+			if p.direct && len(bytes.TrimSpace(out)) > 0 && json.Unmarshal(out, &r) == nil {
+				p.ctrl.Close()
+				if restore != nil {
+					restore()
+				}
+				return &r, nil
+			}
+			results = nil
+			p.result <- out // for Result
 		case werr = <-p.done:
 			break loop
 		}

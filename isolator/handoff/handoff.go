@@ -8,7 +8,9 @@
 //   - fd 3 of the program is the control pipe: one JSON Request line, then one byte
 //     per signal the caller received, to forward to the command. Its end of file
 //     means the caller is gone (exited or killed) or done: the program winds down
-//     (takes the container down, shuts the proxy down).
+//     (takes the container down, shuts the proxy down). The caller may start the
+//     program before it knows the request (Stub.Prestart): an end of file before the
+//     request line ends the program quietly.
 //   - fd 4 is the result pipe: one JSON Result, written when the request is done.
 //   - Descriptors from 5 on are the request's own (the proxy's listening socket).
 //   - stdin, stdout and stderr are the caller's own (run requests), or stderr alone.

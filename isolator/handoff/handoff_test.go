@@ -19,15 +19,29 @@ import (
 // backend.
 func TestMain(m *testing.M) {
 	if os.Getenv("HANDOFF_TEST") == "serve" {
-		os.Exit(Serve(ServeIsolator(func(j *Job) (Backend, error) {
+		defer func() {
+			// A program slow to exit once it answered (a big process's teardown).
+			if os.Getenv("HANDOFF_LINGER") != "" {
+				time.Sleep(time.Minute)
+			}
+		}()
+		exit(Serve(ServeIsolator(func(j *Job) (Backend, error) {
 			var s settings
 			if err := json.Unmarshal(j.Settings, &s); err != nil {
 				return nil, err
 			}
 			return &fake{s: s, sigs: j.Signals, phase: j.Phase}, nil
 		}, map[string]Handler{"echo": func(j *Job) Result { return Result{Data: j.Args} }}), os.Stdin, os.Stdout, os.Stderr))
+		return
 	}
 	os.Exit(m.Run())
+}
+
+// exit exits with code, but only after TestMain's deferred calls when it is 0.
+func exit(code int) {
+	if code != 0 {
+		os.Exit(code)
+	}
 }
 
 type settings struct{ Image, Runtime string }
@@ -59,6 +73,9 @@ func (f *fake) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) 
 	switch p.Command[0] {
 	case "protect":
 		return 0, fmt.Errorf("%w: mask not in effect", isolator.ErrProtection)
+	case "pid":
+		fmt.Fprintf(stdio.Out, "pid=%d secret=%s\n", os.Getpid(), p.HostEnv["API_TOKEN"])
+		return 0, nil
 	case "signal":
 		fmt.Fprintln(stdio.Out, "waiting")
 		select {
@@ -181,5 +198,113 @@ func TestProtectionClassWinsOverItsCause(t *testing.T) {
 	}
 	if !isolator.IsUnavailable(cause) {
 		t.Errorf("IsUnavailable(%v) = false", cause)
+	}
+}
+
+// A program started ahead (Prestart) serves the run when the run's environment and
+// streams are the ones it was started with; otherwise it is ended and another one
+// started with the run's environment: a secret the Plan adds reaches the program in
+// its environment only, never on the pipe.
+func TestPrestart(t *testing.T) {
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	stdio := isolator.Stdio{Out: out, Err: os.Stderr}
+	read := func() string {
+		t.Helper()
+		b, _ := os.ReadFile(out.Name())
+		_ = out.Truncate(0)
+		_, _ = out.Seek(0, 0)
+		return string(b)
+	}
+
+	// The host environment holds the secret already (config.Host.Vars): used.
+	s := stub()
+	s.Environ["API_TOKEN"] = "s3cret"
+	s.Early = s.Prestart(stdio)
+	if s.Early == nil {
+		t.Fatal("Prestart started nothing")
+	}
+	early := s.Early.p.cmd.Process.Pid
+	if code, err := s.Run(context.Background(), plan("pid"), stdio); err != nil || code != 0 {
+		t.Fatalf("Run = %d, %v", code, err)
+	}
+	if got, want := read(), fmt.Sprintf("pid=%d secret=s3cret\n", early); got != want {
+		t.Errorf("the run was served as %q, want %q (the program started ahead)", got, want)
+	}
+	if s.Early.p != nil {
+		t.Errorf("the program started ahead is still there to use")
+	}
+
+	// The Plan adds the secret: the program started ahead has not got it.
+	s = stub()
+	s.Early = s.Prestart(stdio)
+	ahead := s.Early.p
+	if code, err := s.Run(context.Background(), plan("pid"), stdio); err != nil || code != 0 {
+		t.Fatalf("Run = %d, %v", code, err)
+	}
+	got := read()
+	if strings.Contains(got, fmt.Sprintf("pid=%d ", ahead.cmd.Process.Pid)) || !strings.HasSuffix(got, " secret=s3cret\n") {
+		t.Errorf("the run was served as %q by the program started ahead (pid %d), or without the secret", got, ahead.cmd.Process.Pid)
+	}
+	select {
+	case err := <-ahead.done:
+		if err != nil {
+			t.Errorf("the program started ahead did not end quietly: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("the program started ahead was not ended")
+	}
+
+	// Other streams: not used either.
+	s = stub()
+	s.Environ["API_TOKEN"] = "s3cret"
+	s.Early = s.Prestart(isolator.Stdio{Out: os.Stdout, Err: os.Stderr})
+	ahead = s.Early.p
+	if code, err := s.Run(context.Background(), plan("pid"), stdio); err != nil || code != 0 {
+		t.Fatalf("Run = %d, %v", code, err)
+	}
+	if got := read(); strings.Contains(got, fmt.Sprintf("pid=%d ", ahead.cmd.Process.Pid)) || !strings.HasPrefix(got, "pid=") {
+		t.Errorf("the run was served as %q (started ahead with other streams: pid %d)", got, ahead.cmd.Process.Pid)
+	}
+}
+
+// A program started ahead that gets no request (the run failed before it ran) ends
+// quietly when it is closed.
+func TestPrestartClosed(t *testing.T) {
+	var errb bytes.Buffer
+	s := stub()
+	e := s.Prestart(isolator.Stdio{Err: &errb})
+	p := e.p
+	e.Close()
+	e.Close() // twice: a no-op
+	if p.cmd.ProcessState == nil || !p.cmd.ProcessState.Success() || errb.Len() != 0 {
+		t.Errorf("closed: %v, stderr %q", p.cmd.ProcessState, errb.String())
+	}
+	var none *Early
+	none.Close()
+}
+
+// Call acts on the program's whole answer without waiting for the program to exit,
+// when the program writes its output itself.
+func TestAnswerBeforeExit(t *testing.T) {
+	s := stub()
+	s.Environ["HANDOFF_LINGER"] = "1"
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	code, err := s.Run(context.Background(), plan("pid"), isolator.Stdio{Out: out, Err: out})
+	b, _ := os.ReadFile(out.Name())
+	var pid int
+	if _, serr := fmt.Sscanf(string(b), "pid=%d secret=s3cret\n", &pid); serr != nil || err != nil || code != 0 {
+		t.Fatalf("Run = %d, %v, %q", code, err, b)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Errorf("Run returned only once the program (pid %d) exited: %v", pid, err)
 	}
 }

@@ -59,6 +59,9 @@ func Serve(h Handler, stdin *os.File, stdout, stderr io.Writer) int {
 	defer res.Close()
 	r := bufio.NewReader(ctrl)
 	line, err := r.ReadBytes('\n')
+	if err == io.EOF && len(line) == 0 {
+		return 0 // started ahead of a request that never came (Stub.Prestart)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: reading the request: %v\n", prog, err)
 		return 2

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 
@@ -26,6 +28,70 @@ type Stub struct {
 	Environ map[string]string
 	// Phase, when set, receives the program's launch phases (for --debug timings).
 	Phase func(name string)
+	// Early, when set, is the program Prestart started for the next Run.
+	Early *Early
+}
+
+// Early is a program started before its request was known (Prestart), with the
+// environment and streams it was started with.
+type Early struct {
+	p     *Process
+	env   []string
+	stdio isolator.Stdio
+}
+
+// Prestart starts the program for a run that is to follow, so that its start overlaps
+// the caller's planning; it returns nil when it could not (the run then starts it and
+// says why). The environment is the Stub's: the Plan's host values are not known yet,
+// and secret values reach the program only in its environment. Call uses it when its
+// request's environment and streams are these, and Closes it otherwise.
+func (s *Stub) Prestart(stdio isolator.Stdio) *Early {
+	path := s.path()
+	if path == "" {
+		return nil
+	}
+	env := s.environ(nil)
+	p, err := Launch(context.Background(), Program{Path: path, Env: env, Stdio: stdio})
+	if err != nil {
+		return nil
+	}
+	return &Early{p: p, env: env, stdio: stdio}
+}
+
+// Close ends the program unless a request was sent to it (it then ends with that
+// request); it returns once the program is gone. A nil Early is closed.
+func (e *Early) Close() {
+	if e != nil && e.p != nil {
+		e.p.Abandon()
+		e.p = nil
+	}
+}
+
+// take returns the program for a request with env and stdio, when it was started
+// with them, and nil otherwise (ending it: it will not be used; it exits as its
+// control pipe ends, and is reaped meanwhile, while the request's own program starts).
+func (e *Early) take(env []string, stdio isolator.Stdio) *Process {
+	if e == nil || e.p == nil {
+		return nil
+	}
+	if !slices.Equal(env, e.env) || stdio.In != e.stdio.In || !sameWriter(stdio.Out, e.stdio.Out) || !sameWriter(stdio.Err, e.stdio.Err) {
+		e.p.ctrl.Close()
+		e.p = nil
+		return nil
+	}
+	p := e.p
+	e.p = nil
+	return p
+}
+
+// sameWriter reports whether a and b are the same file, or both nil.
+func sameWriter(a, b io.Writer) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	fa, ok := a.(*os.File)
+	fb, ok2 := b.(*os.File)
+	return ok && ok2 && fa == fb
 }
 
 var (
@@ -88,17 +154,32 @@ func (s *Stub) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) 
 // (whose error, r.Err, is the caller's to check). A run (stdio.Out set) gets the
 // caller's streams and forwarded signals; other requests get none, and the
 // program's stderr becomes the error when it gives no result.
+//
+// A run uses the program Prestart started (Early) when it can.
 func (s *Stub) Call(ctx context.Context, req Request, stdio isolator.Stdio) (*Result, error) {
-	path := s.Path
-	if path == "" {
-		path = Beside(s.Program)
-	}
+	path := s.path()
 	if path == "" {
 		return nil, fmt.Errorf("%w: the %s isolator is in %s, which is not installed next to devsandbox; install it (make install)", isolator.ErrUnavailable, s.Backend, s.Program)
 	}
 	req.Settings = marshal(s.Settings)
-	prog := Program{Path: path, Env: s.environ(req.Plan), Stdio: stdio}
+	env := s.environ(req.Plan)
+	if req.Op == OpRun {
+		if p := s.Early.take(env, stdio); p != nil {
+			// As Start's context does: the end of ctx ends the control pipe.
+			defer context.AfterFunc(ctx, func() { p.ctrl.Close() })()
+			return call(stdio.In, stdio.Out != nil, func() (*Process, error) { return p, p.Send(req) })
+		}
+	}
+	prog := Program{Path: path, Env: env, Stdio: stdio}
 	return Call(ctx, prog, req, stdio.Out != nil)
+}
+
+// path is the program's path ("" when it is not installed).
+func (s *Stub) path() string {
+	if s.Path != "" {
+		return s.Path
+	}
+	return Beside(s.Program)
 }
 
 // Args encodes an operation's arguments for Request.Args.

@@ -16,7 +16,11 @@
 // (through a recording socket in front of the engine's), and the Go package init
 // time of devsandbox and devsandbox-docker.
 //
-//	benchdocker -bin bin/devsandbox [-n 20] [-image devsandbox-test/busybox:1] [-user dsbtest]
+// With -only warm it measures only the warm runs (and prints their requests); with
+// -base DIR it also alternates DIR's devsandbox and devsandbox-docker with -bin's in
+// warm runs and prints when each sent its exec's start (compare.go).
+//
+//	benchdocker -bin bin/devsandbox [-n 20] [-image devsandbox-test/busybox:1] [-user dsbtest] [-only warm] [-base DIR]
 package main
 
 import (
@@ -35,14 +39,20 @@ func main() {
 	n := flag.Int("n", 20, "runs of each")
 	image := flag.String("image", "devsandbox-test/busybox:1", "image for both sides")
 	userName := flag.String("user", "dsbtest", "unprivileged user (in the docker group) to run as when root")
+	only := flag.String("only", "", `"warm": only the warm runs (kept container, --egress=open and proxy)`)
+	base := flag.String("base", "", "a directory with another build's devsandbox and devsandbox-docker to alternate with -bin's in warm runs, through the request recorder")
 	flag.Parse()
-	if err := run(*bin, *n, *image, *userName); err != nil {
+	if *only != "" && *only != "warm" {
+		fmt.Fprintf(os.Stderr, "benchdocker: -only %q: want warm\n", *only)
+		os.Exit(2)
+	}
+	if err := run(*bin, *n, *image, *userName, *only == "warm", *base); err != nil {
 		fmt.Fprintf(os.Stderr, "benchdocker: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, n int, image, userName string) error {
+func run(bin string, n int, image, userName string, warmOnly bool, base string) error {
 	st, cleanup, err := benchrun.AsUser(bin, userName, "benchdocker-", []string{"devsandbox", "devsandbox-init", "devsandbox-docker", "devsandbox-proxy"}, true)
 	defer cleanup()
 	if err != nil {
@@ -69,9 +79,11 @@ func run(bin string, n int, image, userName string) error {
 	if err != nil {
 		return err
 	}
-	cold, err := benchrun.Alternate(r, n, raw, ds)
-	if err != nil {
-		return err
+	var cold, coldAllow benchrun.Pair
+	if !warmOnly {
+		if cold, err = benchrun.Alternate(r, n, raw, ds); err != nil {
+			return err
+		}
 	}
 	kept := []string{bin, "--isolator=docker", "--image=" + image, "--egress=open", "--keep-container", "--", "true"}
 	for i := 0; i < 3; i++ { // create and settle the kept container
@@ -108,19 +120,36 @@ func run(bin string, n int, image, userName string) error {
 	defer counter.Close()
 	rc := r
 	rc.Env = append(append([]string(nil), r.Env...), "DOCKER_HOST=unix://"+filepath.Join(filepath.Dir(bin), "engine.sock"))
-	var reqs [2][]string
-	for i, argv := range [][]string{kept, kept, {"docker", "exec", id, "true"}} {
-		if _, err := rc.Time(argv); err != nil {
+	requests := func(argv ...[]string) ([][]request, error) {
+		var reqs [][]request
+		for _, a := range argv {
+			counter.take()
+			if _, err := rc.Time(a); err != nil {
+				return nil, err
+			}
+			reqs = append(reqs, counter.take())
+		}
+		return reqs, nil
+	}
+	// The first run through the counter warms the engine's other address.
+	reqs, err := requests(kept, kept, []string{"docker", "exec", id, "true"})
+	if err != nil {
+		return err
+	}
+	var compared string
+	if base != "" {
+		if base, err = filepath.Abs(base); err != nil {
 			return err
 		}
-		if got := counter.take(); i > 0 {
-			reqs[i-1] = got
+		if compared, err = compareBuilds(rc, counter, bin, base, kept, id, n); err != nil {
+			return err
 		}
 	}
 	allow := []string{bin, "--isolator=docker", "--image=" + image, "--egress=allowlist", "--allow", "192.0.2.1:443", "--", "true"}
-	coldAllow, err := benchrun.Alternate(r, n, raw, allow)
-	if err != nil {
-		return err
+	if !warmOnly {
+		if coldAllow, err = benchrun.Alternate(r, n, raw, allow); err != nil {
+			return err
+		}
 	}
 	keptProxy := []string{bin, "--isolator=docker", "--image=" + image, "--egress=proxy", "--keep-container", "--", "true"}
 	for i := 0; i < 3; i++ { // recreate the kept container for this policy
@@ -136,14 +165,24 @@ func run(bin string, n int, image, userName string) error {
 	if err != nil {
 		return err
 	}
+	proxyReqs, err := requests(keptProxy, keptProxy)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("docker isolator, %d alternating runs each, image %s\n", n, image)
 	fmt.Printf("  %-46s %7.1f ms\n", "first run after install (derives the image)", float64(first.Microseconds())/1000)
-	cold.Print(46, "docker run --rm IMAGE true", "devsandbox --isolator=docker -- true", 1.2)
+	if !warmOnly {
+		cold.Print(46, "docker run --rm IMAGE true", "devsandbox --isolator=docker -- true", 1.2)
+	}
 	warm.Print(46, "docker exec CONTAINER true", "devsandbox --keep-container -- true", 1.0)
-	printRequests("devsandbox --keep-container -- true (warm)", reqs[0])
-	printRequests("docker exec CONTAINER true", reqs[1])
-	coldAllow.Print(46, "docker run --rm IMAGE true", "devsandbox --egress=allowlist -- true", 0)
+	printRequests("devsandbox --keep-container -- true (warm)", reqs[1])
+	printRequests("docker exec CONTAINER true", reqs[2])
+	fmt.Print(compared)
+	if !warmOnly {
+		coldAllow.Print(46, "docker run --rm IMAGE true", "devsandbox --egress=allowlist -- true", 0)
+	}
 	warmProxy.Print(46, "docker exec CONTAINER true", "devsandbox --keep-container --egress=proxy -- true", 0)
+	printRequests("devsandbox --keep-container --egress=proxy -- true (warm)", proxyReqs[1])
 	if err := benchrun.InitTrace([]string{bin, "version"}, true); err != nil {
 		return err
 	}
