@@ -119,7 +119,7 @@ func (u *upstream) exchange(req *http.Request, uc *upConn) (*http.Response, erro
 			continue
 		}
 		keep := resp.StatusCode >= 200 && !resp.Close && !req.Close
-		b := &upBody{rc: resp.Body, uc: uc, u: u, ctx: req.Context(), keep: keep, stop: stop}
+		b := &upBody{rc: resp.Body, uc: uc, u: u, keep: keep, stop: stop}
 		if resp.ContentLength > 0 && resp.Body != http.NoBody && len(resp.TransferEncoding) == 0 {
 			// A sized body: upBody reads it itself, so it can also be spliced (relayBody).
 			b.rc, b.left = nil, resp.ContentLength
@@ -214,7 +214,6 @@ type upBody struct {
 	left int64         // a sized body: bytes not yet read
 	uc   *upConn
 	u    *upstream
-	ctx  context.Context // the request's: cancelled when the client leaves
 	keep bool
 	stop func() bool // ends the request context's hold on the connection
 	eof  bool
