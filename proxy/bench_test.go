@@ -5,12 +5,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"testing"
 )
 
-// blob serves size bytes of zeros.
+// blob serves size bytes of zeros with their Content-Length, as a file download is.
 func blob(size int64) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 		buf := make([]byte, 256<<10)
 		for sent := int64(0); sent < size; sent += int64(len(buf)) {
 			if _, err := w.Write(buf); err != nil {
@@ -79,6 +82,28 @@ func BenchmarkDownloadForward(b *testing.B) {
 			b.Fatal(err)
 		}
 		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+// BenchmarkDownloadForwardTCP is BenchmarkDownloadForward from a client on the TCP
+// endpoint, the one a sandbox reaches: the body is spliced.
+func BenchmarkDownloadForwardTCP(b *testing.B) {
+	o := newOrigin(b, false, blob(benchSize))
+	h := newHarness(b, Config{Policy: mustPolicy(b, []string{"origin.test"}, nil, "deny"), Resolver: loopback("origin.test")})
+	pu, _ := url.Parse(h.srv.Env()["HTTP_PROXY"])
+	tr := &http.Transport{Proxy: http.ProxyURL(pu)}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	b.SetBytes(benchSize)
+	for b.Loop() {
+		resp, err := c.Get("http://origin.test:" + o.port() + "/")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n, _ := io.Copy(io.Discard, resp.Body); n != benchSize {
+			b.Fatalf("short body: %d", n)
+		}
 		resp.Body.Close()
 	}
 }

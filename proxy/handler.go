@@ -21,6 +21,7 @@ func (s *Server) handler(requireAuth bool) http.Handler {
 		ex := newExchange(r, s.cfg.Now())
 		defer func() { s.record(ex) }()
 		rw := newResponseWriter(w, ex, &s.track, s.cfg.TunnelIdleTimeout)
+		rw.spliced = &s.spliced
 		if requireAuth && !s.authorized(r) {
 			ex.deny(audit.RuleAuth, "missing or wrong proxy credential")
 			ex.local.Store(true)

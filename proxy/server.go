@@ -15,6 +15,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/elazarl/goproxy"
@@ -85,6 +86,9 @@ type Server struct {
 	cred   []byte        // "user:secret" expected in Proxy-Authorization on TCP
 	secret string
 	track  tracker
+	// spliced counts response body bytes relayed socket to socket (relayBody): which
+	// path a body took is otherwise invisible.
+	spliced atomic.Int64
 
 	creds   []credential
 	leafTLS func(host string, ctx *goproxy.ProxyCtx) (*tls.Config, error) // nil: no MITM

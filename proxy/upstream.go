@@ -119,7 +119,12 @@ func (u *upstream) exchange(req *http.Request, uc *upConn) (*http.Response, erro
 			continue
 		}
 		keep := resp.StatusCode >= 200 && !resp.Close && !req.Close
-		resp.Body = &upBody{rc: resp.Body, uc: uc, u: u, keep: keep, stop: stop}
+		b := &upBody{rc: resp.Body, uc: uc, u: u, keep: keep, stop: stop}
+		if resp.ContentLength > 0 && resp.Body != http.NoBody && len(resp.TransferEncoding) == 0 {
+			// A sized body: upBody reads it itself, so it can also be spliced (relayBody).
+			b.rc, b.left = nil, resp.ContentLength
+		}
+		resp.Body = b
 		return resp, nil
 	}
 }
@@ -201,9 +206,12 @@ func (u *upstream) closeIdle(final bool) {
 
 // upBody is a response body on an owned connection: read to its end, the connection
 // goes back to the pool when the response allows; closed early, it is closed (never
-// drained: the client may have left a large download).
+// drained: the client may have left a large download). A body with a Content-Length
+// is read by upBody itself (rc nil, left the bytes still to come), straight from the
+// connection once the reader's buffer is empty, so relayBody can splice it.
 type upBody struct {
-	rc   io.ReadCloser
+	rc   io.ReadCloser // the body as net/http frames it; nil for a sized body
+	left int64         // a sized body: bytes not yet read
 	uc   *upConn
 	u    *upstream
 	keep bool
@@ -213,9 +221,28 @@ type upBody struct {
 }
 
 func (b *upBody) Read(p []byte) (int, error) {
+	if b.rc == nil {
+		return b.readSized(p)
+	}
 	n, err := b.rc.Read(p)
 	if errors.Is(err, io.EOF) {
 		b.eof = true
+	}
+	return n, err
+}
+
+func (b *upBody) readSized(p []byte) (int, error) {
+	if b.left == 0 {
+		b.eof = true
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.uc.br.Read(p)
+	b.left -= int64(n)
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF // the connection ended before the declared length
 	}
 	return n, err
 }
@@ -227,11 +254,15 @@ func (b *upBody) Close() error {
 	b.done = true
 	held := b.stop() // false: the request was cancelled and the deadline set
 	if b.eof && b.keep && held {
-		b.rc.Close() // at EOF: reads nothing more
+		if b.rc != nil {
+			b.rc.Close() // at EOF: reads nothing more
+		}
 		b.u.put(b.uc)
 		return nil
 	}
 	b.uc.conn.Close()
-	b.rc.Close()
+	if b.rc != nil {
+		b.rc.Close()
+	}
 	return nil
 }

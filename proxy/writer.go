@@ -21,7 +21,8 @@ type responseWriter struct {
 	ex       *exchange
 	track    *tracker
 	wrote    bool
-	hijacked net.Conn // removed from the tracker when the handler returns
+	hijacked net.Conn      // removed from the tracker when the handler returns
+	spliced  *atomic.Int64 // body bytes relayBody moved; nil: not counted
 }
 
 // newResponseWriter clears any write deadline a previous response on the connection
@@ -119,9 +120,16 @@ const copyBufSize = 256 << 10
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
 
-// ReadFrom copies a response body to the client through a pooled buffer of
-// copyBufSize, each chunk through Write (counted, under the write deadline).
+// ReadFrom relays a response body to the client: a sized body from an owned upstream
+// connection by splice where the client is a TCP socket (relayBody), any other through
+// a pooled buffer of copyBufSize, each chunk through Write (counted, under the write
+// deadline).
 func (w *responseWriter) ReadFrom(r io.Reader) (int64, error) {
+	if b, ok := r.(*upBody); ok {
+		if n, ok, err := w.relayBody(b); ok {
+			return n, err
+		}
+	}
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	return io.CopyBuffer(writerOnly{w}, r, *bp)

@@ -39,13 +39,16 @@ func benchProxy(r runner, bin string) error {
 	base := "http://" + o.addr
 	allow := o.addr
 
-	speed := func(inSandbox bool, curlArgs string) (float64, error) {
-		script := fmt.Sprintf(`curl -s %s -o /dev/null -w '%%{speed_download}' %s/big`, curlArgs, base)
-		out, err := runScript(r, bin, allow, inSandbox, script)
+	// speed runs one download and returns its speed and the CPU time of the run's
+	// processes (curl; in the sandbox also devsandbox, bwrap, the init and the proxy).
+	speed := func(inSandbox bool, curlArgs, path string) (float64, time.Duration, error) {
+		script := fmt.Sprintf(`curl -s %s -o /dev/null -w '%%{speed_download}' %s%s`, curlArgs, base, path)
+		out, cpu, err := runScript(r, bin, allow, inSandbox, script)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		return strconv.ParseFloat(strings.TrimSpace(out), 64)
+		f, err := strconv.ParseFloat(strings.TrimSpace(out), 64)
+		return f, cpu, err
 	}
 	latency := func(inSandbox bool) (time.Duration, error) {
 		var urls []string
@@ -53,7 +56,7 @@ func benchProxy(r runner, bin string) error {
 			urls = append(urls, "-o /dev/null "+base+"/small")
 		}
 		script := `curl -s -H 'Connection: close' -w '%{time_total}\n' ` + strings.Join(urls, " ")
-		out, err := runScript(r, bin, allow, inSandbox, script)
+		out, _, err := runScript(r, bin, allow, inSandbox, script)
 		if err != nil {
 			return 0, err
 		}
@@ -69,6 +72,17 @@ func benchProxy(r runner, bin string) error {
 		return ds[len(ds)/2], nil
 	}
 	fmt.Printf("egress proxy throughput (default mode), origin in a test network namespace, %d alternating runs, medians\n", throughputRuns)
+	// CPU time depends less on the machine's load than speed does: a launch with one
+	// small request is what a sandboxed download's CPU includes besides the transfer.
+	var launches []time.Duration
+	for i := 0; i < throughputRuns; i++ {
+		_, cpu, err := speed(true, "", "/small")
+		if err != nil {
+			return err
+		}
+		launches = append(launches, cpu)
+	}
+	launch := median(launches)
 	for _, c := range []struct {
 		name, curlArgs, target string
 	}{
@@ -76,22 +90,26 @@ func benchProxy(r runner, bin string) error {
 		{"256 MiB, CONNECT tunnel", "--proxytunnel", ">= 0.8x"},
 	} {
 		var direct, proxied []float64
+		var directCPU, proxiedCPU []time.Duration
 		for i := 0; i < throughputRuns; i++ {
-			d, err := speed(false, c.curlArgs)
+			d, dc, err := speed(false, c.curlArgs, "/big")
 			if err != nil {
 				return err
 			}
-			p, err := speed(true, c.curlArgs)
+			p, pc, err := speed(true, c.curlArgs, "/big")
 			if err != nil {
 				return err
 			}
 			direct, proxied = append(direct, d), append(proxied, p)
+			directCPU, proxiedCPU = append(directCPU, dc), append(proxiedCPU, pc)
 		}
 		sort.Float64s(direct)
 		sort.Float64s(proxied)
 		dm, pm := direct[len(direct)/2], proxied[len(proxied)/2]
 		fmt.Printf("  %-24s direct on the host %5.0f MB/s, through the proxy from the sandbox %5.0f MB/s: %.2fx (target %s)\n",
 			c.name, dm/1e6, pm/1e6, pm/dm, c.target)
+		fmt.Printf("  %-24s CPU of curl on the host %4.0f ms; of the sandbox's processes and the proxy %4.0f ms less a launch's %3.0f ms = %4.0f ms (origin not counted)\n",
+			"", ms(median(directCPU)), ms(median(proxiedCPU)), ms(launch), ms(median(proxiedCPU)-launch))
 	}
 	dl, err := latency(false)
 	if err != nil {
@@ -195,7 +213,7 @@ func serveOrigin(addr string) error {
 
 // runScript runs a shell script on the host or in the sandbox (default egress, the
 // origin allowed) as the benchmark user and returns its output.
-func runScript(r runner, bin, allow string, inSandbox bool, script string) (string, error) {
+func runScript(r runner, bin, allow string, inSandbox bool, script string) (string, time.Duration, error) {
 	argv := []string{"/bin/sh", "-c", script}
 	if inSandbox {
 		argv = append([]string{bin, "--allow", allow, "--"}, argv...)
@@ -206,7 +224,17 @@ func runScript(r runner, bin, allow string, inSandbox bool, script string) (stri
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s: %v: %s", script[:20], err, errb.String())
+		return "", 0, fmt.Errorf("%s: %v: %s", script[:20], err, errb.String())
 	}
-	return out.String(), nil
+	return out.String(), cpuTime(cmd.ProcessState), nil
+}
+
+// cpuTime is the user and system CPU of a finished process and of the descendants it
+// waited for (devsandbox waits for bwrap and the proxy).
+func cpuTime(ps *os.ProcessState) time.Duration {
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
