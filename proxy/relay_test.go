@@ -183,45 +183,6 @@ func TestForwardSplicedOriginEndsEarly(t *testing.T) {
 	}
 }
 
-// A TCP client that leaves a spliced download closes the upstream connection; the
-// proxy does not read the rest of the body.
-func TestForwardSplicedClientLeavesEarly(t *testing.T) {
-	ended := make(chan error, 1)
-	o := newOrigin(t, false, func(w http.ResponseWriter, _ *http.Request) {
-		buf := make([]byte, 256<<10)
-		w.Header().Set("Content-Length", "1073741824")
-		for range 4096 {
-			if _, err := w.Write(buf); err != nil {
-				ended <- err
-				return
-			}
-		}
-		ended <- nil
-	})
-	h := newHarness(t, Config{Policy: mustPolicy(t, []string{"origin.test"}, nil, "deny"), Resolver: loopback("origin.test")})
-	c := h.dialTCP(t)
-	h.getRaw(t, c, "http://origin.test:"+o.port()+"/big")
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("%v %v", resp, err)
-	}
-	if _, err := io.CopyN(io.Discard, resp.Body, 4<<20); err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	select {
-	case err := <-ended:
-		if err == nil {
-			t.Fatal("the origin sent the whole body: the proxy drained it after the client left")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the origin is still sending 10 s after the client left")
-	}
-	if !eventually(t, 10*time.Second, func() bool { return h.srv.track.running() == 0 }) {
-		t.Error("the handler still runs after the client left")
-	}
-}
-
 // A spliced download that takes longer than the idle timeout in all, to a client that
 // reads steadily, completes: each chunk gets its own write deadline.
 func TestForwardSplicedSlowReaderCompletes(t *testing.T) {

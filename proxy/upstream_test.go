@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -175,37 +176,52 @@ func TestUpstreamStaleKeptConn(t *testing.T) {
 }
 
 // TestUpstreamClientLeavesEarly: a client that leaves a large download closes the
-// upstream connection; the proxy does not read the rest of the body.
+// upstream connection and its handler ends; the proxy does not read the rest of the
+// body. On the Unix socket the body is copied, on the TCP endpoint (the sandbox's)
+// it is spliced.
 func TestUpstreamClientLeavesEarly(t *testing.T) {
-	ended := make(chan error, 1)
-	o := newOrigin(t, false, func(w http.ResponseWriter, _ *http.Request) {
-		buf := make([]byte, 256<<10)
-		w.Header().Set("Content-Length", "1073741824")
-		for range 4096 {
-			if _, err := w.Write(buf); err != nil {
-				ended <- err
-				return
+	for _, tcp := range []bool{false, true} {
+		name := map[bool]string{false: "copied to a unix client", true: "spliced to a tcp client"}[tcp]
+		t.Run(name, func(t *testing.T) {
+			ended := make(chan error, 1)
+			o := newOrigin(t, false, func(w http.ResponseWriter, _ *http.Request) {
+				buf := make([]byte, 256<<10)
+				w.Header().Set("Content-Length", "1073741824")
+				for range 4096 {
+					if _, err := w.Write(buf); err != nil {
+						ended <- err
+						return
+					}
+				}
+				ended <- nil
+			})
+			h := newHarness(t, Config{Policy: mustPolicy(t, []string{"origin.test"}, nil, "deny"), Resolver: loopback("origin.test")})
+			var c net.Conn
+			if tcp {
+				c = h.dialTCP(t)
+			} else {
+				c = h.dialUnix(t)
 			}
-		}
-		ended <- nil
-	})
-	h := newHarness(t, Config{Policy: mustPolicy(t, []string{"origin.test"}, nil, "deny"), Resolver: loopback("origin.test")})
-	c := h.dialUnix(t)
-	io.WriteString(c, "GET http://origin.test:"+o.port()+"/big HTTP/1.1\r\nHost: origin.test\r\n\r\n")
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("%v %v", resp, err)
-	}
-	if _, err := io.CopyN(io.Discard, resp.Body, 1<<20); err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	select {
-	case err := <-ended:
-		if err == nil {
-			t.Fatal("the origin sent the whole body: the proxy drained it after the client left")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the origin is still sending 10 s after the client left")
+			h.getRaw(t, c, "http://origin.test:"+o.port()+"/big")
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("%v %v", resp, err)
+			}
+			if _, err := io.CopyN(io.Discard, resp.Body, 4<<20); err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+			select {
+			case err := <-ended:
+				if err == nil {
+					t.Fatal("the origin sent the whole body: the proxy drained it after the client left")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the origin is still sending 10 s after the client left")
+			}
+			if !eventually(t, 10*time.Second, func() bool { return h.srv.track.running() == 0 }) {
+				t.Error("the handler still runs after the client left")
+			}
+		})
 	}
 }
