@@ -42,6 +42,16 @@ fi
 if [ -c /dev/net/tun ]; then
 	chmod 0666 /dev/net/tun
 fi
+# A fact of this test machine, not of the product: where it has a KVM device, it is
+# root's alone (0600 root:root), so the test user's microVM runtime could not open it.
+# Distributions ship it 0660 root:kvm with the user in the kvm group, which doctor
+# names as the fix; give the test user the same.
+if [ -c /dev/kvm ]; then
+	getent group kvm >/dev/null || groupadd --system kvm
+	chgrp kvm /dev/kvm
+	chmod 0660 /dev/kvm
+	usermod -aG kvm "$TEST_USER"
+fi
 # The shared temporary directory must be sticky (1777, as every distribution ships
 # it): devsandbox refuses to keep sockets in a /tmp others may rename entries of, and
 # a machine of this kind has been seen with /tmp at 0777.
