@@ -365,7 +365,7 @@ func withLimits(s *Spec, p *isolator.Plan, o renderOptions) (*Spec, error) {
 	}
 	if e.uses(byCgroup) {
 		if o.cgroup == nil {
-			return nil, fmt.Errorf("the limits enforced by a session cgroup need its viewEntry")
+			return nil, fmt.Errorf("the limits enforced by a session cgroup need its placement")
 		}
 		s.Cgroup = o.cgroup
 		if o.cgroup.Join {
