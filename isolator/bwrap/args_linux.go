@@ -43,7 +43,8 @@ const (
 	EtcSnapshot                 // the /etc snapshot directory (in Source) of the entries in Snapshot
 )
 
-// File is one descriptor bwrap reads a --ro-bind-data file from.
+// File is one descriptor bwrap reads from: a --ro-bind-data or --file content, a
+// mount source (--bind-fd, --ro-bind-fd) or the seccomp program.
 type File struct {
 	FD      int
 	Dest    string
@@ -152,40 +153,53 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		a = append(a, "--disable-userns")
 	}
 
+	// placed is what is at each destination so far, in order (see dataOp).
+	var placed []viewEntry
 	if p.System.Host {
 		a = append(a, "--ro-bind", "/", "/")
+		placed = append(placed, viewEntry{"/", placedMount})
+	} else {
+		// bwrap's root: remounted read-only below, after everything is placed.
+		placed = append(placed, viewEntry{"/", placedReadOnlyTmpfs})
 	}
 	fd := StatusFD + 1
 	etc, snapshot := etcEntries(p)
 	snapshot = snapshot && !o.noCopies && !o.noSnapshot
-	placed := false
+	snapPlaced := false
 	for _, sp := range p.System.Paths {
-		if snapshot && !placed && isolator.Within(sp.Path, "/etc") {
+		if snapshot && !snapPlaced && isolator.Within(sp.Path, "/etc") {
 			// One read-only bind of the snapshot, before anything else in /etc: bwrap
 			// pays one mount instead of a copy per file.
 			a = append(a, "--ro-bind-fd", fmt.Sprint(fd), "/etc")
 			s.Files = append(s.Files, File{FD: fd, Dest: "/etc", Kind: EtcSnapshot, Source: p.System.Snapshot, Snapshot: etc})
+			placed = append(placed, viewEntry{"/etc", placedMount})
 			fd++
-			placed = true
+			snapPlaced = true
 		}
 		switch {
 		case sp.Copy && o.noCopies:
 			a = append(a, "--ro-bind-try", sp.Path, sp.Path)
+			placed = append(placed, viewEntry{sp.Path, placedMount})
 		case sp.Copy && snapshot:
 			// in the snapshot
 		case sp.Copy:
 			a = append(a, "--perms", "0444", "--file", fmt.Sprint(fd), sp.Path)
 			s.Files = append(s.Files, File{FD: fd, Dest: sp.Path, Kind: HostFile, Source: sp.Path})
+			placed = append(placed, viewEntry{sp.Path, placedOther})
 			fd++
 		case sp.Link != "":
 			a = append(a, "--symlink", sp.Link, sp.Path)
+			placed = append(placed, viewEntry{sp.Path, placedOther})
 		case sp.Optional:
 			a = append(a, "--ro-bind-try", sp.Path, sp.Path)
+			placed = append(placed, viewEntry{sp.Path, placedMount})
 		default:
 			a = append(a, "--ro-bind", sp.Path, sp.Path)
+			placed = append(placed, viewEntry{sp.Path, placedMount})
 		}
 	}
 	a = append(a, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run")
+	placed = append(placed, viewEntry{"/dev", placedMount}, viewEntry{"/proc", placedMount}, viewEntry{"/run", placedMount})
 
 	switch p.Tmp.Kind {
 	case "tmpfs":
@@ -199,6 +213,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	default:
 		return nil, fmt.Errorf("unknown sandbox.tmp %q", p.Tmp.Kind)
 	}
+	placed = append(placed, viewEntry{"/tmp", placedMount})
 
 	var readOnlyDirs []string
 	for i, m := range p.Mounts {
@@ -209,6 +224,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 			if m.ReadOnly {
 				op = "--ro-bind"
 			}
+			placed = append(placed, viewEntry{dst, placedMount})
 			if m.ID != nil {
 				// Run opened the source: bwrap mounts that very file.
 				a = append(a, op+"-fd", fmt.Sprint(fd), dst)
@@ -222,14 +238,18 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 			a = append(a, op, m.Source, dst)
 		case isolator.MaskFile:
 			a = append(a, "--ro-bind", p.EmptyFile, dst)
+			placed = append(placed, viewEntry{dst, placedMount})
 		case isolator.MaskDir:
 			a = append(a, "--tmpfs", dst)
 			readOnlyDirs = append(readOnlyDirs, dst)
+			placed = append(placed, viewEntry{dst, placedReadOnlyTmpfs})
 		case isolator.TmpDir:
 			a = append(a, "--tmpfs", dst)
+			placed = append(placed, viewEntry{dst, placedMount})
 		case isolator.Data:
-			a = append(a, "--perms", "0444", "--ro-bind-data", fmt.Sprint(fd), dst)
+			a = append(a, "--perms", "0444", dataOp(placed, dst), fmt.Sprint(fd), dst)
 			s.Files = append(s.Files, File{FD: fd, Dest: dst, Kind: Content, Content: m.Content})
+			placed = append(placed, viewEntry{dst, placedOther})
 			fd++
 		default:
 			return nil, fmt.Errorf("mount %s: unknown kind %d", dst, m.Kind)
@@ -357,6 +377,49 @@ func withLimits(s *Spec, p *isolator.Plan, o renderOptions) (*Spec, error) {
 		}
 	}
 	return s, nil
+}
+
+// viewEntry is what render put at a destination: a mount (a bind, a tmpfs the
+// sandbox may write, /dev, /proc), a tmpfs it remounts read-only once every file is
+// in place (bwrap's root, a masked directory), or something else (a file, a link).
+type viewEntry struct {
+	path string
+	kind placedKind
+}
+
+type placedKind int
+
+const (
+	placedMount placedKind = iota
+	placedReadOnlyTmpfs
+	placedOther
+)
+
+// dataOp returns how bwrap places a generated file at dst, given what is placed so
+// far. Where dst lies in a tmpfs that is remounted read-only after every file is in
+// place (the ssh tool's config in the masked ~/.ssh), the file is written into it
+// (--file): read-only by the directory's mount, as the copied /etc files are by the
+// root's. That saves bwrap a bind mount, whose remount reads all of
+// /proc/self/mountinfo (bubblewrap 0.8). Anywhere else, below a bind, a writable
+// tmpfs or a link, or over something already at dst, the file is bound read-only
+// on its own (--ro-bind-data).
+func dataOp(placed []viewEntry, dst string) string {
+	// The last mount at or above dst is what dst is in: a later one hides an
+	// earlier one, at the same path, above or below it.
+	in := -1
+	for i, pl := range placed {
+		if !isolator.Within(dst, pl.path) {
+			continue
+		}
+		if pl.path == dst || pl.kind == placedOther {
+			return "--ro-bind-data" // something is at dst already, or a link is on the way
+		}
+		in = i
+	}
+	if in >= 0 && placed[in].kind == placedReadOnlyTmpfs {
+		return "--file"
+	}
+	return "--ro-bind-data"
 }
 
 // identityChecks lists, for each visible mount with an ID (a pinned bind source, a

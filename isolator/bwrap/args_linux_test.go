@@ -415,3 +415,94 @@ func writeGolden(t *testing.T, path string, b []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestRenderDataOp: a generated file is written into a tmpfs that is remounted
+// read-only once everything is placed (a masked directory, bwrap's root) and bound
+// read-only on its own anywhere else.
+func TestRenderDataOp(t *testing.T) {
+	data := func(dest string) isolator.Mount {
+		return isolator.Mount{Kind: isolator.Data, Dest: dest, Content: []byte("x\n"), Why: "generated"}
+	}
+	mask := isolator.Mount{Kind: isolator.MaskDir, HomeRel: ".ssh", Why: "sandbox.hide_paths"}
+	cases := []struct {
+		name   string
+		edit   func(p *isolator.Plan)
+		dest   string
+		wantOp string
+	}{
+		{"in a masked directory", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, mask, data(home+"/.ssh/config"))
+		}, home + "/.ssh/config", "--file"},
+		{"deeper in a masked directory", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, mask, data(home+"/.ssh/sub/config"))
+		}, home + "/.ssh/sub/config", "--file"},
+		{"in a bind inside a masked directory", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, mask,
+				isolator.Mount{Kind: isolator.Bind, Source: "/srv/keys", Dest: home + "/.ssh/sub", Why: "bind"},
+				data(home+"/.ssh/sub/config"))
+		}, home + "/.ssh/sub/config", "--ro-bind-data"},
+		{"in a masked directory hidden by a later bind above it", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, mask,
+				isolator.Mount{Kind: isolator.Bind, Source: "/srv/home", Dest: home, Why: "bind"},
+				data(home+"/.ssh/config"))
+		}, home + "/.ssh/config", "--ro-bind-data"},
+		{"over a file already there", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, mask, data(home+"/.ssh/config"), data(home+"/.ssh/config"))
+		}, home + "/.ssh/config", "--file --ro-bind-data"},
+		{"in a writable tmpfs", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.TmpDir, HomeRel: ".cache/x", Why: "tool tmpfs"}, data(home+"/.cache/x/f"))
+		}, home + "/.cache/x/f", "--ro-bind-data"},
+		{"in /run", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, data("/run/devsandbox/ca-bundle.pem"))
+		}, "/run/devsandbox/ca-bundle.pem", "--ro-bind-data"},
+		{"in the sandbox home", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, data(home+"/.config/x"))
+		}, home + "/.config/x", "--ro-bind-data"},
+		{"in the root tmpfs", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, data("/etc/devsandbox.conf"))
+		}, "/etc/devsandbox.conf", "--file"},
+		{"in the host's root", func(p *isolator.Plan) {
+			p.System.Host = true
+			p.Mounts = append(p.Mounts, data("/etc/devsandbox.conf"))
+		}, "/etc/devsandbox.conf", "--ro-bind-data"},
+		{"in a system bind", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, data("/etc/ssl/extra.pem"))
+		}, "/etc/ssl/extra.pem", "--ro-bind-data"},
+		{"over a copied /etc file", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, data("/etc/resolv.conf"))
+		}, "/etc/resolv.conf", "--ro-bind-data"},
+		{"over the /etc snapshot", func(p *isolator.Plan) {
+			p.System.Snapshot = etcSnapshots
+			p.System.Paths = append(slices.Clone(p.System.Paths), isolator.SystemPath{Path: "/etc/hosts", Optional: true, Copy: true})
+			p.Mounts = append(p.Mounts, data("/etc/hosts"))
+		}, "/etc/hosts", "--ro-bind-data"},
+		{"below a link", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, data("/bin/tool"))
+		}, "/bin/tool", "--ro-bind-data"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := basePlan()
+			p.System.Paths = minimalSystem
+			tc.edit(p)
+			spec, err := bwrap.Render(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ops []string // the op of each generated file, in order
+			for _, f := range spec.Files {
+				if f.Kind != bwrap.Content {
+					continue
+				}
+				for i := 1; i+1 < len(spec.Argv); i++ {
+					if spec.Argv[i+1] == strconv.Itoa(f.FD) && (spec.Argv[i] == "--file" || spec.Argv[i] == "--ro-bind-data") {
+						ops = append(ops, spec.Argv[i])
+					}
+				}
+			}
+			if got := strings.Join(ops, " "); got != tc.wantOp {
+				t.Errorf("ops for %s: %q, want %q\n%s", tc.dest, got, tc.wantOp, spec.Script())
+			}
+		})
+	}
+}
