@@ -9,9 +9,10 @@ GO       ?= go
 GOFLAGS_ := -tags '$(TAGS)'
 BIN      := bin/devsandbox
 # Every binary `make build` makes (each from cmd/NAME) and `make install` and
-# scripts/install.sh install: devsandbox, the in-sandbox init, the egress proxy, the
-# docker and krun backends.
-BINARIES := devsandbox devsandbox-init devsandbox-proxy devsandbox-docker devsandbox-krun
+# scripts/install.sh install: devsandbox, the in-sandbox init (every role), the bwrap
+# isolator's init (its roles only: it starts on every bwrap launch), the egress proxy,
+# the docker and krun backends.
+BINARIES := devsandbox devsandbox-init devsandbox-bwrap-init devsandbox-proxy devsandbox-docker devsandbox-krun
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/devsandbox/devsandbox/config.Version=$(VERSION)
 PREFIX   ?= /usr/local
@@ -21,7 +22,7 @@ PREFIX   ?= /usr/local
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/devsandbox, bin/devsandbox-init (the in-sandbox init), bin/devsandbox-proxy (the egress proxy), bin/devsandbox-docker (the docker backend) and bin/devsandbox-krun (the krun backend)
+build: ## build bin/devsandbox, bin/devsandbox-init (the in-sandbox init), bin/devsandbox-bwrap-init (the bwrap isolator's init), bin/devsandbox-proxy (the egress proxy), bin/devsandbox-docker (the docker backend) and bin/devsandbox-krun (the krun backend)
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS_) -trimpath -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(BINARIES))
 
 vet: ## go vet with the build tags

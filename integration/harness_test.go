@@ -122,7 +122,7 @@ func binaries() []string {
 	if s := os.Getenv("DEVSANDBOX_BINARIES"); s != "" {
 		return strings.Fields(s)
 	}
-	return []string{"devsandbox", "devsandbox-init", "devsandbox-proxy", "devsandbox-docker", "devsandbox-krun"}
+	return []string{"devsandbox", "devsandbox-init", "devsandbox-bwrap-init", "devsandbox-proxy", "devsandbox-docker", "devsandbox-krun"}
 }
 
 // requireBwrap skips on a machine without bubblewrap, and fails in CI.

@@ -27,6 +27,10 @@ type Plan struct {
 	// Self is the host path of the init binary: devsandbox-init next to devsandbox when
 	// installed, else devsandbox itself (which acts as the init when run as InitPath).
 	Self string
+	// BwrapInit, when set, is the host path of the init the bwrap isolator runs in
+	// Self's place: devsandbox-bwrap-init, which has the bwrap roles only and so
+	// starts faster. The container isolators always use Self.
+	BwrapInit string
 	// PrivateDirs are host directories Run creates (0700) before mounting them.
 	PrivateDirs []string
 

@@ -1,8 +1,10 @@
 // Command devsandbox-init is the first program run inside a sandbox: it takes the
 // terminal, reports readiness to the host and execs the command (see isolator/sandboxinit).
 // It is a separate, small binary because it starts on every launch; devsandbox can
-// play the same role, only slower. It also has the firewall role of the docker
-// isolator (see isolator/sandboxinit/firewall), which devsandbox does not.
+// play the same role, only slower. It has every role of the init: the container roles
+// of the docker and krun isolators (ContainerArg), the firewall role of the docker
+// isolator (see isolator/sandboxinit/firewall), which devsandbox does not, and the
+// bwrap roles, which devsandbox-bwrap-init, smaller still, plays when installed.
 package main
 
 import (
@@ -17,5 +19,5 @@ func main() {
 	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], firewall.Arg) {
 		os.Exit(firewall.Main(os.Args[1], os.Args[2:], os.Stderr))
 	}
-	os.Exit(sandboxinit.Main(os.Args[1:], os.Stderr))
+	os.Exit(sandboxinit.Run(os.Args[1:], os.Stderr))
 }

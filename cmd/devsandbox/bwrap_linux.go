@@ -16,12 +16,12 @@ import (
 // On Linux this binary has the bwrap backend, and is also bwrap's init (when run
 // as InitPath). bwrap_other.go stands in for this file elsewhere.
 
-// startup runs this binary as bwrap's init when bwrap started it as InitPath (and
-// then never returns); otherwise it marks every descriptor devsandbox inherited
+// startup runs this binary as the init when started as InitPath (bwrap's, or a
+// container's without devsandbox-init; it then never returns); otherwise it marks every descriptor devsandbox inherited
 // close-on-exec, so none reaches bwrap or the sandbox.
 func startup() {
 	if os.Args[0] == bwrap.InitPath {
-		os.Exit(sandboxinit.Main(os.Args[1:], os.Stderr))
+		os.Exit(sandboxinit.Run(os.Args[1:], os.Stderr))
 	}
 	hugeHeap()
 	sandboxinit.CloseOnExecInherited()

@@ -24,7 +24,8 @@ const module = "github.com/devsandbox/devsandbox"
 // links is checked for Linux and macOS. The init's roles that bwrap and the
 // containers start on every launch (package sandboxinit, which devsandbox links to
 // play the bwrap init) link no netlink or nftables (a package init of their own on
-// every launch): only devsandbox-init's firewall role, the docker isolator's, does.
+// every launch): only devsandbox-init's firewall role, the docker isolator's, does,
+// and devsandbox-bwrap-init, the bwrap init, links neither that role nor its packages.
 // Nor does the init link the crypto packages (crypto/rand's init alone is about 25
 // page faults): random names come from getrandom(2).
 func TestImportDirection(t *testing.T) {
@@ -44,12 +45,15 @@ func TestImportDirection(t *testing.T) {
 		module + "/isolator/hostsvc":       {"github.com/docker/", "github.com/containers/", "github.com/elazarl/goproxy"},
 		module + "/proxy/audit":            {"github.com/elazarl/goproxy"},
 		module + "/cmd/devsandbox-init":    {"github.com/urfave/", "github.com/pelletier/", "github.com/docker/", "github.com/containers/", "crypto/"},
+		// The bwrap init: the bwrap roles only, not the docker isolator's firewall.
+		module + "/cmd/devsandbox-bwrap-init": {module + "/isolator/sandboxinit/firewall", "github.com/google/nftables", "github.com/mdlayher/netlink", "github.com/urfave/", "github.com/pelletier/", "github.com/docker/", "github.com/containers/", "crypto/"},
 	}
 	// Banned packages, by exact path (their subpackages may be allowed).
 	exact := map[string][]string{
-		module + "/cmd/devsandbox":         {module + "/proxy", module + "/isolator/krun", module + "/isolator/docker", module + "/egress/netfilter"},
-		module + "/isolator/krun/helper":   {module + "/isolator/krun"},
-		module + "/isolator/docker/helper": {module + "/isolator/docker"},
+		module + "/cmd/devsandbox":            {module + "/proxy", module + "/isolator/krun", module + "/isolator/docker", module + "/egress/netfilter"},
+		module + "/isolator/krun/helper":      {module + "/isolator/krun"},
+		module + "/isolator/docker/helper":    {module + "/isolator/docker"},
+		module + "/cmd/devsandbox-bwrap-init": {module + "/egress/netfilter"},
 	}
 	for pkg, banned := range rules {
 		for _, dep := range deps(t, pkg, "") {
@@ -81,6 +85,9 @@ func TestImportDirection(t *testing.T) {
 	}
 	if !slices.Contains(deps(t, module+"/cmd/devsandbox-init", ""), "github.com/google/nftables") {
 		t.Error("cmd/devsandbox-init does not list nftables among its deps (its firewall role): the import checks are vacuous")
+	}
+	if !slices.Contains(deps(t, module+"/cmd/devsandbox-bwrap-init", ""), module+"/isolator/sandboxinit") {
+		t.Error("cmd/devsandbox-bwrap-init does not list sandboxinit among its deps: its import checks are vacuous")
 	}
 	if !slices.Contains(deps(t, module+"/cmd/devsandbox-krun", ""), "github.com/containers/podman/v5/pkg/bindings") {
 		t.Error("cmd/devsandbox-krun does not list podman's bindings among its deps: the import checks are vacuous")

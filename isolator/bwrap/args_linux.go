@@ -277,7 +277,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		a = append(a, "--remount-ro", "/")
 	}
 	if !p.Syscalls.Unfiltered {
-		if p.Self == "" {
+		if initBinary(p) == "" {
 			// bwrap's own pid 1 would run without the filter, and a process the
 			// command can ptrace is a way around it: the init is the sandbox's pid 1.
 			return nil, fmt.Errorf("the syscall policy needs devsandbox-init (Plan.Self) as the sandbox's pid 1; set Plan.Self, or Plan.Syscalls.Unfiltered to run without a syscall filter")
@@ -295,7 +295,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		s.Files = append(s.Files, File{FD: fd, Dest: "seccomp", Kind: Seccomp, Content: prog})
 	}
 	s.Policy = p.Syscalls
-	if p.Self != "" {
+	if initBinary(p) != "" {
 		a = append(a, "--as-pid-1")
 	}
 	var initArgs []string
@@ -324,7 +324,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 			initArgs = append(initArgs, fmt.Sprintf("--publish=%d=%s/%d.sock", f.SandboxPort, PublishDir, f.SandboxPort))
 		}
 	}
-	if p.Self == "" {
+	if initBinary(p) == "" {
 		// Library use without an init: the command runs directly (and so does not get
 		// 126/127 told apart from bwrap's own failure, nor a proxy forwarder).
 		if len(initArgs) > 0 {
@@ -336,9 +336,9 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	initBin := InitPath
 	// In the proxy modes ssh's ProxyCommand runs the init at InitPath: mount it there.
 	if initInView(p) && !p.Egress.NeedsProxy() {
-		initBin = p.Self
+		initBin = initBinary(p)
 	} else {
-		a = append(a, "--ro-bind", p.Self, InitPath)
+		a = append(a, "--ro-bind", initBinary(p), InitPath)
 	}
 	a = append(a, "--chdir", p.Workdir, "--", initBin)
 	if p.TTY {
@@ -442,15 +442,26 @@ func identityChecks(p *isolator.Plan) []wire.Check {
 	return cs
 }
 
-// initInView reports whether the init binary is the standalone devsandbox-init and
-// already visible at its host path (installed under /usr), saving a mount. devsandbox
-// itself acts as the init only when started as InitPath, so it is always mounted there.
+// initBinary is the host path of the init bwrap runs: Plan.BwrapInit, else
+// Plan.Self; empty without an init.
+func initBinary(p *isolator.Plan) string {
+	if p.BwrapInit != "" {
+		return p.BwrapInit
+	}
+	return p.Self
+}
+
+// initInView reports whether the init binary is a standalone init
+// (devsandbox-bwrap-init, devsandbox-init) and already visible at its host path
+// (installed under /usr), saving a mount. devsandbox itself acts as the init only
+// when started as InitPath, so it is always mounted there.
 func initInView(p *isolator.Plan) bool {
-	if filepath.Base(p.Self) != "devsandbox-init" {
+	self := initBinary(p)
+	if b := filepath.Base(self); b != "devsandbox-init" && b != "devsandbox-bwrap-init" {
 		return false
 	}
 	for _, sp := range p.System.Paths {
-		if sp.Link == "" && !sp.Copy && isolator.Within(p.Self, sp.Path) {
+		if sp.Link == "" && !sp.Copy && isolator.Within(self, sp.Path) {
 			return true
 		}
 	}
@@ -458,7 +469,7 @@ func initInView(p *isolator.Plan) bool {
 		// The host root is visible, but the home, /tmp and /run are replaced: only
 		// the system directories are certain to show the host's files.
 		for _, d := range []string{"/usr", "/opt", "/bin", "/sbin"} {
-			if isolator.Within(p.Self, d) {
+			if isolator.Within(self, d) {
 				return true
 			}
 		}

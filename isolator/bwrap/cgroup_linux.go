@@ -76,10 +76,11 @@ func sessionLimits(p *isolator.Plan, e enforcement) cgroup.Limits {
 // joinPrefix is the join step: the init moves itself into the session cgroup's
 // directories, then execs the rest of the command line.
 func joinPrefix(p *isolator.Plan, c *Cgroup) ([]string, error) {
-	if p.Self == "" {
+	self := initBinary(p)
+	if self == "" {
 		return nil, fmt.Errorf("the session cgroup of the resource limits needs devsandbox-init (Plan.Self) to join it")
 	}
-	a := []string{p.Self, cgroup.JoinArg, fmt.Sprintf("--report-fd=%d", ReadyFD)}
+	a := []string{self, cgroup.JoinArg, fmt.Sprintf("--report-fd=%d", ReadyFD)}
 	for _, d := range c.Dirs {
 		a = append(a, filepath.Join(d, "cgroup.procs"))
 	}

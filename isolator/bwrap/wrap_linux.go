@@ -86,7 +86,7 @@ func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, 
 		pins.Close()
 		return nil, err
 	}
-	if len(spec.Checks) > 0 && p.Self != "" {
+	if len(spec.Checks) > 0 && initBinary(p) != "" {
 		env = append(env, wire.ManifestEnv+"="+wire.EncodeChecks(spec.Checks, pin.BootID()))
 	}
 	files, _, err := dataFiles(spec.Files, func(i int) *os.File { return pins.Sources[index[i]].File }, nil)

@@ -65,6 +65,10 @@ func dockerSockets(h config.Host) []string {
 // devsandbox itself is the init (slower to start: it is a much larger binary).
 const InitBinary = "devsandbox-init"
 
+// BwrapInitBinary is the bwrap isolator's init installed next to devsandbox: the
+// bwrap roles of InitBinary only (Plan.BwrapInit).
+const BwrapInitBinary = "devsandbox-bwrap-init"
+
 // EnvMarker is set inside every sandbox; its presence means devsandbox is nested.
 const EnvMarker = "DEVSANDBOX"
 
@@ -88,6 +92,10 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	self, err := pr.Executable()
 	if err != nil {
 		return nil, nil, fmt.Errorf("finding the devsandbox binary: %w", err)
+	}
+	bwrapInit := filepath.Join(filepath.Dir(self), BwrapInitBinary)
+	if !pr.exists(bwrapInit) {
+		bwrapInit = ""
 	}
 	if initBin := filepath.Join(filepath.Dir(self), InitBinary); pr.exists(initBin) {
 		self = initBin
@@ -126,6 +134,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		StateDir:    state,
 		EmptyFile:   filepath.Join(h.StateHome, "devsandbox", "empty"),
 		Self:        self,
+		BwrapInit:   bwrapInit,
 		Tmp:         isolator.Tmp{Kind: cfg.Sandbox.Tmp, Dir: filepath.Join(state, "tmp")},
 		Egress:      egress.Rules{Mode: mode, Allow: allow, Deny: deny},
 		Syscalls:    policy,

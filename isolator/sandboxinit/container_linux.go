@@ -30,8 +30,9 @@ import (
 // `docker run` line gives it.
 const ContainerArg = "--container"
 
-// containerMain is Main for the container roles.
-func containerMain(args []string, stderr io.Writer) int {
+// ContainerMain runs the init's container roles with the arguments after
+// ContainerArg.
+func ContainerMain(args []string, stderr io.Writer) int {
 	c := &container{stderr: stderr, role: "run"}
 	for len(args) > 0 && args[0] != "--" {
 		switch a := args[0]; {

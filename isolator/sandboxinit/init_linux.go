@@ -1,9 +1,10 @@
-// Package sandboxinit is devsandbox-init, the init: the first program run inside a
-// sandbox, its pid 1. Under bwrap it closes every inherited descriptor above stderr,
-// tells the host that the sandbox is set up, and starts the command in a session of its
-// own with the terminal as its controlling terminal (so job control works under bwrap's
-// --new-session), exiting 127 when it is not found and 126 when it cannot be run; in a
-// container it is the init that verifies the protections first (ContainerArg). Before
+// Package sandboxinit is the init: the first program run inside a sandbox, its pid 1.
+// Under bwrap (Main; devsandbox-bwrap-init, or devsandbox-init) it closes every
+// inherited descriptor above stderr, tells the host that the sandbox is set up, and
+// starts the command in a session of its own with the terminal as its controlling
+// terminal (so job control works under bwrap's --new-session), exiting 127 when it is
+// not found and 126 when it cannot be run; in a container (ContainerMain;
+// devsandbox-init only) it is the init that verifies the protections first. Before
 // bwrap starts it can also be the step that moves the sandbox into its session cgroups
 // (cgroup.JoinArg).
 //
@@ -37,7 +38,18 @@ const (
 	ExitNotFound      = 127
 )
 
-// Main runs the init with its arguments (without argv[0]).
+// Run runs the init with its arguments (without argv[0]) in every role but the
+// firewall (package firewall): the container roles after ContainerArg, else Main's.
+func Run(args []string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == ContainerArg {
+		return ContainerMain(args[1:], stderr)
+	}
+	return Main(args, stderr)
+}
+
+// Main runs the init's bwrap roles with its arguments (without argv[0]); the
+// container roles are ContainerMain's, which a program that links only Main (the
+// bwrap init) leaves out.
 //
 // Under bwrap (no role argument) the init is the sandbox's pid 1 (bwrap --as-pid-1,
 // so that no process in the sandbox runs outside the syscall filter, which bwrap
@@ -49,9 +61,6 @@ const (
 func Main(args []string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == forwarderArg {
 		return forwarderMain(args[1:], stderr)
-	}
-	if len(args) > 0 && args[0] == ContainerArg {
-		return containerMain(args[1:], stderr)
 	}
 	if len(args) > 0 && strings.HasPrefix(args[0], connectPrefix) {
 		return runConnect(args[0], args[1:], stderr)

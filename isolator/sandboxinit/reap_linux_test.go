@@ -62,6 +62,9 @@ func runHelper(role string) int {
 		}
 		fmt.Println(code)
 		return 0
+	case "main":
+		// The bwrap init, with the command the test names.
+		return Main([]string{"--", "/bin/sh", "-c", os.Getenv("HELPER_SCRIPT")}, os.Stderr)
 	}
 	return 2
 }

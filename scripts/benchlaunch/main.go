@@ -9,8 +9,10 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -100,8 +102,11 @@ func run(bin string, n int, userName string, files int, only string, large int) 
 		}
 		defer os.RemoveAll(tmp)
 		os.Chmod(tmp, 0o755)
-		for _, name := range []string{"devsandbox", "devsandbox-init", "devsandbox-proxy"} {
+		for _, name := range []string{"devsandbox", "devsandbox-init", "devsandbox-bwrap-init", "devsandbox-proxy"} {
 			data, err := os.ReadFile(filepath.Join(filepath.Dir(bin), name))
+			if errors.Is(err, fs.ErrNotExist) && name == "devsandbox-bwrap-init" {
+				continue // a build from before it existed: devsandbox runs devsandbox-init
+			}
 			if err != nil {
 				return err
 			}
