@@ -30,9 +30,17 @@ func startup() {
 // autoOrder is the preference of isolator = "auto".
 var autoOrder = []string{"bwrap", "docker"}
 
+// catchSignals subscribes to the signals a bwrap run relays while the Plan is built,
+// when bwrap is the isolator it will probably select (see isolator.Signals).
+func (a *app) catchSignals(cfg *config.Config) {
+	if cfg.Isolator == "bwrap" || cfg.Isolator == "auto" {
+		a.signals = isolator.CatchSignals()
+	}
+}
+
 // addBwrap adds the bwrap backend to t (cfg nil: doctor outside a project).
 func (a *app) addBwrap(t isolator.Table, cfg *config.Config, phase func(string)) {
-	b := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Phase: phase}
+	b := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Phase: phase, Signals: a.signals}
 	if phase != nil { // --debug
 		b.Debug = func(m string) { fmt.Fprintf(a.stderr, "devsandbox: debug: %s\n", m) }
 	}
