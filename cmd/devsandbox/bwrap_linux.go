@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
@@ -17,22 +19,33 @@ import (
 // as InitPath). bwrap_other.go stands in for this file elsewhere.
 
 // startup runs this binary as the init when started as InitPath (bwrap's, or a
-// container's without devsandbox-init; it then never returns); otherwise it marks every descriptor devsandbox inherited
-// close-on-exec, so none reaches bwrap or the sandbox.
+// container's without devsandbox-init; it then never returns); otherwise it marks
+// every descriptor devsandbox inherited close-on-exec, so none reaches bwrap or the
+// sandbox: with one close_range (Linux 5.11), else those listed in /proc/self/fd.
 func startup() {
 	if os.Args[0] == bwrap.InitPath {
 		os.Exit(sandboxinit.Run(os.Args[1:], os.Stderr))
 	}
 	hugeHeap()
-	sandboxinit.CloseOnExecInherited()
+	if unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) != nil {
+		sandboxinit.CloseOnExecInherited()
+	}
 }
 
 // autoOrder is the preference of isolator = "auto".
 var autoOrder = []string{"bwrap", "docker"}
 
+// catchSignals subscribes to the signals a bwrap run relays while the Plan is built,
+// when bwrap is the isolator it will probably select (see isolator.Signals).
+func (a *app) catchSignals(cfg *config.Config) {
+	if cfg.Isolator == "bwrap" || cfg.Isolator == "auto" {
+		a.signals = isolator.CatchSignals()
+	}
+}
+
 // addBwrap adds the bwrap backend to t (cfg nil: doctor outside a project).
 func (a *app) addBwrap(t isolator.Table, cfg *config.Config, phase func(string)) {
-	b := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Phase: phase}
+	b := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Phase: phase, Signals: a.signals}
 	if phase != nil { // --debug
 		b.Debug = func(m string) { fmt.Fprintf(a.stderr, "devsandbox: debug: %s\n", m) }
 	}

@@ -20,3 +20,6 @@ var autoOrder = []string{"docker"}
 
 // addBwrap adds nothing: there is no bwrap here.
 func (a *app) addBwrap(isolator.Table, *config.Config, func(string)) {}
+
+// catchSignals does nothing: the backends here catch their own signals.
+func (a *app) catchSignals(*config.Config) {}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/internal/clihelp"
+	"github.com/devsandbox/devsandbox/isolator"
 )
 
 // exitFailure is the status of devsandbox's own failures and refusals: a config
@@ -38,6 +39,9 @@ type app struct {
 	start          time.Time
 
 	command []string // what to sandbox, split off before urfave/cli parses flags
+	// signals: the bwrap run's subscription, made while the Plan is built
+	// (catchSignals); stopped only when the process goes on without that run.
+	signals *isolator.Signals
 	// helpPages: lay out help text (a subcommand or a help flag was given); a run
 	// shows none, and laying it out is a measurable share of a launch's start.
 	helpPages bool

@@ -59,6 +59,11 @@ func (a *app) run(c *cli.Context) error {
 		early = dockerStub(cfg, nil).Prestart(stdio)
 		defer early.Close()
 	}
+	// So does the bwrap run's signal subscription. It is not stopped after the run:
+	// the process exits then, with the command's status.
+	if !dryRun {
+		a.catchSignals(cfg)
+	}
 	p, pwarns, err := planner.Build(cfg, tools.Default(), l.Probe, planner.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun})
 	if err != nil {
 		return err
@@ -75,6 +80,9 @@ func (a *app) run(c *cli.Context) error {
 	iso, fellBack, err := isolator.Select(ctx, cfg.Isolator, a.isolatorTable(cfg, phase), autoOrder)
 	if err == nil && fellBack {
 		a.warn("bwrap is not usable here; falling back to the %s isolator", iso.Name())
+	}
+	if err != nil || iso.Name() != "bwrap" {
+		a.stopSignals() // the other backends catch their own
 	}
 	if err != nil {
 		early.Close()
@@ -130,8 +138,18 @@ func (a *app) commandOrShell(cfg *config.Config) []string {
 	return []string{"/bin/sh"}
 }
 
+// stopSignals ends the bwrap run's signal subscription, if any: what follows gets
+// the signals' default actions back.
+func (a *app) stopSignals() {
+	if a.signals != nil {
+		a.signals.Stop()
+		a.signals = nil
+	}
+}
+
 // unsandboxed runs the command directly on the host (mode off, or auto without an isolator).
 func (a *app) unsandboxed(cfg *config.Config) error {
+	a.stopSignals()
 	argv := a.commandOrShell(cfg)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr

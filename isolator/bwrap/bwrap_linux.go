@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +34,10 @@ type Isolator struct {
 	Warn func(msg string)
 	// Debug, when set, receives notes for --debug (a speed path not taken, and why).
 	Debug func(msg string)
+	// Signals, when set, is the caller's subscription to isolator.ForwardedSignals,
+	// made ahead of Run (isolator.CatchSignals); Run relays what it catches and leaves
+	// stopping it to the caller. Nil: Run subscribes and stops the subscription itself.
+	Signals *isolator.Signals
 	// Binaries are the egress tools (pasta, nft, ...); zero means egress.DefaultBinaries.
 	Binaries egress.Binaries
 	// RuntimeDir is the user's $XDG_RUNTIME_DIR, where doctor looks for the systemd
@@ -102,16 +105,13 @@ func (*Isolator) Render(p *isolator.Plan) (isolator.Rendered, error) {
 
 // Run implements isolator.Isolator.
 func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
-	// The first signal.Notify of a process starts the runtime's signal threads and
-	// waits for each signal's mask update (1-6 ms measured here): it runs while the
-	// host side is prepared and must be done before bwrap starts. A signal caught
-	// before then is handled as one caught before the command runs.
-	sigs := make(chan os.Signal, 8)
-	notified := make(chan struct{})
-	go func() {
-		signal.Notify(sigs, isolator.ForwardedSignals...)
-		close(notified)
-	}()
+	// The subscription must be in effect before bwrap starts (isolator.Signals: made by
+	// the caller while it built the Plan, or here, while the host side is prepared). A
+	// signal caught before then is handled as one caught before the command runs.
+	sigs := b.Signals
+	if sigs == nil {
+		sigs = isolator.CatchSignals()
+	}
 	// released is closed once the session /tmp is removed, which runs beside the
 	// rest of the cleanup (see below); the signals stay caught until all of it is done.
 	var released chan struct{}
@@ -119,8 +119,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if released != nil {
 			<-released
 		}
-		<-notified
-		signal.Stop(sigs)
+		if sigs != b.Signals {
+			sigs.Stop()
+		}
 	}()
 	bin, err := b.path()
 	if err != nil {
@@ -253,7 +254,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, fmt.Errorf("starting bwrap: %w", err)
 	}
 
-	<-notified
+	sigs.Wait()
 	proc, err := startChild(path, argv, env, stdioFiles, append([]*os.File{ready.child, statusW}, files...), attr)
 	for _, f := range files {
 		f.Close()
@@ -312,7 +313,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 				forward(s, cmdPid, proc.pid)
 			}
 			pending = nil
-		case s := <-sigs:
+		case s := <-sigs.C:
 			// Before the command runs, the first signal waits for it (it may be
 			// reporting right now); a second one tears the half-built sandbox down.
 			if cmdPid == 0 && len(pending) == 0 {

@@ -33,9 +33,12 @@ var caBundleEnv = []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_
 // directory and audit records.
 func NewSession() string {
 	var b [6]byte
-	_, _ = rand.Read(b[:])
+	random(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// randomStd fills b from crypto/rand.
+func randomStd(b []byte) { _, _ = rand.Read(b) }
 
 // egressServices completes the Plan with what the host side of its egress needs: the
 // project's socket directory (sockdir), the session's publish directory and, in the

@@ -5,7 +5,6 @@
 package tmpdir
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -39,9 +38,13 @@ func Acquire(base string) (*Session, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
 		return nil, fmt.Errorf("%s is not a private directory of yours (owner %d, mode %o); remove it", base, st.Uid, st.Mode&0o7777)
 	}
+	// getrandom(2) directly: crypto/rand's first read sets up the runtime's vDSO
+	// random state (a mapping and its first page faults) for these 8 bytes.
 	var rnd [8]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return nil, err
+	if n, err := unix.Getrandom(rnd[:], 0); err != nil {
+		return nil, fmt.Errorf("getrandom: %w", err)
+	} else if n != len(rnd) {
+		return nil, fmt.Errorf("getrandom: %d bytes of %d", n, len(rnd))
 	}
 	name := hex.EncodeToString(rnd[:])
 	p := filepath.Join(base, name)

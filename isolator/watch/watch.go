@@ -49,7 +49,7 @@ type Watcher struct {
 	index   stamp
 	tripped map[string]bool
 	said    map[string]bool // warnings given once
-	session string          // names this run's quarantine directory
+	started time.Time       // names this run's quarantine directory (session)
 
 	mu       sync.Mutex
 	stop     chan struct{}
@@ -70,7 +70,7 @@ type nestedEntry struct {
 // sentence per finding, as it is made.
 func Start(p *isolator.Plan, warn func(string)) *Watcher {
 	w := &Watcher{p: p, warn: warn, nested: map[string]*nestedEntry{}, tripped: map[string]bool{}, said: map[string]bool{},
-		stop: make(chan struct{}), done: make(chan struct{}), session: time.Now().Format("20060102-150405") + "-" + strconv.Itoa(os.Getpid())}
+		stop: make(chan struct{}), done: make(chan struct{}), started: time.Now()}
 	w.c = &checker{project: p.Project.Dir, readOnly: map[string]uint64{}}
 	for _, m := range p.Mounts {
 		if m.Kind == isolator.Bind && m.ReadOnly && m.Source == m.Target(p.User.HostHome) {
@@ -209,6 +209,13 @@ func (w *Watcher) handle(probs []problem) {
 	}
 }
 
+// session names this run's quarantine directory: its start in local time and the
+// process. It is formatted only when something is quarantined: the first local time
+// formatted loads the time zone (/etc/localtime), which a launch need not pay for.
+func (w *Watcher) session() string {
+	return w.started.Format("20060102-150405") + "-" + strconv.Itoa(os.Getpid())
+}
+
 // quarantine moves path into the run's quarantine directory, keeping its path below
 // it, or, on another file system, aside to PATH.devsandbox-quarantine-N.
 func (w *Watcher) quarantine(path string) (string, error) {
@@ -216,7 +223,7 @@ func (w *Watcher) quarantine(path string) (string, error) {
 		return "", err
 	}
 	if w.p.Git.Quarantine != "" {
-		dest := filepath.Join(w.p.Git.Quarantine, w.session, strings.TrimPrefix(path, "/"))
+		dest := filepath.Join(w.p.Git.Quarantine, w.session(), strings.TrimPrefix(path, "/"))
 		if _, err := os.Lstat(dest); err == nil {
 			dest = fmt.Sprintf("%s.%d", dest, time.Now().UnixNano())
 		}
