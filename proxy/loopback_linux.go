@@ -8,13 +8,13 @@ import (
 
 // loopbackCongestion is the congestion control of the proxy's end of a client
 // connection that stays on this machine (the sandbox's 127.0.0.1:3128, the proxy's
-// own 127.0.0.1 listener). A loopback connection has no link to share or pace: the
-// system default of many hosts, bbr, paces each 64 KiB segment on a timer, and its
-// transmissions from the timer and from the reader's CPU (TCP small queues) land in
-// another CPU's backlog than the proxy's own, so segments arrive out of order
-// (SACK recovery, spurious retransmissions); reno sends what the window allows, in
-// order. Every unprivileged socket may choose reno (the kernel marks it
-// unrestricted). See docs/isolators.md "Egress proxy throughput".
+// own 127.0.0.1 listener). A loopback connection has no link to share or probe. Under
+// bbr, the default of many hosts, every segment is paced (without the fq qdisc, by a
+// timer per socket); reno sends what the window allows as the proxy writes. Measured
+// on a 256 MiB tunnel download: the proxy's time in splice to the client fell by
+// about a third and its CPU from about 105 to 75 ms. Every unprivileged socket may
+// choose reno (the kernel marks it unrestricted). See docs/isolators.md "Egress proxy
+// throughput".
 const loopbackCongestion = "reno"
 
 // tuneClient sets loopbackCongestion on c when both its ends are loopback addresses;
