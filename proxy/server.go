@@ -188,11 +188,27 @@ func (s *Server) serve(ln net.Listener, requireAuth bool) {
 	}
 	s.servers = append(s.servers, srv)
 	s.mu.Unlock()
+	if tl, ok := ln.(*net.TCPListener); ok {
+		ln = tcpListener{tl}
+	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.cfg.ErrorLog.Printf("proxy: serving %s: %v", ln.Addr(), err)
 		}
 	}()
+}
+
+// tcpListener is a TCP listener whose connections from this machine get
+// tuneClient's settings before the server reads them.
+type tcpListener struct{ *net.TCPListener }
+
+func (l tcpListener) Accept() (net.Conn, error) {
+	c, err := l.AcceptTCP()
+	if err != nil {
+		return nil, err
+	}
+	tuneClient(c)
+	return c, nil
 }
 
 // ListenTCP listens on addr ("" means 127.0.0.1:0) and serves requests that carry the
