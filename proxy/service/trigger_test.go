@@ -147,3 +147,38 @@ func TestTriggerClose(t *testing.T) {
 		t.Error("a closed Trigger fired")
 	}
 }
+
+// TestTriggerConnectionBeforeWatch: a connection already pending when the listener is
+// watched fires the trigger (the poller is edge-triggered; the watch looks first),
+// and one pending on a listener whose descriptor was blocking does too.
+func TestTriggerConnectionBeforeWatch(t *testing.T) {
+	for _, blocking := range []bool{false, true} {
+		trig, err := NewTrigger()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, f := tcpListener(t)
+		if blocking {
+			f.Fd() // switches the shared description to blocking
+		}
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := trig.Watch(f); err != nil {
+			t.Fatal(err)
+		}
+		fired := make(chan bool, 1)
+		go func() { fired <- trig.wait() }()
+		select {
+		case ok := <-fired:
+			if !ok {
+				t.Errorf("blocking %v: the trigger returned without firing", blocking)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("blocking %v: a connection pending before the watch did not fire the trigger", blocking)
+		}
+		trig.Close()
+	}
+}
