@@ -10,7 +10,9 @@
 //     against), so no secret is ever in argv;
 //   - descriptor handoff.FirstExtraFD is the listening Unix socket, already bound
 //     (mode 0600), so clients may connect before this program runs: they queue until
-//     it accepts;
+//     it accepts; the next, under Settings.Listeners, a channel on which listening
+//     TCP sockets are handed to it (a bwrap sandbox's 127.0.0.1:3128). Under
+//     Settings.NoSocket (bwrap) there is no socket and the channel comes first;
 //   - devsandbox starts it in its own process group, with SIGTERM as its parent-death
 //     signal, so a Ctrl-C at the terminal does not reach it.
 //
