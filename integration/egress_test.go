@@ -501,6 +501,7 @@ func testSSHThroughProxy(t *testing.T, iso string, o *outside) {
 // 127.0.0.1:3128 itself. The listening socket the init made there is held by no process
 // in the sandbox (a process there could otherwise take it over, or hand it on), yet
 // the proxy answers on it: a request for the host's loopback is refused with its 403.
+// No other way to the proxy is left in the sandbox: its Unix socket is not bound in.
 func TestProxyListenerHeldOutside(t *testing.T) {
 	requireBwrap(t)
 	p := newProject(t)
@@ -509,7 +510,8 @@ func TestProxyListenerHeldOutside(t *testing.T) {
 		for f in /proc/[0-9]*/fd/*; do
 			[ "$(readlink "$f" 2>/dev/null)" = "socket:[$inode]" ] && echo "held-by $f"
 		done
-		curl -s --noproxy '' -o /dev/null -w 'status %{http_code}\n' -m 5 -x http://127.0.0.1:3128 http://127.0.0.1:9/`
+		curl -s --noproxy '' -o /dev/null -w 'status %{http_code}\n' -m 5 -x http://127.0.0.1:3128 http://127.0.0.1:9/
+		find /run 2>/dev/null | while read -r f; do [ -S "$f" ] && echo "unix socket $f"; done; true`
 	out := p.mustSandbox("bwrap", []string{"--egress=proxy"}, script)
 	if strings.Contains(out, "listener none") || !strings.Contains(out, "listener ") {
 		t.Fatalf("no socket listens on 127.0.0.1:3128 in the sandbox:\n%s", out)
@@ -519,5 +521,8 @@ func TestProxyListenerHeldOutside(t *testing.T) {
 	}
 	if !strings.Contains(out, "status 403\n") {
 		t.Errorf("the proxy did not answer on 127.0.0.1:3128:\n%s", out)
+	}
+	if strings.Contains(out, "unix socket ") {
+		t.Errorf("the proxy's Unix socket is within the sandbox's reach:\n%s", out)
 	}
 }

@@ -10,7 +10,9 @@
 //     against), so no secret is ever in argv;
 //   - descriptor handoff.FirstExtraFD is the listening Unix socket, already bound
 //     (mode 0600), so clients may connect before this program runs: they queue until
-//     it accepts;
+//     it accepts; the next, under Settings.Listeners, a channel on which listening
+//     TCP sockets are handed to it (a bwrap sandbox's 127.0.0.1:3128). Under
+//     Settings.NoSocket (bwrap) there is no socket and the channel comes first;
 //   - devsandbox starts it in its own process group, with SIGTERM as its parent-death
 //     signal, so a Ctrl-C at the terminal does not reach it.
 //
@@ -88,7 +90,7 @@ func main() {
 			return handoff.Result{Code: 2}
 		}
 		n := 1
-		if s.Listeners {
+		if s.Listeners && !s.NoSocket {
 			n = 2
 		}
 		files := j.Files(n) // once: each *os.File closes its descriptor when collected
@@ -97,11 +99,17 @@ func main() {
 }
 
 // run serves files[0], a listening socket, by s until ctx is done, and returns the
-// result's code; files[1], when given, is the listener channel (service.Settings). getenv reads
-// the environment (the CA and credential values). onHost is true in devsandbox-proxy,
-// which runs on the sandbox's host: the host's loopback is then refused whatever the
-// entries (tests reach their own loopback origins with false).
+// result's code; files[1], when given, is the listener channel (service.Settings).
+// Under s.NoSocket files[0] is the listener channel and there is no socket of its
+// own. getenv reads the environment (the CA and credential values). onHost is true
+// in devsandbox-proxy, which runs on the sandbox's host: the host's loopback is then
+// refused whatever the entries (tests reach their own loopback origins with false).
 func run(ctx context.Context, s service.Settings, getenv func(string) (string, bool), files []*os.File, stderr io.Writer, onHost bool) int {
+	at := place{refuseLoopback: onHost, isLocal: proxy.HostAddresses(time.Second)}
+	if s.NoSocket {
+		at.listeners = files[0]
+		return serve(ctx, s, getenv, nil, stderr, at)
+	}
 	ln := files[0]
 	listen := func() (net.Listener, error) {
 		l, err := net.FileListener(ln)
@@ -111,7 +119,6 @@ func run(ctx context.Context, s service.Settings, getenv func(string) (string, b
 		ln.Close() // l holds a duplicate
 		return l, nil
 	}
-	at := place{refuseLoopback: onHost, isLocal: proxy.HostAddresses(time.Second)}
 	if len(files) > 1 {
 		at.listeners = files[1]
 	}
@@ -141,8 +148,8 @@ type place struct {
 	listeners      *os.File
 }
 
-// serve serves the listener listen returns by s until ctx is done, and returns the
-// exit code.
+// serve serves the listener listen returns (none when listen is nil), and those
+// handed on at.listeners, by s until ctx is done, and returns the exit code.
 func serve(ctx context.Context, s service.Settings, getenv func(string) (string, bool), listen func() (net.Listener, error), stderr io.Writer, at place) int {
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "devsandbox-proxy: "+format+"\n", a...)
@@ -161,15 +168,19 @@ func serve(ctx context.Context, s service.Settings, getenv func(string) (string,
 	if err := secrets(&cfg, s, getenv); err != nil {
 		return fail("%v", err)
 	}
-	l, err := listen()
-	if err != nil {
-		return fail("%v", err)
+	var l net.Listener
+	if listen != nil {
+		if l, err = listen(); err != nil {
+			return fail("%v", err)
+		}
 	}
 	srv, err := proxy.New(cfg)
 	if err != nil {
 		return fail("%v", err)
 	}
-	srv.Serve(l)
+	if l != nil {
+		srv.Serve(l)
+	}
 	if at.listeners != nil {
 		// A listener handed after shutdown began is closed by Serve.
 		go service.ReceiveListeners(at.listeners, srv.Serve, func(err error) {

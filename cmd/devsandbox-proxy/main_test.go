@@ -302,3 +302,58 @@ func TestGitPushSettings(t *testing.T) {
 		t.Errorf("the server received %d requests", hits.Load())
 	}
 }
+
+// TestServesHandedListenersOnly: with NoSocket the first descriptor is the listener
+// channel; a connection queued on a listener handed before the proxy runs is served by
+// policy, and the proxy exits cleanly when the context ends.
+func TestServesHandedListenersOnly(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hi") }))
+	defer origin.Close()
+	host, proxyEnd, err := service.NewListenerChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lf, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := service.SendListener(host, lf); err != nil {
+		t.Fatal(err)
+	}
+	lf.Close()
+	c, err := net.Dial("tcp", ln.Addr().String()) // queued before the proxy runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ln.Close() // the handed copy is the only one now
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	s := service.Settings{Session: "s3", Default: "deny", Allow: entries(t, "127.0.0.1"), Listeners: true, NoSocket: true}
+	go func() { done <- run(ctx, s, noEnv, []*os.File{proxyEnd}, &stderr, false) }()
+	br := bufio.NewReader(c)
+	if code := proxied(t, c, br, origin.URL+"/ok"); code != 200 {
+		t.Errorf("allowed request: %d", code)
+	}
+	if code := proxied(t, c, br, "http://127.0.0.2:9/no"); code != 403 {
+		t.Errorf("denied request: %d", code)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", code, &stderr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("still running 5 s after the context ended")
+	}
+}

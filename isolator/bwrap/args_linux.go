@@ -24,7 +24,9 @@ const ReadyFD = 3
 // data descriptors start after it.
 const StatusFD = 4
 
-// ProxySocket is where the host proxy's Unix socket appears inside the sandbox.
+// ProxySocket is where the host proxy's Unix socket appears inside the sandbox when
+// the init relays to it (WrapArgv and Command, which have no readiness socket to hand
+// a listener on); under Run it is not bound.
 const ProxySocket = "/run/devsandbox/proxy.sock"
 
 // PublishDir is where the host's publish directory appears inside the sandbox.
@@ -306,12 +308,14 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		if p.Egress.Proxy.Unix == "" {
 			return nil, fmt.Errorf("egress mode %s needs the session proxy's Unix socket", p.Egress.Mode)
 		}
-		a = append(a, "--ro-bind", p.Egress.Proxy.Unix, ProxySocket)
 		if o.ready {
 			// The init hands its listener to the proxy through devsandbox (Run):
-			// connections go from the command straight to the proxy.
+			// connections go from the command straight to the proxy, and nothing in
+			// the sandbox needs the proxy's Unix socket, so it is not bound in (one
+			// mount fewer, and one host socket fewer within the sandbox's reach).
 			initArgs = append(initArgs, "--proxy-listen="+egress.SandboxProxyAddr)
 		} else {
+			a = append(a, "--ro-bind", p.Egress.Proxy.Unix, ProxySocket)
 			initArgs = append(initArgs, "--forward="+egress.SandboxProxyAddr+"="+ProxySocket)
 		}
 	}

@@ -125,7 +125,7 @@ var goldenCases = []struct {
 		p := basePlan()
 		p.System.Paths = minimalSystem[:2]
 		p.Egress = egress.Rules{Mode: egress.Proxy, Proxy: egress.Endpoint{Unix: "/home/u/.local/state/devsandbox/app-1/proxy-s1.sock"}}
-		return p // no network but loopback; the proxy socket bound and forwarded by the init
+		return p // no network but loopback; the init hands its listener to the proxy (no socket bound in)
 	}, ""},
 	{"egress_allowlist", func() *isolator.Plan {
 		p := basePlan()

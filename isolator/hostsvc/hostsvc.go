@@ -93,6 +93,8 @@ func (s *Services) startEgress(p *isolator.Plan, o Options) error {
 					return fmt.Errorf("%w: the egress proxy: %w", isolator.ErrProtection, err)
 				}
 				s.trigger = so.Trigger
+				// The sandbox reaches the proxy only on the listeners handed to it.
+				so.NoSocket = true
 			}
 			start = func(p *isolator.Plan) (func(), error) { return service.Start(p, so) }
 		}

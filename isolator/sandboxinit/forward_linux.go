@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,25 +37,45 @@ func startForwarder(spec string) error {
 	return detach(ln, "tcp", sock)
 }
 
-// handListener listens on the TCP address addr and hands the listening socket to the
-// host on fd, the readiness socket: devsandbox passes it to the session proxy, which
-// accepts the sandbox's connections itself, with no relay in between. The init keeps
-// no copy: if nobody on the host takes it, it closes and connections are refused.
+// handListener listens on the TCP address addr (IP:PORT) and hands the listening
+// socket to the host on fd, the readiness socket: devsandbox passes it to the session
+// proxy, which accepts the sandbox's connections itself, with no relay in between. The
+// init keeps no copy: if nobody on the host takes it, it closes and connections are
+// refused.
+//
+// The socket is made with plain system calls: the init never serves it, and net.Listen
+// would first set up the runtime's network poller and probe the host's IPv6 and MPTCP
+// support (seven system calls and the pages of that code) on the way to the command.
+// It is non-blocking, as net.Listen's is, and a plain TCP socket.
 func handListener(fd int, addr string) error {
 	if fd < 0 {
 		return errors.New("no readiness socket to hand the listener on (--ready-fd)")
 	}
-	ln, err := net.Listen("tcp", addr)
+	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("bad listen address %q (want IP:PORT): %w", addr, err)
 	}
-	defer ln.Close()
-	f, err := ln.(*net.TCPListener).File()
+	domain, port := unix.AF_INET6, int(ap.Port())
+	var sa unix.Sockaddr = &unix.SockaddrInet6{Port: port, Addr: ap.Addr().As16()}
+	if ap.Addr().Is4() {
+		domain, sa = unix.AF_INET, &unix.SockaddrInet4{Port: port, Addr: ap.Addr().As4()}
+	}
+	s, err := unix.Socket(domain, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return fmt.Errorf("socket: %w", err)
 	}
-	defer f.Close()
-	return unix.Sendmsg(fd, []byte{wire.ListenerMsg}, unix.UnixRights(int(f.Fd())), nil, 0)
+	defer unix.Close(s)
+	// As net.Listen does: a port in TIME_WAIT from an earlier listener is no obstacle.
+	if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		return fmt.Errorf("setsockopt: %w", err)
+	}
+	if err := unix.Bind(s, sa); err != nil {
+		return fmt.Errorf("bind: %w", err)
+	}
+	if err := unix.Listen(s, unix.SOMAXCONN); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	return unix.Sendmsg(fd, []byte{wire.ListenerMsg}, unix.UnixRights(s), nil, 0)
 }
 
 // startPublisher serves a published port: it listens on the Unix socket of spec

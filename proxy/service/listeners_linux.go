@@ -29,13 +29,21 @@ func NewListenerChannel() (host, proxy *os.File, err error) {
 // should close: then the proxy's copy is the only one, and if the proxy is gone the
 // socket closes and connections are refused.
 func SendListener(ch *os.File, ln *os.File) error {
-	if err := checkListener(int(ln.Fd())); err != nil {
-		return err
-	}
-	if err := unix.Sendmsg(int(ch.Fd()), []byte{listenerMsg}, unix.UnixRights(int(ln.Fd())), nil, 0); err != nil {
+	rc, err := ln.SyscallConn() // Fd would switch the shared description to blocking
+	if err != nil {
 		return fmt.Errorf("handing the proxy its listener: %w", err)
 	}
-	return nil
+	if cerr := rc.Control(func(fd uintptr) {
+		if err = checkListener(int(fd)); err == nil {
+			err = unix.Sendmsg(int(ch.Fd()), []byte{listenerMsg}, unix.UnixRights(int(fd)), nil, 0)
+			if err != nil {
+				err = fmt.Errorf("handing the proxy its listener: %w", err)
+			}
+		}
+	}); cerr != nil {
+		return fmt.Errorf("handing the proxy its listener: %w", cerr)
+	}
+	return err
 }
 
 // ReceiveListeners reads listening sockets from the proxy's end of the listener channel

@@ -41,6 +41,9 @@ type Settings struct {
 	// Listeners: descriptor handoff.FirstExtraFD+1 is the proxy's end of a listener
 	// channel (NewListenerChannel); it serves every listening socket handed on it.
 	Listeners bool `json:"listeners,omitempty"`
+	// NoSocket: there is no Unix socket; descriptor handoff.FirstExtraFD is the
+	// listener channel, and the proxy serves only what is handed on it.
+	NoSocket bool `json:"noSocket,omitempty"`
 }
 
 // CAVar is the variable of devsandbox-proxy's environment holding the MITM CA.

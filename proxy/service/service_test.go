@@ -39,11 +39,7 @@ func fakeProxy(mode string, j *handoff.Job) handoff.Result {
 	if err := json.Unmarshal(j.Settings, &s); err != nil {
 		return handoff.Result{Code: 2}
 	}
-	ln, err := net.FileListener(j.Files(1)[0])
-	if err != nil {
-		return handoff.Result{Code: 2}
-	}
-	go func() {
+	serve := func(ln net.Listener) {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -52,7 +48,16 @@ func fakeProxy(mode string, j *handoff.Job) handoff.Result {
 			io.WriteString(c, "ok\n")
 			c.Close()
 		}
-	}()
+	}
+	if s.NoSocket { // descriptor 3 is the listener channel
+		go ReceiveListeners(j.Files(1)[0], func(ln net.Listener) { go serve(ln) }, func(error) {})
+	} else {
+		ln, err := net.FileListener(j.Files(1)[0])
+		if err != nil {
+			return handoff.Result{Code: 2}
+		}
+		go serve(ln)
+	}
 	if mode == "stubborn" {
 		time.Sleep(time.Hour)
 	}

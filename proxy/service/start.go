@@ -37,6 +37,11 @@ type Options struct {
 	// listening sockets it hands on the channel with it. Start watches the proxy
 	// socket with it and owns it from then on: stop closes it.
 	Trigger *Trigger
+	// NoSocket (with Listeners and Trigger): bind no Unix socket; the proxy serves
+	// only the listeners handed on the channel, and starts on the first connection
+	// pending on one the Trigger watches. For a sandbox that reaches the proxy only
+	// on a listener it hands over (bwrap).
+	NoSocket bool
 }
 
 // Start binds p's proxy socket (p.Egress.Proxy.Unix, mode 0600, in a directory only
@@ -87,11 +92,18 @@ func Start(p *isolator.Plan, o Options) (stop func(), err error) {
 	}
 	set := SettingsOf(p)
 	set.Listeners = o.Listeners != nil
-	return spawn(bin, set, env, p.Egress.Proxy.Unix, o)
+	sock := p.Egress.Proxy.Unix
+	if o.NoSocket {
+		if o.Listeners == nil || o.Trigger == nil {
+			return nil, fmt.Errorf("%w: the egress proxy: no socket and no listener channel to serve", isolator.ErrProtection)
+		}
+		set.NoSocket, sock = true, ""
+	}
+	return spawn(bin, set, env, sock, o)
 }
 
-// spawn binds sock and starts bin serving set with exactly env, in the background
-// (see Start).
+// spawn binds sock (none when "") and starts bin serving set with exactly env, in the
+// background (see Start).
 func spawn(bin string, set Settings, env []string, sock string, o Options) (stop func(), err error) {
 	trig := o.Trigger
 	if trig == nil {
@@ -99,25 +111,28 @@ func spawn(bin string, set Settings, env []string, sock string, o Options) (stop
 			return nil, fmt.Errorf("%w: the egress proxy: %w", isolator.ErrProtection, err)
 		}
 	}
-	ln, err := listen(sock)
-	if err == nil {
-		if err = trig.Watch(ln); err != nil {
-			ln.Close()
-			os.Remove(sock)
+	var files []*os.File // the proxy's descriptors, from handoff.FirstExtraFD
+	if sock != "" {
+		ln, err := listen(sock)
+		if err == nil {
+			if err = trig.Watch(ln); err != nil {
+				ln.Close()
+				os.Remove(sock)
+			}
 		}
+		if err != nil {
+			trig.Close()
+			return nil, fmt.Errorf("%w: the egress proxy cannot listen on %s: %w", isolator.ErrProtection, sock, err)
+		}
+		files = append(files, ln)
 	}
-	if err != nil {
-		trig.Close()
-		return nil, fmt.Errorf("%w: the egress proxy cannot listen on %s: %w", isolator.ErrProtection, sock, err)
+	if o.Listeners != nil {
+		files = append(files, o.Listeners)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		files := []*os.File{ln}
-		if o.Listeners != nil {
-			files = append(files, o.Listeners)
-		}
 		if !trig.wait() {
 			for _, f := range files {
 				f.Close()
@@ -147,7 +162,9 @@ func spawn(bin string, set Settings, env []string, sock string, o Options) (stop
 		cancel()
 		trig.Close()
 		<-done
-		os.Remove(sock)
+		if sock != "" {
+			os.Remove(sock)
+		}
 	}, nil
 }
 

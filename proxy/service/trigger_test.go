@@ -2,6 +2,7 @@ package service
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -145,5 +146,95 @@ func TestTriggerClose(t *testing.T) {
 	closed.Close()
 	if closed.wait() {
 		t.Error("a closed Trigger fired")
+	}
+}
+
+// TestTriggerConnectionBeforeWatch: a connection already pending when the listener is
+// watched fires the trigger (the poller is edge-triggered; the watch looks first),
+// and one pending on a listener whose descriptor was blocking does too.
+func TestTriggerConnectionBeforeWatch(t *testing.T) {
+	for _, blocking := range []bool{false, true} {
+		trig, err := NewTrigger()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, f := tcpListener(t)
+		if blocking {
+			f.Fd() // switches the shared description to blocking
+		}
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := trig.Watch(f); err != nil {
+			t.Fatal(err)
+		}
+		fired := make(chan bool, 1)
+		go func() { fired <- trig.wait() }()
+		select {
+		case ok := <-fired:
+			if !ok {
+				t.Errorf("blocking %v: the trigger returned without firing", blocking)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("blocking %v: a connection pending before the watch did not fire the trigger", blocking)
+		}
+		trig.Close()
+	}
+}
+
+// TestStartWithoutSocket: with NoSocket the proxy gets the listener channel and no
+// socket of its own: no file is bound, a run without connections starts no proxy, and
+// a connection to a handed listener starts it and is served through it.
+func TestStartWithoutSocket(t *testing.T) {
+	for _, connect := range []bool{false, true} {
+		dir := shortTemp(t)
+		marker := filepath.Join(dir, "stopped")
+		trig, err := NewTrigger()
+		if err != nil {
+			t.Fatal(err)
+		}
+		host, proxyEnd, err := NewListenerChannel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer host.Close()
+		set := SettingsOf(fakePlan("", marker))
+		set.Listeners, set.NoSocket = true, true
+		stop, err := spawn(os.Args[0], set, []string{fakeProxyEnv + "=serve"}, "",
+			Options{Bound: 5 * time.Second, Stderr: os.Stderr, Trigger: trig, Listeners: proxyEnd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, f := tcpListener(t)
+		if err := trig.Watch(f); err != nil {
+			t.Fatal(err)
+		}
+		if err := SendListener(host, f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		ln.Close() // the proxy's copy (in the channel until it runs) is the only one now
+		if connect {
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			b := make([]byte, 3)
+			if _, err := io.ReadFull(c, b); err != nil || string(b) != "ok\n" {
+				t.Errorf("through the handed listener: %q, %v", b, err)
+			}
+			c.Close()
+		}
+		stop()
+		_, err = os.Stat(marker)
+		if started := err == nil; started != connect {
+			t.Errorf("connect %v: the proxy ran: %v", connect, started)
+		}
+		if names, _ := os.ReadDir(dir); len(names) > map[bool]int{false: 0, true: 1}[connect] {
+			t.Errorf("connect %v: files made: %v", connect, names)
+		}
 	}
 }

@@ -1,0 +1,106 @@
+package sandboxinit
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
+)
+
+// TestHandListener: the init hands a listening, non-blocking TCP socket bound to the
+// address asked for, in one ListenerMsg message, and keeps no copy of it; a bad
+// address is refused before any socket is made.
+func TestHandListener(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
+		t.Run(addr, func(t *testing.T) {
+			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(fds[0])
+			defer unix.Close(fds[1])
+			if err := handListener(fds[1], addr); err != nil {
+				if addr[0] == '[' {
+					t.Skipf("no IPv6 loopback here: %v", err)
+				}
+				t.Fatal(err)
+			}
+			buf, oob := make([]byte, 16), make([]byte, unix.CmsgSpace(4*4))
+			n, oobn, _, _, err := unix.Recvmsg(fds[0], buf, oob, unix.MSG_CMSG_CLOEXEC|unix.MSG_DONTWAIT)
+			if err != nil || n != 1 || buf[0] != wire.ListenerMsg {
+				t.Fatalf("message %q, %v; want one ListenerMsg", buf[:n], err)
+			}
+			msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+			if err != nil || len(msgs) != 1 {
+				t.Fatalf("control data %v, %v", msgs, err)
+			}
+			got, err := unix.ParseUnixRights(&msgs[0])
+			if err != nil || len(got) != 1 {
+				t.Fatalf("descriptors %v, %v", got, err)
+			}
+			fd := got[0]
+			for opt, want := range map[int]int{unix.SO_ACCEPTCONN: 1, unix.SO_TYPE: unix.SOCK_STREAM} {
+				if v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, opt); err != nil || v != want {
+					t.Errorf("socket option %d: %d, %v; want %d", opt, v, err, want)
+				}
+			}
+			if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK == 0 {
+				t.Errorf("the listener is blocking (flags %#x, %v)", fl, err)
+			}
+			sa, err := unix.Getsockname(fd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var bound netip.AddrPort
+			switch sa := sa.(type) {
+			case *unix.SockaddrInet4:
+				bound = netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
+			case *unix.SockaddrInet6:
+				bound = netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port))
+			}
+			if want := netip.MustParseAddrPort(addr).Addr(); bound.Addr() != want {
+				t.Errorf("bound to %v, want %v", bound, want)
+			}
+			ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			unix.Close(fd)
+			defer ln.Close()
+			go func() {
+				if c, err := ln.Accept(); err == nil {
+					c.Write([]byte("ok"))
+					c.Close()
+				}
+			}()
+			c, err := net.Dial("tcp", bound.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			b := make([]byte, 2)
+			if _, err := c.Read(b); err != nil || string(b) != "ok" {
+				t.Errorf("read %q, %v through the handed listener", b, err)
+			}
+			ln.Close()
+			// The handed descriptor was the only copy left: with it closed, nothing
+			// listens on the address any more.
+			if c, err := net.Dial("tcp", bound.String()); err == nil {
+				c.Close()
+				t.Errorf("%v still accepts connections after the handed listener closed", bound)
+			}
+		})
+	}
+	for _, bad := range []string{"localhost:3128", "127.0.0.1", ""} {
+		if err := handListener(1, bad); err == nil {
+			t.Errorf("handListener(%q) made a listener", bad)
+		}
+	}
+	if err := handListener(-1, "127.0.0.1:0"); err == nil {
+		t.Error("handListener without a readiness socket succeeded")
+	}
+}
