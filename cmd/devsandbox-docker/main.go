@@ -19,5 +19,12 @@ func main() {
 		os.Exit(2)
 	}
 	warn := func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", m) }
-	os.Exit(handoff.Serve(docker.Handler(warn), os.Stdin, os.Stdout, os.Stderr))
+	code := handoff.Serve(docker.Handler(warn), os.Stdin, os.Stdout, os.Stderr)
+	// The answer is written and the run's output relayed. The kernel closes a
+	// process's files only after it has torn down its memory (most of a millisecond
+	// here): a reader of devsandbox's output through a pipe, which this program
+	// shares, would wait for that.
+	os.Stdout.Close()
+	os.Stderr.Close()
+	os.Exit(code)
 }

@@ -23,7 +23,10 @@ var ErrSpecChanged = fmt.Errorf("kept container in use with another configuratio
 // other session is attached. A per-project lock makes concurrent runs safe: it is held
 // until this run's exec is running, so a run with another spec sees it attached.
 // ahead, when set, is the kept container's inspect asked for as the run started.
-func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, pr programs, hello *wire.Hello, stdio isolator.Stdio, ahead *future[dockercontainer.InspectResponse]) (int, error) {
+// stopServices stops the run's host services (the watch's last check of what the
+// sandbox wrote); it is called once the exec's output ended, beside the request for
+// its status, and the run returns only after it returned.
+func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, pr programs, hello *wire.Hello, stdio isolator.Stdio, ahead *future[dockercontainer.InspectResponse], stopServices func()) (int, error) {
 	comp := b.goCompanion(ctx, e, addr, p, pr, spec)
 	defer comp.stop()
 	if err := comp.failed(); err != nil {
@@ -75,7 +78,16 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 
 	never := make(chan struct{})
 	sess.wait(never, 0)
-	// The exec's output ended: the init exited. Its status is final shortly after.
+	// The exec's output ended: the init exited, after it killed what its command left
+	// (what escaped it is the keeper's). The watch's last check need not wait for the
+	// engine's answer below, which the docker CLI asks for too.
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		stopServices()
+	}()
+	defer func() { <-stopped }()
+	// Its status is final shortly after.
 	code := 125
 	for i := 0; i < 100; i++ {
 		in, err := e.ContainerExecInspect(context.WithoutCancel(ctx), ex.ID)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -37,7 +38,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, err
 	}
-	defer svc.Stop()
+	// A kept run stops them as soon as its exec's output ended (runKept).
+	stopServices := sync.OnceFunc(svc.Stop)
+	defer stopServices()
 	opts, pr, err := b.engineSide(ctx, e, addr, p)
 	if err != nil {
 		return 0, err
@@ -115,7 +118,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		}
 	}
 	if spec.Exec != nil {
-		return b.runKept(ctx, e, addr, p, spec, pr, hello, stdio, kept)
+		return b.runKept(ctx, e, addr, p, spec, pr, hello, stdio, kept, stopServices)
 	}
 	return b.runOnce(ctx, e, addr, p, spec, pr, hello, stdio)
 }

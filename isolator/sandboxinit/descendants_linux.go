@@ -21,23 +21,36 @@ func killSubtree(limit time.Duration) bool {
 	self := os.Getpid()
 	end := time.Now().Add(limit)
 	for {
+		// Most commands leave nothing: then the kernel says so at once, and /proc
+		// need not be read.
+		if noChild() {
+			return true
+		}
 		for _, p := range descendantsOf(self) {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
-		for {
-			var ws syscall.WaitStatus
-			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-			if errors.Is(err, syscall.ECHILD) {
-				return true
-			}
-			if pid <= 0 {
-				break
-			}
+		if noChild() {
+			return true
 		}
 		if time.Now().After(end) {
 			return false
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// noChild reaps what has exited below this process and reports whether no child is
+// left (wait4: ECHILD).
+func noChild() bool {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if errors.Is(err, syscall.ECHILD) {
+			return true
+		}
+		if pid <= 0 {
+			return false
+		}
 	}
 }
 
