@@ -448,3 +448,23 @@ curl -s -m 3 http://` + o.addr + `:8080/; kill $! 2>/dev/null; true`
 		keep("proxy-ok\ndirect-ok\nother-no\n", allow...)
 	})
 }
+
+// The session's proxy runs in the companion with the host's certificate roots
+// (SSL_CERT_FILE) on any image: busybox's /tmp is 0755, a mode the engine copies onto
+// the companion's /tmp, so the roots must not need a file there.
+func TestDockerProxyRootsOnAnyImage(t *testing.T) {
+	forEachDocker(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		removeContainers(t, iso, p)
+		ca := newTestCA(t)
+		p.write("origin-ca.pem", string(ca.pem))
+		env := []string{"SSL_CERT_FILE=" + p.path("origin-ca.pem")}
+		for _, keep := range [][]string{nil, {"--keep-container"}} {
+			args := append([]string{"--isolator=" + iso, "--image", crashImage, "--egress=proxy"}, keep...)
+			r := run(t, p.dir, env, "", append(args, "--", "/bin/sh", "-c", "echo started")...)
+			if r.code != 0 || r.stdout != "started\n" {
+				t.Fatalf("devsandbox %v with SSL_CERT_FILE set:\n%s", keep, r)
+			}
+		}
+	})
+}

@@ -79,22 +79,33 @@ func serve(ctx context.Context, in io.Reader, out, stderr io.Writer, proxy Proxy
 }
 
 // useRoots makes roots the certificates crypto/x509 checks servers against: it reads
-// SSL_CERT_FILE (and SSL_CERT_DIR) when it first needs them.
+// SSL_CERT_FILE (and SSL_CERT_DIR) when it first needs them. The roots live in a
+// sealed memory file, named by its /proc/self/fd path: the image's /tmp may not be
+// writable by the companion's user (an image's /tmp mode is copied onto the tmpfs
+// there, 0755 in busybox's), and no directory is needed that anything else could
+// write to.
 func useRoots(roots []byte) error {
-	f, err := os.CreateTemp("", "devsandbox-roots-*.pem")
+	fd, err := unix.MemfdCreate("devsandbox-roots.pem", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
+		return fmt.Errorf("keeping the certificate roots in memory (memfd_create): %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "devsandbox-roots.pem")
+	if _, err := f.Write(roots); err != nil {
+		f.Close()
 		return fmt.Errorf("writing the certificate roots: %w", err)
 	}
-	_, err = f.Write(roots)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, seals); err != nil {
+		f.Close()
+		return fmt.Errorf("sealing the certificate roots: %w", err)
 	}
-	if err != nil {
-		return fmt.Errorf("writing the certificate roots: %w", err)
-	}
+	rootsFile = f // open for the process's life: SSL_CERT_FILE names it
 	os.Unsetenv("SSL_CERT_DIR")
-	return os.Setenv("SSL_CERT_FILE", f.Name())
+	return os.Setenv("SSL_CERT_FILE", fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
 }
+
+// rootsFile is the memory file useRoots wrote the roots to.
+var rootsFile *os.File
 
 // lockedWriter serialises the ready line and the audit records.
 type lockedWriter struct {
