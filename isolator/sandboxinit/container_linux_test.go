@@ -20,7 +20,7 @@ func TestContainerInitChecksBeforeCommand(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
 	t.Setenv(wire.ManifestEnv, (&wire.Manifest{Checks: []wire.Check{{Kind: wire.CheckMaskFile, Path: full}}}).Encode())
 	var stderr bytes.Buffer
-	if code := containerMain([]string{"--", "/bin/sh", "-c", "touch " + marker}, &stderr); code != ExitSetupFailed {
+	if code := ContainerMain([]string{"--", "/bin/sh", "-c", "touch " + marker}, &stderr); code != ExitSetupFailed {
 		t.Errorf("exit %d, want %d; stderr %q", code, ExitSetupFailed, stderr.String())
 	}
 	if _, err := os.Stat(marker); err == nil {

@@ -85,27 +85,31 @@ func serve(ctx context.Context, in io.Reader, out, stderr io.Writer, proxy Proxy
 // there, 0755 in busybox's), and no directory is needed that anything else could
 // write to.
 func useRoots(roots []byte) error {
+	// A raw descriptor, not an *os.File, whose finalizer would close it: it stays open
+	// for the process's life, as SSL_CERT_FILE names it.
 	fd, err := unix.MemfdCreate("devsandbox-roots.pem", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return fmt.Errorf("keeping the certificate roots in memory (memfd_create): %w", err)
 	}
-	f := os.NewFile(uintptr(fd), "devsandbox-roots.pem")
-	if _, err := f.Write(roots); err != nil {
-		f.Close()
-		return fmt.Errorf("writing the certificate roots: %w", err)
+	for b := roots; len(b) > 0; {
+		n, err := unix.Write(fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("writing the certificate roots: %w", err)
+		}
+		b = b[n:]
 	}
 	const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
-	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, seals); err != nil {
-		f.Close()
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
+		unix.Close(fd)
 		return fmt.Errorf("sealing the certificate roots: %w", err)
 	}
-	rootsFile = f // open for the process's life: SSL_CERT_FILE names it
 	os.Unsetenv("SSL_CERT_DIR")
-	return os.Setenv("SSL_CERT_FILE", fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	return os.Setenv("SSL_CERT_FILE", fmt.Sprintf("/proc/self/fd/%d", fd))
 }
-
-// rootsFile is the memory file useRoots wrote the roots to.
-var rootsFile *os.File
 
 // lockedWriter serialises the ready line and the audit records.
 type lockedWriter struct {
