@@ -6,8 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
@@ -21,15 +19,13 @@ import (
 // startup runs this binary as the init when started as InitPath (bwrap's, or a
 // container's without devsandbox-init; it then never returns); otherwise it marks
 // every descriptor devsandbox inherited close-on-exec, so none reaches bwrap or the
-// sandbox: with one close_range (Linux 5.11), else those listed in /proc/self/fd.
+// sandbox (sandboxinit.CloseOnExecInherited).
 func startup() {
 	if os.Args[0] == bwrap.InitPath {
 		os.Exit(sandboxinit.Run(os.Args[1:], os.Stderr))
 	}
 	hugeHeap()
-	if unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) != nil {
-		sandboxinit.CloseOnExecInherited()
-	}
+	sandboxinit.CloseOnExecInherited()
 }
 
 // autoOrder is the preference of isolator = "auto".

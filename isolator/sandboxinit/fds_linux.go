@@ -50,12 +50,15 @@ func closeRangeExcept(keep int) error {
 }
 
 // CloseOnExecInherited marks every descriptor above stderr close-on-exec, so nothing
-// devsandbox inherited from its own parent reaches bwrap or the sandbox. It is the
-// first thing devsandbox does.
+// devsandbox inherited from its own parent reaches bwrap or the sandbox: with one
+// close_range (Linux 5.11), else those listed in /proc/self/fd. It is the first thing
+// devsandbox does.
 func CloseOnExecInherited() {
+	if unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 		return
 	}
 	for _, e := range ents {
