@@ -87,8 +87,8 @@ func VerifyMounts(checks []wire.Check, bootID string) error {
 
 // sameKernel reports whether this process runs on the kernel whose boot id is id.
 // It reads the file with plain system calls: os.ReadFile would set up the runtime's
-// network poller for it (procfs files are pollable), which the bwrap init never
-// needs otherwise.
+// network poller for it (procfs files are pollable), which the bwrap init otherwise
+// first needs only once the command runs (the reaper's pidfd).
 func sameKernel(id string) bool {
 	if id == "" {
 		return false
