@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"syscall"
-	"time"
 )
 
 // relayBody moves the rest of a sized upstream body b to the client without copying
@@ -34,9 +33,7 @@ func (w *responseWriter) relayBody(b *upBody) (int64, bool, error) {
 	w.refresh()
 	src := &bodySource{w: w, b: b, up: up}
 	n, err := rf.ReadFrom(src)
-	if !w.ex.local.Load() {
-		w.ex.down.Add(n)
-	}
+	w.count(n)
 	if w.spliced != nil {
 		w.spliced.Add(src.spliced)
 	}
@@ -47,11 +44,6 @@ func (w *responseWriter) relayBody(b *upBody) (int64, bool, error) {
 		b.eof = true
 	}
 	return n, true, err
-}
-
-// refresh gives the next write to the client the idle time to complete.
-func (w *responseWriter) refresh() {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
 }
 
 // bodySource is a sized upstream body as net/http's ReadFrom sees it. Read serves the

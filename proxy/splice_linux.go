@@ -39,15 +39,7 @@ func spliceRelay(dst, src net.Conn, idle time.Duration, last, n *atomic.Int64) b
 	moved := false
 	for {
 		_ = src.SetReadDeadline(time.Now().Add(idle))
-		var nr int
-		var serr error
-		err := rs.Read(func(fd uintptr) bool {
-			nr, serr = spliceNB(p[1], int(fd), spliceChunk)
-			return serr != unix.EAGAIN
-		})
-		if err == nil {
-			err = serr
-		}
+		nr, err := fill(p[1], rs, spliceChunk)
 		if errors.Is(err, unix.EINVAL) && !moved {
 			return false // this kind of socket cannot be spliced: nothing was read
 		}
@@ -73,6 +65,21 @@ func spliceRelay(dst, src net.Conn, idle time.Duration, last, n *atomic.Int64) b
 			return true
 		}
 	}
+}
+
+// fill moves up to limit bytes from the socket to the pipe, waiting for the socket
+// as its read deadline lets it; 0 bytes and no error is the socket's end of file.
+func fill(pipe int, rs syscall.RawConn, limit int) (int, error) {
+	var nr int
+	var serr error
+	err := rs.Read(func(fd uintptr) bool {
+		nr, serr = spliceNB(pipe, int(fd), limit)
+		return serr != unix.EAGAIN
+	})
+	if err == nil {
+		err = serr
+	}
+	return nr, err
 }
 
 // pump writes the inPipe bytes waiting in the pipe to the socket, counting them in n.
@@ -169,15 +176,7 @@ func spliceBody(dst syscall.Conn, up *net.TCPConn, left *int64, before func()) (
 	defer unix.Close(p[1])
 	var n atomic.Int64
 	for *left > 0 {
-		var nr int
-		var serr error
-		err := rs.Read(func(fd uintptr) bool {
-			nr, serr = spliceNB(p[1], int(fd), int(min(*left, spliceChunk)))
-			return serr != unix.EAGAIN
-		})
-		if err == nil {
-			err = serr
-		}
+		nr, err := fill(p[1], rs, int(min(*left, spliceChunk)))
 		switch {
 		case errors.Is(err, unix.EINVAL) && n.Load() == 0 && nr == 0:
 			return 0, false, nil // this kind of socket cannot be spliced: nothing was read

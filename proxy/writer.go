@@ -46,12 +46,23 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if !w.wrote {
 		w.WriteHeader(http.StatusOK)
 	}
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+	w.refresh()
 	n, err := w.ResponseWriter.Write(p)
-	if !w.ex.local.Load() {
-		w.ex.down.Add(int64(n))
-	}
+	w.count(int64(n))
 	return n, err
+}
+
+// count adds n body bytes that reached the client to the record, unless the proxy
+// made the response itself.
+func (w *responseWriter) count(n int64) {
+	if !w.ex.local.Load() {
+		w.ex.down.Add(n)
+	}
+}
+
+// refresh gives the next write to the client the idle time to complete.
+func (w *responseWriter) refresh() {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
 }
 
 func (w *responseWriter) Flush() {

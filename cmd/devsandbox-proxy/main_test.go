@@ -72,6 +72,20 @@ func proxied(t *testing.T, c net.Conn, br *bufio.Reader, url string) int {
 	return resp.StatusCode
 }
 
+// exitsCleanly waits for run's code on done and fails unless it is 0 within 5 s of
+// the context's end (after names that end in the failure).
+func exitsCleanly(t *testing.T, done <-chan int, stderr *bytes.Buffer, after string) {
+	t.Helper()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("still running 5 s after %s", after)
+	}
+}
+
 // TestServesUntilDone follows a session: a client connects before the proxy runs (the
 // bound socket queues it), is served by policy, and when the control pipe ends (the
 // context) the proxy returns 0 with every request in the audit log, leaving the
@@ -104,14 +118,7 @@ func TestServesUntilDone(t *testing.T) {
 	}
 	c.Close()
 	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit %d; stderr:\n%s", code, &stderr)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("still running 5 s after the control pipe ended")
-	}
+	exitsCleanly(t, done, &stderr, "the control pipe ended")
 	recs, err := audit.ReadLog(logDir, audit.LogFilter{Session: "s1"})
 	if err != nil {
 		t.Fatal(err)
@@ -142,14 +149,7 @@ func TestStopsOnSignal(t *testing.T) {
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, service.Settings{Session: "s2"}, noEnv, []*os.File{lnFile}, &stderr, false) }()
 	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit %d; stderr:\n%s", code, &stderr)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("still running 5 s after the signal")
-	}
+	exitsCleanly(t, done, &stderr, "the signal")
 }
 
 func TestStartFailures(t *testing.T) {
@@ -348,12 +348,5 @@ func TestServesHandedListenersOnly(t *testing.T) {
 		t.Errorf("denied request: %d", code)
 	}
 	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit %d; stderr:\n%s", code, &stderr)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("still running 5 s after the context ended")
-	}
+	exitsCleanly(t, done, &stderr, "the context ended")
 }
