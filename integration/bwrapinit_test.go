@@ -3,11 +3,14 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/devsandbox/devsandbox/internal/sh"
 )
 
 // bwrap runs the init installed next to devsandbox: devsandbox-bwrap-init, else
@@ -55,4 +58,98 @@ func TestBwrapInitFallback(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An init installed in a system directory the view binds read-only (as `make
+// install` puts it under /usr/local) runs where it is, without a bind at
+// /run/devsandbox/init, but only as that very file. Attacks: a run of the sandbox
+// plants an init in its home; the installed init is a link into the home (the
+// sandbox resolves it in its own home, to the planted one), or a host mount puts a
+// directory the sandbox writes over the init's. Either way the real init must be
+// bound at /run/devsandbox/init and the planted one never run.
+func TestBwrapInitInView(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	sys, err := os.MkdirTemp("/var/tmp", "devsandbox-it-sys-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sys) })
+	bin := filepath.Join(sys, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sys, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var initData []byte
+	for _, name := range []string{"devsandbox", "devsandbox-init", "devsandbox-bwrap-init", "devsandbox-proxy"} {
+		data, err := os.ReadFile(filepath.Join(filepath.Dir(it.bin), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bin, name), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if name == "devsandbox-bwrap-init" {
+			initData = data
+		}
+	}
+	init := filepath.Join(bin, "devsandbox-bwrap-init")
+	marker := filepath.Join(p.dir, "planted-init-ran")
+	fake := "#!/bin/sh\necho ran > " + marker + "\n"
+	config := fmt.Sprintf("[sandbox]\nsystem_binds = [\"/usr\", \"/bin\", \"/lib\", \"/lib64\", %q]\n", sys)
+	where := `if [ -e /run/devsandbox/init ]; then echo bound; else echo in place; fi; `
+	sandbox := func(config, script string) result {
+		t.Helper()
+		cfg := p.writeConfig("bwrap", "init-view.toml", config)
+		return runBin(t, filepath.Join(bin, "devsandbox"), p.dir, nil, "", "--isolator=bwrap", "--config", cfg, "--egress=open", "--",
+			"/bin/sh", "-c", where+script+"; exit 3")
+	}
+	check := func(r result, want string) {
+		t.Helper()
+		if r.code != 3 || strings.TrimSpace(r.stdout) != want {
+			t.Errorf("want exit 3 with the init %s:\n%s", want, r)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("the init the sandbox planted ran as its pid 1:\n%s", r)
+			os.Remove(marker)
+		}
+	}
+
+	// In the view: run in place. The run plants an init in its home.
+	check(sandbox(config, fmt.Sprintf("mkdir -p ~/planted && printf %%s %s > ~/planted/devsandbox-bwrap-init && chmod 755 ~/planted/devsandbox-bwrap-init",
+		sh.Quote(fake))), "in place")
+
+	t.Run("a link into the home", func(t *testing.T) {
+		// On the host the link leads to the real init, in the sandbox to the planted one.
+		hostDir := filepath.Join(it.home, "planted")
+		if _, err := os.Lstat(hostDir); err == nil {
+			t.Fatalf("%s exists: the test would remove it", hostDir)
+		}
+		t.Cleanup(func() { os.RemoveAll(hostDir) })
+		writeHome(t, "planted/devsandbox-bwrap-init", string(initData))
+		if err := os.Chmod(filepath.Join(hostDir, "devsandbox-bwrap-init"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(init); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(hostDir, "devsandbox-bwrap-init"), init); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			os.Remove(init)
+			os.WriteFile(init, initData, 0o755)
+		})
+		check(sandbox(config, "true"), "bound")
+	})
+
+	t.Run("a writable directory mounted over it", func(t *testing.T) {
+		p.write("plant/devsandbox-bwrap-init", fake)
+		if err := os.Chmod(p.path("plant/devsandbox-bwrap-init"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		check(sandbox(config+fmt.Sprintf("host_mounts = [%q]\n", p.path("plant")+":"+bin), "true"), "bound")
+	})
 }

@@ -115,6 +115,11 @@ type renderOptions struct {
 	limits *enforcement
 	// cgroup is the session cgroup of the limits limits puts in one.
 	cgroup *Cgroup
+	// initAt reports whether the host file init is reached from the directory dir
+	// without a symbolic link or a mount crossing (initReachable): then the init,
+	// installed in a system directory the view binds read-only, runs where it is
+	// instead of being bound at InitPath. nil: it is bound (Render, library runs).
+	initAt func(dir, init string) bool
 }
 
 // enforcement is how o enforces p's limits.
@@ -159,7 +164,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	var placed []viewEntry
 	if p.System.Host {
 		a = append(a, "--ro-bind", "/", "/")
-		placed = append(placed, viewEntry{"/", placedMount})
+		placed = append(placed, viewEntry{"/", placedSystem})
 	} else {
 		// bwrap's root: remounted read-only below, after everything is placed.
 		placed = append(placed, viewEntry{"/", placedReadOnlyTmpfs})
@@ -194,10 +199,10 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 			placed = append(placed, viewEntry{sp.Path, placedOther})
 		case sp.Optional:
 			a = append(a, "--ro-bind-try", sp.Path, sp.Path)
-			placed = append(placed, viewEntry{sp.Path, placedMount})
+			placed = append(placed, viewEntry{sp.Path, placedSystem})
 		default:
 			a = append(a, "--ro-bind", sp.Path, sp.Path)
-			placed = append(placed, viewEntry{sp.Path, placedMount})
+			placed = append(placed, viewEntry{sp.Path, placedSystem})
 		}
 	}
 	a = append(a, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run")
@@ -267,6 +272,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 			f.Kind, f.Source = SecretEnv, sec.EnvSource
 		}
 		a = append(a, "--perms", "0400", "--ro-bind-data", fmt.Sprint(fd), f.Dest)
+		placed = append(placed, viewEntry{f.Dest, placedMount})
 		s.Files = append(s.Files, f)
 		fd++
 	}
@@ -316,6 +322,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 			initArgs = append(initArgs, "--proxy-listen="+egress.SandboxProxyAddr)
 		} else {
 			a = append(a, "--ro-bind", p.Egress.Proxy.Unix, ProxySocket)
+			placed = append(placed, viewEntry{ProxySocket, placedMount})
 			initArgs = append(initArgs, "--forward="+egress.SandboxProxyAddr+"="+ProxySocket)
 		}
 	}
@@ -324,6 +331,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 			return nil, fmt.Errorf("published ports need a publish directory")
 		}
 		a = append(a, "--bind", p.Egress.PublishDir, PublishDir)
+		placed = append(placed, viewEntry{PublishDir, placedMount})
 		for _, f := range p.Egress.Forwards {
 			initArgs = append(initArgs, fmt.Sprintf("--publish=%d=%s/%d.sock", f.SandboxPort, PublishDir, f.SandboxPort))
 		}
@@ -339,7 +347,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	}
 	initBin := InitPath
 	// In the proxy modes ssh's ProxyCommand runs the init at InitPath: mount it there.
-	if initInView(p) && !p.Egress.NeedsProxy() {
+	if !p.Egress.NeedsProxy() && initInView(p, placed, o.initAt) {
 		initBin = initBinary(p)
 	} else {
 		a = append(a, "--ro-bind", initBinary(p), InitPath)
@@ -397,6 +405,9 @@ const (
 	placedMount placedKind = iota
 	placedReadOnlyTmpfs
 	placedOther
+	// placedSystem is a read-only bind of a host system path at the same path (or of
+	// the host's root): below it, the sandbox sees the host's files.
+	placedSystem
 )
 
 // dataOp returns how bwrap places a generated file at dst, given what is placed so
@@ -456,29 +467,47 @@ func initBinary(p *isolator.Plan) string {
 }
 
 // initInView reports whether the init binary is a standalone init
-// (devsandbox-bwrap-init, devsandbox-init) and already visible at its host path
-// (installed under /usr), saving a mount. devsandbox itself acts as the init only
-// when started as InitPath, so it is always mounted there.
-func initInView(p *isolator.Plan) bool {
+// (devsandbox-bwrap-init, devsandbox-init) that the sandbox already shows at its host
+// path, as that very file: installed in a system directory the view binds read-only
+// (under /usr, as `make install` puts it), saving a mount. It is only when
+//   - the last thing placed at or above its path is that system bind: no bind, tmpfs,
+//     link or file of the plan (a host mount of a directory the sandbox can write,
+//     over the one that holds it) replaces it inside, and
+//   - initAt, which looks at the host, finds it below that directory without a
+//     symbolic link (one could lead inside to a path the sandbox writes, such as its
+//     home) or a mount crossing.
+//
+// Without initAt (a pure rendering) it is bound. devsandbox itself acts as the init
+// only when started as InitPath, so it is always mounted there.
+func initInView(p *isolator.Plan, placed []viewEntry, initAt func(dir, init string) bool) bool {
 	self := initBinary(p)
 	if b := filepath.Base(self); b != "devsandbox-init" && b != "devsandbox-bwrap-init" {
 		return false
 	}
-	for _, sp := range p.System.Paths {
-		if sp.Link == "" && !sp.Copy && isolator.Within(self, sp.Path) {
-			return true
+	if initAt == nil {
+		return false
+	}
+	in := -1
+	for i, pl := range placed {
+		if isolator.Within(self, pl.path) {
+			in = i
 		}
+	}
+	if in < 0 || placed[in].kind != placedSystem {
+		return false
 	}
 	if p.System.Host {
 		// The host root is visible, but the home, /tmp and /run are replaced: only
 		// the system directories are certain to show the host's files.
+		sys := false
 		for _, d := range []string{"/usr", "/opt", "/bin", "/sbin"} {
-			if isolator.Within(self, d) {
-				return true
-			}
+			sys = sys || isolator.Within(self, d)
+		}
+		if !sys {
+			return false
 		}
 	}
-	return false
+	return initAt(placed[in].path, self)
 }
 
 // Script renders the spec as a shell command people can read; values of secrets and

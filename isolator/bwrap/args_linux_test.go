@@ -69,7 +69,10 @@ var minimalSystem = []isolator.SystemPath{
 var goldenCases = []struct {
 	name string
 	plan func() *isolator.Plan
-	how  string // how the limits are enforced (bwrap.RenderEnforced); "": as a library run
+	// how the limits are enforced (bwrap.RenderEnforced); "": as a library run;
+	// initReachable: as Run on a host where the init is reached in its system
+	// directory without a link or a mount crossing (bwrap.RenderInitAt)
+	how string
 }{
 	{"minimal", func() *isolator.Plan {
 		p := basePlan()
@@ -143,7 +146,7 @@ var goldenCases = []struct {
 		p.System.Paths = minimalSystem
 		p.Self = "/usr/libexec/devsandbox/devsandbox-init" // visible through /usr: run in place
 		return p
-	}, ""},
+	}, initReachable},
 	{"pinned", func() *isolator.Plan {
 		// As Run renders it: every bind source opened (an ID), bound by descriptor,
 		// and checked by the init at its destination, as the file mask is.
@@ -251,16 +254,25 @@ type goldenSpec struct {
 	Checks    []wire.Check `json:",omitempty"`
 }
 
+// initReachable is the goldenCases how of a rendering on a host where the init
+// is reached in its system directory without a link or a mount crossing.
+const initReachable = "init reachable"
+
+// renderCase renders p as a goldenCases entry with how says.
+func renderCase(p *isolator.Plan, how string) (*bwrap.Spec, error) {
+	switch how {
+	case "":
+		return bwrap.Render(p)
+	case initReachable:
+		return bwrap.RenderInitAt(p, func(string, string) bool { return true })
+	}
+	return bwrap.RenderEnforced(p, how)
+}
+
 func TestRenderGolden(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
-			var spec *bwrap.Spec
-			var err error
-			if tc.how == "" {
-				spec, err = bwrap.Render(tc.plan())
-			} else {
-				spec, err = bwrap.RenderEnforced(tc.plan(), tc.how)
-			}
+			spec, err := renderCase(tc.plan(), tc.how)
 			if err != nil {
 				t.Fatalf("Render: %v", err)
 			}
@@ -294,13 +306,7 @@ func TestRenderGolden(t *testing.T) {
 func TestRenderFDs(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
-			var spec *bwrap.Spec
-			var err error
-			if tc.how == "" {
-				spec, err = bwrap.Render(tc.plan())
-			} else {
-				spec, err = bwrap.RenderEnforced(tc.plan(), tc.how)
-			}
+			spec, err := renderCase(tc.plan(), tc.how)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -92,7 +92,7 @@ func (*Isolator) Render(p *isolator.Plan) (isolator.Rendered, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := renderOptions{ready: true, limits: &e}
+	o := renderOptions{ready: true, limits: &e, initAt: initReachable}
 	if e.uses(byCgroup) {
 		hs, err := l.For(e.controllers(byCgroup)...)
 		if err != nil {
@@ -170,7 +170,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if sess != nil {
 		pp.Tmp.Session = sess.Name
 	}
-	o := renderOptions{ready: true, limits: &enf}
+	o := renderOptions{ready: true, limits: &enf, initAt: initReachable}
 	etc := openEtc(pp, b.Debug)
 	if etc != nil {
 		defer etc.Close()

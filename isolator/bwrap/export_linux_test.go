@@ -68,3 +68,12 @@ var EtcEntries = etcEntries
 func RenderCopying(p *isolator.Plan) (*Spec, error) {
 	return render(p, egress.DefaultBinaries, renderOptions{ready: true, noSnapshot: true})
 }
+
+// RenderInitAt renders p as Run does on a host where initAt says whether the init
+// is reached in its system directory without a link or a mount crossing.
+func RenderInitAt(p *isolator.Plan, initAt func(dir, init string) bool) (*Spec, error) {
+	return render(p, egress.DefaultBinaries, renderOptions{ready: true, initAt: initAt})
+}
+
+// InitReachable is initReachable for the tests.
+var InitReachable = initReachable
