@@ -45,6 +45,10 @@ func TestRenderBwrapInit(t *testing.T) {
 		{"over it", inUsr, func(p *isolator.Plan) {
 			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: inUsr, Content: []byte("#!/bin/sh\n"), Why: "generated"})
 		}, yes, false},
+		// Attack: a system bind under /tmp, which the session /tmp covers.
+		{"under a system bind the session /tmp covers", "/tmp/tools/devsandbox-bwrap-init", func(p *isolator.Plan) {
+			p.System.Paths = append(slices.Clone(p.System.Paths), isolator.SystemPath{Path: "/tmp/tools"})
+		}, yes, false},
 		{"beside a bind", inUsr, func(p *isolator.Plan) {
 			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: "/home/u/x", Dest: "/usr/libexec/other", Why: "sandbox.host_mounts"})
 		}, yes, true},
