@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"testing"
@@ -20,12 +21,21 @@ func TestLookPathMatchesExec(t *testing.T) {
 		}
 	}
 	symlink(t, b+"/tool", a+"/linked")
-	path := a + ":" + b
+	symlink(t, b, a+"/alias") // b under a second name, as /bin is /usr/bin
+	path := a + ":" + a + "/alias:" + b + ":" + a + "/none"
 	t.Setenv("PATH", path)
+	asked := map[string]int{}
+	stat := func(p string) (fs.FileInfo, error) { asked[p]++; return os.Stat(p) }
 	for _, name := range []string{"plain", "tool", "dir", "linked", "missing", "sh"} {
 		_, err := exec.LookPath(name)
-		if got := lookPath(path, name, os.Stat); got != (err == nil) {
+		if got := lookPath(path, name, stat); got != (err == nil) {
 			t.Errorf("lookPath(%q) = %v, exec.LookPath: %v", name, got, err)
 		}
+	}
+	if n := asked[b+"/missing"]; n != 0 {
+		t.Errorf("%s searched again under its second name (%d stats)", b, n)
+	}
+	if n := asked[a+"/alias/missing"] + asked[a+"/none/missing"]; n != 2 {
+		t.Errorf("asked %d times in the other entries, want once each", n)
 	}
 }
