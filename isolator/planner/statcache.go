@@ -15,10 +15,11 @@ import (
 // when it is opened (package pin) and watched while it runs.
 //
 // Most of what Build asks about does not exist (the dozens of tools' configuration
-// files in the home, the agent files of the project). For a few directories those
-// questions crowd into (listDirs: the home, its XDG directories, the project), the
-// directory is read once and a name it does not hold answers "does not exist" for
-// every path below it without a system call. A listing only ever answers absence: a
+// files in the home, commands in PATH, the agent files of the project). For the few
+// directories those questions crowd into (listDirs: the home, its configuration and
+// data directories, PATH, the project), the directory is read once and a name it
+// does not hold answers "does not exist" for every path below it without a system
+// call. A listing only ever answers absence: a
 // name it holds is still asked with lstat(2) or stat(2), so what is found is checked
 // exactly as before.
 type statCache struct {
