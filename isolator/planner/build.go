@@ -76,14 +76,23 @@ const EnvMarker = "DEVSANDBOX"
 func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*isolator.Plan, []string, error) {
 	h := cfg.Host
 	var warns []string
+	var stats *statCache
 	if pr.osLinks {
-		c := newStatCache(pr.Lstat, pr.Stat)
-		pr.Lstat, pr.Stat = c.Lstat, c.Stat
+		stats = newStatCache(pr.Lstat, pr.Stat)
+		// The directories most of Build's questions about absent paths fall in: the
+		// home, its configuration and data directories (tools' files), and PATH (tools'
+		// commands; a large directory such as /usr/bin is not listed).
+		stats.listDirs(listNames, h.Home, h.ConfigHome, h.DataHome)
+		stats.listDirs(listNames, filepath.SplitList(h.Vars["PATH"])...)
+		pr.Lstat, pr.Stat = stats.Lstat, stats.Stat
 		pr.EvalSymlinks = newEvalCache(pr.Lstat, pr.Readlink, pr.EvalSymlinks).eval
 	}
 	proj, err := FindProject(pr, h.Home)
 	if err != nil {
 		return nil, nil, err
+	}
+	if stats != nil {
+		stats.listDirs(listNames, proj.Dir) // the agent files a project may hold
 	}
 	workdir, err := pr.EvalSymlinks(pr.Cwd)
 	if err != nil {
@@ -420,6 +429,10 @@ func ToolHost(h config.Host, pr Probe, dir string) tools.Host {
 		ok   bool
 	}
 	seen := map[string]found{} // detection asks for the same names more than once
+	look := pr.LookPath
+	if look == nil && pr.osLinks {
+		look = func(name string) bool { return lookPath(h.Vars["PATH"], name, pr.Stat) }
+	}
 	return tools.Host{Home: h.Home, Env: h.Vars, Exists: pr.exists, ReadFile: pr.ReadFile, EvalSymlinks: pr.EvalSymlinks,
 		Project: dir, ReadDir: pr.names,
 		LookPath: func(name string) (string, bool) {
@@ -427,7 +440,7 @@ func ToolHost(h config.Host, pr Probe, dir string) tools.Host {
 				return f.path, f.ok
 			}
 			var f found
-			if pr.LookPath != nil && pr.LookPath(name) {
+			if look != nil && look(name) {
 				f = found{tools.FindExecutable(h.Vars["PATH"], name, pr.Stat), true}
 			}
 			seen[name] = f

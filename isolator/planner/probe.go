@@ -3,12 +3,10 @@ package planner
 import (
 	"context"
 	"errors"
-	"io"
 	"io/fs"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"time"
@@ -30,7 +28,10 @@ type Probe struct {
 	ReadDirN     func(dir string, n int) ([]fs.DirEntry, error)
 	EvalSymlinks func(string) (string, error)
 	Readlink     func(string) (string, error)
-	LookPath     func(string) bool
+	// LookPath reports whether a command is on PATH. OS leaves it nil: ToolHost then
+	// searches the host's PATH as exec.LookPath does, through Stat (in Build, its
+	// stat cache).
+	LookPath func(string) bool
 	// ScanMasks finds the files to mask below a root (maskscan.Scan when nil).
 	ScanMasks func(root string, m maskscan.Matcher, cacheFile string) ([]maskscan.Match, error)
 	// LookupIP resolves a host name (allowlist mode resolves its plain hosts at launch).
@@ -63,30 +64,15 @@ func loadCA(dir, name string, create bool) (*ca.CA, error) {
 // OS returns a Probe of the real host with cwd as the working directory.
 func OS(cwd string) Probe {
 	return Probe{
-		Cwd:      cwd,
-		Lstat:    os.Lstat,
-		Stat:     os.Stat,
-		ReadFile: os.ReadFile,
-		ReadDir:  os.ReadDir,
-		ReadDirN: func(dir string, n int) ([]fs.DirEntry, error) {
-			f, err := os.Open(dir)
-			if err != nil {
-				return nil, err
-			}
-			defer f.Close()
-			ents, err := f.ReadDir(n)
-			if errors.Is(err, io.EOF) {
-				err = nil
-			}
-			return ents, err
-		},
+		Cwd:          cwd,
+		Lstat:        os.Lstat,
+		Stat:         os.Stat,
+		ReadFile:     os.ReadFile,
+		ReadDir:      os.ReadDir,
+		ReadDirN:     readDirN,
 		EvalSymlinks: filepath.EvalSymlinks,
 		Readlink:     os.Readlink,
 		osLinks:      true,
-		LookPath: func(name string) bool {
-			_, err := exec.LookPath(name)
-			return err == nil
-		},
 		LookupIP: func(host string) ([]netip.Addr, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -137,3 +123,11 @@ func (pr Probe) names(dir string) ([]string, error) {
 	sort.Strings(out)
 	return out, err
 }
+
+// listedMax and listedMaxSize bound the directories a statCache lists: one with more
+// names, or larger (st_size: a few 4 KiB blocks on ext4), is asked about path by path
+// instead (reading all of /usr/bin costs more than the few names Build asks in it).
+const (
+	listedMax     = 512
+	listedMaxSize = 16384
+)

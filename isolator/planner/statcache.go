@@ -2,6 +2,8 @@ package planner
 
 import (
 	"io/fs"
+	"path/filepath"
+	"syscall"
 )
 
 // statCache remembers the Lstat and Stat answers of one Build. The tool registry's
@@ -11,9 +13,24 @@ import (
 // evalCache it lives for one Build, which creates nothing it later asks about, so an
 // answer is never older than the Build: what the sandbox is given is still checked
 // when it is opened (package pin) and watched while it runs.
+//
+// Most of what Build asks about does not exist (the dozens of tools' configuration
+// files in the home, commands in PATH, the agent files of the project). For the few
+// directories those questions crowd into (listDirs: the home, its configuration and
+// data directories, PATH, the project), the directory is read once and a name it
+// does not hold answers "does not exist" for every path below it without a system
+// call. A listing only ever answers absence: a
+// name it holds is still asked with lstat(2) or stat(2), so what is found is checked
+// exactly as before.
 type statCache struct {
 	lstat, stat func(string) (fs.FileInfo, error)
 	l, s        map[string]statResult
+
+	// readNames lists a directory (nil: no listings); listable are the directories
+	// it may list, listed what it returned (nil: unusable, ask instead).
+	readNames func(dir string) (map[string]struct{}, error)
+	listable  map[string]bool
+	listed    map[string]map[string]struct{}
 }
 
 type statResult struct {
@@ -22,7 +39,53 @@ type statResult struct {
 }
 
 func newStatCache(lstat, stat func(string) (fs.FileInfo, error)) *statCache {
-	return &statCache{lstat: lstat, stat: stat, l: map[string]statResult{}, s: map[string]statResult{}}
+	return &statCache{lstat: lstat, stat: stat, l: map[string]statResult{}, s: map[string]statResult{},
+		listable: map[string]bool{}, listed: map[string]map[string]struct{}{}}
+}
+
+// listDirs lets the cache answer absence below dirs from one listing of each (read
+// when first needed), with readNames.
+func (c *statCache) listDirs(readNames func(string) (map[string]struct{}, error), dirs ...string) {
+	c.readNames = readNames
+	for _, d := range dirs {
+		if filepath.IsAbs(d) {
+			c.listable[filepath.Clean(d)] = true
+		}
+	}
+}
+
+// absent reports whether p is below a listable directory whose listing lacks the
+// name p goes through: then p does not exist, followed or not.
+func (c *statCache) absent(p string) bool {
+	if c.readNames == nil || !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		return false
+	}
+	for child, dir := p, filepath.Dir(p); child != dir; child, dir = dir, filepath.Dir(dir) {
+		if !c.listable[dir] {
+			continue
+		}
+		names, ok := c.listed[dir]
+		if !ok {
+			if fi, err := c.Stat(dir); err == nil && fi.IsDir() && fi.Size() <= listedMaxSize {
+				names, _ = c.readNames(dir)
+			}
+			if names == nil {
+				c.listable[dir] = false // unreadable or too large: ask
+			}
+			c.listed[dir] = names
+		}
+		if names == nil {
+			return false
+		}
+		_, found := names[filepath.Base(child)]
+		return !found
+	}
+	return false
+}
+
+// notExist is the error lstat(2) or stat(2) returns for a missing p.
+func notExist(op, p string) error {
+	return &fs.PathError{Op: op, Path: p, Err: syscall.ENOENT}
 }
 
 // Lstat is lstat(2), remembered.
@@ -30,7 +93,13 @@ func (c *statCache) Lstat(p string) (fs.FileInfo, error) {
 	if r, ok := c.l[p]; ok {
 		return r.fi, r.err
 	}
-	fi, err := c.lstat(p)
+	var fi fs.FileInfo
+	var err error
+	if c.absent(p) {
+		err = notExist("lstat", p)
+	} else {
+		fi, err = c.lstat(p)
+	}
 	c.l[p] = statResult{fi, err}
 	return fi, err
 }
@@ -44,7 +113,13 @@ func (c *statCache) Stat(p string) (fs.FileInfo, error) {
 	if r, ok := c.l[p]; ok && r.err == nil && r.fi.Mode()&fs.ModeSymlink == 0 {
 		return r.fi, nil
 	}
-	fi, err := c.stat(p)
+	var fi fs.FileInfo
+	var err error
+	if c.absent(p) {
+		err = notExist("stat", p)
+	} else {
+		fi, err = c.stat(p)
+	}
 	c.s[p] = statResult{fi, err}
 	return fi, err
 }

@@ -1,9 +1,12 @@
 package planner
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -46,5 +49,77 @@ func TestStatCacheAsksOnce(t *testing.T) {
 			t.Errorf("asked %v, want %v", asked, want)
 			break
 		}
+	}
+}
+
+// A listed directory answers absence below it without asking; every name it holds is
+// still asked (a symlink planted there is seen as one), and so is every path outside
+// it.
+func TestStatCacheListingAnswersAbsenceOnly(t *testing.T) {
+	dir := t.TempDir()
+	listed := filepath.Join(dir, "home")
+	mkdirs(t, listed+"/.config")
+	writeFile(t, listed+"/.bashrc", "")
+	symlink(t, "/etc/passwd", listed+"/.gitconfig")
+	asked := map[string]int{}
+	count := func(op string, fn func(string) (fs.FileInfo, error)) func(string) (fs.FileInfo, error) {
+		return func(p string) (fs.FileInfo, error) { asked[op+" "+p]++; return fn(p) }
+	}
+	lists := 0
+	c := newStatCache(count("lstat", os.Lstat), count("stat", os.Stat))
+	c.listDirs(func(d string) (map[string]struct{}, error) { lists++; return listNames(d) }, listed)
+	for _, rel := range []string{"home/.aws", "home/.aws/config", "home/.config/fish", "home/.bashrc", "home/.gitconfig", "home/.config", "elsewhere", "home"} {
+		p := filepath.Join(dir, rel)
+		lfi, lerr := c.Lstat(p)
+		sfi, serr := c.Stat(p)
+		wl, wlerr := os.Lstat(p)
+		ws, wserr := os.Stat(p)
+		if errors.Is(lerr, fs.ErrNotExist) != errors.Is(wlerr, fs.ErrNotExist) || errors.Is(serr, fs.ErrNotExist) != errors.Is(wserr, fs.ErrNotExist) ||
+			(lerr == nil) != (wlerr == nil) || (serr == nil) != (wserr == nil) {
+			t.Fatalf("%s: errors %v/%v, want %v/%v", rel, lerr, serr, wlerr, wserr)
+		}
+		if lerr == nil && lfi.Mode() != wl.Mode() || serr == nil && sfi.Mode() != ws.Mode() {
+			t.Errorf("%s: modes %v/%v, want %v/%v", rel, lfi.Mode(), sfi.Mode(), wl.Mode(), ws.Mode())
+		}
+	}
+	if lists != 1 {
+		t.Errorf("listed %d times, want once", lists)
+	}
+	for _, rel := range []string{"home/.aws", "home/.aws/config"} {
+		if n := asked["lstat "+filepath.Join(dir, rel)] + asked["stat "+filepath.Join(dir, rel)]; n != 0 {
+			t.Errorf("%s is absent from the listing, yet asked %d times", rel, n)
+		}
+	}
+	for _, q := range []string{"lstat home/.bashrc", "lstat home/.gitconfig", "stat home/.gitconfig", "lstat home/.config", "lstat home/.config/fish", "lstat elsewhere", "lstat home"} {
+		op, rel, _ := strings.Cut(q, " ")
+		if asked[op+" "+filepath.Join(dir, rel)] != 1 {
+			t.Errorf("%s: asked %d times, want once (a listed name is checked as before)", q, asked[op+" "+filepath.Join(dir, rel)])
+		}
+	}
+}
+
+// A directory that cannot be listed, or is too large to list cheaply, is asked about
+// path by path.
+func TestStatCacheUnlistedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big")
+	mkdirs(t, big)
+	for i := 0; i <= listedMax; i++ {
+		writeFile(t, fmt.Sprintf("%s/f%04d", big, i), "")
+	}
+	if names, _ := listNames(big); names != nil {
+		t.Fatalf("a directory of %d names was listed", listedMax+1)
+	}
+	if names, _ := listNames(filepath.Join(dir, "missing")); names != nil {
+		t.Fatal("a missing directory was listed")
+	}
+	asked := 0
+	c := newStatCache(func(p string) (fs.FileInfo, error) { asked++; return os.Lstat(p) }, os.Stat)
+	c.listDirs(listNames, big, filepath.Join(dir, "missing"))
+	for _, p := range []string{big + "/absent", big + "/f0001", dir + "/missing/x"} {
+		c.Lstat(p)
+	}
+	if asked != 3 {
+		t.Errorf("asked %d paths, want all 3", asked)
 	}
 }
