@@ -113,10 +113,12 @@ func Main(args []string, stderr io.Writer) int {
 	if err := closeInherited(readyFD); err != nil {
 		return failed(err.Error())
 	}
-	// Once subscribed, a signal the host sends waits for the command (once the host
-	// has the readiness report it may send one at any time). Subscribing starts the
-	// runtime's signal thread and takes a round trip with it per signal, so it runs
-	// beside the checks below and is waited for before the first child starts.
+	// Once subscribed, a signal the host sends waits for the command. The host sends
+	// none before the readiness report (it holds them until then), and the report is
+	// sent once the command is started and the subscription made. Subscribing starts
+	// the runtime's signal thread and takes a round trip with it per signal, so it
+	// runs beside the checks below and the command's start, and is waited for only
+	// before the report: the command's exec no longer waits for it.
 	sigs := make(chan os.Signal, 8)
 	subscribed := make(chan *reaper, 1)
 	go func() {
@@ -140,7 +142,6 @@ func Main(args []string, stderr io.Writer) int {
 			return failed(err.Error())
 		}
 	}
-	r := <-subscribed
 	for _, f := range publishes {
 		if err := startPublisher(f); err != nil {
 			return failed(fmt.Sprintf("publishing port %s: %v", f, err))
@@ -157,17 +158,25 @@ func Main(args []string, stderr io.Writer) int {
 		}
 	}
 	path, code, msg := lookCommand(argv[0], "")
-	if readyFD >= 0 {
-		if err := Ready(readyFD); err != nil {
+	if path == "" {
+		// The report tells the host that this status is the command's.
+		<-subscribed
+		if err := report(readyFD); err != nil {
 			fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", err)
 			return ExitNotExecutable
 		}
-	}
-	if path == "" {
 		fmt.Fprintf(stderr, "devsandbox: %s: %s\n", argv[0], msg)
 		return code
 	}
-	return runInit(path, argv, takeTTY, sigs, r, stderr)
+	return runInit(path, argv, takeTTY, readyFD, sigs, subscribed, stderr)
+}
+
+// report sends the readiness report on fd, if there is one (-1: none).
+func report(fd int) error {
+	if fd < 0 {
+		return nil
+	}
+	return Ready(fd)
 }
 
 // SetNproc limits the tasks of the caller's user (in its user namespace) to n,
@@ -180,10 +189,13 @@ func SetNproc(n int) error {
 	return nil
 }
 
-// runInit starts the command as a child in a session of its own and serves as the
-// sandbox's pid 1 until it exits, passing on the signals that arrive on sigs and
-// reaping with r.
-func runInit(path string, argv []string, takeTTY bool, sigs <-chan os.Signal, r *reaper, stderr io.Writer) int {
+// runInit starts the command as a child in a session of its own, reports readiness
+// on readyFD (-1: none) once subscribed is, and serves as the sandbox's pid 1 until
+// the command exits, passing on the signals that arrive on sigs and reaping with the
+// reaper subscribed delivers. The host holds its signals until the report, so each
+// one it sends finds the command started and the subscription made; the reaper's
+// first pass collects a child that exited before it was subscribed.
+func runInit(path string, argv []string, takeTTY bool, readyFD int, sigs <-chan os.Signal, subscribed <-chan *reaper, stderr io.Writer) int {
 	sys := &syscall.SysProcAttr{Setsid: true}
 	if takeTTY {
 		// The command's session owns the terminal and its process group is in the
@@ -194,6 +206,17 @@ func runInit(path string, argv []string, takeTTY bool, sigs <-chan os.Signal, r 
 		}
 	}
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: sys})
+	r := <-subscribed
+	if rerr := report(readyFD); rerr != nil {
+		// The host would take the command's status for a failed setup: the command
+		// must not run unreported.
+		if err == nil {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", rerr)
+		return ExitNotExecutable
+	}
 	if err != nil {
 		code := ExitNotExecutable
 		if errors.Is(err, syscall.ENOENT) {
