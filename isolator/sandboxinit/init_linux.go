@@ -107,6 +107,14 @@ func Main(args []string, stderr io.Writer) int {
 		}
 		return ExitSetupFailed
 	}
+	// The readiness socket stays open while the command starts (the report follows
+	// its start, below). Non-dumpable, the init is out of reach of the sandbox's
+	// processes, which have no capability in its user namespace: no ptrace, no
+	// /proc/1/fd, /proc/1/environ or /proc/1/mem. Its children's exec makes them
+	// dumpable again.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return failed(fmt.Sprintf("making the init non-dumpable: %v", err))
+	}
 	// Nothing the host opened may reach the command or the forwarders this init starts
 	// (whose /proc/<pid>/fd the command could open): close every inherited descriptor
 	// but the readiness report, before anything else opens one.
