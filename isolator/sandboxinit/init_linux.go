@@ -252,10 +252,17 @@ func Fail(fd int, reason string) error {
 }
 
 // Ready sends one readiness message with the caller's credentials on fd and closes it.
+// It carries a pidfd of the caller too where the kernel has them (Linux 5.3): the
+// host learns from it when the caller, and with it the sandbox's pid namespace, is
+// gone, without waiting for bwrap to learn it first.
 func Ready(fd int) error {
 	defer unix.Close(fd)
-	cred := unix.UnixCredentials(&unix.Ucred{Pid: int32(os.Getpid()), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())})
-	return unix.Sendmsg(fd, []byte{'R'}, cred, nil, 0)
+	oob := unix.UnixCredentials(&unix.Ucred{Pid: int32(os.Getpid()), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())})
+	if pidfd, err := unix.PidfdOpen(os.Getpid(), unix.PIDFD_NONBLOCK); err == nil {
+		defer unix.Close(pidfd)
+		oob = append(oob, unix.UnixRights(pidfd)...)
+	}
+	return unix.Sendmsg(fd, []byte{'R'}, oob, nil, 0)
 }
 
 func reason(err error, code int) string {
