@@ -123,15 +123,18 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	// Once subscribed, a signal the host sends waits for the command. The host sends
 	// none before the readiness report (it holds them until then), and the report is
-	// sent once the command is started and the subscription made. Subscribing starts
-	// the runtime's signal thread and takes a round trip with it per signal, so it
-	// runs beside the checks below and the command's start, and is waited for only
-	// before the report: the command's exec no longer waits for it.
+	// sent once the command is started and the subscription made (or the command is
+	// gone). Subscribing starts the runtime's signal thread and takes a round trip
+	// with it per signal, so it runs beside the checks below and the command's start,
+	// and is waited for only before the report: the command's exec no longer waits
+	// for it.
 	sigs := make(chan os.Signal, 8)
-	subscribed := make(chan *reaper, 1)
+	r := &reaper{chld: make(chan os.Signal, 1)}
+	subscribed := make(chan struct{})
 	go func() {
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
-		subscribed <- newReaper()
+		r.subscribe()
+		close(subscribed)
 	}()
 	if nproc > 0 {
 		if err := SetNproc(nproc); err != nil {
@@ -176,7 +179,7 @@ func Main(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "devsandbox: %s: %s\n", argv[0], msg)
 		return code
 	}
-	return runInit(path, argv, takeTTY, readyFD, sigs, subscribed, stderr)
+	return runInit(path, argv, takeTTY, readyFD, sigs, r, subscribed, stderr)
 }
 
 // report sends the readiness report on fd, if there is one (-1: none).
@@ -198,12 +201,13 @@ func SetNproc(n int) error {
 }
 
 // runInit starts the command as a child in a session of its own, reports readiness
-// on readyFD (-1: none) once subscribed is, and serves as the sandbox's pid 1 until
-// the command exits, passing on the signals that arrive on sigs and reaping with the
-// reaper subscribed delivers. The host holds its signals until the report, so each
-// one it sends finds the command started and the subscription made; the reaper's
-// first pass collects a child that exited before it was subscribed.
-func runInit(path string, argv []string, takeTTY bool, readyFD int, sigs <-chan os.Signal, subscribed <-chan *reaper, stderr io.Writer) int {
+// on readyFD (-1: none) once subscribed is closed or the command is gone, and serves
+// as the sandbox's pid 1 until the command exits, passing on the signals that arrive
+// on sigs and reaping with r. The host holds its signals until the report, so each
+// one it sends finds the command started and the subscription made; a child that
+// exited before r was subscribed to SIGCHLD is collected by its first pass, and the
+// command's own exit wakes r through its pidfd (watch) meanwhile.
+func runInit(path string, argv []string, takeTTY bool, readyFD int, sigs <-chan os.Signal, r *reaper, subscribed <-chan struct{}, stderr io.Writer) int {
 	sys := &syscall.SysProcAttr{Setsid: true}
 	if takeTTY {
 		// The command's session owns the terminal and its process group is in the
@@ -214,18 +218,12 @@ func runInit(path string, argv []string, takeTTY bool, readyFD int, sigs <-chan 
 		}
 	}
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: sys})
-	r := <-subscribed
-	if rerr := report(readyFD); rerr != nil {
-		// The host would take the command's status for a failed setup: the command
-		// must not run unreported.
-		if err == nil {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", rerr)
-		return ExitNotExecutable
-	}
 	if err != nil {
+		<-subscribed
+		if rerr := report(readyFD); rerr != nil {
+			fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", rerr)
+			return ExitNotExecutable
+		}
 		code := ExitNotExecutable
 		if errors.Is(err, syscall.ENOENT) {
 			code = ExitNotFound
@@ -233,14 +231,35 @@ func runInit(path string, argv []string, takeTTY bool, readyFD int, sigs <-chan 
 		fmt.Fprintf(stderr, "devsandbox: %s: %v\n", argv[0], err)
 		return code
 	}
-	exited := make(chan int, 1)
-	go r.reap(pid, exited)
+	// The reaping runs here, not in a goroutine of its own: the wakeup that finds
+	// the command gone leads straight to the init's exit.
+	go r.watch(pid)
 	for {
+		if code, ok := collect(pid); ok {
+			if subscribed != nil {
+				// The command is gone before the subscription was made: the
+				// report still tells the host that this status is the command's.
+				if rerr := report(readyFD); rerr != nil {
+					fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", rerr)
+					return ExitNotExecutable
+				}
+			}
+			return code
+		}
 		select {
+		case <-subscribed:
+			subscribed = nil
+			if rerr := report(readyFD); rerr != nil {
+				// The host would take the command's status for a failed setup:
+				// the command must not run unreported.
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", rerr)
+				return ExitNotExecutable
+			}
 		case s := <-sigs:
 			signalGroup(pid, s.(syscall.Signal))
-		case code := <-exited:
-			return code
+		case <-r.chld:
 		}
 	}
 }
