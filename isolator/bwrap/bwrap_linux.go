@@ -326,9 +326,11 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		case <-gone:
 			// Nothing of the sandbox runs any more: its cleanup need not wait for
 			// bwrap to learn that too.
+			// The session /tmp goes on another thread while the host services
+			// stop on this one (their final check) and bwrap exits.
 			gone = nil
-			go stopSvc()
 			releaseSess()
+			stopSvc()
 		case s := <-sigs.C:
 			// Before the command runs, the first signal waits for it (it may be
 			// reporting right now); a second one tears the half-built sandbox down.

@@ -57,8 +57,8 @@ func (r readiness) gone() <-chan struct{} {
 	}
 	c := make(chan struct{})
 	go func() {
+		defer r.pidfd.Close() // after c is closed: its epoll_ctl and close wait for nothing
 		defer close(c)
-		defer r.pidfd.Close()
 		rc, err := r.pidfd.SyscallConn()
 		if err != nil {
 			return
