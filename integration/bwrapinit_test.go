@@ -153,3 +153,25 @@ func TestBwrapInitInView(t *testing.T) {
 		check(sandbox(config+fmt.Sprintf("host_mounts = [%q]\n", p.path("plant")+":"+bin), "true"), "bound")
 	})
 }
+
+// The init, pid 1, is out of the sandbox's reach: it holds the readiness socket to
+// devsandbox while the command starts (the report follows the command's start), and
+// a command that reached it could forge the report. Nothing in the sandbox may list
+// or open its descriptors, read its environment or memory, or trace it.
+func TestBwrapInitUnreachable(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	script := `ls /proc/1/fd >/dev/null 2>&1 && echo "LISTED /proc/1/fd"
+for fd in 0 1 2 3 4 5 6; do readlink /proc/1/fd/$fd >/dev/null 2>&1 && echo "REACHED /proc/1/fd/$fd"; done
+head -c1 /proc/1/environ >/dev/null 2>&1 && echo "READ /proc/1/environ"
+head -c1 /proc/1/mem >/dev/null 2>&1 && echo "READ /proc/1/mem"
+readlink /proc/1/cwd >/dev/null 2>&1 && echo "REACHED /proc/1/cwd"
+readlink /proc/1/exe >/dev/null 2>&1 && echo "REACHED /proc/1/exe"
+echo done`
+	for _, mode := range []string{"open", "proxy"} {
+		out := p.mustSandbox("bwrap", []string{"--egress=" + mode}, script)
+		if strings.TrimSpace(out) != "done" {
+			t.Errorf("--egress=%s: the sandbox reached the init:\n%s", mode, out)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -138,7 +139,13 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, err
 	}
-	defer svc.Stop()
+	// The host services stop, and the session /tmp goes, once nothing of the sandbox
+	// runs: when the init reports that it has exited (see readiness.gone), beside
+	// bwrap's own exit, else when bwrap has exited. Either way Run returns only
+	// once both are done.
+	stopSvc := sync.OnceFunc(svc.Stop)
+	defer stopSvc()
+	releaseSess := func() {}
 	sess, err := prepare(p)
 	if err != nil {
 		return 0, err
@@ -150,7 +157,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		// Removing it frees the directory's inode when its descriptor closes (0.6 ms
 		// measured here), so it runs on the other core while the host services stop;
 		// Run returns only once it is done.
-		defer func() {
+		releaseSess = sync.OnceFunc(func() {
 			released = make(chan struct{})
 			go func() {
 				defer close(released)
@@ -159,7 +166,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 				}
 				_ = sess.Release()
 			}()
-		}()
+		})
+		defer func() { releaseSess() }()
 	}
 	pins, err := pin.Plan(p)
 	if err != nil {
@@ -301,6 +309,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 
 	var rd readiness
 	var pending []syscall.Signal
+	var gone <-chan struct{}
 	cmdPid := 0
 	var ex exit
 	for done := false; !done; {
@@ -308,11 +317,20 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		case rd = <-pidc:
 			cmdPid = rd.pid
 			pidc = nil
+			gone = rd.gone()
 			b.phase("sandbox ready")
 			for _, s := range pending {
 				forward(s, cmdPid, proc.pid)
 			}
 			pending = nil
+		case <-gone:
+			// Nothing of the sandbox runs any more: its cleanup need not wait for
+			// bwrap to learn that too.
+			// The session /tmp goes on another thread while the host services
+			// stop on this one (their final check) and bwrap exits.
+			gone = nil
+			releaseSess()
+			stopSvc()
 		case s := <-sigs.C:
 			// Before the command runs, the first signal waits for it (it may be
 			// reporting right now); a second one tears the half-built sandbox down.
@@ -329,6 +347,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		// bwrap is gone; the readiness report, if any, is in the socket buffer.
 		rd = <-pidc
 		cmdPid = rd.pid
+		if rd.pidfd != nil {
+			rd.pidfd.Close()
+		}
 	}
 	if relay != nil {
 		_ = relay.Close()

@@ -37,11 +37,43 @@ func newReadyPair() (*readyPair, error) {
 	return &readyPair{host: os.NewFile(uintptr(fds[0]), "ready"), child: os.NewFile(uintptr(fds[1]), "ready")}, nil
 }
 
-// readiness is what the init reported: the command's pid in the host's namespace, or
-// why the sandbox could not be completed.
+// readiness is what the init reported: its pid in the host's namespace and, where
+// the kernel has pidfds, a pidfd of it (gone: see there), or why the sandbox could
+// not be completed.
 type readiness struct {
 	pid     int
+	pidfd   *os.File
 	failure string
+}
+
+// gone returns a channel closed once the init has exited, or nil when the init sent
+// no pidfd. The init is the sandbox's pid 1: when it has exited, the kernel has
+// killed and reaped every other process of its pid namespace, so nothing the sandbox
+// ran is left; bwrap, its parent, learns it at the same time and exits after. The
+// pidfd is closed once it is.
+func (r readiness) gone() <-chan struct{} {
+	if r.pidfd == nil {
+		return nil
+	}
+	c := make(chan struct{})
+	go func() {
+		defer r.pidfd.Close() // after c is closed: its epoll_ctl and close wait for nothing
+		defer close(c)
+		rc, err := r.pidfd.SyscallConn()
+		if err != nil {
+			return
+		}
+		_ = rc.Read(pidfdExited)
+	}()
+	return c
+}
+
+// pidfdExited reports whether the process of the pidfd fd has exited (the pidfd is
+// readable then), or the pidfd cannot tell.
+func pidfdExited(fd uintptr) bool {
+	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(p, 0)
+	return err != nil || n > 0
 }
 
 // wait blocks until the init reports or every copy of the child end is closed. A zero
@@ -72,6 +104,11 @@ func (r *readyPair) wait(onListener func(*os.File)) readiness {
 			onListener(os.NewFile(uintptr(fds[0]), "proxy listener"))
 			continue
 		}
+		var pidfd *os.File
+		if n == 1 && buf[0] == 'R' && cred != nil && len(fds) == 1 {
+			pidfd = os.NewFile(uintptr(fds[0]), "init pidfd")
+			fds = nil
+		}
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
@@ -81,7 +118,7 @@ func (r *readyPair) wait(onListener func(*os.File)) readiness {
 		if cred == nil {
 			return readiness{}
 		}
-		return readiness{pid: int(cred.Pid)}
+		return readiness{pid: int(cred.Pid), pidfd: pidfd}
 	}
 }
 

@@ -107,21 +107,34 @@ func Main(args []string, stderr io.Writer) int {
 		}
 		return ExitSetupFailed
 	}
+	// The readiness socket stays open while the command starts (the report follows
+	// its start, below). Non-dumpable, the init is out of reach of the sandbox's
+	// processes, which have no capability in its user namespace: no ptrace, no
+	// /proc/1/fd, /proc/1/environ or /proc/1/mem. Its children's exec makes them
+	// dumpable again.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return failed(fmt.Sprintf("making the init non-dumpable: %v", err))
+	}
 	// Nothing the host opened may reach the command or the forwarders this init starts
 	// (whose /proc/<pid>/fd the command could open): close every inherited descriptor
 	// but the readiness report, before anything else opens one.
 	if err := closeInherited(readyFD); err != nil {
 		return failed(err.Error())
 	}
-	// Once subscribed, a signal the host sends waits for the command (once the host
-	// has the readiness report it may send one at any time). Subscribing starts the
-	// runtime's signal thread and takes a round trip with it per signal, so it runs
-	// beside the checks below and is waited for before the first child starts.
+	// Once subscribed, a signal the host sends waits for the command. The host sends
+	// none before the readiness report (it holds them until then), and the report is
+	// sent once the command is started and the subscription made (or the command is
+	// gone). Subscribing starts the runtime's signal thread and takes a round trip
+	// with it per signal, so it runs beside the checks below and the command's start,
+	// and is waited for only before the report: the command's exec no longer waits
+	// for it.
 	sigs := make(chan os.Signal, 8)
-	subscribed := make(chan *reaper, 1)
+	r := &reaper{chld: make(chan os.Signal, 1)}
+	subscribed := make(chan struct{})
 	go func() {
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
-		subscribed <- newReaper()
+		r.subscribe()
+		close(subscribed)
 	}()
 	if nproc > 0 {
 		if err := SetNproc(nproc); err != nil {
@@ -140,7 +153,6 @@ func Main(args []string, stderr io.Writer) int {
 			return failed(err.Error())
 		}
 	}
-	r := <-subscribed
 	for _, f := range publishes {
 		if err := startPublisher(f); err != nil {
 			return failed(fmt.Sprintf("publishing port %s: %v", f, err))
@@ -157,17 +169,25 @@ func Main(args []string, stderr io.Writer) int {
 		}
 	}
 	path, code, msg := lookCommand(argv[0], "")
-	if readyFD >= 0 {
-		if err := Ready(readyFD); err != nil {
+	if path == "" {
+		// The report tells the host that this status is the command's.
+		<-subscribed
+		if err := report(readyFD); err != nil {
 			fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", err)
 			return ExitNotExecutable
 		}
-	}
-	if path == "" {
 		fmt.Fprintf(stderr, "devsandbox: %s: %s\n", argv[0], msg)
 		return code
 	}
-	return runInit(path, argv, takeTTY, sigs, r, stderr)
+	return runInit(path, argv, takeTTY, readyFD, sigs, r, subscribed, stderr)
+}
+
+// report sends the readiness report on fd, if there is one (-1: none).
+func report(fd int) error {
+	if fd < 0 {
+		return nil
+	}
+	return Ready(fd)
 }
 
 // SetNproc limits the tasks of the caller's user (in its user namespace) to n,
@@ -180,10 +200,14 @@ func SetNproc(n int) error {
 	return nil
 }
 
-// runInit starts the command as a child in a session of its own and serves as the
-// sandbox's pid 1 until it exits, passing on the signals that arrive on sigs and
-// reaping with r.
-func runInit(path string, argv []string, takeTTY bool, sigs <-chan os.Signal, r *reaper, stderr io.Writer) int {
+// runInit starts the command as a child in a session of its own, reports readiness
+// on readyFD (-1: none) once subscribed is closed or the command is gone, and serves
+// as the sandbox's pid 1 until the command exits, passing on the signals that arrive
+// on sigs and reaping with r. The host holds its signals until the report, so each
+// one it sends finds the command started and the subscription made; a child that
+// exited before r was subscribed to SIGCHLD is collected by its first pass, and the
+// command's own exit wakes r through its pidfd (watch) meanwhile.
+func runInit(path string, argv []string, takeTTY bool, readyFD int, sigs <-chan os.Signal, r *reaper, subscribed <-chan struct{}, stderr io.Writer) int {
 	sys := &syscall.SysProcAttr{Setsid: true}
 	if takeTTY {
 		// The command's session owns the terminal and its process group is in the
@@ -195,6 +219,11 @@ func runInit(path string, argv []string, takeTTY bool, sigs <-chan os.Signal, r 
 	}
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: sys})
 	if err != nil {
+		<-subscribed
+		if rerr := report(readyFD); rerr != nil {
+			fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", rerr)
+			return ExitNotExecutable
+		}
 		code := ExitNotExecutable
 		if errors.Is(err, syscall.ENOENT) {
 			code = ExitNotFound
@@ -202,14 +231,35 @@ func runInit(path string, argv []string, takeTTY bool, sigs <-chan os.Signal, r 
 		fmt.Fprintf(stderr, "devsandbox: %s: %v\n", argv[0], err)
 		return code
 	}
-	exited := make(chan int, 1)
-	go r.reap(pid, exited)
+	// The reaping runs here, not in a goroutine of its own: the wakeup that finds
+	// the command gone leads straight to the init's exit.
+	go r.watch(pid)
 	for {
+		if code, ok := collect(pid); ok {
+			if subscribed != nil {
+				// The command is gone before the subscription was made: the
+				// report still tells the host that this status is the command's.
+				if rerr := report(readyFD); rerr != nil {
+					fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", rerr)
+					return ExitNotExecutable
+				}
+			}
+			return code
+		}
 		select {
+		case <-subscribed:
+			subscribed = nil
+			if rerr := report(readyFD); rerr != nil {
+				// The host would take the command's status for a failed setup:
+				// the command must not run unreported.
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", rerr)
+				return ExitNotExecutable
+			}
 		case s := <-sigs:
 			signalGroup(pid, s.(syscall.Signal))
-		case code := <-exited:
-			return code
+		case <-r.chld:
 		}
 	}
 }
@@ -221,10 +271,17 @@ func Fail(fd int, reason string) error {
 }
 
 // Ready sends one readiness message with the caller's credentials on fd and closes it.
+// It carries a pidfd of the caller too where the kernel has them (Linux 5.3): the
+// host learns from it when the caller, and with it the sandbox's pid namespace, is
+// gone, without waiting for bwrap to learn it first.
 func Ready(fd int) error {
 	defer unix.Close(fd)
-	cred := unix.UnixCredentials(&unix.Ucred{Pid: int32(os.Getpid()), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())})
-	return unix.Sendmsg(fd, []byte{'R'}, cred, nil, 0)
+	oob := unix.UnixCredentials(&unix.Ucred{Pid: int32(os.Getpid()), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())})
+	if pidfd, err := unix.PidfdOpen(os.Getpid(), unix.PIDFD_NONBLOCK); err == nil {
+		defer unix.Close(pidfd)
+		oob = append(oob, unix.UnixRights(pidfd)...)
+	}
+	return unix.Sendmsg(fd, []byte{'R'}, oob, nil, 0)
 }
 
 func reason(err error, code int) string {

@@ -17,52 +17,61 @@ import (
 // poller let it sleep.
 type reaper struct{ chld chan os.Signal }
 
-// newReaper subscribes to SIGCHLD. It must be called before the first child is
-// started; a SIGCHLD that arrives while the reaper is busy is never lost, as each
-// wakeup reaps until no exited child is left.
+// newReaper subscribes to SIGCHLD. A child that exited before is collected by the
+// first pass after it (collect); a SIGCHLD that arrives while the reaper is busy is
+// never lost, as each wakeup reaps until no exited child is left.
 func newReaper() *reaper {
 	r := &reaper{chld: make(chan os.Signal, 1)}
-	signal.Notify(r.chld, syscall.SIGCHLD)
+	r.subscribe()
 	return r
 }
+
+// subscribe subscribes r to SIGCHLD; until then only watch wakes it.
+func (r *reaper) subscribe() { signal.Notify(r.chld, syscall.SIGCHLD) }
 
 // reap reaps children until the process exits, and reports pid's exit status on
 // exited, 128+N when a signal N killed it (ExitSetupFailed if pid was never seen).
 func (r *reaper) reap(pid int, exited chan<- int) {
 	go r.watch(pid)
 	reported := false
-	report := func(code int) {
-		if !reported {
+	for {
+		if code, ok := collect(pid); ok && !reported {
 			reported = true
 			exited <- code
 		}
-	}
-	for {
-		for {
-			var ws syscall.WaitStatus
-			wpid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-			if errors.Is(err, syscall.EINTR) {
-				continue
-			}
-			if err != nil {
-				if errors.Is(err, syscall.ECHILD) {
-					report(ExitSetupFailed) // pid was reaped elsewhere: its status is lost
-				}
-				break
-			}
-			if wpid <= 0 {
-				break
-			}
-			if wpid != pid {
-				continue
-			}
-			if ws.Signaled() {
-				report(128 + int(ws.Signal()))
-			} else {
-				report(ws.ExitStatus())
-			}
-		}
 		<-r.chld
+	}
+}
+
+// collect reaps every child that has exited and returns pid's status if it was one
+// of them, 128+N when a signal N killed it, or ExitSetupFailed when no child is left
+// (pid was reaped elsewhere: its status is lost); ok is false while pid runs. Call
+// it again on each wakeup (r.chld).
+func collect(pid int) (code int, ok bool) {
+	for {
+		var ws syscall.WaitStatus
+		wpid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, syscall.ECHILD) && !ok {
+				return ExitSetupFailed, true
+			}
+			return code, ok
+		}
+		if wpid <= 0 {
+			return code, ok
+		}
+		if wpid != pid {
+			continue
+		}
+		ok = true
+		if ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		} else {
+			code = ws.ExitStatus()
+		}
 	}
 }
 

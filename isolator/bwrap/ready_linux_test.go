@@ -1,0 +1,69 @@
+package bwrap
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The readiness report's pidfd tells when the init has exited: not while it runs,
+// and once it is gone (here a child of the test stands in for the init).
+func TestReadinessGone(t *testing.T) {
+	r, err := newReadyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	init := exec.Command("sleep", "60")
+	if err := init.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = init.Process.Kill(); _ = init.Wait() }()
+	pidfd, err := unix.PidfdOpen(init.Process.Pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		t.Skipf("no pidfds here: %v", err)
+	}
+	oob := append(unix.UnixCredentials(&unix.Ucred{Pid: int32(os.Getpid()), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}), unix.UnixRights(pidfd)...)
+	err = unix.Sendmsg(int(r.child.Fd()), []byte{'R'}, oob, nil, 0)
+	unix.Close(pidfd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := r.wait(func(f *os.File) { f.Close() })
+	if rd.pid != os.Getpid() || rd.pidfd == nil {
+		t.Fatalf("readiness %+v: want pid %d and a pidfd", rd, os.Getpid())
+	}
+	if pidfdExited(rd.pidfd.Fd()) {
+		t.Fatal("the init's pidfd says it exited while it runs")
+	}
+	gone := rd.gone()
+	if err := init.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = init.Wait()
+	select {
+	case <-gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not gone 10 s after the init exited")
+	}
+}
+
+// A report without a pidfd (a kernel without them) leaves the wait to bwrap's exit.
+func TestReadinessWithoutPidfd(t *testing.T) {
+	r, err := newReadyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	cred := unix.UnixCredentials(&unix.Ucred{Pid: int32(os.Getpid()), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())})
+	if err := unix.Sendmsg(int(r.child.Fd()), []byte{'R'}, cred, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	rd := r.wait(func(f *os.File) { f.Close() })
+	if rd.pid != os.Getpid() || rd.pidfd != nil || rd.gone() != nil {
+		t.Fatalf("readiness %+v: want pid %d, no pidfd and no gone channel", rd, os.Getpid())
+	}
+}
