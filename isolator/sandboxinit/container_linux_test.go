@@ -2,6 +2,7 @@ package sandboxinit
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,5 +26,46 @@ func TestContainerInitChecksBeforeCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the command ran although a check failed")
+	}
+}
+
+// The view is checked before the session's hello is read (while it is on its way):
+// a view that is off ends the init with 125 before the session's secrets reach it.
+func TestContainerInitChecksViewBeforeHello(t *testing.T) {
+	dir := t.TempDir()
+	full := filepath.Join(dir, "full")
+	if err := os.WriteFile(full, []byte("TOKEN=x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(wire.ManifestEnv, (&wire.Manifest{Checks: []wire.Check{{Kind: wire.CheckMaskFile, Path: full}}}).Encode())
+	var hello bytes.Buffer
+	if err := wire.WriteHello(&hello, &wire.Hello{Env: map[string]string{"API_TOKEN": "s3cret"}}); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if _, err := w.Write(hello.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	stdin := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = stdin }()
+	marker := filepath.Join(t.TempDir(), "ran")
+	var stderr bytes.Buffer
+	if code := ContainerMain([]string{"--framed", "--", "/bin/sh", "-c", "touch " + marker}, &stderr); code != ExitSetupFailed {
+		t.Errorf("exit %d, want %d; stderr %q", code, ExitSetupFailed, stderr.String())
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran although a check failed")
+	}
+	// Nothing read the hello: it is still in the pipe, whole.
+	w.Close()
+	left, err := io.ReadAll(r)
+	if err != nil || !bytes.Equal(left, hello.Bytes()) {
+		t.Errorf("the init read the session's hello (%d of %d bytes left, %v) although the view's check failed", len(left), hello.Len(), err)
 	}
 }
