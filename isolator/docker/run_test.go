@@ -982,3 +982,58 @@ func TestPruneImages(t *testing.T) {
 		t.Errorf("lines\n%q\nwant\n%q", lines, want)
 	}
 }
+
+// The kept companion's inspect is asked for as the run starts, before the companion
+// lock is taken (ahead.go): it is trusted only when it shows the companion running
+// with this run's spec. An answer that would remove or make a companion is looked at
+// again under the lock, so a stale one never removes a companion another session
+// made meanwhile (nor the one running another session's proxy).
+func TestKeptCompanionEarlyInspect(t *testing.T) {
+	f := newFake(t)
+	b, p := testIsolator(t, f, true)
+	p.Egress = egress.Rules{Mode: egress.Proxy}
+	labels := map[string]string{LabelProject: p.Project.ID, LabelName: p.Project.Name, LabelDir: p.Project.Dir, LabelVersion: "1.0", LabelUser: "1000"}
+	f.images["img"] = true
+	cfg, hc := keptCompanionConfig(p, "img", "vol", labels)
+	name := keptCompanionName(p)
+	ctx := context.Background()
+	made, err := b.keptCompanion(ctx, f, p, cfg, hc, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, err := f.ContainerInspect(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	early := func(in dockercontainer.InspectResponse, err error) Engine {
+		f.calls = nil
+		return &aheadEngine{Engine: f, containers: map[string]*future[dockercontainer.InspectResponse]{
+			name: fetch(func() (dockercontainer.InspectResponse, error) { return in, err }),
+		}}
+	}
+	created := len(f.created)
+	// Seen running with this spec: used, no second look.
+	if id, err := b.keptCompanion(ctx, early(seen, nil), p, cfg, hc, true); err != nil || id != made || len(f.calls) != 0 {
+		t.Errorf("running with this spec: %s %v %q", id, err, f.calls)
+	}
+	// Seen with another spec (it has been made again since) or not at all (made
+	// since): looked at again, and the companion there is used.
+	other := seen
+	other.Config = &dockercontainer.Config{Labels: map[string]string{LabelSpec: "another"}}
+	for what, e := range map[string]Engine{
+		"another spec":  early(other, nil),
+		"none":          early(dockercontainer.InspectResponse{}, cerrdefs.ErrNotFound),
+		"engine failed": early(dockercontainer.InspectResponse{}, errors.New("timeout")),
+	} {
+		f.calls = nil
+		if id, err := b.keptCompanion(ctx, e, p, cfg, hc, true); err != nil || id != made || !reflect.DeepEqual(f.calls, []string{"ContainerInspect " + name}) {
+			t.Errorf("%s seen: %s %v %q", what, id, err, f.calls)
+		}
+	}
+	if len(f.created) != created {
+		t.Errorf("a stale inspect made a companion: %d created, want %d", len(f.created), created)
+	}
+	if _, ok := f.containers[made]; !ok {
+		t.Errorf("a stale inspect removed the companion")
+	}
+}
