@@ -25,7 +25,8 @@ var ErrSpecChanged = fmt.Errorf("kept container in use with another configuratio
 // ahead, when set, is the kept container's inspect asked for as the run started.
 // stopServices stops the run's host services (the watch's last check of what the
 // sandbox wrote); it is called once the exec's output ended, beside the request for
-// its status, and the run returns only after it returned.
+// its status, as the session's egress services are stopped, and the run returns only
+// after both returned.
 func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, pr programs, hello *wire.Hello, stdio isolator.Stdio, ahead *future[dockercontainer.InspectResponse], stopServices func()) (int, error) {
 	comp := b.goCompanion(ctx, e, addr, p, pr, spec)
 	defer comp.stop()
@@ -87,6 +88,15 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 		stopServices()
 	}()
 	defer func() { <-stopped }()
+	// Nor need the session's proxy (its process in the kept companion) wait for it:
+	// everything the session ran is gone, and its end (the end of its stdin, its
+	// last audit records relayed) takes the engine a few milliseconds.
+	compStopped := make(chan struct{})
+	go func() {
+		defer close(compStopped)
+		comp.stop()
+	}()
+	defer func() { <-compStopped }()
 	// Its status is final shortly after.
 	code := 125
 	for i := 0; i < 100; i++ {
