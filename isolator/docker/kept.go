@@ -43,6 +43,9 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 			unlock()
 		}
 	}()
+	if startFirst(p, hello) {
+		spec = withStartFirst(spec)
+	}
 	id, fresh, ex, err := b.keptExec(ctx, e, addr, p, spec, ahead)
 	if err != nil {
 		return 0, err
@@ -230,4 +233,36 @@ func (b *Isolator) createKept(ctx context.Context, e Engine, addr Address, spec 
 func touch(path string) {
 	now := time.Now()
 	_ = os.Chtimes(path, now, now)
+}
+
+// startFirst reports whether the session's command may start before its hello
+// reaches the init (wire.StartFirstArg): the hello carries nothing (no secret,
+// no terminal, no out-of-memory nonce) and nothing must be ready first (no companion:
+// egress proxy, published ports; no egress rules). Pure.
+func startFirst(p *isolator.Plan, h *wire.Hello) bool {
+	return h != nil && len(h.Env) == 0 && len(h.Files) == 0 && !h.TTY && h.Nonce == "" &&
+		!needsCompanion(p) && !p.Egress.NeedsFirewall() && p.Limits.Memory == 0
+}
+
+// withStartFirst is spec with its exec's init told to start the command before the
+// hello arrives (wire.StartFirstArg). The exec is not part of the kept
+// container's spec (its hash). Pure.
+func withStartFirst(spec *Spec) *Spec {
+	if spec.Exec == nil {
+		return spec
+	}
+	s, x := *spec, *spec.Exec
+	x.Cmd = nil
+	for i, a := range spec.Exec.Cmd {
+		if a == "--" {
+			x.Cmd = append(append(append(x.Cmd, wire.StartFirstArg), spec.Exec.Cmd[i:]...))
+			break
+		}
+		x.Cmd = append(x.Cmd, a)
+	}
+	if x.Cmd == nil || len(x.Cmd) == len(spec.Exec.Cmd) {
+		return spec
+	}
+	s.Exec = &x
+	return &s
 }

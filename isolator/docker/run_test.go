@@ -1037,3 +1037,52 @@ func TestKeptCompanionEarlyInspect(t *testing.T) {
 		t.Errorf("a stale inspect removed the companion")
 	}
 }
+
+// A kept session's command starts before its hello reaches the init only when the
+// hello carries nothing and nothing must be ready first; the flag goes to the exec's
+// init, not into the kept container's spec.
+func TestStartFirst(t *testing.T) {
+	open := func(f func(p *isolator.Plan)) *isolator.Plan {
+		p := basePlan()
+		p.Egress = egress.Rules{Mode: egress.Open}
+		if f != nil {
+			f(p)
+		}
+		return p
+	}
+	for name, tc := range map[string]struct {
+		p    *isolator.Plan
+		h    *wire.Hello
+		want bool
+	}{
+		"open, empty hello": {open(nil), &wire.Hello{}, true},
+		"egress none":       {open(func(p *isolator.Plan) { p.Egress = egress.Rules{Mode: egress.None} }), &wire.Hello{}, true},
+		"a secret":          {open(nil), &wire.Hello{Env: map[string]string{"T": "x"}}, false},
+		"a secret file":     {open(nil), &wire.Hello{Files: map[string][]byte{"k": nil}}, false},
+		"a terminal":        {open(nil), &wire.Hello{TTY: true}, false},
+		"a memory limit":    {open(func(p *isolator.Plan) { p.Limits.Memory = 1 << 30 }), &wire.Hello{}, false},
+		"egress proxy":      {open(func(p *isolator.Plan) { p.Egress = egress.Rules{Mode: egress.Proxy} }), &wire.Hello{}, false},
+		"egress allowlist":  {open(func(p *isolator.Plan) { p.Egress = egress.Rules{Mode: egress.Allowlist} }), &wire.Hello{}, false},
+		"a published port": {open(func(p *isolator.Plan) {
+			p.Egress.Forwards = []egress.Forward{{HostPort: 18080, SandboxPort: 3000}}
+		}), &wire.Hello{}, false},
+	} {
+		if got := startFirst(tc.p, tc.h); got != tc.want {
+			t.Errorf("%s: startFirst %v, want %v", name, got, tc.want)
+		}
+	}
+	p := open(nil)
+	o := opts
+	o.Keep = true
+	spec, err := containerConfig(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := slices.Clone(spec.Exec.Cmd)
+	s := withStartFirst(spec)
+	i := slices.Index(before, "--")
+	want := append(append(slices.Clone(before[:i]), wire.StartFirstArg), before[i:]...)
+	if !reflect.DeepEqual(s.Exec.Cmd, want) || !reflect.DeepEqual(spec.Exec.Cmd, before) || s.Hash != spec.Hash || s.Config != spec.Config {
+		t.Errorf("withStartFirst: %q (was %q, now %q), hash %s (was %s)", s.Exec.Cmd, before, spec.Exec.Cmd, s.Hash, spec.Hash)
+	}
+}
