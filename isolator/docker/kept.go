@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -251,18 +252,12 @@ func withStartFirst(spec *Spec) *Spec {
 	if spec.Exec == nil {
 		return spec
 	}
-	s, x := *spec, *spec.Exec
-	x.Cmd = nil
-	for i, a := range spec.Exec.Cmd {
-		if a == "--" {
-			x.Cmd = append(append(append(x.Cmd, wire.StartFirstArg), spec.Exec.Cmd[i:]...))
-			break
-		}
-		x.Cmd = append(x.Cmd, a)
-	}
-	if x.Cmd == nil || len(x.Cmd) == len(spec.Exec.Cmd) {
+	i := slices.Index(spec.Exec.Cmd, "--")
+	if i < 0 {
 		return spec
 	}
+	s, x := *spec, *spec.Exec
+	x.Cmd = slices.Concat(spec.Exec.Cmd[:i], []string{wire.StartFirstArg}, spec.Exec.Cmd[i:])
 	s.Exec = &x
 	return &s
 }
