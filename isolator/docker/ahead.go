@@ -2,15 +2,22 @@ package docker
 
 import (
 	"context"
+	"reflect"
 	"sync"
 
+	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 )
 
 // A run's first requests do not depend on the host work before them (services, pins,
-// the layout): the inspects of docker.image and of the kept container are asked for as
-// the run starts, and their round trips overlap that work.
+// the layout): the inspects of docker.image, of the kept container and of the
+// engine's volumes the run binds files from (the mask and content volumes, named by
+// a layout drawn as the run starts) are asked for as the run starts, and their round
+// trips overlap that work. An answer asked for ahead is only a head start: the run
+// asks for what it needs as it always did, and gets the answer asked for ahead when
+// there is one for that name (once), or asks the engine then.
 
 // future is an answer being fetched.
 type future[T any] struct {
@@ -43,6 +50,16 @@ type aheadEngine struct {
 	mu    sync.Mutex
 	ref   string
 	image *future[image.InspectResponse]
+	// volumes, once set (inspectVolumesAhead), are the volume inspects asked for
+	// ahead, by name.
+	volumes *future[map[string]*future[volume.Volume]]
+	// containers are the container inspects asked for ahead, by name (set before
+	// the run uses the engine).
+	containers map[string]*future[dockercontainer.InspectResponse]
+	// create is a volume creation asked for ahead (set before the run uses the
+	// engine), with its options.
+	create     *future[volume.Volume]
+	createOpts volume.CreateOptions
 }
 
 // inspectAhead starts inspecting the image ref on e.
@@ -64,4 +81,115 @@ func (a *aheadEngine) ImageInspect(ctx context.Context, ref string, opts ...clie
 		return f.get()
 	}
 	return a.Engine.ImageInspect(ctx, ref, opts...)
+}
+
+// inspectVolumesAhead starts inspecting the volumes that names returns, which it
+// computes beside the caller.
+func (a *aheadEngine) inspectVolumesAhead(ctx context.Context, names func() []string) {
+	a.volumes = fetch(func() (map[string]*future[volume.Volume], error) {
+		m := map[string]*future[volume.Volume]{}
+		for _, n := range names() {
+			if m[n] == nil {
+				m[n] = fetch(func() (volume.Volume, error) { return a.Engine.VolumeInspect(ctx, n) })
+			}
+		}
+		return m, nil
+	})
+}
+
+// VolumeInspect implements Engine: the first inspect of a volume asked for ahead
+// gets that answer; later ones, and other volumes, ask the engine.
+func (a *aheadEngine) VolumeInspect(ctx context.Context, name string) (volume.Volume, error) {
+	var f *future[volume.Volume]
+	if a.volumes != nil {
+		m, _ := a.volumes.get()
+		a.mu.Lock()
+		f = m[name]
+		delete(m, name)
+		a.mu.Unlock()
+	}
+	if f != nil {
+		return f.get()
+	}
+	return a.Engine.VolumeInspect(ctx, name)
+}
+
+// inspectContainerAhead starts inspecting the container name. Call it before the run
+// uses a.
+func (a *aheadEngine) inspectContainerAhead(ctx context.Context, name string) {
+	if a.containers == nil {
+		a.containers = map[string]*future[dockercontainer.InspectResponse]{}
+	}
+	a.containers[name] = fetch(func() (dockercontainer.InspectResponse, error) { return a.Engine.ContainerInspect(ctx, name) })
+}
+
+// ContainerInspect implements Engine: the first inspect of a container asked for
+// ahead gets that answer; later ones, and other containers, ask the engine. The
+// answer may be older than a lock the caller took since: see keptCompanion.
+func (a *aheadEngine) ContainerInspect(ctx context.Context, name string) (dockercontainer.InspectResponse, error) {
+	a.mu.Lock()
+	f := a.containers[name]
+	delete(a.containers, name)
+	a.mu.Unlock()
+	if f != nil {
+		return f.get()
+	}
+	return a.Engine.ContainerInspect(ctx, name)
+}
+
+// createVolumeAhead starts creating the volume opts names (a creation of a volume
+// that exists with the same options changes nothing). Call it before the run uses a.
+func (a *aheadEngine) createVolumeAhead(ctx context.Context, opts volume.CreateOptions) {
+	a.createOpts = opts
+	a.create = fetch(func() (volume.Volume, error) { return a.Engine.VolumeCreate(ctx, opts) })
+}
+
+// VolumeCreate implements Engine: the first creation with the options of the one
+// asked for ahead gets its answer; others ask the engine.
+func (a *aheadEngine) VolumeCreate(ctx context.Context, opts volume.CreateOptions) (volume.Volume, error) {
+	a.mu.Lock()
+	f := a.create
+	if f != nil && reflect.DeepEqual(opts, a.createOpts) {
+		a.create = nil
+	} else {
+		f = nil
+	}
+	a.mu.Unlock()
+	if f != nil {
+		return f.get()
+	}
+	return a.Engine.VolumeCreate(ctx, opts)
+}
+
+// wait returns once every request asked for ahead has been answered (or failed), so
+// that nothing of the run's is still at work when it returns.
+func (a *aheadEngine) wait() {
+	a.mu.Lock()
+	image, create := a.image, a.create
+	var cs []*future[dockercontainer.InspectResponse]
+	for _, f := range a.containers {
+		cs = append(cs, f)
+	}
+	a.mu.Unlock()
+	if image != nil {
+		_, _ = image.get()
+	}
+	if create != nil {
+		_, _ = create.get()
+	}
+	for _, f := range cs {
+		_, _ = f.get()
+	}
+	if a.volumes != nil {
+		m, _ := a.volumes.get()
+		a.mu.Lock()
+		var vs []*future[volume.Volume]
+		for _, f := range m {
+			vs = append(vs, f)
+		}
+		a.mu.Unlock()
+		for _, f := range vs {
+			_, _ = f.get()
+		}
+	}
 }

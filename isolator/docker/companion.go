@@ -222,6 +222,15 @@ func (l *lockedBuffer) String() string {
 // a missing one an ordinary volume, root's.
 func ensureEndpointVolume(ctx context.Context, e Engine, p *isolator.Plan, keep bool, labels map[string]string) error {
 	name := endpointVolume(p, keep)
+	if _, err := e.VolumeCreate(ctx, endpointVolumeOptions(p, name, endpointLabels(p, keep, labels))); err != nil {
+		return fmt.Errorf("%w: creating the endpoint volume %s in the docker engine: %w; the command did not run", isolator.ErrProtection, name, err)
+	}
+	return nil
+}
+
+// endpointLabels are the labels of p's endpoint volume, from the run's container
+// labels.
+func endpointLabels(p *isolator.Plan, keep bool, labels map[string]string) map[string]string {
 	vl := map[string]string{}
 	for _, k := range []string{LabelProject, LabelName, LabelDir, LabelUser} {
 		vl[k] = labels[k]
@@ -229,10 +238,13 @@ func ensureEndpointVolume(ctx context.Context, e Engine, p *isolator.Plan, keep 
 	if !keep {
 		vl[LabelSession], vl[LabelOwner] = p.Proxy.Session, owner()
 	}
-	if _, err := e.VolumeCreate(ctx, endpointVolumeOptions(p, name, vl)); err != nil {
-		return fmt.Errorf("%w: creating the endpoint volume %s in the docker engine: %w; the command did not run", isolator.ErrProtection, name, err)
-	}
-	return nil
+	return vl
+}
+
+// projectLabels are the labels of p's containers that name the project and the user
+// (translate sets them, among others).
+func projectLabels(p *isolator.Plan) map[string]string {
+	return map[string]string{LabelProject: p.Project.ID, LabelName: p.Project.Name, LabelDir: p.Project.Dir, LabelUser: fmt.Sprint(p.User.UID)}
 }
 
 // startCompanion starts the session's companion: the container, the request on its

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -25,7 +26,8 @@ var ErrSpecChanged = fmt.Errorf("kept container in use with another configuratio
 // ahead, when set, is the kept container's inspect asked for as the run started.
 // stopServices stops the run's host services (the watch's last check of what the
 // sandbox wrote); it is called once the exec's output ended, beside the request for
-// its status, and the run returns only after it returned.
+// its status, as the session's egress services are stopped, and the run returns only
+// after both returned.
 func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, pr programs, hello *wire.Hello, stdio isolator.Stdio, ahead *future[dockercontainer.InspectResponse], stopServices func()) (int, error) {
 	comp := b.goCompanion(ctx, e, addr, p, pr, spec)
 	defer comp.stop()
@@ -42,6 +44,9 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 			unlock()
 		}
 	}()
+	if startFirst(p, hello) {
+		spec = withStartFirst(spec)
+	}
 	id, fresh, ex, err := b.keptExec(ctx, e, addr, p, spec, ahead)
 	if err != nil {
 		return 0, err
@@ -87,6 +92,15 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 		stopServices()
 	}()
 	defer func() { <-stopped }()
+	// Nor need the session's proxy (its process in the kept companion) wait for it:
+	// everything the session ran is gone, and its end (the end of its stdin, its
+	// last audit records relayed) takes the engine a few milliseconds.
+	compStopped := make(chan struct{})
+	go func() {
+		defer close(compStopped)
+		comp.stop()
+	}()
+	defer func() { <-compStopped }()
 	// Its status is final shortly after.
 	code := 125
 	for i := 0; i < 100; i++ {
@@ -220,4 +234,30 @@ func (b *Isolator) createKept(ctx context.Context, e Engine, addr Address, spec 
 func touch(path string) {
 	now := time.Now()
 	_ = os.Chtimes(path, now, now)
+}
+
+// startFirst reports whether the session's command may start before its hello
+// reaches the init (wire.StartFirstArg): the hello carries nothing (no secret,
+// no terminal, no out-of-memory nonce) and nothing must be ready first (no companion:
+// egress proxy, published ports; no egress rules). Pure.
+func startFirst(p *isolator.Plan, h *wire.Hello) bool {
+	return h != nil && len(h.Env) == 0 && len(h.Files) == 0 && !h.TTY && h.Nonce == "" &&
+		!needsCompanion(p) && !p.Egress.NeedsFirewall() && p.Limits.Memory == 0
+}
+
+// withStartFirst is spec with its exec's init told to start the command before the
+// hello arrives (wire.StartFirstArg). The exec is not part of the kept
+// container's spec (its hash). Pure.
+func withStartFirst(spec *Spec) *Spec {
+	if spec.Exec == nil {
+		return spec
+	}
+	i := slices.Index(spec.Exec.Cmd, "--")
+	if i < 0 {
+		return spec
+	}
+	s, x := *spec, *spec.Exec
+	x.Cmd = slices.Concat(spec.Exec.Cmd[:i], []string{wire.StartFirstArg}, spec.Exec.Cmd[i:])
+	s.Exec = &x
+	return &s
 }

@@ -85,14 +85,23 @@ func (b *Isolator) execCompanion(ctx context.Context, e Engine, p *isolator.Plan
 	}
 	defer unlock()
 	cfg, hc := keptCompanionConfig(p, spec.Config.Image, endpointVolume(p, true), spec.Config.Labels)
-	id, err := b.keptCompanion(ctx, e, p, cfg, hc)
+	id, err := b.keptCompanion(ctx, e, p, cfg, hc, true)
 	if err != nil {
 		return nil, err
 	}
-	ex, err := e.ContainerExecCreate(ctx, id, dockercontainer.ExecOptions{
+	execOpts := dockercontainer.ExecOptions{
 		User: cfg.User, WorkingDir: "/", AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		Cmd: []string{ShipDir + "/" + proxyName, companion.Arg},
-	})
+	}
+	ex, err := e.ContainerExecCreate(ctx, id, execOpts)
+	if cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
+		// The companion seen before the lock was taken was removed or stopped
+		// since: look again, under the lock.
+		if id, err = b.keptCompanion(ctx, e, p, cfg, hc, false); err != nil {
+			return nil, err
+		}
+		ex, err = e.ContainerExecCreate(ctx, id, execOpts)
+	}
 	if err != nil {
 		return nil, companionFailed("creating the session's process in the companion %s: %v", keptCompanionName(p), err)
 	}
@@ -109,10 +118,17 @@ func (b *Isolator) execCompanion(ctx context.Context, e Engine, p *isolator.Plan
 
 // keptCompanion returns the id of the kept companion, running, for cfg: the one there
 // when its spec label is cfg's, else a new one (the old one removed, unless a session's
-// process runs in it: errCompanionBusy).
-func (b *Isolator) keptCompanion(ctx context.Context, e Engine, p *isolator.Plan, cfg *dockercontainer.Config, hc *dockercontainer.HostConfig) (string, error) {
+// process runs in it: errCompanionBusy). With early, the first inspect may be one
+// asked for before the caller took the companion lock (see ahead.go): it is used only
+// when it shows the companion running with cfg's spec (an exec into it fails if it
+// went since, and the caller looks again); what would start, make or remove a
+// companion is decided on an inspect made under the lock.
+func (b *Isolator) keptCompanion(ctx context.Context, e Engine, p *isolator.Plan, cfg *dockercontainer.Config, hc *dockercontainer.HostConfig, early bool) (string, error) {
 	name := keptCompanionName(p)
 	in, err := e.ContainerInspect(ctx, name)
+	if early && (err != nil || in.Config == nil || in.Config.Labels[LabelSpec] != cfg.Labels[LabelSpec] || in.State == nil || !in.State.Running) {
+		in, err = e.ContainerInspect(ctx, name)
+	}
 	switch {
 	case cerrdefs.IsNotFound(err):
 		return b.createKeptCompanion(ctx, e, name, cfg, hc)

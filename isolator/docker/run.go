@@ -29,11 +29,24 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	defer e0.Close()
 	// Asked for now, answered while the host side is prepared (ahead.go).
-	e := Engine(inspectAhead(ctx, e0, b.Image))
+	ahead := inspectAhead(ctx, e0, b.Image)
+	defer ahead.wait()
+	e := Engine(ahead)
 	var kept *future[dockercontainer.InspectResponse]
 	if b.Keep {
-		kept = fetch(func() (dockercontainer.InspectResponse, error) { return e0.ContainerInspect(ctx, keptName(p)) })
+		name := keptName(p)
+		kept = fetch(func() (dockercontainer.InspectResponse, error) { return e0.ContainerInspect(ctx, name) })
 	}
+	if b.Keep && needsCompanion(p) {
+		// The kept container's endpoint volume, and the companion the session's
+		// proxy runs in (keptcompanion.go).
+		ahead.createVolumeAhead(ctx, endpointVolumeOptions(p, endpointVolume(p, true), endpointLabels(p, true, projectLabels(p))))
+		if p.Egress.NeedsProxy() {
+			ahead.inspectContainerAhead(ctx, keptCompanionName(p))
+		}
+	}
+	p0, o0 := p, b.Options // p is replaced (pins) while the names are drawn
+	ahead.inspectVolumesAhead(ctx, func() []string { return aheadVolumes(p0, o0, addr) })
 	svc, err := b.startServices(p)
 	if err != nil {
 		return 0, err
@@ -121,6 +134,32 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return b.runKept(ctx, e, addr, p, spec, pr, hello, stdio, kept, stopServices)
 	}
 	return b.runOnce(ctx, e, addr, p, spec, pr, hello, stdio)
+}
+
+// aheadVolumes names the engine's volumes p's run will likely inspect: the mask
+// volume, and the content and volatile volumes of p's layout drawn with the options
+// known as the run starts (the run draws it again with the engine's answers; a name
+// missed or extra here costs a round trip, nothing else).
+func aheadVolumes(p *isolator.Plan, o Options, addr Address) []string {
+	var names []string
+	if needsMask(p) {
+		names = append(names, maskVolume)
+	}
+	opts := engineOptions(p, o)
+	if !addr.Local() && opts.HomeVolume == "" {
+		opts.HomeVolume = "devsandbox-" + p.Project.Name + "-home"
+	}
+	l, err := layout(p, opts)
+	if err != nil {
+		return names
+	}
+	for _, f := range l.Contents {
+		names = append(names, contentVolume(p.Project.Name, f.Content))
+	}
+	for _, f := range l.Volatile {
+		names = append(names, volatileVolume(p.Project.Name, f.Path))
+	}
+	return names
 }
 
 // engineSide returns the options of p's run and the programs it ships. Nothing of

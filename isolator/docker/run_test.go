@@ -982,3 +982,107 @@ func TestPruneImages(t *testing.T) {
 		t.Errorf("lines\n%q\nwant\n%q", lines, want)
 	}
 }
+
+// The kept companion's inspect is asked for as the run starts, before the companion
+// lock is taken (ahead.go): it is trusted only when it shows the companion running
+// with this run's spec. An answer that would remove or make a companion is looked at
+// again under the lock, so a stale one never removes a companion another session
+// made meanwhile (nor the one running another session's proxy).
+func TestKeptCompanionEarlyInspect(t *testing.T) {
+	f := newFake(t)
+	b, p := testIsolator(t, f, true)
+	p.Egress = egress.Rules{Mode: egress.Proxy}
+	labels := map[string]string{LabelProject: p.Project.ID, LabelName: p.Project.Name, LabelDir: p.Project.Dir, LabelVersion: "1.0", LabelUser: "1000"}
+	f.images["img"] = true
+	cfg, hc := keptCompanionConfig(p, "img", "vol", labels)
+	name := keptCompanionName(p)
+	ctx := context.Background()
+	made, err := b.keptCompanion(ctx, f, p, cfg, hc, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, err := f.ContainerInspect(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	early := func(in dockercontainer.InspectResponse, err error) Engine {
+		f.calls = nil
+		return &aheadEngine{Engine: f, containers: map[string]*future[dockercontainer.InspectResponse]{
+			name: fetch(func() (dockercontainer.InspectResponse, error) { return in, err }),
+		}}
+	}
+	created := len(f.created)
+	// Seen running with this spec: used, no second look.
+	if id, err := b.keptCompanion(ctx, early(seen, nil), p, cfg, hc, true); err != nil || id != made || len(f.calls) != 0 {
+		t.Errorf("running with this spec: %s %v %q", id, err, f.calls)
+	}
+	// Seen with another spec (it has been made again since) or not at all (made
+	// since): looked at again, and the companion there is used.
+	other := seen
+	other.Config = &dockercontainer.Config{Labels: map[string]string{LabelSpec: "another"}}
+	for what, e := range map[string]Engine{
+		"another spec":  early(other, nil),
+		"none":          early(dockercontainer.InspectResponse{}, cerrdefs.ErrNotFound),
+		"engine failed": early(dockercontainer.InspectResponse{}, errors.New("timeout")),
+	} {
+		f.calls = nil
+		if id, err := b.keptCompanion(ctx, e, p, cfg, hc, true); err != nil || id != made || !reflect.DeepEqual(f.calls, []string{"ContainerInspect " + name}) {
+			t.Errorf("%s seen: %s %v %q", what, id, err, f.calls)
+		}
+	}
+	if len(f.created) != created {
+		t.Errorf("a stale inspect made a companion: %d created, want %d", len(f.created), created)
+	}
+	if _, ok := f.containers[made]; !ok {
+		t.Errorf("a stale inspect removed the companion")
+	}
+}
+
+// A kept session's command starts before its hello reaches the init only when the
+// hello carries nothing and nothing must be ready first; the flag goes to the exec's
+// init, not into the kept container's spec.
+func TestStartFirst(t *testing.T) {
+	open := func(f func(p *isolator.Plan)) *isolator.Plan {
+		p := basePlan()
+		p.Egress = egress.Rules{Mode: egress.Open}
+		if f != nil {
+			f(p)
+		}
+		return p
+	}
+	for name, tc := range map[string]struct {
+		p    *isolator.Plan
+		h    *wire.Hello
+		want bool
+	}{
+		"open, empty hello": {open(nil), &wire.Hello{}, true},
+		"egress none":       {open(func(p *isolator.Plan) { p.Egress = egress.Rules{Mode: egress.None} }), &wire.Hello{}, true},
+		"a secret":          {open(nil), &wire.Hello{Env: map[string]string{"T": "x"}}, false},
+		"a secret file":     {open(nil), &wire.Hello{Files: map[string][]byte{"k": nil}}, false},
+		"a terminal":        {open(nil), &wire.Hello{TTY: true}, false},
+		"a memory limit":    {open(func(p *isolator.Plan) { p.Limits.Memory = 1 << 30 }), &wire.Hello{}, false},
+		"egress proxy":      {open(func(p *isolator.Plan) { p.Egress = egress.Rules{Mode: egress.Proxy} }), &wire.Hello{}, false},
+		"egress allowlist":  {open(func(p *isolator.Plan) { p.Egress = egress.Rules{Mode: egress.Allowlist} }), &wire.Hello{}, false},
+		"a published port": {open(func(p *isolator.Plan) {
+			p.Egress.Forwards = []egress.Forward{{HostPort: 18080, SandboxPort: 3000}}
+		}), &wire.Hello{}, false},
+	} {
+		if got := startFirst(tc.p, tc.h); got != tc.want {
+			t.Errorf("%s: startFirst %v, want %v", name, got, tc.want)
+		}
+	}
+	p := open(nil)
+	o := opts
+	o.Keep = true
+	spec, err := containerConfig(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := slices.Clone(spec.Exec.Cmd)
+	s := withStartFirst(spec)
+	i := slices.Index(before, "--")
+	want := append(append(slices.Clone(before[:i]), wire.StartFirstArg), before[i:]...)
+	if !reflect.DeepEqual(s.Exec.Cmd, want) || !reflect.DeepEqual(spec.Exec.Cmd, before) || s.Hash != spec.Hash || s.Config != spec.Config {
+		t.Errorf("withStartFirst: %q (was %q, now %q), hash %s (was %s)", s.Exec.Cmd, before, spec.Exec.Cmd, s.Hash, spec.Hash)
+	}
+}

@@ -18,7 +18,7 @@ import (
 
 // ContainerArg starts the init in the container init role (the docker backend):
 //
-//	devsandbox-init --container [--framed] [--role=run|session|keeper] -- COMMAND [ARG...]
+//	devsandbox-init --container [--framed [--start-first]] [--role=run|session|keeper] -- COMMAND [ARG...]
 //
 // Role run (the default) is the container's pid 1: it verifies the Manifest, runs the
 // command as a child, forwards signals, reaps every orphan, and exits with the
@@ -27,7 +27,8 @@ import (
 // becomes a child subreaper and kills what the command left behind. Role keeper is the
 // idle pid 1 of a kept container. With --framed, stdin carries wire frames (see the
 // wire package); without, the command inherits the container's stdio, as a hand-run
-// `docker run` line gives it.
+// `docker run` line gives it. With --start-first (see wire.StartFirstArg) the
+// command starts before the hello is read.
 const ContainerArg = "--container"
 
 // ContainerMain runs the init's container roles with the arguments after
@@ -38,6 +39,8 @@ func ContainerMain(args []string, stderr io.Writer) int {
 		switch a := args[0]; {
 		case a == "--framed":
 			c.framed = true
+		case a == wire.StartFirstArg:
+			c.startFirst = true
 		case strings.HasPrefix(a, "--role="):
 			c.role = strings.TrimPrefix(a, "--role=")
 		default:
@@ -62,10 +65,11 @@ func ContainerMain(args []string, stderr io.Writer) int {
 }
 
 type container struct {
-	stderr io.Writer
-	framed bool
-	role   string
-	stdin  *os.File // the container's stdin, read for frames
+	stderr     io.Writer
+	framed     bool
+	startFirst bool // wire.StartFirstArg
+	role       string
+	stdin      *os.File // the container's stdin, read for frames
 }
 
 // fail reports that a protection is not in effect and returns the exit status.
@@ -104,9 +108,22 @@ func (c *container) run(argv []string) int {
 		}
 		defer conn.Close()
 	}
+	// The view's checks need nothing of the session's: they run while the host's
+	// hello is on its way (the engine relays it only once the exec has started). The
+	// secret files and the network are checked once it arrived (VerifySession).
+	if err := VerifyView(m); err != nil {
+		return c.fail("%v", err)
+	}
+	// So is the reaper's subscription to SIGCHLD, whose default is to be ignored: the
+	// process's first signal.Notify starts the runtime's signal handling (a
+	// goroutine and a thread, a few tenths of a millisecond here).
+	r := newReaper()
 
+	// Without a hello to wait for, the command starts now; the hello is read after
+	// it, and must be empty (readFrames).
+	helloLater := c.framed && c.startFirst && m.Network != "firewall" && m.Forward == "" && len(m.Publish) == 0 && m.Memory == 0
 	hello := &wire.Hello{}
-	if c.framed {
+	if c.framed && !helloLater {
 		typ, p, err := wire.ReadFrame(c.stdin)
 		if err != nil || typ != wire.FrameHello {
 			return c.fail("no hello frame from the host (%v)", err)
@@ -139,7 +156,7 @@ func (c *container) run(argv []string) int {
 	if err := writeSecretFiles(m.SecretDir, hello.Files); err != nil {
 		return c.fail("%v", err)
 	}
-	if err := Verify(m, hello.Files); err != nil {
+	if err := VerifySession(m, hello.Files); err != nil {
 		return c.fail("%v", err)
 	}
 	if m.Forward != "" {
@@ -184,7 +201,6 @@ func (c *container) run(argv []string) int {
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
-	r := newReaper()
 	ooms := -1
 	if m.Memory > 0 && hello.Nonce != "" {
 		ooms = oomKills(m)
@@ -208,7 +224,7 @@ func (c *container) run(argv []string) int {
 
 	gone := make(chan struct{})
 	if c.framed {
-		go c.readFrames(cio, pid, gone)
+		go c.readFrames(cio, pid, gone, helloLater)
 	}
 	exited := make(chan int, 1)
 	go r.reap(pid, exited)
@@ -239,8 +255,23 @@ func (c *container) run(argv []string) int {
 
 // readFrames applies the host's frames until the stream ends, then closes gone. Input
 // for the command is queued so a command that does not read its stdin cannot stop the
-// reading, which is how the host's disappearance is noticed.
-func (c *container) readFrames(cio commandIO, pid int, gone chan<- struct{}) {
+// reading, which is how the host's disappearance is noticed. With helloFirst the
+// first frame is the session's hello, read after the command started
+// (wire.StartFirstArg): one that is not empty ends the command (gone).
+func (c *container) readFrames(cio commandIO, pid int, gone chan<- struct{}, helloFirst bool) {
+	if helloFirst {
+		typ, p, err := wire.ReadFrame(c.stdin)
+		if err != nil {
+			close(gone)
+			return
+		}
+		h, herr := wire.ParseHello(p)
+		if typ != wire.FrameHello || herr != nil || len(h.Env) > 0 || len(h.Files) > 0 || h.TTY || h.Nonce != "" {
+			fmt.Fprintf(c.stderr, "devsandbox-init: the session's first frame is not the empty hello %s promised; the command is ended\n", wire.StartFirstArg)
+			close(gone)
+			return
+		}
+	}
 	input := make(chan []byte, 256)
 	go func() {
 		for b := range input {

@@ -2,6 +2,7 @@ package sandboxinit
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,5 +26,105 @@ func TestContainerInitChecksBeforeCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the command ran although a check failed")
+	}
+}
+
+// The view is checked before the session's hello is read (while it is on its way):
+// a view that is off ends the init with 125 before the session's secrets reach it.
+func TestContainerInitChecksViewBeforeHello(t *testing.T) {
+	dir := t.TempDir()
+	full := filepath.Join(dir, "full")
+	if err := os.WriteFile(full, []byte("TOKEN=x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(wire.ManifestEnv, (&wire.Manifest{Checks: []wire.Check{{Kind: wire.CheckMaskFile, Path: full}}}).Encode())
+	var hello bytes.Buffer
+	if err := wire.WriteHello(&hello, &wire.Hello{Env: map[string]string{"API_TOKEN": "s3cret"}}); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if _, err := w.Write(hello.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	stdin := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = stdin }()
+	marker := filepath.Join(t.TempDir(), "ran")
+	var stderr bytes.Buffer
+	if code := ContainerMain([]string{"--framed", "--", "/bin/sh", "-c", "touch " + marker}, &stderr); code != ExitSetupFailed {
+		t.Errorf("exit %d, want %d; stderr %q", code, ExitSetupFailed, stderr.String())
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran although a check failed")
+	}
+	// Nothing read the hello: it is still in the pipe, whole.
+	w.Close()
+	left, err := io.ReadAll(r)
+	if err != nil || !bytes.Equal(left, hello.Bytes()) {
+		t.Errorf("the init read the session's hello (%d of %d bytes left, %v) although the view's check failed", len(left), hello.Len(), err)
+	}
+}
+
+// With wire.StartFirstArg the command starts before the hello is read; the hello
+// must then be empty: one that carries a secret, a file, a terminal or a nonce ends
+// the command (gone) without a further frame read, an empty one lets the frames
+// after it reach the command.
+func TestStartFirstHelloMustBeEmpty(t *testing.T) {
+	for name, tc := range map[string]struct {
+		hello *wire.Hello
+		ends  bool
+	}{
+		"empty":      {&wire.Hello{}, false},
+		"a secret":   {&wire.Hello{Env: map[string]string{"API_TOKEN": "s3cret"}}, true},
+		"a file":     {&wire.Hello{Files: map[string][]byte{"key": []byte("k")}}, true},
+		"a terminal": {&wire.Hello{TTY: true, Rows: 24, Cols: 80}, true},
+		"a nonce":    {&wire.Hello{Nonce: "n0nce"}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			var after bytes.Buffer
+			if err := wire.WriteFrame(&after, wire.FrameData, []byte("input\n")); err != nil {
+				t.Fatal(err)
+			}
+			if err := wire.WriteHello(w, tc.hello); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write(after.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			cio, err := newPipeIO()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			c := &container{stderr: &stderr, framed: true, startFirst: true, stdin: r}
+			gone := make(chan struct{})
+			go c.readFrames(cio, 0, gone, true)
+			<-gone
+			left, _ := io.ReadAll(r)
+			if tc.ends {
+				if !bytes.Equal(left, after.Bytes()) || !bytes.Contains(stderr.Bytes(), []byte(wire.StartFirstArg)) {
+					t.Errorf("a hello with %s: %d bytes left unread (want the %d after it), stderr %q", name, len(left), after.Len(), stderr.String())
+				}
+				return
+			}
+			if len(left) != 0 {
+				t.Errorf("frames after the empty hello not read: %d bytes left", len(left))
+			}
+			got := make([]byte, len("input\n"))
+			if _, err := io.ReadFull(cio.r, got); err != nil || string(got) != "input\n" {
+				t.Errorf("the command's stdin got %q (%v), want the input after the hello", got, err)
+			}
+		})
 	}
 }

@@ -22,6 +22,16 @@ import (
 // skipped, a read-only flag lost), so the init looks before it runs the command.
 // files are the secret files written into m.SecretDir, checked for mode and length.
 func Verify(m *wire.Manifest, files map[string][]byte) error {
+	if err := VerifyView(m); err != nil {
+		return err
+	}
+	return VerifySession(m, files)
+}
+
+// VerifyView is the part of Verify that needs nothing of the session's: the
+// process's privileges and the view (m's checks). The container init runs it before
+// it reads the host's hello, while the hello is on its way.
+func VerifyView(m *wire.Manifest) error {
 	if err := verifyPrivileges(); err != nil {
 		return err
 	}
@@ -34,6 +44,13 @@ func Verify(m *wire.Manifest, files map[string][]byte) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// VerifySession is the rest of Verify, run once the session's hello arrived: the
+// secret files written from it (files), and the network, whose egress rules (egress
+// allowlist) the host applies before it sends the hello.
+func VerifySession(m *wire.Manifest, files map[string][]byte) error {
 	for name, data := range files {
 		p := m.SecretDir + "/" + name
 		var st unix.Stat_t

@@ -162,6 +162,17 @@ func DecodeManifest(s string) (*Manifest, error) {
 	return &m, nil
 }
 
+// StartFirstArg (an argument of the container init's session role, framed) starts
+// the command without waiting for the host's hello, which the engine relays only
+// once the exec has started (2-4 ms after the init is ready for it here). The host
+// passes it when the session's hello carries nothing (no secret, no terminal, no
+// out-of-memory nonce) and nothing waits to be ready before the command starts (no
+// egress proxy or published port, no egress rules to apply). The init ignores it
+// when its manifest says otherwise (a forwarder, published ports, egress rules, a
+// memory limit) and reads the hello first, as without it. With it the hello is still
+// the stream's first frame: one that carries anything ends the command.
+const StartFirstArg = "--start-first"
+
 // Frame types on the init's stdin.
 const (
 	FrameHello  = 'H' // JSON Hello; first and once
