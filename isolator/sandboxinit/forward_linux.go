@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/loopback"
 	"github.com/devsandbox/devsandbox/internal/relay"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
@@ -125,6 +126,7 @@ func serveDirForwarder(spec string) error {
 
 // relayToLiveSocket relays c to the first proxy socket in dir that accepts.
 func relayToLiveSocket(c net.Conn, dir string) {
+	loopback.Tune(c)
 	names, _ := filepath.Glob(filepath.Join(dir, "proxy-*.sock"))
 	type sock struct {
 		path  string
@@ -225,12 +227,17 @@ func forwarderMain(args []string, stderr io.Writer) int {
 }
 
 // Relay connects c to address over network and copies both ways until both ends are
-// done, half-closing as each direction ends.
+// done, half-closing as each direction ends. A TCP end whose two addresses are
+// loopback ones (the command's client on 127.0.0.1:3128, a published port's server)
+// gets reno (package loopback): what the relay writes into it is sent as the window
+// allows, not paced as bbr, the default of many hosts, would.
 func Relay(c net.Conn, network, address string) {
+	loopback.Tune(c)
 	u, err := net.Dial(network, address)
 	if err != nil {
 		c.Close()
 		return
 	}
+	loopback.Tune(u)
 	relay.Conns(c, u)
 }

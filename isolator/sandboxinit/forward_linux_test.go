@@ -1,13 +1,16 @@
 package sandboxinit
 
 import (
+	"io"
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/loopback"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
@@ -103,4 +106,67 @@ func TestHandListener(t *testing.T) {
 	if err := handListener(-1, "127.0.0.1:0"); err == nil {
 		t.Error("handListener without a readiness socket succeeded")
 	}
+}
+
+// TestRelayTunesLoopbackClient: the in-container forwarder gives its end of the
+// command's connection to 127.0.0.1:3128 reno (package loopback) before it connects
+// to the proxy, and still relays the bytes both ways.
+func TestRelayTunesLoopbackClient(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "proxy.sock")
+	ul, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ul.Close()
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Close()
+	client, err := net.Dial("tcp", tl.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	c, err := tl.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { Relay(c, "unix", sock); close(done) }()
+	u, err := ul.Accept() // Relay tuned c before it dialled
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cc string
+	var gerr error
+	if err := rc.Control(func(fd uintptr) {
+		cc, gerr = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+	}); err != nil || gerr != nil {
+		t.Fatalf("reading the congestion control: %v %v", err, gerr)
+	}
+	if cc != loopback.Congestion {
+		t.Fatalf("the forwarder's end of a loopback client connection uses %q, want %q", cc, loopback.Congestion)
+	}
+	if _, err := client.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(u, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("relayed %q, %v; want ping", buf, err)
+	}
+	if _, err := u.Write([]byte("pong")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(client, buf); err != nil || string(buf) != "pong" {
+		t.Fatalf("relayed back %q, %v; want pong", buf, err)
+	}
+	u.Close()
+	client.Close()
+	<-done
 }

@@ -40,15 +40,33 @@ func benchProxy(r runner, bin string) error {
 	allow := o.addr
 
 	// speed runs one download and returns its speed and the CPU time of the run's
-	// processes (curl; in the sandbox also devsandbox, bwrap, the init and the proxy).
-	speed := func(inSandbox bool, curlArgs, path string) (float64, time.Duration, error) {
-		script := fmt.Sprintf(`curl -s %s -o /dev/null -w '%%{speed_download}' %s%s`, curlArgs, base, path)
+	// processes (curl; in the sandbox also devsandbox, bwrap, the init and the proxy),
+	// and how long a small request made just before it took. That small request comes
+	// first in the same shell, direct and in the sandbox alike: in a sandbox it is the
+	// first connection to the proxy, which starts the proxy (on demand, see
+	// proxy/service), so the download measures the relay and not that start, which is
+	// reported on its own. Every download starts from the same TCP state: the kernel's
+	// per-destination metrics (RTT, reordering, cwnd) that earlier connections between
+	// the host and the origin saved are flushed first, on both sides (the sandbox's
+	// network namespace is new each run).
+	speed := func(inSandbox bool, curlArgs, path string) (float64, time.Duration, time.Duration, error) {
+		o.resetMetrics()
+		script := fmt.Sprintf(`curl -s %s -o /dev/null -w '%%{time_total} ' %s/small && curl -s %s -o /dev/null -w '%%{speed_download}' %s%s`,
+			curlArgs, base, curlArgs, base, path)
 		out, cpu, err := runScript(r, bin, allow, inSandbox, script)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(out), 64)
-		return f, cpu, err
+		f := strings.Fields(out)
+		if len(f) != 2 {
+			return 0, 0, 0, fmt.Errorf("curl printed %q, want the small request's time and the speed", out)
+		}
+		first, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		return v, cpu, time.Duration(first * float64(time.Second)), err
 	}
 	latency := func(inSandbox bool) (time.Duration, error) {
 		var urls []string
@@ -76,7 +94,7 @@ func benchProxy(r runner, bin string) error {
 	// small request is what a sandboxed download's CPU includes besides the transfer.
 	var launches []time.Duration
 	for i := 0; i < throughputRuns; i++ {
-		_, cpu, err := speed(true, "", "/small")
+		_, cpu, _, err := speed(true, "", "/small")
 		if err != nil {
 			return err
 		}
@@ -89,27 +107,35 @@ func benchProxy(r runner, bin string) error {
 		{"256 MiB, plain HTTP", "", ">= 0.5x"},
 		{"256 MiB, CONNECT tunnel", "--proxytunnel", ">= 0.8x"},
 	} {
-		var direct, proxied []float64
-		var directCPU, proxiedCPU []time.Duration
+		var direct, proxied, ratios []float64
+		var directCPU, proxiedCPU, directFirst, proxiedFirst []time.Duration
 		for i := 0; i < throughputRuns; i++ {
-			d, dc, err := speed(false, c.curlArgs, "/big")
+			d, dc, df, err := speed(false, c.curlArgs, "/big")
 			if err != nil {
 				return err
 			}
-			p, pc, err := speed(true, c.curlArgs, "/big")
+			p, pc, pf, err := speed(true, c.curlArgs, "/big")
 			if err != nil {
 				return err
 			}
-			direct, proxied = append(direct, d), append(proxied, p)
+			if trace {
+				fmt.Printf("    %s run %d: direct %5.0f MB/s, proxied %5.0f MB/s: %.2fx, load %s\n", c.name, i, d/1e6, p/1e6, p/d, loadavg())
+			}
+			direct, proxied, ratios = append(direct, d), append(proxied, p), append(ratios, p/d)
 			directCPU, proxiedCPU = append(directCPU, dc), append(proxiedCPU, pc)
+			directFirst, proxiedFirst = append(directFirst, df), append(proxiedFirst, pf)
 		}
 		sort.Float64s(direct)
 		sort.Float64s(proxied)
+		sort.Float64s(ratios)
 		dm, pm := direct[len(direct)/2], proxied[len(proxied)/2]
 		fmt.Printf("  %-24s direct on the host %5.0f MB/s, through the proxy from the sandbox %5.0f MB/s: %.2fx (target %s)\n",
 			c.name, dm/1e6, pm/1e6, pm/dm, c.target)
+		fmt.Printf("  %-24s each run's own ratio: median %.2fx, range %.2f-%.2fx\n", "", ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
 		fmt.Printf("  %-24s CPU of curl on the host %4.0f ms; of the sandbox's processes and the proxy %4.0f ms less a launch's %3.0f ms = %4.0f ms (origin not counted)\n",
 			"", ms(median(directCPU)), ms(median(proxiedCPU)), ms(launch), ms(median(proxiedCPU)-launch))
+		fmt.Printf("  %-24s the request before it, the sandbox's first (it starts the proxy): direct %.2f ms, through the proxy %.2f ms\n",
+			"", ms(median(directFirst)), ms(median(proxiedFirst)))
 	}
 	dl, err := latency(false)
 	if err != nil {
@@ -122,6 +148,18 @@ func benchProxy(r runner, bin string) error {
 	fmt.Printf("  small request, new connection each: p50 direct %.2f ms, through the proxy %.2f ms: +%.2f ms (target < 1 ms)\n",
 		ms(dl), ms(pl), ms(pl-dl))
 	return nil
+}
+
+// trace (BENCH_TRACE=1) prints every download, not only the medians.
+var trace = os.Getenv("BENCH_TRACE") != ""
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
 }
 
 // origin is the benchmark's outside host: a network namespace joined to this one by a
@@ -184,6 +222,15 @@ func startOrigin() (*origin, error) {
 			return nil, fmt.Errorf("benchmark origin %s not serving: %v", o.addr, err)
 		}
 	}
+}
+
+// resetMetrics forgets what earlier connections between the host and the origin left
+// in the kernel's TCP metrics cache of either namespace (`ip tcp_metrics`): the RTT,
+// reordering and cwnd a new connection to the same address starts from.
+func (o *origin) resetMetrics() {
+	host, _, _ := net.SplitHostPort(o.addr)
+	_ = exec.Command("ip", "-n", o.ns, "tcp_metrics", "flush", "all").Run()
+	_ = exec.Command("ip", "tcp_metrics", "delete", host).Run()
 }
 
 func (o *origin) stop() {

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package proxy
-
-import "net"
-
-// tuneClient leaves c as it is outside Linux.
-func tuneClient(*net.TCPConn) {}
