@@ -133,7 +133,7 @@ func (b *Isolator) keptExec(ctx context.Context, e Engine, addr Address, p *isol
 			in, ierr := ahead.get()
 			ahead = nil
 			switch {
-			case ierr == nil && in.Config != nil && in.Config.Labels[LabelSpec] == spec.Hash && in.State != nil && in.State.Running:
+			case ierr == nil && runningWith(in, spec.Hash):
 				id, early = in.ID, true
 			case cerrdefs.IsNotFound(ierr):
 				id, err = b.createKept(ctx, e, addr, spec)
@@ -169,6 +169,12 @@ func (b *Isolator) keptExec(ctx context.Context, e Engine, addr Address, p *isol
 		}
 		return "", false, ex, fmt.Errorf("%w: creating the exec in %s: %w", isolator.ErrProtection, spec.Name, err)
 	}
+}
+
+// runningWith reports whether in shows a container running with the spec labelled
+// hash. Pure.
+func runningWith(in dockercontainer.InspectResponse, hash string) bool {
+	return in.Config != nil && in.Config.Labels[LabelSpec] == hash && in.State != nil && in.State.Running
 }
 
 // keptContainer returns the id of the running kept container for spec, creating,

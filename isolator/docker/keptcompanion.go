@@ -126,7 +126,7 @@ func (b *Isolator) execCompanion(ctx context.Context, e Engine, p *isolator.Plan
 func (b *Isolator) keptCompanion(ctx context.Context, e Engine, p *isolator.Plan, cfg *dockercontainer.Config, hc *dockercontainer.HostConfig, early bool) (string, error) {
 	name := keptCompanionName(p)
 	in, err := e.ContainerInspect(ctx, name)
-	if early && (err != nil || in.Config == nil || in.Config.Labels[LabelSpec] != cfg.Labels[LabelSpec] || in.State == nil || !in.State.Running) {
+	if early && (err != nil || !runningWith(in, cfg.Labels[LabelSpec])) {
 		in, err = e.ContainerInspect(ctx, name)
 	}
 	switch {
