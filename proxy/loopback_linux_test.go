@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	looptune "github.com/devsandbox/devsandbox/internal/loopback"
 )
 
 // congestion is the congestion control of c's socket.
@@ -54,8 +56,8 @@ func TestLoopbackClientGetsReno(t *testing.T) {
 	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
 		t.Run(addr, func(t *testing.T) {
 			c := acceptOne(t, addr)
-			if got := congestion(t, c); got != loopbackCongestion {
-				t.Fatalf("congestion control of an accepted loopback connection = %q, want %q", got, loopbackCongestion)
+			if got := congestion(t, c); got != looptune.Congestion {
+				t.Fatalf("congestion control of an accepted loopback connection = %q, want %q", got, looptune.Congestion)
 			}
 		})
 	}

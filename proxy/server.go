@@ -21,6 +21,7 @@ import (
 	"github.com/elazarl/goproxy"
 
 	"github.com/devsandbox/devsandbox/egress"
+	looptune "github.com/devsandbox/devsandbox/internal/loopback"
 	"github.com/devsandbox/devsandbox/proxy/audit"
 )
 
@@ -198,8 +199,12 @@ func (s *Server) serve(ln net.Listener, requireAuth bool) {
 	}()
 }
 
-// tcpListener is a TCP listener whose connections from this machine get
-// tuneClient's settings before the server reads them.
+// tcpListener is a TCP listener whose connections from this machine (the sandbox's
+// 127.0.0.1:3128, the proxy's own 127.0.0.1 listener) get package loopback's
+// congestion control before the server reads them; a connection from anywhere else
+// keeps the system's choice. Measured on a 256 MiB tunnel download: the proxy's time
+// in splice to the client fell by about a third and its CPU from about 105 to 75 ms.
+// See docs/isolators.md "Egress proxy throughput".
 type tcpListener struct{ *net.TCPListener }
 
 func (l tcpListener) Accept() (net.Conn, error) {
@@ -207,7 +212,7 @@ func (l tcpListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	tuneClient(c)
+	looptune.Tune(c)
 	return c, nil
 }
 
