@@ -100,13 +100,13 @@ func TestBwrapInitInView(t *testing.T) {
 	fake := "#!/bin/sh\necho ran > " + marker + "\n"
 	config := fmt.Sprintf("[sandbox]\nsystem_binds = [\"/usr\", \"/bin\", \"/lib\", \"/lib64\", %q]\n", sys)
 	where := `if [ -e /run/devsandbox/init ]; then echo bound; else echo in place; fi; `
-	sandbox := func(config, script string) result {
+	sandbox := func(t *testing.T, config, script string) result {
 		t.Helper()
 		cfg := p.writeConfig("bwrap", "init-view.toml", config)
 		return runBin(t, filepath.Join(bin, "devsandbox"), p.dir, nil, "", "--isolator=bwrap", "--config", cfg, "--egress=open", "--",
 			"/bin/sh", "-c", where+script+"; exit 3")
 	}
-	check := func(r result, want string) {
+	check := func(t *testing.T, r result, want string) {
 		t.Helper()
 		if r.code != 3 || strings.TrimSpace(r.stdout) != want {
 			t.Errorf("want exit 3 with the init %s:\n%s", want, r)
@@ -118,7 +118,7 @@ func TestBwrapInitInView(t *testing.T) {
 	}
 
 	// In the view: run in place. The run plants an init in its home.
-	check(sandbox(config, fmt.Sprintf("mkdir -p ~/planted && printf %%s %s > ~/planted/devsandbox-bwrap-init && chmod 755 ~/planted/devsandbox-bwrap-init",
+	check(t, sandbox(t, config, fmt.Sprintf("mkdir -p ~/planted && printf %%s %s > ~/planted/devsandbox-bwrap-init && chmod 755 ~/planted/devsandbox-bwrap-init",
 		sh.Quote(fake))), "in place")
 
 	t.Run("a link into the home", func(t *testing.T) {
@@ -142,7 +142,7 @@ func TestBwrapInitInView(t *testing.T) {
 			os.Remove(init)
 			os.WriteFile(init, initData, 0o755)
 		})
-		check(sandbox(config, "true"), "bound")
+		check(t, sandbox(t, config, "true"), "bound")
 	})
 
 	t.Run("a writable directory mounted over it", func(t *testing.T) {
@@ -150,7 +150,7 @@ func TestBwrapInitInView(t *testing.T) {
 		if err := os.Chmod(p.path("plant/devsandbox-bwrap-init"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		check(sandbox(config+fmt.Sprintf("host_mounts = [%q]\n", p.path("plant")+":"+bin), "true"), "bound")
+		check(t, sandbox(t, config+fmt.Sprintf("host_mounts = [%q]\n", p.path("plant")+":"+bin), "true"), "bound")
 	})
 }
 
