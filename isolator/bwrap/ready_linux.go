@@ -58,22 +58,36 @@ func (r readiness) gone() <-chan struct{} {
 	c := make(chan struct{})
 	go func() {
 		defer r.pidfd.Close() // after c is closed: its epoll_ctl and close wait for nothing
-		defer close(c)
-		rc, err := r.pidfd.SyscallConn()
-		if err != nil {
-			return
+		if waitExited(r.pidfd) {
+			close(c)
 		}
-		_ = rc.Read(pidfdExited)
 	}()
 	return c
 }
 
+// waitExited waits until the process of pidfd has exited and returns true, or
+// returns false as soon as the pidfd cannot tell (then only bwrap's exit says that
+// the sandbox is gone).
+func waitExited(pidfd *os.File) bool {
+	rc, err := pidfd.SyscallConn()
+	if err != nil {
+		return false
+	}
+	exited := false
+	err = rc.Read(func(fd uintptr) bool {
+		var perr error
+		exited, perr = pidfdExited(fd)
+		return exited || perr != nil
+	})
+	return err == nil && exited
+}
+
 // pidfdExited reports whether the process of the pidfd fd has exited (the pidfd is
-// readable then), or the pidfd cannot tell.
-func pidfdExited(fd uintptr) bool {
+// readable then).
+func pidfdExited(fd uintptr) (bool, error) {
 	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	n, err := unix.Poll(p, 0)
-	return err != nil || n > 0
+	return err == nil && n > 0, err
 }
 
 // wait blocks until the init reports or every copy of the child end is closed. A zero

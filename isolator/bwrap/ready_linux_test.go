@@ -36,7 +36,7 @@ func TestReadinessGone(t *testing.T) {
 	if rd.pid != os.Getpid() || rd.pidfd == nil {
 		t.Fatalf("readiness %+v: want pid %d and a pidfd", rd, os.Getpid())
 	}
-	if pidfdExited(rd.pidfd.Fd()) {
+	if exited, err := pidfdExited(rd.pidfd.Fd()); exited || err != nil {
 		t.Fatal("the init's pidfd says it exited while it runs")
 	}
 	gone := rd.gone()
@@ -65,5 +65,21 @@ func TestReadinessWithoutPidfd(t *testing.T) {
 	rd := r.wait(func(f *os.File) { f.Close() })
 	if rd.pid != os.Getpid() || rd.pidfd != nil || rd.gone() != nil {
 		t.Fatalf("readiness %+v: want pid %d, no pidfd and no gone channel", rd, os.Getpid())
+	}
+}
+
+// A pidfd that cannot tell (here a pipe outside the runtime's poller stands in for
+// it) is not taken for the init's exit: the sandbox's cleanup then waits for
+// bwrap's exit, not for nothing.
+func TestReadinessCannotTell(t *testing.T) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[1])
+	f := os.NewFile(uintptr(p[0]), "not a pidfd")
+	defer f.Close()
+	if waitExited(f) {
+		t.Fatal("a descriptor that cannot tell was taken for the init's exit")
 	}
 }

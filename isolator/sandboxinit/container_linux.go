@@ -266,7 +266,7 @@ func (c *container) readFrames(cio commandIO, pid int, gone chan<- struct{}, hel
 			return
 		}
 		h, herr := wire.ParseHello(p)
-		if typ != wire.FrameHello || herr != nil || len(h.Env) > 0 || len(h.Files) > 0 || h.TTY || h.Nonce != "" {
+		if typ != wire.FrameHello || herr != nil || !h.CarriesNothing() {
 			fmt.Fprintf(c.stderr, "devsandbox-init: the session's first frame is not the empty hello %s promised; the command is ended\n", wire.StartFirstArg)
 			close(gone)
 			return

@@ -198,6 +198,12 @@ type Hello struct {
 	Cols  uint16            `json:"cols,omitempty"`
 }
 
+// CarriesNothing reports whether h holds nothing the command must have before it
+// starts: no secret variable or file, no terminal, no nonce (StartFirstArg).
+func (h *Hello) CarriesNothing() bool {
+	return len(h.Env) == 0 && len(h.Files) == 0 && !h.TTY && h.Nonce == ""
+}
+
 // WriteFrame writes one frame.
 func WriteFrame(w io.Writer, typ byte, payload []byte) error {
 	if len(payload) > MaxFrame {
