@@ -247,7 +247,7 @@ func touch(path string) {
 // no terminal, no out-of-memory nonce) and nothing must be ready first (no companion:
 // egress proxy, published ports; no egress rules). Pure.
 func startFirst(p *isolator.Plan, h *wire.Hello) bool {
-	return h != nil && len(h.Env) == 0 && len(h.Files) == 0 && !h.TTY && h.Nonce == "" &&
+	return h != nil && h.CarriesNothing() &&
 		!needsCompanion(p) && !p.Egress.NeedsFirewall() && p.Limits.Memory == 0
 }
 
