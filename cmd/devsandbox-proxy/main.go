@@ -16,6 +16,10 @@
 //   - devsandbox starts it in its own process group, with SIGTERM as its parent-death
 //     signal, so a Ctrl-C at the terminal does not reach it.
 //
+// Run as `devsandbox-proxy make-proxy-ca DIR NAME` (ca.CreateArg) it makes or renews
+// the project's MITM CA in DIR (ca.LoadOrCreate) and exits: devsandbox links no
+// crypto package and has the CA made here.
+//
 // Run as `devsandbox-proxy companion` it is the session's proxy inside a docker
 // engine instead, in a companion container beside the sandbox (see proxy/companion):
 // the request and its secrets arrive on stdin, the proxy listens in the endpoint
@@ -76,6 +80,14 @@ func main() {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
 		os.Exit(companion.Serve(ctx, os.Stdin, os.Stdout, os.Stderr, serveCompanion))
+	}
+	if len(os.Args) == 4 && os.Args[1] == ca.CreateArg {
+		// devsandbox, which links no crypto package, has the project's CA made here.
+		if _, err := ca.LoadOrCreate(os.Args[2], os.Args[3], time.Now()); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", service.Program, err)
+			os.Exit(2)
+		}
+		os.Exit(0)
 	}
 	if len(os.Args) != 2 || os.Args[1] != handoff.ServeArg {
 		fmt.Fprintf(os.Stderr, "%s: the egress proxy of a devsandbox session; devsandbox starts it\n", service.Program)

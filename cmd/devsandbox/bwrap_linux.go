@@ -24,9 +24,11 @@ func startup() {
 	if os.Args[0] == bwrap.InitPath {
 		os.Exit(sandboxinit.Run(os.Args[1:], os.Stderr))
 	}
-	hugeHeap()
 	sandboxinit.CloseOnExecInherited()
 }
+
+// prepareHeap backs the heap with a huge page (hugeHeap) for the work that follows.
+func prepareHeap() { hugeHeap() }
 
 // autoOrder is the preference of isolator = "auto".
 var autoOrder = []string{"bwrap", "docker"}

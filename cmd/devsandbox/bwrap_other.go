@@ -15,6 +15,9 @@ import (
 // devsandbox, starts the sandbox, so nothing devsandbox inherited can reach it.
 func startup() {}
 
+// prepareHeap has nothing to do: hugeHeap is Linux's.
+func prepareHeap() {}
+
 // autoOrder is the preference of isolator = "auto".
 var autoOrder = []string{"docker"}
 

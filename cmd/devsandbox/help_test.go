@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/internal/clihelp"
 )
 
@@ -99,6 +100,31 @@ func TestHelpPageLaidOutWhenAsked(t *testing.T) {
 	for _, flags := range [][]string{nil, {"--egress", "open"}, {"--image", "help"}, {"--debug"}} {
 		if asksHelp(flags) {
 			t.Errorf("asksHelp(%q) = true", flags)
+		}
+	}
+}
+
+// `version` and `--version` skip urfave/cli (versionOnly) and answer exactly as the
+// command line does; every other spelling still goes through it.
+func TestVersionFastPath(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		if !versionOnly(args) {
+			t.Fatalf("%q takes no fast path", args)
+		}
+		fast, fout, ferr := testApp()
+		slow, sout, serr := testApp()
+		fcode, scode := fast.main(args), slow.mainCLI(args)
+		if fcode != scode || fout.String() != sout.String() || ferr.String() != serr.String() {
+			t.Errorf("%q: fast path exit %d, stdout %q, stderr %q; urfave/cli's exit %d, stdout %q, stderr %q",
+				args, fcode, fout, ferr, scode, sout, serr)
+		}
+		if want := "devsandbox " + config.Version + "\n"; fout.String() != want {
+			t.Errorf("%q printed %q, want %q", args, fout, want)
+		}
+	}
+	for _, args := range [][]string{nil, {"-version"}, {"--version=true"}, {"version", "--help"}, {"--version", "true"}, {"--", "version"}, {"--debug", "version"}} {
+		if versionOnly(args) {
+			t.Errorf("%q takes the fast path", args)
 		}
 	}
 }

@@ -27,8 +27,20 @@ const exitFailure = 125
 
 func main() {
 	startup()
+	if !versionOnly(os.Args[1:]) {
+		prepareHeap()
+	}
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ(), start: time.Now()}
 	os.Exit(a.main(os.Args[1:]))
+}
+
+// versionOnly reports whether args are exactly `version` or `--version`: those print
+// the version without building the command line (urfave/cli's app, the subcommands,
+// the help pages), and without preparing the heap, which only a run repays. Any
+// other spelling (`-version`, `version --help`, `--version=true`) goes through
+// urfave/cli as before; TestVersionFastPath holds the two paths' output equal.
+func versionOnly(args []string) bool {
+	return len(args) == 1 && (args[0] == "version" || args[0] == "--version")
 }
 
 // app carries the process's inputs so the CLI can be exercised in tests.
@@ -81,6 +93,15 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 func (a *app) main(args []string) int {
+	if versionOnly(args) {
+		fmt.Fprintf(a.stdout, "devsandbox %s\n", config.Version)
+		return 0
+	}
+	return a.mainCLI(args)
+}
+
+// mainCLI parses args with urfave/cli and runs what they ask for.
+func (a *app) mainCLI(args []string) int {
 	flags, sub, command := splitArgs(args)
 	a.command = command
 	argv := append([]string{"devsandbox"}, flags...)

@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/proxy/ca"
 	"github.com/devsandbox/devsandbox/tools"
 )
 
@@ -51,7 +53,15 @@ func probe(cwd string) Probe {
 	pr := OS(cwd)
 	pr.Executable = func() (string, error) { return selfPath, nil }
 	pr.LookPath = func(string) bool { return false }
+	pr.MakeProxyCA = makeTestCA
 	return pr
+}
+
+// makeTestCA makes the proxy CA in this process, as devsandbox-proxy does for
+// devsandbox (makeCA), which is not beside the test binary.
+func makeTestCA(dir, name string) error {
+	_, err := ca.LoadOrCreate(dir, name, time.Now())
+	return err
 }
 
 // build runs Build from the project directory.

@@ -3,17 +3,22 @@ package planner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
+	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/maskscan"
 	"github.com/devsandbox/devsandbox/isolator/sockdir"
-	"github.com/devsandbox/devsandbox/proxy/ca"
+	"github.com/devsandbox/devsandbox/proxy/ca/capem"
+	"github.com/devsandbox/devsandbox/proxy/service"
 )
 
 // Probe is how Build reads the host. Every field is a function so tests can build
@@ -41,24 +46,61 @@ type Probe struct {
 	SocketDir func(h sockdir.Host, stateDir, projectID string) (string, error)
 	// ProxyCA returns the project's proxy CA from dir, creating it when create is set
 	// and it is missing or expiring; without create, a missing CA is nil, no error
-	// (loadCA when nil).
-	ProxyCA func(dir, name string, create bool) (*ca.CA, error)
+	// (loadCA with MakeProxyCA when nil).
+	ProxyCA func(dir, name string, create bool) (*capem.File, error)
+	// MakeProxyCA makes or renews the project's proxy CA in dir (ca.LoadOrCreate; by
+	// devsandbox-proxy, makeCA, when nil).
+	MakeProxyCA func(dir, name string) error
 
 	// osLinks: Lstat, Readlink and EvalSymlinks are the host's, so Build may resolve
 	// links with its own cache (see evalCache), built from the first two.
 	osLinks bool
 }
 
-// loadCA is Probe.ProxyCA on the host's files.
-func loadCA(dir, name string, create bool) (*ca.CA, error) {
-	if create {
-		return ca.LoadOrCreate(dir, name, time.Now())
-	}
-	c, err := ca.Load(filepath.Join(dir, ca.FileName))
-	if errors.Is(err, fs.ErrNotExist) {
+// loadCA is Probe.ProxyCA on the host's files. devsandbox links no crypto package
+// (package capem): it reads the CA, and when the CA is missing or expiring, maker (by
+// default devsandbox-proxy) makes it. devsandbox-proxy checks the CA whole (its key
+// pairs with the certificate) when it starts, on the PEM the plan hands it.
+func loadCA(dir, name string, create bool, maker func(dir, name string) error) (*capem.File, error) {
+	path := filepath.Join(dir, capem.FileName)
+	c, err := capem.Load(path)
+	switch {
+	case err == nil && (!create || time.Now().Add(capem.Renew).Before(c.NotAfter)):
+		return c, nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	case !create:
 		return nil, nil
 	}
-	return c, err
+	if maker == nil {
+		maker = makeCA
+	}
+	if err := maker(dir, name); err != nil {
+		return nil, err
+	}
+	return capem.Load(path)
+}
+
+// makeCA has devsandbox-proxy, which links the crypto packages devsandbox does not,
+// make or renew the proxy CA in dir (ca.CreateArg: ca.LoadOrCreate). Nothing secret
+// is in its argv or environment; the key goes only into the CA file.
+func makeCA(dir, name string) error {
+	bin := handoff.Beside(service.Program)
+	if bin == "" {
+		return fmt.Errorf("creating the proxy CA needs %s, which is not installed next to devsandbox: reinstall devsandbox (make install, or scripts/install.sh)", service.Program)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, capem.CreateArg, dir, name)
+	var stderr strings.Builder
+	cmd.Env, cmd.Stderr, cmd.WaitDelay = []string{}, &stderr, time.Second
+	if err := cmd.Run(); err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return fmt.Errorf("%s: %w", strings.TrimPrefix(msg, service.Program+": "), err)
+		}
+		return fmt.Errorf("creating the proxy CA with %s: %w", bin, err)
+	}
+	return nil
 }
 
 // OS returns a Probe of the real host with cwd as the working directory.

@@ -16,7 +16,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/sockdir"
-	"github.com/devsandbox/devsandbox/proxy/ca"
+	"github.com/devsandbox/devsandbox/proxy/ca/capem"
 )
 
 // CABundlePath is where the sandbox finds the CA bundle under proxy.mitm: the system's
@@ -134,7 +134,9 @@ func planProxy(p *isolator.Plan, cfg *config.Config, pr Probe, req Request, sess
 func planCA(p *isolator.Plan, h config.Host, pr Probe, req Request) error {
 	load := pr.ProxyCA
 	if load == nil {
-		load = loadCA
+		load = func(dir, name string, create bool) (*capem.File, error) {
+			return loadCA(dir, name, create, pr.MakeProxyCA)
+		}
 	}
 	c, err := load(p.StateDir, p.Project.Name, !req.DryRun)
 	if err != nil {
@@ -146,10 +148,10 @@ func planCA(p *isolator.Plan, h config.Host, pr Probe, req Request) error {
 		p.HostEnv[isolator.ProxyCAVar] = string(c.PEM())
 	}
 	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: CABundlePath,
-		Content: ca.Bundle(systemBundle(h, pr), cert), Why: "CA bundle with the proxy's CA (proxy.mitm)"})
-	if isolator.NewView(p).CheckRead(filepath.Join(p.StateDir, ca.FileName)) == nil {
+		Content: capem.Bundle(systemBundle(h, pr), cert), Why: "CA bundle with the proxy's CA (proxy.mitm)"})
+	if isolator.NewView(p).CheckRead(filepath.Join(p.StateDir, capem.FileName)) == nil {
 		// A bind or system_binds = ["host"] shows the state directory: hide the key.
-		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskFile, Dest: filepath.Join(p.StateDir, ca.FileName), Why: "proxy CA key"})
+		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskFile, Dest: filepath.Join(p.StateDir, capem.FileName), Why: "proxy CA key"})
 	}
 	return nil
 }
@@ -157,7 +159,7 @@ func planCA(p *isolator.Plan, h config.Host, pr Probe, req Request) error {
 // systemBundle is the CA bundle the sandbox's bundle starts from: the host's
 // SSL_CERT_FILE when set, else the first system bundle found; nil when none is.
 func systemBundle(h config.Host, pr Probe) []byte {
-	paths := ca.SystemBundles()
+	paths := capem.SystemBundles()
 	if f := h.Vars["SSL_CERT_FILE"]; filepath.IsAbs(f) {
 		paths = append([]string{f}, paths...)
 	}

@@ -6,8 +6,10 @@
 // The key never enters a sandbox: devsandbox-proxy reads the file to sign leaf
 // certificates, and the sandbox sees only the certificate, in the bundle.
 //
-// The package is separate from the proxy so that devsandbox can build the bundle
-// without linking the proxy's HTTP stack; it imports only the standard library.
+// The package is separate from the proxy so that the CA can be made without linking
+// the proxy's HTTP stack; it imports only the standard library and package capem,
+// through which devsandbox reads the CA and builds the bundle without the crypto
+// packages (devsandbox-proxy makes the CA for it: CreateArg).
 package ca
 
 import (
@@ -26,17 +28,24 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/devsandbox/devsandbox/proxy/ca/capem"
 )
 
 // FileName is the CA's file in the project's state directory: the certificate and the
 // PKCS #8 private key, both PEM.
-const FileName = "proxy-ca.pem"
+const FileName = capem.FileName
 
 // Validity of a new CA, and how long before its end it is replaced.
 const (
-	Validity = 5 * 365 * 24 * time.Hour
-	Renew    = 30 * 24 * time.Hour
+	Validity = capem.Validity
+	Renew    = capem.Renew
 )
+
+// CreateArg is devsandbox-proxy's argument to make the CA: `devsandbox-proxy
+// CreateArg DIR NAME` runs LoadOrCreate(DIR, NAME, now). devsandbox, which does not
+// link this package (see package capem), has the CA made that way.
+const CreateArg = capem.CreateArg
 
 // CA is a loaded certificate authority.
 type CA struct {
@@ -182,26 +191,8 @@ func generate(name string, now time.Time) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// SystemBundles are the usual places of the system's CA bundle, as crypto/x509 looks
-// for them on Linux (Debian, Fedora, openSUSE, OpenELEC, CentOS, Alpine).
-func SystemBundles() []string {
-	return []string{
-		"/etc/ssl/certs/ca-certificates.crt",
-		"/etc/pki/tls/certs/ca-bundle.crt",
-		"/etc/ssl/ca-bundle.pem",
-		"/etc/pki/tls/cacert.pem",
-		"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
-		"/etc/ssl/cert.pem",
-	}
-}
+// SystemBundles are the usual places of the system's CA bundle (capem.SystemBundles).
+func SystemBundles() []string { return capem.SystemBundles() }
 
-// Bundle is system followed by caPEM: a CA file that trusts what the system trusts
-// and the proxy's CA.
-func Bundle(system, caPEM []byte) []byte {
-	out := make([]byte, 0, len(system)+len(caPEM)+1)
-	out = append(out, system...)
-	if len(out) > 0 && out[len(out)-1] != '\n' {
-		out = append(out, '\n')
-	}
-	return append(out, caPEM...)
-}
+// Bundle is system followed by caPEM (capem.Bundle).
+func Bundle(system, caPEM []byte) []byte { return capem.Bundle(system, caPEM) }
