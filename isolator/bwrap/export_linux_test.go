@@ -6,6 +6,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
+	"github.com/devsandbox/devsandbox/isolator/etcsnap"
 )
 
 // RenderEnforced renders p as Run does on a host where its limits are enforced as
@@ -77,3 +78,10 @@ func RenderInitAt(p *isolator.Plan, initAt func(dir, init string) bool) (*Spec, 
 
 // InitReachable is initReachable for the tests.
 var InitReachable = initReachable
+
+// StartEtc is startEtc for the tests: the snapshot for pp after opening it for p.
+func StartEtc(p, pp *isolator.Plan) (*etcsnap.Snapshot, []string) {
+	var notes []string
+	o := startEtc(p)
+	return o.take(pp, func(m string) { notes = append(notes, m) }), notes
+}
