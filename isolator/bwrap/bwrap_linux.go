@@ -43,6 +43,9 @@ type Isolator struct {
 	// RuntimeDir is the user's $XDG_RUNTIME_DIR, where doctor looks for the systemd
 	// user manager (Run takes it from the Plan's host environment).
 	RuntimeDir string
+
+	// found is bwrap's path once the PATH search found it (QuickCheck, then Run).
+	found string
 }
 
 func (b *Isolator) binaries() egress.Binaries {
@@ -81,7 +84,14 @@ func (b *Isolator) path() (string, error) {
 	if b.Path != "" {
 		return b.Path, nil
 	}
-	return exec.LookPath("bwrap")
+	if b.found != "" {
+		return b.found, nil
+	}
+	p, err := exec.LookPath("bwrap")
+	if err == nil {
+		b.found = p
+	}
+	return p, err
 }
 
 // Render implements isolator.Isolator: what Run would start on this host, with the
@@ -192,7 +202,11 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			}
 		}()
 	}
-	spec, err := render(pp, b.binaries(), o)
+	bins := egress.DefaultBinaries // only the allowlist mode runs them (pasta's prologue)
+	if pp.Egress.Mode == egress.Allowlist {
+		bins = b.binaries()
+	}
+	spec, err := render(pp, bins, o)
 	if err != nil {
 		return 0, err
 	}

@@ -130,3 +130,15 @@ func TestPlan(t *testing.T) {
 		t.Errorf("a missing source: %v", err)
 	}
 }
+
+// BootID is the kernel's boot id as the file holds it, without the newline.
+func TestBootID(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Skipf("no boot id here: %v", err)
+	}
+	want := string(b[:len(b)-1])
+	if got := BootID(); got != want || len(got) != 36 {
+		t.Fatalf("BootID() = %q, want %q", got, want)
+	}
+}
