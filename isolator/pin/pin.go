@@ -127,10 +127,14 @@ func (s *Set) Close() {
 // with them after every symlink before it was followed.
 func untrusted(p *isolator.Plan) []string {
 	var out []string
+	seen := map[string]bool{}
 	for _, d := range isolator.Writable(p) {
-		if d == "" {
+		// Writable names a directory once per reason (the sandbox home as a private
+		// directory and a read-write bind, say): each is resolved once.
+		if d == "" || seen[d] {
 			continue
 		}
+		seen[d] = true
 		out = append(out, d)
 		if r, err := filepath.EvalSymlinks(d); err == nil && r != d {
 			out = append(out, r)
