@@ -29,13 +29,18 @@ type Session struct {
 
 // Acquire creates and locks a new session dir under base (created 0700 if missing).
 func Acquire(base string) (*Session, error) {
-	if err := os.MkdirAll(base, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the session directory base %s: %w", base, err)
-	}
 	// The base may be in a shared place (/dev/shm): it must be ours and private, or
-	// another user could swap session dirs under us.
+	// another user could swap session dirs under us. It is created only when missing
+	// (one lstat on most launches, where os.MkdirAll made a stat of its own first).
 	var st unix.Stat_t
-	if err := unix.Lstat(base, &st); err != nil {
+	err := unix.Lstat(base, &st)
+	if err == unix.ENOENT {
+		if err := os.MkdirAll(base, 0o700); err != nil {
+			return nil, fmt.Errorf("creating the session directory base %s: %w", base, err)
+		}
+		err = unix.Lstat(base, &st)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
