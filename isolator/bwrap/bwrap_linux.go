@@ -133,6 +133,10 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			sigs.Stop()
 		}
 	}()
+	// The /etc snapshot is opened on the other core while the host services start and
+	// the host side is prepared and pinned (startEtc): first, since it is the longest.
+	etcc := startEtc(p)
+	defer etcc.discard()
 	bin, err := b.path()
 	if err != nil {
 		return 0, fmt.Errorf("%w: bwrap not found on PATH: %s", isolator.ErrUnavailable, installHint)
@@ -144,10 +148,6 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// In the proxy modes the init hands its listener on egress.SandboxProxyAddr to the
 	// proxy (through the readiness socket and svc), which then serves the sandbox's
 	// connections directly.
-	// The /etc snapshot is opened on the other core while the host services start and
-	// the host side is prepared and pinned (startEtc).
-	etcc := startEtc(p)
-	defer etcc.discard()
 	svc, err := hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase, Listeners: p.Egress.NeedsProxy()})
 	if err != nil {
 		return 0, err
@@ -185,7 +185,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		pp.Tmp.Session = sess.Name
 	}
 	o := renderOptions{ready: true, limits: &enf, initAt: initReachable}
-	etc := etcc.take(pp, b.Debug)
+	etc, etcEntries := etcc.take(pp, b.Debug)
+	o.etc = etcEntries
 	if etc != nil {
 		defer etc.Close()
 	} else {

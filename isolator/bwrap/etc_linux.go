@@ -28,7 +28,7 @@ func etcEntries(p *isolator.Plan) (entries []etcsnap.Entry, ok bool) {
 		}
 	}
 	var bound []string // /etc directories bound over the snapshot
-	kinds := map[string]bool{}
+	kinds := make(map[string]bool, len(p.System.Paths))
 	copies := 0
 	for _, sp := range p.System.Paths {
 		if !isolator.Within(sp.Path, "/etc") {
@@ -135,17 +135,19 @@ func startEtc(p *isolator.Plan) *etcOpening {
 // a snapshot failed). Pinning drops the optional mounts whose source is gone, which
 // can change what the snapshot must hold; then the entries are worked out again for
 // pp and, where they differ, the snapshot is opened for pp's, as Run did before.
-func (o *etcOpening) take(pp *isolator.Plan, debug func(string)) *etcsnap.Snapshot {
+// The entries returned are what the snapshot holds (etcEntries of pp; nil with no
+// snapshot), for render.
+func (o *etcOpening) take(pp *isolator.Plan, debug func(string)) (*etcsnap.Snapshot, []etcsnap.Entry) {
 	<-o.done
 	o.taken = true
-	s, err := o.snap, o.err
+	s, err, entries := o.snap, o.err, o.entries
 	if len(pp.Mounts) != len(o.plan.Mounts) {
-		entries, ok := etcEntries(pp)
-		if ok != o.ok || !sameEntries(entries, o.entries) {
+		again, ok := etcEntries(pp)
+		if ok != o.ok || !sameEntries(again, o.entries) {
 			if s != nil {
 				s.Close()
 			}
-			s, err = nil, nil
+			s, err, entries = nil, nil, again
 			if ok {
 				s, err = openEntries(pp, entries)
 			}
@@ -154,7 +156,10 @@ func (o *etcOpening) take(pp *isolator.Plan, debug func(string)) *etcsnap.Snapsh
 	if err != nil && debug != nil {
 		debug(err.Error())
 	}
-	return s
+	if s == nil {
+		return nil, nil
+	}
+	return s, entries
 }
 
 // discard releases the snapshot when take was never called.

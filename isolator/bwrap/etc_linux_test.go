@@ -70,6 +70,15 @@ func TestEtcEntries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if ok { // Run hands render the entries of the snapshot it opened
+				given, worked, err := bwrap.RenderSnapshot(p, got)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(given, worked) {
+					t.Errorf("rendered with the entries given:\n%+v\nworked out:\n%+v", given, worked)
+				}
+			}
 			if snap := slices.Contains(spec.Argv, "--ro-bind-fd") && slices.Contains(spec.Argv, "/etc"); snap != ok {
 				t.Errorf("Render mounts a snapshot: %v; want %v\n%v", snap, ok, spec.Argv)
 			}
@@ -122,7 +131,7 @@ func TestEtcSnapshotAfterPinning(t *testing.T) {
 			p.System.Snapshot, pp.System.Snapshot = root, root
 			tc.built(p)
 			tc.pinned(pp)
-			s, notes := bwrap.StartEtc(p, pp)
+			s, entries, notes := bwrap.StartEtc(p, pp)
 			if (s != nil) != tc.snapshot {
 				t.Fatalf("snapshot opened: %v, want %v (%v)", s != nil, tc.snapshot, notes)
 			}
@@ -137,6 +146,9 @@ func TestEtcSnapshotAfterPinning(t *testing.T) {
 			}
 			if s.Key != key {
 				t.Errorf("the snapshot is keyed %s, the pinned Plan's entries %s", s.Key, key)
+			}
+			if !reflect.DeepEqual(entries, want) {
+				t.Errorf("render is handed %+v, the pinned Plan's entries are %+v", entries, want)
 			}
 		})
 	}
