@@ -64,7 +64,7 @@ type Set struct {
 // writable directories, fails with isolator.ErrProtection. The caller closes the Set
 // once the sandbox has mounted them (or will not).
 func Plan(p *isolator.Plan) (*Set, error) {
-	w := newWalker(untrusted(p))
+	w := newWalker(&roots{resolve: func() []string { return untrusted(p) }})
 	defer w.close()
 	s := &Set{Sources: make([]*Source, len(p.Mounts)), plan: p}
 	for i, m := range p.Mounts {
@@ -143,6 +143,24 @@ func untrusted(p *isolator.Plan) []string {
 	return out
 }
 
+// roots are the untrusted directories of a walk, worked out when a symlink on the
+// way to a source first asks (only a symlink's directory is compared with them): on
+// most launches no source is reached through one, and resolving the writable
+// directories is an lstat of every component of each. The answer is the one an
+// earlier resolution would have given, from the file system as it is when the link
+// is met.
+type roots struct {
+	list    []string
+	resolve func() []string // when set, makes list on first use
+}
+
+func (r *roots) get() []string {
+	if r.resolve != nil {
+		r.list, r.resolve = r.resolve(), nil
+	}
+	return r.list
+}
+
 // within reports whether dir is one of roots or below one.
 func within(dir string, roots []string) bool {
 	for _, r := range roots {
@@ -158,7 +176,7 @@ const maxLinks = 40
 
 // Open pins one path with no untrusted directories other than those given.
 func Open(path string, untrusted []string) (*Source, error) {
-	w := newWalker(untrusted)
+	w := newWalker(&roots{list: untrusted})
 	defer w.close()
 	return w.open(path)
 }

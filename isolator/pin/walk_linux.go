@@ -14,11 +14,11 @@ import (
 // walker opens paths component by component. It keeps the directories it crossed
 // open (O_PATH), so the many sources below one project share the walk to it.
 type walker struct {
-	untrusted []string
+	untrusted *roots
 	dirs      map[string]int // real path of a directory crossed -> its O_PATH descriptor
 }
 
-func newWalker(untrusted []string) *walker {
+func newWalker(untrusted *roots) *walker {
 	return &walker{untrusted: untrusted, dirs: map[string]int{}}
 }
 
@@ -107,7 +107,7 @@ func (w *walker) walk(p string) (string, *Source, error) {
 			if err != nil {
 				return "", nil, fmt.Errorf("%s: %w", at, err)
 			}
-			if within(cur, w.untrusted) {
+			if within(cur, w.untrusted.get()) {
 				return "", nil, fmt.Errorf("%w: %s is a symlink (to %s) in a directory the sandbox can write; remove the link (a sandboxed program may have planted it)", ErrUntrustedLink, at, target)
 			}
 			if !filepath.IsAbs(target) {
