@@ -84,10 +84,14 @@ func Open(root string, entries []Entry, now time.Time) (*Snapshot, error) {
 // openRoot creates root (0700) when missing and opens it. It must be a directory owned
 // by the user that nobody else can write: a snapshot is only as sound as its root.
 func openRoot(root string) (int, error) {
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return -1, err
+	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Open(root, flags, 0)
+	if err == unix.ENOENT { // created only when missing: os.MkdirAll would stat it first
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return -1, err
+		}
+		fd, err = unix.Open(root, flags, 0)
 	}
-	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("opening %s: %w", root, err)
 	}
