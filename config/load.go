@@ -164,13 +164,9 @@ func apply(c *Config, l *layer, src *source) error {
 
 // readFile reads a config file; the error is an *Error naming the file.
 func readFile(path string) ([]byte, error) {
-	doc, err := os.ReadFile(path)
+	doc, err := readAll(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the *Error names the file already
-		}
-		return nil, &Error{File: path, Err: err}
+		return nil, &Error{File: path, Err: err} // the *Error names the file already
 	}
 	return doc, nil
 }

@@ -111,6 +111,9 @@ type renderOptions struct {
 	// noSnapshot copies /etc files through descriptors one by one instead of mounting
 	// their snapshot (Run could not open one).
 	noSnapshot bool
+	// etc, when set, is what the snapshot Run opened holds: etcEntries of the Plan
+	// rendered, worked out once more for it (etcOpening.take). nil: render works them out.
+	etc []etcsnap.Entry
 	// limits says how each limit is enforced; nil is defaultEnforcement.
 	limits *enforcement
 	// cgroup is the session cgroup of the limits limits puts in one.
@@ -170,8 +173,15 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		placed = append(placed, viewEntry{"/", placedReadOnlyTmpfs})
 	}
 	fd := StatusFD + 1
-	etc, snapshot := etcEntries(p)
-	snapshot = snapshot && !o.noCopies && !o.noSnapshot
+	var etc []etcsnap.Entry
+	snapshot := false
+	switch {
+	case o.noCopies || o.noSnapshot:
+	case o.etc != nil:
+		etc, snapshot = o.etc, true
+	default:
+		etc, snapshot = etcEntries(p)
+	}
 	snapPlaced := false
 	for _, sp := range p.System.Paths {
 		if snapshot && !snapPlaced && isolator.Within(sp.Path, "/etc") {

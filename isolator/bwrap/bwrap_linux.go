@@ -44,6 +44,9 @@ type Isolator struct {
 	// RuntimeDir is the user's $XDG_RUNTIME_DIR, where doctor looks for the systemd
 	// user manager (Run takes it from the Plan's host environment).
 	RuntimeDir string
+
+	// found is bwrap's path once the PATH search found it (QuickCheck, then Run).
+	found string
 }
 
 func (b *Isolator) binaries() egress.Binaries {
@@ -82,7 +85,14 @@ func (b *Isolator) path() (string, error) {
 	if b.Path != "" {
 		return b.Path, nil
 	}
-	return exec.LookPath("bwrap")
+	if b.found != "" {
+		return b.found, nil
+	}
+	p, err := exec.LookPath("bwrap")
+	if err == nil {
+		b.found = p
+	}
+	return p, err
 }
 
 // Render implements isolator.Isolator: what Run would start on this host, with the
@@ -124,6 +134,10 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			sigs.Stop()
 		}
 	}()
+	// The /etc snapshot is opened on the other core while the host services start and
+	// the host side is prepared and pinned (startEtc): first, since it is the longest.
+	etcc := startEtc(p)
+	defer etcc.discard()
 	bin, err := b.path()
 	if err != nil {
 		return 0, fmt.Errorf("%w: bwrap not found on PATH: %s", isolator.ErrUnavailable, installHint)
@@ -179,7 +193,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		pp.Tmp.Session = sess.Name
 	}
 	o := renderOptions{ready: true, limits: &enf, initAt: initReachable}
-	etc := openEtc(pp, b.Debug)
+	etc, etcEntries := etcc.take(pp, b.Debug)
+	o.etc = etcEntries
 	if etc != nil {
 		defer etc.Close()
 	} else {
@@ -196,7 +211,11 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			}
 		}()
 	}
-	spec, err := render(pp, b.binaries(), o)
+	bins := egress.DefaultBinaries // only the allowlist mode runs them (pasta's prologue)
+	if pp.Egress.Mode == egress.Allowlist {
+		bins = b.binaries()
+	}
+	spec, err := render(pp, bins, o)
 	if err != nil {
 		return 0, err
 	}

@@ -13,9 +13,10 @@ import (
 // from, in the order of fs. A host file that is a regular file is passed as the file
 // itself, opened read-only now: bwrap copies it and closes the descriptor before the
 // sandbox runs, so nothing is read into devsandbox and no pipe or writer is needed (27
-// files on a Debian host). Every other entry gets a pipe fed in the background while
-// bwrap starts, each source read only then; secret files are read up front so a
-// missing one aborts before launch. The returned channel yields the first error (or
+// files on a Debian host). Every other entry gets a pipe: content in memory (generated
+// files, the seccomp program, secret files, read up front so a missing one aborts
+// before launch) that a pipe surely holds is written into it now (filledPipe); the
+// rest is fed in the background while bwrap starts, each source read only then. The returned channel yields the first error (or
 // nil) once every pipe is written and closed. Pinned entries are the sources Run
 // opened (pinned returns the descriptor of the rendered Plan's mount i); bwrap mounts
 // them, and so does it the /etc snapshot directory etc opens.
@@ -60,11 +61,20 @@ func dataFiles(fs []File, pinned func(i int) *os.File, etc func() (*os.File, err
 			}
 		}
 		var data []byte
-		if f.Kind == SecretFile {
+		inMemory := f.Kind == SecretFile || f.Kind == Content || f.Kind == Seccomp
+		if inMemory {
 			var err error
 			if data, err = fileData(f); err != nil {
 				return fail(err)
 			}
+		}
+		if inMemory && len(data) <= pipeMin {
+			r, err := filledPipe(data)
+			if err != nil {
+				return fail(err)
+			}
+			reads = append(reads, r)
+			continue
 		}
 		r, w, err := os.Pipe()
 		if err != nil {
@@ -95,6 +105,36 @@ func dataFiles(fs []File, pinned func(i int) *os.File, etc func() (*os.File, err
 		errc <- first
 	}()
 	return reads, errc, nil
+}
+
+// pipeMin is what a new pipe holds at the least: one page, the capacity Linux gives
+// a pipe of a user over pipe-user-pages-soft (and PIPE_BUF), where the default is
+// 16 pages. Content that fits is written before bwrap starts, by the caller, and the
+// write end closed: no writer goroutine, and neither end registered with the
+// runtime's poller (os.Pipe's three fcntl and an epoll_ctl per end, and an epoll_ctl
+// more at each close).
+const pipeMin = 4096
+
+// filledPipe returns the read end of a new pipe that holds data, its write end
+// closed: the reader sees data, then the end of the file.
+func filledPipe(data []byte) (*os.File, error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, os.NewSyscallError("pipe2", err)
+	}
+	defer unix.Close(p[1])
+	for b := data; len(b) > 0; {
+		n, err := unix.Write(p[1], b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			unix.Close(p[0])
+			return nil, os.NewSyscallError("write", err)
+		}
+		b = b[n:]
+	}
+	return os.NewFile(uintptr(p[0]), "pipe"), nil
 }
 
 // openRegular opens path read-only when it is a regular file, else returns nil (the

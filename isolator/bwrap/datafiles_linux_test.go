@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -27,12 +28,16 @@ func TestDataFiles(t *testing.T) {
 		{FD: 7, Dest: "/etc/dir", Kind: HostFile, Source: dir},
 		{FD: 8, Dest: "/x/content", Kind: Content, Content: []byte("generated")},
 		{FD: 9, Dest: "/x/secret", Kind: SecretFile, Source: secret},
+		// More than a pipe surely holds: fed in the background, not written up front.
+		{FD: 10, Dest: "/x/big", Kind: Content, Content: []byte(strings.Repeat("x", 3*pipeMin))},
+		{FD: 11, Dest: "/x/empty", Kind: Content},
+		{FD: 12, Dest: "/x/page", Kind: Seccomp, Content: []byte(strings.Repeat("s", pipeMin))},
 	}
 	reads, errc, err := dataFiles(fs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"127.0.0.1 localhost\n", "", "", "generated", "s3cret"}
+	want := []string{"127.0.0.1 localhost\n", "", "", "generated", "s3cret", strings.Repeat("x", 3*pipeMin), "", strings.Repeat("s", pipeMin)}
 	for i, r := range reads {
 		st, err := r.Stat()
 		if err != nil {

@@ -28,7 +28,7 @@ func etcEntries(p *isolator.Plan) (entries []etcsnap.Entry, ok bool) {
 		}
 	}
 	var bound []string // /etc directories bound over the snapshot
-	kinds := map[string]bool{}
+	kinds := make(map[string]bool, len(p.System.Paths))
 	copies := 0
 	for _, sp := range p.System.Paths {
 		if !isolator.Within(sp.Path, "/etc") {
@@ -88,22 +88,102 @@ func withinAny(p string, dirs []string) bool {
 	return false
 }
 
-// openEtc opens (reusing or building) the /etc snapshot of p for Run. A snapshot that
-// cannot be had is no loss of protection, only of speed: the files are then copied
-// one by one, and debug says why.
-func openEtc(p *isolator.Plan, debug func(string)) *etcsnap.Snapshot {
-	entries, ok := etcEntries(p)
-	if !ok {
-		return nil
-	}
+// openEntries opens (reusing or building) the /etc snapshot of entries for p. A
+// snapshot that cannot be had is no loss of protection, only of speed: the files are
+// then copied one by one, and the error says why (for --debug).
+func openEntries(p *isolator.Plan, entries []etcsnap.Entry) (*etcsnap.Snapshot, error) {
 	s, err := etcsnap.Open(p.System.Snapshot, entries, time.Now())
 	if err != nil {
-		if debug != nil {
-			debug(fmt.Sprintf("the /etc snapshot is not used this time, its files are copied one by one: %v", err))
-		}
-		return nil
+		return nil, fmt.Errorf("the /etc snapshot is not used this time, its files are copied one by one: %w", err)
 	}
-	return s
+	return s, nil
+}
+
+// etcOpening is the /etc snapshot of a Plan being opened on another goroutine
+// (startEtc), while Run prepares the rest of the host side: its reuse check (a stat
+// of each source for the key, then of each name in the snapshot) is the longest step
+// of prepare, and depends on nothing prepare makes.
+type etcOpening struct {
+	plan    *isolator.Plan
+	entries []etcsnap.Entry
+	ok      bool
+	done    chan struct{}
+	snap    *etcsnap.Snapshot
+	err     error
+	taken   bool
+}
+
+// startEtc starts opening the /etc snapshot of p, the Plan as built (before its
+// sources are pinned). take returns it for the pinned Plan; discard releases it when
+// Run returns before that.
+func startEtc(p *isolator.Plan) *etcOpening {
+	o := &etcOpening{plan: p, done: make(chan struct{})}
+	o.entries, o.ok = etcEntries(p)
+	if !o.ok {
+		close(o.done)
+		return o
+	}
+	go func() {
+		defer close(o.done)
+		o.snap, o.err = openEntries(p, o.entries)
+	}()
+	return o
+}
+
+// take waits for the snapshot and returns it for pp, the pinned copy of the Plan
+// startEtc was given (nil: the files are copied one by one, and debug says why when
+// a snapshot failed). Pinning drops the optional mounts whose source is gone, which
+// can change what the snapshot must hold; then the entries are worked out again for
+// pp and, where they differ, the snapshot is opened for pp's, as Run did before.
+// The entries returned are what the snapshot holds (etcEntries of pp; nil with no
+// snapshot), for render.
+func (o *etcOpening) take(pp *isolator.Plan, debug func(string)) (*etcsnap.Snapshot, []etcsnap.Entry) {
+	<-o.done
+	o.taken = true
+	s, err, entries := o.snap, o.err, o.entries
+	if len(pp.Mounts) != len(o.plan.Mounts) {
+		again, ok := etcEntries(pp)
+		if ok != o.ok || !sameEntries(again, o.entries) {
+			if s != nil {
+				s.Close()
+			}
+			s, err, entries = nil, nil, again
+			if ok {
+				s, err = openEntries(pp, entries)
+			}
+		}
+	}
+	if err != nil && debug != nil {
+		debug(err.Error())
+	}
+	if s == nil {
+		return nil, nil
+	}
+	return s, entries
+}
+
+// discard releases the snapshot when take was never called.
+func (o *etcOpening) discard() {
+	if o.taken {
+		return
+	}
+	<-o.done
+	o.taken = true
+	if o.snap != nil {
+		o.snap.Close()
+	}
+}
+
+func sameEntries(a, b []etcsnap.Entry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // etcDescriptor returns the descriptor bwrap mounts the snapshot from.

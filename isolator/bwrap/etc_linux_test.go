@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
@@ -69,6 +70,15 @@ func TestEtcEntries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if ok { // Run hands render the entries of the snapshot it opened
+				given, worked, err := bwrap.RenderSnapshot(p, got)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(given, worked) {
+					t.Errorf("rendered with the entries given:\n%+v\nworked out:\n%+v", given, worked)
+				}
+			}
 			if snap := slices.Contains(spec.Argv, "--ro-bind-fd") && slices.Contains(spec.Argv, "/etc"); snap != ok {
 				t.Errorf("Render mounts a snapshot: %v; want %v\n%v", snap, ok, spec.Argv)
 			}
@@ -95,5 +105,51 @@ func TestRenderCopyingFallback(t *testing.T) {
 	}
 	if !slices.Contains(got.Argv, "--file") {
 		t.Error("the fallback copies nothing")
+	}
+}
+
+// Run opens the snapshot for the Plan as built, on another goroutine, while it pins
+// the sources; pinning drops optional mounts whose source is gone. The snapshot Run
+// uses is the one the pinned Plan calls for, whichever Plan it was opened for.
+func TestEtcSnapshotAfterPinning(t *testing.T) {
+	optionalInEtc := isolator.Mount{Kind: isolator.Bind, Source: "/srv/gone", Dest: "/etc/ssl2", ReadOnly: true, Optional: true}
+	for _, tc := range []struct {
+		name     string
+		built    func(p *isolator.Plan) // the Plan as built, before pinning
+		pinned   func(p *isolator.Plan) // what pinning left of it
+		snapshot bool
+	}{
+		{"no mount dropped", func(*isolator.Plan) {}, func(*isolator.Plan) {}, true},
+		{"an optional bind into /etc dropped", func(p *isolator.Plan) { p.Mounts = append(p.Mounts, optionalInEtc) },
+			func(p *isolator.Plan) {}, true},
+		{"nothing copied either way", func(p *isolator.Plan) { p.System.Paths = minimalSystem[:4] },
+			func(p *isolator.Plan) { p.System.Paths = minimalSystem[:4] }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir() + "/etc"
+			p, pp := snapshotPlan(), snapshotPlan()
+			p.System.Snapshot, pp.System.Snapshot = root, root
+			tc.built(p)
+			tc.pinned(pp)
+			s, entries, notes := bwrap.StartEtc(p, pp)
+			if (s != nil) != tc.snapshot {
+				t.Fatalf("snapshot opened: %v, want %v (%v)", s != nil, tc.snapshot, notes)
+			}
+			if s == nil {
+				return
+			}
+			defer s.Close()
+			want, _ := bwrap.EtcEntries(pp)
+			key, err := etcsnap.Key(want, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Key != key {
+				t.Errorf("the snapshot is keyed %s, the pinned Plan's entries %s", s.Key, key)
+			}
+			if !reflect.DeepEqual(entries, want) {
+				t.Errorf("render is handed %+v, the pinned Plan's entries are %+v", entries, want)
+			}
+		})
 	}
 }

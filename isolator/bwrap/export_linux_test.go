@@ -6,6 +6,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
+	"github.com/devsandbox/devsandbox/isolator/etcsnap"
 )
 
 // RenderEnforced renders p as Run does on a host where its limits are enforced as
@@ -77,3 +78,22 @@ func RenderInitAt(p *isolator.Plan, initAt func(dir, init string) bool) (*Spec, 
 
 // InitReachable is initReachable for the tests.
 var InitReachable = initReachable
+
+// StartEtc is startEtc for the tests: the snapshot for pp after opening it for p,
+// and the entries take hands render.
+func StartEtc(p, pp *isolator.Plan) (*etcsnap.Snapshot, []etcsnap.Entry, []string) {
+	var notes []string
+	o := startEtc(p)
+	s, entries := o.take(pp, func(m string) { notes = append(notes, m) })
+	return s, entries, notes
+}
+
+// RenderSnapshot renders p as Run does with the snapshot of etc open, and as it did
+// when render worked the entries out itself.
+func RenderSnapshot(p *isolator.Plan, etc []etcsnap.Entry) (given, worked *Spec, err error) {
+	if given, err = render(p, egress.DefaultBinaries, renderOptions{ready: true, etc: etc}); err != nil {
+		return nil, nil, err
+	}
+	worked, err = render(p, egress.DefaultBinaries, renderOptions{ready: true})
+	return given, worked, err
+}

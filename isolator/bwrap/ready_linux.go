@@ -13,10 +13,13 @@ import (
 // readyPair is the socket pair the init reports readiness on. devsandbox's end is
 // non-blocking and waited on in the runtime's netpoller, so no thread blocks in
 // recvmsg while the sandbox starts (each blocked thread makes the runtime start
-// another).
+// another). It joins the poller only in wait, once bwrap is started: on a launch it
+// is the first descriptor the poller gets, and setting the poller up (epoll_create1,
+// an eventfd, two epoll_ctl) need not delay bwrap's exec.
 type readyPair struct {
-	host  *os.File
-	child *os.File
+	hostFD int
+	host   *os.File // set by wait
+	child  *os.File
 }
 
 func newReadyPair() (*readyPair, error) {
@@ -34,7 +37,7 @@ func newReadyPair() (*readyPair, error) {
 		unix.Close(fds[1])
 		return nil, fmt.Errorf("creating the readiness socket: %w", err)
 	}
-	return &readyPair{host: os.NewFile(uintptr(fds[0]), "ready"), child: os.NewFile(uintptr(fds[1]), "ready")}, nil
+	return &readyPair{hostFD: fds[0], child: os.NewFile(uintptr(fds[1]), "ready")}, nil
 }
 
 // readiness is what the init reported: its pid in the host's namespace and, where
@@ -94,6 +97,7 @@ func pidfdExited(fd uintptr) (bool, error) {
 // pid means the command never started. A listener the init hands on the way (before
 // the command starts; wire.ListenerMsg) goes to onListener, which must close it.
 func (r *readyPair) wait(onListener func(*os.File)) readiness {
+	r.host = os.NewFile(uintptr(r.hostFD), "ready") // non-blocking: joins the poller
 	rc, err := r.host.SyscallConn()
 	if err != nil {
 		return readiness{}
@@ -154,4 +158,11 @@ func control(oob []byte) (*unix.Ucred, []int) {
 	return cred, fds
 }
 
-func (r *readyPair) close() { r.host.Close() }
+// close closes devsandbox's end; wait must have returned, or never been called.
+func (r *readyPair) close() {
+	if r.host != nil {
+		r.host.Close()
+		return
+	}
+	unix.Close(r.hostFD)
+}

@@ -60,7 +60,7 @@ var ErrChanged = errors.New("a host file changed while it was copied")
 // Validate checks that entries are relative, clean, unique and consistent (a name is
 // never both a file and the directory of another). Parent directories are implied.
 func Validate(entries []Entry) error {
-	seen := map[string]bool{} // name -> is a directory
+	seen := make(map[string]bool, len(entries)) // name -> is a directory
 	for _, e := range entries {
 		if e.Name == "" || e.Name == "." || path.IsAbs(e.Name) || path.Clean(e.Name) != e.Name || strings.HasPrefix(e.Name, "../") || e.Name == ".." {
 			return fmt.Errorf("snapshot entry %q: not a clean relative path", e.Name)

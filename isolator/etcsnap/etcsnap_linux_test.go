@@ -1,7 +1,10 @@
 package etcsnap
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -255,5 +258,50 @@ func TestOpenRootUnusable(t *testing.T) {
 	if s, err := Open(filepath.Join(f, "etc"), es, later()); err == nil {
 		s.Close()
 		t.Fatal("Open under a file succeeded")
+	}
+}
+
+// TestKeyText pins the key's text to the fmt form it had: every stamp line appended
+// with strconv is byte for byte what fmt.Sprintf makes, so a snapshot keyed before
+// is found again.
+func TestKeyText(t *testing.T) {
+	for _, tc := range []struct {
+		e Entry
+		s stamp
+	}{
+		{Entry{Name: "passwd", Source: "/etc/passwd"}, stamp{dev: 2049, ino: 131, mode: 0o100644, size: 1266,
+			mtime: unix.Timespec{Sec: 1700000000, Nsec: 5}, ctime: unix.Timespec{Sec: 1700000001, Nsec: 999999999}}},
+		{Entry{Name: "ld.so.conf.d/a \"b\"\n.conf", Source: "/etc/ld.so.conf.d/a \"b\"\n.conf"}, stamp{dev: ^uint64(0), ino: ^uint64(0), mode: 0o100444,
+			mtime: unix.Timespec{Sec: 0, Nsec: 0}, ctime: unix.Timespec{Sec: -1, Nsec: 123456789}}},
+		{Entry{Name: "é", Source: "/etc/\xff"}, stamp{size: 1 << 40, mtime: unix.Timespec{Nsec: 100000000}, ctime: unix.Timespec{Nsec: 10}}},
+		{Entry{Name: "n", Source: "/n"}, stamp{mtime: unix.Timespec{Nsec: -3}}},
+	} {
+		e, s := tc.e, tc.s
+		want := fmt.Sprintf("%q %q %d %d %o %d %d.%09d %d.%09d\n", e.Name, e.Source, s.dev, s.ino, s.mode, s.size,
+			s.mtime.Sec, s.mtime.Nsec, s.ctime.Sec, s.ctime.Nsec)
+		if got := string(appendStamp(nil, e, s)); got != want {
+			t.Errorf("stamp line:\n got %q\nwant %q", got, want)
+		}
+	}
+	// A whole key over a mount point, a missing source and a copy, as fmt wrote it.
+	dir := t.TempDir()
+	src := filepath.Join(dir, "hosts")
+	if err := os.WriteFile(src, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	entries := []Entry{{Name: "ssl", Dir: true}, {Name: "gone", Source: filepath.Join(dir, "gone")}, {Name: "hosts", Source: src}}
+	got, stamps, err := key(entries, later())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", format)
+	fmt.Fprintf(h, "%q mount dir=%t\n", "ssl", true)
+	fmt.Fprintf(h, "%q missing\n", "gone")
+	s := stamps[2]
+	fmt.Fprintf(h, "%q %q %d %d %o %d %d.%09d %d.%09d\n", "hosts", src, s.dev, s.ino, s.mode, s.size,
+		s.mtime.Sec, s.mtime.Nsec, s.ctime.Sec, s.ctime.Nsec)
+	if want := hex.EncodeToString(h.Sum(nil)[:16]); got != want {
+		t.Fatalf("key %s, want %s", got, want)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/internal/dirent"
 )
 
 // errInvalid marks a snapshot directory that is not what its key describes.
@@ -82,10 +84,14 @@ func Open(root string, entries []Entry, now time.Time) (*Snapshot, error) {
 // openRoot creates root (0700) when missing and opens it. It must be a directory owned
 // by the user that nobody else can write: a snapshot is only as sound as its root.
 func openRoot(root string) (int, error) {
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return -1, err
+	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Open(root, flags, 0)
+	if err == unix.ENOENT { // created only when missing: os.MkdirAll would stat it first
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return -1, err
+		}
+		fd, err = unix.Open(root, flags, 0)
 	}
-	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("opening %s: %w", root, err)
 	}
@@ -198,15 +204,19 @@ func checkEntry(fd int, name string, uid, kind, mode uint32, size int64) error {
 }
 
 // readNames lists the directory fd (without reading from its offset: a new
-// descriptor of the same directory).
+// descriptor of the same directory), with getdents64 directly (package dirent).
 func readNames(fd int) ([]string, error) {
 	d, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	f := os.NewFile(uintptr(d), ".")
-	defer f.Close()
-	return f.Readdirnames(-1)
+	defer unix.Close(d)
+	var names []string
+	err = dirent.Read(d, ".", 2048, func(name string, _ byte) bool {
+		names = append(names, name)
+		return true
+	})
+	return names, err
 }
 
 // build writes the snapshot k into a private temporary directory under rfd, seals it

@@ -25,6 +25,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -62,7 +64,7 @@ type Set struct {
 // writable directories, fails with isolator.ErrProtection. The caller closes the Set
 // once the sandbox has mounted them (or will not).
 func Plan(p *isolator.Plan) (*Set, error) {
-	w := newWalker(untrusted(p))
+	w := newWalker(&roots{resolve: func() []string { return untrusted(p) }})
 	defer w.close()
 	s := &Set{Sources: make([]*Source, len(p.Mounts)), plan: p}
 	for i, m := range p.Mounts {
@@ -125,16 +127,38 @@ func (s *Set) Close() {
 // with them after every symlink before it was followed.
 func untrusted(p *isolator.Plan) []string {
 	var out []string
+	seen := map[string]bool{}
 	for _, d := range isolator.Writable(p) {
-		if d == "" {
+		// Writable names a directory once per reason (the sandbox home as a private
+		// directory and a read-write bind, say): each is resolved once.
+		if d == "" || seen[d] {
 			continue
 		}
+		seen[d] = true
 		out = append(out, d)
 		if r, err := filepath.EvalSymlinks(d); err == nil && r != d {
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// roots are the untrusted directories of a walk, worked out when a symlink on the
+// way to a source first asks (only a symlink's directory is compared with them): on
+// most launches no source is reached through one, and resolving the writable
+// directories is an lstat of every component of each. The answer is the one an
+// earlier resolution would have given, from the file system as it is when the link
+// is met.
+type roots struct {
+	list    []string
+	resolve func() []string // when set, makes list on first use
+}
+
+func (r *roots) get() []string {
+	if r.resolve != nil {
+		r.list, r.resolve = r.resolve(), nil
+	}
+	return r.list
 }
 
 // within reports whether dir is one of roots or below one.
@@ -152,17 +176,35 @@ const maxLinks = 40
 
 // Open pins one path with no untrusted directories other than those given.
 func Open(path string, untrusted []string) (*Source, error) {
-	w := newWalker(untrusted)
+	w := newWalker(&roots{list: untrusted})
 	defer w.close()
 	return w.open(path)
 }
 
 // BootID returns this host's boot id ("" where there is none): the sandbox's init
 // compares the pinned identities only on the kernel that has it (wire.Manifest.BootID).
+// It is read with the system calls themselves: os.ReadFile registers the file with the
+// runtime's poller and asks for its size, eight calls for one 37-byte read.
 func BootID() string {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	fd, err := unix.Open("/proc/sys/kernel/random/boot_id", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(b))
+	defer unix.Close(fd)
+	var b [64]byte
+	n := 0
+	for n < len(b) {
+		m, err := unix.Read(fd, b[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return ""
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return strings.TrimSpace(string(b[:n]))
 }

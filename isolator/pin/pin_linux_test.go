@@ -130,3 +130,50 @@ func TestPlan(t *testing.T) {
 		t.Errorf("a missing source: %v", err)
 	}
 }
+
+// BootID is the kernel's boot id as the file holds it, without the newline.
+func TestBootID(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Skipf("no boot id here: %v", err)
+	}
+	want := string(b[:len(b)-1])
+	if got := BootID(); got != want || len(got) != 36 {
+		t.Fatalf("BootID() = %q, want %q", got, want)
+	}
+}
+
+// A bind source reached through a symlink inside a directory the sandbox can write
+// is refused, also when that directory is named twice (the project, and a read-write
+// bind of it) and reached through a trusted link of its own (alias -> real).
+func TestPlanRefusesLinkInWritable(t *testing.T) {
+	root := t.TempDir()
+	real := filepath.Join(root, "real")
+	proj := filepath.Join(real, "proj")
+	outside := filepath.Join(root, "outside")
+	for _, d := range []string{proj, outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(real, filepath.Join(root, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(proj, "planted")); err != nil {
+		t.Fatal(err)
+	}
+	aliased := filepath.Join(root, "alias", "proj")
+	p := &isolator.Plan{
+		Project: isolator.Project{Dir: aliased},
+		Mounts: []isolator.Mount{
+			{Kind: isolator.Bind, Source: aliased, Dest: aliased},
+			{Kind: isolator.Bind, Source: filepath.Join(aliased, "planted"), Dest: "/data", ReadOnly: true},
+		},
+	}
+	if s, err := Plan(p); !errors.Is(err, ErrUntrustedLink) {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("a source through a link in the project: %v, want ErrUntrustedLink", err)
+	}
+}

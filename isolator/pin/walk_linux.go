@@ -14,11 +14,11 @@ import (
 // walker opens paths component by component. It keeps the directories it crossed
 // open (O_PATH), so the many sources below one project share the walk to it.
 type walker struct {
-	untrusted []string
+	untrusted *roots
 	dirs      map[string]int // real path of a directory crossed -> its O_PATH descriptor
 }
 
-func newWalker(untrusted []string) *walker {
+func newWalker(untrusted *roots) *walker {
 	return &walker{untrusted: untrusted, dirs: map[string]int{}}
 }
 
@@ -82,7 +82,12 @@ func (w *walker) walk(p string) (string, *Source, error) {
 		if err != nil {
 			return "", nil, fmt.Errorf("%s: %w", p, err)
 		}
-		return source(nfd, p)
+		var st unix.Stat_t
+		if err := unix.Fstat(nfd, &st); err != nil {
+			unix.Close(nfd)
+			return "", nil, fmt.Errorf("%s: %w", p, err)
+		}
+		return "", source(nfd, p, &st), nil
 	}
 	for i, c := range rest {
 		nfd, err := unix.Openat(fd, c, pathFlags, 0)
@@ -102,7 +107,7 @@ func (w *walker) walk(p string) (string, *Source, error) {
 			if err != nil {
 				return "", nil, fmt.Errorf("%s: %w", at, err)
 			}
-			if within(cur, w.untrusted) {
+			if within(cur, w.untrusted.get()) {
 				return "", nil, fmt.Errorf("%w: %s is a symlink (to %s) in a directory the sandbox can write; remove the link (a sandboxed program may have planted it)", ErrUntrustedLink, at, target)
 			}
 			if !filepath.IsAbs(target) {
@@ -110,7 +115,7 @@ func (w *walker) walk(p string) (string, *Source, error) {
 			}
 			return filepath.Join(append([]string{target}, rest[i+1:]...)...), nil, nil
 		case i == len(rest)-1:
-			return source(nfd, at)
+			return "", source(nfd, at, &st), nil
 		case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 			unix.Close(nfd)
 			return "", nil, fmt.Errorf("%s: %w", at, unix.ENOTDIR)
@@ -121,17 +126,13 @@ func (w *walker) walk(p string) (string, *Source, error) {
 	return "", nil, fmt.Errorf("%s: %w", p, unix.EINVAL) // not reached
 }
 
-func source(fd int, p string) (string, *Source, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return "", nil, fmt.Errorf("%s: %w", p, err)
-	}
-	return "", &Source{
+// source is the pinned source of the descriptor fd of p, whose fstat is st.
+func source(fd int, p string, st *unix.Stat_t) *Source {
+	return &Source{
 		File: os.NewFile(uintptr(fd), p),
 		ID:   isolator.FileID{Dev: uint64(st.Dev), Ino: st.Ino},
 		Dir:  st.Mode&unix.S_IFMT == unix.S_IFDIR,
-	}, nil
+	}
 }
 
 // readlink reads the symlink open as the O_PATH descriptor fd.

@@ -16,9 +16,9 @@ import (
 // files through a VM) checks each component with lstat and holds no descriptor: the
 // init's comparison of identities is skipped there (another kernel), so the walk only
 // refuses symlinks in the sandbox's writable directories.
-type walker struct{ untrusted []string }
+type walker struct{ untrusted *roots }
 
-func newWalker(untrusted []string) *walker { return &walker{untrusted: untrusted} }
+func newWalker(untrusted *roots) *walker { return &walker{untrusted: untrusted} }
 
 func (w *walker) close() {}
 
@@ -44,7 +44,7 @@ func (w *walker) open(p string) (*Source, error) {
 				if err != nil {
 					return nil, err
 				}
-				if within(cur, w.untrusted) {
+				if within(cur, w.untrusted.get()) {
 					return nil, fmt.Errorf("%w: %s is a symlink (to %s) in a directory the sandbox can write; remove the link (a sandboxed program may have planted it)", ErrUntrustedLink, at, target)
 				}
 				if !filepath.IsAbs(target) {

@@ -1,0 +1,54 @@
+//go:build unix
+
+package config
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// readAll returns what os.ReadFile does, and its error's cause.
+func TestReadAll(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	paths := []string{
+		write("small.toml", "[sandbox]\nmode = \"enforce\"\n"),
+		write("empty.toml", ""),
+		write("big.toml", strings.Repeat("# padding\n", 5000)),
+		"/proc/self/status", // stat says size 0; more than 512 bytes
+	}
+	for _, p := range paths {
+		want, werr := os.ReadFile(p)
+		got, err := readAll(p)
+		if werr != nil || err != nil {
+			t.Fatalf("%s: %v, os.ReadFile: %v", p, err, werr)
+		}
+		if p == "/proc/self/status" { // its own content differs from read to read; the size does not much
+			if len(got) < 512 || !bytes.HasPrefix(got, []byte("Name:")) {
+				t.Errorf("%s: read %d bytes: %.40q", p, len(got), got)
+			}
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: read %d bytes, want %d", p, len(got), len(want))
+		}
+	}
+	if _, err := readAll(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := readAll(dir); !errors.Is(err, syscall.EISDIR) {
+		t.Errorf("a directory: %v", err)
+	}
+}
