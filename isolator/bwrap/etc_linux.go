@@ -3,6 +3,7 @@ package bwrap
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -143,7 +144,7 @@ func (o *etcOpening) take(pp *isolator.Plan, debug func(string)) (*etcsnap.Snaps
 	s, err, entries := o.snap, o.err, o.entries
 	if len(pp.Mounts) != len(o.plan.Mounts) {
 		again, ok := etcEntries(pp)
-		if ok != o.ok || !sameEntries(again, o.entries) {
+		if ok != o.ok || !slices.Equal(again, o.entries) {
 			if s != nil {
 				s.Close()
 			}
@@ -172,18 +173,6 @@ func (o *etcOpening) discard() {
 	if o.snap != nil {
 		o.snap.Close()
 	}
-}
-
-func sameEntries(a, b []etcsnap.Entry) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // etcDescriptor returns the descriptor bwrap mounts the snapshot from.

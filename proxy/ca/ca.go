@@ -59,20 +59,14 @@ type CA struct {
 func (c *CA) PEM() []byte { return c.pem }
 
 // Load reads the CA file at path. A file others may read is an error: its key signs
-// certificates every sandbox of the project trusts.
+// certificates every sandbox of the project trusts. The file's checks are
+// capem.Load's (devsandbox reads it that way); Parse then checks the pair whole.
 func Load(path string) (*CA, error) {
-	fi, err := os.Stat(path)
+	f, err := capem.Load(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading the proxy CA: %w", err)
+		return nil, err
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("the proxy CA %s has mode %v: it holds a private key and must be 0600; remove it and devsandbox creates a new one", path, fi.Mode().Perm())
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the proxy CA: %w", err)
-	}
-	c, err := Parse(data)
+	c, err := Parse(f.PEM())
 	if err != nil {
 		return nil, fmt.Errorf("the proxy CA %s: %w; remove it and devsandbox creates a new one", path, err)
 	}
