@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +19,19 @@ import (
 // exec's start (the client's share of the latency: what follows is the engine's).
 func compareBuilds(rc benchrun.Runner, counter *apiCounter, bin, base string, kept []string, id string, n int) (string, error) {
 	dir := filepath.Dir(bin)
+	// The kept container's spec carries devsandbox's version: builds that report
+	// different versions would each replace it, under the `docker exec` side's id.
+	versions := map[string]string{}
+	for _, from := range []string{base, dir} {
+		out, err := exec.Command(filepath.Join(from, "devsandbox"), "version").Output()
+		if err != nil {
+			return "", fmt.Errorf("asking %s/devsandbox its version: %w", from, err)
+		}
+		versions[from] = strings.TrimSpace(string(out))
+	}
+	if versions[base] != versions[dir] {
+		return "", fmt.Errorf("-base needs two builds that report the same version (%q and %q): the kept container is made anew for another version; build both with the same VERSION, e.g. make build VERSION=bench", versions[base], versions[dir])
+	}
 	builds := map[string]map[string][]byte{}
 	for name, from := range map[string]string{"base": base, "bin": dir} {
 		builds[name] = map[string][]byte{}
