@@ -12,8 +12,8 @@ import (
 // exec'd into a kept container) and the container's pid 1: its descriptors (the
 // host's frame stream, the readiness socket), its environment and memory (which held
 // the session's hello: secret values before the command got them), its cwd and
-// executable (fd 0 is only opened: reading it would take the host's frames). It prints its parent's name first, then each one reached; "done" alone
-// means none was.
+// executable. fd 0 is only opened: a read would take the host's frames. It prints
+// its parent's name first, then each one reached; "done" alone means none was.
 const initProbe = `echo "parent $(cat /proc/$PPID/comm)"
 for pid in $PPID 1; do
 ls /proc/$pid/fd >/dev/null 2>&1 && echo "LISTED /proc/$pid/fd"
