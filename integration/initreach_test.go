@@ -18,7 +18,7 @@ const initProbe = `echo "parent $(cat /proc/$PPID/comm)"
 for pid in $PPID 1; do
 ls /proc/$pid/fd >/dev/null 2>&1 && echo "LISTED /proc/$pid/fd"
 for fd in 0 1 2 3 4 5 6 7 8; do readlink /proc/$pid/fd/$fd >/dev/null 2>&1 && echo "REACHED /proc/$pid/fd/$fd"; done
-: </proc/$pid/fd/0 2>/dev/null && echo "OPENED /proc/$pid/fd/0"
+(exec </proc/$pid/fd/0) 2>/dev/null && echo "OPENED /proc/$pid/fd/0"
 head -c1 /proc/$pid/environ >/dev/null 2>&1 && echo "READ /proc/$pid/environ"
 head -c1 /proc/$pid/mem >/dev/null 2>&1 && echo "READ /proc/$pid/mem"
 readlink /proc/$pid/cwd >/dev/null 2>&1 && echo "REACHED /proc/$pid/cwd"
