@@ -12,15 +12,16 @@ import (
 // exec'd into a kept container) and the container's pid 1: its descriptors (the
 // host's frame stream, the readiness socket), its environment and memory (which held
 // the session's hello: secret values before the command got them), its cwd and
-// executable. fd 0 is only opened: a read would take the host's frames. It prints
-// its parent's name first, then each one reached; "done" alone means none was.
+// executable. fd 0 and mem are only opened (a read would take the host's frames; mem
+// at offset 0 is unmapped). It prints its parent's name first, then each one
+// reached; "done" alone means none was.
 const initProbe = `echo "parent $(cat /proc/$PPID/comm)"
 for pid in $PPID 1; do
 ls /proc/$pid/fd >/dev/null 2>&1 && echo "LISTED /proc/$pid/fd"
 for fd in 0 1 2 3 4 5 6 7 8; do readlink /proc/$pid/fd/$fd >/dev/null 2>&1 && echo "REACHED /proc/$pid/fd/$fd"; done
 (exec </proc/$pid/fd/0) 2>/dev/null && echo "OPENED /proc/$pid/fd/0"
 head -c1 /proc/$pid/environ >/dev/null 2>&1 && echo "READ /proc/$pid/environ"
-head -c1 /proc/$pid/mem >/dev/null 2>&1 && echo "READ /proc/$pid/mem"
+(exec </proc/$pid/mem) 2>/dev/null && echo "OPENED /proc/$pid/mem"
 readlink /proc/$pid/cwd >/dev/null 2>&1 && echo "REACHED /proc/$pid/cwd"
 readlink /proc/$pid/exe >/dev/null 2>&1 && echo "REACHED /proc/$pid/exe"
 done
