@@ -49,6 +49,16 @@ func ContainerMain(args []string, stderr io.Writer) int {
 		}
 		args = args[1:]
 	}
+	// Non-dumpable, the init is out of reach of the container's processes, which run
+	// as the same user without capabilities: no ptrace, no /proc/<init>/fd (the
+	// host's frame stream), environ or mem (which held the session's hello: secret
+	// values, the out-of-memory nonce), whether or not the hello carries any. First,
+	// before the hello is read or the command started (--start-first). Its children's
+	// exec makes them dumpable again; the keeper's and the engine's look at a
+	// process's /proc/<pid>/stat and namespaces is unaffected.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return c.fail("making the init non-dumpable: %v", err)
+	}
 	switch c.role {
 	case "keeper":
 		return keeper(stderr)
@@ -135,11 +145,6 @@ func (c *container) run(argv []string) int {
 		return c.fail("%v", err)
 	} else {
 		hello.Files = files
-	}
-	if hello.Nonce != "" {
-		// The nonce authenticates the out-of-memory report: the command, running
-		// as the same user, must not read it from this process.
-		_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	}
 	if m.Seccomp != nil {
 		// Before anything else starts (the forwarders): everything in the sandbox
