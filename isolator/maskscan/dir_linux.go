@@ -1,13 +1,12 @@
 package maskscan
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"slices"
 	"strings"
 	"unsafe"
 
+	"github.com/devsandbox/devsandbox/internal/dirent"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,30 +17,18 @@ func (w *walk) read(n *node, fd int, st stamp, buf []byte) error {
 	var dirs []string
 	var ents []entry
 	for {
-		nb, err := getdents(fd, buf)
+		nb, err := dirent.Getdents(fd, buf)
 		if err != nil {
 			return err
 		}
 		if nb == 0 {
 			break
 		}
-		// Records are struct linux_dirent64: ino u64, off s64, reclen u16,
-		// type u8, then the NUL-terminated name.
-		for off := 0; off < nb; {
-			if nb-off < 19 {
-				return unix.EIO
-			}
-			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
-			if reclen < 19 || off+reclen > nb {
-				return unix.EIO
-			}
-			ino, typ, raw := binary.NativeEndian.Uint64(buf[off:]), buf[off+18], buf[off+19:off+reclen]
-			off += reclen
-			if i := bytes.IndexByte(raw, 0); i >= 0 {
-				raw = raw[:i]
-			}
-			if ino == 0 || len(raw) == 0 || string(raw) == "." || string(raw) == ".." {
-				continue
+		recs := dirent.Parse(buf[:nb])
+		for {
+			raw, typ, ok := recs.Next()
+			if !ok {
+				break
 			}
 			// A view of the name for matching, copied only when kept: buf is
 			// reused, and most names are neither directories nor masked.
@@ -67,6 +54,9 @@ func (w *walk) read(n *node, fd int, st stamp, buf []byte) error {
 			case w.m.reported(name):
 				ents = append(ents, entry{strings.Clone(name), typ == unix.DT_LNK})
 			}
+		}
+		if err := recs.Err(); err != nil {
+			return err
 		}
 	}
 	slices.Sort(dirs)
@@ -151,15 +141,6 @@ func openat(dirfd int, name string, flags int) (int, error) {
 		fd, err := unix.Openat(dirfd, name, flags|unix.O_CLOEXEC, 0)
 		if !errors.Is(err, unix.EINTR) {
 			return fd, err
-		}
-	}
-}
-
-func getdents(fd int, buf []byte) (int, error) {
-	for {
-		n, err := unix.Getdents(fd, buf)
-		if !errors.Is(err, unix.EINTR) {
-			return n, err
 		}
 	}
 }

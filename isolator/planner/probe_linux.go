@@ -1,34 +1,27 @@
 package planner
 
 import (
-	"bytes"
-	"encoding/binary"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"unsafe"
 
+	"github.com/devsandbox/devsandbox/internal/dirent"
 	"golang.org/x/sys/unix"
 )
 
-// Directories are read here with getdents64(2) directly, into a buffer sized to what
-// is wanted: os.File registers every file with the runtime's poller (two fcntl and an
-// epoll_ctl a directory) and reads 8 KiB of entries at a time, so asking whether
-// /etc/alternatives holds more than 32 names read all of its 200-odd (about 95 µs
-// against 30 µs here).
-
-// direntHeader is the fixed part of struct linux_dirent64: d_ino, d_off, d_reclen,
-// d_type; the NUL-terminated name follows.
-const direntHeader = int(unsafe.Offsetof(unix.Dirent{}.Name))
+// Directories are read here with getdents64(2) directly (package dirent), into a
+// buffer sized to what is wanted: os.File registers every file with the runtime's
+// poller (two fcntl and an epoll_ctl a directory) and reads 8 KiB of entries at a
+// time, so asking whether /etc/alternatives holds more than 32 names read all of its
+// 200-odd (about 95 µs against 30 µs here).
 
 // readDirN is Probe.ReadDirN on the host: at most n entries of dir, in directory
 // order, without "." and "..". An entry's type comes from d_type, or from lstat(2)
 // where the file system does not report it (as os.ReadDir does).
 func readDirN(dir string, n int) ([]fs.DirEntry, error) {
 	var out []fs.DirEntry
-	err := getdents(dir, 32*(n+2), func(name string, typ byte) bool {
-		e := &dirent{dir: dir, name: name, typ: modeOf(typ)}
+	err := dirent.ReadDir(dir, 32*(n+2), func(name string, typ byte) bool {
+		e := &dirEntry{dir: dir, name: name, typ: modeOf(typ)}
 		if typ == unix.DT_UNKNOWN {
 			fi, err := os.Lstat(filepath.Join(dir, name))
 			if err != nil {
@@ -50,7 +43,7 @@ func listNames(dir string) (map[string]struct{}, error) {
 		return nil, err
 	}
 	set := map[string]struct{}{}
-	err := getdents(dir, 8192, func(name string, _ byte) bool {
+	err := dirent.ReadDir(dir, 8192, func(name string, _ byte) bool {
 		set[name] = struct{}{}
 		return len(set) <= listedMax
 	})
@@ -58,46 +51,6 @@ func listNames(dir string) (map[string]struct{}, error) {
 		return nil, err
 	}
 	return set, nil
-}
-
-// getdents calls each for the entries of dir but "." and "..", reading bufSize bytes
-// of them at a time, until each returns false or the directory ends.
-func getdents(dir string, bufSize int, each func(name string, typ byte) bool) error {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &fs.PathError{Op: "open", Path: dir, Err: err}
-	}
-	defer unix.Close(fd)
-	buf := make([]byte, max(bufSize, 1024)) // one entry takes at most 280 bytes
-	for {
-		n, err := unix.Getdents(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return &fs.PathError{Op: "readdirent", Path: dir, Err: err}
-		}
-		if n <= 0 {
-			return nil
-		}
-		for b := buf[:n]; len(b) > 0; {
-			if len(b) < direntHeader {
-				return fmt.Errorf("reading %s: short directory entry", dir)
-			}
-			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
-			if reclen < direntHeader || reclen > len(b) {
-				return fmt.Errorf("reading %s: bad directory entry length %d", dir, reclen)
-			}
-			typ, name := b[18], b[direntHeader:reclen]
-			if i := bytes.IndexByte(name, 0); i >= 0 {
-				name = name[:i]
-			}
-			b = b[reclen:]
-			if s := string(name); s != "." && s != ".." && !each(s, typ) {
-				return nil
-			}
-		}
-	}
 }
 
 // modeOf is the file type of a d_type (DT_UNKNOWN: none known).
@@ -119,14 +72,14 @@ func modeOf(typ byte) fs.FileMode {
 	return 0
 }
 
-// dirent is an fs.DirEntry read by getdents.
-type dirent struct {
+// dirEntry is an fs.DirEntry read by dirent.ReadDir.
+type dirEntry struct {
 	dir, name string
 	typ       fs.FileMode
 }
 
-func (e *dirent) Name() string               { return e.name }
-func (e *dirent) IsDir() bool                { return e.typ.IsDir() }
-func (e *dirent) Type() fs.FileMode          { return e.typ }
-func (e *dirent) Info() (fs.FileInfo, error) { return os.Lstat(filepath.Join(e.dir, e.name)) }
-func (e *dirent) String() string             { return fs.FormatDirEntry(e) }
+func (e *dirEntry) Name() string               { return e.name }
+func (e *dirEntry) IsDir() bool                { return e.typ.IsDir() }
+func (e *dirEntry) Type() fs.FileMode          { return e.typ }
+func (e *dirEntry) Info() (fs.FileInfo, error) { return os.Lstat(filepath.Join(e.dir, e.name)) }
+func (e *dirEntry) String() string             { return fs.FormatDirEntry(e) }
