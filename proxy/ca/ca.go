@@ -66,40 +66,35 @@ func Load(path string) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := Parse(f.PEM())
+	c, err := fromFile(f)
 	if err != nil {
 		return nil, fmt.Errorf("the proxy CA %s: %w; remove it and devsandbox creates a new one", path, err)
 	}
 	return c, nil
 }
 
-// Parse reads a CA from PEM holding its certificate and its PKCS #8 private key.
+// Parse reads a CA from PEM holding its certificate and its PKCS #8 private key: the
+// blocks and the certificate's form as capem.Parse reads them, then the pair whole.
 func Parse(data []byte) (*CA, error) {
-	var certPEM, keyPEM []byte
-	for rest := data; ; {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			break
-		}
-		switch b.Type {
-		case "CERTIFICATE":
-			certPEM = pem.EncodeToMemory(b)
-		case "PRIVATE KEY":
-			keyPEM = pem.EncodeToMemory(b)
-		}
+	f, err := capem.Parse(data)
+	if err != nil {
+		return nil, err
 	}
-	if certPEM == nil || keyPEM == nil {
-		return nil, errors.New("no certificate or no private key")
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	return fromFile(f)
+}
+
+// fromFile checks f whole: its key pairs with its certificate, which is a CA.
+func fromFile(f *capem.File) (*CA, error) {
+	// X509KeyPair takes the key's block from certificate and key together: it skips
+	// blocks that hold no private key.
+	pair, err := tls.X509KeyPair(f.CertPEM, f.PEM())
 	if err != nil {
 		return nil, err
 	}
 	if !pair.Leaf.IsCA {
 		return nil, errors.New("not a CA certificate")
 	}
-	return &CA{CertPEM: certPEM, TLS: pair, pem: append(certPEM, keyPEM...)}, nil
+	return &CA{CertPEM: f.CertPEM, TLS: pair, pem: f.PEM()}, nil
 }
 
 // LoadOrCreate returns the CA in dir/FileName, creating it (and dir, 0700) when it is
