@@ -252,20 +252,22 @@ func TestBypassProcWrites(t *testing.T) {
 		hostTarget := filepath.Join("/proc", strconv.Itoa(victim.Process.Pid), "root", outsideDir, "via-root")
 		ctx := t.Context()
 		cmd := command(ctx, p.dir, baseEnv(), "--isolator="+iso, "--", "/bin/sh", "-c",
-			// Where the shell's and pid 1's descriptors lead: none to the host directory,
-			// none to a system file (bwrap reads those from descriptors devsandbox opened).
-			`for f in /proc/$$/fd/* /proc/1/fd/*; do echo "fd-target $(readlink $f)"; done; `+probe+" write /proc/self/fd/3/via-fd; "+probe+" write /proc/1/exe; "+probe+" write "+hostTarget)
+			// Where the descriptors of every process the command reaches lead: none to
+			// the host directory, none to a system file (bwrap reads those from
+			// descriptors devsandbox opened).
+			fdProbe+probe+" write /proc/self/fd/3/via-fd; "+probe+" write /proc/1/exe; "+probe+" write "+hostTarget)
 		cmd.ExtraFiles = []*os.File{dirFD} // fd 3 of devsandbox: a host directory
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("probe: %v\n%s", err, out)
 		}
 		got := probeLines(string(out))
-		if strings.Contains(string(out), "fd-target "+outsideDir+"\n") {
-			t.Errorf("the host directory's descriptor leaked into the sandbox: %s", out)
+		fds := parseFDProbe(t, string(out))
+		if leaks := fds.leadingTo(func(target string) bool { return target == outsideDir }); len(leaks) > 0 {
+			t.Errorf("the host directory's descriptor leaked into the sandbox: %v\n%s", leaks, out)
 		}
-		if strings.Contains(string(out), "fd-target /etc/") {
-			t.Errorf("a descriptor of a system file bwrap copied leaked into the sandbox: %s", out)
+		if leaks := fds.leadingTo(func(target string) bool { return strings.HasPrefix(target, "/etc/") }); len(leaks) > 0 {
+			t.Errorf("a descriptor of a system file bwrap copied leaked into the sandbox: %v\n%s", leaks, out)
 		}
 		refused(t, got, "", "write /proc/self/fd/3/via-fd", "write /proc/1/exe", "write "+hostTarget)
 		for _, f := range []string{"via-fd", "via-root"} {

@@ -401,11 +401,9 @@ func TestRootCgroupEscape(t *testing.T) {
 		done
 		unshare -C true 2>/dev/null && echo "made a cgroup namespace"
 		unshare -U -r true 2>/dev/null && echo "made a user namespace"
-		for fd in /proc/self/fd/* /proc/1/fd/*; do
-			case "$(readlink "$fd" 2>/dev/null)" in *cgroup*|*devsandbox-*) echo "descriptor $fd: $(readlink "$fd")" ;; esac
-		done
 		grep -v ':/$' /proc/self/cgroup | sed 's/^/host path: /'
 		[ -e /sys/fs/cgroup ] && echo "sees /sys/fs/cgroup"
+		` + fdProbe + `
 		echo "attack done"
 		read x
 		true`
@@ -413,13 +411,21 @@ func TestRootCgroupEscape(t *testing.T) {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	lr, release := started(t, cmd)
-	var report []string
+	var report, probed []string
 	for line := lr.next(); line != "attack done"; line = lr.next() {
 		if line == "" {
-			t.Fatalf("the attack ended early:\n%s\n%s", strings.Join(report, "\n"), stderr.String())
+			t.Fatalf("the attack ended early:\n%s\n%s", strings.Join(append(report, probed...), "\n"), stderr.String())
+		}
+		if strings.HasPrefix(line, "fd") {
+			probed = append(probed, line)
+			continue
 		}
 		report = append(report, line)
 	}
+	fds := parseFDProbe(t, strings.Join(probed, "\n"))
+	report = append(report, fds.leadingTo(func(target string) bool {
+		return strings.Contains(target, "cgroup") || strings.Contains(target, "devsandbox-")
+	})...)
 	if len(report) > 0 {
 		t.Errorf("the sandbox reached its cgroups:\n%s", strings.Join(report, "\n"))
 	}
