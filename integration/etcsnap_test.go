@@ -19,8 +19,18 @@ import (
 	"time"
 )
 
-// etcSnapshots is where bwrap runs keep their /etc snapshots for the test user.
-func etcSnapshots() string { return filepath.Join(it.home, ".local/state/devsandbox/etc") }
+// etcState gives the project a devsandbox state directory of its own, so that its
+// /etc snapshots are the test's alone: another devsandbox session of the test user
+// (a helper's sandbox, another test) holds and builds snapshots under the user's
+// default state directory, which prune must leave alone and which would change the
+// snapshots' tree under the test. It returns the environment that selects it and
+// where the snapshots are kept.
+func (p *project) etcState() (env []string, snapshots string) {
+	p.t.Helper()
+	p.mkdir("state")
+	state := p.path("state")
+	return []string{"XDG_STATE_HOME=" + state}, filepath.Join(state, "devsandbox", "etc")
+}
 
 // treeSum hashes every name, mode and content under dir (links by target).
 func treeSum(t *testing.T, dir string) string {
@@ -61,8 +71,17 @@ func treeSum(t *testing.T, dir string) string {
 func TestEtcSnapshotReadOnly(t *testing.T) {
 	requireBwrap(t)
 	p := newProject(t)
-	p.mustSandbox("bwrap", []string{"--egress=none"}, "true") // the snapshot exists now
-	before := treeSum(t, etcSnapshots())
+	env, snaps := p.etcState()
+	sandbox := func(script string) string {
+		t.Helper()
+		r := run(t, p.dir, env, "", "--isolator=bwrap", "--egress=none", "--", "/bin/sh", "-c", script)
+		if r.code != 0 {
+			t.Fatalf("sandboxed script failed:\n%s\n%s", script, r)
+		}
+		return r.stdout
+	}
+	sandbox("true") // the snapshot exists now
+	before := treeSum(t, snaps)
 	script := `
 for f in /etc/passwd /etc/hosts /etc/resolv.conf /etc/ld.so.cache /etc/ld.so.conf.d/*; do
   [ -f "$f" ] || continue
@@ -82,14 +101,17 @@ umount /etc 2>/dev/null && echo "UNMOUNTED /etc"
 mount -o remount,rw /etc 2>/dev/null && echo "REMOUNTED /etc"
 : > /tmp/probe
 ( echo x > /etc/probe ) 2>&1 | grep -q 'Read-only file system' || echo "NOT EROFS"
-for fd in /proc/self/fd/* /proc/1/fd/*; do [ -d "$fd" ] && echo "DIRECTORY FD $fd"; done
 grep -q "^` + it.name + `:" /etc/passwd || echo "NO USER"
-echo done`
-	out := p.mustSandbox("bwrap", []string{"--egress=none"}, script)
-	if strings.TrimSpace(out) != "done" {
+echo done
+` + fdProbe
+	out := sandbox(script)
+	if report, _, _ := strings.Cut(out, "fd-shell "); strings.TrimSpace(report) != "done" {
 		t.Errorf("the sandbox changed or reached its /etc snapshot:\n%s", out)
 	}
-	if after := treeSum(t, etcSnapshots()); after != before {
+	if fds := parseFDProbe(t, out); len(fds.dirs) > 0 {
+		t.Errorf("directory descriptors reach the command: %v\n%s", fds.dirs, out)
+	}
+	if after := treeSum(t, snaps); after != before {
 		t.Errorf("the snapshots on the host changed during the run")
 	}
 }
@@ -174,19 +196,20 @@ func TestEtcSnapshotSeesHostChanges(t *testing.T) {
 func TestEtcSnapshotPrune(t *testing.T) {
 	requireBwrap(t)
 	p := newProject(t)
+	env, snaps := p.etcState()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := command(ctx, p.dir, baseEnv(), "--isolator=bwrap", "--egress=none", "--",
+	cmd := command(ctx, p.dir, baseEnv(env...), "--isolator=bwrap", "--egress=none", "--",
 		"/bin/sh", "-c", `awk '$5 == "/etc" { print "root " $4 }' /proc/self/mountinfo; echo ready; read x; head -c 5 /etc/passwd; echo; ls /etc/ld.so.conf.d | wc -l`)
 	lr, release := started(t, cmd)
 	held := filepath.Base(strings.TrimPrefix(lr.waitFor("root "), "root "))
 	lr.waitFor("ready")
-	if !slices.Contains(snapshotNames(t), held) {
-		t.Fatalf("the sandbox's /etc is %s, not a snapshot in %s", held, etcSnapshots())
+	if !slices.Contains(snapshotNames(t, snaps), held) {
+		t.Fatalf("the sandbox's /etc is %s, not a snapshot in %s", held, snaps)
 	}
 	// Newer snapshots of other host states, as other runs would have left them.
 	for i := 0; i < etcKeep+1; i++ {
-		d := filepath.Join(etcSnapshots(), strings.Repeat(strconv.Itoa(i), 32))
+		d := filepath.Join(snaps, strings.Repeat(strconv.Itoa(i), 32))
 		if err := os.Mkdir(d, 0o555); err != nil {
 			t.Fatal(err)
 		}
@@ -195,15 +218,15 @@ func TestEtcSnapshotPrune(t *testing.T) {
 		}
 		t.Cleanup(func() { os.Remove(d) })
 	}
-	before := snapshotNames(t)
-	if r := run(t, p.dir, nil, "", "sandboxes", "prune", "--dry-run"); r.code != 0 || !reflect.DeepEqual(snapshotNames(t), before) {
-		t.Fatalf("prune --dry-run changed %v to %v:\n%s", before, snapshotNames(t), r)
+	before := snapshotNames(t, snaps)
+	if r := run(t, p.dir, env, "", "sandboxes", "prune", "--dry-run"); r.code != 0 || !reflect.DeepEqual(snapshotNames(t, snaps), before) {
+		t.Fatalf("prune --dry-run changed %v to %v:\n%s", before, snapshotNames(t, snaps), r)
 	}
-	r := run(t, p.dir, nil, "", "sandboxes", "prune")
+	r := run(t, p.dir, env, "", "sandboxes", "prune")
 	if r.code != 0 {
 		t.Fatalf("prune:\n%s", r)
 	}
-	after := snapshotNames(t)
+	after := snapshotNames(t, snaps)
 	oldest := strings.Repeat("0", 32) // the oldest planted one: beyond the newest etcKeep
 	if !slices.Contains(after, held) || slices.Contains(after, oldest) || len(after) >= len(before) {
 		t.Errorf("after prune: %v (before %v); want the held %s kept and %s removed", after, before, held, oldest)
@@ -219,20 +242,24 @@ func TestEtcSnapshotPrune(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Now that no run holds it, the oldest goes; the next run builds its own again.
-	if r := run(t, p.dir, nil, "", "sandboxes", "prune"); r.code != 0 || slices.Contains(snapshotNames(t), held) {
-		t.Errorf("prune after the run: %v\n%s", snapshotNames(t), r)
+	if r := run(t, p.dir, env, "", "sandboxes", "prune"); r.code != 0 || slices.Contains(snapshotNames(t, snaps), held) {
+		t.Errorf("prune after the run: %v\n%s", snapshotNames(t, snaps), r)
 	}
-	if out := p.mustSandbox("bwrap", []string{"--egress=none"}, "head -c 5 /etc/passwd"); out != "root:" {
-		t.Errorf("a run after prune sees /etc/passwd starting with %q", out)
+	if r := run(t, p.dir, env, "", "--isolator=bwrap", "--egress=none", "--", "head", "-c", "5", "/etc/passwd"); r.code != 0 || r.stdout != "root:" {
+		t.Errorf("a run after prune sees /etc/passwd starting with %q:\n%s", r.stdout, r)
+	}
+	if names := snapshotNames(t, snaps); !slices.Contains(names, held) {
+		t.Errorf("the run after prune did not build the host's snapshot %s again: %v", held, names)
 	}
 }
 
 // etcKeep is how many snapshots prune keeps (etcsnap.Keep).
 const etcKeep = 3
 
-func snapshotNames(t *testing.T) []string {
+// snapshotNames lists the snapshot root dir.
+func snapshotNames(t *testing.T, dir string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(etcSnapshots())
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
