@@ -9,15 +9,20 @@
 // certificate, tls.X509KeyPair): devsandbox-proxy runs it, to make the CA when it is
 // missing or expiring (ca.CreateArg) and on every start, on the PEM it is handed.
 // What Load checks here is what the renewal and the sandbox's bundle rely on: the
-// file's mode, one certificate and one private key, the certificate well-formed, a CA
-// (basic constraints), and its validity.
+// file's mode, one certificate and one private key, the certificate well-formed as far
+// as it is read (DER, v3, one signature algorithm, a serial number that is not
+// negative), a CA (basic constraints), and its validity. FuzzParse holds these to
+// crypto/x509's reading of the same certificate; the names, the public key and the
+// other extensions are left to devsandbox-proxy's check.
 package capem
 
 import (
+	"bytes"
 	"encoding/asn1"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"os"
 	"time"
 )
@@ -102,9 +107,13 @@ type certificate struct {
 	Signature          asn1.BitString
 }
 
+// Version and Extensions are explicitly tagged; encoding/asn1 checks neither the
+// length of an explicit tag nor that nothing follows its value, so checkCA reads
+// both from the tagged element itself (explicit). A RawValue takes any element: a
+// certificate without its version (v1) is refused, as it must be.
 type tbsCertificate struct {
-	Version         int `asn1:"optional,explicit,default:0,tag:0"`
-	SerialNumber    asn1.RawValue
+	Version         asn1.RawValue `asn1:"optional,tag:0"`
+	SerialNumber    *big.Int
 	Signature       asn1.RawValue
 	Issuer          asn1.RawValue
 	Validity        validity
@@ -112,7 +121,7 @@ type tbsCertificate struct {
 	PublicKey       asn1.RawValue
 	IssuerUniqueID  asn1.BitString `asn1:"optional,tag:1"`
 	SubjectUniqueID asn1.BitString `asn1:"optional,tag:2"`
-	Extensions      []extension    `asn1:"optional,explicit,tag:3"`
+	Extensions      asn1.RawValue  `asn1:"optional,tag:3"`
 }
 
 type validity struct{ NotBefore, NotAfter time.Time }
@@ -123,9 +132,22 @@ type extension struct {
 	Value    []byte
 }
 
+// basicConstraints' path length is read whole: encoding/asn1 would take a negative
+// one, which crypto/x509 refuses.
 type basicConstraints struct {
-	IsCA       bool `asn1:"optional"`
-	MaxPathLen int  `asn1:"optional,default:-1"`
+	IsCA       bool          `asn1:"optional"`
+	MaxPathLen asn1.RawValue `asn1:"optional"`
+}
+
+// valid reports whether the path length, when present, is an INTEGER between 0 and
+// the largest int, as crypto/x509 reads it.
+func (bc *basicConstraints) valid() bool {
+	if bc.MaxPathLen.FullBytes == nil {
+		return true
+	}
+	var n *big.Int
+	rest, err := asn1.Unmarshal(bc.MaxPathLen.FullBytes, &n)
+	return err == nil && len(rest) == 0 && n.Sign() >= 0 && n.BitLen() < 64
 }
 
 var oidBasicConstraints = asn1.ObjectIdentifier{2, 5, 29, 19}
@@ -139,16 +161,41 @@ func checkCA(der []byte) (time.Time, error) {
 	} else if len(rest) > 0 {
 		return time.Time{}, errors.New("a malformed certificate: trailing data")
 	}
+	v := 0 // absent: v1
+	if c.TBS.Version.FullBytes != nil && !explicit(c.TBS.Version, 0, &v) {
+		return time.Time{}, errors.New("a malformed certificate: bad version")
+	}
+	switch {
+	case v < 0 || v > 2:
+		return time.Time{}, fmt.Errorf("a malformed certificate: version %d", v)
+	case v < 2: // v1 and v2 have no extensions: crypto/x509 reads none
+		return time.Time{}, fmt.Errorf("not a CA certificate: an X.509 v%d certificate", v+1)
+	}
+	if c.TBS.SerialNumber.Sign() < 0 {
+		return time.Time{}, errors.New("a malformed certificate: a negative serial number")
+	}
+	// The signature's algorithm stands in the certificate twice; crypto/x509 and
+	// RFC 5280 (section 4.1.1.2) want the same one.
+	if !isSequence(c.SignatureAlgorithm) || !bytes.Equal(c.SignatureAlgorithm.FullBytes, c.TBS.Signature.FullBytes) {
+		return time.Time{}, errors.New("a malformed certificate: two different signature algorithms")
+	}
+	var exts []extension
+	if c.TBS.Extensions.FullBytes != nil && !explicit(c.TBS.Extensions, 3, &exts) {
+		return time.Time{}, errors.New("a malformed certificate: bad extensions")
+	}
 	var bc *basicConstraints
-	for _, e := range c.TBS.Extensions {
+	seen := make(map[string]bool, len(exts))
+	for _, e := range exts {
+		id := e.ID.String()
+		if seen[id] {
+			return time.Time{}, fmt.Errorf("a malformed certificate: two extensions %s", id)
+		}
+		seen[id] = true
 		if !e.ID.Equal(oidBasicConstraints) {
 			continue
 		}
-		if bc != nil {
-			return time.Time{}, errors.New("a malformed certificate: two basic constraints")
-		}
 		bc = new(basicConstraints)
-		if rest, err := asn1.Unmarshal(e.Value, bc); err != nil || len(rest) > 0 {
+		if rest, err := asn1.Unmarshal(e.Value, bc); err != nil || len(rest) > 0 || !bc.valid() {
 			return time.Time{}, errors.New("a malformed certificate: bad basic constraints")
 		}
 	}
@@ -156,6 +203,21 @@ func checkCA(der []byte) (time.Time, error) {
 		return time.Time{}, errors.New("not a CA certificate")
 	}
 	return c.TBS.Validity.NotAfter, nil
+}
+
+// explicit reads into out the one value v holds, v an element explicitly tagged
+// [tag].
+func explicit(v asn1.RawValue, tag int, out any) bool {
+	if v.Class != asn1.ClassContextSpecific || v.Tag != tag || !v.IsCompound {
+		return false
+	}
+	rest, err := asn1.Unmarshal(v.Bytes, out)
+	return err == nil && len(rest) == 0
+}
+
+// isSequence reports whether v is a universal, constructed SEQUENCE.
+func isSequence(v asn1.RawValue) bool {
+	return v.Class == asn1.ClassUniversal && v.Tag == asn1.TagSequence && v.IsCompound
 }
 
 // SystemBundles are the usual places of the system's CA bundle, as crypto/x509 looks
