@@ -159,9 +159,10 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// once both are done.
 	stopSvc := sync.OnceFunc(svc.Stop)
 	defer stopSvc()
-	// The session /tmp goes in two steps: its name (removeSess, quick), then its
-	// lock and last reference (closeSess, which frees the directory and can wait on
-	// the disk); released is closed after both.
+	// The session /tmp goes in two steps: its name when it is empty (removeSess, one
+	// rmdir), then whatever the sandbox left in it, its lock and its last reference
+	// (closeSess, which frees the directory and can wait on the disk); released is
+	// closed after both.
 	removeSess, closeSess := func() {}, func() {}
 	sess, err := prepare(p)
 	if err != nil {
@@ -174,17 +175,19 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		// Freeing the directory waits on the disk where the file system discards
 		// freed blocks at once (ext4 without a journal: 0.2-0.3 ms here), so the
 		// removal runs beside the host services' stop: on the goroutine that saw
-		// the init exit (readiness.gone: the name before it wakes this one, the
-		// wait after), else on one of its own. Run returns only once it is done.
+		// the init exit (readiness.gone: an empty dir's name before it wakes this
+		// one, a full removal and the wait after), else on one of its own. Run
+		// returns only once it is done.
 		released = make(chan struct{})
 		removeSess = sync.OnceFunc(func() {
 			if sess.Lost() {
 				b.warn("the session /tmp %s was removed on the host while the sandbox ran; files the command had in /tmp were lost with it", sess.Path)
 			}
-			_ = sess.Remove()
+			sess.RemoveEmpty()
 		})
 		closeSess = sync.OnceFunc(func() {
 			removeSess()
+			_ = sess.Remove()
 			sess.Close()
 			close(released)
 		})

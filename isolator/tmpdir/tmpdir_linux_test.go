@@ -182,3 +182,32 @@ func TestReleaseGone(t *testing.T) {
 		t.Fatalf("Release of a removed session dir: %v", err)
 	}
 }
+
+// RemoveEmpty takes only an empty session dir; what the sandbox left waits for
+// Remove, which takes it all.
+func TestRemoveEmpty(t *testing.T) {
+	s, err := Acquire(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f := filepath.Join(s.Path, "left")
+	if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s.RemoveEmpty() {
+		t.Fatal("RemoveEmpty reported a session dir with a file in it removed")
+	}
+	if _, err := os.Stat(f); err != nil {
+		t.Fatalf("RemoveEmpty touched what was in the session dir: %v", err)
+	}
+	if err := s.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(s.Path); !os.IsNotExist(err) {
+		t.Fatalf("session dir still there after Remove: %v", err)
+	}
+	if !s.RemoveEmpty() {
+		t.Fatal("RemoveEmpty after Remove: want removed")
+	}
+}
