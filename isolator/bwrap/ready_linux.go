@@ -52,9 +52,14 @@ type readiness struct {
 // gone returns a channel closed once the init has exited, or nil when the init sent
 // no pidfd. The init is the sandbox's pid 1: when it has exited, the kernel has
 // killed and reaped every other process of its pid namespace, so nothing the sandbox
-// ran is left; bwrap, its parent, learns it at the same time and exits after. The
-// pidfd is closed once it is.
-func (r readiness) gone() <-chan struct{} {
+// ran is left; bwrap, its parent, learns it at the same time and exits after.
+//
+// The goroutine that sees the exit runs before (when not nil) first, then closes the
+// channel, then runs after (when not nil): it is running already, so before starts
+// without waiting for another thread, and nothing it would wake (the channel's
+// receiver) takes the CPU from it first. The pidfd is closed last; the receiver may
+// close it earlier (os.File's second Close does nothing).
+func (r readiness) gone(before, after func()) <-chan struct{} {
 	if r.pidfd == nil {
 		return nil
 	}
@@ -62,7 +67,13 @@ func (r readiness) gone() <-chan struct{} {
 	go func() {
 		defer r.pidfd.Close() // after c is closed: its epoll_ctl and close wait for nothing
 		if waitExited(r.pidfd) {
+			if before != nil {
+				before()
+			}
 			close(c)
+			if after != nil {
+				after()
+			}
 		}
 	}()
 	return c

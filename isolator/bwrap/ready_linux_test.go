@@ -3,6 +3,7 @@ package bwrap
 import (
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,7 +40,39 @@ func TestReadinessGone(t *testing.T) {
 	if exited, err := pidfdExited(rd.pidfd.Fd()); exited || err != nil {
 		t.Fatal("the init's pidfd says it exited while it runs")
 	}
-	gone := rd.gone()
+	// before and after (the session /tmp's removal in Run) run only once the init
+	// has exited: before while the channel is still open, after once it is closed.
+	ran := make(chan string, 2)
+	var mu sync.Mutex
+	var gone <-chan struct{}
+	check := func(name string, closed bool) func() {
+		return func() {
+			mu.Lock()
+			g := gone
+			mu.Unlock()
+			isClosed := false
+			select {
+			case <-g:
+				isClosed = true
+			default:
+			}
+			exited, err := pidfdExited(rd.pidfd.Fd())
+			if g == nil || isClosed != closed || !exited || err != nil {
+				name += " out of order"
+			}
+			ran <- name
+		}
+	}
+	mu.Lock()
+	gone = rd.gone(check("before", false), check("after", true))
+	mu.Unlock()
+	select {
+	case r := <-ran:
+		t.Fatalf("%s ran while the init runs", r)
+	case <-gone:
+		t.Fatal("gone while the init runs")
+	default:
+	}
 	if err := init.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +81,16 @@ func TestReadinessGone(t *testing.T) {
 	case <-gone:
 	case <-time.After(10 * time.Second):
 		t.Fatal("not gone 10 s after the init exited")
+	}
+	for _, want := range []string{"before", "after"} {
+		select {
+		case r := <-ran:
+			if r != want {
+				t.Fatalf("ran %q, want %q: before runs once the init has exited and before the channel is closed, after once it is", r, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s did not run 10 s after the init exited", want)
+		}
 	}
 }
 
@@ -63,7 +106,7 @@ func TestReadinessWithoutPidfd(t *testing.T) {
 		t.Fatal(err)
 	}
 	rd := r.wait(func(f *os.File) { f.Close() })
-	if rd.pid != os.Getpid() || rd.pidfd != nil || rd.gone() != nil {
+	if rd.pid != os.Getpid() || rd.pidfd != nil || rd.gone(func() { t.Error("before ran without a pidfd") }, nil) != nil {
 		t.Fatalf("readiness %+v: want pid %d, no pidfd and no gone channel", rd, os.Getpid())
 	}
 }

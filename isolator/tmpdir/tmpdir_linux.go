@@ -6,6 +6,7 @@ package tmpdir
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,6 +26,8 @@ type Session struct {
 	Name string // base name, below the base dir
 	Path string
 	fd   int
+	// removed: the name is gone (Remove, RemoveEmpty); not safe for concurrent use.
+	removed bool
 }
 
 // Acquire creates and locks a new session dir under base (created 0700 if missing).
@@ -96,12 +99,47 @@ func (s *Session) Lost() bool {
 	return held.Ino != now.Ino || held.Dev != now.Dev
 }
 
-// Release removes the session dir and drops its lock.
+// Release removes the session dir and drops its lock: Remove, then Close.
 func (s *Session) Release() error {
-	err := os.RemoveAll(s.Path)
-	unix.Close(s.fd)
+	err := s.Remove()
+	s.Close()
 	return err
 }
+
+// Remove removes the session dir's name; the directory itself is freed when Close
+// drops the last reference to it (on ext4 that frees its block, which on a file
+// system mounted with discard and without a journal waits for the disk's discard:
+// 0.2-0.3 ms measured here, most of a removal). For an empty session dir Remove is
+// quick and Close is the wait, so a caller can start other work between the two.
+//
+// An empty session dir, the usual case, goes with one rmdir(2) (RemoveEmpty):
+// os.RemoveAll's first step is an unlink(2) of the path, which fails with EISDIR
+// for every session dir. rmdir removes only an empty directory and never follows a
+// symlink in the last component (ENOTDIR), so whatever else the path names now
+// (files, a symlink, a directory the host put there, a mount point) goes to
+// os.RemoveAll as before, which walks and removes without following symlinks.
+func (s *Session) Remove() error {
+	if s.RemoveEmpty() {
+		return nil
+	}
+	err := os.RemoveAll(s.Path)
+	s.removed = err == nil
+	return err
+}
+
+// RemoveEmpty removes the session dir when it is empty, with one rmdir(2), and
+// reports whether its name is gone; when it is not, only Remove removes it. Its cost
+// does not grow with what the sandbox left in /tmp.
+func (s *Session) RemoveEmpty() bool {
+	if !s.removed {
+		err := unix.Rmdir(s.Path)
+		s.removed = err == nil || errors.Is(err, unix.ENOENT)
+	}
+	return s.removed
+}
+
+// Close drops the session dir's lock and its descriptor.
+func (s *Session) Close() { unix.Close(s.fd) }
 
 // CleanOrphans removes session dirs under base that are older than maxAge and whose
 // lock is free. Symlinks and non-directories are never followed or removed; the inode

@@ -85,3 +85,129 @@ func TestCleanOrphans(t *testing.T) {
 		}
 	}
 }
+
+// victim is a directory outside the session base with one file in it, and a check that
+// both are still there.
+func victim(t *testing.T) (dir string, intact func()) {
+	t.Helper()
+	dir = t.TempDir()
+	f := filepath.Join(dir, "keep")
+	if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir, func() {
+		t.Helper()
+		for _, p := range []string{f, empty} {
+			if _, err := os.Lstat(p); err != nil {
+				t.Errorf("%s, outside the session dir, was removed: %v", p, err)
+			}
+		}
+	}
+}
+
+// What the sandbox leaves in its /tmp (files, directories, symlinks to the host's
+// directories and files) is removed with the session dir; nothing a link points at is.
+func TestReleaseNonEmpty(t *testing.T) {
+	s, err := Acquire(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, intact := victim(t)
+	for _, step := range []error{
+		os.MkdirAll(filepath.Join(s.Path, "a", "b"), 0o700),
+		os.WriteFile(filepath.Join(s.Path, "a", "b", "f"), []byte("x"), 0o600),
+		os.Symlink(dir, filepath.Join(s.Path, "dirlink")),
+		os.Symlink(filepath.Join(dir, "empty"), filepath.Join(s.Path, "emptylink")),
+		os.Symlink(filepath.Join(dir, "keep"), filepath.Join(s.Path, "filelink")),
+		os.Symlink(dir, filepath.Join(s.Path, "a", "deeplink")),
+	} {
+		if step != nil {
+			t.Fatal(step)
+		}
+	}
+	if err := s.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(s.Path); !os.IsNotExist(err) {
+		t.Fatalf("session dir still there after Release: %v", err)
+	}
+	intact()
+}
+
+// A session dir swapped on the host for a symlink to another directory: Release
+// removes the link, never the directory it points at, even when that one is empty
+// (which a removal that followed the link would take with one rmdir).
+func TestReleaseReplacedByLink(t *testing.T) {
+	for _, target := range []string{"", "empty"} {
+		t.Run("to"+target, func(t *testing.T) {
+			s, err := Acquire(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir, intact := victim(t)
+			if err := os.Remove(s.Path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(dir, target), s.Path); err != nil {
+				t.Fatal(err)
+			}
+			if !s.Lost() {
+				t.Error("replaced session dir not reported lost")
+			}
+			if err := s.Release(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Lstat(s.Path); !os.IsNotExist(err) {
+				t.Errorf("the link in the session dir's place is still there: %v", err)
+			}
+			intact()
+		})
+	}
+}
+
+// A session dir already gone (removed on the host) is no error.
+func TestReleaseGone(t *testing.T) {
+	s, err := Acquire(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(s.Path); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(); err != nil {
+		t.Fatalf("Release of a removed session dir: %v", err)
+	}
+}
+
+// RemoveEmpty takes only an empty session dir; what the sandbox left waits for
+// Remove, which takes it all.
+func TestRemoveEmpty(t *testing.T) {
+	s, err := Acquire(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f := filepath.Join(s.Path, "left")
+	if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s.RemoveEmpty() {
+		t.Fatal("RemoveEmpty reported a session dir with a file in it removed")
+	}
+	if _, err := os.Stat(f); err != nil {
+		t.Fatalf("RemoveEmpty touched what was in the session dir: %v", err)
+	}
+	if err := s.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(s.Path); !os.IsNotExist(err) {
+		t.Fatalf("session dir still there after Remove: %v", err)
+	}
+	if !s.RemoveEmpty() {
+		t.Fatal("RemoveEmpty after Remove: want removed")
+	}
+}
