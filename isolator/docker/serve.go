@@ -34,7 +34,7 @@ func Handler(warn func(string)) (handoff.Handler, handoff.HeadStart) {
 		if j.Op == handoff.OpRun {
 			if hs := heads.take(j.Settings); hs != nil {
 				b.head = hs
-				b.dial = func() (Engine, Address, error) { return hs.engine, hs.addr, nil }
+				b.dial = func() (Engine, Address, error) { return hs.pick(), hs.addr, nil }
 			}
 		}
 		return b, nil
