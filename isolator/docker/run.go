@@ -23,8 +23,14 @@ import (
 
 // Run implements isolator.Isolator.
 func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
-	e0, addr, err := b.engine()
-	if err != nil {
+	// The client the request's head started with, when there is one; everything
+	// else (engineLost's fresh connection) dials anew.
+	var e0 Engine
+	var addr Address
+	var err error
+	if hs := b.head; hs != nil {
+		e0, addr = hs.pick(), hs.addr
+	} else if e0, addr, err = b.engine(); err != nil {
 		return 0, err
 	}
 	defer e0.Close()

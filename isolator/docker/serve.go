@@ -32,10 +32,7 @@ func Handler(warn func(string)) (handoff.Handler, handoff.HeadStart) {
 		b := New(s, environ())
 		b.Signals, b.Phase, b.Warn = j.Signals, j.Phase, warn
 		if j.Op == handoff.OpRun {
-			if hs := heads.take(j.Settings); hs != nil {
-				b.head = hs
-				b.dial = func() (Engine, Address, error) { return hs.pick(), hs.addr, nil }
-			}
+			b.head = heads.take(j.Settings)
 		}
 		return b, nil
 	}
