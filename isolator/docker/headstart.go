@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -93,7 +94,7 @@ func (h *headStarts) start(op string, settings, plan json.RawMessage) {
 	versions := filepath.Join(dir, apiVersionFile)
 	if ok {
 		hs.recorded = readAPIVersions(versions)[addr.Host]
-		if hs.recorded != "" {
+		if apiVersionForm(hs.recorded) {
 			if sc, err := dialVersion(addr, hs.recorded); err == nil {
 				hs.spec, ask = sc, sc
 			}
@@ -212,6 +213,16 @@ func (hs *headStart) derivedCache(path string) map[string]string {
 	m, _ := hs.cache.get()
 	hs.cache = nil
 	return m
+}
+
+// apiVersionForm reports whether v looks like an API version ("1.41"): the record is a
+// file, and its version becomes part of request paths. Pure.
+func apiVersionForm(v string) bool {
+	a, b, ok := strings.Cut(v, ".")
+	digits := func(s string) bool {
+		return s != "" && len(s) <= 3 && strings.Trim(s, "0123456789") == ""
+	}
+	return ok && digits(a) && digits(b)
 }
 
 // readAPIVersions reads the API versions recorded at path (none when it cannot).

@@ -156,6 +156,35 @@ func TestHeadStartAPIVersion(t *testing.T) {
 	}
 }
 
+// A recorded version that is not one (the record is a file) is not spoken: the client
+// negotiates.
+func TestHeadStartRecordedVersionForm(t *testing.T) {
+	for v, ok := range map[string]bool{"1.41": true, "1.5": true, "10.100": true, "": false, "1": false, "1.41/containers/x/kill?": false, "v1.41": false, "1.": false, ".41": false, "1.41.1": false} {
+		if apiVersionForm(v) != ok {
+			t.Errorf("apiVersionForm(%q) = %v", v, !ok)
+		}
+	}
+	a := newAPIEngine(t, "1.41")
+	dir := t.TempDir()
+	writeAPIVersion(filepath.Join(dir, apiVersionFile), a.host, "1.41/containers/x")
+	hs := headRun(t, a.host, dir)
+	if hs.spec != nil {
+		t.Fatal("a malformed recorded version was spoken")
+	}
+	e := hs.pick()
+	_, _ = hs.image.get()
+	_, _ = hs.version.get()
+	e.Close()
+	for _, r := range a.requests() {
+		if strings.Contains(r, "containers/x") {
+			t.Errorf("request %q", r)
+		}
+	}
+	if got := readAPIVersions(filepath.Join(dir, apiVersionFile))[a.host]; got != "1.41" {
+		t.Errorf("recorded %q, want 1.41", got)
+	}
+}
+
 // A head start is its request's only: another request's settings do not get it.
 func TestHeadStartOtherSettings(t *testing.T) {
 	a := newAPIEngine(t, "1.41")

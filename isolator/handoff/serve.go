@@ -45,8 +45,9 @@ type Handler func(c *Job) Result
 // HeadStart is a program's head start on a request: it is called with the request's
 // operation, settings and Plan (undecoded JSON, possibly empty) as soon as the request
 // line is read, before the Plan is decoded and the Handler runs. It may start work that
-// only looks (asking a daemon for its state), in the background, and must return at
-// once; the Handler decides whether that work is its request's (the same settings).
+// only looks (asking a daemon for its state), in the background, and returns as soon
+// as that work is started (the Plan's decoding waits for it); the Handler decides
+// whether that work is its request's (the same settings).
 type HeadStart func(op string, settings, plan json.RawMessage)
 
 // Serve answers the one request read from ControlFD with h and writes the Result to
