@@ -19,7 +19,8 @@ func main() {
 		os.Exit(2)
 	}
 	warn := func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", m) }
-	code := handoff.Serve(docker.Handler(warn), os.Stdin, os.Stdout, os.Stderr)
+	h, head := docker.Handler(warn)
+	code := handoff.ServeEarly(h, head, os.Stdin, os.Stdout, os.Stderr)
 	// The answer is written and the run's output relayed. The kernel closes a
 	// process's files only after it has torn down its memory (most of a millisecond
 	// here): a reader of devsandbox's output through a pipe, which this program

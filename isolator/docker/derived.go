@@ -70,7 +70,10 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	what := " " + bi.ID + " " + key
 	cacheKey := addr.Host + what
 	cache := filepath.Join(filepath.Dir(p.StateDir), derivedCacheFile)
-	m := readDerivedCache(cache)
+	m := b.head.derivedCache(cache)
+	if m == nil {
+		m = readDerivedCache(cache)
+	}
 	if id := m[cacheKey]; id != "" && proven != nil && proven(id) {
 		return id, nil
 	}

@@ -53,6 +53,9 @@ type Isolator struct {
 	// (nil: stderr).
 	Progress io.Writer
 
+	// head is the work the request's head started (headstart.go), for Run's own
+	// client and first requests; nil: none.
+	head *headStart
 	// dial connects to the engine; nil means ResolveAddress and Dial.
 	dial func() (Engine, Address, error)
 	// services starts the run's host services (nil: hostsvc.Start; tests replace it).

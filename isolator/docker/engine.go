@@ -61,7 +61,20 @@ var _ Engine = (*client.Client)(nil)
 
 // Dial returns a client for a, negotiating the API version down to the engine's.
 func Dial(a Address) (Engine, error) {
+	c, err := dialVersion(a, "")
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// dialVersion returns a client for a that speaks API version (without asking the
+// engine), or negotiates when version is "".
+func dialVersion(a Address, version string) (*client.Client, error) {
 	opts := []client.Opt{client.WithHost(a.Host), client.WithAPIVersionNegotiation()}
+	if version != "" {
+		opts = append(opts, client.WithVersion(version))
+	}
 	if a.CACert != "" {
 		opts = append(opts, client.WithTLSClientConfig(a.CACert, a.Cert, a.Key))
 	}

@@ -23,19 +23,34 @@ import (
 
 // Run implements isolator.Isolator.
 func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
-	e0, addr, err := b.engine()
-	if err != nil {
+	// The client the request's head started with, when there is one; everything
+	// else (engineLost's fresh connection) dials anew.
+	var e0 Engine
+	var addr Address
+	var err error
+	if hs := b.head; hs != nil {
+		e0, addr = hs.pick(), hs.addr
+	} else if e0, addr, err = b.engine(); err != nil {
 		return 0, err
 	}
 	defer e0.Close()
-	// Asked for now, answered while the host side is prepared (ahead.go).
-	ahead := inspectAhead(ctx, e0, b.Image)
+	// Asked for now (or with the request's head, headstart.go), answered while the
+	// host side is prepared (ahead.go).
+	var ahead *aheadEngine
+	if hs := b.head; hs != nil && hs.image != nil {
+		ahead = &aheadEngine{Engine: e0, ref: b.Image, image: hs.image}
+		hs.image = nil
+	} else {
+		ahead = inspectAhead(ctx, e0, b.Image)
+	}
 	defer ahead.wait()
 	e := Engine(ahead)
 	var kept *future[dockercontainer.InspectResponse]
 	if b.Keep {
 		name := keptName(p)
-		kept = fetch(func() (dockercontainer.InspectResponse, error) { return e0.ContainerInspect(ctx, name) })
+		if kept = b.head.keptInspect(name); kept == nil {
+			kept = fetch(func() (dockercontainer.InspectResponse, error) { return e0.ContainerInspect(ctx, name) })
+		}
 	}
 	if b.Keep && needsCompanion(p) {
 		// The kept container's endpoint volume, and the companion the session's

@@ -20,9 +20,10 @@ func New(s helper.Settings, env map[string]string) *Isolator {
 }
 
 // Handler is devsandbox-docker's: the isolator's operations (package handoff) and
-// package helper's, with the backend the request's settings make. warn receives
-// warnings for people.
-func Handler(warn func(string)) handoff.Handler {
+// package helper's, with the backend the request's settings make, and the head start
+// of a run (headstart.go), for handoff.ServeEarly. warn receives warnings for people.
+func Handler(warn func(string)) (handoff.Handler, handoff.HeadStart) {
+	heads := &headStarts{}
 	backend := func(j *handoff.Job) (*Isolator, error) {
 		var s helper.Settings
 		if err := json.Unmarshal(j.Settings, &s); err != nil {
@@ -30,6 +31,9 @@ func Handler(warn func(string)) handoff.Handler {
 		}
 		b := New(s, environ())
 		b.Signals, b.Phase, b.Warn = j.Signals, j.Phase, warn
+		if j.Op == handoff.OpRun {
+			b.head = heads.take(j.Settings)
+		}
 		return b, nil
 	}
 	op := func(f func(b *Isolator, j *handoff.Job) (any, error)) handoff.Handler {
@@ -46,7 +50,7 @@ func Handler(warn func(string)) handoff.Handler {
 			return r
 		}
 	}
-	return handoff.ServeIsolator(func(j *handoff.Job) (handoff.Backend, error) { return backend(j) }, map[string]handoff.Handler{
+	h := handoff.ServeIsolator(func(j *handoff.Job) (handoff.Backend, error) { return backend(j) }, map[string]handoff.Handler{
 		helper.OpSandboxes: op(func(b *Isolator, j *handoff.Job) (any, error) {
 			var d helper.Dirs
 			if err := json.Unmarshal(j.Args, &d); err != nil {
@@ -88,6 +92,7 @@ func Handler(warn func(string)) handoff.Handler {
 			return nil, b.BuildImage(j.Ctx, a.Base, a.Tag, j.Stdio.Err)
 		}),
 	})
+	return h, heads.start
 }
 
 // environ is the process's environment as a map.

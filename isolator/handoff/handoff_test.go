@@ -25,13 +25,20 @@ func TestMain(m *testing.M) {
 				time.Sleep(time.Minute)
 			}
 		}()
-		exit(Serve(ServeIsolator(func(j *Job) (Backend, error) {
+		// The head start records what it saw of the request, before the Plan is
+		// decoded and the backend made (the "head" command prints it).
+		head := func(op string, settings, plan json.RawMessage) {
+			var p struct{ Command []string }
+			_ = json.Unmarshal(plan, &p)
+			headSeen = fmt.Sprintf("%s %s %q", op, settings, p.Command)
+		}
+		exit(ServeEarly(ServeIsolator(func(j *Job) (Backend, error) {
 			var s settings
 			if err := json.Unmarshal(j.Settings, &s); err != nil {
 				return nil, err
 			}
 			return &fake{s: s, sigs: j.Signals, phase: j.Phase}, nil
-		}, map[string]Handler{"echo": func(j *Job) Result { return Result{Data: j.Args} }}), os.Stdin, os.Stdout, os.Stderr))
+		}, map[string]Handler{"echo": func(j *Job) Result { return Result{Data: j.Args} }}), head, os.Stdin, os.Stdout, os.Stderr))
 		return
 	}
 	os.Exit(m.Run())
@@ -45,6 +52,9 @@ func exit(code int) {
 }
 
 type settings struct{ Image, Runtime string }
+
+// headSeen is what the program's head start saw of its request.
+var headSeen string
 
 // fake is the backend: it reports what it received on stdout.
 type fake struct {
@@ -73,6 +83,9 @@ func (f *fake) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) 
 	switch p.Command[0] {
 	case "protect":
 		return 0, fmt.Errorf("%w: mask not in effect", isolator.ErrProtection)
+	case "head":
+		fmt.Fprintf(stdio.Out, "head: %s; plan: %q\n", headSeen, p.Command)
+		return 0, nil
 	case "pid":
 		fmt.Fprintf(stdio.Out, "pid=%d secret=%s\n", os.Getpid(), p.HostEnv["API_TOKEN"])
 		return 0, nil
@@ -122,6 +135,20 @@ func TestRunRoundTrip(t *testing.T) {
 	}
 	if len(phases) != 1 || !strings.HasPrefix(phases[0], "krun (start ") {
 		t.Errorf("phases %q", phases)
+	}
+}
+
+// The program's head start sees the request's operation, settings and Plan before the
+// Plan is decoded and served, and the Plan still arrives whole.
+func TestHeadStart(t *testing.T) {
+	var out bytes.Buffer
+	code, err := stub().Run(context.Background(), plan("head", "a b"), isolator.Stdio{Out: &out, Err: os.Stderr})
+	if err != nil || code != 0 {
+		t.Fatalf("Run = %d, %v", code, err)
+	}
+	want := `head: run {"Image":"img","Runtime":"runc"} ["head" "a b"]; plan: ["head" "a b"]` + "\n"
+	if got := out.String(); got != want {
+		t.Errorf("program printed %q, want %q", got, want)
 	}
 }
 

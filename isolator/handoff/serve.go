@@ -42,11 +42,41 @@ func (c *Job) Files(n int) []*os.File {
 // Handler answers one request.
 type Handler func(c *Job) Result
 
+// HeadStart is a program's head start on a request: it is called with the request's
+// operation, settings and Plan (undecoded JSON, possibly empty) as soon as the request
+// line is read, before the Plan is decoded and the Handler runs. It may start work that
+// only looks (asking a daemon for its state), in the background, and returns as soon
+// as that work is started (the Plan's decoding waits for it); the Handler decides
+// whether that work is its request's (the same settings).
+type HeadStart func(op string, settings, plan json.RawMessage)
+
 // Serve answers the one request read from ControlFD with h and writes the Result to
 // ResultFD. It returns the program's exit status. The Plan's HostEnv is rebuilt from
 // the environment, by the names the Plan gives.
 func Serve(h Handler, stdin *os.File, stdout, stderr io.Writer) int {
+	return ServeEarly(h, nil, stdin, stdout, stderr)
+}
+
+// ServeEarly is Serve with a head start (early; nil: none), called once the request
+// line is read.
+func ServeEarly(h Handler, early HeadStart, stdin *os.File, stdout, stderr io.Writer) int {
 	prog := filepath.Base(os.Args[0])
+	// Signals sent to the process group (a terminal's ^C) reach the caller too, which
+	// forwards them: they are caught here so that each arrives once. The runtime's
+	// signal handling starts with the first subscription (most of a millisecond
+	// here): it starts now, beside the wait for the request and its decoding, and is
+	// in place before the request is served.
+	direct := make(chan os.Signal, 8)
+	caught := make(chan struct{})
+	go func() {
+		defer close(caught)
+		signal.Notify(direct, isolator.ForwardedSignals...)
+	}()
+	go func() {
+		<-caught
+		for range direct {
+		}
+	}()
 	// Nothing the program starts (podman's service, a container) may hold these.
 	syscall.CloseOnExec(ControlFD)
 	syscall.CloseOnExec(ResultFD)
@@ -67,9 +97,25 @@ func Serve(h Handler, stdin *os.File, stdout, stderr io.Writer) int {
 		return 2
 	}
 	c := &Job{Stdio: isolator.Stdio{In: stdin, Out: stdout, Err: stderr}}
-	if err := json.Unmarshal(line, &c.Request); err != nil {
+	// The Plan is decoded after the early hook saw the rest.
+	var head struct {
+		Request
+		Plan json.RawMessage `json:"plan,omitempty"`
+	}
+	if err := json.Unmarshal(line, &head); err != nil {
 		fmt.Fprintf(stderr, "%s: bad request: %v\n", prog, err)
 		return 2
+	}
+	if early != nil {
+		early(head.Op, head.Settings, head.Plan)
+	}
+	c.Request = head.Request
+	if len(head.Plan) > 0 && string(head.Plan) != "null" {
+		c.Plan = new(isolator.Plan)
+		if err := json.Unmarshal(head.Plan, c.Plan); err != nil {
+			fmt.Fprintf(stderr, "%s: bad request: %v\n", prog, err)
+			return 2
+		}
 	}
 	if p := c.Plan; p != nil {
 		p.HostEnv = map[string]string{}
@@ -99,14 +145,7 @@ func Serve(h Handler, stdin *os.File, stdout, stderr io.Writer) int {
 		}
 	}()
 	c.Ctx, c.Signals = ctx, sigs
-	// Signals sent to the process group (a terminal's ^C) reach the caller too, which
-	// forwards them: they are caught here so that each arrives once.
-	direct := make(chan os.Signal, 8)
-	signal.Notify(direct, isolator.ForwardedSignals...)
-	go func() {
-		for range direct {
-		}
-	}()
+	<-caught
 
 	var timing []string
 	if c.Debug {

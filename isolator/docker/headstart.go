@@ -1,0 +1,254 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	cerrdefs "github.com/containerd/errdefs"
+	dockercontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+
+	"github.com/devsandbox/devsandbox/isolator/docker/helper"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
+)
+
+// A run's first requests depend on its settings and on two names of its Plan only:
+// the engine's address (settings and environment), docker.image, the kept container
+// (the project's name) and the derived-image cache (the state directory). devsandbox
+// starts this program while it plans; the program is often up only after the request
+// was sent, and decoding the Plan and starting the run take it a millisecond or two.
+// So the request's head (handoff.HeadStart) starts those requests, and the reading of
+// the cache, while the Plan is decoded. They only look; the run uses their answers as
+// it uses the ones asked for as it starts (ahead.go), and only when its settings are
+// the ones the head start had (the same request).
+//
+// The client's first request waits for the engine's API version (a ping). The version
+// it negotiated with an engine is recorded (apiVersionFile, by address); with a
+// recorded version, the head start's requests are sent in it at once, beside the ping,
+// and their answers are used only when the ping confirms that version (the requests
+// were then the ones the negotiated client sends); otherwise they are dropped and the
+// run asks again in the negotiated version, and the record is updated.
+
+// apiVersionFile, beside the derived-image cache, records per engine address the API
+// version the client negotiated there (a hint: a wrong one costs a round trip).
+const apiVersionFile = "docker-api.json"
+
+// headStart is the work a request's head started.
+type headStart struct {
+	settings json.RawMessage
+	// engine negotiates its API version; spec, when set, speaks the recorded one,
+	// and version is the negotiated version (the engine's ping).
+	engine   Engine
+	spec     Engine
+	recorded string
+	version  *future[string]
+	addr     Address
+	image    *future[image.InspectResponse]
+	// keptName is the kept container kept's inspect is of ("": none asked for).
+	keptName string
+	kept     *future[dockercontainer.InspectResponse]
+	// cachePath is the derived-image cache cache read ("": none).
+	cachePath string
+	cache     *future[map[string]string]
+}
+
+// headStarts hands the head start of the program's one request to its run.
+type headStarts struct {
+	mu sync.Mutex
+	hs *headStart
+}
+
+// start is the program's handoff.HeadStart: for a run, it connects to the engine the
+// settings name and starts the requests above.
+func (h *headStarts) start(op string, settings, plan json.RawMessage) {
+	if op != handoff.OpRun {
+		return
+	}
+	var s helper.Settings
+	if json.Unmarshal(settings, &s) != nil {
+		return
+	}
+	var head struct {
+		Project  struct{ Name string }
+		StateDir string
+	}
+	if json.Unmarshal(plan, &head) != nil || head.StateDir == "" {
+		return
+	}
+	b := New(s, environ())
+	e, addr, err := b.engine()
+	if err != nil {
+		return // the run finds it again and says why
+	}
+	ctx := context.Background()
+	dir := filepath.Dir(head.StateDir)
+	hs := &headStart{settings: bytes.Clone(settings), engine: e, addr: addr}
+	ask := e
+	c, ok := e.(*client.Client)
+	versions := filepath.Join(dir, apiVersionFile)
+	if ok {
+		hs.recorded = readAPIVersions(versions)[addr.Host]
+		if apiVersionForm(hs.recorded) {
+			if sc, err := dialVersion(addr, hs.recorded); err == nil {
+				hs.spec, ask = sc, sc
+			}
+		}
+	}
+	img := fetch(func() (image.InspectResponse, error) { return ask.ImageInspect(ctx, s.Image) })
+	hs.image = img
+	if s.Keep && head.Project.Name != "" {
+		name := "devsandbox-" + head.Project.Name
+		hs.keptName = name
+		hs.kept = fetch(func() (dockercontainer.InspectResponse, error) { return ask.ContainerInspect(ctx, name) })
+	}
+	if ok {
+		spec := hs.spec != nil
+		hs.version = fetch(func() (string, error) {
+			if !spec {
+				// No version to speak at once: the image's inspect negotiates.
+				if _, err := img.get(); err != nil && !cerrdefs.IsNotFound(err) {
+					return "", err
+				}
+			} else {
+				p, err := c.Ping(ctx)
+				if err != nil {
+					return "", err
+				}
+				c.NegotiateAPIVersionPing(p)
+			}
+			v := c.ClientVersion()
+			if v != hs.recorded {
+				writeAPIVersion(versions, addr.Host, v)
+			}
+			return v, nil
+		})
+	}
+	hs.cachePath = filepath.Join(dir, derivedCacheFile)
+	hs.cache = fetch(func() (map[string]string, error) { return readDerivedCache(hs.cachePath), nil })
+	h.mu.Lock()
+	h.hs = hs
+	h.mu.Unlock()
+}
+
+// take returns the head start of a request with settings (once), or nil.
+func (h *headStarts) take(settings json.RawMessage) *headStart {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	hs := h.hs
+	if hs == nil {
+		return nil
+	}
+	h.hs = nil
+	if !bytes.Equal(hs.settings, settings) {
+		hs.close()
+		return nil
+	}
+	return hs
+}
+
+// pick returns the client the run uses (the caller closes it): the one that spoke
+// the recorded version when the engine's ping confirmed it, and the negotiating one
+// otherwise, after the answers asked for in the recorded version were dropped.
+func (hs *headStart) pick() Engine {
+	if hs.spec == nil {
+		return hs.engine
+	}
+	if v, err := hs.version.get(); err == nil && v == hs.recorded {
+		_ = hs.engine.Close()
+		return hs.spec
+	}
+	hs.drop()
+	_ = hs.spec.Close()
+	return hs.engine
+}
+
+// drop waits for the head start's requests and forgets their answers.
+func (hs *headStart) drop() {
+	if hs.image != nil {
+		_, _ = hs.image.get()
+		hs.image = nil
+	}
+	if hs.kept != nil {
+		_, _ = hs.kept.get()
+		hs.kept = nil
+	}
+}
+
+// close waits for the head start's requests and closes its clients (a run that did
+// not take it).
+func (hs *headStart) close() {
+	hs.drop()
+	if hs.version != nil {
+		_, _ = hs.version.get()
+	}
+	_ = hs.engine.Close()
+	if hs.spec != nil {
+		_ = hs.spec.Close()
+	}
+}
+
+// keptInspect is the head start's inspect of the container name, if it is the one
+// asked for (once).
+func (hs *headStart) keptInspect(name string) *future[dockercontainer.InspectResponse] {
+	if hs == nil || hs.kept == nil || hs.keptName != name {
+		return nil
+	}
+	f := hs.kept
+	hs.kept = nil
+	return f
+}
+
+// derivedCache is the head start's reading of the derived-image cache at path, if it
+// is that file (once).
+func (hs *headStart) derivedCache(path string) map[string]string {
+	if hs == nil || hs.cache == nil || hs.cachePath != path {
+		return nil
+	}
+	m, _ := hs.cache.get()
+	hs.cache = nil
+	return m
+}
+
+// apiVersionForm reports whether v looks like an API version ("1.41"): the record is a
+// file, and its version becomes part of request paths. Pure.
+func apiVersionForm(v string) bool {
+	a, b, ok := strings.Cut(v, ".")
+	digits := func(s string) bool {
+		return s != "" && len(s) <= 3 && strings.Trim(s, "0123456789") == ""
+	}
+	return ok && digits(a) && digits(b)
+}
+
+// readAPIVersions reads the API versions recorded at path (none when it cannot).
+func readAPIVersions(path string) map[string]string {
+	m := map[string]string{}
+	if b, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(b, &m)
+	}
+	return m
+}
+
+// writeAPIVersion records version for host at path, atomically (a reader never sees
+// half a file; of concurrent writers, the last one's record stays).
+func writeAPIVersion(path, host, version string) {
+	m := readAPIVersions(path)
+	m[host] = version
+	b, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+apiVersionFile+".*")
+	if err != nil {
+		return
+	}
+	_, werr := f.Write(b)
+	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), path) != nil {
+		_ = os.Remove(f.Name())
+	}
+}
