@@ -15,7 +15,8 @@ import (
 
 // bwrap runs the init installed next to devsandbox: devsandbox-bwrap-init, else
 // devsandbox-init, else devsandbox itself; each is pid 1 at /run/devsandbox/init,
-// starts the command and serves the proxy modes.
+// starts the command and serves the proxy modes, and removes the GOMAXPROCS=1
+// devsandbox added to its environment.
 func TestBwrapInitFallback(t *testing.T) {
 	requireBwrap(t)
 	p := newProject(t)
@@ -49,11 +50,22 @@ func TestBwrapInitFallback(t *testing.T) {
 					want = len(data)
 				}
 			}
-			for _, mode := range []string{"open", "proxy"} {
-				r := runBin(t, filepath.Join(dir, "devsandbox"), p.dir, nil, "", "--isolator=bwrap", "--egress="+mode, "--",
-					"/bin/sh", "-c", "stat -c %s /run/devsandbox/init; exit 3")
-				if r.code != 3 || strings.TrimSpace(r.stdout) != strconv.Itoa(want) {
-					t.Errorf("--egress=%s: want exit 3 with %s (%d bytes) as the init:\n%s", mode, c.init, want, r)
+			// The init starts with GOMAXPROCS=1 that devsandbox added for it alone
+			// (wire.UnsetGOMAXPROCSArg): the command gets no GOMAXPROCS, or the
+			// value its environment was given.
+			for _, run := range []struct {
+				mode, procs string
+				args        []string
+			}{
+				{"open", "unset", nil},
+				{"proxy", "unset", nil},
+				{"open", "3", []string{"-e", "GOMAXPROCS=3"}},
+			} {
+				args := append(append([]string{"--isolator=bwrap", "--egress=" + run.mode}, run.args...), "--",
+					"/bin/sh", "-c", `stat -c %s /run/devsandbox/init; echo "procs=${GOMAXPROCS-unset}"; exit 3`)
+				r := runBin(t, filepath.Join(dir, "devsandbox"), p.dir, nil, "", args...)
+				if wantOut := strconv.Itoa(want) + "\nprocs=" + run.procs; r.code != 3 || strings.TrimSpace(r.stdout) != wantOut {
+					t.Errorf("--egress=%s %q: want exit 3 with %s (%d bytes) as the init and GOMAXPROCS %s:\n%s", run.mode, run.args, c.init, want, run.procs, r)
 				}
 			}
 		})

@@ -80,6 +80,9 @@ type Spec struct {
 	// Cgroup is the session cgroup the run starts in for the limits it holds; nil
 	// when none is.
 	Cgroup *Cgroup
+	// InitEnv is added to bwrap's environment for the init alone ("NAME=VALUE"): the
+	// init removes it before it starts the command (wire.UnsetGOMAXPROCSArg).
+	InitEnv []string
 	// Checks are what the init verifies before it runs the command: each pinned
 	// source (a Mount with an ID) is at its destination, reached without a symlink.
 	// Run hands them to the init in the manifest (wire.ManifestEnv).
@@ -366,6 +369,12 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	if p.TTY {
 		a = append(a, "--tty")
 	}
+	// The init's Go runtime starts with one P unless the command's environment sets
+	// GOMAXPROCS (which the init must then pass on as it is).
+	if !setsEnv(p, "GOMAXPROCS") {
+		a = append(a, wire.UnsetGOMAXPROCSArg)
+		s.InitEnv = []string{wire.InitGOMAXPROCS}
+	}
 	a = append(a, initArgs...)
 	if o.ready {
 		a = append(a, fmt.Sprintf("--ready-fd=%d", ReadyFD))
@@ -374,6 +383,21 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	a = append(a, p.Command...)
 	s.Argv = a
 	return withLimits(s, p, o)
+}
+
+// setsEnv reports whether the command's environment in p has the variable name.
+func setsEnv(p *isolator.Plan, name string) bool {
+	for _, e := range p.Env {
+		if e.Name == name {
+			return true
+		}
+	}
+	for _, sec := range p.Secrets {
+		if !sec.AsFile && sec.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // withLimits finishes s: the environment, and what places the run in the scope or
@@ -534,6 +558,9 @@ func (s *Spec) Script() string {
 	}
 	for _, sec := range s.SecretEnv {
 		fmt.Fprintf(&b, "#   %s (secret, value from the host environment)\n", sec.Name)
+	}
+	for _, e := range s.InitEnv {
+		fmt.Fprintf(&b, "#   %s (the init's alone: it removes it before it starts the command)\n", e)
 	}
 	for _, f := range s.Files {
 		switch f.Kind {

@@ -251,6 +251,7 @@ type goldenSpec struct {
 	Env       []isolator.EnvVar
 	Files     []bwrap.File
 	SecretEnv []isolator.Secret
+	InitEnv   []string     `json:",omitempty"`
 	Checks    []wire.Check `json:",omitempty"`
 }
 
@@ -276,7 +277,7 @@ func TestRenderGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render: %v", err)
 			}
-			got := goldenSpec{Prefix: spec.Prefix, Argv: spec.Argv, Env: spec.Env, Files: seccompElided(t, spec), SecretEnv: spec.SecretEnv, Checks: spec.Checks}
+			got := goldenSpec{Prefix: spec.Prefix, Argv: spec.Argv, Env: spec.Env, Files: seccompElided(t, spec), SecretEnv: spec.SecretEnv, InitEnv: spec.InitEnv, Checks: spec.Checks}
 			js, err := json.MarshalIndent(got, "", "  ")
 			if err != nil {
 				t.Fatal(err)
@@ -508,6 +509,50 @@ func TestRenderDataOp(t *testing.T) {
 			}
 			if got := strings.Join(ops, " "); got != tc.wantOp {
 				t.Errorf("ops for %s: %q, want %q\n%s", tc.dest, got, tc.wantOp, spec.Script())
+			}
+		})
+	}
+}
+
+// The init's runtime starts with one P unless the command's environment sets
+// GOMAXPROCS: then the init gets neither the variable nor the argument that makes it
+// remove the variable again, and the command gets the value it was given.
+func TestInitGOMAXPROCS(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(p *isolator.Plan)
+		one  bool
+	}{
+		{"plain", func(*isolator.Plan) {}, true},
+		{"set by the plan", func(p *isolator.Plan) {
+			p.Env = append(p.Env, isolator.EnvVar{Name: "GOMAXPROCS", Value: "4"})
+		}, false},
+		{"passed from the host", func(p *isolator.Plan) {
+			p.Env = append(p.Env, isolator.EnvVar{Name: "GOMAXPROCS", FromHost: true})
+		}, false},
+		{"an env secret", func(p *isolator.Plan) {
+			p.Secrets = append(p.Secrets, isolator.Secret{Name: "GOMAXPROCS", EnvSource: "HOST_PROCS"})
+		}, false},
+		{"no init", func(p *isolator.Plan) { p.Self = "" }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := basePlan()
+			p.Syscalls.Unfiltered = true
+			tc.edit(p)
+			spec, err := bwrap.Render(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			arg := slices.Contains(spec.Argv, wire.UnsetGOMAXPROCSArg)
+			env := slices.Contains(spec.InitEnv, wire.InitGOMAXPROCS)
+			if arg != tc.one || env != tc.one || len(spec.InitEnv) > 1 {
+				t.Errorf("argument %v, InitEnv %q; want the argument and GOMAXPROCS=1: %v", arg, spec.InitEnv, tc.one)
+			}
+			for _, e := range spec.Env {
+				if e.Name == "GOMAXPROCS" && e.Value == "1" && !e.FromHost {
+					t.Errorf("GOMAXPROCS=1 in the command's environment: %+v", spec.Env)
+				}
 			}
 		})
 	}

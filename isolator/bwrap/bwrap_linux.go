@@ -471,7 +471,7 @@ func childEnv(spec *Spec, host map[string]string) ([]string, error) {
 		}
 		env = append(env, s.Name+"="+v)
 	}
-	return env, nil
+	return append(env, spec.InitEnv...), nil
 }
 
 const installHint = "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap; Arch: sudo pacman -S bubblewrap)"

@@ -51,7 +51,8 @@ func WrapArgv(p *isolator.Plan, inner []string) ([]string, error) {
 }
 
 // Env returns the environment to start WrapArgv's command line with: the plan's
-// variables and its env secrets, read from the plan's host environment.
+// variables and its env secrets, read from the plan's host environment, and the
+// init's own (Spec.InitEnv), which it removes before it starts the command.
 func Env(p *isolator.Plan) ([]string, error) {
 	spec, err := wrapSpec(p, []string{"true"}, true)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,6 +59,8 @@ func Run(args []string, stderr io.Writer) int {
 // passes on the signals the host sends it, reaps orphans, and exits with the
 // command's status (128+N when a signal N killed it). --nproc=N sets RLIMIT_NPROC
 // first: inside the sandbox's own user namespace it counts the sandbox's tasks only.
+// With wire.UnsetGOMAXPROCSArg the runtime started with the one P of the GOMAXPROCS=1
+// devsandbox added; the init removes the variable and takes the default number of Ps.
 func Main(args []string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == forwarderArg {
 		return forwarderMain(args[1:], stderr)
@@ -68,13 +71,19 @@ func Main(args []string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == cgroup.JoinArg {
 		return joinMain(args[1:], stderr)
 	}
-	takeTTY, readyFD, nproc := false, -1, 0
+	takeTTY, readyFD, nproc, oneProc := false, -1, 0, false
 	var forwards, publishes, listens []string
 	for len(args) > 0 && args[0] != "--" {
 		var err error
 		switch a := args[0]; {
 		case a == "--tty":
 			takeTTY = true
+		case a == wire.UnsetGOMAXPROCSArg:
+			// Before anything starts a process or copies the environment: the
+			// runtime read it at its start, and neither the command nor a
+			// forwarder may inherit it.
+			_ = os.Unsetenv("GOMAXPROCS")
+			oneProc = true
 		case strings.HasPrefix(a, "--forward="):
 			forwards = append(forwards, strings.TrimPrefix(a, "--forward="))
 		case strings.HasPrefix(a, "--proxy-listen="):
@@ -127,7 +136,11 @@ func Main(args []string, stderr io.Writer) int {
 	// gone). Subscribing starts the runtime's signal thread and takes a round trip
 	// with it per signal, so it runs beside the checks below and the command's start,
 	// and is waited for only before the report: the command's exec no longer waits
-	// for it.
+	// for it. It needs a second P for that: the runtime started with one (the fewer
+	// threads and pages before main), so the init takes the default number now.
+	if oneProc {
+		runtime.SetDefaultGOMAXPROCS()
+	}
 	sigs := make(chan os.Signal, 8)
 	r := &reaper{chld: make(chan os.Signal, 1)}
 	subscribed := make(chan struct{})

@@ -34,6 +34,18 @@ import (
 // it before running the command.
 const ManifestEnv = "DEVSANDBOX_INIT"
 
+// UnsetGOMAXPROCSArg, an argument of the bwrap init, says that GOMAXPROCS=1 in its
+// environment is the init's alone: the host added it (the command's environment has
+// no GOMAXPROCS), and the init removes it before anything copies its environment,
+// then takes the default number of Ps (runtime.SetDefaultGOMAXPROCS). With one P the
+// Go runtime starts a thread fewer and touches fewer pages before the init's main
+// (no thread woken for forcegchelper's start, no second P's caches), on the way to
+// the command's exec.
+const UnsetGOMAXPROCSArg = "--unset-gomaxprocs"
+
+// InitGOMAXPROCS is the variable the host adds with UnsetGOMAXPROCSArg.
+const InitGOMAXPROCS = "GOMAXPROCS=1"
+
 // SecretFileEnvPrefix names the variables from which the init writes secret files in
 // plain mode (a hand-run `docker run` line): DEVSANDBOX_SECRET_FILE_<NAME> holds the
 // base64 of /run/secrets/<NAME>. The init removes them before running the command.
