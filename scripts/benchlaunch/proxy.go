@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,8 +18,9 @@ import (
 	"time"
 )
 
-// throughputRuns is how many times each download runs; the median is reported.
-const throughputRuns = 5
+// throughputRuns is how many times each download runs, in pairs of a direct and a
+// proxied one; the median is reported. Even, so each order of a pair runs as often.
+const throughputRuns = 8
 
 // benchProxy measures the egress proxy from inside the sandbox against the same
 // requests made directly on the host, in one run: a 256 MiB download as a plain HTTP
@@ -49,24 +52,32 @@ func benchProxy(r runner, bin string) error {
 	// per-destination metrics (RTT, reordering, cwnd) that earlier connections between
 	// the host and the origin saved are flushed first, on both sides (the sandbox's
 	// network namespace is new each run).
-	speed := func(inSandbox bool, curlArgs, path string) (float64, time.Duration, time.Duration, error) {
+	speed := func(inSandbox bool, curlArgs, path string) (download, error) {
 		o.resetMetrics()
 		script := fmt.Sprintf(`curl -s %s -o /dev/null -w '%%{time_total} ' %s/small && curl -s %s -o /dev/null -w '%%{speed_download}' %s%s`,
 			curlArgs, base, curlArgs, base, path)
+		before := o.sample()
 		out, cpu, err := runScript(r, bin, allow, inSandbox, script)
 		if err != nil {
-			return 0, 0, 0, err
+			return download{}, err
 		}
+		after := o.sample()
 		f := strings.Fields(out)
 		if len(f) != 2 {
-			return 0, 0, 0, fmt.Errorf("curl printed %q, want the small request's time and the speed", out)
+			return download{}, fmt.Errorf("curl printed %q, want the small request's time and the speed", out)
 		}
 		first, err := strconv.ParseFloat(f[0], 64)
 		if err != nil {
-			return 0, 0, 0, err
+			return download{}, err
 		}
 		v, err := strconv.ParseFloat(f[1], 64)
-		return v, cpu, time.Duration(first * float64(time.Second)), err
+		d := download{speed: v, cpu: cpu, first: time.Duration(first * float64(time.Second))}
+		d.account(before, after)
+		if trace {
+			fmt.Printf("      %-8s script %5.1f ms: CPUs busy %5.1f ms, of it the script's processes %5.1f ms, the origin %5.1f ms (waited %4.1f ms for a CPU), other work %5.1f ms\n",
+				map[bool]string{false: "direct", true: "proxied"}[inSandbox], ms(d.wall), ms(d.busy), ms(cpu), ms(d.origin), ms(d.originWait), ms(d.other))
+		}
+		return d, err
 	}
 	latency := func(inSandbox bool) (time.Duration, error) {
 		var urls []string
@@ -89,7 +100,7 @@ func benchProxy(r runner, bin string) error {
 		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 		return ds[len(ds)/2], nil
 	}
-	fmt.Printf("egress proxy throughput (default mode), origin in a test network namespace, %d alternating runs, medians\n", throughputRuns)
+	fmt.Printf("egress proxy throughput (default mode), origin in a test network namespace, %d pairs of downloads (direct and proxied, each order in half of them), medians\n", throughputRuns)
 	// CPU time depends less on the machine's load than speed does: a launch with one
 	// small request is what a sandboxed download's CPU includes besides the transfer
 	// (speed makes one small request before each download).
@@ -109,30 +120,49 @@ func benchProxy(r runner, bin string) error {
 		{"256 MiB, CONNECT tunnel", "--proxytunnel", ">= 0.8x"},
 	} {
 		var direct, proxied, ratios []float64
-		var directCPU, proxiedCPU, directFirst, proxiedFirst []time.Duration
+		var directCPU, proxiedCPU, directFirst, proxiedFirst, directOther, proxiedOther []time.Duration
+		var pairs []pair
 		for i := 0; i < throughputRuns; i++ {
-			d, dc, df, err := speed(false, c.curlArgs, "/big")
-			if err != nil {
-				return err
+			// Each pair's two downloads run back to back, in the other order in every
+			// other pair, so neither side always follows the other (a sandbox's exit, or
+			// the direct download's, never lands on the same side).
+			var d, p download
+			var err error
+			if i%2 == 0 {
+				if d, err = speed(false, c.curlArgs, "/big"); err == nil {
+					p, err = speed(true, c.curlArgs, "/big")
+				}
+			} else {
+				if p, err = speed(true, c.curlArgs, "/big"); err == nil {
+					d, err = speed(false, c.curlArgs, "/big")
+				}
 			}
-			p, pc, pf, err := speed(true, c.curlArgs, "/big")
 			if err != nil {
 				return err
 			}
 			if trace {
-				fmt.Printf("    %s run %d: direct %5.0f MB/s, proxied %5.0f MB/s: %.2fx, load %s\n", c.name, i, d/1e6, p/1e6, p/d, loadavg())
+				fmt.Printf("    %s run %d: direct %5.0f MB/s, proxied %5.0f MB/s: %.2fx, load %s\n", c.name, i, d.speed/1e6, p.speed/1e6, p.speed/d.speed, loadavg())
 			}
-			direct, proxied, ratios = append(direct, d), append(proxied, p), append(ratios, p/d)
-			directCPU, proxiedCPU = append(directCPU, dc), append(proxiedCPU, pc)
-			directFirst, proxiedFirst = append(directFirst, df), append(proxiedFirst, pf)
+			direct, proxied, ratios = append(direct, d.speed), append(proxied, p.speed), append(ratios, p.speed/d.speed)
+			directCPU, proxiedCPU = append(directCPU, d.cpu), append(proxiedCPU, p.cpu)
+			directFirst, proxiedFirst = append(directFirst, d.first), append(proxiedFirst, p.first)
+			directOther, proxiedOther = append(directOther, d.other), append(proxiedOther, p.other)
+			pairs = append(pairs, pair{ratio: p.speed / d.speed, other: d.other + p.other})
 		}
-		sort.Float64s(direct)
-		sort.Float64s(proxied)
 		sort.Float64s(ratios)
-		dm, pm := direct[len(direct)/2], proxied[len(proxied)/2]
+		dm, pm := medianf(direct), medianf(proxied)
 		fmt.Printf("  %-24s direct on the host %5.0f MB/s, through the proxy from the sandbox %5.0f MB/s: %.2fx (target %s)\n",
 			c.name, dm/1e6, pm/1e6, pm/dm, c.target)
-		fmt.Printf("  %-24s each run's own ratio: median %.2fx, range %.2f-%.2fx\n", "", ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
+		fmt.Printf("  %-24s each pair's own ratio: median %.2fx, range %.2f-%.2fx\n", "", medianf(ratios), ratios[0], ratios[len(ratios)-1])
+		// Other work on the machine during a download slows the proxied one more: its
+		// three processes keep both CPUs busy, the direct download's two do not.
+		sort.Slice(pairs, func(i, j int) bool { return pairs[i].other < pairs[j].other })
+		var quiet []float64
+		for _, p := range pairs[:(len(pairs)+1)/2] {
+			quiet = append(quiet, p.ratio)
+		}
+		fmt.Printf("  %-24s other work on the machine while they ran: median %.0f ms direct, %.0f ms proxied; the half of the pairs with the least: ratio median %.2fx\n",
+			"", ms(median(directOther)), ms(median(proxiedOther)), medianf(quiet))
 		fmt.Printf("  %-24s CPU of curl on the host %4.0f ms; of the sandbox's processes and the proxy %4.0f ms less a launch's %3.0f ms = %4.0f ms (origin not counted)\n",
 			"", ms(median(directCPU)), ms(median(proxiedCPU)), ms(launch), ms(median(proxiedCPU)-launch))
 		fmt.Printf("  %-24s the request before it, the sandbox's first (it starts the proxy): direct %.2f ms, through the proxy %.2f ms\n",
@@ -232,6 +262,78 @@ func (o *origin) resetMetrics() {
 	host, _, _ := net.SplitHostPort(o.addr)
 	_ = exec.Command("ip", "-n", o.ns, "tcp_metrics", "flush", "all").Run()
 	_ = exec.Command("ip", "tcp_metrics", "delete", host).Run()
+}
+
+// download is one timed download: its speed, the CPU of the script that ran it (curl;
+// in the sandbox also the launch and the proxy), the small request before it, and what
+// else the machine did while the script ran.
+type download struct {
+	speed float64
+	cpu   time.Duration
+	first time.Duration
+	// wall is the script's time; busy the CPU time all CPUs spent on anything in it;
+	// origin (and originWait, its time waiting for a CPU) the origin's share; other
+	// what is left after the script's processes and the origin: other processes on
+	// the machine and kernel threads (softirq, network namespace teardown).
+	wall, busy, origin, originWait, other time.Duration
+}
+
+func (d *download) account(before, after cpuSample) {
+	d.wall = after.at.Sub(before.at)
+	d.busy = time.Duration(runtime.NumCPU())*d.wall - (after.idle - before.idle)
+	d.origin = after.origin - before.origin
+	d.originWait = after.originWait - before.originWait
+	d.other = max(0, d.busy-d.cpu-d.origin)
+}
+
+type pair struct {
+	ratio float64
+	other time.Duration
+}
+
+func medianf(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 0 {
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// cpuSample is the machine's state at one moment for download.account: the CPUs' idle
+// time (/proc/stat, in ticks of 10 ms) and the origin's run and run-queue wait time
+// (its threads' schedstat, in ns).
+type cpuSample struct {
+	at                       time.Time
+	idle, origin, originWait time.Duration
+}
+
+func (o *origin) sample() cpuSample {
+	s := cpuSample{at: time.Now()}
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
+		if len(f) > 5 {
+			idle, _ := strconv.ParseInt(f[4], 10, 64)
+			iowait, _ := strconv.ParseInt(f[5], 10, 64)
+			s.idle = time.Duration(idle+iowait) * 10 * time.Millisecond
+		}
+	}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", o.cmd.Process.Pid))
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			continue
+		}
+		run, _ := strconv.ParseInt(f[0], 10, 64)
+		wait, _ := strconv.ParseInt(f[1], 10, 64)
+		s.origin += time.Duration(run)
+		s.originWait += time.Duration(wait)
+	}
+	return s
 }
 
 func (o *origin) stop() {
