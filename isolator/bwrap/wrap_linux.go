@@ -52,7 +52,9 @@ func WrapArgv(p *isolator.Plan, inner []string) ([]string, error) {
 
 // Env returns the environment to start WrapArgv's command line with: the plan's
 // variables and its env secrets, read from the plan's host environment, and the
-// init's own (Spec.InitEnv), which it removes before it starts the command.
+// init's own (Spec.InitEnv), which it removes before it starts the command. With the
+// init, a GOMAXPROCS for the command goes in the plan (Plan.Env): one the caller adds
+// to this environment (or to Command's) is removed by the init with its own.
 func Env(p *isolator.Plan) ([]string, error) {
 	spec, err := wrapSpec(p, []string{"true"}, true)
 	if err != nil {
