@@ -110,7 +110,11 @@ func TestPrivateTmp(t *testing.T) {
 		}
 		hostTmp.Close()
 		defer os.Remove(hostTmp.Name())
-		out := p.mustSandbox(iso, nil, `ls -A /tmp; echo in-sandbox > /tmp/marker; cat /tmp/marker`)
+		// What the command leaves in /tmp includes directories their owner cannot
+		// list (000) or empty (0500): the session dir must go all the same.
+		out := p.mustSandbox(iso, nil, `ls -A /tmp; echo in-sandbox > /tmp/marker
+mkdir -p /tmp/locked/inner /tmp/ro/inner && touch /tmp/locked/inner/f /tmp/ro/inner/f &&
+chmod 000 /tmp/locked/inner /tmp/locked && chmod 500 /tmp/ro && cat /tmp/marker`)
 		if out != "in-sandbox\n" {
 			t.Fatalf("/tmp is not private and empty:\n%s", out)
 		}

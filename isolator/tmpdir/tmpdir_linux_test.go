@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestAcquireRelease(t *testing.T) {
@@ -209,5 +211,69 @@ func TestRemoveEmpty(t *testing.T) {
 	}
 	if !s.RemoveEmpty() {
 		t.Fatal("RemoveEmpty after Remove: want removed")
+	}
+}
+
+// A sandbox can leave directories its owner cannot list (000) or empty (0500) in
+// its /tmp; they must not keep the session dir from going. openUp gives them their
+// owner's rwx back (checked on the modes, so the test holds as root too, which
+// removes them anyway), and never follows a link the sandbox left to a host dir.
+func TestOpenUpLockedLeftovers(t *testing.T) {
+	base := t.TempDir()
+	victim := filepath.Join(base, "victim")
+	if err := os.Mkdir(victim, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Acquire(filepath.Join(base, "tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	locked := filepath.Join(s.Path, "locked")
+	ro := filepath.Join(s.Path, "ro")
+	for _, d := range []string{filepath.Join(locked, "inner"), filepath.Join(ro, "inner")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "f"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(victim, filepath.Join(locked, "inner", "tohost")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(s.Path, "tohost")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		p    string
+		mode os.FileMode
+	}{{filepath.Join(locked, "inner"), 0}, {locked, 0}, {ro, 0o500}} {
+		if err := os.Chmod(c.p, c.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parent, err := unix.Open(base+"/tmp", unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	openUp(parent, s.Name, 0)
+	unix.Close(parent)
+	for _, d := range []string{s.Path, locked, filepath.Join(locked, "inner"), ro, filepath.Join(ro, "inner")} {
+		if st, err := os.Lstat(d); err != nil || st.Mode().Perm() != 0o700 {
+			t.Errorf("%s: mode %v, %v; want 0700", d, st.Mode().Perm(), err)
+		}
+	}
+	if st, err := os.Stat(victim); err != nil || st.Mode().Perm() != 0o750 {
+		t.Fatalf("a link to a host dir was followed: its mode is %v (%v), was 0750", st.Mode().Perm(), err)
+	}
+	if err := s.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(s.Path); !os.IsNotExist(err) {
+		t.Fatalf("session dir left behind: %v", err)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Fatalf("the host dir a link named went: %v", err)
 	}
 }
