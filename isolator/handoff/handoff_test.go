@@ -107,8 +107,10 @@ func stub() *Stub {
 		Backend:  "krun",
 		Program:  "devsandbox-test-backend",
 		Settings: settings{Image: "img", Runtime: "runc"},
-		Environ:  map[string]string{"HANDOFF_TEST": "serve", "PATH": os.Getenv("PATH")},
-		Path:     os.Args[0],
+		// GORACE: a program of a -race build otherwise sleeps a second as it exits,
+		// longer than Abandon waits for it (TestPrestartClosed).
+		Environ: map[string]string{"HANDOFF_TEST": "serve", "PATH": os.Getenv("PATH"), "GORACE": "atexit_sleep_ms=0"},
+		Path:    os.Args[0],
 	}
 }
 
