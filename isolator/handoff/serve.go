@@ -69,11 +69,8 @@ func ServeEarly(h Handler, early HeadStart, stdin *os.File, stdout, stderr io.Wr
 	direct := make(chan os.Signal, 8)
 	caught := make(chan struct{})
 	go func() {
-		defer close(caught)
 		signal.Notify(direct, isolator.ForwardedSignals...)
-	}()
-	go func() {
-		<-caught
+		close(caught)
 		for range direct {
 		}
 	}()
