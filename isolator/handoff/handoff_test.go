@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 			_ = json.Unmarshal(plan, &p)
 			headSeen = fmt.Sprintf("%s %s %q", op, settings, p.Command)
 		}
+		if os.Getenv("HANDOFF_HEAD") == "none" {
+			head = nil
+		}
 		exit(ServeEarly(ServeIsolator(func(j *Job) (Backend, error) {
 			var s settings
 			if err := json.Unmarshal(j.Settings, &s); err != nil {
@@ -107,8 +110,10 @@ func stub() *Stub {
 		Backend:  "krun",
 		Program:  "devsandbox-test-backend",
 		Settings: settings{Image: "img", Runtime: "runc"},
-		Environ:  map[string]string{"HANDOFF_TEST": "serve", "PATH": os.Getenv("PATH")},
-		Path:     os.Args[0],
+		// GORACE: a program of a -race build otherwise sleeps a second as it exits,
+		// longer than Abandon waits for it (TestPrestartClosed).
+		Environ: map[string]string{"HANDOFF_TEST": "serve", "PATH": os.Getenv("PATH"), "GORACE": "atexit_sleep_ms=0"},
+		Path:    os.Args[0],
 	}
 }
 
@@ -147,6 +152,21 @@ func TestHeadStart(t *testing.T) {
 		t.Fatalf("Run = %d, %v", code, err)
 	}
 	want := `head: run {"Image":"img","Runtime":"runc"} ["head" "a b"]; plan: ["head" "a b"]` + "\n"
+	if got := out.String(); got != want {
+		t.Errorf("program printed %q, want %q", got, want)
+	}
+}
+
+// Without a head start, the request is served whole.
+func TestNoHeadStart(t *testing.T) {
+	var out bytes.Buffer
+	s := stub()
+	s.Environ["HANDOFF_HEAD"] = "none"
+	code, err := s.Run(context.Background(), plan("head", "a b"), isolator.Stdio{Out: &out, Err: os.Stderr})
+	if err != nil || code != 0 {
+		t.Fatalf("Run = %d, %v", code, err)
+	}
+	want := `head: ; plan: ["head" "a b"]` + "\n"
 	if got := out.String(); got != want {
 		t.Errorf("program printed %q, want %q", got, want)
 	}

@@ -69,11 +69,8 @@ func ServeEarly(h Handler, early HeadStart, stdin *os.File, stdout, stderr io.Wr
 	direct := make(chan os.Signal, 8)
 	caught := make(chan struct{})
 	go func() {
-		defer close(caught)
 		signal.Notify(direct, isolator.ForwardedSignals...)
-	}()
-	go func() {
-		<-caught
+		close(caught)
 		for range direct {
 		}
 	}()
@@ -97,25 +94,9 @@ func ServeEarly(h Handler, early HeadStart, stdin *os.File, stdout, stderr io.Wr
 		return 2
 	}
 	c := &Job{Stdio: isolator.Stdio{In: stdin, Out: stdout, Err: stderr}}
-	// The Plan is decoded after the early hook saw the rest.
-	var head struct {
-		Request
-		Plan json.RawMessage `json:"plan,omitempty"`
-	}
-	if err := json.Unmarshal(line, &head); err != nil {
+	if err := decodeRequest(line, early, &c.Request); err != nil {
 		fmt.Fprintf(stderr, "%s: bad request: %v\n", prog, err)
 		return 2
-	}
-	if early != nil {
-		early(head.Op, head.Settings, head.Plan)
-	}
-	c.Request = head.Request
-	if len(head.Plan) > 0 && string(head.Plan) != "null" {
-		c.Plan = new(isolator.Plan)
-		if err := json.Unmarshal(head.Plan, c.Plan); err != nil {
-			fmt.Fprintf(stderr, "%s: bad request: %v\n", prog, err)
-			return 2
-		}
 	}
 	if p := c.Plan; p != nil {
 		p.HostEnv = map[string]string{}
@@ -172,6 +153,31 @@ func ServeEarly(h Handler, early HeadStart, stdin *os.File, stdout, stderr io.Wr
 		return 1
 	}
 	return 0
+}
+
+// decodeRequest decodes the request line into r. With a head start, the Plan is
+// decoded after early saw the rest; without one, in one pass (the two passes take
+// about a quarter of a millisecond more in a fresh process, for a docker run's Plan).
+func decodeRequest(line []byte, early HeadStart, r *Request) error {
+	if early == nil {
+		return json.Unmarshal(line, r)
+	}
+	var head struct {
+		Request
+		Plan json.RawMessage `json:"plan,omitempty"`
+	}
+	if err := json.Unmarshal(line, &head); err != nil {
+		return err
+	}
+	early(head.Op, head.Settings, head.Plan)
+	*r = head.Request
+	if len(head.Plan) > 0 && string(head.Plan) != "null" {
+		r.Plan = new(isolator.Plan)
+		if err := json.Unmarshal(head.Plan, r.Plan); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Backend is a backend a program serves.
