@@ -1,7 +1,9 @@
 package docker
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -302,5 +304,36 @@ func TestHeadStartOtherSettings(t *testing.T) {
 	h.start(handoff.OpCheck, settings, plan)
 	if hs := h.take(settings); hs != nil {
 		t.Fatal("a check got a head start")
+	}
+}
+
+// A run whose context ends while the version is unsettled gets the context's error,
+// and sends nothing with a side effect; once settled, an ended context does not
+// change which client is spoken.
+func TestRecordedEngineContext(t *testing.T) {
+	a := newAPIEngine(t, "1.41")
+	hold := make(chan struct{})
+	a.mu.Lock()
+	a.hold = hold
+	a.mu.Unlock()
+	dir := t.TempDir()
+	writeAPIVersion(filepath.Join(dir, apiVersionFile), a.host, "1.41")
+	hs := headRun(t, a.host, dir)
+	e := hs.pick()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := e.ContainerCreate(ctx, &dockercontainer.Config{Image: "busybox"}, nil, nil, nil, "c"); !errors.Is(err, context.Canceled) {
+		t.Errorf("create with an ended context while unsettled: %v", err)
+	}
+	close(hold)
+	<-hs.rec.settled
+	if e, err := hs.rec.settledEngine(ctx); err != nil || e != hs.rec.spec {
+		t.Errorf("settled engine with an ended context: %v, %v", e, err)
+	}
+	e.Close()
+	for _, r := range a.requests() {
+		if strings.HasPrefix(r, "POST ") {
+			t.Errorf("request %q", r)
+		}
 	}
 }

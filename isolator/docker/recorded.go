@@ -64,8 +64,12 @@ func (r *recordedEngine) settle(ok bool) {
 func (r *recordedEngine) settledEngine(ctx context.Context) (Engine, error) {
 	select {
 	case <-r.settled:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	default:
+		select {
+		case <-r.settled:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	if r.ok {
 		return r.spec, nil
@@ -85,7 +89,7 @@ func versionRefused(err error) bool {
 func read[T any](ctx context.Context, r *recordedEngine, f func(Engine) (T, error)) (T, error) {
 	select {
 	case <-r.settled:
-		e, _ := r.settledEngine(ctx)
+		e, _ := r.settledEngine(ctx) // settled: no error
 		return f(e)
 	default:
 	}
