@@ -31,9 +31,11 @@ import (
 // The client's first request waits for the engine's API version (a ping). The version
 // it negotiated with an engine is recorded (apiVersionFile, by address); with a
 // recorded version, the head start's requests are sent in it at once, beside the ping,
-// and their answers are used only when the ping confirms that version (the requests
-// were then the ones the negotiated client sends); otherwise they are dropped and the
-// run asks again in the negotiated version, and the record is updated.
+// and the run starts without waiting for the ping: its client (recordedEngine) hands
+// out answers asked for in that version only once the ping confirms it (the requests
+// were then the ones the negotiated client sends), sends nothing with a side effect
+// before then, and asks again in the negotiated version when the ping does not confirm
+// it or the engine refuses it; the record is then updated.
 
 // apiVersionFile, beside the derived-image cache, records per engine address the API
 // version the client negotiated there (a hint: a wrong one costs a round trip).
@@ -42,10 +44,10 @@ const apiVersionFile = "docker-api.json"
 // headStart is the work a request's head started.
 type headStart struct {
 	settings json.RawMessage
-	// engine negotiates its API version; spec, when set, speaks the recorded one,
-	// and version is the negotiated version (the engine's ping).
+	// engine negotiates its API version; rec, when set, speaks the recorded one
+	// until the ping settles it, and version is the negotiated version (the ping).
 	engine   Engine
-	spec     Engine
+	rec      *recordedEngine
 	recorded string
 	version  *future[string]
 	addr     Address
@@ -96,7 +98,8 @@ func (h *headStarts) start(op string, settings, plan json.RawMessage) {
 		hs.recorded = readAPIVersions(versions)[addr.Host]
 		if apiVersionForm(hs.recorded) {
 			if sc, err := dialVersion(addr, hs.recorded); err == nil {
-				hs.spec, ask = sc, sc
+				hs.rec = newRecordedEngine(sc, e)
+				ask = hs.rec
 			}
 		}
 	}
@@ -108,7 +111,7 @@ func (h *headStarts) start(op string, settings, plan json.RawMessage) {
 		hs.kept = fetch(func() (dockercontainer.InspectResponse, error) { return ask.ContainerInspect(ctx, name) })
 	}
 	if ok {
-		spec := hs.spec != nil
+		spec := hs.rec != nil
 		hs.version = fetch(func() (string, error) {
 			if !spec {
 				// No version to speak at once: the image's inspect negotiates.
@@ -118,16 +121,23 @@ func (h *headStarts) start(op string, settings, plan json.RawMessage) {
 			} else {
 				p, err := c.Ping(ctx)
 				if err != nil {
+					hs.rec.settle(false)
 					return "", err
 				}
 				c.NegotiateAPIVersionPing(p)
 			}
 			v := c.ClientVersion()
+			if spec {
+				hs.rec.settle(v == hs.recorded)
+			}
 			if v != hs.recorded {
 				writeAPIVersion(versions, addr.Host, v)
 			}
 			return v, nil
 		})
+		if spec {
+			hs.rec.version = hs.version
+		}
 	}
 	hs.cachePath = filepath.Join(dir, derivedCacheFile)
 	hs.cache = fetch(func() (map[string]string, error) { return readDerivedCache(hs.cachePath), nil })
@@ -152,20 +162,14 @@ func (h *headStarts) take(settings json.RawMessage) *headStart {
 	return hs
 }
 
-// pick returns the client the run uses (the caller closes it): the one that spoke
-// the recorded version when the engine's ping confirmed it, and the negotiating one
-// otherwise, after the answers asked for in the recorded version were dropped.
+// pick returns the client the run uses (the caller closes it), at once: with a
+// recorded version, the one that speaks it until the ping settles it (recordedEngine),
+// and the negotiating one otherwise.
 func (hs *headStart) pick() Engine {
-	if hs.spec == nil {
+	if hs.rec == nil {
 		return hs.engine
 	}
-	if v, err := hs.version.get(); err == nil && v == hs.recorded {
-		_ = hs.engine.Close()
-		return hs.spec
-	}
-	hs.drop()
-	_ = hs.spec.Close()
-	return hs.engine
+	return hs.rec
 }
 
 // drop waits for the head start's requests and forgets their answers.
@@ -187,10 +191,11 @@ func (hs *headStart) close() {
 	if hs.version != nil {
 		_, _ = hs.version.get()
 	}
-	_ = hs.engine.Close()
-	if hs.spec != nil {
-		_ = hs.spec.Close()
+	if hs.rec != nil {
+		_ = hs.rec.Close()
+		return
 	}
+	_ = hs.engine.Close()
 }
 
 // keptInspect is the head start's inspect of the container name, if it is the one

@@ -1,7 +1,10 @@
 package docker
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -11,17 +14,27 @@ import (
 	"sync"
 	"testing"
 
+	cerrdefs "github.com/containerd/errdefs"
+	dockercontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/versions"
+	"github.com/docker/docker/api/types/volume"
+
 	"github.com/devsandbox/devsandbox/isolator/docker/helper"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 )
 
-// apiEngine is an engine on a Unix socket that speaks apiVersion: it answers the
-// ping, docker.image's inspect and (404) the kept container's, refuses other versions
-// as an engine does, and records the requests.
+// apiEngine is an engine on a Unix socket whose API versions are min to version, as
+// an engine's are: it answers the ping (with version), docker.image's inspect (an ID
+// naming the version asked in), the kept container's (404) and the creations of
+// containers, execs and volumes (IDs naming the version), refuses other versions as an
+// engine does (400 "client version ... is too new"), and records the requests. While
+// hold is set, the ping's answer waits until it is closed.
 type apiEngine struct {
 	host    string
 	mu      sync.Mutex
 	version string
+	min     string
+	hold    chan struct{}
 	reqs    []string
 }
 
@@ -37,25 +50,39 @@ func newAPIEngine(t *testing.T, version string) *apiEngine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &apiEngine{host: "unix://" + sock, version: version}
+	a := &apiEngine{host: "unix://" + sock, version: version, min: "1.24"}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
 		a.reqs = append(a.reqs, r.Method+" "+r.URL.Path)
-		v := a.version
+		v, lo, hold := a.version, a.min, a.hold
 		a.mu.Unlock()
 		w.Header().Set("Api-Version", v)
 		w.Header().Set("Content-Type", "application/json")
 		if r.URL.Path == "/_ping" {
+			if hold != nil {
+				<-hold
+			}
 			return
 		}
-		if !strings.HasPrefix(r.URL.Path, "/v"+v+"/") {
+		rv, p, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v"), "/")
+		p = "/" + p
+		if versions.GreaterThan(rv, v) || versions.LessThan(rv, lo) {
 			w.WriteHeader(http.StatusBadRequest)
-			_, _ = w.Write([]byte(`{"message":"client version is not supported"}`))
+			_, _ = fmt.Fprintf(w, `{"message":"client version %s is too new. Maximum supported API version is %s"}`, rv, v)
 			return
 		}
-		switch p := strings.TrimPrefix(r.URL.Path, "/v"+v); p {
-		case "/images/busybox/json":
-			_, _ = w.Write([]byte(`{"Id":"sha256:busybox-` + v + `"}`))
+		switch {
+		case r.Method == http.MethodGet && p == "/images/busybox/json":
+			_, _ = w.Write([]byte(`{"Id":"sha256:busybox-` + rv + `"}`))
+		case r.Method == http.MethodPost && p == "/containers/create":
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{"Id":"container-` + rv + `"}`))
+		case r.Method == http.MethodPost && strings.HasSuffix(p, "/exec"):
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{"Id":"exec-` + rv + `"}`))
+		case r.Method == http.MethodPost && p == "/volumes/create":
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{"Name":"volume-` + rv + `"}`))
 		default:
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = w.Write([]byte(`{"message":"no such object"}`))
@@ -91,8 +118,9 @@ func headRun(t *testing.T, host, dir string) *headStart {
 }
 
 // A run's head start asks for docker.image and the kept container at once; with the
-// engine's API version recorded, in that version beside the ping, and the answers
-// are the run's only when the ping confirms the version.
+// engine's API version recorded, in that version beside the ping, and the run starts
+// without waiting for the ping; the answers are the run's only when the ping confirms
+// the version.
 func TestHeadStartAPIVersion(t *testing.T) {
 	a := newAPIEngine(t, "1.41")
 	dir := t.TempDir()
@@ -115,49 +143,116 @@ func TestHeadStartAPIVersion(t *testing.T) {
 		t.Fatalf("recorded %q, want 1.41", got)
 	}
 
-	// Recorded: the requests go out in that version at once; the ping confirms it.
+	// Recorded: the requests go out in that version at once, and the run gets its
+	// client while the ping is still unanswered; the version is settled only by the
+	// ping, which confirms it.
+	hold := make(chan struct{})
+	a.mu.Lock()
+	a.hold = hold
+	a.mu.Unlock()
 	hs = headRun(t, a.host, dir)
-	if e = hs.pick(); e != hs.spec {
-		t.Fatal("the run does not use the client that spoke the confirmed version")
+	if e = hs.pick(); e != Engine(hs.rec) {
+		t.Fatal("the run does not use the client that speaks the recorded version")
 	}
-	if hs.image == nil || hs.keptInspect("devsandbox-proj-1") == nil {
-		t.Fatal("the answers asked for in the confirmed version were dropped")
+	select {
+	case <-hs.rec.settled:
+		t.Fatal("the recorded version was settled before the ping answered")
+	default:
 	}
+	close(hold)
 	if in, err := hs.image.get(); err != nil || in.ID != "sha256:busybox-1.41" {
 		t.Fatalf("image inspect: %+v, %v", in, err)
 	}
+	if _, err := hs.keptInspect("devsandbox-proj-1").get(); !cerrdefs.IsNotFound(err) {
+		t.Fatalf("kept container's inspect: %v", err)
+	}
+	if c, err := e.ContainerCreate(t.Context(), &dockercontainer.Config{Image: "busybox"}, nil, nil, nil, "c"); err != nil || c.ID != "container-1.41" {
+		t.Fatalf("create: %+v, %v", c, err)
+	}
 	e.Close()
-	if got, want := a.requests(), []string{"GET /v1.41/containers/devsandbox-proj-1/json", "GET /v1.41/images/busybox/json", "HEAD /_ping"}; !slices.Equal(got, want) {
+	if got, want := a.requests(), []string{"GET /v1.41/containers/devsandbox-proj-1/json", "GET /v1.41/images/busybox/json", "HEAD /_ping", "POST /v1.41/containers/create"}; !slices.Equal(got, want) {
 		t.Errorf("requests %q, want %q", got, want)
-	}
-
-	// The engine now speaks another version: the answers asked for in the recorded
-	// one are dropped (the run asks again with the negotiating client), and the new
-	// version is recorded.
-	a.mu.Lock()
-	a.version = "1.43"
-	a.mu.Unlock()
-	hs = headRun(t, a.host, dir)
-	if e = hs.pick(); e != hs.engine {
-		t.Fatal("the run uses the client of an unconfirmed version")
-	}
-	if hs.image != nil || hs.keptInspect("devsandbox-proj-1") != nil {
-		t.Fatal("answers asked for in an unconfirmed version were kept")
-	}
-	if _, err := e.ImageInspect(t.Context(), "busybox"); err != nil {
-		t.Fatalf("the negotiating client: %v", err)
-	}
-	e.Close()
-	if got := a.requests(); !slices.Contains(got, "GET /v1.43/images/busybox/json") || !slices.Contains(got, "GET /v1.41/images/busybox/json") {
-		t.Errorf("requests %q", got)
-	}
-	if got := readAPIVersions(versions)[a.host]; got != "1.43" {
-		t.Errorf("recorded %q, want 1.43", got)
 	}
 }
 
+// recordedRun runs a head start with recorded as the engine's recorded version and
+// checks that the run's answers and creations are all in the version negotiation
+// gives (want), that nothing with a side effect was sent in any other version (a
+// refused or unconfirmed version leaves no container, exec or volume behind, and
+// nothing is created twice), and that want is recorded. With hold, the engine's ping
+// is held until the engine's refusal of a request settled the version.
+func recordedRun(t *testing.T, a *apiEngine, recorded, want string, hold chan struct{}) {
+	t.Helper()
+	dir := t.TempDir()
+	versions := filepath.Join(dir, apiVersionFile)
+	writeAPIVersion(versions, a.host, recorded)
+	a.mu.Lock()
+	a.hold = hold
+	a.mu.Unlock()
+	hs := headRun(t, a.host, dir)
+	e := hs.pick()
+	if hold != nil {
+		<-hs.rec.settled
+		if hs.rec.ok {
+			t.Error("a refused version was accepted")
+		}
+		close(hold)
+	}
+	ctx := t.Context()
+	if in, err := hs.image.get(); err != nil || in.ID != "sha256:busybox-"+want {
+		t.Errorf("image inspect: %+v, %v; want the answer in %s", in, err, want)
+	}
+	if _, err := hs.keptInspect("devsandbox-proj-1").get(); !cerrdefs.IsNotFound(err) {
+		t.Errorf("kept container's inspect: %v", err)
+	}
+	if in, err := e.ImageInspect(ctx, "busybox"); err != nil || in.ID != "sha256:busybox-"+want {
+		t.Errorf("image inspect: %+v, %v; want the answer in %s", in, err, want)
+	}
+	if c, err := e.ContainerCreate(ctx, &dockercontainer.Config{Image: "busybox"}, nil, nil, nil, "c"); err != nil || c.ID != "container-"+want {
+		t.Errorf("create: %+v, %v", c, err)
+	}
+	if x, err := e.ContainerExecCreate(ctx, "c", dockercontainer.ExecOptions{Cmd: []string{"true"}}); err != nil || x.ID != "exec-"+want {
+		t.Errorf("exec create: %+v, %v", x, err)
+	}
+	if v, err := e.VolumeCreate(ctx, volume.CreateOptions{Name: "v"}); err != nil || v.Name != "volume-"+want {
+		t.Errorf("volume create: %+v, %v", v, err)
+	}
+	e.Close()
+	var posts []string
+	for _, r := range a.requests() {
+		if strings.HasPrefix(r, "POST ") {
+			posts = append(posts, r)
+		}
+	}
+	if w := []string{"POST /v" + want + "/containers/c/exec", "POST /v" + want + "/containers/create", "POST /v" + want + "/volumes/create"}; !slices.Equal(posts, w) {
+		t.Errorf("requests with side effects %q, want %q", posts, w)
+	}
+	if got := readAPIVersions(versions)[a.host]; got != want {
+		t.Errorf("recorded %q, want %s", got, want)
+	}
+}
+
+// An engine moved to an older API version refuses the recorded one: the run asks again
+// in the negotiated version and gets the right answers, creates nothing in the
+// refused version, and the record is fixed.
+func TestHeadStartVersionRefused(t *testing.T) {
+	// Settled by the engine's refusal (the ping held), and by the ping.
+	recordedRun(t, newAPIEngine(t, "1.40"), "1.41", "1.40", make(chan struct{}))
+	recordedRun(t, newAPIEngine(t, "1.40"), "1.41", "1.40", nil)
+}
+
+// An upgraded engine still accepts the recorded version, but negotiation now gives
+// another one: the run works, in the negotiated version (what a request means depends
+// on its version: from 1.44 a read-only bind is read-only recursively), and the
+// record is updated.
+func TestHeadStartEngineUpgraded(t *testing.T) {
+	a := newAPIEngine(t, "1.43")
+	recordedRun(t, a, "1.41", "1.43", nil)
+}
+
 // A recorded version that is not one (the record is a file) is not spoken: the client
-// negotiates.
+// negotiates. One of the right form that is not the negotiated version (planted, or
+// stale) is never acted on.
 func TestHeadStartRecordedVersionForm(t *testing.T) {
 	for v, ok := range map[string]bool{"1.41": true, "1.5": true, "10.100": true, "": false, "1": false, "1.41/containers/x/kill?": false, "v1.41": false, "1.": false, ".41": false, "1.41.1": false} {
 		if apiVersionForm(v) != ok {
@@ -168,7 +263,7 @@ func TestHeadStartRecordedVersionForm(t *testing.T) {
 	dir := t.TempDir()
 	writeAPIVersion(filepath.Join(dir, apiVersionFile), a.host, "1.41/containers/x")
 	hs := headRun(t, a.host, dir)
-	if hs.spec != nil {
+	if hs.rec != nil {
 		t.Fatal("a malformed recorded version was spoken")
 	}
 	e := hs.pick()
@@ -182,6 +277,11 @@ func TestHeadStartRecordedVersionForm(t *testing.T) {
 	}
 	if got := readAPIVersions(filepath.Join(dir, apiVersionFile))[a.host]; got != "1.41" {
 		t.Errorf("recorded %q, want 1.41", got)
+	}
+	// Planted versions of the right form: older than the engine's oldest, newer than
+	// its newest, and one it accepts that negotiation does not give.
+	for _, v := range []string{"1.12", "1.99", "1.40"} {
+		t.Run(v, func(t *testing.T) { recordedRun(t, a, v, "1.41", nil) })
 	}
 }
 
@@ -204,5 +304,36 @@ func TestHeadStartOtherSettings(t *testing.T) {
 	h.start(handoff.OpCheck, settings, plan)
 	if hs := h.take(settings); hs != nil {
 		t.Fatal("a check got a head start")
+	}
+}
+
+// A run whose context ends while the version is unsettled gets the context's error,
+// and sends nothing with a side effect; once settled, an ended context does not
+// change which client is spoken.
+func TestRecordedEngineContext(t *testing.T) {
+	a := newAPIEngine(t, "1.41")
+	hold := make(chan struct{})
+	a.mu.Lock()
+	a.hold = hold
+	a.mu.Unlock()
+	dir := t.TempDir()
+	writeAPIVersion(filepath.Join(dir, apiVersionFile), a.host, "1.41")
+	hs := headRun(t, a.host, dir)
+	e := hs.pick()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := e.ContainerCreate(ctx, &dockercontainer.Config{Image: "busybox"}, nil, nil, nil, "c"); !errors.Is(err, context.Canceled) {
+		t.Errorf("create with an ended context while unsettled: %v", err)
+	}
+	close(hold)
+	<-hs.rec.settled
+	if e, err := hs.rec.settledEngine(ctx); err != nil || e != hs.rec.spec {
+		t.Errorf("settled engine with an ended context: %v, %v", e, err)
+	}
+	e.Close()
+	for _, r := range a.requests() {
+		if strings.HasPrefix(r, "POST ") {
+			t.Errorf("request %q", r)
+		}
 	}
 }
