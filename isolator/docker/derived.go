@@ -72,7 +72,7 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	cache := filepath.Join(filepath.Dir(p.StateDir), derivedCacheFile)
 	m := b.head.derivedCache(cache)
 	if m == nil {
-		m = readDerivedCache(cache)
+		m = readRecords(cache)
 	}
 	if id := m[cacheKey]; id != "" && proven != nil && proven(id) {
 		return id, nil
@@ -95,7 +95,7 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 		in, err := e.ImageInspect(ctx, id)
 		if err == nil && in.ID == id && in.Config != nil && in.Config.Labels[LabelBase] == bi.ID && in.Config.Labels[LabelVersion] == b.Version {
 			if id != m[cacheKey] {
-				writeDerivedCache(cache, cacheKey, id)
+				writeRecord(cache, cacheKey, id)
 			}
 			return id, nil
 		}
@@ -104,7 +104,7 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	if err != nil {
 		return "", err
 	}
-	writeDerivedCache(cache, cacheKey, id)
+	writeRecord(cache, cacheKey, id)
 	return id, nil
 }
 
@@ -232,9 +232,10 @@ func shipTar(pr programs, files []container.ImageFile) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// readDerivedCache reads the cache; a missing or damaged one is empty (the images
-// are made again).
-func readDerivedCache(path string) map[string]string {
+// readRecords reads a JSON map of records the docker isolator keeps in the state
+// directory (the derived-image cache, the engines' API versions); a missing or
+// damaged file is empty (the images are made again, the version negotiated again).
+func readRecords(path string) map[string]string {
 	m := map[string]string{}
 	if b, err := os.ReadFile(path); err == nil {
 		_ = json.Unmarshal(b, &m)
@@ -242,17 +243,17 @@ func readDerivedCache(path string) map[string]string {
 	return m
 }
 
-// writeDerivedCache records id under key: under a lock, so concurrent writers of
-// other keys keep theirs (of the same key, the last one wins), and atomically, so a
-// reader never sees half a file.
-func writeDerivedCache(path, key, id string) {
+// writeRecord records value under key in the map at path: under a lock, so
+// concurrent writers of other keys keep theirs (of the same key, the last one wins),
+// and atomically, so a reader never sees half a file.
+func writeRecord(path, key, value string) {
 	unlock, err := lockFile(path + ".lock")
 	if err != nil {
 		return // the image is made again next time
 	}
 	defer unlock()
-	m := readDerivedCache(path)
-	m[key] = id
+	m := readRecords(path)
+	m[key] = value
 	b, err := json.Marshal(m)
 	if err != nil {
 		return

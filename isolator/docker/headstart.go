@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -95,7 +94,7 @@ func (h *headStarts) start(op string, settings, plan json.RawMessage) {
 	c, ok := e.(*client.Client)
 	versions := filepath.Join(dir, apiVersionFile)
 	if ok {
-		hs.recorded = readAPIVersions(versions)[addr.Host]
+		hs.recorded = readRecords(versions)[addr.Host]
 		if apiVersionForm(hs.recorded) {
 			if sc, err := dialVersion(addr, hs.recorded); err == nil {
 				hs.rec = newRecordedEngine(sc, e)
@@ -106,7 +105,7 @@ func (h *headStarts) start(op string, settings, plan json.RawMessage) {
 	img := fetch(func() (image.InspectResponse, error) { return ask.ImageInspect(ctx, s.Image) })
 	hs.image = img
 	if s.Keep && head.Project.Name != "" {
-		name := "devsandbox-" + head.Project.Name
+		name := keptNameOf(head.Project.Name)
 		hs.keptName = name
 		hs.kept = fetch(func() (dockercontainer.InspectResponse, error) { return ask.ContainerInspect(ctx, name) })
 	}
@@ -131,7 +130,7 @@ func (h *headStarts) start(op string, settings, plan json.RawMessage) {
 				hs.rec.settle(v == hs.recorded)
 			}
 			if v != hs.recorded {
-				writeAPIVersion(versions, addr.Host, v)
+				writeRecord(versions, addr.Host, v)
 			}
 			return v, nil
 		})
@@ -140,7 +139,7 @@ func (h *headStarts) start(op string, settings, plan json.RawMessage) {
 		}
 	}
 	hs.cachePath = filepath.Join(dir, derivedCacheFile)
-	hs.cache = fetch(func() (map[string]string, error) { return readDerivedCache(hs.cachePath), nil })
+	hs.cache = fetch(func() (map[string]string, error) { return readRecords(hs.cachePath), nil })
 	h.mu.Lock()
 	h.hs = hs
 	h.mu.Unlock()
@@ -228,32 +227,4 @@ func apiVersionForm(v string) bool {
 		return s != "" && len(s) <= 3 && strings.Trim(s, "0123456789") == ""
 	}
 	return ok && digits(a) && digits(b)
-}
-
-// readAPIVersions reads the API versions recorded at path (none when it cannot).
-func readAPIVersions(path string) map[string]string {
-	m := map[string]string{}
-	if b, err := os.ReadFile(path); err == nil {
-		_ = json.Unmarshal(b, &m)
-	}
-	return m
-}
-
-// writeAPIVersion records version for host at path, atomically (a reader never sees
-// half a file; of concurrent writers, the last one's record stays).
-func writeAPIVersion(path, host, version string) {
-	m := readAPIVersions(path)
-	m[host] = version
-	b, err := json.Marshal(m)
-	if err != nil {
-		return
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+apiVersionFile+".*")
-	if err != nil {
-		return
-	}
-	_, werr := f.Write(b)
-	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), path) != nil {
-		_ = os.Remove(f.Name())
-	}
 }

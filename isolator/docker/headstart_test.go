@@ -139,7 +139,7 @@ func TestHeadStartAPIVersion(t *testing.T) {
 	if got, want := a.requests(), []string{"GET /v1.41/containers/devsandbox-proj-1/json", "GET /v1.41/images/busybox/json", "HEAD /_ping"}; !slices.Equal(got, want) {
 		t.Errorf("requests %q, want %q", got, want)
 	}
-	if got := readAPIVersions(versions)[a.host]; got != "1.41" {
+	if got := readRecords(versions)[a.host]; got != "1.41" {
 		t.Fatalf("recorded %q, want 1.41", got)
 	}
 
@@ -185,7 +185,7 @@ func recordedRun(t *testing.T, a *apiEngine, recorded, want string, hold chan st
 	t.Helper()
 	dir := t.TempDir()
 	versions := filepath.Join(dir, apiVersionFile)
-	writeAPIVersion(versions, a.host, recorded)
+	writeRecord(versions, a.host, recorded)
 	a.mu.Lock()
 	a.hold = hold
 	a.mu.Unlock()
@@ -227,7 +227,7 @@ func recordedRun(t *testing.T, a *apiEngine, recorded, want string, hold chan st
 	if w := []string{"POST /v" + want + "/containers/c/exec", "POST /v" + want + "/containers/create", "POST /v" + want + "/volumes/create"}; !slices.Equal(posts, w) {
 		t.Errorf("requests with side effects %q, want %q", posts, w)
 	}
-	if got := readAPIVersions(versions)[a.host]; got != want {
+	if got := readRecords(versions)[a.host]; got != want {
 		t.Errorf("recorded %q, want %s", got, want)
 	}
 }
@@ -261,7 +261,7 @@ func TestHeadStartRecordedVersionForm(t *testing.T) {
 	}
 	a := newAPIEngine(t, "1.41")
 	dir := t.TempDir()
-	writeAPIVersion(filepath.Join(dir, apiVersionFile), a.host, "1.41/containers/x")
+	writeRecord(filepath.Join(dir, apiVersionFile), a.host, "1.41/containers/x")
 	hs := headRun(t, a.host, dir)
 	if hs.rec != nil {
 		t.Fatal("a malformed recorded version was spoken")
@@ -275,7 +275,7 @@ func TestHeadStartRecordedVersionForm(t *testing.T) {
 			t.Errorf("request %q", r)
 		}
 	}
-	if got := readAPIVersions(filepath.Join(dir, apiVersionFile))[a.host]; got != "1.41" {
+	if got := readRecords(filepath.Join(dir, apiVersionFile))[a.host]; got != "1.41" {
 		t.Errorf("recorded %q, want 1.41", got)
 	}
 	// Planted versions of the right form: older than the engine's oldest, newer than
@@ -317,7 +317,7 @@ func TestRecordedEngineContext(t *testing.T) {
 	a.hold = hold
 	a.mu.Unlock()
 	dir := t.TempDir()
-	writeAPIVersion(filepath.Join(dir, apiVersionFile), a.host, "1.41")
+	writeRecord(filepath.Join(dir, apiVersionFile), a.host, "1.41")
 	hs := headRun(t, a.host, dir)
 	e := hs.pick()
 	ctx, cancel := context.WithCancel(t.Context())

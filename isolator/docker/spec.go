@@ -219,7 +219,10 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 }
 
 // keptName is the name of p's kept container.
-func keptName(p *isolator.Plan) string { return "devsandbox-" + p.Project.Name }
+func keptName(p *isolator.Plan) string { return keptNameOf(p.Project.Name) }
+
+// keptNameOf is the kept container's name for the project named project.
+func keptNameOf(project string) string { return "devsandbox-" + project }
 
 // applyLimits sets the engine's cgroup limits: tasks, memory (without swap, so a
 // hog is killed rather than swapped out) and CPU time.
