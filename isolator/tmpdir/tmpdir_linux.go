@@ -210,23 +210,20 @@ func removeTree(p string) error {
 	if err2 != nil {
 		return err
 	}
-	openUp(parent, filepath.Base(p), 0)
+	openUp(parent, filepath.Base(p))
 	unix.Close(parent)
 	return os.RemoveAll(p)
 }
-
-// maxOpenUpDepth bounds openUp's recursion (one descriptor per level is open).
-const maxOpenUpDepth = 128
 
 // openUp gives the directory name in parent (and each directory below it) mode 0700.
 // A symlink is never followed: the entry is opened O_PATH|O_NOFOLLOW|O_DIRECTORY,
 // which refuses anything but a directory, and the mode is set through that
 // descriptor (its /proc/self/fd link names the directory itself), so a link the
-// sandbox left pointing at a host directory changes nothing there.
-func openUp(parent int, name string, depth int) {
-	if depth > maxOpenUpDepth {
-		return
-	}
+// sandbox left pointing at a host directory changes nothing there. Like os.RemoveAll,
+// which runs after it, it reaches every depth with one descriptor open per level:
+// a fixed bound would let a sandbox keep a locked directory (and whatever it holds)
+// on the host for good by putting it deeper.
+func openUp(parent int, name string) {
 	fd, err := unix.Openat(parent, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return
@@ -251,6 +248,6 @@ func openUp(parent int, name string, depth int) {
 		return
 	}
 	for _, n := range names {
-		openUp(fd, n, depth+1)
+		openUp(fd, n)
 	}
 }

@@ -257,7 +257,7 @@ func TestOpenUpLockedLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	openUp(parent, s.Name, 0)
+	openUp(parent, s.Name)
 	unix.Close(parent)
 	for _, d := range []string{s.Path, locked, filepath.Join(locked, "inner"), ro, filepath.Join(ro, "inner")} {
 		if st, err := os.Lstat(d); err != nil || st.Mode().Perm() != 0o700 {
@@ -275,5 +275,59 @@ func TestOpenUpLockedLeftovers(t *testing.T) {
 	}
 	if _, err := os.Stat(victim); err != nil {
 		t.Fatalf("the host dir a link named went: %v", err)
+	}
+}
+
+// A directory its owner cannot list, deeper below the session dir than any fixed
+// bound, must not keep the session dir from going either: os.RemoveAll walks a tree
+// of any depth, so openUp must reach as deep as it does.
+func TestOpenUpDeepLockedLeftover(t *testing.T) {
+	s, err := Acquire(filepath.Join(t.TempDir(), "tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fd, err := unix.Open(s.Path, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 300; i++ {
+		if err := unix.Mkdirat(fd, "d", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		next, err := unix.Openat(fd, "d", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	if err := unix.Mkdirat(fd, "locked", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lf, err := unix.Openat(fd, "locked/f", unix.O_CREAT|unix.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(lf)
+	if err := unix.Fchmodat(fd, "locked", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	parent, err := unix.Open(filepath.Dir(s.Path), unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	openUp(parent, s.Name)
+	unix.Close(parent)
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, "locked", &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&0o777 != 0o700 {
+		t.Errorf("a locked dir 301 levels down: mode %o, %v; want 0700", st.Mode&0o777, err)
+	}
+	unix.Close(fd)
+	if err := s.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(s.Path); !os.IsNotExist(err) {
+		t.Fatalf("session dir left behind: %v", err)
 	}
 }
