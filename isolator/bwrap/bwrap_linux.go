@@ -187,7 +187,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		})
 		closeSess = sync.OnceFunc(func() {
 			removeSess()
-			_ = sess.Remove()
+			if err := sess.Remove(); err != nil {
+				b.warn("the session /tmp %s could not be removed (%v); what the command left there stays on the host until you remove it (rm -rf %s)", sess.Path, err, sess.Path)
+			}
 			sess.Close()
 			close(released)
 		})
