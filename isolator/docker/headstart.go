@@ -43,6 +43,9 @@ const apiVersionFile = "docker-api.json"
 // headStart is the work a request's head started.
 type headStart struct {
 	settings json.RawMessage
+	// cancel ends the head start's requests (their context is not a run's: the run
+	// that takes them ends them with its own, bind).
+	cancel context.CancelFunc
 	// engine negotiates its API version; rec, when set, speaks the recorded one
 	// until the ping settles it, and version is the negotiated version (the ping).
 	engine   Engine
@@ -87,9 +90,9 @@ func (h *headStarts) start(op string, settings, plan json.RawMessage) {
 	if err != nil {
 		return // the run finds it again and says why
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
 	dir := filepath.Dir(head.StateDir)
-	hs := &headStart{settings: bytes.Clone(settings), engine: e, addr: addr}
+	hs := &headStart{settings: bytes.Clone(settings), cancel: cancel, engine: e, addr: addr}
 	ask := e
 	c, ok := e.(*client.Client)
 	versions := filepath.Join(dir, apiVersionFile)
@@ -161,6 +164,18 @@ func (h *headStarts) take(settings json.RawMessage) *headStart {
 	return hs
 }
 
+// bind ends the head start's requests (the ping, the inspects) when the run's ctx
+// ends, as the run's own requests end: otherwise a run on an engine that does not
+// answer waits for them for ever as it returns (ahead.wait, Close). release, called
+// once the run is done with them, ends them too.
+func (hs *headStart) bind(ctx context.Context) (release func()) {
+	stop := context.AfterFunc(ctx, hs.cancel)
+	return func() {
+		stop()
+		hs.cancel()
+	}
+}
+
 // pick returns the client the run uses (the caller closes it), at once: with a
 // recorded version, the one that speaks it until the ping settles it (recordedEngine),
 // and the negotiating one otherwise.
@@ -184,8 +199,9 @@ func (hs *headStart) drop() {
 }
 
 // close waits for the head start's requests and closes its clients (a run that did
-// not take it).
+// not take it): their answers are no one's, so they are ended first.
 func (hs *headStart) close() {
+	hs.cancel()
 	hs.drop()
 	if hs.version != nil {
 		_, _ = hs.version.get()

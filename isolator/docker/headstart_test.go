@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	dockercontainer "github.com/docker/docker/api/types/container"
@@ -335,5 +336,45 @@ func TestRecordedEngineContext(t *testing.T) {
 		if strings.HasPrefix(r, "POST ") {
 			t.Errorf("request %q", r)
 		}
+	}
+}
+
+// A run on an engine that takes the connection but never answers (its ping held) ends
+// when its context ends: the head start's requests, which are not the run's own, end
+// with it (bind), so nothing the run waits for as it returns (the image's inspect
+// asked ahead, the client's Close, which waits for the ping) waits for ever. With a
+// recorded version and without one.
+func TestHeadStartEndsWithTheRun(t *testing.T) {
+	for _, recorded := range []string{"", "1.41"} {
+		t.Run("recorded="+recorded, func(t *testing.T) {
+			a := newAPIEngine(t, "1.41")
+			hold := make(chan struct{})
+			t.Cleanup(func() { close(hold) })
+			a.mu.Lock()
+			a.hold = hold
+			a.mu.Unlock()
+			dir := t.TempDir()
+			if recorded != "" {
+				writeRecord(filepath.Join(dir, apiVersionFile), a.host, recorded)
+			}
+			hs := headRun(t, a.host, dir)
+			ctx, cancel := context.WithCancel(t.Context())
+			release := hs.bind(ctx)
+			e := hs.pick()
+			cancel()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_, _ = hs.image.get()
+				_, _ = hs.keptInspect("devsandbox-proj-1").get()
+				e.Close()
+				release()
+			}()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the run's end waits for the head start's requests to an engine that does not answer")
+			}
+		})
 	}
 }

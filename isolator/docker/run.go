@@ -30,6 +30,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	var err error
 	if hs := b.head; hs != nil {
 		e0, addr = hs.pick(), hs.addr
+		defer hs.bind(ctx)()
 	} else if e0, addr, err = b.engine(); err != nil {
 		return 0, err
 	}
