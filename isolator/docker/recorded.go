@@ -3,10 +3,8 @@ package docker
 import (
 	"context"
 	"io"
-	"strings"
 	"sync"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/build"
 	dockercontainer "github.com/docker/docker/api/types/container"
@@ -27,8 +25,9 @@ import (
 //     version the engine still accepts is not: API versions change what a request
 //     means (from 1.44 a read-only bind is read-only recursively), and the run must
 //     mean what a negotiated run means;
-//   - it is refused when the ping gives another version or fails, or when the engine
-//     refuses a request's version (HTTP 400 "client version ... is too new/old").
+//   - it is refused when the ping gives another version or fails (an engine that
+//     refuses a request's version, HTTP 400 "client version ... is too new/old", gives
+//     another version at its ping).
 //
 // A read (an inspect, a list) goes out in the recorded version at once; its answer
 // is returned once the version is accepted, and the read is asked again of the
@@ -77,15 +76,11 @@ func (r *recordedEngine) settledEngine(ctx context.Context) (Engine, error) {
 	return r.neg, nil
 }
 
-// versionRefused reports whether err is an engine's refusal of a request's API
-// version (the engine's version middleware answers 400 "client version X is too
-// new. Maximum supported API version is Y", or "too old"). Pure.
-func versionRefused(err error) bool {
-	return err != nil && cerrdefs.IsInvalidArgument(err) && strings.Contains(strings.ToLower(err.Error()), "version")
-}
-
 // read asks f in the recorded version at once and returns its answer once the version
-// is accepted; when it is refused, f is asked of the negotiating client.
+// is accepted; when it is refused, f is asked of the negotiating client. Only the
+// head start's ping settles the version, even when the engine already refused it
+// here: the negotiating client is used only after that ping negotiated it (the
+// ping's goroutine writes the client's version, which its requests read unlocked).
 func read[T any](ctx context.Context, r *recordedEngine, f func(Engine) (T, error)) (T, error) {
 	select {
 	case <-r.settled:
@@ -94,9 +89,6 @@ func read[T any](ctx context.Context, r *recordedEngine, f func(Engine) (T, erro
 	default:
 	}
 	v, err := f(r.spec)
-	if versionRefused(err) {
-		r.settle(false)
-	}
 	e, cerr := r.settledEngine(ctx)
 	if cerr != nil {
 		var zero T
