@@ -4,30 +4,9 @@ import (
 	"net"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	looptune "github.com/devsandbox/devsandbox/internal/loopback"
+	"github.com/devsandbox/devsandbox/internal/loopback/loopbacktest"
 )
-
-// congestion is the congestion control of c's socket.
-func congestion(t *testing.T, c *net.TCPConn) string {
-	t.Helper()
-	rc, err := c.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var name string
-	var gerr error
-	if err := rc.Control(func(fd uintptr) {
-		name, gerr = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if gerr != nil {
-		t.Fatal(gerr)
-	}
-	return name
-}
 
 // acceptOne listens on addr through the server's listener wrapper, dials it and
 // returns the accepted end.
@@ -56,7 +35,7 @@ func TestLoopbackClientGetsReno(t *testing.T) {
 	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
 		t.Run(addr, func(t *testing.T) {
 			c := acceptOne(t, addr)
-			if got := congestion(t, c); got != looptune.Congestion {
+			if got := loopbacktest.Congestion(t, c); got != looptune.Congestion {
 				t.Fatalf("congestion control of an accepted loopback connection = %q, want %q", got, looptune.Congestion)
 			}
 		})
@@ -66,17 +45,7 @@ func TestLoopbackClientGetsReno(t *testing.T) {
 // A connection to one of the machine's own non-loopback addresses may come from
 // another host: it keeps the system's congestion control.
 func TestNonLoopbackClientKeepsDefault(t *testing.T) {
-	var addr string
-	ifaddrs, _ := net.InterfaceAddrs()
-	for _, a := range ifaddrs {
-		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
-			addr = net.JoinHostPort(ipn.IP.String(), "0")
-			break
-		}
-	}
-	if addr == "" {
-		t.Skip("no non-loopback IPv4 address on this machine")
-	}
+	addr := loopbacktest.NonLoopbackAddr(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -87,9 +56,9 @@ func TestNonLoopbackClientKeepsDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	def := congestion(t, d.(*net.TCPConn)) // a socket nothing tuned
+	def := loopbacktest.Congestion(t, d) // a socket nothing tuned
 	c := acceptOne(t, addr)
-	if got := congestion(t, c); got != def {
+	if got := loopbacktest.Congestion(t, c); got != def {
 		t.Fatalf("congestion control of a connection to %s = %q, want the system's %q", addr, got, def)
 	}
 }

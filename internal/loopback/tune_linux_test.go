@@ -4,27 +4,8 @@ import (
 	"net"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/devsandbox/devsandbox/internal/loopback/loopbacktest"
 )
-
-func congestion(t *testing.T, c net.Conn) string {
-	t.Helper()
-	rc, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var name string
-	var gerr error
-	if err := rc.Control(func(fd uintptr) {
-		name, gerr = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if gerr != nil {
-		t.Fatal(gerr)
-	}
-	return name
-}
 
 // pair returns the accepted and the dialled end of a connection to a listener on addr.
 func pair(t *testing.T, addr string) (accepted, dialled net.Conn) {
@@ -54,7 +35,7 @@ func TestTuneLoopbackGetsReno(t *testing.T) {
 			Tune(c)
 			Tune(d)
 			for _, x := range []net.Conn{c, d} {
-				if got := congestion(t, x); got != Congestion {
+				if got := loopbacktest.Congestion(t, x); got != Congestion {
 					t.Fatalf("congestion control of a loopback connection after Tune = %q, want %q", got, Congestion)
 				}
 			}
@@ -65,21 +46,10 @@ func TestTuneLoopbackGetsReno(t *testing.T) {
 // A connection to one of the machine's own other addresses may come from another
 // host: Tune leaves it with the system's congestion control.
 func TestTuneNonLoopbackKeepsDefault(t *testing.T) {
-	var addr string
-	ifaddrs, _ := net.InterfaceAddrs()
-	for _, a := range ifaddrs {
-		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
-			addr = net.JoinHostPort(ipn.IP.String(), "0")
-			break
-		}
-	}
-	if addr == "" {
-		t.Skip("no non-loopback IPv4 address on this machine")
-	}
-	c, _ := pair(t, addr)
-	before := congestion(t, c)
+	c, _ := pair(t, loopbacktest.NonLoopbackAddr(t))
+	before := loopbacktest.Congestion(t, c)
 	Tune(c)
-	if got := congestion(t, c); got != before {
+	if got := loopbacktest.Congestion(t, c); got != before {
 		t.Fatalf("Tune changed a non-loopback connection's congestion control from %q to %q", before, got)
 	}
 }

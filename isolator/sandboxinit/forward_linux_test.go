@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/internal/loopback"
+	"github.com/devsandbox/devsandbox/internal/loopback/loopbacktest"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
@@ -139,18 +140,7 @@ func TestRelayTunesLoopbackClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cc string
-	var gerr error
-	if err := rc.Control(func(fd uintptr) {
-		cc, gerr = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
-	}); err != nil || gerr != nil {
-		t.Fatalf("reading the congestion control: %v %v", err, gerr)
-	}
-	if cc != loopback.Congestion {
+	if cc := loopbacktest.Congestion(t, c); cc != loopback.Congestion {
 		t.Fatalf("the forwarder's end of a loopback client connection uses %q, want %q", cc, loopback.Congestion)
 	}
 	if _, err := client.Write([]byte("ping")); err != nil {
