@@ -344,7 +344,9 @@ func TestDockerSandboxesList(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {
 		p := newProject(t)
 		removeContainers(t, iso, p)
-		p.mustSandbox(iso, []string{"--keep-container", "--egress=proxy"}, `echo x > ~/f`)
+		// The home holds a directory its owner cannot list: rm removes it all the same.
+		p.mustSandbox(iso, []string{"--keep-container", "--egress=proxy"},
+			`echo x > ~/f && mkdir -p ~/locked/in && touch ~/locked/in/f && chmod 000 ~/locked`)
 		if c := roleContainers(t, iso, p, false, "companion"); len(c) != 1 {
 			t.Fatalf("want the kept container's companion, have %v", c)
 		}

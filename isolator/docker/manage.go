@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
 
+	"github.com/devsandbox/devsandbox/internal/rmtree"
 	"github.com/devsandbox/devsandbox/isolator/docker/helper"
 )
 
@@ -148,7 +149,9 @@ func (b *Isolator) RemoveSandbox(ctx context.Context, s Sandbox) error {
 		if d == "" {
 			continue
 		}
-		if err := os.RemoveAll(d); err != nil {
+		// The home is what the sandbox wrote: rmtree also removes directories it
+		// locked (mode 000), which os.RemoveAll cannot.
+		if err := rmtree.RemoveAll(d); err != nil {
 			errs = append(errs, fmt.Errorf("removing %s: %w", d, err))
 		}
 	}
