@@ -2,13 +2,17 @@ package main
 
 import "strings"
 
-// valueFlags are the global flags that take a value (as the next word or after "=").
+// valueFlags are the global flags that take a value (as the next word or after "="):
+// every name of each flag of runFlags that takes one (a test holds the two together;
+// a literal table keeps building the flags off the launch path).
 var valueFlags = map[string]bool{
 	"--isolator": true, "--mode": true, "--egress": true, "--allow": true, "-e": true, "--env": true,
 	"--secret-file": true, "--mount": true, "--publish": true, "-p": true, "--image": true, "--config": true,
+	"--pids": true, "--memory": true, "--cpus": true,
 }
 
-// subcommands are the words that name a devsandbox subcommand in command position.
+// subcommands are the words that name a devsandbox subcommand in command position:
+// the names of app.commands and urfave/cli's help (a test holds them together).
 var subcommands = map[string]bool{
 	"doctor": true, "config": true, "tools": true, "logs": true, "version": true, "help": true,
 	"sandboxes": true, "image": true,
