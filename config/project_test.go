@@ -218,8 +218,8 @@ func TestGitPushNeedsProxyAndMITM(t *testing.T) {
 		line                int
 		key, source, want   string
 	}{
-		{"without mitm", "[proxy]\ngit_push = [\"agent/*\"]\n", "", Flags{}, "user", 2, "proxy.git_push", "", "needs proxy.mitm = true"},
-		{"open mode in the file", "[egress]\nmode = \"open\"\n[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n", "", Flags{}, "user", 5, "proxy.git_push", "", `egress.mode is "open"`},
+		{"without mitm", "[proxy]\ngit_push = [\"agent/*\"]\n", "", Flags{}, "user", 2, "proxy.git_push", "", "proxy.git_push (from USER) needs proxy.mitm = true"},
+		{"open mode in the file", "[egress]\nmode = \"open\"\n[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n", "", Flags{}, "user", 5, "proxy.git_push", "", `proxy.git_push (from USER) needs every push to pass through the proxy, but egress.mode is "open" (from USER)`},
 		{"--egress=open", "[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n", "", Flags{Egress: &open}, "", 0, "egress.mode", "flag --egress", `egress.mode is "open" (from flag --egress)`},
 		{"--egress=allowlist", "[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n", "", Flags{Egress: &allowlist}, "", 0, "egress.mode", "flag --egress", `"allowlist"`},
 		{"project turns mitm off", "[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n", "[proxy]\nmitm = false\n", Flags{}, "project", 2, "proxy.mitm", "", "needs proxy.mitm = true"},
@@ -245,6 +245,7 @@ func TestGitPushNeedsProxyAndMITM(t *testing.T) {
 			}
 			ce := asConfigError(t, err)
 			want := map[string]string{"user": user, "project": proj, "": ""}[tt.file]
+			tt.want = strings.ReplaceAll(tt.want, "USER", user)
 			if ce.File != want || ce.Line != tt.line || ce.Key != tt.key || ce.Source != tt.source || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %#v: %v\nwant file %q line %d key %q source %q, saying %q", ce, err, want, tt.line, tt.key, tt.source, tt.want)
 			}

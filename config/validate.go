@@ -231,7 +231,7 @@ func (l *layer) checkGitPush(src *source, c *Config) error {
 			key = "proxy.mitm"
 		}
 		return src.fail(key, -1, invalidf(
-			"proxy.git_push (from %s) needs proxy.mitm = true: a push over HTTPS travels inside TLS, which the proxy reads only when it decrypts it, so it would pass unchecked; set proxy.mitm = true in your user config",
+			"proxy.git_push (%s) needs proxy.mitm = true: a push over HTTPS travels inside TLS, which the proxy reads only when it decrypts it, so it would pass unchecked; set proxy.mitm = true in your user config",
 			originPhrase(c.Origins["proxy.git_push"])))
 	case c.Egress.Mode == "open" || c.Egress.Mode == "allowlist":
 		if len(l.Proxy.GitPush) == 0 {
@@ -241,7 +241,7 @@ func (l *layer) checkGitPush(src *source, c *Config) error {
 			key = "egress.mode"
 		}
 		return src.fail(key, -1, invalidf(
-			"proxy.git_push (from %s) needs every push to pass through the proxy, but egress.mode is %q (%s), where the sandbox reaches servers past it: use egress.mode = \"proxy\" (with proxy.default = \"deny\" and egress.allow for an allowlist the proxy enforces)",
+			"proxy.git_push (%s) needs every push to pass through the proxy, but egress.mode is %q (%s), where the sandbox reaches servers past it: use egress.mode = \"proxy\" (with proxy.default = \"deny\" and egress.allow for an allowlist the proxy enforces)",
 			originPhrase(c.Origins["proxy.git_push"]), c.Egress.Mode, originPhrase(c.Origins["egress.mode"])))
 	}
 	return nil
