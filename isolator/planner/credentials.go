@@ -104,8 +104,10 @@ type HeldKey struct {
 // The variable inside the sandbox holds a placeholder, which the proxy refuses toward
 // any other host. A key already named by a [[proxy.credentials]] entry (value_env or
 // placeholder_env) is left to that entry, and a key two tools declare is held once,
-// for the first. A tool that is unknown or declares no key fails: a protection asked
-// for that cannot be applied.
+// for the first. A [tools.<name>] table of a tool that is unknown fails, whatever it
+// sets (a misspelt tools.<name>.secrets = false would otherwise withhold nothing), and
+// so does key = "proxy" for a tool that declares no key: a protection asked for that
+// cannot be applied.
 func ToolKeys(cfg *config.Config, reg *tools.Registry) (*config.Config, []HeldKey, []string, error) {
 	var held []HeldKey
 	var warns []string
@@ -116,12 +118,12 @@ func ToolKeys(cfg *config.Config, reg *tools.Registry) (*config.Config, []HeldKe
 	var creds []config.Credential
 	for _, name := range slices.Sorted(maps.Keys(cfg.Tools)) {
 		tc := cfg.Tools[name]
-		if tc.Key == nil || *tc.Key != config.KeyProxy {
-			continue
-		}
 		t, ok := reg.Lookup(name)
 		if !ok {
-			return nil, nil, nil, fmt.Errorf("%w: tools.%s.key = %q (%s): there is no tool %s; devsandbox tools list names them", ErrConfig, name, config.KeyProxy, cfg.Origins["tools."+name+".key"], name)
+			return nil, nil, nil, fmt.Errorf("%w: tools.%s (%s): there is no tool %s; `devsandbox tools list` names them", ErrConfig, name, toolOrigin(cfg, name), name)
+		}
+		if tc.Key == nil || *tc.Key != config.KeyProxy {
+			continue
 		}
 		if len(t.Keys) == 0 {
 			return nil, nil, nil, fmt.Errorf("%w: tools.%s.key = %q (%s): %s declares no API key the proxy can hold; pass its credentials with [[proxy.credentials]], or remove the setting", ErrConfig, name, config.KeyProxy, cfg.Origins["tools."+name+".key"], name)
@@ -244,4 +246,14 @@ func KeyPlaces(cfg *config.Config, reg *tools.Registry, th tools.Host) []KeyPlac
 		}
 	}
 	return out
+}
+
+// toolOrigin is where the [tools.<name>] settings came from: the first of its keys set.
+func toolOrigin(cfg *config.Config, name string) string {
+	for _, k := range []string{"enabled", "secrets", "key"} {
+		if o := cfg.Origins["tools."+name+"."+k]; o != "" {
+			return o
+		}
+	}
+	return "config"
 }

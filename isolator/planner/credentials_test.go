@@ -89,6 +89,8 @@ func TestToolKeys(t *testing.T) {
 			env: []string{"ANTHROPIC_API_KEY=sk-ant-12345678", "ANTHROPIC_BASE_URL=gw.test"},
 			err: `tools.claude.key: ANTHROPIC_BASE_URL is "gw.test", not an http:// or https:// URL`},
 		{name: "unknown tool", tools: "[tools.nosuch]\nkey = \"proxy\"\n", err: "there is no tool nosuch"},
+		{name: "unknown tool, secrets withheld", tools: "[tools.claud]\nsecrets = false\n", err: "tools.claud (CONFIG): there is no tool claud"},
+		{name: "unknown tool, enabled", tools: "[tools.nosuch]\nenabled = true\n", err: "there is no tool nosuch"},
 		{name: "a tool without keys", tools: "[tools.git]\nkey = \"proxy\"\n", err: "git declares no API key the proxy can hold"},
 	}
 	for _, tt := range tests {
@@ -99,6 +101,7 @@ func TestToolKeys(t *testing.T) {
 			before := slices.Clone(cfg.Proxy.Credentials)
 			got, held, warns, err := ToolKeys(cfg, tools.Default())
 			if tt.err != "" {
+				tt.err = strings.ReplaceAll(tt.err, "CONFIG", f.home+"/.config/devsandbox/config.toml")
 				if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error %v, want ErrConfig with %q", err, tt.err)
 				}
