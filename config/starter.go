@@ -28,7 +28,7 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 # mode = "enforce"
 # dev or prod; prod turns mode "auto" into "enforce". [stricter only]
 # environment = "dev"
-# Project read-only except writable_dirs (.git/hooks, .git/config stay read-only anyway). [stricter only]
+# Project read-only except writable_dirs and .git (whose hooks and config stay read-only). [stricter only]
 # read_only = false
 # Project-relative directories that stay writable under read_only.
 # writable_dirs = ["build"]
