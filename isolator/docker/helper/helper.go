@@ -182,7 +182,7 @@ func (s *Stub) Prune(ctx context.Context, uid int, list []Sandbox, maxAge time.D
 		if dryRun {
 			verb = "would remove"
 		}
-		fmt.Fprintf(w, "%s %s %s: left by a crashed run of %s\n", verb, l.Kind, l.Name, l.Project)
+		fmt.Fprintf(w, "%s %s %s: left by an earlier run of %s and no longer used\n", verb, l.Kind, l.Name, l.Project)
 	}
 	for _, sb := range list {
 		why := Prunable(sb, time.Now(), maxAge)
