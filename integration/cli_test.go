@@ -3,9 +3,11 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -15,6 +17,7 @@ func TestCLIContract(t *testing.T) {
 	requireBwrap(t)
 	p := newProject(t)
 	p.write("bad.toml", "[sandbox]\nmode = \"enforce\"\ntmp = \"ramdisk\"\n")
+	p.write("tool.toml", "[tools.claud]\nsecrets = false\n")
 	tests := []struct {
 		name   string
 		env    []string
@@ -32,6 +35,9 @@ func TestCLIContract(t *testing.T) {
 		{name: "unknown egress mode", args: []string{"--egress=vpn", "true"}, code: 125, stderr: "flag --egress"},
 		{name: "nesting refused", env: []string{"DEVSANDBOX=1"}, args: []string{"true"}, code: 125, stderr: "nest"},
 		{name: "nesting with explicit isolator", env: []string{"DEVSANDBOX=1"}, args: []string{"--isolator=bwrap", "true"}},
+		{name: "--pids N: the value is the next word, as --help writes it", args: []string{"--pids", "100", "--", "/bin/sh", "-c", "echo ok"}, stdout: "ok\n"},
+		{name: "a misspelt tool stops the run", args: []string{"--config", p.path("tool.toml"), "true"}, code: 125,
+			stderr: "tools.claud (" + p.path("tool.toml") + "): there is no tool claud"},
 		{name: "version", args: []string{"version"}, stdout: "devsandbox "},
 		{name: "--version", args: []string{"--version"}, stdout: "devsandbox "},
 	}
@@ -101,4 +107,31 @@ func TestLinkedWorktree(t *testing.T) {
 			t.Fatalf("worktree in the sandbox:\n%s", out)
 		}
 	})
+}
+
+// TestSandboxesListBwrap: a project run only with bwrap (the default isolator) is
+// listed with its directory, so once the directory is gone `sandboxes prune` removes
+// what devsandbox keeps for it as the help says ("projects gone"), not only after
+// --days.
+func TestSandboxesListBwrap(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	p.mustSandbox("bwrap", []string{"--egress=none"}, "true")
+	r := run(t, p.root, nil, "", "sandboxes", "list", "--json")
+	var list []struct{ Name, Dir string }
+	if err := json.Unmarshal([]byte(r.stdout), &list); r.code != 0 || err != nil {
+		t.Fatalf("sandboxes list --json: %v\n%s", err, r)
+	}
+	i := slices.IndexFunc(list, func(s struct{ Name, Dir string }) bool { return s.Name == p.name() })
+	if i < 0 || list[i].Dir != p.dir {
+		t.Fatalf("sandboxes list --json: want %s with dir %s:\n%s", p.name(), p.dir, r)
+	}
+	if err := os.RemoveAll(p.dir); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, p.root, nil, "", "sandboxes", "prune", "--dry-run")
+	want := "would remove " + p.name() + ": the project " + p.dir + " no longer exists"
+	if r.code != 0 || !slices.Contains(strings.Split(r.stdout, "\n"), want) {
+		t.Fatalf("sandboxes prune --dry-run: want the line %q:\n%s", want, r)
+	}
 }

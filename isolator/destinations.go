@@ -57,17 +57,36 @@ func SymlinkIn(p, root string, lstat func(string) (fs.FileInfo, error)) string {
 
 // PrepareHost creates what a Plan's mounts need on the host before their sources are
 // opened: the sandbox home and other private directories, and the empty file masks
-// are bound from; it refuses destinations reached through a symlink.
+// are bound from; it refuses destinations reached through a symlink. It records the
+// project's directory beside the sandbox home (RecordProject).
 func PrepareHost(p *Plan) error {
 	for _, d := range p.PrivateDirs {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
+	RecordProject(p)
 	if err := CheckDestinations(p); err != nil {
 		return err
 	}
 	return EnsureEmptyFile(p.EmptyFile)
+}
+
+// RecordProject writes the project's directory to the file "project" beside the
+// sandbox home (outside the sandbox's view), where `devsandbox sandboxes list` and
+// `prune` find which project a sandbox home belongs to and whether it is gone. It
+// writes only when the file is missing or names another directory, and a failure
+// costs only that: the record is a convenience, never trusted for a removal's path.
+func RecordProject(p *Plan) {
+	if p.SandboxHome == "" || p.Project.Dir == "" {
+		return
+	}
+	path := filepath.Join(filepath.Dir(p.SandboxHome), "project")
+	want := p.Project.Dir + "\n"
+	if b, err := os.ReadFile(path); err == nil && string(b) == want {
+		return
+	}
+	_ = os.WriteFile(path, []byte(want), 0o600)
 }
 
 // EnsureEmptyFile creates the empty read-only file file masks are bound from (the

@@ -3,8 +3,6 @@ package docker
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -111,10 +109,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	l.MakeMountPoints()
-	// Where the project lives, for `devsandbox sandboxes prune` (not a secret).
-	if base := filepath.Dir(p.SandboxHome); base != "." {
-		_ = os.WriteFile(filepath.Join(base, "project"), []byte(p.Project.Dir+"\n"), 0o600)
-	}
+	isolator.RecordProject(p) // for `devsandbox sandboxes list` and `prune`
 	// Containers run the image derived from docker.image, by its ID.
 	// An image a running container was made from is on the engine: it cannot be
 	// removed while the container runs.
