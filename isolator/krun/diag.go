@@ -109,7 +109,7 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 
 	sock, err := b.socket(ctx, h)
 	if err != nil {
-		bad("podman API socket", err.Error(), "install podman, or start `podman system service` yourself and set krun.podman_socket")
+		bad("podman API socket", err.Error(), "install podman if it is missing, else fix what podman says (a missing runtime: see the krun runtime row); or start `podman system service` yourself and set krun.podman_socket")
 		return rows
 	}
 	e, err := b.connect(ctx, h)

@@ -359,3 +359,18 @@ func TestRunAllowlistRulesFail(t *testing.T) {
 		t.Errorf("calls %q", got)
 	}
 }
+
+// TestPodmanError: a failed API service is reported with podman's own reason, not the
+// supervisor's closing line that only says it ended.
+func TestPodmanError(t *testing.T) {
+	for _, tt := range []struct{ log, want string }{
+		{"Error: default OCI runtime \"krun\" not found: invalid argument\n" + superviseLogPrefix + "podman system service ended: exit status 125\n",
+			"Error: default OCI runtime \"krun\" not found: invalid argument"},
+		{superviseLogPrefix + "listen: address in use\n", superviseLogPrefix + "listen: address in use"},
+		{"", ""},
+	} {
+		if got := podmanError([]byte(tt.log)); got != tt.want {
+			t.Errorf("podmanError(%q) = %q, want %q", tt.log, got, tt.want)
+		}
+	}
+}

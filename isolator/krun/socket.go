@@ -143,9 +143,9 @@ func (h osHost) StartService(ctx context.Context, path, runtime string) error {
 	defer tick.Stop()
 	for {
 		select {
-		case err := <-exited:
+		case <-exited: // the supervisor's status says nothing podman's log does not
 			b, _ := os.ReadFile(logPath)
-			return fmt.Errorf("podman system service exited (%v): %s", err, lastLine(b))
+			return fmt.Errorf("podman system service exited: %s (see %s)", podmanError(b), logPath)
 		case <-deadline.C:
 			return fmt.Errorf("podman system service did not listen on %s within 15s (see %s)", path, logPath)
 		case <-ctx.Done():
@@ -170,8 +170,16 @@ func serviceArgs(systemd bool, runtime, path string) []string {
 	return append(args, "system", "service", "--time=0", "unix://"+path)
 }
 
-func lastLine(b []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+// podmanError is podman's own last message in the service log: the supervisor's
+// closing line ("podman system service ended: exit status 125") says only that it
+// failed, and the reason (`default OCI runtime "krun" not found`) comes before it.
+func podmanError(log []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, superviseLogPrefix) {
+			return l
+		}
+	}
 	return lines[len(lines)-1]
 }
 

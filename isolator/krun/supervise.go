@@ -14,6 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// superviseLogPrefix starts each line the supervisor writes to the service log.
+const superviseLogPrefix = "devsandbox-krun supervise: "
+
 // SuperviseArg is devsandbox-krun's argument for the supervisor role:
 //
 //	devsandbox-krun supervise SOCKET RUNTIME
@@ -49,12 +52,12 @@ func holdUsers(sock string) (*os.File, error) {
 func Supervise(sock, rt string, stderr io.Writer) int {
 	users, err := os.OpenFile(usersFile(sock), os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		fmt.Fprintf(stderr, "devsandbox-krun supervise: %v\n", err)
+		fmt.Fprintf(stderr, superviseLogPrefix+"%v\n", err)
 		return 1
 	}
 	podman, err := exec.LookPath("podman")
 	if err != nil {
-		fmt.Fprintf(stderr, "devsandbox-krun supervise: %v\n", err)
+		fmt.Fprintf(stderr, superviseLogPrefix+"%v\n", err)
 		return 1
 	}
 	// The death signal is sent when the thread that started the child ends: this one
@@ -64,7 +67,7 @@ func Supervise(sock, rt string, stderr io.Writer) int {
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	cmd.SysProcAttr = serviceSysProcAttr()
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "devsandbox-krun supervise: %v\n", err)
+		fmt.Fprintf(stderr, superviseLogPrefix+"%v\n", err)
 		return 1
 	}
 	exited := make(chan error, 1)
@@ -75,14 +78,14 @@ func Supervise(sock, rt string, stderr io.Writer) int {
 	for {
 		select {
 		case err := <-exited:
-			fmt.Fprintf(stderr, "devsandbox-krun supervise: podman system service ended: %v\n", err)
+			fmt.Fprintf(stderr, superviseLogPrefix+"podman system service ended: %v\n", err)
 			_ = os.Remove(sock)
 			return 0
 		case <-tick.C:
 		}
 		if err := unix.Flock(int(users.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 			if !errors.Is(err, unix.EWOULDBLOCK) {
-				fmt.Fprintf(stderr, "devsandbox-krun supervise: %v\n", err)
+				fmt.Fprintf(stderr, superviseLogPrefix+"%v\n", err)
 			}
 			idleSince = time.Now()
 			continue
