@@ -38,12 +38,27 @@ func TestModes(t *testing.T) {
 	} {
 		p.write("mode.toml", tt.cfg)
 		r := run(t, p.dir, noBwrap, "", "--config", p.path("mode.toml"), "--", "/bin/sh", "-c", check)
-		if r.code != tt.code || r.stdout != tt.stdout {
+		if r.code != tt.code || r.stdout != tt.stdout || (tt.code == 0 && !strings.Contains(r.stderr, "devsandbox: warning: no isolator can run here (")) {
 			t.Errorf("%s:\n%s", tt.name, r)
 		}
 		if tt.code == 125 && !strings.Contains(r.stderr, "install bubblewrap") {
 			t.Errorf("%s: the failure does not say how to fix it:\n%s", tt.name, r)
 		}
+	}
+}
+
+// mode auto with an isolator chosen that cannot run: the warning names that isolator
+// ("no sandbox is available" would be false where another one works); none other is
+// tried.
+func TestModeAutoChosenIsolator(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	writeHome(t, ".ssh/mode-bait", "BAIT\n")
+	r := run(t, p.dir, []string{"PATH=/nonexistent"}, "", "--mode=auto", "--isolator=bwrap", "--",
+		"/bin/sh", "-c", `read l 2>/dev/null < ~/.ssh/mode-bait && echo "$l" || echo sandboxed`)
+	if r.code != 0 || r.stdout != "BAIT\n" || !strings.HasPrefix(r.stderr, "devsandbox: warning: the bwrap isolator cannot run (") ||
+		!strings.Contains(r.stderr, "so the command runs WITHOUT a sandbox") {
+		t.Errorf("auto, bwrap chosen, not installed:\n%s", r)
 	}
 }
 

@@ -117,7 +117,11 @@ func (a *app) run(c *cli.Context) error {
 // unsandboxed with a warning; otherwise the run fails closed.
 func (a *app) degrade(mode string, cfg *config.Config, err error) error {
 	if mode == "auto" && isolator.IsUnavailable(err) {
-		a.warn("no sandbox is available (%v); sandbox.mode = auto, so the command runs WITHOUT a sandbox", err)
+		what := "no isolator can run here"
+		if cfg.Isolator != "auto" {
+			what = "the " + cfg.Isolator + " isolator cannot run" // chosen: no other is tried
+		}
+		a.warn("%s (%v); sandbox.mode = auto, so the command runs WITHOUT a sandbox", what, err)
 		return a.unsandboxed(cfg)
 	}
 	return err
