@@ -156,7 +156,7 @@ ro_binds = [%q]
 %s`, ac.tool, itDir, creds))
 	key := "sk-IT" + randHex(20)
 	env := append(ac.env(base), ac.keyEnv+"="+key, ac.dirEnv+"="+hostDir,
-		"SSL_CERT_FILE="+p.path("proj/origin-ca.pem"), "PATH="+agentsDir+":/usr/local/bin:/usr/bin:/bin")
+		"SSL_CERT_FILE="+p.path("proj/origin-ca.pem"), hostPath(agentsDir+":/usr/local/bin:/usr/bin:/bin"))
 	wrote := filepath.Join(p.dir, "agent-"+ac.tool+".txt")
 	stub.cmd = fmt.Sprintf("cat ~/.ssh/id_ed25519; echo TOOL-RAN > %s", wrote)
 	inDir := `"$` + ac.dirEnv + `"/` + ac.dirRel

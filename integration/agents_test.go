@@ -142,7 +142,7 @@ func (s *stubNet) run(t *testing.T, dir string, env []string, argv ...string) re
 		"setpriv", "--reuid=" + fmt.Sprint(it.uid), "--regid=" + fmt.Sprint(it.gid), "--clear-groups", "--"}, argv...)
 	cmd := exec.CommandContext(ctx, "nsenter", args...)
 	cmd.Dir = dir
-	cmd.Env = append(baseEnv("PATH=/usr/local/bin:/usr/bin:/bin"), env...)
+	cmd.Env = append(baseEnv(hostPath("/usr/local/bin:/usr/bin:/bin")), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.WaitDelay = 5 * time.Second
 	var out, errb strings.Builder

@@ -28,6 +28,7 @@ import (
 // env is the test environment shared by every test.
 type env struct {
 	bin      string // devsandbox binary readable by the test user
+	bwrapDir string // DEVSANDBOX_IT_BWRAP: a directory holding only a link named bwrap, first on PATH
 	uid, gid int
 	home     string
 	name     string
@@ -101,6 +102,9 @@ func setup() (int, error) {
 		}
 	}
 	it.bin = filepath.Join(dir, "devsandbox")
+	if err := setupBwrap(dir); err != nil {
+		return 0, err
+	}
 	if it.asOther {
 		// The test user's supplementary groups (docker) apply to its runs.
 		u, _ := user.LookupId(strconv.Itoa(it.uid))
@@ -125,10 +129,44 @@ func binaries() []string {
 	return []string{"devsandbox", "devsandbox-init", "devsandbox-bwrap-init", "devsandbox-proxy", "devsandbox-docker", "devsandbox-krun"}
 }
 
+// setupBwrap makes the runs use the bwrap at DEVSANDBOX_IT_BWRAP (an absolute path;
+// another bubblewrap than the host's, for compatibility runs) instead of the one on
+// PATH: a link to it, named bwrap, in a directory of dir that hostPath puts first.
+func setupBwrap(dir string) error {
+	b := os.Getenv("DEVSANDBOX_IT_BWRAP")
+	if b == "" {
+		return nil
+	}
+	if !filepath.IsAbs(b) {
+		return fmt.Errorf("DEVSANDBOX_IT_BWRAP=%s: not an absolute path", b)
+	}
+	if _, err := os.Stat(b); err != nil {
+		return fmt.Errorf("DEVSANDBOX_IT_BWRAP: %w", err)
+	}
+	it.bwrapDir = filepath.Join(dir, "bwrap-bin")
+	if err := os.Mkdir(it.bwrapDir, 0o755); err != nil {
+		return err
+	}
+	return os.Symlink(b, filepath.Join(it.bwrapDir, "bwrap"))
+}
+
+// hostPath is the PATH entry of devsandbox's environment: dirs (colon-separated),
+// after the DEVSANDBOX_IT_BWRAP directory when that is set.
+func hostPath(dirs string) string {
+	if it.bwrapDir != "" {
+		return "PATH=" + it.bwrapDir + ":" + dirs
+	}
+	return "PATH=" + dirs
+}
+
 // requireBwrap skips on a machine without bubblewrap, and fails in CI.
 func requireBwrap(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
+	look := "bwrap"
+	if it.bwrapDir != "" {
+		look = filepath.Join(it.bwrapDir, "bwrap")
+	}
+	if _, err := exec.LookPath(look); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("bwrap is required in CI: %v", err)
 		}
@@ -281,7 +319,7 @@ func (r result) String() string {
 func baseEnv(extra ...string) []string {
 	e := []string{
 		"HOME=" + it.home, "USER=" + it.name, "LOGNAME=" + it.name,
-		"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "SHELL=/bin/sh",
+		hostPath("/usr/local/bin:/usr/bin:/bin"), "LANG=C.UTF-8", "SHELL=/bin/sh",
 	}
 	return append(e, extra...)
 }

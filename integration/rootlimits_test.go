@@ -46,7 +46,7 @@ func (p *project) rootCommand(ctx context.Context, args ...string) *exec.Cmd {
 	}
 	cmd := exec.CommandContext(ctx, it.bin, append([]string{"--isolator=bwrap"}, args...)...)
 	cmd.Dir = p.dir
-	cmd.Env = []string{"HOME=" + home, "USER=root", "LOGNAME=root", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG=C.UTF-8", "SHELL=/bin/sh"}
+	cmd.Env = []string{"HOME=" + home, "USER=root", "LOGNAME=root", hostPath("/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"), "LANG=C.UTF-8", "SHELL=/bin/sh"}
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }

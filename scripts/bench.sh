@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-bin/devsandbox}
-go run ./scripts/benchlaunch -bin "$bin" -n "${BENCH_RUNS:-200}" -large "${BENCH_LARGE:-200000}"
+# BENCH_BWRAP=PATH: another bubblewrap for both plain bwrap and devsandbox.
+go run ./scripts/benchlaunch -bin "$bin" -n "${BENCH_RUNS:-200}" -large "${BENCH_LARGE:-200000}" ${BENCH_BWRAP:+-bwrap "$BENCH_BWRAP"}
 # MITM throughput, in process: TLS straight to an origin against the same download
 # decrypted and re-encrypted by the proxy.
 go test ./proxy -run '^$' -bench 'Download(TLSDirect|MITM)$' -benchtime 3x | awk '

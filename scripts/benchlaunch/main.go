@@ -2,7 +2,10 @@
 // drives, alternating the two so machine noise hits both alike, and prints the ratio.
 // It also reports Go package init time of the binary (GODEBUG=inittrace=1).
 //
-//	benchlaunch -bin bin/devsandbox [-n 200] [-user dsbtest] [-only throughput]
+//	benchlaunch -bin bin/devsandbox [-n 200] [-user dsbtest] [-only throughput] [-bwrap PATH]
+//
+// -bwrap runs another bubblewrap for both sides: the plain bwrap baseline runs it, and
+// devsandbox finds it first on its PATH (a directory holding only a link named bwrap).
 package main
 
 import (
@@ -32,6 +35,7 @@ func main() {
 	only := flag.String("only", "", "run only the cases whose title contains this")
 	large := flag.Int("large", 0, "also compare an empty project with one of this many files (e.g. 200000)")
 	originAddr := flag.String("origin", "", "internal: serve the proxy benchmark's origin on this address")
+	bwrapBin := flag.String("bwrap", "", "bwrap binary for the plain bwrap runs and devsandbox's (default: bwrap on PATH)")
 	flag.Parse()
 	if *originAddr != "" {
 		if err := serveOrigin(*originAddr); err != nil {
@@ -40,7 +44,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(*bin, *n, *userName, *files, *only, *large); err != nil {
+	if err := run(*bin, *bwrapBin, *n, *userName, *files, *only, *large); err != nil {
 		fmt.Fprintf(os.Stderr, "benchlaunch: %v\n", err)
 		os.Exit(1)
 	}
@@ -77,10 +81,22 @@ func (r runner) time(argv []string) (time.Duration, error) {
 	return d, nil
 }
 
-func run(bin string, n int, userName string, files int, only string, large int) error {
+func run(bin, bwrapBin string, n int, userName string, files int, only string, large int) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
+	}
+	bwrap, path := "bwrap", "/usr/local/bin:/usr/bin:/bin"
+	if bwrapBin != "" {
+		dir, err := bwrapDir(bwrapBin)
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		bwrap, path = filepath.Join(dir, "bwrap"), dir+":"+path
+	}
+	if v, err := exec.Command(bwrap, "--version").Output(); err == nil {
+		fmt.Printf("bwrap: %s (%s)\n", bwrap, strings.TrimSpace(string(v)))
 	}
 	home, _ := os.UserHomeDir()
 	r := runner{}
@@ -139,9 +155,9 @@ func run(bin string, n int, userName string, files int, only string, large int) 
 		return err
 	}
 	r.dir = proj
-	r.env = []string{"HOME=" + home, "USER=" + name, "LOGNAME=" + name, "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+	r.env = []string{"HOME=" + home, "USER=" + name, "LOGNAME=" + name, "PATH=" + path, "LANG=C.UTF-8"}
 
-	bwrapBase := []string{"bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+	bwrapBase := []string{bwrap, "--unshare-all", "--die-with-parent", "--new-session",
 		"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
 		"--symlink", "usr/lib64", "/lib64", "--dev", "/dev", "--proc", "/proc"}
 	withNet := append(append([]string{}, bwrapBase[:2]...), append([]string{"--share-net"}, bwrapBase[2:]...)...)
@@ -222,6 +238,31 @@ func run(bin string, n int, userName string, files int, only string, large int) 
 		}
 	}
 	return initTrace(bin)
+}
+
+// bwrapDir makes a directory, readable by everyone, holding only a link named bwrap
+// to bin: first on devsandbox's PATH, it makes devsandbox run bin.
+func bwrapDir(bin string) (string, error) {
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("-bwrap: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "benchlaunch-bwrap-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	if err := os.Symlink(bin, filepath.Join(dir, "bwrap")); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
 }
 
 // populate fills dir with files spread over files/100 directories.
