@@ -199,3 +199,28 @@ func TestCheckDestinationsRWBind(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The launch's cost of the check: a plan with a project and a sandbox home on disk,
+// and 20 destinations nested three deep in the project.
+func BenchmarkCheckDestinations(b *testing.B) {
+	dir := b.TempDir()
+	p := plantest.Base()
+	p.Project.Dir, p.SandboxHome = filepath.Join(dir, "home/u/src/app"), filepath.Join(dir, "sbhome")
+	p.User.HostHome = filepath.Join(dir, "home/u")
+	p.Mounts = []isolator.Mount{
+		{Kind: isolator.Bind, Source: p.SandboxHome, Dest: p.User.HostHome, Why: "sandbox home"},
+		{Kind: isolator.Bind, Source: p.Project.Dir, Dest: p.Project.Dir, Why: "project"},
+	}
+	for i := 0; i < 20; i++ {
+		d := filepath.Join(p.Project.Dir, "a", "b", string(rune('c'+i)))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskFile, Dest: d + "/.env", Why: "sandbox.mask_files"})
+	}
+	for i := 0; i < b.N; i++ {
+		if err := isolator.CheckDestinations(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
