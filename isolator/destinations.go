@@ -9,29 +9,121 @@ import (
 	"strings"
 )
 
-// CheckDestinations refuses mount destinations reached through a symlink in the
-// persistent sandbox home or the project: bwrap follows them, so a link a previous
-// session planted (~/.ssh -> elsewhere) would redirect a mask or a bind, or have bwrap
-// create files at a host path of the sandbox's choosing. Every isolator's launch runs it
-// (the CLI does, before Run).
+// CheckDestinations refuses mount destinations reached through a symlink in a host
+// directory the sandbox can write (DestinationChecks): bubblewrap before 0.12
+// (CVE-2026-87766) creates a missing mount point, and the directories on the way to
+// it, by following links, so a link a previous or concurrent session planted
+// (~/.config -> /oldroot/home/USER/.config) would have it create directories and
+// empty files at a host path of the sandbox's choosing, before the sandbox starts; a
+// link also redirects a mask or a bind. Every isolator's launch runs it (PrepareHost).
+// A link swapped in after the check (by a session running concurrently) is not
+// caught: see docs/security-model.md.
 func CheckDestinations(p *Plan) error {
-	home := p.User.HostHome
-	for _, m := range p.Mounts {
-		dst := m.Target(home)
-		var root, hostPath string
-		switch {
-		case Within(dst, p.Project.Dir):
-			root, hostPath = p.Project.Dir, dst
-		case dst != home && Within(dst, home) && m.Why != "sandbox home":
-			root, hostPath = p.SandboxHome, filepath.Join(p.SandboxHome, strings.TrimPrefix(dst, home+"/"))
-		default:
-			continue
+	seen := map[string]fs.FileInfo{}
+	lstat := func(q string) (fs.FileInfo, error) {
+		if fi, ok := seen[q]; ok {
+			return fi, nil
 		}
-		if q := SymlinkIn(hostPath, root, os.Lstat); q != "" {
-			return fmt.Errorf("%w: %s is a symlink, and the sandbox mounts %s through it (%s); remove the link (a sandboxed program may have planted it)", ErrProtection, q, dst, m.Why)
+		fi, err := os.Lstat(q)
+		if err == nil {
+			seen[q] = fi
+		}
+		return fi, err
+	}
+	for _, c := range DestinationChecks(p) {
+		if q := SymlinkIn(c.Host, c.Root, lstat); q != "" {
+			return fmt.Errorf("%w: %s is a symlink, and the sandbox mounts %s (%s) through it, inside %s; bubblewrap before 0.12 would create the mount point where the link leads (CVE-2026-87766); remove the link (a sandboxed program may have planted it)",
+				ErrProtection, q, c.Dest, c.Why, c.In)
 		}
 	}
 	return nil
+}
+
+// DestCheck is one mount destination whose creation goes through a host directory
+// the sandbox can write: no component of Host below Root may be a symlink.
+type DestCheck struct {
+	Dest string // the destination in the sandbox
+	Why  string // the mount's Why (the binding or config key)
+	// Host is the host path behind the view at Dest before the mount: Root's part
+	// of the path, below the bind the destination lies in.
+	Host string
+	// Root is that bind's source, or the directory of Writable(p) holding Host when
+	// the bind's source lies above it.
+	Root string
+	In   string // the bind the destination lies in, for people: "sandbox home (SOURCE)"
+}
+
+// DestinationChecks returns, for each destination of p (its mounts in order, then
+// the secret files and the init), what must be checked on the host before launch.
+// It is pure. A destination lies in the last mount placed before it at or above its
+// path (or in bwrap's fresh root, /dev, /proc, /run, the new session /tmp, the
+// system directories); only a host bind whose source the sandbox can write (see
+// Writable) gives a check. Nothing is created at a destination a bind is already at,
+// and a destination in a tmpfs is in one made fresh at launch.
+func DestinationChecks(p *Plan) []DestCheck {
+	home := p.User.HostHome
+	writable := Writable(p)
+	type layer struct{ dest, host, why string }
+	// What lies below the Plan's mounts: bwrap's fresh root or the host's, the
+	// system directories (the host's), /dev, /proc, /run and /tmp (a tmpfs, or a
+	// session directory made at launch, out of other sessions' view).
+	layers := []layer{{dest: "/"}}
+	if p.System.Host {
+		layers[0] = layer{dest: "/", host: "/", why: "the host's root"}
+	}
+	for _, sp := range p.System.Paths {
+		l := layer{dest: sp.Path}
+		if sp.Link == "" && !sp.Copy {
+			l.host, l.why = sp.Path, "system directory"
+		}
+		layers = append(layers, l)
+	}
+	for _, d := range []string{"/dev", "/proc", "/run", "/tmp"} {
+		layers = append(layers, layer{dest: d})
+	}
+	var out []DestCheck
+	check := func(dst, why string) {
+		in := -1
+		for i, l := range layers {
+			if Within(dst, l.dest) {
+				in = i
+			}
+		}
+		if in < 0 || layers[in].host == "" || layers[in].dest == dst {
+			return
+		}
+		l := layers[in]
+		host := filepath.Join(l.host, strings.TrimPrefix(dst, strings.TrimSuffix(l.dest, "/")+"/"))
+		root := ""
+		for _, w := range writable {
+			if Within(l.host, w) {
+				root = l.host
+				break
+			}
+			if Within(host, w) && len(w) > len(root) {
+				root = w
+			}
+		}
+		if root != "" && host != root {
+			out = append(out, DestCheck{Dest: dst, Why: why, Host: host, Root: root, In: l.why + " (" + l.host + ")"})
+		}
+	}
+	for _, m := range p.Mounts {
+		dst := m.Target(home)
+		check(dst, m.Why)
+		l := layer{dest: dst, why: m.Why}
+		if m.Kind == Bind {
+			l.host = m.Source
+		}
+		layers = append(layers, l)
+	}
+	for _, s := range p.Secrets {
+		if s.AsFile {
+			check(s.SecretPath(), "secret "+s.Name)
+		}
+	}
+	check(InitPath, "the init")
+	return out
 }
 
 // SymlinkIn returns the first symlink among p and its parents strictly below root

@@ -40,6 +40,9 @@ const (
 	Active      State = iota // usable
 	Unavailable              // cannot run here; Reason and Fix say why and what to do
 	Bypassed                 // sandboxing is off by choice (mode off)
+	// Warning is a doctor row's only: usable, but weaker than it could be; Reason
+	// says how, Fix what removes it.
+	Warning
 )
 
 func (s State) String() string {
@@ -50,6 +53,8 @@ func (s State) String() string {
 		return "unavailable"
 	case Bypassed:
 		return "bypassed"
+	case Warning:
+		return "warning"
 	}
 	return "unknown"
 }

@@ -37,7 +37,12 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 		add("bwrap", false, "", "bwrap is not installed", installHint)
 	} else {
 		st := b.Check(ctx)
-		rows = append(rows, isolator.Check{Name: "bwrap", Status: st, Detail: bwrapVersion(ctx, b)})
+		bin, ver := bwrapVersion(ctx, b)
+		detail := bin
+		if ver != "" {
+			detail += " (" + ver + ")"
+		}
+		rows = append(rows, isolator.Check{Name: "bwrap", Status: st, Detail: detail}, setupLinksRow(ver))
 	}
 	pasta, err := exec.LookPath("pasta")
 	add("pasta (egress allowlist)", err == nil, pasta, "pasta is not installed",
@@ -164,16 +169,18 @@ func readSys(p string) string {
 	return strings.TrimSpace(string(b))
 }
 
-func bwrapVersion(ctx context.Context, b *Isolator) string {
+// bwrapVersion returns the bwrap binary and what its --version says ("" when it
+// says nothing).
+func bwrapVersion(ctx context.Context, b *Isolator) (bin, version string) {
 	bin, err := b.path()
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	out, err := exec.CommandContext(ctx, bin, "--version").Output()
 	if err != nil {
-		return bin
+		return bin, ""
 	}
-	return bin + " (" + strings.TrimSpace(string(out)) + ")"
+	return bin, strings.TrimSpace(string(out))
 }
 
 func errText(err error) string {
@@ -193,18 +200,27 @@ var minBwrap = [3]int{0, 8, 0}
 // versionAtLeast reads "bubblewrap 0.8.0" and compares it with min; an unreadable
 // version passes (the launch itself then says what is wrong).
 func versionAtLeast(v string, min [3]int) bool {
+	got, ok := parseVersion(v)
+	return !ok || !versionLess(got, min)
+}
+
+// parseVersion reads the version in bwrap's --version ("bubblewrap 0.8.0", "0.11.0",
+// "bubblewrap 0.12"); ok is false when there is none.
+func parseVersion(v string) (got [3]int, ok bool) {
 	f := strings.Fields(v)
 	if len(f) == 0 {
-		return true
+		return got, false
 	}
-	var got [3]int
-	if n, _ := fmt.Sscanf(f[len(f)-1], "%d.%d.%d", &got[0], &got[1], &got[2]); n < 2 {
-		return true
-	}
-	for i := range got {
-		if got[i] != min[i] {
-			return got[i] > min[i]
+	n, _ := fmt.Sscanf(f[len(f)-1], "%d.%d.%d", &got[0], &got[1], &got[2])
+	return got, n >= 2
+}
+
+// versionLess reports whether a is older than b.
+func versionLess(a, b [3]int) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
 		}
 	}
-	return true
+	return false
 }
