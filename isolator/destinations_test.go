@@ -224,6 +224,7 @@ func BenchmarkCheckDestinations(b *testing.B) {
 		}
 	}
 }
+
 // TestRecordProject: the project's directory is recorded beside the sandbox home,
 // and recorded again when the same sandbox home now serves another path.
 func TestRecordProject(t *testing.T) {
