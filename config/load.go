@@ -110,24 +110,23 @@ func effectiveIsolator(c *Config, f Flags) string {
 	return c.Isolator
 }
 
-// ValidateFile checks one config file on its own, as `config validate FILE` does: it
-// must exist, decode strictly and hold valid values. host expands `~`.
+// LoadFile returns the configuration of the file at path on its own, over the
+// defaults, with the warnings: what a run reads with `--config path` and no flags,
+// through the same checks (applyFile), so a file it accepts a run accepts too, and
+// the other way round. It is what `config validate FILE` checks. The file must exist;
+// host expands `~`.
+func LoadFile(path string, host Host) (*Config, []string, error) {
+	c := defaults(host)
+	if err := applyFile(c, path, true); err != nil {
+		return nil, nil, err
+	}
+	return c, finish(c), nil
+}
+
+// ValidateFile checks one config file on its own (see LoadFile).
 func ValidateFile(path string, host Host) error {
-	doc, err := readFile(path)
-	if err != nil {
-		return err
-	}
-	l, src, err := decodeFile(path, doc)
-	if err != nil {
-		return err
-	}
-	if err := l.check(src, host); err != nil {
-		return err
-	}
-	if err := l.checkLoopbackAllow(src, "error"); err != nil {
-		return err
-	}
-	return l.checkCredentialsMITM(src, l.Proxy.MITM != nil && *l.Proxy.MITM)
+	_, _, err := LoadFile(path, host)
+	return err
 }
 
 // applyFile reads, checks and merges the file at path into c. A missing file is

@@ -2,6 +2,7 @@ package config
 
 import (
 	"math"
+	"net"
 
 	"github.com/devsandbox/devsandbox/egress"
 	"path"
@@ -289,6 +290,11 @@ func (l *layer) checkEngines(src *source, host Host) error {
 			return src.fail(s.key, -1, invalidf("must not be empty"))
 		}
 	}
+	if d.Host != nil && *d.Host != "" {
+		if err := engineHost(*d.Host); err != nil {
+			return src.fail("docker.host", -1, err)
+		}
+	}
 	if d.Home != nil && !path.IsAbs(*d.Home) {
 		return src.fail("docker.home", -1, invalidf("%q is not an absolute path", *d.Home))
 	}
@@ -314,6 +320,30 @@ func (l *layer) checkEngines(src *source, host Host) error {
 		*p = abs
 	}
 	return nil
+}
+
+// engineHost checks a docker.host address: the forms the Docker client devsandbox
+// uses can dial, unix://PATH and tcp://HOST:PORT. Any other scheme would be dialled as
+// plain TCP to the host part (ftp://x reaches x:80), and ssh:// needs the docker CLI's
+// ssh helper, which devsandbox does not run.
+func engineHost(h string) error {
+	scheme, addr, _ := strings.Cut(h, "://")
+	switch scheme {
+	case "unix":
+		if !path.IsAbs(addr) {
+			return invalidf("%q: a unix:// address needs an absolute socket path (unix:///var/run/docker.sock)", h)
+		}
+		return nil
+	case "tcp":
+		hostPort, _, _ := strings.Cut(addr, "/")
+		if host, port, err := net.SplitHostPort(hostPort); err != nil || host == "" || !digits(port) {
+			return invalidf("%q: a tcp:// address needs a host and a port (tcp://HOST:2376)", h)
+		}
+		return nil
+	case "ssh":
+		return invalidf("%q: devsandbox does not speak to an engine over ssh; forward its socket (ssh -nNT -L /ABSOLUTE/SOCKET:/var/run/docker.sock HOST) and set docker.host = \"unix:///ABSOLUTE/SOCKET\"", h)
+	}
+	return invalidf("%q is not an engine address: use unix:///PATH or tcp://HOST:PORT", h)
 }
 
 // Bounds of [limits]: the sandbox's own init and helpers need a few tasks, and the

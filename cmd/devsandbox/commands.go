@@ -93,7 +93,7 @@ func (a *app) configValidate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := config.ValidateFile(c.Args().First(), host); err != nil {
+	if err := planner.ValidateFile(c.Args().First(), host, tools.Default()); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "%s: valid\n", c.Args().First())

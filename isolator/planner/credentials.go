@@ -94,6 +94,37 @@ type HeldKey struct {
 	Tool, Env, Host, Header string
 }
 
+// CheckTools refuses the [tools.<name>] tables of cfg that no host could honour: a
+// tool reg does not know, whatever the table sets (a misspelt tools.<name>.secrets =
+// false would otherwise withhold nothing), and key = "proxy" for a tool that declares
+// no key (a protection asked for that cannot be applied). A run checks them in
+// ToolKeys and `config validate` through ValidateFile, so the two cannot disagree.
+func CheckTools(cfg *config.Config, reg *tools.Registry) error {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Tools)) {
+		t, ok := reg.Lookup(name)
+		if !ok {
+			return fmt.Errorf("%w: tools.%s (%s): there is no tool %s; `devsandbox tools list` names them", ErrConfig, name, toolOrigin(cfg, name), name)
+		}
+		if k := cfg.Tools[name].Key; k != nil && *k == config.KeyProxy && len(t.Keys) == 0 {
+			return fmt.Errorf("%w: tools.%s.key = %q (%s): %s declares no API key the proxy can hold; pass its credentials with [[proxy.credentials]], or remove the setting", ErrConfig, name, config.KeyProxy, cfg.Origins["tools."+name+".key"], name)
+		}
+	}
+	return nil
+}
+
+// ValidateFile checks the config file at path on its own, as `config validate FILE`
+// does: everything a run with `--config path` refuses from the configuration alone,
+// through the same functions (config.LoadFile, CheckTools). What depends on the host
+// (paths that must exist, names that must resolve, keys in the environment) is left
+// to the run.
+func ValidateFile(path string, host config.Host, reg *tools.Registry) error {
+	cfg, _, err := config.LoadFile(path, host)
+	if err != nil {
+		return err
+	}
+	return CheckTools(cfg, reg)
+}
+
 // ToolKeys returns cfg with the API keys of the tools set to tools.<name>.key =
 // "proxy" turned into proxy credentials, and proxy.mitm on when there is one (the
 // proxy sees an HTTPS request only when it decrypts it). cfg itself is not changed.
@@ -104,11 +135,11 @@ type HeldKey struct {
 // The variable inside the sandbox holds a placeholder, which the proxy refuses toward
 // any other host. A key already named by a [[proxy.credentials]] entry (value_env or
 // placeholder_env) is left to that entry, and a key two tools declare is held once,
-// for the first. A [tools.<name>] table of a tool that is unknown fails, whatever it
-// sets (a misspelt tools.<name>.secrets = false would otherwise withhold nothing), and
-// so does key = "proxy" for a tool that declares no key: a protection asked for that
-// cannot be applied.
+// for the first. The tables CheckTools refuses fail.
 func ToolKeys(cfg *config.Config, reg *tools.Registry) (*config.Config, []HeldKey, []string, error) {
+	if err := CheckTools(cfg, reg); err != nil {
+		return nil, nil, nil, err
+	}
 	var held []HeldKey
 	var warns []string
 	named := map[string]bool{}
@@ -118,15 +149,9 @@ func ToolKeys(cfg *config.Config, reg *tools.Registry) (*config.Config, []HeldKe
 	var creds []config.Credential
 	for _, name := range slices.Sorted(maps.Keys(cfg.Tools)) {
 		tc := cfg.Tools[name]
-		t, ok := reg.Lookup(name)
-		if !ok {
-			return nil, nil, nil, fmt.Errorf("%w: tools.%s (%s): there is no tool %s; `devsandbox tools list` names them", ErrConfig, name, toolOrigin(cfg, name), name)
-		}
+		t, _ := reg.Lookup(name) // CheckTools found it
 		if tc.Key == nil || *tc.Key != config.KeyProxy {
 			continue
-		}
-		if len(t.Keys) == 0 {
-			return nil, nil, nil, fmt.Errorf("%w: tools.%s.key = %q (%s): %s declares no API key the proxy can hold; pass its credentials with [[proxy.credentials]], or remove the setting", ErrConfig, name, config.KeyProxy, cfg.Origins["tools."+name+".key"], name)
 		}
 		set := 0
 		for _, k := range t.Keys {

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator/planner"
+	"github.com/devsandbox/devsandbox/tools"
+)
+
+// `config validate FILE` reports every error a run with `--config FILE` reports from
+// the configuration alone, in the same words and with the same exit status: one row
+// per place a run checks the configuration (a layer's own values, the values once
+// merged over the defaults, the tool tables).
+func TestValidateRefusesWhatARunRefuses(t *testing.T) {
+	cases := []struct{ name, doc string }{
+		{"a bad value", "[sandbox]\nmode = \"never\"\n"},
+		{"an unknown key", "[sandbox]\nmodes = \"off\"\n"},
+		{"a duplicate key", "[sandbox]\nmode = \"auto\"\nmode = \"off\"\n"},
+		{"a loopback egress.allow entry", "[egress]\nallow = [\"127.0.0.1\"]\n"},
+		{"an HTTPS credential without proxy.mitm", "[[proxy.credentials]]\nhost = \"api.example.com\"\nheader = \"Authorization\"\nvalue_env = \"TOKEN\"\n"},
+		{"proxy.git_push without proxy.mitm", "[proxy]\ngit_push = [\"agent/*\"]\n"},
+		{"proxy.git_push with egress past the proxy", "[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n[egress]\nmode = \"open\"\n"},
+		{"an unknown tool", "[tools.nosuchtool]\nenabled = false\n"},
+		{"key = proxy for a tool without keys", "[tools.git]\nkey = \"proxy\"\n"},
+		{"a docker.host scheme no client dials", "[docker]\nhost = \"ftp://x\"\n"},
+		{"a docker.host over ssh", "[docker]\nhost = \"ssh://user@host\"\n"},
+		{"a tcp docker.host without a port", "[docker]\nhost = \"tcp://host\"\n"},
+	}
+	env := testProject(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "config.toml")
+			if err := os.WriteFile(file, []byte(tc.doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var runOut, runErr bytes.Buffer
+			run := &app{stdout: &runOut, stderr: &runErr, environ: env}
+			runCode := run.main([]string{"--config", file, "--dry-run", "--", "true"})
+			if runCode != exitFailure || runErr.Len() == 0 {
+				t.Fatalf("a run accepts the file (exit %d); the row tests nothing:\n%s", runCode, runErr.String())
+			}
+			var out, errb bytes.Buffer
+			val := &app{stdout: &out, stderr: &errb, environ: env}
+			code := val.main([]string{"config", "validate", file})
+			if code != runCode || errb.String() != runErr.String() || out.Len() != 0 {
+				t.Errorf("config validate: exit %d, stdout %q, stderr\n%s\na run: exit %d, stderr\n%s", code, out.String(), errb.String(), runCode, runErr.String())
+			}
+		})
+	}
+}
+
+// A file a run accepts, validate accepts: the check is not stricter than a run.
+func TestValidateAcceptsWhatARunAccepts(t *testing.T) {
+	env := testProject(t)
+	file := filepath.Join(t.TempDir(), "config.toml")
+	doc := "[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n[tools.git]\nenabled = false\n[docker]\nhost = \"tcp://127.0.0.1:2376\"\n"
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := planner.Load(config.Flags{ConfigFile: file}, env, tools.Default()); err != nil {
+		t.Fatalf("a run refuses the file: %v", err)
+	}
+	var out, errb bytes.Buffer
+	a := &app{stdout: &out, stderr: &errb, environ: env}
+	if code := a.main([]string{"config", "validate", file}); code != 0 || out.String() != file+": valid\n" {
+		t.Errorf("config validate: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}
+
+// testProject makes the working directory a fresh project, with a home of its own,
+// and returns the environment of a user there.
+func testProject(t *testing.T) []string {
+	t.Helper()
+	home := t.TempDir()
+	proj := filepath.Join(home, "proj")
+	if err := os.Mkdir(proj, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(proj)
+	return []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_STATE_HOME=" + filepath.Join(home, ".state"),
+		"XDG_DATA_HOME=" + filepath.Join(home, ".data"), "PATH=" + os.Getenv("PATH")}
+}
