@@ -198,24 +198,31 @@ func applyProject(c *Config, projectDir, explicit string) (string, error) {
 		return "", &Error{File: path, Err: untrustedChangef("%s (trusted %s); review the changes, then run `devsandbox config trust` in the project again",
 			ErrUntrustedChange, rec.TrustedAt.Format(time.RFC3339))}
 	}
+	return "", applyProjectDoc(c, path, doc)
+}
+
+// applyProjectDoc checks doc, the content of the project file at path, against c (the
+// layers below it) with the project-file rules, and merges it into c: what a run does
+// with a trusted project file, and what Trust checks before trusting one.
+func applyProjectDoc(c *Config, path string, doc []byte) error {
 	l, src, err := decodeFile(path, doc)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if err := l.check(src, c.Host); err != nil {
-		return "", err
+		return err
 	}
 	if err := checkProject(c, l, src); err != nil {
-		return "", err
+		return err
 	}
 	if err := l.checkLoopbackAllow(src, c.Egress.LoopbackEntries); err != nil {
-		return "", err
+		return err
 	}
 	if err := merge(c, l, src); err != nil {
-		return "", err
+		return err
 	}
 	c.Files = append(c.Files, path)
-	return "", nil
+	return nil
 }
 
 func sameFile(a, b string) bool {

@@ -59,9 +59,10 @@ func TrustFile(host Host) string {
 }
 
 // Trust records the current content of projectFile as trusted, at now (to the
-// second), and returns its sha256 in hex. The file must be a valid config that a
-// project file may hold: keys only the user config may set are refused here, while
-// loosening a protection is judged by Load, against the user config of the day. The
+// second), and returns its sha256 in hex. The file must be one a run would apply
+// today: valid, without keys only the user config may set, and loosening no
+// protection below the defaults and the user file (the checks and messages of Load;
+// Load judges it again on every run, against the user config of that day). The
 // records are replaced atomically (a temporary file renamed over trusted.toml, mode
 // 0600, in a directory created 0700). Two concurrent calls may lose one record; they
 // never corrupt the file.
@@ -70,14 +71,12 @@ func Trust(host Host, projectFile string, now time.Time) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	l, src, err := decodeFile(projectFile, doc)
-	if err != nil {
+	// Judged as a run without flags judges it: over the defaults and the user file.
+	c := defaults(host)
+	if err := applyFile(c, UserFile(host), false); err != nil {
 		return "", err
 	}
-	if err := l.check(src, host); err != nil {
-		return "", err
-	}
-	if err := checkUserOnly(l, src, host); err != nil {
+	if err := applyProjectDoc(c, projectFile, doc); err != nil {
 		return "", err
 	}
 	sum := contentHash(doc)

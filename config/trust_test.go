@@ -353,3 +353,53 @@ func TestTrustThroughSymlink(t *testing.T) {
 		t.Errorf("CheckTrust = %v, %v", st, err)
 	}
 }
+
+// Trust refuses a project file a run would refuse over today's user config, with the
+// run's own message, and records nothing; a file a run applies it trusts.
+func TestTrustRefusesWhatARunRefuses(t *testing.T) {
+	cases := []struct {
+		name, user, proj string
+		key              string // "" when the file is to be trusted
+	}{
+		{"sandbox.mode below the default", "", "[sandbox]\nmode = \"off\"\n", "sandbox.mode"},
+		{"egress.mode below the user's", "[egress]\nmode = \"none\"\n", "[egress]\nmode = \"proxy\"\n", "egress.mode"},
+		{"a push pattern added to the user's", "[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n", "[proxy]\ngit_push = [\"main\"]\n", "proxy.git_push"},
+		{"a push policy without MITM", "", "[proxy]\ngit_push = [\"agent/*\"]\n", "proxy.git_push"},
+		{"a user-only key", "", "[egress]\nallow = [\"example.com\"]\n", "egress.allow"},
+		{"stricter than the user's", "[sandbox]\nmode = \"auto\"\n", "[sandbox]\nmode = \"enforce\"\n", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			home, environ := testHome(t)
+			if tc.user != "" {
+				writeUserFile(t, home, tc.user)
+			}
+			dir, file, host := project(t, home, environ, tc.proj)
+			_, err := Trust(host, file, trustTime)
+			if tc.key == "" {
+				if err != nil {
+					t.Fatalf("Trust: %v", err)
+				}
+				mustLoad(t, LoadOptions{ProjectDir: dir, Environ: environ})
+				return
+			}
+			if ce := asConfigError(t, err); ce.File != file || ce.Key != tc.key || ce.Line == 0 || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Trust: %v (file %q, key %q, line %d), want %s in %s", err, ce.File, ce.Key, ce.Line, tc.key, file)
+			}
+			if st, _ := CheckTrust(host, file); st != Untrusted {
+				t.Fatalf("a refused file is %v", st)
+			}
+			// The run's message: record the file as trusted behind Trust's back.
+			if err := updateTrust(host, func(r *trustRecords) {
+				doc, _ := os.ReadFile(file)
+				r.Files[trustKey(file)] = trustRecord{SHA256: contentHash(doc), TrustedAt: trustTime}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			_, _, runErr := Load(LoadOptions{ProjectDir: dir, Environ: environ, UID: 1000, GID: 1000})
+			if runErr == nil || runErr.Error() != err.Error() {
+				t.Errorf("Trust says\n%v\na run says\n%v", err, runErr)
+			}
+		})
+	}
+}
