@@ -18,6 +18,9 @@ func TestFileErrors(t *testing.T) {
 	}{
 		{"syntax", "isolator = \n", 1, "", false},
 		{"duplicate key", "isolator = \"auto\"\nisolator = \"bwrap\"\n", 2, "isolator", false},
+		{"duplicate key in table", "[sandbox]\nmode = \"auto\"\nmode = \"off\"\n", 3, "sandbox.mode", false},
+		{"duplicate key in array table", "[[proxy.credentials]]\nhost = \"a.com\"\n[[proxy.credentials]]\nhost = \"b.com\"\nhost = \"c.com\"\n", 5, "proxy.credentials[1].host", false},
+		{"duplicate table", "[egress]\n[sandbox.x]\n[sandbox]\nx = 1\n", 4, "sandbox.x", false},
 		{"unknown top-level key", "# c\nisolater = \"auto\"\n", 2, "isolater", false},
 		{"unknown table", "\n\n[sandbx]\nmode = \"off\"\n", 3, "sandbx", false},
 		{"unknown key in table", "[sandbox]\nmode = \"off\"\nread_onyl = true\n", 3, "sandbox.read_onyl", false},
@@ -172,4 +175,18 @@ func replaceFile(s, file string) string {
 		return file + s[4:]
 	}
 	return s
+}
+
+// A key defined twice is named whole, with the line of its first definition.
+func TestDuplicateKeyMessage(t *testing.T) {
+	file := writeFile(t, filepath.Join(t.TempDir(), "config.toml"), "[sandbox]\nmode = \"enforce\"\n\nmode = \"off\"\n")
+	host, err := HostFromEnviron([]string{"HOME=/nonexistent"}, 1000, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ValidateFile(file, host)
+	want := file + ":4: sandbox.mode: defined again: first at line 2; a key or table may appear once in a file"
+	if err == nil || err.Error() != want || !errors.Is(err, ErrInvalid) {
+		t.Errorf("got  %v\nwant %s", err, want)
+	}
 }

@@ -40,6 +40,37 @@ func positions(doc []byte) map[string]keyPos {
 	return w.m
 }
 
+// keyAt returns the dotted key, named as positions names it, of the first key-value or
+// table header whose key starts on line of doc; "" when there is none. Unlike
+// positions it sees a key defined a second time.
+func keyAt(doc []byte, line int) string {
+	w := posWalker{counts: make(map[string]int)}
+	w.p.Reset(doc)
+	prefix := ""
+	for w.p.NextExpression() {
+		e := w.p.Expression()
+		key := ""
+		switch e.Kind {
+		case unstable.Table:
+			prefix = keyOf(e)
+			key = prefix
+		case unstable.ArrayTable:
+			k := keyOf(e)
+			prefix = k + "[" + strconv.Itoa(w.counts[k]) + "]"
+			w.counts[k]++
+			key = prefix
+		case unstable.KeyValue:
+			key = join(prefix, keyOf(e))
+		default:
+			continue
+		}
+		if w.keyLine(e) == line {
+			return key
+		}
+	}
+	return ""
+}
+
 type posWalker struct {
 	p      unstable.Parser
 	m      map[string]keyPos

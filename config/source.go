@@ -88,12 +88,25 @@ func decodeFile(path string, doc []byte) (*layer, *source, error) {
 		if msg := strings.TrimPrefix(de.Error(), "toml: "); strings.HasPrefix(msg, "cannot decode TOML") {
 			_, got := src.lookup(key)
 			cause = wrongType(de.Key(), got)
+		} else if full := keyAt(doc, line); full != "" && duplicate(msg) {
+			// The decoder names only the last part of the key ("mode"): name it whole,
+			// and where it was first.
+			key = full
+			cause = invalidf("%s", msg)
+			if first, _ := src.lookup(full); first > 0 && first < line {
+				cause = invalidf("defined again: first at line %d; a key or table may appear once in a file", first)
+			}
 		} else {
 			cause = invalidf("%s", msg)
 		}
 		return nil, nil, &Error{File: path, Line: line, Key: key, Err: cause}
 	}
 	return nil, nil, &Error{File: path, Err: err}
+}
+
+// duplicate reports whether a decoder message is about a key or table defined twice.
+func duplicate(msg string) bool {
+	return strings.HasSuffix(msg, " is already defined") || strings.HasSuffix(msg, " already exists")
 }
 
 // unknownKey explains an unknown key and lists the keys its table allows.
