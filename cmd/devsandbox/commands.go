@@ -173,7 +173,7 @@ func (a *app) doctor(c *cli.Context) error {
 		// Outside a project (or with a broken config) the host checks still run.
 		a.warn("%v", err)
 	}
-	rows, ok := a.isolatorTable(cfg, nil).Doctor(context.Background(), selected, autoOrder)
+	rows, runs := a.isolatorTable(cfg, nil).Doctor(context.Background(), selected, autoOrder)
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "CHECK\tSTATUS\tDETAIL")
 	for _, r := range rows {
@@ -192,8 +192,8 @@ func (a *app) doctor(c *cli.Context) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "selected isolator: %s — %s\n", selected, map[bool]string{true: "can run", false: "CANNOT run"}[ok])
-	if !ok {
+	fmt.Fprintln(a.stdout, isolator.Verdict(selected, runs))
+	if runs == "" {
 		return exitError{1}
 	}
 	return nil
