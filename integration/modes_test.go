@@ -117,10 +117,14 @@ func TestProjectTrust(t *testing.T) {
 	if r := p.sandbox("bwrap", nil, show); r.code != 125 || !strings.Contains(r.stderr, "changed since it was trusted") {
 		t.Fatalf("changed file did not stop the run:\n%s", r)
 	}
-	// A project file may not loosen the user's protections, trusted or not.
+	// A project file may not loosen the user's protections: trust refuses it with the
+	// message a run would give, and records nothing, so the run still stops.
 	p.write("proj/.devsandbox.toml", "[sandbox]\ndocker_socket = true\n")
-	_ = run(t, p.dir, nil, "", "config", "trust")
-	if r := p.sandbox("bwrap", nil, show); r.code != 125 || !strings.Contains(r.stderr, "sandbox.docker_socket") {
+	want := "devsandbox: " + p.dir + "/.devsandbox.toml:2: sandbox.docker_socket: true is looser than false (the default); a project file may only make the sandbox stricter: set it in your user config (" + it.home + "/.config/devsandbox/config.toml)\n"
+	if r := run(t, p.dir, nil, "", "config", "trust"); r.code != 125 || r.stderr != want {
+		t.Fatalf("config trust of a loosening project file:\n%s\nwant stderr %q", r, want)
+	}
+	if r := p.sandbox("bwrap", nil, show); r.code != 125 || !strings.Contains(r.stderr, "changed since it was trusted") {
 		t.Fatalf("a loosening project file:\n%s", r)
 	}
 }
