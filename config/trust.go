@@ -66,7 +66,10 @@ func TrustFile(host Host) string {
 // records are replaced atomically (a temporary file renamed over trusted.toml, mode
 // 0600, in a directory created 0700). Two concurrent calls may lose one record; they
 // never corrupt the file.
-func Trust(host Host, projectFile string, now time.Time) (string, error) {
+//
+// checks are the run's checks beyond this package (the planner's tool tables), each
+// given the configuration with the file applied; the first error refuses the file.
+func Trust(host Host, projectFile string, now time.Time, checks ...func(*Config) error) (string, error) {
 	doc, err := readFile(projectFile)
 	if err != nil {
 		return "", err
@@ -78,6 +81,11 @@ func Trust(host Host, projectFile string, now time.Time) (string, error) {
 	}
 	if err := applyProjectDoc(c, projectFile, doc); err != nil {
 		return "", err
+	}
+	for _, check := range checks {
+		if err := check(c); err != nil {
+			return "", err
+		}
 	}
 	sum := contentHash(doc)
 	err = updateTrust(host, func(r *trustRecords) {

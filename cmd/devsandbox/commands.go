@@ -136,7 +136,7 @@ func (a *app) configTrust(c *cli.Context) error {
 		return err
 	}
 	file := filepath.Join(proj.Dir, config.ProjectFileName)
-	sum, err := config.Trust(host, file, time.Now())
+	sum, err := config.Trust(host, file, time.Now(), func(c *config.Config) error { return planner.CheckTools(c, tools.Default()) })
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/config"
@@ -83,4 +86,33 @@ func testProject(t *testing.T) []string {
 	t.Chdir(proj)
 	return []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_STATE_HOME=" + filepath.Join(home, ".state"),
 		"XDG_DATA_HOME=" + filepath.Join(home, ".data"), "PATH=" + os.Getenv("PATH")}
+}
+
+// `config trust` refuses a project file whose tool tables every run would refuse,
+// with the message `config validate` gives for it, and records nothing.
+func TestTrustRefusesAnUnknownTool(t *testing.T) {
+	env := testProject(t)
+	if err := os.WriteFile(config.ProjectFileName, []byte("[tools.nosuchtool]\nenabled = false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var vOut, vErr bytes.Buffer
+	val := &app{stdout: &vOut, stderr: &vErr, environ: env}
+	if code := val.main([]string{"config", "validate", config.ProjectFileName}); code != exitFailure {
+		t.Fatalf("config validate accepts the file (exit %d)", code)
+	}
+	var out, errb bytes.Buffer
+	a := &app{stdout: &out, stderr: &errb, environ: env}
+	code := a.main([]string{"config", "trust"})
+	proj, _ := os.Getwd()
+	want := strings.ReplaceAll(vErr.String(), "("+config.ProjectFileName+")", "("+filepath.Join(proj, config.ProjectFileName)+")")
+	if code != exitFailure || errb.String() != want || out.Len() != 0 {
+		t.Errorf("config trust: exit %d, stdout %q, stderr\n%s\nwant\n%s", code, out.String(), errb.String(), want)
+	}
+	host, err := config.HostFromEnviron(env, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(config.TrustFile(host)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("trust records written: %v", err)
+	}
 }
