@@ -203,7 +203,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 			return nil, nil, err
 		}
 	}
-	b.hide(cfg.Sandbox.HidePaths, proj.Dir)
+	if err := b.hide(cfg.Sandbox.HidePaths, proj.Dir); err != nil {
+		return nil, nil, err
+	}
 	th := ToolHost(h, pr, proj.Dir)
 	th.ProxyCommand = b.sshProxyCommand
 	enabled := enabledTools(cfg, reg, th)
@@ -230,17 +232,10 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 	// Each directory between the project and a masked file is a mount point too, so it
 	// cannot be renamed into a skipped directory (node_modules, .git), where the next
-	// session would not look: a mounted directory cannot be moved.
-	anchored := map[string]bool{proj.Dir: true}
+	// session would not look: a mounted directory cannot be moved (anchor.go).
 	for _, f := range masked {
-		var chain []string
-		for d := filepath.Dir(f); !anchored[d] && isolator.Within(d, proj.Dir); d = filepath.Dir(d) {
-			chain = append(chain, d)
-			anchored[d] = true
-		}
-		for i := len(chain) - 1; i >= 0; i-- {
-			ro := cfg.Sandbox.ReadOnly && !insideAny(chain[i], proj.Dir, cfg.Sandbox.WritableDirs)
-			b.add(isolator.Mount{Kind: isolator.Bind, Source: chain[i], Dest: chain[i], ReadOnly: ro, Why: "holds a masked file"})
+		if err := b.anchor(f, "sandbox.mask_files", true); err != nil {
+			return nil, nil, err
 		}
 	}
 	for _, f := range masked {
@@ -249,6 +244,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if !cfg.Sandbox.DockerSocket {
 		for _, s := range dockerSockets(h) {
 			if pr.exists(s) && b.visible(s) {
+				if err := b.anchor(s, "the docker socket mask (sandbox.docker_socket)", true); err != nil {
+					return nil, nil, err
+				}
 				b.add(isolator.Mount{Kind: isolator.MaskFile, Dest: s, Why: "docker socket"})
 			}
 		}
@@ -256,6 +254,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	// The proxy adds these credentials; the sandbox must not read them (credentials.go).
 	for _, f := range credentialFiles(cfg) {
 		if pr.exists(f) && b.visible(f) {
+			if err := b.anchor(f, "proxy.credentials value_file", true); err != nil {
+				return nil, nil, err
+			}
 			b.add(isolator.Mount{Kind: isolator.MaskFile, Dest: f, Why: "proxy.credentials value_file"})
 		}
 	}
@@ -464,16 +465,6 @@ func enabledTools(cfg *config.Config, reg *tools.Registry, th tools.Host) []tool
 		}
 	}
 	return out
-}
-
-// insideAny reports whether p lies in one of the project-relative dirs.
-func insideAny(p, project string, rels []string) bool {
-	for _, r := range rels {
-		if isolator.Within(p, filepath.Join(project, r)) {
-			return true
-		}
-	}
-	return false
 }
 
 // tripwires lists the project paths the sandbox must not create unnoticed (see

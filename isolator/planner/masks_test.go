@@ -94,12 +94,13 @@ func TestBuildMasks(t *testing.T) {
 	p, _ := f.build(t, cfg)
 	equalLines(t, "mounts", mountLines(p.Mounts), f.expand(p, append(baseMounts,
 		"bind rw $PROJ -> $PROJ (project)",
-		"bind rw $PROJ/.git -> $PROJ/.git (git dir)",                 // a mount point: .git cannot be moved away
-		"maskdir $PROJ/.git/hooks (git hooks)",                       // maskTree's .git has no hooks
-		"maskfile $PROJ/.git/config (git config)",                    // nor a config: an empty read-only one
-		"bind rw $PROJ/config -> $PROJ/config (holds a masked file)", // mount points: cannot be moved
-		"bind rw $PROJ/sub -> $PROJ/sub (holds a masked file)",
-		"bind rw $PROJ/sub/deeper -> $PROJ/sub/deeper (holds a masked file)",
+		// Mount points, right after the bind they lie in: cannot be moved (anchor.go).
+		"bind rw $PROJ/config -> $PROJ/config (holds a masked path)",
+		"bind rw $PROJ/sub -> $PROJ/sub (holds a masked path)",
+		"bind rw $PROJ/sub/deeper -> $PROJ/sub/deeper (holds a masked path)",
+		"bind rw $PROJ/.git -> $PROJ/.git (git dir)", // a mount point: .git cannot be moved away
+		"maskdir $PROJ/.git/hooks (git hooks)",       // maskTree's .git has no hooks
+		"maskfile $PROJ/.git/config (git config)",    // nor a config: an empty read-only one
 		"maskfile $PROJ/.env (sandbox.mask_files)",
 		"maskfile $PROJ/config/real.secret (sandbox.mask_files)",
 		"maskfile $PROJ/sub/.env.local (sandbox.mask_files)",

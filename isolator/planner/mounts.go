@@ -36,6 +36,8 @@ type mountBuilder struct {
 	userBinds []int
 	// git is the project's repository layout, once protectProject ran.
 	git *gitLayout
+	// anchored are the directories bound onto themselves above masks (anchor.go).
+	anchored map[string]bool
 }
 
 func (b *mountBuilder) add(m isolator.Mount) { b.mounts = append(b.mounts, m) }
@@ -54,7 +56,7 @@ func (b *mountBuilder) homeRel(p string) string {
 // masked when they exist on the host and are visible. A hide path holding the project
 // is skipped: masking it would hide the project itself. Paths under the home are
 // home-relative, so every isolator masks them in its own home.
-func (b *mountBuilder) hide(paths []string, project string) {
+func (b *mountBuilder) hide(paths []string, project string) error {
 	b.hidden, b.maskedHide, b.hiddenOrder = map[string]bool{}, map[string]bool{}, paths
 	for _, p := range paths {
 		b.hidden[p] = true
@@ -70,6 +72,9 @@ func (b *mountBuilder) hide(paths []string, project string) {
 			continue
 		}
 		fi, err := b.pr.Lstat(p)
+		if err := b.anchor(p, "sandbox.hide_paths", err == nil); err != nil {
+			return err
+		}
 		if err != nil {
 			continue
 		}
@@ -85,6 +90,7 @@ func (b *mountBuilder) hide(paths []string, project string) {
 		b.add(m)
 		b.maskedHide[p] = true
 	}
+	return nil
 }
 
 // maskAbove masks, as an empty directory, a hidden path under the home above target

@@ -1,0 +1,105 @@
+package planner
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// A mask is planned at a path; the sandbox must not be able to move what it hides to
+// another name, where the next run's planner would not look. A mask is a mount, and
+// a mount point cannot be renamed or removed (EBUSY), but a directory above it can:
+// renaming ~/shared/secret moves the mask of ~/shared/secret/key along with it in
+// the sandbox's namespace, and on the host the key is now at ~/shared/x/key. So every
+// directory between a masked path and the writable bind it is seen through is bound
+// onto itself first (an anchor): then no directory on the way can be renamed. Masks
+// seen through a read-only bind, the sandbox home (its content is the sandbox's own)
+// or a bind showing another host path need none.
+
+// anchorFor returns the index in b.mounts of the mount p is seen through when that is
+// a writable bind showing the host's p at p, else -1. A later mount at or above p
+// covers an earlier one.
+func (b *mountBuilder) anchorFor(p string) int {
+	for i := len(b.mounts) - 1; i >= 0; i-- {
+		m := b.mounts[i]
+		t := m.Target(b.home)
+		if !isolator.Within(p, t) {
+			continue
+		}
+		if m.Kind != isolator.Bind || m.ReadOnly || m.Source != t || t == p {
+			return -1
+		}
+		return i
+	}
+	return -1
+}
+
+// anchorChain returns the directories strictly between root and p, outermost first.
+func anchorChain(root, p string) []string {
+	var chain []string
+	for d := filepath.Dir(p); d != root && isolator.Within(d, root) && d != "/"; d = filepath.Dir(d) {
+		chain = append([]string{d}, chain...)
+	}
+	return chain
+}
+
+// anchor binds each directory between the writable bind p is seen through and p onto
+// itself, right after that bind, so that every mount placed in it since (binds, other
+// masks) stays on top. A directory anchored already is not bound again. key names the
+// setting that masks p, for the error: a symlink on the way (a planner following it
+// would mask or look for p elsewhere, e.g. a dangling link a sandbox left at a name
+// it renamed) stops the run.
+func (b *mountBuilder) anchor(p, key string, exists bool) error {
+	i := b.anchorFor(p)
+	if i < 0 {
+		return nil
+	}
+	root := b.mounts[i].Source
+	if q := isolator.SymlinkIn(p, root, b.pr.Lstat); q != "" && q != p {
+		return fmt.Errorf("%w: %s is a symlink on the way to %s, which %s masks, inside the read-write %s (%s); a sandboxed program may have moved what the mask hid and left the link: look for it in %s, then replace the link with the directory (or remove %s from %s)",
+			isolator.ErrProtection, q, p, key, b.mounts[i].Why, root, root, p, key)
+	}
+	if !exists {
+		return nil
+	}
+	if b.anchored == nil {
+		b.anchored = map[string]bool{}
+	}
+	var add []isolator.Mount
+	for _, d := range anchorChain(root, p) {
+		if b.anchored[d] {
+			continue
+		}
+		if !b.pr.isDir(d) {
+			break
+		}
+		b.anchored[d] = true
+		add = append(add, isolator.Mount{Kind: isolator.Bind, Source: d, Dest: d, Why: anchorWhy})
+	}
+	// After the bind and the anchors already in it, outermost first.
+	for i+1 < len(b.mounts) && b.mounts[i+1].Why == anchorWhy && isolator.Within(b.mounts[i+1].Dest, root) {
+		i++
+	}
+	b.insertAfter(i, add)
+	return nil
+}
+
+const anchorWhy = "holds a masked path"
+
+// insertAfter inserts ms into b.mounts after index i, keeping b.userBinds pointing at
+// the same mounts.
+func (b *mountBuilder) insertAfter(i int, ms []isolator.Mount) {
+	if len(ms) == 0 {
+		return
+	}
+	out := make([]isolator.Mount, 0, len(b.mounts)+len(ms))
+	out = append(out, b.mounts[:i+1]...)
+	out = append(out, ms...)
+	b.mounts = append(out, b.mounts[i+1:]...)
+	for j, u := range b.userBinds {
+		if u > i {
+			b.userBinds[j] = u + len(ms)
+		}
+	}
+}
