@@ -14,9 +14,14 @@ import (
 // "fd-dir /proc/PID/fd/N" when the descriptor is a directory. It first names the shell
 // ("fd-shell PID") and the child ("fd-child PID"); the child is a sleep with its
 // standard streams on /dev/null, so the descriptors it shows beyond 0-2 are the ones
-// the shell's children inherit. The fragment ends with "fd-end".
+// the shell's children inherit. The listing starts only once the child has exec'd
+// sleep: until then the shell is setting up its streams (a background job's stdin is
+// closed and reopened on /dev/null), and a listing in that gap misses its fd 0. The
+// fragment ends with "fd-end".
 const fdProbe = `sleep 300 </dev/null >/dev/null 2>&1 &
 fdchild=$!
+n=0
+until [ "$(tr -d '\000' < /proc/$fdchild/cmdline 2>/dev/null)" = sleep300 ] || [ $n -ge 20000 ]; do n=$((n+1)); done
 echo "fd-shell $$"
 echo "fd-child $fdchild"
 for f in /proc/[0-9]*/fd/*; do
