@@ -109,7 +109,10 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	l.MakeMountPoints()
-	isolator.RecordProject(p) // for `devsandbox sandboxes list` and `prune`
+	if !addr.Local() {
+		// PrepareHost records it for a local engine; for `sandboxes list` and `prune`.
+		isolator.RecordProject(p)
+	}
 	// Containers run the image derived from docker.image, by its ID.
 	// An image a running container was made from is on the engine: it cannot be
 	// removed while the container runs.
