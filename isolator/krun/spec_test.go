@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -288,6 +289,42 @@ func TestManifestCoversProtections(t *testing.T) {
 		}
 		if checked[mt.Destination] != want {
 			t.Errorf("mount %s: check %q, want %q", mt.Destination, checked[mt.Destination], want)
+		}
+	}
+}
+
+// A hidden directory is an empty tmpfs, not a copy of what it hides: podman adds
+// tmpcopyup to every tmpfs mount unless told notmpcopyup, and the runtime (runc,
+// crun) then copies the host directory's files into the mask. Scratch tmpfs mounts
+// keep podman's default (the image's /tmp and /run content).
+func TestMaskDirOptions(t *testing.T) {
+	p := basePlan()
+	p.Mounts = append(p.Mounts,
+		isolator.Mount{Kind: isolator.Bind, Source: home + "/shared", Dest: home + "/shared"},
+		isolator.Mount{Kind: isolator.MaskDir, Dest: home + "/shared/a/secret"},
+		isolator.Mount{Kind: isolator.MaskDir, HomeRel: ".aws"},
+	)
+	for _, o := range []Options{opts, func() Options { o := opts; o.Runtime = "runc"; return o }()} {
+		s, err := specGen(p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		masks := 0
+		for _, m := range s.Gen.Mounts {
+			if m.Type != "tmpfs" || !slices.Contains(m.Options, "ro") {
+				if slices.Contains(m.Options, "notmpcopyup") {
+					t.Errorf("runtime %s: %s mount %s has notmpcopyup: %q", o.Runtime, m.Type, m.Destination, m.Options)
+				}
+				continue
+			}
+			masks++
+			want := []string{"ro", "nosuid", "nodev", "noexec", "size=4k", "mode=755", "notmpcopyup"}
+			if !reflect.DeepEqual(m.Options, want) {
+				t.Errorf("runtime %s: mask %s has options %q, want %q", o.Runtime, m.Destination, m.Options, want)
+			}
+		}
+		if masks != 2 {
+			t.Errorf("runtime %s: %d masks rendered, want 2 (%s/shared/a/secret, /home/u/.aws)", o.Runtime, masks, home)
 		}
 	}
 }
