@@ -3,10 +3,13 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/devsandbox/devsandbox/internal/sh"
 )
 
 // Guarantee 1: the project is read-write at its host path; .git/hooks, .git/config and
@@ -62,6 +65,64 @@ func TestHostHomeInvisible(t *testing.T) {
 			t.Fatalf("host files reachable from the sandbox:\n%s", r)
 		}
 	})
+}
+
+// Guarantee 1: a hidden directory with files in it appears empty and cannot be
+// written through, wherever it lies: in a read-write bind, in the project, and in the
+// sandbox home, where a previous run filled it while the host had no such directory;
+// open to all (0755) or to its owner only (0700, as ~/.ssh and ~/.gnupg are). podman
+// copies a directory's files into a tmpfs mounted over it unless told not to, and
+// runc gives that tmpfs the mode of the directory it covers.
+func TestHideDirs(t *testing.T) {
+	cases := []struct {
+		name, hide string
+		// planted: a previous run left a file in the sandbox home's copy of the
+		// directory, while the host had none.
+		planted bool
+	}{
+		{name: "rw_binds", hide: "shared/a/secret"},
+		{name: "project", hide: "proj/conf/secret"},
+		{name: "sandbox home filled earlier", hide: "hidden/secret", planted: true},
+	}
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		for _, c := range cases {
+			for _, mode := range []os.FileMode{0o755, 0o700} {
+				t.Run(fmt.Sprintf("%s/%o", c.name, mode), func(t *testing.T) { hideDir(t, iso, c.hide, c.planted, mode) })
+			}
+		}
+	})
+}
+
+func hideDir(t *testing.T, iso, hide string, planted bool, mode os.FileMode) {
+	p := newProject(t)
+	p.mkdir("shared")
+	dir := p.path(hide)
+	flags := []string{"--egress=none", "--config", p.writeConfig(iso, "hide.toml",
+		fmt.Sprintf("[sandbox]\nrw_binds = [%q]\nhide_paths = [%q]\n", p.path("shared"), dir))}
+	if planted {
+		rel, _ := filepath.Rel(it.home, dir)
+		in := filepath.Join(it.home, ".local/share/devsandbox", p.name(), "home", rel)
+		writeHome(t, filepath.Join(".local/share/devsandbox", p.name(), "home", rel, "planted"), "planted\n")
+		if err := os.Chmod(in, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.write(hide+"/key", hideSecret+"\n")
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+	q := sh.Quote(dir)
+	script := fmt.Sprintf("ls -A %s; cat %s/key %s/planted 2>/dev/null; echo x > %s/new 2>/dev/null && echo WROTE; mkdir %s/d 2>/dev/null && echo MADE; echo end", q, q, q, q, q)
+	if out := p.mustSandbox(iso, flags, script); out != "end\n" {
+		t.Fatalf("the hidden directory %s is not empty and read-only:\n%s", dir, out)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) != 1 || ents[0].Name() != "key" {
+		t.Fatalf("the host directory changed: %v %v", ents, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "key")); string(b) != hideSecret+"\n" {
+		t.Fatalf("the hidden file changed on the host: %q", b)
+	}
 }
 
 // Guarantee 1: mask_files are masked everywhere in the project, including a file

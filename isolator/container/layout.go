@@ -543,5 +543,14 @@ func (t Tmpfs) Options(uidgid string) []string {
 	return o
 }
 
+// MaskOptions are the options of a MaskDir tmpfs, uidgid being the ownership option of
+// the engine ("U", or UIDGID). The mask belongs to the sandbox user: runc gives a
+// tmpfs mounted over a directory that directory's mode (0700 for ~/.ssh), whatever
+// mode= says, and a root-owned mask of such a directory could not be listed, not even
+// by the init that checks it is empty. Read-only, it is no more writable for its owner.
+func MaskOptions(uidgid string) []string {
+	return []string{"ro", "nosuid", "nodev", "noexec", "size=4k", "mode=755", uidgid}
+}
+
 // UIDGID is the tmpfs ownership option for uid and gid.
 func UIDGID(uid, gid int) string { return "uid=" + strconv.Itoa(uid) + ",gid=" + strconv.Itoa(gid) }

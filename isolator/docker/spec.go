@@ -158,7 +158,9 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 		case container.Volume:
 			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: m.Source, Target: m.Target})
 		case container.MaskDir:
-			mounts = append(mounts, mount.Mount{Type: mount.TypeTmpfs, Target: m.Target, ReadOnly: true, TmpfsOptions: &mount.TmpfsOptions{SizeBytes: 4096, Mode: 0o755}})
+			// In Tmpfs, not Mounts: engines before API 1.46 set no owner on a tmpfs
+			// mount.
+			tmpfs[m.Target] = strings.Join(container.MaskOptions(container.UIDGID(p.User.UID, p.User.GID)), ",")
 		case container.Scratch:
 			tmpfs[m.Target] = strings.Join(m.Tmpfs.Options(container.UIDGID(p.User.UID, p.User.GID)), ",")
 		}

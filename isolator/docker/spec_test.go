@@ -201,6 +201,34 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
+// A hidden directory is an empty read-only tmpfs owned by the sandbox user: runc gives
+// a tmpfs the mode of the directory it covers (0700 for ~/.ssh, ~/.gnupg), so a
+// root-owned mask of such a directory could not even be listed, and the init, which
+// lists it, would stop every run.
+func TestMaskDirOwned(t *testing.T) {
+	p := basePlan()
+	p.Mounts = append(p.Mounts,
+		isolator.Mount{Kind: isolator.Bind, Source: home + "/shared", Dest: home + "/shared"},
+		isolator.Mount{Kind: isolator.MaskDir, Dest: home + "/shared/a/secret"},
+		isolator.Mount{Kind: isolator.MaskDir, HomeRel: ".aws"},
+	)
+	s, err := containerConfig(p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range s.Host.Mounts {
+		if m.Type == mount.TypeTmpfs {
+			t.Errorf("tmpfs %s in Mounts (the API of engines before 1.46 cannot set its owner)", m.Target)
+		}
+	}
+	const want = "ro,nosuid,nodev,noexec,size=4k,mode=755,uid=1000,gid=1000"
+	for _, dst := range []string{home + "/shared/a/secret", "/home/u/.aws"} {
+		if got := s.Host.Tmpfs[dst]; got != want {
+			t.Errorf("mask %s: tmpfs options %q, want %q", dst, got, want)
+		}
+	}
+}
+
 // The sandbox home and every home-relative mount land under docker.home, wherever the
 // host home is: the remap the issue asks to prove.
 func TestHomeRemap(t *testing.T) {
@@ -218,6 +246,9 @@ func TestHomeRemap(t *testing.T) {
 	got := map[string]string{}
 	for _, m := range s.Host.Mounts {
 		got[m.Target] = string(m.Type) + ":" + m.Source
+	}
+	for dst := range s.Host.Tmpfs {
+		got[dst] = "tmpfs:"
 	}
 	want := map[string]string{
 		"/home/dev":            "bind:" + sandboxHome,
@@ -262,8 +293,6 @@ func TestManifestCoversProtections(t *testing.T) {
 	for _, mt := range s.Host.Mounts {
 		want := wire.CheckRW
 		switch {
-		case mt.Type == mount.TypeTmpfs && mt.ReadOnly:
-			want = wire.CheckMaskDir
 		case mt.Source == emptyFile:
 			want = wire.CheckMaskFile
 		case filepath.Dir(mt.Source) == stateDir+"/docker":
@@ -274,6 +303,18 @@ func TestManifestCoversProtections(t *testing.T) {
 		if checked[mt.Target] != want {
 			t.Errorf("mount %s: check %q, want %q", mt.Target, checked[mt.Target], want)
 		}
+	}
+	masks := 0
+	for dst, o := range s.Host.Tmpfs {
+		if strings.HasPrefix(o, "ro,") {
+			masks++
+			if checked[dst] != wire.CheckMaskDir {
+				t.Errorf("tmpfs %s: check %q, want %q", dst, checked[dst], wire.CheckMaskDir)
+			}
+		}
+	}
+	if masks != 1 {
+		t.Errorf("%d masked directories rendered, want 1 (~/.aws): %v", masks, s.Host.Tmpfs)
 	}
 }
 

@@ -134,7 +134,7 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 		case container.MaskDir:
 			// notmpcopyup: podman otherwise asks the runtime to copy the directory's
 			// files into the tmpfs, which would show the mask what it hides.
-			mounts = append(mounts, tmpfs(m.Target, "ro", "nosuid", "nodev", "noexec", "size=4k", "mode=755", "notmpcopyup"))
+			mounts = append(mounts, tmpfs(m.Target, append(container.MaskOptions("U"), "notmpcopyup")...))
 		case container.Scratch:
 			mounts = append(mounts, tmpfs(m.Target, m.Tmpfs.Options("U")...))
 		default:

@@ -296,7 +296,9 @@ func TestManifestCoversProtections(t *testing.T) {
 // A hidden directory is an empty tmpfs, not a copy of what it hides: podman adds
 // tmpcopyup to every tmpfs mount unless told notmpcopyup, and the runtime (runc,
 // crun) then copies the host directory's files into the mask. Scratch tmpfs mounts
-// keep podman's default (the image's /tmp and /run content).
+// keep podman's default (the image's /tmp and /run content). The mask is the sandbox
+// user's ("U"): runc gives a tmpfs the mode of the directory it covers (0700 for
+// ~/.ssh), and the init must be able to list it.
 func TestMaskDirOptions(t *testing.T) {
 	p := basePlan()
 	p.Mounts = append(p.Mounts,
@@ -318,7 +320,7 @@ func TestMaskDirOptions(t *testing.T) {
 				continue
 			}
 			masks++
-			want := []string{"ro", "nosuid", "nodev", "noexec", "size=4k", "mode=755", "notmpcopyup"}
+			want := []string{"ro", "nosuid", "nodev", "noexec", "size=4k", "mode=755", "U", "notmpcopyup"}
 			if !reflect.DeepEqual(m.Options, want) {
 				t.Errorf("runtime %s: mask %s has options %q, want %q", o.Runtime, m.Destination, m.Options, want)
 			}
