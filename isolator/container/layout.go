@@ -185,6 +185,10 @@ type Layout struct {
 	// Hosts, in a Shipped one-shot layout, are the names resolved at launch as
 	// "NAME:ADDRESS", for the engine's own /etc/hosts (instead of a bound file).
 	Hosts []string
+	// Masks are the setting behind each mask (the in-container path's Plan Mount
+	// Why, "sandbox.hide_paths"), for the message when the init finds one not in
+	// effect.
+	Masks map[string]string
 	// Manifest is what the container's init verifies; Session is what the init of
 	// each session's exec verifies in a kept container (nil without Keep).
 	Manifest *wire.Manifest
@@ -235,8 +239,12 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 	}
 	l.Mounts = append(l.Mounts, Mount{Type: Scratch, Target: isolator.SecretDir, Tmpfs: Tmpfs{Mode: "0700", NoExec: true, Owned: true}})
 	visible := isolator.VisibleMounts(p, l.Home)
+	l.Masks = map[string]string{}
 	for i, m := range visible {
 		dst := m.Path
+		if m.Kind == isolator.MaskFile || m.Kind == isolator.MaskDir {
+			l.Masks[dst] = m.Why
+		}
 		switch m.Kind {
 		case isolator.Bind:
 			if m.Source == p.SandboxHome && dst == l.Home && o.HomeVolume != "" {

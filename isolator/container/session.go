@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -59,6 +60,9 @@ type SessionOptions struct {
 	Engine string
 	// OOMMessage is said on stdio.Err after a command the memory limit killed.
 	OOMMessage string
+	// Masks are the layout's (Layout.Masks): a failure naming a mask is told which
+	// setting made it.
+	Masks map[string]string
 }
 
 // Session relays one run: the user's input, window sizes and signals to the init as
@@ -216,7 +220,22 @@ func (s *Session) Result(code int) (int, error) {
 		}
 		return code, nil
 	case failure != "":
-		return 0, fmt.Errorf("%w: %s; the command did not run", isolator.ErrProtection, failure)
+		return 0, fmt.Errorf("%w: %s; the command did not run%s", isolator.ErrProtection, failure, maskHint(failure, s.o.Masks))
 	}
 	return 0, fmt.Errorf("%w: the container ended (status %d) before devsandbox-init reported; the command did not run. Its message, if any, is above; `devsandbox --dry-run` shows the container and `devsandbox doctor` checks %s", isolator.ErrProtection, code, s.o.Engine)
+}
+
+// maskHint names the setting behind the mask an init's failure names ("mask PATH is
+// not …"), and the ways on: "" when it names none of masks.
+func maskHint(failure string, masks map[string]string) string {
+	for p, why := range masks {
+		if !strings.HasPrefix(failure, "mask "+p+" ") {
+			continue
+		}
+		if why == "" {
+			why = "devsandbox"
+		}
+		return fmt.Sprintf(". %s is hidden by %s, and the mask did not read as empty and read-only, so the run stopped rather than show it: `devsandbox --dry-run` shows the mount; check that you can list %s on the host (its owner needs read and search permission), or use --isolator=bwrap, whose masks do not depend on a container runtime", p, why, p)
+	}
+	return ""
 }

@@ -65,7 +65,7 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	if err := comp.ready(ctx); err != nil {
 		return 0, err
 	}
-	sess, err := b.attach(hj.Conn, hj.Reader, p, stdio, hello)
+	sess, err := b.attach(hj.Conn, hj.Reader, p, spec.Layout.Masks, stdio, hello)
 	if err != nil {
 		return 0, err
 	}

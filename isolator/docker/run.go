@@ -282,7 +282,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 		remove(ctx, e, id)
 		return 0, err
 	}
-	sess, err := b.attach(hj.Conn, hj.Reader, p, stdio, hello)
+	sess, err := b.attach(hj.Conn, hj.Reader, p, spec.Layout.Masks, stdio, hello)
 	if err != nil {
 		remove(ctx, e, id)
 		return 0, err

@@ -23,11 +23,12 @@ type attached struct {
 	outDone chan struct{}
 }
 
-// attach sends hello on conn and starts relaying the session.
-func (b *Isolator) attach(conn net.Conn, r *bufio.Reader, p *isolator.Plan, stdio isolator.Stdio, hello *wire.Hello) (*attached, error) {
+// attach sends hello on conn and starts relaying the session; masks are the layout's
+// (container.Layout.Masks).
+func (b *Isolator) attach(conn net.Conn, r *bufio.Reader, p *isolator.Plan, masks map[string]string, stdio isolator.Stdio, hello *wire.Hello) (*attached, error) {
 	report := container.NewReport(stdio, hello)
 	sess, err := container.StartSession(container.NewStream(conn), stdio, hello, report,
-		container.SessionOptions{Signals: b.Signals, Engine: "the engine", OOMMessage: p.Limits.OOMMessage()})
+		container.SessionOptions{Signals: b.Signals, Engine: "the engine", OOMMessage: p.Limits.OOMMessage(), Masks: masks})
 	if err != nil {
 		return nil, err
 	}

@@ -139,7 +139,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// The pipe to the attach connection is drained once the container starts; the
 	// hello waits there until then.
 	sess, err := container.StartSession(container.NewStream(inW), stdio, hello, report,
-		container.SessionOptions{Signals: b.Signals, AsyncHello: true, Engine: "podman", OOMMessage: p.Limits.OOMMessage()})
+		container.SessionOptions{Signals: b.Signals, AsyncHello: true, Engine: "podman", OOMMessage: p.Limits.OOMMessage(), Masks: s.Layout.Masks})
 	if err != nil {
 		_ = e.Remove(id)
 		return 0, err
