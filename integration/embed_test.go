@@ -106,11 +106,11 @@ func embedRun(ctx context.Context, job embedJob, i int, dir string, out io.Write
 	if job.Egress != "" {
 		flags.Egress = &job.Egress
 	}
-	cfg, _, err := config.Load(config.LoadOptions{ProjectDir: dir, Flags: flags, Environ: os.Environ(), UID: -1, GID: -1})
+	l, err := planner.LoadDir(dir, flags, os.Environ(), dsbtools.Default())
 	if err != nil {
 		return 0, err
 	}
-	pr := planner.OS(dir)
+	cfg, pr := l.Config, l.Probe
 	// The plan's init is the installed devsandbox's, not this program.
 	pr.Executable = func() (string, error) { return job.Bin, nil }
 	p, _, err := planner.Build(cfg, dsbtools.Default(), pr, planner.Request{Command: []string{"/bin/sh", "-c", job.Script, "embed", strconv.Itoa(i)}})
