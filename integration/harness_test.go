@@ -43,6 +43,9 @@ func TestMain(m *testing.M) {
 		serveStubAPI()
 		return
 	}
+	if os.Getenv(embedEnv) != "" {
+		os.Exit(serveEmbed())
+	}
 	code, err := setup()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "integration setup: %v\n", err)

@@ -87,8 +87,12 @@ type Rendered interface {
 // Render is pure: it must not touch the host and must return the same output for the
 // same Plan. Run applies the Plan and blocks until the command exits; it returns the
 // command's exit status (128+N when killed by signal N) or an error when the sandbox
-// itself failed, in which case no part of the command ran unprotected. Check probes the
-// host and is never called on the launch path, only by doctor and after a failed launch.
+// itself failed, in which case no part of the command ran unprotected. When ctx ends
+// while the command runs, Run stops it (SIGTERM, then SIGKILL to the whole sandbox
+// after a bound the backend documents), cleans up as after any exit, and returns the
+// command's status with an error wrapping context.Cause(ctx); ended before the
+// command ran, it returns such an error alone. Check probes the host and is never
+// called on the launch path, only by doctor and after a failed launch.
 type Isolator interface {
 	Name() string
 	Check(ctx context.Context) Status

@@ -5,12 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit"
+	"github.com/devsandbox/devsandbox/isolator/tmpdir"
 )
 
 // On Linux this binary has the bwrap backend, and is also bwrap's init (when run
@@ -69,4 +71,16 @@ func egressBinaries(h config.Host) egress.Binaries {
 		bin.Iptables, bin.Ip6tables = v, v
 	}
 	return bin
+}
+
+// pruneTmp removes the session /tmp dirs that killed bwrap runs left (no run holds
+// them).
+func (a *app) pruneTmp(stateDir string, dryRun bool) {
+	verb := "removed"
+	if dryRun {
+		verb = "would remove"
+	}
+	for _, d := range tmpdir.Prune(stateDir, time.Now(), dryRun) {
+		fmt.Fprintf(a.stdout, "%s %s: the session /tmp of a run that ended without removing it\n", verb, d)
+	}
 }

@@ -26,3 +26,6 @@ func (a *app) addBwrap(isolator.Table, *config.Config, func(string)) {}
 
 // catchSignals does nothing: the backends here catch their own signals.
 func (a *app) catchSignals(*config.Config) {}
+
+// pruneTmp does nothing: session /tmp dirs are bwrap's.
+func (a *app) pruneTmp(string, bool) {}

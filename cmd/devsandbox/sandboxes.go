@@ -26,7 +26,7 @@ func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
 			{Name: "list", Usage: "every project's kept container, volume and sandbox home, with sizes", Flags: []cli.Flag{jsonFlag}, Action: a.sandboxesList},
 			{Name: "rm", Usage: "remove what devsandbox keeps for the named projects", ArgsUsage: "NAME...",
 				Description: a.describe("Removes the kept container, the home volume, the sandbox home and the state of each named project (NAME as `sandboxes list` shows it)."), Action: a.sandboxesRm},
-			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days; what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses), never a kept container, a running one, or a home volume; the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them); and the snapshots of the host's /etc files that bwrap runs mount, except the newest and those a run holds."), Flags: []cli.Flag{
+			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days; what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses), never a kept container, a running one, or a home volume; the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them); the session /tmp dirs of bwrap runs that were killed (over a minute old, no run holding them); and the snapshots of the host's /etc files that bwrap runs mount, except the newest and those a run holds."), Flags: []cli.Flag{
 				&cli.IntFlag{Name: "days", Value: 30, Usage: "remove sandboxes unused for `N` days"},
 				&cli.BoolFlag{Name: "dry-run", Usage: "only print what would be removed"},
 			}, Action: a.sandboxesPrune},
@@ -141,6 +141,7 @@ func (a *app) sandboxesPrune(c *cli.Context) error {
 		return err
 	}
 	a.pruneEtc(filepath.Dir(dirs.State), c.Bool("dry-run"))
+	a.pruneTmp(dirs.State, c.Bool("dry-run"))
 	switch {
 	case lerr != nil && !d.Installed():
 		a.warn("the docker isolator (%s) is not installed: no containers or volumes to prune", dockerhelper.Program)

@@ -44,6 +44,9 @@ type Isolator struct {
 	// RuntimeDir is the user's $XDG_RUNTIME_DIR, where doctor looks for the systemd
 	// user manager (Run takes it from the Plan's host environment).
 	RuntimeDir string
+	// StopGrace is how long the command has to exit after SIGTERM once Run's context
+	// ends, before the whole sandbox is killed; zero means DefaultStopGrace.
+	StopGrace time.Duration
 
 	// found is bwrap's path once the PATH search found it (QuickCheck, then Run).
 	found string
@@ -63,11 +66,21 @@ func (b *Isolator) binaries() egress.Binaries {
 var _ isolator.Isolator = (*Isolator)(nil)
 var _ isolator.Quick = (*Isolator)(nil)
 
+// DefaultStopGrace is Isolator.StopGrace's default.
+const DefaultStopGrace = 10 * time.Second
+
 // New returns the backend with defaults.
 func New() isolator.Isolator { return &Isolator{} }
 
 // Name implements isolator.Isolator.
 func (*Isolator) Name() string { return "bwrap" }
+
+func (b *Isolator) stopGrace() time.Duration {
+	if b.StopGrace > 0 {
+		return b.StopGrace
+	}
+	return DefaultStopGrace
+}
 
 func (b *Isolator) phase(name string) {
 	if b.Phase != nil {
@@ -116,6 +129,9 @@ func (*Isolator) Render(p *isolator.Plan) (isolator.Rendered, error) {
 
 // Run implements isolator.Isolator.
 func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
+	if err := context.Cause(ctx); err != nil {
+		return 0, fmt.Errorf("the sandbox did not start: %w", err)
+	}
 	// The subscription must be in effect before bwrap starts (isolator.Signals: made by
 	// the caller while it built the Plan, or here, while the host side is prepared). A
 	// signal caught before then is handled as one caught before the command runs.
@@ -343,8 +359,23 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	var gone <-chan struct{}
 	cmdPid := 0
 	var ex exit
+	// The end of ctx stops the sandbox: SIGTERM to the command (to bwrap before the
+	// command runs), then, after the grace, SIGKILL to bwrap, which takes every
+	// process of the sandbox with it (--die-with-parent, the pid namespace).
+	stopc, stopped := ctx.Done(), false
+	var killc <-chan time.Time
 	for done := false; !done; {
 		select {
+		case <-stopc:
+			stopc, stopped = nil, true
+			forward(syscall.SIGTERM, cmdPid, proc.pid)
+			t := time.NewTimer(b.stopGrace())
+			defer t.Stop()
+			killc = t.C
+		case <-killc:
+			killc = nil
+			b.warn("the command did not exit within %s of SIGTERM after the run was cancelled; killing the sandbox", b.stopGrace())
+			proc.kill(syscall.SIGKILL)
 		case rd = <-pidc:
 			cmdPid = rd.pid
 			pidc = nil
@@ -387,6 +418,14 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	writeErr := <-writeErrs
 	code := exitCode(ex.ws, ex.err)
+	if stopped {
+		// The host services, the session /tmp and the cgroup go as after any exit
+		// (the deferred calls); Run returns once they have.
+		if cmdPid == 0 {
+			return 0, fmt.Errorf("the sandbox was stopped before the command ran: %w", context.Cause(ctx))
+		}
+		return code, fmt.Errorf("the command was stopped (exit status %d): %w", code, context.Cause(ctx))
+	}
 	if cmdPid != 0 {
 		if stdio.Err != nil {
 			reportLimits(stdio.Err, p, spec, cg, code)

@@ -134,6 +134,19 @@ func startChild(path string, argv, env []string, stdio *childStdio, extra []*os.
 	return c, nil
 }
 
+// kill sends sig to the child, through its pidfd when it has one (the pid of a child
+// reaped meanwhile is not signalled: the pidfd is closed then, or names the dead
+// child); without a pidfd, by pid, while wait has not returned.
+func (c *child) kill(sig syscall.Signal) {
+	if c.pidfd != nil {
+		if rc, err := c.pidfd.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) { _ = unix.PidfdSendSignal(int(fd), sig, nil, 0) })
+		}
+		return
+	}
+	_ = syscall.Kill(c.pid, sig)
+}
+
 // wait reaps the child and returns its status once its stdio copies ended.
 func (c *child) wait() (syscall.WaitStatus, error) {
 	ws, err := c.reap()

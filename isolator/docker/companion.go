@@ -259,7 +259,7 @@ func (b *Isolator) startCompanion(ctx context.Context, e Engine, p *isolator.Pla
 		c.volume = vol
 	}
 	cfg, hc := companionConfig(p, image, vol, labels, req.Publish != nil)
-	created, err := e.ContainerCreate(ctx, cfg, hc, nil, nil, "devsandbox-"+p.Project.Name+"-px-"+container.RandomSuffix())
+	created, err := createNamed(ctx, e, cfg, hc, nil, "devsandbox-"+p.Project.Name+"-px-"+container.RandomSuffix())
 	if err != nil {
 		c.removeVolume(ctx)
 		return nil, companionFailed("the engine refused the companion container: %v", err)

@@ -85,7 +85,7 @@ func (b *Isolator) applyFirewall(ctx context.Context, e Engine, p *isolator.Plan
 	failed := func(format string, args ...any) error {
 		return fmt.Errorf("%w: the egress rules could not be applied in the container: %s; the command did not run. `devsandbox doctor` checks the engine", isolator.ErrProtection, fmt.Sprintf(format, args...))
 	}
-	created, err := e.ContainerCreate(ctx, cfg, hc, &network.NetworkingConfig{}, nil, "devsandbox-"+p.Project.Name+"-fw-"+container.RandomSuffix())
+	created, err := createNamed(ctx, e, cfg, hc, &network.NetworkingConfig{}, "devsandbox-"+p.Project.Name+"-fw-"+container.RandomSuffix())
 	if err != nil {
 		return failed("the engine refused the firewall helper container: %v", err)
 	}

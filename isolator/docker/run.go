@@ -10,6 +10,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	dockercontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -255,7 +256,28 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	// When devsandbox is gone (ctx ends), the init's stream ends with it: the init
 	// takes the command down, as it does when this process dies.
 	defer context.AfterFunc(ctx, hj.Close)()
-	waitc, werrc := e.ContainerWait(ctx, id, dockercontainer.WaitConditionRemoved)
+	// The wait outlives ctx, by StopBound: when ctx ends, the init takes the command
+	// down (its stream ends, above) and the engine removes the container, and Run
+	// returns only once it has; after the bound, the container is removed by force.
+	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer wcancel()
+	returned := make(chan struct{})
+	defer close(returned)
+	go func() {
+		select {
+		case <-returned:
+			return
+		case <-ctx.Done():
+		}
+		select {
+		case <-returned:
+		case <-time.After(StopBound):
+			b.warn("the container did not stop within %s of the run's end; removing it", StopBound)
+			remove(ctx, e, id)
+			wcancel()
+		}
+	}()
+	waitc, werrc := e.ContainerWait(wctx, id, dockercontainer.WaitConditionRemoved)
 	start := func() error {
 		if err := e.ContainerStart(ctx, id, dockercontainer.StartOptions{}); err != nil {
 			return fmt.Errorf("%w: the docker engine could not start the container: %w; the command did not run. `devsandbox --dry-run` shows the container", isolator.ErrProtection, err)
@@ -315,10 +337,14 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	return sess.Result(code)
 }
 
+// StopBound is how long a run whose context ended waits for its container to stop
+// and be removed before it removes it by force.
+const StopBound = 15 * time.Second
+
 // createOnce creates the run's container.
 func (b *Isolator) createOnce(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec) (string, error) {
 	name := "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
-	created, err := e.ContainerCreate(ctx, spec.Config, spec.Host, spec.Network, nil, name)
+	created, err := createNamed(ctx, e, spec.Config, spec.Host, spec.Network, name)
 	if err != nil {
 		return "", b.createFailed(ctx, e, addr, spec, err)
 	}
@@ -327,6 +353,17 @@ func (b *Isolator) createOnce(ctx context.Context, e Engine, addr Address, p *is
 		return "", err
 	}
 	return created.ID, nil
+}
+
+// createNamed creates a container under a name of this run's own (a random suffix).
+// A create cut short by the end of ctx may have made the container all the same, which
+// nothing of the run would then know to remove: it is removed by name.
+func createNamed(ctx context.Context, e Engine, cfg *dockercontainer.Config, hc *dockercontainer.HostConfig, nc *network.NetworkingConfig, name string) (dockercontainer.CreateResponse, error) {
+	created, err := e.ContainerCreate(ctx, cfg, hc, nc, nil, name)
+	if err != nil && ctx.Err() != nil {
+		remove(ctx, e, name)
+	}
+	return created, err
 }
 
 // remove removes container id with its anonymous volumes, even when ctx is done.

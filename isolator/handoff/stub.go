@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/devsandbox/devsandbox/isolator"
 )
@@ -138,17 +139,27 @@ func (s *Stub) Render(p *isolator.Plan) (isolator.Rendered, error) {
 // Run implements isolator.Isolator.
 func (s *Stub) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
 	r, err := s.Call(ctx, Request{Op: OpRun, Plan: p, Debug: s.Phase != nil}, stdio)
-	if err != nil {
-		return 0, err
-	}
-	if s.Phase != nil && len(r.Timing) > 0 {
+	if err == nil && s.Phase != nil && len(r.Timing) > 0 {
 		s.Phase(s.Backend + " (" + strings.Join(r.Timing, ", ") + ")")
 	}
-	if err := r.Err(); err != nil {
+	if err == nil {
+		err = r.Err()
+	}
+	if cause := context.Cause(ctx); cause != nil {
+		// The program stopped the command when ctx ended (its control pipe closed).
+		if err != nil {
+			return 0, fmt.Errorf("the sandbox was stopped: %w (%w)", cause, err)
+		}
+		return r.Code, fmt.Errorf("the command was stopped (exit status %d): %w", r.Code, cause)
+	}
+	if err != nil {
 		return 0, err
 	}
 	return r.Code, nil
 }
+
+// RunWaitDelay bounds the wait for a run's program once the run's context ended.
+const RunWaitDelay = 30 * time.Second
 
 // Call runs the program for req, with the Stub's settings, and returns its answer
 // (whose error, r.Err, is the caller's to check). A run (stdio.Out set) gets the
@@ -171,6 +182,12 @@ func (s *Stub) Call(ctx context.Context, req Request, stdio isolator.Stdio) (*Re
 		}
 	}
 	prog := Program{Path: path, Env: env, Stdio: stdio}
+	if req.Op == OpRun {
+		// Once ctx ends, the program stops the command and cleans up (a container's
+		// removal: docker.StopBound); past this, it is killed, and what it leaves is
+		// the next run's or `sandboxes prune`'s.
+		prog.WaitDelay = RunWaitDelay
+	}
 	return Call(ctx, prog, req, stdio.Out != nil)
 }
 

@@ -23,15 +23,22 @@ type Loaded struct {
 // layers (flags over the files, environ the process's environment), with the tool
 // keys the proxy holds resolved against reg.
 func Load(flags config.Flags, environ []string, reg *tools.Registry) (*Loaded, error) {
-	host, err := config.HostFromEnviron(environ, -1, -1)
-	if err != nil {
-		return nil, err
-	}
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, fmt.Errorf("finding the working directory: %w", err)
 	}
-	probe := OS(cwd)
+	return LoadDir(cwd, flags, environ, reg)
+}
+
+// LoadDir is Load for the project of dir, an absolute path, instead of the process's
+// working directory (a program running sandboxes for several projects at once); the
+// Probe's Cwd is dir.
+func LoadDir(dir string, flags config.Flags, environ []string, reg *tools.Registry) (*Loaded, error) {
+	host, err := config.HostFromEnviron(environ, -1, -1)
+	if err != nil {
+		return nil, err
+	}
+	probe := OS(dir)
 	proj, err := FindProject(probe, host.Home)
 	if err != nil {
 		return nil, err

@@ -177,6 +177,56 @@ func CleanOrphans(base string, now time.Time, maxAge time.Duration) int {
 	return removed
 }
 
+// PruneAge is how old an unlocked session dir must be for Prune: a new session's dir
+// is locked microseconds after it is made, so a minute leaves no race with a start.
+const PruneAge = time.Minute
+
+// Prune removes the session dirs of every project under stateDir
+// ($XDG_STATE_HOME/devsandbox: <project>/tmp/<session>) whose lock is free and which
+// are older than PruneAge: what runs that could not clean up (SIGKILL) left, sooner
+// than CleanOrphans' MaxAge. It returns their paths; with dryRun it removes nothing.
+func Prune(stateDir string, now time.Time, dryRun bool) []string {
+	projects, err := os.ReadDir(stateDir)
+	if err != nil {
+		return nil
+	}
+	var gone []string
+	for _, pr := range projects {
+		if !pr.IsDir() {
+			continue
+		}
+		base := filepath.Join(stateDir, pr.Name(), "tmp")
+		var names []string
+		_ = dirent.ReadDir(base, 1024, func(name string, typ byte) bool {
+			if typ == unix.DT_DIR || typ == unix.DT_UNKNOWN {
+				names = append(names, name)
+			}
+			return true
+		})
+		for _, name := range names {
+			p := filepath.Join(base, name)
+			var st unix.Stat_t
+			if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || now.Sub(time.Unix(st.Mtim.Unix())) < PruneAge {
+				continue
+			}
+			if dryRun && unlocked(p) || !dryRun && removeIfUnlocked(p, st) {
+				gone = append(gone, p)
+			}
+		}
+	}
+	return gone
+}
+
+// unlocked reports whether no session holds the dir p.
+func unlocked(p string) bool {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	return unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB) == nil
+}
+
 func removeIfUnlocked(p string, before unix.Stat_t) bool {
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {

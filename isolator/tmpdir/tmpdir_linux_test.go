@@ -3,6 +3,7 @@ package tmpdir
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -209,5 +210,63 @@ func TestRemoveEmpty(t *testing.T) {
 	}
 	if !s.RemoveEmpty() {
 		t.Fatal("RemoveEmpty after Remove: want removed")
+	}
+}
+
+// Prune removes, in every project's tmp/, the unlocked session dirs over PruneAge
+// old, and names them; a live session's dir, a new one, a symbolic link (and what it
+// points at) and a file stay. A dry run names the same and removes nothing.
+func TestPrune(t *testing.T) {
+	state := t.TempDir()
+	outside := t.TempDir()
+	old := time.Now().Add(-2 * PruneAge)
+	live, err := Acquire(filepath.Join(state, "a-1", "tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Release()
+	mk := func(rel string, mtime time.Time) string {
+		p := filepath.Join(state, rel)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "f"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	deadA := mk("a-1/tmp/dead", old)
+	deadB := mk("b-2/tmp/dead", old)
+	fresh := mk("b-2/tmp/fresh", time.Now())
+	if err := os.Chtimes(live.Path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(state, "b-2/tmp/link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "b-2/tmp/file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "not-a-project"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{deadA, deadB}
+	for _, dry := range []bool{true, false} {
+		if got := Prune(state, time.Now(), dry); !slices.Equal(got, want) {
+			t.Errorf("Prune(dryRun %v) = %q, want %q", dry, got, want)
+		}
+	}
+	for _, p := range []string{live.Path, fresh, outside, filepath.Join(state, "b-2/tmp/link"), filepath.Join(state, "b-2/tmp/file")} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s: %v; want it kept", p, err)
+		}
+	}
+	for _, p := range want {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s: %v; want it removed", p, err)
+		}
 	}
 }

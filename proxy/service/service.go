@@ -10,6 +10,8 @@ package service
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,11 +122,18 @@ func Environ(p *isolator.Plan, readFile func(string) ([]byte, error)) ([]string,
 	return env, nil
 }
 
-// binary is devsandbox-proxy next to the running program; a missing one is a broken
-// installation.
-func binary() (string, error) {
+// binary is devsandbox-proxy next to the running program, else next to the plan's
+// init (p.Self: a program that embeds the isolators runs from elsewhere, with the
+// plan pointing at an installed devsandbox); a missing one is a broken installation.
+func binary(p *isolator.Plan) (string, error) {
 	if bin := handoff.Beside(Program); bin != "" {
 		return bin, nil
+	}
+	if p.Self != "" {
+		bin := filepath.Join(filepath.Dir(p.Self), Program)
+		if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() {
+			return bin, nil
+		}
 	}
 	return "", fmt.Errorf("%w: the egress proxy %s is not installed next to devsandbox; it is installed with devsandbox: reinstall devsandbox (make install, or scripts/install.sh), or run with --egress=open or --egress=none",
 		isolator.ErrProtection, Program)

@@ -76,7 +76,7 @@ func Start(p *isolator.Plan, o Options) (stop func(), err error) {
 	}()
 	bin := o.Binary
 	if bin == "" {
-		if bin, err = binary(); err != nil {
+		if bin, err = binary(p); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,489 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/bwrap"
+	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
+	"github.com/devsandbox/devsandbox/isolator/planner"
+	dsbtools "github.com/devsandbox/devsandbox/tools"
+)
+
+// embedEnv, when set in the environment of the test binary, makes it an agent
+// harness that embeds devsandbox as a library: it runs the embedJob the variable
+// holds (JSON) with the importable packages only, as the test user, and reports on
+// stdout: "out I LINE" for each line run I prints, then "result I CODE ERR" (ERR is
+// "nil", "canceled", "deadline" or the error's text).
+const embedEnv = "DEVSANDBOX_IT_EMBED"
+
+// embedJob is one harness process's work: a run per dir, all at once, under one
+// context.
+type embedJob struct {
+	Iso     string   // "bwrap" or "docker"
+	Bin     string   // the installed devsandbox: its init, proxy and devsandbox-docker are beside it
+	Version string   // the installed devsandbox's version (its derived images carry it)
+	Dirs    []string // the projects; the same one may come twice
+	Script  string   // run I runs sh -c Script with $1 = I
+	// CancelOnStart cancels the context when a run prints "started"; Deadline, when
+	// set, is the context's timeout.
+	CancelOnStart bool
+	Deadline      time.Duration
+	StopGrace     time.Duration // bwrap.Isolator.StopGrace
+	Egress        string        // egress.mode ("": the default)
+}
+
+// serveEmbed is the harness (see embedEnv). It returns its exit status.
+func serveEmbed() int {
+	var job embedJob
+	if err := json.Unmarshal([]byte(os.Getenv(embedEnv)), &job); err != nil {
+		fmt.Fprintln(os.Stderr, "embed: bad job:", err)
+		return 2
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if job.Deadline > 0 {
+		ctx, cancel = context.WithTimeout(ctx, job.Deadline)
+		defer cancel()
+	}
+	var mu sync.Mutex
+	say := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Printf(format+"\n", args...)
+	}
+	var wg sync.WaitGroup
+	for i, dir := range job.Dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := &embedLines{emit: func(l string) {
+				say("out %d %s", i, l)
+				if job.CancelOnStart && l == "started" {
+					cancel()
+				}
+			}}
+			code, err := embedRun(ctx, job, i, dir, out)
+			out.flush()
+			what := "nil"
+			switch {
+			case errors.Is(err, context.Canceled):
+				what = "canceled"
+			case errors.Is(err, context.DeadlineExceeded):
+				what = "deadline"
+			case err != nil:
+				what = strings.ReplaceAll(err.Error(), "\n", " ")
+			}
+			say("result %d %d %s", i, code, what)
+		}()
+	}
+	wg.Wait()
+	return 0
+}
+
+// embedRun is what a harness does for one run: the configuration of the project at
+// dir, the Plan, the isolator, Run.
+func embedRun(ctx context.Context, job embedJob, i int, dir string, out io.Writer) (int, error) {
+	var flags config.Flags
+	if job.Egress != "" {
+		flags.Egress = &job.Egress
+	}
+	l, err := planner.LoadDir(dir, flags, os.Environ(), dsbtools.Default())
+	if err != nil {
+		return 0, err
+	}
+	cfg, pr := l.Config, l.Probe
+	// The plan's init is the installed devsandbox's, not this program.
+	pr.Executable = func() (string, error) { return job.Bin, nil }
+	p, _, err := planner.Build(cfg, dsbtools.Default(), pr, planner.Request{Command: []string{"/bin/sh", "-c", job.Script, "embed", strconv.Itoa(i)}})
+	if err != nil {
+		return 0, err
+	}
+	var iso isolator.Isolator = &bwrap.Isolator{StopGrace: job.StopGrace}
+	if job.Iso == localDocker {
+		s := dockerhelper.New(dockerhelper.Settings{
+			Image: "devsandbox/default:" + job.Version, Home: cfg.Docker.Home, Version: job.Version,
+			Host: cfg.Docker.Host, HostHome: cfg.Host.Home,
+		}, cfg.Host.Vars, nil)
+		s.Path = filepath.Join(filepath.Dir(job.Bin), dockerhelper.Program)
+		iso = s
+	}
+	return iso.Run(ctx, p, isolator.Stdio{Out: out, Err: os.Stderr})
+}
+
+// embedLines splits what it is written into lines for emit (a harness streaming a
+// run's output as it comes).
+type embedLines struct {
+	mu   sync.Mutex
+	buf  []byte
+	emit func(string)
+}
+
+func (w *embedLines) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		w.emit(string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+}
+
+func (w *embedLines) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.buf) > 0 {
+		w.emit(string(w.buf))
+		w.buf = nil
+	}
+}
+
+var (
+	embedOnce    sync.Once
+	embedBin     string
+	embedVersion string
+)
+
+// embedHarness returns this test binary copied where the test user can run it, and
+// the version of the devsandbox under test.
+func embedHarness(t *testing.T) (string, string) {
+	t.Helper()
+	embedOnce.Do(func() {
+		self, err := os.Executable()
+		if err != nil {
+			return
+		}
+		data, err := os.ReadFile(self)
+		if err != nil {
+			return
+		}
+		bin := filepath.Join(filepath.Dir(it.bin), "embed-harness")
+		if os.WriteFile(bin, data, 0o755) != nil {
+			return
+		}
+		out, err := exec.Command(it.bin, "version").Output()
+		if err != nil {
+			return
+		}
+		embedBin, embedVersion = bin, strings.TrimPrefix(strings.TrimSpace(string(out)), "devsandbox ")
+	})
+	if embedBin == "" {
+		t.Fatal("could not install the embedding harness")
+	}
+	return embedBin, embedVersion
+}
+
+// embedProc is a started harness.
+type embedProc struct {
+	cmd    *exec.Cmd
+	lines  *lineReader
+	stderr bytes.Buffer
+}
+
+// startEmbed starts the harness for job as the test user, in root, the first
+// project's scratch root (what it starts inherits that working directory: see
+// assertNothingLeft), with its sandbox homes and state in root too (a prune sees
+// only the test's own).
+func startEmbed(t *testing.T, job embedJob, root string) *embedProc {
+	t.Helper()
+	bin, version := embedHarness(t)
+	job.Bin, job.Version = it.bin, version
+	enc, _ := json.Marshal(job)
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Dir = root
+	cmd.Env = baseEnv(embedEnv+"="+string(enc), embedXDG(root)[0], embedXDG(root)[1])
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	if it.asOther {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(it.uid), Gid: uint32(it.gid), Groups: it.groups}
+	}
+	e := &embedProc{cmd: cmd}
+	cmd.Stderr = &e.stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	e.lines = newLineReader(t, stdout)
+	return e
+}
+
+// embedXDG are the data and state homes of the harnesses that run in root.
+func embedXDG(root string) []string {
+	return []string{"XDG_DATA_HOME=" + filepath.Join(root, "data"), "XDG_STATE_HOME=" + filepath.Join(root, "state")}
+}
+
+// results reads the harness's output to its end: each run's lines and its result.
+func (e *embedProc) results(t *testing.T, within time.Duration) (outs map[int][]string, res map[int]string) {
+	t.Helper()
+	outs, res = map[int][]string{}, map[int]string{}
+	deadline := time.After(within)
+	for {
+		select {
+		case l, ok := <-e.lines.lines:
+			if !ok {
+				_ = e.cmd.Wait()
+				return outs, res
+			}
+			f := strings.SplitN(l, " ", 3)
+			if len(f) < 3 {
+				t.Errorf("harness: unexpected line %q", l)
+				continue
+			}
+			i, _ := strconv.Atoi(f[1])
+			switch f[0] {
+			case "out":
+				outs[i] = append(outs[i], f[2])
+			case "result":
+				res[i] = f[2]
+			}
+		case <-deadline:
+			t.Fatalf("the harness did not finish within %s; stderr:\n%s", within, e.stderr.String())
+		}
+	}
+}
+
+// embedIsolators are the isolators a harness embeds in process or through the stub.
+func embedIsolators() []string {
+	return slices.DeleteFunc(isolators(), func(iso string) bool { return iso != "bwrap" && iso != localDocker })
+}
+
+// A harness that embeds devsandbox: its runs stream their output and return their
+// exit status; cancelling the context, a deadline, and a command that ignores SIGTERM
+// each end the run within a bound, with an error saying why (errors.Is
+// context.Canceled / DeadlineExceeded); several runs at once, of different projects
+// and of the same one, keep their own output and status. After each, nothing of the
+// runs is left (see assertNothingLeft).
+func TestEmbedScenarios(t *testing.T) {
+	// The command starts the session proxy first (a connection through it), so that
+	// its process is among what must go.
+	const start = `curl -s -o /dev/null -m 5 -x "$HTTPS_PROXY" http://127.0.0.1:9/ 2>/dev/null; echo started; `
+	cases := []struct {
+		name   string
+		job    embedJob
+		within time.Duration
+		want   string // the result of run 0
+		out    []string
+	}{
+		{"exit0", embedJob{Script: `echo hello; exit 0`}, time.Minute, "0 nil", []string{"hello"}},
+		{"exit3", embedJob{Script: `echo hello; exit 3`}, time.Minute, "3 nil", []string{"hello"}},
+		{"cancel", embedJob{Script: start + `sleep 1000; echo not-stopped`, CancelOnStart: true}, time.Minute, "143 canceled", []string{"started"}},
+		{"deadline", embedJob{Script: start + `sleep 1000`, Deadline: 8 * time.Second}, time.Minute, "143 deadline", []string{"started"}},
+		// allowlist: pasta and its namespace's rules (bwrap), the firewall helper (docker).
+		{"cancel-allowlist", embedJob{Script: `echo started; sleep 1000`, CancelOnStart: true, Egress: "allowlist"}, time.Minute, "143 canceled", []string{"started"}},
+		// SIGTERM is ignored: the sandbox is killed after the grace.
+		{"ignores-sigterm", embedJob{Script: `trap "" TERM INT HUP; ` + start + `sleep 1000 & while :; do wait; done`, CancelOnStart: true, StopGrace: 2 * time.Second}, time.Minute, "137 canceled", []string{"started"}},
+	}
+	forEachIsolatorOf(t, embedIsolators(), func(t *testing.T, iso string) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				p := newProject(t)
+				job := c.job
+				job.Iso, job.Dirs = iso, []string{p.dir}
+				t0 := time.Now()
+				e := startEmbed(t, job, p.root)
+				outs, res := e.results(t, c.within)
+				want := c.want
+				if iso == localDocker && strings.HasPrefix(want, "143 ") {
+					// The container's init ends the command with SIGKILL when its
+					// session ends (its stream closed), not SIGTERM.
+					want = "137 " + strings.TrimPrefix(want, "143 ")
+				}
+				if res[0] != want || !slices.Equal(outs[0], c.out) {
+					t.Errorf("run: result %q, output %q; want %q, %q\nharness stderr:\n%s", res[0], outs[0], want, c.out, e.stderr.String())
+				}
+				t.Logf("%s: %s", c.name, time.Since(t0).Round(time.Millisecond))
+				assertNothingLeft(t, iso, p.root, []*project{p}, false)
+			})
+		}
+		t.Run("concurrent", func(t *testing.T) {
+			a, b := newProject(t), newProject(t)
+			job := embedJob{Iso: iso, Dirs: []string{a.dir, b.dir, a.dir, b.dir}, Script: `echo "run $1"; exit $1`}
+			e := startEmbed(t, job, a.root)
+			outs, res := e.results(t, 2*time.Minute)
+			for i := range job.Dirs {
+				if want := fmt.Sprintf("%d nil", i); res[i] != want || !slices.Equal(outs[i], []string{fmt.Sprintf("run %d", i)}) {
+					t.Errorf("run %d: result %q, output %q; want %q\nharness stderr:\n%s", i, res[i], outs[i], want, e.stderr.String())
+				}
+			}
+			assertNothingLeft(t, iso, a.root, []*project{a, b}, false)
+		})
+	})
+}
+
+// The embedding process is SIGKILLed while its run's command runs: every process of
+// the run ends by itself, no mount stays; the one thing a dead process cannot remove,
+// its session /tmp (bwrap), goes with the next `devsandbox sandboxes prune`, which
+// leaves the /tmp of a live session alone.
+func TestEmbedKilled(t *testing.T) {
+	forEachIsolatorOf(t, embedIsolators(), func(t *testing.T, iso string) {
+		p := newProject(t)
+		e := startEmbed(t, embedJob{Iso: iso, Dirs: []string{p.dir},
+			Script: `curl -s -o /dev/null -m 5 -x "$HTTPS_PROXY" http://127.0.0.1:9/ 2>/dev/null; echo started; sleep 1000`}, p.root)
+		e.lines.waitFor("out 0 started")
+		if err := e.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = e.cmd.Wait()
+		assertNothingLeft(t, iso, p.root, []*project{p}, true)
+		if iso != "bwrap" {
+			return
+		}
+		// A live session's /tmp next to the dead one's: prune removes only the latter.
+		tmp := filepath.Join(p.root, "state/devsandbox", p.name(), "tmp")
+		dead := sessionDirs(t, tmp)
+		if len(dead) != 1 {
+			t.Fatalf("session dirs after the kill: %v, want the killed run's", dead)
+		}
+		live := startEmbed(t, embedJob{Iso: iso, Dirs: []string{p.dir}, Script: `echo started; sleep 1000`}, p.root)
+		live.lines.waitFor("out 0 started")
+		// Prune removes what is over a minute old (a session dir is locked
+		// microseconds after it is made): the killed run's is made older.
+		for _, d := range sessionDirs(t, tmp) {
+			old := time.Now().Add(-2 * time.Minute)
+			if err := os.Chtimes(filepath.Join(tmp, d), old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// No engine: prune's docker part would touch the shared engine's objects of
+		// other tests. It then fails saying so, after the host's part.
+		r := run(t, p.dir, append(embedXDG(p.root), "DOCKER_HOST=unix://"+p.path("no-engine.sock")), "", "sandboxes", "prune")
+		if want := "removed " + filepath.Join(tmp, dead[0]) + ": the session /tmp of a run that ended without removing it\n"; !strings.Contains(r.stdout, want) {
+			t.Errorf("prune after the kill: %s\nwant the line %q", r, want)
+		}
+		left := sessionDirs(t, tmp)
+		if len(left) != 1 || left[0] == dead[0] {
+			t.Errorf("session dirs after prune: %v; want only the live run's (the killed run's was %s)", left, dead[0])
+		}
+		_ = live.cmd.Process.Kill()
+		_ = live.cmd.Wait()
+	})
+}
+
+// sessionDirs lists the session /tmp dirs under tmp.
+func sessionDirs(t *testing.T, tmp string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(tmp)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// assertNothingLeft fails unless nothing of the projects' runs is left, within a
+// bound: no process (of any user) working in a project's scratch root, which every
+// process a run starts on the host inherits from the harness and every sandboxed
+// one has (the project); no mount below a root in the host's mount table; no
+// session /tmp or socket in the state dirs (under root: embedXDG) (killed: the session /tmp of a SIGKILLed
+// run is allowed, prune's to remove); for docker, no container of the projects and
+// no volume but the content volumes runs keep.
+func assertNothingLeft(t *testing.T, iso, root string, ps []*project, killed bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var procs []string
+	for {
+		procs = procsIn(ps)
+		if len(procs) == 0 || time.Now().After(deadline) {
+			break
+		}
+		runtimeYield()
+	}
+	if len(procs) > 0 {
+		t.Errorf("processes left 30s after the runs ended:\n%s", strings.Join(procs, "\n"))
+	}
+	for _, mi := range []string{"/proc/self/mountinfo", "/proc/1/mountinfo"} {
+		b, err := os.ReadFile(mi)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l := range strings.Lines(string(b)) {
+			for _, p := range ps {
+				if strings.Contains(l, p.root) {
+					t.Errorf("mount left in %s: %s", mi, l)
+				}
+			}
+		}
+	}
+	for _, p := range ps {
+		state := filepath.Join(root, "state/devsandbox", p.name())
+		if d := sessionDirs(t, filepath.Join(state, "tmp")); len(d) > 0 && !(killed && len(d) == 1) {
+			t.Errorf("session /tmp dirs left in %s/tmp: %v", state, d)
+		}
+		if d := sessionDirs(t, filepath.Join(state, "sock")); len(d) > 0 {
+			t.Errorf("sockets left in %s/sock: %v", state, d)
+		}
+	}
+	if iso != localDocker {
+		return
+	}
+	for _, p := range ps {
+		label := "label=dev.devsandbox.project=" + strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+		for {
+			cs := strings.Fields(dockerAt(t, iso, "ps", "-a", "--format", "{{.Names}}", "--filter", label))
+			if len(cs) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("containers left: %v", cs)
+				break
+			}
+			runtimeYield()
+		}
+		for _, v := range strings.Fields(dockerAt(t, iso, "volume", "ls", "-q", "--filter", label)) {
+			if role := dockerAt(t, iso, "volume", "inspect", "--format", `{{index .Labels "dev.devsandbox.role"}}`, v); role != "content" {
+				t.Errorf("volume left: %s (role %q)", v, role)
+			}
+		}
+	}
+}
+
+// procsIn lists the processes whose working directory is in one of the projects'
+// scratch roots, as "pid user cmdline".
+func procsIn(ps []*project) []string {
+	var out []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		cwd, err := os.Readlink(d + "/cwd")
+		if err != nil {
+			continue // gone, or a zombie (reaped by its parent)
+		}
+		for _, p := range ps {
+			if cwd == p.root || strings.HasPrefix(cwd, p.root+"/") {
+				cmdline, _ := os.ReadFile(d + "/cmdline")
+				var st syscall.Stat_t
+				_ = syscall.Stat(d, &st)
+				out = append(out, fmt.Sprintf("%s uid %d: %s", filepath.Base(d), st.Uid, strings.ReplaceAll(string(cmdline), "\x00", " ")))
+				break
+			}
+		}
+	}
+	return out
+}
