@@ -1094,7 +1094,7 @@ type goneEngine struct {
 	versionOK bool
 }
 
-var errGone = errors.New("Cannot connect to the Docker daemon at unix:///fake.sock. Is the docker daemon running?")
+var errGone = errors.New("cannot connect to the docker daemon at unix:///fake.sock")
 
 func (g *goneEngine) ServerVersion(ctx context.Context) (types.Version, error) {
 	if g.versionOK {
