@@ -99,6 +99,9 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 		}
 	}
 
+	if err := checkEngineEnv(c); err != nil {
+		return nil, nil, err
+	}
 	return c, append(warnings, finish(c)...), nil
 }
 
@@ -118,6 +121,9 @@ func effectiveIsolator(c *Config, f Flags) string {
 func LoadFile(path string, host Host) (*Config, []string, error) {
 	c := defaults(host)
 	if err := applyFile(c, path, true); err != nil {
+		return nil, nil, err
+	}
+	if err := checkEngineEnv(c); err != nil {
 		return nil, nil, err
 	}
 	return c, finish(c), nil

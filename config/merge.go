@@ -175,7 +175,27 @@ func merge(c *Config, l *layer, src *source) error {
 	set(m, "krun.cpus", &k.CPUs, lk.CPUs)
 	set(m, "krun.memory_mib", &k.MemoryMiB, lk.MemoryMiB)
 	set(m, "krun.podman_socket", &k.PodmanSocket, lk.PodmanSocket)
-	return nil
+	return l.checkKeepContainer(src, c)
+}
+
+// checkKeepContainer refuses docker.keep_container with the krun isolator once l is
+// merged into c: a libkrun microVM runs one command and cannot be exec'd into, so
+// the krun backend would refuse the run (krun/helper.ErrKeep) only at launch. The
+// error names l's own key: docker.keep_container when l sets it, else isolator.
+func (l *layer) checkKeepContainer(src *source, c *Config) error {
+	if c.Isolator != "krun" || !c.Docker.KeepContainer {
+		return nil
+	}
+	key := "docker.keep_container"
+	if l.Docker.KeepContainer == nil {
+		if l.Isolator == nil {
+			return nil
+		}
+		key = "isolator"
+	}
+	return src.fail(key, -1, invalidf(
+		"docker.keep_container (%s) is not possible with the krun isolator (%s): a libkrun microVM runs exactly one command and cannot be exec'd into; run without it (docker.keep_container = false, --keep-container=false), or use --isolator=docker",
+		originPhrase(c.Origins["docker.keep_container"]), originPhrase(c.Origins["isolator"])))
 }
 
 // mergeLimits applies [limits], and the deprecated docker.cpus and docker.memory as

@@ -2,14 +2,13 @@ package config
 
 import (
 	"math"
-	"net"
-
-	"github.com/devsandbox/devsandbox/egress"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/internal/enginehost"
 	"github.com/devsandbox/devsandbox/syscalls"
 )
 
@@ -322,28 +321,27 @@ func (l *layer) checkEngines(src *source, host Host) error {
 	return nil
 }
 
-// engineHost checks a docker.host address: the forms the Docker client devsandbox
-// uses can dial, unix://PATH and tcp://HOST:PORT. Any other scheme would be dialled as
-// plain TCP to the host part (ftp://x reaches x:80), and ssh:// needs the docker CLI's
-// ssh helper, which devsandbox does not run.
+// engineHost checks a docker.host address (see enginehost.Check).
 func engineHost(h string) error {
-	scheme, addr, _ := strings.Cut(h, "://")
-	switch scheme {
-	case "unix":
-		if !path.IsAbs(addr) {
-			return invalidf("%q: a unix:// address needs an absolute socket path (unix:///var/run/docker.sock)", h)
-		}
-		return nil
-	case "tcp":
-		hostPort, _, _ := strings.Cut(addr, "/")
-		if host, port, err := net.SplitHostPort(hostPort); err != nil || host == "" || !digits(port) {
-			return invalidf("%q: a tcp:// address needs a host and a port (tcp://HOST:2376)", h)
-		}
-		return nil
-	case "ssh":
-		return invalidf("%q: devsandbox does not speak to an engine over ssh; forward its socket (ssh -nNT -L /ABSOLUTE/SOCKET:/var/run/docker.sock HOST) and set docker.host = \"unix:///ABSOLUTE/SOCKET\"", h)
+	if err := enginehost.Check(h, enginehost.ConfigKey); err != nil {
+		return invalidf("%v", err)
 	}
-	return invalidf("%q is not an engine address: use unix:///PATH or tcp://HOST:PORT", h)
+	return nil
+}
+
+// checkEngineEnv judges DOCKER_HOST as docker.host is judged, where c's docker isolator
+// would dial it: the docker isolator is chosen and docker.host leaves the address to
+// the environment. Under auto it is judged at launch, where auto reaches docker (a
+// DOCKER_HOST for the docker CLI alone must not stop bwrap runs).
+func checkEngineEnv(c *Config) error {
+	h := c.Host.Vars["DOCKER_HOST"]
+	if c.Isolator != "docker" || c.Docker.Host != "" || h == "" {
+		return nil
+	}
+	if err := enginehost.Check(h, enginehost.EnvVar); err != nil {
+		return &Error{Source: "env DOCKER_HOST", Key: "docker.host", Err: invalidf("%v", err)}
+	}
+	return nil
 }
 
 // Bounds of [limits]: the sandbox's own init and helpers need a few tasks, and the

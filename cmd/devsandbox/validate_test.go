@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,25 +18,33 @@ import (
 // `config validate FILE` reports every error a run with `--config FILE` reports from
 // the configuration alone, in the same words and with the same exit status: one row
 // per place a run checks the configuration (a layer's own values, the values once
-// merged over the defaults, the tool tables).
+// merged over the defaults, the tool tables, the environment the file leaves the
+// engine address to).
 func TestValidateRefusesWhatARunRefuses(t *testing.T) {
-	cases := []struct{ name, doc string }{
-		{"a bad value", "[sandbox]\nmode = \"never\"\n"},
-		{"an unknown key", "[sandbox]\nmodes = \"off\"\n"},
-		{"a duplicate key", "[sandbox]\nmode = \"auto\"\nmode = \"off\"\n"},
-		{"a loopback egress.allow entry", "[egress]\nallow = [\"127.0.0.1\"]\n"},
-		{"an HTTPS credential without proxy.mitm", "[[proxy.credentials]]\nhost = \"api.example.com\"\nheader = \"Authorization\"\nvalue_env = \"TOKEN\"\n"},
-		{"proxy.git_push without proxy.mitm", "[proxy]\ngit_push = [\"agent/*\"]\n"},
-		{"proxy.git_push with egress past the proxy", "[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n[egress]\nmode = \"open\"\n"},
-		{"an unknown tool", "[tools.nosuchtool]\nenabled = false\n"},
-		{"key = proxy for a tool without keys", "[tools.git]\nkey = \"proxy\"\n"},
-		{"a docker.host scheme no client dials", "[docker]\nhost = \"ftp://x\"\n"},
-		{"a docker.host over ssh", "[docker]\nhost = \"ssh://user@host\"\n"},
-		{"a tcp docker.host without a port", "[docker]\nhost = \"tcp://host\"\n"},
+	cases := []struct {
+		name, doc string
+		env       []string // added to the user's environment
+	}{
+		{"a bad value", "[sandbox]\nmode = \"never\"\n", nil},
+		{"an unknown key", "[sandbox]\nmodes = \"off\"\n", nil},
+		{"a duplicate key", "[sandbox]\nmode = \"auto\"\nmode = \"off\"\n", nil},
+		{"a loopback egress.allow entry", "[egress]\nallow = [\"127.0.0.1\"]\n", nil},
+		{"an HTTPS credential without proxy.mitm", "[[proxy.credentials]]\nhost = \"api.example.com\"\nheader = \"Authorization\"\nvalue_env = \"TOKEN\"\n", nil},
+		{"proxy.git_push without proxy.mitm", "[proxy]\ngit_push = [\"agent/*\"]\n", nil},
+		{"proxy.git_push with egress past the proxy", "[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n[egress]\nmode = \"open\"\n", nil},
+		{"an unknown tool", "[tools.nosuchtool]\nenabled = false\n", nil},
+		{"key = proxy for a tool without keys", "[tools.git]\nkey = \"proxy\"\n", nil},
+		{"a docker.host scheme no client dials", "[docker]\nhost = \"ftp://x\"\n", nil},
+		{"a docker.host over ssh", "[docker]\nhost = \"ssh://user@host\"\n", nil},
+		{"a tcp docker.host without a port", "[docker]\nhost = \"tcp://host\"\n", nil},
+		{"DOCKER_HOST over ssh with the docker isolator", "isolator = \"docker\"\n", []string{"DOCKER_HOST=ssh://user@host"}},
+		{"DOCKER_HOST of a scheme no client dials", "isolator = \"docker\"\n", []string{"DOCKER_HOST=ftp://x"}},
+		{"keep_container with the krun isolator", "isolator = \"krun\"\n[docker]\nkeep_container = true\n", nil},
 	}
-	env := testProject(t)
+	base := testProject(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			env := append(slices.Clip(base), tc.env...)
 			file := filepath.Join(t.TempDir(), "config.toml")
 			if err := os.WriteFile(file, []byte(tc.doc), 0o600); err != nil {
 				t.Fatal(err)

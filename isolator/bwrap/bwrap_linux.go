@@ -482,9 +482,16 @@ func (b *Isolator) setupFailed(ctx context.Context, code int) error {
 }
 
 // PrepareHost creates what a Plan's mounts need on the host: the sandbox home and
-// other private directories, and the empty file masks are bound from. Library users
-// call it once before running WrapArgv's or Command's command line.
-func PrepareHost(p *isolator.Plan) error { return isolator.PrepareHost(p) }
+// other private directories, and the empty file masks are bound from; it refuses a
+// mount point bubblewrap would have to create in a read-only directory
+// (isolator.CheckMountPoints). Library users call it once before running WrapArgv's or
+// Command's command line.
+func PrepareHost(p *isolator.Plan) error {
+	if err := isolator.PrepareHost(p); err != nil {
+		return err
+	}
+	return isolator.CheckMountPoints(p)
+}
 
 // prepare creates the host directories a run needs and acquires the session /tmp.
 func prepare(p *isolator.Plan) (*tmpdir.Session, error) {

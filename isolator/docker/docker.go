@@ -118,7 +118,7 @@ func (b *Isolator) Render(p *isolator.Plan) (isolator.Rendered, error) {
 func (b *Isolator) QuickCheck() isolator.Status {
 	a, err := b.address()
 	if err != nil {
-		return isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: "fix the docker context or set docker.host"}
+		return isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: "fix DOCKER_HOST or the docker context, or set docker.host"}
 	}
 	if sock, ok := strings.CutPrefix(a.Host, "unix://"); ok {
 		if _, err := os.Stat(sock); err != nil {

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -21,12 +22,20 @@ import (
 )
 
 // Run implements isolator.Isolator.
-func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
+func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (_ int, err error) {
+	// launched is set once the run hands over to runOnce or runKept, which explain
+	// their own failures (createFailed); a failure before that may have met an engine
+	// that is gone, whichever request met it first (prepareFailed).
+	launched := false
+	defer func() {
+		if err != nil && !launched {
+			err = b.prepareFailed(ctx, err)
+		}
+	}()
 	// The client the request's head started with, when there is one; everything
 	// else (engineLost's fresh connection) dials anew.
 	var e0 Engine
 	var addr Address
-	var err error
 	if hs := b.head; hs != nil {
 		e0, addr = hs.pick(), hs.addr
 		defer hs.bind(ctx)()
@@ -145,10 +154,27 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			return 0, err
 		}
 	}
+	launched = true
 	if spec.Exec != nil {
 		return b.runKept(ctx, e, addr, p, spec, pr, hello, stdio, kept, stopServices)
 	}
 	return b.runOnce(ctx, e, addr, p, spec, pr, hello, stdio)
+}
+
+// prepareFailed explains a run that failed before its container was created: when
+// the engine does not answer now, that is the failure (an unavailable isolator, with
+// the address, its origin and the fix), not the request that met it first — on a new
+// project, making a file mask's volume. The probe runs only now, off the hot path, as
+// bwrap's setupFailed. A run cancelled meanwhile keeps its error: an unavailable
+// isolator lets mode auto run the command unsandboxed.
+func (b *Isolator) prepareFailed(ctx context.Context, err error) error {
+	if errors.Is(err, isolator.ErrUnavailable) || ctx.Err() != nil {
+		return err
+	}
+	if st := b.Check(ctx); st.State != isolator.Active {
+		return fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+	}
+	return err
 }
 
 // aheadVolumes names the engine's volumes p's run will likely inspect: the mask

@@ -1086,3 +1086,66 @@ func TestStartFirst(t *testing.T) {
 		t.Errorf("withStartFirst: %q (was %q, now %q), hash %s (was %s)", s.Exec.Cmd, before, spec.Exec.Cmd, s.Hash, spec.Hash)
 	}
 }
+
+// goneEngine is an engine that stopped answering, or one that answers only its
+// version (versionOK), failing every other request the same way.
+type goneEngine struct {
+	*fakeEngine
+	versionOK bool
+}
+
+var errGone = errors.New("cannot connect to the docker daemon at unix:///fake.sock")
+
+func (g *goneEngine) ServerVersion(ctx context.Context) (types.Version, error) {
+	if g.versionOK {
+		return g.fakeEngine.ServerVersion(ctx)
+	}
+	return types.Version{}, errGone
+}
+
+func (g *goneEngine) ImageInspect(context.Context, string, ...client.ImageInspectOption) (image.InspectResponse, error) {
+	return image.InspectResponse{}, errGone
+}
+
+func (g *goneEngine) VolumeInspect(context.Context, string) (volume.Volume, error) {
+	return volume.Volume{}, errGone
+}
+
+// A run whose preparation fails because the engine does not answer says so (the
+// address, where it came from, what to do) as an unavailable isolator, whichever
+// request met it first — on a new project, preparing a file mask's volume — so that
+// mode auto and isolator auto can act on it; an engine that answers leaves the
+// failure as it was, and so does a run that was cancelled.
+func TestRunEngineDoesNotAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		versionOK bool
+		cancel    bool
+		want      error
+		text      string
+	}{
+		{"gone", false, false, isolator.ErrUnavailable,
+			"isolator unavailable: the docker engine at unix:///fake.sock (test) does not answer: " + errGone.Error() + "; " + startHint},
+		{"answers", true, false, isolator.ErrProtection, "preparing the source of file masks"},
+		{"cancelled", false, true, isolator.ErrProtection, "preparing the source of file masks"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &goneEngine{fakeEngine: newFake(t), versionOK: tc.versionOK}
+			b, p := testIsolator(t, g.fakeEngine, false)
+			b.dial = func() (Engine, Address, error) { return g, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
+			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskFile, Dest: p.Project.Dir + "/.env"})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel {
+				cancel()
+			}
+			_, err := b.Run(ctx, p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
+				t.Fatalf("Run: %v\nwant %v with %q", err, tc.want, tc.text)
+			}
+			if tc.want == isolator.ErrUnavailable && err.Error() != tc.text {
+				t.Errorf("Run:\n got %v\nwant %s", err, tc.text)
+			}
+		})
+	}
+}

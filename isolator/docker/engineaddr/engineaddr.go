@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/devsandbox/devsandbox/internal/enginehost"
 )
 
 // DefaultHost is the engine address when nothing else is configured.
@@ -35,12 +37,18 @@ func (a Address) Local() bool {
 
 // Resolve picks the engine per DESIGN: docker.host, else DOCKER_HOST, else the
 // current docker context (DOCKER_CONTEXT or ~/.docker/config.json), else the default
-// socket. env is the host environment (config.Host.Vars); home the host home.
+// socket. env is the host environment (config.Host.Vars); home the host home. An
+// address from DOCKER_HOST or a context is judged as docker.host is when the
+// configuration loads (enginehost.Check): an ssh:// one fails here, naming its place
+// and the fix, not later as an engine that does not answer.
 func Resolve(configured string, env map[string]string, home string) (Address, error) {
 	if configured != "" {
 		return Address{Host: configured, Origin: "docker.host"}, nil
 	}
 	if h := env["DOCKER_HOST"]; h != "" {
+		if err := enginehost.Check(h, enginehost.EnvVar); err != nil {
+			return Address{}, fmt.Errorf("env DOCKER_HOST: %w", err)
+		}
 		a := Address{Host: h, Origin: "DOCKER_HOST"}
 		if dir := env["DOCKER_CERT_PATH"]; dir != "" && env["DOCKER_TLS_VERIFY"] != "" {
 			a.CACert, a.Cert, a.Key = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
@@ -85,6 +93,9 @@ func fromContext(cfgDir, name string) (Address, error) {
 	ep, ok := meta.Endpoints["docker"]
 	if !ok || ep.Host == "" {
 		return Address{}, fmt.Errorf("docker context %q has no docker endpoint", name)
+	}
+	if err := enginehost.Check(ep.Host, enginehost.ConfigKey); err != nil {
+		return Address{}, fmt.Errorf("docker context %q: %w", name, err)
 	}
 	a := Address{Host: ep.Host, Origin: "context " + name}
 	tls := filepath.Join(cfgDir, "contexts", "tls", id, "docker")
