@@ -26,7 +26,7 @@ var attackOnce struct {
 func (p *project) installAttack(rel string) {
 	p.t.Helper()
 	attackOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "devsandbox-it-attack-")
+		dir, err := os.MkdirTemp(it.tmp, "attack-")
 		if err != nil {
 			attackOnce.err = err
 			return
