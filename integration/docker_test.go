@@ -317,6 +317,11 @@ func TestDockerDryRunIsRunnable(t *testing.T) {
 	if err != nil || string(out) != fmt.Sprintf("[%s]\n%d\n", value, it.uid) {
 		t.Fatalf("running the dry-run script: %v\n%s\nscript:\n%s", err, out, r.stdout)
 	}
+	// The script made the mount points in the sandbox home as the user, as a run does:
+	// the engine (root) made none its owner cannot remove.
+	if r := run(t, p.dir, []string{"DOCKER_HOST=" + engineOf(localDocker)}, "", "sandboxes", "rm", p.name()); r.code != 0 {
+		t.Errorf("sandboxes rm after the dry-run script:\n%s", r)
+	}
 }
 
 // sandboxes list shows a kept container with the project's home; rm removes both,
