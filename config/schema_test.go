@@ -1,13 +1,13 @@
 package config
 
 import (
-	"bufio"
-	"os"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/devsandbox/devsandbox/internal/keytable"
 )
 
 // schemaKeys walks the layer struct's toml tags: the keys the decoder accepts. A table
@@ -84,37 +84,23 @@ var backticked = regexp.MustCompile("`([^`]+)`")
 // key the decoder accepts is documented, nothing else is, and the "project file"
 // column says what checkProject does.
 func TestDocsKeyTable(t *testing.T) {
-	f, err := os.Open("../docs/configuration.md")
+	rows, err := keytable.Read("../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	documented := map[string]string{} // key -> project file column
-	inTable := false
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "| key |"):
-			inTable = true
-			continue
-		case !strings.HasPrefix(line, "|"):
-			inTable = false
-		}
-		if !inTable || strings.HasPrefix(line, "|---") {
+	for _, r := range rows {
+		if len(r.Cells) != 4 {
+			t.Errorf("row with %d columns, want 4: %s", len(r.Cells), r.Text)
 			continue
 		}
-		cells := tableCells(line)
-		if len(cells) != 4 {
-			t.Errorf("row with %d columns, want 4: %s", len(cells), line)
-			continue
-		}
-		for _, m := range backticked.FindAllStringSubmatch(cells[0], -1) {
+		for _, m := range backticked.FindAllStringSubmatch(r.Cells[0], -1) {
 			key := strings.TrimSuffix(strings.TrimPrefix(m[1], "[["), "]]")
-			documented[key] = cells[3]
+			documented[key] = r.Cells[3]
 		}
 	}
 	if len(documented) == 0 {
-		t.Fatal("no key table (a header row starting \"| key |\") in docs/configuration.md")
+		t.Fatal("no keys in the key table of docs/configuration.md: is the extraction broken?")
 	}
 	var missing, extra []string
 	keys := schemaKeys()
@@ -135,15 +121,4 @@ func TestDocsKeyTable(t *testing.T) {
 	if len(missing) > 0 || len(extra) > 0 {
 		t.Errorf("docs/configuration.md key table out of date:\n  missing: %q\n  not in the schema: %q", missing, extra)
 	}
-}
-
-// tableCells splits a Markdown table row on each "|" not escaped as `\|`.
-func tableCells(row string) []string {
-	const esc = "\x00"
-	row = strings.ReplaceAll(strings.TrimSpace(row), `\|`, esc)
-	cells := strings.Split(strings.TrimSuffix(strings.TrimPrefix(row, "|"), "|"), "|")
-	for i, c := range cells {
-		cells[i] = strings.TrimSpace(strings.ReplaceAll(c, esc, `\|`))
-	}
-	return cells
 }

@@ -38,7 +38,7 @@ var probeBuild struct {
 func (p *project) installProbe() string {
 	p.t.Helper()
 	probeBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "devsandbox-it-probe-")
+		dir, err := os.MkdirTemp(it.tmp, "probe-")
 		if err != nil {
 			probeBuild.err = err
 			return

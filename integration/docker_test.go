@@ -86,20 +86,6 @@ func sessionVolumes(t *testing.T, iso string, p *project) []string {
 	return out
 }
 
-// removeContainers removes the project's containers and volumes in docker variant
-// iso's engine when the test ends.
-func removeContainers(t *testing.T, iso string, p *project) {
-	t.Cleanup(func() {
-		id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
-		for _, c := range strings.Fields(dockerAt(t, iso, "ps", "-aq", "--no-trunc", "--filter", "label=dev.devsandbox.project="+id)) {
-			_ = dockerCmd(iso, "rm", "-f", "-v", c).Run()
-		}
-		for _, v := range projectVolumes(t, iso, p) {
-			_ = dockerCmd(iso, "volume", "rm", v).Run()
-		}
-	})
-}
-
 // containerPids returns the host pids of the processes in container id of docker
 // variant iso's engine: those in its pid namespace (exec'd processes are not
 // descendants of its pid 1). Both engines share this machine's kernel.
@@ -140,7 +126,6 @@ func settle(p *project, iso string, flags []string) {
 func TestDockerKeepContainer(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {
 		p := newProject(t)
-		removeContainers(t, iso, p)
 		keep := []string{"--keep-container", "--egress=none"}
 		settle(p, iso, keep)
 		p.mustSandbox(iso, keep, `echo first > /tmp/marker`)
@@ -191,7 +176,6 @@ func TestDockerKeepContainer(t *testing.T) {
 func TestDockerExecDiesWithClient(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {
 		p := newProject(t)
-		removeContainers(t, iso, p)
 		keep := []string{"--keep-container", "--egress=none"}
 		settle(p, iso, keep)
 		ids := projectContainers(t, iso, p, false)
@@ -233,7 +217,6 @@ func TestDockerExecDiesWithClient(t *testing.T) {
 func TestDockerKill9LeavesNoContainer(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {
 		p := newProject(t)
-		removeContainers(t, iso, p)
 		cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--egress=none", "--", "/bin/sh", "-c", `sleep 1000 & echo ready; wait`)
 		stdout, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
@@ -266,9 +249,8 @@ func TestDockerKill9LeavesNoContainer(t *testing.T) {
 func TestDockerLeftoverRemoved(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {
 		p := newProject(t)
-		removeContainers(t, iso, p)
 		id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
-		left := dockerAt(t, iso, "run", "-d", "--label", "dev.devsandbox.project="+id, "--label", "dev.devsandbox.kept=false", "--label", "dev.devsandbox.uid="+strconv.Itoa(it.uid), "devsandbox-test/busybox:1", "true")
+		left := dockerAt(t, iso, "run", "-d", "--label", "dev.devsandbox.project="+id, "--label", "dev.devsandbox.name="+p.name(), "--label", "dev.devsandbox.kept=false", "--label", "dev.devsandbox.uid="+strconv.Itoa(it.uid), "devsandbox-test/busybox:1", "true")
 		p.mustSandbox(iso, []string{"--egress=none"}, `true`)
 		deadline := time.Now().Add(10 * time.Second)
 		for slices.Contains(projectContainers(t, iso, p, true), left) {
@@ -287,7 +269,6 @@ func TestDockerLeftoverRemoved(t *testing.T) {
 func TestDockerKeptSweepsWhenDue(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {
 		p := newProject(t)
-		removeContainers(t, iso, p)
 		keep := []string{"--keep-container", "--egress=none"}
 		settle(p, iso, keep)
 		stamp := filepath.Join(it.home, ".local/state/devsandbox", p.name(), "docker-sweep")
@@ -295,7 +276,7 @@ func TestDockerKeptSweepsWhenDue(t *testing.T) {
 			t.Fatalf("the kept container's first run recorded no sweep: %v", err)
 		}
 		id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
-		left := dockerAt(t, iso, "run", "-d", "--label", "dev.devsandbox.project="+id, "--label", "dev.devsandbox.kept=false", "--label", "dev.devsandbox.uid="+strconv.Itoa(it.uid), "devsandbox-test/busybox:1", "true")
+		left := dockerAt(t, iso, "run", "-d", "--label", "dev.devsandbox.project="+id, "--label", "dev.devsandbox.name="+p.name(), "--label", "dev.devsandbox.kept=false", "--label", "dev.devsandbox.uid="+strconv.Itoa(it.uid), "devsandbox-test/busybox:1", "true")
 		dockerAt(t, iso, "wait", left)
 		p.mustSandbox(iso, keep, `true`)
 		if !slices.Contains(projectContainers(t, iso, p, true), left) {
@@ -336,6 +317,11 @@ func TestDockerDryRunIsRunnable(t *testing.T) {
 	if err != nil || string(out) != fmt.Sprintf("[%s]\n%d\n", value, it.uid) {
 		t.Fatalf("running the dry-run script: %v\n%s\nscript:\n%s", err, out, r.stdout)
 	}
+	// The script made the mount points in the sandbox home as the user, as a run does:
+	// the engine (root) made none its owner cannot remove.
+	if r := run(t, p.dir, []string{"DOCKER_HOST=" + engineOf(localDocker)}, "", "sandboxes", "rm", p.name()); r.code != 0 {
+		t.Errorf("sandboxes rm after the dry-run script:\n%s", r)
+	}
 }
 
 // sandboxes list shows a kept container with the project's home; rm removes both,
@@ -343,7 +329,6 @@ func TestDockerDryRunIsRunnable(t *testing.T) {
 func TestDockerSandboxesList(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {
 		p := newProject(t)
-		removeContainers(t, iso, p)
 		// The home holds a directory its owner cannot list: rm removes it all the same.
 		p.mustSandbox(iso, []string{"--keep-container", "--egress=proxy"},
 			`echo x > ~/f && mkdir -p ~/locked/in && touch ~/locked/in/f && chmod 000 ~/locked`)
@@ -382,7 +367,6 @@ func TestDockerKeptEgress(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {
 		o := newOutside(t)
 		p := newProject(t)
-		removeContainers(t, iso, p)
 		probe := fmt.Sprintf(`curl -sf -m 3 http://%[1]s:8080/ >/dev/null && echo proxy-ok || echo proxy-no
 	curl -sf --noproxy '*' -m 3 http://%[1]s:8080/ >/dev/null && echo direct-ok || echo direct-no
 	curl -sf --noproxy '*' -m 3 http://%[1]s:8081/ >/dev/null && echo other-ok || echo other-no`, o.addr)
@@ -457,7 +441,6 @@ curl -s -m 3 http://` + o.addr + `:8080/; kill $! 2>/dev/null; true`
 func TestDockerProxyRootsOnAnyImage(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {
 		p := newProject(t)
-		removeContainers(t, iso, p)
 		ca := newTestCA(t)
 		p.write("origin-ca.pem", string(ca.pem))
 		env := []string{"SSL_CERT_FILE=" + p.path("origin-ca.pem")}

@@ -78,7 +78,6 @@ func TestDockerBindsOnlyTheProject(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				p := newProject(t)
 				p.write("proj/.env", "TOKEN=masked\n") // masked by default (sandbox.mask_files)
-				removeContainers(t, iso, p)
 				flags := tc.flags
 				if flags[len(flags)-1] == "0" {
 					flags = append(flags[:len(flags)-1:len(flags)-1], fmt.Sprintf("%d:8000", freePort(t)))
@@ -133,7 +132,6 @@ func TestDockerEngineCannotSeeProject(t *testing.T) {
 		}
 		p := &project{t: t, root: root, dir: dir}
 		t.Cleanup(func() { p.forget(dir) })
-		removeContainers(t, iso, p)
 		r := run(t, dir, nil, "", "--isolator="+iso, "--egress=none", "--", "/bin/sh", "-c", "touch ran")
 		if iso == localDocker {
 			if r.code != 0 {
@@ -168,7 +166,6 @@ func TestDockerAuditSurvivesKill9(t *testing.T) {
 		for _, keep := range []bool{false, true} {
 			t.Run(fmt.Sprintf("keep=%v", keep), func(t *testing.T) {
 				p := newProject(t)
-				removeContainers(t, iso, p)
 				args := []string{"--isolator=" + iso, "--egress=proxy", "--allow", o.addr + ":8080"}
 				if keep {
 					args = append(args, "--keep-container")
@@ -243,7 +240,6 @@ func sessionCompanions(t *testing.T, iso string, p *project) int {
 func TestDockerContentVolume(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {
 		p := newProject(t)
-		removeContainers(t, iso, p)
 		script := `stat -c '%u %a' ~/.ssh/config; test -s ~/.ssh/config && echo content; (echo x >> ~/.ssh/config) 2>/dev/null && echo WROTE; true`
 		want := "0 444\ncontent\n"
 		id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
@@ -275,7 +271,6 @@ func TestDockerContentVolume(t *testing.T) {
 func TestDockerKeptHosts(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {
 		p := newProject(t)
-		removeContainers(t, iso, p)
 		flags := []string{"--keep-container", "--egress=allowlist", "--allow", "192.0.2.1"}
 		script := `stat -c '%u %a' /etc/hosts; grep -c 'resolved by devsandbox' /etc/hosts; (echo x >> /etc/hosts) 2>/dev/null && echo WROTE; true`
 		want := "0 644\n1\n"

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,7 @@ import (
 // env is the test environment shared by every test.
 type env struct {
 	bin      string // devsandbox binary readable by the test user
+	tmp      string // the suite's own directory (the binaries, built test programs), removed at its end
 	bwrapDir string // DEVSANDBOX_IT_BWRAP: a directory holding only a link named bwrap, first on PATH
 	uid, gid int
 	home     string
@@ -56,6 +58,9 @@ func TestMain(m *testing.M) {
 	}
 	if code == 0 {
 		code = m.Run()
+	}
+	if it.tmp != "" {
+		os.RemoveAll(it.tmp)
 	}
 	os.Exit(code)
 }
@@ -89,6 +94,7 @@ func setup() (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	it.tmp = dir
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return 0, err
 	}
@@ -227,8 +233,8 @@ func newProject(t *testing.T) *project {
 	p.mkdir("proj/.git/objects")
 	p.mkdir("proj/.git/refs")
 	t.Cleanup(func() {
+		p.forget(p.dir) // first: a kept container may still write to the project
 		os.RemoveAll(root)
-		p.forget(p.dir)
 	})
 	return p
 }
@@ -241,10 +247,42 @@ func projectName(dir string) string {
 	return filepath.Base(dir) + "-" + hex.EncodeToString(sum[:4])
 }
 
-// forget removes the sandbox home and state devsandbox keeps for the project at dir.
+// forget removes what devsandbox keeps for the project at dir, as a user would:
+// `devsandbox sandboxes rm NAME` against each docker engine the suite uses where
+// `sandboxes list` shows the project (its containers and volumes, such as the
+// content volume a docker run makes, and the sandbox home and state), then the
+// sandbox home and state directly, for a project no engine knows (a bwrap run, or no
+// engine on this machine). A removal that fails fails the test.
 func (p *project) forget(dir string) {
-	os.RemoveAll(filepath.Join(it.home, ".local/state/devsandbox", projectName(dir)))
-	os.RemoveAll(filepath.Join(it.home, ".local/share/devsandbox", projectName(dir)))
+	p.t.Helper()
+	name := projectName(dir)
+	for _, iso := range []string{localDocker, remoteDocker} {
+		if engineReady[iso] != "" {
+			continue
+		}
+		engine := []string{"DOCKER_HOST=" + engineOf(iso)}
+		r := run(p.t, it.home, engine, "", "sandboxes", "list", "--json")
+		var list []struct { // the fields of `sandboxes list --json` used here
+			Name                string
+			Containers, Volumes []string
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &list); r.code != 0 || err != nil {
+			p.t.Errorf("devsandbox sandboxes list --json (%s): %v\n%s", iso, err, r)
+			continue
+		}
+		held := false // by this engine
+		for _, s := range list {
+			held = held || s.Name == name && len(s.Containers)+len(s.Volumes) > 0
+		}
+		if !held {
+			continue
+		}
+		if r := run(p.t, it.home, engine, "", "sandboxes", "rm", name); r.code != 0 {
+			p.t.Errorf("devsandbox sandboxes rm %s (%s):\n%s", name, iso, r)
+		}
+	}
+	os.RemoveAll(filepath.Join(it.home, ".local/state/devsandbox", name))
+	os.RemoveAll(filepath.Join(it.home, ".local/share/devsandbox", name))
 }
 
 // path returns the absolute path of rel below the scratch root.

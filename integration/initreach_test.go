@@ -63,8 +63,5 @@ func TestInitUnreachable(t *testing.T) {
 				}
 			})
 		}
-		if iso == localDocker || iso == remoteDocker {
-			removeContainers(t, iso, p)
-		}
 	})
 }

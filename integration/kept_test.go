@@ -24,7 +24,6 @@ func testKeptContainerSurvivors(t *testing.T, iso string) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newProject(t)
-			removeContainers(t, iso, p)
 			keep := []string{"--isolator=" + iso, "--keep-container", "--egress=none"}
 			settle(p, iso, keep[1:])
 			p.installAttack("proj/attack")

@@ -20,7 +20,6 @@ func TestDockerPublishOnlyThroughEngine(t *testing.T) {
 		for _, keep := range []bool{false, true} {
 			t.Run(fmt.Sprintf("keep=%v", keep), func(t *testing.T) {
 				p := newProject(t)
-				removeContainers(t, iso, p)
 				p.write("proj/www/index.html", "FROM-SANDBOX\n")
 				hostPort, sandboxPort := freePort(t), freePort(t)
 				server := `

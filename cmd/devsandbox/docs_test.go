@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/devsandbox/devsandbox/internal/keytable"
 )
 
 // userDocs are the pages a new user reads first; the command lines they show must run.
@@ -184,31 +186,17 @@ func TestCheckInvocation(t *testing.T) {
 // names only flags the CLI has, and every run flag that sets a configuration key is
 // named there (the others are about the run itself).
 func TestDocsFlagColumn(t *testing.T) {
-	f, err := os.Open("../../docs/configuration.md")
+	rows, err := keytable.Read("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	flagWord := regexp.MustCompile(`(?:^|[\s` + "`" + `])(--?[a-z][a-z-]*)`)
 	documented := map[string]bool{}
-	inTable := false
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "| key |"):
-			inTable = true
-			continue
-		case !strings.HasPrefix(line, "|"):
-			inTable = false
-		}
-		if !inTable || strings.HasPrefix(line, "|---") {
+	for _, r := range rows {
+		if len(r.Cells) < 3 {
 			continue
 		}
-		cells := strings.Split(strings.ReplaceAll(line, `\|`, ""), "|")
-		if len(cells) < 4 {
-			continue
-		}
-		for _, m := range flagWord.FindAllStringSubmatch(cells[3], -1) {
+		for _, m := range flagWord.FindAllStringSubmatch(r.Cells[2], -1) {
 			documented[strings.TrimLeft(m[1], "-")] = true
 		}
 	}

@@ -1,10 +1,13 @@
 package container
 
 import (
+	"io/fs"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/egress"
@@ -112,6 +115,60 @@ func TestMakeMountPoints(t *testing.T) {
 		if err != nil || fi.IsDir() != dir {
 			t.Errorf("%s: %v, %v (want a directory: %v)", path, fi, err, dir)
 		}
+	}
+}
+
+// The --dry-run script makes the mount points MakeMountPoints makes, and like it makes
+// none below a parent that is a symbolic link (one the sandbox planted in its home).
+func TestWriteMountPoints(t *testing.T) {
+	made := func(script bool) []string {
+		dir := t.TempDir()
+		p := plan(dir)
+		elsewhere := filepath.Join(dir, "elsewhere")
+		p.Mounts = append(p.Mounts,
+			isolator.Mount{Kind: isolator.Bind, Source: p.EmptyFile, HomeRel: ".gitconfig", ReadOnly: true, Why: "tool git"},
+			isolator.Mount{Kind: isolator.Bind, Source: dir, HomeRel: "link/in", ReadOnly: true, Why: "a test"},
+		)
+		l, err := Lay(p, Options{Home: "/home/dev", FilesDir: filepath.Join(dir, "files")}, "1.0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Prepare(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(elsewhere, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(elsewhere, filepath.Join(p.SandboxHome, "link")); err != nil {
+			t.Fatal(err)
+		}
+		if script {
+			var b strings.Builder
+			l.WriteMountPoints(&b)
+			if out, err := exec.Command("/bin/sh", "-c", b.String()).CombinedOutput(); err != nil {
+				t.Fatalf("the script: %v\n%s\n%s", err, out, b.String())
+			}
+		} else {
+			l.MakeMountPoints()
+		}
+		var out []string
+		for _, root := range []string{p.SandboxHome, elsewhere} {
+			_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+				if err == nil {
+					rel, _ := filepath.Rel(dir, path)
+					out = append(out, rel+" "+d.Type().String())
+				}
+				return nil
+			})
+		}
+		return out
+	}
+	want := made(false)
+	if !slices.Contains(want, "share/home/.gitconfig ----------") || !slices.Contains(want, "share/home/.npm/_cacache d---------") || len(want) < 4 {
+		t.Fatalf("MakeMountPoints made %q", want)
+	}
+	if got := made(true); !slices.Equal(got, want) {
+		t.Errorf("the script made\n%q\nMakeMountPoints\n%q", got, want)
 	}
 }
 

@@ -95,43 +95,58 @@ func (l *Layout) dropMissing(exists func(string) bool) {
 // bind of a host directory (the sandbox home, the project) and do not exist yet. An
 // engine that runs as root would create them as root, leaving the user files in their
 // own home they cannot remove. A path with a symlink on the way is left to the
-// engine, which resolves it inside the container's root.
+// engine, which resolves it inside the container's root. WriteMountPoints writes the
+// same for a --dry-run script.
 func (l *Layout) MakeMountPoints() {
-	type target struct {
-		path string
-		dir  bool
-	}
-	var targets []target
-	for _, m := range l.Mounts {
-		dir := m.Type != Bind
+	for _, mp := range l.mountPoints() {
+		if _, err := os.Lstat(mp.host); err == nil {
+			continue
+		}
+		dir := mp.source == ""
 		if !dir {
-			fi, err := os.Stat(m.Source)
+			fi, err := os.Stat(mp.source)
 			dir = err == nil && fi.IsDir()
 		}
-		targets = append(targets, target{m.Target, dir})
-	}
-	sort.SliceStable(targets, func(i, j int) bool { return targets[i].path < targets[j].path })
-	for _, t := range targets {
-		host := l.hostPathOf(t.path)
-		if host == "" {
-			continue
-		}
-		if _, err := os.Lstat(host); err == nil {
-			continue
-		}
-		parent := filepath.Dir(host)
+		parent := filepath.Dir(mp.host)
 		if err := os.MkdirAll(parent, 0o755); err != nil {
 			continue
 		}
 		if real, err := filepath.EvalSymlinks(parent); err != nil || real != parent {
 			continue
 		}
-		if t.dir {
-			_ = os.Mkdir(host, 0o755)
-		} else if f, err := os.OpenFile(host, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
+		if dir {
+			_ = os.Mkdir(mp.host, 0o755)
+		} else if f, err := os.OpenFile(mp.host, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
 			f.Close()
 		}
 	}
+}
+
+// mountPoint is a mount's target that lies inside a read-write bind of a host
+// directory, with the host path that backs it.
+type mountPoint struct {
+	host   string
+	source string // the mount's source when it is a bind (a directory or a file); "" otherwise (a directory)
+}
+
+// mountPoints lists l's mount points that lie inside a read-write bind, by target.
+// Pure.
+func (l *Layout) mountPoints() []mountPoint {
+	ms := slices.Clone(l.Mounts)
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Target < ms[j].Target })
+	var out []mountPoint
+	for _, m := range ms {
+		host := l.hostPathOf(m.Target)
+		if host == "" {
+			continue
+		}
+		mp := mountPoint{host: host}
+		if m.Type == Bind {
+			mp.source = m.Source
+		}
+		out = append(out, mp)
+	}
+	return out
 }
 
 // hostPathOf returns the host path that backs target: the deepest mount strictly

@@ -43,6 +43,28 @@ func (l *Layout) WriteHostFiles(b *strings.Builder) {
 	}
 }
 
+// WriteMountPoints writes the commands that make what MakeMountPoints makes, as
+// whoever runs the script: an engine running as root would make them root's, in a
+// sandbox home the user then cannot remove (`devsandbox sandboxes rm`). Each is made
+// only where nothing is, below a parent that is no symbolic link: a directory, or an
+// empty file when its bind's source is there and is not a directory.
+func (l *Layout) WriteMountPoints(b *strings.Builder) {
+	mps := l.mountPoints()
+	if len(mps) == 0 {
+		return
+	}
+	b.WriteString("# mount points inside the read-write binds, made as you (an engine running as root would make them root's):\n")
+	b.WriteString(`devsandbox_mountpoint() { test -e "$1" || test -L "$1" || { mkdir -p "${1%/*}" && test "$(cd "${1%/*}" && pwd -P)" = "${1%/*}" &&` +
+		` if test -n "$2" && ! test -d "$2"; then : > "$1"; else mkdir "$1"; fi; }; }` + "\n")
+	for _, mp := range mps {
+		if mp.source == "" {
+			fmt.Fprintf(b, "devsandbox_mountpoint %s\n", sh.Quote(mp.host))
+		} else {
+			fmt.Fprintf(b, "devsandbox_mountpoint %s %s\n", sh.Quote(mp.host), sh.Quote(mp.source))
+		}
+	}
+}
+
 // WriteHostFile writes the command that makes f (rewrites it, when InPlace).
 func WriteHostFile(b *strings.Builder, f HostFile) {
 	if f.InPlace {
