@@ -65,7 +65,8 @@ func (w *Watcher) linked(p string) bool {
 
 // openParent opens the directory holding p, reached from p's root one component at a
 // time without following a symlink: what the sandbox swapped in on the way since p
-// was checked fails the walk instead of leading it to a host directory.
+// was checked fails the walk instead of leading it to a host directory. A symlink
+// met on the way is returned as a *linkOnWay, holding its directory open.
 func (w *Watcher) openParent(p string) (fd int, base string, err error) {
 	p = filepath.Clean(p)
 	r := w.root(p)
@@ -84,41 +85,68 @@ func (w *Watcher) openParent(p string) (fd int, base string, err error) {
 		}
 		d = filepath.Join(d, c)
 		next, err := unix.Openat(fd, c, dirFlags, 0)
-		unix.Close(fd)
-		if err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				return -1, "", &os.PathError{Op: "open", Path: d, Err: err}
-			}
-			return -1, "", fmt.Errorf("%s: %w (%s is a symlink or not a directory)", p, errOutside, d)
+		if err == nil {
+			unix.Close(fd)
+			fd = next
+			continue
 		}
-		fd = next
+		var st unix.Stat_t
+		if unix.Fstatat(fd, c, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return -1, "", &linkOnWay{parent: fd, name: c, path: d}
+		}
+		unix.Close(fd)
+		if errors.Is(err, unix.ENOENT) {
+			return -1, "", &os.PathError{Op: "open", Path: d, Err: err}
+		}
+		return -1, "", fmt.Errorf("%s: %w (%s is not a directory)", p, errOutside, d)
 	}
 	return fd, filepath.Base(p), nil
 }
+
+// linkOnWay is a symlink below a root on the way to a path the watch acts on.
+type linkOnWay struct {
+	parent int // the directory holding it, open
+	name   string
+	path   string
+}
+
+func (l *linkOnWay) Error() string {
+	return fmt.Sprintf("%s is a symlink: %v", l.path, errOutside)
+}
+
+func (l *linkOnWay) Unwrap() error { return errOutside }
 
 // moveAside moves path into the run's quarantine directory, keeping its path below
 // it, or, on another file system, aside to PATH.devsandbox-quarantine-N; then, when
 // restore is not nil, writes restore at path (a new file, renamed into place). It
 // acts only through a descriptor on path's directory (openParent): never at a host
-// path a symlink of the sandbox's names.
-func (w *Watcher) moveAside(path string, restore []byte) (dest string, restored bool, err error) {
+// path a symlink of the sandbox's names. When a symlink lies on the way (a git dir's
+// hooks/ made a link to files the sandbox wrote elsewhere), the link is what the
+// host's git would follow, and it is moved aside instead: via reports it.
+func (w *Watcher) moveAside(path string, restore []byte) (dest, via string, restored bool, err error) {
 	parent, base, err := w.openParent(path)
+	var l *linkOnWay
+	if errors.As(err, &l) {
+		defer unix.Close(l.parent)
+		dest, err = w.moveOut(l.parent, l.name, l.path)
+		return dest, l.path, false, err
+	}
 	if err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
 	defer unix.Close(parent)
 	var st unix.Stat_t
 	if err := unix.Fstatat(parent, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return "", false, &os.PathError{Op: "lstat", Path: path, Err: err}
+		return "", "", false, &os.PathError{Op: "lstat", Path: path, Err: err}
 	}
 	dest, err = w.moveOut(parent, base, path)
 	if err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
 	if restore != nil {
 		restored = putBack(parent, base, restore) == nil
 	}
-	return dest, restored, nil
+	return dest, "", restored, nil
 }
 
 // moveOut renames base in parent (which is path) away from the project.

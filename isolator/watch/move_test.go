@@ -1,13 +1,15 @@
 package watch
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
-// moveAside acts in the project only: a directory on the way swapped for a symlink
-// after the check fails the move, and nothing outside is moved or written.
+// moveAside acts in the project only: a path outside is refused, and a directory on
+// the way swapped for a symlink after the check is what gets moved aside (the link,
+// which the host's git would follow), never what it points to.
 func TestMoveAsideRefusesLinks(t *testing.T) {
 	f := newFixture(t)
 	outside := filepath.Join(filepath.Dir(f.proj), "other")
@@ -17,33 +19,34 @@ func TestMoveAsideRefusesLinks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(outside, ".git/config"), []byte("host\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.write("sub/.git/config", "sandbox\n")
+	untouched := func() {
+		t.Helper()
+		if b, err := os.ReadFile(filepath.Join(outside, ".git/config")); err != nil || string(b) != "host\n" {
+			t.Fatalf("the file outside the project is %q (%v), want it untouched", b, err)
+		}
+	}
 	w := &Watcher{p: f.p}
+	for _, p := range []string{filepath.Join(f.proj, "../other/.git/config"), filepath.Join(outside, ".git/config")} {
+		if _, _, _, err := w.moveAside(p, []byte("planted\n")); !errors.Is(err, errOutside) {
+			t.Errorf("moveAside(%s) = %v, want errOutside", p, err)
+		}
+		untouched()
+	}
 
-	for _, tc := range []struct {
-		name, path string
-		swap       bool
-	}{
-		{"a directory swapped for a link", f.path("sub/.git/config"), true},
-		{"a path that climbs out", filepath.Join(f.proj, "../other/.git/config"), false},
-		{"a path outside", filepath.Join(outside, ".git/config"), false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.swap {
-				if err := os.Rename(f.path("sub"), f.path("sub.real")); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Symlink("../other", f.path("sub")); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, _, err := w.moveAside(tc.path, []byte("planted\n")); err == nil {
-				t.Fatalf("moveAside(%s) succeeded", tc.path)
-			}
-			if b, err := os.ReadFile(filepath.Join(outside, ".git/config")); err != nil || string(b) != "host\n" {
-				t.Fatalf("the file outside the project is %q (%v), want it untouched", b, err)
-			}
-		})
+	f.write("sub.real/.git/config", "sandbox\n")
+	if err := os.Symlink("../other", f.path("sub")); err != nil {
+		t.Fatal(err)
+	}
+	dest, via, restored, err := w.moveAside(f.path("sub/.git/config"), []byte("planted\n"))
+	if err != nil || via != f.path("sub") || restored {
+		t.Fatalf("moveAside through a link = %q, %q, %v, %v; want the link %s moved", dest, via, restored, err, f.path("sub"))
+	}
+	untouched()
+	if l, err := os.Readlink(dest); err != nil || l != "../other" {
+		t.Errorf("quarantined %s is not the link (%q, %v)", dest, l, err)
+	}
+	if _, err := os.Lstat(f.path("sub")); !os.IsNotExist(err) {
+		t.Errorf("the link is still in the project (%v)", err)
 	}
 }
 
@@ -52,7 +55,7 @@ func TestMoveAsideInProject(t *testing.T) {
 	f := newFixture(t)
 	f.write("sub/.git/config", "sandbox\n")
 	w := &Watcher{p: f.p}
-	dest, restored, err := w.moveAside(f.path("sub/.git/config"), []byte("before\n"))
+	dest, _, restored, err := w.moveAside(f.path("sub/.git/config"), []byte("before\n"))
 	if err != nil || !restored {
 		t.Fatalf("moveAside: %v (restored %v)", err, restored)
 	}
@@ -72,5 +75,31 @@ func TestCleanGitlink(t *testing.T) {
 		if got := cleanGitlink(l); got != want {
 			t.Errorf("cleanGitlink(%q) = %v, want %v", l, got, want)
 		}
+	}
+}
+
+// A submodule's hooks directory made a symlink to files the sandbox wrote elsewhere in
+// the project: the host's git would follow it, so the link is moved aside (a move of
+// the hook through the link would be refused).
+func TestWatchHooksLink(t *testing.T) {
+	f := newFixture(t)
+	f.repo(".git/modules/lib", "[core]\n\tworktree = ../../../lib\n")
+	w := f.start()
+	f.write("scripts/post-checkout", "#!/bin/sh\n")
+	if err := os.RemoveAll(f.path(".git/modules/lib/hooks")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../../scripts", f.path(".git/modules/lib/hooks")); err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	if f.exists(".git/modules/lib/hooks") {
+		t.Errorf("the hooks link is still in place: %q", f.warns)
+	}
+	if !f.exists("scripts/post-checkout") {
+		t.Errorf("the file behind the link was moved instead of the link")
+	}
+	if !f.warned(f.path(".git/modules/lib/hooks/post-checkout"), "the symlink "+f.path(".git/modules/lib/hooks")) {
+		t.Errorf("no warning names the link: %q", f.warns)
 	}
 }

@@ -191,7 +191,7 @@ func (w *Watcher) tripwires() {
 // and reports it.
 func (w *Watcher) handle(probs []problem) {
 	for _, pr := range probs {
-		dest, restored, err := w.moveAside(pr.path, pr.restore)
+		dest, via, restored, err := w.moveAside(pr.path, pr.restore)
 		if err != nil {
 			if !os.IsNotExist(err) {
 				w.warn(fmt.Sprintf("the sandbox wrote %s: %s; it could NOT be moved aside (%v): remove it before you run git there", pr.path, pr.why, err))
@@ -201,6 +201,9 @@ func (w *Watcher) handle(probs []problem) {
 		back := ""
 		if restored {
 			back = "; the version from before the run is back in place"
+		}
+		if via != "" {
+			back = "; it lies behind the symlink " + via + ", which was moved instead"
 		}
 		w.warn(fmt.Sprintf("the sandbox wrote %s: %s. It was moved to %s%s — review it, and the sandboxed program that wrote it", pr.path, pr.why, dest, back))
 	}
