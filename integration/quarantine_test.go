@@ -127,3 +127,37 @@ func TestQuarantineStaysInProjectNestedSwapped(t *testing.T) {
 		assertIntact(t, victim, r)
 	})
 }
+
+// What devsandbox removes (the session's /tmp at the end of the run, the sandbox home
+// and state with `sandboxes rm`) is what the sandbox wrote: symlinks in it, in a
+// directory its owner cannot enter included, are removed, never followed. A
+// confirmation: this held before the test was written.
+func TestRemovalFollowsNoLink(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		victim := p.path("victim")
+		p.write("victim/keep.txt", "host\n")
+		p.write("victim/sub/keep.txt", "host\n")
+		plant := func(dir string) string {
+			return `mkdir -p ` + dir + `/locked && ln -s ` + victim + ` ` + dir + `/abs && ln -s ` + victim + `/sub ` + dir + `/locked/in && ` +
+				`ln -s ../../../../../../../../..` + victim + ` ` + dir + `/rel && chmod 000 ` + dir + `/locked`
+		}
+		p.mustSandbox(iso, nil, plant("/tmp")+` && `+plant("$HOME/planted"))
+		intact := func(when string) {
+			t.Helper()
+			for _, f := range []string{"victim/keep.txt", "victim/sub/keep.txt"} {
+				if b, err := os.ReadFile(p.path(f)); err != nil || string(b) != "host\n" {
+					t.Fatalf("%s: %s is %q (%v)", when, p.path(f), b, err)
+				}
+			}
+		}
+		intact("after the run removed its /tmp")
+		if r := run(t, p.dir, nil, "", "sandboxes", "rm", p.name()); r.code != 0 {
+			t.Fatalf("sandboxes rm:\n%s", r)
+		}
+		if _, err := os.Lstat(filepath.Join(it.home, ".local/share/devsandbox", p.name())); !os.IsNotExist(err) {
+			t.Fatalf("sandboxes rm left the sandbox home: %v", err)
+		}
+		intact("after sandboxes rm")
+	})
+}
