@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -200,4 +201,36 @@ func putBack(parent int, base string, content []byte) error {
 		_ = unix.Unlinkat(parent, tmp, 0)
 	}
 	return err
+}
+
+// pinDir opens the directory p, reached from its root without following a symlink,
+// and returns the path the checker reads it through: the descriptor's (fdDir) where
+// the system has one, else p itself when no symlink lies on the way now. ok is false
+// when p is gone or lies behind a symlink.
+func (w *Watcher) pinDir(p string) (dir string, release func(), ok bool) {
+	p = filepath.Clean(p)
+	var fd int
+	var err error
+	if slices.Contains(w.roots(), p) {
+		fd, err = unix.Open(p, dirFlags&^unix.O_NOFOLLOW, 0)
+	} else {
+		parent, base, perr := w.openParent(p)
+		var l *linkOnWay
+		if errors.As(perr, &l) {
+			unix.Close(l.parent)
+		}
+		if perr != nil {
+			return "", nil, false
+		}
+		fd, err = unix.Openat(parent, base, dirFlags, 0)
+		unix.Close(parent)
+	}
+	if err != nil {
+		return "", nil, false
+	}
+	if d, ok := fdDir(fd); ok {
+		return d, func() { unix.Close(fd) }, true
+	}
+	unix.Close(fd)
+	return p, func() {}, !w.linked(p)
 }

@@ -103,3 +103,38 @@ func TestWatchHooksLink(t *testing.T) {
 		t.Errorf("no warning names the link: %q", f.warns)
 	}
 }
+
+// The checker reads a git dir through a descriptor opened without following a link:
+// a directory on the way swapped for a symlink to another repository while a check
+// reads does not make it read (and later put back into the project) that
+// repository's files; a git dir behind a link is not read at all.
+func TestPinDirReadsWhatWasOpened(t *testing.T) {
+	f := newFixture(t)
+	f.write("sub/.git/config", "[core]\n\tbare = false\n")
+	other := filepath.Join(filepath.Dir(f.proj), "other")
+	if err := os.MkdirAll(filepath.Join(other, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, ".git/config"), []byte("[remote \"o\"]\n\turl = https://user:token@host/r\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := &Watcher{p: f.p}
+	dir, release, ok := w.pinDir(f.path("sub/.git"))
+	if !ok {
+		t.Fatal("pinDir refused a plain directory")
+	}
+	if err := os.Rename(f.path("sub"), f.path("sub.real")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../other", f.path("sub")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := readFile(filepath.Join(dir, "config"), maxMeta)
+	release()
+	if err != nil || string(b) != "[core]\n\tbare = false\n" {
+		t.Errorf("read through the pinned directory: %q, %v; want the project's file", b, err)
+	}
+	if _, _, ok := w.pinDir(f.path("sub/.git")); ok {
+		t.Errorf("pinDir reached a git dir through a symlink")
+	}
+}

@@ -12,7 +12,7 @@ import (
 )
 
 // baselineEntry records a .git entry below the project as the host left it.
-func baselineEntry(path string) *nestedEntry {
+func (w *Watcher) baselineEntry(path string) *nestedEntry {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return nil
@@ -20,7 +20,7 @@ func baselineEntry(path string) *nestedEntry {
 	e := &nestedEntry{st: stampOf(fi)}
 	switch {
 	case fi.IsDir():
-		e.dir = snapshot(path, plain)
+		e.dir = w.c.snapshot(path, plain)
 	case fi.Mode().IsRegular():
 		e.file, _ = readFile(path, maxMeta)
 	}

@@ -70,7 +70,7 @@ type nestedEntry struct {
 func Start(p *isolator.Plan, warn func(string)) *Watcher {
 	w := &Watcher{p: p, warn: warn, nested: map[string]*nestedEntry{}, tripped: map[string]bool{}, said: map[string]bool{},
 		stop: make(chan struct{}), done: make(chan struct{}), started: time.Now()}
-	w.c = &checker{project: p.Project.Dir, readOnly: map[string]uint64{}}
+	w.c = &checker{project: p.Project.Dir, readOnly: map[string]uint64{}, pin: w.pinDir}
 	for _, m := range p.Mounts {
 		if m.Kind == isolator.Bind && m.ReadOnly && m.Source == m.Target(p.User.HostHome) {
 			if fi, err := os.Lstat(m.Source); err == nil {
@@ -79,16 +79,16 @@ func Start(p *isolator.Plan, warn func(string)) *Watcher {
 		}
 	}
 	for _, d := range p.Git.Dirs {
-		w.dirs = append(w.dirs, snapshot(d, plain))
+		w.dirs = append(w.dirs, w.c.snapshot(d, plain))
 	}
 	// The project's own .git file (a linked worktree, a submodule) is known too.
 	if own := filepath.Join(p.Project.Dir, ".git"); !w.isGitDir(own) {
-		if e := baselineEntry(own); e != nil {
+		if e := w.baselineEntry(own); e != nil {
 			w.nested[own] = e
 		}
 	}
 	for _, n := range p.Git.Nested {
-		if e := baselineEntry(n); e != nil {
+		if e := w.baselineEntry(n); e != nil {
 			w.nested[n] = e
 		}
 	}
