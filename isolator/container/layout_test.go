@@ -172,6 +172,35 @@ func TestWriteMountPoints(t *testing.T) {
 	}
 }
 
+// A symlink on the way to a mount point (one a concurrent session swapped in after
+// the launch's check) is not followed: nothing is created where it points.
+func TestMakeMountPointsFollowsNoLink(t *testing.T) {
+	dir := t.TempDir()
+	p := plan(dir)
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: p.EmptyFile, HomeRel: ".config/gh/hosts.yml", ReadOnly: true, Why: "tool gh"})
+	l, err := Lay(p, Options{Home: "/home/dev", FilesDir: filepath.Join(dir, "files")}, "1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(dir, "outside")
+	if err := os.Mkdir(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(p.SandboxHome, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(p.SandboxHome, ".config")); err != nil {
+		t.Fatal(err)
+	}
+	l.MakeMountPoints()
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("created through the link: %v", ents)
+	}
+}
+
 // A mask of a directory lists the mount points later mounts create in it.
 func TestMaskDirAllows(t *testing.T) {
 	p := plan(t.TempDir())

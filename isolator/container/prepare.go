@@ -3,12 +3,15 @@ package container
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
@@ -94,39 +97,29 @@ func (l *Layout) dropMissing(exists func(string) bool) {
 // MakeMountPoints creates, as the user, the mount points that lie inside a read-write
 // bind of a host directory (the sandbox home, the project) and do not exist yet. An
 // engine that runs as root would create them as root, leaving the user files in their
-// own home they cannot remove. A path with a symlink on the way is left to the
-// engine, which resolves it inside the container's root. WriteMountPoints writes the
-// same for a --dry-run script.
+// own home they cannot remove. The directories on the way are opened (and made) from
+// the bind's source one at a time without following a symlink: a path with a symlink
+// on the way, one found at launch or one a concurrent session of the project swaps in
+// after the launch's check (isolator.CheckDestinations), is left to the engine, which
+// resolves it inside the container's root. Nothing is created at a host path a link
+// names. WriteMountPoints writes the same for a --dry-run script.
 func (l *Layout) MakeMountPoints() {
 	for _, mp := range l.mountPoints() {
-		if _, err := os.Lstat(mp.host); err == nil {
-			continue
-		}
 		dir := mp.source == ""
 		if !dir {
 			fi, err := os.Stat(mp.source)
 			dir = err == nil && fi.IsDir()
 		}
-		parent := filepath.Dir(mp.host)
-		if err := os.MkdirAll(parent, 0o755); err != nil {
-			continue
-		}
-		if real, err := filepath.EvalSymlinks(parent); err != nil || real != parent {
-			continue
-		}
-		if dir {
-			_ = os.Mkdir(mp.host, 0o755)
-		} else if f, err := os.OpenFile(mp.host, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
-			f.Close()
-		}
+		makeMountPoint(mp.root, mp.rel, dir)
 	}
 }
 
 // mountPoint is a mount's target that lies inside a read-write bind of a host
 // directory, with the host path that backs it.
 type mountPoint struct {
-	host   string
-	source string // the mount's source when it is a bind (a directory or a file); "" otherwise (a directory)
+	host      string // root joined with rel
+	root, rel string // the bind's host directory and the path below it
+	source    string // the mount's source when it is a bind (a directory or a file); "" otherwise (a directory)
 }
 
 // mountPoints lists l's mount points that lie inside a read-write bind, by target.
@@ -136,11 +129,11 @@ func (l *Layout) mountPoints() []mountPoint {
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Target < ms[j].Target })
 	var out []mountPoint
 	for _, m := range ms {
-		host := l.hostPathOf(m.Target)
-		if host == "" {
+		root, rel := l.hostPathOf(m.Target)
+		if root == "" {
 			continue
 		}
-		mp := mountPoint{host: host}
+		mp := mountPoint{host: filepath.Join(root, rel), root: root, rel: rel}
 		if m.Type == Bind {
 			mp.source = m.Source
 		}
@@ -149,9 +142,44 @@ func (l *Layout) mountPoints() []mountPoint {
 	return out
 }
 
-// hostPathOf returns the host path that backs target: the deepest mount strictly
-// above it must be a read-write bind, else "".
-func (l *Layout) hostPathOf(target string) string {
+// makeMountPoint creates rel (a clean relative path) below the host directory root,
+// as a directory when dir, else as an empty file, with its missing parents: each
+// reached through a descriptor, never through a symlink. Any failure leaves it
+// uncreated.
+func makeMountPoint(root, rel string, dir bool) {
+	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Open(root, flags&^unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return
+	}
+	parts := strings.Split(rel, "/")
+	for _, c := range parts[:len(parts)-1] {
+		next, err := unix.Openat(fd, c, flags, 0)
+		if errors.Is(err, unix.ENOENT) && unix.Mkdirat(fd, c, 0o755) == nil {
+			next, err = unix.Openat(fd, c, flags, 0)
+		}
+		unix.Close(fd)
+		if err != nil {
+			return // a symlink, a non-directory, or not ours to enter
+		}
+		fd = next
+	}
+	defer unix.Close(fd)
+	last := parts[len(parts)-1]
+	var st unix.Stat_t
+	if unix.Fstatat(fd, last, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		return
+	}
+	if dir {
+		_ = unix.Mkdirat(fd, last, 0o755)
+	} else if f, err := unix.Openat(fd, last, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
+		unix.Close(f)
+	}
+}
+
+// hostPathOf returns the host directory and the path below it that back target: the
+// deepest mount strictly above it must be a read-write bind, else "".
+func (l *Layout) hostPathOf(target string) (root, rel string) {
 	best, bestSrc := "", ""
 	for _, m := range l.Mounts {
 		if m.Target != target && isolator.Within(target, m.Target) && len(m.Target) > len(best) {
@@ -162,9 +190,9 @@ func (l *Layout) hostPathOf(target string) string {
 		}
 	}
 	if bestSrc == "" {
-		return ""
+		return "", ""
 	}
-	return bestSrc + strings.TrimPrefix(target, best)
+	return bestSrc, strings.TrimPrefix(strings.TrimPrefix(target, best), "/")
 }
 
 // Hello reads the secret values p names, for the session's Hello frame.

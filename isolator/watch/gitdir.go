@@ -71,6 +71,20 @@ type checker struct {
 	// own. One that is no longer there (its directory renamed away, a new one made
 	// in its place) is checked like any other.
 	readOnly map[string]uint64
+	// pin returns a path through which the git dir p is read for one check: on
+	// Linux a descriptor's (/proc/self/fd/N) opened from p's root without following
+	// a symlink, so that a directory on the way swapped for a link while the check
+	// reads does not make it read (and later put back) another repository's files;
+	// ok is false when p cannot be reached so. nil: p itself.
+	pin func(p string) (dir string, release func(), ok bool)
+}
+
+// at returns the path the check of git dir p reads through (see pin).
+func (c *checker) at(p string) (string, func(), bool) {
+	if c.pin == nil {
+		return p, func() {}, true
+	}
+	return c.pin(p)
 }
 
 func (c *checker) isReadOnly(p string) bool {
@@ -98,13 +112,18 @@ func (c *checker) config(dir string) gitconfig.Checker {
 // safe as the new state, and returns the problems. A git dir not known before (an
 // empty g) is checked in full: everything in it is new.
 func (c *checker) check(g *gitDir) []problem {
+	dir, release, ok := c.at(g.path)
+	if !ok {
+		return nil // gone, or behind a symlink git does not follow either
+	}
+	defer release()
 	var out []problem
 	for _, name := range metaFiles {
 		p := filepath.Join(g.path, name)
 		if c.isReadOnly(p) {
 			continue
 		}
-		fi, err := os.Lstat(p)
+		fi, err := os.Lstat(filepath.Join(dir, name))
 		if err != nil {
 			delete(g.files, name)
 			continue
@@ -113,27 +132,26 @@ func (c *checker) check(g *gitDir) []problem {
 		if old, ok := g.files[name]; ok && old == st {
 			continue
 		}
-		if pr, ok := c.checkFile(g, name, fi); !ok {
+		if pr, ok := c.checkFile(g, dir, name, fi); !ok {
 			pr.path = p
 			out = append(out, pr)
 			continue
 		}
 		g.files[name] = st
 	}
-	out = append(out, c.checkHooks(g)...)
-	out = append(out, c.checkBelow(g, "modules", g.modules)...)
-	out = append(out, c.checkBelow(g, "worktrees", g.worktrees)...)
+	out = append(out, c.checkHooks(g, dir)...)
+	out = append(out, c.checkBelow(g, dir, "modules", g.modules)...)
+	out = append(out, c.checkBelow(g, dir, "worktrees", g.worktrees)...)
 	return out
 }
 
-// checkFile checks one changed or new meta file of g; on success it records what
-// it read.
-func (c *checker) checkFile(g *gitDir, name string, fi fs.FileInfo) (problem, bool) {
-	p := filepath.Join(g.path, name)
+// checkFile checks one changed or new meta file of g, read through dir (at); on
+// success it records what it read.
+func (c *checker) checkFile(g *gitDir, dir, name string, fi fs.FileInfo) (problem, bool) {
 	if !fi.Mode().IsRegular() {
 		return problem{why: "it is not a regular file", restore: g.raw[name]}, false
 	}
-	b, err := readFile(p, maxMeta)
+	b, err := readFile(filepath.Join(dir, name), maxMeta)
 	if err != nil {
 		return problem{why: "it cannot be read: " + err.Error(), restore: g.raw[name]}, false
 	}
@@ -169,19 +187,19 @@ func (c *checker) checkFile(g *gitDir, name string, fi fs.FileInfo) (problem, bo
 }
 
 // checkHooks reports every hook that is new or changed, other than git's samples.
-func (c *checker) checkHooks(g *gitDir) []problem {
+func (c *checker) checkHooks(g *gitDir, at string) []problem {
 	dir := filepath.Join(g.path, "hooks")
 	if c.isReadOnly(dir) {
 		return nil
 	}
-	ents, err := os.ReadDir(dir)
+	ents, err := os.ReadDir(filepath.Join(at, "hooks"))
 	if err != nil {
 		return nil
 	}
 	var out []problem
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
-		fi, err := os.Lstat(p)
+		fi, err := os.Lstat(filepath.Join(at, "hooks", e.Name()))
 		if err != nil {
 			continue
 		}
@@ -200,15 +218,16 @@ func (c *checker) checkHooks(g *gitDir) []problem {
 
 // checkBelow checks the git dirs below g's modules/ or worktrees/: the known ones file
 // by file, a new one as a whole (on any problem, the whole directory is the problem).
-func (c *checker) checkBelow(g *gitDir, sub string, known map[string]*gitDir) []problem {
-	found := findGitDirs(filepath.Join(g.path, sub), sub == "modules")
+func (c *checker) checkBelow(g *gitDir, at, sub string, known map[string]*gitDir) []problem {
+	found := findGitDirs(filepath.Join(at, sub), sub == "modules")
 	var out []problem
 	for rel := range known {
 		if _, ok := found[rel]; !ok {
 			delete(known, rel)
 		}
 	}
-	for rel, p := range found {
+	for rel := range found {
+		p := filepath.Join(g.path, sub, rel) // the real path: found's lie below at
 		if k, ok := known[rel]; ok {
 			out = append(out, c.check(k)...)
 			continue
@@ -263,10 +282,15 @@ func newGitDir(path string, k kind) *gitDir {
 }
 
 // snapshot records a git dir as it is: the baseline of a run, trusted as the host's.
-func snapshot(path string, k kind) *gitDir {
+func (c *checker) snapshot(path string, k kind) *gitDir {
 	g := newGitDir(path, k)
+	at, release, ok := c.at(path)
+	if !ok {
+		return g
+	}
+	defer release()
 	for _, name := range metaFiles {
-		p := filepath.Join(path, name)
+		p := filepath.Join(at, name)
 		fi, err := os.Lstat(p)
 		if err != nil {
 			continue
@@ -282,18 +306,18 @@ func snapshot(path string, k kind) *gitDir {
 			}
 		}
 	}
-	if ents, err := os.ReadDir(filepath.Join(path, "hooks")); err == nil {
+	if ents, err := os.ReadDir(filepath.Join(at, "hooks")); err == nil {
 		for _, e := range ents {
-			if fi, err := os.Lstat(filepath.Join(path, "hooks", e.Name())); err == nil {
+			if fi, err := os.Lstat(filepath.Join(at, "hooks", e.Name())); err == nil {
 				g.hooks[e.Name()] = stampOf(fi)
 			}
 		}
 	}
-	for rel, p := range findGitDirs(filepath.Join(path, "modules"), true) {
-		g.modules[rel] = snapshot(p, module)
+	for rel := range findGitDirs(filepath.Join(at, "modules"), true) {
+		g.modules[rel] = c.snapshot(filepath.Join(path, "modules", rel), module)
 	}
-	for rel, p := range findGitDirs(filepath.Join(path, "worktrees"), false) {
-		g.worktrees[rel] = snapshot(p, admin)
+	for rel := range findGitDirs(filepath.Join(at, "worktrees"), false) {
+		g.worktrees[rel] = c.snapshot(filepath.Join(path, "worktrees", rel), admin)
 	}
 	return g
 }

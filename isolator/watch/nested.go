@@ -2,6 +2,7 @@ package watch
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +12,7 @@ import (
 )
 
 // baselineEntry records a .git entry below the project as the host left it.
-func baselineEntry(path string) *nestedEntry {
+func (w *Watcher) baselineEntry(path string) *nestedEntry {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return nil
@@ -19,7 +20,7 @@ func baselineEntry(path string) *nestedEntry {
 	e := &nestedEntry{st: stampOf(fi)}
 	switch {
 	case fi.IsDir():
-		e.dir = snapshot(path, plain)
+		e.dir = w.c.snapshot(path, plain)
 	case fi.Mode().IsRegular():
 		e.file, _ = readFile(path, maxMeta)
 	}
@@ -34,6 +35,12 @@ func (w *Watcher) checkNested(path string, e *nestedEntry) (probs []problem, gon
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return nil, true
+	}
+	if w.linked(path) {
+		// A directory on the way is now a symlink: what lies behind it is not the
+		// project's, and git on the host does not enter a submodule through one.
+		// Checked again once the directory is back.
+		return nil, false
 	}
 	switch {
 	case e.dir != nil && fi.IsDir():
@@ -164,9 +171,33 @@ func (w *Watcher) gitlinks() []string {
 	}
 	var out []string
 	for _, l := range links {
-		out = append(out, filepath.Join(w.p.Project.Dir, filepath.FromSlash(l), ".git"))
+		p := filepath.Join(w.p.Project.Dir, filepath.FromSlash(l), ".git")
+		if !cleanGitlink(l) || !isolator.Within(p, w.p.Project.Dir) {
+			// git refuses such a path in an index (verify_path): the sandbox wrote
+			// it to point the watch at a repository outside the project.
+			if msg := fmt.Sprintf("the sandbox wrote a submodule path git refuses (%q) into %s; devsandbox does not follow it. Run `git status` there: git reports the index as corrupt or the path as invalid", l, idx); !w.said[msg] {
+				w.said[msg] = true
+				w.warn(msg)
+			}
+			continue
+		}
+		out = append(out, p)
 	}
 	return out
+}
+
+// cleanGitlink reports whether l is a path git accepts in an index: relative, with
+// no empty, ".", ".." or ".git" component.
+func cleanGitlink(l string) bool {
+	if l == "" || strings.HasPrefix(l, "/") {
+		return false
+	}
+	for _, c := range strings.Split(l, "/") {
+		if c == "" || c == "." || c == ".." || strings.EqualFold(c, ".git") {
+			return false
+		}
+	}
+	return true
 }
 
 // hashLen is the object id length of the project's repository (its config's

@@ -24,7 +24,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -71,7 +70,7 @@ type nestedEntry struct {
 func Start(p *isolator.Plan, warn func(string)) *Watcher {
 	w := &Watcher{p: p, warn: warn, nested: map[string]*nestedEntry{}, tripped: map[string]bool{}, said: map[string]bool{},
 		stop: make(chan struct{}), done: make(chan struct{}), started: time.Now()}
-	w.c = &checker{project: p.Project.Dir, readOnly: map[string]uint64{}}
+	w.c = &checker{project: p.Project.Dir, readOnly: map[string]uint64{}, pin: w.pinDir}
 	for _, m := range p.Mounts {
 		if m.Kind == isolator.Bind && m.ReadOnly && m.Source == m.Target(p.User.HostHome) {
 			if fi, err := os.Lstat(m.Source); err == nil {
@@ -80,16 +79,16 @@ func Start(p *isolator.Plan, warn func(string)) *Watcher {
 		}
 	}
 	for _, d := range p.Git.Dirs {
-		w.dirs = append(w.dirs, snapshot(d, plain))
+		w.dirs = append(w.dirs, w.c.snapshot(d, plain))
 	}
 	// The project's own .git file (a linked worktree, a submodule) is known too.
 	if own := filepath.Join(p.Project.Dir, ".git"); !w.isGitDir(own) {
-		if e := baselineEntry(own); e != nil {
+		if e := w.baselineEntry(own); e != nil {
 			w.nested[own] = e
 		}
 	}
 	for _, n := range p.Git.Nested {
-		if e := baselineEntry(n); e != nil {
+		if e := w.baselineEntry(n); e != nil {
 			w.nested[n] = e
 		}
 	}
@@ -154,8 +153,8 @@ func (w *Watcher) check(scan bool) {
 		if _, known := w.nested[c]; known || w.isGitDir(c) {
 			continue
 		}
-		if _, err := os.Lstat(c); err != nil {
-			continue
+		if _, err := os.Lstat(c); err != nil || w.linked(c) {
+			continue // a gitlink through a symlink: git on the host does not enter it
 		}
 		w.handle(w.checkNew(c))
 	}
@@ -192,7 +191,7 @@ func (w *Watcher) tripwires() {
 // and reports it.
 func (w *Watcher) handle(probs []problem) {
 	for _, pr := range probs {
-		dest, err := w.quarantine(pr.path)
+		dest, via, restored, err := w.moveAside(pr.path, pr.restore)
 		if err != nil {
 			if !os.IsNotExist(err) {
 				w.warn(fmt.Sprintf("the sandbox wrote %s: %s; it could NOT be moved aside (%v): remove it before you run git there", pr.path, pr.why, err))
@@ -200,10 +199,11 @@ func (w *Watcher) handle(probs []problem) {
 			continue
 		}
 		back := ""
-		if pr.restore != nil {
-			if err := putBack(pr.path, pr.restore); err == nil {
-				back = "; the version from before the run is back in place"
-			}
+		if restored {
+			back = "; the version from before the run is back in place"
+		}
+		if via != "" {
+			back = "; it lies behind the symlink " + via + ", which was moved instead"
 		}
 		w.warn(fmt.Sprintf("the sandbox wrote %s: %s. It was moved to %s%s — review it, and the sandboxed program that wrote it", pr.path, pr.why, dest, back))
 	}
@@ -214,46 +214,6 @@ func (w *Watcher) handle(probs []problem) {
 // formatted loads the time zone (/etc/localtime), which a launch need not pay for.
 func (w *Watcher) session() string {
 	return w.started.Format("20060102-150405") + "-" + strconv.Itoa(os.Getpid())
-}
-
-// quarantine moves path into the run's quarantine directory, keeping its path below
-// it, or, on another file system, aside to PATH.devsandbox-quarantine-N.
-func (w *Watcher) quarantine(path string) (string, error) {
-	if _, err := os.Lstat(path); err != nil {
-		return "", err
-	}
-	if w.p.Git.Quarantine != "" {
-		dest := filepath.Join(w.p.Git.Quarantine, w.session(), strings.TrimPrefix(path, "/"))
-		if _, err := os.Lstat(dest); err == nil {
-			dest = fmt.Sprintf("%s.%d", dest, time.Now().UnixNano())
-		}
-		if err := os.MkdirAll(filepath.Dir(dest), 0o700); err == nil {
-			if err := os.Rename(path, dest); err == nil {
-				return dest, nil
-			}
-		}
-	}
-	for i := 1; i < 1000; i++ {
-		dest := fmt.Sprintf("%s.devsandbox-quarantine-%d", path, i)
-		if _, err := os.Lstat(dest); err == nil {
-			continue
-		}
-		return dest, os.Rename(path, dest)
-	}
-	return "", fmt.Errorf("no free name to move %s aside", path)
-}
-
-// putBack writes content at path (a new file, renamed into place).
-func putBack(path string, content []byte) error {
-	tmp := fmt.Sprintf("%s.devsandbox-%d", path, time.Now().UnixNano())
-	if err := os.WriteFile(tmp, content, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
 }
 
 // record writes the project's gitdir chain for the next run to compare (plan), once.
