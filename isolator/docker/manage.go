@@ -135,12 +135,12 @@ func (b *Isolator) RemoveSandbox(ctx context.Context, s Sandbox) error {
 		}
 		defer e.Close()
 		for _, c := range s.Containers {
-			if err := e.ContainerRemove(ctx, c, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			if err := removeContainer(ctx, e, c); err != nil {
 				errs = append(errs, fmt.Errorf("removing container %s: %w", c, err))
 			}
 		}
 		for _, v := range s.Volumes {
-			if err := e.VolumeRemove(ctx, v, true); err != nil && !cerrdefs.IsNotFound(err) {
+			if err := removeVolumeSoon(ctx, e, v); err != nil {
 				errs = append(errs, fmt.Errorf("removing volume %s: %w", v, err))
 			}
 		}
@@ -156,6 +156,56 @@ func (b *Isolator) RemoveSandbox(ctx context.Context, s Sandbox) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// removeBound is how long RemoveSandbox waits for a removal someone else has started
+// (a session of the project ending meanwhile: its companion, its endpoint volume).
+const removeBound = 20 * time.Second
+
+// removeContainer removes the container c. When the engine is already removing it (a
+// session's own end, racing with sandboxes rm), it waits until that removal is done,
+// up to removeBound.
+func removeContainer(ctx context.Context, e Engine, c string) error {
+	err := e.ContainerRemove(ctx, c, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err == nil || cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if !strings.Contains(err.Error(), "already in progress") {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, removeBound)
+	defer cancel()
+	okc, errc := e.ContainerWait(wctx, c, dockercontainer.WaitConditionRemoved)
+	select {
+	case <-okc:
+		return nil
+	case werr := <-errc:
+		if cerrdefs.IsNotFound(werr) {
+			return nil
+		}
+		return fmt.Errorf("%w; waiting for the removal already in progress: %w", err, werr)
+	}
+}
+
+// removeVolumeSoon removes the volume v. A volume still in use by a container the
+// engine is removing (a session's end racing with sandboxes rm) is tried again until
+// removeBound has passed.
+func removeVolumeSoon(ctx context.Context, e Engine, v string) error {
+	deadline := time.Now().Add(removeBound)
+	for {
+		err := e.VolumeRemove(ctx, v, true)
+		if err == nil || cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		if !cerrdefs.IsConflict(err) && !strings.Contains(err.Error(), "in use") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func dirSize(root string) int64 {
