@@ -165,6 +165,70 @@ func TestHardlinkedMask(t *testing.T) {
 	})
 }
 
+// Toolchain, version-manager and editor files that make a host tool run a program
+// without being asked (rustup's toolchain path, asdf and mise path: versions, mise's
+// env and hooks once the file is trusted by path, Zed's language servers, JetBrains
+// file watchers) get the same treatment: read-only when they exist (neither written
+// nor renamed away), reported as soon as the sandbox creates one.
+func TestHostToolchainFiles(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		existing := map[string]string{
+			"rust-toolchain.toml": "[toolchain]\nchannel = \"stable\"\n",
+			"mise.toml":           "[tools]\nnode = \"22\"\n",
+			".tool-versions":      "nodejs 22.1.0\n",
+			".zed/settings.json":  "{}\n",
+			".idea/workspace.xml": "<project/>\n",
+		}
+		for f, c := range existing {
+			p.write("proj/"+f, c)
+		}
+		script := ""
+		for f := range existing {
+			script += fmt.Sprintf("echo x >> %s 2>/dev/null && echo WROTE %s; ", f, f)
+		}
+		script += `echo x > .idea/watcherTasks.xml 2>/dev/null && echo WROTE .idea/watcherTasks.xml; `
+		script += `mv mise.toml m 2>/dev/null && echo WROTE mise.toml by rename; mv .idea i 2>/dev/null && echo WROTE .idea by rename; `
+		created := []string{"rust-toolchain", ".mise/config.toml", ".config/mise/config.toml", "mise.local.toml", ".zed/tasks.json"}
+		for _, f := range created {
+			script += fmt.Sprintf("mkdir -p %s && echo '[toolchain]' > %s; ", filepath.Dir(f), f)
+		}
+		script += `echo created; while [ ! -e .continue ]; do sleep 0.05; done`
+		cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--", "/bin/sh", "-c", script)
+		stderr, _ := cmd.StderrPipe()
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lr := newLineReader(t, stderr)
+		// Reported while the command still runs (it waits for .continue).
+		seen, lines := map[string]bool{}, []string{}
+		for len(seen) < len(created) && len(lines) < 200 {
+			l := lr.next()
+			lines = append(lines, l)
+			for _, w := range created {
+				if strings.Contains(l, "the sandbox created "+filepath.Join(p.dir, w)+":") {
+					seen[w] = true
+				}
+			}
+		}
+		p.write("proj/.continue", "")
+		_ = cmd.Wait()
+		if len(seen) < len(created) {
+			t.Errorf("reported %v of %q:\n%s", seen, created, strings.Join(lines, "\n"))
+		}
+		if strings.Contains(out.String(), "WROTE") {
+			t.Errorf("the sandbox changed a file host tools run:\n%s", out.String())
+		}
+		for f, c := range existing {
+			if b, err := os.ReadFile(p.path("proj/" + f)); err != nil || string(b) != c {
+				t.Errorf("%s on the host: %q, %v", f, b, err)
+			}
+		}
+	})
+}
+
 // Finding 8: project files that tools on the host run are read-only when they exist
 // and reported as soon as the sandbox creates them.
 func TestHostExecutedFiles(t *testing.T) {

@@ -162,16 +162,24 @@ func TestHostExecutedFilesReadOnly(t *testing.T) {
 	mkdirs(t, f.proj+"/.husky")
 	writeFile(t, f.proj+"/.claude/settings.json", "{}")
 	writeFile(t, f.proj+"/.mcp.json", "{}")
+	writeFile(t, f.proj+"/rust-toolchain.toml", "[toolchain]\npath = \"/opt/evil\"\n")
+	writeFile(t, f.proj+"/.config/mise/config.toml", "[env]\n")
+	writeFile(t, f.proj+"/.idea/workspace.xml", "<project/>")
+	writeFile(t, f.proj+"/.nvmrc", "22\n") // names a version only: not listed
 	p, _ := f.build(t, f.load(t))
 	var got []string
 	for _, l := range mountLines(p.Mounts) {
-		if strings.Contains(l, "(run by tools on the host)") || strings.Contains(l, "(git core.hooksPath)") {
+		if strings.Contains(l, "run by tools on the host)") || strings.Contains(l, "(git core.hooksPath)") {
 			got = append(got, l)
 		}
 	}
 	equalLines(t, "mounts", got, f.expand(p,
 		"bind ro $PROJ/.claude/settings.json -> $PROJ/.claude/settings.json (run by tools on the host)",
 		"bind ro $PROJ/.mcp.json -> $PROJ/.mcp.json (run by tools on the host)",
+		"bind ro $PROJ/rust-toolchain.toml -> $PROJ/rust-toolchain.toml (run by tools on the host)",
+		"bind rw $PROJ/.config/mise -> $PROJ/.config/mise (holds files run by tools on the host)",
+		"bind ro $PROJ/.config/mise/config.toml -> $PROJ/.config/mise/config.toml (run by tools on the host)",
+		"bind ro $PROJ/.idea -> $PROJ/.idea (run by tools on the host)",
 		"bind ro $PROJ/.husky -> $PROJ/.husky (git core.hooksPath)",
 	))
 }
