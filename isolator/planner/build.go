@@ -434,7 +434,7 @@ func ToolHost(h config.Host, pr Probe, dir string) tools.Host {
 	if look == nil && pr.osLinks {
 		look = func(name string) bool { return lookPath(h.Vars["PATH"], name, pr.Stat) }
 	}
-	return tools.Host{Home: h.Home, Env: h.Vars, Exists: pr.exists, ReadFile: pr.ReadFile, EvalSymlinks: pr.EvalSymlinks,
+	return tools.Host{Home: h.Home, Env: h.Vars, Exists: pr.exists, ReadFile: pr.ReadFile, ReadHead: pr.ReadHead, EvalSymlinks: pr.EvalSymlinks,
 		Project: dir, ReadDir: pr.names,
 		LookPath: func(name string) (string, bool) {
 			if f, ok := seen[name]; ok {
@@ -477,7 +477,7 @@ func tripwires(pr Probe, dir string, git *gitLayout) []isolator.Tripwire {
 	}
 	for _, rel := range hostExecuted {
 		if p := filepath.Join(dir, rel); !pr.exists(p) {
-			tw = append(tw, isolator.Tripwire{Path: p, Why: "tools on the host run what it names (hooks, MCP servers, tasks, plugins)"})
+			tw = append(tw, isolator.Tripwire{Path: p, Why: "tools on the host run what it names (hooks, MCP servers, tasks, plugins, toolchains, language servers)"})
 		}
 	}
 	return tw

@@ -149,6 +149,11 @@ func (b *mountBuilder) tools(enabled []tools.Tool, th tools.Host, h config.Host)
 			}
 			b.add(m)
 		}
+		if t.Warnings != nil {
+			for _, w := range t.Warnings(th) {
+				b.warns = append(b.warns, "tool "+t.Name+": "+w)
+			}
+		}
 		for _, n := range t.Env {
 			if v, ok := h.Vars[n]; ok {
 				env[n] = isolator.EnvVar{Name: n, Value: v, FromHost: true}
@@ -262,11 +267,23 @@ func (b *mountBuilder) protectProject(dir string) error {
 }
 
 // hostExecuted are project files whose content tools on the host run or load as
-// configuration (hooks, MCP servers, tasks, plugins, env scripts); like .git/hooks
-// they are read-only, so a sandboxed agent cannot plant code that runs outside the
-// sandbox later. Only files that exist are protected (an empty stand-in would be
-// invalid JSON to those tools); a missing one is a tripwire, reported as soon as the
-// sandbox creates it.
+// configuration (hooks, MCP servers, tasks, plugins, env scripts, toolchains,
+// language servers); like .git/hooks they are read-only, so a sandboxed agent cannot
+// plant code that runs outside the sandbox later. Only files that exist are protected
+// (an empty stand-in would be invalid JSON to those tools); a missing one is a
+// tripwire, reported as soon as the sandbox creates it.
+//
+// Version files run something when they can name a program rather than a version:
+// rustup runs the toolchain a rust-toolchain file's path names (and a prompt such as
+// starship runs rustc --version on entering the directory), asdf's shims run a
+// .tool-versions "path:" version, mise trusts its config files by path (a trusted
+// file's env, hooks and path: versions apply on cd once changed). .nvmrc,
+// .node-version and .python-version only name a version the manager resolves among
+// its own installs (pyenv refuses path-like names since 2.3.3, CVE-2022-35861), so
+// they are not listed. Zed trusts a worktree by path and then starts the language
+// servers its .zed/settings.json names, as Helix does with .helix/languages.toml;
+// JetBrains IDEs trust a project by path and run .idea's file watchers on every
+// change and its run configurations on a click.
 var hostExecuted = []string{
 	".claude/settings.json", ".claude/settings.local.json", ".mcp.json",
 	".gemini/settings.json", ".codex/config.toml",
@@ -274,6 +291,11 @@ var hostExecuted = []string{
 	".devcontainer/devcontainer.json", ".devcontainer.json",
 	"opencode.json", "opencode.jsonc", ".opencode",
 	".cursor/mcp.json", ".aider.conf.yml", ".envrc",
+	"rust-toolchain.toml", "rust-toolchain", ".tool-versions",
+	"mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".mise/config.toml", "mise/config.toml",
+	".config/mise.toml", ".config/mise/config.toml", ".config/mise/conf.d",
+	".zed/settings.json", ".zed/tasks.json", ".zed/debug.json", ".idea",
+	".helix/languages.toml", ".helix/config.toml",
 }
 
 // configPath returns where key (core.hooksPath, core.fsmonitor) of the repository
