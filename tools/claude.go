@@ -4,15 +4,18 @@ package tools
 // OAuth token it refreshes (.credentials.json; written by rename, and in place where
 // that fails, as on a bound file) and this project's sessions, transcripts and memory
 // (projects/<key>: the host's Claude Code loads the memory, as it does the project's
-// CLAUDE.md, which the sandbox writes anyway). The sandbox keeps its own everything
-// else it writes, the host's copy unseen: other projects' sessions, shell snapshots
-// (sourced before the host's Bash tool commands), caches, locks, history, the settings
-// it fetches (remote-settings.json, policy-limits.json), and with CLAUDE_CONFIG_DIR
+// CLAUDE.md, which the sandbox writes anyway), unless that folder may be another
+// directory's too (see claudeSessions). The sandbox keeps its own everything else it
+// writes, the host's copy unseen: other projects' sessions, shell snapshots (sourced
+// before the host's Bash tool commands), caches, locks, history, the settings it
+// fetches (remote-settings.json, policy-limits.json), and with CLAUDE_CONFIG_DIR
 // .claude.json (replaced by rename).
 func claudeState(h Host) []State {
 	st := []State{{Path: ".credentials.json", Shared: true}}
-	if k := h.projectKey(200); k != "" {
-		st = append(st, State{Path: "projects/" + k, Dir: true, Shared: true})
+	if k := h.projectKey(200); k != "" && h.exists(claudeDir(h).src) {
+		if ok, _ := h.claudeSessions(claudeDir(h), k); ok {
+			st = append(st, State{Path: "projects/" + k, Dir: true, Shared: true})
+		}
 	}
 	for _, d := range []string{"projects", "todos", "statsig", "shell-snapshots", "session-env", "file-history",
 		"plans", "debug", "telemetry", "backups", "sessions", "ide", "paste-cache", "image-cache", "cache",
@@ -63,6 +66,16 @@ func Claude() Tool {
 		// CLAUDE_CODE_OAUTH_TOKEN is not held outside: Claude Code refreshes it and
 		// also sends it to claude.ai and platform.claude.com.
 		Keys: anthropicKeys("ANTHROPIC_BASE_URL"),
+		Warnings: func(h Host) []string {
+			k := h.projectKey(200)
+			if k == "" || !h.exists(claudeDir(h).src) {
+				return nil
+			}
+			if ok, why := h.claudeSessions(claudeDir(h), k); !ok {
+				return []string{why + ": Claude Code keys its sessions and memory by a lossy name, so this sandbox keeps its own sessions folder and does not see or change the host's (claude --resume inside lists only the sandbox's sessions). To share them again, move the other directory's sessions out of that folder (or rename one of the directories)"}
+			}
+			return nil
+		},
 	}
 }
 

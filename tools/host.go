@@ -21,6 +21,9 @@ type Host struct {
 	// EvalSymlinks resolves every symlink in a path.
 	EvalSymlinks func(path string) (string, error)
 	ReadFile     func(path string) ([]byte, error)
+	// ReadHead returns at most the first n bytes of a regular file, without following
+	// a final symlink or blocking on a FIFO (files a sandbox may have planted).
+	ReadHead func(path string, n int) ([]byte, error)
 	// ReadDir returns the sorted names in a directory.
 	ReadDir func(path string) ([]string, error)
 	// Project is the project directory (per-project state of a tool is keyed by it).

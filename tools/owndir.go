@@ -99,23 +99,15 @@ func (h Host) entries(dir string) []string {
 }
 
 // projectKey returns the project directory as a single path element, the way a tool
-// keys per-project state by it (Claude Code: every character but ASCII letters and
-// digits replaced by "-"), or "" when there is no project or the key would exceed max
-// (the tool then shortens it with a hash of its own).
+// keys per-project state by it (Claude Code's claudeKey), or "" when there is no
+// project or the key would exceed max (the tool then shortens it with a hash of its
+// own).
 func (h Host) projectKey(max int) string {
 	if h.Project == "" || !path.IsAbs(h.Project) {
 		return ""
 	}
-	var b strings.Builder
-	for _, r := range h.Project {
-		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('-')
-		}
+	if k := claudeKey(h.Project); len(k) <= max {
+		return k
 	}
-	if b.Len() > max {
-		return ""
-	}
-	return b.String()
+	return ""
 }

@@ -116,6 +116,9 @@ type Tool struct {
 	// Keys are the tool's API keys the egress proxy can hold outside the sandbox
 	// (tools.<name>.key = "proxy"); each is one of Secrets.
 	Keys []Key
+	// Warnings are for people: how the tool's bindings differ from the usual ones on
+	// this host, and what to do about it; nil when none.
+	Warnings func(Host) []string
 }
 
 // Key is an API key a tool reads from a variable and sends in a request header to its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/netip"
@@ -19,6 +20,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/sockdir"
 	"github.com/devsandbox/devsandbox/proxy/ca/capem"
 	"github.com/devsandbox/devsandbox/proxy/service"
+	"golang.org/x/sys/unix"
 )
 
 // Probe is how Build reads the host. Every field is a function so tests can build
@@ -28,6 +30,9 @@ type Probe struct {
 	Lstat    func(string) (fs.FileInfo, error)
 	Stat     func(string) (fs.FileInfo, error)
 	ReadFile func(string) ([]byte, error)
+	// ReadHead reads at most the first n bytes of a regular file, refusing a final
+	// symlink and never blocking on a FIFO (tools.Host.ReadHead).
+	ReadHead func(path string, n int) ([]byte, error)
 	ReadDir  func(string) ([]fs.DirEntry, error)
 	// ReadDirN returns at most n entries of a directory, in directory order.
 	ReadDirN     func(dir string, n int) ([]fs.DirEntry, error)
@@ -110,6 +115,7 @@ func OS(cwd string) Probe {
 		Lstat:        os.Lstat,
 		Stat:         os.Stat,
 		ReadFile:     os.ReadFile,
+		ReadHead:     readHead,
 		ReadDir:      os.ReadDir,
 		ReadDirN:     readDirN,
 		EvalSymlinks: filepath.EvalSymlinks,
@@ -128,6 +134,24 @@ func OS(cwd string) Probe {
 			return filepath.EvalSymlinks(p)
 		},
 	}
+}
+
+// readHead is Probe.ReadHead on the host.
+func readHead(p string, n int) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	b := make([]byte, n)
+	m, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b[:m], nil
 }
 
 func (pr Probe) exists(p string) bool {
