@@ -174,6 +174,7 @@ func TestHostExecutedFilesReadOnly(t *testing.T) {
 		}
 	}
 	equalLines(t, "mounts", got, f.expand(p,
+		"bind rw $PROJ/.claude -> $PROJ/.claude (holds files run by tools on the host)",
 		"bind ro $PROJ/.claude/settings.json -> $PROJ/.claude/settings.json (run by tools on the host)",
 		"bind ro $PROJ/.mcp.json -> $PROJ/.mcp.json (run by tools on the host)",
 		"bind ro $PROJ/rust-toolchain.toml -> $PROJ/rust-toolchain.toml (run by tools on the host)",
