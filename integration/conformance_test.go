@@ -70,9 +70,10 @@ func TestHostHomeInvisible(t *testing.T) {
 // Guarantee 1: a hidden directory with files in it appears empty and cannot be
 // written through, wherever it lies: in a read-write bind, in the project, and in the
 // sandbox home, where a previous run filled it while the host had no such directory;
-// open to all (0755) or to its owner only (0700, as ~/.ssh and ~/.gnupg are). podman
-// copies a directory's files into a tmpfs mounted over it unless told not to, and
-// runc gives that tmpfs the mode of the directory it covers.
+// open to all (0755), to its owner only (0700, as ~/.ssh and ~/.gnupg are), or not
+// even listable by its owner (0300). podman copies a directory's files into a tmpfs
+// mounted over it unless told not to, and runc gives that tmpfs the mode of the
+// directory it covers.
 func TestHideDirs(t *testing.T) {
 	cases := []struct {
 		name, hide string
@@ -86,7 +87,7 @@ func TestHideDirs(t *testing.T) {
 	}
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		for _, c := range cases {
-			for _, mode := range []os.FileMode{0o755, 0o700} {
+			for _, mode := range []os.FileMode{0o755, 0o700, 0o300} {
 				t.Run(fmt.Sprintf("%s/%o", c.name, mode), func(t *testing.T) { hideDir(t, iso, c.hide, c.planted, mode) })
 			}
 		}
