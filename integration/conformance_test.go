@@ -114,6 +114,16 @@ func hideDir(t *testing.T, iso, hide string, planted bool, mode os.FileMode) {
 	}
 	q := sh.Quote(dir)
 	script := fmt.Sprintf("ls -A %s; cat %s/key %s/planted 2>/dev/null; echo x > %s/new 2>/dev/null && echo WROTE; mkdir %s/d 2>/dev/null && echo MADE; echo end", q, q, q, q, q)
+	if mode&0o400 == 0 && strings.HasPrefix(dir, p.dir+"/") {
+		// The scan for mask_files cannot look into a directory of the project that
+		// its owner cannot list, and the sandbox (its owner) could open it up: every
+		// isolator refuses the run alike, naming the directory and the fix.
+		r := p.sandbox(iso, flags, script)
+		if r.code != 125 || r.stdout != "" || !strings.Contains(r.stderr, dir+": a directory you own is not readable (chmod u+rx it)") {
+			t.Fatalf("a project directory its owner cannot list did not stop the run, naming it and the fix:\n%s", r)
+		}
+		return
+	}
 	if out := p.mustSandbox(iso, flags, script); out != "end\n" {
 		t.Fatalf("the hidden directory %s is not empty and read-only:\n%s", dir, out)
 	}
