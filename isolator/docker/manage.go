@@ -150,8 +150,13 @@ func (b *Isolator) RemoveSandbox(ctx context.Context, s Sandbox) error {
 			continue
 		}
 		// The home is what the sandbox wrote: rmtree also removes directories it
-		// locked (mode 000), which os.RemoveAll cannot.
-		if err := rmtree.RemoveAll(d); err != nil {
+		// locked (mode 000), which os.RemoveAll cannot; and what the engine made in
+		// it is handed back first (giveback.go).
+		remove := rmtree.RemoveAll
+		if d == s.Home {
+			remove = func(d string) error { return b.removeHome(ctx, d) }
+		}
+		if err := remove(d); err != nil {
 			errs = append(errs, fmt.Errorf("removing %s: %w", d, err))
 		}
 	}

@@ -48,6 +48,10 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err := l.Prepare(); err != nil {
 		return 0, err
 	}
+	// The runtime runs as root of the container's user namespace (keep-id: your
+	// first subordinate uid on the host): a mount point it made in the sandbox home
+	// would be that uid's, which you cannot remove.
+	l.MakeMountPoints()
 	s, err := translate(p, l, opts)
 	if err != nil {
 		return 0, err

@@ -239,7 +239,13 @@ func verifyCheck(c wire.Check, same bool) error {
 		if kind != unix.S_IFDIR {
 			return fmt.Errorf("mask %s is not a directory", c.Path)
 		}
-		if extra, err := unexpectedEntries(c.Path, c.Allow); err != nil || len(extra) > 0 {
+		extra, err := unexpectedEntries(c.Path, c.Allow)
+		if errors.Is(err, os.ErrPermission) {
+			// runc gives a tmpfs the mode of the directory it covers: the mask of a
+			// directory its owner cannot list (0300) cannot be listed either.
+			err = emptyUnlisted(c.Path, c.Allow)
+		}
+		if err != nil || len(extra) > 0 {
 			return fmt.Errorf("mask %s is not an empty directory (it holds %q, %v)", c.Path, extra, err)
 		}
 	case wire.CheckData:
@@ -304,6 +310,46 @@ func readOnlyByProbe(path string) bool {
 		return int(st.Uid) != os.Getuid() && st.Mode&0o022 == 0
 	}
 	return false
+}
+
+// emptyUnlisted checks, without listing it, that dir is an empty directory but for
+// the names in allow: the root of a tmpfs of its own whose inodes in use are its root
+// and those of allow's names that are there. A tmpfs that does not count its inodes
+// (nr_inodes=0), or a name of allow that cannot be looked up (no search permission),
+// fails: nothing is proven.
+func emptyUnlisted(dir string, allow []string) error {
+	fd, parent, err := openNoFollow(dir)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	defer unix.Close(parent)
+	m, err1 := mountID(fd)
+	pm, err2 := mountID(parent)
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil {
+		return err
+	}
+	if m == pm || sfs.Type != unix.TMPFS_MAGIC || sfs.Files == 0 {
+		return errors.New("it cannot be listed, and it is not a tmpfs of its own whose inodes can be counted")
+	}
+	used := uint64(1) // the root
+	for _, n := range allow {
+		var st unix.Stat_t
+		switch err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); {
+		case err == nil:
+			used++
+		case !errors.Is(err, unix.ENOENT):
+			return fmt.Errorf("looking up %s in it: %w", n, err)
+		}
+	}
+	if n := sfs.Files - sfs.Ffree; n != used {
+		return fmt.Errorf("it cannot be listed, and its file system holds %d inodes, not %d", n, used)
+	}
+	return nil
 }
 
 // unexpectedEntries lists the entries of dir not named in allow.

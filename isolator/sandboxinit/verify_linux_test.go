@@ -186,3 +186,12 @@ func TestVerifySealed(t *testing.T) {
 		t.Error("a missing sealed file passed")
 	}
 }
+
+// A mask the init cannot list passes only as a tmpfs of its own holding nothing but
+// the allowed names; a directory that is not one fails.
+func TestEmptyUnlistedNotATmpfs(t *testing.T) {
+	dir := t.TempDir()
+	if err := emptyUnlisted(dir, nil); err == nil || !strings.Contains(err.Error(), "cannot be listed") {
+		t.Fatalf("a plain directory passed: %v", err)
+	}
+}
