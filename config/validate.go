@@ -329,17 +329,28 @@ func engineHost(h string) error {
 	return nil
 }
 
-// checkEngineEnv judges DOCKER_HOST as docker.host is judged, where c's docker isolator
-// would dial it: the docker isolator is chosen and docker.host leaves the address to
-// the environment. Under auto it is judged at launch, where auto reaches docker (a
-// DOCKER_HOST for the docker CLI alone must not stop bwrap runs).
+// checkEngineEnv judges the engine address the environment gives c's docker isolator
+// (DOCKER_HOST, else the current docker CLI context: DOCKER_CONTEXT or the docker
+// CLI's config.json) as docker.host is judged, where that isolator would dial it: the
+// docker isolator is chosen and docker.host leaves the address to the environment.
+// An ssh:// address is refused here with the words a launch uses, so `config
+// validate`, `doctor` and a run agree. Under auto it is judged at launch, where auto
+// reaches docker (a DOCKER_HOST or context for the docker CLI alone must not stop
+// bwrap runs).
 func checkEngineEnv(c *Config) error {
-	h := c.Host.Vars["DOCKER_HOST"]
-	if c.Isolator != "docker" || c.Docker.Host != "" || h == "" {
+	if c.Isolator != "docker" || c.Docker.Host != "" {
 		return nil
 	}
-	if err := enginehost.Check(h, enginehost.EnvVar); err != nil {
-		return &Error{Source: "env DOCKER_HOST", Key: "docker.host", Err: invalidf("%v", err)}
+	if h := c.Host.Vars["DOCKER_HOST"]; h != "" {
+		if err := enginehost.Check(h, enginehost.EnvVar); err != nil {
+			return &Error{Source: "env DOCKER_HOST", Key: "docker.host", Err: invalidf("%v", err)}
+		}
+		return nil
+	}
+	if name, dir := enginehost.Context(c.Host.Vars, c.Host.Home); name != "" {
+		if _, err := enginehost.ContextHost(dir, name); err != nil {
+			return &Error{Source: "docker context " + strconv.Quote(name), Key: "docker.host", Err: invalidf("%v", err)}
+		}
 	}
 	return nil
 }

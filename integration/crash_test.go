@@ -65,7 +65,7 @@ func startCrashRun(t *testing.T, te *throwawayEngine, p *project, c crashCase) *
 // prune runs `devsandbox sandboxes prune` against the throwaway engine.
 func crashPrune(t *testing.T, te *throwawayEngine, p *project) string {
 	t.Helper()
-	r := run(t, p.dir, []string{"DOCKER_HOST=" + te.host, "XDG_DATA_HOME=" + p.path("data"), "XDG_STATE_HOME=" + p.path("state")}, "", "sandboxes", "prune")
+	r := run(t, p.dir, []string{"DOCKER_HOST=" + te.host, "XDG_DATA_HOME=" + p.path("data"), "XDG_STATE_HOME=" + p.path("state")}, "", "--config", p.noPodmanConfig(), "sandboxes", "prune")
 	if r.code != 0 {
 		t.Fatalf("sandboxes prune: %s", r)
 	}

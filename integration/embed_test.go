@@ -371,7 +371,7 @@ func TestEmbedKilled(t *testing.T) {
 		}
 		// No engine: prune's docker part would touch the shared engine's objects of
 		// other tests. It then fails saying so, after the host's part.
-		r := run(t, p.dir, append(embedXDG(p.root), "DOCKER_HOST=unix://"+p.path("no-engine.sock")), "", "sandboxes", "prune")
+		r := run(t, p.dir, append(embedXDG(p.root), "DOCKER_HOST=unix://"+p.path("no-engine.sock")), "", "--config", p.noPodmanConfig(), "sandboxes", "prune")
 		if want := "removed " + filepath.Join(tmp, dead[0]) + ": the session /tmp of a run that ended without removing it\n"; !strings.Contains(r.stdout, want) {
 			t.Errorf("prune after the kill: %s\nwant the line %q", r, want)
 		}

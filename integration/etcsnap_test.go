@@ -222,7 +222,7 @@ func TestEtcSnapshotPrune(t *testing.T) {
 	if r := run(t, p.dir, env, "", "sandboxes", "prune", "--dry-run"); r.code != 0 || !reflect.DeepEqual(snapshotNames(t, snaps), before) {
 		t.Fatalf("prune --dry-run changed %v to %v:\n%s", before, snapshotNames(t, snaps), r)
 	}
-	r := run(t, p.dir, env, "", "sandboxes", "prune")
+	r := run(t, p.dir, env, "", "--config", p.noPodmanConfig(), "sandboxes", "prune")
 	if r.code != 0 {
 		t.Fatalf("prune:\n%s", r)
 	}
@@ -242,7 +242,7 @@ func TestEtcSnapshotPrune(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Now that no run holds it, the oldest goes; the next run builds its own again.
-	if r := run(t, p.dir, env, "", "sandboxes", "prune"); r.code != 0 || slices.Contains(snapshotNames(t, snaps), held) {
+	if r := run(t, p.dir, env, "", "--config", p.noPodmanConfig(), "sandboxes", "prune"); r.code != 0 || slices.Contains(snapshotNames(t, snaps), held) {
 		t.Errorf("prune after the run: %v\n%s", snapshotNames(t, snaps), r)
 	}
 	if r := run(t, p.dir, env, "", "--isolator=bwrap", "--egress=none", "--", "head", "-c", "5", "/etc/passwd"); r.code != 0 || r.stdout != "root:" {

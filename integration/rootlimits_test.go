@@ -319,7 +319,7 @@ func (p *project) rootPruneCommand(t *testing.T, bin string, flags ...string) *e
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	cmd := p.rootCommand(ctx, append([]string{"sandboxes", "prune"}, flags...)...)
+	cmd := p.rootCommand(ctx, append([]string{"--config", p.noPodmanConfig(), "sandboxes", "prune"}, flags...)...)
 	cmd.Path, cmd.Args[0] = bin, bin
 	cmd.Args = slices.DeleteFunc(cmd.Args, func(a string) bool { return a == "--isolator=bwrap" })
 	cmd.Env = append(cmd.Env, "DOCKER_HOST=unix://"+p.path("no-engine.sock"))

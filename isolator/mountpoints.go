@@ -85,19 +85,26 @@ func ReadOnlyDestinations(p *Plan) []ReadOnlyDest {
 	return out
 }
 
-// CheckMountPoints refuses, before bubblewrap starts, a destination whose mount point
-// would be new in a read-only host directory (ReadOnlyDestinations): bubblewrap would
-// fail there with its own message ("Can't mkdir /opt/x: Read-only file system").
-// docker and krun make mount points in the container's own file system and need no
-// such check.
-func CheckMountPoints(p *Plan) error {
+// CheckMountPoints is MountPointRule on the host's file system. The planner applies
+// the rule to every Plan it builds (for every isolator); the bwrap backend applies it
+// again before launch, for Plans built elsewhere (library users).
+func CheckMountPoints(p *Plan) error { return MountPointRule(p, os.Stat, os.Lstat) }
+
+// MountPointRule refuses a destination whose mount point would be new in a read-only
+// host directory (ReadOnlyDestinations): bubblewrap cannot create one there (it would
+// fail with "Can't mkdir /opt/x: Read-only file system"). docker and krun could make
+// it in the container's own file system, but keep to the same rule, so that a
+// command line or config file works alike on every isolator. stat and lstat look at
+// the host: an optional bind whose source is missing is skipped (bubblewrap skips
+// it), and a destination the host already has there is no new mount point.
+func MountPointRule(p *Plan, stat, lstat func(string) (fs.FileInfo, error)) error {
 	for _, d := range ReadOnlyDestinations(p) {
 		if d.Optional {
-			if _, err := os.Stat(d.Source); err != nil {
-				continue // bubblewrap skips the bind
+			if _, err := stat(d.Source); err != nil {
+				continue
 			}
 		}
-		if _, err := os.Lstat(d.Host); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := lstat(d.Host); !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		what := d.Why
@@ -109,8 +116,12 @@ func CheckMountPoints(p *Plan) error {
 		default:
 			what += " " + d.Dest
 		}
-		return fmt.Errorf("%w: %s: the destination would be a new mount point in %s (%s, read-only in the sandbox), where %s does not exist, and bubblewrap cannot create one in a read-only directory; mount it where a new directory can be made (under /mnt, /srv, your home or the project) or create %s on the host first (docker and krun make it in the container)",
-			ErrConfig, what, d.In, d.InWhy, d.Host, d.Host)
+		where := "where a new directory can be made (under /mnt, /srv, your home or the project)"
+		if d.InWhy == "the host's root" {
+			where = "under your home or the project (with system_binds = [\"host\"] all of / is the host's, read-only)"
+		}
+		return fmt.Errorf("%w: %s: the destination would be a new mount point in %s (%s, read-only in the sandbox), where %s does not exist; no isolator makes a mount point in a directory the sandbox sees read-only from the host (bubblewrap cannot, and docker and krun keep to the same rule); mount it %s or create %s on the host first",
+			ErrConfig, what, d.In, d.InWhy, d.Host, where, d.Host)
 	}
 	return nil
 }

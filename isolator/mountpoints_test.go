@@ -106,7 +106,7 @@ func TestCheckMountPoints(t *testing.T) {
 	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: data, Dest: "/view/new/x", Why: "sandbox.host_mounts"})
 	err := isolator.CheckMountPoints(p)
 	want := "configuration does not fit this host: --mount (sandbox.host_mounts) " + data + ":/view/new/x: the destination would be a new mount point in " + ro +
-		" (sandbox.ro_binds, read-only in the sandbox), where " + ro + "/new/x does not exist, and bubblewrap cannot create one in a read-only directory; mount it where a new directory can be made (under /mnt, /srv, your home or the project) or create " + ro + "/new/x on the host first (docker and krun make it in the container)"
+		" (sandbox.ro_binds, read-only in the sandbox), where " + ro + "/new/x does not exist; no isolator makes a mount point in a directory the sandbox sees read-only from the host (bubblewrap cannot, and docker and krun keep to the same rule); mount it where a new directory can be made (under /mnt, /srv, your home or the project) or create " + ro + "/new/x on the host first"
 	if !errors.Is(err, isolator.ErrConfig) || err.Error() != want {
 		t.Errorf("CheckMountPoints:\n got %v\nwant %s", err, want)
 	}

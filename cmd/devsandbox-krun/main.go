@@ -23,15 +23,37 @@ func main() {
 		os.Exit(2)
 	}
 	os.Exit(handoff.Serve(handoff.ServeIsolator(func(j *handoff.Job) (handoff.Backend, error) {
-		var s helper.Settings
-		if err := json.Unmarshal(j.Settings, &s); err != nil {
-			return nil, fmt.Errorf("the krun settings: %w", err)
-		}
-		return &krun.Isolator{
-			Settings: s,
-			Signals:  j.Signals,
-			Phase:    j.Phase,
-			Warn:     func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", m) },
-		}, nil
-	}, nil), os.Stdin, os.Stdout, os.Stderr))
+		return backend(j)
+	}, map[string]handoff.Handler{helper.OpPruneImages: pruneImages}), os.Stdin, os.Stdout, os.Stderr))
+}
+
+// backend is the krun backend the request's settings make.
+func backend(j *handoff.Job) (*krun.Isolator, error) {
+	var s helper.Settings
+	if err := json.Unmarshal(j.Settings, &s); err != nil {
+		return nil, fmt.Errorf("the krun settings: %w", err)
+	}
+	return &krun.Isolator{
+		Settings: s,
+		Signals:  j.Signals,
+		Phase:    j.Phase,
+		Warn:     func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", m) },
+	}, nil
+}
+
+// pruneImages serves helper.OpPruneImages.
+func pruneImages(j *handoff.Job) handoff.Result {
+	var r handoff.Result
+	var a helper.PruneArgs
+	b, err := backend(j)
+	if err == nil {
+		err = json.Unmarshal(j.Args, &a)
+	}
+	if err == nil {
+		var lines []string
+		lines, err = b.PruneImages(j.Ctx, a.DryRun)
+		r.Data = handoff.Args(lines)
+	}
+	r.SetError(err)
+	return r
 }

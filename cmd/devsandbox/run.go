@@ -49,6 +49,9 @@ func (a *app) run(c *cli.Context) error {
 		a.warn("sandbox.mode is off: %v runs WITHOUT a sandbox, with your full user rights", a.commandOrShell(cfg))
 		return a.unsandboxed(cfg)
 	}
+	if err := containerFlags(flags, cfg.Isolator, "from "+cfg.Origins["isolator"]); err != nil {
+		return err
+	}
 	dryRun := c.Bool("dry-run")
 	stdio := isolator.Stdio{In: a.stdin, Out: a.stdout, Err: a.stderr}
 	// The docker backend's program starts now, while the Plan is built: its start costs
@@ -87,6 +90,11 @@ func (a *app) run(c *cli.Context) error {
 	if err != nil {
 		early.Close()
 		return a.degrade(mode, cfg, err)
+	}
+	if cfg.Isolator == "auto" {
+		if err := containerFlags(flags, iso.Name(), "isolator = auto picked it here"); err != nil {
+			return err
+		}
 	}
 	if s, ok := iso.(*dockerhelper.Stub); ok {
 		s.Early = early
@@ -174,4 +182,25 @@ func (a *app) unsandboxed(cfg *config.Config) error {
 	}
 	fmt.Fprintf(a.stderr, "devsandbox: %s: %v\n", argv[0], err)
 	return exitError{126}
+}
+
+// containerFlags refuses the flags that ask for a container (--image,
+// --keep-container) when iso, the isolator of the run, runs none: bwrap would
+// ignore them, and a flag given for this run must not be dropped in silence. how
+// says where iso came from. The same keys in a config file pass: one file serves
+// machines with and without docker. Under isolator = auto it is called once auto
+// has picked; refusing there (rather than preferring docker) keeps auto's choice
+// the same with and without the flag.
+func containerFlags(f config.Flags, iso, how string) error {
+	if iso != "bwrap" {
+		return nil
+	}
+	which := "the bwrap isolator (" + how + ")"
+	switch {
+	case f.Image != nil:
+		return usageError{fmt.Errorf("--image %s names a container image, but %s runs no container, so the run would ignore it; use --isolator docker or --isolator krun to run in that image, or drop --image", *f.Image, which)}
+	case f.KeepContainer != nil && *f.KeepContainer:
+		return usageError{fmt.Errorf("--keep-container keeps a docker container between runs, but %s runs no container, so the run would ignore it; use --isolator docker to keep one, or drop --keep-container", which)}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
 	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
 	"github.com/devsandbox/devsandbox/isolator/etcsnap"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
+	krunhelper "github.com/devsandbox/devsandbox/isolator/krun/helper"
 	"github.com/devsandbox/devsandbox/isolator/planner"
 )
 
@@ -26,7 +29,7 @@ func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
 			{Name: "list", Usage: "every project's kept container, volume and sandbox home, with sizes", Flags: []cli.Flag{jsonFlag}, Action: a.sandboxesList},
 			{Name: "rm", Usage: "remove what devsandbox keeps for the named projects", ArgsUsage: "NAME...",
 				Description: a.describe("Removes the kept container, the home volume, the sandbox home and the state of each named project (NAME as `sandboxes list` shows it)."), Action: a.sandboxesRm},
-			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days; what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses), never a kept container, a running one, or a home volume; the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them); the session /tmp dirs of bwrap runs that were killed (over a minute old, no run holding them); and the snapshots of the host's /etc files that bwrap runs mount, except the newest and those a run holds."), Flags: []cli.Flag{
+			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days; what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses), never a kept container, a running one, or a home volume; the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them); the session /tmp dirs of bwrap runs that were killed (over a minute old, no run holding them); the snapshots of the host's /etc files that bwrap runs mount, except the newest and those a run holds; and the images of other devsandbox builds that no container uses, in the docker engine (derived images, then default images) and in your podman storage (default images): only images devsandbox named and labelled (devsandbox/default:VERSION with its labels), never one of yours, nor the one docker.image or krun.image names."), Flags: []cli.Flag{
 				&cli.IntFlag{Name: "days", Value: 30, Usage: "remove sandboxes unused for `N` days"},
 				&cli.BoolFlag{Name: "dry-run", Usage: "only print what would be removed"},
 			}, Action: a.sandboxesPrune},
@@ -69,20 +72,21 @@ func (a *app) docker(c *cli.Context) (*dockerhelper.Stub, *config.Config, error)
 // sandboxes lists what devsandbox keeps, from the host and the engine; lerr says why
 // the engine was not asked, when it was not.
 func (a *app) sandboxes(c *cli.Context) (d *dockerhelper.Stub, list []dockerhelper.Sandbox, lerr, err error) {
-	d, _, list, lerr, err = a.sandboxesOf(c)
+	d, _, _, list, lerr, err = a.sandboxesOf(c)
 	return d, list, lerr, err
 }
 
-// sandboxesOf is sandboxes, with the directories and the user asked about.
-func (a *app) sandboxesOf(c *cli.Context) (d *dockerhelper.Stub, dirs dockerhelper.Dirs, list []dockerhelper.Sandbox, lerr, err error) {
-	d, cfg, err := a.docker(c)
+// sandboxesOf is sandboxes, with the configuration and the directories and user
+// asked about.
+func (a *app) sandboxesOf(c *cli.Context) (d *dockerhelper.Stub, cfg *config.Config, dirs dockerhelper.Dirs, list []dockerhelper.Sandbox, lerr, err error) {
+	d, cfg, err = a.docker(c)
 	if err != nil {
-		return nil, dirs, nil, nil, err
+		return nil, nil, dirs, nil, nil, err
 	}
 	h := cfg.Host
 	dirs = dockerhelper.Dirs{Data: filepath.Join(h.DataHome, "devsandbox"), State: filepath.Join(h.StateHome, "devsandbox"), UID: h.UID}
 	list, lerr = d.Sandboxes(context.Background(), dirs)
-	return d, dirs, list, lerr, nil
+	return d, cfg, dirs, list, lerr, nil
 }
 
 func (a *app) sandboxesList(c *cli.Context) error {
@@ -136,12 +140,13 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 // neither devsandbox-docker nor an engine has to be there for them.
 func (a *app) sandboxesPrune(c *cli.Context) error {
 	cgroup.Prune(a.stdout, c.Bool("dry-run"))
-	d, dirs, list, lerr, err := a.sandboxesOf(c)
+	d, cfg, dirs, list, lerr, err := a.sandboxesOf(c)
 	if err != nil {
 		return err
 	}
 	a.pruneEtc(filepath.Dir(dirs.State), c.Bool("dry-run"))
 	a.pruneTmp(dirs.State, c.Bool("dry-run"))
+	a.prunePodmanImages(cfg, c.Bool("dry-run"))
 	switch {
 	case lerr != nil && !d.Installed():
 		a.warn("the docker isolator (%s) is not installed: no containers or volumes to prune", dockerhelper.Program)
@@ -150,6 +155,29 @@ func (a *app) sandboxesPrune(c *cli.Context) error {
 		return fmt.Errorf("the docker engine must answer for prune to know what is in use: %w", lerr)
 	}
 	return d.Prune(context.Background(), dirs.UID, list, time.Duration(c.Int("days"))*24*time.Hour, c.Bool("dry-run"), a.stdout)
+}
+
+// prunePodmanImages removes the default images of other devsandbox builds from the
+// user's podman storage (the krun isolator's), when devsandbox-krun and podman are
+// installed; a podman that cannot be asked is a warning, not a failed prune.
+func (a *app) prunePodmanImages(cfg *config.Config, dryRun bool) {
+	if handoff.Beside(krunhelper.Program) == "" {
+		return
+	}
+	if _, err := exec.LookPath("podman"); err != nil {
+		return
+	}
+	s, ok := krunStub(cfg, nil).(*handoff.Stub)
+	if !ok {
+		return
+	}
+	lines, err := krunhelper.PruneImages(context.Background(), s, dryRun)
+	for _, l := range lines {
+		fmt.Fprintln(a.stdout, l)
+	}
+	if err != nil {
+		a.warn("the default images in podman were not all pruned: %v", err)
+	}
 }
 
 // pruneEtc removes the /etc snapshots of bwrap runs beyond the newest few, except

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/internal/enginehost"
 	"github.com/devsandbox/devsandbox/isolator/planner"
 	"github.com/devsandbox/devsandbox/tools"
 )
@@ -21,6 +22,12 @@ import (
 // merged over the defaults, the tool tables, the environment the file leaves the
 // engine address to).
 func TestValidateRefusesWhatARunRefuses(t *testing.T) {
+	// A docker CLI config directory whose current context, remote, is reached over ssh.
+	dockerDir := t.TempDir()
+	writeDockerContext(t, dockerDir, "remote", "ssh://me@build")
+	if err := os.WriteFile(filepath.Join(dockerDir, "config.json"), []byte(`{"currentContext":"remote"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, doc string
 		env       []string // added to the user's environment
@@ -39,6 +46,8 @@ func TestValidateRefusesWhatARunRefuses(t *testing.T) {
 		{"a tcp docker.host without a port", "[docker]\nhost = \"tcp://host\"\n", nil},
 		{"DOCKER_HOST over ssh with the docker isolator", "isolator = \"docker\"\n", []string{"DOCKER_HOST=ssh://user@host"}},
 		{"DOCKER_HOST of a scheme no client dials", "isolator = \"docker\"\n", []string{"DOCKER_HOST=ftp://x"}},
+		{"DOCKER_CONTEXT over ssh with the docker isolator", "isolator = \"docker\"\n", []string{"DOCKER_CONFIG=" + dockerDir, "DOCKER_CONTEXT=remote"}},
+		{"the current docker context over ssh with the docker isolator", "isolator = \"docker\"\n", []string{"DOCKER_CONFIG=" + dockerDir}},
 		{"keep_container with the krun isolator", "isolator = \"krun\"\n[docker]\nkeep_container = true\n", nil},
 	}
 	base := testProject(t)
@@ -123,5 +132,48 @@ func TestTrustRefusesAnUnknownTool(t *testing.T) {
 	}
 	if _, err := os.Stat(config.TrustFile(host)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("trust records written: %v", err)
+	}
+}
+
+// writeDockerContext makes docker CLI context name, with endpoint host, under the
+// docker config directory dir, as the docker CLI lays it out.
+func writeDockerContext(t *testing.T, dir, name, host string) {
+	t.Helper()
+	meta := filepath.Join(dir, "contexts", "meta", enginehost.ContextID(name))
+	if err := os.MkdirAll(meta, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"Name":"` + name + `","Endpoints":{"docker":{"Host":"` + host + `"}}}`
+	if err := os.WriteFile(filepath.Join(meta, "meta.json"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An ssh:// docker context is reported by `config validate` in the words a launch
+// uses (engineaddr.Resolve) and doctor's docker row gives (docker.Isolator.Check):
+// `docker context "NAME": ` and the address's own refusal. Under isolator = auto the
+// file is valid: the context may serve the docker CLI alone, and a launch that
+// reaches docker says so then.
+func TestValidateDockerContext(t *testing.T) {
+	env := testProject(t)
+	dockerDir := t.TempDir()
+	writeDockerContext(t, dockerDir, "remote", "ssh://me@build")
+	env = append(env, "DOCKER_CONFIG="+dockerDir, "DOCKER_CONTEXT=remote")
+	file := filepath.Join(t.TempDir(), "config.toml")
+	for doc, want := range map[string]string{
+		"isolator = \"docker\"\n": "devsandbox: docker context \"remote\": \"ssh://me@build\": devsandbox does not speak to an engine over ssh; forward its socket (ssh -nNT -L /ABSOLUTE/SOCKET:/var/run/docker.sock HOST) and set docker.host = \"unix:///ABSOLUTE/SOCKET\"\n",
+		"isolator = \"auto\"\n":   "",
+		// docker.host decides the address: the context is not asked.
+		"isolator = \"docker\"\n[docker]\nhost = \"unix:///var/run/docker.sock\"\n": "",
+	} {
+		if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errb bytes.Buffer
+		a := &app{stdout: &out, stderr: &errb, environ: env}
+		code := a.main([]string{"config", "validate", file})
+		if want == "" && (code != 0 || errb.Len() != 0) || want != "" && (code != exitFailure || errb.String() != want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr\n%s\nwant\n%s", doc, code, out.String(), errb.String(), want)
+		}
 	}
 }

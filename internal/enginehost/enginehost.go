@@ -4,9 +4,15 @@
 package enginehost
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 )
 
@@ -52,4 +58,60 @@ func digits(s string) bool {
 		}
 	}
 	return true
+}
+
+// Context names the docker CLI context the docker CLI would use: DOCKER_CONTEXT, else
+// currentContext in config.json of the docker config directory (DOCKER_CONFIG, else
+// home/.docker); name is "" for the default one (none named, or "default"). dir is
+// that config directory. env is the host environment.
+func Context(env map[string]string, home string) (name, dir string) {
+	dir = env["DOCKER_CONFIG"]
+	if dir == "" {
+		dir = filepath.Join(home, ".docker")
+	}
+	name = env["DOCKER_CONTEXT"]
+	if name == "" {
+		var cf struct{ CurrentContext string }
+		if b, err := os.ReadFile(filepath.Join(dir, "config.json")); err == nil {
+			_ = json.Unmarshal(b, &cf)
+		}
+		name = cf.CurrentContext
+	}
+	if name == "default" {
+		name = ""
+	}
+	return name, dir
+}
+
+// ContextID is the directory name of context name's files (contexts/meta/ID,
+// contexts/tls/ID), as the docker CLI makes it.
+func ContextID(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:])
+}
+
+// ContextHost returns the docker endpoint of context name in the docker config
+// directory dir, judged as Check judges docker.host (the fix names docker.host, the
+// key that overrides a context). The error does not name the context; callers say
+// `docker context "NAME": ` before it, so that a run, `config validate` and `doctor`
+// word it alike.
+func ContextHost(dir, name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "contexts", "meta", ContextID(name), "meta.json"))
+	if err != nil {
+		return "", err
+	}
+	var meta struct {
+		Endpoints map[string]struct{ Host string }
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return "", err
+	}
+	ep, ok := meta.Endpoints["docker"]
+	if !ok || ep.Host == "" {
+		return "", errors.New("the context has no docker endpoint")
+	}
+	if err := Check(ep.Host, ConfigKey); err != nil {
+		return "", err
+	}
+	return ep.Host, nil
 }

@@ -270,9 +270,12 @@ func writeRecord(path, key, value string) {
 	}
 }
 
-// PruneImages removes the current user's derived images that are stale (made by
-// another devsandbox version, or from a base image its name no longer names) and
-// that no container uses, or with dryRun only says so. It returns one line per
+// PruneImages removes the images no run of this devsandbox build will use again and
+// that no container uses, or with dryRun only says so: first the current user's
+// derived images that are stale (made by another devsandbox version, or from a base
+// image its name no longer names), then the default images of other devsandbox builds
+// (container.StaleDefault: named and labelled by `devsandbox image build`, never an
+// image of the user's own), whose derived images went first. It returns one line per
 // image, what was (or would be) done.
 func (b *Isolator) PruneImages(ctx context.Context, uid int, dryRun bool) ([]string, error) {
 	e, a, err := b.engine()
@@ -280,44 +283,73 @@ func (b *Isolator) PruneImages(ctx context.Context, uid int, dryRun bool) ([]str
 		return nil, err
 	}
 	defer e.Close()
-	imgs, err := e.ImageList(ctx, image.ListOptions{All: true, Filters: filters.NewArgs(
-		filters.Arg("label", LabelBase), filters.Arg("label", LabelUser+"="+fmt.Sprint(uid)))})
+	list := func(what string, f filters.Args) ([]image.Summary, error) {
+		imgs, err := e.ImageList(ctx, image.ListOptions{All: true, Filters: f})
+		if err != nil {
+			st := engineDown(a, err)
+			return nil, fmt.Errorf("listing the %s: %s; %s", what, st.Reason, st.Fix)
+		}
+		return imgs, nil
+	}
+	imgs, err := list("derived images", filters.NewArgs(filters.Arg("label", LabelBase), filters.Arg("label", LabelUser+"="+fmt.Sprint(uid))))
 	if err != nil {
-		st := engineDown(a, err)
-		return nil, fmt.Errorf("listing the derived images: %s; %s", st.Reason, st.Fix)
+		return nil, err
 	}
 	var out []string
 	var errs []error
 	for _, im := range imgs {
-		why := b.staleImage(ctx, e, im.Labels)
-		if why == "" {
-			continue
+		if why := b.staleImage(ctx, e, im.Labels); why != "" {
+			line, err := removeImage(ctx, e, im.ID, im.Labels[LabelBaseRef], why, dryRun)
+			out, errs = append(out, line), append(errs, err)
 		}
-		short := strings.TrimPrefix(im.ID, "sha256:")
-		short = short[:min(12, len(short))]
-		users, err := e.ContainerList(ctx, dockercontainer.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("ancestor", im.ID))})
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("listing the containers of image %s: %w", short, err))
-			continue
-		case len(users) > 0:
-			out = append(out, fmt.Sprintf("kept image %s (%s): %s, but %d container(s) use it", short, im.Labels[LabelBaseRef], why, len(users)))
-			continue
-		case dryRun:
-			out = append(out, fmt.Sprintf("would remove image %s (%s): %s", short, im.Labels[LabelBaseRef], why))
-			continue
-		}
-		if _, err := e.ImageRemove(ctx, im.ID, image.RemoveOptions{PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
-			if cerrdefs.IsConflict(err) {
-				out = append(out, fmt.Sprintf("kept image %s (%s): %s, but it is in use", short, im.Labels[LabelBaseRef], why))
-				continue
-			}
-			errs = append(errs, fmt.Errorf("removing image %s: %w", short, err))
-			continue
-		}
-		out = append(out, fmt.Sprintf("removed image %s (%s): %s", short, im.Labels[LabelBaseRef], why))
 	}
-	return out, errors.Join(errs...)
+	defaults, err := list("default images", filters.NewArgs(filters.Arg("label", container.LabelImage+"=default")))
+	if err != nil {
+		return nonEmpty(out), errors.Join(append(errs, err)...)
+	}
+	for _, im := range defaults {
+		why := container.StaleDefault(container.Image{ID: im.ID, Names: im.RepoTags, Labels: im.Labels}, b.Version)
+		// An older build's image that docker.image names on purpose stays.
+		if why != "" && !slices.Contains(im.RepoTags, b.Image) {
+			line, err := removeImage(ctx, e, im.ID, im.RepoTags[0], why, dryRun)
+			out, errs = append(out, line), append(errs, err)
+		}
+	}
+	return nonEmpty(out), errors.Join(errs...)
+}
+
+// removeImage removes image id (name, for people) unless a container uses it, or with
+// dryRun says it would; why says why it goes. It returns what it did, or an error.
+func removeImage(ctx context.Context, e Engine, id, name, why string, dryRun bool) (string, error) {
+	short := strings.TrimPrefix(id, "sha256:")
+	short = short[:min(12, len(short))]
+	users, err := e.ContainerList(ctx, dockercontainer.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("ancestor", id))})
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("listing the containers of image %s: %w", short, err)
+	case len(users) > 0:
+		return fmt.Sprintf("kept image %s (%s): %s, but %d container(s) use it", short, name, why, len(users)), nil
+	case dryRun:
+		return fmt.Sprintf("would remove image %s (%s): %s", short, name, why), nil
+	}
+	if _, err := e.ImageRemove(ctx, id, image.RemoveOptions{PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		if cerrdefs.IsConflict(err) {
+			return fmt.Sprintf("kept image %s (%s): %s, but it is in use", short, name, why), nil
+		}
+		return "", fmt.Errorf("removing image %s: %w", short, err)
+	}
+	return fmt.Sprintf("removed image %s (%s): %s", short, name, why), nil
+}
+
+// nonEmpty is lines without the empty ones.
+func nonEmpty(lines []string) []string {
+	out := lines[:0]
+	for _, l := range lines {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // staleImage says why the derived image labelled l is stale, or "".

@@ -118,7 +118,7 @@ func (b *Isolator) Render(p *isolator.Plan) (isolator.Rendered, error) {
 func (b *Isolator) QuickCheck() isolator.Status {
 	a, err := b.address()
 	if err != nil {
-		return isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: "fix DOCKER_HOST or the docker context, or set docker.host"}
+		return isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: addressFix}
 	}
 	if sock, ok := strings.CutPrefix(a.Host, "unix://"); ok {
 		if _, err := os.Stat(sock); err != nil {
@@ -128,12 +128,23 @@ func (b *Isolator) QuickCheck() isolator.Status {
 	return isolator.Status{State: isolator.Active}
 }
 
+// addressFix is the fix of an engine address devsandbox refuses (its reason already
+// says what to do for that address; this names where the address comes from).
+const addressFix = "fix DOCKER_HOST or the docker context (docker context use default), or set docker.host"
+
 const startHint = "install and start Docker (Debian/Ubuntu: sudo apt-get install docker.io && sudo systemctl start docker), or set docker.host / DOCKER_HOST"
 
 // Check implements isolator.Isolator: the engine answers and speaks API 1.41 or newer.
 func (b *Isolator) Check(ctx context.Context) isolator.Status {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if b.dial == nil {
+		// An address refused (an ssh:// context) is reported in the words a launch and
+		// `config validate` use, with its own fix, not as an engine to start.
+		if _, err := b.address(); err != nil {
+			return isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: addressFix}
+		}
+	}
 	e, a, err := b.engine()
 	if err != nil {
 		return isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: startHint}

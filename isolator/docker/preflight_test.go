@@ -1,10 +1,14 @@
 package docker
 
 import (
+	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/devsandbox/devsandbox/internal/enginehost"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
 )
@@ -33,5 +37,26 @@ func TestUnseen(t *testing.T) {
 	}
 	if err := unseen(errors.New("no such image"), addr, l); err != nil {
 		t.Errorf("another error: %v", err)
+	}
+}
+
+// doctor's docker row reports an engine address devsandbox refuses (an ssh:// docker
+// context) in the words a launch and `config validate` use, with the address's fix,
+// not as an engine to install and start.
+func TestCheckRefusedAddress(t *testing.T) {
+	dir := t.TempDir()
+	meta := filepath.Join(dir, "contexts", "meta", enginehost.ContextID("remote"))
+	if err := os.MkdirAll(meta, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(meta, "meta.json"), []byte(`{"Endpoints":{"docker":{"Host":"ssh://me@build"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := &Isolator{Env: map[string]string{"DOCKER_CONFIG": dir, "DOCKER_CONTEXT": "remote"}, HostHome: t.TempDir()}
+	want := isolator.Status{State: isolator.Unavailable,
+		Reason: `docker context "remote": "ssh://me@build": devsandbox does not speak to an engine over ssh; forward its socket (ssh -nNT -L /ABSOLUTE/SOCKET:/var/run/docker.sock HOST) and set docker.host = "unix:///ABSOLUTE/SOCKET"`,
+		Fix:    "fix DOCKER_HOST or the docker context (docker context use default), or set docker.host"}
+	if st := b.Check(context.Background()); st != want {
+		t.Errorf("Check:\n got %+v\nwant %+v", st, want)
 	}
 }

@@ -290,6 +290,12 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		p.Mounts = b.mounts
 	}
 
+	// One rule for every isolator: no new mount point in a directory the view takes
+	// read-only from the host (isolator.MountPointRule).
+	if err := isolator.MountPointRule(p, pr.Stat, pr.Lstat); err != nil {
+		return nil, nil, err
+	}
+
 	p.Env, warns = environment(cfg, h, tenv, proj, warns)
 	p.Secrets, warns, err = secrets(cfg, enabled, h, pr, warns)
 	if err != nil {

@@ -5,9 +5,6 @@
 package engineaddr
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,50 +52,20 @@ func Resolve(configured string, env map[string]string, home string) (Address, er
 		}
 		return a, nil
 	}
-	cfgDir := env["DOCKER_CONFIG"]
-	if cfgDir == "" {
-		cfgDir = filepath.Join(home, ".docker")
-	}
-	name := env["DOCKER_CONTEXT"]
-	if name == "" {
-		var cf struct{ CurrentContext string }
-		if b, err := os.ReadFile(filepath.Join(cfgDir, "config.json")); err == nil {
-			_ = json.Unmarshal(b, &cf)
-		}
-		name = cf.CurrentContext
-	}
-	if name != "" && name != "default" {
-		return fromContext(cfgDir, name)
+	if name, dir := enginehost.Context(env, home); name != "" {
+		return fromContext(dir, name)
 	}
 	return Address{Host: DefaultHost, Origin: "default"}, nil
 }
 
 // fromContext reads the docker endpoint of a docker CLI context.
 func fromContext(cfgDir, name string) (Address, error) {
-	sum := sha256.Sum256([]byte(name))
-	id := hex.EncodeToString(sum[:])
-	b, err := os.ReadFile(filepath.Join(cfgDir, "contexts", "meta", id, "meta.json"))
+	host, err := enginehost.ContextHost(cfgDir, name)
 	if err != nil {
 		return Address{}, fmt.Errorf("docker context %q: %w", name, err)
 	}
-	var meta struct {
-		Endpoints map[string]struct {
-			Host          string
-			SkipTLSVerify bool
-		}
-	}
-	if err := json.Unmarshal(b, &meta); err != nil {
-		return Address{}, fmt.Errorf("docker context %q: %w", name, err)
-	}
-	ep, ok := meta.Endpoints["docker"]
-	if !ok || ep.Host == "" {
-		return Address{}, fmt.Errorf("docker context %q has no docker endpoint", name)
-	}
-	if err := enginehost.Check(ep.Host, enginehost.ConfigKey); err != nil {
-		return Address{}, fmt.Errorf("docker context %q: %w", name, err)
-	}
-	a := Address{Host: ep.Host, Origin: "context " + name}
-	tls := filepath.Join(cfgDir, "contexts", "tls", id, "docker")
+	a := Address{Host: host, Origin: "context " + name}
+	tls := filepath.Join(cfgDir, "contexts", "tls", enginehost.ContextID(name), "docker")
 	if _, err := os.Stat(filepath.Join(tls, "ca.pem")); err == nil {
 		a.CACert, a.Cert, a.Key = filepath.Join(tls, "ca.pem"), filepath.Join(tls, "cert.pem"), filepath.Join(tls, "key.pem")
 	}

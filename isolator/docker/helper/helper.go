@@ -154,7 +154,7 @@ func (s *Stub) QuickCheck() isolator.Status {
 	}
 	a, err := engineaddr.Resolve(s.settings.Host, s.environ, s.settings.HostHome)
 	if err != nil {
-		return isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: "fix DOCKER_HOST or the docker context, or set docker.host"}
+		return isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: "fix DOCKER_HOST or the docker context (docker context use default), or set docker.host"}
 	}
 	if sock, ok := strings.CutPrefix(a.Host, "unix://"); ok {
 		if _, err := os.Stat(sock); err != nil {

@@ -7,6 +7,8 @@
 package helper
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -45,3 +47,28 @@ func Stub(s Settings, environ map[string]string, phase func(string)) *handoff.St
 
 // ErrKeep refuses keep_container: a krun container cannot be exec'd into.
 var ErrKeep = fmt.Errorf("%w: --keep-container (docker.keep_container) is not possible with the krun isolator: a libkrun microVM runs exactly one command and cannot be exec'd into; run without it, or use --isolator=docker", isolator.ErrUnavailable)
+
+// OpPruneImages removes the default images of other devsandbox builds from the user's
+// podman storage (krun.Isolator.PruneImages). Args: PruneArgs; Data: []string, one
+// line per image.
+const OpPruneImages = "prune-images"
+
+// PruneArgs are OpPruneImages' arguments.
+type PruneArgs struct {
+	DryRun bool `json:"dryRun"`
+}
+
+// PruneImages runs OpPruneImages through s (a Stub) and returns its lines.
+func PruneImages(ctx context.Context, s *handoff.Stub, dryRun bool) ([]string, error) {
+	r, err := s.Call(ctx, handoff.Request{Op: OpPruneImages, Args: handoff.Args(PruneArgs{DryRun: dryRun})}, isolator.Stdio{})
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	if len(r.Data) > 0 {
+		if err := json.Unmarshal(r.Data, &lines); err != nil {
+			return nil, fmt.Errorf("reading the answer of %s: %w", Program, err)
+		}
+	}
+	return lines, r.Err()
+}

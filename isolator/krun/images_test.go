@@ -1,0 +1,62 @@
+package krun
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/isolator/krun/helper"
+)
+
+// fakeImages is an imageStore; the engine it embeds is nil, so any other call fails.
+type fakeImages struct {
+	engine
+	imgs    []container.Image
+	users   map[string]int
+	removed []string
+}
+
+func (f *fakeImages) DefaultImages() ([]container.Image, error) { return f.imgs, nil }
+func (f *fakeImages) Users(id string) (int, error)              { return f.users[id], nil }
+func (f *fakeImages) RemoveImage(id string) error {
+	f.removed = append(f.removed, id)
+	return nil
+}
+
+// prune removes the default images of other builds that no container uses, keeps the
+// current build's, krun.image's, the user's own and those in use, and with dryRun
+// removes nothing.
+func TestPruneImages(t *testing.T) {
+	label := func(v string) map[string]string {
+		return map[string]string{container.LabelImage: "default", container.LabelVersion: v}
+	}
+	newStore := func() *fakeImages {
+		return &fakeImages{imgs: []container.Image{
+			{ID: "sha256:0123456789abcdef", Names: []string{"localhost/devsandbox/default:old1"}, Labels: label("old1")},
+			{ID: "sha256:1111111111111111", Names: []string{"localhost/devsandbox/default:old2"}, Labels: label("old2")},
+			{ID: "sha256:2222222222222222", Names: []string{"localhost/devsandbox/default:cur"}, Labels: label("cur")},
+			{ID: "sha256:3333333333333333", Names: []string{"localhost/me/tools:1"}, Labels: label("old1")},
+			{ID: "sha256:4444444444444444", Names: []string{"localhost/devsandbox/default:pinned"}, Labels: label("pinned")},
+		}, users: map[string]int{"sha256:1111111111111111": 1}}
+	}
+	for _, dry := range []bool{true, false} {
+		store := newStore()
+		b := &Isolator{Settings: helper.Settings{Version: "cur", Image: "devsandbox/default:pinned"}, engineFn: func() (engine, error) { return store, nil }}
+		got, err := b.PruneImages(context.Background(), dry)
+		verb := "removed"
+		var removed []string
+		if dry {
+			verb = "would remove"
+		} else {
+			removed = []string{"sha256:0123456789abcdef"}
+		}
+		want := []string{
+			verb + " image 0123456789ab (devsandbox/default:old1) in podman: the default image of devsandbox old1, this is cur",
+			"kept image 111111111111 (devsandbox/default:old2) in podman: the default image of devsandbox old2, this is cur, but 1 container(s) use it",
+		}
+		if err != nil || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(store.removed, removed) {
+			t.Errorf("dry run %v: %q, %v, removed %q\nwant %q, removed %q", dry, got, err, store.removed, want, removed)
+		}
+	}
+}
