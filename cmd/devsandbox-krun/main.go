@@ -28,10 +28,11 @@ func main() {
 			return nil, fmt.Errorf("the krun settings: %w", err)
 		}
 		return &krun.Isolator{
-			Settings: s,
-			Signals:  j.Signals,
-			Phase:    j.Phase,
-			Warn:     func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", m) },
+			Settings:  s,
+			Signals:   j.Signals,
+			StopGrace: s.StopGrace,
+			Phase:     j.Phase,
+			Warn:      func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", m) },
 		}, nil
 	}, nil), os.Stdin, os.Stdout, os.Stderr))
 }
