@@ -67,12 +67,15 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	if err := comp.ready(ctx); err != nil {
 		return 0, err
 	}
+	if !stopNow() {
+		return 0, fmt.Errorf("the sandbox was stopped before the command ran: %w", context.Cause(ctx))
+	}
 	sess, err := b.attach(hj.Conn, hj.Reader, p, spec.Layout.Masks, stdio, hello)
 	if err != nil {
 		return 0, err
 	}
 	defer sess.Close()
-	defer b.stopOnCancel(ctx, sess, stopNow, hj.Close)()
+	defer b.stopOnCancel(ctx, sess, hj.Close)()
 	b.phase("exec")
 	defer goSweep(ctx, e, p, id, fresh)()
 	select {

@@ -332,13 +332,17 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 		remove(ctx, e, id)
 		return 0, err
 	}
+	if !stopNow() {
+		remove(ctx, e, id)
+		return 0, fmt.Errorf("the sandbox was stopped before the command ran: %w", context.Cause(ctx))
+	}
 	sess, err := b.attach(hj.Conn, hj.Reader, p, spec.Layout.Masks, stdio, hello)
 	if err != nil {
 		remove(ctx, e, id)
 		return 0, err
 	}
 	defer sess.Close()
-	defer b.stopOnCancel(ctx, sess, stopNow, hj.Close)()
+	defer b.stopOnCancel(ctx, sess, hj.Close)()
 	defer goSweep(ctx, e, p, id, true)()
 	code := 125
 	exited := make(chan struct{})
@@ -377,14 +381,11 @@ func (b *Isolator) stopGrace() time.Duration {
 	return container.DefaultStopGrace
 }
 
-// stopOnCancel hands the end of ctx over from stopNow (which ends the init's stream
-// at once) to the session: SIGTERM to the command, end after the stop grace. When
-// ctx has ended already (stopNow ran), there is nothing to hand over. The returned
-// function releases it.
-func (b *Isolator) stopOnCancel(ctx context.Context, sess *attached, stopNow func() bool, end func()) func() {
-	if !stopNow() {
-		return func() {}
-	}
+// stopOnCancel makes the end of ctx stop the session's command: SIGTERM, then end
+// after the stop grace (container.Session.StopOnCancel). The caller has stopped
+// the stream's immediate end (stopNow) before the session's hello, so a ctx that
+// ends from then on is the session's to handle. The returned function releases it.
+func (b *Isolator) stopOnCancel(ctx context.Context, sess *attached, end func()) func() {
 	grace := b.stopGrace()
 	return sess.StopOnCancel(ctx, grace, end, func() {
 		b.warn("the command did not exit within %s of SIGTERM after the run was cancelled; ending its session", grace)

@@ -1168,7 +1168,7 @@ func TestRunCancelStops(t *testing.T) {
 	}{
 		{name: "sigterm", want: 143, frames: "SIGTERM"},
 		{name: "ignores sigterm", ignores: true, want: 137, frames: "SIGTERM"},
-		{name: "caller gone", gone: true, want: 137},
+		{name: "caller gone", gone: true},
 		{name: "kept", keep: true, want: 143, frames: "SIGTERM"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1207,7 +1207,9 @@ func TestRunCancelStops(t *testing.T) {
 				}
 			}()
 			code, err := b.Run(ctx, p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
-			if err != nil || code != tc.want {
+			// With the caller gone, nobody reads the status: the stream (and with it
+			// the init's report) ends at once.
+			if !tc.gone && (err != nil || code != tc.want) {
 				t.Fatalf("Run = %d, %v; want %d", code, err, tc.want)
 			}
 			mu.Lock()
