@@ -82,11 +82,14 @@ type Session struct {
 	restore func() error
 	stop    chan struct{}
 	wg      sync.WaitGroup
+	// helloSent is closed once the hello is written (or failed): no frame may
+	// precede it.
+	helloSent chan struct{}
 }
 
 // StartSession sends hello (with the window size) and starts relaying.
 func StartSession(st *Stream, stdio isolator.Stdio, h *wire.Hello, report *wire.Report, o SessionOptions) (*Session, error) {
-	s := &Session{st: st, tty: h.TTY, report: report, o: o, errOut: stdio.Err, stop: make(chan struct{})}
+	s := &Session{st: st, tty: h.TTY, report: report, o: o, errOut: stdio.Err, stop: make(chan struct{}), helloSent: make(chan struct{})}
 	var inFd uintptr
 	term := stdio.In != nil && tty.IsTerminal(stdio.In.Fd())
 	if term {
@@ -99,10 +102,15 @@ func StartSession(st *Stream, stdio isolator.Stdio, h *wire.Hello, report *wire.
 	}
 	helloErr := make(chan error, 1)
 	if o.AsyncHello {
-		go func() { helloErr <- st.hello(h) }()
+		go func() {
+			err := st.hello(h)
+			close(s.helloSent)
+			helloErr <- err
+		}()
 	} else if err := st.hello(h); err != nil {
 		return nil, fmt.Errorf("sending the session's secrets to the container: %w", err)
 	} else {
+		close(s.helloSent)
 		helloErr <- nil
 	}
 	if h.TTY && term {
@@ -158,6 +166,11 @@ func (s *Session) relaySignals() {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		select { // no frame before the hello (AsyncHello); a signal waits in sigs
+		case <-s.stop:
+			return
+		case <-s.helloSent:
+		}
 		for {
 			select {
 			case <-s.stop:
@@ -247,6 +260,11 @@ func (s *Session) StopOnCancel(ctx context.Context, grace time.Duration, end, la
 		case <-done:
 			return
 		case <-ctx.Done():
+		}
+		select {
+		case <-done:
+			return
+		case <-s.helloSent: // the init reads the hello first
 		}
 		if errors.Is(context.Cause(ctx), handoff.ErrCallerGone) {
 			end()
