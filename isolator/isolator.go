@@ -91,8 +91,12 @@ type Rendered interface {
 // while the command runs, Run stops it (SIGTERM, then SIGKILL to the whole sandbox
 // after a bound the backend documents), cleans up as after any exit, and returns the
 // command's status with an error wrapping context.Cause(ctx); ended before the
-// command ran, it returns such an error alone. Check probes the host and is never
-// called on the launch path, only by doctor and after a failed launch.
+// command ran, it returns such an error alone. Unless the backend is told to forward
+// them (an option the CLI sets), Run subscribes to none of the process's signals
+// (SIGWINCH aside, while it relays a terminal), and it writes nothing to the process's
+// own stdout or stderr: the command's output goes to stdio, the backend's warnings to
+// its Warn hook (or stdio.Err). Check probes the host and is never called on the
+// launch path, only by doctor and after a failed launch.
 type Isolator interface {
 	Name() string
 	Check(ctx context.Context) Status

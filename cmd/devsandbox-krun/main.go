@@ -34,10 +34,11 @@ func backend(j *handoff.Job) (*krun.Isolator, error) {
 		return nil, fmt.Errorf("the krun settings: %w", err)
 	}
 	return &krun.Isolator{
-		Settings: s,
-		Signals:  j.Signals,
-		Phase:    j.Phase,
-		Warn:     func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", m) },
+		Settings:  s,
+		Signals:   j.Signals,
+		StopGrace: s.StopGrace,
+		Phase:     j.Phase,
+		Warn:      func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", m) },
 	}, nil
 }
 

@@ -38,10 +38,12 @@ func dockerStub(cfg *config.Config, phase func(string)) *dockerhelper.Stub {
 		return dockerhelper.New(dockerhelper.Settings{Version: config.Version}, nil, nil)
 	}
 	d, h := cfg.Docker, cfg.Host
-	return dockerhelper.New(dockerhelper.Settings{
+	s := dockerhelper.New(dockerhelper.Settings{
 		Image: d.Image, Home: d.Home, Keep: d.KeepContainer, Version: config.Version,
 		Host: d.Host, HostHome: h.Home, FirewallTool: nftOverride(h),
 	}, h.Vars, phase)
+	s.ForwardSignals = true // Ctrl-C, SIGTERM, ... reach the command
+	return s
 }
 
 func krunStub(cfg *config.Config, phase func(string)) isolator.Isolator {
@@ -49,9 +51,11 @@ func krunStub(cfg *config.Config, phase func(string)) isolator.Isolator {
 		return krunhelper.Stub(krunhelper.Settings{Runtime: "krun", CPUs: 2, MemoryMiB: 2048, Version: config.Version, UID: os.Getuid()}, nil, nil)
 	}
 	k, h := cfg.Krun, cfg.Host
-	return krunhelper.Stub(krunhelper.Settings{
+	s := krunhelper.Stub(krunhelper.Settings{
 		Image: k.Image, Runtime: k.Runtime, CPUs: k.CPUs, MemoryMiB: k.MemoryMiB, Socket: k.PodmanSocket,
 		Home: cfg.Docker.Home, Version: config.Version, KeepContainer: cfg.Docker.KeepContainer,
 		RuntimeDir: h.RuntimeDir, User: h.User, UID: h.UID, Nft: nftOverride(h),
 	}, h.Vars, phase)
+	s.ForwardSignals = true
+	return s
 }

@@ -36,8 +36,10 @@ type Isolator struct {
 	// Debug, when set, receives notes for --debug (a speed path not taken, and why).
 	Debug func(msg string)
 	// Signals, when set, is the caller's subscription to isolator.ForwardedSignals,
-	// made ahead of Run (isolator.CatchSignals); Run relays what it catches and leaves
-	// stopping it to the caller. Nil: Run subscribes and stops the subscription itself.
+	// made ahead of Run (isolator.CatchSignals); Run relays what it catches to the
+	// command and leaves stopping it to the caller. Nil (a library's default): Run
+	// subscribes to no signal at all; the process's signals stay its own, and the
+	// caller stops the command by ending Run's context.
 	Signals *isolator.Signals
 	// Binaries are the egress tools (pasta, nft, ...); zero means egress.DefaultBinaries.
 	Binaries egress.Binaries
@@ -132,22 +134,20 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err := context.Cause(ctx); err != nil {
 		return 0, fmt.Errorf("the sandbox did not start: %w", err)
 	}
-	// The subscription must be in effect before bwrap starts (isolator.Signals: made by
-	// the caller while it built the Plan, or here, while the host side is prepared). A
-	// signal caught before then is handled as one caught before the command runs.
-	sigs := b.Signals
-	if sigs == nil {
-		sigs = isolator.CatchSignals()
+	// The caller's subscription, when it forwards signals (isolator.Signals: made
+	// while it built the Plan, in effect before bwrap starts); a signal caught before
+	// then is handled as one caught before the command runs. Without one, sigc is nil
+	// and never ready.
+	var sigc <-chan os.Signal
+	if b.Signals != nil {
+		sigc = b.Signals.C
 	}
 	// released is closed once the session /tmp is removed, which runs beside the
-	// rest of the cleanup (see below); the signals stay caught until all of it is done.
+	// rest of the cleanup (see below); Run returns only once it is done.
 	var released chan struct{}
 	defer func() {
 		if released != nil {
 			<-released
-		}
-		if sigs != b.Signals {
-			sigs.Stop()
 		}
 	}()
 	// The /etc snapshot is opened on the other core while the host services start and
@@ -165,7 +165,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// In the proxy modes the init hands its listener on egress.SandboxProxyAddr to the
 	// proxy (through the readiness socket and svc), which then serves the sandbox's
 	// connections directly.
-	svc, err := hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase, Listeners: p.Egress.NeedsProxy()})
+	svc, err := hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase, Stderr: stdio.Err, Listeners: p.Egress.NeedsProxy()})
 	if err != nil {
 		return 0, err
 	}
@@ -290,17 +290,16 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 
 	var relay *tty.Relay
 	var stdioFiles *childStdio
-	if p.TTY && stdio.In != nil && tty.IsTerminal(stdio.In.Fd()) {
+	// A terminal is relayed between files only: the caller's stdin and stdout (a
+	// library caller that gives another writer gets pipes, and nothing is written
+	// to this process's own stdout).
+	if out, ok := stdio.Out.(*os.File); ok && out != nil && p.TTY && stdio.In != nil && tty.IsTerminal(stdio.In.Fd()) {
 		master, slave, err := tty.Open()
 		if err != nil {
 			return 0, fmt.Errorf("allocating a terminal for the sandbox: %w", err)
 		}
 		defer master.Close()
 		stdioFiles = &childStdio{files: [3]*os.File{slave, slave, slave}, closeAfter: []*os.File{slave}}
-		out, _ := stdio.Out.(*os.File)
-		if out == nil {
-			out = os.Stdout
-		}
 		if relay, err = tty.StartRelay(stdio.In, out, master); err != nil {
 			slave.Close()
 			return 0, fmt.Errorf("relaying the terminal: %w", err)
@@ -309,7 +308,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, fmt.Errorf("starting bwrap: %w", err)
 	}
 
-	sigs.Wait()
+	if b.Signals != nil {
+		b.Signals.Wait()
+	}
 	proc, err := startChild(path, argv, env, stdioFiles, append([]*os.File{ready.child, statusW}, files...), attr)
 	for _, f := range files {
 		f.Close()
@@ -393,7 +394,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			gone = nil
 			stopSvc()
 			_ = rd.pidfd.Close() // else the goroutine of gone closes it after the removal
-		case s := <-sigs.C:
+		case s := <-sigc:
 			// Before the command runs, the first signal waits for it (it may be
 			// reporting right now); a second one tears the half-built sandbox down.
 			if cmdPid == 0 && len(pending) == 0 {

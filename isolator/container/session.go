@@ -1,6 +1,8 @@
 package container
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -8,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
@@ -50,7 +53,8 @@ func NewReport(stdio isolator.Stdio, h *wire.Hello) *wire.Report {
 // SessionOptions say how a session relays.
 type SessionOptions struct {
 	// Signals are the signals to forward to the command (a helper program gets them
-	// from devsandbox); nil means the session catches isolator.ForwardedSignals.
+	// from devsandbox); nil forwards none: the session subscribes to no signal of
+	// this process (SIGWINCH only, for a terminal it relays).
 	Signals <-chan handoff.Signal
 	// AsyncHello sends the hello without waiting: the stream drains only once the
 	// container starts (a pipe to the attach connection).
@@ -78,11 +82,14 @@ type Session struct {
 	restore func() error
 	stop    chan struct{}
 	wg      sync.WaitGroup
+	// helloSent is closed once the hello is written (or failed): no frame may
+	// precede it.
+	helloSent chan struct{}
 }
 
 // StartSession sends hello (with the window size) and starts relaying.
 func StartSession(st *Stream, stdio isolator.Stdio, h *wire.Hello, report *wire.Report, o SessionOptions) (*Session, error) {
-	s := &Session{st: st, tty: h.TTY, report: report, o: o, errOut: stdio.Err, stop: make(chan struct{})}
+	s := &Session{st: st, tty: h.TTY, report: report, o: o, errOut: stdio.Err, stop: make(chan struct{}), helloSent: make(chan struct{})}
 	var inFd uintptr
 	term := stdio.In != nil && tty.IsTerminal(stdio.In.Fd())
 	if term {
@@ -95,10 +102,15 @@ func StartSession(st *Stream, stdio isolator.Stdio, h *wire.Hello, report *wire.
 	}
 	helloErr := make(chan error, 1)
 	if o.AsyncHello {
-		go func() { helloErr <- st.hello(h) }()
+		go func() {
+			err := st.hello(h)
+			close(s.helloSent)
+			helloErr <- err
+		}()
 	} else if err := st.hello(h); err != nil {
 		return nil, fmt.Errorf("sending the session's secrets to the container: %w", err)
 	} else {
+		close(s.helloSent)
 		helloErr <- nil
 	}
 	if h.TTY && term {
@@ -149,29 +161,16 @@ func (s *Session) relayResizes(inFd uintptr) {
 func (s *Session) relaySignals() {
 	sigs := s.o.Signals
 	if sigs == nil {
-		own := make(chan os.Signal, 8)
-		signal.Notify(own, isolator.ForwardedSignals...)
-		conv := make(chan handoff.Signal, 8)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer signal.Stop(own)
-			for {
-				select {
-				case <-s.stop:
-					return
-				case sig := <-own:
-					if n, ok := sig.(syscall.Signal); ok {
-						conv <- handoff.Signal(n)
-					}
-				}
-			}
-		}()
-		sigs = conv
+		return
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		select { // no frame before the hello (AsyncHello); a signal waits in sigs
+		case <-s.stop:
+			return
+		case <-s.helloSent:
+		}
 		for {
 			select {
 			case <-s.stop:
@@ -238,4 +237,50 @@ func maskHint(failure string, masks map[string]string) string {
 		return fmt.Sprintf(". %s is hidden by %s, and the mask did not read as empty and read-only, so the run stopped rather than show it: `devsandbox --dry-run` shows the mount; check that you can list %s on the host (its owner needs read and search permission), or use --isolator=bwrap, whose masks do not depend on a container runtime", p, why, p)
 	}
 	return ""
+}
+
+// DefaultStopGrace is how long a command has between SIGTERM and the kill once its
+// run's context ended, when the backend sets none (bwrap's default too).
+const DefaultStopGrace = 10 * time.Second
+
+// StopOnCancel makes the end of ctx stop the command as bwrap's Run does: SIGTERM
+// to its process group (a frame to the init), then, if the session is still on
+// after grace (0: DefaultStopGrace), late (a warning; may be nil) and end, which ends
+// the init's stream: the init then kills everything the command left. A context that
+// ended because the caller is gone (handoff.ErrCallerGone: nobody waits for the
+// command) calls end at once. The returned function releases the arrangement; call
+// it once the run is over.
+func (s *Session) StopOnCancel(ctx context.Context, grace time.Duration, end, late func()) (release func()) {
+	if grace <= 0 {
+		grace = DefaultStopGrace
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		select {
+		case <-done:
+			return
+		case <-s.helloSent: // the init reads the hello first
+		}
+		if errors.Is(context.Cause(ctx), handoff.ErrCallerGone) {
+			end()
+			return
+		}
+		_ = s.st.Frame(wire.FrameSignal, []byte{byte(syscall.SIGTERM)})
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			if late != nil {
+				late()
+			}
+			end()
+		}
+	}()
+	return sync.OnceFunc(func() { close(done) })
 }

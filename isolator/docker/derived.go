@@ -162,12 +162,12 @@ func (b *Isolator) buildDerived(ctx context.Context, e Engine, p *isolator.Plan,
 	return r.ID, nil
 }
 
-// progress is where a build says it happens (stderr).
+// progress is where a build says it happens (Progress; nil: nowhere).
 func (b *Isolator) progress() io.Writer {
 	if b.Progress != nil {
 		return b.Progress
 	}
-	return os.Stderr
+	return io.Discard
 }
 
 // shipTar is the archive of what a derived image adds: container.ShipDir with the

@@ -43,14 +43,18 @@ type Isolator struct {
 	FirewallTool string
 
 	// Signals, when set, are the signals to forward to the command (devsandbox-docker
-	// gets them from devsandbox); nil means Run catches them itself.
+	// gets them from devsandbox); nil forwards none: Run subscribes to no signal.
 	Signals <-chan handoff.Signal
+	// StopGrace is how long the command has to exit after SIGTERM once Run's context
+	// ends, before the session is ended and the init kills what is left; zero means
+	// container.DefaultStopGrace.
+	StopGrace time.Duration
 	// Phase, when set, is called as each launch phase ends (for --debug timings).
 	Phase func(name string)
 	// Warn receives warnings for people; nil discards them.
 	Warn func(msg string)
 	// Progress receives the line a run prints while it prepares a derived image
-	// (nil: stderr).
+	// (nil: discarded; devsandbox-docker sets it to its stderr, the caller's).
 	Progress io.Writer
 
 	// head is the work the request's head started (headstart.go), for Run's own

@@ -56,20 +56,26 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 		return 0, fmt.Errorf("%w: starting the exec in %s: %w", isolator.ErrProtection, spec.Name, err)
 	}
 	defer hj.Close()
-	// When devsandbox is gone (ctx ends), the init's stream ends with it: the init
-	// takes the command down, as it does when this process dies.
-	defer context.AfterFunc(ctx, hj.Close)()
+	// Until the session starts, the end of ctx ends the init's stream: the init
+	// takes the command down, as it does when this process dies. From then on, the
+	// command gets SIGTERM first (stopOnCancel).
+	stopNow := context.AfterFunc(ctx, hj.Close)
+	defer stopNow()
 	// The exec's init waits for the hello: the command may reach the proxy and be
 	// reached on its ports as soon as it starts, so the hello waits for the companion
 	// (its exec in the kept companion runs beside this one).
 	if err := comp.ready(ctx); err != nil {
 		return 0, err
 	}
+	if !stopNow() {
+		return 0, fmt.Errorf("the sandbox was stopped before the command ran: %w", context.Cause(ctx))
+	}
 	sess, err := b.attach(hj.Conn, hj.Reader, p, spec.Layout.Masks, stdio, hello)
 	if err != nil {
 		return 0, err
 	}
 	defer sess.Close()
+	defer b.stopOnCancel(ctx, sess, hj.Close)()
 	b.phase("exec")
 	defer goSweep(ctx, e, p, id, fresh)()
 	select {

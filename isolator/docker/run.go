@@ -279,11 +279,13 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 		return 0, fmt.Errorf("attaching to the container: %w", err)
 	}
 	defer hj.Close()
-	// When devsandbox is gone (ctx ends), the init's stream ends with it: the init
-	// takes the command down, as it does when this process dies.
-	defer context.AfterFunc(ctx, hj.Close)()
-	// The wait outlives ctx, by StopBound: when ctx ends, the init takes the command
-	// down (its stream ends, above) and the engine removes the container, and Run
+	// Until the session starts, the end of ctx ends the init's stream: the init
+	// takes the command down, as it does when this process dies. From then on, the
+	// command gets SIGTERM first (stopOnCancel).
+	stopNow := context.AfterFunc(ctx, hj.Close)
+	defer stopNow()
+	// The wait outlives ctx, by the stop grace and StopBound: when ctx ends, the
+	// command is stopped (above) and the engine removes the container, and Run
 	// returns only once it has; after the bound, the container is removed by force.
 	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer wcancel()
@@ -297,8 +299,8 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 		}
 		select {
 		case <-returned:
-		case <-time.After(StopBound):
-			b.warn("the container did not stop within %s of the run's end; removing it", StopBound)
+		case <-time.After(b.stopGrace() + StopBound):
+			b.warn("the container did not stop within %s of the run's end; removing it", b.stopGrace()+StopBound)
 			remove(ctx, e, id)
 			wcancel()
 		}
@@ -330,12 +332,17 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 		remove(ctx, e, id)
 		return 0, err
 	}
+	if !stopNow() {
+		remove(ctx, e, id)
+		return 0, fmt.Errorf("the sandbox was stopped before the command ran: %w", context.Cause(ctx))
+	}
 	sess, err := b.attach(hj.Conn, hj.Reader, p, spec.Layout.Masks, stdio, hello)
 	if err != nil {
 		remove(ctx, e, id)
 		return 0, err
 	}
 	defer sess.Close()
+	defer b.stopOnCancel(ctx, sess, hj.Close)()
 	defer goSweep(ctx, e, p, id, true)()
 	code := 125
 	exited := make(chan struct{})
@@ -363,9 +370,27 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	return sess.Result(code)
 }
 
-// StopBound is how long a run whose context ended waits for its container to stop
-// and be removed before it removes it by force.
+// StopBound is how long a run whose context ended waits, past the stop grace, for
+// its container to stop and be removed before it removes it by force.
 const StopBound = 15 * time.Second
+
+func (b *Isolator) stopGrace() time.Duration {
+	if b.StopGrace > 0 {
+		return b.StopGrace
+	}
+	return container.DefaultStopGrace
+}
+
+// stopOnCancel makes the end of ctx stop the session's command: SIGTERM, then end
+// after the stop grace (container.Session.StopOnCancel). The caller has stopped
+// the stream's immediate end (stopNow) before the session's hello, so a ctx that
+// ends from then on is the session's to handle. The returned function releases it.
+func (b *Isolator) stopOnCancel(ctx context.Context, sess *attached, end func()) func() {
+	grace := b.stopGrace()
+	return sess.StopOnCancel(ctx, grace, end, func() {
+		b.warn("the command did not exit within %s of SIGTERM after the run was cancelled; ending its session", grace)
+	})
+}
 
 // createOnce creates the run's container.
 func (b *Isolator) createOnce(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec) (string, error) {

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
@@ -33,6 +34,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/proxy/audit"
@@ -1145,6 +1147,75 @@ func TestRunEngineDoesNotAnswer(t *testing.T) {
 			}
 			if tc.want == isolator.ErrUnavailable && err.Error() != tc.text {
 				t.Errorf("Run:\n got %v\nwant %s", err, tc.text)
+			}
+		})
+	}
+}
+
+// A cancelled run stops its command as bwrap's does: SIGTERM to the command through
+// the init (a frame), and the command's own status; one that ignores SIGTERM has its
+// session ended after the stop grace (the init, its stream ended, kills it: 137).
+// When the caller is gone (handoff.ErrCallerGone) the stream ends at once, without
+// SIGTERM. Kept containers (an exec) take the same path.
+func TestRunCancelStops(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		keep    bool
+		ignores bool
+		gone    bool
+		want    int
+		frames  string
+	}{
+		{name: "sigterm", want: 143, frames: "SIGTERM"},
+		{name: "ignores sigterm", ignores: true, want: 137, frames: "SIGTERM"},
+		{name: "caller gone", gone: true},
+		{name: "kept", keep: true, want: 143, frames: "SIGTERM"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t)
+			started := make(chan struct{})
+			var mu sync.Mutex
+			var frames []string
+			f.init = func(_ *wire.Hello, in io.Reader, _, stderr io.Writer) int {
+				fmt.Fprint(stderr, wire.ReadyMarker)
+				close(started)
+				for {
+					typ, p, err := wire.ReadFrame(in)
+					if err != nil {
+						return 137 // the stream ended: the init kills the command
+					}
+					if typ == wire.FrameSignal && len(p) == 1 {
+						mu.Lock()
+						frames = append(frames, syscall.Signal(p[0]).String())
+						mu.Unlock()
+						if syscall.Signal(p[0]) == syscall.SIGTERM && !tc.ignores {
+							return 143
+						}
+					}
+				}
+			}
+			b, p := testIsolator(t, f, tc.keep)
+			b.StopGrace = 50 * time.Millisecond
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			go func() {
+				<-started
+				if tc.gone {
+					cancel(handoff.ErrCallerGone)
+				} else {
+					cancel(context.Canceled)
+				}
+			}()
+			code, err := b.Run(ctx, p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+			// With the caller gone, nobody reads the status: the stream (and with it
+			// the init's report) ends at once.
+			if !tc.gone && (err != nil || code != tc.want) {
+				t.Fatalf("Run = %d, %v; want %d", code, err, tc.want)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if want := strings.Fields(strings.ReplaceAll(tc.frames, "SIGTERM", syscall.SIGTERM.String())); strings.Join(frames, ",") != strings.Join(want, ",") {
+				t.Errorf("signals the init got: %q, want %q", frames, want)
 			}
 		})
 	}

@@ -16,6 +16,7 @@ func New(s helper.Settings, env map[string]string) *Isolator {
 	return &Isolator{
 		Options:  Options{Image: s.Image, Home: s.Home, Keep: s.Keep, Version: s.Version},
 		HostAddr: s.Host, Env: env, HostHome: s.HostHome, FirewallTool: s.FirewallTool,
+		StopGrace: s.StopGrace,
 	}
 }
 
@@ -30,7 +31,7 @@ func Handler(warn func(string)) (handoff.Handler, handoff.HeadStart) {
 			return nil, fmt.Errorf("the docker settings: %w", err)
 		}
 		b := New(s, environ())
-		b.Signals, b.Phase, b.Warn = j.Signals, j.Phase, warn
+		b.Signals, b.Phase, b.Warn, b.Progress = j.Signals, j.Phase, warn, j.Stdio.Err
 		if j.Op == handoff.OpRun {
 			b.head = heads.take(j.Settings)
 		}

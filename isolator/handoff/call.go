@@ -46,8 +46,11 @@ type Program struct {
 	// SysProcAttr, when set, is the program's (process group, parent-death signal).
 	SysProcAttr *syscall.SysProcAttr
 	// WaitDelay bounds the wait for the program once the request's context ended
-	// (which closes the control pipe); then it is killed (0: no bound).
+	// (which closes the control pipe, or sends Stop); then it is killed (0: no bound).
 	WaitDelay time.Duration
+	// Graceful: the end of the request's context sends Stop on the control pipe
+	// (the program stops the command with a grace) instead of closing it.
+	Graceful bool
 }
 
 // Process is a started program.
@@ -91,6 +94,9 @@ func Launch(ctx context.Context, prog Program) (*Process, error) {
 	}
 	cmd := exec.CommandContext(ctx, prog.Path, ServeArg)
 	cmd.Cancel = ctrlW.Close // the program winds down
+	if prog.Graceful {
+		cmd.Cancel = func() error { return sendStop(ctrlW) }
+	}
 	cmd.WaitDelay = prog.WaitDelay
 	cmd.Env = append([]string{}, prog.Env...) // exactly Env: nil would inherit ours
 	cmd.ExtraFiles = append([]*os.File{ctrlR, resW}, prog.Files...)
@@ -159,6 +165,13 @@ func (p *Process) Abandon() {
 
 // Signal forwards sig to the program's command.
 func (p *Process) Signal(sig Signal) { _, _ = p.ctrl.Write([]byte{byte(sig)}) }
+
+// sendStop tells the program on ctrl that the run was cancelled (Stop); the pipe stays
+// open until the program is done.
+func sendStop(ctrl *os.File) error {
+	_, err := ctrl.Write([]byte{byte(Stop)})
+	return err
+}
 
 // Done delivers the program's exit error once it exited.
 func (p *Process) Done() <-chan error { return p.done }

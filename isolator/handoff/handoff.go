@@ -6,11 +6,14 @@
 // The contract between the caller and the program:
 //
 //   - fd 3 of the program is the control pipe: one JSON Request line, then one byte
-//     per signal the caller received, to forward to the command. Its end of file
-//     means the caller is gone (exited or killed) or done: the program winds down
-//     (takes the container down, shuts the proxy down). The caller may start the
-//     program before it knows the request (Stub.Prestart): an end of file before the
-//     request line ends the program quietly.
+//     per signal the caller received, to forward to the command, or the byte Stop
+//     (0): the caller's run was cancelled, the command is stopped as bwrap stops it
+//     (SIGTERM, the stop grace, then the kill). Its end of file means the caller is
+//     gone (exited or killed) or done: the program winds down at once (takes the
+//     container down, shuts the proxy down), and the Job's context ends with the
+//     cause ErrCallerGone. The caller may start the program before it knows the
+//     request (Stub.Prestart): an end of file before the request line ends the
+//     program quietly.
 //   - fd 4 is the result pipe: one JSON Result, written when the request is done.
 //   - Descriptors from 5 on are the request's own (the proxy's listening socket).
 //   - stdin, stdout and stderr are the caller's own (run requests), or stderr alone.
@@ -45,6 +48,14 @@ const ServeArg = "serve"
 
 // Signal is a signal number forwarded to the command.
 type Signal byte
+
+// Stop is the control byte of a cancelled run (no signal has the number 0).
+const Stop Signal = 0
+
+// ErrCallerGone is the cause of a Job's context that ended because the control pipe
+// did (the caller exited, was killed, or is done): nobody waits for the command any
+// more, so the program takes it down without a grace.
+var ErrCallerGone = errors.New("the caller of the program is gone")
 
 // Operations every backend program answers (see ServeIsolator).
 const (

@@ -193,7 +193,8 @@ func TestErrorClassesCrossThePipe(t *testing.T) {
 	}
 }
 
-// A signal devsandbox receives reaches the backend once, through the control pipe.
+// With ForwardSignals, a signal devsandbox receives reaches the backend once, through
+// the control pipe.
 func TestSignalForwarding(t *testing.T) {
 	r, w, _ := os.Pipe()
 	defer r.Close()
@@ -202,7 +203,9 @@ func TestSignalForwarding(t *testing.T) {
 	var err error
 	go func() {
 		defer close(done)
-		code, err = stub().Run(context.Background(), plan("signal"), isolator.Stdio{Out: w})
+		s := stub()
+		s.ForwardSignals = true
+		code, err = s.Run(context.Background(), plan("signal"), isolator.Stdio{Out: w})
 		w.Close()
 	}()
 	buf := make([]byte, 8)

@@ -107,17 +107,22 @@ func ServeEarly(h Handler, early HeadStart, stdin *os.File, stdout, stderr io.Wr
 		}
 	}
 
-	// The control pipe's end means the caller is gone or done: cancel. Until then its
-	// bytes are signals for the command.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	// The control pipe's end means the caller is gone or done: cancel, with
+	// ErrCallerGone. Until then its bytes are signals for the command, or Stop: the
+	// caller's run was cancelled.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
 	sigs := make(chan Signal, 16)
 	go func() {
-		defer cancel()
+		defer cancel(ErrCallerGone)
 		for {
 			b, err := r.ReadByte()
 			if err != nil {
 				return
+			}
+			if Signal(b) == Stop {
+				cancel(context.Canceled)
+				continue
 			}
 			select {
 			case sigs <- Signal(b):

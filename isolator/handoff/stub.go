@@ -31,6 +31,15 @@ type Stub struct {
 	Phase func(name string)
 	// Early, when set, is the program Prestart started for the next Run.
 	Early *Early
+	// ForwardSignals: while a Run's program runs, this process catches
+	// isolator.ForwardedSignals and passes each on to the command (the CLI). Off (a
+	// library's default), Run subscribes to no signal; the caller stops the command
+	// by ending Run's context.
+	ForwardSignals bool
+	// StopGrace is the time the program gives the command between SIGTERM and the
+	// kill once Run's context ended (the backend's setting; 0: its default). Run
+	// waits for the program that much longer than RunWaitDelay.
+	StopGrace time.Duration
 }
 
 // Early is a program started before its request was known (Prestart), with the
@@ -163,8 +172,8 @@ const RunWaitDelay = 30 * time.Second
 
 // Call runs the program for req, with the Stub's settings, and returns its answer
 // (whose error, r.Err, is the caller's to check). A run (stdio.Out set) gets the
-// caller's streams and forwarded signals; other requests get none, and the
-// program's stderr becomes the error when it gives no result.
+// caller's streams, and its forwarded signals with ForwardSignals; other requests get
+// none, and the program's stderr becomes the error when it gives no result.
 //
 // A run uses the program Prestart started (Early) when it can.
 func (s *Stub) Call(ctx context.Context, req Request, stdio isolator.Stdio) (*Result, error) {
@@ -174,21 +183,24 @@ func (s *Stub) Call(ctx context.Context, req Request, stdio isolator.Stdio) (*Re
 	}
 	req.Settings = marshal(s.Settings)
 	env := s.environ(req.Plan)
+	forward := stdio.Out != nil && s.ForwardSignals
 	if req.Op == OpRun {
 		if p := s.Early.take(env, stdio); p != nil {
-			// As Start's context does: the end of ctx ends the control pipe.
-			defer context.AfterFunc(ctx, func() { p.ctrl.Close() })()
-			return call(stdio.In, stdio.Out != nil, func() (*Process, error) { return p, p.Send(req) })
+			// As Start's context does for a run: the end of ctx sends Stop.
+			defer context.AfterFunc(ctx, func() { _ = sendStop(p.ctrl) })()
+			return call(stdio.In, forward, func() (*Process, error) { return p, p.Send(req) })
 		}
 	}
 	prog := Program{Path: path, Env: env, Stdio: stdio}
 	if req.Op == OpRun {
-		// Once ctx ends, the program stops the command and cleans up (a container's
-		// removal: docker.StopBound); past this, it is killed, and what it leaves is
-		// the next run's or `sandboxes prune`'s.
-		prog.WaitDelay = RunWaitDelay
+		// Once ctx ends, the program stops the command (SIGTERM, then after the stop
+		// grace the kill) and cleans up (a container's removal: docker.StopBound);
+		// past this, it is killed, and what it leaves is the next run's or
+		// `sandboxes prune`'s.
+		prog.WaitDelay = RunWaitDelay + s.StopGrace
+		prog.Graceful = true
 	}
-	return Call(ctx, prog, req, stdio.Out != nil)
+	return Call(ctx, prog, req, forward)
 }
 
 // path is the program's path ("" when it is not installed).

@@ -9,6 +9,7 @@ package hostsvc
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -20,8 +21,12 @@ import (
 
 // Options are the caller's hooks; the zero value discards warnings and phases.
 type Options struct {
-	// Warn receives warnings for people (the watch's findings).
+	// Warn receives warnings for people (the watch's findings, a session proxy that
+	// did not start).
 	Warn func(msg string)
+	// Stderr is the session proxy's standard error (the run's Stdio.Err; nil:
+	// discarded). Nothing here writes to this process's own streams.
+	Stderr io.Writer
 	// Phase, when set, is called as each launch phase ends (for --debug timings).
 	Phase func(name string)
 	// Proxy starts the session proxy; nil is service.Start (devsandbox-proxy on this
@@ -80,7 +85,7 @@ func (s *Services) startEgress(p *isolator.Plan, o Options) error {
 	if p.Egress.NeedsProxy() {
 		start := o.Proxy
 		if start == nil {
-			var so service.Options
+			so := service.Options{Stderr: o.Stderr, Warn: o.Warn}
 			if o.Listeners {
 				var err error
 				if s.listeners, so.Listeners, err = service.NewListenerChannel(); err != nil {

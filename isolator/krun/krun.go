@@ -44,8 +44,11 @@ type Isolator struct {
 	Settings helper.Settings
 
 	// Signals, when set, are the signals to forward to the command (devsandbox-krun
-	// gets them from devsandbox); nil means Run catches them itself.
+	// gets them from devsandbox); nil forwards none: Run subscribes to no signal.
 	Signals <-chan handoff.Signal
+	// StopGrace is how long the command has to exit after SIGTERM once Run's context
+	// ends, before its session is ended; zero means container.DefaultStopGrace.
+	StopGrace time.Duration
 	// Warn receives warnings for people; nil discards them.
 	Warn func(msg string)
 	// Phase, when set, is called as each launch phase ends (for --debug timings).

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 )
@@ -29,7 +31,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			return 0, fmt.Errorf("%w: krun.runtime %q boots a microVM, which needs /dev/kvm: %w; %s; the command did not run", isolator.ErrUnavailable, opts.Runtime, err, kvmFix)
 		}
 	}
-	svc, err := b.startServices(p)
+	svc, err := b.startServices(p, stdio.Err)
 	if err != nil {
 		return 0, err
 	}
@@ -91,18 +93,31 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, fmt.Errorf("%w: the podman service at %s runs containers with the runtime %s, not krun.runtime %s; start it with `podman --runtime %s system service`, or unset krun.podman_socket; the command did not run", isolator.ErrProtection, b.socketName(), rt, s.Gen.OCIRuntime, s.Gen.OCIRuntime)
 	}
 	b.phase("create")
-	// From here on the container exists: it goes away on every path out, and when
-	// ctx ends (devsandbox is gone) at once.
+	// From here on the container exists: it goes away on every path out. When ctx
+	// ends before the session started, or because devsandbox is gone
+	// (handoff.ErrCallerGone), it goes at once; once the session runs, the command
+	// is stopped first (stopOnCancel), and the container goes only if it has not
+	// ended within the stop grace and stopBound after.
 	done := make(chan struct{})
 	defer close(done)
+	var sessionOn atomic.Bool
 	removed := make(chan struct{})
 	go func() {
 		defer close(removed)
 		select {
 		case <-ctx.Done():
-			_ = e.Remove(id)
 		case <-done:
+			return
 		}
+		if sessionOn.Load() && !errors.Is(context.Cause(ctx), handoff.ErrCallerGone) {
+			select {
+			case <-done:
+				return
+			case <-time.After(b.stopGrace() + stopBound):
+				b.warn("the container did not stop within %s of the run's end; removing it", b.stopGrace()+stopBound)
+			}
+		}
+		_ = e.Remove(id)
 	}()
 
 	inR, inW := io.Pipe()
@@ -149,6 +164,13 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	defer sess.Close()
+	// The end of ctx from here on: SIGTERM to the command, after the stop grace the
+	// end of the init's stream (the init kills what is left and exits).
+	grace := b.stopGrace()
+	sessionOn.Store(true)
+	defer sess.StopOnCancel(ctx, grace, func() { _ = inW.Close() }, func() {
+		b.warn("the command did not exit within %s of SIGTERM after the run was cancelled; ending its session", grace)
+	})()
 	if len(s.Firewall) == 0 {
 		if err := start(); err != nil {
 			return 0, err
@@ -187,21 +209,30 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			// Not ErrUnavailable: the command has run, and sandbox.mode = auto must
 			// not run it a second time unsandboxed.
 			return 0, fmt.Errorf("podman reported no exit status within %s of the container's output ending, so the command ran but its status is unknown; `devsandbox doctor` checks podman", b.exitReportWait())
-		case <-ctx.Done():
-			<-removed
-			return 0, fmt.Errorf("%w: devsandbox is gone; the container was removed", isolator.ErrProtection)
+		case <-removed:
+			return 0, fmt.Errorf("%w: the run ended (%w); the container was removed", isolator.ErrProtection, context.Cause(ctx))
 		}
 	case <-exited:
 		select {
 		case <-attached:
 		case <-time.After(2 * time.Second):
 		}
-	case <-ctx.Done():
-		<-removed
-		return 0, fmt.Errorf("%w: devsandbox is gone; the container was removed", isolator.ErrProtection)
+	case <-removed:
+		return 0, fmt.Errorf("%w: the run ended (%w); the container was removed", isolator.ErrProtection, context.Cause(ctx))
 	}
 	_ = inW.Close()
 	return sess.Result(code)
+}
+
+// stopBound is how long a run whose context ended waits, past the stop grace, for
+// its container to stop before it removes it.
+const stopBound = 15 * time.Second
+
+func (b *Isolator) stopGrace() time.Duration {
+	if b.StopGrace > 0 {
+		return b.StopGrace
+	}
+	return container.DefaultStopGrace
 }
 
 // exitReportWait bounds the wait for the container's exit status once its output
@@ -215,12 +246,13 @@ func (b *Isolator) exitReportWait() time.Duration {
 	return exitReportWait
 }
 
-// startServices starts the run's host services (tests replace them).
-func (b *Isolator) startServices(p *isolator.Plan) (*hostsvc.Services, error) {
+// startServices starts the run's host services (tests replace them); the session
+// proxy's stderr is stderr.
+func (b *Isolator) startServices(p *isolator.Plan, stderr io.Writer) (*hostsvc.Services, error) {
 	if b.services != nil {
 		return b.services(p)
 	}
-	return hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase})
+	return hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase, Stderr: stderr})
 }
 
 // firewall applies the egress rules in the running container's network namespace.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
@@ -274,14 +275,14 @@ func TestRunCancelRemoves(t *testing.T) {
 		fmt.Fprint(stderr, wire.ReadyMarker)
 		<-gone
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		_, err := backend(f, t).Run(ctx, runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
 		done <- err
 	}()
 	<-f.started
-	cancel()
+	cancel(handoff.ErrCallerGone)
 	select {
 	case err := <-done:
 		if err == nil || !strings.Contains(f.Calls(), "remove") {
@@ -291,6 +292,46 @@ func TestRunCancelRemoves(t *testing.T) {
 		t.Fatal("Run did not return after cancel")
 	}
 	close(gone)
+}
+
+// A cancelled run (its caller still there) stops the command as bwrap does: SIGTERM
+// to the command through the init, and the command's own exit status; the container
+// is not removed by force. One that ignores SIGTERM has its session ended after the
+// stop grace (the init's stream ends: the init kills it).
+func TestRunCancelStopsGracefully(t *testing.T) {
+	for _, ignores := range []bool{false, true} {
+		f := newFake(t, "krun")
+		f.init = func(stdin io.Reader, _, stderr io.Writer, _ *wire.Hello) {
+			fmt.Fprint(stderr, wire.ReadyMarker)
+			for {
+				typ, p, err := wire.ReadFrame(stdin)
+				if err != nil {
+					return // the stream ended: the init kills the command
+				}
+				if typ == wire.FrameSignal && len(p) == 1 && syscall.Signal(p[0]) == syscall.SIGTERM && !ignores {
+					return
+				}
+			}
+		}
+		b := backend(f, t)
+		b.StopGrace = 50 * time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := b.Run(ctx, runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
+			done <- err
+		}()
+		<-f.started
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil || strings.Contains(f.Calls(), "remove") {
+				t.Errorf("ignores SIGTERM %v: Run = %v, calls %q; want the command's status and no forced removal", ignores, err, f.Calls())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("ignores SIGTERM %v: Run did not return after cancel", ignores)
+		}
+	}
 }
 
 // fakeNetns records the egress calls in the engine's transcript; fail, when set,

@@ -72,8 +72,14 @@ const BwrapInitBinary = "devsandbox-bwrap-init"
 // EnvMarker is set inside every sandbox; its presence means devsandbox is nested.
 const EnvMarker = "DEVSANDBOX"
 
-// Build returns the Plan for running req under cfg, and warnings for people.
+// Build returns the Plan for running req under cfg, and warnings for people. cfg is
+// the configuration as Load and LoadDir return it: with the tool keys the proxy is to
+// hold turned into proxy credentials (ToolKeys). A key set to be held that is not is
+// refused (UnheldKeys), never passed into the sandbox.
 func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*isolator.Plan, []string, error) {
+	if err := UnheldKeys(cfg, reg); err != nil {
+		return nil, nil, err
+	}
 	h := cfg.Host
 	var warns []string
 	var stats *statCache

@@ -200,6 +200,36 @@ func ToolKeys(cfg *config.Config, reg *tools.Registry) (*config.Config, []HeldKe
 	return &out, held, warns, nil
 }
 
+// UnheldKeys refuses cfg when a tool's API key set to be held by the proxy
+// (tools.<name>.key = "proxy") is set on the host and would be held (ToolKeys finds
+// a host for it), but no proxy credential names it: cfg did not come through
+// ToolKeys (a caller that builds its configuration without Load or LoadDir), and the
+// key would reach the sandbox as a plain secret. Build calls it: it fails closed.
+func UnheldKeys(cfg *config.Config, reg *tools.Registry) error {
+	named := map[string]bool{}
+	for _, c := range cfg.Proxy.Credentials {
+		named[c.ValueEnv], named[c.PlaceholderEnv] = true, true
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Tools)) {
+		tc := cfg.Tools[name]
+		t, ok := reg.Lookup(name)
+		if !ok || tc.Key == nil || *tc.Key != config.KeyProxy {
+			continue
+		}
+		for _, k := range t.Keys {
+			if _, set := cfg.Host.Vars[k.Env]; !set || named[k.Env] {
+				continue
+			}
+			if host, _, err := keyHost(k, cfg.Host.Vars); err == nil && host == "" {
+				continue // ToolKeys holds none either, and says so
+			}
+			return fmt.Errorf("%w: tools.%s.key = %q (%s): %s is set on the host but no proxy credential holds it, so it would enter the sandbox; pass the configuration through planner.ToolKeys before Build (planner.Load and LoadDir do), or set tools.%s.key = %q",
+				ErrConfig, name, config.KeyProxy, toolOrigin(cfg, name), k.Env, name, "env")
+		}
+	}
+	return nil
+}
+
 // keyHost is where the tool sends k: the host of its base-URL variable when that is
 // set, else k.Host ("" with a warning when neither is). A plain http:// base URL
 // takes the key in clear, with a warning.

@@ -156,3 +156,59 @@ func TestBuildHoldsToolKey(t *testing.T) {
 		t.Errorf("key places %+v, want %+v", places, want)
 	}
 }
+
+// TestBuildRefusesUnheldToolKey: a configuration that did not come through ToolKeys
+// (an embedder calling config.Load and Build directly) with tools.<name>.key =
+// "proxy" and the key set on the host is refused by Build, naming the key and the
+// fix, rather than passing the key into the sandbox as a plain secret. The same
+// configuration through ToolKeys builds; a key ToolKeys cannot hold (no host) or one
+// not set on the host is no reason to refuse.
+func TestBuildRefusesUnheldToolKey(t *testing.T) {
+	tests := []struct {
+		name, tools string
+		env         []string
+		toolKeys    bool
+		err         string // "" builds
+	}{
+		{name: "not through ToolKeys", tools: "[tools.claude]\nenabled = true\nkey = \"proxy\"\n", env: []string{"ANTHROPIC_API_KEY=sk-ant-12345678"},
+			err: `tools.claude.key = "proxy" (CONFIG): ANTHROPIC_API_KEY is set on the host but no proxy credential holds it, so it would enter the sandbox; pass the configuration through planner.ToolKeys before Build (planner.Load and LoadDir do), or set tools.claude.key = "env"`},
+		{name: "the second key", tools: "[tools.claude]\nenabled = true\nkey = \"proxy\"\n", env: []string{"ANTHROPIC_AUTH_TOKEN=tok-12345678"},
+			err: "ANTHROPIC_AUTH_TOKEN is set on the host but no proxy credential holds it"},
+		{name: "a disabled tool's key", tools: "[tools.codex]\nenabled = false\nkey = \"proxy\"\n", env: []string{"OPENAI_API_KEY=sk-12345678"},
+			err: "tools.codex.key"},
+		{name: "through ToolKeys", tools: "[tools.claude]\nenabled = true\nkey = \"proxy\"\n", env: []string{"ANTHROPIC_API_KEY=sk-ant-12345678"}, toolKeys: true},
+		{name: "key not set", tools: "[tools.claude]\nenabled = true\nkey = \"proxy\"\n"},
+		{name: "key env", tools: "[tools.claude]\nenabled = true\nkey = \"env\"\n", env: []string{"ANTHROPIC_API_KEY=sk-ant-12345678"}},
+		{name: "no host to hold it for", tools: "[tools.copilot]\nkey = \"proxy\"\n", env: []string{"COPILOT_PROVIDER_API_KEY=sk-12345678"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			file := f.home + "/.config/devsandbox/config.toml"
+			writeFile(t, file, tt.tools)
+			cfg := f.load(t, tt.env...)
+			if tt.toolKeys {
+				var err error
+				if cfg, _, _, err = ToolKeys(cfg, tools.Default()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, _, err := f.tryBuild(cfg)
+			if tt.err == "" {
+				if err != nil {
+					t.Fatalf("Build: %v", err)
+				}
+				for _, s := range p.Secrets {
+					if v := p.HostEnv[s.EnvSource]; tt.toolKeys && strings.HasPrefix(v, "sk-") {
+						t.Errorf("secret %s carries the host's key", s.Name)
+					}
+				}
+				return
+			}
+			want := strings.ReplaceAll(tt.err, "CONFIG", file)
+			if !errors.Is(err, ErrConfig) || err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Build: %v\nwant ErrConfig with %q", err, want)
+			}
+		})
+	}
+}

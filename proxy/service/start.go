@@ -25,8 +25,11 @@ const OpServe = "serve"
 type Options struct {
 	// Binary is devsandbox-proxy; "" is the one next to the running program.
 	Binary string
-	// Stderr receives devsandbox-proxy's start-up failures (nil: os.Stderr).
+	// Stderr is devsandbox-proxy's standard error (nil: discarded).
 	Stderr io.Writer
+	// Warn receives the failure of the proxy's start in the background (nil: it is
+	// written to Stderr). Start writes nothing to this process's own streams.
+	Warn func(msg string)
 	// Bound replaces ExitBound (tests).
 	Bound time.Duration
 	// Listeners, when set, is the proxy's end of a listener channel
@@ -59,8 +62,9 @@ type Options struct {
 // process ends, the proxy sees end of file and shuts down.
 //
 // Only the socket is made before Start returns; the fork and exec happen in the
-// background, off the launch path. If they fail, the error is printed and the socket
-// stops listening, so the sandbox's connections are refused: egress fails closed.
+// background, off the launch path. If they fail, the error goes to o.Warn (else
+// o.Stderr) and the socket stops listening, so the sandbox's connections are refused:
+// egress fails closed.
 // stop ends the control pipe and waits for the proxy, if it started (it flushes the
 // audit log), killing it after the bound, then removes the socket.
 func Start(p *isolator.Plan, o Options) (stop func(), err error) {
@@ -85,7 +89,7 @@ func Start(p *isolator.Plan, o Options) (stop func(), err error) {
 		return nil, err
 	}
 	if o.Stderr == nil {
-		o.Stderr = os.Stderr
+		o.Stderr = io.Discard // not a buffer: the proxy runs as long as the session
 	}
 	if o.Bound == 0 {
 		o.Bound = ExitBound
@@ -152,7 +156,7 @@ func spawn(bin string, set Settings, env []string, sock string, o Options) (stop
 		}
 		if err != nil {
 			if ctx.Err() == nil {
-				fmt.Fprintf(o.Stderr, "devsandbox: the egress proxy did not start (%v); the sandbox's connections through it are refused\n", err)
+				o.warn(fmt.Sprintf("the egress proxy did not start (%v); the sandbox's connections through it are refused", err))
 			}
 			return
 		}
@@ -197,4 +201,14 @@ func listen(path string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// warn reports msg to Warn, else on Stderr.
+func (o Options) warn(msg string) {
+	switch {
+	case o.Warn != nil:
+		o.Warn(msg)
+	case o.Stderr != nil:
+		fmt.Fprintf(o.Stderr, "devsandbox: %s\n", msg)
+	}
 }

@@ -40,6 +40,9 @@ type Settings struct {
 	// instead of devsandbox-init (a test override: a tool that fails must abort the
 	// run).
 	FirewallTool string `json:"firewallTool,omitempty"`
+	// StopGrace is how long the command has to exit after SIGTERM once the run's
+	// context ended, before the session is killed (0: container.DefaultStopGrace).
+	StopGrace time.Duration `json:"stopGrace,omitempty"`
 }
 
 // Operations devsandbox-docker answers besides an isolator's.
@@ -143,7 +146,7 @@ var (
 // New is the Stub with s. environ is the host environment the helper runs with
 // (config.Host.Vars); phase, when set, receives its launch phases.
 func New(s Settings, environ map[string]string, phase func(string)) *Stub {
-	return &Stub{Stub: &handoff.Stub{Backend: "docker", Program: Program, Settings: s, Environ: environ, Phase: phase}, settings: s, environ: environ}
+	return &Stub{Stub: &handoff.Stub{Backend: "docker", Program: Program, Settings: s, Environ: environ, Phase: phase, StopGrace: s.StopGrace}, settings: s, environ: environ}
 }
 
 // QuickCheck implements isolator.Quick: devsandbox-docker is installed and the

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
@@ -36,13 +37,16 @@ type Settings struct {
 	// Nft overrides the host's nft for egress allowlist ("": the default path;
 	// the integration tests point it at a failing program).
 	Nft string `json:"nft,omitempty"`
+	// StopGrace is how long the command has to exit after SIGTERM once the run's
+	// context ended, before its session is ended (0: container.DefaultStopGrace).
+	StopGrace time.Duration `json:"stopGrace,omitempty"`
 }
 
 // Stub is the krun isolator as devsandbox sees it: every method runs devsandbox-krun.
 // environ is the host environment the helper runs with (config.Host.Vars); phase,
 // when set, receives its launch phases.
 func Stub(s Settings, environ map[string]string, phase func(string)) *handoff.Stub {
-	return &handoff.Stub{Backend: "krun", Program: Program, Settings: s, Environ: environ, Phase: phase}
+	return &handoff.Stub{Backend: "krun", Program: Program, Settings: s, Environ: environ, Phase: phase, StopGrace: s.StopGrace}
 }
 
 // ErrKeep refuses keep_container: a krun container cannot be exec'd into.
