@@ -360,16 +360,24 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	var gone <-chan struct{}
 	cmdPid := 0
 	var ex exit
-	// The end of ctx stops the sandbox: SIGTERM to the command (to bwrap before the
-	// command runs), then, after the grace, SIGKILL to bwrap, which takes every
-	// process of the sandbox with it (--die-with-parent, the pid namespace).
+	// The end of ctx stops the sandbox: SIGTERM to the command, then, after the
+	// grace, SIGKILL to bwrap, which takes every process of the sandbox with it
+	// (--die-with-parent, the pid namespace). Before the init's report names the
+	// command, SIGTERM waits for it as a forwarded signal does: the command may
+	// already run (its report is sent after its start), and SIGTERM to bwrap would
+	// end the sandbox without the command seeing it. The grace runs from the
+	// cancel either way.
 	stopc, stopped := ctx.Done(), false
 	var killc <-chan time.Time
 	for done := false; !done; {
 		select {
 		case <-stopc:
 			stopc, stopped = nil, true
-			forward(syscall.SIGTERM, cmdPid, proc.pid)
+			if cmdPid == 0 {
+				pending = append(pending, syscall.SIGTERM)
+			} else {
+				forward(syscall.SIGTERM, cmdPid, proc.pid)
+			}
 			t := time.NewTimer(b.stopGrace())
 			defer t.Stop()
 			killc = t.C
