@@ -326,3 +326,24 @@ func TestLayShippedHosts(t *testing.T) {
 		t.Errorf("kept: hosts %q, mounts %+v, %v", l.Hosts, l.Mounts, err)
 	}
 }
+
+// A bind's source swapped for a link after the launch's check (a concurrent session
+// renames a directory of the project and puts a link in its place): a mount point
+// below that bind is not made where the link leads. CI found other/.env made beside
+// the project this way (TestBindSourceSwap).
+func TestMakeMountPointRootIsNoLink(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(dir, "other")
+	if err := os.Mkdir(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "sub")
+	if err := os.Symlink(outside, root); err != nil {
+		t.Fatal(err)
+	}
+	makeMountPoint(root, ".env", false)
+	makeMountPoint(root, "d/e", true)
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("created through the bind source's link: %v", ents)
+	}
+}

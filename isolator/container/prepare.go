@@ -148,7 +148,11 @@ func (l *Layout) mountPoints() []mountPoint {
 // uncreated.
 func makeMountPoint(root, rel string, dir bool) {
 	const flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
-	fd, err := unix.Open(root, flags&^unix.O_NOFOLLOW, 0)
+	// root is a bind's source: the project, the sandbox home, or a directory below
+	// one of them bound again (a mask's anchor), which a concurrent session can
+	// swap for a link after the launch's check. Its last component is not followed
+	// either; a root that is a link is left to the engine, like a link on the way.
+	fd, err := unix.Open(root, flags, 0)
 	if err != nil {
 		return
 	}
