@@ -116,7 +116,38 @@ func TestBindSourceSwap(t *testing.T) {
 			t.Fatalf("the swapping session: %v\n%s", err, aerr.String())
 		}
 		t.Logf("%d launches during the swap: exit statuses %v", launches, codes)
+		// Where the link leads on the host: under bwrap nothing is made. Under docker
+		// and krun a swap that wins has the engine bind the swapped directory by path
+		// and runc make the mask's mount point in it (docs/security-model.md: open,
+		// not fixed): no more than that may happen — the engine root's empty .env,
+		// nothing else.
+		ents, err := os.ReadDir(p.path("other"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			full := p.path("other/" + e.Name())
+			switch fi, err := os.Lstat(full); {
+			case e.Name() == "marker":
+				if b, err := os.ReadFile(full); err != nil || string(b) != "SIBLING\n" {
+					t.Errorf("the symlink's target on the host changed: marker %q, %v", b, err)
+				}
+			case e.Name() == ".env" && iso != "bwrap" && err == nil && fi.Mode().IsRegular() && fi.Size() == 0 && engineRoot(iso, fi.Sys().(*syscall.Stat_t).Uid):
+				t.Logf("known open hole (docs/security-model.md): the engine made an empty %s on the host", full)
+			default:
+				t.Errorf("the symlink's target on the host changed: %s (%v, %v)", full, fi, err)
+			}
+		}
 	})
+}
+
+// engineRoot reports whether uid is the container root of iso's engine on the host:
+// root for docker, for rootless podman (krun) an id of the user's subordinate range.
+func engineRoot(iso string, uid uint32) bool {
+	if iso == "krun" {
+		return uid != 0 && uid != uint32(it.uid)
+	}
+	return uid == 0
 }
 
 // removeRootOwned removes, and logs, what root owns below dir. A known gap of the
