@@ -13,7 +13,7 @@ package tools
 func claudeState(h Host) []State {
 	st := []State{{Path: ".credentials.json", Shared: true}}
 	if k := h.projectKey(200); k != "" && h.exists(claudeDir(h).src) {
-		if ok, _ := h.claudeSessions(claudeDir(h), k); ok {
+		if ok, _, _ := h.claudeSessions(claudeDir(h), k); ok {
 			st = append(st, State{Path: "projects/" + k, Dir: true, Shared: true})
 		}
 	}
@@ -71,8 +71,8 @@ func Claude() Tool {
 			if k == "" || !h.exists(claudeDir(h).src) {
 				return nil
 			}
-			if ok, why := h.claudeSessions(claudeDir(h), k); !ok {
-				return []string{why + ": Claude Code keys its sessions and memory by a lossy name, so this sandbox keeps its own sessions folder and does not see or change the host's (claude --resume inside lists only the sandbox's sessions). To share them again, move the other directory's sessions out of that folder (or rename one of the directories)"}
+			if ok, why, fix := h.claudeSessions(claudeDir(h), k); !ok {
+				return []string{why + ": Claude Code keys its sessions and memory by a lossy name, so this sandbox keeps its own sessions folder and does not see or change the host's (claude --resume inside lists only the sandbox's sessions). To share them again, " + fix}
 			}
 			return nil
 		},

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // Host is the snapshot of the host that detection and bindings read. Functions are
@@ -31,7 +32,22 @@ type Host struct {
 	// ProxyCommand, when set, is how ssh reaches hosts from this sandbox: through the
 	// egress proxy (proxy and allowlist modes), where no direct route exists.
 	ProxyCommand string
+	// Memo, when set (NewMemo), keeps for the life of this snapshot what more than
+	// one of a tool's functions works out from the host (Claude Code's session
+	// check, which both its Bindings and its Warnings need). Nil: each call reads
+	// the host again.
+	Memo *Memo
 }
+
+// Memo holds results worked out from one host snapshot (Host.Memo). It is safe for
+// concurrent use.
+type Memo struct {
+	mu     sync.Mutex
+	claude map[string]claudeVerdict
+}
+
+// NewMemo returns an empty Memo.
+func NewMemo() *Memo { return &Memo{claude: map[string]claudeVerdict{}} }
 
 func (h Host) exists(p string) bool {
 	return h.Exists != nil && h.Exists(p)

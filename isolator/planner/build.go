@@ -447,7 +447,7 @@ func ToolHost(h config.Host, pr Probe, dir string) tools.Host {
 		look = func(name string) bool { return lookPath(h.Vars["PATH"], name, pr.Stat) }
 	}
 	return tools.Host{Home: h.Home, Env: h.Vars, Exists: pr.exists, ReadFile: pr.ReadFile, ReadHead: pr.ReadHead, EvalSymlinks: pr.EvalSymlinks,
-		Project: dir, ReadDir: pr.names,
+		Project: dir, ReadDir: pr.names, Memo: tools.NewMemo(),
 		LookPath: func(name string) (string, bool) {
 			if f, ok := seen[name]; ok {
 				return f.path, f.ok

@@ -49,9 +49,10 @@ func BenchmarkClaudeSessions(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	th := ToolHost(config.Host{Home: home, Vars: map[string]string{"HOME": home}}, OS(proj), proj)
+	h := config.Host{Home: home, Vars: map[string]string{"HOME": home}}
 	c := tools.Claude()
 	for b.Loop() {
+		th := ToolHost(h, OS(proj), proj) // one per launch
 		shared := false
 		for _, bd := range c.Bindings(th) {
 			shared = shared || bd.Source == folder
