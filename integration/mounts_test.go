@@ -224,33 +224,9 @@ func TestHostToolchainFiles(t *testing.T) {
 		for _, f := range created {
 			script += fmt.Sprintf("mkdir -p %s && echo '[toolchain]' > %s; ", filepath.Dir(f), f)
 		}
-		script += `echo created; while [ ! -e .continue ]; do sleep 0.05; done`
-		cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--", "/bin/sh", "-c", script)
-		stderr, _ := cmd.StderrPipe()
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lr := newLineReader(t, stderr)
-		// Reported while the command still runs (it waits for .continue).
-		seen, lines := map[string]bool{}, []string{}
-		for len(seen) < len(created) && len(lines) < 200 {
-			l := lr.next()
-			lines = append(lines, l)
-			for _, w := range created {
-				if strings.Contains(l, "the sandbox created "+filepath.Join(p.dir, w)+":") {
-					seen[w] = true
-				}
-			}
-		}
-		p.write("proj/.continue", "")
-		_ = cmd.Wait()
-		if len(seen) < len(created) {
-			t.Errorf("reported %v of %q:\n%s", seen, created, strings.Join(lines, "\n"))
-		}
-		if strings.Contains(out.String(), "WROTE") {
-			t.Errorf("the sandbox changed a file host tools run:\n%s", out.String())
+		out := runReported(t, p, iso, script, created)
+		if strings.Contains(out, "WROTE") {
+			t.Errorf("the sandbox changed a file host tools run:\n%s", out)
 		}
 		for f, c := range existing {
 			if b, err := os.ReadFile(p.path("proj/" + f)); err != nil || string(b) != c {
@@ -271,30 +247,41 @@ func TestHostExecutedFiles(t *testing.T) {
 		for _, f := range created {
 			script += fmt.Sprintf("mkdir -p %s && echo '{}' > %s; ", filepath.Dir(f), f)
 		}
-		script += `echo created; while [ ! -e .continue ]; do sleep 0.05; done`
-		cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--", "/bin/sh", "-c", script)
-		stderr, _ := cmd.StderrPipe()
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lr := newLineReader(t, stderr)
-		// Reported while the command still runs (it waits for .continue).
 		want := []string{".devcontainer/devcontainer.json", ".vscode/tasks.json", "opencode.json", ".opencode", ".cursor/mcp.json", ".aider.conf.yml"}
-		seen := map[string]bool{}
-		for len(seen) < len(want) {
-			l := lr.next()
-			for _, w := range want {
-				if strings.Contains(l, filepath.Join(p.dir, w)) {
-					seen[w] = true
-				}
-			}
-		}
-		p.write("proj/.continue", "")
-		_ = cmd.Wait()
-		if strings.Contains(out.String(), "ENVRC-WRITTEN") {
+		if out := runReported(t, p, iso, script, want); strings.Contains(out, "ENVRC-WRITTEN") {
 			t.Errorf("the sandbox wrote .envrc")
 		}
 	})
+}
+
+// runReported runs script in p's sandbox under iso, then has it wait for .continue,
+// and fails unless devsandbox reports each of the project paths want as created
+// while the command still runs. It returns the command's output.
+func runReported(t *testing.T, p *project, iso, script string, want []string) string {
+	t.Helper()
+	script += `echo created; while [ ! -e .continue ]; do sleep 0.05; done`
+	cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--", "/bin/sh", "-c", script)
+	stderr, _ := cmd.StderrPipe()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lr := newLineReader(t, stderr)
+	seen, lines := map[string]bool{}, []string{}
+	for len(seen) < len(want) && len(lines) < 200 {
+		l := lr.next()
+		lines = append(lines, l)
+		for _, w := range want {
+			if strings.Contains(l, "the sandbox created "+filepath.Join(p.dir, w)+":") {
+				seen[w] = true
+			}
+		}
+	}
+	p.write("proj/.continue", "")
+	_ = cmd.Wait()
+	if len(seen) < len(want) {
+		t.Errorf("reported %v of %q:\n%s", seen, want, strings.Join(lines, "\n"))
+	}
+	return out.String()
 }
