@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -210,6 +211,9 @@ func TestHostToolchainFiles(t *testing.T) {
 			".tool-versions":      "nodejs 22.1.0\n",
 			".zed/settings.json":  "{}\n",
 			".idea/workspace.xml": "<project/>\n",
+			// A MISE_ENV profile and rtx's (mise's old name) file.
+			"mise.production.toml": "[env]\nA = \"1\"\n",
+			".rtx.toml":            "[tools]\nnode = \"22\"\n",
 		}
 		for f, c := range existing {
 			p.write("proj/"+f, c)
@@ -220,7 +224,12 @@ func TestHostToolchainFiles(t *testing.T) {
 		}
 		script += `echo x > .idea/watcherTasks.xml 2>/dev/null && echo WROTE .idea/watcherTasks.xml; `
 		script += `mv mise.toml m 2>/dev/null && echo WROTE mise.toml by rename; mv .idea i 2>/dev/null && echo WROTE .idea by rename; `
-		created := []string{"rust-toolchain", ".mise/config.toml", ".config/mise/config.toml", "mise.local.toml", ".zed/tasks.json"}
+		script += `mv mise.production.toml m2 2>/dev/null && echo WROTE mise.production.toml by rename; `
+		// Profile names are open-ended (MISE_ENV=anything): whatever name the sandbox
+		// picks is reported, in each place mise reads a profile from.
+		created := []string{"rust-toolchain", ".mise/config.toml", ".config/mise/config.toml", "mise.local.toml", ".zed/tasks.json",
+			"mise.staging.toml", ".mise.ci.local.toml", ".config/mise.dev.toml", ".config/mise/config.x1.toml",
+			".mise/config.prod.toml", "mise/config.qa.local.toml", ".rtx.local.toml", ".rtx.beta.toml"}
 		for _, f := range created {
 			script += fmt.Sprintf("mkdir -p %s && echo '[toolchain]' > %s; ", filepath.Dir(f), f)
 		}
@@ -269,19 +278,33 @@ func runReported(t *testing.T, p *project, iso, script string, want []string) st
 	}
 	lr := newLineReader(t, stderr)
 	seen, lines := map[string]bool{}, []string{}
-	for len(seen) < len(want) && len(lines) < 200 {
-		l := lr.next()
-		lines = append(lines, l)
-		for _, w := range want {
-			if strings.Contains(l, "the sandbox created "+filepath.Join(p.dir, w)+":") {
-				seen[w] = true
+	deadline := time.After(30 * time.Second) // then say which were not reported
+wait:
+	for len(seen) < len(want) {
+		select {
+		case l, ok := <-lr.lines:
+			if !ok {
+				break wait
 			}
+			lines = append(lines, l)
+			for _, w := range want {
+				if strings.Contains(l, "the sandbox created "+filepath.Join(p.dir, w)+":") {
+					seen[w] = true
+				}
+			}
+		case <-deadline:
+			break wait
 		}
 	}
 	p.write("proj/.continue", "")
 	_ = cmd.Wait()
-	if len(seen) < len(want) {
-		t.Errorf("reported %v of %q:\n%s", seen, want, strings.Join(lines, "\n"))
+	for _, w := range want {
+		if !seen[w] {
+			t.Errorf("%s created but not reported while the command ran", w)
+		}
+	}
+	if t.Failed() {
+		t.Logf("devsandbox said:\n%s", strings.Join(lines, "\n"))
 	}
 	return out.String()
 }

@@ -331,9 +331,22 @@ func Within(p, dir string) bool {
 
 // Tripwire is a path the sandbox must not create unnoticed.
 type Tripwire struct {
-	Path       string
+	Path string
+	// Pattern: the last element of Path is a pattern (path.Match syntax), for names
+	// that are open-ended (mise's mise.<profile>.toml); each entry of Path's directory
+	// that matches it is a tripwire.
+	Pattern    bool
 	Why        string // who on the host would run or trust it
 	Quarantine bool   // no legitimate use: move it aside, do not just warn
+}
+
+// Covers reports whether the clean absolute path p is one of tw's paths.
+func (tw Tripwire) Covers(p string) bool {
+	if !tw.Pattern {
+		return p == tw.Path
+	}
+	ok, _ := path.Match(path.Base(tw.Path), path.Base(p))
+	return ok && path.Dir(p) == path.Dir(tw.Path)
 }
 
 // GitWatch names the git metadata of a run that the sandbox can write and the host's

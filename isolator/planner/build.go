@@ -487,9 +487,15 @@ func tripwires(pr Probe, dir string, git *gitLayout) []isolator.Tripwire {
 	if p := filepath.Join(dir, config.ProjectFileName); !pr.exists(p) {
 		tw = append(tw, isolator.Tripwire{Path: p, Why: "devsandbox reads it as this project's configuration once you trust it (devsandbox config trust)"})
 	}
+	const why = "tools on the host run what it names (hooks, MCP servers, tasks, plugins, toolchains, language servers)"
 	for _, rel := range hostExecuted {
-		if p := filepath.Join(dir, rel); !pr.exists(p) {
-			tw = append(tw, isolator.Tripwire{Path: p, Why: "tools on the host run what it names (hooks, MCP servers, tasks, plugins, toolchains, language servers)"})
+		switch p := filepath.Join(dir, rel); {
+		case isPattern(rel):
+			// Matches there at launch are read-only (protectProject), and the
+			// watch counts them as there already.
+			tw = append(tw, isolator.Tripwire{Path: p, Pattern: true, Why: why})
+		case !pr.exists(p):
+			tw = append(tw, isolator.Tripwire{Path: p, Why: why})
 		}
 	}
 	return tw

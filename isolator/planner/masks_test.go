@@ -164,6 +164,10 @@ func TestHostExecutedFilesReadOnly(t *testing.T) {
 	writeFile(t, f.proj+"/.mcp.json", "{}")
 	writeFile(t, f.proj+"/rust-toolchain.toml", "[toolchain]\npath = \"/opt/evil\"\n")
 	writeFile(t, f.proj+"/.config/mise/config.toml", "[env]\n")
+	writeFile(t, f.proj+"/.config/mise/config.ci.local.toml", "[env]\n") // a MISE_ENV profile
+	writeFile(t, f.proj+"/mise.production.toml", "[env]\n")
+	writeFile(t, f.proj+"/.rtx.toml", "[env]\n")
+	writeFile(t, f.proj+"/mise.toml.orig", "[env]\n") // read by no mise: not listed
 	writeFile(t, f.proj+"/.idea/workspace.xml", "<project/>")
 	writeFile(t, f.proj+"/.nvmrc", "22\n") // names a version only: not listed
 	p, _ := f.build(t, f.load(t))
@@ -180,6 +184,9 @@ func TestHostExecutedFilesReadOnly(t *testing.T) {
 		"bind ro $PROJ/rust-toolchain.toml -> $PROJ/rust-toolchain.toml (run by tools on the host)",
 		"bind rw $PROJ/.config/mise -> $PROJ/.config/mise (holds files run by tools on the host)",
 		"bind ro $PROJ/.config/mise/config.toml -> $PROJ/.config/mise/config.toml (run by tools on the host)",
+		"bind ro $PROJ/.rtx.toml -> $PROJ/.rtx.toml (run by tools on the host)",
+		"bind ro $PROJ/mise.production.toml -> $PROJ/mise.production.toml (run by tools on the host)",
+		"bind ro $PROJ/.config/mise/config.ci.local.toml -> $PROJ/.config/mise/config.ci.local.toml (run by tools on the host)",
 		"bind ro $PROJ/.idea -> $PROJ/.idea (run by tools on the host)",
 		"bind ro $PROJ/.husky -> $PROJ/.husky (git core.hooksPath)",
 	))

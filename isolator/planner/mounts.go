@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -237,11 +238,7 @@ func (b *mountBuilder) protectProject(dir string) error {
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: cf, Dest: cf, ReadOnly: true, Why: "project config"})
 	}
 	parents := map[string]bool{}
-	for _, rel := range hostExecuted {
-		f := filepath.Join(dir, rel)
-		if !b.pr.exists(f) {
-			continue
-		}
+	for _, f := range hostExecutedFiles(b.pr, dir) {
 		// The directory holding it is a mount point too, so it cannot be renamed away
 		// and replaced by one holding a planted file.
 		if p := filepath.Dir(f); p != dir && !parents[p] {
@@ -292,10 +289,40 @@ var hostExecuted = []string{
 	"opencode.json", "opencode.jsonc", ".opencode",
 	".cursor/mcp.json", ".aider.conf.yml", ".envrc",
 	"rust-toolchain.toml", "rust-toolchain", ".tool-versions",
-	"mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".mise/config.toml", "mise/config.toml",
-	".config/mise.toml", ".config/mise/config.toml", ".config/mise/conf.d",
+	// mise's project config files (and rtx's, mise's old name), as mise's
+	// config/mod.rs lists them; a pattern covers the open-ended names, the
+	// MISE_ENV profiles (mise.<env>.toml) and their .local variants.
+	"mise.toml", ".mise.toml", ".mise/config.toml", "mise/config.toml", ".config/mise.toml",
+	".config/mise/config.toml", ".config/mise/mise.toml", ".config/mise/mise.local.toml", ".config/mise/conf.d", ".rtx.toml",
+	"mise.*.toml", ".mise.*.toml", ".mise/config.*.toml", "mise/config.*.toml", ".config/mise.*.toml",
+	".config/mise/config.*.toml", ".rtx.*.toml",
 	".zed/settings.json", ".zed/tasks.json", ".zed/debug.json", ".idea",
 	".helix/languages.toml", ".helix/config.toml",
+}
+
+// isPattern reports whether a hostExecuted entry is a pattern (in its last element).
+func isPattern(rel string) bool { return strings.ContainsAny(rel, "*?[") }
+
+// hostExecutedFiles returns the hostExecuted files of the project dir that exist,
+// each pattern's matches in its directory sorted by name.
+func hostExecutedFiles(pr Probe, dir string) []string {
+	var out []string
+	for _, rel := range hostExecuted {
+		f := filepath.Join(dir, rel)
+		if !isPattern(rel) {
+			if pr.exists(f) {
+				out = append(out, f)
+			}
+			continue
+		}
+		names, _ := pr.names(filepath.Dir(f)) // none when the directory does not exist
+		for _, n := range names {
+			if ok, _ := path.Match(filepath.Base(rel), n); ok {
+				out = append(out, filepath.Join(filepath.Dir(f), n))
+			}
+		}
+	}
+	return out
 }
 
 // configPath returns where key (core.hooksPath, core.fsmonitor) of the repository

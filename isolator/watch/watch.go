@@ -22,7 +22,9 @@ package watch
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -95,9 +97,10 @@ func Start(p *isolator.Plan, warn func(string)) *Watcher {
 	if fi, err := os.Stat(p.Git.Index); err == nil {
 		w.index = stampOf(fi)
 	}
+	ls := lister{}
 	for _, tw := range p.Tripwires {
-		if _, err := os.Lstat(tw.Path); err == nil {
-			w.tripped[tw.Path] = true // there already (a tripwire made for a file that appeared since)
+		for _, m := range ls.present(tw) {
+			w.tripped[m] = true // there already (a tripwire made for a file that appeared since)
 		}
 	}
 	w.lastScan = time.Now()
@@ -170,21 +173,58 @@ func (w *Watcher) isGitDir(p string) bool {
 	return false
 }
 
-// tripwires reports (and quarantines, where asked) the tripwires that appeared.
+// tripwires reports (and quarantines, where asked) the tripwires that appeared, and
+// forgets those that are gone (one created again is reported again).
 func (w *Watcher) tripwires() {
+	ls := lister{}
 	for _, tw := range w.p.Tripwires {
-		if _, err := os.Lstat(tw.Path); err != nil {
-			delete(w.tripped, tw.Path)
-			continue
+		present := ls.present(tw)
+		for p := range w.tripped {
+			if tw.Covers(p) && !slices.Contains(present, p) {
+				delete(w.tripped, p)
+			}
 		}
-		switch {
-		case tw.Quarantine:
-			w.handle([]problem{{path: tw.Path, why: tw.Why}})
-		case !w.tripped[tw.Path]:
-			w.tripped[tw.Path] = true
-			w.warn(fmt.Sprintf("the sandbox created %s: %s. Review it before using those tools outside the sandbox", tw.Path, tw.Why))
+		for _, p := range present {
+			switch {
+			case tw.Quarantine:
+				w.handle([]problem{{path: p, why: tw.Why}})
+			case !w.tripped[p]:
+				w.tripped[p] = true
+				w.warn(fmt.Sprintf("the sandbox created %s: %s. Review it before using those tools outside the sandbox", p, tw.Why))
+			}
 		}
 	}
+}
+
+// lister lists each directory once for one pass over the tripwires (several
+// patterns name the project's top directory).
+type lister map[string][]string
+
+// present returns the paths of tw that exist: its Path, or the entries of its
+// directory that match its pattern, sorted.
+func (l lister) present(tw isolator.Tripwire) []string {
+	if !tw.Pattern {
+		if _, err := os.Lstat(tw.Path); err != nil {
+			return nil
+		}
+		return []string{tw.Path}
+	}
+	dir := filepath.Dir(tw.Path)
+	names, listed := l[dir]
+	if !listed {
+		ents, _ := os.ReadDir(dir) // none when it does not exist (yet)
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		l[dir] = names
+	}
+	var out []string
+	for _, n := range names {
+		if ok, _ := path.Match(filepath.Base(tw.Path), n); ok {
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	return out
 }
 
 // handle quarantines each problem, puts back the previous version where there is one,

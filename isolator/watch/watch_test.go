@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -190,6 +191,27 @@ func TestWatchTripwires(t *testing.T) {
 	}
 	if f.exists("team.gitconfig") || !f.warned(f.path("team.gitconfig"), "moved to") {
 		t.Errorf("team.gitconfig: %q", f.warns)
+	}
+}
+
+// A pattern tripwire reports every new name it matches in its directory, once, and
+// not one there at the start.
+func TestWatchPatternTripwire(t *testing.T) {
+	f := newFixture(t)
+	f.write("mise.prod.toml", "[env]\n")
+	f.p.Tripwires = []isolator.Tripwire{{Path: f.path("mise.*.toml"), Pattern: true, Why: "mise"}}
+	w := f.start()
+	f.write("mise.staging.toml", "[env]\n")
+	f.write("mise.toml.bak", "[env]\n")
+	w.check(false)
+	f.write("mise.ci.local.toml", "[env]\n")
+	w.Stop()
+	var got []string
+	for _, m := range f.warns {
+		got = append(got, strings.TrimPrefix(strings.SplitN(m, ":", 2)[0], "the sandbox created "+f.proj+"/"))
+	}
+	if want := []string{"mise.staging.toml", "mise.ci.local.toml"}; !slices.Equal(got, want) {
+		t.Errorf("reported %q, want %q (%q)", got, want, f.warns)
 	}
 }
 
