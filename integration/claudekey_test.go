@@ -22,8 +22,9 @@ func claudeKey(dir string) string {
 // Two projects whose Claude Code keys collide (a-b, a.b) share one folder on the host.
 // The sandbox of one must neither read the other's session and memory nor plant a
 // session or memory that the host's Claude Code would load for the other; the folder
-// of a directory since deleted, whose sessions remain, is not shared either. Each case
-// is reported, naming the folder and the other directory.
+// of a directory since deleted, whose sessions remain, is not shared either, nor one
+// holding a session that records no directory. Each case is reported, naming the
+// folder and the other directory or the session.
 func TestClaudeSessionKeyCollision(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)
@@ -42,13 +43,17 @@ func TestClaudeSessionKeyCollision(t *testing.T) {
 			mkdir -p "$d/memory" && echo PLANTED-MEMORY >> "$d/memory/MEMORY.md" &&
 			printf '{"type":"user","cwd":"%s","message":"PLANTED"}\n' "` + other + `" > "$d/planted.jsonl" && echo wrote-own-copy`
 		for _, c := range []struct{ what, warning string }{
-			{"another directory has the key", "is also the folder of " + other},
-			{"sessions of a deleted directory remain", "holds sessions of " + other},
+			{"another directory has the key", p.path(folder) + " is also the folder of " + other},
+			{"sessions of a deleted directory remain", p.path(folder) + " holds sessions of " + other},
+			{"a session records no directory", "could not tell where the session " + p.path(folder) + "/other.jsonl ran: it holds a conversation that records no directory"},
 		} {
-			if c.what == "sessions of a deleted directory remain" {
+			switch c.what {
+			case "sessions of a deleted directory remain":
 				if err := os.RemoveAll(other); err != nil {
 					t.Fatal(err)
 				}
+			case "a session records no directory": // it was counted as the project's
+				p.write(folder+"/other.jsonl", `{"type":"user","sessionId":"other","message":"OTHER-SESSION-SECRET"}`+"\n")
 			}
 			before := treeOf(t, p.path("claude/projects"))
 			r := run(t, mine, env, "", "--isolator="+iso, "--", "/bin/sh", "-c", script)
@@ -61,8 +66,8 @@ func TestClaudeSessionKeyCollision(t *testing.T) {
 			if diff := diffTrees(before, treeOf(t, p.path("claude/projects"))); len(diff) > 0 {
 				t.Errorf("%s: the sandbox changed the host's shared folder:\n\t%s", c.what, strings.Join(diff, "\n\t"))
 			}
-			if !strings.Contains(r.stderr, p.path(folder)+" "+c.warning) {
-				t.Errorf("%s: no warning naming the folder and %q:\n%s", c.what, c.warning, r.stderr)
+			if !strings.Contains(r.stderr, c.warning) {
+				t.Errorf("%s: no warning %q:\n%s", c.what, c.warning, r.stderr)
 			}
 		}
 	})
