@@ -656,3 +656,23 @@ func TestKrunAllowlistDryRun(t *testing.T) {
 		t.Errorf("--dry-run:\n%s", r)
 	}
 }
+
+// A run whose XDG_DATA_HOME moves podman's storage (an embedder relocating
+// devsandbox's data does) fails for the image its storage lacks, naming that storage
+// and the variable; a run in the usual environment right after it still finds the
+// image: it does not get the first run's service (which lives on for a while), with
+// the other storage.
+func TestKrunMovedStorage(t *testing.T) {
+	forEachIsolatorOf(t, []string{"krun"}, func(t *testing.T, iso string) {
+		p := newProject(t)
+		data := p.path("data")
+		r := run(t, p.dir, []string{"XDG_RUNTIME_DIR=" + runtimeDir(), "XDG_DATA_HOME=" + data}, "", "--isolator=krun", "--", "true")
+		want := "is not in the podman storage of this environment (" + filepath.Join(data, "containers/storage") + "); load the docker isolator's image (docker save " + krunImage + " | XDG_DATA_HOME=" + data + " podman load)"
+		if r.code != 125 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "podman chose it from XDG_DATA_HOME") {
+			t.Errorf("a run with podman's storage moved: %s\nwant 125 and %q", r, want)
+		}
+		if r := p.sandbox(iso, nil, "echo usual"); r.code != 0 || r.stdout != "usual\n" {
+			t.Errorf("a run in the usual environment after it: %s", r)
+		}
+	})
+}

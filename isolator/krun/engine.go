@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/containers/podman/v5/pkg/bindings"
@@ -93,21 +94,26 @@ func (e *podman) ImageExists(image string) error {
 		return fmt.Errorf("%w: asking podman for %s: %w", isolator.ErrUnavailable, image, err)
 	}
 	if !ok {
-		return imageMissing(image)
+		return e.imageMissing(image)
 	}
 	return nil
 }
 
-// imageMissing explains how to put the image in the user's podman storage.
-func imageMissing(image string) error {
-	return fmt.Errorf("%w: %w: %s is not in your podman storage; load the docker isolator's image (docker save %s | podman load), or build it (podman build -t %s -f isolator/docker/Dockerfile .), or set krun.image / --image", isolator.ErrUnavailable, errNoImage, image, image, image)
+// imageMissing is the error for an image the service's storage lacks, naming that
+// storage (podman's answer, when it gives one).
+func (e *podman) imageMissing(image string) error {
+	root := ""
+	if info, err := system.Info(e.ctx, nil); err == nil && info.Store != nil {
+		root = info.Store.GraphRoot
+	}
+	return imageMissing(image, root, podmanEnv(os.Environ()))
 }
 
 func (e *podman) Create(g *specgen.SpecGenerator) (string, []string, error) {
 	r, err := containers.CreateWithSpec(e.ctx, g, nil)
 	if err != nil {
 		if strings.Contains(err.Error(), "image not known") || strings.Contains(err.Error(), "no such image") {
-			return "", nil, imageMissing(g.Image)
+			return "", nil, e.imageMissing(g.Image)
 		}
 		return "", nil, err
 	}
