@@ -129,7 +129,9 @@ func (e *podman) Runtime(id string) (string, error) {
 }
 
 func (e *podman) Attach(id string, stdin io.Reader, stdout, stderr io.Writer, ready chan bool) error {
-	return containers.Attach(e.attachCtx, id, stdin, stdout, stderr, ready, nil)
+	// Not cut short when the run's context ends: the command is stopped through its
+	// session then, and what it prints while it stops is its output still.
+	return containers.Attach(context.WithoutCancel(e.attachCtx), id, stdin, stdout, stderr, ready, nil)
 }
 
 func (e *podman) Start(id string) error { return containers.Start(e.ctx, id, nil) }
@@ -146,7 +148,9 @@ func (e *podman) Pid(id string) (int, error) {
 }
 
 func (e *podman) Wait(id string) (int, error) {
-	code, err := containers.Wait(e.ctx, id, new(containers.WaitOptions).WithConditions([]string{"exited", "stopped"}).WithInterval(waitInterval))
+	// Nor is the wait: a run whose context ended reports the status the command
+	// ends with (its SIGTERM trap's, or 143), not a lost one.
+	code, err := containers.Wait(context.WithoutCancel(e.ctx), id, new(containers.WaitOptions).WithConditions([]string{"exited", "stopped"}).WithInterval(waitInterval))
 	return int(code), err
 }
 
