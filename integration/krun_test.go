@@ -676,3 +676,38 @@ func TestKrunMovedStorage(t *testing.T) {
 		}
 	})
 }
+
+// `sandboxes rm`, as the user, removes a sandbox home that holds what podman made as
+// the user's first subordinate uid (a directory, not empty, as the runtime makes a
+// mount point: the user cannot remove it), and nothing outside the home: neither
+// the links the sandbox planted in its home nor the one podman's entry holds are
+// followed.
+func TestKrunSandboxesRmSubIDs(t *testing.T) {
+	forEachIsolatorOf(t, []string{"krun"}, func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.write("outside/keep", "keep\n")
+		outside := p.path("outside")
+		p.mustSandbox(iso, nil, `ln -s `+outside+` ~/link && ln -s `+outside+`/keep ~/link-file && echo x > ~/f`)
+		state := filepath.Join(it.home, ".local/share/devsandbox", p.name())
+		home := filepath.Join(state, "home")
+		mustPodman(t, "unshare", "sh", "-c", `mkdir -p "$1/made/deeper" && echo x > "$1/made/deeper/f" && ln -s "$2" "$1/made/out" && ln -s "$2/keep" "$1/made/deeper/keep" && chown -R -h 1:1 "$1/made"`, "sh", home, outside)
+		var st syscall.Stat_t
+		if err := syscall.Lstat(filepath.Join(home, "made/deeper"), &st); err != nil || int(st.Uid) == it.uid || st.Uid == 0 {
+			t.Fatalf("the planted directory is not a subordinate uid's: uid %d (%v)", st.Uid, err)
+		}
+		r := run(t, p.dir, nil, "", "sandboxes", "rm", p.name())
+		if r.code != 0 || r.stdout != "removed "+p.name()+"\n" {
+			t.Errorf("sandboxes rm:\n%s", r)
+		}
+		if _, err := os.Lstat(state); !os.IsNotExist(err) {
+			out, _ := exec.Command("find", state, "-printf", "%u %p\n").CombinedOutput()
+			t.Errorf("left after sandboxes rm (%v):\n%s", err, out)
+		}
+		if b, err := os.ReadFile(filepath.Join(outside, "keep")); err != nil || string(b) != "keep\n" {
+			t.Errorf("the file outside the home the links named: %q, %v", b, err)
+		}
+		if err := syscall.Lstat(outside, &st); err != nil || int(st.Uid) != it.uid {
+			t.Errorf("the directory outside the home the links named: uid %d, %v", st.Uid, err)
+		}
+	})
+}
