@@ -485,6 +485,20 @@ func TestKrunRefusalsAndDryRun(t *testing.T) {
 	if err != nil || string(out) != fmt.Sprintf("dry-ran\n%d\n", it.uid) {
 		t.Errorf("the --dry-run script: %v\n%s\n%s", err, out, r.stdout)
 	}
+	// The script made the mount points in the sandbox home as the user, as a run
+	// does: the runtime (your first subordinate uid) made none there.
+	home := filepath.Join(it.home, ".local/share/devsandbox", p.name(), "home")
+	var foreign []string
+	_ = filepath.WalkDir(home, func(path string, d os.DirEntry, err error) error {
+		var st syscall.Stat_t
+		if err == nil && syscall.Lstat(path, &st) == nil && int(st.Uid) != it.uid {
+			foreign = append(foreign, fmt.Sprintf("%s (uid %d)", path, st.Uid))
+		}
+		return nil
+	})
+	if len(foreign) > 0 {
+		t.Errorf("entries in the sandbox home that are not the user's after the --dry-run script: %v\n%s", foreign, r.stdout)
+	}
 }
 
 // requireKVMDevice skips where the machine has no /dev/kvm: podman binds the device
