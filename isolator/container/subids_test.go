@@ -25,7 +25,9 @@ func TestRemoveAsPodman(t *testing.T) {
 		t.Error("a relative path was removed")
 	}
 	fail := errors.New("exit status 1")
-	podman = func(context.Context, ...string) ([]byte, error) { return []byte("rm: cannot remove 'x': Permission denied\n"), fail }
+	podman = func(context.Context, ...string) ([]byte, error) {
+		return []byte("rm: cannot remove 'x': Permission denied\n"), fail
+	}
 	err := RemoveAsPodman(context.Background(), podman, "/h/home")
 	if want := "podman unshare rm -rf --one-file-system -- /h/home: exit status 1: rm: cannot remove 'x': Permission denied"; !errors.Is(err, fail) || err.Error() != want {
 		t.Errorf("error %v, want %q", err, want)
