@@ -258,7 +258,10 @@ func startEmbed(t *testing.T, job embedJob, root string) *embedProc {
 	cmd.Dir = root
 	cmd.Env = baseEnv(embedEnv+"="+string(enc), embedXDG(root)[0], embedXDG(root)[1])
 	if job.Iso == "krun" {
-		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+runtimeDir())
+		// XDG_DATA_HOME moves rootless podman's storage too, where the image is
+		// not: the harness names the test user's storage, as the error of a run
+		// that misses the image says to (see TestKrunMovedStorage).
+		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+runtimeDir(), "CONTAINERS_STORAGE_CONF="+userStorageConf(t))
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	if it.asOther {
@@ -276,6 +279,33 @@ func startEmbed(t *testing.T, job embedJob, root string) *embedProc {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	e.lines = newLineReader(t, stdout)
 	return e
+}
+
+var (
+	storageConfOnce sync.Once
+	storageConf     string
+)
+
+// userStorageConf returns a storage.conf (in the suite's directory) that names the
+// test user's podman storage as rootless_storage_path, whatever XDG_DATA_HOME says.
+func userStorageConf(t *testing.T) string {
+	t.Helper()
+	storageConfOnce.Do(func() {
+		out, err := podmanAs("info", "--format", "{{.Store.GraphRoot}}") // may include warnings
+		root := out[strings.LastIndex(out, "\n")+1:]
+		if err != nil || !filepath.IsAbs(root) {
+			return
+		}
+		f := filepath.Join(it.tmp, "storage.conf")
+		conf := fmt.Sprintf("[storage]\ndriver = \"overlay\"\nrootless_storage_path = %q\n", root)
+		if os.WriteFile(f, []byte(conf), 0o644) == nil {
+			storageConf = f
+		}
+	})
+	if storageConf == "" {
+		t.Fatal("could not write a storage.conf naming the test user's podman storage")
+	}
+	return storageConf
 }
 
 // embedXDG are the data and state homes of the harnesses that run in root.
@@ -317,11 +347,8 @@ func (e *embedProc) results(t *testing.T, within time.Duration) (outs map[int][]
 }
 
 // embedIsolators are the isolators a harness embeds in process or through the stub.
-// krun (embedRun's "krun" case) is not among them yet: its first run here failed
-// before starting, the harness's podman not finding devsandbox/default:<version>
-// in the test user's storage, which the CLI's krun tests find (not diagnosed).
 func embedIsolators() []string {
-	return slices.DeleteFunc(isolators(), func(iso string) bool { return iso != "bwrap" && iso != localDocker })
+	return slices.DeleteFunc(isolators(), func(iso string) bool { return iso != "bwrap" && iso != localDocker && iso != "krun" })
 }
 
 // A harness that embeds devsandbox: its runs stream their output and return their

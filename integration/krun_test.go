@@ -485,6 +485,20 @@ func TestKrunRefusalsAndDryRun(t *testing.T) {
 	if err != nil || string(out) != fmt.Sprintf("dry-ran\n%d\n", it.uid) {
 		t.Errorf("the --dry-run script: %v\n%s\n%s", err, out, r.stdout)
 	}
+	// The script made the mount points in the sandbox home as the user, as a run
+	// does: the runtime (your first subordinate uid) made none there.
+	home := filepath.Join(it.home, ".local/share/devsandbox", p.name(), "home")
+	var foreign []string
+	_ = filepath.WalkDir(home, func(path string, d os.DirEntry, err error) error {
+		var st syscall.Stat_t
+		if err == nil && syscall.Lstat(path, &st) == nil && int(st.Uid) != it.uid {
+			foreign = append(foreign, fmt.Sprintf("%s (uid %d)", path, st.Uid))
+		}
+		return nil
+	})
+	if len(foreign) > 0 {
+		t.Errorf("entries in the sandbox home that are not the user's after the --dry-run script: %v\n%s", foreign, r.stdout)
+	}
 }
 
 // requireKVMDevice skips where the machine has no /dev/kvm: podman binds the device
@@ -655,4 +669,59 @@ func TestKrunAllowlistDryRun(t *testing.T) {
 		!strings.Contains(r.stdout, "ip daddr 192.0.2.7 meta l4proto { tcp, udp } th dport 443 accept") {
 		t.Errorf("--dry-run:\n%s", r)
 	}
+}
+
+// A run whose XDG_DATA_HOME moves podman's storage (an embedder relocating
+// devsandbox's data does) fails for the image its storage lacks, naming that storage
+// and the variable; a run in the usual environment right after it still finds the
+// image: it does not get the first run's service (which lives on for a while), with
+// the other storage.
+func TestKrunMovedStorage(t *testing.T) {
+	forEachIsolatorOf(t, []string{"krun"}, func(t *testing.T, iso string) {
+		p := newProject(t)
+		data := p.path("data")
+		r := run(t, p.dir, []string{"XDG_RUNTIME_DIR=" + runtimeDir(), "XDG_DATA_HOME=" + data}, "", "--isolator=krun", "--", "true")
+		want := "is not in the podman storage of this environment (" + filepath.Join(data, "containers/storage") + "); load the docker isolator's image (docker save " + krunImage + " | XDG_DATA_HOME=" + data + " podman load)"
+		if r.code != 125 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "podman chose it from XDG_DATA_HOME") {
+			t.Errorf("a run with podman's storage moved: %s\nwant 125 and %q", r, want)
+		}
+		if r := p.sandbox(iso, nil, "echo usual"); r.code != 0 || r.stdout != "usual\n" {
+			t.Errorf("a run in the usual environment after it: %s", r)
+		}
+	})
+}
+
+// `sandboxes rm`, as the user, removes a sandbox home that holds what podman made as
+// the user's first subordinate uid (a directory, not empty, as the runtime makes a
+// mount point: the user cannot remove it), and nothing outside the home: neither
+// the links the sandbox planted in its home nor the one podman's entry holds are
+// followed.
+func TestKrunSandboxesRmSubIDs(t *testing.T) {
+	forEachIsolatorOf(t, []string{"krun"}, func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.write("outside/keep", "keep\n")
+		outside := p.path("outside")
+		p.mustSandbox(iso, nil, `ln -s `+outside+` ~/link && ln -s `+outside+`/keep ~/link-file && echo x > ~/f`)
+		state := filepath.Join(it.home, ".local/share/devsandbox", p.name())
+		home := filepath.Join(state, "home")
+		mustPodman(t, "unshare", "sh", "-c", `mkdir -p "$1/made/deeper" && echo x > "$1/made/deeper/f" && ln -s "$2" "$1/made/out" && ln -s "$2/keep" "$1/made/deeper/keep" && chown -R -h 1:1 "$1/made"`, "sh", home, outside)
+		var st syscall.Stat_t
+		if err := syscall.Lstat(filepath.Join(home, "made/deeper"), &st); err != nil || int(st.Uid) == it.uid || st.Uid == 0 {
+			t.Fatalf("the planted directory is not a subordinate uid's: uid %d (%v)", st.Uid, err)
+		}
+		r := run(t, p.dir, nil, "", "sandboxes", "rm", p.name())
+		if r.code != 0 || r.stdout != "removed "+p.name()+"\n" {
+			t.Errorf("sandboxes rm:\n%s", r)
+		}
+		if _, err := os.Lstat(state); !os.IsNotExist(err) {
+			out, _ := exec.Command("find", state, "-printf", "%u %p\n").CombinedOutput()
+			t.Errorf("left after sandboxes rm (%v):\n%s", err, out)
+		}
+		if b, err := os.ReadFile(filepath.Join(outside, "keep")); err != nil || string(b) != "keep\n" {
+			t.Errorf("the file outside the home the links named: %q, %v", b, err)
+		}
+		if err := syscall.Lstat(outside, &st); err != nil || int(st.Uid) != it.uid {
+			t.Errorf("the directory outside the home the links named: uid %d, %v", st.Uid, err)
+		}
+	})
 }

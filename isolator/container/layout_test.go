@@ -144,7 +144,7 @@ func TestWriteMountPoints(t *testing.T) {
 		}
 		if script {
 			var b strings.Builder
-			l.WriteMountPoints(&b)
+			l.WriteMountPoints(&b, MadeByRoot)
 			if out, err := exec.Command("/bin/sh", "-c", b.String()).CombinedOutput(); err != nil {
 				t.Fatalf("the script: %v\n%s\n%s", err, out, b.String())
 			}

@@ -43,17 +43,24 @@ func (l *Layout) WriteHostFiles(b *strings.Builder) {
 	}
 }
 
+// Who would make a mount point that is missing, for WriteMountPoints' comment.
+const (
+	MadeByRoot   = "an engine running as root would make them root's"
+	MadeBySubUID = "podman's runtime would make them as your first subordinate uid"
+)
+
 // WriteMountPoints writes the commands that make what MakeMountPoints makes, as
-// whoever runs the script: an engine running as root would make them root's, in a
-// sandbox home the user then cannot remove (`devsandbox sandboxes rm`). Each is made
-// only where nothing is, below a parent that is no symbolic link: a directory, or an
-// empty file when its bind's source is there and is not a directory.
-func (l *Layout) WriteMountPoints(b *strings.Builder) {
+// whoever runs the script: the engine would make them as another uid (madeBy says
+// whose: MadeByRoot, MadeBySubUID), in a sandbox home the user then cannot remove
+// as such. Each is made only where nothing is, below a parent that is no symbolic
+// link: a directory, or an empty file when its bind's source is there and is not a
+// directory.
+func (l *Layout) WriteMountPoints(b *strings.Builder, madeBy string) {
 	mps := l.mountPoints()
 	if len(mps) == 0 {
 		return
 	}
-	b.WriteString("# mount points inside the read-write binds, made as you (an engine running as root would make them root's):\n")
+	fmt.Fprintf(b, "# mount points inside the read-write binds, made as you (%s):\n", madeBy)
 	b.WriteString(`devsandbox_mountpoint() { test -e "$1" || test -L "$1" || { mkdir -p "${1%/*}" && test "$(cd "${1%/*}" && pwd -P)" = "${1%/*}" &&` +
 		` if test -n "$2" && ! test -d "$2"; then : > "$1"; else mkdir "$1"; fi; }; }` + "\n")
 	for _, mp := range mps {

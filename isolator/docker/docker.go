@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 )
@@ -67,6 +68,9 @@ type Isolator struct {
 	// ship reads the programs a run copies into containers (nil: shipped; tests
 	// replace it).
 	ship func(p *isolator.Plan, arch func() (string, error), proxy bool) (programs, error)
+	// podman runs the podman CLI for removing a sandbox home (nil:
+	// container.HostPodman; tests replace it).
+	podman container.Podman
 }
 
 var (

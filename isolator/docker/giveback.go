@@ -108,24 +108,46 @@ func giveBack(ctx context.Context, e Engine, image, dir string, uid, gid int) (i
 	return len(ents), nil
 }
 
-// removeHome removes the sandbox home dir as the user (rmtree); what root owns in it,
-// which the user cannot remove, is handed back through the engine first (giveBack).
+// removeHome removes the sandbox home dir as the user (rmtree). What the user cannot
+// remove there is handed back first: root's entries (a docker engine made them)
+// through the engine (giveBack); entries of the user's subordinate uids (a rootless
+// podman's runtime made them, krun) are removed in podman's user namespace
+// (container.RemoveAsPodman), which reaches nothing outside dir either.
 func (b *Isolator) removeHome(ctx context.Context, dir string) error {
 	err := rmtree.RemoveAll(dir)
 	if !errors.Is(err, fs.ErrPermission) {
 		return err
 	}
-	e, _, derr := b.engine()
-	if derr != nil {
-		return fmt.Errorf("%w (files of root's, which the docker engine made: it does not answer: %w)", err, derr)
+	failed := false
+	if ents, _ := rootOwned(dir); len(ents) > 0 {
+		if gerr := b.giveBackRoot(ctx, dir); gerr != nil {
+			err, failed = fmt.Errorf("%w; %w", err, gerr), true
+		}
 	}
-	defer e.Close()
-	n, gerr := giveBack(ctx, e, b.Image, dir, os.Getuid(), os.Getgid())
-	if gerr != nil {
-		return fmt.Errorf("%w; handing root's files in it back through the docker engine: %w (remove them as root)", err, gerr)
+	if sub, _ := container.SubIDOwned(dir, os.Getuid()); sub != "" {
+		podman := b.podman
+		if podman == nil {
+			podman = container.HostPodman
+		}
+		if perr := container.RemoveAsPodman(ctx, podman, dir); perr != nil {
+			err, failed = fmt.Errorf("%w; %s is not yours (podman made it as one of your subordinate uids), and removing the home in podman's user namespace failed: %w (remove it with `podman unshare rm -rf %s`)", err, sub, perr, dir), true
+		}
 	}
-	if n == 0 {
+	if failed {
 		return err
 	}
 	return rmtree.RemoveAll(dir)
+}
+
+// giveBackRoot hands root's entries below dir back to the user through the engine.
+func (b *Isolator) giveBackRoot(ctx context.Context, dir string) error {
+	e, _, err := b.engine()
+	if err != nil {
+		return fmt.Errorf("files of root's, which the docker engine made: it does not answer: %w", err)
+	}
+	defer e.Close()
+	if _, err := giveBack(ctx, e, b.Image, dir, os.Getuid(), os.Getgid()); err != nil {
+		return fmt.Errorf("handing root's files in it back through the docker engine: %w (remove them as root)", err)
+	}
+	return nil
 }

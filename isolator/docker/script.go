@@ -26,7 +26,7 @@ func (s *Spec) Script() string {
 	container.WriteSecretComments(&b, l.Secrets)
 	s.writeDerived(&b)
 	l.WriteHostFiles(&b)
-	l.WriteMountPoints(&b)
+	l.WriteMountPoints(&b, container.MadeByRoot)
 	if f := s.Profile; f != nil {
 		fmt.Fprintf(&b, "# the syscall policy (%s) as a seccomp profile (the engine gets it in the request):\n", s.Policy)
 		container.WriteHostFile(&b, *f)

@@ -114,7 +114,7 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 	}
 	e, err := b.connect(ctx, h)
 	if err != nil {
-		bad("podman API socket", err.Error(), "see "+filepath.Join(filepath.Dir(sock), "devsandbox-service.log"))
+		bad("podman API socket", err.Error(), "see "+serviceLog(sock))
 		return rows
 	}
 	v, err := e.Version()

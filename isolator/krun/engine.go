@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/containers/podman/v5/pkg/bindings"
@@ -93,21 +94,26 @@ func (e *podman) ImageExists(image string) error {
 		return fmt.Errorf("%w: asking podman for %s: %w", isolator.ErrUnavailable, image, err)
 	}
 	if !ok {
-		return imageMissing(image)
+		return e.imageMissing(image)
 	}
 	return nil
 }
 
-// imageMissing explains how to put the image in the user's podman storage.
-func imageMissing(image string) error {
-	return fmt.Errorf("%w: %w: %s is not in your podman storage; load the docker isolator's image (docker save %s | podman load), or build it (podman build -t %s -f isolator/docker/Dockerfile .), or set krun.image / --image", isolator.ErrUnavailable, errNoImage, image, image, image)
+// imageMissing is the error for an image the service's storage lacks, naming that
+// storage (podman's answer, when it gives one).
+func (e *podman) imageMissing(image string) error {
+	root := ""
+	if info, err := system.Info(e.ctx, nil); err == nil && info.Store != nil {
+		root = info.Store.GraphRoot
+	}
+	return imageMissing(image, root, podmanEnv(os.Environ()))
 }
 
 func (e *podman) Create(g *specgen.SpecGenerator) (string, []string, error) {
 	r, err := containers.CreateWithSpec(e.ctx, g, nil)
 	if err != nil {
 		if strings.Contains(err.Error(), "image not known") || strings.Contains(err.Error(), "no such image") {
-			return "", nil, imageMissing(g.Image)
+			return "", nil, e.imageMissing(g.Image)
 		}
 		return "", nil, err
 	}
@@ -123,7 +129,9 @@ func (e *podman) Runtime(id string) (string, error) {
 }
 
 func (e *podman) Attach(id string, stdin io.Reader, stdout, stderr io.Writer, ready chan bool) error {
-	return containers.Attach(e.attachCtx, id, stdin, stdout, stderr, ready, nil)
+	// Not cut short when the run's context ends: the command is stopped through its
+	// session then, and what it prints while it stops is its output still.
+	return containers.Attach(context.WithoutCancel(e.attachCtx), id, stdin, stdout, stderr, ready, nil)
 }
 
 func (e *podman) Start(id string) error { return containers.Start(e.ctx, id, nil) }
@@ -140,7 +148,9 @@ func (e *podman) Pid(id string) (int, error) {
 }
 
 func (e *podman) Wait(id string) (int, error) {
-	code, err := containers.Wait(e.ctx, id, new(containers.WaitOptions).WithConditions([]string{"exited", "stopped"}).WithInterval(waitInterval))
+	// Nor is the wait: a run whose context ended reports the status the command
+	// ends with (its SIGTERM trap's, or 143), not a lost one.
+	code, err := containers.Wait(context.WithoutCancel(e.ctx), id, new(containers.WaitOptions).WithConditions([]string{"exited", "stopped"}).WithInterval(waitInterval))
 	return int(code), err
 }
 

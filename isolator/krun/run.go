@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -268,9 +269,12 @@ func (b *Isolator) firewall(ctx context.Context, e engine, id string, s *Spec, p
 	return applyFirewall(ctx, ns, pid, s, p, b.options(nil).Binaries)
 }
 
+// socketName is the API socket of the run: krun.podman_socket, or the service
+// devsandbox runs for the runtime and the podman variables of its environment (the
+// service inherits them: see serviceKey).
 func (b *Isolator) socketName() string {
 	st := b.Settings
-	return socketPath(st.Socket, st.RuntimeDir, st.UID, st.Runtime)
+	return socketPath(st.Socket, st.RuntimeDir, st.UID, st.Runtime, serviceKey(os.Environ()))
 }
 
 // limitsIgnored turns podman's warnings about resource limits it does not apply

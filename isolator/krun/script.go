@@ -30,6 +30,7 @@ func (s *Spec) Script() string {
 	}
 	container.WriteSecretComments(&b, l.Secrets)
 	l.WriteHostFiles(&b)
+	l.WriteMountPoints(&b, container.MadeBySubUID)
 	w := container.NewArgWriter(&b)
 	w.Word("podman", "run", "--rm", "-i")
 	w.Flag("--runtime", g.OCIRuntime)

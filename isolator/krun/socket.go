@@ -118,7 +118,7 @@ func (h osHost) StartService(ctx context.Context, path, runtime string) error {
 	if err != nil {
 		return err
 	}
-	logPath := filepath.Join(dir, "devsandbox-service.log")
+	logPath := serviceLog(path)
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
@@ -189,7 +189,11 @@ func podmanError(log []byte) string {
 // choice), so a user's general podman.sock would run a plain container, not a VM:
 // devsandbox keeps a socket per runtime next to it, under $XDG_RUNTIME_DIR/podman
 // (/run/user/UID without it; /run/podman for root).
-func socketPath(configured, runtimeDir string, uid int, runtime string) string {
+//
+// key (serviceKey) is "" for podman's usual storage and configuration; otherwise the
+// socket is devsandbox-<runtime>-<key>.sock, a service of its own for that
+// environment.
+func socketPath(configured, runtimeDir string, uid int, runtime, key string) string {
 	if configured != "" {
 		return strings.TrimPrefix(configured, "unix://")
 	}
@@ -201,14 +205,18 @@ func socketPath(configured, runtimeDir string, uid int, runtime string) string {
 	default:
 		dir = "/run"
 	}
-	return filepath.Join(dir, "podman", "devsandbox-"+runtime+".sock")
+	name := "devsandbox-" + runtime
+	if key != "" {
+		name += "-" + key
+	}
+	return filepath.Join(dir, "podman", name+".sock")
 }
 
 // socket returns the listening API socket, starting a service for the runtime when
 // none listens (not for a configured socket, which is the user's to run).
 func (b *Isolator) socket(ctx context.Context, h Host) (string, error) {
 	s := b.Settings
-	p := socketPath(s.Socket, s.RuntimeDir, s.UID, s.Runtime)
+	p := b.socketName()
 	if s.Socket == "" && b.users == nil {
 		// Held (shared) for the Isolator's life: the service's supervisor ends the
 		// service only once no devsandbox holds it.
@@ -233,3 +241,6 @@ func (b *Isolator) socket(ctx context.Context, h Host) (string, error) {
 	b.phase("podman service")
 	return p, nil
 }
+
+// serviceLog is where the service on sock logs (each service its own: see serviceKey).
+func serviceLog(sock string) string { return sock + ".log" }

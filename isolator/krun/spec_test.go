@@ -457,15 +457,18 @@ func TestSocketPath(t *testing.T) {
 	for _, tc := range []struct {
 		cfg, rt string
 		uid     int
+		key     string
 		want    string
 	}{
-		{"unix:///srv/podman.sock", "/run/user/1000", 1000, "/srv/podman.sock"},
-		{"", "/run/user/1000", 1000, "/run/user/1000/podman/devsandbox-krun.sock"},
-		{"", "", 1000, "/run/user/1000/podman/devsandbox-krun.sock"},
-		{"", "", 0, "/run/podman/devsandbox-krun.sock"},
+		{"unix:///srv/podman.sock", "/run/user/1000", 1000, "", "/srv/podman.sock"},
+		{"unix:///srv/podman.sock", "/run/user/1000", 1000, "0a1b2c3d", "/srv/podman.sock"},
+		{"", "/run/user/1000", 1000, "", "/run/user/1000/podman/devsandbox-krun.sock"},
+		{"", "/run/user/1000", 1000, "0a1b2c3d", "/run/user/1000/podman/devsandbox-krun-0a1b2c3d.sock"},
+		{"", "", 1000, "", "/run/user/1000/podman/devsandbox-krun.sock"},
+		{"", "", 0, "", "/run/podman/devsandbox-krun.sock"},
 	} {
-		if got := socketPath(tc.cfg, tc.rt, tc.uid, "krun"); got != tc.want {
-			t.Errorf("socketPath(%q, %q, %d) = %s, want %s", tc.cfg, tc.rt, tc.uid, got, tc.want)
+		if got := socketPath(tc.cfg, tc.rt, tc.uid, "krun", tc.key); got != tc.want {
+			t.Errorf("socketPath(%q, %q, %d, %q) = %s, want %s", tc.cfg, tc.rt, tc.uid, tc.key, got, tc.want)
 		}
 	}
 	if got := strings.Join(serviceArgs(false, "krun", "/r/p.sock"), " "); got != "--runtime=krun --cgroup-manager=cgroupfs system service --time=0 unix:///r/p.sock" {
