@@ -188,7 +188,7 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 		ExtraHosts:     l.Hosts,
 	}
 	if !p.Syscalls.Unfiltered {
-		profile := syscalls.OCIJSON(syscalls.Compile(p.Syscalls))
+		profile := syscalls.Profile(p.Syscalls)
 		hc.SecurityOpt = append(hc.SecurityOpt, "seccomp="+string(profile))
 		sum := sha256.Sum256(profile)
 		s.Profile = l.HostFile("seccomp-"+hex.EncodeToString(sum[:8])+".json", profile)
