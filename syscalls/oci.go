@@ -62,6 +62,17 @@ func OCIJSON(rs Rules) []byte {
 	return b
 }
 
+// Profile returns p's profile as OCIJSON renders it. The strict policy's is rendered
+// ahead of time (zstrict.go, kept equal to OCIJSON's output by a test): a fresh
+// process rendering it spends 1–2 ms (the rules, encoding/json's first use of the
+// profile's types), on a docker run's critical path; a relaxed policy pays it.
+func Profile(p Policy) []byte {
+	if len(p.Relax) == 0 {
+		return []byte(strictOCI)
+	}
+	return OCIJSON(Compile(p))
+}
+
 // coverRules returns allowing rules for r (Action DenyIf) whose conditions cover every
 // value of the compared argument's low 32 bits except the refused ones: the prefixes
 // of a binary trie that contain no refused value. The high bits are not compared, as

@@ -143,6 +143,7 @@ func (h *headStarts) start(op string, settings, plan json.RawMessage) {
 	}
 	hs.cachePath = filepath.Join(dir, derivedCacheFile)
 	hs.cache = fetch(func() (map[string]string, error) { return readRecords(hs.cachePath), nil })
+	go warmEncoders()
 	h.mu.Lock()
 	h.hs = hs
 	h.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 
 	"github.com/devsandbox/devsandbox/egress"
@@ -412,4 +413,39 @@ func mustEntry(s string) egress.Entry {
 		panic(err)
 	}
 	return e
+}
+
+// TestSpecHashFollowsProfile: the kept container's spec hash counts the seccomp
+// profile (by its digest), so a changed syscall policy makes a new container; and
+// hashing leaves the HostConfig the engine gets as it was.
+func TestSpecHashFollowsProfile(t *testing.T) {
+	o := opts
+	o.Keep = true
+	hash := func(pol syscalls.Policy) string {
+		p := basePlan()
+		p.Syscalls = pol
+		s, err := containerConfig(p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Hash
+	}
+	relaxed, err := syscalls.New([]string{syscalls.GroupNames()[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict, loose, none := hash(syscalls.Policy{}), hash(relaxed), hash(syscalls.Policy{Unfiltered: true})
+	if strict == loose || strict == none || loose == none {
+		t.Errorf("spec hashes: strict %s, relaxed %s, unfiltered %s; want three", strict, loose, none)
+	}
+
+	cfg := &dockercontainer.Config{Image: "x"}
+	one := &dockercontainer.HostConfig{SecurityOpt: []string{"no-new-privileges", `seccomp={"defaultAction":"SCMP_ACT_ERRNO"}`}}
+	other := &dockercontainer.HostConfig{SecurityOpt: []string{"no-new-privileges", `seccomp={"defaultAction":"SCMP_ACT_KILL"}`}}
+	if specHash(cfg, one) == specHash(cfg, other) {
+		t.Errorf("two profiles, one spec hash")
+	}
+	if one.SecurityOpt[1] != `seccomp={"defaultAction":"SCMP_ACT_ERRNO"}` {
+		t.Errorf("specHash changed the HostConfig's SecurityOpt: %q", one.SecurityOpt)
+	}
 }

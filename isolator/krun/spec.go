@@ -200,7 +200,7 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 	g.Rlimits = rlimits(opts, l.Manifest.Nproc)
 	if !opts.VM() {
 		if !p.Syscalls.Unfiltered {
-			profile := syscalls.OCIJSON(syscalls.Compile(p.Syscalls))
+			profile := syscalls.Profile(p.Syscalls)
 			g.SeccompProfilePath = l.File(profile)
 		}
 		g.ResourceLimits = resources(p.Limits)
