@@ -2,8 +2,8 @@ package docker
 
 import (
 	"encoding/base64"
-	"errors"
 	"encoding/json"
+	"errors"
 	"flag"
 	"net/netip"
 	"os"
