@@ -71,6 +71,16 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	b.phase("connect")
+	// Only now: podman's namespaces exist once its service runs.
+	staged, unstage, err := h.StageAnchors(b.Settings.RuntimeDir, opts.Binaries.Nsenter, anchorsOf(p))
+	if err != nil {
+		return 0, err
+	}
+	defer unstage()
+	opts.Anchors = staged
+	if s, err = translate(p, l, opts); err != nil {
+		return 0, err
+	}
 	s.Gen.Name = "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
 	id, warnings, err := e.Create(s.Gen)
 	if err != nil {

@@ -40,6 +40,10 @@ type Host interface {
 	// Pin prepares p's host side and opens every bind source (package pin); it
 	// returns the Plan with their identities and the host's boot id.
 	Pin(p *isolator.Plan) (*isolator.Plan, string, error)
+	// StageAnchors binds each pinned anchor inside podman's namespaces (nsenter is
+	// the host's) and returns the paths podman binds instead, by anchor path; stop
+	// releases them once the container runs or will not.
+	StageAnchors(runtimeDir, nsenter string, as []Anchor) (staged map[string]string, stop func(), err error)
 }
 
 type osHost struct{}
