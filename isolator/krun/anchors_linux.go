@@ -88,9 +88,6 @@ func (osHost) StageAnchors(runtimeDir, nsenter string, as []Anchor) (map[string]
 	fail := func(err error) (map[string]string, func(), error) {
 		return nil, nil, fmt.Errorf("%w: %s holds a masked path and must be bound as the directory devsandbox checked, which podman can do only from inside its own namespaces: %w; the command did not run", isolator.ErrProtection, as[0].Path, err)
 	}
-	if runtimeDir == "" {
-		return fail(errors.New("XDG_RUNTIME_DIR is not set"))
-	}
 	b, err := os.ReadFile(filepath.Join(runtimeDir, "libpod/tmp/pause.pid"))
 	if err != nil {
 		return fail(fmt.Errorf("finding rootless podman's pause process: %w", err))

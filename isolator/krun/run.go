@@ -72,7 +72,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	b.phase("connect")
 	// Only now: podman's namespaces exist once its service runs.
-	staged, unstage, err := h.StageAnchors(b.Settings.RuntimeDir, opts.Binaries.Nsenter, anchorsOf(p))
+	staged, unstage, err := h.StageAnchors(podmanRuntimeDir(b.Settings.RuntimeDir, b.Settings.UID), opts.Binaries.Nsenter, anchorsOf(p))
 	if err != nil {
 		return 0, err
 	}

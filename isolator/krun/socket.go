@@ -197,15 +197,20 @@ func socketPath(configured, runtimeDir string, uid int, runtime string) string {
 	if configured != "" {
 		return strings.TrimPrefix(configured, "unix://")
 	}
-	dir := runtimeDir
+	return filepath.Join(podmanRuntimeDir(runtimeDir, uid), "podman", "devsandbox-"+runtime+".sock")
+}
+
+// podmanRuntimeDir is podman's runtime directory: $XDG_RUNTIME_DIR, else
+// /run/user/UID (root: /run), as podman picks it.
+func podmanRuntimeDir(runtimeDir string, uid int) string {
 	switch {
-	case dir != "":
+	case runtimeDir != "":
+		return runtimeDir
 	case uid != 0:
-		dir = filepath.Join("/run/user", strconv.Itoa(uid))
+		return filepath.Join("/run/user", strconv.Itoa(uid))
 	default:
-		dir = "/run"
+		return "/run"
 	}
-	return filepath.Join(dir, "podman", "devsandbox-"+runtime+".sock")
 }
 
 // socket returns the listening API socket, starting a service for the runtime when
