@@ -54,8 +54,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// first subordinate uid on the host): a mount point it made in the sandbox home
 	// would be that uid's, which you cannot remove.
 	l.MakeMountPoints()
-	s, err := translate(p, l, opts)
-	if err != nil {
+	// Checked now, with the anchors' placeholders; rendered again once they are
+	// staged (below).
+	if _, err := translate(p, l, opts); err != nil {
 		return 0, err
 	}
 	if err := l.WriteFiles(); err != nil {
@@ -78,7 +79,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	defer unstage()
 	opts.Anchors = staged
-	if s, err = translate(p, l, opts); err != nil {
+	s, err := translate(p, l, opts)
+	if err != nil {
 		return 0, err
 	}
 	s.Gen.Name = "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
