@@ -147,3 +147,19 @@ func dockerAt(t *testing.T, iso string, args ...string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// refusesAnchors reports whether iso refuses a run with a mask inside a sub-directory
+// of a read-write bind (the project, rw_binds): the directories on the way are bound
+// onto themselves (anchors) from the directory devsandbox pinned, which an engine
+// that does not share this host's mount namespace cannot mount — the stand-in, like a
+// remote engine or Docker Desktop, then fails the run (125) rather than bind by path.
+func refusesAnchors(iso string) bool { return iso == remoteDocker }
+
+// wantAnchorsRefused fails t unless r is that refusal: 125, nothing run, the reason
+// named.
+func wantAnchorsRefused(t *testing.T, r result) {
+	t.Helper()
+	if r.code != 125 || r.stdout != "" || !strings.Contains(r.stderr, "another mount namespace than this host's") {
+		t.Fatalf("a mask inside a sub-directory of a read-write bind on an engine that cannot pin its directories: want the run refused (125), naming why:\n%s", r)
+	}
+}

@@ -116,6 +116,11 @@ func hideMovedOn(t *testing.T, iso string) {
 					move += fmt.Sprintf(" && ln -s %s %s && echo linked", sh.Quote(from+".gone"), sh.Quote(from))
 				}
 				r := run(t, p.dir, nil, "", append(args, "--", "/bin/sh", "-c", move+"; true")...)
+				if refusesAnchors(iso) {
+					// Every case masks a path below a directory of a read-write bind.
+					wantAnchorsRefused(t, r)
+					return
+				}
 				if r.code != 0 {
 					t.Fatalf("the first run failed:\n%s", r)
 				}

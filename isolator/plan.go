@@ -240,6 +240,12 @@ type Mount struct {
 	// binds it from one file rewritten each session, not from its content.
 	Volatile bool
 	Why      string // where the mount comes from, for people reading --dry-run
+	// Anchor marks a Bind of a directory onto itself that keeps a mask in it in
+	// place (a mount point cannot be renamed). Its source lies where the sandbox can
+	// write, so a concurrent session can swap it for a symlink while a run starts: a
+	// backend must bind the directory it pinned (a descriptor), never the path, or
+	// the engine may make the mask's mount point wherever the link leads.
+	Anchor bool `json:",omitempty"`
 	// ID identifies the file a Bind mounts (MaskFile: the mask source). Build leaves
 	// it nil; Run sets it from the descriptor it opened the source with (package
 	// pin), and the sandbox's init checks that the file at the destination is that

@@ -18,6 +18,9 @@ func main() {
 	if len(os.Args) == 4 && os.Args[1] == krun.SuperviseArg {
 		os.Exit(krun.Supervise(os.Args[2], os.Args[3], os.Stderr))
 	}
+	if len(os.Args) == 2 && os.Args[1] == krun.AnchorArg {
+		os.Exit(krun.StageAnchors(os.Stdin, os.Stdout))
+	}
 	if len(os.Args) != 2 || os.Args[1] != handoff.ServeArg {
 		fmt.Fprintf(os.Stderr, "%s: the krun isolator of devsandbox; run `devsandbox --isolator=krun`\n", helper.Program)
 		os.Exit(2)

@@ -132,7 +132,12 @@ type Mount struct {
 	// Optional marks a Bind whose source may vanish before launch: Prepare drops it,
 	// with its check, as bwrap's --ro-bind-try does.
 	Optional bool
-	Tmpfs    Tmpfs // Scratch
+	// Anchor marks a Bind of a directory the sandbox can swap for a symlink, bound
+	// onto itself under a mask (isolator.Mount.Anchor). A backend must have the
+	// engine bind the pinned directory, not the path: an engine that binds the path
+	// after a swap makes the mask's mount point where the link leads, on the host.
+	Anchor bool
+	Tmpfs  Tmpfs // Scratch
 }
 
 // Tmpfs are a Scratch mount's options beyond rw, nosuid and nodev.
@@ -252,7 +257,7 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRW, Path: dst})
 				continue
 			}
-			l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: m.Source, Target: dst, ReadOnly: m.ReadOnly, Optional: m.Optional})
+			l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: m.Source, Target: dst, ReadOnly: m.ReadOnly, Optional: m.Optional, Anchor: m.Anchor})
 			kind := wire.CheckRW
 			if m.ReadOnly {
 				kind = wire.CheckRO

@@ -196,6 +196,15 @@ func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, sp
 		return "", false, fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
 	}
 	if in.Config != nil && in.Config.Labels[LabelSpec] == spec.Hash {
+		if (in.State == nil || !in.State.Running) && spec.Anchored {
+			// Its anchors' volumes name the descriptors of the run that created it,
+			// gone (or another process's now): made again, with this run's.
+			if err := e.ContainerRemove(ctx, in.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+				return "", false, fmt.Errorf("removing the stopped kept container %s: %w", spec.Name, err)
+			}
+			id, err := b.createKept(ctx, e, addr, spec)
+			return id, true, err
+		}
 		if in.State == nil || !in.State.Running {
 			if err := e.ContainerStart(ctx, in.ID, dockercontainer.StartOptions{}); err != nil {
 				return "", false, fmt.Errorf("%w: starting the kept container %s: %w", isolator.ErrProtection, spec.Name, err)

@@ -96,10 +96,18 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if err != nil {
 			return 0, err
 		}
+		// Held until the run ends: the engine mounts the anchors through them
+		// (anchorMount) when it starts the container.
+		defer pins.Close()
 		p, _ = pins.Apply()
-		pins.Close()
 		opts.BootID = pin.BootID()
+		opts.Anchors = map[string]string{}
+		for src, s := range pins.Anchors() {
+			opts.Anchors[src] = s.ProcPath()
+		}
 	} else if err := isolator.CheckDestinations(p); err != nil {
+		return 0, err
+	} else if err := unpinnable(p, addr); err != nil {
 		return 0, err
 	}
 	l, err := layout(p, opts)
@@ -159,6 +167,30 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return b.runKept(ctx, e, addr, p, spec, pr, hello, stdio, kept, stopServices)
 	}
 	return b.runOnce(ctx, e, addr, p, spec, pr, hello, stdio)
+}
+
+// unpinnable refuses a Plan with anchors (isolator.Mount.Anchor) for an engine that
+// does not share this host's processes and files: it can bind a directory only by
+// path, and after a concurrent session swapped that path for a symlink it would
+// bind where the link leads and make the mask's mount point there, on the host.
+func unpinnable(p *isolator.Plan, addr Address) error {
+	for _, m := range p.Mounts {
+		if m.Kind == isolator.Bind && m.Anchor {
+			return fmt.Errorf("%w: %s holds a masked path (%s) inside a read-write bind; the docker engine at %s (%s) does not share this host's files, so it could bind it only by path, which a concurrent session can swap for a symlink: the engine would then make the mask's mount point where the link leads, on the host. Use an engine on this host (unix socket), `--isolator bwrap`, or move what is masked to the top of the bind",
+				isolator.ErrProtection, m.Source, maskUnder(p, m.Source), addr.Host, addr.Origin)
+		}
+	}
+	return nil
+}
+
+// maskUnder names a mask below dir, for the message.
+func maskUnder(p *isolator.Plan, dir string) string {
+	for _, m := range p.Mounts {
+		if (m.Kind == isolator.MaskFile || m.Kind == isolator.MaskDir) && m.Source != dir && isolator.Within(m.Target(p.User.HostHome), dir) {
+			return m.Target(p.User.HostHome) + ", " + m.Why
+		}
+	}
+	return "a mask"
 }
 
 // prepareFailed explains a run that failed before its container was created: when
@@ -308,7 +340,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	waitc, werrc := e.ContainerWait(wctx, id, dockercontainer.WaitConditionRemoved)
 	start := func() error {
 		if err := e.ContainerStart(ctx, id, dockercontainer.StartOptions{}); err != nil {
-			return fmt.Errorf("%w: the docker engine could not start the container: %w; the command did not run. `devsandbox --dry-run` shows the container", isolator.ErrProtection, err)
+			return fmt.Errorf("%w: the docker engine could not start the container: %w; the command did not run%s. `devsandbox --dry-run` shows the container", isolator.ErrProtection, err, anchorHint(spec))
 		}
 		started = true
 		b.phase("start")
@@ -404,6 +436,17 @@ func (b *Isolator) createOnce(ctx context.Context, e Engine, addr Address, p *is
 		return "", err
 	}
 	return created.ID, nil
+}
+
+// anchorHint explains a start that failed for a container with anchors
+// (Spec.Anchored): an engine in another mount namespace than this process (a
+// dockerd in a namespace or a VM of its own, reached through a Unix socket) cannot
+// mount /proc/PID/fd/N ("invalid argument"), and is refused rather than given a path.
+func anchorHint(spec *Spec) string {
+	if !spec.Anchored {
+		return ""
+	}
+	return " (if the engine could not mount a volume with a device /proc/.../fd/N: it runs in another mount namespace than this host's, like a remote engine, and cannot bind the directories devsandbox pinned to keep the masks in them in place; use an engine that shares this host's mounts, `--isolator bwrap`, or move what is masked to the top of the bind)"
 }
 
 // createNamed creates a container under a name of this run's own (a random suffix).

@@ -155,6 +155,22 @@ func mountFlag(m mount.Mount) string {
 	if m.ReadOnly {
 		parts = append(parts, "readonly")
 	}
+	if o := m.VolumeOptions; o != nil {
+		if o.NoCopy {
+			parts = append(parts, "volume-nocopy")
+		}
+		if d := o.DriverConfig; d != nil {
+			parts = append(parts, "volume-driver="+d.Name)
+			keys := make([]string, 0, len(d.Options))
+			for k := range d.Options {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				parts = append(parts, "volume-opt="+k+"="+d.Options[k])
+			}
+		}
+	}
 	if o := m.TmpfsOptions; o != nil {
 		if o.SizeBytes > 0 {
 			parts = append(parts, fmt.Sprintf("tmpfs-size=%d", o.SizeBytes))

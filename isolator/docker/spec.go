@@ -42,6 +42,8 @@ const (
 	// LabelUser is the uid of the user whose sandbox it is: list, remove and prune act
 	// on the current user's only (an engine is often shared, its labels are not).
 	LabelUser = "dev.devsandbox.uid"
+	// LabelAnchor is, on an anchor's anonymous volume, the host directory it shows.
+	LabelAnchor = "dev.devsandbox.anchor"
 )
 
 // Options are the docker.* settings and what Run resolved about the engine. Render
@@ -72,6 +74,14 @@ type Options struct {
 	// volume name (contentvol.go), as the engine reported them; a volume not in it is
 	// where a local engine keeps it.
 	ContentSources map[string]string
+	// Anchors are, by source path, what the engine mounts for each anchor (a
+	// directory bound onto itself under a mask, container.Mount.Anchor): the
+	// /proc/PID/fd/N path of the directory Run pinned, which the engine's local
+	// volume driver mounts in the engine's mount namespace (a bind source given as a
+	// path would be resolved anew, after a concurrent session swapped it for a
+	// link). Run sets it for an engine that shares this host's processes and mount
+	// namespace; nil renders a placeholder (--dry-run).
+	Anchors map[string]string
 }
 
 // Spec is a rendered docker run: the container to create, or with Keep the kept
@@ -98,6 +108,10 @@ type Spec struct {
 	// InitHost is this host's devsandbox-init and MaskSource the engine's mask file,
 	// for the script, which makes the derived image and the mask volume by hand.
 	InitHost, MaskSource string
+	// Anchored: the container mounts pinned directories (Options.Anchors), valid
+	// only while this process holds their descriptors: the container cannot be
+	// started again later.
+	Anchored bool
 }
 
 // containerConfig renders p for the engine. It is pure: host paths are taken from the
@@ -150,11 +164,24 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 		// The firewall helper is what rewrites them per session.
 		return nil, fmt.Errorf("%w: a kept container's per-session files need the egress allowlist's helper", isolator.ErrProtection)
 	}
-	var mounts []mount.Mount
+	var mounts, hashed []mount.Mount // hashed: anchors by their source path, not this process's descriptors
 	tmpfs := map[string]string{}
 	for _, m := range l.Mounts {
 		switch m.Type {
 		case container.Bind:
+			if m.Anchor {
+				dev, ok := opts.Anchors[m.Source]
+				if !ok && opts.Anchors != nil {
+					return nil, fmt.Errorf("%w: the directory %s, bound again to keep a mask in it in place, was not pinned", isolator.ErrProtection, m.Source)
+				}
+				if !ok {
+					dev = "/proc/$DEVSANDBOX_PID/fd/N" // --dry-run: devsandbox's descriptor of m.Source
+				}
+				mounts = append(mounts, anchorMount(m, dev))
+				hashed = append(hashed, anchorMount(m, m.Source))
+				s.Anchored = true
+				continue
+			}
 			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
 		case container.Volume:
 			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: m.Source, Target: m.Target})
@@ -213,12 +240,28 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 		hc.AutoRemove = true
 	}
 	s.Config, s.Host, s.Network = cfg, hc, &network.NetworkingConfig{}
-	s.Hash = specHash(cfg, hc)
+	hhc := *hc
+	hhc.Mounts = container.SortMounts(append(slices.DeleteFunc(slices.Clone(mounts), func(m mount.Mount) bool { return m.VolumeOptions != nil && m.VolumeOptions.DriverConfig != nil }), hashed...), func(m mount.Mount) string { return m.Target })
+	s.Hash = specHash(cfg, &hhc)
 	if opts.Keep {
 		labels[LabelSpec] = s.Hash
 		s.Name = keptName(p)
 	}
 	return s, nil
+}
+
+// anchorMount mounts the directory dev names at m.Target through an anonymous volume
+// of the engine's local driver: the engine bind-mounts dev in its own mount
+// namespace, where /proc/PID/fd/N reaches the directory devsandbox pinned (a bind
+// mount's source is resolved again, by path, in the runtime's), and the runtime then
+// binds the volume's directory, root's, which no sandbox can swap. NoCopy: the
+// image's files at the target are never copied into the project.
+func anchorMount(m container.Mount, dev string) mount.Mount {
+	return mount.Mount{Type: mount.TypeVolume, Target: m.Target, ReadOnly: m.ReadOnly, VolumeOptions: &mount.VolumeOptions{
+		NoCopy:       true,
+		Labels:       map[string]string{LabelAnchor: m.Source},
+		DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{"type": "none", "o": "bind", "device": dev}},
+	}}
 }
 
 // keptName is the name of p's kept container.

@@ -3,6 +3,7 @@ package docker
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"flag"
 	"net/netip"
 	"os"
@@ -116,11 +117,72 @@ var goldenCases = []struct {
 		o.Keep = true
 		return o
 	}},
+	{"anchored_mask", anchoredPlan, nil},
 	{"home_volume", basePlan, func() Options {
 		o := opts
 		o.HomeVolume, o.InitSource = "devsandbox-app-0123abcd-home", "/home/u/.local/state/devsandbox/init-0a1b2c3d4e5f-linux-arm64"
 		return o
 	}},
+}
+
+// anchoredPlan masks sub/.env in the project, with sub bound onto itself first (an
+// anchor, package planner).
+func anchoredPlan() *isolator.Plan {
+	p := basePlan()
+	p.Mounts = append(p.Mounts,
+		isolator.Mount{Kind: isolator.Bind, Source: project + "/sub", Dest: project + "/sub", Why: "holds a masked path", Anchor: true},
+		isolator.Mount{Kind: isolator.MaskFile, Dest: project + "/sub/.env", Why: "sandbox.mask_files"},
+	)
+	return p
+}
+
+// An anchor is never a bind by path: the engine's local driver mounts the directory
+// Run pinned (its /proc/PID/fd/N), and an anchor not pinned fails the render; the
+// spec's hash does not depend on the descriptor (a kept container is reused).
+func TestAnchorMountsPinnedDirectory(t *testing.T) {
+	o := opts
+	o.Anchors = map[string]string{project + "/sub": "/proc/42/fd/7"}
+	s, err := containerConfig(anchoredPlan(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []mount.Mount
+	for _, m := range s.Host.Mounts {
+		if m.Target == project+"/sub" {
+			got = append(got, m)
+		}
+	}
+	want := []mount.Mount{{Type: mount.TypeVolume, Target: project + "/sub", VolumeOptions: &mount.VolumeOptions{
+		NoCopy: true, Labels: map[string]string{LabelAnchor: project + "/sub"},
+		DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{"type": "none", "o": "bind", "device": "/proc/42/fd/7"}},
+	}}}
+	if a, b := mustJSON(t, got), mustJSON(t, want); a != b {
+		t.Fatalf("the anchor's mount:\n%s\nwant\n%s", a, b)
+	}
+	if !s.Anchored {
+		t.Error("Spec.Anchored not set")
+	}
+	o.Anchors[project+"/sub"] = "/proc/43/fd/9"
+	s2, err := containerConfig(anchoredPlan(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Hash != s2.Hash {
+		t.Errorf("the spec hash depends on the descriptor: %s, %s", s.Hash, s2.Hash)
+	}
+	o.Anchors = map[string]string{}
+	if _, err := containerConfig(anchoredPlan(), o); !errors.Is(err, isolator.ErrProtection) {
+		t.Errorf("an anchor not pinned: %v, want ErrProtection", err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // TestRenderGolden compares the rendered container spec and the docker CLI script
@@ -447,5 +509,22 @@ func TestSpecHashFollowsProfile(t *testing.T) {
 	}
 	if one.SecurityOpt[1] != `seccomp={"defaultAction":"SCMP_ACT_ERRNO"}` {
 		t.Errorf("specHash changed the HostConfig's SecurityOpt: %q", one.SecurityOpt)
+	}
+}
+
+// An engine that does not share this host's files gets no anchor by path: the run is
+// refused, naming the directory, the mask and the engine.
+func TestUnpinnableRefused(t *testing.T) {
+	err := unpinnable(anchoredPlan(), Address{Host: "tcp://10.0.0.2:2376", Origin: "docker.host"})
+	if !errors.Is(err, isolator.ErrProtection) {
+		t.Fatalf("got %v, want ErrProtection", err)
+	}
+	for _, w := range []string{project + "/sub holds", project + "/sub/.env, sandbox.mask_files", "tcp://10.0.0.2:2376 (docker.host)"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the error does not name %q: %v", w, err)
+		}
+	}
+	if err := unpinnable(basePlan(), Address{Host: "tcp://10.0.0.2:2376"}); err != nil {
+		t.Errorf("a plan without anchors: %v", err)
 	}
 }

@@ -55,8 +55,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// first subordinate uid on the host): a mount point it made in the sandbox home
 	// would be that uid's, which you cannot remove.
 	l.MakeMountPoints()
-	s, err := translate(p, l, opts)
-	if err != nil {
+	// Checked now, with the anchors' placeholders; rendered again once they are
+	// staged (below).
+	if _, err := translate(p, l, opts); err != nil {
 		return 0, err
 	}
 	if err := l.WriteFiles(); err != nil {
@@ -72,6 +73,17 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	b.phase("connect")
+	// Only now: podman's namespaces exist once its service runs.
+	staged, unstage, err := h.StageAnchors(podmanRuntimeDir(b.Settings.RuntimeDir, b.Settings.UID), opts.Binaries.Nsenter, anchorsOf(p))
+	if err != nil {
+		return 0, err
+	}
+	defer unstage()
+	opts.Anchors = staged
+	s, err := translate(p, l, opts)
+	if err != nil {
+		return 0, err
+	}
 	s.Gen.Name = "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
 	id, warnings, err := e.Create(s.Gen)
 	if err != nil {

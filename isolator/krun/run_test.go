@@ -148,6 +148,13 @@ func (fakeHost) Systemd() bool                { return false }
 func (fakeHost) Pin(p *isolator.Plan) (*isolator.Plan, string, error) {
 	return p, "", nil
 }
+func (fakeHost) StageAnchors(_, _ string, as []Anchor) (map[string]string, func(), error) {
+	m := map[string]string{}
+	for i, a := range as {
+		m[a.Path] = fmt.Sprintf("/run/user/1000/devsandbox/anchors-x/%d", i)
+	}
+	return m, func() {}, nil
+}
 func (h fakeHost) StartService(context.Context, string, string) error {
 	h.t.Error("unexpected StartService")
 	return nil

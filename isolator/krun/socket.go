@@ -40,6 +40,10 @@ type Host interface {
 	// Pin prepares p's host side and opens every bind source (package pin); it
 	// returns the Plan with their identities and the host's boot id.
 	Pin(p *isolator.Plan) (*isolator.Plan, string, error)
+	// StageAnchors binds each pinned anchor inside podman's namespaces (nsenter is
+	// the host's) and returns the paths podman binds instead, by anchor path; stop
+	// releases them once the container runs or will not.
+	StageAnchors(runtimeDir, nsenter string, as []Anchor) (staged map[string]string, stop func(), err error)
 }
 
 type osHost struct{}
@@ -197,19 +201,24 @@ func socketPath(configured, runtimeDir string, uid int, runtime, key string) str
 	if configured != "" {
 		return strings.TrimPrefix(configured, "unix://")
 	}
-	dir := runtimeDir
-	switch {
-	case dir != "":
-	case uid != 0:
-		dir = filepath.Join("/run/user", strconv.Itoa(uid))
-	default:
-		dir = "/run"
-	}
 	name := "devsandbox-" + runtime
 	if key != "" {
 		name += "-" + key
 	}
-	return filepath.Join(dir, "podman", name+".sock")
+	return filepath.Join(podmanRuntimeDir(runtimeDir, uid), "podman", name+".sock")
+}
+
+// podmanRuntimeDir is podman's runtime directory: $XDG_RUNTIME_DIR, else
+// /run/user/UID (root: /run), as podman picks it.
+func podmanRuntimeDir(runtimeDir string, uid int) string {
+	switch {
+	case runtimeDir != "":
+		return runtimeDir
+	case uid != 0:
+		return filepath.Join("/run/user", strconv.Itoa(uid))
+	default:
+		return "/run"
+	}
 }
 
 // socket returns the listening API socket, starting a service for the runtime when

@@ -71,6 +71,13 @@ type Options struct {
 	// BootID is the host's boot id (pin.BootID), set by Run: the init compares the
 	// identities of pinned mount sources only on the same kernel (runc, not a VM).
 	BootID string
+	// Anchors are, by path, where podman binds each anchor from (a directory bound
+	// onto itself to keep a mask in it in place, container.Mount.Anchor): the
+	// directory devsandbox pinned, bound in podman's own mount namespace at a path
+	// no sandbox can swap (Host.StageAnchors). A path of the project would be
+	// resolved again when the runtime mounts it, after a concurrent session swapped
+	// it for a link. Run sets it; nil renders a placeholder (--dry-run).
+	Anchors map[string]string
 }
 
 // VM reports whether the runtime boots a microVM (anything but plain runc, which the
@@ -130,7 +137,18 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 	for _, m := range l.Mounts {
 		switch m.Type {
 		case container.Bind:
-			mounts = append(mounts, bind(m.Source, m.Target, m.ReadOnly))
+			src := m.Source
+			if m.Anchor {
+				staged, ok := opts.Anchors[m.Source]
+				switch {
+				case !ok && opts.Anchors != nil:
+					return nil, fmt.Errorf("%w: the directory %s, bound again to keep a mask in it in place, was not pinned", isolator.ErrProtection, m.Source)
+				case !ok:
+					staged = "$XDG_RUNTIME_DIR/devsandbox/anchors-N/I" // --dry-run: m.Source as devsandbox pinned it, bound there in podman's namespace
+				}
+				src = staged
+			}
+			mounts = append(mounts, bind(src, m.Target, m.ReadOnly))
 		case container.MaskDir:
 			// notmpcopyup: podman otherwise asks the runtime to copy the directory's
 			// files into the tmpfs, which would show the mask what it hides.

@@ -478,3 +478,33 @@ func TestSocketPath(t *testing.T) {
 		t.Errorf("serviceArgs = %s", got)
 	}
 }
+
+// An anchor is bound from where Run staged the pinned directory in podman's
+// namespace, never from its path; one not staged fails the render.
+func TestAnchorBoundFromStage(t *testing.T) {
+	p := basePlan()
+	sub := plantest.Project + "/sub"
+	p.Mounts = append(p.Mounts,
+		isolator.Mount{Kind: isolator.Bind, Source: sub, Dest: sub, Why: "holds a masked path", Anchor: true},
+		isolator.Mount{Kind: isolator.MaskFile, Dest: sub + "/.env", Why: "sandbox.mask_files"},
+	)
+	o := opts
+	o.Anchors = map[string]string{sub: "/run/user/1000/devsandbox/anchors-1/0"}
+	s, err := specGen(p, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srcs []string
+	for _, m := range s.Gen.Mounts {
+		if m.Destination == sub {
+			srcs = append(srcs, m.Source)
+		}
+	}
+	if len(srcs) != 1 || srcs[0] != "/run/user/1000/devsandbox/anchors-1/0" {
+		t.Errorf("the anchor is bound from %q, want the staged directory only", srcs)
+	}
+	o.Anchors = map[string]string{}
+	if _, err := specGen(p, o); !errors.Is(err, isolator.ErrProtection) {
+		t.Errorf("an anchor not staged: %v, want ErrProtection", err)
+	}
+}

@@ -208,3 +208,26 @@ func BootID() string {
 	}
 	return strings.TrimSpace(string(b[:n]))
 }
+
+// Anchors returns, by source path, the pinned directories of the Plan's anchors
+// (isolator.Mount.Anchor): what a backend has the engine bind instead of the path.
+func (s *Set) Anchors() map[string]*Source {
+	out := map[string]*Source{}
+	for i, m := range s.plan.Mounts {
+		if m.Kind == isolator.Bind && m.Anchor && s.Sources[i] != nil && s.Sources[i].Dir {
+			out[m.Source] = s.Sources[i]
+		}
+	}
+	return out
+}
+
+// ProcPath is the path of the pinned file through this process's descriptor
+// (/proc/PID/fd/N), for a mounter that shares this process's mount namespace: it
+// reaches the file opened, whatever happened to its name since. Empty without a
+// descriptor.
+func (s *Source) ProcPath() string {
+	if s == nil || s.File == nil {
+		return ""
+	}
+	return fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), s.File.Fd())
+}

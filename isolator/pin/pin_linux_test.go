@@ -177,3 +177,40 @@ func TestPlanRefusesLinkInWritable(t *testing.T) {
 		t.Fatalf("a source through a link in the project: %v, want ErrUntrustedLink", err)
 	}
 }
+
+// Anchors gives the pinned directory of each anchor, reachable through ProcPath after
+// a concurrent session swapped its name for a symlink.
+func TestAnchorsProcPath(t *testing.T) {
+	root := t.TempDir()
+	proj := filepath.Join(root, "proj")
+	sub := filepath.Join(proj, "sub")
+	os.MkdirAll(sub, 0o755)
+	os.MkdirAll(filepath.Join(root, "other"), 0o755)
+	os.WriteFile(filepath.Join(sub, "marker"), []byte("PROJECT"), 0o644)
+	p := &isolator.Plan{
+		Project: isolator.Project{Dir: proj},
+		Mounts: []isolator.Mount{
+			{Kind: isolator.Bind, Source: proj, Dest: proj},
+			{Kind: isolator.Bind, Source: sub, Dest: sub, Anchor: true},
+			{Kind: isolator.MaskFile, Dest: filepath.Join(sub, ".env")},
+		},
+	}
+	s, err := Plan(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := s.Anchors()
+	if len(a) != 1 || a[sub] == nil {
+		t.Fatalf("anchors %v, want %s only", a, sub)
+	}
+	if err := os.Rename(sub, sub+".x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../other", sub); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(a[sub].ProcPath(), "marker")); err != nil || string(b) != "PROJECT" {
+		t.Fatalf("through %s after the swap: %q, %v", a[sub].ProcPath(), b, err)
+	}
+}

@@ -75,7 +75,7 @@ func (b *mountBuilder) anchor(p, key string, exists bool) error {
 			break
 		}
 		b.anchored[d] = true
-		add = append(add, isolator.Mount{Kind: isolator.Bind, Source: d, Dest: d, Why: anchorWhy})
+		add = append(add, isolator.Mount{Kind: isolator.Bind, Source: d, Dest: d, Why: anchorWhy, Anchor: true})
 	}
 	// After the bind and the anchors already in it, outermost first.
 	for i+1 < len(b.mounts) && b.mounts[i+1].Why == anchorWhy && isolator.Within(b.mounts[i+1].Dest, root) {
