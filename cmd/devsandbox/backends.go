@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 
 	"github.com/devsandbox/devsandbox/config"
@@ -12,8 +11,8 @@ import (
 
 // The isolators of this binary: bwrap in process (Linux, see bwrap_linux.go); docker
 // and krun in devsandbox-docker and devsandbox-krun, whose client libraries would
-// slow every launch (package handoff). cfg may be nil (doctor outside a project):
-// then the built-in defaults apply. phase, when set, receives the launch phases.
+// slow every launch (package handoff). cfg is the run's configuration (doctor's:
+// see doctorConfig); phase, when set, receives the launch phases.
 func (a *app) isolatorTable(cfg *config.Config, phase func(string)) isolator.Table {
 	t := isolator.Table{
 		"docker": func() isolator.Isolator { return dockerStub(cfg, phase) },
@@ -34,9 +33,6 @@ func nftOverride(h config.Host) string {
 }
 
 func dockerStub(cfg *config.Config, phase func(string)) *dockerhelper.Stub {
-	if cfg == nil {
-		return dockerhelper.New(dockerhelper.Settings{Version: config.Version}, nil, nil)
-	}
 	d, h := cfg.Docker, cfg.Host
 	s := dockerhelper.New(dockerhelper.Settings{
 		Image: d.Image, Home: d.Home, Keep: d.KeepContainer, Version: config.Version,
@@ -47,9 +43,6 @@ func dockerStub(cfg *config.Config, phase func(string)) *dockerhelper.Stub {
 }
 
 func krunStub(cfg *config.Config, phase func(string)) isolator.Isolator {
-	if cfg == nil {
-		return krunhelper.Stub(krunhelper.Settings{Runtime: "krun", CPUs: 2, MemoryMiB: 2048, Version: config.Version, UID: os.Getuid()}, nil, nil)
-	}
 	k, h := cfg.Krun, cfg.Host
 	s := krunhelper.Stub(krunhelper.Settings{
 		Image: k.Image, Runtime: k.Runtime, CPUs: k.CPUs, MemoryMiB: k.MemoryMiB, Socket: k.PodmanSocket,
