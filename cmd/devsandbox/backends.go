@@ -7,6 +7,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
 	krunhelper "github.com/devsandbox/devsandbox/isolator/krun/helper"
+	"github.com/devsandbox/devsandbox/isolator/pin"
 )
 
 // The isolators of this binary: bwrap in process (Linux, see bwrap_linux.go); docker
@@ -51,4 +52,18 @@ func krunStub(cfg *config.Config, phase func(string)) isolator.Isolator {
 	}, h.Vars, phase)
 	s.ForwardSignals = true
 	return s
+}
+
+// launchChecks are the refusals iso's launch makes on the host before anything
+// starts — a mount's source or destination reached through a symlink where the
+// sandbox can write, a missing bind source, a mask source that is not empty — made
+// without creating anything (pin.Check), so that --dry-run stops, with the same
+// message and status, where a run would. A run on a remote docker engine pins no
+// source (its files are not this host's): only the destinations are checked there,
+// as that run does.
+func launchChecks(iso isolator.Isolator, p *isolator.Plan) error {
+	if s, ok := iso.(*dockerhelper.Stub); ok && !s.PinsSources() {
+		return isolator.CheckDestinations(p)
+	}
+	return pin.Check(p)
 }
