@@ -58,6 +58,16 @@ func defaults(host Host) *Config {
 	return c
 }
 
+// Defaults returns the built-in configuration alone, over host: what devsandbox runs
+// with when no file applies. `doctor` judges the host by it when neither the
+// project's nor the user's configuration loads, so the engine address still comes
+// from host's environment (DOCKER_HOST, the docker context).
+func Defaults(host Host) *Config {
+	c := defaults(host)
+	finish(c)
+	return c
+}
+
 // merger applies one checked layer onto a Config, recording its origin.
 type merger struct {
 	c      *Config

@@ -145,16 +145,7 @@ func (s *stubNet) run(t *testing.T, dir string, env []string, argv ...string) re
 	cmd.Env = append(baseEnv(hostPath("/usr/local/bin:/usr/bin:/bin")), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.WaitDelay = 5 * time.Second
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running %q: %v", argv, err)
-	}
-	return result{out.String(), errb.String(), code}
+	return runResult(t, cmd)
 }
 
 func (s *stubNet) requests(t *testing.T) string {

@@ -426,39 +426,19 @@ func TestBypassDNSSideChannel(t *testing.T) {
 // listenIn) and sends their payloads on got; the returned function stops it.
 func listenUDPIn(t *testing.T, ns, addr string, got chan<- string) func() {
 	t.Helper()
-	type result struct {
-		pc  net.PacketConn
-		err error
-	}
-	done := make(chan result)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
-		f, err := os.Open("/run/netns/" + ns)
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			done <- result{err: err}
-			return
-		}
-		pc, err := net.ListenPacket("udp4", addr)
-		done <- result{pc, err}
-	}()
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("listening on udp %s in %s: %v", addr, ns, r.err)
+	pc, err := inNetns(ns, func() (net.PacketConn, error) { return net.ListenPacket("udp4", addr) })
+	if err != nil {
+		t.Fatalf("listening on udp %s in %s: %v", addr, ns, err)
 	}
 	go func() {
 		buf := make([]byte, 2048)
 		for {
-			n, _, err := r.pc.ReadFrom(buf)
+			n, _, err := pc.ReadFrom(buf)
 			if err != nil {
 				return
 			}
 			got <- string(buf[:n])
 		}
 	}()
-	return func() { r.pc.Close() }
+	return func() { pc.Close() }
 }

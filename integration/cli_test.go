@@ -3,6 +3,8 @@
 package integration
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -134,4 +136,88 @@ func TestSandboxesListBwrap(t *testing.T) {
 	if r.code != 0 || !slices.Contains(strings.Split(r.stdout, "\n"), want) {
 		t.Fatalf("sandboxes prune --dry-run: want the line %q:\n%s", want, r)
 	}
+}
+
+// Outside a project (in the home directory) doctor judges the engine a run would
+// use: the user file's docker.host, else DOCKER_HOST, else the docker context, in
+// the words a launch uses; an ssh:// endpoint is refused. A user file that does not
+// load (isolator = docker with an ssh:// DOCKER_HOST) makes doctor fail.
+func TestDoctorOutsideAProject(t *testing.T) {
+	requireBwrap(t)
+	requireEngine(t, remoteDocker)
+	p := newProject(t)
+	dockerDir := p.path("docker-config")
+	for name, host := range map[string]string{"stand-in": remoteEngine, "build": "ssh://me@build"} {
+		p.write("docker-config/contexts/meta/"+contextID(name)+"/meta.json", `{"Name":"`+name+`","Endpoints":{"docker":{"Host":"`+host+`"}}}`)
+	}
+	userConfig := func(doc string) string {
+		p.write("xdg-"+contextID(doc)[:8]+"/devsandbox/config.toml", doc)
+		return "XDG_CONFIG_HOME=" + p.path("xdg-"+contextID(doc)[:8])
+	}
+	refusedContext := `docker context "build": "ssh://me@build": devsandbox does not speak to an engine over ssh; forward its socket (ssh -nNT -L /ABSOLUTE/SOCKET:/var/run/docker.sock HOST) and set docker.host = "unix:///ABSOLUTE/SOCKET"`
+	refusedEnv := `env DOCKER_HOST: "ssh://me@build": devsandbox does not speak to an engine over ssh; forward its socket (ssh -nNT -L /ABSOLUTE/SOCKET:/var/run/docker.sock HOST) and set DOCKER_HOST=unix:///ABSOLUTE/SOCKET`
+	addressFix := "; fix: fix DOCKER_HOST or the docker context (docker context use default), or set docker.host"
+	cases := []struct {
+		name string
+		env  []string
+		code int
+		// rows: doctor's docker rows (a detail ending in … is a prefix); verdict: its
+		// last line.
+		rows    map[string]string
+		verdict string
+		stderr  string // after the not-a-project warning
+	}{
+		{name: "the docker context", env: []string{"DOCKER_CONFIG=" + dockerDir, "DOCKER_CONTEXT=stand-in"},
+			rows:    map[string]string{"docker engine": "active  " + remoteEngine + " (context stand-in), Docker …"},
+			verdict: "selected isolator: auto, which picks bwrap here — can run"},
+		{name: "an ssh docker context", env: []string{"DOCKER_CONFIG=" + dockerDir, "DOCKER_CONTEXT=build"},
+			rows: map[string]string{
+				"docker engine":   "unavailable  " + refusedContext + addressFix,
+				"docker isolator": "unavailable  " + refusedContext + addressFix,
+			},
+			verdict: "selected isolator: auto, which picks bwrap here — can run"},
+		{name: "the user file's docker.host over DOCKER_HOST and the context",
+			env: []string{"DOCKER_HOST=ssh://me@build", "DOCKER_CONFIG=" + dockerDir, "DOCKER_CONTEXT=build",
+				userConfig("isolator = \"docker\"\n[docker]\nhost = \"" + remoteEngine + "\"\n[krun]\nruntime = \"runc\"\n")},
+			rows:    map[string]string{"docker engine": "active  " + remoteEngine + " (docker.host), Docker …", "docker isolator": "active  "},
+			verdict: "selected isolator: docker — can run"},
+		{name: "isolator = docker with an ssh DOCKER_HOST", code: 1,
+			env:     []string{"DOCKER_HOST=ssh://me@build", userConfig("isolator = \"docker\"\n[krun]\nruntime = \"runc\"\n")},
+			rows:    map[string]string{"docker isolator": "unavailable  " + refusedEnv + addressFix},
+			verdict: "selected isolator: unknown — the configuration does not load (see the warning above); no run starts until it is fixed",
+			stderr:  "devsandbox: warning: " + refusedEnv + "\n"},
+	}
+	notProject := "devsandbox: warning: unusable project directory: " + it.home + " is your home directory; run devsandbox from a project directory (or a subdirectory of one)\n"
+	for _, c := range cases {
+		r := run(t, it.home, c.env, "", "doctor")
+		lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+		if r.code != c.code || lines[len(lines)-1] != c.verdict || r.stderr != notProject+c.stderr {
+			t.Errorf("%s: want exit %d, the verdict %q and stderr\n%s%s\ngot\n%s", c.name, c.code, c.verdict, notProject, c.stderr, r)
+		}
+		for name, want := range c.rows {
+			got := doctorRow(r.stdout, name)
+			if prefix, ok := strings.CutSuffix(want, "…"); ok && !strings.HasPrefix(got, prefix) || !ok && got != want {
+				t.Errorf("%s: doctor's %s row:\n%q\nwant\n%q", c.name, name, got, want)
+			}
+		}
+	}
+}
+
+// doctorRow returns the status and detail of doctor's row name, their columns'
+// padding folded to two spaces ("" when there is no such row).
+func doctorRow(out, name string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(l, name+"  "); ok {
+			status, detail, _ := strings.Cut(strings.TrimLeft(rest, " "), " ")
+			return status + "  " + strings.TrimLeft(detail, " ")
+		}
+	}
+	return ""
+}
+
+// contextID is the directory name of docker CLI context name's files, as the docker
+// CLI makes it (the hex SHA-256 of the name).
+func contextID(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:])
 }

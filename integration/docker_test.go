@@ -95,20 +95,7 @@ func containerPids(t *testing.T, iso, id string) []int {
 	if err != nil || pid == 0 {
 		return nil
 	}
-	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		if l, err := os.Readlink(d + "/ns/pid"); err == nil && l == ns {
-			if n, err := strconv.Atoi(filepath.Base(d)); err == nil {
-				pids = append(pids, n)
-			}
-		}
-	}
-	return pids
+	return pidNamespaceMembers(pid)
 }
 
 // settle runs the project twice: the first run creates mount points in the sandbox

@@ -317,14 +317,7 @@ func testEgressKill9(t *testing.T, iso string, o *outside) {
 			// The proxy starts on the sandbox's first connection to it: the script makes one.
 			cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--egress="+mode, "--allow", o.addr+":8080",
 				"--", "/bin/sh", "-c", fmt.Sprintf(`curl -s -o /dev/null -m 5 -x "$HTTPS_PROXY" http://%s:8080/; sleep 1000 & echo ready; wait`, o.addr))
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			newLineReader(t, stdout).waitFor("ready")
+			startLines(t, cmd).waitFor("ready")
 			if isDocker(iso) {
 				testDockerKill9(t, iso, p, cmd)
 				return

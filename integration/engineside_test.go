@@ -83,17 +83,8 @@ func TestDockerBindsOnlyTheProject(t *testing.T) {
 					flags = append(flags[:len(flags)-1:len(flags)-1], fmt.Sprintf("%d:8000", freePort(t)))
 				}
 				cmd := command(t.Context(), p.dir, baseEnv(), append(append([]string{"--isolator=" + iso}, flags...), "--", "/bin/sh", "-c", "echo ready; read _")...)
-				stdin, _ := cmd.StdinPipe()
-				stdout, _ := cmd.StdoutPipe()
-				var stderr strings.Builder
-				cmd.Stderr = &stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				defer func() { stdin.Close(); _ = cmd.Wait() }()
-				if l := newLineReader(t, stdout).next(); l != "ready" {
-					t.Fatalf("no ready line (%q):\n%s", l, stderr.String())
-				}
+				_, stop := startReady(t, cmd)
+				defer stop()
 				ids := append(projectContainers(t, iso, p, false), roleContainers(t, iso, p, false, "companion")...)
 				if len(ids) == 0 {
 					t.Fatal("no container")

@@ -161,13 +161,7 @@ func TestWorktreeCommondirNotABindSource(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(admin, "commondir"), []byte(p.path("bait")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r = run(t, wt, nil, "", "--isolator="+iso, "--", "/bin/sh", "-c", `touch `+p.path("bait/written")+`; echo ran`)
-		if _, err := os.Lstat(p.path("bait/written")); err == nil {
-			t.Fatalf("a planted commondir made the run bind %s read-write:\n%s", p.path("bait"), r)
-		}
-		if r.code != 125 || !strings.Contains(r.stderr, "commondir") {
-			t.Fatalf("a planted commondir did not stop the run:\n%s", r)
-		}
+		p.assertBaitRefused(iso, wt, "a planted commondir", "commondir")
 	})
 }
 
@@ -187,14 +181,23 @@ func TestGitfileNotABindSource(t *testing.T) {
 			t.Errorf("a .git file pointing out of the project survived the run:\n%s", r)
 		}
 		p.write("proj/src/.git", "gitdir: "+p.path("bait")+"\n")
-		r = run(t, p.path("proj/src"), nil, "", "--isolator="+iso, "--", "/bin/sh", "-c", `touch `+p.path("bait/written")+`; echo ran`)
-		if _, err := os.Lstat(p.path("bait/written")); err == nil {
-			t.Fatalf("a planted .git file made the run bind %s read-write:\n%s", p.path("bait"), r)
-		}
-		if r.code != 125 || !strings.Contains(r.stderr, "src/.git") {
-			t.Fatalf("a .git file pointing out of the project did not stop the run:\n%s", r)
-		}
+		p.assertBaitRefused(iso, p.path("proj/src"), "a planted .git file", "src/.git")
 	})
+}
+
+// assertBaitRefused runs, in dir, a command that writes into the scratch root's bait
+// directory, which what (a planted git pointer) names; the run must stop (125) with
+// a message holding name, and write nothing there.
+func (p *project) assertBaitRefused(iso, dir, what, name string) {
+	t := p.t
+	t.Helper()
+	r := run(t, dir, nil, "", "--isolator="+iso, "--", "/bin/sh", "-c", `touch `+p.path("bait/written")+`; echo ran`)
+	if _, err := os.Lstat(p.path("bait/written")); err == nil {
+		t.Fatalf("%s made the run bind %s read-write:\n%s", what, p.path("bait"), r)
+	}
+	if r.code != 125 || !strings.Contains(r.stderr, name) {
+		t.Fatalf("%s did not stop the run:\n%s", what, r)
+	}
 }
 
 // Finding 3: pointer and config files the exit check did not cover.

@@ -393,19 +393,8 @@ func runBin(t *testing.T, bin, dir string, extraEnv []string, stdin string, args
 	defer cancel()
 	cmd := command(ctx, dir, baseEnv(extraEnv...), args...)
 	cmd.Path, cmd.Args[0] = bin, bin
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Stdin = strings.NewReader(stdin)
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("running devsandbox %q: %v", args, err)
-		}
-		code = ee.ExitCode()
-	}
-	return result{out.String(), errb.String(), code}
+	return runResult(t, cmd)
 }
 
 // sandbox runs `devsandbox --isolator=iso [flags] -- sh -c script` in the project.
@@ -431,19 +420,26 @@ func (p *project) mustSandbox(iso string, flags []string, script string) string 
 // `read` waits for). The test's end kills and reaps cmd if it still runs.
 func started(t *testing.T, cmd *exec.Cmd) (*lineReader, func()) {
 	t.Helper()
-	stdout, err := cmd.StdoutPipe()
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdin, err := cmd.StdinPipe()
+	lr := startLines(t, cmd)
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return lr, func() { _, _ = io.WriteString(stdin, "\n"); stdin.Close() }
+}
+
+// startLines starts cmd with its stdout read line by line.
+func startLines(t *testing.T, cmd *exec.Cmd) *lineReader {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return newLineReader(t, stdout), func() { _, _ = io.WriteString(stdin, "\n"); stdin.Close() }
+	return newLineReader(t, stdout)
 }
 
 // lineReader reads lines from a pipe with a deadline, for synchronising with a

@@ -155,23 +155,6 @@ func krunContainerPids(t *testing.T, id string) []int {
 	return pidNamespaceMembers(pid)
 }
 
-func pidNamespaceMembers(pid int) []int {
-	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		if l, err := os.Readlink(d + "/ns/pid"); err == nil && l == ns {
-			if n, err := strconv.Atoi(filepath.Base(d)); err == nil {
-				pids = append(pids, n)
-			}
-		}
-	}
-	return pids
-}
-
 // podmanServices lists the test user's podman API services that devsandbox started,
 // and their supervisors.
 func podmanServices() []int {
@@ -350,14 +333,7 @@ func TestKrunKill9LeavesNothing(t *testing.T) {
 	p := newProject(t)
 	mark := "DSB_IT_RUN=" + randHex(8)
 	cmd := command(t.Context(), p.dir, baseEnv(mark), "--isolator=krun", "--", "/bin/sh", "-c", `sleep 1000 & echo ready; wait`)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lr := newLineReader(t, stdout)
+	lr := startLines(t, cmd)
 	lr.waitFor("ready")
 	if ids := krunContainers(t, p, true); len(ids) != 1 {
 		t.Fatalf("want the run's container, have %v", ids)

@@ -21,14 +21,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // tlsOrigin is an HTTPS server on port 443 of an outside host, with a certificate for
@@ -112,32 +109,12 @@ func (c *testCA) issue(t *testing.T, ip string) tls.Certificate {
 // thread that joined ns, and stays in ns when that thread is gone.
 func listenIn(t *testing.T, ns, addr string) net.Listener {
 	t.Helper()
-	type result struct {
-		ln  net.Listener
-		err error
+	ln, err := inNetns(ns, func() (net.Listener, error) { return net.Listen("tcp", addr) })
+	if err != nil {
+		t.Fatalf("listening on %s in %s: %v", addr, ns, err)
 	}
-	done := make(chan result)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
-		f, err := os.Open("/run/netns/" + ns)
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			done <- result{err: err}
-			return
-		}
-		ln, err := net.Listen("tcp", addr)
-		done <- result{ln, err}
-	}()
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("listening on %s in %s: %v", addr, ns, r.err)
-	}
-	t.Cleanup(func() { r.ln.Close() })
-	return r.ln
+	t.Cleanup(func() { ln.Close() })
+	return ln
 }
 
 // serveTLS serves an origin on o's port 443 with a certificate from ca.

@@ -24,20 +24,13 @@ func TestSignalsReachCommand(t *testing.T) {
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 			cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--", "/bin/sh", "-c",
 				`trap 'echo got-signal; exit 7' TERM INT HUP; echo ready; while :; do sleep 1; done`)
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			lr := newLineReader(t, stdout)
+			lr := startLines(t, cmd)
 			lr.waitFor("ready")
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
 			lr.waitFor("got-signal")
-			err = cmd.Wait()
+			err := cmd.Wait()
 			if code := cmd.ProcessState.ExitCode(); code != 7 {
 				t.Errorf("%v: exit %d (%v), want the command's 7", sig, code, err)
 			}
@@ -51,14 +44,7 @@ func TestKill9TakesTreeDown(t *testing.T) {
 		p := newProject(t)
 		cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--", "/bin/sh", "-c",
 			`sleep 1000 & sleep 1000 & echo ready; wait`)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lr := newLineReader(t, stdout)
+		lr := startLines(t, cmd)
 		lr.waitFor("ready")
 		// The sandboxed tree: under bwrap, devsandbox's descendants; under docker and
 		// krun, the processes of the run's container (children of the engine's init).
@@ -80,24 +66,8 @@ func TestKill9TakesTreeDown(t *testing.T) {
 		if len(tree) < 3 {
 			t.Fatalf("found only %d sandboxed processes: %v", len(tree), tree)
 		}
-		var fds []int
-		for _, pid := range tree {
-			fd, err := unix.PidfdOpen(pid, 0)
-			if err != nil {
-				continue // already gone
-			}
-			fds = append(fds, fd)
-		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		_ = cmd.Wait()
-		deadline := time.Now().Add(10 * time.Second)
-		for _, fd := range fds {
-			if err := pidfdExited(fd, deadline); err != nil {
-				t.Errorf("a sandboxed process outlived devsandbox by 10s (pidfd %d): %v", fd, err)
-			}
-			unix.Close(fd)
+		for _, err := range kill9Outlived(t, cmd, tree) {
+			t.Errorf("a sandboxed process outlived devsandbox by 10s: %v", err)
 		}
 	})
 }

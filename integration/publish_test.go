@@ -21,7 +21,20 @@ func TestPublish(t *testing.T) {
 				p := newProject(t)
 				p.write("proj/www/index.html", "FROM-SANDBOX\n")
 				hostPort, sandboxPort := freePort(t), freePort(t) // in open mode the sandbox port is the host's too
-				server := `
+				cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--egress="+mode, "--allow", "192.0.2.1",
+					"--publish", fmt.Sprintf("%d:%d", hostPort, sandboxPort), "--", "python3", "-c", wwwServer, fmt.Sprint(sandboxPort))
+				stderr, stop := startReady(t, cmd)
+				defer stop()
+				getPublished(t, hostPort, stderr)
+			})
+		}
+	})
+}
+
+// wwwServer is a Python program that serves the directory www of the working
+// directory on 127.0.0.1, port argv[1], prints "ready" once it listens, and ends when
+// its stdin does (see startReady).
+const wwwServer = `
 import http.server, socketserver, os, sys, threading
 os.chdir("www")
 srv = socketserver.TCPServer(("127.0.0.1", int(sys.argv[1])), http.server.SimpleHTTPRequestHandler)
@@ -29,33 +42,22 @@ threading.Thread(target=srv.serve_forever, daemon=True).start()
 print("ready", flush=True)
 sys.stdin.read()
 `
-				cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--egress="+mode, "--allow", "192.0.2.1",
-					"--publish", fmt.Sprintf("%d:%d", hostPort, sandboxPort), "--", "python3", "-c", server, fmt.Sprint(sandboxPort))
-				stdin, _ := cmd.StdinPipe()
-				stdout, _ := cmd.StdoutPipe()
-				var stderr strings.Builder
-				cmd.Stderr = &stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				defer func() { stdin.Close(); _ = cmd.Wait() }()
-				lr := newLineReader(t, stdout)
-				if l := lr.next(); l != "ready" {
-					t.Fatalf("the server in the sandbox did not start (%q):\n%s", l, stderr.String())
-				}
-				client := http.Client{Timeout: 10 * time.Second}
-				resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/index.html", hostPort))
-				if err != nil {
-					t.Fatalf("the published port does not answer: %v\n%s", err, stderr.String())
-				}
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if string(body) != "FROM-SANDBOX\n" {
-					t.Fatalf("published port answered %q", body)
-				}
-			})
-		}
-	})
+
+// getPublished fetches index.html through the host's 127.0.0.1:hostPort, a port
+// published from wwwServer serving "FROM-SANDBOX\n", and fails the test unless that
+// comes back (stderr: devsandbox's, for the failure).
+func getPublished(t *testing.T, hostPort int, stderr *strings.Builder) {
+	t.Helper()
+	client := http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/index.html", hostPort))
+	if err != nil {
+		t.Fatalf("the published port does not answer: %v\n%s", err, stderr.String())
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "FROM-SANDBOX\n" {
+		t.Fatalf("published port answered %q", body)
+	}
 }
 
 // freePort returns a TCP port free on the host's loopback right now.

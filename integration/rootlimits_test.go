@@ -22,8 +22,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // rootCommand prepares devsandbox on bwrap as root in the project, with a home of
@@ -57,16 +55,7 @@ func (p *project) rootSandbox(flags []string, script string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := p.rootCommand(ctx, append(flags, "--", "/bin/sh", "-c", script)...)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		p.t.Fatalf("running devsandbox: %v", err)
-	}
-	return result{out.String(), errb.String(), code}
+	return runResult(p.t, cmd)
 }
 
 // sessionCgroups returns the session cgroups of the project's runs, wherever the
@@ -233,10 +222,11 @@ func TestRootLimitsApplied(t *testing.T) {
 	p.noSessionCgroups("after the run")
 }
 
-// TestRootCgroupSweptAfterKill: a kill -9 of devsandbox leaves its session cgroup
-// (nothing runs to remove it); once the sandbox is gone, the next launch removes it.
-func TestRootCgroupSweptAfterKill(t *testing.T) {
-	p := newProject(t)
+// sleepingRootRun starts a run as root that sleeps once it is ready (for a kill -9),
+// and returns it with its session cgroup's directories, failing the test when it
+// has none.
+func (p *project) sleepingRootRun(t *testing.T) (*exec.Cmd, []string) {
+	t.Helper()
 	cmd := p.rootCommand(t.Context(), "--egress=none", "--", "/bin/sh", "-c", "echo ready; exec sleep 300")
 	lr, _ := started(t, cmd)
 	lr.waitFor("ready")
@@ -244,6 +234,14 @@ func TestRootCgroupSweptAfterKill(t *testing.T) {
 	if len(dirs) == 0 {
 		t.Fatal("no session cgroup while the sandbox runs")
 	}
+	return cmd, dirs
+}
+
+// TestRootCgroupSweptAfterKill: a kill -9 of devsandbox leaves its session cgroup
+// (nothing runs to remove it); once the sandbox is gone, the next launch removes it.
+func TestRootCgroupSweptAfterKill(t *testing.T) {
+	p := newProject(t)
+	cmd, dirs := p.sleepingRootRun(t)
 	killDevsandbox(t, cmd)
 	if left := p.sessionCgroups(); len(left) != len(dirs) {
 		t.Fatalf("after kill -9 the session cgroups %q should be left for the next launch, found %q", dirs, left)
@@ -258,13 +256,7 @@ func TestRootCgroupSweptAfterKill(t *testing.T) {
 // cgroup a kill -9 left (--dry-run only names it), without another run.
 func TestRootCgroupPrunedAfterKill(t *testing.T) {
 	p := newProject(t)
-	cmd := p.rootCommand(t.Context(), "--egress=none", "--", "/bin/sh", "-c", "echo ready; exec sleep 300")
-	lr, _ := started(t, cmd)
-	lr.waitFor("ready")
-	dirs := p.sessionCgroups()
-	if len(dirs) == 0 {
-		t.Fatal("no session cgroup while the sandbox runs")
-	}
+	cmd, dirs := p.sleepingRootRun(t)
 	// While the run lives, prune leaves its cgroup alone.
 	if out := p.rootPrune(t, "--dry-run"); strings.Contains(out, filepath.Base(dirs[0])) {
 		t.Errorf("prune would remove the session cgroup of a live run:\n%s", out)
@@ -330,22 +322,8 @@ func (p *project) rootPruneCommand(t *testing.T, bin string, flags ...string) *e
 // its sandbox has exited with it, or fails the test after 10 s.
 func killDevsandbox(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
-	var fds []int
-	for _, pid := range descendants(cmd.Process.Pid) {
-		if fd, err := unix.PidfdOpen(pid, 0); err == nil {
-			fds = append(fds, fd)
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for _, fd := range fds {
-		if err := pidfdExited(fd, deadline); err != nil {
-			t.Fatalf("a sandboxed process outlived devsandbox by 10s: %v", err)
-		}
-		unix.Close(fd)
+	if errs := kill9Outlived(t, cmd, descendants(cmd.Process.Pid)); len(errs) > 0 {
+		t.Fatalf("a sandboxed process outlived devsandbox by 10s: %v", errs[0])
 	}
 }
 

@@ -187,10 +187,7 @@ func RecordProject(p *Plan) {
 // launch.
 func EnsureEmptyFile(path string) error {
 	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode().IsRegular() && fi.Size() == 0 {
-			return nil
-		}
-		return fmt.Errorf("%w: %s, the source of file masks, is not an empty regular file; remove it", ErrProtection, path)
+		return emptyFile(path, fi)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
@@ -224,4 +221,24 @@ func Writable(p *Plan) []string {
 		roots = append(roots, p.Egress.SocketDir)
 	}
 	return roots
+}
+
+// CheckEmptyFile is EnsureEmptyFile's refusal without its effect (for --dry-run): a
+// file at path that is not empty and regular is refused; a missing one, which a
+// launch creates, is not.
+func CheckEmptyFile(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil
+	}
+	return emptyFile(path, fi)
+}
+
+// emptyFile refuses fi, the lstat of the mask source path, unless it is an empty
+// regular file: a mask bound from anything else would show its content.
+func emptyFile(path string, fi fs.FileInfo) error {
+	if fi.Mode().IsRegular() && fi.Size() == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s, the source of file masks, is not an empty regular file; remove it", ErrProtection, path)
 }

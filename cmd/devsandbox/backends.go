@@ -1,19 +1,19 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
 	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
 	krunhelper "github.com/devsandbox/devsandbox/isolator/krun/helper"
+	"github.com/devsandbox/devsandbox/isolator/pin"
 )
 
 // The isolators of this binary: bwrap in process (Linux, see bwrap_linux.go); docker
 // and krun in devsandbox-docker and devsandbox-krun, whose client libraries would
-// slow every launch (package handoff). cfg may be nil (doctor outside a project):
-// then the built-in defaults apply. phase, when set, receives the launch phases.
+// slow every launch (package handoff). cfg is the run's configuration (doctor's:
+// see doctorConfig); phase, when set, receives the launch phases.
 func (a *app) isolatorTable(cfg *config.Config, phase func(string)) isolator.Table {
 	t := isolator.Table{
 		"docker": func() isolator.Isolator { return dockerStub(cfg, phase) },
@@ -34,9 +34,6 @@ func nftOverride(h config.Host) string {
 }
 
 func dockerStub(cfg *config.Config, phase func(string)) *dockerhelper.Stub {
-	if cfg == nil {
-		return dockerhelper.New(dockerhelper.Settings{Version: config.Version}, nil, nil)
-	}
 	d, h := cfg.Docker, cfg.Host
 	s := dockerhelper.New(dockerhelper.Settings{
 		Image: d.Image, Home: d.Home, Keep: d.KeepContainer, Version: config.Version,
@@ -47,9 +44,6 @@ func dockerStub(cfg *config.Config, phase func(string)) *dockerhelper.Stub {
 }
 
 func krunStub(cfg *config.Config, phase func(string)) isolator.Isolator {
-	if cfg == nil {
-		return krunhelper.Stub(krunhelper.Settings{Runtime: "krun", CPUs: 2, MemoryMiB: 2048, Version: config.Version, UID: os.Getuid()}, nil, nil)
-	}
 	k, h := cfg.Krun, cfg.Host
 	s := krunhelper.Stub(krunhelper.Settings{
 		Image: k.Image, Runtime: k.Runtime, CPUs: k.CPUs, MemoryMiB: k.MemoryMiB, Socket: k.PodmanSocket,
@@ -58,4 +52,18 @@ func krunStub(cfg *config.Config, phase func(string)) isolator.Isolator {
 	}, h.Vars, phase)
 	s.ForwardSignals = true
 	return s
+}
+
+// launchChecks are the refusals iso's launch makes on the host before anything
+// starts — a mount's source or destination reached through a symlink where the
+// sandbox can write, a missing bind source, a mask source that is not empty — made
+// without creating anything (pin.Check), so that --dry-run stops, with the same
+// message and status, where a run would. A run on a remote docker engine pins no
+// source (its files are not this host's): only the destinations are checked there,
+// as that run does.
+func launchChecks(iso isolator.Isolator, p *isolator.Plan) error {
+	if s, ok := iso.(*dockerhelper.Stub); ok && !s.PinsSources() {
+		return isolator.CheckDestinations(p)
+	}
+	return pin.Check(p)
 }

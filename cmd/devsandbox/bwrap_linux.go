@@ -43,16 +43,12 @@ func (a *app) catchSignals(cfg *config.Config) {
 	}
 }
 
-// addBwrap adds the bwrap backend to t (cfg nil: doctor outside a project).
+// addBwrap adds the bwrap backend to t.
 func (a *app) addBwrap(t isolator.Table, cfg *config.Config, phase func(string)) {
-	b := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Phase: phase, Signals: a.signals}
+	b := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Phase: phase, Signals: a.signals,
+		Binaries: egressBinaries(cfg.Host), RuntimeDir: cfg.Host.RuntimeDir}
 	if phase != nil { // --debug
 		b.Debug = func(m string) { fmt.Fprintf(a.stderr, "devsandbox: debug: %s\n", m) }
-	}
-	if cfg != nil {
-		b.Binaries, b.RuntimeDir = egressBinaries(cfg.Host), cfg.Host.RuntimeDir
-	} else if h, err := config.HostFromEnviron(a.environ, -1, -1); err == nil {
-		b.RuntimeDir = h.RuntimeDir
 	}
 	t["bwrap"] = func() isolator.Isolator { return b }
 }

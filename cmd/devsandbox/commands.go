@@ -24,7 +24,7 @@ func (a *app) commands() []*cli.Command {
 		{
 			Name:        "doctor",
 			Usage:       "check the host: what each isolator needs, and the fixes",
-			Description: a.describe("One row per requirement, with its status and how to fix it. Exits 1 when the selected isolator cannot run."),
+			Description: a.describe("One row per requirement, with its status and how to fix it, judged by the configuration a run from here reads: the project's, or outside a project the user's (so the docker row names the engine a run would use: docker.host, else DOCKER_HOST, else the docker context). Exits 1 when the selected isolator cannot run, or when that configuration does not load."),
 			Action:      a.doctor,
 		},
 		{
@@ -163,16 +163,11 @@ func (a *app) toolsList(c *cli.Context) error {
 }
 
 func (a *app) doctor(c *cli.Context) error {
-	selected := "auto"
-	var cfg *config.Config
-	var keys []planner.KeyPlace
-	if l, err := a.load(a.flags(c)); err == nil {
-		selected, cfg = l.Config.Isolator, l.Config
-		keys = planner.KeyPlaces(l.Config, tools.Default(), planner.ToolHost(l.Config.Host, l.Probe, l.Project.Dir))
-	} else {
-		// Outside a project (or with a broken config) the host checks still run.
-		a.warn("%v", err)
+	cfg, keys, broken, err := a.doctorConfig(a.flags(c))
+	if err != nil {
+		return err
 	}
+	selected := cfg.Isolator
 	rows, runs := a.isolatorTable(cfg, nil).Doctor(context.Background(), selected, autoOrder)
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "CHECK\tSTATUS\tDETAIL")
@@ -192,9 +187,54 @@ func (a *app) doctor(c *cli.Context) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
+	if broken {
+		fmt.Fprintln(a.stdout, brokenVerdict)
+		return exitError{1}
+	}
 	fmt.Fprintln(a.stdout, isolator.Verdict(selected, runs))
 	if runs == "" {
 		return exitError{1}
 	}
 	return nil
+}
+
+// brokenVerdict is doctor's last line when the configuration a run would read does
+// not load (the warning above it says why): no isolator runs anything until it is
+// fixed.
+const brokenVerdict = "selected isolator: unknown — the configuration does not load (see the warning above); no run starts until it is fixed"
+
+// doctorConfig is the configuration doctor judges the host by: the one a run from
+// the working directory reads, the project's. Outside a project it is the user's
+// alone (the user file or --config, DEVSANDBOX_ISOLATOR, the flags), as `sandboxes`
+// reads it, so the engine address (docker.host, else DOCKER_HOST, else the docker
+// context), the images and the krun settings are still a run's. When the
+// configuration does not load, its error is warned and broken is true; cfg is then
+// the user's alone if that loads, else the built-in defaults over the host's
+// environment, so the rows still judge the address the environment names (an
+// ssh:// DOCKER_HOST or context is refused in a launch's words). err is for an
+// environment devsandbox cannot read at all.
+func (a *app) doctorConfig(flags config.Flags) (cfg *config.Config, keys []planner.KeyPlace, broken bool, err error) {
+	l, lerr := a.load(flags)
+	if lerr == nil {
+		return l.Config, planner.KeyPlaces(l.Config, tools.Default(), planner.ToolHost(l.Config.Host, l.Probe, l.Project.Dir)), false, nil
+	}
+	// Load's ErrProject is FindProject's: no project here, which doctor needs none
+	// of. Any other error is the configuration's: a run would stop on it.
+	broken = !errors.Is(lerr, planner.ErrProject)
+	a.warn("%v", lerr)
+	u, warns, uerr := planner.LoadUser(flags, a.environ)
+	if uerr == nil {
+		for _, w := range warns {
+			a.warn("%s", w)
+		}
+		return u, nil, broken, nil
+	}
+	if uerr.Error() != lerr.Error() {
+		a.warn("%v", uerr)
+	}
+	host, err := config.HostFromEnviron(a.environ, -1, -1)
+	if err != nil {
+		return nil, nil, true, err
+	}
+	return config.Defaults(host), nil, true, nil
 }

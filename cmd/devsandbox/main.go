@@ -128,7 +128,7 @@ const exitStatusHelp = "the command's own; 128+N when it was killed by signal N;
 	"is not executable, 127 when it is not found; 125 when devsandbox itself failed or " +
 	"was misused (an unknown flag, a bad value, a config error, an isolator that cannot " +
 	"run, a protection that could not be applied), always with a message saying why. " +
-	"`devsandbox doctor` exits 1 when the selected isolator cannot run."
+	"`devsandbox doctor` exits 1 when the selected isolator cannot run or the configuration does not load."
 
 // asksHelp reports whether flags may ask for the top-level help page: a help flag,
 // or a value that reads like one (resolved by urfave/cli, not here).
@@ -220,7 +220,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "memory", Usage: "memory limit such as 512m or 4g (`SIZE`, limits.memory); the run fails where it cannot be enforced"},
 		&cli.Float64Flag{Name: "cpus", Usage: "CPU limit (`N`, limits.cpus); the run fails where it cannot be enforced"},
 		&cli.StringFlag{Name: "config", Usage: "use config `FILE` instead of the user config file"},
-		&cli.BoolFlag{Name: "dry-run", Usage: "print what would run (secrets and passed-through values as names only) and exit"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "print what would run (secrets and passed-through values as names only) and exit; stops (125) where a run would stop before starting, such as on a symlink planted where the sandbox can write"},
 		&cli.BoolFlag{Name: "debug", Usage: "print launch timings per phase on stderr"},
 		&cli.BoolFlag{Name: "version", Usage: "print the version and exit"},
 	}

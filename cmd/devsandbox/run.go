@@ -100,6 +100,9 @@ func (a *app) run(c *cli.Context) error {
 		s.Early = early
 	}
 	if dryRun {
+		if err := launchChecks(iso, p); err != nil {
+			return err
+		}
 		r, err := iso.Render(p)
 		if err != nil {
 			return err

@@ -21,6 +21,13 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 	bad := func(name, reason, fix string) {
 		rows = append(rows, isolator.Check{Name: name, Status: isolator.Status{State: isolator.Unavailable, Reason: reason, Fix: fix}})
 	}
+	if b.dial == nil {
+		// A refused address (an ssh:// DOCKER_HOST or context) in Check's words.
+		if _, err := b.address(); err != nil {
+			bad("docker engine", err.Error(), addressFix)
+			return rows
+		}
+	}
 	e, a, err := b.engine()
 	if err != nil {
 		bad("docker engine", err.Error(), startHint)

@@ -40,7 +40,7 @@ func TestUnseen(t *testing.T) {
 	}
 }
 
-// doctor's docker row reports an engine address devsandbox refuses (an ssh:// docker
+// doctor's docker rows report an engine address devsandbox refuses (an ssh:// docker
 // context) in the words a launch and `config validate` use, with the address's fix,
 // not as an engine to install and start.
 func TestCheckRefusedAddress(t *testing.T) {
@@ -58,5 +58,10 @@ func TestCheckRefusedAddress(t *testing.T) {
 		Fix:    "fix DOCKER_HOST or the docker context (docker context use default), or set docker.host"}
 	if st := b.Check(context.Background()); st != want {
 		t.Errorf("Check:\n got %+v\nwant %+v", st, want)
+	}
+	// Diagnose's engine row, doctor's first docker row, says it alike.
+	rows := b.Diagnose(context.Background())
+	if len(rows) != 1 || rows[0] != (isolator.Check{Name: "docker engine", Status: want}) {
+		t.Errorf("Diagnose:\n got %+v\nwant [{docker engine %+v}]", rows, want)
 	}
 }

@@ -77,7 +77,7 @@ func Plan(p *isolator.Plan) (*Set, error) {
 		}
 		if err != nil {
 			s.Close()
-			return nil, fmt.Errorf("%w: the source of the mount at %s (%s): %w", isolator.ErrProtection, m.Target(p.User.HostHome), m.Why, err)
+			return nil, sourceError(p, m, err)
 		}
 		s.Sources[i] = src
 	}
@@ -85,11 +85,71 @@ func Plan(p *isolator.Plan) (*Set, error) {
 		src, err := w.open(p.EmptyFile)
 		if err != nil {
 			s.Close()
-			return nil, fmt.Errorf("%w: the source of file masks: %w", isolator.ErrProtection, err)
+			return nil, emptyError(err)
 		}
 		s.Empty = src
 	}
 	return s, nil
+}
+
+func sourceError(p *isolator.Plan, m isolator.Mount, err error) error {
+	return fmt.Errorf("%w: the source of the mount at %s (%s): %w", isolator.ErrProtection, m.Target(p.User.HostHome), m.Why, err)
+}
+
+func emptyError(err error) error {
+	return fmt.Errorf("%w: the source of file masks: %w", isolator.ErrProtection, err)
+}
+
+// Check makes, for --dry-run, the refusals of a launch's host preparation
+// (isolator.PrepareHost) and of Plan, in the same words, without their effects: a
+// mount destination reached through a symlink in a directory the sandbox can write
+// (isolator.CheckDestinations), a mask source that is not an empty regular file, a
+// bind source reached only through such a symlink, or missing. It creates nothing and
+// keeps nothing open, so what a launch creates may be missing: p's PrivateDirs and
+// what lies in them (the sandbox home on a first run), and the mask source. A launch
+// can still stop where Check passed (a link planted since, a file missing from a
+// directory the launch creates).
+func Check(p *isolator.Plan) error {
+	if err := isolator.CheckDestinations(p); err != nil {
+		return err
+	}
+	if err := isolator.CheckEmptyFile(p.EmptyFile); err != nil {
+		return err
+	}
+	w := newWalker(&roots{resolve: func() []string { return untrusted(p) }})
+	defer w.close()
+	made := func(path string) bool {
+		for _, d := range p.PrivateDirs {
+			if isolator.Within(path, d) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, m := range p.Mounts {
+		if m.Kind != isolator.Bind {
+			continue
+		}
+		src, err := w.open(m.Source)
+		if errors.Is(err, os.ErrNotExist) && (m.Optional || made(m.Source)) {
+			continue
+		}
+		if err != nil {
+			return sourceError(p, m, err)
+		}
+		src.Close()
+	}
+	if p.EmptyFile != "" {
+		src, err := w.open(p.EmptyFile)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return emptyError(err)
+		}
+		src.Close()
+	}
+	return nil
 }
 
 // Apply returns a copy of the Plan with each mount's ID set from its pinned source

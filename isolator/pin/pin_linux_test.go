@@ -214,3 +214,82 @@ func TestAnchorsProcPath(t *testing.T) {
 		t.Fatalf("through %s after the swap: %q, %v", a[sub].ProcPath(), b, err)
 	}
 }
+
+// Check refuses what a launch's PrepareHost and Plan refuse, with their errors, and
+// passes what a launch creates (the private directories and the mask source) missing;
+// it creates nothing.
+func TestCheck(t *testing.T) {
+	root := t.TempDir()
+	proj := filepath.Join(root, "proj")
+	home := filepath.Join(root, "home") // the sandbox home: not made yet
+	outside := filepath.Join(root, "outside")
+	for _, d := range []string{proj, outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty := filepath.Join(root, "state", "empty")
+	plan := func(extra ...isolator.Mount) *isolator.Plan {
+		return &isolator.Plan{
+			Project:     isolator.Project{Dir: proj},
+			SandboxHome: home,
+			PrivateDirs: []string{home},
+			EmptyFile:   empty,
+			Mounts: append([]isolator.Mount{
+				{Kind: isolator.Bind, Source: home, Dest: "/home/u"},
+				{Kind: isolator.Bind, Source: proj, Dest: proj},
+			}, extra...),
+		}
+	}
+	if err := Check(plan()); err != nil {
+		t.Fatalf("a first launch's plan: %v", err)
+	}
+	for _, p := range []string{home, empty} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("Check made %s", p)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(proj, "planted")); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		plan  *isolator.Plan
+		setup func()
+	}{
+		{name: "a source through a link in the project",
+			plan: plan(isolator.Mount{Kind: isolator.Bind, Source: filepath.Join(proj, "planted"), Dest: "/data", ReadOnly: true, Why: "test"})},
+		{name: "a missing source", plan: plan(isolator.Mount{Kind: isolator.Bind, Source: filepath.Join(root, "gone"), Dest: "/gone", Why: "test"})},
+		{name: "a destination through a link in the project",
+			plan: plan(isolator.Mount{Kind: isolator.MaskFile, Dest: filepath.Join(proj, "planted", ".env"), Why: "mask"})},
+		{name: "a mask source that is not empty", plan: plan(),
+			setup: func() {
+				if err := os.MkdirAll(filepath.Dir(empty), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(empty, []byte("x"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}},
+	}
+	for _, c := range cases {
+		if c.setup != nil {
+			c.setup()
+		}
+		// What the launch says: PrepareHost, then Plan, on a copy of the host.
+		want := isolator.PrepareHost(c.plan)
+		if want == nil {
+			s, err := Plan(c.plan)
+			if want = err; s != nil {
+				s.Close()
+			}
+		}
+		if err := os.RemoveAll(home); err != nil {
+			t.Fatal(err)
+		}
+		got := Check(c.plan)
+		if want == nil || got == nil || got.Error() != want.Error() || !errors.Is(got, isolator.ErrProtection) {
+			t.Errorf("%s: Check: %v\nwant the launch's %v", c.name, got, want)
+		}
+	}
+}

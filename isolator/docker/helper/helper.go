@@ -167,6 +167,16 @@ func (s *Stub) QuickCheck() isolator.Status {
 	return isolator.Status{State: isolator.Active}
 }
 
+// PinsSources reports whether a run pins the Plan's bind sources on this host
+// (package pin): a local engine binds this host's paths; a remote engine's files
+// are not this host's to open, and a run checks only the mount destinations there
+// (isolator.CheckDestinations). An address that does not resolve counts as local:
+// the stricter checks.
+func (s *Stub) PinsSources() bool {
+	a, err := engineaddr.Resolve(s.settings.Host, s.environ, s.settings.HostHome)
+	return err != nil || a.Local()
+}
+
 // Installed reports whether devsandbox-docker is there to run.
 func (s *Stub) Installed() bool { return s.Path != "" || handoff.Beside(Program) != "" }
 
