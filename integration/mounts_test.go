@@ -60,92 +60,111 @@ func (p *project) installAttack(rel string) {
 // never the symlink's target.
 func TestBindSourceSwap(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
-		p := newProject(t)
-		if isDocker(iso) {
-			t.Cleanup(func() { removeRootOwned(t, filepath.Join(it.home, ".local/share/devsandbox", p.name(), "home")) })
-		}
-		p.write("proj/sub/marker", "PROJECT\n")
-		p.write("other/marker", "SIBLING\n")
-		if err := os.Symlink("../other", p.path("proj/sub.x")); err != nil {
-			t.Fatal(err)
-		}
-		_ = os.Lchown(p.path("proj/sub.x"), it.uid, it.gid)
-		p.installAttack("proj/attack")
-		// The directory, held open: the file to mask is made in it whatever its name
-		// is at the moment.
-		sub, err := os.Open(p.path("proj/sub"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sub.Close()
-		a := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--", "./attack", "exchange", "sub", "sub.x", ".stop-swap")
-		var aerr bytes.Buffer
-		a.Stderr = &aerr
-		stdout, _ := a.StdoutPipe()
-		if err := a.Start(); err != nil {
-			t.Fatal(err)
-		}
-		newLineReader(t, stdout).waitFor("swapping")
-		// A file to mask, made after the swapping session started (which then has no
-		// mount point at sub): every new session masks it through a bind of its dir.
-		fd, err := unix.Openat(int(sub.Fd()), ".env", unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = unix.Write(fd, []byte("SECRET=1\n"))
-		_ = unix.Fchown(fd, it.uid, it.gid)
-		unix.Close(fd)
-		launches := map[string]int{"bwrap": 50}[iso]
-		if launches == 0 {
-			launches = 20
-		}
-		codes := map[int]int{}
-		for i := 0; i < launches; i++ {
-			r := p.sandbox(iso, nil, `cat sub/marker sub.x/marker 2>/dev/null; touch sub/written sub.x/written 2>/dev/null; true`)
-			codes[r.code]++
-			if strings.Contains(r.stdout, "SIBLING") {
-				t.Errorf("launch %d showed the symlink's target:\n%s", i, r)
-			}
-			if _, err := os.Lstat(p.path("other/written")); err == nil {
-				t.Fatalf("launch %d wrote to the symlink's target:\n%s", i, r)
-			}
-			if r.code != 0 && r.code != 125 {
-				t.Fatalf("launch %d:\n%s", i, r)
-			}
-		}
-		p.write("proj/.stop-swap", "")
-		if err := a.Wait(); err != nil {
-			t.Fatalf("the swapping session: %v\n%s", err, aerr.String())
-		}
-		t.Logf("%d launches during the swap: exit statuses %v", launches, codes)
-		// Where the link leads on the host: nothing may appear there, on any
-		// isolator — neither what the sandbox writes nor a mount point the engine
-		// makes for a mask inside the swapped directory (runc makes a missing one
-		// where the bind it mounted leads). Nor may anything else beside the
-		// project change.
-		ents, err := os.ReadDir(p.path("other"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range ents {
-			full := p.path("other/" + e.Name())
-			if e.Name() == "marker" {
-				if b, err := os.ReadFile(full); err != nil || string(b) != "SIBLING\n" {
-					t.Errorf("the symlink's target on the host changed: marker %q, %v", b, err)
-				}
-				continue
-			}
-			fi, err := os.Lstat(full)
-			owner := -1
-			if err == nil {
-				owner = int(fi.Sys().(*syscall.Stat_t).Uid)
-			}
-			t.Errorf("the symlink's target on the host changed: %s appeared (%v, owner %d, %v)", full, fi, owner, err)
-		}
-		if got := p.rootNames(); !slices.Equal(got, []string{"other", "proj"}) {
-			t.Errorf("beside the project, the host now has %q (want other, proj)", got)
-		}
+		bindSourceSwap(t, newProject(t), iso, nil)
 	})
+}
+
+// The same with the swapped directory bound by itself, the file to mask directly in
+// it (no anchor between them): a sandbox.writable_dirs entry of a read-only project,
+// swapped by a concurrent session of the project without read_only.
+func TestBindSourceSwapWritableDir(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		ro := p.writeConfig(iso, "ro.toml", "[sandbox]\nwritable_dirs = [\"sub\"]\n")
+		bindSourceSwap(t, p, iso, []string{"--read-only", "--config", ro}, filepath.Base(ro))
+	})
+}
+
+// bindSourceSwap launches sessions of p with flags while a session without them
+// swaps proj/sub (which comes to hold a .env) with a link to ../other; beside the
+// project the host may hold only other and the names in files.
+func bindSourceSwap(t *testing.T, p *project, iso string, flags []string, files ...string) {
+	if isDocker(iso) {
+		t.Cleanup(func() { removeRootOwned(t, filepath.Join(it.home, ".local/share/devsandbox", p.name(), "home")) })
+	}
+	p.write("proj/sub/marker", "PROJECT\n")
+	p.write("other/marker", "SIBLING\n")
+	if err := os.Symlink("../other", p.path("proj/sub.x")); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Lchown(p.path("proj/sub.x"), it.uid, it.gid)
+	p.installAttack("proj/attack")
+	// The directory, held open: the file to mask is made in it whatever its name
+	// is at the moment.
+	sub, err := os.Open(p.path("proj/sub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	a := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--", "./attack", "exchange", "sub", "sub.x", ".stop-swap")
+	var aerr bytes.Buffer
+	a.Stderr = &aerr
+	stdout, _ := a.StdoutPipe()
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	newLineReader(t, stdout).waitFor("swapping")
+	// A file to mask, made after the swapping session started (which then has no
+	// mount point at sub): every new session masks it through a bind of its dir.
+	fd, err := unix.Openat(int(sub.Fd()), ".env", unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = unix.Write(fd, []byte("SECRET=1\n"))
+	_ = unix.Fchown(fd, it.uid, it.gid)
+	unix.Close(fd)
+	launches := map[string]int{"bwrap": 50}[iso]
+	if launches == 0 {
+		launches = 20
+	}
+	codes := map[int]int{}
+	for i := 0; i < launches; i++ {
+		r := p.sandbox(iso, flags, `cat sub/marker sub.x/marker 2>/dev/null; touch sub/written sub.x/written 2>/dev/null; true`)
+		codes[r.code]++
+		if strings.Contains(r.stdout, "SIBLING") {
+			t.Errorf("launch %d showed the symlink's target:\n%s", i, r)
+		}
+		if _, err := os.Lstat(p.path("other/written")); err == nil {
+			t.Fatalf("launch %d wrote to the symlink's target:\n%s", i, r)
+		}
+		if r.code != 0 && r.code != 125 {
+			t.Fatalf("launch %d:\n%s", i, r)
+		}
+	}
+	p.write("proj/.stop-swap", "")
+	if err := a.Wait(); err != nil {
+		t.Fatalf("the swapping session: %v\n%s", err, aerr.String())
+	}
+	t.Logf("%d launches during the swap: exit statuses %v", launches, codes)
+	// Where the link leads on the host: nothing may appear there, on any
+	// isolator — neither what the sandbox writes nor a mount point the engine
+	// makes for a mask inside the swapped directory (runc makes a missing one
+	// where the bind it mounted leads). Nor may anything else beside the
+	// project change.
+	ents, err := os.ReadDir(p.path("other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		full := p.path("other/" + e.Name())
+		if e.Name() == "marker" {
+			if b, err := os.ReadFile(full); err != nil || string(b) != "SIBLING\n" {
+				t.Errorf("the symlink's target on the host changed: marker %q, %v", b, err)
+			}
+			continue
+		}
+		fi, err := os.Lstat(full)
+		owner := -1
+		if err == nil {
+			owner = int(fi.Sys().(*syscall.Stat_t).Uid)
+		}
+		t.Errorf("the symlink's target on the host changed: %s appeared (%v, owner %d, %v)", full, fi, owner, err)
+	}
+	want := append([]string{"other", "proj"}, files...)
+	slices.Sort(want)
+	if got := p.rootNames(); !slices.Equal(got, want) {
+		t.Errorf("beside the project, the host now has %q (want %q)", got, want)
+	}
 }
 
 // rootNames lists the names in the directory holding the project.

@@ -241,10 +241,12 @@ type Mount struct {
 	Volatile bool
 	Why      string // where the mount comes from, for people reading --dry-run
 	// Anchor marks a Bind of a directory onto itself that keeps a mask in it in
-	// place (a mount point cannot be renamed). Its source lies where the sandbox can
-	// write, so a concurrent session can swap it for a symlink while a run starts: a
-	// backend must bind the directory it pinned (a descriptor), never the path, or
-	// the engine may make the mask's mount point wherever the link leads.
+	// place (a mount point cannot be renamed), and any other Bind of a directory that
+	// a mask or an anchor lies in when its source lies where a sandbox can write (a
+	// sandbox.writable_dirs entry holding a .env). Such a source a concurrent session
+	// can swap for a symlink while a run starts: a backend must bind the directory it
+	// pinned (a descriptor), never the path, or the engine may make the mask's mount
+	// point wherever the link leads.
 	Anchor bool `json:",omitempty"`
 	// ID identifies the file a Bind mounts (MaskFile: the mask source). Build leaves
 	// it nil; Run sets it from the descriptor it opened the source with (package

@@ -176,7 +176,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 func unpinnable(p *isolator.Plan, addr Address) error {
 	for _, m := range p.Mounts {
 		if m.Kind == isolator.Bind && m.Anchor {
-			return fmt.Errorf("%w: %s holds a masked path (%s) inside a read-write bind; the docker engine at %s (%s) does not share this host's files, so it could bind it only by path, which a concurrent session can swap for a symlink: the engine would then make the mask's mount point where the link leads, on the host. Use an engine on this host (unix socket), `--isolator bwrap`, or move what is masked to the top of the bind",
+			return fmt.Errorf("%w: %s holds a masked path (%s) and lies where a sandbox can write; the docker engine at %s (%s) does not share this host's files, so it could bind it only by path, which a concurrent session can swap for a symlink: the engine would then make the mask's mount point where the link leads, on the host. Use an engine on this host (unix socket), `--isolator bwrap`, or move what is masked to the top of the bind",
 				isolator.ErrProtection, m.Source, maskUnder(p, m.Source), addr.Host, addr.Origin)
 		}
 	}

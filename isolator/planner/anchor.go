@@ -103,3 +103,43 @@ func (b *mountBuilder) insertAfter(i int, ms []isolator.Mount) {
 		}
 	}
 }
+
+// anchorSwappable marks as an anchor (isolator.Mount.Anchor) every other bind whose
+// source lies where a sandbox can write (below one of isolator.Writable's
+// directories, the rule package pin refuses links by) and that a mask or an anchor
+// lies in — a sandbox.writable_dirs entry of a read-only project holding a .env, say.
+// A concurrent session with that directory writable (the project without read_only)
+// can swap it for a symlink while this run starts: an engine that binds it by path
+// then makes the mask's mount point where the link leads, on the host. A backend
+// binds an anchor from the directory it pinned instead. Later mounts are looked at
+// first, so a bind marked here is itself held by the bind it lies in.
+func anchorSwappable(p *isolator.Plan) {
+	roots := isolator.Writable(p)
+	swappable := func(src string) bool {
+		for _, r := range roots {
+			if r != "" && src != r && isolator.Within(src, r) {
+				return true
+			}
+		}
+		return false
+	}
+	for j := len(p.Mounts) - 1; j >= 0; j-- {
+		m := p.Mounts[j]
+		if m.Kind != isolator.MaskFile && m.Kind != isolator.MaskDir && (m.Kind != isolator.Bind || !m.Anchor) {
+			continue
+		}
+		t := m.Target(p.User.HostHome)
+		for i := j - 1; i >= 0; i-- {
+			c := &p.Mounts[i]
+			ct := c.Target(p.User.HostHome)
+			if ct == t || !isolator.Within(t, ct) {
+				continue
+			}
+			// The mount m's mount point lies in.
+			if c.Kind == isolator.Bind && !c.Anchor && swappable(c.Source) {
+				c.Anchor = true
+			}
+			break
+		}
+	}
+}

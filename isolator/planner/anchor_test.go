@@ -78,3 +78,32 @@ func TestBuildHideLink(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildAnchorsSwappable: a bind whose source lies where a sandbox can write and
+// that a mask or an anchor lies in is an anchor too (bound from the pinned directory
+// by a backend): a writable_dirs entry of a read-only project holding a .env, and one
+// holding an anchor; not one without a mask, not the project, not .git (read-only
+// binds of what exists in it, no mask).
+func TestBuildAnchorsSwappable(t *testing.T) {
+	f := newFixture(t)
+	writeFile(t, f.proj+"/w/.env", "A=1\n")
+	writeFile(t, f.proj+"/n/x/.env", "A=1\n")
+	writeFile(t, f.proj+"/plain/f", "F\n")
+	writeFile(t, f.proj+"/.git/config", "[core]\n")
+	mkdirs(t, f.proj+"/.git/hooks")
+	cfg := f.load(t)
+	cfg.Sandbox.ReadOnly = true
+	cfg.Sandbox.WritableDirs = []string{"w", "n", "plain"}
+	p, _ := f.build(t, cfg)
+	var got []string
+	for _, m := range p.Mounts {
+		if m.Kind == isolator.Bind && m.Anchor {
+			got = append(got, m.Source+" ("+m.Why+")")
+		}
+	}
+	equalLines(t, "anchors", got, f.expand(p,
+		"$PROJ/w (sandbox.writable_dirs)",
+		"$PROJ/n (sandbox.writable_dirs)",
+		"$PROJ/n/x (holds a masked path)",
+	))
+}

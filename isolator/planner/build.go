@@ -296,6 +296,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		p.Mounts = b.mounts
 	}
 
+	anchorSwappable(p)
 	// One rule for every isolator: no new mount point in a directory the view takes
 	// read-only from the host (isolator.MountPointRule).
 	if err := isolator.MountPointRule(p, pr.Stat, pr.Lstat); err != nil {
