@@ -63,7 +63,10 @@ func krunStub(cfg *config.Config, phase func(string)) isolator.Isolator {
 // as that run does.
 func launchChecks(iso isolator.Isolator, p *isolator.Plan) error {
 	if s, ok := iso.(*dockerhelper.Stub); ok && !s.PinsSources() {
-		return isolator.CheckDestinations(p)
+		if err := isolator.CheckDestinations(p); err != nil {
+			return err
+		}
+		return s.RefuseAnchors(p)
 	}
 	return pin.Check(p)
 }

@@ -107,7 +107,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		}
 	} else if err := isolator.CheckDestinations(p); err != nil {
 		return 0, err
-	} else if err := unpinnable(p, addr); err != nil {
+	} else if err := addr.RefuseAnchors(p); err != nil {
 		return 0, err
 	}
 	l, err := layout(p, opts)
@@ -167,30 +167,6 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return b.runKept(ctx, e, addr, p, spec, pr, hello, stdio, kept, stopServices)
 	}
 	return b.runOnce(ctx, e, addr, p, spec, pr, hello, stdio)
-}
-
-// unpinnable refuses a Plan with anchors (isolator.Mount.Anchor) for an engine that
-// does not share this host's processes and files: it can bind a directory only by
-// path, and after a concurrent session swapped that path for a symlink it would
-// bind where the link leads and make the mask's mount point there, on the host.
-func unpinnable(p *isolator.Plan, addr Address) error {
-	for _, m := range p.Mounts {
-		if m.Kind == isolator.Bind && m.Anchor {
-			return fmt.Errorf("%w: %s holds a masked path (%s) and lies where a sandbox can write; the docker engine at %s (%s) does not share this host's files, so it could bind it only by path, which a concurrent session can swap for a symlink: the engine would then make the mask's mount point where the link leads, on the host. Use an engine on this host (unix socket), `--isolator bwrap`, or move what is masked to the top of the bind",
-				isolator.ErrProtection, m.Source, maskUnder(p, m.Source), addr.Host, addr.Origin)
-		}
-	}
-	return nil
-}
-
-// maskUnder names a mask below dir, for the message.
-func maskUnder(p *isolator.Plan, dir string) string {
-	for _, m := range p.Mounts {
-		if (m.Kind == isolator.MaskFile || m.Kind == isolator.MaskDir) && m.Source != dir && isolator.Within(m.Target(p.User.HostHome), dir) {
-			return m.Target(p.User.HostHome) + ", " + m.Why
-		}
-	}
-	return "a mask"
 }
 
 // prepareFailed explains a run that failed before its container was created: when

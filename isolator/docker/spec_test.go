@@ -515,7 +515,7 @@ func TestSpecHashFollowsProfile(t *testing.T) {
 // An engine that does not share this host's files gets no anchor by path: the run is
 // refused, naming the directory, the mask and the engine.
 func TestUnpinnableRefused(t *testing.T) {
-	err := unpinnable(anchoredPlan(), Address{Host: "tcp://10.0.0.2:2376", Origin: "docker.host"})
+	err := Address{Host: "tcp://10.0.0.2:2376", Origin: "docker.host"}.RefuseAnchors(anchoredPlan())
 	if !errors.Is(err, isolator.ErrProtection) {
 		t.Fatalf("got %v, want ErrProtection", err)
 	}
@@ -524,7 +524,7 @@ func TestUnpinnableRefused(t *testing.T) {
 			t.Errorf("the error does not name %q: %v", w, err)
 		}
 	}
-	if err := unpinnable(basePlan(), Address{Host: "tcp://10.0.0.2:2376"}); err != nil {
+	if err := (Address{Host: "tcp://10.0.0.2:2376"}).RefuseAnchors(basePlan()); err != nil {
 		t.Errorf("a plan without anchors: %v", err)
 	}
 }

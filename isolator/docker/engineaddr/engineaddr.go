@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/devsandbox/devsandbox/internal/enginehost"
+	"github.com/devsandbox/devsandbox/isolator"
 )
 
 // DefaultHost is the engine address when nothing else is configured.
@@ -70,4 +71,29 @@ func fromContext(cfgDir, name string) (Address, error) {
 		a.CACert, a.Cert, a.Key = filepath.Join(tls, "ca.pem"), filepath.Join(tls, "cert.pem"), filepath.Join(tls, "key.pem")
 	}
 	return a, nil
+}
+
+// RefuseAnchors refuses a Plan with anchors (isolator.Mount.Anchor) for an engine that
+// does not share this host's processes and files: it can bind a directory only by
+// path, and after a concurrent session swapped that path for a symlink it would
+// bind where the link leads and make the mask's mount point there, on the host.
+// The launch (devsandbox-docker) and --dry-run (the CLI) both call it.
+func (addr Address) RefuseAnchors(p *isolator.Plan) error {
+	for _, m := range p.Mounts {
+		if m.Kind == isolator.Bind && m.Anchor {
+			return fmt.Errorf("%w: %s holds a masked path (%s) and lies where a sandbox can write; the docker engine at %s (%s) does not share this host's files, so it could bind it only by path, which a concurrent session can swap for a symlink: the engine would then make the mask's mount point where the link leads, on the host. Use an engine on this host (unix socket), `--isolator bwrap`, or move what is masked to the top of the bind",
+				isolator.ErrProtection, m.Source, maskUnder(p, m.Source), addr.Host, addr.Origin)
+		}
+	}
+	return nil
+}
+
+// maskUnder names a mask below dir, for the message.
+func maskUnder(p *isolator.Plan, dir string) string {
+	for _, m := range p.Mounts {
+		if (m.Kind == isolator.MaskFile || m.Kind == isolator.MaskDir) && m.Source != dir && isolator.Within(m.Target(p.User.HostHome), dir) {
+			return m.Target(p.User.HostHome) + ", " + m.Why
+		}
+	}
+	return "a mask"
 }
