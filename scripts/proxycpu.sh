@@ -31,10 +31,15 @@ ns=dsbcpu$id link=dsbch$id peer=dsbcn$id
 addr=10.231.$id.2:8080
 origin=
 cleanup() {
-	[ -n "$origin" ] && kill "$origin" 2>/dev/null && wait "$origin" 2>/dev/null
-	ip link del "$link" 2>/dev/null || true
-	ip netns del "$ns" 2>/dev/null || true
-	rm -rf "$work" "$proj"
+	set +e # remove everything, whatever fails
+	if [ -n "$origin" ]; then
+		kill "$origin" 2>/dev/null
+		wait "$origin" 2>/dev/null
+	fi
+	ip link del "$link" 2>/dev/null
+	ip netns del "$ns" 2>/dev/null
+	# The project's sandbox state and home are named after its directory.
+	rm -rf "$work" "$proj" "$home/.local/state/devsandbox/$(basename "$proj")-"* "$home/.local/share/devsandbox/$(basename "$proj")-"*
 }
 trap cleanup EXIT
 
