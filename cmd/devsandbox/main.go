@@ -166,6 +166,8 @@ func (a *app) cli() *cli.App {
 	help := ""
 	if a.helpPages {
 		help = clihelp.Root("devsandbox", usage, usageText, cmds, flags, exitStatusHelp)
+	} else {
+		flags = fixedNames(flags)
 	}
 	return &cli.App{
 		Name:                      "devsandbox",
