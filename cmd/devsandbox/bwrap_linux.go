@@ -11,6 +11,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
+	"github.com/devsandbox/devsandbox/isolator/planner"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit"
 	"github.com/devsandbox/devsandbox/isolator/tmpdir"
 )
@@ -35,6 +36,32 @@ func prepareHeap() { hugeHeap() }
 // autoOrder is the preference of isolator = "auto".
 var autoOrder = []string{"bwrap", "docker"}
 
+// etcHead is the /etc snapshot opened ahead of the Plan.
+type etcHead = bwrap.EtcHead
+
+// headStart starts working out the default system view and opening its /etc
+// snapshot on another goroutine while the configuration loads (planner.StartSystem,
+// bwrap.PrestartEtc): the Plan and the bwrap run use them only when they are what
+// they ask for. Not when --isolator names another backend.
+func (a *app) headStart(flags config.Flags) {
+	if flags.Isolator != nil && *flags.Isolator != "bwrap" && *flags.Isolator != "auto" {
+		return
+	}
+	h, err := config.HostFromEnviron(a.environ, -1, -1)
+	if err != nil {
+		return // the configuration's load says why
+	}
+	a.sysHead = planner.StartSystem(planner.OS(h.Home), h.StateHome, func(v isolator.SystemView) {
+		a.etcHead = bwrap.PrestartEtc(v)
+	})
+}
+
+// headDone releases what headStart opened and the run did not use.
+func (a *app) headDone() {
+	a.sysHead.Wait()
+	a.etcHead.Close()
+}
+
 // catchSignals subscribes to the signals a bwrap run relays while the Plan is built,
 // when bwrap is the isolator it will probably select (see isolator.Signals).
 func (a *app) catchSignals(cfg *config.Config) {
@@ -45,7 +72,8 @@ func (a *app) catchSignals(cfg *config.Config) {
 
 // addBwrap adds the bwrap backend to t.
 func (a *app) addBwrap(t isolator.Table, cfg *config.Config, phase func(string)) {
-	b := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Phase: phase, Signals: a.signals,
+	a.sysHead.Wait() // etcHead is set once it is done
+	b := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Phase: phase, Signals: a.signals, EtcHead: a.etcHead,
 		Binaries: egressBinaries(cfg.Host), RuntimeDir: cfg.Host.RuntimeDir}
 	if phase != nil { // --debug
 		b.Debug = func(m string) { fmt.Fprintf(a.stderr, "devsandbox: debug: %s\n", m) }

@@ -24,6 +24,16 @@ var autoOrder = []string{"docker"}
 // addBwrap adds nothing: there is no bwrap here.
 func (a *app) addBwrap(isolator.Table, *config.Config, func(string)) {}
 
+// etcHead stands in for bwrap's /etc snapshot opened ahead of the Plan.
+type etcHead struct{}
+
+// headStart does nothing: the system view and the /etc snapshot worked out ahead
+// are bwrap's.
+func (a *app) headStart(config.Flags) {}
+
+// headDone does nothing.
+func (a *app) headDone() {}
+
 // catchSignals does nothing: the backends here catch their own signals.
 func (a *app) catchSignals(*config.Config) {}
 

@@ -17,6 +17,7 @@ import (
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/internal/clihelp"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/planner"
 )
 
 // exitFailure is the status of devsandbox's own failures and refusals: a config
@@ -54,6 +55,11 @@ type app struct {
 	// signals: the bwrap run's subscription, made while the Plan is built
 	// (catchSignals); stopped only when the process goes on without that run.
 	signals *isolator.Signals
+	// sysHead and etcHead: the default system view and its /etc snapshot, worked out
+	// while the configuration loads (headStart, Linux); etcHead is set once sysHead
+	// is done.
+	sysHead *planner.SystemHead
+	etcHead *etcHead
 	// helpPages: lay out help text (a subcommand or a help flag was given); a run
 	// shows none, and laying it out is a measurable share of a launch's start.
 	helpPages bool
@@ -166,6 +172,8 @@ func (a *app) cli() *cli.App {
 	help := ""
 	if a.helpPages {
 		help = clihelp.Root("devsandbox", usage, usageText, cmds, flags, exitStatusHelp)
+	} else {
+		flags = fixedNames(flags)
 	}
 	return &cli.App{
 		Name:                      "devsandbox",

@@ -27,6 +27,11 @@ func (a *app) run(c *cli.Context) error {
 	t := &timer{last: a.start}
 	debug := c.Bool("debug")
 	flags := a.flags(c)
+	dryRun := c.Bool("dry-run")
+	if !dryRun { // a dry run writes nothing: no snapshot is built for it
+		a.headStart(flags)
+		defer a.headDone()
+	}
 
 	l, err := a.load(flags)
 	if err != nil {
@@ -52,7 +57,6 @@ func (a *app) run(c *cli.Context) error {
 	if err := containerFlags(flags, cfg.Isolator, "from "+cfg.Origins["isolator"]); err != nil {
 		return err
 	}
-	dryRun := c.Bool("dry-run")
 	stdio := isolator.Stdio{In: a.stdin, Out: a.stdout, Err: a.stderr}
 	// The docker backend's program starts now, while the Plan is built: its start costs
 	// more than planning does (handoff.Stub.Prestart; a run it does not fit starts
@@ -67,7 +71,7 @@ func (a *app) run(c *cli.Context) error {
 	if !dryRun {
 		a.catchSignals(cfg)
 	}
-	p, pwarns, err := planner.Build(cfg, tools.Default(), l.Probe, planner.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun})
+	p, pwarns, err := planner.Build(cfg, tools.Default(), l.Probe, planner.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun, System: a.sysHead})
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,9 @@ type Isolator struct {
 	// subscribes to no signal at all; the process's signals stay its own, and the
 	// caller stops the command by ending Run's context.
 	Signals *isolator.Signals
+	// EtcHead, when set, is the /etc snapshot opened ahead of the Plan
+	// (PrestartEtc); Run uses it when it is the Plan's, else releases it.
+	EtcHead *EtcHead
 	// Binaries are the egress tools (pasta, nft, ...); zero means egress.DefaultBinaries.
 	Binaries egress.Binaries
 	// RuntimeDir is the user's $XDG_RUNTIME_DIR, where doctor looks for the systemd
@@ -152,7 +155,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}()
 	// The /etc snapshot is opened on the other core while the host services start and
 	// the host side is prepared and pinned (startEtc): first, since it is the longest.
-	etcc := startEtc(p)
+	etcc := startEtc(p, b.EtcHead)
 	defer etcc.discard()
 	bin, err := b.path()
 	if err != nil {

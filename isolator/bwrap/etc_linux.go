@@ -115,11 +115,15 @@ type etcOpening struct {
 }
 
 // startEtc starts opening the /etc snapshot of p, the Plan as built (before its
-// sources are pinned). take returns it for the pinned Plan; discard releases it when
-// Run returns before that.
-func startEtc(p *isolator.Plan) *etcOpening {
+// sources are pinned), or takes head's when head opened the same snapshot for the
+// same entries. take returns it for the pinned Plan; discard releases it when Run
+// returns before that.
+func startEtc(p *isolator.Plan, head *EtcHead) *etcOpening {
 	o := &etcOpening{plan: p, done: make(chan struct{})}
 	o.entries, o.ok = etcEntries(p)
+	if ahead := head.use(p, o.entries, o.ok); ahead != nil {
+		return ahead
+	}
 	if !o.ok {
 		close(o.done)
 		return o
@@ -206,4 +210,49 @@ func etcScript(f File) string {
 		fmt.Fprintf(&b, "#   with empty mount points for: %s\n", strings.Join(points, " "))
 	}
 	return b.String()
+}
+
+// EtcHead is the /etc snapshot of a system view opened before the Plan is built
+// (PrestartEtc), on another goroutine while the configuration loads and the Plan is
+// built. Run uses it only when the Plan's snapshot has the same root and exactly the
+// same entries (etcEntries of the Plan, with its mounts and writable directories);
+// otherwise it is released and the Plan's own is opened, as without it. The checks
+// of the snapshot (etcsnap.Open) are the same; they run earlier.
+type EtcHead struct {
+	o    *etcOpening
+	used bool
+}
+
+// PrestartEtc starts opening the /etc snapshot that a Plan with the system view v
+// and nothing else in /etc would use; nil when it would use none.
+func PrestartEtc(v isolator.SystemView) *EtcHead {
+	o := startEtc(&isolator.Plan{System: v}, nil)
+	if !o.ok {
+		return nil
+	}
+	return &EtcHead{o: o}
+}
+
+// use returns the opening when it is for p's snapshot root and entries; otherwise
+// it releases it and returns nil. Only the first call can return it.
+func (h *EtcHead) use(p *isolator.Plan, entries []etcsnap.Entry, ok bool) *etcOpening {
+	if h == nil || h.used {
+		return nil
+	}
+	h.used = true
+	o := h.o
+	if ok && o.plan.System.Snapshot == p.System.Snapshot && slices.Equal(o.entries, entries) {
+		o.plan = p // take compares the pinned Plan's mounts with p's
+		return o
+	}
+	o.discard()
+	return nil
+}
+
+// Close releases the snapshot unless Run used it (Run releases it then).
+func (h *EtcHead) Close() {
+	if h != nil && !h.used {
+		h.used = true
+		h.o.discard()
+	}
 }

@@ -131,7 +131,7 @@ func TestEtcSnapshotAfterPinning(t *testing.T) {
 			p.System.Snapshot, pp.System.Snapshot = root, root
 			tc.built(p)
 			tc.pinned(pp)
-			s, entries, notes := bwrap.StartEtc(p, pp)
+			s, entries, notes := bwrap.StartEtc(p, pp, nil)
 			if (s != nil) != tc.snapshot {
 				t.Fatalf("snapshot opened: %v, want %v (%v)", s != nil, tc.snapshot, notes)
 			}
@@ -149,6 +149,73 @@ func TestEtcSnapshotAfterPinning(t *testing.T) {
 			}
 			if !reflect.DeepEqual(entries, want) {
 				t.Errorf("render is handed %+v, the pinned Plan's entries are %+v", entries, want)
+			}
+		})
+	}
+}
+
+// TestEtcHead: the /etc snapshot opened ahead of the Plan (PrestartEtc) is used only
+// for a Plan whose snapshot has the same root and exactly the same entries; for any
+// other the Plan's own is opened, as without a head start.
+func TestEtcHead(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(p *isolator.Plan) // the Plan as built, from the default view
+		used bool
+	}{
+		{"the default view", func(*isolator.Plan) {}, true},
+		{"a mask inside a bound /etc directory", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskDir, Dest: "/etc/ssl/private"})
+		}, true},
+		{"a file fewer", func(p *isolator.Plan) {
+			p.System.Paths = slices.DeleteFunc(p.System.Paths, func(sp isolator.SystemPath) bool { return sp.Path == "/etc/passwd" })
+		}, false},
+		{"another snapshot root", func(p *isolator.Plan) { p.System.Snapshot += "2" }, false},
+		{"an /etc entry bound from elsewhere", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: "/srv/x", Dest: "/etc/hosts", ReadOnly: true})
+		}, false},
+		{"the snapshot root writable", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: p.System.Snapshot, Dest: "/srv/etc"})
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir() + "/etc"
+			ahead := snapshotPlan()
+			ahead.System.Snapshot = root
+			head := bwrap.PrestartEtc(ahead.System)
+			if head == nil {
+				t.Fatal("no head start for the default view")
+			}
+			defer head.Close()
+			headSnap := bwrap.HeadSnapshot(head)
+			if headSnap == nil {
+				t.Fatal("the head start opened no snapshot")
+			}
+			p := snapshotPlan()
+			p.System.Snapshot = root
+			tc.edit(p)
+			s, entries, notes := bwrap.StartEtc(p, p, head)
+			if s != nil {
+				defer s.Close()
+			}
+			if used := s != nil && s == headSnap; used != tc.used {
+				t.Fatalf("head start used: %v, want %v (%v)", used, tc.used, notes)
+			}
+			want, ok := bwrap.EtcEntries(p)
+			if !ok {
+				want = nil
+			}
+			if !reflect.DeepEqual(entries, want) {
+				t.Errorf("render is handed %+v, the Plan's entries are %+v", entries, want)
+			}
+			if s != nil {
+				key, err := etcsnap.Key(want, time.Now())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.Key != key {
+					t.Errorf("the snapshot is keyed %s, the Plan's entries %s", s.Key, key)
+				}
 			}
 		})
 	}

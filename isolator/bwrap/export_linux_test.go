@@ -79,11 +79,11 @@ func RenderInitAt(p *isolator.Plan, initAt func(dir, init string) bool) (*Spec, 
 // InitReachable is initReachable for the tests.
 var InitReachable = initReachable
 
-// StartEtc is startEtc for the tests: the snapshot for pp after opening it for p,
-// and the entries take hands render.
-func StartEtc(p, pp *isolator.Plan) (*etcsnap.Snapshot, []etcsnap.Entry, []string) {
+// StartEtc is startEtc for the tests: the snapshot for pp after opening it for p
+// (or taking head's), and the entries take hands render.
+func StartEtc(p, pp *isolator.Plan, head *EtcHead) (*etcsnap.Snapshot, []etcsnap.Entry, []string) {
 	var notes []string
-	o := startEtc(p)
+	o := startEtc(p, head)
 	s, entries := o.take(pp, func(m string) { notes = append(notes, m) })
 	return s, entries, notes
 }
@@ -96,4 +96,10 @@ func RenderSnapshot(p *isolator.Plan, etc []etcsnap.Entry) (given, worked *Spec,
 	}
 	worked, err = render(p, egress.DefaultBinaries, renderOptions{ready: true})
 	return given, worked, err
+}
+
+// HeadSnapshot is the snapshot h opened (nil when it opened none), once it has.
+func HeadSnapshot(h *EtcHead) *etcsnap.Snapshot {
+	<-h.o.done
+	return h.o.snap
 }

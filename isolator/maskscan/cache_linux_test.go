@@ -1,6 +1,8 @@
 package maskscan
 
 import (
+	"encoding/binary"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -47,10 +49,13 @@ func TestScanCorruptCache(t *testing.T) {
 		"random":       random,
 		"magic only":   []byte(magic),
 		"random tail":  append([]byte(magic+"\x00\x00\x00\x00"), random...),
-		"other format": append([]byte("dsmscan\x02"), valid[len(magic):]...),
-		"trailing":     append(valid[:len(valid):len(valid)], 0),
-		"truncated":    valid[:len(valid)/2],
-		"flipped":      append(valid[:len(valid)-1:len(valid)-1], valid[len(valid)-1]^4),
+		"other format": append([]byte("dsmscan\x03"), valid[len(magic):]...),
+		// The first format checked CRC-32C: a cache it wrote is not read as this one.
+		"format 1":  append([]byte("dsmscan\x01"), valid[len(magic):]...),
+		"CRC-32C":   withCRC(valid, crc32.Checksum(valid[headerSize:], crc32.MakeTable(crc32.Castagnoli))),
+		"trailing":  append(valid[:len(valid):len(valid)], 0),
+		"truncated": valid[:len(valid)/2],
+		"flipped":   append(valid[:len(valid)-1:len(valid)-1], valid[len(valid)-1]^4),
 	}
 	cache := filepath.Join(t.TempDir(), "cache")
 	for name, data := range cases {
@@ -184,4 +189,11 @@ func TestScanReadOnly(t *testing.T) {
 	if after, err := os.Stat(cache); err != nil || !os.SameFile(before, after) || !before.ModTime().Equal(after.ModTime()) {
 		t.Error("a read-only scan rewrote the cache")
 	}
+}
+
+// withCRC is a copy of the cache file data with crc in its checksum field.
+func withCRC(data []byte, crc uint32) []byte {
+	out := append([]byte(nil), data...)
+	binary.LittleEndian.PutUint32(out[len(magic):], crc)
+	return out
 }

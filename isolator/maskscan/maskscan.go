@@ -49,7 +49,7 @@
 // when a scan changed something in it; a scan that found nothing changed writes
 // nothing. It is bound to the root and to the Matcher (both are stored in it and
 // compared) and to its format version. A missing, foreign, truncated or corrupt
-// cache (a CRC-32C covers it) is ignored and the tree is walked in full; errors
+// cache (a CRC-32 covers it) is ignored and the tree is walked in full; errors
 // writing it are ignored too. A cache is never wrong for being old: every entry is
 // checked against the filesystem before it is used.
 //

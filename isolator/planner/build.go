@@ -36,6 +36,9 @@ type Request struct {
 	DryRun bool
 	// Session names the run (NewSession when empty).
 	Session string
+	// System, when set, is the default system view worked out ahead (StartSystem),
+	// used when the configuration asks for it.
+	System *SystemHead
 }
 
 // envAllowlist are the host variables that always pass (DESIGN guarantee 4).
@@ -169,7 +172,12 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		}
 		p.Command = []string{sh}
 	}
-	if p.System, err = systemView(pr, cfg.Sandbox.SystemBinds, etcsnap.Root(h.StateHome)); err != nil {
+	snapshots := etcsnap.Root(h.StateHome)
+	sys, ahead, sysErr := req.System.viewFor(cfg.Sandbox.SystemBinds, snapshots)
+	if !ahead {
+		sys, sysErr = systemView(pr, cfg.Sandbox.SystemBinds, snapshots)
+	}
+	if p.System, err = sys, sysErr; err != nil {
 		return nil, nil, err
 	}
 

@@ -35,7 +35,10 @@ type Probe struct {
 	ReadHead func(path string, n int) ([]byte, error)
 	ReadDir  func(string) ([]fs.DirEntry, error)
 	// ReadDirN returns at most n entries of a directory, in directory order.
-	ReadDirN     func(dir string, n int) ([]fs.DirEntry, error)
+	ReadDirN func(dir string, n int) ([]fs.DirEntry, error)
+	// ReadNames returns the names in a directory, in any order, and an error when it
+	// could not be read to its end (ReadDir's names when nil).
+	ReadNames    func(dir string) ([]string, error)
 	EvalSymlinks func(string) (string, error)
 	Readlink     func(string) (string, error)
 	// LookPath reports whether a command is on PATH. OS leaves it nil: ToolHost then
@@ -118,6 +121,7 @@ func OS(cwd string) Probe {
 		ReadHead:     readHead,
 		ReadDir:      os.ReadDir,
 		ReadDirN:     readDirN,
+		ReadNames:    readNames,
 		EvalSymlinks: filepath.EvalSymlinks,
 		Readlink:     os.Readlink,
 		osLinks:      true,
@@ -178,13 +182,19 @@ func (pr Probe) readDirN(dir string, n int) ([]fs.DirEntry, error) {
 
 // names returns the sorted names in dir.
 func (pr Probe) names(dir string) ([]string, error) {
-	if pr.ReadDir == nil {
-		return nil, nil
-	}
-	ents, err := pr.ReadDir(dir)
 	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
+	var err error
+	switch {
+	case pr.ReadNames != nil:
+		out, err = pr.ReadNames(dir)
+	case pr.ReadDir != nil:
+		var ents []fs.DirEntry
+		ents, err = pr.ReadDir(dir)
+		for _, e := range ents {
+			out = append(out, e.Name())
+		}
+	default:
+		return nil, nil
 	}
 	sort.Strings(out)
 	return out, err

@@ -35,6 +35,18 @@ func readDirN(dir string, n int) ([]fs.DirEntry, error) {
 	return out, err
 }
 
+// readNames is Probe.ReadNames on the host: getdents64 into one buffer, where
+// os.ReadDir registers the directory with the runtime's poller (two fcntl and an
+// epoll_ctl, another at its close) and makes an entry for each name.
+func readNames(dir string) ([]string, error) {
+	var out []string
+	err := dirent.ReadDir(dir, 8192, func(name string, _ byte) bool {
+		out = append(out, name)
+		return true
+	})
+	return out, err
+}
+
 // listNames returns the names in dir, or nil when it cannot be read, holds more than
 // listedMax names, or may not be searched (see statCache.listDirs): then lstat(2)
 // below it would fail with EACCES, not ENOENT.

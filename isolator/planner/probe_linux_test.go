@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"syscall"
 	"testing"
@@ -49,5 +51,49 @@ func TestReadDirNMatchesReadDir(t *testing.T) {
 	names, err := listNames(dir)
 	if err != nil || len(names) != len(want) {
 		t.Errorf("listNames = %d names, %v; want %d", len(names), err, len(want))
+	}
+}
+
+// TestReadNames: the host's ReadNames lists what os.ReadDir lists, over several
+// getdents64 calls too, and fails as it does on a missing directory or a file.
+func TestReadNames(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 700 { // about 20 KiB of records: more than one 8 KiB read
+		name := fmt.Sprintf("entry-with-a-longer-name-%04d", i)
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, ".hidden"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/nonexistent", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, e := range ents {
+		want = append(want, e.Name())
+	}
+	got, err := readNames(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("readNames: %d names, want %d (first %q, want %q)", len(got), len(want), got[:min(3, len(got))], want[:3])
+	}
+	pr := OS(dir)
+	if names, err := pr.names(dir); err != nil || !slices.Equal(names, want) {
+		t.Errorf("Probe.names: %d names (%v), want %d", len(names), err, len(want))
+	}
+	if _, err := readNames(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing directory: %v, want ErrNotExist", err)
+	}
+	if _, err := readNames(filepath.Join(dir, "entry-with-a-longer-name-0001")); err == nil {
+		t.Error("a file was listed")
 	}
 }

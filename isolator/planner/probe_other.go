@@ -25,6 +25,16 @@ func readDirN(dir string, n int) ([]fs.DirEntry, error) {
 	return ents, err
 }
 
+// readNames is Probe.ReadNames on the host.
+func readNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
 // listNames returns the names in dir, or nil when it cannot be read, holds more than
 // listedMax names, or may not be searched (see statCache.listDirs).
 func listNames(dir string) (map[string]struct{}, error) {

@@ -18,7 +18,8 @@ func chrootProbe(root string) Probe {
 	pr.Lstat = func(p string) (fs.FileInfo, error) { return os.Lstat(root + p) }
 	pr.Stat = func(p string) (fs.FileInfo, error) { return os.Stat(root + p) }
 	pr.ReadDir = func(p string) ([]fs.DirEntry, error) { return os.ReadDir(root + p) }
-	pr.ReadDirN = nil // falls back to the chrooted ReadDir
+	pr.ReadDirN = nil  // falls back to the chrooted ReadDir
+	pr.ReadNames = nil // so does names
 	pr.Readlink = func(p string) (string, error) { return os.Readlink(root + p) }
 	pr.EvalSymlinks = func(p string) (string, error) {
 		r, err := filepath.EvalSymlinks(root + p)
