@@ -292,13 +292,53 @@ func TestHostExecutedFiles(t *testing.T) {
 	})
 }
 
+// TestHostMiseNamedFiles: a host user whose environment makes mise read other file
+// names (MISE_OVERRIDE_CONFIG_FILENAMES, MISE_DEFAULT_TOOL_VERSIONS_FILENAME) gets
+// those files protected like mise.toml: read-only when they exist, reported when the
+// sandbox creates one; and mise's early settings (.miserc.toml), which choose those
+// names untrusted, are reported too. Before, the sandbox could rewrite a trusted
+// config under such a name, or a tool-versions file mise reads without any trust.
+func TestHostMiseNamedFiles(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		existing := map[string]string{"cfg/dev.toml": "[env]\nA = \"1\"\n", ".versions": "node 22.1.0\n"}
+		for f, c := range existing {
+			p.write("proj/"+f, c)
+		}
+		script := ""
+		for f := range existing {
+			script += fmt.Sprintf("echo x >> %s 2>/dev/null && echo WROTE %s; ", f, f)
+		}
+		script += `mv cfg c 2>/dev/null && echo WROTE cfg by rename; `
+		created := []string{"missing.toml", "env/x.toml", ".miserc.toml", ".config/miserc.toml"}
+		for _, f := range created {
+			script += fmt.Sprintf("mkdir -p %s && echo 'env = [\"x\"]' > %s; ", filepath.Dir(f), f)
+		}
+		env := baseEnv("MISE_OVERRIDE_CONFIG_FILENAMES=cfg/dev.toml:missing.toml:env/*.toml", "MISE_DEFAULT_TOOL_VERSIONS_FILENAME=.versions")
+		if out := runReportedEnv(t, p, iso, env, script, created); strings.Contains(out, "WROTE") {
+			t.Errorf("the sandbox changed a file the host's mise reads:\n%s", out)
+		}
+		for f, c := range existing {
+			if b, err := os.ReadFile(p.path("proj/" + f)); err != nil || string(b) != c {
+				t.Errorf("%s on the host: %q, %v", f, b, err)
+			}
+		}
+	})
+}
+
 // runReported runs script in p's sandbox under iso, then has it wait for .continue,
 // and fails unless devsandbox reports each of the project paths want as created
 // while the command still runs. It returns the command's output.
 func runReported(t *testing.T, p *project, iso, script string, want []string) string {
 	t.Helper()
+	return runReportedEnv(t, p, iso, baseEnv(), script, want)
+}
+
+// runReportedEnv is runReported with devsandbox started in the environment env.
+func runReportedEnv(t *testing.T, p *project, iso string, env []string, script string, want []string) string {
+	t.Helper()
 	script += `echo created; while [ ! -e .continue ]; do sleep 0.05; done`
-	cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--", "/bin/sh", "-c", script)
+	cmd := command(t.Context(), p.dir, env, "--isolator="+iso, "--", "/bin/sh", "-c", script)
 	stderr, _ := cmd.StderrPipe()
 	var out bytes.Buffer
 	cmd.Stdout = &out
