@@ -296,20 +296,23 @@ func TestHostExecutedFiles(t *testing.T) {
 // names (MISE_OVERRIDE_CONFIG_FILENAMES, MISE_DEFAULT_TOOL_VERSIONS_FILENAME) gets
 // those files protected like mise.toml: read-only when they exist, reported when the
 // sandbox creates one; and mise's early settings (.miserc.toml), which choose those
-// names untrusted, are reported too. Before, the sandbox could rewrite a trusted
+// names untrusted, are reported too, while the names one outside the project lists
+// are protected. Before, the sandbox could rewrite a trusted
 // config under such a name, or a tool-versions file mise reads without any trust.
 func TestHostMiseNamedFiles(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)
-		existing := map[string]string{"cfg/dev.toml": "[env]\nA = \"1\"\n", ".versions": "node 22.1.0\n"}
+		existing := map[string]string{"cfg/dev.toml": "[env]\nA = \"1\"\n", ".versions": "node 22.1.0\n", "rc/x.toml": "[env]\n"}
 		for f, c := range existing {
 			p.write("proj/"+f, c)
 		}
+		// A .miserc.toml above the project names a file mise then reads in it.
+		p.write(".miserc.toml", "override_config_filenames = [\"rc/x.toml\"]\n")
 		script := ""
 		for f := range existing {
 			script += fmt.Sprintf("echo x >> %s 2>/dev/null && echo WROTE %s; ", f, f)
 		}
-		script += `mv cfg c 2>/dev/null && echo WROTE cfg by rename; `
+		script += `mv cfg c 2>/dev/null && echo WROTE cfg by rename; mv rc r 2>/dev/null && echo WROTE rc by rename; `
 		created := []string{"missing.toml", "env/x.toml", ".miserc.toml", ".config/miserc.toml"}
 		for _, f := range created {
 			script += fmt.Sprintf("mkdir -p %s && echo 'env = [\"x\"]' > %s; ", filepath.Dir(f), f)

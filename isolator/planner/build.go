@@ -174,8 +174,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 
 	b := &mountBuilder{pr: pr, home: h.Home, sys: p.System, base: base, protected: protectedPaths(cfg, h, pr)}
-	var miseWarns []string
-	b.hostFiles, miseWarns = hostExecutedNames(h.Vars, proj.Dir)
+	miserc, miseWarns := readMiserc(pr.ReadFile, misercPaths(h.Vars, proj.Dir, h.Home, h.ConfigHome))
+	warns = append(warns, miseWarns...)
+	b.hostFiles, miseWarns = hostExecutedNames(h.Vars, proj.Dir, miserc)
 	warns = append(warns, miseWarns...)
 	if p.Egress.NeedsProxy() {
 		b.sshProxyCommand = isolator.InitPath + " --connect=" + egress.SandboxProxyAddr + " %h %p"

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pelletier/go-toml/v2"
+
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -47,12 +49,14 @@ func miseProfileNames(env string) []string {
 }
 
 // hostExecutedNames returns hostExecuted with the project-relative names the host
-// environment vars make mise read (see miseNameVars), and warnings for names set
-// there that cannot be protected. A name is kept when it is relative and stays in
+// environment vars make mise read (see miseNameVars) or a .miserc.toml lists, and
+// warnings for names set there that cannot be protected. A name is kept when it is relative and stays in
 // the project once cleaned, or absolute and inside dir; a glob is kept only in its
 // last element (path.Match syntax). A name already covered by hostExecuted, and an
 // absolute one outside dir (not the project's to protect), is dropped silently.
-func hostExecutedNames(vars map[string]string, dir string) ([]string, []string) {
+//
+// miserc are the names the .miserc.toml files add (readMiserc), under their path.
+func hostExecutedNames(vars map[string]string, dir string, miserc []misercNames) ([]string, []string) {
 	out := append([]string(nil), hostExecuted...)
 	var warns []string
 	seen := map[string]bool{}
@@ -109,7 +113,93 @@ func hostExecutedNames(vars map[string]string, dir string) ([]string, []string) 
 			add(v, p)
 		}
 	}
+	for _, rc := range miserc {
+		for _, n := range rc.names {
+			add(rc.path, n)
+		}
+	}
 	sort.Strings(out[len(hostExecuted):])
+	return out, warns
+}
+
+// misercNames are the names one .miserc.toml adds (see readMiserc).
+type misercNames struct {
+	path  string
+	names []string
+}
+
+// misercFile is what of a .miserc.toml chooses file names: mise reads it, untrusted,
+// before any config file.
+type misercFile struct {
+	Env                           any      `toml:"env"` // a list, or one name
+	OverrideConfigFilenames       []string `toml:"override_config_filenames"`
+	OverrideToolVersionsFilenames []string `toml:"override_tool_versions_filenames"`
+}
+
+// misercPaths are the .miserc.toml files mise reads for a directory of the project
+// dir: the project's own and its parents' up to home (.miserc.toml, and
+// .config/miserc.toml below home), then the global and system ones.
+func misercPaths(vars map[string]string, dir, home, configHome string) []string {
+	var out []string
+	for d := dir; ; d = filepath.Dir(d) {
+		out = append(out, filepath.Join(d, ".miserc.toml"))
+		if d == home || d == "/" {
+			break
+		}
+		out = append(out, filepath.Join(d, ".config", "miserc.toml"))
+	}
+	global := filepath.Join(configHome, "mise")
+	if v := vars["MISE_CONFIG_DIR"]; filepath.IsAbs(v) {
+		global = v
+	}
+	system := "/etc/mise"
+	if v := vars["MISE_SYSTEM_CONFIG_DIR"]; filepath.IsAbs(v) {
+		system = v
+	}
+	return append(out, filepath.Join(global, "miserc.toml"), filepath.Join(system, "miserc.toml"))
+}
+
+// readMiserc returns the names each of the miserc files that exists adds: its
+// override names and its profiles' names, and warnings for one devsandbox cannot
+// read as mise would (a template, which mise renders first; not TOML).
+func readMiserc(read func(string) ([]byte, error), paths []string) ([]misercNames, []string) {
+	var out []misercNames
+	var warns []string
+	for _, p := range paths {
+		b, err := read(p)
+		if err != nil {
+			continue // absent or unreadable: mise reads nothing there either
+		}
+		var f misercFile
+		if strings.Contains(string(b), "{{") || strings.Contains(string(b), "{%") {
+			warns = append(warns, fmt.Sprintf("%s is a template: devsandbox cannot tell which file names it makes mise read, so the sandbox may write those files; write the names out", p))
+			continue
+		}
+		if err := toml.Unmarshal(b, &f); err != nil {
+			warns = append(warns, fmt.Sprintf("%s is not TOML devsandbox can read (%v): the file names it makes mise read are not protected; fix it", p, err))
+			continue
+		}
+		rc := misercNames{path: p}
+		rc.names = append(rc.names, f.OverrideConfigFilenames...)
+		rc.names = append(rc.names, f.OverrideToolVersionsFilenames...)
+		var envs []string
+		switch e := f.Env.(type) {
+		case string:
+			envs = strings.Split(e, ",")
+		case []any:
+			for _, x := range e {
+				if s, ok := x.(string); ok {
+					envs = append(envs, s)
+				}
+			}
+		}
+		for _, env := range envs {
+			if env != "" {
+				rc.names = append(rc.names, miseProfileNames(env)...)
+			}
+		}
+		out = append(out, rc)
+	}
 	return out, warns
 }
 

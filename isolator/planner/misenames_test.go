@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -42,7 +43,7 @@ func TestHostExecutedNamesFromMiseVars(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			names, warns := hostExecutedNames(c.vars, dir)
+			names, warns := hostExecutedNames(c.vars, dir, nil)
 			if got := names[:len(hostExecuted)]; strings.Join(got, "\n") != strings.Join(hostExecuted, "\n") {
 				t.Fatalf("the fixed list changed: %q", got)
 			}
@@ -102,5 +103,60 @@ func TestHostExecutedFilesFromMiseVars(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no warning for ../up.toml in %q", warns)
+	}
+}
+
+// TestMisercPaths: mise's early settings files for a project, nearest first, up to
+// the home, then the global and system ones (moved by their variables).
+func TestMisercPaths(t *testing.T) {
+	got := misercPaths(map[string]string{"MISE_SYSTEM_CONFIG_DIR": "/opt/mise", "MISE_CONFIG_DIR": "rel"}, "/home/u/src/p", "/home/u", "/home/u/.config")
+	equalLines(t, "paths", got, []string{
+		"/home/u/src/p/.miserc.toml", "/home/u/src/p/.config/miserc.toml",
+		"/home/u/src/.miserc.toml", "/home/u/src/.config/miserc.toml",
+		"/home/u/.miserc.toml",
+		"/home/u/.config/mise/miserc.toml", "/opt/mise/miserc.toml",
+	})
+}
+
+// TestMisercNamesProtected: the names a .miserc.toml gives mise (its own in the
+// project, a parent's, the global one) are protected like those of the environment;
+// a template or a broken file is warned about, never guessed at.
+func TestMisercNamesProtected(t *testing.T) {
+	f := newFixture(t)
+	writeFile(t, f.proj+"/.miserc.toml", "override_config_filenames = [\"deploy/m.toml\"]\nenv = \"qa,x/y\"\n")
+	writeFile(t, f.proj+"/deploy/m.toml", "[env]\n")
+	writeFile(t, filepath.Dir(f.proj)+"/.miserc.toml", "override_tool_versions_filenames = [\"tools.tv\"]\n")
+	writeFile(t, f.proj+"/tools.tv", "node path:/x\n")
+	writeFile(t, f.home+"/.config/mise/miserc.toml", "env = [\"{{ env.X }}\"]\n")
+	writeFile(t, f.proj+"/.config/miserc.toml", "env = [\n")
+	p, warns := f.build(t, f.load(t))
+	var got []string
+	for _, l := range mountLines(p.Mounts) {
+		if strings.Contains(l, "run by tools on the host)") {
+			got = append(got, l)
+		}
+	}
+	equalLines(t, "mounts", got, f.expand(p,
+		"bind ro $PROJ/.miserc.toml -> $PROJ/.miserc.toml (run by tools on the host)",
+		"bind rw $PROJ/.config -> $PROJ/.config (holds files run by tools on the host)",
+		"bind ro $PROJ/.config/miserc.toml -> $PROJ/.config/miserc.toml (run by tools on the host)",
+		"bind rw $PROJ/deploy -> $PROJ/deploy (holds files run by tools on the host)",
+		"bind ro $PROJ/deploy/m.toml -> $PROJ/deploy/m.toml (run by tools on the host)",
+		"bind ro $PROJ/tools.tv -> $PROJ/tools.tv (run by tools on the host)",
+	))
+	tw := false
+	for _, w := range p.Tripwires {
+		tw = tw || w.Path == f.proj+"/mise.x/y.toml"
+	}
+	if !tw {
+		t.Errorf("the profile x/y's mise.x/y.toml is no tripwire")
+	}
+	var template, broken bool
+	for _, w := range warns {
+		template = template || strings.Contains(w, f.home+"/.config/mise/miserc.toml is a template")
+		broken = broken || strings.Contains(w, f.proj+"/.config/miserc.toml is not TOML")
+	}
+	if !template || !broken {
+		t.Errorf("warnings %q: want the template and the broken file named", warns)
 	}
 }
