@@ -280,12 +280,12 @@ func TestHostExecutedFiles(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)
 		p.write("proj/.envrc", "export A=1\n")
-		created := []string{".devcontainer/devcontainer.json", ".vscode/tasks.json", "opencode.json", ".opencode/agent.md", ".cursor/mcp.json", ".aider.conf.yml"}
+		created := []string{".devcontainer/devcontainer.json", ".vscode/tasks.json", "opencode.json", ".opencode/agent.md", ".cursor/mcp.json", ".aider.conf.yml", "CLAUDE.local.md"}
 		script := `echo x >> .envrc 2>/dev/null && echo ENVRC-WRITTEN; `
 		for _, f := range created {
 			script += fmt.Sprintf("mkdir -p %s && echo '{}' > %s; ", filepath.Dir(f), f)
 		}
-		want := []string{".devcontainer/devcontainer.json", ".vscode/tasks.json", "opencode.json", ".opencode", ".cursor/mcp.json", ".aider.conf.yml"}
+		want := []string{".devcontainer/devcontainer.json", ".vscode/tasks.json", "opencode.json", ".opencode", ".cursor/mcp.json", ".aider.conf.yml", "CLAUDE.local.md"}
 		if out := runReported(t, p, iso, script, want); strings.Contains(out, "ENVRC-WRITTEN") {
 			t.Errorf("the sandbox wrote .envrc")
 		}

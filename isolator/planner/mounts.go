@@ -286,6 +286,9 @@ func (b *mountBuilder) protectProject(dir string) error {
 // change and its run configurations on a click.
 var hostExecuted = []string{
 	".claude/settings.json", ".claude/settings.local.json", ".mcp.json",
+	// Claude Code loads it into every conversation as the user's private
+	// instructions; git-ignored as a rule, so no diff shows a change to it.
+	"CLAUDE.local.md",
 	".gemini/settings.json", ".codex/config.toml",
 	".vscode/settings.json", ".vscode/tasks.json", ".vscode/launch.json",
 	".devcontainer/devcontainer.json", ".devcontainer.json",
