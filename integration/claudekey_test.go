@@ -105,3 +105,47 @@ func TestClaudeSessionsSharedWithHost(t *testing.T) {
 		}
 	})
 }
+
+// The host's Claude Code loads projects/<key>/memory/MEMORY.md into every
+// conversation as the user's own auto-memory: out of the project (no git diff shows
+// it), so unlike CLAUDE.md nobody reviews it. With the session folder shared, the
+// memory folder in it is the sandbox's own: the sandbox neither changes the host's
+// memory (appending, adding a file, or renaming the folder away and planting one) nor
+// reads it, and keeps what it writes there from one run to the next.
+func TestClaudeMemoryNotShared(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		folder := "claude/projects/" + claudeKey(p.dir)
+		p.write(folder+"/s1.jsonl", `{"type":"user","cwd":"`+p.dir+`","sessionId":"s1","message":"HOST-TURN"}`+"\n")
+		p.write(folder+"/memory/MEMORY.md", "HOST-MEMORY\n")
+		env := []string{"CLAUDE_CONFIG_DIR=" + p.path("claude")}
+		script := `d="$CLAUDE_CONFIG_DIR/projects/` + claudeKey(p.dir) + `"
+			cat "$d/s1.jsonl" "$d/memory/MEMORY.md" 2>/dev/null
+			echo PLANTED-MEMORY >> "$d/memory/MEMORY.md"
+			echo PLANTED-TOPIC > "$d/memory/topic.md"
+			mv "$d/memory" "$d/m" 2>/dev/null && mkdir "$d/memory" && echo PLANTED-BY-RENAME > "$d/memory/MEMORY.md"
+			cat "$d/memory/MEMORY.md"`
+		r := run(t, p.dir, env, "", "--isolator="+iso, "--", "/bin/sh", "-c", script)
+		if r.code != 0 || !strings.Contains(r.stdout, "HOST-TURN") {
+			t.Fatalf("the session folder was not shared:\n%s", r)
+		}
+		if strings.Contains(r.stdout, "HOST-MEMORY") {
+			t.Errorf("the sandbox read the host's memory:\n%s", r.stdout)
+		}
+		if !strings.Contains(r.stdout, "PLANTED-MEMORY") {
+			t.Errorf("the sandbox could not write its own memory:\n%s", r)
+		}
+		if b, err := os.ReadFile(p.path(folder + "/memory/MEMORY.md")); err != nil || string(b) != "HOST-MEMORY\n" {
+			t.Errorf("the host's MEMORY.md: %q, %v", b, err)
+		}
+		for _, f := range []string{"/memory/topic.md", "/m"} {
+			if _, err := os.Lstat(p.path(folder + f)); err == nil {
+				t.Errorf("the sandbox created %s in the host's session folder", f)
+			}
+		}
+		r = run(t, p.dir, env, "", "--isolator="+iso, "--", "/bin/sh", "-c", `cat "$CLAUDE_CONFIG_DIR/projects/`+claudeKey(p.dir)+`/memory/topic.md"`)
+		if r.code != 0 || !strings.Contains(r.stdout, "PLANTED-TOPIC") {
+			t.Errorf("the sandbox's memory did not persist to the next run:\n%s", r)
+		}
+	})
+}

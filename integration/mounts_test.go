@@ -280,14 +280,51 @@ func TestHostExecutedFiles(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)
 		p.write("proj/.envrc", "export A=1\n")
-		created := []string{".devcontainer/devcontainer.json", ".vscode/tasks.json", "opencode.json", ".opencode/agent.md", ".cursor/mcp.json", ".aider.conf.yml"}
+		created := []string{".devcontainer/devcontainer.json", ".vscode/tasks.json", "opencode.json", ".opencode/agent.md", ".cursor/mcp.json", ".aider.conf.yml", "CLAUDE.local.md"}
 		script := `echo x >> .envrc 2>/dev/null && echo ENVRC-WRITTEN; `
 		for _, f := range created {
 			script += fmt.Sprintf("mkdir -p %s && echo '{}' > %s; ", filepath.Dir(f), f)
 		}
-		want := []string{".devcontainer/devcontainer.json", ".vscode/tasks.json", "opencode.json", ".opencode", ".cursor/mcp.json", ".aider.conf.yml"}
+		want := []string{".devcontainer/devcontainer.json", ".vscode/tasks.json", "opencode.json", ".opencode", ".cursor/mcp.json", ".aider.conf.yml", "CLAUDE.local.md"}
 		if out := runReported(t, p, iso, script, want); strings.Contains(out, "ENVRC-WRITTEN") {
 			t.Errorf("the sandbox wrote .envrc")
+		}
+	})
+}
+
+// TestHostMiseNamedFiles: a host user whose environment makes mise read other file
+// names (MISE_OVERRIDE_CONFIG_FILENAMES, MISE_DEFAULT_TOOL_VERSIONS_FILENAME) gets
+// those files protected like mise.toml: read-only when they exist, reported when the
+// sandbox creates one; and mise's early settings (.miserc.toml), which choose those
+// names untrusted, are reported too, while the names one outside the project lists
+// are protected. Before, the sandbox could rewrite a trusted
+// config under such a name, or a tool-versions file mise reads without any trust.
+func TestHostMiseNamedFiles(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		existing := map[string]string{"cfg/dev.toml": "[env]\nA = \"1\"\n", ".versions": "node 22.1.0\n", "rc/x.toml": "[env]\n"}
+		for f, c := range existing {
+			p.write("proj/"+f, c)
+		}
+		// A .miserc.toml above the project names a file mise then reads in it.
+		p.write(".miserc.toml", "override_config_filenames = [\"rc/x.toml\"]\n")
+		script := ""
+		for f := range existing {
+			script += fmt.Sprintf("echo x >> %s 2>/dev/null && echo WROTE %s; ", f, f)
+		}
+		script += `mv cfg c 2>/dev/null && echo WROTE cfg by rename; mv rc r 2>/dev/null && echo WROTE rc by rename; `
+		created := []string{"missing.toml", "env/x.toml", ".miserc.toml", ".config/miserc.toml"}
+		for _, f := range created {
+			script += fmt.Sprintf("mkdir -p %s && echo 'env = [\"x\"]' > %s; ", filepath.Dir(f), f)
+		}
+		env := baseEnv("MISE_OVERRIDE_CONFIG_FILENAMES=cfg/dev.toml:missing.toml:env/*.toml", "MISE_DEFAULT_TOOL_VERSIONS_FILENAME=.versions")
+		if out := runReportedEnv(t, p, iso, env, script, created); strings.Contains(out, "WROTE") {
+			t.Errorf("the sandbox changed a file the host's mise reads:\n%s", out)
+		}
+		for f, c := range existing {
+			if b, err := os.ReadFile(p.path("proj/" + f)); err != nil || string(b) != c {
+				t.Errorf("%s on the host: %q, %v", f, b, err)
+			}
 		}
 	})
 }
@@ -297,8 +334,14 @@ func TestHostExecutedFiles(t *testing.T) {
 // while the command still runs. It returns the command's output.
 func runReported(t *testing.T, p *project, iso, script string, want []string) string {
 	t.Helper()
+	return runReportedEnv(t, p, iso, baseEnv(), script, want)
+}
+
+// runReportedEnv is runReported with devsandbox started in the environment env.
+func runReportedEnv(t *testing.T, p *project, iso string, env []string, script string, want []string) string {
+	t.Helper()
 	script += `echo created; while [ ! -e .continue ]; do sleep 0.05; done`
-	cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--", "/bin/sh", "-c", script)
+	cmd := command(t.Context(), p.dir, env, "--isolator="+iso, "--", "/bin/sh", "-c", script)
 	stderr, _ := cmd.StderrPipe()
 	var out bytes.Buffer
 	cmd.Stdout = &out

@@ -100,6 +100,7 @@ func TestClaudeBindings(t *testing.T) {
 		ro(".claude/settings.json"),
 		mode(RW, ro(".claude/.credentials.json")),
 		{Source: home + "/.claude/projects/-home-u-src-my-app", HomeRelativeDest: ".claude/projects/-home-u-src-my-app", Mode: RW, Create: true},
+		{HomeRelativeDest: ".claude/projects/-home-u-src-my-app/memory", Mode: Own}, // memory the host loads: never shared
 		ro(".local/share/claude"),
 		ro(".local/bin"), // versions/ is already in .local/share/claude
 	})

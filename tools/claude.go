@@ -2,10 +2,12 @@ package tools
 
 // claudeState is what Claude Code writes in its directory. Shared with the host: the
 // OAuth token it refreshes (.credentials.json; written by rename, and in place where
-// that fails, as on a bound file) and this project's sessions, transcripts and memory
-// (projects/<key>: the host's Claude Code loads the memory, as it does the project's
-// CLAUDE.md, which the sandbox writes anyway), unless that folder may be another
-// directory's too (see claudeSessions). The sandbox keeps its own everything else it
+// that fails, as on a bound file) and this project's sessions and transcripts
+// (projects/<key>), unless that folder may be another directory's too (see
+// claudeSessions). Its memory/ is the sandbox's own even then: the host's Claude Code
+// loads memory/MEMORY.md into every conversation as the user's own notes, and unlike
+// the project's CLAUDE.md (which the sandbox can write too) it lies outside the
+// project, where no git diff shows a change. The sandbox keeps its own everything else it
 // writes, the host's copy unseen: other projects' sessions, shell snapshots (sourced
 // before the host's Bash tool commands), caches, locks, history, the settings it
 // fetches (remote-settings.json, policy-limits.json), and with CLAUDE_CONFIG_DIR
@@ -14,7 +16,7 @@ func claudeState(h Host) []State {
 	st := []State{{Path: ".credentials.json", Shared: true}}
 	if k := h.projectKey(200); k != "" && h.exists(claudeDir(h).src) {
 		if ok, _, _ := h.claudeSessions(claudeDir(h), k); ok {
-			st = append(st, State{Path: "projects/" + k, Dir: true, Shared: true})
+			st = append(st, State{Path: "projects/" + k, Dir: true, Shared: true}, State{Path: "projects/" + k + "/memory", Dir: true})
 		}
 	}
 	for _, d := range []string{"projects", "todos", "statsig", "shell-snapshots", "session-env", "file-history",
@@ -46,7 +48,7 @@ func claudeState(h Host) []State {
 func Claude() Tool {
 	return Tool{
 		Name:        "claude",
-		Description: "Claude Code: ~/.claude read-only but its OAuth token and this project's sessions (shared) and its other state (the sandbox's own); install read-only",
+		Description: "Claude Code: ~/.claude read-only but its OAuth token and this project's sessions (shared) and its other state, memory included (the sandbox's own); install read-only",
 		Detect: func(h Host) bool {
 			return h.onPath("claude") || h.exists(claudeDir(h).src) || h.exists(h.Home+"/.claude.json")
 		},

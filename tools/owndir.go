@@ -18,6 +18,11 @@ type State struct {
 	Shared bool
 }
 
+// below reports whether s lies below the shared directory state sh.
+func (s State) below(sh State) bool {
+	return sh.Shared && sh.Dir && strings.HasPrefix(s.Path, sh.Path+"/")
+}
+
 // ownDir returns the bindings of a tool's own directory d (~/.claude, ~/.codex), which
 // holds both what the host tool runs or obeys (settings, hooks, MCP servers, plugins,
 // instructions, shell snapshots) and the state it writes.
@@ -50,6 +55,19 @@ func (h Host) ownDir(d place, state ...State) []Binding {
 			bs = append(bs, b)
 		case h.exists(p.src):
 			bs = append(bs, p.bind(RW))
+		}
+	}
+	// A directory below shared state that is not shared itself is the sandbox's own,
+	// bound over the host's (which the sandbox then neither sees nor changes); being
+	// a mount point, it cannot be renamed away and replaced by one the host would read.
+	for _, s := range state {
+		for _, sh := range state {
+			if !s.Shared && s.Dir && s.below(sh) {
+				b := d.join(s.Path).bind(Own)
+				b.Source, b.Optional = "", false
+				bs = append(bs, b)
+				break
+			}
 		}
 	}
 	return bs

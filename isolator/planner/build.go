@@ -182,6 +182,10 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 
 	b := &mountBuilder{pr: pr, home: h.Home, sys: p.System, base: base, protected: protectedPaths(cfg, h, pr)}
+	miserc, miseWarns := readMiserc(pr.ReadFile, misercPaths(h.Vars, proj.Dir, h.Home, h.ConfigHome))
+	warns = append(warns, miseWarns...)
+	b.hostFiles, miseWarns = hostExecutedNames(h.Vars, proj.Dir, miserc)
+	warns = append(warns, miseWarns...)
 	if p.Egress.NeedsProxy() {
 		b.sshProxyCommand = isolator.InitPath + " --connect=" + egress.SandboxProxyAddr + " %h %p"
 	}
@@ -237,7 +241,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if err != nil {
 		return nil, nil, fmt.Errorf("scanning %s for sandbox.mask_files: %w", proj.Dir, err)
 	}
-	p.Tripwires = tripwires(pr, proj.Dir, b.git)
+	p.Tripwires = tripwires(pr, proj.Dir, b.git, b.hostFiles)
 	if p.Git, err = gitWatch(pr, b.git, nested, mm, proj.Dir, state); err != nil {
 		return nil, nil, err
 	}
@@ -489,15 +493,15 @@ func enabledTools(cfg *config.Config, reg *tools.Registry, th tools.Host) []tool
 }
 
 // tripwires lists the project paths the sandbox must not create unnoticed (see
-// isolator.Tripwire): the files host tools run that do not exist yet, and those the
-// repository's git config includes or names.
-func tripwires(pr Probe, dir string, git *gitLayout) []isolator.Tripwire {
+// isolator.Tripwire): the files host tools run (names, see hostExecutedNames) that do
+// not exist yet, and those the repository's git config includes or names.
+func tripwires(pr Probe, dir string, git *gitLayout, names []string) []isolator.Tripwire {
 	tw := append([]isolator.Tripwire(nil), git.tripwires...)
 	if p := filepath.Join(dir, config.ProjectFileName); !pr.exists(p) {
 		tw = append(tw, isolator.Tripwire{Path: p, Why: "devsandbox reads it as this project's configuration once you trust it (devsandbox config trust)"})
 	}
 	const why = "tools on the host run what it names (hooks, MCP servers, tasks, plugins, toolchains, language servers)"
-	for _, rel := range hostExecuted {
+	for _, rel := range names {
 		switch p := filepath.Join(dir, rel); {
 		case isPattern(rel):
 			// Matches there at launch are read-only (protectProject), and the

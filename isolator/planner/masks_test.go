@@ -162,6 +162,8 @@ func TestHostExecutedFilesReadOnly(t *testing.T) {
 	mkdirs(t, f.proj+"/.husky")
 	writeFile(t, f.proj+"/.claude/settings.json", "{}")
 	writeFile(t, f.proj+"/.mcp.json", "{}")
+	writeFile(t, f.proj+"/CLAUDE.local.md", "be nice")
+	writeFile(t, f.proj+"/CLAUDE.md", "in git: not listed")
 	writeFile(t, f.proj+"/rust-toolchain.toml", "[toolchain]\npath = \"/opt/evil\"\n")
 	writeFile(t, f.proj+"/.config/mise/config.toml", "[env]\n")
 	writeFile(t, f.proj+"/.config/mise/config.ci.local.toml", "[env]\n") // a MISE_ENV profile
@@ -181,6 +183,7 @@ func TestHostExecutedFilesReadOnly(t *testing.T) {
 		"bind rw $PROJ/.claude -> $PROJ/.claude (holds files run by tools on the host)",
 		"bind ro $PROJ/.claude/settings.json -> $PROJ/.claude/settings.json (run by tools on the host)",
 		"bind ro $PROJ/.mcp.json -> $PROJ/.mcp.json (run by tools on the host)",
+		"bind ro $PROJ/CLAUDE.local.md -> $PROJ/CLAUDE.local.md (run by tools on the host)",
 		"bind ro $PROJ/rust-toolchain.toml -> $PROJ/rust-toolchain.toml (run by tools on the host)",
 		"bind rw $PROJ/.config/mise -> $PROJ/.config/mise (holds files run by tools on the host)",
 		"bind ro $PROJ/.config/mise/config.toml -> $PROJ/.config/mise/config.toml (run by tools on the host)",

@@ -39,6 +39,9 @@ type mountBuilder struct {
 	git *gitLayout
 	// anchored are the directories bound onto themselves above masks (anchor.go).
 	anchored map[string]bool
+	// hostFiles are the project-relative names host tools run or trust
+	// (hostExecutedNames).
+	hostFiles []string
 }
 
 func (b *mountBuilder) add(m isolator.Mount) { b.mounts = append(b.mounts, m) }
@@ -238,7 +241,7 @@ func (b *mountBuilder) protectProject(dir string) error {
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: cf, Dest: cf, ReadOnly: true, Why: "project config"})
 	}
 	parents := map[string]bool{}
-	for _, f := range hostExecutedFiles(b.pr, dir) {
+	for _, f := range hostExecutedFiles(b.pr, dir, b.hostFiles) {
 		// The directory holding it is a mount point too, so it cannot be renamed away
 		// and replaced by one holding a planted file.
 		if p := filepath.Dir(f); p != dir && !parents[p] {
@@ -283,6 +286,9 @@ func (b *mountBuilder) protectProject(dir string) error {
 // change and its run configurations on a click.
 var hostExecuted = []string{
 	".claude/settings.json", ".claude/settings.local.json", ".mcp.json",
+	// Claude Code loads it into every conversation as the user's private
+	// instructions; git-ignored as a rule, so no diff shows a change to it.
+	"CLAUDE.local.md",
 	".gemini/settings.json", ".codex/config.toml",
 	".vscode/settings.json", ".vscode/tasks.json", ".vscode/launch.json",
 	".devcontainer/devcontainer.json", ".devcontainer.json",
@@ -296,6 +302,9 @@ var hostExecuted = []string{
 	".config/mise/config.toml", ".config/mise/mise.toml", ".config/mise/mise.local.toml", ".config/mise/conf.d", ".rtx.toml",
 	"mise.*.toml", ".mise.*.toml", ".mise/config.*.toml", "mise/config.*.toml", ".config/mise.*.toml",
 	".config/mise/config.*.toml", ".rtx.*.toml",
+	// mise's early settings, read untrusted before any config file: they choose
+	// which names and profiles mise loads (override_config_filenames, env).
+	".miserc.toml", ".config/miserc.toml",
 	".zed/settings.json", ".zed/tasks.json", ".zed/debug.json", ".idea",
 	".helix/languages.toml", ".helix/config.toml",
 }
@@ -303,11 +312,11 @@ var hostExecuted = []string{
 // isPattern reports whether a hostExecuted entry is a pattern (in its last element).
 func isPattern(rel string) bool { return strings.ContainsAny(rel, "*?[") }
 
-// hostExecutedFiles returns the hostExecuted files of the project dir that exist,
-// each pattern's matches in its directory sorted by name.
-func hostExecutedFiles(pr Probe, dir string) []string {
+// hostExecutedFiles returns the files of the project dir that exist under the names
+// (hostExecutedNames), each pattern's matches in its directory sorted by name.
+func hostExecutedFiles(pr Probe, dir string, names []string) []string {
 	var out []string
-	for _, rel := range hostExecuted {
+	for _, rel := range names {
 		f := filepath.Join(dir, rel)
 		if !isPattern(rel) {
 			if pr.exists(f) {

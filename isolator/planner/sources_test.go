@@ -117,10 +117,12 @@ func TestToolSourceSymlinkLeftOut(t *testing.T) {
 			got = append(got, l)
 		}
 	}
+	key := strings.NewReplacer("/", "-", ".", "-").Replace(f.proj)
 	equalLines(t, "tool mounts", got, f.expand(p,
-		"bind rw $DATA/tools/"+filepath.Base(p.PrivateDirs[len(p.PrivateDirs)-2])+" -> ~/.claude (tool claude)",
+		"bind rw $DATA/tools/"+filepath.Base(p.PrivateDirs[len(p.PrivateDirs)-3])+" -> ~/.claude (tool claude)",
 		"bind ro,optional $HOME/.claude/CLAUDE.md -> ~/.claude/CLAUDE.md (tool claude)",
-		"bind rw $HOME/.claude/projects/"+strings.NewReplacer("/", "-", ".", "-").Replace(f.proj)+" -> ~/.claude/projects/"+strings.NewReplacer("/", "-", ".", "-").Replace(f.proj)+" (tool claude)",
+		"bind rw $HOME/.claude/projects/"+key+" -> ~/.claude/projects/"+key+" (tool claude)",
+		"bind rw $DATA/tools/"+filepath.Base(p.PrivateDirs[len(p.PrivateDirs)-1])+" -> ~/.claude/projects/"+key+"/memory (tool claude)",
 	))
 	for _, link := range []string{"/.gitconfig", "/.claude/AGENTS.override.md", "/.claude/local"} {
 		found := false
