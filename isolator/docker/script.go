@@ -27,6 +27,7 @@ func (s *Spec) Script() string {
 	s.writeDerived(&b)
 	l.WriteHostFiles(&b)
 	l.WriteMountPoints(&b, container.MadeByRoot)
+	s.writeAnchorVolumes(&b)
 	if f := s.Profile; f != nil {
 		fmt.Fprintf(&b, "# the syscall policy (%s) as a seccomp profile (the engine gets it in the request):\n", s.Policy)
 		container.WriteHostFile(&b, *f)
@@ -158,6 +159,9 @@ func mountFlag(m mount.Mount) string {
 	if o := m.VolumeOptions; o != nil {
 		if o.NoCopy {
 			parts = append(parts, "volume-nocopy")
+		}
+		if o.Subpath != "" {
+			parts = append(parts, "volume-subpath="+o.Subpath)
 		}
 		if d := o.DriverConfig; d != nil {
 			parts = append(parts, "volume-driver="+d.Name)
@@ -292,4 +296,19 @@ func (s *Spec) initSource() string {
 		}
 	}
 	return ""
+}
+
+// writeAnchorVolumes writes the creation of the volumes the anchors are sub-paths of
+// (anchorvol.go).
+func (s *Spec) writeAnchorVolumes(b *strings.Builder) {
+	if len(s.AnchorRoots) == 0 {
+		return
+	}
+	b.WriteString("# directories a mask lies in are mounted as sub-paths of a volume of the directory they lie in, which\n")
+	b.WriteString("# the engine opens without following a symlink out of it (API " + SubpathAPI + ", Docker 26; an older engine on this\n")
+	b.WriteString("# host gets the directory devsandbox opened, as volume-opt=device=/proc/<pid>/fd/<n>; an older remote one is refused):\n")
+	for _, r := range s.AnchorRoots {
+		fmt.Fprintf(b, "docker volume inspect %s >/dev/null 2>&1 || docker volume create --driver local --opt type=none --opt o=bind --opt device=%s --label %s=%s --label %s=%s %s >/dev/null\n",
+			r.Volume, sh.Quote(r.Dir), LabelRole, roleAnchor, LabelAnchor, sh.Quote(r.Dir), r.Volume)
+	}
 }
