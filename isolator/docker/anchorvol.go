@@ -89,15 +89,21 @@ func anchorDriverOpts(dir string) map[string]string {
 	return map[string]string{"type": "none", "o": "bind", "device": dir}
 }
 
-// subpathMount mounts m's source as the sub-path of root's volume.
-func subpathMount(m container.Mount, root anchorRoot) (mount.Mount, error) {
+// subpathMount mounts m's source as the sub-path of root's volume. The mount carries
+// the volume's driver options and labels too: the engine makes the volume from them
+// if it is gone by then (a sweep between makeAnchorVolumes and the container's
+// creation), and ignores them for one that exists (which makeAnchorVolumes checked).
+func subpathMount(p *isolator.Plan, m container.Mount, root anchorRoot) (mount.Mount, error) {
 	rel, err := filepath.Rel(root.Dir, m.Source)
 	if err != nil || rel == "." || !filepath.IsLocal(rel) {
 		return mount.Mount{}, fmt.Errorf("%w: the directory %s, bound again to keep a mask in it in place, is not below %s", isolator.ErrProtection, m.Source, root.Dir)
 	}
+	o := anchorVolumeOptions(p, root)
 	return mount.Mount{Type: mount.TypeVolume, Source: root.Volume, Target: m.Target, ReadOnly: m.ReadOnly, VolumeOptions: &mount.VolumeOptions{
-		NoCopy:  true,
-		Subpath: rel,
+		NoCopy:       true,
+		Subpath:      rel,
+		Labels:       o.Labels,
+		DriverConfig: &mount.Driver{Name: o.Driver, Options: o.DriverOpts},
 	}}, nil
 }
 

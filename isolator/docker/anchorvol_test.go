@@ -44,7 +44,9 @@ func TestAnchorMountsSubpath(t *testing.T) {
 			continue
 		}
 		delete(want, m.Target)
-		exp := mount.Mount{Type: mount.TypeVolume, Source: root.Volume, Target: m.Target, VolumeOptions: &mount.VolumeOptions{NoCopy: true, Subpath: sub}}
+		vo := anchorVolumeOptions(p, root)
+		exp := mount.Mount{Type: mount.TypeVolume, Source: root.Volume, Target: m.Target, VolumeOptions: &mount.VolumeOptions{NoCopy: true, Subpath: sub,
+			Labels: vo.Labels, DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{"type": "none", "o": "bind", "device": project}}}}
 		if !reflect.DeepEqual(m, exp) {
 			t.Errorf("the anchor at %s:\n%+v\nwant\n%+v", m.Target, m, exp)
 		}
@@ -160,7 +162,7 @@ func TestRunAnchorsByEngine(t *testing.T) {
 			switch tc.want {
 			case "subpath":
 				name := anchorVolumeName(p, p.Project.Dir)
-				if got.Source != name || got.VolumeOptions.Subpath != "sub" || got.VolumeOptions.DriverConfig != nil {
+				if got.Source != name || got.VolumeOptions.Subpath != "sub" || got.VolumeOptions.DriverConfig.Options["device"] != p.Project.Dir {
 					t.Errorf("the anchor is not the sub-path of %s: %+v %+v", name, got, got.VolumeOptions)
 				}
 				if _, ok := f.volumes[name]; !ok || !slices.Contains(f.calls, "VolumeCreate "+name) {

@@ -163,6 +163,14 @@ func mountFlag(m mount.Mount) string {
 		if o.Subpath != "" {
 			parts = append(parts, "volume-subpath="+o.Subpath)
 		}
+		lk := make([]string, 0, len(o.Labels))
+		for k := range o.Labels {
+			lk = append(lk, k)
+		}
+		sort.Strings(lk)
+		for _, k := range lk {
+			parts = append(parts, "volume-label="+k+"="+o.Labels[k])
+		}
 		if d := o.DriverConfig; d != nil {
 			parts = append(parts, "volume-driver="+d.Name)
 			keys := make([]string, 0, len(d.Options))
@@ -298,17 +306,13 @@ func (s *Spec) initSource() string {
 	return ""
 }
 
-// writeAnchorVolumes writes the creation of the volumes the anchors are sub-paths of
-// (anchorvol.go).
+// writeAnchorVolumes says how the anchors are mounted (anchorvol.go): the engine
+// makes each top directory's volume from the mount's options when it is missing.
 func (s *Spec) writeAnchorVolumes(b *strings.Builder) {
 	if len(s.AnchorRoots) == 0 {
 		return
 	}
 	b.WriteString("# directories a mask lies in are mounted as sub-paths of a volume of the directory they lie in, which\n")
 	b.WriteString("# the engine opens without following a symlink out of it (API " + SubpathAPI + ", Docker 26; an older engine on this\n")
-	b.WriteString("# host gets the directory devsandbox opened, as volume-opt=device=/proc/<pid>/fd/<n>; an older remote one is refused):\n")
-	for _, r := range s.AnchorRoots {
-		fmt.Fprintf(b, "docker volume inspect %s >/dev/null 2>&1 || docker volume create --driver local --opt type=none --opt o=bind --opt device=%s --label %s=%s --label %s=%s %s >/dev/null\n",
-			r.Volume, sh.Quote(r.Dir), LabelRole, roleAnchor, LabelAnchor, sh.Quote(r.Dir), r.Volume)
-	}
+	b.WriteString("# host gets the directory devsandbox opened, as volume-opt=device=/proc/<pid>/fd/<n>; an older remote one is refused)\n")
 }

@@ -169,7 +169,7 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 		// The firewall helper is what rewrites them per session.
 		return nil, fmt.Errorf("%w: a kept container's per-session files need the egress allowlist's helper", isolator.ErrProtection)
 	}
-	var mounts, hashed []mount.Mount // hashed: anchors by their source path, not this process's descriptors
+	var mounts, hashed []mount.Mount // hashed: anchors, pinned ones by their source path, not this process's descriptors
 	tmpfs := map[string]string{}
 	for _, m := range l.Mounts {
 		switch m.Type {
@@ -180,6 +180,7 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 					return nil, err
 				}
 				mounts = append(mounts, mm)
+				hashed = append(hashed, mm)
 				continue
 			}
 			if m.Anchor {
@@ -271,7 +272,7 @@ func (s *Spec) subpathAnchor(p *isolator.Plan, m container.Mount) (mount.Mount, 
 	if !slices.Contains(s.AnchorRoots, r) {
 		s.AnchorRoots = append(s.AnchorRoots, r)
 	}
-	return subpathMount(m, r)
+	return subpathMount(p, m, r)
 }
 
 // anchorMount mounts the directory dev names at m.Target through an anonymous volume
