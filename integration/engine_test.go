@@ -4,6 +4,7 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,9 +24,16 @@ import (
 const (
 	localDocker  = "docker"
 	remoteDocker = "docker-remote"
-	// remoteEngine is the stand-in's address.
-	remoteEngine = "unix:///var/lib/dsb-remote/docker.sock"
+	// defaultRemoteEngine is the stand-in's address, unless
+	// DEVSANDBOX_IT_REMOTE_ENGINE names another (a stand-in of another version).
+	defaultRemoteEngine = "unix:///var/lib/dsb-remote/docker.sock"
 )
+
+// remoteEngine is the stand-in's address.
+var remoteEngine = cmp.Or(os.Getenv("DEVSANDBOX_IT_REMOTE_ENGINE"), defaultRemoteEngine)
+
+// engineAPI is, per docker variant, the API version its engine speaks (setupEngine).
+var engineAPI = map[string]string{}
 
 // isDocker reports whether iso is a variant of the docker isolator.
 func isDocker(iso string) bool { return iso == localDocker || iso == remoteDocker }
@@ -102,9 +110,11 @@ func setupEngine(iso string) string {
 	if _, err := os.Stat(helper); err != nil {
 		return "devsandbox-docker was not built"
 	}
-	if out, err := dockerCmd(iso, "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
+	out, err := dockerCmd(iso, "version", "--format", "{{.Server.APIVersion}}").CombinedOutput()
+	if err != nil {
 		return fmt.Sprintf("no docker engine at %s (scripts/setup-test-env.sh starts it): %v: %s", engineOf(iso), err, bytes.TrimSpace(out))
 	}
+	engineAPI[iso] = string(bytes.TrimSpace(out))
 	base := os.Getenv("DEVSANDBOX_IT_BASE_IMAGE")
 	if base == "" {
 		base = "devsandbox-test/debian:3"
@@ -149,11 +159,26 @@ func dockerAt(t *testing.T, iso string, args ...string) string {
 }
 
 // refusesAnchors reports whether iso refuses a run with a mask inside a sub-directory
-// of a read-write bind (the project, rw_binds): the directories on the way are bound
-// onto themselves (anchors) from the directory devsandbox pinned, which an engine
-// that does not share this host's mount namespace cannot mount — the stand-in, like a
-// remote engine or Docker Desktop, then fails the run (125) rather than bind by path.
-func refusesAnchors(iso string) bool { return iso == remoteDocker }
+// of a read-write bind (the project, rw_binds). The directories on the way are bound
+// onto themselves (anchors): an engine with API 1.45 or newer mounts each as a
+// sub-path of a volume of the bind's top directory, which the engine resolves
+// without following a link out of it; an older one only from the directory
+// devsandbox pinned, which an engine that does not share this host's mount namespace
+// cannot mount — an old stand-in, like an old remote engine, then fails the run (125)
+// rather than bind by path.
+func refusesAnchors(iso string) bool {
+	return iso == remoteDocker && apiBefore(engineAPI[iso], "1.45")
+}
+
+// apiBefore reports whether API version v is older than min (an unreadable v is).
+func apiBefore(v, min string) bool {
+	var a1, a2, b1, b2 int
+	if _, err := fmt.Sscanf(v, "%d.%d", &a1, &a2); err != nil {
+		return true
+	}
+	_, _ = fmt.Sscanf(min, "%d.%d", &b1, &b2)
+	return a1 < b1 || a1 == b1 && a2 < b2
+}
 
 // wantAnchorsRefused fails t unless r is that refusal: 125, nothing run, the reason
 // named.

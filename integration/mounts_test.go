@@ -136,6 +136,22 @@ func bindSourceSwap(t *testing.T, p *project, iso string, flags []string, files 
 		t.Fatalf("the swapping session: %v\n%s", err, aerr.String())
 	}
 	t.Logf("%d launches during the swap: exit statuses %v", launches, codes)
+	// A backend that refused every launch would pass what follows vacuously (a
+	// launch during the swap runs only when every check on its way found the same
+	// one of the two): with the directory back in place, a launch runs, the mask in
+	// place — on every isolator but an engine that refuses anchors.
+	if fi, err := os.Lstat(p.path("proj/sub")); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		if err := unix.Renameat2(unix.AT_FDCWD, p.path("proj/sub"), unix.AT_FDCWD, p.path("proj/sub.x"), unix.RENAME_EXCHANGE); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := p.sandbox(iso, flags, `cat sub/marker sub/.env`)
+	switch {
+	case refusesAnchors(iso):
+		wantAnchorsRefused(t, r)
+	case r.code != 0 || r.stdout != "PROJECT\n":
+		t.Errorf("after the swap, with the directory in place, a launch did not run with the mask in place:\n%s", r)
+	}
 	// Where the link leads on the host: nothing may appear there, on any
 	// isolator — neither what the sandbox writes nor a mount point the engine
 	// makes for a mask inside the swapped directory (runc makes a missing one

@@ -88,6 +88,41 @@ if ! docker image inspect devsandbox-test/busybox:1 >/dev/null 2>&1; then
 	rm -rf "$root"
 fi
 
+# stand_in_dockerd prints the directory holding the dockerd the stand-in runs: Debian
+# trixie's docker.io (26 or newer, Engine API 1.45+: volume sub-paths, what Docker
+# Desktop and current remote engines have), unpacked under /var/cache without being
+# installed over this machine's engine. It is fetched once with apt-get, from a
+# private list of trixie's packages (the machine's own sources stay as they are).
+STAND_IN_CACHE=/var/cache/devsandbox/stand-in
+stand_in_dockerd() {
+	local c=$STAND_IN_CACHE apt deb bin
+	local -a o found
+	found=("$c"/bin-*/dockerd)
+	if [ -x "${found[-1]}" ]; then
+		dirname "${found[-1]}"
+		return
+	fi
+	apt=$c/apt
+	mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/sources"
+	printf 'Types: deb\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+		"$(debian_mirror trixie)" >"$apt/sources/trixie.sources"
+	o=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$apt/sources" -o "Dir::State::Lists=$apt/lists"
+		-o "Dir::Cache=$apt" -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache=" -o "APT::Sandbox::User=root")
+	echo "setup: fetching Debian trixie's docker.io for the stand-in engine" >&2
+	apt-get "${o[@]}" -qq update >&2
+	(cd "$apt" && apt-get "${o[@]}" -qq download docker.io >&2)
+	found=("$apt"/docker.io_*.deb)
+	deb=${found[-1]}
+	[ -f "$deb" ] || { echo "setup: apt-get download docker.io (trixie) left no package in $apt" >&2; exit 1; }
+	rm -rf "$c/unpack"
+	dpkg -x "$deb" "$c/unpack"
+	bin=$c/bin-$(basename "$deb" .deb)
+	mkdir -p "$bin"
+	cp "$c/unpack/usr/sbin/dockerd" "$c/unpack/usr/sbin/docker-proxy" "$bin/"
+	rm -rf "$c/unpack" "$deb"
+	echo "$bin"
+}
+
 # stand_in_engine starts the stand-in for Docker Desktop and remote engines (the
 # docker-remote variant of the integration tests) unless it answers, and copies the
 # test images into it. It is a second dockerd in a mount namespace of its own where
@@ -111,19 +146,28 @@ stand_in_engine() {
 	install -d -m 0755 "$REMOTE_DIR"
 	[ -e "$REMOTE_DIR/daemon.json" ] || echo '{}' >"$REMOTE_DIR/daemon.json"
 	if ! "${remote[@]}" info >/dev/null 2>&1; then
-		echo "setup: starting the stand-in engine on $REMOTE_SOCK"
+		local bin
+		bin=$(stand_in_dockerd)
+		echo "setup: starting the stand-in engine ($("$bin/dockerd" --version)) on $REMOTE_SOCK"
 		# shellcheck disable=SC2016 # expanded by the inner shell
 		setsid unshare -m --propagation private bash -c '
 			mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /run && mkdir -p /run/dsb || exit 1
-			exec dockerd --config-file "$1/daemon.json" --data-root "$1/data" --exec-root /run/dsb/exec \
+			PATH=$2:$PATH exec dockerd --config-file "$1/daemon.json" --data-root "$1/data" --exec-root /run/dsb/exec \
 				--pidfile /run/dsb/dockerd.pid -H "unix://$1/docker.sock" --bridge=dsbr0 --iptables=false --ip-masq=false' \
-			stand-in "$REMOTE_DIR" >/var/log/devsandbox-dockerd-remote.log 2>&1 </dev/null &
+			stand-in "$REMOTE_DIR" "$bin" >/var/log/devsandbox-dockerd-remote.log 2>&1 </dev/null &
 		for _ in $(seq 1 120); do
 			"${remote[@]}" info >/dev/null 2>&1 && break
 			sleep 0.5
 		done
 		"${remote[@]}" info >/dev/null 2>&1 || { echo "setup: the stand-in engine did not answer within 60s; see /var/log/devsandbox-dockerd-remote.log" >&2; exit 1; }
 	fi
+	# One started by an earlier setup may be this machine's dockerd: it is left
+	# running (other runs may use it), and the tests expect what such an engine does.
+	local api
+	api=$("${remote[@]}" version --format '{{.Server.APIVersion}}')
+	case $api in
+	1.4[0-4] | 1.[0-3]*) echo "setup: note: the stand-in engine speaks API $api, older than 1.45 (restart it to run Debian trixie's dockerd): the anchors tests expect its refusal" >&2 ;;
+	esac
 	for img in devsandbox-test/busybox:1 devsandbox-test/debian:3; do
 		if [ "$("${remote[@]}" image inspect --format '{{.Id}}' "$img" 2>/dev/null)" != "$(docker image inspect --format '{{.Id}}' "$img")" ]; then
 			echo "setup: copying $img into the stand-in engine"

@@ -60,13 +60,12 @@ func krunStub(cfg *config.Config, phase func(string)) isolator.Isolator {
 // without creating anything (pin.Check), so that --dry-run stops, with the same
 // message and status, where a run would. A run on a remote docker engine pins no
 // source (its files are not this host's): only the destinations are checked there,
-// as that run does.
+// as that run does. What depends on the engine's version (a plan with anchors on a
+// remote engine older than API 1.45 is refused) only the launch, which asks the
+// engine, can tell: --dry-run contacts no engine and shows the newer engines' form.
 func launchChecks(iso isolator.Isolator, p *isolator.Plan) error {
 	if s, ok := iso.(*dockerhelper.Stub); ok && !s.PinsSources() {
-		if err := isolator.CheckDestinations(p); err != nil {
-			return err
-		}
-		return s.RefuseAnchors(p)
+		return isolator.CheckDestinations(p)
 	}
 	return pin.Check(p)
 }

@@ -2,17 +2,19 @@ package main
 
 import (
 	"errors"
-	"strings"
+	"os"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
 )
 
-// --dry-run refuses what the launch refuses: a plan with an anchor for an engine that
-// cannot pin it (a tcp:// address) stops with the launch's error, and the same plan
-// for a local engine passes (the launch pins it).
-func TestLaunchChecksRefuseAnchorsOnARemoteEngine(t *testing.T) {
+// --dry-run contacts no engine, so it cannot tell an engine that mounts an anchor as
+// a volume's sub-path (API 1.45+) from an older remote one the launch refuses
+// (docker's TestUnpinnableRefused, TestRunAnchorsByEngine): on a tcp:// address it
+// checks the destinations, as that launch does, and leaves the anchor to the launch;
+// a destination reached through a symlink still stops it.
+func TestLaunchChecksRemoteEngineAnchors(t *testing.T) {
 	proj := t.TempDir()
 	p := &isolator.Plan{
 		Project: isolator.Project{Dir: proj},
@@ -23,12 +25,13 @@ func TestLaunchChecksRefuseAnchorsOnARemoteEngine(t *testing.T) {
 		},
 	}
 	remote := dockerhelper.New(dockerhelper.Settings{Host: "tcp://10.0.0.2:2376"}, map[string]string{}, nil)
-	err := launchChecks(remote, p)
-	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), proj+"/sub holds a masked path") {
-		t.Fatalf("remote engine: %v, want the launch's refusal of %s/sub", err, proj)
-	}
-	p.Mounts[1].Anchor = false
 	if err := launchChecks(remote, p); err != nil {
-		t.Errorf("remote engine, no anchor: %v", err)
+		t.Fatalf("remote engine, an anchor: %v, want it left to the launch", err)
+	}
+	if err := os.Symlink(t.TempDir(), proj+"/sub"); err != nil {
+		t.Fatal(err)
+	}
+	if err := launchChecks(remote, p); !errors.Is(err, isolator.ErrProtection) {
+		t.Errorf("remote engine, the anchor's directory a symlink: %v, want ErrProtection", err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/isolator/docker/engineaddr"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 )
@@ -180,11 +181,4 @@ func engineDown(a Address, err error) isolator.Status {
 }
 
 // apiBefore reports whether API version v is older than min ("1.41" style).
-func apiBefore(v, min string) bool {
-	var a1, a2, b1, b2 int
-	if _, err := fmt.Sscanf(v, "%d.%d", &a1, &a2); err != nil {
-		return true
-	}
-	_, _ = fmt.Sscanf(min, "%d.%d", &b1, &b2)
-	return a1 < b1 || a1 == b1 && a2 < b2
-}
+func apiBefore(v, min string) bool { return engineaddr.APIBefore(v, min) }

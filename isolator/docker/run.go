@@ -85,6 +85,20 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if !addr.Local() && opts.HomeVolume == "" {
 		opts.HomeVolume = "devsandbox-" + p.Project.Name + "-home"
 	}
+	// Anchors are sub-paths of volumes on an engine with API 1.45 or newer, else the
+	// directories pinned below, or refused (anchorvol.go).
+	subpath := false
+	if plansAnchors(p) {
+		v, err := e.ServerVersion(ctx)
+		if err != nil {
+			st := engineDown(addr, err)
+			return 0, fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+		}
+		if err := addr.RefuseAnchors(p, v.APIVersion); err != nil {
+			return 0, err
+		}
+		subpath = !apiBefore(v.APIVersion, SubpathAPI)
+	}
 	if addr.Local() {
 		// The engine binds by path: pin each source, and the init checks that the
 		// engine bound the file pinned (guarantee 12; see package pin). A remote
@@ -101,13 +115,13 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		defer pins.Close()
 		p, _ = pins.Apply()
 		opts.BootID = pin.BootID()
-		opts.Anchors = map[string]string{}
-		for src, s := range pins.Anchors() {
-			opts.Anchors[src] = s.ProcPath()
+		if !subpath {
+			opts.Anchors = map[string]string{}
+			for src, s := range pins.Anchors() {
+				opts.Anchors[src] = s.ProcPath()
+			}
 		}
 	} else if err := isolator.CheckDestinations(p); err != nil {
-		return 0, err
-	} else if err := addr.RefuseAnchors(p); err != nil {
 		return 0, err
 	}
 	l, err := layout(p, opts)
@@ -161,6 +175,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if err := b.ensureHomeVolume(ctx, e, p, opts); err != nil {
 			return 0, err
 		}
+	}
+	if err := makeAnchorVolumes(ctx, e, p, spec.AnchorRoots); err != nil {
+		return 0, err
 	}
 	launched = true
 	if spec.Exec != nil {
@@ -414,15 +431,21 @@ func (b *Isolator) createOnce(ctx context.Context, e Engine, addr Address, p *is
 	return created.ID, nil
 }
 
-// anchorHint explains a start that failed for a container with anchors
+// anchorHint explains a start that failed for a container with anchors. Pinned ones
 // (Spec.Anchored): an engine in another mount namespace than this process (a
 // dockerd in a namespace or a VM of its own, reached through a Unix socket) cannot
 // mount /proc/PID/fd/N ("invalid argument"), and is refused rather than given a path.
+// Sub-paths (Spec.AnchorRoots): the engine refuses one that a symlink leads out of
+// ("path concatenation escapes the base directory"), which is what a concurrent
+// session that swapped the directory leaves.
 func anchorHint(spec *Spec) string {
-	if !spec.Anchored {
-		return ""
+	switch {
+	case spec.Anchored:
+		return " (if the engine could not mount a volume with a device /proc/.../fd/N: it runs in another mount namespace than this host's, like a rootless dockerd, and its API is older than " + SubpathAPI + " (Docker 26), so it can neither bind the directories devsandbox pinned to keep the masks in them in place nor mount them as sub-paths; upgrade the engine to Docker 26 or newer, use an engine that shares this host's mounts, `--isolator bwrap`, or move what is masked to the top of the bind)"
+	case len(spec.AnchorRoots) > 0:
+		return " (if the engine could not mount a sub-path of a volume " + spec.AnchorRoots[0].Volume + ": a directory a mask lies in (below " + spec.AnchorRoots[0].Dir + ") was replaced by a symlink after devsandbox checked it, and the engine refuses to follow it; nothing was mounted through it. A sandboxed session of this project may have done that: look for a symlink where the directory was)"
 	}
-	return " (if the engine could not mount a volume with a device /proc/.../fd/N: it runs in another mount namespace than this host's, like a remote engine, and cannot bind the directories devsandbox pinned to keep the masks in them in place; use an engine that shares this host's mounts, `--isolator bwrap`, or move what is masked to the top of the bind)"
+	return ""
 }
 
 // createNamed creates a container under a name of this run's own (a random suffix).

@@ -3,6 +3,7 @@ package docker
 import (
 	"archive/tar"
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,6 +76,7 @@ type fakeEngine struct {
 	volumes  map[string]volume.CreateOptions
 	created  []*fakeContainer // every container created, removed ones too
 	sweeps   int              // sweeps of leftovers begun
+	api      string           // the API version the engine speaks; 1.41 when ""
 }
 
 func mapValues(m map[string]string) []string {
@@ -121,7 +123,7 @@ func (f *fakeEngine) record(format string, args ...any) {
 func (f *fakeEngine) Close() error { return nil }
 
 func (f *fakeEngine) ServerVersion(context.Context) (types.Version, error) {
-	return types.Version{APIVersion: "1.41", Arch: "amd64"}, nil
+	return types.Version{APIVersion: cmp.Or(f.api, "1.41"), Arch: "amd64"}, nil
 }
 
 func (f *fakeEngine) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (image.InspectResponse, error) {
@@ -336,8 +338,11 @@ func (f *fakeEngine) VolumeCreate(_ context.Context, o volume.CreateOptions) (vo
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if v, ok := f.volumes[o.Name]; ok {
+		o = v // an engine answers with the volume as it is
+	}
 	f.volumes[o.Name] = o
-	return volume.Volume{Name: o.Name, Labels: o.Labels, Mountpoint: "/engine/volumes/" + o.Name + "/_data"}, nil
+	return volume.Volume{Name: o.Name, Driver: cmp.Or(o.Driver, "local"), Options: o.DriverOpts, Labels: o.Labels, Mountpoint: "/engine/volumes/" + o.Name + "/_data"}, nil
 }
 
 func (f *fakeEngine) VolumeInspect(_ context.Context, name string) (volume.Volume, error) {

@@ -27,6 +27,7 @@ func (s *Spec) Script() string {
 	s.writeDerived(&b)
 	l.WriteHostFiles(&b)
 	l.WriteMountPoints(&b, container.MadeByRoot)
+	s.writeAnchorVolumes(&b)
 	if f := s.Profile; f != nil {
 		fmt.Fprintf(&b, "# the syscall policy (%s) as a seccomp profile (the engine gets it in the request):\n", s.Policy)
 		container.WriteHostFile(&b, *f)
@@ -158,6 +159,17 @@ func mountFlag(m mount.Mount) string {
 	if o := m.VolumeOptions; o != nil {
 		if o.NoCopy {
 			parts = append(parts, "volume-nocopy")
+		}
+		if o.Subpath != "" {
+			parts = append(parts, "volume-subpath="+o.Subpath)
+		}
+		lk := make([]string, 0, len(o.Labels))
+		for k := range o.Labels {
+			lk = append(lk, k)
+		}
+		sort.Strings(lk)
+		for _, k := range lk {
+			parts = append(parts, "volume-label="+k+"="+o.Labels[k])
 		}
 		if d := o.DriverConfig; d != nil {
 			parts = append(parts, "volume-driver="+d.Name)
@@ -292,4 +304,15 @@ func (s *Spec) initSource() string {
 		}
 	}
 	return ""
+}
+
+// writeAnchorVolumes says how the anchors are mounted (anchorvol.go): the engine
+// makes each top directory's volume from the mount's options when it is missing.
+func (s *Spec) writeAnchorVolumes(b *strings.Builder) {
+	if len(s.AnchorRoots) == 0 {
+		return
+	}
+	b.WriteString("# directories a mask lies in are mounted as sub-paths of a volume of the directory they lie in, which\n")
+	b.WriteString("# the engine opens without following a symlink out of it (API " + SubpathAPI + ", Docker 26; an older engine on this\n")
+	b.WriteString("# host gets the directory devsandbox opened, as volume-opt=device=/proc/<pid>/fd/<n>; an older remote one is refused)\n")
 }

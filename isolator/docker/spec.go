@@ -75,12 +75,14 @@ type Options struct {
 	// where a local engine keeps it.
 	ContentSources map[string]string
 	// Anchors are, by source path, what the engine mounts for each anchor (a
-	// directory bound onto itself under a mask, container.Mount.Anchor): the
-	// /proc/PID/fd/N path of the directory Run pinned, which the engine's local
-	// volume driver mounts in the engine's mount namespace (a bind source given as a
-	// path would be resolved anew, after a concurrent session swapped it for a
-	// link). Run sets it for an engine that shares this host's processes and mount
-	// namespace; nil renders a placeholder (--dry-run).
+	// directory bound onto itself under a mask, container.Mount.Anchor) on an engine
+	// older than SubpathAPI: the /proc/PID/fd/N path of the directory Run pinned,
+	// which the engine's local volume driver mounts in the engine's mount namespace
+	// (a bind source given as a path would be resolved anew, after a concurrent
+	// session swapped it for a link). Run sets it for such an engine that shares
+	// this host's mount namespace. nil mounts each anchor as a sub-path of its top
+	// directory's volume instead (anchorvol.go): Run on a newer engine, and
+	// --dry-run.
 	Anchors map[string]string
 }
 
@@ -112,6 +114,9 @@ type Spec struct {
 	// only while this process holds their descriptors: the container cannot be
 	// started again later.
 	Anchored bool
+	// AnchorRoots are the volumes the anchors are sub-paths of (Options.Anchors
+	// nil), which Run creates before the container.
+	AnchorRoots []anchorRoot
 }
 
 // containerConfig renders p for the engine. It is pure: host paths are taken from the
@@ -164,18 +169,24 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 		// The firewall helper is what rewrites them per session.
 		return nil, fmt.Errorf("%w: a kept container's per-session files need the egress allowlist's helper", isolator.ErrProtection)
 	}
-	var mounts, hashed []mount.Mount // hashed: anchors by their source path, not this process's descriptors
+	var mounts, hashed []mount.Mount // hashed: anchors, pinned ones by their source path, not this process's descriptors
 	tmpfs := map[string]string{}
 	for _, m := range l.Mounts {
 		switch m.Type {
 		case container.Bind:
+			if m.Anchor && opts.Anchors == nil {
+				mm, err := s.subpathAnchor(p, m)
+				if err != nil {
+					return nil, err
+				}
+				mounts = append(mounts, mm)
+				hashed = append(hashed, mm)
+				continue
+			}
 			if m.Anchor {
 				dev, ok := opts.Anchors[m.Source]
-				if !ok && opts.Anchors != nil {
-					return nil, fmt.Errorf("%w: the directory %s, bound again to keep a mask in it in place, was not pinned", isolator.ErrProtection, m.Source)
-				}
 				if !ok {
-					dev = "/proc/$DEVSANDBOX_PID/fd/N" // --dry-run: devsandbox's descriptor of m.Source
+					return nil, fmt.Errorf("%w: the directory %s, bound again to keep a mask in it in place, was not pinned", isolator.ErrProtection, m.Source)
 				}
 				mounts = append(mounts, anchorMount(m, dev))
 				hashed = append(hashed, anchorMount(m, m.Source))
@@ -248,6 +259,20 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 		s.Name = keptName(p)
 	}
 	return s, nil
+}
+
+// subpathAnchor mounts the anchor m as the sub-path of its top directory's volume,
+// which it adds to s.AnchorRoots.
+func (s *Spec) subpathAnchor(p *isolator.Plan, m container.Mount) (mount.Mount, error) {
+	top := topDir(p, m.Source)
+	if top == "" {
+		return mount.Mount{}, fmt.Errorf("%w: the directory %s, bound again to keep a mask in it in place, lies in no directory the sandbox can write", isolator.ErrProtection, m.Source)
+	}
+	r := anchorRoot{Dir: top, Volume: anchorVolumeName(p, top)}
+	if !slices.Contains(s.AnchorRoots, r) {
+		s.AnchorRoots = append(s.AnchorRoots, r)
+	}
+	return subpathMount(p, m, r)
 }
 
 // anchorMount mounts the directory dev names at m.Target through an anonymous volume

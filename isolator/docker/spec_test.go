@@ -118,6 +118,11 @@ var goldenCases = []struct {
 		return o
 	}},
 	{"anchored_mask", anchoredPlan, nil},
+	{"anchored_mask_pinned", anchoredPlan, func() Options {
+		o := opts
+		o.Anchors = map[string]string{project + "/sub": "/proc/$DEVSANDBOX_PID/fd/N"}
+		return o
+	}},
 	{"home_volume", basePlan, func() Options {
 		o := opts
 		o.HomeVolume, o.InitSource = "devsandbox-app-0123abcd-home", "/home/u/.local/state/devsandbox/init-0a1b2c3d4e5f-linux-arm64"
@@ -512,19 +517,33 @@ func TestSpecHashFollowsProfile(t *testing.T) {
 	}
 }
 
-// An engine that does not share this host's files gets no anchor by path: the run is
-// refused, naming the directory, the mask and the engine.
+// An engine older than API 1.45 that does not share this host's files gets no anchor
+// by path: the run is refused, naming the directory, the mask, the engine and its
+// API version. A newer one mounts sub-paths, and an older local one the directories
+// pinned: neither is refused.
 func TestUnpinnableRefused(t *testing.T) {
-	err := Address{Host: "tcp://10.0.0.2:2376", Origin: "docker.host"}.RefuseAnchors(anchoredPlan())
+	remote := Address{Host: "tcp://10.0.0.2:2376", Origin: "docker.host"}
+	err := remote.RefuseAnchors(anchoredPlan(), "1.44")
 	if !errors.Is(err, isolator.ErrProtection) {
 		t.Fatalf("got %v, want ErrProtection", err)
 	}
-	for _, w := range []string{project + "/sub holds", project + "/sub/.env, sandbox.mask_files", "tcp://10.0.0.2:2376 (docker.host)"} {
+	for _, w := range []string{project + "/sub holds", project + "/sub/.env, sandbox.mask_files", "tcp://10.0.0.2:2376 (docker.host) speaks API 1.44, older than 1.45", "Docker 26"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("the error does not name %q: %v", w, err)
 		}
 	}
-	if err := (Address{Host: "tcp://10.0.0.2:2376"}).RefuseAnchors(basePlan()); err != nil {
+	if err := remote.RefuseAnchors(anchoredPlan(), ""); !errors.Is(err, isolator.ErrProtection) {
+		t.Errorf("an unknown API version: %v, want the refusal", err)
+	}
+	for _, v := range []string{"1.45", "1.51", "2.0"} {
+		if err := remote.RefuseAnchors(anchoredPlan(), v); err != nil {
+			t.Errorf("API %s: %v", v, err)
+		}
+	}
+	if err := (Address{Host: "unix:///var/run/docker.sock"}).RefuseAnchors(anchoredPlan(), "1.41"); err != nil {
+		t.Errorf("a local engine (pins): %v", err)
+	}
+	if err := remote.RefuseAnchors(basePlan(), "1.41"); err != nil {
 		t.Errorf("a plan without anchors: %v", err)
 	}
 }

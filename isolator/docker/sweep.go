@@ -209,6 +209,11 @@ func leftoverVolume(v *volume.Volume, now time.Time, gone func(string) (bool, bo
 	switch {
 	case v.Labels[LabelRole] == roleInit:
 		return true
+	case v.Labels[LabelRole] == roleAnchor:
+		// No session's own, and a concurrent run may have just made (or found) it:
+		// removed once it is old enough, as a container that never started.
+		created, err := time.Parse(time.RFC3339, v.CreatedAt)
+		return err == nil && now.Sub(created) >= leftoverAge
 	case v.Labels[LabelSession] == "":
 		return false
 	}

@@ -52,6 +52,8 @@ func TestLeftoverVolume(t *testing.T) {
 		{"session volume, owner elsewhere, old", map[string]string{LabelSession: "s", LabelOwner: "other-host"}, old, true},
 		{"session volume, owner elsewhere, young", map[string]string{LabelSession: "s", LabelOwner: "other-host"}, young, false},
 		{"home volume", map[string]string{LabelName: "p"}, old, false},
+		{"anchors' volume, unused a while", map[string]string{LabelName: "p", LabelRole: roleAnchor}, old, true},
+		{"anchors' volume, just made or found", map[string]string{LabelName: "p", LabelRole: roleAnchor}, young, false},
 		{"kept container's endpoint volume", map[string]string{LabelName: "p", LabelDir: "/p"}, old, false},
 	} {
 		v := &volume.Volume{Name: tc.name, Labels: tc.labels, CreatedAt: tc.at}

@@ -73,19 +73,39 @@ func fromContext(cfgDir, name string) (Address, error) {
 	return a, nil
 }
 
-// RefuseAnchors refuses a Plan with anchors (isolator.Mount.Anchor) for an engine that
-// does not share this host's processes and files: it can bind a directory only by
-// path, and after a concurrent session swapped that path for a symlink it would
-// bind where the link leads and make the mask's mount point there, on the host.
-// The launch (devsandbox-docker) and --dry-run (the CLI) both call it.
-func (addr Address) RefuseAnchors(p *isolator.Plan) error {
+// SubpathAPI is the first Engine API version (Docker 26) with a volume's sub-path
+// (VolumeOptions.Subpath), which the engine resolves without following a symlink out
+// of the volume: an anchor is mounted that way on such an engine, wherever it runs.
+const SubpathAPI = "1.45"
+
+// RefuseAnchors refuses a Plan with anchors (isolator.Mount.Anchor) for an engine
+// that speaks API apiVersion, older than SubpathAPI, and does not share this host's
+// processes and files: it could bind such a directory only by path, and after a
+// concurrent session swapped that path for a symlink it would bind where the link
+// leads and make the mask's mount point there, on the host. A local engine that old
+// is given the directory devsandbox pinned instead; a newer one mounts a sub-path.
+func (addr Address) RefuseAnchors(p *isolator.Plan, apiVersion string) error {
+	if addr.Local() || !APIBefore(apiVersion, SubpathAPI) {
+		return nil
+	}
 	for _, m := range p.Mounts {
 		if m.Kind == isolator.Bind && m.Anchor {
-			return fmt.Errorf("%w: %s holds a masked path (%s) and lies where a sandbox can write; the docker engine at %s (%s) does not share this host's files, so it could bind it only by path, which a concurrent session can swap for a symlink: the engine would then make the mask's mount point where the link leads, on the host. Use an engine on this host (unix socket), `--isolator bwrap`, or move what is masked to the top of the bind",
-				isolator.ErrProtection, m.Source, maskUnder(p, m.Source), addr.Host, addr.Origin)
+			return fmt.Errorf("%w: %s holds a masked path (%s) and lies where a sandbox can write; the docker engine at %s (%s) speaks API %s, older than %s (Docker 26), and does not share this host's files, so it could bind it only by path, which a concurrent session can swap for a symlink: the engine would then make the mask's mount point where the link leads, on the host. Upgrade the engine to Docker 26 or newer (Docker Desktop 4.29 or newer), use an engine on this host (unix socket), `--isolator bwrap`, or move what is masked to the top of the bind",
+				isolator.ErrProtection, m.Source, maskUnder(p, m.Source), addr.Host, addr.Origin, apiVersion, SubpathAPI)
 		}
 	}
 	return nil
+}
+
+// APIBefore reports whether Engine API version v is older than min; an unreadable v
+// is.
+func APIBefore(v, min string) bool {
+	var a1, a2, b1, b2 int
+	if _, err := fmt.Sscanf(v, "%d.%d", &a1, &a2); err != nil {
+		return true
+	}
+	_, _ = fmt.Sscanf(min, "%d.%d", &b1, &b2)
+	return a1 < b1 || a1 == b1 && a2 < b2
 }
 
 // maskUnder names a mask below dir, for the message.

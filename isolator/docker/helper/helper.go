@@ -177,17 +177,6 @@ func (s *Stub) PinsSources() bool {
 	return err != nil || a.Local()
 }
 
-// RefuseAnchors is the launch's refusal of a plan with anchors for an engine that
-// cannot pin them (engineaddr.Address.RefuseAnchors), for --dry-run: nil when the
-// address does not resolve (the launch says so itself).
-func (s *Stub) RefuseAnchors(p *isolator.Plan) error {
-	a, err := engineaddr.Resolve(s.settings.Host, s.environ, s.settings.HostHome)
-	if err != nil {
-		return nil
-	}
-	return a.RefuseAnchors(p)
-}
-
 // Installed reports whether devsandbox-docker is there to run.
 func (s *Stub) Installed() bool { return s.Path != "" || handoff.Beside(Program) != "" }
 

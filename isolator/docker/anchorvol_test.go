@@ -1,0 +1,179 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/volume"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// Without pinned directories (an engine with API 1.45+, and --dry-run) an anchor is
+// the sub-path of a named volume of the directory it lies in, never a bind of its
+// path nor a descriptor; its spec hash is the same from run to run, and a kept
+// container with it can be started again.
+func TestAnchorMountsSubpath(t *testing.T) {
+	p := anchoredPlan()
+	// A second anchor below the first, in the same project: one volume for both.
+	i := slices.IndexFunc(p.Mounts, func(m isolator.Mount) bool { return m.Anchor })
+	p.Mounts = slices.Insert(p.Mounts, i+1, isolator.Mount{Kind: isolator.Bind, Source: project + "/sub/deep", Dest: project + "/sub/deep", Why: "holds a masked path", Anchor: true})
+	s, err := containerConfig(p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := anchorRoot{Dir: project, Volume: anchorVolumeName(p, project)}
+	if !reflect.DeepEqual(s.AnchorRoots, []anchorRoot{root}) {
+		t.Fatalf("anchor roots %+v, want %+v", s.AnchorRoots, root)
+	}
+	if !strings.HasPrefix(root.Volume, "devsandbox-app-0123abcd-root-") {
+		t.Errorf("volume name %s", root.Volume)
+	}
+	want := map[string]string{project + "/sub": "sub", project + "/sub/deep": "sub/deep"}
+	for _, m := range s.Host.Mounts {
+		sub, ok := want[m.Target]
+		if !ok {
+			continue
+		}
+		delete(want, m.Target)
+		vo := anchorVolumeOptions(p, root)
+		exp := mount.Mount{Type: mount.TypeVolume, Source: root.Volume, Target: m.Target, VolumeOptions: &mount.VolumeOptions{NoCopy: true, Subpath: sub,
+			Labels: vo.Labels, DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{"type": "none", "o": "bind", "device": project}}}}
+		if !reflect.DeepEqual(m, exp) {
+			t.Errorf("the anchor at %s:\n%+v\nwant\n%+v", m.Target, m, exp)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("anchors not mounted: %v", want)
+	}
+	if s.Anchored {
+		t.Error("Spec.Anchored set: nothing ties a sub-path mount to this process")
+	}
+	s2, err := containerConfig(p, opts)
+	if err != nil || s2.Hash != s.Hash {
+		t.Errorf("the spec hash changed between two renders: %s, %s (%v)", s.Hash, s2.Hash, err)
+	}
+	pinned := opts
+	pinned.Anchors = map[string]string{project + "/sub": "/proc/1/fd/3", project + "/sub/deep": "/proc/1/fd/4"}
+	if s3, err := containerConfig(p, pinned); err != nil || s3.Hash == s.Hash || len(s3.AnchorRoots) != 0 {
+		t.Errorf("pinned anchors: hash %s (sub-path %s), roots %v, %v", s3.Hash, s.Hash, s3.AnchorRoots, err)
+	}
+}
+
+// The volume's directory is the outermost writable one the anchor lies in: a
+// writable_dirs entry of a read-only project is a sub-path of the project.
+func TestTopDir(t *testing.T) {
+	p := anchoredPlan()
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: "/data/shared", Dest: "/data/shared"},
+		isolator.Mount{Kind: isolator.Bind, Source: "/data/shared/a", Dest: "/data/shared/a", Anchor: true})
+	for src, want := range map[string]string{project + "/sub": project, project + "/sub/x/y": project, "/data/shared/a": "/data/shared", "/elsewhere/a": ""} {
+		if got := topDir(p, src); got != want {
+			t.Errorf("topDir(%s) = %q, want %q", src, got, want)
+		}
+	}
+}
+
+// makeAnchorVolumes refuses a volume of the name that binds another directory (or is
+// another driver's): it would show something else below the mask.
+func TestAnchorVolumeMismatchRefused(t *testing.T) {
+	f := newFake(t)
+	p := anchoredPlan()
+	r := anchorRoot{Dir: project, Volume: anchorVolumeName(p, project)}
+	if err := makeAnchorVolumes(context.Background(), f, p, []anchorRoot{r}); err != nil {
+		t.Fatal(err)
+	}
+	o := f.volumes[r.Volume]
+	if o.Driver != "local" || !reflect.DeepEqual(o.DriverOpts, map[string]string{"type": "none", "o": "bind", "device": project}) ||
+		o.Labels[LabelRole] != roleAnchor || o.Labels[LabelProject] != p.Project.ID || o.Labels[LabelName] != p.Project.Name {
+		t.Errorf("the volume was created with %+v", o)
+	}
+	f.volumes[r.Volume] = volume.CreateOptions{Name: r.Volume, Driver: "local", DriverOpts: map[string]string{"type": "none", "o": "bind", "device": "/elsewhere"}}
+	err := makeAnchorVolumes(context.Background(), f, p, []anchorRoot{r})
+	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "docker volume rm "+r.Volume) {
+		t.Errorf("a volume binding another directory: %v", err)
+	}
+	f.volumes[r.Volume] = volume.CreateOptions{Name: r.Volume}
+	if err := makeAnchorVolumes(context.Background(), f, p, []anchorRoot{r}); !errors.Is(err, isolator.ErrProtection) {
+		t.Errorf("a plain volume of the name: %v", err)
+	}
+}
+
+// Run picks the anchors' form by the engine: a sub-path on API 1.45+, the pinned
+// directory on an older local engine, and an older remote engine is refused before
+// anything is created. (A newer remote engine is not refused, TestUnpinnableRefused;
+// the fake cannot run the home volume's preparation a remote run makes.)
+func TestRunAnchorsByEngine(t *testing.T) {
+	for _, tc := range []struct {
+		name, host, api string
+		want            string // "subpath", "pinned", "refused"
+	}{
+		{"local 1.41", "unix:///fake.sock", "1.41", "pinned"},
+		{"local 1.45", "unix:///fake.sock", "1.45", "subpath"},
+		{"remote 1.44", "tcp://10.0.0.2:2376", "1.44", "refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t)
+			f.api = tc.api
+			b, p := testIsolator(t, f, false)
+			b.dial = func() (Engine, Address, error) { return f, Address{Host: tc.host, Origin: "docker.host"}, nil }
+			sub := filepath.Join(p.Project.Dir, "sub")
+			if err := os.MkdirAll(sub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(sub, ".env"), []byte("SECRET=1\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			p.Mounts = append(p.Mounts,
+				isolator.Mount{Kind: isolator.Bind, Source: sub, Dest: sub, Why: "holds a masked path", Anchor: true},
+				isolator.Mount{Kind: isolator.MaskFile, Dest: sub + "/.env", Why: "sandbox.mask_files"})
+			_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+			if tc.want == "refused" {
+				if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "speaks API 1.44, older than 1.45") {
+					t.Fatalf("Run: %v, want the refusal naming the engine's API version", err)
+				}
+				if len(f.created) > 0 {
+					t.Errorf("a container was created: %v", f.calls)
+				}
+				return
+			}
+			if err != nil && !strings.Contains(err.Error(), "init") {
+				t.Logf("Run: %v", err)
+			}
+			if len(f.created) == 0 {
+				t.Fatalf("no container created: %v (%v)", f.calls, err)
+			}
+			var got *mount.Mount
+			for _, m := range f.created[len(f.created)-1].host.Mounts {
+				if m.Target == sub {
+					got = &m
+				}
+			}
+			if got == nil || got.Type != mount.TypeVolume || got.VolumeOptions == nil {
+				t.Fatalf("the anchor's mount: %+v", got)
+			}
+			switch tc.want {
+			case "subpath":
+				name := anchorVolumeName(p, p.Project.Dir)
+				if got.Source != name || got.VolumeOptions.Subpath != "sub" || got.VolumeOptions.DriverConfig.Options["device"] != p.Project.Dir {
+					t.Errorf("the anchor is not the sub-path of %s: %+v %+v", name, got, got.VolumeOptions)
+				}
+				if _, ok := f.volumes[name]; !ok || !slices.Contains(f.calls, "VolumeCreate "+name) {
+					t.Errorf("the volume %s was not made: %v", name, f.calls)
+				}
+			case "pinned":
+				d := got.VolumeOptions.DriverConfig
+				if d == nil || !strings.HasPrefix(d.Options["device"], "/proc/") || got.VolumeOptions.Subpath != "" {
+					t.Errorf("the anchor is not the pinned directory: %+v", got.VolumeOptions)
+				}
+			}
+		})
+	}
+}
