@@ -180,6 +180,11 @@ func TestToolDirsKeepHostCopy(t *testing.T) {
 				}
 				delete(after, "projects")
 				delete(after, "projects/"+key)
+				// The sandbox's own memory/ is mounted over the shared folder's: its
+				// mount point may be made there, empty (anything in it is still a change).
+				if after["projects/"+key+"/memory"] == "dir" {
+					delete(after, "projects/"+key+"/memory")
+				}
 			}
 			if diff := diffTrees(before[d.tool], after); len(diff) > 0 {
 				t.Errorf("%s: the sandbox changed the host's %s:\n\t%s", d.tool, dir, strings.Join(diff, "\n\t"))
