@@ -24,7 +24,7 @@ func TestLaunchChecksRefuseAnchorsOnARemoteEngine(t *testing.T) {
 	}
 	remote := dockerhelper.New(dockerhelper.Settings{Host: "tcp://10.0.0.2:2376"}, map[string]string{}, nil)
 	err := launchChecks(remote, p)
-	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), proj+"/sub holds a masked path") {
+	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), proj+"/sub holds "+proj+"/sub/.env") {
 		t.Fatalf("remote engine: %v, want the launch's refusal of %s/sub", err, proj)
 	}
 	p.Mounts[1].Anchor = false

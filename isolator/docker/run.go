@@ -99,7 +99,12 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		// Held until the run ends: the engine mounts the anchors through them
 		// (anchorMount) when it starts the container.
 		defer pins.Close()
-		p, _ = pins.Apply()
+		var index []int
+		p, index = pins.Apply()
+		// A file the sandbox can swap goes as the content of the one pinned.
+		if p, err = viaContent(p, func(i int) (*pin.Source, func(), error) { return pins.Sources[index[i]], func() {}, nil }, false); err != nil {
+			return 0, err
+		}
 		opts.BootID = pin.BootID()
 		opts.Anchors = map[string]string{}
 		for src, s := range pins.Anchors() {
@@ -108,6 +113,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	} else if err := isolator.CheckDestinations(p); err != nil {
 		return 0, err
 	} else if err := addr.RefuseAnchors(p); err != nil {
+		return 0, err
+	} else if p, err = viaContent(p, remoteSources(p), true); err != nil {
+		// The engine pins nothing: what the sandbox can swap goes as content.
 		return 0, err
 	}
 	l, err := layout(p, opts)

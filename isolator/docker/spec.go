@@ -74,8 +74,9 @@ type Options struct {
 	// volume name (contentvol.go), as the engine reported them; a volume not in it is
 	// where a local engine keeps it.
 	ContentSources map[string]string
-	// Anchors are, by source path, what the engine mounts for each anchor (a
-	// directory bound onto itself under a mask, container.Mount.Anchor): the
+	// Anchors are, by source path, what the engine mounts for each anchor that is a
+	// directory (a bind whose source a sandbox can swap for a symlink,
+	// container.Mount.Anchor; Run delivers a file as its content, viaContent): the
 	// /proc/PID/fd/N path of the directory Run pinned, which the engine's local
 	// volume driver mounts in the engine's mount namespace (a bind source given as a
 	// path would be resolved anew, after a concurrent session swapped it for a
@@ -172,7 +173,7 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 			if m.Anchor {
 				dev, ok := opts.Anchors[m.Source]
 				if !ok && opts.Anchors != nil {
-					return nil, fmt.Errorf("%w: the directory %s, bound again to keep a mask in it in place, was not pinned", isolator.ErrProtection, m.Source)
+					return nil, fmt.Errorf("%w: the directory %s, which a sandbox can swap for a symlink, was not pinned", isolator.ErrProtection, m.Source)
 				}
 				if !ok {
 					dev = "/proc/$DEVSANDBOX_PID/fd/N" // --dry-run: devsandbox's descriptor of m.Source

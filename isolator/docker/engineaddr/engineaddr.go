@@ -73,27 +73,29 @@ func fromContext(cfgDir, name string) (Address, error) {
 	return a, nil
 }
 
-// RefuseAnchors refuses a Plan with anchors (isolator.Mount.Anchor) for an engine that
-// does not share this host's processes and files: it can bind a directory only by
-// path, and after a concurrent session swapped that path for a symlink it would
-// bind where the link leads and make the mask's mount point there, on the host.
-// The launch (devsandbox-docker) and --dry-run (the CLI) both call it.
+// RefuseAnchors refuses a Plan with a writable anchor (isolator.Mount.Anchor: a bind
+// whose source lies where a sandbox can write) for an engine that does not share
+// this host's processes and files: it can bind a directory only by path, and after
+// a concurrent session swapped that path for a symlink it would bind where the link
+// leads, writable, and make the mount points of what lies in it there, on the host.
+// A read-only anchor goes as content instead (the launch reads it from what it
+// pinned). The launch (devsandbox-docker) and --dry-run (the CLI) both call it.
 func (addr Address) RefuseAnchors(p *isolator.Plan) error {
 	for _, m := range p.Mounts {
-		if m.Kind == isolator.Bind && m.Anchor {
-			return fmt.Errorf("%w: %s holds a masked path (%s) and lies where a sandbox can write; the docker engine at %s (%s) does not share this host's files, so it could bind it only by path, which a concurrent session can swap for a symlink: the engine would then make the mask's mount point where the link leads, on the host. Use an engine on this host (unix socket), `--isolator bwrap`, or move what is masked to the top of the bind",
-				isolator.ErrProtection, m.Source, maskUnder(p, m.Source), addr.Host, addr.Origin)
+		if m.Kind == isolator.Bind && m.Anchor && !m.ReadOnly {
+			return fmt.Errorf("%w: %s holds %s and is mounted writable (%s) where a sandbox can write; the docker engine at %s (%s) does not share this host's files, so it could bind it only by path, which a concurrent session can swap for a symlink: the engine would then bind where the link leads and make the mount points in it there, on the host. Use an engine on this host (unix socket), or `--isolator bwrap`",
+				isolator.ErrProtection, m.Source, maskUnder(p, m.Source), m.Why, addr.Host, addr.Origin)
 		}
 	}
 	return nil
 }
 
-// maskUnder names a mask below dir, for the message.
+// maskUnder names a mount below dir, for the message.
 func maskUnder(p *isolator.Plan, dir string) string {
 	for _, m := range p.Mounts {
-		if (m.Kind == isolator.MaskFile || m.Kind == isolator.MaskDir) && m.Source != dir && isolator.Within(m.Target(p.User.HostHome), dir) {
-			return m.Target(p.User.HostHome) + ", " + m.Why
+		if t := m.Target(p.User.HostHome); t != dir && isolator.Within(t, dir) {
+			return t + ", " + m.Why
 		}
 	}
-	return "a mask"
+	return "nothing else mounted"
 }
