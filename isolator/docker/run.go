@@ -430,7 +430,7 @@ func anchorHint(spec *Spec) string {
 	if !spec.Anchored {
 		return ""
 	}
-	return " (if the engine could not mount a volume with a device /proc/.../fd/N: it runs in another mount namespace than this host's, like a remote engine, and cannot bind the directories devsandbox pinned to keep the masks in them in place; use an engine that shares this host's mounts, `--isolator bwrap`, or move what is masked to the top of the bind)"
+	return " (if the engine could not mount a volume with a device /proc/.../fd/N: it runs in another mount namespace than this host's, like a remote engine, and cannot bind the directories devsandbox pinned where a sandbox can write them — a repository's .git and hooks, a writable_dirs entry, a directory holding a masked path; use an engine that shares this host's mounts, or `--isolator bwrap`)"
 }
 
 // createNamed creates a container under a name of this run's own (a random suffix).

@@ -167,7 +167,12 @@ func mountFlag(m mount.Mount) string {
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				parts = append(parts, "volume-opt="+k+"="+d.Options[k])
+				opt := "volume-opt=" + k + "=" + d.Options[k]
+				if strings.ContainsAny(opt, ",\"") {
+					// --mount is CSV: a comma in a value (o=bind,ro) is quoted.
+					opt = `"` + strings.ReplaceAll(opt, `"`, `""`) + `"`
+				}
+				parts = append(parts, opt)
 			}
 		}
 	}

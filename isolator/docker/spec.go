@@ -257,11 +257,19 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 // mount's source is resolved again, by path, in the runtime's), and the runtime then
 // binds the volume's directory, root's, which no sandbox can swap. NoCopy: the
 // image's files at the target are never copied into the project.
+//
+// A read-only anchor is made read-only by the driver's own mount (o=bind,ro; the
+// runtime's bind of it keeps the flag): an engine refuses ReadOnly on an anonymous
+// volume.
 func anchorMount(m container.Mount, dev string) mount.Mount {
-	return mount.Mount{Type: mount.TypeVolume, Target: m.Target, ReadOnly: m.ReadOnly, VolumeOptions: &mount.VolumeOptions{
+	o := "bind"
+	if m.ReadOnly {
+		o = "bind,ro"
+	}
+	return mount.Mount{Type: mount.TypeVolume, Target: m.Target, VolumeOptions: &mount.VolumeOptions{
 		NoCopy:       true,
 		Labels:       map[string]string{LabelAnchor: m.Source},
-		DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{"type": "none", "o": "bind", "device": dev}},
+		DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{"type": "none", "o": o, "device": dev}},
 	}}
 }
 

@@ -528,3 +528,17 @@ func TestUnpinnableRefused(t *testing.T) {
 		t.Errorf("a plan without anchors: %v", err)
 	}
 }
+
+// A read-only anchor (the git hooks) is made read-only by the local driver's own
+// mount, not by the Mount's ReadOnly, which an engine refuses on an anonymous volume;
+// the script quotes the option's comma for --mount's CSV.
+func TestReadOnlyAnchorMount(t *testing.T) {
+	m := anchorMount(container.Mount{Type: container.Bind, Source: project + "/.git/hooks", Target: project + "/.git/hooks", ReadOnly: true, Anchor: true}, "/proc/42/fd/7")
+	if m.ReadOnly || m.VolumeOptions.DriverConfig.Options["o"] != "bind,ro" {
+		t.Errorf("ReadOnly %v, o=%q; want false, bind,ro", m.ReadOnly, m.VolumeOptions.DriverConfig.Options["o"])
+	}
+	want := `type=volume,dst=` + project + `/.git/hooks,volume-nocopy,volume-driver=local,volume-opt=device=/proc/42/fd/7,"volume-opt=o=bind,ro",volume-opt=type=none`
+	if got := mountFlag(m); got != want {
+		t.Errorf("mountFlag:\n%s\nwant\n%s", got, want)
+	}
+}
