@@ -23,7 +23,7 @@ func (s *Source) reopen(flags int) (*os.File, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil || uint64(st.Dev) != s.ID.Dev || st.Ino != s.ID.Ino {
 		unix.Close(fd)
-		return nil, fmt.Errorf("reopening a pinned file: not the file pinned (%v)", err)
+		return nil, fmt.Errorf("reopening %s as pinned: not the file pinned (%v)", s.path, err)
 	}
 	return os.NewFile(uintptr(fd), "pinned"), nil
 }

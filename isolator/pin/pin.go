@@ -40,7 +40,7 @@ type Source struct {
 	File *os.File
 	ID   isolator.FileID
 	Dir  bool
-	path string // the path walked (read by path where no descriptor is held)
+	path string // the path walked (for messages; read by path where no descriptor is held)
 }
 
 // Close releases the descriptor.
