@@ -23,6 +23,15 @@ func (s *Spec) Script() string {
 	var b strings.Builder
 	l := s.Layout
 	b.WriteString("# devsandbox drives the Engine API; this is the equivalent docker CLI invocation.\n")
+	if len(s.ByPath) > 0 {
+		b.WriteString("# run by hand, it binds these by path, which a launch never does (a concurrent session could swap\n")
+		b.WriteString("# one for a link): a launch mounts each directory from the one it opened (a local-driver volume,\n")
+		b.WriteString("# device=/proc/<pid>/fd/<N>, refused by an engine in another mount namespace) and a read-only file\n")
+		b.WriteString("# as the content it read through its descriptor:\n")
+		for _, p := range s.ByPath {
+			fmt.Fprintf(&b, "#   %s\n", p)
+		}
+	}
 	container.WriteSecretComments(&b, l.Secrets)
 	s.writeDerived(&b)
 	l.WriteHostFiles(&b)

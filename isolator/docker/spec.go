@@ -113,6 +113,9 @@ type Spec struct {
 	// only while this process holds their descriptors: the container cannot be
 	// started again later.
 	Anchored bool
+	// ByPath are the anchors a render without Options.Anchors (--dry-run) binds by
+	// path, which a launch never does.
+	ByPath []string
 }
 
 // containerConfig renders p for the engine. It is pure: host paths are taken from the
@@ -175,11 +178,15 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 				if !ok && opts.Anchors != nil {
 					return nil, fmt.Errorf("%w: the directory %s, which a sandbox can swap for a symlink, was not pinned", isolator.ErrProtection, m.Source)
 				}
+				hashed = append(hashed, anchorMount(m, m.Source))
 				if !ok {
-					dev = "/proc/$DEVSANDBOX_PID/fd/N" // --dry-run: devsandbox's descriptor of m.Source
+					// --dry-run: the script, run by hand, binds the path (Script says
+					// what a launch does instead).
+					mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+					s.ByPath = append(s.ByPath, m.Source)
+					continue
 				}
 				mounts = append(mounts, anchorMount(m, dev))
-				hashed = append(hashed, anchorMount(m, m.Source))
 				s.Anchored = true
 				continue
 			}
@@ -242,7 +249,9 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 	}
 	s.Config, s.Host, s.Network = cfg, hc, &network.NetworkingConfig{}
 	hhc := *hc
-	hhc.Mounts = container.SortMounts(append(slices.DeleteFunc(slices.Clone(mounts), func(m mount.Mount) bool { return m.VolumeOptions != nil && m.VolumeOptions.DriverConfig != nil }), hashed...), func(m mount.Mount) string { return m.Target })
+	hhc.Mounts = container.SortMounts(append(slices.DeleteFunc(slices.Clone(mounts), func(m mount.Mount) bool {
+		return (m.VolumeOptions != nil && m.VolumeOptions.DriverConfig != nil) || (m.Type == mount.TypeBind && slices.Contains(s.ByPath, m.Source) && m.Source == m.Target)
+	}), hashed...), func(m mount.Mount) string { return m.Target })
 	s.Hash = specHash(cfg, &hhc)
 	if opts.Keep {
 		labels[LabelSpec] = s.Hash
