@@ -421,8 +421,9 @@ curl -s -m 3 http://` + o.addr + `:8080/; kill $! 2>/dev/null; true`
 		keep("proxy-ok\ndirect-ok\nother-no\n", allow...)
 		// A restart makes a new network namespace without rules: they are applied
 		// again. (The project has no .git: a kept container with anchors — .git
-		// in a repository — mounts descriptors of the run that made it and cannot
-		// be restarted by hand; devsandbox makes it again.)
+		// in a repository — on an engine older than API 1.45 mounts descriptors of
+		// the run that made it and cannot be restarted by hand; devsandbox makes it
+		// again.)
 		dockerAt(t, iso, "restart", "-t", "0", projectContainers(t, iso, p, false)[0])
 		keep("proxy-ok\ndirect-ok\nother-no\n", allow...)
 	})

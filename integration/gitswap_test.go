@@ -102,6 +102,17 @@ for f in .git/config .git.x/config .git/hooks/pre-commit .git.x/hooks/pre-commit
 				t.Fatalf("the git dir is gone: %v", err)
 			}
 		}
+		// With .git back, a launch runs in the repository and shows its own config
+		// (an engine older than API 1.45 elsewhere refuses a writable anchor: .git).
+		r := p.sandbox(iso, nil, `cat .git/config`)
+		switch {
+		case refusesAnchors(iso):
+			if r.code != 125 {
+				t.Errorf("a launch after the swap on an engine that refuses anchors:\n%s", r)
+			}
+		case r.code != 0 || r.stdout != realConfig:
+			t.Errorf("a launch after the swap, .git back:\n%s", r)
+		}
 		// The git metadata stayed read-only in every launch: nothing holds what the
 		// sandboxes appended, here or in quarantine (a watcher may take the real
 		// hook for one the sandbox wrote when the swap shows it anew).
