@@ -82,6 +82,11 @@ func bindSourceSwap(t *testing.T, p *project, iso string, flags []string, files 
 	if isDocker(iso) {
 		t.Cleanup(func() { removeRootOwned(t, filepath.Join(it.home, ".local/share/devsandbox", p.name(), "home")) })
 	}
+	// Not a repository: an engine that cannot pin refuses one (.git is an
+	// anchor), and the swapping session must run on every isolator.
+	if err := os.RemoveAll(p.path("proj/.git")); err != nil {
+		t.Fatal(err)
+	}
 	p.write("proj/sub/marker", "PROJECT\n")
 	p.write("other/marker", "SIBLING\n")
 	if err := os.Symlink("../other", p.path("proj/sub.x")); err != nil {

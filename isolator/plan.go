@@ -240,13 +240,14 @@ type Mount struct {
 	// binds it from one file rewritten each session, not from its content.
 	Volatile bool
 	Why      string // where the mount comes from, for people reading --dry-run
-	// Anchor marks a Bind of a directory onto itself that keeps a mask in it in
-	// place (a mount point cannot be renamed), and any other Bind of a directory that
-	// a mask or an anchor lies in when its source lies where a sandbox can write (a
-	// sandbox.writable_dirs entry holding a .env). Such a source a concurrent session
-	// can swap for a symlink while a run starts: a backend must bind the directory it
-	// pinned (a descriptor), never the path, or the engine may make the mask's mount
-	// point wherever the link leads.
+	// Anchor marks a Bind whose source lies where a sandbox can write (below one
+	// of Writable's directories): a directory bound onto itself to keep a mask in it
+	// in place (a mount point cannot be renamed), the git metadata's read-only
+	// binds, the files host tools run, a sandbox.writable_dirs entry. Such a source
+	// a concurrent session can swap for a symlink while a run starts: a backend must
+	// mount the file it pinned (a descriptor) or, read-only, deliver its content,
+	// never bind the path, or the engine binds wherever the link leads and makes
+	// the mount points in it there.
 	Anchor bool `json:",omitempty"`
 	// ID identifies the file a Bind mounts (MaskFile: the mask source). Build leaves
 	// it nil; Run sets it from the descriptor it opened the source with (package

@@ -132,10 +132,10 @@ type Mount struct {
 	// Optional marks a Bind whose source may vanish before launch: Prepare drops it,
 	// with its check, as bwrap's --ro-bind-try does.
 	Optional bool
-	// Anchor marks a Bind of a directory the sandbox can swap for a symlink, bound
-	// onto itself under a mask (isolator.Mount.Anchor). A backend must have the
-	// engine bind the pinned directory, not the path: an engine that binds the path
-	// after a swap makes the mask's mount point where the link leads, on the host.
+	// Anchor marks a Bind whose source the sandbox can swap for a symlink
+	// (isolator.Mount.Anchor). A backend must have the engine bind the pinned file,
+	// not the path: an engine that binds the path after a swap binds where the link
+	// leads and makes the mount points in it there, on the host.
 	Anchor bool
 	Tmpfs  Tmpfs // Scratch
 }

@@ -96,7 +96,7 @@ func anchorDriverOpts(dir string) map[string]string {
 func subpathMount(p *isolator.Plan, m container.Mount, root anchorRoot) (mount.Mount, error) {
 	rel, err := filepath.Rel(root.Dir, m.Source)
 	if err != nil || rel == "." || !filepath.IsLocal(rel) {
-		return mount.Mount{}, fmt.Errorf("%w: the directory %s, bound again to keep a mask in it in place, is not below %s", isolator.ErrProtection, m.Source, root.Dir)
+		return mount.Mount{}, fmt.Errorf("%w: the directory %s, which a sandbox can swap for a symlink, is not below %s", isolator.ErrProtection, m.Source, root.Dir)
 	}
 	o := anchorVolumeOptions(p, root)
 	return mount.Mount{Type: mount.TypeVolume, Source: root.Volume, Target: m.Target, ReadOnly: m.ReadOnly, VolumeOptions: &mount.VolumeOptions{

@@ -17,15 +17,20 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
-// Without pinned directories (an engine with API 1.45+, and --dry-run) an anchor is
-// the sub-path of a named volume of the directory it lies in, never a bind of its
-// path nor a descriptor; its spec hash is the same from run to run, and a kept
+// On an engine with API 1.45+ (Options.Subpath) an anchor is the sub-path of a named
+// volume of the directory it lies in, never a bind of its path nor a descriptor,
+// read-only when the anchor is; its spec hash is the same from run to run, and a kept
 // container with it can be started again.
 func TestAnchorMountsSubpath(t *testing.T) {
 	p := anchoredPlan()
-	// A second anchor below the first, in the same project: one volume for both.
+	// A second anchor below the first, in the same project: one volume for both; and
+	// a read-only one (git metadata).
 	i := slices.IndexFunc(p.Mounts, func(m isolator.Mount) bool { return m.Anchor })
-	p.Mounts = slices.Insert(p.Mounts, i+1, isolator.Mount{Kind: isolator.Bind, Source: project + "/sub/deep", Dest: project + "/sub/deep", Why: "holds a masked path", Anchor: true})
+	p.Mounts = slices.Insert(p.Mounts, i+1,
+		isolator.Mount{Kind: isolator.Bind, Source: project + "/sub/deep", Dest: project + "/sub/deep", Why: "holds a masked path", Anchor: true},
+		isolator.Mount{Kind: isolator.Bind, Source: project + "/sub/ro", Dest: project + "/sub/ro", Why: "git metadata", Anchor: true, ReadOnly: true})
+	opts := opts
+	opts.Subpath = true
 	s, err := containerConfig(p, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +42,7 @@ func TestAnchorMountsSubpath(t *testing.T) {
 	if !strings.HasPrefix(root.Volume, "devsandbox-app-0123abcd-root-") {
 		t.Errorf("volume name %s", root.Volume)
 	}
-	want := map[string]string{project + "/sub": "sub", project + "/sub/deep": "sub/deep"}
+	want := map[string]string{project + "/sub": "sub", project + "/sub/deep": "sub/deep", project + "/sub/ro": "sub/ro"}
 	for _, m := range s.Host.Mounts {
 		sub, ok := want[m.Target]
 		if !ok {
@@ -45,7 +50,7 @@ func TestAnchorMountsSubpath(t *testing.T) {
 		}
 		delete(want, m.Target)
 		vo := anchorVolumeOptions(p, root)
-		exp := mount.Mount{Type: mount.TypeVolume, Source: root.Volume, Target: m.Target, VolumeOptions: &mount.VolumeOptions{NoCopy: true, Subpath: sub,
+		exp := mount.Mount{Type: mount.TypeVolume, Source: root.Volume, Target: m.Target, ReadOnly: sub == "sub/ro", VolumeOptions: &mount.VolumeOptions{NoCopy: true, Subpath: sub,
 			Labels: vo.Labels, DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{"type": "none", "o": "bind", "device": project}}}}
 		if !reflect.DeepEqual(m, exp) {
 			t.Errorf("the anchor at %s:\n%+v\nwant\n%+v", m.Target, m, exp)
@@ -62,9 +67,33 @@ func TestAnchorMountsSubpath(t *testing.T) {
 		t.Errorf("the spec hash changed between two renders: %s, %s (%v)", s.Hash, s2.Hash, err)
 	}
 	pinned := opts
-	pinned.Anchors = map[string]string{project + "/sub": "/proc/1/fd/3", project + "/sub/deep": "/proc/1/fd/4"}
+	pinned.Subpath = false
+	pinned.Anchors = map[string]string{project + "/sub": "/proc/1/fd/3", project + "/sub/deep": "/proc/1/fd/4", project + "/sub/ro": "/proc/1/fd/5"}
 	if s3, err := containerConfig(p, pinned); err != nil || s3.Hash == s.Hash || len(s3.AnchorRoots) != 0 {
 		t.Errorf("pinned anchors: hash %s (sub-path %s), roots %v, %v", s3.Hash, s.Hash, s3.AnchorRoots, err)
+	}
+}
+
+// A launch sets Subpath or Anchors: with neither, an anchor is bound by its path and
+// named (--dry-run's script, run by hand); with Anchors set but an anchor missing
+// from it (an engine that pins nothing left one), the render is refused, never a
+// bind by path.
+func TestAnchorRenderModes(t *testing.T) {
+	p := anchoredPlan()
+	s, err := containerConfig(p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(s.ByPath, []string{project + "/sub"}) || len(s.AnchorRoots) != 0 || s.Anchored {
+		t.Errorf("--dry-run: by path %v, roots %v, anchored %v; want the anchor by path only", s.ByPath, s.AnchorRoots, s.Anchored)
+	}
+	if !strings.Contains(s.Script(), "#   "+project+"/sub\n") {
+		t.Errorf("the script does not name the anchor it binds by path:\n%s", s.Script())
+	}
+	launch := opts
+	launch.Anchors = map[string]string{}
+	if _, err := containerConfig(p, launch); !errors.Is(err, isolator.ErrProtection) {
+		t.Errorf("an anchor neither pinned nor a sub-path: %v, want ErrProtection", err)
 	}
 }
 
@@ -113,17 +142,25 @@ func TestAnchorVolumeMismatchRefused(t *testing.T) {
 func TestRunAnchorsByEngine(t *testing.T) {
 	for _, tc := range []struct {
 		name, host, api string
-		want            string // "subpath", "pinned", "refused"
+		ro              bool   // the anchor is read-only (git metadata)
+		want            string // "subpath", "pinned", "refused", "content"
 	}{
-		{"local 1.41", "unix:///fake.sock", "1.41", "pinned"},
-		{"local 1.45", "unix:///fake.sock", "1.45", "subpath"},
-		{"remote 1.44", "tcp://10.0.0.2:2376", "1.44", "refused"},
+		{"local 1.41", "unix:///fake.sock", "1.41", false, "pinned"},
+		{"local 1.41 read-only", "unix:///fake.sock", "1.41", true, "pinned"},
+		{"local 1.45", "unix:///fake.sock", "1.45", false, "subpath"},
+		{"local 1.45 read-only", "unix:///fake.sock", "1.45", true, "subpath"},
+		{"remote 1.44", "tcp://10.0.0.2:2376", "1.44", false, "refused"},
+		{"remote 1.44 read-only", "tcp://10.0.0.2:2376", "1.44", true, "content"},
+		{"remote 1.45", "tcp://10.0.0.2:2376", "1.45", false, "subpath"},
+		{"remote 1.45 read-only", "tcp://10.0.0.2:2376", "1.45", true, "subpath"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t)
 			f.api = tc.api
 			b, p := testIsolator(t, f, false)
 			b.dial = func() (Engine, Address, error) { return f, Address{Host: tc.host, Origin: "docker.host"}, nil }
+			// A remote engine's home is a volume, made and given to the user once.
+			f.listed = []*volume.Volume{{Name: "devsandbox-" + p.Project.Name + "-home"}}
 			sub := filepath.Join(p.Project.Dir, "sub")
 			if err := os.MkdirAll(sub, 0o755); err != nil {
 				t.Fatal(err)
@@ -131,8 +168,11 @@ func TestRunAnchorsByEngine(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(sub, ".env"), []byte("SECRET=1\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
+			if err := os.WriteFile(filepath.Join(sub, "a.txt"), []byte("a\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			p.Mounts = append(p.Mounts,
-				isolator.Mount{Kind: isolator.Bind, Source: sub, Dest: sub, Why: "holds a masked path", Anchor: true},
+				isolator.Mount{Kind: isolator.Bind, Source: sub, Dest: sub, Why: "holds a masked path", Anchor: true, ReadOnly: tc.ro},
 				isolator.Mount{Kind: isolator.MaskFile, Dest: sub + "/.env", Why: "sandbox.mask_files"})
 			_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
 			if tc.want == "refused" {
@@ -150,11 +190,23 @@ func TestRunAnchorsByEngine(t *testing.T) {
 			if len(f.created) == 0 {
 				t.Fatalf("no container created: %v (%v)", f.calls, err)
 			}
-			var got *mount.Mount
-			for _, m := range f.created[len(f.created)-1].host.Mounts {
-				if m.Target == sub {
+			var got, file *mount.Mount
+			hc := f.created[len(f.created)-1].host
+			for _, m := range hc.Mounts {
+				switch m.Target {
+				case sub:
 					got = &m
+				case sub + "/a.txt":
+					file = &m
 				}
+			}
+			if tc.want == "content" {
+				// An empty read-only directory holding a copy of each file (the
+				// masked one left out); nothing of the host's bound by path.
+				if _, ok := hc.Tmpfs[sub]; !ok || got != nil || file == nil || file.Source == sub+"/a.txt" {
+					t.Errorf("the read-only anchor is not its content: the directory %+v (tmpfs %v), its file %+v", got, hc.Tmpfs, file)
+				}
+				return
 			}
 			if got == nil || got.Type != mount.TypeVolume || got.VolumeOptions == nil {
 				t.Fatalf("the anchor's mount: %+v", got)
@@ -162,7 +214,7 @@ func TestRunAnchorsByEngine(t *testing.T) {
 			switch tc.want {
 			case "subpath":
 				name := anchorVolumeName(p, p.Project.Dir)
-				if got.Source != name || got.VolumeOptions.Subpath != "sub" || got.VolumeOptions.DriverConfig.Options["device"] != p.Project.Dir {
+				if got.Source != name || got.VolumeOptions.Subpath != "sub" || got.VolumeOptions.DriverConfig.Options["device"] != p.Project.Dir || got.ReadOnly != tc.ro {
 					t.Errorf("the anchor is not the sub-path of %s: %+v %+v", name, got, got.VolumeOptions)
 				}
 				if _, ok := f.volumes[name]; !ok || !slices.Contains(f.calls, "VolumeCreate "+name) {
@@ -170,7 +222,7 @@ func TestRunAnchorsByEngine(t *testing.T) {
 				}
 			case "pinned":
 				d := got.VolumeOptions.DriverConfig
-				if d == nil || !strings.HasPrefix(d.Options["device"], "/proc/") || got.VolumeOptions.Subpath != "" {
+				if d == nil || !strings.HasPrefix(d.Options["device"], "/proc/") || got.VolumeOptions.Subpath != "" || (d.Options["o"] == "bind,ro") != tc.ro {
 					t.Errorf("the anchor is not the pinned directory: %+v", got.VolumeOptions)
 				}
 			}

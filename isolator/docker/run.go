@@ -88,6 +88,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// Anchors are sub-paths of volumes on an engine with API 1.45 or newer, else the
 	// directories pinned below, or refused (anchorvol.go).
 	subpath := false
+	// An anchor left unpinned is refused (translate), never bound by its path.
+	opts.Anchors = map[string]string{}
 	if plansAnchors(p) {
 		v, err := e.ServerVersion(ctx)
 		if err != nil {
@@ -98,6 +100,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			return 0, err
 		}
 		subpath = !apiBefore(v.APIVersion, SubpathAPI)
+		opts.Subpath = subpath
 	}
 	if addr.Local() {
 		// The engine binds by path: pin each source, and the init checks that the
@@ -113,15 +116,23 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		// Held until the run ends: the engine mounts the anchors through them
 		// (anchorMount) when it starts the container.
 		defer pins.Close()
-		p, _ = pins.Apply()
+		var index []int
+		p, index = pins.Apply()
+		// A file the sandbox can swap goes as the content of the one pinned.
+		if p, err = viaContent(p, func(i int) (*pin.Source, func(), error) { return pins.Sources[index[i]], func() {}, nil }, false); err != nil {
+			return 0, err
+		}
 		opts.BootID = pin.BootID()
 		if !subpath {
-			opts.Anchors = map[string]string{}
 			for src, s := range pins.Anchors() {
 				opts.Anchors[src] = s.ProcPath()
 			}
 		}
 	} else if err := isolator.CheckDestinations(p); err != nil {
+		return 0, err
+	} else if p, err = viaContent(p, remoteSources(p), !subpath); err != nil {
+		// The engine pins nothing: a file the sandbox can swap goes as content, and
+		// so does a read-only directory unless the engine mounts it as a sub-path.
 		return 0, err
 	}
 	l, err := layout(p, opts)
@@ -441,9 +452,9 @@ func (b *Isolator) createOnce(ctx context.Context, e Engine, addr Address, p *is
 func anchorHint(spec *Spec) string {
 	switch {
 	case spec.Anchored:
-		return " (if the engine could not mount a volume with a device /proc/.../fd/N: it runs in another mount namespace than this host's, like a rootless dockerd, and its API is older than " + SubpathAPI + " (Docker 26), so it can neither bind the directories devsandbox pinned to keep the masks in them in place nor mount them as sub-paths; upgrade the engine to Docker 26 or newer, use an engine that shares this host's mounts, `--isolator bwrap`, or move what is masked to the top of the bind)"
+		return " (if the engine could not mount a volume with a device /proc/.../fd/N: it runs in another mount namespace than this host's, like a rootless dockerd, and its API is older than " + SubpathAPI + " (Docker 26), so it can neither bind the directories devsandbox pinned where a sandbox can write them (a repository's .git and hooks, a writable_dirs entry, a directory holding a masked path) nor mount them as sub-paths; upgrade the engine to Docker 26 or newer, use an engine that shares this host's mounts, or `--isolator bwrap`)"
 	case len(spec.AnchorRoots) > 0:
-		return " (if the engine could not mount a sub-path of a volume " + spec.AnchorRoots[0].Volume + ": a directory a mask lies in (below " + spec.AnchorRoots[0].Dir + ") was replaced by a symlink after devsandbox checked it, and the engine refuses to follow it; nothing was mounted through it. A sandboxed session of this project may have done that: look for a symlink where the directory was)"
+		return " (if the engine could not mount a sub-path of a volume " + spec.AnchorRoots[0].Volume + ": a directory a sandbox can write in (below " + spec.AnchorRoots[0].Dir + ") was replaced by a symlink after devsandbox checked it, and the engine refuses to follow it; nothing was mounted through it. A sandboxed session of this project may have done that: look for a symlink where the directory was)"
 	}
 	return ""
 }

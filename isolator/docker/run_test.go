@@ -74,6 +74,7 @@ type fakeEngine struct {
 	// requests are the companions' requests; volumes the volumes that exist.
 	requests []companion.Request
 	volumes  map[string]volume.CreateOptions
+	listed   []*volume.Volume // what VolumeList answers (a remote engine's home volume)
 	created  []*fakeContainer // every container created, removed ones too
 	sweeps   int              // sweeps of leftovers begun
 	api      string           // the API version the engine speaks; 1.41 when ""
@@ -364,7 +365,7 @@ func (f *fakeEngine) VolumeRemove(_ context.Context, name string, _ bool) error 
 
 // VolumeList finds no leftovers (like ContainerList, not part of the transcripts).
 func (f *fakeEngine) VolumeList(context.Context, volume.ListOptions) (volume.ListResponse, error) {
-	return volume.ListResponse{}, nil
+	return volume.ListResponse{Volumes: f.listed}, nil
 }
 
 // ContainerList finds no leftovers (it is not part of the transcripts: it runs

@@ -23,6 +23,16 @@ func (s *Spec) Script() string {
 	var b strings.Builder
 	l := s.Layout
 	b.WriteString("# devsandbox drives the Engine API; this is the equivalent docker CLI invocation.\n")
+	if len(s.ByPath) > 0 {
+		b.WriteString("# run by hand, it binds these by path, which a launch never does (a concurrent session could swap\n")
+		b.WriteString("# one for a link): a launch mounts each directory as a sub-path of a volume of the directory it lies\n")
+		b.WriteString("# in (API " + SubpathAPI + ", Docker 26), or on an older engine on this host from the one it opened\n")
+		b.WriteString("# (volume-opt=device=/proc/<pid>/fd/<N>); an older engine elsewhere gets a read-only one as content\n")
+		b.WriteString("# and refuses a writable one; a file goes as the content read through its descriptor:\n")
+		for _, p := range s.ByPath {
+			fmt.Fprintf(&b, "#   %s\n", p)
+		}
+	}
 	container.WriteSecretComments(&b, l.Secrets)
 	s.writeDerived(&b)
 	l.WriteHostFiles(&b)
@@ -179,7 +189,12 @@ func mountFlag(m mount.Mount) string {
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				parts = append(parts, "volume-opt="+k+"="+d.Options[k])
+				opt := "volume-opt=" + k + "=" + d.Options[k]
+				if strings.ContainsAny(opt, ",\"") {
+					// --mount is CSV: a comma in a value (o=bind,ro) is quoted.
+					opt = `"` + strings.ReplaceAll(opt, `"`, `""`) + `"`
+				}
+				parts = append(parts, opt)
 			}
 		}
 	}
@@ -312,7 +327,8 @@ func (s *Spec) writeAnchorVolumes(b *strings.Builder) {
 	if len(s.AnchorRoots) == 0 {
 		return
 	}
-	b.WriteString("# directories a mask lies in are mounted as sub-paths of a volume of the directory they lie in, which\n")
-	b.WriteString("# the engine opens without following a symlink out of it (API " + SubpathAPI + ", Docker 26; an older engine on this\n")
-	b.WriteString("# host gets the directory devsandbox opened, as volume-opt=device=/proc/<pid>/fd/<n>; an older remote one is refused)\n")
+	b.WriteString("# directories a sandbox can write in are mounted as sub-paths of a volume of the directory they lie in,\n")
+	b.WriteString("# which the engine opens without following a symlink out of it (API " + SubpathAPI + ", Docker 26; an older engine on\n")
+	b.WriteString("# this host gets the directory devsandbox opened, as volume-opt=device=/proc/<pid>/fd/<n>; an older one\n")
+	b.WriteString("# elsewhere gets a read-only one as content and refuses a writable one)\n")
 }

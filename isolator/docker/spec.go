@@ -74,16 +74,20 @@ type Options struct {
 	// volume name (contentvol.go), as the engine reported them; a volume not in it is
 	// where a local engine keeps it.
 	ContentSources map[string]string
-	// Anchors are, by source path, what the engine mounts for each anchor (a
-	// directory bound onto itself under a mask, container.Mount.Anchor) on an engine
-	// older than SubpathAPI: the /proc/PID/fd/N path of the directory Run pinned,
-	// which the engine's local volume driver mounts in the engine's mount namespace
-	// (a bind source given as a path would be resolved anew, after a concurrent
-	// session swapped it for a link). Run sets it for such an engine that shares
-	// this host's mount namespace. nil mounts each anchor as a sub-path of its top
-	// directory's volume instead (anchorvol.go): Run on a newer engine, and
-	// --dry-run.
+	// Anchors are, by source path, what the engine mounts for each anchor that is a
+	// directory (a bind whose source a sandbox can swap for a symlink,
+	// container.Mount.Anchor; Run delivers a file as its content, viaContent) on an
+	// engine older than SubpathAPI: the /proc/PID/fd/N path of the directory Run
+	// pinned, which the engine's local volume driver mounts in the engine's mount
+	// namespace (a bind source given as a path would be resolved anew, after a
+	// concurrent session swapped it for a link). Run sets it (empty when nothing is
+	// pinned, so that an anchor left is refused) unless Subpath.
 	Anchors map[string]string
+	// Subpath mounts each anchor as a sub-path of its top directory's volume instead
+	// (anchorvol.go): Run sets it for an engine with API SubpathAPI or newer.
+	// Neither Subpath nor Anchors renders each anchor as a bind of its path, named in
+	// the script's comment (--dry-run), which a launch never does.
+	Subpath bool
 }
 
 // Spec is a rendered docker run: the container to create, or with Keep the kept
@@ -114,9 +118,12 @@ type Spec struct {
 	// only while this process holds their descriptors: the container cannot be
 	// started again later.
 	Anchored bool
-	// AnchorRoots are the volumes the anchors are sub-paths of (Options.Anchors
-	// nil), which Run creates before the container.
+	// AnchorRoots are the volumes the anchors are sub-paths of (Options.Subpath),
+	// which Run creates before the container.
 	AnchorRoots []anchorRoot
+	// ByPath are the anchors a render with neither Options.Subpath nor
+	// Options.Anchors (--dry-run) binds by path, which a launch never does.
+	ByPath []string
 }
 
 // containerConfig renders p for the engine. It is pure: host paths are taken from the
@@ -174,7 +181,7 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 	for _, m := range l.Mounts {
 		switch m.Type {
 		case container.Bind:
-			if m.Anchor && opts.Anchors == nil {
+			if m.Anchor && opts.Subpath {
 				mm, err := s.subpathAnchor(p, m)
 				if err != nil {
 					return nil, err
@@ -185,11 +192,18 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 			}
 			if m.Anchor {
 				dev, ok := opts.Anchors[m.Source]
+				if !ok && opts.Anchors != nil {
+					return nil, fmt.Errorf("%w: the directory %s, which a sandbox can swap for a symlink, was not pinned", isolator.ErrProtection, m.Source)
+				}
+				hashed = append(hashed, anchorMount(m, m.Source))
 				if !ok {
-					return nil, fmt.Errorf("%w: the directory %s, bound again to keep a mask in it in place, was not pinned", isolator.ErrProtection, m.Source)
+					// --dry-run: the script, run by hand, binds the path (Script says
+					// what a launch does instead).
+					mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+					s.ByPath = append(s.ByPath, m.Source)
+					continue
 				}
 				mounts = append(mounts, anchorMount(m, dev))
-				hashed = append(hashed, anchorMount(m, m.Source))
 				s.Anchored = true
 				continue
 			}
@@ -252,7 +266,9 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 	}
 	s.Config, s.Host, s.Network = cfg, hc, &network.NetworkingConfig{}
 	hhc := *hc
-	hhc.Mounts = container.SortMounts(append(slices.DeleteFunc(slices.Clone(mounts), func(m mount.Mount) bool { return m.VolumeOptions != nil && m.VolumeOptions.DriverConfig != nil }), hashed...), func(m mount.Mount) string { return m.Target })
+	hhc.Mounts = container.SortMounts(append(slices.DeleteFunc(slices.Clone(mounts), func(m mount.Mount) bool {
+		return (m.VolumeOptions != nil && m.VolumeOptions.DriverConfig != nil) || (m.Type == mount.TypeBind && slices.Contains(s.ByPath, m.Source) && m.Source == m.Target)
+	}), hashed...), func(m mount.Mount) string { return m.Target })
 	s.Hash = specHash(cfg, &hhc)
 	if opts.Keep {
 		labels[LabelSpec] = s.Hash
@@ -266,7 +282,7 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 func (s *Spec) subpathAnchor(p *isolator.Plan, m container.Mount) (mount.Mount, error) {
 	top := topDir(p, m.Source)
 	if top == "" {
-		return mount.Mount{}, fmt.Errorf("%w: the directory %s, bound again to keep a mask in it in place, lies in no directory the sandbox can write", isolator.ErrProtection, m.Source)
+		return mount.Mount{}, fmt.Errorf("%w: the directory %s, which a sandbox can swap for a symlink, lies in no directory the sandbox can write", isolator.ErrProtection, m.Source)
 	}
 	r := anchorRoot{Dir: top, Volume: anchorVolumeName(p, top)}
 	if !slices.Contains(s.AnchorRoots, r) {
@@ -281,11 +297,19 @@ func (s *Spec) subpathAnchor(p *isolator.Plan, m container.Mount) (mount.Mount, 
 // mount's source is resolved again, by path, in the runtime's), and the runtime then
 // binds the volume's directory, root's, which no sandbox can swap. NoCopy: the
 // image's files at the target are never copied into the project.
+//
+// A read-only anchor is made read-only by the driver's own mount (o=bind,ro; the
+// runtime's bind of it keeps the flag): an engine refuses ReadOnly on an anonymous
+// volume.
 func anchorMount(m container.Mount, dev string) mount.Mount {
-	return mount.Mount{Type: mount.TypeVolume, Target: m.Target, ReadOnly: m.ReadOnly, VolumeOptions: &mount.VolumeOptions{
+	o := "bind"
+	if m.ReadOnly {
+		o = "bind,ro"
+	}
+	return mount.Mount{Type: mount.TypeVolume, Target: m.Target, VolumeOptions: &mount.VolumeOptions{
 		NoCopy:       true,
 		Labels:       map[string]string{LabelAnchor: m.Source},
-		DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{"type": "none", "o": "bind", "device": dev}},
+		DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{"type": "none", "o": o, "device": dev}},
 	}}
 }
 

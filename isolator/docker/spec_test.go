@@ -118,6 +118,11 @@ var goldenCases = []struct {
 		return o
 	}},
 	{"anchored_mask", anchoredPlan, nil},
+	{"anchored_mask_subpath", anchoredPlan, func() Options {
+		o := opts
+		o.Subpath = true
+		return o
+	}},
 	{"anchored_mask_pinned", anchoredPlan, func() Options {
 		o := opts
 		o.Anchors = map[string]string{project + "/sub": "/proc/$DEVSANDBOX_PID/fd/N"}
@@ -545,5 +550,26 @@ func TestUnpinnableRefused(t *testing.T) {
 	}
 	if err := remote.RefuseAnchors(basePlan(), "1.41"); err != nil {
 		t.Errorf("a plan without anchors: %v", err)
+	}
+	ro := anchoredPlan()
+	for i := range ro.Mounts {
+		ro.Mounts[i].ReadOnly = ro.Mounts[i].ReadOnly || ro.Mounts[i].Anchor
+	}
+	if err := remote.RefuseAnchors(ro, "1.41"); err != nil {
+		t.Errorf("a read-only anchor (delivered as content): %v", err)
+	}
+}
+
+// A read-only anchor (the git hooks) is made read-only by the local driver's own
+// mount, not by the Mount's ReadOnly, which an engine refuses on an anonymous volume;
+// the script quotes the option's comma for --mount's CSV.
+func TestReadOnlyAnchorMount(t *testing.T) {
+	m := anchorMount(container.Mount{Type: container.Bind, Source: project + "/.git/hooks", Target: project + "/.git/hooks", ReadOnly: true, Anchor: true}, "/proc/42/fd/7")
+	if m.ReadOnly || m.VolumeOptions.DriverConfig.Options["o"] != "bind,ro" {
+		t.Errorf("ReadOnly %v, o=%q; want false, bind,ro", m.ReadOnly, m.VolumeOptions.DriverConfig.Options["o"])
+	}
+	want := `type=volume,dst=` + project + `/.git/hooks,volume-nocopy,volume-label=dev.devsandbox.anchor=` + project + `/.git/hooks,volume-driver=local,volume-opt=device=/proc/42/fd/7,"volume-opt=o=bind,ro",volume-opt=type=none`
+	if got := mountFlag(m); got != want {
+		t.Errorf("mountFlag:\n%s\nwant\n%s", got, want)
 	}
 }

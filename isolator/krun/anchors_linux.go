@@ -31,11 +31,7 @@ import (
 // refuses a mount of another namespace.
 func StageAnchors(in io.Reader, out io.Writer) int {
 	r := bufio.NewReader(in)
-	var as []Anchor
-	line, err := r.ReadBytes('\n')
-	if err == nil {
-		err = json.Unmarshal(line, &as)
-	}
+	as, err := readAnchors(r)
 	var staged []string
 	for i := 0; err == nil && i < len(as); i++ {
 		err = stageAnchor(as[i])
@@ -57,8 +53,11 @@ func StageAnchors(in io.Reader, out io.Writer) int {
 	return 0
 }
 
+// stageAnchor binds the file a.Path leads to at a.Stage when it is the one pinned. A
+// directory is bound at the empty directory made for it; a regular file at an empty
+// file that replaces that directory (a bind's mount point is of its source's kind).
 func stageAnchor(a Anchor) error {
-	fd, err := unix.Open(a.Path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(a.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("opening %s in podman's namespace: %w", a.Path, err)
 	}
@@ -67,8 +66,18 @@ func stageAnchor(a Anchor) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("inspecting %s: %w", a.Path, err)
 	}
-	if st.Dev != a.ID.Dev || st.Ino != a.ID.Ino {
-		return fmt.Errorf("%s is no longer the directory devsandbox checked (device %d inode %d, now %d %d): something, such as a concurrent session of the project, replaced it", a.Path, a.ID.Dev, a.ID.Ino, st.Dev, st.Ino)
+	if err := samePinned(a, uint64(st.Dev), st.Ino); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFREG {
+		if err := unix.Rmdir(a.Stage); err != nil {
+			return fmt.Errorf("making the mount point of %s: %w", a.Path, err)
+		}
+		mp, err := unix.Open(a.Stage, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return fmt.Errorf("making the mount point of %s: %w", a.Path, err)
+		}
+		unix.Close(mp)
 	}
 	if err := unix.Mount("/proc/self/fd/"+strconv.Itoa(fd), a.Stage, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("binding %s at %s: %w", a.Path, a.Stage, err)
@@ -86,7 +95,7 @@ func (osHost) StageAnchors(runtimeDir, nsenter string, as []Anchor) (map[string]
 		return staged, func() {}, nil
 	}
 	fail := func(err error) (map[string]string, func(), error) {
-		return nil, nil, fmt.Errorf("%w: %s holds a masked path and must be bound as the directory devsandbox checked, which podman can do only from inside its own namespaces: %w; the command did not run", isolator.ErrProtection, as[0].Path, err)
+		return nil, nil, fmt.Errorf("%w: %s lies where a sandbox can write (or holds a masked path) and must be bound as the file devsandbox checked, which podman can do only from inside its own namespaces: %w; the command did not run", isolator.ErrProtection, as[0].Path, err)
 	}
 	b, err := os.ReadFile(filepath.Join(runtimeDir, "libpod/tmp/pause.pid"))
 	if err != nil {
@@ -114,13 +123,12 @@ func (osHost) StageAnchors(runtimeDir, nsenter string, as []Anchor) (map[string]
 	if err != nil {
 		return fail(err)
 	}
+	staged = stagePaths(dir, as)
 	for i := range as {
-		as[i].Stage = filepath.Join(dir, strconv.Itoa(i))
 		if err := os.Mkdir(as[i].Stage, 0o700); err != nil {
 			os.RemoveAll(dir)
 			return fail(err)
 		}
-		staged[as[i].Path] = as[i].Stage
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -71,8 +71,8 @@ type Options struct {
 	// BootID is the host's boot id (pin.BootID), set by Run: the init compares the
 	// identities of pinned mount sources only on the same kernel (runc, not a VM).
 	BootID string
-	// Anchors are, by path, where podman binds each anchor from (a directory bound
-	// onto itself to keep a mask in it in place, container.Mount.Anchor): the
+	// Anchors are, by path, where podman binds each anchor from (a bind whose source
+	// a sandbox can swap for a symlink, container.Mount.Anchor): the file or
 	// directory devsandbox pinned, bound in podman's own mount namespace at a path
 	// no sandbox can swap (Host.StageAnchors). A path of the project would be
 	// resolved again when the runtime mounts it, after a concurrent session swapped
@@ -142,7 +142,7 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 				staged, ok := opts.Anchors[m.Source]
 				switch {
 				case !ok && opts.Anchors != nil:
-					return nil, fmt.Errorf("%w: the directory %s, bound again to keep a mask in it in place, was not pinned", isolator.ErrProtection, m.Source)
+					return nil, fmt.Errorf("%w: %s, which a sandbox can swap for a symlink, was not staged from the file devsandbox pinned", isolator.ErrProtection, m.Source)
 				case !ok:
 					staged = "$XDG_RUNTIME_DIR/devsandbox/anchors-N/I" // --dry-run: m.Source as devsandbox pinned it, bound there in podman's namespace
 				}

@@ -40,6 +40,7 @@ type Source struct {
 	File *os.File
 	ID   isolator.FileID
 	Dir  bool
+	path string // the path walked (for messages; read by path where no descriptor is held)
 }
 
 // Close releases the descriptor.
@@ -233,6 +234,13 @@ func within(dir string, roots []string) bool {
 
 // maxLinks is how many symlinks one path may cross, as Linux's MAXSYMLINKS.
 const maxLinks = 40
+
+// OpenIn pins one path with p's writable directories untrusted, as Plan does.
+func OpenIn(p *isolator.Plan, path string) (*Source, error) {
+	w := newWalker(&roots{resolve: func() []string { return untrusted(p) }})
+	defer w.close()
+	return w.open(path)
+}
 
 // Open pins one path with no untrusted directories other than those given.
 func Open(path string, untrusted []string) (*Source, error) {

@@ -58,6 +58,9 @@ func (w *walker) open(p string) (*Source, error) {
 			return nil, fmt.Errorf("%s: %w", p, unix.ELOOP)
 		}
 		next, src, err := w.walk(p)
+		if src != nil {
+			src.path = p
+		}
 		if err != nil || src != nil {
 			return src, err
 		}

@@ -62,7 +62,7 @@ func (w *walker) open(p string) (*Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		src := &Source{Dir: fi.IsDir()}
+		src := &Source{Dir: fi.IsDir(), path: p}
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 			src.ID = isolator.FileID{Dev: uint64(st.Dev), Ino: uint64(st.Ino)}
 		}

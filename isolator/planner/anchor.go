@@ -105,41 +105,28 @@ func (b *mountBuilder) insertAfter(i int, ms []isolator.Mount) {
 }
 
 // anchorSwappable marks as an anchor (isolator.Mount.Anchor) every other bind whose
-// source lies where a sandbox can write (below one of isolator.Writable's
-// directories, the rule package pin refuses links by) and that a mask or an anchor
-// lies in — a sandbox.writable_dirs entry of a read-only project holding a .env, say.
-// A concurrent session with that directory writable (the project without read_only)
-// can swap it for a symlink while this run starts: an engine that binds it by path
-// then makes the mask's mount point where the link leads, on the host. A backend
-// binds an anchor from the directory it pinned instead. Later mounts are looked at
-// first, so a bind marked here is itself held by the bind it lies in.
+// source lies where a sandbox can write: below one of isolator.Writable's
+// directories, the rule package pin refuses links by. A concurrent session with that
+// directory writable can swap the source (or a directory above it) for a symlink
+// while this run starts: an engine that binds it by path then mounts where the link
+// leads, on the host — a host file at the read-only .git/config, the real one left
+// writable under another name, a mask's mount point made through the link. The
+// git metadata's read-only binds, the files host tools run, a
+// sandbox.writable_dirs entry of a read-only project: a backend mounts each from
+// the file it pinned (a descriptor), or delivers a read-only one's content, never
+// its path.
 func anchorSwappable(p *isolator.Plan) {
 	roots := isolator.Writable(p)
-	swappable := func(src string) bool {
-		for _, r := range roots {
-			if r != "" && src != r && isolator.Within(src, r) {
-				return true
-			}
-		}
-		return false
-	}
-	for j := len(p.Mounts) - 1; j >= 0; j-- {
-		m := p.Mounts[j]
-		if m.Kind != isolator.MaskFile && m.Kind != isolator.MaskDir && (m.Kind != isolator.Bind || !m.Anchor) {
+	for i := range p.Mounts {
+		c := &p.Mounts[i]
+		if c.Kind != isolator.Bind || c.Anchor {
 			continue
 		}
-		t := m.Target(p.User.HostHome)
-		for i := j - 1; i >= 0; i-- {
-			c := &p.Mounts[i]
-			ct := c.Target(p.User.HostHome)
-			if ct == t || !isolator.Within(t, ct) {
-				continue
-			}
-			// The mount m's mount point lies in.
-			if c.Kind == isolator.Bind && !c.Anchor && swappable(c.Source) {
+		for _, r := range roots {
+			if r != "" && c.Source != r && isolator.Within(c.Source, r) {
 				c.Anchor = true
+				break
 			}
-			break
 		}
 	}
 }

@@ -79,11 +79,10 @@ func TestBuildHideLink(t *testing.T) {
 	}
 }
 
-// TestBuildAnchorsSwappable: a bind whose source lies where a sandbox can write and
-// that a mask or an anchor lies in is an anchor too (bound from the pinned directory
-// by a backend): a writable_dirs entry of a read-only project holding a .env, and one
-// holding an anchor; not one without a mask, not the project, not .git (read-only
-// binds of what exists in it, no mask).
+// TestBuildAnchorsSwappable: every bind whose source lies where a sandbox can write
+// is an anchor (mounted from what a backend pinned, never by path): the writable_dirs
+// entries of a read-only project, with or without a mask in them, the git dir bound
+// writable in it, the read-only hooks and config; not the project itself.
 func TestBuildAnchorsSwappable(t *testing.T) {
 	f := newFixture(t)
 	writeFile(t, f.proj+"/w/.env", "A=1\n")
@@ -105,5 +104,9 @@ func TestBuildAnchorsSwappable(t *testing.T) {
 		"$PROJ/w (sandbox.writable_dirs)",
 		"$PROJ/n (sandbox.writable_dirs)",
 		"$PROJ/n/x (holds a masked path)",
+		"$PROJ/plain (sandbox.writable_dirs)",
+		"$PROJ/.git (git dir)",
+		"$PROJ/.git/hooks (git hooks)",
+		"$PROJ/.git/config (git config)",
 	))
 }

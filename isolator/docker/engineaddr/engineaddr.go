@@ -75,23 +75,27 @@ func fromContext(cfgDir, name string) (Address, error) {
 
 // SubpathAPI is the first Engine API version (Docker 26) with a volume's sub-path
 // (VolumeOptions.Subpath), which the engine resolves without following a symlink out
-// of the volume: an anchor is mounted that way on such an engine, wherever it runs.
+// of the volume: a directory anchor is mounted that way on such an engine, wherever
+// it runs.
 const SubpathAPI = "1.45"
 
-// RefuseAnchors refuses a Plan with anchors (isolator.Mount.Anchor) for an engine
-// that speaks API apiVersion, older than SubpathAPI, and does not share this host's
-// processes and files: it could bind such a directory only by path, and after a
-// concurrent session swapped that path for a symlink it would bind where the link
-// leads and make the mask's mount point there, on the host. A local engine that old
-// is given the directory devsandbox pinned instead; a newer one mounts a sub-path.
+// RefuseAnchors refuses a Plan with a writable anchor (isolator.Mount.Anchor: a bind
+// whose source lies where a sandbox can write, such as a repository's .git) for an
+// engine that speaks API apiVersion, older than SubpathAPI, and does not share this
+// host's processes and files: it could bind such a directory only by path, and after
+// a concurrent session swapped that path for a symlink it would bind where the link
+// leads, writable, and make the mount points in it there, on the host. A read-only
+// anchor goes to such an engine as content instead (the launch reads it from what it
+// pinned); a local engine that old is given the directory devsandbox pinned; a newer
+// engine mounts a sub-path of a volume.
 func (addr Address) RefuseAnchors(p *isolator.Plan, apiVersion string) error {
 	if addr.Local() || !APIBefore(apiVersion, SubpathAPI) {
 		return nil
 	}
 	for _, m := range p.Mounts {
-		if m.Kind == isolator.Bind && m.Anchor {
-			return fmt.Errorf("%w: %s holds a masked path (%s) and lies where a sandbox can write; the docker engine at %s (%s) speaks API %s, older than %s (Docker 26), and does not share this host's files, so it could bind it only by path, which a concurrent session can swap for a symlink: the engine would then make the mask's mount point where the link leads, on the host. Upgrade the engine to Docker 26 or newer (Docker Desktop 4.29 or newer), use an engine on this host (unix socket), `--isolator bwrap`, or move what is masked to the top of the bind",
-				isolator.ErrProtection, m.Source, maskUnder(p, m.Source), addr.Host, addr.Origin, apiVersion, SubpathAPI)
+		if m.Kind == isolator.Bind && m.Anchor && !m.ReadOnly {
+			return fmt.Errorf("%w: %s holds %s and is mounted writable (%s) where a sandbox can write; the docker engine at %s (%s) speaks API %s, older than %s (Docker 26), and does not share this host's files, so it could bind it only by path, which a concurrent session can swap for a symlink: the engine would then bind where the link leads and make the mount points in it there, on the host. Upgrade the engine to Docker 26 or newer (Docker Desktop 4.29 or newer), use an engine on this host (unix socket), or `--isolator bwrap`",
+				isolator.ErrProtection, m.Source, maskUnder(p, m.Source), m.Why, addr.Host, addr.Origin, apiVersion, SubpathAPI)
 		}
 	}
 	return nil
@@ -108,12 +112,12 @@ func APIBefore(v, min string) bool {
 	return a1 < b1 || a1 == b1 && a2 < b2
 }
 
-// maskUnder names a mask below dir, for the message.
+// maskUnder names a mount below dir, for the message.
 func maskUnder(p *isolator.Plan, dir string) string {
 	for _, m := range p.Mounts {
-		if (m.Kind == isolator.MaskFile || m.Kind == isolator.MaskDir) && m.Source != dir && isolator.Within(m.Target(p.User.HostHome), dir) {
-			return m.Target(p.User.HostHome) + ", " + m.Why
+		if t := m.Target(p.User.HostHome); t != dir && isolator.Within(t, dir) {
+			return t + ", " + m.Why
 		}
 	}
-	return "a mask"
+	return "nothing else mounted"
 }

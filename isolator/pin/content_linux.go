@@ -1,0 +1,88 @@
+package pin
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// reopen opens the pinned file for reading through its descriptor and checks that it
+// is the one pinned.
+func (s *Source) reopen(flags int) (*os.File, error) {
+	if s.File == nil {
+		return nil, fmt.Errorf("%w: no descriptor", ErrNotContent)
+	}
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(int(s.File.Fd())), flags|unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || uint64(st.Dev) != s.ID.Dev || st.Ino != s.ID.Ino {
+		unix.Close(fd)
+		return nil, fmt.Errorf("reopening %s as pinned: not the file pinned (%v)", s.path, err)
+	}
+	return os.NewFile(uintptr(fd), "pinned"), nil
+}
+
+func (s *Source) readFile() ([]byte, error) {
+	f, err := s.reopen(0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readRegular(f)
+}
+
+// readRegular reads f, a regular file of at most MaxContent bytes.
+func readRegular(f *os.File) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: not a regular file (%s)", ErrNotContent, fi.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxContent+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxContent {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrNotContent, MaxContent)
+	}
+	return b, nil
+}
+
+func (s *Source) readDir() ([]Entry, error) {
+	d, err := s.reopen(unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(MaxEntries + 1)
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	if len(names) > MaxEntries {
+		return nil, fmt.Errorf("%w: more than %d entries", ErrNotContent, MaxEntries)
+	}
+	slices.Sort(names)
+	out := make([]Entry, 0, len(names))
+	for _, n := range names {
+		fd, err := unix.Openat(int(d.Fd()), n, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrNotContent, n, err)
+		}
+		f := os.NewFile(uintptr(fd), n)
+		b, err := readRegular(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n, err)
+		}
+		out = append(out, Entry{Name: n, Content: b})
+	}
+	return out, nil
+}
