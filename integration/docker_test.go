@@ -72,7 +72,9 @@ func sessionVolumes(t *testing.T, iso string, p *project) []string {
 	t.Helper()
 	id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
 	keep := map[string]bool{}
-	for _, role := range []string{"content", "volatile"} {
+	// The project's own volumes that outlive a session: content, volatile and the
+	// anchors' top-directory volumes (a concurrent session may be about to mount one).
+	for _, role := range []string{"content", "volatile", "anchor"} {
 		for _, v := range strings.Fields(dockerAt(t, iso, "volume", "ls", "-q", "--filter", "label=dev.devsandbox.project="+id, "--filter", "label=dev.devsandbox.role="+role)) {
 			keep[v] = true
 		}

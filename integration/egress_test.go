@@ -392,7 +392,7 @@ func isServiceSupervisor(pid int) bool {
 
 // testDockerKill9: the proxy runs in the engine, in the session's companion; kill -9
 // of devsandbox takes the sandbox, the companion and the session's endpoint volume
-// down with it (the project's content volumes stay, as after any run).
+// down with it (the project's content and anchor volumes stay, as after any run).
 func testDockerKill9(t *testing.T, iso string, p *project, cmd *exec.Cmd) {
 	if c := roleContainers(t, iso, p, false, "companion"); len(c) != 1 {
 		t.Fatalf("want the session's companion, have %v", c)

@@ -20,7 +20,8 @@ import (
 // The engine-side source of generated files the image cannot carry, because a mount
 // covers where they go (a tool's file below the home: the ssh tool's ~/.ssh/config):
 // one volume per project and content, named by a hash of the content, holding it as
-// one file, root's, mode 0444, bound read-only by its path on the engine's machine
+// one file, the sandbox user's (git refuses a worktree whose `.git` file, delivered
+// as content, is another user's), mode 0444, bound read-only by its path on the engine's machine
 // (the volume's mount point), as the mask file is. Nothing of this host's is bound. A
 // volume is made when a run needs it and the engine has none, and is labelled for the
 // user and project: the sweep removes one no container binds (see contentLeftovers).
@@ -59,7 +60,9 @@ func volatileSource(p *isolator.Plan, o Options) func(string) string {
 
 // contentVolume is the name of project's volume holding content.
 func contentVolume(project string, content []byte) string {
-	sum := sha256.Sum256(content)
+	// "user:" keeps the names of the root-owned volumes earlier versions made
+	// from being taken for these.
+	sum := sha256.Sum256(append([]byte("user:"), content...))
 	return "devsandbox-" + project + "-content-" + hex.EncodeToString(sum[:8])
 }
 
@@ -91,7 +94,7 @@ func contentSources(ctx context.Context, e Engine, p *isolator.Plan, image strin
 			continue
 		}
 		labels := map[string]string{LabelRole: roleContent, LabelUser: fmt.Sprint(p.User.UID), LabelProject: p.Project.ID, LabelName: p.Project.Name}
-		src, err := fileVolume(ctx, e, image, "the file "+f.Path, name, labels, contentFile, f.Content, 0o444)
+		src, err := fileVolume(ctx, e, image, "the file "+f.Path, name, labels, contentFile, f.Content, 0o444, p.User.UID, p.User.GID)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +103,7 @@ func contentSources(ctx context.Context, e Engine, p *isolator.Plan, image strin
 	for _, f := range l.Volatile {
 		name := volatileVolume(p.Project.Name, f.Path)
 		labels := map[string]string{LabelRole: roleVolatile, LabelUser: fmt.Sprint(p.User.UID), LabelProject: p.Project.ID, LabelName: p.Project.Name}
-		src, err := fileVolume(ctx, e, image, "the file "+f.Path, name, labels, contentFile, f.Content, 0o644)
+		src, err := fileVolume(ctx, e, image, "the file "+f.Path, name, labels, contentFile, f.Content, 0o644, 0, 0)
 		if err != nil {
 			return nil, err
 		}

@@ -41,14 +41,14 @@ func needsMask(p *isolator.Plan) bool {
 // holds it when the engine has none (the first run, or after `docker volume prune`),
 // from image (any image: the container is never started).
 func (b *Isolator) maskSource(ctx context.Context, e Engine, image string) (string, error) {
-	return fileVolume(ctx, e, image, "the source of file masks", maskVolume, map[string]string{LabelRole: "mask"}, maskFile, nil, 0o444)
+	return fileVolume(ctx, e, image, "the source of file masks", maskVolume, map[string]string{LabelRole: "mask"}, maskFile, nil, 0o444, 0, 0)
 }
 
 // fileVolume returns the engine-side path of file in the volume name, labelled
-// labels (its LabelRole tells devsandbox's own), making the volume with file (root's,
-// with mode, holding content) when the engine has none, from image (any image: the
+// labels (its LabelRole tells devsandbox's own), making the volume with file (uid's
+// and gid's, with mode, holding content) when the engine has none, from image (any image: the
 // container is never started). what names the file in errors.
-func fileVolume(ctx context.Context, e Engine, image, what, name string, labels map[string]string, file string, content []byte, mode int64) (string, error) {
+func fileVolume(ctx context.Context, e Engine, image, what, name string, labels map[string]string, file string, content []byte, mode int64, uid, gid int) (string, error) {
 	failed := func(format string, args ...any) error {
 		return fmt.Errorf("%w: preparing %s (the volume %s) in the docker engine: %s; the command did not run", isolator.ErrProtection, what, name, fmt.Sprintf(format, args...))
 	}
@@ -90,7 +90,7 @@ func fileVolume(ctx context.Context, e Engine, image, what, name string, labels 
 	}()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: file, Mode: mode, Size: int64(len(content)), Format: tar.FormatPAX})
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: file, Mode: mode, Size: int64(len(content)), Uid: uid, Gid: gid, Format: tar.FormatPAX})
 	_, _ = tw.Write(content)
 	_ = tw.Close()
 	if err := e.CopyToContainer(ctx, c.ID, "/m", &buf, dockercontainer.CopyToContainerOptions{}); err != nil {

@@ -281,13 +281,15 @@ func (s *Spec) writeDerived(b *strings.Builder) {
 	type volFile struct {
 		f                     container.ImageFile
 		name, role, mode, why string
+		owner, group          string // tar's --owner and --group
 	}
 	var vfs []volFile
+	uid, gid, _ := strings.Cut(l.User, ":") // a content file is the sandbox user's (contentvol.go)
 	for _, f := range l.Contents {
-		vfs = append(vfs, volFile{f, contentVolume(l.Labels[LabelName], f.Content), roleContent, "0444", "a generated file below a mount"})
+		vfs = append(vfs, volFile{f, contentVolume(l.Labels[LabelName], f.Content), roleContent, "0444", "a generated file below a mount", "+" + uid, "+" + gid})
 	}
 	for _, f := range l.Volatile {
-		vfs = append(vfs, volFile{f, volatileVolume(l.Labels[LabelName], f.Path), roleVolatile, "0644", "the session's file, which each session's firewall helper rewrites in place"})
+		vfs = append(vfs, volFile{f, volatileVolume(l.Labels[LabelName], f.Path), roleVolatile, "0644", "the session's file, which each session's firewall helper rewrites in place", "0", "0"})
 	}
 	for _, v := range vfs {
 		f, name := v.f, v.name
@@ -296,7 +298,7 @@ func (s *Spec) writeDerived(b *strings.Builder) {
 			LabelUser, s.Config.Labels[LabelUser], LabelProject, l.Labels[LabelProject], LabelName, sh.Quote(l.Labels[LabelName]), name)
 		fmt.Fprintf(b, "  printf %%s %s > \"$d/%s\" && chmod %s \"$d/%s\" &&\n", sh.Quote(string(f.Content)), contentFile, v.mode, contentFile)
 		fmt.Fprintf(b, "  id=$(docker create --network none --mount type=volume,src=%s,dst=/m --entrypoint %s %s) &&\n", name, InitPath, sh.Quote(s.Config.Image))
-		fmt.Fprintf(b, "  tar -C \"$d\" -c --owner=0 --group=0 %s | docker cp - \"$id\":/m && docker rm \"$id\" >/dev/null\n", contentFile)
+		fmt.Fprintf(b, "  tar -C \"$d\" -c --owner=%s --group=%s %s | docker cp - \"$id\":/m && docker rm \"$id\" >/dev/null\n", v.owner, v.group, contentFile)
 	}
 	b.WriteString("rm -rf \"$d\"\n")
 }
