@@ -29,6 +29,12 @@ func (s *Spec) Script() string {
 		fmt.Fprintf(&b, "# the syscall policy (%s): loaded by devsandbox-init in the VM\n", s.Policy)
 	}
 	container.WriteSecretComments(&b, l.Secrets)
+	if len(s.ByPath) > 0 {
+		b.WriteString("# bound by path here so that this runs as printed; a launch never does: it opens each\n# where no symbolic link is followed, checks it, and has podman bind what it opened\n# (devsandbox-krun stage-anchors), since a concurrent session can swap these for a link:\n")
+		for _, p := range s.ByPath {
+			fmt.Fprintf(&b, "#   %s\n", p)
+		}
+	}
 	l.WriteHostFiles(&b)
 	l.WriteMountPoints(&b, container.MadeBySubUID)
 	w := container.NewArgWriter(&b)

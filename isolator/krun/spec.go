@@ -97,6 +97,9 @@ type Spec struct {
 	// egress rules in the container's network namespace; nsenter gets that namespace
 	// and the user namespace owning it as descriptors userNSFD and netNSFD.
 	Firewall []egress.Call
+	// ByPath (--dry-run) are the anchors the script binds by their path, so that it
+	// runs as printed; a launch stages each from the directory devsandbox pinned.
+	ByPath []string
 }
 
 // specGen renders p as a podman SpecGenerator. It is pure: host paths and facts come
@@ -143,8 +146,9 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 				switch {
 				case !ok && opts.Anchors != nil:
 					return nil, fmt.Errorf("%w: %s, which a sandbox can swap for a symlink, was not staged from the file devsandbox pinned", isolator.ErrProtection, m.Source)
-				case !ok:
-					staged = "$XDG_RUNTIME_DIR/devsandbox/anchors-N/I" // --dry-run: m.Source as devsandbox pinned it, bound there in podman's namespace
+				case !ok: // --dry-run: by path, and the script says so
+					staged = m.Source
+					s.ByPath = append(s.ByPath, m.Source)
 				}
 				src = staged
 			}
