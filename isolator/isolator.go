@@ -117,6 +117,15 @@ type Diagnoser interface {
 	Diagnose(ctx context.Context) []Check
 }
 
+// HostChecker is implemented by an isolator whose launch checks the host its own way
+// before anything starts (docker on a remote engine: the mount destinations only, its
+// sources not being this host's files). --dry-run makes the same checks, so that it
+// stops, with the same message and status, where a launch would; an isolator without
+// it pins the Plan's sources as bwrap's launch does (package pin, Check).
+type HostChecker interface {
+	CheckHost(p *Plan) error
+}
+
 // Table maps isolator names to constructors; cmd/ builds it explicitly.
 type Table map[string]func() Isolator
 

@@ -57,15 +57,12 @@ func krunStub(cfg *config.Config, phase func(string)) isolator.Isolator {
 // launchChecks are the refusals iso's launch makes on the host before anything
 // starts — a mount's source or destination reached through a symlink where the
 // sandbox can write, a missing bind source, a mask source that is not empty — made
-// without creating anything (pin.Check), so that --dry-run stops, with the same
-// message and status, where a run would. A run on a remote docker engine pins no
-// source (its files are not this host's): only the destinations are checked there,
-// as that run does. What depends on the engine's version (a plan with anchors on a
-// remote engine older than API 1.45 is refused) only the launch, which asks the
-// engine, can tell: --dry-run contacts no engine and shows the newer engines' form.
+// without creating anything, so that --dry-run stops, with the same message and
+// status, where a run would: the isolator's own (isolator.HostChecker), else the
+// pinning of the Plan's sources (pin.Check).
 func launchChecks(iso isolator.Isolator, p *isolator.Plan) error {
-	if s, ok := iso.(*dockerhelper.Stub); ok && !s.PinsSources() {
-		return isolator.CheckDestinations(p)
+	if c, ok := iso.(isolator.HostChecker); ok {
+		return c.CheckHost(p)
 	}
 	return pin.Check(p)
 }

@@ -35,3 +35,23 @@ func TestLaunchChecksRemoteEngineAnchors(t *testing.T) {
 		t.Errorf("remote engine, the anchor's directory a symlink: %v, want ErrProtection", err)
 	}
 }
+
+// A local engine's launch pins the Plan's sources, as bwrap's does: --dry-run refuses a
+// bind source that is a symlink where the sandbox can write, as a launch would.
+func TestLaunchChecksLocalEnginePins(t *testing.T) {
+	proj := t.TempDir()
+	if err := os.Symlink(t.TempDir(), proj+"/sub"); err != nil {
+		t.Fatal(err)
+	}
+	p := &isolator.Plan{
+		Project: isolator.Project{Dir: proj},
+		Mounts: []isolator.Mount{
+			{Kind: isolator.Bind, Source: proj, Dest: proj},
+			{Kind: isolator.Bind, Source: proj + "/sub", Dest: "/mnt/sub", ReadOnly: true, Anchor: true},
+		},
+	}
+	local := dockerhelper.New(dockerhelper.Settings{Host: "unix:///var/run/docker.sock"}, map[string]string{}, nil)
+	if err := launchChecks(local, p); !errors.Is(err, isolator.ErrProtection) {
+		t.Errorf("local engine, a bind source that is a symlink in the project: %v, want ErrProtection", err)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/docker/engineaddr"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
+	"github.com/devsandbox/devsandbox/isolator/pin"
 )
 
 // Program is the helper's file name, installed next to devsandbox.
@@ -176,6 +177,20 @@ func (s *Stub) PinsSources() bool {
 	a, err := engineaddr.Resolve(s.settings.Host, s.environ, s.settings.HostHome)
 	return err != nil || a.Local()
 }
+
+// CheckHost is the refusals a run makes on this host before anything starts
+// (isolator.HostChecker), without creating anything: a local engine's run pins the
+// Plan's sources (pin.Check); a remote engine's checks the destinations only. What
+// depends on the engine's version (a plan with anchors on a remote engine older than
+// API 1.45 is refused) only the launch, which asks the engine, can tell.
+func (s *Stub) CheckHost(p *isolator.Plan) error {
+	if !s.PinsSources() {
+		return isolator.CheckDestinations(p)
+	}
+	return pin.Check(p)
+}
+
+var _ isolator.HostChecker = (*Stub)(nil)
 
 // Installed reports whether devsandbox-docker is there to run.
 func (s *Stub) Installed() bool { return s.Path != "" || handoff.Beside(Program) != "" }
