@@ -3,6 +3,9 @@ package pin
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"slices"
 )
 
 // ErrNotContent is wrapped by the errors of ReadFile and ReadDir for what cannot be
@@ -41,4 +44,36 @@ func (s *Source) ReadDir() ([]Entry, error) {
 		return nil, fmt.Errorf("%w: not a directory", ErrNotContent)
 	}
 	return s.readDir()
+}
+
+// readRegular reads f, a regular file of at most MaxContent bytes.
+func readRegular(f *os.File) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: not a regular file (%s)", ErrNotContent, fi.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxContent+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxContent {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrNotContent, MaxContent)
+	}
+	return b, nil
+}
+
+// dirNames returns the names in the open directory d, sorted, at most MaxEntries.
+func dirNames(d *os.File) ([]string, error) {
+	names, err := d.Readdirnames(MaxEntries + 1)
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	if len(names) > MaxEntries {
+		return nil, fmt.Errorf("%w: more than %d entries", ErrNotContent, MaxEntries)
+	}
+	slices.Sort(names)
+	return names, nil
 }

@@ -2,9 +2,7 @@ package pin
 
 import (
 	"fmt"
-	"io"
 	"os"
-	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -37,39 +35,16 @@ func (s *Source) readFile() ([]byte, error) {
 	return readRegular(f)
 }
 
-// readRegular reads f, a regular file of at most MaxContent bytes.
-func readRegular(f *os.File) ([]byte, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: not a regular file (%s)", ErrNotContent, fi.Mode().Type())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxContent+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxContent {
-		return nil, fmt.Errorf("%w: larger than %d bytes", ErrNotContent, MaxContent)
-	}
-	return b, nil
-}
-
 func (s *Source) readDir() ([]Entry, error) {
 	d, err := s.reopen(unix.O_DIRECTORY)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	names, err := d.Readdirnames(MaxEntries + 1)
-	if err != nil && err != io.EOF {
+	names, err := dirNames(d)
+	if err != nil {
 		return nil, err
 	}
-	if len(names) > MaxEntries {
-		return nil, fmt.Errorf("%w: more than %d entries", ErrNotContent, MaxEntries)
-	}
-	slices.Sort(names)
 	out := make([]Entry, 0, len(names))
 	for _, n := range names {
 		fd, err := unix.Openat(int(d.Fd()), n, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)

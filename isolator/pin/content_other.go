@@ -4,10 +4,8 @@ package pin
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"syscall"
 )
 
@@ -35,38 +33,16 @@ func (s *Source) open(p string) (*os.File, error) {
 	return f, nil
 }
 
-func readRegular(f *os.File) ([]byte, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: not a regular file (%s)", ErrNotContent, fi.Mode().Type())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxContent+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxContent {
-		return nil, fmt.Errorf("%w: larger than %d bytes", ErrNotContent, MaxContent)
-	}
-	return b, nil
-}
-
 func (s *Source) readDir() ([]Entry, error) {
 	d, err := s.open(s.path)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	names, err := d.Readdirnames(MaxEntries + 1)
-	if err != nil && err != io.EOF {
+	names, err := dirNames(d)
+	if err != nil {
 		return nil, err
 	}
-	if len(names) > MaxEntries {
-		return nil, fmt.Errorf("%w: more than %d entries", ErrNotContent, MaxEntries)
-	}
-	slices.Sort(names)
 	var out []Entry
 	for _, n := range names {
 		p := filepath.Join(s.path, n)
