@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/devsandbox/devsandbox/isolator"
 )
 
 // TestHostExecutedNamesFromMiseVars: the names a host's mise variables make mise read
@@ -71,13 +73,7 @@ func TestHostExecutedFilesFromMiseVars(t *testing.T) {
 	writeFile(t, f.proj+"/.miserc.toml", "env = [\"ci\"]\n")
 	p, warns := f.build(t, f.load(t, "MISE_OVERRIDE_CONFIG_FILENAMES=cfg/dev.toml:env/*.toml:missing.toml:../up.toml",
 		"MISE_DEFAULT_TOOL_VERSIONS_FILENAME=.versions"))
-	var got []string
-	for _, l := range mountLines(p.Mounts) {
-		if strings.Contains(l, "run by tools on the host)") {
-			got = append(got, l)
-		}
-	}
-	equalLines(t, "mounts", got, f.expand(p,
+	equalLines(t, "mounts", hostRunLines(p), f.expand(p,
 		"bind ro $PROJ/.miserc.toml -> $PROJ/.miserc.toml (run by tools on the host)",
 		"bind ro $PROJ/.versions -> $PROJ/.versions (run by tools on the host)",
 		"bind rw $PROJ/cfg -> $PROJ/cfg (holds files run by tools on the host)",
@@ -130,13 +126,7 @@ func TestMisercNamesProtected(t *testing.T) {
 	writeFile(t, f.home+"/.config/mise/miserc.toml", "env = [\"{{ env.X }}\"]\n")
 	writeFile(t, f.proj+"/.config/miserc.toml", "env = [\n")
 	p, warns := f.build(t, f.load(t))
-	var got []string
-	for _, l := range mountLines(p.Mounts) {
-		if strings.Contains(l, "run by tools on the host)") {
-			got = append(got, l)
-		}
-	}
-	equalLines(t, "mounts", got, f.expand(p,
+	equalLines(t, "mounts", hostRunLines(p), f.expand(p,
 		"bind ro $PROJ/.miserc.toml -> $PROJ/.miserc.toml (run by tools on the host)",
 		"bind rw $PROJ/.config -> $PROJ/.config (holds files run by tools on the host)",
 		"bind ro $PROJ/.config/miserc.toml -> $PROJ/.config/miserc.toml (run by tools on the host)",
@@ -159,4 +149,16 @@ func TestMisercNamesProtected(t *testing.T) {
 	if !template || !broken {
 		t.Errorf("warnings %q: want the template and the broken file named", warns)
 	}
+}
+
+// hostRunLines are p's mounts of files run by tools on the host, and of the
+// directories holding them, as mountLines renders them.
+func hostRunLines(p *isolator.Plan) []string {
+	var out []string
+	for _, l := range mountLines(p.Mounts) {
+		if strings.Contains(l, "run by tools on the host)") {
+			out = append(out, l)
+		}
+	}
+	return out
 }
