@@ -143,6 +143,12 @@ func embedRun(ctx context.Context, job embedJob, i int, dir string, in *os.File,
 	if err != nil {
 		return 0, err
 	}
+	b := &bwrap.Isolator{StopGrace: job.StopGrace}
+	if job.Iso == "bwrap" {
+		// The /etc snapshot of the view LoadDir is working out opens while the Plan is built.
+		b.EtcHead = bwrap.EtcAhead(l.System)
+		defer b.EtcHead.Close()
+	}
 	cfg, pr := l.Config, l.Probe
 	// The plan's init is the installed devsandbox's, not this program.
 	pr.Executable = func() (string, error) { return job.Bin, nil }
@@ -150,7 +156,7 @@ func embedRun(ctx context.Context, job embedJob, i int, dir string, in *os.File,
 	if err != nil {
 		return 0, err
 	}
-	var iso isolator.Isolator = &bwrap.Isolator{StopGrace: job.StopGrace}
+	var iso isolator.Isolator = b
 	switch job.Iso {
 	case localDocker:
 		s := dockerhelper.New(dockerhelper.Settings{

@@ -39,26 +39,16 @@ var autoOrder = []string{"bwrap", "docker"}
 // etcHead is the /etc snapshot opened ahead of the Plan.
 type etcHead = bwrap.EtcHead
 
-// headStart starts working out the default system view and opening its /etc
-// snapshot on another goroutine while the configuration loads (planner.StartSystem,
-// bwrap.PrestartEtc): the Plan and the bwrap run use them only when they are what
-// they ask for. Not when --isolator names another backend.
-func (a *app) headStart(flags config.Flags) {
-	if flags.Isolator != nil && *flags.Isolator != "bwrap" && *flags.Isolator != "auto" {
-		return
-	}
-	h, err := config.HostFromEnviron(a.environ, -1, -1)
-	if err != nil {
-		return // the configuration's load says why
-	}
-	a.sysHead = planner.StartSystem(planner.OS(h.Home), h.StateHome, func(v isolator.SystemView) {
-		a.etcHead = bwrap.PrestartEtc(v)
-	})
+// headStart has the bwrap run's /etc snapshot opened as soon as the default system
+// view that planner.LoadDir started working out is done (sys; nil when the
+// configuration runs no bwrap or asks for another view), on that view's goroutine,
+// while the Plan is built: Run uses it when it is what the Plan asks for.
+func (a *app) headStart(sys *planner.SystemHead) {
+	a.etcHead = bwrap.EtcAhead(sys)
 }
 
 // headDone releases what headStart opened and the run did not use.
 func (a *app) headDone() {
-	a.sysHead.Wait()
 	a.etcHead.Close()
 }
 
@@ -72,7 +62,6 @@ func (a *app) catchSignals(cfg *config.Config) {
 
 // addBwrap adds the bwrap backend to t.
 func (a *app) addBwrap(t isolator.Table, cfg *config.Config, phase func(string)) {
-	a.sysHead.Wait() // etcHead is set once it is done
 	b := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Phase: phase, Signals: a.signals, EtcHead: a.etcHead,
 		Binaries: egressBinaries(cfg.Host), RuntimeDir: cfg.Host.RuntimeDir}
 	if phase != nil { // --debug

@@ -5,6 +5,7 @@ package main
 import (
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/planner"
 )
 
 // This binary has no bwrap backend: bwrap and its init (isolator/sandboxinit) need Linux.
@@ -27,9 +28,8 @@ func (a *app) addBwrap(isolator.Table, *config.Config, func(string)) {}
 // etcHead stands in for bwrap's /etc snapshot opened ahead of the Plan.
 type etcHead struct{}
 
-// headStart does nothing: the system view and the /etc snapshot worked out ahead
-// are bwrap's.
-func (a *app) headStart(config.Flags) {}
+// headStart does nothing: the /etc snapshot opened ahead is bwrap's.
+func (a *app) headStart(*planner.SystemHead) {}
 
 // headDone does nothing.
 func (a *app) headDone() {}

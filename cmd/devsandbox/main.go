@@ -17,7 +17,6 @@ import (
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/internal/clihelp"
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/planner"
 )
 
 // exitFailure is the status of devsandbox's own failures and refusals: a config
@@ -55,10 +54,8 @@ type app struct {
 	// signals: the bwrap run's subscription, made while the Plan is built
 	// (catchSignals); stopped only when the process goes on without that run.
 	signals *isolator.Signals
-	// sysHead and etcHead: the default system view and its /etc snapshot, worked out
-	// while the configuration loads (headStart, Linux); etcHead is set once sysHead
-	// is done.
-	sysHead *planner.SystemHead
+	// etcHead: the bwrap run's /etc snapshot, opened while the Plan is built
+	// (headStart, Linux).
 	etcHead *etcHead
 	// helpPages: lay out help text (a subcommand or a help flag was given); a run
 	// shows none, and laying it out is a measurable share of a launch's start.

@@ -28,14 +28,14 @@ func (a *app) run(c *cli.Context) error {
 	debug := c.Bool("debug")
 	flags := a.flags(c)
 	dryRun := c.Bool("dry-run")
-	if !dryRun { // a dry run writes nothing: no snapshot is built for it
-		a.headStart(flags)
-		defer a.headDone()
-	}
 
 	l, err := a.load(flags)
 	if err != nil {
 		return err
+	}
+	if !dryRun { // a dry run writes nothing: no snapshot is built for it
+		a.headStart(l.System)
+		defer a.headDone()
 	}
 	for _, w := range l.Warnings {
 		a.warn("%s", w)
@@ -71,7 +71,7 @@ func (a *app) run(c *cli.Context) error {
 	if !dryRun {
 		a.catchSignals(cfg)
 	}
-	p, pwarns, err := planner.Build(cfg, tools.Default(), l.Probe, planner.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun, System: a.sysHead})
+	p, pwarns, err := planner.Build(cfg, tools.Default(), l.Probe, planner.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun})
 	if err != nil {
 		return err
 	}

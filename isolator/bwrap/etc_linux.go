@@ -213,14 +213,15 @@ func etcScript(f File) string {
 }
 
 // EtcHead is the /etc snapshot of a system view opened before the Plan is built
-// (PrestartEtc), on another goroutine while the configuration loads and the Plan is
-// built. Run uses it only when the Plan's snapshot has the same root and exactly the
-// same entries (etcEntries of the Plan, with its mounts and writable directories);
-// otherwise it is released and the Plan's own is opened, as without it. The checks
-// of the snapshot (etcsnap.Open) are the same; they run earlier.
+// (PrestartEtc, EtcAhead), on another goroutine while the Plan is built. Run uses it
+// only when the Plan's snapshot has the same root and exactly the same entries
+// (etcEntries of the Plan, with its mounts and writable directories); otherwise it is
+// released and the Plan's own is opened, as without it. The checks of the snapshot
+// (etcsnap.Open) are the same; they run earlier.
 type EtcHead struct {
 	o    *etcOpening
 	used bool
+	wait func() // until o is set (EtcAhead); nil: it is
 }
 
 // PrestartEtc starts opening the /etc snapshot that a Plan with the system view v
@@ -233,6 +234,37 @@ func PrestartEtc(v isolator.SystemView) *EtcHead {
 	return &EtcHead{o: o}
 }
 
+// ViewAhead is a system view being worked out ahead: planner.Loaded.System.
+type ViewAhead interface {
+	// Then has f called with the view once it is known (never if it fails).
+	Then(f func(isolator.SystemView))
+	// Wait returns once the view and f are done.
+	Wait()
+}
+
+// EtcAhead has the /etc snapshot of sys's view (PrestartEtc) opened on sys's
+// goroutine as soon as the view is known, for Isolator.EtcHead: a program that loads
+// with planner.Load or LoadDir and runs the Plan with this backend passes
+// EtcAhead(loaded.System). sys may be a nil *planner.SystemHead (no view ahead): the
+// head then holds nothing. Close releases it when no Run used it.
+func EtcAhead(sys ViewAhead) *EtcHead {
+	h := &EtcHead{wait: sys.Wait}
+	sys.Then(func(v isolator.SystemView) {
+		if p := PrestartEtc(v); p != nil {
+			h.o = p.o
+		}
+	})
+	return h
+}
+
+// opening waits until the head is set and returns its opening (nil: none).
+func (h *EtcHead) opening() *etcOpening {
+	if h.wait != nil {
+		h.wait()
+	}
+	return h.o
+}
+
 // use returns the opening when it is for p's snapshot root and entries; otherwise
 // it releases it and returns nil. Only the first call can return it.
 func (h *EtcHead) use(p *isolator.Plan, entries []etcsnap.Entry, ok bool) *etcOpening {
@@ -240,7 +272,10 @@ func (h *EtcHead) use(p *isolator.Plan, entries []etcsnap.Entry, ok bool) *etcOp
 		return nil
 	}
 	h.used = true
-	o := h.o
+	o := h.opening()
+	if o == nil {
+		return nil
+	}
 	if ok && o.plan.System.Snapshot == p.System.Snapshot && slices.Equal(o.entries, entries) {
 		o.plan = p // take compares the pinned Plan's mounts with p's
 		return o
@@ -253,6 +288,8 @@ func (h *EtcHead) use(p *isolator.Plan, entries []etcsnap.Entry, ok bool) *etcOp
 func (h *EtcHead) Close() {
 	if h != nil && !h.used {
 		h.used = true
-		h.o.discard()
+		if o := h.opening(); o != nil {
+			o.discard()
+		}
 	}
 }

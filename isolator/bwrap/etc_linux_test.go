@@ -9,6 +9,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
 	"github.com/devsandbox/devsandbox/isolator/etcsnap"
+	"github.com/devsandbox/devsandbox/isolator/planner"
 )
 
 // snapshotPlan is a default view with /etc copies and binds, snapshotted.
@@ -216,6 +217,58 @@ func TestEtcHead(t *testing.T) {
 				if s.Key != key {
 					t.Errorf("the snapshot is keyed %s, the Plan's entries %s", s.Key, key)
 				}
+			}
+		})
+	}
+}
+
+// fakeAhead is a system view worked out ahead (planner.SystemHead) that is ready at
+// once.
+type fakeAhead struct {
+	v    isolator.SystemView
+	done chan struct{}
+}
+
+func (f *fakeAhead) Then(fn func(isolator.SystemView)) {
+	go func() {
+		defer close(f.done)
+		fn(f.v)
+	}()
+}
+
+func (f *fakeAhead) Wait() { <-f.done }
+
+// TestEtcAhead: EtcAhead opens the snapshot of the view worked out ahead, and Run
+// uses it for a Plan with that view; with no view ahead (a nil planner.SystemHead)
+// it holds nothing and Run opens the Plan's own.
+func TestEtcAhead(t *testing.T) {
+	root := t.TempDir() + "/etc"
+	ahead := snapshotPlan()
+	ahead.System.Snapshot = root
+	for _, tc := range []struct {
+		name string
+		sys  bwrap.ViewAhead
+		used bool
+	}{
+		{"a view ahead", &fakeAhead{v: ahead.System, done: make(chan struct{})}, true},
+		{"no view ahead", (*planner.SystemHead)(nil), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			head := bwrap.EtcAhead(tc.sys)
+			defer head.Close()
+			headSnap := bwrap.HeadSnapshot(head)
+			if (headSnap != nil) != tc.used {
+				t.Fatalf("the head holds a snapshot: %v, want %v", headSnap != nil, tc.used)
+			}
+			p := snapshotPlan()
+			p.System.Snapshot = root
+			s, _, notes := bwrap.StartEtc(p, p, head)
+			if s == nil {
+				t.Fatalf("no snapshot for the Plan (%v)", notes)
+			}
+			defer s.Close()
+			if used := s == headSnap; used != tc.used {
+				t.Errorf("head start used: %v, want %v (%v)", used, tc.used, notes)
 			}
 		})
 	}

@@ -100,6 +100,10 @@ func RenderSnapshot(p *isolator.Plan, etc []etcsnap.Entry) (given, worked *Spec,
 
 // HeadSnapshot is the snapshot h opened (nil when it opened none), once it has.
 func HeadSnapshot(h *EtcHead) *etcsnap.Snapshot {
-	<-h.o.done
-	return h.o.snap
+	o := h.opening()
+	if o == nil {
+		return nil
+	}
+	<-o.done
+	return o.snap
 }

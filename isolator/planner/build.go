@@ -37,7 +37,8 @@ type Request struct {
 	// Session names the run (NewSession when empty).
 	Session string
 	// System, when set, is the default system view worked out ahead (StartSystem),
-	// used when the configuration asks for it.
+	// used when the configuration asks for it; when nil, the one LoadDir started
+	// (in its Probe), if any.
 	System *SystemHead
 }
 
@@ -85,9 +86,18 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 	h := cfg.Host
 	var warns []string
+	head := req.System
+	if head == nil {
+		head = pr.head
+	}
+	snapshots := etcsnap.Root(h.StateHome)
+	ahead := head.take(cfg.Sandbox.SystemBinds, snapshots)
 	var stats *statCache
 	if pr.osLinks {
 		stats = newStatCache(pr.Lstat, pr.Stat)
+		if ahead && head.stats != nil && hostStats(pr) {
+			stats = head.stats // the view's questions were asked through it: shared, not asked again
+		}
 		// The directories most of Build's questions about absent paths fall in: the
 		// home, its configuration and data directories (tools' files), and PATH (tools'
 		// commands; a large directory such as /usr/bin is not listed).
@@ -172,16 +182,13 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		}
 		p.Command = []string{sh}
 	}
-	snapshots := etcsnap.Root(h.StateHome)
-	sys, ahead, sysErr := req.System.viewFor(cfg.Sandbox.SystemBinds, snapshots)
-	if !ahead {
-		sys, sysErr = systemView(pr, cfg.Sandbox.SystemBinds, snapshots)
-	}
-	if p.System, err = sys, sysErr; err != nil {
+	b := &mountBuilder{pr: pr, home: h.Home, base: base}
+	if ahead {
+		b.sysAhead = head.viewNow // waited for where the view is first needed (visible)
+	} else if b.sys, err = systemView(pr, cfg.Sandbox.SystemBinds, snapshots); err != nil {
 		return nil, nil, err
 	}
-
-	b := &mountBuilder{pr: pr, home: h.Home, sys: p.System, base: base, protected: protectedPaths(cfg, h, pr)}
+	b.protected = protectedPaths(cfg, h, pr)
 	miserc, miseWarns := readMiserc(pr.ReadFile, misercPaths(h.Vars, proj.Dir, h.Home, h.ConfigHome))
 	warns = append(warns, miseWarns...)
 	b.hostFiles, miseWarns = hostExecutedNames(h.Vars, proj.Dir, miserc)
@@ -279,6 +286,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		}
 	}
 	b.maskUserBinds()
+	if p.System, err = b.view(); err != nil {
+		return nil, nil, err
+	}
 	p.Mounts = b.mounts
 
 	for _, pub := range cfg.Egress.Publish {

@@ -15,6 +15,11 @@ type Loaded struct {
 	Project isolator.Project
 	Probe   Probe
 	Held    []HeldKey
+	// System is the default system view being worked out ahead (nil when the
+	// configuration runs no bwrap or asks for another view); Build takes it from
+	// Probe. A bwrap run may open its /etc snapshot ahead too (SystemHead.Then,
+	// bwrap.PrestartEtc).
+	System *SystemHead
 	// Warnings are for people: the configuration's and the tool keys'.
 	Warnings []string
 }
@@ -51,7 +56,11 @@ func LoadDir(dir string, flags config.Flags, environ []string, reg *tools.Regist
 	if err != nil {
 		return nil, err
 	}
-	return &Loaded{Config: keyed, Project: proj, Probe: probe, Held: held, Warnings: append(warns, kwarns...)}, nil
+	// The default system view is worked out on another goroutine from here while the
+	// caller goes on to Build, which uses it (the Probe carries it); only when bwrap
+	// may run it.
+	probe.head = startAhead(keyed, probe)
+	return &Loaded{Config: keyed, Project: proj, Probe: probe, System: probe.head, Held: held, Warnings: append(warns, kwarns...)}, nil
 }
 
 // LoadUser reads the configuration outside any project: the user's file (or flags'

@@ -16,10 +16,14 @@ import (
 
 // mountBuilder accumulates the ordered mount list of a Plan.
 type mountBuilder struct {
-	pr     Probe
-	home   string
-	sys    isolator.SystemView
-	mounts []isolator.Mount
+	pr   Probe
+	home string
+	// sys is the system view; while sysAhead is set, it is being worked out ahead
+	// (SystemHead) and view waits for it.
+	sys      isolator.SystemView
+	sysAhead func() (isolator.SystemView, error)
+	sysErr   error
+	mounts   []isolator.Mount
 	// sshProxyCommand is set in the proxy egress modes (see tools.Host.ProxyCommand).
 	sshProxyCommand string
 	// hidden are the hide_paths; a tool binding exactly at one is dropped, one below
@@ -370,12 +374,22 @@ func configPath(pr Probe, gitdir, dir, home, key string, program bool) string {
 	return ""
 }
 
+// view returns the system view, once it is worked out.
+func (b *mountBuilder) view() (isolator.SystemView, error) {
+	if b.sysAhead != nil {
+		b.sys, b.sysErr = b.sysAhead()
+		b.sysAhead = nil
+	}
+	return b.sys, b.sysErr
+}
+
 // visible reports whether p can be seen in the view built so far.
 func (b *mountBuilder) visible(p string) bool {
-	if b.sys.Host {
+	sys, _ := b.view() // a view that failed shows nothing; Build returns its error
+	if sys.Host {
 		return true
 	}
-	for _, sp := range b.sys.Paths {
+	for _, sp := range sys.Paths {
 		if isolator.Within(p, sp.Path) {
 			return true
 		}

@@ -63,6 +63,8 @@ type Probe struct {
 	// osLinks: Lstat, Readlink and EvalSymlinks are the host's, so Build may resolve
 	// links with its own cache (see evalCache), built from the first two.
 	osLinks bool
+	// head is the system view LoadDir started working out for Build (startAhead).
+	head *SystemHead
 }
 
 // loadCA is Probe.ProxyCA on the host's files. devsandbox links no crypto package

@@ -3,6 +3,7 @@ package planner
 import (
 	"io/fs"
 	"path/filepath"
+	"sync"
 	"syscall"
 )
 
@@ -22,7 +23,12 @@ import (
 // call. A listing only ever answers absence: a
 // name it holds is still asked with lstat(2) or stat(2), so what is found is checked
 // exactly as before.
+//
+// The system view worked out ahead (StartSystem) asks through the same cache on its
+// own goroutine while Build asks on the caller's, so every method locks mu; a path is
+// asked of the host once, whichever goroutine asks first.
 type statCache struct {
+	mu          sync.Mutex
 	lstat, stat func(string) (fs.FileInfo, error)
 	l, s        map[string]statResult
 
@@ -46,6 +52,8 @@ func newStatCache(lstat, stat func(string) (fs.FileInfo, error)) *statCache {
 // listDirs lets the cache answer absence below dirs from one listing of each (read
 // when first needed), with readNames.
 func (c *statCache) listDirs(readNames func(string) (map[string]struct{}, error), dirs ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.readNames = readNames
 	for _, d := range dirs {
 		if filepath.IsAbs(d) {
@@ -66,7 +74,7 @@ func (c *statCache) absent(p string) bool {
 		}
 		names, ok := c.listed[dir]
 		if !ok {
-			if fi, err := c.Stat(dir); err == nil && fi.IsDir() && fi.Size() <= listedMaxSize {
+			if fi, err := c.statLocked(dir); err == nil && fi.IsDir() && fi.Size() <= listedMaxSize {
 				names, _ = c.readNames(dir)
 			}
 			if names == nil {
@@ -90,28 +98,70 @@ func notExist(op, p string) error {
 
 // Lstat is lstat(2), remembered.
 func (c *statCache) Lstat(p string) (fs.FileInfo, error) {
+	c.mu.Lock()
 	if r, ok := c.l[p]; ok {
+		c.mu.Unlock()
 		return r.fi, r.err
 	}
+	absent := c.absent(p)
+	c.mu.Unlock()
 	var fi fs.FileInfo
 	var err error
-	if c.absent(p) {
+	if absent {
 		err = notExist("lstat", p)
 	} else {
-		fi, err = c.lstat(p)
+		fi, err = c.lstat(p) // not under mu: the other goroutine's calls go on meanwhile
 	}
-	c.l[p] = statResult{fi, err}
-	return fi, err
+	return c.keep(c.l, p, statResult{fi, err})
 }
 
 // Stat is stat(2), remembered; a path Lstat found and that is no symlink is its own
 // answer.
 func (c *statCache) Stat(p string) (fs.FileInfo, error) {
-	if r, ok := c.s[p]; ok {
+	c.mu.Lock()
+	if r, ok := c.lookStat(p); ok {
+		c.mu.Unlock()
 		return r.fi, r.err
 	}
+	absent := c.absent(p)
+	c.mu.Unlock()
+	var fi fs.FileInfo
+	var err error
+	if absent {
+		err = notExist("stat", p)
+	} else {
+		fi, err = c.stat(p)
+	}
+	return c.keep(c.s, p, statResult{fi, err})
+}
+
+// lookStat is Stat's remembered answer, with mu held.
+func (c *statCache) lookStat(p string) (statResult, bool) {
+	if r, ok := c.s[p]; ok {
+		return r, true
+	}
 	if r, ok := c.l[p]; ok && r.err == nil && r.fi.Mode()&fs.ModeSymlink == 0 {
-		return r.fi, nil
+		return r, true
+	}
+	return statResult{}, false
+}
+
+// keep remembers r for p in m unless the other goroutine, asking at the same time,
+// was first: every caller then sees the one answer.
+func (c *statCache) keep(m map[string]statResult, p string, r statResult) (fs.FileInfo, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if first, ok := m[p]; ok {
+		return first.fi, first.err
+	}
+	m[p] = r
+	return r.fi, r.err
+}
+
+// statLocked is Stat with mu held (absent's check of a directory before listing it).
+func (c *statCache) statLocked(p string) (fs.FileInfo, error) {
+	if r, ok := c.lookStat(p); ok {
+		return r.fi, r.err
 	}
 	var fi fs.FileInfo
 	var err error

@@ -1,22 +1,38 @@
 package planner
 
 import (
+	"os"
+	"reflect"
+	"runtime"
 	"slices"
+	"sync"
 
+	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/etcsnap"
 )
 
 // SystemHead is the default system view (no sandbox.system_binds) worked out on
-// another goroutine while the configuration loads (StartSystem): Build uses it when
-// the configuration asks for the default view with the same snapshot root, and works
-// the view out itself otherwise. The view is the same one Build would make: the same
-// calls on the same host paths, made about a millisecond earlier.
+// another goroutine before Build asks for it (StartSystem; LoadDir starts one when
+// the configuration may run bwrap, whose view it is): Build uses it when the
+// configuration asks for the default view with the same snapshot root, and works the
+// view out itself otherwise. The view is the same one Build would make: the same
+// calls on the same host paths, made earlier. On the host (a Probe from OS) the head
+// asks through a stat cache that Build then shares (statCache), so a path both ask
+// about is asked of the host once.
 type SystemHead struct {
 	snapshots string
-	done      chan struct{}
+	stats     *statCache    // nil unless the Probe is the host's
+	ready     chan struct{} // closed once view and err are set
+	done      chan struct{} // closed once then, given before the view, returned
 	view      isolator.SystemView
 	err       error
+
+	mu     sync.Mutex
+	viewed bool
+	taken  bool // by a Build: the view and the cache serve one Build only
+	then   func(isolator.SystemView)
+	late   chan struct{} // closed when a then given after the view has run
 }
 
 // StartSystem starts working out the default system view for a user whose state
@@ -24,32 +40,104 @@ type SystemHead struct {
 // view on the same goroutine (where the bwrap backend starts opening its /etc
 // snapshot) before Wait returns.
 func StartSystem(pr Probe, stateHome string, then func(isolator.SystemView)) *SystemHead {
-	s := &SystemHead{snapshots: etcsnap.Root(stateHome), done: make(chan struct{})}
+	s := &SystemHead{snapshots: etcsnap.Root(stateHome), ready: make(chan struct{}), done: make(chan struct{}), then: then}
+	if hostStats(pr) {
+		s.stats = newStatCache(pr.Lstat, pr.Stat)
+		pr.Lstat, pr.Stat = s.stats.Lstat, s.stats.Stat
+	}
 	go func() {
 		defer close(s.done)
 		s.view, s.err = systemView(pr, nil, s.snapshots)
-		if s.err == nil && then != nil {
-			then(s.view)
+		close(s.ready)
+		s.mu.Lock()
+		s.viewed = true
+		f := s.then
+		s.mu.Unlock()
+		if s.err == nil && f != nil {
+			f(s.view)
 		}
 	}()
 	return s
 }
 
+// hostStats reports whether pr's Lstat and Stat are the host's own (os.Lstat,
+// os.Stat, as OS sets them): only then may a Build share the cache of a head started
+// with another Probe (a test's chrooted Probe answers for another tree).
+func hostStats(pr Probe) bool {
+	return pr.osLinks && reflect.ValueOf(pr.Lstat).Pointer() == reflect.ValueOf(os.Lstat).Pointer() &&
+		reflect.ValueOf(pr.Stat).Pointer() == reflect.ValueOf(os.Stat).Pointer()
+}
+
+// startAhead starts the system view for a configuration that may run bwrap with the
+// default view (LoadDir); nil otherwise, so that a run on another backend, or with
+// a view of its own, pays for nothing.
+func startAhead(cfg *config.Config, pr Probe) *SystemHead {
+	if runtime.GOOS != "linux" || (cfg.Isolator != "bwrap" && cfg.Isolator != "auto") || len(cfg.Sandbox.SystemBinds) > 0 {
+		return nil
+	}
+	return StartSystem(pr, cfg.Host.StateHome, nil)
+}
+
+// Then has f called with the view once it is worked out (not at all when working it
+// out failed): on the head's goroutine when the view is not done yet, else on a new
+// one. Wait returns after f. Call it at most once, and before Wait; a nil head
+// ignores it.
+func (s *SystemHead) Then(f func(isolator.SystemView)) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.viewed {
+		s.then = f
+		return
+	}
+	s.late = make(chan struct{})
+	go func() {
+		defer close(s.late)
+		<-s.ready
+		if s.err == nil {
+			f(s.view)
+		}
+	}()
+}
+
 // Wait waits until the view and then are done; it may be called more than once.
 func (s *SystemHead) Wait() {
-	if s != nil {
-		<-s.done
+	if s == nil {
+		return
+	}
+	<-s.done
+	s.mu.Lock()
+	late := s.late
+	s.mu.Unlock()
+	if late != nil {
+		<-late
 	}
 }
 
-// viewFor returns the view when it is the one binds and snapshots ask for, after
-// waiting for it.
-func (s *SystemHead) viewFor(binds []string, snapshots string) (isolator.SystemView, bool, error) {
+// take reports whether the head's view is the one binds and snapshots ask for and
+// no Build took it before: a later Build (a program that builds several Plans from
+// one Loaded) asks the host again, so no answer is older than its Build's start by
+// more than the head start.
+func (s *SystemHead) take(binds []string, snapshots string) bool {
 	if s == nil || len(binds) > 0 || s.snapshots != snapshots {
-		return isolator.SystemView{}, false, nil
+		return false
 	}
-	s.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.taken {
+		return false
+	}
+	s.taken = true
+	return true
+}
+
+// viewNow waits for the view (not for then, which may still be running) and returns
+// the Plan's copy of it.
+func (s *SystemHead) viewNow() (isolator.SystemView, error) {
+	<-s.ready
 	v := s.view
 	v.Paths = slices.Clone(v.Paths) // the Plan's own, whatever then kept
-	return v, true, s.err
+	return v, s.err
 }

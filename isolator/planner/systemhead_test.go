@@ -1,10 +1,13 @@
 package planner
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
+	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/sockdir"
 	"github.com/devsandbox/devsandbox/tools"
 )
 
@@ -52,5 +55,76 @@ func TestSystemHead(t *testing.T) {
 				t.Errorf("the view ahead used: %v, want %v (%+v)", used, tc.used, p.System.Paths)
 			}
 		})
+	}
+}
+
+// TestLoadDirAhead: LoadDir starts the default system view when bwrap may run it, and
+// Build takes it from the Probe with its stat cache. The Plan is the same as without
+// it; only the first Build takes it; a configuration that runs no bwrap, or asks for
+// another view, starts nothing.
+func TestLoadDirAhead(t *testing.T) {
+	f := newFixture(t)
+	mkdirs(t, f.home+"/.config/gh", f.proj+"/.git/hooks")
+	writeFile(t, f.home+"/.gitconfig", "[user]\n")
+	writeFile(t, f.proj+"/.env", "X=1\n")
+	load := func(t *testing.T, extra ...string) *Loaded {
+		t.Helper()
+		l, err := LoadDir(f.proj, config.Flags{}, append(append([]string(nil), f.environ...), extra...), tools.Default())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	fixed := func(pr Probe) Probe { // as probe(): no tool found through the machine running the test
+		pr.Executable = func() (string, error) { return selfPath, nil }
+		pr.LookPath = func(string) bool { return false }
+		pr.SocketDir = func(sockdir.Host, string, string) (string, error) { return "/run/sock", nil } // else random
+		return pr
+	}
+	same := func(t *testing.T, what string, got, want *isolator.Plan) {
+		t.Helper()
+		if g, w := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", want); g != w {
+			i := 0
+			for i < len(g) && i < len(w) && g[i] == w[i] {
+				i++
+			}
+			t.Errorf("%s: the Plans differ from byte %d:\n%.300s\nagainst\n%.300s", what, i, g[i:], w[i:])
+		}
+	}
+	build := func(t *testing.T, l *Loaded, pr Probe) *isolator.Plan {
+		t.Helper()
+		p, _, err := Build(l.Config, tools.Default(), pr, Request{Command: []string{"true"}, Session: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	l := load(t)
+	if l.System == nil || l.Probe.head != l.System {
+		t.Fatal("LoadDir started no system view for the default configuration")
+	}
+	ahead := build(t, l, fixed(l.Probe))
+	if !l.System.taken {
+		t.Fatal("Build did not take the view started ahead")
+	}
+	if _, ok := l.System.stats.l[f.proj]; !ok {
+		t.Error("Build asked about the project through a cache of its own, not the head's")
+	}
+	own := fixed(l.Probe)
+	own.head = nil
+	same(t, "without the view ahead", build(t, l, own), ahead)
+	asked := len(l.System.stats.l)
+	same(t, "a second Build from the same Loaded", build(t, l, fixed(l.Probe)), ahead)
+	if len(l.System.stats.l) != asked {
+		t.Error("a second Build used the head's cache: its answers are older than that Build")
+	}
+
+	if l := load(t, "DEVSANDBOX_ISOLATOR=docker"); l.System != nil {
+		t.Error("isolator = docker: a system view was started ahead")
+	}
+	writeFile(t, f.home+"/.config/devsandbox/config.toml", "[sandbox]\nsystem_binds = [\"host\"]\n")
+	if l := load(t); l.System != nil {
+		t.Error("system_binds set: the default view was started ahead")
 	}
 }
