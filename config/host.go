@@ -22,7 +22,9 @@ func HostFromEnviron(environ []string, uid, gid int) (Host, error) {
 	if gid < 0 {
 		gid = os.Getgid()
 	}
-	return newHost(environ, uid, gid, func() ([]byte, error) { return os.ReadFile("/etc/passwd") })
+	// readAll, not os.ReadFile: this is often the first file a launch reads, and
+	// os.File would set up the runtime's poller for it.
+	return newHost(environ, uid, gid, func() ([]byte, error) { return readAll("/etc/passwd") })
 }
 
 // newHost is HostFromEnviron with the passwd reader injected.
