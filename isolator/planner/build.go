@@ -189,7 +189,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		return nil, nil, err
 	}
 	b.protected = protectedPaths(cfg, h, pr)
-	miserc, miseWarns := readMiserc(pr.ReadFile, misercPaths(h.Vars, proj.Dir, h.Home, h.ConfigHome))
+	miserc, miseWarns := readMiserc(pr.readPresent, misercPaths(h.Vars, proj.Dir, h.Home, h.ConfigHome))
 	warns = append(warns, miseWarns...)
 	b.hostFiles, miseWarns = hostExecutedNames(h.Vars, proj.Dir, miserc)
 	warns = append(warns, miseWarns...)

@@ -1,7 +1,9 @@
 package planner
 
 import (
+	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -161,4 +163,41 @@ func hostRunLines(p *isolator.Plan) []string {
 		}
 	}
 	return out
+}
+
+// TestReadPresent: readMiserc through readPresent and Build's stat cache finds what
+// reading every file finds (files, a link to one, a dangling link, a directory where a
+// file is looked for), and reads no file a listed directory lacks.
+func TestReadPresent(t *testing.T) {
+	f := newFixture(t)
+	writeFile(t, f.proj+"/.miserc.toml", "override_config_filenames = [\"a.toml\"]\n")
+	writeFile(t, f.home+"/elsewhere.toml", "env = \"qa\"\n")
+	if err := os.Symlink(f.home+"/elsewhere.toml", filepath.Dir(f.proj)+"/.miserc.toml"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(f.home+"/gone.toml", f.home+"/.miserc.toml"); err != nil {
+		t.Fatal(err)
+	}
+	mkdirs(t, f.home+"/.config/mise/miserc.toml") // a directory
+	paths := misercPaths(nil, f.proj, f.home, f.home+"/.config")
+	want, wantWarns := readMiserc(os.ReadFile, paths)
+
+	pr := OS(f.proj)
+	stats := newStatCache(pr.Lstat, pr.Stat)
+	stats.listDirs(listNames, f.home, f.home+"/.config", f.proj)
+	pr.Lstat, pr.Stat = stats.Lstat, stats.Stat
+	var read []string
+	pr.ReadFile = func(p string) ([]byte, error) {
+		read = append(read, p)
+		return os.ReadFile(p)
+	}
+	got, warns := readMiserc(pr.readPresent, paths)
+	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(warns, wantWarns) {
+		t.Errorf("readPresent found %+v %q, reading every file %+v %q", got, warns, want, wantWarns)
+	}
+	// Only what exists, as a file, a link or a directory, is read.
+	equalLines(t, "files read", read, []string{
+		f.proj + "/.miserc.toml", filepath.Dir(f.proj) + "/.miserc.toml",
+		f.home + "/.miserc.toml", f.home + "/.config/mise/miserc.toml",
+	})
 }

@@ -165,6 +165,18 @@ func (pr Probe) exists(p string) bool {
 	return err == nil
 }
 
+// readPresent is ReadFile for a file that is usually absent: one Lstat answers
+// "does not exist" first, which in Build the stat cache often knows from a directory
+// listing without a system call (readMiserc's files, two per directory from the
+// project up to the home). Lstat failing with ENOENT means the open would have; any
+// other answer (a link, a directory, no permission) leaves the verdict to ReadFile.
+func (pr Probe) readPresent(p string) ([]byte, error) {
+	if _, err := pr.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return pr.ReadFile(p)
+}
+
 func (pr Probe) isDir(p string) bool {
 	fi, err := pr.Stat(p)
 	return err == nil && fi.IsDir()
