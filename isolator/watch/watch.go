@@ -97,7 +97,7 @@ func Start(p *isolator.Plan, warn func(string)) *Watcher {
 	if fi, err := os.Stat(p.Git.Index); err == nil {
 		w.index = stampOf(fi)
 	}
-	ls := lister{}
+	ls := newLister()
 	for _, tw := range p.Tripwires {
 		for _, m := range ls.present(tw) {
 			w.tripped[m] = true // there already (a tripwire made for a file that appeared since)
@@ -176,7 +176,7 @@ func (w *Watcher) isGitDir(p string) bool {
 // tripwires reports (and quarantines, where asked) the tripwires that appeared, and
 // forgets those that are gone (one created again is reported again).
 func (w *Watcher) tripwires() {
-	ls := lister{}
+	ls := newLister()
 	for _, tw := range w.p.Tripwires {
 		present := ls.present(tw)
 		for p := range w.tripped {
@@ -197,26 +197,51 @@ func (w *Watcher) tripwires() {
 }
 
 // lister lists each directory once for one pass over the tripwires (several
-// patterns name the project's top directory).
-type lister map[string][]string
+// patterns name the project's top directory, and most tripwires lie in a few
+// directories, most of which do not exist).
+type lister struct {
+	matched map[string][]string        // a pattern's directory: its names (none when unreadable)
+	names   map[string]map[string]bool // a path's directory: its names (nil: it does not exist)
+	unknown map[string]bool            // a path's directory that could not be listed: lstat
+}
+
+func newLister() lister {
+	return lister{matched: map[string][]string{}, names: map[string]map[string]bool{}, unknown: map[string]bool{}}
+}
 
 // present returns the paths of tw that exist: its Path, or the entries of its
-// directory that match its pattern, sorted.
+// directory that match its pattern, sorted. A Path whose directory's listing, made in
+// this pass, lacks its name does not exist; one the listing holds is confirmed with
+// lstat(2), and so is every Path whose directory could not be listed (listNames).
 func (l lister) present(tw isolator.Tripwire) []string {
+	dir := filepath.Dir(tw.Path)
 	if !tw.Pattern {
+		if !l.unknown[dir] {
+			names, listed := l.names[dir]
+			if !listed {
+				var ok bool
+				if names, ok = listNames(dir); !ok {
+					l.unknown[dir] = true
+				} else {
+					l.names[dir] = names
+				}
+			}
+			if !l.unknown[dir] && !names[filepath.Base(tw.Path)] {
+				return nil
+			}
+		}
 		if _, err := os.Lstat(tw.Path); err != nil {
 			return nil
 		}
 		return []string{tw.Path}
 	}
-	dir := filepath.Dir(tw.Path)
-	names, listed := l[dir]
+	names, listed := l.matched[dir]
 	if !listed {
 		ents, _ := os.ReadDir(dir) // none when it does not exist (yet)
 		for _, e := range ents {
 			names = append(names, e.Name())
 		}
-		l[dir] = names
+		l.matched[dir] = names
 	}
 	var out []string
 	for _, n := range names {
