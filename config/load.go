@@ -25,8 +25,10 @@ type LoadOptions struct {
 // ProjectFileName is the name of the project config file in the project root.
 const ProjectFileName = ".devsandbox.toml"
 
-// isolatorVar is the environment variable that sets isolator, between files and flags.
-const isolatorVar = "DEVSANDBOX_ISOLATOR"
+// IsolatorVar is the environment variable that sets isolator, between files and flags.
+const IsolatorVar = "DEVSANDBOX_ISOLATOR"
+
+const isolatorVar = IsolatorVar
 
 // UserFile returns the path of the user config file for host.
 func UserFile(host Host) string {

@@ -48,6 +48,12 @@ func LoadDir(dir string, flags config.Flags, environ []string, reg *tools.Regist
 	if err != nil {
 		return nil, err
 	}
+	// The default system view is worked out on another goroutine from here, while
+	// the files are read and the caller goes on to Build, which uses it (the Probe
+	// carries it): only when the flags and the environment leave bwrap possible, and
+	// handed on only when the configuration still does (a run on another backend, or
+	// with a view of its own, leaves it unused; it only reads).
+	head := startAhead(flags, host, probe)
 	cfg, warns, err := config.Load(config.LoadOptions{ProjectDir: proj.Dir, Flags: flags, Environ: environ, UID: host.UID, GID: host.GID})
 	if err != nil {
 		return nil, err
@@ -56,10 +62,9 @@ func LoadDir(dir string, flags config.Flags, environ []string, reg *tools.Regist
 	if err != nil {
 		return nil, err
 	}
-	// The default system view is worked out on another goroutine from here while the
-	// caller goes on to Build, which uses it (the Probe carries it); only when bwrap
-	// may run it.
-	probe.head = startAhead(keyed, probe)
+	if aheadFits(keyed) {
+		probe.head = head
+	}
 	return &Loaded{Config: keyed, Project: proj, Probe: probe, System: probe.head, Held: held, Warnings: append(warns, kwarns...)}, nil
 }
 

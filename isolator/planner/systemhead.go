@@ -21,6 +21,7 @@ import (
 // asks through a stat cache that Build then shares (statCache), so a path both ask
 // about is asked of the host once.
 type SystemHead struct {
+	pr        Probe // the head's, through stats when set
 	snapshots string
 	stats     *statCache    // nil unless the Probe is the host's
 	ready     chan struct{} // closed once view and err are set
@@ -45,6 +46,7 @@ func StartSystem(pr Probe, stateHome string, then func(isolator.SystemView)) *Sy
 		s.stats = newStatCache(pr.Lstat, pr.Stat)
 		pr.Lstat, pr.Stat = s.stats.Lstat, s.stats.Stat
 	}
+	s.pr = pr
 	go func() {
 		defer close(s.done)
 		s.view, s.err = systemView(pr, nil, s.snapshots)
@@ -68,14 +70,22 @@ func hostStats(pr Probe) bool {
 		reflect.ValueOf(pr.Stat).Pointer() == reflect.ValueOf(os.Stat).Pointer()
 }
 
-// startAhead starts the system view for a configuration that may run bwrap with the
-// default view (LoadDir); nil otherwise, so that a run on another backend, or with
-// a view of its own, pays for nothing.
-func startAhead(cfg *config.Config, pr Probe) *SystemHead {
-	if runtime.GOOS != "linux" || (cfg.Isolator != "bwrap" && cfg.Isolator != "auto") || len(cfg.Sandbox.SystemBinds) > 0 {
+// startAhead starts the system view for LoadDir unless the flags or the environment
+// name another isolator than bwrap (or auto), or the host is no Linux: then it is
+// nil, and such a run pays for nothing. What the files say is not known yet
+// (aheadFits).
+func startAhead(flags config.Flags, h config.Host, pr Probe) *SystemHead {
+	maybe := func(v string) bool { return v == "" || v == "bwrap" || v == "auto" }
+	if runtime.GOOS != "linux" || flags.Isolator != nil && !maybe(*flags.Isolator) || flags.Isolator == nil && !maybe(h.Vars[config.IsolatorVar]) {
 		return nil
 	}
-	return StartSystem(pr, cfg.Host.StateHome, nil)
+	return StartSystem(pr, h.StateHome, nil)
+}
+
+// aheadFits reports whether the loaded configuration may run bwrap with the default
+// view, the one startAhead works out.
+func aheadFits(cfg *config.Config) bool {
+	return (cfg.Isolator == "bwrap" || cfg.Isolator == "auto") && len(cfg.Sandbox.SystemBinds) == 0
 }
 
 // Then has f called with the view once it is worked out (not at all when working it
@@ -133,10 +143,16 @@ func (s *SystemHead) take(binds []string, snapshots string) bool {
 	return true
 }
 
-// viewNow waits for the view (not for then, which may still be running) and returns
-// the Plan's copy of it.
+// viewNow returns the Plan's copy of the view: the head's when it is done, else one
+// worked out now with the head's Probe and stat cache, rather than waiting on a
+// goroutine that may not be running (the other core busy): the same calls, and
+// those the head already made answered from the cache. then still gets the head's.
 func (s *SystemHead) viewNow() (isolator.SystemView, error) {
-	<-s.ready
+	select {
+	case <-s.ready:
+	default:
+		return systemView(s.pr, nil, s.snapshots)
+	}
 	v := s.view
 	v.Paths = slices.Clone(v.Paths) // the Plan's own, whatever then kept
 	return v, s.err

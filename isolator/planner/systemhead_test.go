@@ -120,11 +120,34 @@ func TestLoadDirAhead(t *testing.T) {
 		t.Error("a second Build used the head's cache: its answers are older than that Build")
 	}
 
-	if l := load(t, "DEVSANDBOX_ISOLATOR=docker"); l.System != nil {
-		t.Error("isolator = docker: a system view was started ahead")
+	// Another backend named by a flag or the environment: nothing is started.
+	docker, bw := "docker", "bwrap"
+	h := l.Config.Host
+	for _, tc := range []struct {
+		flags config.Flags
+		env   string
+		start bool
+	}{
+		{config.Flags{}, "", true},
+		{config.Flags{}, "docker", false},
+		{config.Flags{Isolator: &docker}, "bwrap", false},
+		{config.Flags{Isolator: &bw}, "docker", true},
+	} {
+		h.Vars = map[string]string{config.IsolatorVar: tc.env}
+		head := startAhead(tc.flags, h, l.Probe)
+		head.Wait()
+		if (head != nil) != tc.start {
+			t.Errorf("flags %+v, %s=%q: started %v, want %v", tc.flags, config.IsolatorVar, tc.env, head != nil, tc.start)
+		}
 	}
-	writeFile(t, f.home+"/.config/devsandbox/config.toml", "[sandbox]\nsystem_binds = [\"host\"]\n")
-	if l := load(t); l.System != nil {
-		t.Error("system_binds set: the default view was started ahead")
+	if l := load(t, "DEVSANDBOX_ISOLATOR=docker"); l.System != nil {
+		t.Error("isolator = docker: a system view was handed to Build")
+	}
+	// Another backend or view named by a file: the view is not handed on.
+	for _, file := range []string{"isolator = \"docker\"\n", "[sandbox]\nsystem_binds = [\"host\"]\n"} {
+		writeFile(t, f.home+"/.config/devsandbox/config.toml", file)
+		if l := load(t); l.System != nil || l.Probe.head != nil {
+			t.Errorf("%q: the default view was handed to Build", file)
+		}
 	}
 }
