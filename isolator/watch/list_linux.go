@@ -7,10 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// listMax bounds the names listNames reads: a larger directory is cheaper to ask
-// about path by path.
-const listMax = 512
-
 // listNames reads the names in dir now, to answer which tripwires in it exist with one
 // listing instead of an lstat(2) each. names is nil and ok true when dir does not
 // exist or is no directory (then no path below it exists: lstat would fail with

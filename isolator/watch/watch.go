@@ -205,6 +205,10 @@ type lister struct {
 	unknown map[string]bool            // a path's directory that could not be listed: lstat
 }
 
+// listMax bounds the names listNames reads: a larger directory is cheaper to ask
+// about path by path.
+const listMax = 512
+
 func newLister() lister {
 	return lister{matched: map[string][]string{}, names: map[string]map[string]bool{}, unknown: map[string]bool{}}
 }
