@@ -16,9 +16,9 @@ type Loaded struct {
 	Probe   Probe
 	Held    []HeldKey
 	// System is the default system view being worked out ahead (nil when the
-	// configuration runs no bwrap or asks for another view); Build takes it from
-	// Probe. A bwrap run may open its /etc snapshot ahead too (SystemHead.Then,
-	// bwrap.PrestartEtc).
+	// configuration runs no bwrap or asks for another view); the first Build from
+	// Probe takes it. A bwrap run may open its /etc snapshot ahead too
+	// (bwrap.EtcAhead, through SystemHead.Then).
 	System *SystemHead
 	// Warnings are for people: the configuration's and the tool keys'.
 	Warnings []string

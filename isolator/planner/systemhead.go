@@ -13,8 +13,9 @@ import (
 )
 
 // SystemHead is the default system view (no sandbox.system_binds) worked out on
-// another goroutine before Build asks for it (StartSystem; LoadDir starts one when
-// the configuration may run bwrap, whose view it is): Build uses it when the
+// another goroutine before Build asks for it (StartSystem; LoadDir starts one unless
+// the flags or the environment name a backend other than bwrap, whose view it is,
+// and hands it on when the configuration may run bwrap with it): Build uses it when the
 // configuration asks for the default view with the same snapshot root, and works the
 // view out itself otherwise. The view is the same one Build would make: the same
 // calls on the same host paths, made earlier. On the host (a Probe from OS) the head
