@@ -2,7 +2,9 @@ package planner
 
 import (
 	"fmt"
+	"io/fs"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/config"
@@ -149,5 +151,52 @@ func TestLoadDirAhead(t *testing.T) {
 		if l := load(t); l.System != nil || l.Probe.head != nil {
 			t.Errorf("%q: the default view was handed to Build", file)
 		}
+	}
+}
+
+// TestSystemHeadNotDone: when the head has not worked the view out by the time Build
+// needs it (its goroutine held here in its first lstat), Build works it out itself
+// with the head's Probe rather than wait, and makes the same Plan.
+func TestSystemHeadNotDone(t *testing.T) {
+	f := newFixture(t)
+	fake := t.TempDir()
+	mkdirs(t, fake+"/usr", fake+"/opt/x")
+	writeFile(t, fake+"/etc/hosts", "")
+	cfg := f.load(t)
+	want, err := systemView(chrootProbe(fake), nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := chrootProbe(fake)
+	gate, first := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	lstat := pr.Lstat
+	pr.Lstat = func(p string) (fs.FileInfo, error) {
+		held := false
+		once.Do(func() { held = true })
+		if held { // the head's first call
+			close(first)
+			<-gate
+		}
+		return lstat(p)
+	}
+	head := StartSystem(pr, cfg.Host.StateHome, nil)
+	<-first
+	p, _, err := Build(cfg, tools.Default(), probe(f.proj), Request{Command: []string{"true"}, System: head})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-head.ready:
+		t.Fatal("the head finished while held")
+	default:
+	}
+	close(gate)
+	head.Wait()
+	if !reflect.DeepEqual(p.System.Paths, want.Paths) {
+		t.Errorf("Build's view %+v, want the head Probe's %+v", p.System.Paths, want.Paths)
+	}
+	if !reflect.DeepEqual(head.view.Paths, want.Paths) {
+		t.Errorf("the head's view %+v, want %+v", head.view.Paths, want.Paths)
 	}
 }
