@@ -178,7 +178,8 @@ func (a *app) cli() *cli.App {
 		UsageText:                 usageText,
 		CustomAppHelpTemplate:     help,
 		Version:                   config.Version,
-		HideVersion:               true, // --version is one of runFlags
+		Compiled:                  time.Unix(0, 0), // left zero, urfave/cli stats os.Args[0] for a time no page shows
+		HideVersion:               true,            // --version is one of runFlags
 		Writer:                    a.stdout,
 		ErrWriter:                 a.stderr,
 		DisableSliceFlagSeparator: true,
