@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -121,5 +122,66 @@ func TestStatCacheUnlistedDirectory(t *testing.T) {
 	}
 	if asked != 3 {
 		t.Errorf("asked %d paths, want all 3", asked)
+	}
+}
+
+// TestStatCacheConcurrent: the head's goroutine and Build ask through one cache at
+// once; every caller of a path gets the answer the cache keeps, and each path is
+// asked of the host at most once per goroutine racing for it.
+func TestStatCacheConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for i := range 50 {
+		p := filepath.Join(dir, fmt.Sprint(i))
+		if i%2 == 0 {
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		paths = append(paths, p)
+	}
+	var mu sync.Mutex
+	asked := map[string]int{}
+	count := func(f func(string) (fs.FileInfo, error)) func(string) (fs.FileInfo, error) {
+		return func(p string) (fs.FileInfo, error) {
+			mu.Lock()
+			asked[p]++
+			mu.Unlock()
+			return f(p)
+		}
+	}
+	c := newStatCache(count(os.Lstat), count(os.Stat))
+	c.listDirs(listNames, dir)
+	const workers = 4
+	got := make([][]fs.FileInfo, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, p := range paths {
+				fi, _ := c.Lstat(p)
+				if sfi, _ := c.Stat(p); sfi != fi {
+					t.Errorf("%s: Stat %v after Lstat %v", p, sfi, fi)
+				}
+				got[w] = append(got[w], fi)
+			}
+		}()
+	}
+	wg.Wait()
+	for w := 1; w < workers; w++ {
+		for i := range paths {
+			if got[w][i] != got[0][i] {
+				t.Errorf("%s: goroutines got different answers", paths[i])
+			}
+		}
+	}
+	for i, p := range paths {
+		if (got[0][i] != nil) != (i%2 == 0) {
+			t.Errorf("%s: found %v", p, got[0][i] != nil)
+		}
+		if asked[p] > workers || i%2 == 1 && asked[p] > 0 {
+			t.Errorf("%s asked of the host %d times", p, asked[p])
+		}
 	}
 }
