@@ -315,7 +315,9 @@ func testProxyTargetsAndSuggest(t *testing.T, iso string, o *outside, hs *hostSe
 // TestSocketDirFallbackHostile: without XDG_RUNTIME_DIR and with a state path too
 // long for socket paths, the socket directory falls back to the shared temporary
 // directory. Another local user's pre-created /tmp/devsandbox-<uid>/<id> (mode 0777)
-// neither stops the run nor holds its sockets.
+// neither stops the run nor holds its sockets. bwrap's proxy binds no socket (the
+// init hands it its listener), so a bwrap run makes the directory only for the relay
+// of a published port, and without one makes none.
 func TestSocketDirFallbackHostile(t *testing.T) {
 	requireRoot(t)
 	o := newOutside(t)
@@ -359,9 +361,20 @@ func testSocketDirFallbackHostile(t *testing.T, iso string, o *outside) {
 		return out
 	}
 	before := mine()
+	args := []string{"--isolator=" + iso, "--egress=proxy", "--allow", o.addr + ":8080"}
+	curl := []string{"--", "/bin/sh", "-c", fmt.Sprintf("curl -s -m 5 http://%s:8080/", o.addr)}
+	if iso == "bwrap" {
+		r := run(t, p.dir, []string{"XDG_STATE_HOME=" + state}, "", append(args, curl...)...)
+		if r.code != 0 || r.stdout != "OUTSIDE\n" {
+			t.Fatalf("bwrap run without a published port:\n%s", r)
+		}
+		if added := slices.DeleteFunc(mine(), func(d string) bool { return slices.Contains(before, d) }); len(added) != 0 {
+			t.Errorf("a bwrap run that binds no socket made socket directories %q", added)
+		}
+		args = append(args, "--publish", fmt.Sprintf("%d:8000", freePort(t)))
+	}
 	for i := range 2 {
-		r := run(t, p.dir, []string{"XDG_STATE_HOME=" + state}, "", "--isolator="+iso, "--egress=proxy", "--allow", o.addr+":8080",
-			"--", "/bin/sh", "-c", fmt.Sprintf("curl -s -m 5 http://%s:8080/", o.addr))
+		r := run(t, p.dir, []string{"XDG_STATE_HOME=" + state}, "", append(args, curl...)...)
 		if r.code != 0 || r.stdout != "OUTSIDE\n" {
 			t.Fatalf("run %d with a hostile socket directory fallback:\n%s", i+1, r)
 		}

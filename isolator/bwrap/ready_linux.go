@@ -105,8 +105,8 @@ func pidfdExited(fd uintptr) (bool, error) {
 }
 
 // wait blocks until the init reports or every copy of the child end is closed. A zero
-// pid means the command never started. A listener the init hands on the way (before
-// the command starts; wire.ListenerMsg) goes to onListener, which must close it.
+// pid means the command never started. A listener the init hands on the way (just
+// before its report; wire.ListenerMsg) goes to onListener, which must close it.
 func (r *readyPair) wait(onListener func(*os.File)) readiness {
 	r.host = os.NewFile(uintptr(r.hostFD), "ready") // non-blocking: joins the poller
 	rc, err := r.host.SyscallConn()

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -24,8 +25,12 @@ func Beside(name string) string {
 	if err != nil {
 		return ""
 	}
-	if r, err := filepath.EvalSymlinks(exe); err == nil {
-		exe = r
+	// Linux's is /proc/self/exe, a path the kernel has resolved: resolving it again
+	// would only cost an lstat per directory (on the proxy modes' launch path).
+	if runtime.GOOS != "linux" {
+		if r, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = r
+		}
 	}
 	p := filepath.Join(filepath.Dir(exe), name)
 	if _, err := os.Stat(p); err != nil {

@@ -18,6 +18,10 @@ import (
 // TestMain makes the test binary play a backend's program when asked, with a fake
 // backend.
 func TestMain(m *testing.M) {
+	if os.Getenv("HANDOFF_TEST") == "beside" {
+		fmt.Print(Beside(os.Getenv("HANDOFF_BESIDE")))
+		os.Exit(0)
+	}
 	if os.Getenv("HANDOFF_TEST") == "serve" {
 		defer func() {
 			// A program slow to exit once it answered (a big process's teardown).

@@ -49,7 +49,8 @@ type Services struct {
 }
 
 // Start starts the host services p needs, in this order: the socket directory (made
-// private, cleared of what killed sessions left), the published ports, the session
+// private, cleared of what killed sessions left; only when the session binds a socket
+// there), the published ports, the session
 // proxy, then the watch, which records the baseline the sandbox's writes are judged
 // against. On an error nothing is left running. Stop them once the sandbox is gone.
 func Start(p *isolator.Plan, o Options) (*Services, error) {
@@ -69,7 +70,7 @@ func Start(p *isolator.Plan, o Options) (*Services, error) {
 
 // startEgress starts the socket directory, the published ports and the proxy.
 func (s *Services) startEgress(p *isolator.Plan, o Options) error {
-	if d := p.Egress.SocketDir; d != "" {
+	if d := p.Egress.SocketDir; d != "" && bindsSockets(p, o) {
 		if err := sockdir.Ensure(d, p.StateDir, p.Project.ID, p.User.UID); err != nil {
 			return err
 		}
@@ -115,6 +116,16 @@ func (s *Services) startEgress(p *isolator.Plan, o Options) error {
 		}
 	}
 	return nil
+}
+
+// bindsSockets reports whether the session puts sockets in p's socket directory: the
+// published ports' relay does, and so does the proxy, unless it serves only the
+// listeners handed to it (the default Proxy with Listeners: it binds no socket). A
+// session that puts nothing there neither makes nor sweeps it (a mkdir, the checks of
+// its path, two directory reads and a dial per stale socket, on the launch's path);
+// the next session that binds one there sweeps what killed sessions left.
+func bindsSockets(p *isolator.Plan, o Options) bool {
+	return len(p.Egress.Forwards) > 0 || (p.Egress.NeedsProxy() && (o.Proxy != nil || !o.Listeners))
 }
 
 // HandListener hands ln, a listening TCP socket, to the session proxy, which serves it

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -80,8 +79,7 @@ func egressServices(p *isolator.Plan, cfg *config.Config, pr Probe, req Request)
 func planProxy(p *isolator.Plan, cfg *config.Config, pr Probe, req Request, session string) error {
 	p.Egress.Proxy = egress.Endpoint{Unix: sockdir.ProxySocket(p.Egress.SocketDir, session)}
 	// Names, not values: the credentials' sources are named, never read here.
-	pol, _ := json.Marshal(cfg.Proxy)
-	sum := sha256.Sum256(pol)
+	sum := sha256.Sum256(policyJSON(cfg.Proxy))
 	p.Egress.ProxyPolicy = hex.EncodeToString(sum[:8])
 	pc := isolator.ProxyConfig{Session: session, Default: cfg.Proxy.Default, MITM: cfg.Proxy.MITM, GitSSH: cfg.Proxy.GitSSH}
 	if p.Egress.Mode == egress.Allowlist {

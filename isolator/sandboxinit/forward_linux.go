@@ -38,23 +38,21 @@ func startForwarder(spec string) error {
 	return detach(ln, "tcp", sock)
 }
 
-// handListener listens on the TCP address addr (IP:PORT) and hands the listening
-// socket to the host on fd, the readiness socket: devsandbox passes it to the session
-// proxy, which accepts the sandbox's connections itself, with no relay in between. The
-// init keeps no copy: if nobody on the host takes it, it closes and connections are
-// refused.
+// listenFor listens on the TCP address addr (IP:PORT) for the host: the init hands
+// the socket over the readiness socket (handListener, with the readiness report), and
+// devsandbox passes it to the session proxy, which accepts the sandbox's connections
+// itself, with no relay in between. It listens from here on: a connection made before
+// the proxy serves it waits in its backlog. The descriptor is close-on-exec, so the
+// command and the forwarders never hold it.
 //
 // The socket is made with plain system calls: the init never serves it, and net.Listen
 // would first set up the runtime's network poller and probe the host's IPv6 and MPTCP
 // support (seven system calls and the pages of that code) on the way to the command.
 // It is non-blocking, as net.Listen's is, and a plain TCP socket.
-func handListener(fd int, addr string) error {
-	if fd < 0 {
-		return errors.New("no readiness socket to hand the listener on (--ready-fd)")
-	}
+func listenFor(addr string) (int, error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
-		return fmt.Errorf("bad listen address %q (want IP:PORT): %w", addr, err)
+		return -1, fmt.Errorf("bad listen address %q (want IP:PORT): %w", addr, err)
 	}
 	domain, port := unix.AF_INET6, int(ap.Port())
 	var sa unix.Sockaddr = &unix.SockaddrInet6{Port: port, Addr: ap.Addr().As16()}
@@ -63,18 +61,31 @@ func handListener(fd int, addr string) error {
 	}
 	s, err := unix.Socket(domain, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("socket: %w", err)
+		return -1, fmt.Errorf("socket: %w", err)
 	}
-	defer unix.Close(s)
 	// As net.Listen does: a port in TIME_WAIT from an earlier listener is no obstacle.
 	if err := unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
-		return fmt.Errorf("setsockopt: %w", err)
+		unix.Close(s)
+		return -1, fmt.Errorf("setsockopt: %w", err)
 	}
 	if err := unix.Bind(s, sa); err != nil {
-		return fmt.Errorf("bind: %w", err)
+		unix.Close(s)
+		return -1, fmt.Errorf("bind: %w", err)
 	}
 	if err := unix.Listen(s, unix.SOMAXCONN); err != nil {
-		return fmt.Errorf("listen: %w", err)
+		unix.Close(s)
+		return -1, fmt.Errorf("listen: %w", err)
+	}
+	return s, nil
+}
+
+// handListener hands s, a socket of listenFor, to the host on fd, the readiness
+// socket, in one wire.ListenerMsg message, and closes it: the init keeps no copy, so
+// if nobody on the host takes it, it closes and connections are refused.
+func handListener(fd, s int) error {
+	defer unix.Close(s)
+	if fd < 0 {
+		return errors.New("no readiness socket to hand the listener on (--ready-fd)")
 	}
 	return unix.Sendmsg(fd, []byte{wire.ListenerMsg}, unix.UnixRights(s), nil, 0)
 }

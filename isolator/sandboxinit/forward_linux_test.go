@@ -15,9 +15,10 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
-// TestHandListener: the init hands a listening, non-blocking TCP socket bound to the
-// address asked for, in one ListenerMsg message, and keeps no copy of it; a bad
-// address is refused before any socket is made.
+// TestHandListener: the init hands a listening, non-blocking, close-on-exec TCP
+// socket bound to the address asked for, in one ListenerMsg message followed by the
+// readiness report (report), and keeps no copy of it; a bad address is refused
+// before any socket is made.
 func TestHandListener(t *testing.T) {
 	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
 		t.Run(addr, func(t *testing.T) {
@@ -27,14 +28,26 @@ func TestHandListener(t *testing.T) {
 			}
 			defer unix.Close(fds[0])
 			defer unix.Close(fds[1])
-			if err := handListener(fds[1], addr); err != nil {
+			s, err := listenFor(addr)
+			if err != nil {
 				if addr[0] == '[' {
 					t.Skipf("no IPv6 loopback here: %v", err)
 				}
 				t.Fatal(err)
 			}
+			if fl, err := unix.FcntlInt(uintptr(s), unix.F_GETFD, 0); err != nil || fl&unix.FD_CLOEXEC == 0 {
+				t.Errorf("the listener would reach the command: descriptor flags %#x, %v", fl, err)
+			}
+			host := fds[0]
+			initEnd, err := unix.Dup(fds[1]) // Ready closes the descriptor it reports on
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := report(initEnd, []int{s}); err != nil {
+				t.Fatal(err)
+			}
 			buf, oob := make([]byte, 16), make([]byte, unix.CmsgSpace(4*4))
-			n, oobn, _, _, err := unix.Recvmsg(fds[0], buf, oob, unix.MSG_CMSG_CLOEXEC|unix.MSG_DONTWAIT)
+			n, oobn, _, _, err := unix.Recvmsg(host, buf, oob, unix.MSG_CMSG_CLOEXEC|unix.MSG_DONTWAIT)
 			if err != nil || n != 1 || buf[0] != wire.ListenerMsg {
 				t.Fatalf("message %q, %v; want one ListenerMsg", buf[:n], err)
 			}
@@ -47,6 +60,15 @@ func TestHandListener(t *testing.T) {
 				t.Fatalf("descriptors %v, %v", got, err)
 			}
 			fd := got[0]
+			if n, oobn, _, _, err := unix.Recvmsg(host, buf, oob, unix.MSG_CMSG_CLOEXEC|unix.MSG_DONTWAIT); err != nil || n != 1 || buf[0] != 'R' {
+				t.Errorf("after the listener: message %q, %v; want the readiness report", buf[:n], err)
+			} else if msgs, _ := unix.ParseSocketControlMessage(oob[:oobn]); len(msgs) > 1 {
+				if pidfds, err := unix.ParseUnixRights(&msgs[1]); err == nil {
+					for _, p := range pidfds {
+						unix.Close(p)
+					}
+				}
+			}
 			for opt, want := range map[int]int{unix.SO_ACCEPTCONN: 1, unix.SO_TYPE: unix.SOCK_STREAM} {
 				if v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, opt); err != nil || v != want {
 					t.Errorf("socket option %d: %d, %v; want %d", opt, v, err, want)
@@ -100,11 +122,16 @@ func TestHandListener(t *testing.T) {
 		})
 	}
 	for _, bad := range []string{"localhost:3128", "127.0.0.1", ""} {
-		if err := handListener(1, bad); err == nil {
-			t.Errorf("handListener(%q) made a listener", bad)
+		if s, err := listenFor(bad); err == nil {
+			unix.Close(s)
+			t.Errorf("listenFor(%q) made a listener", bad)
 		}
 	}
-	if err := handListener(-1, "127.0.0.1:0"); err == nil {
+	s, err := listenFor("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := handListener(-1, s); err == nil {
 		t.Error("handListener without a readiness socket succeeded")
 	}
 }

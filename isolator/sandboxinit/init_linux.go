@@ -171,10 +171,18 @@ func Main(args []string, stderr io.Writer) int {
 			return failed(fmt.Sprintf("publishing port %s: %v", f, err))
 		}
 	}
+	// The proxy's listeners listen from before the command starts, and go to the host
+	// with the readiness report (report).
+	var handed []int
 	for _, addr := range listens {
-		if err := handListener(readyFD, addr); err != nil {
+		if readyFD < 0 {
+			return failed(fmt.Sprintf("listening for the proxy on %s: no readiness socket to hand the listener on (--ready-fd)", addr))
+		}
+		s, err := listenFor(addr)
+		if err != nil {
 			return failed(fmt.Sprintf("listening for the proxy on %s: %v", addr, err))
 		}
+		handed = append(handed, s)
 	}
 	for _, f := range forwards {
 		if err := startForwarder(f); err != nil {
@@ -185,20 +193,30 @@ func Main(args []string, stderr io.Writer) int {
 	if path == "" {
 		// The report tells the host that this status is the command's.
 		<-subscribed
-		if err := report(readyFD); err != nil {
+		if err := report(readyFD, handed); err != nil {
 			fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", err)
 			return ExitNotExecutable
 		}
 		fmt.Fprintf(stderr, "devsandbox: %s: %s\n", argv[0], msg)
 		return code
 	}
-	return runInit(path, argv, takeTTY, readyFD, sigs, r, subscribed, stderr)
+	return runInit(path, argv, takeTTY, readyFD, handed, sigs, r, subscribed, stderr)
 }
 
-// report sends the readiness report on fd, if there is one (-1: none).
-func report(fd int) error {
+// report hands the host the listeners in handed (handListener, which closes each),
+// then sends the readiness report on fd, if there is one (-1: none). The listeners go
+// only now, once the command has started: devsandbox's hand-off of them to the proxy
+// then runs beside the command, not in the way of its start (the wakeup of devsandbox
+// it takes would compete with the init for a CPU), and a connection the command makes
+// meanwhile waits in the listener's backlog, for the proxy, as any other.
+func report(fd int, handed []int) error {
 	if fd < 0 {
 		return nil
+	}
+	for _, s := range handed {
+		if err := handListener(fd, s); err != nil {
+			return fmt.Errorf("handing the proxy its listener: %w", err)
+		}
 	}
 	return Ready(fd)
 }
@@ -214,13 +232,14 @@ func SetNproc(n int) error {
 }
 
 // runInit starts the command as a child in a session of its own, reports readiness
-// on readyFD (-1: none) once subscribed is closed or the command is gone, and serves
-// as the sandbox's pid 1 until the command exits, passing on the signals that arrive
-// on sigs and reaping with r. The host holds its signals until the report, so each
-// one it sends finds the command started and the subscription made; a child that
-// exited before r was subscribed to SIGCHLD is collected by its first pass, and the
-// command's own exit wakes r through its pidfd (watch) meanwhile.
-func runInit(path string, argv []string, takeTTY bool, readyFD int, sigs <-chan os.Signal, r *reaper, subscribed <-chan struct{}, stderr io.Writer) int {
+// on readyFD (-1: none), with the listeners in handed, once subscribed is closed or
+// the command is gone, and serves as the sandbox's pid 1 until the command exits,
+// passing on the signals that arrive on sigs and reaping with r. The host holds its
+// signals until the report, so each one it sends finds the command started and the
+// subscription made; a child that exited before r was subscribed to SIGCHLD is
+// collected by its first pass, and the command's own exit wakes r through its pidfd
+// (watch) meanwhile.
+func runInit(path string, argv []string, takeTTY bool, readyFD int, handed []int, sigs <-chan os.Signal, r *reaper, subscribed <-chan struct{}, stderr io.Writer) int {
 	sys := &syscall.SysProcAttr{Setsid: true}
 	if takeTTY {
 		// The command's session owns the terminal and its process group is in the
@@ -233,7 +252,7 @@ func runInit(path string, argv []string, takeTTY bool, readyFD int, sigs <-chan 
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: sys})
 	if err != nil {
 		<-subscribed
-		if rerr := report(readyFD); rerr != nil {
+		if rerr := report(readyFD, handed); rerr != nil {
 			fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", rerr)
 			return ExitNotExecutable
 		}
@@ -252,7 +271,7 @@ func runInit(path string, argv []string, takeTTY bool, readyFD int, sigs <-chan 
 			if subscribed != nil {
 				// The command is gone before the subscription was made: the
 				// report still tells the host that this status is the command's.
-				if rerr := report(readyFD); rerr != nil {
+				if rerr := report(readyFD, handed); rerr != nil {
 					fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", rerr)
 					return ExitNotExecutable
 				}
@@ -262,7 +281,7 @@ func runInit(path string, argv []string, takeTTY bool, readyFD int, sigs <-chan 
 		select {
 		case <-subscribed:
 			subscribed = nil
-			if rerr := report(readyFD); rerr != nil {
+			if rerr := report(readyFD, handed); rerr != nil {
 				// The host would take the command's status for a failed setup:
 				// the command must not run unreported.
 				_ = syscall.Kill(-pid, syscall.SIGKILL)

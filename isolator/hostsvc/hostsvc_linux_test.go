@@ -1,0 +1,81 @@
+package hostsvc
+
+import (
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/sockdir"
+)
+
+// proxyPlan is a proxy-mode Plan whose socket directory is <state>/sock, with a
+// stand-in devsandbox-proxy next to its init (never started: nothing connects).
+func proxyPlan(t *testing.T) *isolator.Plan {
+	t.Helper()
+	root := t.TempDir()
+	bin := filepath.Join(root, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "devsandbox-proxy"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := &isolator.Plan{StateDir: filepath.Join(root, "state"), Self: filepath.Join(bin, "devsandbox-init")}
+	p.Project.ID, p.Project.Dir, p.User.UID = "id", t.TempDir(), os.Getuid()
+	p.Egress.Mode = egress.Proxy
+	p.Egress.SocketDir = filepath.Join(p.StateDir, "sock")
+	p.Egress.Proxy.Unix = sockdir.ProxySocket(p.Egress.SocketDir, "s1")
+	return p
+}
+
+// TestSocketDirOnlyWhenBound: a session whose proxy serves only the listeners handed
+// to it (bwrap's) binds nothing in the socket directory, so it does not make it; a
+// proxy that binds its socket there gets it made private and swept of a socket a
+// killed session left.
+func TestSocketDirOnlyWhenBound(t *testing.T) {
+	t.Run("handed listeners", func(t *testing.T) {
+		p := proxyPlan(t)
+		s, err := Start(p, Options{Listeners: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Stop()
+		if _, err := os.Lstat(p.Egress.SocketDir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the socket directory of a session that binds nothing there: Lstat = %v, want it absent", err)
+		}
+	})
+	t.Run("proxy socket", func(t *testing.T) {
+		p := proxyPlan(t)
+		if err := os.MkdirAll(p.Egress.SocketDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// A killed session's socket: nothing listens on it any more.
+		old := sockdir.ProxySocket(p.Egress.SocketDir, "killed")
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: old, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.SetUnlinkOnClose(false)
+		ln.Close()
+		s, err := Start(p, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Stop()
+		fi, err := os.Lstat(p.Egress.SocketDir)
+		if err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("the socket directory: %v, %v; want a directory of mode 0700", fi, err)
+		}
+		if _, err := os.Lstat(old); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the killed session's socket was not swept: Lstat = %v", err)
+		}
+		if fi, err := os.Lstat(p.Egress.Proxy.Unix); err != nil || fi.Mode().Type() != fs.ModeSocket {
+			t.Errorf("the session's proxy socket: %v, %v", fi, err)
+		}
+	})
+}
