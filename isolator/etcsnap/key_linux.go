@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"time"
 
@@ -61,7 +62,17 @@ func Key(entries []Entry, now time.Time) (string, error) {
 	return k, err
 }
 
-func key(entries []Entry, now time.Time) (string, []stamp, error) {
+// keyed is what working out a key found on the host.
+type keyed struct {
+	stamps []stamp // of each copied file's source
+	trees  []*tree // of each tree that is copied; nil for the rest
+	// entries is what the snapshot holds: the entries, with each tree that is bound
+	// instead of copied as a directory mount point.
+	entries []Entry
+	notes   []string // why trees are bound
+}
+
+func key(entries []Entry, now time.Time) (string, *keyed, error) {
 	h := sha256.New()
 	// Each line is appended to one buffer with strconv rather than written with
 	// fmt.Fprintf (a quarter of the key's time): the bytes hashed are the same, so are
@@ -70,7 +81,25 @@ func key(entries []Entry, now time.Time) (string, []stamp, error) {
 	line = append(line, format...)
 	line = append(line, '\n')
 	stamps := make([]stamp, len(entries))
+	kd := &keyed{stamps: stamps, entries: entries}
 	for i, e := range entries {
+		if e.Tree {
+			t, err := walkTree(e.Source, now)
+			if err == nil {
+				if kd.trees == nil {
+					kd.trees = make([]*tree, len(entries))
+				}
+				kd.trees[i] = t
+				line = appendTree(line, e.Name, t)
+				continue
+			}
+			if kd.notes == nil { // the first tree bound: the caller's entries stay as they are
+				kd.entries = slices.Clone(entries)
+			}
+			kd.entries[i] = Entry{Name: e.Name, Dir: true}
+			kd.notes = append(kd.notes, describe(e.Source, err))
+			e = kd.entries[i]
+		}
 		if e.Source == "" {
 			line = strconv.AppendQuote(line, e.Name)
 			line = append(line, " mount dir="...)
@@ -102,7 +131,7 @@ func key(entries []Entry, now time.Time) (string, []stamp, error) {
 		line = appendStamp(line, e, s)
 	}
 	h.Write(line)
-	return hex.EncodeToString(h.Sum(nil)[:16]), stamps, nil
+	return hex.EncodeToString(h.Sum(nil)[:16]), kd, nil
 }
 
 // appendStamp appends the key's line for a copied file e with stamp s:
@@ -112,6 +141,12 @@ func appendStamp(b []byte, e Entry, s stamp) []byte {
 	b = strconv.AppendQuote(b, e.Name)
 	b = append(b, ' ')
 	b = strconv.AppendQuote(b, e.Source)
+	return appendStampTail(b, s)
+}
+
+// appendStampTail appends " %d %d %o %d %d.%09d %d.%09d\n" of s's device, inode,
+// mode, size, mtime and ctime.
+func appendStampTail(b []byte, s stamp) []byte {
 	b = append(b, ' ')
 	b = strconv.AppendUint(b, s.dev, 10)
 	b = append(b, ' ')

@@ -27,6 +27,11 @@ type Snapshot struct {
 	Path  string // the directory, for people (bwrap mounts Dir)
 	Key   string
 	Built bool // built by this call rather than reused
+	// Entries is what the snapshot holds: the entries it was opened for, each tree
+	// that is not copied (Notes says why) as a mount point its caller binds it over.
+	Entries []Entry
+	// Notes says which trees are bound instead of copied, and why.
+	Notes []string
 	dir   *os.File
 }
 
@@ -51,7 +56,7 @@ func Open(root string, entries []Entry, now time.Time) (*Snapshot, error) {
 	if err := Validate(entries); err != nil {
 		return nil, err
 	}
-	k, stamps, err := key(entries, now)
+	k, kd, err := key(entries, now)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +65,7 @@ func Open(root string, entries []Entry, now time.Time) (*Snapshot, error) {
 		return nil, err
 	}
 	defer unix.Close(rfd)
-	s, err := reuse(rfd, root, k, entries, stamps)
+	s, err := reuse(rfd, root, k, kd)
 	switch {
 	case err == nil:
 		return s, nil
@@ -70,10 +75,10 @@ func Open(root string, entries []Entry, now time.Time) (*Snapshot, error) {
 	case !errors.Is(err, unix.ENOENT):
 		return nil, fmt.Errorf("the /etc snapshot %s: %w", Path(root, k), err)
 	}
-	if err := build(rfd, k, entries, stamps); err != nil {
+	if err := build(rfd, k, kd); err != nil {
 		return nil, fmt.Errorf("building the /etc snapshot in %s: %w", root, err)
 	}
-	if s, err = reuse(rfd, root, k, entries, stamps); err != nil {
+	if s, err = reuse(rfd, root, k, kd); err != nil {
 		return nil, fmt.Errorf("the /etc snapshot %s: %w", Path(root, k), err)
 	}
 	s.Built = true
@@ -111,7 +116,7 @@ func openRoot(root string) (int, error) {
 // directory (not a link) owned by the user, mode 0555, holding exactly the top-level
 // names entries imply, each with its kind and mode, each copy with its source's size.
 // ENOENT: there is none. errInvalid: what is there is something else.
-func reuse(rfd int, root, k string, entries []Entry, stamps []stamp) (*Snapshot, error) {
+func reuse(rfd int, root, k string, kd *keyed) (*Snapshot, error) {
 	fd, err := unix.Openat(rfd, k, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	switch {
 	case errors.Is(err, unix.ENOENT):
@@ -126,17 +131,18 @@ func reuse(rfd int, root, k string, entries []Entry, stamps []stamp) (*Snapshot,
 		dir.Close()
 		return nil, fmt.Errorf("%w: %w", errBusy, err)
 	}
-	if err := check(rfd, fd, k, entries, stamps); err != nil {
+	if err := check(rfd, fd, k, kd); err != nil {
 		dir.Close()
 		return nil, err
 	}
-	return &Snapshot{Path: dir.Name(), Key: k, dir: dir}, nil
+	return &Snapshot{Path: dir.Name(), Key: k, Entries: kd.entries, Notes: kd.notes, dir: dir}, nil
 }
 
 // check verifies the open snapshot fd against entries (see reuse), and that the name
 // k still refers to it: a pruner that renamed it away between the open and the lock
 // leaves a directory that is about to be emptied.
-func check(rfd, fd int, k string, entries []Entry, stamps []stamp) error {
+func check(rfd, fd int, k string, kd *keyed) error {
+	entries, stamps := kd.entries, kd.stamps
 	uid := uint32(os.Geteuid())
 	var st, named unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -161,6 +167,12 @@ func check(rfd, fd int, k string, entries []Entry, stamps []stamp) error {
 	for i, e := range entries {
 		top[strings.SplitN(e.Name, "/", 2)[0]] = true
 		if e.Dir {
+			continue
+		}
+		if e.Tree {
+			if err := checkTree(fd, e.Name, kd.trees[i], uid); err != nil {
+				return err
+			}
 			continue
 		}
 		size := int64(0)
@@ -222,7 +234,8 @@ func readNames(fd int) ([]string, error) {
 // build writes the snapshot k into a private temporary directory under rfd, seals it
 // (0444 files, 0555 directories) and renames it into place. Losing the race to a
 // concurrent build of the same key is success: theirs is the same snapshot.
-func build(rfd int, k string, entries []Entry, stamps []stamp) (err error) {
+func build(rfd int, k string, kd *keyed) (err error) {
+	entries, stamps := kd.entries, kd.stamps
 	tmp := tmpPrefix + randomName()
 	if err := unix.Mkdirat(rfd, tmp, 0o700); err != nil {
 		return err
@@ -245,6 +258,12 @@ func build(rfd int, k string, entries []Entry, stamps []stamp) (err error) {
 	}
 	for i, e := range entries {
 		if e.Dir {
+			continue
+		}
+		if e.Tree {
+			if err := buildTree(tfd, e.Name, e.Source, kd.trees[i]); err != nil {
+				return err
+			}
 			continue
 		}
 		if err := withParent(tfd, e.Name, func(pfd int, base string) error { return writeEntry(pfd, base, e, stamps[i]) }); err != nil {
@@ -302,27 +321,43 @@ func writeEntry(pfd int, base string, e Entry, s stamp) error {
 	var data []byte
 	if e.Source != "" && !s.missing {
 		var err error
-		if data, err = readSource(e.Source, s); err != nil {
+		if data, err = readAt(unix.AT_FDCWD, e.Source, e.Source, s); err != nil {
 			return err
 		}
 	}
-	fd, err := unix.Openat(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
+	if err := writeFile(pfd, base, data, 0o444); err != nil {
 		return fmt.Errorf("%s: %w", e.Name, err)
 	}
-	f := os.NewFile(uintptr(fd), e.Name)
+	return nil
+}
+
+// writeFile creates base under pfd (never through a link, never over anything) with
+// data and mode.
+func writeFile(pfd int, base string, data []byte, mode uint32) error {
+	fd, err := unix.Openat(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), base)
 	defer f.Close()
 	if _, err := f.Write(data); err != nil {
 		return err
 	}
-	if err := f.Chmod(0o444); err != nil {
+	if err := unix.Fchmod(fd, mode); err != nil {
 		return err
 	}
 	return f.Sync()
 }
 
-func readSource(src string, want stamp) ([]byte, error) {
-	fd, err := unix.Open(src, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+// readAt reads name under dirfd (src, for errors), from a descriptor whose stat is
+// want before and after the read. name is followed when it is a link only from
+// AT_FDCWD (the /etc files named by the view); in a tree it never is.
+func readAt(dirfd int, name, src string, want stamp) ([]byte, error) {
+	flags := unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY
+	if dirfd != unix.AT_FDCWD {
+		flags |= unix.O_NOFOLLOW
+	}
+	fd, err := unix.Openat(dirfd, name, flags, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
@@ -345,13 +380,17 @@ func readSource(src string, want stamp) ([]byte, error) {
 	return data, nil
 }
 
-func sealDir(pfd int, base string) error {
+func sealDir(pfd int, base string) error { return sealDirMode(pfd, base, 0o555) }
+
+// sealDirMode sets the directory base under pfd to mode (0555; 0000 for a directory
+// the user cannot list or enter on the host) and syncs it.
+func sealDirMode(pfd int, base string, mode uint32) error {
 	fd, err := unix.Openat(pfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	if err := unix.Fchmod(fd, 0o555); err != nil {
+	if err := unix.Fchmod(fd, mode); err != nil {
 		return err
 	}
 	return unix.Fsync(fd)
