@@ -290,7 +290,7 @@ func TestKeyText(t *testing.T) {
 		t.Fatal(err)
 	}
 	entries := []Entry{{Name: "ssl", Dir: true}, {Name: "gone", Source: filepath.Join(dir, "gone")}, {Name: "hosts", Source: src}}
-	got, kd, err := key(entries, later())
+	got, kd, err := key(entries, later(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,34 +56,62 @@ func Open(root string, entries []Entry, now time.Time) (*Snapshot, error) {
 	if err := Validate(entries); err != nil {
 		return nil, err
 	}
-	k, kd, err := key(entries, now)
-	if err != nil {
-		return nil, err
-	}
 	rfd, err := openRoot(root)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(rfd)
+	var idx *treeIndex
+	for _, e := range entries {
+		if e.Tree {
+			idx = loadIndex(rfd, entries)
+			break
+		}
+	}
+	s, kd, err := openWith(rfd, root, entries, now, idx)
+	if errors.Is(err, errStale) {
+		// The trees' record does not describe the snapshot: walked and checked in full.
+		s, kd, err = openWith(rfd, root, entries, now, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if kd.walked != nil {
+		saveIndex(rfd, int(s.dir.Fd()), s.Key, kd)
+	}
+	return s, nil
+}
+
+// openWith is Open with the root open as rfd and the index of its trees, if any.
+func openWith(rfd int, root string, entries []Entry, now time.Time, idx *treeIndex) (*Snapshot, *keyed, error) {
+	k, kd, err := key(entries, now, idx)
+	if err != nil {
+		return nil, nil, err
+	}
 	s, err := reuse(rfd, root, k, kd)
 	switch {
 	case err == nil:
-		return s, nil
+		return s, kd, nil
+	case errors.Is(err, errStale):
+		return nil, nil, err
 	case errors.Is(err, errInvalid):
 		// Damaged, or not ours: out of the way (never followed), then built afresh.
 		discard(rfd, k)
 	case !errors.Is(err, unix.ENOENT):
-		return nil, fmt.Errorf("the /etc snapshot %s: %w", Path(root, k), err)
+		return nil, nil, fmt.Errorf("the /etc snapshot %s: %w", Path(root, k), err)
+	}
+	if kd.idx != nil {
+		return nil, nil, errStale // a build needs the walks
 	}
 	if err := build(rfd, k, kd); err != nil {
-		return nil, fmt.Errorf("building the /etc snapshot in %s: %w", root, err)
+		return nil, nil, fmt.Errorf("building the /etc snapshot in %s: %w", root, err)
 	}
 	if s, err = reuse(rfd, root, k, kd); err != nil {
-		return nil, fmt.Errorf("the /etc snapshot %s: %w", Path(root, k), err)
+		return nil, nil, fmt.Errorf("the /etc snapshot %s: %w", Path(root, k), err)
 	}
 	s.Built = true
 	prune(rfd, Keep, k, now)
-	return s, nil
+	return s, kd, nil
 }
 
 // openRoot creates root (0700) when missing and opens it. It must be a directory owned
@@ -170,6 +198,9 @@ func check(rfd, fd int, k string, kd *keyed) error {
 			continue
 		}
 		if e.Tree {
+			if kd.idx != nil {
+				continue // below
+			}
 			if err := checkTree(fd, e.Name, kd.trees[i], uid); err != nil {
 				return err
 			}
@@ -180,6 +211,11 @@ func check(rfd, fd int, k string, kd *keyed) error {
 			size = stamps[i].size
 		}
 		if err := checkEntry(fd, e.Name, uid, unix.S_IFREG, 0o444, size); err != nil {
+			return err
+		}
+	}
+	if kd.idx != nil {
+		if err := kd.idx.checkSnap(fd, k); err != nil {
 			return err
 		}
 	}

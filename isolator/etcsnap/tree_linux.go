@@ -101,6 +101,9 @@ type node struct {
 type tree struct {
 	nodes []node
 	bytes int64
+	// seen is every host directory and entry the walk took the stat of, as far as
+	// it got: while they all hold, a walk finds the same (treeIndex).
+	seen []indexStamp
 }
 
 // treeWalker walks a host tree for its key.
@@ -159,7 +162,8 @@ func (w *treeWalker) access(fd int, name string, st *unix.Stat_t) (r, x bool, er
 }
 
 // walkTree walks the host directory src. An error wraps errNoTree: the tree is
-// bound instead, and the error says why.
+// bound instead, and the error says why; the tree returned then holds only what
+// the walk saw (tree.seen), nil when src could not be opened.
 func walkTree(src string, now time.Time) (*tree, error) {
 	fd, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -170,14 +174,19 @@ func walkTree(src string, now time.Time) (*tree, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", errNoTree, src, err)
 	}
-	if st.Mode&0o005 != 0o005 {
-		return nil, fmt.Errorf("%w: %s: kept from other users (mode %o)", errNoTree, src, st.Mode&0o7777)
-	}
 	w := &treeWalker{now: now, t: &tree{}, id: self(), kernel: faccessat}
+	w.see("", &st)
+	if st.Mode&0o005 != 0o005 {
+		return w.t, fmt.Errorf("%w: %s: kept from other users (mode %o)", errNoTree, src, st.Mode&0o7777)
+	}
 	if err := w.dir(fd, "", -1, &st); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", errNoTree, src, err)
+		return w.t, fmt.Errorf("%w: %s: %w", errNoTree, src, err)
 	}
 	return w.t, nil
+}
+
+func (w *treeWalker) see(rel string, st *unix.Stat_t) {
+	w.t.seen = append(w.t.seen, indexStampOf(rel, st))
 }
 
 func (w *treeWalker) add(n node) (int, error) {
@@ -240,6 +249,7 @@ func (w *treeWalker) entry(fd int, name, rel string, parent int) error {
 	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return err
 	}
+	w.see(rel, &st)
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK { // a file system without d_type
 		_, err := w.add(node{rel: rel, kind: nodeLink, parent: parent})
 		return err

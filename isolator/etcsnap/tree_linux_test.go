@@ -25,6 +25,7 @@ func hostTree(t *testing.T) string {
 		"certs/empty/.keep":      "",
 		"bin/rehash":             "#!/bin/sh\n",
 		"deep/a/b/c/d/e/f/g.txt": "g\n",
+		"certs/odd \"name\"\n.pem": "odd\n", // quoted in the index
 	} {
 		p := filepath.Join(d, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -325,4 +326,74 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A launch whose trees did not change walks none of them: the index's stamps give
+// the same key the walk gives, and the snapshot is checked against its stamps.
+func TestTreeIndex(t *testing.T) {
+	src := hostTree(t)
+	es := treeEntries(t, src)
+	root := filepath.Join(t.TempDir(), "etc")
+	first := open(t, root, es)
+	rfd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	must(t, err)
+	defer unix.Close(rfd)
+	idx := loadIndex(rfd, es)
+	if idx == nil || !idx.holds(es) {
+		t.Fatalf("no index that holds after the first launch: %+v", idx)
+	}
+	k, kd, err := key(es, later(), idx)
+	must(t, err)
+	if kd.walked != nil || kd.idx == nil || k != first.Key {
+		t.Errorf("with the index: key %s (walk's %s), walked %v", k, first.Key, kd.walked != nil)
+	}
+	if again := open(t, root, es); again.Built || again.Key != first.Key {
+		t.Errorf("an unchanged tree: built %v, key %s", again.Built, again.Key)
+	}
+	// For other entries, or another user, it does not answer.
+	if other := append([]Entry{{Name: "x", Dir: true}}, es...); loadIndex(rfd, other) != nil {
+		t.Error("an index is found for other entries")
+	}
+	idx.ID += " 4242"
+	if idx.holds(es) {
+		t.Error("the index holds for another user's groups")
+	}
+}
+
+// A copy changed in the snapshot after it was checked (its directory made writable,
+// a file added, sealed again) fails the index's stamps: the snapshot is checked in
+// full, found damaged and rebuilt. A garbled index is no index.
+func TestTreeIndexStale(t *testing.T) {
+	src := hostTree(t)
+	es := treeEntries(t, src)
+	root := filepath.Join(t.TempDir(), "etc")
+	first := open(t, root, es)
+	certs := filepath.Join(first.Path, "ssl/certs")
+	must(t, os.Chmod(certs, 0o755))
+	write(t, filepath.Join(certs, "planted.pem"), "x")
+	must(t, os.Chmod(certs, 0o555))
+	first.Close()
+	again := open(t, root, es)
+	if !again.Built {
+		t.Error("a tampered copy was reused")
+	}
+	if got, want := listing(t, filepath.Join(again.Path, "ssl")), listing(t, src); !reflect.DeepEqual(got, want) {
+		t.Errorf("the copy:\n%q\nthe host's:\n%q", got, want)
+	}
+	ip := filepath.Join(root, indexName(es))
+	must(t, os.Chmod(ip, 0o600))
+	write(t, ip, "{garbage")
+	if third := open(t, root, es); third.Built || third.Key != again.Key {
+		t.Errorf("with a garbled index: built %v, key %s (want %s)", third.Built, third.Key, again.Key)
+	}
+	if idx := loadIndex(unixOpen(t, root), es); idx == nil || !idx.holds(es) {
+		t.Error("the garbled index was not replaced")
+	}
+}
+
+func unixOpen(t *testing.T, p string) int {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	must(t, err)
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
 }
