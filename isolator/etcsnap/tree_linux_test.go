@@ -19,12 +19,12 @@ func hostTree(t *testing.T) string {
 	t.Helper()
 	d := filepath.Join(t.TempDir(), "ssl")
 	for name, content := range map[string]string{
-		"openssl.cnf":            "[ default ]\n",
-		"certs/ca-certificates":  "-----BEGIN CERTIFICATE-----\n",
-		"certs/java/cacerts":     "\xfe\xed\xfe\xed",
-		"certs/empty/.keep":      "",
-		"bin/rehash":             "#!/bin/sh\n",
-		"deep/a/b/c/d/e/f/g.txt": "g\n",
+		"openssl.cnf":              "[ default ]\n",
+		"certs/ca-certificates":    "-----BEGIN CERTIFICATE-----\n",
+		"certs/java/cacerts":       "\xfe\xed\xfe\xed",
+		"certs/empty/.keep":        "",
+		"bin/rehash":               "#!/bin/sh\n",
+		"deep/a/b/c/d/e/f/g.txt":   "g\n",
 		"certs/odd \"name\"\n.pem": "odd\n", // quoted in the index
 	} {
 		p := filepath.Join(d, name)
