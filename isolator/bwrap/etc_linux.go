@@ -167,21 +167,22 @@ func startEtc(p *isolator.Plan, head *EtcHead) *etcOpening {
 // a snapshot failed). Pinning drops the optional mounts whose source is gone, which
 // can change what the snapshot must hold; then the entries are worked out again for
 // pp and, where they differ, the snapshot is opened for pp's, as Run did before.
-// The entries returned are what the snapshot holds (etcEntries of pp; nil with no
-// snapshot), for render.
+// The entries returned are what the snapshot holds (etcEntries of pp, with the
+// trees it bound rather than copied as mount points; nil with no snapshot), for
+// render.
 func (o *etcOpening) take(pp *isolator.Plan, debug func(string)) (*etcsnap.Snapshot, []etcsnap.Entry) {
 	<-o.done
 	o.taken = true
-	s, err, entries := o.snap, o.err, o.entries
+	s, err := o.snap, o.err
 	if len(pp.Mounts) != len(o.plan.Mounts) {
 		again, ok := etcEntries(pp)
 		if ok != o.ok || !slices.Equal(again, o.entries) {
 			if s != nil {
 				s.Close()
 			}
-			s, err, entries = nil, nil, again
+			s, err = nil, nil
 			if ok {
-				s, err = openEntries(pp, entries)
+				s, err = openEntries(pp, again)
 			}
 		}
 	}
