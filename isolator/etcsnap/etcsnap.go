@@ -137,11 +137,14 @@ func Root(stateHome string) string { return filepath.Join(stateHome, "devsandbox
 // Path returns where the snapshot named key lives under root.
 func Path(root, key string) string { return filepath.Join(root, key) }
 
-// MaxTreeEntries and MaxTreeBytes bound a tree copied into a snapshot (Entry.Tree):
-// its entries, and the bytes of its files. A bigger one is bound instead; its walk
-// on every launch would cost more than the bind.
+// MaxTreeEntries, MaxTreeStats and MaxTreeBytes bound a tree copied into a snapshot
+// (Entry.Tree): its entries, its directories and files (a launch takes the stat of
+// each to know the tree unchanged; links cost nothing), and the bytes of its files.
+// A bigger one is bound instead: checking it at every launch would cost more than
+// the bind.
 const (
 	MaxTreeEntries = 4096
+	MaxTreeStats   = 256
 	MaxTreeBytes   = 8 << 20
 )
 

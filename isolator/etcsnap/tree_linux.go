@@ -32,7 +32,7 @@ import (
 // over (Snapshot.Entries, Snapshot.Notes), when the copy could not look the same or
 // would hold what the host keeps from other users:
 //   - it is not a directory (a symbolic link, absent) or is over MaxTreeEntries
-//     entries or MaxTreeBytes bytes of files;
+//     entries, MaxTreeStats files and directories or MaxTreeBytes bytes of files;
 //   - an entry is a device, a socket or a fifo; a directory the user can list but not
 //     enter or enter but not list; a file the user can execute but not read;
 //   - a file or directory the user can read is kept from others (mode without o+r,
@@ -250,6 +250,9 @@ func (w *treeWalker) entry(fd int, name, rel string, parent int) error {
 		return err
 	}
 	w.see(rel, &st)
+	if len(w.t.seen) > MaxTreeStats {
+		return fmt.Errorf("more than %d files and directories", MaxTreeStats)
+	}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK { // a file system without d_type
 		_, err := w.add(node{rel: rel, kind: nodeLink, parent: parent})
 		return err

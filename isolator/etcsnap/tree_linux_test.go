@@ -206,6 +206,12 @@ func TestTreeBound(t *testing.T) {
 			}
 			return d
 		}, "more than 4096 entries"},
+		{"too many files", func(t *testing.T, d string) string {
+			for i := 0; i < MaxTreeStats; i++ {
+				write(t, filepath.Join(d, "certs", "f"+strconv.Itoa(i)), "")
+			}
+			return d
+		}, "more than 256 files and directories"},
 		{"too many bytes", func(t *testing.T, d string) string {
 			write(t, filepath.Join(d, "big"), strings.Repeat("x", MaxTreeBytes))
 			return d
