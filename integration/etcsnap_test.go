@@ -83,7 +83,7 @@ func TestEtcSnapshotReadOnly(t *testing.T) {
 	sandbox("true") // the snapshot exists now
 	before := treeSum(t, snaps)
 	script := `
-for f in /etc/passwd /etc/hosts /etc/resolv.conf /etc/ld.so.cache /etc/ld.so.conf.d/*; do
+for f in /etc/passwd /etc/hosts /etc/resolv.conf /etc/ld.so.cache /etc/ld.so.conf.d/* /etc/ssl/openssl.cnf /etc/ssl/certs/ca-certificates.crt; do
   [ -f "$f" ] || continue
   ( echo x >> "$f" ) 2>/dev/null && echo "WROTE $f"
   chmod 666 "$f" 2>/dev/null && echo "CHMOD $f"
@@ -97,6 +97,18 @@ chmod 777 /etc 2>/dev/null && echo "CHMOD /etc"
 mv /etc/ssl /etc/ssl.moved 2>/dev/null && echo "RENAMED /etc/ssl"
 rmdir /etc/ssl 2>/dev/null && echo "RMDIR /etc/ssl"
 ln -s /tmp /etc/newlink 2>/dev/null && echo "LINKED /etc/newlink"
+touch /etc/ssl/certs/new.pem 2>/dev/null && echo "CREATED in /etc/ssl/certs"
+if [ -d /etc/ssl/private ]; then
+  chmod 755 /etc/ssl/private 2>/dev/null && echo "CHMOD /etc/ssl/private"
+  ls /etc/ssl/private >/dev/null 2>&1 && echo "LISTED /etc/ssl/private"
+fi
+for l in /etc/alternatives/awk /etc/ssl/certs/*.0; do
+  [ -L "$l" ] || continue
+  ln -sfn /tmp/evil "$l" 2>/dev/null && echo "RELINKED $l"
+  rm -f "$l" 2>/dev/null; [ -L "$l" ] || echo "REMOVED $l"
+  break
+done
+rm -rf /etc/java-17-openjdk/security 2>/dev/null; [ -d /etc/java-17-openjdk ] && ! [ -d /etc/java-17-openjdk/security ] && echo "REMOVED java security"
 umount /etc 2>/dev/null && echo "UNMOUNTED /etc"
 mount -o remount,rw /etc 2>/dev/null && echo "REMOUNTED /etc"
 : > /tmp/probe
@@ -121,6 +133,12 @@ echo done
 // host" has at /etc/hosts without touching the machine's own.
 func inMountNS(t *testing.T, dir string, binds map[string]string, args ...string) result {
 	t.Helper()
+	return inMountNSEnv(t, dir, nil, binds, args...)
+}
+
+// inMountNSEnv is inMountNS with env added to devsandbox's environment.
+func inMountNSEnv(t *testing.T, dir string, env []string, binds map[string]string, args ...string) result {
+	t.Helper()
 	if !it.asOther {
 		t.Skip("needs root: binds test files over /etc in a mount namespace of its own")
 	}
@@ -134,7 +152,7 @@ func inMountNS(t *testing.T, dir string, binds map[string]string, args ...string
 	argv := append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c", sh.String(), "sh", it.bin}, args...)
 	cmd := exec.CommandContext(ctx, "unshare", argv...)
 	cmd.Dir = dir
-	cmd.Env = baseEnv()
+	cmd.Env = baseEnv(env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	code := 0

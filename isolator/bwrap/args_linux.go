@@ -115,7 +115,8 @@ type renderOptions struct {
 	// their snapshot (Run could not open one).
 	noSnapshot bool
 	// etc, when set, is what the snapshot Run opened holds: etcEntries of the Plan
-	// rendered, worked out once more for it (etcOpening.take). nil: render works them out.
+	// rendered, worked out once more for it, with the trees it could not copy as
+	// mount points (etcOpening.take). nil: render works them out, every tree copied.
 	etc []etcsnap.Entry
 	// limits says how each limit is enforced; nil is defaultEnforcement.
 	limits *enforcement
@@ -200,7 +201,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		case sp.Copy && o.noCopies:
 			a = append(a, "--ro-bind-try", sp.Path, sp.Path)
 			placed = append(placed, viewEntry{sp.Path, placedMount})
-		case sp.Copy && snapshot:
+		case sp.Copy && snapshot, snapshot && copiedTree(etc, sp.Path):
 			// in the snapshot
 		case sp.Copy:
 			a = append(a, "--perms", "0444", "--file", fmt.Sprint(fd), sp.Path)

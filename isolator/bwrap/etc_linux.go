@@ -12,8 +12,10 @@ import (
 )
 
 // etcEntries is what the /etc snapshot of p holds (package etcsnap): each Copy file
-// of the system view, and a mount point for every other /etc entry the view or a
-// mount places there. ok is false when p copies nothing, when its snapshot root lies
+// of the system view; each /etc directory the view binds as a tree, copied whole when
+// it can be (etcsnap.Entry.Tree; else a mount point the directory is bound over), or
+// as a mount point when a mount of p lands inside it; and a mount point for every
+// other /etc entry a mount places there. ok is false when p copies nothing, when its snapshot root lies
 // in or holds a directory the sandbox can write (what the sandbox writes is never
 // what a later sandbox trusts as its /etc), or when something lands in /etc that
 // needs a mount point the snapshot cannot know the kind of; the files are then copied
@@ -28,8 +30,14 @@ func etcEntries(p *isolator.Plan) (entries []etcsnap.Entry, ok bool) {
 			return nil, false
 		}
 	}
-	var bound []string // /etc directories bound over the snapshot
+	var bound []string // /etc directories that may be bound over the snapshot
 	kinds := make(map[string]bool, len(p.System.Paths))
+	var dsts []string // where p's mounts land in /etc
+	for _, m := range p.Mounts {
+		if dst := m.Target(p.User.HostHome); isolator.Within(dst, "/etc") {
+			dsts = append(dsts, dst)
+		}
+	}
 	copies := 0
 	for _, sp := range p.System.Paths {
 		if !isolator.Within(sp.Path, "/etc") {
@@ -45,11 +53,19 @@ func etcEntries(p *isolator.Plan) (entries []etcsnap.Entry, ok bool) {
 			copies++
 		} else {
 			// The default view binds directories only: its regular files are copies.
-			e.Dir = true
+			// A directory is copied whole unless a mount lands inside it (the copy
+			// would need its mount point).
+			e.Source, e.Tree = sp.Path, true
+			for _, d := range dsts {
+				if isolator.Within(d, sp.Path) {
+					e = etcsnap.Entry{Name: name, Dir: true}
+					break
+				}
+			}
 			bound = append(bound, sp.Path)
 		}
 		entries = append(entries, e)
-		kinds[name] = e.Dir
+		kinds[name] = e.Dir || e.Tree
 	}
 	if copies == 0 {
 		return nil, false
@@ -78,6 +94,17 @@ func etcEntries(p *isolator.Plan) (entries []etcsnap.Entry, ok bool) {
 		return nil, false
 	}
 	return entries, true
+}
+
+// copiedTree reports whether the snapshot of entries holds the host directory dir
+// copied whole: then it is not bound.
+func copiedTree(entries []etcsnap.Entry, dir string) bool {
+	for _, e := range entries {
+		if e.Tree && e.Source == dir {
+			return true
+		}
+	}
+	return false
 }
 
 func withinAny(p string, dirs []string) bool {
@@ -140,21 +167,22 @@ func startEtc(p *isolator.Plan, head *EtcHead) *etcOpening {
 // a snapshot failed). Pinning drops the optional mounts whose source is gone, which
 // can change what the snapshot must hold; then the entries are worked out again for
 // pp and, where they differ, the snapshot is opened for pp's, as Run did before.
-// The entries returned are what the snapshot holds (etcEntries of pp; nil with no
-// snapshot), for render.
+// The entries returned are what the snapshot holds (etcEntries of pp, with the
+// trees it bound rather than copied as mount points; nil with no snapshot), for
+// render.
 func (o *etcOpening) take(pp *isolator.Plan, debug func(string)) (*etcsnap.Snapshot, []etcsnap.Entry) {
 	<-o.done
 	o.taken = true
-	s, err, entries := o.snap, o.err, o.entries
+	s, err := o.snap, o.err
 	if len(pp.Mounts) != len(o.plan.Mounts) {
 		again, ok := etcEntries(pp)
 		if ok != o.ok || !slices.Equal(again, o.entries) {
 			if s != nil {
 				s.Close()
 			}
-			s, err, entries = nil, nil, again
+			s, err = nil, nil
 			if ok {
-				s, err = openEntries(pp, entries)
+				s, err = openEntries(pp, again)
 			}
 		}
 	}
@@ -164,7 +192,12 @@ func (o *etcOpening) take(pp *isolator.Plan, debug func(string)) (*etcsnap.Snaps
 	if s == nil {
 		return nil, nil
 	}
-	return s, entries
+	if debug != nil {
+		for _, n := range s.Notes {
+			debug(n)
+		}
+	}
+	return s, s.Entries
 }
 
 // discard releases the snapshot when take was never called.
@@ -189,9 +222,11 @@ func etcDescriptor(s *etcsnap.Snapshot) (*os.File, error) {
 
 // etcScript describes the snapshot descriptor f for --dry-run.
 func etcScript(f File) string {
-	var files, points []string
+	var files, trees, points []string
 	for _, e := range f.Snapshot {
 		switch {
+		case e.Tree:
+			trees = append(trees, e.Source+"/")
 		case e.Source != "":
 			files = append(files, e.Source)
 		case e.Dir:
@@ -205,6 +240,13 @@ func etcScript(f File) string {
 	b.WriteString("#   else built at launch; if it cannot be, each file is copied with --file instead) of the host files:\n")
 	for _, s := range files {
 		fmt.Fprintf(&b, "#   %s\n", s)
+	}
+	if len(trees) > 0 {
+		fmt.Fprintf(&b, "#   and the directories, copied whole: %s\n", strings.Join(trees, " "))
+		b.WriteString("#   (files as copies, symbolic links as links; what the user cannot read or enter as an empty entry of\n")
+		fmt.Fprintf(&b, "#   mode 0000); one over %d entries, %d files and directories or %d MiB, with an entry a copy cannot\n", etcsnap.MaxTreeEntries, etcsnap.MaxTreeStats, etcsnap.MaxTreeBytes>>20)
+		b.WriteString("#   show the same, or changed in the last seconds is bound read-only over an empty directory instead\n")
+		b.WriteString("#   (--ro-bind-try, as without a snapshot; --debug says which and why)\n")
 	}
 	if len(points) > 0 {
 		fmt.Fprintf(&b, "#   with empty mount points for: %s\n", strings.Join(points, " "))

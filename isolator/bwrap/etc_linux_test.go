@@ -3,6 +3,7 @@ package bwrap_test
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,8 +25,11 @@ func TestEtcEntries(t *testing.T) {
 	want := []etcsnap.Entry{
 		{Name: "resolv.conf", Source: "/etc/resolv.conf"},
 		{Name: "passwd", Source: "/etc/passwd"},
-		{Name: "ssl", Dir: true},
+		{Name: "ssl", Source: "/etc/ssl", Tree: true},
 	}
+	// A mount inside /etc/ssl needs its mount point: the directory is bound.
+	sslBound := slices.Clone(want)
+	sslBound[2] = etcsnap.Entry{Name: "ssl", Dir: true}
 	for _, tc := range []struct {
 		name string
 		edit func(p *isolator.Plan)
@@ -37,7 +41,10 @@ func TestEtcEntries(t *testing.T) {
 		}, want},
 		{"a mask inside a bound /etc directory", func(p *isolator.Plan) {
 			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskDir, Dest: "/etc/ssl/private"})
-		}, want},
+		}, sslBound},
+		{"a mask over a bound /etc directory", func(p *isolator.Plan) {
+			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskDir, Dest: "/etc/ssl"})
+		}, sslBound},
 		{"no snapshot root", func(p *isolator.Plan) { p.System.Snapshot = "" }, nil},
 		{"host view", func(p *isolator.Plan) { p.System.Host = true }, nil},
 		{"nothing copied", func(p *isolator.Plan) { p.System.Paths = minimalSystem[:4] }, nil},
@@ -148,8 +155,8 @@ func TestEtcSnapshotAfterPinning(t *testing.T) {
 			if s.Key != key {
 				t.Errorf("the snapshot is keyed %s, the pinned Plan's entries %s", s.Key, key)
 			}
-			if !reflect.DeepEqual(entries, want) {
-				t.Errorf("render is handed %+v, the pinned Plan's entries are %+v", entries, want)
+			if !held(entries, want) || !reflect.DeepEqual(entries, s.Entries) {
+				t.Errorf("render is handed %+v, the pinned Plan's entries are %+v, the snapshot holds %+v", entries, want, s.Entries)
 			}
 		})
 	}
@@ -165,9 +172,10 @@ func TestEtcHead(t *testing.T) {
 		used bool
 	}{
 		{"the default view", func(*isolator.Plan) {}, true},
+		// The head start copies /etc/ssl whole; a mask inside it needs it bound.
 		{"a mask inside a bound /etc directory", func(p *isolator.Plan) {
 			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskDir, Dest: "/etc/ssl/private"})
-		}, true},
+		}, false},
 		{"a file fewer", func(p *isolator.Plan) {
 			p.System.Paths = slices.DeleteFunc(p.System.Paths, func(sp isolator.SystemPath) bool { return sp.Path == "/etc/passwd" })
 		}, false},
@@ -206,7 +214,7 @@ func TestEtcHead(t *testing.T) {
 			if !ok {
 				want = nil
 			}
-			if !reflect.DeepEqual(entries, want) {
+			if !held(entries, want) || s != nil && !reflect.DeepEqual(entries, s.Entries) {
 				t.Errorf("render is handed %+v, the Plan's entries are %+v", entries, want)
 			}
 			if s != nil {
@@ -269,6 +277,61 @@ func TestEtcAhead(t *testing.T) {
 			defer s.Close()
 			if used := s == headSnap; used != tc.used {
 				t.Errorf("head start used: %v, want %v (%v)", used, tc.used, notes)
+			}
+		})
+	}
+}
+
+// held reports whether a snapshot opened for want holds got: the same entries, but
+// for trees that are bound (a mount point) rather than copied.
+func held(got, want []etcsnap.Entry) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i, g := range got {
+		if g != want[i] && !(want[i].Tree && g == etcsnap.Entry{Name: want[i].Name, Dir: true}) {
+			return false
+		}
+	}
+	return true
+}
+
+// A tree the snapshot holds is not bound; one it could not copy is bound over its
+// mount point, as without trees.
+func TestRenderTrees(t *testing.T) {
+	p := snapshotPlan()
+	p.System.Paths = append(slices.Clone(minimalSystem), isolator.SystemPath{Path: "/etc/alternatives", Optional: true})
+	entries, ok := bwrap.EtcEntries(p)
+	if !ok {
+		t.Fatal("no snapshot")
+	}
+	bound := slices.Clone(entries)
+	for i, e := range bound {
+		if e.Name == "alternatives" {
+			bound[i] = etcsnap.Entry{Name: e.Name, Dir: true}
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		entries []etcsnap.Entry
+		binds   []string
+	}{
+		{"both copied", entries, nil},
+		{"alternatives bound", bound, []string{"/etc/alternatives"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec, _, err := bwrap.RenderSnapshot(p, tc.entries)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var binds []string
+			for i, a := range spec.Argv {
+				if a == "--ro-bind-try" && strings.HasPrefix(spec.Argv[i+1], "/etc/") {
+					binds = append(binds, spec.Argv[i+1])
+				}
+			}
+			if !slices.Equal(binds, tc.binds) {
+				t.Errorf("/etc binds %q, want %q\n%q", binds, tc.binds, spec.Argv)
 			}
 		})
 	}

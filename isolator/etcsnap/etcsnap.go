@@ -48,6 +48,10 @@ type Entry struct {
 	Source string
 	// Dir makes a mount point a directory (else an empty file); a copy is never one.
 	Dir bool
+	// Tree makes Source a host directory copied whole (see tree_linux.go) when it
+	// can be; where it cannot, the snapshot holds a mount point for it instead
+	// (Snapshot.Entries) and the caller binds Source there.
+	Tree bool `json:",omitempty"`
 }
 
 // ErrRacy is returned when a source changed so recently that a change within the same
@@ -61,6 +65,7 @@ var ErrChanged = errors.New("a host file changed while it was copied")
 // never both a file and the directory of another). Parent directories are implied.
 func Validate(entries []Entry) error {
 	seen := make(map[string]bool, len(entries)) // name -> is a directory
+	trees := map[string]bool{}
 	for _, e := range entries {
 		if e.Name == "" || e.Name == "." || path.IsAbs(e.Name) || path.Clean(e.Name) != e.Name || strings.HasPrefix(e.Name, "../") || e.Name == ".." {
 			return fmt.Errorf("snapshot entry %q: not a clean relative path", e.Name)
@@ -71,14 +76,23 @@ func Validate(entries []Entry) error {
 		if e.Source != "" && e.Dir {
 			return fmt.Errorf("snapshot entry %q: a copied file cannot be a directory", e.Name)
 		}
+		if e.Tree && e.Source == "" {
+			return fmt.Errorf("snapshot entry %q: a tree needs its host directory", e.Name)
+		}
 		if _, dup := seen[e.Name]; dup {
 			return fmt.Errorf("snapshot entry %q: listed twice", e.Name)
 		}
 		seen[e.Name] = e.Dir
+		if e.Tree {
+			trees[e.Name] = true
+		}
 	}
 	for _, e := range entries {
 		for d := path.Dir(e.Name); d != "."; d = path.Dir(d) {
 			if isDir, ok := seen[d]; ok && !isDir {
+				if trees[d] {
+					return fmt.Errorf("snapshot entry %q: inside the tree %s", e.Name, d)
+				}
 				return fmt.Errorf("snapshot entry %q: its parent %s is a file", e.Name, d)
 			}
 		}
@@ -122,6 +136,17 @@ func Root(stateHome string) string { return filepath.Join(stateHome, "devsandbox
 
 // Path returns where the snapshot named key lives under root.
 func Path(root, key string) string { return filepath.Join(root, key) }
+
+// MaxTreeEntries, MaxTreeStats and MaxTreeBytes bound a tree copied into a snapshot
+// (Entry.Tree): its entries, its directories and files (a launch takes the stat of
+// each to know the tree unchanged; links cost nothing), and the bytes of its files.
+// A bigger one is bound instead: checking it at every launch would cost more than
+// the bind.
+const (
+	MaxTreeEntries = 4096
+	MaxTreeStats   = 256
+	MaxTreeBytes   = 8 << 20
+)
 
 const (
 	tmpPrefix   = ".tmp-"

@@ -290,7 +290,7 @@ func TestKeyText(t *testing.T) {
 		t.Fatal(err)
 	}
 	entries := []Entry{{Name: "ssl", Dir: true}, {Name: "gone", Source: filepath.Join(dir, "gone")}, {Name: "hosts", Source: src}}
-	got, stamps, err := key(entries, later())
+	got, kd, err := key(entries, later(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func TestKeyText(t *testing.T) {
 	fmt.Fprintf(h, "%s\n", format)
 	fmt.Fprintf(h, "%q mount dir=%t\n", "ssl", true)
 	fmt.Fprintf(h, "%q missing\n", "gone")
-	s := stamps[2]
+	s := kd.stamps[2]
 	fmt.Fprintf(h, "%q %q %d %d %o %d %d.%09d %d.%09d\n", "hosts", src, s.dev, s.ino, s.mode, s.size,
 		s.mtime.Sec, s.mtime.Nsec, s.ctime.Sec, s.ctime.Nsec)
 	if want := hex.EncodeToString(h.Sum(nil)[:16]); got != want {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"time"
 
@@ -57,11 +58,31 @@ func stampOf(st *unix.Stat_t) stamp {
 // that does not exist is recorded as such (its entry is an empty file, as a copy of a
 // vanished file was); one that is not a regular file is an error.
 func Key(entries []Entry, now time.Time) (string, error) {
-	k, _, err := key(entries, now)
+	k, _, err := key(entries, now, nil)
 	return k, err
 }
 
-func key(entries []Entry, now time.Time) (string, []stamp, error) {
+// keyed is what working out a key found on the host.
+type keyed struct {
+	stamps []stamp // of each copied file's source
+	trees  []*tree // of each tree that is copied; nil for the rest
+	// entries is what the snapshot holds: the entries, with each tree that is bound
+	// instead of copied as a directory mount point.
+	entries []Entry
+	notes   []string // why trees are bound
+	// walked is each tree's walk, copied or not (nil: not walked, or its root could
+	// not be opened), and record what the index keeps of it (treeIndex).
+	walked []*tree
+	record []indexTree
+	// idx, when set, gave every tree's digest or note without a walk; check then
+	// compares the snapshot's trees with the stamps it recorded.
+	idx       *treeIndex
+	requested []Entry // the entries asked for
+}
+
+// key works out the key of entries. With idx (the last walk's record of the trees,
+// loadIndex), a tree whose recorded host stamps all still hold is not walked again.
+func key(entries []Entry, now time.Time, idx *treeIndex) (string, *keyed, error) {
 	h := sha256.New()
 	// Each line is appended to one buffer with strconv rather than written with
 	// fmt.Fprintf (a quarter of the key's time): the bytes hashed are the same, so are
@@ -70,7 +91,28 @@ func key(entries []Entry, now time.Time) (string, []stamp, error) {
 	line = append(line, format...)
 	line = append(line, '\n')
 	stamps := make([]stamp, len(entries))
+	kd := &keyed{stamps: stamps, entries: entries, requested: entries}
+	if idx != nil && !idx.holds(entries) {
+		idx = nil
+	}
+	kd.idx = idx
 	for i, e := range entries {
+		if e.Tree {
+			digest, note := treeKey(kd, i, e, now)
+			if note == "" {
+				line = strconv.AppendQuote(line, e.Name)
+				line = append(line, " tree "...)
+				line = append(line, digest...)
+				line = append(line, '\n')
+				continue
+			}
+			if kd.notes == nil { // the first tree bound: the caller's entries stay as they are
+				kd.entries = slices.Clone(entries)
+			}
+			kd.entries[i] = Entry{Name: e.Name, Dir: true}
+			kd.notes = append(kd.notes, note)
+			e = kd.entries[i]
+		}
 		if e.Source == "" {
 			line = strconv.AppendQuote(line, e.Name)
 			line = append(line, " mount dir="...)
@@ -102,7 +144,35 @@ func key(entries []Entry, now time.Time) (string, []stamp, error) {
 		line = appendStamp(line, e, s)
 	}
 	h.Write(line)
-	return hex.EncodeToString(h.Sum(nil)[:16]), stamps, nil
+	return hex.EncodeToString(h.Sum(nil)[:16]), kd, nil
+}
+
+// treeKey returns the digest of the tree entries[i] (its walk's key lines), or the
+// note saying why it is bound instead; from kd.idx when that holds it, else from a
+// walk, which kd keeps for the build, the check and the index.
+func treeKey(kd *keyed, i int, e Entry, now time.Time) (digest, note string) {
+	if kd.idx != nil {
+		r := kd.idx.tree(e.Source)
+		return r.Digest, r.Note
+	}
+	if kd.walked == nil {
+		kd.walked = make([]*tree, len(kd.entries))
+		kd.trees = make([]*tree, len(kd.entries))
+		kd.record = make([]indexTree, len(kd.entries))
+	}
+	t, err := walkTree(e.Source, now)
+	kd.walked[i] = t
+	if err != nil {
+		note = describe(e.Source, err)
+	} else {
+		kd.trees[i] = t
+		sum := sha256.Sum256(appendTree(nil, e.Name, t))
+		digest = hex.EncodeToString(sum[:16])
+	}
+	if t != nil && !errors.Is(err, ErrRacy) && !errors.Is(err, ErrChanged) {
+		kd.record[i] = indexTree{Source: e.Source, Seen: t.seen, Digest: digest, Note: note}
+	}
+	return digest, note
 }
 
 // appendStamp appends the key's line for a copied file e with stamp s:
@@ -112,6 +182,12 @@ func appendStamp(b []byte, e Entry, s stamp) []byte {
 	b = strconv.AppendQuote(b, e.Name)
 	b = append(b, ' ')
 	b = strconv.AppendQuote(b, e.Source)
+	return appendStampTail(b, s)
+}
+
+// appendStampTail appends " %d %d %o %d %d.%09d %d.%09d\n" of s's device, inode,
+// mode, size, mtime and ctime.
+func appendStampTail(b []byte, s stamp) []byte {
 	b = append(b, ' ')
 	b = strconv.AppendUint(b, s.dev, 10)
 	b = append(b, ' ')

@@ -27,6 +27,11 @@ type Snapshot struct {
 	Path  string // the directory, for people (bwrap mounts Dir)
 	Key   string
 	Built bool // built by this call rather than reused
+	// Entries is what the snapshot holds: the entries it was opened for, each tree
+	// that is not copied (Notes says why) as a mount point its caller binds it over.
+	Entries []Entry
+	// Notes says which trees are bound instead of copied, and why.
+	Notes []string
 	dir   *os.File
 }
 
@@ -51,34 +56,62 @@ func Open(root string, entries []Entry, now time.Time) (*Snapshot, error) {
 	if err := Validate(entries); err != nil {
 		return nil, err
 	}
-	k, stamps, err := key(entries, now)
-	if err != nil {
-		return nil, err
-	}
 	rfd, err := openRoot(root)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(rfd)
-	s, err := reuse(rfd, root, k, entries, stamps)
+	var idx *treeIndex
+	for _, e := range entries {
+		if e.Tree {
+			idx = loadIndex(rfd, entries)
+			break
+		}
+	}
+	s, kd, err := openWith(rfd, root, entries, now, idx)
+	if errors.Is(err, errStale) {
+		// The trees' record does not describe the snapshot: walked and checked in full.
+		s, kd, err = openWith(rfd, root, entries, now, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if kd.walked != nil {
+		saveIndex(rfd, int(s.dir.Fd()), s.Key, kd)
+	}
+	return s, nil
+}
+
+// openWith is Open with the root open as rfd and the index of its trees, if any.
+func openWith(rfd int, root string, entries []Entry, now time.Time, idx *treeIndex) (*Snapshot, *keyed, error) {
+	k, kd, err := key(entries, now, idx)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := reuse(rfd, root, k, kd)
 	switch {
 	case err == nil:
-		return s, nil
+		return s, kd, nil
+	case errors.Is(err, errStale):
+		return nil, nil, err
 	case errors.Is(err, errInvalid):
 		// Damaged, or not ours: out of the way (never followed), then built afresh.
 		discard(rfd, k)
 	case !errors.Is(err, unix.ENOENT):
-		return nil, fmt.Errorf("the /etc snapshot %s: %w", Path(root, k), err)
+		return nil, nil, fmt.Errorf("the /etc snapshot %s: %w", Path(root, k), err)
 	}
-	if err := build(rfd, k, entries, stamps); err != nil {
-		return nil, fmt.Errorf("building the /etc snapshot in %s: %w", root, err)
+	if kd.idx != nil {
+		return nil, nil, errStale // a build needs the walks
 	}
-	if s, err = reuse(rfd, root, k, entries, stamps); err != nil {
-		return nil, fmt.Errorf("the /etc snapshot %s: %w", Path(root, k), err)
+	if err := build(rfd, k, kd); err != nil {
+		return nil, nil, fmt.Errorf("building the /etc snapshot in %s: %w", root, err)
+	}
+	if s, err = reuse(rfd, root, k, kd); err != nil {
+		return nil, nil, fmt.Errorf("the /etc snapshot %s: %w", Path(root, k), err)
 	}
 	s.Built = true
 	prune(rfd, Keep, k, now)
-	return s, nil
+	return s, kd, nil
 }
 
 // openRoot creates root (0700) when missing and opens it. It must be a directory owned
@@ -111,7 +144,7 @@ func openRoot(root string) (int, error) {
 // directory (not a link) owned by the user, mode 0555, holding exactly the top-level
 // names entries imply, each with its kind and mode, each copy with its source's size.
 // ENOENT: there is none. errInvalid: what is there is something else.
-func reuse(rfd int, root, k string, entries []Entry, stamps []stamp) (*Snapshot, error) {
+func reuse(rfd int, root, k string, kd *keyed) (*Snapshot, error) {
 	fd, err := unix.Openat(rfd, k, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	switch {
 	case errors.Is(err, unix.ENOENT):
@@ -126,17 +159,18 @@ func reuse(rfd int, root, k string, entries []Entry, stamps []stamp) (*Snapshot,
 		dir.Close()
 		return nil, fmt.Errorf("%w: %w", errBusy, err)
 	}
-	if err := check(rfd, fd, k, entries, stamps); err != nil {
+	if err := check(rfd, fd, k, kd); err != nil {
 		dir.Close()
 		return nil, err
 	}
-	return &Snapshot{Path: dir.Name(), Key: k, dir: dir}, nil
+	return &Snapshot{Path: dir.Name(), Key: k, Entries: kd.entries, Notes: kd.notes, dir: dir}, nil
 }
 
 // check verifies the open snapshot fd against entries (see reuse), and that the name
 // k still refers to it: a pruner that renamed it away between the open and the lock
 // leaves a directory that is about to be emptied.
-func check(rfd, fd int, k string, entries []Entry, stamps []stamp) error {
+func check(rfd, fd int, k string, kd *keyed) error {
+	entries, stamps := kd.entries, kd.stamps
 	uid := uint32(os.Geteuid())
 	var st, named unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -163,11 +197,25 @@ func check(rfd, fd int, k string, entries []Entry, stamps []stamp) error {
 		if e.Dir {
 			continue
 		}
+		if e.Tree {
+			if kd.idx != nil {
+				continue // below
+			}
+			if err := checkTree(fd, e.Name, kd.trees[i], uid); err != nil {
+				return err
+			}
+			continue
+		}
 		size := int64(0)
 		if e.Source != "" && !stamps[i].missing {
 			size = stamps[i].size
 		}
 		if err := checkEntry(fd, e.Name, uid, unix.S_IFREG, 0o444, size); err != nil {
+			return err
+		}
+	}
+	if kd.idx != nil {
+		if err := kd.idx.checkSnap(fd, k); err != nil {
 			return err
 		}
 	}
@@ -222,7 +270,8 @@ func readNames(fd int) ([]string, error) {
 // build writes the snapshot k into a private temporary directory under rfd, seals it
 // (0444 files, 0555 directories) and renames it into place. Losing the race to a
 // concurrent build of the same key is success: theirs is the same snapshot.
-func build(rfd int, k string, entries []Entry, stamps []stamp) (err error) {
+func build(rfd int, k string, kd *keyed) (err error) {
+	entries, stamps := kd.entries, kd.stamps
 	tmp := tmpPrefix + randomName()
 	if err := unix.Mkdirat(rfd, tmp, 0o700); err != nil {
 		return err
@@ -245,6 +294,12 @@ func build(rfd int, k string, entries []Entry, stamps []stamp) (err error) {
 	}
 	for i, e := range entries {
 		if e.Dir {
+			continue
+		}
+		if e.Tree {
+			if err := buildTree(tfd, e.Name, e.Source, kd.trees[i]); err != nil {
+				return err
+			}
 			continue
 		}
 		if err := withParent(tfd, e.Name, func(pfd int, base string) error { return writeEntry(pfd, base, e, stamps[i]) }); err != nil {
@@ -302,27 +357,43 @@ func writeEntry(pfd int, base string, e Entry, s stamp) error {
 	var data []byte
 	if e.Source != "" && !s.missing {
 		var err error
-		if data, err = readSource(e.Source, s); err != nil {
+		if data, err = readAt(unix.AT_FDCWD, e.Source, e.Source, s); err != nil {
 			return err
 		}
 	}
-	fd, err := unix.Openat(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
+	if err := writeFile(pfd, base, data, 0o444); err != nil {
 		return fmt.Errorf("%s: %w", e.Name, err)
 	}
-	f := os.NewFile(uintptr(fd), e.Name)
+	return nil
+}
+
+// writeFile creates base under pfd (never through a link, never over anything) with
+// data and mode.
+func writeFile(pfd int, base string, data []byte, mode uint32) error {
+	fd, err := unix.Openat(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), base)
 	defer f.Close()
 	if _, err := f.Write(data); err != nil {
 		return err
 	}
-	if err := f.Chmod(0o444); err != nil {
+	if err := unix.Fchmod(fd, mode); err != nil {
 		return err
 	}
 	return f.Sync()
 }
 
-func readSource(src string, want stamp) ([]byte, error) {
-	fd, err := unix.Open(src, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+// readAt reads name under dirfd (src, for errors), from a descriptor whose stat is
+// want before and after the read. name is followed when it is a link only from
+// AT_FDCWD (the /etc files named by the view); in a tree it never is.
+func readAt(dirfd int, name, src string, want stamp) ([]byte, error) {
+	flags := unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOCTTY
+	if dirfd != unix.AT_FDCWD {
+		flags |= unix.O_NOFOLLOW
+	}
+	fd, err := unix.Openat(dirfd, name, flags, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
@@ -345,13 +416,17 @@ func readSource(src string, want stamp) ([]byte, error) {
 	return data, nil
 }
 
-func sealDir(pfd int, base string) error {
+func sealDir(pfd int, base string) error { return sealDirMode(pfd, base, 0o555) }
+
+// sealDirMode sets the directory base under pfd to mode (0555; 0000 for a directory
+// the user cannot list or enter on the host) and syncs it.
+func sealDirMode(pfd int, base string, mode uint32) error {
 	fd, err := unix.Openat(pfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	if err := unix.Fchmod(fd, 0o555); err != nil {
+	if err := unix.Fchmod(fd, mode); err != nil {
 		return err
 	}
 	return unix.Fsync(fd)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -160,6 +161,14 @@ func removeAt(pfd int, n string) error {
 		return err
 	}
 	fd, err := unix.Openat(pfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) {
+		// A directory of mode 0000 (one the user could not list in a tree): made
+		// listable through a descriptor of it, never through a link.
+		if err := chmodDir(pfd, n, 0o700); err != nil {
+			return err
+		}
+		fd, err = unix.Openat(pfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		return err
 	}
@@ -178,4 +187,15 @@ func removeAt(pfd int, n string) error {
 		}
 	}
 	return unix.Unlinkat(pfd, n, unix.AT_REMOVEDIR)
+}
+
+// chmodDir sets the mode of the directory n under pfd, which it may not be able to
+// open for reading: through an O_PATH descriptor of it (not following a link).
+func chmodDir(pfd int, n string, mode uint32) error {
+	fd, err := unix.Openat(pfd, n, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), mode, 0)
 }
