@@ -41,6 +41,23 @@ import (
 // SubpathAPI is the first Engine API version with VolumeOptions.Subpath.
 const SubpathAPI = engineaddr.SubpathAPI
 
+// engineAPI returns the newest Engine API version e's engine speaks, from its ping
+// (the API-Version header: the version ServerVersion reports, without the work the
+// engine does for that request); an engine whose ping has none is asked its version.
+// This client speaks a newer API than SubpathAPI, so a version from SubpathAPI on is
+// one the run's requests are sent in too.
+func engineAPI(ctx context.Context, e Engine) (string, error) {
+	pong, err := e.Ping(ctx)
+	if err != nil {
+		return "", err
+	}
+	if pong.APIVersion != "" {
+		return pong.APIVersion, nil
+	}
+	v, err := e.ServerVersion(ctx)
+	return v.APIVersion, err
+}
+
 // roleAnchor is LabelRole of an anchor's top-directory volume.
 const roleAnchor = "anchor"
 

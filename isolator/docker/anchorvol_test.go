@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/volume"
 
@@ -187,6 +188,10 @@ func TestRunAnchorsByEngine(t *testing.T) {
 			if err != nil && !strings.Contains(err.Error(), "init") {
 				t.Logf("Run: %v", err)
 			}
+			if f.versions != 0 {
+				// The ping's header says it; /version costs the engine ~10 ms.
+				t.Errorf("the run asked the engine's version %d times", f.versions)
+			}
 			if len(f.created) == 0 {
 				t.Fatalf("no container created: %v (%v)", f.calls, err)
 			}
@@ -227,5 +232,32 @@ func TestRunAnchorsByEngine(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// pingEngine answers a ping and the version request only.
+type pingEngine struct {
+	Engine   // nil: other calls panic
+	ping     types.Ping
+	versions int
+}
+
+func (e *pingEngine) Ping(context.Context) (types.Ping, error) { return e.ping, nil }
+
+func (e *pingEngine) ServerVersion(context.Context) (types.Version, error) {
+	e.versions++
+	return types.Version{APIVersion: "1.45"}, nil
+}
+
+// engineAPI takes the engine's API version from its ping, and asks the version only
+// of an engine whose ping does not say.
+func TestEngineAPI(t *testing.T) {
+	e := &pingEngine{ping: types.Ping{APIVersion: "1.41"}}
+	if v, err := engineAPI(context.Background(), e); v != "1.41" || err != nil || e.versions != 0 {
+		t.Errorf("engineAPI = %q, %v after %d version requests; want the ping's 1.41 and none", v, err, e.versions)
+	}
+	e = &pingEngine{}
+	if v, err := engineAPI(context.Background(), e); v != "1.45" || err != nil || e.versions != 1 {
+		t.Errorf("engineAPI without a header = %q, %v after %d version requests; want the version's 1.45", v, err, e.versions)
 	}
 }

@@ -69,6 +69,11 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			ahead.inspectContainerAhead(ctx, keptCompanionName(p))
 		}
 	}
+	anchored := plansAnchors(p)
+	if anchored {
+		// Its API version decides how the anchors are mounted (below).
+		ahead.pingAhead(ctx)
+	}
 	p0, o0 := p, b.Options // p is replaced (pins) while the names are drawn
 	ahead.inspectVolumesAhead(ctx, func() []string { return aheadVolumes(p0, o0, addr) })
 	svc, err := b.startServices(p)
@@ -90,16 +95,16 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	subpath := false
 	// An anchor left unpinned is refused (translate), never bound by its path.
 	opts.Anchors = map[string]string{}
-	if plansAnchors(p) {
-		v, err := e.ServerVersion(ctx)
+	if anchored {
+		api, err := engineAPI(ctx, e)
 		if err != nil {
 			st := engineDown(addr, err)
 			return 0, fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
 		}
-		if err := addr.RefuseAnchors(p, v.APIVersion); err != nil {
+		if err := addr.RefuseAnchors(p, api); err != nil {
 			return 0, err
 		}
-		subpath = !apiBefore(v.APIVersion, SubpathAPI)
+		subpath = !apiBefore(api, SubpathAPI)
 		opts.Subpath = subpath
 	}
 	if addr.Local() {

@@ -78,6 +78,7 @@ type fakeEngine struct {
 	created  []*fakeContainer // every container created, removed ones too
 	sweeps   int              // sweeps of leftovers begun
 	api      string           // the API version the engine speaks; 1.41 when ""
+	versions int              // ServerVersion requests
 }
 
 func mapValues(m map[string]string) []string {
@@ -123,7 +124,14 @@ func (f *fakeEngine) record(format string, args ...any) {
 
 func (f *fakeEngine) Close() error { return nil }
 
+func (f *fakeEngine) Ping(context.Context) (types.Ping, error) {
+	return types.Ping{APIVersion: cmp.Or(f.api, "1.41")}, nil
+}
+
 func (f *fakeEngine) ServerVersion(context.Context) (types.Version, error) {
+	f.mu.Lock()
+	f.versions++
+	f.mu.Unlock()
 	return types.Version{APIVersion: cmp.Or(f.api, "1.41"), Arch: "amd64"}, nil
 }
 
@@ -1115,6 +1123,13 @@ func (g *goneEngine) ServerVersion(ctx context.Context) (types.Version, error) {
 		return g.fakeEngine.ServerVersion(ctx)
 	}
 	return types.Version{}, errGone
+}
+
+func (g *goneEngine) Ping(ctx context.Context) (types.Ping, error) {
+	if g.versionOK {
+		return g.fakeEngine.Ping(ctx)
+	}
+	return types.Ping{}, errGone
 }
 
 func (g *goneEngine) ImageInspect(context.Context, string, ...client.ImageInspectOption) (image.InspectResponse, error) {
