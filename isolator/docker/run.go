@@ -144,22 +144,14 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, err
 	}
+	// Generated files are bound from the engine's volumes, by the paths the engine
+	// reports; those volumes (usually there: only an inspect each) are asked for
+	// while the image is, whose files the layout's content sources do not change.
+	var sources *future[map[string]string]
 	if len(l.Contents) > 0 || len(l.Volatile) > 0 {
-		// Bound from the engine's volumes, by the paths the engine reports.
-		if opts.ContentSources, err = contentSources(ctx, e, p, opts.Image, l); err != nil {
-			return 0, err
-		}
-		if l, err = layout(p, opts); err != nil {
-			return 0, err
-		}
-	}
-	if err := l.Prepare(); err != nil {
-		return 0, err
-	}
-	l.MakeMountPoints()
-	if !addr.Local() {
-		// PrepareHost records it for a local engine; for `sandboxes list` and `prune`.
-		isolator.RecordProject(p)
+		base, l0 := opts.Image, l
+		sources = fetch(func() (map[string]string, error) { return contentSources(ctx, e, p, base, l0) })
+		defer func() { _, _ = sources.get() }()
 	}
 	// Containers run the image derived from docker.image, by its ID.
 	// An image a running container was made from is on the engine: it cannot be
@@ -171,8 +163,29 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		in, err := kept.get()
 		return err == nil && in.ContainerJSONBase != nil && in.Image == id && in.State != nil && in.State.Running
 	}
-	if opts.Image, err = b.derivedImage(ctx, e, addr, p, opts.Image, pr, l.ImageFiles, proven); err != nil {
+	image, err := b.derivedImage(ctx, e, addr, p, opts.Image, pr, l.ImageFiles, proven)
+	if sources != nil {
+		var serr error
+		if opts.ContentSources, serr = sources.get(); serr != nil && err == nil {
+			err = serr
+		}
+	}
+	if err != nil {
 		return 0, err
+	}
+	if sources != nil {
+		if l, err = layout(p, opts); err != nil {
+			return 0, err
+		}
+	}
+	opts.Image = image
+	if err := l.Prepare(); err != nil {
+		return 0, err
+	}
+	l.MakeMountPoints()
+	if !addr.Local() {
+		// PrepareHost records it for a local engine; for `sandboxes list` and `prune`.
+		isolator.RecordProject(p)
 	}
 	b.phase("image")
 	spec, err := translate(p, l, opts)

@@ -1247,3 +1247,57 @@ func TestRunCancelStops(t *testing.T) {
 		})
 	}
 }
+
+// rendezvousEngine holds the inspect of one volume until a derived image's build
+// has begun (its container's creation), and fails the test when that never comes.
+type rendezvousEngine struct {
+	*fakeEngine
+	volume string
+	once   sync.Once
+	built  chan struct{}
+}
+
+func (r *rendezvousEngine) ContainerCreate(ctx context.Context, cfg *dockercontainer.Config, host *dockercontainer.HostConfig, nc *network.NetworkingConfig, pl *ocispec.Platform, name string) (dockercontainer.CreateResponse, error) {
+	if name == "" {
+		r.once.Do(func() { close(r.built) })
+	}
+	return r.fakeEngine.ContainerCreate(ctx, cfg, host, nc, pl, name)
+}
+
+func (r *rendezvousEngine) VolumeInspect(ctx context.Context, name string) (volume.Volume, error) {
+	if name == r.volume {
+		select {
+		case <-r.built:
+		case <-time.After(10 * time.Second):
+			r.t.Errorf("the volume %s was asked for only after the image was prepared, not beside it", name)
+		}
+	}
+	return r.fakeEngine.VolumeInspect(ctx, name)
+}
+
+// The content volume of a file anchor (a repository's .git/config) is known only
+// once its file is read; it is asked for while the image is prepared, not after.
+func TestRunContentBesideImage(t *testing.T) {
+	f := newFake(t)
+	b, p := testIsolator(t, f, false)
+	cfg := filepath.Join(p.Project.Dir, "config")
+	content := []byte("[core]\n\tbare = false\n")
+	if err := os.WriteFile(cfg, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: cfg, Dest: cfg, Why: "git metadata", Anchor: true, ReadOnly: true})
+	name := contentVolume(p.Project.Name, content)
+	f.volumes[name] = volume.CreateOptions{Name: name, Labels: map[string]string{LabelRole: roleContent, LabelUser: fmt.Sprint(p.User.UID)}}
+	r := &rendezvousEngine{fakeEngine: f, volume: name, built: make(chan struct{})}
+	b.dial = func() (Engine, Address, error) { return r, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
+	if code, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard}); err != nil || code != 3 {
+		t.Fatalf("Run: %d %v", code, err)
+	}
+	var bound bool
+	for _, m := range f.created[len(f.created)-1].host.Mounts {
+		bound = bound || (m.Target == cfg && m.Source == "/engine/volumes/"+name+"/_data/"+contentFile && m.ReadOnly)
+	}
+	if !bound {
+		t.Errorf("%s is not bound from its content volume: %+v", cfg, f.created[len(f.created)-1].host.Mounts)
+	}
+}
