@@ -70,8 +70,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		}
 	}
 	anchored := plansAnchors(p)
-	if anchored {
-		// Its API version decides how the anchors are mounted (below).
+	if anchored && (b.head == nil || b.head.version == nil) {
+		// Its API version decides how the anchors are mounted (below); a head
+		// start's negotiation asked for it already.
 		ahead.pingAhead(ctx)
 	}
 	p0, o0 := p, b.Options // p is replaced (pins) while the names are drawn
@@ -96,10 +97,12 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// An anchor left unpinned is refused (translate), never bound by its path.
 	opts.Anchors = map[string]string{}
 	if anchored {
-		api, err := engineAPI(ctx, e)
-		if err != nil {
-			st := engineDown(addr, err)
-			return 0, fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+		api, ok := b.head.negotiated()
+		if !ok {
+			if api, err = engineAPI(ctx, e); err != nil {
+				st := engineDown(addr, err)
+				return 0, fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+			}
 		}
 		if err := addr.RefuseAnchors(p, api); err != nil {
 			return 0, err
