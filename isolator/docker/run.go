@@ -147,6 +147,13 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, err
 	}
+	// The anchors' volumes are made (usually: found as they are) while the image
+	// and the content volumes are asked for.
+	var roots rootsAhead
+	if opts.Subpath {
+		roots = makeRootsAhead(ctx, e, p, l)
+		defer roots.wait()
+	}
 	// Generated files are bound from the engine's volumes, by the paths the engine
 	// reports; those volumes (usually there: only an inspect each) are asked for
 	// while the image is, whose files the layout's content sources do not change.
@@ -208,7 +215,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			return 0, err
 		}
 	}
-	if err := makeAnchorVolumes(ctx, e, p, spec.AnchorRoots); err != nil {
+	if err := roots.made(ctx, e, p, spec.AnchorRoots); err != nil {
 		return 0, err
 	}
 	launched = true
