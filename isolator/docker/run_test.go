@@ -35,6 +35,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
@@ -1299,5 +1300,48 @@ func TestRunContentBesideImage(t *testing.T) {
 	}
 	if !bound {
 		t.Errorf("%s is not bound from its content volume: %+v", cfg, f.created[len(f.created)-1].host.Mounts)
+	}
+}
+
+// pairEngine holds the inspect of volume first until volume second was asked for,
+// and fails the test when that never comes.
+type pairEngine struct {
+	*fakeEngine
+	first, second string
+	asked         chan struct{}
+}
+
+func (e *pairEngine) VolumeInspect(ctx context.Context, name string) (volume.Volume, error) {
+	switch name {
+	case e.second:
+		close(e.asked)
+	case e.first:
+		select {
+		case <-e.asked:
+		case <-time.After(10 * time.Second):
+			e.t.Errorf("the volume %s was asked for only after %s was answered, not beside it", e.second, e.first)
+		}
+	}
+	return e.fakeEngine.VolumeInspect(ctx, name)
+}
+
+// The content volumes of a layout are asked for together.
+func TestContentSourcesTogether(t *testing.T) {
+	f := newFake(t)
+	p := basePlan()
+	contents := [][]byte{[]byte("Host *\n"), []byte("[core]\n")}
+	l := &container.Layout{}
+	var names []string
+	for i, c := range contents {
+		name := contentVolume(p.Project.Name, c)
+		names = append(names, name)
+		f.volumes[name] = volume.CreateOptions{Name: name, Labels: map[string]string{LabelRole: roleContent, LabelUser: fmt.Sprint(p.User.UID)}}
+		l.Contents = append(l.Contents, container.ImageFile{Path: fmt.Sprintf("/f%d", i), Content: c})
+	}
+	e := &pairEngine{fakeEngine: f, first: names[0], second: names[1], asked: make(chan struct{})}
+	got, err := contentSources(context.Background(), e, p, "devsandbox/default:1.0", l)
+	want := map[string]string{names[0]: "/engine/volumes/" + names[0] + "/_data/" + contentFile, names[1]: "/engine/volumes/" + names[1] + "/_data/" + contentFile}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("contentSources = %v, %v; want %v", got, err, want)
 	}
 }
