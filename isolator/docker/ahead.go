@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sync"
 
+	"github.com/docker/docker/api/types"
 	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/volume"
@@ -60,6 +61,9 @@ type aheadEngine struct {
 	// engine), with its options.
 	create     *future[volume.Volume]
 	createOpts volume.CreateOptions
+	// ping is the engine's ping asked for ahead (set before the run uses the
+	// engine): a plan with anchors needs the engine's API version.
+	ping *future[types.Ping]
 }
 
 // inspectAhead starts inspecting the image ref on e.
@@ -161,11 +165,29 @@ func (a *aheadEngine) VolumeCreate(ctx context.Context, opts volume.CreateOption
 	return a.Engine.VolumeCreate(ctx, opts)
 }
 
+// pingAhead starts pinging the engine. Call it before the run uses a.
+func (a *aheadEngine) pingAhead(ctx context.Context) {
+	a.ping = fetch(func() (types.Ping, error) { return a.Engine.Ping(ctx) })
+}
+
+// Ping implements Engine: the first ping gets the answer asked for ahead; later ones
+// ask the engine.
+func (a *aheadEngine) Ping(ctx context.Context) (types.Ping, error) {
+	a.mu.Lock()
+	f := a.ping
+	a.ping = nil
+	a.mu.Unlock()
+	if f != nil {
+		return f.get()
+	}
+	return a.Engine.Ping(ctx)
+}
+
 // wait returns once every request asked for ahead has been answered (or failed), so
 // that nothing of the run's is still at work when it returns.
 func (a *aheadEngine) wait() {
 	a.mu.Lock()
-	image, create := a.image, a.create
+	image, create, ping := a.image, a.create, a.ping
 	var cs []*future[dockercontainer.InspectResponse]
 	for _, f := range a.containers {
 		cs = append(cs, f)
@@ -176,6 +198,9 @@ func (a *aheadEngine) wait() {
 	}
 	if create != nil {
 		_, _ = create.get()
+	}
+	if ping != nil {
+		_, _ = ping.get()
 	}
 	for _, f := range cs {
 		_, _ = f.get()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/volume"
@@ -40,6 +41,23 @@ import (
 
 // SubpathAPI is the first Engine API version with VolumeOptions.Subpath.
 const SubpathAPI = engineaddr.SubpathAPI
+
+// engineAPI returns the newest Engine API version e's engine speaks, from its ping
+// (the API-Version header: the version ServerVersion reports, without the work the
+// engine does for that request); an engine whose ping has none is asked its version.
+// This client speaks a newer API than SubpathAPI, so a version from SubpathAPI on is
+// one the run's requests are sent in too.
+func engineAPI(ctx context.Context, e Engine) (string, error) {
+	pong, err := e.Ping(ctx)
+	if err != nil {
+		return "", err
+	}
+	if pong.APIVersion != "" {
+		return pong.APIVersion, nil
+	}
+	v, err := e.ServerVersion(ctx)
+	return v.APIVersion, err
+}
 
 // roleAnchor is LabelRole of an anchor's top-directory volume.
 const roleAnchor = "anchor"
@@ -122,6 +140,63 @@ func makeAnchorVolumes(ctx context.Context, e Engine, p *isolator.Plan, roots []
 		}
 	}
 	return nil
+}
+
+// rootsAhead are the anchors' volumes being made (makeAnchorVolumes) ahead of the
+// container, by root.
+type rootsAhead map[anchorRoot]*future[struct{}]
+
+// makeRootsAhead starts making the volumes of l's anchors (layoutRoots).
+func makeRootsAhead(ctx context.Context, e Engine, p *isolator.Plan, l *container.Layout) rootsAhead {
+	a := rootsAhead{}
+	for _, r := range layoutRoots(p, l) {
+		a[r] = fetch(func() (struct{}, error) { return struct{}{}, makeAnchorVolumes(ctx, e, p, []anchorRoot{r}) })
+	}
+	return a
+}
+
+// made returns once each of roots was made and checked, ahead or now, or with the
+// first failure: the container that mounts them is created only then.
+func (a rootsAhead) made(ctx context.Context, e Engine, p *isolator.Plan, roots []anchorRoot) error {
+	for _, r := range roots {
+		var err error
+		if f := a[r]; f != nil {
+			_, err = f.get()
+		} else {
+			err = makeAnchorVolumes(ctx, e, p, []anchorRoot{r})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wait returns once every volume made ahead was answered (so nothing of the run's is
+// at work when it returns).
+func (a rootsAhead) wait() {
+	for _, f := range a {
+		_, _ = f.get()
+	}
+}
+
+// layoutRoots are the volumes the directory anchors of l (drawn for p) are sub-paths
+// of, as translate names them; an anchor in no writable directory is left to
+// translate, which refuses it. Pure.
+func layoutRoots(p *isolator.Plan, l *container.Layout) []anchorRoot {
+	var out []anchorRoot
+	for _, m := range l.Mounts {
+		if m.Type != container.Bind || !m.Anchor {
+			continue
+		}
+		if top := topDir(p, m.Source); top != "" {
+			r := anchorRoot{Dir: top, Volume: anchorVolumeName(p, top)}
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // plansAnchors reports whether p has an anchor.

@@ -9,8 +9,12 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/docker/docker/api/types"
+	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/volume"
 
@@ -187,6 +191,10 @@ func TestRunAnchorsByEngine(t *testing.T) {
 			if err != nil && !strings.Contains(err.Error(), "init") {
 				t.Logf("Run: %v", err)
 			}
+			if f.versions != 0 {
+				// The ping's header says it; /version costs the engine ~10 ms.
+				t.Errorf("the run asked the engine's version %d times", f.versions)
+			}
 			if len(f.created) == 0 {
 				t.Fatalf("no container created: %v (%v)", f.calls, err)
 			}
@@ -227,5 +235,120 @@ func TestRunAnchorsByEngine(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// pingEngine answers a ping and the version request only.
+type pingEngine struct {
+	Engine   // nil: other calls panic
+	ping     types.Ping
+	versions int
+}
+
+func (e *pingEngine) Ping(context.Context) (types.Ping, error) { return e.ping, nil }
+
+func (e *pingEngine) ServerVersion(context.Context) (types.Version, error) {
+	e.versions++
+	return types.Version{APIVersion: "1.45"}, nil
+}
+
+// engineAPI takes the engine's API version from its ping, and asks the version only
+// of an engine whose ping does not say.
+func TestEngineAPI(t *testing.T) {
+	e := &pingEngine{ping: types.Ping{APIVersion: "1.41"}}
+	if v, err := engineAPI(context.Background(), e); v != "1.41" || err != nil || e.versions != 0 {
+		t.Errorf("engineAPI = %q, %v after %d version requests; want the ping's 1.41 and none", v, err, e.versions)
+	}
+	e = &pingEngine{}
+	if v, err := engineAPI(context.Background(), e); v != "1.45" || err != nil || e.versions != 1 {
+		t.Errorf("engineAPI without a header = %q, %v after %d version requests; want the version's 1.45", v, err, e.versions)
+	}
+}
+
+// volumeFirstEngine holds a derived image's build (its commit) until
+// the volume named volume has been asked to be made, and fails the test when that
+// never comes.
+type volumeFirstEngine struct {
+	*fakeEngine
+	volume string
+	once   sync.Once
+	made   chan struct{}
+}
+
+func (v *volumeFirstEngine) VolumeCreate(ctx context.Context, o volume.CreateOptions) (volume.Volume, error) {
+	if o.Name == v.volume {
+		v.once.Do(func() { close(v.made) })
+	}
+	return v.fakeEngine.VolumeCreate(ctx, o)
+}
+
+func (v *volumeFirstEngine) ContainerCommit(ctx context.Context, id string, o dockercontainer.CommitOptions) (dockercontainer.CommitResponse, error) {
+	select {
+	case <-v.made:
+	case <-time.After(10 * time.Second):
+		v.t.Errorf("the volume %s was made only after the image was prepared, not beside it", v.volume)
+	}
+	return v.fakeEngine.ContainerCommit(ctx, id, o)
+}
+
+// On an engine that mounts sub-paths, the anchors' volume is made while the image is
+// prepared, and the container mounts it once it was checked.
+func TestRunAnchorVolumeBesideImage(t *testing.T) {
+	f := newFake(t)
+	f.api = SubpathAPI
+	b, p := testIsolator(t, f, false)
+	sub := filepath.Join(p.Project.Dir, "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.Mounts = append(p.Mounts,
+		isolator.Mount{Kind: isolator.Bind, Source: sub, Dest: sub, Why: "holds a masked path", Anchor: true},
+		isolator.Mount{Kind: isolator.MaskFile, Dest: sub + "/.env", Why: "sandbox.mask_files"})
+	name := anchorVolumeName(p, p.Project.Dir)
+	v := &volumeFirstEngine{fakeEngine: f, volume: name, made: make(chan struct{})}
+	b.dial = func() (Engine, Address, error) { return v, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
+	if _, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard}); err != nil && !strings.Contains(err.Error(), "init") {
+		t.Logf("Run: %v", err)
+	}
+	if len(f.created) == 0 {
+		t.Fatalf("no container created: %v", f.calls)
+	}
+	var got *mount.Mount
+	for _, m := range f.created[len(f.created)-1].host.Mounts {
+		if m.Target == sub {
+			got = &m
+		}
+	}
+	if got == nil || got.Source != name || got.VolumeOptions == nil || got.VolumeOptions.Subpath != "sub" {
+		t.Errorf("the anchor is not the sub-path of %s: %+v", name, got)
+	}
+	if i, j := slices.Index(f.calls, "VolumeCreate "+name), slices.IndexFunc(f.calls, func(c string) bool { return strings.HasPrefix(c, "ContainerCreate devsandbox-") }); i < 0 || j < i {
+		t.Errorf("the volume was not made before the run's container: %v", f.calls)
+	}
+}
+
+// A volume of the anchors' name that binds another directory stops the run before its
+// container is created, though it was asked for ahead.
+func TestRunAnchorVolumeConflict(t *testing.T) {
+	f := newFake(t)
+	f.api = SubpathAPI
+	b, p := testIsolator(t, f, false)
+	sub := filepath.Join(p.Project.Dir, "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.Mounts = append(p.Mounts,
+		isolator.Mount{Kind: isolator.Bind, Source: sub, Dest: sub, Why: "holds a masked path", Anchor: true},
+		isolator.Mount{Kind: isolator.MaskFile, Dest: sub + "/.env", Why: "sandbox.mask_files"})
+	name := anchorVolumeName(p, p.Project.Dir)
+	f.volumes[name] = volume.CreateOptions{Name: name, Driver: "local", DriverOpts: map[string]string{"type": "none", "o": "bind", "device": "/elsewhere"}}
+	_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "docker volume rm "+name) {
+		t.Errorf("Run: %v, want the refusal of the volume %s", err, name)
+	}
+	for _, c := range f.calls {
+		if strings.HasPrefix(c, "ContainerCreate devsandbox-") {
+			t.Errorf("the run's container was created: %v", f.calls)
+		}
 	}
 }

@@ -84,30 +84,39 @@ func contentSource(p *isolator.Plan, o Options) func([]byte) string {
 }
 
 // contentSources makes sure the engine has a volume for each of l's contents and
-// volatile files, making
-// the ones it has not, and returns where their files are on the engine's machine.
+// volatile files, making the ones it has not, and returns where their files are on
+// the engine's machine. The volumes are asked for together (each usually only an
+// inspect).
 func contentSources(ctx context.Context, e Engine, p *isolator.Plan, image string, l *container.Layout) (map[string]string, error) {
-	out := map[string]string{}
-	for _, f := range l.Contents {
-		name := contentVolume(p.Project.Name, f.Content)
-		if _, ok := out[name]; ok {
-			continue
+	asked := map[string]*future[string]{}
+	var order []string
+	ask := func(name, what, role string, content []byte, mode int64, uid, gid int) {
+		if asked[name] != nil {
+			return
 		}
-		labels := map[string]string{LabelRole: roleContent, LabelUser: fmt.Sprint(p.User.UID), LabelProject: p.Project.ID, LabelName: p.Project.Name}
-		src, err := fileVolume(ctx, e, image, "the file "+f.Path, name, labels, contentFile, f.Content, 0o444, p.User.UID, p.User.GID)
-		if err != nil {
-			return nil, err
+		labels := map[string]string{LabelRole: role, LabelUser: fmt.Sprint(p.User.UID), LabelProject: p.Project.ID, LabelName: p.Project.Name}
+		asked[name] = fetch(func() (string, error) {
+			return fileVolume(ctx, e, image, what, name, labels, contentFile, content, mode, uid, gid)
+		})
+		order = append(order, name)
+	}
+	for _, f := range l.Contents {
+		ask(contentVolume(p.Project.Name, f.Content), "the file "+f.Path, roleContent, f.Content, 0o444, p.User.UID, p.User.GID)
+	}
+	for _, f := range l.Volatile {
+		ask(volatileVolume(p.Project.Name, f.Path), "the file "+f.Path, roleVolatile, f.Content, 0o644, 0, 0)
+	}
+	out := map[string]string{}
+	var first error
+	for _, name := range order {
+		src, err := asked[name].get()
+		if err != nil && first == nil {
+			first = err
 		}
 		out[name] = src
 	}
-	for _, f := range l.Volatile {
-		name := volatileVolume(p.Project.Name, f.Path)
-		labels := map[string]string{LabelRole: roleVolatile, LabelUser: fmt.Sprint(p.User.UID), LabelProject: p.Project.ID, LabelName: p.Project.Name}
-		src, err := fileVolume(ctx, e, image, "the file "+f.Path, name, labels, contentFile, f.Content, 0o644, 0, 0)
-		if err != nil {
-			return nil, err
-		}
-		out[name] = src
+	if first != nil {
+		return nil, first
 	}
 	return out, nil
 }

@@ -28,6 +28,10 @@ var ResolveAddress = engineaddr.Resolve
 // Engine is the part of the Docker Engine API the backend uses; *client.Client
 // implements it. Everything it calls exists in API 1.41 (Docker 20.10).
 type Engine interface {
+	// Ping asks the engine's unversioned /_ping: its API version is a header of the
+	// answer, which the engine gives without the work of ServerVersion (Docker 20.10
+	// runs runc and docker-init to answer that one: ~10 ms here).
+	Ping(ctx context.Context) (types.Ping, error)
 	ServerVersion(ctx context.Context) (types.Version, error)
 	Info(ctx context.Context) (system.Info, error)
 	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (image.InspectResponse, error)

@@ -214,6 +214,19 @@ func (hs *headStart) close() {
 	_ = hs.engine.Close()
 }
 
+// negotiated returns the API version the head start's client negotiated with the
+// engine (its ping, sent as the request arrived), once that ping answered, and
+// whether there is one. It is the engine's newest version or this client's newest,
+// whichever is older: this client's is newer than SubpathAPI, so it tells an engine
+// that mounts sub-paths from one that does not as the engine's own version does.
+func (hs *headStart) negotiated() (string, bool) {
+	if hs == nil || hs.version == nil {
+		return "", false
+	}
+	v, err := hs.version.get()
+	return v, err == nil && apiVersionForm(v)
+}
+
 // keptInspect is the head start's inspect of the container name, if it is the one
 // asked for (once).
 func (hs *headStart) keptInspect(name string) *future[dockercontainer.InspectResponse] {

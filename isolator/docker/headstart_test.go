@@ -16,6 +16,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api"
 	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/versions"
 	"github.com/docker/docker/api/types/volume"
@@ -363,5 +364,27 @@ func TestHeadStartEndsWithTheRun(t *testing.T) {
 				t.Fatal("the run's end waits for the head start's requests to an engine that does not answer")
 			}
 		})
+	}
+}
+
+// A run with anchors takes the engine's API version from the head start's
+// negotiation: below SubpathAPI the engine's own, from it on at least SubpathAPI (this
+// client's newest is newer), so it tells the anchors' form as the engine's version
+// does; with no head start there is none.
+func TestHeadStartNegotiated(t *testing.T) {
+	if apiBefore(api.DefaultVersion, SubpathAPI) {
+		t.Fatalf("this client speaks API %s at most, older than %s: a negotiated version cannot tell an engine that mounts sub-paths", api.DefaultVersion, SubpathAPI)
+	}
+	for _, v := range []string{"1.41", "1.44", "1.45"} {
+		a := newAPIEngine(t, v)
+		hs := headRun(t, a.host, t.TempDir())
+		got, ok := hs.negotiated()
+		hs.close()
+		if got != v || !ok {
+			t.Errorf("engine of API %s: negotiated %q, %v", v, got, ok)
+		}
+	}
+	if _, ok := (*headStart)(nil).negotiated(); ok {
+		t.Error("no head start gave a version")
 	}
 }

@@ -121,6 +121,12 @@ func (r *recordedEngine) Close() error {
 
 // The reads.
 
+// Ping implements Engine: /_ping has no API version in its path, so the recorded
+// client's answer is the one the negotiating client would get.
+func (r *recordedEngine) Ping(ctx context.Context) (types.Ping, error) {
+	return r.spec.Ping(ctx)
+}
+
 func (r *recordedEngine) ServerVersion(ctx context.Context) (types.Version, error) {
 	return read(ctx, r, func(e Engine) (types.Version, error) { return e.ServerVersion(ctx) })
 }

@@ -69,6 +69,12 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			ahead.inspectContainerAhead(ctx, keptCompanionName(p))
 		}
 	}
+	anchored := plansAnchors(p)
+	if anchored && (b.head == nil || b.head.version == nil) {
+		// Its API version decides how the anchors are mounted (below); a head
+		// start's negotiation asked for it already.
+		ahead.pingAhead(ctx)
+	}
 	p0, o0 := p, b.Options // p is replaced (pins) while the names are drawn
 	ahead.inspectVolumesAhead(ctx, func() []string { return aheadVolumes(p0, o0, addr) })
 	svc, err := b.startServices(p)
@@ -90,16 +96,18 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	subpath := false
 	// An anchor left unpinned is refused (translate), never bound by its path.
 	opts.Anchors = map[string]string{}
-	if plansAnchors(p) {
-		v, err := e.ServerVersion(ctx)
-		if err != nil {
-			st := engineDown(addr, err)
-			return 0, fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+	if anchored {
+		api, ok := b.head.negotiated()
+		if !ok {
+			if api, err = engineAPI(ctx, e); err != nil {
+				st := engineDown(addr, err)
+				return 0, fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+			}
 		}
-		if err := addr.RefuseAnchors(p, v.APIVersion); err != nil {
+		if err := addr.RefuseAnchors(p, api); err != nil {
 			return 0, err
 		}
-		subpath = !apiBefore(v.APIVersion, SubpathAPI)
+		subpath = !apiBefore(api, SubpathAPI)
 		opts.Subpath = subpath
 	}
 	if addr.Local() {
@@ -139,22 +147,21 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, err
 	}
+	// The anchors' volumes are made (usually: found as they are) while the image
+	// and the content volumes are asked for.
+	var roots rootsAhead
+	if opts.Subpath {
+		roots = makeRootsAhead(ctx, e, p, l)
+		defer roots.wait()
+	}
+	// Generated files are bound from the engine's volumes, by the paths the engine
+	// reports; those volumes (usually there: only an inspect each) are asked for
+	// while the image is, whose files the layout's content sources do not change.
+	var sources *future[map[string]string]
 	if len(l.Contents) > 0 || len(l.Volatile) > 0 {
-		// Bound from the engine's volumes, by the paths the engine reports.
-		if opts.ContentSources, err = contentSources(ctx, e, p, opts.Image, l); err != nil {
-			return 0, err
-		}
-		if l, err = layout(p, opts); err != nil {
-			return 0, err
-		}
-	}
-	if err := l.Prepare(); err != nil {
-		return 0, err
-	}
-	l.MakeMountPoints()
-	if !addr.Local() {
-		// PrepareHost records it for a local engine; for `sandboxes list` and `prune`.
-		isolator.RecordProject(p)
+		base, l0 := opts.Image, l
+		sources = fetch(func() (map[string]string, error) { return contentSources(ctx, e, p, base, l0) })
+		defer func() { _, _ = sources.get() }()
 	}
 	// Containers run the image derived from docker.image, by its ID.
 	// An image a running container was made from is on the engine: it cannot be
@@ -166,8 +173,29 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		in, err := kept.get()
 		return err == nil && in.ContainerJSONBase != nil && in.Image == id && in.State != nil && in.State.Running
 	}
-	if opts.Image, err = b.derivedImage(ctx, e, addr, p, opts.Image, pr, l.ImageFiles, proven); err != nil {
+	image, err := b.derivedImage(ctx, e, addr, p, opts.Image, pr, l.ImageFiles, proven)
+	if sources != nil {
+		var serr error
+		if opts.ContentSources, serr = sources.get(); serr != nil && err == nil {
+			err = serr
+		}
+	}
+	if err != nil {
 		return 0, err
+	}
+	if sources != nil {
+		if l, err = layout(p, opts); err != nil {
+			return 0, err
+		}
+	}
+	opts.Image = image
+	if err := l.Prepare(); err != nil {
+		return 0, err
+	}
+	l.MakeMountPoints()
+	if !addr.Local() {
+		// PrepareHost records it for a local engine; for `sandboxes list` and `prune`.
+		isolator.RecordProject(p)
 	}
 	b.phase("image")
 	spec, err := translate(p, l, opts)
@@ -187,7 +215,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			return 0, err
 		}
 	}
-	if err := makeAnchorVolumes(ctx, e, p, spec.AnchorRoots); err != nil {
+	if err := roots.made(ctx, e, p, spec.AnchorRoots); err != nil {
 		return 0, err
 	}
 	launched = true

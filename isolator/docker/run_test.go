@@ -35,6 +35,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
@@ -78,6 +79,7 @@ type fakeEngine struct {
 	created  []*fakeContainer // every container created, removed ones too
 	sweeps   int              // sweeps of leftovers begun
 	api      string           // the API version the engine speaks; 1.41 when ""
+	versions int              // ServerVersion requests
 }
 
 func mapValues(m map[string]string) []string {
@@ -123,7 +125,14 @@ func (f *fakeEngine) record(format string, args ...any) {
 
 func (f *fakeEngine) Close() error { return nil }
 
+func (f *fakeEngine) Ping(context.Context) (types.Ping, error) {
+	return types.Ping{APIVersion: cmp.Or(f.api, "1.41")}, nil
+}
+
 func (f *fakeEngine) ServerVersion(context.Context) (types.Version, error) {
+	f.mu.Lock()
+	f.versions++
+	f.mu.Unlock()
 	return types.Version{APIVersion: cmp.Or(f.api, "1.41"), Arch: "amd64"}, nil
 }
 
@@ -1117,6 +1126,13 @@ func (g *goneEngine) ServerVersion(ctx context.Context) (types.Version, error) {
 	return types.Version{}, errGone
 }
 
+func (g *goneEngine) Ping(ctx context.Context) (types.Ping, error) {
+	if g.versionOK {
+		return g.fakeEngine.Ping(ctx)
+	}
+	return types.Ping{}, errGone
+}
+
 func (g *goneEngine) ImageInspect(context.Context, string, ...client.ImageInspectOption) (image.InspectResponse, error) {
 	return image.InspectResponse{}, errGone
 }
@@ -1230,5 +1246,102 @@ func TestRunCancelStops(t *testing.T) {
 				t.Errorf("signals the init got: %q, want %q", frames, want)
 			}
 		})
+	}
+}
+
+// rendezvousEngine holds the inspect of one volume until a derived image's build
+// has begun (its container's creation), and fails the test when that never comes.
+type rendezvousEngine struct {
+	*fakeEngine
+	volume string
+	once   sync.Once
+	built  chan struct{}
+}
+
+func (r *rendezvousEngine) ContainerCreate(ctx context.Context, cfg *dockercontainer.Config, host *dockercontainer.HostConfig, nc *network.NetworkingConfig, pl *ocispec.Platform, name string) (dockercontainer.CreateResponse, error) {
+	if name == "" {
+		r.once.Do(func() { close(r.built) })
+	}
+	return r.fakeEngine.ContainerCreate(ctx, cfg, host, nc, pl, name)
+}
+
+func (r *rendezvousEngine) VolumeInspect(ctx context.Context, name string) (volume.Volume, error) {
+	if name == r.volume {
+		select {
+		case <-r.built:
+		case <-time.After(10 * time.Second):
+			r.t.Errorf("the volume %s was asked for only after the image was prepared, not beside it", name)
+		}
+	}
+	return r.fakeEngine.VolumeInspect(ctx, name)
+}
+
+// The content volume of a file anchor (a repository's .git/config) is known only
+// once its file is read; it is asked for while the image is prepared, not after.
+func TestRunContentBesideImage(t *testing.T) {
+	f := newFake(t)
+	b, p := testIsolator(t, f, false)
+	cfg := filepath.Join(p.Project.Dir, "config")
+	content := []byte("[core]\n\tbare = false\n")
+	if err := os.WriteFile(cfg, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: cfg, Dest: cfg, Why: "git metadata", Anchor: true, ReadOnly: true})
+	name := contentVolume(p.Project.Name, content)
+	f.volumes[name] = volume.CreateOptions{Name: name, Labels: map[string]string{LabelRole: roleContent, LabelUser: fmt.Sprint(p.User.UID)}}
+	r := &rendezvousEngine{fakeEngine: f, volume: name, built: make(chan struct{})}
+	b.dial = func() (Engine, Address, error) { return r, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
+	if code, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard}); err != nil || code != 3 {
+		t.Fatalf("Run: %d %v", code, err)
+	}
+	var bound bool
+	for _, m := range f.created[len(f.created)-1].host.Mounts {
+		bound = bound || (m.Target == cfg && m.Source == "/engine/volumes/"+name+"/_data/"+contentFile && m.ReadOnly)
+	}
+	if !bound {
+		t.Errorf("%s is not bound from its content volume: %+v", cfg, f.created[len(f.created)-1].host.Mounts)
+	}
+}
+
+// pairEngine holds the inspect of volume first until volume second was asked for,
+// and fails the test when that never comes.
+type pairEngine struct {
+	*fakeEngine
+	first, second string
+	asked         chan struct{}
+}
+
+func (e *pairEngine) VolumeInspect(ctx context.Context, name string) (volume.Volume, error) {
+	switch name {
+	case e.second:
+		close(e.asked)
+	case e.first:
+		select {
+		case <-e.asked:
+		case <-time.After(10 * time.Second):
+			e.t.Errorf("the volume %s was asked for only after %s was answered, not beside it", e.second, e.first)
+		}
+	}
+	return e.fakeEngine.VolumeInspect(ctx, name)
+}
+
+// The content volumes of a layout are asked for together.
+func TestContentSourcesTogether(t *testing.T) {
+	f := newFake(t)
+	p := basePlan()
+	contents := [][]byte{[]byte("Host *\n"), []byte("[core]\n")}
+	l := &container.Layout{}
+	var names []string
+	for i, c := range contents {
+		name := contentVolume(p.Project.Name, c)
+		names = append(names, name)
+		f.volumes[name] = volume.CreateOptions{Name: name, Labels: map[string]string{LabelRole: roleContent, LabelUser: fmt.Sprint(p.User.UID)}}
+		l.Contents = append(l.Contents, container.ImageFile{Path: fmt.Sprintf("/f%d", i), Content: c})
+	}
+	e := &pairEngine{fakeEngine: f, first: names[0], second: names[1], asked: make(chan struct{})}
+	got, err := contentSources(context.Background(), e, p, "devsandbox/default:1.0", l)
+	want := map[string]string{names[0]: "/engine/volumes/" + names[0] + "/_data/" + contentFile, names[1]: "/engine/volumes/" + names[1] + "/_data/" + contentFile}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("contentSources = %v, %v; want %v", got, err, want)
 	}
 }
