@@ -2,8 +2,10 @@ package planner
 
 import (
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -25,18 +27,29 @@ import (
 // exactly as before.
 //
 // The system view worked out ahead (StartSystem) asks through the same cache on its
-// own goroutine while Build asks on the caller's, so every method locks mu; a path is
-// asked of the host once, whichever goroutine asks first.
+// own goroutine while Build asks on the caller's; a path is asked of the host once,
+// whichever goroutine asks first, unless both ask it at the same moment (then the
+// first answer kept is the one both return). The answers are kept in sync.Maps, whose
+// reads take no lock, and nothing holds a lock across a system call: with a mutex the
+// two goroutines, each on a core of its own, blocked on each other often enough that
+// the wakeups cost more than the shared answers saved (issue 18: the view ahead
+// 1.5 ms instead of 0.8, Build 0.4 ms longer).
 type statCache struct {
-	mu          sync.Mutex
 	lstat, stat func(string) (fs.FileInfo, error)
-	l, s        map[string]statResult
+	l, s        sync.Map // path → statResult, the first answer kept
 
-	// readNames lists a directory (nil: no listings); listable are the directories
-	// it may list, listed what it returned (nil: unusable, ask instead).
+	mu    sync.Mutex               // listDirs's updates of lists
+	lists atomic.Pointer[listable] // nil: no listings
+	// listed is what readNames returned for a directory (a nil map: unusable, ask
+	// instead).
+	listed sync.Map
+}
+
+// listable is the directories a statCache may list, with readNames; listDirs
+// replaces it, never changes it.
+type listable struct {
 	readNames func(dir string) (map[string]struct{}, error)
-	listable  map[string]bool
-	listed    map[string]map[string]struct{}
+	dirs      map[string]bool
 }
 
 type statResult struct {
@@ -45,8 +58,7 @@ type statResult struct {
 }
 
 func newStatCache(lstat, stat func(string) (fs.FileInfo, error)) *statCache {
-	return &statCache{lstat: lstat, stat: stat, l: map[string]statResult{}, s: map[string]statResult{},
-		listable: map[string]bool{}, listed: map[string]map[string]struct{}{}}
+	return &statCache{lstat: lstat, stat: stat}
 }
 
 // listDirs lets the cache answer absence below dirs from one listing of each (read
@@ -54,36 +66,42 @@ func newStatCache(lstat, stat func(string) (fs.FileInfo, error)) *statCache {
 func (c *statCache) listDirs(readNames func(string) (map[string]struct{}, error), dirs ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.readNames = readNames
+	next := &listable{readNames: readNames, dirs: map[string]bool{}}
+	if cur := c.lists.Load(); cur != nil {
+		maps.Copy(next.dirs, cur.dirs)
+	}
 	for _, d := range dirs {
 		if filepath.IsAbs(d) {
-			c.listable[filepath.Clean(d)] = true
+			next.dirs[filepath.Clean(d)] = true
 		}
 	}
+	c.lists.Store(next)
 }
 
 // absent reports whether p is below a listable directory whose listing lacks the
 // name p goes through: then p does not exist, followed or not.
 func (c *statCache) absent(p string) bool {
-	if c.readNames == nil || !filepath.IsAbs(p) || filepath.Clean(p) != p {
+	ls := c.lists.Load()
+	if ls == nil || !filepath.IsAbs(p) || filepath.Clean(p) != p {
 		return false
 	}
 	for child, dir := p, filepath.Dir(p); child != dir; child, dir = dir, filepath.Dir(dir) {
-		if !c.listable[dir] {
+		if !ls.dirs[dir] {
 			continue
 		}
-		names, ok := c.listed[dir]
-		if !ok {
-			if fi, err := c.statLocked(dir); err == nil && fi.IsDir() && fi.Size() <= listedMaxSize {
-				names, _ = c.readNames(dir)
+		var names map[string]struct{}
+		if v, ok := c.listed.Load(dir); ok {
+			if names = v.(map[string]struct{}); names == nil {
+				continue // unreadable or too large: a directory above may answer
 			}
-			if names == nil {
-				c.listable[dir] = false // unreadable or too large: ask
+		} else {
+			if fi, err := c.Stat(dir); err == nil && fi.IsDir() && fi.Size() <= listedMaxSize {
+				names, _ = ls.readNames(dir)
 			}
-			c.listed[dir] = names
-		}
-		if names == nil {
-			return false
+			v, _ := c.listed.LoadOrStore(dir, names)
+			if names = v.(map[string]struct{}); names == nil {
+				return false // ask
+			}
 		}
 		_, found := names[filepath.Base(child)]
 		return !found
@@ -91,85 +109,46 @@ func (c *statCache) absent(p string) bool {
 	return false
 }
 
-// notExist is the error lstat(2) or stat(2) returns for a missing p.
+// notExist is the error lstat(2) or stat(2) would have returned for a missing p.
 func notExist(op, p string) error {
 	return &fs.PathError{Op: op, Path: p, Err: syscall.ENOENT}
 }
 
-// Lstat is lstat(2), remembered.
+// Lstat is os.Lstat, remembered.
 func (c *statCache) Lstat(p string) (fs.FileInfo, error) {
-	c.mu.Lock()
-	if r, ok := c.l[p]; ok {
-		c.mu.Unlock()
-		return r.fi, r.err
+	if r, ok := c.l.Load(p); ok {
+		return r.(statResult).fi, r.(statResult).err
 	}
-	absent := c.absent(p)
-	c.mu.Unlock()
-	var fi fs.FileInfo
-	var err error
-	if absent {
-		err = notExist("lstat", p)
+	var r statResult
+	if c.absent(p) {
+		r.err = notExist("lstat", p)
 	} else {
-		fi, err = c.lstat(p) // not under mu: the other goroutine's calls go on meanwhile
+		r.fi, r.err = c.lstat(p)
 	}
-	return c.keep(c.l, p, statResult{fi, err})
+	return keep(&c.l, p, r)
 }
 
-// Stat is stat(2), remembered; a path Lstat found and that is no symlink is its own
-// answer.
+// Stat is os.Stat, remembered; the Lstat answer of a path that is no symbolic link
+// answers it too.
 func (c *statCache) Stat(p string) (fs.FileInfo, error) {
-	c.mu.Lock()
-	if r, ok := c.lookStat(p); ok {
-		c.mu.Unlock()
-		return r.fi, r.err
+	if r, ok := c.s.Load(p); ok {
+		return r.(statResult).fi, r.(statResult).err
 	}
-	absent := c.absent(p)
-	c.mu.Unlock()
-	var fi fs.FileInfo
-	var err error
-	if absent {
-		err = notExist("stat", p)
+	if r, ok := c.l.Load(p); ok && r.(statResult).err == nil && r.(statResult).fi.Mode()&fs.ModeSymlink == 0 {
+		return r.(statResult).fi, nil
+	}
+	var r statResult
+	if c.absent(p) {
+		r.err = notExist("stat", p)
 	} else {
-		fi, err = c.stat(p)
+		r.fi, r.err = c.stat(p)
 	}
-	return c.keep(c.s, p, statResult{fi, err})
-}
-
-// lookStat is Stat's remembered answer, with mu held.
-func (c *statCache) lookStat(p string) (statResult, bool) {
-	if r, ok := c.s[p]; ok {
-		return r, true
-	}
-	if r, ok := c.l[p]; ok && r.err == nil && r.fi.Mode()&fs.ModeSymlink == 0 {
-		return r, true
-	}
-	return statResult{}, false
+	return keep(&c.s, p, r)
 }
 
 // keep remembers r for p in m unless the other goroutine, asking at the same time,
 // was first: every caller then sees the one answer.
-func (c *statCache) keep(m map[string]statResult, p string, r statResult) (fs.FileInfo, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if first, ok := m[p]; ok {
-		return first.fi, first.err
-	}
-	m[p] = r
-	return r.fi, r.err
-}
-
-// statLocked is Stat with mu held (absent's check of a directory before listing it).
-func (c *statCache) statLocked(p string) (fs.FileInfo, error) {
-	if r, ok := c.lookStat(p); ok {
-		return r.fi, r.err
-	}
-	var fi fs.FileInfo
-	var err error
-	if c.absent(p) {
-		err = notExist("stat", p)
-	} else {
-		fi, err = c.stat(p)
-	}
-	c.s[p] = statResult{fi, err}
-	return fi, err
+func keep(m *sync.Map, p string, r statResult) (fs.FileInfo, error) {
+	v, _ := m.LoadOrStore(p, r)
+	return v.(statResult).fi, v.(statResult).err
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestStatCacheAsksOnce(t *testing.T) {
@@ -183,5 +184,59 @@ func TestStatCacheConcurrent(t *testing.T) {
 		if asked[p] > workers || i%2 == 1 && asked[p] > 0 {
 			t.Errorf("%s asked of the host %d times", p, asked[p])
 		}
+	}
+}
+
+// lstats is how many Lstat answers c keeps.
+func (c *statCache) lstats() int {
+	n := 0
+	c.l.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
+// TestStatCacheListingHoldsNoOne: while one goroutine lists a directory (held here in
+// its readNames), the other's questions are answered, about a path already asked and
+// a new one elsewhere: nothing holds the cache across a host call, so the view ahead
+// and Build never wait on each other's system calls.
+func TestStatCacheListingHoldsNoOne(t *testing.T) {
+	dir := t.TempDir()
+	listed, other := filepath.Join(dir, "home"), filepath.Join(dir, "other")
+	mkdirs(t, listed, other)
+	c := newStatCache(os.Lstat, os.Stat)
+	if _, err := c.Lstat(other); err != nil {
+		t.Fatal(err)
+	}
+	entered, gate := make(chan struct{}), make(chan struct{})
+	c.listDirs(func(d string) (map[string]struct{}, error) {
+		close(entered)
+		<-gate
+		return listNames(d)
+	}, listed)
+	lister := make(chan error, 1)
+	go func() {
+		_, err := c.Lstat(listed + "/.absent")
+		lister <- err
+	}()
+	<-entered
+	asker := make(chan error, 1)
+	go func() {
+		if _, err := c.Lstat(other); err != nil {
+			asker <- err
+			return
+		}
+		_, err := c.Stat(other + "/new")
+		asker <- err
+	}()
+	select {
+	case err := <-asker:
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("asked while a listing was held: %v, want not exist", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a question elsewhere waited for another goroutine's listing")
+	}
+	close(gate)
+	if err := <-lister; !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("below the listed directory: %v, want not exist", err)
 	}
 }

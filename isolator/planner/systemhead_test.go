@@ -110,15 +110,15 @@ func TestLoadDirAhead(t *testing.T) {
 	if !l.System.taken {
 		t.Fatal("Build did not take the view started ahead")
 	}
-	if _, ok := l.System.stats.l[f.proj]; !ok {
+	if _, ok := l.System.stats.l.Load(f.proj); !ok {
 		t.Error("Build asked about the project through a cache of its own, not the head's")
 	}
 	own := fixed(l.Probe)
 	own.head = nil
 	same(t, "without the view ahead", build(t, l, own), ahead)
-	asked := len(l.System.stats.l)
+	asked := l.System.stats.lstats()
 	same(t, "a second Build from the same Loaded", build(t, l, fixed(l.Probe)), ahead)
-	if len(l.System.stats.l) != asked {
+	if l.System.stats.lstats() != asked {
 		t.Error("a second Build used the head's cache: its answers are older than that Build")
 	}
 
