@@ -291,20 +291,28 @@ func (v *volumeFirstEngine) ContainerCommit(ctx context.Context, id string, o do
 	return v.fakeEngine.ContainerCommit(ctx, id, o)
 }
 
-// On an engine that mounts sub-paths, the anchors' volume is made while the image is
-// prepared, and the container mounts it once it was checked.
-func TestRunAnchorVolumeBesideImage(t *testing.T) {
-	f := newFake(t)
+// subpathAnchorRun is a run on an engine that mounts sub-paths, of a Plan whose
+// project sub-directory "sub" is an anchor (it holds a masked file); name is the
+// anchors' volume.
+func subpathAnchorRun(t *testing.T) (f *fakeEngine, b *Isolator, p *isolator.Plan, sub, name string) {
+	t.Helper()
+	f = newFake(t)
 	f.api = SubpathAPI
-	b, p := testIsolator(t, f, false)
-	sub := filepath.Join(p.Project.Dir, "sub")
+	b, p = testIsolator(t, f, false)
+	sub = filepath.Join(p.Project.Dir, "sub")
 	if err := os.MkdirAll(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	p.Mounts = append(p.Mounts,
 		isolator.Mount{Kind: isolator.Bind, Source: sub, Dest: sub, Why: "holds a masked path", Anchor: true},
 		isolator.Mount{Kind: isolator.MaskFile, Dest: sub + "/.env", Why: "sandbox.mask_files"})
-	name := anchorVolumeName(p, p.Project.Dir)
+	return f, b, p, sub, anchorVolumeName(p, p.Project.Dir)
+}
+
+// On an engine that mounts sub-paths, the anchors' volume is made while the image is
+// prepared, and the container mounts it once it was checked.
+func TestRunAnchorVolumeBesideImage(t *testing.T) {
+	f, b, p, sub, name := subpathAnchorRun(t)
 	v := &volumeFirstEngine{fakeEngine: f, volume: name, made: make(chan struct{})}
 	b.dial = func() (Engine, Address, error) { return v, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
 	if _, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard}); err != nil && !strings.Contains(err.Error(), "init") {
@@ -330,17 +338,7 @@ func TestRunAnchorVolumeBesideImage(t *testing.T) {
 // A volume of the anchors' name that binds another directory stops the run before its
 // container is created, though it was asked for ahead.
 func TestRunAnchorVolumeConflict(t *testing.T) {
-	f := newFake(t)
-	f.api = SubpathAPI
-	b, p := testIsolator(t, f, false)
-	sub := filepath.Join(p.Project.Dir, "sub")
-	if err := os.MkdirAll(sub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p.Mounts = append(p.Mounts,
-		isolator.Mount{Kind: isolator.Bind, Source: sub, Dest: sub, Why: "holds a masked path", Anchor: true},
-		isolator.Mount{Kind: isolator.MaskFile, Dest: sub + "/.env", Why: "sandbox.mask_files"})
-	name := anchorVolumeName(p, p.Project.Dir)
+	f, b, p, _, name := subpathAnchorRun(t)
 	f.volumes[name] = volume.CreateOptions{Name: name, Driver: "local", DriverOpts: map[string]string{"type": "none", "o": "bind", "device": "/elsewhere"}}
 	_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
 	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "docker volume rm "+name) {
