@@ -112,13 +112,19 @@ func entriesHash(entries []Entry) string {
 
 // indexName is where the index of entries' trees lives under the root: a name
 // pruning leaves alone (it is not a key) and that no snapshot shows.
-func indexName(entries []Entry) string { return ".trees-" + entriesHash(entries) }
+func indexName(entries []Entry) string { return indexPrefix + entriesHash(entries) }
+
+// indexPrefix begins the name of every index of trees; maxIndex bounds what is read of one.
+const (
+	indexPrefix = ".trees-"
+	maxIndex    = 4 << 20
+)
 
 // loadIndex reads the index of entries' trees under rfd; nil when there is none, or
 // it is not a regular file of the user's.
 func loadIndex(rfd int, entries []Entry) *treeIndex {
 	eh := entriesHash(entries)
-	fd, err := unix.Openat(rfd, ".trees-"+eh, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(rfd, indexPrefix+eh, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil
 	}
@@ -128,7 +134,7 @@ func loadIndex(rfd int, entries []Entry) *treeIndex {
 	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() || st.Nlink != 1 {
 		return nil
 	}
-	data, err := io.ReadAll(io.LimitReader(f, 4<<20))
+	data, err := io.ReadAll(io.LimitReader(f, maxIndex))
 	if err != nil {
 		return nil
 	}

@@ -2,6 +2,7 @@ package etcsnap
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -63,7 +64,7 @@ func candidates(rfd int, keep int, except string, now time.Time) []string {
 		ctime int64
 	}
 	var snaps []snap
-	var out []string
+	var out, indexes []string
 	for _, n := range names {
 		var st unix.Stat_t
 		if n == except || unix.Fstatat(rfd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
@@ -78,6 +79,8 @@ func candidates(rfd int, keep int, except string, now time.Time) []string {
 			}
 		case isKey(n):
 			snaps = append(snaps, snap{n, st.Ctim.Nano()})
+		case strings.HasPrefix(n, indexPrefix) && st.Mode&unix.S_IFMT == unix.S_IFREG:
+			indexes = append(indexes, n)
 		}
 	}
 	sort.Slice(snaps, func(i, j int) bool { // newest first; ties (one clock tick) by name, to be deterministic
@@ -89,12 +92,42 @@ func candidates(rfd int, keep int, except string, now time.Time) []string {
 	if except != "" {
 		keep--
 	}
+	kept := map[string]bool{except: except != ""}
 	for i, s := range snaps {
 		if i >= keep {
 			out = append(out, s.name)
+		} else {
+			kept[s.name] = true
+		}
+	}
+	// An index of trees answers only for the snapshot it last checked them in: once
+	// that is gone (or the index cannot be read), the index is a leftover.
+	for _, n := range indexes {
+		if k := indexKey(rfd, n); k == "" || !kept[k] {
+			out = append(out, n)
 		}
 	}
 	return out
+}
+
+// indexKey is the snapshot the index n under rfd was last checked in; "" when it
+// cannot be read as an index.
+func indexKey(rfd int, n string) string {
+	fd, err := unix.Openat(rfd, n, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return ""
+	}
+	f := os.NewFile(uintptr(fd), n)
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxIndex))
+	if err != nil {
+		return ""
+	}
+	idx, err := parseIndex(string(data))
+	if err != nil || !isKey(idx.Key) {
+		return ""
+	}
+	return idx.Key
 }
 
 func isKey(n string) bool {

@@ -403,3 +403,41 @@ func unixOpen(t *testing.T, p string) int {
 	t.Cleanup(func() { unix.Close(fd) })
 	return fd
 }
+
+// An index of trees goes with the snapshot it answers for: pruning that snapshot
+// removes the index, and keeps the index of a snapshot that stays. An index that
+// cannot be read is a leftover too.
+func TestTreeIndexPruned(t *testing.T) {
+	src := hostTree(t)
+	root := filepath.Join(t.TempDir(), "etc")
+	oldEs := treeEntries(t, src)
+	old := open(t, root, oldEs)
+	newEs := append([]Entry{{Name: "extra", Dir: true}}, oldEs...) // another set of entries: another index
+	recent := open(t, root, newEs)
+	if old.Key == recent.Key {
+		t.Fatal("the two entry sets share a snapshot")
+	}
+	garbled := filepath.Join(root, indexPrefix+"garbled")
+	must(t, os.WriteFile(garbled, []byte("not an index\n"), 0o400))
+	indexOf := func(es []Entry) string { return filepath.Join(root, indexName(es)) }
+	for _, p := range []string{indexOf(oldEs), indexOf(newEs)} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Fatalf("no index after the launch: %v", err)
+		}
+	}
+	if _, err := Prune(root, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(indexOf(oldEs)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the pruned snapshot's index is left: %v", err)
+	}
+	if _, err := os.Lstat(garbled); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a garbled index is left: %v", err)
+	}
+	if _, err := os.Lstat(indexOf(newEs)); err != nil {
+		t.Errorf("the kept snapshot's index was pruned: %v", err)
+	}
+	if again := open(t, root, newEs); again.Built || again.Key != recent.Key {
+		t.Errorf("the kept snapshot after pruning: built %v, key %s, want %s", again.Built, again.Key, recent.Key)
+	}
+}
