@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/internal/sysrandom"
 )
 
 // Limits are what a session cgroup enforces; zero means no limit.
@@ -175,13 +177,11 @@ func (fs tree) create(hs []Hierarchy, tag string, lim Limits, swap bool) (*Sessi
 // createDirs makes and locks the directories of one session cgroup; retry is set
 // when a concurrent Sweep got in the way.
 func (fs tree) createDirs(hs []Hierarchy, tag string) (_ *Session, retry bool, _ error) {
-	// getrandom(2), not crypto/rand: the init links this package, and crypto/rand's
-	// package init would run on every launch.
+	// getrandom(2) itself, not crypto/rand: the init links this package, and
+	// crypto/rand's package init would run on every launch (package sysrandom).
 	var rnd [8]byte
-	if n, err := unix.Getrandom(rnd[:], 0); err != nil {
-		return nil, false, fmt.Errorf("getrandom: %w", err)
-	} else if n != len(rnd) {
-		return nil, false, fmt.Errorf("getrandom: %d bytes of %d", n, len(rnd))
+	if err := sysrandom.Read(rnd[:]); err != nil {
+		return nil, false, err
 	}
 	s := &Session{Name: NamePrefix + tag + "-" + hex.EncodeToString(rnd[:])}
 	undo := func(err error, retry bool) (*Session, bool, error) {

@@ -11,12 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/internal/dirent"
 	"github.com/devsandbox/devsandbox/internal/rmtree"
+	"github.com/devsandbox/devsandbox/internal/sysrandom"
 )
 
 // MaxAge is how old an unlocked session dir must be before it counts as an orphan.
@@ -70,24 +70,10 @@ func Acquire(base string) (*Session, error) {
 	return &Session{Name: name, Path: p, fd: fd}, nil
 }
 
-// random8 reads 8 bytes from getrandom(2), the system call itself: crypto/rand, and
-// x/sys/unix.Getrandom since it calls the runtime's vDSO getrandom, set up the
-// runtime's vDSO random state on their first read (a mapping and its page faults,
-// 30-40 µs measured here) for these 8 bytes.
+// random8 reads 8 bytes from getrandom(2) itself (package sysrandom).
 func random8() ([8]byte, error) {
 	var b [8]byte
-	for {
-		n, _, errno := unix.Syscall(unix.SYS_GETRANDOM, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0)
-		switch {
-		case errno == unix.EINTR:
-			continue
-		case errno != 0:
-			return b, fmt.Errorf("getrandom: %w", errno)
-		case int(n) != len(b):
-			return b, fmt.Errorf("getrandom: %d bytes of %d", n, len(b))
-		}
-		return b, nil
-	}
+	return b, sysrandom.Read(b[:])
 }
 
 // Lost reports whether the session dir is no longer the one that was locked (removed
