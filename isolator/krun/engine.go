@@ -31,7 +31,10 @@ type engine interface {
 	Start(id string) error
 	// Pid returns the host PID of the started container's first process.
 	Pid(id string) (int, error)
-	// Wait returns the exit status of the container (also once it was removed).
+	// Wait returns the exit status of the started container. podman 4.3 answers 0 at
+	// once for a container that is only created, and "no such container" for one that
+	// was removed (its exit status goes with it): Run waits after the start, on a
+	// container it removes itself.
 	Wait(id string) (int, error)
 	// Remove kills and removes the container.
 	Remove(id string) error

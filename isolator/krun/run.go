@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -92,14 +93,23 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		}
 		return 0, fmt.Errorf("%w: podman refused the container: %w; the command did not run. `devsandbox --dry-run` shows it, `devsandbox doctor` checks podman", isolator.ErrProtection, err)
 	}
+	// podman does not remove the container by itself (no auto-remove, see specGen):
+	// its exit status lasts as long as it does, and podman 4.3 answers a wait on a
+	// removed container with "no such container" and one on a container only created
+	// with 0 at once, so with auto-remove a command that exited before the service
+	// looked the container up for the wait (a loaded host) lost its status. The run
+	// removes it on every path out, on the normal one once it has the status; once,
+	// however many paths ask.
+	remove := sync.OnceFunc(func() { _ = e.Remove(id) })
+	defer remove()
 	if err := b.limitsIgnored(warnings, p); err != nil {
-		_ = e.Remove(id)
+		remove()
 		return 0, err
 	}
 	// podman's service, not the request, chooses the runtime: a service started
 	// without --runtime krun runs a plain container, so look before starting it.
 	if rt, err := e.Runtime(id); err != nil || rt != s.Gen.OCIRuntime {
-		_ = e.Remove(id)
+		remove()
 		if err != nil {
 			return 0, fmt.Errorf("%w: inspecting the container: %w; the command did not run", isolator.ErrProtection, err)
 		}
@@ -130,7 +140,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 				b.warn("the container did not stop within %s of the run's end; removing it", b.stopGrace()+stopBound)
 			}
 		}
-		_ = e.Remove(id)
+		remove()
 	}()
 
 	inR, inW := io.Pipe()
@@ -145,12 +155,12 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	select {
 	case <-ready:
 	case err := <-attached:
-		_ = e.Remove(id)
+		remove()
 		return 0, fmt.Errorf("%w: attaching to the container: %w; the command did not run", isolator.ErrProtection, err)
 	}
 	start := func() error {
 		if err := e.Start(id); err != nil {
-			_ = e.Remove(id)
+			remove()
 			return fmt.Errorf("%w: podman could not start the container: %w; the command did not run. `devsandbox doctor` checks podman and the runtime %s", isolator.ErrProtection, err, s.Gen.OCIRuntime)
 		}
 		b.phase("start")
@@ -163,7 +173,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			return 0, err
 		}
 		if err := b.firewall(ctx, e, id, s, p); err != nil {
-			_ = e.Remove(id)
+			remove()
 			return 0, err
 		}
 		b.phase("egress rules")
@@ -173,7 +183,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	sess, err := container.StartSession(container.NewStream(inW), stdio, hello, report,
 		container.SessionOptions{Signals: b.Signals, AsyncHello: true, Engine: "podman", OOMMessage: p.Limits.OOMMessage(), Masks: s.Layout.Masks})
 	if err != nil {
-		_ = e.Remove(id)
+		remove()
 		return 0, err
 	}
 	defer sess.Close()
@@ -199,8 +209,12 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		defer close(exited)
 		c, err := e.Wait(id)
 		if err != nil {
-			if ctx.Err() == nil {
-				b.warn("waiting for the container: %v", err)
+			select {
+			case <-done: // the run is over and removed the container
+			default:
+				if ctx.Err() == nil {
+					b.warn("waiting for the container: %v", err)
+				}
 			}
 			return
 		}
@@ -234,6 +248,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, fmt.Errorf("%w: the run ended (%w); the container was removed", isolator.ErrProtection, context.Cause(ctx))
 	}
 	_ = inW.Close()
+	remove()
+	b.phase("removed")
 	return sess.Result(code)
 }
 

@@ -40,7 +40,16 @@ type fakeEngine struct {
 	started chan struct{}
 	ended   chan struct{}
 	exitLag time.Duration // how long after the output ends Wait returns
+	// lateLookup makes Wait look the container up only once it exited (a loaded
+	// host, where podman's service gets to the wait late).
+	lateLookup bool
+	// The container's life as podman 4.3 has it: started, exited (the init
+	// returned), gone (removed: by the run, or by podman itself with auto-remove).
+	isStarted, exited, gone bool
 }
+
+// errNoSuchContainer is podman's answer for a container it no longer has.
+var errNoSuchContainer = errors.New(`no container with name or ID "c1" found: no such container`)
 
 func newFake(t *testing.T, runtime string) *fakeEngine {
 	return &fakeEngine{t: t, runtime: runtime, started: make(chan struct{}), ended: make(chan struct{})}
@@ -103,12 +112,22 @@ func (f *fakeEngine) Attach(id string, stdin io.Reader, stdout, stderr io.Writer
 	f.hello = h
 	f.mu.Unlock()
 	f.init(stdin, stdout, stderr, h)
+	f.mu.Lock()
+	f.exited = true
+	// podman's cleanup removes an auto-remove container once it exited.
+	if f.created.Remove != nil && *f.created.Remove {
+		f.gone = true
+	}
+	f.mu.Unlock()
 	close(f.ended)
 	return nil
 }
 
 func (f *fakeEngine) Start(id string) error {
 	f.call("start")
+	f.mu.Lock()
+	f.isStarted = true
+	f.mu.Unlock()
 	close(f.started)
 	return nil
 }
@@ -120,13 +139,38 @@ func (f *fakeEngine) Pid(id string) (int, error) {
 
 func (f *fakeEngine) Wait(id string) (int, error) {
 	f.call("wait")
+	f.mu.Lock()
+	started := f.isStarted
+	f.mu.Unlock()
+	if !started {
+		return 0, nil // podman 4.3: a container only created "exited" with 0
+	}
+	if f.lateLookup {
+		<-f.ended
+	}
+	f.mu.Lock()
+	gone := f.gone
+	f.mu.Unlock()
+	if gone {
+		return -1, errNoSuchContainer
+	}
 	<-f.ended
 	time.Sleep(f.exitLag)
 	return 7, nil
 }
 
+// Remove records "remove" for a container that has not exited (podman kills it) and
+// "rm-exited" for one that has.
 func (f *fakeEngine) Remove(id string) error {
-	f.call("remove")
+	f.mu.Lock()
+	exited := f.exited
+	f.gone = true
+	f.mu.Unlock()
+	if exited {
+		f.call("rm-exited")
+	} else {
+		f.call("remove")
+	}
 	return nil
 }
 
@@ -197,8 +241,11 @@ func TestRunSession(t *testing.T) {
 	if out.String() != "token=v4lue-never-in-spec\n" {
 		t.Errorf("stdout %q", out.String())
 	}
-	if got := f.Calls(); !strings.HasPrefix(got, "create runtime attach start") || strings.Contains(got, "remove") {
-		t.Errorf("calls %q", got)
+	if got := f.Calls(); !strings.HasPrefix(got, "create runtime attach start") || !strings.HasSuffix(got, "rm-exited") || strings.Contains(got, "remove") {
+		t.Errorf("calls %q, want the container removed once it exited, and only then", got)
+	}
+	if f.created.Remove == nil || *f.created.Remove {
+		t.Error("the container is created with auto-remove: its exit status can go with it before the run reads it")
 	}
 	b, _ := json.Marshal(f.created)
 	if bytes.Contains(b, []byte("v4lue-never-in-spec")) {
@@ -218,6 +265,24 @@ func TestRunExitReportedLate(t *testing.T) {
 	code, err := backend(f, t).Run(context.Background(), runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
 	if err != nil || code != 7 {
 		t.Fatalf("Run = %d, %v, want 7", code, err)
+	}
+}
+
+// A loaded host: the command exits before podman's service looks the container up for
+// the wait. Were the container podman's to remove (auto-remove), its exit status would
+// go with it ("no container with name or ID … found", and the run reported 125); the
+// run keeps it until it has the status, then removes it.
+func TestRunExitBeforeWaitLookup(t *testing.T) {
+	f := newFake(t, "krun")
+	f.lateLookup = true
+	f.init = func(_ io.Reader, _, stderr io.Writer, _ *wire.Hello) { fmt.Fprint(stderr, wire.ReadyMarker) }
+	var errb bytes.Buffer
+	code, err := backend(f, t).Run(context.Background(), runPlan(t), isolator.Stdio{Out: io.Discard, Err: &errb})
+	if err != nil || code != 7 {
+		t.Fatalf("Run = %d, %v, want the command's 7 (stderr %q)", code, err, errb.String())
+	}
+	if got := f.Calls(); !strings.HasSuffix(got, "rm-exited") {
+		t.Errorf("calls %q: the container was not removed after the run", got)
 	}
 }
 

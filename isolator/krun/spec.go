@@ -204,7 +204,7 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 	g.Env = envMap
 	g.Stdin = ptr(true)
 	g.Terminal = ptr(false)
-	g.Remove = ptr(true)
+	g.Remove = ptr(false) // the run removes it once it has its exit status (see Run)
 	g.Labels = maps.Clone(l.Labels)
 	g.Labels[LabelRuntime] = opts.Runtime
 	g.Annotations = annotations
