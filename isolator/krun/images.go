@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/containers/podman/v5/pkg/bindings/containers"
 	"github.com/containers/podman/v5/pkg/bindings/images"
@@ -23,26 +24,34 @@ type imageStore interface {
 	RemoveImage(id string) error
 }
 
-// PruneImages removes from the user's podman storage the default images of other
-// devsandbox builds (container.StaleDefault: named and labelled by devsandbox, never
-// an image of the user's own) that no container uses and krun.image does not name, or
-// with dryRun only says so. It returns one line per image, what was (or would be)
+// PruneImages removes from the user's podman storage the containers killed runs left
+// (see leftovers.go), then the default images of other devsandbox builds
+// (container.StaleDefault: named and labelled by devsandbox, never an image of the
+// user's own) that no container uses and krun.image does not name, or with dryRun
+// only says so. It returns one line per container and image, what was (or would be)
 // done. The krun backend derives no images: a run uses krun.image as it is.
 func (b *Isolator) PruneImages(ctx context.Context, dryRun bool) ([]string, error) {
 	conn, err := b.connect(ctx, b.hostAccess())
 	if err != nil {
 		return nil, err
 	}
+	var out []string
+	var errs []error
+	if cs, ok := conn.(containerStore); ok {
+		lines, err := pruneContainers(cs, time.Now(), dryRun)
+		out = append(out, lines...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	store, ok := conn.(imageStore)
 	if !ok {
-		return nil, errors.New("this podman connection cannot list images")
+		return out, errors.Join(append(errs, errors.New("this podman connection cannot list images"))...)
 	}
 	imgs, err := store.DefaultImages()
 	if err != nil {
-		return nil, fmt.Errorf("listing the default images in podman: %w", err)
+		return out, errors.Join(append(errs, fmt.Errorf("listing the default images in podman: %w", err))...)
 	}
-	var out []string
-	var errs []error
 	for _, im := range imgs {
 		why := container.StaleDefault(im, b.Settings.Version)
 		if why == "" || slices.ContainsFunc(im.Names, func(n string) bool { return strings.TrimPrefix(n, "localhost/") == b.Settings.Image }) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
@@ -54,6 +55,45 @@ func TestPruneImages(t *testing.T) {
 		want := []string{
 			verb + " image 0123456789ab (devsandbox/default:old1) in podman: the default image of devsandbox old1, this is cur",
 			"kept image 111111111111 (devsandbox/default:old2) in podman: the default image of devsandbox old2, this is cur, but 1 container(s) use it",
+		}
+		if err != nil || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(store.removed, removed) {
+			t.Errorf("dry run %v: %q, %v, removed %q\nwant %q, removed %q", dry, got, err, store.removed, want, removed)
+		}
+	}
+}
+
+// fakeRuns is a containerStore.
+type fakeRuns struct {
+	cs      []runContainer
+	removed []string
+}
+
+func (f *fakeRuns) StoppedRuns() ([]runContainer, error) { return f.cs, nil }
+func (f *fakeRuns) RemoveContainer(id string) error {
+	f.removed = append(f.removed, id)
+	return nil
+}
+
+// prune removes the containers killed runs left: exited, or created and never
+// started, over leftoverAge ago; a younger one may be a live run's (between its exit
+// and the run's removal, or its creation and start), and is left, as with dryRun.
+func TestPruneContainers(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for _, dry := range []bool{true, false} {
+		store := &fakeRuns{cs: []runContainer{
+			{ID: "old-exit", Name: "devsandbox-a-1", Started: true, Created: now.Add(-10 * time.Minute), Exited: now.Add(-5 * time.Minute)},
+			{ID: "new-exit", Name: "devsandbox-a-2", Started: true, Created: now.Add(-10 * time.Minute), Exited: now.Add(-time.Second)},
+			{ID: "old-created", Name: "devsandbox-a-3", Created: now.Add(-2 * time.Minute)},
+			{ID: "new-created", Name: "devsandbox-a-4", Created: now.Add(-time.Second)},
+		}}
+		got, err := pruneContainers(store, now, dry)
+		verb, removed := "removed", []string{"old-exit", "old-created"}
+		if dry {
+			verb, removed = "would remove", nil
+		}
+		want := []string{
+			verb + " container devsandbox-a-1 in podman: exited 5m0s ago, left by a krun run that was killed",
+			verb + " container devsandbox-a-3 in podman: created 2m0s ago and never started, left by a krun run that was killed",
 		}
 		if err != nil || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(store.removed, removed) {
 			t.Errorf("dry run %v: %q, %v, removed %q\nwant %q, removed %q", dry, got, err, store.removed, want, removed)

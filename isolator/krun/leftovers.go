@@ -1,0 +1,101 @@
+package krun
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/containers/podman/v5/pkg/bindings/containers"
+)
+
+// What a killed run leaves in podman, and how `sandboxes prune` tells it from a run's.
+//
+// A run's container is not podman's to remove (no auto-remove: its exit status would
+// go with it, see Run); devsandbox-krun removes it on every path out, also when
+// devsandbox is gone (the control pipe's end). Only when devsandbox-krun itself dies
+// without winding down (kill -9 of it, the OOM killer) is the container left: its
+// init exits as its stream ends, so no process is, but the container stays, exited,
+// with its writable layer. prune removes a run's container (LabelRuntime) that is not
+// running and has been so for over leftoverAge: exited over leftoverAge ago, or
+// created over leftoverAge ago and never started. A live run starts its container
+// moments after creating it and removes it moments after it exited, so a younger one
+// may be a run's still; a running one always is (its init ends with its stream).
+
+// leftoverAge is how long a run's container that is not running is left alone.
+const leftoverAge = time.Minute
+
+// runContainer is a run's container as prune sees it.
+type runContainer struct {
+	ID, Name string
+	// Started is whether it ever ran; Exited when it exited (zero: not exited).
+	Started bool
+	Created time.Time
+	Exited  time.Time
+}
+
+// containerStore is the part of podman's API the leftover sweep uses.
+type containerStore interface {
+	// StoppedRuns lists the containers of krun runs (LabelRuntime) that are not
+	// running.
+	StoppedRuns() ([]runContainer, error)
+	RemoveContainer(id string) error
+}
+
+// pruneContainers removes the containers killed runs left (see above), or with dryRun
+// says which it would; one line each.
+func pruneContainers(store containerStore, now time.Time, dryRun bool) ([]string, error) {
+	cs, err := store.StoppedRuns()
+	if err != nil {
+		return nil, fmt.Errorf("listing the containers of krun runs in podman: %w", err)
+	}
+	var out []string
+	var errs []error
+	for _, c := range cs {
+		var line string
+		switch {
+		case !c.Exited.IsZero() && now.Sub(c.Exited) > leftoverAge:
+			line = fmt.Sprintf("container %s in podman: exited %s ago, left by a krun run that was killed", c.Name, now.Sub(c.Exited).Round(time.Second))
+		case !c.Started && c.Exited.IsZero() && now.Sub(c.Created) > leftoverAge:
+			line = fmt.Sprintf("container %s in podman: created %s ago and never started, left by a krun run that was killed", c.Name, now.Sub(c.Created).Round(time.Second))
+		default:
+			continue // maybe a run's still
+		}
+		if dryRun {
+			out = append(out, "would remove "+line)
+			continue
+		}
+		if err := store.RemoveContainer(c.ID); err != nil {
+			errs = append(errs, fmt.Errorf("removing container %s from podman: %w", c.Name, err))
+			continue
+		}
+		out = append(out, "removed "+line)
+	}
+	return out, errors.Join(errs...)
+}
+
+func (e *podman) StoppedRuns() ([]runContainer, error) {
+	all := true
+	l, err := containers.List(e.ctx, &containers.ListOptions{All: &all, Filters: map[string][]string{"label": {LabelRuntime}}})
+	if err != nil {
+		return nil, err
+	}
+	var out []runContainer
+	for _, c := range l {
+		if c.State == "running" || c.State == "paused" || c.State == "stopping" || c.State == "removing" {
+			continue
+		}
+		name := c.ID[:min(12, len(c.ID))]
+		if len(c.Names) > 0 {
+			name = c.Names[0]
+		}
+		// podman reports the zero time's Unix seconds (negative) for "never".
+		rc := runContainer{ID: c.ID, Name: name, Created: c.Created, Started: c.StartedAt > 0}
+		if c.ExitedAt > 0 {
+			rc.Exited = time.Unix(c.ExitedAt, 0)
+		}
+		out = append(out, rc)
+	}
+	return out, nil
+}
+
+func (e *podman) RemoveContainer(id string) error { return e.Remove(id) }
