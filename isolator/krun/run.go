@@ -100,7 +100,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// looked the container up for the wait (a loaded host) lost its status. The run
 	// removes it on every path out, on the normal one once it has the status; once,
 	// however many paths ask.
-	remove := sync.OnceFunc(func() { _ = e.Remove(id) })
+	remove := sync.OnceFunc(func() { b.removeContainer(e, id) })
 	defer remove()
 	if err := b.limitsIgnored(warnings, p); err != nil {
 		remove()
@@ -252,6 +252,23 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	b.phase("removed")
 	return sess.Result(code)
 }
+
+// removeContainer removes the run's container, trying again when podman fails: a
+// forced removal that races with the container's own exit fails ("container not
+// running") after the kill, and leaves the container exited.
+func (b *Isolator) removeContainer(e engine, id string) {
+	var err error
+	for i := range removeTries {
+		if err = e.Remove(id); err == nil {
+			return
+		}
+		time.Sleep(time.Duration(i+1) * 50 * time.Millisecond) // a back-off, not a wait for an event
+	}
+	b.warn("podman could not remove the container %s: %v; `podman rm %s` removes it, as does `devsandbox sandboxes prune` a minute after it exited", id, err, id)
+}
+
+// removeTries is how often a run tries to remove its container.
+const removeTries = 4
 
 // stopBound is how long a run whose context ended waits, past the stop grace, for
 // its container to stop before it removes it.

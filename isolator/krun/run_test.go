@@ -46,6 +46,9 @@ type fakeEngine struct {
 	// The container's life as podman 4.3 has it: started, exited (the init
 	// returned), gone (removed: by the run, or by podman itself with auto-remove).
 	isStarted, exited, gone bool
+	// removeFails fails that many removals of a running container after killing it
+	// (podman's "container not running" when the kill races with its exit).
+	removeFails int
 }
 
 // errNoSuchContainer is podman's answer for a container it no longer has.
@@ -164,6 +167,13 @@ func (f *fakeEngine) Wait(id string) (int, error) {
 func (f *fakeEngine) Remove(id string) error {
 	f.mu.Lock()
 	exited := f.exited
+	if !exited && f.removeFails > 0 {
+		f.removeFails--
+		f.exited = true // killed, not removed
+		f.mu.Unlock()
+		f.call("remove-failed")
+		return errors.New("container not running")
+	}
 	f.gone = true
 	f.mu.Unlock()
 	if exited {
@@ -360,10 +370,47 @@ func TestRunCancelRemoves(t *testing.T) {
 		if err == nil || !strings.Contains(f.Calls(), "remove") {
 			t.Errorf("Run = %v, calls %q", err, f.Calls())
 		}
+		f.mu.Lock()
+		left := !f.gone
+		f.mu.Unlock()
+		if left {
+			t.Errorf("the container is left; calls %q", f.Calls())
+		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return after cancel")
 	}
 	close(gone)
+}
+
+// devsandbox gone, and podman's forced removal fails once after its kill (the kill
+// raced with the container's own exit): the run removes the container all the same.
+func TestRunCancelRemovesDespiteAFailedRemoval(t *testing.T) {
+	f := newFake(t, "krun")
+	f.removeFails = 1
+	gone := make(chan struct{})
+	defer close(gone)
+	f.init = func(stdin io.Reader, _, stderr io.Writer, _ *wire.Hello) {
+		fmt.Fprint(stderr, wire.ReadyMarker)
+		<-gone
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := backend(f, t).Run(ctx, runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
+		done <- err
+	}()
+	<-f.started
+	cancel(handoff.ErrCallerGone)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.gone {
+		t.Errorf("the container is left after a failed removal; calls %q", strings.Join(f.calls, " "))
+	}
 }
 
 // A cancelled run (its caller still there) stops the command as bwrap does: SIGTERM
