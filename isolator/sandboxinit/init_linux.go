@@ -160,7 +160,7 @@ func Main(args []string, stderr io.Writer) int {
 		_ = os.Unsetenv(wire.ManifestEnv)
 		m, err := wire.DecodeManifest(v)
 		if err == nil {
-			err = VerifyMounts(m.Checks, m.BootID)
+			err = VerifyMounts(m.Checks)
 		}
 		if err != nil {
 			return failed(err.Error())

@@ -91,21 +91,23 @@ func verifyFirewall(addr string) error {
 
 // VerifyMounts checks that each of checks is in effect (the bwrap init's part of
 // Verify: bubblewrap needs no check of its read-only flags or capabilities, only that
-// what it mounted is what the host opened, where it was meant to be).
-func VerifyMounts(checks []wire.Check, bootID string) error {
-	same := sameKernel(bootID)
+// what it mounted is what the host opened, where it was meant to be). The bwrap init
+// runs on the host's kernel (bubblewrap is a process of the host's), so the device
+// and inode numbers the host pinned are always compared: it reads no boot id, whose
+// lookup in the sandbox's new /proc builds every directory on the way to it.
+func VerifyMounts(checks []wire.Check) error {
 	for _, c := range checks {
-		if err := verifyCheck(c, same); err != nil {
+		if err := verifyCheck(c, true); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// sameKernel reports whether this process runs on the kernel whose boot id is id.
-// It reads the file with plain system calls: os.ReadFile would set up the runtime's
-// network poller for it (procfs files are pollable), which the bwrap init otherwise
-// first needs only once the command runs (the reaper's pidfd).
+// sameKernel reports whether this process runs on the kernel whose boot id is id
+// (the container init's question: an engine may run elsewhere). It reads the file
+// with plain system calls: os.ReadFile would set up the runtime's network poller for
+// it (procfs files are pollable).
 func sameKernel(id string) bool {
 	if id == "" {
 		return false
@@ -121,16 +123,25 @@ func sameKernel(id string) bool {
 }
 
 // verifyIdentity checks that c.Path leads, without a symlink on the way, to the file
-// the host pinned (compared when same says the numbers are comparable).
-func verifyIdentity(c wire.Check, same bool) error {
+// the host pinned (compared when same says the numbers are comparable). It returns an
+// O_PATH descriptor of that file, which the caller closes, and its stat: the file the
+// path led to, for the rest of the check.
+func verifyIdentity(c wire.Check, same bool, st *unix.Stat_t) (int, error) {
 	fd, parent, err := openNoFollow(c.Path)
 	if err != nil {
-		return fmt.Errorf("%s %s cannot be reached without following a symlink: %v (a directory on the way may have been swapped for one while the sandbox was set up: run again; a mount whose destination lies below a symlink needs a destination without one)", c.Kind, c.Path, err)
+		return -1, fmt.Errorf("%s %s cannot be reached without following a symlink: %v (a directory on the way may have been swapped for one while the sandbox was set up: run again; a mount whose destination lies below a symlink needs a destination without one)", c.Kind, c.Path, err)
 	}
-	defer unix.Close(fd)
 	defer unix.Close(parent)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := identify(c, same, fd, parent, st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// identify is verifyIdentity's check of fd, opened from the directory parent.
+func identify(c wire.Check, same bool, fd, parent int, st *unix.Stat_t) error {
+	if err := unix.Fstat(fd, st); err != nil {
 		return fmt.Errorf("%s %s: %v", c.Kind, c.Path, err)
 	}
 	if !same {
@@ -172,22 +183,57 @@ func mountID(fd int) (uint64, error) {
 	return 0, errors.New("no mnt_id in fdinfo")
 }
 
-// openNoFollow opens p (absolute, not /) one component at a time from /, following
-// no symlink, and returns O_PATH descriptors of it and of its parent directory.
+// openNoFollow opens p (absolute, not /, without "..") following no symlink, and
+// returns O_PATH descriptors of it and of the directory it was opened from. Where the
+// kernel has openat2 (Linux 5.6) that is two calls, the parent's path and then its
+// last component, each resolved with RESOLVE_NO_SYMLINKS; elsewhere (or where the
+// syscall filter refuses it) it walks p one component at a time (openNoFollowWalk).
 func openNoFollow(p string) (fd, parent int, err error) {
+	var comps []string
+	for _, c := range strings.Split(strings.Trim(p, "/"), "/") {
+		switch c {
+		case "":
+			continue
+		case "..":
+			return -1, -1, unix.EINVAL
+		}
+		comps = append(comps, c)
+	}
+	if len(comps) == 0 {
+		return -1, -1, unix.EINVAL // "/" itself
+	}
+	fd, parent, err = openNoFollow2(comps)
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+		return openNoFollowWalk(comps)
+	}
+	return fd, parent, err
+}
+
+// openNoFollow2 is openNoFollow by openat2: a symlink anywhere on the way, the last
+// component included (no O_NOFOLLOW), fails with ELOOP.
+func openNoFollow2(comps []string) (fd, parent int, err error) {
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
+	dir := &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
+	parent, err = unix.Openat2(unix.AT_FDCWD, "/"+strings.Join(comps[:len(comps)-1], "/"), dir)
+	if err != nil {
+		return -1, -1, err
+	}
+	fd, err = unix.Openat2(parent, comps[len(comps)-1], how)
+	if err != nil {
+		unix.Close(parent)
+		return -1, -1, err
+	}
+	return fd, parent, nil
+}
+
+// openNoFollowWalk is openNoFollow one component at a time from /.
+func openNoFollowWalk(comps []string) (fd, parent int, err error) {
 	fd, err = unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, -1, err
 	}
 	parent = -1
-	for _, c := range strings.Split(strings.Trim(p, "/"), "/") {
-		if c == "" {
-			continue
-		}
-		if c == ".." {
-			err = unix.EINVAL
-			break
-		}
+	for _, c := range comps {
 		nfd, oerr := unix.Openat(fd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if oerr != nil {
 			err = oerr
@@ -206,9 +252,6 @@ func openNoFollow(p string) (fd, parent int, err error) {
 			break
 		}
 	}
-	if err == nil && parent < 0 {
-		err = unix.EINVAL // "/" itself
-	}
 	if err != nil {
 		unix.Close(fd)
 		if parent >= 0 {
@@ -219,14 +262,19 @@ func openNoFollow(p string) (fd, parent int, err error) {
 	return fd, parent, nil
 }
 
+// verifyCheck checks c (numbers compared when same). A pinned path's (c.Ino) stat
+// and file system are those of the file its identity check reached, not of a second
+// lookup of the path.
 func verifyCheck(c wire.Check, same bool) error {
+	var st unix.Stat_t
+	fd := -1
 	if c.Ino != 0 {
-		if err := verifyIdentity(c, same); err != nil {
+		var err error
+		if fd, err = verifyIdentity(c, same, &st); err != nil {
 			return err
 		}
-	}
-	var st unix.Stat_t
-	if err := unix.Stat(c.Path, &st); err != nil {
+		defer unix.Close(fd)
+	} else if err := unix.Stat(c.Path, &st); err != nil {
 		return fmt.Errorf("%s %s is missing: %v", c.Kind, c.Path, err)
 	}
 	kind := st.Mode & unix.S_IFMT
@@ -262,7 +310,13 @@ func verifyCheck(c wire.Check, same bool) error {
 		return nil
 	}
 	var fs unix.Statfs_t
-	if err := unix.Statfs(c.Path, &fs); err != nil {
+	var err error
+	if fd >= 0 {
+		err = unix.Fstatfs(fd, &fs)
+	} else {
+		err = unix.Statfs(c.Path, &fs)
+	}
+	if err != nil {
 		return fmt.Errorf("%s %s: %v", c.Kind, c.Path, err)
 	}
 	if fs.Flags&unix.ST_RDONLY == 0 {

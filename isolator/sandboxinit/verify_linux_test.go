@@ -132,13 +132,108 @@ func TestVerifyIdentity(t *testing.T) {
 		{filepath.Join(dir, "link"), dev, ino, false, "without following a symlink"},
 	}
 	for _, tt := range tests {
-		err := verifyIdentity(wire.Check{Kind: wire.CheckRW, Path: tt.path, Dev: tt.dev, Ino: tt.ino}, tt.same)
+		var st unix.Stat_t
+		fd, err := verifyIdentity(wire.Check{Kind: wire.CheckRW, Path: tt.path, Dev: tt.dev, Ino: tt.ino}, tt.same, &st)
 		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("%s (same kernel %v): %v, want %q", tt.path, tt.same, err, tt.want)
+		}
+		if err == nil {
+			if fd < 0 || st.Ino != func() uint64 { _, i := id(tt.path); return i }() {
+				t.Errorf("%s: descriptor %d, stat of inode %d: not the path's file", tt.path, fd, st.Ino)
+			}
+			unix.Close(fd)
 		}
 	}
 	if !sameKernel(strings.TrimSpace(readFile(t, "/proc/sys/kernel/random/boot_id"))) || sameKernel("") {
 		t.Error("sameKernel does not recognise this kernel's boot id")
+	}
+}
+
+// openNoFollow reaches a path through real directories only, by openat2 and by the
+// walk it falls back to: a symlink on the way or at the end, "..", or "/" fails; the
+// descriptors it returns are the path's file and the directory it was opened from.
+func TestOpenNoFollow(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "a", "b")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(sub, "f")
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a", filepath.Join(dir, "la")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("f", filepath.Join(sub, "lf")); err != nil {
+		t.Fatal(err)
+	}
+	ino := func(fd int) uint64 {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
+	}
+	pathIno := func(p string) uint64 {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
+	}
+	split := func(p string) []string { return strings.Split(strings.Trim(p, "/"), "/") }
+	opens := map[string]func(string) (int, int, error){
+		"openNoFollow": openNoFollow,
+		"openat2":      func(p string) (int, int, error) { return openNoFollow2(split(p)) },
+		"walk":         func(p string) (int, int, error) { return openNoFollowWalk(split(p)) },
+	}
+	for name, open := range opens {
+		fd, parent, err := open(f)
+		if err != nil {
+			if name == "openat2" && errors.Is(err, unix.ENOSYS) {
+				continue // a kernel before 5.6
+			}
+			t.Fatalf("%s(%s): %v", name, f, err)
+		}
+		if ino(fd) != pathIno(f) || ino(parent) != pathIno(sub) {
+			t.Errorf("%s(%s): descriptors of inodes %d and %d, want %d and %d", name, f, ino(fd), ino(parent), pathIno(f), pathIno(sub))
+		}
+		unix.Close(fd)
+		unix.Close(parent)
+		for _, bad := range []string{filepath.Join(dir, "la", "b", "f"), filepath.Join(sub, "lf")} {
+			if fd, parent, err := open(bad); err == nil {
+				unix.Close(fd)
+				unix.Close(parent)
+				t.Errorf("%s(%s) followed a symlink", name, bad)
+			}
+		}
+	}
+	if _, _, err := openNoFollow("/"); err == nil {
+		t.Error(`openNoFollow("/") passed`)
+	}
+	if _, _, err := openNoFollow(sub + "/../b/f"); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("a path with ..: %v, want EINVAL", err)
+	}
+}
+
+// A pinned path's read-only check is made on the file its identity check reached.
+func TestVerifyCheckPinned(t *testing.T) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc", &st); err != nil {
+		t.Fatal(err)
+	}
+	c := wire.Check{Kind: wire.CheckRO, Path: "/proc", Dev: uint64(st.Dev), Ino: st.Ino}
+	if err := verifyCheck(c, true); !errors.Is(err, errWritable) {
+		t.Errorf("a writable pinned mount: %v, want errWritable", err)
+	}
+	c.Kind = wire.CheckRW
+	if err := verifyCheck(c, true); err != nil {
+		t.Errorf("a pinned mount: %v", err)
+	}
+	c.Ino++
+	if err := verifyCheck(c, true); err == nil || !strings.Contains(err.Error(), "not the file devsandbox opened") {
+		t.Errorf("another inode: %v", err)
 	}
 }
 
