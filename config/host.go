@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/devsandbox/devsandbox/internal/rawfile"
 )
 
 // HostFromEnviron builds the Host snapshot from an environment in os.Environ form.
@@ -22,9 +24,9 @@ func HostFromEnviron(environ []string, uid, gid int) (Host, error) {
 	if gid < 0 {
 		gid = os.Getgid()
 	}
-	// readAll, not os.ReadFile: this is often the first file a launch reads, and
+	// rawfile.ReadFile, not os.ReadFile: this is often the first file a launch reads, and
 	// os.File would set up the runtime's poller for it.
-	return newHost(environ, uid, gid, func() ([]byte, error) { return readAll("/etc/passwd") })
+	return newHost(environ, uid, gid, func() ([]byte, error) { return rawfile.ReadFile("/etc/passwd") })
 }
 
 // newHost is HostFromEnviron with the passwd reader injected.

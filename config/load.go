@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/devsandbox/devsandbox/internal/rawfile"
 )
 
 // LoadOptions are the inputs of Load.
@@ -171,7 +173,7 @@ func apply(c *Config, l *layer, src *source) error {
 
 // readFile reads a config file; the error is an *Error naming the file.
 func readFile(path string) ([]byte, error) {
-	doc, err := readAll(path)
+	doc, err := rawfile.ReadFile(path)
 	if err != nil {
 		return nil, &Error{File: path, Err: err} // the *Error names the file already
 	}

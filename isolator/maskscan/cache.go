@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"unsafe"
+
+	"github.com/devsandbox/devsandbox/internal/rawfile"
 )
 
 // The cache file, all integers little-endian, strings as a uvarint length and bytes:
@@ -32,7 +34,7 @@ const headerSize = len(magic) + 4
 // load reads the tree that cacheFile stores for root and matcher key, or returns
 // nil when there is none that fits; now is when the scan loading it started.
 func load(cacheFile, root string, key []byte, now int64) *node {
-	data, err := os.ReadFile(cacheFile)
+	data, err := rawfile.ReadFile(cacheFile) // not os.ReadFile: read at plan and in the watch's last pass, after bwrap exits
 	if err != nil {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -55,8 +56,29 @@ func TestListerPresent(t *testing.T) {
 			t.Errorf("%s: present %q, lstat finds it: %v", p, got, want)
 		}
 	}
+	// Patterns: the entries os.ReadDir lists that match, sorted, whether the listing
+	// answers (p, a missing directory) or os.ReadDir itself (big).
+	for _, pat := range []string{"p/*.json", "p/.*", "p/mise*", "none/*", "p/big/f1*", "p/afile/*"} {
+		want := []string(nil)
+		ents, _ := os.ReadDir(filepath.Dir(d + "/" + pat))
+		for _, e := range ents {
+			if ok, _ := filepath.Match(filepath.Base(pat), e.Name()); ok {
+				want = append(want, filepath.Join(filepath.Dir(d+"/"+pat), e.Name()))
+			}
+		}
+		if got := l.present(isolator.Tripwire{Path: d + "/" + pat, Pattern: true}); !slices.Equal(got, want) {
+			t.Errorf("%s: present %q, want %q", pat, got, want)
+		}
+	}
 	if runtime.GOOS != "linux" {
 		return
+	}
+	// One listing per directory for both kinds: a pattern in a listed directory
+	// does not list it again.
+	for dir, again := range map[string]bool{d + "/p": false, d + "/none": false, d + "/p/big": true} {
+		if _, ok := l.matched[dir]; ok != again {
+			t.Errorf("%s listed again for a pattern: %v, want %v", dir, ok, again)
+		}
 	}
 	for dir, listed := range map[string]bool{d + "/p": true, d + "/p/.claude": true, d + "/p/afile": true, d + "/p/.zed": true, d + "/p/big": false} {
 		if _, ok := l.names[dir]; ok != listed {

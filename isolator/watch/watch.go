@@ -200,7 +200,7 @@ func (w *Watcher) tripwires() {
 // patterns name the project's top directory, and most tripwires lie in a few
 // directories, most of which do not exist).
 type lister struct {
-	matched map[string][]string        // a pattern's directory: its names (none when unreadable)
+	matched map[string][]string        // a pattern's directory listNames cannot list: os.ReadDir's names
 	names   map[string]map[string]bool // a path's directory: its names (nil: it does not exist)
 	unknown map[string]bool            // a path's directory that could not be listed: lstat
 }
@@ -216,44 +216,59 @@ func newLister() lister {
 // present returns the paths of tw that exist: its Path, or the entries of its
 // directory that match its pattern, sorted. A Path whose directory's listing, made in
 // this pass, lacks its name does not exist; one the listing holds is confirmed with
-// lstat(2), and so is every Path whose directory could not be listed (listNames).
+// lstat(2), and so is every Path whose directory could not be listed (listNames). A
+// pattern is matched against the same listing (one per directory and pass for both
+// kinds), or against os.ReadDir's when listNames cannot answer.
 func (l lister) present(tw isolator.Tripwire) []string {
 	dir := filepath.Dir(tw.Path)
+	names, known := l.list(dir)
 	if !tw.Pattern {
-		if !l.unknown[dir] {
-			names, listed := l.names[dir]
-			if !listed {
-				var ok bool
-				if names, ok = listNames(dir); !ok {
-					l.unknown[dir] = true
-				} else {
-					l.names[dir] = names
-				}
-			}
-			if !l.unknown[dir] && !names[filepath.Base(tw.Path)] {
-				return nil
-			}
+		if known && !names[filepath.Base(tw.Path)] {
+			return nil
 		}
 		if _, err := os.Lstat(tw.Path); err != nil {
 			return nil
 		}
 		return []string{tw.Path}
 	}
-	names, listed := l.matched[dir]
-	if !listed {
-		ents, _ := os.ReadDir(dir) // none when it does not exist (yet)
-		for _, e := range ents {
-			names = append(names, e.Name())
+	var all []string
+	if known {
+		for n := range names {
+			all = append(all, n)
 		}
-		l.matched[dir] = names
+	} else if all, known = l.matched[dir]; !known {
+		ents, _ := os.ReadDir(dir) // none when it cannot be read
+		for _, e := range ents {
+			all = append(all, e.Name())
+		}
+		l.matched[dir] = all
 	}
 	var out []string
-	for _, n := range names {
+	for _, n := range all {
 		if ok, _ := path.Match(filepath.Base(tw.Path), n); ok {
 			out = append(out, filepath.Join(dir, n))
 		}
 	}
+	slices.Sort(out)
 	return out
+}
+
+// list returns dir's names from this pass's listing (listNames, made once per
+// directory); known is false when the listing cannot answer.
+func (l lister) list(dir string) (names map[string]bool, known bool) {
+	if l.unknown[dir] {
+		return nil, false
+	}
+	if names, listed := l.names[dir]; listed {
+		return names, true
+	}
+	names, ok := listNames(dir)
+	if !ok {
+		l.unknown[dir] = true
+		return nil, false
+	}
+	l.names[dir] = names
+	return names, true
 }
 
 // handle quarantines each problem, puts back the previous version where there is one,

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package config
+package rawfile
 
 import (
 	"errors"
@@ -8,8 +8,8 @@ import (
 	"os"
 )
 
-// readAll is os.ReadFile, its error the cause the *fs.PathError holds.
-func readAll(path string) ([]byte, error) {
+// ReadFile is os.ReadFile, its error the cause the *fs.PathError holds.
+func ReadFile(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	var pe *fs.PathError
 	if errors.As(err, &pe) {

@@ -1,17 +1,17 @@
 //go:build unix
 
-package config
+package rawfile
 
 import (
 	"golang.org/x/sys/unix"
 )
 
-// readAll is os.ReadFile with the system calls themselves: os.File registers every
+// ReadFile is os.ReadFile with the system calls themselves: os.File registers every
 // file with the runtime's poller (on a launch, the first file devsandbox opens sets
 // the poller up) and asks for its size through the poller's lock, three fcntl, an
 // epoll_ctl and a finalizer for a file read once. The error is the errno, as the
 // *fs.PathError of os.ReadFile would hold it.
-func readAll(path string) ([]byte, error) {
+func ReadFile(path string) ([]byte, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	for err == unix.EINTR {
 		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)

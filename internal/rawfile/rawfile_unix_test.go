@@ -1,6 +1,6 @@
 //go:build unix
 
-package config
+package rawfile
 
 import (
 	"bytes"
@@ -13,8 +13,8 @@ import (
 	"testing"
 )
 
-// readAll returns what os.ReadFile does, and its error's cause.
-func TestReadAll(t *testing.T) {
+// ReadFile returns what os.ReadFile does, and its error's cause.
+func TestReadFile(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
@@ -31,7 +31,7 @@ func TestReadAll(t *testing.T) {
 	}
 	for _, p := range paths {
 		want, werr := os.ReadFile(p)
-		got, err := readAll(p)
+		got, err := ReadFile(p)
 		if werr != nil || err != nil {
 			t.Fatalf("%s: %v, os.ReadFile: %v", p, err, werr)
 		}
@@ -45,10 +45,10 @@ func TestReadAll(t *testing.T) {
 			t.Errorf("%s: read %d bytes, want %d", p, len(got), len(want))
 		}
 	}
-	if _, err := readAll(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := ReadFile(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
-	if _, err := readAll(dir); !errors.Is(err, syscall.EISDIR) {
+	if _, err := ReadFile(dir); !errors.Is(err, syscall.EISDIR) {
 		t.Errorf("a directory: %v", err)
 	}
 }
