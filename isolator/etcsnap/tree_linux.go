@@ -356,7 +356,7 @@ func appendTree(b []byte, name string, t *tree) []byte {
 // being built (tfd). Every file is read from a descriptor whose stat matches the
 // walk's, every directory is checked unchanged after it was copied, and nothing on
 // the host is reached through a symbolic link.
-func buildTree(tfd int, name, src string, t *tree) error {
+func buildTree(tfd int, name, src string, t *tree, sy *syncer) error {
 	hfd, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("%s: %w", src, err)
@@ -369,7 +369,7 @@ func buildTree(tfd int, name, src string, t *tree) error {
 			case nodeDir, nodeClosedDir:
 				return unix.Mkdirat(spfd, base, 0o700)
 			case nodeClosedFile:
-				return writeFile(spfd, base, nil, 0)
+				return writeFile(spfd, base, nil, 0, sy)
 			}
 			return withParent(hfd, n.rel, func(hpfd int, hbase string) error {
 				if n.kind == nodeLink {
@@ -384,7 +384,7 @@ func buildTree(tfd int, name, src string, t *tree) error {
 					return err
 				}
 				_, mode := n.kind.kind()
-				return writeFile(spfd, base, data, mode)
+				return writeFile(spfd, base, data, mode, sy)
 			})
 		})
 		if err != nil {
@@ -402,7 +402,7 @@ func buildTree(tfd int, name, src string, t *tree) error {
 			return fmt.Errorf("%s: %w", path.Join(src, n.rel), ErrChanged)
 		}
 		_, mode := n.kind.kind()
-		if err := withParent(tfd, path.Join(name, n.rel), func(pfd int, base string) error { return sealDirMode(pfd, base, mode) }); err != nil {
+		if err := withParent(tfd, path.Join(name, n.rel), func(pfd int, base string) error { return sealDirMode(pfd, base, mode, sy) }); err != nil {
 			return err
 		}
 	}
