@@ -193,6 +193,9 @@ func (o *etcOpening) take(pp *isolator.Plan, debug func(string)) (*etcsnap.Snaps
 		return nil, nil
 	}
 	if debug != nil {
+		if s.Built {
+			debug("the /etc snapshot " + s.Path + " was built for this launch (its host files changed, or it was not there)")
+		}
 		for _, n := range s.Notes {
 			debug(n)
 		}
