@@ -185,6 +185,9 @@ func walkTree(src string, now time.Time) (*tree, error) {
 	return w.t, nil
 }
 
+// walkedDir, set by tests only, is called after each directory of a tree is listed.
+var walkedDir func(rel string)
+
 func (w *treeWalker) see(rel string, st *unix.Stat_t) {
 	w.t.seen = append(w.t.seen, indexStampOf(rel, st))
 }
@@ -219,6 +222,9 @@ func (w *treeWalker) dir(fd int, rel string, parent int, st *unix.Stat_t) error 
 		return err
 	}
 	sort.Slice(kids, func(i, j int) bool { return kids[i].name < kids[j].name })
+	if walkedDir != nil {
+		walkedDir(rel)
+	}
 	for _, k := range kids {
 		crel := path.Join(rel, k.name)
 		if k.typ == unix.DT_LNK {
