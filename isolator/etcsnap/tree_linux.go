@@ -37,7 +37,10 @@ import (
 //     enter or enter but not list; a file the user can execute but not read;
 //   - a file or directory the user can read is kept from others (mode without o+r,
 //     or o+rx for a directory: a key readable through a group);
-//   - it changed within racyWindow, or while it was walked.
+//
+// A tree that changed within racyWindow, or while it was walked, gives no snapshot
+// this once (an error wrapping ErrRacy or ErrChanged, as for a racy file: the caller
+// copies the files one by one); the first launch after the window copies it.
 //
 // The key covers a tree through every directory's identity and change times (an
 // entry added, removed, renamed or replaced, a symbolic link retargeted, changes its
