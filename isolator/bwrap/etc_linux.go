@@ -193,6 +193,9 @@ func (o *etcOpening) take(pp *isolator.Plan, debug func(string)) (*etcsnap.Snaps
 		return nil, nil
 	}
 	if debug != nil {
+		if s.Built {
+			debug("the /etc snapshot " + s.Path + " was built for this launch (its host files changed, or it was not there)")
+		}
 		for _, n := range s.Notes {
 			debug(n)
 		}
@@ -245,8 +248,9 @@ func etcScript(f File) string {
 		fmt.Fprintf(&b, "#   and the directories, copied whole: %s\n", strings.Join(trees, " "))
 		b.WriteString("#   (files as copies, symbolic links as links; what the user cannot read or enter as an empty entry of\n")
 		fmt.Fprintf(&b, "#   mode 0000); one over %d entries, %d files and directories or %d MiB, with an entry a copy cannot\n", etcsnap.MaxTreeEntries, etcsnap.MaxTreeStats, etcsnap.MaxTreeBytes>>20)
-		b.WriteString("#   show the same, or changed in the last seconds is bound read-only over an empty directory instead\n")
-		b.WriteString("#   (--ro-bind-try, as without a snapshot; --debug says which and why)\n")
+		b.WriteString("#   show the same is bound read-only over an empty directory instead (--ro-bind-try, as without a\n")
+		b.WriteString("#   snapshot; --debug says which and why); one changed in the last seconds makes that launch copy\n")
+		b.WriteString("#   the files one by one\n")
 	}
 	if len(points) > 0 {
 		fmt.Fprintf(&b, "#   with empty mount points for: %s\n", strings.Join(points, " "))

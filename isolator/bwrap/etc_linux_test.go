@@ -158,6 +158,20 @@ func TestEtcSnapshotAfterPinning(t *testing.T) {
 			if !held(entries, want) || !reflect.DeepEqual(entries, s.Entries) {
 				t.Errorf("render is handed %+v, the pinned Plan's entries are %+v, the snapshot holds %+v", entries, want, s.Entries)
 			}
+			// --debug says when a launch built its snapshot, and only then.
+			built := func(notes []string) bool {
+				return slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "was built for this launch") })
+			}
+			if !built(notes) {
+				t.Errorf("the first launch's notes do not say it built the snapshot: %q", notes)
+			}
+			again, _, notes := bwrap.StartEtc(pp, pp, nil)
+			if again == nil || again.Built || built(notes) {
+				t.Errorf("the second launch: snapshot %v, notes %q", again, notes)
+			}
+			if again != nil {
+				again.Close()
+			}
 		})
 	}
 }

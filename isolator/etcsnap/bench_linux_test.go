@@ -85,3 +85,25 @@ func BenchmarkOpenReusedTrees(b *testing.B) {
 	}
 	benchReused(b, es)
 }
+
+// BenchmarkOpenBuiltTrees is the cost of a launch that builds its snapshot with the
+// host's /etc trees copied (run it as an ordinary user; see BenchmarkOpenReusedTrees):
+// the first launch after a host change to /etc/ssl, say.
+func BenchmarkOpenBuiltTrees(b *testing.B) {
+	_, es := hostFiles(b, launchFiles())
+	es = es[:len(es)-2]
+	for _, d := range []string{"ssl", "alternatives", "java-17-openjdk"} {
+		es = append(es, Entry{Name: d, Source: "/etc/" + d, Tree: true})
+	}
+	for i := 0; i < b.N; i++ {
+		root := sealedRoot(b)
+		s, err := Open(root, es, later())
+		if err != nil || !s.Built {
+			b.Fatal(err)
+		}
+		if i == 0 && len(s.Notes) > 0 {
+			b.Logf("notes: %q", s.Notes)
+		}
+		s.Close()
+	}
+}

@@ -374,7 +374,7 @@ func saveIndex(rfd, fd int, k string, kd *keyed) {
 	}
 	data := idx.text()
 	tmp := tmpPrefix + randomName()
-	if err := writeFile(rfd, tmp, data, 0o400); err != nil {
+	if err := writeFile(rfd, tmp, data, 0o400, nil); err != nil {
 		_ = unix.Unlinkat(rfd, tmp, 0)
 		return
 	}

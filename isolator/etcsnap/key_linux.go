@@ -98,7 +98,10 @@ func key(entries []Entry, now time.Time, idx *treeIndex) (string, *keyed, error)
 	kd.idx = idx
 	for i, e := range entries {
 		if e.Tree {
-			digest, note := treeKey(kd, i, e, now)
+			digest, note, err := treeKey(kd, i, e, now)
+			if err != nil {
+				return "", nil, err
+			}
 			if note == "" {
 				line = strconv.AppendQuote(line, e.Name)
 				line = append(line, " tree "...)
@@ -150,10 +153,17 @@ func key(entries []Entry, now time.Time, idx *treeIndex) (string, *keyed, error)
 // treeKey returns the digest of the tree entries[i] (its walk's key lines), or the
 // note saying why it is bound instead; from kd.idx when that holds it, else from a
 // walk, which kd keeps for the build, the check and the index.
-func treeKey(kd *keyed, i int, e Entry, now time.Time) (digest, note string) {
+//
+// A tree that changed within the racy window, or while it was walked, is an error
+// (wrapping ErrRacy or ErrChanged), as a racy file is: the launch binds the trees
+// and copies the files one by one this once, and the first launch after the window
+// builds the snapshot with the tree copied. Bound into a snapshot of its own
+// instead, it cost a build for that launch and another one for the next (a host
+// change to /etc/ssl: two snapshots built, the first pruned soon after).
+func treeKey(kd *keyed, i int, e Entry, now time.Time) (digest, note string, err error) {
 	if kd.idx != nil {
 		r := kd.idx.tree(e.Source)
-		return r.Digest, r.Note
+		return r.Digest, r.Note, nil
 	}
 	if kd.walked == nil {
 		kd.walked = make([]*tree, len(kd.entries))
@@ -161,6 +171,9 @@ func treeKey(kd *keyed, i int, e Entry, now time.Time) (digest, note string) {
 		kd.record = make([]indexTree, len(kd.entries))
 	}
 	t, err := walkTree(e.Source, now)
+	if errors.Is(err, ErrRacy) || errors.Is(err, ErrChanged) {
+		return "", "", err
+	}
 	kd.walked[i] = t
 	if err != nil {
 		note = describe(e.Source, err)
@@ -169,10 +182,10 @@ func treeKey(kd *keyed, i int, e Entry, now time.Time) (digest, note string) {
 		sum := sha256.Sum256(appendTree(nil, e.Name, t))
 		digest = hex.EncodeToString(sum[:16])
 	}
-	if t != nil && !errors.Is(err, ErrRacy) && !errors.Is(err, ErrChanged) {
+	if t != nil {
 		kd.record[i] = indexTree{Source: e.Source, Seen: t.seen, Digest: digest, Note: note}
 	}
-	return digest, note
+	return digest, note, nil
 }
 
 // appendStamp appends the key's line for a copied file e with stamp s:

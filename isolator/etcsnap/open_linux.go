@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -268,16 +269,24 @@ func readNames(fd int) ([]string, error) {
 }
 
 // build writes the snapshot k into a private temporary directory under rfd, seals it
-// (0444 files, 0555 directories) and renames it into place. Losing the race to a
-// concurrent build of the same key is success: theirs is the same snapshot.
+// (0444 files, 0555 directories), makes it durable and renames it into place. Losing
+// the race to a concurrent build of the same key is success: theirs is the same
+// snapshot.
+//
+// Only the rename makes a snapshot usable (reuse opens nothing but a key's name), and
+// it comes after every file and directory of the copy is on disk (syncer): a crash or
+// a kill at any point before it leaves a temporary directory that no launch uses and
+// pruning removes (staleTmp); one after it leaves a complete snapshot.
 func build(rfd int, k string, kd *keyed) (err error) {
 	entries, stamps := kd.entries, kd.stamps
 	tmp := tmpPrefix + randomName()
 	if err := unix.Mkdirat(rfd, tmp, 0o700); err != nil {
 		return err
 	}
+	sy := &syncer{}
 	defer func() {
 		if err != nil {
+			sy.abandon()
 			_ = removeAt(rfd, tmp)
 		}
 	}()
@@ -297,24 +306,33 @@ func build(rfd int, k string, kd *keyed) (err error) {
 			continue
 		}
 		if e.Tree {
-			if err := buildTree(tfd, e.Name, e.Source, kd.trees[i]); err != nil {
+			if err := buildTree(tfd, e.Name, e.Source, kd.trees[i], sy); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := withParent(tfd, e.Name, func(pfd int, base string) error { return writeEntry(pfd, base, e, stamps[i]) }); err != nil {
+		if err := withParent(tfd, e.Name, func(pfd int, base string) error { return writeEntry(pfd, base, e, stamps[i], sy) }); err != nil {
 			return err
 		}
 	}
 	for i := len(ds) - 1; i >= 0; i-- {
-		if err := withParent(tfd, ds[i], func(pfd int, base string) error { return sealDir(pfd, base) }); err != nil {
+		if err := withParent(tfd, ds[i], func(pfd int, base string) error { return sealDir(pfd, base, sy) }); err != nil {
 			return err
 		}
 	}
 	if err := unix.Fchmod(tfd, 0o555); err != nil {
 		return err
 	}
+	if err := buildStep("sync", sy.count); err != nil {
+		return err
+	}
+	if err := sy.flush(); err != nil {
+		return err
+	}
 	if err := unix.Fsync(tfd); err != nil {
+		return err
+	}
+	if err := buildStep("rename", sy.synced); err != nil {
 		return err
 	}
 	err = unix.Renameat2(rfd, tmp, rfd, k, unix.RENAME_NOREPLACE)
@@ -324,7 +342,108 @@ func build(rfd int, k string, kd *keyed) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := buildStep("renamed", sy.synced); err != nil {
+		return err
+	}
 	return unix.Fsync(rfd)
+}
+
+// buildHook, set by tests only, is called at each step of a build: "write" after
+// each file is written (n: the files and directories written so far), "sync" before
+// the copy is made durable (n: the same), "rename" before it is renamed into place
+// and "renamed" after (n: the files and directories fsynced). An error fails the
+// build there.
+var buildHook func(step string, n int) error
+
+func buildStep(step string, n int) error {
+	if buildHook == nil {
+		return nil
+	}
+	return buildHook(step, n)
+}
+
+// A syncer makes a snapshot's files and directories durable together rather than
+// one after another. Each is written, its write-back started (sync_file_range
+// SYNC_FILE_RANGE_WRITE, which does not wait) and its descriptor kept; flush then
+// fsyncs them all, concurrently. Every file and directory is still fsynced before the
+// snapshot is renamed into place, but what they share is committed once: on a
+// journalled ext4 the first fsync commits the transaction that holds every creation
+// and the others find it committed, where a fsync right after each write committed
+// one transaction per file (a build of the default view's /etc with /etc/ssl,
+// /etc/alternatives and a JDK's /etc copied: about 175 cache flushes and 280 writes
+// to the disk before, 30 to 60 flushes and 120 writes now).
+//
+// syncfs(2) would be one call, but it also waits for every other dirty file of the
+// file system: after a build in the user's home wrote 100 MiB, 155 ms here against
+// 6 ms for the fsync of a small new file. A launch must not wait for that.
+//
+// The descriptors are close-on-exec and never leave this package; at most
+// maxPending are kept open, and then flushed early.
+type syncer struct {
+	fds    []int
+	count  int // files and directories handed to it
+	synced int // of them, fsynced
+}
+
+const maxPending = 256
+
+// add takes fd (the syncer closes it) after its content was written.
+func (s *syncer) add(fd int, file bool) error {
+	if file {
+		// Only a hint: flush's fsync waits for the data whether it started or not.
+		_ = unix.SyncFileRange(fd, 0, 0, unix.SYNC_FILE_RANGE_WRITE)
+	}
+	s.fds = append(s.fds, fd)
+	s.count++
+	if len(s.fds) >= maxPending {
+		return s.flush()
+	}
+	return nil
+}
+
+// flush fsyncs and closes every descriptor it holds, syncWorkers at a time: the
+// block layer merges the cache flushes of concurrent fsyncs, which one after another
+// each wait for their own. The first error is returned, and every descriptor is
+// closed all the same.
+func (s *syncer) flush() error {
+	fds := s.fds
+	s.fds = nil
+	errs := make([]error, len(fds))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(syncWorkers, len(fds)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = unix.Fsync(fds[i])
+				unix.Close(fds[i])
+			}
+		}()
+	}
+	for i := range fds {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return fmt.Errorf("syncing the snapshot: %w", err)
+		}
+	}
+	s.synced += len(fds)
+	return nil
+}
+
+// syncWorkers is how many fsyncs flush has in flight.
+const syncWorkers = 16
+
+// abandon closes every descriptor without syncing: the build failed.
+func (s *syncer) abandon() {
+	for _, fd := range s.fds {
+		unix.Close(fd)
+	}
+	s.fds = nil
 }
 
 // withParent opens the directory holding name under fd, one component at a time and
@@ -353,7 +472,7 @@ func withParent(fd int, name string, fn func(pfd int, base string) error) error 
 // writeEntry creates base under pfd: the content of e's source, or empty. The source
 // is read from a descriptor whose stat matches the key's stamp before and after the
 // read, so the content is the one the key names.
-func writeEntry(pfd int, base string, e Entry, s stamp) error {
+func writeEntry(pfd int, base string, e Entry, s stamp, sy *syncer) error {
 	var data []byte
 	if e.Source != "" && !s.missing {
 		var err error
@@ -361,28 +480,49 @@ func writeEntry(pfd int, base string, e Entry, s stamp) error {
 			return err
 		}
 	}
-	if err := writeFile(pfd, base, data, 0o444); err != nil {
+	if err := writeFile(pfd, base, data, 0o444, sy); err != nil {
 		return fmt.Errorf("%s: %w", e.Name, err)
 	}
 	return nil
 }
 
 // writeFile creates base under pfd (never through a link, never over anything) with
-// data and mode.
-func writeFile(pfd int, base string, data []byte, mode uint32) error {
+// data and mode. With sy, the file is handed to it to be synced with the rest of the
+// build; without, it is synced before writeFile returns.
+func writeFile(pfd int, base string, data []byte, mode uint32, sy *syncer) error {
 	fd, err := unix.Openat(pfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
 	}
-	f := os.NewFile(uintptr(fd), base)
-	defer f.Close()
-	if _, err := f.Write(data); err != nil {
+	err = writeAll(fd, data)
+	if err == nil {
+		err = unix.Fchmod(fd, mode)
+	}
+	if err != nil || sy == nil {
+		if err == nil {
+			err = unix.Fsync(fd)
+		}
+		unix.Close(fd)
 		return err
 	}
-	if err := unix.Fchmod(fd, mode); err != nil {
+	if err := sy.add(fd, true); err != nil {
 		return err
 	}
-	return f.Sync()
+	return buildStep("write", sy.count)
+}
+
+func writeAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := unix.Write(fd, data)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
 }
 
 // readAt reads name under dirfd (src, for errors), from a descriptor whose stat is
@@ -416,20 +556,20 @@ func readAt(dirfd int, name, src string, want stamp) ([]byte, error) {
 	return data, nil
 }
 
-func sealDir(pfd int, base string) error { return sealDirMode(pfd, base, 0o555) }
+func sealDir(pfd int, base string, sy *syncer) error { return sealDirMode(pfd, base, 0o555, sy) }
 
 // sealDirMode sets the directory base under pfd to mode (0555; 0000 for a directory
-// the user cannot list or enter on the host) and syncs it.
-func sealDirMode(pfd int, base string, mode uint32) error {
+// the user cannot list or enter on the host) and hands it to sy to be synced.
+func sealDirMode(pfd int, base string, mode uint32, sy *syncer) error {
 	fd, err := unix.Openat(pfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
 	if err := unix.Fchmod(fd, mode); err != nil {
+		unix.Close(fd)
 		return err
 	}
-	return unix.Fsync(fd)
+	return sy.add(fd, false)
 }
 
 func randomName() string {

@@ -37,7 +37,10 @@ import (
 //     enter or enter but not list; a file the user can execute but not read;
 //   - a file or directory the user can read is kept from others (mode without o+r,
 //     or o+rx for a directory: a key readable through a group);
-//   - it changed within racyWindow, or while it was walked.
+//
+// A tree that changed within racyWindow, or while it was walked, gives no snapshot
+// this once (an error wrapping ErrRacy or ErrChanged, as for a racy file: the caller
+// copies the files one by one); the first launch after the window copies it.
 //
 // The key covers a tree through every directory's identity and change times (an
 // entry added, removed, renamed or replaced, a symbolic link retargeted, changes its
@@ -185,6 +188,9 @@ func walkTree(src string, now time.Time) (*tree, error) {
 	return w.t, nil
 }
 
+// walkedDir, set by tests only, is called after each directory of a tree is listed.
+var walkedDir func(rel string)
+
 func (w *treeWalker) see(rel string, st *unix.Stat_t) {
 	w.t.seen = append(w.t.seen, indexStampOf(rel, st))
 }
@@ -219,6 +225,9 @@ func (w *treeWalker) dir(fd int, rel string, parent int, st *unix.Stat_t) error 
 		return err
 	}
 	sort.Slice(kids, func(i, j int) bool { return kids[i].name < kids[j].name })
+	if walkedDir != nil {
+		walkedDir(rel)
+	}
 	for _, k := range kids {
 		crel := path.Join(rel, k.name)
 		if k.typ == unix.DT_LNK {
@@ -356,7 +365,7 @@ func appendTree(b []byte, name string, t *tree) []byte {
 // being built (tfd). Every file is read from a descriptor whose stat matches the
 // walk's, every directory is checked unchanged after it was copied, and nothing on
 // the host is reached through a symbolic link.
-func buildTree(tfd int, name, src string, t *tree) error {
+func buildTree(tfd int, name, src string, t *tree, sy *syncer) error {
 	hfd, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("%s: %w", src, err)
@@ -369,7 +378,7 @@ func buildTree(tfd int, name, src string, t *tree) error {
 			case nodeDir, nodeClosedDir:
 				return unix.Mkdirat(spfd, base, 0o700)
 			case nodeClosedFile:
-				return writeFile(spfd, base, nil, 0)
+				return writeFile(spfd, base, nil, 0, sy)
 			}
 			return withParent(hfd, n.rel, func(hpfd int, hbase string) error {
 				if n.kind == nodeLink {
@@ -384,7 +393,7 @@ func buildTree(tfd int, name, src string, t *tree) error {
 					return err
 				}
 				_, mode := n.kind.kind()
-				return writeFile(spfd, base, data, mode)
+				return writeFile(spfd, base, data, mode, sy)
 			})
 		})
 		if err != nil {
@@ -402,7 +411,7 @@ func buildTree(tfd int, name, src string, t *tree) error {
 			return fmt.Errorf("%s: %w", path.Join(src, n.rel), ErrChanged)
 		}
 		_, mode := n.kind.kind()
-		if err := withParent(tfd, path.Join(name, n.rel), func(pfd int, base string) error { return sealDirMode(pfd, base, mode) }); err != nil {
+		if err := withParent(tfd, path.Join(name, n.rel), func(pfd int, base string) error { return sealDirMode(pfd, base, mode, sy) }); err != nil {
 			return err
 		}
 	}
