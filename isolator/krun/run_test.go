@@ -349,67 +349,41 @@ func TestRunInitFailure(t *testing.T) {
 	}
 }
 
-// devsandbox gone (the control pipe ended): the container is removed at once.
+// devsandbox gone (the control pipe ended): the container is removed at once, also
+// when podman's forced removal fails once after its kill (the kill raced with the
+// container's own exit).
 func TestRunCancelRemoves(t *testing.T) {
-	f := newFake(t, "krun")
-	gone := make(chan struct{})
-	f.init = func(stdin io.Reader, _, stderr io.Writer, _ *wire.Hello) {
-		fmt.Fprint(stderr, wire.ReadyMarker)
-		<-gone
-	}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := backend(f, t).Run(ctx, runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
-		done <- err
-	}()
-	<-f.started
-	cancel(handoff.ErrCallerGone)
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(f.Calls(), "remove") {
-			t.Errorf("Run = %v, calls %q", err, f.Calls())
+	for _, removeFails := range []int{0, 1} {
+		f := newFake(t, "krun")
+		f.removeFails = removeFails
+		gone := make(chan struct{})
+		f.init = func(stdin io.Reader, _, stderr io.Writer, _ *wire.Hello) {
+			fmt.Fprint(stderr, wire.ReadyMarker)
+			<-gone
 		}
-		f.mu.Lock()
-		left := !f.gone
-		f.mu.Unlock()
-		if left {
-			t.Errorf("the container is left; calls %q", f.Calls())
+		ctx, cancel := context.WithCancelCause(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := backend(f, t).Run(ctx, runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
+			done <- err
+		}()
+		<-f.started
+		cancel(handoff.ErrCallerGone)
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(f.Calls(), "remove") {
+				t.Errorf("removal failing %d times: Run = %v, calls %q", removeFails, err, f.Calls())
+			}
+			f.mu.Lock()
+			left := !f.gone
+			f.mu.Unlock()
+			if left {
+				t.Errorf("removal failing %d times: the container is left; calls %q", removeFails, f.Calls())
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("removal failing %d times: Run did not return after cancel", removeFails)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after cancel")
-	}
-	close(gone)
-}
-
-// devsandbox gone, and podman's forced removal fails once after its kill (the kill
-// raced with the container's own exit): the run removes the container all the same.
-func TestRunCancelRemovesDespiteAFailedRemoval(t *testing.T) {
-	f := newFake(t, "krun")
-	f.removeFails = 1
-	gone := make(chan struct{})
-	defer close(gone)
-	f.init = func(stdin io.Reader, _, stderr io.Writer, _ *wire.Hello) {
-		fmt.Fprint(stderr, wire.ReadyMarker)
-		<-gone
-	}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := backend(f, t).Run(ctx, runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
-		done <- err
-	}()
-	<-f.started
-	cancel(handoff.ErrCallerGone)
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after cancel")
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.gone {
-		t.Errorf("the container is left after a failed removal; calls %q", strings.Join(f.calls, " "))
+		close(gone)
 	}
 }
 
