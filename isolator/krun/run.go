@@ -259,10 +259,13 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 func (b *Isolator) removeContainer(e engine, id string) {
 	var err error
 	for i := range removeTries {
-		if err = e.Remove(id); err == nil {
-			return
+		if err = e.Remove(id); err == nil || i == removeTries-1 {
+			break
 		}
 		time.Sleep(time.Duration(i+1) * 50 * time.Millisecond) // a back-off, not a wait for an event
+	}
+	if err == nil {
+		return
 	}
 	b.warn("podman could not remove the container %s: %v; `podman rm %s` removes it, as does `devsandbox sandboxes prune` a minute after it exited", id, err, id)
 }
