@@ -291,3 +291,32 @@ func stale(path string) bool {
 	}
 	return errors.Is(err, syscall.ECONNREFUSED)
 }
+
+// Listen listens on a Unix socket of mode 0600 at path that appears there already
+// accepting: it is bound in a fresh directory beside path, made 0600 there, and linked
+// into place (never over anything at path: that is an error). Bound at path itself it
+// would sit there for a moment before it listens, refusing connections, and a
+// concurrent session's Sweep would take it for a dead session's and remove it (seen
+// with sixteen runs of one project at once: the proxy's chmod found no socket). The
+// listener leaves the socket file when it closes; its owner removes it.
+func Listen(path string) (*net.UnixListener, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".l") // short: socket paths are limited to 107 bytes
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, "s")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	ln.SetUnlinkOnClose(false)
+	if err = os.Chmod(tmp, 0o600); err == nil {
+		err = os.Link(tmp, path)
+	}
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}

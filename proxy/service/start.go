@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
+	"github.com/devsandbox/devsandbox/isolator/sockdir"
 )
 
 // ExitBound is how long the end of a run waits for devsandbox-proxy to flush its audit
@@ -180,21 +180,15 @@ func listen(path string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	// Between bind and chmod the socket has the umask's mode; the private directory
-	// keeps everyone else out meanwhile. Chmod fails on a directory that is not ours.
+	// Chmod fails on a directory that is not ours.
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, err
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	ln, err := sockdir.Listen(path)
 	if err != nil {
 		return nil, err
 	}
-	ln.SetUnlinkOnClose(false) // the socket outlives this listener; stop removes it
-	defer ln.Close()           // File returns a duplicate
-	if err := os.Chmod(path, 0o600); err != nil {
-		os.Remove(path)
-		return nil, err
-	}
+	defer ln.Close() // File returns a duplicate
 	f, err := ln.File()
 	if err != nil {
 		os.Remove(path)
