@@ -416,6 +416,40 @@ func TestEmbedScenarios(t *testing.T) {
 	})
 }
 
+// Many runs at once, four in each of four processes, of the same projects: all run
+// and keep their own output and status. Two races failed this before:
+//   - podman's service reads the user's subordinate IDs (libsubid) for every keep-id
+//     container it creates, and libsubid is not thread safe: podman 4.3.1 answered
+//     creations at the same moment with "keep-id requires additional UIDs or GIDs" (a
+//     run refused), or died of a SIGSEGV in subid_get_uid_ranges (every run on the
+//     service failed) — four creations at once through its API crashed it;
+//   - a session's proxy socket existed for a moment before it listened, and another
+//     session's sweep of the socket directory removed it as a dead session's (the
+//     proxy's chmod: "no such file or directory").
+func TestEmbedManyAtOnce(t *testing.T) {
+	isos := slices.DeleteFunc(embedIsolators(), func(iso string) bool { return iso != "krun" && iso != "bwrap" })
+	forEachIsolatorOf(t, isos, func(t *testing.T, iso string) {
+		ps := []*project{newProject(t), newProject(t), newProject(t), newProject(t)}
+		job := embedJob{Iso: iso, Dirs: []string{ps[0].dir, ps[1].dir, ps[2].dir, ps[3].dir}, Script: `echo "run $1"; exit $1`}
+		// Three bursts of sixteen runs: krun failed about one burst in three before.
+		for burst := range 3 {
+			var es []*embedProc
+			for range 4 {
+				es = append(es, startEmbed(t, job, ps[0].root))
+			}
+			for n, e := range es {
+				outs, res := e.results(t, 3*time.Minute)
+				for i := range job.Dirs {
+					if want := fmt.Sprintf("%d nil", i); res[i] != want || !slices.Equal(outs[i], []string{fmt.Sprintf("run %d", i)}) {
+						t.Errorf("burst %d, process %d, run %d: result %q, output %q; want %q\nharness stderr:\n%s", burst, n, i, res[i], outs[i], want, e.stderr.String())
+					}
+				}
+			}
+		}
+		assertNothingLeft(t, iso, ps[0].root, ps, false)
+	})
+}
+
 // The embedding process is SIGKILLed while its run's command runs: every process of
 // the run ends by itself, no mount stays; the one thing a dead process cannot remove,
 // its session /tmp (bwrap), goes with the next `devsandbox sandboxes prune`, which

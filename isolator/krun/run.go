@@ -86,7 +86,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	s.Gen.Name = "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
-	id, warnings, err := e.Create(s.Gen)
+	id, warnings, err := b.create(ctx, h, e, s.Gen)
 	if err != nil {
 		if errors.Is(err, isolator.ErrUnavailable) {
 			return 0, err

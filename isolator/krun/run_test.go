@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/containers/podman/v5/pkg/specgen"
 
 	"github.com/devsandbox/devsandbox/egress"
@@ -49,7 +51,14 @@ type fakeEngine struct {
 	// removeFails fails that many removals of a running container after killing it
 	// (podman's "container not running" when the kill races with its exit).
 	removeFails int
+	// lock, when set, must be held at every creation; createErrs are podman's answers
+	// to the first creations (then it creates).
+	lock       *fakeLock
+	createErrs []error
 }
+
+// errSubIDsRefused is podman 4.3.1's answer to a creation when libsubid failed.
+var errSubIDsRefused = errors.New("keep-id requires additional UIDs or GIDs defined in /etc/subuid and /etc/subgid to function correctly: %!w(<nil>)")
 
 // errNoSuchContainer is podman's answer for a container it no longer has.
 var errNoSuchContainer = errors.New(`no container with name or ID "c1" found: no such container`)
@@ -74,6 +83,15 @@ func (f *fakeEngine) Version() (string, error) { f.t.Error("unexpected Version")
 func (f *fakeEngine) ImageExists(string) error { f.t.Error("unexpected ImageExists"); return nil }
 
 func (f *fakeEngine) Create(g *specgen.SpecGenerator) (string, []string, error) {
+	if f.lock != nil && !f.lock.isHeld() {
+		f.t.Error("a creation without the creations' lock")
+	}
+	if len(f.createErrs) > 0 {
+		err := f.createErrs[0]
+		f.createErrs = f.createErrs[1:]
+		f.call("create-refused")
+		return "", nil, err
+	}
 	f.call("create")
 	f.created = g
 	// The files devsandbox generates for the container are there when podman reads
@@ -188,6 +206,38 @@ func (f *fakeEngine) Remove(id string) error {
 type fakeHost struct {
 	t     *testing.T
 	noKVM bool
+	lock  *fakeLock // nil: LockCreate is free
+}
+
+// fakeLock is the creations' lock: who took it, and whether it is held.
+type fakeLock struct {
+	mu    sync.Mutex
+	held  bool
+	paths []string
+}
+
+func (l *fakeLock) isHeld() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held
+}
+
+func (h fakeHost) LockCreate(_ context.Context, path string) (func(), error) {
+	if h.lock == nil {
+		return func() {}, nil
+	}
+	h.lock.mu.Lock()
+	defer h.lock.mu.Unlock()
+	if h.lock.held {
+		h.t.Error("the creations' lock is taken twice")
+	}
+	h.lock.held = true
+	h.lock.paths = append(h.lock.paths, path)
+	return func() {
+		h.lock.mu.Lock()
+		defer h.lock.mu.Unlock()
+		h.lock.held = false
+	}, nil
 }
 
 func (h fakeHost) KVM() error {
@@ -263,6 +313,116 @@ func TestRunSession(t *testing.T) {
 	}
 	if !strings.HasPrefix(f.created.Name, "devsandbox-app-0123abcd-") || f.created.Rlimits[0].Hard != 4096 {
 		t.Errorf("name %q, rlimits %+v", f.created.Name, f.created.Rlimits)
+	}
+}
+
+// Every creation holds the lock of the service's creations (podman 4.3's libsubid
+// reads are not thread safe: see create), and releases it.
+func TestRunCreatesInTurn(t *testing.T) {
+	f := newFake(t, "krun")
+	f.init = func(_ io.Reader, _, stderr io.Writer, _ *wire.Hello) { fmt.Fprint(stderr, wire.ReadyMarker) }
+	lock := &fakeLock{}
+	f.lock = lock
+	b := backend(f, t)
+	b.host = fakeHost{t: t, lock: lock}
+	b.Settings.RuntimeDir = "/run/user/1000"
+	if code, err := b.Run(context.Background(), runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard}); err != nil || code != 7 {
+		t.Fatalf("Run = %d, %v", code, err)
+	}
+	if len(lock.paths) != 1 || lock.held {
+		t.Fatalf("lock taken %d times (%q), held after the run: %v", len(lock.paths), lock.paths, lock.held)
+	}
+	want := createLockPath("/run/user/1000", 0, b.socketName())
+	if lock.paths[0] != want || !strings.HasPrefix(want, "/run/user/1000/podman/devsandbox-create-") {
+		t.Errorf("lock %q, want %q", lock.paths[0], want)
+	}
+	if other := createLockPath("/run/user/1000", 0, "/elsewhere/podman.sock"); other == want {
+		t.Error("two sockets share one lock")
+	}
+}
+
+// podman answering a creation with libsubid's failure (a client creating at the
+// same moment): the run asks again, in turn, at most createTries times; then it
+// refuses, saying what to check; other refusals are not asked again.
+func TestRunCreateRefused(t *testing.T) {
+	other := errors.New("some other refusal")
+	cases := []struct {
+		name      string
+		errs      []error
+		wantCalls string // the calls' start
+		wantErr   string // "" for a run that ran
+	}{
+		{"once", []error{errSubIDsRefused}, "create-refused create runtime attach start", ""},
+		{"twice", []error{errSubIDsRefused, errSubIDsRefused}, "create-refused create-refused create runtime attach start", ""},
+		{"always", []error{errSubIDsRefused, errSubIDsRefused, errSubIDsRefused, errSubIDsRefused}, "create-refused create-refused create-refused", "asked 3 times: `devsandbox doctor` checks that /etc/subuid"},
+		{"other", []error{other}, "create-refused", "some other refusal"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFake(t, "krun")
+			f.init = func(_ io.Reader, _, stderr io.Writer, _ *wire.Hello) { fmt.Fprint(stderr, wire.ReadyMarker) }
+			lock := &fakeLock{}
+			f.lock, f.createErrs = lock, c.errs
+			b := backend(f, t)
+			b.host = fakeHost{t: t, lock: lock}
+			code, err := b.Run(context.Background(), runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
+			if got := f.Calls(); !strings.HasPrefix(got, c.wantCalls) || (c.wantErr != "" && got != c.wantCalls) {
+				t.Errorf("calls %q, want %q first", got, c.wantCalls)
+			}
+			if lock.isHeld() {
+				t.Error("the creations' lock is held after the run")
+			}
+			if c.wantErr == "" {
+				if err != nil || code != 7 {
+					t.Errorf("Run = %d, %v; want 7", code, err)
+				}
+				return
+			}
+			if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), "the command did not run") {
+				t.Errorf("Run = %d, %v; want a refusal saying %q", code, err, c.wantErr)
+			}
+		})
+	}
+}
+
+// The lock file: a second taker waits for the first (a taker that gives up leaves
+// the lock free), and takes it once the first releases it.
+func TestLockFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "podman", "devsandbox-create-x.lock")
+	unlock, err := lockFile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	taken := make(chan error, 1)
+	go func() {
+		u, err := lockFile(ctx, path)
+		if err == nil {
+			u()
+		}
+		taken <- err
+	}()
+	// Held: a third descriptor cannot take it either.
+	probe, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	if err := unix.Flock(int(probe.Fd()), unix.LOCK_EX|unix.LOCK_NB); !errors.Is(err, unix.EWOULDBLOCK) {
+		t.Fatalf("the lock is free while held: %v", err)
+	}
+	cancel()
+	if err := <-taken; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled taker: %v, want context.Canceled", err)
+	}
+	unlock()
+	u, err := lockFile(context.Background(), path)
+	if err != nil {
+		t.Fatalf("the lock after its release: %v", err)
+	}
+	u()
+	if err := unix.Flock(int(probe.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatalf("the lock is held after every taker released it: %v", err)
 	}
 }
 

@@ -44,6 +44,9 @@ type Host interface {
 	// the host's) and returns the paths podman binds instead, by anchor path; stop
 	// releases them once the container runs or will not.
 	StageAnchors(runtimeDir, nsenter string, as []Anchor) (staged map[string]string, stop func(), err error)
+	// LockCreate takes the exclusive lock at path (see create), waiting while another
+	// run holds it; unlock releases it.
+	LockCreate(ctx context.Context, path string) (unlock func(), err error)
 }
 
 type osHost struct{}
