@@ -159,15 +159,31 @@ func ensureTemp(dir, stateDir string, uid int) error {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return dirError(err)
 	}
-	record := filepath.Join(stateDir, recordName)
-	tmp := record + ".tmp"
-	if err := os.WriteFile(tmp, []byte(dir+"\n"), 0o600); err != nil {
-		return dirError(err)
-	}
-	if err := os.Rename(tmp, record); err != nil {
+	if err := writeRecord(filepath.Join(stateDir, recordName), dir); err != nil {
 		return dirError(err)
 	}
 	return nil
+}
+
+// writeRecord replaces the record with one naming dir, atomically. The temporary file
+// has a name of its own: sessions started at once each write theirs, and a shared
+// one would be renamed away under all but the first (the last rename wins).
+func writeRecord(record, dir string) error {
+	f, err := os.CreateTemp(filepath.Dir(record), recordName+".*.tmp") // mode 0600
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(dir + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), record)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 func dirError(err error) error {

@@ -253,3 +253,38 @@ func TestSweep(t *testing.T) {
 		t.Errorf("live socket removed: %v", err)
 	}
 }
+
+// TestSocketDirTempConcurrent: the first sessions of a project, started at once with
+// the socket directory in TMPDIR, all get a usable directory. Each records the one it
+// made in the state directory; two writing the record at once must not fail either
+// (a shared temporary file for the record was renamed away under the second).
+func TestSocketDirTempConcurrent(t *testing.T) {
+	uid := os.Getuid()
+	tmp := shortTemp(t)
+	h := Host{UID: uid, TempDir: tmp}
+	const sessions = 8
+	for round := range 50 {
+		state := stateDir(filepath.Join(t.TempDir(), strconv.Itoa(round)), true)
+		start := make(chan struct{})
+		errs := make(chan error, sessions)
+		for range sessions {
+			go func() {
+				<-start
+				d, err := socketDir(h, state)
+				if err == nil {
+					err = checkPrivate(d, uid)
+				}
+				errs <- err
+			}()
+		}
+		close(start)
+		for range sessions {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: a session's socket directory: %v", round, err)
+			}
+		}
+		if d, ok := recorded(state, tmp, uid); !ok {
+			t.Fatalf("round %d: the state directory records %q, not a private directory", round, d)
+		}
+	}
+}
