@@ -300,7 +300,10 @@ func (w *Watcher) session() string {
 	return w.started.Format("20060102-150405") + "-" + strconv.Itoa(os.Getpid())
 }
 
-// record writes the project's gitdir chain for the next run to compare (plan), once.
+// record writes the project's gitdir chain for the next run to compare (plan), once:
+// complete in a file of its own, then linked into place, never over a record there.
+// A run planned meanwhile (another session of the project) reads the whole record
+// or none; written in place, it could read it empty and stop on a false alarm.
 func (w *Watcher) record() {
 	g := w.p.Git
 	if g.PointerRecord == "" || g.Pointers == "" {
@@ -309,8 +312,20 @@ func (w *Watcher) record() {
 	if _, err := os.Lstat(g.PointerRecord); err == nil {
 		return
 	}
-	_ = os.MkdirAll(filepath.Dir(g.PointerRecord), 0o700)
-	_ = os.WriteFile(g.PointerRecord, []byte(g.Pointers), 0o600)
+	dir := filepath.Dir(g.PointerRecord)
+	_ = os.MkdirAll(dir, 0o700)
+	f, err := os.CreateTemp(dir, filepath.Base(g.PointerRecord)+".*.tmp") // mode 0600
+	if err != nil {
+		return
+	}
+	_, err = f.WriteString(g.Pointers)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		_ = os.Link(f.Name(), g.PointerRecord) // EEXIST: a session recorded it first
+	}
+	_ = os.Remove(f.Name())
 }
 
 // scan returns the .git entries below the project (the mask scan, with its cache).
