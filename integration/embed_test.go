@@ -712,3 +712,54 @@ func procsIn(ps []*project) []string {
 	}
 	return out
 }
+
+// Sixteen runs of one project at once (4 harness processes, 4 runs each): everything
+// the project's runs share (its state directory, socket directory, session /tmp base,
+// etc snapshot, mask-scan cache, audit log directory; for docker its home and content
+// volumes and derived image; with keep_container the kept container, its companion and
+// endpoint volume, created by whichever run comes first) must serve all of them. Each
+// isolator once, docker also with keep_container, bwrap also in allowlist mode (pasta
+// and nft per session).
+func TestEmbedOneProjectManyAtOnce(t *testing.T) {
+	type variant struct {
+		name, egress string
+		keep         bool
+	}
+	variants := map[string][]variant{
+		"bwrap":     {{name: "proxy"}, {name: "allowlist", egress: "allowlist"}},
+		"krun":      {{name: "proxy"}},
+		localDocker: {{name: "proxy"}, {name: "kept", keep: true}},
+	}
+	forEachIsolatorOf(t, embedIsolators(), func(t *testing.T, iso string) {
+		for _, v := range variants[iso] {
+			t.Run(v.name, func(t *testing.T) {
+				p := newProject(t)
+				var kept []string
+				if v.keep {
+					kept = []string{"devsandbox-" + p.name(), "devsandbox-" + p.name() + "-px", "devsandbox-" + p.name() + "-ep"}
+					t.Cleanup(func() {
+						for _, k := range kept {
+							_ = dockerCmd(iso, "rm", "-f", "-v", k).Run()
+							_ = dockerCmd(iso, "volume", "rm", "-f", k).Run()
+						}
+					})
+				}
+				job := embedJob{Iso: iso, Dirs: []string{p.dir, p.dir, p.dir, p.dir}, Egress: v.egress, Keep: v.keep,
+					Script: `curl -s -o /dev/null -m 5 -x "$HTTPS_PROXY" http://127.0.0.1:9/ 2>/dev/null; echo "run $1"; exit $1`}
+				var es []*embedProc
+				for range 4 {
+					es = append(es, startEmbed(t, job, p.root))
+				}
+				for n, e := range es {
+					outs, res := e.results(t, 3*time.Minute)
+					for i := range job.Dirs {
+						if want := fmt.Sprintf("%d nil", i); res[i] != want || !slices.Equal(outs[i], []string{fmt.Sprintf("run %d", i)}) {
+							t.Errorf("process %d, run %d: result %q, output %q; want %q\nharness stderr:\n%s", n, i, res[i], outs[i], want, e.stderr.String())
+						}
+					}
+				}
+				assertNothingLeftBut(t, iso, p.root, []*project{p}, false, kept)
+			})
+		}
+	})
+}

@@ -173,7 +173,13 @@ func (w *Watcher) moveOut(parent int, base, path string) (string, error) {
 		if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
 			continue
 		}
-		if err := unix.Renameat(parent, base, parent, name); err != nil {
+		// Never over a name taken since: another session of the project, ending at
+		// the same time, may have just moved what the sandbox wrote there.
+		err := renameNoReplace(parent, base, name)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
 			return "", &os.LinkError{Op: "rename", Old: path, New: filepath.Join(filepath.Dir(path), name), Err: err}
 		}
 		return filepath.Join(filepath.Dir(path), name), nil
