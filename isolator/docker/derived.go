@@ -77,6 +77,36 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	if id := m[cacheKey]; id != "" && proven != nil && proven(id) {
 		return id, nil
 	}
+	tried := map[string]bool{"": true}
+	if id := b.cachedDerived(ctx, e, m, cache, cacheKey, what, bi.ID, tried); id != "" {
+		return id, nil
+	}
+	// None: made under a lock, so that runs starting together (a harness's parallel
+	// jobs) make one image and all use it. Equal images of different IDs would give
+	// their runs different specs, and runs keeping a container would refuse each
+	// other's. Who waited finds the image made meanwhile in the cache.
+	unlock, err := lockFile(cache + ".lock-build")
+	if err != nil {
+		return "", fmt.Errorf("%w: preparing the image %s for the sandbox: %w", isolator.ErrUnavailable, base, err)
+	}
+	defer unlock()
+	if id := b.cachedDerived(ctx, e, readRecords(cache), cache, cacheKey, what, bi.ID, tried); id != "" {
+		return id, nil
+	}
+	id, err := b.buildDerived(ctx, e, p, base, bi.ID, pr, files)
+	if err != nil {
+		return "", err
+	}
+	writeRecord(cache, cacheKey, id)
+	return id, nil
+}
+
+// cachedDerived returns the derived image m, the cache at path cache, names for
+// cacheKey (this address, the base image baseID and the content what) when the engine
+// has it, else the first the other addresses' entries for what name that it has; ""
+// when it has none of them. An image the engine has is recorded under cacheKey. IDs
+// in tried are not asked about again, and those asked about are added.
+func (b *Isolator) cachedDerived(ctx context.Context, e Engine, m map[string]string, cache, cacheKey, what, baseID string, tried map[string]bool) string {
 	// This address's entry first, then other addresses' for the same content (one
 	// engine reached by two addresses, a socket's two paths): each only once the
 	// engine shows it has that image.
@@ -86,26 +116,20 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 			cands = append(cands, m[k])
 		}
 	}
-	tried := map[string]bool{"": true}
 	for _, id := range cands {
 		if tried[id] {
 			continue
 		}
 		tried[id] = true
 		in, err := e.ImageInspect(ctx, id)
-		if err == nil && in.ID == id && in.Config != nil && in.Config.Labels[LabelBase] == bi.ID && in.Config.Labels[LabelVersion] == b.Version {
+		if err == nil && in.ID == id && in.Config != nil && in.Config.Labels[LabelBase] == baseID && in.Config.Labels[LabelVersion] == b.Version {
 			if id != m[cacheKey] {
 				writeRecord(cache, cacheKey, id)
 			}
-			return id, nil
+			return id
 		}
 	}
-	id, err := b.buildDerived(ctx, e, p, base, bi.ID, pr, files)
-	if err != nil {
-		return "", err
-	}
-	writeRecord(cache, cacheKey, id)
-	return id, nil
+	return ""
 }
 
 // derivedKey identifies what a derived image adds: the devsandbox build, the user,
@@ -128,8 +152,8 @@ func derivedKey(version string, uid int, pr programs, files []container.ImageFil
 }
 
 // buildDerived makes the derived image: a container of base, never started, the
-// files copied into it through the Engine API, committed. Concurrent builds make
-// equal images; the last one's ID wins the cache.
+// files copied into it through the Engine API, committed. The caller holds the build
+// lock (derivedImage).
 func (b *Isolator) buildDerived(ctx context.Context, e Engine, p *isolator.Plan, base, baseID string, pr programs, files []container.ImageFile) (string, error) {
 	failed := func(format string, args ...any) error {
 		return fmt.Errorf("%w: preparing the image %s for the sandbox: %s; the command did not run", isolator.ErrUnavailable, base, fmt.Sprintf(format, args...))
