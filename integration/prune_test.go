@@ -206,3 +206,27 @@ func TestPruneOtherBuildsImages(t *testing.T) {
 		}
 	}
 }
+
+// `sandboxes prune --days 0` while a bwrap run of the project goes on: the project's
+// last use is when the run started, so it is "unused for 0 days", but its home and
+// state directory are in use and stay (here --dry-run: it would have removed them).
+// The engine answers (prune needs it to know what is in use); --dry-run touches
+// nothing of other tests'.
+func TestPruneKeepsRunningSandbox(t *testing.T) {
+	if !slices.Contains(isolators(), "bwrap") || !slices.Contains(isolators(), localDocker) {
+		t.Skip("needs bwrap and docker among DEVSANDBOX_IT_ISOLATORS")
+	}
+	requireBwrap(t)
+	p := newProject(t)
+	live := startEmbed(t, embedJob{Iso: "bwrap", Dirs: []string{p.dir}, Script: `echo started; sleep 1000`}, p.root)
+	live.lines.waitFor("out 0 started")
+	t.Cleanup(func() {
+		_ = live.cmd.Process.Kill()
+		_ = live.cmd.Wait()
+	})
+	r := run(t, p.dir, append(embedXDG(p.root), "DOCKER_HOST="+engineOf(localDocker)), "", "--config", p.noPodmanConfig(), "sandboxes", "prune", "--days", "0", "--dry-run")
+	want := "kept " + p.name() + " (unused for 0 days): a run of it is going on\n"
+	if r.code != 0 || !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "would remove "+p.name()) {
+		t.Fatalf("prune --days 0 during a run:\n%s\nwant the line %q and no removal of %s", r, want, p.name())
+	}
+}

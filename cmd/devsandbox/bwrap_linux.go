@@ -86,6 +86,12 @@ func egressBinaries(h config.Host) egress.Binaries {
 	return bin
 }
 
+// bwrapRunning reports whether a bwrap run of the project whose state directory is
+// state is going on, or may be starting: it holds a session /tmp there (tmpdir.Held).
+func bwrapRunning(state string) bool {
+	return state != "" && tmpdir.Held(filepath.Join(state, "tmp"), time.Now())
+}
+
 // pruneTmp removes the session /tmp dirs that killed bwrap runs left (no run holds
 // them).
 func (a *app) pruneTmp(stateDir string, dryRun bool) {

@@ -228,3 +228,25 @@ func removeIfUnlocked(p string, before unix.Stat_t) bool {
 	}
 	return rmtree.RemoveAll(p) == nil
 }
+
+// Held reports whether a run holds a session dir under base, or may be about to: a
+// project's runs going on, which `sandboxes prune` must not take for an unused
+// project's. A dir younger than PruneAge counts without asking its lock: the probe
+// takes the lock shared for a moment, and a session locking its new dir just then
+// would fail to start.
+func Held(base string, now time.Time) bool {
+	held := false
+	_ = dirent.ReadDir(base, 1024, func(name string, typ byte) bool {
+		if typ != unix.DT_DIR && typ != unix.DT_UNKNOWN {
+			return true
+		}
+		p := filepath.Join(base, name)
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return true
+		}
+		held = now.Sub(time.Unix(st.Mtim.Unix())) < PruneAge || !unlocked(p)
+		return !held
+	})
+	return held
+}

@@ -270,3 +270,28 @@ func TestPrune(t *testing.T) {
 		}
 	}
 }
+
+// Held: a session dir a run holds, or one made less than PruneAge ago, is a run going
+// on; an old dir nobody holds (a killed run's) is not, nor an empty or missing base.
+func TestHeld(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "tmp")
+	now := time.Now()
+	if Held(base, now) {
+		t.Error("a missing base is held")
+	}
+	s, err := Acquire(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(2 * PruneAge)
+	if !Held(base, now) || !Held(base, later) {
+		t.Errorf("a session dir a run holds: held %v now, %v later; want both", Held(base, now), Held(base, later))
+	}
+	s.Close() // a killed run's: its dir stays, unlocked
+	if !Held(base, now) {
+		t.Error("an unlocked session dir made less than PruneAge ago is not held")
+	}
+	if Held(base, later) {
+		t.Error("an unlocked session dir older than PruneAge is held")
+	}
+}
