@@ -373,7 +373,10 @@ func secretFilesFromEnv() (map[string][]byte, error) {
 	return files, nil
 }
 
-// writeSecretFiles writes each file 0400 into dir, replacing an earlier one.
+// writeSecretFiles writes each file 0400 into dir, replacing an earlier one. The
+// temporary file has a name of its own: the sessions of a kept container share dir
+// and may write the same files at once, and a shared name was removed or renamed
+// away under all but one of them.
 func writeSecretFiles(dir string, files map[string][]byte) error {
 	for name, data := range files {
 		if dir == "" {
@@ -382,15 +385,16 @@ func writeSecretFiles(dir string, files map[string][]byte) error {
 		if strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
 			return fmt.Errorf("bad secret file name %q", name)
 		}
-		tmp := dir + "/." + name + ".tmp"
-		_ = os.Remove(tmp)
-		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o400)
+		f, err := os.CreateTemp(dir, "."+name+".*.tmp") // O_EXCL, mode 0600 in a 0700 tmpfs
 		if err != nil {
 			return fmt.Errorf("writing the secret file %s: %v", name, err)
 		}
-		_, werr := f.Write(data)
-		cerr := f.Close()
+		tmp := f.Name()
+		werr := f.Chmod(0o400)
 		if werr == nil {
+			_, werr = f.Write(data)
+		}
+		if cerr := f.Close(); werr == nil {
 			werr = cerr
 		}
 		if werr == nil {

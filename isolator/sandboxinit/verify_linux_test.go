@@ -4,7 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -288,5 +290,37 @@ func TestEmptyUnlistedNotATmpfs(t *testing.T) {
 	dir := t.TempDir()
 	if err := emptyUnlisted(dir, nil); err == nil || !strings.Contains(err.Error(), "cannot be listed") {
 		t.Fatalf("a plain directory passed: %v", err)
+	}
+}
+
+// Sessions of a kept container write the same secret files into the one secret
+// tmpfs at once (docker.lock serialises them only for a while): each write succeeds,
+// and each file ends whole, one session's value.
+func TestWriteSecretFilesConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	values := []string{"a", "bb", "ccc", "dddd", "eeeee", "ffffff", "ggggggg", "hhhhhhhh"}
+	for round := range 50 {
+		var wg sync.WaitGroup
+		errs := make([]error, len(values))
+		for i, v := range values {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = writeSecretFiles(dir, map[string][]byte{"TOKEN": []byte(strings.Repeat(v, 64))})
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, session %d: %v", round, i, err)
+			}
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "TOKEN"))
+		if err != nil || !slices.Contains(values, strings.Repeat(string(b[:1]), len(b)/64)) || len(b)%64 != 0 || strings.Count(string(b), string(b[:1])) != len(b) {
+			t.Fatalf("round %d: the file holds %q (%v); want one session's value", round, b, err)
+		}
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, ".*")); len(names) != 0 {
+		t.Errorf("temporary files left: %v", names)
 	}
 }
