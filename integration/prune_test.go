@@ -217,16 +217,45 @@ func TestPruneKeepsRunningSandbox(t *testing.T) {
 		t.Skip("needs bwrap and docker among DEVSANDBOX_IT_ISOLATORS")
 	}
 	requireBwrap(t)
+	pruneKeepsRunning(t, "bwrap")
+}
+
+// TestPruneKeepsRunningSandbox for a krun run: devsandbox-krun holds the mark a bwrap
+// run holds (a session dir in the state directory's tmp) for the run's life.
+func TestPruneKeepsRunningKrunSandbox(t *testing.T) {
+	if !slices.Contains(isolators(), "krun") || !slices.Contains(isolators(), localDocker) {
+		t.Skip("needs krun and docker among DEVSANDBOX_IT_ISOLATORS")
+	}
+	requirePodman(t)
+	pruneKeepsRunning(t, "krun")
+}
+
+// pruneKeepsRunning runs `sandboxes prune --days 0 --dry-run` while a run of iso
+// goes on, older than the minute prune grants a starting run.
+func pruneKeepsRunning(t *testing.T, iso string) {
+	t.Helper()
 	p := newProject(t)
-	live := startEmbed(t, embedJob{Iso: "bwrap", Dirs: []string{p.dir}, Script: `echo started; sleep 1000`}, p.root)
+	live := startEmbed(t, embedJob{Iso: iso, Dirs: []string{p.dir}, Script: `echo started; sleep 1000`}, p.root)
 	live.lines.waitFor("out 0 started")
 	t.Cleanup(func() {
 		_ = live.cmd.Process.Kill()
 		_ = live.cmd.Wait()
 	})
+	// Its session dirs made two minutes ago: prune asks their lock, as it would
+	// during a long run.
+	sess, _ := filepath.Glob(filepath.Join(p.root, "state", "devsandbox", p.name(), "tmp", "*"))
+	if len(sess) == 0 {
+		t.Fatalf("the %s run holds no session dir in its state directory", iso)
+	}
+	for _, d := range sess {
+		old := time.Now().Add(-2 * time.Minute)
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r := run(t, p.dir, append(embedXDG(p.root), "DOCKER_HOST="+engineOf(localDocker)), "", "--config", p.noPodmanConfig(), "sandboxes", "prune", "--days", "0", "--dry-run")
 	want := "kept " + p.name() + " (unused for 0 days): a run of it is going on\n"
 	if r.code != 0 || !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "would remove "+p.name()) {
-		t.Fatalf("prune --days 0 during a run:\n%s\nwant the line %q and no removal of %s", r, want, p.name())
+		t.Fatalf("prune --days 0 during a %s run:\n%s\nwant the line %q and no removal of %s", iso, r, want, p.name())
 	}
 }

@@ -86,9 +86,10 @@ func egressBinaries(h config.Host) egress.Binaries {
 	return bin
 }
 
-// bwrapRunning reports whether a bwrap run of the project whose state directory is
-// state is going on, or may be starting: it holds a session /tmp there (tmpdir.Held).
-func bwrapRunning(state string) bool {
+// runGoingOn reports whether a bwrap or krun run of the project whose state
+// directory is state is going on, or may be starting: it holds a session dir there
+// (tmpdir.Held; devsandbox-krun holds an empty one for the run's life).
+func runGoingOn(state string) bool {
 	return state != "" && tmpdir.Held(filepath.Join(state, "tmp"), time.Now())
 }
 

@@ -37,8 +37,8 @@ func (a *app) headDone() {}
 // catchSignals does nothing: the backends here catch their own signals.
 func (a *app) catchSignals(*config.Config) {}
 
-// bwrapRunning is false: session /tmp dirs are bwrap's.
-func bwrapRunning(string) bool { return false }
+// runGoingOn is false: the session dirs it asks are on Linux alone.
+func runGoingOn(string) bool { return false }
 
 // pruneTmp does nothing: session /tmp dirs are bwrap's.
 func (a *app) pruneTmp(string, bool) {}

@@ -33,6 +33,13 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			return 0, fmt.Errorf("%w: krun.runtime %q boots a microVM, which needs /dev/kvm: %w; %s; the command did not run", isolator.ErrUnavailable, opts.Runtime, err, kvmFix)
 		}
 	}
+	// Before anything of the project's is made or used: prune must not remove its
+	// sandbox home and state meanwhile.
+	release, err := h.MarkRun(p.StateDir)
+	if err != nil {
+		return 0, fmt.Errorf("marking the project's state directory %s in use: %w; the command did not run", p.StateDir, err)
+	}
+	defer release()
 	svc, err := b.startServices(p, stdio.Err)
 	if err != nil {
 		return 0, err

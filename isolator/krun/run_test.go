@@ -240,6 +240,9 @@ func (h fakeHost) LockCreate(_ context.Context, path string) (func(), error) {
 	}, nil
 }
 
+// MarkRun is the host's: a session directory in the test's state directory.
+func (fakeHost) MarkRun(stateDir string) (func(), error) { return osHost{}.MarkRun(stateDir) }
+
 func (h fakeHost) KVM() error {
 	if h.noKVM {
 		return &os.PathError{Op: "open", Path: "/dev/kvm", Err: syscall.ENOENT}

@@ -47,6 +47,9 @@ type Host interface {
 	// LockCreate takes the exclusive lock at path (see create), waiting while another
 	// run holds it; unlock releases it.
 	LockCreate(ctx context.Context, path string) (unlock func(), err error)
+	// MarkRun marks the project whose state directory is stateDir as in use until
+	// release: `devsandbox sandboxes prune` keeps it whatever --days says.
+	MarkRun(stateDir string) (release func(), err error)
 }
 
 type osHost struct{}
