@@ -220,8 +220,8 @@ func TestPruneKeepsRunningSandbox(t *testing.T) {
 	pruneKeepsRunning(t, "bwrap")
 }
 
-// TestPruneKeepsRunningSandbox for a krun run: devsandbox-krun holds the mark a bwrap
-// run holds (a session dir in the state directory's tmp) for the run's life.
+// TestPruneKeepsRunningSandbox for a krun run: devsandbox-krun holds the project's run
+// mark (in the state directory's runs/) for the run's life.
 func TestPruneKeepsRunningKrunSandbox(t *testing.T) {
 	if !slices.Contains(isolators(), "krun") || !slices.Contains(isolators(), localDocker) {
 		t.Skip("needs krun and docker among DEVSANDBOX_IT_ISOLATORS")
@@ -242,10 +242,12 @@ func pruneKeepsRunning(t *testing.T, iso string) {
 		_ = live.cmd.Wait()
 	})
 	// Its session dirs made two minutes ago: prune asks their lock, as it would
-	// during a long run.
-	sess, _ := filepath.Glob(filepath.Join(p.root, "state", "devsandbox", p.name(), "tmp", "*"))
-	if len(sess) == 0 {
-		t.Fatalf("the %s run holds no session dir in its state directory", iso)
+	// during a long run (a run mark's it always asks).
+	state := filepath.Join(p.root, "state", "devsandbox", p.name())
+	sess, _ := filepath.Glob(filepath.Join(state, "tmp", "*"))
+	marks, _ := filepath.Glob(filepath.Join(state, "runs", "run-*"))
+	if len(sess)+len(marks) == 0 {
+		t.Fatalf("the %s run holds neither a session dir nor a run mark in its state directory", iso)
 	}
 	for _, d := range sess {
 		old := time.Now().Add(-2 * time.Minute)

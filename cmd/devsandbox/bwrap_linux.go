@@ -12,6 +12,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
 	"github.com/devsandbox/devsandbox/isolator/planner"
+	"github.com/devsandbox/devsandbox/isolator/runmark"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit"
 	"github.com/devsandbox/devsandbox/isolator/tmpdir"
 )
@@ -86,11 +87,13 @@ func egressBinaries(h config.Host) egress.Binaries {
 	return bin
 }
 
-// runGoingOn reports whether a bwrap or krun run of the project whose state
-// directory is state is going on, or may be starting: it holds a session dir there
-// (tmpdir.Held; devsandbox-krun holds an empty one for the run's life).
+// runGoingOn reports whether a run of the project whose state directory is state is
+// going on, or may be starting: a bwrap run holds a session /tmp there (tmpdir.Held),
+// or a run its run mark (runmark.Held: krun and docker runs, bwrap runs with /tmp in
+// memory).
 func runGoingOn(state string) bool {
-	return state != "" && tmpdir.Held(filepath.Join(state, "tmp"), time.Now())
+	now := time.Now()
+	return state != "" && (tmpdir.Held(filepath.Join(state, "tmp"), now) || runmark.Held(state, "", now))
 }
 
 // pruneTmp removes the session /tmp dirs that killed bwrap runs left (no run holds

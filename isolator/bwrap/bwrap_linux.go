@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/pin"
+	"github.com/devsandbox/devsandbox/isolator/runmark"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/isolator/tmpdir"
 	"github.com/devsandbox/devsandbox/isolator/tty"
@@ -186,6 +188,16 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	sess, err := prepare(p)
 	if err != nil {
 		return 0, err
+	}
+	if sess == nil || filepath.Dir(sess.Path) != filepath.Join(p.StateDir, "tmp") {
+		// A /tmp in memory (sandbox.tmp tmpfs or shm) leaves the project's state
+		// directory without the session dir `sandboxes prune` asks (tmpdir.Held):
+		// the run holds the project's run mark instead.
+		m, err := runmark.Hold(p.StateDir)
+		if err != nil {
+			return 0, fmt.Errorf("marking the project's state directory %s in use: %w", p.StateDir, err)
+		}
+		defer m.Release()
 	}
 	if sess != nil {
 		// Lost is checked at the end rather than watched with inotify: closing an

@@ -1,0 +1,13 @@
+package krun
+
+import "github.com/devsandbox/devsandbox/isolator/runmark"
+
+// MarkRun holds the project's run mark (package runmark) for the run's life: `devsandbox
+// sandboxes prune` asks it before it takes the project for unused.
+func (osHost) MarkRun(stateDir string) (release func(), err error) {
+	m, err := runmark.Hold(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	return m.Release, nil
+}

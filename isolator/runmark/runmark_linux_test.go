@@ -1,0 +1,72 @@
+package runmark
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// A mark counts while its run holds it, for everyone but that run; once released,
+// or left by a run that died (its lock gone), it does not, and the next Hold removes
+// a dead run's. A pending mark (still under its dot-name) counts for a minute.
+func TestHeld(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	now := time.Now()
+	if Held(state, "", now) {
+		t.Error("a state directory without marks is held")
+	}
+	a, err := Hold(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Held(state, "", now) || Held(state, a.Name, now) {
+		t.Errorf("held by a live run: %v for others, %v for itself; want true, false", Held(state, "", now), Held(state, a.Name, now))
+	}
+	b, err := Hold(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Held(state, a.Name, now) || !Held(state, b.Name, now) {
+		t.Error("two runs: one does not see the other's mark")
+	}
+	b.Release()
+	if Held(state, a.Name, now) {
+		t.Error("a released mark counts")
+	}
+	// A run that died: its mark stays, unlocked.
+	a.f.Close()
+	if Held(state, "", now) {
+		t.Error("a dead run's mark counts")
+	}
+	c, err := Hold(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	names := entries(t, state)
+	if !slices.Equal(names, []string{c.Name}) {
+		t.Errorf("marks after a new run: %v; want only its own %s (the dead run's removed)", names, c.Name)
+	}
+	pending := filepath.Join(state, Dir, ".run-x")
+	if err := os.WriteFile(pending, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !Held(state, c.Name, now) || Held(state, c.Name, now.Add(2*pendingAge)) {
+		t.Error("a pending mark counts other than for a minute")
+	}
+}
+
+func entries(t *testing.T, state string) []string {
+	t.Helper()
+	es, err := os.ReadDir(filepath.Join(state, Dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	return out
+}

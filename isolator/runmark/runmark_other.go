@@ -1,0 +1,22 @@
+//go:build !linux
+
+// Package runmark marks a project as in use for the life of a run; on this system it
+// marks nothing (`devsandbox sandboxes prune` asks the marks on Linux alone).
+package runmark
+
+import "time"
+
+// Dir is the directory of the marks in a project's state directory.
+const Dir = "runs"
+
+// Mark is a run's mark.
+type Mark struct{ Name string }
+
+// Hold marks nothing.
+func Hold(string) (*Mark, error) { return &Mark{}, nil }
+
+// Release does nothing.
+func (*Mark) Release() {}
+
+// Held is true: with no marks to ask, a run may always be going on.
+func Held(string, string, time.Time) bool { return true }
