@@ -29,7 +29,7 @@ func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
 			{Name: "list", Usage: "every project's kept container, volume and sandbox home, with sizes", Flags: []cli.Flag{jsonFlag}, Action: a.sandboxesList},
 			{Name: "rm", Usage: "remove what devsandbox keeps for the named projects", ArgsUsage: "NAME...",
 				Description: a.describe("Removes the kept container, the home volume, the sandbox home and the state of each named project (NAME as `sandboxes list` shows it)."), Action: a.sandboxesRm},
-			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days (never one a bwrap or krun run is using); what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses), never a kept container, a running one, or a home volume; the containers krun runs left in your podman storage when devsandbox-krun was killed (exited, or never started, over a minute ago; never a running one); the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them); the session /tmp dirs of bwrap runs that were killed (over a minute old, no run holding them); the snapshots of the host's /etc files that bwrap runs mount, except the newest and those a run holds; and the images of other devsandbox builds that no container uses, in the docker engine (derived images, then default images) and in your podman storage (default images): only images devsandbox named and labelled (devsandbox/default:VERSION with its labels), never one of yours, nor the one docker.image or krun.image names."), Flags: []cli.Flag{
+			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days (never one a run is using or starting in); what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses; content volumes of projects no run is using), never a kept container, a running one, or a home volume; the containers krun runs left in your podman storage when devsandbox-krun was killed (exited, or never started, over a minute ago; never a running one); the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them); the session /tmp dirs of bwrap runs that were killed (over a minute old, no run holding them); the snapshots of the host's /etc files that bwrap runs mount, except the newest and those a run holds; and the images of other devsandbox builds that no container uses, in the docker engine (derived images, then default images) and in your podman storage (default images): only images devsandbox named and labelled (devsandbox/default:VERSION with its labels), never one of yours, nor the one docker.image or krun.image names."), Flags: []cli.Flag{
 				&cli.IntFlag{Name: "days", Value: 30, Usage: "remove sandboxes unused for `N` days"},
 				&cli.BoolFlag{Name: "dry-run", Usage: "only print what would be removed"},
 			}, Action: a.sandboxesPrune},
@@ -155,23 +155,27 @@ func (a *app) sandboxesPrune(c *cli.Context) error {
 		return fmt.Errorf("the docker engine must answer for prune to know what is in use: %w", lerr)
 	}
 	maxAge := time.Duration(c.Int("days")) * 24 * time.Hour
-	return d.Prune(context.Background(), dirs.UID, a.notRunning(list, maxAge), maxAge, c.Bool("dry-run"), a.stdout)
+	idle, busy := a.notRunning(list, maxAge)
+	return d.Prune(context.Background(), dirs.UID, idle, busy, maxAge, c.Bool("dry-run"), a.stdout)
 }
 
-// notRunning is list without the sandboxes a bwrap or krun run is using (or starting in):
-// their last use is when the run started, and with --days 0, or a run longer than
-// --days, prune would remove the home and state directory of a sandbox in use. One
-// that would have been pruned is named.
-func (a *app) notRunning(list []dockerhelper.Sandbox, maxAge time.Duration) []dockerhelper.Sandbox {
-	var out []dockerhelper.Sandbox
+// notRunning is list without the sandboxes a run is using (or starting in), and the
+// names of those: their last use is when the run started, and with --days 0, or a run
+// longer than --days, prune would remove the home and state directory of a sandbox in
+// use; and the run may have found a content volume it has not bound yet. One that
+// would have been pruned is named.
+func (a *app) notRunning(list []dockerhelper.Sandbox, maxAge time.Duration) (idle []dockerhelper.Sandbox, busy []string) {
 	for _, sb := range list {
-		if why := dockerhelper.Prunable(sb, time.Now(), maxAge); why != "" && runGoingOn(sb.State) {
-			fmt.Fprintf(a.stdout, "kept %s (%s): a run of it is going on\n", sb.Name, why)
+		if !runGoingOn(sb.State) {
+			idle = append(idle, sb)
 			continue
 		}
-		out = append(out, sb)
+		busy = append(busy, sb.Name)
+		if why := dockerhelper.Prunable(sb, time.Now(), maxAge); why != "" {
+			fmt.Fprintf(a.stdout, "kept %s (%s): a run of it is going on\n", sb.Name, why)
+		}
 	}
-	return out
+	return idle, busy
 }
 
 // prunePodmanImages removes the default images of other devsandbox builds from the

@@ -122,10 +122,10 @@ func contentSources(ctx context.Context, e Engine, p *isolator.Plan, image strin
 }
 
 // contentLeftovers are the content and volatile volumes of the user's (filtered by
-// mine) that no container binds, and that are minAge old or older (the sweep of a
-// run leaves a younger one alone: it may be a concurrent run's, between making it and
-// creating its container; `sandboxes prune` removes every unbound one, and a run that
-// lost its volume meanwhile fails before it starts, telling to run again). Such a
+// mine) that no container binds, and that are minAge old or older (the sweep leaves a
+// younger one alone: it may be a concurrent run's, between making it and creating its
+// container; a run that lost its volume all the same fails before it starts, telling
+// to run again). Such a
 // volume is bound by path, not mounted as a volume: the engine counts it unused, so
 // its use is read from the containers' binds, stopped and kept ones included.
 func contentLeftovers(ctx context.Context, e Engine, mine filters.Args, now time.Time, minAge time.Duration) ([]*volume.Volume, error) {

@@ -59,6 +59,9 @@ type Isolator struct {
 	// (nil: discarded; devsandbox-docker sets it to its stderr, the caller's).
 	Progress io.Writer
 
+	// mark is the name of the run's mark in the project's state directory
+	// (markRun), once Run holds it.
+	mark string
 	// head is the work the request's head started (headstart.go), for Run's own
 	// client and first requests; nil: none.
 	head *headStart

@@ -77,7 +77,7 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	defer sess.Close()
 	defer b.stopOnCancel(ctx, sess, hj.Close)()
 	b.phase("exec")
-	defer goSweep(ctx, e, p, id, fresh)()
+	defer goSweep(ctx, e, p, id, b.mark, fresh)()
 	select {
 	case <-sess.report.Seen():
 		b.phase("sandbox ready")

@@ -32,6 +32,15 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			err = b.prepareFailed(ctx, err)
 		}
 	}()
+	// Before anything of the project's is made or used: `sandboxes prune` keeps the
+	// project's sandbox home and state, and sweeps leave its content volumes, while
+	// the run holds it.
+	mark, release, err := markRun(p.StateDir)
+	if err != nil {
+		return 0, fmt.Errorf("marking the project's state directory %s in use: %w; the command did not run", p.StateDir, err)
+	}
+	defer release()
+	b.mark = mark
 	// The client the request's head started with, when there is one; everything
 	// else (engineLost's fresh connection) dials anew.
 	var e0 Engine
@@ -407,7 +416,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	}
 	defer sess.Close()
 	defer b.stopOnCancel(ctx, sess, hj.Close)()
-	defer goSweep(ctx, e, p, id, true)()
+	defer goSweep(ctx, e, p, id, b.mark, true)()
 	code := 125
 	exited := make(chan struct{})
 	go func() {

@@ -76,7 +76,7 @@ func Handler(warn func(string)) (handoff.Handler, handoff.HeadStart) {
 			if err := json.Unmarshal(j.Args, &a); err != nil {
 				return nil, err
 			}
-			return b.Sweep(j.Ctx, a.UID, a.DryRun)
+			return b.Sweep(j.Ctx, a.UID, a.DryRun, a.Busy)
 		}),
 		helper.OpPruneImages: op(func(b *Isolator, j *handoff.Job) (any, error) {
 			var a helper.PruneArgs

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,8 +39,9 @@ import (
 //     devsandbox-docker that created it, LabelOwner) is gone, or, when the owner is
 //     not this machine's to check, one over leftoverAge old (a younger one may be a
 //     concurrent run's, between creating it and creating its containers);
-//   - content and volatile volumes (contentvol.go) no container binds: over
-//     leftoverAge old in a run's sweep, any in `sandboxes prune`.
+//   - content and volatile volumes (contentvol.go) no container binds, of a project
+//     no other run of which is going on (markRun: such a run may have made or found
+//     one that it binds next); in a run's sweep, only those over leftoverAge old too.
 //
 // Never a kept container, a running container (a kept container's companion), a home
 // volume or a kept container's endpoint volume (they carry neither label), nor another
@@ -73,7 +75,11 @@ const (
 // goSweep sweeps the project's leftovers (current is the run's container) in the
 // background when always is set or a sweep is due, and returns a function that waits
 // for it (at most sweepWait), so that it is not cut short by the end of the process.
-func goSweep(ctx context.Context, e Engine, p *isolator.Plan, current string, always bool) (wait func()) {
+//
+// own is the run's mark (markRun): while another run of the project holds one, the
+// sweep leaves the project's content volumes alone (that run may have found one it has
+// not bound yet).
+func goSweep(ctx context.Context, e Engine, p *isolator.Plan, current, own string, always bool) (wait func()) {
 	stamp := filepath.Join(p.StateDir, sweepStamp)
 	now := time.Now()
 	if !always && !sweepDue(stamp, now) {
@@ -82,7 +88,11 @@ func goSweep(ctx context.Context, e Engine, p *isolator.Plan, current string, al
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, err := sweep(context.WithoutCancel(ctx), e, p.User.UID, p.Project.ID, current, now, false); err == nil {
+		var busy []string
+		if othersRunning(p.StateDir, own, now) {
+			busy = []string{p.Project.Name}
+		}
+		if _, err := sweep(context.WithoutCancel(ctx), e, p.User.UID, p.Project.ID, current, now, false, busy); err == nil {
 			recordSweep(stamp, now)
 		}
 	}()
@@ -122,9 +132,10 @@ type Leftover = helper.Leftover
 
 // sweep removes what crashed runs of user uid left in the engine (see above): of
 // project projectID, or of every project when it is "". Container current is the
-// caller's own. dryRun only lists. It goes on past a failure and returns what it
+// caller's own. dryRun only lists. The content volumes of the projects named in busy
+// (runs of them are going on) stay. It goes on past a failure and returns what it
 // removed.
-func sweep(ctx context.Context, e Engine, uid int, projectID, current string, now time.Time, dryRun bool) ([]Leftover, error) {
+func sweep(ctx context.Context, e Engine, uid int, projectID, current string, now time.Time, dryRun bool, busy []string) ([]Leftover, error) {
 	mine := filters.NewArgs(filters.Arg("label", LabelUser+"="+strconv.Itoa(uid)))
 	if projectID != "" {
 		mine.Add("label", LabelProject+"="+projectID)
@@ -173,13 +184,18 @@ func sweep(ctx context.Context, e Engine, uid int, projectID, current string, no
 	}
 	minAge := leftoverAge
 	if projectID == "" {
-		minAge = 0 // sandboxes prune
+		// sandboxes prune: a run that made a volume a moment ago holds its mark
+		// (busy) from before it made it.
+		minAge = 0
 	}
 	unused, err := contentLeftovers(ctx, e, mine, now, minAge)
 	if err != nil {
 		return out, fmt.Errorf("listing content volumes: %w", err)
 	}
 	for _, v := range unused {
+		if slices.Contains(busy, v.Labels[LabelName]) {
+			continue
+		}
 		if !dryRun {
 			if err := e.VolumeRemove(ctx, v.Name, false); err != nil && !cerrdefs.IsNotFound(err) {
 				continue
@@ -273,14 +289,15 @@ func startTime(pid int) (string, error) {
 	return f[19], nil
 }
 
-// Sweep is sweep of every project of user uid, for `devsandbox sandboxes prune`.
-func (b *Isolator) Sweep(ctx context.Context, uid int, dryRun bool) ([]Leftover, error) {
+// Sweep is sweep of every project of user uid, for `devsandbox sandboxes prune`; busy
+// names the projects runs of which are going on.
+func (b *Isolator) Sweep(ctx context.Context, uid int, dryRun bool, busy []string) ([]Leftover, error) {
 	e, a, err := b.engine()
 	if err != nil {
 		return nil, err
 	}
 	defer e.Close()
-	out, err := sweep(ctx, e, uid, "", "", time.Now(), dryRun)
+	out, err := sweep(ctx, e, uid, "", "", time.Now(), dryRun, busy)
 	if err != nil {
 		st := engineDown(a, err)
 		return out, fmt.Errorf("%s; %s", st.Reason, st.Fix)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -103,9 +104,9 @@ func TestLeftoverContent(t *testing.T) {
 	}{
 		{"unbound, old", old, []dockercontainer.Summary{binds("/p")}, leftoverAge, true},
 		{"unbound, young: a concurrent run's", young, nil, leftoverAge, false},
-		{"unbound, young, in sandboxes prune", young, nil, 0, true},
+		{"unbound, young, no minimum age", young, nil, 0, true},
 		{"bound by a container (a stopped kept one)", old, []dockercontainer.Summary{binds(mp + "/content")}, leftoverAge, false},
-		{"bound, in sandboxes prune", young, []dockercontainer.Summary{binds(mp + "/content")}, 0, false},
+		{"bound, no minimum age", young, []dockercontainer.Summary{binds(mp + "/content")}, 0, false},
 		{"another volume's file", old, []dockercontainer.Summary{binds(mp + "x/content")}, leftoverAge, true},
 	} {
 		v := &volume.Volume{Name: tc.name, Mountpoint: mp, CreatedAt: tc.at}
@@ -193,5 +194,39 @@ func TestSweepWhen(t *testing.T) {
 	}
 	if fi, err := os.Stat(target); err != nil || !fi.ModTime().Equal(long) {
 		t.Errorf("the sweep's time was written through a link in the stamp's place")
+	}
+}
+
+// The content volumes no container binds are swept, but never one of a project a run
+// is going on in (busy: the run may have made or found it, however old, and binds it
+// next), and in a run's sweep not one made a moment ago either.
+func TestSweepContentInUse(t *testing.T) {
+	now := time.Now()
+	vol := func(name, project string, age time.Duration) *volume.Volume {
+		return &volume.Volume{Name: name, Mountpoint: "/engine/volumes/" + name + "/_data", CreatedAt: now.Add(-age).Format(time.RFC3339),
+			Labels: map[string]string{LabelRole: roleContent, LabelName: project}}
+	}
+	for _, tc := range []struct {
+		what      string
+		projectID string
+		busy      []string
+		want      []string
+	}{
+		{"sandboxes prune", "", []string{"b"}, []string{"devsandbox-a-content-old", "devsandbox-a-content-new"}},
+		{"a run's sweep", "id-of-a", []string{"b"}, []string{"devsandbox-a-content-old"}},
+	} {
+		f := newFake(t)
+		f.listed = []*volume.Volume{vol("devsandbox-a-content-old", "a", time.Hour), vol("devsandbox-a-content-new", "a", time.Second), vol("devsandbox-b-content-old", "b", time.Hour)}
+		left, err := sweep(context.Background(), f, 1000, tc.projectID, "", now, true, tc.busy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range left {
+			got = append(got, l.Name)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s swept %v; want %v (never a busy project's)", tc.what, got, tc.want)
+		}
 	}
 }

@@ -57,11 +57,13 @@ const (
 	OpPruneImages = "prune-images"
 )
 
-// SweepArgs are the arguments of OpSweep: the user whose leftovers go, and whether
-// only to list them.
+// SweepArgs are the arguments of OpSweep: the user whose leftovers go, whether only
+// to list them, and the projects (by name) runs of which are going on: their content
+// volumes stay.
 type SweepArgs struct {
-	UID    int  `json:"uid"`
-	DryRun bool `json:"dryRun,omitempty"`
+	UID    int      `json:"uid"`
+	DryRun bool     `json:"dryRun,omitempty"`
+	Busy   []string `json:"busy,omitempty"`
 }
 
 // Leftover is an object a crashed run left in the engine (a stopped container, a
@@ -196,12 +198,12 @@ var _ isolator.HostChecker = (*Stub)(nil)
 func (s *Stub) Installed() bool { return s.Path != "" || handoff.Beside(Program) != "" }
 
 // Prune removes what crashed runs of user uid left in the engine (stopped containers,
-// volumes no container uses that were a run's own), then the sandboxes of list that
-// Prunable names, saying so on w; with dryRun it only says what it would remove. It
+// volumes no container uses that were a run's own; the content volumes of the busy
+// projects stay), then the sandboxes of list that Prunable names, saying so on w; with dryRun it only says what it would remove. It
 // goes on past a failure and returns them all.
-func (s *Stub) Prune(ctx context.Context, uid int, list []Sandbox, maxAge time.Duration, dryRun bool, w io.Writer) error {
+func (s *Stub) Prune(ctx context.Context, uid int, list []Sandbox, busy []string, maxAge time.Duration, dryRun bool, w io.Writer) error {
 	var errs []error
-	left, err := s.Sweep(ctx, uid, dryRun)
+	left, err := s.Sweep(ctx, uid, dryRun, busy)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("removing what crashed runs left: %w", err))
 	}
@@ -261,8 +263,8 @@ func (s *Stub) Sandboxes(ctx context.Context, d Dirs) ([]Sandbox, error) {
 
 // Sweep removes what crashed runs of user uid left in the engine (or with dryRun lists
 // it), and returns what it removed.
-func (s *Stub) Sweep(ctx context.Context, uid int, dryRun bool) ([]Leftover, error) {
-	r, err := s.call(ctx, OpSweep, SweepArgs{UID: uid, DryRun: dryRun}, nil)
+func (s *Stub) Sweep(ctx context.Context, uid int, dryRun bool, busy []string) ([]Leftover, error) {
+	r, err := s.call(ctx, OpSweep, SweepArgs{UID: uid, DryRun: dryRun, Busy: busy}, nil)
 	if err != nil {
 		return nil, err
 	}
