@@ -71,10 +71,14 @@ func Start(p *isolator.Plan, o Options) (*Services, error) {
 // startEgress starts the socket directory, the published ports and the proxy.
 func (s *Services) startEgress(p *isolator.Plan, o Options) error {
 	if d := p.Egress.SocketDir; d != "" && bindsSockets(p, o) {
-		if err := sockdir.Ensure(d, p.StateDir, p.Project.ID, p.User.UID); err != nil {
+		got, err := sockdir.Ensure(d, p.StateDir, p.Project.ID, p.User.UID)
+		if err != nil {
 			return err
 		}
-		sockdir.Sweep(d) // once per launch, before this session adds its own sockets
+		if got != d {
+			adoptSocketDir(p, d, got)
+		}
+		sockdir.Sweep(got) // once per launch, before this session adds its own sockets
 	}
 	if len(p.Egress.Forwards) > 0 {
 		stop, err := publish.Start(p)
@@ -160,5 +164,19 @@ func (s *Services) Stop() {
 	if s.listeners != nil {
 		s.listeners.Close()
 		s.listeners = nil
+	}
+}
+
+// adoptSocketDir moves p's session sockets from the socket directory it chose, from,
+// to the one sockdir.Ensure returned, to (another session's, recorded first): nothing
+// is bound in from yet.
+func adoptSocketDir(p *isolator.Plan, from, to string) {
+	p.Egress.SocketDir = to
+	s := p.Proxy.Session
+	if p.Egress.PublishDir == sockdir.PublishDir(from, s) {
+		p.Egress.PublishDir = sockdir.PublishDir(to, s)
+	}
+	if p.Egress.Proxy.Unix == sockdir.ProxySocket(from, s) {
+		p.Egress.Proxy.Unix = sockdir.ProxySocket(to, s)
 	}
 }

@@ -2,6 +2,7 @@ package hostsvc
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
@@ -47,6 +48,43 @@ func TestSocketDirOnlyWhenBound(t *testing.T) {
 		defer s.Stop()
 		if _, err := os.Lstat(p.Egress.SocketDir); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("the socket directory of a session that binds nothing there: Lstat = %v, want it absent", err)
+		}
+	})
+	t.Run("another session's directory, recorded first", func(t *testing.T) {
+		// The socket directory in TMPDIR: a session that started with this one
+		// recorded its own first; this one's sockets go there, and its own
+		// directory is not made.
+		p := proxyPlan(t)
+		tmp, err := os.MkdirTemp("", "dsb")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(tmp)
+		first, mine := filepath.Join(tmp, fmt.Sprintf("devsandbox-%d-first000", p.User.UID)), filepath.Join(tmp, fmt.Sprintf("devsandbox-%d-mine0000", p.User.UID))
+		if err := os.Mkdir(first, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(p.StateDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p.StateDir, "sock-dir"), []byte(first+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p.Proxy.Session = "s1"
+		p.Egress.SocketDir, p.Egress.Proxy.Unix = mine, sockdir.ProxySocket(mine, "s1")
+		s, err := Start(p, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Stop()
+		if p.Egress.SocketDir != first || p.Egress.Proxy.Unix != sockdir.ProxySocket(first, "s1") {
+			t.Errorf("the session's socket directory %s, proxy socket %s; want them in %s", p.Egress.SocketDir, p.Egress.Proxy.Unix, first)
+		}
+		if fi, err := os.Lstat(sockdir.ProxySocket(first, "s1")); err != nil || fi.Mode().Type() != fs.ModeSocket {
+			t.Errorf("the session's proxy socket in the recorded directory: %v, %v", fi, err)
+		}
+		if _, err := os.Lstat(mine); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the directory the session chose: Lstat = %v, want it absent", err)
 		}
 	})
 	t.Run("proxy socket", func(t *testing.T) {

@@ -118,57 +118,80 @@ func recorded(stateDir, shared string, uid int) (string, bool) {
 }
 
 // Ensure makes dir, the socket directory Choose returned for stateDir and projectID,
-// mode 0700, checking every directory of it devsandbox did not create (see Choose);
-// a directory in the temporary directory is recorded in stateDir.
-func Ensure(dir, stateDir, projectID string, uid int) error {
+// mode 0700, checking every directory of it devsandbox did not create (see Choose),
+// and returns the directory the session uses: dir, but for one in the temporary
+// directory, which is recorded in stateDir, the first recorded. Sessions started at
+// once each choose a directory there; the first to record its own wins, and the
+// others use that one and remove theirs.
+func Ensure(dir, stateDir, projectID string, uid int) (string, error) {
 	switch base, name := filepath.Dir(dir), filepath.Base(dir); {
 	case dir == filepath.Join(stateDir, "sock"):
 		if err := os.MkdirAll(stateDir, 0o700); err != nil {
-			return dirError(err)
+			return "", dirError(err)
 		}
-		return ensurePrivate(stateDir, []string{"sock"}, uid)
+		return dir, ensurePrivate(stateDir, []string{"sock"}, uid)
 	case name == projectID && filepath.Base(base) == "devsandbox":
 		runtime := filepath.Dir(base)
 		if err := checkPrivate(runtime, uid); err != nil {
-			return dirError(err)
+			return "", dirError(err)
 		}
-		return ensurePrivate(runtime, []string{"devsandbox", projectID}, uid)
+		return dir, ensurePrivate(runtime, []string{"devsandbox", projectID}, uid)
 	case strings.HasPrefix(name, tempPrefix(uid)):
 		return ensureTemp(dir, stateDir, uid)
 	}
-	return dirError(fmt.Errorf("%s is not a socket directory devsandbox chooses", dir))
+	return "", dirError(fmt.Errorf("%s is not a socket directory devsandbox chooses", dir))
 }
 
 // ensureTemp makes dir in the shared temporary directory (or checks the one there)
-// and records it in stateDir.
-func ensureTemp(dir, stateDir string, uid int) error {
-	if err := checkAncestors(filepath.Dir(dir), uid); err != nil {
-		return dirError(fmt.Errorf("the temporary directory %s cannot hold private sockets: %w", filepath.Dir(dir), err))
+// and records it in stateDir, unless stateDir records another usable one, which it
+// returns instead (dir, made now, is removed).
+func ensureTemp(dir, stateDir string, uid int) (string, error) {
+	shared := filepath.Dir(dir)
+	if err := checkAncestors(shared, uid); err != nil {
+		return "", dirError(fmt.Errorf("the temporary directory %s cannot hold private sockets: %w", shared, err))
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return dirError(err)
+	if d, ok := recorded(stateDir, shared, uid); ok {
+		// dir itself (the usual case), or one a concurrent session recorded after
+		// Choose read the record.
+		return d, nil
+	}
+	made := true
+	if err := os.Mkdir(dir, 0o700); errors.Is(err, fs.ErrExist) {
+		made = false
+	} else if err != nil {
+		return "", dirError(err)
 	}
 	// Made now or by an earlier session: either way it must be a private directory of
 	// ours (one another user made first is never used).
 	if err := checkPrivate(dir, uid); err != nil {
-		return dirError(err)
-	}
-	if d, ok := recorded(stateDir, filepath.Dir(dir), uid); ok && d == dir {
-		return nil
+		return "", dirError(err)
 	}
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return dirError(err)
+		return "", dirError(err)
 	}
-	if err := writeRecord(filepath.Join(stateDir, recordName), dir); err != nil {
-		return dirError(err)
+	record := filepath.Join(stateDir, recordName)
+	err := writeRecord(record, dir, false)
+	if errors.Is(err, fs.ErrExist) {
+		// Another session recorded first: its directory, while it is usable; else
+		// (a record naming one gone or spoiled) ours replaces it.
+		if d, ok := recorded(stateDir, shared, uid); ok {
+			if made && d != dir {
+				_ = os.Remove(dir) // empty: nothing was bound in it yet
+			}
+			return d, nil
+		}
+		err = writeRecord(record, dir, true)
 	}
-	return nil
+	if err != nil {
+		return "", dirError(err)
+	}
+	return dir, nil
 }
 
-// writeRecord replaces the record with one naming dir, atomically. The temporary file
-// has a name of its own: sessions started at once each write theirs, and a shared
-// one would be renamed away under all but the first (the last rename wins).
-func writeRecord(record, dir string) error {
+// writeRecord writes the record naming dir, atomically: only when there is none
+// (link(2): fs.ErrExist when there is one), or with replace over the one there. The
+// temporary file has a name of its own: sessions started at once each write theirs.
+func writeRecord(record, dir string, replace bool) error {
 	f, err := os.CreateTemp(filepath.Dir(record), recordName+".*.tmp") // mode 0600
 	if err != nil {
 		return err
@@ -177,10 +200,14 @@ func writeRecord(record, dir string) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	switch {
+	case err != nil:
+	case replace:
 		err = os.Rename(f.Name(), record)
+	default:
+		err = os.Link(f.Name(), record)
 	}
-	if err != nil {
+	if err != nil || !replace {
 		os.Remove(f.Name())
 	}
 	return err

@@ -29,7 +29,7 @@ func socketDir(h Host, state string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return d, Ensure(d, state, projectID, h.UID)
+	return Ensure(d, state, projectID, h.UID)
 }
 
 // shortTemp is a directory whose paths fit a Unix socket address.
@@ -199,7 +199,7 @@ func TestEnsurePrivate(t *testing.T) {
 // Ensure makes only the directories Choose chooses.
 func TestEnsureRefusesOthers(t *testing.T) {
 	root := shortTemp(t)
-	if err := Ensure(filepath.Join(root, "elsewhere"), stateDir(root, false), projectID, os.Getuid()); !errors.Is(err, isolator.ErrProtection) {
+	if _, err := Ensure(filepath.Join(root, "elsewhere"), stateDir(root, false), projectID, os.Getuid()); !errors.Is(err, isolator.ErrProtection) {
 		t.Errorf("Ensure elsewhere: %v", err)
 	}
 }
@@ -285,6 +285,43 @@ func TestSocketDirTempConcurrent(t *testing.T) {
 		}
 		if d, ok := recorded(state, tmp, uid); !ok {
 			t.Fatalf("round %d: the state directory records %q, not a private directory", round, d)
+		}
+	}
+}
+
+// TestSocketDirTempConverges: the first sessions of a project started at once with
+// the socket directory in TMPDIR end with one directory, the one recorded: the first
+// recorded wins, the others adopt it and remove their own (a kept container of an
+// earlier session would otherwise bind a directory the later sessions do not use, and
+// the others' directories were left in TMPDIR for good).
+func TestSocketDirTempConverges(t *testing.T) {
+	uid := os.Getuid()
+	const sessions = 8
+	for round := range 50 {
+		tmp := shortTemp(t)
+		h := Host{UID: uid, TempDir: tmp}
+		state := stateDir(filepath.Join(t.TempDir(), strconv.Itoa(round)), true)
+		start := make(chan struct{})
+		got := make(chan string, sessions)
+		for range sessions {
+			go func() {
+				<-start
+				d, err := socketDir(h, state)
+				if err != nil {
+					d = err.Error()
+				}
+				got <- d
+			}()
+		}
+		close(start)
+		seen := map[string]bool{}
+		for range sessions {
+			seen[<-got] = true
+		}
+		rec, _ := recorded(state, tmp, uid)
+		left, _ := filepath.Glob(filepath.Join(tmp, tempPrefix(uid)+"*"))
+		if len(seen) != 1 || !seen[rec] || len(left) != 1 || left[0] != rec {
+			t.Fatalf("round %d: the sessions use %v, the state directory records %q, TMPDIR holds %v; want one directory, the recorded one", round, seen, rec, left)
 		}
 	}
 }
