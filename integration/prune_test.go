@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -228,6 +229,27 @@ func TestPruneKeepsRunningKrunSandbox(t *testing.T) {
 	}
 	requirePodman(t)
 	pruneKeepsRunning(t, "krun")
+}
+
+// TestPruneKeepsRunningSandbox for a bwrap run with /tmp in memory (sandbox.tmp =
+// "tmpfs"): it has no session /tmp in the state directory, and holds the project's
+// run mark instead.
+func TestPruneKeepsRunningInMemoryTmp(t *testing.T) {
+	if !slices.Contains(isolators(), "bwrap") || !slices.Contains(isolators(), localDocker) {
+		t.Skip("needs bwrap and docker among DEVSANDBOX_IT_ISOLATORS")
+	}
+	requireBwrap(t)
+	p := newProject(t)
+	cfg := p.writeConfig("", "tmpfs.toml", "[sandbox]\ntmp = \"tmpfs\"\n")
+	cmd := command(context.Background(), p.dir, baseEnv(embedXDG(p.root)...), "--config", cfg, "--isolator=bwrap", "--", "/bin/sh", "-c", "echo started; read x")
+	lr, release := started(t, cmd)
+	defer release()
+	lr.waitFor("started")
+	r := run(t, p.dir, append(embedXDG(p.root), "DOCKER_HOST="+engineOf(localDocker)), "", "--config", p.noPodmanConfig(), "sandboxes", "prune", "--days", "0", "--dry-run")
+	want := "kept " + p.name() + " (unused for 0 days): a run of it is going on\n"
+	if r.code != 0 || !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "would remove "+p.name()) {
+		t.Fatalf("prune --days 0 during a bwrap run with /tmp in memory:\n%s\nwant the line %q and no removal of %s", r, want, p.name())
+	}
 }
 
 // pruneKeepsRunning runs `sandboxes prune --days 0 --dry-run` while a run of iso
