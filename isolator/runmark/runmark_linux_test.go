@@ -70,3 +70,16 @@ func entries(t *testing.T, state string) []string {
 	}
 	return out
 }
+
+// BenchmarkHoldRelease is what a run mark adds to a docker or krun launch (and a bwrap
+// one with /tmp in memory).
+func BenchmarkHoldRelease(b *testing.B) {
+	state := b.TempDir()
+	for b.Loop() {
+		m, err := Hold(state)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m.Release()
+	}
+}
