@@ -34,6 +34,9 @@ type Mark struct {
 // Hold makes and locks a mark in stateDir (made 0700 if missing). Marks of dead runs
 // that it finds there are removed.
 func Hold(stateDir string) (*Mark, error) {
+	if !filepath.IsAbs(stateDir) {
+		return nil, fmt.Errorf("the state directory %q is not an absolute path", stateDir)
+	}
 	dir := filepath.Join(stateDir, Dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("making the directory of run marks: %w", err)

@@ -17,6 +17,9 @@ func TestHeld(t *testing.T) {
 	if Held(state, "", now) {
 		t.Error("a state directory without marks is held")
 	}
+	if _, err := Hold(""); err == nil {
+		t.Error("a mark in the working directory (no state directory)")
+	}
 	a, err := Hold(state)
 	if err != nil {
 		t.Fatal(err)
