@@ -155,9 +155,9 @@ func krunContainerPids(t *testing.T, id string) []int {
 	return pidNamespaceMembers(pid)
 }
 
-// podmanServices lists the test user's podman API services that devsandbox started,
+// podmanServices lists the test user's podman API services on sock that devsandbox started,
 // and their supervisors.
-func podmanServices() []int {
+func podmanServices(sock string) []int {
 	var pids []int
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
@@ -171,7 +171,12 @@ func podmanServices() []int {
 		if syscall.Stat(d, &st) != nil || int(st.Uid) != it.uid {
 			continue
 		}
-		if strings.Contains(cmd, "system service") && strings.Contains(cmd, "/devsandbox-") || strings.Contains(cmd, "devsandbox-krun supervise") {
+		// Only those of sock: other runs on this machine have services of their own
+		// (another storage configuration is another socket), which end on their own time.
+		if !slices.Contains(args, sock) && !slices.Contains(args, "unix://"+sock) {
+			continue
+		}
+		if strings.Contains(cmd, "system service") || strings.Contains(cmd, "devsandbox-krun supervise") {
 			if n, err := strconv.Atoi(filepath.Base(d)); err == nil {
 				pids = append(pids, n)
 			}
@@ -338,7 +343,9 @@ func TestKrunKill9LeavesNothing(t *testing.T) {
 	if ids := krunContainers(t, p, true); len(ids) != 1 {
 		t.Fatalf("want the run's container, have %v", ids)
 	}
-	if len(podmanServices()) == 0 {
+	// The run's service: the one devsandbox runs for runc and podman's usual storage.
+	sock := filepath.Join(runtimeDir(), "podman", "devsandbox-runc.sock")
+	if len(podmanServices(sock)) == 0 {
 		t.Fatal("no podman service of devsandbox's found while it runs")
 	}
 	// The helper (devsandbox-krun, which holds the service's users lock) must carry the
@@ -365,7 +372,7 @@ func TestKrunKill9LeavesNothing(t *testing.T) {
 	// its last user.
 	deadline = time.Now().Add(25 * time.Second)
 	for {
-		services := podmanServices()
+		services := podmanServices(sock)
 		var left []string
 		for _, pid := range markedProcesses(mark) {
 			if !slices.Contains(services, pid) {
