@@ -76,8 +76,8 @@ func Held(stateDir, own string, now time.Time) bool {
 		switch {
 		case name == own || (typ != unix.DT_REG && typ != unix.DT_UNKNOWN):
 		case strings.HasPrefix(name, ".run-"):
-			var st unix.Stat_t
-			held = unix.Lstat(filepath.Join(dir, name), &st) == nil && now.Sub(time.Unix(st.Mtim.Unix())) < pendingAge
+			age, ok := ageOf(filepath.Join(dir, name), now)
+			held = ok && age < pendingAge
 		case strings.HasPrefix(name, "run-"):
 			held = locked(filepath.Join(dir, name))
 		}
@@ -96,6 +96,15 @@ func locked(p string) bool {
 	return unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB) != nil
 }
 
+// ageOf is how long ago the file at p was last modified; false when it is gone.
+func ageOf(p string, now time.Time) (time.Duration, bool) {
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) != nil {
+		return 0, false
+	}
+	return now.Sub(time.Unix(st.Mtim.Unix())), true
+}
+
 // sweep removes the marks in dir of runs that died (no lock), but own, and pending
 // ones over pendingAge old.
 func sweep(dir, own string) {
@@ -105,8 +114,7 @@ func sweep(dir, own string) {
 		switch {
 		case name == own:
 		case strings.HasPrefix(name, ".run-"):
-			var st unix.Stat_t
-			if unix.Lstat(p, &st) == nil && now.Sub(time.Unix(st.Mtim.Unix())) >= pendingAge {
+			if age, ok := ageOf(p, now); ok && age >= pendingAge {
 				_ = os.Remove(p)
 			}
 		case strings.HasPrefix(name, "run-"):
