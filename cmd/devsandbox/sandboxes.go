@@ -18,6 +18,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	krunhelper "github.com/devsandbox/devsandbox/isolator/krun/helper"
 	"github.com/devsandbox/devsandbox/isolator/planner"
+	"github.com/devsandbox/devsandbox/isolator/projlock"
 )
 
 func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
@@ -112,7 +113,7 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 	if c.Args().Len() == 0 {
 		return usageError{errors.New("sandboxes rm needs at least one NAME (see devsandbox sandboxes list)")}
 	}
-	d, list, lerr, err := a.sandboxes(c)
+	d, _, dirs, list, lerr, err := a.sandboxesOf(c)
 	if err != nil {
 		return err
 	}
@@ -127,13 +128,33 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 		if len(s.Containers) == 0 && lerr != nil {
 			a.warn("the docker engine was not asked (%v); only the host side of %s is removed", lerr, n)
 		}
-		if err := d.RemoveSandbox(context.Background(), s); err != nil {
+		if err := a.removeIdle(dirs.State, s, func() error { return d.RemoveSandbox(context.Background(), s) }); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		fmt.Fprintf(a.stdout, "removed %s\n", n)
 	}
 	return errors.Join(errs...)
+}
+
+// errInUse is the class of a sandbox rm refuses: a run of it is going on or starting.
+var errInUse = errors.New("in use")
+
+// removeIdle calls remove unless a run of s is going on or starting, holding s's lock
+// (package projlock) from the check to remove's return, as prune does.
+func (a *app) removeIdle(stateRoot string, s dockerhelper.Sandbox, remove func() error) error {
+	unlock, ok, err := projlock.TryExclusive(stateRoot, s.Name)
+	if err != nil {
+		return fmt.Errorf("%s was not removed: %w", s.Name, err)
+	}
+	if !ok {
+		return fmt.Errorf("%s was not removed: a run of it is starting (%w); run `devsandbox sandboxes rm %s` again once it has ended", s.Name, errInUse, s.Name)
+	}
+	defer unlock()
+	if runGoingOn(s.State) {
+		return fmt.Errorf("%s was not removed: a run of it is going on (%w: it holds a session /tmp in %s or a run mark in %s); run `devsandbox sandboxes rm %s` again once it has ended", s.Name, errInUse, filepath.Join(s.State, "tmp"), filepath.Join(s.State, "runs"), s.Name)
+	}
+	return remove()
 }
 
 // sandboxesPrune sweeps bwrap's session cgroups first: they need no engine, and
@@ -155,18 +176,60 @@ func (a *app) sandboxesPrune(c *cli.Context) error {
 		return fmt.Errorf("the docker engine must answer for prune to know what is in use: %w", lerr)
 	}
 	maxAge := time.Duration(c.Int("days")) * 24 * time.Hour
-	idle, busy := a.notRunning(list, maxAge)
-	return d.Prune(context.Background(), dirs.UID, idle, busy, maxAge, c.Bool("dry-run"), a.stdout)
+	return a.pruneIdle(dirs.State, list, maxAge, c.Bool("dry-run"), func(idle []dockerhelper.Sandbox, busy []string) error {
+		return d.Prune(context.Background(), dirs.UID, idle, busy, maxAge, c.Bool("dry-run"), a.stdout)
+	})
+}
+
+// afterPruneCheck, when set (by tests), runs between prune's check of the projects'
+// runs and the removal.
+var afterPruneCheck func()
+
+// pruneIdle calls remove with the sandboxes of list no run is using or starting in,
+// and the names of the others, holding the lock (package projlock) of each idle one
+// from its check to remove's return: a run that starts meanwhile waits for the
+// removal to finish, then makes the project's directories anew. A dry run removes
+// nothing and takes no lock.
+func (a *app) pruneIdle(stateRoot string, list []dockerhelper.Sandbox, maxAge time.Duration, dryRun bool, remove func(idle []dockerhelper.Sandbox, busy []string) error) error {
+	lock := func(name string) (func(), bool) { return func() {}, true }
+	if !dryRun {
+		lock = func(name string) (func(), bool) {
+			unlock, ok, err := projlock.TryExclusive(stateRoot, name)
+			if err != nil {
+				a.warn("%s is kept: %v", name, err)
+			}
+			return unlock, ok
+		}
+	}
+	var unlocks []func()
+	defer func() {
+		for _, u := range unlocks {
+			u()
+		}
+	}()
+	idle, busy := a.notRunning(list, maxAge, func(name string) bool {
+		unlock, ok := lock(name)
+		if ok {
+			unlocks = append(unlocks, unlock)
+		}
+		return ok
+	})
+	if afterPruneCheck != nil {
+		afterPruneCheck()
+	}
+	return remove(idle, busy)
 }
 
 // notRunning is list without the sandboxes a run is using (or starting in), and the
 // names of those: their last use is when the run started, and with --days 0, or a run
 // longer than --days, prune would remove the home and state directory of a sandbox in
 // use; and the run may have found a content volume it has not bound yet. One that
-// would have been pruned is named.
-func (a *app) notRunning(list []dockerhelper.Sandbox, maxAge time.Duration) (idle []dockerhelper.Sandbox, busy []string) {
+// would have been pruned is named. lock takes a sandbox's lock before its check (false:
+// a run holds it, it is starting); the lock of one found in use is kept too, and
+// released with the others.
+func (a *app) notRunning(list []dockerhelper.Sandbox, maxAge time.Duration, lock func(name string) bool) (idle []dockerhelper.Sandbox, busy []string) {
 	for _, sb := range list {
-		if !runGoingOn(sb.State) {
+		if lock(sb.Name) && !runGoingOn(sb.State) {
 			idle = append(idle, sb)
 			continue
 		}

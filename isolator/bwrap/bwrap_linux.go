@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/pin"
+	"github.com/devsandbox/devsandbox/isolator/projlock"
 	"github.com/devsandbox/devsandbox/isolator/runmark"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/isolator/tmpdir"
@@ -185,19 +187,12 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// (closeSess, which frees the directory and can wait on the disk); released is
 	// closed after both.
 	removeSess, closeSess := func() {}, func() {}
-	sess, err := prepare(p)
+	sess, mark, err := prepare(ctx, p, stdio.Err, sigc)
 	if err != nil {
 		return 0, err
 	}
-	if sess == nil || filepath.Dir(sess.Path) != filepath.Join(p.StateDir, "tmp") {
-		// A /tmp in memory (sandbox.tmp tmpfs or shm) leaves the project's state
-		// directory without the session dir `sandboxes prune` asks (tmpdir.Held):
-		// the run holds the project's run mark instead.
-		m, err := runmark.Hold(p.StateDir)
-		if err != nil {
-			return 0, fmt.Errorf("marking the project's state directory %s in use: %w", p.StateDir, err)
-		}
-		defer m.Release()
+	if mark != nil {
+		defer mark.Release()
 	}
 	if sess != nil {
 		// Lost is checked at the end rather than watched with inotify: closing an
@@ -517,16 +512,41 @@ func PrepareHost(p *isolator.Plan) error {
 	return isolator.CheckMountPoints(p)
 }
 
-// prepare creates the host directories a run needs and acquires the session /tmp.
-func prepare(p *isolator.Plan) (*tmpdir.Session, error) {
+// prepare creates the host directories a run needs and establishes the run's presence,
+// which `sandboxes prune` asks: the session /tmp in the project's state directory
+// (tmpdir.Held), or with a /tmp in memory (sandbox.tmp tmpfs or shm), the project's
+// run mark (runmark.Held). Both under the project's lock (package projlock), so that
+// prune either sees the run or has removed the project before it begins; a wait for
+// prune is said on stderr and ends with ctx or a signal on sigc.
+func prepare(ctx context.Context, p *isolator.Plan, stderr io.Writer, sigc <-chan os.Signal) (*tmpdir.Session, *runmark.Mark, error) {
+	unlock, err := projlock.Shared(ctx, p.StateDir, func() {
+		fmt.Fprintf(stderr, "devsandbox: %s\n", projlock.WaitMessage(p.StateDir))
+	}, sigc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the sandbox did not start: %w", err)
+	}
+	defer unlock()
 	if err := PrepareHost(p); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if p.Tmp.Kind == "tmpfs" {
-		return nil, nil
+	var sess *tmpdir.Session
+	if p.Tmp.Kind != "tmpfs" {
+		tmpdir.CleanOrphans(p.Tmp.Dir, time.Now(), tmpdir.MaxAge)
+		if sess, err = tmpdir.Acquire(p.Tmp.Dir); err != nil {
+			return nil, nil, err
+		}
 	}
-	tmpdir.CleanOrphans(p.Tmp.Dir, time.Now(), tmpdir.MaxAge)
-	return tmpdir.Acquire(p.Tmp.Dir)
+	if sess != nil && filepath.Dir(sess.Path) == filepath.Join(p.StateDir, "tmp") {
+		return sess, nil, nil
+	}
+	m, err := runmark.Hold(p.StateDir)
+	if err != nil {
+		if sess != nil {
+			_ = sess.Release()
+		}
+		return nil, nil, fmt.Errorf("marking the project's state directory %s in use: %w", p.StateDir, err)
+	}
+	return sess, m, nil
 }
 
 // childEnv is the environment bwrap starts with; bwrap passes it to the command, so

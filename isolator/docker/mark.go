@@ -1,16 +1,25 @@
 package docker
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"time"
 
+	"github.com/devsandbox/devsandbox/isolator/handoff"
+	"github.com/devsandbox/devsandbox/isolator/projlock"
 	"github.com/devsandbox/devsandbox/isolator/runmark"
 )
 
 // markRun holds, until release, the project's run mark (package runmark), which
 // `devsandbox sandboxes prune` asks before it takes the project for unused or sweeps
-// its content volumes, and a run's sweep asks (othersRunning). own is its name.
-func markRun(stateDir string) (own string, release func(), err error) {
-	m, err := runmark.Hold(stateDir)
+// its content volumes, and a run's sweep asks (othersRunning). own is its name. It is
+// made under the project's lock (runmark.HoldShared): while prune or rm holds it, the
+// wait is said on stderr and ends with ctx or a signal from sigs.
+func markRun(ctx context.Context, stateDir string, stderr io.Writer, sigs <-chan handoff.Signal) (own string, release func(), err error) {
+	m, err := runmark.HoldShared(ctx, stateDir, func() {
+		fmt.Fprintf(stderr, "devsandbox: %s\n", projlock.WaitMessage(stateDir))
+	}, sigs)
 	if err != nil {
 		return "", nil, err
 	}

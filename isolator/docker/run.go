@@ -35,7 +35,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// Before anything of the project's is made or used: `sandboxes prune` keeps the
 	// project's sandbox home and state, and sweeps leave its content volumes, while
 	// the run holds it.
-	mark, release, err := markRun(p.StateDir)
+	mark, release, err := markRun(ctx, p.StateDir, stdio.Err, b.Signals)
 	if err != nil {
 		return 0, fmt.Errorf("marking the project's state directory %s in use: %w; the command did not run", p.StateDir, err)
 	}

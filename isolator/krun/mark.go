@@ -1,11 +1,23 @@
 package krun
 
-import "github.com/devsandbox/devsandbox/isolator/runmark"
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/devsandbox/devsandbox/isolator/handoff"
+	"github.com/devsandbox/devsandbox/isolator/projlock"
+	"github.com/devsandbox/devsandbox/isolator/runmark"
+)
 
 // MarkRun holds the project's run mark (package runmark) for the run's life: `devsandbox
-// sandboxes prune` asks it before it takes the project for unused.
-func (osHost) MarkRun(stateDir string) (release func(), err error) {
-	m, err := runmark.Hold(stateDir)
+// sandboxes prune` asks it before it takes the project for unused. It is made under the
+// project's lock (runmark.HoldShared): while prune or rm holds it, the wait is said on
+// stderr and ends with ctx or a signal from sigs.
+func (osHost) MarkRun(ctx context.Context, stateDir string, stderr io.Writer, sigs <-chan handoff.Signal) (release func(), err error) {
+	m, err := runmark.HoldShared(ctx, stateDir, func() {
+		fmt.Fprintf(stderr, "devsandbox: %s\n", projlock.WaitMessage(stateDir))
+	}, sigs)
 	if err != nil {
 		return nil, err
 	}

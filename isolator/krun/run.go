@@ -35,7 +35,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	// Before anything of the project's is made or used: prune must not remove its
 	// sandbox home and state meanwhile.
-	release, err := h.MarkRun(p.StateDir)
+	release, err := h.MarkRun(ctx, p.StateDir, stdio.Err, b.Signals)
 	if err != nil {
 		return 0, fmt.Errorf("marking the project's state directory %s in use: %w; the command did not run", p.StateDir, err)
 	}

@@ -241,7 +241,9 @@ func (h fakeHost) LockCreate(_ context.Context, path string) (func(), error) {
 }
 
 // MarkRun is the host's: a session directory in the test's state directory.
-func (fakeHost) MarkRun(stateDir string) (func(), error) { return osHost{}.MarkRun(stateDir) }
+func (fakeHost) MarkRun(ctx context.Context, stateDir string, stderr io.Writer, sigs <-chan handoff.Signal) (func(), error) {
+	return osHost{}.MarkRun(ctx, stateDir, stderr, sigs)
+}
 
 func (h fakeHost) KVM() error {
 	if h.noKVM {

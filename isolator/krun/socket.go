@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/pin"
 )
 
@@ -49,7 +51,7 @@ type Host interface {
 	LockCreate(ctx context.Context, path string) (unlock func(), err error)
 	// MarkRun marks the project whose state directory is stateDir as in use until
 	// release: `devsandbox sandboxes prune` keeps it whatever --days says.
-	MarkRun(stateDir string) (release func(), err error)
+	MarkRun(ctx context.Context, stateDir string, stderr io.Writer, sigs <-chan handoff.Signal) (release func(), err error)
 }
 
 type osHost struct{}

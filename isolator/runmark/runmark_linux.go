@@ -7,6 +7,7 @@
 package runmark
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/internal/dirent"
+	"github.com/devsandbox/devsandbox/isolator/projlock"
 )
 
 // Dir is the directory of the marks in a project's state directory.
@@ -59,6 +61,18 @@ func Hold(stateDir string) (*Mark, error) {
 	m := &Mark{Name: name, f: f}
 	sweep(dir, name)
 	return m, nil
+}
+
+// HoldShared is Hold under the project's lock (projlock.Shared, which see for waiting
+// and interrupt): `sandboxes prune` either sees the mark or has removed the project
+// before it is made.
+func HoldShared[T any](ctx context.Context, stateDir string, waiting func(), interrupt <-chan T) (*Mark, error) {
+	unlock, err := projlock.Shared(ctx, stateDir, waiting, interrupt)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return Hold(stateDir)
 }
 
 // Release removes the mark and drops its lock.

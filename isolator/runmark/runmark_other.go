@@ -4,7 +4,12 @@
 // marks nothing (`devsandbox sandboxes prune` asks the marks on Linux alone).
 package runmark
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator/projlock"
+)
 
 // Dir is the directory of the marks in a project's state directory.
 const Dir = "runs"
@@ -14,6 +19,16 @@ type Mark struct{ Name string }
 
 // Hold marks nothing.
 func Hold(string) (*Mark, error) { return &Mark{}, nil }
+
+// HoldShared takes the project's lock (projlock.Shared) and drops it: it marks nothing.
+func HoldShared[T any](ctx context.Context, stateDir string, waiting func(), interrupt <-chan T) (*Mark, error) {
+	unlock, err := projlock.Shared(ctx, stateDir, waiting, interrupt)
+	if err != nil {
+		return nil, err
+	}
+	unlock()
+	return &Mark{}, nil
+}
 
 // Release does nothing.
 func (*Mark) Release() {}
