@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/planner"
+	"github.com/devsandbox/devsandbox/isolator/projlock"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 	"github.com/devsandbox/devsandbox/tools"
 )
@@ -70,6 +72,13 @@ func (a *app) run(c *cli.Context) error {
 	// the process exits then, with the command's status.
 	if !dryRun {
 		a.catchSignals(cfg)
+	}
+	if !dryRun {
+		unlock, err := a.holdProject(ctx, filepath.Join(cfg.Host.StateHome, "devsandbox", l.Project.Name))
+		if err != nil {
+			return err
+		}
+		defer unlock()
 	}
 	p, pwarns, err := planner.Build(cfg, tools.Default(), l.Probe, planner.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun})
 	if err != nil {
@@ -126,6 +135,31 @@ func (a *app) run(c *cli.Context) error {
 		return exitError{code}
 	}
 	return nil
+}
+
+// holdProject holds the project's lock (package projlock) shared for the run's life:
+// from before the Plan, whose proxy CA is made in the project's state directory, so
+// that `sandboxes prune` and `rm` either see the run (they take the lock without
+// waiting: a run holding it is going on) or have removed the project before the run
+// makes anything of it. The backends take it too, around the presence a run leaves
+// for prune (session /tmp, run mark), for programs that call them directly. A wait
+// for prune is said on stderr; ^C ends it (the bwrap run's subscription catches it,
+// else it ends the process).
+func (a *app) holdProject(ctx context.Context, stateDir string) (func(), error) {
+	var interrupt <-chan os.Signal
+	if a.signals != nil {
+		interrupt = a.signals.C
+	}
+	unlock, err := projlock.Shared(ctx, stateDir, func() {
+		if a.signals != nil {
+			a.signals.Wait() // a ^C after the line ends the wait, not the process
+		}
+		fmt.Fprintf(a.stderr, "devsandbox: %s\n", projlock.WaitMessage(stateDir))
+	}, interrupt)
+	if err != nil {
+		return nil, fmt.Errorf("the command did not run: %w", err)
+	}
+	return unlock, nil
 }
 
 // degrade handles an isolator that cannot run: in auto mode the command runs

@@ -148,7 +148,7 @@ func (a *app) removeIdle(stateRoot string, s dockerhelper.Sandbox, remove func()
 		return fmt.Errorf("%s was not removed: %w", s.Name, err)
 	}
 	if !ok {
-		return fmt.Errorf("%s was not removed: a run of it is starting (%w); run `devsandbox sandboxes rm %s` again once it has ended", s.Name, errInUse, s.Name)
+		return fmt.Errorf("%s was not removed: a run of it is going on or starting (%w: it holds the project's lock %s); run `devsandbox sandboxes rm %s` again once it has ended", s.Name, errInUse, projlock.Path(filepath.Join(stateRoot, s.Name)), s.Name)
 	}
 	defer unlock()
 	if runGoingOn(s.State) {
