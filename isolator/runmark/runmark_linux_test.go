@@ -1,11 +1,15 @@
 package runmark
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/devsandbox/devsandbox/isolator/projlock"
 )
 
 // A mark counts while its run holds it, for everyone but that run; once released,
@@ -84,5 +88,33 @@ func BenchmarkHoldRelease(b *testing.B) {
 			b.Fatal(err)
 		}
 		m.Release()
+	}
+}
+
+// TestHoldSharedWaitsForPrune: while prune holds the project's lock, no mark is made
+// (prune's check would miss it); the wait ends with ctx, and with the lock free the
+// mark is made.
+func TestHoldSharedWaitsForPrune(t *testing.T) {
+	root := t.TempDir()
+	state := filepath.Join(root, "app-0123abcd")
+	unlock, ok, err := projlock.TryExclusive(root, "app-0123abcd")
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := HoldShared[struct{}](ctx, state, cancel, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("HoldShared while prune holds the lock: %v, want context.Canceled", err)
+	}
+	if Held(state, "", time.Now()) {
+		t.Error("a mark was made while prune held the lock")
+	}
+	unlock()
+	m, err := HoldShared[struct{}](context.Background(), state, func() { t.Error("waited with the lock free") }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release()
+	if !Held(state, "", time.Now()) {
+		t.Error("HoldShared made no mark")
 	}
 }
