@@ -396,6 +396,47 @@ func TestKrunKill9LeavesNothing(t *testing.T) {
 	}
 }
 
+// (c') kill -9 of devsandbox-krun itself (not of devsandbox: its helper winds down when
+// devsandbox goes) leaves the run's container, exited; the next krun run, of another
+// project, removes it: the dead run's mark is no longer held.
+func TestKrunHelperKill9LeftoverRemovedByNextRun(t *testing.T) {
+	requirePodman(t)
+	p := newProject(t)
+	mark := "DSB_IT_RUN=" + randHex(8)
+	cmd := command(t.Context(), p.dir, baseEnv(mark), "--isolator=krun", "--", "/bin/sh", "-c", `sleep 1000 & echo ready; wait`)
+	lr := startLines(t, cmd)
+	lr.waitFor("ready")
+	if ids := krunContainers(t, p, true); len(ids) != 1 {
+		t.Fatalf("want the run's container, have %v", ids)
+	}
+	killed := 0
+	for _, pid := range markedProcesses(mark) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if args := strings.Split(string(b), "\x00"); program(pid) == "devsandbox-krun" && len(args) > 1 && args[1] == "serve" {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed++
+		}
+	}
+	if killed != 1 {
+		t.Fatalf("killed %d devsandbox-krun serving the run, want 1", killed)
+	}
+	_ = cmd.Wait()
+	left := krunContainers(t, p, true)
+	if len(left) != 1 {
+		t.Fatalf("the killed helper's container: have %v, want it left (else this test proves nothing)", left)
+	}
+	// Another project's run: it finds the leftover and removes it.
+	q := newProject(t)
+	if r := run(t, q.dir, nil, "", "--isolator=krun", "--", "true"); r.code != 0 {
+		t.Fatalf("the second run:\n%s", r)
+	}
+	if left := krunContainers(t, p, true); len(left) != 0 {
+		t.Errorf("the killed run's container %v outlived the next krun run", left)
+	}
+}
+
 // markedProcesses lists the test user's processes with mark in their environment.
 func markedProcesses(mark string) []int {
 	var pids []int

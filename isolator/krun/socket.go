@@ -48,8 +48,9 @@ type Host interface {
 	// run holds it; unlock releases it.
 	LockCreate(ctx context.Context, path string) (unlock func(), err error)
 	// MarkRun marks the project whose state directory is stateDir as in use until
-	// release: `devsandbox sandboxes prune` keeps it whatever --days says.
-	MarkRun(stateDir string) (release func(), err error)
+	// release: `devsandbox sandboxes prune` keeps it whatever --days says. mark is the
+	// mark's file ("" where runs hold no mark), locked until release.
+	MarkRun(stateDir string) (mark string, release func(), err error)
 }
 
 type osHost struct{}
