@@ -121,6 +121,7 @@ func (h osHost) StartService(ctx context.Context, path, runtime string) error {
 	if h.Listening(path) {
 		return nil // another devsandbox started it meanwhile
 	}
+	sweepSets(dir, h.Listening)
 	_ = os.Remove(path) // a stale socket of a service that exited
 	if _, err := exec.LookPath("podman"); err != nil {
 		return fmt.Errorf("%w: podman is not installed: %w", isolator.ErrUnavailable, err)
