@@ -34,6 +34,7 @@ func TestRemoveDeadRuns(t *testing.T) {
 	var asked []string
 	removed, err := removeDeadRuns(store, func(m string) bool { asked = append(asked, m); return dead[m] })
 	slices.Sort(removed)
+	slices.Sort(store.removed)
 	if !slices.Equal(removed, []string{"dead", "dead2"}) || !slices.Equal(store.removed, removed) {
 		t.Errorf("removed %v (store: %v), want [dead dead2]", removed, store.removed)
 	}
