@@ -280,7 +280,7 @@ func (b *Isolator) removeContainer(e engine, id string) {
 	if err == nil {
 		return
 	}
-	b.warn("podman could not remove the container %s: %v; `podman rm %s` removes it, as does `devsandbox sandboxes prune` a minute after it exited", id, err, id)
+	b.warn("podman could not remove the container %s: %v; `podman rm %s` removes it, as does the next krun run once this one ended, or `devsandbox sandboxes prune` a minute after it exited", id, err, id)
 }
 
 // removeTries is how often a run tries to remove its container.
