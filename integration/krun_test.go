@@ -3,6 +3,8 @@
 package integration
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -391,6 +393,110 @@ func TestKrunKill9LeavesNothing(t *testing.T) {
 				return
 			}
 			t.Fatalf("podman services still running 25s after devsandbox was killed, with no devsandbox using them: %v", services)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// (c') kill -9 of devsandbox-krun itself (not of devsandbox: its helper winds down when
+// devsandbox goes) leaves the run's container, exited; the next krun run, of another
+// project, removes it: the dead run's mark is no longer held.
+func TestKrunHelperKill9LeftoverRemovedByNextRun(t *testing.T) {
+	requirePodman(t)
+	p := newProject(t)
+	mark := "DSB_IT_RUN=" + randHex(8)
+	cmd := command(t.Context(), p.dir, baseEnv(mark), "--isolator=krun", "--", "/bin/sh", "-c", `sleep 1000 & echo ready; wait`)
+	lr := startLines(t, cmd)
+	lr.waitFor("ready")
+	if ids := krunContainers(t, p, true); len(ids) != 1 {
+		t.Fatalf("want the run's container, have %v", ids)
+	}
+	killed := 0
+	for _, pid := range markedProcesses(mark) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if args := strings.Split(string(b), "\x00"); program(pid) == "devsandbox-krun" && len(args) > 1 && args[1] == "serve" {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed++
+		}
+	}
+	if killed != 1 {
+		t.Fatalf("killed %d devsandbox-krun serving the run, want 1", killed)
+	}
+	_ = cmd.Wait()
+	left := krunContainers(t, p, true)
+	if len(left) != 1 {
+		t.Fatalf("the killed helper's container: have %v, want it left (else this test proves nothing)", left)
+	}
+	// Another project's run: it finds the leftover and removes it.
+	q := newProject(t)
+	if r := run(t, q.dir, nil, "", "--isolator=krun", "--", "true"); r.code != 0 {
+		t.Fatalf("the second run:\n%s", r)
+	}
+	if left := krunContainers(t, p, true); len(left) != 0 {
+		t.Errorf("the killed run's container %v outlived the next krun run", left)
+	}
+}
+
+// The files devsandbox keeps per podman service (SOCK.log, SOCK.users, the creations'
+// lock) go with the service: its supervisor removes them when it ends the idle service,
+// and a service's start removes those of services that are gone.
+func TestKrunServiceFilesGo(t *testing.T) {
+	requirePodman(t)
+	p := newProject(t)
+	dir := filepath.Join(runtimeDir(), "podman")
+	// A service of its own: devsandbox keys the service by the podman variables set
+	// (storage.go's serviceKey: the first 4 bytes of the SHA-256 of NAME=VALUE).
+	conf := p.path("containers-override.conf")
+	p.write("containers-override.conf", "")
+	env := "CONTAINERS_CONF_OVERRIDE=" + conf
+	sum := sha256.Sum256([]byte(env))
+	sock := filepath.Join(dir, "devsandbox-runc-"+hex.EncodeToString(sum[:4])+".sock")
+	lockSum := sha256.Sum256([]byte(sock))
+	set := []string{sock, sock + ".log", sock + ".users", filepath.Join(dir, "devsandbox-create-"+hex.EncodeToString(lockSum[:6])+".lock")}
+	// A set of a service that is gone (its supervisor was killed), the test user's.
+	dead := filepath.Join(dir, "devsandbox-runc-it"+randHex(3)+".sock")
+	deadSet := []string{dead + ".log", dead + ".users"}
+	for _, f := range deadSet {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(f, it.uid, it.gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, f := range deadSet {
+			_ = os.Remove(f)
+		}
+	})
+	r := run(t, p.dir, []string{"XDG_RUNTIME_DIR=" + runtimeDir(), env}, "", "--isolator=krun", "--", "true")
+	if r.code != 0 {
+		t.Fatalf("the run: %s", r)
+	}
+	for _, f := range deadSet {
+		if _, err := os.Lstat(f); err == nil {
+			t.Errorf("%s of a service that is gone outlived the start of another", f)
+		}
+	}
+	if _, err := os.Lstat(sock + ".users"); err != nil {
+		t.Fatalf("the run's service has no users lock at %s (the test computes the wrong socket): %v", sock+".users", err)
+	}
+	// Its supervisor ends the service 10 s after its last user, and its files with it.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var left []string
+		for _, f := range set {
+			if _, err := os.Lstat(f); err == nil {
+				left = append(left, filepath.Base(f))
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the files %v outlived their service by 20s", left)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

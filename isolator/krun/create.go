@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/containers/podman/v5/pkg/specgen"
@@ -46,29 +45,35 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	release := func() { f.Close() } // closing the last descriptor drops the lock
-	fd := int(f.Fd())
-	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err == nil {
-		return release, nil
+	// The file may be removed when free (leftfiles.go): lockCurrent locks the one
+	// the path names.
+	f, err := lockCurrent(path, unix.LOCK_EX|unix.LOCK_NB)
+	if err == nil {
+		return func() { f.Close() }, nil // closing the last descriptor drops the lock
 	} else if !errors.Is(err, unix.EWOULDBLOCK) {
-		f.Close()
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
-	got := make(chan error, 1)
-	go func() { got <- unix.Flock(fd, unix.LOCK_EX) }()
+	type res struct {
+		f   *os.File
+		err error
+	}
+	got := make(chan res, 1)
+	go func() {
+		f, err := lockCurrent(path, unix.LOCK_EX)
+		got <- res{f, err}
+	}()
 	select {
-	case err := <-got:
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", path, err)
+	case r := <-got:
+		if r.err != nil {
+			return nil, fmt.Errorf("locking %s: %w", path, r.err)
 		}
-		return release, nil
+		return func() { r.f.Close() }, nil
 	case <-ctx.Done():
-		go func() { <-got; f.Close() }()
+		go func() {
+			if r := <-got; r.f != nil {
+				r.f.Close()
+			}
+		}()
 		return nil, context.Cause(ctx)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/containers/podman/v5/pkg/bindings/containers"
+
+	"github.com/devsandbox/devsandbox/isolator/runmark"
 )
 
 // What a killed run leaves in podman, and how `sandboxes prune` tells it from a run's.
@@ -20,6 +22,13 @@ import (
 // created over leftoverAge ago and never started. A live run starts its container
 // moments after creating it and removes it moments after it exited, so a younger one
 // may be a run's still; a running one always is (its init ends with its stream).
+//
+// Every run also removes, while it starts, the containers whose run provably died:
+// labelled with a run mark (LabelRunMark) that no process holds any more
+// (runmark.Dead). The run holds its mark from before it creates its container to
+// after it removed it, so a container whose mark is dead has no run to remove it. A
+// container without the label (another program's, or an older devsandbox's) is left
+// to prune.
 
 // leftoverAge is how long a run's container that is not running is left alone.
 const leftoverAge = time.Minute
@@ -99,3 +108,65 @@ func (e *podman) StoppedRuns() ([]runContainer, error) {
 }
 
 func (e *podman) RemoveContainer(id string) error { return e.Remove(id) }
+
+// markedStore is the part of podman's API the sweep of dead runs uses.
+type markedStore interface {
+	// MarkedRuns lists the containers of krun runs (LabelRuntime) that carry a run
+	// mark (LabelRunMark), in any state, by id with their mark.
+	MarkedRuns() (map[string]string, error)
+	RemoveContainer(id string) error
+}
+
+// removeDeadRuns removes the containers whose run mark dead says is dead, and returns
+// their ids.
+func removeDeadRuns(store markedStore, dead func(mark string) bool) ([]string, error) {
+	runs, err := store.MarkedRuns()
+	if err != nil {
+		return nil, fmt.Errorf("listing the containers of krun runs in podman: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for id, mark := range runs {
+		if mark == "" || !dead(mark) {
+			continue
+		}
+		if err := store.RemoveContainer(id); err != nil {
+			errs = append(errs, fmt.Errorf("removing the container %s of a run that died: %w", id, err))
+			continue
+		}
+		removed = append(removed, id)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// sweepDeadRuns removes the containers of dead runs in the background; wait returns
+// once it is done. A failure is a warning: the run does not depend on it.
+func (b *Isolator) sweepDeadRuns(e engine) (wait func()) {
+	store, ok := e.(markedStore)
+	if !ok {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := removeDeadRuns(store, runmark.Dead); err != nil {
+			b.warn("%v; `devsandbox sandboxes prune` removes it later", err)
+		}
+	}()
+	return func() { <-done }
+}
+
+func (e *podman) MarkedRuns() (map[string]string, error) {
+	all := true
+	l, err := containers.List(e.ctx, &containers.ListOptions{All: &all, Filters: map[string][]string{"label": {LabelRuntime, LabelRunMark}}})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(l))
+	for _, c := range l {
+		if m := c.Labels[LabelRunMark]; m != "" && c.Labels[LabelRuntime] != "" {
+			out[c.ID] = m
+		}
+	}
+	return out, nil
+}

@@ -11,15 +11,16 @@ import (
 )
 
 // MarkRun holds the project's run mark (package runmark) for the run's life: `devsandbox
-// sandboxes prune` asks it before it takes the project for unused. It is made under the
+// sandboxes prune` asks it before it takes the project for unused, and later krun runs
+// before they remove a container labelled with it (LabelRunMark). It is made under the
 // project's lock (runmark.HoldShared): while prune or rm holds it, the wait is said on
 // stderr and ends with ctx or a signal from sigs.
-func (osHost) MarkRun(ctx context.Context, stateDir string, stderr io.Writer, sigs <-chan handoff.Signal) (release func(), err error) {
+func (osHost) MarkRun(ctx context.Context, stateDir string, stderr io.Writer, sigs <-chan handoff.Signal) (mark string, release func(), err error) {
 	m, err := runmark.HoldShared(ctx, stateDir, func() {
 		fmt.Fprintf(stderr, "devsandbox: %s\n", projlock.WaitMessage(stateDir))
 	}, sigs)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	return m.Release, nil
+	return m.Path(), m.Release, nil
 }

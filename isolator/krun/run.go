@@ -35,7 +35,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	// Before anything of the project's is made or used: prune must not remove its
 	// sandbox home and state meanwhile.
-	release, err := h.MarkRun(ctx, p.StateDir, stdio.Err, b.Signals)
+	mark, release, err := h.MarkRun(ctx, p.StateDir, stdio.Err, b.Signals)
 	if err != nil {
 		return 0, fmt.Errorf("marking the project's state directory %s in use: %w; the command did not run", p.StateDir, err)
 	}
@@ -81,6 +81,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	b.phase("connect")
+	// Meanwhile, the containers of runs that died (leftovers.go).
+	swept := b.sweepDeadRuns(e)
+	defer swept()
 	// Only now: podman's namespaces exist once its service runs.
 	staged, unstage, err := h.StageAnchors(podmanRuntimeDir(b.Settings.RuntimeDir, b.Settings.UID), opts.Binaries.Nsenter, anchorsOf(p))
 	if err != nil {
@@ -93,6 +96,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	s.Gen.Name = "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
+	if mark != "" {
+		s.Gen.Labels[LabelRunMark] = mark
+	}
 	id, warnings, err := b.create(ctx, h, e, s.Gen)
 	if err != nil {
 		if errors.Is(err, isolator.ErrUnavailable) {
@@ -274,7 +280,7 @@ func (b *Isolator) removeContainer(e engine, id string) {
 	if err == nil {
 		return
 	}
-	b.warn("podman could not remove the container %s: %v; `podman rm %s` removes it, as does `devsandbox sandboxes prune` a minute after it exited", id, err, id)
+	b.warn("podman could not remove the container %s: %v; `podman rm %s` removes it, as does the next krun run once this one ended, or `devsandbox sandboxes prune` a minute after it exited", id, err, id)
 }
 
 // removeTries is how often a run tries to remove its container.

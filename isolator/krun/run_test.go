@@ -24,6 +24,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
+	"github.com/devsandbox/devsandbox/isolator/runmark"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
@@ -38,10 +39,12 @@ type fakeEngine struct {
 	mu      sync.Mutex
 	calls   []string
 	created *specgen.SpecGenerator
-	hello   *wire.Hello
-	started chan struct{}
-	ended   chan struct{}
-	exitLag time.Duration // how long after the output ends Wait returns
+	// markDead is whether the run's mark was dead when it created the container.
+	markDead bool
+	hello    *wire.Hello
+	started  chan struct{}
+	ended    chan struct{}
+	exitLag  time.Duration // how long after the output ends Wait returns
 	// lateLookup makes Wait look the container up only once it exited (a loaded
 	// host, where podman's service gets to the wait late).
 	lateLookup bool
@@ -94,6 +97,7 @@ func (f *fakeEngine) Create(g *specgen.SpecGenerator) (string, []string, error) 
 	}
 	f.call("create")
 	f.created = g
+	f.markDead = runmark.Dead(g.Labels[LabelRunMark])
 	// The files devsandbox generates for the container are there when podman reads
 	// them: the passwd and group files, the VM's size, the seccomp profile.
 	var generated []string
@@ -241,7 +245,7 @@ func (h fakeHost) LockCreate(_ context.Context, path string) (func(), error) {
 }
 
 // MarkRun is the host's: a session directory in the test's state directory.
-func (fakeHost) MarkRun(ctx context.Context, stateDir string, stderr io.Writer, sigs <-chan handoff.Signal) (func(), error) {
+func (fakeHost) MarkRun(ctx context.Context, stateDir string, stderr io.Writer, sigs <-chan handoff.Signal) (string, func(), error) {
 	return osHost{}.MarkRun(ctx, stateDir, stderr, sigs)
 }
 
@@ -298,8 +302,9 @@ func TestRunSession(t *testing.T) {
 		fmt.Fprint(stderr, wire.ReadyMarker)
 		fmt.Fprintf(stdout, "token=%s\n", h.Env["API_TOKEN"])
 	}
+	p := runPlan(t)
 	var out, errb bytes.Buffer
-	code, err := backend(f, t).Run(context.Background(), runPlan(t), isolator.Stdio{Out: &out, Err: &errb})
+	code, err := backend(f, t).Run(context.Background(), p, isolator.Stdio{Out: &out, Err: &errb})
 	if err != nil || code != 7 {
 		t.Fatalf("Run = %d, %v (stderr %q)", code, err, errb.String())
 	}
@@ -318,6 +323,10 @@ func TestRunSession(t *testing.T) {
 	}
 	if !strings.HasPrefix(f.created.Name, "devsandbox-app-0123abcd-") || f.created.Rlimits[0].Hard != 4096 {
 		t.Errorf("name %q, rlimits %+v", f.created.Name, f.created.Rlimits)
+	}
+	// The run's mark, held while the container lives, is on it for the next runs.
+	if m := f.created.Labels[LabelRunMark]; filepath.Dir(m) != filepath.Join(p.StateDir, runmark.Dir) || f.markDead || !runmark.Dead(m) {
+		t.Errorf("label %s = %q (dead at the creation: %v): want the run's mark, held until the run ended", LabelRunMark, m, f.markDead)
 	}
 }
 

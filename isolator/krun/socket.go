@@ -50,8 +50,11 @@ type Host interface {
 	// run holds it; unlock releases it.
 	LockCreate(ctx context.Context, path string) (unlock func(), err error)
 	// MarkRun marks the project whose state directory is stateDir as in use until
-	// release: `devsandbox sandboxes prune` keeps it whatever --days says.
-	MarkRun(ctx context.Context, stateDir string, stderr io.Writer, sigs <-chan handoff.Signal) (release func(), err error)
+	// release: `devsandbox sandboxes prune` keeps it whatever --days says. mark is the
+	// mark's file ("" where runs hold no mark), locked until release. It is made under
+	// the project's lock: while prune or rm holds that, the wait is said on stderr and
+	// ends with ctx or a signal from sigs.
+	MarkRun(ctx context.Context, stateDir string, stderr io.Writer, sigs <-chan handoff.Signal) (mark string, release func(), err error)
 }
 
 type osHost struct{}
@@ -122,6 +125,7 @@ func (h osHost) StartService(ctx context.Context, path, runtime string) error {
 	if h.Listening(path) {
 		return nil // another devsandbox started it meanwhile
 	}
+	sweepSets(dir, h.Listening)
 	_ = os.Remove(path) // a stale socket of a service that exited
 	if _, err := exec.LookPath("podman"); err != nil {
 		return fmt.Errorf("%w: podman is not installed: %w", isolator.ErrUnavailable, err)

@@ -46,6 +46,10 @@ const (
 // container backend puts, package container).
 const LabelRuntime = "dev.devsandbox.runtime"
 
+// LabelRunMark is the run mark (package runmark) the run of a container holds for its
+// life: the file's path. A container whose mark is dead is a dead run's (leftovers.go).
+const LabelRunMark = "dev.devsandbox.runmark"
+
 // Options are the krun.* settings and the host facts Run probes once. Render uses
 // them as given.
 type Options struct {

@@ -37,13 +37,10 @@ func holdUsers(sock string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(usersFile(sock), os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
+	// The supervisor removes the file when it ends the service (leftfiles.go).
+	f, err := lockCurrent(usersFile(sock), unix.LOCK_SH)
 	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("locking %s: %w", usersFile(sock), err)
 	}
 	return f, nil
 }
@@ -55,6 +52,9 @@ func Supervise(sock, rt string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, superviseLogPrefix+"%v\n", err)
 		return 1
 	}
+	// Held for the supervisor's life, and podman's (they share the open log): the
+	// files of a service whose log is not locked may go (leftfiles.go).
+	_ = unix.Flock(int(os.Stdout.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 	podman, err := exec.LookPath("podman")
 	if err != nil {
 		fmt.Fprintf(stderr, superviseLogPrefix+"%v\n", err)
@@ -95,7 +95,7 @@ func Supervise(sock, rt string, stderr io.Writer) int {
 			continue
 		}
 		// Idle: while the lock is held no run can start using the service; the next
-		// one finds no socket and starts a new service.
+		// one finds no socket and starts a new service, with files of its own.
 		_ = os.Remove(sock)
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -104,6 +104,7 @@ func Supervise(sock, rt string, stderr io.Writer) int {
 			_ = cmd.Process.Kill()
 			<-exited
 		}
+		removeSet(sock, users)
 		_ = unix.Flock(int(users.Fd()), unix.LOCK_UN)
 		return 0
 	}

@@ -8,6 +8,7 @@ package runmark
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,6 +74,28 @@ func HoldShared[T any](ctx context.Context, stateDir string, waiting func(), int
 	}
 	defer unlock()
 	return Hold(stateDir)
+}
+
+// Path is the mark's file, which its run holds locked until Release.
+func (m *Mark) Path() string { return filepath.Join(filepath.Dir(m.f.Name()), m.Name) }
+
+// Dead reports whether the run whose mark is the file at path (a Path) has ended:
+// the mark is gone, or no run holds its lock. False when that cannot be told (path
+// is not a mark's, or the mark cannot be opened).
+func Dead(path string) bool {
+	if !filepath.IsAbs(path) || filepath.Base(filepath.Dir(path)) != Dir || !strings.HasPrefix(filepath.Base(path), "run-") {
+		return false
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return errors.Is(err, unix.ENOENT) // removed: its run released it, or it was swept as a dead run's
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false
+	}
+	return unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB) == nil
 }
 
 // Release removes the mark and drops its lock.

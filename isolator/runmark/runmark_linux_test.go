@@ -65,6 +65,47 @@ func TestHeld(t *testing.T) {
 	}
 }
 
+// Dead is true only for a mark whose run is provably gone: released, or left unlocked.
+func TestDead(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	a, err := Hold(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := a.Path()
+	if filepath.Dir(p) != filepath.Join(state, Dir) || filepath.Base(p) != a.Name {
+		t.Fatalf("Path() = %s, want %s in %s", p, a.Name, filepath.Join(state, Dir))
+	}
+	if Dead(p) {
+		t.Error("a held mark is dead")
+	}
+	a.f.Close() // the run died, its mark left unlocked
+	if !Dead(p) {
+		t.Error("a mark no run holds is not dead")
+	}
+	b, err := Hold(state) // sweeps a's
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Dead(p) || Dead(b.Path()) {
+		t.Errorf("after the sweep: Dead(a) = %v, Dead(b) = %v; want true, false", Dead(p), Dead(b.Path()))
+	}
+	b.Release()
+	if !Dead(b.Path()) {
+		t.Error("a released mark is not dead")
+	}
+	// Not a mark's path: nothing can be told.
+	other := filepath.Join(state, "run-x")
+	if err := os.WriteFile(other, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"", "runs/run-x", other, filepath.Join(state, Dir, ".run-x"), filepath.Join(state, Dir)} {
+		if Dead(q) {
+			t.Errorf("Dead(%q) is true", q)
+		}
+	}
+}
+
 func entries(t *testing.T, state string) []string {
 	t.Helper()
 	es, err := os.ReadDir(filepath.Join(state, Dir))

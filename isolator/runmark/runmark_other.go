@@ -33,5 +33,11 @@ func HoldShared[T any](ctx context.Context, stateDir string, waiting func(), int
 // Release does nothing.
 func (*Mark) Release() {}
 
+// Path is "": there is no mark.
+func (*Mark) Path() string { return "" }
+
+// Dead is false: with no marks to ask, no run is known to have ended.
+func Dead(string) bool { return false }
+
 // Held is true: with no marks to ask, a run may always be going on.
 func Held(string, string, time.Time) bool { return true }

@@ -1,0 +1,139 @@
+package krun
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// A waiter that gets the lock of a file removed meanwhile takes the new file's: it
+// never holds a lock that later takers do not ask.
+func TestLockFileFollowsRemoval(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "podman", "devsandbox-create-x.lock")
+	unlock, err := lockFile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan func(), 1)
+	go func() {
+		u, err := lockFile(context.Background(), path)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- u
+	}()
+	// Remove the file while holding it, as removeLocked does, then release it: the
+	// waiter wakes on the removed file and must go on to the one at the path.
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	for !blockedOn(st.Ino) {
+		// a wait for an observable state: the waiter blocked in flock on the file
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	u := <-got
+	defer u()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatalf("the waiter holds no file at the path: %v", err)
+	}
+	defer f.Close()
+	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+		t.Error("the lock at the path is free while the waiter says it holds it")
+	}
+}
+
+// blockedOn reports whether a flock waits on the file with inode ino (/proc/locks
+// lists waiters with "->").
+func blockedOn(ino uint64) bool {
+	b, _ := os.ReadFile("/proc/locks")
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 6 && f[1] == "->" && strings.HasSuffix(f[6], ":"+strconv.FormatUint(ino, 10)) {
+			return true
+		}
+	}
+	return false
+}
+
+// The sweep removes the sets of services that are gone and only those: not one whose
+// supervisor holds its log, one a run uses, or one that listens; free creation locks
+// go, a held one stays.
+func TestSweepSets(t *testing.T) {
+	run := t.TempDir()
+	dir := filepath.Join(run, "podman")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	touch := func(names ...string) {
+		for _, n := range names {
+			if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	lock := func(n string, how int) {
+		f, err := os.OpenFile(filepath.Join(dir, n), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		if err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sock := func(n string) string { return filepath.Join(dir, n) }
+	// gone: a dead service's files, its stale socket and its creation lock.
+	touch("devsandbox-runc-dead.sock", "devsandbox-runc-dead.sock.log", "devsandbox-runc-dead.sock.users")
+	touch(filepath.Base(createLockPath(run, 0, sock("devsandbox-runc-dead.sock"))))
+	// a log alone (users never made), and an orphan creation lock.
+	touch("devsandbox-krun-logonly.sock.log", "devsandbox-create-0123456789ab.lock")
+	// live: its supervisor holds the log.
+	touch("devsandbox-runc-super.sock.users")
+	lock("devsandbox-runc-super.sock.log", unix.LOCK_EX)
+	// in use: a run holds the users lock (the service may be starting for it).
+	touch("devsandbox-runc-used.sock.log")
+	lock("devsandbox-runc-used.sock.users", unix.LOCK_SH)
+	// listening.
+	touch("devsandbox-runc-listen.sock.log", "devsandbox-runc-listen.sock.users")
+	l, err := net.Listen("unix", sock("devsandbox-runc-listen.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// a creation under way, and files not devsandbox's.
+	lock("devsandbox-create-busy00000000.lock", unix.LOCK_EX)
+	touch("podman.sock", "other.sock.log")
+
+	sweepSets(dir, osHost{}.Listening)
+
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range es {
+		left = append(left, e.Name())
+	}
+	want := []string{
+		"devsandbox-create-busy00000000.lock",
+		"devsandbox-runc-listen.sock", "devsandbox-runc-listen.sock.log", "devsandbox-runc-listen.sock.users",
+		"devsandbox-runc-super.sock.log", "devsandbox-runc-super.sock.users",
+		"devsandbox-runc-used.sock.log", "devsandbox-runc-used.sock.users",
+		"other.sock.log", "podman.sock",
+	}
+	if !slices.Equal(left, want) {
+		t.Errorf("left after the sweep:\n%q\nwant\n%q", left, want)
+	}
+}
