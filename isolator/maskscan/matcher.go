@@ -31,21 +31,23 @@ func (g glob) match(name string) bool {
 type matcher struct {
 	mask, allow []glob
 	skip        []string
-	mark        []string
-	// literals are the masked names that are mask globs without metacharacters;
-	// they are looked up by name in directories that cannot be listed.
+	mark        []glob
+	// literals are the masked names that are mask globs without metacharacters,
+	// and the marks without them; they are looked up by name in directories that
+	// cannot be listed.
 	literals []string
 }
 
 func compile(m Matcher) (*matcher, error) {
-	c := &matcher{skip: m.Skip, mark: m.Mark}
+	c := &matcher{skip: m.Skip}
 	for _, l := range []struct {
 		globs []string
 		out   *[]glob
-	}{{m.Mask, &c.mask}, {m.Allow, &c.allow}} {
+		what  string
+	}{{m.Mask, &c.mask, "mask"}, {m.Allow, &c.allow, "mask"}, {m.Mark, &c.mark, "mark"}} {
 		for _, p := range l.globs {
 			if _, err := path.Match(p, ""); err != nil {
-				return nil, fmt.Errorf("mask pattern %q: %w", p, err)
+				return nil, fmt.Errorf("%s pattern %q: %w", l.what, p, err)
 			}
 			g := glob{pat: p, prefix: p, lit: true}
 			if i := strings.IndexAny(p, `*?[\`); i >= 0 {
@@ -59,9 +61,9 @@ func compile(m Matcher) (*matcher, error) {
 			c.literals = append(c.literals, g.pat)
 		}
 	}
-	for _, n := range c.mark {
-		if !slices.Contains(c.literals, n) {
-			c.literals = append(c.literals, n)
+	for _, g := range c.mark {
+		if g.lit && !slices.Contains(c.literals, g.pat) {
+			c.literals = append(c.literals, g.pat)
 		}
 	}
 	return c, nil
@@ -74,7 +76,7 @@ func (m *matcher) masked(name string) bool {
 
 // marked reports whether an entry named name is reported whatever its type.
 func (m *matcher) marked(name string) bool {
-	return slices.Contains(m.mark, name)
+	return anyMatch(m.mark, name)
 }
 
 // reported reports whether an entry named name that is not a directory is reported.
