@@ -95,9 +95,9 @@ func TestBuildMasks(t *testing.T) {
 	equalLines(t, "mounts", mountLines(p.Mounts), f.expand(p, append(baseMounts,
 		"bind rw $PROJ -> $PROJ (project)",
 		// Mount points, right after the bind they lie in: cannot be moved (anchor.go).
-		"bind rw $PROJ/config -> $PROJ/config (holds a masked path)",
-		"bind rw $PROJ/sub -> $PROJ/sub (holds a masked path)",
-		"bind rw $PROJ/sub/deeper -> $PROJ/sub/deeper (holds a masked path)",
+		"bind rw $PROJ/config -> $PROJ/config (holds a masked or protected path)",
+		"bind rw $PROJ/sub -> $PROJ/sub (holds a masked or protected path)",
+		"bind rw $PROJ/sub/deeper -> $PROJ/sub/deeper (holds a masked or protected path)",
 		"bind rw $PROJ/.git -> $PROJ/.git (git dir)", // a mount point: .git cannot be moved away
 		"maskdir $PROJ/.git/hooks (git hooks)",       // maskTree's .git has no hooks
 		"maskfile $PROJ/.git/config (git config)",    // nor a config: an empty read-only one
@@ -271,12 +271,12 @@ func TestSubdirExecutedFilesReadOnly(t *testing.T) {
 	}
 	// The anchors follow the project's bind, which they are seen through.
 	equalLines(t, "mounts", got, f.expand(p,
-		"bind rw $PROJ/crates -> $PROJ/crates (holds a masked path)",
-		"bind rw $PROJ/crates/a -> $PROJ/crates/a (holds a masked path)",
-		"bind rw $PROJ/web -> $PROJ/web (holds a masked path)",
-		"bind rw $PROJ/web/app -> $PROJ/web/app (holds a masked path)",
-		"bind rw $PROJ/web/app/.config -> $PROJ/web/app/.config (holds a masked path)",
-		"bind rw $PROJ/web/app/.config/mise -> $PROJ/web/app/.config/mise (holds a masked path)",
+		"bind rw $PROJ/crates -> $PROJ/crates (holds a masked or protected path)",
+		"bind rw $PROJ/crates/a -> $PROJ/crates/a (holds a masked or protected path)",
+		"bind rw $PROJ/web -> $PROJ/web (holds a masked or protected path)",
+		"bind rw $PROJ/web/app -> $PROJ/web/app (holds a masked or protected path)",
+		"bind rw $PROJ/web/app/.config -> $PROJ/web/app/.config (holds a masked or protected path)",
+		"bind rw $PROJ/web/app/.config/mise -> $PROJ/web/app/.config/mise (holds a masked or protected path)",
 		"bind rw $PROJ/.git -> $PROJ/.git (git dir)",
 		"bind ro $PROJ/.git/hooks -> $PROJ/.git/hooks (git hooks)",
 		"bind ro $PROJ/.git/config -> $PROJ/.git/config (git config)",
@@ -289,5 +289,16 @@ func TestSubdirExecutedFilesReadOnly(t *testing.T) {
 	want := []string{f.proj + "/crates/a/rust-toolchain.toml", f.proj + "/web/.tool-versions", f.proj + "/web/app/.config/mise/config.toml", f.proj + "/web/app/mise.ci.toml"}
 	if !reflect.DeepEqual(p.Subdir.Present, want) {
 		t.Errorf("Subdir.Present = %q, want %q", p.Subdir.Present, want)
+	}
+}
+
+// The scan marks of the sub-directory names, which BenchmarkScan200k's
+// full-walk-tool-marks copies.
+func TestSubdirScanMarks(t *testing.T) {
+	got := isolator.SubdirFiles{Names: subdirExecuted}.ScanMarks()
+	want := []string{".git", "rust-toolchain.toml", "rust-toolchain", ".tool-versions", "mise.toml", ".mise.toml", "config.toml",
+		"mise.local.toml", "conf.d", ".rtx.toml", "mise.*.toml", ".mise.*.toml", "config.*.toml", ".rtx.*.toml", ".miserc.toml", "miserc.toml"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ScanMarks() = %q, want %q", got, want)
 	}
 }
