@@ -159,7 +159,7 @@ type stats struct {
 
 func (s scanner) scan(root string, m Matcher, cacheFile string) ([]Match, stats, error) {
 	mt, err := compile(m)
-	if err != nil || len(mt.mask) == 0 && len(mt.mark) == 0 {
+	if err != nil || len(mt.mask) == 0 && len(mt.mark.all) == 0 {
 		return nil, stats{}, err
 	}
 	if root, err = filepath.Abs(root); err != nil {
