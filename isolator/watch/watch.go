@@ -1,6 +1,7 @@
 // Package watch keeps the host from trusting what a sandbox wrote while it runs: the
 // git metadata the host's git obeys (pointer files, configs, hooks, nested
-// repositories, gitlinks) and the project files other host tools run (Plan.Tripwires).
+// repositories, gitlinks) and the project files other host tools run (Plan.Tripwires,
+// and Plan.Subdir below the project's top directory).
 //
 // Start records the state the host left (the baseline) before the sandbox starts;
 // then, every Interval while the run goes on and once more when it ends, whatever the
@@ -16,7 +17,9 @@
 // git could read what the sandbox wrote; that is why the files that exist at launch are
 // also mounted read-only where git's ordinary work allows (see plan). A run that is
 // killed (kill -9) skips the final check. New repositories below directories the mask
-// scan skips (node_modules) are found only when a gitlink names them.
+// scan skips (node_modules) are found only when a gitlink names them. Plan.Subdir's
+// files are found by the same scan: only every ScanInterval or more, and never below
+// a skipped directory.
 package watch
 
 import (
