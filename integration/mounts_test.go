@@ -295,6 +295,53 @@ func TestHostToolchainFiles(t *testing.T) {
 	})
 }
 
+// TestHostToolchainFilesInSubdirs: rustup, asdf and mise read their toolchain,
+// version and config files in every directory from where they run up to /, so the
+// protection of TestHostToolchainFiles holds in the project's sub-directories too:
+// an existing file there is read-only and cannot be renamed away with a directory
+// holding it, and one the sandbox creates (in a sub-directory or deeper) is reported
+// while the command runs. Before, the sandbox could write sub/rust-toolchain.toml
+// with path = "sub/evil", which rustup runs on the host when you cd sub with a
+// prompt that asks rustc for its version.
+func TestHostToolchainFilesInSubdirs(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		existing := map[string]string{
+			"crates/a/rust-toolchain.toml":     "[toolchain]\nchannel = \"stable\"\n",
+			"web/.tool-versions":               "nodejs 22.1.0\n",
+			"web/app/mise.toml":                "[tools]\nnode = \"22\"\n",
+			"web/app/.config/mise/config.toml": "[env]\nA = \"1\"\n",
+			"svc/deep/.miserc.toml":            "env = [\"dev\"]\n",
+		}
+		for f, c := range existing {
+			p.write("proj/"+f, c)
+		}
+		script := ""
+		for f := range existing {
+			script += fmt.Sprintf("echo x >> %s 2>/dev/null && echo WROTE %s; rm -f %s 2>/dev/null && echo REMOVED %s; ", f, f, f, f)
+		}
+		for _, d := range []string{"crates/a", "crates", "web/app/.config", "web", "svc/deep"} {
+			script += fmt.Sprintf("mv %s %s.moved 2>/dev/null && echo WROTE %s by rename; ", d, d, d)
+		}
+		created := []string{"sub/rust-toolchain.toml", "sub/deep/rust-toolchain", "sub/.tool-versions", "sub/deep/er/.tool-versions",
+			"sub/deep/mise.toml", "sub/.mise.toml", "sub/deep/.mise/config.toml", "sub/mise/config.toml", "sub/.config/mise.toml",
+			"sub/deep/.config/mise/config.toml", "sub/mise.ci.local.toml", "sub/deep/.miserc.toml", "sub/.rtx.toml",
+			"web/rust-toolchain"}
+		for _, f := range created {
+			script += fmt.Sprintf("mkdir -p %s && echo '[toolchain]' > %s; ", filepath.Dir(f), f)
+		}
+		out := runReported(t, p, iso, script, created)
+		if strings.Contains(out, "WROTE") || strings.Contains(out, "REMOVED") {
+			t.Errorf("the sandbox changed a file host tools run:\n%s", out)
+		}
+		for f, c := range existing {
+			if b, err := os.ReadFile(p.path("proj/" + f)); err != nil || string(b) != c {
+				t.Errorf("%s on the host: %q, %v", f, b, err)
+			}
+		}
+	})
+}
+
 // Finding 8: project files that tools on the host run are read-only when they exist
 // and reported as soon as the sandbox creates them.
 func TestHostExecutedFiles(t *testing.T) {

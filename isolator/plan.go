@@ -2,6 +2,7 @@ package isolator
 
 import (
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,6 +60,10 @@ type Plan struct {
 	// tasks, a file a git config includes). Package watch checks them while the
 	// sandbox runs and once more after.
 	Tripwires []Tripwire
+	// Subdir are the files host tools read in every directory, found below the
+	// project's top directory by the project scan; package watch reports one the
+	// sandbox creates.
+	Subdir SubdirFiles
 	// Git is what package watch checks while the sandbox runs, so that the host's
 	// git obeys nothing the sandbox wrote.
 	Git GitWatch
@@ -356,6 +361,59 @@ func (tw Tripwire) Covers(p string) bool {
 	}
 	ok, _ := path.Match(path.Base(tw.Path), path.Base(p))
 	return ok && path.Dir(p) == path.Dir(tw.Path)
+}
+
+// SubdirFiles are the files host tools read, and may run what they name, in every
+// directory from where they run up to / (rustup's rust-toolchain, asdf's
+// .tool-versions, mise's config files): below the project's top directory, where
+// Tripwires and read-only mounts do not reach, the project scan (maskscan, with
+// ScanMarks) finds them, at launch and while the sandbox runs.
+type SubdirFiles struct {
+	// Names are project-relative names; the last element may be a pattern (path.Match
+	// syntax). A path is covered when it ends in a name below a sub-directory.
+	Names []string
+	// Present are the covered paths that existed at launch (each mounted read-only,
+	// or its target when it is a symlink within the project).
+	Present []string
+	Why     string // who on the host would run or trust one
+}
+
+// ScanMarks returns the names the project scan reports (maskscan.Matcher.Mark): .git
+// entries and the last element of each of Names, in a fixed order. The planner and
+// package watch scan with the same marks, so they share one scan cache.
+func (s SubdirFiles) ScanMarks() []string {
+	out := []string{".git"}
+	for _, n := range s.Names {
+		if b := path.Base(n); !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Covers reports whether p (clean absolute) is one of Names below a sub-directory of
+// the project dir: one that a name also matches at the top (.config/mise/config.toml
+// is mise/config.toml below .config) is the Tripwires' and is not covered.
+func (s SubdirFiles) Covers(dir, p string) bool {
+	if !Within(p, dir) || p == dir {
+		return false
+	}
+	elems := strings.Split(p[len(dir)+1:], "/")
+	below := false
+	for _, n := range s.Names {
+		ne := strings.Split(n, "/")
+		if len(ne) > len(elems) || !slices.Equal(ne[:len(ne)-1], elems[len(elems)-len(ne):len(elems)-1]) {
+			continue
+		}
+		if ok, _ := path.Match(ne[len(ne)-1], elems[len(elems)-1]); !ok {
+			continue
+		}
+		if len(ne) == len(elems) {
+			return false
+		}
+		below = true
+	}
+	return below
 }
 
 // GitWatch names the git metadata of a run that the sandbox can write and the host's

@@ -31,7 +31,7 @@ func TestAnchorMountsSubpath(t *testing.T) {
 	// a read-only one (git metadata).
 	i := slices.IndexFunc(p.Mounts, func(m isolator.Mount) bool { return m.Anchor })
 	p.Mounts = slices.Insert(p.Mounts, i+1,
-		isolator.Mount{Kind: isolator.Bind, Source: project + "/sub/deep", Dest: project + "/sub/deep", Why: "holds a masked path", Anchor: true},
+		isolator.Mount{Kind: isolator.Bind, Source: project + "/sub/deep", Dest: project + "/sub/deep", Why: "holds a masked or protected path", Anchor: true},
 		isolator.Mount{Kind: isolator.Bind, Source: project + "/sub/ro", Dest: project + "/sub/ro", Why: "git metadata", Anchor: true, ReadOnly: true})
 	opts := opts
 	opts.Subpath = true
@@ -176,7 +176,7 @@ func TestRunAnchorsByEngine(t *testing.T) {
 				t.Fatal(err)
 			}
 			p.Mounts = append(p.Mounts,
-				isolator.Mount{Kind: isolator.Bind, Source: sub, Dest: sub, Why: "holds a masked path", Anchor: true, ReadOnly: tc.ro},
+				isolator.Mount{Kind: isolator.Bind, Source: sub, Dest: sub, Why: "holds a masked or protected path", Anchor: true, ReadOnly: tc.ro},
 				isolator.Mount{Kind: isolator.MaskFile, Dest: sub + "/.env", Why: "sandbox.mask_files"})
 			_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
 			if tc.want == "refused" {
@@ -304,7 +304,7 @@ func subpathAnchorRun(t *testing.T) (f *fakeEngine, b *Isolator, p *isolator.Pla
 		t.Fatal(err)
 	}
 	p.Mounts = append(p.Mounts,
-		isolator.Mount{Kind: isolator.Bind, Source: sub, Dest: sub, Why: "holds a masked path", Anchor: true},
+		isolator.Mount{Kind: isolator.Bind, Source: sub, Dest: sub, Why: "holds a masked or protected path", Anchor: true},
 		isolator.Mount{Kind: isolator.MaskFile, Dest: sub + "/.env", Why: "sandbox.mask_files"})
 	return f, b, p, sub, anchorVolumeName(p, p.Project.Dir)
 }

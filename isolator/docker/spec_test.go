@@ -140,7 +140,7 @@ var goldenCases = []struct {
 func anchoredPlan() *isolator.Plan {
 	p := basePlan()
 	p.Mounts = append(p.Mounts,
-		isolator.Mount{Kind: isolator.Bind, Source: project + "/sub", Dest: project + "/sub", Why: "holds a masked path", Anchor: true},
+		isolator.Mount{Kind: isolator.Bind, Source: project + "/sub", Dest: project + "/sub", Why: "holds a masked or protected path", Anchor: true},
 		isolator.Mount{Kind: isolator.MaskFile, Dest: project + "/sub/.env", Why: "sandbox.mask_files"},
 	)
 	return p

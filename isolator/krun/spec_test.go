@@ -485,7 +485,7 @@ func TestAnchorBoundFromStage(t *testing.T) {
 	p := basePlan()
 	sub := plantest.Project + "/sub"
 	p.Mounts = append(p.Mounts,
-		isolator.Mount{Kind: isolator.Bind, Source: sub, Dest: sub, Why: "holds a masked path", Anchor: true},
+		isolator.Mount{Kind: isolator.Bind, Source: sub, Dest: sub, Why: "holds a masked or protected path", Anchor: true},
 		isolator.Mount{Kind: isolator.MaskFile, Dest: sub + "/.env", Why: "sandbox.mask_files"},
 	)
 	o := opts

@@ -102,6 +102,18 @@ func BenchmarkScan200k(b *testing.B) {
 			scan(b, s, "")
 		}
 	})
+	b.Run("full-walk-tool-marks", func(b *testing.B) {
+		// The marks a launch scans with: .git and the base names of the files host
+		// tools read in every directory (isolator.SubdirFiles), patterns included.
+		m := defaults
+		m.Mark = []string{".git", "rust-toolchain.toml", "rust-toolchain", ".tool-versions", "mise.toml", ".mise.toml", "config.toml",
+			"mise.local.toml", "conf.d", ".rtx.toml", "mise.*.toml", ".mise.*.toml", "config.*.toml", ".rtx.*.toml", ".miserc.toml", "miserc.toml"}
+		for b.Loop() {
+			if ms, _, err := s.scan(root, m, ""); err != nil || len(ms) != 20 {
+				b.Fatalf("scan: %d matches, %v", len(ms), err)
+			}
+		}
+	})
 	b.Run("full-walk-os.ReadDir", func(b *testing.B) {
 		for b.Loop() {
 			reference(b, root, defaults)

@@ -32,15 +32,15 @@ func reference(t testing.TB, root string, m Matcher) []Match {
 			p := dir + "/" + e.Name()
 			switch {
 			case e.IsDir():
-				if slices.Contains(m.Mark, e.Name()) {
+				if matches(m.Mark, e.Name()) {
 					out = append(out, Match{Path: p, Masked: matches(m.Mask, e.Name()) && !matches(m.Allow, e.Name()), Marked: true})
 				}
 				if !slices.Contains(m.Skip, e.Name()) {
 					walk(p)
 				}
-			case matches(m.Mask, e.Name()) && !matches(m.Allow, e.Name()) || slices.Contains(m.Mark, e.Name()):
+			case matches(m.Mask, e.Name()) && !matches(m.Allow, e.Name()) || matches(m.Mark, e.Name()):
 				out = append(out, Match{Path: p, Symlink: e.Type()&os.ModeSymlink != 0,
-					Masked: matches(m.Mask, e.Name()) && !matches(m.Allow, e.Name()), Marked: slices.Contains(m.Mark, e.Name())})
+					Masked: matches(m.Mask, e.Name()) && !matches(m.Allow, e.Name()), Marked: matches(m.Mark, e.Name())})
 			}
 		}
 	}

@@ -11,7 +11,7 @@
 // are not entered; symbolic links are never followed, and a symlink with a masked name
 // is reported with Symlink set (what it points to is the caller's decision). A
 // directory that cannot be listed is skipped, except that the literal mask names
-// (".env", not ".env.*") and the marks are still looked up in a searchable
+// (".env", not ".env.*") and literal marks are still looked up in a searchable
 // (execute-only) one, since a sandboxed process can open those by name. Scan is not atomic: an entry
 // created or removed while it runs may or may not be reported.
 //
@@ -89,9 +89,11 @@ type Matcher struct {
 	Mask  []string // an entry whose name matches one of these is masked...
 	Allow []string // ...unless its name also matches one of these
 	Skip  []string // directory names that are not entered
-	// Mark are names (not globs) reported whatever the entry's type, directories
+	// Mark are globs of names reported whatever the entry's type, directories
 	// included (which are still entered unless Skip names them): nested .git
-	// entries, found on the walk the masks need anyway.
+	// entries and the files host tools read in every directory (rust-toolchain),
+	// found on the walk the masks need anyway. Only the marks without
+	// metacharacters are looked up in a directory that cannot be listed.
 	Mark []string
 }
 
@@ -157,7 +159,7 @@ type stats struct {
 
 func (s scanner) scan(root string, m Matcher, cacheFile string) ([]Match, stats, error) {
 	mt, err := compile(m)
-	if err != nil || len(mt.mask) == 0 && len(mt.mark) == 0 {
+	if err != nil || len(mt.mask) == 0 && len(mt.mark.all) == 0 {
 		return nil, stats{}, err
 	}
 	if root, err = filepath.Abs(root); err != nil {

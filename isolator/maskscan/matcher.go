@@ -31,21 +31,23 @@ func (g glob) match(name string) bool {
 type matcher struct {
 	mask, allow []glob
 	skip        []string
-	mark        []string
-	// literals are the masked names that are mask globs without metacharacters;
-	// they are looked up by name in directories that cannot be listed.
+	mark        globSet
+	// literals are the masked names that are mask globs without metacharacters,
+	// and the marks without them; they are looked up by name in directories that
+	// cannot be listed.
 	literals []string
 }
 
 func compile(m Matcher) (*matcher, error) {
-	c := &matcher{skip: m.Skip, mark: m.Mark}
+	c := &matcher{skip: m.Skip}
 	for _, l := range []struct {
 		globs []string
 		out   *[]glob
-	}{{m.Mask, &c.mask}, {m.Allow, &c.allow}} {
+		what  string
+	}{{m.Mask, &c.mask, "mask"}, {m.Allow, &c.allow, "mask"}, {m.Mark, &c.mark.all, "mark"}} {
 		for _, p := range l.globs {
 			if _, err := path.Match(p, ""); err != nil {
-				return nil, fmt.Errorf("mask pattern %q: %w", p, err)
+				return nil, fmt.Errorf("%s pattern %q: %w", l.what, p, err)
 			}
 			g := glob{pat: p, prefix: p, lit: true}
 			if i := strings.IndexAny(p, `*?[\`); i >= 0 {
@@ -59,12 +61,48 @@ func compile(m Matcher) (*matcher, error) {
 			c.literals = append(c.literals, g.pat)
 		}
 	}
-	for _, n := range c.mark {
-		if !slices.Contains(c.literals, n) {
-			c.literals = append(c.literals, n)
+	for _, g := range c.mark.all {
+		if g.lit && !slices.Contains(c.literals, g.pat) {
+			c.literals = append(c.literals, g.pat)
 		}
 	}
+	c.mark.index()
 	return c, nil
+}
+
+// globSet holds globs indexed by the first byte of their literal prefix, so that a
+// name is compared with the few that can match it: the marks of the files host tools
+// read in every directory are many, and a scan matches every name it reads.
+type globSet struct {
+	all     []glob
+	any     []glob      // those without a literal first byte ("*.toml")
+	buckets [][]glob    // by first byte, through first
+	first   [256]uint16 // a byte's bucket in buckets, plus 1; 0: none
+}
+
+func (s *globSet) index() {
+	for _, g := range s.all {
+		if g.prefix == "" {
+			s.any = append(s.any, g)
+			continue
+		}
+		b := g.prefix[0]
+		if s.first[b] == 0 {
+			s.buckets = append(s.buckets, nil)
+			s.first[b] = uint16(len(s.buckets))
+		}
+		s.buckets[s.first[b]-1] = append(s.buckets[s.first[b]-1], g)
+	}
+}
+
+func (s *globSet) match(name string) bool {
+	if anyMatch(s.any, name) {
+		return true
+	}
+	if name == "" || s.first[name[0]] == 0 {
+		return false
+	}
+	return anyMatch(s.buckets[s.first[name[0]]-1], name)
 }
 
 // masked reports whether an entry named name is masked.
@@ -74,7 +112,7 @@ func (m *matcher) masked(name string) bool {
 
 // marked reports whether an entry named name is reported whatever its type.
 func (m *matcher) marked(name string) bool {
-	return slices.Contains(m.mark, name)
+	return m.mark.match(name)
 }
 
 // reported reports whether an entry named name that is not a directory is reported.

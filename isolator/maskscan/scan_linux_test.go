@@ -43,6 +43,10 @@ func TestScanFirst(t *testing.T) {
 		{"marks", Matcher{Mask: defaults.Mask, Skip: defaults.Skip, Mark: []string{".git"}}, []string{
 			".git/config", "vendor/lib/.git/HEAD", "sub/.git", "node_modules/x/.git/HEAD", "a/.git -> ../vendor", "sub/.env",
 		}, []string{".git", "a/.git@", "sub/.env", "sub/.git", "vendor/lib/.git"}},
+		{"glob marks", Matcher{Mask: defaults.Mask, Skip: defaults.Skip, Mark: []string{".git", "rust-toolchain.toml", "mise.*.toml", "conf.d", "*.mark", "m?.toml"}}, []string{
+			"a/rust-toolchain.toml", "a/b/mise.ci.toml", "a/mise.toml", "c/.config/mise/conf.d/x.toml", "node_modules/p/mise.x.toml", "d/rust-toolchain.toml.bak",
+			"e/x.mark", "e/.mark", "e/mx.toml", "e/m.toml", "e/mark",
+		}, []string{"a/b/mise.ci.toml", "a/rust-toolchain.toml", "c/.config/mise/conf.d", "e/.mark", "e/mx.toml", "e/x.mark"}},
 		{"empty tree", defaults, nil, []string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

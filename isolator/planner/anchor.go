@@ -16,6 +16,9 @@ import (
 // onto itself first (an anchor): then no directory on the way can be renamed. Masks
 // seen through a read-only bind, the sandbox home (its content is the sandbox's own)
 // or a bind showing another host path need none.
+//
+// The files host tools run that the project scan finds below sub-directories
+// (protectSubdir) are read-only binds anchored the same way, for the same reason.
 
 // anchorFor returns the index in b.mounts of the mount p is seen through when that is
 // a writable bind showing the host's p at p, else -1. A later mount at or above p
@@ -85,7 +88,8 @@ func (b *mountBuilder) anchor(p, key string, exists bool) error {
 	return nil
 }
 
-const anchorWhy = "holds a masked path"
+// anchorWhy is an anchor's Why: it holds a mask, or a file host tools run (protectSubdir).
+const anchorWhy = "holds a masked or protected path"
 
 // insertAfter inserts ms into b.mounts after index i, keeping b.userBinds pointing at
 // the same mounts.

@@ -244,12 +244,17 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		return nil, nil, err
 	}
 	mm := maskMatcher{cfg.Sandbox.MaskFiles, cfg.Sandbox.MaskAllow, cfg.Sandbox.MaskSkip}
-	masked, nested, err := findMaskedCached(pr, proj.Dir, mm, filepath.Join(state, "maskscan.cache"), !req.DryRun)
+	p.Subdir = isolator.SubdirFiles{Names: subdirExecuted, Why: hostExecutedWhy}
+	found, err := findMaskedCached(pr, proj.Dir, mm, filepath.Join(state, "maskscan.cache"), !req.DryRun, p.Subdir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("scanning %s for sandbox.mask_files: %w", proj.Dir, err)
 	}
+	masked := found.masked
+	if p.Subdir.Present, err = b.protectSubdir(proj.Dir, found.subdir); err != nil {
+		return nil, nil, err
+	}
 	p.Tripwires = tripwires(pr, proj.Dir, b.git, b.hostFiles)
-	if p.Git, err = gitWatch(pr, b.git, nested, mm, proj.Dir, state); err != nil {
+	if p.Git, err = gitWatch(pr, b.git, found.nested, mm, proj.Dir, state); err != nil {
 		return nil, nil, err
 	}
 	if err := refuseLinked(pr, masked, proj.Dir, p.SandboxHome); err != nil {
@@ -510,19 +515,21 @@ func tripwires(pr Probe, dir string, git *gitLayout, names []string) []isolator.
 	if p := filepath.Join(dir, config.ProjectFileName); !pr.exists(p) {
 		tw = append(tw, isolator.Tripwire{Path: p, Why: "devsandbox reads it as this project's configuration once you trust it (devsandbox config trust)"})
 	}
-	const why = "tools on the host run what it names (hooks, MCP servers, tasks, plugins, toolchains, language servers)"
 	for _, rel := range names {
 		switch p := filepath.Join(dir, rel); {
 		case isPattern(rel):
 			// Matches there at launch are read-only (protectProject), and the
 			// watch counts them as there already.
-			tw = append(tw, isolator.Tripwire{Path: p, Pattern: true, Why: why})
+			tw = append(tw, isolator.Tripwire{Path: p, Pattern: true, Why: hostExecutedWhy})
 		case !pr.exists(p):
-			tw = append(tw, isolator.Tripwire{Path: p, Why: why})
+			tw = append(tw, isolator.Tripwire{Path: p, Why: hostExecutedWhy})
 		}
 	}
 	return tw
 }
+
+// hostExecutedWhy says why a file host tools run is reported when the sandbox creates it.
+const hostExecutedWhy = "tools on the host run what it names (hooks, MCP servers, tasks, plugins, toolchains, language servers)"
 
 // gitWatch is what package watch checks during the run. The project's gitdir chain
 // (a .git file's) is compared with the one the last run recorded: one that changed

@@ -294,6 +294,7 @@ func TestBuildPlan(t *testing.T) {
 		Limits:      isolator.Limits{Pids: 4096}, // the default; the syscall policy is strict
 		Command:     []string{"/bin/bash"},       // no command: the user's shell
 		TTY:         true,
+		Subdir:      isolator.SubdirFiles{Names: subdirExecuted, Why: hostExecutedWhy},
 		Git: isolator.GitWatch{
 			Dirs: []string{f.proj + "/.git"}, Index: f.proj + "/.git/index",
 			ScanMask: []string{".env", ".env.*"}, ScanSkip: []string{".git", "node_modules"}, ScanCache: state + "/maskscan.cache",

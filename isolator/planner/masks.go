@@ -17,8 +17,15 @@ type maskMatcher struct {
 // findMasked returns the project paths to mask: the entries whose base name matches
 // the mask globs (scanned without a cache), in path order. See findMaskedCached.
 func findMasked(pr Probe, root string, m maskMatcher) ([]string, error) {
-	masked, _, err := findMaskedCached(pr, root, m, "", false)
-	return masked, err
+	s, err := findMaskedCached(pr, root, m, "", false, isolator.SubdirFiles{})
+	return s.masked, err
+}
+
+// scanned is what the project scan found.
+type scanned struct {
+	masked []string // the paths to mask
+	nested []string // the .git entries below the project, its own excepted
+	subdir []string // the files host tools read in every directory (sub.Covers)
 }
 
 // findMaskedCached scans root with maskscan (which re-reads only directories changed
@@ -27,8 +34,8 @@ func findMasked(pr Probe, root string, m maskMatcher) ([]string, error) {
 // entered; symlinks are not followed. A matching symlink is masked through its target
 // when that is a regular file in the project (anything outside is not visible anyway).
 // The same walk returns the .git entries below root (nested repositories, gitdir
-// files), root's own excepted.
-func findMaskedCached(pr Probe, root string, m maskMatcher, cacheFile string, store bool) (masked, nested []string, err error) {
+// files), root's own excepted, and the entries sub covers.
+func findMaskedCached(pr Probe, root string, m maskMatcher, cacheFile string, store bool, sub isolator.SubdirFiles) (scanned, error) {
 	scan := pr.ScanMasks
 	if scan == nil {
 		scan = maskscan.Scan
@@ -36,29 +43,36 @@ func findMaskedCached(pr Probe, root string, m maskMatcher, cacheFile string, st
 			scan = maskscan.ScanReadOnly
 		}
 	}
-	matches, err := scan(root, maskscan.Matcher{Mask: m.mask, Allow: m.allow, Skip: m.skip, Mark: []string{".git"}}, cacheFile)
+	matches, err := scan(root, maskscan.Matcher{Mask: m.mask, Allow: m.allow, Skip: m.skip, Mark: sub.ScanMarks()}, cacheFile)
 	if err != nil {
-		return nil, nil, err
+		return scanned{}, err
 	}
+	var s scanned
 	for _, mt := range matches {
-		if mt.Marked && mt.Path != filepath.Join(root, ".git") {
-			nested = append(nested, mt.Path)
+		switch {
+		case !mt.Marked:
+		case filepath.Base(mt.Path) == ".git":
+			if mt.Path != filepath.Join(root, ".git") {
+				s.nested = append(s.nested, mt.Path)
+			}
+		case sub.Covers(root, mt.Path):
+			s.subdir = append(s.subdir, mt.Path)
 		}
 		switch {
 		case !mt.Masked:
 		case !mt.Symlink:
-			masked = append(masked, mt.Path)
+			s.masked = append(s.masked, mt.Path)
 		default:
 			t, err := pr.EvalSymlinks(mt.Path)
 			if err != nil || !isolator.Within(t, root) {
 				continue
 			}
 			if fi, err := pr.Stat(t); err == nil && fi.Mode().IsRegular() {
-				masked = append(masked, t)
+				s.masked = append(s.masked, t)
 			}
 		}
 	}
-	return masked, nested, nil
+	return s, nil
 }
 
 // refuseLinked refuses a masked file with more than one link: the mask covers one

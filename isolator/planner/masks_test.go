@@ -95,9 +95,9 @@ func TestBuildMasks(t *testing.T) {
 	equalLines(t, "mounts", mountLines(p.Mounts), f.expand(p, append(baseMounts,
 		"bind rw $PROJ -> $PROJ (project)",
 		// Mount points, right after the bind they lie in: cannot be moved (anchor.go).
-		"bind rw $PROJ/config -> $PROJ/config (holds a masked path)",
-		"bind rw $PROJ/sub -> $PROJ/sub (holds a masked path)",
-		"bind rw $PROJ/sub/deeper -> $PROJ/sub/deeper (holds a masked path)",
+		"bind rw $PROJ/config -> $PROJ/config (holds a masked or protected path)",
+		"bind rw $PROJ/sub -> $PROJ/sub (holds a masked or protected path)",
+		"bind rw $PROJ/sub/deeper -> $PROJ/sub/deeper (holds a masked or protected path)",
 		"bind rw $PROJ/.git -> $PROJ/.git (git dir)", // a mount point: .git cannot be moved away
 		"maskdir $PROJ/.git/hooks (git hooks)",       // maskTree's .git has no hooks
 		"maskfile $PROJ/.git/config (git config)",    // nor a config: an empty read-only one
@@ -242,4 +242,63 @@ func TestMaskedFileWithLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.build(t, f.load(t)) // one link again: a mask
+}
+
+// TestSubdirExecutedFilesReadOnly: the toolchain, version and mise files the project
+// scan finds below sub-directories are read-only like the top directory's, with each
+// directory on the way anchored so that none can be renamed away; a symlink's target
+// in the project is protected instead. Skipped directories and names in another place
+// are not; the top directory's are protectProject's.
+func TestSubdirExecutedFilesReadOnly(t *testing.T) {
+	f := newFixture(t)
+	gitRepo(t, f.proj)
+	writeFile(t, f.proj+"/crates/a/rust-toolchain.toml", "[toolchain]\npath = \"evil\"\n")
+	writeFile(t, f.proj+"/web/app/.config/mise/config.toml", "[env]\n")
+	writeFile(t, f.proj+"/web/app/mise.ci.toml", "[env]\n")
+	writeFile(t, f.proj+"/web/versions", "nodejs 22\n")
+	if err := os.Symlink("versions", f.proj+"/web/.tool-versions"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, f.proj+"/node_modules/x/.tool-versions", "nodejs 22\n") // skipped
+	writeFile(t, f.proj+"/docs/config.toml", "")                         // no tool's
+	writeFile(t, f.proj+"/mise.toml", "[env]\n")                         // the top's
+	p, _ := f.build(t, f.load(t))
+	var got []string
+	for _, l := range mountLines(p.Mounts) {
+		if strings.Contains(l, "$PROJ/") || strings.Contains(l, f.proj+"/") {
+			got = append(got, l)
+		}
+	}
+	// The anchors follow the project's bind, which they are seen through.
+	equalLines(t, "mounts", got, f.expand(p,
+		"bind rw $PROJ/crates -> $PROJ/crates (holds a masked or protected path)",
+		"bind rw $PROJ/crates/a -> $PROJ/crates/a (holds a masked or protected path)",
+		"bind rw $PROJ/web -> $PROJ/web (holds a masked or protected path)",
+		"bind rw $PROJ/web/app -> $PROJ/web/app (holds a masked or protected path)",
+		"bind rw $PROJ/web/app/.config -> $PROJ/web/app/.config (holds a masked or protected path)",
+		"bind rw $PROJ/web/app/.config/mise -> $PROJ/web/app/.config/mise (holds a masked or protected path)",
+		"bind rw $PROJ/.git -> $PROJ/.git (git dir)",
+		"bind ro $PROJ/.git/hooks -> $PROJ/.git/hooks (git hooks)",
+		"bind ro $PROJ/.git/config -> $PROJ/.git/config (git config)",
+		"bind ro $PROJ/mise.toml -> $PROJ/mise.toml (run by tools on the host)",
+		"bind ro $PROJ/crates/a/rust-toolchain.toml -> $PROJ/crates/a/rust-toolchain.toml (run by tools on the host)",
+		"bind ro $PROJ/web/versions -> $PROJ/web/versions (run by tools on the host)",
+		"bind ro $PROJ/web/app/.config/mise/config.toml -> $PROJ/web/app/.config/mise/config.toml (run by tools on the host)",
+		"bind ro $PROJ/web/app/mise.ci.toml -> $PROJ/web/app/mise.ci.toml (run by tools on the host)",
+	))
+	want := []string{f.proj + "/crates/a/rust-toolchain.toml", f.proj + "/web/.tool-versions", f.proj + "/web/app/.config/mise/config.toml", f.proj + "/web/app/mise.ci.toml"}
+	if !reflect.DeepEqual(p.Subdir.Present, want) {
+		t.Errorf("Subdir.Present = %q, want %q", p.Subdir.Present, want)
+	}
+}
+
+// The scan marks of the sub-directory names, which BenchmarkScan200k's
+// full-walk-tool-marks copies.
+func TestSubdirScanMarks(t *testing.T) {
+	got := isolator.SubdirFiles{Names: subdirExecuted}.ScanMarks()
+	want := []string{".git", "rust-toolchain.toml", "rust-toolchain", ".tool-versions", "mise.toml", ".mise.toml", "config.toml",
+		"mise.local.toml", "conf.d", ".rtx.toml", "mise.*.toml", ".mise.*.toml", "config.*.toml", ".rtx.*.toml", ".miserc.toml", "miserc.toml"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ScanMarks() = %q, want %q", got, want)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"strings"
@@ -311,6 +312,50 @@ var hostExecuted = []string{
 	".miserc.toml", ".config/miserc.toml",
 	".zed/settings.json", ".zed/tasks.json", ".zed/debug.json", ".idea",
 	".helix/languages.toml", ".helix/config.toml",
+}
+
+// subdirExecuted are the hostExecuted names their tools read in every directory from
+// where they run up to / (rustup, asdf, mise), not only where the project begins: a
+// sandbox that writes sub/rust-toolchain.toml runs what it names on the host when you
+// cd sub. Below the top directory they are found by the project scan, which
+// visits every directory anyway (isolator.SubdirFiles). mise's open-ended profile
+// names are patterns with a literal prefix, which rejects most names at the cost
+// of a comparison. Names the host's environment adds (hostExecutedNames) are
+// protected at the top only.
+var subdirExecuted = []string{
+	"rust-toolchain.toml", "rust-toolchain", ".tool-versions",
+	"mise.toml", ".mise.toml", ".mise/config.toml", "mise/config.toml", ".config/mise.toml",
+	".config/mise/config.toml", ".config/mise/mise.toml", ".config/mise/mise.local.toml", ".config/mise/conf.d", ".rtx.toml",
+	"mise.*.toml", ".mise.*.toml", ".mise/config.*.toml", "mise/config.*.toml", ".config/mise.*.toml",
+	".config/mise/config.*.toml", ".rtx.*.toml",
+	".miserc.toml", ".config/miserc.toml",
+}
+
+// protectSubdir makes the files the project scan found below sub-directories
+// (isolator.SubdirFiles) read-only like the top directory's, each directory between
+// the project and one anchored so that none can be renamed away; a symlink is
+// protected through its target when that lies in the project. It returns the files
+// it was given, for the watch to count as there already.
+func (b *mountBuilder) protectSubdir(dir string, files []string) ([]string, error) {
+	const key = "the protection of files host tools run"
+	for _, f := range files {
+		fi, err := b.pr.Lstat(f)
+		if err != nil {
+			continue // gone since the scan
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			t, err := b.pr.EvalSymlinks(f)
+			if err != nil || !isolator.Within(t, dir) || t == dir {
+				continue // outside the project: the sandbox sees it read-only, if at all
+			}
+			f = t
+		}
+		if err := b.anchor(f, key, true); err != nil {
+			return nil, err
+		}
+		b.add(isolator.Mount{Kind: isolator.Bind, Source: f, Dest: f, ReadOnly: true, Why: "run by tools on the host"})
+	}
+	return files, nil
 }
 
 // isPattern reports whether a hostExecuted entry is a pattern (in its last element).

@@ -1,6 +1,7 @@
 // Package watch keeps the host from trusting what a sandbox wrote while it runs: the
 // git metadata the host's git obeys (pointer files, configs, hooks, nested
-// repositories, gitlinks) and the project files other host tools run (Plan.Tripwires).
+// repositories, gitlinks) and the project files other host tools run (Plan.Tripwires,
+// and Plan.Subdir below the project's top directory).
 //
 // Start records the state the host left (the baseline) before the sandbox starts;
 // then, every Interval while the run goes on and once more when it ends, whatever the
@@ -16,7 +17,9 @@
 // git could read what the sandbox wrote; that is why the files that exist at launch are
 // also mounted read-only where git's ordinary work allows (see plan). A run that is
 // killed (kill -9) skips the final check. New repositories below directories the mask
-// scan skips (node_modules) are found only when a gitlink names them.
+// scan skips (node_modules) are found only when a gitlink names them. Plan.Subdir's
+// files are found by the same scan: only every ScanInterval or more, and never below
+// a skipped directory.
 package watch
 
 import (
@@ -49,8 +52,12 @@ type Watcher struct {
 	nested  map[string]*nestedEntry
 	index   stamp
 	tripped map[string]bool
-	said    map[string]bool // warnings given once
-	started time.Time       // names this run's quarantine directory (session)
+	// subdir holds the files host tools read in every directory (Plan.Subdir) that
+	// were there at launch, and subTripped those reported since.
+	subdir     map[string]stamp
+	subTripped map[string]bool
+	said       map[string]bool // warnings given once
+	started    time.Time       // names this run's quarantine directory (session)
 
 	mu       sync.Mutex
 	stop     chan struct{}
@@ -71,6 +78,7 @@ type nestedEntry struct {
 // sentence per finding, as it is made.
 func Start(p *isolator.Plan, warn func(string)) *Watcher {
 	w := &Watcher{p: p, warn: warn, nested: map[string]*nestedEntry{}, tripped: map[string]bool{}, said: map[string]bool{},
+		subdir: map[string]stamp{}, subTripped: map[string]bool{},
 		stop: make(chan struct{}), done: make(chan struct{}), started: time.Now()}
 	w.c = &checker{project: p.Project.Dir, readOnly: map[string]uint64{}, pin: w.pinDir}
 	for _, m := range p.Mounts {
@@ -96,6 +104,11 @@ func Start(p *isolator.Plan, warn func(string)) *Watcher {
 	}
 	if fi, err := os.Stat(p.Git.Index); err == nil {
 		w.index = stampOf(fi)
+	}
+	for _, f := range p.Subdir.Present {
+		if fi, err := os.Lstat(f); err == nil {
+			w.subdir[f] = stampOf(fi)
+		}
 	}
 	ls := newLister()
 	for _, tw := range p.Tripwires {
@@ -328,24 +341,56 @@ func (w *Watcher) record() {
 	_ = os.Remove(f.Name())
 }
 
-// scan returns the .git entries below the project (the mask scan, with its cache).
+// scan returns the .git entries below the project (the mask scan, with its cache),
+// and reports the files host tools read in every directory (Plan.Subdir) that the
+// sandbox created or replaced since launch, each once until it is gone again.
 func (w *Watcher) scan() []string {
 	g := w.p.Git
-	ms, err := maskscan.Scan(w.p.Project.Dir, maskscan.Matcher{Mask: g.ScanMask, Allow: g.ScanAllow, Skip: g.ScanSkip, Mark: []string{".git"}}, g.ScanCache)
+	ms, err := maskscan.Scan(w.p.Project.Dir, maskscan.Matcher{Mask: g.ScanMask, Allow: g.ScanAllow, Skip: g.ScanSkip, Mark: w.p.Subdir.ScanMarks()}, g.ScanCache)
 	if err != nil {
 		// A directory the sandbox made unreadable hides what is below it from the
 		// scan (and from the host's git, until it is made readable again).
-		if msg := fmt.Sprintf("devsandbox could not look for repositories the sandbox made in the project (%v); review the project before you run git in it", err); !w.said[msg] {
+		if msg := fmt.Sprintf("devsandbox could not look for repositories and tool files the sandbox made in the project (%v); review the project before you run git or a toolchain in it", err); !w.said[msg] {
 			w.said[msg] = true
 			w.warn(msg)
 		}
 		return nil
 	}
 	var out []string
+	found := map[string]bool{}
 	for _, m := range ms {
-		if m.Marked {
+		switch {
+		case !m.Marked:
+		case filepath.Base(m.Path) == ".git":
 			out = append(out, m.Path)
+		case w.p.Subdir.Covers(w.p.Project.Dir, m.Path):
+			found[m.Path] = true
+			if w.subTripped[m.Path] || w.launched(m.Path) {
+				continue
+			}
+			w.subTripped[m.Path] = true
+			w.warn(fmt.Sprintf("the sandbox created %s: %s. Review it before using those tools outside the sandbox", m.Path, w.p.Subdir.Why))
+		}
+	}
+	for p := range w.subTripped {
+		if !found[p] {
+			delete(w.subTripped, p)
 		}
 	}
 	return out
+}
+
+// launched reports whether p is a file of Plan.Subdir that was there at launch and
+// still is: the same inode and type (a symlink replaced by a file is new).
+func (w *Watcher) launched(p string) bool {
+	was, ok := w.subdir[p]
+	if !ok {
+		return false
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return false
+	}
+	now := stampOf(fi)
+	return now.ino == was.ino && now.mode.Type() == was.mode.Type()
 }

@@ -334,3 +334,38 @@ func requireGit(t *testing.T) {
 		t.Skip("git not installed")
 	}
 }
+
+// The files host tools read in every directory (Plan.Subdir) that the sandbox creates
+// below a sub-directory are found by the scan and reported once each; those there at
+// launch are not, unless replaced; the top directory's (Tripwires), names in another
+// place and skipped directories are not the scan's to report.
+func TestWatchSubdirFiles(t *testing.T) {
+	f := newFixture(t)
+	f.p.Subdir = isolator.SubdirFiles{Names: []string{"rust-toolchain.toml", ".tool-versions", "mise.toml", ".config/mise/config.toml", "mise.*.toml"}, Why: "toolchains"}
+	f.write("a/rust-toolchain.toml", "[toolchain]\n")
+	f.write("b/versions", "nodejs 22\n")
+	if err := os.Symlink("versions", f.path("b/.tool-versions")); err != nil {
+		t.Fatal(err)
+	}
+	f.p.Subdir.Present = []string{f.path("a/rust-toolchain.toml"), f.path("b/.tool-versions")}
+	w := f.start()
+	f.write("c/d/mise.toml", "[env]\n")
+	f.write("c/.config/mise/config.toml", "[env]\n")
+	f.write("docs/config.toml", "")
+	f.write("mise.toml", "[env]\n")
+	f.write("node_modules/x/.tool-versions", "")
+	w.check(true)
+	if err := os.Remove(f.path("b/.tool-versions")); err != nil {
+		t.Fatal(err)
+	}
+	f.write("b/.tool-versions", "nodejs path:./evil\n")
+	f.write("c/d/mise.ci.toml", "[env]\n")
+	w.Stop()
+	var got []string
+	for _, m := range f.warns {
+		got = append(got, strings.TrimPrefix(strings.SplitN(m, ":", 2)[0], "the sandbox created "+f.proj+"/"))
+	}
+	if want := []string{"c/.config/mise/config.toml", "c/d/mise.toml", "b/.tool-versions", "c/d/mise.ci.toml"}; !slices.Equal(got, want) {
+		t.Errorf("reported %q, want %q (%q)", got, want, f.warns)
+	}
+}
