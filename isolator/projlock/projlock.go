@@ -2,11 +2,13 @@
 // `devsandbox sandboxes prune` (or `rm`) deciding a project is unused and removing
 // its sandbox home and state. Prune and rm hold it exclusively from their check of
 // the project's runs (a held session /tmp, a held run mark) to the end of the
-// removal; every run holds it shared while it makes the project's directories and
-// establishes its presence (the session /tmp or the run mark), and drops it then.
-// So a run is either seen by the check, or waits for the removal to finish and
-// starts from a clean state. Runs never exclude each other, and prune never waits
-// for a run: a run holding the lock is starting, and prune keeps its project.
+// removal; every run holds it shared: the backends while they make the project's
+// directories and establish its presence (the session /tmp or the run mark), the
+// devsandbox command for the whole run, from before the Plan (which makes the proxy
+// CA in the state directory). So a run is either seen by the check, or waits for the
+// removal to finish and starts from a clean state. Runs never exclude each other, and
+// prune never waits for a run: a run holding the lock is starting or going on, and
+// prune keeps its project.
 //
 // The lock is an flock on <state root>/locks/<name>.lock, beside the projects' state
 // directories (<state root>/<name>), not in them: prune removes the state directory,
