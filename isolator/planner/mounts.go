@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/devsandbox/devsandbox/config"
@@ -288,8 +289,9 @@ func (b *mountBuilder) protectProject(dir string) error {
 // they are not listed. Zed trusts a worktree by path and then starts the language
 // servers its .zed/settings.json names, as Helix does with .helix/languages.toml;
 // JetBrains IDEs trust a project by path and run .idea's file watchers on every
-// change and its run configurations on a click.
-var hostExecuted = []string{
+// change and its run configurations on a click. The names tools read in every
+// directory up to / are subdirExecuted's.
+var hostExecuted = slices.Concat([]string{
 	".claude/settings.json", ".claude/settings.local.json", ".mcp.json",
 	// Claude Code loads it into every conversation as the user's private
 	// instructions; git-ignored as a rule, so no diff shows a change to it.
@@ -299,20 +301,10 @@ var hostExecuted = []string{
 	".devcontainer/devcontainer.json", ".devcontainer.json",
 	"opencode.json", "opencode.jsonc", ".opencode",
 	".cursor/mcp.json", ".aider.conf.yml", ".envrc",
-	"rust-toolchain.toml", "rust-toolchain", ".tool-versions",
-	// mise's project config files (and rtx's, mise's old name), as mise's
-	// config/mod.rs lists them; a pattern covers the open-ended names, the
-	// MISE_ENV profiles (mise.<env>.toml) and their .local variants.
-	"mise.toml", ".mise.toml", ".mise/config.toml", "mise/config.toml", ".config/mise.toml",
-	".config/mise/config.toml", ".config/mise/mise.toml", ".config/mise/mise.local.toml", ".config/mise/conf.d", ".rtx.toml",
-	"mise.*.toml", ".mise.*.toml", ".mise/config.*.toml", "mise/config.*.toml", ".config/mise.*.toml",
-	".config/mise/config.*.toml", ".rtx.*.toml",
-	// mise's early settings, read untrusted before any config file: they choose
-	// which names and profiles mise loads (override_config_filenames, env).
-	".miserc.toml", ".config/miserc.toml",
+}, subdirExecuted, []string{
 	".zed/settings.json", ".zed/tasks.json", ".zed/debug.json", ".idea",
 	".helix/languages.toml", ".helix/config.toml",
-}
+})
 
 // subdirExecuted are the hostExecuted names their tools read in every directory from
 // where they run up to / (rustup, asdf, mise), not only where the project begins: a
@@ -324,10 +316,15 @@ var hostExecuted = []string{
 // protected at the top only.
 var subdirExecuted = []string{
 	"rust-toolchain.toml", "rust-toolchain", ".tool-versions",
+	// mise's project config files (and rtx's, mise's old name), as mise's
+	// config/mod.rs lists them; a pattern covers the open-ended names, the
+	// MISE_ENV profiles (mise.<env>.toml) and their .local variants.
 	"mise.toml", ".mise.toml", ".mise/config.toml", "mise/config.toml", ".config/mise.toml",
 	".config/mise/config.toml", ".config/mise/mise.toml", ".config/mise/mise.local.toml", ".config/mise/conf.d", ".rtx.toml",
 	"mise.*.toml", ".mise.*.toml", ".mise/config.*.toml", "mise/config.*.toml", ".config/mise.*.toml",
 	".config/mise/config.*.toml", ".rtx.*.toml",
+	// mise's early settings, read untrusted before any config file: they choose
+	// which names and profiles mise loads (override_config_filenames, env).
 	".miserc.toml", ".config/miserc.toml",
 }
 
