@@ -277,8 +277,20 @@ func (p *project) forget(dir string) {
 		if !held {
 			continue
 		}
-		if r := run(p.t, it.home, engine, "", "sandboxes", "rm", name); r.code != 0 {
-			p.t.Errorf("devsandbox sandboxes rm %s (%s):\n%s", name, iso, r)
+		// A run whose devsandbox a test killed may still be ending in its
+		// devsandbox-docker (removing its container, then dropping its run mark):
+		// rm refuses a sandbox in use, so it is asked again until that run is over.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			r := run(p.t, it.home, engine, "", "sandboxes", "rm", name)
+			if r.code == 0 {
+				break
+			}
+			if !strings.Contains(r.stderr, "a run of it is going on") || time.Now().After(deadline) {
+				p.t.Errorf("devsandbox sandboxes rm %s (%s):\n%s", name, iso, r)
+				break
+			}
+			time.Sleep(100 * time.Millisecond) // polling for the other run's end, bounded above
 		}
 	}
 	os.RemoveAll(filepath.Join(it.home, ".local/state/devsandbox", name))
