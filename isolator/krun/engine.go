@@ -137,7 +137,13 @@ func (e *podman) Attach(id string, stdin io.Reader, stdout, stderr io.Writer, re
 	return containers.Attach(context.WithoutCancel(e.attachCtx), id, stdin, stdout, stderr, ready, nil)
 }
 
-func (e *podman) Start(id string) error { return containers.Start(e.ctx, id, nil) }
+func (e *podman) Start(id string) error {
+	// Nor is the start: the command may already run, print and be told to stop (the
+	// run's end reaches it through its session, or removes a container not yet
+	// started) before podman's answer arrives; a start cut short there failed a run
+	// whose command had run, with "context canceled" for its status.
+	return containers.Start(context.WithoutCancel(e.ctx), id, nil)
+}
 
 func (e *podman) Pid(id string) (int, error) {
 	c, err := containers.Inspect(e.ctx, id, new(containers.InspectOptions).WithSize(false))
