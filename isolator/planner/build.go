@@ -249,6 +249,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if err != nil {
 		return nil, nil, fmt.Errorf("scanning %s for sandbox.mask_files: %w", proj.Dir, err)
 	}
+	if err := capScanned(proj.Dir, b.home, found); err != nil {
+		return nil, nil, err
+	}
 	masked := found.masked
 	if p.Subdir.Present, err = b.protectSubdir(proj.Dir, found.subdir); err != nil {
 		return nil, nil, err
@@ -321,6 +324,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 			return nil, nil, err
 		}
 		p.Mounts = b.mounts
+	}
+	if len(p.Mounts) > maxMounts {
+		return nil, nil, errTooManyMounts(proj.Dir, b.home, p.Mounts)
 	}
 
 	anchorSwappable(p)

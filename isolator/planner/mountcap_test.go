@@ -1,0 +1,70 @@
+package planner
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// TestPlantedFilesCapMounts: files a sandbox can create in the project (toolchain and
+// mise files in sub-directories and the top directory's mise.*.toml, masked .env
+// files, directories deep enough to need an anchor each) each add a mount to the next
+// launch. bwrap 0.8 takes seconds for a thousand and refuses more than about 3,000
+// (9,000 arguments), so a sandbox could plant enough of them to make its user's next
+// launch crawl or fail obscurely: the plan is refused instead, with an error naming
+// how many mounts, from where, and what to do; nothing is left unprotected.
+func TestPlantedFilesCapMounts(t *testing.T) {
+	cases := []struct {
+		name  string
+		plant func(t *testing.T, proj string)
+		where string // a file the error names
+	}{
+		{"subdir tool files", func(t *testing.T, proj string) {
+			for i := range maxMounts / 2 {
+				writeFile(t, fmt.Sprintf("%s/a/b/d%d/.tool-versions", proj, i), "nodejs 22\n")
+			}
+		}, "/a/b/d0/.tool-versions"},
+		{"top mise profiles", func(t *testing.T, proj string) {
+			for i := range maxMounts {
+				writeFile(t, fmt.Sprintf("%s/mise.p%d.toml", proj, i), "[env]\n")
+			}
+		}, "/mise.p0.toml"},
+		{"masked files", func(t *testing.T, proj string) {
+			for i := range maxMounts {
+				writeFile(t, fmt.Sprintf("%s/e/.env.%d", proj, i), "")
+			}
+		}, "/e/.env.0"},
+		{"deep anchors", func(t *testing.T, proj string) {
+			// Few files, each at the end of its own chain of directories.
+			for i := range maxMounts/40 + 1 {
+				writeFile(t, fmt.Sprintf("%s/x%d/%s.tool-versions", proj, i, strings.Repeat("d/", 40)), "nodejs 22\n")
+			}
+		}, "/x0/d"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			c.plant(t, f.proj)
+			_, _, err := f.tryBuild(f.load(t))
+			if !errors.Is(err, isolator.ErrProtection) {
+				t.Fatalf("Build = %v, want an ErrProtection error", err)
+			}
+			t.Log(err)
+			if !strings.Contains(err.Error(), f.proj+c.where) {
+				t.Errorf("the error does not name %s: %v", f.proj+c.where, err)
+			}
+		})
+	}
+	// Under the cap, the same kind of files are all protected.
+	f := newFixture(t)
+	for i := range 20 {
+		writeFile(t, fmt.Sprintf("%s/a/d%d/.tool-versions", f.proj, i), "nodejs 22\n")
+	}
+	p, _ := f.build(t, f.load(t))
+	if len(p.Subdir.Present) != 20 {
+		t.Errorf("Subdir.Present has %d files, want 20", len(p.Subdir.Present))
+	}
+}
