@@ -148,8 +148,13 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		return nil, nil, fmt.Errorf("%w: egress.deny: %w", ErrConfig, err)
 	}
 	for _, own := range []string{h.ConfigHome, h.DataHome, h.StateHome} {
-		if d := filepath.Join(own, "devsandbox"); isolator.Within(d, proj.Dir) {
+		switch d := filepath.Join(own, "devsandbox"); {
+		case isolator.Within(d, proj.Dir):
 			return nil, nil, fmt.Errorf("%w: %s contains %s, devsandbox's own configuration or state, which the sandbox could rewrite; run devsandbox from a project that does not contain it", ErrProject, proj.Dir, d)
+		case isolator.Within(proj.Dir, d):
+			// There the sandbox could replace other projects' lock files and run
+			// marks (packages projlock, runmark), which prune trusts.
+			return nil, nil, fmt.Errorf("%w: %s lies in %s, devsandbox's own configuration or state, which the sandbox could rewrite; run devsandbox from a project outside it", ErrProject, proj.Dir, d)
 		}
 	}
 	base := filepath.Join(h.DataHome, "devsandbox", proj.Name)
