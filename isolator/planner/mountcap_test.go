@@ -3,6 +3,7 @@ package planner
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -66,5 +67,29 @@ func TestPlantedFilesCapMounts(t *testing.T) {
 	p, _ := f.build(t, f.load(t))
 	if len(p.Subdir.Present) != 20 {
 		t.Errorf("Subdir.Present has %d files, want 20", len(p.Subdir.Present))
+	}
+}
+
+// TestProtectedFileWithLinks: a file host tools run with a second name in the project
+// (a hard link a sandboxed program made when it created the file) is refused: the
+// read-only bind covers one name, and the sandbox would rewrite it through the other,
+// which the watch does not look at. Both the top directory's and a sub-directory's.
+func TestProtectedFileWithLinks(t *testing.T) {
+	for _, rel := range []string{"mise.toml", "sub/.tool-versions", "sub/mise.ci.toml"} {
+		t.Run(rel, func(t *testing.T) {
+			f := newFixture(t)
+			writeFile(t, f.proj+"/"+rel, "[env]\n")
+			if err := os.Link(f.proj+"/"+rel, f.proj+"/innocent.txt"); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := f.tryBuild(f.load(t))
+			if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), f.proj+"/innocent.txt") {
+				t.Fatalf("Build = %v, want an ErrProtection error naming the other link", err)
+			}
+			if err := os.Remove(f.proj + "/innocent.txt"); err != nil {
+				t.Fatal(err)
+			}
+			f.build(t, f.load(t)) // one link again: read-only
+		})
 	}
 }

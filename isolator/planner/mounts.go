@@ -254,6 +254,9 @@ func (b *mountBuilder) protectProject(dir string) error {
 			parents[p] = true
 			b.add(isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, Why: "holds files run by tools on the host"})
 		}
+		if err := refuseLinkedProtected(b.pr, f, dir); err != nil {
+			return err
+		}
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: f, Dest: f, ReadOnly: true, Why: "run by tools on the host"})
 	}
 	if len(l.dirs) == 0 {
@@ -346,6 +349,9 @@ func (b *mountBuilder) protectSubdir(dir string, files []string) ([]string, erro
 				continue // outside the project: the sandbox sees it read-only, if at all
 			}
 			f = t
+		}
+		if err := refuseLinkedProtected(b.pr, f, dir); err != nil {
+			return nil, err
 		}
 		if err := b.anchor(f, key, true); err != nil {
 			return nil, err
