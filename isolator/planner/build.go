@@ -333,6 +333,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if len(p.Mounts) > maxMounts {
 		return nil, nil, errTooManyMounts(proj.Dir, b.home, p.Mounts)
 	}
+	if err := refuseNotUTF8(proj.Dir, b.home, p.Mounts); err != nil {
+		return nil, nil, err
+	}
 
 	anchorSwappable(p)
 	// One rule for every isolator: no new mount point in a directory the view takes

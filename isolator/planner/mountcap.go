@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/devsandbox/devsandbox/isolator"
 )
@@ -65,4 +66,20 @@ func capScanned(dir, home string, s scanned) error {
 		ms = append(ms, isolator.Mount{Dest: f, Why: "run by tools on the host"})
 	}
 	return errTooManyMounts(dir, home, ms)
+}
+
+// refuseNotUTF8 refuses a mount below the project dir whose path there is not UTF-8:
+// a sandbox can create such names, and docker's and podman's JSON APIs carry paths
+// as JSON strings, where Go's encoder replaces the invalid bytes with U+FFFD. The
+// engine would mask or protect another path (one the sandbox can create too) and
+// leave the file as it is.
+func refuseNotUTF8(dir, home string, ms []isolator.Mount) error {
+	for _, m := range ms {
+		for _, p := range []string{m.Source, m.Target(home)} {
+			if rel, ok := strings.CutPrefix(p, dir+"/"); ok && !utf8.ValidString(rel) {
+				return fmt.Errorf("%w: %q (%s) is not a UTF-8 name; the container engines' APIs cannot name it, so it could not be masked or protected there. Rename it in %s (a sandboxed program may have made it)", isolator.ErrProtection, p, m.Why, dir)
+			}
+		}
+	}
+	return nil
 }

@@ -93,3 +93,20 @@ func TestProtectedFileWithLinks(t *testing.T) {
 		})
 	}
 }
+
+// TestProtectedNameNotUTF8: a file to mask or protect under a name that is not UTF-8
+// is refused: docker's and podman's JSON APIs carry a mount's paths as JSON strings,
+// where Go's encoder replaces the invalid bytes with U+FFFD, so the engine would
+// mount another path (one the sandbox can create) and leave the file as it is.
+func TestProtectedNameNotUTF8(t *testing.T) {
+	for _, rel := range []string{"d\xff/.tool-versions", "d\xff/e/.env", "mise.\xfe.toml"} {
+		t.Run(fmt.Sprintf("%q", rel), func(t *testing.T) {
+			f := newFixture(t)
+			writeFile(t, f.proj+"/"+rel, "x\n")
+			_, _, err := f.tryBuild(f.load(t))
+			if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "UTF-8") {
+				t.Fatalf("Build = %v, want an ErrProtection error about the name", err)
+			}
+		})
+	}
+}
