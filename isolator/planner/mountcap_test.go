@@ -110,3 +110,31 @@ func TestProtectedNameNotUTF8(t *testing.T) {
 		})
 	}
 }
+
+// TestSubdirLinkToDirectory: a toolchain file name in a sub-directory that is a
+// symlink to a directory of the project is no file a tool can read, so its target is
+// not made read-only: else a sandbox could plant sub/.tool-versions -> ../src (or
+// -> ../.git) to have the next launch make the user's directory read-only. conf.d,
+// a directory by name, is protected through a link as before.
+func TestSubdirLinkToDirectory(t *testing.T) {
+	f := newFixture(t)
+	gitRepo(t, f.proj)
+	writeFile(t, f.proj+"/src/main.go", "package main\n")
+	writeFile(t, f.proj+"/confs/a.toml", "[env]\n")
+	symlink(t, "../src", f.proj+"/sub/.tool-versions")
+	symlink(t, "../.git", f.proj+"/sub/rust-toolchain")
+	symlink(t, "../../../confs", f.proj+"/sub/.config/mise/conf.d")
+	p, _ := f.build(t, f.load(t))
+	for _, m := range p.Mounts {
+		if m.ReadOnly && (m.Source == f.proj+"/src" || m.Source == f.proj+"/.git") {
+			t.Errorf("a link planted under a toolchain file's name made %s read-only (%s)", m.Source, m.Why)
+		}
+	}
+	found := false
+	for _, m := range p.Mounts {
+		found = found || m.ReadOnly && m.Source == f.proj+"/confs"
+	}
+	if !found {
+		t.Errorf("the conf.d directory a link names is not read-only")
+	}
+}
