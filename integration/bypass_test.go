@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/isolator/projlock"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 )
 
@@ -268,6 +269,11 @@ func TestBypassProcWrites(t *testing.T) {
 		}
 		if leaks := fds.leadingTo(func(target string) bool { return strings.HasPrefix(target, "/etc/") }); len(leaks) > 0 {
 			t.Errorf("a descriptor of a system file bwrap copied leaked into the sandbox: %v\n%s", leaks, out)
+		}
+		// devsandbox holds the project's lock (package projlock) for the whole run: a
+		// sandbox holding its descriptor could keep prune waiting or unlock it.
+		if leaks := fds.leadingTo(func(target string) bool { return strings.Contains(target, "/devsandbox/"+projlock.Dir+"/") }); len(leaks) > 0 {
+			t.Errorf("the project lock's descriptor leaked into the sandbox: %v\n%s", leaks, out)
 		}
 		refused(t, got, "", "write /proc/self/fd/3/via-fd", "write /proc/1/exe", "write "+hostTarget)
 		for _, f := range []string{"via-fd", "via-root"} {

@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/isolator/krun"
+	"github.com/devsandbox/devsandbox/isolator/runmark"
 )
 
 // podmanReady is why the krun tests cannot run ("" when they can).
@@ -813,4 +816,33 @@ func TestKrunSandboxesRmSubIDs(t *testing.T) {
 			t.Errorf("the directory outside the home the links named: uid %d, %v", st.Uid, err)
 		}
 	})
+}
+
+// A krun run removes a dead run's container only when its mark was made where the run
+// is (krun.LabelRunWhere): a podman service may be shared with devsandbox runs that see
+// other files (another container of the user's, a remote service), where a mark path
+// missing here may be a live run's. Both containers below name a mark that does not
+// exist here; only the one made here goes.
+func TestKrunDeadRunsOnlyHere(t *testing.T) {
+	requirePodman(t)
+	gone := "/nonexistent-" + randHex(4) + "/devsandbox/app-0123abcd/" + runmark.Dir + "/run-1"
+	create := func(where string) string {
+		out := mustPodman(t, "create", "--label", krun.LabelRuntime+"=runc", "--label", krun.LabelRunMark+"="+gone,
+			"--label", krun.LabelRunWhere+"="+where, krunImage, "true")
+		lines := strings.Fields(out)
+		return lines[len(lines)-1]
+	}
+	elsewhere := create("0b0b0b0b-other-boot/mnt:4:4026531841")
+	here := create(runmark.Where())
+	t.Cleanup(func() { _, _ = podmanAs("rm", "-f", elsewhere, here) })
+	q := newProject(t)
+	if r := run(t, q.dir, nil, "", "--isolator=krun", "--", "true"); r.code != 0 {
+		t.Fatalf("the run:\n%s", r)
+	}
+	if _, err := podmanAs("container", "exists", elsewhere); err != nil {
+		t.Errorf("the container of a run marked elsewhere was removed (%v)", err)
+	}
+	if _, err := podmanAs("container", "exists", here); err == nil {
+		t.Errorf("the container of a dead run marked here outlived the run (else this test proves nothing)")
+	}
 }

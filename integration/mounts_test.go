@@ -448,3 +448,31 @@ wait:
 	}
 	return out.String()
 }
+
+// A sandbox that plants hundreds of toolchain files in new sub-directories (each a
+// read-only bind and an anchor at the next launch) does not make its user's next
+// launch crawl or fail obscurely (bwrap 0.8: seconds per thousand mounts, and it
+// refuses over 9,000 arguments): the launch stops at once, saying how many mounts,
+// where from and what to do, and runs again once they are removed.
+func TestPlantedToolFilesStopNextLaunch(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.mustSandbox(iso, nil, `i=0; while [ $i -lt 600 ]; do mkdir -p planted/d$i && echo 'nodejs 22' > planted/d$i/.tool-versions; i=$((i+1)); done`)
+		if _, err := os.Stat(p.path("proj/planted/d599/.tool-versions")); err != nil {
+			t.Fatalf("the sandbox did not plant the files: %v", err)
+		}
+		start := time.Now()
+		r := p.sandbox(iso, nil, "echo RAN")
+		took := time.Since(start)
+		if r.code != 125 || strings.Contains(r.stdout, "RAN") || !strings.Contains(r.stderr, "more than the 1000") || !strings.Contains(r.stderr, p.path("proj/planted/d0/.tool-versions")) {
+			t.Fatalf("the launch after the planting: want it stopped (125) naming the mounts and a planted file:\n%s", r)
+		}
+		t.Logf("%s: refused in %v", iso, took)
+		if err := os.RemoveAll(p.path("proj/planted")); err != nil {
+			t.Fatal(err)
+		}
+		if out := p.mustSandbox(iso, nil, "echo RAN"); !strings.Contains(out, "RAN") {
+			t.Errorf("after the removal the command did not run: %q", out)
+		}
+	})
+}

@@ -27,8 +27,12 @@ import (
 // labelled with a run mark (LabelRunMark) that no process holds any more
 // (runmark.Dead). The run holds its mark from before it creates its container to
 // after it removed it, so a container whose mark is dead has no run to remove it. A
-// container without the label (another program's, or an older devsandbox's) is left
-// to prune.
+// mark's path is asked only where it was made (LabelRunWhere, runmark.Where): a
+// podman service can be shared by devsandbox runs that see different files (another
+// container of the user's with its own devsandbox, a remote service), where the path
+// may name nothing and a live run would look dead. A container without the labels
+// (another program's, or an older devsandbox's) or another namespace's is left to
+// prune.
 
 // leftoverAge is how long a run's container that is not running is left alone.
 const leftoverAge = time.Minute
@@ -113,21 +117,27 @@ func (e *podman) RemoveContainer(id string) error { return e.Remove(id) }
 type markedStore interface {
 	// MarkedRuns lists the containers of krun runs (LabelRuntime) that carry a run
 	// mark (LabelRunMark), in any state, by id with their mark.
-	MarkedRuns() (map[string]string, error)
+	MarkedRuns() (map[string]markedRun, error)
 	RemoveContainer(id string) error
 }
 
-// removeDeadRuns removes the containers whose run mark dead says is dead, and returns
-// their ids.
-func removeDeadRuns(store markedStore, dead func(mark string) bool) ([]string, error) {
+// markedRun is a container's run mark and where its path names it (runmark.Where).
+type markedRun struct{ Mark, Where string }
+
+// removeDeadRuns removes the containers whose run mark, made here (runmark.Where; ""
+// when unknown: none), dead says is dead, and returns their ids.
+func removeDeadRuns(store markedStore, here string, dead func(mark string) bool) ([]string, error) {
+	if here == "" {
+		return nil, nil
+	}
 	runs, err := store.MarkedRuns()
 	if err != nil {
 		return nil, fmt.Errorf("listing the containers of krun runs in podman: %w", err)
 	}
 	var removed []string
 	var errs []error
-	for id, mark := range runs {
-		if mark == "" || !dead(mark) {
+	for id, r := range runs {
+		if r.Mark == "" || r.Where != here || !dead(r.Mark) {
 			continue
 		}
 		if err := store.RemoveContainer(id); err != nil {
@@ -149,23 +159,23 @@ func (b *Isolator) sweepDeadRuns(e engine) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, err := removeDeadRuns(store, runmark.Dead); err != nil {
+		if _, err := removeDeadRuns(store, runmark.Where(), runmark.Dead); err != nil {
 			b.warn("%v; `devsandbox sandboxes prune` removes it later", err)
 		}
 	}()
 	return func() { <-done }
 }
 
-func (e *podman) MarkedRuns() (map[string]string, error) {
+func (e *podman) MarkedRuns() (map[string]markedRun, error) {
 	all := true
 	l, err := containers.List(e.ctx, &containers.ListOptions{All: &all, Filters: map[string][]string{"label": {LabelRuntime, LabelRunMark}}})
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]string, len(l))
+	out := make(map[string]markedRun, len(l))
 	for _, c := range l {
 		if m := c.Labels[LabelRunMark]; m != "" && c.Labels[LabelRuntime] != "" {
-			out[c.ID] = m
+			out[c.ID] = markedRun{Mark: m, Where: c.Labels[LabelRunWhere]}
 		}
 	}
 	return out, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
+	"github.com/devsandbox/devsandbox/isolator/runmark"
 )
 
 // Run implements isolator.Isolator.
@@ -98,6 +99,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	s.Gen.Name = "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
 	if mark != "" {
 		s.Gen.Labels[LabelRunMark] = mark
+		s.Gen.Labels[LabelRunWhere] = runmark.Where()
 	}
 	id, warnings, err := b.create(ctx, h, e, s.Gen)
 	if err != nil {

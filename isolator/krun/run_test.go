@@ -328,6 +328,9 @@ func TestRunSession(t *testing.T) {
 	if m := f.created.Labels[LabelRunMark]; filepath.Dir(m) != filepath.Join(p.StateDir, runmark.Dir) || f.markDead || !runmark.Dead(m) {
 		t.Errorf("label %s = %q (dead at the creation: %v): want the run's mark, held until the run ended", LabelRunMark, m, f.markDead)
 	}
+	if w := f.created.Labels[LabelRunWhere]; w == "" || w != runmark.Where() {
+		t.Errorf("label %s = %q, want where the mark's path names it, %q", LabelRunWhere, w, runmark.Where())
+	}
 }
 
 // Every creation holds the lock of the service's creations (podman 4.3's libsubid

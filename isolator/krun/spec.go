@@ -50,6 +50,10 @@ const LabelRuntime = "dev.devsandbox.runtime"
 // life: the file's path. A container whose mark is dead is a dead run's (leftovers.go).
 const LabelRunMark = "dev.devsandbox.runmark"
 
+// LabelRunWhere says where LabelRunMark's path names the mark (runmark.Where): only
+// runs there ask it.
+const LabelRunWhere = "dev.devsandbox.runmark.where"
+
 // Options are the krun.* settings and the host facts Run probes once. Render uses
 // them as given.
 type Options struct {

@@ -148,8 +148,13 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		return nil, nil, fmt.Errorf("%w: egress.deny: %w", ErrConfig, err)
 	}
 	for _, own := range []string{h.ConfigHome, h.DataHome, h.StateHome} {
-		if d := filepath.Join(own, "devsandbox"); isolator.Within(d, proj.Dir) {
+		switch d := filepath.Join(own, "devsandbox"); {
+		case isolator.Within(d, proj.Dir):
 			return nil, nil, fmt.Errorf("%w: %s contains %s, devsandbox's own configuration or state, which the sandbox could rewrite; run devsandbox from a project that does not contain it", ErrProject, proj.Dir, d)
+		case isolator.Within(proj.Dir, d):
+			// There the sandbox could replace other projects' lock files and run
+			// marks (packages projlock, runmark), which prune trusts.
+			return nil, nil, fmt.Errorf("%w: %s lies in %s, devsandbox's own configuration or state, which the sandbox could rewrite; run devsandbox from a project outside it", ErrProject, proj.Dir, d)
 		}
 	}
 	base := filepath.Join(h.DataHome, "devsandbox", proj.Name)
@@ -249,6 +254,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if err != nil {
 		return nil, nil, fmt.Errorf("scanning %s for sandbox.mask_files: %w", proj.Dir, err)
 	}
+	if err := capScanned(proj.Dir, b.home, found); err != nil {
+		return nil, nil, err
+	}
 	masked := found.masked
 	if p.Subdir.Present, err = b.protectSubdir(proj.Dir, found.subdir); err != nil {
 		return nil, nil, err
@@ -321,6 +329,12 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 			return nil, nil, err
 		}
 		p.Mounts = b.mounts
+	}
+	if len(p.Mounts) > maxMounts {
+		return nil, nil, errTooManyMounts(proj.Dir, b.home, p.Mounts)
+	}
+	if err := refuseNotUTF8(proj.Dir, b.home, p.Mounts); err != nil {
+		return nil, nil, err
 	}
 
 	anchorSwappable(p)

@@ -82,21 +82,41 @@ func findMaskedCached(pr Probe, root string, m maskMatcher, cacheFile string, st
 // that error only.
 func refuseLinked(pr Probe, files []string, roots ...string) error {
 	for _, f := range files {
-		fi, err := pr.Lstat(f)
-		if err != nil || !fi.Mode().IsRegular() {
-			continue
+		if n, where := linkedElsewhere(pr, f, roots); n > 1 {
+			return fmt.Errorf("%w: %s, which sandbox.mask_files masks, has %d links (another: %s); a mask hides one name only, so the sandbox would read it through the other. If you made the link, replace it with a copy; else remove the other link (a sandboxed program may have made it to read what you write there) and review it", isolator.ErrProtection, f, n, where)
 		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok || st.Nlink <= 1 {
-			continue
-		}
-		where := "outside the project and the sandbox home"
-		if other := findLink(pr, f, uint64(st.Dev), uint64(st.Ino), roots); other != "" {
-			where = other
-		}
-		return fmt.Errorf("%w: %s, which sandbox.mask_files masks, has %d links (another: %s); a mask hides one name only, so the sandbox would read it through the other. If you made the link, replace it with a copy; else remove the other link (a sandboxed program may have made it to read what you write there) and review it", isolator.ErrProtection, f, st.Nlink, where)
 	}
 	return nil
+}
+
+// refuseLinkedProtected refuses a file host tools run (protectProject, protectSubdir)
+// with more than one link: its read-only bind covers one name, and the sandbox would
+// rewrite it through the other, which nothing watches (a sandboxed program can create
+// the file as a link of one it made). A sandbox cannot link a protected file later: a
+// link across mounts fails (EXDEV).
+func refuseLinkedProtected(pr Probe, f string, roots ...string) error {
+	if n, where := linkedElsewhere(pr, f, roots); n > 1 {
+		return fmt.Errorf("%w: %s, a file tools on the host run, has %d links (another: %s); it is read-only in the sandbox under one name only, so the sandbox could rewrite it through the other. If you made the link, replace it with a copy; else remove the other link (a sandboxed program may have made it) and review the file", isolator.ErrProtection, f, n, where)
+	}
+	return nil
+}
+
+// linkedElsewhere returns how many links the regular file f has and, when more than
+// one, another of them below roots (or where it is not).
+func linkedElsewhere(pr Probe, f string, roots []string) (uint64, string) {
+	fi, err := pr.Lstat(f)
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0, ""
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Nlink <= 1 {
+		return 0, ""
+	}
+	where := "outside the project and the sandbox home"
+	if other := findLink(pr, f, uint64(st.Dev), uint64(st.Ino), roots); other != "" {
+		where = other
+	}
+	return uint64(st.Nlink), where
 }
 
 // findLink returns another path below roots of the file (dev, ino) than f, or "".

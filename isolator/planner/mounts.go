@@ -254,6 +254,9 @@ func (b *mountBuilder) protectProject(dir string) error {
 			parents[p] = true
 			b.add(isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, Why: "holds files run by tools on the host"})
 		}
+		if err := refuseLinkedProtected(b.pr, f, dir); err != nil {
+			return err
+		}
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: f, Dest: f, ReadOnly: true, Why: "run by tools on the host"})
 	}
 	if len(l.dirs) == 0 {
@@ -331,7 +334,8 @@ var subdirExecuted = []string{
 // protectSubdir makes the files the project scan found below sub-directories
 // (isolator.SubdirFiles) read-only like the top directory's, each directory between
 // the project and one anchored so that none can be renamed away; a symlink is
-// protected through its target when that lies in the project. It returns the files
+// protected through its target when that lies in the project and is no directory
+// (but for conf.d, a directory by name). It returns the files
 // it was given, for the watch to count as there already.
 func (b *mountBuilder) protectSubdir(dir string, files []string) ([]string, error) {
 	const key = "the protection of files host tools run"
@@ -345,7 +349,15 @@ func (b *mountBuilder) protectSubdir(dir string, files []string) ([]string, erro
 			if err != nil || !isolator.Within(t, dir) || t == dir {
 				continue // outside the project: the sandbox sees it read-only, if at all
 			}
+			if b.pr.isDir(t) && filepath.Base(f) != "conf.d" {
+				// No tool reads a directory under a file's name; binding it would let a
+				// planted link (sub/.tool-versions -> ../src) make any directory read-only.
+				continue
+			}
 			f = t
+		}
+		if err := refuseLinkedProtected(b.pr, f, dir); err != nil {
+			return nil, err
 		}
 		if err := b.anchor(f, key, true); err != nil {
 			return nil, err

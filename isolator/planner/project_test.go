@@ -352,3 +352,21 @@ func TestGitPointersRecord(t *testing.T) {
 		t.Fatalf("the recorded chain: %v", err)
 	}
 }
+
+// TestProjectInsideOwnState: a project that contains devsandbox's own configuration
+// or state is refused, and so is one inside them: a sandbox of a project in the state
+// root's locks directory (or a project's state directory) could replace the other
+// projects' lock files and run marks, and prune would no longer see their runs.
+func TestProjectInsideOwnState(t *testing.T) {
+	for _, rel := range []string{"/.local/state/devsandbox/locks", "/.local/state/devsandbox/app-0123abcd/runs", "/.local/share/devsandbox", "/.config/devsandbox/x", "/.local"} {
+		t.Run(rel, func(t *testing.T) {
+			f := newFixture(t)
+			f.proj = f.home + rel
+			mkdirs(t, f.proj)
+			_, _, err := f.tryBuild(f.load(t))
+			if !errors.Is(err, ErrProject) {
+				t.Fatalf("Build in %s = %v, want an ErrProject error", f.proj, err)
+			}
+		})
+	}
+}

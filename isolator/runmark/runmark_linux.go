@@ -98,6 +98,19 @@ func Dead(path string) bool {
 	return unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB) == nil
 }
 
+// Where identifies where a mark's path (Path) names the mark: this boot of this
+// machine's kernel and this mount namespace. A process elsewhere (another machine
+// or container sharing a podman service) may find nothing at the path, or another
+// file, and must not take the run for dead (Dead). "" when it cannot be told.
+func Where() string {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	var st unix.Stat_t
+	if err != nil || unix.Stat("/proc/self/ns/mnt", &st) != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s/mnt:%d:%d", strings.TrimSpace(string(boot)), st.Dev, st.Ino)
+}
+
 // Release removes the mark and drops its lock.
 func (m *Mark) Release() {
 	_ = os.Remove(filepath.Join(filepath.Dir(m.f.Name()), m.Name))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,5 +158,14 @@ func TestHoldSharedWaitsForPrune(t *testing.T) {
 	defer m.Release()
 	if !Held(state, "", time.Now()) {
 		t.Error("HoldShared made no mark")
+	}
+}
+
+// Where names this boot and mount namespace: the same for every call, and "" never
+// on Linux (where "" would make no run remove a dead run's container).
+func TestWhere(t *testing.T) {
+	w := Where()
+	if w == "" || w != Where() || !strings.Contains(w, "/mnt:") {
+		t.Errorf("Where() = %q, want a stable boot id and mount namespace", w)
 	}
 }
