@@ -204,7 +204,7 @@ func (s *Server) serve(ln net.Listener, requireAuth bool) {
 // congestion control before the server reads them; a connection from anywhere else
 // keeps the system's choice. Measured on a 256 MiB tunnel download: the proxy's time
 // in splice to the client fell by about a third and its CPU from about 105 to 75 ms.
-// See docs/isolators.md "Egress proxy throughput".
+// See docs/performance.md "Egress proxy throughput".
 type tcpListener struct{ *net.TCPListener }
 
 func (l tcpListener) Accept() (net.Conn, error) {

@@ -9,7 +9,7 @@ import "net"
 // to share or probe. Under bbr, the default of many hosts (and inherited by every
 // network namespace), every segment is paced (without the fq qdisc, by a timer per
 // socket); reno sends what the window allows as the relay writes. Every unprivileged
-// socket may choose reno (the kernel marks it unrestricted). See docs/isolators.md
+// socket may choose reno (the kernel marks it unrestricted). See docs/performance.md
 // "Egress proxy throughput".
 const Congestion = "reno"
 

@@ -340,7 +340,7 @@ func applyLimits(hc *dockercontainer.HostConfig, l isolator.Limits) {
 // which a warm run would do after the engine's answers arrive, between the kept
 // container's inspect and the exec's creation; the head start runs this beside
 // its wait for those answers (0.2 ms off that gap's median at load 12, see
-// docs/isolators.md). What is encoded is unchanged.
+// docs/performance.md, "The warm launch, sixth round"). What is encoded is unchanged.
 func warmEncoders() {
 	specHash(&dockercontainer.Config{}, &dockercontainer.HostConfig{})
 	_, _ = json.Marshal(&wire.Manifest{})
