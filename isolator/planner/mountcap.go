@@ -47,7 +47,7 @@ func errTooManyMounts(dir, home string, ms []isolator.Mount) error {
 	for _, g := range gs[:min(len(gs), 3)] {
 		parts = append(parts, fmt.Sprintf("%d %q (%s, …)", g.n, g.why, strings.Join(g.paths, ", ")))
 	}
-	return fmt.Errorf("%w: the launch would make at least %d mounts, more than the %d devsandbox makes: %s. A sandboxed program can create files in %s to slow down or break the next launch: review them, remove those you did not write, and launch again; to exempt a directory of real ones from sandbox.mask_files, name it in sandbox.mask_skip",
+	return fmt.Errorf("%w: the launch would make at least %d mounts, more than the %d devsandbox allows: %s. A sandboxed program can create files in %s to slow down or break the next launch: review them, remove those you did not write, and launch again; to exempt a directory of real ones from sandbox.mask_files, name it in sandbox.mask_skip",
 		isolator.ErrProtection, len(ms), maxMounts, strings.Join(parts, "; "), dir)
 }
 
