@@ -154,7 +154,7 @@ func (a *app) holdProject(ctx context.Context, stateDir string) (func(), error) 
 		if a.signals != nil {
 			a.signals.Wait() // a ^C after the line ends the wait, not the process
 		}
-		fmt.Fprintf(a.stderr, "devsandbox: %s\n", projlock.WaitMessage(stateDir))
+		projlock.Waiting(a.stderr, stateDir)()
 	}, interrupt)
 	if err != nil {
 		return nil, fmt.Errorf("the command did not run: %w", err)

@@ -519,9 +519,7 @@ func PrepareHost(p *isolator.Plan) error {
 // prune either sees the run or has removed the project before it begins; a wait for
 // prune is said on stderr and ends with ctx or a signal on sigc.
 func prepare(ctx context.Context, p *isolator.Plan, stderr io.Writer, sigc <-chan os.Signal) (*tmpdir.Session, *runmark.Mark, error) {
-	unlock, err := projlock.Shared(ctx, p.StateDir, func() {
-		fmt.Fprintf(stderr, "devsandbox: %s\n", projlock.WaitMessage(p.StateDir))
-	}, sigc)
+	unlock, err := projlock.Shared(ctx, p.StateDir, projlock.Waiting(stderr, p.StateDir), sigc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the sandbox did not start: %w", err)
 	}

@@ -2,7 +2,6 @@ package docker
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
@@ -17,9 +16,7 @@ import (
 // made under the project's lock (runmark.HoldShared): while prune or rm holds it, the
 // wait is said on stderr and ends with ctx or a signal from sigs.
 func markRun(ctx context.Context, stateDir string, stderr io.Writer, sigs <-chan handoff.Signal) (own string, release func(), err error) {
-	m, err := runmark.HoldShared(ctx, stateDir, func() {
-		fmt.Fprintf(stderr, "devsandbox: %s\n", projlock.WaitMessage(stateDir))
-	}, sigs)
+	m, err := runmark.HoldShared(ctx, stateDir, projlock.Waiting(stderr, stateDir), sigs)
 	if err != nil {
 		return "", nil, err
 	}

@@ -2,7 +2,6 @@ package krun
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/devsandbox/devsandbox/isolator/handoff"
@@ -16,9 +15,7 @@ import (
 // project's lock (runmark.HoldShared): while prune or rm holds it, the wait is said on
 // stderr and ends with ctx or a signal from sigs.
 func (osHost) MarkRun(ctx context.Context, stateDir string, stderr io.Writer, sigs <-chan handoff.Signal) (mark string, release func(), err error) {
-	m, err := runmark.HoldShared(ctx, stateDir, func() {
-		fmt.Fprintf(stderr, "devsandbox: %s\n", projlock.WaitMessage(stateDir))
-	}, sigs)
+	m, err := runmark.HoldShared(ctx, stateDir, projlock.Waiting(stderr, stateDir), sigs)
 	if err != nil {
 		return "", nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -40,9 +41,12 @@ func Path(stateDir string) string {
 	return filepath.Join(filepath.Dir(stateDir), Dir, filepath.Base(stateDir)+".lock")
 }
 
-// WaitMessage is the line a run prints while it waits for the lock.
-func WaitMessage(stateDir string) string {
-	return fmt.Sprintf("waiting for `devsandbox sandboxes prune` (or `rm`) to finish with %s…", filepath.Base(stateDir))
+// Waiting returns the waiting function (see Shared) of a run that tells w, once, that
+// it waits for prune or rm to finish with the project whose state directory is stateDir.
+func Waiting(w io.Writer, stateDir string) func() {
+	return func() {
+		fmt.Fprintf(w, "devsandbox: waiting for `devsandbox sandboxes prune` (or `rm`) to finish with %s…\n", filepath.Base(stateDir))
+	}
 }
 
 // Shared takes the lock of the project whose state directory is stateDir shared and
