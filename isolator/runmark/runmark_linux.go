@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/internal/dirent"
+	"github.com/devsandbox/devsandbox/isolator/pin"
 	"github.com/devsandbox/devsandbox/isolator/projlock"
 )
 
@@ -103,12 +104,12 @@ func Dead(path string) bool {
 // or container sharing a podman service) may find nothing at the path, or another
 // file, and must not take the run for dead (Dead). "" when it cannot be told.
 func Where() string {
-	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	boot := pin.BootID()
 	var st unix.Stat_t
-	if err != nil || unix.Stat("/proc/self/ns/mnt", &st) != nil {
+	if boot == "" || unix.Stat("/proc/self/ns/mnt", &st) != nil {
 		return ""
 	}
-	return fmt.Sprintf("%s/mnt:%d:%d", strings.TrimSpace(string(boot)), st.Dev, st.Ino)
+	return fmt.Sprintf("%s/mnt:%d:%d", boot, st.Dev, st.Ino)
 }
 
 // Release removes the mark and drops its lock.
