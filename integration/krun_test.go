@@ -334,6 +334,20 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// startMarkedKrunRun starts a krun run of p that waits until it is killed, with a
+// marker (mark, NAME=VALUE) in its processes' environment, and returns once its
+// command runs and its one container exists.
+func startMarkedKrunRun(t *testing.T, p *project) (cmd *exec.Cmd, mark string) {
+	t.Helper()
+	mark = "DSB_IT_RUN=" + randHex(8)
+	cmd = command(t.Context(), p.dir, baseEnv(mark), "--isolator=krun", "--", "/bin/sh", "-c", `sleep 1000 & echo ready; wait`)
+	startLines(t, cmd).waitFor("ready")
+	if ids := krunContainers(t, p, true); len(ids) != 1 {
+		t.Fatalf("want the run's container, have %v", ids)
+	}
+	return cmd, mark
+}
+
 // (c) kill -9 of devsandbox leaves neither the container nor a podman service behind.
 // The service is the test user's, shared by every devsandbox it runs (other tests, other
 // runs of the suite on this machine): this run's processes are told apart by a marker
@@ -341,13 +355,7 @@ func contains(list []string, s string) bool {
 func TestKrunKill9LeavesNothing(t *testing.T) {
 	requirePodman(t)
 	p := newProject(t)
-	mark := "DSB_IT_RUN=" + randHex(8)
-	cmd := command(t.Context(), p.dir, baseEnv(mark), "--isolator=krun", "--", "/bin/sh", "-c", `sleep 1000 & echo ready; wait`)
-	lr := startLines(t, cmd)
-	lr.waitFor("ready")
-	if ids := krunContainers(t, p, true); len(ids) != 1 {
-		t.Fatalf("want the run's container, have %v", ids)
-	}
+	cmd, mark := startMarkedKrunRun(t, p)
 	// The run's service: the one devsandbox runs for runc and podman's usual storage.
 	sock := filepath.Join(runtimeDir(), "podman", "devsandbox-runc.sock")
 	if len(podmanServices(sock)) == 0 {
@@ -407,13 +415,7 @@ func TestKrunKill9LeavesNothing(t *testing.T) {
 func TestKrunHelperKill9LeftoverRemovedByNextRun(t *testing.T) {
 	requirePodman(t)
 	p := newProject(t)
-	mark := "DSB_IT_RUN=" + randHex(8)
-	cmd := command(t.Context(), p.dir, baseEnv(mark), "--isolator=krun", "--", "/bin/sh", "-c", `sleep 1000 & echo ready; wait`)
-	lr := startLines(t, cmd)
-	lr.waitFor("ready")
-	if ids := krunContainers(t, p, true); len(ids) != 1 {
-		t.Fatalf("want the run's container, have %v", ids)
-	}
+	cmd, mark := startMarkedKrunRun(t, p)
 	killed := 0
 	for _, pid := range markedProcesses(mark) {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
