@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/containers/podman/v5/pkg/specgen"
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/flock"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -47,35 +47,21 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	}
 	// The file may be removed when free (leftfiles.go): lockCurrent locks the one
 	// the path names.
-	f, err := lockCurrent(path, unix.LOCK_EX|unix.LOCK_NB)
-	if err == nil {
-		return func() { f.Close() }, nil // closing the last descriptor drops the lock
-	} else if !errors.Is(err, unix.EWOULDBLOCK) {
-		return nil, fmt.Errorf("locking %s: %w", path, err)
-	}
-	type res struct {
-		f   *os.File
-		err error
-	}
-	got := make(chan res, 1)
-	go func() {
-		f, err := lockCurrent(path, unix.LOCK_EX)
-		got <- res{f, err}
-	}()
-	select {
-	case r := <-got:
-		if r.err != nil {
-			return nil, fmt.Errorf("locking %s: %w", path, r.err)
+	f, err := flock.Take[struct{}](ctx, func(wait bool) (*os.File, error) {
+		how := unix.LOCK_EX
+		if !wait {
+			how |= unix.LOCK_NB
 		}
-		return func() { r.f.Close() }, nil
-	case <-ctx.Done():
-		go func() {
-			if r := <-got; r.f != nil {
-				r.f.Close()
-			}
-		}()
-		return nil, context.Cause(ctx)
+		f, err := lockCurrent(path, how)
+		if err != nil {
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		return f, nil
+	}, nil, nil)
+	if err != nil {
+		return nil, err
 	}
+	return func() { f.Close() }, nil // closing the last descriptor drops the lock
 }
 
 // createTries is how often a run asks for its container when podman's answer is

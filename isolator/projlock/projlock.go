@@ -28,13 +28,15 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/internal/flock"
 )
 
 // Dir is the directory of the lock files in the state root.
 const Dir = "locks"
 
 // ErrInterrupted is the class of a wait that a signal ended.
-var ErrInterrupted = errors.New("interrupted")
+var ErrInterrupted = flock.ErrInterrupted
 
 // Path is the lock file of the project whose state directory is stateDir.
 func Path(stateDir string) string {
@@ -57,40 +59,33 @@ func Shared[T any](ctx context.Context, stateDir string, waiting func(), interru
 	if !filepath.IsAbs(stateDir) {
 		return nil, fmt.Errorf("the state directory %q is not an absolute path", stateDir)
 	}
-	f, err := open(Path(stateDir))
+	p := Path(stateDir)
+	opened, err := open(p)
 	if err != nil {
 		return nil, err
 	}
-	err = flock(f, unix.LOCK_SH|unix.LOCK_NB)
-	if err == nil {
-		return func() { f.Close() }, nil
-	}
-	if !errors.Is(err, unix.EWOULDBLOCK) {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
-	}
-	if waiting != nil {
-		waiting()
-	}
-	// The blocking flock runs on its own goroutine, so that ctx or a signal can end
-	// the wait; an abandoned one closes the file once it gets the lock.
-	got := make(chan error, 1)
-	go func() { got <- flock(f, unix.LOCK_SH) }()
-	abandon := func() { go func() { <-got; f.Close() }() }
-	select {
-	case err := <-got:
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+	// One descriptor for the try and the wait: a wait abandoned (ctx, interrupt)
+	// holds it until it gets the lock, then Take closes it.
+	f, err := flock.Take(ctx, func(wait bool) (*os.File, error) {
+		how := unix.LOCK_SH
+		if !wait {
+			how |= unix.LOCK_NB
 		}
-		return func() { f.Close() }, nil
-	case <-ctx.Done():
-		abandon()
-		return nil, fmt.Errorf("waiting for the lock %s: %w", f.Name(), context.Cause(ctx))
-	case <-interrupt:
-		abandon()
-		return nil, fmt.Errorf("waiting for the lock %s: %w", f.Name(), ErrInterrupted)
+		if err := flockRetry(opened, how); err != nil {
+			if wait || !errors.Is(err, unix.EWOULDBLOCK) {
+				opened.Close()
+			}
+			return nil, fmt.Errorf("locking %s: %w", p, err)
+		}
+		return opened, nil
+	}, waiting, interrupt)
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, ErrInterrupted) {
+			return nil, fmt.Errorf("waiting for the lock %s: %w", p, err)
+		}
+		return nil, err
 	}
+	return func() { f.Close() }, nil
 }
 
 // TryExclusive takes the lock of the project named name under the state root
@@ -100,7 +95,7 @@ func TryExclusive(stateRoot, name string) (release func(), ok bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	err = flock(f, unix.LOCK_EX|unix.LOCK_NB)
+	err = flockRetry(f, unix.LOCK_EX|unix.LOCK_NB)
 	switch {
 	case err == nil:
 		return func() { f.Close() }, true, nil
@@ -129,8 +124,8 @@ func open(p string) (*os.File, error) {
 	return f, nil
 }
 
-// flock is flock(2) on f, retried when a signal interrupts it.
-func flock(f *os.File, how int) error {
+// flockRetry is flock(2) on f, retried when a signal interrupts it.
+func flockRetry(f *os.File, how int) error {
 	for {
 		err := unix.Flock(int(f.Fd()), how)
 		if !errors.Is(err, unix.EINTR) {
