@@ -53,3 +53,77 @@ echo done`
 		t.Errorf("the sandbox home's .ssh on the host holds %s", n.Name())
 	}
 }
+
+// TestToolInstallUnderToolDir: an agent CLI installed as an npm global under ~/.nvm,
+// which the node tool binds read-only whole. The agent tool's own binds of the PATH
+// directory and of its package show nothing the ~/.nvm bind does not, so bwrap is not
+// given them: the sandbox runs the agent, sees the host's files there and can change
+// none of them (write, create, rename, remove, re-mode, remount, unmount), and ~/.nvm
+// is one mount, as the dry run shows one bind of it.
+func TestToolInstallUnderToolDir(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	const ver = ".nvm/versions/node/v9.9.9"
+	pkg := ver + "/lib/node_modules/@anthropic-ai/claude-code"
+	writeHome(t, pkg+"/cli.js", "#!/bin/sh\necho AGENT-RAN\n")
+	writeHome(t, pkg+"/package.json", "{\"name\":\"@anthropic-ai/claude-code\"}\n")
+	writeHome(t, ver+"/bin/node", "#!/bin/sh\necho NODE-RAN\n")
+	t.Cleanup(func() { os.RemoveAll(filepath.Join(it.home, ".nvm")) })
+	for _, f := range []string{pkg + "/cli.js", ver + "/bin/node"} {
+		if err := os.Chmod(filepath.Join(it.home, f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(it.home, ver, "bin/claude")
+	if err := os.Symlink("../lib/node_modules/@anthropic-ai/claude-code/cli.js", link); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Lchown(link, it.uid, it.gid)
+	env := []string{hostPath(filepath.Join(it.home, ver, "bin") + ":/usr/local/bin:/usr/bin:/bin")}
+
+	dry := run(t, p.dir, env, "", "--isolator=bwrap", "--dry-run", "--egress=none", "--", "true")
+	if dry.code != 0 {
+		t.Fatalf("dry run:\n%s", dry)
+	}
+	if n := strings.Count(dry.stdout, " "+filepath.Join(it.home, ".nvm")); n != 2 || !strings.Contains(dry.stdout, "--ro-bind-try "+filepath.Join(it.home, ".nvm")+" ") {
+		t.Errorf("want one read-only bind at or below ~/.nvm, of ~/.nvm onto itself (two paths), got %d paths there:\n%s", n, dry.stdout)
+	}
+
+	bin, lib := "$HOME/"+ver+"/bin", "$HOME/"+pkg
+	script := `
+claude; node
+[ "$(readlink ` + bin + `/claude)" = ../lib/node_modules/@anthropic-ai/claude-code/cli.js ] || echo "LINK $(readlink ` + bin + `/claude)"
+cat ` + lib + `/package.json
+ls -A ` + bin + ` ` + lib + `
+for d in ` + bin + ` ` + lib + ` $HOME/.nvm; do
+	touch $d/new 2>/dev/null && echo "CREATED in $d"
+	mkdir $d/sub 2>/dev/null && echo "MKDIR in $d"
+	chmod 777 $d 2>/dev/null && echo "CHMOD $d"
+	mv $d $d.moved 2>/dev/null && echo "RENAMED $d"
+	mount -o remount,rw $d 2>/dev/null && echo "REMOUNTED $d"
+	umount $d 2>/dev/null && echo "UNMOUNTED $d"
+	( echo x > $d/probe ) 2>&1 | grep -q 'Read-only file system' || echo "NOT EROFS $d"
+done
+( echo x >> ` + lib + `/cli.js ) 2>/dev/null && echo "WROTE cli.js"
+rm -f ` + lib + `/cli.js ` + bin + `/claude 2>/dev/null; [ -e ` + lib + `/cli.js ] && [ -L ` + bin + `/claude ] || echo REMOVED
+ln -sf /tmp/evil ` + bin + `/node 2>/dev/null && echo REPLACED
+awk -v h="$HOME/.nvm" '$5 == h || index($5, h "/") == 1 { print "MOUNT " $5 }' /proc/self/mountinfo
+echo done`
+	r := run(t, p.dir, env, "", "--isolator=bwrap", "--egress=none", "--", "/bin/sh", "-c", script)
+	if r.code != 0 {
+		t.Fatalf("sandboxed script failed:\n%s", r)
+	}
+	out, home := r.stdout, it.home
+	want := "AGENT-RAN\nNODE-RAN\n{\"name\":\"@anthropic-ai/claude-code\"}\n" +
+		"$BIN:\nclaude\nnode\n\n$LIB:\ncli.js\npackage.json\n" +
+		"MOUNT " + home + "/.nvm\ndone"
+	want = strings.NewReplacer("$BIN", home+"/"+ver+"/bin", "$LIB", home+"/"+pkg).Replace(want)
+	if strings.TrimSpace(out) != want {
+		t.Errorf("the sandbox's view of the agent under ~/.nvm:\n%s\nwant:\n%s", out, want)
+	}
+	for _, f := range []string{ver + "/bin/new", pkg + "/new", ".nvm/new", ver + "/bin/probe", pkg + "/probe"} {
+		if _, err := os.Lstat(filepath.Join(it.home, f)); err == nil {
+			t.Errorf("the sandbox created ~/%s on the host", f)
+		}
+	}
+}

@@ -237,10 +237,19 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	placed = append(placed, viewEntry{"/tmp", placedMount})
 
 	var readOnlyDirs []string
+	shown := map[int]bool{}
+	for i := range p.Mounts {
+		if shownAlready(p.Mounts, i, home) {
+			shown[i] = true
+		}
+	}
 	for i, m := range p.Mounts {
 		dst := m.Target(home)
 		switch m.Kind {
 		case isolator.Bind:
+			if shown[i] {
+				continue
+			}
 			op := "--bind"
 			if m.ReadOnly {
 				op = "--ro-bind"
@@ -293,7 +302,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	for _, d := range readOnlyDirs {
 		a = append(a, "--remount-ro", d)
 	}
-	s.Checks = identityChecks(p)
+	s.Checks = identityChecks(p, shown)
 	if !p.System.Host {
 		// bwrap's root is a tmpfs holding the copied /etc files and mount points.
 		a = append(a, "--remount-ro", "/")
@@ -472,9 +481,59 @@ func dataOp(placed []viewEntry, dst string) string {
 	return "--ro-bind-data"
 }
 
+// shownAlready reports whether the read-only bind mounts[i] would show nothing that an
+// earlier mount does not show already: the latest of mounts[:i] whose destination
+// holds mounts[i]'s is a read-only bind of a directory holding mounts[i]'s source at the
+// same place below it, and no mount between them lies at or below mounts[i]'s
+// destination. bubblewrap binds recursively and remounts what lies below read-only, so
+// the earlier bind shows the same file there, read-only, with the same mounts below it;
+// a second bind would cost bubblewrap 0.8 a mount, a remount and a scan of the mount
+// table. This is the case of a tool installed under another tool's directory (agent
+// CLIs as npm globals under ~/.nvm, each binding the same bin directory and its
+// package). Anchors are kept: they are bound to be mount points.
+func shownAlready(mounts []isolator.Mount, i int, home string) bool {
+	m := mounts[i]
+	if !m.ReadOnly || m.Anchor || m.Source == "" {
+		return false
+	}
+	dst := m.Target(home)
+	for j := i - 1; j >= 0; j-- {
+		a := mounts[j]
+		ad := a.Target(home)
+		switch {
+		case isolator.Within(dst, ad):
+			return a.Kind == isolator.Bind && a.ReadOnly && !a.Anchor && a.Source != "" &&
+				isolator.Within(m.Source, a.Source) && below(m.Source, a.Source) == below(dst, ad)
+		case isolator.Within(ad, dst):
+			return false // it covers part of what mounts[i] would show
+		}
+	}
+	return false
+}
+
+// below returns p's part below dir ("" for dir itself, else starting with "/"); p is
+// dir or below it.
+func below(p, dir string) string {
+	if dir == "/" {
+		return p
+	}
+	return p[len(dir):]
+}
+
 // identityChecks lists, for each visible mount with an ID (a pinned bind source, a
-// file mask), the check that the file at its destination is that one.
-func identityChecks(p *isolator.Plan) []wire.Check {
+// file mask), the check that the file at its destination is that one. The binds left
+// out as shown already are not mounts to check: the bind that shows them is.
+func identityChecks(p *isolator.Plan, shown map[int]bool) []wire.Check {
+	if len(shown) > 0 {
+		cp := *p
+		cp.Mounts = nil
+		for i, m := range p.Mounts {
+			if !shown[i] {
+				cp.Mounts = append(cp.Mounts, m)
+			}
+		}
+		p = &cp
+	}
 	var cs []wire.Check
 	for _, m := range isolator.VisibleMounts(p, p.User.HostHome) {
 		if m.ID == nil {

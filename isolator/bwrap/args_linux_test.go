@@ -557,3 +557,96 @@ func TestInitGOMAXPROCS(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderShownAlready: a read-only bind that an earlier read-only bind of a
+// directory already shows (same source below it, same place, nothing mounted between
+// at or below it) is left out of the argv and of the init's checks; every other bind
+// stays.
+func TestRenderShownAlready(t *testing.T) {
+	const nvm = home + "/.nvm"
+	const bin = nvm + "/versions/node/v22/bin"
+	ro := func(src, homeRel string) isolator.Mount {
+		return isolator.Mount{Kind: isolator.Bind, Source: src, HomeRel: homeRel, ReadOnly: true, Optional: true}
+	}
+	cases := []struct {
+		name   string
+		mounts []isolator.Mount
+		kept   []bool // per mount: bound (and checked)
+	}{
+		{"below a read-only bind", []isolator.Mount{ro(nvm, ".nvm"), ro(bin, ".nvm/versions/node/v22/bin")}, []bool{true, false}},
+		{"the same bind twice", []isolator.Mount{ro(bin, ".nvm/versions/node/v22/bin"), ro(bin, ".nvm/versions/node/v22/bin")}, []bool{true, false}},
+		{"an absolute destination", []isolator.Mount{
+			{Kind: isolator.Bind, Source: "/srv/tools", Dest: "/srv/tools", ReadOnly: true},
+			{Kind: isolator.Bind, Source: "/srv/tools/bin", Dest: "/srv/tools/bin", ReadOnly: true}}, []bool{true, false}},
+		{"below a read-write bind", []isolator.Mount{
+			{Kind: isolator.Bind, Source: nvm, HomeRel: ".nvm"}, ro(bin, ".nvm/versions/node/v22/bin")}, []bool{true, true}},
+		{"another source", []isolator.Mount{ro("/opt/nvm", ".nvm"), ro(bin, ".nvm/versions/node/v22/bin")}, []bool{true, true}},
+		{"another place below", []isolator.Mount{ro(nvm, ".nvm"), ro(bin, ".nvm/bin")}, []bool{true, true}},
+		{"a read-write bind of the same", []isolator.Mount{ro(nvm, ".nvm"),
+			{Kind: isolator.Bind, Source: bin, HomeRel: ".nvm/versions/node/v22/bin"}}, []bool{true, true}},
+		{"a mask between, below it", []isolator.Mount{ro(nvm, ".nvm"),
+			{Kind: isolator.MaskFile, HomeRel: ".nvm/versions/node/v22/bin/npm"},
+			ro(bin, ".nvm/versions/node/v22/bin")}, []bool{true, true, true}},
+		{"a directory of its own between, above it", []isolator.Mount{ro(nvm, ".nvm"),
+			{Kind: isolator.Bind, Source: stateDir + "/own", HomeRel: ".nvm/versions"},
+			ro(bin, ".nvm/versions/node/v22/bin")}, []bool{true, true, true}},
+		{"a mount between, elsewhere", []isolator.Mount{ro(nvm, ".nvm"),
+			{Kind: isolator.MaskDir, HomeRel: ".nvm/cache"},
+			ro(bin, ".nvm/versions/node/v22/bin")}, []bool{true, true, false}},
+		{"an anchor", []isolator.Mount{ro(nvm, ".nvm"),
+			{Kind: isolator.Bind, Source: bin, HomeRel: ".nvm/versions/node/v22/bin", ReadOnly: true, Anchor: true}}, []bool{true, true}},
+		{"below a file mask's source", []isolator.Mount{{Kind: isolator.MaskDir, HomeRel: ".nvm"}, ro(bin, ".nvm/versions/node/v22/bin")}, []bool{true, true}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := basePlan()
+			p.BwrapInit = "/usr/libexec/devsandbox-bwrap-init"
+			p.Mounts = append(p.Mounts, c.mounts...)
+			for i := range p.Mounts {
+				if p.Mounts[i].Kind == isolator.Bind {
+					p.Mounts[i].ID = &isolator.FileID{Dev: 1, Ino: uint64(i + 1)}
+				}
+			}
+			s, err := bwrap.Render(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			binds := map[string]int{} // destination: bind operations
+			for j := 2; j < len(s.Argv); j++ {
+				if strings.Contains(s.Argv[j-2], "bind") {
+					binds[s.Argv[j]]++
+				}
+			}
+			want, pinned := map[string]int{}, 0
+			for i, m := range p.Mounts {
+				if m.Kind == isolator.Bind && (i < len(p.Mounts)-len(c.mounts) || c.kept[i-(len(p.Mounts)-len(c.mounts))]) {
+					want[m.Target(home)]++
+					pinned++
+				}
+			}
+			for i, m := range c.mounts {
+				if m.Kind != isolator.Bind {
+					continue
+				}
+				dst := m.Target(home)
+				if binds[dst] != want[dst] {
+					t.Errorf("mount %d (%s): bound %d times, want %d\n%s", i, dst, binds[dst], want[dst], strings.Join(s.Argv, " "))
+				}
+				ino := uint64(len(p.Mounts) - len(c.mounts) + i + 1)
+				checked := slices.ContainsFunc(s.Checks, func(k wire.Check) bool { return k.Path == dst && k.Ino == ino })
+				if checked != c.kept[i] {
+					t.Errorf("mount %d (%s): checked %v, want %v", i, dst, checked, c.kept[i])
+				}
+			}
+			n := 0
+			for _, f := range s.Files {
+				if f.Kind == bwrap.Pinned {
+					n++
+				}
+			}
+			if n != pinned {
+				t.Errorf("%d pinned descriptors, want %d", n, pinned)
+			}
+		})
+	}
+}
