@@ -42,7 +42,8 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 		if ver != "" {
 			detail += " (" + ver + ")"
 		}
-		rows = append(rows, isolator.Check{Name: "bwrap", Status: st, Detail: detail}, setupLinksRow(ver))
+		lines, read, err := readMountTable()
+		rows = append(rows, isolator.Check{Name: "bwrap", Status: st, Detail: detail}, setupLinksRow(ver), mountTableRow(ver, lines, read, err))
 	}
 	pasta, err := exec.LookPath("pasta")
 	add("pasta (egress allowlist)", err == nil, pasta, "pasta is not installed",

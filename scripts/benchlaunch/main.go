@@ -2,7 +2,13 @@
 // drives, alternating the two so machine noise hits both alike, and prints the ratio.
 // It also reports Go package init time of the binary (GODEBUG=inittrace=1).
 //
-//	benchlaunch -bin bin/devsandbox [-n 200] [-user dsbtest] [-only throughput] [-bwrap PATH]
+//	benchlaunch -bin bin/devsandbox [-n 200] [-user dsbtest] [-only throughput] [-bwrap PATH] [-mounts N]
+//
+// -mounts N (root) runs the benchmark with N extra tmpfs mounts in the mount table:
+// benchlaunch re-executes itself in a private mount namespace of its own and mounts
+// them there, so the host's mount table stays as it is. bubblewrap before 0.13 reads
+// the whole table after each of its mounts, so a host with many mounts (docker, snap)
+// pays for it on each launch.
 //
 // -bwrap runs another bubblewrap for both sides: the plain bwrap baseline runs it, and
 // devsandbox finds it first on its PATH (a directory holding only a link named bwrap).
@@ -36,7 +42,38 @@ func main() {
 	large := flag.Int("large", 0, "also compare an empty project with one of this many files (e.g. 200000)")
 	originAddr := flag.String("origin", "", "internal: serve the proxy benchmark's origin on this address")
 	bwrapBin := flag.String("bwrap", "", "bwrap binary for the plain bwrap runs and devsandbox's (default: bwrap on PATH)")
-	flag.Parse()
+	mounts := flag.Int("mounts", 0, "run with this many extra tmpfs mounts, in a private mount namespace (root)")
+	args, inNS := withoutMountNSFlag(os.Args[1:])
+	flag.CommandLine.Parse(args)
+	if err := checkMounts(*mounts, os.Getuid()); err != nil {
+		fmt.Fprintf(os.Stderr, "benchlaunch: %v\n", err)
+		os.Exit(2)
+	}
+	if *mounts > 0 && !inNS {
+		err := reexecInMountNS(args)
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			os.Exit(exit.ExitCode())
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchlaunch: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	title, cleanup := "", func() {}
+	if inNS {
+		lines, undo, err := setupMounts(*mounts)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchlaunch: -mounts: %v\n", err)
+			os.Exit(1)
+		}
+		cleanup = undo
+		title = fmt.Sprintf(" with %d extra host mounts", *mounts)
+		fmt.Printf("mount table: %d lines in /proc/self/mountinfo (%d extra tmpfs, in a private mount namespace)\n", lines, *mounts)
+	} else if lines, err := countLines("/proc/self/mountinfo"); err == nil {
+		fmt.Printf("mount table: %d lines in /proc/self/mountinfo\n", lines)
+	}
 	if *originAddr != "" {
 		if err := serveOrigin(*originAddr); err != nil {
 			fmt.Fprintf(os.Stderr, "benchlaunch: origin: %v\n", err)
@@ -44,7 +81,9 @@ func main() {
 		}
 		return
 	}
-	if err := run(*bin, *bwrapBin, *n, *userName, *files, *only, *large); err != nil {
+	err := run(*bin, *bwrapBin, *n, *userName, *files, *only, *large, title)
+	cleanup()
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "benchlaunch: %v\n", err)
 		os.Exit(1)
 	}
@@ -81,7 +120,8 @@ func (r runner) time(argv []string) (time.Duration, error) {
 	return d, nil
 }
 
-func run(bin, bwrapBin string, n int, userName string, files int, only string, large int) error {
+// run runs the benchmarks; title follows "launch of `true`" in the launch sections.
+func run(bin, bwrapBin string, n int, userName string, files int, only string, large int, title string) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
@@ -222,7 +262,7 @@ func run(bin, bwrapBin string, n int, userName string, files int, only string, l
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%s\n", c.title)
+		fmt.Printf("%s\n", strings.Replace(c.title, "launch of `true`", "launch of `true`"+title, 1))
 		for i, name := range c.names {
 			fmt.Printf("  %-32s median %7.2f ms   ratio %.2fx\n", name, ms(meds[i]), float64(meds[i])/float64(meds[0]))
 		}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package main
+
+import "errors"
+
+var errNoMountNS = errors.New("-mounts needs Linux")
+
+func reexecInMountNS([]string) error { return errNoMountNS }
+
+func setupMounts(int) (int, func(), error) { return 0, nil, errNoMountNS }
