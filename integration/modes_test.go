@@ -89,7 +89,8 @@ func TestReadOnlyProject(t *testing.T) {
 // host tools run (.cursor/mcp.json, a sub-directory's toolchain file, a file the git
 // config includes) is a mount point, and read-only like the project around it: the
 // sandbox can neither add to it, nor change, rename or remove the file. Under a
-// sandbox.writable_dirs entry the directory stays writable, the file read-only.
+// sandbox.writable_dirs entry the directory stays writable, the file read-only; an
+// entry below such a read-only directory (gitinc/w) stays writable too.
 // Before, the mount point was bound read-write: the sandbox could create .cursor/new
 // on the host while the project was read-only.
 func TestReadOnlyProtectedParents(t *testing.T) {
@@ -99,7 +100,7 @@ func TestReadOnlyProtectedParents(t *testing.T) {
 			"crates/a/rust-toolchain.toml": "[toolchain]\nchannel = \"stable\"\n",
 			"gitinc/extra":                 "[user]\n\tname = x\n",
 		}
-		dirs := []string{".cursor", "crates/a", "gitinc"}
+		dirs := []string{".cursor", "crates/a", "gitinc", "gitinc/w"}
 		script := ""
 		for _, d := range dirs {
 			script += fmt.Sprintf("touch %s/new 2>/dev/null && echo NEW %s; mkdir %s/newdir 2>/dev/null && echo MKDIR %s; ", d, d, d, d)
@@ -112,14 +113,15 @@ func TestReadOnlyProtectedParents(t *testing.T) {
 			name, config, want string
 		}{
 			{"read-only", "[sandbox]\n", ""},
-			{"writable_dirs", "[sandbox]\nwritable_dirs = [\".cursor\", \"crates\", \"gitinc\"]\n",
-				"NEW .cursor\nMKDIR .cursor\nNEW crates/a\nMKDIR crates/a\nNEW gitinc\nMKDIR gitinc\n"},
+			{"writable_dirs", "[sandbox]\nwritable_dirs = [\".cursor\", \"crates\", \"gitinc/w\"]\n",
+				"NEW .cursor\nMKDIR .cursor\nNEW crates/a\nMKDIR crates/a\nNEW gitinc/w\nMKDIR gitinc/w\n"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				p := newProject(t)
 				for f, content := range files {
 					p.write("proj/"+f, content)
 				}
+				p.mkdir("proj/gitinc/w")
 				p.write("proj/.git/config", "[core]\n\trepositoryformatversion = 0\n[include]\n\tpath = ../gitinc/extra\n")
 				ro := p.writeConfig(iso, "ro.toml", c.config)
 				if out := p.mustSandbox(iso, []string{"--read-only", "--config", ro}, script); out != c.want {
