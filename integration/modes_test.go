@@ -3,7 +3,10 @@
 package integration
 
 import (
+	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -78,6 +81,68 @@ func TestReadOnlyProject(t *testing.T) {
 			true`)
 		if out != "build-ok\ngit-ok\n" {
 			t.Fatalf("read-only project:\n%s", out)
+		}
+	})
+}
+
+// TestReadOnlyProtectedParents: in a read-only project, a directory holding a file
+// host tools run (.cursor/mcp.json, a sub-directory's toolchain file, a file the git
+// config includes) is a mount point, and read-only like the project around it: the
+// sandbox can neither add to it, nor change, rename or remove the file. Under a
+// sandbox.writable_dirs entry the directory stays writable, the file read-only; an
+// entry below such a read-only directory (gitinc/w) stays writable too.
+// Before, the mount point was bound read-write: the sandbox could create .cursor/new
+// on the host while the project was read-only.
+func TestReadOnlyProtectedParents(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		files := map[string]string{
+			".cursor/mcp.json":             "{}\n",
+			"crates/a/rust-toolchain.toml": "[toolchain]\nchannel = \"stable\"\n",
+			"gitinc/extra":                 "[user]\n\tname = x\n",
+		}
+		dirs := []string{".cursor", "crates/a", "gitinc", "gitinc/w"}
+		script := ""
+		for _, d := range dirs {
+			script += fmt.Sprintf("touch %s/new 2>/dev/null && echo NEW %s; mkdir %s/newdir 2>/dev/null && echo MKDIR %s; ", d, d, d, d)
+		}
+		for _, f := range slices.Sorted(maps.Keys(files)) {
+			script += fmt.Sprintf("echo x >> %s 2>/dev/null && echo WROTE %s; mv %s %s.moved 2>/dev/null && echo RENAMED %s; rm -f %s 2>/dev/null && echo REMOVED %s; ", f, f, f, f, f, f, f)
+		}
+		script += "true"
+		for _, c := range []struct {
+			name, config, want string
+		}{
+			{"read-only", "[sandbox]\n", ""},
+			{"writable_dirs", "[sandbox]\nwritable_dirs = [\".cursor\", \"crates\", \"gitinc/w\"]\n",
+				"NEW .cursor\nMKDIR .cursor\nNEW crates/a\nMKDIR crates/a\nNEW gitinc/w\nMKDIR gitinc/w\n"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				p := newProject(t)
+				for f, content := range files {
+					p.write("proj/"+f, content)
+				}
+				p.mkdir("proj/gitinc/w")
+				p.write("proj/.git/config", "[core]\n\trepositoryformatversion = 0\n[include]\n\tpath = ../gitinc/extra\n")
+				ro := p.writeConfig(iso, "ro.toml", c.config)
+				if out := p.mustSandbox(iso, []string{"--read-only", "--config", ro}, script); out != c.want {
+					t.Errorf("got:\n%s\nwant:\n%s", out, c.want)
+				}
+				for f, content := range files {
+					if b, err := os.ReadFile(p.path("proj/" + f)); err != nil || string(b) != content {
+						t.Errorf("%s on the host: %q, %v", f, b, err)
+					}
+				}
+				if c.want != "" {
+					return
+				}
+				for _, d := range dirs {
+					for _, n := range []string{"new", "newdir"} {
+						if _, err := os.Lstat(p.path("proj/" + d + "/" + n)); err == nil {
+							t.Errorf("the sandbox created %s/%s on the host", d, n)
+						}
+					}
+				}
+			})
 		}
 	})
 }

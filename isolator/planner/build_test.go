@@ -146,6 +146,64 @@ func TestBuildReadOnly(t *testing.T) {
 	)...))
 }
 
+// TestBuildReadOnlyMountPoints: a directory of a read-only project bound onto itself
+// only to be a mount point (it holds a file host tools run, or one the git config
+// includes) keeps the mode it has without that bind: read-only, or read-write under a
+// sandbox.writable_dirs entry. The files in it stay read-only either way. Each goes
+// right after the mount it is seen through, so a writable_dirs entry below it
+// (gitinc/sub) stays on top. Before, the mount point was read-write, last: the sandbox
+// could add files to .cursor on the host.
+func TestBuildReadOnlyMountPoints(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		writable []string
+		want     []string
+	}{
+		{"read-only", nil, []string{
+			"bind ro $PROJ -> $PROJ (project (read-only))",
+			"bind ro $PROJ/gitinc -> $PROJ/gitinc (holds a file git on the host obeys)",
+			"bind ro $PROJ/gitinc/sub -> $PROJ/gitinc/sub (holds a file git on the host obeys)",
+			"bind ro $PROJ/.cursor -> $PROJ/.cursor (holds files run by tools on the host)",
+			"bind rw $PROJ/.git -> $PROJ/.git (git dir)",
+			"bind ro $PROJ/.git/hooks -> $PROJ/.git/hooks (git hooks)",
+			"bind ro $PROJ/.git/config -> $PROJ/.git/config (git config)",
+			"bind ro $PROJ/gitinc/sub/extra -> $PROJ/gitinc/sub/extra (included by git config)",
+			"bind ro $PROJ/.cursor/mcp.json -> $PROJ/.cursor/mcp.json (run by tools on the host)",
+			"bind ro $PROJ/crates/a/rust-toolchain.toml -> $PROJ/crates/a/rust-toolchain.toml (run by tools on the host)",
+		}},
+		{"writable_dirs", []string{".cursor", "crates", "gitinc/sub"}, []string{
+			"bind ro $PROJ -> $PROJ (project (read-only))",
+			"bind ro $PROJ/gitinc -> $PROJ/gitinc (holds a file git on the host obeys)",
+			"bind rw $PROJ/.cursor -> $PROJ/.cursor (sandbox.writable_dirs)",
+			"bind rw $PROJ/.cursor -> $PROJ/.cursor (holds files run by tools on the host)",
+			"bind rw $PROJ/crates -> $PROJ/crates (sandbox.writable_dirs)",
+			"bind rw $PROJ/crates/a -> $PROJ/crates/a (holds a masked or protected path)",
+			"bind rw $PROJ/gitinc/sub -> $PROJ/gitinc/sub (sandbox.writable_dirs)",
+			"bind rw $PROJ/gitinc/sub -> $PROJ/gitinc/sub (holds a file git on the host obeys)",
+			"bind rw $PROJ/.git -> $PROJ/.git (git dir)",
+			"bind ro $PROJ/.git/hooks -> $PROJ/.git/hooks (git hooks)",
+			"bind ro $PROJ/.git/config -> $PROJ/.git/config (git config)",
+			"bind ro $PROJ/gitinc/sub/extra -> $PROJ/gitinc/sub/extra (included by git config)",
+			"bind ro $PROJ/.cursor/mcp.json -> $PROJ/.cursor/mcp.json (run by tools on the host)",
+			"bind ro $PROJ/crates/a/rust-toolchain.toml -> $PROJ/crates/a/rust-toolchain.toml (run by tools on the host)",
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			gitRepo(t, f.proj)
+			writeFile(t, f.proj+"/.git/config", "[core]\n[include]\n\tpath = ../gitinc/sub/extra\n")
+			writeFile(t, f.proj+"/gitinc/sub/extra", "[user]\n")
+			writeFile(t, f.proj+"/.cursor/mcp.json", "{}\n")
+			writeFile(t, f.proj+"/crates/a/rust-toolchain.toml", "[toolchain]\n")
+			cfg := f.load(t)
+			cfg.Sandbox.ReadOnly = true
+			cfg.Sandbox.WritableDirs = c.writable
+			p, _ := f.build(t, cfg)
+			equalLines(t, "mounts", mountLines(p.Mounts), f.expand(p, append(baseMounts, c.want...)...))
+		})
+	}
+}
+
 func TestBuildWritableDirErrors(t *testing.T) {
 	for name, setup := range map[string]func(t *testing.T, f *fixture){
 		"missing":                    func(*testing.T, *fixture) {},

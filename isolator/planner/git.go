@@ -323,9 +323,13 @@ func (l *gitLayout) includes(pr Probe, cfg, project, home string, depth int) {
 	}
 }
 
+// pinnedDirWhy is the Why of pinnedFile's mount points.
+const pinnedDirWhy = "holds a file git on the host obeys"
+
 // pinnedFile returns the mounts that make p, a file in the project, read-only, and
 // each directory between the project and it a mount point, so that none can be
-// renamed away and replaced.
+// renamed away and replaced. The mount points are read-write here: the builder gives
+// each the mode its directory has without it (mountBuilder.addPinned).
 func pinnedFile(p, project, why string) []isolator.Mount {
 	var dirs []string
 	for d := filepath.Dir(p); d != project && isolator.Within(d, project); d = filepath.Dir(d) {
@@ -333,7 +337,7 @@ func pinnedFile(p, project, why string) []isolator.Mount {
 	}
 	var ms []isolator.Mount
 	for i := len(dirs) - 1; i >= 0; i-- {
-		ms = append(ms, isolator.Mount{Kind: isolator.Bind, Source: dirs[i], Dest: dirs[i], Why: "holds a file git on the host obeys"})
+		ms = append(ms, isolator.Mount{Kind: isolator.Bind, Source: dirs[i], Dest: dirs[i], Why: pinnedDirWhy})
 	}
 	return append(ms, isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, ReadOnly: true, Why: why})
 }

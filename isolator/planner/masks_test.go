@@ -181,11 +181,11 @@ func TestHostExecutedFilesReadOnly(t *testing.T) {
 	}
 	equalLines(t, "mounts", got, f.expand(p,
 		"bind rw $PROJ/.claude -> $PROJ/.claude (holds files run by tools on the host)",
+		"bind rw $PROJ/.config/mise -> $PROJ/.config/mise (holds files run by tools on the host)",
 		"bind ro $PROJ/.claude/settings.json -> $PROJ/.claude/settings.json (run by tools on the host)",
 		"bind ro $PROJ/.mcp.json -> $PROJ/.mcp.json (run by tools on the host)",
 		"bind ro $PROJ/CLAUDE.local.md -> $PROJ/CLAUDE.local.md (run by tools on the host)",
 		"bind ro $PROJ/rust-toolchain.toml -> $PROJ/rust-toolchain.toml (run by tools on the host)",
-		"bind rw $PROJ/.config/mise -> $PROJ/.config/mise (holds files run by tools on the host)",
 		"bind ro $PROJ/.config/mise/config.toml -> $PROJ/.config/mise/config.toml (run by tools on the host)",
 		"bind ro $PROJ/.rtx.toml -> $PROJ/.rtx.toml (run by tools on the host)",
 		"bind ro $PROJ/mise.production.toml -> $PROJ/mise.production.toml (run by tools on the host)",

@@ -76,11 +76,11 @@ func TestHostExecutedFilesFromMiseVars(t *testing.T) {
 	p, warns := f.build(t, f.load(t, "MISE_OVERRIDE_CONFIG_FILENAMES=cfg/dev.toml:env/*.toml:missing.toml:../up.toml",
 		"MISE_DEFAULT_TOOL_VERSIONS_FILENAME=.versions"))
 	equalLines(t, "mounts", hostRunLines(p), f.expand(p,
+		"bind rw $PROJ/cfg -> $PROJ/cfg (holds files run by tools on the host)",
+		"bind rw $PROJ/env -> $PROJ/env (holds files run by tools on the host)",
 		"bind ro $PROJ/.miserc.toml -> $PROJ/.miserc.toml (run by tools on the host)",
 		"bind ro $PROJ/.versions -> $PROJ/.versions (run by tools on the host)",
-		"bind rw $PROJ/cfg -> $PROJ/cfg (holds files run by tools on the host)",
 		"bind ro $PROJ/cfg/dev.toml -> $PROJ/cfg/dev.toml (run by tools on the host)",
-		"bind rw $PROJ/env -> $PROJ/env (holds files run by tools on the host)",
 		"bind ro $PROJ/env/a.toml -> $PROJ/env/a.toml (run by tools on the host)",
 	))
 	tw := map[string]bool{}
@@ -129,10 +129,10 @@ func TestMisercNamesProtected(t *testing.T) {
 	writeFile(t, f.proj+"/.config/miserc.toml", "env = [\n")
 	p, warns := f.build(t, f.load(t))
 	equalLines(t, "mounts", hostRunLines(p), f.expand(p,
-		"bind ro $PROJ/.miserc.toml -> $PROJ/.miserc.toml (run by tools on the host)",
 		"bind rw $PROJ/.config -> $PROJ/.config (holds files run by tools on the host)",
-		"bind ro $PROJ/.config/miserc.toml -> $PROJ/.config/miserc.toml (run by tools on the host)",
 		"bind rw $PROJ/deploy -> $PROJ/deploy (holds files run by tools on the host)",
+		"bind ro $PROJ/.miserc.toml -> $PROJ/.miserc.toml (run by tools on the host)",
+		"bind ro $PROJ/.config/miserc.toml -> $PROJ/.config/miserc.toml (run by tools on the host)",
 		"bind ro $PROJ/deploy/m.toml -> $PROJ/deploy/m.toml (run by tools on the host)",
 		"bind ro $PROJ/tools.tv -> $PROJ/tools.tv (run by tools on the host)",
 	))

@@ -242,7 +242,7 @@ func (b *mountBuilder) protectProject(dir string) error {
 		return err
 	}
 	b.git = l
-	b.mounts = append(b.mounts, l.mounts...)
+	b.addPinned(l.mounts)
 	if cf := filepath.Join(dir, ".devsandbox.toml"); b.pr.exists(cf) {
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: cf, Dest: cf, ReadOnly: true, Why: "project config"})
 	}
@@ -252,7 +252,7 @@ func (b *mountBuilder) protectProject(dir string) error {
 		// and replaced by one holding a planted file.
 		if p := filepath.Dir(f); p != dir && !parents[p] {
 			parents[p] = true
-			b.add(isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, Why: "holds files run by tools on the host"})
+			b.addMountPoint(p, parentWhy)
 		}
 		if err := refuseLinkedProtected(b.pr, f, dir); err != nil {
 			return err
@@ -267,12 +267,61 @@ func (b *mountBuilder) protectProject(dir string) error {
 	}
 	if fm := configPath(b.pr, l.dirs[0], dir, b.home, "core.fsmonitor", true); fm != "" {
 		if b.pr.exists(fm) {
-			b.mounts = append(b.mounts, pinnedFile(fm, dir, "git core.fsmonitor")...)
+			b.addPinned(pinnedFile(fm, dir, "git core.fsmonitor"))
 		} else {
 			l.tripwires = append(l.tripwires, isolator.Tripwire{Path: fm, Why: "core.fsmonitor names it: git on the host would run it", Quarantine: true})
 		}
 	}
 	return nil
+}
+
+// addMountPoint binds the directory p onto itself only to make it a mount point (it
+// cannot be renamed away then), in the mode p has without that bind: the mode of the
+// latest mount covering it. Read-only in a read-only project, read-write in a writable
+// one or under a sandbox.writable_dirs entry; never more than that. It goes right
+// after that mount, as an anchor does, so every mount placed in p since (a
+// sandbox.writable_dirs entry, a mask, a user bind) stays on top of it.
+func (b *mountBuilder) addMountPoint(p, why string) {
+	i := b.covering(p)
+	if i < 0 {
+		b.add(isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, ReadOnly: true, Why: why})
+		return
+	}
+	m := isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, ReadOnly: b.mounts[i].ReadOnly, Why: why}
+	// After the mount points already in it, so they stay in the order they came in.
+	root := b.mounts[i].Target(b.home)
+	for i+1 < len(b.mounts) && mountPointWhys[b.mounts[i+1].Why] && isolator.Within(b.mounts[i+1].Dest, root) {
+		i++
+	}
+	b.insertAfter(i, []isolator.Mount{m})
+}
+
+// mountPointWhys are the Whys of the binds of a directory onto itself that only make
+// it a mount point.
+var mountPointWhys = map[string]bool{anchorWhy: true, parentWhy: true, pinnedDirWhy: true}
+
+// parentWhy is the Why of the mount point of a directory holding files host tools run.
+const parentWhy = "holds files run by tools on the host"
+
+// addPinned adds ms (pinnedFile's), each mount point as addMountPoint does.
+func (b *mountBuilder) addPinned(ms []isolator.Mount) {
+	for _, m := range ms {
+		if m.Why == pinnedDirWhy {
+			b.addMountPoint(m.Dest, m.Why)
+			continue
+		}
+		b.add(m)
+	}
+}
+
+// covering returns the index in b.mounts of the latest mount at or above p, or -1.
+func (b *mountBuilder) covering(p string) int {
+	for i := len(b.mounts) - 1; i >= 0; i-- {
+		if isolator.Within(p, b.mounts[i].Target(b.home)) {
+			return i
+		}
+	}
+	return -1
 }
 
 // hostExecuted are project files whose content tools on the host run or load as
