@@ -11,6 +11,7 @@ package planner
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -268,6 +269,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if err := refuseLinked(pr, masked, proj.Dir, p.SandboxHome); err != nil {
 		return nil, nil, err
 	}
+	// A masked file behind a hide_paths mask is hidden already: masking it again would
+	// show its name in a directory that appears empty.
+	masked = slices.DeleteFunc(masked, b.behindMask)
 	// Each directory between the project and a masked file is a mount point too, so it
 	// cannot be renamed into a skipped directory (node_modules, .git), where the next
 	// session would not look: a mounted directory cannot be moved (anchor.go).

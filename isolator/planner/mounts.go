@@ -243,7 +243,7 @@ func (b *mountBuilder) protectProject(dir string) error {
 	}
 	b.git = l
 	b.addPinned(l.mounts)
-	if cf := filepath.Join(dir, ".devsandbox.toml"); b.pr.exists(cf) {
+	if cf := filepath.Join(dir, ".devsandbox.toml"); b.pr.exists(cf) && !b.behindMask(cf) {
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: cf, Dest: cf, ReadOnly: true, Why: "project config"})
 	}
 	parents := map[string]bool{}
@@ -257,12 +257,14 @@ func (b *mountBuilder) protectProject(dir string) error {
 		if err := refuseLinkedProtected(b.pr, f, dir); err != nil {
 			return err
 		}
-		b.add(isolator.Mount{Kind: isolator.Bind, Source: f, Dest: f, ReadOnly: true, Why: "run by tools on the host"})
+		if !b.behindMask(f) {
+			b.add(isolator.Mount{Kind: isolator.Bind, Source: f, Dest: f, ReadOnly: true, Why: "run by tools on the host"})
+		}
 	}
 	if len(l.dirs) == 0 {
 		return nil
 	}
-	if hp := configPath(b.pr, l.dirs[0], dir, b.home, "core.hooksPath", false); hp != "" && b.pr.isDir(hp) {
+	if hp := configPath(b.pr, l.dirs[0], dir, b.home, "core.hooksPath", false); hp != "" && b.pr.isDir(hp) && !b.behindMask(hp) {
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: hp, Dest: hp, ReadOnly: true, Why: "git core.hooksPath"})
 	}
 	if fm := configPath(b.pr, l.dirs[0], dir, b.home, "core.fsmonitor", true); fm != "" {
@@ -280,8 +282,12 @@ func (b *mountBuilder) protectProject(dir string) error {
 // latest mount covering it. Read-only in a read-only project, read-write in a writable
 // one or under a sandbox.writable_dirs entry; never more than that. It goes right
 // after that mount, as an anchor does, so every mount placed in p since (a
-// sandbox.writable_dirs entry, a mask, a user bind) stays on top of it.
+// sandbox.writable_dirs entry, a mask, a user bind) stays on top of it. A directory
+// behind a mask gets none (see behindMask).
 func (b *mountBuilder) addMountPoint(p, why string) {
+	if b.behindMask(p) {
+		return
+	}
 	i := b.covering(p)
 	if i < 0 {
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, ReadOnly: true, Why: why})
@@ -303,15 +309,29 @@ var mountPointWhys = map[string]bool{anchorWhy: true, parentWhy: true, pinnedDir
 // parentWhy is the Why of the mount point of a directory holding files host tools run.
 const parentWhy = "holds files run by tools on the host"
 
-// addPinned adds ms (pinnedFile's), each mount point as addMountPoint does.
+// addPinned adds ms (pinnedFile's, the git layout's), each mount point as
+// addMountPoint does; none behind a mask (see behindMask).
 func (b *mountBuilder) addPinned(ms []isolator.Mount) {
 	for _, m := range ms {
-		if m.Why == pinnedDirWhy {
+		switch {
+		case m.Why == pinnedDirWhy:
 			b.addMountPoint(m.Dest, m.Why)
-			continue
+		case !b.behindMask(m.Target(b.home)):
+			b.add(m)
 		}
-		b.add(m)
 	}
+}
+
+// behindMask reports whether p is seen through a mask: the latest mount at or above
+// p masks it (a hide_paths entry, which the protections placed after it must not
+// undo). A protection bind there would show the host's p over the mask the user asked
+// for, and is left out: the sandbox can neither see nor reach p, so it cannot plant
+// anything there. A mask is a mount point (it cannot be renamed or removed; the
+// sandbox has no right to unmount it) of a read-only tmpfs or an empty read-only
+// file, and the directories above it in a writable bind are anchored (hide).
+func (b *mountBuilder) behindMask(p string) bool {
+	i := b.covering(p)
+	return i >= 0 && (b.mounts[i].Kind == isolator.MaskDir || b.mounts[i].Kind == isolator.MaskFile)
 }
 
 // covering returns the index in b.mounts of the latest mount at or above p, or -1.
@@ -407,6 +427,9 @@ func (b *mountBuilder) protectSubdir(dir string, files []string) ([]string, erro
 		}
 		if err := refuseLinkedProtected(b.pr, f, dir); err != nil {
 			return nil, err
+		}
+		if b.behindMask(f) {
+			continue
 		}
 		if err := b.anchor(f, key, true); err != nil {
 			return nil, err
