@@ -21,6 +21,11 @@ var mountScanDropped = [3]int{0, 13, 0}
 // mounts stay listed under /oldroot during setup).
 const mountScansPerLaunch = 19
 
+// mountScansWithAgents is the same count in a home with several agents and their
+// tools (claude, codex, gemini, copilot, gh, git, go, node, cargo, mise, …): each of
+// their binds is one more read; 64 were counted on 2026-12-04.
+const mountScansWithAgents = 64
+
 // mountTableRow is doctor's row on the host's mount table for the bwrap that says
 // version: lines mounts, one read of the table taking read here. It is advice, never
 // a warning or a failure: the launch works, only slower on a host with many mounts.
@@ -39,10 +44,11 @@ func mountTableRow(version string, lines int, read time.Duration, err error) iso
 		row.Detail = fmt.Sprintf("%d mounts; %s does not read the mount table after each mount, so its size does not slow launches", lines, which)
 		return row
 	}
-	est := read * mountScansPerLaunch
 	row.Detail = fmt.Sprintf("%d mounts; one read of /proc/self/mountinfo takes %.2f ms here and %s reads it after each of its mounts "+
-		"(about %d per launch): about %.1f ms per launch. To cut it: bubblewrap 0.13 or later (it does not read the table), or fewer host mounts",
-		lines, millis(read), which, mountScansPerLaunch, millis(est))
+		"(about %d per launch with no tools, about %d with several agents and their tools): about %.1f to %.1f ms per launch. "+
+		"To cut it: bubblewrap 0.13 or later (it does not read the table), or fewer host mounts",
+		lines, millis(read), which, mountScansPerLaunch, mountScansWithAgents,
+		millis(read*mountScansPerLaunch), millis(read*mountScansWithAgents))
 	return row
 }
 
