@@ -19,7 +19,6 @@ func TestBuildHideProtected(t *testing.T) {
 		{"read-write", false, []string{
 			"bind rw $PROJ -> $PROJ (project)",
 			"bind rw $PROJ/.claude -> $PROJ/.claude (holds a masked or protected path)",
-			"bind rw $PROJ/.claude -> $PROJ/.claude (holds files run by tools on the host)",
 			"bind rw $PROJ/.git -> $PROJ/.git (git dir)",
 			"maskdir ~/src/app/.cursor (sandbox.hide_paths)",
 			"maskdir ~/src/app/crates (sandbox.hide_paths)",
