@@ -212,3 +212,24 @@ func TestBuildRefusesUnheldToolKey(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildHiddenCredentialFile: a value_file behind a hide_paths mask is hidden
+// already; no mask file of its own shows its name in the hidden directory.
+func TestBuildHiddenCredentialFile(t *testing.T) {
+	f := newFixture(t)
+	writeFile(t, f.proj+"/.tokens/npm", "npm_FILEtoken99\n")
+	cfg := f.load(t)
+	cfg.Proxy.MITM = true
+	cfg.Proxy.Credentials = []config.Credential{{Host: "registry.npmjs.org", Header: "Authorization", ValueFile: f.proj + "/.tokens/npm"}}
+	cfg.Sandbox.HidePaths = []string{f.proj + "/.tokens"}
+	p, _ := f.build(t, cfg)
+	var masks []string
+	for _, m := range p.Mounts {
+		if (m.Kind == isolator.MaskFile || m.Kind == isolator.MaskDir) && isolator.Within(m.Target(f.home), f.proj+"/.tokens") {
+			masks = append(masks, m.Target(f.home))
+		}
+	}
+	if !slices.Equal(masks, []string{f.proj + "/.tokens"}) {
+		t.Errorf("masks in the hidden directory: %q; want only the hide_paths mask of %s/.tokens", masks, f.proj)
+	}
+}

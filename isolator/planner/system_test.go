@@ -118,11 +118,21 @@ func TestBuildDockerSockets(t *testing.T) {
 			"maskfile " + run + "/podman/podman.sock (docker socket)",
 		}},
 		{"docker_socket = true", []string{run}, true, nil},
+		// A socket behind a hide_paths mask is hidden already: a mask file there would
+		// show its name in a directory that appears empty.
+		{"hidden", []string{run}, false, []string{
+			"maskdir " + run + "/podman (sandbox.hide_paths)",
+			"maskfile " + run + "/docker.sock (docker socket)",
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := f.load(t, "XDG_RUNTIME_DIR="+run)
 			cfg.Sandbox.SystemBinds = tc.system
 			cfg.Sandbox.DockerSocket = tc.docker
+			cfg.Sandbox.HidePaths = nil
+			if tc.name == "hidden" {
+				cfg.Sandbox.HidePaths = []string{run + "/podman"}
+			}
 			p, _ := f.build(t, cfg)
 			want := append(append(f.expand(p, baseMounts...), f.expand(p, "bind rw $PROJ -> $PROJ (project)")...), tc.want...)
 			equalLines(t, "mounts", mountLines(p.Mounts), want)
