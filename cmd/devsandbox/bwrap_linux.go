@@ -64,7 +64,7 @@ func (a *app) catchSignals(cfg *config.Config) {
 // addBwrap adds the bwrap backend to t.
 func (a *app) addBwrap(t isolator.Table, cfg *config.Config, phase func(string)) {
 	b := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Phase: phase, Signals: a.signals, EtcHead: a.etcHead,
-		Binaries: egressBinaries(cfg.Host), RuntimeDir: cfg.Host.RuntimeDir}
+		Binaries: egressBinaries(cfg.Host), RuntimeDir: cfg.Host.RuntimeDir, Planned: a.planned}
 	if phase != nil { // --debug
 		b.Debug = func(m string) { fmt.Fprintf(a.stderr, "devsandbox: debug: %s\n", m) }
 	}

@@ -163,10 +163,11 @@ func (a *app) toolsList(c *cli.Context) error {
 }
 
 func (a *app) doctor(c *cli.Context) error {
-	cfg, keys, broken, err := a.doctorConfig(a.flags(c))
+	cfg, keys, planned, broken, err := a.doctorConfig(a.flags(c))
 	if err != nil {
 		return err
 	}
+	a.planned = planned
 	selected := cfg.Isolator
 	rows, runs := a.isolatorTable(cfg, nil).Doctor(context.Background(), selected, autoOrder)
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
@@ -212,11 +213,19 @@ const brokenVerdict = "selected isolator: unknown — the configuration does not
 // the user's alone if that loads, else the built-in defaults over the host's
 // environment, so the rows still judge the address the environment names (an
 // ssh:// DOCKER_HOST or context is refused in a launch's words). err is for an
-// environment devsandbox cannot read at all.
-func (a *app) doctorConfig(flags config.Flags) (cfg *config.Config, keys []planner.KeyPlace, broken bool, err error) {
+// environment devsandbox cannot read at all. planned is the Plan a run from here
+// would get, built as --dry-run builds it (it writes nothing), for the rows that
+// estimate a launch; nil outside a project, or when it does not build (the rows are
+// advice: the run itself says what stops it).
+func (a *app) doctorConfig(flags config.Flags) (cfg *config.Config, keys []planner.KeyPlace, planned *isolator.Plan, broken bool, err error) {
 	l, lerr := a.load(flags)
 	if lerr == nil {
-		return l.Config, planner.KeyPlaces(l.Config, tools.Default(), planner.ToolHost(l.Config.Host, l.Probe, l.Project.Dir)), false, nil
+		keys = planner.KeyPlaces(l.Config, tools.Default(), planner.ToolHost(l.Config.Host, l.Probe, l.Project.Dir))
+		p, _, perr := planner.Build(l.Config, tools.Default(), l.Probe, planner.Request{Command: a.command, TTY: a.interactive(), DryRun: true})
+		if perr != nil {
+			p = nil
+		}
+		return l.Config, keys, p, false, nil
 	}
 	// Load's ErrProject is FindProject's: no project here, which doctor needs none
 	// of. Any other error is the configuration's: a run would stop on it.
@@ -227,14 +236,14 @@ func (a *app) doctorConfig(flags config.Flags) (cfg *config.Config, keys []plann
 		for _, w := range warns {
 			a.warn("%s", w)
 		}
-		return u, nil, broken, nil
+		return u, nil, nil, broken, nil
 	}
 	if uerr.Error() != lerr.Error() {
 		a.warn("%v", uerr)
 	}
 	host, err := config.HostFromEnviron(a.environ, -1, -1)
 	if err != nil {
-		return nil, nil, true, err
+		return nil, nil, nil, true, err
 	}
-	return config.Defaults(host), nil, true, nil
+	return config.Defaults(host), nil, nil, true, nil
 }

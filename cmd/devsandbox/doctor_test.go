@@ -56,7 +56,7 @@ func TestDoctorConfigOutsideAProject(t *testing.T) {
 			}
 			var errb bytes.Buffer
 			a := &app{stdout: &bytes.Buffer{}, stderr: &errb, environ: env}
-			cfg, keys, broken, err := a.doctorConfig(config.Flags{})
+			cfg, keys, planned, broken, err := a.doctorConfig(config.Flags{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,8 +64,8 @@ func TestDoctorConfigOutsideAProject(t *testing.T) {
 			if errb.String() != notProject+c.warning {
 				t.Errorf("warnings:\n%s\nwant\n%s", errb.String(), notProject+c.warning)
 			}
-			if cfg.Isolator != c.isolator || broken != c.broken || keys != nil {
-				t.Errorf("isolator %q, broken %v, keys %v; want %q, %v, none", cfg.Isolator, broken, keys, c.isolator, c.broken)
+			if cfg.Isolator != c.isolator || broken != c.broken || keys != nil || planned != nil {
+				t.Errorf("isolator %q, broken %v, keys %v, plan %v; want %q, %v, none, none", cfg.Isolator, broken, keys, planned != nil, c.isolator, c.broken)
 			}
 			s := dockerStub(cfg, nil)
 			s.Path = "/bin/true" // stands for devsandbox-docker: QuickCheck runs no program

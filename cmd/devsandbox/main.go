@@ -57,6 +57,9 @@ type app struct {
 	// etcHead: the bwrap run's /etc snapshot, opened while the Plan is built
 	// (headStart, Linux).
 	etcHead *etcHead
+	// planned: doctor's, the Plan a run from here would get (doctorConfig), for the
+	// bwrap rows that estimate a launch (Linux); nil outside a project.
+	planned *isolator.Plan
 	// helpPages: lay out help text (a subcommand or a help flag was given); a run
 	// shows none, and laying it out is a measurable share of a launch's start.
 	helpPages bool

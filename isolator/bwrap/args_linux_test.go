@@ -270,6 +270,25 @@ func renderCase(p *isolator.Plan, how string) (*bwrap.Spec, error) {
 	return bwrap.RenderEnforced(p, how)
 }
 
+// Every option render gives bwrap is one the mount-table read count of doctor knows
+// (bwrapArity): an unknown one would be skipped with its arguments taken as options.
+func TestRenderOptionsKnown(t *testing.T) {
+	for _, tc := range goldenCases {
+		spec, err := renderCase(tc.plan(), tc.how)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for _, a := range spec.Argv[1:] {
+			if a == "--" {
+				break
+			}
+			if strings.HasPrefix(a, "--") && !bwrap.KnownOption(a) {
+				t.Errorf("%s: option %s is unknown to the mount-table read count", tc.name, a)
+			}
+		}
+	}
+}
+
 func TestRenderGolden(t *testing.T) {
 	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {

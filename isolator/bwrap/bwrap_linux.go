@@ -53,6 +53,10 @@ type Isolator struct {
 	// RuntimeDir is the user's $XDG_RUNTIME_DIR, where doctor looks for the systemd
 	// user manager (Run takes it from the Plan's host environment).
 	RuntimeDir string
+	// Planned, when set, is the Plan a run from the working directory would get
+	// (doctor's: nil outside a project); Diagnose counts the mount-table reads of
+	// its launch from it (mountTableReads). Run and Render ignore it.
+	Planned *isolator.Plan
 	// StopGrace is how long the command has to exit after SIGTERM once Run's context
 	// ends, before the whole sandbox is killed; zero means DefaultStopGrace.
 	StopGrace time.Duration

@@ -43,7 +43,7 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 			detail += " (" + ver + ")"
 		}
 		lines, read, err := readMountTable()
-		rows = append(rows, isolator.Check{Name: "bwrap", Status: st, Detail: detail}, setupLinksRow(ver), mountTableRow(ver, lines, read, err))
+		rows = append(rows, isolator.Check{Name: "bwrap", Status: st, Detail: detail}, setupLinksRow(ver), mountTableRow(ver, lines, read, err, b.launchReads()))
 	}
 	pasta, err := exec.LookPath("pasta")
 	add("pasta (egress allowlist)", err == nil, pasta, "pasta is not installed",

@@ -107,3 +107,9 @@ func HeadSnapshot(h *EtcHead) *etcsnap.Snapshot {
 	<-o.done
 	return o.snap
 }
+
+// KnownOption reports whether the mount-table read count knows bwrap's option op.
+func KnownOption(op string) bool {
+	_, ok := bwrapArity[op]
+	return ok
+}

@@ -15,21 +15,23 @@ import (
 var mountScanDropped = [3]int{0, 13, 0}
 
 // mountScansPerLaunch is how many times bubblewrap before 0.13 reads the mount table
-// during a devsandbox launch. It is taken from a measurement, not derived from a
-// plan: on 2026-12-04 a default devsandbox launch (bubblewrap 0.8.0) made about 19
-// such reads, plain bwrap about 7. Each read covers the whole host table (the host's
-// mounts stay listed under /oldroot during setup).
-const mountScansPerLaunch = 19
-
-// mountScansWithAgents is the same count in a home with several agents and their
-// tools (claude, codex, gemini, copilot, gh, git, go, node, cargo, mise, …): each of
-// their binds is one more read; 64 were counted on 2026-12-04.
-const mountScansWithAgents = 64
+// during a devsandbox launch in a home with no tools, and mountScansWithAgents in a
+// home with several agents and their tools (claude, codex, gemini, copilot, gh, git,
+// go, node, cargo, mise, …), as counted (strace) on 2026-12-04. The row gives this
+// range only where it has no Plan to count from (mountTableReads): outside a project,
+// or where the Plan does not build.
+const (
+	mountScansPerLaunch  = 19
+	mountScansWithAgents = 64
+)
 
 // mountTableRow is doctor's row on the host's mount table for the bwrap that says
-// version: lines mounts, one read of the table taking read here. It is advice, never
+// version: lines mounts, one read of the table taking read here; planned is how many
+// reads a launch from here makes (mountTableReads of its argv), 0 when unknown
+// (outside a project, or where its Plan does not build or render): the row then
+// gives the range of mountScansPerLaunch to mountScansWithAgents. It is advice, never
 // a warning or a failure: the launch works, only slower on a host with many mounts.
-func mountTableRow(version string, lines int, read time.Duration, err error) isolator.Check {
+func mountTableRow(version string, lines int, read time.Duration, err error, planned int) isolator.Check {
 	row := isolator.Check{Name: "host mount table (launch cost)", Status: isolator.Status{State: isolator.Active}}
 	if err != nil {
 		row.Detail = "cannot read /proc/self/mountinfo: " + errText(err)
@@ -44,9 +46,15 @@ func mountTableRow(version string, lines int, read time.Duration, err error) iso
 		row.Detail = fmt.Sprintf("%d mounts; %s does not read the mount table after each mount, so its size does not slow launches", lines, which)
 		return row
 	}
+	const cut = ". To cut it: bubblewrap 0.13 or later (it does not read the table), or fewer host mounts"
+	if planned > 0 {
+		row.Detail = fmt.Sprintf("%d mounts; one read of /proc/self/mountinfo takes %.2f ms here and %s reads it after each of its mounts "+
+			"(about %d reads per launch here: about %.1f ms, for this project's view and tools)"+cut,
+			lines, millis(read), which, planned, millis(read*time.Duration(planned)))
+		return row
+	}
 	row.Detail = fmt.Sprintf("%d mounts; one read of /proc/self/mountinfo takes %.2f ms here and %s reads it after each of its mounts "+
-		"(about %d per launch with no tools, about %d with several agents and their tools): about %.1f to %.1f ms per launch. "+
-		"To cut it: bubblewrap 0.13 or later (it does not read the table), or fewer host mounts",
+		"(about %d per launch with no tools, about %d with several agents and their tools): about %.1f to %.1f ms per launch"+cut,
 		lines, millis(read), which, mountScansPerLaunch, mountScansWithAgents,
 		millis(read*mountScansPerLaunch), millis(read*mountScansWithAgents))
 	return row
@@ -70,4 +78,30 @@ func readMountTable() (lines int, read time.Duration, err error) {
 		lines = bytes.Count(data, []byte("\n"))
 	}
 	return lines, read, nil
+}
+
+// launchReads is how many times bubblewrap before 0.13 reads the mount table
+// launching b.Planned here: mountTableReads of the argv Render gives it (what
+// --dry-run prints), for this process's user and terminal. 0 without a Plan, or when
+// it does not render (the launch would then stop before bwrap).
+func (b *Isolator) launchReads() int {
+	if b.Planned == nil {
+		return 0
+	}
+	r, err := b.Render(b.Planned)
+	if err != nil {
+		return 0
+	}
+	spec, ok := r.(*Spec)
+	if !ok {
+		return 0
+	}
+	return mountTableReads(spec.Argv, readHost{exists: statExists, tty: b.Planned.TTY, root: os.Geteuid() == 0})
+}
+
+// statExists reports whether path exists, following links (bwrap's stat of a -try
+// source).
+func statExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

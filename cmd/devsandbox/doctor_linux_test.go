@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator/bwrap"
+)
+
+// In a project doctor builds the Plan a run from there would get, as --dry-run builds
+// it (writing nothing), and hands it to the bwrap backend, whose mount-table row
+// counts the reads of that launch's argv. Outside a project it has none
+// (TestDoctorConfigOutsideAProject).
+func TestDoctorPlansInAProject(t *testing.T) {
+	home := t.TempDir()
+	proj := filepath.Join(home, "src", "app")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(proj)
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "PATH=" + os.Getenv("PATH")}
+	var errb bytes.Buffer
+	a := &app{stdout: &bytes.Buffer{}, stderr: &errb, environ: env}
+	cfg, _, planned, broken, err := a.doctorConfig(config.Flags{})
+	if err != nil || broken || errb.String() != "" {
+		t.Fatalf("doctorConfig: err %v, broken %v, warnings %q", err, broken, errb.String())
+	}
+	if planned == nil {
+		t.Fatal("no Plan in a project")
+	}
+	if want, _ := filepath.EvalSymlinks(proj); planned.Project.Dir != want {
+		t.Errorf("the Plan's project is %s, want %s", planned.Project.Dir, want)
+	}
+	a.planned = planned
+	b, ok := a.isolatorTable(cfg, nil)["bwrap"]().(*bwrap.Isolator)
+	if !ok || b.Planned != planned {
+		t.Errorf("the bwrap isolator does not have doctor's Plan")
+	}
+	// Built as for --dry-run: nothing in the home but the project.
+	entries, err := os.ReadDir(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != "src" {
+			t.Errorf("doctor wrote %s in the home", e.Name())
+		}
+	}
+}
