@@ -20,15 +20,15 @@ func TestMountTableRow(t *testing.T) {
 		want    string
 	}{
 		{"bubblewrap 0.8.0", nil, 0, "522 mounts; one read of /proc/self/mountinfo takes 0.80 ms here and bubblewrap 0.8.0 reads it after each of its mounts " +
-			"(about 18 per launch with no tools, about 64 with several agents and their tools): about 14.4 to 51.2 ms per launch. To cut it: bubblewrap 0.13 or later (it does not read the table), or fewer host mounts"},
+			"(about 18 per launch with no tools, about 64 with several agents and their tools): at least 14.4 to 51.2 ms per launch; bwrap also parses what it reads. To cut it: bubblewrap 0.13 or later (it does not read the table), or fewer host mounts"},
 		{"bubblewrap 0.12.0", nil, 0, "522 mounts; one read of /proc/self/mountinfo takes 0.80 ms here and bubblewrap 0.12.0 reads it after each of its mounts " +
-			"(about 18 per launch with no tools, about 64 with several agents and their tools): about 14.4 to 51.2 ms per launch. To cut it: bubblewrap 0.13 or later (it does not read the table), or fewer host mounts"},
+			"(about 18 per launch with no tools, about 64 with several agents and their tools): at least 14.4 to 51.2 ms per launch; bwrap also parses what it reads. To cut it: bubblewrap 0.13 or later (it does not read the table), or fewer host mounts"},
 		{"", nil, 0, "522 mounts; one read of /proc/self/mountinfo takes 0.80 ms here and an unknown bubblewrap version reads it after each of its mounts " +
-			"(about 18 per launch with no tools, about 64 with several agents and their tools): about 14.4 to 51.2 ms per launch. To cut it: bubblewrap 0.13 or later (it does not read the table), or fewer host mounts"},
+			"(about 18 per launch with no tools, about 64 with several agents and their tools): at least 14.4 to 51.2 ms per launch; bwrap also parses what it reads. To cut it: bubblewrap 0.13 or later (it does not read the table), or fewer host mounts"},
 		{"bubblewrap 0.8.0", nil, 64, "522 mounts; one read of /proc/self/mountinfo takes 0.80 ms here and bubblewrap 0.8.0 reads it after each of its mounts " +
-			"(about 64 reads per launch here: about 51.2 ms, for this project's view and tools). To cut it: bubblewrap 0.13 or later (it does not read the table), or fewer host mounts"},
+			"(64 reads per launch here: at least 51.2 ms, for this project's view and tools; bwrap also parses what it reads). To cut it: bubblewrap 0.13 or later (it does not read the table), or fewer host mounts"},
 		{"", nil, 18, "522 mounts; one read of /proc/self/mountinfo takes 0.80 ms here and an unknown bubblewrap version reads it after each of its mounts " +
-			"(about 18 reads per launch here: about 14.4 ms, for this project's view and tools). To cut it: bubblewrap 0.13 or later (it does not read the table), or fewer host mounts"},
+			"(18 reads per launch here: at least 14.4 ms, for this project's view and tools; bwrap also parses what it reads). To cut it: bubblewrap 0.13 or later (it does not read the table), or fewer host mounts"},
 		{"bubblewrap 0.13.0", nil, 0, "522 mounts; bubblewrap 0.13.0 does not read the mount table after each mount, so its size does not slow launches"},
 		{"bubblewrap 0.13.1", nil, 64, "522 mounts; bubblewrap 0.13.1 does not read the mount table after each mount, so its size does not slow launches"},
 		{"bubblewrap 0.8.0", &os.PathError{Op: "open", Path: "/proc/self/mountinfo", Err: errors.New("permission denied")}, 64,
