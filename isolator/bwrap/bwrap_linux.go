@@ -466,7 +466,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	case writeErr != nil:
 		return 0, fmt.Errorf("%w: feeding a file to bwrap: %w; the command did not run", isolator.ErrProtection, writeErr)
 	}
-	return 0, b.setupFailed(ctx, code)
+	return 0, b.setupFailed(ctx, code, pins.Removed())
 }
 
 // forward sends s to the command's process group once it runs, else to bwrap (which
@@ -495,8 +495,13 @@ func exitCode(ws syscall.WaitStatus, err error) int {
 }
 
 // setupFailed explains a bwrap that exited before the init ran: the command never
-// started. The availability probe runs only now, off the hot path.
-func (b *Isolator) setupFailed(ctx context.Context, code int) error {
+// started. removed are the pinned sources removed or replaced on the host meanwhile
+// (pin.Set's Removed): bwrap names such a source only as /proc/self/fd/N. The
+// availability probe runs only now, off the hot path.
+func (b *Isolator) setupFailed(ctx context.Context, code int, removed []string) error {
+	if len(removed) > 0 {
+		return fmt.Errorf("%w: %s was removed or replaced on the host while the sandbox was being set up, so bubblewrap could not mount it as devsandbox checked it (exit status %d, its message is above); the command did not run: run it again once it is back, or without what binds it", isolator.ErrProtection, strings.Join(removed, ", "), code)
+	}
 	st := b.Check(ctx)
 	if st.State != isolator.Active {
 		return fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)

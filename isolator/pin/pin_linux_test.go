@@ -293,3 +293,49 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// Removed names the pinned sources removed or replaced on the host since they were
+// pinned, and only those: bwrap cannot resolve them through /proc/self/fd.
+func TestRemoved(t *testing.T) {
+	root := t.TempDir()
+	keep, gone, file := filepath.Join(root, "keep"), filepath.Join(root, "gone"), filepath.Join(root, "file")
+	for _, d := range []string{keep, gone} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &isolator.Plan{Mounts: []isolator.Mount{
+		{Kind: isolator.Bind, Source: keep, Dest: "/keep"},
+		{Kind: isolator.Bind, Source: gone, Dest: "/gone"},
+		{Kind: isolator.Bind, Source: file, Dest: "/file"},
+		{Kind: isolator.TmpDir, Dest: "/x"},
+	}}
+	s, err := Plan(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.Removed(); len(got) != 0 {
+		t.Fatalf("Removed before any removal: %q", got)
+	}
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	s.Close() // as after bwrap's start: Removed goes by the paths
+	if got := s.Removed(); len(got) != 1 || got[0] != gone {
+		t.Errorf("Removed: %q, want [%s]", got, gone)
+	}
+	// A file replaced at its path is named too.
+	if err := os.Rename(file, file+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("y"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Removed(); len(got) != 2 || got[0] != gone || got[1] != file {
+		t.Errorf("Removed: %q, want [%s %s]", got, gone, file)
+	}
+}
