@@ -49,6 +49,12 @@ func main() {
 	prop := flag.String("propagation", propShared, "-mounts: make each extra tmpfs shared (a peer group of its own, as on a host whose / is shared) or leave it private")
 	args, inNS := withoutMountNSFlag(os.Args[1:])
 	flag.CommandLine.Parse(args)
+	if flag.NArg() > 0 {
+		// The flag package stops at the first non-flag: `-only egress open` unquoted
+		// would silently drop every flag after it (a -mounts run without its mounts).
+		fmt.Fprintf(os.Stderr, "benchlaunch: unexpected argument %q (flags after it were not read; quote -only's value)\n", flag.Arg(0))
+		os.Exit(2)
+	}
 	if err := checkMounts(*mounts, *prop, os.Getuid()); err != nil {
 		fmt.Fprintf(os.Stderr, "benchlaunch: %v\n", err)
 		os.Exit(2)
