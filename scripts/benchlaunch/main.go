@@ -10,7 +10,7 @@
 // the whole table after each of its mounts, so a host with many mounts (docker, snap)
 // pays for it on each launch. -propagation shared (the default) makes each of them a
 // peer group of its own, as the mounts of a host whose / is shared (systemd's) are:
-// bwrap's copy of them are then slaves, and each line of the table it reads is longer
+// bwrap's copies of them are then slaves, and each line of the table it reads is longer
 // and costs the kernel more to print; private leaves them private.
 //
 // -bwrap runs another bubblewrap for both sides: the plain bwrap baseline runs it, and
