@@ -2,13 +2,16 @@
 // drives, alternating the two so machine noise hits both alike, and prints the ratio.
 // It also reports Go package init time of the binary (GODEBUG=inittrace=1).
 //
-//	benchlaunch -bin bin/devsandbox [-n 200] [-user dsbtest] [-only throughput] [-bwrap PATH] [-mounts N]
+//	benchlaunch -bin bin/devsandbox [-n 200] [-user dsbtest] [-only throughput] [-bwrap PATH] [-mounts N [-propagation shared|private]]
 //
 // -mounts N (root) runs the benchmark with N extra tmpfs mounts in the mount table:
 // benchlaunch re-executes itself in a private mount namespace of its own and mounts
 // them there, so the host's mount table stays as it is. bubblewrap before 0.13 reads
 // the whole table after each of its mounts, so a host with many mounts (docker, snap)
-// pays for it on each launch.
+// pays for it on each launch. -propagation shared (the default) makes each of them a
+// peer group of its own, as the mounts of a host whose / is shared (systemd's) are:
+// bwrap's copies of them are then slaves, and each line of the table it reads is longer
+// and costs the kernel more to print; private leaves them private.
 //
 // -bwrap runs another bubblewrap for both sides: the plain bwrap baseline runs it, and
 // devsandbox finds it first on its PATH (a directory holding only a link named bwrap).
@@ -43,9 +46,16 @@ func main() {
 	originAddr := flag.String("origin", "", "internal: serve the proxy benchmark's origin on this address")
 	bwrapBin := flag.String("bwrap", "", "bwrap binary for the plain bwrap runs and devsandbox's (default: bwrap on PATH)")
 	mounts := flag.Int("mounts", 0, "run with this many extra tmpfs mounts, in a private mount namespace (root)")
+	prop := flag.String("propagation", propShared, "-mounts: make each extra tmpfs shared (a peer group of its own, as on a host whose / is shared) or leave it private")
 	args, inNS := withoutMountNSFlag(os.Args[1:])
 	flag.CommandLine.Parse(args)
-	if err := checkMounts(*mounts, os.Getuid()); err != nil {
+	if flag.NArg() > 0 {
+		// The flag package stops at the first non-flag: `-only egress open` unquoted
+		// would silently drop every flag after it (a -mounts run without its mounts).
+		fmt.Fprintf(os.Stderr, "benchlaunch: unexpected argument %q (flags after it were not read; quote -only's value)\n", flag.Arg(0))
+		os.Exit(2)
+	}
+	if err := checkMounts(*mounts, *prop, os.Getuid()); err != nil {
 		fmt.Fprintf(os.Stderr, "benchlaunch: %v\n", err)
 		os.Exit(2)
 	}
@@ -63,14 +73,14 @@ func main() {
 	}
 	title, cleanup := "", func() {}
 	if inNS {
-		lines, undo, err := setupMounts(*mounts)
+		lines, undo, err := setupMounts(*mounts, *prop == propShared)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "benchlaunch: -mounts: %v\n", err)
 			os.Exit(1)
 		}
 		cleanup = undo
-		title = fmt.Sprintf(" with %d extra host mounts", *mounts)
-		fmt.Printf("mount table: %d lines in /proc/self/mountinfo (%d extra tmpfs, in a private mount namespace)\n", lines, *mounts)
+		title = fmt.Sprintf(" with %d extra host mounts (%s)", *mounts, *prop)
+		fmt.Printf("mount table: %d lines in /proc/self/mountinfo (%d extra tmpfs, %s, in a private mount namespace)\n", lines, *mounts, *prop)
 	} else if lines, err := countLines("/proc/self/mountinfo"); err == nil {
 		fmt.Printf("mount table: %d lines in /proc/self/mountinfo\n", lines)
 	}

@@ -8,4 +8,4 @@ var errNoMountNS = errors.New("-mounts needs Linux")
 
 func reexecInMountNS([]string) error { return errNoMountNS }
 
-func setupMounts(int) (int, func(), error) { return 0, nil, errNoMountNS }
+func setupMounts(int, bool) (int, func(), error) { return 0, nil, errNoMountNS }

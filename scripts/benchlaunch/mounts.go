@@ -10,11 +10,21 @@ import (
 // inMountNSFlag marks the re-executed benchlaunch that runs in its own mount namespace.
 const inMountNSFlag = "-internal-in-mountns"
 
-// checkMounts says whether -mounts n can run as the user with this uid.
-func checkMounts(n, uid int) error {
+// The -propagation values: the extra tmpfs are each made shared (a peer group of its
+// own, what a host whose / is shared, as systemd makes it, has), or left private.
+const (
+	propShared  = "shared"
+	propPrivate = "private"
+)
+
+// checkMounts says whether -mounts n with -propagation prop can run as the user with
+// this uid.
+func checkMounts(n int, prop string, uid int) error {
 	switch {
 	case n < 0:
 		return fmt.Errorf("-mounts %d: must be 0 or more", n)
+	case prop != propShared && prop != propPrivate:
+		return fmt.Errorf("-propagation %q: must be %s or %s", prop, propShared, propPrivate)
 	case n > 0 && uid != 0:
 		return fmt.Errorf("-mounts %d: needs root (it mounts in a private mount namespace of its own)", n)
 	}
@@ -40,9 +50,11 @@ func withoutMountNSFlag(args []string) ([]string, bool) {
 	return out, found
 }
 
-// sharedMounts returns the mount points of a mountinfo text that propagate to or from
-// a peer group (a "shared:" or "master:" optional field).
-func sharedMounts(mountinfo string) []string {
+// strayPropagation returns the mount points of a mountinfo text that propagate to or
+// from a peer group (a "shared:" or "master:" optional field), except the shared mounts
+// named in ours. A mount of ours that receives from a master is returned too: only a
+// peer group of this namespace's own making is allowed.
+func strayPropagation(mountinfo string, ours map[string]bool) []string {
 	var out []string
 	for _, l := range strings.Split(mountinfo, "\n") {
 		f := strings.Fields(l)
@@ -53,7 +65,8 @@ func sharedMounts(mountinfo string) []string {
 			if o == "-" {
 				break
 			}
-			if strings.HasPrefix(o, "shared:") || strings.HasPrefix(o, "master:") {
+			shared := strings.HasPrefix(o, "shared:")
+			if shared && !ours[f[4]] || strings.HasPrefix(o, "master:") {
 				out = append(out, f[4])
 				break
 			}
