@@ -1,6 +1,10 @@
 package planner
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
 
 // TestBuildHideProtected: a hide_paths entry in the project wins over the protection
 // of the files host tools run below it. No read-only bind of such a file, no mount
@@ -68,6 +72,40 @@ func TestBuildHideProtected(t *testing.T) {
 			}
 			p, _ := f.build(t, cfg)
 			equalLines(t, "mounts", mountLines(p.Mounts), f.expand(p, append(baseMounts, c.want...)...))
+		})
+	}
+}
+
+// TestAddMountPointOnce: a directory bound onto itself already, in the mode its mount
+// point would take, is not bound again; an optional bind of it (left out at launch
+// when its source is gone) does not count, nor does a bind of another source.
+func TestAddMountPointOnce(t *testing.T) {
+	const d = "/p/proj/.cursor"
+	for _, c := range []struct {
+		name  string
+		first isolator.Mount
+		want  int // binds at d after addMountPoint
+	}{
+		{"anchor", isolator.Mount{Kind: isolator.Bind, Source: d, Dest: d, Why: anchorWhy, Anchor: true}, 1},
+		{"writable_dirs", isolator.Mount{Kind: isolator.Bind, Source: d, Dest: d, Why: "sandbox.writable_dirs"}, 1},
+		{"optional", isolator.Mount{Kind: isolator.Bind, Source: d, Dest: d, Why: "x", Optional: true}, 2},
+		{"other source", isolator.Mount{Kind: isolator.Bind, Source: "/elsewhere", Dest: d, Why: "x"}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := &mountBuilder{home: "/h", mounts: []isolator.Mount{
+				{Kind: isolator.Bind, Source: "/p/proj", Dest: "/p/proj", Why: "project"},
+				c.first,
+			}}
+			b.addMountPoint(d, parentWhy)
+			n := 0
+			for _, m := range b.mounts {
+				if m.Kind == isolator.Bind && m.Dest == d {
+					n++
+				}
+			}
+			if n != c.want {
+				t.Errorf("%d binds at %s, want %d: %+v", n, d, c.want, b.mounts)
+			}
 		})
 	}
 }

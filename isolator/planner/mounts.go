@@ -293,10 +293,11 @@ func (b *mountBuilder) addMountPoint(p, why string) {
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, ReadOnly: true, Why: why})
 		return
 	}
-	if c := b.mounts[i]; c.Kind == isolator.Bind && c.Source == p && c.Target(b.home) == p {
-		// p is bound onto itself already (an anchor, another protection's mount
-		// point), in the mode this bind would take, and nothing is mounted between
-		// them: a second bind would change nothing but cost a mount.
+	if c := b.mounts[i]; c.Kind == isolator.Bind && !c.Optional && c.Source == p && c.Target(b.home) == p {
+		// p is bound onto itself already (an anchor, a writable_dirs entry, another
+		// protection's mount point), in the mode this bind would take, and nothing is
+		// mounted between them: a second bind would change nothing but cost a mount.
+		// An optional bind may be left out at launch, so it does not count.
 		return
 	}
 	m := isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, ReadOnly: b.mounts[i].ReadOnly, Why: why}
