@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -43,7 +44,11 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 			detail += " (" + ver + ")"
 		}
 		lines, read, err := readMountTable()
-		rows = append(rows, isolator.Check{Name: "bwrap", Status: st, Detail: detail}, setupLinksRow(ver), mountTableRow(ver, lines, read, err, b.launchReads()))
+		var perMount time.Duration
+		if err == nil && readsTable(ver) && st.State == isolator.Active {
+			perMount, _ = mountCost(ctx, bin)
+		}
+		rows = append(rows, isolator.Check{Name: "bwrap", Status: st, Detail: detail}, setupLinksRow(ver), mountTableRow(ver, lines, read, err, b.launchReads(), perMount))
 	}
 	pasta, err := exec.LookPath("pasta")
 	add("pasta (egress allowlist)", err == nil, pasta, "pasta is not installed",

@@ -2,8 +2,11 @@ package bwrap
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"slices"
 	"time"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -34,7 +37,7 @@ const (
 // bound: it prices a read as the kernel's, and bwrap parses each one too (at 528 lines
 // a read cost bwrap 1.0-1.3 ms against a bare read's 0.57-0.97). It is advice, never
 // a warning or a failure: the launch works, only slower on a host with many mounts.
-func mountTableRow(version string, lines int, read time.Duration, err error, planned int) isolator.Check {
+func mountTableRow(version string, lines int, read time.Duration, err error, planned int, perMount time.Duration) isolator.Check {
 	row := isolator.Check{Name: "host mount table (launch cost)", Status: isolator.Status{State: isolator.Active}}
 	if err != nil {
 		row.Detail = "cannot read /proc/self/mountinfo: " + errText(err)
@@ -50,17 +53,86 @@ func mountTableRow(version string, lines int, read time.Duration, err error, pla
 		return row
 	}
 	const cut = ". To cut it: bubblewrap 0.13 or later (it does not read the table), or fewer host mounts"
+	// A measured mount prices a read with bwrap's parsing and the mount itself; the
+	// kernel's read alone is a lower bound.
+	price, est := read, "at least"
+	head := fmt.Sprintf("%d mounts; one read of /proc/self/mountinfo takes %.2f ms here and %s reads it after each of its mounts", lines, millis(read), which)
+	tail := "bwrap also parses what it reads"
+	if perMount > read {
+		price, est = perMount, "about"
+		tail = fmt.Sprintf("each of bwrap's mounts, its read included, took %.2f ms here (measured)", millis(perMount))
+	}
 	if planned > 0 {
-		row.Detail = fmt.Sprintf("%d mounts; one read of /proc/self/mountinfo takes %.2f ms here and %s reads it after each of its mounts "+
-			"(%d reads per launch here: at least %.1f ms, for this project's view and tools; bwrap also parses what it reads)"+cut,
-			lines, millis(read), which, planned, millis(read*time.Duration(planned)))
+		row.Detail = fmt.Sprintf("%s (%d reads per launch here: %s %.1f ms, for this project's view and tools; %s)"+cut,
+			head, planned, est, millis(price*time.Duration(planned)), tail)
 		return row
 	}
-	row.Detail = fmt.Sprintf("%d mounts; one read of /proc/self/mountinfo takes %.2f ms here and %s reads it after each of its mounts "+
-		"(about %d per launch with no tools, about %d with several agents and their tools): at least %.1f to %.1f ms per launch; bwrap also parses what it reads"+cut,
-		lines, millis(read), which, mountScansPerLaunch, mountScansWithAgents,
-		millis(read*mountScansPerLaunch), millis(read*mountScansWithAgents))
+	row.Detail = fmt.Sprintf("%s (about %d per launch with no tools, about %d with several agents and their tools): %s %.1f to %.1f ms per launch; %s"+cut,
+		head, mountScansPerLaunch, mountScansWithAgents, est,
+		millis(price*mountScansPerLaunch), millis(price*mountScansWithAgents), tail)
 	return row
+}
+
+// costBinds and costRounds size mountCost's measurement: the extra binds of one
+// launch, and the launches of each kind.
+const (
+	costBinds  = 16
+	costRounds = 5
+)
+
+// mountCost measures what one more mount costs bin (a bubblewrap before 0.13) on
+// this host: plain launches of /usr/bin/true with and without costBinds more
+// read-only binds, alternating, the difference of their medians per bind. That is
+// the bind, bwrap's read and parse of the mount table after it, and the namespace's
+// share: what each of a launch's reads costs it. ok is false when a launch failed
+// (the row then prices a read alone). It starts 2 × costRounds sandboxes: doctor
+// only, never on the launch path.
+func mountCost(ctx context.Context, bin string) (perMount time.Duration, ok bool) {
+	base := []string{"--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr",
+		"--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--tmpfs", "/t"}
+	more := append([]string{}, base...)
+	for i := 0; i < costBinds; i++ {
+		more = append(more, "--ro-bind", "/usr", fmt.Sprintf("/t/%d", i))
+	}
+	run := func(args []string) (time.Duration, error) {
+		cmd := exec.CommandContext(ctx, bin, append(args, "--", "/usr/bin/true")...)
+		start := time.Now()
+		err := cmd.Run()
+		return time.Since(start), err
+	}
+	var with, without []time.Duration
+	for i := 0; i < costRounds; i++ {
+		pair := [][]string{base, more}
+		if i%2 == 1 {
+			pair[0], pair[1] = more, base
+		}
+		for _, args := range pair {
+			d, err := run(args)
+			if err != nil {
+				return 0, false
+			}
+			if len(args) == len(base) {
+				without = append(without, d)
+			} else {
+				with = append(with, d)
+			}
+		}
+	}
+	d := (median(with) - median(without)) / costBinds
+	return max(d, 0), true
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// readsTable reports whether the bubblewrap that says version reads the mount table
+// after its mounts (before 0.13, or a version it does not say).
+func readsTable(version string) bool {
+	got, ok := parseVersion(version)
+	return !ok || versionLess(got, mountScanDropped)
 }
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
