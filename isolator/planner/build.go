@@ -285,7 +285,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 	if !cfg.Sandbox.DockerSocket {
 		for _, s := range dockerSockets(h) {
-			if pr.exists(s) && b.visible(s) && !b.behindMask(s) {
+			if pr.exists(s) && b.visible(s) {
 				if err := b.anchor(s, "the docker socket mask (sandbox.docker_socket)", true); err != nil {
 					return nil, nil, err
 				}
@@ -295,7 +295,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 	// The proxy adds these credentials; the sandbox must not read them (credentials.go).
 	for _, f := range credentialFiles(cfg) {
-		if pr.exists(f) && b.visible(f) && !b.behindMask(f) {
+		if pr.exists(f) && b.visible(f) {
 			if err := b.anchor(f, "proxy.credentials value_file", true); err != nil {
 				return nil, nil, err
 			}

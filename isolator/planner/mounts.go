@@ -516,8 +516,12 @@ func (b *mountBuilder) view() (isolator.SystemView, error) {
 	return b.sys, b.sysErr
 }
 
-// visible reports whether p can be seen in the view built so far.
+// visible reports whether p can be seen in the view built so far: the system view or
+// a bind of the host's p shows it, and no mask (a hide_paths entry) covers it.
 func (b *mountBuilder) visible(p string) bool {
+	if b.behindMask(p) {
+		return false
+	}
 	sys, _ := b.view() // a view that failed shows nothing; Build returns its error
 	if sys.Host {
 		return true
