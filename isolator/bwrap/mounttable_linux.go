@@ -33,10 +33,12 @@ const (
 // version: lines mounts, one read of the table taking read here; planned is how many
 // reads a launch from here makes (mountTableReads of its argv), 0 when unknown
 // (outside a project, or where its Plan does not build or render): the row then
-// gives the range of mountScansPerLaunch to mountScansWithAgents. The time is a lower
-// bound: it prices a read as the kernel's, and bwrap parses each one too (at 528 lines
-// a read cost bwrap 1.0-1.3 ms against a bare read's 0.57-0.97). It is advice, never
-// a warning or a failure: the launch works, only slower on a host with many mounts.
+// gives the range of mountScansPerLaunch to mountScansWithAgents. perMount is what
+// one more mount cost bwrap here (mountCost), 0 when not measured: a read is priced at
+// it when it is more than the bare read, else at the bare read, a lower bound (bwrap
+// parses each read too: at 528 lines a read cost bwrap 1.0-1.3 ms against a bare
+// read's 0.57-0.97). It is advice, never a warning or a failure: the launch works,
+// only slower on a host with many mounts.
 func mountTableRow(version string, lines int, read time.Duration, err error, planned int, perMount time.Duration) isolator.Check {
 	row := isolator.Check{Name: "host mount table (launch cost)", Status: isolator.Status{State: isolator.Active}}
 	if err != nil {
@@ -48,7 +50,7 @@ func mountTableRow(version string, lines int, read time.Duration, err error, pla
 	if ok {
 		which = fmt.Sprintf("bubblewrap %d.%d.%d", got[0], got[1], got[2])
 	}
-	if ok && !versionLess(got, mountScanDropped) {
+	if !readsTable(version) {
 		row.Detail = fmt.Sprintf("%d mounts; %s does not read the mount table after each mount, so its size does not slow launches", lines, which)
 		return row
 	}
