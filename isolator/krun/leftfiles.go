@@ -40,7 +40,7 @@ func lockCurrent(path string, how int) (*os.File, error) {
 		if sameFile(f, path) {
 			return f, nil
 		}
-		f.Close() // removed while we waited: the lock is the new file's
+		f.Close() // removed before we had it locked: the lock is the new file's
 	}
 }
 
