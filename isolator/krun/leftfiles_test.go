@@ -51,6 +51,31 @@ func TestLockFileFollowsRemoval(t *testing.T) {
 	}
 }
 
+// A try that locks a file removed between its open and its flock (the holder removed
+// it and let go meanwhile) takes the file at the path instead.
+func TestLockCurrentRemovedBeforeLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var removed bool
+	f, err := lockCurrentOpened(path, unix.LOCK_EX|unix.LOCK_NB, func() {
+		if !removed {
+			removed = true
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if !sameFile(f, path) {
+		t.Fatal("the lock taken is not the file's at the path")
+	}
+}
+
 // The sweep removes the sets of services that are gone and only those: not one whose
 // supervisor holds its log, one a run uses, or one that listens; free creation locks
 // go, a held one stays.
