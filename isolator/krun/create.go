@@ -36,28 +36,27 @@ func createLockPath(runtimeDir string, uid int, sock string) string {
 }
 
 // LockCreate takes the exclusive lock at path, waiting for the holder; unlock
-// releases it. It gives up when ctx ends (the lock, if it comes later, is released).
+// releases it. It gives up when ctx ends, and then holds nothing: the lock is not
+// taken later (package flock).
 func (osHost) LockCreate(ctx context.Context, path string) (unlock func(), err error) {
-	return lockFile(ctx, path)
+	return lockFile(ctx, path, nil)
 }
 
-func lockFile(ctx context.Context, path string) (func(), error) {
+// lockFile takes the exclusive lock at path; waiting (nil: none) is called once when
+// it is held elsewhere, before the wait.
+func lockFile(ctx context.Context, path string, waiting func()) (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
-	// The file may be removed when free (leftfiles.go): lockCurrent locks the one
-	// the path names.
-	f, err := flock.Take[struct{}](ctx, func(wait bool) (*os.File, error) {
-		how := unix.LOCK_EX
-		if !wait {
-			how |= unix.LOCK_NB
-		}
-		f, err := lockCurrent(path, how)
+	// The file may be removed when free (leftfiles.go): each try locks the one the
+	// path names then.
+	f, err := flock.Take[struct{}](ctx, func() (*os.File, error) {
+		f, err := lockCurrent(path, unix.LOCK_EX|unix.LOCK_NB)
 		if err != nil {
 			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
 		return f, nil
-	}, nil, nil)
+	}, waiting, nil)
 	if err != nil {
 		return nil, err
 	}

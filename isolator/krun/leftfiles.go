@@ -28,10 +28,19 @@ import (
 // lockCurrent opens path (made 0600 when missing) and takes the flock how on it, once
 // the path names the file locked.
 func lockCurrent(path string, how int) (*os.File, error) {
+	return lockCurrentOpened(path, how, nil)
+}
+
+// lockCurrentOpened is lockCurrent calling opened (nil: nothing) between each open and
+// its flock: a test removes the file there.
+func lockCurrentOpened(path string, how int, opened func()) (*os.File, error) {
 	for {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
 		if err != nil {
 			return nil, err
+		}
+		if opened != nil {
+			opened()
 		}
 		if err := unix.Flock(int(f.Fd()), how); err != nil {
 			f.Close()
@@ -40,7 +49,7 @@ func lockCurrent(path string, how int) (*os.File, error) {
 		if sameFile(f, path) {
 			return f, nil
 		}
-		f.Close() // removed while we waited: the lock is the new file's
+		f.Close() // removed before we had it locked: the lock is the new file's
 	}
 }
 

@@ -6,43 +6,40 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 )
 
-// A waiter that gets the lock of a file removed meanwhile takes the new file's: it
-// never holds a lock that later takers do not ask.
+// A waiter whose lock file is removed while it waits takes the new file's: it never
+// holds a lock that later takers do not ask.
 func TestLockFileFollowsRemoval(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "podman", "devsandbox-create-x.lock")
-	unlock, err := lockFile(context.Background(), path)
+	unlock, err := lockFile(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	waiting := make(chan struct{})
 	got := make(chan func(), 1)
 	go func() {
-		u, err := lockFile(context.Background(), path)
+		u, err := lockFile(context.Background(), path, func() { close(waiting) })
 		if err != nil {
 			t.Error(err)
 		}
 		got <- u
 	}()
-	// Remove the file while holding it, as removeLocked does, then release it: the
-	// waiter wakes on the removed file and must go on to the one at the path.
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		t.Fatal(err)
-	}
-	for !blockedOn(st.Ino) {
-		// a wait for an observable state: the waiter blocked in flock on the file
-	}
+	// Once the waiter found the lock held, remove the file while holding it, as
+	// removeLocked does, then release it: the waiter must end up with the lock of the
+	// file at the path (made anew), not the removed one's.
+	<-waiting
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
 	unlock()
 	u := <-got
+	if u == nil {
+		t.FailNow()
+	}
 	defer u()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -54,17 +51,29 @@ func TestLockFileFollowsRemoval(t *testing.T) {
 	}
 }
 
-// blockedOn reports whether a flock waits on the file with inode ino (/proc/locks
-// lists waiters with "->").
-func blockedOn(ino uint64) bool {
-	b, _ := os.ReadFile("/proc/locks")
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) > 6 && f[1] == "->" && strings.HasSuffix(f[6], ":"+strconv.FormatUint(ino, 10)) {
-			return true
-		}
+// A try that locks a file removed between its open and its flock (the holder removed
+// it and let go meanwhile) takes the file at the path instead.
+func TestLockCurrentRemovedBeforeLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	return false
+	var removed bool
+	f, err := lockCurrentOpened(path, unix.LOCK_EX|unix.LOCK_NB, func() {
+		if !removed {
+			removed = true
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if !sameFile(f, path) {
+		t.Fatal("the lock taken is not the file's at the path")
+	}
 }
 
 // The sweep removes the sets of services that are gone and only those: not one whose

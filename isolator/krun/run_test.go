@@ -403,22 +403,24 @@ func TestRunCreateRefused(t *testing.T) {
 }
 
 // The lock file: a second taker waits for the first (a taker that gives up leaves
-// the lock free), and takes it once the first releases it.
+// the lock free and the file alone), and takes it once the first releases it.
 func TestLockFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "podman", "devsandbox-create-x.lock")
-	unlock, err := lockFile(context.Background(), path)
+	unlock, err := lockFile(context.Background(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	waiting := make(chan struct{})
 	taken := make(chan error, 1)
 	go func() {
-		u, err := lockFile(ctx, path)
+		u, err := lockFile(ctx, path, func() { close(waiting) })
 		if err == nil {
 			u()
 		}
 		taken <- err
 	}()
+	<-waiting
 	// Held: a third descriptor cannot take it either.
 	probe, err := os.Open(path)
 	if err != nil {
@@ -432,14 +434,28 @@ func TestLockFile(t *testing.T) {
 	if err := <-taken; !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled taker: %v, want context.Canceled", err)
 	}
+	// The taker that gave up neither takes the lock once it is free nor makes the
+	// file anew once it is gone.
 	unlock()
-	u, err := lockFile(context.Background(), path)
+	if err := unix.Flock(int(probe.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatalf("the lock is held after its holder released it and its waiter gave up: %v", err)
+	}
+	if err := unix.Flock(int(probe.Fd()), unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	u, err := lockFile(context.Background(), path, nil)
 	if err != nil {
 		t.Fatalf("the lock after its release: %v", err)
 	}
 	u()
 	if err := unix.Flock(int(probe.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		t.Fatalf("the lock is held after every taker released it: %v", err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the lock file was made anew after its removal: %v", err)
 	}
 }
 

@@ -54,7 +54,8 @@ func Waiting(w io.Writer, stateDir string) func() {
 // Shared takes the lock of the project whose state directory is stateDir shared and
 // returns its release. When prune or rm holds it, waiting (nil: none) is called once
 // and Shared waits until they are done, ctx ends (its cause is wrapped) or interrupt
-// yields a value (ErrInterrupted is wrapped): never longer.
+// yields a value (ErrInterrupted is wrapped): never longer, and a wait that ended
+// leaves nothing behind (no lock taken later, no descriptor).
 func Shared[T any](ctx context.Context, stateDir string, waiting func(), interrupt <-chan T) (release func(), err error) {
 	if !filepath.IsAbs(stateDir) {
 		return nil, fmt.Errorf("the state directory %q is not an absolute path", stateDir)
@@ -64,22 +65,16 @@ func Shared[T any](ctx context.Context, stateDir string, waiting func(), interru
 	if err != nil {
 		return nil, err
 	}
-	// One descriptor for the try and the wait: a wait abandoned (ctx, interrupt)
-	// holds it until it gets the lock, then Take closes it.
-	f, err := flock.Take(ctx, func(wait bool) (*os.File, error) {
-		how := unix.LOCK_SH
-		if !wait {
-			how |= unix.LOCK_NB
-		}
-		if err := flockRetry(opened, how); err != nil {
-			if wait || !errors.Is(err, unix.EWOULDBLOCK) {
-				opened.Close()
-			}
+	// One descriptor for every try of the wait (package flock): closed when the wait
+	// ends without the lock.
+	f, err := flock.Take(ctx, func() (*os.File, error) {
+		if err := flockRetry(opened, unix.LOCK_SH|unix.LOCK_NB); err != nil {
 			return nil, fmt.Errorf("locking %s: %w", p, err)
 		}
 		return opened, nil
 	}, waiting, interrupt)
 	if err != nil {
+		opened.Close()
 		if ctx.Err() != nil || errors.Is(err, ErrInterrupted) {
 			return nil, fmt.Errorf("waiting for the lock %s: %w", p, err)
 		}
