@@ -11,8 +11,12 @@ import (
 // so it stops with "Can't find source path /proc/self/fd/N": this says which one. It
 // compares each path (following links, as the user's own links were followed) with
 // the identity pinned, so it works after the descriptors were handed to bwrap and
-// closed. It is for messages only: nothing is mounted by these paths.
+// closed. It is for messages only: nothing is mounted by these paths. A nil Set has
+// none.
 func (s *Set) Removed() []string {
+	if s == nil {
+		return nil
+	}
 	var out []string
 	for _, src := range append(append([]*Source{}, s.Sources...), s.Empty) {
 		if src == nil || src.path == "" {
