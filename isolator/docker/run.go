@@ -119,6 +119,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		subpath = !apiBefore(api, SubpathAPI)
 		opts.Subpath = subpath
 	}
+	// nil for a remote engine, which pins nothing.
+	var pins *pin.Set
 	if addr.Local() {
 		// The engine binds by path: pin each source, and the init checks that the
 		// engine bound the file pinned (guarantee 12; see package pin). A remote
@@ -126,8 +128,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if err := isolator.PrepareHost(p); err != nil {
 			return 0, err
 		}
-		pins, err := pin.Plan(p)
-		if err != nil {
+		if pins, err = pin.Plan(p); err != nil {
 			return 0, err
 		}
 		// Held until the run ends: the engine mounts the anchors through them
@@ -228,10 +229,19 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	launched = true
+	var code int
 	if spec.Exec != nil {
-		return b.runKept(ctx, e, addr, p, spec, pr, hello, stdio, kept, stopServices)
+		code, err = b.runKept(ctx, e, addr, p, spec, pr, hello, stdio, kept, stopServices)
+	} else {
+		code, err = b.runOnce(ctx, e, addr, p, spec, pr, hello, stdio)
 	}
-	return b.runOnce(ctx, e, addr, p, spec, pr, hello, stdio)
+	if err != nil && ctx.Err() == nil {
+		// Both fail only before the command runs (a command that ran gives its
+		// status): the engine could not mount a source, or the init refused what it
+		// found. Asked before the deferred clean-up.
+		err = pins.Gone("the docker engine", err)
+	}
+	return code, err
 }
 
 // prepareFailed explains a run that failed before its container was created: when

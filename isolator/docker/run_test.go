@@ -577,6 +577,44 @@ func TestRunOnceInitFails(t *testing.T) {
 	}
 }
 
+// The init's refusal of a bind source replaced on the host after Run pinned it names
+// the source and the race, and keeps the init's reason; with every source in place,
+// the init's reason alone.
+func TestRunOnceSourceGone(t *testing.T) {
+	for _, replace := range []bool{false, true} {
+		data := filepath.Join(t.TempDir(), "data")
+		if err := os.Mkdir(data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f := newFake(t)
+		failure := "rw " + data + " is not the file devsandbox opened for it"
+		f.init = func(_ *wire.Hello, _ io.Reader, _, stderr io.Writer) int {
+			// Another directory moved to the name (made first: it cannot get the
+			// removed one's inode number).
+			if replace {
+				if err := os.Mkdir(data+".new", 0o755); err != nil {
+					t.Error(err)
+				}
+				if err := os.Remove(data); err != nil {
+					t.Error(err)
+				}
+				if err := os.Rename(data+".new", data); err != nil {
+					t.Error(err)
+				}
+			}
+			fmt.Fprint(stderr, wire.FailMarker(failure))
+			return 125
+		}
+		b, p := testIsolator(t, f, false)
+		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: data, Dest: data})
+		_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+		named := data + " was removed or replaced on the host while the sandbox was being set up, so the docker engine could not mount it"
+		if !errors.Is(err, isolator.ErrProtection) || err == nil || !strings.HasSuffix(err.Error(), failure+"; the command did not run") || strings.Contains(err.Error(), named) != replace {
+			t.Errorf("Run (source replaced: %v): %v", replace, err)
+		}
+	}
+}
+
 // A missing image is an unavailable isolator, with the command that builds it.
 func TestRunMissingImage(t *testing.T) {
 	f := newFake(t)
