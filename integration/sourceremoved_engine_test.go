@@ -23,22 +23,30 @@ import (
 // (the engine's own message, "bind source path does not exist", or the init's
 // identity mismatch, says neither).
 
-// sourceRaces are the two ways the source goes: removed, or replaced by a new
-// directory (the engine then mounts the new one, which the init refuses).
-var sourceRaces = []struct {
+type sourceRace struct {
 	name string
 	sh   string // shell commands run on the directory "$d"
 	do   func(dir string) error
-}{
+}
+
+// sourceRaces are the two ways the source goes: removed, or replaced by another
+// directory (an engine that binds by path then mounts that one, which the init
+// refuses). The other directory is made before the first is removed, so that it
+// cannot get the removed one's inode number, which would make it the same file to
+// devsandbox and the init.
+var sourceRaces = []sourceRace{
 	{"removed", `rmdir "$d"`, os.Remove},
-	{"replaced", `rmdir "$d" && mkdir "$d"`, func(dir string) error {
+	{"replaced", `mkdir "$d.new" && rmdir "$d" && mv "$d.new" "$d"`, func(dir string) error {
+		if err := os.Mkdir(dir+".new", 0o755); err != nil {
+			return err
+		}
+		if err := os.Chown(dir+".new", it.uid, it.gid); err != nil {
+			return err
+		}
 		if err := os.Remove(dir); err != nil {
 			return err
 		}
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return err
-		}
-		return os.Chown(dir, it.uid, it.gid)
+		return os.Rename(dir+".new", dir)
 	}},
 }
 
@@ -48,34 +56,26 @@ var sourceRaces = []struct {
 // the request on. devsandbox pinned its sources before it sends that request.
 func TestSourceRemovedDuringSetupDocker(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {
-		for _, race := range sourceRaces {
-			t.Run(race.name, func(t *testing.T) {
-				p := newProject(t)
-				p.mkdir("proj/data")
-				data := p.path("proj/data")
-				ino := inode(t, data)
-				var once sync.Once
-				raced := make(chan error, 1)
-				sock := engineProxy(t, engineOf(iso), p.path("engine.sock"), func(r *http.Request) {
-					if !strings.HasPrefix(r.URL.Query().Get("name"), "devsandbox-"+p.name()+"-") {
-						return
-					}
-					once.Do(func() { raced <- race.do(data) })
-				})
-				cfg := p.writeConfig(iso, "ro.toml", "[sandbox]\nwritable_dirs = [\"data\"]\n")
-				r := run(t, p.dir, []string{"DOCKER_HOST=unix://" + sock}, "",
-					"--isolator="+iso, "--egress=open", "--read-only", "--config", cfg, "--", "/bin/sh", "-c", "echo RAN")
-				select {
-				case err := <-raced:
-					if err != nil {
-						t.Fatalf("changing %s: %v", data, err)
-					}
-				default:
-					t.Fatalf("the proxy saw no request creating the run's container:\n%s", r)
+		forEachSourceRace(t, iso, func(t *testing.T, p *project, data string, race sourceRace, args []string) result {
+			var once sync.Once
+			raced := make(chan error, 1)
+			sock := engineProxy(t, engineOf(iso), p.path("engine.sock"), func(r *http.Request) {
+				if !strings.HasPrefix(r.URL.Query().Get("name"), "devsandbox-"+p.name()+"-") {
+					return
 				}
-				expectNamed(t, r, data, race.name, ino)
+				once.Do(func() { raced <- race.do(data) })
 			})
-		}
+			r := run(t, p.dir, []string{"DOCKER_HOST=unix://" + sock}, "", append([]string{"--isolator=" + iso}, args...)...)
+			select {
+			case err := <-raced:
+				if err != nil {
+					t.Fatalf("changing %s: %v", data, err)
+				}
+			default:
+				t.Fatalf("the proxy saw no request creating the run's container:\n%s", r)
+			}
+			return r
+		})
 	})
 }
 
@@ -89,22 +89,49 @@ func TestSourceRemovedDuringSetupKrun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, race := range sourceRaces {
-		t.Run(race.name, func(t *testing.T) {
-			p := newProject(t)
-			p.mkdir("proj/data")
-			data := p.path("proj/data")
-			ino := inode(t, data)
-			p.write("wrap/runc", "#!/bin/sh\nd='"+data+"'\nfor a; do\n\tif [ \"$a\" = create ]; then\n\t\t"+race.sh+" || exit 99\n\t\tbreak\n\tfi\ndone\nexec '"+runc+"' \"$@\"\n")
-			if err := os.Chmod(p.path("wrap/runc"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			p.write("containers.conf", "[engine.runtimes]\nrunc = [\""+p.path("wrap/runc")+"\"]\n")
-			cfg := p.writeConfig("krun", "ro.toml", "[sandbox]\nwritable_dirs = [\"data\"]\n")
-			r := run(t, p.dir, []string{"XDG_RUNTIME_DIR=" + runtimeDir(), "CONTAINERS_CONF=" + p.path("containers.conf")}, "",
-				"--isolator=krun", "--egress=open", "--read-only", "--config", cfg, "--", "/bin/sh", "-c", "echo RAN")
-			expectNamed(t, r, data, race.name, ino)
-		})
+	forEachSourceRace(t, "krun", func(t *testing.T, p *project, data string, race sourceRace, args []string) result {
+		p.write("wrap/runc", "#!/bin/sh\nd='"+data+"'\nfor a; do\n\tif [ \"$a\" = create ]; then\n\t\t"+race.sh+" || exit 99\n\t\tbreak\n\tfi\ndone\nexec '"+runc+"' \"$@\"\n")
+		if err := os.Chmod(p.path("wrap/runc"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p.write("containers.conf", "[engine.runtimes]\nrunc = [\""+p.path("wrap/runc")+"\"]\n")
+		return run(t, p.dir, []string{"XDG_RUNTIME_DIR=" + runtimeDir(), "CONTAINERS_CONF=" + p.path("containers.conf")}, "",
+			append([]string{"--isolator=krun"}, args...)...)
+	})
+}
+
+// forEachSourceRace runs launch, with the race done to data, as a subtest per race
+// and per kind of source: a writable_dirs directory of a read-only project (an
+// anchor, which the engines mount from the pinned directory or as a volume's
+// sub-path) and a --mount directory beside the project (bound by path), also with
+// sandbox.mode = auto, which must not take the failure for an isolator that cannot
+// run here and run the command unsandboxed (a local engine's "bind source path does
+// not exist" read as an engine that cannot see the path did). args are the
+// devsandbox arguments after --isolator; then it checks the result (expectNamed).
+func forEachSourceRace(t *testing.T, iso string, launch func(t *testing.T, p *project, data string, race sourceRace, args []string) result) {
+	for _, kind := range []string{"writable_dirs", "mount", "mount_mode_auto"} {
+		for _, race := range sourceRaces {
+			t.Run(kind+"/"+race.name, func(t *testing.T) {
+				p := newProject(t)
+				var data string
+				var args []string
+				if kind != "writable_dirs" {
+					p.mkdir("shared")
+					data = p.path("shared")
+					args = []string{"--mount", data + ":" + data}
+					if kind == "mount_mode_auto" {
+						args = append(args, "--mode=auto")
+					}
+				} else {
+					p.mkdir("proj/data")
+					data = p.path("proj/data")
+					args = []string{"--read-only", "--config", p.writeConfig(iso, "ro.toml", "[sandbox]\nwritable_dirs = [\"data\"]\n")}
+				}
+				ino := inode(t, data)
+				r := launch(t, p, data, race, append(args, "--egress=open", "--", "/bin/sh", "-c", "echo RAN"))
+				expectNamed(t, r, data, race.name, ino)
+			})
+		}
 	}
 }
 
