@@ -119,7 +119,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		subpath = !apiBefore(api, SubpathAPI)
 		opts.Subpath = subpath
 	}
-	// nil for a remote engine, which pins nothing.
+	// The sources as this run found them: pinned for a local engine, their
+	// identities noted for another (pin.Record); asked when the run fails.
 	var pins *pin.Set
 	if addr.Local() {
 		// The engine binds by path: pin each source, and the init checks that the
@@ -146,12 +147,16 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 				opts.Anchors[src] = s.ProcPath()
 			}
 		}
-	} else if err := isolator.CheckDestinations(p); err != nil {
-		return 0, err
-	} else if p, err = viaContent(p, remoteSources(p), !subpath); err != nil {
+	} else {
+		if err := isolator.CheckDestinations(p); err != nil {
+			return 0, err
+		}
+		pins = pin.Record(p)
 		// The engine pins nothing: a file the sandbox can swap goes as content, and
 		// so does a read-only directory unless the engine mounts it as a sub-path.
-		return 0, err
+		if p, err = viaContent(p, remoteSources(p), !subpath); err != nil {
+			return 0, err
+		}
 	}
 	l, err := layout(p, opts)
 	if err != nil {
