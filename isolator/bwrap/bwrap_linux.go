@@ -500,7 +500,7 @@ func exitCode(ws syscall.WaitStatus, err error) int {
 // availability probe runs only now, off the hot path.
 func (b *Isolator) setupFailed(ctx context.Context, code int, removed []string) error {
 	if len(removed) > 0 {
-		return fmt.Errorf("%w: %s was removed or replaced on the host while the sandbox was being set up, so bubblewrap could not mount it as devsandbox checked it (exit status %d, its message is above); the command did not run: run it again once it is back, or without what binds it", isolator.ErrProtection, strings.Join(removed, ", "), code)
+		return pin.RemovedError(removed, "bubblewrap", fmt.Errorf("bubblewrap exited with status %d, its message is above", code))
 	}
 	st := b.Check(ctx)
 	if st.State != isolator.Active {

@@ -119,6 +119,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		subpath = !apiBefore(api, SubpathAPI)
 		opts.Subpath = subpath
 	}
+	// The sources as this run found them: pinned for a local engine, their
+	// identities noted for another (pin.Record); asked when the run fails.
+	var pins *pin.Set
 	if addr.Local() {
 		// The engine binds by path: pin each source, and the init checks that the
 		// engine bound the file pinned (guarantee 12; see package pin). A remote
@@ -126,8 +129,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if err := isolator.PrepareHost(p); err != nil {
 			return 0, err
 		}
-		pins, err := pin.Plan(p)
-		if err != nil {
+		if pins, err = pin.Plan(p); err != nil {
 			return 0, err
 		}
 		// Held until the run ends: the engine mounts the anchors through them
@@ -145,12 +147,16 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 				opts.Anchors[src] = s.ProcPath()
 			}
 		}
-	} else if err := isolator.CheckDestinations(p); err != nil {
-		return 0, err
-	} else if p, err = viaContent(p, remoteSources(p), !subpath); err != nil {
+	} else {
+		if err := isolator.CheckDestinations(p); err != nil {
+			return 0, err
+		}
+		pins = pin.Record(p)
 		// The engine pins nothing: a file the sandbox can swap goes as content, and
 		// so does a read-only directory unless the engine mounts it as a sub-path.
-		return 0, err
+		if p, err = viaContent(p, remoteSources(p), !subpath); err != nil {
+			return 0, err
+		}
 	}
 	l, err := layout(p, opts)
 	if err != nil {
@@ -228,10 +234,19 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	launched = true
+	var code int
 	if spec.Exec != nil {
-		return b.runKept(ctx, e, addr, p, spec, pr, hello, stdio, kept, stopServices)
+		code, err = b.runKept(ctx, e, addr, p, spec, pr, hello, stdio, kept, stopServices)
+	} else {
+		code, err = b.runOnce(ctx, e, addr, p, spec, pr, hello, stdio)
 	}
-	return b.runOnce(ctx, e, addr, p, spec, pr, hello, stdio)
+	if err != nil && ctx.Err() == nil {
+		// Both fail only before the command runs (a command that ran gives its
+		// status): the engine could not mount a source, or the init refused what it
+		// found. Asked before the deferred clean-up.
+		err = pins.Gone("the docker engine", err)
+	}
+	return code, err
 }
 
 // prepareFailed explains a run that failed before its container was created: when

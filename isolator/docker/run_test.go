@@ -577,6 +577,84 @@ func TestRunOnceInitFails(t *testing.T) {
 	}
 }
 
+// The init's refusal of a bind source replaced on the host after Run pinned it names
+// the source and the race, and keeps the init's reason; with every source in place,
+// the init's reason alone.
+func TestRunOnceSourceGone(t *testing.T) {
+	for _, replace := range []bool{false, true} {
+		data := filepath.Join(t.TempDir(), "data")
+		if err := os.Mkdir(data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f := newFake(t)
+		failure := "rw " + data + " is not the file devsandbox opened for it"
+		f.init = func(_ *wire.Hello, _ io.Reader, _, stderr io.Writer) int {
+			// Another directory moved to the name (made first: it cannot get the
+			// removed one's inode number).
+			if replace {
+				if err := os.Mkdir(data+".new", 0o755); err != nil {
+					t.Error(err)
+				}
+				if err := os.Remove(data); err != nil {
+					t.Error(err)
+				}
+				if err := os.Rename(data+".new", data); err != nil {
+					t.Error(err)
+				}
+			}
+			fmt.Fprint(stderr, wire.FailMarker(failure))
+			return 125
+		}
+		b, p := testIsolator(t, f, false)
+		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: data, Dest: data})
+		_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+		named := data + " was removed or replaced on the host while the sandbox was being set up, so the docker engine could not mount it"
+		if !errors.Is(err, isolator.ErrProtection) || err == nil || !strings.HasSuffix(err.Error(), failure+"; the command did not run") || strings.Contains(err.Error(), named) != replace {
+			t.Errorf("Run (source replaced: %v): %v", replace, err)
+		}
+	}
+}
+
+// sourceGoneEngine removes a directory when the run's container is created, and refuses
+// it as an engine does whose bind source is missing.
+type sourceGoneEngine struct {
+	*fakeEngine
+	dir string
+}
+
+func (g *sourceGoneEngine) ContainerCreate(ctx context.Context, cfg *dockercontainer.Config, host *dockercontainer.HostConfig, nc *network.NetworkingConfig, pl *ocispec.Platform, name string) (dockercontainer.CreateResponse, error) {
+	if name == "" {
+		return g.fakeEngine.ContainerCreate(ctx, cfg, host, nc, pl, name)
+	}
+	if err := os.Remove(g.dir); err != nil {
+		return dockercontainer.CreateResponse{}, err
+	}
+	return dockercontainer.CreateResponse{}, fmt.Errorf("Error response from daemon: invalid mount config for type \"bind\": bind source path does not exist: %s: %w", g.dir, cerrdefs.ErrInvalidArgument)
+}
+
+// An engine elsewhere, which pins nothing, refusing a bind source removed on this host
+// after the run began: not an engine that cannot see the path (an unavailable
+// isolator, which sandbox.mode = auto would run unsandboxed), the source named.
+func TestRunRemoteSourceGone(t *testing.T) {
+	f := newFake(t)
+	b, p := testIsolator(t, f, false)
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g := &sourceGoneEngine{fakeEngine: f, dir: data}
+	b.dial = func() (Engine, Address, error) {
+		return g, Address{Host: "tcp://10.0.0.2:2376", Origin: "docker.host"}, nil
+	}
+	f.listed = []*volume.Volume{{Name: "devsandbox-" + p.Project.Name + "-home"}}
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: data, Dest: data})
+	_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	named := data + " was removed or replaced on the host while the sandbox was being set up, so the docker engine could not mount it"
+	if !errors.Is(err, isolator.ErrProtection) || isolator.IsUnavailable(err) || err == nil || !strings.Contains(err.Error(), named) || !strings.Contains(err.Error(), "cannot see "+data) {
+		t.Errorf("Run: %v", err)
+	}
+}
+
 // A missing image is an unavailable isolator, with the command that builds it.
 func TestRunMissingImage(t *testing.T) {
 	f := newFake(t)

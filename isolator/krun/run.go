@@ -48,10 +48,14 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	defer svc.Stop()
 	// podman binds by path: pin each source, and the init checks that what was
 	// bound is the file pinned (guarantee 12; see package pin).
-	p, bootID, err := h.Pin(p)
+	p, bootID, pins, err := h.Pin(p)
 	if err != nil {
 		return 0, err
 	}
+	// gone explains a failure to mount the sources or the init's refusal of what
+	// was mounted when a source went away meanwhile; asked before the deferred
+	// clean-up removes the run's own directories.
+	gone := func(err error) error { return pins.Gone("podman", err) }
 	opts.BootID = bootID
 	l, err := layout(p, opts)
 	if err != nil {
@@ -88,7 +92,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// Only now: podman's namespaces exist once its service runs.
 	staged, unstage, err := h.StageAnchors(podmanRuntimeDir(b.Settings.RuntimeDir, b.Settings.UID), opts.Binaries.Nsenter, anchorsOf(p))
 	if err != nil {
-		return 0, err
+		return 0, gone(err)
 	}
 	defer unstage()
 	opts.Anchors = staged
@@ -106,7 +110,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if errors.Is(err, isolator.ErrUnavailable) {
 			return 0, err
 		}
-		return 0, fmt.Errorf("%w: podman refused the container: %w; the command did not run. `devsandbox --dry-run` shows it, `devsandbox doctor` checks podman", isolator.ErrProtection, err)
+		return 0, gone(fmt.Errorf("%w: podman refused the container: %w; the command did not run. `devsandbox --dry-run` shows it, `devsandbox doctor` checks podman", isolator.ErrProtection, err))
 	}
 	// podman does not remove the container by itself (no auto-remove, see specGen):
 	// its exit status lasts as long as it does, and podman 4.3 answers a wait on a
@@ -171,12 +175,13 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	case <-ready:
 	case err := <-attached:
 		remove()
-		return 0, fmt.Errorf("%w: attaching to the container: %w; the command did not run", isolator.ErrProtection, err)
+		// podman prepares the container for the attach: the runtime mounts then.
+		return 0, gone(fmt.Errorf("%w: attaching to the container: %w; the command did not run", isolator.ErrProtection, err))
 	}
 	start := func() error {
 		if err := e.Start(id); err != nil {
 			remove()
-			return fmt.Errorf("%w: podman could not start the container: %w; the command did not run. `devsandbox doctor` checks podman and the runtime %s", isolator.ErrProtection, err, s.Gen.OCIRuntime)
+			return gone(fmt.Errorf("%w: podman could not start the container: %w; the command did not run. `devsandbox doctor` checks podman and the runtime %s", isolator.ErrProtection, err, s.Gen.OCIRuntime))
 		}
 		b.phase("start")
 		return nil
@@ -265,7 +270,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	_ = inW.Close()
 	remove()
 	b.phase("removed")
-	return sess.Result(code)
+	code, err = sess.Result(code)
+	return code, gone(err)
 }
 
 // removeContainer removes the run's container, trying again when podman fails: a

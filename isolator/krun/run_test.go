@@ -24,6 +24,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
+	"github.com/devsandbox/devsandbox/isolator/pin"
 	"github.com/devsandbox/devsandbox/isolator/runmark"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
@@ -211,6 +212,8 @@ type fakeHost struct {
 	t     *testing.T
 	noKVM bool
 	lock  *fakeLock // nil: LockCreate is free
+	// pinned is what Pin returns as the pinned sources (nil: none).
+	pinned *pin.Set
 }
 
 // fakeLock is the creations' lock: who took it, and whether it is held.
@@ -258,8 +261,8 @@ func (h fakeHost) KVM() error {
 func (fakeHost) HardLimits() (uint64, uint64) { return 4096, 0 }
 func (fakeHost) Listening(string) bool        { return true }
 func (fakeHost) Systemd() bool                { return false }
-func (fakeHost) Pin(p *isolator.Plan) (*isolator.Plan, string, error) {
-	return p, "", nil
+func (h fakeHost) Pin(p *isolator.Plan) (*isolator.Plan, string, *pin.Set, error) {
+	return p, "", h.pinned, nil
 }
 func (fakeHost) StageAnchors(_, _ string, as []Anchor) (map[string]string, func(), error) {
 	m := map[string]string{}
@@ -539,6 +542,42 @@ func TestRunInitFailure(t *testing.T) {
 	_, err := backend(f, t).Run(context.Background(), runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
 	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "mask /p/.env") {
 		t.Errorf("Run: %v", err)
+	}
+}
+
+// The init's refusal of a source replaced on the host after it was pinned names the
+// source and the race, and keeps the init's reason.
+func TestRunSourceGone(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pins, err := pin.Plan(&isolator.Plan{Mounts: []isolator.Mount{{Kind: isolator.Bind, Source: dir, Dest: dir}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pins.Close()
+	f := newFake(t, "krun")
+	f.init = func(_ io.Reader, _, stderr io.Writer, _ *wire.Hello) {
+		// What the runtime mounted: another directory moved to the name (made first,
+		// so that it cannot get the removed one's inode number).
+		if err := os.Mkdir(dir+".new", 0o755); err != nil {
+			t.Error(err)
+		}
+		if err := os.Remove(dir); err != nil {
+			t.Error(err)
+		}
+		if err := os.Rename(dir+".new", dir); err != nil {
+			t.Error(err)
+		}
+		fmt.Fprint(stderr, wire.FailMarker("rw "+dir+" is not the file devsandbox opened for it"))
+	}
+	b := backend(f, t)
+	b.host = fakeHost{t: t, pinned: pins}
+	_, err = b.Run(context.Background(), runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	want := dir + " was removed or replaced on the host while the sandbox was being set up, so podman could not mount it"
+	if !errors.Is(err, isolator.ErrProtection) || err == nil || !strings.Contains(err.Error(), want) || !strings.HasSuffix(err.Error(), "The failure: protection could not be applied: rw "+dir+" is not the file devsandbox opened for it; the command did not run") {
+		t.Errorf("Run: %v\nwant it to contain %q and end with the init's failure", err, want)
 	}
 }
 

@@ -40,8 +40,10 @@ type Host interface {
 	// Systemd reports whether systemd is the init (else podman needs cgroupfs).
 	Systemd() bool
 	// Pin prepares p's host side and opens every bind source (package pin); it
-	// returns the Plan with their identities and the host's boot id.
-	Pin(p *isolator.Plan) (*isolator.Plan, string, error)
+	// returns the Plan with their identities, the host's boot id, and the pinned
+	// sources, closed, which tell a failed setup whether one of them went away
+	// meanwhile (pin.Set.Gone).
+	Pin(p *isolator.Plan) (*isolator.Plan, string, *pin.Set, error)
 	// StageAnchors binds each pinned anchor inside podman's namespaces (nsenter is
 	// the host's) and returns the paths podman binds instead, by anchor path; stop
 	// releases them once the container runs or will not.
@@ -87,17 +89,19 @@ func (osHost) Listening(path string) bool {
 	return true
 }
 
-func (osHost) Pin(p *isolator.Plan) (*isolator.Plan, string, error) {
+func (osHost) Pin(p *isolator.Plan) (*isolator.Plan, string, *pin.Set, error) {
 	if err := isolator.PrepareHost(p); err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	pins, err := pin.Plan(p)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
-	defer pins.Close()
+	// podman binds by path: only the identities are kept (the anchors are opened
+	// again where they are staged).
+	pins.Close()
 	pp, _ := pins.Apply()
-	return pp, pin.BootID(), nil
+	return pp, pin.BootID(), pins, nil
 }
 
 func (osHost) Systemd() bool {

@@ -2,6 +2,7 @@ package pin
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -337,5 +338,42 @@ func TestRemoved(t *testing.T) {
 	}
 	if got := s.Removed(); len(got) != 2 || got[0] != gone || got[1] != file {
 		t.Errorf("Removed: %q, want [%s %s]", got, gone, file)
+	}
+}
+
+// Gone passes a setup failure on unchanged while every source is where it was
+// pinned, and with none pinned (nil); once one is removed, the error names it, says
+// the command did not run, and keeps the failure and its class.
+func TestGone(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "data")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Plan(&isolator.Plan{Mounts: []isolator.Mount{{Kind: isolator.Bind, Source: dir, Dest: "/data"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	failure := fmt.Errorf("%w: the engine could not mount /proc/1/fd/3", isolator.ErrUnavailable)
+	if err := s.Gone("the docker engine", failure); err != failure {
+		t.Errorf("Gone with every source in place: %v, want the failure itself", err)
+	}
+	if err := (*Set)(nil).Gone("podman", failure); err != failure {
+		t.Errorf("Gone of a nil Set: %v, want the failure itself", err)
+	}
+	if err := s.Gone("podman", nil); err != nil {
+		t.Errorf("Gone without a failure: %v", err)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Gone("the docker engine", failure)
+	want := "protection could not be applied: " + dir + " was removed or replaced on the host while the sandbox was being set up, so the docker engine could not mount it as devsandbox checked it, and the command did not run: run it again once it is back, or without what binds it. The failure: isolator unavailable: the engine could not mount /proc/1/fd/3"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Gone after the removal:\n%v\nwant\n%s", err, want)
+	}
+	if !errors.Is(err, failure) || !errors.Is(err, isolator.ErrProtection) || isolator.IsUnavailable(err) {
+		t.Errorf("Gone's error %v does not keep the failure, or is not a protection's failure (mode auto must not run the command unsandboxed)", err)
 	}
 }
