@@ -1,13 +1,16 @@
 package sandboxinit
 
 import (
+	"bytes"
 	"errors"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/internal/dirent"
 )
 
 // killSubtree SIGKILLs every process below this one and reaps them, until the kernel
@@ -77,27 +80,65 @@ func descendantsOf(pid int) []int {
 
 type process struct{ pid, ppid int }
 
-// processes lists the pid and parent pid of every process in /proc.
+// processes lists the pid and parent pid of every process in /proc: one listing of
+// /proc and one read of each /proc/PID/stat (parentPid), with the system calls
+// themselves. A keeper's sweep, on a session's critical path, lists them at each
+// registration; filepath.Glob("/proc/[0-9]*/stat") opened and listed every
+// /proc/PID directory to find its stat file, and os.File registers each file it
+// opens with the runtime's poller.
 func processes() []process {
 	var out []process
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
+	_ = dirent.ReadDir("/proc", 8192, func(name string, _ byte) bool {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid <= 0 {
+			return true // not a process: self, sys, meminfo, ...
 		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
+		if ppid := parentPid(pid); ppid >= 0 {
+			out = append(out, process{pid, ppid})
 		}
-		fields := strings.Fields(s[i+1:])
-		if len(fields) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(fields[1])
-		me, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-		out = append(out, process{me, ppid})
-	}
+		return true
+	})
 	return out
+}
+
+// parentPid returns pid's parent pid, -1 when it cannot be read.
+func parentPid(pid int) int {
+	// The pid, the command's name (at most 16 bytes, TASK_COMM_LEN), the state and
+	// the parent pid come first: one read of the line's start holds them.
+	var b [256]byte
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return -1
+	}
+	n, err := unix.Read(fd, b[:])
+	for err == unix.EINTR {
+		n, err = unix.Read(fd, b[:])
+	}
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return -1
+	}
+	return statPPid(b[:n])
+}
+
+// statPPid is the parent pid in the start of a /proc/PID/stat line, "PID (COMM)
+// STATE PPID ...", -1 when it has none. COMM may hold spaces and parentheses: the
+// fields start after its last ')'. Pure.
+func statPPid(line []byte) int {
+	i := bytes.LastIndexByte(line, ')')
+	if i < 0 {
+		return -1
+	}
+	f := bytes.Fields(line[i+1:])
+	if len(f) < 2 {
+		return -1
+	}
+	n, err := strconv.Atoi(string(f[1]))
+	if err != nil {
+		return -1
+	}
+	return n
 }

@@ -7,8 +7,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -204,28 +202,6 @@ func peerPid(c *net.UnixConn) (int, error) {
 		return 0, cerr
 	}
 	return int(cred.Pid), nil
-}
-
-// parentPid returns pid's parent pid, -1 when it cannot be read.
-func parentPid(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return -1
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return -1
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return -1
-	}
-	n, err := strconv.Atoi(f[1])
-	if err != nil {
-		return -1
-	}
-	return n
 }
 
 // registerSession registers this process (an exec'd session init) with the kept

@@ -1,6 +1,8 @@
 package sandboxinit
 
 import (
+	"os"
+	"os/exec"
 	"reflect"
 	"sort"
 	"testing"
@@ -27,5 +29,52 @@ func TestStrayPids(t *testing.T) {
 	sort.Ints(got)
 	if want := []int{20, 21, 50}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("strays %v, want %v", got, want)
+	}
+}
+
+// The parent pid follows the command's name, which may hold spaces and parentheses;
+// a line cut short or without a name has none.
+func TestStatPPid(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want int
+	}{
+		{"42 (sh) S 7 42 42 0 -1 4194560 97 0 0 0", 7},
+		{"43 (a) b) (c) R 1 43 1 0", 1},
+		{"44 (x y) Z 0", 0},
+		{"45 (sleep) S", -1},
+		{"46 (sleep S 3", -1},
+		{"47 (x) S 3x", -1},
+		{"", -1},
+	} {
+		if got := statPPid([]byte(c.line)); got != c.want {
+			t.Errorf("statPPid(%q) = %d, want %d", c.line, got, c.want)
+		}
+	}
+}
+
+// processes lists every process of the pid namespace with its parent, as its stat
+// file gives them: this test process and a child of its own are among them.
+func TestProcessesListsChildren(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("starting sleep: %v", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	parents := map[int]int{}
+	for _, p := range processes() {
+		parents[p.pid] = p.ppid
+	}
+	if pp, ok := parents[os.Getpid()]; !ok || pp != os.Getppid() {
+		t.Errorf("this process: parent %d (listed %v), want %d", pp, ok, os.Getppid())
+	}
+	if pp, ok := parents[cmd.Process.Pid]; !ok || pp != os.Getpid() {
+		t.Errorf("the child: parent %d (listed %v), want %d", pp, ok, os.Getpid())
+	}
+	if got, want := parentPid(cmd.Process.Pid), os.Getpid(); got != want {
+		t.Errorf("parentPid(child) = %d, want %d", got, want)
+	}
+	if got := parentPid(1 << 30); got != -1 {
+		t.Errorf("parentPid of no process = %d, want -1", got)
 	}
 }

@@ -20,7 +20,11 @@
 // -base DIR it also alternates DIR's devsandbox and devsandbox-docker with -bin's in
 // warm runs and prints when each sent its exec's start (compare.go).
 //
-//	benchdocker -bin bin/devsandbox [-n 20] [-image devsandbox-test/busybox:1] [-user dsbtest] [-only warm] [-base DIR]
+// With -busy N another session holds N sleeping processes in the kept container during
+// the warm --egress=open runs (busy.go); it ends before the --egress=proxy runs, which
+// make the kept container anew.
+//
+//	benchdocker -bin bin/devsandbox [-n 20] [-image devsandbox-test/busybox:1] [-user dsbtest] [-only warm] [-base DIR] [-busy N]
 package main
 
 import (
@@ -41,18 +45,19 @@ func main() {
 	userName := flag.String("user", "dsbtest", "unprivileged user (in the docker group) to run as when root")
 	only := flag.String("only", "", `"warm": only the warm runs (kept container, --egress=open and proxy)`)
 	base := flag.String("base", "", "a directory with another build's devsandbox and devsandbox-docker to alternate with -bin's in warm runs, through the request recorder")
+	busy := flag.Int("busy", 0, "processes another session holds in the kept container during the warm --egress=open runs")
 	flag.Parse()
 	if *only != "" && *only != "warm" {
 		fmt.Fprintf(os.Stderr, "benchdocker: -only %q: want warm\n", *only)
 		os.Exit(2)
 	}
-	if err := run(*bin, *n, *image, *userName, *only == "warm", *base); err != nil {
+	if err := run(*bin, *n, *image, *userName, *only == "warm", *base, *busy); err != nil {
 		fmt.Fprintf(os.Stderr, "benchdocker: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, n int, image, userName string, warmOnly bool, base string) error {
+func run(bin string, n int, image, userName string, warmOnly bool, base string, busy int) error {
 	st, cleanup, err := benchrun.AsUser(bin, userName, "benchdocker-", []string{"devsandbox", "devsandbox-init", "devsandbox-docker", "devsandbox-proxy"}, true)
 	defer cleanup()
 	if err != nil {
@@ -101,6 +106,13 @@ func run(bin string, n int, image, userName string, warmOnly bool, base string) 
 	id, err := keptContainer(r, proj)
 	if err != nil {
 		return err
+	}
+	var bs *busySession
+	if busy > 0 {
+		if bs, err = startBusy(r, kept, busy); err != nil {
+			return err
+		}
+		defer bs.stop()
 	}
 	warm, err := benchrun.Alternate(r, n, []string{"docker", "exec", id, "true"}, kept)
 	if err != nil {
@@ -151,6 +163,7 @@ func run(bin string, n int, image, userName string, warmOnly bool, base string) 
 			return err
 		}
 	}
+	bs.stop() // the proxy runs make the kept container anew, refused while a session is attached
 	keptProxy := []string{bin, "--isolator=docker", "--image=" + image, "--egress=proxy", "--keep-container", "--", "true"}
 	for i := 0; i < 3; i++ { // recreate the kept container for this policy
 		if _, err := r.Time(keptProxy); err != nil {
@@ -173,6 +186,9 @@ func run(bin string, n int, image, userName string, warmOnly bool, base string) 
 	fmt.Printf("  %-46s %7.1f ms\n", "first run after install (derives the image)", float64(first.Microseconds())/1000)
 	if !warmOnly {
 		cold.Print(46, "docker run --rm IMAGE true", "devsandbox --isolator=docker -- true", 1.2)
+	}
+	if busy > 0 {
+		fmt.Printf("  (warm --egress=open runs with another session holding %d processes in the kept container)\n", busy)
 	}
 	warm.Print(46, "docker exec CONTAINER true", "devsandbox --keep-container -- true", 1.0)
 	printRequests("devsandbox --keep-container -- true (warm)", reqs[1])
