@@ -204,14 +204,44 @@ func peerPid(c *net.UnixConn) (int, error) {
 	return int(cred.Pid), nil
 }
 
+// keeperStartLimit bounds how long a session's init waits for the keeper to listen:
+// the first session of a kept container is exec'd as soon as the engine started it,
+// which can be before its pid 1 (a Go program) listens, on a busy machine.
+const keeperStartLimit = 10 * time.Second
+
+// dialKeeper dials with dial (given the time left) until it connects, fails other
+// than with ECONNREFUSED (nothing listens on the name yet), or limit has passed: it
+// tries again after 1 ms, doubling up to 20 ms.
+func dialKeeper(dial func(limit time.Duration) (net.Conn, error), limit time.Duration) (net.Conn, error) {
+	end := time.Now().Add(limit)
+	for pause := time.Millisecond; ; pause = min(2*pause, 20*time.Millisecond) {
+		c, err := dial(time.Until(end))
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || time.Now().Add(pause).After(end) {
+			return c, err
+		}
+		time.Sleep(pause)
+	}
+}
+
 // registerSession registers this process (an exec'd session init) with the kept
 // container's keeper and waits until its sweep is done: nothing an ended session left
 // runs once it returns. The connection stays open for the session's life; closing it
 // (at exit) makes the keeper sweep again.
-func registerSession() (net.Conn, error) {
-	c, err := net.DialTimeout("unix", keeperSocket, 10*time.Second)
+func registerSession() (net.Conn, error) { return register(keeperSocket) }
+
+// register is registerSession on the keeper's socket addr.
+func register(addr string) (net.Conn, error) {
+	c, err := dialKeeper(func(limit time.Duration) (net.Conn, error) {
+		return net.DialTimeout("unix", addr, limit)
+	}, keeperStartLimit)
 	if err != nil {
 		return nil, fmt.Errorf("the kept container's keeper does not answer (%v); remove the container with `devsandbox sandboxes rm` and run again", err)
+	}
+	// Only the keeper, the container's pid 1, may let a session start: a process
+	// that bound the name itself would answer without sweeping.
+	if pid, err := peerPid(c.(*net.UnixConn)); err != nil || pid != 1 {
+		c.Close()
+		return nil, fmt.Errorf("something other than the kept container's keeper answers on its socket (pid %d, %v); remove the container with `devsandbox sandboxes rm` and run again", pid, err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	var b [1]byte
