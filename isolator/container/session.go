@@ -85,6 +85,9 @@ type Session struct {
 	// helloSent is closed once the hello is written (or failed): no frame may
 	// precede it.
 	helloSent chan struct{}
+	// helloErr is why the hello could not be written because the stream had ended
+	// (streamEnded); the init's report decides the run's result (Result).
+	helloErr error
 }
 
 // StartSession sends hello (with the window size) and starts relaying.
@@ -107,11 +110,18 @@ func StartSession(st *Stream, stdio isolator.Stdio, h *wire.Hello, report *wire.
 			close(s.helloSent)
 			helloErr <- err
 		}()
-	} else if err := st.hello(h); err != nil {
+	} else if err := st.hello(h); err != nil && !streamEnded(err) {
 		return nil, fmt.Errorf("sending the session's secrets to the container: %w", err)
 	} else {
+		// A stream that has ended (its other end is closed) is not a failure yet: the
+		// init may have exited before it read the hello, having run its command
+		// (wire.StartFirstArg: the hello carries nothing) or failed a check (it then
+		// started nothing). The engine half-closes an ended exec's stream, but a relay
+		// on the way may close it whole. Its report, read to the end, says which
+		// (Result); what was written of the hello, the init can no longer read.
+		s.helloErr = err
 		close(s.helloSent)
-		helloErr <- nil
+		helloErr <- err
 	}
 	if h.TTY && term {
 		restore, err := tty.MakeRaw(inFd)
@@ -220,8 +230,16 @@ func (s *Session) Result(code int) (int, error) {
 		return code, nil
 	case failure != "":
 		return 0, fmt.Errorf("%w: %s; the command did not run%s", isolator.ErrProtection, failure, maskHint(failure, s.o.Masks))
+	case s.helloErr != nil:
+		return 0, fmt.Errorf("sending the session's secrets to the container: %w; the init's stream ended (status %d) before it reported", s.helloErr, code)
 	}
 	return 0, fmt.Errorf("%w: the container ended (status %d) before devsandbox-init reported; the command did not run. Its message, if any, is above; `devsandbox --dry-run` shows the container and `devsandbox doctor` checks %s", isolator.ErrProtection, code, s.o.Engine)
+}
+
+// streamEnded reports whether err, from a write to the init's stream, says the
+// stream's other end is closed: nothing written will be read.
+func streamEnded(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // maskHint names the setting behind the mask an init's failure names ("mask PATH is

@@ -80,6 +80,11 @@ type fakeEngine struct {
 	sweeps   int              // sweeps of leftovers begun
 	api      string           // the API version the engine speaks; 1.41 when ""
 	versions int              // ServerVersion requests
+	// endedExec, when set, is an exec's whole life, over before ContainerExecAttach
+	// returns (the host's hello comes too late): it gets the exec's command and the
+	// engine's end of the stream, and returns the exec's status. The stream is closed
+	// after it, in both directions, as a relay between the host and the engine may.
+	endedExec func(cmd []string, stdout, stderr io.Writer) int
 }
 
 func mapValues(m map[string]string) []string {
@@ -103,6 +108,7 @@ type fakeContainer struct {
 type fakeExec struct {
 	id      string
 	c       *fakeContainer
+	cmd     []string
 	running bool
 	code    int
 }
@@ -444,7 +450,7 @@ func (f *fakeEngine) ContainerExecCreate(_ context.Context, id string, opts dock
 		return dockercontainer.ExecCreateResponse{}, fmt.Errorf("container %s is not running: %w", id, cerrdefs.ErrConflict)
 	}
 	f.nextID++
-	x := &fakeExec{id: fmt.Sprintf("x%d", f.nextID), c: c}
+	x := &fakeExec{id: fmt.Sprintf("x%d", f.nextID), c: c, cmd: opts.Cmd}
 	f.execs[x.id] = x
 	x.c.execIDs = append(x.c.execIDs, x.id)
 	return dockercontainer.ExecCreateResponse{ID: x.id}, nil
@@ -456,7 +462,16 @@ func (f *fakeEngine) ContainerExecAttach(_ context.Context, id string, _ dockerc
 	f.mu.Lock()
 	x := f.execs[id]
 	x.running = true
+	ended := f.endedExec
 	f.mu.Unlock()
+	if ended != nil {
+		code := ended(x.cmd, stdcopy.NewStdWriter(server, stdcopy.Stdout), stdcopy.NewStdWriter(server, stdcopy.Stderr))
+		server.Close()
+		f.mu.Lock()
+		x.running, x.code = false, code
+		f.mu.Unlock()
+		return types.NewHijackedResponse(client, ""), nil
+	}
 	go func() {
 		code := f.runInit(server)
 		f.mu.Lock()
