@@ -221,7 +221,7 @@ func (a *app) doctorConfig(flags config.Flags) (cfg *config.Config, keys []plann
 	l, lerr := a.load(flags)
 	if lerr == nil {
 		keys = planner.KeyPlaces(l.Config, tools.Default(), planner.ToolHost(l.Config.Host, l.Probe, l.Project.Dir))
-		p, _, perr := planner.Build(l.Config, tools.Default(), l.Probe, planner.Request{Command: a.command, TTY: a.interactive(), DryRun: true})
+		p, _, perr := a.plan(l, true)
 		if perr != nil {
 			p = nil
 		}

@@ -80,7 +80,7 @@ func (a *app) run(c *cli.Context) error {
 		}
 		defer unlock()
 	}
-	p, pwarns, err := planner.Build(cfg, tools.Default(), l.Probe, planner.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun})
+	p, pwarns, err := a.plan(l, dryRun)
 	if err != nil {
 		return err
 	}
@@ -174,6 +174,12 @@ func (a *app) degrade(mode string, cfg *config.Config, err error) error {
 		return a.unsandboxed(cfg)
 	}
 	return err
+}
+
+// plan builds the Plan of a run from l: the launch's, or with dryRun what --dry-run
+// shows (and doctor estimates from), which writes nothing.
+func (a *app) plan(l *planner.Loaded, dryRun bool) (*isolator.Plan, []string, error) {
+	return planner.Build(l.Config, tools.Default(), l.Probe, planner.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun})
 }
 
 func (a *app) interactive() bool {
