@@ -8,9 +8,8 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/devsandbox/devsandbox/internal/dirent"
+	"github.com/devsandbox/devsandbox/internal/rawfile"
 )
 
 // killSubtree SIGKILLs every process below this one and reaps them, until the kernel
@@ -103,25 +102,11 @@ func processes() []process {
 
 // parentPid returns pid's parent pid, -1 when it cannot be read.
 func parentPid(pid int) int {
-	// The pid, the command's name (at most 16 bytes, TASK_COMM_LEN), the state and
-	// the parent pid come first: one read of the line's start holds them.
-	var b [256]byte
-	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	for err == unix.EINTR {
-		fd, err = unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	}
+	b, err := rawfile.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return -1
 	}
-	n, err := unix.Read(fd, b[:])
-	for err == unix.EINTR {
-		n, err = unix.Read(fd, b[:])
-	}
-	unix.Close(fd)
-	if err != nil || n <= 0 {
-		return -1
-	}
-	return statPPid(b[:n])
+	return statPPid(b)
 }
 
 // statPPid is the parent pid in the start of a /proc/PID/stat line, "PID (COMM)
