@@ -223,7 +223,7 @@ func runFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "mount", Usage: "`SRC[:DST][:ro]` bind a host path (repeatable)"},
 		&cli.StringSliceFlag{Name: "publish", Aliases: []string{"p"}, Usage: "`HOST_PORT:SANDBOX_PORT`: the host's 127.0.0.1:HOST_PORT reaches a server in the sandbox (repeatable; every egress mode and isolator; Linux hosts)"},
 		&cli.BoolFlag{Name: "read-only", Usage: "project read-only except .git and sandbox.writable_dirs"},
-		&cli.BoolFlag{Name: "keep-container", Usage: "docker: keep one container per project and exec into it on later runs (refused when the run uses bwrap)"},
+		&cli.BoolFlag{Name: "keep-container", Usage: "docker: keep one container per project and exec into it on later runs (refused when the run uses bwrap or krun)"},
 		&cli.StringFlag{Name: "image", Usage: "container `IMAGE` of the docker or krun isolator (refused when the run uses bwrap)"},
 		&cli.IntFlag{Name: "pids", Usage: "at most `N` tasks in the sandbox (limits.pids; default 4096; 0: no limit)"},
 		&cli.StringFlag{Name: "memory", Usage: "memory limit such as 512m or 4g (`SIZE`, limits.memory); the run fails where it cannot be enforced"},
