@@ -216,7 +216,7 @@ func runFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "isolator", Usage: "the isolator `NAME`: auto (bwrap when usable, else docker), bwrap, docker or krun; also DEVSANDBOX_ISOLATOR"},
 		&cli.StringFlag{Name: "mode", Usage: "sandbox `MODE`: enforce (fail closed, the default), auto (unsandboxed with a warning when the isolator cannot run), off"},
-		&cli.StringFlag{Name: "egress", Usage: "network `MODE`: proxy (default: public hosts through the audited proxy, never the LAN or host services), allowlist (only --allow entries), none, open (the host's network)"},
+		&cli.StringFlag{Name: "egress", Usage: "network `MODE`: proxy (default: public hosts through the audited proxy, never the LAN or host services), allowlist (only egress.allow and --allow entries), none (loopback only), open (the host's network)"},
 		&cli.StringSliceFlag{Name: "allow", Usage: "allow egress to `HOST[:PORT]`, *.domain, IP or CIDR (repeatable; proxy and allowlist modes)"},
 		&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "`NAME=VALUE` sets a variable; a bare NAME passes the host value as a secret (repeatable)"},
 		&cli.StringSliceFlag{Name: "secret-file", Usage: "`NAME=PATH`: the host file appears read-only at /run/secrets/NAME (repeatable)"},
