@@ -11,8 +11,9 @@ import (
 // starter is the file `devsandbox config init` writes. Every key appears commented
 // out with its default (or, for a key without one, an example) under one line saying
 // what it does; a test uncomments every line and validates the result.
-const starter = `# devsandbox configuration. Every key is shown commented out with its default;
-# uncomment a line to change it. Reference: docs/configuration.md.
+const starter = `# devsandbox configuration. Every key is shown commented out with its default, or
+# an example where it has none or its help line names the default; uncomment a line
+# to change it. Reference: docs/configuration.md.
 # Check this file with: devsandbox config validate FILE
 #
 # As ~/.config/devsandbox/config.toml (the user config) every key is allowed. As a
@@ -80,7 +81,7 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 # Per tool: enabled (default: detected; a project file may only disable),
 # secrets (pass the tool's declared secret names when set on the host) and
 # key: "proxy" keeps the tool's API keys on the host, the proxy adds them toward
-# the tool's API and the sandbox holds placeholders ("env": passed in). [stricter only]
+# the tool's API and the sandbox holds placeholders ("env", the default: passed in). [stricter only]
 # [tools.claude]
 # enabled = true
 # secrets = true
@@ -102,13 +103,13 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 [proxy]
 # What the proxy does with destinations no rule names: allow or deny. [stricter only]
 # default = "allow"
-# Decrypt HTTPS in the proxy (the sandbox trusts a per-project CA); credentials for
-# HTTPS hosts need it. [stricter only]
+# Decrypt HTTPS in the proxy (the sandbox trusts a per-project CA); default false;
+# credentials for HTTPS hosts and git_push need it. [stricter only]
 # mitm = true
 # Refs a sandboxed git push may change: "agent/*" is refs/heads/agent/*, "refs/..." is
 # taken as written (tags only when named). A push changing any other ref is refused
-# whole at the proxy. Needs mitm = true and egress mode "proxy". A project file may set
-# one where yours has none, never widen yours. [stricter only]
+# whole at the proxy. Needs mitm = true and egress mode "proxy" (or "none"). A project
+# file may set one where yours has none, never widen yours. [stricter only]
 # git_push = ["agent/*"]
 # While git_push is set, ssh on port 22 is refused (a push over ssh cannot be read)
 # unless this is true. [stricter only]
@@ -133,11 +134,12 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 [docker]
 # Image for the docker isolator.
 # image = "devsandbox/default:{version}"
-# Engine address; empty: DOCKER_HOST, else the current docker context, else the default socket. [user config only]
+# Engine address, unix:///PATH or tcp://HOST:PORT (not ssh://: forward the socket with ssh -L);
+# empty: DOCKER_HOST, else the current docker context, else the default socket. [user config only]
 # host = "unix:///var/run/docker.sock"
 # Home directory inside the container.
 # home = "/home/<user>"
-# Keep the container after the run.
+# Keep one container per project and exec into it on later runs (refused with krun).
 # keep_container = false
 # Deprecated: the same as limits.cpus and limits.memory (a warning says so). [stricter only]
 # cpus = 2.0

@@ -32,7 +32,8 @@ func (a *app) commands() []*cli.Command {
 			Usage: "inspect, validate, create and trust configuration",
 			Subcommands: []*cli.Command{
 				{Name: "show", Usage: "print the effective configuration with the origin of each value", Flags: []cli.Flag{jsonFlag}, Action: a.configShow},
-				{Name: "validate", Usage: "check a config file; report the first error with file, line and key", ArgsUsage: "FILE", Action: a.configValidate},
+				{Name: "validate", Usage: "check a config file; report its errors with file, line and key", ArgsUsage: "FILE",
+					Description: a.describe("Checks FILE on its own, over the defaults, with the checks a run makes on the configuration (what depends on the host, such as paths that must exist, is left to the run). Reports the first error, or every unknown key, with its file, line and key, and exits 125; prints \"FILE: valid\" otherwise."), Action: a.configValidate},
 				{Name: "init", Usage: "write a commented starter config file; never overwrites", ArgsUsage: "[FILE]",
 					Description: a.describe("Writes FILE, by default the user config file ($XDG_CONFIG_HOME/devsandbox/config.toml). An existing file is left as it is."), Action: a.configInit},
 				{Name: "trust", Usage: "trust this project's .devsandbox.toml as it is now (review it first)", Action: a.configTrust},

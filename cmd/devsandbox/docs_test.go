@@ -14,8 +14,9 @@ import (
 	"github.com/devsandbox/devsandbox/internal/keytable"
 )
 
-// userDocs are the pages a new user reads first; the command lines they show must run.
-var userDocs = []string{"../../README.md", "../../docs/configuration.md"}
+// userDocs are the user-facing pages; the command lines they show must run.
+var userDocs = []string{"../../README.md", "../../docs/configuration.md", "../../docs/isolators.md",
+	"../../docs/security-model.md", "../../docs/tools.md", "../../docs/architecture.md", "../../docs/performance.md"}
 
 // findFlag returns the flag called name (any of its names), or nil.
 func findFlag(flags []cli.Flag, name string) cli.Flag {
@@ -134,9 +135,8 @@ func documentedInvocations(t *testing.T, path string) map[string][]string {
 	return out
 }
 
-// TestDocumentedInvocations: every devsandbox command line README.md and
-// docs/configuration.md show uses flags and subcommands the CLI has, where it has
-// them.
+// TestDocumentedInvocations: every devsandbox command line README.md and the pages
+// of docs/ show uses flags and subcommands the CLI has, where it has them.
 func TestDocumentedInvocations(t *testing.T) {
 	a, _, _ := testApp()
 	n := 0

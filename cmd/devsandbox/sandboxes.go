@@ -43,10 +43,11 @@ func (a *app) imageCommand() *cli.Command {
 		Name:  "image",
 		Usage: "the docker isolator's default image",
 		Subcommands: []*cli.Command{{
-			Name:  "build",
-			Usage: "build the default image (docker.image) from devsandbox's Dockerfile",
+			Name:        "build",
+			Usage:       "build the default image (docker.image) from devsandbox's Dockerfile",
+			Description: a.describe("Builds --tag from devsandbox's Dockerfile on --base, any image with /bin/sh: when git or ssh is missing and the base has apt-get, they are added (with CA certificates)."),
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "base", Value: "debian:bookworm-slim", Usage: "base `IMAGE`, with /bin/sh (apt: git, ssh added)"},
+				&cli.StringFlag{Name: "base", Value: "debian:bookworm-slim", Usage: "base `IMAGE`, with /bin/sh"},
 				&cli.StringFlag{Name: "tag", Usage: "image `NAME` to build (default: docker.image)"},
 			},
 			Action: a.imageBuild,
