@@ -153,6 +153,14 @@ func expectNamed(t *testing.T, r result, data, race string, ino uint64) {
 	if !strings.Contains(r.stderr, want) {
 		t.Errorf("stderr does not name the source gone:\n%s\nwant it to contain %q", r.stderr, want)
 	}
+	// The cause is known: none of devsandbox's guesses at another (an engine that
+	// cannot see the path, or cannot mount an anchor; a symlink a session planted),
+	// nor its pointers elsewhere.
+	for _, guess := range []string{"cannot see", "upgrade the engine", "symlink", "devsandbox doctor", "devsandbox --dry-run"} {
+		if strings.Contains(r.stderr, guess) {
+			t.Errorf("stderr guesses at another cause (%q):\n%s", guess, r.stderr)
+		}
+	}
 }
 
 // inode is path's inode number.
