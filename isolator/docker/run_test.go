@@ -736,6 +736,43 @@ func TestRunRemoteSourceGone(t *testing.T) {
 	}
 }
 
+// keep_container: a source removed on the host while the kept container is made (the
+// engine refuses its bind) or replaced before its exec's init checks it is named, as
+// for a one-shot container, and the run is a protection's failure (not an engine that
+// cannot see the path, which mode auto would run unsandboxed).
+func TestRunKeptSourceGone(t *testing.T) {
+	for _, at := range []string{"create", "init"} {
+		f := newFake(t)
+		b, p := testIsolator(t, f, true)
+		data := filepath.Join(t.TempDir(), "data")
+		if err := os.Mkdir(data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: data, Dest: data})
+		var failure string
+		switch at {
+		case "create":
+			g := &sourceGoneEngine{fakeEngine: f, dir: data}
+			b.dial = func() (Engine, Address, error) { return g, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
+			failure = "isolator unavailable: the docker engine refused the container: Error response from daemon: invalid mount config for type \"bind\": bind source path does not exist: " + data + ": invalid argument; the command did not run"
+		case "init":
+			f.init = func(_ *wire.Hello, _ io.Reader, _, stderr io.Writer) int {
+				if err := replaceDir(data); err != nil {
+					t.Error(err)
+				}
+				fmt.Fprint(stderr, wire.FailMarker("rw "+data+" is not the file devsandbox opened for it"))
+				return 125
+			}
+			failure = "protection could not be applied: rw " + data + " is not the file devsandbox opened for it; the command did not run"
+		}
+		_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+		want := "protection could not be applied: " + data + " was removed or replaced on the host while the sandbox was being set up, so the docker engine could not mount it as devsandbox checked it, and the command did not run: run it again once it is back, or without what binds it. The failure: " + failure
+		if !errors.Is(err, isolator.ErrProtection) || isolator.IsUnavailable(err) || err == nil || err.Error() != want {
+			t.Errorf("%s: Run:\n%v\nwant a protection's failure:\n%s", at, err, want)
+		}
+	}
+}
+
 // A missing image is an unavailable isolator, with the command that builds it.
 func TestRunMissingImage(t *testing.T) {
 	f := newFake(t)
