@@ -60,7 +60,8 @@ func TestSourceRemovedDuringSetupDocker(t *testing.T) {
 			var once sync.Once
 			raced := make(chan error, 1)
 			sock := engineProxy(t, engineOf(iso), p.path("engine.sock"), func(r *http.Request) {
-				if !strings.HasPrefix(r.URL.Query().Get("name"), "devsandbox-"+p.name()+"-") {
+				// The run's container, or the kept one.
+				if name := r.URL.Query().Get("name"); name != "devsandbox-"+p.name() && !strings.HasPrefix(name, "devsandbox-"+p.name()+"-") {
 					return
 				}
 				once.Do(func() { raced <- race.do(data) })
@@ -106,26 +107,34 @@ func TestSourceRemovedDuringSetupKrun(t *testing.T) {
 // sub-path) and a --mount directory beside the project (bound by path), also with
 // sandbox.mode = auto, which must not take the failure for an isolator that cannot
 // run here and run the command unsandboxed (a local engine's "bind source path does
-// not exist" read as an engine that cannot see the path did). args are the
-// devsandbox arguments after --isolator; then it checks the result (expectNamed).
+// not exist" read as an engine that cannot see the path did); on docker, both kinds
+// in a kept container too (keep_container). args are the devsandbox arguments after
+// --isolator; then it checks the result (expectNamed).
 func forEachSourceRace(t *testing.T, iso string, launch func(t *testing.T, p *project, data string, race sourceRace, args []string) result) {
-	for _, kind := range []string{"writable_dirs", "mount", "mount_mode_auto"} {
+	kinds := []string{"writable_dirs", "mount", "mount_mode_auto"}
+	if iso != "krun" {
+		kinds = append(kinds, "writable_dirs_kept", "mount_kept")
+	}
+	for _, kind := range kinds {
 		for _, race := range sourceRaces {
 			t.Run(kind+"/"+race.name, func(t *testing.T) {
 				p := newProject(t)
 				var data string
 				var args []string
-				if kind != "writable_dirs" {
+				if strings.HasSuffix(kind, "_kept") {
+					args = []string{"--keep-container"}
+				}
+				if !strings.HasPrefix(kind, "writable_dirs") {
 					p.mkdir("shared")
 					data = p.path("shared")
-					args = []string{"--mount", data + ":" + data}
+					args = append(args, "--mount", data+":"+data)
 					if kind == "mount_mode_auto" {
 						args = append(args, "--mode=auto")
 					}
 				} else {
 					p.mkdir("proj/data")
 					data = p.path("proj/data")
-					args = []string{"--read-only", "--config", p.writeConfig(iso, "ro.toml", "[sandbox]\nwritable_dirs = [\"data\"]\n")}
+					args = append(args, "--read-only", "--config", p.writeConfig(iso, "ro.toml", "[sandbox]\nwritable_dirs = [\"data\"]\n"))
 				}
 				ino := inode(t, data)
 				r := launch(t, p, data, race, append(args, "--egress=open", "--", "/bin/sh", "-c", "echo RAN"))
@@ -152,6 +161,14 @@ func expectNamed(t *testing.T, r result, data, race string, ino uint64) {
 	want := data + " was removed or replaced on the host while the sandbox was being set up"
 	if !strings.Contains(r.stderr, want) {
 		t.Errorf("stderr does not name the source gone:\n%s\nwant it to contain %q", r.stderr, want)
+	}
+	// The cause is known: none of devsandbox's guesses at another (an engine that
+	// cannot see the path, or cannot mount an anchor; a symlink a session planted),
+	// nor its pointers elsewhere.
+	for _, guess := range []string{"cannot see", "upgrade the engine", "symlink", "devsandbox doctor", "devsandbox --dry-run"} {
+		if strings.Contains(r.stderr, guess) {
+			t.Errorf("stderr guesses at another cause (%q):\n%s", guess, r.stderr)
+		}
 	}
 }
 

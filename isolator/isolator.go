@@ -29,6 +29,29 @@ func IsUnavailable(err error) bool {
 	return errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrProtection)
 }
 
+// Guessed is a failure told with devsandbox's guess at its cause: Error is Msg (the
+// failure, then what it may mean and the fix), Unwrap is Err (the failure as met: an
+// engine's own message, and every class; Msg adds none). A caller that learns the
+// cause (pin.Set.Gone: a bind source removed on the host) tells Err, with the cause,
+// in its place: the guess would send the user the wrong way. It is the outermost
+// error of the failure it tells, so that nothing is lost with it.
+type Guessed struct {
+	Err error
+	Msg string
+}
+
+func (g *Guessed) Error() string { return g.Msg }
+func (g *Guessed) Unwrap() error { return g.Err }
+
+// WithGuess is err told with hint after it (a Guessed), or err itself when hint is
+// empty.
+func WithGuess(err error, hint string) error {
+	if hint == "" {
+		return err
+	}
+	return &Guessed{Err: err, Msg: err.Error() + hint}
+}
+
 // ErrConfig is wrapped by errors caused by configured values that do not fit the host
 // (a bind source that does not exist, a secret file that cannot be read).
 var ErrConfig = errors.New("configuration does not fit this host")

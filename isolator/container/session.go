@@ -229,11 +229,12 @@ func (s *Session) Result(code int) (int, error) {
 		}
 		return code, nil
 	case failure != "":
-		return 0, fmt.Errorf("%w: %s; the command did not run%s", isolator.ErrProtection, failure, maskHint(failure, s.o.Masks))
+		return 0, isolator.WithGuess(fmt.Errorf("%w: %s; the command did not run", isolator.ErrProtection, failure), maskHint(failure, s.o.Masks))
 	case s.helloErr != nil:
 		return 0, fmt.Errorf("sending the session's secrets to the container: %w; the init's stream ended (status %d) before it reported", s.helloErr, code)
 	}
-	return 0, fmt.Errorf("%w: the container ended (status %d) before devsandbox-init reported; the command did not run. Its message, if any, is above; `devsandbox --dry-run` shows the container and `devsandbox doctor` checks %s", isolator.ErrProtection, code, s.o.Engine)
+	return 0, isolator.WithGuess(fmt.Errorf("%w: the container ended (status %d) before devsandbox-init reported; the command did not run. Its message, if any, is above", isolator.ErrProtection, code),
+		"; `devsandbox --dry-run` shows the container and `devsandbox doctor` checks "+s.o.Engine)
 }
 
 // streamEnded reports whether err, from a write to the init's stream, says the

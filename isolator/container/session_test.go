@@ -52,5 +52,11 @@ func TestMaskFailureNamesTheKey(t *testing.T) {
 		if got := strings.Contains(err.Error(), hint) && strings.Contains(err.Error(), "--isolator=bwrap"); got != tt.named {
 			t.Errorf("failure %q: the key named %v, want %v:\n%v", tt.failure, got, tt.named, err)
 		}
+		// The ways on are a guess at the cause, which one who knows it leaves out
+		// (pin.Set.Gone).
+		var g *isolator.Guessed
+		if errors.As(err, &g) != tt.named || tt.named && g.Err.Error() != "protection could not be applied: "+tt.failure+"; the command did not run" {
+			t.Errorf("failure %q: told as a guess %v, want %v: %#v", tt.failure, g != nil, tt.named, g)
+		}
 	}
 }

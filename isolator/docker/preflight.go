@@ -52,6 +52,10 @@ func unseen(err error, addr Address, l *container.Layout) error {
 			break
 		}
 	}
-	return fmt.Errorf("%w: the docker engine at %s (%s) cannot see %s, %s, on its machine; share the directory with the engine (Docker Desktop: Settings > Resources > File sharing), or run devsandbox where the engine runs; the command did not run",
-		isolator.ErrUnavailable, addr.Host, addr.Origin, path, what)
+	// A guess: a source removed on this host meanwhile gets the same answer.
+	return &isolator.Guessed{
+		Err: fmt.Errorf("%w: the docker engine refused the container: %w; the command did not run", isolator.ErrUnavailable, err),
+		Msg: fmt.Sprintf("%v: the docker engine at %s (%s) cannot see %s, %s, on its machine; share the directory with the engine (Docker Desktop: Settings > Resources > File sharing), or run devsandbox where the engine runs; the command did not run",
+			isolator.ErrUnavailable, addr.Host, addr.Origin, path, what),
+	}
 }

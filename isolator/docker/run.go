@@ -396,7 +396,8 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	waitc, werrc := e.ContainerWait(wctx, id, dockercontainer.WaitConditionRemoved)
 	start := func() error {
 		if err := e.ContainerStart(ctx, id, dockercontainer.StartOptions{}); err != nil {
-			return fmt.Errorf("%w: the docker engine could not start the container: %w; the command did not run%s. `devsandbox --dry-run` shows the container", isolator.ErrProtection, err, anchorHint(spec))
+			return isolator.WithGuess(fmt.Errorf("%w: the docker engine could not start the container: %w; the command did not run", isolator.ErrProtection, err),
+				anchorHint(spec)+". `devsandbox --dry-run` shows the container")
 		}
 		started = true
 		b.phase("start")

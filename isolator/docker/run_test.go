@@ -592,81 +592,184 @@ func TestRunOnceInitFails(t *testing.T) {
 	}
 }
 
-// The init's refusal of a bind source replaced on the host after Run pinned it names
-// the source and the race, and keeps the init's reason; with every source in place,
-// the init's reason alone.
+// replaceDir replaces the directory dir by another of the same name, made first: it
+// cannot get the removed one's inode number.
+func replaceDir(dir string) error {
+	if err := os.Mkdir(dir+".new", 0o755); err != nil {
+		return err
+	}
+	if err := os.Remove(dir); err != nil {
+		return err
+	}
+	return os.Rename(dir+".new", dir)
+}
+
+// startFails fails the start of the run's container as an engine that could not mount
+// an anchor from its descriptor does, after it calls before.
+type startFails struct {
+	*fakeEngine
+	before func()
+}
+
+// errAnchorMount is a local engine's answer to a start whose anchor's pinned
+// directory was removed.
+const errAnchorMount = "Error response from daemon: error while mounting volume '/var/lib/docker/volumes/1caa/_data': failed to mount local volume: mount /proc/16227/fd/23:/var/lib/docker/volumes/1caa/_data, flags: 0x1000: no such file or directory"
+
+func (s *startFails) ContainerStart(ctx context.Context, id string, o dockercontainer.StartOptions) error {
+	s.mu.Lock()
+	c := s.containers[id]
+	s.mu.Unlock()
+	if c.name == "" || c.cfg.Labels[LabelRole] != "" {
+		return s.fakeEngine.ContainerStart(ctx, id, o)
+	}
+	s.before()
+	return errors.New(errAnchorMount)
+}
+
+// A setup failure after a bind source was replaced on the host since Run pinned it
+// (the init's refusal of what the engine mounted, the engine's failure to start the
+// container) names the source and the race, and keeps the failure without
+// devsandbox's guesses at its cause (the start's about engines that cannot mount
+// anchors); with every source in place, the failure as it is told otherwise.
 func TestRunOnceSourceGone(t *testing.T) {
-	for _, replace := range []bool{false, true} {
-		data := filepath.Join(t.TempDir(), "data")
-		if err := os.Mkdir(data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		f := newFake(t)
-		failure := "rw " + data + " is not the file devsandbox opened for it"
-		f.init = func(_ *wire.Hello, _ io.Reader, _, stderr io.Writer) int {
-			// Another directory moved to the name (made first: it cannot get the
-			// removed one's inode number).
-			if replace {
-				if err := os.Mkdir(data+".new", 0o755); err != nil {
-					t.Error(err)
-				}
-				if err := os.Remove(data); err != nil {
-					t.Error(err)
-				}
-				if err := os.Rename(data+".new", data); err != nil {
-					t.Error(err)
+	for _, at := range []string{"init", "start"} {
+		for _, replace := range []bool{false, true} {
+			data := filepath.Join(t.TempDir(), "data")
+			if err := os.Mkdir(data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			race := func() {
+				if replace {
+					if err := replaceDir(data); err != nil {
+						t.Error(err)
+					}
 				}
 			}
-			fmt.Fprint(stderr, wire.FailMarker(failure))
-			return 125
-		}
-		b, p := testIsolator(t, f, false)
-		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: data, Dest: data})
-		_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
-		named := data + " was removed or replaced on the host while the sandbox was being set up, so the docker engine could not mount it"
-		if !errors.Is(err, isolator.ErrProtection) || err == nil || !strings.HasSuffix(err.Error(), failure+"; the command did not run") || strings.Contains(err.Error(), named) != replace {
-			t.Errorf("Run (source replaced: %v): %v", replace, err)
+			f := newFake(t)
+			b, p := testIsolator(t, f, false)
+			var failure, guess string
+			switch at {
+			case "init":
+				p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: data, Dest: data})
+				f.init = func(_ *wire.Hello, _ io.Reader, _, stderr io.Writer) int {
+					race()
+					fmt.Fprint(stderr, wire.FailMarker("rw "+data+" is not the file devsandbox opened for it"))
+					return 125
+				}
+				failure = "protection could not be applied: rw " + data + " is not the file devsandbox opened for it; the command did not run"
+			case "start":
+				// An anchor, which an engine of API 1.41 mounts from the directory pinned.
+				p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: data, Dest: data, Anchor: true})
+				g := &startFails{fakeEngine: f, before: race}
+				b.dial = func() (Engine, Address, error) { return g, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
+				failure = "protection could not be applied: the docker engine could not start the container: " + errAnchorMount + "; the command did not run"
+				guess = anchorHint(&Spec{Anchored: true}) + ". `devsandbox --dry-run` shows the container"
+			}
+			_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+			if !errors.Is(err, isolator.ErrProtection) || isolator.IsUnavailable(err) {
+				t.Errorf("%s (source replaced: %v): Run: %v, want a protection's failure", at, replace, err)
+				continue
+			}
+			want := failure + guess
+			if replace {
+				want = "protection could not be applied: " + data + " was removed or replaced on the host while the sandbox was being set up, so the docker engine could not mount it as devsandbox checked it, and the command did not run: run it again once it is back, or without what binds it. The failure: " + failure
+			}
+			if err.Error() != want {
+				t.Errorf("%s (source replaced: %v): Run:\n%v\nwant\n%s", at, replace, err, want)
+			}
 		}
 	}
 }
 
 // sourceGoneEngine removes a directory when the run's container is created, and refuses
-// it as an engine does whose bind source is missing.
+// it as an engine does whose bind source is missing. With keep set, it refuses it
+// without removing it (an engine that cannot see the path).
 type sourceGoneEngine struct {
 	*fakeEngine
-	dir string
+	dir  string
+	keep bool
 }
 
 func (g *sourceGoneEngine) ContainerCreate(ctx context.Context, cfg *dockercontainer.Config, host *dockercontainer.HostConfig, nc *network.NetworkingConfig, pl *ocispec.Platform, name string) (dockercontainer.CreateResponse, error) {
 	if name == "" {
 		return g.fakeEngine.ContainerCreate(ctx, cfg, host, nc, pl, name)
 	}
-	if err := os.Remove(g.dir); err != nil {
-		return dockercontainer.CreateResponse{}, err
+	if !g.keep {
+		if err := os.Remove(g.dir); err != nil {
+			return dockercontainer.CreateResponse{}, err
+		}
 	}
 	return dockercontainer.CreateResponse{}, fmt.Errorf("Error response from daemon: invalid mount config for type \"bind\": bind source path does not exist: %s: %w", g.dir, cerrdefs.ErrInvalidArgument)
 }
 
 // An engine elsewhere, which pins nothing, refusing a bind source removed on this host
 // after the run began: not an engine that cannot see the path (an unavailable
-// isolator, which sandbox.mode = auto would run unsandboxed), the source named.
+// isolator, which sandbox.mode = auto would run unsandboxed, and the wrong fix), the
+// source named and the engine's own answer. Refusing a source still there, it is that
+// engine.
 func TestRunRemoteSourceGone(t *testing.T) {
-	f := newFake(t)
-	b, p := testIsolator(t, f, false)
-	data := filepath.Join(t.TempDir(), "data")
-	if err := os.Mkdir(data, 0o755); err != nil {
-		t.Fatal(err)
+	for _, removed := range []bool{false, true} {
+		f := newFake(t)
+		b, p := testIsolator(t, f, false)
+		data := filepath.Join(t.TempDir(), "data")
+		if err := os.Mkdir(data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		g := &sourceGoneEngine{fakeEngine: f, dir: data, keep: !removed}
+		b.dial = func() (Engine, Address, error) {
+			return g, Address{Host: "tcp://10.0.0.2:2376", Origin: "docker.host"}, nil
+		}
+		f.listed = []*volume.Volume{{Name: "devsandbox-" + p.Project.Name + "-home"}}
+		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: data, Dest: data})
+		_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+		if !removed {
+			want := "isolator unavailable: the docker engine at tcp://10.0.0.2:2376 (docker.host) cannot see " + data + ", the mount at " + data + ", on its machine; share the directory with the engine (Docker Desktop: Settings > Resources > File sharing), or run devsandbox where the engine runs; the command did not run"
+			if !isolator.IsUnavailable(err) || err.Error() != want {
+				t.Errorf("Run with the source in place:\n%v\nwant an unavailable isolator:\n%s", err, want)
+			}
+			continue
+		}
+		want := "protection could not be applied: " + data + " was removed or replaced on the host while the sandbox was being set up, so the docker engine could not mount it as devsandbox checked it, and the command did not run: run it again once it is back, or without what binds it. The failure: isolator unavailable: the docker engine refused the container: Error response from daemon: invalid mount config for type \"bind\": bind source path does not exist: " + data + ": invalid argument; the command did not run"
+		if !errors.Is(err, isolator.ErrProtection) || isolator.IsUnavailable(err) || !errors.Is(err, cerrdefs.ErrInvalidArgument) || err == nil || err.Error() != want {
+			t.Errorf("Run:\n%v\nwant a protection's failure:\n%s", err, want)
+		}
 	}
-	g := &sourceGoneEngine{fakeEngine: f, dir: data}
-	b.dial = func() (Engine, Address, error) {
-		return g, Address{Host: "tcp://10.0.0.2:2376", Origin: "docker.host"}, nil
-	}
-	f.listed = []*volume.Volume{{Name: "devsandbox-" + p.Project.Name + "-home"}}
-	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: data, Dest: data})
-	_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
-	named := data + " was removed or replaced on the host while the sandbox was being set up, so the docker engine could not mount it"
-	if !errors.Is(err, isolator.ErrProtection) || isolator.IsUnavailable(err) || err == nil || !strings.Contains(err.Error(), named) || !strings.Contains(err.Error(), "cannot see "+data) {
-		t.Errorf("Run: %v", err)
+}
+
+// keep_container: a source removed on the host while the kept container is made (the
+// engine refuses its bind) or replaced before its exec's init checks it is named, as
+// for a one-shot container, and the run is a protection's failure (not an engine that
+// cannot see the path, which mode auto would run unsandboxed).
+func TestRunKeptSourceGone(t *testing.T) {
+	for _, at := range []string{"create", "init"} {
+		f := newFake(t)
+		b, p := testIsolator(t, f, true)
+		data := filepath.Join(t.TempDir(), "data")
+		if err := os.Mkdir(data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: data, Dest: data})
+		var failure string
+		switch at {
+		case "create":
+			g := &sourceGoneEngine{fakeEngine: f, dir: data}
+			b.dial = func() (Engine, Address, error) { return g, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
+			failure = "isolator unavailable: the docker engine refused the container: Error response from daemon: invalid mount config for type \"bind\": bind source path does not exist: " + data + ": invalid argument; the command did not run"
+		case "init":
+			f.init = func(_ *wire.Hello, _ io.Reader, _, stderr io.Writer) int {
+				if err := replaceDir(data); err != nil {
+					t.Error(err)
+				}
+				fmt.Fprint(stderr, wire.FailMarker("rw "+data+" is not the file devsandbox opened for it"))
+				return 125
+			}
+			failure = "protection could not be applied: rw " + data + " is not the file devsandbox opened for it; the command did not run"
+		}
+		_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+		want := "protection could not be applied: " + data + " was removed or replaced on the host while the sandbox was being set up, so the docker engine could not mount it as devsandbox checked it, and the command did not run: run it again once it is back, or without what binds it. The failure: " + failure
+		if !errors.Is(err, isolator.ErrProtection) || isolator.IsUnavailable(err) || err == nil || err.Error() != want {
+			t.Errorf("%s: Run:\n%v\nwant a protection's failure:\n%s", at, err, want)
+		}
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/containers/podman/v5/pkg/specgen"
 	"golang.org/x/sys/unix"
 
-	"github.com/devsandbox/devsandbox/internal/flock"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -43,20 +41,9 @@ func (osHost) LockCreate(ctx context.Context, path string) (unlock func(), err e
 }
 
 // lockFile takes the exclusive lock at path; waiting (nil: none) is called once when
-// it is held elsewhere, before the wait.
+// it is held elsewhere, before the wait (takeLock).
 func lockFile(ctx context.Context, path string, waiting func()) (func(), error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
-	}
-	// The file may be removed when free (leftfiles.go): each try locks the one the
-	// path names then.
-	f, err := flock.Take[struct{}](ctx, func() (*os.File, error) {
-		f, err := lockCurrent(path, unix.LOCK_EX|unix.LOCK_NB)
-		if err != nil {
-			return nil, fmt.Errorf("locking %s: %w", path, err)
-		}
-		return f, nil
-	}, waiting, nil)
+	f, err := takeLock(ctx, path, unix.LOCK_EX, waiting)
 	if err != nil {
 		return nil, err
 	}

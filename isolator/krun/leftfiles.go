@@ -1,13 +1,17 @@
 package krun
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/internal/flock"
 )
 
 // The files devsandbox keeps beside the sockets of the podman services it starts, in
@@ -25,22 +29,38 @@ import (
 // open file it shares with podman) for its life, so a set whose log is locked is a live
 // service's.
 
+// takeLock takes the flock how (unix.LOCK_EX, unix.LOCK_SH) on the lock file at path,
+// making it and its directory when missing. While another process holds it, waiting
+// (nil: none) is called once and the wait is package flock's: it ends with ctx, and
+// then nothing of it holds the lock or takes it later. Each try locks the file the
+// path names then (lockCurrent): it may be removed while free.
+func takeLock(ctx context.Context, path string, how int, waiting func()) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	return flock.Take[struct{}](ctx, func() (*os.File, error) {
+		f, err := lockCurrent(path, how|unix.LOCK_NB)
+		if err != nil {
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		return f, nil
+	}, waiting, nil)
+}
+
+// lockOpened, set by tests only, is called between each open of lockCurrent and its
+// flock.
+var lockOpened func()
+
 // lockCurrent opens path (made 0600 when missing) and takes the flock how on it, once
 // the path names the file locked.
 func lockCurrent(path string, how int) (*os.File, error) {
-	return lockCurrentOpened(path, how, nil)
-}
-
-// lockCurrentOpened is lockCurrent calling opened (nil: nothing) between each open and
-// its flock: a test removes the file there.
-func lockCurrentOpened(path string, how int, opened func()) (*os.File, error) {
 	for {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
 		if err != nil {
 			return nil, err
 		}
-		if opened != nil {
-			opened()
+		if lockOpened != nil {
+			lockOpened()
 		}
 		if err := unix.Flock(int(f.Fd()), how); err != nil {
 			f.Close()

@@ -2,13 +2,18 @@ package krun
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 )
 
 // A waiter whose lock file is removed while it waits takes the new file's: it never
@@ -51,6 +56,76 @@ func TestLockFileFollowsRemoval(t *testing.T) {
 	}
 }
 
+// A run waiting for the users lock while a supervisor holds it exclusively (ending its
+// idle service) gives up as soon as its context ends, and holds nothing then: once the
+// supervisor lets go, the lock is free.
+func TestHoldUsersCancelled(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "podman", "devsandbox-runc.sock")
+	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	supervisor, err := os.OpenFile(usersFile(sock), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer supervisor.Close()
+	if err := unix.Flock(int(supervisor.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("the run was cancelled")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		f, err := holdUsers(ctx, sock, func() { cancel(stop) })
+		if f != nil {
+			f.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, stop) {
+			t.Errorf("holdUsers: %v, want the context's cause", err)
+		}
+	case <-time.After(5 * time.Second): // a bound on a failure, not a sync
+		t.Fatal("holdUsers did not return within 5 s of its context's end")
+	}
+	if err := unix.Flock(int(supervisor.Fd()), unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	probe, err := os.OpenFile(usersFile(sock), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	if err := unix.Flock(int(probe.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Errorf("the users lock is held after the run gave up: %v", err)
+	}
+}
+
+// A run cancelled while it waits for the users lock fails, but not as an isolator
+// that cannot run here, which mode auto would run unsandboxed.
+func TestSocketCancelledWaitingForUsers(t *testing.T) {
+	b := &Isolator{Settings: helper.Settings{Runtime: "runc", RuntimeDir: t.TempDir()}}
+	sock := b.socketName()
+	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	supervisor, err := os.OpenFile(usersFile(sock), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer supervisor.Close()
+	if err := unix.Flock(int(supervisor.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.socket(ctx, fakeHost{t: t}); !errors.Is(err, context.Canceled) || isolator.IsUnavailable(err) {
+		t.Errorf("socket: %v, want the run's end, not an unavailable isolator", err)
+	}
+}
+
 // A try that locks a file removed between its open and its flock (the holder removed
 // it and let go meanwhile) takes the file at the path instead.
 func TestLockCurrentRemovedBeforeLock(t *testing.T) {
@@ -59,14 +134,16 @@ func TestLockCurrentRemovedBeforeLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	var removed bool
-	f, err := lockCurrentOpened(path, unix.LOCK_EX|unix.LOCK_NB, func() {
+	lockOpened = func() {
 		if !removed {
 			removed = true
 			if err := os.Remove(path); err != nil {
 				t.Fatal(err)
 			}
 		}
-	})
+	}
+	defer func() { lockOpened = nil }()
+	f, err := lockCurrent(path, unix.LOCK_EX|unix.LOCK_NB)
 	if err != nil {
 		t.Fatal(err)
 	}

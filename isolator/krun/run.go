@@ -110,7 +110,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if errors.Is(err, isolator.ErrUnavailable) {
 			return 0, err
 		}
-		return 0, gone(fmt.Errorf("%w: podman refused the container: %w; the command did not run. `devsandbox --dry-run` shows it, `devsandbox doctor` checks podman", isolator.ErrProtection, err))
+		return 0, gone(isolator.WithGuess(fmt.Errorf("%w: podman refused the container: %w; the command did not run", isolator.ErrProtection, err),
+			". `devsandbox --dry-run` shows it, `devsandbox doctor` checks podman"))
 	}
 	// podman does not remove the container by itself (no auto-remove, see specGen):
 	// its exit status lasts as long as it does, and podman 4.3 answers a wait on a
@@ -181,7 +182,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	start := func() error {
 		if err := e.Start(id); err != nil {
 			remove()
-			return gone(fmt.Errorf("%w: podman could not start the container: %w; the command did not run. `devsandbox doctor` checks podman and the runtime %s", isolator.ErrProtection, err, s.Gen.OCIRuntime))
+			return gone(isolator.WithGuess(fmt.Errorf("%w: podman could not start the container: %w; the command did not run", isolator.ErrProtection, err),
+				". `devsandbox doctor` checks podman and the runtime "+s.Gen.OCIRuntime))
 		}
 		b.phase("start")
 		return nil

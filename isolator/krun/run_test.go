@@ -545,39 +545,66 @@ func TestRunInitFailure(t *testing.T) {
 	}
 }
 
-// The init's refusal of a source replaced on the host after it was pinned names the
-// source and the race, and keeps the init's reason.
+// A setup failure after a source was replaced on the host since it was pinned (the
+// init's refusal of what was mounted, podman's refusal of the container) names the
+// source and the race, and keeps the failure without devsandbox's guesses at its cause
+// (the pointers to doctor and --dry-run); with every source in place, the failure as
+// it is told otherwise.
 func TestRunSourceGone(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	pins, err := pin.Plan(&isolator.Plan{Mounts: []isolator.Mount{{Kind: isolator.Bind, Source: dir, Dest: dir}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pins.Close()
-	f := newFake(t, "krun")
-	f.init = func(_ io.Reader, _, stderr io.Writer, _ *wire.Hello) {
-		// What the runtime mounted: another directory moved to the name (made first,
-		// so that it cannot get the removed one's inode number).
-		if err := os.Mkdir(dir+".new", 0o755); err != nil {
-			t.Error(err)
+	const refusal = "crun: mount `/home/u/data` to `/home/u/data`: No such file or directory: OCI runtime attempted to invoke a command that was not found"
+	for _, at := range []string{"init", "create"} {
+		for _, replace := range []bool{false, true} {
+			dir := filepath.Join(t.TempDir(), "data")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			pins, err := pin.Plan(&isolator.Plan{Mounts: []isolator.Mount{{Kind: isolator.Bind, Source: dir, Dest: dir}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pins.Close()
+			// What the runtime mounts: another directory moved to the name (made first,
+			// so that it cannot get the removed one's inode number).
+			race := func() {
+				if !replace {
+					return
+				}
+				if err := os.Mkdir(dir+".new", 0o755); err != nil {
+					t.Error(err)
+				}
+				if err := os.Remove(dir); err != nil {
+					t.Error(err)
+				}
+				if err := os.Rename(dir+".new", dir); err != nil {
+					t.Error(err)
+				}
+			}
+			f := newFake(t, "krun")
+			var failure, guess string
+			switch at {
+			case "init":
+				f.init = func(_ io.Reader, _, stderr io.Writer, _ *wire.Hello) {
+					race()
+					fmt.Fprint(stderr, wire.FailMarker("rw "+dir+" is not the file devsandbox opened for it"))
+				}
+				failure = "protection could not be applied: rw " + dir + " is not the file devsandbox opened for it; the command did not run"
+			case "create":
+				race()
+				f.createErrs = []error{errors.New(refusal)}
+				failure = "protection could not be applied: podman refused the container: " + refusal + "; the command did not run"
+				guess = ". `devsandbox --dry-run` shows it, `devsandbox doctor` checks podman"
+			}
+			b := backend(f, t)
+			b.host = fakeHost{t: t, pinned: pins}
+			_, err = b.Run(context.Background(), runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
+			want := failure + guess
+			if replace {
+				want = "protection could not be applied: " + dir + " was removed or replaced on the host while the sandbox was being set up, so podman could not mount it as devsandbox checked it, and the command did not run: run it again once it is back, or without what binds it. The failure: " + failure
+			}
+			if !errors.Is(err, isolator.ErrProtection) || err == nil || err.Error() != want {
+				t.Errorf("%s (source replaced: %v): Run:\n%v\nwant a protection's failure:\n%s", at, replace, err, want)
+			}
 		}
-		if err := os.Remove(dir); err != nil {
-			t.Error(err)
-		}
-		if err := os.Rename(dir+".new", dir); err != nil {
-			t.Error(err)
-		}
-		fmt.Fprint(stderr, wire.FailMarker("rw "+dir+" is not the file devsandbox opened for it"))
-	}
-	b := backend(f, t)
-	b.host = fakeHost{t: t, pinned: pins}
-	_, err = b.Run(context.Background(), runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
-	want := dir + " was removed or replaced on the host while the sandbox was being set up, so podman could not mount it"
-	if !errors.Is(err, isolator.ErrProtection) || err == nil || !strings.Contains(err.Error(), want) || !strings.HasSuffix(err.Error(), "The failure: protection could not be applied: rw "+dir+" is not the file devsandbox opened for it; the command did not run") {
-		t.Errorf("Run: %v\nwant it to contain %q and end with the init's failure", err, want)
 	}
 }
 

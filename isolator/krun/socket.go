@@ -245,8 +245,13 @@ func (b *Isolator) socket(ctx context.Context, h Host) (string, error) {
 	if s.Socket == "" && b.users == nil {
 		// Held (shared) for the Isolator's life: the service's supervisor ends the
 		// service only once no devsandbox holds it.
-		f, err := holdUsers(p)
+		f, err := holdUsers(ctx, p, nil)
 		if err != nil {
+			if ctx.Err() != nil {
+				// The run ended: not an isolator that cannot run, which mode auto
+				// would run unsandboxed.
+				return "", fmt.Errorf("waiting for the users lock of podman's service %s: %w", p, err)
+			}
 			return "", fmt.Errorf("%w: %w", isolator.ErrUnavailable, err)
 		}
 		b.users = f

@@ -1,12 +1,12 @@
 package krun
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"syscall"
 	"time"
@@ -32,17 +32,13 @@ const SuperviseArg = "supervise"
 func usersFile(sock string) string { return sock + ".users" }
 
 // holdUsers takes the shared users lock of sock. The lock lasts while the returned
-// file is open (and reachable: a collected *os.File closes its descriptor).
-func holdUsers(sock string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
-		return nil, err
-	}
+// file is open (and reachable: a collected *os.File closes its descriptor). A
+// supervisor holds it exclusively while it ends its idle service (up to podman's
+// stop, 5 s, and the kill after): the run waits as takeLock does, and gives up when
+// ctx ends; waiting is takeLock's.
+func holdUsers(ctx context.Context, sock string, waiting func()) (*os.File, error) {
 	// The supervisor removes the file when it ends the service (leftfiles.go).
-	f, err := lockCurrent(usersFile(sock), unix.LOCK_SH)
-	if err != nil {
-		return nil, fmt.Errorf("locking %s: %w", usersFile(sock), err)
-	}
-	return f, nil
+	return takeLock(ctx, usersFile(sock), unix.LOCK_SH, waiting)
 }
 
 // Supervise is the supervisor role; it returns the exit status.

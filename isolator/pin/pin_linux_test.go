@@ -376,4 +376,13 @@ func TestGone(t *testing.T) {
 	if !errors.Is(err, failure) || !errors.Is(err, isolator.ErrProtection) || isolator.IsUnavailable(err) {
 		t.Errorf("Gone's error %v does not keep the failure, or is not a protection's failure (mode auto must not run the command unsandboxed)", err)
 	}
+	// A failure told with a guess at its cause: the guess goes, the failure stays.
+	guessed := isolator.WithGuess(failure, " (if the engine runs in another mount namespace: upgrade it)")
+	err = s.Gone("the docker engine", guessed)
+	if err == nil || err.Error() != want {
+		t.Fatalf("Gone of a guessed failure after the removal:\n%v\nwant\n%s", err, want)
+	}
+	if !errors.Is(err, failure) || !errors.Is(err, isolator.ErrProtection) || isolator.IsUnavailable(err) {
+		t.Errorf("Gone's error %v does not keep the guessed failure, or is not a protection's failure", err)
+	}
 }
