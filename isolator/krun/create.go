@@ -65,6 +65,11 @@ func (b *Isolator) create(ctx context.Context, h Host, e engine, g *specgen.Spec
 	for i := 1; ; i++ {
 		unlock, err := h.LockCreate(ctx, lock)
 		if err != nil {
+			if ctx.Err() != nil {
+				// The run ended: not an isolator that cannot run, which mode auto
+				// would run unsandboxed.
+				return "", nil, fmt.Errorf("waiting for the other container creations on podman's service (%s): %w", lock, err)
+			}
 			return "", nil, fmt.Errorf("%w: waiting for the other container creations on podman's service (%s): %w", isolator.ErrUnavailable, lock, err)
 		}
 		id, warnings, err := e.Create(g)

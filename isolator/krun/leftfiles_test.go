@@ -223,3 +223,14 @@ func TestSweepSets(t *testing.T) {
 		t.Errorf("left after the sweep:\n%q\nwant\n%q", left, want)
 	}
 }
+
+// A run that ends while it waits for the other creations on the service is not an
+// isolator that cannot run: mode auto must not run its command unsandboxed.
+func TestCreateCancelledWaitingForLock(t *testing.T) {
+	b := &Isolator{Settings: helper.Settings{Runtime: "runc", RuntimeDir: t.TempDir()}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := b.create(ctx, fakeHost{t: t}, nil, nil); !errors.Is(err, context.Canceled) || isolator.IsUnavailable(err) {
+		t.Errorf("create: %v, want the run's end, not an unavailable isolator", err)
+	}
+}

@@ -229,7 +229,10 @@ func (l *fakeLock) isHeld() bool {
 	return l.held
 }
 
-func (h fakeHost) LockCreate(_ context.Context, path string) (func(), error) {
+func (h fakeHost) LockCreate(ctx context.Context, path string) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // given up, as package flock's wait does
+	}
 	if h.lock == nil {
 		return func() {}, nil
 	}
