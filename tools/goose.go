@@ -1,5 +1,11 @@
 package tools
 
+// gooseState is what goose writes in ~/.config/goose, the sandbox's own: its command
+// history and the tool permissions it saves.
+func gooseState() []State {
+	return []State{{Path: "history.txt"}, {Path: "permissions", Dir: true}}
+}
+
 // Goose exposes Block's goose. Its configuration (~/.config/goose: config.yaml with the
 // extensions it starts, that is MCP server commands, permission.yaml, the tool
 // permissions it saved, prompts, .goosehints, and secrets.yaml where the keyring is
@@ -14,7 +20,7 @@ func Goose() Tool {
 			return h.onPath("goose") || h.exists(h.config("goose").src)
 		},
 		Bindings: func(h Host) []Binding {
-			bs := h.ownDir(h.config("goose"), State{Path: "history.txt"}, State{Path: "permissions", Dir: true})
+			bs := h.ownDir(h.config("goose"), gooseState()...)
 			return h.withExecutables(bs, "goose")
 		},
 		Env: []string{"GOOSE_PROVIDER", "GOOSE_MODEL", "GOOSE_MODE", "GOOSE_TEMPERATURE", "GOOSE_MAX_TURNS",
