@@ -40,7 +40,7 @@ var ownStates = map[string][]func(Host) []State{
 
 // referenceHost is the host the reference describes: home /home/u, every path there,
 // every command installed under a hidden entry of the home (~/.path-<name>/bin), no
-// symlinks, and, with vars, every variable a tool reads set to a path under the home
+// symlinks, and, with vars, each of those variables set to a path under the home
 // named after it (~/.$NAME), so that what a variable adds or moves shows.
 func referenceHost(vars []string) Host {
 	env := map[string]string{}
@@ -146,6 +146,12 @@ func (d *docItems) add(kind string, items ...string) {
 func describe(t Tool) (docItems, error) {
 	d := docItems{desc: t.Description}
 	plain, set := referenceHost(nil), referenceHost(docVars(t))
+	// Each variable alone, so that one that takes precedence (GOBIN over GOPATH)
+	// hides nothing.
+	var hosts []Host
+	for _, v := range docVars(t) {
+		hosts = append(hosts, referenceHost([]string{v}))
+	}
 	var binds, moved []string
 	var owns []Binding
 	if t.Bindings != nil {
@@ -157,9 +163,11 @@ func describe(t Tool) (docItems, error) {
 				owns = append(owns, b)
 			}
 		}
-		for _, b := range t.Bindings(set) {
-			if r := renderBinding(b); !slices.Contains(binds, r) && !slices.Contains(moved, r) {
-				moved = append(moved, r)
+		for _, h := range hosts {
+			for _, b := range t.Bindings(h) {
+				if r := renderBinding(b); !slices.Contains(binds, r) && !slices.Contains(moved, r) {
+					moved = append(moved, r)
+				}
 			}
 		}
 	}
