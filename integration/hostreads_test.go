@@ -4,9 +4,13 @@ package integration
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -138,4 +142,130 @@ func TestOrphanTmpRemovalFollowsNoLink(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPublishDirPlantsNotFollowed (bwrap): the session's publish directory is
+// writable from inside (the init makes the ports' sockets there) and the host's relay
+// dials into it for every connection to the published port. A sandbox that swaps its
+// port's socket for a symlink to a host socket (here a listener of the test's; the
+// Docker daemon's in an attack) must not have the relay connect there: the connection
+// is dropped and the host socket sees nothing. What it leaves there (a directory it
+// made unreadable) is gone with the session. The unit test TestDialPublishedRefusesLinks
+// checks the dial alone.
+func TestPublishDirPlantsNotFollowed(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	victimPath := p.path("victim.sock")
+	victim, err := net.Listen("unix", victimPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Close()
+	if err := os.Chmod(victimPath, 0o666); err != nil { // the relay runs as the test user
+		t.Fatal(err)
+	}
+	hostPort, sandboxPort := freePort(t), freePort(t)
+	sock := fmt.Sprintf("/run/devsandbox/publish/%d.sock", sandboxPort)
+	script := `test -S ` + sock + ` || { echo "no socket ` + sock + `"; exit 1; }; rm ` + sock + ` && ln -s ` + victimPath + ` ` + sock +
+		` && mkdir /run/devsandbox/publish/locked && touch /run/devsandbox/publish/locked/f && chmod 000 /run/devsandbox/publish/locked && echo ready && cat >/dev/null`
+	cmd := command(t.Context(), p.dir, baseEnv(), "--isolator=bwrap", "--egress=none",
+		"--publish", fmt.Sprintf("%d:%d", hostPort, sandboxPort), "--", "/bin/sh", "-c", script)
+	stderr, stop := startReady(t, cmd)
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", hostPort), 10*time.Second)
+	if err != nil {
+		stop()
+		t.Fatalf("the published port does not accept: %v\n%s", err, stderr)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = c.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+	// The relay dials before it answers or hangs up: once the read ends, the dial
+	// happened (or never will).
+	n, rerr := c.Read(make([]byte, 64))
+	c.Close()
+	if n > 0 || errors.Is(rerr, os.ErrDeadlineExceeded) {
+		t.Errorf("the published port answered (%d bytes, %v): want the connection dropped", n, rerr)
+	}
+	if connected(t, victim) {
+		t.Errorf("the host's relay followed the planted link %s -> %s", sock, victimPath)
+	}
+	stop()
+	// The host's publish directories of this project: none left.
+	left, _ := filepath.Glob(filepath.Join(it.home, ".local/state/devsandbox", p.name(), "*", "publish-*"))
+	more, _ := filepath.Glob(filepath.Join(os.TempDir(), "*", "publish-*"))
+	for _, d := range append(left, more...) {
+		if fi, err := os.Lstat(d); err == nil && fi.Sys().(*syscall.Stat_t).Uid == uint32(it.uid) {
+			t.Errorf("the session left its publish directory %s", d)
+		}
+	}
+}
+
+// TestPublishDirSweptNotFollowed (bwrap): the publish directory of a run killed with
+// kill -9 stays until a later launch sweeps it. The sweep asks each socket there
+// whether it still accepts: a link the sandbox planted under a socket's name must not
+// have it connect to the host socket it names (nor keep the directory), and a
+// directory the sandbox made unreadable must not keep the directory on the host.
+func TestPublishDirSweptNotFollowed(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	victimPath := p.path("victim.sock")
+	victim, err := net.Listen("unix", victimPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Close()
+	if err := os.Chmod(victimPath, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	pub := "/run/devsandbox/publish"
+	script := `ln -s ` + victimPath + ` ` + pub + `/1.sock && mkdir ` + pub + `/locked && touch ` + pub + `/locked/f && chmod 000 ` + pub + `/locked && echo ready && exec sleep 1000`
+	cmd := command(t.Context(), p.dir, baseEnv(), "--isolator=bwrap", "--egress=none",
+		"--publish", fmt.Sprintf("%d:%d", freePort(t), freePort(t)), "--", "/bin/sh", "-c", script)
+	lr := startLines(t, cmd)
+	lr.waitFor("ready")
+	for _, err := range kill9Outlived(t, cmd, descendants(cmd.Process.Pid)) {
+		t.Errorf("a sandboxed process outlived devsandbox by 10s: %v", err)
+	}
+	left, _ := filepath.Glob(filepath.Join(it.home, ".local/state/devsandbox", p.name(), "sock", "publish-*"))
+	if len(left) != 1 {
+		t.Fatalf("want the killed run's publish directory, have %v", left)
+	}
+	old := time.Now().Add(-2 * time.Minute) // the sweep leaves younger ones (a session starting)
+	if err := os.Chtimes(left[0], old, old); err != nil {
+		t.Fatal(err)
+	}
+	r := p.sandbox("bwrap", []string{"--egress=none", "--publish", fmt.Sprintf("%d:%d", freePort(t), freePort(t))}, "echo RAN")
+	if r.code != 0 || !strings.Contains(r.stdout, "RAN") {
+		t.Fatalf("the next launch:\n%s", r)
+	}
+	if connected(t, victim) {
+		t.Errorf("the sweep connected to the host socket a planted link names (%s)", victimPath)
+	}
+	if _, err := os.Lstat(left[0]); !os.IsNotExist(err) {
+		t.Errorf("the sweep left the killed run's publish directory %s (%v)", left[0], err)
+	}
+}
+
+// connected reports whether a connection waits in ln's backlog, without waiting: an
+// accept(2) on a non-blocking copy of its descriptor (a Go deadline already passed
+// would fail the accept before trying it).
+func connected(t *testing.T, ln net.Listener) bool {
+	t.Helper()
+	f, err := ln.(*net.UnixListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fd := int(f.Fd())
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		t.Fatal(err)
+	}
+	nfd, _, err := syscall.Accept(fd)
+	if err == nil {
+		syscall.Close(nfd)
+		return true
+	}
+	if err != syscall.EAGAIN {
+		t.Fatalf("accept on the victim socket: %v", err)
+	}
+	return false
 }
