@@ -269,3 +269,54 @@ func connected(t *testing.T, ln net.Listener) bool {
 	}
 	return false
 }
+
+// TestOwnStateNeverExposed: devsandbox's own configuration, data and state (trust
+// records, other projects' sandbox homes, the /etc snapshot, quarantine, audit logs,
+// the proxy CA key) are what the host later trusts, loads and runs; a sandbox that
+// could write trusted.toml could trust its own .devsandbox.toml. A user's bind of one
+// of them, or of a path inside one, is refused (125); a bind of a directory above them
+// shows them empty and read-only, and they cannot be renamed away. The test gives
+// devsandbox XDG directories of its own: without the protection the sandbox renames
+// and writes them (seen), and they must not be the test user's.
+func TestOwnStateNeverExposed(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		xdg := p.path("xdg")
+		env := []string{"XDG_CONFIG_HOME=" + xdg + "/config", "XDG_DATA_HOME=" + xdg + "/share", "XDG_STATE_HOME=" + xdg + "/state"}
+		userConfig, err := os.ReadFile(filepath.Join(it.home, ".config/devsandbox/config.toml"))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		p.write("xdg/config/devsandbox/config.toml", string(userConfig)) // the suite's settings (krun's runtime)
+		sandbox := func(flags []string, script string) result {
+			t.Helper()
+			args := append(append([]string{"--isolator=" + iso}, flags...), "--", "/bin/sh", "-c", script)
+			return run(t, p.dir, env, "", args...)
+		}
+		if r := sandbox(nil, "true"); r.code != 0 { // the project's state and home exist now
+			t.Fatalf("first run:\n%s", r)
+		}
+		own := []string{
+			xdg + "/config/devsandbox",
+			xdg + "/state/devsandbox",
+			filepath.Join(xdg, "state/devsandbox", p.name()),
+			filepath.Join(xdg, "share/devsandbox", p.name(), "home"),
+		}
+		for _, src := range own {
+			r := sandbox([]string{"--mount", src + ":/mnt/own"}, "echo RAN")
+			if r.code != 125 || strings.Contains(r.stdout, "RAN") || !strings.Contains(r.stderr, "devsandbox's own configuration and state") {
+				t.Errorf("--mount %s: want it refused (125):\n%s", src, r)
+			}
+		}
+		script := `for d in /mnt/x/state/devsandbox /mnt/x/share/devsandbox /mnt/x/config/devsandbox; do
+  [ -d "$d" ] || { echo "MISSING $d"; continue; }
+  [ -z "$(ls -A "$d")" ] || echo "LISTED $d: $(ls -A "$d" | tr '\n' ' ')"
+  touch "$d/x" 2>/dev/null && echo "WROTE $d"
+  mv "$d" "$d.moved" 2>/dev/null && echo "RENAMED $d"
+done
+echo DONE`
+		if r := sandbox([]string{"--mount", xdg + ":/mnt/x"}, script); r.code != 0 || strings.TrimSpace(r.stdout) != "DONE" {
+			t.Errorf("devsandbox's own directories through a bind of their parent:\n%s", r)
+		}
+	})
+}
