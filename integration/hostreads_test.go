@@ -320,3 +320,29 @@ echo DONE`
 		}
 	})
 }
+
+// TestHostRunFileHardlinked: a file host tools run is read-only in the sandbox under
+// its own name, and a sandbox cannot link it later (EXDEV across mounts); but one that
+// a run created as a hard link of a file it keeps writing (reported then as created,
+// and looking harmless when you review it) would be rewritten through the other name
+// in the next run, unseen. The next launch stops (125) naming the other link, at the
+// top of the project (.vscode/tasks.json) and in a sub-directory
+// (sub/rust-toolchain.toml), and the file keeps what you reviewed.
+func TestHostRunFileHardlinked(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		for _, tc := range []struct{ file, other string }{
+			{".vscode/tasks.json", "notes.txt"},
+			{"sub/rust-toolchain.toml", "sub/notes.txt"},
+		} {
+			p := newProject(t)
+			p.mustSandbox(iso, nil, `mkdir -p $(dirname `+tc.file+`) && echo reviewed > `+tc.other+` && ln `+tc.other+` `+tc.file)
+			r := p.sandbox(iso, nil, `echo EVIL > `+tc.other+`; echo RAN`)
+			if b, err := os.ReadFile(filepath.Join(p.dir, tc.file)); err != nil || string(b) != "reviewed\n" {
+				t.Errorf("%s after the next run: %q (%v)", tc.file, b, err)
+			}
+			if r.code != 125 || strings.Contains(r.stdout, "RAN") || !strings.Contains(r.stderr, filepath.Join(p.dir, tc.other)) {
+				t.Errorf("%s linked as %s: want the next launch stopped (125) naming the other link:\n%s", tc.file, tc.other, r)
+			}
+		}
+	})
+}
