@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -180,6 +181,25 @@ func readFile(path string) ([]byte, error) {
 	return doc, nil
 }
 
+// maxProjectFile is the most a project file may hold. The sandbox can write the
+// project, so the file may be anything: a FIFO must not hang the launch, a link to
+// /dev/zero must not fill the host's memory.
+const maxProjectFile = 1 << 20
+
+// readProjectFile reads the project file at path: a regular file (a symlink to one
+// is followed: trust is by content) of at most maxProjectFile bytes. Anything else
+// is an *Error naming the file and the fix.
+func readProjectFile(path string) ([]byte, error) {
+	doc, err := rawfile.ReadRegular(path, maxProjectFile, true)
+	switch {
+	case errors.Is(err, rawfile.ErrNotRegular), errors.Is(err, rawfile.ErrTooLarge):
+		return nil, &Error{File: path, Err: fmt.Errorf("%w; a sandboxed run may have left it: remove it (or make it a regular file, at most %d bytes) and run again", err, maxProjectFile)}
+	case err != nil:
+		return nil, &Error{File: path, Err: err}
+	}
+	return doc, nil
+}
+
 // applyProject applies the project file of projectDir when it exists, is trusted and
 // is not the --config file explicit. It returns a warning when the file is ignored.
 // The file is read once: the bytes whose hash is checked are the bytes applied.
@@ -191,7 +211,7 @@ func applyProject(c *Config, projectDir, explicit string) (string, error) {
 	if explicit != "" && sameFile(path, explicit) {
 		return "", nil
 	}
-	doc, err := readFile(path)
+	doc, err := readProjectFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

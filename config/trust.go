@@ -70,7 +70,7 @@ func TrustFile(host Host) string {
 // checks are the run's checks beyond this package (the planner's tool tables), each
 // given the configuration with the file applied; the first error refuses the file.
 func Trust(host Host, projectFile string, now time.Time, checks ...func(*Config) error) (string, error) {
-	doc, err := readFile(projectFile)
+	doc, err := readProjectFile(projectFile)
 	if err != nil {
 		return "", err
 	}
@@ -103,7 +103,7 @@ func Untrust(host Host, projectFile string) error {
 // CheckTrust reports whether projectFile's current content is trusted. A missing
 // project file is an error (fs.ErrNotExist); missing trust records are Untrusted.
 func CheckTrust(host Host, projectFile string) (TrustState, error) {
-	doc, err := readFile(projectFile)
+	doc, err := readProjectFile(projectFile)
 	if err != nil {
 		return Untrusted, err
 	}

@@ -342,15 +342,8 @@ func pinnedFile(p, project, why string) []isolator.Mount {
 	return append(ms, isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, ReadOnly: true, Why: why})
 }
 
-// readRegular reads p when it is a regular file: a FIFO a sandbox left in its place
-// must not hang the launch.
+// readRegular reads p when it is a regular file, not a symlink: a FIFO a sandbox left
+// in its place, or swapped in after a check, must not hang the launch (readWritable).
 func readRegular(pr Probe, p string) ([]byte, error) {
-	fi, err := pr.Lstat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	}
-	return pr.ReadFile(p)
+	return pr.readWritable(p, false)
 }

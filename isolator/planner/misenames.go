@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/devsandbox/devsandbox/internal/rawfile"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -167,8 +169,12 @@ func readMiserc(read func(string) ([]byte, error), paths []string) ([]misercName
 	var warns []string
 	for _, p := range paths {
 		b, err := read(p)
+		if errors.Is(err, rawfile.ErrTooLarge) {
+			warns = append(warns, fmt.Sprintf("%s is larger than devsandbox reads (%v): the file names it makes mise read are not protected; a sandboxed run may have left it, check it", p, err))
+			continue
+		}
 		if err != nil {
-			continue // absent or unreadable: mise reads nothing there either
+			continue // absent, unreadable or not a regular file (a FIFO): mise reads nothing there either
 		}
 		var f misercFile
 		if strings.Contains(string(b), "{{") || strings.Contains(string(b), "{%") {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/devsandbox/devsandbox/internal/rawfile"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -187,9 +188,9 @@ func TestReadPresent(t *testing.T) {
 	stats.listDirs(listNames, f.home, f.home+"/.config", f.proj)
 	pr.Lstat, pr.Stat = stats.Lstat, stats.Stat
 	var read []string
-	pr.ReadFile = func(p string) ([]byte, error) {
+	pr.ReadRegular = func(p string, limit int64, follow bool) ([]byte, error) {
 		read = append(read, p)
-		return os.ReadFile(p)
+		return rawfile.ReadRegular(p, limit, follow)
 	}
 	got, warns := readMiserc(pr.readPresent, paths)
 	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(warns, wantWarns) {

@@ -480,7 +480,7 @@ func configPath(pr Probe, gitdir, dir, home, key string, program bool) string {
 	files := []string{"/etc/gitconfig", filepath.Join(home, ".config", "git", "config"), filepath.Join(home, ".gitconfig"), filepath.Join(gitdir, "config")}
 	v := ""
 	for _, f := range files {
-		b, err := pr.ReadFile(f)
+		b, err := pr.readWritable(f, true) // the repository's config may be the sandbox's (a new .git)
 		if err != nil {
 			continue
 		}

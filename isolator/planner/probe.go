@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/devsandbox/devsandbox/internal/rawfile"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/maskscan"
 	"github.com/devsandbox/devsandbox/isolator/sockdir"
@@ -30,6 +31,10 @@ type Probe struct {
 	Lstat    func(string) (fs.FileInfo, error)
 	Stat     func(string) (fs.FileInfo, error)
 	ReadFile func(string) ([]byte, error)
+	// ReadRegular reads a file a sandbox could have written (rawfile.ReadRegular): a
+	// regular file of at most limit bytes, a final symlink followed only with follow,
+	// never blocking on a FIFO. When nil, a stat then ReadFile stand in for it.
+	ReadRegular func(path string, limit int64, follow bool) ([]byte, error)
 	// ReadHead reads at most the first n bytes of a regular file, refusing a final
 	// symlink and never blocking on a FIFO (tools.Host.ReadHead).
 	ReadHead func(path string, n int) ([]byte, error)
@@ -120,6 +125,7 @@ func OS(cwd string) Probe {
 		Lstat:        os.Lstat,
 		Stat:         os.Stat,
 		ReadFile:     os.ReadFile,
+		ReadRegular:  rawfile.ReadRegular,
 		ReadHead:     readHead,
 		ReadDir:      os.ReadDir,
 		ReadDirN:     readDirN,
@@ -170,9 +176,41 @@ func (pr Probe) exists(p string) bool {
 // listing without a system call (readMiserc's files, two per directory from the
 // project up to the home). Lstat failing with ENOENT means the open would have; any
 // other answer (a link, a directory, no permission) leaves the verdict to ReadFile.
+//
+// The files it reads (.miserc.toml) may be the sandbox's: it reads a regular file
+// only, a symlink to one included (mise follows links), at most maxWritableFile bytes.
 func (pr Probe) readPresent(p string) ([]byte, error) {
 	if _, err := pr.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 		return nil, err
+	}
+	return pr.readWritable(p, true)
+}
+
+// maxWritableFile is the most devsandbox reads of a file a sandbox could have written
+// (a .miserc.toml, git's pointer files and config in the project): a link to
+// /dev/zero or a huge file must not fill the host's memory.
+const maxWritableFile = 16 << 20
+
+// readWritable reads p, a file a sandbox could have written, through ReadRegular: a
+// regular file (a final symlink followed only with follow) of at most
+// maxWritableFile bytes, without blocking on a FIFO left in its place.
+func (pr Probe) readWritable(p string, follow bool) ([]byte, error) {
+	if pr.ReadRegular != nil {
+		return pr.ReadRegular(p, maxWritableFile, follow)
+	}
+	stat := pr.Lstat
+	if follow {
+		stat = pr.Stat
+	}
+	fi, err := stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, rawfile.ErrNotRegular
+	}
+	if fi.Size() > maxWritableFile {
+		return nil, rawfile.ErrTooLarge
 	}
 	return pr.ReadFile(p)
 }

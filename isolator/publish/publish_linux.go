@@ -15,13 +15,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/internal/relay"
+	"github.com/devsandbox/devsandbox/internal/rmtree"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
 // Start listens on the host's 127.0.0.1:HOST_PORT for each of p's published ports and
 // relays every connection to the sandbox through its socket in the publish directory,
 // which it makes (mode 0700, in the socket directory). A port already in use fails
-// the run before the command starts. stop closes the ports and removes the directory.
+// the run before the command starts. stop closes the ports and removes the directory
+// with whatever the sandbox left in it, following no link.
 func Start(p *isolator.Plan) (stop func(), err error) {
 	dir := p.Egress.PublishDir
 	if err := os.MkdirAll(p.Egress.SocketDir, 0o700); err != nil {
@@ -44,7 +46,9 @@ func Start(p *isolator.Plan) (stop func(), err error) {
 		}
 		wg.Wait()
 		unix.Close(dirFD)
-		_ = os.RemoveAll(dir)
+		// rmtree: the sandbox may have left a directory it made unreadable there,
+		// which os.RemoveAll cannot remove (it would stay on the host).
+		_ = rmtree.RemoveAll(dir)
 	}
 	for _, f := range p.Egress.Forwards {
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(f.HostPort)))

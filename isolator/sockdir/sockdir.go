@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/devsandbox/devsandbox/internal/rmtree"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -303,8 +304,8 @@ func checkAncestors(dir string, uid int) error {
 // Sweep removes what sessions that died without cleaning up (kill -9) left in the
 // socket directory dir: proxy sockets nothing accepts on any more (a connection is
 // refused), and publish directories older than a minute none of whose sockets
-// accepts (a younger one may belong to a session still starting). A run sweeps once,
-// before it adds its own sockets.
+// accepts (a younger one may belong to a session still starting), with whatever the
+// sandbox left in them. A run sweeps once, before it adds its own sockets.
 func Sweep(dir string) {
 	names, _ := filepath.Glob(filepath.Join(dir, "proxy-*.sock"))
 	for _, n := range names {
@@ -318,11 +319,21 @@ func Sweep(dir string) {
 		if err != nil || !fi.IsDir() || time.Since(fi.ModTime()) < time.Minute {
 			continue
 		}
+		// The sandbox could write the directory: only a socket itself is dialled (a
+		// link it planted may name a host socket, which must not be connected to,
+		// nor keep the directory), and the removal follows no link and opens up what
+		// it locked (rmtree).
 		socks, _ := filepath.Glob(filepath.Join(d, "*.sock"))
-		if !slices.ContainsFunc(socks, func(s string) bool { return !stale(s) }) {
-			_ = os.RemoveAll(d)
+		if !slices.ContainsFunc(socks, func(s string) bool { return isSocket(s) && !stale(s) }) {
+			_ = rmtree.RemoveAll(d)
 		}
 	}
+}
+
+// isSocket reports whether path is a Unix socket, not a link to one.
+func isSocket(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode().Type() == fs.ModeSocket
 }
 
 // stale reports whether the Unix socket at path refuses connections (nobody serves it).

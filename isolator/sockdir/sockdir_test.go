@@ -230,6 +230,15 @@ func TestSweep(t *testing.T) {
 	}
 	deadPub.SetUnlinkOnClose(false)
 	deadPub.Close()
+	// What the dead session's sandbox left: a link under a socket's name to a socket
+	// that accepts (it must not be dialled, nor keep the directory), and a directory
+	// it locked.
+	if err := os.Symlink(ProxySocket(dir, "live"), filepath.Join(PublishDir(dir, "dead"), "1.sock")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(PublishDir(dir, "dead"), "locked"), 0); err != nil {
+		t.Fatal(err)
+	}
 	livePub, err := net.Listen("unix", filepath.Join(PublishDir(dir, "live"), "80.sock"))
 	if err != nil {
 		t.Fatal(err)
