@@ -283,6 +283,11 @@ func TestOwnStateNeverExposed(t *testing.T) {
 		p := newProject(t)
 		xdg := p.path("xdg")
 		env := []string{"XDG_CONFIG_HOME=" + xdg + "/config", "XDG_DATA_HOME=" + xdg + "/share", "XDG_STATE_HOME=" + xdg + "/state"}
+		if iso == "krun" {
+			// The moved XDG homes move rootless podman's storage too, where the image
+			// is not: name the test user's (as TestPruneLockHoldsRunBack does).
+			env = append(env, "XDG_RUNTIME_DIR="+runtimeDir(), "CONTAINERS_STORAGE_CONF="+userStorageConf(t))
+		}
 		userConfig, err := os.ReadFile(filepath.Join(it.home, ".config/devsandbox/config.toml"))
 		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
