@@ -31,8 +31,9 @@ type agentCase struct {
 	// content returns for the stub at base.
 	config  []string
 	content func(base string) map[string]string
-	// credentials are [[proxy.credentials]] for the stub at addr, where the agent's
-	// endpoint is set in its own configuration, not in a variable devsandbox reads.
+	// credentials are [[proxy.credentials]] for the stub at addr, for an agent whose
+	// endpoint is set where devsandbox does not follow it (none now: Codex's
+	// openai_base_url it follows).
 	credentials func(addr string) string
 	// env gives the host environment pointing the agent at the stub at base.
 	env func(base string) []string
@@ -50,17 +51,16 @@ var agentCases = []agentCase{
 		},
 		argv:  []string{"claude", "-p", "--dangerously-skip-permissions"},
 		state: "projects/*/*.jsonl"},
-	// Codex reads its endpoint from config.toml (openai_base_url): the key goes there
-	// by a credential of the user's, which tools.codex.key leaves it to.
+	// Codex reads its endpoint from config.toml (openai_base_url), which
+	// tools.codex.key follows. It ignores OPENAI_BASE_URL, set here (as a user's
+	// other tools, qwen, would have it) to a port of this machine the proxy refuses:
+	// were the key held there, or Codex to go there, the run would fail.
 	{tool: "codex", keyEnv: "OPENAI_API_KEY", header: "Authorization", prefix: "Bearer ", dirEnv: "CODEX_HOME",
 		config: []string{"config.toml", "AGENTS.md"},
 		content: func(base string) map[string]string {
 			return map[string]string{"config.toml": "openai_base_url = \"" + base + "/v1\"\n"}
 		},
-		credentials: func(addr string) string {
-			return fmt.Sprintf("[[proxy.credentials]]\nhost = %q\nheader = \"Authorization\"\nformat = \"Bearer {}\"\nvalue_env = \"OPENAI_API_KEY\"\nplaceholder_env = \"OPENAI_API_KEY\"\n", addr)
-		},
-		env:   func(string) []string { return nil },
+		env:   func(string) []string { return []string{"OPENAI_BASE_URL=https://127.0.0.1:9/v1"} },
 		argv:  []string{"codex", "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"},
 		state: "sessions/*/*/*/rollout-*.jsonl"},
 	{tool: "gemini", keyEnv: "GEMINI_API_KEY", header: "X-Goog-Api-Key", dirEnv: "GEMINI_CLI_HOME", dirRel: ".gemini",

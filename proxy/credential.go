@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -29,7 +30,9 @@ var ErrInvalidCredential = errors.New("invalid credential")
 // it instead of the secret (some clients refuse to start without their variable): in
 // requests to matching hosts the proxy replaces it with Value in every header value;
 // a request to any other host that carries it (a header, the path or the query) is
-// refused with 403 before anything is sent. The proxy never replaces a placeholder in
+// refused with 403 before anything is sent. Credentials may share a placeholder (one
+// key held for several hosts): a request carrying it is then refused only toward a
+// host none of them goes to. The proxy never replaces a placeholder in
 // a URL or a body: those are what servers echo back and log, and a swap there would
 // turn an echo into a leak. Request bodies are not searched for placeholders.
 //
@@ -165,12 +168,16 @@ func (a *applied) names() string {
 func applyCredentials(creds []credential, req *http.Request, scheme, host string, port int) (*applied, error) {
 	var a applied
 	for i := range creds {
-		c := &creds[i]
-		if c.matches(scheme, host, port) {
+		if c := &creds[i]; c.matches(scheme, host, port) {
 			a.creds = append(a.creds, c)
+		}
+	}
+	for i := range creds {
+		c := &creds[i]
+		if c.Placeholder == "" || slices.ContainsFunc(a.creds, func(m *credential) bool { return m.Placeholder == c.Placeholder }) {
 			continue
 		}
-		if c.Placeholder != "" && carries(req, c.Placeholder) {
+		if carries(req, c.Placeholder) {
 			return nil, &misplaced{cred: c}
 		}
 	}

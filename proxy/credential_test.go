@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
 )
@@ -159,5 +160,55 @@ func TestDecideRequest(t *testing.T) {
 	}
 	if _, err := p.WithRequestRules(RequestRule{Host: "x.test", Paths: []string{"nope"}}); !errors.Is(err, ErrInvalidEntry) {
 		t.Errorf("a relative path prefix: %v", err)
+	}
+}
+
+// TestCredentialSharedPlaceholder: one key held for two hosts (two credentials with
+// the same value and placeholder, as two tools reading one variable get) is set
+// toward each of them, the placeholder swapped for it; toward a third host the
+// placeholder is refused before anything is sent, and the key never goes there.
+func TestCredentialSharedPlaceholder(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{} // host -> Authorization the origin saw
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Host] = r.Header.Get("Authorization")
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}
+	a, b, c := newOrigin(t, false, handler), newOrigin(t, false, handler), newOrigin(t, false, handler)
+	const key = "sk-shared-0123456789"
+	creds := []Credential{
+		{Host: "http://a.test:" + a.port(), Header: "Authorization", Format: "Bearer {}", Value: key, Placeholder: testPlaceholder, Name: "OPENAI_API_KEY"},
+		{Host: "http://b.test:" + b.port(), Header: "Authorization", Format: "Bearer {}", Value: key, Placeholder: testPlaceholder, Name: "OPENAI_API_KEY"},
+	}
+	h := newHarness(t, Config{Policy: mustPolicy(t, []string{"a.test", "b.test", "c.test"}, nil, "deny"), Resolver: loopback("a.test", "b.test", "c.test"), Credentials: creds})
+	cl := h.unixClient(t, nil)
+	for _, o := range []struct {
+		host string
+		o    *origin
+	}{{"a.test", a}, {"b.test", b}} {
+		u := "http://" + o.host + ":" + o.o.port() + "/v1/models"
+		resp, body := do(t, cl, "GET", u, map[string]string{"Authorization": "Bearer " + testPlaceholder})
+		mu.Lock()
+		got := seen[o.host+":"+o.o.port()]
+		mu.Unlock()
+		if resp.StatusCode != http.StatusOK || body != "ok" || got != "Bearer "+key {
+			t.Errorf("%s: %d %q, the origin saw Authorization %q, want the key", u, resp.StatusCode, body, got)
+		}
+	}
+	resp, body := do(t, cl, "GET", "http://c.test:"+c.port()+"/v1/models", map[string]string{"Authorization": "Bearer " + testPlaceholder})
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "placeholder of OPENAI_API_KEY") || strings.Contains(body, key) {
+		t.Errorf("c.test: got %d %q, want 403 naming the placeholder", resp.StatusCode, body)
+	}
+	if n := c.hits.Load(); n != 0 {
+		t.Errorf("the third origin was hit %d times", n)
+	}
+	// Without the placeholder, the third host gets no key either.
+	do(t, cl, "GET", "http://c.test:"+c.port()+"/", nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if got := seen["c.test:"+c.port()]; got != "" {
+		t.Errorf("c.test saw Authorization %q", got)
 	}
 }

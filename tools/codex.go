@@ -38,9 +38,19 @@ func Codex() Tool {
 		Env:     []string{"CODEX_HOME", "OPENAI_BASE_URL"},
 		Secrets: []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
 		Egress:  []string{"api.openai.com", "chatgpt.com", "auth.openai.com"},
-		Keys: []Key{bearer("OPENAI_API_KEY", "api.openai.com", "OPENAI_BASE_URL"),
-			bearer("CODEX_API_KEY", "api.openai.com", "OPENAI_BASE_URL")},
+		Keys:    []Key{codexKey("OPENAI_API_KEY"), codexKey("CODEX_API_KEY")},
 	}
+}
+
+// codexKey is a key as Codex sends it: to api.openai.com, or to the host of a
+// top-level openai_base_url in its config.toml. Codex no longer reads OPENAI_BASE_URL
+// (it warns and goes on to api.openai.com: openai/codex issue 16719), which qwen and
+// others still do.
+func codexKey(env string) Key {
+	k := bearer(env, "api.openai.com", "")
+	k.BaseURLSetting = &Setting{DirEnv: "CODEX_HOME", Dir: ".codex", File: "config.toml", Key: "openai_base_url"}
+	k.IgnoredEnv = "OPENAI_BASE_URL"
+	return k
 }
 
 func codexHome(h Host) place { return h.envPlace("CODEX_HOME", h.home(".codex")) }

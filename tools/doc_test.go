@@ -111,6 +111,12 @@ func renderKey(k Key) string {
 	if k.BaseURLEnv != "" {
 		s += ", moved by `" + k.BaseURLEnv + "`"
 	}
+	if st := k.BaseURLSetting; st != nil {
+		s += ", moved by `" + st.Key + "` in `" + st.File + "` of `" + st.DirEnv + "` (`~/" + st.Dir + "`)"
+	}
+	if k.IgnoredEnv != "" {
+		s += " (not by `" + k.IgnoredEnv + "`)"
+	}
 	return s
 }
 

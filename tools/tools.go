@@ -135,6 +135,15 @@ type Key struct {
 	// gateway, a compatible API). When it is set on the host, the key goes to its
 	// host, not to Host: that is where the tool sends it.
 	BaseURLEnv string
+	// BaseURLSetting, for a tool that takes its endpoint from its own configuration
+	// file instead (Codex's openai_base_url), is that setting: when the file sets it,
+	// the key goes to its host. At most one of BaseURLEnv and BaseURLSetting is set
+	// (Key.BaseURL reads them).
+	BaseURLSetting *Setting
+	// IgnoredEnv names a variable that looks as if it moved the endpoint but that
+	// the tool does not read (Codex ignores OPENAI_BASE_URL, which other tools read):
+	// when it is set on the host the key does not follow it, and a warning says so.
+	IgnoredEnv string
 }
 
 // Registry is an ordered set of tools, built explicitly by the caller.

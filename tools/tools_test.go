@@ -5,6 +5,7 @@ import (
 	"path"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -274,6 +275,17 @@ func TestRegistryInvariants(t *testing.T) {
 		for _, e := range tl.Egress {
 			if err := config.ValidEgressEntry(e); err != nil {
 				t.Errorf("%s: egress %q: %v", tl.Name, e, err)
+			}
+		}
+		for _, k := range tl.Keys {
+			if !slices.Contains(tl.Secrets, k.Env) {
+				t.Errorf("%s: key %s is not one of its secrets", tl.Name, k.Env)
+			}
+			if k.BaseURLEnv != "" && k.BaseURLSetting != nil {
+				t.Errorf("%s: key %s has both a base-URL variable and a base-URL setting", tl.Name, k.Env)
+			}
+			if k.IgnoredEnv != "" && k.IgnoredEnv == k.BaseURLEnv {
+				t.Errorf("%s: key %s both follows and ignores %s", tl.Name, k.Env, k.IgnoredEnv)
 			}
 		}
 		for hn, h := range hosts {

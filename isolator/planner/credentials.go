@@ -127,25 +127,31 @@ func ValidateFile(path string, host config.Host, reg *tools.Registry) error {
 
 // ToolKeys returns cfg with the API keys of the tools set to tools.<name>.key =
 // "proxy" turned into proxy credentials, and proxy.mitm on when there is one (the
-// proxy sees an HTTPS request only when it decrypts it). cfg itself is not changed.
+// proxy sees an HTTPS request only when it decrypts it). cfg itself is not changed;
+// th is the host the tools read their settings on (ToolHost).
 //
-// Each key (tools.Tool.Keys) set in the host environment goes to the host of its
-// tool's base-URL variable when that is set on the host (where the tool then sends
-// it), else to the tool's API host; a key with neither is not held, with a warning.
-// The variable inside the sandbox holds a placeholder, which the proxy refuses toward
-// any other host. A key already named by a [[proxy.credentials]] entry (value_env or
-// placeholder_env) is left to that entry, and a key two tools declare is held once,
-// for the first. The tables CheckTools refuses fail.
-func ToolKeys(cfg *config.Config, reg *tools.Registry) (*config.Config, []HeldKey, []string, error) {
+// Each key (tools.Tool.Keys) set in the host environment goes where its tool sends
+// it: to the host of the tool's base URL when the tool has one on the host (its
+// variable, or a setting of its configuration file: tools.Key.BaseURL), else to the
+// tool's API host; a key with neither is not held, with a warning. The variable
+// inside the sandbox holds a placeholder, which the proxy refuses toward any other
+// host. A key two tools send to different hosts (OPENAI_API_KEY: Codex to
+// api.openai.com, qwen to its OPENAI_BASE_URL) is held for each, one credential per
+// host sharing the placeholder; to the same host, once, for the first tool. A key
+// already named by a [[proxy.credentials]] entry (value_env or placeholder_env) is
+// left to that entry. The tables CheckTools refuses fail.
+func ToolKeys(cfg *config.Config, reg *tools.Registry, th tools.Host) (*config.Config, []HeldKey, []string, error) {
 	if err := CheckTools(cfg, reg); err != nil {
 		return nil, nil, nil, err
 	}
 	var held []HeldKey
 	var warns []string
-	named := map[string]bool{}
+	named := map[string]bool{} // by the user's entries
 	for _, c := range cfg.Proxy.Credentials {
 		named[c.ValueEnv], named[c.PlaceholderEnv] = true, true
 	}
+	type envHost struct{ env, host string }
+	heldFor := map[envHost]bool{}
 	var creds []config.Credential
 	for _, name := range slices.Sorted(maps.Keys(cfg.Tools)) {
 		tc := cfg.Tools[name]
@@ -154,6 +160,7 @@ func ToolKeys(cfg *config.Config, reg *tools.Registry) (*config.Config, []HeldKe
 			continue
 		}
 		set := 0
+		ignored := false // the warning about the tool's IgnoredEnv, once per tool
 		for _, k := range t.Keys {
 			if _, ok := cfg.Host.Vars[k.Env]; !ok {
 				continue
@@ -162,17 +169,24 @@ func ToolKeys(cfg *config.Config, reg *tools.Registry) (*config.Config, []HeldKe
 			if named[k.Env] {
 				continue
 			}
-			host, w, err := keyHost(k, cfg.Host.Vars)
+			host, w, err := keyHost(k, th)
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("%w: tools.%s.key: %w", ErrConfig, name, err)
 			}
-			if w != "" {
-				warns = append(warns, fmt.Sprintf("tools.%s.key: %s", name, w))
+			if w != "" && !slices.Contains(warns, "tools."+name+".key: "+w) {
+				warns = append(warns, "tools."+name+".key: "+w)
 			}
 			if host == "" {
 				continue
 			}
-			named[k.Env] = true
+			if k.IgnoredEnv != "" && cfg.Host.Vars[k.IgnoredEnv] != "" && !ignored {
+				ignored = true
+				warns = append(warns, fmt.Sprintf("tools.%s.key: %s is set on the host, but %s does not read it: its key is held for %s, where %s sends it", name, k.IgnoredEnv, name, host, name))
+			}
+			if heldFor[envHost{k.Env, host}] {
+				continue
+			}
+			heldFor[envHost{k.Env, host}] = true
 			creds = append(creds, config.Credential{Host: host, Header: k.Header, Format: k.Format, ValueEnv: k.Env, PlaceholderEnv: k.Env})
 			held = append(held, HeldKey{Tool: name, Env: k.Env, Host: host, Header: k.Header})
 		}
@@ -220,8 +234,8 @@ func UnheldKeys(cfg *config.Config, reg *tools.Registry) error {
 			if _, set := cfg.Host.Vars[k.Env]; !set || named[k.Env] {
 				continue
 			}
-			if host, _, err := keyHost(k, cfg.Host.Vars); err == nil && host == "" {
-				continue // ToolKeys holds none either, and says so
+			if k.Host == "" && k.BaseURLSetting == nil && cfg.Host.Vars[k.BaseURLEnv] == "" {
+				continue // no host to hold it for: ToolKeys holds none either, and says so
 			}
 			return fmt.Errorf("%w: tools.%s.key = %q (%s): %s is set on the host but no proxy credential holds it, so it would enter the sandbox; pass the configuration through planner.ToolKeys before Build (planner.Load and LoadDir do), or set tools.%s.key = %q",
 				ErrConfig, name, config.KeyProxy, toolOrigin(cfg, name), k.Env, name, "env")
@@ -230,12 +244,22 @@ func UnheldKeys(cfg *config.Config, reg *tools.Registry) error {
 	return nil
 }
 
-// keyHost is where the tool sends k: the host of its base-URL variable when that is
-// set, else k.Host ("" with a warning when neither is). A plain http:// base URL
-// takes the key in clear, with a warning.
-func keyHost(k tools.Key, vars map[string]string) (host, warn string, err error) {
-	raw, ok := vars[k.BaseURLEnv]
-	if k.BaseURLEnv == "" || !ok || raw == "" {
+// keyHost is where the tool sends k on th: the host of its base URL when the tool
+// has one (tools.Key.BaseURL), else k.Host ("" with a warning when neither is). A
+// base-URL setting that cannot be read is not followed: the key is held for k.Host,
+// with a warning. A plain http:// base URL takes the key in clear, with a warning.
+func keyHost(k tools.Key, th tools.Host) (host, warn string, err error) {
+	raw, from, serr := k.BaseURL(th)
+	if serr != nil {
+		// A file the tool cannot read either (Codex refuses to start on a config.toml
+		// that does not parse) says nowhere else to send the key: the tool's own
+		// default is the one host it would, and no run is stopped for it.
+		if k.Host == "" {
+			return "", fmt.Sprintf("%v; there is no other API host to hold %s for", serr, k.Env), nil
+		}
+		return k.Host, fmt.Sprintf("%v; %s is held for %s", serr, k.Env, k.Host), nil
+	}
+	if raw == "" {
 		if k.Host == "" {
 			return "", fmt.Sprintf("%s is set but %s is not: there is no API host to hold it for", k.Env, k.BaseURLEnv), nil
 		}
@@ -243,17 +267,17 @@ func keyHost(k tools.Key, vars map[string]string) (host, warn string, err error)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Hostname() == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return "", "", fmt.Errorf("%s is %q, not an http:// or https:// URL; the proxy cannot tell where %s goes", k.BaseURLEnv, raw, k.Env)
+		return "", "", fmt.Errorf("%s is %q, not an http:// or https:// URL; the proxy cannot tell where %s goes", from, raw, k.Env)
 	}
 	entry := u.Hostname()
 	if u.Port() != "" {
 		entry = net.JoinHostPort(entry, u.Port())
 	}
 	if err := config.ValidEgressEntry(entry); err != nil {
-		return "", "", fmt.Errorf("%s: %w", k.BaseURLEnv, err)
+		return "", "", fmt.Errorf("%s: %w", from, err)
 	}
 	if u.Scheme == "http" {
-		return "http://" + entry, fmt.Sprintf("%s is plain http://: the proxy sends %s there unencrypted", k.BaseURLEnv, k.Env), nil
+		return "http://" + entry, fmt.Sprintf("%s is plain http://: the proxy sends %s there unencrypted", from, k.Env), nil
 	}
 	return entry, "", nil
 }
@@ -281,14 +305,11 @@ func KeyPlaces(cfg *config.Config, reg *tools.Registry, th tools.Host) []KeyPlac
 			}
 			seen[k.Env] = true
 			kp := KeyPlace{Tool: t.Name, Env: k.Env, Where: "inside"}
-			for _, c := range cfg.Proxy.Credentials {
-				if c.ValueEnv == k.Env {
-					kp.Where = "outside"
-					kp.Detail = fmt.Sprintf("held by the proxy, which sets %s toward %s", c.Header, c.Host)
-					if c.PlaceholderEnv == k.Env {
-						kp.Detail += "; the sandbox's " + k.Env + " is a placeholder"
-					}
-					break
+			if toward, placeholder := heldToward(cfg.Proxy.Credentials, k.Env); toward != "" {
+				kp.Where = "outside"
+				kp.Detail = "held by the proxy, which sets " + toward
+				if placeholder {
+					kp.Detail += "; the sandbox's " + k.Env + " is a placeholder"
 				}
 			}
 			if kp.Where == "inside" {
@@ -301,6 +322,43 @@ func KeyPlaces(cfg *config.Config, reg *tools.Registry, th tools.Host) []KeyPlac
 		}
 	}
 	return out
+}
+
+// heldToward says where the credentials with value_env env go, every host of each
+// header ("Authorization toward api.openai.com and dashscope.aliyuncs.com"), and
+// whether the first of them gives the sandbox a placeholder for env; "" when none
+// holds env.
+func heldToward(creds []config.Credential, env string) (string, bool) {
+	var headers []string
+	hosts := map[string][]string{}
+	placeholder, found := false, false
+	for _, c := range creds {
+		if c.ValueEnv != env {
+			continue
+		}
+		if !found {
+			found, placeholder = true, c.PlaceholderEnv == env
+		}
+		if _, ok := hosts[c.Header]; !ok {
+			headers = append(headers, c.Header)
+		}
+		if !slices.Contains(hosts[c.Header], c.Host) {
+			hosts[c.Header] = append(hosts[c.Header], c.Host)
+		}
+	}
+	parts := make([]string, len(headers))
+	for i, h := range headers {
+		parts[i] = h + " toward " + andList(hosts[h])
+	}
+	return strings.Join(parts, ", "), placeholder
+}
+
+// andList joins words as people do: "a", "a and b", "a, b and c".
+func andList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
 // toolOrigin is where the [tools.<name>] settings came from: the first of its keys set.

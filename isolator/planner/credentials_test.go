@@ -57,10 +57,14 @@ func TestBuildWithholdsCredentials(t *testing.T) {
 // placeholder, and turns MITM on; what cannot be held fails or warns.
 func TestToolKeys(t *testing.T) {
 	claude := config.Credential{Host: "api.anthropic.com", Header: "x-api-key", ValueEnv: "ANTHROPIC_API_KEY", PlaceholderEnv: "ANTHROPIC_API_KEY"}
+	openai := func(host string) config.Credential {
+		return config.Credential{Host: host, Header: "Authorization", Format: "Bearer {}", ValueEnv: "OPENAI_API_KEY", PlaceholderEnv: "OPENAI_API_KEY"}
+	}
 	tests := []struct {
 		name  string
-		tools string // [tools.*] tables
-		creds string // [[proxy.credentials]] entries
+		tools string            // [tools.*] tables
+		creds string            // [[proxy.credentials]] entries
+		files map[string]string // path ($ROOT, $HOME, $PROJ) -> content, or "->" target of a link
 		env   []string
 		want  []config.Credential
 		warns []string
@@ -74,10 +78,66 @@ func TestToolKeys(t *testing.T) {
 				{Host: "gw.test:8443", Header: "x-api-key", ValueEnv: "ANTHROPIC_API_KEY", PlaceholderEnv: "ANTHROPIC_API_KEY"},
 				{Host: "gw.test:8443", Header: "Authorization", Format: "Bearer {}", ValueEnv: "ANTHROPIC_AUTH_TOKEN", PlaceholderEnv: "ANTHROPIC_AUTH_TOKEN"},
 			}},
-		{name: "plain http base URL", tools: "[tools.codex]\nkey = \"proxy\"\n",
+		{name: "plain http base URL", tools: "[tools.qwen]\nkey = \"proxy\"\n",
 			env:   []string{"OPENAI_API_KEY=sk-12345678", "OPENAI_BASE_URL=http://10.1.2.3:8080/v1"},
-			want:  []config.Credential{{Host: "http://10.1.2.3:8080", Header: "Authorization", Format: "Bearer {}", ValueEnv: "OPENAI_API_KEY", PlaceholderEnv: "OPENAI_API_KEY"}},
-			warns: []string{"tools.codex.key: OPENAI_BASE_URL is plain http://: the proxy sends OPENAI_API_KEY there unencrypted"}},
+			want:  []config.Credential{openai("http://10.1.2.3:8080")},
+			warns: []string{"tools.qwen.key: OPENAI_BASE_URL is plain http://: the proxy sends OPENAI_API_KEY there unencrypted"}},
+		{name: "codex", tools: "[tools.codex]\nkey = \"proxy\"\n", env: []string{"OPENAI_API_KEY=sk-12345678"},
+			want: []config.Credential{openai("api.openai.com")}},
+		// Codex ignores OPENAI_BASE_URL (openai/codex issue 16719): its key stays
+		// with api.openai.com, where Codex sends it.
+		{name: "codex ignores OPENAI_BASE_URL", tools: "[tools.codex]\nkey = \"proxy\"\n",
+			env:   []string{"OPENAI_API_KEY=sk-12345678", "CODEX_API_KEY=sk-codex-12345678", "OPENAI_BASE_URL=https://gw.test/v1"},
+			want:  []config.Credential{openai("api.openai.com"), {Host: "api.openai.com", Header: "Authorization", Format: "Bearer {}", ValueEnv: "CODEX_API_KEY", PlaceholderEnv: "CODEX_API_KEY"}},
+			warns: []string{"tools.codex.key: OPENAI_BASE_URL is set on the host, but codex does not read it: its key is held for api.openai.com, where codex sends it"}},
+		{name: "codex's openai_base_url", tools: "[tools.codex]\nkey = \"proxy\"\n",
+			files: map[string]string{"$HOME/.codex/config.toml": "model = \"o3\"\nopenai_base_url = \"https://llm.corp.test:8443/v1\"\n[profiles.x]\nopenai_base_url = \"https://other.test\"\n"},
+			env:   []string{"OPENAI_API_KEY=sk-12345678", "OPENAI_BASE_URL=https://gw.test/v1"},
+			want:  []config.Credential{openai("llm.corp.test:8443")},
+			warns: []string{"tools.codex.key: OPENAI_BASE_URL is set on the host, but codex does not read it: its key is held for llm.corp.test:8443, where codex sends it"}},
+		{name: "codex's openai_base_url under CODEX_HOME", tools: "[tools.codex]\nkey = \"proxy\"\n",
+			files: map[string]string{"$ROOT/codex/config.toml": "openai_base_url = \"https://llm.corp.test/v1\"\n", "$HOME/.codex/config.toml": "openai_base_url = \"https://not.this.test\"\n"},
+			env:   []string{"OPENAI_API_KEY=sk-12345678", "CODEX_HOME=$ROOT/codex"},
+			want:  []config.Credential{openai("llm.corp.test")}},
+		{name: "codex's config.toml does not parse", tools: "[tools.codex]\nkey = \"proxy\"\n",
+			files: map[string]string{"$HOME/.codex/config.toml": "model = \"o3\"\nopenai_base_url = https://llm.corp.test\n"},
+			env:   []string{"OPENAI_API_KEY=sk-12345678"},
+			want:  []config.Credential{openai("api.openai.com")},
+			warns: []string{"tools.codex.key: setting cannot be read: openai_base_url in $HOME/.codex/config.toml: it is not valid TOML (line 2, column 19); OPENAI_API_KEY is held for api.openai.com"}},
+		{name: "codex's openai_base_url not a string", tools: "[tools.codex]\nkey = \"proxy\"\n",
+			files: map[string]string{"$HOME/.codex/config.toml": "openai_base_url = 8443\n"},
+			env:   []string{"OPENAI_API_KEY=sk-12345678"},
+			want:  []config.Credential{openai("api.openai.com")},
+			warns: []string{"tools.codex.key: setting cannot be read: openai_base_url in $HOME/.codex/config.toml: it is a int64, not a string; OPENAI_API_KEY is held for api.openai.com"}},
+		// The sandbox can write the project: what a file there says must not steer
+		// the key.
+		{name: "codex's config.toml in the project", tools: "[tools.codex]\nkey = \"proxy\"\n",
+			files: map[string]string{"$PROJ/.codex/config.toml": "openai_base_url = \"https://evil.test\"\n"},
+			env:   []string{"OPENAI_API_KEY=sk-12345678", "CODEX_HOME=$PROJ/.codex"},
+			want:  []config.Credential{openai("api.openai.com")},
+			warns: []string{"tools.codex.key: setting cannot be read: openai_base_url in $PROJ/.codex/config.toml: it lies in the project ($PROJ/.codex/config.toml), where the sandbox can write it; OPENAI_API_KEY is held for api.openai.com"}},
+		{name: "codex's config.toml links into the project", tools: "[tools.codex]\nkey = \"proxy\"\n",
+			files: map[string]string{"$PROJ/dot/config.toml": "openai_base_url = \"https://evil.test\"\n", "$HOME/.codex/config.toml": "->$PROJ/dot/config.toml"},
+			env:   []string{"OPENAI_API_KEY=sk-12345678"},
+			want:  []config.Credential{openai("api.openai.com")},
+			warns: []string{"tools.codex.key: setting cannot be read: openai_base_url in $HOME/.codex/config.toml: it lies in the project ($PROJ/dot/config.toml), where the sandbox can write it; OPENAI_API_KEY is held for api.openai.com"}},
+		{name: "codex's config.toml links elsewhere", tools: "[tools.codex]\nkey = \"proxy\"\n",
+			files: map[string]string{"$ROOT/dotfiles/codex.toml": "openai_base_url = \"https://llm.corp.test\"\n", "$HOME/.codex/config.toml": "->$ROOT/dotfiles/codex.toml"},
+			env:   []string{"OPENAI_API_KEY=sk-12345678"},
+			want:  []config.Credential{openai("llm.corp.test")}},
+		{name: "codex's openai_base_url not a URL", tools: "[tools.codex]\nkey = \"proxy\"\n",
+			files: map[string]string{"$HOME/.codex/config.toml": "openai_base_url = \"llm.corp.test\"\n"},
+			env:   []string{"OPENAI_API_KEY=sk-12345678"},
+			err:   `tools.codex.key: openai_base_url in $HOME/.codex/config.toml is "llm.corp.test", not an http:// or https:// URL`},
+		// One variable, two tools, two hosts: each tool's key goes where that tool
+		// sends it, and neither loses it.
+		{name: "codex and qwen share OPENAI_API_KEY", tools: "[tools.codex]\nkey = \"proxy\"\n[tools.qwen]\nkey = \"proxy\"\n",
+			env:   []string{"OPENAI_API_KEY=sk-12345678", "OPENAI_BASE_URL=https://dashscope.aliyuncs.com/compatible-mode/v1"},
+			want:  []config.Credential{openai("api.openai.com"), openai("dashscope.aliyuncs.com")},
+			warns: []string{"tools.codex.key: OPENAI_BASE_URL is set on the host, but codex does not read it: its key is held for api.openai.com, where codex sends it"}},
+		{name: "codex and qwen, one host", tools: "[tools.codex]\nkey = \"proxy\"\n[tools.qwen]\nkey = \"proxy\"\n",
+			env:  []string{"OPENAI_API_KEY=sk-12345678"},
+			want: []config.Credential{openai("api.openai.com")}},
 		{name: "key env", tools: "[tools.claude]\nkey = \"env\"\n", env: []string{"ANTHROPIC_API_KEY=sk-ant-12345678"}},
 		{name: "no key set", tools: "[tools.gemini]\nkey = \"proxy\"\n",
 			warns: []string{`tools.gemini.key = "proxy": none of GEMINI_API_KEY, GOOGLE_API_KEY is set in the host environment; no key is held for gemini`}},
@@ -97,11 +157,34 @@ func TestToolKeys(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			writeFile(t, f.home+"/.config/devsandbox/config.toml", tt.tools+tt.creds)
-			cfg := f.load(t, tt.env...)
+			ex := func(s string) string { return f.expand(nil, s)[0] }
+			for p, content := range tt.files {
+				if target, ok := strings.CutPrefix(content, "->"); ok {
+					symlink(t, ex(target), ex(p))
+				} else {
+					writeFile(t, ex(p), content)
+				}
+			}
+			var env []string
+			for _, e := range tt.env {
+				env = append(env, ex(e))
+			}
+			for i := range tt.warns {
+				tt.warns[i] = ex(tt.warns[i])
+			}
+			cfg := f.load(t, env...)
 			before := slices.Clone(cfg.Proxy.Credentials)
-			got, held, warns, err := ToolKeys(cfg, tools.Default())
+			got, held, warns, err := ToolKeys(cfg, tools.Default(), ToolHost(cfg.Host, probe(f.proj), f.proj))
+			// No key's value appears in what ToolKeys says.
+			for _, e := range env {
+				if n, v, _ := strings.Cut(e, "="); strings.HasSuffix(n, "_KEY") || strings.HasSuffix(n, "_TOKEN") {
+					if strings.Contains(strings.Join(warns, "\n"), v) || err != nil && strings.Contains(err.Error(), v) {
+						t.Errorf("the value of %s appears in a warning or error: %q %v", n, warns, err)
+					}
+				}
+			}
 			if tt.err != "" {
-				tt.err = strings.ReplaceAll(tt.err, "CONFIG", f.home+"/.config/devsandbox/config.toml")
+				tt.err = ex(strings.ReplaceAll(tt.err, "CONFIG", f.home+"/.config/devsandbox/config.toml"))
 				if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error %v, want ErrConfig with %q", err, tt.err)
 				}
@@ -122,6 +205,11 @@ func TestToolKeys(t *testing.T) {
 			if n := len(tt.want) - len(before); len(held) != n || got.Proxy.MITM != (len(tt.want) > 0) {
 				t.Errorf("held %+v, mitm %v", held, got.Proxy.MITM)
 			}
+			for i, h := range held {
+				if c := got.Proxy.Credentials[len(before)+i]; h.Env != c.ValueEnv || h.Host != c.Host || h.Header != c.Header {
+					t.Errorf("held[%d] %+v is not credential %+v", i, h, c)
+				}
+			}
 		})
 	}
 }
@@ -132,7 +220,7 @@ func TestBuildHoldsToolKey(t *testing.T) {
 	f := newFixture(t)
 	writeFile(t, f.home+"/.config/devsandbox/config.toml", "[tools.claude]\nenabled = true\nkey = \"proxy\"\n")
 	cfg := f.load(t, "ANTHROPIC_API_KEY=sk-ant-12345678", "CLAUDE_CODE_OAUTH_TOKEN=oauth-12345678")
-	cfg, _, _, err := ToolKeys(cfg, tools.Default())
+	cfg, _, _, err := ToolKeys(cfg, tools.Default(), ToolHost(cfg.Host, probe(f.proj), f.proj))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +242,43 @@ func TestBuildHoldsToolKey(t *testing.T) {
 		Detail: "held by the proxy, which sets x-api-key toward api.anthropic.com; the sandbox's ANTHROPIC_API_KEY is a placeholder"}}
 	if !slices.Equal(places, want) {
 		t.Errorf("key places %+v, want %+v", places, want)
+	}
+}
+
+// TestBuildHoldsSharedKey: a key two tools send to different hosts (codex to
+// api.openai.com, qwen to its OPENAI_BASE_URL) is held for each, with one placeholder
+// in the sandbox that both credentials swap; the key report names both hosts.
+func TestBuildHoldsSharedKey(t *testing.T) {
+	f := newFixture(t)
+	writeFile(t, f.home+"/.config/devsandbox/config.toml", "[tools.codex]\nenabled = true\nkey = \"proxy\"\n[tools.qwen]\nenabled = true\nkey = \"proxy\"\n")
+	cfg := f.load(t, "OPENAI_API_KEY=sk-12345678", "OPENAI_BASE_URL=https://dashscope.aliyuncs.com/compatible-mode/v1")
+	th := ToolHost(cfg.Host, probe(f.proj), f.proj)
+	cfg, held, _, err := ToolKeys(cfg, tools.Default(), th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHeld := []HeldKey{{Tool: "codex", Env: "OPENAI_API_KEY", Host: "api.openai.com", Header: "Authorization"},
+		{Tool: "qwen", Env: "OPENAI_API_KEY", Host: "dashscope.aliyuncs.com", Header: "Authorization"}}
+	if !slices.Equal(held, wantHeld) {
+		t.Errorf("held %+v, want %+v", held, wantHeld)
+	}
+	p, _ := f.build(t, cfg)
+	var got []string
+	for _, c := range p.Proxy.Credentials {
+		got = append(got, c.Name+" "+c.ValueEnv+" "+c.Host+" "+c.PlaceholderVar)
+	}
+	want := []string{"OPENAI_API_KEY OPENAI_API_KEY api.openai.com DEVSANDBOX_PLACEHOLDER_0", "OPENAI_API_KEY OPENAI_API_KEY dashscope.aliyuncs.com DEVSANDBOX_PLACEHOLDER_0"}
+	equalLines(t, "proxy credentials", got, want)
+	var secrets []string
+	for _, s := range p.Secrets {
+		secrets = append(secrets, s.Name+" "+s.EnvSource)
+	}
+	equalLines(t, "secrets", secrets, []string{"OPENAI_API_KEY DEVSANDBOX_PLACEHOLDER_0"})
+	places := KeyPlaces(cfg, tools.Default(), th)
+	wantPlaces := []KeyPlace{{Tool: "codex", Env: "OPENAI_API_KEY", Where: "outside",
+		Detail: "held by the proxy, which sets Authorization toward api.openai.com and dashscope.aliyuncs.com; the sandbox's OPENAI_API_KEY is a placeholder"}}
+	if !slices.Equal(places, wantPlaces) {
+		t.Errorf("key places %+v, want %+v", places, wantPlaces)
 	}
 }
 
@@ -189,7 +314,7 @@ func TestBuildRefusesUnheldToolKey(t *testing.T) {
 			cfg := f.load(t, tt.env...)
 			if tt.toolKeys {
 				var err error
-				if cfg, _, _, err = ToolKeys(cfg, tools.Default()); err != nil {
+				if cfg, _, _, err = ToolKeys(cfg, tools.Default(), ToolHost(cfg.Host, probe(f.proj), f.proj)); err != nil {
 					t.Fatal(err)
 				}
 			}

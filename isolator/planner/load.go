@@ -58,7 +58,7 @@ func LoadDir(dir string, flags config.Flags, environ []string, reg *tools.Regist
 	if err != nil {
 		return nil, err
 	}
-	keyed, held, kwarns, err := ToolKeys(cfg, reg)
+	keyed, held, kwarns, err := ToolKeys(cfg, reg, ToolHost(cfg.Host, probe, proj.Dir))
 	if err != nil {
 		return nil, err
 	}

@@ -106,15 +106,21 @@ func planProxy(p *isolator.Plan, cfg *config.Config, pr Probe, req Request, sess
 		}
 	}
 	setEnv(p, env)
+	placeholderVars := map[string]string{} // by placeholder_env
 	for i, cr := range cfg.Proxy.Credentials {
 		c := isolator.ProxyCredential{Name: cr.PlaceholderEnv, Host: cr.Host, Header: cr.Header, Format: cr.Format, ValueEnv: cr.ValueEnv, ValueFile: cr.ValueFile}
 		if c.Name == "" {
 			c.Name = fmt.Sprintf("proxy.credentials[%d]", i)
 		}
-		if cr.PlaceholderEnv != "" {
+		if v, ok := placeholderVars[cr.PlaceholderEnv]; ok && cr.PlaceholderEnv != "" {
+			// The sandbox's variable holds one placeholder: credentials naming the
+			// same placeholder_env (a key held for two hosts) share it.
+			c.PlaceholderVar = v
+		} else if cr.PlaceholderEnv != "" {
 			// The placeholder is a secret of the plan: the sandbox gets it in its
 			// environment like any env secret, never in argv or --dry-run.
 			c.PlaceholderVar = "DEVSANDBOX_PLACEHOLDER_" + strconv.Itoa(i)
+			placeholderVars[cr.PlaceholderEnv] = c.PlaceholderVar
 			p.HostEnv[c.PlaceholderVar] = newPlaceholder()
 			p.Env = slices.DeleteFunc(p.Env, func(e isolator.EnvVar) bool { return e.Name == cr.PlaceholderEnv })
 			p.Secrets = slices.DeleteFunc(p.Secrets, func(s isolator.Secret) bool { return s.Name == cr.PlaceholderEnv && !s.AsFile })

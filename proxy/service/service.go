@@ -115,8 +115,8 @@ func Environ(p *isolator.Plan, readFile func(string) ([]byte, error)) ([]string,
 		if ok {
 			env = append(env, valueVar(i)+"="+v)
 		}
-		if c.PlaceholderVar != "" {
-			env = append(env, c.PlaceholderVar+"="+p.HostEnv[c.PlaceholderVar])
+		if c.PlaceholderVar != "" && !slices.Contains(env, c.PlaceholderVar+"="+p.HostEnv[c.PlaceholderVar]) {
+			env = append(env, c.PlaceholderVar+"="+p.HostEnv[c.PlaceholderVar]) // once: credentials may share it
 		}
 	}
 	return env, nil

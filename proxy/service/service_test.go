@@ -206,7 +206,7 @@ func TestStartWithoutProgram(t *testing.T) {
 
 // TestSettingsAndEnviron: the settings name the secrets' variables and hold none of
 // them; the environment holds the CA, the credentials' values (a value_file read now)
-// and placeholders, and the host's TLS roots, nothing else.
+// and placeholders (a shared one once), and the host's TLS roots, nothing else.
 func TestSettingsAndEnviron(t *testing.T) {
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "npm-token")
@@ -228,6 +228,8 @@ func TestSettingsAndEnviron(t *testing.T) {
 				{Name: "GITHUB_TOKEN", Host: "api.github.com", Header: "Authorization", Format: "Bearer {}", ValueEnv: "GITHUB_TOKEN", PlaceholderVar: "DEVSANDBOX_PLACEHOLDER_0"},
 				{Name: "proxy.credentials[1]", Host: "registry.npmjs.org", Header: "Authorization", Format: "Bearer {}", ValueFile: tokenFile},
 				{Name: "proxy.credentials[2]", Host: "unset.test", Header: "X-Key", ValueEnv: "UNSET_KEY"},
+				// The same key held for a second host shares the placeholder.
+				{Name: "GITHUB_TOKEN", Host: "uploads.github.com", Header: "Authorization", Format: "Bearer {}", ValueEnv: "GITHUB_TOKEN", PlaceholderVar: "DEVSANDBOX_PLACEHOLDER_0"},
 			}},
 		HostEnv: map[string]string{"GITHUB_TOKEN": "ghp_ENVtoken", "SSL_CERT_FILE": "/etc/corp.pem", "HOME": "/home/u",
 			isolator.ProxyCAVar: string(c.PEM()), "DEVSANDBOX_PLACEHOLDER_0": "ph-0"},
@@ -240,13 +242,14 @@ func TestSettingsAndEnviron(t *testing.T) {
 		`"gitPush":["refs/heads/agent/*"],"gitSSH":true,"mitm":true,"credentials":[` +
 		`{"name":"GITHUB_TOKEN","host":"api.github.com","header":"Authorization","format":"Bearer {}","valueVar":"DEVSANDBOX_CREDENTIAL_0","placeholderVar":"DEVSANDBOX_PLACEHOLDER_0"},` +
 		`{"name":"proxy.credentials[1]","host":"registry.npmjs.org","header":"Authorization","format":"Bearer {}","valueVar":"DEVSANDBOX_CREDENTIAL_1"},` +
-		`{"name":"proxy.credentials[2]","host":"unset.test","header":"X-Key","valueVar":"DEVSANDBOX_CREDENTIAL_2"}]}`
+		`{"name":"proxy.credentials[2]","host":"unset.test","header":"X-Key","valueVar":"DEVSANDBOX_CREDENTIAL_2"},` +
+		`{"name":"GITHUB_TOKEN","host":"uploads.github.com","header":"Authorization","format":"Bearer {}","valueVar":"DEVSANDBOX_CREDENTIAL_3","placeholderVar":"DEVSANDBOX_PLACEHOLDER_0"}]}`
 	if string(b) != want {
 		t.Errorf("settings:\n got %s\nwant %s", b, want)
 	}
 	env, err := Environ(p, os.ReadFile)
 	wantEnv := []string{"SSL_CERT_FILE=/etc/corp.pem", "DEVSANDBOX_PROXY_CA=" + string(c.PEM()),
-		"DEVSANDBOX_CREDENTIAL_0=ghp_ENVtoken", "DEVSANDBOX_PLACEHOLDER_0=ph-0", "DEVSANDBOX_CREDENTIAL_1=npm_FILEtoken"}
+		"DEVSANDBOX_CREDENTIAL_0=ghp_ENVtoken", "DEVSANDBOX_PLACEHOLDER_0=ph-0", "DEVSANDBOX_CREDENTIAL_1=npm_FILEtoken", "DEVSANDBOX_CREDENTIAL_3=ghp_ENVtoken"}
 	if err != nil || !slices.Equal(env, wantEnv) {
 		t.Errorf("env: %v\n got %q\nwant %q", err, env, wantEnv)
 	}
