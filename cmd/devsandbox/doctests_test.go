@@ -14,7 +14,7 @@ import (
 // docTestName is a test or benchmark named in prose: TestXxx, BenchmarkXxx, with a
 // trailing * when the page means every test with that prefix. What precedes it
 // tells a pattern apart: after RUN= or -run the name is a -run regexp, a prefix too.
-var docTestName = regexp.MustCompile("(RUN='?|-run[ =]'?)?\\b((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)(\\*?)")
+var docTestName = regexp.MustCompile(`(RUN='?|-run[ =]'?)?\b((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)(\*?)`)
 
 // goTestFunc is the declaration of a test, benchmark or fuzz target.
 var goTestFunc = regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)[A-Za-z0-9_]*)\(`)
