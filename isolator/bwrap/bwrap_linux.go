@@ -600,7 +600,14 @@ func (b *Isolator) Check(ctx context.Context) isolator.Status {
 	if err == nil {
 		return isolator.Status{State: isolator.Active}
 	}
-	msg := strings.TrimSpace(string(out))
+	return sandboxFailure(string(out), err)
+}
+
+// sandboxFailure is Check's diagnosis of a failed trial sandbox from what bwrap
+// printed (out) and how it ended (err): the reason, and the fix for the cause its
+// message names.
+func sandboxFailure(out string, err error) isolator.Status {
+	msg := strings.TrimSpace(out)
 	st := isolator.Status{State: isolator.Unavailable, Reason: fmt.Sprintf("bwrap cannot create a sandbox: %s", firstLine(msg, err))}
 	switch {
 	case strings.Contains(msg, "setting up uid map") || strings.Contains(msg, "No permissions to create"):
