@@ -209,20 +209,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		// one, a full removal and the wait after), else on one of its own. Run
 		// returns only once it is done.
 		released = make(chan struct{})
-		removeSess = sync.OnceFunc(func() {
-			if sess.Lost() {
-				b.warn("the session /tmp %s was removed on the host while the sandbox ran; files the command had in /tmp were lost with it", sess.Path)
-			}
-			sess.RemoveEmpty()
-		})
-		closeSess = sync.OnceFunc(func() {
-			removeSess()
-			if err := sess.Remove(); err != nil {
-				b.warn("the session /tmp %s could not be removed (%v); what the command left there stays on the host until you remove it (rm -rf %s)", sess.Path, err, sess.Path)
-			}
-			sess.Close()
-			close(released)
-		})
+		removeSess, closeSess = endSession(sess, b.warn, released)
 		defer func() { go closeSess() }()
 	}
 	pins, err := pin.Plan(p)
@@ -600,7 +587,14 @@ func (b *Isolator) Check(ctx context.Context) isolator.Status {
 	if err == nil {
 		return isolator.Status{State: isolator.Active}
 	}
-	msg := strings.TrimSpace(string(out))
+	return sandboxFailure(string(out), err)
+}
+
+// sandboxFailure is Check's diagnosis of a failed trial sandbox from what bwrap
+// printed (out) and how it ended (err): the reason, and the fix for the cause its
+// message names.
+func sandboxFailure(out string, err error) isolator.Status {
+	msg := strings.TrimSpace(out)
 	st := isolator.Status{State: isolator.Unavailable, Reason: fmt.Sprintf("bwrap cannot create a sandbox: %s", firstLine(msg, err))}
 	switch {
 	case strings.Contains(msg, "setting up uid map") || strings.Contains(msg, "No permissions to create"):
@@ -611,6 +605,29 @@ func (b *Isolator) Check(ctx context.Context) isolator.Status {
 		st.Fix = "run `bwrap --unshare-all --ro-bind / / true` to see the full error"
 	}
 	return st
+}
+
+// endSession returns the two steps that end the session /tmp sess: remove (its name,
+// when it is empty) and closeAll (remove, then whatever the sandbox left in it, its
+// lock and its last reference, then close released). Each runs once however often,
+// and from whichever goroutine, it is called; a session dir removed or replaced on
+// the host during the run is told with one warning, by the first of them.
+func endSession(sess *tmpdir.Session, warn func(format string, args ...any), released chan struct{}) (remove, closeAll func()) {
+	remove = sync.OnceFunc(func() {
+		if sess.Lost() {
+			warn("the session /tmp %s was removed on the host while the sandbox ran; files the command had in /tmp were lost with it", sess.Path)
+		}
+		sess.RemoveEmpty()
+	})
+	closeAll = sync.OnceFunc(func() {
+		remove()
+		if err := sess.Remove(); err != nil {
+			warn("the session /tmp %s could not be removed (%v); what the command left there stays on the host until you remove it (rm -rf %s)", sess.Path, err, sess.Path)
+		}
+		sess.Close()
+		close(released)
+	})
+	return remove, closeAll
 }
 
 func firstLine(s string, err error) string {

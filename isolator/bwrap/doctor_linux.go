@@ -130,30 +130,53 @@ type nsState struct {
 	detail, reason, fix string
 }
 
-// userNamespaces tells a working setup from a kernel without user namespaces, one where
-// they are switched off, and Ubuntu's AppArmor restriction.
+// nsFacts are what doctor probes about user namespaces on this host: the kernel's
+// support, the sysctls that switch them off or restrict them ("" when the kernel has
+// no such file), and whether a program could start in a new one.
+type nsFacts struct {
+	kernel           bool   // /proc/self/ns/user exists (CONFIG_USER_NS)
+	maxUserNS        string // user.max_user_namespaces
+	unprivClone      string // kernel.unprivileged_userns_clone (Debian's patch)
+	apparmorRestrict string // kernel.apparmor_restrict_unprivileged_userns (Ubuntu 23.10 and later)
+	probe            error  // starting /bin/true in a new user namespace
+}
+
+// userNamespaces probes this host's user namespaces and diagnoses them.
 func userNamespaces() nsState {
-	if _, err := os.Stat("/proc/self/ns/user"); err != nil {
+	_, err := os.Stat("/proc/self/ns/user")
+	return diagnoseNamespaces(nsFacts{
+		kernel:           err == nil,
+		maxUserNS:        readSys("/proc/sys/user/max_user_namespaces"),
+		unprivClone:      readSys("/proc/sys/kernel/unprivileged_userns_clone"),
+		apparmorRestrict: readSys("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
+		probe:            probeUserNamespace(),
+	})
+}
+
+// diagnoseNamespaces tells a working setup from a kernel without user namespaces, one
+// where they are switched off, and Ubuntu's AppArmor restriction, from the probed facts
+// alone.
+func diagnoseNamespaces(f nsFacts) nsState {
+	if !f.kernel {
 		return nsState{reason: "the kernel has no user namespaces (CONFIG_USER_NS)", fix: "use a kernel with user namespaces, or --isolator=docker"}
 	}
-	if v := readSys("/proc/sys/user/max_user_namespaces"); v == "0" {
+	if f.maxUserNS == "0" {
 		return nsState{reason: "user.max_user_namespaces is 0", fix: "sudo sysctl -w user.max_user_namespaces=15000 (and persist it in /etc/sysctl.d)"}
 	}
-	if v := readSys("/proc/sys/kernel/unprivileged_userns_clone"); v == "0" {
+	if f.unprivClone == "0" {
 		return nsState{reason: "kernel.unprivileged_userns_clone is 0", fix: "sudo sysctl -w kernel.unprivileged_userns_clone=1 (and persist it in /etc/sysctl.d)"}
 	}
-	err := probeUserNamespace()
-	restricted := readSys("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1"
+	restricted := f.apparmorRestrict == "1"
 	switch {
-	case err == nil && restricted:
+	case f.probe == nil && restricted:
 		return nsState{ok: true, detail: "available (AppArmor restricts them for unconfined programs; bwrap needs its own profile, see docs/security-model.md)"}
-	case err == nil:
+	case f.probe == nil:
 		return nsState{ok: true, detail: "available"}
 	case restricted:
 		return nsState{reason: "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns = 1, as on Ubuntu 24.04)",
 			fix: "add an AppArmor profile allowing userns for /usr/bin/bwrap (docs/security-model.md shows one), then sudo apparmor_parser -r /etc/apparmor.d/bwrap"}
 	}
-	return nsState{reason: "creating a user namespace failed: " + err.Error(), fix: "check the kernel's user-namespace settings and any LSM policy"}
+	return nsState{reason: "creating a user namespace failed: " + f.probe.Error(), fix: "check the kernel's user-namespace settings and any LSM policy"}
 }
 
 // probeUserNamespace starts /bin/true in a new user namespace.

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -572,4 +573,58 @@ func TestReadOnlyAnchorMount(t *testing.T) {
 	if got := mountFlag(m); got != want {
 		t.Errorf("mountFlag:\n%s\nwant\n%s", got, want)
 	}
+}
+
+// TestContainerKeepsImagePath: the Plan's PATH (the host's, or one set with -e) never
+// reaches the container, neither in a run's nor in a kept container's exec
+// environment, nor in --dry-run's script: the image's PATH applies. The host's PATH
+// names host directories (~/.local/bin, /opt/homebrew/bin on a Mac behind Docker
+// Desktop) that the image does not have, or has with other programs, and it would
+// override the ENV PATH the image was built with, so its own programs would not be found.
+func TestContainerKeepsImagePath(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		for _, fromHost := range []bool{true, false} {
+			p := basePlan()
+			for i, e := range p.Env {
+				if e.Name == "PATH" {
+					p.Env[i] = isolator.EnvVar{Name: "PATH", Value: "/host/only/bin:/usr/bin", FromHost: fromHost}
+				}
+			}
+			o := opts
+			o.Keep = keep
+			s, err := containerConfig(p, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			envs := [][]string{s.Config.Env} // the container's; a kept one's exec has the command's
+			if s.Exec != nil {
+				envs = append(envs, s.Exec.Env)
+			}
+			command := envs[len(envs)-1]
+			for _, env := range envs {
+				if name := pathIn(env); name != "" {
+					t.Errorf("keep=%v fromHost=%v: %s in the container's environment %q", keep, fromHost, name, env)
+				}
+			}
+			if !slices.Contains(command, "LANG=C.UTF-8") {
+				t.Errorf("keep=%v: the Plan's other variables are missing too (%q), so the check above proves nothing", keep, command)
+			}
+			script := s.Script()
+			if name := pathIn(strings.Fields(script)); name != "" || strings.Contains(script, "/host/only/bin") {
+				t.Errorf("keep=%v fromHost=%v: the --dry-run script sets PATH (%q):\n%s", keep, fromHost, name, script)
+			}
+		}
+	}
+}
+
+// pathIn returns the first of words that sets PATH in an environment ("PATH=…", or a
+// bare "PATH" passed from the host), quoted or not; "" when none does.
+func pathIn(words []string) string {
+	for _, w := range words {
+		w = strings.TrimLeft(w, `'"`)
+		if w == "PATH" || strings.HasPrefix(w, "PATH=") || strings.HasPrefix(w, "PATH'") {
+			return w
+		}
+	}
+	return ""
 }

@@ -508,3 +508,39 @@ func TestAnchorBoundFromStage(t *testing.T) {
 		t.Errorf("an anchor not staged: %v, want ErrProtection", err)
 	}
 }
+
+// TestContainerKeepsImagePath: the Plan's PATH (the host's, or one set with -e) never
+// reaches the container's environment nor --dry-run's podman command: the image's
+// PATH applies. The host's PATH names host directories (~/.local/bin, a Nix profile)
+// that the image does not have, or has with other programs, and it would override the
+// ENV PATH the image was built with, so its own programs would not be found.
+func TestContainerKeepsImagePath(t *testing.T) {
+	for _, fromHost := range []bool{true, false} {
+		p := basePlan()
+		for i, e := range p.Env {
+			if e.Name == "PATH" {
+				p.Env[i] = isolator.EnvVar{Name: "PATH", Value: "/host/only/bin:/usr/bin", FromHost: fromHost}
+			}
+		}
+		s, err := specGen(p, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := s.Gen.Env["PATH"]; ok {
+			t.Errorf("fromHost=%v: PATH=%q in the container's environment", fromHost, v)
+		}
+		if s.Gen.Env["LANG"] != "C.UTF-8" {
+			t.Errorf("the Plan's other variables are missing too (%v), so the check above proves nothing", s.Gen.Env)
+		}
+		script := s.Script()
+		for _, w := range strings.Fields(script) {
+			w = strings.TrimLeft(w, `'"`)
+			if w == "PATH" || strings.HasPrefix(w, "PATH=") || strings.HasPrefix(w, "PATH'") {
+				t.Errorf("fromHost=%v: the --dry-run script sets PATH (%q):\n%s", fromHost, w, script)
+			}
+		}
+		if strings.Contains(script, "/host/only/bin") {
+			t.Errorf("fromHost=%v: the host's PATH is in the --dry-run script:\n%s", fromHost, script)
+		}
+	}
+}

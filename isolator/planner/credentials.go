@@ -284,6 +284,9 @@ func keyHost(k tools.Key, th tools.Host) (host, warn string, err error) {
 
 // KeyPlace says where one API key of an enabled tool goes.
 type KeyPlace struct {
+	// Tool is the first enabled tool that declares Env; when several tools have the
+	// proxy hold Env for different hosts, it is each of them (", ", in the order
+	// Detail names them), and Detail names each host's tools.
 	Tool, Env string
 	// Where is "outside" (held by the proxy: the tool's key switch or a
 	// [[proxy.credentials]] entry), "inside" (an env secret of the sandbox) or "not
@@ -305,7 +308,10 @@ func KeyPlaces(cfg *config.Config, reg *tools.Registry, th tools.Host) []KeyPlac
 			}
 			seen[k.Env] = true
 			kp := KeyPlace{Tool: t.Name, Env: k.Env, Where: "inside"}
-			if toward, placeholder := heldToward(cfg.Proxy.Credentials, k.Env); toward != "" {
+			if toward, placeholder, holders := heldToward(cfg.Proxy.Credentials, k.Env, keyHolders(cfg, reg, th, k.Env)); toward != "" {
+				if len(holders) > 1 {
+					kp.Tool = strings.Join(holders, ", ")
+				}
 				kp.Where = "outside"
 				kp.Detail = "held by the proxy, which sets " + toward
 				if placeholder {
@@ -324,14 +330,40 @@ func KeyPlaces(cfg *config.Config, reg *tools.Registry, th tools.Host) []KeyPlac
 	return out
 }
 
+// toolHost is a tool that has the proxy hold one of its keys for host.
+type toolHost struct{ tool, host string }
+
+// keyHolders lists, in registry order, the tools that have the proxy hold env
+// (tools.<name>.key = "proxy", as ToolKeys holds them) and the host each sends it to.
+func keyHolders(cfg *config.Config, reg *tools.Registry, th tools.Host, env string) []toolHost {
+	var out []toolHost
+	for _, t := range reg.Tools() {
+		if tc, ok := cfg.Tools[t.Name]; !ok || tc.Key == nil || *tc.Key != config.KeyProxy {
+			continue
+		}
+		for _, k := range t.Keys {
+			if k.Env != env {
+				continue
+			}
+			if host, _, err := keyHost(k, th); err == nil && host != "" {
+				out = append(out, toolHost{t.Name, host})
+			}
+		}
+	}
+	return out
+}
+
 // heldToward says where the credentials with value_env env go, every host of each
 // header ("Authorization toward api.openai.com and dashscope.aliyuncs.com"), and
 // whether the first of them gives the sandbox a placeholder for env; "" when none
-// holds env.
-func heldToward(creds []config.Credential, env string) (string, bool) {
+// holds env. When by (keyHolders) has tools holding env for two or more of those
+// hosts, each such host names its tools ("api.openai.com (codex) and
+// dashscope.aliyuncs.com (qwen)") and holders lists those tools in the order the
+// text names them; otherwise holders is nil and the text is as above.
+func heldToward(creds []config.Credential, env string, by []toolHost) (toward string, placeholder bool, holders []string) {
 	var headers []string
 	hosts := map[string][]string{}
-	placeholder, found := false, false
+	found := false
 	for _, c := range creds {
 		if c.ValueEnv != env {
 			continue
@@ -346,11 +378,46 @@ func heldToward(creds []config.Credential, env string) (string, bool) {
 			hosts[c.Header] = append(hosts[c.Header], c.Host)
 		}
 	}
+	toolsOf := map[string][]string{} // a held host: the tools that send env there
+	for _, th := range by {
+		held := false
+		for _, hs := range hosts {
+			held = held || slices.Contains(hs, th.host)
+		}
+		if !held {
+			continue
+		}
+		if !slices.Contains(toolsOf[th.host], th.tool) {
+			toolsOf[th.host] = append(toolsOf[th.host], th.tool)
+		}
+	}
+	for _, h := range headers { // the tools in the order the text names them
+		for _, host := range hosts[h] {
+			for _, tool := range toolsOf[host] {
+				if !slices.Contains(holders, tool) {
+					holders = append(holders, tool)
+				}
+			}
+		}
+	}
+	if len(toolsOf) < 2 || len(holders) < 2 {
+		holders = nil
+	}
 	parts := make([]string, len(headers))
 	for i, h := range headers {
-		parts[i] = h + " toward " + andList(hosts[h])
+		named := hosts[h]
+		if holders != nil {
+			named = make([]string, len(hosts[h]))
+			for j, host := range hosts[h] {
+				named[j] = host
+				if ts := toolsOf[host]; len(ts) > 0 {
+					named[j] += " (" + strings.Join(ts, ", ") + ")"
+				}
+			}
+		}
+		parts[i] = h + " toward " + andList(named)
 	}
-	return strings.Join(parts, ", "), placeholder
+	return strings.Join(parts, ", "), placeholder, holders
 }
 
 // andList joins words as people do: "a", "a and b", "a, b and c".

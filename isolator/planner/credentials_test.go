@@ -247,7 +247,8 @@ func TestBuildHoldsToolKey(t *testing.T) {
 
 // TestBuildHoldsSharedKey: a key two tools send to different hosts (codex to
 // api.openai.com, qwen to its OPENAI_BASE_URL) is held for each, with one placeholder
-// in the sandbox that both credentials swap; the key report names both hosts.
+// in the sandbox that both credentials swap; the key report names each tool with its
+// host.
 func TestBuildHoldsSharedKey(t *testing.T) {
 	f := newFixture(t)
 	writeFile(t, f.home+"/.config/devsandbox/config.toml", "[tools.codex]\nenabled = true\nkey = \"proxy\"\n[tools.qwen]\nenabled = true\nkey = \"proxy\"\n")
@@ -275,10 +276,63 @@ func TestBuildHoldsSharedKey(t *testing.T) {
 	}
 	equalLines(t, "secrets", secrets, []string{"OPENAI_API_KEY DEVSANDBOX_PLACEHOLDER_0"})
 	places := KeyPlaces(cfg, tools.Default(), th)
-	wantPlaces := []KeyPlace{{Tool: "codex", Env: "OPENAI_API_KEY", Where: "outside",
-		Detail: "held by the proxy, which sets Authorization toward api.openai.com and dashscope.aliyuncs.com; the sandbox's OPENAI_API_KEY is a placeholder"}}
+	wantPlaces := []KeyPlace{{Tool: "codex, qwen", Env: "OPENAI_API_KEY", Where: "outside",
+		Detail: "held by the proxy, which sets Authorization toward api.openai.com (codex) and dashscope.aliyuncs.com (qwen); the sandbox's OPENAI_API_KEY is a placeholder"}}
 	if !slices.Equal(places, wantPlaces) {
 		t.Errorf("key places %+v, want %+v", places, wantPlaces)
+	}
+}
+
+// TestKeyPlacesNamesEachTool: doctor's line for a key several tools have the proxy
+// hold names each tool with the host(s) it sends the key to when they differ; a key
+// one tool holds, or several hold for the same host, keeps the single-tool line, and
+// a key a [[proxy.credentials]] entry holds names that entry's host alone.
+func TestKeyPlacesNamesEachTool(t *testing.T) {
+	const placeholder = "; the sandbox's OPENAI_API_KEY is a placeholder"
+	proxyKey := func(names ...string) string {
+		var b strings.Builder
+		for _, n := range names {
+			b.WriteString("[tools." + n + "]\nenabled = true\nkey = \"proxy\"\n")
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name, config string
+		env          []string
+		want         KeyPlace
+	}{
+		{"one tool", proxyKey("codex"), nil,
+			KeyPlace{Tool: "codex", Env: "OPENAI_API_KEY", Where: "outside", Detail: "held by the proxy, which sets Authorization toward api.openai.com" + placeholder}},
+		{"two tools, one host", proxyKey("codex", "qwen"), nil,
+			KeyPlace{Tool: "codex", Env: "OPENAI_API_KEY", Where: "outside", Detail: "held by the proxy, which sets Authorization toward api.openai.com" + placeholder}},
+		{"two tools, two hosts", proxyKey("codex", "qwen"), []string{"OPENAI_BASE_URL=https://dashscope.aliyuncs.com/compatible-mode/v1"},
+			KeyPlace{Tool: "codex, qwen", Env: "OPENAI_API_KEY", Where: "outside", Detail: "held by the proxy, which sets Authorization toward api.openai.com (codex) and dashscope.aliyuncs.com (qwen)" + placeholder}},
+		{"four tools, three hosts", proxyKey("codex", "crush", "goose", "qwen"), []string{"OPENAI_BASE_URL=https://dashscope.aliyuncs.com/compatible-mode/v1", "OPENAI_HOST=https://llm.example.com"},
+			KeyPlace{Tool: "codex, crush, goose, qwen", Env: "OPENAI_API_KEY", Where: "outside",
+				Detail: "held by the proxy, which sets Authorization toward api.openai.com (codex, crush), llm.example.com (goose) and dashscope.aliyuncs.com (qwen)" + placeholder}},
+		{"a credential entry", proxyKey("codex", "qwen") + "[proxy]\nmitm = true\n[[proxy.credentials]]\nhost = \"llm.example.com\"\nheader = \"Authorization\"\nvalue_env = \"OPENAI_API_KEY\"\nformat = \"Bearer {}\"\n",
+			[]string{"OPENAI_BASE_URL=https://dashscope.aliyuncs.com/compatible-mode/v1"},
+			KeyPlace{Tool: "codex", Env: "OPENAI_API_KEY", Where: "outside", Detail: "held by the proxy, which sets Authorization toward llm.example.com"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			writeFile(t, f.home+"/.config/devsandbox/config.toml", tc.config)
+			cfg := f.load(t, append([]string{"OPENAI_API_KEY=sk-12345678"}, tc.env...)...)
+			th := ToolHost(cfg.Host, probe(f.proj), f.proj)
+			cfg, _, _, err := ToolKeys(cfg, tools.Default(), th)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []KeyPlace
+			for _, kp := range KeyPlaces(cfg, tools.Default(), th) {
+				if kp.Env == "OPENAI_API_KEY" {
+					got = append(got, kp)
+				}
+			}
+			if !slices.Equal(got, []KeyPlace{tc.want}) {
+				t.Errorf("key places\n%+v\nwant\n%+v", got, tc.want)
+			}
+		})
 	}
 }
 
