@@ -3,6 +3,8 @@
 package rawfile
 
 import (
+	"fmt"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -25,14 +27,24 @@ func ReadFile(path string) ([]byte, error) {
 	if unix.Fstat(fd, &st) == nil && st.Size > 0 && st.Size < 1<<30 {
 		size = int(st.Size) + 1 // one more byte sees the end in the same read
 	}
+	return readAll(fd, size, -1)
+}
+
+// readAll reads fd to its end into a buffer made with room for size bytes, grown when
+// the file holds more; with a limit (>= 0), a file found longer than limit bytes is
+// ErrTooLarge. EINTR and EAGAIN are asked again.
+func readAll(fd, size int, limit int64) ([]byte, error) {
 	buf := make([]byte, 0, size)
 	for {
 		if len(buf) == cap(buf) {
+			if limit >= 0 && int64(len(buf)) > limit {
+				return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+			}
 			buf = append(buf, 0)[:len(buf)]
 		}
 		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
 		switch {
-		case err == unix.EINTR:
+		case err == unix.EINTR || err == unix.EAGAIN:
 			continue
 		case err != nil:
 			return nil, err
@@ -41,4 +53,13 @@ func ReadFile(path string) ([]byte, error) {
 		}
 		buf = buf[:len(buf)+n]
 	}
+}
+
+// retry calls f until it fails with something other than EINTR.
+func retry(f func() error) error {
+	err := f()
+	for err == unix.EINTR {
+		err = f()
+	}
+	return err
 }

@@ -44,34 +44,7 @@ func ReadRegular(path string, limit int64, follow bool) ([]byte, error) {
 	if st.Size > limit {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, st.Size, limit)
 	}
-	buf := make([]byte, 0, st.Size+1) // one more byte sees the end in the same read
-	for {
-		if len(buf) == cap(buf) {
-			if int64(len(buf)) > limit { // grew while read
-				return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
-			}
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
-		switch {
-		case err == unix.EINTR || err == unix.EAGAIN:
-			continue
-		case err != nil:
-			return nil, err
-		case n == 0:
-			return buf, nil
-		}
-		buf = buf[:len(buf)+n]
-	}
-}
-
-// retry calls f until it fails with something other than EINTR.
-func retry(f func() error) error {
-	err := f()
-	for err == unix.EINTR {
-		err = f()
-	}
-	return err
+	return readAll(fd, int(st.Size)+1, limit) // one more byte sees the end in the same read
 }
 
 // regular returns nil when st is a regular file's, else an error wrapping
