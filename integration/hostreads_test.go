@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -144,7 +145,9 @@ func TestOrphanTmpRemovalFollowsNoLink(t *testing.T) {
 	}
 }
 
-// TestPublishDirPlantsNotFollowed (bwrap): the session's publish directory is
+// TestPublishDirPlantsNotFollowed (bwrap, krun: the isolators that bind the host's
+// publish directory; docker relays through its companion container on an engine
+// volume, which the host does not follow): the session's publish directory is
 // writable from inside (the init makes the ports' sockets there) and the host's relay
 // dials into it for every connection to the published port. A sandbox that swaps its
 // port's socket for a symlink to a host socket (here a listener of the test's; the
@@ -153,7 +156,11 @@ func TestOrphanTmpRemovalFollowsNoLink(t *testing.T) {
 // made unreadable) is gone with the session. The unit test TestDialPublishedRefusesLinks
 // checks the dial alone.
 func TestPublishDirPlantsNotFollowed(t *testing.T) {
-	requireBwrap(t)
+	binders := slices.DeleteFunc(slices.Clone(isolators()), func(iso string) bool { return iso != "bwrap" && iso != "krun" })
+	forEachIsolatorOf(t, binders, testPublishDirPlantsNotFollowed)
+}
+
+func testPublishDirPlantsNotFollowed(t *testing.T, iso string) {
 	p := newProject(t)
 	victimPath := p.path("victim.sock")
 	victim, err := net.Listen("unix", victimPath)
@@ -168,7 +175,7 @@ func TestPublishDirPlantsNotFollowed(t *testing.T) {
 	sock := fmt.Sprintf("/run/devsandbox/publish/%d.sock", sandboxPort)
 	script := `test -S ` + sock + ` || { echo "no socket ` + sock + `"; exit 1; }; rm ` + sock + ` && ln -s ` + victimPath + ` ` + sock +
 		` && mkdir /run/devsandbox/publish/locked && touch /run/devsandbox/publish/locked/f && chmod 000 /run/devsandbox/publish/locked && echo ready && cat >/dev/null`
-	cmd := command(t.Context(), p.dir, baseEnv(), "--isolator=bwrap", "--egress=none",
+	cmd := command(t.Context(), p.dir, baseEnv(), "--isolator="+iso, "--egress=none",
 		"--publish", fmt.Sprintf("%d:%d", hostPort, sandboxPort), "--", "/bin/sh", "-c", script)
 	stderr, stop := startReady(t, cmd)
 	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", hostPort), 10*time.Second)
