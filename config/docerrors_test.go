@@ -40,6 +40,28 @@ func TestDocsErrorExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Credentials that contradict each other: one placeholder for two values.
+	user = writeUserFile(t, home, `[proxy]
+mitm = true
+[[proxy.credentials]]
+host = "api.openai.com"
+header = "Authorization"
+format = "Bearer {}"
+value_env = "OPENAI_API_KEY"
+placeholder_env = "OPENAI_API_KEY"
+[[proxy.credentials]]
+host = "gw.corp.test"
+header = "Authorization"
+format = "Bearer {}"
+value_env = "GW_API_KEY"
+placeholder_env = "OPENAI_API_KEY"
+`)
+	_, _, err = Load(LoadOptions{Environ: environ, UID: 1000, GID: 1000})
+	clash := shown(err)
+	if err := os.Remove(user); err != nil {
+		t.Fatal(err)
+	}
+
 	// A project file loosening a protection: refused by config trust and by a run alike.
 	writeFile(t, projectFile, "[sandbox]\nmode = \"off\"\n")
 	_, err = Trust(host, projectFile, time.Now())
@@ -54,7 +76,7 @@ func TestDocsErrorExamples(t *testing.T) {
 	_, _, err = Load(LoadOptions{ProjectDir: project, Environ: environ, UID: 1000, GID: 1000})
 	changed := shown(err)
 
-	for what, msg := range map[string]string{"bad value": bad, "looser project file": looser, "changed since trusted": changed} {
+	for what, msg := range map[string]string{"bad value": bad, "clashing credentials": clash, "looser project file": looser, "changed since trusted": changed} {
 		if !strings.Contains(string(doc), msg) {
 			t.Errorf("%s: docs/configuration.md does not show the message the loader gives:\n%s", what, msg)
 		}

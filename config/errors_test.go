@@ -87,6 +87,11 @@ func TestFileErrors(t *testing.T) {
 		{"bad loopback_entries", "[egress]\nloopback_entries = \"allow\"\n", 2, "egress.loopback_entries", false},
 		{"git_push pattern", "[proxy]\nmitm = true\ngit_push = [\n  \"agent/*\",\n  \"a..b\",\n]\n", 5, "proxy.git_push", false},
 		{"git_push tag pattern", "[proxy]\nmitm = true\ngit_push = [\"refs/tags/\"]\n", 3, "proxy.git_push", false},
+		{"credential placeholder for two secrets", "[proxy]\nmitm = true\n[[proxy.credentials]]\nhost = \"a.com\"\nheader = \"X\"\nvalue_env = \"A\"\nplaceholder_env = \"P\"\n[[proxy.credentials]]\nhost = \"b.com\"\nheader = \"X\"\nvalue_env = \"B\"\nplaceholder_env = \"P\"\n", 12, "proxy.credentials[1].placeholder_env", false},
+		{"credential placeholder is a value", "[proxy]\nmitm = true\n[[proxy.credentials]]\nhost = \"a.com\"\nheader = \"X\"\nvalue_env = \"A\"\n[[proxy.credentials]]\nhost = \"b.com\"\nheader = \"X\"\nvalue_env = \"B\"\nplaceholder_env = \"A\"\n", 11, "proxy.credentials[1].placeholder_env", false},
+		{"credential value is a placeholder", "[proxy]\nmitm = true\n[[proxy.credentials]]\nhost = \"a.com\"\nheader = \"X\"\nvalue_env = \"A\"\nplaceholder_env = \"B\"\n[[proxy.credentials]]\nhost = \"b.com\"\nheader = \"X\"\nvalue_env = \"B\"\n", 11, "proxy.credentials[1].value_env", false},
+		{"credential host and header twice", "[proxy]\nmitm = true\n[[proxy.credentials]]\nhost = \"a.com\"\nheader = \"Authorization\"\nvalue_env = \"A\"\n[[proxy.credentials]]\nhost = \"a.com\"\nheader = \"authorization\"\nvalue_env = \"B\"\n", 9, "proxy.credentials[1].header", false},
+		{"credential repeated", "[proxy]\nmitm = true\n[[proxy.credentials]]\nhost = \"a.com\"\nheader = \"X\"\nvalue_env = \"A\"\n[[proxy.credentials]]\nhost = \"a.com\"\nheader = \"X\"\nvalue_env = \"A\"\n", 8, "proxy.credentials[1].host", false},
 		{"credential 443 without mitm", "[[proxy.credentials]]\nhost = \"[2001:db8::1]:443\"\nheader = \"X\"\nvalue_env = \"A\"\n", 2, "proxy.credentials[0].host", false},
 	}
 	for _, tt := range tests {
@@ -188,5 +193,17 @@ func TestDuplicateKeyMessage(t *testing.T) {
 	want := file + ":4: sandbox.mode: defined again: first at line 2; a key or table may appear once in a file"
 	if err == nil || err.Error() != want || !errors.Is(err, ErrInvalid) {
 		t.Errorf("got  %v\nwant %s", err, want)
+	}
+}
+
+// TestCredentialsShareAKey: entries for one key sent to several hosts (the same
+// value_env and placeholder_env, different hosts) are not a clash.
+func TestCredentialsShareAKey(t *testing.T) {
+	home, environ := testHome(t)
+	file := writeFile(t, filepath.Join(home, "c.toml"), "[proxy]\nmitm = true\n"+
+		"[[proxy.credentials]]\nhost = \"api.openai.com\"\nheader = \"Authorization\"\nformat = \"Bearer {}\"\nvalue_env = \"OPENAI_API_KEY\"\nplaceholder_env = \"OPENAI_API_KEY\"\n"+
+		"[[proxy.credentials]]\nhost = \"gw.corp.test\"\nheader = \"Authorization\"\nformat = \"Bearer {}\"\nvalue_env = \"OPENAI_API_KEY\"\nplaceholder_env = \"OPENAI_API_KEY\"\n")
+	if _, _, err := Load(LoadOptions{Environ: environ, Flags: Flags{ConfigFile: file}}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -188,6 +188,39 @@ func (l *layer) checkProxy(src *source, host Host) error {
 			}
 		}
 	}
+	return checkCredentialClashes(src, l.Proxy.Credentials)
+}
+
+// checkCredentialClashes refuses two credentials that contradict each other: one
+// placeholder_env for two secrets (a placeholder stands for one value), a variable
+// that is one entry's placeholder_env and another's value_env (the sandbox would hold
+// a placeholder in the variable the proxy withholds as a secret), and one host and
+// header twice (the proxy would send one of the two, or the same twice). One key
+// sent to several hosts is several entries with the same value_env and
+// placeholder_env and different hosts, which is not a clash.
+func checkCredentialClashes(src *source, creds []layerCredential) error {
+	for i := range creds {
+		c := &creds[i]
+		key := "proxy.credentials[" + strconv.Itoa(i) + "]"
+		fail := func(field, format string, a ...any) error { return src.fail(key+"."+field, -1, invalidf(format, a...)) }
+		for j := range i {
+			d := &creds[j]
+			other := "proxy.credentials[" + strconv.Itoa(j) + "]"
+			sameValue := c.ValueEnv == d.ValueEnv && c.ValueFile == d.ValueFile
+			switch {
+			case c.PlaceholderEnv != "" && c.PlaceholderEnv == d.PlaceholderEnv && !sameValue:
+				return fail("placeholder_env", "%s is also the placeholder_env of %s, which holds another value: a placeholder stands for one secret; give this entry a placeholder_env of its own (entries for one key sent to several hosts share both value_env and placeholder_env)", c.PlaceholderEnv, other)
+			case c.PlaceholderEnv != "" && c.PlaceholderEnv != c.ValueEnv && c.PlaceholderEnv == d.ValueEnv:
+				return fail("placeholder_env", "%s is the value_env of %s: the sandbox would get a placeholder in the variable the proxy withholds as a secret; choose another placeholder_env", c.PlaceholderEnv, other)
+			case d.PlaceholderEnv != "" && d.PlaceholderEnv != d.ValueEnv && c.ValueEnv == d.PlaceholderEnv:
+				return fail("value_env", "%s is the placeholder_env of %s: the sandbox would get a placeholder in the variable the proxy withholds as a secret; choose another placeholder_env there", c.ValueEnv, other)
+			case c.Host == d.Host && strings.EqualFold(c.Header, d.Header) && sameValue && c.Format == d.Format:
+				return fail("host", "%s repeats %s (the same host, header and value); remove one", key, other)
+			case c.Host == d.Host && strings.EqualFold(c.Header, d.Header):
+				return fail("header", "%s sets %s toward %s too, with another value: the proxy would send only one of them; remove one, or give each its own host", other, c.Header, c.Host)
+			}
+		}
+	}
 	return nil
 }
 
