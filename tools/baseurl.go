@@ -8,40 +8,49 @@ import (
 	"github.com/pelletier/go-toml/v2"
 )
 
-// Setting is a top-level string key of a TOML file in a tool's directory on the
-// host: where a tool reads a value it takes from no variable (Codex's openai_base_url
-// in $CODEX_HOME/config.toml, else ~/.codex/config.toml).
-type Setting struct {
-	DirEnv string // the variable naming the directory (CODEX_HOME), as the tool's Env passes it
-	Dir    string // the directory, relative to the home, when DirEnv is not set (.codex)
-	File   string // the file in it (config.toml)
-	Key    string
+// Endpoint is a base URL a tool may send a key to, as the tool reads it on the host.
+type Endpoint struct {
+	URL  string // the base URL; "" is the key's Host (the tool's default)
+	From string // what set it, for people ("OPENAI_BASE_URL", "openai_base_url in /home/u/.codex/config.toml")
+	// Optional marks an endpoint the tool uses only when told to (a provider of
+	// Codex's, a profile): one that is not a usable URL is skipped with a warning,
+	// where any other is an error.
+	Optional bool
 }
 
-// Path is where s's file is on h.
-func (s Setting) Path(h Host) string {
-	return h.envPlace(s.DirEnv, h.home(s.Dir)).join(s.File).src
+// EndpointsFrom names the configuration files a tool takes a key's endpoints from
+// (Key.Endpoints); "" is none.
+type EndpointsFrom string
+
+// CodexConfig is Codex's config.toml and profile files (codexEndpoints).
+const CodexConfig EndpointsFrom = "codex"
+
+// Doc says what e follows, for the reference (docs/tools.md).
+func (e EndpointsFrom) Doc() string {
+	switch e {
+	case CodexConfig:
+		return "`openai_base_url` and each `[model_providers.*]` that sends it (`env_key`, `requires_openai_auth`) in `config.toml` and the profiles (`*.config.toml`) of `CODEX_HOME` (`~/.codex`)"
+	}
+	return ""
 }
 
-// settingMax bounds the bytes of a file read for a Setting.
+// settingMax bounds the bytes of a tool's configuration file read for its endpoints.
 const settingMax = 1 << 20
 
-// ErrSetting is the class of errors for a Setting that cannot be read: the file is
-// not a regular file the sandbox cannot write, is too large, does not parse, or holds
-// something other than a string under the key.
+// ErrSetting is the class of errors for a tool's configuration file that cannot be
+// used to find where the tool sends a key: it is not a regular file the sandbox
+// cannot write, is too large, does not parse, or holds a value of the wrong type.
 var ErrSetting = errors.New("setting cannot be read")
 
-// Read returns the value of s on h and the file it came from; "" when the file does
-// not exist or does not set the key. A file that resolves into the project is not
-// read: the sandbox can write it, and what it says would then steer where the host
-// sends secrets. It reads through h.ReadHead, so a FIFO cannot hang it and a planted
-// final link is not followed (links are resolved first, through h.EvalSymlinks, and
-// the real path is what is checked and read). Errors are ErrSetting, and never quote
-// the file's content.
-func (s Setting) Read(h Host) (value, file string, err error) {
-	file = s.Path(h)
-	fail := func(format string, a ...any) (string, string, error) {
-		return "", file, fmt.Errorf("%w: %s in %s: %s", ErrSetting, s.Key, file, fmt.Sprintf(format, a...))
+// readTOML reads file, a tool's configuration file on h, as TOML; nil when it does
+// not exist. A file that resolves into the project is not read: the sandbox can
+// write it, and what it says would then steer where the host sends secrets. It reads through h.ReadHead, so a FIFO cannot hang it and a
+// planted final link is not followed (links are resolved first, through
+// h.EvalSymlinks, and the real path is what is checked and read). Errors are
+// ErrSetting, name the file, and never quote its content.
+func readTOML(h Host, file string) (map[string]any, error) {
+	fail := func(format string, a ...any) (map[string]any, error) {
+		return nil, fmt.Errorf("%w: %s: %s", ErrSetting, file, fmt.Sprintf(format, a...))
 	}
 	if h.ReadHead == nil {
 		return fail("the host's files cannot be read")
@@ -50,7 +59,7 @@ func (s Setting) Read(h Host) (value, file string, err error) {
 	if h.EvalSymlinks != nil {
 		r, err := h.EvalSymlinks(file)
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", file, nil
+			return nil, nil
 		}
 		if err != nil {
 			return fail("resolving its path: %v", err)
@@ -63,13 +72,13 @@ func (s Setting) Read(h Host) (value, file string, err error) {
 	b, err := h.ReadHead(real, settingMax+1)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", file, nil
+		return nil, nil
 	case err != nil:
 		return fail("it cannot be read as a regular file (%v)", err)
 	case len(b) > settingMax:
 		return fail("it is larger than %d MiB", settingMax>>20)
 	}
-	var doc map[string]any
+	doc := map[string]any{}
 	if err := toml.Unmarshal(b, &doc); err != nil {
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
@@ -78,33 +87,23 @@ func (s Setting) Read(h Host) (value, file string, err error) {
 		}
 		return fail("it is not valid TOML")
 	}
-	v, ok := doc[s.Key]
-	if !ok {
-		return "", file, nil
-	}
-	str, ok := v.(string)
-	if !ok {
-		return fail("it is a %T, not a string", v)
-	}
-	return str, file, nil
+	return doc, nil
 }
 
-// BaseURL returns the endpoint the tool sends k to when not its default (Host), as
-// the tool reads it on h, and what set it, for people ("OPENAI_BASE_URL",
-// "openai_base_url in /home/u/.codex/config.toml"); "" when nothing does. An error is
-// a Setting that cannot be read (ErrSetting).
-func (k Key) BaseURL(h Host) (raw, from string, err error) {
+// Routes returns the endpoints the tool may send k to on h other than its default
+// (Host), and what set each: the tool's base-URL variable when set, else what its
+// configuration files say (Key.Endpoints); none when nothing moves it. Warnings
+// are for people: what the files say that cannot be followed. An error is
+// ErrSetting: the files cannot be used at all.
+func (k Key) Routes(h Host) ([]Endpoint, []string, error) {
 	if k.BaseURLEnv != "" {
 		if v := h.Env[k.BaseURLEnv]; v != "" {
-			return v, k.BaseURLEnv, nil
+			return []Endpoint{{URL: v, From: k.BaseURLEnv}}, nil, nil
 		}
 	}
-	if k.BaseURLSetting == nil {
-		return "", "", nil
+	switch k.Endpoints {
+	case CodexConfig:
+		return codexEndpoints(h, k.Env)
 	}
-	v, file, err := k.BaseURLSetting.Read(h)
-	if err != nil || v == "" {
-		return "", "", err
-	}
-	return v, k.BaseURLSetting.Key + " in " + file, nil
+	return nil, nil, nil
 }

@@ -42,13 +42,14 @@ func Codex() Tool {
 	}
 }
 
-// codexKey is a key as Codex sends it: to api.openai.com, or to the host of a
-// top-level openai_base_url in its config.toml. Codex no longer reads OPENAI_BASE_URL
-// (it warns and goes on to api.openai.com: openai/codex issue 16719), which qwen and
-// others still do.
+// codexKey is a key as Codex sends it (codexEndpoints): to api.openai.com, or to
+// the host of openai_base_url in its config.toml, and to every provider of its
+// configuration that sends the key. Codex no longer reads OPENAI_BASE_URL (it warns
+// and goes on to api.openai.com: openai/codex issue 16719), which qwen and others
+// still do.
 func codexKey(env string) Key {
 	k := bearer(env, "api.openai.com", "")
-	k.BaseURLSetting = &Setting{DirEnv: "CODEX_HOME", Dir: ".codex", File: "config.toml", Key: "openai_base_url"}
+	k.Endpoints = CodexConfig
 	k.IgnoredEnv = "OPENAI_BASE_URL"
 	return k
 }

@@ -111,8 +111,8 @@ func renderKey(k Key) string {
 	if k.BaseURLEnv != "" {
 		s += ", moved by `" + k.BaseURLEnv + "`"
 	}
-	if st := k.BaseURLSetting; st != nil {
-		s += ", moved by `" + st.Key + "` in `" + st.File + "` of `" + st.DirEnv + "` (`~/" + st.Dir + "`)"
+	if k.Endpoints != "" {
+		s += ", moved or added to by " + k.Endpoints.Doc()
 	}
 	if k.IgnoredEnv != "" {
 		s += " (not by `" + k.IgnoredEnv + "`)"

@@ -135,11 +135,12 @@ type Key struct {
 	// gateway, a compatible API). When it is set on the host, the key goes to its
 	// host, not to Host: that is where the tool sends it.
 	BaseURLEnv string
-	// BaseURLSetting, for a tool that takes its endpoint from its own configuration
-	// file instead (Codex's openai_base_url), is that setting: when the file sets it,
-	// the key goes to its host. At most one of BaseURLEnv and BaseURLSetting is set
-	// (Key.BaseURL reads them).
-	BaseURLSetting *Setting
+	// Endpoints, for a tool that takes its endpoints from its own configuration
+	// files instead, says which files (Codex's config.toml and profiles): the key is
+	// held for every endpoint they say the tool may send it to (Key.Routes), the
+	// default included when the tool may still use it. At most one of BaseURLEnv and
+	// Endpoints is set.
+	Endpoints EndpointsFrom
 	// IgnoredEnv names a variable that looks as if it moved the endpoint but that
 	// the tool does not read (Codex ignores OPENAI_BASE_URL, which other tools read):
 	// when it is set on the host the key does not follow it, and a warning says so.

@@ -281,8 +281,11 @@ func TestRegistryInvariants(t *testing.T) {
 			if !slices.Contains(tl.Secrets, k.Env) {
 				t.Errorf("%s: key %s is not one of its secrets", tl.Name, k.Env)
 			}
-			if k.BaseURLEnv != "" && k.BaseURLSetting != nil {
-				t.Errorf("%s: key %s has both a base-URL variable and a base-URL setting", tl.Name, k.Env)
+			if k.BaseURLEnv != "" && k.Endpoints != "" {
+				t.Errorf("%s: key %s has both a base-URL variable and endpoints of its configuration", tl.Name, k.Env)
+			}
+			if k.Endpoints != "" && k.Endpoints.Doc() == "" {
+				t.Errorf("%s: key %s: its endpoints' files %q are not documented", tl.Name, k.Env, k.Endpoints)
 			}
 			if k.IgnoredEnv != "" && k.IgnoredEnv == k.BaseURLEnv {
 				t.Errorf("%s: key %s both follows and ignores %s", tl.Name, k.Env, k.IgnoredEnv)

@@ -169,26 +169,30 @@ func ToolKeys(cfg *config.Config, reg *tools.Registry, th tools.Host) (*config.C
 			if named[k.Env] {
 				continue
 			}
-			host, w, err := keyHost(k, th)
+			hosts, ws, err := keyHosts(k, th)
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("%w: tools.%s.key: %w", ErrConfig, name, err)
 			}
-			if w != "" && !slices.Contains(warns, "tools."+name+".key: "+w) {
-				warns = append(warns, "tools."+name+".key: "+w)
+			for _, w := range ws {
+				if !slices.Contains(warns, "tools."+name+".key: "+w) {
+					warns = append(warns, "tools."+name+".key: "+w)
+				}
 			}
-			if host == "" {
+			if len(hosts) == 0 {
 				continue
 			}
 			if k.IgnoredEnv != "" && cfg.Host.Vars[k.IgnoredEnv] != "" && !ignored {
 				ignored = true
-				warns = append(warns, fmt.Sprintf("tools.%s.key: %s is set on the host, but %s does not read it: its key is held for %s, where %s sends it", name, k.IgnoredEnv, name, host, name))
+				warns = append(warns, fmt.Sprintf("tools.%s.key: %s is set on the host, but %s does not read it: its key is held for %s, where %s sends it", name, k.IgnoredEnv, name, andList(hosts), name))
 			}
-			if heldFor[envHost{k.Env, host}] {
-				continue
+			for _, host := range hosts {
+				if heldFor[envHost{k.Env, host}] {
+					continue
+				}
+				heldFor[envHost{k.Env, host}] = true
+				creds = append(creds, config.Credential{Host: host, Header: k.Header, Format: k.Format, ValueEnv: k.Env, PlaceholderEnv: k.Env})
+				held = append(held, HeldKey{Tool: name, Env: k.Env, Host: host, Header: k.Header})
 			}
-			heldFor[envHost{k.Env, host}] = true
-			creds = append(creds, config.Credential{Host: host, Header: k.Header, Format: k.Format, ValueEnv: k.Env, PlaceholderEnv: k.Env})
-			held = append(held, HeldKey{Tool: name, Env: k.Env, Host: host, Header: k.Header})
 		}
 		if set == 0 {
 			warns = append(warns, fmt.Sprintf("tools.%s.key = %q: none of %s is set in the host environment; no key is held for %s",
@@ -234,7 +238,7 @@ func UnheldKeys(cfg *config.Config, reg *tools.Registry) error {
 			if _, set := cfg.Host.Vars[k.Env]; !set || named[k.Env] {
 				continue
 			}
-			if k.Host == "" && k.BaseURLSetting == nil && cfg.Host.Vars[k.BaseURLEnv] == "" {
+			if k.Host == "" && k.Endpoints == "" && cfg.Host.Vars[k.BaseURLEnv] == "" {
 				continue // no host to hold it for: ToolKeys holds none either, and says so
 			}
 			return fmt.Errorf("%w: tools.%s.key = %q (%s): %s is set on the host but no proxy credential holds it, so it would enter the sandbox; pass the configuration through planner.ToolKeys before Build (planner.Load and LoadDir do), or set tools.%s.key = %q",
@@ -244,40 +248,66 @@ func UnheldKeys(cfg *config.Config, reg *tools.Registry) error {
 	return nil
 }
 
-// keyHost is where the tool sends k on th: the host of its base URL when the tool
-// has one (tools.Key.BaseURL), else k.Host ("" with a warning when neither is). A
-// base-URL setting that cannot be read is not followed: the key is held for k.Host,
-// with a warning. A plain http:// base URL takes the key in clear, with a warning.
-func keyHost(k tools.Key, th tools.Host) (host, warn string, err error) {
-	raw, from, serr := k.BaseURL(th)
-	if serr != nil {
+// keyHosts lists where the tool sends k on th, each host once: the host of every
+// endpoint it may use (tools.Key.Routes), k.Host for one without a URL or when
+// nothing moves the key (none, with a warning, when k.Host is "" too). What the
+// tool's configuration files say that cannot be used is not followed: a file that
+// cannot be read sends the key to k.Host alone, an optional endpoint (a provider, a
+// profile) that is not a URL is left out; each with a warning. A plain http:// URL
+// takes the key in clear, with a warning.
+func keyHosts(k tools.Key, th tools.Host) (hosts, warns []string, err error) {
+	eps, warns, rerr := k.Routes(th)
+	if rerr != nil {
 		// A file the tool cannot read either (Codex refuses to start on a config.toml
 		// that does not parse) says nowhere else to send the key: the tool's own
 		// default is the one host it would, and no run is stopped for it.
 		if k.Host == "" {
-			return "", fmt.Sprintf("%v; there is no other API host to hold %s for", serr, k.Env), nil
+			return nil, append(warns, fmt.Sprintf("%v; there is no other API host to hold %s for", rerr, k.Env)), nil
 		}
-		return k.Host, fmt.Sprintf("%v; %s is held for %s", serr, k.Env, k.Host), nil
+		return []string{k.Host}, append(warns, fmt.Sprintf("%v; %s is held for %s", rerr, k.Env, k.Host)), nil
 	}
-	if raw == "" {
-		if k.Host == "" {
-			return "", fmt.Sprintf("%s is set but %s is not: there is no API host to hold it for", k.Env, k.BaseURLEnv), nil
+	if len(eps) == 0 {
+		eps = []tools.Endpoint{{}}
+	}
+	for _, e := range eps {
+		host, w, err := endpointHost(k, e)
+		switch {
+		case err != nil && e.Optional:
+			warns = append(warns, fmt.Sprintf("%v; %s is not held for it", err, k.Env))
+		case err != nil:
+			return nil, nil, err
+		case host == "":
+			warns = append(warns, fmt.Sprintf("%s is set but %s is not: there is no API host to hold it for", k.Env, k.BaseURLEnv))
+		case !slices.Contains(hosts, host):
+			hosts = append(hosts, host)
 		}
+		if w != "" && !slices.Contains(warns, w) {
+			warns = append(warns, w)
+		}
+	}
+	return hosts, warns, nil
+}
+
+// endpointHost is the proxy credential host of e, an endpoint of k: k.Host when e has
+// no URL, else its URL's host and port ("http://" first for plain http, with a
+// warning).
+func endpointHost(k tools.Key, e tools.Endpoint) (host, warn string, err error) {
+	if e.URL == "" {
 		return k.Host, "", nil
 	}
-	u, err := url.Parse(raw)
+	u, err := url.Parse(e.URL)
 	if err != nil || u.Hostname() == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return "", "", fmt.Errorf("%s is %q, not an http:// or https:// URL; the proxy cannot tell where %s goes", from, raw, k.Env)
+		return "", "", fmt.Errorf("%s is %q, not an http:// or https:// URL; the proxy cannot tell where %s goes", e.From, e.URL, k.Env)
 	}
 	entry := u.Hostname()
 	if u.Port() != "" {
 		entry = net.JoinHostPort(entry, u.Port())
 	}
 	if err := config.ValidEgressEntry(entry); err != nil {
-		return "", "", fmt.Errorf("%s: %w", from, err)
+		return "", "", fmt.Errorf("%s: %w", e.From, err)
 	}
 	if u.Scheme == "http" {
-		return "http://" + entry, fmt.Sprintf("%s is plain http://: the proxy sends %s there unencrypted", from, k.Env), nil
+		return "http://" + entry, fmt.Sprintf("%s is plain http://: the proxy sends %s there unencrypted", e.From, k.Env), nil
 	}
 	return entry, "", nil
 }
@@ -345,8 +375,10 @@ func keyHolders(cfg *config.Config, reg *tools.Registry, th tools.Host, env stri
 			if k.Env != env {
 				continue
 			}
-			if host, _, err := keyHost(k, th); err == nil && host != "" {
-				out = append(out, toolHost{t.Name, host})
+			if hosts, _, err := keyHosts(k, th); err == nil {
+				for _, host := range hosts {
+					out = append(out, toolHost{t.Name, host})
+				}
 			}
 		}
 	}

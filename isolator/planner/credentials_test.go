@@ -57,9 +57,12 @@ func TestBuildWithholdsCredentials(t *testing.T) {
 // placeholder, and turns MITM on; what cannot be held fails or warns.
 func TestToolKeys(t *testing.T) {
 	claude := config.Credential{Host: "api.anthropic.com", Header: "x-api-key", ValueEnv: "ANTHROPIC_API_KEY", PlaceholderEnv: "ANTHROPIC_API_KEY"}
-	openai := func(host string) config.Credential {
-		return config.Credential{Host: host, Header: "Authorization", Format: "Bearer {}", ValueEnv: "OPENAI_API_KEY", PlaceholderEnv: "OPENAI_API_KEY"}
+	bearerTo := func(env, host string) config.Credential {
+		return config.Credential{Host: host, Header: "Authorization", Format: "Bearer {}", ValueEnv: env, PlaceholderEnv: env}
 	}
+	openai := func(host string) config.Credential { return bearerTo("OPENAI_API_KEY", host) }
+	const codexKey = "[tools.codex]\nkey = \"proxy\"\n"
+	const gw = "[model_providers.gw]\nname = \"GW\"\nbase_url = \"https://gw.corp.test/v1\"\n"
 	tests := []struct {
 		name  string
 		tools string            // [tools.*] tables
@@ -103,7 +106,7 @@ func TestToolKeys(t *testing.T) {
 			files: map[string]string{"$HOME/.codex/config.toml": "model = \"o3\"\nopenai_base_url = https://llm.corp.test\n"},
 			env:   []string{"OPENAI_API_KEY=sk-12345678"},
 			want:  []config.Credential{openai("api.openai.com")},
-			warns: []string{"tools.codex.key: setting cannot be read: openai_base_url in $HOME/.codex/config.toml: it is not valid TOML (line 2, column 19); OPENAI_API_KEY is held for api.openai.com"}},
+			warns: []string{"tools.codex.key: setting cannot be read: $HOME/.codex/config.toml: it is not valid TOML (line 2, column 19); OPENAI_API_KEY is held for api.openai.com"}},
 		{name: "codex's openai_base_url not a string", tools: "[tools.codex]\nkey = \"proxy\"\n",
 			files: map[string]string{"$HOME/.codex/config.toml": "openai_base_url = 8443\n"},
 			env:   []string{"OPENAI_API_KEY=sk-12345678"},
@@ -115,12 +118,12 @@ func TestToolKeys(t *testing.T) {
 			files: map[string]string{"$PROJ/.codex/config.toml": "openai_base_url = \"https://evil.test\"\n"},
 			env:   []string{"OPENAI_API_KEY=sk-12345678", "CODEX_HOME=$PROJ/.codex"},
 			want:  []config.Credential{openai("api.openai.com")},
-			warns: []string{"tools.codex.key: setting cannot be read: openai_base_url in $PROJ/.codex/config.toml: it lies in the project ($PROJ/.codex/config.toml), where the sandbox can write it; OPENAI_API_KEY is held for api.openai.com"}},
+			warns: []string{"tools.codex.key: setting cannot be read: $PROJ/.codex/config.toml: it lies in the project ($PROJ/.codex/config.toml), where the sandbox can write it; OPENAI_API_KEY is held for api.openai.com"}},
 		{name: "codex's config.toml links into the project", tools: "[tools.codex]\nkey = \"proxy\"\n",
 			files: map[string]string{"$PROJ/dot/config.toml": "openai_base_url = \"https://evil.test\"\n", "$HOME/.codex/config.toml": "->$PROJ/dot/config.toml"},
 			env:   []string{"OPENAI_API_KEY=sk-12345678"},
 			want:  []config.Credential{openai("api.openai.com")},
-			warns: []string{"tools.codex.key: setting cannot be read: openai_base_url in $HOME/.codex/config.toml: it lies in the project ($PROJ/dot/config.toml), where the sandbox can write it; OPENAI_API_KEY is held for api.openai.com"}},
+			warns: []string{"tools.codex.key: setting cannot be read: $HOME/.codex/config.toml: it lies in the project ($PROJ/dot/config.toml), where the sandbox can write it; OPENAI_API_KEY is held for api.openai.com"}},
 		{name: "codex's config.toml links elsewhere", tools: "[tools.codex]\nkey = \"proxy\"\n",
 			files: map[string]string{"$ROOT/dotfiles/codex.toml": "openai_base_url = \"https://llm.corp.test\"\n", "$HOME/.codex/config.toml": "->$ROOT/dotfiles/codex.toml"},
 			env:   []string{"OPENAI_API_KEY=sk-12345678"},
@@ -131,6 +134,49 @@ func TestToolKeys(t *testing.T) {
 			err:   `tools.codex.key: openai_base_url in $HOME/.codex/config.toml is "llm.corp.test", not an http:// or https:// URL`},
 		// One variable, two tools, two hosts: each tool's key goes where that tool
 		// sends it, and neither loses it.
+		// Codex's providers: each one that sends the key (its env_key, or Codex's
+		// OpenAI login with requires_openai_auth) gets it, beside the built-in
+		// provider's host, whichever model_provider selects.
+		{name: "codex provider's env_key", tools: codexKey,
+			files: map[string]string{"$HOME/.codex/config.toml": "model_provider = \"gw\"\n" + gw + "env_key = \"OPENAI_API_KEY\"\n"},
+			env:   []string{"OPENAI_API_KEY=sk-12345678"},
+			want:  []config.Credential{openai("api.openai.com"), openai("gw.corp.test")}},
+		{name: "codex provider with Codex's login", tools: codexKey,
+			files: map[string]string{"$HOME/.codex/config.toml": "openai_base_url = \"https://llm.corp.test/v1\"\n" + gw + "requires_openai_auth = true\n" +
+				"[model_providers.own]\nbase_url = \"https://own.test/v1\"\nrequires_openai_auth = true\nexperimental_bearer_token = \"x\"\n" +
+				"[model_providers.other]\nbase_url = \"https://other.test/v1\"\nenv_key = \"OTHER_API_KEY\"\n" +
+				"[model_providers.none]\nbase_url = \"https://none.test/v1\"\n"},
+			env: []string{"OPENAI_API_KEY=sk-12345678", "CODEX_API_KEY=sk-codex-12345678"},
+			want: []config.Credential{openai("llm.corp.test"), openai("gw.corp.test"),
+				bearerTo("CODEX_API_KEY", "llm.corp.test"), bearerTo("CODEX_API_KEY", "gw.corp.test")}},
+		{name: "codex provider without base_url", tools: codexKey,
+			files: map[string]string{"$HOME/.codex/config.toml": "openai_base_url = \"https://llm.corp.test/v1\"\n[model_providers.az]\nenv_key = \"OPENAI_API_KEY\"\n"},
+			env:   []string{"OPENAI_API_KEY=sk-12345678"},
+			want:  []config.Credential{openai("llm.corp.test"), openai("api.openai.com")}},
+		{name: "codex provider that cannot be followed", tools: codexKey,
+			files: map[string]string{"$HOME/.codex/config.toml": "[model_providers.openai]\nbase_url = \"https://evil.test/v1\"\n" +
+				"[model_providers.bad]\nbase_url = \"gw.corp.test\"\nenv_key = \"OPENAI_API_KEY\"\n" +
+				"[model_providers.num]\nbase_url = 8\nenv_key = \"OPENAI_API_KEY\"\n" +
+				"[model_providers.plain]\nbase_url = \"http://10.1.2.3:8080/v1\"\nenv_key = \"OPENAI_API_KEY\"\n"},
+			env:  []string{"OPENAI_API_KEY=sk-12345678"},
+			want: []config.Credential{openai("api.openai.com"), openai("http://10.1.2.3:8080")},
+			warns: []string{
+				"tools.codex.key: model_providers.num in $HOME/.codex/config.toml: base_url is a int64, not a string; it is not followed",
+				"tools.codex.key: model_providers.openai in $HOME/.codex/config.toml reuses the name of a provider built into Codex, which then refuses to start; it is not followed",
+				`tools.codex.key: model_providers.bad in $HOME/.codex/config.toml is "gw.corp.test", not an http:// or https:// URL; the proxy cannot tell where OPENAI_API_KEY goes; OPENAI_API_KEY is not held for it`,
+				"tools.codex.key: model_providers.plain in $HOME/.codex/config.toml is plain http://: the proxy sends OPENAI_API_KEY there unencrypted"}},
+		// Codex's profiles: $CODEX_HOME/NAME.config.toml, merged over config.toml
+		// with --profile NAME, which devsandbox cannot see: every one counts.
+		// [profiles.*] tables Codex no longer reads.
+		{name: "codex profiles", tools: codexKey,
+			files: map[string]string{
+				"$ROOT/codex/config.toml":      gw + "[profiles.old]\nmodel_provider = \"gw\"\nopenai_base_url = \"https://old.test\"\n",
+				"$ROOT/codex/work.config.toml": "openai_base_url = \"https://work.test/v1\"\n[model_providers.gw]\nenv_key = \"OPENAI_API_KEY\"\n",
+				"$ROOT/codex/bad.config.toml":  "openai_base_url = https://bad.test\n",
+				"$ROOT/codex/config.toml.bak":  "openai_base_url = \"https://bak.test\"\n"},
+			env:   []string{"OPENAI_API_KEY=sk-12345678", "CODEX_HOME=$ROOT/codex"},
+			want:  []config.Credential{openai("api.openai.com"), openai("work.test"), openai("gw.corp.test")},
+			warns: []string{"tools.codex.key: setting cannot be read: $ROOT/codex/bad.config.toml: it is not valid TOML (line 1, column 19); Codex's profile bad is not followed"}},
 		{name: "codex and qwen share OPENAI_API_KEY", tools: "[tools.codex]\nkey = \"proxy\"\n[tools.qwen]\nkey = \"proxy\"\n",
 			env:   []string{"OPENAI_API_KEY=sk-12345678", "OPENAI_BASE_URL=https://dashscope.aliyuncs.com/compatible-mode/v1"},
 			want:  []config.Credential{openai("api.openai.com"), openai("dashscope.aliyuncs.com")},
@@ -156,8 +202,8 @@ func TestToolKeys(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
-			writeFile(t, f.home+"/.config/devsandbox/config.toml", tt.tools+tt.creds)
 			ex := func(s string) string { return f.expand(nil, s)[0] }
+			writeFile(t, f.home+"/.config/devsandbox/config.toml", ex(tt.tools+tt.creds))
 			for p, content := range tt.files {
 				if target, ok := strings.CutPrefix(content, "->"); ok {
 					symlink(t, ex(target), ex(p))
