@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -34,6 +35,22 @@ func (e EndpointsFrom) Doc() string {
 	return ""
 }
 
+// WritablePath is a host path the sandbox can write, and why (for people).
+type WritablePath struct {
+	Path, Why string
+	// Prefix: every path whose name begins with Path (devsandbox-1000-, the socket
+	// directories of a random name) and what lies below it.
+	Prefix bool
+}
+
+// Holds reports whether p is w's path or lies below it.
+func (w WritablePath) Holds(p string) bool {
+	if w.Prefix {
+		return strings.HasPrefix(p, w.Path)
+	}
+	return w.Path != "" && within(p, w.Path)
+}
+
 // settingMax bounds the bytes of a tool's configuration file read for its endpoints.
 const settingMax = 1 << 20
 
@@ -43,8 +60,9 @@ const settingMax = 1 << 20
 var ErrSetting = errors.New("setting cannot be read")
 
 // readTOML reads file, a tool's configuration file on h, as TOML; nil when it does
-// not exist. A file that resolves into the project is not read: the sandbox can
-// write it, and what it says would then steer where the host sends secrets. It reads through h.ReadHead, so a FIFO cannot hang it and a
+// not exist. A file that resolves into the project or into a path h.Writable lists
+// is not read: the sandbox can write it, and what it says would then steer where the
+// host sends secrets. It reads through h.ReadHead, so a FIFO cannot hang it and a
 // planted final link is not followed (links are resolved first, through
 // h.EvalSymlinks, and the real path is what is checked and read). Errors are
 // ErrSetting, name the file, and never quote its content.
@@ -68,6 +86,13 @@ func readTOML(h Host, file string) (map[string]any, error) {
 	}
 	if h.Project != "" && within(real, h.Project) {
 		return fail("it lies in the project (%s), where the sandbox can write it", real)
+	}
+	if h.Writable != nil {
+		for _, w := range h.Writable() {
+			if w.Holds(real) {
+				return fail("it lies in %s (%s), where the sandbox can write it", w.Path, w.Why)
+			}
+		}
 	}
 	b, err := h.ReadHead(real, settingMax+1)
 	switch {

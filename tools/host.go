@@ -29,6 +29,11 @@ type Host struct {
 	ReadDir func(path string) ([]string, error)
 	// Project is the project directory (per-project state of a tool is keyed by it).
 	Project string
+	// Writable, when set, lists the host paths besides Project that the sandbox can
+	// write (its read-write binds, the tools' shared state, devsandbox's own data):
+	// a tool's configuration file inside one is not followed (Key.Routes). It is
+	// called only when such a file is about to be read.
+	Writable func() []WritablePath
 	// ProxyCommand, when set, is how ssh reaches hosts from this sandbox: through the
 	// egress proxy (proxy and allowlist modes), where no direct route exists.
 	ProxyCommand string

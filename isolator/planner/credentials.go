@@ -139,11 +139,14 @@ func ValidateFile(path string, host config.Host, reg *tools.Registry) error {
 // api.openai.com, qwen to its OPENAI_BASE_URL) is held for each, one credential per
 // host sharing the placeholder; to the same host, once, for the first tool. A key
 // already named by a [[proxy.credentials]] entry (value_env or placeholder_env) is
-// left to that entry. The tables CheckTools refuses fail.
+// left to that entry. A tool's configuration file the sandbox can write (in the
+// project, or in a path of sandboxWritable) is not followed, with a warning. The
+// tables CheckTools refuses fail.
 func ToolKeys(cfg *config.Config, reg *tools.Registry, th tools.Host) (*config.Config, []HeldKey, []string, error) {
 	if err := CheckTools(cfg, reg); err != nil {
 		return nil, nil, nil, err
 	}
+	th = withWritable(cfg, reg, th)
 	var held []HeldKey
 	var warns []string
 	named := map[string]bool{} // by the user's entries
@@ -329,6 +332,7 @@ type KeyPlace struct {
 // set in the host environment, in registry order, and where each goes under cfg (as
 // ToolKeys returned it).
 func KeyPlaces(cfg *config.Config, reg *tools.Registry, th tools.Host) []KeyPlace {
+	th = withWritable(cfg, reg, th)
 	var out []KeyPlace
 	seen := map[string]bool{}
 	for _, t := range enabledTools(cfg, reg, th) {
