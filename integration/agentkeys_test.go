@@ -21,6 +21,7 @@ const itDir = "/opt/devsandbox-it"
 // agentCase is one agent CLI as the end-to-end test runs it.
 type agentCase struct {
 	tool   string
+	name   string // the subtest's, when not tool (a second case of one tool)
 	keyEnv string // the API key's variable
 	// header and prefix say how the key reaches the API: the stub must see prefix+key.
 	header, prefix string
@@ -61,6 +62,19 @@ var agentCases = []agentCase{
 			return map[string]string{"config.toml": "openai_base_url = \"" + base + "/v1\"\n"}
 		},
 		env:   func(string) []string { return []string{"OPENAI_BASE_URL=https://127.0.0.1:9/v1"} },
+		argv:  []string{"codex", "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"},
+		state: "sessions/*/*/*/rollout-*.jsonl"},
+	// Codex with a provider of its own whose env_key is the key's variable, selected
+	// by model_provider: the key is held for that provider's base_url. openai_base_url
+	// points at a port the proxy refuses: were the key held only for the built-in
+	// provider's host, or Codex to go there, the run would fail.
+	{tool: "codex", name: "codex-provider", keyEnv: "OPENAI_API_KEY", header: "Authorization", prefix: "Bearer ", dirEnv: "CODEX_HOME",
+		config: []string{"config.toml", "AGENTS.md"},
+		content: func(base string) map[string]string {
+			return map[string]string{"config.toml": "openai_base_url = \"https://127.0.0.1:9/v1\"\nmodel_provider = \"stub\"\n" +
+				"[model_providers.stub]\nname = \"stub\"\nbase_url = \"" + base + "/v1\"\nenv_key = \"OPENAI_API_KEY\"\n"}
+		},
+		env:   func(string) []string { return nil },
 		argv:  []string{"codex", "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"},
 		state: "sessions/*/*/*/rollout-*.jsonl"},
 	{tool: "gemini", keyEnv: "GEMINI_API_KEY", header: "X-Goog-Api-Key", dirEnv: "GEMINI_CLI_HOME", dirRel: ".gemini",
@@ -121,7 +135,11 @@ func TestAgentsEndToEnd(t *testing.T) {
 	// agents' runs are the suite's slowest.
 	forEachIsolatorOf(t, withoutRemote(isolators()), func(t *testing.T, iso string) {
 		for _, ac := range agentCases {
-			t.Run(ac.tool, func(t *testing.T) { testAgentEndToEnd(t, iso, ac, o, ca, stub) })
+			name := ac.name
+			if name == "" {
+				name = ac.tool
+			}
+			t.Run(name, func(t *testing.T) { testAgentEndToEnd(t, iso, ac, o, ca, stub) })
 		}
 	})
 }
