@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // What a command leaves in the user's terminal emulator (modes beyond termios) is
@@ -150,5 +152,32 @@ func TestRelayDiscardsLateAnswers(t *testing.T) {
 			outerSlave.Close()
 			<-em.done
 		})
+	}
+}
+
+// Tidy, the container backends' writer: the resets follow the output, and the
+// answers that have arrived are discarded.
+func TestTidyFinish(t *testing.T) {
+	master, slave := openPair(t)
+	var screen bytes.Buffer
+	td := NewTidy(&screen)
+	if _, err := td.Write([]byte("\x1b[?1049h\x1b[?2004hX\x1b[6n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := master.Write([]byte("\x1b[5;1R\r")); err != nil { // the terminal's answer
+		t.Fatal(err)
+	}
+	fds := []unix.PollFd{{Fd: int32(slave.Fd()), Events: unix.POLLIN}}
+	if n, err := unix.Poll(fds, int(testTimeout/time.Millisecond)); n != 1 || err != nil {
+		t.Fatalf("the answer did not arrive: %d, %v", n, err)
+	}
+	if err := td.Finish(slave.Fd()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := screen.String(), "\x1b[?1049h\x1b[?2004hX\x1b[6n\x1b[?1049l\x1b[?2004l"; got != want {
+		t.Errorf("screen = %q, want %q", got, want)
+	}
+	if n, err := unix.IoctlGetInt(int(slave.Fd()), unix.TIOCINQ); err != nil || n != 0 {
+		t.Errorf("pending input after Finish: %d bytes (%v)", n, err)
 	}
 }

@@ -209,10 +209,7 @@ func (r *Relay) tidy() error {
 			}
 		}
 	}
-	if err := unix.IoctlSetInt(int(r.inFd), unix.TCFLSH, unix.TCIFLUSH); err != nil {
-		return fmt.Errorf("discarding the terminal's pending input: %w", err)
-	}
-	return nil
+	return flushInput(r.inFd)
 }
 
 // copyOutput copies master to out until the master reports that the slave is
