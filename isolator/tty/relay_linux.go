@@ -189,8 +189,11 @@ func (r *Relay) tidy() error {
 		return nil
 	}
 	// Without a private reading of in (ownsInput), the input copy may still be
-	// reading it: only the flush below is done.
-	if f, err := reopen(r.inFd); err == nil && r.ownsInput {
+	// reading it: the answers that have arrived are flushed, no more.
+	if !r.ownsInput {
+		return flushInput(r.inFd)
+	}
+	if f, err := reopen(r.inFd); err == nil {
 		defer f.Close()
 		if _, err := r.out.Write([]byte("\x1b[c")); err != nil {
 			return fmt.Errorf("settling the terminal: %w", err)
