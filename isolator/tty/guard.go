@@ -135,6 +135,12 @@ func (g *screenGuard) step(b byte) {
 			g.endString()
 		case g.strEsc && b == '\\':
 			g.endString()
+		case g.strEsc:
+			// An ESC ends the string, as in terminals (the VT500 parser), and
+			// begins the next sequence: this byte is that sequence's.
+			g.endString()
+			g.st = escape
+			g.step(b)
 		case b == 0x18 || b == 0x1a:
 			g.st = ground
 		default:
