@@ -25,6 +25,11 @@ var (
 	// was trusted but its content changed since: the run must stop until the user
 	// reviews the file and trusts it again.
 	ErrUntrustedChange = errors.New("changed since it was trusted")
+
+	// ErrUntrustedConfigFile is matched by the error Load returns when the --config
+	// file lies where a sandbox can write it (the project, devsandbox's data and state)
+	// and its content is not trusted: a sandbox could otherwise widen its next run.
+	ErrUntrustedConfigFile = errors.New("not trusted")
 )
 
 // Error is a configuration error with its location. File and Line locate a value read

@@ -49,7 +49,9 @@ func UserFile(host Host) string {
 // current content (see Trust): an untrusted one is ignored with a warning saying how
 // to trust it; a trusted one that changed since stops Load with an error matching
 // ErrUntrustedChange. A project file may not loosen protections (see checkProject).
-// When the project file is the --config file, it applies as that, without trust.
+// When the project file is the --config file, it applies as that. A --config file
+// where a sandbox can write it (the project, devsandbox's data and state) applies only
+// while the trust records hold its content (applyExplicit).
 //
 // Warnings are sentences for people. Errors hold an *Error (errors.As) naming the
 // file and line or the flag; those about the content of the configuration match
@@ -78,7 +80,7 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 		warnings = append(warnings, w)
 	}
 	if explicit != "" {
-		if err := applyFile(c, explicit, true); err != nil {
+		if err := applyExplicit(c, explicit, opts.ProjectDir); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -257,6 +257,12 @@ func finish(c *Config) []string {
 		c.Origins["krun.memory_mib"] = c.Origins["limits.memory"]
 	}
 	warnings := slices.Clone(c.deprecated)
+	if c.Sandbox.DockerSocket {
+		warnings = append(warnings, "sandbox.docker_socket is on: the sandbox may reach the Docker daemon, which is root on its host (a container can mount / and run anything there): the sandbox is no boundary against it")
+	}
+	if c.Sandbox.BindHostCache {
+		warnings = append(warnings, "sandbox.bind_host_cache is on: the sandbox writes your cache ("+c.Host.CacheHome+"), and what your tools load from it later (build caches, downloaded packages, hook environments) may be its")
+	}
 	if c.Env.PassthroughAll {
 		warnings = append(warnings, "env.passthrough_all is on: the sandbox sees every host environment variable, secrets included")
 	}

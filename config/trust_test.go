@@ -137,11 +137,18 @@ func TestProjectLayerOrder(t *testing.T) {
 		t.Errorf("--config: cpus %v memory %q image %q files %q", c.Limits.CPUs, c.Limits.Memory, c.Docker.Image, c.Files)
 	}
 
-	// The project file given as --config applies as that: no trust needed, no rules.
+	// The project file given as --config applies as that, without the project rules,
+	// once trusted: a sandbox can write the project (and create the file if absent).
 	if err := Untrust(host, file); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, file, "[sandbox]\nmode = \"off\"\n")
+	if _, _, err := Load(LoadOptions{Environ: environ, ProjectDir: dir, Flags: Flags{ConfigFile: file}}); !errors.Is(err, ErrUntrustedConfigFile) {
+		t.Errorf("untrusted project file as --config: got %v, want ErrUntrustedConfigFile", err)
+	}
+	if _, err := TrustConfigFile(host, file, dir, trustTime); err != nil {
+		t.Fatal(err)
+	}
 	c, warnings := mustLoad(t, LoadOptions{Environ: environ, ProjectDir: dir, Flags: Flags{ConfigFile: file}})
 	if len(warnings) != 0 || c.Sandbox.Mode != "off" || !reflect.DeepEqual(c.Files, []string{file}) {
 		t.Errorf("project file as --config: warnings %q, mode %q, files %q", warnings, c.Sandbox.Mode, c.Files)

@@ -36,7 +36,8 @@ func (a *app) commands() []*cli.Command {
 					Description: a.describe("Checks FILE on its own, over the defaults, with the checks a run makes on the configuration (what depends on the host, such as paths that must exist, is left to the run). Reports the first error, or every unknown key, with its file, line and key, and exits 125; prints \"FILE: valid\" otherwise."), Action: a.configValidate},
 				{Name: "init", Usage: "write a commented starter config file; never overwrites", ArgsUsage: "[FILE]",
 					Description: a.describe("Writes FILE, by default the user config file ($XDG_CONFIG_HOME/devsandbox/config.toml). An existing file is left as it is."), Action: a.configInit},
-				{Name: "trust", Usage: "trust this project's .devsandbox.toml as it is now (review it first)", Action: a.configTrust},
+				{Name: "trust", Usage: "trust the project file or a --config FILE in it (review first)", ArgsUsage: "[FILE]",
+					Description: a.describe("Without FILE, trusts the project's .devsandbox.toml. With FILE, trusts a --config file that lies where a sandbox can write it (the project, devsandbox's data and state), checked as a --config file: such a file applies only while its content is the one trusted. The project file given as FILE is trusted for both uses; as the project file, its rules still apply on every run."), Action: a.configTrust},
 			},
 		},
 		{
@@ -137,7 +138,14 @@ func (a *app) configTrust(c *cli.Context) error {
 		return err
 	}
 	file := filepath.Join(proj.Dir, config.ProjectFileName)
-	sum, err := config.Trust(host, file, time.Now(), func(c *config.Config) error { return planner.CheckTools(c, tools.Default()) })
+	check := func(c *config.Config) error { return planner.CheckTools(c, tools.Default()) }
+	var sum string
+	if c.Args().Len() == 1 {
+		file = c.Args().First()
+		sum, err = config.TrustConfigFile(host, file, proj.Dir, time.Now(), check)
+	} else {
+		sum, err = config.Trust(host, file, time.Now(), check)
+	}
 	if err != nil {
 		return err
 	}

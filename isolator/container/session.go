@@ -67,6 +67,24 @@ type SessionOptions struct {
 	// Masks are the layout's (Layout.Masks): a failure naming a mask is told which
 	// setting made it.
 	Masks map[string]string
+	// Tidy is the writer the backend copies the command's output through
+	// (TerminalOut); Close finishes it, when the user's terminal was relayed.
+	Tidy *tty.Tidy
+}
+
+// TerminalOut returns the writer a backend copies the command's output to: stdio.Out
+// (io.Discard when nil), through a tty.Tidy when the run is interactive on the
+// user's terminal (stdin and stdout terminals), to give as SessionOptions.Tidy.
+func TerminalOut(stdio isolator.Stdio, h *wire.Hello) (io.Writer, *tty.Tidy) {
+	if stdio.Out == nil {
+		return io.Discard, nil
+	}
+	f, ok := stdio.Out.(*os.File)
+	if !h.TTY || stdio.In == nil || !ok || !tty.IsTerminal(stdio.In.Fd()) || !tty.IsTerminal(f.Fd()) {
+		return stdio.Out, nil
+	}
+	t := tty.NewTidy(stdio.Out)
+	return t, t
 }
 
 // Session relays one run: the user's input, window sizes and signals to the init as
@@ -80,6 +98,7 @@ type Session struct {
 	o       SessionOptions
 	errOut  io.Writer
 	restore func() error
+	inFd    uintptr // the user's terminal, when restore is set
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	// helloSent is closed once the hello is written (or failed): no frame may
@@ -128,7 +147,7 @@ func StartSession(st *Stream, stdio isolator.Stdio, h *wire.Hello, report *wire.
 		if err != nil {
 			return nil, fmt.Errorf("putting the terminal in raw mode: %w", err)
 		}
-		s.restore = restore
+		s.restore, s.inFd = restore, inFd
 		s.relayResizes(inFd)
 	}
 	go func() {
@@ -215,6 +234,9 @@ func (s *Session) Close() {
 	close(s.stop)
 	s.wg.Wait()
 	if s.restore != nil {
+		if s.o.Tidy != nil {
+			_ = s.o.Tidy.Finish(s.inFd) // still raw: no echo of what it discards
+		}
 		_ = s.restore()
 	}
 }

@@ -2,7 +2,6 @@ package docker
 
 import (
 	"bufio"
-	"io"
 	"net"
 	"time"
 
@@ -27,17 +26,14 @@ type attached struct {
 // (container.Layout.Masks).
 func (b *Isolator) attach(conn net.Conn, r *bufio.Reader, p *isolator.Plan, masks map[string]string, stdio isolator.Stdio, hello *wire.Hello) (*attached, error) {
 	report := container.NewReport(stdio, hello)
+	out, tidy := container.TerminalOut(stdio, hello)
 	sess, err := container.StartSession(container.NewStream(conn), stdio, hello, report,
-		container.SessionOptions{Signals: b.Signals, Engine: "the engine", OOMMessage: p.Limits.OOMMessage(), Masks: masks})
+		container.SessionOptions{Signals: b.Signals, Engine: "the engine", OOMMessage: p.Limits.OOMMessage(), Masks: masks, Tidy: tidy})
 	if err != nil {
 		return nil, err
 	}
 	a := &attached{Session: sess, report: report, outDone: make(chan struct{})}
 	go func() {
-		out := stdio.Out
-		if out == nil {
-			out = io.Discard
-		}
 		_, _ = stdcopy.StdCopy(out, report, r)
 		_ = report.Flush()
 		close(a.outDone)

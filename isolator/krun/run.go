@@ -165,10 +165,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 
 	inR, inW := io.Pipe()
 	report := container.NewReport(stdio, hello)
-	out := stdio.Out
-	if out == nil {
-		out = io.Discard
-	}
+	out, tidy := container.TerminalOut(stdio, hello)
 	ready := make(chan bool, 1)
 	attached := make(chan error, 1)
 	go func() { attached <- e.Attach(id, inR, out, report, ready) }()
@@ -203,7 +200,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// The pipe to the attach connection is drained once the container starts; the
 	// hello waits there until then.
 	sess, err := container.StartSession(container.NewStream(inW), stdio, hello, report,
-		container.SessionOptions{Signals: b.Signals, AsyncHello: true, Engine: "podman", OOMMessage: p.Limits.OOMMessage(), Masks: s.Layout.Masks})
+		container.SessionOptions{Signals: b.Signals, AsyncHello: true, Engine: "podman", OOMMessage: p.Limits.OOMMessage(), Masks: s.Layout.Masks, Tidy: tidy})
 	if err != nil {
 		remove()
 		return 0, err

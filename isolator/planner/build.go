@@ -206,7 +206,12 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	p.PrivateDirs = []string{p.SandboxHome}
 	switch {
 	case cfg.Sandbox.BindHostCache:
-		b.add(isolator.Mount{Kind: isolator.Bind, Source: h.CacheHome, Dest: h.CacheHome, Why: "host cache (sandbox.bind_host_cache)"})
+		// A user bind: refused when it lies in a protected path, and every protected
+		// path it holds (devsandbox's own state under an XDG_STATE_HOME placed in the
+		// cache, a hidden directory) masked in it.
+		if err := b.bindUser(h.CacheHome, h.CacheHome, false, "sandbox.bind_host_cache"); err != nil {
+			return nil, nil, err
+		}
 	case !isolator.Within(h.CacheHome, h.Home):
 		// Below the home, the cache is already private: it lives in the sandbox home.
 		cache := filepath.Join(base, "cache")

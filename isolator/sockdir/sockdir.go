@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -323,17 +322,10 @@ func Sweep(dir string) {
 		// link it planted may name a host socket, which must not be connected to,
 		// nor keep the directory), and the removal follows no link and opens up what
 		// it locked (rmtree).
-		socks, _ := filepath.Glob(filepath.Join(d, "*.sock"))
-		if !slices.ContainsFunc(socks, func(s string) bool { return isSocket(s) && !stale(s) }) {
+		if !anyLive(d) {
 			_ = rmtree.RemoveAll(d)
 		}
 	}
-}
-
-// isSocket reports whether path is a Unix socket, not a link to one.
-func isSocket(path string) bool {
-	fi, err := os.Lstat(path)
-	return err == nil && fi.Mode().Type() == fs.ModeSocket
 }
 
 // stale reports whether the Unix socket at path refuses connections (nobody serves it).

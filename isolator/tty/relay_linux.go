@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,6 +37,11 @@ type Relay struct {
 	// pending read and Close can wait for the input copy to finish.
 	ownsInput bool
 	restore   func() error
+	// guard follows the command's output when in and out are terminals, to put
+	// back at Close what the command left in the user's terminal (guard.go);
+	// answers counts the device attribute answers the input copy passed on.
+	guard   *screenGuard
+	answers da1Answers
 
 	winch     chan os.Signal // nil when in is not a terminal
 	stopWinch chan struct{}
@@ -84,6 +90,9 @@ func StartRelay(in, out, master *os.File) (*Relay, error) {
 		r.winch = make(chan os.Signal, 1)
 		signal.Notify(r.winch, syscall.SIGWINCH)
 		go r.followSize()
+		if outFd, err := fdOf(out); err == nil && IsTerminal(outFd) {
+			r.guard = &screenGuard{}
+		}
 	}
 	r.closeErr = sync.OnceValue(r.close)
 	go r.copyOutput()
@@ -147,10 +156,63 @@ func (r *Relay) close() error {
 		<-r.inDone
 		errs = append(errs, r.inErr)
 	}
+	if r.guard != nil {
+		errs = append(errs, r.tidy())
+	}
 	if r.restore != nil {
 		errs = append(errs, r.restore())
 	}
 	return errors.Join(errs...)
+}
+
+// settleTimeout bounds the wait for the terminal's answer to the settling query: a
+// terminal that answers does so within a round trip; one that never answers costs
+// this much at the end of a run that sent a query.
+const settleTimeout = 500 * time.Millisecond
+
+// tidy puts back what the command left in the user's terminal, still in raw mode
+// and before the mode is restored: it turns off the modes the command left on, and,
+// when the command sent a query, it asks the terminal a question of its own (primary
+// device attributes, which every VT100-compatible terminal answers) and discards
+// the input until that answer arrives, then flushes the terminal's input. A
+// terminal answers in order, so the answers to the command's queries still on their
+// way (a window title report the command set up, a cursor position) are discarded
+// with it, and never read by the user's shell as typed input. Keys typed after the
+// command ended and before the answer are discarded too.
+func (r *Relay) tidy() error {
+	if b := r.guard.resets(); len(b) > 0 {
+		if _, err := r.out.Write(b); err != nil {
+			return fmt.Errorf("resetting the terminal: %w", err)
+		}
+	}
+	if !r.guard.queried {
+		return nil
+	}
+	// Without a private reading of in (ownsInput), the input copy may still be
+	// reading it: the answers that have arrived are flushed, no more.
+	if !r.ownsInput {
+		return flushInput(r.inFd)
+	}
+	if f, err := reopen(r.inFd); err == nil {
+		defer f.Close()
+		if _, err := r.out.Write([]byte("\x1b[c")); err != nil {
+			return fmt.Errorf("settling the terminal: %w", err)
+		}
+		// The sentinel's answer is the last DA1 answer: those to the command's own
+		// DA1 queries that the input copy did not pass on come first.
+		need := max(0, r.guard.da1-r.answers.n) + 1
+		_ = f.SetReadDeadline(time.Now().Add(settleTimeout))
+		var d da1Answers
+		buf := make([]byte, 512)
+		for d.n < need {
+			n, err := f.Read(buf)
+			d.observe(buf[:n])
+			if err != nil {
+				break // the deadline: a terminal that does not answer
+			}
+		}
+	}
+	return flushInput(r.inFd)
 }
 
 // copyOutput copies master to out until the master reports that the slave is
@@ -162,6 +224,9 @@ func (r *Relay) copyOutput() {
 	var werr error
 	for {
 		n, err := r.master.Read(buf)
+		if n > 0 && r.guard != nil {
+			r.guard.observe(buf[:n])
+		}
 		if n > 0 && werr == nil {
 			if _, werr = r.out.Write(buf[:n]); werr != nil {
 				werr = fmt.Errorf("writing command output: %w", werr)
@@ -186,6 +251,9 @@ func (r *Relay) copyInput() {
 	buf := make([]byte, 4096)
 	for {
 		n, err := r.input.Read(buf)
+		if n > 0 && r.guard != nil {
+			r.answers.observe(buf[:n])
+		}
 		if n > 0 {
 			if _, werr := r.master.Write(buf[:n]); werr != nil {
 				r.inErr = ignoreEnd(werr, "writing input")

@@ -45,3 +45,11 @@ func Open() (master, slave *os.File, err error) {
 	}
 	return master, os.NewFile(uintptr(sfd), name), nil
 }
+
+// flushInput discards what the terminal fd received and nobody has read yet.
+func flushInput(fd uintptr) error {
+	if err := unix.IoctlSetInt(int(fd), unix.TCFLSH, unix.TCIFLUSH); err != nil {
+		return fmt.Errorf("discarding the terminal's pending input: %w", err)
+	}
+	return nil
+}

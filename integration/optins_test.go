@@ -1,0 +1,141 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The opt-ins that share more with the sandbox: what a hostile process inside can
+// plant or change there that the host later follows, loads or runs.
+
+// TestHostCacheOptIn: with sandbox.bind_host_cache the cache is the host's, shared
+// read-write: what the sandbox writes there is the host's tools' (the residual risk
+// the opt-in's user accepts, said by a warning on every run). devsandbox's own state
+// must not be part of it: with XDG_STATE_HOME inside the cache, the bind showed the
+// state directory read-write (the mask scan's cache, the proxy CA key, other sessions'
+// /tmp), so a sandbox could plant in it what the next launch trusted. It is masked now,
+// as in any user bind.
+func TestHostCacheOptIn(t *testing.T) {
+	forEachIsolatorOf(t, []string{"bwrap", localDocker}, func(t *testing.T, iso string) {
+		p := newProject(t)
+		cache := filepath.Join(p.root, "cache")
+		state := filepath.Join(cache, "state")
+		p.mkdir("cache/state")
+		cfg := p.writeConfig(iso, "cfg.toml", "[sandbox]\nbind_host_cache = true\n")
+		env := []string{"XDG_CACHE_HOME=" + cache, "XDG_STATE_HOME=" + state}
+		own := filepath.Join(state, "devsandbox", p.name())
+		t.Cleanup(func() { os.RemoveAll(filepath.Join(state, "devsandbox")) })
+		r := run(t, p.dir, env, "", "--isolator="+iso, "--config="+cfg, "--", "/bin/sh", "-c",
+			`echo shared > `+cache+`/planted; ls -A `+state+`/devsandbox; echo x > `+own+`/maskscan.cache && echo WROTE-STATE; true`)
+		if r.code != 0 || strings.Contains(r.stdout, "WROTE-STATE") || strings.Contains(r.stdout, p.name()) {
+			t.Errorf("devsandbox's state inside the shared cache: want it masked (empty, not writable):\n%s", r)
+		}
+		if !strings.Contains(r.stderr, "sandbox.bind_host_cache is on") {
+			t.Errorf("no warning for bind_host_cache:\n%s", r)
+		}
+		// The residual risk: the cache itself is shared.
+		if b, err := os.ReadFile(filepath.Join(cache, "planted")); err != nil || string(b) != "shared\n" {
+			t.Errorf("the cache is not the host's (read %q, %v): the opt-in did nothing", b, err)
+		}
+	})
+}
+
+// TestDockerSocketOptInWarns: sandbox.docker_socket hands the sandbox the Docker
+// daemon, root on its host: no test can plant less than that. The run says so.
+func TestDockerSocketOptInWarns(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	cfg := p.writeConfig("bwrap", "cfg.toml", "[sandbox]\ndocker_socket = true\n")
+	r := run(t, p.dir, nil, "", "--isolator=bwrap", "--config="+cfg, "--", "true")
+	if r.code != 0 || !strings.Contains(r.stderr, "sandbox.docker_socket is on") || !strings.Contains(r.stderr, "root on its host") {
+		t.Errorf("docker_socket = true: want a warning that the daemon is root:\n%s", r)
+	}
+}
+
+// TestSSHAgentOptIn: the ssh tool forwards the host's agent socket (when
+// SSH_AUTH_SOCK names one). The sandbox cannot replace the socket the host's ssh
+// uses (it sees only a bind of it), nor read key material, nor make the agent load a
+// PKCS#11 provider it wrote (OpenSSH's agent loads providers only from its allowlist,
+// /usr/lib*/* by default, since 9.3p2 and Debian's 9.2p1-2+deb12u1). What it can do
+// through the agent protocol is the residual risk: sign with the keys, and add,
+// remove or lock the agent's keys (the test shows it; the host's ssh then uses that
+// agent as changed).
+func TestSSHAgentOptIn(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	sockDir := p.path("agent")
+	p.mkdir("agent")
+	sock := filepath.Join(sockDir, "agent.sock")
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	asUser := func(name string, args ...string) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Env = baseEnv("SSH_AUTH_SOCK=" + sock)
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+		if it.asOther {
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(it.uid), Gid: uint32(it.gid), Groups: it.groups}
+		}
+		return cmd
+	}
+	agent := asUser("ssh-agent", "-D", "-a", sock)
+	if err := agent.Start(); err != nil {
+		t.Skipf("ssh-agent: %v", err)
+	}
+	t.Cleanup(func() { _ = agent.Process.Kill(); _ = agent.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ssh-agent did not make its socket")
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the agent's socket, bounded above
+	}
+	key := p.path("agent/hostkey")
+	if out, err := asUser("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "HOSTKEY", "-f", key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	if out, err := asUser("ssh-add", key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-add: %v\n%s", err, out)
+	}
+	// A library whose constructor leaves a mark: loaded by the agent, it runs as you.
+	marker := p.path("agent/LOADED")
+	p.write("evil.c", `#include <stdio.h>
+__attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+`", "w"); if (f) fclose(f); }
+`)
+	if out, err := exec.CommandContext(ctx, "gcc", "-shared", "-fPIC", "-o", p.path("proj/evil.so"), p.path("evil.c")).CombinedOutput(); err != nil {
+		t.Skipf("gcc: %v\n%s", err, out)
+	}
+	_ = os.Chmod(p.path("proj/evil.so"), 0o755)
+	p.chownUp(p.path("proj/evil.so"))
+	r := run(t, p.dir, []string{"SSH_AUTH_SOCK=" + sock}, "", "--isolator=bwrap", "--", "/bin/sh", "-c", `
+		ls -A `+sockDir+` 2>/dev/null | sed 's/^/SEEN: /'
+		rm -f "$SSH_AUTH_SOCK" 2>/dev/null && echo REPLACED
+		ssh-add -l | grep -q HOSTKEY && echo SIGNS
+		ssh-add -s "$PWD/evil.so" </dev/null >/dev/null 2>&1 && echo LOADED
+		ssh-add -D >/dev/null 2>&1 && echo REMOVED
+		true`)
+	if r.code != 0 || strings.Contains(r.stdout, "SEEN:") || strings.Contains(r.stdout, "REPLACED") || strings.Contains(r.stdout, "LOADED") {
+		t.Errorf("the forwarded agent: the sandbox saw the agent's directory, replaced its socket or loaded a provider it wrote:\n%s", r)
+	}
+	if !strings.Contains(r.stdout, "SIGNS") {
+		t.Errorf("the agent was not forwarded (the test proves nothing):\n%s", r)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the host's ssh-agent loaded a library the sandbox wrote (its constructor ran)")
+	}
+	if _, err := os.Lstat(sock); err != nil {
+		t.Errorf("the host's agent socket after the run: %v", err)
+	}
+	out, _ := asUser("ssh-add", "-l").CombinedOutput()
+	t.Logf("residual risk (the agent protocol): removing the host agent's keys from inside: %v; the host's ssh-add -l now: %s",
+		strings.Contains(r.stdout, "REMOVED"), strings.TrimSpace(string(out)))
+}
