@@ -15,7 +15,7 @@ func TestSandboxWritableCoversPlan(t *testing.T) {
 	for _, tmp := range []string{"session", "shm"} {
 		t.Run(tmp, func(t *testing.T) {
 			f := newFixture(t)
-			mkdirs(t, f.root+"/rw", f.root+"/mnt", f.home+"/.codex", f.home+"/.claude", f.home+"/.gemini")
+			mkdirs(t, f.root+"/rw", f.root+"/mnt", f.home+"/.codex", f.home+"/.claude", f.home+"/.gemini", f.home+"/.cache")
 			writeFile(t, f.home+"/.codex/auth.json", "{}")
 			writeFile(t, f.home+"/.config/devsandbox/config.toml", f.expand(nil, `[sandbox]
 rw_binds = ["$ROOT/rw"]
