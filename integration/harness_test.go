@@ -33,7 +33,7 @@ type env struct {
 	bwrapDir string // DEVSANDBOX_IT_BWRAP: a directory holding only a link named bwrap, first on PATH
 	uid, gid int
 	home     string // the test user's HOME in every run: a throwaway directory (setupHome)
-	realHome string // the test user's own home, which the suite leaves alone
+	realHome string // the test user's own home, which the suite leaves as it found it (snapshotHome)
 	name     string
 	asOther  bool     // tests run as root and the sandbox as the test user
 	groups   []uint32 // the test user's supplementary groups
@@ -58,8 +58,18 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0) // no binary or user on a laptop: nothing to run
 	}
+	// The one part of the own home the suite uses is the test user's podman storage
+	// (setupPodmanConfig): setup may create it (and ~/.local) to load the image, so the
+	// snapshot is taken after setup; the krun runs' containers then come and go in it,
+	// below what the snapshot lists.
+	guard := snapshotHome(it.realHome)
 	if code == 0 {
 		code = m.Run()
+	}
+	if changed := guard.changes(snapshotHome(it.realHome)); len(changed) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: the suite changed the test user's own home %s (runs must use the throwaway home %s):\n  %s\n",
+			it.realHome, it.home, strings.Join(changed, "\n  "))
+		code = 1
 	}
 	cleanup()
 	os.Exit(code)

@@ -8,13 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 )
 
 // The test user's HOME in every run is a throwaway directory: devsandbox's own
 // configuration, data, state and cache (sandbox homes, trust records, session
 // directories, locks), the suite's settings and what tests plant as a user's files
 // (~/.ssh, tool directories, rc files) land there, never in the user's own home, which
-// may be a developer's.
+// may be a developer's. TestMain fails the suite if that home changed anyway.
 
 // setupHome makes the throwaway home: a directory of the test user's in /var/tmp,
 // with the own home's permissions. Not in /tmp: the projects live in this home, and
@@ -89,4 +90,80 @@ func removeHome(dir string) {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "integration: removing the throwaway home %s: %v\n", dir, err)
 	}
+}
+
+// homeSnapshot is what the guard compares in the test user's own home: each
+// top-level entry, and everything below devsandbox's own directories (config, data,
+// state, cache), as path → type and permissions, size, modification time.
+type homeSnapshot map[string]string
+
+// snapshotHome lists home. The devsandbox directories are found as the test user's
+// runs would find them: from the suite's own XDG variables when the suite runs as the
+// test user, else at their defaults.
+func snapshotHome(home string) homeSnapshot {
+	s := homeSnapshot{}
+	entries, err := os.ReadDir(home)
+	if err != nil && !os.IsNotExist(err) {
+		s[home] = "unreadable: " + err.Error()
+	}
+	for _, e := range entries {
+		s.add(filepath.Join(home, e.Name()))
+	}
+	for _, d := range devsandboxDirs(home) {
+		_ = filepath.WalkDir(d, func(path string, _ fs.DirEntry, err error) error {
+			if err != nil && !os.IsNotExist(err) {
+				s[path] = "unreadable: " + err.Error()
+			}
+			if err == nil {
+				s.add(path)
+			}
+			return nil
+		})
+	}
+	return s
+}
+
+func (s homeSnapshot) add(path string) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		s[path] = "unreadable: " + err.Error()
+		return
+	}
+	s[path] = fmt.Sprintf("%v %d %s", fi.Mode(), fi.Size(), fi.ModTime().UTC().Format("2006-01-02T15:04:05.000000000"))
+}
+
+// devsandboxDirs are devsandbox's directories in the test user's own home.
+func devsandboxDirs(home string) []string {
+	xdg := func(name, def string) string {
+		if v := os.Getenv(name); !it.asOther && filepath.IsAbs(v) {
+			return v
+		}
+		return filepath.Join(home, def)
+	}
+	return []string{
+		filepath.Join(xdg("XDG_CONFIG_HOME", ".config"), "devsandbox"),
+		filepath.Join(xdg("XDG_DATA_HOME", ".local/share"), "devsandbox"),
+		filepath.Join(xdg("XDG_STATE_HOME", ".local/state"), "devsandbox"),
+		filepath.Join(xdg("XDG_CACHE_HOME", ".cache"), "devsandbox"),
+	}
+}
+
+// changes lists what differs in after: paths added, removed or changed.
+func (s homeSnapshot) changes(after homeSnapshot) []string {
+	var out []string
+	for p, b := range s {
+		switch a, ok := after[p]; {
+		case !ok:
+			out = append(out, "removed "+p+" ("+b+")")
+		case a != b:
+			out = append(out, "changed "+p+": "+b+" -> "+a)
+		}
+	}
+	for p, a := range after {
+		if _, ok := s[p]; !ok {
+			out = append(out, "added "+p+" ("+a+")")
+		}
+	}
+	slices.Sort(out)
+	return out
 }
