@@ -19,11 +19,19 @@ import (
 
 // setupHome makes the throwaway home: a directory of the test user's in /var/tmp,
 // with the own home's permissions. Not in /tmp: the projects live in this home, and
-// the docker-remote stand-in, like Docker Desktop, does not share /tmp.
+// the docker-remote stand-in, like Docker Desktop, does not share /tmp. Its path is
+// as short as a user's home (/home/dsbtest and /var/tmp/dsb-0a1b2c are within six
+// bytes): the project's socket directory is in its state directory only while the
+// longest socket path there fits (sockdir.Choose), which the tests expect.
 func setupHome() error {
-	dir, err := os.MkdirTemp("/var/tmp", "devsandbox-it-home-")
-	if err != nil {
-		return err
+	dir := ""
+	for dir == "" {
+		d := "/var/tmp/dsb-" + randHex(3)
+		if err := os.Mkdir(d, 0o700); err == nil {
+			dir = d
+		} else if !os.IsExist(err) {
+			return err
+		}
 	}
 	it.home = dir
 	mode := fs.FileMode(0o755)
