@@ -479,8 +479,15 @@ func TestSSHThroughProxy(t *testing.T) {
 
 func testSSHThroughProxy(t *testing.T, iso string, o *outside) {
 	p := newProject(t)
+	// ssh reads ~/.ssh/config from the passwd entry's home, not $HOME. The containers'
+	// passwd names docker.home; under bwrap it is the host's, the test user's own home,
+	// which is not the suite's HOME (the throwaway one): name the file there.
+	config := ""
+	if iso == "bwrap" {
+		config = ` -F "$HOME/.ssh/config"`
+	}
 	script := fmt.Sprintf(`
-		ssh -G example.test 2>/dev/null | grep -i '^proxycommand'
+		ssh -G`+config+` example.test 2>/dev/null | grep -i '^proxycommand'
 		printf 'GET / HTTP/1.0\r\n\r\n' | /run/devsandbox/init --connect=127.0.0.1:3128 %[1]s 8080 | tail -1
 		/run/devsandbox/init --connect=127.0.0.1:3128 %[1]s 8081 </dev/null 2>&1 | head -1`, o.addr)
 	out := p.mustSandbox(iso, []string{"--egress=proxy", "--allow", o.addr + ":8080"}, script)

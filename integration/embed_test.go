@@ -287,29 +287,17 @@ func startEmbed(t *testing.T, job embedJob, root string) *embedProc {
 	return e
 }
 
-var (
-	storageConfOnce sync.Once
-	storageConf     string
-)
+// storageConf is the throwaway home's storage.conf (setupPodmanConfig): it names the
+// test user's podman storage as rootless_storage_path.
+var storageConf string
 
-// userStorageConf returns a storage.conf (in the suite's directory) that names the
-// test user's podman storage as rootless_storage_path, whatever XDG_DATA_HOME says.
+// userStorageConf returns storageConf, for runs whose XDG homes would move podman's
+// storage away from the image (CONTAINERS_STORAGE_CONF: whatever XDG_CONFIG_HOME and
+// XDG_DATA_HOME say).
 func userStorageConf(t *testing.T) string {
 	t.Helper()
-	storageConfOnce.Do(func() {
-		out, err := podmanAs("info", "--format", "{{.Store.GraphRoot}}") // may include warnings
-		root := out[strings.LastIndex(out, "\n")+1:]
-		if err != nil || !filepath.IsAbs(root) {
-			return
-		}
-		f := filepath.Join(it.tmp, "storage.conf")
-		conf := fmt.Sprintf("[storage]\ndriver = \"overlay\"\nrootless_storage_path = %q\n", root)
-		if os.WriteFile(f, []byte(conf), 0o644) == nil {
-			storageConf = f
-		}
-	})
 	if storageConf == "" {
-		t.Fatal("could not write a storage.conf naming the test user's podman storage")
+		t.Fatal("no storage.conf naming the test user's podman storage (setupPodman did not finish)")
 	}
 	return storageConf
 }

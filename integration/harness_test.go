@@ -32,7 +32,8 @@ type env struct {
 	tmp      string // the suite's own directory (the binaries, built test programs), removed at its end
 	bwrapDir string // DEVSANDBOX_IT_BWRAP: a directory holding only a link named bwrap, first on PATH
 	uid, gid int
-	home     string
+	home     string // the test user's HOME in every run: a throwaway directory (setupHome)
+	realHome string // the test user's own home, which the suite leaves as it found it (snapshotHome)
 	name     string
 	asOther  bool     // tests run as root and the sandbox as the test user
 	groups   []uint32 // the test user's supplementary groups
@@ -51,18 +52,37 @@ func TestMain(m *testing.M) {
 	code, err := setup()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "integration setup: %v\n", err)
+		cleanup()
 		if os.Getenv("CI") != "" {
 			os.Exit(1)
 		}
 		os.Exit(0) // no binary or user on a laptop: nothing to run
 	}
+	// The one part of the own home the suite uses is the test user's podman storage
+	// (setupPodmanConfig): setup may create it (and ~/.local) to load the image, so the
+	// snapshot is taken after setup; the krun runs' containers then come and go in it,
+	// below what the snapshot lists.
+	guard := snapshotHome(it.realHome)
 	if code == 0 {
 		code = m.Run()
+	}
+	if changed := guard.changes(snapshotHome(it.realHome)); len(changed) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: the suite changed the test user's own home %s (runs must use the throwaway home %s):\n  %s\n",
+			it.realHome, it.home, strings.Join(changed, "\n  "))
+		code = 1
+	}
+	cleanup()
+	os.Exit(code)
+}
+
+// cleanup removes the suite's directories.
+func cleanup() {
+	if it.home != "" && it.home != it.realHome {
+		removeHome(it.home)
 	}
 	if it.tmp != "" {
 		os.RemoveAll(it.tmp)
 	}
-	os.Exit(code)
 }
 
 func setup() (int, error) {
@@ -81,13 +101,16 @@ func setup() (int, error) {
 		}
 		it.uid, _ = strconv.Atoi(u.Uid)
 		it.gid, _ = strconv.Atoi(u.Gid)
-		it.home, it.name, it.asOther = u.HomeDir, name, true
+		it.realHome, it.name, it.asOther = u.HomeDir, name, true
 	} else {
 		u, err := user.Current()
 		if err != nil {
 			return 0, err
 		}
-		it.uid, it.gid, it.home, it.name = os.Getuid(), os.Getgid(), u.HomeDir, u.Username
+		it.uid, it.gid, it.realHome, it.name = os.Getuid(), os.Getgid(), u.HomeDir, u.Username
+	}
+	if err := setupHome(); err != nil {
+		return 0, err
 	}
 	// A copy the test user can read and execute, outside any project.
 	dir, err := os.MkdirTemp("", "devsandbox-it-bin-")
@@ -216,7 +239,7 @@ func forEachIsolatorOf(t *testing.T, isos []string, f func(t *testing.T, iso str
 // project is a scratch project owned by the test user.
 type project struct {
 	t    *testing.T
-	root string // a scratch dir under the test user's home: holds dir and siblings
+	root string // a scratch dir under the test user's (throwaway) home: holds dir and siblings
 	dir  string // the project
 }
 
@@ -322,11 +345,18 @@ func (p *project) write(rel, content string) {
 }
 
 // writeConfig writes a config file for a run on iso. A --config file replaces the
-// test user's config file, which sets krun.runtime = "runc" (see setupPodman): for
-// krun the same setting is added, so the krun variant runs a plain container here
-// as everywhere else in the suite, with or without a KVM device.
+// test user's config file, which holds the suite's settings (suiteConfig): they are
+// added, so the containers' home is at the host home's path here too, and the krun
+// variant runs a plain container here as everywhere else in the suite, with or
+// without a KVM device.
 func (p *project) writeConfig(iso, rel, content string) string {
 	p.t.Helper()
+	home := fmt.Sprintf("home = %q\n", it.home)
+	if strings.Contains(content, "[docker]\n") {
+		content = strings.Replace(content, "[docker]\n", "[docker]\n"+home, 1)
+	} else {
+		content += "\n[docker]\n" + home
+	}
 	if iso == "krun" {
 		content += "\n[krun]\nruntime = \"runc\"\n"
 	}
@@ -334,7 +364,8 @@ func (p *project) writeConfig(iso, rel, content string) string {
 	return p.path(rel)
 }
 
-// writeHome writes a file under the test user's real home (bait for hide tests).
+// writeHome writes a file under the test user's home, the suite's throwaway one (bait
+// for hide tests).
 func writeHome(t *testing.T, rel, content string) {
 	t.Helper()
 	full := filepath.Join(it.home, rel)
@@ -368,13 +399,15 @@ func (r result) String() string {
 	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 }
 
-// baseEnv is the clean environment devsandbox runs with.
+// baseEnv is the clean environment devsandbox runs with: the throwaway home, with
+// the XDG base directories named at their defaults in it (a later NAME=VALUE of extra
+// replaces an earlier one: exec.Cmd keeps the last).
 func baseEnv(extra ...string) []string {
 	e := []string{
 		"HOME=" + it.home, "USER=" + it.name, "LOGNAME=" + it.name,
 		hostPath("/usr/local/bin:/usr/bin:/bin"), "LANG=C.UTF-8", "SHELL=/bin/sh",
 	}
-	return append(e, extra...)
+	return append(append(e, xdgEnv(it.home)...), extra...)
 }
 
 // command prepares devsandbox with args in dir as the test user (see isolatorArgs for

@@ -37,7 +37,10 @@ const recordDir = "/var/tmp/devsandbox-krun-record"
 // setupPodman makes the krun isolator usable for the test user: the default image in
 // its podman storage (from the docker engine, where setupDocker built it) and
 // krun.runtime = "runc" in its user config, so the conformance suite runs through
-// podman with runc. Runs once, as root, after setupDocker.
+// podman with runc. The runs' HOME is the throwaway one (setupHome): podman's
+// configuration there is the test user's own (the recording krun runtime), with a
+// storage.conf naming the user's podman storage, where the image is. Runs once, as
+// root, after setupDocker.
 func setupPodman() {
 	if _, err := os.Stat(filepath.Join(filepath.Dir(it.bin), "devsandbox-krun")); err != nil {
 		podmanReady = "devsandbox-krun was not built"
@@ -57,6 +60,10 @@ func setupPodman() {
 		return
 	}
 	krunImage = "devsandbox/default:" + strings.TrimPrefix(strings.TrimSpace(string(out)), "devsandbox ")
+	if err := setupPodmanConfig(); err != nil {
+		podmanReady = err.Error()
+		return
+	}
 	// Load it unless the user's storage has docker's image: a build of the same
 	// version from another base (setupDocker rebuilds it) must replace it too.
 	// docker save | podman load keeps the image's ID.
@@ -89,20 +96,54 @@ func setupPodman() {
 			return
 		}
 	}
-	cfgDir := filepath.Join(it.home, ".config", "devsandbox")
-	if err := os.MkdirAll(cfgDir, 0o755); err != nil {
+	if err := writeUserConfig(suiteConfig + "[krun]\nruntime = \"runc\"\n"); err != nil {
 		podmanReady = err.Error()
 		return
 	}
-	cfg := filepath.Join(cfgDir, "config.toml")
-	if err := os.WriteFile(cfg, []byte("# written by the integration tests\n[krun]\nruntime = \"runc\"\n"), 0o644); err != nil {
-		podmanReady = err.Error()
-		return
-	}
-	_ = os.Lchown(cfgDir, it.uid, it.gid)
-	_ = os.Lchown(filepath.Dir(cfgDir), it.uid, it.gid)
-	_ = os.Lchown(cfg, it.uid, it.gid)
 	podmanReady = ""
+}
+
+// setupPodmanConfig gives the throwaway home the test user's podman configuration
+// (~/.config/containers: the recording krun runtime in containers.conf) and, as its
+// storage.conf, one naming the storage the user's own podman uses (asked with the own
+// home) as rootless_storage_path: runs and podmanAs find the image there, and the
+// suite's podman services keep their storage where the user's are.
+func setupPodmanConfig() error {
+	out, err := podmanIn(it.realHome, "info", "--format", "{{.Store.GraphDriverName}} {{.Store.GraphRoot}}") // may include warnings
+	driver, root, _ := strings.Cut(out[strings.LastIndex(out, "\n")+1:], " ")
+	if err != nil || driver == "" || !filepath.IsAbs(root) {
+		return fmt.Errorf("the test user's podman storage: podman info: %v: %s", err, out)
+	}
+	dir := filepath.Join(it.home, ".config", "containers")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	own := filepath.Join(it.realHome, ".config", "containers")
+	entries, err := os.ReadDir(own)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if e.Type().IsRegular() && e.Name() != "storage.conf" {
+			if files[e.Name()], err = os.ReadFile(filepath.Join(own, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	files["storage.conf"] = fmt.Appendf(nil, "[storage]\ndriver = %q\nrootless_storage_path = %q\n", driver, root)
+	for name, data := range files {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, data, 0o644); err != nil {
+			return err
+		}
+		if err := os.Lchown(f, it.uid, it.gid); err != nil {
+			return err
+		}
+	}
+	storageConf = filepath.Join(dir, "storage.conf")
+	_ = os.Lchown(dir, it.uid, it.gid)
+	return os.Lchown(filepath.Dir(dir), it.uid, it.gid)
 }
 
 // requirePodman skips without rootless podman and the image, and fails in CI.
@@ -118,11 +159,17 @@ func requirePodman(t *testing.T) {
 
 func runtimeDir() string { return fmt.Sprintf("/run/user/%d", it.uid) }
 
-// podmanAs runs the podman CLI as the test user (its own storage, no API service).
+// podmanAs runs the podman CLI as the test user in the throwaway home (the user's
+// storage, no API service).
 func podmanAs(args ...string) (string, error) {
+	return podmanIn(it.home, args...)
+}
+
+// podmanIn runs the podman CLI as the test user with HOME=home.
+func podmanIn(home string, args ...string) (string, error) {
 	cmd := exec.Command("podman", args...)
 	cmd.Dir = "/"
-	cmd.Env = []string{"HOME=" + it.home, "USER=" + it.name, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "XDG_RUNTIME_DIR=" + runtimeDir()}
+	cmd.Env = []string{"HOME=" + home, "USER=" + it.name, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "XDG_RUNTIME_DIR=" + runtimeDir()}
 	if it.asOther {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(it.uid), Gid: uint32(it.gid)}}
 	}
@@ -765,18 +812,20 @@ func TestKrunAllowlistDryRun(t *testing.T) {
 	}
 }
 
-// A run whose XDG_DATA_HOME moves podman's storage (an embedder relocating
-// devsandbox's data does) fails for the image its storage lacks, naming that storage
-// and the variable; a run in the usual environment right after it still finds the
-// image: it does not get the first run's service (which lives on for a while), with
-// the other storage.
+// A run whose XDG homes move podman's storage (an embedder relocating devsandbox's
+// configuration and data does) fails for the image its storage lacks, naming that
+// storage and the variables; a run in the usual environment right after it still
+// finds the image: it does not get the first run's service (which lives on for a
+// while), with the other storage. (XDG_CONFIG_HOME moves too: the usual one holds the
+// storage.conf that names the user's storage, see setupPodmanConfig.)
 func TestKrunMovedStorage(t *testing.T) {
 	forEachIsolatorOf(t, []string{"krun"}, func(t *testing.T, iso string) {
 		p := newProject(t)
-		data := p.path("data")
-		r := run(t, p.dir, []string{"XDG_RUNTIME_DIR=" + runtimeDir(), "XDG_DATA_HOME=" + data}, "", "--isolator=krun", "--", "true")
-		want := "is not in the podman storage of this environment (" + filepath.Join(data, "containers/storage") + "); load the docker isolator's image (docker save " + krunImage + " | XDG_DATA_HOME=" + data + " podman load)"
-		if r.code != 125 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "podman chose it from XDG_DATA_HOME") {
+		config, data := p.path("config"), p.path("data")
+		p.write("config/devsandbox/config.toml", suiteConfig+"[krun]\nruntime = \"runc\"\n")
+		r := run(t, p.dir, []string{"XDG_RUNTIME_DIR=" + runtimeDir(), "XDG_CONFIG_HOME=" + config, "XDG_DATA_HOME=" + data}, "", "--isolator=krun", "--", "true")
+		want := "is not in the podman storage of this environment (" + filepath.Join(data, "containers/storage") + "); load the docker isolator's image (docker save " + krunImage + " | XDG_CONFIG_HOME=" + config + " XDG_DATA_HOME=" + data + " podman load)"
+		if r.code != 125 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "podman chose it from XDG_CONFIG_HOME and XDG_DATA_HOME") {
 			t.Errorf("a run with podman's storage moved: %s\nwant 125 and %q", r, want)
 		}
 		if r := p.sandbox(iso, nil, "echo usual"); r.code != 0 || r.stdout != "usual\n" {

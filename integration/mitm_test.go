@@ -165,7 +165,7 @@ func testMITMCredentialInjection(t *testing.T, iso string) {
 	elsewhere := serveTLS(t, other, originCA)
 	p := newProject(t)
 	p.write("proj/origin-ca.pem", string(originCA.pem))
-	p.write("mitm.toml", fmt.Sprintf(`[proxy]
+	mitmConfig := p.writeConfig(iso, "mitm.toml", fmt.Sprintf(`[proxy]
 mitm = true
 [[proxy.credentials]]
 host = "%s:443"
@@ -199,7 +199,7 @@ read _
 `, credHost.addr, other.addr, filepath.Join(p.dir, "origin-ca.pem"), rot13(token))
 
 	cmd := command(t.Context(), p.dir, baseEnv("DSB_IT_TOKEN="+token, "SSL_CERT_FILE="+filepath.Join(p.dir, "origin-ca.pem")),
-		"--isolator="+iso, "--config="+p.path("mitm.toml"), "--egress=proxy", "--allow", credHost.addr, "--allow", other.addr,
+		"--isolator="+iso, "--config="+mitmConfig, "--egress=proxy", "--allow", credHost.addr, "--allow", other.addr,
 		"--", "/bin/sh", "-c", script)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
