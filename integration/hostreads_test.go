@@ -172,6 +172,12 @@ func testPublishDirPlantsNotFollowed(t *testing.T, iso string) {
 		t.Fatal(err)
 	}
 	hostPort, sandboxPort := freePort(t), freePort(t)
+	// Socket directories in /tmp (where the state path is too long for a socket's
+	// name) are shared by every run of the user: only those this run made count.
+	before := map[string]bool{}
+	for _, d := range tmpPublishDirs() {
+		before[d] = true
+	}
 	sock := fmt.Sprintf("/run/devsandbox/publish/%d.sock", sandboxPort)
 	script := `test -S ` + sock + ` || { echo "no socket ` + sock + `"; exit 1; }; rm ` + sock + ` && ln -s ` + victimPath + ` ` + sock +
 		` && mkdir /run/devsandbox/publish/locked && touch /run/devsandbox/publish/locked/f && chmod 000 /run/devsandbox/publish/locked && echo ready && cat >/dev/null`
@@ -198,12 +204,22 @@ func testPublishDirPlantsNotFollowed(t *testing.T, iso string) {
 	stop()
 	// The host's publish directories of this project: none left.
 	left, _ := filepath.Glob(filepath.Join(it.home, ".local/state/devsandbox", p.name(), "*", "publish-*"))
-	more, _ := filepath.Glob(filepath.Join(os.TempDir(), "*", "publish-*"))
-	for _, d := range append(left, more...) {
+	for _, d := range tmpPublishDirs() {
+		if !before[d] {
+			left = append(left, d)
+		}
+	}
+	for _, d := range left {
 		if fi, err := os.Lstat(d); err == nil && fi.Sys().(*syscall.Stat_t).Uid == uint32(it.uid) {
 			t.Errorf("the session left its publish directory %s", d)
 		}
 	}
+}
+
+// tmpPublishDirs lists the publish directories under the socket directories in /tmp.
+func tmpPublishDirs() []string {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "*", "publish-*"))
+	return dirs
 }
 
 // TestPublishDirSweptNotFollowed (bwrap): the publish directory of a run killed with
