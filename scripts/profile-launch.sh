@@ -26,13 +26,14 @@ chmod 0755 "$work" "$work/bin"
 # devsandbox writes to $DEVSANDBOX_PROFILE_DIR; the init gets the sandbox's
 # environment and writes to .launch-profiles in the sandbox home, kept under
 # $work/data (XDG_DATA_HOME) for this run: nothing is written into the project,
-# whose files every launch scans.
-mkdir -p "$work/launcher" "$work/project" "$work/data"
-chown "$user" "$work/launcher" "$work/project" "$work/data"
+# whose files every launch scans. The project's state (XDG_STATE_HOME) is the
+# run's own too, so nothing is left in the user's.
+mkdir -p "$work/launcher" "$work/project" "$work/data" "$work/state"
+chown "$user" "$work/launcher" "$work/project" "$work/data" "$work/state"
 home=$(getent passwd "$user" | cut -d: -f6)
 cd "$work/project"
 launch() { # launch MODE: one launch as the user; its stderr in $work/stderr
-	runuser -u "$user" -- env -i HOME="$home" PATH=/usr/bin:/bin XDG_DATA_HOME="$work/data" \
+	runuser -u "$user" -- env -i HOME="$home" PATH=/usr/bin:/bin XDG_DATA_HOME="$work/data" XDG_STATE_HOME="$work/state" \
 		DEVSANDBOX_PROFILE_DIR="$work/launcher" "$work/bin/devsandbox" --egress="$1" -- true 2>"$work/stderr"
 }
 # First use (the sandbox home, the proxy's CA) is not what a launch repeats.
