@@ -17,7 +17,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X github.com/devsandbox/devsandbox/config.Version=$(VERSION)
 PREFIX   ?= /usr/local
 
-.PHONY: help build vet lint test unit integration bench bench-docker bench-krun embed darwin install install-bin setup clean
+.PHONY: help build vet lint test unit integration bench bench-docker bench-krun profile-launch embed darwin install install-bin setup clean
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -53,6 +53,9 @@ test: setup lint unit integration ## everything CI runs: set up, lint (gofmt, ve
 
 bench: build ## launch benchmarks against the raw tools, proxy throughput against direct downloads, MITM throughput in process (root; not part of CI)
 	scripts/bench.sh $(BIN)
+
+profile-launch: ## CPU profiles of devsandbox and its bwrap init merged over thousands of real launches, into launch-profiles/ (root; PROFILE_RUNS, PROFILE_USER)
+	TAGS='$(TAGS)' scripts/profile-launch.sh launch-profiles
 
 bench-docker: build ## docker isolator launches (cold, and warm with keep_container) against the docker CLI
 	$(GO) run ./scripts/benchdocker -bin $(BIN) -n $${BENCH_RUNS:-20}

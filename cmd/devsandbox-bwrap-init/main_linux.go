@@ -10,9 +10,13 @@ package main
 import (
 	"os"
 
+	"github.com/devsandbox/devsandbox/internal/launchprof"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit"
 )
 
 func main() {
-	os.Exit(sandboxinit.Main(os.Args[1:], os.Stderr))
+	launchprof.Start() // a build with the launchprofile tag only (make profile-launch)
+	code := sandboxinit.Main(os.Args[1:], os.Stderr)
+	launchprof.Stop()
+	os.Exit(code)
 }

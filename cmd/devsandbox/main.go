@@ -16,6 +16,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/internal/clihelp"
+	"github.com/devsandbox/devsandbox/internal/launchprof"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -27,11 +28,14 @@ const exitFailure = 125
 
 func main() {
 	startup()
+	launchprof.Start() // a build with the launchprofile tag only (make profile-launch)
 	if !versionOnly(os.Args[1:]) {
 		prepareHeap()
 	}
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ(), start: time.Now()}
-	os.Exit(a.main(os.Args[1:]))
+	code := a.main(os.Args[1:])
+	launchprof.Stop()
+	os.Exit(code)
 }
 
 // versionOnly reports whether args are exactly `version` or `--version`: those print

@@ -74,9 +74,10 @@ func capScanned(dir, home string, s scanned) error {
 // engine would mask or protect another path (one the sandbox can create too) and
 // leave the file as it is.
 func refuseNotUTF8(dir, home string, ms []isolator.Mount) error {
+	prefix := dir + "/"
 	for _, m := range ms {
 		for _, p := range []string{m.Source, m.Target(home)} {
-			if rel, ok := strings.CutPrefix(p, dir+"/"); ok && !utf8.ValidString(rel) {
+			if rel, ok := strings.CutPrefix(p, prefix); ok && !utf8.ValidString(rel) {
 				return fmt.Errorf("%w: %q (%s) is not a UTF-8 name; the container engines' APIs cannot name it, so it could not be masked or protected there. Rename it in %s (a sandboxed program may have made it)", isolator.ErrProtection, p, m.Why, dir)
 			}
 		}

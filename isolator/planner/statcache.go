@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"maps"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -85,7 +86,7 @@ func (c *statCache) absent(p string) bool {
 	if ls == nil || !filepath.IsAbs(p) || filepath.Clean(p) != p {
 		return false
 	}
-	for child, dir := p, filepath.Dir(p); child != dir; child, dir = dir, filepath.Dir(dir) {
+	for child, dir := p, parent(p); child != dir; child, dir = dir, parent(dir) {
 		if !ls.dirs[dir] {
 			continue
 		}
@@ -107,6 +108,16 @@ func (c *statCache) absent(p string) bool {
 		return !found
 	}
 	return false
+}
+
+// parent is filepath.Dir of a clean absolute path, without Dir's Clean of the result
+// (absent walks every path it is asked about up to the root).
+func parent(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
 }
 
 // notExist is the error lstat(2) or stat(2) would have returned for a missing p.

@@ -240,3 +240,11 @@ func TestStatCacheListingHoldsNoOne(t *testing.T) {
 		t.Errorf("below the listed directory: %v, want not exist", err)
 	}
 }
+
+func TestParent(t *testing.T) {
+	for _, p := range []string{"/", "/a", "/a/b", "/home/u/.config/x", "/a/b/c/d"} {
+		if got, want := parent(p), filepath.Dir(p); got != want {
+			t.Errorf("parent(%q) = %q, want %q (filepath.Dir)", p, got, want)
+		}
+	}
+}
