@@ -37,15 +37,7 @@ func applyExplicit(c *Config, path, projectDir string) error {
 				ErrUntrustedChange, rec.TrustedAt.Format(time.RFC3339), path)}
 		}
 	}
-	l, src, err := decodeFile(path, doc)
-	if err != nil {
-		return err
-	}
-	if err := apply(c, l, src); err != nil {
-		return err
-	}
-	c.Files = append(c.Files, path)
-	return nil
+	return mergeFile(c, path, doc)
 }
 
 // writableRoots are the host directories a sandbox may write: the project (read-write

@@ -152,6 +152,12 @@ func applyFile(c *Config, path string, required bool) error {
 	if err != nil {
 		return err
 	}
+	return mergeFile(c, path, doc)
+}
+
+// mergeFile decodes doc, the contents of the file at path, checks it and merges it
+// into c.
+func mergeFile(c *Config, path string, doc []byte) error {
 	l, src, err := decodeFile(path, doc)
 	if err != nil {
 		return err
