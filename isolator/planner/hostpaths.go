@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"path"
 	"strings"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -22,45 +23,83 @@ import (
 // whose home is the host home finds each repetition where the mount it repeats is, and
 // leaves it out (isolator.Mount.Repeats); a container finds two different places.
 func atBothHomes(ms []isolator.Mount, home, sandboxHome string) []isolator.Mount {
+	// out is nil until a first repetition (most plans have none): then ms up to it, on.
 	var out []isolator.Mount
-	// hostView and homeView are the destinations (resolved against the host home) of
-	// the mounts at host paths and of those in the sandbox home, placed so far.
-	var hostView, homeView []string
-	reaches := func(view []string, t string) bool {
-		for _, v := range view {
-			if isolator.Within(t, v) || isolator.Within(v, t) {
-				return true
-			}
+	repeat := func(i int, c isolator.Mount) {
+		if out == nil {
+			out = append(make([]isolator.Mount, 0, len(ms)+8), ms[:i+1]...)
 		}
-		return false
+		out = append(out, c)
 	}
-	for _, m := range ms {
-		out = append(out, m)
+	// The destinations (resolved against the host home) of the mounts at host paths
+	// and of those in the sandbox home, placed so far.
+	hostView, homeView := newPathSet(), newPathSet()
+	for i, m := range ms {
+		if out != nil {
+			out = append(out, m)
+		}
 		if m.HomeRel == "" && m.Dest == home && m.Source == sandboxHome {
 			continue
 		}
-		t := m.Target(home)
+		t := path.Clean(m.Target(home))
 		below := t != home && isolator.Within(t, home)
 		switch {
 		case m.HomeRel != "":
-			homeView = append(homeView, t)
-			if reaches(hostView, t) {
+			homeView.add(t)
+			if hostView.reaches(t) {
 				c := m
 				c.HomeRel, c.Dest, c.Why = "", t, m.Why+atHostPath
-				out = append(out, c)
-				hostView = append(hostView, t)
+				repeat(i, c)
+				hostView.add(t)
 			}
-		case isolator.Within(home, t) || below: // elsewhere, it reaches no path below the home
-			hostView = append(hostView, t)
-			if below && reaches(homeView, t) {
+		case below || isolator.Within(home, t): // elsewhere, it reaches no path below the home
+			hostView.add(t)
+			if below && homeView.reaches(t) {
 				c := m
 				c.HomeRel, c.Dest, c.Why = strings.TrimPrefix(t, home+"/"), "", m.Why+inSandboxHome
-				out = append(out, c)
-				homeView = append(homeView, t)
+				repeat(i, c)
+				homeView.add(t)
 			}
 		}
 	}
+	if out == nil {
+		return ms
+	}
 	return out
+}
+
+// pathSet is a set of absolute clean paths that answers, in a few map lookups per
+// level of a path, whether one lies at, above or below a path.
+type pathSet struct {
+	at    map[string]bool // the paths
+	above map[string]bool // every directory holding one
+}
+
+func newPathSet() pathSet { return pathSet{at: map[string]bool{}, above: map[string]bool{}} }
+
+func (s pathSet) add(p string) {
+	s.at[p] = true
+	for d := path.Dir(p); !s.above[d]; d = path.Dir(d) {
+		s.above[d] = true
+		if d == "/" {
+			break
+		}
+	}
+}
+
+// reaches reports whether a path of s lies at, above or below p.
+func (s pathSet) reaches(p string) bool {
+	if s.above[p] {
+		return true
+	}
+	for d := p; ; d = path.Dir(d) {
+		if s.at[d] {
+			return true
+		}
+		if d == "/" {
+			return false
+		}
+	}
 }
 
 // The Whys of atBothHomes' repetitions add where they are.
