@@ -33,7 +33,7 @@ func atBothHomes(ms []isolator.Mount, home, sandboxHome string) []isolator.Mount
 	}
 	// The destinations (resolved against the host home) of the mounts at host paths
 	// and of those in the sandbox home, placed so far.
-	hostView, homeView := newPathSet(), newPathSet()
+	var hostView, homeView []string
 	for i, m := range ms {
 		if out != nil {
 			out = append(out, m)
@@ -42,23 +42,23 @@ func atBothHomes(ms []isolator.Mount, home, sandboxHome string) []isolator.Mount
 			continue
 		}
 		t := path.Clean(m.Target(home))
-		below := t != home && isolator.Within(t, home)
+		below := t != home && within(t, home)
 		switch {
 		case m.HomeRel != "":
-			homeView.add(t)
-			if hostView.reaches(t) {
+			homeView = append(homeView, t)
+			if reaches(hostView, t) {
 				c := m
 				c.HomeRel, c.Dest, c.Why = "", t, m.Why+atHostPath
 				repeat(i, c)
-				hostView.add(t)
+				hostView = append(hostView, t)
 			}
-		case below || isolator.Within(home, t): // elsewhere, it reaches no path below the home
-			hostView.add(t)
-			if below && homeView.reaches(t) {
+		case below || within(home, t): // elsewhere, it reaches no path below the home
+			hostView = append(hostView, t)
+			if below && reaches(homeView, t) {
 				c := m
 				c.HomeRel, c.Dest, c.Why = strings.TrimPrefix(t, home+"/"), "", m.Why+inSandboxHome
 				repeat(i, c)
-				homeView.add(t)
+				homeView = append(homeView, t)
 			}
 		}
 	}
@@ -68,38 +68,19 @@ func atBothHomes(ms []isolator.Mount, home, sandboxHome string) []isolator.Mount
 	return out
 }
 
-// pathSet is a set of absolute clean paths that answers, in a few map lookups per
-// level of a path, whether one lies at, above or below a path.
-type pathSet struct {
-	at    map[string]bool // the paths
-	above map[string]bool // every directory holding one
-}
-
-func newPathSet() pathSet { return pathSet{at: map[string]bool{}, above: map[string]bool{}} }
-
-func (s pathSet) add(p string) {
-	s.at[p] = true
-	for d := path.Dir(p); !s.above[d]; d = path.Dir(d) {
-		s.above[d] = true
-		if d == "/" {
-			break
-		}
-	}
-}
-
-// reaches reports whether a path of s lies at, above or below p.
-func (s pathSet) reaches(p string) bool {
-	if s.above[p] {
-		return true
-	}
-	for d := p; ; d = path.Dir(d) {
-		if s.at[d] {
+// reaches reports whether a path of view lies at, above or below p.
+func reaches(view []string, p string) bool {
+	for _, v := range view {
+		if within(p, v) || within(v, p) {
 			return true
 		}
-		if d == "/" {
-			return false
-		}
 	}
+	return false
+}
+
+// within is isolator.Within without its allocation (a launch asks it often here).
+func within(p, dir string) bool {
+	return strings.HasPrefix(p, dir) && (len(p) == len(dir) || dir == "/" || p[len(dir)] == '/')
 }
 
 // The Whys of atBothHomes' repetitions add where they are.
