@@ -68,8 +68,10 @@ func TestHostHomeInvisible(t *testing.T) {
 }
 
 // Guarantee 1: a hidden directory with files in it appears empty and cannot be
-// written through, wherever it lies: in a read-write bind, in the project, and in the
-// sandbox home, where a previous run filled it while the host had no such directory;
+// written through, wherever it lies: in a read-write or read-only bind or a host
+// mount, in the project, and in the sandbox home, where a previous run filled it while
+// the host had no such directory; with the containers' home at the host home's path
+// and elsewhere, where the path is at two places (see homeElsewhere);
 // open to all (0755), to its owner only (0700, as ~/.ssh and ~/.gnupg are), or not
 // even listable by its owner (0300). podman copies a directory's files into a tmpfs
 // mounted over it unless told not to, and runc gives that tmpfs the mode of the
@@ -77,31 +79,49 @@ func TestHostHomeInvisible(t *testing.T) {
 func TestHideDirs(t *testing.T) {
 	cases := []struct {
 		name, hide string
+		// bind is the setting that shows the directory "shared" at its host path.
+		bind string
 		// planted: a previous run left a file in the sandbox home's copy of the
 		// directory, while the host had none.
 		planted bool
+		modes   []os.FileMode
 	}{
-		{name: "rw_binds", hide: "shared/a/secret"},
-		{name: "project", hide: "proj/conf/secret"},
-		{name: "sandbox home filled earlier", hide: "hidden/secret", planted: true},
+		{name: "rw_binds", hide: "shared/a/secret", bind: "rw_binds"},
+		{name: "ro_binds", hide: "shared/a/secret", bind: "ro_binds", modes: []os.FileMode{0o755}},
+		{name: "host_mounts", hide: "shared/a/secret", bind: "host_mounts", modes: []os.FileMode{0o755}},
+		{name: "project", hide: "proj/conf/secret", bind: "rw_binds"},
+		{name: "sandbox home filled earlier", hide: "hidden/secret", bind: "rw_binds", planted: true},
 	}
 	forEachIsolator(t, func(t *testing.T, iso string) {
-		for _, c := range cases {
-			for _, mode := range []os.FileMode{0o755, 0o700, 0o300} {
-				t.Run(fmt.Sprintf("%s/%o", c.name, mode), func(t *testing.T) { hideDir(t, iso, c.hide, c.planted, mode) })
+		forEachContainerHome(t, func(t *testing.T, home string) {
+			for _, c := range cases {
+				modes := c.modes
+				if modes == nil {
+					modes = []os.FileMode{0o755, 0o700, 0o300}
+				}
+				for _, mode := range modes {
+					t.Run(fmt.Sprintf("%s/%o", c.name, mode), func(t *testing.T) { hideDir(t, iso, home, c.bind, c.hide, c.planted, mode) })
+				}
 			}
-		}
+		})
 	})
 }
 
-func hideDir(t *testing.T, iso, hide string, planted bool, mode os.FileMode) {
+// hideDir hides the directory hide (in the project's scratch directory), which bind
+// (or the project) shows at its host path, and looks for it there and in the sandbox
+// home: it must appear empty at both, and not be writable.
+func hideDir(t *testing.T, iso, home, bind, hide string, planted bool, mode os.FileMode) {
 	p := newProject(t)
 	p.mkdir("shared")
 	dir := p.path(hide)
-	flags := []string{"--egress=none", "--config", p.writeConfig(iso, "hide.toml",
-		fmt.Sprintf("[sandbox]\nrw_binds = [%q]\nhide_paths = [%q]\n", p.path("shared"), dir))}
+	entry := p.path("shared")
+	if bind == "host_mounts" {
+		entry += ":" + entry
+	}
+	flags := []string{"--egress=none", "--config", p.writeConfigHome(iso, "hide.toml",
+		fmt.Sprintf("[sandbox]\n%s = [%q]\nhide_paths = [%q]\n", bind, entry, dir), home)}
+	rel, _ := filepath.Rel(it.home, dir)
 	if planted {
-		rel, _ := filepath.Rel(it.home, dir)
 		in := filepath.Join(it.home, ".local/share/devsandbox", p.name(), "home", rel)
 		writeHome(t, filepath.Join(".local/share/devsandbox", p.name(), "home", rel, "planted"), "planted\n")
 		if err := os.Chmod(in, mode); err != nil {
@@ -112,8 +132,13 @@ func hideDir(t *testing.T, iso, hide string, planted bool, mode os.FileMode) {
 	if err := os.Chmod(dir, mode); err != nil {
 		t.Fatal(err)
 	}
-	q := sh.Quote(dir)
-	script := fmt.Sprintf("ls -A %s; cat %s/key %s/planted 2>/dev/null; echo x > %s/new 2>/dev/null && echo WROTE; mkdir %s/d 2>/dev/null && echo MADE; echo end", q, q, q, q, q)
+	script := ""
+	// At its host path, and in the sandbox home (the same path unless the
+	// containers' home is elsewhere).
+	for _, q := range []string{sh.Quote(dir), `"$HOME"/` + sh.Quote(rel)} {
+		script += fmt.Sprintf("ls -A %s; cat %s/key %s/planted 2>/dev/null; echo x > %s/new 2>/dev/null && echo WROTE; mkdir %s/d 2>/dev/null && echo MADE; ", q, q, q, q, q)
+	}
+	script += "echo end"
 	if mode&0o400 == 0 && strings.HasPrefix(dir, p.dir+"/") {
 		// The scan for mask_files cannot look into a directory of the project that
 		// its owner cannot list, and the sandbox (its owner) could open it up: every
@@ -124,7 +149,7 @@ func hideDir(t *testing.T, iso, hide string, planted bool, mode os.FileMode) {
 		}
 		return
 	}
-	if refusesAnchors(iso) && !planted {
+	if refusesAnchors(iso) && !planted && bind != "ro_binds" {
 		wantAnchorsRefused(t, p.sandbox(iso, flags, script))
 		return
 	}

@@ -236,6 +236,21 @@ func forEachIsolatorOf(t *testing.T, isos []string, f func(t *testing.T, iso str
 	}
 }
 
+// homeElsewhere is a containers' home (docker.home) that is not the host home's path,
+// as the default /home/<user> is not for a user whose home is elsewhere (macOS's
+// /Users/<user>, a Linux home outside /home). A path below the host home is then at two
+// places in a container: in the sandbox home, and at its host path where the project
+// or a user's bind shows it.
+const homeElsewhere = "/home/dsb-elsewhere"
+
+// forEachContainerHome runs f as a subtest per containers' home: the suite's (at the
+// host home's path) and homeElsewhere. bwrap ignores docker.home: it runs both alike.
+func forEachContainerHome(t *testing.T, f func(t *testing.T, home string)) {
+	for _, h := range []struct{ name, home string }{{"home at host path", it.home}, {"home elsewhere", homeElsewhere}} {
+		t.Run(h.name, func(t *testing.T) { f(t, h.home) })
+	}
+}
+
 // project is a scratch project owned by the test user.
 type project struct {
 	t    *testing.T
@@ -351,7 +366,13 @@ func (p *project) write(rel, content string) {
 // without a KVM device.
 func (p *project) writeConfig(iso, rel, content string) string {
 	p.t.Helper()
-	home := fmt.Sprintf("home = %q\n", it.home)
+	return p.writeConfigHome(iso, rel, content, it.home)
+}
+
+// writeConfigHome is writeConfig with the containers' home (docker.home) at home.
+func (p *project) writeConfigHome(iso, rel, content, home string) string {
+	p.t.Helper()
+	home = fmt.Sprintf("home = %q\n", home)
 	if strings.Contains(content, "[docker]\n") {
 		content = strings.Replace(content, "[docker]\n", "[docker]\n"+home, 1)
 	} else {

@@ -96,10 +96,12 @@ func hideMovedCases() []hideMoved {
 // the old name) must not show the secret in the next: the rename fails, or the next
 // run stops (125) naming the path, or masks it where it went.
 func TestHideMoved(t *testing.T) {
-	forEachIsolator(t, func(t *testing.T, iso string) { hideMovedOn(t, iso) })
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		forEachContainerHome(t, func(t *testing.T, home string) { hideMovedOn(t, iso, home) })
+	})
 }
 
-func hideMovedOn(t *testing.T, iso string) {
+func hideMovedOn(t *testing.T, iso, home string) {
 	for _, c := range hideMovedCases() {
 		for _, variant := range []string{"rename", "rename+dangling link"} {
 			t.Run(c.name+"/"+variant, func(t *testing.T) {
@@ -108,7 +110,7 @@ func hideMovedOn(t *testing.T, iso string) {
 				args := []string{"--isolator=" + iso, "--egress=open"}
 				args = append(args, flags...)
 				if config != "" {
-					args = append(args, "--config", p.writeConfig(iso, "hide-moved.toml", config))
+					args = append(args, "--config", p.writeConfigHome(iso, "hide-moved.toml", config, home))
 				}
 				from := p.path(c.from)
 				move := fmt.Sprintf("mv %s %s.moved && echo moved", sh.Quote(from), sh.Quote(from))

@@ -41,54 +41,58 @@ func TestHideProtected(t *testing.T) {
 	}
 	script += "true"
 	forEachIsolator(t, func(t *testing.T, iso string) {
-		for _, mode := range []struct {
-			name  string
-			flags []string
-		}{{"read-write", nil}, {"read-only", []string{"--read-only"}}} {
-			t.Run(mode.name, func(t *testing.T) {
-				p := newProject(t)
-				for f, content := range files {
-					p.write("proj/"+f, content)
-				}
-				p.write("proj/.git/config", "[core]\n\trepositoryformatversion = 0\n[include]\n\tpath = ../gitinc/w/extra\n")
-				config := "[sandbox]\nhide_paths = ["
-				for i, h := range hide {
-					if i > 0 {
-						config += ", "
-					}
-					config += fmt.Sprintf("%q", p.path("proj/"+h))
-				}
-				flags := append([]string{"--egress=none", "--config", p.writeConfig(iso, "hide.toml", config+"]\n")}, mode.flags...)
-				r := p.sandbox(iso, flags, script)
-				if refusesAnchors(iso) && mode.flags == nil {
-					// .claude/secret is masked below a directory of the read-write project.
-					wantAnchorsRefused(t, r)
-					return
-				}
-				if r.code != 0 || r.stdout != files[".claude/settings.json"] {
-					t.Errorf("hidden paths shown or writable in the sandbox: got\n%s\nwant stdout %q", r, files[".claude/settings.json"])
-				}
-				for f, content := range files {
-					if b, err := os.ReadFile(p.path("proj/" + f)); err != nil || string(b) != content {
-						t.Errorf("%s on the host: %q, %v", f, b, err)
-					}
-				}
-				for _, d := range hiddenDirs {
-					err := filepath.WalkDir(p.path("proj/"+d), func(path string, e os.DirEntry, err error) error {
-						if err != nil {
-							return err
-						}
-						rel, _ := filepath.Rel(p.dir, path)
-						if _, ok := files[rel]; !ok && !e.IsDir() || filepath.Base(rel) == "newdir" {
-							t.Errorf("the sandbox created %s on the host", rel)
-						}
-						return nil
-					})
-					if err != nil {
-						t.Errorf("%s on the host: %v", d, err)
-					}
-				}
-			})
-		}
+		forEachContainerHome(t, func(t *testing.T, home string) { hideProtectedOn(t, iso, home, files, hiddenDirs, hide, script) })
 	})
+}
+
+func hideProtectedOn(t *testing.T, iso, home string, files map[string]string, hiddenDirs, hide []string, script string) {
+	for _, mode := range []struct {
+		name  string
+		flags []string
+	}{{"read-write", nil}, {"read-only", []string{"--read-only"}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			p := newProject(t)
+			for f, content := range files {
+				p.write("proj/"+f, content)
+			}
+			p.write("proj/.git/config", "[core]\n\trepositoryformatversion = 0\n[include]\n\tpath = ../gitinc/w/extra\n")
+			config := "[sandbox]\nhide_paths = ["
+			for i, h := range hide {
+				if i > 0 {
+					config += ", "
+				}
+				config += fmt.Sprintf("%q", p.path("proj/"+h))
+			}
+			flags := append([]string{"--egress=none", "--config", p.writeConfigHome(iso, "hide.toml", config+"]\n", home)}, mode.flags...)
+			r := p.sandbox(iso, flags, script)
+			if refusesAnchors(iso) && mode.flags == nil {
+				// .claude/secret is masked below a directory of the read-write project.
+				wantAnchorsRefused(t, r)
+				return
+			}
+			if r.code != 0 || r.stdout != files[".claude/settings.json"] {
+				t.Errorf("hidden paths shown or writable in the sandbox: got\n%s\nwant stdout %q", r, files[".claude/settings.json"])
+			}
+			for f, content := range files {
+				if b, err := os.ReadFile(p.path("proj/" + f)); err != nil || string(b) != content {
+					t.Errorf("%s on the host: %q, %v", f, b, err)
+				}
+			}
+			for _, d := range hiddenDirs {
+				err := filepath.WalkDir(p.path("proj/"+d), func(path string, e os.DirEntry, err error) error {
+					if err != nil {
+						return err
+					}
+					rel, _ := filepath.Rel(p.dir, path)
+					if _, ok := files[rel]; !ok && !e.IsDir() || filepath.Base(rel) == "newdir" {
+						t.Errorf("the sandbox created %s on the host", rel)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Errorf("%s on the host: %v", d, err)
+				}
+			}
+		})
+	}
 }

@@ -51,8 +51,10 @@ func setupHome() error {
 // suiteConfig is the start of the test user's config file in the throwaway home:
 // docker.home (the containers' home, docker's and krun's) at the host home's path, as
 // the default /home/<user> is for a user whose home that is. The suite's tests expect
-// a path under the home to be the same path in every isolator; a host home elsewhere
-// (macOS's /Users/<user>) is not what they cover. setupPodman adds krun's runtime.
+// a path under the home to be the same path in every isolator. A host home elsewhere
+// (macOS's /Users/<user>), where a path under the home has a second place in a
+// container, is what the hide tests cover besides (forEachContainerHome,
+// homeElsewhere). setupPodman adds krun's runtime.
 var suiteConfig string
 
 // writeUserConfig writes the test user's devsandbox config file in the throwaway home.

@@ -1,6 +1,7 @@
 package isolator
 
 import (
+	"bytes"
 	"path"
 	"slices"
 	"strconv"
@@ -289,6 +290,18 @@ func VisibleMounts(p *Plan, home string) []PlacedMount {
 		out = append(kept, PlacedMount{m, t})
 	}
 	return out
+}
+
+// Repeats reports whether m, placed right after prev, repeats it: the same mount at
+// the same destination given the in-sandbox home home. It changes nothing there, and
+// an isolator leaves it out. The planner repeats a mount below the host home at its
+// other place in a container (its host path, or the sandbox home), which is its own
+// place where the in-sandbox home is the host home (bwrap).
+func (m Mount) Repeats(prev Mount, home string) bool {
+	return m.Target(home) == prev.Target(home) && m.Kind == prev.Kind && m.Source == prev.Source &&
+		m.ReadOnly == prev.ReadOnly && m.Optional == prev.Optional && m.Volatile == prev.Volatile &&
+		m.Anchor == prev.Anchor && bytes.Equal(m.Content, prev.Content) &&
+		(m.ID == nil) == (prev.ID == nil) && (m.ID == nil || *m.ID == *prev.ID)
 }
 
 // FileID identifies a file on a host: its device and inode numbers.

@@ -238,18 +238,21 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 
 	var readOnlyDirs []string
 	shown := map[int]bool{}
-	for i := range p.Mounts {
-		if shownAlready(p.Mounts, i, home) {
+	for i, m := range p.Mounts {
+		// A repetition of the mount before it at the same place (the planner repeats a
+		// mount below the home at its host path for containers, isolator.Mount.Repeats)
+		// would cost a mount and change nothing.
+		if shownAlready(p.Mounts, i, home) || i > 0 && m.Repeats(p.Mounts[i-1], home) {
 			shown[i] = true
 		}
 	}
 	for i, m := range p.Mounts {
 		dst := m.Target(home)
+		if shown[i] {
+			continue
+		}
 		switch m.Kind {
 		case isolator.Bind:
-			if shown[i] {
-				continue
-			}
 			op := "--bind"
 			if m.ReadOnly {
 				op = "--ro-bind"

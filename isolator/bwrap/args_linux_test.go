@@ -473,7 +473,9 @@ func TestRenderDataOp(t *testing.T) {
 				data(home+"/.ssh/config"))
 		}, home + "/.ssh/config", "--ro-bind-data"},
 		{"over a file already there", func(p *isolator.Plan) {
-			p.Mounts = append(p.Mounts, mask, data(home+"/.ssh/config"), data(home+"/.ssh/config"))
+			again := data(home + "/.ssh/config")
+			again.Content = []byte("y\n") // the same content would repeat it: left out (isolator.Mount.Repeats)
+			p.Mounts = append(p.Mounts, mask, data(home+"/.ssh/config"), again)
 		}, home + "/.ssh/config", "--file --ro-bind-data"},
 		{"in a writable tmpfs", func(p *isolator.Plan) {
 			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.TmpDir, HomeRel: ".cache/x", Why: "tool tmpfs"}, data(home+"/.cache/x/f"))
@@ -665,6 +667,40 @@ func TestRenderShownAlready(t *testing.T) {
 			}
 			if n != pinned {
 				t.Errorf("%d pinned descriptors, want %d", n, pinned)
+			}
+		})
+	}
+}
+
+// TestRenderRepetitionsLeftOut: the planner repeats a mount below the home at its
+// host path, for containers whose home lies elsewhere (isolator.Mount.Repeats). Here
+// the home is the host home's path: each repetition lands where the mount it repeats
+// did, and is left out, so the argv (and what the init checks) does not grow.
+func TestRenderRepetitionsLeftOut(t *testing.T) {
+	for _, tc := range goldenCases {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := renderCase(tc.plan(), tc.how)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := tc.plan()
+			var ms []isolator.Mount
+			for _, m := range p.Mounts {
+				ms = append(ms, m)
+				if m.Source == p.SandboxHome {
+					continue
+				}
+				r := m
+				r.Dest, r.HomeRel, r.Why = m.Target(p.User.HostHome), "", m.Why+" (at its host path)"
+				ms = append(ms, r)
+			}
+			p.Mounts = ms
+			got, err := renderCase(p, tc.how)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Argv, want.Argv) || !reflect.DeepEqual(got.Checks, want.Checks) || got.Script() != want.Script() {
+				t.Errorf("with repetitions:\n%s\nwant:\n%s", got.Script(), want.Script())
 			}
 		})
 	}

@@ -55,6 +55,7 @@ func TestBuildAnchors(t *testing.T) {
 		"maskdir $ROOT/rw/a/other (sandbox.hide_paths)",
 		"maskfile $ROOT/ro/a/key (sandbox.hide_paths)",
 		"maskfile ~/src/app/conf/secret/key (sandbox.hide_paths)", // the project is under the home here
+		"maskfile $PROJ/conf/secret/key (sandbox.hide_paths (at its host path))",
 		"maskfile $PROJ/conf/.env (sandbox.mask_files)",
 	)...))
 }

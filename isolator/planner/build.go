@@ -339,6 +339,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		}
 		p.Mounts = b.mounts
 	}
+	p.Mounts = atBothHomes(p.Mounts, h.Home, p.SandboxHome)
 	if len(p.Mounts) > maxMounts {
 		return nil, nil, errTooManyMounts(proj.Dir, b.home, p.Mounts)
 	}

@@ -149,6 +149,9 @@ func TestBuildHidePathsUnderUserBind(t *testing.T) {
 		"bind ro $HOME/.config -> $HOME/.config (sandbox.ro_binds)",
 		"bind ro $ROOT/shared -> $ROOT/shared (sandbox.ro_binds)",
 		"maskdir ~/.config/gcloud (sandbox.hide_paths)",
+		// Where the sandbox's home is not the host home's path (a container's), the
+		// bind shows ~/.config at its host path too: masked there as well.
+		"maskdir $HOME/.config/gcloud (sandbox.hide_paths (at its host path))",
 		"maskdir $ROOT/shared/.secrets (sandbox.hide_paths)",
 	)...))
 }

@@ -65,7 +65,8 @@ func (b *mountBuilder) homeRel(p string) string {
 // it is masked when it exists in the sandbox home or a bind exposes it; other paths are
 // masked when they exist on the host and are visible. A hide path holding the project
 // is skipped: masking it would hide the project itself. Paths under the home are
-// home-relative, so every isolator masks them in its own home.
+// home-relative, so every isolator masks them in its own home; where the project or a
+// bind shows one at its host path too, atBothHomes repeats the mask there.
 func (b *mountBuilder) hide(paths []string, project string) error {
 	b.hidden, b.maskedHide, b.hiddenOrder = map[string]bool{}, map[string]bool{}, paths
 	for _, p := range paths {
