@@ -55,7 +55,9 @@ func listenUnix(path string) (*net.UnixListener, error) {
 	return net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 }
 
-func framed(msg []byte) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(msg))), msg...) }
+func framed(msg []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(msg))), msg...)
+}
 
 // startRelay starts a fake agent and a relay to it; it returns the relay's socket.
 func startRelay(t *testing.T, reply []byte) (*fakeAgent, string, func()) {
