@@ -31,6 +31,9 @@ const recordName = "sock-dir"
 // ProxySocket is where session's proxy listens in the socket directory dir.
 func ProxySocket(dir, session string) string { return filepath.Join(dir, "proxy-"+session+".sock") }
 
+// AgentSocket is where session's ssh agent relay listens in the socket directory dir.
+func AgentSocket(dir, session string) string { return filepath.Join(dir, "agent-"+session+".sock") }
+
 // PublishDir is session's directory of published-port sockets in dir.
 func PublishDir(dir, session string) string { return filepath.Join(dir, "publish-"+session) }
 
@@ -301,13 +304,14 @@ func checkAncestors(dir string, uid int) error {
 }
 
 // Sweep removes what sessions that died without cleaning up (kill -9) left in the
-// socket directory dir: proxy sockets nothing accepts on any more (a connection is
+// socket directory dir: proxy and ssh agent sockets nothing accepts on any more (a connection is
 // refused), and publish directories older than a minute none of whose sockets
 // accepts (a younger one may belong to a session still starting), with whatever the
 // sandbox left in them. A run sweeps once, before it adds its own sockets.
 func Sweep(dir string) {
 	names, _ := filepath.Glob(filepath.Join(dir, "proxy-*.sock"))
-	for _, n := range names {
+	agents, _ := filepath.Glob(filepath.Join(dir, "agent-*.sock"))
+	for _, n := range append(names, agents...) {
 		if stale(n) {
 			_ = os.Remove(n)
 		}

@@ -213,6 +213,17 @@ func TestSweep(t *testing.T) {
 	}
 	stale.SetUnlinkOnClose(false)
 	stale.Close()
+	staleAgent, err := net.ListenUnix("unix", &net.UnixAddr{Name: AgentSocket(dir, "dead"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	staleAgent.SetUnlinkOnClose(false)
+	staleAgent.Close()
+	liveAgent, err := net.Listen("unix", AgentSocket(dir, "live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer liveAgent.Close()
 	live, err := net.Listen("unix", ProxySocket(dir, "live"))
 	if err != nil {
 		t.Fatal(err)
@@ -260,6 +271,12 @@ func TestSweep(t *testing.T) {
 	}
 	if _, err := os.Lstat(ProxySocket(dir, "live")); err != nil {
 		t.Errorf("live socket removed: %v", err)
+	}
+	if _, err := os.Lstat(AgentSocket(dir, "dead")); !os.IsNotExist(err) {
+		t.Errorf("stale agent socket kept: %v", err)
+	}
+	if _, err := os.Lstat(AgentSocket(dir, "live")); err != nil {
+		t.Errorf("live agent socket removed: %v", err)
 	}
 }
 
