@@ -69,7 +69,19 @@ func TestDockerSocketOptInWarns(t *testing.T) {
 // list the keys and sign with them, the residual risk while the run lasts, but not
 // add, remove or lock keys; the host agent's keys are the same after the run.
 func TestSSHAgentOptIn(t *testing.T) {
-	requireBwrap(t)
+	for _, iso := range append([]string{"bwrap"}, dockerVariants()...) {
+		t.Run(iso, func(t *testing.T) {
+			if iso == "bwrap" {
+				requireBwrap(t)
+			} else {
+				requireEngine(t, iso)
+			}
+			sshAgentOptIn(t, iso)
+		})
+	}
+}
+
+func sshAgentOptIn(t *testing.T, iso string) {
 	p := newProject(t)
 	sockDir := p.path("agent")
 	p.mkdir("agent")
@@ -128,7 +140,7 @@ __attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+
 	}
 	// Each attempt on the agent says whether it succeeded; -x (lock) reads its
 	// password, twice, from an askpass program.
-	r := run(t, p.dir, []string{"SSH_AUTH_SOCK=" + sock}, "", "--isolator=bwrap", "--", "/bin/sh", "-c", `
+	r := run(t, p.dir, []string{"SSH_AUTH_SOCK=" + sock}, "", "--isolator="+iso, "--", "/bin/sh", "-c", `
 		ls -A `+sockDir+` 2>/dev/null | sed 's/^/SEEN: /'
 		rm -f "$SSH_AUTH_SOCK" 2>/dev/null && echo REPLACED
 		ssh-add -l | grep -q HOSTKEY && echo LISTS
