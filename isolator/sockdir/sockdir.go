@@ -1,7 +1,8 @@
 // Package sockdir is the project's private directory for its sessions' Unix sockets:
-// the session proxy's and the published ports'. Choose picks it (reading the host,
-// writing nothing: planner.Build calls it, --dry-run included); Ensure makes it before a
-// run binds anything there; Sweep removes what killed sessions left in it.
+// the session proxy's, the ssh agent relay's and the published ports'. Choose picks it
+// (reading the host, writing nothing: planner.Build calls it, --dry-run included);
+// Ensure makes it before a run binds anything there; Sweep removes what killed
+// sessions left in it.
 package sockdir
 
 import (
