@@ -61,7 +61,7 @@ func Start(p *isolator.Plan, o Options) (*Services, error) {
 	}
 	if p.SSHAgent.Socket != "" {
 		// On the host for every backend: the engine binds the relay's socket.
-		stop, err := sshagent.Serve(p.SSHAgent.Socket, p.SSHAgent.Upstream, sockdir.Listen)
+		stop, err := startAgent(p)
 		if err != nil {
 			return nil, fmt.Errorf("%w: the ssh agent's relay: %w; unset SSH_AUTH_SOCK or set tools.ssh.enabled = false to run without the agent", isolator.ErrProtection, err)
 		}
@@ -139,6 +139,15 @@ func (s *Services) startEgress(p *isolator.Plan, o Options) error {
 		}
 	}
 	return nil
+}
+
+// startAgent serves the session's ssh agent relay in the socket directory's agent
+// directory, which it makes.
+func startAgent(p *isolator.Plan) (stop func(), err error) {
+	if err := sockdir.EnsureAgentDir(p.Egress.SocketDir, p.User.UID); err != nil {
+		return nil, err
+	}
+	return sshagent.Serve(p.SSHAgent.Socket, p.SSHAgent.Upstream, sockdir.Listen)
 }
 
 // bindsSockets reports whether the session puts sockets in p's socket directory: the

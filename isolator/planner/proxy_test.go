@@ -182,7 +182,7 @@ func TestBuildSSHAgentRelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := isolator.AgentRelay{Upstream: agent, Socket: "/run/user/1000/devsandbox/id/agent-s1.sock"}
+	want := isolator.AgentRelay{Upstream: agent, Socket: "/run/user/1000/devsandbox/id/agent/s1.sock"}
 	if p.SSHAgent != want {
 		t.Errorf("SSHAgent = %+v, want %+v", p.SSHAgent, want)
 	}

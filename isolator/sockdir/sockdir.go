@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,8 +33,18 @@ const recordName = "sock-dir"
 // ProxySocket is where session's proxy listens in the socket directory dir.
 func ProxySocket(dir, session string) string { return filepath.Join(dir, "proxy-"+session+".sock") }
 
-// AgentSocket is where session's ssh agent relay listens in the socket directory dir.
-func AgentSocket(dir, session string) string { return filepath.Join(dir, "agent-"+session+".sock") }
+// AgentSocket is where session's ssh agent relay listens in the socket directory dir:
+// in its agent directory (AgentDir), which a kept container binds whole.
+func AgentSocket(dir, session string) string { return filepath.Join(AgentDir(dir), session+".sock") }
+
+// AgentDir is the ssh agent relays' directory in the socket directory dir.
+func AgentDir(dir string) string { return filepath.Join(dir, "agent") }
+
+// EnsureAgentDir makes the agent directory in dir, the socket directory Ensure
+// returned (mode 0700, checked as Ensure checks what it makes).
+func EnsureAgentDir(dir string, uid int) error {
+	return ensurePrivate(dir, []string{"agent"}, uid)
+}
 
 // PublishDir is session's directory of published-port sockets in dir.
 func PublishDir(dir, session string) string { return filepath.Join(dir, "publish-"+session) }
@@ -311,7 +322,13 @@ func checkAncestors(dir string, uid int) error {
 // sandbox left in them. A run sweeps once, before it adds its own sockets.
 func Sweep(dir string) {
 	names, _ := filepath.Glob(filepath.Join(dir, "proxy-*.sock"))
-	agents, _ := filepath.Glob(filepath.Join(dir, "agent-*.sock"))
+	// Relays' sockets: no sandbox can write their directory (a kept container binds
+	// it read-only), but only a socket is dialled all the same.
+	agents, _ := filepath.Glob(filepath.Join(AgentDir(dir), "*.sock"))
+	agents = slices.DeleteFunc(agents, func(n string) bool {
+		fi, err := os.Lstat(n)
+		return err != nil || fi.Mode().Type() != fs.ModeSocket
+	})
 	for _, n := range append(names, agents...) {
 		if stale(n) {
 			_ = os.Remove(n)

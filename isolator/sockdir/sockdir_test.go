@@ -213,6 +213,9 @@ func TestSweep(t *testing.T) {
 	}
 	stale.SetUnlinkOnClose(false)
 	stale.Close()
+	if err := os.Mkdir(AgentDir(dir), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	staleAgent, err := net.ListenUnix("unix", &net.UnixAddr{Name: AgentSocket(dir, "dead"), Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
@@ -224,6 +227,10 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer liveAgent.Close()
+	// Not a socket: never dialled, never removed.
+	if err := os.Symlink(ProxySocket(dir, "dead"), AgentSocket(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
 	live, err := net.Listen("unix", ProxySocket(dir, "live"))
 	if err != nil {
 		t.Fatal(err)
@@ -277,6 +284,9 @@ func TestSweep(t *testing.T) {
 	}
 	if _, err := os.Lstat(AgentSocket(dir, "live")); err != nil {
 		t.Errorf("live agent socket removed: %v", err)
+	}
+	if _, err := os.Lstat(AgentSocket(dir, "link")); err != nil {
+		t.Errorf("a link in the agent directory removed: %v", err)
 	}
 }
 
