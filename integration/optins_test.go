@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -169,5 +170,26 @@ __attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+
 	after, err := asUser("ssh-add", "-L").Output()
 	if err != nil || string(after) != string(before) {
 		t.Errorf("the host agent's keys changed: before\n%safter (%v)\n%s", before, err, after)
+	}
+	if !isDocker(iso) {
+		return
+	}
+	// A kept container outlives each session's relay: every session reaches its own
+	// through the same container (the first runs may recreate it, as settle says).
+	var settled []string
+	for i := range 4 {
+		r := run(t, p.dir, []string{"SSH_AUTH_SOCK=" + sock}, "", "--isolator="+iso, "--keep-container", "--egress=none", "--", "/bin/sh", "-c", `
+			ssh-add -l | grep -q HOSTKEY && echo LISTS
+			ssh-add -D </dev/null >/dev/null 2>&1 && echo REMOVED_ALL
+			true`)
+		if r.code != 0 || r.stdout != "LISTS\n" {
+			t.Errorf("kept container, session %d: want the keys listed and none removed:\n%s", i, r)
+		}
+		switch ids := projectContainers(t, iso, p, false); {
+		case i == 1:
+			settled = ids
+		case i > 1 && !slices.Equal(ids, settled):
+			t.Errorf("the kept container changed between sessions: %v then %v", settled, ids)
+		}
 	}
 }
