@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,12 +65,24 @@ func TestDockerSocketOptInWarns(t *testing.T) {
 // SSH_AUTH_SOCK names one). The sandbox cannot replace the socket the host's ssh
 // uses (it sees only a bind of it), nor read key material, nor make the agent load a
 // PKCS#11 provider it wrote (OpenSSH's agent loads providers only from its allowlist,
-// /usr/lib*/* by default, since 9.3p2 and Debian's 9.2p1-2+deb12u1). What it can do
-// through the agent protocol is the residual risk: sign with the keys, and add,
-// remove or lock the agent's keys (the test shows it; the host's ssh then uses that
-// agent as changed).
+// /usr/lib*/* by default, since 9.3p2 and Debian's 9.2p1-2+deb12u1). The sandbox
+// reaches the agent through the session's filtering relay (package sshagent): it can
+// list the keys and sign with them, the residual risk while the run lasts, but not
+// add, remove or lock keys; the host agent's keys are the same after the run.
 func TestSSHAgentOptIn(t *testing.T) {
-	requireBwrap(t)
+	for _, iso := range append([]string{"bwrap"}, dockerVariants()...) {
+		t.Run(iso, func(t *testing.T) {
+			if iso == "bwrap" {
+				requireBwrap(t)
+			} else {
+				requireEngine(t, iso)
+			}
+			sshAgentOptIn(t, iso)
+		})
+	}
+}
+
+func sshAgentOptIn(t *testing.T, iso string) {
 	p := newProject(t)
 	sockDir := p.path("agent")
 	p.mkdir("agent")
@@ -116,18 +129,37 @@ __attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+
 	}
 	_ = os.Chmod(p.path("proj/evil.so"), 0o755)
 	p.chownUp(p.path("proj/evil.so"))
-	r := run(t, p.dir, []string{"SSH_AUTH_SOCK=" + sock}, "", "--isolator=bwrap", "--", "/bin/sh", "-c", `
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.write("proj/hostkey.pub", string(pub))
+	p.chownUp(p.path("proj/hostkey.pub"))
+	before, err := asUser("ssh-add", "-L").Output()
+	if err != nil {
+		t.Fatalf("ssh-add -L: %v", err)
+	}
+	// Each attempt on the agent says whether it succeeded; -x (lock) reads its
+	// password, twice, from an askpass program.
+	r := run(t, p.dir, []string{"SSH_AUTH_SOCK=" + sock}, "", "--isolator="+iso, "--", "/bin/sh", "-c", `
 		ls -A `+sockDir+` 2>/dev/null | sed 's/^/SEEN: /'
 		rm -f "$SSH_AUTH_SOCK" 2>/dev/null && echo REPLACED
-		ssh-add -l | grep -q HOSTKEY && echo SIGNS
+		ssh-add -l | grep -q HOSTKEY && echo LISTS
+		echo data >/tmp/msg && ssh-keygen -Y sign -f "$PWD/hostkey.pub" -n test /tmp/msg >/dev/null 2>&1 && test -s /tmp/msg.sig && echo SIGNS
 		ssh-add -s "$PWD/evil.so" </dev/null >/dev/null 2>&1 && echo LOADED
-		ssh-add -D >/dev/null 2>&1 && echo REMOVED
+		ssh-keygen -q -t ed25519 -N "" -C INSIDE -f /tmp/inside && ssh-add /tmp/inside </dev/null >/dev/null 2>&1 && echo ADDED
+		ssh-add -d "$PWD/hostkey.pub" </dev/null >/dev/null 2>&1 && echo REMOVED_ONE
+		ssh-add -D </dev/null >/dev/null 2>&1 && echo REMOVED_ALL
+		printf '#!/bin/sh\necho pw\n' >/tmp/askpass && chmod +x /tmp/askpass
+		SSH_ASKPASS=/tmp/askpass SSH_ASKPASS_REQUIRE=force ssh-add -x </dev/null >/dev/null 2>&1 && echo LOCKED
 		true`)
-	if r.code != 0 || strings.Contains(r.stdout, "SEEN:") || strings.Contains(r.stdout, "REPLACED") || strings.Contains(r.stdout, "LOADED") {
-		t.Errorf("the forwarded agent: the sandbox saw the agent's directory, replaced its socket or loaded a provider it wrote:\n%s", r)
+	for _, bad := range []string{"SEEN:", "REPLACED", "LOADED", "ADDED", "REMOVED_ONE", "REMOVED_ALL", "LOCKED"} {
+		if strings.Contains(r.stdout, bad) {
+			t.Errorf("the forwarded agent: the sandbox saw the agent's directory, replaced its socket, loaded a provider it wrote, or added, removed or locked keys (%s):\n%s", bad, r)
+		}
 	}
-	if !strings.Contains(r.stdout, "SIGNS") {
-		t.Errorf("the agent was not forwarded (the test proves nothing):\n%s", r)
+	if r.code != 0 || !strings.Contains(r.stdout, "LISTS") || !strings.Contains(r.stdout, "SIGNS") {
+		t.Errorf("the agent was not forwarded, or listing or signing failed (the test proves nothing):\n%s", r)
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the host's ssh-agent loaded a library the sandbox wrote (its constructor ran)")
@@ -135,7 +167,29 @@ __attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+
 	if _, err := os.Lstat(sock); err != nil {
 		t.Errorf("the host's agent socket after the run: %v", err)
 	}
-	out, _ := asUser("ssh-add", "-l").CombinedOutput()
-	t.Logf("residual risk (the agent protocol): removing the host agent's keys from inside: %v; the host's ssh-add -l now: %s",
-		strings.Contains(r.stdout, "REMOVED"), strings.TrimSpace(string(out)))
+	after, err := asUser("ssh-add", "-L").Output()
+	if err != nil || string(after) != string(before) {
+		t.Errorf("the host agent's keys changed: before\n%safter (%v)\n%s", before, err, after)
+	}
+	if !isDocker(iso) {
+		return
+	}
+	// A kept container outlives each session's relay: every session reaches its own
+	// through the same container (the first runs may recreate it, as settle says).
+	var settled []string
+	for i := range 4 {
+		r := run(t, p.dir, []string{"SSH_AUTH_SOCK=" + sock}, "", "--isolator="+iso, "--keep-container", "--egress=none", "--", "/bin/sh", "-c", `
+			ssh-add -l | grep -q HOSTKEY && echo LISTS
+			ssh-add -D </dev/null >/dev/null 2>&1 && echo REMOVED_ALL
+			true`)
+		if r.code != 0 || r.stdout != "LISTS\n" {
+			t.Errorf("kept container, session %d: want the keys listed and none removed:\n%s", i, r)
+		}
+		switch ids := projectContainers(t, iso, p, false); {
+		case i == 1:
+			settled = ids
+		case i > 1 && !slices.Equal(ids, settled):
+			t.Errorf("the kept container changed between sessions: %v then %v", settled, ids)
+		}
+	}
 }

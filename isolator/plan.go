@@ -46,6 +46,9 @@ type Plan struct {
 	// allowlist); the Egress rules are its allow and deny lists and Egress.Proxy
 	// where it listens.
 	Proxy ProxyConfig
+	// SSHAgent is the host's ssh agent as the sandbox reaches it: through a relay of
+	// the session's that passes only listing and signing (package sshagent).
+	SSHAgent AgentRelay
 	// Syscalls is the syscall policy every process of the sandbox runs under; the
 	// zero value is the strict policy.
 	Syscalls syscalls.Policy
@@ -105,6 +108,15 @@ func (p *Plan) HostEnvNames() []string {
 		}
 	}
 	return names
+}
+
+// AgentRelay is the session's ssh agent relay: it listens on Socket, in the socket
+// directory (egress.Rules.SocketDir), which the agent's bind shows the sandbox, and
+// relays the requests it lets pass to the agent at Upstream. The zero value: no agent
+// is forwarded.
+type AgentRelay struct {
+	Upstream string // the host's agent socket ($SSH_AUTH_SOCK)
+	Socket   string // the relay's socket
 }
 
 // ProxyConfig is how the session's filtering proxy runs. Its secrets (the MITM CA's

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// AgentSocket is where the host's ssh agent socket appears inside the sandbox.
+// AgentSocket is where the sandbox finds the ssh agent (the session's relay to it).
 const AgentSocket = "/run/devsandbox/ssh-agent.sock"
 
 // sshDroppedKeywords are ssh_config keywords removed from the overlay: they name key
@@ -18,13 +18,15 @@ var sshDroppedKeywords = map[string]bool{
 	"securitykeyprovider": true, "include": true,
 }
 
-// SSH forwards the ssh agent and exposes known_hosts read-only. Private keys are never
+// SSH forwards the ssh agent and exposes known_hosts read-only. The agent binding names
+// the host's socket; the planner shows the sandbox the session's filtering relay to it
+// in its place (package isolator/sshagent), never the socket itself. Private keys are never
 // mounted: ~/.ssh stays hidden and a generated client config (the host's, minus key
 // and socket directives) is placed over it.
 func SSH() Tool {
 	return Tool{
 		Name:        "ssh",
-		Description: "ssh agent socket, known_hosts (read-only), client config overlay; no private keys",
+		Description: "ssh agent (through a relay that passes listing and signing only), known_hosts (read-only), client config overlay; no private keys",
 		Detect:      func(h Host) bool { return h.onPath("ssh") },
 		Bindings: func(h Host) []Binding {
 			var bs []Binding

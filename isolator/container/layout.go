@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -45,6 +46,10 @@ const (
 	// directories; or, with Options.EndpointVolume, where every container sees the
 	// engine-side volume it shares with the session's companion.
 	EndpointDir = "/run/devsandbox/ep"
+	// AgentDir is where a kept container sees the project's ssh agent relays'
+	// directory (read-only): each session's exec finds its own relay there, a socket
+	// a bind of the socket itself could not follow from one session to the next.
+	AgentDir = "/run/devsandbox/agent"
 	// ShipDir is where a Shipped layout's image holds devsandbox's programs (the init
 	// at InitPath), root's, on the container's read-only root file system.
 	ShipDir = "/run/devsandbox"
@@ -252,6 +257,13 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 		}
 		switch m.Kind {
 		case isolator.Bind:
+			if o.Keep && p.SSHAgent.Socket != "" && m.Source == p.SSHAgent.Socket {
+				// The container outlives the session's relay: it binds the relays'
+				// directory, the same for every session, and the exec's
+				// SSH_AUTH_SOCK names the session's relay in it (keptAgentEnv).
+				l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: filepath.Dir(m.Source), Target: AgentDir, ReadOnly: true})
+				continue
+			}
 			if m.Source == p.SandboxHome && dst == l.Home && o.HomeVolume != "" {
 				l.Mounts = append(l.Mounts, Mount{Type: Volume, Source: o.HomeVolume, Target: dst})
 				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRW, Path: dst})
@@ -337,6 +349,9 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 		wire.Check{Kind: wire.CheckData, Path: "/etc/group", Size: int64(len(group))},
 	)
 	l.Env = Env(p, l.Home)
+	if o.Keep && p.SSHAgent.Socket != "" {
+		l.Env = keptAgentEnv(l.Env, path.Join(AgentDir, filepath.Base(p.SSHAgent.Socket)))
+	}
 	l.Secrets = append(l.Secrets, p.Secrets...)
 	l.Labels = map[string]string{LabelProject: p.Project.ID, LabelName: p.Project.Name, LabelDir: p.Project.Dir, LabelVersion: version}
 	l.Init = []string{initArg, "--framed", "--role=run", "--"}
@@ -480,6 +495,18 @@ func identify(c wire.Check, m isolator.PlacedMount) wire.Check {
 		c.Dev, c.Ino = m.ID.Dev, m.ID.Ino
 	}
 	return c
+}
+
+// keptAgentEnv is env with SSH_AUTH_SOCK at sock, the session's relay as a kept
+// container sees it.
+func keptAgentEnv(env []isolator.EnvVar, sock string) []isolator.EnvVar {
+	env = slices.Clone(env)
+	for i, e := range env {
+		if e.Name == "SSH_AUTH_SOCK" {
+			env[i] = isolator.EnvVar{Name: e.Name, Value: sock}
+		}
+	}
+	return env
 }
 
 // Env is the command's environment: the Plan's, with the container's home and

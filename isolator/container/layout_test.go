@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -345,5 +347,48 @@ func TestMakeMountPointRootIsNoLink(t *testing.T) {
 	makeMountPoint(root, "d/e", true)
 	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
 		t.Errorf("created through the bind source's link: %v", ents)
+	}
+}
+
+// TestKeptAgent: a kept container binds the ssh agent relays' directory read-only,
+// the same for every session, and the session's exec finds its own relay there; a
+// one-shot container binds the session's relay itself.
+func TestKeptAgent(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(strconv.FormatBool(keep), func(t *testing.T) {
+			dir := t.TempDir()
+			p := plan(dir)
+			p.SSHAgent = isolator.AgentRelay{Upstream: "/tmp/ssh-x/agent.1", Socket: "/run/x/agent/s1.sock"}
+			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: p.SSHAgent.Socket, Dest: "/run/devsandbox/ssh-agent.sock", Why: "tool ssh"})
+			p.Env = []isolator.EnvVar{{Name: "SSH_AUTH_SOCK", Value: "/run/devsandbox/ssh-agent.sock"}}
+			l, err := Lay(p, Options{Home: "/home/dev", FilesDir: filepath.Join(dir, "state/files"), Keep: keep}, "1.0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var agent []Mount
+			for _, m := range l.Mounts {
+				if strings.HasPrefix(m.Source, "/run/x/agent") {
+					agent = append(agent, m)
+				}
+			}
+			want := []Mount{{Type: Bind, Source: "/run/x/agent/s1.sock", Target: "/run/devsandbox/ssh-agent.sock"}}
+			wantEnv := "/run/devsandbox/ssh-agent.sock"
+			if keep {
+				want = []Mount{{Type: Bind, Source: "/run/x/agent", Target: AgentDir, ReadOnly: true}}
+				wantEnv = AgentDir + "/s1.sock"
+			}
+			if !reflect.DeepEqual(agent, want) {
+				t.Errorf("the agent's mounts = %+v, want %+v", agent, want)
+			}
+			var env []isolator.EnvVar
+			for _, e := range l.Env {
+				if e.Name == "SSH_AUTH_SOCK" {
+					env = append(env, e)
+				}
+			}
+			if len(env) != 1 || env[0].Value != wantEnv {
+				t.Errorf("SSH_AUTH_SOCK = %+v, want %s", env, wantEnv)
+			}
+		})
 	}
 }

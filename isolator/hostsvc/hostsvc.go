@@ -1,6 +1,6 @@
 // Package hostsvc starts what a run of a Plan needs on the host besides the sandbox
-// itself: the project's socket directory (package sockdir), the relay of published
-// ports (package publish), the session's filtering proxy (package proxy/service) and
+// itself: the project's socket directory (package sockdir), the ssh agent's filtering
+// relay (package sshagent), the relay of published ports (package publish), the session's filtering proxy (package proxy/service) and
 // the watch over what the sandbox writes that the host trusts (package watch). Every
 // isolator's Run starts them, so a library user of Run gets them too; Render never
 // does, so a --dry-run starts and writes nothing.
@@ -15,6 +15,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/publish"
 	"github.com/devsandbox/devsandbox/isolator/sockdir"
+	"github.com/devsandbox/devsandbox/isolator/sshagent"
 	"github.com/devsandbox/devsandbox/isolator/watch"
 	"github.com/devsandbox/devsandbox/proxy/service"
 )
@@ -50,13 +51,25 @@ type Services struct {
 
 // Start starts the host services p needs, in this order: the socket directory (made
 // private, cleared of what killed sessions left; only when the session binds a socket
-// there), the published ports, the session
-// proxy, then the watch, which records the baseline the sandbox's writes are judged
+// there), the ssh agent's relay (for every backend: the engine binds its socket), then,
+// unless EngineEgress, the published ports and the session proxy, then the watch, which records the baseline the sandbox's writes are judged
 // against. On an error nothing is left running. Stop them once the sandbox is gone.
 func Start(p *isolator.Plan, o Options) (*Services, error) {
 	s := &Services{}
+	if err := s.socketDir(p, o); err != nil {
+		return nil, err
+	}
+	if p.SSHAgent.Socket != "" {
+		// On the host for every backend: the engine binds the relay's socket.
+		stop, err := startAgent(p)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the ssh agent's relay: %w; unset SSH_AUTH_SOCK or set tools.ssh.enabled = false to run without the agent", isolator.ErrProtection, err)
+		}
+		s.stops = append(s.stops, stop)
+	}
 	if !o.EngineEgress {
 		if err := s.startEgress(p, o); err != nil {
+			s.Stop()
 			return nil, err
 		}
 	}
@@ -68,8 +81,9 @@ func Start(p *isolator.Plan, o Options) (*Services, error) {
 	return s, nil
 }
 
-// startEgress starts the socket directory, the published ports and the proxy.
-func (s *Services) startEgress(p *isolator.Plan, o Options) error {
+// socketDir makes the socket directory private and sweeps it, when the session binds
+// a socket there.
+func (s *Services) socketDir(p *isolator.Plan, o Options) error {
 	if d := p.Egress.SocketDir; d != "" && bindsSockets(p, o) {
 		got, err := sockdir.Ensure(d, p.StateDir, p.Project.ID, p.User.UID)
 		if err != nil {
@@ -80,6 +94,11 @@ func (s *Services) startEgress(p *isolator.Plan, o Options) error {
 		}
 		sockdir.Sweep(got) // once per launch, before this session adds its own sockets
 	}
+	return nil
+}
+
+// startEgress starts the published ports and the proxy.
+func (s *Services) startEgress(p *isolator.Plan, o Options) error {
 	if len(p.Egress.Forwards) > 0 {
 		stop, err := publish.Start(p)
 		if err != nil {
@@ -122,6 +141,15 @@ func (s *Services) startEgress(p *isolator.Plan, o Options) error {
 	return nil
 }
 
+// startAgent serves the session's ssh agent relay in the socket directory's agent
+// directory, which it makes.
+func startAgent(p *isolator.Plan) (stop func(), err error) {
+	if err := sockdir.EnsureAgentDir(p.Egress.SocketDir, p.User.UID); err != nil {
+		return nil, err
+	}
+	return sshagent.Serve(p.SSHAgent.Socket, p.SSHAgent.Upstream, sockdir.Listen)
+}
+
 // bindsSockets reports whether the session puts sockets in p's socket directory: the
 // published ports' relay does, and so does the proxy, unless it serves only the
 // listeners handed to it (the default Proxy with Listeners: it binds no socket). A
@@ -129,6 +157,12 @@ func (s *Services) startEgress(p *isolator.Plan, o Options) error {
 // its path, two directory reads and a dial per stale socket, on the launch's path);
 // the next session that binds one there sweeps what killed sessions left.
 func bindsSockets(p *isolator.Plan, o Options) bool {
+	if p.SSHAgent.Socket != "" {
+		return true
+	}
+	if o.EngineEgress {
+		return false // the engine's side serves the proxy and the published ports
+	}
 	return len(p.Egress.Forwards) > 0 || (p.Egress.NeedsProxy() && (o.Proxy != nil || !o.Listeners))
 }
 
@@ -178,5 +212,13 @@ func adoptSocketDir(p *isolator.Plan, from, to string) {
 	}
 	if p.Egress.Proxy.Unix == sockdir.ProxySocket(from, s) {
 		p.Egress.Proxy.Unix = sockdir.ProxySocket(to, s)
+	}
+	if old := p.SSHAgent.Socket; old == sockdir.AgentSocket(from, s) {
+		p.SSHAgent.Socket = sockdir.AgentSocket(to, s)
+		for i := range p.Mounts {
+			if p.Mounts[i].Kind == isolator.Bind && p.Mounts[i].Source == old {
+				p.Mounts[i].Source = p.SSHAgent.Socket
+			}
+		}
 	}
 }

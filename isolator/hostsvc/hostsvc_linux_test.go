@@ -117,3 +117,87 @@ func TestSocketDirOnlyWhenBound(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentRelay: the ssh agent's relay runs for every backend (an engine's egress
+// included), in the socket directory, which it makes private; Stop removes its
+// socket. When another session's socket directory is adopted, the agent's bind
+// follows the relay there.
+func TestAgentRelay(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		opts   Options
+		adopts bool
+	}{
+		{"engine egress", Options{EngineEgress: true}, false},
+		{"host egress", Options{Listeners: true}, false},
+		{"adopted directory", Options{EngineEgress: true}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := proxyPlan(t)
+			p.Egress.Mode = egress.None
+			p.Proxy.Session = "s1"
+			dir := p.Egress.SocketDir
+			if tc.adopts {
+				tmp, err := os.MkdirTemp("", "dsb")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer os.RemoveAll(tmp)
+				dir = filepath.Join(tmp, fmt.Sprintf("devsandbox-%d-first000", p.User.UID))
+				if err := os.Mkdir(dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(p.StateDir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(p.StateDir, "sock-dir"), []byte(dir+"\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				p.Egress.SocketDir = filepath.Join(tmp, fmt.Sprintf("devsandbox-%d-mine0000", p.User.UID))
+			}
+			sock := sockdir.AgentSocket(p.Egress.SocketDir, "s1")
+			p.SSHAgent = isolator.AgentRelay{Upstream: filepath.Join(t.TempDir(), "agent.sock"), Socket: sock}
+			p.Mounts = []isolator.Mount{{Kind: isolator.Bind, Source: sock, Dest: "/run/devsandbox/ssh-agent.sock"}}
+			s, err := Start(p, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := sockdir.AgentSocket(dir, "s1")
+			if p.SSHAgent.Socket != want || p.Mounts[0].Source != want {
+				t.Errorf("the relay's socket %s, the bind's source %s; want %s", p.SSHAgent.Socket, p.Mounts[0].Source, want)
+			}
+			if fi, err := os.Lstat(want); err != nil || fi.Mode().Type() != fs.ModeSocket || fi.Mode().Perm() != 0o600 {
+				t.Errorf("the relay's socket: %v, %v; want a socket of mode 0600", fi, err)
+			}
+			if fi, err := os.Lstat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+				t.Errorf("the socket directory: %v, %v; want mode 0700", fi, err)
+			}
+			s.Stop()
+			if _, err := os.Lstat(want); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the relay's socket after Stop: Lstat = %v, want it gone", err)
+			}
+		})
+	}
+}
+
+// TestAgentRelayFailsClosed: a relay that cannot listen fails the run, naming why.
+func TestAgentRelayFailsClosed(t *testing.T) {
+	p := proxyPlan(t)
+	p.Egress.Mode = egress.None
+	p.Proxy.Session = "s1"
+	sock := sockdir.AgentSocket(p.Egress.SocketDir, "s1")
+	// Something in the socket's place that the sweep leaves (it removes only what
+	// refuses connections and can be removed).
+	if err := os.MkdirAll(filepath.Join(sock, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p.SSHAgent = isolator.AgentRelay{Upstream: "/nonexistent", Socket: sock}
+	s, err := Start(p, Options{EngineEgress: true})
+	if err == nil {
+		s.Stop()
+		t.Fatal("Start succeeded with the relay's socket taken")
+	}
+	if !errors.Is(err, isolator.ErrProtection) {
+		t.Errorf("error %v: want the ErrProtection class", err)
+	}
+}

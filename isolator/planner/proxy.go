@@ -16,6 +16,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/sockdir"
 	"github.com/devsandbox/devsandbox/proxy/ca/capem"
+	"github.com/devsandbox/devsandbox/tools"
 )
 
 // CABundlePath is where the sandbox finds the CA bundle under proxy.mitm: the system's
@@ -40,10 +41,11 @@ func NewSession() string {
 func randomStd(b []byte) { _, _ = rand.Read(b) }
 
 // egressServices completes the Plan with what the host side of its egress needs: the
-// project's socket directory (sockdir), the session's publish directory and, in the
-// proxy modes, the session proxy (planProxy).
+// project's socket directory (sockdir), the session's publish directory, the ssh agent
+// relay and, in the proxy modes, the session proxy (planProxy).
 func egressServices(p *isolator.Plan, cfg *config.Config, pr Probe, req Request) error {
-	if len(p.Egress.Forwards) == 0 && !p.Egress.NeedsProxy() {
+	agent := agentMount(p)
+	if len(p.Egress.Forwards) == 0 && !p.Egress.NeedsProxy() && agent == nil {
 		return nil
 	}
 	h := cfg.Host
@@ -65,8 +67,23 @@ func egressServices(p *isolator.Plan, cfg *config.Config, pr Probe, req Request)
 	if len(p.Egress.Forwards) > 0 {
 		p.Egress.PublishDir = sockdir.PublishDir(p.Egress.SocketDir, session)
 	}
+	if agent != nil {
+		// The sandbox reaches the agent only through the session's filtering relay.
+		p.SSHAgent = isolator.AgentRelay{Upstream: agent.Source, Socket: sockdir.AgentSocket(p.Egress.SocketDir, session)}
+		agent.Source, agent.Anchor = p.SSHAgent.Socket, false
+	}
 	if p.Egress.NeedsProxy() {
 		return planProxy(p, cfg, pr, req, session)
+	}
+	return nil
+}
+
+// agentMount returns the ssh tool's bind of the host's agent socket, or nil.
+func agentMount(p *isolator.Plan) *isolator.Mount {
+	for i := range p.Mounts {
+		if m := &p.Mounts[i]; m.Kind == isolator.Bind && m.Dest == tools.AgentSocket {
+			return m
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package planner
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -162,4 +163,37 @@ func tree(t *testing.T, root string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestBuildSSHAgentRelay: the ssh tool's agent binding shows the sandbox the session's
+// relay socket in the socket directory, never the host's agent socket, in every
+// egress mode (none included, which otherwise chooses no socket directory).
+func TestBuildSSHAgentRelay(t *testing.T) {
+	f := newFixture(t)
+	agent := filepath.Join(f.root, "agent.sock")
+	if err := os.WriteFile(agent, nil, 0o600); err != nil { // exists is all the planner checks
+		t.Fatal(err)
+	}
+	cfg := f.load(t, "SSH_AUTH_SOCK="+agent)
+	pr := probe(f.proj)
+	pr.LookPath = func(name string) bool { return name == "ssh" }
+	pr.SocketDir = fixedSocketDir("/run/user/1000/devsandbox/id")
+	p, _, err := Build(cfg, tools.Default(), pr, Request{Command: []string{"true"}, Session: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := isolator.AgentRelay{Upstream: agent, Socket: "/run/user/1000/devsandbox/id/agent/s1.sock"}
+	if p.SSHAgent != want {
+		t.Errorf("SSHAgent = %+v, want %+v", p.SSHAgent, want)
+	}
+	var binds []isolator.Mount
+	for _, m := range p.Mounts {
+		if m.Dest == tools.AgentSocket || m.Source == agent {
+			binds = append(binds, m)
+		}
+	}
+	wantBind := isolator.Mount{Kind: isolator.Bind, Source: want.Socket, Dest: tools.AgentSocket, Why: "tool ssh"}
+	if len(binds) != 1 || !reflect.DeepEqual(binds[0], wantBind) {
+		t.Errorf("the agent's mounts = %+v, want only %+v", binds, wantBind)
+	}
 }

@@ -1,7 +1,8 @@
 // Package sockdir is the project's private directory for its sessions' Unix sockets:
-// the session proxy's and the published ports'. Choose picks it (reading the host,
-// writing nothing: planner.Build calls it, --dry-run included); Ensure makes it before a
-// run binds anything there; Sweep removes what killed sessions left in it.
+// the session proxy's, the ssh agent relay's and the published ports'. Choose picks it
+// (reading the host, writing nothing: planner.Build calls it, --dry-run included);
+// Ensure makes it before a run binds anything there; Sweep removes what killed
+// sessions left in it.
 package sockdir
 
 import (
@@ -12,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,6 +32,19 @@ const recordName = "sock-dir"
 
 // ProxySocket is where session's proxy listens in the socket directory dir.
 func ProxySocket(dir, session string) string { return filepath.Join(dir, "proxy-"+session+".sock") }
+
+// AgentSocket is where session's ssh agent relay listens in the socket directory dir:
+// in its agent directory (AgentDir), which a kept container binds whole.
+func AgentSocket(dir, session string) string { return filepath.Join(AgentDir(dir), session+".sock") }
+
+// AgentDir is the ssh agent relays' directory in the socket directory dir.
+func AgentDir(dir string) string { return filepath.Join(dir, "agent") }
+
+// EnsureAgentDir makes the agent directory in dir, the socket directory Ensure
+// returned (mode 0700, checked as Ensure checks what it makes).
+func EnsureAgentDir(dir string, uid int) error {
+	return ensurePrivate(dir, []string{"agent"}, uid)
+}
 
 // PublishDir is session's directory of published-port sockets in dir.
 func PublishDir(dir, session string) string { return filepath.Join(dir, "publish-"+session) }
@@ -301,13 +316,20 @@ func checkAncestors(dir string, uid int) error {
 }
 
 // Sweep removes what sessions that died without cleaning up (kill -9) left in the
-// socket directory dir: proxy sockets nothing accepts on any more (a connection is
+// socket directory dir: proxy and ssh agent sockets nothing accepts on any more (a connection is
 // refused), and publish directories older than a minute none of whose sockets
 // accepts (a younger one may belong to a session still starting), with whatever the
 // sandbox left in them. A run sweeps once, before it adds its own sockets.
 func Sweep(dir string) {
 	names, _ := filepath.Glob(filepath.Join(dir, "proxy-*.sock"))
-	for _, n := range names {
+	// Relays' sockets: no sandbox can write their directory (a kept container binds
+	// it read-only), but only a socket is dialled all the same.
+	agents, _ := filepath.Glob(filepath.Join(AgentDir(dir), "*.sock"))
+	agents = slices.DeleteFunc(agents, func(n string) bool {
+		fi, err := os.Lstat(n)
+		return err != nil || fi.Mode().Type() != fs.ModeSocket
+	})
+	for _, n := range append(names, agents...) {
 		if stale(n) {
 			_ = os.Remove(n)
 		}

@@ -213,6 +213,24 @@ func TestSweep(t *testing.T) {
 	}
 	stale.SetUnlinkOnClose(false)
 	stale.Close()
+	if err := os.Mkdir(AgentDir(dir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	staleAgent, err := net.ListenUnix("unix", &net.UnixAddr{Name: AgentSocket(dir, "dead"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	staleAgent.SetUnlinkOnClose(false)
+	staleAgent.Close()
+	liveAgent, err := net.Listen("unix", AgentSocket(dir, "live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer liveAgent.Close()
+	// Not a socket: never dialled, never removed.
+	if err := os.Symlink(ProxySocket(dir, "dead"), AgentSocket(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
 	live, err := net.Listen("unix", ProxySocket(dir, "live"))
 	if err != nil {
 		t.Fatal(err)
@@ -260,6 +278,15 @@ func TestSweep(t *testing.T) {
 	}
 	if _, err := os.Lstat(ProxySocket(dir, "live")); err != nil {
 		t.Errorf("live socket removed: %v", err)
+	}
+	if _, err := os.Lstat(AgentSocket(dir, "dead")); !os.IsNotExist(err) {
+		t.Errorf("stale agent socket kept: %v", err)
+	}
+	if _, err := os.Lstat(AgentSocket(dir, "live")); err != nil {
+		t.Errorf("live agent socket removed: %v", err)
+	}
+	if _, err := os.Lstat(AgentSocket(dir, "link")); err != nil {
+		t.Errorf("a link in the agent directory removed: %v", err)
 	}
 }
 

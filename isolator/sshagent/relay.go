@@ -1,0 +1,149 @@
+package sshagent
+
+import (
+	"errors"
+	"net"
+	"os"
+	"sync"
+)
+
+// Relay serves a listener whose every connection is relayed, request by request, to
+// the agent at Upstream: each request is read whole (readFrame), one Allowed passes
+// and the agent's answer comes back unchanged; any other is answered
+// SSH_AGENT_FAILURE here. A malformed frame, either way, closes the connection. The
+// agent is dialled on a connection's first allowed request, one agent connection per
+// sandbox connection (session-bind@openssh.com binds the agent connection).
+type Relay struct {
+	Upstream string // the agent's socket
+
+	ln    net.Listener
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	done  bool
+	wg    sync.WaitGroup
+}
+
+// Start serves ln, relaying to the agent at upstream, until Stop.
+func Start(ln net.Listener, upstream string) *Relay {
+	r := &Relay{Upstream: upstream, ln: ln, conns: map[net.Conn]struct{}{}}
+	r.wg.Add(1)
+	go r.accept()
+	return r
+}
+
+func (r *Relay) accept() {
+	defer r.wg.Done()
+	for {
+		c, err := r.ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			continue
+		}
+		if !r.track(c) {
+			c.Close()
+			return
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer r.untrack(c)
+			r.serve(c)
+		}()
+	}
+}
+
+// track records c, a connection to close on Stop; false once stopped.
+func (r *Relay) track(c net.Conn) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return false
+	}
+	r.conns[c] = struct{}{}
+	return true
+}
+
+func (r *Relay) untrack(c net.Conn) {
+	r.mu.Lock()
+	delete(r.conns, c)
+	r.mu.Unlock()
+	c.Close()
+}
+
+// serve relays c's requests until c or the agent ends, or a frame is malformed.
+func (r *Relay) serve(c net.Conn) {
+	var agent net.Conn
+	defer func() {
+		if agent != nil {
+			r.untrack(agent)
+		}
+	}()
+	for {
+		req, err := readFrame(c)
+		if err != nil {
+			return
+		}
+		if !Allowed(req[headerLen:]) {
+			if _, err := c.Write(failure); err != nil {
+				return
+			}
+			continue
+		}
+		if agent == nil {
+			if agent, err = net.Dial("unix", r.Upstream); err != nil {
+				agent = nil
+				_, _ = c.Write(failure) // no agent (it stopped): as ssh's own forwarding answers
+				return
+			}
+			r.mu.Lock()
+			stopped := r.done
+			if !stopped {
+				r.conns[agent] = struct{}{}
+			}
+			r.mu.Unlock()
+			if stopped {
+				return
+			}
+		}
+		if _, err := agent.Write(req); err != nil {
+			return
+		}
+		resp, err := readFrame(agent)
+		if err != nil {
+			return
+		}
+		if _, err := c.Write(resp); err != nil {
+			return
+		}
+	}
+}
+
+// Stop closes the listener and every connection, either side, and returns once
+// nothing of the relay runs. The socket file is the caller's to remove.
+func (r *Relay) Stop() {
+	r.ln.Close()
+	r.mu.Lock()
+	r.done = true
+	for c := range r.conns {
+		c.Close()
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+// Serve listens on the Unix socket path with listen (sockdir.Listen: mode 0600,
+// linked into place already accepting) and relays to the agent at upstream. The
+// returned stop stops the relay and removes the socket.
+func Serve(path, upstream string, listen func(string) (*net.UnixListener, error)) (stop func(), err error) {
+	ln, err := listen(path)
+	if err != nil {
+		return nil, err
+	}
+	r := Start(ln, upstream)
+	return func() {
+		r.Stop()
+		_ = os.Remove(path)
+	}, nil
+}
