@@ -5,7 +5,13 @@ import (
 	"net"
 	"os"
 	"sync"
+	"time"
 )
+
+// MaxConns bounds the sandbox's connections open at once: each holds a descriptor of
+// devsandbox's (two once it reached the agent), and a sandbox must not run the
+// session's host side out of them. ssh and ssh-add use one at a time.
+const MaxConns = 64
 
 // Relay serves a listener whose every connection is relayed, request by request, to
 // the agent at Upstream: each request is read whole (readFrame), one Allowed passes
@@ -19,8 +25,11 @@ type Relay struct {
 	ln    net.Listener
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
-	done  bool
-	wg    sync.WaitGroup
+	// open counts the sandbox's connections being served (conns also holds the
+	// agent's).
+	open int
+	done bool
+	wg   sync.WaitGroup
 }
 
 // Start serves ln, relaying to the agent at upstream, until Stop.
@@ -33,36 +42,59 @@ func Start(ln net.Listener, upstream string) *Relay {
 
 func (r *Relay) accept() {
 	defer r.wg.Done()
+	var delay time.Duration
 	for {
 		c, err := r.ln.Accept()
 		if errors.Is(err, net.ErrClosed) {
 			return
 		}
 		if err != nil {
+			// Out of descriptors, say: wait a little before the next try rather
+			// than spin (as net/http's server does).
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			time.Sleep(delay)
 			continue
 		}
-		if !r.track(c) {
+		delay = 0
+		switch ok, full := r.track(c); {
+		case !ok:
 			c.Close()
 			return
+		case full:
+			c.Close() // over MaxConns: the client sees the agent hang up
+			continue
 		}
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			defer r.untrack(c)
+			defer r.served(c)
 			r.serve(c)
 		}()
 	}
 }
 
-// track records c, a connection to close on Stop; false once stopped.
-func (r *Relay) track(c net.Conn) bool {
+// track records c, a sandbox's connection to close on Stop: ok is false once
+// stopped, full when MaxConns are open already (c is then not recorded).
+func (r *Relay) track(c net.Conn) (ok, full bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
-		return false
+		return false, false
 	}
+	if r.open >= MaxConns {
+		return true, true
+	}
+	r.open++
 	r.conns[c] = struct{}{}
-	return true
+	return true, false
+}
+
+// served forgets and closes c, a sandbox's connection.
+func (r *Relay) served(c net.Conn) {
+	r.mu.Lock()
+	r.open--
+	r.mu.Unlock()
+	r.untrack(c)
 }
 
 func (r *Relay) untrack(c net.Conn) {

@@ -213,3 +213,39 @@ func TestRelayAgentGone(t *testing.T) {
 		t.Errorf("with no agent: %v, want failure", got)
 	}
 }
+
+// TestRelayBoundsConnections: a sandbox that holds MaxConns connections open gets the
+// next one closed at once (a descriptor of devsandbox's each), and those it holds
+// keep working.
+func TestRelayBoundsConnections(t *testing.T) {
+	reply := framed([]byte{12, 0, 0, 0, 0})
+	_, sock, stop := startRelay(t, reply)
+	defer stop()
+	list := framed([]byte{requestIdentities})
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range MaxConns {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+		roundTrip(t, c, list) // answered: the relay serves it
+	}
+	extra, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	_, _ = extra.Write(list)
+	if _, err := readFrame(extra); err == nil {
+		t.Fatalf("connection %d was answered: want it closed", MaxConns+1)
+	}
+	if got := roundTrip(t, held[0], list); !bytes.Equal(got, reply) {
+		t.Errorf("a held connection's answer is %v, want %v", got, reply)
+	}
+}
