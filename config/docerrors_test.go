@@ -62,6 +62,14 @@ placeholder_env = "OPENAI_API_KEY"
 		t.Fatal(err)
 	}
 
+	// A container home that contains the host home.
+	user = writeUserFile(t, home, "[docker]\nhome = \""+filepath.Dir(home)+"\"\n")
+	_, _, err = Load(LoadOptions{Environ: environ, UID: 1000, GID: 1000})
+	homeAbove := shown(err)
+	if err := os.Remove(user); err != nil {
+		t.Fatal(err)
+	}
+
 	// A project file loosening a protection: refused by config trust and by a run alike.
 	writeFile(t, projectFile, "[sandbox]\nmode = \"off\"\n")
 	_, err = Trust(host, projectFile, time.Now())
@@ -76,7 +84,7 @@ placeholder_env = "OPENAI_API_KEY"
 	_, _, err = Load(LoadOptions{ProjectDir: project, Environ: environ, UID: 1000, GID: 1000})
 	changed := shown(err)
 
-	for what, msg := range map[string]string{"bad value": bad, "clashing credentials": clash, "looser project file": looser, "changed since trusted": changed} {
+	for what, msg := range map[string]string{"bad value": bad, "clashing credentials": clash, "looser project file": looser, "changed since trusted": changed, "docker.home above the home": homeAbove} {
 		if !strings.Contains(string(doc), msg) {
 			t.Errorf("%s: docs/configuration.md does not show the message the loader gives:\n%s", what, msg)
 		}

@@ -66,6 +66,7 @@ func TestFileErrors(t *testing.T) {
 		{"docker cpus zero", "[docker]\ncpus = 0\n", 2, "docker.cpus", false},
 		{"docker cpus nan", "[docker]\ncpus = nan\n", 2, "docker.cpus", false},
 		{"docker home", "[docker]\nhome = \"home\"\n", 2, "docker.home", false},
+		{"docker home above the home", "[docker]\n\nhome = \"/\"\n", 3, "docker.home", false},
 		{"docker image empty", "[docker]\nimage = \"\"\n", 2, "docker.image", false},
 		{"krun cpus", "[krun]\ncpus = 0\n", 2, "krun.cpus", false},
 		{"krun memory", "[krun]\nmemory_mib = -1\n", 2, "krun.memory_mib", false},

@@ -40,7 +40,7 @@ func defaults(host Host) *Config {
 		Tools:   map[string]ToolConfig{},
 		Egress:  Egress{Mode: "proxy", LoopbackEntries: "error"},
 		Proxy:   Proxy{Default: "allow"},
-		Docker:  Docker{Image: defaultImage(), Home: "/home/" + host.User},
+		Docker:  Docker{Image: defaultImage(), Home: defaultContainerHome(host)},
 		Krun:    Krun{Runtime: "krun", CPUs: 2, MemoryMiB: 2048},
 		Limits:  Limits{Pids: DefaultPids},
 		Host:    host,
@@ -186,6 +186,16 @@ func merge(c *Config, l *layer, src *source) error {
 	set(m, "krun.memory_mib", &k.MemoryMiB, lk.MemoryMiB)
 	set(m, "krun.podman_socket", &k.PodmanSocket, lk.PodmanSocket)
 	return l.checkKeepContainer(src, c)
+}
+
+// defaultContainerHome is docker.home's default: /home/<user>, or the host home's path
+// when /home/<user> lies above or below it (HOME=/home, or /home/<user>/<dir>), which
+// containerHome refuses in a file.
+func defaultContainerHome(host Host) string {
+	if h := "/home/" + host.User; containerHome(h, host.Home) == nil {
+		return h
+	}
+	return host.Home
 }
 
 // checkKeepContainer refuses docker.keep_container with the krun isolator once l is

@@ -327,8 +327,10 @@ func (l *layer) checkEngines(src *source, host Host) error {
 			return src.fail("docker.host", -1, err)
 		}
 	}
-	if d.Home != nil && !path.IsAbs(*d.Home) {
-		return src.fail("docker.home", -1, invalidf("%q is not an absolute path", *d.Home))
+	if d.Home != nil {
+		if err := containerHome(*d.Home, host.Home); err != nil {
+			return src.fail("docker.home", -1, err)
+		}
 	}
 	if d.CPUs != nil && (!(*d.CPUs > 0) || math.IsInf(*d.CPUs, 1)) {
 		return src.fail("docker.cpus", -1, invalidf("%v is not greater than 0", *d.CPUs))
@@ -352,6 +354,32 @@ func (l *layer) checkEngines(src *source, host Host) error {
 		*p = abs
 	}
 	return nil
+}
+
+// containerHome checks a docker.home: an absolute path that is the host home's or lies
+// apart from it. A path below the host home is at one place in a container whose home
+// is the host home's path and at two, kept apart, in one whose home lies elsewhere;
+// a home strictly above or below the host home would put those two places inside one
+// another, where the planner cannot give both the same view (a mask at one would be
+// shown, or covered, through the other).
+func containerHome(h, hostHome string) error {
+	if !path.IsAbs(h) {
+		return invalidf("%q is not an absolute path", h)
+	}
+	c := path.Clean(h)
+	within := func(a, b string) bool { return b == "/" || a == b || strings.HasPrefix(a, b+"/") }
+	var where string
+	switch {
+	case c == hostHome:
+		return nil
+	case within(hostHome, c):
+		where = "contains"
+	case within(c, hostHome):
+		where = "lies inside"
+	default:
+		return nil
+	}
+	return invalidf("%q %s your home (%s): set it to %s, or to a path neither above nor below it", h, where, hostHome, hostHome)
 }
 
 // engineHost checks a docker.host address (see enginehost.Check).
