@@ -19,10 +19,13 @@ import (
 // for the tests that run a real `sandboxes prune`: it then leaves the test user's
 // podman storage alone (its default images of other builds belong to other
 // checkouts' runs), as DOCKER_HOST pointed at nothing leaves the shared engine alone.
-// prune warns that podman was not asked.
+// prune warns that podman was not asked. It sets no docker.home (prune starts no
+// container): root's runs use it with a home inside the suite's, which the suite's
+// docker.home would contain, a refused configuration.
 func (p *project) noPodmanConfig() string {
 	p.t.Helper()
-	return p.writeConfig("", "no-podman.toml", "[krun]\nruntime = \"runc\"\npodman_socket = \""+p.path("no-podman.sock")+"\"\n")
+	p.write("no-podman.toml", "[krun]\nruntime = \"runc\"\npodman_socket = \""+p.path("no-podman.sock")+"\"\n")
+	return p.path("no-podman.toml")
 }
 
 // isolatedPodman is rootless podman for the test user with a storage, run root and
