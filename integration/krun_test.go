@@ -885,7 +885,16 @@ func TestKrunDeadRunsOnlyHere(t *testing.T) {
 	}
 	elsewhere := create("0b0b0b0b-other-boot/mnt:4:4026531841")
 	here := create(runmark.Where())
-	t.Cleanup(func() { _, _ = podmanAs("rm", "-f", elsewhere, here) })
+	t.Cleanup(func() {
+		// One at a time: podman removes none of the list when one is missing, as
+		// here is once the run removed it.
+		for _, id := range []string{elsewhere, here} {
+			_, _ = podmanAs("rm", "-f", id)
+			if _, err := podmanAs("container", "exists", id); err == nil {
+				t.Errorf("the test's container %s is left in the test user's podman", id)
+			}
+		}
+	})
 	q := newProject(t)
 	if r := run(t, q.dir, nil, "", "--isolator=krun", "--", "true"); r.code != 0 {
 		t.Fatalf("the run:\n%s", r)
