@@ -70,16 +70,7 @@ func TestDockerSocketOptInWarns(t *testing.T) {
 // list the keys and sign with them, the residual risk while the run lasts, but not
 // add, remove or lock keys; the host agent's keys are the same after the run.
 func TestSSHAgentOptIn(t *testing.T) {
-	for _, iso := range append([]string{"bwrap"}, dockerVariants()...) {
-		t.Run(iso, func(t *testing.T) {
-			if iso == "bwrap" {
-				requireBwrap(t)
-			} else {
-				requireEngine(t, iso)
-			}
-			sshAgentOptIn(t, iso)
-		})
-	}
+	forEachIsolator(t, sshAgentOptIn)
 }
 
 func sshAgentOptIn(t *testing.T, iso string) {
