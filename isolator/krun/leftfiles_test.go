@@ -61,17 +61,7 @@ func TestLockFileFollowsRemoval(t *testing.T) {
 // supervisor lets go, the lock is free.
 func TestHoldUsersCancelled(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "podman", "devsandbox-runc.sock")
-	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	supervisor, err := os.OpenFile(usersFile(sock), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer supervisor.Close()
-	if err := unix.Flock(int(supervisor.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Fatal(err)
-	}
+	supervisor := holdUsersExclusive(t, sock)
 	stop := errors.New("the run was cancelled")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan error, 1)
@@ -108,17 +98,7 @@ func TestHoldUsersCancelled(t *testing.T) {
 func TestSocketCancelledWaitingForUsers(t *testing.T) {
 	b := &Isolator{Settings: helper.Settings{Runtime: "runc", RuntimeDir: t.TempDir()}}
 	sock := b.socketName()
-	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	supervisor, err := os.OpenFile(usersFile(sock), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer supervisor.Close()
-	if err := unix.Flock(int(supervisor.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Fatal(err)
-	}
+	holdUsersExclusive(t, sock)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := b.socket(ctx, fakeHost{t: t}); !errors.Is(err, context.Canceled) || isolator.IsUnavailable(err) {
@@ -233,4 +213,23 @@ func TestCreateCancelledWaitingForLock(t *testing.T) {
 	if _, _, err := b.create(ctx, fakeHost{t: t}, nil, nil); !errors.Is(err, context.Canceled) || isolator.IsUnavailable(err) {
 		t.Errorf("create: %v, want the run's end, not an unavailable isolator", err)
 	}
+}
+
+// holdUsersExclusive takes the users lock of the service at sock exclusively, as a
+// supervisor stopping an idle service does; it is released when the test ends or
+// the returned file is closed.
+func holdUsersExclusive(t *testing.T, sock string) *os.File {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(usersFile(sock), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
