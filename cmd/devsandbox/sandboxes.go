@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -19,6 +20,7 @@ import (
 	krunhelper "github.com/devsandbox/devsandbox/isolator/krun/helper"
 	"github.com/devsandbox/devsandbox/isolator/planner"
 	"github.com/devsandbox/devsandbox/isolator/projlock"
+	"github.com/devsandbox/devsandbox/isolator/sockdir"
 )
 
 func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
@@ -29,8 +31,8 @@ func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
 		Subcommands: []*cli.Command{
 			{Name: "list", Usage: "every project's kept container, volume and sandbox home, with sizes", Flags: []cli.Flag{jsonFlag}, Action: a.sandboxesList},
 			{Name: "rm", Usage: "remove what devsandbox keeps for the named projects", ArgsUsage: "NAME...",
-				Description: a.describe("Removes the kept container, the home volume, the sandbox home and the state of each named project (NAME as `sandboxes list` shows it); refuses one a run is using or starting in, and a run that starts meanwhile waits for the removal."), Action: a.sandboxesRm},
-			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days (never one a run is using or starting in; a run that starts meanwhile waits for the removal); what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses; content volumes of projects no run is using), never a kept container, a running one, or a home volume; the containers krun runs left in your podman storage when devsandbox-krun was killed (exited, or never started, over a minute ago; never a running one); the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them); the session /tmp dirs of bwrap runs that were killed (over a minute old, no run holding them); the snapshots of the host's /etc files that bwrap runs mount, except the newest and those a run holds; and the images of other devsandbox builds that no container uses, in the docker engine (derived images, then default images) and in your podman storage (default images): only images devsandbox named and labelled (devsandbox/default:VERSION with its labels), never one of yours, nor the one docker.image or krun.image names."), Flags: []cli.Flag{
+				Description: a.describe("Removes the kept container, the home volume, the sandbox home, the state and the socket directory in the temporary directory (when the state path was too long for socket names) of each named project (NAME as `sandboxes list` shows it); refuses one a run is using or starting in, and a run that starts meanwhile waits for the removal."), Action: a.sandboxesRm},
+			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days (never one a run is using or starting in; a run that starts meanwhile waits for the removal); what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses; content volumes of projects no run is using), never a kept container, a running one, or a home volume; the containers krun runs left in your podman storage when devsandbox-krun was killed (exited, or never started, over a minute ago; never a running one); the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them); the session /tmp dirs of bwrap runs that were killed (over a minute old, no run holding them); the socket directories in the temporary directory (devsandbox-UID-XXXXXXXX) that no project's state records (over a minute old, no run holding them; never a link or another user's); the snapshots of the host's /etc files that bwrap runs mount, except the newest and those a run holds; and the images of other devsandbox builds that no container uses, in the docker engine (derived images, then default images) and in your podman storage (default images): only images devsandbox named and labelled (devsandbox/default:VERSION with its labels), never one of yours, nor the one docker.image or krun.image names."), Flags: []cli.Flag{
 				&cli.IntFlag{Name: "days", Value: 30, Usage: "remove sandboxes unused for `N` days"},
 				&cli.BoolFlag{Name: "dry-run", Usage: "only print what would be removed"},
 			}, Action: a.sandboxesPrune},
@@ -129,13 +131,30 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 		if len(s.Containers) == 0 && lerr != nil {
 			a.warn("the docker engine was not asked (%v); only the host side of %s is removed", lerr, n)
 		}
-		if err := a.removeIdle(dirs.State, s, func() error { return d.RemoveSandbox(context.Background(), s) }); err != nil {
+		if err := a.removeIdle(dirs.State, s, func() error { return a.removeWithSocketDir(s, dirs.UID, d.RemoveSandbox) }); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		fmt.Fprintf(a.stdout, "removed %s\n", n)
 	}
 	return errors.Join(errs...)
+}
+
+// removeWithSocketDir removes s with remove, then the socket directory its state
+// recorded in the temporary directory (package sockdir), unless that is no longer a
+// directory of the user's that nobody holds: it is left, with a warning.
+func (a *app) removeWithSocketDir(s dockerhelper.Sandbox, uid int, remove func(context.Context, dockerhelper.Sandbox) error) error {
+	sock := ""
+	if s.State != "" {
+		sock = sockdir.RecordedTemp(s.State)
+	}
+	err := remove(context.Background(), s)
+	if sock != "" {
+		if serr := sockdir.RemoveRecorded(sock, uid); serr != nil {
+			a.warn("the socket directory of %s: %v", s.Name, serr)
+		}
+	}
+	return err
 }
 
 // errInUse is the class of a sandbox rm refuses: a run of it is going on or starting.
@@ -168,6 +187,7 @@ func (a *app) sandboxesPrune(c *cli.Context) error {
 	}
 	a.pruneEtc(filepath.Dir(dirs.State), c.Bool("dry-run"))
 	a.pruneTmp(dirs.State, c.Bool("dry-run"))
+	a.pruneSocketDirs(cfg, dirs, c.Bool("dry-run"))
 	a.prunePodmanImages(cfg, c.Bool("dry-run"))
 	switch {
 	case lerr != nil && !d.Installed():
@@ -178,8 +198,62 @@ func (a *app) sandboxesPrune(c *cli.Context) error {
 	}
 	maxAge := time.Duration(c.Int("days")) * 24 * time.Hour
 	return a.pruneIdle(dirs.State, list, maxAge, c.Bool("dry-run"), func(idle []dockerhelper.Sandbox, busy []string) error {
-		return d.Prune(context.Background(), dirs.UID, idle, busy, maxAge, c.Bool("dry-run"), a.stdout)
+		socks := map[string]string{} // the pruned sandboxes' socket directories, by name
+		for _, sb := range idle {
+			if sb.State != "" && dockerhelper.Prunable(sb, time.Now(), maxAge) != "" {
+				if d := sockdir.RecordedTemp(sb.State); d != "" {
+					socks[sb.Name] = d
+				}
+			}
+		}
+		err := d.Prune(context.Background(), dirs.UID, idle, busy, maxAge, c.Bool("dry-run"), a.stdout)
+		a.removeSocketDirsOf(idle, socks, dirs.UID, c.Bool("dry-run"))
+		return err
 	})
+}
+
+// pruneSocketDirs removes the orphan socket directories in the temporary directory
+// (sockdir.PruneTemp): those of projects whose state is gone.
+func (a *app) pruneSocketDirs(cfg *config.Config, dirs dockerhelper.Dirs, dryRun bool) {
+	gone, err := sockdir.PruneTemp(sockdir.Host{TempDir: cfg.Host.Vars["TMPDIR"], UID: dirs.UID}, dirs.State, time.Now(), dryRun)
+	if err != nil {
+		a.warn("the socket directories in the temporary directory were not pruned: %v", err)
+	}
+	for _, d := range gone {
+		fmt.Fprintf(a.stdout, "%s %s: a socket directory no project's state records\n", verb(dryRun), d)
+	}
+}
+
+// removeSocketDirsOf removes the socket directories (socks, by name) of the sandboxes
+// of idle whose state prune removed (with dryRun: names them), under their projects'
+// locks, which pruneIdle holds.
+func (a *app) removeSocketDirsOf(idle []dockerhelper.Sandbox, socks map[string]string, uid int, dryRun bool) {
+	for _, sb := range idle {
+		d, ok := socks[sb.Name]
+		if !ok {
+			continue
+		}
+		if dryRun {
+			fmt.Fprintf(a.stdout, "would remove %s: the socket directory of %s\n", d, sb.Name)
+			continue
+		}
+		if _, err := os.Lstat(sb.State); err == nil {
+			continue // kept: its removal failed
+		}
+		if err := sockdir.RemoveRecorded(d, uid); err != nil {
+			a.warn("the socket directory of %s: %v", sb.Name, err)
+			continue
+		}
+		fmt.Fprintf(a.stdout, "removed %s: the socket directory of %s\n", d, sb.Name)
+	}
+}
+
+// verb is what prune says it did.
+func verb(dryRun bool) string {
+	if dryRun {
+		return "would remove"
+	}
+	return "removed"
 }
 
 // afterPruneCheck, when set (by tests), runs between prune's check of the projects'

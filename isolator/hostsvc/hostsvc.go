@@ -47,11 +47,12 @@ type Services struct {
 	stops     []func()         // in the order they are to stop
 	listeners *os.File         // the host end of the proxy's listener channel, or nil
 	trigger   *service.Trigger // starts the proxy when a handed listener has a connection
+	release   func()           // the session's hold on its socket directory, or nil
 }
 
 // Start starts the host services p needs, in this order: the socket directory (made
-// private, cleared of what killed sessions left; only when the session binds a socket
-// there), the ssh agent's relay (for every backend: the engine binds its socket), then,
+// private, held for the session, cleared of what killed sessions left; only when the
+// session binds a socket there), the ssh agent's relay (for every backend: the engine binds its socket), then,
 // unless EngineEgress, the published ports and the session proxy, then the watch, which records the baseline the sandbox's writes are judged
 // against. On an error nothing is left running. Stop them once the sandbox is gone.
 func Start(p *isolator.Plan, o Options) (*Services, error) {
@@ -63,6 +64,7 @@ func Start(p *isolator.Plan, o Options) (*Services, error) {
 		// On the host for every backend: the engine binds the relay's socket.
 		stop, err := startAgent(p)
 		if err != nil {
+			s.Stop()
 			return nil, fmt.Errorf("%w: the ssh agent's relay: %w; unset SSH_AUTH_SOCK or set tools.ssh.enabled = false to run without the agent", isolator.ErrProtection, err)
 		}
 		s.stops = append(s.stops, stop)
@@ -85,16 +87,32 @@ func Start(p *isolator.Plan, o Options) (*Services, error) {
 // a socket there.
 func (s *Services) socketDir(p *isolator.Plan, o Options) error {
 	if d := p.Egress.SocketDir; d != "" && bindsSockets(p, o) {
-		got, err := sockdir.Ensure(d, p.StateDir, p.Project.ID, p.User.UID)
+		got, release, err := holdSocketDir(d, p)
 		if err != nil {
 			return err
 		}
+		s.release = release
 		if got != d {
 			adoptSocketDir(p, d, got)
 		}
 		sockdir.Sweep(got) // once per launch, before this session adds its own sockets
 	}
 	return nil
+}
+
+// holdSocketDir makes the socket directory d (sockdir.Ensure) and holds it for the
+// session (sockdir.Hold): `sandboxes prune` removes only one nobody holds. One removed
+// between the two is made anew, a few times.
+func holdSocketDir(d string, p *isolator.Plan) (got string, release func(), err error) {
+	for range 3 {
+		if got, err = sockdir.Ensure(d, p.StateDir, p.Project.ID, p.User.UID); err != nil {
+			return "", nil, err
+		}
+		if release, err = sockdir.Hold(got); !errors.Is(err, sockdir.ErrGone) {
+			return got, release, err
+		}
+	}
+	return "", nil, fmt.Errorf("%w: %w; run again", isolator.ErrProtection, err)
 }
 
 // startEgress starts the published ports and the proxy.
@@ -198,6 +216,10 @@ func (s *Services) Stop() {
 	if s.listeners != nil {
 		s.listeners.Close()
 		s.listeners = nil
+	}
+	if s.release != nil { // last: the sockets in the directory are closed
+		s.release()
+		s.release = nil
 	}
 }
 
