@@ -5,7 +5,6 @@
 package publish
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/accept"
 	"github.com/devsandbox/devsandbox/internal/relay"
 	"github.com/devsandbox/devsandbox/internal/rmtree"
 	"github.com/devsandbox/devsandbox/isolator"
@@ -62,14 +62,7 @@ func Start(p *isolator.Plan) (stop func(), err error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				c, err := ln.Accept()
-				if errors.Is(err, net.ErrClosed) {
-					return
-				}
-				if err != nil {
-					continue
-				}
+			accept.Loop(ln, func(c net.Conn) bool {
 				go func() {
 					u, err := relay.DialNoFollow(dirFD, sock)
 					if err != nil {
@@ -78,7 +71,8 @@ func Start(p *isolator.Plan) (stop func(), err error) {
 					}
 					relay.Conns(c, u)
 				}()
-			}
+				return true
+			})
 		}()
 	}
 	return stop, nil

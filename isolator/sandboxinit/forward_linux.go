@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/accept"
 	"github.com/devsandbox/devsandbox/internal/loopback"
 	"github.com/devsandbox/devsandbox/internal/relay"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
@@ -123,15 +124,10 @@ func serveDirForwarder(spec string) error {
 	if err != nil {
 		return err
 	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go relayToLiveSocket(c, dir)
-		}
-	}()
+	go accept.Loop(ln, func(c net.Conn) bool {
+		go relayToLiveSocket(c, dir)
+		return true
+	})
 	return nil
 }
 
@@ -228,13 +224,11 @@ func forwarderMain(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "devsandbox-forwarder: %v\n", err)
 		return 1
 	}
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return 1
-		}
+	accept.Loop(ln, func(c net.Conn) bool {
 		go Relay(c, args[0], args[1])
-	}
+		return true
+	})
+	return 1
 }
 
 // Relay connects c to address over network and copies both ways until both ends are

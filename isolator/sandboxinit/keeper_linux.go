@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/accept"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
@@ -78,13 +79,10 @@ var sweepMu sync.Mutex
 
 // serveSessions accepts the registrations of session inits.
 func serveSessions(ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
+	accept.Loop(ln, func(c net.Conn) bool {
 		go session(c.(*net.UnixConn))
-	}
+		return true
+	})
 }
 
 // session sweeps, acknowledges the registration of an exec'd session init, and sweeps

@@ -1,11 +1,11 @@
 package sshagent
 
 import (
-	"errors"
 	"net"
 	"os"
 	"sync"
-	"time"
+
+	"github.com/devsandbox/devsandbox/internal/accept"
 )
 
 // MaxConns bounds the sandbox's connections open at once: each holds a descriptor of
@@ -42,27 +42,14 @@ func Start(ln net.Listener, upstream string) *Relay {
 
 func (r *Relay) accept() {
 	defer r.wg.Done()
-	var delay time.Duration
-	for {
-		c, err := r.ln.Accept()
-		if errors.Is(err, net.ErrClosed) {
-			return
-		}
-		if err != nil {
-			// Out of descriptors, say: wait a little before the next try rather
-			// than spin (as net/http's server does).
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			time.Sleep(delay)
-			continue
-		}
-		delay = 0
+	accept.Loop(r.ln, func(c net.Conn) bool {
 		switch ok, full := r.track(c); {
 		case !ok:
 			c.Close()
-			return
+			return false
 		case full:
 			c.Close() // over MaxConns: the client sees the agent hang up
-			continue
+			return true
 		}
 		r.wg.Add(1)
 		go func() {
@@ -70,7 +57,8 @@ func (r *Relay) accept() {
 			defer r.served(c)
 			r.serve(c)
 		}()
-	}
+		return true
+	})
 }
 
 // track records c, a sandbox's connection to close on Stop: ok is false once

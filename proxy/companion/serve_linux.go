@@ -5,7 +5,6 @@ package companion
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/accept"
 	"github.com/devsandbox/devsandbox/internal/relay"
 )
 
@@ -212,17 +212,10 @@ func listenPublished(req Request, forwarder func() (func(netip.Addr) bool, error
 
 func (r *relays) serve(ln net.Listener, sock string) {
 	defer r.wg.Done()
-	for {
-		c, err := ln.Accept()
-		if errors.Is(err, net.ErrClosed) {
-			return
-		}
-		if err != nil {
-			continue
-		}
+	accept.Loop(ln, func(c net.Conn) bool {
 		if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err != nil || !r.from(ap.Addr()) {
 			c.Close()
-			continue
+			return true
 		}
 		go func() {
 			u, err := relay.DialNoFollow(r.dirFD, sock)
@@ -232,5 +225,6 @@ func (r *relays) serve(ln net.Listener, sock string) {
 			}
 			relay.Conns(c, u)
 		}()
-	}
+		return true
+	})
 }
