@@ -185,4 +185,8 @@ type Flags struct {
 	Pids          *int     // --pids
 	Memory        *string  // --memory
 	CPUs          *float64 // --cpus
+	// Command is the command to run, after the flags (nil: the user's shell, or a
+	// subcommand): the tools whose keys follow their command line read it
+	// (tools.Host.Command).
+	Command []string
 }

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -59,6 +60,44 @@ rw_binds = ["`+p.path("dotfiles")+`"]
 			" (sandbox.rw_binds), where the sandbox can write it; OPENAI_API_KEY is held for api.openai.com"
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("no warning %q\n%s", want, r)
+		}
+	})
+}
+
+// TestCodexKeyFollowsCLIFlag: the real Codex, run as the command (`devsandbox --
+// codex … -c openai_base_url=URL`), sends its key where its -c flag says, and the
+// proxy holds the key for that host too: the stub on an outside host receives the
+// real key. config.toml points openai_base_url at a port the proxy refuses: were the
+// key held only there and for api.openai.com, or Codex to go there, the run would fail.
+func TestCodexKeyFollowsCLIFlag(t *testing.T) {
+	requireAgentCLIs(t)
+	requireRoot(t)
+	o := newOutside(t)
+	ca := newTestCA(t)
+	stub := serveStub(t, o, ca, "")
+	forEachIsolatorOf(t, []string{"bwrap"}, func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.write("proj/origin-ca.pem", string(ca.pem))
+		p.write("codex-home/config.toml", "openai_base_url = \"https://127.0.0.1:9/v1\"\n")
+		cfg := p.writeConfig(iso, "agents.toml", fmt.Sprintf("[tools.codex]\nenabled = true\nkey = \"proxy\"\n[sandbox]\nro_binds = [%q]\n", itDir))
+		key := "sk-IT" + randHex(20)
+		env := []string{"OPENAI_API_KEY=" + key, "CODEX_HOME=" + p.path("codex-home"),
+			"SSL_CERT_FILE=" + p.path("proj/origin-ca.pem"), hostPath(agentsDir + ":/usr/local/bin:/usr/bin:/bin")}
+		stub.reset()
+		r := runAgent(t, p.dir, env, "--isolator="+iso, "--config="+cfg, "--allow", o.addr, "--",
+			agentsDir+"/codex", "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+			"-c", `openai_base_url="https://`+o.addr+`/v1"`, "Reply.")
+		reqs := stub.requests()
+		if r.code != 0 || !strings.Contains(r.stdout, stubReply) || len(reqs) == 0 {
+			t.Fatalf("codex with -c openai_base_url did not answer with the stub's reply (%d requests):\n%s", len(reqs), r)
+		}
+		for _, q := range reqs {
+			if v := q.Header.Get("Authorization"); v != "Bearer "+key {
+				t.Errorf("%s arrived with Authorization %q, want the real key", q.Path, v)
+			}
+		}
+		if strings.Contains(r.stdout+r.stderr, key) {
+			t.Error("the key's value appears in devsandbox's output")
 		}
 	})
 }

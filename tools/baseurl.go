@@ -30,7 +30,7 @@ const CodexConfig EndpointsFrom = "codex"
 func (e EndpointsFrom) Doc() string {
 	switch e {
 	case CodexConfig:
-		return "`openai_base_url` and each `[model_providers.*]` that sends it (`env_key`, `requires_openai_auth`) in `config.toml` and the profiles (`*.config.toml`) of `CODEX_HOME` (`~/.codex`)"
+		return "`openai_base_url` and each `[model_providers.*]` that sends it (`env_key`, `requires_openai_auth`) in `config.toml` and the profiles (`*.config.toml`) of `CODEX_HOME` (`~/.codex`), `/etc/codex/config.toml`, `/etc/codex/managed_config.toml` and the `-c` flags of a `codex` command"
 	}
 	return ""
 }

@@ -3,8 +3,11 @@ package tools
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/pelletier/go-toml/v2"
 )
 
 // How Codex (0.171.0; openai/codex codex-rs/config/src/loader and
@@ -24,9 +27,23 @@ import (
 //     requires_openai_auth = true, Codex's OpenAI login, else nothing; to its
 //     base_url, else https://api.openai.com/v1.
 //
-// Which provider and profile a run uses (flags) cannot be known ahead, so every one
-// the files declare counts. devsandbox takes both OPENAI_API_KEY and CODEX_API_KEY
-// as Codex's OpenAI login.
+//   - Under $CODEX_HOME/config.toml lies the system layer, /etc/codex/config.toml;
+//     over everything, -c flags included, the managed layer,
+//     /etc/codex/managed_config.toml (an administrator's). Both are root's files
+//     that no sandbox writes (readTOML refuses one it could).
+//
+// Which provider and profile a run uses cannot be known ahead, so every one the files
+// declare counts, and so does what the -c flags of the run's own command line set
+// when it runs codex (Host.Command: devsandbox's argv, never the sandbox's). What
+// Codex may take from elsewhere (a codex started by a script or another program, the
+// cloud configuration of a ChatGPT workspace) is not followed. devsandbox takes both
+// OPENAI_API_KEY and CODEX_API_KEY as Codex's OpenAI login.
+
+// Codex's files outside its home.
+const (
+	codexSystemConfig  = "/etc/codex/config.toml"
+	codexManagedConfig = "/etc/codex/managed_config.toml"
+)
 
 // codexBuiltins are the providers Codex defines itself: a table of the user's with
 // one of these names stops Codex at start (amazon-bedrock may set aws.profile only,
@@ -52,10 +69,44 @@ func codexEndpoints(h Host, env string) ([]Endpoint, []string, error) {
 		base = map[string]any{}
 	}
 	var warns []string
+	// The system layer lies under config.toml: merged, they are the base.
+	switch sys, err := readTOML(h, codexSystemConfig); {
+	case err != nil:
+		warns = append(warns, fmt.Sprintf("%v; it is not followed", err))
+	case sys != nil:
+		base, file = mergeTOML(sys, base), file+" over "+codexSystemConfig
+	}
+	// What lies over config.toml and any profile: the run's -c flags, the managed layer.
+	type layer struct {
+		doc  map[string]any
+		from string
+	}
+	var tops []layer
+	cli, ws := codexFlags(h.Command)
+	warns = append(warns, ws...)
+	if cli != nil {
+		tops = append(tops, layer{cli, "the -c flags of the command"})
+	}
+	switch m, err := readTOML(h, codexManagedConfig); {
+	case err != nil:
+		warns = append(warns, fmt.Sprintf("%v; it is not followed", err))
+	case m != nil:
+		tops = append(tops, layer{m, codexManagedConfig})
+	}
 	eps, err := codexLayer(base, nil, file, env, &warns)
 	if err != nil {
 		return nil, warns, err
 	}
+	overs := func(under map[string]any) {
+		for _, t := range tops {
+			if more, err := codexLayer(under, t.doc, t.from, env, &warns); err == nil {
+				eps = append(eps, more...)
+			} else {
+				warns = append(warns, fmt.Sprintf("%v; it is not followed", err))
+			}
+		}
+	}
+	overs(base)
 	var names []string
 	if h.ReadDir != nil {
 		names, _ = h.ReadDir(dir) // no directory: no profiles
@@ -70,6 +121,7 @@ func codexEndpoints(h Host, env string) ([]Endpoint, []string, error) {
 			var more []Endpoint
 			if more, err = codexLayer(base, doc, pf, env, &warns); err == nil {
 				eps = append(eps, more...)
+				overs(mergeTOML(base, doc))
 			}
 		}
 		if err != nil {
@@ -77,6 +129,70 @@ func codexEndpoints(h Host, env string) ([]Endpoint, []string, error) {
 		}
 	}
 	return eps, warns, nil
+}
+
+// codexFlags returns what the -c (--config) flags of argv set, when argv runs codex,
+// as a layer of Codex's configuration (nil: none), with a warning for each flag that
+// cannot be read. Codex takes each as KEY=VALUE: KEY a dotted path, VALUE a TOML
+// value, else the string it is (quotes trimmed). It takes them before and after its
+// subcommand; what follows "--" is not a flag.
+func codexFlags(argv []string) (map[string]any, []string) {
+	if len(argv) == 0 || filepath.Base(argv[0]) != "codex" {
+		return nil, nil
+	}
+	var doc map[string]any
+	var warns []string
+	for i := 1; i < len(argv); i++ {
+		a, kv, at := argv[i], "", i
+		switch {
+		case a == "--":
+			return doc, warns
+		case a == "-c" || a == "--config":
+			if i+1 == len(argv) {
+				return doc, warns
+			}
+			i++
+			kv = argv[i]
+		case strings.HasPrefix(a, "--config="):
+			kv = strings.TrimPrefix(a, "--config=")
+		case strings.HasPrefix(a, "-c") && !strings.HasPrefix(a, "--"):
+			kv = strings.TrimPrefix(strings.TrimPrefix(a, "-c"), "=")
+		default:
+			continue
+		}
+		key, raw, ok := strings.Cut(kv, "=")
+		key = strings.TrimSpace(key)
+		if !ok || key == "" {
+			// Not quoted: whatever it holds may be a secret.
+			warns = append(warns, fmt.Sprintf("the -c flag at argument %d of the codex command is not KEY=VALUE; it is not followed", at))
+			continue
+		}
+		raw = strings.TrimSpace(raw)
+		var v any = strings.Trim(raw, `"'`)
+		parsed := map[string]any{}
+		if toml.Unmarshal([]byte("v = "+raw), &parsed) == nil {
+			v = parsed["v"]
+		}
+		if doc == nil {
+			doc = map[string]any{}
+		}
+		setPath(doc, strings.Split(key, "."), v)
+	}
+	return doc, warns
+}
+
+// setPath sets the dotted path in doc to v, making (or replacing with) tables on the
+// way, as Codex applies a -c flag.
+func setPath(doc map[string]any, path []string, v any) {
+	for _, k := range path[:len(path)-1] {
+		t, ok := doc[k].(map[string]any)
+		if !ok {
+			t = map[string]any{}
+			doc[k] = t
+		}
+		doc = t
+	}
+	doc[path[len(path)-1]] = v
 }
 
 // codexLayer returns the endpoints a layer of Codex's configuration sends env to:

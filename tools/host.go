@@ -34,6 +34,10 @@ type Host struct {
 	// a tool's configuration file inside one is not followed (Key.Routes). It is
 	// called only when such a file is about to be read.
 	Writable func() []WritablePath
+	// Command is the command the run starts, as devsandbox's own command line gives
+	// it (never anything the sandbox wrote); nil outside a run. A tool whose key its
+	// command line can move (Codex's -c flags) reads it.
+	Command []string
 	// ProxyCommand, when set, is how ssh reaches hosts from this sandbox: through the
 	// egress proxy (proxy and allowlist modes), where no direct route exists.
 	ProxyCommand string

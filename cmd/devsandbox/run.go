@@ -29,6 +29,7 @@ func (a *app) run(c *cli.Context) error {
 	t := &timer{last: a.start}
 	debug := c.Bool("debug")
 	flags := a.flags(c)
+	flags.Command = a.command
 	dryRun := c.Bool("dry-run")
 
 	l, err := a.load(flags)

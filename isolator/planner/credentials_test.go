@@ -487,3 +487,32 @@ func TestBuildHiddenCredentialFile(t *testing.T) {
 		t.Errorf("masks in the hidden directory: %q; want only the hide_paths mask of %s/.tokens", masks, f.proj)
 	}
 }
+
+// TestLoadDirFollowsCodexFlags: the run's command (config.Flags.Command, devsandbox's
+// own argv) reaches Codex's key: a codex command whose -c flag moves openai_base_url
+// has the key held there too; another command's -c does nothing.
+func TestLoadDirFollowsCodexFlags(t *testing.T) {
+	f := newFixture(t)
+	writeFile(t, f.home+"/.config/devsandbox/config.toml", "[tools.codex]\nkey = \"proxy\"\n")
+	env := append(append([]string(nil), f.environ...), "OPENAI_API_KEY=sk-12345678")
+	for _, tt := range []struct {
+		cmd  []string
+		want []string
+	}{
+		{[]string{"codex", "exec", "-c", "openai_base_url=https://flag.test/v1"}, []string{"api.openai.com", "flag.test"}},
+		{[]string{"sh", "-c", "openai_base_url=https://flag.test/v1"}, []string{"api.openai.com"}},
+		{nil, []string{"api.openai.com"}},
+	} {
+		l, err := LoadDir(f.proj, config.Flags{Command: tt.cmd}, env, tools.Default())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range l.Held {
+			got = append(got, h.Host)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%q: the key is held for %q, want %q", tt.cmd, got, tt.want)
+		}
+	}
+}

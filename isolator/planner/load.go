@@ -58,7 +58,9 @@ func LoadDir(dir string, flags config.Flags, environ []string, reg *tools.Regist
 	if err != nil {
 		return nil, err
 	}
-	keyed, held, kwarns, err := ToolKeys(cfg, reg, ToolHost(cfg.Host, probe, proj.Dir))
+	th := ToolHost(cfg.Host, probe, proj.Dir)
+	th.Command = flags.Command
+	keyed, held, kwarns, err := ToolKeys(cfg, reg, th)
 	if err != nil {
 		return nil, err
 	}
