@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,7 +19,8 @@ import (
 // removed by hand): `sandboxes rm` removes a project's own (RemoveRecorded) and
 // `sandboxes prune` the orphans (PruneTemp). Every session holds its socket directory
 // (Hold) with a shared flock on the directory itself for its whole life; a removal
-// takes it exclusively, without waiting, and removes only what nobody holds. A
+// takes it exclusively, without waiting, and removes only what nobody holds and no
+// socket in it is served (sessions of builds from before Hold take no lock). A
 // session that finds its directory gone once it holds it makes it anew (Hold reports
 // ErrGone).
 
@@ -86,7 +88,8 @@ var ErrInUse = errors.New("a session holds it")
 // directory of h (as Choose picks it): each a devsandbox-<uid>-XXXXXXXX there that no
 // project state directory under stateRoot records, that is a directory of uid's (a
 // link or another user's is never followed nor removed), older than a minute, and
-// that nobody holds (Hold). With dryRun it removes nothing. It returns the directories
+// that nobody holds (Hold) nor serves (a socket in it that accepts: a session of a
+// build from before Hold). With dryRun it removes nothing. It returns the directories
 // it removed (or would).
 func PruneTemp(h Host, stateRoot string, now time.Time, dryRun bool) ([]string, error) {
 	tmp := "/tmp"
@@ -163,7 +166,18 @@ func unheld(d string, uid int, before time.Time) bool {
 		return false
 	}
 	defer unix.Close(fd)
-	return flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil
+	return flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil && !served(d)
+}
+
+// served reports whether a socket in the socket directory d accepts a connection: a
+// session serves it, though it holds no lock (a devsandbox build from before Hold).
+// Sockets are dialled as Sweep dials them (anyLive: no link followed).
+func served(d string) bool {
+	if anyLive(d) || anyLive(AgentDir(d)) {
+		return true
+	}
+	pubs, _ := filepath.Glob(filepath.Join(d, "publish-*"))
+	return slices.ContainsFunc(pubs, anyLive)
 }
 
 // removeUnheld removes the directory d of uid's (see openOwn) while it holds its lock
@@ -185,6 +199,9 @@ func removeUnheld(d string, uid int, before time.Time) error {
 			return fmt.Errorf("%s was left alone: %w", d, ErrInUse)
 		}
 		return fmt.Errorf("%s was left alone: locking it: %w", d, err)
+	}
+	if served(d) {
+		return fmt.Errorf("%s was left alone: %w (a socket in it accepts connections)", d, ErrInUse)
 	}
 	if err := rmtree.RemoveAll(d); err != nil {
 		return fmt.Errorf("removing %s: %w", d, err)

@@ -2,6 +2,7 @@ package sockdir
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,9 +13,9 @@ import (
 )
 
 // PruneTemp removes a temporary socket directory of the user's that no state records,
-// nobody holds and that is over a minute old; it keeps a recorded one, a held one, a
-// young one, another name, and a link (neither followed nor removed). A dry run
-// names the same and removes nothing.
+// nobody holds and that is over a minute old; it keeps a recorded one, a held one, one
+// whose socket a session serves, a young one, another name, and a link (neither
+// followed nor removed). A dry run names the same and removes nothing.
 func TestPruneTemp(t *testing.T) {
 	tmp, root := shortTemp(t), t.TempDir()
 	uid := os.Getuid()
@@ -52,6 +53,16 @@ func TestPruneTemp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer release()
+	// A session of a build that takes no lock: a socket it serves keeps the directory.
+	served := mk(p+"served01", old)
+	ln, err := net.Listen("unix", filepath.Join(served, "publish-x", "8000.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := os.Chtimes(served, old, old); err != nil {
+		t.Fatal(err)
+	}
 	want := []string{orphan}
 	for _, dry := range []bool{true, false} {
 		got, err := PruneTemp(h, root, time.Now(), dry)
@@ -62,7 +73,7 @@ func TestPruneTemp(t *testing.T) {
 			t.Errorf("dry run %v: the orphan is there: %v", dry, err == nil)
 		}
 	}
-	for _, d := range []string{recordedDir, held, young, other, link, filepath.Join(target, "publish-x")} {
+	for _, d := range []string{recordedDir, held, served, young, other, link, filepath.Join(target, "publish-x")} {
 		if _, err := os.Lstat(d); err != nil {
 			t.Errorf("%s was removed", d)
 		}
