@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -120,6 +121,12 @@ __attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+
 	}
 	_ = os.Chmod(p.path("proj/evil.so"), 0o755)
 	p.chownUp(p.path("proj/evil.so"))
+	// The attacks on the agent's socket and on what relays it inside, static: the
+	// images are Debian, as the host.
+	if out, err := exec.CommandContext(ctx, "gcc", "-static", "-O", "-o", p.path("proj/agentattack"), "testdata/agentattack.c").CombinedOutput(); err != nil {
+		t.Skipf("gcc -static: %v\n%s", err, out)
+	}
+	p.chownUp(p.path("proj/agentattack"))
 	pub, err := os.ReadFile(key + ".pub")
 	if err != nil {
 		t.Fatal(err)
@@ -131,10 +138,14 @@ __attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+
 		t.Fatalf("ssh-add -L: %v", err)
 	}
 	// Each attempt on the agent says whether it succeeded; -x (lock) reads its
-	// password, twice, from an askpass program.
-	r := run(t, p.dir, []string{"SSH_AUTH_SOCK=" + sock}, "", "--isolator="+iso, "--", "/bin/sh", "-c", `
+	// password, twice, from an askpass program. The socket directory is in
+	// XDG_RUNTIME_DIR, as on a desktop: under /run, which the docker-remote stand-in
+	// (like Docker Desktop and a remote engine) cannot see.
+	env := []string{"SSH_AUTH_SOCK=" + sock, "XDG_RUNTIME_DIR=" + runtimeDir()}
+	r := run(t, p.dir, env, "", "--isolator="+iso, "--", "/bin/sh", "-c", `
 		ls -A `+sockDir+` 2>/dev/null | sed 's/^/SEEN: /'
 		rm -f "$SSH_AUTH_SOCK" 2>/dev/null && echo REPLACED
+		ln -s / "$(dirname "$SSH_AUTH_SOCK")/planted" 2>/dev/null && echo PLANTED
 		ssh-add -l | grep -q HOSTKEY && echo LISTS
 		echo data >/tmp/msg && ssh-keygen -Y sign -f "$PWD/hostkey.pub" -n test /tmp/msg >/dev/null 2>&1 && test -s /tmp/msg.sig && echo SIGNS
 		ssh-add -s "$PWD/evil.so" </dev/null >/dev/null 2>&1 && echo LOADED
@@ -143,13 +154,19 @@ __attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+
 		ssh-add -D </dev/null >/dev/null 2>&1 && echo REMOVED_ALL
 		printf '#!/bin/sh\necho pw\n' >/tmp/askpass && chmod +x /tmp/askpass
 		SSH_ASKPASS=/tmp/askpass SSH_ASKPASS_REQUIRE=force ssh-add -x </dev/null >/dev/null 2>&1 && echo LOCKED
+		./agentattack
+		ssh-add -l | grep -q HOSTKEY && echo STILL_LISTS
 		true`)
+	agentAttacked(t, r)
 	for _, bad := range []string{"SEEN:", "REPLACED", "LOADED", "ADDED", "REMOVED_ONE", "REMOVED_ALL", "LOCKED"} {
 		if strings.Contains(r.stdout, bad) {
 			t.Errorf("the forwarded agent: the sandbox saw the agent's directory, replaced its socket, loaded a provider it wrote, or added, removed or locked keys (%s):\n%s", bad, r)
 		}
 	}
-	if r.code != 0 || !strings.Contains(r.stdout, "LISTS") || !strings.Contains(r.stdout, "SIGNS") {
+	if isDocker(iso) && strings.Contains(r.stdout, "PLANTED") {
+		t.Errorf("the command planted a link beside the agent's socket, in the directory of the container's process that serves it:\n%s", r)
+	}
+	if r.code != 0 || !strings.Contains(r.stdout, "LISTS") || !strings.Contains(r.stdout, "SIGNS") || !strings.Contains(r.stdout, "STILL_LISTS") {
 		t.Errorf("the agent was not forwarded, or listing or signing failed (the test proves nothing):\n%s", r)
 	}
 	if _, err := os.Stat(marker); err == nil {
@@ -165,16 +182,27 @@ __attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+
 	if !isDocker(iso) {
 		return
 	}
+	defer func() {
+		if after, err := asUser("ssh-add", "-L").Output(); err != nil || string(after) != string(before) {
+			t.Errorf("the host agent's keys changed through a kept container: before\n%safter (%v)\n%s", before, err, after)
+		}
+	}()
 	// A kept container outlives each session's relay: every session reaches its own
 	// through the same container (the first runs may recreate it, as settle says).
 	var settled []string
 	for i := range 4 {
-		r := run(t, p.dir, []string{"SSH_AUTH_SOCK=" + sock}, "", "--isolator="+iso, "--keep-container", "--egress=none", "--", "/bin/sh", "-c", `
+		r := run(t, p.dir, env, "", "--isolator="+iso, "--keep-container", "--egress=none", "--", "/bin/sh", "-c", `
 			ssh-add -l | grep -q HOSTKEY && echo LISTS
 			ssh-add -D </dev/null >/dev/null 2>&1 && echo REMOVED_ALL
 			true`)
 		if r.code != 0 || r.stdout != "LISTS\n" {
 			t.Errorf("kept container, session %d: want the keys listed and none removed:\n%s", i, r)
+		}
+		// What relays the agent in the container ends with the session.
+		if ids := projectContainers(t, iso, p, false); len(ids) == 1 {
+			if out, err := dockerCmd(iso, "top", ids[0], "-eo", "pid,args").CombinedOutput(); err != nil || strings.Contains(string(out), "agent-mux") {
+				t.Errorf("kept container, session %d: a process of the session's agent relay outlived it (%v):\n%s", i, err, out)
+			}
 		}
 		switch ids := projectContainers(t, iso, p, false); {
 		case i == 1:
@@ -182,5 +210,44 @@ __attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+
 		case i > 1 && !slices.Equal(ids, settled):
 			t.Errorf("the kept container changed between sessions: %v then %v", settled, ids)
 		}
+	}
+}
+
+// agentAttacked checks what agentattack (testdata/agentattack.c) reported from inside
+// the sandbox: every request the filter refuses is answered SSH_AGENT_FAILURE, an
+// over-long frame ends its connection, at most sshagent.MaxConns (64) connections are
+// served at once and the agent serves again once they end. Whether the agent's keys
+// survived the raw requests and a relay's output written to directly, the caller
+// checks on the host.
+func agentAttacked(t *testing.T, r result) {
+	t.Helper()
+	raws, many, after, huge := 0, "", "", ""
+	for _, l := range strings.Split(r.stdout, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 3 && f[0] == "RAW":
+			raws++
+			if f[2] != "5" {
+				t.Errorf("a request of type %s reached the agent or was not answered SSH_AGENT_FAILURE (5): %s", f[1], f[2])
+			}
+		case len(f) == 3 && f[0] == "MANY":
+			many = f[1]
+		case len(f) == 2 && f[0] == "AFTER":
+			after = f[1]
+		case len(f) == 2 && f[0] == "HUGE":
+			huge = f[1]
+		case len(f) == 3 && f[0] == "HIJACK":
+			// Root's, in the container: the command cannot write to it. Were it
+			// written to, the host's side would still filter what it carries.
+			if f[2] != "failed" {
+				t.Errorf("the command wrote to the streams of the process carrying the agent in the container (pid %s)", f[1])
+			}
+		}
+	}
+	if raws != 11 || huge != "CLOSED" || after != "ok" || many == "" {
+		t.Errorf("agentattack: want 11 refused requests, an over-long frame closed, the agent serving after the flood:\n%s", r)
+	}
+	if n, err := strconv.Atoi(many); err != nil || n < 1 || n > 64 {
+		t.Errorf("connections served at once: %q of 200, want 1 to 64:\n%s", many, r)
 	}
 }
