@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -51,6 +52,13 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	if err != nil {
 		return 0, err
 	}
+	// The session's agent is served by an exec of its own, which ends with it.
+	ag, err := b.startAgent(ctx, e, p, id)
+	if err != nil {
+		return 0, err
+	}
+	agentStopped := sync.OnceFunc(ag.stop)
+	defer agentStopped()
 	hj, err := e.ContainerExecAttach(ctx, ex.ID, dockercontainer.ExecAttachOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("%w: starting the exec in %s: %w", isolator.ErrProtection, spec.Name, err)
@@ -65,6 +73,9 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	// reached on its ports as soon as it starts, so the hello waits for the companion
 	// (its exec in the kept companion runs beside this one).
 	if err := comp.ready(ctx); err != nil {
+		return 0, err
+	}
+	if err := ag.waitReady(ctx); err != nil {
 		return 0, err
 	}
 	if !stopNow() {
@@ -89,6 +100,7 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 
 	never := make(chan struct{})
 	sess.wait(never, 0)
+	agentStopped()
 	// The exec's output ended: the init exited, after it killed what its command left
 	// (what escaped it is the keeper's). The watch's last check need not wait for the
 	// engine's answer below, which the docker CLI asks for too.

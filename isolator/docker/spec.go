@@ -88,6 +88,9 @@ type Options struct {
 	// Neither Subpath nor Anchors renders each anchor as a bind of its path, named in
 	// the script's comment (--dry-run), which a launch never does.
 	Subpath bool
+	// AgentSocket is where the container serves the session's ssh agent, which an
+	// exec carries over the Engine API (agent.go); "" without an agent.
+	AgentSocket string
 }
 
 // Spec is a rendered docker run: the container to create, or with Keep the kept
@@ -139,7 +142,8 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 // layout is p's container layout with opts.
 func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 	o := container.Options{Home: opts.Home, InitSource: opts.InitSource, FilesDir: filepath.Join(p.StateDir, "docker"),
-		BootID: opts.BootID, Keep: opts.Keep, HomeVolume: opts.HomeVolume, Shipped: opts.Shipped, EndpointVolume: opts.EndpointVolume, MaskSource: opts.MaskSource}
+		BootID: opts.BootID, Keep: opts.Keep, HomeVolume: opts.HomeVolume, Shipped: opts.Shipped, EndpointVolume: opts.EndpointVolume, MaskSource: opts.MaskSource,
+		AgentSocket: opts.AgentSocket}
 	if opts.Shipped {
 		o.ContentSource = contentSource(p, opts)
 		if opts.Keep {
