@@ -272,10 +272,11 @@ func touch(path string) {
 // startFirst reports whether the session's command may start before its hello
 // reaches the init (wire.StartFirstArg): the hello carries nothing (no secret,
 // no terminal, no out-of-memory nonce) and nothing must be ready first (no companion:
-// egress proxy, published ports; no egress rules). Pure.
+// egress proxy, published ports; no egress rules; no ssh agent, whose socket the
+// session's own exec serves, agent.go). Pure.
 func startFirst(p *isolator.Plan, h *wire.Hello) bool {
 	return h != nil && h.CarriesNothing() &&
-		!needsCompanion(p) && !p.Egress.NeedsFirewall() && p.Limits.Memory == 0
+		!needsCompanion(p) && !p.Egress.NeedsFirewall() && p.Limits.Memory == 0 && p.SSHAgent.Socket == ""
 }
 
 // withStartFirst is spec with its exec's init told to start the command before the
