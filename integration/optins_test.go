@@ -76,34 +76,10 @@ func TestSSHAgentOptIn(t *testing.T) {
 
 func sshAgentOptIn(t *testing.T, iso string) {
 	p := newProject(t)
-	sockDir := p.path("agent")
-	p.mkdir("agent")
-	sock := filepath.Join(sockDir, "agent.sock")
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	asUser := func(name string, args ...string) *exec.Cmd {
-		cmd := exec.CommandContext(ctx, name, args...)
-		cmd.Env = baseEnv("SSH_AUTH_SOCK=" + sock)
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-		if it.asOther {
-			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(it.uid), Gid: uint32(it.gid), Groups: it.groups}
-		}
-		return cmd
-	}
-	agent := asUser("ssh-agent", "-D", "-a", sock)
-	if err := agent.Start(); err != nil {
-		t.Skipf("ssh-agent: %v", err)
-	}
-	t.Cleanup(func() { _ = agent.Process.Kill(); _ = agent.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("ssh-agent did not make its socket")
-		}
-		time.Sleep(10 * time.Millisecond) // polling for the agent's socket, bounded above
-	}
+	sock, asUser := hostAgent(ctx, t, p)
+	sockDir := filepath.Dir(sock)
 	key := p.path("agent/hostkey")
 	if out, err := asUser("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "HOSTKEY", "-f", key).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen: %v\n%s", err, out)
@@ -250,4 +226,86 @@ func agentAttacked(t *testing.T, r result) {
 	if n, err := strconv.Atoi(many); err != nil || n < 1 || n > 64 {
 		t.Errorf("connections served at once: %q of 200, want 1 to 64:\n%s", many, r)
 	}
+}
+
+// TestSSHAgentKeptKill9: kill -9 of devsandbox during a session in a kept container
+// ends the session's agent carrier in it (the engine ends its stdin when
+// devsandbox-docker, which takes the session down, is gone).
+func TestSSHAgentKeptKill9(t *testing.T) {
+	forEachDocker(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		sock, _ := hostAgent(ctx, t, p)
+		cmd := command(ctx, p.dir, baseEnv("SSH_AUTH_SOCK="+sock, "XDG_RUNTIME_DIR="+runtimeDir()), "--isolator="+iso, "--keep-container", "--egress=none", "--",
+			"/bin/sh", "-c", `ssh-add -l >/dev/null; test $? -le 1 && echo ready; sleep 1000`)
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		newLineReader(t, stdout).waitFor("ready")
+		ids := projectContainers(t, iso, p, false)
+		if len(ids) != 1 {
+			t.Fatalf("want the kept container, have %v", ids)
+		}
+		carriers := func() string {
+			out, err := dockerCmd(iso, "top", ids[0], "-eo", "pid,args").CombinedOutput()
+			if err != nil {
+				t.Fatalf("docker top: %v: %s", err, out)
+			}
+			var found []string
+			for _, l := range strings.Split(string(out), "\n") {
+				if strings.Contains(l, "agent-mux") {
+					found = append(found, l)
+				}
+			}
+			return strings.Join(found, "\n")
+		}
+		if carriers() == "" {
+			t.Fatal("no agent carrier in the kept container during the session: the test proves nothing")
+		}
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		deadline := time.Now().Add(10 * time.Second)
+		for c := carriers(); c != ""; c = carriers() {
+			if time.Now().After(deadline) {
+				t.Fatalf("the session's agent carrier outlived devsandbox by 10s:\n%s", c)
+			}
+			time.Sleep(100 * time.Millisecond) // polling the engine, bounded above
+		}
+	})
+}
+
+// hostAgent starts an ssh-agent as the test user, its socket in p, until the test
+// ends; asUser runs a program as the test user with SSH_AUTH_SOCK naming it.
+func hostAgent(ctx context.Context, t *testing.T, p *project) (sock string, asUser func(name string, args ...string) *exec.Cmd) {
+	t.Helper()
+	p.mkdir("agent")
+	sock = filepath.Join(p.path("agent"), "agent.sock")
+	asUser = func(name string, args ...string) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Env = baseEnv("SSH_AUTH_SOCK=" + sock)
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+		if it.asOther {
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(it.uid), Gid: uint32(it.gid), Groups: it.groups}
+		}
+		return cmd
+	}
+	agent := asUser("ssh-agent", "-D", "-a", sock)
+	if err := agent.Start(); err != nil {
+		t.Skipf("ssh-agent: %v", err)
+	}
+	t.Cleanup(func() { _ = agent.Process.Kill(); _ = agent.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ssh-agent did not make its socket")
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the agent's socket, bounded above
+	}
+	return sock, asUser
 }
