@@ -279,9 +279,13 @@ func TestSSHAgentKeptKill9(t *testing.T) {
 }
 
 // hostAgent starts an ssh-agent as the test user, its socket in p, until the test
-// ends; asUser runs a program as the test user with SSH_AUTH_SOCK naming it.
+// ends; asUser runs a program as the test user with SSH_AUTH_SOCK naming it. The
+// project's socket directory in runtimeDir, which runs given XDG_RUNTIME_DIR make,
+// is removed at the end.
 func hostAgent(ctx context.Context, t *testing.T, p *project) (sock string, asUser func(name string, args ...string) *exec.Cmd) {
 	t.Helper()
+	id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+	t.Cleanup(func() { os.RemoveAll(filepath.Join(runtimeDir(), "devsandbox", id)) })
 	p.mkdir("agent")
 	sock = filepath.Join(p.path("agent"), "agent.sock")
 	asUser = func(name string, args ...string) *exec.Cmd {
