@@ -122,7 +122,7 @@ func (b *Isolator) engine() (Engine, Address, error) {
 // Render implements isolator.Isolator: the spec as Run makes it, docker.image standing
 // for the image derived from it (Run makes that in the engine and uses its ID).
 func (b *Isolator) Render(p *isolator.Plan) (isolator.Rendered, error) {
-	return containerConfig(agentless(p), engineOptions(p, b.Options))
+	return containerConfig(p, engineOptions(p, b.Options))
 }
 
 // QuickCheck implements isolator.Quick: the engine's Unix socket exists (a remote

@@ -104,6 +104,8 @@ type Spec struct {
 	Exec *dockercontainer.ExecOptions
 	// Hash identifies Config+Host (a kept container is reused only with the same hash).
 	Hash string
+	// AgentSocket is where an exec serves the session's ssh agent (agent.go), or "".
+	AgentSocket string
 	// FirewallArg is the argument of devsandbox-init that applies the egress rules
 	// (allowlist), run in a helper container in the container's network namespace.
 	FirewallArg string
@@ -132,6 +134,7 @@ type Spec struct {
 // containerConfig renders p for the engine. It is pure: host paths are taken from the
 // Plan and opts, nothing is read or written.
 func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
+	p = agentless(p) // the container serves the agent (agent.go)
 	l, err := layout(p, opts)
 	if err != nil {
 		return nil, err
@@ -162,7 +165,7 @@ func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 
 // translate renders the layout l of p as the engine's container config. Pure.
 func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, error) {
-	s := &Spec{Layout: l, Policy: p.Syscalls, InitHost: p.Self, MaskSource: opts.MaskSource}
+	s := &Spec{Layout: l, Policy: p.Syscalls, InitHost: p.Self, MaskSource: opts.MaskSource, AgentSocket: opts.AgentSocket}
 	if opts.InitSource != "" {
 		s.InitHost = opts.InitSource
 	}
