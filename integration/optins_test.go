@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -75,12 +76,219 @@ func TestSSHAgentOptIn(t *testing.T) {
 
 func sshAgentOptIn(t *testing.T, iso string) {
 	p := newProject(t)
-	sockDir := p.path("agent")
-	p.mkdir("agent")
-	sock := filepath.Join(sockDir, "agent.sock")
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	asUser := func(name string, args ...string) *exec.Cmd {
+	sock, asUser := hostAgent(ctx, t, p)
+	sockDir := filepath.Dir(sock)
+	key := p.path("agent/hostkey")
+	if out, err := asUser("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "HOSTKEY", "-f", key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	if out, err := asUser("ssh-add", key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-add: %v\n%s", err, out)
+	}
+	// A library whose constructor leaves a mark: loaded by the agent, it runs as you.
+	marker := p.path("agent/LOADED")
+	p.write("evil.c", `#include <stdio.h>
+__attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+`", "w"); if (f) fclose(f); }
+`)
+	if out, err := exec.CommandContext(ctx, "gcc", "-shared", "-fPIC", "-o", p.path("proj/evil.so"), p.path("evil.c")).CombinedOutput(); err != nil {
+		t.Skipf("gcc: %v\n%s", err, out)
+	}
+	_ = os.Chmod(p.path("proj/evil.so"), 0o755)
+	p.chownUp(p.path("proj/evil.so"))
+	// The attacks on the agent's socket and on what relays it inside, static: the
+	// images are Debian, as the host.
+	if out, err := exec.CommandContext(ctx, "gcc", "-static", "-O", "-o", p.path("proj/agentattack"), "testdata/agentattack.c").CombinedOutput(); err != nil {
+		t.Skipf("gcc -static: %v\n%s", err, out)
+	}
+	p.chownUp(p.path("proj/agentattack"))
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.write("proj/hostkey.pub", string(pub))
+	p.chownUp(p.path("proj/hostkey.pub"))
+	before, err := asUser("ssh-add", "-L").Output()
+	if err != nil {
+		t.Fatalf("ssh-add -L: %v", err)
+	}
+	// Each attempt on the agent says whether it succeeded; -x (lock) reads its
+	// password, twice, from an askpass program. The socket directory is in
+	// XDG_RUNTIME_DIR, as on a desktop: under /run, which the docker-remote stand-in
+	// (like Docker Desktop and a remote engine) cannot see.
+	env := []string{"SSH_AUTH_SOCK=" + sock, "XDG_RUNTIME_DIR=" + runtimeDir()}
+	r := run(t, p.dir, env, "", "--isolator="+iso, "--", "/bin/sh", "-c", `
+		ls -A `+sockDir+` 2>/dev/null | sed 's/^/SEEN: /'
+		rm -f "$SSH_AUTH_SOCK" 2>/dev/null && echo REPLACED
+		ln -s / "$(dirname "$SSH_AUTH_SOCK")/planted" 2>/dev/null && echo PLANTED
+		ssh-add -l | grep -q HOSTKEY && echo LISTS
+		echo data >/tmp/msg && ssh-keygen -Y sign -f "$PWD/hostkey.pub" -n test /tmp/msg >/dev/null 2>&1 && test -s /tmp/msg.sig && echo SIGNS
+		ssh-add -s "$PWD/evil.so" </dev/null >/dev/null 2>&1 && echo LOADED
+		ssh-keygen -q -t ed25519 -N "" -C INSIDE -f /tmp/inside && ssh-add /tmp/inside </dev/null >/dev/null 2>&1 && echo ADDED
+		ssh-add -d "$PWD/hostkey.pub" </dev/null >/dev/null 2>&1 && echo REMOVED_ONE
+		ssh-add -D </dev/null >/dev/null 2>&1 && echo REMOVED_ALL
+		printf '#!/bin/sh\necho pw\n' >/tmp/askpass && chmod +x /tmp/askpass
+		SSH_ASKPASS=/tmp/askpass SSH_ASKPASS_REQUIRE=force ssh-add -x </dev/null >/dev/null 2>&1 && echo LOCKED
+		./agentattack
+		ssh-add -l | grep -q HOSTKEY && echo STILL_LISTS
+		true`)
+	agentAttacked(t, r)
+	for _, bad := range []string{"SEEN:", "REPLACED", "LOADED", "ADDED", "REMOVED_ONE", "REMOVED_ALL", "LOCKED"} {
+		if strings.Contains(r.stdout, bad) {
+			t.Errorf("the forwarded agent: the sandbox saw the agent's directory, replaced its socket, loaded a provider it wrote, or added, removed or locked keys (%s):\n%s", bad, r)
+		}
+	}
+	if isDocker(iso) && strings.Contains(r.stdout, "PLANTED") {
+		t.Errorf("the command planted a link beside the agent's socket, in the directory of the container's process that serves it:\n%s", r)
+	}
+	if r.code != 0 || !strings.Contains(r.stdout, "LISTS") || !strings.Contains(r.stdout, "SIGNS") || !strings.Contains(r.stdout, "STILL_LISTS") {
+		t.Errorf("the agent was not forwarded, or listing or signing failed (the test proves nothing):\n%s", r)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the host's ssh-agent loaded a library the sandbox wrote (its constructor ran)")
+	}
+	if _, err := os.Lstat(sock); err != nil {
+		t.Errorf("the host's agent socket after the run: %v", err)
+	}
+	after, err := asUser("ssh-add", "-L").Output()
+	if err != nil || string(after) != string(before) {
+		t.Errorf("the host agent's keys changed: before\n%safter (%v)\n%s", before, err, after)
+	}
+	if !isDocker(iso) {
+		return
+	}
+	defer func() {
+		if after, err := asUser("ssh-add", "-L").Output(); err != nil || string(after) != string(before) {
+			t.Errorf("the host agent's keys changed through a kept container: before\n%safter (%v)\n%s", before, err, after)
+		}
+	}()
+	// A kept container outlives each session's relay: every session reaches its own
+	// through the same container (the first runs may recreate it, as settle says).
+	var settled []string
+	for i := range 4 {
+		r := run(t, p.dir, env, "", "--isolator="+iso, "--keep-container", "--egress=none", "--", "/bin/sh", "-c", `
+			ssh-add -l | grep -q HOSTKEY && echo LISTS
+			ssh-add -D </dev/null >/dev/null 2>&1 && echo REMOVED_ALL
+			true`)
+		if r.code != 0 || r.stdout != "LISTS\n" {
+			t.Errorf("kept container, session %d: want the keys listed and none removed:\n%s", i, r)
+		}
+		// What relays the agent in the container ends with the session.
+		if ids := projectContainers(t, iso, p, false); len(ids) == 1 {
+			if out, err := dockerCmd(iso, "top", ids[0], "-eo", "pid,args").CombinedOutput(); err != nil || strings.Contains(string(out), "agent-mux") {
+				t.Errorf("kept container, session %d: a process of the session's agent relay outlived it (%v):\n%s", i, err, out)
+			}
+		}
+		switch ids := projectContainers(t, iso, p, false); {
+		case i == 1:
+			settled = ids
+		case i > 1 && !slices.Equal(ids, settled):
+			t.Errorf("the kept container changed between sessions: %v then %v", settled, ids)
+		}
+	}
+}
+
+// agentAttacked checks what agentattack (testdata/agentattack.c) reported from inside
+// the sandbox: every request the filter refuses is answered SSH_AGENT_FAILURE, an
+// over-long frame ends its connection, at most sshagent.MaxConns (64) connections are
+// served at once and the agent serves again once they end. Whether the agent's keys
+// survived the raw requests and a relay's output written to directly, the caller
+// checks on the host.
+func agentAttacked(t *testing.T, r result) {
+	t.Helper()
+	raws, many, after, huge := 0, "", "", ""
+	for _, l := range strings.Split(r.stdout, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 3 && f[0] == "RAW":
+			raws++
+			if f[2] != "5" {
+				t.Errorf("a request of type %s reached the agent or was not answered SSH_AGENT_FAILURE (5): %s", f[1], f[2])
+			}
+		case len(f) == 3 && f[0] == "MANY":
+			many = f[1]
+		case len(f) == 2 && f[0] == "AFTER":
+			after = f[1]
+		case len(f) == 2 && f[0] == "HUGE":
+			huge = f[1]
+		case len(f) == 3 && f[0] == "HIJACK":
+			// Root's, in the container: the command cannot write to it. Were it
+			// written to, the host's side would still filter what it carries.
+			if f[2] != "failed" {
+				t.Errorf("the command wrote to the streams of the process carrying the agent in the container (pid %s)", f[1])
+			}
+		}
+	}
+	if raws != 11 || huge != "CLOSED" || after != "ok" || many == "" {
+		t.Errorf("agentattack: want 11 refused requests, an over-long frame closed, the agent serving after the flood:\n%s", r)
+	}
+	if n, err := strconv.Atoi(many); err != nil || n < 1 || n > 64 {
+		t.Errorf("connections served at once: %q of 200, want 1 to 64:\n%s", many, r)
+	}
+}
+
+// TestSSHAgentKeptKill9: kill -9 of devsandbox during a session in a kept container
+// ends the session's agent carrier in it (the engine ends its stdin when
+// devsandbox-docker, which takes the session down, is gone).
+func TestSSHAgentKeptKill9(t *testing.T) {
+	forEachDocker(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		sock, _ := hostAgent(ctx, t, p)
+		cmd := command(ctx, p.dir, baseEnv("SSH_AUTH_SOCK="+sock, "XDG_RUNTIME_DIR="+runtimeDir()), "--isolator="+iso, "--keep-container", "--egress=none", "--",
+			"/bin/sh", "-c", `ssh-add -l >/dev/null; test $? -le 1 && echo ready; sleep 1000`)
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		newLineReader(t, stdout).waitFor("ready")
+		ids := projectContainers(t, iso, p, false)
+		if len(ids) != 1 {
+			t.Fatalf("want the kept container, have %v", ids)
+		}
+		carriers := func() string {
+			out, err := dockerCmd(iso, "top", ids[0], "-eo", "pid,args").CombinedOutput()
+			if err != nil {
+				t.Fatalf("docker top: %v: %s", err, out)
+			}
+			var found []string
+			for _, l := range strings.Split(string(out), "\n") {
+				if strings.Contains(l, "agent-mux") {
+					found = append(found, l)
+				}
+			}
+			return strings.Join(found, "\n")
+		}
+		if carriers() == "" {
+			t.Fatal("no agent carrier in the kept container during the session: the test proves nothing")
+		}
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		deadline := time.Now().Add(10 * time.Second)
+		for c := carriers(); c != ""; c = carriers() {
+			if time.Now().After(deadline) {
+				t.Fatalf("the session's agent carrier outlived devsandbox by 10s:\n%s", c)
+			}
+			time.Sleep(100 * time.Millisecond) // polling the engine, bounded above
+		}
+	})
+}
+
+// hostAgent starts an ssh-agent as the test user, its socket in p, until the test
+// ends; asUser runs a program as the test user with SSH_AUTH_SOCK naming it. The
+// project's socket directory in runtimeDir, which runs given XDG_RUNTIME_DIR make,
+// is removed at the end.
+func hostAgent(ctx context.Context, t *testing.T, p *project) (sock string, asUser func(name string, args ...string) *exec.Cmd) {
+	t.Helper()
+	id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+	t.Cleanup(func() { os.RemoveAll(filepath.Join(runtimeDir(), "devsandbox", id)) })
+	p.mkdir("agent")
+	sock = filepath.Join(p.path("agent"), "agent.sock")
+	asUser = func(name string, args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Env = baseEnv("SSH_AUTH_SOCK=" + sock)
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -103,84 +311,5 @@ func sshAgentOptIn(t *testing.T, iso string) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling for the agent's socket, bounded above
 	}
-	key := p.path("agent/hostkey")
-	if out, err := asUser("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "HOSTKEY", "-f", key).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v\n%s", err, out)
-	}
-	if out, err := asUser("ssh-add", key).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-add: %v\n%s", err, out)
-	}
-	// A library whose constructor leaves a mark: loaded by the agent, it runs as you.
-	marker := p.path("agent/LOADED")
-	p.write("evil.c", `#include <stdio.h>
-__attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+`", "w"); if (f) fclose(f); }
-`)
-	if out, err := exec.CommandContext(ctx, "gcc", "-shared", "-fPIC", "-o", p.path("proj/evil.so"), p.path("evil.c")).CombinedOutput(); err != nil {
-		t.Skipf("gcc: %v\n%s", err, out)
-	}
-	_ = os.Chmod(p.path("proj/evil.so"), 0o755)
-	p.chownUp(p.path("proj/evil.so"))
-	pub, err := os.ReadFile(key + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.write("proj/hostkey.pub", string(pub))
-	p.chownUp(p.path("proj/hostkey.pub"))
-	before, err := asUser("ssh-add", "-L").Output()
-	if err != nil {
-		t.Fatalf("ssh-add -L: %v", err)
-	}
-	// Each attempt on the agent says whether it succeeded; -x (lock) reads its
-	// password, twice, from an askpass program.
-	r := run(t, p.dir, []string{"SSH_AUTH_SOCK=" + sock}, "", "--isolator="+iso, "--", "/bin/sh", "-c", `
-		ls -A `+sockDir+` 2>/dev/null | sed 's/^/SEEN: /'
-		rm -f "$SSH_AUTH_SOCK" 2>/dev/null && echo REPLACED
-		ssh-add -l | grep -q HOSTKEY && echo LISTS
-		echo data >/tmp/msg && ssh-keygen -Y sign -f "$PWD/hostkey.pub" -n test /tmp/msg >/dev/null 2>&1 && test -s /tmp/msg.sig && echo SIGNS
-		ssh-add -s "$PWD/evil.so" </dev/null >/dev/null 2>&1 && echo LOADED
-		ssh-keygen -q -t ed25519 -N "" -C INSIDE -f /tmp/inside && ssh-add /tmp/inside </dev/null >/dev/null 2>&1 && echo ADDED
-		ssh-add -d "$PWD/hostkey.pub" </dev/null >/dev/null 2>&1 && echo REMOVED_ONE
-		ssh-add -D </dev/null >/dev/null 2>&1 && echo REMOVED_ALL
-		printf '#!/bin/sh\necho pw\n' >/tmp/askpass && chmod +x /tmp/askpass
-		SSH_ASKPASS=/tmp/askpass SSH_ASKPASS_REQUIRE=force ssh-add -x </dev/null >/dev/null 2>&1 && echo LOCKED
-		true`)
-	for _, bad := range []string{"SEEN:", "REPLACED", "LOADED", "ADDED", "REMOVED_ONE", "REMOVED_ALL", "LOCKED"} {
-		if strings.Contains(r.stdout, bad) {
-			t.Errorf("the forwarded agent: the sandbox saw the agent's directory, replaced its socket, loaded a provider it wrote, or added, removed or locked keys (%s):\n%s", bad, r)
-		}
-	}
-	if r.code != 0 || !strings.Contains(r.stdout, "LISTS") || !strings.Contains(r.stdout, "SIGNS") {
-		t.Errorf("the agent was not forwarded, or listing or signing failed (the test proves nothing):\n%s", r)
-	}
-	if _, err := os.Stat(marker); err == nil {
-		t.Error("the host's ssh-agent loaded a library the sandbox wrote (its constructor ran)")
-	}
-	if _, err := os.Lstat(sock); err != nil {
-		t.Errorf("the host's agent socket after the run: %v", err)
-	}
-	after, err := asUser("ssh-add", "-L").Output()
-	if err != nil || string(after) != string(before) {
-		t.Errorf("the host agent's keys changed: before\n%safter (%v)\n%s", before, err, after)
-	}
-	if !isDocker(iso) {
-		return
-	}
-	// A kept container outlives each session's relay: every session reaches its own
-	// through the same container (the first runs may recreate it, as settle says).
-	var settled []string
-	for i := range 4 {
-		r := run(t, p.dir, []string{"SSH_AUTH_SOCK=" + sock}, "", "--isolator="+iso, "--keep-container", "--egress=none", "--", "/bin/sh", "-c", `
-			ssh-add -l | grep -q HOSTKEY && echo LISTS
-			ssh-add -D </dev/null >/dev/null 2>&1 && echo REMOVED_ALL
-			true`)
-		if r.code != 0 || r.stdout != "LISTS\n" {
-			t.Errorf("kept container, session %d: want the keys listed and none removed:\n%s", i, r)
-		}
-		switch ids := projectContainers(t, iso, p, false); {
-		case i == 1:
-			settled = ids
-		case i > 1 && !slices.Equal(ids, settled):
-			t.Errorf("the kept container changed between sessions: %v then %v", settled, ids)
-		}
-	}
+	return sock, asUser
 }

@@ -18,7 +18,10 @@ import (
 // egress configuration: it is part of the spec). Published ports are served the same
 // way, from the session's directory. It returns the kept session's published ports.
 func (l *Layout) egressEndpoints(p *isolator.Plan, o Options, man *wire.Manifest) (sessionPublish []string) {
-	if o.EndpointVolume != "" {
+	if o.Shipped {
+		// Nothing of this host's: a kept container without a proxy or published
+		// ports binds no socket directory either (the docker isolator carries the
+		// ssh agent itself, which alone sets one).
 		return l.engineEndpoints(p, o, man)
 	}
 	switch {

@@ -19,7 +19,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -46,9 +45,8 @@ const (
 	// directories; or, with Options.EndpointVolume, where every container sees the
 	// engine-side volume it shares with the session's companion.
 	EndpointDir = "/run/devsandbox/ep"
-	// AgentDir is where a kept container sees the project's ssh agent relays'
-	// directory (read-only): each session's exec finds its own relay there, a socket
-	// a bind of the socket itself could not follow from one session to the next.
+	// AgentDir is the directory, a tmpfs of root's, where a container with
+	// Options.AgentSocket serves the ssh agent: one socket per session.
 	AgentDir = "/run/devsandbox/agent"
 	// ShipDir is where a Shipped layout's image holds devsandbox's programs (the init
 	// at InitPath), root's, on the container's read-only root file system.
@@ -116,6 +114,11 @@ type Options struct {
 	// proxy's socket and the published ports' sockets, for one-shot and kept
 	// containers alike.
 	EndpointVolume string
+	// AgentSocket, when set, is where the container serves the session's ssh agent
+	// itself, in AgentDir (the docker isolator carries each connection to this host's
+	// filtering relay over the Engine API, package sshagent): SSH_AUTH_SOCK names it,
+	// and the Plan must hold no bind of the relay's socket.
+	AgentSocket string
 }
 
 // MountType is what a Mount puts at its target.
@@ -248,6 +251,10 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 		l.Mounts = append(l.Mounts, Mount{Type: Scratch, Target: "/run", Tmpfs: Tmpfs{Mode: "755"}})
 	}
 	l.Mounts = append(l.Mounts, Mount{Type: Scratch, Target: isolator.SecretDir, Tmpfs: Tmpfs{Mode: "0700", NoExec: true, Owned: true}})
+	if o.AgentSocket != "" {
+		// root's: the command can neither remove the socket nor plant another.
+		l.Mounts = append(l.Mounts, Mount{Type: Scratch, Target: AgentDir, Tmpfs: Tmpfs{Mode: "0755", NoExec: true}})
+	}
 	visible := isolator.VisibleMounts(p, l.Home)
 	l.Masks = map[string]string{}
 	for i, m := range visible {
@@ -257,13 +264,6 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 		}
 		switch m.Kind {
 		case isolator.Bind:
-			if o.Keep && p.SSHAgent.Socket != "" && m.Source == p.SSHAgent.Socket {
-				// The container outlives the session's relay: it binds the relays'
-				// directory, the same for every session, and the exec's
-				// SSH_AUTH_SOCK names the session's relay in it (keptAgentEnv).
-				l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: filepath.Dir(m.Source), Target: AgentDir, ReadOnly: true})
-				continue
-			}
 			if m.Source == p.SandboxHome && dst == l.Home && o.HomeVolume != "" {
 				l.Mounts = append(l.Mounts, Mount{Type: Volume, Source: o.HomeVolume, Target: dst})
 				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRW, Path: dst})
@@ -349,8 +349,8 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 		wire.Check{Kind: wire.CheckData, Path: "/etc/group", Size: int64(len(group))},
 	)
 	l.Env = Env(p, l.Home)
-	if o.Keep && p.SSHAgent.Socket != "" {
-		l.Env = keptAgentEnv(l.Env, path.Join(AgentDir, filepath.Base(p.SSHAgent.Socket)))
+	if o.AgentSocket != "" {
+		l.Env = agentEnv(l.Env, o.AgentSocket)
 	}
 	l.Secrets = append(l.Secrets, p.Secrets...)
 	l.Labels = map[string]string{LabelProject: p.Project.ID, LabelName: p.Project.Name, LabelDir: p.Project.Dir, LabelVersion: version}
@@ -497,9 +497,9 @@ func identify(c wire.Check, m isolator.PlacedMount) wire.Check {
 	return c
 }
 
-// keptAgentEnv is env with SSH_AUTH_SOCK at sock, the session's relay as a kept
-// container sees it.
-func keptAgentEnv(env []isolator.EnvVar, sock string) []isolator.EnvVar {
+// agentEnv is env with SSH_AUTH_SOCK at sock, where the container serves the
+// session's agent (Options.AgentSocket).
+func agentEnv(env []isolator.EnvVar, sock string) []isolator.EnvVar {
 	env = slices.Clone(env)
 	for i, e := range env {
 		if e.Name == "SSH_AUTH_SOCK" {

@@ -298,6 +298,12 @@ func TestLayShipped(t *testing.T) {
 	if l, err := Lay(p, Options{Shipped: true}, "1.0"); err != nil || slices.ContainsFunc(l.Mounts, func(m Mount) bool { return m.Target == EndpointDir }) {
 		t.Errorf("egress none, shipped: %v, %+v", err, l)
 	}
+	// The ssh agent alone sets a socket directory: a kept shipped container binds
+	// nothing of it.
+	p.Egress.SocketDir = filepath.Join(files, "sock")
+	if l, err := Lay(p, Options{Shipped: true, Keep: true, AgentSocket: AgentDir + "/s.sock"}, "1.0"); err != nil || slices.ContainsFunc(l.Mounts, func(m Mount) bool { return m.Type == Bind && strings.HasPrefix(m.Source, p.Egress.SocketDir) }) {
+		t.Errorf("egress none, kept, shipped, with an agent: %v, %+v", err, l)
+	}
 }
 
 // A shipped one-shot layout gives the names resolved at launch to the engine's own
@@ -350,32 +356,36 @@ func TestMakeMountPointRootIsNoLink(t *testing.T) {
 	}
 }
 
-// TestKeptAgent: a kept container binds the ssh agent relays' directory read-only,
-// the same for every session, and the session's exec finds its own relay there; a
-// one-shot container binds the session's relay itself.
-func TestKeptAgent(t *testing.T) {
-	for _, keep := range []bool{false, true} {
-		t.Run(strconv.FormatBool(keep), func(t *testing.T) {
+// TestAgentSocket: without Options.AgentSocket (krun) the container binds the
+// session's relay; with it (docker, whose Plan then holds no bind of the relay) the
+// container has a tmpfs of root's at AgentDir, where it serves the agent itself,
+// and SSH_AUTH_SOCK names the socket there, kept container or not.
+func TestAgentSocket(t *testing.T) {
+	for _, served := range []bool{false, true} {
+		t.Run(strconv.FormatBool(served), func(t *testing.T) {
 			dir := t.TempDir()
 			p := plan(dir)
 			p.SSHAgent = isolator.AgentRelay{Upstream: "/tmp/ssh-x/agent.1", Socket: "/run/x/agent/s1.sock"}
-			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: p.SSHAgent.Socket, Dest: "/run/devsandbox/ssh-agent.sock", Why: "tool ssh"})
 			p.Env = []isolator.EnvVar{{Name: "SSH_AUTH_SOCK", Value: "/run/devsandbox/ssh-agent.sock"}}
-			l, err := Lay(p, Options{Home: "/home/dev", FilesDir: filepath.Join(dir, "state/files"), Keep: keep}, "1.0")
+			o := Options{Home: "/home/dev", FilesDir: filepath.Join(dir, "state/files")}
+			want := []Mount{{Type: Bind, Source: "/run/x/agent/s1.sock", Target: "/run/devsandbox/ssh-agent.sock"}}
+			wantEnv := "/run/devsandbox/ssh-agent.sock"
+			if served {
+				o.Keep, o.AgentSocket = true, AgentDir+"/s1.sock"
+				want = []Mount{{Type: Scratch, Target: AgentDir, Tmpfs: Tmpfs{Mode: "0755", NoExec: true}}}
+				wantEnv = o.AgentSocket
+			} else {
+				p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: p.SSHAgent.Socket, Dest: "/run/devsandbox/ssh-agent.sock", Why: "tool ssh"})
+			}
+			l, err := Lay(p, o, "1.0")
 			if err != nil {
 				t.Fatal(err)
 			}
 			var agent []Mount
 			for _, m := range l.Mounts {
-				if strings.HasPrefix(m.Source, "/run/x/agent") {
+				if strings.HasPrefix(m.Source, "/run/x/agent") || m.Target == AgentDir || m.Target == "/run/devsandbox/ssh-agent.sock" {
 					agent = append(agent, m)
 				}
-			}
-			want := []Mount{{Type: Bind, Source: "/run/x/agent/s1.sock", Target: "/run/devsandbox/ssh-agent.sock"}}
-			wantEnv := "/run/devsandbox/ssh-agent.sock"
-			if keep {
-				want = []Mount{{Type: Bind, Source: "/run/x/agent", Target: AgentDir, ReadOnly: true}}
-				wantEnv = AgentDir + "/s1.sock"
 			}
 			if !reflect.DeepEqual(agent, want) {
 				t.Errorf("the agent's mounts = %+v, want %+v", agent, want)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -51,6 +52,13 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	if err != nil {
 		return 0, err
 	}
+	// The session's agent is served by an exec of its own, which ends with it.
+	ag, err := b.startAgent(ctx, e, p, id)
+	if err != nil {
+		return 0, err
+	}
+	agentStopped := sync.OnceFunc(ag.stop)
+	defer agentStopped()
 	hj, err := e.ContainerExecAttach(ctx, ex.ID, dockercontainer.ExecAttachOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("%w: starting the exec in %s: %w", isolator.ErrProtection, spec.Name, err)
@@ -65,6 +73,9 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	// reached on its ports as soon as it starts, so the hello waits for the companion
 	// (its exec in the kept companion runs beside this one).
 	if err := comp.ready(ctx); err != nil {
+		return 0, err
+	}
+	if err := ag.waitReady(ctx); err != nil {
 		return 0, err
 	}
 	if !stopNow() {
@@ -89,6 +100,7 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 
 	never := make(chan struct{})
 	sess.wait(never, 0)
+	agentStopped()
 	// The exec's output ended: the init exited, after it killed what its command left
 	// (what escaped it is the keeper's). The watch's last check need not wait for the
 	// engine's answer below, which the docker CLI asks for too.
@@ -260,10 +272,11 @@ func touch(path string) {
 // startFirst reports whether the session's command may start before its hello
 // reaches the init (wire.StartFirstArg): the hello carries nothing (no secret,
 // no terminal, no out-of-memory nonce) and nothing must be ready first (no companion:
-// egress proxy, published ports; no egress rules). Pure.
+// egress proxy, published ports; no egress rules; no ssh agent, whose socket the
+// session's own exec serves, agent.go). Pure.
 func startFirst(p *isolator.Plan, h *wire.Hello) bool {
 	return h != nil && h.CarriesNothing() &&
-		!needsCompanion(p) && !p.Egress.NeedsFirewall() && p.Limits.Memory == 0
+		!needsCompanion(p) && !p.Egress.NeedsFirewall() && p.Limits.Memory == 0 && p.SSHAgent.Socket == ""
 }
 
 // withStartFirst is spec with its exec's init told to start the command before the

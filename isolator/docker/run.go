@@ -41,6 +41,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	defer release()
 	b.mark = mark
+	// The container serves the agent itself (agent.go): no bind of the relay.
+	p = agentless(p)
 	// The client the request's head started with, when there is one; everything
 	// else (engineLost's fresh connection) dials anew.
 	var e0 Engine
@@ -333,6 +335,7 @@ func engineOptions(p *isolator.Plan, o Options) Options {
 	if needsCompanion(p) {
 		o.EndpointVolume = endpointVolume(p, o.Keep)
 	}
+	o.AgentSocket = agentSocket(p)
 	return o
 }
 
@@ -341,7 +344,7 @@ func (b *Isolator) startServices(p *isolator.Plan) (*hostsvc.Services, error) {
 	if b.services != nil {
 		return b.services(p)
 	}
-	return hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase, EngineEgress: true})
+	return hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase, EngineEgress: true, EngineAgent: true})
 }
 
 // runOnce creates a container for this run only; the engine removes it when it stops.
@@ -410,6 +413,12 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	if err := start(); err != nil {
 		return 0, err
 	}
+	ag, err := b.startAgent(ctx, e, p, id)
+	if err != nil {
+		remove(ctx, e, id)
+		return 0, err
+	}
+	defer ag.stop()
 	if p.Egress.NeedsFirewall() {
 		if err := b.applyFirewall(ctx, e, p, spec, id); err != nil {
 			remove(ctx, e, id)
@@ -418,6 +427,10 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 		b.phase("firewall")
 	}
 	if err := comp.ready(ctx); err != nil {
+		remove(ctx, e, id)
+		return 0, err
+	}
+	if err := ag.waitReady(ctx); err != nil {
 		remove(ctx, e, id)
 		return 0, err
 	}

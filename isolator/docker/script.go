@@ -57,6 +57,16 @@ func (s *Spec) Script() string {
 		}
 		fmt.Fprintf(&b, "#     %s\n", sh.Quote(s.FirewallArg))
 	}
+	if s.AgentSocket != "" {
+		name := s.Name
+		if name == "" {
+			name = "CONTAINER"
+		}
+		b.WriteString("# the ssh agent: once the container runs, and before its init starts the command, an exec serves\n")
+		b.WriteString("# SSH_AUTH_SOCK and carries its connections over its stdin and stdout to devsandbox's filter:\n")
+		x := agentExec(s.AgentSocket)
+		fmt.Fprintf(&b, "#   docker exec -i --user %s %s %s\n", x.User, name, sh.Join(x.Cmd))
+	}
 	w := container.NewArgWriter(&b)
 	if s.Exec == nil {
 		w.Word("docker", "run", "--rm", "-i")

@@ -88,6 +88,9 @@ type Options struct {
 	// Neither Subpath nor Anchors renders each anchor as a bind of its path, named in
 	// the script's comment (--dry-run), which a launch never does.
 	Subpath bool
+	// AgentSocket is where the container serves the session's ssh agent, which an
+	// exec carries over the Engine API (agent.go); "" without an agent.
+	AgentSocket string
 }
 
 // Spec is a rendered docker run: the container to create, or with Keep the kept
@@ -101,6 +104,8 @@ type Spec struct {
 	Exec *dockercontainer.ExecOptions
 	// Hash identifies Config+Host (a kept container is reused only with the same hash).
 	Hash string
+	// AgentSocket is where an exec serves the session's ssh agent (agent.go), or "".
+	AgentSocket string
 	// FirewallArg is the argument of devsandbox-init that applies the egress rules
 	// (allowlist), run in a helper container in the container's network namespace.
 	FirewallArg string
@@ -129,6 +134,7 @@ type Spec struct {
 // containerConfig renders p for the engine. It is pure: host paths are taken from the
 // Plan and opts, nothing is read or written.
 func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
+	p = agentless(p) // the container serves the agent (agent.go)
 	l, err := layout(p, opts)
 	if err != nil {
 		return nil, err
@@ -139,7 +145,8 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 // layout is p's container layout with opts.
 func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 	o := container.Options{Home: opts.Home, InitSource: opts.InitSource, FilesDir: filepath.Join(p.StateDir, "docker"),
-		BootID: opts.BootID, Keep: opts.Keep, HomeVolume: opts.HomeVolume, Shipped: opts.Shipped, EndpointVolume: opts.EndpointVolume, MaskSource: opts.MaskSource}
+		BootID: opts.BootID, Keep: opts.Keep, HomeVolume: opts.HomeVolume, Shipped: opts.Shipped, EndpointVolume: opts.EndpointVolume, MaskSource: opts.MaskSource,
+		AgentSocket: opts.AgentSocket}
 	if opts.Shipped {
 		o.ContentSource = contentSource(p, opts)
 		if opts.Keep {
@@ -158,7 +165,7 @@ func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 
 // translate renders the layout l of p as the engine's container config. Pure.
 func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, error) {
-	s := &Spec{Layout: l, Policy: p.Syscalls, InitHost: p.Self, MaskSource: opts.MaskSource}
+	s := &Spec{Layout: l, Policy: p.Syscalls, InitHost: p.Self, MaskSource: opts.MaskSource, AgentSocket: opts.AgentSocket}
 	if opts.InitSource != "" {
 		s.InitHost = opts.InitSource
 	}

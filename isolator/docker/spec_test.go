@@ -45,6 +45,21 @@ var goldenCases = []struct {
 	opts func() Options
 }{
 	{"minimal", basePlan, nil},
+	// The agent: no bind of the relay's socket, a tmpfs of root's where the exec
+	// serves it, SSH_AUTH_SOCK in the kept session's exec.
+	{"ssh_agent_kept", func() *isolator.Plan {
+		p := basePlan()
+		p.Egress = egress.Rules{Mode: egress.None, SocketDir: "/run/user/1000/devsandbox/p1"}
+		p.Proxy.Session = "5e55"
+		p.SSHAgent = isolator.AgentRelay{Upstream: "/tmp/ssh-x/agent.1", Socket: "/run/user/1000/devsandbox/p1/agent/5e55.sock"}
+		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: p.SSHAgent.Socket, Dest: "/run/devsandbox/ssh-agent.sock", Why: "tool ssh"})
+		p.Env = append(p.Env, isolator.EnvVar{Name: "SSH_AUTH_SOCK", Value: "/run/devsandbox/ssh-agent.sock"})
+		return p
+	}, func() Options {
+		o := opts
+		o.Keep = true
+		return o
+	}},
 	{"open_resources_other_home", func() *isolator.Plan {
 		p := basePlan()
 		p.Egress = egress.Rules{Mode: egress.Open}

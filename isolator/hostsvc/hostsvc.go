@@ -36,6 +36,10 @@ type Options struct {
 	// EngineEgress: the backend runs the session's proxy and published ports where
 	// its engine is (docker); only the watch runs here.
 	EngineEgress bool
+	// EngineAgent: the backend carries the sandbox's ssh agent connections to this
+	// host itself (docker: over the Engine API, sshagent.ServeStream); no relay
+	// socket is served here.
+	EngineAgent bool
 	// Listeners asks for a proxy that also serves listening sockets handed to it with
 	// Services.HandListener (Linux, the default Proxy only).
 	Listeners bool
@@ -52,7 +56,7 @@ type Services struct {
 
 // Start starts the host services p needs, in this order: the socket directory (made
 // private, held for the session, cleared of what killed sessions left; only when the
-// session binds a socket there), the ssh agent's relay (for every backend: the engine binds its socket), then,
+// session binds a socket there), the ssh agent's relay (unless EngineAgent: bwrap and krun bind its socket), then,
 // unless EngineEgress, the published ports and the session proxy, then the watch, which records the baseline the sandbox's writes are judged
 // against. On an error nothing is left running. Stop them once the sandbox is gone.
 func Start(p *isolator.Plan, o Options) (*Services, error) {
@@ -60,8 +64,7 @@ func Start(p *isolator.Plan, o Options) (*Services, error) {
 	if err := s.socketDir(p, o); err != nil {
 		return nil, err
 	}
-	if p.SSHAgent.Socket != "" {
-		// On the host for every backend: the engine binds the relay's socket.
+	if p.SSHAgent.Socket != "" && !o.EngineAgent {
 		stop, err := startAgent(p)
 		if err != nil {
 			s.Stop()
@@ -175,7 +178,7 @@ func startAgent(p *isolator.Plan) (stop func(), err error) {
 // its path, two directory reads and a dial per stale socket, on the launch's path);
 // the next session that binds one there sweeps what killed sessions left.
 func bindsSockets(p *isolator.Plan, o Options) bool {
-	if p.SSHAgent.Socket != "" {
+	if p.SSHAgent.Socket != "" && !o.EngineAgent {
 		return true
 	}
 	if o.EngineEgress {

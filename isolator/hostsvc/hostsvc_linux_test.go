@@ -118,8 +118,8 @@ func TestSocketDirOnlyWhenBound(t *testing.T) {
 	})
 }
 
-// TestAgentRelay: the ssh agent's relay runs for every backend (an engine's egress
-// included), in the socket directory, which it makes private; Stop removes its
+// TestAgentRelay: the ssh agent's relay runs for every backend that binds its socket
+// (an engine's egress included), in the socket directory, which it makes private; Stop removes its
 // socket. When another session's socket directory is adopted, the agent's bind
 // follows the relay there.
 func TestAgentRelay(t *testing.T) {
@@ -199,5 +199,23 @@ func TestAgentRelayFailsClosed(t *testing.T) {
 	}
 	if !errors.Is(err, isolator.ErrProtection) {
 		t.Errorf("error %v: want the ErrProtection class", err)
+	}
+}
+
+// TestEngineAgent: a backend that carries the agent's connections itself (docker)
+// gets no relay socket and, needing no other socket, no socket directory.
+func TestEngineAgent(t *testing.T) {
+	p := proxyPlan(t)
+	p.Egress.Mode = egress.None
+	p.Proxy.Session = "s1"
+	sock := sockdir.AgentSocket(p.Egress.SocketDir, "s1")
+	p.SSHAgent = isolator.AgentRelay{Upstream: filepath.Join(t.TempDir(), "agent.sock"), Socket: sock}
+	s, err := Start(p, Options{EngineEgress: true, EngineAgent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	if _, err := os.Lstat(p.Egress.SocketDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the socket directory: Lstat = %v, want none made", err)
 	}
 }

@@ -100,44 +100,61 @@ func (r *Relay) serve(c net.Conn) {
 			r.untrack(agent)
 		}
 	}()
+	dial := func() (net.Conn, error) {
+		a, err := net.Dial("unix", r.Upstream)
+		if err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.done {
+			a.Close()
+			return nil, net.ErrClosed
+		}
+		r.conns[a] = struct{}{}
+		return a, nil
+	}
 	for {
 		req, err := readFrame(c)
 		if err != nil {
 			return
 		}
-		if !Allowed(req[headerLen:]) {
-			if _, err := c.Write(failure); err != nil {
-				return
-			}
-			continue
-		}
-		if agent == nil {
-			if agent, err = net.Dial("unix", r.Upstream); err != nil {
-				agent = nil
-				_, _ = c.Write(failure) // no agent (it stopped): as ssh's own forwarding answers
-				return
-			}
-			r.mu.Lock()
-			stopped := r.done
-			if !stopped {
-				r.conns[agent] = struct{}{}
-			}
-			r.mu.Unlock()
-			if stopped {
+		resp, end := respond(req, &agent, dial)
+		if resp != nil {
+			if _, err := c.Write(resp); err != nil {
 				return
 			}
 		}
-		if _, err := agent.Write(req); err != nil {
-			return
-		}
-		resp, err := readFrame(agent)
-		if err != nil {
-			return
-		}
-		if _, err := c.Write(resp); err != nil {
+		if end {
 			return
 		}
 	}
+}
+
+// respond answers req, a whole request: SSH_AGENT_FAILURE, without reaching the
+// agent, unless Allowed passes it; else the agent's answer, on *agent, which dial
+// makes on the first need. end: the connection ends (after resp, when not nil),
+// because the agent cannot be reached (the answer is then SSH_AGENT_FAILURE, as
+// ssh's own forwarding answers), ended, or answered a malformed message.
+func respond(req []byte, agent *net.Conn, dial func() (net.Conn, error)) (resp []byte, end bool) {
+	if !Allowed(req[headerLen:]) {
+		return failure, false
+	}
+	if *agent == nil {
+		a, err := dial()
+		if err != nil {
+			return failure, true
+		}
+		*agent = a
+	}
+	if _, err := (*agent).Write(req); err != nil {
+		return nil, true
+	}
+	resp, err := readFrame(*agent)
+	if err != nil {
+		return nil, true
+	}
+	return resp, false
 }
 
 // Stop closes the listener and every connection, either side, and returns once
