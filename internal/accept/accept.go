@@ -1,5 +1,5 @@
 // Package accept is the accept loop every listener of devsandbox's serves with: the
-// host's publish relay and ssh agent relay, the engine companion's published ports,
+// host's publish relay and ssh agent relay, the ssh agent's carrier in a container, the engine companion's published ports,
 // the in-sandbox forwarders and the keeper's registrations. Accept fails while the
 // process is out of descriptors (EMFILE, ENFILE) or memory, and such an error passes:
 // retried at once it spins a core until it does. Loop waits before each retry of a

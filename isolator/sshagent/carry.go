@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"sync"
+
+	"github.com/devsandbox/devsandbox/internal/accept"
 )
 
 // Carry is the sandbox's side of the agent stream (see ServeStream): it says
@@ -50,16 +52,12 @@ type carrier struct {
 
 func (c *carrier) accept(ln net.Listener) {
 	defer c.wg.Done()
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			return // closed by Carry; no retry: this side has nothing to protect
-		}
+	accept.Loop(ln, func(conn net.Conn) bool {
 		c.mu.Lock()
 		if c.done {
 			c.mu.Unlock()
 			conn.Close()
-			return
+			return false
 		}
 		c.next++
 		id := c.next
@@ -67,7 +65,8 @@ func (c *carrier) accept(ln net.Listener) {
 		c.wg.Add(1)
 		c.mu.Unlock()
 		go c.carry(id, conn)
-	}
+		return true
+	})
 }
 
 // carry sends conn's messages until it ends, then its end.
