@@ -510,7 +510,8 @@ func keptAgentEnv(env []isolator.EnvVar, sock string) []isolator.EnvVar {
 }
 
 // Env is the command's environment: the Plan's, with the container's home and
-// without PATH (containers use the image's).
+// without PATH (containers use the image's); a tool's variable naming a location below
+// the host home names it below the container's home, where its bindings land.
 func Env(p *isolator.Plan, home string) []isolator.EnvVar {
 	var env []isolator.EnvVar
 	hasHome := false
@@ -521,6 +522,11 @@ func Env(p *isolator.Plan, home string) []isolator.EnvVar {
 		case "HOME":
 			e = isolator.EnvVar{Name: "HOME", Value: home}
 			hasHome = true
+		default:
+			if e.HomeRel != "" && home != p.User.HostHome {
+				// Where the tool's bindings of the location land; not the host's value.
+				e = isolator.EnvVar{Name: e.Name, Value: path.Join(home, e.HomeRel)}
+			}
 		}
 		env = append(env, e)
 	}
