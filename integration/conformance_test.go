@@ -196,7 +196,7 @@ func TestSandboxHomePersists(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)
 		p.mustSandbox(iso, nil, `echo kept > ~/.state-file`)
-		if out := p.mustSandbox(iso, nil, `cat ~/.state-file; test "$HOME" = "`+it.home+`" && echo home-ok`); out != "kept\nhome-ok\n" {
+		if out := p.mustSandbox(iso, nil, `cat ~/.state-file; test "$HOME" = "`+containerHome(iso)+`" && echo home-ok`); out != "kept\nhome-ok\n" {
 			t.Fatalf("sandbox home did not persist:\n%s", out)
 		}
 		if _, err := os.Stat(filepath.Join(it.home, ".state-file")); !os.IsNotExist(err) {

@@ -83,7 +83,8 @@ func withoutRemote(isos []string) []string {
 
 // isolatorArgs turns a test's devsandbox arguments into the real ones: the flag
 // --isolator=docker-remote becomes --isolator=docker, with the stand-in as
-// DOCKER_HOST unless env names an engine already.
+// DOCKER_HOST unless env names an engine already, and with remoteConfig as the
+// --config file unless the arguments name one or env another config directory.
 func isolatorArgs(args, env []string) ([]string, []string) {
 	end := slices.Index(args, "--")
 	if end < 0 {
@@ -93,12 +94,24 @@ func isolatorArgs(args, env []string) ([]string, []string) {
 	if i < 0 {
 		return args, env
 	}
+	own := slices.ContainsFunc(args[:end], func(a string) bool { return a == "--config" || strings.HasPrefix(a, "--config=") }) ||
+		slices.ContainsFunc(env, otherConfigHome)
 	args = slices.Clone(args)
 	args[i] = "--isolator=docker"
+	if !own {
+		args = slices.Insert(args, i+1, "--config="+remoteConfig)
+	}
 	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "DOCKER_HOST=") }) {
 		env = append(slices.Clip(env), "DOCKER_HOST="+remoteEngine)
 	}
 	return args, env
+}
+
+// otherConfigHome reports whether e names an XDG_CONFIG_HOME other than the
+// throwaway home's, where the test user's config file is not.
+func otherConfigHome(e string) bool {
+	v, ok := strings.CutPrefix(e, "XDG_CONFIG_HOME=")
+	return ok && v != filepath.Join(it.home, ".config")
 }
 
 // setupEngine checks docker variant iso's engine and makes the default image

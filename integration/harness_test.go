@@ -243,6 +243,18 @@ func forEachIsolatorOf(t *testing.T, isos []string, f func(t *testing.T, iso str
 // or a user's bind shows it.
 const homeElsewhere = "/home/dsb-elsewhere"
 
+// containerHome is the containers' home (docker.home) of the suite's runs on iso: the
+// host home's path, as the default /home/<user> is for a Linux user whose home that
+// is, except on docker-remote, which stands in for Docker Desktop on a Mac, where the
+// host home (/Users/<user>) is not the containers' home (/home/<user>): there it is
+// homeElsewhere, in every test (remoteConfig).
+func containerHome(iso string) string {
+	if iso == remoteDocker {
+		return homeElsewhere
+	}
+	return it.home
+}
+
 // forEachContainerHome runs f as a subtest per containers' home: the suite's (at the
 // host home's path) and homeElsewhere. bwrap ignores docker.home: it runs both alike.
 func forEachContainerHome(t *testing.T, f func(t *testing.T, home string)) {
@@ -361,12 +373,12 @@ func (p *project) write(rel, content string) {
 
 // writeConfig writes a config file for a run on iso. A --config file replaces the
 // test user's config file, which holds the suite's settings (suiteConfig): they are
-// added, so the containers' home is at the host home's path here too, and the krun
+// added, so the containers' home is iso's here too (containerHome), and the krun
 // variant runs a plain container here as everywhere else in the suite, with or
 // without a KVM device.
 func (p *project) writeConfig(iso, rel, content string) string {
 	p.t.Helper()
-	return p.writeConfigHome(iso, rel, content, it.home)
+	return p.writeConfigHome(iso, rel, content, containerHome(iso))
 }
 
 // writeConfigHome is writeConfig with the containers' home (docker.home) at home.
