@@ -233,6 +233,9 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 	if l.Home == "" {
 		l.Home = "/home/" + p.User.Name
 	}
+	if err := homesApart(p, l.Home); err != nil {
+		return nil, err
+	}
 	if o.Shipped {
 		l.EmptyFile = "" // masks bind MaskSource
 	}
