@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -226,7 +227,7 @@ func forEachIsolatorOf(t *testing.T, isos []string, f func(t *testing.T, iso str
 			switch iso {
 			case "bwrap":
 				requireBwrap(t)
-			case localDocker, remoteDocker:
+			case localDocker, remoteDocker, tcpDocker:
 				requireEngine(t, iso)
 			case "krun":
 				requirePodman(t)
@@ -243,16 +244,26 @@ func forEachIsolatorOf(t *testing.T, isos []string, f func(t *testing.T, iso str
 // or a user's bind shows it.
 const homeElsewhere = "/home/dsb-elsewhere"
 
-// containerHome is the containers' home (docker.home) of the suite's runs on iso: the
-// host home's path, as the default /home/<user> is for a Linux user whose home that
-// is, except on docker-remote, which stands in for Docker Desktop on a Mac, where the
-// host home (/Users/<user>) is not the containers' home (/home/<user>): there it is
-// homeElsewhere, in every test (remoteConfig).
+// containerHome is the containers' home (docker.home) of the suite's runs on iso:
+// homeElsewhere on the variants of elsewhereVariants, else the host home's path, as
+// the default /home/<user> is for a Linux user whose home that is.
 func containerHome(iso string) string {
-	if iso == remoteDocker {
+	if slices.Contains(elsewhereVariants(), iso) {
 		return homeElsewhere
 	}
 	return it.home
+}
+
+// elsewhereVariants are the container variants whose containers' home is elsewhere
+// than the host home in every test (elsewhereConfig), as on a Mac: the host home
+// /Users/<user>, the containers' /home/<user>. DEVSANDBOX_IT_HOME_ELSEWHERE names
+// them; by default docker-remote, the stand-in for Docker Desktop, docker-tcp and krun. docker,
+// against this machine's engine, keeps the home at the host home's path, as on Linux.
+func elsewhereVariants() []string {
+	if s, ok := os.LookupEnv("DEVSANDBOX_IT_HOME_ELSEWHERE"); ok {
+		return strings.Fields(strings.ReplaceAll(s, ",", " "))
+	}
+	return []string{remoteDocker, tcpDocker, "krun"}
 }
 
 // forEachContainerHome runs f as a subtest per containers' home: the suite's (at the
