@@ -176,7 +176,9 @@ func TestHostAgentsRunNothingPlanted(t *testing.T) {
 			`"apiKeyHelper":"touch %[1]s/key-helper; echo sk-stub","statusLine":{"type":"command","command":"touch %[1]s/status"}}`, m)
 		mcp := fmt.Sprintf(`{"mcpServers":{"planted":{"type":"stdio","command":"sh","args":["-c","touch %s/mcp"]}}}`, m)
 		codexCfg := fmt.Sprintf("notify = [\"sh\", \"-c\", \"touch %[1]s/notify\"]\n[mcp_servers.planted]\ncommand = \"sh\"\nargs = [\"-c\", \"touch %[1]s/codex-mcp\"]\n", m)
-		script := fmt.Sprintf(`cd "$CLAUDE_CONFIG_DIR"; printf '%%s' '%s' > settings.json; printf '%%s' '%s' > .config.json
+		// set -e: a cd that fails would plant in the project instead (its CLAUDE.md is
+		// the project's instructions, for the host's agents too, by design).
+		script := fmt.Sprintf(`set -e; cd "$CLAUDE_CONFIG_DIR"; printf '%%s' '%s' > settings.json; printf '%%s' '%s' > .config.json
 			echo PLANTED-CLAUDE-INSTRUCTION > CLAUDE.md; mkdir -p projects/-other/memory && echo PLANTED-MEMORY > projects/-other/memory/MEMORY.md
 			cd "$CODEX_HOME"; printf '%%s' '%s' > config.toml; echo PLANTED-CODEX-INSTRUCTION > AGENTS.override.md; true`,
 			settings, mcp, codexCfg)

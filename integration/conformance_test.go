@@ -92,7 +92,7 @@ func TestHideDirs(t *testing.T) {
 		{name: "project", hide: "proj/conf/secret", bind: "rw_binds"},
 		{name: "sandbox home filled earlier", hide: "hidden/secret", bind: "rw_binds", planted: true},
 	}
-	forEachIsolator(t, func(t *testing.T, iso string) {
+	forEachIsolatorOf(t, withTCP(isolators()), func(t *testing.T, iso string) {
 		forEachContainerHome(t, func(t *testing.T, home string) {
 			for _, c := range cases {
 				modes := c.modes
@@ -196,7 +196,7 @@ func TestSandboxHomePersists(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)
 		p.mustSandbox(iso, nil, `echo kept > ~/.state-file`)
-		if out := p.mustSandbox(iso, nil, `cat ~/.state-file; test "$HOME" = "`+it.home+`" && echo home-ok`); out != "kept\nhome-ok\n" {
+		if out := p.mustSandbox(iso, nil, `cat ~/.state-file; test "$HOME" = "`+containerHome(iso)+`" && echo home-ok`); out != "kept\nhome-ok\n" {
 			t.Fatalf("sandbox home did not persist:\n%s", out)
 		}
 		if _, err := os.Stat(filepath.Join(it.home, ".state-file")); !os.IsNotExist(err) {
@@ -207,7 +207,7 @@ func TestSandboxHomePersists(t *testing.T) {
 
 // Guarantee 3: /tmp is private to the session and removed afterwards.
 func TestPrivateTmp(t *testing.T) {
-	forEachIsolator(t, func(t *testing.T, iso string) {
+	forEachIsolatorOf(t, withTCP(isolators()), func(t *testing.T, iso string) {
 		p := newProject(t)
 		hostTmp, err := os.CreateTemp("", "host-visible-")
 		if err != nil {
@@ -280,7 +280,7 @@ func TestExitCodes(t *testing.T) {
 
 // Guarantee 6 for the modes this build has: none has no network, open has the host's.
 func TestEgressModes(t *testing.T) {
-	forEachIsolator(t, func(t *testing.T, iso string) {
+	forEachIsolatorOf(t, withTCP(isolators()), func(t *testing.T, iso string) {
 		p := newProject(t)
 		none := p.mustSandbox(iso, []string{"--egress=none"}, `ls /sys/class/net 2>/dev/null || cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '`)
 		if strings.TrimSpace(none) != "lo" {
@@ -296,7 +296,7 @@ func TestEgressModes(t *testing.T) {
 // Guarantee 5: a secret passed with -e NAME is visible inside, but in no argv of any
 // process during the run and not in --dry-run; secret files are 0400.
 func TestSecretsNeverInArgv(t *testing.T) {
-	forEachIsolator(t, func(t *testing.T, iso string) {
+	forEachIsolatorOf(t, withTCP(isolators()), func(t *testing.T, iso string) {
 		p := newProject(t)
 		const value = "s3cr3t-VALUE-4242"
 		p.write("secret.txt", "file-"+value)

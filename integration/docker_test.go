@@ -23,6 +23,10 @@ func setupDocker() {
 			engineReady[iso] = setupEngine(iso)
 		}
 	}
+	engineReady[tcpDocker] = "docker-remote is not among DEVSANDBOX_IT_ISOLATORS"
+	if slices.Contains(isolators(), remoteDocker) {
+		engineReady[tcpDocker] = setupTCPEngine()
+	}
 }
 
 // requireDocker skips without this machine's docker engine and its test image, and

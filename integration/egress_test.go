@@ -203,7 +203,7 @@ func TestEgressReachability(t *testing.T) {
 	requireRoot(t)
 	o := newOutside(t)
 	hs := newHostService(t)
-	forEachIsolator(t, func(t *testing.T, iso string) { testEgressReachability(t, iso, o, hs) })
+	forEachIsolatorOf(t, withTCP(isolators()), func(t *testing.T, iso string) { testEgressReachability(t, iso, o, hs) })
 }
 
 func testEgressReachability(t *testing.T, iso string, o *outside, hs *hostService) {

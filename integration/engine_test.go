@@ -36,18 +36,19 @@ var remoteEngine = cmp.Or(os.Getenv("DEVSANDBOX_IT_REMOTE_ENGINE"), defaultRemot
 var engineAPI = map[string]string{}
 
 // isDocker reports whether iso is a variant of the docker isolator.
-func isDocker(iso string) bool { return iso == localDocker || iso == remoteDocker }
+func isDocker(iso string) bool { return iso == localDocker || iso == remoteDocker || iso == tcpDocker }
 
-// engineOf is the engine address (DOCKER_HOST) of docker variant iso.
+// engineOf is the engine address (DOCKER_HOST) of docker variant iso; for tcpDocker,
+// the stand-in's socket, where root's docker CLI reaches the same engine.
 func engineOf(iso string) string {
-	if iso == remoteDocker {
+	if iso == remoteDocker || iso == tcpDocker {
 		return remoteEngine
 	}
 	return "unix:///var/run/docker.sock"
 }
 
 // engineReady is, per docker variant, why its tests cannot run ("" when they can).
-var engineReady = map[string]string{localDocker: "not checked", remoteDocker: "not checked"}
+var engineReady = map[string]string{localDocker: "not checked", remoteDocker: "not checked", tcpDocker: "not checked"}
 
 // dockerVariants are the docker variants DEVSANDBOX_IT_ISOLATORS names; "docker" when
 // it names none (the docker-only tests run against this machine's engine at least).
@@ -83,22 +84,45 @@ func withoutRemote(isos []string) []string {
 
 // isolatorArgs turns a test's devsandbox arguments into the real ones: the flag
 // --isolator=docker-remote becomes --isolator=docker, with the stand-in as
-// DOCKER_HOST unless env names an engine already.
+// DOCKER_HOST unless env names an engine already (docker-tcp: the stand-in over TLS,
+// tcpEnv); a run on a variant of
+// elsewhereVariants gets elsewhereConfig as its --config file unless the arguments
+// name one or env another config directory.
 func isolatorArgs(args, env []string) ([]string, []string) {
 	end := slices.Index(args, "--")
 	if end < 0 {
 		end = len(args)
 	}
-	i := slices.Index(args[:end], "--isolator="+remoteDocker)
+	i := slices.IndexFunc(args[:end], func(a string) bool { return strings.HasPrefix(a, "--isolator=") })
 	if i < 0 {
 		return args, env
 	}
+	iso := strings.TrimPrefix(args[i], "--isolator=")
+	own := slices.ContainsFunc(args[:end], func(a string) bool { return a == "--config" || strings.HasPrefix(a, "--config=") }) ||
+		slices.ContainsFunc(env, otherConfigHome)
 	args = slices.Clone(args)
+	if !own && slices.Contains(elsewhereVariants(), iso) {
+		args = slices.Insert(args, i+1, "--config="+elsewhereConfig)
+	}
+	if iso != remoteDocker && iso != tcpDocker {
+		return args, env
+	}
 	args[i] = "--isolator=docker"
 	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "DOCKER_HOST=") }) {
-		env = append(slices.Clip(env), "DOCKER_HOST="+remoteEngine)
+		if iso == tcpDocker {
+			env = append(slices.Clip(env), tcpEnv()...)
+		} else {
+			env = append(slices.Clip(env), "DOCKER_HOST="+remoteEngine)
+		}
 	}
 	return args, env
+}
+
+// otherConfigHome reports whether e names an XDG_CONFIG_HOME other than the
+// throwaway home's, where the test user's config file is not.
+func otherConfigHome(e string) bool {
+	v, ok := strings.CutPrefix(e, "XDG_CONFIG_HOME=")
+	return ok && v != filepath.Join(it.home, ".config")
 }
 
 // setupEngine checks docker variant iso's engine and makes the default image

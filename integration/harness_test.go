@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -226,7 +227,7 @@ func forEachIsolatorOf(t *testing.T, isos []string, f func(t *testing.T, iso str
 			switch iso {
 			case "bwrap":
 				requireBwrap(t)
-			case localDocker, remoteDocker:
+			case localDocker, remoteDocker, tcpDocker:
 				requireEngine(t, iso)
 			case "krun":
 				requirePodman(t)
@@ -242,6 +243,28 @@ func forEachIsolatorOf(t *testing.T, isos []string, f func(t *testing.T, iso str
 // places in a container: in the sandbox home, and at its host path where the project
 // or a user's bind shows it.
 const homeElsewhere = "/home/dsb-elsewhere"
+
+// containerHome is the containers' home (docker.home) of the suite's runs on iso:
+// homeElsewhere on the variants of elsewhereVariants, else the host home's path, as
+// the default /home/<user> is for a Linux user whose home that is.
+func containerHome(iso string) string {
+	if slices.Contains(elsewhereVariants(), iso) {
+		return homeElsewhere
+	}
+	return it.home
+}
+
+// elsewhereVariants are the container variants whose containers' home is elsewhere
+// than the host home in every test (elsewhereConfig), as on a Mac: the host home
+// /Users/<user>, the containers' /home/<user>. DEVSANDBOX_IT_HOME_ELSEWHERE names
+// them; by default docker-remote, the stand-in for Docker Desktop, docker-tcp and krun. docker,
+// against this machine's engine, keeps the home at the host home's path, as on Linux.
+func elsewhereVariants() []string {
+	if s, ok := os.LookupEnv("DEVSANDBOX_IT_HOME_ELSEWHERE"); ok {
+		return strings.Fields(strings.ReplaceAll(s, ",", " "))
+	}
+	return []string{remoteDocker, tcpDocker, "krun"}
+}
 
 // forEachContainerHome runs f as a subtest per containers' home: the suite's (at the
 // host home's path) and homeElsewhere. bwrap ignores docker.home: it runs both alike.
@@ -361,12 +384,12 @@ func (p *project) write(rel, content string) {
 
 // writeConfig writes a config file for a run on iso. A --config file replaces the
 // test user's config file, which holds the suite's settings (suiteConfig): they are
-// added, so the containers' home is at the host home's path here too, and the krun
+// added, so the containers' home is iso's here too (containerHome), and the krun
 // variant runs a plain container here as everywhere else in the suite, with or
 // without a KVM device.
 func (p *project) writeConfig(iso, rel, content string) string {
 	p.t.Helper()
-	return p.writeConfigHome(iso, rel, content, it.home)
+	return p.writeConfigHome(iso, rel, content, containerHome(iso))
 }
 
 // writeConfigHome is writeConfig with the containers' home (docker.home) at home.

@@ -45,25 +45,42 @@ func setupHome() error {
 		return err
 	}
 	suiteConfig = fmt.Sprintf("# written by the integration tests\n[docker]\nhome = %q\n", it.home)
-	return writeUserConfig(suiteConfig)
+	if err := writeUserConfig(suiteConfig); err != nil {
+		return err
+	}
+	elsewhereConfig = filepath.Join(it.home, ".config", "devsandbox", "elsewhere.toml")
+	return writeUserFile(elsewhereConfig, fmt.Sprintf("# written by the integration tests: the containers' home elsewhere\n[docker]\nhome = %q\n[krun]\nruntime = \"runc\"\n", homeElsewhere))
 }
 
 // suiteConfig is the start of the test user's config file in the throwaway home:
 // docker.home (the containers' home, docker's and krun's) at the host home's path, as
-// the default /home/<user> is for a user whose home that is. The suite's tests expect
-// a path under the home to be the same path in every isolator. A host home elsewhere
-// (macOS's /Users/<user>), where a path under the home has a second place in a
-// container, is what the hide tests cover besides (forEachContainerHome,
-// homeElsewhere). setupPodman adds krun's runtime.
+// the default /home/<user> is for a user whose home that is. setupPodman adds krun's
+// runtime. A host home elsewhere (macOS's /Users/<user>), where a path under the home
+// has a second place in a container, is the containers' home of elsewhereVariants in
+// every test (elsewhereConfig), and what the hide and tool-directory tests cover on
+// every container isolator besides (forEachContainerHome, homeElsewhere).
 var suiteConfig string
+
+// elsewhereConfig is the suite's settings for the variants whose containers' home is
+// elsewhere (elsewhereVariants): docker.home = homeElsewhere, and krun's runtime.
+// isolatorArgs passes it as the --config file of each of their runs that names none
+// (a --config file replaces the user file: it is the one way to give two variants of
+// one isolator different settings in one home). It lies in the user's config
+// directory, where no sandbox can write. Unlike the user file, a --config file applies
+// above the project file; the suite's project files set neither key.
+var elsewhereConfig string
 
 // writeUserConfig writes the test user's devsandbox config file in the throwaway home.
 func writeUserConfig(content string) error {
-	dir := filepath.Join(it.home, ".config", "devsandbox")
+	return writeUserFile(filepath.Join(it.home, ".config", "devsandbox", "config.toml"), content)
+}
+
+// writeUserFile writes file f in the test user's devsandbox config directory.
+func writeUserFile(f, content string) error {
+	dir := filepath.Dir(f)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	f := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/internal/sh"
@@ -80,6 +81,38 @@ func TestValueFileInToolDirAtBothHomes(t *testing.T) {
 			}
 			if r.code != 0 || r.stdout != "end\n" {
 				t.Errorf("the value file is shown at one of its places: got\n%s\nwant stdout %q", r, "end\n")
+			}
+		})
+	})
+}
+
+// A tool's variable naming its directory below the home (CLAUDE_CONFIG_DIR) names, in
+// the sandbox, where the tool's bindings put the directory: below the containers' home
+// when that is elsewhere than the host home (docker.home on macOS), where the host
+// path shows nothing. The tool reads its files there and continues the project's
+// session (state it shares with the host) in the host's directory.
+func TestToolVarBelowHome(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		forEachContainerHome(t, func(t *testing.T, home string) {
+			p := newProject(t)
+			session := "claude-work/projects/" + claudeKey(p.dir) + "/s1.jsonl"
+			p.write("claude-work/settings.json", claudeSettings)
+			p.write(session, `{"type":"user","cwd":"`+p.dir+`","sessionId":"s1","message":"HOST-TURN"}`+"\n")
+			dir := p.path("claude-work")
+			rel, _ := filepath.Rel(it.home, dir)
+			in := filepath.Join(home, rel)
+			if iso == "bwrap" {
+				in = dir
+			}
+			cfg := p.writeConfigHome(iso, "claude.toml", "[tools.claude]\nenabled = true\n", home)
+			script := `echo "$CLAUDE_CONFIG_DIR"; cat "$CLAUDE_CONFIG_DIR/settings.json" &&
+				echo SANDBOX-TURN >> "$CLAUDE_CONFIG_DIR/projects/` + claudeKey(p.dir) + `/s1.jsonl" && echo end`
+			r := run(t, p.dir, []string{"CLAUDE_CONFIG_DIR=" + dir}, "", "--isolator="+iso, "--egress=none", "--config", cfg, "--", "/bin/sh", "-c", script)
+			if want := in + "\n" + claudeSettings + "end\n"; r.code != 0 || r.stdout != want {
+				t.Errorf("CLAUDE_CONFIG_DIR=%s: want stdout %q\n%s", dir, want, r)
+			}
+			if b, err := os.ReadFile(p.path(session)); err != nil || !strings.HasSuffix(string(b), "\nSANDBOX-TURN\n") {
+				t.Errorf("the session on the host: %q, %v", b, err)
 			}
 		})
 	})

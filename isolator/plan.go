@@ -342,6 +342,12 @@ type EnvVar struct {
 	Name     string
 	Value    string
 	FromHost bool
+	// HomeRel is set on a tool's variable naming a location below the host home
+	// (CLAUDE_CONFIG_DIR, GH_CONFIG_DIR, CARGO_HOME...): Value is that location,
+	// User.HostHome/HomeRel, which the tool's bindings place at HomeRel below the
+	// in-sandbox home. A sandbox whose home is elsewhere than the host home
+	// (docker.home) gives the variable the path there instead.
+	HomeRel string `json:",omitempty"`
 }
 
 // Secret is one secret delivered to the sandbox. Exactly one of EnvSource and

@@ -10,7 +10,9 @@
 // finds through an XDG variable is bound at its default place in the sandbox home,
 // because XDG_* variables are not passed in. A location named by the tool's own variable
 // (CLAUDE_CONFIG_DIR, CODEX_HOME, CARGO_HOME, GH_CONFIG_DIR, ...) is bound where the
-// variable points, and the variable is passed. Bindings are read-only unless the tool
+// variable points, and the variable is passed: below the host home, home-relative like
+// any path there, and a sandbox whose home is elsewhere gives the variable that place
+// (isolator.EnvVar.HomeRel). Bindings are read-only unless the tool
 // must write, and optional wherever the file may not exist.
 //
 // # Credentials

@@ -236,6 +236,9 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 	if l.Home == "" {
 		l.Home = "/home/" + p.User.Name
 	}
+	if err := homesApart(p, l.Home); err != nil {
+		return nil, err
+	}
 	if o.Shipped {
 		l.EmptyFile = "" // masks bind MaskSource
 	}
@@ -510,7 +513,8 @@ func agentEnv(env []isolator.EnvVar, sock string) []isolator.EnvVar {
 }
 
 // Env is the command's environment: the Plan's, with the container's home and
-// without PATH (containers use the image's).
+// without PATH (containers use the image's); a tool's variable naming a location below
+// the host home names it below the container's home, where its bindings land.
 func Env(p *isolator.Plan, home string) []isolator.EnvVar {
 	var env []isolator.EnvVar
 	hasHome := false
@@ -521,6 +525,11 @@ func Env(p *isolator.Plan, home string) []isolator.EnvVar {
 		case "HOME":
 			e = isolator.EnvVar{Name: "HOME", Value: home}
 			hasHome = true
+		default:
+			if e.HomeRel != "" && home != p.User.HostHome {
+				// Where the tool's bindings of the location land; not the host's value.
+				e = isolator.EnvVar{Name: e.Name, Value: path.Join(home, e.HomeRel)}
+			}
 		}
 		env = append(env, e)
 	}

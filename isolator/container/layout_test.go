@@ -402,3 +402,24 @@ func TestAgentSocket(t *testing.T) {
 		})
 	}
 }
+
+// A tool's variable naming a location below the host home names it below the
+// container's home, where the tool's bindings land, as a value of its own (not the
+// host's, so a script does not take it from the environment); at the host home's path
+// it keeps the host's value.
+func TestEnvHomeRel(t *testing.T) {
+	p := plan(t.TempDir())
+	p.Env = []isolator.EnvVar{
+		{Name: "CLAUDE_CONFIG_DIR", Value: "/home/u/claude-work", FromHost: true, HomeRel: "claude-work"},
+		{Name: "HOME", Value: "/home/u", FromHost: true},
+		{Name: "TERM", Value: "xterm", FromHost: true},
+	}
+	for home, want := range map[string][]isolator.EnvVar{
+		"/Users/u": {{Name: "CLAUDE_CONFIG_DIR", Value: "/Users/u/claude-work"}, {Name: "HOME", Value: "/Users/u"}, {Name: "TERM", Value: "xterm", FromHost: true}},
+		"/home/u":  {{Name: "CLAUDE_CONFIG_DIR", Value: "/home/u/claude-work", FromHost: true, HomeRel: "claude-work"}, {Name: "HOME", Value: "/home/u"}, {Name: "TERM", Value: "xterm", FromHost: true}},
+	} {
+		if got := Env(p, home); !reflect.DeepEqual(got, want) {
+			t.Errorf("home %s:\n got %+v\nwant %+v", home, got, want)
+		}
+	}
+}

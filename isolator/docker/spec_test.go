@@ -643,3 +643,14 @@ func pathIn(words []string) string {
 	}
 	return ""
 }
+
+// The renderer refuses a containers' home inside the host home while the project, below
+// the host home, is shown at its host path (container.Lay; config refuses the same
+// docker.home on load, a library caller's Options never passed there).
+func TestHomeInsideHostHomeRefused(t *testing.T) {
+	o := opts
+	o.Home = home + "/box"
+	if _, err := containerConfig(basePlan(), o); !errors.Is(err, isolator.ErrConfig) || !strings.Contains(err.Error(), "set docker.home to "+home+",") {
+		t.Fatalf("got %v, want ErrConfig naming the fix", err)
+	}
+}

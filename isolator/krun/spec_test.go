@@ -544,3 +544,14 @@ func TestContainerKeepsImagePath(t *testing.T) {
 		}
 	}
 }
+
+// The renderer refuses a containers' home above the host home while the project, below
+// the host home, is shown at its host path (container.Lay; config refuses the same
+// docker.home on load, a library caller's Options never passed there).
+func TestHomeAboveHostHomeRefused(t *testing.T) {
+	o := opts
+	o.Home = "/home"
+	if _, err := specGen(basePlan(), o); !errors.Is(err, isolator.ErrConfig) || !strings.Contains(err.Error(), "set docker.home to "+home+",") {
+		t.Fatalf("got %v, want ErrConfig naming the fix", err)
+	}
+}

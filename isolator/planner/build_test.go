@@ -386,3 +386,28 @@ func TestBuildPlan(t *testing.T) {
 		t.Errorf("Command = %q, want %q", p.Command, want)
 	}
 }
+
+// A tool's variable naming a location below the home carries the location's path below
+// it (EnvVar.HomeRel), where the tool's bindings land in a sandbox home elsewhere; one
+// outside the home, a value that is no path, and a user's passthrough carry none.
+func TestBuildToolEnvHomeRel(t *testing.T) {
+	f := newFixture(t)
+	mkdirs(t, f.home+"/claude-work", f.root+"/opt/codex")
+	cfg := f.load(t, "CLAUDE_CONFIG_DIR="+f.home+"/claude-work/", "ANTHROPIC_BASE_URL=http://127.0.0.1:9", "CODEX_HOME="+f.root+"/opt/codex",
+		"GOPATH="+f.home+"/go")
+	cfg.Egress.Mode = "none"
+	on := true
+	cfg.Tools["claude"] = config.ToolConfig{Enabled: &on}
+	cfg.Tools["codex"] = config.ToolConfig{Enabled: &on}
+	cfg.Env.Passthrough = []string{"GOPATH"}
+	p, _ := f.build(t, cfg)
+	got := map[string]string{}
+	for _, e := range p.Env {
+		got[e.Name] = e.HomeRel
+	}
+	for n, want := range map[string]string{"CLAUDE_CONFIG_DIR": "claude-work", "ANTHROPIC_BASE_URL": "", "CODEX_HOME": "", "GOPATH": ""} {
+		if rel, ok := got[n]; !ok || rel != want {
+			t.Errorf("%s: HomeRel %q (in the plan: %v), want %q", n, rel, ok, want)
+		}
+	}
+}

@@ -167,7 +167,7 @@ func (b *mountBuilder) tools(enabled []tools.Tool, th tools.Host, h config.Host)
 		}
 		for _, n := range t.Env {
 			if v, ok := h.Vars[n]; ok {
-				env[n] = isolator.EnvVar{Name: n, Value: v, FromHost: true}
+				env[n] = isolator.EnvVar{Name: n, Value: v, FromHost: true, HomeRel: homeRel(v, h.Home)}
 			}
 		}
 		if t.EnvSet != nil {
@@ -539,4 +539,17 @@ func (b *mountBuilder) visible(p string) bool {
 		}
 	}
 	return false
+}
+
+// homeRel is v's path below home when v is an absolute path strictly below it, where a
+// tool's binding of it lands home-relative (tools.Host.at), else "".
+func homeRel(v, home string) string {
+	if !filepath.IsAbs(v) {
+		return ""
+	}
+	rel, ok := strings.CutPrefix(filepath.Clean(v), home+"/")
+	if !ok || home == "/" {
+		return ""
+	}
+	return rel
 }
