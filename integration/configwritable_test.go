@@ -60,6 +60,8 @@ func TestConfigFileWhereRunWrites(t *testing.T) {
 					if !strings.Contains(r.stderr, file) || !strings.Contains(r.stderr, "devsandbox config trust "+file) {
 						t.Errorf("an untrusted --config file the sandbox can write: the refusal names neither it nor the fix:\n%s", r)
 					}
+					sameAsRun(t, r, run(t, p.dir, env, "", "config", "validate", file), 125, "config validate")
+					sameAsRun(t, r, run(t, p.dir, env, "", "--isolator="+iso, "--config", file, "doctor"), 1, "doctor")
 					if r := run(t, p.dir, env, "", "config", "trust", file); r.code != 0 {
 						t.Fatalf("config trust %s:\n%s", file, r)
 					}
@@ -135,4 +137,14 @@ func TestUserConfigNotWritableThroughBind(t *testing.T) {
 			t.Errorf("the sandbox wrote the trust records through a bind of %s", conf)
 		}
 	})
+}
+
+// sameAsRun fails unless got (config validate, doctor) exited code and said the
+// refusal the run said, word for word.
+func sameAsRun(t *testing.T, runR, got result, code int, what string) {
+	t.Helper()
+	refusal := strings.TrimSpace(runR.stderr[strings.Index(runR.stderr, "/"):])
+	if got.code != code || !strings.Contains(got.stderr+got.stdout, refusal) {
+		t.Errorf("%s does not say what the run said (%q), exit %d:\n%s", what, refusal, code, got)
+	}
 }
