@@ -22,14 +22,16 @@ rw_binds = ["$ROOT/rw"]
 ro_binds = ["$ROOT/ro"]
 host_mounts = ["$ROOT/mnt:/mnt/x"]
 `)[0])
-	writeFile(t, f.home+"/.local/share/devsandbox/other-12345678/project", f.root+"/other\n")
+	_, other := projectName(f.root + "/other")
+	mkdirs(t, f.home+"/.local/share/devsandbox/"+other+"/home")
 	cfg := f.load(t)
-	in := configWritable(tools.Default(), ToolHost(cfg.Host, probe(f.proj), f.proj), f.proj)(cfg)
+	in := configWritable(tools.Default(), probe(f.proj), f.proj)(cfg)
 	for p, want := range map[string]string{
 		f.proj + "/dev.toml":                        "the project",
 		f.root + "/rw/dev.toml":                     "sandbox.rw_binds",
 		f.root + "/mnt/a/b":                         "sandbox.host_mounts",
-		f.root + "/other/x":                         "another project devsandbox has run (other-12345678)",
+		f.root + "/other/x":                         "it lies in " + f.root + "/other: another project devsandbox has run (" + other + ")",
+		f.root + "/other/a/b/c":                     "it lies in " + f.root + "/other: another project",
 		f.home + "/.local/state/devsandbox/p/tmp/x": "devsandbox's state",
 		f.root + "/ro/dev.toml":                     "",
 		f.root + "/rwx/dev.toml":                    "",

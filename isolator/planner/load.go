@@ -54,13 +54,12 @@ func LoadDir(dir string, flags config.Flags, environ []string, reg *tools.Regist
 	// handed on only when the configuration still does (a run on another backend, or
 	// with a view of its own, leaves it unused; it only reads).
 	head := startAhead(flags, host, probe)
-	th := ToolHost(host, probe, proj.Dir) // cfg.Host is host: the same environment
 	cfg, warns, err := config.Load(config.LoadOptions{ProjectDir: proj.Dir, Flags: flags, Environ: environ, UID: host.UID, GID: host.GID,
-		Writable: configWritable(reg, th, proj.Dir)})
+		Writable: configWritable(reg, probe, proj.Dir)})
 	if err != nil {
 		return nil, err
 	}
-	keyed, held, kwarns, err := ToolKeys(cfg, reg, th)
+	keyed, held, kwarns, err := ToolKeys(cfg, reg, ToolHost(cfg.Host, probe, proj.Dir))
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +82,5 @@ func LoadUser(flags config.Flags, environ []string, reg *tools.Registry) (*confi
 	if err != nil {
 		return nil, nil, fmt.Errorf("finding the working directory: %w", err)
 	}
-	th := ToolHost(host, OS(cwd), "")
-	return config.Load(config.LoadOptions{Flags: flags, Environ: environ, UID: host.UID, GID: host.GID, Writable: configWritable(reg, th, "")})
+	return config.Load(config.LoadOptions{Flags: flags, Environ: environ, UID: host.UID, GID: host.GID, Writable: configWritable(reg, OS(cwd), "")})
 }
