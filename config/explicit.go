@@ -15,6 +15,7 @@ type WritableCheck func(p string) (why string, ok bool)
 // whose hash is checked against the trust records.
 type explicitFile struct {
 	path string
+	real string // path resolved when it was read; "" for a pipe
 	sum  string // contentHash of the bytes applied
 }
 
@@ -26,14 +27,17 @@ type explicitFile struct {
 // sandbox may have left a FIFO or a link to /dev/zero there.
 func applyExplicit(c *Config, path string) error {
 	read := readFile
-	if _, onDisk := realPath(path); onDisk {
+	real, onDisk := realPath(path)
+	if onDisk {
 		read = readProjectFile
 	}
 	doc, err := read(path)
 	if err != nil {
 		return err
 	}
-	c.explicit = &explicitFile{path: path, sum: contentHash(doc)}
+	// What was judged a file when read is judged as one: a link swapped for one to a
+	// pipe since does not make it need no trust.
+	c.explicit = &explicitFile{path: path, real: real, sum: contentHash(doc)}
 	return mergeFile(c, path, doc)
 }
 
@@ -47,13 +51,10 @@ func applyExplicit(c *Config, path string) error {
 // nowhere and needs none.
 func checkExplicit(c *Config, writable func(*Config) WritableCheck) error {
 	e := c.explicit
-	if e == nil {
+	if e == nil || e.real == "" {
 		return nil
 	}
-	real, onDisk := realPath(e.path)
-	if !onDisk {
-		return nil
-	}
+	real := e.real
 	named := trustKey(e.path)
 	recs, err := readTrust(TrustFile(c.Host))
 	if err != nil {
