@@ -22,13 +22,13 @@ var (
 	ErrProjectRestricted = errors.New("not allowed in a project file")
 
 	// ErrUntrustedChange is matched by the error Load returns when the project file
-	// was trusted but its content changed since: the run must stop until the user
-	// reviews the file and trusts it again.
+	// (or a --config file) was trusted but its content changed since: the run must
+	// stop until the user reviews the file and trusts it again.
 	ErrUntrustedChange = errors.New("changed since it was trusted")
 
 	// ErrUntrustedConfigFile is matched by the error Load returns when the --config
-	// file lies where a sandbox can write it (the project, devsandbox's data and state)
-	// and its content is not trusted: a sandbox could otherwise widen its next run.
+	// file lies where a sandbox can write it (LoadOptions.Writable) and its content is
+	// not trusted: a sandbox could otherwise widen its next run.
 	ErrUntrustedConfigFile = errors.New("not trusted")
 )
 

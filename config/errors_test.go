@@ -116,7 +116,7 @@ func TestFileErrors(t *testing.T) {
 					t.Errorf("%s: errors.Is(ErrNotImplemented) = %v, want %v", what, !tt.notImpl, tt.notImpl)
 				}
 			}
-			_, _, err := Load(LoadOptions{Environ: environ, Flags: Flags{ConfigFile: file}})
+			_, _, err := Load(LoadOptions{Environ: environ, Flags: Flags{ConfigFile: file}, Writable: nowhere})
 			check("Load", err)
 			host, err := HostFromEnviron(environ, 1000, 1000)
 			if err != nil {
@@ -165,7 +165,7 @@ func TestErrorMessages(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		file := writeFile(t, filepath.Join(home, "c.toml"), tt.doc)
-		opts := LoadOptions{Environ: environ, Flags: Flags{ConfigFile: file}}
+		opts := LoadOptions{Environ: environ, Flags: Flags{ConfigFile: file}, Writable: nowhere}
 		if tt.flag != "" {
 			opts.Flags.Mode = &tt.flag
 		}
@@ -204,7 +204,7 @@ func TestCredentialsShareAKey(t *testing.T) {
 	file := writeFile(t, filepath.Join(home, "c.toml"), "[proxy]\nmitm = true\n"+
 		"[[proxy.credentials]]\nhost = \"api.openai.com\"\nheader = \"Authorization\"\nformat = \"Bearer {}\"\nvalue_env = \"OPENAI_API_KEY\"\nplaceholder_env = \"OPENAI_API_KEY\"\n"+
 		"[[proxy.credentials]]\nhost = \"gw.corp.test\"\nheader = \"Authorization\"\nformat = \"Bearer {}\"\nvalue_env = \"OPENAI_API_KEY\"\nplaceholder_env = \"OPENAI_API_KEY\"\n")
-	if _, _, err := Load(LoadOptions{Environ: environ, Flags: Flags{ConfigFile: file}}); err != nil {
+	if _, _, err := Load(LoadOptions{Environ: environ, Flags: Flags{ConfigFile: file}, Writable: nowhere}); err != nil {
 		t.Fatal(err)
 	}
 }

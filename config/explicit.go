@@ -3,90 +3,109 @@ package config
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
-// applyExplicit applies the --config file path, which replaces the user file. A file
-// that lies where a sandbox can write it (sandboxWritable) is the sandbox's to change
-// between runs, so it applies only while the trust records hold its content, like
-// the project file: untrusted, it stops Load with an error matching
-// ErrUntrustedConfigFile; changed since trusted, one matching ErrUntrustedChange. The
-// file is read once: the bytes whose hash is checked are the bytes applied. Any other
-// file (the user's own, a pipe) applies without trust.
-func applyExplicit(c *Config, path, projectDir string) error {
-	key, writable := sandboxWritable(path, writableRoots(c.Host, projectDir))
+// WritableCheck reports whether a sandbox can write the host path p (absolute and
+// clean; asked as named and with its links resolved), and why, for people: where it
+// lies and what makes that writable ("it lies in /data: sandbox.rw_binds").
+type WritableCheck func(p string) (why string, ok bool)
+
+// explicitFile is the --config file as Load read it: the bytes applied are the bytes
+// whose hash is checked against the trust records.
+type explicitFile struct {
+	path string
+	real string // path resolved when it was read; "" for a pipe
+	sum  string // contentHash of the bytes applied
+}
+
+// applyExplicit reads and applies the --config file path, which replaces the user
+// file. Whether a sandbox can write it depends on the whole configuration (its binds
+// come from this file, the flags and the tools), so checkExplicit decides whether it
+// may apply once Load has it all. A file (a name on disk, as opposed to a pipe such as
+// /dev/stdin or <(...)) is read as the project file is: regular and bounded, since a
+// sandbox may have left a FIFO or a link to /dev/zero there.
+func applyExplicit(c *Config, path string) error {
 	read := readFile
-	if writable {
-		read = readProjectFile // regular and bounded: the sandbox may have left a FIFO
+	real, onDisk := realPath(path)
+	if onDisk {
+		read = readProjectFile
 	}
 	doc, err := read(path)
 	if err != nil {
 		return err
 	}
-	if writable {
-		rec, found, err := trustRecordOf(c.Host, key)
-		switch {
-		case err != nil:
-			return err
-		case !found:
-			return &Error{File: path, Err: untrustedConfigf("%s: a sandbox can write it (it lies in %s), so it applies only once trusted; review it, then run `devsandbox config trust %s`",
-				ErrUntrustedConfigFile, writableRootOf(key, writableRoots(c.Host, projectDir)), path)}
-		case rec.SHA256 != contentHash(doc):
-			return &Error{File: path, Err: untrustedChangef("%s (trusted %s); a sandbox can write it: review the changes, then run `devsandbox config trust %s` again",
-				ErrUntrustedChange, rec.TrustedAt.Format(time.RFC3339), path)}
-		}
-	}
+	// What was judged a file when read is judged as one: a link swapped for one to a
+	// pipe since does not make it need no trust.
+	c.explicit = &explicitFile{path: path, real: real, sum: contentHash(doc)}
 	return mergeFile(c, path, doc)
 }
 
-// writableRoots are the host directories a sandbox may write: the project (read-write
-// in every run of it) and devsandbox's data and state directories, which hold every
-// project's sandbox home and session /tmp. Other read-write binds are the user's own
-// choice (docs/security-model.md).
-func writableRoots(h Host, projectDir string) []string {
-	roots := []string{filepath.Join(h.DataHome, "devsandbox"), filepath.Join(h.StateHome, "devsandbox")}
-	if projectDir != "" {
-		roots = append(roots, projectDir)
+// checkExplicit refuses the --config file c was loaded with when a sandbox can write
+// it (writable, what the run's sandbox and the others devsandbox knows of can write)
+// and the trust records do not hold its content: untrusted, with an error matching
+// ErrUntrustedConfigFile; changed since trusted, one matching ErrUntrustedChange. A
+// file trusted once is held to its record wherever it lies now: the sandbox that
+// could write it may have removed the bind that made it writable. A nil writable
+// knows nothing the sandbox cannot write: every file on disk needs trust. A pipe lies
+// nowhere and needs none.
+func checkExplicit(c *Config, writable func(*Config) WritableCheck) error {
+	e := c.explicit
+	if e == nil || e.real == "" {
+		return nil
 	}
-	for i, r := range roots {
-		if real, err := filepath.EvalSymlinks(r); err == nil {
-			roots[i] = real
-		}
-	}
-	return roots
-}
-
-// sandboxWritable reports whether the file at path lies in one of roots, as named
-// (a link there the sandbox can point anywhere) or once its links are resolved (a
-// link elsewhere to a file there), and returns the key its trust is recorded under:
-// trustKey's for a name in roots, else the resolved path. A pipe (/dev/stdin,
-// <(...)) resolves to no file and lies nowhere.
-func sandboxWritable(path string, roots []string) (string, bool) {
-	key := trustKey(path)
-	abs, err := filepath.Abs(path)
+	real := e.real
+	named := trustKey(e.path)
+	recs, err := readTrust(TrustFile(c.Host))
 	if err != nil {
-		abs = filepath.Clean(path)
+		return err
 	}
-	for _, p := range []string{abs, key} {
-		if writableRootOf(p, roots) != "" {
-			return key, true
+	for _, key := range []string{named, real} {
+		rec, found := recs.Files[key]
+		switch {
+		case !found:
+			continue
+		case rec.SHA256 != e.sum:
+			return &Error{File: e.path, Err: untrustedChangef("%s (trusted %s); a sandbox could write it: review the changes, then run `devsandbox config trust %s` again",
+				ErrUntrustedChange, rec.TrustedAt.Format(time.RFC3339), e.path)}
 		}
+		return nil
 	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil && writableRootOf(real, roots) != "" {
-		return real, true
+	why := "devsandbox was not told what a sandbox can write"
+	if writable != nil {
+		in := writable(c)
+		var ok bool
+		for _, p := range []string{absClean(e.path), named, real} {
+			if why, ok = in(p); ok {
+				break
+			}
+		}
+		if !ok {
+			return nil
+		}
+		why = "a sandbox can write it (" + why + ")"
 	}
-	return "", false
+	return &Error{File: e.path, Err: untrustedConfigf("%s: %s, so it applies only once trusted; review it, then run `devsandbox config trust %s`",
+		ErrUntrustedConfigFile, why, e.path)}
 }
 
-// writableRootOf returns the root of roots that p lies in, or "".
-func writableRootOf(p string, roots []string) string {
-	for _, r := range roots {
-		if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
-			return r
-		}
+// realPath returns path absolute with its links resolved, and whether it names a
+// file on disk at all: a pipe (/dev/stdin, /dev/fd/63 from <(...)) resolves to no
+// file.
+func realPath(path string) (string, bool) {
+	real, err := filepath.EvalSymlinks(absClean(path))
+	if err != nil {
+		return "", false
 	}
-	return ""
+	return real, true
+}
+
+// absClean is path absolute and clean.
+func absClean(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return filepath.Clean(path)
 }
 
 // untrustedConfigf returns a cause matching ErrUntrustedConfigFile.
@@ -96,14 +115,13 @@ func untrustedConfigf(format string, args ...any) error {
 
 // TrustConfigFile records the current content of the --config file path as trusted, at
 // now, and returns its sha256 in hex: what `devsandbox config trust FILE` does for a
-// --config file a sandbox can write (applyExplicit). The file must be one a run would
-// apply (valid, as a --config file: over the defaults alone, since it replaces the user
-// file), and pass checks. A file no sandbox can write needs no trust: an error
-// matching ErrInvalid says so.
-func TrustConfigFile(host Host, path, projectDir string, now time.Time, checks ...func(*Config) error) (string, error) {
-	key, writable := sandboxWritable(path, writableRoots(host, projectDir))
-	if !writable {
-		return "", &Error{File: path, Err: invalidf("not in the project nor devsandbox's data or state: a --config file there applies without trust")}
+// --config file a sandbox can write (checkExplicit). It is recorded under the file's
+// name (its directory's links resolved, trustKey), which Load looks up before the
+// file's resolved path. The file must be one a run would apply (valid, as a --config
+// file: over the defaults alone, since it replaces the user file), and pass checks.
+func TrustConfigFile(host Host, path string, now time.Time, checks ...func(*Config) error) (string, error) {
+	if _, onDisk := realPath(path); !onDisk {
+		return "", &Error{File: path, Err: invalidf("not a file on disk: a pipe applies without trust")}
 	}
 	doc, err := readProjectFile(path)
 	if err != nil {
@@ -125,7 +143,7 @@ func TrustConfigFile(host Host, path, projectDir string, now time.Time, checks .
 	}
 	sum := contentHash(doc)
 	err = updateTrust(host, func(r *trustRecords) {
-		r.Files[key] = trustRecord{SHA256: sum, TrustedAt: now.UTC().Truncate(time.Second)}
+		r.Files[trustKey(path)] = trustRecord{SHA256: sum, TrustedAt: now.UTC().Truncate(time.Second)}
 	})
 	return sum, err
 }

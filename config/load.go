@@ -23,6 +23,12 @@ type LoadOptions struct {
 	// UID and GID are the user's; a negative value means os.Getuid() / os.Getgid().
 	// Note that the zero value is root's.
 	UID, GID int
+	// Writable tells what a sandbox can write once the configuration is fully loaded
+	// (its binds come from the layers, the --config file's included): a --config file
+	// it holds applies only while trusted (checkExplicit). planner.Load passes what
+	// the planner binds read-write; nil knows nothing, so every --config file on disk
+	// needs trust.
+	Writable func(*Config) WritableCheck
 }
 
 // ProjectFileName is the name of the project config file in the project root.
@@ -50,8 +56,8 @@ func UserFile(host Host) string {
 // to trust it; a trusted one that changed since stops Load with an error matching
 // ErrUntrustedChange. A project file may not loosen protections (see checkProject).
 // When the project file is the --config file, it applies as that. A --config file
-// where a sandbox can write it (the project, devsandbox's data and state) applies only
-// while the trust records hold its content (applyExplicit).
+// where a sandbox can write it (opts.Writable, asked once the configuration is fully
+// loaded) applies only while the trust records hold its content (checkExplicit).
 //
 // Warnings are sentences for people. Errors hold an *Error (errors.As) naming the
 // file and line or the flag; those about the content of the configuration match
@@ -80,7 +86,7 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 		warnings = append(warnings, w)
 	}
 	if explicit != "" {
-		if err := applyExplicit(c, explicit, opts.ProjectDir); err != nil {
+		if err := applyExplicit(c, explicit); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -109,7 +115,11 @@ func Load(opts LoadOptions) (*Config, []string, error) {
 	if err := checkEngineEnv(c); err != nil {
 		return nil, nil, err
 	}
-	return c, append(warnings, finish(c)...), nil
+	warnings = append(warnings, finish(c)...)
+	if err := checkExplicit(c, opts.Writable); err != nil {
+		return nil, nil, err
+	}
+	return c, warnings, nil
 }
 
 // effectiveIsolator is the isolator once the flags are in.

@@ -127,7 +127,7 @@ cpus = 8
 				tt.flags.ConfigFile = explicitFile
 				wantFiles = []string{explicitFile}
 			}
-			c, _ := mustLoad(t, LoadOptions{Environ: environ, Flags: tt.flags})
+			c, _ := mustLoad(t, LoadOptions{Environ: environ, Flags: tt.flags, Writable: nowhere})
 			for key, v := range tt.want(c, userFile, explicitFile) {
 				if v.got != v.want || c.Origins[key] != v.origin {
 					t.Errorf("%s = %q from %q, want %q from %q", key, v.got, c.Origins[key], v.want, v.origin)
@@ -163,7 +163,7 @@ secrets = false
 		ConfigFile: file,
 		Allow:      []string{"b.com", "c.com:443"},
 		Env:        []string{"B=3", "C=4", "TOKEN", "OTHER"},
-	}})
+	}, Writable: nowhere})
 	wantHide := []string{home + "/.ssh", home + "/.aws", home + "/.gnupg", home + "/.config/gcloud",
 		home + "/.azure", home + "/.kube", home + "/.docker", home + "/.netrc", home + "/.secrets"}
 	checks := []struct {
@@ -234,7 +234,7 @@ header = "Authorization"
 value_file = "~/cred"
 format = "Bearer {}"
 `)
-	c, _ := mustLoad(t, LoadOptions{Environ: environ, Flags: Flags{ConfigFile: file}})
+	c, _ := mustLoad(t, LoadOptions{Environ: environ, Flags: Flags{ConfigFile: file}, Writable: nowhere})
 	got := []any{c.Sandbox.HidePaths[8:], c.Sandbox.ROBinds, c.Sandbox.RWBinds, c.Sandbox.HostMounts,
 		c.Sandbox.SystemBinds, c.Sandbox.WritableDirs, c.Secrets.Files, c.Krun.PodmanSocket, c.Proxy.Credentials}
 	want := []any{
@@ -256,7 +256,7 @@ func TestLoadMissingFiles(t *testing.T) {
 		t.Errorf("Files = %q without a user file", c.Files)
 	}
 	missing := filepath.Join(home, "nope.toml")
-	_, _, err := Load(LoadOptions{Environ: environ, Flags: Flags{ConfigFile: missing}})
+	_, _, err := Load(LoadOptions{Environ: environ, Flags: Flags{ConfigFile: missing}, Writable: nowhere})
 	ce := asConfigError(t, err)
 	if ce.File != missing || !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrInvalid) {
 		t.Errorf("got %#v (%v)", ce, err)
@@ -380,7 +380,7 @@ func TestLimitFlagsAndValidation(t *testing.T) {
 			t.Errorf("%+v: %v, want ErrInvalid saying %q", tc.flags, err, tc.want)
 		}
 	}
-	_, _, err := Load(LoadOptions{Environ: environ, Flags: Flags{ConfigFile: writeFile(t, home+"/r.toml", "[sandbox]\nrelax_syscalls = [\"ptrace\"]\n")}, UID: 1000, GID: 1000})
+	_, _, err := Load(LoadOptions{Environ: environ, Flags: Flags{ConfigFile: writeFile(t, home+"/r.toml", "[sandbox]\nrelax_syscalls = [\"ptrace\"]\n")}, Writable: nowhere, UID: 1000, GID: 1000})
 	if err == nil || !strings.Contains(err.Error(), `sandbox.relax_syscalls: "ptrace" is not a syscall group (one of userns, io_uring, perf, sockets)`) {
 		t.Errorf("unknown group: %v", err)
 	}

@@ -128,16 +128,6 @@ func trustState(host Host, projectFile string, doc []byte) (TrustState, trustRec
 	return Changed, rec, nil
 }
 
-// trustRecordOf returns the record held under key, and whether there is one.
-func trustRecordOf(host Host, key string) (trustRecord, bool, error) {
-	r, err := readTrust(TrustFile(host))
-	if err != nil {
-		return trustRecord{}, false, err
-	}
-	rec, ok := r.Files[key]
-	return rec, ok, nil
-}
-
 // contentHash is the hex sha256 of a file's bytes: the content alone, not its name,
 // mode or time.
 func contentHash(doc []byte) string {

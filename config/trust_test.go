@@ -131,7 +131,7 @@ func TestProjectLayerOrder(t *testing.T) {
 	}
 
 	image := "flag"
-	c, _ = mustLoad(t, LoadOptions{Environ: environ, ProjectDir: dir, Flags: Flags{ConfigFile: explicit, Image: &image}})
+	c, _ = mustLoad(t, LoadOptions{Environ: environ, ProjectDir: dir, Flags: Flags{ConfigFile: explicit, Image: &image}, Writable: nowhere})
 	if c.Limits.CPUs != 4 || c.Limits.Memory != "" || c.Docker.Image != "flag" || c.Origins["limits.cpus"] != explicit ||
 		!reflect.DeepEqual(c.Files, []string{file, explicit}) {
 		t.Errorf("--config: cpus %v memory %q image %q files %q", c.Limits.CPUs, c.Limits.Memory, c.Docker.Image, c.Files)
@@ -143,13 +143,13 @@ func TestProjectLayerOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, file, "[sandbox]\nmode = \"off\"\n")
-	if _, _, err := Load(LoadOptions{Environ: environ, ProjectDir: dir, Flags: Flags{ConfigFile: file}}); !errors.Is(err, ErrUntrustedConfigFile) {
+	if _, _, err := Load(LoadOptions{Environ: environ, ProjectDir: dir, Flags: Flags{ConfigFile: file}, Writable: within(dir)}); !errors.Is(err, ErrUntrustedConfigFile) {
 		t.Errorf("untrusted project file as --config: got %v, want ErrUntrustedConfigFile", err)
 	}
-	if _, err := TrustConfigFile(host, file, dir, trustTime); err != nil {
+	if _, err := TrustConfigFile(host, file, trustTime); err != nil {
 		t.Fatal(err)
 	}
-	c, warnings := mustLoad(t, LoadOptions{Environ: environ, ProjectDir: dir, Flags: Flags{ConfigFile: file}})
+	c, warnings := mustLoad(t, LoadOptions{Environ: environ, ProjectDir: dir, Flags: Flags{ConfigFile: file}, Writable: within(dir)})
 	if len(warnings) != 0 || c.Sandbox.Mode != "off" || !reflect.DeepEqual(c.Files, []string{file}) {
 		t.Errorf("project file as --config: warnings %q, mode %q, files %q", warnings, c.Sandbox.Mode, c.Files)
 	}

@@ -29,6 +29,8 @@ type Config struct {
 
 	// deprecated are notes on deprecated keys the layers used, turned into warnings.
 	deprecated []string
+	// explicit is the --config file applied, nil when none.
+	explicit *explicitFile
 }
 
 // Sandbox is the [sandbox] table.

@@ -40,7 +40,7 @@ func TestContainerHomeOverlapInFile(t *testing.T) {
 	home, environ := testHome(t)
 	for _, h := range []string{home + "/box", filepath.Dir(home)} {
 		file := writeFile(t, filepath.Join(home, "c.toml"), fmt.Sprintf("[docker]\nhome = %q\n", h))
-		_, _, err := Load(LoadOptions{Environ: environ, Flags: Flags{ConfigFile: file}})
+		_, _, err := Load(LoadOptions{Environ: environ, Flags: Flags{ConfigFile: file}, Writable: nowhere})
 		if err == nil {
 			t.Fatalf("docker.home %q with the home at %s: no error", h, home)
 		}

@@ -33,11 +33,11 @@ func (a *app) commands() []*cli.Command {
 			Subcommands: []*cli.Command{
 				{Name: "show", Usage: "print the effective configuration with the origin of each value", Flags: []cli.Flag{jsonFlag}, Action: a.configShow},
 				{Name: "validate", Usage: "check a config file; report its errors with file, line and key", ArgsUsage: "FILE",
-					Description: a.describe("Checks FILE on its own, over the defaults, with the checks a run makes on the configuration (what depends on the host, such as paths that must exist, is left to the run). Reports the first error, or every unknown key, with its file, line and key, and exits 125; prints \"FILE: valid\" otherwise."), Action: a.configValidate},
+					Description: a.describe("Checks FILE on its own, over the defaults, with the checks a run makes on the configuration (what depends on the host, such as paths that must exist, is left to the run). Reports the first error, or every unknown key, with its file, line and key, and exits 125; so does a FILE that a run from here with --config FILE would refuse until trusted (a sandbox can write it). Prints \"FILE: valid\" otherwise."), Action: a.configValidate},
 				{Name: "init", Usage: "write a commented starter config file; never overwrites", ArgsUsage: "[FILE]",
 					Description: a.describe("Writes FILE, by default the user config file ($XDG_CONFIG_HOME/devsandbox/config.toml). An existing file is left as it is."), Action: a.configInit},
-				{Name: "trust", Usage: "trust the project file or a --config FILE in it (review first)", ArgsUsage: "[FILE]",
-					Description: a.describe("Without FILE, trusts the project's .devsandbox.toml. With FILE, trusts a --config file that lies where a sandbox can write it (the project, devsandbox's data and state), checked as a --config file: such a file applies only while its content is the one trusted. The project file given as FILE is trusted for both uses; as the project file, its rules still apply on every run."), Action: a.configTrust},
+				{Name: "trust", Usage: "trust the project file or a --config FILE a sandbox can write", ArgsUsage: "[FILE]",
+					Description: a.describe("Without FILE, trusts the project's .devsandbox.toml. With FILE, trusts a --config file that lies where a sandbox can write it (the project; what the configuration a run loads binds read-write: sandbox.rw_binds, read-write sandbox.host_mounts and --mount, a tool's shared state; devsandbox's data and state; another project devsandbox has run), checked as a --config file: such a file applies only while its content is the one trusted, and once trusted it is held to that content wherever it lies. The project file given as FILE is trusted for both uses; as the project file, its rules still apply on every run."), Action: a.configTrust},
 			},
 		},
 		{
@@ -98,7 +98,26 @@ func (a *app) configValidate(c *cli.Context) error {
 	if err := planner.ValidateFile(c.Args().First(), host, tools.Default()); err != nil {
 		return err
 	}
+	if err := a.explicitTrust(c.Args().First()); err != nil {
+		return err
+	}
 	fmt.Fprintf(a.stdout, "%s: valid\n", c.Args().First())
+	return nil
+}
+
+// explicitTrust is what a run from the working directory with `--config file` says
+// of the file's trust (a sandbox can write it, and it is untrusted or changed), or
+// nil: `config validate` says it too. Outside a project, the subcommands' load does.
+func (a *app) explicitTrust(file string) error {
+	flags := config.Flags{ConfigFile: file}
+	_, err := a.load(flags)
+	if errors.Is(err, planner.ErrProject) {
+		_, _, err = planner.LoadUser(flags, a.environ, tools.Default())
+	}
+	var ce *config.Error
+	if (errors.Is(err, config.ErrUntrustedConfigFile) || errors.Is(err, config.ErrUntrustedChange)) && errors.As(err, &ce) && ce.File == file {
+		return err
+	}
 	return nil
 }
 
@@ -142,7 +161,7 @@ func (a *app) configTrust(c *cli.Context) error {
 	var sum string
 	if c.Args().Len() == 1 {
 		file = c.Args().First()
-		sum, err = config.TrustConfigFile(host, file, proj.Dir, time.Now(), check)
+		sum, err = config.TrustConfigFile(host, file, time.Now(), check)
 	} else {
 		sum, err = config.Trust(host, file, time.Now(), check)
 	}
@@ -240,7 +259,7 @@ func (a *app) doctorConfig(flags config.Flags) (cfg *config.Config, keys []plann
 	// of. Any other error is the configuration's: a run would stop on it.
 	broken = !errors.Is(lerr, planner.ErrProject)
 	a.warn("%v", lerr)
-	u, warns, uerr := planner.LoadUser(flags, a.environ)
+	u, warns, uerr := planner.LoadUser(flags, a.environ, tools.Default())
 	if uerr == nil {
 		for _, w := range warns {
 			a.warn("%s", w)

@@ -232,7 +232,7 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "pids", Usage: "at most `N` tasks in the sandbox (limits.pids; default 4096; 0: no limit)"},
 		&cli.StringFlag{Name: "memory", Usage: "memory limit such as 512m or 4g (`SIZE`, limits.memory); the run fails where it cannot be enforced"},
 		&cli.Float64Flag{Name: "cpus", Usage: "CPU limit (`N`, limits.cpus); the run fails where it cannot be enforced"},
-		&cli.StringFlag{Name: "config", Usage: "use config `FILE` instead of the user config file"},
+		&cli.StringFlag{Name: "config", Usage: "use config `FILE` instead of the user config file; one a sandbox can write applies only once trusted (devsandbox config trust FILE)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print what would run (secrets and passed-through values as names only) and exit; stops (125) where a run would stop before starting, such as on a symlink planted where the sandbox can write"},
 		&cli.BoolFlag{Name: "debug", Usage: "print launch timings per phase on stderr"},
 		&cli.BoolFlag{Name: "version", Usage: "print the version and exit"},

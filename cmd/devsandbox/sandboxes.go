@@ -21,6 +21,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/planner"
 	"github.com/devsandbox/devsandbox/isolator/projlock"
 	"github.com/devsandbox/devsandbox/isolator/sockdir"
+	"github.com/devsandbox/devsandbox/tools"
 )
 
 func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
@@ -63,7 +64,7 @@ func (a *app) docker(c *cli.Context) (*dockerhelper.Stub, *config.Config, error)
 	if l, err := a.load(a.flags(c)); err == nil {
 		return dockerStub(l.Config, nil), l.Config, nil
 	}
-	cfg, warns, err := planner.LoadUser(a.flags(c), a.environ)
+	cfg, warns, err := planner.LoadUser(a.flags(c), a.environ, tools.Default())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -99,13 +99,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		if ahead && head.stats != nil && hostStats(pr) {
 			stats = head.stats // the view's questions were asked through it: shared, not asked again
 		}
-		// The directories most of Build's questions about absent paths fall in: the
-		// home, its configuration and data directories (tools' files), and PATH (tools'
-		// commands; a large directory such as /usr/bin is not listed).
-		stats.listDirs(listNames, h.Home, h.ConfigHome, h.DataHome)
-		stats.listDirs(listNames, filepath.SplitList(h.Vars["PATH"])...)
-		pr.Lstat, pr.Stat = stats.Lstat, stats.Stat
-		pr.EvalSymlinks = newEvalCache(pr.Lstat, pr.Readlink, pr.EvalSymlinks).eval
+		pr = withStats(pr, stats, h)
 	}
 	proj, err := FindProject(pr, h.Home)
 	if err != nil {
@@ -483,6 +477,19 @@ func secrets(cfg *config.Config, enabled []tools.Tool, h config.Host, pr Probe, 
 		out = append(out, isolator.Secret{Name: n, FileSource: src, AsFile: true})
 	}
 	return out, warns, nil
+}
+
+// withStats returns pr asking its Lstat and Stat through stats, which first lists
+// the directories most questions about absent paths fall in: the home, its
+// configuration and data directories (tools' files), and PATH (tools' commands; a
+// large directory such as /usr/bin is not listed); and resolving links with a cache
+// of its own (evalCache).
+func withStats(pr Probe, stats *statCache, h config.Host) Probe {
+	stats.listDirs(listNames, h.Home, h.ConfigHome, h.DataHome)
+	stats.listDirs(listNames, filepath.SplitList(h.Vars["PATH"])...)
+	pr.Lstat, pr.Stat = stats.Lstat, stats.Stat
+	pr.EvalSymlinks = newEvalCache(pr.Lstat, pr.Readlink, pr.EvalSymlinks).eval
+	return pr
 }
 
 // ToolHost returns the snapshot the tool registry reads for the project at dir.

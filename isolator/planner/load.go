@@ -54,7 +54,8 @@ func LoadDir(dir string, flags config.Flags, environ []string, reg *tools.Regist
 	// handed on only when the configuration still does (a run on another backend, or
 	// with a view of its own, leaves it unused; it only reads).
 	head := startAhead(flags, host, probe)
-	cfg, warns, err := config.Load(config.LoadOptions{ProjectDir: proj.Dir, Flags: flags, Environ: environ, UID: host.UID, GID: host.GID})
+	cfg, warns, err := config.Load(config.LoadOptions{ProjectDir: proj.Dir, Flags: flags, Environ: environ, UID: host.UID, GID: host.GID,
+		Writable: configWritable(reg, probe, proj.Dir)})
 	if err != nil {
 		return nil, err
 	}
@@ -71,11 +72,17 @@ func LoadDir(dir string, flags config.Flags, environ []string, reg *tools.Regist
 }
 
 // LoadUser reads the configuration outside any project: the user's file (or flags'
-// --config) and flags, for the subcommands that work anywhere.
-func LoadUser(flags config.Flags, environ []string) (*config.Config, []string, error) {
+// --config) and flags, for the subcommands that work anywhere. A --config file a
+// sandbox can write needs trust as in a run (reg's tools are probed from the working
+// directory).
+func LoadUser(flags config.Flags, environ []string, reg *tools.Registry) (*config.Config, []string, error) {
 	host, err := config.HostFromEnviron(environ, -1, -1)
 	if err != nil {
 		return nil, nil, err
 	}
-	return config.Load(config.LoadOptions{Flags: flags, Environ: environ, UID: host.UID, GID: host.GID})
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, nil, fmt.Errorf("finding the working directory: %w", err)
+	}
+	return config.Load(config.LoadOptions{Flags: flags, Environ: environ, UID: host.UID, GID: host.GID, Writable: configWritable(reg, OS(cwd), "")})
 }

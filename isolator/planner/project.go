@@ -42,7 +42,15 @@ func FindProject(pr Probe, home string) (isolator.Project, error) {
 	case isolator.Within(realHome, dir):
 		return isolator.Project{}, fmt.Errorf("%w: %s contains your home directory; run devsandbox from a project directory (or a subdirectory of one)", ErrProject, dir)
 	}
+	id, name := projectName(dir)
+	return isolator.Project{Dir: dir, ID: id, Name: name}, nil
+}
+
+// projectName returns the id and the name of the project at dir (its real path):
+// the short hash of the path, and <basename>-<id>, the name of its directories in
+// devsandbox's data and state.
+func projectName(dir string) (id, name string) {
 	sum := sha256.Sum256([]byte(dir))
-	id := hex.EncodeToString(sum[:4])
-	return isolator.Project{Dir: dir, ID: id, Name: filepath.Base(dir) + "-" + id}, nil
+	id = hex.EncodeToString(sum[:4])
+	return id, filepath.Base(dir) + "-" + id
 }

@@ -1,0 +1,82 @@
+package planner
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/tools"
+)
+
+// configWritable is config.LoadOptions.Writable for a run of the project projectDir
+// ("" outside any), with the tools probed on pr: what a sandbox can write, for a
+// --config file's sake. That is this run's sandbox's own (the project and
+// sandboxWritable of the loaded configuration, the list Build binds from) and, asked
+// only for a path none of those holds, every other project devsandbox has run
+// (otherProject): their sandboxes write them. It is asked only for a --config file
+// on disk that is not trusted, so its probing (the tools' detection and bindings,
+// through a stat cache as Build's) is paid only then.
+func configWritable(reg *tools.Registry, pr Probe, projectDir string) func(*config.Config) config.WritableCheck {
+	return func(cfg *config.Config) config.WritableCheck {
+		probe := pr
+		if probe.osLinks {
+			probe = withStats(probe, newStatCache(probe.Lstat, probe.Stat), cfg.Host)
+		}
+		th := ToolHost(cfg.Host, probe, projectDir)
+		var own []tools.WritablePath
+		if projectDir != "" {
+			own = append(own, tools.WritablePath{Path: projectDir, Why: "the project"})
+		}
+		own = append(own, sandboxWritable(cfg, reg, th)...)
+		var known map[string]bool
+		return func(p string) (string, bool) {
+			for _, w := range own {
+				if w.Holds(p) {
+					return fmt.Sprintf("it lies in %s: %s", w.Path, w.Why), true
+				}
+			}
+			if known == nil {
+				known = dataNames(cfg.Host)
+			}
+			if dir, name := otherProject(p, known); dir != "" {
+				return fmt.Sprintf("it lies in %s: another project devsandbox has run (%s), whose sandbox can write it", dir, name), true
+			}
+			return "", false
+		}
+	}
+}
+
+// dataNames are the names in devsandbox's data directory: the projects devsandbox
+// has run keep their sandbox home in the directory of their name (projectName). It
+// is never nil.
+func dataNames(h config.Host) map[string]bool {
+	known := map[string]bool{}
+	entries, err := os.ReadDir(filepath.Join(h.DataHome, "devsandbox"))
+	if err != nil {
+		return known
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			known[e.Name()] = true
+		}
+	}
+	return known
+}
+
+// otherProject returns the directory above p (or p) that is a project devsandbox
+// has run, by the names in its data directory (known), and that name; "" when
+// none is. The project's name is worked out from each directory's path (a hash,
+// no file read), so a project is recognised by its real path, as its runs name
+// it.
+func otherProject(p string, known map[string]bool) (dir, name string) {
+	if len(known) == 0 {
+		return "", ""
+	}
+	for d := filepath.Dir(p); d != "/" && d != "." && filepath.IsAbs(d); d = filepath.Dir(d) {
+		if _, n := projectName(d); known[n] {
+			return d, n
+		}
+	}
+	return "", ""
+}
