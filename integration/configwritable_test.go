@@ -37,7 +37,9 @@ func TestConfigFileWhereRunWrites(t *testing.T) {
 				// Claude Code's sessions of this project are shared read-write.
 				dir := "claude/projects/" + claudeKey(p.dir)
 				p.mkdir(dir)
-				return "", p.path(dir + "/dev.toml"), p.path(dir + "/dev.toml"), []string{"CLAUDE_CONFIG_DIR=" + p.path("claude")}
+				// Inside, the directory is where CLAUDE_CONFIG_DIR says: below the
+				// containers' home when that is elsewhere (as on a Mac).
+				return "", p.path(dir + "/dev.toml"), "\"$CLAUDE_CONFIG_DIR\"/projects/" + claudeKey(p.dir) + "/dev.toml", []string{"CLAUDE_CONFIG_DIR=" + p.path("claude")}
 			}},
 		}
 		for _, c := range cases {
