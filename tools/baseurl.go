@@ -41,6 +41,11 @@ type WritablePath struct {
 	// Prefix: every path whose name begins with Path (devsandbox-1000-, the socket
 	// directories of a random name) and what lies below it.
 	Prefix bool
+	// UserBind: a bind the user configured (rw_binds, a read-write host_mounts entry,
+	// bind_host_cache), in which the protected paths it holds (devsandbox's own
+	// configuration, hide_paths, credential paths) are masked: what lies in one of
+	// them is not the sandbox's to write through this bind.
+	UserBind bool
 }
 
 // Holds reports whether p is w's path or lies below it.

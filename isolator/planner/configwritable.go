@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/tools"
 )
 
@@ -29,10 +30,11 @@ func configWritable(reg *tools.Registry, pr Probe, projectDir string) func(*conf
 			own = append(own, tools.WritablePath{Path: projectDir, Why: "the project"})
 		}
 		own = append(own, sandboxWritable(cfg, reg, th)...)
+		prot := protectedPaths(cfg, cfg.Host, probe)
 		var known map[string]bool
 		return func(p string) (string, bool) {
 			for _, w := range own {
-				if w.Holds(p) {
+				if w.Holds(p) && !maskedIn(p, w, prot) {
 					return fmt.Sprintf("it lies in %s: %s", w.Path, w.Why), true
 				}
 			}
@@ -45,6 +47,24 @@ func configWritable(reg *tools.Registry, pr Probe, projectDir string) func(*conf
 			return "", false
 		}
 	}
+}
+
+// maskedIn reports whether p lies in a protected path that the user's bind w holds
+// below its own root: the bind masks it there (maskUserBinds), so p is not the
+// sandbox's to write through w (devsandbox's own configuration directory in a bind of
+// ~/.config, a hidden path in a bound directory).
+func maskedIn(p string, w tools.WritablePath, prot []protected) bool {
+	if !w.UserBind {
+		return false
+	}
+	for _, q := range prot {
+		for _, d := range []string{q.path, q.real} {
+			if d != w.Path && w.Holds(d) && isolator.Within(p, d) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // dataNames are the names in devsandbox's data directory: the projects devsandbox

@@ -18,10 +18,12 @@ func TestConfigWritable(t *testing.T) {
 	f := newFixture(t)
 	mkdirs(t, f.root+"/rw", f.root+"/mnt", f.root+"/ro", f.root+"/other")
 	writeFile(t, f.home+"/.config/devsandbox/config.toml", f.expand(nil, `[sandbox]
-rw_binds = ["$ROOT/rw"]
+rw_binds = ["$ROOT/rw", "$HOME/.config"]
 ro_binds = ["$ROOT/ro"]
 host_mounts = ["$ROOT/mnt:/mnt/x"]
+hide_paths = ["$ROOT/rw/hidden"]
 `)[0])
+	mkdirs(t, f.root+"/rw/hidden")
 	_, other := projectName(f.root + "/other")
 	mkdirs(t, f.home+"/.local/share/devsandbox/"+other+"/home")
 	cfg := f.load(t)
@@ -36,6 +38,10 @@ host_mounts = ["$ROOT/mnt:/mnt/x"]
 		f.root + "/ro/dev.toml":                     "",
 		f.root + "/rwx/dev.toml":                    "",
 		f.root + "/dev.toml":                        "",
+		// In the binds, but in what they mask: devsandbox's configuration, a hidden path.
+		f.home + "/.config/devsandbox/other.toml": "",
+		f.root + "/rw/hidden/dev.toml":            "",
+		f.home + "/.config/other/dev.toml":        "sandbox.rw_binds",
 	} {
 		why, ok := in(p)
 		if ok != (want != "") || !strings.Contains(why, want) {

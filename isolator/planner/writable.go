@@ -19,18 +19,21 @@ import (
 func sandboxWritable(cfg *config.Config, reg *tools.Registry, th tools.Host) []tools.WritablePath {
 	h := cfg.Host
 	var out []tools.WritablePath
-	add := func(p, why string) {
+	addAs := func(p, why string, userBind bool) {
 		if !filepath.IsAbs(p) {
 			return
 		}
 		p = filepath.Clean(p)
-		out = append(out, tools.WritablePath{Path: p, Why: why})
+		out = append(out, tools.WritablePath{Path: p, Why: why, UserBind: userBind})
 		if th.EvalSymlinks != nil {
 			if r, err := th.EvalSymlinks(p); err == nil && filepath.IsAbs(r) && filepath.Clean(r) != p {
-				out = append(out, tools.WritablePath{Path: filepath.Clean(r), Why: why})
+				out = append(out, tools.WritablePath{Path: filepath.Clean(r), Why: why, UserBind: userBind})
 			}
 		}
 	}
+	add := func(p, why string) { addAs(p, why, false) }
+	// The user's binds mask the protected paths they hold (maskUserBinds).
+	addUser := func(p, why string) { addAs(p, why, true) }
 	add(filepath.Join(h.DataHome, "devsandbox"), "devsandbox's data: the sandbox homes")
 	add(filepath.Join(h.StateHome, "devsandbox"), "devsandbox's state: the sessions' /tmp")
 	// The socket directory (sockdir.Choose) holds the publish directory, where the
@@ -49,14 +52,14 @@ func sandboxWritable(cfg *config.Config, reg *tools.Registry, th tools.Host) []t
 		add(fmt.Sprintf("/dev/shm/devsandbox-%d", h.UID), "sandbox.tmp = \"shm\"")
 	}
 	if cfg.Sandbox.BindHostCache {
-		add(h.CacheHome, "sandbox.bind_host_cache")
+		addUser(h.CacheHome, "sandbox.bind_host_cache")
 	}
 	for _, p := range cfg.Sandbox.RWBinds {
-		add(p, "sandbox.rw_binds")
+		addUser(p, "sandbox.rw_binds")
 	}
 	for _, m := range cfg.Sandbox.HostMounts {
 		if !m.ReadOnly {
-			add(m.Source, "sandbox.host_mounts")
+			addUser(m.Source, "sandbox.host_mounts")
 		}
 	}
 	for _, t := range enabledTools(cfg, reg, th) {
