@@ -79,7 +79,7 @@ func dialVersion(a Address, version string) (*client.Client, error) {
 	if version != "" {
 		opts = append(opts, client.WithVersion(version))
 	}
-	if a.CACert != "" {
+	if a.TLS != "" {
 		opts = append(opts, client.WithTLSClientConfig(a.CACert, a.Cert, a.Key))
 	}
 	c, err := client.NewClientWithOpts(opts...)

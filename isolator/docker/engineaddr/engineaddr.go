@@ -22,8 +22,16 @@ const DefaultHost = "unix:///var/run/docker.sock"
 type Address struct {
 	Host   string // e.g. unix:///var/run/docker.sock, tcp://host:2376
 	Origin string // docker.host, DOCKER_HOST, context NAME, default
+	// TLS names where the TLS material came from ("DOCKER_CERT_PATH /dir", "context
+	// NAME"); "" for no TLS. With TLS the client verifies the engine's certificate
+	// (against CACert, else the system's roots) and presents Cert and Key: devsandbox
+	// never speaks TLS without verifying.
+	TLS string
 	// TLS material from the docker context or DOCKER_CERT_PATH; empty for none.
 	CACert, Cert, Key string
+	// CertPathUnused is DOCKER_CERT_PATH when DOCKER_TLS_VERIFY is not set: the docker
+	// CLI then speaks plain TCP, and so does devsandbox; doctor says so.
+	CertPathUnused string
 }
 
 // Local reports whether bind mounts of host paths reach this machine's files: a Unix
@@ -41,22 +49,49 @@ func (a Address) Local() bool {
 // and the fix, not later as an engine that does not answer.
 func Resolve(configured string, env map[string]string, home string) (Address, error) {
 	if configured != "" {
-		return Address{Host: configured, Origin: "docker.host"}, nil
+		a := Address{Host: configured, Origin: "docker.host"}
+		if strings.HasPrefix(configured, "tcp://") {
+			envTLS(&a, env, home)
+		}
+		return a, nil
 	}
 	if h := env["DOCKER_HOST"]; h != "" {
 		if err := enginehost.Check(h, enginehost.EnvVar); err != nil {
 			return Address{}, fmt.Errorf("env DOCKER_HOST: %w", err)
 		}
 		a := Address{Host: h, Origin: "DOCKER_HOST"}
-		if dir := env["DOCKER_CERT_PATH"]; dir != "" && env["DOCKER_TLS_VERIFY"] != "" {
-			a.CACert, a.Cert, a.Key = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-		}
+		envTLS(&a, env, home)
 		return a, nil
 	}
 	if name, dir := enginehost.Context(env, home); name != "" {
 		return fromContext(dir, name)
 	}
 	return Address{Host: DefaultHost, Origin: "default"}, nil
+}
+
+// envTLS gives a the TLS material the docker CLI takes from the environment:
+// DOCKER_TLS_VERIFY set means TLS, the engine verified against ca.pem and cert.pem and
+// key.pem presented, from DOCKER_CERT_PATH, else (for a tcp:// engine) from the docker
+// config directory (DOCKER_CONFIG, else ~/.docker) as the CLI does. DOCKER_CERT_PATH
+// alone turns no TLS on, in the CLI as here; it is noted for doctor.
+func envTLS(a *Address, env map[string]string, home string) {
+	dir := env["DOCKER_CERT_PATH"]
+	if env["DOCKER_TLS_VERIFY"] == "" {
+		a.CertPathUnused = dir
+		return
+	}
+	a.TLS = "DOCKER_CERT_PATH " + dir
+	if dir == "" {
+		if !strings.HasPrefix(a.Host, "tcp://") {
+			a.TLS = ""
+			return
+		}
+		if dir = env["DOCKER_CONFIG"]; dir == "" {
+			dir = filepath.Join(home, ".docker")
+		}
+		a.TLS = "the docker config directory " + dir + " (DOCKER_TLS_VERIFY without DOCKER_CERT_PATH)"
+	}
+	a.CACert, a.Cert, a.Key = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 }
 
 // fromContext reads the docker endpoint of a docker CLI context.
@@ -66,9 +101,15 @@ func fromContext(cfgDir, name string) (Address, error) {
 		return Address{}, fmt.Errorf("docker context %q: %w", name, err)
 	}
 	a := Address{Host: host, Origin: "context " + name}
+	// The CLI speaks TLS to a context with TLS material: its CA (else the system's
+	// roots) and its client certificate. devsandbox verifies the engine even where
+	// the context says SkipTLSVerify.
 	tls := filepath.Join(cfgDir, "contexts", "tls", enginehost.ContextID(name), "docker")
 	if _, err := os.Stat(filepath.Join(tls, "ca.pem")); err == nil {
-		a.CACert, a.Cert, a.Key = filepath.Join(tls, "ca.pem"), filepath.Join(tls, "cert.pem"), filepath.Join(tls, "key.pem")
+		a.CACert, a.TLS = filepath.Join(tls, "ca.pem"), "context "+name
+	}
+	if _, err := os.Stat(filepath.Join(tls, "cert.pem")); err == nil {
+		a.Cert, a.Key, a.TLS = filepath.Join(tls, "cert.pem"), filepath.Join(tls, "key.pem"), "context "+name
 	}
 	return a, nil
 }
