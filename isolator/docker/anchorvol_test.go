@@ -162,7 +162,9 @@ func TestRunAnchorsByEngine(t *testing.T) {
 			f := newFake(t)
 			f.api = tc.api
 			b, p := testIsolator(t, f, false)
-			b.dial = func() (Engine, Address, error) { return f, Address{Host: tc.host, Origin: "docker.host"}, nil }
+			b.dial = func() (Engine, Address, error) {
+				return f, Address{Host: tc.host, Origin: "docker.host", TLS: "DOCKER_CERT_PATH /certs"}, nil
+			}
 			// A remote engine's home is a volume, made and given to the user once.
 			f.listed = []*volume.Volume{{Name: "devsandbox-" + p.Project.Name + "-home"}}
 			sub := filepath.Join(p.Project.Dir, "sub")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/docker/engineaddr"
 )
 
 // Diagnose implements isolator.Diagnoser: the engine answers, its API version, the
@@ -40,7 +41,14 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 		bad("docker engine", st.Reason, st.Fix)
 		return rows
 	}
-	ok("docker engine", fmt.Sprintf("%s (%s), Docker %s %s/%s", a.Host, a.Origin, v.Version, v.Os, v.Arch))
+	ok("docker engine", fmt.Sprintf("%s (%s), Docker %s %s/%s; reached over %s", a.Host, a.Origin, v.Version, v.Os, v.Arch, a.Describe()))
+	if ch := a.Channel(); ch == engineaddr.Clear || ch == engineaddr.ClearLoopback {
+		reason := "plain TCP: what devsandbox sends the engine (the project's files, the sandbox's input and output) crosses unencrypted, and whoever reaches " + a.Host + " controls the engine"
+		if ch == engineaddr.Clear {
+			reason += "; a run that would send a secret, a proxy credential or the ssh agent is refused"
+		}
+		rows = append(rows, isolator.Check{Name: "docker engine channel", Status: isolator.Status{State: isolator.Warning, Reason: reason, Fix: engineaddr.ClearFix}})
+	}
 	if apiBefore(v.APIVersion, MinAPI) {
 		bad("docker API version", fmt.Sprintf("the engine speaks API %s, older than %s", v.APIVersion, MinAPI), "upgrade Docker to 20.10 or newer")
 	} else {

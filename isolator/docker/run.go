@@ -54,6 +54,13 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	defer e0.Close()
+	// Before anything of the run's crosses to the engine: over plain TCP a secret
+	// is refused, anything else warned of.
+	if w, err := addr.RefuseClear(p); err != nil {
+		return 0, err
+	} else if w != "" {
+		b.warn("%s", w)
+	}
 	// Asked for now (or with the request's head, headstart.go), answered while the
 	// host side is prepared (ahead.go).
 	var ahead *aheadEngine

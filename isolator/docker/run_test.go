@@ -717,7 +717,7 @@ func TestRunRemoteSourceGone(t *testing.T) {
 		}
 		g := &sourceGoneEngine{fakeEngine: f, dir: data, keep: !removed}
 		b.dial = func() (Engine, Address, error) {
-			return g, Address{Host: "tcp://10.0.0.2:2376", Origin: "docker.host"}, nil
+			return g, Address{Host: "tcp://10.0.0.2:2376", Origin: "docker.host", TLS: "DOCKER_CERT_PATH /certs"}, nil
 		}
 		f.listed = []*volume.Volume{{Name: "devsandbox-" + p.Project.Name + "-home"}}
 		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: data, Dest: data})
