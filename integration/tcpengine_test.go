@@ -100,7 +100,9 @@ func relayToSocket(c net.Conn, sock string) {
 		close(up)
 	}()
 	_, _ = io.Copy(c, u)
-	_ = c.(*tls.Conn).CloseWrite()
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
 	<-up
 }
 
@@ -188,6 +190,12 @@ func TestTCPEngineDoctor(t *testing.T) {
 	version := dockerAt(t, remoteDocker, "version", "--format", "{{.Server.Version}}")
 	if got, want := doctorRow(r.stdout, "docker engine"), "active  "+tcpEngine.host+" (DOCKER_HOST), Docker "+version; !strings.HasPrefix(got, want) {
 		t.Errorf("doctor's docker engine row:\n%q\nwant the prefix\n%q\n%s", got, want, r)
+	}
+	if got, want := doctorRow(r.stdout, "docker engine"), "; reached over TCP with TLS, the engine's certificate verified (DOCKER_CERT_PATH "+tcpEngine.certDir+")"; !strings.HasSuffix(got, want) {
+		t.Errorf("doctor's docker engine row:\n%q\nwant the suffix\n%q", got, want)
+	}
+	if got := doctorRow(r.stdout, "docker engine channel"); got != "" {
+		t.Errorf("doctor warns of a TLS-verified engine: %q", got)
 	}
 	if got := doctorRow(r.stdout, "docker isolator"); !strings.HasPrefix(got, "active") {
 		t.Errorf("doctor's docker isolator row: %q\n%s", got, r)
