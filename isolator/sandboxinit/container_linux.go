@@ -174,6 +174,13 @@ func (c *container) run(argv []string) int {
 			return c.fail("publishing port %s: %v", pub, err)
 		}
 	}
+	if m.Agent != "" {
+		// The agent's exec starts beside this one: the command starts only once
+		// SSH_AUTH_SOCK is served, so its first ssh-add finds the agent.
+		if err := waitAgent(m.Agent, AgentWait); err != nil {
+			return c.fail("%v", err)
+		}
+	}
 	for k, v := range hello.Env {
 		_ = os.Setenv(k, v)
 	}
