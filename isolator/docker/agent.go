@@ -7,7 +7,6 @@ import (
 	"io"
 	"path"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types"
@@ -113,37 +112,6 @@ func (b *Isolator) startAgent(ctx context.Context, e Engine, p *isolator.Plan, i
 		a.served <- err
 	}()
 	return a, nil
-}
-
-// goAgent starts p's agent exec in the running container id (startAgent) beside
-// what the caller does next; the returned function waits for its start. The
-// session's init starts the command only once the socket is served
-// (wire.Manifest.Agent), so the exec's start is off the launch's critical path.
-func (b *Isolator) goAgent(ctx context.Context, e Engine, p *isolator.Plan, id string) func() (*agentStream, error) {
-	type started struct {
-		a   *agentStream
-		err error
-	}
-	c := make(chan started, 1)
-	go func() {
-		a, err := b.startAgent(ctx, e, p, id)
-		c <- started{a, err}
-	}()
-	var once sync.Once
-	var r started
-	return func() (*agentStream, error) {
-		once.Do(func() { r = <-c })
-		return r.a, r.err
-	}
-}
-
-// agentServing waits for the start of goAgent's exec, then for its hello.
-func agentServing(ctx context.Context, agent func() (*agentStream, error)) error {
-	ag, err := agent()
-	if err != nil {
-		return err
-	}
-	return ag.waitReady(ctx)
 }
 
 // waitReady returns once the container serves the agent's socket, or why not. A nil

@@ -52,14 +52,12 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	if err != nil {
 		return 0, err
 	}
-	// The session's agent is served by an exec of its own, which ends with it. It
-	// starts beside the session's: the session's init waits for its socket.
-	agent := b.goAgent(ctx, e, p, id)
-	agentStopped := sync.OnceFunc(func() {
-		if ag, _ := agent(); ag != nil {
-			ag.stop()
-		}
-	})
+	// The session's agent is served by an exec of its own, which ends with it.
+	ag, err := b.startAgent(ctx, e, p, id)
+	if err != nil {
+		return 0, err
+	}
+	agentStopped := sync.OnceFunc(ag.stop)
 	defer agentStopped()
 	hj, err := e.ContainerExecAttach(ctx, ex.ID, dockercontainer.ExecAttachOptions{})
 	if err != nil {
@@ -77,6 +75,9 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	if err := comp.ready(ctx); err != nil {
 		return 0, err
 	}
+	if err := ag.waitReady(ctx); err != nil {
+		return 0, err
+	}
 	if !stopNow() {
 		return 0, fmt.Errorf("the sandbox was stopped before the command ran: %w", context.Cause(ctx))
 	}
@@ -85,11 +86,6 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 		return 0, err
 	}
 	defer sess.Close()
-	// The init waits for the agent's socket; an exec that failed ends the session
-	// here (its init has not started the command).
-	if err := agentServing(ctx, agent); err != nil {
-		return 0, err
-	}
 	defer b.stopOnCancel(ctx, sess, hj.Close)()
 	b.phase("exec")
 	defer goSweep(ctx, e, p, id, b.mark, fresh)()
@@ -276,11 +272,11 @@ func touch(path string) {
 // startFirst reports whether the session's command may start before its hello
 // reaches the init (wire.StartFirstArg): the hello carries nothing (no secret,
 // no terminal, no out-of-memory nonce) and nothing must be ready first (no companion:
-// egress proxy, published ports; no egress rules). An ssh agent is no reason to
-// wait: the init itself waits for its socket (wire.Manifest.Agent). Pure.
+// egress proxy, published ports; no egress rules; no ssh agent, whose socket the
+// session's own exec serves, agent.go). Pure.
 func startFirst(p *isolator.Plan, h *wire.Hello) bool {
 	return h != nil && h.CarriesNothing() &&
-		!needsCompanion(p) && !p.Egress.NeedsFirewall() && p.Limits.Memory == 0
+		!needsCompanion(p) && !p.Egress.NeedsFirewall() && p.Limits.Memory == 0 && p.SSHAgent.Socket == ""
 }
 
 // withStartFirst is spec with its exec's init told to start the command before the

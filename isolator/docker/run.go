@@ -413,13 +413,12 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	if err := start(); err != nil {
 		return 0, err
 	}
-	// The agent's exec starts beside the rest: the init waits for its socket.
-	agent := b.goAgent(ctx, e, p, id)
-	defer func() {
-		if ag, _ := agent(); ag != nil {
-			ag.stop()
-		}
-	}()
+	ag, err := b.startAgent(ctx, e, p, id)
+	if err != nil {
+		remove(ctx, e, id)
+		return 0, err
+	}
+	defer ag.stop()
 	if p.Egress.NeedsFirewall() {
 		if err := b.applyFirewall(ctx, e, p, spec, id); err != nil {
 			remove(ctx, e, id)
@@ -428,6 +427,10 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 		b.phase("firewall")
 	}
 	if err := comp.ready(ctx); err != nil {
+		remove(ctx, e, id)
+		return 0, err
+	}
+	if err := ag.waitReady(ctx); err != nil {
 		remove(ctx, e, id)
 		return 0, err
 	}
@@ -441,11 +444,6 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 		return 0, err
 	}
 	defer sess.Close()
-	// The init waits for the agent's socket; an exec that failed ends the run here.
-	if err := agentServing(ctx, agent); err != nil {
-		remove(ctx, e, id)
-		return 0, err
-	}
 	defer b.stopOnCancel(ctx, sess, hj.Close)()
 	defer goSweep(ctx, e, p, id, b.mark, true)()
 	code := 125

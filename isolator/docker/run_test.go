@@ -1285,10 +1285,9 @@ func TestStartFirst(t *testing.T) {
 		"a published port": {open(func(p *isolator.Plan) {
 			p.Egress.Forwards = []egress.Forward{{HostPort: 18080, SandboxPort: 3000}}
 		}), &wire.Hello{}, false},
-		// The session's init waits for the agent's socket itself (Manifest.Agent).
 		"an ssh agent": {open(func(p *isolator.Plan) {
 			p.SSHAgent = isolator.AgentRelay{Upstream: "/tmp/agent.sock", Socket: "/run/x/agent/s.sock"}
-		}), &wire.Hello{}, true},
+		}), &wire.Hello{}, false},
 	} {
 		if got := startFirst(tc.p, tc.h); got != tc.want {
 			t.Errorf("%s: startFirst %v, want %v", name, got, tc.want)

@@ -62,9 +62,8 @@ func (s *Spec) Script() string {
 		if name == "" {
 			name = "CONTAINER"
 		}
-		b.WriteString("# the ssh agent: once the container runs, an exec serves SSH_AUTH_SOCK (the init starts\n")
-		b.WriteString("# the command only once it is served) and carries its connections over its stdin and\n")
-		b.WriteString("# stdout to devsandbox's filter:\n")
+		b.WriteString("# the ssh agent: once the container runs, and before its init starts the command, an exec serves\n")
+		b.WriteString("# SSH_AUTH_SOCK and carries its connections over its stdin and stdout to devsandbox's filter:\n")
 		x := agentExec(s.AgentSocket)
 		fmt.Fprintf(&b, "#   docker exec -i --user %s %s %s\n", x.User, name, sh.Join(x.Cmd))
 	}

@@ -10,8 +10,7 @@ import (
 )
 
 // AgentWait bounds the container init's wait for the session's ssh agent socket
-// (wire.Manifest.Agent), which an exec of its own serves (the docker isolator starts
-// it beside the session's).
+// (wire.Manifest.Agent), which an exec of its own serves.
 const AgentWait = 30 * time.Second
 
 // agentServed reports whether the socket at path is served: the carrier

@@ -16,8 +16,7 @@ import (
 )
 
 // The container init starts the command only once the ssh agent's socket its
-// manifest names is served (the docker isolator starts the agent's exec beside the
-// session's): a command that finds no served socket exits 9, which fails the test
+// manifest names is served (the agent's exec is another than the session's): a command that finds no served socket exits 9, which fails the test
 // as soon as the wait is gone.
 func TestContainerWaitsForAgent(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "a.sock")

@@ -175,8 +175,8 @@ func (c *container) run(argv []string) int {
 		}
 	}
 	if m.Agent != "" {
-		// The agent's exec starts beside this one: the command starts only once
-		// SSH_AUTH_SOCK is served, so its first ssh-add finds the agent.
+		// The agent's exec is another: the command starts only once SSH_AUTH_SOCK
+		// is served, so its first ssh-add finds the agent, whatever the host's order.
 		if err := waitAgent(m.Agent, AgentWait); err != nil {
 			return c.fail("%v", err)
 		}

@@ -151,8 +151,9 @@ type Manifest struct {
 	// inode numbers of the host's files are the ones it sees, and compares them.
 	BootID string `json:"bootID,omitempty"`
 	// Agent is the ssh agent's socket the session's command is given (docker: served
-	// by an exec of its own, started beside the session's): the init starts the
-	// command only once it is served, and fails (125) when it is not within a bound.
+	// by an exec of its own): the init starts the command only once it is served,
+	// and fails (125) when it is not within a bound. devsandbox-docker sends the
+	// hello only after the exec's; this makes the order the init's own too.
 	Agent string `json:"agent,omitempty"`
 }
 
