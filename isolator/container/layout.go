@@ -371,6 +371,15 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 		l.Init = []string{initArg, "--framed", "--role=keeper"}
 		l.SessionCmd = append([]string{InitPath, initArg, "--framed", "--role=session", "--"}, p.Command...)
 	}
+	if o.AgentSocket != "" {
+		// The session's init waits for its agent (the keeper's manifest is the kept
+		// container's spec: it names no session's socket).
+		if l.Session != nil {
+			l.Session.Agent = o.AgentSocket
+		} else {
+			man.Agent = o.AgentSocket
+		}
+	}
 	return l, nil
 }
 

@@ -174,6 +174,13 @@ func (c *container) run(argv []string) int {
 			return c.fail("publishing port %s: %v", pub, err)
 		}
 	}
+	if m.Agent != "" {
+		// The agent's exec is another: the command starts only once SSH_AUTH_SOCK
+		// is served, so its first ssh-add finds the agent, whatever the host's order.
+		if err := waitAgent(m.Agent, AgentWait); err != nil {
+			return c.fail("%v", err)
+		}
+	}
 	for k, v := range hello.Env {
 		_ = os.Setenv(k, v)
 	}

@@ -48,6 +48,9 @@ func runHelper(role string) int {
 		return 0
 	case "reap":
 		return reapHelper(os.Getenv("HELPER_CASE"), os.Getenv("HELPER_SCRIPT"))
+	case "container":
+		// The container init (role run, not framed), with the command the test names.
+		return ContainerMain([]string{"--", "/bin/sh", "-c", os.Getenv("HELPER_SCRIPT")}, os.Stderr)
 	case "main":
 		// The bwrap init, with the command the test names.
 		return Main([]string{"--", "/bin/sh", "-c", os.Getenv("HELPER_SCRIPT")}, os.Stderr)

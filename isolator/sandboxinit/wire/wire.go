@@ -150,6 +150,11 @@ type Manifest struct {
 	// same runs on the host's kernel (bwrap, a local Linux engine), where device and
 	// inode numbers of the host's files are the ones it sees, and compares them.
 	BootID string `json:"bootID,omitempty"`
+	// Agent is the ssh agent's socket the session's command is given (docker: served
+	// by an exec of its own): the init starts the command only once it is served,
+	// and fails (125) when it is not within a bound. devsandbox-docker sends the
+	// hello only after the exec's; this makes the order the init's own too.
+	Agent string `json:"agent,omitempty"`
 }
 
 // Encode returns the manifest as the value of ManifestEnv.

@@ -1,0 +1,113 @@
+package sandboxinit
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
+	"github.com/devsandbox/devsandbox/isolator/sshagent"
+)
+
+// The container init starts the command only once the ssh agent's socket its
+// manifest names is served (the agent's exec is another than the session's): a command that finds no served socket exits 9, which fails the test
+// as soon as the wait is gone.
+func TestContainerWaitsForAgent(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "a.sock")
+	// The container init checks it holds no capability and cannot gain one.
+	priv := []string{"--no-new-privs"}
+	if os.Geteuid() == 0 {
+		priv = append(priv, "--bounding-set=-all", "--inh-caps=-all")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("setpriv (util-linux) is needed: ", err)
+		}
+		t.Skip("setpriv (util-linux) is needed: ", err)
+	}
+	cmd := exec.Command(setpriv, append(priv, os.Args[0], "-test.run=^$")...)
+	cmd.Env = append(os.Environ(), helperEnv+"=container", wire.ManifestEnv+"="+(&wire.Manifest{Agent: sock}).Encode(),
+		`HELPER_SCRIPT=test -S `+sock+` && test "$(stat -c %a `+sock+`)" = 666 || { echo the command started before the socket was served; exit 9; }`)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// The init waits once it watches the socket's directory: serve the socket only
+	// then, so a command started without waiting finds none.
+	for !watching(cmd.Process.Pid) {
+		select {
+		case err := <-exited:
+			t.Fatalf("the init ended before the socket was served (%v): %s", err, out.String())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	ln, err := sshagent.ListenCarried(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("%v: %s", err, out.String())
+		}
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("the command did not start within 10s of the socket being served: %s", out.String())
+	}
+}
+
+// watching reports whether process pid holds an inotify descriptor.
+func watching(pid int) bool {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "fd")
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if l, _ := os.Readlink(filepath.Join(dir, e.Name())); l == "anon_inode:inotify" {
+			return true
+		}
+	}
+	return false
+}
+
+// A socket is served only once it is everyone's (ListenCarried's last step): one
+// that is not yet, or a file, is waited past; the wait is bounded.
+func TestWaitAgent(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "a.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := os.Chmod(sock, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{sock, file, filepath.Join(dir, "missing")} {
+		err := waitAgent(p, 20*time.Millisecond)
+		if err == nil || !strings.Contains(err.Error(), "was not served within") {
+			t.Errorf("%s: %v, want not served", p, err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- waitAgent(sock, 10*time.Second) }()
+	if err := os.Chmod(sock, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
