@@ -17,19 +17,11 @@ import (
 // only for a path none of those holds, every other project devsandbox has run
 // (otherProject): their sandboxes write them. It is asked only for a --config file
 // on disk that is not trusted, so its probing (the tools' detection and bindings,
-// through a stat cache as Build's) is paid only then.
+// through a stat cache as Build's) is paid only then, and when pr carries a toolShare
+// (LoadDir), Build reuses that work instead of doing it again.
 func configWritable(reg *tools.Registry, pr Probe, projectDir string) func(*config.Config) config.WritableCheck {
 	return func(cfg *config.Config) config.WritableCheck {
-		probe := pr
-		if probe.osLinks {
-			probe = withStats(probe, newStatCache(probe.Lstat, probe.Stat), cfg.Host)
-		}
-		th := ToolHost(cfg.Host, probe, projectDir)
-		var own []tools.WritablePath
-		if projectDir != "" {
-			own = append(own, tools.WritablePath{Path: projectDir, Why: "the project"})
-		}
-		own = append(own, sandboxWritable(cfg, reg, th)...)
+		probe, own := checkWritable(cfg, reg, pr, projectDir)
 		prot := protectedPaths(cfg, cfg.Host, probe)
 		var known map[string]bool
 		return func(p string) (string, bool) {
@@ -47,6 +39,28 @@ func configWritable(reg *tools.Registry, pr Probe, projectDir string) func(*conf
 			return "", false
 		}
 	}
+}
+
+// checkWritable is the list configWritable checks a --config file against: the
+// project and sandboxWritable, with the tools seen as Build sees them (the same ssh
+// ProxyCommand, so the same bindings), through pr's toolShare when it carries one
+// for this host and project. It returns the probe it asked through.
+func checkWritable(cfg *config.Config, reg *tools.Registry, pr Probe, projectDir string) (Probe, []tools.WritablePath) {
+	probe := pr
+	if probe.osLinks {
+		stats := pr.share.statsFor(cfg.Host, projectDir)
+		if stats == nil {
+			stats = newStatCache(probe.Lstat, probe.Stat)
+		}
+		probe = withStats(probe, stats, cfg.Host)
+	}
+	th := ToolHost(cfg.Host, probe, projectDir)
+	th.ProxyCommand = sshProxyCommand(cfg)
+	var own []tools.WritablePath
+	if projectDir != "" {
+		own = append(own, tools.WritablePath{Path: projectDir, Why: "the project"})
+	}
+	return probe, append(own, sandboxWritable(cfg, reg, th)...)
 }
 
 // maskedIn reports whether p lies in a protected path that the user's bind w holds
