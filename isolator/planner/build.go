@@ -101,13 +101,17 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 	pr.share = nil
 	var stats *statCache
-	if pr.osLinks {
+	switch {
+	case !pr.osLinks:
+	case share != nil && share.stats != nil && hostStats(pr) && (!ahead || head.stats == nil || head.stats == share.stats):
+		// The --config check's and ToolKeys' (the view's, when it was worked out
+		// ahead), with the links they resolved.
+		stats = share.stats
+		pr = share.withStats(pr, h)
+	default:
 		stats = newStatCache(pr.Lstat, pr.Stat)
-		switch {
-		case ahead && head.stats != nil && hostStats(pr):
+		if ahead && head.stats != nil && hostStats(pr) {
 			stats = head.stats // the view's questions were asked through it: shared, not asked again
-		case share != nil && share.stats != nil && hostStats(pr):
-			stats = share.stats // the --config check's (when no view was ahead)
 		}
 		pr = withStats(pr, stats, h)
 	}

@@ -2,7 +2,6 @@ package planner
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/devsandbox/devsandbox/config"
@@ -48,11 +47,11 @@ func configWritable(reg *tools.Registry, pr Probe, projectDir string) func(*conf
 func checkWritable(cfg *config.Config, reg *tools.Registry, pr Probe, projectDir string) (Probe, []tools.WritablePath) {
 	probe := pr
 	if probe.osLinks {
-		stats := pr.share.statsFor(cfg.Host, projectDir)
-		if stats == nil {
-			stats = newStatCache(probe.Lstat, probe.Stat)
+		if pr.share.statsFor(cfg.Host, projectDir) != nil {
+			probe = pr.share.withStats(probe, cfg.Host)
+		} else {
+			probe = withStats(probe, newStatCache(probe.Lstat, probe.Stat), cfg.Host)
 		}
-		probe = withStats(probe, stats, cfg.Host)
 	}
 	th := ToolHost(cfg.Host, probe, projectDir)
 	th.ProxyCommand = sshProxyCommand(cfg)
@@ -85,16 +84,8 @@ func maskedIn(p string, w tools.WritablePath, prot []protected) bool {
 // has run keep their sandbox home in the directory of their name (projectName). It
 // is never nil.
 func dataNames(h config.Host) map[string]bool {
-	known := map[string]bool{}
-	entries, err := os.ReadDir(filepath.Join(h.DataHome, "devsandbox"))
-	if err != nil {
-		return known
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			known[e.Name()] = true
-		}
-	}
+	// What was read before an error still counts: more files then need trust.
+	known, _ := dirNames(filepath.Join(h.DataHome, "devsandbox"))
 	return known
 }
 

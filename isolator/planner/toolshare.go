@@ -2,6 +2,7 @@ package planner
 
 import (
 	"maps"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -14,7 +15,8 @@ import (
 // probes ask through, the commands found on PATH, and the tools' detection and
 // bindings (a tools.Memo: Tool.DetectOn, Tool.BindingsOn; bindings per ssh
 // ProxyCommand, so the check and Build see the same ones only when they ask with
-// the same, which sshProxyCommand makes them do). LoadDir makes one per launch and
+// the same, which sshProxyCommand makes them do), and the links resolved through
+// that cache (evalCache). LoadDir makes one per launch and
 // carries it on the Probe. It serves one Build only (take), as the system view
 // ahead does: a later Build from the same Probe asks the host again.
 //
@@ -26,6 +28,12 @@ type toolShare struct {
 	vars      map[string]string
 	stats     *statCache // nil unless the Probe is the host's
 	memo      *tools.Memo
+
+	// eval resolves links through stats for the check and then Build (never at
+	// once: the check runs within LoadDir, before Build can be called); made by the
+	// first withStats.
+	eval       *evalCache
+	listedOnce sync.Once
 
 	mu    sync.Mutex
 	seen  map[string]foundCommand // ToolHost's LookPath answers
@@ -96,4 +104,18 @@ func (s *toolShare) statsFor(h config.Host, dir string) *statCache {
 		return nil
 	}
 	return s.stats
+}
+
+// withStats is withStats for the check and Build of s's launch: pr (the host's)
+// asking through s's stat cache and resolving links with s's evalCache, so what
+// the check resolved Build does not resolve again.
+func (s *toolShare) withStats(pr Probe, h config.Host) Probe {
+	s.listedOnce.Do(func() {
+		s.stats.listDirs(listNames, h.Home, h.ConfigHome, h.DataHome)
+		s.stats.listDirs(listNames, filepath.SplitList(h.Vars["PATH"])...)
+		s.eval = newEvalCache(s.stats.Lstat, pr.Readlink, pr.EvalSymlinks)
+	})
+	pr.Lstat, pr.Stat = s.stats.Lstat, s.stats.Stat
+	pr.EvalSymlinks = s.eval.eval
+	return pr
 }
