@@ -95,16 +95,3 @@ func (e *dirEntry) IsDir() bool                { return e.typ.IsDir() }
 func (e *dirEntry) Type() fs.FileMode          { return e.typ }
 func (e *dirEntry) Info() (fs.FileInfo, error) { return os.Lstat(filepath.Join(e.dir, e.name)) }
 func (e *dirEntry) String() string             { return fs.FormatDirEntry(e) }
-
-// dirNames returns the names of dir's entries that are directories, or may be (the
-// file system gave no type), from one read of it: no lstat, no sorting.
-func dirNames(dir string) (map[string]bool, error) {
-	set := map[string]bool{}
-	err := dirent.ReadDir(dir, 8192, func(name string, typ byte) bool {
-		if typ == unix.DT_DIR || typ == unix.DT_UNKNOWN {
-			set[name] = true
-		}
-		return true
-	})
-	return set, err
-}

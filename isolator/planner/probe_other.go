@@ -56,15 +56,3 @@ func listNames(dir string) (map[string]struct{}, error) {
 	}
 	return set, nil
 }
-
-// dirNames returns the names of dir's entries that are directories.
-func dirNames(dir string) (map[string]bool, error) {
-	entries, err := os.ReadDir(dir)
-	set := map[string]bool{}
-	for _, e := range entries {
-		if e.IsDir() {
-			set[e.Name()] = true
-		}
-	}
-	return set, err
-}
