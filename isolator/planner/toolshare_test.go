@@ -2,11 +2,13 @@ package planner
 
 import (
 	"bytes"
+	"maps"
 	"net"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/tools"
 )
@@ -127,5 +129,52 @@ enabled = true
 				t.Errorf("the check does not list ssh's agent socket %s: %+v", sock, own)
 			}
 		})
+	}
+}
+
+// The share serves one Build: a second Build from the same Probe asks the tools
+// again, and a Build for another host (another environment) does not use it.
+func TestToolShareServesOneBuild(t *testing.T) {
+	f := newFixture(t)
+	writeFile(t, f.home+"/.config/devsandbox/config.toml", "[egress]\nmode = \"open\"\n[tools.ssh]\nenabled = true\n")
+	cfg := f.load(t)
+	calls := 0
+	var ts []tools.Tool
+	for _, tl := range tools.Default().Tools() {
+		if tl.Name == "ssh" {
+			inner := tl.Bindings
+			tl.Bindings = func(h tools.Host) []tools.Binding { calls++; return inner(h) }
+		}
+		ts = append(ts, tl)
+	}
+	reg := tools.NewRegistry(ts...)
+	build := func(cfg *config.Config, pr Probe) {
+		t.Helper()
+		if _, _, err := Build(cfg, reg, pr, Request{Command: []string{"true"}}); err != nil {
+			t.Fatalf("Build: %v", err)
+		}
+	}
+
+	pr := probe(f.proj)
+	pr.share = newToolShare(cfg.Host, pr, f.proj, nil)
+	checkWritable(cfg, reg, pr, f.proj)
+	build(cfg, pr)
+	if calls != 1 {
+		t.Fatalf("the check and the first Build worked out ssh's bindings %d times; want 1", calls)
+	}
+	build(cfg, pr)
+	if calls != 2 {
+		t.Errorf("a second Build from the same Probe: %d calls in all; want 2 (the share serves one Build)", calls)
+	}
+
+	other := probe(f.proj)
+	other.share = newToolShare(cfg.Host, other, f.proj, nil)
+	checkWritable(cfg, reg, other, f.proj)
+	moved := *cfg
+	moved.Host.Vars = maps.Clone(cfg.Host.Vars)
+	moved.Host.Vars["SSH_AUTH_SOCK"] = f.root + "/elsewhere.sock"
+	build(&moved, other)
+	if calls != 4 {
+		t.Errorf("a Build for another environment: %d calls in all; want 4 (the share is not for it)", calls)
 	}
 }
