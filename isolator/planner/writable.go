@@ -63,10 +63,7 @@ func sandboxWritable(cfg *config.Config, reg *tools.Registry, th tools.Host) []t
 		}
 	}
 	for _, t := range enabledTools(cfg, reg, th) {
-		if t.Bindings == nil {
-			continue
-		}
-		for _, b := range t.Bindings(th) {
+		for _, b := range t.BindingsOn(th) {
 			if b.Content == nil && (b.Mode == tools.RW || b.Create) {
 				add(b.Source, "shared read-write with the sandbox by tool "+t.Name)
 			}
