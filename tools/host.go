@@ -43,30 +43,20 @@ type Host struct {
 	ProxyCommand string
 	// Memo, when set (NewMemo), keeps for the life of this snapshot what more than
 	// one of a tool's functions works out from the host (Claude Code's session
-	// check, which both its Bindings and its Warnings need), and what Tool.DetectOn
-	// and Tool.BindingsOn answered. Hosts that share a Memo must be the same
-	// snapshot (home, environment, project, files) but may differ in ProxyCommand
-	// (BindingsOn keeps an answer per ProxyCommand) and Command and Writable (no
-	// Detect or Bindings reads them). Nil: each call reads the host again.
+	// check, which both its Bindings and its Warnings need). Nil: each call reads
+	// the host again.
 	Memo *Memo
 }
 
 // Memo holds results worked out from one host snapshot (Host.Memo). It is safe for
 // concurrent use.
 type Memo struct {
-	mu       sync.Mutex
-	claude   map[string]claudeVerdict
-	detected map[string]bool
-	bindings map[bindingsKey][]Binding
+	mu     sync.Mutex
+	claude map[string]claudeVerdict
 }
-
-// bindingsKey is what a tool's Bindings depend on besides the snapshot.
-type bindingsKey struct{ tool, proxyCommand string }
 
 // NewMemo returns an empty Memo.
-func NewMemo() *Memo {
-	return &Memo{claude: map[string]claudeVerdict{}, detected: map[string]bool{}, bindings: map[bindingsKey][]Binding{}}
-}
+func NewMemo() *Memo { return &Memo{claude: map[string]claudeVerdict{}} }
 
 func (h Host) exists(p string) bool {
 	return h.Exists != nil && h.Exists(p)

@@ -123,52 +123,6 @@ type Tool struct {
 	Warnings func(Host) []string
 }
 
-// DetectOn returns t.Detect(h) (false without a Detect), asked once per h.Memo:
-// the --config check and Build of one launch detect on the same snapshot.
-func (t Tool) DetectOn(h Host) bool {
-	if t.Detect == nil {
-		return false
-	}
-	if h.Memo == nil {
-		return t.Detect(h)
-	}
-	h.Memo.mu.Lock()
-	on, done := h.Memo.detected[t.Name]
-	h.Memo.mu.Unlock()
-	if done {
-		return on
-	}
-	on = t.Detect(h) // not under the lock: Detect may use the Memo itself
-	h.Memo.mu.Lock()
-	h.Memo.detected[t.Name] = on
-	h.Memo.mu.Unlock()
-	return on
-}
-
-// BindingsOn returns t.Bindings(h) (nil without Bindings), worked out once per
-// h.Memo and h.ProxyCommand (ssh's configuration overlay names it). The slice is
-// shared: callers do not change it.
-func (t Tool) BindingsOn(h Host) []Binding {
-	if t.Bindings == nil {
-		return nil
-	}
-	if h.Memo == nil {
-		return t.Bindings(h)
-	}
-	k := bindingsKey{t.Name, h.ProxyCommand}
-	h.Memo.mu.Lock()
-	bs, done := h.Memo.bindings[k]
-	h.Memo.mu.Unlock()
-	if done {
-		return bs
-	}
-	bs = t.Bindings(h)
-	h.Memo.mu.Lock()
-	h.Memo.bindings[k] = bs
-	h.Memo.mu.Unlock()
-	return bs
-}
-
 // Key is an API key a tool reads from a variable and sends in a request header to its
 // API. Held outside the sandbox, the variable inside holds a placeholder and the proxy
 // sets the header on requests to the API host (see isolator/planner.ToolKeys).

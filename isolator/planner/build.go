@@ -93,22 +93,8 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 	snapshots := etcsnap.Root(h.StateHome)
 	ahead := head.take(cfg.Sandbox.SystemBinds, snapshots)
-	// The --config check's and ToolKeys' work on the tools (LoadDir), when made for
-	// this host: for this Build only.
-	share := pr.share.take()
-	if !share.fits(h, share.dirOf()) {
-		share = nil
-	}
-	pr.share = nil
 	var stats *statCache
-	switch {
-	case !pr.osLinks:
-	case share != nil && share.stats != nil && hostStats(pr) && (!ahead || head.stats == nil || head.stats == share.stats):
-		// The --config check's and ToolKeys' (the view's, when it was worked out
-		// ahead), with the links they resolved.
-		stats = share.stats
-		pr = share.withStats(pr, h)
-	default:
+	if pr.osLinks {
 		stats = newStatCache(pr.Lstat, pr.Stat)
 		if ahead && head.stats != nil && hostStats(pr) {
 			stats = head.stats // the view's questions were asked through it: shared, not asked again
@@ -118,9 +104,6 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	proj, err := FindProject(pr, h.Home)
 	if err != nil {
 		return nil, nil, err
-	}
-	if share.fits(h, proj.Dir) {
-		pr.share = share // ToolHost: the tools' detection and bindings
 	}
 	if stats != nil {
 		stats.listDirs(listNames, proj.Dir) // the agent files a project may hold
@@ -210,7 +193,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	warns = append(warns, miseWarns...)
 	b.hostFiles, miseWarns = hostExecutedNames(h.Vars, proj.Dir, miserc)
 	warns = append(warns, miseWarns...)
-	b.sshProxyCommand = sshProxyCommand(cfg)
+	if p.Egress.NeedsProxy() {
+		b.sshProxyCommand = isolator.InitPath + " --connect=" + egress.SandboxProxyAddr + " %h %p"
+	}
 	b.add(isolator.Mount{Kind: isolator.Bind, Source: p.SandboxHome, Dest: h.Home, Why: "sandbox home"})
 	p.PrivateDirs = []string{p.SandboxHome}
 	switch {
@@ -509,44 +494,31 @@ func withStats(pr Probe, stats *statCache, h config.Host) Probe {
 
 // ToolHost returns the snapshot the tool registry reads for the project at dir.
 // pr.LookPath decides whether a command exists; the host PATH, read through pr.Stat,
-// says where. When pr carries a toolShare made for h and dir (LoadDir), the
-// answers (commands found, detection, bindings) are the share's: worked out once for
-// the --config check, ToolKeys and Build.
+// says where.
 func ToolHost(h config.Host, pr Probe, dir string) tools.Host {
+	type found struct {
+		path string
+		ok   bool
+	}
+	seen := map[string]found{} // detection asks for the same names more than once
 	look := pr.LookPath
 	if look == nil && pr.osLinks {
 		look = func(name string) bool { return lookPath(h.Vars["PATH"], name, pr.Stat) }
 	}
-	find := func(name string) foundCommand {
-		if look != nil && look(name) {
-			return foundCommand{tools.FindExecutable(h.Vars["PATH"], name, pr.Stat), true}
-		}
-		return foundCommand{}
-	}
-	share := pr.share
-	if !share.fits(h, dir) {
-		// Detection asks for the same names more than once: this host's answers.
-		share = &toolShare{memo: tools.NewMemo(), seen: map[string]foundCommand{}}
-	}
 	return tools.Host{Home: h.Home, Env: h.Vars, Exists: pr.exists, ReadFile: pr.ReadFile, ReadHead: pr.ReadHead, EvalSymlinks: pr.EvalSymlinks,
-		Project: dir, ReadDir: pr.names, Memo: share.memo,
+		Project: dir, ReadDir: pr.names, Memo: tools.NewMemo(),
 		LookPath: func(name string) (string, bool) {
-			f := share.lookPath(name, func() foundCommand { return find(name) })
+			if f, ok := seen[name]; ok {
+				return f.path, f.ok
+			}
+			var f found
+			if look != nil && look(name) {
+				f = found{tools.FindExecutable(h.Vars["PATH"], name, pr.Stat), true}
+			}
+			seen[name] = f
 			return f.path, f.ok
 		},
 	}
-}
-
-// sshProxyCommand is how ssh reaches hosts from a sandbox of cfg
-// (tools.Host.ProxyCommand): through the egress proxy in the modes that have one,
-// "" otherwise. Build and the --config check (configWritable) both ask it here, so
-// the check sees the bindings Build binds.
-func sshProxyCommand(cfg *config.Config) string {
-	mode, err := egress.ParseMode(cfg.Egress.Mode)
-	if err != nil || !(egress.Rules{Mode: mode}).NeedsProxy() {
-		return ""
-	}
-	return isolator.InitPath + " --connect=" + egress.SandboxProxyAddr + " %h %p"
 }
 
 // enabledTools returns the tools enabled by config or, when not configured, detected.
@@ -556,8 +528,8 @@ func enabledTools(cfg *config.Config, reg *tools.Registry, th tools.Host) []tool
 		on := false
 		if tc, ok := cfg.Tools[t.Name]; ok && tc.Enabled != nil {
 			on = *tc.Enabled
-		} else {
-			on = t.DetectOn(th)
+		} else if t.Detect != nil {
+			on = t.Detect(th)
 		}
 		if on {
 			out = append(out, t)

@@ -1,12 +1,9 @@
 package planner
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
@@ -20,52 +17,36 @@ import (
 // only for a path none of those holds, every other project devsandbox has run
 // (otherProject): their sandboxes write them. It is asked only for a --config file
 // on disk that is not trusted, so its probing (the tools' detection and bindings,
-// through a stat cache as Build's) is paid only then, and when pr carries a toolShare
-// (LoadDir), Build reuses that work instead of doing it again.
+// through a stat cache as Build's) is paid only then.
 func configWritable(reg *tools.Registry, pr Probe, projectDir string) func(*config.Config) config.WritableCheck {
 	return func(cfg *config.Config) config.WritableCheck {
-		probe, own := checkWritable(cfg, reg, pr, projectDir)
-		var prot []protected // worked out when a user's bind holds the file
+		probe := pr
+		if probe.osLinks {
+			probe = withStats(probe, newStatCache(probe.Lstat, probe.Stat), cfg.Host)
+		}
+		th := ToolHost(cfg.Host, probe, projectDir)
+		var own []tools.WritablePath
+		if projectDir != "" {
+			own = append(own, tools.WritablePath{Path: projectDir, Why: "the project"})
+		}
+		own = append(own, sandboxWritable(cfg, reg, th)...)
+		prot := protectedPaths(cfg, cfg.Host, probe)
+		var known map[string]bool
 		return func(p string) (string, bool) {
 			for _, w := range own {
-				if !w.Holds(p) {
-					continue
-				}
-				if w.UserBind && prot == nil {
-					prot = protectedPaths(cfg, cfg.Host, probe)
-				}
-				if !maskedIn(p, w, prot) {
+				if w.Holds(p) && !maskedIn(p, w, prot) {
 					return fmt.Sprintf("it lies in %s: %s", w.Path, w.Why), true
 				}
 			}
-			if dir, name := otherProject(p, cfg.Host); dir != "" {
+			if known == nil {
+				known = dataNames(cfg.Host)
+			}
+			if dir, name := otherProject(p, known); dir != "" {
 				return fmt.Sprintf("it lies in %s: another project devsandbox has run (%s), whose sandbox can write it", dir, name), true
 			}
 			return "", false
 		}
 	}
-}
-
-// checkWritable is the list configWritable checks a --config file against: the
-// project and sandboxWritable, with the tools seen as Build sees them (the same ssh
-// ProxyCommand, so the same bindings), through pr's toolShare when it carries one
-// for this host and project. It returns the probe it asked through.
-func checkWritable(cfg *config.Config, reg *tools.Registry, pr Probe, projectDir string) (Probe, []tools.WritablePath) {
-	probe := pr
-	if probe.osLinks {
-		if pr.share.statsFor(cfg.Host, projectDir) != nil {
-			probe = pr.share.withStats(probe, cfg.Host)
-		} else {
-			probe = withStats(probe, newStatCache(probe.Lstat, probe.Stat), cfg.Host)
-		}
-	}
-	th := ToolHost(cfg.Host, probe, projectDir)
-	th.ProxyCommand = sshProxyCommand(cfg)
-	var own []tools.WritablePath
-	if projectDir != "" {
-		own = append(own, tools.WritablePath{Path: projectDir, Why: "the project"})
-	}
-	return probe, append(own, sandboxWritable(cfg, reg, th)...)
 }
 
 // maskedIn reports whether p lies in a protected path that the user's bind w holds
@@ -86,19 +67,34 @@ func maskedIn(p string, w tools.WritablePath, prot []protected) bool {
 	return false
 }
 
+// dataNames are the names in devsandbox's data directory: the projects devsandbox
+// has run keep their sandbox home in the directory of their name (projectName). It
+// is never nil.
+func dataNames(h config.Host) map[string]bool {
+	known := map[string]bool{}
+	entries, err := os.ReadDir(filepath.Join(h.DataHome, "devsandbox"))
+	if err != nil {
+		return known
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			known[e.Name()] = true
+		}
+	}
+	return known
+}
+
 // otherProject returns the directory above p (or p) that is a project devsandbox
-// has run on the host h, and that name; "" when none is. A project devsandbox has run
-// keeps its sandbox home in the directory of its name (projectName) in devsandbox's
-// data directory. The name is worked out from each directory's path (a hash, no file
-// read) and looked for there with one lstat(2) each (no listing of every project),
-// so a project is recognised by its real path, as its runs name it. An entry that
-// cannot be told absent counts: more files then need trust, never fewer.
-func otherProject(p string, h config.Host) (dir, name string) {
-	data := filepath.Join(h.DataHome, "devsandbox")
+// has run, by the names in its data directory (known), and that name; "" when
+// none is. The project's name is worked out from each directory's path (a hash,
+// no file read), so a project is recognised by its real path, as its runs name
+// it.
+func otherProject(p string, known map[string]bool) (dir, name string) {
+	if len(known) == 0 {
+		return "", ""
+	}
 	for d := filepath.Dir(p); d != "/" && d != "." && filepath.IsAbs(d); d = filepath.Dir(d) {
-		_, n := projectName(d)
-		fi, err := os.Lstat(filepath.Join(data, n))
-		if err == nil && fi.IsDir() || err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		if _, n := projectName(d); known[n] {
 			return d, n
 		}
 	}

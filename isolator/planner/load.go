@@ -54,9 +54,6 @@ func LoadDir(dir string, flags config.Flags, environ []string, reg *tools.Regist
 	// handed on only when the configuration still does (a run on another backend, or
 	// with a view of its own, leaves it unused; it only reads).
 	head := startAhead(flags, host, probe)
-	// The tools' detection and bindings, worked out once for the --config check
-	// (when it runs), ToolKeys and Build.
-	probe.share = newToolShare(host, probe, proj.Dir, head)
 	cfg, warns, err := config.Load(config.LoadOptions{ProjectDir: proj.Dir, Flags: flags, Environ: environ, UID: host.UID, GID: host.GID,
 		Writable: configWritable(reg, probe, proj.Dir)})
 	if err != nil {

@@ -124,7 +124,7 @@ func (b *mountBuilder) maskAbove(target string) {
 func (b *mountBuilder) tools(enabled []tools.Tool, th tools.Host, h config.Host) (map[string]isolator.EnvVar, error) {
 	env := map[string]isolator.EnvVar{}
 	for _, t := range enabled {
-		for _, bd := range t.BindingsOn(th) {
+		for _, bd := range t.Bindings(th) {
 			m := isolator.Mount{Source: bd.Source, Dest: bd.Dest, HomeRel: bd.HomeRelativeDest, Why: "tool " + t.Name}
 			if b.hidden[m.Target(b.home)] {
 				continue // the user hid exactly this path: the hide wins over the tool

@@ -70,9 +70,6 @@ type Probe struct {
 	osLinks bool
 	// head is the system view LoadDir started working out for Build (startAhead).
 	head *SystemHead
-	// share is the tools' detection, bindings and stat cache LoadDir's --config check
-	// and ToolKeys worked out, for Build (toolShare).
-	share *toolShare
 }
 
 // loadCA is Probe.ProxyCA on the host's files. devsandbox links no crypto package

@@ -63,7 +63,10 @@ func sandboxWritable(cfg *config.Config, reg *tools.Registry, th tools.Host) []t
 		}
 	}
 	for _, t := range enabledTools(cfg, reg, th) {
-		for _, b := range t.BindingsOn(th) {
+		if t.Bindings == nil {
+			continue
+		}
+		for _, b := range t.Bindings(th) {
 			if b.Content == nil && (b.Mode == tools.RW || b.Create) {
 				add(b.Source, "shared read-write with the sandbox by tool "+t.Name)
 			}
