@@ -23,15 +23,7 @@ func plainFront(t *testing.T, ip string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go relayToSocket(c, sock)
-		}
-	}()
+	go relayFront(l, sock)
 	return "tcp://" + l.Addr().String()
 }
 

@@ -71,16 +71,20 @@ func setupTCPEngine() string {
 		return err.Error()
 	}
 	tcpEngine.host, tcpEngine.certDir = "tcp://"+l.Addr().String(), dir
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go relayToSocket(c, sock)
-		}
-	}()
+	go relayFront(l, sock)
 	return ""
+}
+
+// relayFront relays every connection l accepts to the Unix socket sock, until l is
+// closed: the test fronts of the stand-in engine (TLS, plain TCP).
+func relayFront(l net.Listener, sock string) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go relayToSocket(c, sock)
+	}
 }
 
 // relayToSocket copies c to a new connection to the Unix socket sock and back, each
