@@ -144,6 +144,9 @@ func (a *app) configInit(c *cli.Context) error {
 }
 
 func (a *app) configTrust(c *cli.Context) error {
+	if c.Args().Len() > 1 {
+		return usageError{errors.New("config trust takes at most one FILE")}
+	}
 	host, err := config.HostFromEnviron(a.environ, -1, -1)
 	if err != nil {
 		return err

@@ -73,6 +73,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"doctor", "--bogus"}, "devsandbox: unknown flag --bogus\n"},
 		{[]string{"logs", "proxy", "-x"}, "devsandbox: unknown flag -x\n"},
 		{[]string{"config", "validate"}, "devsandbox: config validate needs exactly one FILE\n"},
+		{[]string{"config", "trust", "a.toml", "b.toml"}, "devsandbox: config trust takes at most one FILE\n"},
+		{[]string{"config", "init", "a.toml", "b.toml"}, "devsandbox: config init takes at most one FILE\n"},
+		{[]string{"config", "bogus"}, "devsandbox: config bogus: no such command (config show|validate|init|trust)\n"},
+		{[]string{"sandboxes", "prune", "myproject-1234abcd"}, "devsandbox: sandboxes prune takes no arguments (got \"myproject-1234abcd\")\n"},
 	} {
 		a, out, errb := testApp()
 		if code := a.main(tt.args); code != exitFailure || !strings.HasPrefix(errb.String(), tt.want) || out.Len() != 0 {
@@ -127,4 +131,39 @@ func TestVersionFastPath(t *testing.T) {
 			t.Errorf("%q takes the fast path", args)
 		}
 	}
+}
+
+// A command that takes no arguments refuses one (125) before it does anything, and a
+// command made of subcommands refuses a word that is none of them: every command of
+// the CLI, so a new one cannot ignore what it is given (`sandboxes prune NAME` pruned
+// every project, `config trust A B` trusted the project file).
+func TestUnexpectedArguments(t *testing.T) {
+	n := 0
+	for _, path := range commandPaths(nil, testAppCommands()) {
+		cmds, cmd := testAppCommands(), (*cli.Command)(nil)
+		for _, w := range path {
+			cmd = findCommand(cmds, w)
+			cmds = cmd.Subcommands
+		}
+		if cmd.Name == "help" || cmd.ArgsUsage != "" {
+			continue
+		}
+		n++
+		want := "devsandbox: " + strings.Join(path, " ") + " takes no arguments (got \"extra\")\n"
+		if len(cmd.Subcommands) > 0 {
+			want = "devsandbox: " + strings.Join(path, " ") + " extra: no such command ("
+		}
+		a, out, errb := testApp()
+		if code := a.main(append(path, "extra")); code != exitFailure || !strings.HasPrefix(errb.String(), want) || out.Len() != 0 {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 125 and %q", path, code, out, errb, want)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("checked %d commands: is the command list broken?", n)
+	}
+}
+
+func testAppCommands() []*cli.Command {
+	a, _, _ := testApp()
+	return a.commands()
 }

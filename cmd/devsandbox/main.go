@@ -208,12 +208,52 @@ func (a *app) cli() *cli.App {
 }
 
 // setUsageErrors makes every subcommand report misuse as a usageError (exit 125,
-// one line and a pointer to --help) instead of urfave/cli's help dump.
+// one line and a pointer to --help) instead of urfave/cli's help dump or silence: a
+// flag it does not know, an argument to a command that takes none (`sandboxes prune
+// NAME` would otherwise prune every project), and an unknown subcommand (urfave/cli
+// answers "No help topic for 'NAME'").
 func setUsageErrors(cmds []*cli.Command, f cli.OnUsageErrorFunc) {
 	for _, c := range cmds {
 		c.OnUsageError = f
+		switch {
+		case len(c.Subcommands) > 0 && c.Action == nil:
+			c.Action = unknownSubcommand
+		case c.Action != nil && c.ArgsUsage == "":
+			c.Action = noArguments(c.Action)
+		}
 		setUsageErrors(c.Subcommands, f)
 	}
+}
+
+// commandName is c's command as typed after "devsandbox" ("config show").
+func commandName(c *cli.Context) string {
+	return strings.TrimPrefix(c.Command.HelpName, "devsandbox ")
+}
+
+// noArguments refuses the arguments of a command that takes none, then runs action.
+func noArguments(action cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.Args().Present() {
+			return usageError{fmt.Errorf("%s takes no arguments (got %q)", commandName(c), c.Args().First())}
+		}
+		return action(c)
+	}
+}
+
+// unknownSubcommand is the action of a command made of subcommands (config,
+// sandboxes, ...): without a word it shows its help, as before; any word is not one of
+// its subcommands, since urfave/cli would have run that one.
+func unknownSubcommand(c *cli.Context) error {
+	if !c.Args().Present() {
+		return cli.ShowSubcommandHelp(c)
+	}
+	var names []string
+	for _, s := range c.Command.Subcommands {
+		if !s.Hidden && s.Name != "help" {
+			names = append(names, s.Name)
+		}
+	}
+	return usageError{fmt.Errorf("%s %s: no such command (%s %s)", commandName(c), c.Args().First(), commandName(c), strings.Join(names, "|"))}
 }
 
 func runFlags() []cli.Flag {
