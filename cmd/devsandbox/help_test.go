@@ -76,6 +76,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"config", "trust", "a.toml", "b.toml"}, "devsandbox: config trust takes at most one FILE\n"},
 		{[]string{"config", "init", "a.toml", "b.toml"}, "devsandbox: config init takes at most one FILE\n"},
 		{[]string{"config", "bogus"}, "devsandbox: config bogus: no such command (config show|validate|init|trust)\n"},
+		{[]string{"sandboxes", "prune", "--days", "-1"}, "devsandbox: sandboxes prune --days -1: not a number of days from 0 to 106751\n"},
+		{[]string{"sandboxes", "prune", "--days", "200000", "--dry-run"}, "devsandbox: sandboxes prune --days 200000: not a number of days from 0 to 106751\n"},
 		{[]string{"sandboxes", "prune", "myproject-1234abcd"}, "devsandbox: sandboxes prune takes no arguments (got \"myproject-1234abcd\")\n"},
 	} {
 		a, out, errb := testApp()

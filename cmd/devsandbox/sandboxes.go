@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,7 +181,14 @@ func (a *app) removeIdle(stateRoot string, s dockerhelper.Sandbox, remove func()
 
 // sandboxesPrune sweeps bwrap's session cgroups first: they need no engine, and
 // neither devsandbox-docker nor an engine has to be there for them.
+// maxPruneDays is the largest --days whose age a time.Duration holds (about 292
+// years): beyond it the age wrapped negative and prune took every project for unused.
+const maxPruneDays = int(math.MaxInt64 / int64(24*time.Hour))
+
 func (a *app) sandboxesPrune(c *cli.Context) error {
+	if days := c.Int("days"); days < 0 || days > maxPruneDays {
+		return usageError{fmt.Errorf("sandboxes prune --days %d: not a number of days from 0 to %d", days, maxPruneDays)}
+	}
 	cgroup.Prune(a.stdout, c.Bool("dry-run"))
 	d, cfg, dirs, list, lerr, err := a.sandboxesOf(c)
 	if err != nil {
