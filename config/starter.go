@@ -21,7 +21,7 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 # [stricter only] may only tighten the user's value, and the file applies only after
 # you review it and run devsandbox config trust in the project.
 
-# Isolator: auto (bwrap when usable, else docker), bwrap, docker or krun. [stricter only]
+# Isolator: auto (bwrap when installed, else docker), bwrap, docker or krun. [stricter only]
 # isolator = "auto"
 
 [sandbox]

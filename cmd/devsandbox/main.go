@@ -258,7 +258,7 @@ func unknownSubcommand(c *cli.Context) error {
 
 func runFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "isolator", Usage: "the isolator `NAME`: auto (bwrap when usable, else docker), bwrap, docker or krun; also DEVSANDBOX_ISOLATOR"},
+		&cli.StringFlag{Name: "isolator", Usage: "the isolator `NAME`: auto (bwrap when installed, else docker), bwrap, docker or krun; also DEVSANDBOX_ISOLATOR"},
 		&cli.StringFlag{Name: "mode", Usage: "sandbox `MODE`: enforce (fail closed, the default), auto (unsandboxed with a warning when the isolator cannot run), off"},
 		&cli.StringFlag{Name: "egress", Usage: "network `MODE`: proxy (default: public hosts through the audited proxy, never the LAN or host services), allowlist (only egress.allow and --allow entries), none (loopback only), open (the host's network)"},
 		&cli.StringSliceFlag{Name: "allow", Usage: "allow egress to `HOST[:PORT]`, *.domain, IP or CIDR (repeatable; proxy and allowlist modes)"},
