@@ -83,6 +83,8 @@ func checkInvocation(words []string, cmds []*cli.Command) error {
 				return nil // the program to sandbox
 			case len(cmds) > 0:
 				return fmt.Errorf("devsandbox … %s has no subcommand %s", cur.Name, w)
+			case cur.ArgsUsage == "":
+				return fmt.Errorf("devsandbox … %s takes no arguments, but is given %s", cur.Name, w)
 			}
 		}
 	}
@@ -174,6 +176,8 @@ func TestCheckInvocation(t *testing.T) {
 		{"config show --denied", true}, // a flag of another subcommand
 		{"config frobnicate", true},
 		{"sandboxes list|purge", true},
+		{"sandboxes prune myproject-1234abcd", true}, // takes no arguments
+		{"sandboxes prune --days 7 --dry-run", false},
 	} {
 		err := checkInvocation(strings.Fields(tt.line), a.commands())
 		if (err != nil) != tt.bad {
