@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -77,24 +78,48 @@ type usageError struct{ err error }
 func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
+// flagErrors are the flag package's messages about one flag, which name it with a
+// single dash whatever was typed.
+var flagErrors = []struct {
+	re   *regexp.Regexp
+	word func(m []string, flag string) string
+}{
+	{regexp.MustCompile(`^flag provided but not defined: -(\S+)$`), func(_ []string, f string) string { return "unknown flag " + f }},
+	{regexp.MustCompile(`^flag needs an argument: -(\S+)$`), func(_ []string, f string) string { return "flag " + f + " needs a value" }},
+	{regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-(\S+): (.*)$`), func(m []string, f string) string {
+		return fmt.Sprintf("flag %s: %s is not a valid value (%s)", f, m[1], m[3])
+	}},
+}
+
 // usageMessage words a usage error for people: the flag package's "flag provided but
-// not defined: -name" becomes "unknown flag --name", spelled as it was typed.
+// not defined: -name" becomes "unknown flag --name", "flag needs an argument: -pids"
+// "flag --pids needs a value", and so on, each flag spelled as it was typed.
 func usageMessage(err error, args []string) string {
-	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
-	if !ok {
-		return err.Error()
+	for _, fe := range flagErrors {
+		m := fe.re.FindStringSubmatch(err.Error())
+		if m == nil {
+			continue
+		}
+		name := m[len(m)-1]
+		if fe.re.NumSubexp() == 3 {
+			name = m[2]
+		}
+		return fe.word(m, typedFlag(name, args))
 	}
-	typed := "-" + name
+	return err.Error()
+}
+
+// typedFlag is flag name as args spell it (--name or -name), before any "--".
+func typedFlag(name string, args []string) string {
 	for _, a := range args {
 		if a == "--" {
 			break
 		}
 		if f, _, _ := strings.Cut(a, "="); f == "--"+name {
-			typed = f
-			break
+			return f
 		}
 	}
-	return "unknown flag " + typed
+	return "-" + name
 }
 
 // exitError carries an exit status out of an action.
