@@ -20,7 +20,7 @@ PREFIX   ?= /usr/local
 .PHONY: help build vet lint test unit integration bench bench-docker bench-krun profile-launch embed darwin install install-bin setup clean
 
 help: ## list the targets
-	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/devsandbox, bin/devsandbox-init (the in-sandbox init), bin/devsandbox-bwrap-init (the bwrap isolator's init), bin/devsandbox-proxy (the egress proxy), bin/devsandbox-docker (the docker backend) and bin/devsandbox-krun (the krun backend)
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS_) -trimpath -ldflags '$(LDFLAGS)' -o bin/ $(addprefix ./cmd/,$(BINARIES))
@@ -72,9 +72,9 @@ embed: ## build Linux devsandbox-init and devsandbox-proxy (amd64, arm64) into i
 darwin: embed ## cross-build devsandbox, devsandbox-docker (Linux init and proxy embedded) and devsandbox-proxy for macOS into bin/darwin/
 	CGO_ENABLED=0 GOOS=darwin $(GO) build -tags '$(TAGS) embedinit' -trimpath -ldflags '$(LDFLAGS)' -o bin/darwin/ ./cmd/devsandbox ./cmd/devsandbox-docker ./cmd/devsandbox-proxy
 
-install: build install-bin ## build, then install every binary ($(BINARIES)) to $(PREFIX)/bin
+install: build install-bin ## build, then install every binary (devsandbox and its helpers: see build) to PREFIX/bin (PREFIX=/usr/local unless given)
 
-install-bin: ## install the built binaries to $(PREFIX)/bin without building (scripts/install.sh uses it)
+install-bin: ## install the built binaries to PREFIX/bin without building (scripts/install.sh uses it)
 	@for b in $(BINARIES); do test -x bin/$$b || { echo "bin/$$b is missing: run make build first" >&2; exit 1; }; done
 	for b in $(BINARIES); do install -D -m 0755 bin/$$b $(DESTDIR)$(PREFIX)/bin/$$b; done
 
