@@ -175,3 +175,35 @@ func testAppCommands() []*cli.Command {
 	a, _, _ := testApp()
 	return a.commands()
 }
+
+// The usage line of a command made of subcommands names them, not "[command
+// options]" as if it took options of its own.
+func TestGroupUsageNamesSubcommands(t *testing.T) {
+	n := 0
+	for _, path := range commandPaths(nil, testAppCommands()) {
+		cmds, cmd := testAppCommands(), (*cli.Command)(nil)
+		for _, w := range path {
+			cmd = findCommand(cmds, w)
+			cmds = cmd.Subcommands
+		}
+		if len(cmd.Subcommands) == 0 {
+			continue
+		}
+		n++
+		var names []string
+		for _, s := range cmd.Subcommands {
+			names = append(names, s.Name)
+		}
+		a, out, _ := testApp()
+		if code := a.main(append(path, "--help")); code != 0 {
+			t.Fatalf("%q --help exited %d", path, code)
+		}
+		want := "USAGE:\n   devsandbox " + strings.Join(path, " ") + " " + strings.Join(names, "|") + " [options]\n"
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("%q --help has no %q:\n%s", path, want, out)
+		}
+	}
+	if n < 5 {
+		t.Fatalf("checked %d command groups: is the command list broken?", n)
+	}
+}

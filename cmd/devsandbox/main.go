@@ -197,6 +197,7 @@ func (a *app) cli() *cli.App {
 	cmds := a.commands()
 	onUsage := func(_ *cli.Context, err error, _ bool) error { return usageError{err} }
 	setUsageErrors(cmds, onUsage)
+	groupUsage("devsandbox", cmds)
 	flags := runFlags()
 	help := ""
 	if a.helpPages {
@@ -247,6 +248,27 @@ func setUsageErrors(cmds []*cli.Command, f cli.OnUsageErrorFunc) {
 			c.Action = noArguments(c.Action)
 		}
 		setUsageErrors(c.Subcommands, f)
+	}
+}
+
+// groupUsage gives each command made of subcommands a usage line naming them
+// ("devsandbox config show|validate|init|trust [options]"), where urfave/cli would
+// write "devsandbox config [command options]", as if it took options of its own.
+func groupUsage(prefix string, cmds []*cli.Command) {
+	for _, c := range cmds {
+		if len(c.Subcommands) == 0 {
+			continue
+		}
+		var names []string
+		for _, s := range c.Subcommands {
+			if !s.Hidden && s.Name != "help" {
+				names = append(names, s.Name)
+			}
+		}
+		if c.UsageText == "" {
+			c.UsageText = prefix + " " + c.Name + " " + strings.Join(names, "|") + " [options]"
+		}
+		groupUsage(prefix+" "+c.Name, c.Subcommands)
 	}
 }
 
