@@ -40,6 +40,12 @@ func TestCLIContract(t *testing.T) {
 		{name: "--pids N: the value is the next word, as --help writes it", args: []string{"--pids", "100", "--", "/bin/sh", "-c", "echo ok"}, stdout: "ok\n"},
 		{name: "a misspelt tool stops the run", args: []string{"--config", p.path("tool.toml"), "true"}, code: 125,
 			stderr: "tools.claud (" + p.path("tool.toml") + "): there is no tool claud"},
+		{name: "a flag without its value, named as typed", args: []string{"--pids"}, code: 125, stderr: "flag --pids needs a value"},
+		{name: "a subcommand given an argument it does not take", args: []string{"sandboxes", "prune", "--dry-run", p.name()}, code: 125,
+			stderr: "sandboxes prune takes no arguments"},
+		{name: "prune --days out of range", args: []string{"sandboxes", "prune", "--days", "-1"}, code: 125, stderr: "not a number of days"},
+		{name: "an unknown subcommand", args: []string{"config", "bogus"}, code: 125, stderr: "config bogus: no such command"},
+		{name: "config trust takes at most one file", args: []string{"config", "trust", "a.toml", "b.toml"}, code: 125, stderr: "config trust takes at most one FILE"},
 		{name: "version", args: []string{"version"}, stdout: "devsandbox "},
 		{name: "--version", args: []string{"--version"}, stdout: "devsandbox "},
 	}
