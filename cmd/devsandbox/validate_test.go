@@ -177,3 +177,26 @@ func TestValidateDockerContext(t *testing.T) {
 		}
 	}
 }
+
+// `config init` writes a file that `config validate` accepts, and, given an existing
+// file, leaves it as it is and exits 125 naming it, as its help says.
+func TestConfigInitNeverOverwrites(t *testing.T) {
+	env := testProject(t)
+	file := filepath.Join(t.TempDir(), "config.toml")
+	a := &app{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, environ: env}
+	if code := a.main([]string{"config", "init", file}); code != 0 {
+		t.Fatalf("config init: exit %d", code)
+	}
+	if code := a.main([]string{"config", "validate", file}); code != 0 {
+		t.Fatalf("config validate refuses the starter file: exit %d", code)
+	}
+	if err := os.WriteFile(file, []byte("# mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	a = &app{stdout: &out, stderr: &errb, environ: env}
+	code := a.main([]string{"config", "init", file})
+	if got, _ := os.ReadFile(file); code != exitFailure || string(got) != "# mine\n" || !strings.Contains(errb.String(), file+": not overwriting it") || out.Len() != 0 {
+		t.Errorf("config init over a file: exit %d, stdout %q, stderr %q, file %q", code, out.String(), errb.String(), got)
+	}
+}
