@@ -187,6 +187,13 @@ func TestDoctorOutsideAProject(t *testing.T) {
 				userConfig("isolator = \"docker\"\n[docker]\nhost = \"" + remoteEngine + "\"\n[krun]\nruntime = \"runc\"\n")},
 			rows:    map[string]string{"docker engine": "active  " + remoteEngine + " (docker.host), Docker …", "docker isolator": "active  "},
 			verdict: "selected isolator: docker — can run"},
+		{name: "isolator = docker with an image the engine lacks", code: 1,
+			env: []string{userConfig("isolator = \"docker\"\n[docker]\nhost = \"" + remoteEngine + "\"\nimage = \"devsandbox-test/absent:1\"\n[krun]\nruntime = \"runc\"\n")},
+			rows: map[string]string{
+				"docker image":    "unavailable  devsandbox-test/absent:1 is not on the engine; fix: devsandbox image build (or set docker.image / --image to an image you have)",
+				"docker isolator": "unavailable  the image devsandbox-test/absent:1 is not on the docker engine at " + remoteEngine + "; fix: devsandbox image build (or set docker.image / --image to an image you have)",
+			},
+			verdict: "selected isolator: docker — CANNOT run"},
 		{name: "isolator = docker with an ssh DOCKER_HOST", code: 1,
 			env:     []string{"DOCKER_HOST=ssh://me@build", userConfig("isolator = \"docker\"\n[krun]\nruntime = \"runc\"\n")},
 			rows:    map[string]string{"docker isolator": "unavailable  " + refusedEnv + addressFix},

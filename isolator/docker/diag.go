@@ -55,7 +55,7 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 		ok("docker API version", fmt.Sprintf("engine %s (minimum %s); devsandbox uses no feature newer than %s", v.APIVersion, v.MinAPIVersion, MinAPI))
 	}
 	if _, err := e.ImageInspect(ctx, b.Image); err != nil {
-		bad("docker image", fmt.Sprintf("%s is not on the engine", b.Image), "devsandbox image build (or set docker.image / --image to an image you have)")
+		bad("docker image", fmt.Sprintf("%s is not on the engine", b.Image), imageFix)
 	} else {
 		ok("docker image", b.Image)
 	}

@@ -23,6 +23,8 @@ import (
 	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
+
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/docker/engineaddr"
@@ -146,7 +148,8 @@ const addressFix = "fix DOCKER_HOST or the docker context (docker context use de
 
 const startHint = "install and start Docker (Debian/Ubuntu: sudo apt-get install docker.io && sudo systemctl start docker), or set docker.host / DOCKER_HOST"
 
-// Check implements isolator.Isolator: the engine answers and speaks API 1.41 or newer.
+// Check implements isolator.Isolator: the engine answers, speaks API 1.41 or newer,
+// and has the image (b.Image, when set), without which every run stops.
 func (b *Isolator) Check(ctx context.Context) isolator.Status {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -169,8 +172,16 @@ func (b *Isolator) Check(ctx context.Context) isolator.Status {
 	if apiBefore(v.APIVersion, MinAPI) {
 		return isolator.Status{State: isolator.Unavailable, Reason: fmt.Sprintf("the engine speaks API %s, older than %s", v.APIVersion, MinAPI), Fix: "upgrade Docker to 20.10 or newer"}
 	}
+	if b.Image != "" {
+		if _, err := e.ImageInspect(ctx, b.Image); cerrdefs.IsNotFound(err) {
+			return isolator.Status{State: isolator.Unavailable, Reason: fmt.Sprintf("the image %s is not on the docker engine at %s", b.Image, a.Host), Fix: imageFix}
+		}
+	}
 	return isolator.Status{State: isolator.Active}
 }
+
+// imageFix is the fix of an image the engine lacks.
+const imageFix = "devsandbox image build (or set docker.image / --image to an image you have)"
 
 // MinAPI is the oldest Engine API the backend uses.
 const MinAPI = "1.41"

@@ -65,3 +65,27 @@ func TestCheckRefusedAddress(t *testing.T) {
 		t.Errorf("Diagnose:\n got %+v\nwant [{docker engine %+v}]", rows, want)
 	}
 }
+
+// Check (doctor's docker isolator row and verdict) says the isolator cannot run when
+// the engine lacks the image, as every run would stop on it, with the fix of
+// Diagnose's image row (imageFix); an image that is there, or an engine that fails the
+// request otherwise, leaves Check to the engine.
+func TestCheckImageMissing(t *testing.T) {
+	f := newFake(t)
+	b, _ := testIsolator(t, f, false)
+	if st := b.Check(context.Background()); st.State != isolator.Active {
+		t.Fatalf("Check with the image: %+v", st)
+	}
+	b.Image = "devsandbox/absent:1"
+	want := isolator.Status{State: isolator.Unavailable,
+		Reason: "the image devsandbox/absent:1 is not on the docker engine at unix:///fake.sock",
+		Fix:    "devsandbox image build (or set docker.image / --image to an image you have)"}
+	if st := b.Check(context.Background()); st != want {
+		t.Errorf("Check:\n got %+v\nwant %+v", st, want)
+	}
+	g := &goneEngine{fakeEngine: f, versionOK: true}
+	b.dial = func() (Engine, Address, error) { return g, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
+	if st := b.Check(context.Background()); st.State != isolator.Active {
+		t.Errorf("Check with an engine that fails image requests: %+v", st)
+	}
+}
