@@ -5,11 +5,14 @@ import "context"
 // Doctor checks every isolator of t in detail, in name order: each one's host
 // requirements (Diagnoser) followed by its own status as "<name> isolator". runs is
 // the isolator selected would run: selected itself when it can run; for "auto", the
-// first name of order that can, as Select picks it; "" when none can. Doctor judges
-// by Check, Select by QuickCheck where there is one: the cheap check may differ in a
-// detail the full one sees. It may start processes; it is never on the launch path.
+// one Select picks (the first name of order whose QuickCheck, else Check, passes)
+// when its Check passes too; "" when none can. A run under auto does not fall back
+// past the isolator it picked, so when the pick fails its Check, runs is "" and a row
+// "auto" says so, naming an isolator that can run to choose instead. It may start
+// processes; it is never on the launch path.
 func (t Table) Doctor(ctx context.Context, selected string, order []string) (rows []Check, runs string) {
 	usable := map[string]bool{}
+	quick := map[string]bool{}
 	for _, name := range t.Names() {
 		iso := t[name]()
 		if d, isD := iso.(Diagnoser); isD {
@@ -17,15 +20,34 @@ func (t Table) Doctor(ctx context.Context, selected string, order []string) (row
 		}
 		st := iso.Check(ctx)
 		usable[name] = st.State == Active
+		quick[name] = usable[name]
+		if q, ok := iso.(Quick); ok {
+			quick[name] = q.QuickCheck().State == Active
+		}
 		rows = append(rows, Check{Name: name + " isolator", Status: st})
 	}
 	if selected != "auto" {
-		order = []string{selected}
+		if usable[selected] {
+			return rows, selected
+		}
+		return rows, ""
 	}
-	for _, n := range order {
+	for i, n := range order {
+		if !quick[n] {
+			continue
+		}
 		if usable[n] {
 			return rows, n
 		}
+		st := Status{State: Unavailable, Reason: "auto picks " + n + " here (its quick check passes), which cannot run (its row above says why); a run stops there rather than try another"}
+		st.Fix = "fix " + n
+		for _, other := range order[i+1:] {
+			if usable[other] {
+				st.Fix += `, or choose ` + other + ` (isolator = "` + other + `", --isolator=` + other + `)`
+				break
+			}
+		}
+		return append(rows, Check{Name: "auto", Status: st}), ""
 	}
 	return rows, ""
 }

@@ -58,3 +58,48 @@ func TestDoctorVerdict(t *testing.T) {
 		})
 	}
 }
+
+// quickIso passes its QuickCheck whatever its Check says: a bwrap that is installed
+// but cannot run here (user namespaces disabled).
+type quickIso struct{ fakeIso }
+
+func (quickIso) QuickCheck() isolator.Status { return isolator.Status{State: isolator.Active} }
+
+// Under auto, doctor names the isolator a run would pick, as Select picks it (by
+// QuickCheck): one that is installed but cannot run is not passed over for the next,
+// since a run would not pass it over either; a row "auto" says so and names the
+// isolator to choose instead.
+func TestDoctorAutoPicksAsARun(t *testing.T) {
+	order := []string{"bwrap", "docker"}
+	for _, tt := range []struct {
+		name    string
+		docker  isolator.State
+		runs    string
+		autoRow *isolator.Check
+	}{
+		{"docker could run", isolator.Active, "", &isolator.Check{Name: "auto", Status: isolator.Status{State: isolator.Unavailable,
+			Reason: "auto picks bwrap here (its quick check passes), which cannot run (its row above says why); a run stops there rather than try another",
+			Fix:    `fix bwrap, or choose docker (isolator = "docker", --isolator=docker)`}}},
+		{"nothing could run", isolator.Unavailable, "", &isolator.Check{Name: "auto", Status: isolator.Status{State: isolator.Unavailable,
+			Reason: "auto picks bwrap here (its quick check passes), which cannot run (its row above says why); a run stops there rather than try another",
+			Fix:    "fix bwrap"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			table := isolator.Table{
+				"bwrap":  func() isolator.Isolator { return quickIso{fakeIso{"bwrap", isolator.Unavailable}} },
+				"docker": func() isolator.Isolator { return fakeIso{"docker", tt.docker} },
+			}
+			iso, _, err := isolator.Select(context.Background(), "auto", table, order)
+			if err != nil || iso.Name() != "bwrap" {
+				t.Fatalf("Select picks %v (%v); the case tests nothing", iso, err)
+			}
+			rows, runs := table.Doctor(context.Background(), "auto", order)
+			if runs != tt.runs || len(rows) != 3 || rows[2] != *tt.autoRow {
+				t.Errorf("Doctor: runs %q, rows %+v\nwant runs %q and last row %+v", runs, rows, tt.runs, *tt.autoRow)
+			}
+			if v := isolator.Verdict("auto", runs); v != "selected isolator: auto — CANNOT run" {
+				t.Errorf("Verdict %q", v)
+			}
+		})
+	}
+}
