@@ -636,6 +636,19 @@ func TestKrunHelperKill9LeftoverRemovedByNextRun(t *testing.T) {
 	requirePodman(t)
 	p := newProject(t)
 	cmd, mark := startMarkedKrunRun(t, p)
+	// The run's mark (package runmark), which its helper holds locked: once the helper
+	// is dead, any krun run's start removes the container, another suite's on this
+	// machine too. The test takes the lock as the helper's death frees it (blocked in
+	// flock from before the kill), so the container is left for its own next run.
+	ids := krunContainers(t, p, true)
+	markPath := mustPodman(t, "inspect", "--format", `{{index .Config.Labels "dev.devsandbox.runmark"}}`, ids[0])
+	markFile, err := os.Open(markPath)
+	if err != nil {
+		t.Fatalf("the run's mark %q: %v", markPath, err)
+	}
+	defer markFile.Close()
+	held := make(chan error, 1)
+	go func() { held <- unix.Flock(int(markFile.Fd()), unix.LOCK_EX) }()
 	killed := 0
 	for _, pid := range markedProcesses(mark) {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
@@ -650,10 +663,19 @@ func TestKrunHelperKill9LeftoverRemovedByNextRun(t *testing.T) {
 		t.Fatalf("killed %d devsandbox-krun serving the run, want 1", killed)
 	}
 	_ = cmd.Wait()
+	select {
+	case err := <-held:
+		if err != nil {
+			t.Fatalf("locking the dead run's mark: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run's mark was still locked 10 s after its helper was killed")
+	}
 	left := krunContainers(t, p, true)
 	if len(left) != 1 {
 		t.Fatalf("the killed helper's container: have %v, want it left (else this test proves nothing)", left)
 	}
+	_ = unix.Flock(int(markFile.Fd()), unix.LOCK_UN)
 	// Another project's run: it finds the leftover and removes it.
 	q := newProject(t)
 	if r := run(t, q.dir, nil, "", "--isolator=krun", "--", "true"); r.code != 0 {
