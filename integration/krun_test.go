@@ -506,6 +506,14 @@ func TestKrunServicePerHome(t *testing.T) {
 	}
 	p.write("home2/.config/devsandbox/config.toml", fmt.Sprintf("[docker]\nhome = %q\n[krun]\nruntime = \"runc\"\n", other))
 	env := append([]string{"HOME=" + other}, xdgEnv(other)...)
+	// What the run keeps for the project under the second home goes as a user would
+	// remove it: its state there records its socket directory, which is in the
+	// temporary directory (the state path is too long for sockets).
+	t.Cleanup(func() {
+		if r := run(t, p.dir, env, "", "sandboxes", "rm", p.name()); r.code != 0 {
+			t.Errorf("sandboxes rm under the second home:\n%s", r)
+		}
+	})
 	r := run(t, p.dir, env, "", "--isolator=krun", "--", "true")
 	if r.code != 0 {
 		t.Fatalf("the run with HOME=%s:\n%s", other, r)
