@@ -370,7 +370,7 @@ func testEgressKill9(t *testing.T, iso string, o *outside) {
 			}
 			serviceDeadline := time.Now().Add(25 * time.Second)
 			for _, fd := range service {
-				if err := pidfdExited(fd, serviceDeadline); err != nil && !serviceInUse(t) {
+				if err := pidfdExited(fd, serviceDeadline); err != nil && !serviceInUse(t, suiteServiceSocket()) {
 					t.Errorf("%s of the podman service outlived devsandbox by 25s with no devsandbox using it: %v", names[fd], err)
 				}
 				unix.Close(fd)

@@ -79,6 +79,7 @@ func TestMain(m *testing.M) {
 // cleanup removes the suite's directories.
 func cleanup() {
 	if it.home != "" && it.home != it.realHome {
+		endSuiteServices()
 		removeHome(it.home)
 	}
 	if it.tmp != "" {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,6 +159,20 @@ func requirePodman(t *testing.T) {
 }
 
 func runtimeDir() string { return fmt.Sprintf("/run/user/%d", it.uid) }
+
+// suiteServiceSocket is the socket of the podman service devsandbox runs for the
+// suite's krun runs (runtime runc) with the podman variables extra (NAME=VALUE, in
+// krun's podmanEnvNames order, all before XDG_CONFIG_HOME) besides baseEnv's. It is
+// krun's serviceKey: the first 4 bytes of the SHA-256 of the podman variables that
+// differ from the account's usual, NAME=VALUE joined by NUL; the throwaway home's
+// XDG_CONFIG_HOME and XDG_DATA_HOME always do (it is not the test user's home), so
+// each suite has a service of its own, which another suite on this machine neither
+// keeps busy nor serves from its own home.
+func suiteServiceSocket(extra ...string) string {
+	set := append(slices.Clone(extra), "XDG_CONFIG_HOME="+filepath.Join(it.home, ".config"), "XDG_DATA_HOME="+filepath.Join(it.home, ".local/share"))
+	sum := sha256.Sum256([]byte(strings.Join(set, "\x00")))
+	return filepath.Join(runtimeDir(), "podman", "devsandbox-runc-"+hex.EncodeToString(sum[:4])+".sock")
+}
 
 // podmanAs runs the podman CLI as the test user in the throwaway home (the user's
 // storage, no API service).
@@ -395,43 +410,189 @@ func startMarkedKrunRun(t *testing.T, p *project) (cmd *exec.Cmd, mark string) {
 	return cmd, mark
 }
 
-// (c) kill -9 of devsandbox leaves neither the container nor a podman service behind.
-// The service is the test user's, shared by every devsandbox it runs (other tests, other
-// runs of the suite on this machine): this run's processes are told apart by a marker
-// in their environment, and the service must end unless another devsandbox uses it.
+// (c) kill -9 of devsandbox leaves nothing of its session: no container, no pod, no
+// process, and no podman service once no other session uses it. The service is the
+// one devsandbox runs for the suite's environment (suiteServiceSocket: the throwaway
+// home makes it the suite's own, so another suite on this machine never keeps it
+// busy); this run's processes are told apart by a marker in their environment.
 func TestKrunKill9LeavesNothing(t *testing.T) {
 	requirePodman(t)
 	p := newProject(t)
 	cmd, mark := startMarkedKrunRun(t, p)
-	// The run's service: the one devsandbox runs for runc and podman's usual storage.
-	sock := filepath.Join(runtimeDir(), "podman", "devsandbox-runc.sock")
+	sock := suiteServiceSocket()
 	if len(podmanServices(sock)) == 0 {
-		t.Fatal("no podman service of devsandbox's found while it runs")
+		t.Fatalf("no podman service of devsandbox's on %s found while it runs", sock)
 	}
-	// The helper (devsandbox-krun, which holds the service's users lock) must carry the
-	// marker, or a helper left behind would go unseen.
-	helper := false
-	for _, pid := range markedProcesses(mark) {
-		helper = helper || program(pid) == "devsandbox-krun"
-	}
-	if !helper {
-		t.Fatal("the run's devsandbox-krun does not carry its marker: the test would prove nothing")
-	}
+	requireMarkedHelper(t, mark)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(krunContainers(t, p, true)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the container outlived devsandbox by 10s: %v", krunContainers(t, p, true))
-		}
-		time.Sleep(200 * time.Millisecond)
+	requireSessionGone(t, p, mark, sock)
+	// No other session uses the service: its supervisor ends it 10 s after the last.
+	requireServiceGone(t, sock, 25*time.Second)
+}
+
+// (c2) Two sessions of one user overlap on one podman service: kill -9 of one removes
+// its own container and processes, and neither stops the service nor touches the
+// other session, which goes on talking to its command and ends normally; the service
+// ends after the last of them.
+func TestKrunKill9SparesOtherSession(t *testing.T) {
+	requirePodman(t)
+	q := newProject(t)
+	other := command(t.Context(), q.dir, baseEnv(), "--isolator=krun", "--", "/bin/sh", "-c", `echo ready; read x; echo "got $x"`)
+	in, err := other.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Nothing of the run is left but the service, whose supervisor ends it 10 s after
-	// its last user.
-	deadline = time.Now().Add(25 * time.Second)
+	var otherErr strings.Builder
+	other.Stderr = &otherErr
+	lines := startLines(t, other)
+	lines.waitFor("ready")
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	p := newProject(t)
+	cmd, mark := startMarkedKrunRun(t, p)
+	sock := suiteServiceSocket()
+	before := podmanServices(sock)
+	if len(before) == 0 {
+		t.Fatalf("no podman service of devsandbox's on %s found while both run", sock)
+	}
+	requireMarkedHelper(t, mark)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	requireSessionGone(t, p, mark, sock)
+	if after := podmanServices(sock); !slices.Equal(after, before) {
+		t.Errorf("the podman service (and its supervisor) %v changed to %v when the other session was killed", before, after)
+	}
+	if ids := krunContainers(t, q, false); len(ids) != 1 {
+		t.Errorf("the other session's running container: have %v, want one", ids)
+	}
+	if _, err := io.WriteString(in, "on\n"); err != nil {
+		t.Fatal(err)
+	}
+	lines.waitFor("got on")
+	_ = in.Close()
+	if err := other.Wait(); err != nil {
+		t.Fatalf("the other session, after the kill of the first: %v\n%s", err, otherErr.String())
+	}
+	if ids := krunContainers(t, q, true); len(ids) != 0 {
+		t.Errorf("the other session's container outlived it: %v", ids)
+	}
+	requireServiceGone(t, sock, 25*time.Second)
+}
+
+// A podman service serves only runs whose podman would use its storage and
+// configuration: a run of the same account with another HOME (a second test suite's
+// throwaway home, an embedder's home), where podman reads another containers.conf and
+// storage.conf, gets a service of its own, started with that HOME, never the one a
+// session of the first HOME keeps running (which would read the first home's
+// configuration, and write in that home after it is gone).
+func TestKrunServicePerHome(t *testing.T) {
+	requirePodman(t)
+	p := newProject(t)
+	cmd, _ := startMarkedKrunRun(t, p)
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// The second home: the suite's podman configuration (its storage), and krun's
+	// runtime with the containers' home at this home's path.
+	other := p.path("home2")
+	for _, f := range []string{".config/containers/storage.conf", ".config/containers/containers.conf"} {
+		b, err := os.ReadFile(filepath.Join(it.home, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.write(filepath.Join("home2", f), string(b))
+	}
+	p.write("home2/.config/devsandbox/config.toml", fmt.Sprintf("[docker]\nhome = %q\n[krun]\nruntime = \"runc\"\n", other))
+	env := append([]string{"HOME=" + other}, xdgEnv(other)...)
+	// What the run keeps for the project under the second home goes as a user would
+	// remove it: its state there records its socket directory, which is in the
+	// temporary directory (the state path is too long for sockets).
+	t.Cleanup(func() {
+		if r := run(t, p.dir, env, "", "sandboxes", "rm", p.name()); r.code != 0 {
+			t.Errorf("sandboxes rm under the second home:\n%s", r)
+		}
+	})
+	r := run(t, p.dir, env, "", "--isolator=krun", "--", "true")
+	if r.code != 0 {
+		t.Fatalf("the run with HOME=%s:\n%s", other, r)
+	}
+	sum := sha256.Sum256([]byte("XDG_CONFIG_HOME=" + filepath.Join(other, ".config") + "\x00XDG_DATA_HOME=" + filepath.Join(other, ".local/share")))
+	own := filepath.Join(runtimeDir(), "podman", "devsandbox-runc-"+hex.EncodeToString(sum[:4])+".sock")
+	services := podmanServices(own)
+	if len(services) == 0 {
+		t.Fatalf("the run with HOME=%s started no service of its own on %s; the services of the test user's devsandbox are %v", other, own, serviceHomes())
+	}
+	for _, pid := range services {
+		if h := processHome(pid); h != other {
+			t.Errorf("the service of the run with HOME=%s (pid %d %s) has HOME=%s", other, pid, program(pid), h)
+		}
+	}
+	sock := suiteServiceSocket()
+	suite := podmanServices(sock)
+	if len(suite) == 0 {
+		t.Errorf("no podman service on %s (the suite's) while a run holds it", sock)
+	}
+	for _, pid := range suite {
+		if h := processHome(pid); h != it.home {
+			t.Errorf("the suite's service (pid %d %s) has HOME=%s", pid, program(pid), h)
+		}
+	}
+	requireServiceGone(t, own, 25*time.Second)
+}
+
+// processHome is the HOME in the environment pid started with.
+func processHome(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if h, ok := strings.CutPrefix(kv, "HOME="); ok {
+			return h
+		}
+	}
+	return ""
+}
+
+// serviceHomes describes the test user's podman services devsandbox started: their
+// sockets' supervisors and their HOME, for a failure message.
+func serviceHomes() []string {
+	var out []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d + "/cmdline")
+		if args := strings.Split(string(b), "\x00"); err == nil && len(args) > 2 && filepath.Base(args[0]) == "devsandbox-krun" && args[1] == "supervise" {
+			if n, err := strconv.Atoi(filepath.Base(d)); err == nil {
+				out = append(out, fmt.Sprintf("%s (HOME=%s)", args[2], processHome(n)))
+			}
+		}
+	}
+	return out
+}
+
+// requireMarkedHelper fails unless the run's helper (devsandbox-krun, which holds the
+// service's users lock) carries the run's marker: else a helper left behind would go
+// unseen.
+func requireMarkedHelper(t *testing.T, mark string) {
+	t.Helper()
+	for _, pid := range markedProcesses(mark) {
+		if program(pid) == "devsandbox-krun" {
+			return
+		}
+	}
+	t.Fatal("the run's devsandbox-krun does not carry its marker: the test would prove nothing")
+}
+
+// requireSessionGone waits up to 10 s for the killed session of project p (its
+// processes carry mark) to be gone: its containers, its pods, and its processes but
+// the podman service on sock and its supervisor (which inherit the marker when the
+// session started them).
+func requireSessionGone(t *testing.T, p *project, mark, sock string) {
+	t.Helper()
+	id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+	deadline := time.Now().Add(10 * time.Second)
 	for {
+		containers := krunContainers(t, p, true)
+		pods := strings.Fields(mustPodman(t, "pod", "ls", "-q", "--no-trunc", "--filter", "label=dev.devsandbox.project="+id))
 		services := podmanServices(sock)
 		var left []string
 		for _, pid := range markedProcesses(mark) {
@@ -439,18 +600,38 @@ func TestKrunKill9LeavesNothing(t *testing.T) {
 				left = append(left, fmt.Sprintf("%d %s", pid, program(pid)))
 			}
 		}
-		if len(left) == 0 && len(services) == 0 {
+		if len(containers)+len(pods)+len(left) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			switch {
-			case len(left) > 0:
-				t.Fatalf("processes of the run outlived devsandbox by 25s: %v", left)
-			case serviceInUse(t):
-				t.Logf("the podman service %v serves another devsandbox on this machine: it may run on", services)
-				return
+			t.Fatalf("the killed session outlived devsandbox by 10s: containers %v, pods %v, processes %v", containers, pods, left)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// requireServiceGone waits up to d for the podman service on sock and its supervisor
+// to end and its files to go, which its supervisor does 10 s after its last user
+// (ServiceIdle); a user holding the service's users lock then is reported as such.
+func requireServiceGone(t *testing.T, sock string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		services := podmanServices(sock)
+		var files []string
+		for _, f := range []string{sock, sock + ".log", sock + ".users"} {
+			if _, err := os.Lstat(f); err == nil {
+				files = append(files, filepath.Base(f))
 			}
-			t.Fatalf("podman services still running 25s after devsandbox was killed, with no devsandbox using them: %v", services)
+		}
+		if len(services)+len(files) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			if serviceInUse(t, sock) {
+				t.Fatalf("the podman service on %s %v still serves a devsandbox %v after the last session of this test ended", sock, services, d)
+			}
+			t.Fatalf("the podman service on %s %v (files %v) outlived its last user by %v", sock, services, files, d)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -463,6 +644,19 @@ func TestKrunHelperKill9LeftoverRemovedByNextRun(t *testing.T) {
 	requirePodman(t)
 	p := newProject(t)
 	cmd, mark := startMarkedKrunRun(t, p)
+	// The run's mark (package runmark), which its helper holds locked: once the helper
+	// is dead, any krun run's start removes the container, another suite's on this
+	// machine too. The test takes the lock as the helper's death frees it (blocked in
+	// flock from before the kill), so the container is left for its own next run.
+	ids := krunContainers(t, p, true)
+	markPath := mustPodman(t, "inspect", "--format", `{{index .Config.Labels "dev.devsandbox.runmark"}}`, ids[0])
+	markFile, err := os.Open(markPath)
+	if err != nil {
+		t.Fatalf("the run's mark %q: %v", markPath, err)
+	}
+	defer markFile.Close()
+	held := make(chan error, 1)
+	go func() { held <- unix.Flock(int(markFile.Fd()), unix.LOCK_EX) }()
 	killed := 0
 	for _, pid := range markedProcesses(mark) {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
@@ -477,10 +671,19 @@ func TestKrunHelperKill9LeftoverRemovedByNextRun(t *testing.T) {
 		t.Fatalf("killed %d devsandbox-krun serving the run, want 1", killed)
 	}
 	_ = cmd.Wait()
+	select {
+	case err := <-held:
+		if err != nil {
+			t.Fatalf("locking the dead run's mark: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run's mark was still locked 10 s after its helper was killed")
+	}
 	left := krunContainers(t, p, true)
 	if len(left) != 1 {
 		t.Fatalf("the killed helper's container: have %v, want it left (else this test proves nothing)", left)
 	}
+	_ = unix.Flock(int(markFile.Fd()), unix.LOCK_UN)
 	// Another project's run: it finds the leftover and removes it.
 	q := newProject(t)
 	if r := run(t, q.dir, nil, "", "--isolator=krun", "--", "true"); r.code != 0 {
@@ -499,12 +702,11 @@ func TestKrunServiceFilesGo(t *testing.T) {
 	p := newProject(t)
 	dir := filepath.Join(runtimeDir(), "podman")
 	// A service of its own: devsandbox keys the service by the podman variables set
-	// (storage.go's serviceKey: the first 4 bytes of the SHA-256 of NAME=VALUE).
+	// (suiteServiceSocket).
 	conf := p.path("containers-override.conf")
 	p.write("containers-override.conf", "")
 	env := "CONTAINERS_CONF_OVERRIDE=" + conf
-	sum := sha256.Sum256([]byte(env))
-	sock := filepath.Join(dir, "devsandbox-runc-"+hex.EncodeToString(sum[:4])+".sock")
+	sock := suiteServiceSocket(env)
 	lockSum := sha256.Sum256([]byte(sock))
 	set := []string{sock, sock + ".log", sock + ".users", filepath.Join(dir, "devsandbox-create-"+hex.EncodeToString(lockSum[:6])+".lock")}
 	// A set of a service that is gone (its supervisor was killed), the test user's.
@@ -574,12 +776,65 @@ func markedProcesses(mark string) []int {
 	return pids
 }
 
-// serviceInUse reports whether a devsandbox holds the krun isolator's podman service
-// (runtime runc) of the test user: each holds a shared lock on SOCKET.users while it
-// runs, which the service's supervisor waits to find free.
-func serviceInUse(t *testing.T) bool {
+// endSuiteServices waits, before the throwaway home goes, for the podman services
+// devsandbox started for the suite's runs (those whose HOME is the throwaway home) and
+// their supervisors to end, as they do 10 s after their last run, so none writes in
+// the home once it is removed; one still there after 20 s is killed (its supervisor:
+// the service dies with it) and reported. Other suites' services are not the suite's
+// to end.
+func endSuiteServices() {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		pids := suiteServices()
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "integration: the suite's podman services %v outlived its last run by 20s: killing them\n", pids)
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// suiteServices lists the test user's podman services and their supervisors
+// (podmanServices) whose HOME is the throwaway home.
+func suiteServices() []int {
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		var st syscall.Stat_t
+		if syscall.Stat(d, &st) != nil || int(st.Uid) != it.uid {
+			continue
+		}
+		b, err := os.ReadFile(d + "/cmdline")
+		if err != nil {
+			continue
+		}
+		cmd := strings.Join(strings.Split(string(b), "\x00"), " ")
+		if !strings.Contains(cmd, "system service") && !strings.Contains(cmd, "devsandbox-krun supervise") {
+			continue
+		}
+		env, err := os.ReadFile(d + "/environ")
+		if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), "HOME="+it.home) {
+			continue
+		}
+		if n, err := strconv.Atoi(filepath.Base(d)); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}
+
+// serviceInUse reports whether a devsandbox holds the podman service on sock: each
+// holds a shared lock on SOCKET.users while it runs, which the service's supervisor
+// waits to find free.
+func serviceInUse(t *testing.T, sock string) bool {
 	t.Helper()
-	f, err := os.Open(filepath.Join(runtimeDir(), "podman", "devsandbox-runc.sock.users"))
+	f, err := os.Open(sock + ".users")
 	if err != nil {
 		return false
 	}

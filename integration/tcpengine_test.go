@@ -3,17 +3,19 @@
 package integration
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,19 +25,22 @@ import (
 
 // tcpDocker is the docker variant against a remote engine over TCP with TLS
 // (DOCKER_HOST=tcp://127.0.0.1:PORT, DOCKER_TLS_VERIFY=1, DOCKER_CERT_PATH), as a
-// remote engine or a TLS docker context is reached: the stand-in engine behind a TLS
-// front the suite serves (setupTCPEngine) that requires a client certificate of its
-// own CA and relays each connection to the stand-in's socket. devsandbox judges a
-// tcp:// engine as not local (engineaddr.Address.Local): the home is a named volume,
-// as on Docker Desktop. The containers' home is elsewhere than the host home
-// (elsewhereVariants), as on a Mac. It runs the few tests that call withTCP, when
-// docker-remote is among DEVSANDBOX_IT_ISOLATORS.
+// remote engine or a TLS docker context is reached: the stand-in engine's own TLS
+// listener (dockerd -H tcp://127.0.0.1:PORT --tlsverify, client certificates of its CA
+// required), which scripts/setup-test-env.sh starts with the TLS material it makes in
+// /var/lib/dsb-remote/tls. devsandbox judges a tcp:// engine as not local
+// (engineaddr.Address.Local): the home is a named volume, as on Docker Desktop. The
+// containers' home is elsewhere than the host home (elsewhereVariants), as on a Mac.
+// It runs the few tests that call withTCP, when docker-remote is among
+// DEVSANDBOX_IT_ISOLATORS.
 const tcpDocker = "docker-tcp"
 
-// tcpEngine is where the TLS front listens and the client's TLS material.
-var tcpEngine struct {
+// tcpEngine is the stand-in's TLS listener (setup-test-env.sh's REMOTE_TLS_PORT) and
+// the client's TLS material (ca.pem, cert.pem and key.pem, readable by the docker
+// group, which the test user is in).
+var tcpEngine = struct {
 	host, certDir string
-}
+}{"tcp://127.0.0.1:12376", "/var/lib/dsb-remote/tls/client"}
 
 // tcpEnv is the environment naming the TLS engine.
 func tcpEnv() []string {
@@ -50,33 +55,31 @@ func withTCP(isos []string) []string {
 	return isos
 }
 
-// setupTCPEngine starts the TLS front to the stand-in, with a CA, a server
-// certificate for 127.0.0.1 and a client certificate made for this suite run, and
-// returns why it cannot ("" when it runs). The front lives as long as the suite.
+// setupTCPEngine checks that the stand-in's TLS listener answers with the client
+// certificate and is the stand-in (the engine at its socket), and returns why the
+// variant cannot run ("" when it can).
 func setupTCPEngine() string {
 	if engineReady[remoteDocker] != "" {
 		return "the stand-in engine is not ready: " + engineReady[remoteDocker]
 	}
-	sock, ok := strings.CutPrefix(remoteEngine, "unix://")
-	if !ok {
-		return "the stand-in's address is not a Unix socket: " + remoteEngine
+	if remoteEngine != defaultRemoteEngine {
+		return "the stand-in is " + remoteEngine + " (DEVSANDBOX_IT_REMOTE_ENGINE), not the one whose TLS listener is " + tcpEngine.host
 	}
-	dir := filepath.Join(it.tmp, "engine-tls")
-	cfg, err := makeEngineTLS(dir)
+	cmd := exec.Command("docker", "info", "--format", "{{.ID}}")
+	cmd.Env = append(os.Environ(), tcpEnv()...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "making the TLS material: " + err.Error()
+		return fmt.Sprintf("the stand-in's TLS listener %s does not answer with the client certificate in %s (scripts/setup-test-env.sh starts it): %v: %s", tcpEngine.host, tcpEngine.certDir, err, bytes.TrimSpace(out))
 	}
-	l, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
-	if err != nil {
-		return err.Error()
+	id, err := dockerCmd(remoteDocker, "info", "--format", "{{.ID}}").Output()
+	if err != nil || !bytes.Equal(bytes.TrimSpace(out), bytes.TrimSpace(id)) {
+		return fmt.Sprintf("the engine at %s (%s) is not the stand-in at %s (%s, %v)", tcpEngine.host, bytes.TrimSpace(out), remoteEngine, bytes.TrimSpace(id), err)
 	}
-	tcpEngine.host, tcpEngine.certDir = "tcp://"+l.Addr().String(), dir
-	go relayFront(l, sock)
 	return ""
 }
 
 // relayFront relays every connection l accepts to the Unix socket sock, until l is
-// closed: the test fronts of the stand-in engine (TLS, plain TCP).
+// closed: the plain TCP fronts of the stand-in engine (plainFront).
 func relayFront(l net.Listener, sock string) {
 	for {
 		c, err := l.Accept()
@@ -110,79 +113,10 @@ func relayToSocket(c net.Conn, sock string) {
 	<-up
 }
 
-// makeEngineTLS writes dir/ca.pem, cert.pem and key.pem (the client's, the test
-// user's) and returns the front's server configuration: its own certificate for
-// 127.0.0.1, client certificates of the CA required.
-func makeEngineTLS(dir string) (*tls.Config, error) {
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, err
-	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "devsandbox-it engine CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	leaf := func(serial int64, name string, usage x509.ExtKeyUsage) ([]byte, *ecdsa.PrivateKey, error) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return nil, nil, err
-		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
-			ExtKeyUsage: []x509.ExtKeyUsage{usage}}
-		if usage == x509.ExtKeyUsageServerAuth {
-			tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		return der, key, err
-	}
-	serverDER, serverKey, err := leaf(2, "127.0.0.1", x509.ExtKeyUsageServerAuth)
-	if err != nil {
-		return nil, err
-	}
-	clientDER, clientKey, err := leaf(3, "devsandbox-it client", x509.ExtKeyUsageClientAuth)
-	if err != nil {
-		return nil, err
-	}
-	keyPEM, err := x509.MarshalECPrivateKey(clientKey)
-	if err != nil {
-		return nil, err
-	}
-	for name, f := range map[string]struct {
-		typ  string
-		der  []byte
-		mode os.FileMode
-	}{"ca.pem": {"CERTIFICATE", caDER, 0o644}, "cert.pem": {"CERTIFICATE", clientDER, 0o644}, "key.pem": {"EC PRIVATE KEY", keyPEM, 0o600}} {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: f.typ, Bytes: f.der}), f.mode); err != nil {
-			return nil, err
-		}
-		if err := os.Lchown(p, it.uid, it.gid); err != nil {
-			return nil, err
-		}
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	return &tls.Config{
-		Certificates: []tls.Certificate{{Certificate: [][]byte{serverDER}, PrivateKey: serverKey}},
-		ClientAuth:   tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12,
-	}, nil
-}
-
 // doctor judges the TLS engine as a launch would: active, at its tcp:// address from
-// DOCKER_HOST, the stand-in's Docker version; the docker isolator can run there. A
-// client without the certificate is refused by the front (the test of the test).
+// DOCKER_HOST, the stand-in's Docker version; the docker isolator can run there.
+// dockerd's listener refuses a client that speaks no TLS, and one whose certificate
+// is not of the engine's CA: doctor says unavailable, with dockerd's refusal.
 func TestTCPEngineDoctor(t *testing.T) {
 	if !slices.Contains(isolators(), remoteDocker) {
 		t.Skip("docker-remote is not among DEVSANDBOX_IT_ISOLATORS")
@@ -204,8 +138,53 @@ func TestTCPEngineDoctor(t *testing.T) {
 	if got := doctorRow(r.stdout, "docker isolator"); !strings.HasPrefix(got, "active") {
 		t.Errorf("doctor's docker isolator row: %q\n%s", got, r)
 	}
-	r = run(t, p.dir, []string{"DOCKER_HOST=" + tcpEngine.host, "DEVSANDBOX_ISOLATOR=docker"}, "", "doctor")
-	if got := doctorRow(r.stdout, "docker engine"); !strings.HasPrefix(got, "unavailable") {
-		t.Errorf("doctor without the client certificate: the docker engine row %q, want unavailable\n%s", got, r)
+	for _, c := range []struct {
+		name string
+		env  []string
+		want string // in the docker engine row
+	}{
+		{"no TLS", []string{"DOCKER_HOST=" + tcpEngine.host}, "Client sent an HTTP request to an HTTPS server"},
+		{"a certificate of another CA", append(tcpEnv()[:2:2], "DOCKER_CERT_PATH="+foreignClientCert(t, p)), "certificate"},
+	} {
+		r = run(t, p.dir, append(c.env, "DEVSANDBOX_ISOLATOR=docker"), "", "doctor")
+		t.Logf("devsandbox doctor with %s:\n%s", c.name, r.stdout)
+		if got := doctorRow(r.stdout, "docker engine"); !strings.HasPrefix(got, "unavailable") || !strings.Contains(got, c.want) {
+			t.Errorf("doctor with %s: the docker engine row %q, want unavailable with %q\n%s", c.name, got, c.want, r)
+		}
 	}
+}
+
+// foreignClientCert writes, in a directory of the test user's in p, what
+// DOCKER_CERT_PATH names: the engine's ca.pem, and a client certificate and key of
+// another CA (self-signed), which dockerd --tlsverify must refuse; it returns the
+// directory.
+func foreignClientCert(t *testing.T, p *project) string {
+	t.Helper()
+	ca, err := os.ReadFile(filepath.Join(tcpEngine.certDir, "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "devsandbox-it foreign client"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.write("foreign-tls/ca.pem", string(ca))
+	p.write("foreign-tls/cert.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	p.write("foreign-tls/key.pem", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
+	if err := os.Chmod(p.path("foreign-tls/key.pem"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p.path("foreign-tls")
 }

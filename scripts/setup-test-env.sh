@@ -58,12 +58,25 @@ fi
 if [ ! -k /tmp ]; then
 	chmod 1777 /tmp
 fi
+# detached runs "$@" in a session of its own, in the background, with no descriptor
+# of this script's but the standard three: a daemon started by a setup run under
+# `flock FILE` (the benchmark lock) would otherwise hold that lock for its life.
+detached() {
+	(
+		for fd in "/proc/$BASHPID/fd"/*; do
+			fd=${fd##*/}
+			if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+		done
+		exec setsid "$@"
+	) &
+}
+
 # Docker: the engine (started here when none answers: no systemd on this machine kind),
 # the test user in the docker group (root-equivalent: a test machine only), and the
 # local test images, made without a registry.
 if ! docker info >/dev/null 2>&1; then
 	echo "setup: starting dockerd"
-	setsid dockerd >/var/log/devsandbox-dockerd.log 2>&1 </dev/null &
+	detached dockerd >/var/log/devsandbox-dockerd.log 2>&1 </dev/null
 	for _ in $(seq 1 120); do
 		docker info >/dev/null 2>&1 && break
 		sleep 0.5
@@ -131,10 +144,18 @@ stand_in_dockerd() {
 # It has a bridge of its own (--bridge=none would delete the first engine's docker0),
 # no iptables rules of its own (the first engine's stay as they are), and its socket
 # outside /run, so clients outside the namespace reach it; the docker group may use it.
+# It also serves the Engine API as a remote engine does, with dockerd's own TLS
+# listener (-H tcp://127.0.0.1:REMOTE_TLS_PORT --tlsverify, client certificates of its
+# CA required: stand_in_tls), which the docker-tcp variant of the tests uses.
 REMOTE_DIR=/var/lib/dsb-remote
 REMOTE_SOCK=$REMOTE_DIR/docker.sock
+REMOTE_TLS_PORT=12376
+REMOTE_TLS=$REMOTE_DIR/tls
 stand_in_engine() {
 	local remote=(env "DOCKER_HOST=unix://$REMOTE_SOCK" docker)
+	local tls=(env "DOCKER_HOST=tcp://127.0.0.1:$REMOTE_TLS_PORT" DOCKER_TLS_VERIFY=1 "DOCKER_CERT_PATH=$REMOTE_TLS/client" docker)
+	local fresh
+	fresh=$(stand_in_tls)
 	ip link show dsbr0 >/dev/null 2>&1 || ip link add dsbr0 type bridge
 	ip -4 addr show dev dsbr0 | grep -q ' 172\.30\.99\.1/24 ' || ip addr add 172.30.99.1/24 dev dsbr0
 	# A bridge whose address was never set takes the lowest address of its ports, so it
@@ -145,22 +166,29 @@ stand_in_engine() {
 	ip link set dsbr0 up
 	install -d -m 0755 "$REMOTE_DIR"
 	[ -e "$REMOTE_DIR/daemon.json" ] || echo '{}' >"$REMOTE_DIR/daemon.json"
+	# One started by an earlier setup without the TLS listener, or with TLS material
+	# made anew since, is restarted (its containers stop; its data stays).
+	if "${remote[@]}" info >/dev/null 2>&1 && { [ -n "$fresh" ] || ! "${tls[@]}" version >/dev/null 2>&1; }; then
+		stop_stand_in
+	fi
 	if ! "${remote[@]}" info >/dev/null 2>&1; then
 		local bin
 		bin=$(stand_in_dockerd)
-		echo "setup: starting the stand-in engine ($("$bin/dockerd" --version)) on $REMOTE_SOCK"
+		echo "setup: starting the stand-in engine ($("$bin/dockerd" --version)) on $REMOTE_SOCK and tcp://127.0.0.1:$REMOTE_TLS_PORT (TLS)"
 		# shellcheck disable=SC2016 # expanded by the inner shell
-		setsid unshare -m --propagation private bash -c '
+		detached unshare -m --propagation private bash -c '
 			mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /run && mkdir -p /run/dsb || exit 1
 			PATH=$2:$PATH exec dockerd --config-file "$1/daemon.json" --data-root "$1/data" --exec-root /run/dsb/exec \
-				--pidfile /run/dsb/dockerd.pid -H "unix://$1/docker.sock" --bridge=dsbr0 --iptables=false --ip-masq=false' \
-			stand-in "$REMOTE_DIR" "$bin" >/var/log/devsandbox-dockerd-remote.log 2>&1 </dev/null &
+				--pidfile /run/dsb/dockerd.pid -H "unix://$1/docker.sock" --bridge=dsbr0 --iptables=false --ip-masq=false \
+				-H "tcp://127.0.0.1:$3" --tlsverify --tlscacert "$1/tls/ca.pem" --tlscert "$1/tls/server-cert.pem" --tlskey "$1/tls/server-key.pem"' \
+			stand-in "$REMOTE_DIR" "$bin" "$REMOTE_TLS_PORT" >/var/log/devsandbox-dockerd-remote.log 2>&1 </dev/null
 		for _ in $(seq 1 120); do
 			"${remote[@]}" info >/dev/null 2>&1 && break
 			sleep 0.5
 		done
 		"${remote[@]}" info >/dev/null 2>&1 || { echo "setup: the stand-in engine did not answer within 60s; see /var/log/devsandbox-dockerd-remote.log" >&2; exit 1; }
 	fi
+	"${tls[@]}" version >/dev/null || { echo "setup: the stand-in engine's TLS listener tcp://127.0.0.1:$REMOTE_TLS_PORT does not answer with the client certificate of $REMOTE_TLS/client; see /var/log/devsandbox-dockerd-remote.log" >&2; exit 1; }
 	# One started by an earlier setup may be this machine's dockerd: it is left
 	# running (other runs may use it), and the tests expect what such an engine does.
 	local api
@@ -174,6 +202,69 @@ stand_in_engine() {
 			docker save "$img" | "${remote[@]}" load >/dev/null
 		fi
 	done
+}
+
+# stand_in_tls makes the stand-in's TLS material in $REMOTE_TLS unless it is there and
+# valid for a day more: a CA (its key is dropped once it has signed: nothing else is
+# signed with it), the engine's certificate for 127.0.0.1 and key (root's alone), and
+# in client/ what a client needs as DOCKER_CERT_PATH: ca.pem, cert.pem and key.pem,
+# readable by the docker group (which may use the engine anyway). Prints "fresh" when
+# it made them: an engine running with the old ones must be restarted.
+stand_in_tls() {
+	local d=$REMOTE_TLS c=$REMOTE_TLS/client t
+	if [ -f "$d/server-key.pem" ] && [ -f "$c/key.pem" ] &&
+		openssl x509 -noout -checkend 86400 -in "$d/server-cert.pem" >/dev/null 2>&1 &&
+		openssl x509 -noout -checkend 86400 -in "$c/cert.pem" >/dev/null 2>&1 &&
+		openssl verify -CAfile "$d/ca.pem" "$d/server-cert.pem" "$c/cert.pem" >/dev/null 2>&1; then
+		return
+	fi
+	command -v openssl >/dev/null || { apt-get install -y -qq --no-install-recommends openssl >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends openssl >/dev/null; }; }
+	echo "setup: making the stand-in engine's TLS material in $d" >&2
+	t=$(mktemp -d)
+	(
+		umask 077
+		cd "$t"
+		key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null; }
+		sign() { # sign NAME SUBJECT EXTENSIONS
+			key "$1-key.pem"
+			openssl req -new -key "$1-key.pem" -subj "$2" -out "$1.csr"
+			printf '%s\n' "$3" >"$1.ext"
+			openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca-key.pem -set_serial "0x$(openssl rand -hex 8)" \
+				-days 3650 -extfile "$1.ext" -out "$1-cert.pem" 2>/dev/null
+		}
+		key ca-key.pem
+		openssl req -x509 -new -key ca-key.pem -subj "/CN=devsandbox-it stand-in engine CA" -days 3650 -out ca.pem \
+			-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign"
+		sign server "/CN=127.0.0.1" "$(printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature')"
+		sign client "/CN=devsandbox-it client" "$(printf 'extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature')"
+	)
+	rm -rf "$d"
+	install -d -m 0755 "$d"
+	install -d -m 0750 -g docker "$c"
+	install -m 0644 "$t/ca.pem" "$d/ca.pem"
+	install -m 0644 "$t/server-cert.pem" "$d/server-cert.pem"
+	install -m 0600 "$t/server-key.pem" "$d/server-key.pem"
+	install -m 0644 "$t/ca.pem" "$c/ca.pem"
+	install -m 0644 "$t/client-cert.pem" "$c/cert.pem"
+	install -m 0640 -g docker "$t/client-key.pem" "$c/key.pem"
+	rm -rf "$t"
+	echo fresh
+}
+
+# stop_stand_in stops the running stand-in engine (the dockerd listening on its
+# socket) and waits until it has gone.
+stop_stand_in() {
+	local pid
+	pid=$(ss -xlpn "src $REMOTE_SOCK" | sed -n 's/.*("dockerd",pid=\([0-9]*\),.*/\1/p' | head -n 1)
+	[ -n "$pid" ] || { echo "setup: no dockerd listens on $REMOTE_SOCK to restart; stop what does" >&2; exit 1; }
+	echo "setup: restarting the stand-in engine (pid $pid) to serve TLS on tcp://127.0.0.1:$REMOTE_TLS_PORT"
+	kill -TERM "$pid"
+	for _ in $(seq 1 120); do
+		[ -e "/proc/$pid" ] || return 0
+		sleep 0.5
+	done
+	echo "setup: the stand-in engine (pid $pid) did not stop within 60s" >&2
+	exit 1
 }
 
 # debian_mirror prints the mirror this machine's apt sources use for SUITE (deb822

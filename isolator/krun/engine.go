@@ -109,7 +109,7 @@ func (e *podman) imageMissing(image string) error {
 	if info, err := system.Info(e.ctx, nil); err == nil && info.Store != nil {
 		root = info.Store.GraphRoot
 	}
-	return imageMissing(image, root, podmanEnv(os.Environ()))
+	return imageMissing(image, root, podmanEnv(os.Environ(), accountHome()))
 }
 
 func (e *podman) Create(g *specgen.SpecGenerator) (string, []string, error) {

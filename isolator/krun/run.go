@@ -338,11 +338,11 @@ func (b *Isolator) firewall(ctx context.Context, e engine, id string, s *Spec, p
 }
 
 // socketName is the API socket of the run: krun.podman_socket, or the service
-// devsandbox runs for the runtime and the podman variables of its environment (the
-// service inherits them: see serviceKey).
+// devsandbox runs for the runtime and the podman variables and HOME of its environment
+// (the service inherits them: see serviceKey).
 func (b *Isolator) socketName() string {
 	st := b.Settings
-	return socketPath(st.Socket, st.RuntimeDir, st.UID, st.Runtime, serviceKey(os.Environ()))
+	return socketPath(st.Socket, st.RuntimeDir, st.UID, st.Runtime, serviceKey(os.Environ(), accountHome()))
 }
 
 // limitsIgnored turns podman's warnings about resource limits it does not apply

@@ -4,7 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -16,10 +19,13 @@ import (
 // otherwise.
 var podmanEnvNames = []string{"CONTAINERS_CONF", "CONTAINERS_CONF_OVERRIDE", "CONTAINERS_REGISTRIES_CONF", "CONTAINERS_STORAGE_CONF", "XDG_CONFIG_HOME", "XDG_DATA_HOME"}
 
-// podmanEnv returns, from environ, the podman variables (podmanEnvNames) set to other
-// than their defaults ($HOME/.local/share, $HOME/.config, empty), as NAME=VALUE in
-// podmanEnvNames' order.
-func podmanEnv(environ []string) []string {
+// podmanEnv returns, from environ, the podman variables (podmanEnvNames) that make
+// podman use other than the account's usual storage and configuration, as NAME=VALUE
+// in podmanEnvNames' order: XDG_CONFIG_HOME and XDG_DATA_HOME as podman resolves them
+// (unset: under $HOME, so another HOME is another storage) unless they are the
+// defaults under accountHome (the account's home from the password database; "" when
+// unknown: $HOME's are taken as usual), the others when set.
+func podmanEnv(environ []string, accountHome string) []string {
 	vars := map[string]string{}
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -27,25 +33,47 @@ func podmanEnv(environ []string) []string {
 		}
 	}
 	home := vars["HOME"]
-	defaults := map[string]string{"XDG_DATA_HOME": filepath.Join(home, ".local/share"), "XDG_CONFIG_HOME": filepath.Join(home, ".config")}
+	usual := accountHome
+	if usual == "" {
+		usual = home
+	}
+	under := map[string]string{"XDG_DATA_HOME": ".local/share", "XDG_CONFIG_HOME": ".config"}
 	var out []string
 	for _, n := range podmanEnvNames {
 		v := vars[n]
-		if v == "" || home != "" && filepath.Clean(v) == defaults[n] {
-			continue
+		if sub, ok := under[n]; ok {
+			if v == "" && home != "" {
+				v = filepath.Join(home, sub)
+			}
+			if usual != "" && filepath.Clean(v) == filepath.Join(usual, sub) {
+				continue
+			}
 		}
-		out = append(out, n+"="+v)
+		if v != "" {
+			out = append(out, n+"="+v)
+		}
 	}
 	return out
 }
 
+// accountHome is the home directory of the account devsandbox runs as, from the
+// password database ("" when it has none): podman's usual storage and configuration
+// are under it.
+func accountHome() string {
+	u, err := user.LookupId(strconv.Itoa(os.Getuid()))
+	if err != nil {
+		return ""
+	}
+	return u.HomeDir
+}
+
 // serviceKey names the service devsandbox starts for environ: "" when podman would
-// use the user's usual storage and configuration, else a short hash of podmanEnv.
+// use the account's usual storage and configuration, else a short hash of podmanEnv.
 // The service is shared by every run that finds it listening, and it keeps the
 // storage of the environment it was started with: a run whose podman variables
 // differ gets a service of its own, never one that would look in another storage.
-func serviceKey(environ []string) string {
-	set := podmanEnv(environ)
+func serviceKey(environ []string, accountHome string) string {
+	set := podmanEnv(environ, accountHome)
 	if len(set) == 0 {
 		return ""
 	}
