@@ -199,6 +199,15 @@ func dropAgentBind(spec *Spec) {
 	spec.Host, spec.AgentBind = &hc, ""
 }
 
+// bindsAgent reports whether the container in binds source at agentBoundDir (a kept
+// container's relays' directory). That the directory is still the one at source's
+// path, the init's probe tells. Pure.
+func bindsAgent(in dockercontainer.InspectResponse, source string) bool {
+	return slices.ContainsFunc(in.Mounts, func(m dockercontainer.MountPoint) bool {
+		return m.Type == mount.TypeBind && m.Destination == agentBoundDir && m.Source == source
+	})
+}
+
 // agentUnseen reports whether err, a ContainerCreate's, refuses spec's agent bind.
 func agentUnseen(err error, spec *Spec) bool {
 	return spec.AgentBind != "" && unseenPath(err) == spec.AgentBind

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 
 	"github.com/devsandbox/devsandbox/egress"
@@ -61,6 +62,29 @@ func TestAgentBind(t *testing.T) {
 		dropAgentBind(s)
 		if !slices.Equal(s.Host.Mounts, plain.Host.Mounts) || s.AgentBind != "" {
 			t.Errorf("keep %v: dropAgentBind left %+v", keep, s.Host.Mounts)
+		}
+	}
+}
+
+// TestBindsAgent: a kept container binds the relays' directory only when its
+// inspect shows that source at agentBoundDir.
+func TestBindsAgent(t *testing.T) {
+	src := "/run/user/1000/devsandbox/p1/agent/kept"
+	in := func(ms ...dockercontainer.MountPoint) dockercontainer.InspectResponse {
+		return dockercontainer.InspectResponse{Mounts: ms}
+	}
+	for name, tc := range map[string]struct {
+		in   dockercontainer.InspectResponse
+		want bool
+	}{
+		"bound":              {in(dockercontainer.MountPoint{Type: mount.TypeBind, Source: src, Destination: agentBoundDir}), true},
+		"none":               {in(), false},
+		"another directory":  {in(dockercontainer.MountPoint{Type: mount.TypeBind, Source: "/home/u/.local/state/devsandbox/p1/sock/agent/kept", Destination: agentBoundDir}), false},
+		"elsewhere in it":    {in(dockercontainer.MountPoint{Type: mount.TypeBind, Source: src, Destination: "/run/x"}), false},
+		"a volume, not bind": {in(dockercontainer.MountPoint{Type: mount.TypeVolume, Source: src, Destination: agentBoundDir}), false},
+	} {
+		if got := bindsAgent(tc.in, src); got != tc.want {
+			t.Errorf("%s: bindsAgent %v, want %v", name, got, tc.want)
 		}
 	}
 }

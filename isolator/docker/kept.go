@@ -45,6 +45,14 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 			unlock()
 		}
 	}()
+	if spec.AgentBind != "" && ahead != nil {
+		if in, err := ahead.get(); err == nil && runningWith(in, spec.Hash) && !bindsAgent(in, spec.AgentBind) {
+			// The running container binds no relays' directory, or another than
+			// this session's (made before the socket directory moved): the probe
+			// cannot pass, so the stream starts at once, beside the session.
+			dropAgentBind(spec)
+		}
+	}
 	if startFirst(p, hello, spec.AgentBind != "") {
 		spec = withStartFirst(spec)
 	}
