@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -187,6 +189,44 @@ func bindAgent(p *isolator.Plan, opts *Options, key []byte) {
 		return
 	}
 	opts.AgentBind, opts.AgentBindTarget, opts.AgentBound = p.SSHAgent.Socket, agentBoundFile, agentBoundFile
+}
+
+// agentVerdict remembers, in the project's state directory, that the engine at an
+// address refused to bind the agent's relay from a socket directory, so that the
+// project's next runs there take the stream at once rather than have a container
+// refused first (a ContainerCreate round trip). It only ever turns the bind off, for
+// agentVerdictFor; the stream works on every engine.
+type agentVerdict struct {
+	path   string // the record
+	record string // engine address and socket directory
+}
+
+// agentVerdictFor is how long a refusal is remembered: an engine that starts seeing
+// the directory (shared with Docker Desktop meanwhile) gets the bind back after it.
+const agentVerdictFor = time.Hour
+
+func newAgentVerdict(stateDir, engine, sockDir string) *agentVerdict {
+	return &agentVerdict{path: filepath.Join(stateDir, "docker", "agent-unseen"), record: engine + "\n" + sockDir + "\n"}
+}
+
+// refused reports whether the engine refused the bind from this socket directory
+// within agentVerdictFor.
+func (v *agentVerdict) refused(now time.Time) bool {
+	fi, err := os.Lstat(v.path)
+	if err != nil || !fi.Mode().IsRegular() || now.Sub(fi.ModTime()) > agentVerdictFor {
+		return false
+	}
+	b, err := os.ReadFile(v.path)
+	return err == nil && string(b) == v.record
+}
+
+// note records the engine's refusal. A nil v does nothing.
+func (v *agentVerdict) note() {
+	if v == nil {
+		return
+	}
+	_ = os.MkdirAll(filepath.Dir(v.path), 0o700)
+	_ = os.WriteFile(v.path, []byte(v.record), 0o600)
 }
 
 // dropAgentBind takes the agent's bind out of spec, whose container the engine

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
@@ -87,4 +88,32 @@ func TestBindsAgent(t *testing.T) {
 			t.Errorf("%s: bindsAgent %v, want %v", name, got, tc.want)
 		}
 	}
+}
+
+// TestAgentVerdict: a refusal is remembered for its engine and socket directory
+// only, and for agentVerdictFor.
+func TestAgentVerdict(t *testing.T) {
+	state := t.TempDir()
+	v := newAgentVerdict(state, "/var/lib/dsb-remote/docker.sock", "/run/user/1000/devsandbox/p1")
+	now := time.Now()
+	if v.refused(now) {
+		t.Fatal("refused before any refusal")
+	}
+	v.note()
+	if !v.refused(now) {
+		t.Error("the refusal was not remembered")
+	}
+	if v.refused(now.Add(agentVerdictFor + time.Minute)) {
+		t.Error("the refusal was remembered past agentVerdictFor")
+	}
+	for _, other := range []*agentVerdict{
+		newAgentVerdict(state, "/var/run/docker.sock", "/run/user/1000/devsandbox/p1"),
+		newAgentVerdict(state, "/var/lib/dsb-remote/docker.sock", "/home/u/.local/state/devsandbox/p1/sock"),
+	} {
+		if other.refused(now) {
+			t.Errorf("a refusal for another engine or socket directory turned the bind off: %q", other.record)
+		}
+	}
+	var none *agentVerdict
+	none.note() // a spec without a verdict records nothing
 }

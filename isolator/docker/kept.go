@@ -263,6 +263,7 @@ func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, sp
 func (b *Isolator) createKept(ctx context.Context, e Engine, addr Address, spec *Spec) (string, error) {
 	created, err := e.ContainerCreate(ctx, spec.Config, spec.Host, spec.Network, nil, spec.Name)
 	if err != nil && agentUnseen(err, spec) {
+		spec.agentVerdict.note()
 		dropAgentBind(spec) // the stream instead (agent.go)
 		created, err = e.ContainerCreate(ctx, spec.Config, spec.Host, spec.Network, nil, spec.Name)
 	}

@@ -100,7 +100,11 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	ahead.inspectVolumesAhead(ctx, func() []string { return aheadVolumes(p0, o0, addr) })
 	// A local engine is asked to bind the agent relay's socket first (agent.go).
 	var agentKey []byte
+	var verdict *agentVerdict
 	if addr.Local() && p.SSHAgent.Socket != "" {
+		verdict = newAgentVerdict(p.StateDir, addr.Host, p.Egress.SocketDir)
+	}
+	if verdict != nil && !verdict.refused(time.Now()) {
 		agentKey = make([]byte, sshagent.ProbeKeyLen)
 		_, _ = rand.Read(agentKey)
 		if b.Keep {
@@ -242,6 +246,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	spec, err := translate(p, l, opts)
 	if err != nil {
 		return 0, err
+	}
+	if spec.AgentBind != "" {
+		spec.agentVerdict = verdict
 	}
 	if err := l.WriteFiles(); err != nil {
 		return 0, err
@@ -530,6 +537,7 @@ func (b *Isolator) createOnce(ctx context.Context, e Engine, addr Address, p *is
 	name := "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
 	created, err := createNamed(ctx, e, spec.Config, spec.Host, spec.Network, name)
 	if err != nil && agentUnseen(err, spec) {
+		spec.agentVerdict.note()
 		dropAgentBind(spec) // the stream instead (agent.go)
 		created, err = createNamed(ctx, e, spec.Config, spec.Host, spec.Network, name)
 	}

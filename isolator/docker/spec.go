@@ -117,6 +117,9 @@ type Spec struct {
 	// AgentBind is the host path bound for the agent (Options.AgentBind), or "":
 	// the init then asks for the stream (agent.go).
 	AgentBind string
+	// agentVerdict, set by Run, records an engine's refusal of AgentBind
+	// (agentVerdict.note).
+	agentVerdict *agentVerdict
 	// FirewallArg is the argument of devsandbox-init that applies the egress rules
 	// (allowlist), run in a helper container in the container's network namespace.
 	FirewallArg string
