@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -261,7 +262,14 @@ func TestSSHAgentKeptKill9(t *testing.T) {
 			}
 			return strings.Join(found, "\n")
 		}
-		if carriers() == "" {
+		// The local engine binds the session's relay (TestSSHAgentPath): its
+		// socket, in the kept sessions' relays' directory, must stop answering.
+		relays, _ := filepath.Glob(filepath.Join(runtimeDir(), "devsandbox", strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-"), "agent", "kept", "*.sock"))
+		if iso == localDocker {
+			if c := carriers(); c != "" || len(relays) != 1 {
+				t.Fatalf("want the session's bound relay and no carrier on the local engine, have relays %v and carriers:\n%s", relays, c)
+			}
+		} else if carriers() == "" {
 			t.Fatal("no agent carrier in the kept container during the session: the test proves nothing")
 		}
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -269,6 +277,19 @@ func TestSSHAgentKeptKill9(t *testing.T) {
 		}
 		_ = cmd.Wait()
 		deadline := time.Now().Add(10 * time.Second)
+		for _, r := range relays {
+			for {
+				c, err := net.Dial("unix", r)
+				if err != nil {
+					break
+				}
+				c.Close()
+				if time.Now().After(deadline) {
+					t.Fatalf("the session's agent relay %s still answers 10s after devsandbox was killed", r)
+				}
+				time.Sleep(100 * time.Millisecond) // polling the relay's socket, bounded above
+			}
+		}
 		for c := carriers(); c != ""; c = carriers() {
 			if time.Now().After(deadline) {
 				t.Fatalf("the session's agent carrier outlived devsandbox by 10s:\n%s", c)

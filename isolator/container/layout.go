@@ -120,6 +120,12 @@ type Options struct {
 	// filtering relay over the Engine API, package sshagent): SSH_AUTH_SOCK names it,
 	// and the Plan must hold no bind of the relay's socket.
 	AgentSocket string
+	// AgentBound, with AgentSocket, is where the engine binds the session's relay
+	// socket from this host (the docker isolator binds it itself, on a local
+	// engine): the init tries it first (wire.Manifest.AgentBound), proving it
+	// with the relay's probe key AgentKey.
+	AgentBound string
+	AgentKey   []byte
 }
 
 // MountType is what a Mount puts at its target.
@@ -375,9 +381,9 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 		// The session's init waits for its agent (the keeper's manifest is the kept
 		// container's spec: it names no session's socket).
 		if l.Session != nil {
-			l.Session.Agent = o.AgentSocket
+			l.Session.Agent, l.Session.AgentBound, l.Session.AgentKey = o.AgentSocket, o.AgentBound, o.AgentKey
 		} else {
-			man.Agent = o.AgentSocket
+			man.Agent, man.AgentBound, man.AgentKey = o.AgentSocket, o.AgentBound, o.AgentKey
 		}
 	}
 	return l, nil

@@ -5,16 +5,21 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types"
 	dockercontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/isolator/sshagent"
 )
 
@@ -153,4 +158,175 @@ func (a *agentStream) stop() {
 	case <-time.After(companionEnd):
 	}
 	a.hj.Close()
+}
+
+// On a local engine (a Unix socket on Linux) the engine is first asked to bind the
+// session's relay socket, served on this host as for bwrap (same filter), read-only:
+// a one-shot container binds the socket file alone at agentBoundFile, a kept one the
+// kept sessions' relays' directory (sockdir.KeptAgentDir, sockets only) at
+// agentBoundDir. "Local" is only a guess from the address (the engine may run in a
+// mount namespace or a VM of its own, where the path is missing, or bound and never
+// connecting), so the bind is never trusted: before the command starts, the init
+// proves that this session's relay answers at the path (sshagent.Probe, with the
+// key in its manifest) and only then gives it to the command. When the proof
+// fails, the init says so (wire.AgentStreamMarker) and waits for the stream's socket, and this
+// side starts the exec above (lazyAgent). An engine that refuses the bind's source
+// (ContainerCreate: it cannot see it) gets the container without it, and the stream.
+const (
+	agentBoundFile = "/run/devsandbox/agent-host.sock"
+	agentBoundDir  = "/run/devsandbox/agent-host"
+)
+
+// bindAgent sets opts to bind p's relay socket (local engines, see above). Pure.
+func bindAgent(p *isolator.Plan, opts *Options, key []byte) {
+	if p.SSHAgent.Socket == "" {
+		return
+	}
+	opts.AgentKey = key
+	if opts.Keep {
+		opts.AgentBind, opts.AgentBindTarget = path.Dir(p.SSHAgent.Socket), agentBoundDir
+		opts.AgentBound = path.Join(agentBoundDir, path.Base(p.SSHAgent.Socket))
+		return
+	}
+	opts.AgentBind, opts.AgentBindTarget, opts.AgentBound = p.SSHAgent.Socket, agentBoundFile, agentBoundFile
+}
+
+// agentVerdict remembers, in the project's state directory, that the engine at an
+// address refused to bind the agent's relay from a socket directory, so that the
+// project's next runs there take the stream at once rather than have a container
+// refused first (a ContainerCreate round trip). It only ever turns the bind off, for
+// agentVerdictFor; the stream works on every engine.
+type agentVerdict struct {
+	path   string // the record
+	record string // engine address and socket directory
+}
+
+// agentVerdictFor is how long a refusal is remembered: an engine that starts seeing
+// the directory (shared with Docker Desktop meanwhile) gets the bind back after it.
+const agentVerdictFor = time.Hour
+
+func newAgentVerdict(stateDir, engine, sockDir string) *agentVerdict {
+	return &agentVerdict{path: filepath.Join(stateDir, "docker", "agent-unseen"), record: engine + "\n" + sockDir + "\n"}
+}
+
+// refused reports whether the engine refused the bind from this socket directory
+// within agentVerdictFor.
+func (v *agentVerdict) refused(now time.Time) bool {
+	fi, err := os.Lstat(v.path)
+	if err != nil || !fi.Mode().IsRegular() || now.Sub(fi.ModTime()) > agentVerdictFor {
+		return false
+	}
+	b, err := os.ReadFile(v.path)
+	return err == nil && string(b) == v.record
+}
+
+// note records the engine's refusal. A nil v does nothing.
+func (v *agentVerdict) note() {
+	if v == nil {
+		return
+	}
+	_ = os.MkdirAll(filepath.Dir(v.path), 0o700)
+	_ = os.WriteFile(v.path, []byte(v.record), 0o600)
+}
+
+// dropAgentBind takes the agent's bind out of spec, whose container the engine
+// refused for it: the init, finding no socket, asks for the stream.
+func dropAgentBind(spec *Spec) {
+	hc := *spec.Host
+	hc.Mounts = slices.DeleteFunc(slices.Clone(hc.Mounts), func(m mount.Mount) bool {
+		return m.Type == mount.TypeBind && m.Source == spec.AgentBind
+	})
+	spec.Host, spec.AgentBind = &hc, ""
+}
+
+// bindsAgent reports whether the container in binds source at agentBoundDir (a kept
+// container's relays' directory). That the directory is still the one at source's
+// path, the init's probe tells. Pure.
+func bindsAgent(in dockercontainer.InspectResponse, source string) bool {
+	return slices.ContainsFunc(in.Mounts, func(m dockercontainer.MountPoint) bool {
+		return m.Type == mount.TypeBind && m.Destination == agentBoundDir && m.Source == source
+	})
+}
+
+// agentUnseen reports whether err, a ContainerCreate's, refuses spec's agent bind.
+func agentUnseen(err error, spec *Spec) bool {
+	return spec.AgentBind != "" && unseenPath(err) == spec.AgentBind
+}
+
+// lazyAgent starts a session's agent exec when its init asks for it (the bound
+// socket did not prove itself), and stops it with the session.
+type lazyAgent struct {
+	b    *Isolator
+	ctx  context.Context
+	e    Engine
+	p    *isolator.Plan
+	id   string
+	fail func() // ends the session: the exec could not start
+
+	mu       sync.Mutex
+	ag       *agentStream
+	asked    bool
+	stopped  bool
+	starting sync.WaitGroup
+}
+
+// onStream is wire.Report.OnAgentStream: it starts the exec without blocking the
+// report's reader. The init waits for its socket (sandboxinit.AgentWait).
+func (l *lazyAgent) onStream() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.asked || l.stopped {
+		return
+	}
+	l.asked = true
+	l.starting.Add(1)
+	go func() {
+		defer l.starting.Done()
+		l.b.phase("agent stream")
+		ag, err := l.b.startAgent(l.ctx, l.e, l.p, l.id)
+		if err != nil {
+			l.b.warn("%v", err)
+			l.fail()
+			return
+		}
+		l.mu.Lock()
+		l.ag = ag
+		l.mu.Unlock()
+	}()
+}
+
+// streamed reports whether the init asked for the stream.
+func (l *lazyAgent) streamed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.asked
+}
+
+// stop stops the exec, if one was started. A nil l does nothing.
+func (l *lazyAgent) stop() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.stopped = true
+	l.mu.Unlock()
+	l.starting.Wait()
+	l.ag.stop()
+}
+
+// seen is called once the init reported: ready without a request for the stream,
+// the command has the bound socket. A nil l does nothing.
+func (l *lazyAgent) seen(r *wire.Report) {
+	if ready, _ := r.Result(); l != nil && ready && !l.streamed() {
+		l.b.phase("agent bound")
+	}
+}
+
+// startAgentNow is startAgent for a container that binds no agent socket: the
+// stream from the start.
+func (b *Isolator) startAgentNow(ctx context.Context, e Engine, p *isolator.Plan, id string) (*agentStream, error) {
+	if p.SSHAgent.Socket != "" {
+		b.phase("agent stream")
+	}
+	return b.startAgent(ctx, e, p, id)
 }

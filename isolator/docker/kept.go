@@ -45,25 +45,37 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 			unlock()
 		}
 	}()
-	if startFirst(p, hello) {
+	if spec.AgentBind != "" && ahead != nil {
+		if in, err := ahead.get(); err == nil && runningWith(in, spec.Hash) && !bindsAgent(in, spec.AgentBind) {
+			// The running container binds no relays' directory, or another than
+			// this session's (made before the socket directory moved): the probe
+			// cannot pass, so the stream starts at once, beside the session.
+			dropAgentBind(spec)
+		}
+	}
+	if startFirst(p, hello, spec.AgentBind != "") {
 		spec = withStartFirst(spec)
 	}
 	id, fresh, ex, err := b.keptExec(ctx, e, addr, p, spec, ahead)
 	if err != nil {
 		return 0, err
 	}
-	// The session's agent is served by an exec of its own, which ends with it.
-	ag, err := b.startAgent(ctx, e, p, id)
-	if err != nil {
-		return 0, err
-	}
-	agentStopped := sync.OnceFunc(ag.stop)
-	defer agentStopped()
 	hj, err := e.ContainerExecAttach(ctx, ex.ID, dockercontainer.ExecAttachOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("%w: starting the exec in %s: %w", isolator.ErrProtection, spec.Name, err)
 	}
 	defer hj.Close()
+	// The session's agent is served by an exec of its own, which ends with it: at
+	// once, or when the init asks, the bound socket having failed its proof.
+	var ag *agentStream
+	var lazy *lazyAgent
+	if spec.AgentBind != "" {
+		lazy = &lazyAgent{b: b, ctx: ctx, e: e, p: p, id: id, fail: func() { hj.Close() }}
+	} else if ag, err = b.startAgentNow(ctx, e, p, id); err != nil {
+		return 0, err
+	}
+	agentStopped := sync.OnceFunc(func() { ag.stop(); lazy.stop() })
+	defer agentStopped()
 	// Until the session starts, the end of ctx ends the init's stream: the init
 	// takes the command down, as it does when this process dies. From then on, the
 	// command gets SIGTERM first (stopOnCancel).
@@ -81,7 +93,7 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	if !stopNow() {
 		return 0, fmt.Errorf("the sandbox was stopped before the command ran: %w", context.Cause(ctx))
 	}
-	sess, err := b.attach(hj.Conn, hj.Reader, p, spec.Layout.Masks, stdio, hello)
+	sess, err := b.attach(hj.Conn, hj.Reader, p, spec.Layout.Masks, stdio, hello, lazy)
 	if err != nil {
 		return 0, err
 	}
@@ -91,6 +103,7 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	defer goSweep(ctx, e, p, id, b.mark, fresh)()
 	select {
 	case <-sess.report.Seen():
+		lazy.seen(sess.report)
 		b.phase("sandbox ready")
 	case <-sess.outDone:
 	case <-time.After(30 * time.Second):
@@ -249,6 +262,11 @@ func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, sp
 // createKept creates and starts the kept container.
 func (b *Isolator) createKept(ctx context.Context, e Engine, addr Address, spec *Spec) (string, error) {
 	created, err := e.ContainerCreate(ctx, spec.Config, spec.Host, spec.Network, nil, spec.Name)
+	if err != nil && agentUnseen(err, spec) {
+		spec.agentVerdict.note()
+		dropAgentBind(spec) // the stream instead (agent.go)
+		created, err = e.ContainerCreate(ctx, spec.Config, spec.Host, spec.Network, nil, spec.Name)
+	}
 	if err != nil {
 		return "", b.createFailed(ctx, e, addr, spec, err)
 	}
@@ -272,11 +290,14 @@ func touch(path string) {
 // startFirst reports whether the session's command may start before its hello
 // reaches the init (wire.StartFirstArg): the hello carries nothing (no secret,
 // no terminal, no out-of-memory nonce) and nothing must be ready first (no companion:
-// egress proxy, published ports; no egress rules; no ssh agent, whose socket the
-// session's own exec serves, agent.go). Pure.
-func startFirst(p *isolator.Plan, h *wire.Hello) bool {
+// egress proxy, published ports; no egress rules; no ssh agent served by the
+// session's own exec, which starts after the session's, agent.go). A kept container
+// that binds the agent's relay (agentBound) may start first: its init proves the
+// socket, or asks for the exec, before the command starts, and the key it proves
+// it with is in its manifest, not the hello. Pure.
+func startFirst(p *isolator.Plan, h *wire.Hello, agentBound bool) bool {
 	return h != nil && h.CarriesNothing() &&
-		!needsCompanion(p) && !p.Egress.NeedsFirewall() && p.Limits.Memory == 0 && p.SSHAgent.Socket == ""
+		!needsCompanion(p) && !p.Egress.NeedsFirewall() && p.Limits.Memory == 0 && (p.SSHAgent.Socket == "" || agentBound)
 }
 
 // withStartFirst is spec with its exec's init told to start the command before the

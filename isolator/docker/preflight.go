@@ -19,17 +19,22 @@ var unseenSources = []*regexp.Regexp{
 	regexp.MustCompile(`Mounts denied:\s*The path (/\S*) is not shared`),
 }
 
+// unseenPath is the bind source err, a ContainerCreate's, says the engine cannot
+// see, or "".
+func unseenPath(err error) string {
+	for _, re := range unseenSources {
+		if m := re.FindStringSubmatch(err.Error()); m != nil {
+			return strings.TrimRight(m[1], ".,;:")
+		}
+	}
+	return ""
+}
+
 // unseen explains a ContainerCreate refused for a bind source the engine cannot see,
 // naming the engine, the path, what it is for and the fix; it returns nil for other
 // errors. Nothing was created, so nothing started.
 func unseen(err error, addr Address, l *container.Layout) error {
-	var path string
-	for _, re := range unseenSources {
-		if m := re.FindStringSubmatch(err.Error()); m != nil {
-			path = strings.TrimRight(m[1], ".,;:")
-			break
-		}
-	}
+	path := unseenPath(err)
 	if path == "" {
 		return nil
 	}

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"runtime"
@@ -19,6 +20,8 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/pin"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
+	"github.com/devsandbox/devsandbox/isolator/sockdir"
+	"github.com/devsandbox/devsandbox/isolator/sshagent"
 )
 
 // Run implements isolator.Isolator.
@@ -95,7 +98,22 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	p0, o0 := p, b.Options // p is replaced (pins) while the names are drawn
 	ahead.inspectVolumesAhead(ctx, func() []string { return aheadVolumes(p0, o0, addr) })
-	svc, err := b.startServices(p)
+	// A local engine is asked to bind the agent relay's socket first (agent.go).
+	var agentKey []byte
+	var verdict *agentVerdict
+	if addr.Local() && p.SSHAgent.Socket != "" {
+		verdict = newAgentVerdict(p.StateDir, addr.Host, p.Egress.SocketDir)
+	}
+	if verdict != nil && !verdict.refused(time.Now()) {
+		agentKey = make([]byte, sshagent.ProbeKeyLen)
+		_, _ = rand.Read(agentKey)
+		if b.Keep {
+			q := *p
+			q.SSHAgent.Socket = sockdir.KeptAgentSocket(p.Egress.SocketDir, p.Proxy.Session)
+			p = &q
+		}
+	}
+	svc, err := b.startServices(p, agentKey)
 	if err != nil {
 		return 0, err
 	}
@@ -105,6 +123,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	opts, pr, err := b.engineSide(ctx, e, addr, p)
 	if err != nil {
 		return 0, err
+	}
+	if agentKey != nil {
+		bindAgent(p, &opts, agentKey) // after the services: they may have moved the socket
 	}
 	if !addr.Local() && opts.HomeVolume == "" {
 		opts.HomeVolume = "devsandbox-" + p.Project.Name + "-home"
@@ -226,6 +247,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, err
 	}
+	if spec.AgentBind != "" {
+		spec.agentVerdict = verdict
+	}
 	if err := l.WriteFiles(); err != nil {
 		return 0, err
 	}
@@ -346,12 +370,13 @@ func engineOptions(p *isolator.Plan, o Options) Options {
 	return o
 }
 
-// startServices starts the run's host services (tests replace them).
-func (b *Isolator) startServices(p *isolator.Plan) (*hostsvc.Services, error) {
+// startServices starts the run's host services (tests replace them): the agent's
+// relay only with agentKey, which it answers probes with (agent.go).
+func (b *Isolator) startServices(p *isolator.Plan, agentKey []byte) (*hostsvc.Services, error) {
 	if b.services != nil {
 		return b.services(p)
 	}
-	return hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase, EngineEgress: true, EngineAgent: true})
+	return hostsvc.Start(p, hostsvc.Options{Warn: b.Warn, Phase: b.Phase, EngineEgress: true, EngineAgent: agentKey == nil, AgentKey: agentKey})
 }
 
 // runOnce creates a container for this run only; the engine removes it when it stops.
@@ -420,12 +445,17 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	if err := start(); err != nil {
 		return 0, err
 	}
-	ag, err := b.startAgent(ctx, e, p, id)
-	if err != nil {
+	var ag *agentStream
+	var lazy *lazyAgent
+	if spec.AgentBind != "" {
+		// The init asks for the exec only if the bound socket fails its proof.
+		lazy = &lazyAgent{b: b, ctx: ctx, e: e, p: p, id: id, fail: func() { hj.Close() }}
+	} else if ag, err = b.startAgentNow(ctx, e, p, id); err != nil {
 		remove(ctx, e, id)
 		return 0, err
 	}
 	defer ag.stop()
+	defer lazy.stop()
 	if p.Egress.NeedsFirewall() {
 		if err := b.applyFirewall(ctx, e, p, spec, id); err != nil {
 			remove(ctx, e, id)
@@ -445,7 +475,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 		remove(ctx, e, id)
 		return 0, fmt.Errorf("the sandbox was stopped before the command ran: %w", context.Cause(ctx))
 	}
-	sess, err := b.attach(hj.Conn, hj.Reader, p, spec.Layout.Masks, stdio, hello)
+	sess, err := b.attach(hj.Conn, hj.Reader, p, spec.Layout.Masks, stdio, hello, lazy)
 	if err != nil {
 		remove(ctx, e, id)
 		return 0, err
@@ -469,6 +499,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 	}()
 	select {
 	case <-sess.report.Seen():
+		lazy.seen(sess.report)
 		b.phase("sandbox ready")
 	case <-sess.outDone:
 	case <-exited:
@@ -505,6 +536,11 @@ func (b *Isolator) stopOnCancel(ctx context.Context, sess *attached, end func())
 func (b *Isolator) createOnce(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec) (string, error) {
 	name := "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
 	created, err := createNamed(ctx, e, spec.Config, spec.Host, spec.Network, name)
+	if err != nil && agentUnseen(err, spec) {
+		spec.agentVerdict.note()
+		dropAgentBind(spec) // the stream instead (agent.go)
+		created, err = createNamed(ctx, e, spec.Config, spec.Host, spec.Network, name)
+	}
 	if err != nil {
 		return "", b.createFailed(ctx, e, addr, spec, err)
 	}

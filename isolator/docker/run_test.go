@@ -1270,26 +1270,30 @@ func TestStartFirst(t *testing.T) {
 		return p
 	}
 	for name, tc := range map[string]struct {
-		p    *isolator.Plan
-		h    *wire.Hello
-		want bool
+		p     *isolator.Plan
+		h     *wire.Hello
+		bound bool
+		want  bool
 	}{
-		"open, empty hello": {open(nil), &wire.Hello{}, true},
-		"egress none":       {open(func(p *isolator.Plan) { p.Egress = egress.Rules{Mode: egress.None} }), &wire.Hello{}, true},
-		"a secret":          {open(nil), &wire.Hello{Env: map[string]string{"T": "x"}}, false},
-		"a secret file":     {open(nil), &wire.Hello{Files: map[string][]byte{"k": nil}}, false},
-		"a terminal":        {open(nil), &wire.Hello{TTY: true}, false},
-		"a memory limit":    {open(func(p *isolator.Plan) { p.Limits.Memory = 1 << 30 }), &wire.Hello{}, false},
-		"egress proxy":      {open(func(p *isolator.Plan) { p.Egress = egress.Rules{Mode: egress.Proxy} }), &wire.Hello{}, false},
-		"egress allowlist":  {open(func(p *isolator.Plan) { p.Egress = egress.Rules{Mode: egress.Allowlist} }), &wire.Hello{}, false},
+		"open, empty hello": {open(nil), &wire.Hello{}, false, true},
+		"egress none":       {open(func(p *isolator.Plan) { p.Egress = egress.Rules{Mode: egress.None} }), &wire.Hello{}, false, true},
+		"a secret":          {open(nil), &wire.Hello{Env: map[string]string{"T": "x"}}, false, false},
+		"a secret file":     {open(nil), &wire.Hello{Files: map[string][]byte{"k": nil}}, false, false},
+		"a terminal":        {open(nil), &wire.Hello{TTY: true}, false, false},
+		"a memory limit":    {open(func(p *isolator.Plan) { p.Limits.Memory = 1 << 30 }), &wire.Hello{}, false, false},
+		"egress proxy":      {open(func(p *isolator.Plan) { p.Egress = egress.Rules{Mode: egress.Proxy} }), &wire.Hello{}, false, false},
+		"egress allowlist":  {open(func(p *isolator.Plan) { p.Egress = egress.Rules{Mode: egress.Allowlist} }), &wire.Hello{}, false, false},
 		"a published port": {open(func(p *isolator.Plan) {
 			p.Egress.Forwards = []egress.Forward{{HostPort: 18080, SandboxPort: 3000}}
-		}), &wire.Hello{}, false},
-		"an ssh agent": {open(func(p *isolator.Plan) {
+		}), &wire.Hello{}, false, false},
+		"an ssh agent over the stream": {open(func(p *isolator.Plan) {
 			p.SSHAgent = isolator.AgentRelay{Upstream: "/tmp/agent.sock", Socket: "/run/x/agent/s.sock"}
-		}), &wire.Hello{}, false},
+		}), &wire.Hello{}, false, false},
+		"an ssh agent bound": {open(func(p *isolator.Plan) {
+			p.SSHAgent = isolator.AgentRelay{Upstream: "/tmp/agent.sock", Socket: "/run/x/agent/kept/s.sock"}
+		}), &wire.Hello{}, true, true},
 	} {
-		if got := startFirst(tc.p, tc.h); got != tc.want {
+		if got := startFirst(tc.p, tc.h, tc.bound); got != tc.want {
 			t.Errorf("%s: startFirst %v, want %v", name, got, tc.want)
 		}
 	}

@@ -24,8 +24,11 @@ type attached struct {
 
 // attach sends hello on conn and starts relaying the session; masks are the layout's
 // (container.Layout.Masks).
-func (b *Isolator) attach(conn net.Conn, r *bufio.Reader, p *isolator.Plan, masks map[string]string, stdio isolator.Stdio, hello *wire.Hello) (*attached, error) {
+func (b *Isolator) attach(conn net.Conn, r *bufio.Reader, p *isolator.Plan, masks map[string]string, stdio isolator.Stdio, hello *wire.Hello, lazy *lazyAgent) (*attached, error) {
 	report := container.NewReport(stdio, hello)
+	if lazy != nil {
+		report.OnAgentStream = lazy.onStream
+	}
 	out, tidy := container.TerminalOut(stdio, hello)
 	sess, err := container.StartSession(container.NewStream(conn), stdio, hello, report,
 		container.SessionOptions{Signals: b.Signals, Engine: "the engine", OOMMessage: p.Limits.OOMMessage(), Masks: masks, Tidy: tidy})

@@ -91,6 +91,14 @@ type Options struct {
 	// AgentSocket is where the container serves the session's ssh agent, which an
 	// exec carries over the Engine API (agent.go); "" without an agent.
 	AgentSocket string
+	// AgentBind, with AgentSocket, is the host's path of the session's relay socket
+	// (one-shot) or of the kept container's relays' directory (Keep) that the
+	// engine binds read-only at AgentBindTarget; AgentBound is the relay's socket as
+	// the container sees it, which its init tries before it asks for the stream
+	// (agent.go), with the relay's probe key AgentKey. Run sets them for a local
+	// engine.
+	AgentBind, AgentBindTarget, AgentBound string
+	AgentKey                               []byte
 }
 
 // Spec is a rendered docker run: the container to create, or with Keep the kept
@@ -106,6 +114,12 @@ type Spec struct {
 	Hash string
 	// AgentSocket is where an exec serves the session's ssh agent (agent.go), or "".
 	AgentSocket string
+	// AgentBind is the host path bound for the agent (Options.AgentBind), or "":
+	// the init then asks for the stream (agent.go).
+	AgentBind string
+	// agentVerdict, set by Run, records an engine's refusal of AgentBind
+	// (agentVerdict.note).
+	agentVerdict *agentVerdict
 	// FirewallArg is the argument of devsandbox-init that applies the egress rules
 	// (allowlist), run in a helper container in the container's network namespace.
 	FirewallArg string
@@ -146,7 +160,7 @@ func containerConfig(p *isolator.Plan, opts Options) (*Spec, error) {
 func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 	o := container.Options{Home: opts.Home, InitSource: opts.InitSource, FilesDir: filepath.Join(p.StateDir, "docker"),
 		BootID: opts.BootID, Keep: opts.Keep, HomeVolume: opts.HomeVolume, Shipped: opts.Shipped, EndpointVolume: opts.EndpointVolume, MaskSource: opts.MaskSource,
-		AgentSocket: opts.AgentSocket}
+		AgentSocket: opts.AgentSocket, AgentBound: opts.AgentBound, AgentKey: opts.AgentKey}
 	if opts.Shipped {
 		o.ContentSource = contentSource(p, opts)
 		if opts.Keep {
@@ -277,6 +291,13 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 		return (m.VolumeOptions != nil && m.VolumeOptions.DriverConfig != nil) || (m.Type == mount.TypeBind && slices.Contains(s.ByPath, m.Source) && m.Source == m.Target)
 	}), hashed...), func(m mount.Mount) string { return m.Target })
 	s.Hash = specHash(cfg, &hhc)
+	if opts.AgentBind != "" && opts.AgentSocket != "" {
+		// Not in the hash: a kept container stays when the socket directory moves,
+		// and each session proves the bind anew (agent.go).
+		hc.Mounts = container.SortMounts(append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: opts.AgentBind, Target: opts.AgentBindTarget, ReadOnly: true}),
+			func(m mount.Mount) string { return m.Target })
+		s.AgentBind = opts.AgentBind
+	}
 	if opts.Keep {
 		labels[LabelSpec] = s.Hash
 		s.Name = keptName(p)

@@ -60,6 +60,25 @@ var goldenCases = []struct {
 		o.Keep = true
 		return o
 	}},
+	// A local engine: the relays' directory of the kept sessions bound read-only,
+	// the init told where to probe it and with which key; the exec stays the
+	// fallback.
+	{"ssh_agent_bound_kept", func() *isolator.Plan {
+		p := basePlan()
+		p.Egress = egress.Rules{Mode: egress.None, SocketDir: "/run/user/1000/devsandbox/p1"}
+		p.Proxy.Session = "5e55"
+		p.SSHAgent = isolator.AgentRelay{Upstream: "/tmp/ssh-x/agent.1", Socket: "/run/user/1000/devsandbox/p1/agent/kept/5e55.sock"}
+		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: p.SSHAgent.Socket, Dest: "/run/devsandbox/ssh-agent.sock", Why: "tool ssh"})
+		p.Env = append(p.Env, isolator.EnvVar{Name: "SSH_AUTH_SOCK", Value: "/run/devsandbox/ssh-agent.sock"})
+		return p
+	}, func() Options {
+		o := opts
+		o.Keep = true
+		o.AgentSocket = "/run/devsandbox/agent/5e55.sock"
+		o.AgentBind, o.AgentBindTarget, o.AgentBound = "/run/user/1000/devsandbox/p1/agent/kept", agentBoundDir, agentBoundDir+"/5e55.sock"
+		o.AgentKey = []byte("0123456789abcdef0123456789abcdef")
+		return o
+	}},
 	{"open_resources_other_home", func() *isolator.Plan {
 		p := basePlan()
 		p.Egress = egress.Rules{Mode: egress.Open}

@@ -40,6 +40,9 @@ type Options struct {
 	// host itself (docker: over the Engine API, sshagent.ServeStream); no relay
 	// socket is served here.
 	EngineAgent bool
+	// AgentKey, when set, is the key the relay answers probes with
+	// (sshagent.Relay.Key): docker's engine binds its socket, and the init proves it.
+	AgentKey []byte
 	// Listeners asks for a proxy that also serves listening sockets handed to it with
 	// Services.HandListener (Linux, the default Proxy only).
 	Listeners bool
@@ -65,7 +68,7 @@ func Start(p *isolator.Plan, o Options) (*Services, error) {
 		return nil, err
 	}
 	if p.SSHAgent.Socket != "" && !o.EngineAgent {
-		stop, err := startAgent(p)
+		stop, err := startAgent(p, o.AgentKey)
 		if err != nil {
 			s.Stop()
 			return nil, fmt.Errorf("%w: the ssh agent's relay: %w; unset SSH_AUTH_SOCK or set tools.ssh.enabled = false to run without the agent", isolator.ErrProtection, err)
@@ -164,11 +167,12 @@ func (s *Services) startEgress(p *isolator.Plan, o Options) error {
 
 // startAgent serves the session's ssh agent relay in the socket directory's agent
 // directory, which it makes.
-func startAgent(p *isolator.Plan) (stop func(), err error) {
-	if err := sockdir.EnsureAgentDir(p.Egress.SocketDir, p.User.UID); err != nil {
+func startAgent(p *isolator.Plan, key []byte) (stop func(), err error) {
+	kept := p.SSHAgent.Socket == sockdir.KeptAgentSocket(p.Egress.SocketDir, p.Proxy.Session)
+	if err := sockdir.EnsureAgentDir(p.Egress.SocketDir, p.User.UID, kept); err != nil {
 		return nil, err
 	}
-	return sshagent.Serve(p.SSHAgent.Socket, p.SSHAgent.Upstream, sockdir.Listen)
+	return sshagent.Serve(p.SSHAgent.Socket, p.SSHAgent.Upstream, key, sockdir.Listen)
 }
 
 // bindsSockets reports whether the session puts sockets in p's socket directory: the
@@ -238,7 +242,9 @@ func adoptSocketDir(p *isolator.Plan, from, to string) {
 	if p.Egress.Proxy.Unix == sockdir.ProxySocket(from, s) {
 		p.Egress.Proxy.Unix = sockdir.ProxySocket(to, s)
 	}
-	if old := p.SSHAgent.Socket; old == sockdir.AgentSocket(from, s) {
+	if old := p.SSHAgent.Socket; old == sockdir.KeptAgentSocket(from, s) {
+		p.SSHAgent.Socket = sockdir.KeptAgentSocket(to, s)
+	} else if old == sockdir.AgentSocket(from, s) {
 		p.SSHAgent.Socket = sockdir.AgentSocket(to, s)
 		for i := range p.Mounts {
 			if p.Mounts[i].Kind == isolator.Bind && p.Mounts[i].Source == old {

@@ -3,10 +3,14 @@ package sandboxinit
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
+	"github.com/devsandbox/devsandbox/isolator/sshagent"
 )
 
 // AgentWait bounds the container init's wait for the session's ssh agent socket
@@ -57,4 +61,30 @@ func waitAgent(path string, bound time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// AgentProbeWait bounds the proof that the bound agent socket is the session's relay
+// (a local relay answers within a millisecond; an engine in a VM whose file sharing
+// bound the socket never does).
+const AgentProbeWait = 300 * time.Millisecond
+
+// agent gives the command the session's ssh agent: the relay's socket the engine
+// bound (m.AgentBound) once it proved itself with the hello's key, else the socket an
+// exec serves (m.Agent), for which the init asks the host (AgentStreamMarker) and
+// waits. Either way the command starts only once SSH_AUTH_SOCK is served.
+func (c *container) agent(m *wire.Manifest) error {
+	if m.AgentBound != "" {
+		// Any failure (no such socket, refused, no or a wrong answer in time) falls
+		// back to the stream: never a broken agent.
+		if sshagent.Probe(m.AgentBound, m.AgentKey, AgentProbeWait) == nil {
+			return os.Setenv("SSH_AUTH_SOCK", m.AgentBound)
+		}
+		if c.framed {
+			fmt.Fprint(c.stderr, wire.AgentStreamMarker)
+		}
+	}
+	if err := waitAgent(m.Agent, AgentWait); err != nil {
+		return err
+	}
+	return os.Setenv("SSH_AUTH_SOCK", m.Agent)
 }

@@ -175,9 +175,7 @@ func (c *container) run(argv []string) int {
 		}
 	}
 	if m.Agent != "" {
-		// The agent's exec is another: the command starts only once SSH_AUTH_SOCK
-		// is served, so its first ssh-add finds the agent, whatever the host's order.
-		if err := waitAgent(m.Agent, AgentWait); err != nil {
+		if err := c.agent(m); err != nil {
 			return c.fail("%v", err)
 		}
 	}

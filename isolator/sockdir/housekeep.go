@@ -173,7 +173,7 @@ func unheld(d string, uid int, before time.Time) bool {
 // session serves it, though it holds no lock (a devsandbox build from before Hold).
 // Sockets are dialled as Sweep dials them (anyLive: no link followed).
 func served(d string) bool {
-	if anyLive(d) || anyLive(AgentDir(d)) {
+	if anyLive(d) || anyLive(AgentDir(d)) || anyLive(KeptAgentDir(d)) {
 		return true
 	}
 	pubs, _ := filepath.Glob(filepath.Join(d, "publish-*"))

@@ -40,9 +40,24 @@ func AgentSocket(dir, session string) string { return filepath.Join(AgentDir(dir
 // AgentDir is the ssh agent relays' directory in the socket directory dir.
 func AgentDir(dir string) string { return filepath.Join(dir, "agent") }
 
+// KeptAgentDir is the directory of the relays of the sessions of the project's kept
+// docker container in the socket directory dir: the engine binds it read-only, and
+// it holds nothing but those sockets.
+func KeptAgentDir(dir string) string { return filepath.Join(AgentDir(dir), "kept") }
+
+// KeptAgentSocket is where session's ssh agent relay listens in dir for a kept
+// docker container (KeptAgentDir).
+func KeptAgentSocket(dir, session string) string {
+	return filepath.Join(KeptAgentDir(dir), session+".sock")
+}
+
 // EnsureAgentDir makes the agent directory in dir, the socket directory Ensure
-// returned (mode 0700, checked as Ensure checks what it makes).
-func EnsureAgentDir(dir string, uid int) error {
+// returned, and with kept its KeptAgentDir (mode 0700, checked as Ensure checks what
+// it makes).
+func EnsureAgentDir(dir string, uid int, kept bool) error {
+	if kept {
+		return ensurePrivate(dir, []string{"agent", "kept"}, uid)
+	}
 	return ensurePrivate(dir, []string{"agent"}, uid)
 }
 
@@ -325,6 +340,8 @@ func Sweep(dir string) {
 	// Relays' sockets: no sandbox can write their directory (a kept container binds
 	// it read-only), but only a socket is dialled all the same.
 	agents, _ := filepath.Glob(filepath.Join(AgentDir(dir), "*.sock"))
+	kept, _ := filepath.Glob(filepath.Join(KeptAgentDir(dir), "*.sock"))
+	agents = append(agents, kept...)
 	agents = slices.DeleteFunc(agents, func(n string) bool {
 		fi, err := os.Lstat(n)
 		return err != nil || fi.Mode().Type() != fs.ModeSocket

@@ -16,6 +16,7 @@ import (
 // The ssh-agent protocol's message numbers used here (draft-miller-ssh-agent).
 const (
 	agentFailure       = 5  // SSH_AGENT_FAILURE
+	agentSuccess       = 6  // SSH_AGENT_SUCCESS
 	requestIdentities  = 11 // SSH_AGENTC_REQUEST_IDENTITIES
 	signRequest        = 13 // SSH_AGENTC_SIGN_REQUEST
 	extensionRequest   = 27 // SSH_AGENTC_EXTENSION

@@ -21,6 +21,10 @@ const MaxConns = 64
 // sandbox connection (session-bind@openssh.com binds the agent connection).
 type Relay struct {
 	Upstream string // the agent's socket
+	// Key, when set (ProbeKeyLen bytes), makes the relay answer ProbeExt requests
+	// itself: how devsandbox-init proves a socket bound into a container is this
+	// relay.
+	Key []byte
 
 	ln    net.Listener
 	mu    sync.Mutex
@@ -32,9 +36,9 @@ type Relay struct {
 	wg   sync.WaitGroup
 }
 
-// Start serves ln, relaying to the agent at upstream, until Stop.
-func Start(ln net.Listener, upstream string) *Relay {
-	r := &Relay{Upstream: upstream, ln: ln, conns: map[net.Conn]struct{}{}}
+// Start serves ln, relaying to the agent at upstream, until Stop; key is Relay.Key.
+func Start(ln net.Listener, upstream string, key []byte) *Relay {
+	r := &Relay{Upstream: upstream, Key: key, ln: ln, conns: map[net.Conn]struct{}{}}
 	r.wg.Add(1)
 	go r.accept()
 	return r
@@ -119,7 +123,16 @@ func (r *Relay) serve(c net.Conn) {
 		if err != nil {
 			return
 		}
-		resp, end := respond(req, &agent, dial)
+		var resp []byte
+		end := false
+		if probe, ours := isProbe(req, r.Key); probe && r.Key != nil {
+			resp = failure
+			if ours {
+				resp = probeResponse(r.Key)
+			}
+		} else {
+			resp, end = respond(req, &agent, dial)
+		}
 		if resp != nil {
 			if _, err := c.Write(resp); err != nil {
 				return
@@ -171,14 +184,15 @@ func (r *Relay) Stop() {
 }
 
 // Serve listens on the Unix socket path with listen (sockdir.Listen: mode 0600,
-// linked into place already accepting) and relays to the agent at upstream. The
-// returned stop stops the relay and removes the socket.
-func Serve(path, upstream string, listen func(string) (*net.UnixListener, error)) (stop func(), err error) {
+// linked into place already accepting) and relays to the agent at upstream, answering
+// probes with key (Relay.Key; nil: none). The returned stop stops the relay and
+// removes the socket.
+func Serve(path, upstream string, key []byte, listen func(string) (*net.UnixListener, error)) (stop func(), err error) {
 	ln, err := listen(path)
 	if err != nil {
 		return nil, err
 	}
-	r := Start(ln, upstream)
+	r := Start(ln, upstream, key)
 	return func() {
 		r.Stop()
 		_ = os.Remove(path)

@@ -70,7 +70,7 @@ func startRelay(t *testing.T, reply []byte) (*fakeAgent, string, func()) {
 	fa := &fakeAgent{}
 	go fa.serve(agentLn, reply)
 	sock := filepath.Join(dir, "relay.sock")
-	stop, err := Serve(sock, filepath.Join(dir, "agent.sock"), listenUnix)
+	stop, err := Serve(sock, filepath.Join(dir, "agent.sock"), nil, listenUnix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestRelayStopRemovesSocketAndCloses(t *testing.T) {
 func TestRelayAgentGone(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "relay.sock")
-	stop, err := Serve(sock, filepath.Join(dir, "none.sock"), listenUnix)
+	stop, err := Serve(sock, filepath.Join(dir, "none.sock"), nil, listenUnix)
 	if err != nil {
 		t.Fatal(err)
 	}

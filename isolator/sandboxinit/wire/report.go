@@ -12,6 +12,10 @@ import (
 // readers of the result.
 type Report struct {
 	Out io.Writer
+	// OnAgentStream, when set, is called (once, in Write) when the init says
+	// AgentStreamMarker before its first marker: the session's agent must be
+	// served by the stream. Set it before the first Write.
+	OnAgentStream func()
 
 	mu      sync.Mutex
 	pending []byte // bytes that may begin a marker
@@ -129,6 +133,12 @@ func (r *Report) Write(p []byte) (int, error) {
 			r.ready = true
 		case strings.HasPrefix(m, FailPrefix):
 			r.failure = strings.TrimSuffix(strings.TrimPrefix(m, FailPrefix), MarkerEnd)
+		case m == AgentStreamMarker:
+			if f := r.OnAgentStream; f != nil {
+				r.OnAgentStream = nil
+				f()
+			}
+			continue
 		default:
 			continue // an unknown marker of ours: dropped
 		}

@@ -60,8 +60,11 @@ const WriteInPlaceArg = "--write-in-place="
 // Markers the init writes on stderr.
 const (
 	ReadyMarker = "\x1b_devsandbox:ready\x1b\\"
-	FailPrefix  = "\x1b_devsandbox:fail:"
-	MarkerEnd   = "\x1b\\"
+	// AgentStreamMarker, before ReadyMarker: the bound agent socket
+	// (Manifest.AgentBound) did not prove itself; the init waits for Manifest.Agent.
+	AgentStreamMarker = "\x1b_devsandbox:agent-stream\x1b\\"
+	FailPrefix        = "\x1b_devsandbox:fail:"
+	MarkerEnd         = "\x1b\\"
 )
 
 // CheckKind is what a Check expects at its path.
@@ -155,6 +158,16 @@ type Manifest struct {
 	// and fails (125) when it is not within a bound. devsandbox-docker sends the
 	// hello only after the exec's; this makes the order the init's own too.
 	Agent string `json:"agent,omitempty"`
+	// AgentBound is the session's ssh agent relay's socket as the engine bound it
+	// from this host (docker, a local engine), or "": before the command starts the
+	// init proves that this session's relay answers there (sshagent.Probe with
+	// AgentKey) and gives it to the command as SSH_AUTH_SOCK. When it does not, the
+	// init says AgentStreamMarker and waits for Agent, which devsandbox-docker then
+	// serves with an exec.
+	AgentBound string `json:"agentBound,omitempty"`
+	// AgentKey is the session relay's probe key (sshagent.Probe): not a
+	// credential, it proves which relay answers at AgentBound.
+	AgentKey []byte `json:"agentKey,omitempty"`
 }
 
 // Encode returns the manifest as the value of ManifestEnv.

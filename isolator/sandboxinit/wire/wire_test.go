@@ -110,3 +110,28 @@ func TestReportOOM(t *testing.T) {
 		}
 	}
 }
+
+// TestReportAgentStream: the init's request for the agent's stream, before its
+// ready marker, calls OnAgentStream once and is not passed on; after the ready
+// marker (the command's output) it is the command's, passed on, and calls nothing.
+func TestReportAgentStream(t *testing.T) {
+	var out strings.Builder
+	calls := 0
+	r := NewReport(&out)
+	r.OnAgentStream = func() { calls++ }
+	in := "a" + AgentStreamMarker[:5] + "|" + AgentStreamMarker[5:] + AgentStreamMarker + "b" + ReadyMarker + "c" + AgentStreamMarker
+	for _, part := range strings.Split(in, "|") {
+		if _, err := r.Write([]byte(part)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("OnAgentStream called %d times, want 1", calls)
+	}
+	if ready, _ := r.Result(); !ready {
+		t.Error("the ready marker after the request was not seen")
+	}
+	if want := "abc" + AgentStreamMarker; out.String() != want {
+		t.Errorf("passed on %q, want %q", out.String(), want)
+	}
+}
