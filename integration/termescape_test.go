@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"unicode"
@@ -11,7 +12,8 @@ import (
 // TestMessagesEscapeSandboxNames: names a sandbox chose (a directory holding a
 // toolchain file, a nested repository, a second link to a masked file) reach the
 // user's terminal in devsandbox's own messages, at the end of the run that made them
-// and at the next launch, when devsandbox alone writes to the terminal. A name with an
+// and at the next launch, when devsandbox alone writes to the terminal, and in the
+// script --dry-run prints. A name with an
 // escape sequence in it (OSC 52 sets the clipboard, CSI erases the line that warns)
 // must show as its escapes, never act on the terminal. Before, each was printed raw.
 func TestMessagesEscapeSandboxNames(t *testing.T) {
@@ -43,6 +45,20 @@ func TestMessagesEscapeSandboxNames(t *testing.T) {
 		assertNoControls(t, "the next launch", r.stderr)
 		if want := `h\x1b]52;c;b3duZWQ=\x07`; !strings.Contains(r.stderr, want) {
 			t.Errorf("the refusal does not show %s:\n%s", want, r.stderr)
+		}
+
+		// --dry-run prints the protected toolchain file's path in its script and its
+		// comments: the script spells the escape out for the shell.
+		if err := os.Remove(p.path("proj/h\x1b]52;c;b3duZWQ=\a")); err != nil {
+			t.Fatal(err)
+		}
+		r = run(t, p.dir, nil, "", "--isolator="+iso, "--dry-run", "--", "true")
+		if r.code != 0 {
+			t.Fatalf("--dry-run:\n%s", r)
+		}
+		assertNoControls(t, "--dry-run", r.stdout+r.stderr)
+		if want := `/t'"$(printf '\033')"']0;owned'"$(printf '\007')"'/rust-toolchain.toml'`; !strings.Contains(r.stdout, want) {
+			t.Errorf("--dry-run does not quote the toolchain file as %s:\n%s", want, r.stdout)
 		}
 	})
 }

@@ -73,6 +73,12 @@ func firstUnsafe(s string) int {
 	return -1
 }
 
-func safe(r rune) bool {
+func safe(r rune) bool { return Shown(r) }
+
+// Shown reports whether a terminal shows r rather than acting on it; newline and tab
+// count as shown. A caller decoding text itself must treat an invalid byte (decoded
+// as utf8.RuneError of size 1) as not shown: Shown(utf8.RuneError) is true, for the
+// character U+FFFD itself.
+func Shown(r rune) bool {
 	return r == '\n' || r == '\t' || unicode.IsPrint(r)
 }
