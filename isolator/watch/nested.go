@@ -2,9 +2,12 @@ package watch
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -146,31 +149,53 @@ func (w *Watcher) watched(p string) bool {
 }
 
 // gitlinks returns the .git entries of the project's submodules (its index's
-// gitlinks) when the index changed: the host's git status enters each of them.
+// gitlinks) when the index changed: the host's git status enters each of them. A
+// split index's shared index counts as part of it: its gitlinks are git's too, and
+// a change to it (the sandbox may rewrite one in place, git does not check its hash)
+// is a change of the index. An index or shared index git would read and the watch
+// cannot (a symlink, a FIFO, a file over maxIndex) is moved aside: the host's git
+// then has none, and fails or starts from HEAD, rather than entering submodules
+// nobody checked.
 func (w *Watcher) gitlinks() []string {
 	idx := w.p.Git.Index
 	if idx == "" {
 		return nil
 	}
-	fi, err := os.Stat(idx)
+	fi, err := os.Lstat(idx)
 	if err != nil {
 		return nil
 	}
-	if st := stampOf(fi); st == w.index {
-		return nil
-	} else {
-		w.index = st
+	changed := stampOf(fi) != w.index
+	w.index = stampOf(fi)
+	for sp, st := range w.shared {
+		if now := lstamp(sp); now != st {
+			w.shared[sp], changed = now, true
+		}
 	}
-	b, err := readFile(idx, maxIndex)
+	if !changed {
+		return nil
+	}
+	b, ok := w.readIndexFile(idx)
+	if !ok {
+		return nil
+	}
+	ix, err := readIndex(b, w.hashLen())
 	if err != nil {
 		return nil
 	}
-	links, err := gitlinks(b, w.hashLen())
-	if err != nil {
-		return nil
+	links, _ := gitlinks(b, w.hashLen())
+	if ix.shared != "" {
+		sp := filepath.Join(filepath.Dir(idx), "sharedindex."+ix.shared)
+		w.shared[sp] = lstamp(sp)
+		if sb, ok := w.readIndexFile(sp); ok {
+			if sh, err := readIndex(sb, w.hashLen()); err == nil {
+				links = append(links, splitGitlinks(ix, sh)...)
+			}
+		}
 	}
+	slices.Sort(links)
 	var out []string
-	for _, l := range links {
+	for _, l := range slices.Compact(links) {
 		p := filepath.Join(w.p.Project.Dir, filepath.FromSlash(l), ".git")
 		if !cleanGitlink(l) || !isolator.Within(p, w.p.Project.Dir) {
 			// git refuses such a path in an index (verify_path): the sandbox wrote
@@ -184,6 +209,47 @@ func (w *Watcher) gitlinks() []string {
 		out = append(out, p)
 	}
 	return out
+}
+
+// readIndexFile reads the index or shared index p; one that is not there is not
+// read (ok false, nothing said), one git would read and the watch cannot is moved
+// aside.
+func (w *Watcher) readIndexFile(p string) (b []byte, ok bool) {
+	b, err := readFile(p, maxIndex)
+	switch {
+	case err == nil:
+		return b, true
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false
+	}
+	w.handle([]problem{{path: p, why: fmt.Sprintf("git on the host would read the submodules it enters from it, and devsandbox cannot check it (%v); without it git starts from HEAD (`git reset` rebuilds the index)", err)}})
+	return nil, false
+}
+
+// sharedIndexes returns the split index files (sharedindex.*) in the git dir holding
+// the index idx, with their stamps: the baseline of those a later index may name.
+func sharedIndexes(idx string) map[string]stamp {
+	out := map[string]stamp{}
+	if idx == "" {
+		return out
+	}
+	ents, _ := os.ReadDir(filepath.Dir(idx)) // none when it cannot be read
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "sharedindex.") {
+			p := filepath.Join(filepath.Dir(idx), e.Name())
+			out[p] = lstamp(p)
+		}
+	}
+	return out
+}
+
+// lstamp is the stamp of p itself (a symlink's own), the zero stamp when it is
+// not there.
+func lstamp(p string) stamp {
+	if fi, err := os.Lstat(p); err == nil {
+		return stampOf(fi)
+	}
+	return stamp{}
 }
 
 // cleanGitlink reports whether l is a path git accepts in an index: relative, with
