@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/gitconfig"
@@ -153,10 +154,15 @@ func (w *Watcher) watched(p string) bool {
 // split index's shared index counts as part of it: its gitlinks are git's too, and
 // a change to it (the sandbox may rewrite one in place, git does not check its hash)
 // is a change of the index. An index or shared index git would read and the watch
-// cannot (a symlink, a FIFO, a file over maxIndex) is moved aside: the host's git
-// then has none, and fails or starts from HEAD, rather than entering submodules
-// nobody checked.
-func (w *Watcher) gitlinks() []string {
+// cannot (a symlink, a FIFO, a file over maxIndex, a split index whose replacing
+// entries it cannot place) is moved aside: the host's git then has none, and fails
+// or starts from HEAD, rather than entering submodules nobody checked.
+//
+// The index is read as a stream, holding a path at a time, and, but for the last
+// check (final), at most once every 20 times its last read's duration: the sandbox
+// may write one of maxIndex bytes and touch it at every check, and the watch runs
+// outside every limit the sandbox has.
+func (w *Watcher) gitlinks(final bool) []string {
 	idx := w.p.Git.Index
 	if idx == "" {
 		return nil
@@ -165,32 +171,37 @@ func (w *Watcher) gitlinks() []string {
 	if err != nil {
 		return nil
 	}
-	changed := stampOf(fi) != w.index
-	w.index = stampOf(fi)
-	for sp, st := range w.shared {
-		if now := lstamp(sp); now != st {
-			w.shared[sp], changed = now, true
-		}
+	st, shared, changed := stampOf(fi), map[string]stamp{}, stampOf(fi) != w.index
+	for sp, old := range w.shared {
+		shared[sp] = lstamp(sp)
+		changed = changed || shared[sp] != old
 	}
-	if !changed {
-		return nil
+	if !changed || !final && time.Since(w.indexRead) < 20*w.indexCost {
+		return nil // unchanged, or read again later: the stamps stay as they were
 	}
-	b, ok := w.readIndexFile(idx)
+	w.index, w.shared = st, shared
+	start := time.Now()
+	defer func() { w.indexRead, w.indexCost = time.Now(), time.Since(start) }()
+	hashLen := w.hashLen()
+	ix, ok := w.readIndexFile(idx, hashLen, mainEntry)
 	if !ok {
 		return nil
 	}
-	ix, err := readIndex(b, w.hashLen())
-	if err != nil {
-		return nil
-	}
-	links, _ := gitlinks(b, w.hashLen())
+	links := ix.gitlinks()
 	if ix.shared != "" {
 		sp := filepath.Join(filepath.Dir(idx), "sharedindex."+ix.shared)
 		w.shared[sp] = lstamp(sp)
-		if sb, ok := w.readIndexFile(sp); ok {
-			if sh, err := readIndex(sb, w.hashLen()); err == nil {
-				links = append(links, splitGitlinks(ix, sh)...)
-			}
+		replaced, known := ix.replacedGitlinks()
+		if !known {
+			w.handle([]problem{{path: idx, why: "it replaces entries of its shared index with submodules, and devsandbox cannot tell which (its replace bitmap is missing or unreadable); without it git starts from HEAD (`git reset` rebuilds the index)"}})
+			return nil
+		}
+		want := map[int]bool{}
+		for _, p := range replaced {
+			want[p] = true
+		}
+		if sh, ok := w.readIndexFile(sp, hashLen, func(gitlink bool, pos int) bool { return gitlink || want[pos] }); ok {
+			links = append(links, splitGitlinks(sh, replaced)...)
 		}
 	}
 	slices.Sort(links)
@@ -211,19 +222,22 @@ func (w *Watcher) gitlinks() []string {
 	return out
 }
 
-// readIndexFile reads the index or shared index p; one that is not there is not
-// read (ok false, nothing said), one git would read and the watch cannot is moved
-// aside.
-func (w *Watcher) readIndexFile(p string) (b []byte, ok bool) {
-	b, err := readFile(p, maxIndex)
+// readIndexFile reads the index or shared index p (readIndex, keeping what keep
+// chooses); one that is not there is not read (ok false, nothing said), one git
+// would read and the watch cannot open as a regular file of at most maxIndex bytes
+// is moved aside. One it cannot parse is left: git refuses it too.
+func (w *Watcher) readIndexFile(p string, hashLen int, keep keepFunc) (ix *gitIndex, ok bool) {
+	f, size, err := openRegular(p, maxIndex)
 	switch {
-	case err == nil:
-		return b, true
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, false
+	case err != nil:
+		w.handle([]problem{{path: p, why: fmt.Sprintf("git on the host would read the submodules it enters from it, and devsandbox cannot check it (%v); without it git starts from HEAD (`git reset` rebuilds the index)", err)}})
+		return nil, false
 	}
-	w.handle([]problem{{path: p, why: fmt.Sprintf("git on the host would read the submodules it enters from it, and devsandbox cannot check it (%v); without it git starts from HEAD (`git reset` rebuilds the index)", err)}})
-	return nil, false
+	defer f.Close()
+	ix, err = readIndex(f, size, hashLen, keep)
+	return ix, err == nil
 }
 
 // sharedIndexes returns the split index files (sharedindex.*) in the git dir holding

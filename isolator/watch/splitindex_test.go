@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,7 +40,7 @@ func TestSplitIndexGitlinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, err := readIndex(b, 20)
+	ix, err := readIndex(bytes.NewReader(b), int64(len(b)), 20, mainEntry)
 	if err != nil || ix.shared == "" {
 		t.Fatalf("the split index: %+v, %v", ix, err)
 	}
@@ -50,44 +51,55 @@ func TestSplitIndexGitlinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh, err := readIndex(sb, 20)
+	sh, err := readIndex(bytes.NewReader(sb), int64(len(sb)), 20, allEntries)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := splitGitlinks(ix, sh)
+	replaced, known := ix.replacedGitlinks()
+	got := splitGitlinks(sh, replaced)
 	slices.Sort(got)
-	if !ix.replaceKnown || strings.Join(got, " ") != "a.txt vendor/x" {
-		t.Errorf("gitlinks of the split index: %q (replace bitmap read: %v)", got, ix.replaceKnown)
+	if !known || strings.Join(got, " ") != "a.txt vendor/x" {
+		t.Errorf("gitlinks of the split index: %q (replace bitmap read: %v)", got, known)
 	}
-	// Without a replace bitmap to say which entry is replaced, every shared path counts.
+	// Without a replace bitmap to say which entry is replaced, none is guessed.
 	ix.replaceKnown = false
-	got = splitGitlinks(ix, sh)
-	slices.Sort(got)
-	if strings.Join(got, " ") != "a.txt b.txt dir/c.txt vendor/x vendor/x" {
-		t.Errorf("gitlinks with the replace bitmap unknown: %q", got)
+	if _, known := ix.replacedGitlinks(); known {
+		t.Error("replaced gitlinks known without the replace bitmap")
 	}
 }
 
-func TestEwahBits(t *testing.T) {
+func TestEwahEach(t *testing.T) {
+	// collect gathers at most limit set bits.
+	collect := func(b []byte, limit int) ([]int, int, error) {
+		var bits []int
+		n, err := ewahEach(b, func(p int64) error {
+			if len(bits) == limit {
+				return errIndex
+			}
+			bits = append(bits, int(p))
+			return nil
+		})
+		return bits, n, err
+	}
 	// 130 bits: a run-length word (no run, 2 literal words), bits 0, 3 and 64+1.
 	b := []byte{0, 0, 0, 130, 0, 0, 0, 3}
 	b = append(b, 0, 0, 0, 0x04, 0, 0, 0, 0) // rlw: literals 2 (2<<33), run 0, bit 0
 	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0x09) // bits 0 and 3
 	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0x02) // bit 65
 	b = append(b, 0, 0, 0, 0)
-	bits, n, err := ewahBits(b, 10)
+	bits, n, err := collect(b, 10)
 	if err != nil || n != len(b) || !slices.Equal(bits, []int{0, 3, 65}) {
-		t.Errorf("ewahBits = %v, %d, %v", bits, n, err)
+		t.Errorf("ewahEach = %v, %d, %v", bits, n, err)
 	}
-	if _, _, err := ewahBits(b, 2); err == nil {
-		t.Error("more set bits than the limit decoded without error")
+	if n, err := ewahEach(b, nil); err != nil || n != len(b) {
+		t.Errorf("measuring: %d, %v", n, err)
 	}
-	// A run of 2^32-1 words of ones stops at the limit, not after 2^38 bits.
+	// A run of 2^32-1 words of ones stops where the callback stops it.
 	huge := []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 0, 0, 0, 0x01, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}
-	if _, _, err := ewahBits(huge, 1000); err == nil {
+	if _, _, err := collect(huge, 1000); err == nil {
 		t.Error("a huge run decoded without error")
 	}
-	if _, _, err := ewahBits(b[:20], 10); err == nil {
+	if _, err := ewahEach(b[:20], nil); err == nil {
 		t.Error("a truncated bitmap decoded without error")
 	}
 }
@@ -157,5 +169,32 @@ func TestWatchIndexSymlink(t *testing.T) {
 	w.Stop()
 	if f.exists(".git/index") || !f.exists("elsewhere/idx") || !f.warned(".git/index", "git reset") {
 		t.Fatalf("the linked index was not moved aside: %q", f.warns)
+	}
+}
+
+// A path longer than the reader's buffer is read whole; one past maxIndexName is
+// refused.
+func TestReadIndexLongPath(t *testing.T) {
+	entry := func(name string) []byte {
+		e := make([]byte, 62)
+		copy(e[24:], []byte{0, 0, 0xe0, 0}) // mode 160000
+		e = append(e, name...)
+		return append(e, make([]byte, (len(e)+8)&^7-len(e))...)
+	}
+	index := func(names ...string) []byte {
+		b := []byte{'D', 'I', 'R', 'C', 0, 0, 0, 2, 0, 0, 0, byte(len(names))}
+		for _, n := range names {
+			b = append(b, entry(n)...)
+		}
+		return append(b, make([]byte, 20)...)
+	}
+	long := strings.Repeat("d/", 50_000) + "lib"
+	b := index(long, "vendor/x")
+	got, err := gitlinks(b, 20)
+	if err != nil || len(got) != 2 || got[0] != long || got[1] != "vendor/x" {
+		t.Errorf("a %d-byte path: %d gitlinks, %v", len(long), len(got), err)
+	}
+	if _, err := gitlinks(index(strings.Repeat("x", maxIndexName+1)), 20); err == nil {
+		t.Error("a path over maxIndexName read without error")
 	}
 }

@@ -47,14 +47,18 @@ const ScanInterval = 2 * time.Second
 
 // Watcher watches one run.
 type Watcher struct {
-	p       *isolator.Plan
-	warn    func(string)
-	c       *checker
-	dirs    []*gitDir
-	nested  map[string]*nestedEntry
-	index   stamp
-	shared  map[string]stamp // a split index's shared index files, as last seen
-	tripped map[string]bool
+	p      *isolator.Plan
+	warn   func(string)
+	c      *checker
+	dirs   []*gitDir
+	nested map[string]*nestedEntry
+	index  stamp
+	shared map[string]stamp // a split index's shared index files, as last seen
+	// indexRead and indexCost are when the index was last read and how long that took.
+	indexRead time.Time
+	indexCost time.Duration
+	final     bool // the last check, at Stop
+	tripped   map[string]bool
 	// subdir holds the files host tools read in every directory (Plan.Subdir) that
 	// were there at launch, and subTripped those reported since.
 	subdir     map[string]stamp
@@ -127,6 +131,7 @@ func Start(p *isolator.Plan, warn func(string)) *Watcher {
 func (w *Watcher) Stop() {
 	close(w.stop)
 	<-w.done
+	w.final = true
 	w.check(true)
 }
 
@@ -160,7 +165,7 @@ func (w *Watcher) check(scan bool) {
 		}
 		w.handle(probs)
 	}
-	candidates = append(candidates, w.gitlinks()...)
+	candidates = append(candidates, w.gitlinks(w.final)...)
 	if scan {
 		start := time.Now()
 		candidates = append(candidates, w.scan()...)
