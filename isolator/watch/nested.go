@@ -188,6 +188,9 @@ func (w *Watcher) gitlinks(final bool) []string {
 		return nil
 	}
 	links := ix.gitlinks()
+	// Only the shared index this index names is git's: a change to another one
+	// matters once an index names it, a change of the index itself.
+	w.shared = map[string]stamp{}
 	if ix.shared != "" {
 		sp := filepath.Join(filepath.Dir(idx), "sharedindex."+ix.shared)
 		w.shared[sp] = lstamp(sp)
