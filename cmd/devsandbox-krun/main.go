@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/krun"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
@@ -41,7 +42,7 @@ func backend(j *handoff.Job) (*krun.Isolator, error) {
 		Signals:   j.Signals,
 		StopGrace: s.StopGrace,
 		Phase:     j.Phase,
-		Warn:      func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", m) },
+		Warn:      func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", termsafe.String(m)) },
 	}, nil
 }
 

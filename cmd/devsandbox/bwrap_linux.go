@@ -9,6 +9,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
 	"github.com/devsandbox/devsandbox/isolator/planner"
@@ -66,7 +67,7 @@ func (a *app) addBwrap(t isolator.Table, cfg *config.Config, phase func(string))
 	b := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Phase: phase, Signals: a.signals, EtcHead: a.etcHead,
 		Binaries: egressBinaries(cfg.Host), RuntimeDir: cfg.Host.RuntimeDir, Planned: a.planned}
 	if phase != nil { // --debug
-		b.Debug = func(m string) { fmt.Fprintf(a.stderr, "devsandbox: debug: %s\n", m) }
+		b.Debug = func(m string) { fmt.Fprintf(a.stderr, "devsandbox: debug: %s\n", termsafe.String(m)) }
 	}
 	t["bwrap"] = func() isolator.Isolator { return b }
 }

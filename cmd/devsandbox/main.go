@@ -18,6 +18,7 @@ import (
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/internal/clihelp"
 	"github.com/devsandbox/devsandbox/internal/launchprof"
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -151,10 +152,12 @@ func (a *app) mainCLI(args []string) int {
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &ue):
-		fmt.Fprintf(a.stderr, "devsandbox: %s\nRun `devsandbox --help` for usage.\n", usageMessage(ue.err, args))
+		fmt.Fprintf(a.stderr, "devsandbox: %s\nRun `devsandbox --help` for usage.\n", termsafe.String(usageMessage(ue.err, args)))
 		return exitFailure
 	}
-	fmt.Fprintf(a.stderr, "devsandbox: %v\n", err)
+	// An error may name what a sandbox made (the other link of a masked file, a
+	// planted link): written escaped, it cannot act on the terminal.
+	fmt.Fprintf(a.stderr, "devsandbox: %s\n", termsafe.String(err.Error()))
 	return exitFailure
 }
 
@@ -354,7 +357,7 @@ func opt[T any](c *cli.Context, name string, get func(string) T) *T {
 func (a *app) warn(format string, args ...any) {
 	a.warnMu.Lock()
 	defer a.warnMu.Unlock()
-	fmt.Fprintf(a.stderr, "devsandbox: warning: "+format+"\n", args...)
+	fmt.Fprintf(a.stderr, "devsandbox: warning: %s\n", termsafe.String(fmt.Sprintf(format, args...)))
 }
 
 // timer records launch phases for --debug.

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator"
 	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
@@ -121,7 +122,9 @@ func (a *app) run(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprint(a.stdout, r.Script())
+		// Its words are quoted with what a terminal acts on spelled out (sh.Quote); its
+		// comments name paths as they are, a name a sandbox chose among them.
+		fmt.Fprint(a.stdout, termsafe.String(r.Script()))
 		return nil
 	}
 	code, err := iso.Run(ctx, p, stdio)

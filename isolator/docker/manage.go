@@ -229,8 +229,11 @@ func dirSize(root string) int64 {
 	return n
 }
 
+// later is the later of a and b, leaving out a b over a minute after now: the
+// sandbox can set its home's modification time, and one in the future would make
+// the project look used until then, so `sandboxes prune` would never remove it.
 func later(a, b time.Time) time.Time {
-	if b.After(a) {
+	if b.After(a) && !b.After(time.Now().Add(time.Minute)) {
 		return b
 	}
 	return a

@@ -2,10 +2,14 @@ package watch
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/gitconfig"
@@ -146,31 +150,66 @@ func (w *Watcher) watched(p string) bool {
 }
 
 // gitlinks returns the .git entries of the project's submodules (its index's
-// gitlinks) when the index changed: the host's git status enters each of them.
-func (w *Watcher) gitlinks() []string {
+// gitlinks) when the index changed: the host's git status enters each of them. A
+// split index's shared index counts as part of it: its gitlinks are git's too, and
+// a change to it (the sandbox may rewrite one in place, git does not check its hash)
+// is a change of the index. An index or shared index git would read and the watch
+// cannot (a symlink, a FIFO, a file over maxIndex, a split index whose replacing
+// entries it cannot place) is moved aside: the host's git then has none, and fails
+// or starts from HEAD, rather than entering submodules nobody checked.
+//
+// The index is read as a stream, holding a path at a time, and, but for the last
+// check (final), at most once every 20 times its last read's duration: the sandbox
+// may write one of maxIndex bytes and touch it at every check, and the watch runs
+// outside every limit the sandbox has.
+func (w *Watcher) gitlinks(final bool) []string {
 	idx := w.p.Git.Index
 	if idx == "" {
 		return nil
 	}
-	fi, err := os.Stat(idx)
+	fi, err := os.Lstat(idx)
 	if err != nil {
 		return nil
 	}
-	if st := stampOf(fi); st == w.index {
-		return nil
-	} else {
-		w.index = st
+	st, shared, changed := stampOf(fi), map[string]stamp{}, stampOf(fi) != w.index
+	for sp, old := range w.shared {
+		shared[sp] = lstamp(sp)
+		changed = changed || shared[sp] != old
 	}
-	b, err := readFile(idx, maxIndex)
-	if err != nil {
+	if !changed || !final && time.Since(w.indexRead) < 20*w.indexCost {
+		return nil // unchanged, or read again later: the stamps stay as they were
+	}
+	w.index, w.shared = st, shared
+	start := time.Now()
+	defer func() { w.indexRead, w.indexCost = time.Now(), time.Since(start) }()
+	hashLen := w.hashLen()
+	ix, ok := w.readIndexFile(idx, hashLen, mainEntry)
+	if !ok {
 		return nil
 	}
-	links, err := gitlinks(b, w.hashLen())
-	if err != nil {
-		return nil
+	links := ix.gitlinks()
+	// Only the shared index this index names is git's: a change to another one
+	// matters once an index names it, a change of the index itself.
+	w.shared = map[string]stamp{}
+	if ix.shared != "" {
+		sp := filepath.Join(filepath.Dir(idx), "sharedindex."+ix.shared)
+		w.shared[sp] = lstamp(sp)
+		replaced, known := ix.replacedGitlinks()
+		if !known {
+			w.handle([]problem{{path: idx, why: "it replaces entries of its shared index with submodules, and devsandbox cannot tell which (its replace bitmap is missing or unreadable); without it git starts from HEAD (`git reset` rebuilds the index)"}})
+			return nil
+		}
+		want := map[int]bool{}
+		for _, p := range replaced {
+			want[p] = true
+		}
+		if sh, ok := w.readIndexFile(sp, hashLen, func(gitlink bool, pos int) bool { return gitlink || want[pos] }); ok {
+			links = append(links, splitGitlinks(sh, replaced)...)
+		}
 	}
+	slices.Sort(links)
 	var out []string
-	for _, l := range links {
+	for _, l := range slices.Compact(links) {
 		p := filepath.Join(w.p.Project.Dir, filepath.FromSlash(l), ".git")
 		if !cleanGitlink(l) || !isolator.Within(p, w.p.Project.Dir) {
 			// git refuses such a path in an index (verify_path): the sandbox wrote
@@ -184,6 +223,50 @@ func (w *Watcher) gitlinks() []string {
 		out = append(out, p)
 	}
 	return out
+}
+
+// readIndexFile reads the index or shared index p (readIndex, keeping what keep
+// chooses); one that is not there is not read (ok false, nothing said), one git
+// would read and the watch cannot open as a regular file of at most maxIndex bytes
+// is moved aside. One it cannot parse is left: git refuses it too.
+func (w *Watcher) readIndexFile(p string, hashLen int, keep keepFunc) (ix *gitIndex, ok bool) {
+	f, size, err := openRegular(p, maxIndex)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false
+	case err != nil:
+		w.handle([]problem{{path: p, why: fmt.Sprintf("git on the host would read the submodules it enters from it, and devsandbox cannot check it (%v); without it git starts from HEAD (`git reset` rebuilds the index)", err)}})
+		return nil, false
+	}
+	defer f.Close()
+	ix, err = readIndex(f, size, hashLen, keep)
+	return ix, err == nil
+}
+
+// sharedIndexes returns the split index files (sharedindex.*) in the git dir holding
+// the index idx, with their stamps: the baseline of those a later index may name.
+func sharedIndexes(idx string) map[string]stamp {
+	out := map[string]stamp{}
+	if idx == "" {
+		return out
+	}
+	ents, _ := os.ReadDir(filepath.Dir(idx)) // none when it cannot be read
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "sharedindex.") {
+			p := filepath.Join(filepath.Dir(idx), e.Name())
+			out[p] = lstamp(p)
+		}
+	}
+	return out
+}
+
+// lstamp is the stamp of p itself (a symlink's own), the zero stamp when it is
+// not there.
+func lstamp(p string) stamp {
+	if fi, err := os.Lstat(p); err == nil {
+		return stampOf(fi)
+	}
+	return stamp{}
 }
 
 // cleanGitlink reports whether l is a path git accepts in an index: relative, with

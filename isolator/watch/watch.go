@@ -17,7 +17,9 @@
 // git could read what the sandbox wrote; that is why the files that exist at launch are
 // also mounted read-only where git's ordinary work allows (see plan). A run that is
 // killed (kill -9) skips the final check. New repositories below directories the mask
-// scan skips (node_modules) are found only when a gitlink names them. Plan.Subdir's
+// scan skips (node_modules) are found only when a gitlink names them (in the index
+// file or, for a split index, its shared index; an index git would read and the
+// watch cannot is moved aside). Plan.Subdir's
 // files are found by the same scan: only every ScanInterval or more, and never below
 // a skipped directory.
 package watch
@@ -45,13 +47,18 @@ const ScanInterval = 2 * time.Second
 
 // Watcher watches one run.
 type Watcher struct {
-	p       *isolator.Plan
-	warn    func(string)
-	c       *checker
-	dirs    []*gitDir
-	nested  map[string]*nestedEntry
-	index   stamp
-	tripped map[string]bool
+	p      *isolator.Plan
+	warn   func(string)
+	c      *checker
+	dirs   []*gitDir
+	nested map[string]*nestedEntry
+	index  stamp
+	shared map[string]stamp // a split index's shared index files, as last seen
+	// indexRead and indexCost are when the index was last read and how long that took.
+	indexRead time.Time
+	indexCost time.Duration
+	final     bool // the last check, at Stop
+	tripped   map[string]bool
 	// subdir holds the files host tools read in every directory (Plan.Subdir) that
 	// were there at launch, and subTripped those reported since.
 	subdir     map[string]stamp
@@ -102,9 +109,7 @@ func Start(p *isolator.Plan, warn func(string)) *Watcher {
 			w.nested[n] = e
 		}
 	}
-	if fi, err := os.Stat(p.Git.Index); err == nil {
-		w.index = stampOf(fi)
-	}
+	w.index, w.shared = lstamp(p.Git.Index), sharedIndexes(p.Git.Index)
 	for _, f := range p.Subdir.Present {
 		if fi, err := os.Lstat(f); err == nil {
 			w.subdir[f] = stampOf(fi)
@@ -126,6 +131,7 @@ func Start(p *isolator.Plan, warn func(string)) *Watcher {
 func (w *Watcher) Stop() {
 	close(w.stop)
 	<-w.done
+	w.final = true
 	w.check(true)
 }
 
@@ -159,7 +165,7 @@ func (w *Watcher) check(scan bool) {
 		}
 		w.handle(probs)
 	}
-	candidates = append(candidates, w.gitlinks()...)
+	candidates = append(candidates, w.gitlinks(w.final)...)
 	if scan {
 		start := time.Now()
 		candidates = append(candidates, w.scan()...)
