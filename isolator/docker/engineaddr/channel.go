@@ -42,18 +42,21 @@ func (a Address) Channel() Channel {
 }
 
 // loopback reports whether the host part of HOST:PORT[/path] is this machine's:
-// localhost, 127.0.0.0/8 or ::1.
+// localhost, 127.0.0.0/8 or ::1 (IPv4-mapped forms included), and the unspecified
+// address (0.0.0.0, ::) or an empty host, which Go's dialer, the docker client's,
+// documents as the local system (Linux routes a connection to it over loopback).
+// Any other name is judged by its name, not by what it resolves to: remote.
 func loopback(hostPort string) bool {
 	hostPort, _, _ = strings.Cut(hostPort, "/")
 	host, _, err := net.SplitHostPort(hostPort)
 	if err != nil {
 		return false
 	}
-	if strings.EqualFold(host, "localhost") {
+	if host == "" || strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
 }
 
 // ClearFix is how a user puts the engine behind a protected channel.

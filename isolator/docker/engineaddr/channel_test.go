@@ -124,3 +124,44 @@ func TestRefuseClear(t *testing.T) {
 		t.Errorf("refusal:\n%s\nwant\n%s", err, want)
 	}
 }
+
+// Which plain-TCP addresses are this machine: loopback by every spelling, and the
+// unspecified address (and an empty host), which Go's dialer, as the docker
+// client's, documents as the local system; a name other than localhost is judged
+// by its name, so remote (fail closed).
+func TestLoopback(t *testing.T) {
+	cases := []struct {
+		host string
+		want Channel
+	}{
+		{"tcp://127.0.0.1:2375", ClearLoopback},
+		{"tcp://127.0.0.2:2375", ClearLoopback},
+		{"tcp://127.255.255.254:2375", ClearLoopback},
+		{"tcp://localhost:2375", ClearLoopback},
+		{"tcp://LocalHost:2375", ClearLoopback},
+		{"tcp://[::1]:2375", ClearLoopback},
+		{"tcp://[0:0:0:0:0:0:0:1]:2375", ClearLoopback},
+		{"tcp://[::ffff:127.0.0.1]:2375", ClearLoopback},
+		{"tcp://[::ffff:127.0.0.2]:2375", ClearLoopback},
+		{"tcp://0.0.0.0:2375", ClearLoopback},
+		{"tcp://[::]:2375", ClearLoopback},
+		{"tcp://[::ffff:0.0.0.0]:2375", ClearLoopback},
+		{"tcp://:2375", ClearLoopback},
+		{"tcp://127.0.0.1:2375/path", ClearLoopback},
+		{"tcp://128.0.0.1:2375", Clear},
+		{"tcp://10.0.0.2:2375", Clear},
+		{"tcp://[::ffff:10.0.0.2]:2375", Clear},
+		{"tcp://[::2]:2375", Clear},
+		{"tcp://[fe80::1%lo]:2375", Clear},
+		{"tcp://localhost.:2375", Clear},
+		{"tcp://localhost.example:2375", Clear},
+		{"tcp://127.1:2375", Clear},
+		{"tcp://build.example:2375", Clear},
+		{"tcp://127.0.0.1", Clear}, // no port: not an address enginehost admits; never loopback by accident
+	}
+	for _, tc := range cases {
+		if got := (Address{Host: tc.host}).Channel(); got != tc.want {
+			t.Errorf("%s: channel %d, want %d", tc.host, got, tc.want)
+		}
+	}
+}
