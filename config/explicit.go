@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/devsandbox/devsandbox/internal/rawfile"
 )
 
 // WritableCheck reports whether a sandbox can write the host path p (absolute and
@@ -14,9 +16,10 @@ type WritableCheck func(p string) (why string, ok bool)
 // explicitFile is the --config file as Load read it: the bytes applied are the bytes
 // whose hash is checked against the trust records.
 type explicitFile struct {
-	path string
-	real string // path resolved when it was read; "" for a pipe
-	sum  string // contentHash of the bytes applied
+	path  string
+	real  string // path resolved when it was read; "" for a pipe
+	sum   string // contentHash of the bytes applied
+	links uint64 // its number of names when read (0: not known)
 }
 
 // applyExplicit reads and applies the --config file path, which replaces the user
@@ -26,18 +29,21 @@ type explicitFile struct {
 // /dev/stdin or <(...)) is read as the project file is: regular and bounded, since a
 // sandbox may have left a FIFO or a link to /dev/zero there.
 func applyExplicit(c *Config, path string) error {
-	read := readFile
 	real, onDisk := realPath(path)
+	var doc []byte
+	var info rawfile.Info
+	var err error
 	if onDisk {
-		read = readProjectFile
+		doc, info, err = readProjectFileInfo(path)
+	} else {
+		doc, err = readFile(path)
 	}
-	doc, err := read(path)
 	if err != nil {
 		return err
 	}
 	// What was judged a file when read is judged as one: a link swapped for one to a
 	// pipe since does not make it need no trust.
-	c.explicit = &explicitFile{path: path, real: real, sum: contentHash(doc)}
+	c.explicit = &explicitFile{path: path, real: real, sum: contentHash(doc), links: info.Links}
 	return mergeFile(c, path, doc)
 }
 
@@ -72,6 +78,12 @@ func checkExplicit(c *Config, writable func(*Config) WritableCheck) error {
 		return nil
 	}
 	why := "devsandbox was not told what a sandbox can write"
+	if e.links > 1 {
+		// Another name of it may lie where a sandbox writes (the project), and no
+		// path tells where: a hard link is found by nothing but its count.
+		return &Error{File: e.path, Err: untrustedConfigf("%s: it is hard-linked (%d names), and another of its names may lie where a sandbox can write it, so it applies only once trusted; review it, then run `devsandbox config trust %s`",
+			ErrUntrustedConfigFile, e.links, e.path)}
+	}
 	if writable != nil {
 		in := writable(c)
 		var ok bool

@@ -103,6 +103,44 @@ func TestExplicitFileWhereSandboxWrites(t *testing.T) {
 	}
 }
 
+// A hard-linked --config file needs trust wherever it lies: another of its names may
+// be in the project, and nothing but the count tells. Trusted, it applies; one name
+// fewer, it is judged by its path again.
+func TestExplicitFileHardLinked(t *testing.T) {
+	home, environ := testHome(t)
+	const content = "[docker]\nimage = \"mine:1\"\n"
+	file := writeFile(t, filepath.Join(home, "cfg", "dev.toml"), content)
+	second := filepath.Join(home, "elsewhere.toml")
+	if err := os.Link(file, second); err != nil {
+		t.Fatal(err)
+	}
+	_, _, host := project(t, home, environ, "")
+	load := func() error {
+		_, _, err := Load(LoadOptions{Environ: environ, UID: 1000, GID: 1000, Flags: Flags{ConfigFile: file}, Writable: within(filepath.Join(home, "proj"))})
+		return err
+	}
+	err := load()
+	want := file + ": not trusted: it is hard-linked (2 names), and another of its names may lie where a sandbox can write it, so it applies only once trusted; review it, then run `devsandbox config trust " + file + "`"
+	if !errors.Is(err, ErrUntrustedConfigFile) || err.Error() != want {
+		t.Errorf("hard-linked, untrusted:\n%v\nwant\n%s", err, want)
+	}
+	if _, err := TrustConfigFile(host, file, trustTime); err != nil {
+		t.Fatal(err)
+	}
+	if err := load(); err != nil {
+		t.Errorf("hard-linked, trusted: %v", err)
+	}
+	if err := os.Remove(second); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(TrustFile(host)); err != nil {
+		t.Fatal(err)
+	}
+	if err := load(); err != nil {
+		t.Errorf("one name, outside what a sandbox writes: %v", err)
+	}
+}
+
 // Writable is asked once the configuration is fully loaded: the binds of the file
 // itself and of the flags (--mount) are in.
 func TestExplicitWritableSeesLoadedConfig(t *testing.T) {

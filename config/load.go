@@ -208,14 +208,21 @@ const maxProjectFile = 1 << 20
 // is followed: trust is by content) of at most maxProjectFile bytes. Anything else
 // is an *Error naming the file and the fix.
 func readProjectFile(path string) ([]byte, error) {
-	doc, err := rawfile.ReadRegular(path, maxProjectFile, true)
+	doc, _, err := readProjectFileInfo(path)
+	return doc, err
+}
+
+// readProjectFileInfo is readProjectFile that also returns what the descriptor it
+// read through says of the file (its number of names).
+func readProjectFileInfo(path string) ([]byte, rawfile.Info, error) {
+	doc, info, err := rawfile.ReadRegularInfo(path, maxProjectFile, true)
 	switch {
 	case errors.Is(err, rawfile.ErrNotRegular), errors.Is(err, rawfile.ErrTooLarge):
-		return nil, &Error{File: path, Err: fmt.Errorf("%w; a sandboxed run may have left it: remove it (or make it a regular file, at most %d bytes) and run again", err, maxProjectFile)}
+		return nil, info, &Error{File: path, Err: fmt.Errorf("%w; a sandboxed run may have left it: remove it (or make it a regular file, at most %d bytes) and run again", err, maxProjectFile)}
 	case err != nil:
-		return nil, &Error{File: path, Err: err}
+		return nil, info, &Error{File: path, Err: err}
 	}
-	return doc, nil
+	return doc, info, nil
 }
 
 // applyProject applies the project file of projectDir when it exists, is trusted and

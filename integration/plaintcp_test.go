@@ -71,7 +71,7 @@ func TestPlainTCPEngine(t *testing.T) {
 	if got, want := doctorRow(r.stdout, "docker engine"), "; reached over plain TCP: unencrypted and unauthenticated; anyone who reaches the port controls the engine (root on its host) and reads what devsandbox sends it"; !strings.HasPrefix(got, "active  "+remote+" (DOCKER_HOST), Docker ") || !strings.HasSuffix(got, want) {
 		t.Errorf("doctor's docker engine row:\n%q\nwant active, ending\n%q", got, want)
 	}
-	if got := doctorRow(r.stdout, "docker engine channel"); !strings.HasPrefix(got, "warning  plain TCP: ") || !strings.Contains(got, "a run that would send a secret, a proxy credential or the ssh agent is refused") {
+	if got := doctorRow(r.stdout, "docker engine channel"); !strings.HasPrefix(got, "warning  plain TCP: ") || !strings.Contains(got, "a run that would send a secret, a variable taken for a credential (env.passthrough or env.set: by its name or its value's form), a proxy credential or the ssh agent is refused") {
 		t.Errorf("doctor's docker engine channel row: %q\n%s", got, r)
 	}
 
@@ -84,6 +84,37 @@ func TestPlainTCPEngine(t *testing.T) {
 	}
 	if strings.Contains(r.stdout+r.stderr, value) {
 		t.Errorf("the secret's value in the output:\n%s", r)
+	}
+
+	// A credential passed through by value (env.passthrough) travels in the create
+	// request's Env, in clear: refused as a secret is, by its name (API_TOKEN) or by a
+	// token's form in its value (BUILD_NOTE, a GitHub token), naming the variable only.
+	p.write("pass.toml", "[env]\npassthrough = [\"API_TOKEN\", \"BUILD_NOTE\", \"BUILD_MODE\"]\n")
+	cfg := p.path("pass.toml")
+	const ghToken = "ghp_0123456789abcdefPLAIN7373"
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"API_TOKEN", host(remote), "the host variable API_TOKEN"},
+		{"BUILD_NOTE", []string{"DOCKER_HOST=" + remote, "BUILD_NOTE=" + ghToken}, "the host variable BUILD_NOTE"},
+	} {
+		r = run(t, p.dir, append(tc.env, "BUILD_MODE=fast"), "", "--isolator=docker-remote", "--config", cfg, "--", "echo", "ran")
+		if r.code != 125 || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, "DOCKER_TLS_VERIFY=1") || strings.Contains(r.stdout, "ran") {
+			t.Errorf("env.passthrough of %s over plain TCP: want 125 naming it (%q) and the fix\n%s", tc.name, tc.want, r)
+		}
+		if strings.Contains(r.stdout+r.stderr, value) || strings.Contains(r.stdout+r.stderr, ghToken) || strings.Contains(r.stderr, "BUILD_MODE") {
+			t.Errorf("env.passthrough of %s: a value, or a variable that is no credential, in the output:\n%s", tc.name, r)
+		}
+	}
+	r = run(t, p.dir, append(host(local), "BUILD_MODE=fast"), "", "--isolator=docker-remote", "--config", cfg, "--", "sh", "-c", `test "$API_TOKEN" = `+value+` && echo "ran $BUILD_MODE"`)
+	if r.code != 0 || r.stdout != "ran fast\n" {
+		t.Errorf("env.passthrough of a credential over loopback plain TCP: want it to run, warned\n%s", r)
+	}
+	r = run(t, p.dir, []string{"DOCKER_HOST=" + remote, "BUILD_MODE=fast"}, "", "--isolator=docker-remote", "--config", cfg, "--", "sh", "-c", `echo "ran $BUILD_MODE"`)
+	if r.code != 0 || r.stdout != "ran fast\n" {
+		t.Errorf("env.passthrough of no credential over plain TCP: want it to run, warned\n%s", r)
 	}
 
 	const warned = "is reached over plain TCP over the network: the project's files and the sandbox's input and output cross unencrypted"

@@ -348,6 +348,11 @@ type EnvVar struct {
 	// in-sandbox home. A sandbox whose home is elsewhere than the host home
 	// (docker.home) gives the variable the path there instead.
 	HomeRel string `json:",omitempty"`
+	// Credential is set on a variable whose value is taken to be a credential
+	// (tools.Registry.Credential: a tool's secret name, a credential's name or a
+	// token's form) among those passed by value, the host's (FromHost) and env.set:
+	// a docker engine reached over plain TCP is not sent it (engineaddr.Exposes).
+	Credential bool `json:",omitempty"`
 }
 
 // Secret is one secret delivered to the sandbox. Exactly one of EnvSource and

@@ -5,6 +5,7 @@ package rawfile
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -50,5 +51,23 @@ func TestReadFile(t *testing.T) {
 	}
 	if _, err := ReadFile(dir); !errors.Is(err, syscall.EISDIR) {
 		t.Errorf("a directory: %v", err)
+	}
+}
+
+// ReadRegularInfo counts the names of the file it read.
+func TestReadRegularInfoLinks(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.toml")
+	if err := os.WriteFile(p, []byte("x = 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for want := uint64(1); want <= 3; want++ {
+		b, info, err := ReadRegularInfo(p, 1<<10, true)
+		if err != nil || string(b) != "x = 1\n" || info.Links != want {
+			t.Errorf("%d names: %q, %+v, %v", want, b, info, err)
+		}
+		if err := os.Link(p, filepath.Join(dir, fmt.Sprint("link", want))); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -11,6 +11,17 @@ import (
 // ReadRegular reads the regular file at path, at most limit bytes (see the unix
 // version; here without O_NONBLOCK, so only the stat before the open guards a FIFO).
 func ReadRegular(path string, limit int64, follow bool) ([]byte, error) {
+	b, _, err := ReadRegularInfo(path, limit, follow)
+	return b, err
+}
+
+// ReadRegularInfo is ReadRegular; Info.Links is not known here (0).
+func ReadRegularInfo(path string, limit int64, follow bool) ([]byte, Info, error) {
+	b, err := readRegular(path, limit, follow)
+	return b, Info{}, err
+}
+
+func readRegular(path string, limit int64, follow bool) ([]byte, error) {
 	stat := os.Stat
 	if !follow {
 		stat = os.Lstat

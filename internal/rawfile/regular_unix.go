@@ -18,33 +18,45 @@ import (
 // the error wraps ErrNotRegular. A file longer than limit wraps ErrTooLarge. Other
 // errors are the errno, as ReadFile's; none names the path.
 func ReadRegular(path string, limit int64, follow bool) ([]byte, error) {
+	b, _, err := ReadRegularInfo(path, limit, follow)
+	return b, err
+}
+
+// ReadRegularInfo is ReadRegular that also returns what the descriptor it read through
+// says of the file: a check of its names is of the file whose bytes were read, not of
+// one swapped in at the path since.
+func ReadRegularInfo(path string, limit int64, follow bool) ([]byte, Info, error) {
 	var st unix.Stat_t
 	stat, flags := unix.Stat, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY
 	if !follow {
 		stat, flags = unix.Lstat, flags|unix.O_NOFOLLOW
 	}
 	if err := retry(func() error { return stat(path, &st) }); err != nil {
-		return nil, err
+		return nil, Info{}, err
 	}
 	if err := regular(st); err != nil {
-		return nil, err
+		return nil, Info{}, err
 	}
 	var fd int
 	err := retry(func() (err error) { fd, err = unix.Open(path, flags, 0); return err })
 	if err != nil {
-		return nil, err
+		return nil, Info{}, err
 	}
 	defer unix.Close(fd)
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, err
+		return nil, Info{}, err
 	}
 	if err := regular(st); err != nil {
-		return nil, err
+		return nil, Info{}, err
 	}
 	if st.Size > limit {
-		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, st.Size, limit)
+		return nil, Info{}, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, st.Size, limit)
 	}
-	return readAll(fd, int(st.Size)+1, limit) // one more byte sees the end in the same read
+	b, err := readAll(fd, int(st.Size)+1, limit) // one more byte sees the end in the same read
+	if err != nil {
+		return nil, Info{}, err
+	}
+	return b, Info{Links: uint64(st.Nlink)}, nil
 }
 
 // regular returns nil when st is a regular file's, else an error wrapping

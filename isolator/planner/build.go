@@ -348,7 +348,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		return nil, nil, err
 	}
 
-	p.Env, warns = environment(cfg, h, tenv, proj, warns)
+	p.Env, warns = environment(cfg, reg, h, tenv, proj, warns)
 	p.Secrets, warns, err = secrets(cfg, enabled, h, pr, warns)
 	if err != nil {
 		return nil, nil, err
@@ -386,7 +386,7 @@ func resolveAllowlist(p *isolator.Plan, pr Probe, b *mountBuilder) error {
 	return nil
 }
 
-func environment(cfg *config.Config, h config.Host, toolEnv map[string]isolator.EnvVar, proj isolator.Project, warns []string) ([]isolator.EnvVar, []string) {
+func environment(cfg *config.Config, reg *tools.Registry, h config.Host, toolEnv map[string]isolator.EnvVar, proj isolator.Project, warns []string) ([]isolator.EnvVar, []string) {
 	env := map[string]isolator.EnvVar{}
 	pass := func(name string) {
 		if v, ok := h.Vars[name]; ok {
@@ -424,6 +424,12 @@ func environment(cfg *config.Config, h config.Host, toolEnv map[string]isolator.
 	}
 	if !cfg.Sandbox.DockerSocket {
 		delete(env, "DOCKER_HOST")
+	}
+	for n, v := range env {
+		if _, set := cfg.Env.Set[n]; (v.FromHost || set) && reg.Credential(n, v.Value) {
+			v.Credential = true
+			env[n] = v
+		}
 	}
 	env[EnvMarker] = isolator.EnvVar{Name: EnvMarker, Value: "1"}
 	env["DEVSANDBOX_PROJECT"] = isolator.EnvVar{Name: "DEVSANDBOX_PROJECT", Value: proj.Dir}

@@ -18,7 +18,7 @@ import (
 var hostEnv = []string{
 	"LC_ALL=C.UTF-8", "LC_CTYPE=C.UTF-8", "TERM=xterm", "LANGUAGE=en",
 	"AWS_SECRET_ACCESS_KEY=aws-secret", "DOCKER_HOST=tcp://docker:2375",
-	"GOPATH=/home/u/go", "NPM_TOKEN=npm-secret", "API_TOKEN=api-secret",
+	"GOPATH=/home/u/go", "NPM_TOKEN=npm-secret", "API_TOKEN=api-secret", "BUILD_NOTE=ghp_0123456789abcdefXYZ",
 }
 
 func envLines(env []isolator.EnvVar) []string {
@@ -27,6 +27,9 @@ func envLines(env []isolator.EnvVar) []string {
 		src := "set"
 		if e.FromHost {
 			src = "host"
+		}
+		if e.Credential {
+			src += ", credential"
 		}
 		out = append(out, fmt.Sprintf("%s=%s (%s)", e.Name, e.Value, src))
 	}
@@ -59,11 +62,16 @@ func TestBuildEnv(t *testing.T) {
 			c.Env.PassthroughAll = true
 			c.Secrets.Env = []string{"API_TOKEN"}
 		}, []string{
-			"AWS_SECRET_ACCESS_KEY=aws-secret (host)", "DEVSANDBOX=1 (set)", "DEVSANDBOX_PROJECT=$PROJ (set)",
+			"AWS_SECRET_ACCESS_KEY=aws-secret (host, credential)", "BUILD_NOTE=ghp_0123456789abcdefXYZ (host, credential)", "DEVSANDBOX=1 (set)", "DEVSANDBOX_PROJECT=$PROJ (set)",
 			"GOPATH=/home/u/go (host)", "HOME=$HOME (host)", "LANGUAGE=en (host)", "LC_ALL=C.UTF-8 (host)",
-			"LC_CTYPE=C.UTF-8 (host)", "NPM_TOKEN=npm-secret (host)", "PATH=/usr/bin:/bin (host)",
+			"LC_CTYPE=C.UTF-8 (host)", "NPM_TOKEN=npm-secret (host, credential)", "PATH=/usr/bin:/bin (host)",
 			"SHELL=/bin/bash (host)", "TERM=xterm (host)", "USER=u (host)",
 		}},
+		{"credentials by name or value, passed through or set", func(c *config.Config) {
+			c.Env.Passthrough = []string{"API_TOKEN", "GOPATH", "BUILD_NOTE"}
+			c.Env.Set = map[string]string{"DB_PASSWORD": "hunter2", "EDITOR": "vi", "NOTE": "sk-0123456789abcdefXYZ"}
+		}, slices.Concat([]string{"API_TOKEN=api-secret (host, credential)", "BUILD_NOTE=ghp_0123456789abcdefXYZ (host, credential)", "DB_PASSWORD=hunter2 (set, credential)"},
+			marker, []string{"EDITOR=vi (set)", "GOPATH=/home/u/go (host)"}, allowed[:3], []string{"NOTE=sk-0123456789abcdefXYZ (set, credential)"}, allowed[3:])},
 		{"a secret named in passthrough stays a secret", func(c *config.Config) {
 			c.Env.Passthrough = []string{"API_TOKEN"}
 			c.Env.Set = map[string]string{"NPM_TOKEN": "plain"}

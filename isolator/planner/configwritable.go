@@ -17,7 +17,8 @@ import (
 // only for a path none of those holds, every other project devsandbox has run
 // (otherProject): their sandboxes write them. It is asked only for a --config file
 // on disk that is not trusted, so its probing (the tools' detection and bindings,
-// through a stat cache as Build's) is paid only then.
+// through a stat cache as Build's, and the mount table, read once and only for a path
+// no bind holds: byMounts) is paid only then.
 func configWritable(reg *tools.Registry, pr Probe, projectDir string) func(*config.Config) config.WritableCheck {
 	return func(cfg *config.Config) config.WritableCheck {
 		probe := pr
@@ -32,7 +33,7 @@ func configWritable(reg *tools.Registry, pr Probe, projectDir string) func(*conf
 		own = append(own, sandboxWritable(cfg, reg, th)...)
 		prot := protectedPaths(cfg, cfg.Host, probe)
 		var known map[string]bool
-		return func(p string) (string, bool) {
+		byPath := func(p string) (string, bool) {
 			for _, w := range own {
 				if w.Holds(p) && !maskedIn(p, w, prot) {
 					return fmt.Sprintf("it lies in %s: %s", w.Path, w.Why), true
@@ -46,7 +47,48 @@ func configWritable(reg *tools.Registry, pr Probe, projectDir string) func(*conf
 			}
 			return "", false
 		}
+		var mounts mountTable
+		var mountsErr error
+		read := false
+		return func(p string) (string, bool) {
+			if why, ok := byPath(p); ok {
+				return why, true
+			}
+			if mountInfoPath == "" {
+				return "", false // no mount table to ask (not Linux)
+			}
+			if !read {
+				read = true
+				var b []byte
+				if b, mountsErr = probe.ReadFile(mountInfoPath); mountsErr == nil {
+					mounts = parseMountInfo(b)
+				}
+			}
+			return byMounts(p, mounts, mountsErr, byPath)
+		}
 	}
+}
+
+// byMounts is configWritable's verdict on p from the mount table, which a path alone
+// does not tell: a file bound onto p shows its source's content, and a directory
+// bound onto one above p makes p another name of a file below the bind's source (a
+// project's directory bound elsewhere). A mount point needs trust whatever its source
+// (a source in another namespace, or hidden by another mount, is not found here); an
+// alias needs it when byPath says a sandbox can write it. A table that cannot be read
+// (err) decides nothing: the file needs trust.
+func byMounts(p string, mounts mountTable, err error, byPath func(string) (string, bool)) (string, bool) {
+	if err != nil {
+		return fmt.Sprintf("the mount table (%s) cannot be read (%v), so whether a mount shows it from where a sandbox can write is unknown", mountInfoPath, err), true
+	}
+	if mounts.isMountPoint(p) {
+		return "it is a mount point: a file bound onto its path shows what its source holds, and the source may lie where a sandbox can write it", true
+	}
+	for _, a := range mounts.aliases(p) {
+		if why, ok := byPath(a.path); ok {
+			return fmt.Sprintf("it is also %s (%s): %s", a.path, a.how, why), true
+		}
+	}
+	return "", false
 }
 
 // maskedIn reports whether p lies in a protected path that the user's bind w holds

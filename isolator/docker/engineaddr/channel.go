@@ -42,18 +42,21 @@ func (a Address) Channel() Channel {
 }
 
 // loopback reports whether the host part of HOST:PORT[/path] is this machine's:
-// localhost, 127.0.0.0/8 or ::1.
+// localhost, 127.0.0.0/8 or ::1 (IPv4-mapped forms included), and the unspecified
+// address (0.0.0.0, ::) or an empty host, which Go's dialer, the docker client's,
+// documents as the local system (Linux routes a connection to it over loopback).
+// Any other name is judged by its name, not by what it resolves to: remote.
 func loopback(hostPort string) bool {
 	hostPort, _, _ = strings.Cut(hostPort, "/")
 	host, _, err := net.SplitHostPort(hostPort)
 	if err != nil {
 		return false
 	}
-	if strings.EqualFold(host, "localhost") {
+	if host == "" || strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
 }
 
 // ClearFix is how a user puts the engine behind a protected channel.
@@ -79,12 +82,22 @@ func (a Address) Describe() string {
 }
 
 // Exposes lists what a run of p sends the engine that is a secret: secrets'
-// values, the proxy's credentials and MITM CA key (on the companion's stdin), and
-// the ssh agent's stream. Names only, never values.
+// values, variables passed by value that are taken for credentials (EnvVar.Credential,
+// in the create request's Env), the proxy's credentials and MITM CA key (on the
+// companion's stdin), and the ssh agent's stream. Names only, never values.
 func Exposes(p *isolator.Plan) []string {
 	var out []string
 	if n := len(p.Secrets); n > 0 {
 		out = append(out, fmt.Sprintf("%d secret(s)", n))
+	}
+	for _, e := range p.Env {
+		switch {
+		case !e.Credential:
+		case e.FromHost:
+			out = append(out, "the host variable "+e.Name+" (passed through by value, taken for a credential by its name or its value's form)")
+		default:
+			out = append(out, "the variable "+e.Name+" (env.set, taken for a credential by its name or its value's form)")
+		}
 	}
 	if n := len(p.Proxy.Credentials); n > 0 && p.Egress.NeedsProxy() {
 		out = append(out, fmt.Sprintf("%d proxy credential(s)", n))
@@ -108,12 +121,26 @@ func (a Address) RefuseClear(p *isolator.Plan) (warn string, err error) {
 		return "", nil
 	}
 	if x := Exposes(p); ch == Clear && len(x) > 0 {
+		fix := ClearFix
+		if credentialVars(p) {
+			fix += "; or, if the command does not need the variable, leave it out (unset it on the host, or drop it from env.passthrough or env.set): passed as a secret (-e NAME) it is refused over plain TCP too"
+		}
 		return "", fmt.Errorf("%w: the docker engine at %s (%s) is reached over plain TCP, unencrypted and unauthenticated, and this run would send it %s in clear, for anyone on the way to read; %s",
-			isolator.ErrProtection, a.Host, a.Origin, strings.Join(x, ", "), ClearFix)
+			isolator.ErrProtection, a.Host, a.Origin, strings.Join(x, ", "), fix)
 	}
 	where := "over the network"
 	if ch == ClearLoopback {
 		where = "on this machine, where any local user who reaches the port controls the engine"
 	}
 	return fmt.Sprintf("the docker engine at %s (%s) is reached over plain TCP %s: the project's files and the sandbox's input and output cross unencrypted; %s", a.Host, a.Origin, where, ClearFix), nil
+}
+
+// credentialVars reports whether p passes a variable taken for a credential by value.
+func credentialVars(p *isolator.Plan) bool {
+	for _, e := range p.Env {
+		if e.Credential {
+			return true
+		}
+	}
+	return false
 }

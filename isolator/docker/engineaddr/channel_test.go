@@ -90,6 +90,9 @@ func TestRefuseClear(t *testing.T) {
 	cred := &isolator.Plan{Egress: egress.Rules{Mode: egress.Proxy}, Proxy: isolator.ProxyConfig{Credentials: []isolator.ProxyCredential{{ValueEnv: "GH"}}}}
 	mitm := &isolator.Plan{Egress: egress.Rules{Mode: egress.Proxy}, Proxy: isolator.ProxyConfig{MITM: true}}
 	credOff := &isolator.Plan{Proxy: isolator.ProxyConfig{Credentials: []isolator.ProxyCredential{{ValueEnv: "GH"}}}}
+	passed := &isolator.Plan{Env: []isolator.EnvVar{{Name: "LANG", Value: "C", FromHost: true}, {Name: "API_TOKEN", Value: "v", FromHost: true, Credential: true}}}
+	set := &isolator.Plan{Env: []isolator.EnvVar{{Name: "DB_PASSWORD", Value: "v", Credential: true}}}
+	plainVars := &isolator.Plan{Env: []isolator.EnvVar{{Name: "LANG", Value: "C", FromHost: true}, {Name: "MODE", Value: "fast"}}}
 	cases := []struct {
 		name    string
 		a       Address
@@ -102,6 +105,11 @@ func TestRefuseClear(t *testing.T) {
 		{"plain, a proxy credential", plain, cred, true, ""},
 		{"plain, the MITM CA", plain, mitm, true, ""},
 		{"plain, credentials the proxy does not use", plain, credOff, false, "the docker engine at tcp://10.0.0.2:2375 (DOCKER_HOST) is reached over plain TCP over the network: the project's files and the sandbox's input and output cross unencrypted; " + ClearFix},
+		{"plain, a credential passed through", plain, passed, true, ""},
+		{"plain, a credential in env.set", plain, set, true, ""},
+		{"plain, variables taken for no credential", plain, plainVars, false, "the docker engine at tcp://10.0.0.2:2375 (DOCKER_HOST) is reached over plain TCP over the network: the project's files and the sandbox's input and output cross unencrypted; " + ClearFix},
+		{"loopback, a credential passed through", loop, passed, false, "the docker engine at tcp://127.0.0.1:2375 (DOCKER_HOST) is reached over plain TCP on this machine, where any local user who reaches the port controls the engine: the project's files and the sandbox's input and output cross unencrypted; " + ClearFix},
+		{"verified, a credential passed through", verified, passed, false, ""},
 		{"plain, nothing secret", plain, bare, false, "the docker engine at tcp://10.0.0.2:2375 (DOCKER_HOST) is reached over plain TCP over the network: the project's files and the sandbox's input and output cross unencrypted; " + ClearFix},
 		{"loopback, a secret", loop, secret, false, "the docker engine at tcp://127.0.0.1:2375 (DOCKER_HOST) is reached over plain TCP on this machine, where any local user who reaches the port controls the engine: the project's files and the sandbox's input and output cross unencrypted; " + ClearFix},
 		{"verified, a secret", verified, secret, false, ""},
@@ -122,5 +130,55 @@ func TestRefuseClear(t *testing.T) {
 	want := "protection could not be applied: the docker engine at tcp://10.0.0.2:2375 (DOCKER_HOST) is reached over plain TCP, unencrypted and unauthenticated, and this run would send it 1 secret(s) in clear, for anyone on the way to read; " + ClearFix
 	if err.Error() != want {
 		t.Errorf("refusal:\n%s\nwant\n%s", err, want)
+	}
+	both := &isolator.Plan{Secrets: secret.Secrets, Env: append(passed.Env, set.Env...)}
+	_, err = plain.RefuseClear(both)
+	want = "protection could not be applied: the docker engine at tcp://10.0.0.2:2375 (DOCKER_HOST) is reached over plain TCP, unencrypted and unauthenticated, and this run would send it 1 secret(s), " +
+		"the host variable API_TOKEN (passed through by value, taken for a credential by its name or its value's form), " +
+		"the variable DB_PASSWORD (env.set, taken for a credential by its name or its value's form) in clear, for anyone on the way to read; " + ClearFix +
+		"; or, if the command does not need the variable, leave it out (unset it on the host, or drop it from env.passthrough or env.set): passed as a secret (-e NAME) it is refused over plain TCP too"
+	if err == nil || err.Error() != want {
+		t.Errorf("refusal of credentials by value:\n%v\nwant\n%s", err, want)
+	}
+}
+
+// Which plain-TCP addresses are this machine: loopback by every spelling, and the
+// unspecified address (and an empty host), which Go's dialer, as the docker
+// client's, documents as the local system; a name other than localhost is judged
+// by its name, so remote (fail closed).
+func TestLoopback(t *testing.T) {
+	cases := []struct {
+		host string
+		want Channel
+	}{
+		{"tcp://127.0.0.1:2375", ClearLoopback},
+		{"tcp://127.0.0.2:2375", ClearLoopback},
+		{"tcp://127.255.255.254:2375", ClearLoopback},
+		{"tcp://localhost:2375", ClearLoopback},
+		{"tcp://LocalHost:2375", ClearLoopback},
+		{"tcp://[::1]:2375", ClearLoopback},
+		{"tcp://[0:0:0:0:0:0:0:1]:2375", ClearLoopback},
+		{"tcp://[::ffff:127.0.0.1]:2375", ClearLoopback},
+		{"tcp://[::ffff:127.0.0.2]:2375", ClearLoopback},
+		{"tcp://0.0.0.0:2375", ClearLoopback},
+		{"tcp://[::]:2375", ClearLoopback},
+		{"tcp://[::ffff:0.0.0.0]:2375", ClearLoopback},
+		{"tcp://:2375", ClearLoopback},
+		{"tcp://127.0.0.1:2375/path", ClearLoopback},
+		{"tcp://128.0.0.1:2375", Clear},
+		{"tcp://10.0.0.2:2375", Clear},
+		{"tcp://[::ffff:10.0.0.2]:2375", Clear},
+		{"tcp://[::2]:2375", Clear},
+		{"tcp://[fe80::1%lo]:2375", Clear},
+		{"tcp://localhost.:2375", Clear},
+		{"tcp://localhost.example:2375", Clear},
+		{"tcp://127.1:2375", Clear},
+		{"tcp://build.example:2375", Clear},
+		{"tcp://127.0.0.1", Clear}, // no port: not an address enginehost admits; never loopback by accident
+	}
+	for _, tc := range cases {
+		if got := (Address{Host: tc.host}).Channel(); got != tc.want {
+			t.Errorf("%s: channel %d, want %d", tc.host, got, tc.want)
+		}
 	}
 }
