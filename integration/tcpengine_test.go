@@ -173,6 +173,32 @@ func TestTCPEngineDoctor(t *testing.T) {
 	}
 }
 
+// TestTCPEngineTLSFilesMissing: a DOCKER_CERT_PATH without the client certificate
+// names the files it must hold, in doctor and in a run, not "start Docker".
+func TestTCPEngineTLSFilesMissing(t *testing.T) {
+	if !slices.Contains(isolators(), remoteDocker) {
+		t.Skip("docker-remote is not among DEVSANDBOX_IT_ISOLATORS")
+	}
+	requireEngine(t, tcpDocker)
+	p := newProject(t)
+	ca, err := os.ReadFile(filepath.Join(tcpEngine.certDir, "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.write("ca-only/ca.pem", string(ca))
+	env := append(tcpEnv()[:2:2], "DOCKER_CERT_PATH="+p.path("ca-only"), "DEVSANDBOX_ISOLATOR=docker")
+	cause := "docker engine " + tcpEngine.host + " (DOCKER_HOST): the engine's TLS material does not load (from DOCKER_CERT_PATH " + p.path("ca-only") + "): failed to create tls config: could not load X509 key pair: open " + p.path("ca-only/cert.pem") + ": no such file or directory"
+	const fix = "DOCKER_CERT_PATH (or the docker context's TLS material) must hold the engine's CA as ca.pem and your client certificate and key as cert.pem and key.pem, readable by you"
+	r := run(t, p.dir, env, "", "doctor")
+	if got, want := doctorRow(r.stdout, "docker engine"), "unavailable  isolator unavailable: "+cause+"; fix: "+fix; got != want {
+		t.Errorf("doctor's docker engine row\n%q\nwant\n%q", got, want)
+	}
+	r = run(t, p.dir, env, "", "--", "true")
+	if want := "devsandbox: isolator unavailable: " + cause + "; " + fix; r.code != 125 || !strings.Contains(r.stderr, want) {
+		t.Errorf("a run: exit %d, want 125 with\n%q\n%s", r.code, want, r)
+	}
+}
+
 // wrongCA writes, in p, what DOCKER_CERT_PATH names: the engine's client certificate
 // and key, and as ca.pem a CA that did not sign the engine's certificate (the
 // self-signed certificate in foreign, foreignClientCert's directory); it returns the
