@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -324,10 +325,51 @@ func TestLoadWarnings(t *testing.T) {
 	_, warnings := mustLoad(t, LoadOptions{Environ: environ, Flags: Flags{Allow: []string{"a.com"}, Egress: strp("open")}})
 	want := []string{
 		"env.passthrough_all is on: the sandbox sees every host environment variable, secrets included",
-		`egress.allow and egress.deny have no effect while egress.mode is "open"`,
+		`egress.allow (from flag --allow) has no effect while egress.mode is "open" (from flag --egress): the sandbox uses the host's network unfiltered`,
 	}
 	if !reflect.DeepEqual(warnings, want) {
 		t.Errorf("warnings = %q", warnings)
+	}
+}
+
+// Allow and deny entries do nothing under egress.mode "none" either: a run says so
+// once, naming where they come from, when they are set where the mode is or on the
+// command line. A user config's allow list under a project's (or a flag's) "none" is
+// a deliberate tightening: no warning, or every run of such a project would have one.
+func TestLoadWarnsIdleEgressRules(t *testing.T) {
+	const quiet = ""
+	tests := []struct {
+		name, user string
+		flags      Flags
+		want       string // USER is the user config's path
+	}{
+		{name: "none and allow in one file", user: "[egress]\nmode = \"none\"\nallow = [\"a.com\"]\n",
+			want: `egress.allow (from USER) has no effect while egress.mode is "none" (from USER): the sandbox reaches no network but its own loopback`},
+		{name: "none, allow and deny in one file", user: "[egress]\nmode = \"none\"\nallow = [\"a.com\"]\ndeny = [\"b.com\"]\n",
+			want: `egress.allow (from USER) and egress.deny (from USER) have no effect while egress.mode is "none" (from USER): the sandbox reaches no network but its own loopback`},
+		{name: "--allow with --egress=none", flags: Flags{Allow: []string{"a.com"}, Egress: strp("none")},
+			want: `egress.allow (from flag --allow) has no effect while egress.mode is "none" (from flag --egress): the sandbox reaches no network but its own loopback`},
+		{name: "--allow with none in the user config", user: "[egress]\nmode = \"none\"\n", flags: Flags{Allow: []string{"a.com"}},
+			want: `egress.allow (from flag --allow) has no effect while egress.mode is "none" (from USER): the sandbox reaches no network but its own loopback`},
+		{name: "the user's allow list under --egress=none", user: "[egress]\nallow = [\"a.com\"]\n", flags: Flags{Egress: strp("none")}, want: quiet},
+		{name: "the user's allow list under --egress=open", user: "[egress]\nallow = [\"a.com\"]\n", flags: Flags{Egress: strp("open")},
+			want: `egress.allow (from USER) has no effect while egress.mode is "open" (from flag --egress): the sandbox uses the host's network unfiltered`},
+		{name: "none alone", user: "[egress]\nmode = \"none\"\n", want: quiet},
+		{name: "allowlist with entries", user: "[egress]\nmode = \"allowlist\"\nallow = [\"a.com\"]\n", want: quiet},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home, environ := testHome(t)
+			user := writeUserFile(t, home, tt.user)
+			_, warnings := mustLoad(t, LoadOptions{Environ: environ, Flags: tt.flags})
+			var want []string
+			if tt.want != "" {
+				want = []string{strings.ReplaceAll(tt.want, "USER", user)}
+			}
+			if !slices.Equal(warnings, want) {
+				t.Errorf("warnings\n%q\nwant\n%q", warnings, want)
+			}
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // Version is the devsandbox release, set at build time; the default images are
@@ -285,8 +286,45 @@ func finish(c *Config) []string {
 			return false
 		})
 	}
-	if c.Egress.Mode == "open" && (len(c.Egress.Allow) > 0 || len(c.Egress.Deny) > 0) {
-		warnings = append(warnings, `egress.allow and egress.deny have no effect while egress.mode is "open"`)
+	if w := idleEgressRules(c); w != "" {
+		warnings = append(warnings, w)
 	}
 	return warnings
+}
+
+// idleEgressRules is the warning that egress.allow and egress.deny entries do nothing
+// under egress.mode "open" (the host's network, unfiltered) or "none" (no network),
+// naming where the entries and the mode come from; "" when there is nothing to say.
+// Under "none" it speaks only of entries set where the mode is, or on the command
+// line (--allow): a user config's allow list that a project file or --egress=none
+// overrides is a deliberate tightening, and warning there would fire on every run of
+// such a project.
+func idleEgressRules(c *Config) string {
+	mode := c.Egress.Mode
+	if mode != "open" && mode != "none" {
+		return ""
+	}
+	var idle []string
+	for _, k := range []struct {
+		key     string
+		entries []string
+	}{{"egress.allow", c.Egress.Allow}, {"egress.deny", c.Egress.Deny}} {
+		o := c.Origins[k.key]
+		if len(k.entries) == 0 || mode == "none" && o != c.Origins["egress.mode"] && !strings.HasPrefix(o, "flag ") {
+			continue
+		}
+		idle = append(idle, fmt.Sprintf("%s (%s)", k.key, originPhrase(o)))
+	}
+	if len(idle) == 0 {
+		return ""
+	}
+	what := "the sandbox uses the host's network unfiltered"
+	if mode == "none" {
+		what = "the sandbox reaches no network but its own loopback"
+	}
+	verb := "has"
+	if len(idle) > 1 {
+		verb = "have"
+	}
+	return fmt.Sprintf("%s %s no effect while egress.mode is %q (%s): %s", strings.Join(idle, " and "), verb, mode, originPhrase(c.Origins["egress.mode"]), what)
 }

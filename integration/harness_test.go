@@ -357,6 +357,11 @@ func (p *project) forget(dir string) {
 	}
 	os.RemoveAll(filepath.Join(it.home, ".local/state/devsandbox", name))
 	os.RemoveAll(filepath.Join(it.home, ".local/share/devsandbox", name))
+	// The project's socket directory under the runtime directory the suite's krun runs
+	// (and a few others) set: one per project, which stayed after every suite
+	// (`sandboxes rm` removes it, but runs here without XDG_RUNTIME_DIR). It follows no
+	// link in it.
+	os.RemoveAll(filepath.Join(runtimeDir(), "devsandbox", name[strings.LastIndexByte(name, '-')+1:]))
 }
 
 // path returns the absolute path of rel below the scratch root.

@@ -138,20 +138,84 @@ func TestTCPEngineDoctor(t *testing.T) {
 	if got := doctorRow(r.stdout, "docker isolator"); !strings.HasPrefix(got, "active") {
 		t.Errorf("doctor's docker isolator row: %q\n%s", got, r)
 	}
+	// An engine that refuses the client, or that the client does not trust, answers:
+	// the row names the cause and the TLS material used, and the fix is not to start
+	// Docker.
+	foreign := foreignClientCert(t, p)
+	wrongCA := wrongCA(t, p, foreign)
+	const plainFix = "set DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH to the directory of the engine's CA and your client certificate (ca.pem, cert.pem, key.pem), or use a docker context that has them (docker context create NAME --docker host=tcp://HOST:2376,ca=…,cert=…,key=…)"
+	at := "the docker engine at " + tcpEngine.host + " (DOCKER_HOST)"
 	for _, c := range []struct {
 		name string
 		env  []string
-		want string // in the docker engine row
+		want string // the docker engine row
 	}{
-		{"no TLS", []string{"DOCKER_HOST=" + tcpEngine.host}, "Client sent an HTTP request to an HTTPS server"},
-		{"a certificate of another CA", append(tcpEnv()[:2:2], "DOCKER_CERT_PATH="+foreignClientCert(t, p)), "certificate"},
+		{"no TLS", []string{"DOCKER_HOST=" + tcpEngine.host},
+			"unavailable  " + at + " speaks TLS and requires a client certificate, but devsandbox reached it over plain TCP (DOCKER_TLS_VERIFY is not set and the docker context has no TLS material); fix: " + plainFix},
+		{"DOCKER_CERT_PATH without DOCKER_TLS_VERIFY", []string{"DOCKER_HOST=" + tcpEngine.host, "DOCKER_CERT_PATH=" + tcpEngine.certDir},
+			"unavailable  " + at + " speaks TLS and requires a client certificate, but devsandbox reached it over plain TCP (DOCKER_CERT_PATH " + tcpEngine.certDir + " is set, but DOCKER_TLS_VERIFY is not, so it is not used); fix: " + plainFix},
+		{"a certificate of another CA", append(tcpEnv()[:2:2], "DOCKER_CERT_PATH="+foreign),
+			"unavailable  " + at + " refused the client certificate " + foreign + "/cert.pem (TLS from DOCKER_CERT_PATH " + foreign + "; tls: certificate required): the engine accepts only certificates signed by its own CA (dockerd --tlscacert); fix: use a client certificate and key signed by the CA the engine trusts: replace cert.pem and key.pem in DOCKER_CERT_PATH, or the docker context's TLS material"},
+		{"a CA that did not sign the engine's certificate", append(tcpEnv()[:2:2], "DOCKER_CERT_PATH="+wrongCA),
+			"unavailable  devsandbox does not trust the certificate of " + at + ": x509: certificate signed by unknown authority (verified against " + wrongCA + "/ca.pem, TLS from DOCKER_CERT_PATH " + wrongCA + "); fix: set DOCKER_CERT_PATH to a directory whose ca.pem is the CA that signed the engine's certificate (or fix the docker context's ca), and check that the address names the engine that certificate is for"},
 	} {
 		r = run(t, p.dir, append(c.env, "DEVSANDBOX_ISOLATOR=docker"), "", "doctor")
 		t.Logf("devsandbox doctor with %s:\n%s", c.name, r.stdout)
-		if got := doctorRow(r.stdout, "docker engine"); !strings.HasPrefix(got, "unavailable") || !strings.Contains(got, c.want) {
-			t.Errorf("doctor with %s: the docker engine row %q, want unavailable with %q\n%s", c.name, got, c.want, r)
+		if got := doctorRow(r.stdout, "docker engine"); got != c.want {
+			t.Errorf("doctor with %s: the docker engine row\n%q\nwant\n%q\n%s", c.name, got, c.want, r)
+		}
+		// A run stops with the same words.
+		r = run(t, p.dir, append(c.env, "DEVSANDBOX_ISOLATOR=docker"), "", "--", "true")
+		_, detail, _ := strings.Cut(c.want, "  ")
+		if want := "devsandbox: isolator unavailable: " + strings.Replace(detail, "; fix: ", "; ", 1); r.code != 125 || !strings.Contains(r.stderr, want) {
+			t.Errorf("a run with %s: exit %d, want 125 with\n%q\n%s", c.name, r.code, want, r)
 		}
 	}
+}
+
+// TestTCPEngineTLSFilesMissing: a DOCKER_CERT_PATH without the client certificate
+// names the files it must hold, in doctor and in a run, not "start Docker".
+func TestTCPEngineTLSFilesMissing(t *testing.T) {
+	if !slices.Contains(isolators(), remoteDocker) {
+		t.Skip("docker-remote is not among DEVSANDBOX_IT_ISOLATORS")
+	}
+	requireEngine(t, tcpDocker)
+	p := newProject(t)
+	ca, err := os.ReadFile(filepath.Join(tcpEngine.certDir, "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.write("ca-only/ca.pem", string(ca))
+	env := append(tcpEnv()[:2:2], "DOCKER_CERT_PATH="+p.path("ca-only"), "DEVSANDBOX_ISOLATOR=docker")
+	cause := "docker engine " + tcpEngine.host + " (DOCKER_HOST): the engine's TLS material does not load (from DOCKER_CERT_PATH " + p.path("ca-only") + "): failed to create tls config: could not load X509 key pair: open " + p.path("ca-only/cert.pem") + ": no such file or directory"
+	const fix = "DOCKER_CERT_PATH (or the docker context's TLS material) must hold the engine's CA as ca.pem and your client certificate and key as cert.pem and key.pem, readable by you"
+	r := run(t, p.dir, env, "", "doctor")
+	if got, want := doctorRow(r.stdout, "docker engine"), "unavailable  isolator unavailable: "+cause+"; fix: "+fix; got != want {
+		t.Errorf("doctor's docker engine row\n%q\nwant\n%q", got, want)
+	}
+	r = run(t, p.dir, env, "", "--", "true")
+	if want := "devsandbox: isolator unavailable: " + cause + "; " + fix; r.code != 125 || !strings.Contains(r.stderr, want) {
+		t.Errorf("a run: exit %d, want 125 with\n%q\n%s", r.code, want, r)
+	}
+}
+
+// wrongCA writes, in p, what DOCKER_CERT_PATH names: the engine's client certificate
+// and key, and as ca.pem a CA that did not sign the engine's certificate (the
+// self-signed certificate in foreign, foreignClientCert's directory); it returns the
+// directory.
+func wrongCA(t *testing.T, p *project, foreign string) string {
+	t.Helper()
+	for name, from := range map[string]string{"ca.pem": filepath.Join(foreign, "cert.pem"), "cert.pem": filepath.Join(tcpEngine.certDir, "cert.pem"), "key.pem": filepath.Join(tcpEngine.certDir, "key.pem")} {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.write("wrong-ca/"+name, string(b))
+	}
+	if err := os.Chmod(p.path("wrong-ca/key.pem"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p.path("wrong-ca")
 }
 
 // foreignClientCert writes, in a directory of the test user's in p, what

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -33,8 +34,8 @@ func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
 		Subcommands: []*cli.Command{
 			{Name: "list", Usage: "every project's kept container, volume and sandbox home, with sizes", Flags: []cli.Flag{jsonFlag}, Action: a.sandboxesList},
 			{Name: "rm", Usage: "remove what devsandbox keeps for the named projects", ArgsUsage: "NAME...",
-				Description: a.describe("Removes the kept container, the home volume, the sandbox home, the state and the socket directory in the temporary directory (when the state path was too long for socket names) of each named project (NAME as `sandboxes list` shows it); refuses one a run is using or starting in, and a run that starts meanwhile waits for the removal."), Action: a.sandboxesRm},
-			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days (never one a run is using or starting in; a run that starts meanwhile waits for the removal); what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses; content volumes of projects no run is using), never a kept container, a running one, or a home volume; the containers krun runs left in your podman storage when devsandbox-krun was killed (exited, or never started, over a minute ago; never a running one); the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them); the session /tmp dirs of bwrap runs that were killed (over a minute old, no run holding them); the socket directories in the temporary directory (devsandbox-UID-XXXXXXXX) that no project's state records (over a minute old, no run holding them; never a link or another user's); the snapshots of the host's /etc files that bwrap runs mount, except the newest and those a run holds; and the images of other devsandbox builds that no container uses, in the docker engine (derived images, then default images) and in your podman storage (default images): only images devsandbox named and labelled (devsandbox/default:VERSION with its labels), never one of yours, nor the one docker.image or krun.image names."), Flags: []cli.Flag{
+				Description: a.describe("Removes the kept container, the home volume, the sandbox home, the state and the socket directory (in the state, in $XDG_RUNTIME_DIR/devsandbox, or in the temporary directory when the state path was too long for socket names; never one a session holds) of each named project (NAME as `sandboxes list` shows it); refuses one a run is using or starting in, and a run that starts meanwhile waits for the removal."), Action: a.sandboxesRm},
+			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days (never one a run is using or starting in; a run that starts meanwhile waits for the removal); what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses; content volumes of projects no run is using), never a kept container, a running one, or a home volume; the containers krun runs left in your podman storage when devsandbox-krun was killed (exited, or never started, over a minute ago; never a running one); the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them); the session /tmp dirs of bwrap runs that were killed (over a minute old, no run holding them); the socket directories in the temporary directory (devsandbox-UID-XXXXXXXX) that no project's state records, and those in $XDG_RUNTIME_DIR/devsandbox of projects that have no state (over a minute old, no run holding them, no socket in them answering; never a link or another user's); the snapshots of the host's /etc files that bwrap runs mount, except the newest and those a run holds; and the images of other devsandbox builds that no container uses, in the docker engine (derived images, then default images) and in your podman storage (default images): only images devsandbox named and labelled (devsandbox/default:VERSION with its labels), never one of yours, nor the one docker.image or krun.image names."), Flags: []cli.Flag{
 				&cli.IntFlag{Name: "days", Value: 30, Usage: "remove sandboxes unused for `N` days"},
 				&cli.BoolFlag{Name: "dry-run", Usage: "only print what would be removed"},
 			}, Action: a.sandboxesPrune},
@@ -118,7 +119,7 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 	if c.Args().Len() == 0 {
 		return usageError{errors.New("sandboxes rm needs at least one NAME (see devsandbox sandboxes list)")}
 	}
-	d, _, dirs, list, lerr, err := a.sandboxesOf(c)
+	d, cfg, dirs, list, lerr, err := a.sandboxesOf(c)
 	if err != nil {
 		return err
 	}
@@ -133,7 +134,7 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 		if len(s.Containers) == 0 && lerr != nil {
 			a.warn("the docker engine was not asked (%v); only the host side of %s is removed", lerr, n)
 		}
-		if err := a.removeIdle(dirs.State, s, func() error { return a.removeWithSocketDir(s, dirs.UID, d.RemoveSandbox) }); err != nil {
+		if err := a.removeIdle(dirs.State, s, func() error { return a.removeWithSocketDir(s, cfg.Host.RuntimeDir, dirs.UID, d.RemoveSandbox) }); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -142,10 +143,12 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 	return errors.Join(errs...)
 }
 
-// removeWithSocketDir removes s with remove, then the socket directory its state
-// recorded in the temporary directory (package sockdir), unless that is no longer a
-// directory of the user's that nobody holds: it is left, with a warning.
-func (a *app) removeWithSocketDir(s dockerhelper.Sandbox, uid int, remove func(context.Context, dockerhelper.Sandbox) error) error {
+// removeWithSocketDir removes s with remove (its state, and with it a socket
+// directory in the state, <state>/sock), then its socket directories elsewhere
+// (package sockdir): the one its state recorded in the temporary directory and its
+// own in $XDG_RUNTIME_DIR/devsandbox (runtime), unless one is no longer a directory of
+// the user's that nobody holds: it is left, with a warning.
+func (a *app) removeWithSocketDir(s dockerhelper.Sandbox, runtime string, uid int, remove func(context.Context, dockerhelper.Sandbox) error) error {
 	sock := ""
 	if s.State != "" {
 		sock = sockdir.RecordedTemp(s.State)
@@ -156,7 +159,19 @@ func (a *app) removeWithSocketDir(s dockerhelper.Sandbox, uid int, remove func(c
 			a.warn("the socket directory of %s: %v", s.Name, serr)
 		}
 	}
+	if serr := sockdir.RemoveRuntime(runtime, projectID(s.Name), uid); serr != nil {
+		a.warn("the socket directory of %s: %v", s.Name, serr)
+	}
 	return err
+}
+
+// projectID is the ID in a sandbox's name (<basename>-<id>), "" when it has none.
+func projectID(name string) string {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 {
+		return ""
+	}
+	return name[i+1:]
 }
 
 // errInUse is the class of a sandbox rm refuses: a run of it is going on or starting.
@@ -207,22 +222,23 @@ func (a *app) sandboxesPrune(c *cli.Context) error {
 	}
 	maxAge := time.Duration(c.Int("days")) * 24 * time.Hour
 	return a.pruneIdle(dirs.State, list, maxAge, c.Bool("dry-run"), func(idle []dockerhelper.Sandbox, busy []string) error {
-		socks := map[string]string{} // the pruned sandboxes' socket directories, by name
+		// The pruned sandboxes, by name, with the socket directory their state recorded
+		// in the temporary directory ("" for none).
+		socks := map[string]string{}
 		for _, sb := range idle {
 			if sb.State != "" && dockerhelper.Prunable(sb, time.Now(), maxAge) != "" {
-				if d := sockdir.RecordedTemp(sb.State); d != "" {
-					socks[sb.Name] = d
-				}
+				socks[sb.Name] = sockdir.RecordedTemp(sb.State)
 			}
 		}
 		err := d.Prune(context.Background(), dirs.UID, idle, busy, maxAge, c.Bool("dry-run"), a.stdout)
-		a.removeSocketDirsOf(idle, socks, dirs.UID, c.Bool("dry-run"))
+		a.removeSocketDirsOf(idle, socks, cfg.Host.RuntimeDir, dirs.UID, c.Bool("dry-run"))
 		return err
 	})
 }
 
 // pruneSocketDirs removes the orphan socket directories in the temporary directory
-// (sockdir.PruneTemp): those of projects whose state is gone.
+// (sockdir.PruneTemp) and in $XDG_RUNTIME_DIR/devsandbox (sockdir.PruneRuntime):
+// those of projects whose state is gone.
 func (a *app) pruneSocketDirs(cfg *config.Config, dirs dockerhelper.Dirs, dryRun bool) {
 	gone, err := sockdir.PruneTemp(sockdir.Host{TempDir: cfg.Host.Vars["TMPDIR"], UID: dirs.UID}, dirs.State, time.Now(), dryRun)
 	if err != nil {
@@ -231,29 +247,70 @@ func (a *app) pruneSocketDirs(cfg *config.Config, dirs dockerhelper.Dirs, dryRun
 	for _, d := range gone {
 		fmt.Fprintf(a.stdout, "%s %s: a socket directory no project's state records\n", verb(dryRun), d)
 	}
+	keep := map[string]bool{} // the IDs of the projects whose state is there
+	states, err := os.ReadDir(dirs.State)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		a.warn("the socket directories in %s were not pruned: %v", cfg.Host.RuntimeDir, err)
+		return
+	}
+	for _, st := range states {
+		if id := projectID(st.Name()); id != "" {
+			keep[id] = true
+		}
+	}
+	gone, err = sockdir.PruneRuntime(cfg.Host.RuntimeDir, keep, dirs.UID, time.Now(), dryRun)
+	if err != nil {
+		a.warn("the socket directories in %s were not pruned: %v", cfg.Host.RuntimeDir, err)
+	}
+	for _, d := range gone {
+		fmt.Fprintf(a.stdout, "%s %s: the socket directory of a project that has no state\n", verb(dryRun), d)
+	}
 }
 
-// removeSocketDirsOf removes the socket directories (socks, by name) of the sandboxes
-// of idle whose state prune removed (with dryRun: names them), under their projects'
-// locks, which pruneIdle holds.
-func (a *app) removeSocketDirsOf(idle []dockerhelper.Sandbox, socks map[string]string, uid int, dryRun bool) {
+// removeSocketDirsOf removes the socket directories of the sandboxes of idle whose
+// state prune removed (socks: by name, the one recorded in the temporary directory,
+// or ""), and their own in $XDG_RUNTIME_DIR/devsandbox (runtime); with dryRun it names
+// them. It runs under their projects' locks, which pruneIdle holds.
+func (a *app) removeSocketDirsOf(idle []dockerhelper.Sandbox, socks map[string]string, runtime string, uid int, dryRun bool) {
 	for _, sb := range idle {
 		d, ok := socks[sb.Name]
 		if !ok {
 			continue
 		}
+		var all []string
+		if d != "" {
+			all = append(all, d)
+		}
+		if filepath.IsAbs(runtime) {
+			all = append(all, sockdir.RuntimeDir(runtime, projectID(sb.Name)))
+		}
 		if dryRun {
-			fmt.Fprintf(a.stdout, "would remove %s: the socket directory of %s\n", d, sb.Name)
+			for _, d := range all {
+				if _, err := os.Lstat(d); err == nil {
+					fmt.Fprintf(a.stdout, "would remove %s: the socket directory of %s\n", d, sb.Name)
+				}
+			}
 			continue
 		}
 		if _, err := os.Lstat(sb.State); err == nil {
 			continue // kept: its removal failed
 		}
-		if err := sockdir.RemoveRecorded(d, uid); err != nil {
-			a.warn("the socket directory of %s: %v", sb.Name, err)
-			continue
+		for _, d := range all {
+			if _, err := os.Lstat(d); err != nil {
+				continue // none (the runtime one is made only when XDG_RUNTIME_DIR is usable)
+			}
+			var err error
+			if d == socks[sb.Name] {
+				err = sockdir.RemoveRecorded(d, uid)
+			} else {
+				err = sockdir.RemoveRuntime(runtime, projectID(sb.Name), uid)
+			}
+			if err != nil {
+				a.warn("the socket directory of %s: %v", sb.Name, err)
+				continue
+			}
+			fmt.Fprintf(a.stdout, "removed %s: the socket directory of %s\n", d, sb.Name)
 		}
-		fmt.Fprintf(a.stdout, "removed %s: the socket directory of %s\n", d, sb.Name)
 	}
 }
 

@@ -31,7 +31,7 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 	}
 	e, a, err := b.engine()
 	if err != nil {
-		bad("docker engine", err.Error(), startHint)
+		bad("docker engine", err.Error(), dialFix(err))
 		return rows
 	}
 	defer e.Close()

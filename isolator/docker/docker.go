@@ -162,7 +162,7 @@ func (b *Isolator) Check(ctx context.Context) isolator.Status {
 	}
 	e, a, err := b.engine()
 	if err != nil {
-		return isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: startHint}
+		return isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: dialFix(err)}
 	}
 	defer e.Close()
 	v, err := e.ServerVersion(ctx)
@@ -187,6 +187,10 @@ const imageFix = "devsandbox image build (or set docker.image / --image to an im
 const MinAPI = "1.41"
 
 func engineDown(a Address, err error) isolator.Status {
+	if reason, fix, ok := tlsCause(a, err); ok {
+		// It answers, over TLS: starting Docker is not the fix.
+		return isolator.Status{State: isolator.Unavailable, Reason: reason, Fix: fix}
+	}
 	st := isolator.Status{State: isolator.Unavailable, Reason: fmt.Sprintf("the docker engine at %s (%s) does not answer: %v", a.Host, a.Origin, err), Fix: startHint}
 	if errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), "permission denied") {
 		st.Fix = "add your user to the docker group (sudo usermod -aG docker $USER, then log in again; that group is root-equivalent) or use rootless Docker"

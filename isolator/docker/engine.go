@@ -83,6 +83,9 @@ func dialVersion(a Address, version string) (*client.Client, error) {
 		opts = append(opts, client.WithTLSClientConfig(a.CACert, a.Cert, a.Key))
 	}
 	c, err := client.NewClientWithOpts(opts...)
+	if err != nil && a.TLS != "" {
+		return nil, fmt.Errorf("docker engine %s (%s): %w (from %s): %w", a.Host, a.Origin, errTLSMaterial, a.TLS, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("docker engine %s (%s): %w", a.Host, a.Origin, err)
 	}

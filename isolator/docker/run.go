@@ -53,7 +53,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if hs := b.head; hs != nil {
 		e0, addr = hs.pick(), hs.addr
 		defer hs.bind(ctx)()
-	} else if e0, addr, err = b.engine(); err != nil {
+	} else if e0, addr, err = b.engine(); errors.Is(err, errTLSMaterial) {
+		return 0, fmt.Errorf("%w; %s", err, dialFix(err))
+	} else if err != nil {
 		return 0, err
 	}
 	defer e0.Close()

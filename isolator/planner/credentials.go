@@ -106,7 +106,9 @@ func CheckTools(cfg *config.Config, reg *tools.Registry) error {
 			return fmt.Errorf("%w: tools.%s (%s): there is no tool %s; `devsandbox tools list` names them", ErrConfig, name, toolOrigin(cfg, name), name)
 		}
 		if k := cfg.Tools[name].Key; k != nil && *k == config.KeyProxy && len(t.Keys) == 0 {
-			return fmt.Errorf("%w: tools.%s.key = %q (%s): %s declares no API key the proxy can hold; pass its credentials with [[proxy.credentials]], or remove the setting", ErrConfig, name, config.KeyProxy, cfg.Origins["tools."+name+".key"], name)
+			// Not ErrConfig: no host has a key for the tool to hold, so the setting is
+			// wrong wherever it runs.
+			return fmt.Errorf("%w: %s: tools.%s.key = %q: %s has no API key for the proxy to hold (the tools that have one: %s); remove the setting, or pass %s's credentials with [[proxy.credentials]]", config.ErrInvalid, cfg.Origins["tools."+name+".key"], name, config.KeyProxy, name, strings.Join(keyedTools(reg), ", "), name)
 		}
 	}
 	return nil
@@ -465,6 +467,18 @@ func andList(words []string) string {
 }
 
 // toolOrigin is where the [tools.<name>] settings came from: the first of its keys set.
+// keyedTools names the tools of reg that declare an API key the proxy can hold.
+func keyedTools(reg *tools.Registry) []string {
+	var names []string
+	for _, t := range reg.Tools() {
+		if len(t.Keys) > 0 {
+			names = append(names, t.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 func toolOrigin(cfg *config.Config, name string) string {
 	for _, k := range []string{"enabled", "secrets", "key"} {
 		if o := cfg.Origins["tools."+name+"."+k]; o != "" {

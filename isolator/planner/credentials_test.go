@@ -72,6 +72,7 @@ func TestToolKeys(t *testing.T) {
 		want  []config.Credential
 		warns []string
 		err   string
+		class error // the error's class; ErrConfig when nil
 	}{
 		{name: "default host", tools: "[tools.claude]\nkey = \"proxy\"\n", env: []string{"ANTHROPIC_API_KEY=sk-ant-12345678"},
 			want: []config.Credential{claude}},
@@ -224,7 +225,9 @@ func TestToolKeys(t *testing.T) {
 		{name: "unknown tool", tools: "[tools.nosuch]\nkey = \"proxy\"\n", err: "there is no tool nosuch"},
 		{name: "unknown tool, secrets withheld", tools: "[tools.claud]\nsecrets = false\n", err: "tools.claud (CONFIG): there is no tool claud"},
 		{name: "unknown tool, enabled", tools: "[tools.nosuch]\nenabled = true\n", err: "there is no tool nosuch"},
-		{name: "a tool without keys", tools: "[tools.git]\nkey = \"proxy\"\n", err: "git declares no API key the proxy can hold"},
+		// The setting is wrong on any host: an invalid configuration, named by its file and key.
+		{name: "a tool without keys", tools: "[tools.git]\nkey = \"proxy\"\n", class: config.ErrInvalid,
+			err: `invalid configuration: CONFIG: tools.git.key = "proxy": git has no API key for the proxy to hold (the tools that have one: claude, codex, copilot, crush, gemini, goose, pi, qwen); remove the setting, or pass git's credentials with [[proxy.credentials]]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,8 +261,15 @@ func TestToolKeys(t *testing.T) {
 			}
 			if tt.err != "" {
 				tt.err = ex(strings.ReplaceAll(tt.err, "CONFIG", f.home+"/.config/devsandbox/config.toml"))
-				if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("error %v, want ErrConfig with %q", err, tt.err)
+				class := tt.class
+				if class == nil {
+					class = ErrConfig
+				}
+				if !errors.Is(err, class) || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want %v with %q", err, class, tt.err)
+				}
+				if class != ErrConfig && errors.Is(err, ErrConfig) {
+					t.Fatalf("error %v: not a host's, yet it says the configuration does not fit this host", err)
 				}
 				return
 			}
