@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/devsandbox/devsandbox/internal/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -356,43 +357,19 @@ func parseSelf(b []byte) (v1 map[string]string, v2 string, hasV2 bool) {
 // parseMountinfo returns the cgroup mounts in /proc/self/mountinfo.
 func parseMountinfo(b []byte) []mount {
 	var ms []mount
-	for sc := bufio.NewScanner(bytes.NewReader(b)); sc.Scan(); {
-		f := strings.Fields(sc.Text())
-		sep := slices.Index(f, "-")
-		if sep < 6 || len(f) < sep+4 {
-			continue
-		}
-		m := mount{root: unescape(f[3]), point: unescape(f[4])}
-		switch f[sep+1] {
+	for _, e := range mountinfo.Parse(b) {
+		m := mount{root: e.Root, point: e.Point}
+		switch e.FSType {
 		case "cgroup2":
 			m.v2 = true
 		case "cgroup":
-			m.opts = strings.Split(f[sep+3], ",")
+			m.opts = strings.Split(e.SuperOpts, ",")
 		default:
 			continue
 		}
 		ms = append(ms, m)
 	}
 	return ms
-}
-
-// unescape undoes mountinfo's octal escapes (\040 for a space).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // swapInUse reports whether /proc/swaps lists a swap area.

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/devsandbox/devsandbox/internal/mountinfo"
 )
 
 // fakeHost is a host in a temporary directory: /proc/self/cgroup, mountinfo and
@@ -236,7 +238,7 @@ func TestLayoutFor(t *testing.T) {
 }
 
 func TestUnescape(t *testing.T) {
-	if got := unescape(`/mnt/with\040space\134x`); got != `/mnt/with space\x` {
+	if got := mountinfo.Unescape(`/mnt/with\040space\134x`); got != `/mnt/with space\x` {
 		t.Errorf("unescape: %q", got)
 	}
 }

@@ -1,10 +1,9 @@
 package planner
 
 import (
-	"bytes"
-	"strconv"
 	"strings"
 
+	"github.com/devsandbox/devsandbox/internal/mountinfo"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -23,37 +22,10 @@ type mountTable []mountEntry
 // skipped.
 func parseMountInfo(b []byte) mountTable {
 	var t mountTable
-	for len(b) > 0 {
-		var line []byte
-		line, b, _ = bytes.Cut(b, []byte{'\n'})
-		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS ...
-		f := strings.Fields(string(line))
-		if len(f) < 5 {
-			continue
-		}
-		t = append(t, mountEntry{dev: f[2], root: unescapeMount(f[3]), at: unescapeMount(f[4])})
+	for _, e := range mountinfo.Parse(b) {
+		t = append(t, mountEntry{dev: e.Dev, root: e.Root, at: e.Point})
 	}
 	return t
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space, \011, \012,
-// \134).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // isMountPoint reports whether something is mounted at p itself: a file bound
