@@ -154,6 +154,9 @@ func TestErrorMessages(t *testing.T) {
 		doc:  "[sandbox]\nread_only = \"yes\"\n",
 		want: "FILE:2: sandbox.read_only: expected true or false, not a string",
 	}, {
+		doc:  "[docker]\nagent_bind = \"yes\"\n",
+		want: "FILE:2: docker.agent_bind: expected true or false, not a string",
+	}, {
 		doc:  "[egress]\nmode = \"vpn\"\n",
 		want: `FILE:2: egress.mode: "vpn" is not one of open, none, proxy, allowlist`,
 	}, {

@@ -85,6 +85,7 @@ type layerDocker struct {
 	Host          *string  `toml:"host"`
 	Home          *string  `toml:"home"`
 	KeepContainer *bool    `toml:"keep_container"`
+	AgentBind     *bool    `toml:"agent_bind"`
 	CPUs          *float64 `toml:"cpus"`   // deprecated: limits.cpus
 	Memory        *string  `toml:"memory"` // deprecated: limits.memory
 }

@@ -51,7 +51,7 @@ func defaults(host Host) *Config {
 		"isolator", "sandbox.mode", "sandbox.environment", "sandbox.read_only", "sandbox.hide_paths",
 		"sandbox.mask_files", "sandbox.mask_skip", "sandbox.tmp", "sandbox.bind_host_cache",
 		"sandbox.docker_socket", "env.passthrough_all", "egress.mode", "egress.loopback_entries", "proxy.default", "proxy.mitm", "proxy.git_ssh",
-		"docker.image", "docker.home", "docker.keep_container", "krun.runtime", "krun.cpus", "krun.memory_mib",
+		"docker.image", "docker.home", "docker.keep_container", "docker.agent_bind", "krun.runtime", "krun.cpus", "krun.memory_mib",
 		"limits.pids",
 	} {
 		c.Origins[k] = "default"
@@ -178,6 +178,7 @@ func merge(c *Config, l *layer, src *source) error {
 	set(m, "docker.host", &d.Host, ld.Host)
 	set(m, "docker.home", &d.Home, ld.Home)
 	set(m, "docker.keep_container", &d.KeepContainer, ld.KeepContainer)
+	set(m, "docker.agent_bind", &d.AgentBind, ld.AgentBind)
 	mergeLimits(m, &c.Limits, &l.Limits, *ld)
 
 	k, lk := &c.Krun, &l.Krun

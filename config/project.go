@@ -84,6 +84,8 @@ var stricter = []stricterKey{
 	limitKey("docker.memory", "--memory", func(l *layer) (string, bool) { return lit(l.Docker.Memory) }, func(c *Config) string { return quote(c.Limits.Memory) }),
 	limitKey("docker.cpus", "--cpus", func(l *layer) (string, bool) { return floatLit(l.Docker.CPUs) }, func(c *Config) string { return strconv.FormatFloat(c.Limits.CPUs, 'g', -1, 64) }),
 	boolKey("proxy.git_ssh", "", func(l *layer) *bool { return l.Proxy.GitSSH }, func(c *Config) bool { return c.Proxy.GitSSH }, false),
+	// It binds a host socket into the container (DESIGN guarantee 11's exception).
+	boolKey("docker.agent_bind", "", func(l *layer) *bool { return l.Docker.AgentBind }, func(c *Config) bool { return c.Docker.AgentBind }, false),
 }
 
 // limitKey is a stricterKey for a resource limit: a smaller value is stricter, and

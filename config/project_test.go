@@ -51,6 +51,8 @@ func TestProjectMayNotLoosen(t *testing.T) {
 		{"proxy default allow", "[proxy]\ndefault = \"deny\"\n", "[proxy]\ndefault = \"allow\"\n", 2, "proxy.default"},
 		{"proxy mitm", "", "[proxy]\nmitm = true\n", 2, "proxy.mitm"},
 		{"git_ssh", "[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n", "[proxy]\ngit_ssh = true\n", 2, "proxy.git_ssh"},
+		{"agent_bind", "", "[docker]\nagent_bind = true\n", 2, "docker.agent_bind"},
+		{"agent_bind over the user's off", "[docker]\nagent_bind = false\n", "[docker]\nimage = \"proj:1\"\nagent_bind = true\n", 3, "docker.agent_bind"},
 		{"git_push widened", "[proxy]\nmitm = true\ngit_push = [\"agent/*\"]\n", "[proxy]\ngit_push = [\"agent/*\", \"main\"]\n", 2, "proxy.git_push"},
 		{"tool enabled", "", "[tools.ssh]\nenabled = true\n", 2, "tools.ssh.enabled"},
 		{"tool enabled over disabled", "[tools.ssh]\nenabled = false\n", "[tools.ssh]\nenabled = true\n", 2, "tools.ssh.enabled"},
@@ -106,6 +108,9 @@ func TestProjectMayTighten(t *testing.T) {
 		{"cache off over on", "[sandbox]\nbind_host_cache = true\n", "[sandbox]\nbind_host_cache = false\n"},
 		{"egress none", "", "[egress]\nmode = \"none\"\n"},
 		{"a deny entry", "", "[egress]\ndeny = [\"10.0.0.0/8\"]\n"},
+		{"agent_bind off", "", "[docker]\nagent_bind = false\n"},
+		{"agent_bind off over on", "[docker]\nagent_bind = true\n", "[docker]\nagent_bind = false\n"},
+		{"agent_bind on, the user's repeated", "[docker]\nagent_bind = true\n", "[docker]\nagent_bind = true\n"},
 		{"proxy deny", "", "[proxy]\ndefault = \"deny\"\nmitm = false\n"},
 		{"a push policy", "[proxy]\nmitm = true\n", "[proxy]\ngit_push = [\"agent/*\"]\ngit_ssh = false\n"},
 		{"the user's push policy repeated", "[proxy]\nmitm = true\ngit_push = [\"agent/*\", \"refs/tags/v*\"]\ngit_ssh = true\n", "[proxy]\ngit_push = [\"agent/*\"]\ngit_ssh = false\n"},
@@ -150,6 +155,9 @@ func TestProjectRestrictionMessages(t *testing.T) {
 	}, {
 		"[sandbox]\ndocker_socket = true\n",
 		file + `:2: sandbox.docker_socket: true is looser than false (the default); a project file may only make the sandbox stricter: set it in your user config (` + user + `)`,
+	}, {
+		"[docker]\nagent_bind = true\n",
+		file + `:2: docker.agent_bind: true is looser than false (the default); a project file may only make the sandbox stricter: set it in your user config (` + user + `)`,
 	}, {
 		"[egress]\nallow = [\"a.example\"]\n",
 		file + `:2: egress.allow: a project file may not set this, since it opens network destinations: set it in your user config (` + user + `) or with --allow`,
@@ -260,5 +268,48 @@ func TestGitPushNeedsProxyAndMITM(t *testing.T) {
 		if !slices.Equal(c.Proxy.GitPush, []string{"agent/*", "refs/tags/v*"}) || c.Proxy.GitSSH {
 			t.Errorf("proxy: %+v", c.Proxy)
 		}
+	}
+}
+
+// TestAgentBindKey: docker.agent_bind is off unless the user turns it on (their file
+// or --config); a project file may leave it on or turn it off, never on. The
+// refusal names the file, the line and the key.
+func TestAgentBindKey(t *testing.T) {
+	home, environ := testHome(t)
+	c, _ := mustLoad(t, LoadOptions{Environ: environ})
+	if c.Docker.AgentBind || c.Origins["docker.agent_bind"] != "default" {
+		t.Errorf("default: AgentBind %v from %q, want false from the default", c.Docker.AgentBind, c.Origins["docker.agent_bind"])
+	}
+	user := writeUserFile(t, home, "[docker]\nagent_bind = true\n")
+	c, _ = mustLoad(t, LoadOptions{Environ: environ})
+	if !c.Docker.AgentBind || c.Origins["docker.agent_bind"] != user {
+		t.Errorf("user file: AgentBind %v from %q, want true from %s", c.Docker.AgentBind, c.Origins["docker.agent_bind"], user)
+	}
+	dir, file, host := project(t, home, environ, "[docker]\nagent_bind = false\n")
+	mustTrust(t, host, file)
+	if c, _ = mustLoad(t, LoadOptions{Environ: environ, ProjectDir: dir}); c.Docker.AgentBind {
+		t.Error("a project file's agent_bind = false did not turn the user's true off")
+	}
+	// The user's off, the project's on: refused, naming the project file and key.
+	writeUserFile(t, home, "")
+	doc := "[docker]\n\nagent_bind = true\n"
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := updateTrust(host, func(r *trustRecords) {
+		r.Files[trustKey(file)] = trustRecord{SHA256: contentHash([]byte(doc))}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := Load(LoadOptions{Environ: environ, ProjectDir: dir, UID: 1000, GID: 1000})
+	if err == nil {
+		t.Fatal("Load accepted a project file that turns docker.agent_bind on")
+	}
+	if ce := asConfigError(t, err); ce.File != file || ce.Line != 3 || ce.Key != "docker.agent_bind" || !errors.Is(err, ErrProjectRestricted) {
+		t.Errorf("got File %q Line %d Key %q (%v), want %s:3 docker.agent_bind, ErrProjectRestricted", ce.File, ce.Line, ce.Key, err, file)
+	}
+	// Trust refuses it too, before it can apply.
+	if _, err := Trust(host, file, trustTime); err == nil || !strings.Contains(err.Error(), "docker.agent_bind") {
+		t.Errorf("Trust of a file that turns docker.agent_bind on: %v, want a refusal naming the key", err)
 	}
 }

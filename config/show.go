@@ -131,6 +131,7 @@ func entries(c *Config) []entry {
 	add(d, "host", c.Docker.Host)
 	add(d, "home", c.Docker.Home)
 	add(d, "keep_container", c.Docker.KeepContainer)
+	add(d, "agent_bind", c.Docker.AgentBind)
 
 	k := []string{"krun"}
 	add(k, "image", c.Krun.Image)

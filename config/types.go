@@ -132,6 +132,10 @@ type Docker struct {
 	Host          string
 	Home          string
 	KeepContainer bool
+	// AgentBind lets a local engine bind the ssh agent relay's socket (read-only,
+	// proved per session) rather than carry the agent over the Engine API: faster,
+	// but a departure from DESIGN guarantee 11. Off by default.
+	AgentBind bool
 }
 
 // Krun is the [krun] table.

@@ -13,14 +13,17 @@ import (
 )
 
 // TestSSHAgentPath: which way the ssh agent reaches a docker container, and that
-// neither way can be turned against the host. The local engine binds the session
-// relay's socket read-only, proved by the init before the command starts (--debug
-// says "agent bound"); the stand-in cannot see /run/user/..., refuses that bind, and
-// gets the agent through the Engine API stream ("agent stream"). A kept container
-// whose relays' directory was removed (housekeeping makes a new one) falls back to
-// the stream in its next session. Through the bound path the sandbox can neither
-// plant anything in the host's directory of relays (write, link, fifo, directory),
-// nor replace the socket, nor get past the filter.
+// neither way can be turned against the host. By default the Engine API stream, on
+// every engine, the local one included (DESIGN guarantee 11: nothing of the host's is
+// bound for the agent; --debug says "agent stream", and no verdict about the
+// engine's binds is read or written). With docker.agent_bind (the user's opt-in) the
+// local engine binds the session relay's socket read-only, proved by the init before
+// the command starts ("agent bound"); the stand-in cannot see /run/user/..., refuses
+// that bind, and gets the stream. A kept container whose relays' directory was
+// removed (housekeeping makes a new one) falls back to the stream in its next
+// session. Through the bound path the sandbox can neither plant anything in the
+// host's directory of relays (write, link, fifo, directory), nor replace the socket,
+// nor get past the filter.
 func TestSSHAgentPath(t *testing.T) {
 	forEachDocker(t, sshAgentPath)
 }
@@ -70,6 +73,8 @@ func sshAgentPath(t *testing.T, iso string) {
 	if iso != localDocker {
 		want = "agent stream" // the stand-in cannot see /run/user/...
 	}
+	verdict := filepath.Join(it.home, ".local/state/devsandbox", p.name(), "docker", "agent-unseen")
+	optIn := "--config=" + p.writeConfig(iso, "agentbind.toml", "[docker]\nagent_bind = true\n")
 	session := func(what, want string, flags ...string) {
 		t.Helper()
 		args := append([]string{"--isolator=" + iso, "--debug", "--egress=none"}, flags...)
@@ -77,8 +82,9 @@ func sshAgentPath(t *testing.T, iso string) {
 		if r.code != 0 || r.stdout != "LISTS\nSTILL_LISTS\n" {
 			t.Errorf("%s: want the keys listed, none removed, the socket neither replaced nor anything planted beside it:\n%s", what, r)
 		}
-		if !strings.Contains(r.stderr, want+" ") {
-			t.Errorf("%s: the agent did not take the expected path (%q in the --debug timings):\n%s", what, want, r)
+		other := map[string]string{"agent bound": "agent stream", "agent stream": "agent bound"}[want]
+		if !strings.Contains(r.stderr, want+" ") || strings.Contains(r.stderr, other+" ") {
+			t.Errorf("%s: the agent did not take the expected path (%q, and not %q, in the --debug timings):\n%s", what, want, other, r)
 		}
 		// The host's directory of relays holds only relays' sockets (and the kept
 		// sessions' directory), nothing the sandbox made.
@@ -95,14 +101,24 @@ func sshAgentPath(t *testing.T, iso string) {
 			t.Errorf("%s: the host agent's keys changed: before\n%safter (%v)\n%s", what, before, err, after)
 		}
 	}
-	session("one-shot", want)
-	session("kept, first session", want, "--keep-container")
-	session("kept, second session", want, "--keep-container")
+	// The default: the stream on every engine, and the engine is never asked to
+	// bind (the stand-in, which refuses such a bind, leaves no verdict behind).
+	session("default, one-shot", "agent stream")
+	if _, err := os.Lstat(verdict); err == nil {
+		t.Errorf("a run without docker.agent_bind wrote the engine's verdict on the agent's bind, %s", verdict)
+	}
+	// docker.agent_bind: the local engine binds, the stand-in takes the stream.
+	session("agent_bind, one-shot", want, optIn)
+	session("agent_bind, kept, first session", want, optIn, "--keep-container")
+	session("agent_bind, kept, second session", want, optIn, "--keep-container")
+	// A default session in the kept container that binds the relays' directory
+	// does not use the bind: the stream.
+	session("default, kept container made with agent_bind", "agent stream", "--keep-container")
 	// The kept container binds the relays' directory it was made with: one made
 	// anew (after housekeeping removed the socket directory) is not the one it
 	// sees, so the proof fails and the session takes the stream.
 	if err := os.RemoveAll(sockDir); err != nil {
 		t.Fatal(err)
 	}
-	session("kept, after the socket directory was made anew", "agent stream", "--keep-container")
+	session("agent_bind, kept, after the socket directory was made anew", "agent stream", optIn, "--keep-container")
 }

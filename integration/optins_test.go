@@ -70,12 +70,20 @@ func TestDockerSocketOptInWarns(t *testing.T) {
 // /usr/lib*/* by default, since 9.3p2 and Debian's 9.2p1-2+deb12u1). The sandbox
 // reaches the agent through the session's filtering relay (package sshagent): it can
 // list the keys and sign with them, the residual risk while the run lasts, but not
-// add, remove or lock keys; the host agent's keys are the same after the run.
+// add, remove or lock keys; the host agent's keys are the same after the run. On
+// docker the agent takes the Engine API stream by default; with docker.agent_bind the
+// local engine binds the relay's socket instead, and every attack runs again through
+// that bind.
 func TestSSHAgentOptIn(t *testing.T) {
-	forEachIsolator(t, sshAgentOptIn)
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		sshAgentOptIn(t, iso, false)
+		if iso == localDocker {
+			t.Run("agent_bind", func(t *testing.T) { sshAgentOptIn(t, iso, true) })
+		}
+	})
 }
 
-func sshAgentOptIn(t *testing.T, iso string) {
+func sshAgentOptIn(t *testing.T, iso string, agentBind bool) {
 	p := newProject(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -119,7 +127,12 @@ __attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+
 	// XDG_RUNTIME_DIR, as on a desktop: under /run, which the docker-remote stand-in
 	// (like Docker Desktop and a remote engine) cannot see.
 	env := []string{"SSH_AUTH_SOCK=" + sock, "XDG_RUNTIME_DIR=" + runtimeDir()}
-	r := run(t, p.dir, env, "", "--isolator="+iso, "--", "/bin/sh", "-c", `
+	// The way the agent takes, which --debug names: docker's default is the stream.
+	flags, way := []string{"--isolator=" + iso, "--debug"}, "agent stream"
+	if agentBind {
+		flags, way = append(flags, "--config="+p.writeConfig(iso, "agentbind.toml", "[docker]\nagent_bind = true\n")), "agent bound"
+	}
+	r := run(t, p.dir, env, "", append(flags, "--", "/bin/sh", "-c", `
 		ls -A `+sockDir+` 2>/dev/null | sed 's/^/SEEN: /'
 		rm -f "$SSH_AUTH_SOCK" 2>/dev/null && echo REPLACED
 		ln -s / "$(dirname "$SSH_AUTH_SOCK")/planted" 2>/dev/null && echo PLANTED
@@ -133,8 +146,11 @@ __attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+
 		SSH_ASKPASS=/tmp/askpass SSH_ASKPASS_REQUIRE=force ssh-add -x </dev/null >/dev/null 2>&1 && echo LOCKED
 		./agentattack
 		ssh-add -l | grep -q HOSTKEY && echo STILL_LISTS
-		true`)
+		true`)...)
 	agentAttacked(t, r)
+	if isDocker(iso) && !strings.Contains(r.stderr, way+" ") {
+		t.Errorf("the agent did not take the expected way (%q in the --debug timings):\n%s", way, r)
+	}
 	for _, bad := range []string{"SEEN:", "REPLACED", "LOADED", "ADDED", "REMOVED_ONE", "REMOVED_ALL", "LOCKED"} {
 		if strings.Contains(r.stdout, bad) {
 			t.Errorf("the forwarded agent: the sandbox saw the agent's directory, replaced its socket, loaded a provider it wrote, or added, removed or locked keys (%s):\n%s", bad, r)
@@ -168,12 +184,12 @@ __attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+
 	// through the same container (the first runs may recreate it, as settle says).
 	var settled []string
 	for i := range 4 {
-		r := run(t, p.dir, env, "", "--isolator="+iso, "--keep-container", "--egress=none", "--", "/bin/sh", "-c", `
+		r := run(t, p.dir, env, "", append(flags, "--keep-container", "--egress=none", "--", "/bin/sh", "-c", `
 			ssh-add -l | grep -q HOSTKEY && echo LISTS
 			ssh-add -D </dev/null >/dev/null 2>&1 && echo REMOVED_ALL
-			true`)
-		if r.code != 0 || r.stdout != "LISTS\n" {
-			t.Errorf("kept container, session %d: want the keys listed and none removed:\n%s", i, r)
+			true`)...)
+		if r.code != 0 || r.stdout != "LISTS\n" || !strings.Contains(r.stderr, way+" ") {
+			t.Errorf("kept container, session %d: want the keys listed and none removed, through the %s:\n%s", i, strings.TrimPrefix(way, "agent "), r)
 		}
 		// What relays the agent in the container ends with the session.
 		if ids := projectContainers(t, iso, p, false); len(ids) == 1 {
@@ -231,72 +247,86 @@ func agentAttacked(t *testing.T, r result) {
 
 // TestSSHAgentKeptKill9: kill -9 of devsandbox during a session in a kept container
 // ends the session's agent carrier in it (the engine ends its stdin when
-// devsandbox-docker, which takes the session down, is gone).
+// devsandbox-docker, which takes the session down, is gone): by default on every
+// engine. With docker.agent_bind on the local engine, which binds the session's
+// relay instead, the relay stops answering.
 func TestSSHAgentKeptKill9(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {
-		p := newProject(t)
-		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-		defer cancel()
-		sock, _ := hostAgent(ctx, t, p)
-		cmd := command(ctx, p.dir, baseEnv("SSH_AUTH_SOCK="+sock, "XDG_RUNTIME_DIR="+runtimeDir()), "--isolator="+iso, "--keep-container", "--egress=none", "--",
-			"/bin/sh", "-c", `ssh-add -l >/dev/null; test $? -le 1 && echo ready; sleep 1000`)
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		newLineReader(t, stdout).waitFor("ready")
-		ids := projectContainers(t, iso, p, false)
-		if len(ids) != 1 {
-			t.Fatalf("want the kept container, have %v", ids)
-		}
-		carriers := func() string {
-			out, err := dockerCmd(iso, "top", ids[0], "-eo", "pid,args").CombinedOutput()
-			if err != nil {
-				t.Fatalf("docker top: %v: %s", err, out)
-			}
-			var found []string
-			for _, l := range strings.Split(string(out), "\n") {
-				if strings.Contains(l, "agent-mux") {
-					found = append(found, l)
-				}
-			}
-			return strings.Join(found, "\n")
-		}
-		// The local engine binds the session's relay (TestSSHAgentPath): its
-		// socket, in the kept sessions' relays' directory, must stop answering.
-		relays, _ := filepath.Glob(filepath.Join(runtimeDir(), "devsandbox", strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-"), "agent", "kept", "*.sock"))
+		t.Run("default", func(t *testing.T) { sshAgentKeptKill9(t, iso, false) })
 		if iso == localDocker {
-			if c := carriers(); c != "" || len(relays) != 1 {
-				t.Fatalf("want the session's bound relay and no carrier on the local engine, have relays %v and carriers:\n%s", relays, c)
-			}
-		} else if carriers() == "" {
-			t.Fatal("no agent carrier in the kept container during the session: the test proves nothing")
-		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		_ = cmd.Wait()
-		deadline := time.Now().Add(10 * time.Second)
-		for _, r := range relays {
-			for {
-				c, err := net.Dial("unix", r)
-				if err != nil {
-					break
-				}
-				c.Close()
-				if time.Now().After(deadline) {
-					t.Fatalf("the session's agent relay %s still answers 10s after devsandbox was killed", r)
-				}
-				time.Sleep(100 * time.Millisecond) // polling the relay's socket, bounded above
-			}
-		}
-		for c := carriers(); c != ""; c = carriers() {
-			if time.Now().After(deadline) {
-				t.Fatalf("the session's agent carrier outlived devsandbox by 10s:\n%s", c)
-			}
-			time.Sleep(100 * time.Millisecond) // polling the engine, bounded above
+			t.Run("agent_bind", func(t *testing.T) { sshAgentKeptKill9(t, iso, true) })
 		}
 	})
+}
+
+func sshAgentKeptKill9(t *testing.T, iso string, agentBind bool) {
+	p := newProject(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	sock, _ := hostAgent(ctx, t, p)
+	args := []string{"--isolator=" + iso, "--keep-container", "--egress=none"}
+	if agentBind {
+		args = append(args, "--config="+p.writeConfig(iso, "agentbind.toml", "[docker]\nagent_bind = true\n"))
+	}
+	cmd := command(ctx, p.dir, baseEnv("SSH_AUTH_SOCK="+sock, "XDG_RUNTIME_DIR="+runtimeDir()), append(args, "--",
+		"/bin/sh", "-c", `ssh-add -l >/dev/null; test $? -le 1 && echo ready; sleep 1000`)...)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	newLineReader(t, stdout).waitFor("ready")
+	ids := projectContainers(t, iso, p, false)
+	if len(ids) != 1 {
+		t.Fatalf("want the kept container, have %v", ids)
+	}
+	carriers := func() string {
+		out, err := dockerCmd(iso, "top", ids[0], "-eo", "pid,args").CombinedOutput()
+		if err != nil {
+			t.Fatalf("docker top: %v: %s", err, out)
+		}
+		var found []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, "agent-mux") {
+				found = append(found, l)
+			}
+		}
+		return strings.Join(found, "\n")
+	}
+	// With docker.agent_bind the local engine binds the session's relay
+	// (TestSSHAgentPath): its socket, in the kept sessions' relays' directory,
+	// must stop answering. By default there is no such relay: the carrier.
+	relays, _ := filepath.Glob(filepath.Join(runtimeDir(), "devsandbox", strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-"), "agent", "kept", "*.sock"))
+	if agentBind {
+		if c := carriers(); c != "" || len(relays) != 1 {
+			t.Fatalf("want the session's bound relay and no carrier with docker.agent_bind on the local engine, have relays %v and carriers:\n%s", relays, c)
+		}
+	} else if c := carriers(); c == "" || len(relays) != 0 {
+		t.Fatalf("want the agent carrier in the kept container and no bound relay by default, have relays %v and carriers:\n%s", relays, c)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, r := range relays {
+		for {
+			c, err := net.Dial("unix", r)
+			if err != nil {
+				break
+			}
+			c.Close()
+			if time.Now().After(deadline) {
+				t.Fatalf("the session's agent relay %s still answers 10s after devsandbox was killed", r)
+			}
+			time.Sleep(100 * time.Millisecond) // polling the relay's socket, bounded above
+		}
+	}
+	for c := carriers(); c != ""; c = carriers() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session's agent carrier outlived devsandbox by 10s:\n%s", c)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the engine, bounded above
+	}
 }
 
 // hostAgent starts an ssh-agent as the test user, its socket in p, until the test

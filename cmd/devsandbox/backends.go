@@ -36,7 +36,7 @@ func nftOverride(h config.Host) string {
 func dockerStub(cfg *config.Config, phase func(string)) *dockerhelper.Stub {
 	d, h := cfg.Docker, cfg.Host
 	s := dockerhelper.New(dockerhelper.Settings{
-		Image: d.Image, Home: d.Home, Keep: d.KeepContainer, Version: config.Version,
+		Image: d.Image, Home: d.Home, Keep: d.KeepContainer, AgentBind: d.AgentBind, Version: config.Version,
 		Host: d.Host, HostHome: h.Home, FirewallTool: nftOverride(h),
 	}, h.Vars, phase)
 	s.ForwardSignals = true // Ctrl-C, SIGTERM, ... reach the command

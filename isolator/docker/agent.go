@@ -23,9 +23,9 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/sshagent"
 )
 
-// The ssh agent reaches a container through the Engine API, whatever the engine:
-// nothing of this host's is bound for it (DESIGN guarantee 11), so it works alike on
-// a local engine, Docker Desktop (whose VM passes no Unix socket) and a remote engine.
+// By default the ssh agent reaches a container through the Engine API, whatever the
+// engine: nothing of this host's is bound for it (DESIGN guarantee 11), so it works
+// alike on a local engine, Docker Desktop (whose VM passes no Unix socket) and a remote engine.
 // An exec in the container, devsandbox-init with sshagent.CarryArg, serves the socket
 // SSH_AUTH_SOCK names, in a tmpfs of the container's (container.AgentDir), and
 // carries each connection over the exec's standard streams to this host, where
@@ -160,7 +160,8 @@ func (a *agentStream) stop() {
 	a.hj.Close()
 }
 
-// On a local engine (a Unix socket on Linux) the engine is first asked to bind the
+// With docker.agent_bind (Options.BindAgent, off by default: it departs from DESIGN
+// guarantee 11), a local engine (a Unix socket on Linux) is first asked to bind the
 // session's relay socket, served on this host as for bwrap (same filter), read-only:
 // a one-shot container binds the socket file alone at agentBoundFile, a kept one the
 // kept sessions' relays' directory (sockdir.KeptAgentDir, sockets only) at
@@ -177,7 +178,15 @@ const (
 	agentBoundDir  = "/run/devsandbox/agent-host"
 )
 
-// bindAgent sets opts to bind p's relay socket (local engines, see above). Pure.
+// asksAgentBind reports whether a run of p on the engine at addr asks for the agent
+// relay's bind: only with docker.agent_bind (Options.BindAgent), on a local engine,
+// when p forwards an agent. Otherwise the stream, and no verdict is read or written.
+func (b *Isolator) asksAgentBind(addr Address, p *isolator.Plan) bool {
+	return b.BindAgent && addr.Local() && p.SSHAgent.Socket != ""
+}
+
+// bindAgent sets opts to bind p's relay socket (docker.agent_bind on a local engine,
+// see above). Pure.
 func bindAgent(p *isolator.Plan, opts *Options, key []byte) {
 	if p.SSHAgent.Socket == "" {
 		return

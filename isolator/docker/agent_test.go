@@ -2,6 +2,7 @@ package docker
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/docker/helper"
 )
 
 // TestAgentBind: on a local engine a one-shot container binds the relay's socket
@@ -116,4 +118,30 @@ func TestAgentVerdict(t *testing.T) {
 	}
 	var none *agentVerdict
 	none.note() // a spec without a verdict records nothing
+}
+
+// TestAgentBindOptIn: a run asks the engine to bind the agent's relay only with
+// docker.agent_bind (the helper's settings carry it), on a local engine, with an
+// agent forwarded; by default the stream on every engine (DESIGN guarantee 11).
+func TestAgentBindOptIn(t *testing.T) {
+	withAgent := basePlan()
+	withAgent.SSHAgent = isolator.AgentRelay{Upstream: "/tmp/ssh-x/agent.1", Socket: "/run/user/1000/devsandbox/p1/agent/5e55.sock"}
+	local, remote := Address{Host: "unix:///var/run/docker.sock"}, Address{Host: "tcp://build:2376"}
+	for _, tc := range []struct {
+		settings helper.Settings
+		addr     Address
+		p        *isolator.Plan
+		want     bool
+	}{
+		{helper.Settings{}, local, withAgent, false},
+		{helper.Settings{Keep: true}, local, withAgent, false},
+		{helper.Settings{AgentBind: true}, local, withAgent, runtime.GOOS == "linux"},
+		{helper.Settings{AgentBind: true, Keep: true}, local, withAgent, runtime.GOOS == "linux"},
+		{helper.Settings{AgentBind: true}, remote, withAgent, false},
+		{helper.Settings{AgentBind: true}, local, basePlan(), false},
+	} {
+		if got := New(tc.settings, nil).asksAgentBind(tc.addr, tc.p); got != tc.want {
+			t.Errorf("settings %+v, engine %s, agent %q: asks for the bind %v, want %v", tc.settings, tc.addr.Host, tc.p.SSHAgent.Socket, got, tc.want)
+		}
+	}
 }

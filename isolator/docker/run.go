@@ -100,10 +100,12 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	p0, o0 := p, b.Options // p is replaced (pins) while the names are drawn
 	ahead.inspectVolumesAhead(ctx, func() []string { return aheadVolumes(p0, o0, addr) })
-	// A local engine is asked to bind the agent relay's socket first (agent.go).
+	// With docker.agent_bind, a local engine is asked to bind the agent relay's
+	// socket first (agent.go); without it (the default) the agent takes the stream
+	// on every engine, and no verdict is read or written.
 	var agentKey []byte
 	var verdict *agentVerdict
-	if addr.Local() && p.SSHAgent.Socket != "" {
+	if b.asksAgentBind(addr, p) {
 		verdict = newAgentVerdict(p.StateDir, addr.Host, p.Egress.SocketDir)
 	}
 	if verdict != nil && !verdict.refused(time.Now()) {

@@ -14,7 +14,7 @@ import (
 // reads DOCKER_HOST, DOCKER_CONTEXT and DOCKER_CONFIG from it).
 func New(s helper.Settings, env map[string]string) *Isolator {
 	return &Isolator{
-		Options:  Options{Image: s.Image, Home: s.Home, Keep: s.Keep, Version: s.Version},
+		Options:  Options{Image: s.Image, Home: s.Home, Keep: s.Keep, Version: s.Version, BindAgent: s.AgentBind},
 		HostAddr: s.Host, Env: env, HostHome: s.HostHome, FirewallTool: s.FirewallTool,
 		StopGrace: s.StopGrace,
 	}

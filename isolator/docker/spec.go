@@ -54,6 +54,11 @@ type Options struct {
 	Home    string // docker.home: the in-container home
 	Keep    bool   // docker.keep_container
 	Version string // devsandbox version, a label and part of the spec hash
+	// BindAgent is docker.agent_bind: Run asks a local engine to bind the ssh
+	// agent relay's socket (agent.go, AgentBind below) rather than carry the agent
+	// over the Engine API as on every other engine. Off by default: the bind is a
+	// host socket in the container, a departure from DESIGN guarantee 11.
+	BindAgent bool
 
 	// InitSource is the host path of the Linux devsandbox-init bound at InitPath;
 	// empty means the Plan's Self.

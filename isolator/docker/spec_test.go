@@ -60,9 +60,29 @@ var goldenCases = []struct {
 		o.Keep = true
 		return o
 	}},
-	// A local engine: the relays' directory of the kept sessions bound read-only,
-	// the init told where to probe it and with which key; the exec stays the
-	// fallback.
+	// docker.agent_bind on a local engine, one-shot: the session relay's socket
+	// file alone bound read-only, the init told where to probe it and with which
+	// key; the exec stays the fallback. Without the key (every case above) nothing
+	// of the agent is bound: the stream.
+	{"ssh_agent_bound", func() *isolator.Plan {
+		p := basePlan()
+		p.Egress = egress.Rules{Mode: egress.None, SocketDir: "/run/user/1000/devsandbox/p1"}
+		p.Proxy.Session = "5e55"
+		p.SSHAgent = isolator.AgentRelay{Upstream: "/tmp/ssh-x/agent.1", Socket: "/run/user/1000/devsandbox/p1/agent/5e55.sock"}
+		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: p.SSHAgent.Socket, Dest: "/run/devsandbox/ssh-agent.sock", Why: "tool ssh"})
+		p.Env = append(p.Env, isolator.EnvVar{Name: "SSH_AUTH_SOCK", Value: "/run/devsandbox/ssh-agent.sock"})
+		return p
+	}, func() Options {
+		o := opts
+		o.BindAgent = true
+		o.AgentSocket = "/run/devsandbox/agent/5e55.sock"
+		o.AgentBind, o.AgentBindTarget, o.AgentBound = "/run/user/1000/devsandbox/p1/agent/5e55.sock", agentBoundFile, agentBoundFile
+		o.AgentKey = []byte("0123456789abcdef0123456789abcdef")
+		return o
+	}},
+	// docker.agent_bind on a local engine, kept: the relays' directory of the kept
+	// sessions bound read-only, the init told where to probe it and with which key;
+	// the exec stays the fallback.
 	{"ssh_agent_bound_kept", func() *isolator.Plan {
 		p := basePlan()
 		p.Egress = egress.Rules{Mode: egress.None, SocketDir: "/run/user/1000/devsandbox/p1"}
@@ -73,7 +93,7 @@ var goldenCases = []struct {
 		return p
 	}, func() Options {
 		o := opts
-		o.Keep = true
+		o.Keep, o.BindAgent = true, true
 		o.AgentSocket = "/run/devsandbox/agent/5e55.sock"
 		o.AgentBind, o.AgentBindTarget, o.AgentBound = "/run/user/1000/devsandbox/p1/agent/kept", agentBoundDir, agentBoundDir+"/5e55.sock"
 		o.AgentKey = []byte("0123456789abcdef0123456789abcdef")

@@ -29,10 +29,13 @@ const Program = "devsandbox-docker"
 
 // Settings are the docker.* settings and what the backend needs from the host.
 type Settings struct {
-	Image   string `json:"image"`          // docker.image
-	Home    string `json:"home,omitempty"` // docker.home: the in-container home
-	Keep    bool   `json:"keep,omitempty"` // docker.keep_container
-	Version string `json:"version"`        // devsandbox's
+	Image string `json:"image"`          // docker.image
+	Home  string `json:"home,omitempty"` // docker.home: the in-container home
+	Keep  bool   `json:"keep,omitempty"` // docker.keep_container
+	// AgentBind is docker.agent_bind: a local engine binds the ssh agent relay's
+	// socket rather than carry the agent over the Engine API.
+	AgentBind bool   `json:"agentBind,omitempty"`
+	Version   string `json:"version"` // devsandbox's
 	// Host is docker.host; HostHome the host user's home, where the docker CLI's
 	// contexts are (the engine address also reads the helper's environment).
 	Host     string `json:"host,omitempty"`
