@@ -50,8 +50,10 @@ type mountBuilder struct {
 	hostFiles []string
 	// yarnTripwires are the missing files yarn rc files name (protectYarnNamed).
 	yarnTripwires []isolator.Tripwire
-	// yarnWarns are protectYarnNamed's, given after the project scan.
-	yarnWarns []string
+	// yarnWarns are protectYarnNamed's, given after the project scan; yarnPinned
+	// the files and directories it made read-only.
+	yarnWarns  []string
+	yarnPinned map[string]bool
 }
 
 func (b *mountBuilder) add(m isolator.Mount) { b.mounts = append(b.mounts, m) }

@@ -197,7 +197,7 @@ func (b *mountBuilder) protectYarnPath(p, dir string, dirOK bool) error {
 	}
 	t, err := b.pr.EvalSymlinks(p)
 	if err != nil {
-		if !dirOK && !b.pr.exists(p) && b.pr.isDir(filepath.Dir(p)) {
+		if !dirOK && !b.pr.exists(p) {
 			// Missing: yarn fails now, and would run what the sandbox puts there.
 			b.yarnTripwires = append(b.yarnTripwires, isolator.Tripwire{Path: p, Why: yarnNamedWhy})
 		}
@@ -209,6 +209,13 @@ func (b *mountBuilder) protectYarnPath(p, dir string, dirOK bool) error {
 	if b.pr.isDir(t) != dirOK {
 		return nil // a directory under a file's name, or a file where a directory was expected
 	}
+	if b.yarnPinned[t] {
+		return nil // another rc file names it too
+	}
+	if b.yarnPinned == nil {
+		b.yarnPinned = map[string]bool{}
+	}
+	b.yarnPinned[t] = true
 	if !dirOK {
 		if err := refuseLinkedProtected(b.pr, t, dir); err != nil {
 			return err

@@ -64,9 +64,9 @@ func TestYarnNamedFilesReadOnly(t *testing.T) {
 	if err := os.Symlink("/etc/hostname", f.proj+"/link.cjs"); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, f.proj+"/old/.yarnrc", "yarn-path \"./bin/missing.js\"\n")
-	mkdirs(t, f.proj+"/old/bin")
+	writeFile(t, f.proj+"/old/.yarnrc", "yarn-path \"./bin/missing.js\"\n") // old/bin does not exist either
 	writeFile(t, f.proj+"/odd/.yarnrc.yml", "yarnPath: ${REL}\n")
+	writeFile(t, f.proj+"/web/.yarnrc.yml", "yarnPath: ../.yarn/releases/yarn-4.cjs\n") // the top's release again: one bind
 	writeFile(t, f.proj+"/odd/.yarn/releases/r.cjs", "x")
 	p, warns := f.build(t, f.load(t))
 	var got []string
@@ -86,6 +86,7 @@ func TestYarnNamedFilesReadOnly(t *testing.T) {
 		"bind ro $PROJ/odd/.yarn/releases -> $PROJ/odd/.yarn/releases (yarn on the host runs it (yarnPath, yarn-path, plugins))",
 		"bind ro $PROJ/odd/.yarnrc.yml -> $PROJ/odd/.yarnrc.yml (run by tools on the host)",
 		"bind ro $PROJ/old/.yarnrc -> $PROJ/old/.yarnrc (run by tools on the host)",
+		"bind ro $PROJ/web/.yarnrc.yml -> $PROJ/web/.yarnrc.yml (run by tools on the host)",
 	))
 	var tw []string
 	for _, w := range p.Tripwires {
