@@ -54,7 +54,7 @@ func parseYarnRC(b []byte, yml bool) (paths []string, ok bool) {
 			if !found {
 				k, v, found = strings.Cut(trimmed, "\t")
 			}
-			k = strings.Trim(k, `"`)
+			k = strings.Trim(strings.TrimSuffix(k, ":"), `"`) // yarn 1's parser takes `key: value` too
 			if k == "yarn-path" || k == "yarnPath" || k == "--yarn-path" {
 				p, good := yarnScalar(strings.TrimLeft(strings.TrimPrefix(v, "="), " \t"))
 				if !found || !good {

@@ -36,6 +36,8 @@ func TestParseYarnRC(t *testing.T) {
 		{"yarn1 plain and others", false, "# yarn lockfile v1\nregistry \"https://r\"\nyarn-path .yarn/releases/yarn-1.22.19.cjs\n", []string{".yarn/releases/yarn-1.22.19.cjs"}, true},
 		{"yarn1 yarnPath key", false, "yarnPath \"y.js\"\n", []string{"y.js"}, true},
 		{"yarn1 flag form", false, "--yarn-path y.js\n", []string{"y.js"}, true},
+		{"yarn1 colon", false, "\"yarn-path\": \"y.js\"\n", []string{"y.js"}, true},
+		{"yarn1 colon unquoted", false, "yarn-path: y.js\n", []string{"y.js"}, true},
 		{"yarn1 no value", false, "yarn-path\n", nil, false},
 		{"yarn1 nothing named", false, "save-prefix \"~\"\n", nil, true},
 	}
