@@ -21,7 +21,7 @@ import (
 // launch, `sandboxes prune` or a later run's clean-up must not follow it.
 
 // TestPlantedFilesDoNotHangNextLaunch: the project files the next launch reads that a
-// sandbox may create (.devsandbox.toml and .miserc.toml, tripwires: reported, not
+// sandbox may create (.devsandbox.toml, .miserc.toml, yarn's rc files; tripwires: reported, not
 // prevented) left as a FIFO or a symlink to /dev/zero. Before, the next launch blocked
 // in open(2) on the FIFO for ever (SIGTERM did not end it), and read /dev/zero until
 // the host ran out of memory (both, on bwrap and docker, for either name). Now a project
@@ -57,20 +57,23 @@ func TestPlantedFilesDoNotHangNextLaunch(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for _, tc := range []struct{ name, plant string }{
-			{"fifo", "mkfifo .miserc.toml"},
-			{"link to /dev/zero", "ln -s /dev/zero .miserc.toml"},
+		for _, tc := range []struct{ name, file, plant string }{
+			{"fifo", ".miserc.toml", "mkfifo .miserc.toml"},
+			{"link to /dev/zero", ".miserc.toml", "ln -s /dev/zero .miserc.toml"},
+			// yarn's rc files are read for the release and plugins they name.
+			{"fifo", ".yarnrc.yml", "mkfifo .yarnrc.yml"},
+			{"link to /dev/zero", ".yarnrc", "ln -s /dev/zero .yarnrc"},
 		} {
 			p.mustSandbox(iso, nil, tc.plant)
 			// Once it is there the file is one host tools run, bound read-only: a link
 			// there stops the launch, and so does a FIFO where the engine gets it as
 			// content (docker); a FIFO bwrap binds as it is.
-			file := filepath.Join(p.dir, ".miserc.toml")
+			file := filepath.Join(p.dir, tc.file)
 			r := next()
 			ran := r.code == 0 && strings.Contains(r.stdout, "RAN")
 			stopped := r.code == 125 && !strings.Contains(r.stdout, "RAN") && strings.Contains(r.stderr, file)
 			if !ran && !stopped {
-				t.Errorf("%s planted as .miserc.toml: want the next launch to run, or to stop (125) naming the file:\n%s", tc.name, r)
+				t.Errorf("%s planted as %s: want the next launch to run, or to stop (125) naming the file:\n%s", tc.name, tc.file, r)
 			}
 			if err := os.Remove(file); err != nil {
 				t.Fatal(err)

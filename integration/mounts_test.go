@@ -342,6 +342,53 @@ func TestHostToolchainFilesInSubdirs(t *testing.T) {
 	})
 }
 
+// TestHostYarnFiles: yarn's rc files name a JS file every host `yarn` runs instead of
+// itself (berry's .yarnrc.yml yarnPath, yarn 1's .yarnrc yarn-path), and plugins
+// (.yarnrc.yml plugins) every yarn command loads; yarn reads the rc files in every
+// directory up to /. So an existing rc file, the release it names and a plugin it
+// names are read-only and cannot be renamed away, and an rc file the sandbox creates
+// (top directory or a sub-directory) is reported. Before, the sandbox could rewrite
+// .yarn/releases/yarn-fake.cjs, and the user's next `yarn --version` ran it.
+func TestHostYarnFiles(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		existing := map[string]string{
+			".yarnrc.yml":                  "yarnPath: .yarn/releases/yarn-fake.cjs\nplugins:\n  - path: .yarn/plugins/plugin-x.cjs\n",
+			".yarn/releases/yarn-fake.cjs": "console.log('fake yarn')\n",
+			".yarn/plugins/plugin-x.cjs":   "module.exports = {}\n",
+			"legacy/.yarnrc":               "yarn-path \"./tools/yarn-1.js\"\n",
+			"legacy/tools/yarn-1.js":       "console.log('yarn 1')\n",
+		}
+		for f, c := range existing {
+			p.write("proj/"+f, c)
+		}
+		script := ""
+		for f := range existing {
+			script += fmt.Sprintf("echo x >> %s 2>/dev/null && echo WROTE %s; ", f, f)
+		}
+		// Replace and rename: the release by a new file, its directories away.
+		script += `echo evil > r.cjs; mv -f r.cjs .yarn/releases/yarn-fake.cjs 2>/dev/null && echo WROTE release by replace; `
+		script += `rm -f .yarn/releases/yarn-fake.cjs 2>/dev/null && echo REMOVED release; `
+		script += `mv .yarnrc.yml y 2>/dev/null && echo WROTE .yarnrc.yml by rename; `
+		script += `mv .yarn/releases rel 2>/dev/null && echo WROTE .yarn/releases by rename; `
+		script += `mv .yarn yy 2>/dev/null && echo WROTE .yarn by rename; `
+		script += `mv legacy/tools lt 2>/dev/null && echo WROTE legacy/tools by rename; `
+		created := []string{".yarnrc", "sub/.yarnrc.yml", "sub/deep/.yarnrc", "legacy/.yarnrc.yml"}
+		for _, f := range created {
+			script += fmt.Sprintf("mkdir -p %s && echo 'yarnPath: evil.cjs' > %s; ", filepath.Dir(f), f)
+		}
+		out := runReported(t, p, iso, script, created)
+		if strings.Contains(out, "WROTE") || strings.Contains(out, "REMOVED") {
+			t.Errorf("the sandbox changed a file the host's yarn runs:\n%s", out)
+		}
+		for f, c := range existing {
+			if b, err := os.ReadFile(p.path("proj/" + f)); err != nil || string(b) != c {
+				t.Errorf("%s on the host: %q, %v", f, b, err)
+			}
+		}
+	})
+}
+
 // Finding 8: project files that tools on the host run are read-only when they exist
 // and reported as soon as the sandbox creates them.
 func TestHostExecutedFiles(t *testing.T) {

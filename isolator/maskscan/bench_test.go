@@ -107,7 +107,7 @@ func BenchmarkScan200k(b *testing.B) {
 		// tools read in every directory (isolator.SubdirFiles), patterns included.
 		m := defaults
 		m.Mark = []string{".git", "rust-toolchain.toml", "rust-toolchain", ".tool-versions", "mise.toml", ".mise.toml", "config.toml",
-			"mise.local.toml", "conf.d", ".rtx.toml", "mise.*.toml", ".mise.*.toml", "config.*.toml", ".rtx.*.toml", ".miserc.toml", "miserc.toml"}
+			"mise.local.toml", "conf.d", ".rtx.toml", "mise.*.toml", ".mise.*.toml", "config.*.toml", ".rtx.*.toml", ".miserc.toml", "miserc.toml", ".yarnrc.yml", ".yarnrc"}
 		for b.Loop() {
 			if ms, _, err := s.scan(root, m, ""); err != nil || len(ms) != 20 {
 				b.Fatalf("scan: %d matches, %v", len(ms), err)

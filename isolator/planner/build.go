@@ -261,7 +261,8 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if p.Subdir.Present, err = b.protectSubdir(proj.Dir, found.subdir); err != nil {
 		return nil, nil, err
 	}
-	p.Tripwires = tripwires(pr, proj.Dir, b.git, b.hostFiles)
+	p.Tripwires = append(tripwires(pr, proj.Dir, b.git, b.hostFiles), b.yarnTripwires...)
+	warns = append(warns, b.yarnWarns...)
 	if p.Git, err = gitWatch(pr, b.git, found.nested, mm, proj.Dir, state); err != nil {
 		return nil, nil, err
 	}

@@ -300,7 +300,7 @@ func TestSubdirExecutedFilesReadOnly(t *testing.T) {
 func TestSubdirScanMarks(t *testing.T) {
 	got := isolator.SubdirFiles{Names: subdirExecuted}.ScanMarks()
 	want := []string{".git", "rust-toolchain.toml", "rust-toolchain", ".tool-versions", "mise.toml", ".mise.toml", "config.toml",
-		"mise.local.toml", "conf.d", ".rtx.toml", "mise.*.toml", ".mise.*.toml", "config.*.toml", ".rtx.*.toml", ".miserc.toml", "miserc.toml"}
+		"mise.local.toml", "conf.d", ".rtx.toml", "mise.*.toml", ".mise.*.toml", "config.*.toml", ".rtx.*.toml", ".miserc.toml", "miserc.toml", ".yarnrc.yml", ".yarnrc"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ScanMarks() = %q, want %q", got, want)
 	}

@@ -48,6 +48,12 @@ type mountBuilder struct {
 	// hostFiles are the project-relative names host tools run or trust
 	// (hostExecutedNames).
 	hostFiles []string
+	// yarnTripwires are the missing files yarn rc files name (protectYarnNamed).
+	yarnTripwires []isolator.Tripwire
+	// yarnWarns are protectYarnNamed's, given after the project scan; yarnPinned
+	// the files and directories it made read-only.
+	yarnWarns  []string
+	yarnPinned map[string]bool
 }
 
 func (b *mountBuilder) add(m isolator.Mount) { b.mounts = append(b.mounts, m) }
@@ -261,6 +267,11 @@ func (b *mountBuilder) protectProject(dir string) error {
 		if !b.behindMask(f) {
 			b.add(isolator.Mount{Kind: isolator.Bind, Source: f, Dest: f, ReadOnly: true, Why: "run by tools on the host"})
 		}
+		if yarnRCNames[filepath.Base(f)] && filepath.Dir(f) == dir {
+			if err := b.protectYarnNamed(f, dir); err != nil {
+				return err
+			}
+		}
 	}
 	if len(l.dirs) == 0 {
 		return nil
@@ -406,6 +417,10 @@ var subdirExecuted = []string{
 	// mise's early settings, read untrusted before any config file: they choose
 	// which names and profiles mise loads (override_config_filenames, env).
 	".miserc.toml", ".config/miserc.toml",
+	// yarn's rc files (berry's Configuration.findRcFiles, yarn 1's getRcPaths): their
+	// yarnPath / yarn-path names the release every yarn command runs instead of
+	// itself, their plugins what every yarn command loads (protectYarnNamed).
+	".yarnrc.yml", ".yarnrc",
 }
 
 // protectSubdir makes the files the project scan found below sub-directories
@@ -420,6 +435,12 @@ func (b *mountBuilder) protectSubdir(dir string, files []string) ([]string, erro
 		fi, err := b.pr.Lstat(f)
 		if err != nil {
 			continue // gone since the scan
+		}
+		if yarnRCNames[filepath.Base(f)] {
+			// Before f becomes its link's target: a linked rc file is not read.
+			if err := b.protectYarnNamed(f, dir); err != nil {
+				return nil, err
+			}
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			t, err := b.pr.EvalSymlinks(f)

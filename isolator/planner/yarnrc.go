@@ -1,0 +1,233 @@
+package planner
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// yarn's rc files name JavaScript files that every yarn command on the host runs: a
+// .yarnrc.yml's yarnPath (yarn 2+, berry; yarn 1.22 honours it too) and a .yarnrc's
+// yarn-path (yarn 1) name the release yarn runs instead of itself, even for
+// `yarn --version`, and a .yarnrc.yml's plugins each name a plugin file every yarn
+// command loads. Both rc names are subdirExecuted's (yarn reads them in every
+// directory up to /); the files they name are protected here when they lie in the
+// project, resolved from the rc file's directory as yarn does.
+
+// yarnRCNames are the rc file names whose named files protectYarnNamed protects.
+var yarnRCNames = map[string]bool{".yarnrc.yml": true, ".yarnrc": true}
+
+// yarnFallbackDirs are the directories, relative to an rc file's directory, that are
+// made read-only whole when devsandbox cannot tell what the rc file names: where
+// `yarn set version` and `yarn plugin import` put the release and the plugins.
+var yarnFallbackDirs = []string{".yarn/releases", ".yarn/plugins"}
+
+// yarnNamedWhy is the Why of the read-only bind of a file a yarn rc file names.
+const yarnNamedWhy = "yarn on the host runs it (yarnPath, yarn-path, plugins)"
+
+// parseYarnRC returns the paths the rc file b names for yarn to run, as written:
+// yarnPath and the plugins' paths of a .yarnrc.yml (yml), yarn-path (or yarnPath) of
+// a yarn 1 .yarnrc. It reads only the lines it needs, in the plain shapes yarn writes
+// them (`yarnPath: .yarn/releases/yarn-4.5.0.cjs`, `- path: .yarn/plugins/x.cjs`,
+// `yarn-path "./bin/yarn.js"`); ok is false when one of those keys has a value it
+// cannot read as a plain or quoted scalar (a flow collection, an anchor or alias, a
+// block scalar, a tag, an environment variable), so that the caller protects the
+// usual directories whole instead.
+func parseYarnRC(b []byte, yml bool) (paths []string, ok bool) {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, maxWritableFile)
+	inPlugins := false
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), " \t\r")
+		line = stripYarnComment(line)
+		trimmed := strings.TrimLeft(line, " \t")
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		top := trimmed == line
+		if !yml {
+			k, v, found := strings.Cut(trimmed, " ")
+			if !found {
+				k, v, found = strings.Cut(trimmed, "\t")
+			}
+			k = strings.Trim(strings.TrimSuffix(k, ":"), `"`) // yarn 1's parser takes `key: value` too
+			if k == "yarn-path" || k == "yarnPath" || k == "--yarn-path" {
+				p, good := yarnScalar(strings.TrimLeft(strings.TrimPrefix(v, "="), " \t"))
+				if !found || !good {
+					return nil, false
+				}
+				paths = append(paths, p)
+			}
+			continue
+		}
+		if top {
+			inPlugins = false
+			k, v, _ := strings.Cut(trimmed, ":")
+			k = strings.Trim(k, `"'`)
+			v = strings.TrimLeft(v, " \t")
+			switch k {
+			case "yarnPath":
+				p, good := yarnScalar(v)
+				if !good {
+					return nil, false
+				}
+				paths = append(paths, p)
+			case "plugins":
+				if v != "" {
+					return nil, false // a flow list, an alias
+				}
+				inPlugins = true
+			}
+			continue
+		}
+		if !inPlugins {
+			continue
+		}
+		// An item of plugins: `- path: x`, `- x`, or `path: x` in an item's mapping.
+		item := strings.TrimPrefix(trimmed, "-")
+		dash := item != trimmed
+		item = strings.TrimLeft(item, " \t")
+		k, v, isMap := strings.Cut(item, ":")
+		switch {
+		case dash && item == "":
+			continue // the item's mapping follows on the next lines
+		case isMap && !strings.HasPrefix(k, `"`) && !strings.HasPrefix(k, "'") && !strings.ContainsAny(k, " \t"):
+			if k != "path" {
+				continue // spec, checksum
+			}
+			p, good := yarnScalar(strings.TrimLeft(v, " \t"))
+			if !good {
+				return nil, false
+			}
+			paths = append(paths, p)
+		case dash:
+			p, good := yarnScalar(item)
+			if !good {
+				return nil, false
+			}
+			paths = append(paths, p)
+		default:
+			return nil, false
+		}
+	}
+	if sc.Err() != nil {
+		return nil, false
+	}
+	return paths, true
+}
+
+// stripYarnComment drops a comment (" #" outside quotes) from the end of line.
+func stripYarnComment(line string) string {
+	var quote byte
+	for i := 0; i < len(line); i++ {
+		switch c := line[i]; {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
+			return strings.TrimRight(line[:i], " \t")
+		}
+	}
+	return line
+}
+
+// yarnScalar returns the plain or quoted scalar v names, and false for anything else
+// (empty, a flow collection, an anchor, alias, tag or block scalar, an environment
+// variable yarn would expand).
+func yarnScalar(v string) (string, bool) {
+	if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
+		v = v[1 : len(v)-1]
+		if strings.ContainsAny(v, `\"'`) {
+			return "", false // escapes: not worth getting wrong
+		}
+	} else if v == "" || strings.ContainsAny(v[:1], "{[&*|>!%@`\"'") {
+		return "", false
+	}
+	if v == "" || strings.Contains(v, "${") || strings.ContainsAny(v, "\x00\n") {
+		return "", false
+	}
+	return v, true
+}
+
+// protectYarnNamed protects the files the yarn rc file rc (in the project dir) names
+// for yarn to run: each that resolves, without leaving the project, to a regular file
+// in it is read-only, each directory between the project and it a mount point; one
+// that does not exist yet is a tripwire. When rc cannot be read as a regular file of
+// bounded size (a link, a FIFO, too large) or parsed (parseYarnRC), the directories
+// yarn puts releases and plugins in are made read-only whole, with a warning.
+// Nothing named outside the project is devsandbox's to protect.
+func (b *mountBuilder) protectYarnNamed(rc, dir string) error {
+	data, err := b.pr.readWritable(rc, false)
+	var paths []string
+	ok := err == nil
+	if ok {
+		paths, ok = parseYarnRC(data, filepath.Base(rc) == ".yarnrc.yml")
+	}
+	base := filepath.Dir(rc)
+	if !ok {
+		why := "devsandbox cannot read it"
+		if err != nil {
+			why = fmt.Sprintf("devsandbox cannot read it (%v)", err)
+		}
+		b.yarnWarns = append(b.yarnWarns, fmt.Sprintf("%s: %s as it reads the yarnPath, yarn-path and plugins it names, so %s are read-only in the sandbox whole instead (a release or plugin named elsewhere is not protected); write those keys as plain values", rc, why, strings.Join(yarnFallbackDirs, " and ")))
+		paths = append(paths, yarnFallbackDirs...)
+	}
+	for _, p := range paths {
+		if err := b.protectYarnPath(filepath.Join(base, p), dir, !ok); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// protectYarnPath protects p, a path an rc file names (or a fallback directory when
+// dirOK), when it resolves inside the project dir: links are followed only to see
+// where they end, and one ending outside the project, or at it, is left alone.
+func (b *mountBuilder) protectYarnPath(p, dir string, dirOK bool) error {
+	p = filepath.Clean(p)
+	if !isolator.Within(p, dir) || p == dir {
+		return nil // outside the project: not devsandbox's to protect
+	}
+	t, err := b.pr.EvalSymlinks(p)
+	if err != nil {
+		if !dirOK && !b.pr.exists(p) {
+			// Missing: yarn fails now, and would run what the sandbox puts there.
+			b.yarnTripwires = append(b.yarnTripwires, isolator.Tripwire{Path: p, Why: yarnNamedWhy})
+		}
+		return nil
+	}
+	if !isolator.Within(t, dir) || t == dir {
+		return nil
+	}
+	if b.pr.isDir(t) != dirOK {
+		return nil // a directory under a file's name, or a file where a directory was expected
+	}
+	if b.yarnPinned[t] {
+		return nil // another rc file names it too
+	}
+	if b.yarnPinned == nil {
+		b.yarnPinned = map[string]bool{}
+	}
+	b.yarnPinned[t] = true
+	if !dirOK {
+		if err := refuseLinkedProtected(b.pr, t, dir); err != nil {
+			return err
+		}
+	}
+	for _, m := range pinnedFile(t, dir, yarnNamedWhy) {
+		switch {
+		case m.Why == pinnedDirWhy:
+			b.addMountPoint(m.Dest, parentWhy)
+		case !b.behindMask(m.Dest):
+			b.add(m)
+		}
+	}
+	return nil
+}
