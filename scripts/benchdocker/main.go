@@ -111,6 +111,15 @@ func run(bin string, n int, image, userName string, warmOnly bool, base string, 
 				_ = exec.Command("docker", "volume", "rm", "-f", v).Run()
 			}
 		}
+		// And the project's state and data in the user's home (devsandbox names them
+		// after the project's directory; its sandbox home may hold files the engine
+		// made as root, which this process, root, removes).
+		for _, d := range []string{".local/state/devsandbox", ".local/share/devsandbox"} {
+			left, _ := filepath.Glob(filepath.Join(home, d, filepath.Base(proj)+"-*"))
+			for _, l := range left {
+				_ = os.RemoveAll(l)
+			}
+		}
 	}()
 	id, err := keptContainer(r, proj)
 	if err != nil {
