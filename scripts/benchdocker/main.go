@@ -96,13 +96,13 @@ func run(bin string, n int, image, userName string, warmOnly bool, base string, 
 			return err
 		}
 	}
-	// Everything the runs left in the engine (the kept containers and their companion,
-	// then the project's volumes: the kept container's endpoint volume stayed, one per
-	// benchmark run).
+	// Everything the runs left in the engine: the kept containers and their companion
+	// with their anonymous volumes (the anchors), then the project's volumes (the kept
+	// container's endpoint volume stayed, one per benchmark run).
 	defer func() {
 		out, _, _ := r.Output([]string{"docker", "ps", "-aq", "--filter", "label=dev.devsandbox.dir=" + proj})
 		for _, c := range strings.Fields(out) {
-			_ = exec.Command("docker", "rm", "-f", c).Run()
+			_ = exec.Command("docker", "rm", "-f", "-v", c).Run()
 		}
 		// Content volumes carry the project's name, not its directory.
 		out, _, _ = r.Output([]string{"docker", "volume", "ls", "-q", "--filter", "label=dev.devsandbox.name"})
