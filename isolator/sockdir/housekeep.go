@@ -113,23 +113,34 @@ func PruneTemp(h Host, stateRoot string, now time.Time, dryRun bool) ([]string, 
 			recorded[d] = true
 		}
 	}
-	entries, err := os.ReadDir(shared)
+	orphan := func(name string) bool {
+		return strings.HasPrefix(name, tempPrefix(h.UID)) && !recorded[filepath.Join(shared, name)]
+	}
+	return pruneIn(shared, orphan, h.UID, now, dryRun)
+}
+
+// pruneIn removes the directories of uid's in parent whose names orphan accepts,
+// older than orphanAge, that nobody holds nor serves (removeUnheld); a link or another
+// user's entry is never followed nor removed. With dryRun it removes nothing. It
+// returns the directories it removed (or would).
+func pruneIn(parent string, orphan func(name string) bool, uid int, now time.Time, dryRun bool) ([]string, error) {
+	entries, err := os.ReadDir(parent)
 	if err != nil {
 		return nil, err
 	}
 	var gone []string
 	for _, e := range entries {
-		d := filepath.Join(shared, e.Name())
-		if !strings.HasPrefix(e.Name(), tempPrefix(h.UID)) || recorded[d] || !e.IsDir() {
+		if !e.IsDir() || !orphan(e.Name()) {
 			continue // e.IsDir is the entry's own type: false for a link
 		}
+		d := filepath.Join(parent, e.Name())
 		if dryRun {
-			if unheld(d, h.UID, now.Add(-orphanAge)) {
+			if unheld(d, uid, now.Add(-orphanAge)) {
 				gone = append(gone, d)
 			}
 			continue
 		}
-		if removeUnheld(d, h.UID, now.Add(-orphanAge)) == nil {
+		if removeUnheld(d, uid, now.Add(-orphanAge)) == nil {
 			gone = append(gone, d)
 		}
 	}

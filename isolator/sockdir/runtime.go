@@ -65,35 +65,14 @@ func isProjectID(name string) bool {
 }
 
 // PruneRuntime removes the orphan socket directories in runtime/devsandbox
-// ($XDG_RUNTIME_DIR): each a directory of uid's there named by a project ID (8 hex
-// digits) that is not in keep (the
-// IDs of the projects whose state is kept), older than a minute, that nobody holds
-// nor serves. A link or another user's entry is never followed nor removed. With
-// dryRun it removes nothing. It returns the directories it removed (or would).
+// ($XDG_RUNTIME_DIR) as pruneIn does: each a directory of uid's there named by a
+// project ID (8 hex digits) that is not in keep (the IDs of the projects whose state
+// is kept).
 func PruneRuntime(runtime string, keep map[string]bool, uid int, now time.Time, dryRun bool) ([]string, error) {
 	parent, ok, err := runtimeParent(runtime, uid)
 	if err != nil || !ok {
 		return nil, err
 	}
-	entries, err := os.ReadDir(parent)
-	if err != nil {
-		return nil, err
-	}
-	var gone []string
-	for _, e := range entries {
-		d := filepath.Join(parent, e.Name())
-		if keep[e.Name()] || !isProjectID(e.Name()) || !e.IsDir() {
-			continue // e.IsDir is the entry's own type: false for a link
-		}
-		if dryRun {
-			if unheld(d, uid, now.Add(-orphanAge)) {
-				gone = append(gone, d)
-			}
-			continue
-		}
-		if removeUnheld(d, uid, now.Add(-orphanAge)) == nil {
-			gone = append(gone, d)
-		}
-	}
-	return gone, nil
+	orphan := func(name string) bool { return isProjectID(name) && !keep[name] }
+	return pruneIn(parent, orphan, uid, now, dryRun)
 }
