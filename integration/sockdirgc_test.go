@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -76,36 +75,16 @@ func TestSocketDirHousekeeping(t *testing.T) {
 		return d
 	}
 	// The target of the planted links: a directory of the user's with a file.
-	victim := scratch.path("victim")
-	scratch.write("victim/precious", "precious")
+	victim := newLinkTarget(t, scratch)
 	const nobody = 65534
 	link := func(at string) {
 		t.Helper()
-		if err := os.Symlink(victim, at); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Lchown(at, nobody, nobody); err != nil {
-			t.Fatal(err)
-		}
+		victim.plant(at, nobody)
 	}
-	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
-	victimIntact := func(when string) {
-		t.Helper()
-		if b, err := os.ReadFile(filepath.Join(victim, "precious")); err != nil || string(b) != "precious" {
-			t.Errorf("%s: the planted link's target lost its file: %q, %v", when, b, err)
-		}
-	}
-	// hold takes a directory's lock as a session does (shared, for its life).
+	exists, victimIntact := lexists, victim.intact
 	hold := func(d string) func() {
 		t.Helper()
-		f, err := os.Open(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
-			t.Fatal(err)
-		}
-		return func() { f.Close() }
+		return holdShared(t, d)
 	}
 
 	// rm: the project's own is removed.

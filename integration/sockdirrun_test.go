@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -70,34 +69,15 @@ func TestRuntimeSocketDirHousekeeping(t *testing.T) {
 		return d
 	}
 	// The target of the planted links: a host directory of the user's with a file.
-	victim := scratch.path("victim")
-	scratch.write("victim/precious", "precious")
+	victim := newLinkTarget(t, scratch)
 	link := func(at string) {
 		t.Helper()
-		if err := os.Symlink(victim, at); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Lchown(at, it.uid, it.uid); err != nil {
-			t.Fatal(err)
-		}
+		victim.plant(at, it.uid)
 	}
-	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
-	victimIntact := func(when string) {
-		t.Helper()
-		if b, err := os.ReadFile(filepath.Join(victim, "precious")); err != nil || string(b) != "precious" {
-			t.Errorf("%s: the planted link's target lost its file: %q, %v", when, b, err)
-		}
-	}
+	exists, victimIntact := lexists, victim.intact
 	hold := func(d string) func() {
 		t.Helper()
-		f, err := os.Open(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
-			t.Fatal(err)
-		}
-		return func() { f.Close() }
+		return holdShared(t, d)
 	}
 
 	// rm: the project's own is removed.
