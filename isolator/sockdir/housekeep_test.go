@@ -21,16 +21,7 @@ func TestPruneTemp(t *testing.T) {
 	uid := os.Getuid()
 	h := Host{TempDir: tmp, UID: uid}
 	old := time.Now().Add(-time.Hour)
-	mk := func(name string, when time.Time) string {
-		d := filepath.Join(tmp, name)
-		if err := os.MkdirAll(filepath.Join(d, "publish-x"), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(d, when, when); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	mk := func(name string, when time.Time) string { return socketDirAt(t, tmp, name, when) }
 	p := tempPrefix(uid)
 	orphan := mk(p+"orphan01", old)
 	recordedDir := mk(p+"recorded", old)
@@ -159,4 +150,18 @@ func TestHoldGone(t *testing.T) {
 	if err := <-done; !errors.Is(err, ErrGone) {
 		t.Errorf("a directory removed under the lock: %v, want ErrGone", err)
 	}
+}
+
+// socketDirAt makes name in parent as a session leaves a socket directory (one
+// publish directory in it), last modified at when.
+func socketDirAt(t *testing.T, parent, name string, when time.Time) string {
+	t.Helper()
+	d := filepath.Join(parent, name)
+	if err := os.MkdirAll(filepath.Join(d, "publish-x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(d, when, when); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -34,16 +34,7 @@ func TestPruneRuntime(t *testing.T) {
 	runtime, parent := runtimeFixture(t)
 	uid := os.Getuid()
 	old := time.Now().Add(-time.Hour)
-	mk := func(name string, when time.Time) string {
-		d := filepath.Join(parent, name)
-		if err := os.MkdirAll(filepath.Join(d, "publish-x"), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(d, when, when); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	mk := func(name string, when time.Time) string { return socketDirAt(t, parent, name, when) }
 	orphan := mk("0ff1ce01", old)
 	kept := mk("cafe0001", old)
 	held := mk("4e1d0001", old)
