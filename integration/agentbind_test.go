@@ -21,7 +21,7 @@ import (
 // the command starts ("agent bound"); the stand-in cannot see /run/user/..., refuses
 // that bind, and gets the stream. A kept container whose relays' directory was
 // removed (housekeeping makes a new one) falls back to the stream in its next
-// session. Through the bound path the sandbox can neither plant anything in the
+// session; a default session recreates it without the bind, and takes the stream. Through the bound path the sandbox can neither plant anything in the
 // host's directory of relays (write, link, fifo, directory), nor replace the socket,
 // nor get past the filter.
 func TestSSHAgentPath(t *testing.T) {
@@ -111,9 +111,6 @@ func sshAgentPath(t *testing.T, iso string) {
 	session("agent_bind, one-shot", want, optIn)
 	session("agent_bind, kept, first session", want, optIn, "--keep-container")
 	session("agent_bind, kept, second session", want, optIn, "--keep-container")
-	// A default session in the kept container that binds the relays' directory
-	// does not use the bind: the stream.
-	session("default, kept container made with agent_bind", "agent stream", "--keep-container")
 	// The kept container binds the relays' directory it was made with: one made
 	// anew (after housekeeping removed the socket directory) is not the one it
 	// sees, so the proof fails and the session takes the stream.
@@ -121,4 +118,77 @@ func sshAgentPath(t *testing.T, iso string) {
 		t.Fatal(err)
 	}
 	session("agent_bind, kept, after the socket directory was made anew", "agent stream", optIn, "--keep-container")
+	// A default session does not use a kept container that binds a relays'
+	// directory: it is recreated without (TestAgentBindOffRecreates), the stream.
+	session("default, kept container made with agent_bind", "agent stream", "--keep-container")
+}
+
+// TestAgentBindOffRecreates: turning docker.agent_bind off holds at the next run of a
+// kept container made with it. On the local engine, the container made with the key
+// binds the kept sessions' relays' directory; the next run without the key recreates
+// it (saying so), and the new container has no mount of that directory (the Engine
+// API's inspect, through the docker CLI); the sandbox home survives the recreation.
+// Turning the key on again reuses the container without the bind (the stream, no
+// recreation). On the stand-in, which refuses the bind, nothing is ever recreated.
+func TestAgentBindOffRecreates(t *testing.T) {
+	forEachDocker(t, agentBindOff)
+}
+
+func agentBindOff(t *testing.T, iso string) {
+	p := newProject(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	sock, _ := hostAgent(ctx, t, p)
+	env := []string{"SSH_AUTH_SOCK=" + sock, "XDG_RUNTIME_DIR=" + runtimeDir()}
+	sockDir := filepath.Join(runtimeDir(), "devsandbox", strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-"))
+	optIn := "--config=" + p.writeConfig(iso, "agentbind.toml", "[docker]\nagent_bind = true\n")
+	const recreated = "recreating it"
+	session := func(what, script string, flags ...string) result {
+		t.Helper()
+		args := append([]string{"--isolator=" + iso, "--debug", "--egress=none", "--keep-container"}, flags...)
+		r := run(t, p.dir, env, "", append(args, "--", "/bin/sh", "-c", script)...)
+		if r.code != 0 {
+			t.Fatalf("%s:\n%s", what, r)
+		}
+		return r
+	}
+	// The kept container's mounts of the socket directory (the relays' directory is
+	// in it), or at the in-container path of the bind, as the engine reports them.
+	relayMounts := func() []string {
+		t.Helper()
+		ids := projectContainers(t, iso, p, false)
+		if len(ids) != 1 {
+			t.Fatalf("want one running kept container, have %v", ids)
+		}
+		var found []string
+		for line := range strings.Lines(dockerAt(t, iso, "inspect", "--type", "container", "--format", "{{range .Mounts}}{{.Source}} {{.Destination}}\n{{end}}", ids[0])) {
+			src, dst, _ := strings.Cut(strings.TrimSpace(line), " ")
+			if strings.HasPrefix(src, sockDir) || strings.HasPrefix(dst, "/run/devsandbox/agent-host") {
+				found = append(found, line)
+			}
+		}
+		return found
+	}
+	r := session("agent_bind on", `echo kept > "$HOME/keepme"`, optIn)
+	if m := relayMounts(); (len(m) == 1) != (iso == localDocker) {
+		t.Fatalf("the kept container made with docker.agent_bind on %s: mounts of the relays' directory %q", iso, m)
+	}
+	r = session("agent_bind off", `cat "$HOME/keepme"`)
+	if iso == localDocker && (!strings.Contains(r.stderr, recreated) || !strings.Contains(r.stderr, "agent_bind")) {
+		t.Errorf("turning docker.agent_bind off did not recreate the kept container that binds the relays, or did not say why:\n%s", r)
+	}
+	if iso != localDocker && strings.Contains(r.stderr, recreated) {
+		t.Errorf("a kept container without the bind was recreated when docker.agent_bind went off:\n%s", r)
+	}
+	if r.stdout != "kept\n" {
+		t.Errorf("the sandbox home did not survive the recreation: %q\n%s", r.stdout, r)
+	}
+	if m := relayMounts(); len(m) != 0 {
+		t.Errorf("with docker.agent_bind off, the kept container still mounts the host's agent relays: %q", m)
+	}
+	// On again: the container without the bind serves it (the stream), not recreated.
+	r = session("agent_bind on again", `true`, optIn)
+	if strings.Contains(r.stderr, recreated) || !strings.Contains(r.stderr, "agent stream ") {
+		t.Errorf("turning docker.agent_bind on recreated the kept container, or did not take the stream:\n%s", r)
+	}
 }

@@ -257,6 +257,18 @@ func bindsAgent(in dockercontainer.InspectResponse, source string) bool {
 	})
 }
 
+// bindsAnyAgent reports whether the container in binds anything at agentBoundDir:
+// a kept container made with docker.agent_bind on a local engine, whatever relays'
+// directory it binds. Its mounts show it; its configuration too, should an engine
+// leave the mounts of a container that is not running out of its inspect. Pure.
+func bindsAnyAgent(in dockercontainer.InspectResponse) bool {
+	if slices.ContainsFunc(in.Mounts, func(m dockercontainer.MountPoint) bool { return m.Destination == agentBoundDir }) {
+		return true
+	}
+	return in.ContainerJSONBase != nil && in.HostConfig != nil &&
+		slices.ContainsFunc(in.HostConfig.Mounts, func(m mount.Mount) bool { return m.Target == agentBoundDir })
+}
+
 // agentUnseen reports whether err, a ContainerCreate's, refuses spec's agent bind.
 func agentUnseen(err error, spec *Spec) bool {
 	return spec.AgentBind != "" && unseenPath(err) == spec.AgentBind

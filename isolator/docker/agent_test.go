@@ -1,9 +1,11 @@
 package docker
 
 import (
+	"context"
 	"errors"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,6 +91,104 @@ func TestBindsAgent(t *testing.T) {
 		if got := bindsAgent(tc.in, src); got != tc.want {
 			t.Errorf("%s: bindsAgent %v, want %v", name, got, tc.want)
 		}
+	}
+}
+
+// TestReusable: a kept container made from the spec's hash is reused, unless it binds
+// the agent's relays (whatever their directory; in its mounts or, not running, its
+// configuration) and docker.agent_bind is now off; with the key on, one without the
+// bind is reused too. Another hash is never reused.
+func TestReusable(t *testing.T) {
+	bound := dockercontainer.MountPoint{Type: mount.TypeBind, Source: "/run/user/1000/devsandbox/p1/agent/kept", Destination: agentBoundDir}
+	elsewhere := dockercontainer.MountPoint{Type: mount.TypeBind, Source: "/home/u/src/app", Destination: "/home/u/src/app"}
+	in := func(hash string, configured []mount.Mount, ms ...dockercontainer.MountPoint) dockercontainer.InspectResponse {
+		return dockercontainer.InspectResponse{ContainerJSONBase: &dockercontainer.ContainerJSONBase{HostConfig: &dockercontainer.HostConfig{Mounts: configured}},
+			Config: &dockercontainer.Config{Labels: map[string]string{LabelSpec: hash}}, Mounts: ms}
+	}
+	stopped := []mount.Mount{{Type: mount.TypeBind, Source: bound.Source, Target: agentBoundDir, ReadOnly: true}}
+	for name, tc := range map[string]struct {
+		in      dockercontainer.InspectResponse
+		off, on bool // reusable with the key off, on
+	}{
+		"no bind":                  {in("h1", nil, elsewhere), true, true},
+		"bound":                    {in("h1", stopped, elsewhere, bound), false, true},
+		"bound, another directory": {in("h1", nil, dockercontainer.MountPoint{Type: mount.TypeBind, Source: "/tmp/x/agent/kept", Destination: agentBoundDir}), false, true},
+		"bound, configured only":   {in("h1", stopped), false, true},
+		"another hash":             {in("h2", nil), false, false},
+		"another hash, bound":      {in("h2", stopped, bound), false, false},
+		"no configuration":         {dockercontainer.InspectResponse{}, false, false},
+		"no base, bound":           {dockercontainer.InspectResponse{Config: &dockercontainer.Config{Labels: map[string]string{LabelSpec: "h1"}}, Mounts: []dockercontainer.MountPoint{bound}}, false, true},
+		"no base, not bound":       {dockercontainer.InspectResponse{Config: &dockercontainer.Config{Labels: map[string]string{LabelSpec: "h1"}}}, true, true},
+	} {
+		for _, on := range []bool{false, true} {
+			want := map[bool]bool{false: tc.off, true: tc.on}[on]
+			if got := reusable(tc.in, &Spec{Hash: "h1", AgentBindOn: on}); got != want {
+				t.Errorf("%s, agent_bind %v: reusable %v, want %v", name, on, got, want)
+			}
+		}
+	}
+	if why := outdated(in("h1", stopped, bound), &Spec{Hash: "h1"}); !strings.Contains(why, "docker.agent_bind") {
+		t.Errorf("a bound container with the key off: %q does not name the key", why)
+	}
+	if why := outdated(in("h2", nil), &Spec{Hash: "h1"}); !strings.Contains(why, "spec h2, now h1") {
+		t.Errorf("another hash: %q", why)
+	}
+}
+
+// TestKeptAgentBindOff: a kept container made with docker.agent_bind on a local
+// engine, whose bind of the relays' directory its inspect shows, is recreated, saying
+// why, by a run with the key off, and the new one binds no relays; with the key on
+// again it is reused (not recreated for the bind). translate records the key.
+func TestKeptAgentBindOff(t *testing.T) {
+	f := newFake(t)
+	b, p := testIsolator(t, f, true)
+	var warned []string
+	b.Warn = func(s string) { warned = append(warned, s) }
+	p.Egress = egress.Rules{Mode: egress.None, SocketDir: "/run/user/1000/devsandbox/p1"}
+	p.Proxy.Session = "5e55"
+	p.SSHAgent = isolator.AgentRelay{Upstream: "/tmp/ssh-x/agent.1", Socket: "/run/user/1000/devsandbox/p1/agent/kept/5e55.sock"}
+	addr := Address{Host: "unix:///fake.sock"}
+	render := func(on bool) *Spec {
+		t.Helper()
+		o := b.Options
+		o.BindAgent = on
+		o = engineOptions(p, o)
+		if on {
+			bindAgent(p, &o, []byte("0123456789abcdef0123456789abcdef"))
+		}
+		s, err := containerConfig(p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.AgentBindOn != on {
+			t.Fatalf("translate: AgentBindOn %v, want %v", s.AgentBindOn, on)
+		}
+		return s
+	}
+	ctx := context.Background()
+	made, _, err := b.keptContainer(ctx, f, addr, render(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := f.ContainerInspect(ctx, made); !bindsAnyAgent(in) {
+		t.Fatalf("the container made with the key binds no relays: %+v", in.Mounts)
+	}
+	off, fresh, err := b.keptContainer(ctx, f, addr, render(false))
+	if err != nil || off == made || !fresh {
+		t.Fatalf("key off: %s (was %s), fresh %v, %v", off, made, fresh, err)
+	}
+	if in, _ := f.ContainerInspect(ctx, off); bindsAnyAgent(in) {
+		t.Errorf("key off: the new kept container binds the relays: %+v", in.Mounts)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "docker.agent_bind") || !strings.Contains(warned[0], "recreating it") {
+		t.Errorf("key off: warned %q", warned)
+	}
+	if _, ok := f.containers[made]; ok {
+		t.Errorf("the container with the bind is still there")
+	}
+	on, fresh, err := b.keptContainer(ctx, f, addr, render(true))
+	if err != nil || on != off || fresh || len(warned) != 1 {
+		t.Errorf("key on again: %s (was %s), fresh %v, %v, warned %q", on, off, fresh, err, warned)
 	}
 }
 

@@ -46,7 +46,7 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 		}
 	}()
 	if spec.AgentBind != "" && ahead != nil {
-		if in, err := ahead.get(); err == nil && runningWith(in, spec.Hash) && !bindsAgent(in, spec.AgentBind) {
+		if in, err := ahead.get(); err == nil && runningFor(in, spec) && !bindsAgent(in, spec.AgentBind) {
 			// The running container binds no relays' directory, or another than
 			// this session's (made before the socket directory moved): the probe
 			// cannot pass, so the stream starts at once, beside the session.
@@ -164,7 +164,7 @@ func (b *Isolator) keptExec(ctx context.Context, e Engine, addr Address, p *isol
 			in, ierr := ahead.get()
 			ahead = nil
 			switch {
-			case ierr == nil && runningWith(in, spec.Hash):
+			case ierr == nil && runningFor(in, spec):
 				id, early = in.ID, true
 			case cerrdefs.IsNotFound(ierr):
 				id, err = b.createKept(ctx, e, addr, spec)
@@ -208,6 +208,38 @@ func runningWith(in dockercontainer.InspectResponse, hash string) bool {
 	return in.Config != nil && in.Config.Labels[LabelSpec] == hash && in.State != nil && in.State.Running
 }
 
+// runningFor reports whether in shows a kept container running that may serve spec
+// (reusable). Pure.
+func runningFor(in dockercontainer.InspectResponse, spec *Spec) bool {
+	return reusable(in, spec) && in.State != nil && in.State.Running
+}
+
+// reusable reports whether in, the kept container's inspect, may serve spec: made
+// from spec's hash, and binding none of this host's agent relays unless
+// docker.agent_bind is on. The bind is not in the hash: a container made without it,
+// or with another relays' directory, serves a session with the key on, which takes
+// the stream until the container is recreated (turning the key on recreates
+// nothing: the bind only saves time, and a recreation is refused while another
+// session is attached). But the key off is DESIGN guarantee 11's default, no host
+// socket bound into the sandbox: a container made while it was on is not reused
+// once it is off, but recreated. Pure.
+func reusable(in dockercontainer.InspectResponse, spec *Spec) bool {
+	return in.Config != nil && in.Config.Labels[LabelSpec] == spec.Hash && (spec.AgentBindOn || !bindsAnyAgent(in))
+}
+
+// outdated says why the kept container in may not serve spec (reusable is false).
+// Pure.
+func outdated(in dockercontainer.InspectResponse, spec *Spec) string {
+	old := ""
+	if in.Config != nil {
+		old = in.Config.Labels[LabelSpec]
+	}
+	if old == spec.Hash {
+		return "binds this host's ssh agent relays (it was made while docker.agent_bind was on, and the key is now off)"
+	}
+	return fmt.Sprintf("was made from another configuration (spec %s, now %s)", old, spec.Hash)
+}
+
 // keptContainer returns the id of the running kept container for spec, creating,
 // starting or recreating it as needed; fresh tells it was not running.
 func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, spec *Spec) (id string, fresh bool, err error) {
@@ -220,7 +252,7 @@ func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, sp
 		st := engineDown(addr, err)
 		return "", false, fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
 	}
-	if in.Config != nil && in.Config.Labels[LabelSpec] == spec.Hash {
+	if reusable(in, spec) {
 		if (in.State == nil || !in.State.Running) && spec.Anchored {
 			// Its anchors' volumes name the descriptors of the run that created it,
 			// gone (or another process's now): made again, with this run's.
@@ -243,15 +275,15 @@ func (b *Isolator) keptContainer(ctx context.Context, e Engine, addr Address, sp
 		for _, x := range in.ExecIDs {
 			xi, err := e.ContainerExecInspect(ctx, x)
 			if err == nil && xi.Running {
-				old := ""
-				if in.Config != nil {
-					old = in.Config.Labels[LabelSpec]
-				}
-				return "", false, fmt.Errorf("%w: the kept container %s was made from another configuration (spec %s, now %s) and another session is attached to it; end that session first, or run without --keep-container", ErrSpecChanged, spec.Name, old, spec.Hash)
+				return "", false, fmt.Errorf("%w: the kept container %s %s and another session is attached to it; end that session first, or run without --keep-container", ErrSpecChanged, spec.Name, outdated(in, spec))
 			}
 		}
 	}
-	b.warn("the configuration changed since the kept container %s was created; recreating it", spec.Name)
+	if in.Config != nil && in.Config.Labels[LabelSpec] == spec.Hash {
+		b.warn("the kept container %s %s; recreating it", spec.Name, outdated(in, spec))
+	} else {
+		b.warn("the configuration changed since the kept container %s was created; recreating it", spec.Name)
+	}
 	if err := e.ContainerRemove(ctx, in.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		return "", false, fmt.Errorf("removing the outdated kept container %s: %w", spec.Name, err)
 	}

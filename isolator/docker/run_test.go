@@ -435,7 +435,14 @@ func (f *fakeEngine) ContainerInspect(_ context.Context, id string) (dockerconta
 	if !ok {
 		return dockercontainer.InspectResponse{}, cerrdefs.ErrNotFound
 	}
-	return dockercontainer.InspectResponse{ContainerJSONBase: &dockercontainer.ContainerJSONBase{ID: c.id, Image: c.cfg.Image, State: &dockercontainer.State{Running: c.running}, ExecIDs: c.execIDs}, Config: c.cfg}, nil
+	var mounts []dockercontainer.MountPoint
+	if c.host != nil {
+		for _, m := range c.host.Mounts {
+			mounts = append(mounts, dockercontainer.MountPoint{Type: m.Type, Source: m.Source, Destination: m.Target, RW: !m.ReadOnly})
+		}
+	}
+	return dockercontainer.InspectResponse{ContainerJSONBase: &dockercontainer.ContainerJSONBase{ID: c.id, Image: c.cfg.Image, State: &dockercontainer.State{Running: c.running}, ExecIDs: c.execIDs},
+		Config: c.cfg, Mounts: mounts}, nil
 }
 
 func (f *fakeEngine) ContainerExecCreate(_ context.Context, id string, opts dockercontainer.ExecOptions) (dockercontainer.ExecCreateResponse, error) {

@@ -122,6 +122,9 @@ type Spec struct {
 	// AgentBind is the host path bound for the agent (Options.AgentBind), or "":
 	// the init then asks for the stream (agent.go).
 	AgentBind string
+	// AgentBindOn is docker.agent_bind (Options.BindAgent): a kept container that
+	// binds the agent's relays is reused only while it is on (reusable).
+	AgentBindOn bool
 	// agentVerdict, set by Run, records an engine's refusal of AgentBind
 	// (agentVerdict.note).
 	agentVerdict *agentVerdict
@@ -184,7 +187,7 @@ func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 
 // translate renders the layout l of p as the engine's container config. Pure.
 func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, error) {
-	s := &Spec{Layout: l, Policy: p.Syscalls, InitHost: p.Self, MaskSource: opts.MaskSource, AgentSocket: opts.AgentSocket}
+	s := &Spec{Layout: l, Policy: p.Syscalls, InitHost: p.Self, MaskSource: opts.MaskSource, AgentSocket: opts.AgentSocket, AgentBindOn: opts.BindAgent}
 	if opts.InitSource != "" {
 		s.InitHost = opts.InitSource
 	}
@@ -298,7 +301,8 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 	s.Hash = specHash(cfg, &hhc)
 	if opts.AgentBind != "" && opts.AgentSocket != "" {
 		// Not in the hash: a kept container stays when the socket directory moves,
-		// and each session proves the bind anew (agent.go).
+		// and each session proves the bind anew (agent.go). That the container binds
+		// the relays at all counts, while the key is off (reusable).
 		hc.Mounts = container.SortMounts(append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: opts.AgentBind, Target: opts.AgentBindTarget, ReadOnly: true}),
 			func(m mount.Mount) string { return m.Target })
 		s.AgentBind = opts.AgentBind
