@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,7 +36,7 @@ func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
 			{Name: "list", Usage: "every project's kept container, volume and sandbox home, with sizes", Flags: []cli.Flag{jsonFlag}, Action: a.sandboxesList},
 			{Name: "rm", Usage: "remove what devsandbox keeps for the named projects", ArgsUsage: "NAME...",
 				Description: a.describe("Removes the kept container, the home volume, the sandbox home, the state and the socket directory (in the state, in $XDG_RUNTIME_DIR/devsandbox, or in the temporary directory when the state path was too long for socket names; never one a session holds) of each named project (NAME as `sandboxes list` shows it); refuses one a run is using or starting in, and a run that starts meanwhile waits for the removal."), Action: a.sandboxesRm},
-			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days (never one a run is using or starting in; a run that starts meanwhile waits for the removal); what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses; content volumes of projects no run is using), never a kept container, a running one, or a home volume; the containers krun runs left in your podman storage when devsandbox-krun was killed (exited, or never started, over a minute ago; never a running one); the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them); the session /tmp dirs of bwrap runs that were killed (over a minute old, no run holding them); the socket directories in the temporary directory (devsandbox-UID-XXXXXXXX) that no project's state records, and those in $XDG_RUNTIME_DIR/devsandbox of projects that have no state (over a minute old, no run holding them, no socket in them answering; never a link or another user's); the snapshots of the host's /etc files that bwrap runs mount, except the newest and those a run holds; and the images of other devsandbox builds that no container uses, in the docker engine (derived images, then default images) and in your podman storage (default images): only images devsandbox named and labelled (devsandbox/default:VERSION with its labels), never one of yours, nor the one docker.image or krun.image names."), Flags: []cli.Flag{
+			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days (never one a run is using or starting in; a run that starts meanwhile waits for the removal); what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses; content volumes of projects no run is using), never a kept container, a running one, or a home volume; the containers krun runs left in your podman storage when devsandbox-krun was killed (exited, or never started, over a minute ago; never a running one); the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them); the session /tmp dirs of bwrap runs that were killed (over a minute old, no run holding them); the socket directories in the temporary directory (devsandbox-UID-XXXXXXXX) that no project's state records, and those in $XDG_RUNTIME_DIR/devsandbox of projects that have no state (over a minute old, no run holding them, no socket in them answering; never a link or another user's); krun's anchors directories there (anchors-*) that killed krun runs left (over a minute old, no run holding them; never a link or another user's); the snapshots of the host's /etc files that bwrap runs mount, except the newest and those a run holds; and the images of other devsandbox builds that no container uses, in the docker engine (derived images, then default images) and in your podman storage (default images): only images devsandbox named and labelled (devsandbox/default:VERSION with its labels), never one of yours, nor the one docker.image or krun.image names."), Flags: []cli.Flag{
 				&cli.IntFlag{Name: "days", Value: 30, Usage: "remove sandboxes unused for `N` days"},
 				&cli.BoolFlag{Name: "dry-run", Usage: "only print what would be removed"},
 			}, Action: a.sandboxesPrune},
@@ -238,7 +239,8 @@ func (a *app) sandboxesPrune(c *cli.Context) error {
 
 // pruneSocketDirs removes the orphan socket directories in the temporary directory
 // (sockdir.PruneTemp) and in $XDG_RUNTIME_DIR/devsandbox (sockdir.PruneRuntime):
-// those of projects whose state is gone.
+// those of projects whose state is gone; and there krun's anchors directories that
+// no session holds (sockdir.PruneAnchors).
 func (a *app) pruneSocketDirs(cfg *config.Config, dirs dockerhelper.Dirs, dryRun bool) {
 	gone, err := sockdir.PruneTemp(sockdir.Host{TempDir: cfg.Host.Vars["TMPDIR"], UID: dirs.UID}, dirs.State, time.Now(), dryRun)
 	if err != nil {
@@ -246,6 +248,19 @@ func (a *app) pruneSocketDirs(cfg *config.Config, dirs dockerhelper.Dirs, dryRun
 	}
 	for _, d := range gone {
 		fmt.Fprintf(a.stdout, "%s %s: a socket directory no project's state records\n", verb(dryRun), d)
+	}
+	// krun stages anchors where podman keeps its runtime files: without
+	// XDG_RUNTIME_DIR, /run/user/UID (krun's podmanRuntimeDir).
+	anchorsIn := cfg.Host.RuntimeDir
+	if anchorsIn == "" && dirs.UID != 0 {
+		anchorsIn = filepath.Join("/run/user", strconv.Itoa(dirs.UID))
+	}
+	gone, err = sockdir.PruneAnchors(anchorsIn, dirs.UID, time.Now(), dryRun)
+	if err != nil {
+		a.warn("krun's anchors directories in %s were not pruned: %v", anchorsIn, err)
+	}
+	for _, d := range gone {
+		fmt.Fprintf(a.stdout, "%s %s: krun's anchors directory of a session that ended\n", verb(dryRun), d)
 	}
 	keep := map[string]bool{} // the IDs of the projects whose state is there
 	states, err := os.ReadDir(dirs.State)

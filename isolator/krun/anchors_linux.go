@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/sockdir"
 )
 
 // StageAnchors is the stage-anchors role, run by nsenter in rootless podman's user
@@ -115,24 +116,26 @@ func (osHost) StageAnchors(runtimeDir, nsenter string, as []Anchor) (map[string]
 		}
 		ns = append(ns, f)
 	}
-	base := filepath.Join(runtimeDir, "devsandbox")
-	if err := os.MkdirAll(base, 0o700); err != nil {
-		return fail(err)
-	}
-	dir, err := os.MkdirTemp(base, "anchors-")
+	// Held until it is removed: `sandboxes prune` removes only one nobody holds
+	// (sockdir.PruneAnchors), such as a killed session's.
+	dir, release, err := sockdir.MakeAnchors(runtimeDir)
 	if err != nil {
 		return fail(err)
+	}
+	unmake := func() {
+		os.RemoveAll(dir)
+		release()
 	}
 	staged = stagePaths(dir, as)
 	for i := range as {
 		if err := os.Mkdir(as[i].Stage, 0o700); err != nil {
-			os.RemoveAll(dir)
+			unmake()
 			return fail(err)
 		}
 	}
 	self, err := os.Executable()
 	if err != nil {
-		os.RemoveAll(dir)
+		unmake()
 		return fail(err)
 	}
 	line, _ := json.Marshal(as)
@@ -162,14 +165,14 @@ func (osHost) StageAnchors(runtimeDir, nsenter string, as []Anchor) (map[string]
 		}
 	}
 	if err != nil {
-		os.RemoveAll(dir)
+		unmake()
 		return fail(err)
 	}
 	stop := func() {
 		stdin.Close()
 		_ = cmd.Wait()
 		// A mount point in another namespace does not keep a directory from going.
-		os.RemoveAll(dir)
+		unmake()
 	}
 	return staged, stop, nil
 }

@@ -36,16 +36,25 @@ const orphanAge = time.Minute
 // on the directory, held until release. It fails with ErrGone when dir is no longer
 // the directory locked (a prune removed it): the caller runs Ensure again.
 func Hold(dir string) (release func(), err error) {
+	release, err = hold(dir)
+	if err != nil && !errors.Is(err, ErrGone) {
+		return nil, dirError(err)
+	}
+	return release, err
+}
+
+// hold is Hold with the error as it is.
+func hold(dir string) (release func(), err error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, fmt.Errorf("%s: %w", dir, ErrGone)
 	}
 	if err != nil {
-		return nil, dirError(err)
+		return nil, err
 	}
 	if err := flock(fd, unix.LOCK_SH); err != nil {
 		unix.Close(fd)
-		return nil, dirError(fmt.Errorf("locking %s: %w", dir, err))
+		return nil, fmt.Errorf("locking %s: %w", dir, err)
 	}
 	var held, now unix.Stat_t
 	if unix.Fstat(fd, &held) != nil || unix.Lstat(dir, &now) != nil || held.Nlink == 0 || held.Dev != now.Dev || held.Ino != now.Ino {

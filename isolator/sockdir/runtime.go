@@ -50,8 +50,8 @@ func RemoveRuntime(runtime, id string, uid int) error {
 }
 
 // isProjectID reports whether name is a project ID (8 hex digits), the name of a
-// socket directory in runtime/devsandbox; krun's anchors-* directories there belong
-// to running sessions and hold no lock.
+// socket directory in runtime/devsandbox; krun's anchors-* directories there are
+// PruneAnchors's.
 func isProjectID(name string) bool {
 	if len(name) != 8 {
 		return false
