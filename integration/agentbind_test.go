@@ -128,6 +128,8 @@ func sshAgentPath(t *testing.T, iso string) {
 // binds the kept sessions' relays' directory; the next run without the key recreates
 // it (saying so), and the new container has no mount of that directory (the Engine
 // API's inspect, through the docker CLI); the sandbox home survives the recreation.
+// While a session made with the key is attached, the run with the key off is
+// refused (125) and says why.
 // Turning the key on again reuses the container without the bind (the stream, no
 // recreation). On the stand-in, which refuses the bind, nothing is ever recreated.
 func TestAgentBindOffRecreates(t *testing.T) {
@@ -172,6 +174,26 @@ func agentBindOff(t *testing.T, iso string) {
 	r := session("agent_bind on", `echo kept > "$HOME/keepme"`, optIn)
 	if m := relayMounts(); (len(m) == 1) != (iso == localDocker) {
 		t.Fatalf("the kept container made with docker.agent_bind on %s: mounts of the relays' directory %q", iso, m)
+	}
+	// While a session made with the key is attached, a run with the key off is
+	// refused (125), naming the key, rather than run in the container that binds
+	// the relays (the stand-in's has no bind: it runs).
+	attached := command(t.Context(), p.dir, baseEnv(env...), "--isolator="+iso, "--egress=none", "--keep-container", optIn, "--", "/bin/sh", "-c", "echo ready; read _ || true")
+	stdin, err := attached.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startLines(t, attached).waitFor("ready")
+	r = run(t, p.dir, env, "", "--isolator="+iso, "--egress=none", "--keep-container", "--", "true")
+	if iso == localDocker && (r.code != 125 || !strings.Contains(r.stderr, "another session is attached") || !strings.Contains(r.stderr, "docker.agent_bind")) {
+		t.Errorf("docker.agent_bind off with a session attached to the kept container that binds the relays: want 125 naming the key:\n%s", r)
+	}
+	if iso != localDocker && r.code != 0 {
+		t.Errorf("docker.agent_bind off with a session attached to a kept container without the bind:\n%s", r)
+	}
+	stdin.Close()
+	if err := attached.Wait(); err != nil {
+		t.Fatalf("the attached session: %v", err)
 	}
 	r = session("agent_bind off", `cat "$HOME/keepme"`)
 	if iso == localDocker && (!strings.Contains(r.stderr, recreated) || !strings.Contains(r.stderr, "agent_bind")) {

@@ -173,6 +173,21 @@ func TestKeptAgentBindOff(t *testing.T) {
 	if in, _ := f.ContainerInspect(ctx, made); !bindsAnyAgent(in) {
 		t.Fatalf("the container made with the key binds no relays: %+v", in.Mounts)
 	}
+	// A session (made with the key) is attached: the run with the key off is
+	// refused, naming the key, and the container stays.
+	f.mu.Lock()
+	f.execs["x-attached"] = &fakeExec{id: "x-attached", c: f.containers[made], running: true}
+	f.containers[made].execIDs = append(f.containers[made].execIDs, "x-attached")
+	f.mu.Unlock()
+	if _, _, err := b.keptContainer(ctx, f, addr, render(false)); !errors.Is(err, ErrSpecChanged) || !strings.Contains(err.Error(), "docker.agent_bind") {
+		t.Errorf("key off, a session attached: %v, want ErrSpecChanged naming docker.agent_bind", err)
+	}
+	if _, ok := f.containers[made]; !ok || len(warned) != 0 {
+		t.Fatalf("key off, a session attached: the container went (warned %q)", warned)
+	}
+	f.mu.Lock()
+	f.execs["x-attached"].running = false
+	f.mu.Unlock()
 	off, fresh, err := b.keptContainer(ctx, f, addr, render(false))
 	if err != nil || off == made || !fresh {
 		t.Fatalf("key off: %s (was %s), fresh %v, %v", off, made, fresh, err)
