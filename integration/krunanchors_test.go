@@ -22,7 +22,8 @@ import (
 // no other session of this machine's is touched), removes one a killed session left
 // (over a minute old, nobody holds it) and keeps the live session's, a young one,
 // another user's, and a link planted at an anchors name toward a host directory,
-// neither followed nor removed. The session then ends normally.
+// neither followed nor removed. Without XDG_RUNTIME_DIR, prune looks where krun
+// stages them then, /run/user/UID (a dry run). The session then ends normally.
 func TestKrunAnchorsHousekeeping(t *testing.T) {
 	requireRoot(t)
 	requirePodman(t)
@@ -121,7 +122,8 @@ func TestKrunAnchorsHousekeeping(t *testing.T) {
 	}
 
 	p.mkdir("state")
-	env := []string{"XDG_RUNTIME_DIR=" + rt, "XDG_STATE_HOME=" + p.path("state"), "DOCKER_HOST=unix://" + p.path("no-engine.sock")}
+	common := []string{"XDG_STATE_HOME=" + p.path("state"), "DOCKER_HOST=unix://" + p.path("no-engine.sock")}
+	env := append([]string{"XDG_RUNTIME_DIR=" + rt}, common...)
 	noPodman := p.noPodmanConfig()
 	stays := []string{held, young, foreign, planted}
 	dry := run(t, p.root, env, "", "--config", noPodman, "sandboxes", "prune", "--dry-run")
@@ -140,6 +142,24 @@ func TestKrunAnchorsHousekeeping(t *testing.T) {
 	victim.intact("sandboxes prune")
 	if fi, err := os.Lstat(planted); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the link planted at an anchors name is no longer a link: %v", err)
+	}
+
+	// Without XDG_RUNTIME_DIR krun stages in /run/user/UID/devsandbox, podman's
+	// choice, and prune looks there (a dry run: other sessions' are there too).
+	fallback := filepath.Join(shared, "anchors-it-"+randHex(4))
+	if err := os.Mkdir(fallback, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(fallback) })
+	if err := os.Chown(fallback, it.uid, it.gid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(fallback, old, old); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, p.root, common, "", "--config", noPodman, "sandboxes", "prune", "--dry-run")
+	if !strings.Contains(r.stdout, "would remove "+fallback+": krun's anchors directory") {
+		t.Errorf("prune --dry-run without XDG_RUNTIME_DIR does not name %s:\n%s", fallback, r)
 	}
 
 	// The session, whose container started before its directory moved, ends normally.
