@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"io"
 	"net"
 	"slices"
 	"strings"
@@ -13,6 +14,12 @@ import (
 // the test ends, relaying each connection to its socket, and returns the
 // tcp:// address.
 func plainFront(t *testing.T, ip string) string {
+	return recordedFront(t, ip, nil)
+}
+
+// recordedFront is plainFront that also writes what the clients send to sent (nil:
+// nowhere): what anyone on the way reads.
+func recordedFront(t *testing.T, ip string, sent io.Writer) string {
 	t.Helper()
 	sock, ok := strings.CutPrefix(remoteEngine, "unix://")
 	if !ok {
@@ -23,7 +30,7 @@ func plainFront(t *testing.T, ip string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
-	go relayFront(l, sock)
+	go relayFront(l, sock, sent)
 	return "tcp://" + l.Addr().String()
 }
 
