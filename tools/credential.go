@@ -29,10 +29,11 @@ func (r *Registry) Credential(name, value string) bool {
 var notCredentialNames = map[string]bool{"SSH_AUTH_SOCK": true}
 
 // credentialWords are the words (of a name split at '_', '-', '.', ':' and '/') that
-// make it a credential's: NODE_AUTH_TOKEN, DB_PASSWORD, NPM_CONFIG__AUTH.
+// make it a credential's: NODE_AUTH_TOKEN, DB_PASSWORD, NPM_CONFIG__AUTH, and an
+// HTTP header's Authorization (git's http.extraHeader).
 var credentialWords = map[string]bool{
 	"TOKEN": true, "TOKENS": true, "SECRET": true, "SECRETS": true, "PASSWORD": true, "PASSWD": true,
-	"PASSPHRASE": true, "CREDENTIAL": true, "CREDENTIALS": true, "AUTH": true,
+	"PASSPHRASE": true, "CREDENTIAL": true, "CREDENTIALS": true, "AUTH": true, "AUTHORIZATION": true,
 	"APIKEY": true, "PRIVATEKEY": true, "SECRETKEY": true,
 }
 
@@ -42,7 +43,7 @@ var credentialSuffixes = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD"}
 
 // CredentialName reports whether name (case-insensitive) is a credential's by its
 // words: one of TOKEN(S), SECRET(S), PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL(S),
-// AUTH, APIKEY, PRIVATEKEY, SECRETKEY; a word ending in TOKEN, SECRET, PASSWORD or
+// AUTH, AUTHORIZATION, APIKEY, PRIVATEKEY, SECRETKEY; a word ending in TOKEN, SECRET, PASSWORD or
 // PASSWD; or the pairs API_KEY and PRIVATE_KEY. Whole words only: GIT_AUTHOR_NAME and
 // TOKENIZERS_PARALLELISM are not. SSH_AUTH_SOCK (a socket's path) is not.
 func CredentialName(name string) bool {

@@ -8,6 +8,7 @@ func TestCredentialName(t *testing.T) {
 		"AWS_SECRET_ACCESS_KEY", "CLIENT_SECRET", "AWS_SESSION_TOKEN", "OPENAI_API_KEY", "MY_APIKEY", "SSH_PRIVATE_KEY",
 		"GPG_PASSPHRASE", "GOOGLE_APPLICATION_CREDENTIALS", "DOCKER_CREDENTIAL", "BASIC_AUTH", "NPM_CONFIG__AUTH",
 		"npm_config_//registry.npmjs.org/:_authToken", "api_token", "SLACK_TOKENS", "APP_SECRETS", "DJANGO_SECRETKEY",
+		"Authorization", "Proxy-Authorization",
 	}
 	no := []string{
 		"PATH", "HOME", "LANG", "TERM", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "TOKENIZERS_PARALLELISM", "SSH_AUTH_SOCK",
