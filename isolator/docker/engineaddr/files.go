@@ -7,11 +7,11 @@ import (
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/gitconfig"
-	"github.com/devsandbox/devsandbox/tools"
+	"github.com/devsandbox/devsandbox/tools/credential"
 )
 
 // ClearFiles lists the files a run of p sends the engine by content that hold what
-// tools' judgement takes for a credential, each as "FILE (WHERE, …)", names only,
+// package credential's judgement takes for a credential, each as "FILE (WHERE, …)", names only,
 // never a value. p is the plan as the engine gets it: every isolator.Data mount
 // crosses as content (the read-only copies of the files a sandbox could swap, which
 // an engine that is not this host's cannot be given by path: the git config, the
@@ -19,7 +19,7 @@ import (
 // files). A git config (isolator.WhyGitConfig, WhyGitInclude, a config.worktree) is
 // read as git reads it (gitconfig.Credentials: a remote URL with a password, an
 // Authorization extraHeader, a token's variable; one git would not read is read as
-// any other file), any other file line by line (tools.CredentialsIn). Volatile data
+// any other file), any other file line by line (credential.In). Volatile data
 // (the resolved names of /etc/hosts) is devsandbox's own.
 func ClearFiles(p *isolator.Plan) []string {
 	var out []string
@@ -33,10 +33,10 @@ func ClearFiles(p *isolator.Plan) []string {
 			if es, err := gitconfig.Parse(m.Content); err == nil {
 				where = gitconfig.Credentials(es, gitCredential)
 			} else {
-				where = tools.CredentialsIn(m.Content)
+				where = credential.In(m.Content)
 			}
 		} else {
-			where = tools.CredentialsIn(m.Content)
+			where = credential.In(m.Content)
 		}
 		if len(where) > 0 {
 			out = append(out, f+" ("+strings.Join(where, ", ")+")")
@@ -50,10 +50,10 @@ func gitSyntax(m isolator.Mount, f string) bool {
 	return m.Why == isolator.WhyGitConfig || m.Why == isolator.WhyGitInclude || path.Base(f) == "config.worktree"
 }
 
-// gitCredential is tools' judgement of a git variable's name and value, the value
+// gitCredential is package credential's judgement of a git variable's name and value, the value
 // also read as text (an inline credential helper's "password=…").
 func gitCredential(name, value string) bool {
-	return tools.CredentialName(name) || tools.CredentialValue(value) || name != "" && len(tools.CredentialsIn([]byte(value))) > 0
+	return credential.Name(name) || credential.Value(value) || name != "" && len(credential.In([]byte(value))) > 0
 }
 
 // ClearFilesFix is what to do about a credential in a file sent in clear, besides

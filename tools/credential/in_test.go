@@ -1,11 +1,11 @@
-package tools
+package credential
 
 import (
 	"reflect"
 	"testing"
 )
 
-// CredentialsIn finds a setting by its name and a literal value, or by its value's
+// In finds a setting by its name and a literal value, or by its value's
 // form, in the syntaxes of the files a remote engine is sent by content; it names
 // the setting and the line, never the value, and leaves alone references,
 // booleans, numbers and certificates.
@@ -30,7 +30,7 @@ func TestCredentialsIn(t *testing.T) {
 		{"certificate", "-----BEGIN CERTIFICATE-----\nAKIA0123456789ABCDEFGH\n-----END CERTIFICATE-----\n", nil},
 		{"ssh config", "Host *\n  User git\n  IdentityFile ~/.ssh/id_ed25519\n", nil},
 	} {
-		if got := CredentialsIn([]byte(tc.text)); !reflect.DeepEqual(got, tc.want) {
+		if got := In([]byte(tc.text)); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}

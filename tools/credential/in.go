@@ -1,20 +1,20 @@
-package tools
+package credential
 
 import (
 	"strconv"
 	"strings"
 )
 
-// CredentialsIn returns where text, a file of no syntax known here (shell
+// In returns where text, a file of no syntax known here (shell
 // exports, KEY=value lines, TOML, YAML, JSON, an .npmrc), holds what
-// CredentialName and CredentialValue take for a credential: for each line, the
+// Name and Value take for a credential: for each line, the
 // name of a setting whose literal value is one by the setting's name or by the
 // value's form ("GITHUB_TOKEN (line 3)", "_authToken (line 1)"), else a value of a
 // credential's form on it ("a value (line 7)"); and "a PEM private key". Names and
 // line numbers only, never a value. A value that refers to another (holding '$' or
 // "{{"), a boolean or a number is no literal credential. Certificates (PEM blocks)
 // are public and not read.
-func CredentialsIn(text []byte) []string {
+func In(text []byte) []string {
 	s := string(text)
 	var out []string
 	if strings.Contains(s, "-----BEGIN ") && strings.Contains(s, "PRIVATE KEY") {
@@ -52,12 +52,12 @@ func lineCredential(line string) (string, bool) {
 		if name == "" || !literal(value) {
 			continue
 		}
-		if CredentialName(name) || CredentialValue(value) {
+		if Name(name) || Value(value) {
 			return name, true
 		}
 	}
 	for _, f := range strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(" \t\r\"'`=,;()[]{}<>", r) }) {
-		if CredentialValue(f) {
+		if Value(f) {
 			return "a value", true
 		}
 	}
