@@ -73,19 +73,16 @@ const minTokenTail = 16
 
 // Value reports whether value has a well-known credential's form: one of
 // tokenPrefixes followed by at least minTokenTail characters and no white space, a
-// PEM private key, or a URL carrying a password (https://user:pass@host), alone or
-// in a list separated by commas, bars or white space.
+// PEM private key, or a URL carrying a password (https://user:pass@host) or a
+// token as its user (https://ghp_…@github.com, which GitHub takes), alone or in a
+// list separated by commas, bars or white space.
 func Value(value string) bool {
 	v := strings.TrimSpace(value)
 	if strings.Contains(v, "-----BEGIN ") && strings.Contains(v, "PRIVATE KEY") {
 		return true
 	}
-	if !strings.ContainsAny(v, " \t\n") {
-		for _, p := range tokenPrefixes {
-			if strings.HasPrefix(v, p) && len(v) >= len(p)+minTokenTail {
-				return true
-			}
-		}
+	if !strings.ContainsAny(v, " \t\n") && token(v) {
+		return true
 	}
 	if !strings.Contains(v, "://") || !strings.Contains(v, "@") {
 		return false
@@ -93,9 +90,20 @@ func Value(value string) bool {
 	// A list of URLs (GOPROXY's, NO_PROXY-like) is judged URL by URL.
 	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == '|' || r == ' ' || r == '\t' || r == '\n' }) {
 		if u, err := url.Parse(f); err == nil && u.User != nil {
-			if _, ok := u.User.Password(); ok {
+			if _, ok := u.User.Password(); ok || token(u.User.Username()) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// token reports whether v begins with one of tokenPrefixes followed by at least
+// minTokenTail characters.
+func token(v string) bool {
+	for _, p := range tokenPrefixes {
+		if strings.HasPrefix(v, p) && len(v) >= len(p)+minTokenTail {
+			return true
 		}
 	}
 	return false

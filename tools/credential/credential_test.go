@@ -34,6 +34,7 @@ func TestCredentialValue(t *testing.T) {
 		" ghp_" + tail + "\n",
 		"-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----\n",
 		"https://user:pa55@proxy.example:3128", "https://proxy.golang.org,https://me:tok@goproxy.corp,direct",
+		"https://ghp_" + tail + "@github.com/o/r.git",
 	}
 	no := []string{
 		"", "fast", "C.UTF-8", "sk-SK", "sk_SK.UTF-8", "ghp_short", "npm_config", "AKIA", "/home/me/.config/gh",

@@ -5,15 +5,14 @@ import (
 	"strings"
 )
 
-// In returns where text, a file of no syntax known here (shell
-// exports, KEY=value lines, TOML, YAML, JSON, an .npmrc), holds what
-// Name and Value take for a credential: for each line, the
-// name of a setting whose literal value is one by the setting's name or by the
-// value's form ("GITHUB_TOKEN (line 3)", "_authToken (line 1)"), else a value of a
-// credential's form on it ("a value (line 7)"); and "a PEM private key". Names and
-// line numbers only, never a value. A value that refers to another (holding '$' or
-// "{{"), a boolean or a number is no literal credential. Certificates (PEM blocks)
-// are public and not read.
+// In returns where text, a file of no syntax known here (shell exports, KEY=value
+// lines, TOML, YAML, JSON, an .npmrc), holds what Name and Value take for a
+// credential: for each line, the name of a setting whose literal value is one by
+// the setting's name or by the value's form ("GITHUB_TOKEN (line 3)", "_authToken
+// (line 1)"), else a value of a credential's form on it ("a value (line 7)"); and
+// "a PEM private key". Names and line numbers only, never a value. A value that
+// refers to another (holding '$' or "{{"), a path, a boolean or a number is no
+// literal credential. Certificates (PEM blocks) are public and not read.
 func In(text []byte) []string {
 	s := string(text)
 	var out []string
@@ -106,10 +105,16 @@ func nameByte(c byte) bool {
 }
 
 // literal reports whether v could be a credential written out: not empty, no
-// reference to another value, no boolean or number.
+// reference to another value, no path (/, ./, ../, ~/: the credential's file,
+// GOOGLE_APPLICATION_CREDENTIALS=./sa.json), no boolean or number.
 func literal(v string) bool {
 	if v == "" || strings.Contains(v, "$") || strings.Contains(v, "{{") {
 		return false
+	}
+	for _, p := range []string{"/", "./", "../", "~/"} {
+		if strings.HasPrefix(v, p) {
+			return false
+		}
 	}
 	switch strings.ToLower(v) {
 	case "true", "false", "yes", "no", "on", "off", "null", "none", "nil":

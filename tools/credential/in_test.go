@@ -24,6 +24,8 @@ func TestCredentialsIn(t *testing.T) {
 		{"toml", "[env]\nNOTE = 'deploy with " + tok + "'\n", []string{"a value (line 2)"}},
 		{"value by form", "[settings]\nproxy = \"https://me:pw@proxy.example:3128\"\n", []string{"proxy (line 2)"}},
 		{"url alone", "  https://me:pw@proxy.example:3128\n", []string{"a value (line 1)"}},
+		{"paths", "export GOOGLE_APPLICATION_CREDENTIALS=./sa.json\ntoken_file: ~/.config/tok\nSECRETS_DIR=/run/secrets\n", nil},
+		{"token as a URL's user", "git clone https://" + tok + "@github.com/o/r.git\n", []string{"a value (line 1)"}},
 		{"booleans and numbers", "[tools.gh]\nsecrets = true\ntoken_ttl = 3600\npassword = \"\"\n", nil},
 		{"no credential", "[core]\nurl = https://git.example.test/r.git\nkey = value\n", nil},
 		{"private key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----\n", []string{"a PEM private key"}},

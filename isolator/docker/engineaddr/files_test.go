@@ -14,6 +14,7 @@ import (
 const gitConfigDoc = "[core]\n\trepositoryformatversion = 0\n\tsshCommand = ssh -i ~/.ssh/work\n" +
 	"[remote \"origin\"]\n\turl = https://dsb:ghp_0123456789abcdef\\\nXYZ@github.com/o/r.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n" +
 	"[remote \"plain\"]\n\turl = https://github.com/o/r.git\n" +
+	"[remote \"gh\"]\n\turl = https://ghp_0123456789abcdefXYZ@github.com/o/r.git\n" + // a token as the user
 	"[include]\n\tpath = ../team.gitconfig\n" +
 	"[credential]\n\thelper = store --file=/home/u/.git-credentials\n\tusername = dsb\n" +
 	"[credential \"https://ci.example\"]\n\thelper = \"!f() { echo username=ci; echo password=opaque; }; f\"\n" +
@@ -43,7 +44,7 @@ func TestClearFiles(t *testing.T) {
 		{Kind: isolator.Data, Dest: "/etc/hosts", Volatile: true, Content: []byte("10.0.0.1 https://a:b@h\n")},
 	}}
 	want := []string{
-		proj + "/.git/config (remote.origin.url, credential.https://ci.example.helper, http.https://git.example/.extraheader, url.<…>.insteadof, hub.oauthtoken)",
+		proj + "/.git/config (remote.origin.url, remote.gh.url, credential.https://ci.example.helper, http.https://git.example/.extraheader, url.<…>.insteadof, hub.oauthtoken)",
 		proj + "/team.gitconfig (github.token)",
 		proj + "/.git/worktrees/w/config.worktree (remote.x.url)",
 		proj + "/.git/modules/m/config (url (line 2))",
@@ -82,7 +83,7 @@ func TestRefuseClearFiles(t *testing.T) {
 			continue
 		}
 		want := "protection could not be applied: the docker engine at tcp://10.0.0.2:2375 (DOCKER_HOST) is reached over plain TCP, unencrypted and unauthenticated, and this run would send it the content of " +
-			cfg + " (remote.origin.url, credential.https://ci.example.helper, http.https://git.example/.extraheader, url.<…>.insteadof, hub.oauthtoken), taken for a credential, in clear, for anyone on the way to read; " + ClearFix + "; " + ClearFilesFix
+			cfg + " (remote.origin.url, remote.gh.url, credential.https://ci.example.helper, http.https://git.example/.extraheader, url.<…>.insteadof, hub.oauthtoken), taken for a credential, in clear, for anyone on the way to read; " + ClearFix + "; " + ClearFilesFix
 		if err.Error() != want {
 			t.Errorf("refusal:\n%v\nwant\n%s", err, want)
 		}
