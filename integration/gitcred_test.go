@@ -36,7 +36,8 @@ func (w *wire) has(s string) bool {
 // content (the read-only copy of a file a sandbox could swap): over plain TCP to a
 // non-loopback address the run is refused (125) before it crosses, naming the file
 // and the key, never the value; what the engine was sent does not hold it. Over
-// loopback, and without a credential, the run goes ahead as before.
+// loopback, the engine's socket and TLS, and without a credential, the run goes
+// ahead as before.
 func TestPlainTCPGitCredentials(t *testing.T) {
 	if !slices.Contains(isolators(), remoteDocker) {
 		t.Skip("docker-remote is not among DEVSANDBOX_IT_ISOLATORS")
@@ -69,6 +70,19 @@ func TestPlainTCPGitCredentials(t *testing.T) {
 	r = run1(p, local)
 	if r.code != 0 || !strings.Contains(r.stdout, token) || !strings.HasSuffix(r.stdout, "ran\n") || !strings.Contains(r.stderr, "is reached over plain TCP on this machine") {
 		t.Errorf("a token in .git/config over loopback plain TCP: want it to run with the config, warned\n%s", r)
+	}
+	// Over the engine's Unix socket and over TLS: unchanged, it runs.
+	r = run(t, p.dir, []string{"DOCKER_HOST=" + remoteEngine}, "", "--isolator=docker-remote", "--", "/bin/sh", "-c", "cat .git/config; echo ran")
+	if r.code != 0 || !strings.Contains(r.stdout, token) || !strings.HasSuffix(r.stdout, "ran\n") {
+		t.Errorf("a token in .git/config over the engine's socket: want it to run with the config\n%s", r)
+	}
+	if why := setupTCPEngine(); why != "" {
+		t.Logf("not run over TLS: %s", why)
+	} else {
+		r = run(t, p.dir, tcpEnv(), "", "--isolator=docker-remote", "--", "/bin/sh", "-c", "cat .git/config; echo ran")
+		if r.code != 0 || !strings.Contains(r.stdout, token) || !strings.HasSuffix(r.stdout, "ran\n") || strings.Contains(r.stderr, "plain TCP") {
+			t.Errorf("a token in .git/config over TLS: want it to run with the config, no warning\n%s", r)
+		}
 	}
 
 	// A file the config includes from the project travels as content too, and is
