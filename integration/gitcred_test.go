@@ -66,6 +66,22 @@ func TestPlainTCPGitCredentials(t *testing.T) {
 		t.Errorf("the token crossed to the engine over plain TCP (%d bytes sent)", sent.buf.Len())
 	}
 
+	// A kept container is made by the same run: refused alike, and nothing kept.
+	r = run(t, p.dir, []string{"DOCKER_HOST=" + remote}, "", "--isolator=docker-remote", "--keep-container", "--", "/bin/sh", "-c", "echo ran")
+	if r.code != 125 || !strings.Contains(r.stderr, p.dir+"/.git/config (remote.origin.url)") || sent.has(token) {
+		t.Errorf("a token in .git/config over plain TCP with --keep-container: want 125 naming the file and key, nothing sent\n%s", r)
+	}
+	if out, err := dockerCmd(remoteDocker, "ps", "-aq", "--filter", "name=devsandbox-"+p.name()).Output(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("after the refused kept run, the engine has containers of the project (%v): %q", err, out)
+	}
+
+	// A secret file is a secret: refused by count, as every secret is.
+	p.write("key.txt", "s3cr3t-file-7373\n")
+	r = run(t, p.dir, []string{"DOCKER_HOST=" + remote}, "", "--isolator=docker-remote", "--secret-file", "KEY="+p.path("key.txt"), "--", "/bin/sh", "-c", "echo ran")
+	if r.code != 125 || !strings.Contains(r.stderr, "1 secret(s)") || sent.has("s3cr3t-file-7373") {
+		t.Errorf("a secret file over plain TCP: want 125, nothing sent\n%s", r)
+	}
+
 	// Over loopback: sent, as before, warned of.
 	r = run1(p, local)
 	if r.code != 0 || !strings.Contains(r.stdout, token) || !strings.HasSuffix(r.stdout, "ran\n") || !strings.Contains(r.stderr, "is reached over plain TCP on this machine") {
