@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"io"
 	"net"
 	"slices"
 	"strings"
@@ -13,6 +14,12 @@ import (
 // the test ends, relaying each connection to its socket, and returns the
 // tcp:// address.
 func plainFront(t *testing.T, ip string) string {
+	return recordedFront(t, ip, nil)
+}
+
+// recordedFront is plainFront that also writes what the clients send to sent (nil:
+// nowhere): what anyone on the way reads.
+func recordedFront(t *testing.T, ip string, sent io.Writer) string {
 	t.Helper()
 	sock, ok := strings.CutPrefix(remoteEngine, "unix://")
 	if !ok {
@@ -23,7 +30,7 @@ func plainFront(t *testing.T, ip string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
-	go relayFront(l, sock)
+	go relayFront(l, sock, sent)
 	return "tcp://" + l.Addr().String()
 }
 
@@ -71,7 +78,7 @@ func TestPlainTCPEngine(t *testing.T) {
 	if got, want := doctorRow(r.stdout, "docker engine"), "; reached over plain TCP: unencrypted and unauthenticated; anyone who reaches the port controls the engine (root on its host) and reads what devsandbox sends it"; !strings.HasPrefix(got, "active  "+remote+" (DOCKER_HOST), Docker ") || !strings.HasSuffix(got, want) {
 		t.Errorf("doctor's docker engine row:\n%q\nwant active, ending\n%q", got, want)
 	}
-	if got := doctorRow(r.stdout, "docker engine channel"); !strings.HasPrefix(got, "warning  plain TCP: ") || !strings.Contains(got, "a run that would send a secret, a variable taken for a credential (env.passthrough or env.set: by its name or its value's form), a proxy credential or the ssh agent is refused") {
+	if got := doctorRow(r.stdout, "docker engine channel"); !strings.HasPrefix(got, "warning  plain TCP: ") || !strings.Contains(got, "a run that would send a secret, a variable taken for a credential (env.passthrough or env.set: by its name or its value's form), a proxy credential or the ssh agent is refused, and so is one that would send, as the content of a project file (.git/config and the files it includes, .envrc and the other files host tools run), a setting taken for a credential") {
 		t.Errorf("doctor's docker engine channel row: %q\n%s", got, r)
 	}
 

@@ -79,30 +79,35 @@ func setupTCPEngine() string {
 }
 
 // relayFront relays every connection l accepts to the Unix socket sock, until l is
-// closed: the plain TCP fronts of the stand-in engine (plainFront).
-func relayFront(l net.Listener, sock string) {
+// closed: the plain TCP fronts of the stand-in engine (plainFront). What the
+// clients send is also written to sent, when not nil (what crosses in clear).
+func relayFront(l net.Listener, sock string, sent io.Writer) {
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			return
 		}
-		go relayToSocket(c, sock)
+		go relayToSocket(c, sock, sent)
 	}
 }
 
 // relayToSocket copies c to a new connection to the Unix socket sock and back, each
 // direction closed for writing when the other side has finished (the engine's
 // hijacked streams, attach and exec, end that way).
-func relayToSocket(c net.Conn, sock string) {
+func relayToSocket(c net.Conn, sock string, sent io.Writer) {
 	defer c.Close()
 	u, err := net.Dial("unix", sock)
 	if err != nil {
 		return
 	}
 	defer u.Close()
+	var from io.Reader = c
+	if sent != nil {
+		from = io.TeeReader(c, sent)
+	}
 	up := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(u, c)
+		_, _ = io.Copy(u, from)
 		_ = u.(*net.UnixConn).CloseWrite()
 		close(up)
 	}()

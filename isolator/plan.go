@@ -243,6 +243,15 @@ const (
 	Data                      // Content as a read-only file
 )
 
+// The Why of the read-only binds of a repository's git config files: the git dir's
+// config and config.worktree (WhyGitConfig), and a file one of them includes from
+// where a sandbox can write (WhyGitInclude). A file of either is read as git config
+// (a docker engine over plain TCP is not sent one holding a credential).
+const (
+	WhyGitConfig  = "git config"
+	WhyGitInclude = "included by git config"
+)
+
 // Mount is one entry of the sandbox view. Exactly one of Dest and HomeRel is set:
 // HomeRel is relative to the in-sandbox home, which each isolator resolves itself.
 type Mount struct {

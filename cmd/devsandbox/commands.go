@@ -24,7 +24,7 @@ func (a *app) commands() []*cli.Command {
 		{
 			Name:        "doctor",
 			Usage:       "check the host: what each isolator needs, and the fixes",
-			Description: a.describe("One row per requirement, with its status and how to fix it, judged by the configuration a run from here reads: the project's, or outside a project the user's (so the docker row names the engine a run would use: docker.host, else DOCKER_HOST, else the docker context, and how it is reached: a Unix socket, TCP with TLS verified, or plain TCP, which is warned of: a run that would send a secret to a plain-TCP engine on another machine is refused). Exits 1 when the selected isolator cannot run, or when that configuration does not load."),
+			Description: a.describe("One row per requirement, with its status and how to fix it, judged by the configuration a run from here reads: the project's, or outside a project the user's (so the docker row names the engine a run would use: docker.host, else DOCKER_HOST, else the docker context, and how it is reached: a Unix socket, TCP with TLS verified, or plain TCP, which is warned of: a run that would send a secret, or a project file holding a credential (.git/config with a token in a remote URL), to a plain-TCP engine on another machine is refused). Exits 1 when the selected isolator cannot run, or when that configuration does not load."),
 			Action:      a.doctor,
 		},
 		{

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,5 +47,57 @@ func TestRunRefusesSecretsInClear(t *testing.T) {
 	}
 	if len(warned) == 0 || !strings.HasPrefix(warned[0], "the docker engine at tcp://10.0.0.2:2375 (DOCKER_HOST) is reached over plain TCP over the network") {
 		t.Errorf("warnings: %q", warned)
+	}
+}
+
+// Over plain TCP to another machine, a run whose files sent by content hold a
+// credential (a token in .git/config's remote URL, read from the file pinned as the
+// engine would get it) is refused, naming the file and the key, before anything of
+// the content reaches the engine: no volume made, no container created. Over
+// loopback it runs.
+func TestRunRefusesClearFiles(t *testing.T) {
+	const token = "ghp_0123456789abcdefCLEARFILES"
+	for _, tc := range []struct {
+		name   string
+		addr   Address
+		refuse bool
+	}{
+		{"plain", Address{Host: "tcp://10.0.0.2:2375", Origin: "DOCKER_HOST"}, true},
+		{"loopback", Address{Host: "tcp://127.0.0.1:2375", Origin: "DOCKER_HOST"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t)
+			b, p := testIsolator(t, f, false)
+			b.dial = func() (Engine, Address, error) { return f, tc.addr, nil }
+			b.Warn = func(string) {}
+			f.listed = []*volume.Volume{{Name: "devsandbox-" + p.Project.Name + "-home"}}
+			p.Secrets, p.HostEnv = nil, nil
+			cfg := filepath.Join(p.Project.Dir, ".git", "config")
+			if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(cfg, []byte("[remote \"origin\"]\n\turl = https://u:"+token+"@git.example.test/r.git\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: cfg, Dest: cfg, ReadOnly: true, Anchor: true, Why: isolator.WhyGitConfig})
+			_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+			if !tc.refuse {
+				if err != nil {
+					t.Fatalf("Run over loopback: %v", err)
+				}
+				return
+			}
+			if want := "this run would send it the content of " + cfg + " (remote.origin.url), taken for a credential, in clear"; !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Run with a token in .git/config over plain TCP: %v, want the refusal (ErrProtection) with %q", err, want)
+			}
+			if strings.Contains(err.Error(), token) {
+				t.Errorf("the refusal names the token: %v", err)
+			}
+			for _, c := range f.calls {
+				if strings.HasPrefix(c, "VolumeCreate") || strings.HasPrefix(c, "ContainerCreate") {
+					t.Errorf("a request that carries content reached the engine before the refusal: %q", f.calls)
+				}
+			}
+		})
 	}
 }

@@ -45,7 +45,7 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 	if ch := a.Channel(); ch == engineaddr.Clear || ch == engineaddr.ClearLoopback {
 		reason := "plain TCP: what devsandbox sends the engine (the project's files, the sandbox's input and output) crosses unencrypted, and whoever reaches " + a.Host + " controls the engine"
 		if ch == engineaddr.Clear {
-			reason += "; a run that would send a secret, a variable taken for a credential (env.passthrough or env.set: by its name or its value's form), a proxy credential or the ssh agent is refused"
+			reason += "; a run that would send a secret, a variable taken for a credential (env.passthrough or env.set: by its name or its value's form), a proxy credential or the ssh agent is refused, and so is one that would send, as the content of a project file (.git/config and the files it includes, .envrc and the other files host tools run), a setting taken for a credential"
 		}
 		rows = append(rows, isolator.Check{Name: "docker engine channel", Status: isolator.Status{State: isolator.Warning, Reason: reason, Fix: engineaddr.ClearFix}})
 	}

@@ -191,6 +191,13 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if p, err = viaContent(p, remoteSources(p), !subpath); err != nil {
 			return 0, err
 		}
+		// What is read now is what would cross: over plain TCP to another machine,
+		// a credential in it is refused before any of it does (what was asked for
+		// so far carries nothing of the files: pings, inspections by name, the mask
+		// volume's empty file, a kept container's endpoint volume).
+		if err := addr.RefuseClearFiles(p); err != nil {
+			return 0, err
+		}
 	}
 	l, err := layout(p, opts)
 	if err != nil {

@@ -207,11 +207,11 @@ func (l *gitLayout) protect(pr Probe, dir string, bind bool, project, home strin
 		cfg := filepath.Join(dir, name)
 		switch {
 		case pr.exists(cfg):
-			l.mounts = append(l.mounts, isolator.Mount{Kind: isolator.Bind, Source: cfg, Dest: cfg, ReadOnly: true, Why: "git config"})
+			l.mounts = append(l.mounts, isolator.Mount{Kind: isolator.Bind, Source: cfg, Dest: cfg, ReadOnly: true, Why: isolator.WhyGitConfig})
 			l.includes(pr, cfg, project, home, 0)
 		case name == "config":
 			// None yet: an empty read-only one, so none (with core.hooksPath) can be written.
-			l.mounts = append(l.mounts, isolator.Mount{Kind: isolator.MaskFile, Dest: cfg, Why: "git config"})
+			l.mounts = append(l.mounts, isolator.Mount{Kind: isolator.MaskFile, Dest: cfg, Why: isolator.WhyGitConfig})
 		}
 	}
 	l.worktrees(pr, dir)
@@ -221,7 +221,7 @@ func (l *gitLayout) protect(pr Probe, dir string, bind bool, project, home strin
 	for _, sub := range findModules(pr, filepath.Join(dir, "modules"), 0) {
 		l.hooks(pr, sub)
 		if cw := filepath.Join(sub, "config.worktree"); pr.exists(cw) {
-			l.mounts = append(l.mounts, isolator.Mount{Kind: isolator.Bind, Source: cw, Dest: cw, ReadOnly: true, Why: "git config"})
+			l.mounts = append(l.mounts, isolator.Mount{Kind: isolator.Bind, Source: cw, Dest: cw, ReadOnly: true, Why: isolator.WhyGitConfig})
 		}
 	}
 	return nil
@@ -318,7 +318,7 @@ func (l *gitLayout) includes(pr Probe, cfg, project, home string, depth int) {
 			l.tripwires = append(l.tripwires, isolator.Tripwire{Path: p, Why: "the git config " + cfg + " includes it: git on the host would obey it", Quarantine: true})
 			continue
 		}
-		l.mounts = append(l.mounts, pinnedFile(p, project, "included by git config")...)
+		l.mounts = append(l.mounts, pinnedFile(p, project, isolator.WhyGitInclude)...)
 		l.includes(pr, p, project, home, depth+1)
 	}
 }
