@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -15,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
 	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
 	"github.com/devsandbox/devsandbox/isolator/etcsnap"
@@ -105,12 +105,10 @@ func (a *app) sandboxesList(c *cli.Context) error {
 		a.warn("the docker engine was not asked: %v", lerr)
 	}
 	if c.Bool("json") {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
 		if list == nil {
 			list = []dockerhelper.Sandbox{}
 		}
-		return enc.Encode(list)
+		return a.writeJSON(list)
 	}
 	return dockerhelper.WriteTable(a.stdout, list)
 }
@@ -138,7 +136,7 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		fmt.Fprintf(a.stdout, "removed %s\n", n)
+		fmt.Fprintf(a.stdout, "removed %s\n", termsafe.Line(n))
 	}
 	return errors.Join(errs...)
 }
@@ -245,7 +243,7 @@ func (a *app) pruneSocketDirs(cfg *config.Config, dirs dockerhelper.Dirs, dryRun
 		a.warn("the socket directories in the temporary directory were not pruned: %v", err)
 	}
 	for _, d := range gone {
-		fmt.Fprintf(a.stdout, "%s %s: a socket directory no project's state records\n", verb(dryRun), d)
+		fmt.Fprintf(a.stdout, "%s %s: a socket directory no project's state records\n", verb(dryRun), termsafe.Line(d))
 	}
 	keep := map[string]bool{} // the IDs of the projects whose state is there
 	states, err := os.ReadDir(dirs.State)
@@ -263,7 +261,7 @@ func (a *app) pruneSocketDirs(cfg *config.Config, dirs dockerhelper.Dirs, dryRun
 		a.warn("the socket directories in %s were not pruned: %v", cfg.Host.RuntimeDir, err)
 	}
 	for _, d := range gone {
-		fmt.Fprintf(a.stdout, "%s %s: the socket directory of a project that has no state\n", verb(dryRun), d)
+		fmt.Fprintf(a.stdout, "%s %s: the socket directory of a project that has no state\n", verb(dryRun), termsafe.Line(d))
 	}
 }
 
@@ -287,7 +285,7 @@ func (a *app) removeSocketDirsOf(idle []dockerhelper.Sandbox, socks map[string]s
 		if dryRun {
 			for _, d := range all {
 				if _, err := os.Lstat(d); err == nil {
-					fmt.Fprintf(a.stdout, "would remove %s: the socket directory of %s\n", d, sb.Name)
+					fmt.Fprintf(a.stdout, "would remove %s: the socket directory of %s\n", termsafe.Line(d), termsafe.Line(sb.Name))
 				}
 			}
 			continue
@@ -309,7 +307,7 @@ func (a *app) removeSocketDirsOf(idle []dockerhelper.Sandbox, socks map[string]s
 				a.warn("the socket directory of %s: %v", sb.Name, err)
 				continue
 			}
-			fmt.Fprintf(a.stdout, "removed %s: the socket directory of %s\n", d, sb.Name)
+			fmt.Fprintf(a.stdout, "removed %s: the socket directory of %s\n", termsafe.Line(d), termsafe.Line(sb.Name))
 		}
 	}
 }
@@ -376,7 +374,7 @@ func (a *app) notRunning(list []dockerhelper.Sandbox, maxAge time.Duration, lock
 		}
 		busy = append(busy, sb.Name)
 		if why := dockerhelper.Prunable(sb, time.Now(), maxAge); why != "" {
-			fmt.Fprintf(a.stdout, "kept %s (%s): a run of it is going on\n", sb.Name, why)
+			fmt.Fprintf(a.stdout, "kept %s (%s): a run of it is going on\n", termsafe.Line(sb.Name), termsafe.Line(why))
 		}
 	}
 	return idle, busy
@@ -398,7 +396,7 @@ func (a *app) prunePodmanImages(cfg *config.Config, dryRun bool) {
 	}
 	lines, err := krunhelper.PruneImages(context.Background(), s, dryRun)
 	for _, l := range lines {
-		fmt.Fprintln(a.stdout, l)
+		fmt.Fprintln(a.stdout, termsafe.Line(l))
 	}
 	if err != nil {
 		a.warn("the default images in podman were not all pruned: %v", err)
@@ -417,7 +415,7 @@ func (a *app) pruneEtc(stateHome string, dryRun bool) {
 		a.warn("the /etc snapshots in %s were not pruned: %v", etcsnap.Root(stateHome), err)
 	}
 	for _, d := range gone {
-		fmt.Fprintf(a.stdout, "%s %s: a snapshot of the host's /etc files no run uses\n", verb, d)
+		fmt.Fprintf(a.stdout, "%s %s: a snapshot of the host's /etc files no run uses\n", verb, termsafe.Line(d))
 	}
 }
 
