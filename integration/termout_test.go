@@ -100,16 +100,23 @@ func TestListingsEscapeNames(t *testing.T) {
 		p.write(hostileName+"/.git/HEAD", "ref: refs/heads/main\n")
 		t.Cleanup(func() { p.forget(dir) })
 		name := projectName(dir)
-		r := run(t, dir, nil, "", "--isolator="+iso, "--", "true")
-		if r.code != 0 {
-			t.Fatalf("a run in %q failed:\n%s", dir, r)
-		}
-		env := []string{"DOCKER_HOST=" + engineOf(iso)}
 		check := func(what string, r result) {
 			t.Helper()
 			assertNoControls(t, what, r.stdout+r.stderr)
 			assertNoForgedLine(t, what, r.stdout+r.stderr)
 		}
+		r := run(t, dir, nil, "", "--isolator="+iso, "--", "true")
+		check("the run", r)
+		switch {
+		case r.code == 0:
+		case iso != "bwrap" && r.code == 125 && strings.Contains(r.stderr, "invalid characters"):
+			// The engine takes only [a-zA-Z0-9_.-] in a volume's or container's
+			// name, and devsandbox names them after the project: the run is refused
+			// (its message escaped, checked above); its state is still listed.
+		default:
+			t.Fatalf("a run in %q failed:\n%s", dir, r)
+		}
+		env := []string{"DOCKER_HOST=" + engineOf(iso)}
 		r = run(t, p.root, env, "", "sandboxes", "list")
 		check("sandboxes list", r)
 		if want := `p\x1b]0;owned\x07\u009b2K\u202e\x0a` + forged + "-"; !strings.Contains(r.stdout, want) {
