@@ -109,10 +109,11 @@ func TestListingsEscapeNames(t *testing.T) {
 		check("the run", r)
 		switch {
 		case r.code == 0:
-		case iso != "bwrap" && r.code == 125 && strings.Contains(r.stderr, "invalid characters"):
-			// The engine takes only [a-zA-Z0-9_.-] in a volume's or container's
-			// name, and devsandbox names them after the project: the run is refused
-			// (its message escaped, checked above); its state is still listed.
+		case iso != "bwrap" && r.code == 125 && (strings.Contains(r.stderr, "invalid characters") || strings.Contains(r.stderr, "names must match")):
+			// Docker and podman take only [a-zA-Z0-9_.-] in a volume's or a
+			// container's name, and devsandbox names them after the project: the run
+			// is refused (its message escaped, checked above); its state is still
+			// listed.
 		default:
 			t.Fatalf("a run in %q failed:\n%s", dir, r)
 		}
@@ -135,6 +136,13 @@ func TestListingsEscapeNames(t *testing.T) {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("sandboxes list --json does not escape as %s:\n%s", want, r.stdout)
 			}
+		}
+		// A trusted project file: config show names it in its comments.
+		p.write(hostileName+"/.devsandbox.toml", "[sandbox]\nread_only = false\n")
+		r = run(t, dir, env, "", "config", "trust")
+		check("config trust", r)
+		if r.code != 0 || !strings.Contains(r.stdout, `trusted `+filepath.Dir(dir)+`/p\x1b]0;owned`) {
+			t.Errorf("config trust:\n%s", r)
 		}
 		for _, args := range [][]string{{"doctor"}, {"config", "show"}, {"config", "show", "--json"}, {"tools", "list"}, {"tools", "list", "--json"}} {
 			r = run(t, dir, env, "", args...)

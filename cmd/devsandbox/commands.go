@@ -88,7 +88,7 @@ func (a *app) configShow(c *cli.Context) error {
 	if len(l.Held) > 0 {
 		fmt.Fprintln(a.stdout, "\n# Keys held outside the sandbox (tools.<name>.key = \"proxy\", in proxy.credentials above):")
 		for _, k := range l.Held {
-			fmt.Fprintf(a.stdout, "#   %s (%s): the proxy sets %s toward %s; the sandbox holds a placeholder\n", k.Env, k.Tool, k.Header, k.Host)
+			fmt.Fprintf(a.stdout, "#   %s (%s): the proxy sets %s toward %s; the sandbox holds a placeholder\n", termsafe.Line(k.Env), termsafe.Line(k.Tool), termsafe.Line(k.Header), termsafe.Line(k.Host))
 		}
 	}
 	return nil
@@ -108,7 +108,7 @@ func (a *app) configValidate(c *cli.Context) error {
 	if err := a.explicitTrust(c.Args().First()); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "%s: valid\n", c.Args().First())
+	fmt.Fprintf(a.stdout, "%s: valid\n", termsafe.Line(c.Args().First()))
 	return nil
 }
 
@@ -146,7 +146,7 @@ func (a *app) configInit(c *cli.Context) error {
 	if err := config.WriteStarter(path); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "wrote %s\n", path)
+	fmt.Fprintf(a.stdout, "wrote %s\n", termsafe.Line(path))
 	return nil
 }
 
@@ -178,7 +178,7 @@ func (a *app) configTrust(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "trusted %s (sha256 %s); it applies until it changes\n", file, sum[:12])
+	fmt.Fprintf(a.stdout, "trusted %s (sha256 %s); it applies until it changes\n", termsafe.Line(file), sum[:12])
 	return nil
 }
 
