@@ -131,16 +131,25 @@ func JSON(b []byte) []byte {
 
 // Lines returns the message of err as lines, each a Line: one per error that
 // errors.Join joined (at the top, and within those), else one. A newline in a message
-// is a name's, never devsandbox's: devsandbox's own messages are one line each.
+// is a name's, never devsandbox's: devsandbox's own messages are one line each. An
+// error that wraps several but words its own message (fmt.Errorf with two %w) is one
+// line, its message whole.
 func Lines(err error) []string {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []string
+		var parts []error
+		var msgs []string
 		for _, e := range j.Unwrap() {
 			if e != nil {
-				out = append(out, Lines(e)...)
+				parts, msgs = append(parts, e), append(msgs, e.Error())
 			}
 		}
-		return out
+		if len(parts) > 0 && strings.Join(msgs, "\n") == err.Error() {
+			var out []string
+			for _, e := range parts {
+				out = append(out, Lines(e)...)
+			}
+			return out
+		}
 	}
 	return []string{Line(err.Error())}
 }

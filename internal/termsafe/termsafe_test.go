@@ -2,6 +2,8 @@ package termsafe
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -81,6 +83,25 @@ func TestJSON(t *testing.T) {
 			if err := json.Unmarshal([]byte(got), &b); err != nil || !reflect.DeepEqual(a, b) {
 				t.Errorf("JSON(%q) reads as %v (%v), want %v", c.in, b, err, a)
 			}
+		}
+	}
+}
+
+func TestLines(t *testing.T) {
+	a, b := errors.New("a\nDEVSANDBOX: all clear"), errors.New("b")
+	for _, c := range []struct {
+		err  error
+		want []string
+	}{
+		{a, []string{`a\x0aDEVSANDBOX: all clear`}},
+		{errors.Join(a, nil, b), []string{`a\x0aDEVSANDBOX: all clear`, "b"}},
+		{errors.Join(errors.Join(a, b), b), []string{`a\x0aDEVSANDBOX: all clear`, "b", "b"}},
+		// Two %w: the message is the error's own, kept whole.
+		{fmt.Errorf("setting up: %w; and %w", a, b), []string{`setting up: a\x0aDEVSANDBOX: all clear; and b`}},
+		{fmt.Errorf("%w: %w", b, errors.Join(a, b)), []string{`b: a\x0aDEVSANDBOX: all clear\x0ab`}},
+	} {
+		if got := Lines(c.err); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Lines(%q) = %q, want %q", c.err, got, c.want)
 		}
 	}
 }
