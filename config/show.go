@@ -9,7 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 )
 
 // entry is one key of the effective configuration as `config show` prints it.
@@ -171,7 +174,7 @@ func Show(c *Config, w io.Writer) error {
 				bw.WriteString("\n")
 			}
 			if e.name == "" { // an empty table
-				fmt.Fprintf(bw, "[%s]  # %s\n", tomlKey(table), e.origin)
+				fmt.Fprintf(bw, "[%s]  # %s\n", tomlKey(table), termsafe.Line(e.origin))
 				continue
 			}
 			if table != nil {
@@ -181,22 +184,22 @@ func Show(c *Config, w io.Writer) error {
 		switch v := e.value.(type) {
 		case []credentialJSON:
 			if len(v) == 0 {
-				fmt.Fprintf(bw, "%s = []  # %s\n", e.name, e.origin)
+				fmt.Fprintf(bw, "%s = []  # %s\n", e.name, termsafe.Line(e.origin))
 			}
 			for _, cr := range v {
 				fmt.Fprintf(bw, "\n[[%s]]\n", tomlKey(append(slices.Clone(table), e.name)))
 				for _, f := range [][2]string{{"host", cr.Host}, {"header", cr.Header}, {"value_env", cr.ValueEnv},
 					{"value_file", cr.ValueFile}, {"format", cr.Format}, {"placeholder_env", cr.PlaceholderEnv}} {
 					if f[1] != "" {
-						fmt.Fprintf(bw, "%s = %s  # %s\n", f[0], quote(f[1]), e.origin)
+						fmt.Fprintf(bw, "%s = %s  # %s\n", f[0], quote(f[1]), termsafe.Line(e.origin))
 					}
 				}
 			}
 		default:
 			if e.unset {
-				fmt.Fprintf(bw, "# %s: not set (%s)\n", e.name, e.origin)
+				fmt.Fprintf(bw, "# %s: not set (%s)\n", e.name, termsafe.Line(e.origin))
 			} else {
-				fmt.Fprintf(bw, "%s = %s  # %s\n", tomlKey([]string{e.name}), tomlValue(v), e.origin)
+				fmt.Fprintf(bw, "%s = %s  # %s\n", tomlKey([]string{e.name}), tomlValue(v), termsafe.Line(e.origin))
 			}
 		}
 	}
@@ -279,6 +282,12 @@ func quote(s string) string {
 			b.WriteString(`\r`)
 		case r < 0x20 || r == 0x7f || r == utf8.RuneError:
 			fmt.Fprintf(&b, `\u%04X`, r)
+		case !unicode.IsPrint(r): // C1 controls, bidi overrides, U+2028: shown, not acted on
+			if r > 0xFFFF {
+				fmt.Fprintf(&b, `\U%08X`, r)
+			} else {
+				fmt.Fprintf(&b, `\u%04X`, r)
+			}
 		default:
 			b.WriteRune(r)
 		}

@@ -154,6 +154,8 @@ func TestQuote(t *testing.T) {
 		"tab\tnl\ncr\r": `"tab\tnl\ncr\r"`,
 		"bell\a\x7f":    `"bell\u0007\u007F"`,
 		"é ünïcode":     `"é ünïcode"`,
+		// What a terminal acts on but TOML allows raw is escaped too.
+		"c1\u009b rlo\u202e ls\u2028 tag\U000E0041": `"c1\u009B rlo\u202E ls\u2028 tag\U000E0041"`,
 	} {
 		if got := quote(in); got != want {
 			t.Errorf("quote(%q) = %s, want %s", in, got, want)

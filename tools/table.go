@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 )
 
 // WriteTable prints res for people (`devsandbox tools list`): one line per tool,
@@ -25,7 +27,7 @@ func WriteTable(out io.Writer, res []Resolved) error {
 			}
 			binds = append(binds, dst+" ("+b.Mode.String()+")")
 		}
-		fmt.Fprintf(w, "%s\t%v\t%v\t%s\t%s\n", r.Name, r.Detected, r.Enabled, keys, strings.Join(binds, ", "))
+		fmt.Fprintf(w, "%s\t%v\t%v\t%s\t%s\n", termsafe.Line(r.Name), r.Detected, r.Enabled, termsafe.Line(keys), termsafe.Line(strings.Join(binds, ", ")))
 	}
 	return w.Flush()
 }

@@ -19,7 +19,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "%s: the docker isolator of devsandbox; run `devsandbox --isolator=docker`\n", helper.Program)
 		os.Exit(2)
 	}
-	warn := func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", termsafe.String(m)) }
+	warn := func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", termsafe.Line(m)) }
 	h, head := docker.Handler(warn)
 	code := handoff.ServeEarly(h, head, os.Stdin, os.Stdout, os.Stderr)
 	// The answer is written and the run's output relayed. The kernel closes a

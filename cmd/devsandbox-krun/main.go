@@ -42,7 +42,7 @@ func backend(j *handoff.Job) (*krun.Isolator, error) {
 		Signals:   j.Signals,
 		StopGrace: s.StopGrace,
 		Phase:     j.Phase,
-		Warn:      func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", termsafe.String(m)) },
+		Warn:      func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", termsafe.Line(m)) },
 	}, nil
 }
 

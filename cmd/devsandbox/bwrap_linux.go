@@ -67,7 +67,7 @@ func (a *app) addBwrap(t isolator.Table, cfg *config.Config, phase func(string))
 	b := &bwrap.Isolator{Warn: func(m string) { a.warn("%s", m) }, Phase: phase, Signals: a.signals, EtcHead: a.etcHead,
 		Binaries: egressBinaries(cfg.Host), RuntimeDir: cfg.Host.RuntimeDir, Planned: a.planned}
 	if phase != nil { // --debug
-		b.Debug = func(m string) { fmt.Fprintf(a.stderr, "devsandbox: debug: %s\n", termsafe.String(m)) }
+		b.Debug = func(m string) { fmt.Fprintf(a.stderr, "devsandbox: debug: %s\n", termsafe.Line(m)) }
 	}
 	t["bwrap"] = func() isolator.Isolator { return b }
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/planner"
 	"github.com/devsandbox/devsandbox/tools"
@@ -73,7 +75,12 @@ func (a *app) configShow(c *cli.Context) error {
 		a.warn("%s", w)
 	}
 	if c.Bool("json") {
-		return config.ShowJSON(l.Config, a.stdout)
+		var b bytes.Buffer
+		if err := config.ShowJSON(l.Config, &b); err != nil {
+			return err
+		}
+		_, err := a.stdout.Write(termsafe.JSON(b.Bytes()))
+		return err
 	}
 	if err := config.Show(l.Config, a.stdout); err != nil {
 		return err
@@ -81,7 +88,7 @@ func (a *app) configShow(c *cli.Context) error {
 	if len(l.Held) > 0 {
 		fmt.Fprintln(a.stdout, "\n# Keys held outside the sandbox (tools.<name>.key = \"proxy\", in proxy.credentials above):")
 		for _, k := range l.Held {
-			fmt.Fprintf(a.stdout, "#   %s (%s): the proxy sets %s toward %s; the sandbox holds a placeholder\n", k.Env, k.Tool, k.Header, k.Host)
+			fmt.Fprintf(a.stdout, "#   %s (%s): the proxy sets %s toward %s; the sandbox holds a placeholder\n", termsafe.Line(k.Env), termsafe.Line(k.Tool), termsafe.Line(k.Header), termsafe.Line(k.Host))
 		}
 	}
 	return nil
@@ -101,7 +108,7 @@ func (a *app) configValidate(c *cli.Context) error {
 	if err := a.explicitTrust(c.Args().First()); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "%s: valid\n", c.Args().First())
+	fmt.Fprintf(a.stdout, "%s: valid\n", termsafe.Line(c.Args().First()))
 	return nil
 }
 
@@ -139,7 +146,7 @@ func (a *app) configInit(c *cli.Context) error {
 	if err := config.WriteStarter(path); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "wrote %s\n", path)
+	fmt.Fprintf(a.stdout, "wrote %s\n", termsafe.Line(path))
 	return nil
 }
 
@@ -171,7 +178,7 @@ func (a *app) configTrust(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "trusted %s (sha256 %s); it applies until it changes\n", file, sum[:12])
+	fmt.Fprintf(a.stdout, "trusted %s (sha256 %s); it applies until it changes\n", termsafe.Line(file), sum[:12])
 	return nil
 }
 
@@ -186,9 +193,7 @@ func (a *app) toolsList(c *cli.Context) error {
 	}
 	res := tools.Resolve(tools.Default(), planner.ToolHost(l.Config.Host, l.Probe, l.Project.Dir), enabled)
 	if c.Bool("json") {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return a.writeJSON(res)
 	}
 	return tools.WriteTable(a.stdout, res)
 }
@@ -208,12 +213,12 @@ func (a *app) doctor(c *cli.Context) error {
 		if r.State != isolator.Active {
 			detail = r.Reason + "; fix: " + r.Fix
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\n", r.Name, r.State, detail)
+		fmt.Fprintf(w, "%s\t%s\t%s\n", termsafe.Line(r.Name), r.State, termsafe.Line(detail))
 	}
 	if len(keys) > 0 {
 		fmt.Fprintln(w, "\nAPI KEY\tWHERE\tDETAIL")
 		for _, k := range keys {
-			fmt.Fprintf(w, "%s (%s)\t%s\t%s\n", k.Env, k.Tool, k.Where, k.Detail)
+			fmt.Fprintf(w, "%s (%s)\t%s\t%s\n", termsafe.Line(k.Env), termsafe.Line(k.Tool), termsafe.Line(k.Where), termsafe.Line(k.Detail))
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -223,7 +228,7 @@ func (a *app) doctor(c *cli.Context) error {
 		fmt.Fprintln(a.stdout, brokenVerdict)
 		return exitError{1}
 	}
-	fmt.Fprintln(a.stdout, isolator.Verdict(selected, runs))
+	fmt.Fprintln(a.stdout, termsafe.Line(isolator.Verdict(selected, runs)))
 	if runs == "" {
 		return exitError{1}
 	}
@@ -277,4 +282,16 @@ func (a *app) doctorConfig(flags config.Flags) (cfg *config.Config, keys []plann
 		return nil, nil, nil, true, err
 	}
 	return config.Defaults(host), nil, nil, true, nil
+}
+
+// writeJSON writes v as indented JSON, with the characters a terminal acts on that
+// encoding/json leaves as they are (C1 controls, bidi overrides, zero-width
+// characters) escaped too (termsafe.JSON): names in it may be a sandbox's.
+func (a *app) writeJSON(v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = a.stdout.Write(append(termsafe.JSON(b), '\n'))
+	return err
 }

@@ -152,12 +152,15 @@ func (a *app) mainCLI(args []string) int {
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.As(err, &ue):
-		fmt.Fprintf(a.stderr, "devsandbox: %s\nRun `devsandbox --help` for usage.\n", termsafe.String(usageMessage(ue.err, args)))
+		fmt.Fprintf(a.stderr, "devsandbox: %s\nRun `devsandbox --help` for usage.\n", termsafe.Line(usageMessage(ue.err, args)))
 		return exitFailure
 	}
 	// An error may name what a sandbox made (the other link of a masked file, a
-	// planted link): written escaped, it cannot act on the terminal.
-	fmt.Fprintf(a.stderr, "devsandbox: %s\n", termsafe.String(err.Error()))
+	// planted link): written escaped, it cannot act on the terminal, nor start a line
+	// of its own; errors that errors.Join joined get a line each.
+	for _, l := range termsafe.Lines(err) {
+		fmt.Fprintf(a.stderr, "devsandbox: %s\n", l)
+	}
 	return exitFailure
 }
 
@@ -357,7 +360,7 @@ func opt[T any](c *cli.Context, name string, get func(string) T) *T {
 func (a *app) warn(format string, args ...any) {
 	a.warnMu.Lock()
 	defer a.warnMu.Unlock()
-	fmt.Fprintf(a.stderr, "devsandbox: warning: %s\n", termsafe.String(fmt.Sprintf(format, args...)))
+	fmt.Fprintf(a.stderr, "devsandbox: warning: %s\n", termsafe.Line(fmt.Sprintf(format, args...)))
 }
 
 // timer records launch phases for --debug.

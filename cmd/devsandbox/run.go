@@ -228,10 +228,10 @@ func (a *app) unsandboxed(cfg *config.Config) error {
 		}
 		return exitError{ee.ExitCode()}
 	case errors.Is(err, exec.ErrNotFound):
-		fmt.Fprintf(a.stderr, "devsandbox: %s: command not found\n", argv[0])
+		fmt.Fprintf(a.stderr, "devsandbox: %s: command not found\n", termsafe.Line(argv[0]))
 		return exitError{127}
 	}
-	fmt.Fprintf(a.stderr, "devsandbox: %s: %v\n", argv[0], err)
+	fmt.Fprintf(a.stderr, "devsandbox: %s: %s\n", termsafe.Line(argv[0]), termsafe.Line(err.Error()))
 	return exitError{126}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -16,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
 	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
 	"github.com/devsandbox/devsandbox/isolator/etcsnap"
@@ -33,7 +33,8 @@ func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
 		Usage:       "list and remove what devsandbox keeps per project",
 		Description: a.describe("What devsandbox keeps per project: kept containers, home volumes, sandbox homes and state."),
 		Subcommands: []*cli.Command{
-			{Name: "list", Usage: "every project's kept container, volume and sandbox home, with sizes", Flags: []cli.Flag{jsonFlag}, Action: a.sandboxesList},
+			{Name: "list", Usage: "every project's kept container, volume and sandbox home, with sizes", Flags: []cli.Flag{jsonFlag}, Action: a.sandboxesList,
+				Description: a.describe("The sizes of a sandbox home and a state directory (which the sandbox writes) come from a walk that follows no link and stops after 100000 entries, at depth 64 or after 2 s; the size is then a lower bound, shown as \"≥ 1.2G (stopped after 100000 entries)\" (--json: homeSizeBound and homeSizeStop, stateSizeBound and stateSizeStop). Names (a project's directory names its sandbox) are printed with what a terminal would act on, a newline or a tab escaped; --json writes them as \\uXXXX.")},
 			{Name: "rm", Usage: "remove what devsandbox keeps for the named projects", ArgsUsage: "NAME...",
 				Description: a.describe("Removes the kept container, the home volume, the sandbox home, the state and the socket directory (in the state, in $XDG_RUNTIME_DIR/devsandbox, or in the temporary directory when the state path was too long for socket names; never one a session holds) of each named project (NAME as `sandboxes list` shows it); refuses one a run is using or starting in, and a run that starts meanwhile waits for the removal."), Action: a.sandboxesRm},
 			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days (never one a run is using or starting in; a run that starts meanwhile waits for the removal); what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses; content volumes of projects no run is using), never a kept container, a running one, or a home volume; the containers krun runs left in your podman storage when devsandbox-krun was killed (exited, or never started, over a minute ago; never a running one); the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them); the session /tmp dirs of bwrap runs that were killed (over a minute old, no run holding them); the socket directories in the temporary directory (devsandbox-UID-XXXXXXXX) that no project's state records, and those in $XDG_RUNTIME_DIR/devsandbox of projects that have no state (over a minute old, no run holding them, no socket in them answering; never a link or another user's); krun's anchors directories there (anchors-*) that killed krun runs left (over a minute old, no run holding them; never a link or another user's); the snapshots of the host's /etc files that bwrap runs mount, except the newest and those a run holds; and the images of other devsandbox builds that no container uses, in the docker engine (derived images, then default images) and in your podman storage (default images): only images devsandbox named and labelled (devsandbox/default:VERSION with its labels), never one of yours, nor the one docker.image or krun.image names."), Flags: []cli.Flag{
@@ -106,12 +107,10 @@ func (a *app) sandboxesList(c *cli.Context) error {
 		a.warn("the docker engine was not asked: %v", lerr)
 	}
 	if c.Bool("json") {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
 		if list == nil {
 			list = []dockerhelper.Sandbox{}
 		}
-		return enc.Encode(list)
+		return a.writeJSON(list)
 	}
 	return dockerhelper.WriteTable(a.stdout, list)
 }
@@ -139,7 +138,7 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		fmt.Fprintf(a.stdout, "removed %s\n", n)
+		fmt.Fprintf(a.stdout, "removed %s\n", termsafe.Line(n))
 	}
 	return errors.Join(errs...)
 }
@@ -247,7 +246,7 @@ func (a *app) pruneSocketDirs(cfg *config.Config, dirs dockerhelper.Dirs, dryRun
 		a.warn("the socket directories in the temporary directory were not pruned: %v", err)
 	}
 	for _, d := range gone {
-		fmt.Fprintf(a.stdout, "%s %s: a socket directory no project's state records\n", verb(dryRun), d)
+		fmt.Fprintf(a.stdout, "%s %s: a socket directory no project's state records\n", verb(dryRun), termsafe.Line(d))
 	}
 	// krun stages anchors where podman keeps its runtime files: without
 	// XDG_RUNTIME_DIR, /run/user/UID (krun's podmanRuntimeDir).
@@ -278,7 +277,7 @@ func (a *app) pruneSocketDirs(cfg *config.Config, dirs dockerhelper.Dirs, dryRun
 		a.warn("the socket directories in %s were not pruned: %v", cfg.Host.RuntimeDir, err)
 	}
 	for _, d := range gone {
-		fmt.Fprintf(a.stdout, "%s %s: the socket directory of a project that has no state\n", verb(dryRun), d)
+		fmt.Fprintf(a.stdout, "%s %s: the socket directory of a project that has no state\n", verb(dryRun), termsafe.Line(d))
 	}
 }
 
@@ -302,7 +301,7 @@ func (a *app) removeSocketDirsOf(idle []dockerhelper.Sandbox, socks map[string]s
 		if dryRun {
 			for _, d := range all {
 				if _, err := os.Lstat(d); err == nil {
-					fmt.Fprintf(a.stdout, "would remove %s: the socket directory of %s\n", d, sb.Name)
+					fmt.Fprintf(a.stdout, "would remove %s: the socket directory of %s\n", termsafe.Line(d), termsafe.Line(sb.Name))
 				}
 			}
 			continue
@@ -324,7 +323,7 @@ func (a *app) removeSocketDirsOf(idle []dockerhelper.Sandbox, socks map[string]s
 				a.warn("the socket directory of %s: %v", sb.Name, err)
 				continue
 			}
-			fmt.Fprintf(a.stdout, "removed %s: the socket directory of %s\n", d, sb.Name)
+			fmt.Fprintf(a.stdout, "removed %s: the socket directory of %s\n", termsafe.Line(d), termsafe.Line(sb.Name))
 		}
 	}
 }
@@ -391,7 +390,7 @@ func (a *app) notRunning(list []dockerhelper.Sandbox, maxAge time.Duration, lock
 		}
 		busy = append(busy, sb.Name)
 		if why := dockerhelper.Prunable(sb, time.Now(), maxAge); why != "" {
-			fmt.Fprintf(a.stdout, "kept %s (%s): a run of it is going on\n", sb.Name, why)
+			fmt.Fprintf(a.stdout, "kept %s (%s): a run of it is going on\n", termsafe.Line(sb.Name), termsafe.Line(why))
 		}
 	}
 	return idle, busy
@@ -413,7 +412,7 @@ func (a *app) prunePodmanImages(cfg *config.Config, dryRun bool) {
 	}
 	lines, err := krunhelper.PruneImages(context.Background(), s, dryRun)
 	for _, l := range lines {
-		fmt.Fprintln(a.stdout, l)
+		fmt.Fprintln(a.stdout, termsafe.Line(l))
 	}
 	if err != nil {
 		a.warn("the default images in podman were not all pruned: %v", err)
@@ -432,7 +431,7 @@ func (a *app) pruneEtc(stateHome string, dryRun bool) {
 		a.warn("the /etc snapshots in %s were not pruned: %v", etcsnap.Root(stateHome), err)
 	}
 	for _, d := range gone {
-		fmt.Fprintf(a.stdout, "%s %s: a snapshot of the host's /etc files no run uses\n", verb, d)
+		fmt.Fprintf(a.stdout, "%s %s: a snapshot of the host's /etc files no run uses\n", verb, termsafe.Line(d))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/internal/sh"
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/etcsnap"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
@@ -628,15 +629,15 @@ func (s *Spec) Script() string {
 	for _, f := range s.Files {
 		switch f.Kind {
 		case Pinned:
-			fmt.Fprintf(&b, "# fd %d: %s, opened by devsandbox without following symlinks\n", f.FD, f.Source)
+			fmt.Fprintf(&b, "# fd %d: %s, opened by devsandbox without following symlinks\n", f.FD, termsafe.Line(f.Source))
 		case Content:
-			fmt.Fprintf(&b, "# fd %d: generated file for %s (%d bytes)\n", f.FD, f.Dest, len(f.Content))
+			fmt.Fprintf(&b, "# fd %d: generated file for %s (%d bytes)\n", f.FD, termsafe.Line(f.Dest), len(f.Content))
 		case SecretEnv:
-			fmt.Fprintf(&b, "# fd %d: secret %s from the host variable %s\n", f.FD, f.Dest, f.Source)
+			fmt.Fprintf(&b, "# fd %d: secret %s from the host variable %s\n", f.FD, termsafe.Line(f.Dest), termsafe.Line(f.Source))
 		case SecretFile:
-			fmt.Fprintf(&b, "# fd %d: secret %s from the host file %s\n", f.FD, f.Dest, f.Source)
+			fmt.Fprintf(&b, "# fd %d: secret %s from the host file %s\n", f.FD, termsafe.Line(f.Dest), termsafe.Line(f.Source))
 		case HostFile:
-			fmt.Fprintf(&b, "# fd %d: copy of the host file %s\n", f.FD, f.Source)
+			fmt.Fprintf(&b, "# fd %d: copy of the host file %s\n", f.FD, termsafe.Line(f.Source))
 		case EtcSnapshot:
 			b.WriteString(etcScript(f))
 		case Seccomp:
@@ -662,6 +663,10 @@ func (s *Spec) Script() string {
 		for i, arg := range s.Prefix {
 			if i > 0 {
 				b.WriteByte(' ')
+			}
+			if i > 0 && s.Prefix[i-1] == "-c" { // the egress prologue, devsandbox's own script
+				b.WriteString(sh.QuoteText(arg))
+				continue
 			}
 			b.WriteString(sh.Quote(arg))
 		}

@@ -3,6 +3,8 @@ package cgroup
 import (
 	"fmt"
 	"io"
+
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 )
 
 // Prune removes the session cgroups that runs killed with SIGKILL left beside the
@@ -18,6 +20,6 @@ func Prune(w io.Writer, dryRun bool) {
 		dirs = Sweep(hs)
 	}
 	for _, d := range dirs {
-		fmt.Fprintf(w, "%s %s: the session cgroup of a run that was killed\n", verb, d)
+		fmt.Fprintf(w, "%s %s: the session cgroup of a run that was killed\n", verb, termsafe.Line(d))
 	}
 }

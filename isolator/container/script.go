@@ -75,10 +75,10 @@ func (l *Layout) WriteMountPoints(b *strings.Builder, madeBy string) {
 // WriteHostFile writes the command that makes f (rewrites it, when InPlace).
 func WriteHostFile(b *strings.Builder, f HostFile) {
 	if f.InPlace {
-		fmt.Fprintf(b, "mkdir -p -m 0700 %s && printf %%s %s > %s\n", sh.Quote(filepath.Dir(f.Path)), sh.Quote(string(f.Content)), sh.Quote(f.Path))
+		fmt.Fprintf(b, "mkdir -p -m 0700 %s && printf %%s %s > %s\n", sh.Quote(filepath.Dir(f.Path)), sh.QuoteText(string(f.Content)), sh.Quote(f.Path))
 		return
 	}
-	fmt.Fprintf(b, "test -e %s || { mkdir -p -m 0700 %s && printf %%s %s > %s; }\n", sh.Quote(f.Path), sh.Quote(filepath.Dir(f.Path)), sh.Quote(string(f.Content)), sh.Quote(f.Path))
+	fmt.Fprintf(b, "test -e %s || { mkdir -p -m 0700 %s && printf %%s %s > %s; }\n", sh.Quote(f.Path), sh.Quote(filepath.Dir(f.Path)), sh.QuoteText(string(f.Content)), sh.Quote(f.Path))
 }
 
 // WriteEnv writes the command's environment and secrets as -e flags.

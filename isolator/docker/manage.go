@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -51,7 +50,8 @@ func (b *Isolator) Sandboxes(ctx context.Context, d Dirs) ([]Sandbox, error) {
 	for _, s := range byName {
 		home := filepath.Join(d.Data, s.Name)
 		if fi, err := os.Stat(home); err == nil && fi.IsDir() {
-			s.Home, s.HomeSize = home, dirSize(home)
+			sz := dirSize(home)
+			s.Home, s.HomeSize, s.HomeSizeStop, s.HomeSizeBound = home, sz.bytes, sz.stopped, sz.stopped != ""
 			s.LastUsed = later(s.LastUsed, fi.ModTime())
 			if fi, err := os.Stat(filepath.Join(home, "home")); err == nil {
 				s.LastUsed = later(s.LastUsed, fi.ModTime())
@@ -64,7 +64,8 @@ func (b *Isolator) Sandboxes(ctx context.Context, d Dirs) ([]Sandbox, error) {
 		}
 		state := filepath.Join(d.State, s.Name)
 		if fi, err := os.Stat(state); err == nil && fi.IsDir() {
-			s.State, s.StateSize = state, dirSize(state)
+			sz := dirSize(state)
+			s.State, s.StateSize, s.StateSizeStop, s.StateSizeBound = state, sz.bytes, sz.stopped, sz.stopped != ""
 			for _, f := range []string{"docker.lock", "tmp"} {
 				if fi, err := os.Stat(filepath.Join(state, f)); err == nil {
 					s.LastUsed = later(s.LastUsed, fi.ModTime())
@@ -211,22 +212,6 @@ func removeVolumeSoon(ctx context.Context, e Engine, v string) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func dirSize(root string) int64 {
-	var n int64
-	_ = filepath.WalkDir(root, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
-		}
-		return nil
-	})
-	return n
 }
 
 // later is the later of a and b, leaving out a b over a minute after now: the

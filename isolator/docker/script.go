@@ -9,6 +9,7 @@ import (
 	"github.com/docker/docker/api/types/mount"
 
 	"github.com/devsandbox/devsandbox/internal/sh"
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
@@ -30,7 +31,7 @@ func (s *Spec) Script() string {
 		b.WriteString("# (volume-opt=device=/proc/<pid>/fd/<N>); an older engine elsewhere gets a read-only one as content\n")
 		b.WriteString("# and refuses a writable one; a file goes as the content read through its descriptor:\n")
 		for _, p := range s.ByPath {
-			fmt.Fprintf(&b, "#   %s\n", p)
+			fmt.Fprintf(&b, "#   %s\n", termsafe.Line(p))
 		}
 	}
 	container.WriteSecretComments(&b, l.Secrets)
@@ -262,7 +263,7 @@ func (s *Spec) writeDerived(b *strings.Builder) {
 	fmt.Fprintf(b, "#   %s  devsandbox-init (0555)\n", InitPath)
 	fmt.Fprintf(b, "#   %s/%s  the egress companion's proxy (0555)\n", container.ShipDir, proxyName)
 	for _, f := range l.ImageFiles {
-		fmt.Fprintf(b, "#   %s  %d bytes (0444)\n", f.Path, len(f.Content))
+		fmt.Fprintf(b, "#   %s  %d bytes (0444)\n", termsafe.Line(f.Path), len(f.Content))
 	}
 	b.WriteString("# made here by hand (devsandbox's own is cached and kept):\n")
 	top := map[string]bool{"run": true}
@@ -271,7 +272,7 @@ func (s *Spec) writeDerived(b *strings.Builder) {
 	for _, f := range l.ImageFiles {
 		top[strings.SplitN(strings.TrimPrefix(f.Path, "/"), "/", 2)[0]] = true
 		fmt.Fprintf(b, "mkdir -p \"$d\"%s && printf %%s %s > \"$d\"%s && chmod 0444 \"$d\"%s\n",
-			sh.Quote(path.Dir(f.Path)), sh.Quote(string(f.Content)), sh.Quote(f.Path), sh.Quote(f.Path))
+			sh.Quote(path.Dir(f.Path)), sh.QuoteText(string(f.Content)), sh.Quote(f.Path), sh.Quote(f.Path))
 	}
 	tops := make([]string, 0, len(top))
 	for t := range top {
@@ -303,10 +304,10 @@ func (s *Spec) writeDerived(b *strings.Builder) {
 	}
 	for _, v := range vfs {
 		f, name := v.f, v.name
-		fmt.Fprintf(b, "# %s: %s, in the engine's volume %s\n", f.Path, v.why, name)
+		fmt.Fprintf(b, "# %s: %s, in the engine's volume %s\n", termsafe.Line(f.Path), v.why, termsafe.Line(name))
 		fmt.Fprintf(b, "docker volume create --label %s=%s --label %s=%s --label %s=%s --label %s=%s %s >/dev/null &&\n", LabelRole, v.role,
-			LabelUser, s.Config.Labels[LabelUser], LabelProject, l.Labels[LabelProject], LabelName, sh.Quote(l.Labels[LabelName]), name)
-		fmt.Fprintf(b, "  printf %%s %s > \"$d/%s\" && chmod %s \"$d/%s\" &&\n", sh.Quote(string(f.Content)), contentFile, v.mode, contentFile)
+			LabelUser, s.Config.Labels[LabelUser], LabelProject, l.Labels[LabelProject], LabelName, sh.Quote(l.Labels[LabelName]), sh.Quote(name))
+		fmt.Fprintf(b, "  printf %%s %s > \"$d/%s\" && chmod %s \"$d/%s\" &&\n", sh.QuoteText(string(f.Content)), contentFile, v.mode, contentFile)
 		fmt.Fprintf(b, "  id=$(docker create --network none --mount type=volume,src=%s,dst=/m --entrypoint %s %s) &&\n", name, InitPath, sh.Quote(s.Config.Image))
 		fmt.Fprintf(b, "  tar -C \"$d\" -c --owner=%s --group=%s %s | docker cp - \"$id\":/m && docker rm \"$id\" >/dev/null\n", v.owner, v.group, contentFile)
 	}

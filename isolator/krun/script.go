@@ -7,6 +7,7 @@ import (
 
 	spec "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
@@ -32,7 +33,7 @@ func (s *Spec) Script() string {
 	if len(s.ByPath) > 0 {
 		b.WriteString("# bound by path here so that this runs as printed; a launch never does: it opens each\n# where no symbolic link is followed, checks it, and has podman bind what it opened\n# (devsandbox-krun stage-anchors), since a concurrent session can swap these for a link:\n")
 		for _, p := range s.ByPath {
-			fmt.Fprintf(&b, "#   %s\n", p)
+			fmt.Fprintf(&b, "#   %s\n", termsafe.Line(p))
 		}
 	}
 	l.WriteHostFiles(&b)
@@ -108,7 +109,7 @@ func (s *Spec) firewallScript(b *strings.Builder) {
 	fmt.Fprintf(b, "# container. Run by hand, the command above gets no rules: under runc its init's egress check then\n")
 	fmt.Fprintf(b, "# fails (125); in a microVM nothing inside can check them.\n")
 	for _, c := range s.Firewall {
-		line := "# " + strings.Join(c.Argv, " ")
+		line := "# " + termsafe.Line(strings.Join(c.Argv, " "))
 		if c.Stdin == "" {
 			b.WriteString(line + "\n")
 			continue

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 )
 
 // Hosts, paths, methods and reasons come from the sandbox. The renderers below never
@@ -85,43 +87,7 @@ func shortID(id string) string {
 // that is not printable escaped.
 func FormatJSON(r Record) []byte {
 	b, _ := json.Marshal(r) // a Record always marshals
-	return escapeJSON(b)
-}
-
-// escapeJSON rewrites the non-ASCII characters of a JSON text that are not printable as
-// \uXXXX escapes (a surrogate pair above U+FFFF); encoding/json escapes the ASCII
-// ones already. Such characters occur only inside strings, so the text means the same.
-func escapeJSON(b []byte) []byte {
-	var out []byte
-	for i := 0; i < len(b); {
-		r, size := utf8.DecodeRune(b[i:])
-		if r < utf8.RuneSelf || unicode.IsPrint(r) && r != utf8.RuneError {
-			if out != nil {
-				out = append(out, b[i:i+size]...)
-			}
-			i += size
-			continue
-		}
-		if out == nil {
-			out = append(make([]byte, 0, len(b)+16), b[:i]...)
-		}
-		if r > 0xFFFF {
-			hi, lo := utf16Pair(r)
-			out = fmt.Appendf(out, `\u%04x\u%04x`, hi, lo)
-		} else {
-			out = fmt.Appendf(out, `\u%04x`, r)
-		}
-		i += size
-	}
-	if out == nil {
-		return b
-	}
-	return out
-}
-
-func utf16Pair(r rune) (rune, rune) {
-	r -= 0x10000
-	return 0xD800 + (r>>10)&0x3FF, 0xDC00 + r&0x3FF
+	return termsafe.JSON(b)
 }
 
 // Escape returns s as it is when every character is printable, else quoted with Go

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 )
 
 // formatRecords cover every shape FormatText and FormatJSON render, with what a
@@ -81,10 +83,10 @@ func TestEscape(t *testing.T) {
 			t.Errorf("Escape(%q) = %s, want %s", in, got, want)
 		}
 	}
-	if got := string(escapeJSON([]byte(`"a` + "\U000E0041" + `b"`))); got != `"a\udb40\udc41b"` {
+	if got := string(termsafe.JSON([]byte(`"a` + "\U000E0041" + `b"`))); got != `"a\udb40\udc41b"` {
 		t.Errorf("escapeJSON of a tag character: %s", got)
 	}
-	if s := strings.Repeat("é", 3); string(escapeJSON([]byte(s))) != s {
+	if s := strings.Repeat("é", 3); string(termsafe.JSON([]byte(s))) != s {
 		t.Error("printable characters are changed")
 	}
 }

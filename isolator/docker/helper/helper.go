@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/docker/engineaddr"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
@@ -86,18 +87,27 @@ type PruneArgs struct {
 // Sandbox is what devsandbox keeps for one project: a kept container, a home volume
 // (remote engines), the sandbox home and the state directory on the host.
 type Sandbox struct {
-	Name          string    `json:"name"`                 // <basename>-<id>
-	Dir           string    `json:"dir,omitempty"`        // the project's path, when known
-	DirExists     bool      `json:"dirExists"`            // the project still exists
-	Containers    []string  `json:"containers,omitempty"` // container names
-	ContainerSize int64     `json:"containerSize"`        // bytes written in the containers
-	Running       bool      `json:"running"`
-	Volumes       []string  `json:"volumes,omitempty"`
-	Home          string    `json:"home,omitempty"` // host sandbox home dir
-	HomeSize      int64     `json:"homeSize"`
-	State         string    `json:"state,omitempty"` // host state dir
-	StateSize     int64     `json:"stateSize"`
-	LastUsed      time.Time `json:"lastUsed"`
+	Name          string   `json:"name"`                 // <basename>-<id>
+	Dir           string   `json:"dir,omitempty"`        // the project's path, when known
+	DirExists     bool     `json:"dirExists"`            // the project still exists
+	Containers    []string `json:"containers,omitempty"` // container names
+	ContainerSize int64    `json:"containerSize"`        // bytes written in the containers
+	Running       bool     `json:"running"`
+	Volumes       []string `json:"volumes,omitempty"`
+	Home          string   `json:"home,omitempty"` // host sandbox home dir
+	HomeSize      int64    `json:"homeSize"`
+	// HomeSizeBound is true when HomeSize is a lower bound: the walk of the home (which
+	// the sandbox writes) stopped at a bound, which HomeSizeStop names ("stopped after
+	// 100000 entries", "stopped at depth 64", "stopped after 2s").
+	HomeSizeBound bool   `json:"homeSizeBound"`
+	HomeSizeStop  string `json:"homeSizeStop,omitempty"`
+	State         string `json:"state,omitempty"` // host state dir
+	StateSize     int64  `json:"stateSize"`
+	// StateSizeBound and StateSizeStop are HomeSizeBound and HomeSizeStop for the
+	// state directory (which holds the sessions' /tmp).
+	StateSizeBound bool      `json:"stateSizeBound"`
+	StateSizeStop  string    `json:"stateSizeStop,omitempty"`
+	LastUsed       time.Time `json:"lastUsed"`
 }
 
 // Dirs are the host directories holding per-project data: $XDG_DATA_HOME/devsandbox
@@ -215,20 +225,20 @@ func (s *Stub) Prune(ctx context.Context, uid int, list []Sandbox, busy []string
 		if dryRun {
 			verb = "would remove"
 		}
-		fmt.Fprintf(w, "%s %s %s: left by an earlier run of %s and no longer used\n", verb, l.Kind, l.Name, l.Project)
+		fmt.Fprintf(w, "%s %s %s: left by an earlier run of %s and no longer used\n", verb, termsafe.Line(l.Kind), termsafe.Line(l.Name), termsafe.Line(l.Project))
 	}
 	for _, sb := range list {
 		why := Prunable(sb, time.Now(), maxAge)
 		switch {
 		case why == "":
 		case dryRun:
-			fmt.Fprintf(w, "would remove %s: %s\n", sb.Name, why)
+			fmt.Fprintf(w, "would remove %s: %s\n", termsafe.Line(sb.Name), termsafe.Line(why))
 		default:
 			if err := s.RemoveSandbox(ctx, sb); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			fmt.Fprintf(w, "removed %s: %s\n", sb.Name, why)
+			fmt.Fprintf(w, "removed %s: %s\n", termsafe.Line(sb.Name), termsafe.Line(why))
 		}
 	}
 	// The images derived from docker.image that no run will use again.
@@ -241,7 +251,7 @@ func (s *Stub) Prune(ctx context.Context, uid int, list []Sandbox, busy []string
 		return errors.Join(append(errs, fmt.Errorf("reading the answer of %s: %w", Program, err))...)
 	}
 	for _, l := range lines {
-		fmt.Fprintln(w, l)
+		fmt.Fprintln(w, termsafe.Line(l))
 	}
 	return errors.Join(errs...)
 }

@@ -5,10 +5,16 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 )
 
 // WriteTable prints list for people: one line per project, with its kept
-// container, home volume, sandbox home and when it was last used.
+// container, home volume, sandbox home and when it was last used. Every cell is a
+// termsafe.Line: a name (the project's directory names it) or a label may be a
+// sandbox's, and cannot act on the terminal, start a line or shift a column. A home
+// size that is a lower bound (the walk stopped at a bound) reads "≥ 1.2G (stopped
+// after 100000 entries)".
 func WriteTable(out io.Writer, list []Sandbox) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tPROJECT\tCONTAINER\tVOLUME\tHOME\tLAST USED")
@@ -33,12 +39,15 @@ func WriteTable(out io.Writer, list []Sandbox) error {
 		home := "-"
 		if s.Home != "" {
 			home = size(s.HomeSize)
+			if s.HomeSizeBound {
+				home = "≥ " + home + " (" + s.HomeSizeStop + ")"
+			}
 		}
 		last := "-"
 		if !s.LastUsed.IsZero() {
 			last = s.LastUsed.Format(time.DateTime)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, proj, ctr, vol, home, last)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(s.Name), termsafe.Line(proj), termsafe.Line(ctr), termsafe.Line(vol), termsafe.Line(home), last)
 	}
 	return w.Flush()
 }
