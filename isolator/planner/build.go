@@ -306,6 +306,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if p.System, err = b.view(); err != nil {
 		return nil, nil, err
 	}
+	p.System.Passwd = sandboxPasswd(pr, p.System, p.User)
 	p.Mounts = b.mounts
 
 	for _, pub := range cfg.Egress.Publish {
