@@ -53,26 +53,25 @@ func showsPasswd(paths []isolator.SystemPath) bool {
 func passwdWithHome(host []byte, u isolator.User) []byte {
 	uid := strconv.Itoa(u.UID)
 	for off := 0; off < len(host); {
-		line := host[off:]
-		end := bytes.IndexByte(line, '\n')
-		if end >= 0 {
-			line = line[:end]
+		line, next := host[off:], len(host)
+		if end := bytes.IndexByte(line, '\n'); end >= 0 {
+			line, next = line[:end], off+end+1
 		}
-		// name:password:uid:gid:gecos:home:shell
-		if f := bytes.Split(line, []byte{':'}); len(f) == 7 && string(f[2]) == uid && len(f[0]) > 0 && f[0][0] != '+' && f[0][0] != '-' {
-			if string(f[5]) == u.HostHome {
-				return nil
+		// name:password:uid:gid:gecos:home:shell; only the uid's lines are split
+		// (string(b) == s does not allocate)
+		if string(passwdField(line, 2)) == uid {
+			if f := bytes.Split(line, []byte{':'}); len(f) == 7 && len(f[0]) > 0 && f[0][0] != '+' && f[0][0] != '-' {
+				if string(f[5]) == u.HostHome {
+					return nil
+				}
+				f[5] = []byte(u.HostHome)
+				out := make([]byte, 0, len(host)+len(u.HostHome))
+				out = append(out, host[:off]...)
+				out = append(out, bytes.Join(f, []byte{':'})...)
+				return append(out, host[off+len(line):]...)
 			}
-			f[5] = []byte(u.HostHome)
-			out := make([]byte, 0, len(host)+len(u.HostHome))
-			out = append(out, host[:off]...)
-			out = append(out, bytes.Join(f, []byte{':'})...)
-			return append(out, host[off+len(line):]...)
 		}
-		if end < 0 {
-			break
-		}
-		off += end + 1
+		off = next
 	}
 	name := u.Name
 	if name == "" || strings.ContainsAny(name, ":\n") {
@@ -87,4 +86,20 @@ func passwdWithHome(host []byte, u isolator.User) []byte {
 		out = append(out, '\n')
 	}
 	return fmt.Appendf(out, "%s:x:%d:%d:%s:%s:%s\n", name, u.UID, u.GID, name, u.HostHome, shell)
+}
+
+// passwdField returns field n of a passwd line, nil when it has no field after it.
+func passwdField(line []byte, n int) []byte {
+	for ; n > 0; n-- {
+		c := bytes.IndexByte(line, ':')
+		if c < 0 {
+			return nil
+		}
+		line = line[c+1:]
+	}
+	c := bytes.IndexByte(line, ':')
+	if c < 0 {
+		return nil
+	}
+	return line[:c]
 }

@@ -3,6 +3,9 @@ package planner
 import (
 	"errors"
 	"io/fs"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -78,4 +81,43 @@ func TestSandboxPasswd(t *testing.T) {
 	if got := sandboxPasswd(pr, copied, u); got != nil {
 		t.Errorf("sandboxPasswd with the host's file unreadable: %q, want nil (the host's, as the view places it)", got)
 	}
+}
+
+// BenchmarkSandboxPasswd is what every Build pays for SystemView.Passwd with the
+// default view on this host: one read of /etc/passwd ("same home", for the file's
+// last entry: every line is looked at), and the copy when HOME is not the home the
+// user's entry names ("other home").
+func BenchmarkSandboxPasswd(b *testing.B) {
+	host, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		b.Skip(err)
+	}
+	var u isolator.User
+	for _, l := range strings.Split(strings.TrimSpace(string(host)), "\n") {
+		if f := strings.Split(l, ":"); len(f) == 7 {
+			uid, err1 := strconv.Atoi(f[2])
+			gid, err2 := strconv.Atoi(f[3])
+			if err1 == nil && err2 == nil {
+				u = isolator.User{Name: f[0], UID: uid, GID: gid, HostHome: f[5]}
+			}
+		}
+	}
+	pr := OS("/")
+	v := isolator.SystemView{Paths: []isolator.SystemPath{{Path: "/etc/passwd", Copy: true}}}
+	b.Run("same home", func(b *testing.B) {
+		for b.Loop() {
+			if sandboxPasswd(pr, v, u) != nil {
+				b.Fatalf("the entry of %s names another home than %s", u.Name, u.HostHome)
+			}
+		}
+	})
+	other := u
+	other.HostHome = "/var/tmp/elsewhere"
+	b.Run("other home", func(b *testing.B) {
+		for b.Loop() {
+			if sandboxPasswd(pr, v, other) == nil {
+				b.Fatal("no copy for another home")
+			}
+		}
+	})
 }
