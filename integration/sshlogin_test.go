@@ -229,10 +229,11 @@ func testSSHLoginThroughAgent(t *testing.T, iso string, h *sshHost) {
 	logBefore, _ := os.ReadFile(h.agentLog)
 
 	direct := "ssh -o BatchMode=yes -o ConnectTimeout=10 -o StrictHostKeyChecking=yes -o UserKnownHostsFile=" + filepath.Join(p.dir, "known_hosts")
-	// -F names the ~/.ssh/config the ssh tool writes (its ProxyCommand reaches the
-	// proxy): ssh reads ~ from the passwd entry, not $HOME, and the suite's HOME is a
-	// throwaway one, which bwrap's view (the host's /etc/passwd) does not name.
-	ssh := direct + ` -F "$HOME/.ssh/config"`
+	// No -F: ssh reads ~ from the passwd entry, not $HOME, and the sandbox's entry
+	// names its $HOME even where the suite's throwaway HOME is not the user's home
+	// (TestPasswdHomeIsSandboxHome), so ssh finds the ~/.ssh/config the ssh tool
+	// writes (its ProxyCommand reaches the proxy).
+	ssh := direct
 	// The key's lines arrive on stdin, read into a variable of this shell (in no
 	// argv, no environment, no file); the scans take them from a here-document.
 	script := fmt.Sprintf(`P=$(cat)

@@ -219,6 +219,12 @@ type SystemView struct {
 	// the Copy files of /etc (package etcsnap), to bind one directory at /etc instead
 	// of copying each file; "" copies them one by one.
 	Snapshot string
+	// Passwd, when set, is shown at /etc/passwd in place of the host's file: the
+	// host's with the user's entry naming HostHome, the sandbox's $HOME (ssh and
+	// `~user` read the home from the entry, not $HOME). It is set only when the view
+	// shows the host's file and that names another home for the user; the /etc
+	// snapshot keeps the host's file.
+	Passwd []byte `json:",omitempty"`
 }
 
 // SystemPath is one system path; Link non-empty means the host path is a symlink to

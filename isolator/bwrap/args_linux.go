@@ -187,7 +187,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	default:
 		etc, snapshot = etcEntries(p)
 	}
-	snapPlaced := false
+	snapPlaced, passwdPlaced := false, false
 	for _, sp := range p.System.Paths {
 		if snapshot && !snapPlaced && isolator.Within(sp.Path, "/etc") {
 			// One read-only bind of the snapshot, before anything else in /etc: bwrap
@@ -199,6 +199,13 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 			snapPlaced = true
 		}
 		switch {
+		case sp.Copy && sp.Path == passwdPath && p.System.Passwd != nil && !snapshot:
+			// The user's entry names the sandbox's home (SystemView.Passwd).
+			a = append(a, "--perms", "0444", "--file", fmt.Sprint(fd), sp.Path)
+			s.Files = append(s.Files, File{FD: fd, Dest: sp.Path, Kind: Content, Content: p.System.Passwd})
+			placed = append(placed, viewEntry{sp.Path, placedOther})
+			fd++
+			passwdPlaced = true
 		case sp.Copy && o.noCopies:
 			a = append(a, "--ro-bind-try", sp.Path, sp.Path)
 			placed = append(placed, viewEntry{sp.Path, placedMount})
@@ -219,6 +226,14 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 			a = append(a, "--ro-bind", sp.Path, sp.Path)
 			placed = append(placed, viewEntry{sp.Path, placedSystem})
 		}
+	}
+	if p.System.Passwd != nil && !passwdPlaced {
+		// Over the host's file (in the snapshot, a bound /etc or the host's root):
+		// the user's entry names the sandbox's home (SystemView.Passwd).
+		a = append(a, "--perms", "0444", "--ro-bind-data", fmt.Sprint(fd), passwdPath)
+		s.Files = append(s.Files, File{FD: fd, Dest: passwdPath, Kind: Content, Content: p.System.Passwd})
+		placed = append(placed, viewEntry{passwdPath, placedOther})
+		fd++
 	}
 	a = append(a, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run")
 	placed = append(placed, viewEntry{"/dev", placedMount}, viewEntry{"/proc", placedMount}, viewEntry{"/run", placedMount})
@@ -448,6 +463,9 @@ type viewEntry struct {
 }
 
 type placedKind int
+
+// passwdPath is where SystemView.Passwd is shown.
+const passwdPath = "/etc/passwd"
 
 const (
 	placedMount placedKind = iota

@@ -1,6 +1,7 @@
 package bwrap_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"net/netip"
@@ -701,6 +702,64 @@ func TestRenderRepetitionsLeftOut(t *testing.T) {
 			}
 			if !slices.Equal(got.Argv, want.Argv) || !reflect.DeepEqual(got.Checks, want.Checks) || got.Script() != want.Script() {
 				t.Errorf("with repetitions:\n%s\nwant:\n%s", got.Script(), want.Script())
+			}
+		})
+	}
+}
+
+// TestRenderPasswd: SystemView.Passwd is what the sandbox sees at /etc/passwd, read
+// only, wherever the host's file would be: a --file copy of it in place of the host
+// file's copy, bound over the /etc snapshot (which keeps the host's file), over the
+// host's root; the host's file stays where there is none.
+func TestRenderPasswd(t *testing.T) {
+	passwd := []byte("u:x:1000:1000::/home/u:/bin/sh\n")
+	cases := []struct {
+		name string
+		edit func(p *isolator.Plan)
+		want string // the ops placing /etc/passwd, in order: "--file host", "--file", "--ro-bind-data"
+	}{
+		{"the host's, copied", func(p *isolator.Plan) {}, "--file host"},
+		{"copied", func(p *isolator.Plan) { p.System.Passwd = passwd }, "--file"},
+		{"over the /etc snapshot", func(p *isolator.Plan) {
+			p.System.Snapshot, p.System.Passwd = etcSnapshots, passwd
+		}, "--ro-bind-data"},
+		{"over the host's root", func(p *isolator.Plan) {
+			p.System = isolator.SystemView{Host: true, Passwd: passwd}
+		}, "--ro-bind-data"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := basePlan()
+			p.System.Paths = minimalSystem // copies /etc/passwd
+			tc.edit(p)
+			spec, err := bwrap.Render(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ops []string
+			for _, f := range spec.Files {
+				if f.Dest != "/etc/passwd" {
+					continue
+				}
+				for i := 1; i+2 < len(spec.Argv); i++ {
+					if spec.Argv[i+1] != strconv.Itoa(f.FD) || spec.Argv[i+2] != "/etc/passwd" {
+						continue
+					}
+					if spec.Argv[i-2] != "--perms" || spec.Argv[i-1] != "0444" {
+						t.Errorf("/etc/passwd is placed with %q, not --perms 0444", spec.Argv[i-2:i])
+					}
+					switch {
+					case f.Kind == bwrap.HostFile && f.Source == "/etc/passwd":
+						ops = append(ops, spec.Argv[i]+" host")
+					case f.Kind == bwrap.Content && bytes.Equal(f.Content, passwd):
+						ops = append(ops, spec.Argv[i])
+					default:
+						t.Errorf("/etc/passwd from %+v", f)
+					}
+				}
+			}
+			if got := strings.Join(ops, " "); got != tc.want {
+				t.Errorf("/etc/passwd placed by %q, want %q\n%s", got, tc.want, spec.Script())
 			}
 		})
 	}

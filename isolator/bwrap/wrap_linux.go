@@ -23,7 +23,8 @@ var ErrNeedsFiles = errors.New("the plan delivers files through descriptors")
 // that what is mounted is what was checked (package pin); prefer Command where the
 // project may be written by another sandbox while this one starts. With p.Self empty
 // the command runs without the devsandbox-init. It needs no descriptors: /etc
-// files are bound instead of copied and /tmp is a fresh tmpfs. The caller runs it with
+// files are bound instead of copied (the host's /etc/passwd too, not
+// SystemView.Passwd) and /tmp is a fresh tmpfs. The caller runs it with
 // the plan's environment (Env), which carries secrets, never the argv. Plans with
 // generated files or secret files (a Data mount, secrets.files) return ErrNeedsFiles;
 // proxy modes need p.Egress.Proxy to point at a proxy the caller runs. The syscall
@@ -119,6 +120,11 @@ func wrapSpec(p *isolator.Plan, inner []string, noCopies bool) (*Spec, error) {
 	}
 	q := *p
 	q.Command, q.TTY = inner, false
+	if noCopies {
+		// A command line carries no descriptor: the host's /etc/passwd, as bound
+		// (its entry may name another home than the sandbox's $HOME).
+		q.System.Passwd = nil
+	}
 	if q.Tmp.Kind != "tmpfs" && q.Tmp.Session == "" {
 		q.Tmp = isolator.Tmp{Kind: "tmpfs"}
 	}

@@ -193,6 +193,14 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	warns = append(warns, miseWarns...)
 	b.hostFiles, miseWarns = hostExecutedNames(h.Vars, proj.Dir, miserc)
 	warns = append(warns, miseWarns...)
+	yarnEnv := yarnEnvNames(h.Vars, proj.Dir)
+	for _, n := range yarnEnv.names() {
+		if !slices.Contains(b.hostFiles, n) {
+			b.hostFiles = append(b.hostFiles, n)
+		}
+	}
+	b.yarnRC = yarnEnv.rc
+	warns = append(warns, yarnEnv.warns...)
 	if p.Egress.NeedsProxy() {
 		b.sshProxyCommand = isolator.InitPath + " --connect=" + egress.SandboxProxyAddr + " %h %p"
 	}
@@ -250,6 +258,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 	mm := maskMatcher{cfg.Sandbox.MaskFiles, cfg.Sandbox.MaskAllow, cfg.Sandbox.MaskSkip}
 	p.Subdir = isolator.SubdirFiles{Names: subdirExecuted, Why: hostExecutedWhy}
+	if extra := slices.Concat(yarnEnv.rc, yarnEnv.run); len(extra) > 0 {
+		p.Subdir.Names = slices.Concat(subdirExecuted, extra)
+	}
 	found, err := findMaskedCached(pr, proj.Dir, mm, filepath.Join(state, "maskscan.cache"), !req.DryRun, p.Subdir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("scanning %s for sandbox.mask_files: %w", proj.Dir, err)
@@ -306,6 +317,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if p.System, err = b.view(); err != nil {
 		return nil, nil, err
 	}
+	p.System.Passwd = sandboxPasswd(pr, p.System, p.User)
 	p.Mounts = b.mounts
 
 	for _, pub := range cfg.Egress.Publish {

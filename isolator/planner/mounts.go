@@ -54,6 +54,8 @@ type mountBuilder struct {
 	// the files and directories it made read-only.
 	yarnWarns  []string
 	yarnPinned map[string]bool
+	// yarnRC are the rc file names the host's YARN_RC_FILENAME adds (yarnEnv.rc).
+	yarnRC []string
 }
 
 func (b *mountBuilder) add(m isolator.Mount) { b.mounts = append(b.mounts, m) }
@@ -267,8 +269,8 @@ func (b *mountBuilder) protectProject(dir string) error {
 		if !b.behindMask(f) {
 			b.add(isolator.Mount{Kind: isolator.Bind, Source: f, Dest: f, ReadOnly: true, Why: "run by tools on the host"})
 		}
-		if yarnRCNames[filepath.Base(f)] && filepath.Dir(f) == dir {
-			if err := b.protectYarnNamed(f, dir); err != nil {
+		if base, yml, ok := b.yarnRCBase(f); ok && base == dir {
+			if err := b.protectYarnNamed(f, base, yml, dir); err != nil {
 				return err
 			}
 		}
@@ -436,9 +438,9 @@ func (b *mountBuilder) protectSubdir(dir string, files []string) ([]string, erro
 		if err != nil {
 			continue // gone since the scan
 		}
-		if yarnRCNames[filepath.Base(f)] {
+		if base, yml, ok := b.yarnRCBase(f); ok {
 			// Before f becomes its link's target: a linked rc file is not read.
-			if err := b.protectYarnNamed(f, dir); err != nil {
+			if err := b.protectYarnNamed(f, base, yml, dir); err != nil {
 				return nil, err
 			}
 		}

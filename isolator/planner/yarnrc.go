@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -162,15 +163,16 @@ func yarnScalar(v string) (string, bool) {
 // that does not exist yet is a tripwire. When rc cannot be read as a regular file of
 // bounded size (a link, a FIFO, too large) or parsed (parseYarnRC), the directories
 // yarn puts releases and plugins in are made read-only whole, with a warning.
-// Nothing named outside the project is devsandbox's to protect.
-func (b *mountBuilder) protectYarnNamed(rc, dir string) error {
+// Nothing named outside the project is devsandbox's to protect. base is the
+// directory yarn found rc for (yarnRCBase), which the paths it names are resolved
+// from; yml is false for yarn 1's .yarnrc.
+func (b *mountBuilder) protectYarnNamed(rc, base string, yml bool, dir string) error {
 	data, err := b.pr.readWritable(rc, false)
 	var paths []string
 	ok := err == nil
 	if ok {
-		paths, ok = parseYarnRC(data, filepath.Base(rc) == ".yarnrc.yml")
+		paths, ok = parseYarnRC(data, yml)
 	}
-	base := filepath.Dir(rc)
 	if !ok {
 		why := "devsandbox cannot read it"
 		if err != nil {
@@ -180,20 +182,31 @@ func (b *mountBuilder) protectYarnNamed(rc, dir string) error {
 		paths = append(paths, yarnFallbackDirs...)
 	}
 	for _, p := range paths {
-		if err := b.protectYarnPath(filepath.Join(base, p), dir, !ok); err != nil {
+		if err := b.protectYarnPath(filepath.Join(base, p), base, dir, !ok); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// protectYarnPath protects p, a path an rc file names (or a fallback directory when
-// dirOK), when it resolves inside the project dir: links are followed only to see
-// where they end, and one ending outside the project, or at it, is left alone.
-func (b *mountBuilder) protectYarnPath(p, dir string, dirOK bool) error {
+// protectYarnPath protects p, a path an rc file found for base names (or a fallback
+// directory when dirOK), when it resolves inside the project dir: links are followed
+// only to see where they end, and one ending outside the project, or at it, is left
+// alone. A file that is a symbolic link is protected through its target; the link
+// itself cannot be bound, so where it lies in the directories yarn keeps releases
+// and plugins in (yarnFallbackDirs), that directory is read-only whole (the link
+// cannot be retargeted or removed), and elsewhere a warning says it is not.
+func (b *mountBuilder) protectYarnPath(p, base, dir string, dirOK bool) error {
 	p = filepath.Clean(p)
 	if !isolator.Within(p, dir) || p == dir {
 		return nil // outside the project: not devsandbox's to protect
+	}
+	if !dirOK {
+		if fi, err := b.pr.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			if err := b.protectYarnLink(p, base, dir); err != nil {
+				return err
+			}
+		}
 	}
 	t, err := b.pr.EvalSymlinks(p)
 	if err != nil {
@@ -229,5 +242,20 @@ func (b *mountBuilder) protectYarnPath(p, dir string, dirOK bool) error {
 			b.add(m)
 		}
 	}
+	return nil
+}
+
+// protectYarnLink keeps the link p, a release or plugin an rc file found for base
+// names, from being retargeted: its directory is read-only when it is one of the
+// yarnFallbackDirs of base; otherwise a warning says the link is protected through
+// its target only.
+func (b *mountBuilder) protectYarnLink(p, base, dir string) error {
+	ld := filepath.Dir(p)
+	for _, d := range yarnFallbackDirs {
+		if ld == filepath.Join(base, d) {
+			return b.protectYarnPath(ld, base, dir, true)
+		}
+	}
+	b.yarnWarns = append(b.yarnWarns, fmt.Sprintf("%s, which yarn on the host runs (yarnPath, yarn-path, plugins), is a symbolic link: devsandbox protects what it points to, but the sandbox can point it elsewhere; keep the file in %s, or make it a regular file", p, strings.Join(yarnFallbackDirs, " or ")))
 	return nil
 }

@@ -1,0 +1,123 @@
+package planner
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+func TestPasswdWithHome(t *testing.T) {
+	u := isolator.User{Name: "u", UID: 1000, GID: 1000, HostHome: "/ci/home", Shell: "/bin/bash"}
+	cases := []struct {
+		name, host string
+		want       string // "" for nil: the host's is right
+	}{
+		{"another home", "root:x:0:0:root:/root:/bin/sh\nu:x:1000:1000:U:/home/u:/bin/bash\nv:x:1001:1001::/home/v:/bin/sh\n",
+			"root:x:0:0:root:/root:/bin/sh\nu:x:1000:1000:U:/ci/home:/bin/bash\nv:x:1001:1001::/home/v:/bin/sh\n"},
+		{"the same home", "u:x:1000:1000::/ci/home:/bin/sh\n", ""},
+		{"the first entry of the uid", "a:x:1000:1000::/home/a:/bin/sh\nu:x:1000:1000::/home/u:/bin/sh\n",
+			"a:x:1000:1000::/ci/home:/bin/sh\nu:x:1000:1000::/home/u:/bin/sh\n"},
+		{"no final newline", "u:x:1000:1000::/home/u:/bin/sh", "u:x:1000:1000::/ci/home:/bin/sh"},
+		{"a NIS line and a short one are no entry", "+u:x:1000:1000::/home/u:/bin/sh\nu:x:1000\n",
+			"+u:x:1000:1000::/home/u:/bin/sh\nu:x:1000\nu:x:1000:1000:u:/ci/home:/bin/bash\n"},
+		{"no entry", "root:x:0:0:root:/root:/bin/sh", "root:x:0:0:root:/root:/bin/sh\nu:x:1000:1000:u:/ci/home:/bin/bash\n"},
+		{"empty", "", "u:x:1000:1000:u:/ci/home:/bin/bash\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := passwdWithHome([]byte(tc.host), u)
+			if tc.want == "" && got != nil || tc.want != "" && string(got) != tc.want {
+				t.Errorf("passwdWithHome:\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSandboxPasswd(t *testing.T) {
+	host := "u:x:1000:1000::/home/u:/bin/sh\n"
+	read := 0
+	pr := Probe{ReadRegular: func(p string, _ int64, follow bool) ([]byte, error) {
+		read++
+		if !follow {
+			t.Errorf("/etc/passwd read without following a link")
+		}
+		if p != "/etc/passwd" {
+			return nil, fs.ErrNotExist
+		}
+		return []byte(host), nil
+	}}
+	u := isolator.User{Name: "u", UID: 1000, GID: 1000, HostHome: "/ci/home"}
+	copied := isolator.SystemView{Paths: []isolator.SystemPath{{Path: "/usr"}, {Path: "/etc/passwd", Copy: true}}}
+	cases := []struct {
+		name  string
+		v     isolator.SystemView
+		u     isolator.User
+		want  string
+		reads int
+	}{
+		{"copied", copied, u, "u:x:1000:1000::/ci/home:/bin/sh\n", 1},
+		{"the host's root", isolator.SystemView{Host: true}, u, "u:x:1000:1000::/ci/home:/bin/sh\n", 1},
+		{"/etc bound", isolator.SystemView{Paths: []isolator.SystemPath{{Path: "/etc"}}}, u, "u:x:1000:1000::/ci/home:/bin/sh\n", 1},
+		{"not in the view", isolator.SystemView{Paths: []isolator.SystemPath{{Path: "/usr"}}}, u, "", 0},
+		{"a link in its place", isolator.SystemView{Paths: []isolator.SystemPath{{Path: "/etc", Link: "private/etc"}}}, u, "", 0},
+		{"the home it names", copied, isolator.User{Name: "u", UID: 1000, GID: 1000, HostHome: "/home/u"}, "", 1},
+		{"a home no entry can name", copied, isolator.User{Name: "u", UID: 1000, GID: 1000, HostHome: "/ci:home"}, "", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			read = 0
+			got := sandboxPasswd(pr, tc.v, tc.u)
+			if tc.want == "" && got != nil || tc.want != "" && string(got) != tc.want || read != tc.reads {
+				t.Errorf("sandboxPasswd: %q after %d reads, want %q after %d", got, read, tc.want, tc.reads)
+			}
+		})
+	}
+	pr.ReadRegular = func(string, int64, bool) ([]byte, error) { return nil, errors.New("unreadable") }
+	if got := sandboxPasswd(pr, copied, u); got != nil {
+		t.Errorf("sandboxPasswd with the host's file unreadable: %q, want nil (the host's, as the view places it)", got)
+	}
+}
+
+// BenchmarkSandboxPasswd is what every Build pays for SystemView.Passwd with the
+// default view on this host: one read of /etc/passwd ("same home", for the file's
+// last entry: every line is looked at), and the copy when HOME is not the home the
+// user's entry names ("other home").
+func BenchmarkSandboxPasswd(b *testing.B) {
+	host, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		b.Skip(err)
+	}
+	var u isolator.User
+	for _, l := range strings.Split(strings.TrimSpace(string(host)), "\n") {
+		if f := strings.Split(l, ":"); len(f) == 7 {
+			uid, err1 := strconv.Atoi(f[2])
+			gid, err2 := strconv.Atoi(f[3])
+			if err1 == nil && err2 == nil {
+				u = isolator.User{Name: f[0], UID: uid, GID: gid, HostHome: f[5]}
+			}
+		}
+	}
+	pr := OS("/")
+	v := isolator.SystemView{Paths: []isolator.SystemPath{{Path: "/etc/passwd", Copy: true}}}
+	b.Run("same home", func(b *testing.B) {
+		for b.Loop() {
+			if sandboxPasswd(pr, v, u) != nil {
+				b.Fatalf("the entry of %s names another home than %s", u.Name, u.HostHome)
+			}
+		}
+	})
+	other := u
+	other.HostHome = "/var/tmp/elsewhere"
+	b.Run("other home", func(b *testing.B) {
+		for b.Loop() {
+			if sandboxPasswd(pr, v, other) == nil {
+				b.Fatal("no copy for another home")
+			}
+		}
+	})
+}
