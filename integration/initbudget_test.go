@@ -3,15 +3,16 @@
 package integration
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-// Package initialisation runs on every start of devsandbox and of the bwrap init,
-// whatever the command: a regexp compiled or a table built at package level is paid
-// by every launch, though only some runs use it (issue 18: three regexps of main's
+// Package initialisation runs on every start of devsandbox, the bwrap init and the
+// docker backend, whatever the command: a regexp compiled or a table built at package
+// level is paid by every launch, though only some runs use it (issue 18: three regexps of main's
 // usage errors cost 0.05 ms and 40 KB of heap a launch). Each of devsandbox's own
 // packages stays within a small budget of heap at init (GODEBUG=inittrace=1, whose
 // byte and allocation counts do not move with the load); what only some runs need is
@@ -24,10 +25,14 @@ func TestPackageInitBudget(t *testing.T) {
 		args []string
 	}{
 		{"devsandbox", []string{"version"}},
-		// Without arguments the init refuses to start; its packages are initialised
+		// Without arguments these refuse to start; their packages are initialised
 		// before that, as on a launch.
 		{"devsandbox-bwrap-init", nil},
+		{"devsandbox-docker", nil},
 	} {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(it.bin), c.bin)); err != nil {
+			t.Fatalf("%s: %v (run `make integration`, which builds every binary)", c.bin, err)
+		}
 		r := runBin(t, filepath.Join(filepath.Dir(it.bin), c.bin), p.dir, []string{"GODEBUG=inittrace=1"}, "", c.args...)
 		inits := 0
 		for _, line := range strings.Split(r.stderr, "\n") {
