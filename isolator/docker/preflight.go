@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
@@ -13,16 +14,20 @@ import (
 // path is not on the engine's machine (a remote engine, this machine's /tmp for an
 // engine in a VM), or Docker Desktop does not share it. Binds are made with mounts of
 // type bind, which an engine refuses when the source is missing, rather than create
-// an empty directory in its place as a plain -v bind would.
-var unseenSources = []*regexp.Regexp{
-	regexp.MustCompile(`bind source path does not exist: (/\S*)`),
-	regexp.MustCompile(`Mounts denied:\s*The path (/\S*) is not shared`),
-}
+// an empty directory in its place as a plain -v bind would. Compiled on the first
+// refusal, not at package init, which every start of devsandbox-docker pays (83
+// allocations, 16 KB; issue 18).
+var unseenSources = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`bind source path does not exist: (/\S*)`),
+		regexp.MustCompile(`Mounts denied:\s*The path (/\S*) is not shared`),
+	}
+})
 
 // unseenPath is the bind source err, a ContainerCreate's, says the engine cannot
 // see, or "".
 func unseenPath(err error) string {
-	for _, re := range unseenSources {
+	for _, re := range unseenSources() {
 		if m := re.FindStringSubmatch(err.Error()); m != nil {
 			return strings.TrimRight(m[1], ".,;:")
 		}
