@@ -346,6 +346,11 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		}
 		p.Mounts = b.mounts
 	}
+	// bubblewrap places each destination through the links of the view above it: an
+	// absolute one of the host's leads out of its new root (viewlinks.go).
+	if p.Mounts, err = resolveViewLinks(p, pr.Lstat, pr.Readlink); err != nil {
+		return nil, nil, err
+	}
 	p.Mounts = atBothHomes(p.Mounts, h.Home, p.SandboxHome)
 	if len(p.Mounts) > maxMounts {
 		return nil, nil, errTooManyMounts(proj.Dir, b.home, p.Mounts)
