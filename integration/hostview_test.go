@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,6 +75,48 @@ func TestHostView(t *testing.T) {
 		}
 		if r.code != 0 || r.stdout != want {
 			t.Fatalf("with system_binds = [\"host\"]: want exit 0 and\n%s\ngot:\n%s", want, r)
+		}
+	})
+}
+
+// TestSystemListThroughLinks: a system_binds list that binds /var shows the host's
+// /var/run -> /run, and one that lists a path below a listed link (/lib ->
+// usr/lib) would have bubblewrap make a directory where the link goes: both stopped
+// the launch (125). The mask lands at the link's target, the path where the link
+// leads, and both names of the socket show the empty mask. bwrap only: the list is
+// bwrap's view (docker and krun take the system from the image).
+func TestSystemListThroughLinks(t *testing.T) {
+	forEachIsolatorOf(t, []string{"bwrap"}, func(t *testing.T, iso string) {
+		if link, err := os.Readlink("/var/run"); err != nil || link != "/run" {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("the test needs /var/run -> /run: %q %v", link, err)
+			}
+			t.Skip("/var/run is not a link to /run here")
+		}
+		if _, err := os.Stat("/run/docker.sock"); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("the test needs the Docker socket at /run/docker.sock: %v", err)
+			}
+			t.Skip("no Docker socket at /run/docker.sock")
+		}
+		p := newProject(t)
+		var list []string
+		for _, d := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/var"} {
+			if _, err := os.Lstat(d); err == nil {
+				list = append(list, fmt.Sprintf("%q", d))
+			}
+		}
+		if fi, err := os.Lstat("/lib"); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			if ents, err := filepath.Glob("/lib/*-linux-gnu"); err == nil && len(ents) > 0 {
+				list = append(list, fmt.Sprintf("%q", ents[0]))
+			}
+		}
+		cfg := p.writeConfig(iso, "list.toml", "[sandbox]\nsystem_binds = ["+strings.Join(list, ", ")+"]\n")
+		r := run(t, p.dir, nil, "", "--isolator="+iso, "--config", cfg, "--egress=none", "--", "/bin/sh", "-c",
+			`for s in /run/docker.sock /var/run/docker.sock; do if [ -S "$s" ]; then echo "$s: SOCKET"; elif [ -f "$s" ] && [ ! -s "$s" ]; then echo "$s: empty"; else echo "$s: other"; fi; done`)
+		want := "/run/docker.sock: empty\n/var/run/docker.sock: empty\n"
+		if r.code != 0 || r.stdout != want {
+			t.Fatalf("with system_binds = [%s]: want exit 0 and\n%s\ngot:\n%s", strings.Join(list, ", "), want, r)
 		}
 	})
 }

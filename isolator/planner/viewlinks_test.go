@@ -2,6 +2,7 @@ package planner
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"strings"
 	"syscall"
@@ -187,4 +188,37 @@ func TestBuildHostViewDockerSockets(t *testing.T) {
 		}
 	}
 	equalLines(t, "docker socket masks", socks, []string{"/run/docker.sock"})
+}
+
+// TestPlaceBelowLinks: a listed system path below a listed link is placed where the
+// link leads, and left out where a listed directory shows it already.
+func TestPlaceBelowLinks(t *testing.T) {
+	lib := isolator.SystemPath{Path: "/lib", Link: "usr/lib"}
+	run := isolator.SystemPath{Path: "/var/run", Link: "/run"}
+	for _, tc := range []struct {
+		name     string
+		in, want []isolator.SystemPath
+	}{
+		{"below a relative link, in a listed directory",
+			[]isolator.SystemPath{{Path: "/usr"}, {Path: "/lib/x86_64-linux-gnu"}, lib},
+			[]isolator.SystemPath{{Path: "/usr"}, lib}},
+		{"below a relative link, on its own",
+			[]isolator.SystemPath{{Path: "/lib/x86_64-linux-gnu"}, lib},
+			[]isolator.SystemPath{{Path: "/usr/lib/x86_64-linux-gnu"}, lib}},
+		{"below an absolute link",
+			[]isolator.SystemPath{run, {Path: "/var/run/dbus"}},
+			[]isolator.SystemPath{run, {Path: "/run/dbus"}}},
+		{"a repetition once resolved",
+			[]isolator.SystemPath{{Path: "/usr/lib/x"}, lib, {Path: "/lib/x"}},
+			[]isolator.SystemPath{{Path: "/usr/lib/x"}, lib}},
+		{"no link above", []isolator.SystemPath{{Path: "/usr"}, {Path: "/opt/x"}},
+			[]isolator.SystemPath{{Path: "/usr"}, {Path: "/opt/x"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := placeBelowLinks(isolator.SystemView{Paths: tc.in}).Paths
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("placeBelowLinks(%v) = %v; want %v", tc.in, got, tc.want)
+			}
+		})
+	}
 }
