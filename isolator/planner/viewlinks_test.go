@@ -222,3 +222,30 @@ func TestPlaceBelowLinks(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkResolveViewLinks is what placing the destinations through the view's links
+// adds to a launch, on the fixture's plan (the default tools, the host's files), in
+// the minimal view and the host view.
+func BenchmarkResolveViewLinks(b *testing.B) {
+	for _, system := range [][]string{nil, {"host"}} {
+		b.Run(fmt.Sprint(system), func(b *testing.B) {
+			t := &testing.T{}
+			f := newFixture(t)
+			if t.Failed() {
+				b.Fatal("fixture")
+			}
+			cfg := f.load(t)
+			cfg.Sandbox.SystemBinds = system
+			p, _, err := f.tryBuild(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pr := probe(f.proj)
+			for b.Loop() {
+				if _, err := resolveViewLinks(p, pr.Lstat, pr.Readlink); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
