@@ -60,14 +60,20 @@ func resolveViewLinks(p *isolator.Plan, lstat func(string) (fs.FileInfo, error),
 	var placed []string // the resolved destination of each mount of out
 	for _, m := range p.Mounts {
 		dst := m.Target(home)
-		at, err := resolveDest(dst, layers, fresh, writable, lstat, readlink)
+		at, abs, err := resolveDest(dst, layers, fresh, writable, lstat, readlink)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s %s: %w", isolator.ErrProtection, m.Why, dst, err)
 		}
-		if at != dst {
-			if m.HomeRel != "" || isolator.Within(dst, home) {
-				return nil, fmt.Errorf("%w: %s %s: a link of the host leads it to %s, out of the home's place in the sandbox; set HOME to the home's real path (%s resolved)", isolator.ErrProtection, m.Why, dst, at, home)
+		switch {
+		case at == dst:
+		case m.HomeRel != "" || isolator.Within(dst, home):
+			// Containers place the home elsewhere (docker.home): the destination
+			// stays. bubblewrap follows a relative link inside its root (Fedora
+			// Silverblue's /home -> var/home), not an absolute one.
+			if abs {
+				return nil, fmt.Errorf("%w: %s %s: a link of the host leads it to %s, through an absolute link, out of the home's place in the sandbox; set HOME to the home's real path (%s resolved)", isolator.ErrProtection, m.Why, dst, at, home)
 			}
+		default:
 			m.Dest = at
 		}
 		if at != dst && repeated(out, placed, m, at) {
@@ -103,22 +109,24 @@ var errViewLink = errors.New("the destination goes through a link of the view th
 // resolveDest resolves the links on the way to dst in layers (the last layer at or
 // above a path is what shows there; those from fresh on are tmpfs and the Plan's
 // mounts).
-func resolveDest(dst string, layers []linkLayer, fresh int, writable []string, lstat func(string) (fs.FileInfo, error), readlink func(string) (string, error)) (string, error) {
-	at := path.Clean(dst)
+// abs reports whether an absolute link was on the way.
+func resolveDest(dst string, layers []linkLayer, fresh int, writable []string, lstat func(string) (fs.FileInfo, error), readlink func(string) (string, error)) (at string, abs bool, err error) {
+	at = path.Clean(dst)
 	for hops := 0; ; {
-		next, moved, err := resolveOnce(at, layers, fresh, writable, lstat, readlink)
-		if err != nil || !moved {
-			return at, err
+		next, target, err := resolveOnce(at, layers, fresh, writable, lstat, readlink)
+		if err != nil || target == "" {
+			return at, abs, err
 		}
 		if hops++; hops > maxLinkHops {
-			return "", fmt.Errorf("%w: more than %d links on the way (a loop?)", errViewLink, maxLinkHops)
+			return "", abs, fmt.Errorf("%w: more than %d links on the way (a loop?)", errViewLink, maxLinkHops)
 		}
-		at = next
+		at, abs = next, abs || path.IsAbs(target)
 	}
 }
 
-// resolveOnce follows the first link on the way to at, if any.
-func resolveOnce(at string, layers []linkLayer, fresh int, writable []string, lstat func(string) (fs.FileInfo, error), readlink func(string) (string, error)) (string, bool, error) {
+// resolveOnce follows the first link on the way to at, if any, and returns where it
+// leads and its target ("" when there is none).
+func resolveOnce(at string, layers []linkLayer, fresh int, writable []string, lstat func(string) (fs.FileInfo, error), readlink func(string) (string, error)) (string, string, error) {
 	for i := 1; i <= len(at); i++ {
 		if i < len(at) && at[i] != '/' {
 			continue
@@ -139,31 +147,32 @@ func resolveOnce(at string, layers []linkLayer, fresh int, writable []string, ls
 		case l.host == "" && top >= fresh:
 			// A tmpfs or a mount of the Plan: what lies below is not the system
 			// view's (every system layer comes before it), and is not resolved.
-			return at, false, nil
+			return at, "", nil
 		case l.host != "":
 			host := path.Join(l.host, strings.TrimPrefix(q, l.dest))
 			fi, err := lstat(host)
 			if err != nil {
-				return at, false, nil // missing on the host: no link further down either
+				return at, "", nil // missing on the host: no link further down either
 			}
 			if fi.Mode()&fs.ModeSymlink == 0 {
 				continue
 			}
 			if err := trustedLink(host, fi, writable); err != nil {
-				return "", false, err
+				return "", "", err
 			}
 			if target, err = readlink(host); err != nil {
-				return "", false, fmt.Errorf("%w: reading %s: %w", errViewLink, host, err)
+				return "", "", fmt.Errorf("%w: reading %s: %w", errViewLink, host, err)
 			}
 		default:
 			continue
 		}
+		next := target
 		if !path.IsAbs(target) {
-			target = path.Join(path.Dir(q), target)
+			next = path.Join(path.Dir(q), target)
 		}
-		return path.Join(target, rest), true, nil
+		return path.Join(next, rest), target, nil
 	}
-	return at, false, nil
+	return at, "", nil
 }
 
 // trustedLink refuses a link the sandbox could have placed or changed: one that root

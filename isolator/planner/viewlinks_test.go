@@ -129,6 +129,9 @@ func TestResolveViewLinks(t *testing.T) {
 			mounts: []isolator.Mount{home}, wantErr: "out of the home's place"},
 		{name: "a home-relative destination behind a link is refused", system: hostView, links: map[string]string{"/home": "/data/home"},
 			mounts: []isolator.Mount{{Kind: isolator.Bind, Source: "/x", HomeRel: ".x", Why: "tool"}}, wantErr: "out of the home's place"},
+		{name: "a home behind a relative link stays (bubblewrap follows it in its root)", system: hostView, links: map[string]string{"/home": "var/home"},
+			mounts: []isolator.Mount{home, proj, {Kind: isolator.MaskDir, HomeRel: ".ssh", Why: "sandbox.hide_paths"}},
+			want:   []string{"bind rw /state/home -> /home/u (sandbox home)", "bind rw /home/u/src/app -> /home/u/src/app (project)", "maskdir ~/.ssh (sandbox.hide_paths)"}},
 		{name: "a loop is refused", system: hostView, links: map[string]string{"/a": "/b", "/b": "/a"},
 			mounts: []isolator.Mount{mask("/a/x", "x")}, wantErr: "more than 40 links"},
 	} {
