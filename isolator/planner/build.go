@@ -304,6 +304,16 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 			}
 		}
 	}
+	// devsandbox's own configuration and state (trust records, the proxy CA's key,
+	// other projects' homes) where the host's system view shows them: outside the home
+	// with system_binds = ["host"] or a bound parent. Below the home the sandbox home
+	// replaces them, in a user's bind maskUserBinds masks them.
+	for _, own := range []string{h.ConfigHome, h.DataHome, h.StateHome} {
+		d := filepath.Join(own, "devsandbox")
+		if r, err := pr.EvalSymlinks(d); err == nil && b.covering(r) < 0 && b.visible(r) {
+			b.add(isolator.Mount{Kind: isolator.MaskDir, Dest: r, Why: "devsandbox's own configuration and state"})
+		}
+	}
 	// The proxy adds these credentials; the sandbox must not read them (credentials.go).
 	for _, f := range credentialFiles(cfg) {
 		if pr.exists(f) && b.visible(f) {
@@ -345,6 +355,11 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 			return nil, nil, err
 		}
 		p.Mounts = b.mounts
+	}
+	// bubblewrap places each destination through the links of the view above it: an
+	// absolute one of the host's leads out of its new root (viewlinks.go).
+	if p.Mounts, err = resolveViewLinks(p, pr.Lstat, pr.Readlink); err != nil {
+		return nil, nil, err
 	}
 	p.Mounts = atBothHomes(p.Mounts, h.Home, p.SandboxHome)
 	if len(p.Mounts) > maxMounts {

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/devsandbox/devsandbox/isolator"
 )
@@ -56,7 +57,7 @@ func systemView(pr Probe, binds []string, snapshots string) (isolator.SystemView
 			}
 			v.Paths = append(v.Paths, systemEntry(pr, sp, false))
 		}
-		return v, nil
+		return placeBelowLinks(v), nil
 	}
 	for _, sp := range minimalSystem {
 		fi, err := pr.Lstat(sp)
@@ -121,4 +122,47 @@ func copyDir(pr Probe, dir string) ([]isolator.SystemPath, bool) {
 		out = append(out, isolator.SystemPath{Path: filepath.Join(dir, e.Name()), Optional: true, Copy: true})
 	}
 	return out, true
+}
+
+// placeBelowLinks places each listed path that lies below a listed link (/lib ->
+// usr/lib with /lib/x86_64-linux-gnu) where the link leads, as the host resolves its
+// source: bubblewrap would make the directory on the way, then fail to make the link
+// ("Can't make symlink at /lib: File exists"). A path that then lies in a listed
+// directory, or repeats one, is shown by it already and left out.
+func placeBelowLinks(v isolator.SystemView) isolator.SystemView {
+	at := func(p string) string {
+		for hops := 0; hops <= maxLinkHops; hops++ {
+			moved := false
+			for _, l := range v.Paths {
+				if l.Link == "" || l.Path == p || !isolator.Within(p, l.Path) {
+					continue
+				}
+				t := l.Link
+				if !filepath.IsAbs(t) {
+					t = filepath.Join(filepath.Dir(l.Path), t)
+				}
+				p, moved = filepath.Join(t, strings.TrimPrefix(p, l.Path)), true
+				break
+			}
+			if !moved {
+				break
+			}
+		}
+		return p
+	}
+	out := v.Paths[:0:0]
+	for i, sp := range v.Paths {
+		sp.Path = at(sp.Path)
+		shown := false
+		for j, o := range v.Paths {
+			if j != i && o.Link == "" && !o.Copy && (sp.Path != o.Path && isolator.Within(sp.Path, o.Path) || sp.Path == o.Path && j < i) {
+				shown = true
+			}
+		}
+		if !shown {
+			out = append(out, sp)
+		}
+	}
+	v.Paths = out
+	return v
 }

@@ -150,3 +150,43 @@ func TestSystemViewMissingPath(t *testing.T) {
 		t.Fatalf("systemView with a missing path: %v; want ErrConfig", err)
 	}
 }
+
+// TestBuildOwnStateMasked: devsandbox's own configuration and state are masked where
+// the host's system view shows them (outside the home, with system_binds = ["host"]
+// or a bound parent), and need no mask where nothing shows them.
+func TestBuildOwnStateMasked(t *testing.T) {
+	f := newFixture(t)
+	xdg := f.root + "/xdg"
+	for _, d := range []string{"config", "share", "state"} {
+		mkdirs(t, xdg+"/"+d+"/devsandbox")
+	}
+	env := []string{"XDG_CONFIG_HOME=" + xdg + "/config", "XDG_DATA_HOME=" + xdg + "/share", "XDG_STATE_HOME=" + xdg + "/state"}
+	masks := []string{
+		"maskdir " + xdg + "/config/devsandbox (devsandbox's own configuration and state)",
+		"maskdir " + xdg + "/share/devsandbox (devsandbox's own configuration and state)",
+		"maskdir " + xdg + "/state/devsandbox (devsandbox's own configuration and state)",
+	}
+	for _, tc := range []struct {
+		name   string
+		system []string
+		want   []string
+	}{
+		{"host view", []string{"host"}, masks},
+		{"a bound parent", []string{xdg}, masks},
+		{"minimal view", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := f.load(t, env...)
+			cfg.Sandbox.SystemBinds = tc.system
+			cfg.Sandbox.HidePaths = nil
+			p, _ := f.build(t, cfg)
+			var got []string
+			for _, l := range mountLines(p.Mounts) {
+				if strings.Contains(l, "own configuration") {
+					got = append(got, l)
+				}
+			}
+			equalLines(t, "masks of devsandbox's own state", got, tc.want)
+		})
+	}
+}

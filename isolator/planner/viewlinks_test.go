@@ -1,0 +1,254 @@
+package planner
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/tools"
+)
+
+// linkInfo is the lstat of a fake host path: a directory, or a link owned by uid.
+type linkInfo struct {
+	link bool
+	uid  uint32
+}
+
+func (i linkInfo) Name() string       { return "" }
+func (i linkInfo) Size() int64        { return 0 }
+func (i linkInfo) ModTime() time.Time { return time.Time{} }
+func (i linkInfo) IsDir() bool        { return !i.link }
+func (i linkInfo) Sys() any           { return &syscall.Stat_t{Uid: i.uid} }
+func (i linkInfo) Mode() fs.FileMode {
+	if i.link {
+		return fs.ModeSymlink | 0o777
+	}
+	return fs.ModeDir | 0o755
+}
+
+// linkHost is a fake host: every path exists (a directory) except those under a
+// missing prefix; links maps a link to its target, owned by root unless in userLinks.
+type linkHost struct {
+	links     map[string]string
+	userLinks map[string]bool
+	missing   []string
+	asked     []string
+}
+
+func (h *linkHost) lstat(p string) (fs.FileInfo, error) {
+	h.asked = append(h.asked, p)
+	for _, m := range h.missing {
+		if isolator.Within(p, m) {
+			return nil, fs.ErrNotExist
+		}
+	}
+	if _, ok := h.links[p]; ok {
+		uid := uint32(0)
+		if h.userLinks[p] {
+			uid = 1000
+		}
+		return linkInfo{link: true, uid: uid}, nil
+	}
+	return linkInfo{}, nil
+}
+
+func (h *linkHost) readlink(p string) (string, error) {
+	if t, ok := h.links[p]; ok {
+		return t, nil
+	}
+	return "", fs.ErrInvalid
+}
+
+func mask(dst, why string) isolator.Mount {
+	return isolator.Mount{Kind: isolator.MaskFile, Dest: dst, Why: why}
+}
+
+// TestResolveViewLinks: each destination is placed where bubblewrap would place it,
+// through the links of the view the host owns; one that repeats another is dropped;
+// links the sandbox could have placed, or that move a home path, are refused.
+func TestResolveViewLinks(t *testing.T) {
+	debian := map[string]string{"/var/run": "/run", "/var/lock": "/run/lock", "/lib": "usr/lib"}
+	hostView := isolator.SystemView{Host: true}
+	minimal := isolator.SystemView{Paths: []isolator.SystemPath{{Path: "/usr"}, {Path: "/lib", Link: "usr/lib"}, {Path: "/bin", Link: "usr/bin"}}}
+	home := isolator.Mount{Kind: isolator.Bind, Source: "/state/home", Dest: "/home/u", Why: "sandbox home"}
+	proj := isolator.Mount{Kind: isolator.Bind, Source: "/home/u/src/app", Dest: "/home/u/src/app", Why: "project"}
+	for _, tc := range []struct {
+		name      string
+		system    isolator.SystemView
+		links     map[string]string
+		userLinks map[string]bool
+		missing   []string
+		mounts    []isolator.Mount
+		want      []string // mountLines
+		wantErr   string   // a part of the error; the error is ErrProtection
+	}{
+		{name: "host view: /var/run -> /run gives one docker socket mask", system: hostView, links: debian,
+			mounts: []isolator.Mount{home, proj, mask("/run/docker.sock", "docker socket"), mask("/var/run/docker.sock", "docker socket")},
+			want:   []string{"bind rw /state/home -> /home/u (sandbox home)", "bind rw /home/u/src/app -> /home/u/src/app (project)", "maskfile /run/docker.sock (docker socket)"}},
+		{name: "host view: the socket through the link alone", system: hostView, links: debian,
+			mounts: []isolator.Mount{mask("/var/run/docker.sock", "docker socket")},
+			want:   []string{"maskfile /run/docker.sock (docker socket)"}},
+		{name: "host view: /var/lock and merged-usr /lib", system: hostView, links: debian,
+			mounts: []isolator.Mount{mask("/var/lock/x", "sandbox.hide_paths"), mask("/lib/x/y", "sandbox.hide_paths")},
+			want:   []string{"maskfile /run/lock/x (sandbox.hide_paths)", "maskfile /usr/lib/x/y (sandbox.hide_paths)"}},
+		{name: "host view: a link to a link", system: hostView, links: map[string]string{"/a": "/b", "/b/c": "../d"},
+			mounts: []isolator.Mount{mask("/a/c/f", "x")},
+			want:   []string{"maskfile /d/f (x)"}},
+		{name: "host view: a final link", system: hostView, links: map[string]string{"/etc/mtab": "../proc/self/mounts"},
+			mounts: []isolator.Mount{mask("/etc/mtab", "x")},
+			want:   []string{"maskfile /proc/self/mounts (x)"}},
+		{name: "host view: missing on the host is left", system: hostView, links: debian, missing: []string{"/srv"},
+			mounts: []isolator.Mount{mask("/srv/a/b", "x")},
+			want:   []string{"maskfile /srv/a/b (x)"}},
+		{name: "a repetition with a mount over the first is kept", system: hostView, links: debian,
+			mounts: []isolator.Mount{mask("/run/x/s", "a"), {Kind: isolator.TmpDir, Dest: "/run/x", Why: "t"}, mask("/var/run/x/s", "a")},
+			want:   []string{"maskfile /run/x/s (a)", "tmpdir /run/x (t)", "maskfile /run/x/s (a)"}},
+		{name: "minimal view: the view's own links", system: minimal,
+			mounts: []isolator.Mount{mask("/bin/x", "x"), mask("/lib/y", "y")},
+			want:   []string{"maskfile /usr/bin/x (x)", "maskfile /usr/lib/y (y)"}},
+		{name: "minimal view: /var is not the host's", system: minimal, links: debian,
+			mounts: []isolator.Mount{mask("/var/run/docker.sock", "docker socket")},
+			want:   []string{"maskfile /var/run/docker.sock (docker socket)"}},
+		{name: "system_binds list: a bound /var", system: isolator.SystemView{Paths: []isolator.SystemPath{{Path: "/usr"}, {Path: "/var"}}}, links: debian,
+			mounts: []isolator.Mount{mask("/var/run/docker.sock", "docker socket")},
+			want:   []string{"maskfile /run/docker.sock (docker socket)"}},
+		{name: "links in a bind are not followed", system: hostView, links: map[string]string{"/home/u/src/app/l": "/etc"},
+			mounts: []isolator.Mount{home, proj, mask("/home/u/src/app/l/x", "sandbox.mask_files")},
+			want:   []string{"bind rw /state/home -> /home/u (sandbox home)", "bind rw /home/u/src/app -> /home/u/src/app (project)", "maskfile /home/u/src/app/l/x (sandbox.mask_files)"}},
+		{name: "a link not owned by root is refused", system: hostView, links: map[string]string{"/opt/t": "/srv/t"}, userLinks: map[string]bool{"/opt/t": true},
+			mounts: []isolator.Mount{mask("/opt/t/key", "x")}, wantErr: "/opt/t is not owned by root"},
+		{name: "a link the sandbox can write is refused", system: hostView, links: map[string]string{"/srv/data/l": "/etc"},
+			mounts:  []isolator.Mount{{Kind: isolator.Bind, Source: "/srv/data", Dest: "/mnt/data", Why: "sandbox.host_mounts"}, mask("/srv/data/l/x", "x")},
+			wantErr: "/srv/data/l lies in /srv/data, which the sandbox can write"},
+		{name: "a home behind a link is refused", system: hostView, links: map[string]string{"/home": "/data/home"},
+			mounts: []isolator.Mount{home}, wantErr: "out of the home's place"},
+		{name: "a home-relative destination behind a link is refused", system: hostView, links: map[string]string{"/home": "/data/home"},
+			mounts: []isolator.Mount{{Kind: isolator.Bind, Source: "/x", HomeRel: ".x", Why: "tool"}}, wantErr: "out of the home's place"},
+		{name: "a home behind a relative link stays (bubblewrap follows it in its root)", system: hostView, links: map[string]string{"/home": "var/home"},
+			mounts: []isolator.Mount{home, proj, {Kind: isolator.MaskDir, HomeRel: ".ssh", Why: "sandbox.hide_paths"}},
+			want:   []string{"bind rw /state/home -> /home/u (sandbox home)", "bind rw /home/u/src/app -> /home/u/src/app (project)", "maskdir ~/.ssh (sandbox.hide_paths)"}},
+		{name: "a loop is refused", system: hostView, links: map[string]string{"/a": "/b", "/b": "/a"},
+			mounts: []isolator.Mount{mask("/a/x", "x")}, wantErr: "more than 40 links"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &linkHost{links: tc.links, userLinks: tc.userLinks, missing: tc.missing}
+			p := &isolator.Plan{System: tc.system, Mounts: tc.mounts, User: isolator.User{HostHome: "/home/u"},
+				Project: isolator.Project{Dir: "/home/u/src/app"}, SandboxHome: "/state/home"}
+			got, err := resolveViewLinks(p, h.lstat, h.readlink)
+			if tc.wantErr != "" {
+				if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v; want ErrProtection with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			equalLines(t, "mounts", mountLines(got), tc.want)
+		})
+	}
+}
+
+// TestBuildHostViewDockerSockets: with system_binds = ["host"] on a host where /var/run
+// links to /run, Build masks the Docker socket once, where both names lead.
+func TestBuildHostViewDockerSockets(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.load(t)
+	cfg.Sandbox.SystemBinds = []string{"host"}
+	pr := probe(f.proj)
+	host := &linkHost{links: map[string]string{"/var/run": "/run"}}
+	pr.Lstat = func(p string) (fs.FileInfo, error) {
+		if p == "/run/docker.sock" || p == "/var/run/docker.sock" || p == "/var/run" {
+			return host.lstat(p)
+		}
+		return probe(f.proj).Lstat(p)
+	}
+	pr.Stat = func(p string) (fs.FileInfo, error) {
+		if p == "/run/docker.sock" || p == "/var/run/docker.sock" {
+			return linkInfo{}, nil
+		}
+		return probe(f.proj).Stat(p)
+	}
+	pr.Readlink = func(p string) (string, error) {
+		if p == "/var/run" {
+			return host.readlink(p)
+		}
+		return probe(f.proj).Readlink(p)
+	}
+	p, _, err := Build(cfg, tools.Default(), pr, Request{Command: []string{"true"}, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var socks []string
+	for _, m := range p.Mounts {
+		if m.Why == "docker socket" {
+			socks = append(socks, m.Dest)
+		}
+	}
+	equalLines(t, "docker socket masks", socks, []string{"/run/docker.sock"})
+}
+
+// TestPlaceBelowLinks: a listed system path below a listed link is placed where the
+// link leads, and left out where a listed directory shows it already.
+func TestPlaceBelowLinks(t *testing.T) {
+	lib := isolator.SystemPath{Path: "/lib", Link: "usr/lib"}
+	run := isolator.SystemPath{Path: "/var/run", Link: "/run"}
+	for _, tc := range []struct {
+		name     string
+		in, want []isolator.SystemPath
+	}{
+		{"below a relative link, in a listed directory",
+			[]isolator.SystemPath{{Path: "/usr"}, {Path: "/lib/x86_64-linux-gnu"}, lib},
+			[]isolator.SystemPath{{Path: "/usr"}, lib}},
+		{"below a relative link, on its own",
+			[]isolator.SystemPath{{Path: "/lib/x86_64-linux-gnu"}, lib},
+			[]isolator.SystemPath{{Path: "/usr/lib/x86_64-linux-gnu"}, lib}},
+		{"below an absolute link",
+			[]isolator.SystemPath{run, {Path: "/var/run/dbus"}},
+			[]isolator.SystemPath{run, {Path: "/run/dbus"}}},
+		{"a repetition once resolved",
+			[]isolator.SystemPath{{Path: "/usr/lib/x"}, lib, {Path: "/lib/x"}},
+			[]isolator.SystemPath{{Path: "/usr/lib/x"}, lib}},
+		{"no link above", []isolator.SystemPath{{Path: "/usr"}, {Path: "/opt/x"}},
+			[]isolator.SystemPath{{Path: "/usr"}, {Path: "/opt/x"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := placeBelowLinks(isolator.SystemView{Paths: tc.in}).Paths
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("placeBelowLinks(%v) = %v; want %v", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// BenchmarkResolveViewLinks is what placing the destinations through the view's links
+// adds to a launch, on the fixture's plan (the default tools, the host's files), in
+// the minimal view and the host view.
+func BenchmarkResolveViewLinks(b *testing.B) {
+	for _, system := range [][]string{nil, {"host"}} {
+		b.Run(fmt.Sprint(system), func(b *testing.B) {
+			t := &testing.T{}
+			f := newFixture(t)
+			if t.Failed() {
+				b.Fatal("fixture")
+			}
+			cfg := f.load(t)
+			cfg.Sandbox.SystemBinds = system
+			p, _, err := f.tryBuild(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pr := probe(f.proj)
+			for b.Loop() {
+				if _, err := resolveViewLinks(p, pr.Lstat, pr.Readlink); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
