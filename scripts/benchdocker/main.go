@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/devsandbox/devsandbox/isolator/projlock"
 	"github.com/devsandbox/devsandbox/scripts/benchrun"
 )
 
@@ -119,6 +120,10 @@ func run(bin string, n int, image, userName string, warmOnly bool, base string, 
 			for _, l := range left {
 				_ = os.RemoveAll(l)
 			}
+		}
+		locks, _ := filepath.Glob(projlock.Path(filepath.Join(home, ".local/state/devsandbox", filepath.Base(proj)+"-*")))
+		for _, l := range locks {
+			_ = os.Remove(l)
 		}
 	}()
 	id, err := keptContainer(r, proj)

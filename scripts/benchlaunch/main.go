@@ -34,6 +34,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/devsandbox/devsandbox/isolator/projlock"
 )
 
 func main() {
@@ -186,13 +188,7 @@ func run(bin, bwrapBin string, n int, userName string, files int, only string, l
 	if err != nil {
 		return err
 	}
-	defer func() {
-		os.RemoveAll(proj)
-		sum := sha256.Sum256([]byte(proj))
-		name := filepath.Base(proj) + "-" + hex.EncodeToString(sum[:4])
-		os.RemoveAll(filepath.Join(home, ".local/state/devsandbox", name))
-		os.RemoveAll(filepath.Join(home, ".local/share/devsandbox", name))
-	}()
+	defer forget(home, proj)
 	if err := populate(proj, files); err != nil {
 		return err
 	}
@@ -391,6 +387,7 @@ func forget(home, proj string) {
 	name := filepath.Base(proj) + "-" + hex.EncodeToString(sum[:4])
 	os.RemoveAll(filepath.Join(home, ".local/state/devsandbox", name))
 	os.RemoveAll(filepath.Join(home, ".local/share/devsandbox", name))
+	os.Remove(projlock.Path(filepath.Join(home, ".local/state/devsandbox", name)))
 }
 
 func chownTree(dir string, uid, gid int) error {
