@@ -227,6 +227,10 @@ type SystemView struct {
 	Passwd []byte `json:",omitempty"`
 }
 
+// PasswdPath is the host's user database, which SystemView.Passwd replaces in the
+// sandbox at the same path.
+const PasswdPath = "/etc/passwd"
+
 // SystemPath is one system path; Link non-empty means the host path is a symlink to
 // Link and is recreated as one.
 type SystemPath struct {

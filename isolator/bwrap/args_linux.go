@@ -199,7 +199,7 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 			snapPlaced = true
 		}
 		switch {
-		case sp.Copy && sp.Path == passwdPath && p.System.Passwd != nil && !snapshot:
+		case sp.Copy && sp.Path == isolator.PasswdPath && p.System.Passwd != nil && !snapshot:
 			// The user's entry names the sandbox's home (SystemView.Passwd).
 			a = append(a, "--perms", "0444", "--file", fmt.Sprint(fd), sp.Path)
 			s.Files = append(s.Files, File{FD: fd, Dest: sp.Path, Kind: Content, Content: p.System.Passwd})
@@ -230,9 +230,9 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	if p.System.Passwd != nil && !passwdPlaced {
 		// Over the host's file (in the snapshot, a bound /etc or the host's root):
 		// the user's entry names the sandbox's home (SystemView.Passwd).
-		a = append(a, "--perms", "0444", "--ro-bind-data", fmt.Sprint(fd), passwdPath)
-		s.Files = append(s.Files, File{FD: fd, Dest: passwdPath, Kind: Content, Content: p.System.Passwd})
-		placed = append(placed, viewEntry{passwdPath, placedOther})
+		a = append(a, "--perms", "0444", "--ro-bind-data", fmt.Sprint(fd), isolator.PasswdPath)
+		s.Files = append(s.Files, File{FD: fd, Dest: isolator.PasswdPath, Kind: Content, Content: p.System.Passwd})
+		placed = append(placed, viewEntry{isolator.PasswdPath, placedOther})
 		fd++
 	}
 	a = append(a, "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run")
@@ -463,9 +463,6 @@ type viewEntry struct {
 }
 
 type placedKind int
-
-// passwdPath is where SystemView.Passwd is shown.
-const passwdPath = "/etc/passwd"
 
 const (
 	placedMount placedKind = iota

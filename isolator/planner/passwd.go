@@ -9,9 +9,6 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
-// passwdPath is the host file the system view shows as the sandbox's user database.
-const passwdPath = "/etc/passwd"
-
 // sandboxPasswd returns the /etc/passwd a sandbox with the system view v should see
 // in place of the host's (isolator.SystemView.Passwd), or nil when the host's is right.
 // OpenSSH (~/.ssh/config, known_hosts, identities), `~user` in shells and a few
@@ -30,7 +27,7 @@ func sandboxPasswd(pr Probe, v isolator.SystemView, u isolator.User) []byte {
 		return nil // not a home a passwd entry can name
 	}
 	// Through ReadRegular (raw system calls, no os.File): it is read on every launch.
-	host, err := pr.readWritable(passwdPath, true)
+	host, err := pr.readWritable(isolator.PasswdPath, true)
 	if err != nil {
 		return nil // none to show, or the sandbox's view fails to place it anyway
 	}
@@ -40,7 +37,7 @@ func sandboxPasswd(pr Probe, v isolator.SystemView, u isolator.User) []byte {
 // showsPasswd reports whether the system paths show the host's /etc/passwd.
 func showsPasswd(paths []isolator.SystemPath) bool {
 	for _, sp := range paths {
-		if sp.Link == "" && isolator.Within(passwdPath, sp.Path) {
+		if sp.Link == "" && isolator.Within(isolator.PasswdPath, sp.Path) {
 			return true
 		}
 	}
