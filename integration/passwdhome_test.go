@@ -19,6 +19,10 @@ import (
 // home shows. The sandbox's /etc/passwd stays read-only and the host's is unchanged.
 // A second run with yet another HOME, sharing the state directory (so the same /etc
 // snapshot), sees its own home: the per-run passwd is not kept in the shared snapshot.
+// A third moves the command's HOME with env.set (`-e HOME=<project>/.home`): under
+// bwrap the entry follows it, and ssh reads that home's config, not the sandbox
+// home's; docker and krun keep docker.home as HOME (env.set HOME does not apply to
+// them) and their entry names it.
 func TestPasswdHomeIsSandboxHome(t *testing.T) {
 	forEachIsolator(t, testPasswdHomeIsSandboxHome)
 }
@@ -33,6 +37,7 @@ func testPasswdHomeIsSandboxHome(t *testing.T, iso string) {
 echo "PWHOME=$pw"
 echo "HOME=$HOME"
 ssh -G dsb-passwd.test 2>&1 | grep -i '^proxycommand' | sed 's/^/SSHG /'
+[ "$HOME" = "$2" ] && echo MOVED
 if [ "$HOME" != "$1" ]; then ls -A "$1" 2>/dev/null | sed 's/^/REAL /'; fi
 grep -q '^root:' /etc/passwd && echo ROOT_ENTRY
 (echo 'x:x:0:0::/:/bin/sh' >>/etc/passwd) 2>/dev/null && echo WROTE_PASSWD
@@ -50,22 +55,37 @@ true`
 	if err := os.Lchown(home2, it.uid, it.gid); err != nil {
 		t.Fatal(err)
 	}
+	// The moved home's own ssh config, which the sandbox could have written: ssh there
+	// reads it, as every other program reads $HOME.
+	moved := p.dir + "/.home"
+	p.write("proj/.home/.ssh/config", "Host *\n  ProxyCommand /bin/false dsb-moved-home\n")
 	for _, tc := range []struct {
-		name string
-		env  []string
+		name  string
+		env   []string
+		flags []string
+		moves bool // the command's HOME is the moved one
 	}{
-		{"suite HOME", nil},
-		{"another HOME, same state", []string{"HOME=" + home2}},
+		{"suite HOME", nil, nil, false},
+		{"another HOME, same state", []string{"HOME=" + home2}, nil, false},
+		{"env.set HOME", nil, []string{"-e", "HOME=" + moved}, iso == "bwrap"},
 	} {
-		r := run(t, p.dir, tc.env, "", "--isolator="+iso, "--egress=proxy", "--", "/bin/sh", "-c", script, "sh", it.realHome)
+		args := append(append([]string{"--isolator=" + iso, "--egress=proxy"}, tc.flags...), "--", "/bin/sh", "-c", script, "sh", it.realHome, moved)
+		r := run(t, p.dir, tc.env, "", args...)
 		if r.code != 0 {
 			t.Fatalf("%s: the run failed:\n%s", tc.name, r)
 		}
 		home := regexp.MustCompile(`(?m)^HOME=(.*)$`).FindStringSubmatch(r.stdout)
 		if home == nil || !strings.Contains(r.stdout, "PWHOME="+home[1]+"\n") {
-			t.Errorf("%s: the user's passwd entry does not name the sandbox's $HOME:\n%s", tc.name, r)
+			t.Errorf("%s: the user's passwd entry does not name the command's $HOME:\n%s", tc.name, r)
 		}
-		if !regexp.MustCompile(`(?m)^SSHG proxycommand .*--connect=`).MatchString(r.stdout) {
+		if got := strings.Contains(r.stdout, "MOVED\n"); got != tc.moves {
+			t.Errorf("%s: the command's HOME is the env.set one: %v, want %v:\n%s", tc.name, got, tc.moves, r)
+		}
+		if tc.moves {
+			if !strings.Contains(r.stdout, "SSHG proxycommand /bin/false dsb-moved-home\n") {
+				t.Errorf("%s: ssh -G (no -F) did not read the config of the command's $HOME:\n%s", tc.name, r)
+			}
+		} else if !regexp.MustCompile(`(?m)^SSHG proxycommand .*--connect=`).MatchString(r.stdout) {
 			t.Errorf("%s: ssh -G (no -F) did not read the ~/.ssh/config devsandbox writes (its ProxyCommand):\n%s", tc.name, r)
 		}
 		if strings.Contains(r.stdout, "REAL ") {
@@ -77,6 +97,11 @@ true`
 		if strings.Contains(r.stdout, "WROTE_PASSWD") {
 			t.Errorf("%s: the sandbox wrote its /etc/passwd:\n%s", tc.name, r)
 		}
+	}
+	// A HOME that is a host directory the view shows would have ssh read the host's
+	// files there (a real home's .ssh, which hide_paths do not mask there) as its own.
+	if r := run(t, p.dir, nil, "", "--isolator="+iso, "--egress=none", "-e", "HOME=/usr/share", "--", "true"); r.code != 125 || !strings.Contains(r.stderr, "env.set HOME") {
+		t.Errorf("env.set HOME naming a host directory the sandbox sees: want 125 naming env.set HOME:\n%s", r)
 	}
 	if after, err := os.ReadFile("/etc/passwd"); err != nil || !bytes.Equal(after, hostBefore) {
 		t.Errorf("the host's /etc/passwd changed (%v)", err)

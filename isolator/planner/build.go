@@ -327,7 +327,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if p.System, err = b.view(); err != nil {
 		return nil, nil, err
 	}
-	p.System.Passwd = sandboxPasswd(pr, p.System, p.User)
+	if err := b.checkSetHome(cfg.Env.Set, proj.Dir); err != nil {
+		return nil, nil, err
+	}
 	p.Mounts = b.mounts
 
 	for _, pub := range cfg.Egress.Publish {
@@ -381,6 +383,8 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if err != nil {
 		return nil, nil, err
 	}
+	// The passwd entry names the command's HOME (env.set's too), where ssh reads.
+	p.System.Passwd = sandboxPasswd(pr, p.System, p.User, commandHome(p.Env, p.User))
 	// A credential the proxy adds never enters the sandbox (credentials.go).
 	warns = withholdCredentials(p, cfg, h, pr, warns)
 	if err := egressServices(p, cfg, pr, req); err != nil {

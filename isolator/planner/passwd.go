@@ -3,6 +3,7 @@ package planner
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -13,17 +14,20 @@ import (
 // in place of the host's (isolator.SystemView.Passwd), or nil when the host's is right.
 // OpenSSH (~/.ssh/config, known_hosts, identities), `~user` in shells and a few
 // other programs take the home from the passwd entry (getpwuid), not $HOME: when the
-// host user's HOME is not the home their entry names (a CI runner, `sudo -u`,
-// `HOME=/elsewhere devsandbox`), the sandbox's $HOME, where the tools' files are,
-// would not be the home those programs read. The copy is the host's with the first
-// entry of u.UID naming u.HostHome, or with such an entry added when the host has
-// none. Only a view that shows the host's file needs one; the containers write their
-// own (container.UserFiles).
-func sandboxPasswd(pr Probe, v isolator.SystemView, u isolator.User) []byte {
+// command's HOME is not the home the host user's entry names (a CI runner, `sudo -u`,
+// `HOME=/elsewhere devsandbox`, env.set HOME), those programs would read another
+// home than every other program does. The copy is the host's with the first entry of
+// u.UID naming home, the command's HOME (commandHome), or with such an entry added
+// when the host has none. Only a view that shows the host's file needs one; the
+// containers write their own (container.UserFiles), naming their HOME.
+//
+// The entry is no access control: ssh reads at home what the view shows there, as
+// any program of the sandbox can.
+func sandboxPasswd(pr Probe, v isolator.SystemView, u isolator.User, home string) []byte {
 	if !v.Host && !showsPasswd(v.Paths) {
 		return nil
 	}
-	if strings.ContainsAny(u.HostHome, ":\n") {
+	if !passwdHome(home) {
 		return nil // not a home a passwd entry can name
 	}
 	// Through ReadRegular (raw system calls, no os.File): it is read on every launch.
@@ -31,7 +35,45 @@ func sandboxPasswd(pr Probe, v isolator.SystemView, u isolator.User) []byte {
 	if err != nil {
 		return nil // none to show, or the sandbox's view fails to place it anyway
 	}
-	return passwdWithHome(host, u)
+	return passwdWithHome(host, u, home)
+}
+
+// commandHome is the HOME the command runs with under bwrap: env.set's or the host's
+// (the plan's environment), else the host user's home.
+func commandHome(env []isolator.EnvVar, u isolator.User) string {
+	for _, e := range env {
+		if e.Name == "HOME" {
+			return e.Value
+		}
+	}
+	return u.HostHome
+}
+
+// passwdHome reports whether a passwd entry can name home: an absolute path with no
+// field separator or line end.
+func passwdHome(home string) bool {
+	return strings.HasPrefix(home, "/") && !strings.ContainsAny(home, ":\n")
+}
+
+// checkSetHome refuses an env.set HOME that no passwd entry can name, which would
+// leave ssh and `~user` in another home than $HOME, and one that is a directory of
+// the host the view shows (read-only) outside the sandbox's own places (the sandbox
+// home, the project, /tmp): ssh, reading ~/.ssh through the entry, would use what the
+// host keeps there, such as a real home's ~/.ssh, which hide_paths mask only below the
+// HOME devsandbox runs with.
+func (b *mountBuilder) checkSetHome(set map[string]string, project string) error {
+	home, ok := set["HOME"]
+	if !ok {
+		return nil
+	}
+	if !passwdHome(home) {
+		return fmt.Errorf("%w: env.set HOME = %q: HOME must be an absolute path without ':' or a line break (the sandbox's passwd entry names it as your home)", ErrConfig, home)
+	}
+	c := filepath.Clean(home)
+	if isolator.Within(c, b.home) || isolator.Within(c, project) || isolator.Within(c, "/tmp") || !b.visible(c) {
+		return nil
+	}
+	return fmt.Errorf("%w: env.set HOME = %q is a directory of the host the sandbox sees: ssh and other programs would take what the host keeps there (its .ssh too) for your home's; name a directory in the sandbox home (%s), the project or /tmp, or one the sandbox does not see", ErrConfig, home, b.home)
 }
 
 // showsPasswd reports whether the system paths show the host's /etc/passwd.
@@ -45,9 +87,9 @@ func showsPasswd(paths []isolator.SystemPath) bool {
 }
 
 // passwdWithHome returns host (an /etc/passwd) with the home of u's entry, the first
-// with u.UID, set to u.HostHome, or with an entry for u appended when there is none;
-// nil when the entry names that home already.
-func passwdWithHome(host []byte, u isolator.User) []byte {
+// with u.UID, set to home, or with an entry for u appended when there is none; nil
+// when the entry names that home already.
+func passwdWithHome(host []byte, u isolator.User, home string) []byte {
 	uid := strconv.Itoa(u.UID)
 	for off := 0; off < len(host); {
 		line, next := host[off:], len(host)
@@ -58,11 +100,11 @@ func passwdWithHome(host []byte, u isolator.User) []byte {
 		// (string(b) == s does not allocate)
 		if string(passwdField(line, 2)) == uid {
 			if f := bytes.Split(line, []byte{':'}); len(f) == 7 && len(f[0]) > 0 && f[0][0] != '+' && f[0][0] != '-' {
-				if string(f[5]) == u.HostHome {
+				if string(f[5]) == home {
 					return nil
 				}
-				f[5] = []byte(u.HostHome)
-				out := make([]byte, 0, len(host)+len(u.HostHome))
+				f[5] = []byte(home)
+				out := make([]byte, 0, len(host)+len(home))
 				out = append(out, host[:off]...)
 				out = append(out, bytes.Join(f, []byte{':'})...)
 				return append(out, host[off+len(line):]...)
@@ -82,7 +124,7 @@ func passwdWithHome(host []byte, u isolator.User) []byte {
 	if len(out) > 0 && out[len(out)-1] != '\n' {
 		out = append(out, '\n')
 	}
-	return fmt.Appendf(out, "%s:x:%d:%d:%s:%s:%s\n", name, u.UID, u.GID, name, u.HostHome, shell)
+	return fmt.Appendf(out, "%s:x:%d:%d:%s:%s:%s\n", name, u.UID, u.GID, name, home, shell)
 }
 
 // passwdField returns field n of a passwd line, nil when it has no field after it.

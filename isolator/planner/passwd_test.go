@@ -30,7 +30,7 @@ func TestPasswdWithHome(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := passwdWithHome([]byte(tc.host), u)
+			got := passwdWithHome([]byte(tc.host), u, u.HostHome)
 			if tc.want == "" && got != nil || tc.want != "" && string(got) != tc.want {
 				t.Errorf("passwdWithHome:\n%q\nwant\n%q", got, tc.want)
 			}
@@ -67,18 +67,19 @@ func TestSandboxPasswd(t *testing.T) {
 		{"a link in its place", isolator.SystemView{Paths: []isolator.SystemPath{{Path: "/etc", Link: "private/etc"}}}, u, "", 0},
 		{"the home it names", copied, isolator.User{Name: "u", UID: 1000, GID: 1000, HostHome: "/home/u"}, "", 1},
 		{"a home no entry can name", copied, isolator.User{Name: "u", UID: 1000, GID: 1000, HostHome: "/ci:home"}, "", 0},
+		{"a relative home", copied, isolator.User{Name: "u", UID: 1000, GID: 1000, HostHome: "ci/home"}, "", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			read = 0
-			got := sandboxPasswd(pr, tc.v, tc.u)
+			got := sandboxPasswd(pr, tc.v, tc.u, tc.u.HostHome)
 			if tc.want == "" && got != nil || tc.want != "" && string(got) != tc.want || read != tc.reads {
 				t.Errorf("sandboxPasswd: %q after %d reads, want %q after %d", got, read, tc.want, tc.reads)
 			}
 		})
 	}
 	pr.ReadRegular = func(string, int64, bool) ([]byte, error) { return nil, errors.New("unreadable") }
-	if got := sandboxPasswd(pr, copied, u); got != nil {
+	if got := sandboxPasswd(pr, copied, u, u.HostHome); got != nil {
 		t.Errorf("sandboxPasswd with the host's file unreadable: %q, want nil (the host's, as the view places it)", got)
 	}
 }
@@ -106,7 +107,7 @@ func BenchmarkSandboxPasswd(b *testing.B) {
 	v := isolator.SystemView{Paths: []isolator.SystemPath{{Path: "/etc/passwd", Copy: true}}}
 	b.Run("same home", func(b *testing.B) {
 		for b.Loop() {
-			if sandboxPasswd(pr, v, u) != nil {
+			if sandboxPasswd(pr, v, u, u.HostHome) != nil {
 				b.Fatalf("the entry of %s names another home than %s", u.Name, u.HostHome)
 			}
 		}
@@ -115,9 +116,57 @@ func BenchmarkSandboxPasswd(b *testing.B) {
 	other.HostHome = "/var/tmp/elsewhere"
 	b.Run("other home", func(b *testing.B) {
 		for b.Loop() {
-			if sandboxPasswd(pr, v, other) == nil {
+			if sandboxPasswd(pr, v, other, other.HostHome) == nil {
 				b.Fatal("no copy for another home")
 			}
 		}
 	})
+}
+
+// passwdHomeOf returns the home of the first entry of uid in passwd, "" when none.
+func passwdHomeOf(passwd []byte, uid int) string {
+	for _, l := range strings.Split(string(passwd), "\n") {
+		if f := strings.Split(l, ":"); len(f) == 7 && f[2] == strconv.Itoa(uid) {
+			return f[5]
+		}
+	}
+	return ""
+}
+
+// TestBuildPasswdFollowsSetHome: env.set HOME moves the command's HOME, and with it
+// the home of the user's passwd entry, where ssh and `~user` look; a HOME no entry
+// can name, or a host directory the view shows, is a configuration error.
+func TestBuildPasswdFollowsSetHome(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.load(t)
+	p, _ := f.build(t, cfg)
+	if got := passwdHomeOf(p.System.Passwd, p.User.UID); got != f.home {
+		t.Fatalf("with the host's HOME, the entry names %q, want %q", got, f.home)
+	}
+	for _, home := range []string{f.proj + "/.home", "/elsewhere", "/tmp/h", f.home + "/sub"} {
+		cfg := f.load(t)
+		cfg.Env.Set = map[string]string{"HOME": home}
+		p, _ := f.build(t, cfg)
+		if got := passwdHomeOf(p.System.Passwd, p.User.UID); got != home {
+			t.Errorf("env.set HOME = %q: the entry names %q", home, got)
+		}
+	}
+	// The last: a host directory the view shows, where ssh would read the host's .ssh.
+	for _, home := range []string{"rel/home", "", "/a:b", "/a\nroot:x:0:0::/:/bin/sh", "/usr/lib"} {
+		cfg := f.load(t)
+		cfg.Env.Set = map[string]string{"HOME": home}
+		if _, _, err := f.tryBuild(cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("env.set HOME = %q: %v, want ErrConfig", home, err)
+		}
+	}
+}
+
+func TestCommandHome(t *testing.T) {
+	u := isolator.User{HostHome: "/host/home"}
+	if got := commandHome([]isolator.EnvVar{{Name: "A", Value: "x"}, {Name: "HOME", Value: "/set"}}, u); got != "/set" {
+		t.Errorf("commandHome with HOME set: %q", got)
+	}
+	if got := commandHome(nil, u); got != "/host/home" {
+		t.Errorf("commandHome without HOME: %q", got)
+	}
 }
