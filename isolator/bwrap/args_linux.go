@@ -112,6 +112,9 @@ func RenderWith(p *isolator.Plan, bin egress.Binaries) (*Spec, error) {
 type renderOptions struct {
 	ready    bool // the init reports readiness on ReadyFD
 	noCopies bool // bind /etc files instead of copying them through descriptors
+	// passwdFile, with noCopies, is the host file SystemView.Passwd is bound from
+	// (PasswdFile), instead of a descriptor.
+	passwdFile string
 	// noSnapshot copies /etc files through descriptors one by one instead of mounting
 	// their snapshot (Run could not open one).
 	noSnapshot bool
@@ -199,8 +202,13 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 			snapPlaced = true
 		}
 		switch {
+		case sp.Copy && sp.Path == isolator.PasswdPath && p.System.Passwd != nil && o.passwdFile != "":
+			// The user's entry names the command's home (SystemView.Passwd).
+			a = append(a, "--ro-bind", o.passwdFile, sp.Path)
+			placed = append(placed, viewEntry{sp.Path, placedMount})
+			passwdPlaced = true
 		case sp.Copy && sp.Path == isolator.PasswdPath && p.System.Passwd != nil && !snapshot:
-			// The user's entry names the sandbox's home (SystemView.Passwd).
+			// The user's entry names the command's home (SystemView.Passwd).
 			a = append(a, "--perms", "0444", "--file", fmt.Sprint(fd), sp.Path)
 			s.Files = append(s.Files, File{FD: fd, Dest: sp.Path, Kind: Content, Content: p.System.Passwd})
 			placed = append(placed, viewEntry{sp.Path, placedOther})
@@ -227,9 +235,14 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 			placed = append(placed, viewEntry{sp.Path, placedSystem})
 		}
 	}
-	if p.System.Passwd != nil && !passwdPlaced {
+	switch {
+	case p.System.Passwd != nil && !passwdPlaced && o.passwdFile != "":
+		// Over the host's file (a bound /etc or the host's root).
+		a = append(a, "--ro-bind", o.passwdFile, isolator.PasswdPath)
+		placed = append(placed, viewEntry{isolator.PasswdPath, placedMount})
+	case p.System.Passwd != nil && !passwdPlaced:
 		// Over the host's file (in the snapshot, a bound /etc or the host's root):
-		// the user's entry names the sandbox's home (SystemView.Passwd).
+		// the user's entry names the command's home (SystemView.Passwd).
 		a = append(a, "--perms", "0444", "--ro-bind-data", fmt.Sprint(fd), isolator.PasswdPath)
 		s.Files = append(s.Files, File{FD: fd, Dest: isolator.PasswdPath, Kind: Content, Content: p.System.Passwd})
 		placed = append(placed, viewEntry{isolator.PasswdPath, placedOther})

@@ -497,11 +497,20 @@ func (b *Isolator) setupFailed(ctx context.Context, code int, removed []string) 
 }
 
 // PrepareHost creates what a Plan's mounts need on the host: the sandbox home and
-// other private directories, and the empty file masks are bound from; it refuses a
-// mount point bubblewrap would have to create in a read-only directory
-// (isolator.CheckMountPoints). Library users call it once before running WrapArgv's or
-// Command's command line.
+// other private directories, the empty file masks are bound from, and the copy of
+// SystemView.Passwd WrapArgv binds (PasswdFile); it refuses a mount point bubblewrap
+// would have to create in a read-only directory (isolator.CheckMountPoints). Library
+// users call it once before running WrapArgv's or Command's command line.
 func PrepareHost(p *isolator.Plan) error {
+	if err := prepareHost(p); err != nil {
+		return err
+	}
+	return writePasswdFile(p)
+}
+
+// prepareHost is PrepareHost without the passwd copy, which Run, feeding it through a
+// descriptor, does not need.
+func prepareHost(p *isolator.Plan) error {
 	if err := isolator.PrepareHost(p); err != nil {
 		return err
 	}
@@ -520,7 +529,7 @@ func prepare(ctx context.Context, p *isolator.Plan, stderr io.Writer, sigc <-cha
 		return nil, nil, fmt.Errorf("the sandbox did not start: %w", err)
 	}
 	defer unlock()
-	if err := PrepareHost(p); err != nil {
+	if err := prepareHost(p); err != nil {
 		return nil, nil, err
 	}
 	var sess *tmpdir.Session

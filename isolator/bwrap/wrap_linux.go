@@ -120,10 +120,14 @@ func wrapSpec(p *isolator.Plan, inner []string, noCopies bool) (*Spec, error) {
 	}
 	q := *p
 	q.Command, q.TTY = inner, false
-	if noCopies {
-		// A command line carries no descriptor: the host's /etc/passwd, as bound
-		// (its entry may name another home than the sandbox's $HOME).
-		q.System.Passwd = nil
+	o := renderOptions{noCopies: noCopies, noSnapshot: true}
+	if noCopies && q.System.Passwd != nil {
+		// A command line carries no descriptor: the copy PrepareHost wrote.
+		f, err := PasswdFile(p)
+		if err != nil {
+			return nil, err
+		}
+		o.passwdFile = f
 	}
 	if q.Tmp.Kind != "tmpfs" && q.Tmp.Session == "" {
 		q.Tmp = isolator.Tmp{Kind: "tmpfs"}
@@ -131,5 +135,5 @@ func wrapSpec(p *isolator.Plan, inner []string, noCopies bool) (*Spec, error) {
 	if q.Egress.NeedsFirewall() {
 		return nil, errors.New("the allowlist egress mode needs devsandbox's own launch (pasta and the prologue); use proxy or none")
 	}
-	return render(&q, egress.DefaultBinaries, renderOptions{noCopies: noCopies, noSnapshot: true})
+	return render(&q, egress.DefaultBinaries, o)
 }

@@ -117,3 +117,90 @@ func TestFilterNeedsInit(t *testing.T) {
 		t.Fatalf("Command without devsandbox-init: %v, want an error naming it", err)
 	}
 }
+
+// TestLibraryPasswdNamesHome: ssh and `~user` read the home from the passwd entry,
+// not $HOME. libraryPlan's HOME is a scratch directory the host's passwd entry does
+// not name, so WrapArgv's and Command's /etc/passwd must name it (SystemView.Passwd),
+// read-only: the sandbox cannot write the file it is shown from, nor reach WrapArgv's
+// copy in the project's state.
+func TestLibraryPasswdNamesHome(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("bwrap is required in CI")
+		}
+		t.Skip("bwrap not installed")
+	}
+	script := `grep "^[^:]*:[^:]*:$(id -u):" /etc/passwd | head -n 1 | cut -d: -f6 | sed 's/^/PWHOME=/'
+echo "HOME=$HOME"
+(echo 'x:x:0:0::/:/bin/sh' >>/etc/passwd) 2>/dev/null && echo WROTE_PASSWD
+true`
+	for _, how := range []string{"WrapArgv", "Command"} {
+		t.Run(how, func(t *testing.T) {
+			p, proj := libraryPlan(t)
+			if p.System.Passwd == nil {
+				t.Fatal("the plan has no SystemView.Passwd: its HOME is the one the host's entry names")
+			}
+			p.Self = ""
+			p.Syscalls.Unfiltered = true
+			p.Limits.Pids = 0
+			copyPath, err := bwrap.PasswdFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(copyPath, p.StateDir+"/") {
+				t.Fatalf("PasswdFile %s is not in the project's state %s", copyPath, p.StateDir)
+			}
+			// A link planted where the copy goes is replaced, not written through.
+			if err := os.MkdirAll(filepath.Dir(copyPath), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			target := filepath.Join(t.TempDir(), "target")
+			if err := os.WriteFile(target, []byte("planted\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, copyPath); err != nil {
+				t.Fatal(err)
+			}
+			if err := bwrap.PrepareHost(p); err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := os.Lstat(copyPath); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o444 {
+				t.Fatalf("WrapArgv's passwd copy %s: %v %v, want a regular file, mode 0444", copyPath, fi, err)
+			}
+			if b, _ := os.ReadFile(target); string(b) != "planted\n" {
+				t.Fatalf("PrepareHost wrote through a link planted at %s: %q", copyPath, b)
+			}
+			inner := []string{"/bin/sh", "-c", script + "\n[ -e " + copyPath + " ] && echo SEES_COPY\ntrue"}
+			var cmd *exec.Cmd
+			if how == "WrapArgv" {
+				argv, err := bwrap.WrapArgv(p, inner)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i := slices.Index(argv, copyPath); i < 1 || argv[i-1] != "--ro-bind" || argv[i+1] != "/etc/passwd" {
+					t.Errorf("WrapArgv does not bind %s read-only at /etc/passwd: %q", copyPath, argv)
+				}
+				env, err := bwrap.Env(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmd = exec.CommandContext(context.Background(), argv[0], argv[1:]...)
+				cmd.Env = env
+			} else {
+				var err error
+				if cmd, err = bwrap.Command(context.Background(), p, inner); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd.Dir = proj
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("wrapped run: %v\n%s", err, out)
+			}
+			want := "PWHOME=" + p.User.HostHome + "\nHOME=" + p.User.HostHome + "\n"
+			if string(out) != want {
+				t.Errorf("%s: the passwd entry does not name the sandbox's $HOME:\n%s\nwant\n%s", how, out, want)
+			}
+		})
+	}
+}
