@@ -555,13 +555,7 @@ func (b *mountBuilder) visible(p string) bool {
 			return true
 		}
 	}
-	for _, m := range b.mounts {
-		// Only a bind at the same path shows the host's p at p (the sandbox home does not).
-		if m.Kind == isolator.Bind && m.Source == m.Target(b.home) && isolator.Within(p, m.Source) {
-			return true
-		}
-	}
-	return false
+	return b.boundHost(p)
 }
 
 // homeRel is v's path below home when v is an absolute path strictly below it, where a

@@ -70,8 +70,11 @@ func (b *mountBuilder) checkSetHome(set map[string]string, project string) error
 		return fmt.Errorf("%w: env.set HOME = %q: HOME must be an absolute path without ':' or a line break (the sandbox's passwd entry names it as your home)", ErrConfig, home)
 	}
 	c := filepath.Clean(home)
-	if isolator.Within(c, b.home) || isolator.Within(c, project) || isolator.Within(c, "/tmp") || !b.visible(c) {
+	if isolator.Within(c, b.home) || isolator.Within(c, project) || !b.visible(c) {
 		return nil
+	}
+	if isolator.Within(c, "/tmp") && !b.boundHost(c) {
+		return nil // the session's /tmp, whatever the system view shows there
 	}
 	return fmt.Errorf("%w: env.set HOME = %q is a directory of the host the sandbox sees: ssh and other programs would take what the host keeps there (its .ssh too) for your home's; name a directory in the sandbox home (%s), the project or /tmp, or one the sandbox does not see", ErrConfig, home, b.home)
 }
@@ -80,6 +83,17 @@ func (b *mountBuilder) checkSetHome(set map[string]string, project string) error
 func showsPasswd(paths []isolator.SystemPath) bool {
 	for _, sp := range paths {
 		if sp.Link == "" && isolator.Within(isolator.PasswdPath, sp.Path) {
+			return true
+		}
+	}
+	return false
+}
+
+// boundHost reports whether a bind of the host's p at its own path shows p (the
+// sandbox home, bound at the host home's path, does not).
+func (b *mountBuilder) boundHost(p string) bool {
+	for _, m := range b.mounts {
+		if m.Kind == isolator.Bind && m.Source == m.Target(b.home) && isolator.Within(p, m.Source) {
 			return true
 		}
 	}

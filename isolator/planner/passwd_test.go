@@ -159,6 +159,15 @@ func TestBuildPasswdFollowsSetHome(t *testing.T) {
 			t.Errorf("env.set HOME = %q: %v, want ErrConfig", home, err)
 		}
 	}
+	// A bind of the user's outside the project shows the host's directory too.
+	shared := f.root + "/shared"
+	mkdirs(t, shared)
+	cfg = f.load(t)
+	cfg.Sandbox.RWBinds = []string{shared}
+	cfg.Env.Set = map[string]string{"HOME": shared + "/h"}
+	if _, _, err := f.tryBuild(cfg); !errors.Is(err, ErrConfig) {
+		t.Errorf("env.set HOME in a bind: %v, want ErrConfig", err)
+	}
 }
 
 func TestCommandHome(t *testing.T) {
