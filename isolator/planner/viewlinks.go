@@ -18,9 +18,11 @@ const maxLinkHops = 40
 // linkLayer is what a path of the sandbox's view lies in, for resolving the links on
 // the way to a mount destination: the host's files (host, "" for none: a tmpfs, the
 // sandbox's own root, a bind the resolution does not look into) or a symlink the view
-// itself places (link).
+// itself places (link). bind marks a read-only bind of the Plan's, whose links may
+// also be the user's (owner).
 type linkLayer struct {
 	dest, host, link string
+	bind             bool
 }
 
 // resolveViewLinks returns p's mounts with each destination placed where bubblewrap
@@ -32,7 +34,13 @@ type linkLayer struct {
 // the host's system files (the host root, a system_binds directory, a link of the
 // view), only when root owns them and nothing the sandbox can write holds them; a
 // destination through any other link of those layers is refused, as is one below
-// the home that a link moves (a home-relative place must stay below the home).
+// the home that a link of the system view moves (a home-relative place must stay
+// below the home). Links inside a read-only bind of the Plan's at an absolute place
+// (sandbox.ro_binds, a read-only host_mounts entry: a directory of yours holding
+// current -> /opt/x/v2) are followed too, when root or the user owns them and
+// nothing the sandbox can write holds them: the sandbox cannot retarget them. A bind
+// whose source the sandbox can write is not looked into (the destination checks
+// refuse a link there).
 // A mount that, once resolved, repeats an earlier one at the same place with nothing
 // between them is the same mount and is dropped. lstat and readlink read the host.
 func resolveViewLinks(p *isolator.Plan, lstat func(string) (fs.FileInfo, error), readlink func(string) (string, error)) ([]isolator.Mount, error) {
@@ -56,21 +64,27 @@ func resolveViewLinks(p *isolator.Plan, lstat func(string) (fs.FileInfo, error),
 		layers = append(layers, linkLayer{dest: d})
 	}
 	writable := isolator.Writable(p)
+	r := linkResolver{layers: layers, fresh: fresh, writable: writable, uid: p.User.UID, lstat: lstat, readlink: readlink}
 	out := make([]isolator.Mount, 0, len(p.Mounts))
 	var placed []string // the resolved destination of each mount of out
 	for _, m := range p.Mounts {
 		dst := m.Target(home)
-		at, abs, err := resolveDest(dst, layers, fresh, writable, lstat, readlink)
+		at, via, err := r.resolveDest(dst)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s %s: %w", isolator.ErrProtection, m.Why, dst, err)
 		}
 		switch {
 		case at == dst:
+		case !via.system:
+			// Only links inside the Plan's read-only binds, which every isolator
+			// places at the same absolute path: the destination is where the
+			// link leads in every view.
+			m.Dest, m.HomeRel = at, ""
 		case m.HomeRel != "" || isolator.Within(dst, home):
 			// Containers place the home elsewhere (docker.home): the destination
 			// stays. bubblewrap follows a relative link inside its root (Fedora
 			// Silverblue's /home -> var/home), not an absolute one.
-			if abs {
+			if via.abs {
 				return nil, fmt.Errorf("%w: %s %s: a link of the host leads it to %s, through an absolute link, out of the home's place in the sandbox; set HOME to the home's real path (%s resolved)", isolator.ErrProtection, m.Why, dst, at, home)
 			}
 		default:
@@ -81,9 +95,23 @@ func resolveViewLinks(p *isolator.Plan, lstat func(string) (fs.FileInfo, error),
 		}
 		out = append(out, m)
 		placed = append(placed, at)
-		layers = append(layers, linkLayer{dest: at})
+		l := linkLayer{dest: at}
+		if m.Kind == isolator.Bind && m.ReadOnly && m.HomeRel == "" && !inAny(m.Source, writable) {
+			l.host, l.bind = m.Source, true
+		}
+		r.layers = append(r.layers, l)
 	}
 	return out, nil
+}
+
+// inAny reports whether p lies in one of dirs.
+func inAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if isolator.Within(p, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // repeated reports whether m, at at, is a mount of out at the same place with nothing
@@ -106,27 +134,43 @@ func repeated(out []isolator.Mount, placed []string, m isolator.Mount, at string
 // not follow.
 var errViewLink = errors.New("the destination goes through a link of the view that devsandbox does not follow")
 
-// resolveDest resolves the links on the way to dst in layers (the last layer at or
-// above a path is what shows there; those from fresh on are tmpfs and the Plan's
-// mounts).
-// abs reports whether an absolute link was on the way.
-func resolveDest(dst string, layers []linkLayer, fresh int, writable []string, lstat func(string) (fs.FileInfo, error), readlink func(string) (string, error)) (at string, abs bool, err error) {
+// linkResolver resolves destinations through layers (the last layer at or above a
+// path is what shows there; those from fresh on are tmpfs and the Plan's mounts).
+// writable are the host directories the sandbox can write, uid the user's.
+type linkResolver struct {
+	layers   []linkLayer
+	fresh    int
+	writable []string
+	uid      int
+	lstat    func(string) (fs.FileInfo, error)
+	readlink func(string) (string, error)
+}
+
+// linkWay says which links a resolution followed: an absolute one (abs), one of the
+// system view's (system).
+type linkWay struct{ abs, system bool }
+
+// resolveDest resolves the links on the way to dst.
+func (r *linkResolver) resolveDest(dst string) (at string, via linkWay, err error) {
 	at = path.Clean(dst)
 	for hops := 0; ; {
-		next, target, err := resolveOnce(at, layers, fresh, writable, lstat, readlink)
+		next, target, inBind, err := r.resolveOnce(at)
 		if err != nil || target == "" {
-			return at, abs, err
+			return at, via, err
 		}
 		if hops++; hops > maxLinkHops {
-			return "", abs, fmt.Errorf("%w: more than %d links on the way (a loop?)", errViewLink, maxLinkHops)
+			return "", via, fmt.Errorf("%w: more than %d links on the way (a loop?)", errViewLink, maxLinkHops)
 		}
-		at, abs = next, abs || path.IsAbs(target)
+		at = next
+		via.abs = via.abs || path.IsAbs(target)
+		via.system = via.system || !inBind
 	}
 }
 
 // resolveOnce follows the first link on the way to at, if any, and returns where it
-// leads and its target ("" when there is none).
-func resolveOnce(at string, layers []linkLayer, fresh int, writable []string, lstat func(string) (fs.FileInfo, error), readlink func(string) (string, error)) (string, string, error) {
+// leads, its target ("" when there is none) and whether it lies in a bind.
+func (r *linkResolver) resolveOnce(at string) (string, string, bool, error) {
+	layers, fresh := r.layers, r.fresh
 	for i := 1; i <= len(at); i++ {
 		if i < len(at) && at[i] != '/' {
 			continue
@@ -145,23 +189,25 @@ func resolveOnce(at string, layers []linkLayer, fresh int, writable []string, ls
 		case l.link != "" && l.dest == q:
 			target = l.link
 		case l.host == "" && top >= fresh:
-			// A tmpfs or a mount of the Plan: what lies below is not the system
-			// view's (every system layer comes before it), and is not resolved.
-			return at, "", nil
+			// A tmpfs or a mount of the Plan the resolution does not look into
+			// (read-write, or in what the sandbox can write): what lies below is
+			// not the system view's (every system layer comes before it), but a
+			// read-only bind placed in it later may be.
+			continue
 		case l.host != "":
 			host := path.Join(l.host, strings.TrimPrefix(q, l.dest))
-			fi, err := lstat(host)
+			fi, err := r.lstat(host)
 			if err != nil {
-				return at, "", nil // missing on the host: no link further down either
+				return at, "", false, nil // missing on the host: no link further down either
 			}
 			if fi.Mode()&fs.ModeSymlink == 0 {
 				continue
 			}
-			if err := trustedLink(host, fi, writable); err != nil {
-				return "", "", err
+			if err := r.trustedLink(host, fi, l.bind); err != nil {
+				return "", "", false, err
 			}
-			if target, err = readlink(host); err != nil {
-				return "", "", fmt.Errorf("%w: reading %s: %w", errViewLink, host, err)
+			if target, err = r.readlink(host); err != nil {
+				return "", "", false, fmt.Errorf("%w: reading %s: %w", errViewLink, host, err)
 			}
 		default:
 			continue
@@ -170,22 +216,28 @@ func resolveOnce(at string, layers []linkLayer, fresh int, writable []string, ls
 		if !path.IsAbs(target) {
 			next = path.Join(path.Dir(q), target)
 		}
-		return path.Join(next, rest), target, nil
+		return path.Join(next, rest), target, l.bind, nil
 	}
-	return at, "", nil
+	return at, "", false, nil
 }
 
-// trustedLink refuses a link the sandbox could have placed or changed: one that root
-// does not own, or that lies in something the sandbox can write.
-func trustedLink(host string, fi fs.FileInfo, writable []string) error {
-	for _, w := range writable {
+// trustedLink refuses a link the sandbox could have placed or changed: one that lies
+// in something the sandbox can write, or that root does not own (in a read-only
+// bind of the Plan's: neither root nor the user).
+func (r *linkResolver) trustedLink(host string, fi fs.FileInfo, inBind bool) error {
+	for _, w := range r.writable {
 		if isolator.Within(host, w) {
-			return fmt.Errorf("%w: %s lies in %s, which the sandbox can write; mount at the link's target instead", errViewLink, host, w)
+			return fmt.Errorf("%w: %s lies in %s, which the sandbox can write (it may have retargeted the link); use the path the link leads to instead", errViewLink, host, w)
 		}
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || st.Uid != 0 {
-		return fmt.Errorf("%w: %s is not owned by root; mount at the link's target instead, or make root own the link", errViewLink, host)
+	switch {
+	case ok && st.Uid == 0:
+		return nil
+	case ok && inBind && r.uid >= 0 && st.Uid == uint32(r.uid):
+		return nil
+	case inBind:
+		return fmt.Errorf("%w: %s is owned neither by root nor by you; use the path the link leads to instead, or own the link", errViewLink, host)
 	}
-	return nil
+	return fmt.Errorf("%w: %s is not owned by root; mount at the link's target instead, or make root own the link", errViewLink, host)
 }

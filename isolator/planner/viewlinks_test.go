@@ -32,12 +32,14 @@ func (i linkInfo) Mode() fs.FileMode {
 }
 
 // linkHost is a fake host: every path exists (a directory) except those under a
-// missing prefix; links maps a link to its target, owned by root unless in userLinks.
+// missing prefix; links maps a link to its target, owned by root unless in userLinks
+// (uid 1000, the plan's user) or otherLinks (uid 1001).
 type linkHost struct {
-	links     map[string]string
-	userLinks map[string]bool
-	missing   []string
-	asked     []string
+	links      map[string]string
+	userLinks  map[string]bool
+	otherLinks map[string]bool
+	missing    []string
+	asked      []string
 }
 
 func (h *linkHost) lstat(p string) (fs.FileInfo, error) {
@@ -52,6 +54,9 @@ func (h *linkHost) lstat(p string) (fs.FileInfo, error) {
 		if h.userLinks[p] {
 			uid = 1000
 		}
+		if h.otherLinks[p] {
+			uid = 1001
+		}
 		return linkInfo{link: true, uid: uid}, nil
 	}
 	return linkInfo{}, nil
@@ -62,6 +67,10 @@ func (h *linkHost) readlink(p string) (string, error) {
 		return t, nil
 	}
 	return "", fs.ErrInvalid
+}
+
+func roBind(dir string) isolator.Mount {
+	return isolator.Mount{Kind: isolator.Bind, Source: dir, Dest: dir, ReadOnly: true, Why: "sandbox.ro_binds"}
 }
 
 func mask(dst, why string) isolator.Mount {
@@ -78,14 +87,15 @@ func TestResolveViewLinks(t *testing.T) {
 	home := isolator.Mount{Kind: isolator.Bind, Source: "/state/home", Dest: "/home/u", Why: "sandbox home"}
 	proj := isolator.Mount{Kind: isolator.Bind, Source: "/home/u/src/app", Dest: "/home/u/src/app", Why: "project"}
 	for _, tc := range []struct {
-		name      string
-		system    isolator.SystemView
-		links     map[string]string
-		userLinks map[string]bool
-		missing   []string
-		mounts    []isolator.Mount
-		want      []string // mountLines
-		wantErr   string   // a part of the error; the error is ErrProtection
+		name       string
+		system     isolator.SystemView
+		links      map[string]string
+		userLinks  map[string]bool
+		otherLinks map[string]bool
+		missing    []string
+		mounts     []isolator.Mount
+		want       []string // mountLines
+		wantErr    string   // a part of the error; the error is ErrProtection
 	}{
 		{name: "host view: /var/run -> /run gives one docker socket mask", system: hostView, links: debian,
 			mounts: []isolator.Mount{home, proj, mask("/run/docker.sock", "docker socket"), mask("/var/run/docker.sock", "docker socket")},
@@ -134,10 +144,35 @@ func TestResolveViewLinks(t *testing.T) {
 			want:   []string{"bind rw /state/home -> /home/u (sandbox home)", "bind rw /home/u/src/app -> /home/u/src/app (project)", "maskdir ~/.ssh (sandbox.hide_paths)"}},
 		{name: "a loop is refused", system: hostView, links: map[string]string{"/a": "/b", "/b": "/a"},
 			mounts: []isolator.Mount{mask("/a/x", "x")}, wantErr: "more than 40 links"},
+		// Links inside the Plan's read-only binds: the user's (or root's) are
+		// followed where the sandbox cannot write them.
+		{name: "ro bind: a user's absolute link is followed", system: minimal, links: map[string]string{"/home/u/tools/current": "/opt/x/v2"}, userLinks: map[string]bool{"/home/u/tools/current": true},
+			mounts: []isolator.Mount{roBind("/home/u/tools"), roBind("/opt/x"), mask("/home/u/tools/current/secret", "x")},
+			want:   []string{"bind ro /home/u/tools -> /home/u/tools (sandbox.ro_binds)", "bind ro /opt/x -> /opt/x (sandbox.ro_binds)", "maskfile /opt/x/v2/secret (x)"}},
+		{name: "ro bind: a home-relative mask through the link is placed at the target", system: minimal, links: map[string]string{"/home/u/tools/current": "/home/u/opt/v2"}, userLinks: map[string]bool{"/home/u/tools/current": true},
+			mounts: []isolator.Mount{home, roBind("/home/u/tools"), roBind("/home/u/opt"), {Kind: isolator.MaskFile, HomeRel: "tools/current/secret", Why: "sandbox.hide_paths"}},
+			want:   []string{"bind rw /state/home -> /home/u (sandbox home)", "bind ro /home/u/tools -> /home/u/tools (sandbox.ro_binds)", "bind ro /home/u/opt -> /home/u/opt (sandbox.ro_binds)", "maskfile /home/u/opt/v2/secret (sandbox.hide_paths)"}},
+		{name: "ro bind: a relative link and a later bind through it", system: minimal, links: map[string]string{"/srv/t/current": "v2"},
+			mounts: []isolator.Mount{roBind("/srv/t"), {Kind: isolator.Bind, Source: "/x", Dest: "/srv/t/current/plug", ReadOnly: true, Why: "sandbox.host_mounts"}},
+			want:   []string{"bind ro /srv/t -> /srv/t (sandbox.ro_binds)", "bind ro /x -> /srv/t/v2/plug (sandbox.host_mounts)"}},
+		{name: "ro bind at another place: the link resolves in the sandbox's view", system: minimal, links: map[string]string{"/data/t/current": "v2"},
+			mounts: []isolator.Mount{{Kind: isolator.Bind, Source: "/data/t", Dest: "/mnt/t", ReadOnly: true, Why: "sandbox.host_mounts"}, mask("/mnt/t/current/k", "x")},
+			want:   []string{"bind ro /data/t -> /mnt/t (sandbox.host_mounts)", "maskfile /mnt/t/v2/k (x)"}},
+		{name: "ro bind: a link of another user is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, otherLinks: map[string]bool{"/srv/t/current": true},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "/srv/t/current is owned neither by root nor by you"},
+		{name: "ro bind: a link in a read-write bind inside it is refused", system: minimal, links: map[string]string{"/srv/t/w/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/w/current": true},
+			mounts:  []isolator.Mount{{Kind: isolator.Bind, Source: "/srv/t/w", Dest: "/elsewhere", Why: "sandbox.rw_binds"}, roBind("/srv/t"), mask("/srv/t/w/current/k", "x")},
+			wantErr: "/srv/t/w/current lies in /srv/t/w, which the sandbox can write"},
+		{name: "ro bind of a directory in the project: not looked into", system: minimal, links: map[string]string{"/home/u/src/app/vendor/current": "/opt/v2"}, userLinks: map[string]bool{"/home/u/src/app/vendor/current": true},
+			mounts: []isolator.Mount{proj, roBind("/home/u/src/app/vendor"), mask("/home/u/src/app/vendor/current/k", "x")},
+			want:   []string{"bind rw /home/u/src/app -> /home/u/src/app (project)", "bind ro /home/u/src/app/vendor -> /home/u/src/app/vendor (sandbox.ro_binds)", "maskfile /home/u/src/app/vendor/current/k (x)"}},
+		{name: "rw bind: not looked into", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			mounts: []isolator.Mount{{Kind: isolator.Bind, Source: "/srv/t", Dest: "/srv/t", Why: "sandbox.rw_binds"}, mask("/srv/t/current/k", "x")},
+			want:   []string{"bind rw /srv/t -> /srv/t (sandbox.rw_binds)", "maskfile /srv/t/current/k (x)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := &linkHost{links: tc.links, userLinks: tc.userLinks, missing: tc.missing}
-			p := &isolator.Plan{System: tc.system, Mounts: tc.mounts, User: isolator.User{HostHome: "/home/u"},
+			h := &linkHost{links: tc.links, userLinks: tc.userLinks, otherLinks: tc.otherLinks, missing: tc.missing}
+			p := &isolator.Plan{System: tc.system, Mounts: tc.mounts, User: isolator.User{HostHome: "/home/u", UID: 1000},
 				Project: isolator.Project{Dir: "/home/u/src/app"}, SandboxHome: "/state/home"}
 			got, err := resolveViewLinks(p, h.lstat, h.readlink)
 			if tc.wantErr != "" {

@@ -1,10 +1,14 @@
 package planner
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/devsandbox/devsandbox/isolator"
 )
 
 // TestYarnEnvNames: the host's yarn variables (any case) add the rc file name, made
@@ -110,5 +114,71 @@ func TestYarnEnvFilesProtected(t *testing.T) {
 	}
 	if n := strings.Count(strings.Join(warns, "\n"), f.proj+"/bin/link.cjs, which yarn on the host runs"); n != 1 {
 		t.Errorf("want one warning for bin/link.cjs, got %q", warns)
+	}
+}
+
+// TestYarnLinkedDirs: a directory on the way to a release an rc file names that is a
+// symbolic link (.yarn/releases -> …) cannot be bound itself, so the directory
+// holding it is read-only whole (with a warning), the link's target in the project
+// is walked the same way, and a link in the project's top directory (.yarn -> …),
+// which cannot be kept, stops the run naming it.
+func TestYarnLinkedDirs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		links   map[string]string // project-relative link -> target
+		want    []string          // the yarn binds
+		wantErr string
+	}{
+		{name: "a linked releases directory", links: map[string]string{".yarn/releases": "../store"},
+			want: []string{
+				"bind ro $PROJ/.yarn -> $PROJ/.yarn (yarn on the host runs it (yarnPath, yarn-path, plugins))",
+				"bind ro $PROJ/store/y4.cjs -> $PROJ/store/y4.cjs (yarn on the host runs it (yarnPath, yarn-path, plugins))",
+			}},
+		{name: "a link to a link", links: map[string]string{".yarn/releases": "../lib/rel", "lib/rel": "../store"},
+			want: []string{
+				"bind ro $PROJ/.yarn -> $PROJ/.yarn (yarn on the host runs it (yarnPath, yarn-path, plugins))",
+				"bind ro $PROJ/lib -> $PROJ/lib (yarn on the host runs it (yarnPath, yarn-path, plugins))",
+				"bind ro $PROJ/store/y4.cjs -> $PROJ/store/y4.cjs (yarn on the host runs it (yarnPath, yarn-path, plugins))",
+			}},
+		{name: "a linked releases directory leading out of the project", links: map[string]string{".yarn/releases": "/usr/share"},
+			want: []string{"bind ro $PROJ/.yarn -> $PROJ/.yarn (yarn on the host runs it (yarnPath, yarn-path, plugins))"}},
+		{name: "a linked .yarn at the top", links: map[string]string{".yarn": "yarn-dir"}, wantErr: "/.yarn, on the way to"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			gitRepo(t, f.proj)
+			writeFile(t, f.proj+"/.yarnrc.yml", "yarnPath: .yarn/releases/y4.cjs\n")
+			writeFile(t, f.proj+"/store/y4.cjs", "x")
+			writeFile(t, f.proj+"/yarn-dir/releases/y4.cjs", "x")
+			for l, tgt := range tc.links {
+				if err := os.MkdirAll(filepath.Dir(f.proj+"/"+l), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(tgt, f.proj+"/"+l); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := f.load(t)
+			p, warns, err := f.tryBuild(cfg)
+			if tc.wantErr != "" {
+				if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), f.proj+tc.wantErr) {
+					t.Fatalf("error %v; want ErrProtection naming %s", err, f.proj+tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, l := range mountLines(p.Mounts) {
+				if strings.Contains(l, "(yarn on the host runs it") {
+					got = append(got, l)
+				}
+			}
+			equalLines(t, "yarn binds", got, f.expand(p, tc.want...))
+			if !strings.Contains(strings.Join(warns, "\n"), f.proj+"/.yarn/releases, on the way to") {
+				t.Errorf("want a warning naming the link, got %q", warns)
+			}
+		})
 	}
 }

@@ -201,6 +201,9 @@ func (b *mountBuilder) protectYarnPath(p, base, dir string, dirOK bool) error {
 	if !isolator.Within(p, dir) || p == dir {
 		return nil // outside the project: not devsandbox's to protect
 	}
+	if err := b.protectYarnLinkedDirs(p, base, dir); err != nil {
+		return err
+	}
 	if !dirOK {
 		if fi, err := b.pr.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			if err := b.protectYarnLink(p, base, dir); err != nil {
@@ -258,4 +261,61 @@ func (b *mountBuilder) protectYarnLink(p, base, dir string) error {
 	}
 	b.yarnWarns = append(b.yarnWarns, fmt.Sprintf("%s, which yarn on the host runs (yarnPath, yarn-path, plugins), is a symbolic link: devsandbox protects what it points to, but the sandbox can point it elsewhere; keep the file in %s, or make it a regular file", p, strings.Join(yarnFallbackDirs, " or ")))
 	return nil
+}
+
+// protectYarnLinkedDirs keeps each directory on the way from the project dir to p
+// (a release, a plugin, or a directory yarn keeps them in) that is a symbolic link
+// (.yarn -> …, .yarn/releases -> …) from being retargeted, which would have the
+// host's yarn run what the link then leads to: a bind follows a link, so the link
+// itself cannot be made read-only, and the directory holding it is read-only whole,
+// with a warning. A link in the project's top directory, which cannot be read-only,
+// stops the run. A link's target inside the project is walked the same way.
+func (b *mountBuilder) protectYarnLinkedDirs(p, base, dir string) error {
+	for hops := 0; hops <= maxLinkHops; hops++ {
+		q, target := dir, ""
+		rest := strings.Split(strings.TrimPrefix(filepath.Dir(p), dir), string(filepath.Separator))
+		for i, c := range rest {
+			if c == "" {
+				continue
+			}
+			q = filepath.Join(q, c)
+			fi, err := b.pr.Lstat(q)
+			if err != nil {
+				return nil // missing: nothing further down either
+			}
+			if fi.Mode()&fs.ModeSymlink == 0 {
+				continue
+			}
+			if target, err = b.pr.Readlink(q); err != nil {
+				return fmt.Errorf("%w: reading %s, a link on the way to %s, which yarn on the host runs: %w", isolator.ErrProtection, q, p, err)
+			}
+			if err := b.protectYarnLinkDir(q, p, base, dir); err != nil {
+				return err
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(q), target)
+			}
+			target = filepath.Join(append([]string{target}, append(rest[i+1:], filepath.Base(p))...)...)
+			break
+		}
+		if target == "" || !isolator.Within(target, dir) || target == dir {
+			return nil // no link, or one that leaves the project: not devsandbox's to protect
+		}
+		p = target
+	}
+	return fmt.Errorf("%w: more than %d links on the way to %s, which yarn on the host runs (a loop?)", isolator.ErrProtection, maxLinkHops, p)
+}
+
+// protectYarnLinkDir makes the directory holding link, a symbolic link on the way to
+// p, read-only whole, or refuses when that is the project dir.
+func (b *mountBuilder) protectYarnLinkDir(link, p, base, dir string) error {
+	ld := filepath.Dir(link)
+	if ld == dir {
+		return fmt.Errorf("%w: %s, on the way to %s, which yarn on the host runs (yarnPath, yarn-path, plugins), is a symbolic link in the project's top directory: the sandbox could point it elsewhere, and devsandbox cannot make that directory read-only to keep it; replace the link with the directory it points to", isolator.ErrProtection, link, p)
+	}
+	if b.yarnPinned[ld] {
+		return nil
+	}
+	b.yarnWarns = append(b.yarnWarns, fmt.Sprintf("%s, on the way to %s, which yarn on the host runs (yarnPath, yarn-path, plugins), is a symbolic link: %s is read-only in the sandbox whole so that the link cannot be pointed elsewhere (yarn in the sandbox cannot write there); replace the link with the directory it points to, to keep %s writable", link, p, ld, ld))
+	return b.protectYarnPath(ld, base, dir, true)
 }
