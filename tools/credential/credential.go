@@ -101,7 +101,9 @@ func Value(value string) bool {
 	if !strings.ContainsAny(v, " \t\n") && (token(v) || jwt(v)) {
 		return true
 	}
-	if !strings.Contains(v, "://") {
+	// Only a URL with a user, a query, a fragment or a webhook's path can carry
+	// one: the others (GOPROXY's, most registries') are not parsed.
+	if !strings.Contains(v, "://") || !strings.ContainsAny(v, "@?#") && !strings.Contains(v, "/services/") && !strings.Contains(v, "/webhooks/") {
 		return false
 	}
 	// A list of URLs (GOPROXY's, NO_PROXY-like) is judged URL by URL.
@@ -187,8 +189,11 @@ func token(v string) bool {
 // dots, the first two JSON objects ("eyJ" is how a base64url "{\"" begins), the
 // signature at least minTokenTail characters (an unsigned token is no credential).
 func jwt(v string) bool {
+	if !strings.HasPrefix(v, "eyJ") || strings.Count(v, ".") != 2 {
+		return false
+	}
 	parts := strings.Split(v, ".")
-	if len(parts) != 3 || !strings.HasPrefix(parts[0], "eyJ") || !strings.HasPrefix(parts[1], "eyJ") || len(parts[2]) < minTokenTail {
+	if !strings.HasPrefix(parts[1], "eyJ") || len(parts[2]) < minTokenTail {
 		return false
 	}
 	for _, p := range parts {
