@@ -37,7 +37,9 @@ func (w *wire) has(s string) bool {
 // non-loopback address the run is refused (125) before it crosses, naming the file
 // and the key, never the value; what the engine was sent does not hold it. Over
 // loopback, the engine's socket and TLS, and without a credential, the run goes
-// ahead as before.
+// ahead as before. Credentials in forms that name none (a query string's token, a
+// presigned URL's signature, git's sendemail.smtpPass) are refused alike;
+// references and empty values are no credential and go ahead.
 func TestPlainTCPGitCredentials(t *testing.T) {
 	if !slices.Contains(isolators(), remoteDocker) {
 		t.Skip("docker-remote is not among DEVSANDBOX_IT_ISOLATORS")
@@ -132,6 +134,41 @@ func TestPlainTCPGitCredentials(t *testing.T) {
 	r = run1(e, remote)
 	if want := e.dir + "/.envrc (GH_TOKEN (line 2))"; r.code != 125 || !strings.Contains(r.stderr, want) || strings.Contains(r.stdout+r.stderr, "opaque-envrc-7373") || sent.has("opaque-envrc-7373") {
 		t.Errorf("a token in .envrc over plain TCP: want 125 naming %q, the value neither shown nor sent\n%s", want, r)
+	}
+
+	// Forms that name no credential but carry one: a token in the query of a
+	// url.<base>.insteadOf's base, git's sendemail.smtpPass, and a presigned URL's
+	// signature (sig=) in .mcp.json; refused naming each key, no value shown or sent.
+	const qtok, smtp, sig = "opaque-query-7373", "opaque-smtp-7373", "opaque-sig-7373"
+	f := newProject(t)
+	f.write("proj/.git/config", "[core]\n\trepositoryformatversion = 0\n[url \"https://git.example.test/?private_token="+qtok+"\"]\n\tinsteadOf = https://git.example.test/\n"+
+		"[sendemail]\n\tsmtpServer = smtp.example.test\n\tsmtpUser = dsb\n\tsmtpPass = "+smtp+"\n")
+	f.write("proj/.mcp.json", `{"mcpServers": {"files": {"type": "sse", "url": "https://mcp.example.test/sse?sv=2022-11-02&sig=`+sig+`"}}}`+"\n")
+	r = run1(f, remote)
+	for _, want := range []string{f.dir + "/.git/config (url.<…>.insteadof, sendemail.smtppass)", f.dir + "/.mcp.json (url (line 1))"} {
+		if r.code != 125 || !strings.Contains(r.stderr, want) || strings.Contains(r.stdout, "ran") {
+			t.Errorf("a query-string token, sendemail.smtpPass and a presigned URL over plain TCP: want 125 naming %q\n%s", want, r)
+		}
+	}
+	for _, v := range []string{qtok, smtp, sig} {
+		if strings.Contains(r.stdout+r.stderr, v) || sent.has(v) {
+			t.Errorf("%s shown or sent to the engine over plain TCP:\n%s", v, r)
+		}
+	}
+
+	// What holds no credential goes ahead: a reference (git expands nothing, so
+	// github.token = ${GH_TOKEN} is its text; .envrc's "$DB_PASSWORD_DEV"), an
+	// empty value, and an empty variable named like a credential passed through.
+	a := newProject(t)
+	a.write("proj/.git/config", "[core]\n\trepositoryformatversion = 0\n[github]\n\ttoken = ${GH_TOKEN}\n[hub]\n\toauthtoken =\n")
+	a.write("proj/.envrc", "export DB_PASSWORD=\"$DB_PASSWORD_DEV\"\nexport API_TOKEN=\n")
+	a.write("pass.toml", "[env]\npassthrough = [\"API_TOKEN\"]\n")
+	r = run(t, a.dir, []string{"DOCKER_HOST=" + remote, "API_TOKEN="}, "", "--isolator=docker-remote", "--config", a.path("pass.toml"), "--", "/bin/sh", "-c", `cat .git/config .envrc; echo "ran token=[$API_TOKEN]"`)
+	if r.code != 0 || !strings.HasSuffix(r.stdout, "ran token=[]\n") || !strings.Contains(r.stdout, "token = ${GH_TOKEN}") || !strings.Contains(r.stderr, "is reached over plain TCP over the network") {
+		t.Errorf("references and empty values over plain TCP: want it to run, warned\n%s", r)
+	}
+	if !sent.has("$DB_PASSWORD_DEV") {
+		t.Errorf("the .envrc holding a reference was not seen crossing (%d bytes sent)", sent.buf.Len())
 	}
 
 	// The host's ~/.gitconfig (the git tool's binding) is bound by its path: the

@@ -14,6 +14,12 @@ func TestRegistryCredential(t *testing.T) {
 		{"OTHER", "x", false},
 		{"OTHER", "ghp_0123456789abcdefXYZ", true},
 		{"API_TOKEN", "x", true},
+		// an empty variable carries nothing; a variable's value is what crosses, so
+		// a '$' in it is its text, not a reference.
+		{"API_TOKEN", "", false},
+		{"ODD_NAME", "", false},
+		{"DB_PASSWORD", "$DB_PASSWORD", true},
+		{"BUILD_NOTE", "https://h/x?private_token=opaque", true},
 	} {
 		if got := r.Credential(tc.name, tc.value); got != tc.want {
 			t.Errorf("Credential(%s): %v, want %v", tc.name, got, tc.want)
@@ -21,7 +27,7 @@ func TestRegistryCredential(t *testing.T) {
 	}
 	for _, tool := range Default().Tools() {
 		for _, s := range tool.Secrets {
-			if !Default().Credential(s, "") {
+			if !Default().Credential(s, "x") {
 				t.Errorf("tool %s's secret %s: not a credential", tool.Name, s)
 			}
 		}

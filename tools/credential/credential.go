@@ -19,13 +19,20 @@ import (
 var notCredentialNames = []string{"SSH_AUTH_SOCK"}
 
 // credentialWords are the words (of a name split at '_', '-', '.', ':' and '/') that
-// make it a credential's: NODE_AUTH_TOKEN, DB_PASSWORD, NPM_CONFIG__AUTH, and an
-// HTTP header's Authorization (git's http.extraHeader).
+// make it a credential's: NODE_AUTH_TOKEN, DB_PASSWORD, NPM_CONFIG__AUTH, an HTTP
+// header's Authorization (git's http.extraHeader), git's sendemail.smtpPass (git
+// lowercases a variable's name), Azure's connection strings' AccountKey and
+// SharedAccessKey.
 var credentialWords = []string{
 	"TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWD",
 	"PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "AUTH", "AUTHORIZATION",
-	"APIKEY", "PRIVATEKEY", "SECRETKEY",
+	"APIKEY", "PRIVATEKEY", "SECRETKEY", "SMTPPASS", "ACCOUNTKEY", "SHAREDACCESSKEY",
 }
+
+// lastWords make a name a credential's only as its last word: PASS (DB_PASS,
+// git's imap.pass; PASS_THROUGH is not), and PWD after another word (MYSQL_PWD,
+// which the mysql client reads; PWD alone is the working directory).
+var lastWords = []string{"PASS", "PWD"}
 
 // credentialSuffixes make a word a credential's when it ends with one: AUTHTOKEN,
 // CLIENTSECRET, DBPASSWORD (and npm's _authToken).
@@ -33,10 +40,11 @@ var credentialSuffixes = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD"}
 
 // Name reports whether name (case-insensitive) is a credential's by its
 // words: one of TOKEN(S), SECRET(S), PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL(S),
-// AUTH, AUTHORIZATION, APIKEY, PRIVATEKEY, SECRETKEY; a word ending in TOKEN,
-// SECRET, PASSWORD or PASSWD; or the pairs API_KEY and PRIVATE_KEY. Whole words
-// only: GIT_AUTHOR_NAME and TOKENIZERS_PARALLELISM are not. SSH_AUTH_SOCK (a
-// socket's path) is not.
+// AUTH, AUTHORIZATION, APIKEY, PRIVATEKEY, SECRETKEY, SMTPPASS, ACCOUNTKEY,
+// SHAREDACCESSKEY; a word ending in TOKEN, SECRET, PASSWORD or PASSWD; the pairs
+// API_KEY and PRIVATE_KEY; PASS or PWD as the last of two or more words, PASS
+// alone too. Whole words only: GIT_AUTHOR_NAME, TOKENIZERS_PARALLELISM, BYPASS and
+// PASS_THROUGH are not. SSH_AUTH_SOCK (a socket's path) is not.
 func Name(name string) bool {
 	up := strings.ToUpper(name)
 	if slices.Contains(notCredentialNames, up) {
@@ -55,16 +63,26 @@ func Name(name string) bool {
 		if w == "KEY" && i > 0 && (words[i-1] == "API" || words[i-1] == "PRIVATE") {
 			return true
 		}
+		if i == len(words)-1 && slices.Contains(lastWords, w) && (i > 0 || w == "PASS") {
+			return true
+		}
 	}
 	return false
 }
 
-// tokenPrefixes begin well-known tokens: GitHub's (classic and fine-grained), GitLab's,
-// OpenAI's and Anthropic's (sk-), Slack's, AWS access key ids, Google API keys,
-// npm's and Hugging Face's.
+// tokenPrefixes begin well-known tokens: GitHub's (classic and fine-grained),
+// GitLab's (personal, deploy, runner, trigger, OAuth application, CI job), OpenAI's
+// and Anthropic's (sk-), Slack's (and its refresh tokens, xoxe.), AWS access key
+// ids, Google API keys and OAuth access tokens (ya29.), npm's, Hugging Face's,
+// Stripe's, Docker Hub's, PyPI's, DigitalOcean's, Vault's, SendGrid's, Shopify's,
+// age's secret keys, Linear's, Sentry's, Grafana's and Postman's. Each as its
+// issuer documents it; a prefix alone (sk_live_) is no token.
 var tokenPrefixes = []string{
-	"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-",
-	"xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "xapp-", "AKIA", "ASIA", "AIza", "npm_", "hf_",
+	"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
+	"glpat-", "gldt-", "glrt-", "glptt-", "gloas-", "glcbt-", "sk-",
+	"xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "xoxe.", "xoxe-", "xapp-", "AKIA", "ASIA", "AIza", "ya29.", "npm_", "hf_",
+	"sk_live_", "sk_test_", "rk_live_", "rk_test_", "dckr_pat_", "pypi-AgE", "dop_v1_", "doo_v1_", "hvs.", "hvb.",
+	"SG.", "shpat_", "shpss_", "shpca_", "AGE-SECRET-KEY-1", "lin_api_", "sntrys_", "glc_", "glsa_", "PMAK-",
 }
 
 // minTokenTail is how many characters must follow a token prefix: "sk-SK" or
@@ -73,29 +91,87 @@ const minTokenTail = 16
 
 // Value reports whether value has a well-known credential's form: one of
 // tokenPrefixes followed by at least minTokenTail characters and no white space, a
-// PEM private key, or a URL carrying a password (https://user:pass@host) or a
-// token as its user (https://ghp_…@github.com, which GitHub takes), alone or in a
+// JWT, a PEM private key, or a URL carrying one (credentialURL), alone or in a
 // list separated by commas, bars or white space.
 func Value(value string) bool {
 	v := strings.TrimSpace(value)
 	if strings.Contains(v, "-----BEGIN ") && strings.Contains(v, "PRIVATE KEY") {
 		return true
 	}
-	if !strings.ContainsAny(v, " \t\n") && token(v) {
+	if !strings.ContainsAny(v, " \t\n") && (token(v) || jwt(v)) {
 		return true
 	}
-	if !strings.Contains(v, "://") || !strings.Contains(v, "@") {
+	// Only a URL with a user, a query, a fragment or a webhook's path can carry
+	// one: the others (GOPROXY's, most registries') are not parsed.
+	if !strings.Contains(v, "://") || !strings.ContainsAny(v, "@?#") && !strings.Contains(v, "/services/") && !strings.Contains(v, "/webhooks/") {
 		return false
 	}
 	// A list of URLs (GOPROXY's, NO_PROXY-like) is judged URL by URL.
 	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == '|' || r == ' ' || r == '\t' || r == '\n' }) {
-		if u, err := url.Parse(f); err == nil && u.User != nil {
-			if _, ok := u.User.Password(); ok || token(u.User.Username()) {
+		if credentialURL(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// credentialURL reports whether u is a URL that carries a credential: a password
+// (https://user:pass@host), a token as its user (https://ghp_…@github.com, which
+// GitHub takes), a query or fragment parameter named like one (queryCredential)
+// with a Literal value (?private_token=…, a presigned URL's sig= or
+// X-Amz-Signature=, #access_token=…), or a URL that is itself the credential
+// (secretURLs: a Slack or Discord webhook).
+func credentialURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return false
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok || token(u.User.Username()) {
+			return true
+		}
+	}
+	for _, raw := range []string{u.RawQuery, u.Fragment} {
+		// ParseQuery keeps what it parsed before an error: a malformed pair
+		// elsewhere does not hide a credential.
+		q, _ := url.ParseQuery(raw)
+		for name, vs := range q {
+			if queryCredential(name) && slices.ContainsFunc(vs, Literal) {
 				return true
 			}
 		}
 	}
+	for _, w := range secretURLs {
+		if strings.EqualFold(u.Hostname(), w.host) && strings.HasPrefix(u.Path, w.path) && strings.Count(strings.Trim(u.Path[len(w.path):], "/"), "/") >= w.slashes {
+			return true
+		}
+	}
 	return false
+}
+
+// queryCredential reports whether a URL's query parameter name holds a credential:
+// a credential's name (Name: token, access_token, private_token, password,
+// api_key, X-Amz-Credential), or one that in a URL holds an API key (key), a
+// password (pass, pwd) or a presigned URL's signature (Azure's sig, S3's
+// X-Amz-Signature, GCS's X-Goog-Signature, CloudFront's Signature).
+func queryCredential(name string) bool {
+	up := strings.ToUpper(name)
+	switch up {
+	case "KEY", "SIG", "PASS", "PWD":
+		return true
+	}
+	return Name(name) || up == "SIGNATURE" || strings.HasSuffix(up, "-SIGNATURE") || strings.HasSuffix(up, "_SIGNATURE")
+}
+
+// secretURLs are URLs whose path is the credential: whoever has one posts as the
+// integration. slashes is how many '/' the path after path holds at least.
+var secretURLs = []struct {
+	host, path string
+	slashes    int
+}{
+	{"hooks.slack.com", "/services/", 2},
+	{"discord.com", "/api/webhooks/", 1},
+	{"discordapp.com", "/api/webhooks/", 1},
 }
 
 // token reports whether v begins with one of tokenPrefixes followed by at least
@@ -107,4 +183,25 @@ func token(v string) bool {
 		}
 	}
 	return false
+}
+
+// jwt reports whether v is a JSON Web Token: three base64url parts separated by
+// dots, the first two JSON objects ("eyJ" is how a base64url "{\"" begins), the
+// signature at least minTokenTail characters (an unsigned token is no credential).
+func jwt(v string) bool {
+	if !strings.HasPrefix(v, "eyJ") || strings.Count(v, ".") != 2 {
+		return false
+	}
+	parts := strings.Split(v, ".")
+	if !strings.HasPrefix(parts[1], "eyJ") || len(parts[2]) < minTokenTail {
+		return false
+	}
+	for _, p := range parts {
+		if strings.IndexFunc(p, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '=')
+		}) >= 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -9,10 +9,19 @@ func TestCredentialName(t *testing.T) {
 		"GPG_PASSPHRASE", "GOOGLE_APPLICATION_CREDENTIALS", "DOCKER_CREDENTIAL", "BASIC_AUTH", "NPM_CONFIG__AUTH",
 		"npm_config_//registry.npmjs.org/:_authToken", "api_token", "SLACK_TOKENS", "APP_SECRETS", "DJANGO_SECRETKEY",
 		"Authorization", "Proxy-Authorization",
+		// git's sendemail.smtpPass and imap.pass (git lowercases a variable's name),
+		// a password's short spellings, Azure's connection-string keys.
+		"smtppass", "sendemail.smtpPass", "imap.pass", "DB_PASS", "REDIS_PASS", "MYSQL_PWD", "DB_PWD", "AccountKey",
+		"SharedAccessKey",
 	}
 	no := []string{
 		"PATH", "HOME", "LANG", "TERM", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "TOKENIZERS_PARALLELISM", "SSH_AUTH_SOCK",
 		"ssh_auth_sock", "KEYBOARD", "MONKEY", "PUBLIC_KEY", "AWS_ACCESS_KEY_ID", "GH_CONFIG_DIR", "AUTHOR", "BUILD_MODE", "",
+		// the working directory's variables, words that end in PASS, PASS not the last
+		// word, and git's variables that hold no secret (a user name, a cookie
+		// file's or a key's path, a signing key's id).
+		"PWD", "OLDPWD", "BYPASS", "CACHE_BYPASS", "COMPASS", "PASS_THROUGH", "FIRST_PASS_MODE", "PASSTHROUGH",
+		"username", "cookieFile", "sshCommand", "signingKey", "key", "sig",
 	}
 	for _, n := range yes {
 		if !Name(n) {
@@ -35,11 +44,38 @@ func TestCredentialValue(t *testing.T) {
 		"-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----\n",
 		"https://user:pa55@proxy.example:3128", "https://proxy.golang.org,https://me:tok@goproxy.corp,direct",
 		"https://ghp_" + tail + "@github.com/o/r.git",
+		// more tokens' prefixes: GitLab's deploy, runner, trigger, OAuth and CI job
+		// tokens, Stripe's, Docker Hub's, PyPI's, DigitalOcean's, Vault's, Google's
+		// OAuth access tokens, SendGrid's, Shopify's, age's secret keys, Slack's
+		// refresh tokens, Linear's, Sentry's, Grafana's, Postman's.
+		"gldt-" + tail, "glrt-" + tail, "glptt-" + tail, "gloas-" + tail, "glcbt-" + tail, "sk_live_" + tail,
+		"rk_live_" + tail, "sk_test_" + tail, "dckr_pat_" + tail, "pypi-AgEIcHlwaS5vcmc" + tail, "dop_v1_" + tail,
+		"hvs." + tail, "ya29." + tail, "SG." + tail, "shpat_" + tail, "AGE-SECRET-KEY-1" + tail, "xoxe.xoxp-1-" + tail,
+		"lin_api_" + tail, "sntrys_" + tail, "glsa_" + tail, "PMAK-" + tail,
+		// a JWT (three base64url parts, the first two JSON objects).
+		"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk",
+		// a URL carrying a credential in its query or fragment: a token's or a
+		// password's parameter by its name, an API key (?key=), a presigned URL's
+		// signature (Azure's sig=, S3's and GCS's X-…-Signature).
+		"https://git.example/o/r.git?private_token=" + tail, "https://api.example/v1?access_token=opaque1",
+		"https://h/login?user=me&password=hunter2", "https://maps.example/api/js?key=opaque1&v=3",
+		"https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sp=r&sig=abc%2Bdef%3D",
+		"https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=0a1b2c",
+		"https://storage.googleapis.com/b/o?X-Goog-Signature=0a1b2c", "https://app.example/cb#access_token=opaque1&x=1",
+		"https://proxy.golang.org,https://goproxy.corp/?token=opaque1,direct",
+		// a URL that is itself the credential: Slack's and Discord's webhooks.
+		"https://hooks.slack.com/services/T0000/B0000/" + tail, "https://discord.com/api/webhooks/123/" + tail,
 	}
 	no := []string{
 		"", "fast", "C.UTF-8", "sk-SK", "sk_SK.UTF-8", "ghp_short", "npm_config", "AKIA", "/home/me/.config/gh",
 		"ghp_" + tail + " and more words", "https://proxy.example:3128", "https://user@proxy.example", "me@example.com",
 		"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+		"SG.", "hvs.short", "sk_live_", "eyJhbGciOiJIUzI1NiJ9", "a.b.c", "eyJ.eyJ.x", "v1.2.3-rc.1",
+		// query parameters that hold no credential, an empty one, a reference, a
+		// placeholder.
+		"https://h/search?q=token&page=2", "https://h/p?keyword=x&sort_key=name", "https://pkg.go.dev/net/url?tab=doc",
+		"https://h/p?token=", "https://h/p?token=$GH_TOKEN", "https://h/p?token=${GH_TOKEN}", "https://h/p?key=%7B%7Bkey%7D%7D",
+		"https://h/p?token_ttl=3600&signed=true", "https://h/p?sig=<signature>", "https://hooks.slack.com/", "https://discord.com/api/",
 	}
 	for _, v := range yes {
 		if !Value(v) {

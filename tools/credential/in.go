@@ -1,6 +1,7 @@
 package credential
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -10,9 +11,11 @@ import (
 // credential: for each line, the name of a setting whose literal value is one by
 // the setting's name or by the value's form ("GITHUB_TOKEN (line 3)", "_authToken
 // (line 1)"), else a value of a credential's form on it ("a value (line 7)"); and
-// "a PEM private key". Names and line numbers only, never a value. A value that
-// refers to another (holding '$' or "{{"), a path, a boolean or a number is no
-// literal credential. Certificates (PEM blocks) are public and not read.
+// "a PEM private key". Names and line numbers only, never a value. A value that is
+// not Literal (empty, a reference to another such as $NAME, ${env:NAME} or {{ … }},
+// a placeholder, a path, a boolean or a number) is no credential written out, by
+// its name; by its form it still can be. Certificates (PEM blocks) are public and
+// not read.
 func In(text []byte) []string {
 	s := string(text)
 	var out []string
@@ -41,14 +44,15 @@ func In(text []byte) []string {
 
 // lineCredential judges one line: each NAME=value or NAME: value on it (the name
 // quoted or not, the value quoted or up to a blank or one of ",;#}]"), then every
-// field of it by its form alone. It returns the name, or "a value" for a field.
+// field of it and every URL on it by its form alone. It returns the name, or "a
+// value" for a field or a URL.
 func lineCredential(line string) (string, bool) {
 	for i := 0; i < len(line); i++ {
 		if line[i] != '=' && line[i] != ':' {
 			continue
 		}
 		name, value := nameBefore(line, i), valueAfter(line, i+1)
-		if name == "" || !literal(value) {
+		if name == "" || !Literal(value) {
 			continue
 		}
 		if Name(name) || Value(value) {
@@ -60,7 +64,42 @@ func lineCredential(line string) (string, bool) {
 			return "a value", true
 		}
 	}
+	for _, u := range urls(line) {
+		if Value(u) {
+			return "a value", true
+		}
+	}
 	return "", false
+}
+
+// urls returns the URLs written on line, each from its scheme to a blank, a quote
+// or one of "<>()[]{}", its query's '=' and '&' kept (the fields lineCredential
+// splits at '=' cut a query apart).
+func urls(line string) []string {
+	var out []string
+	for rest := line; ; {
+		i := strings.Index(rest, "://")
+		if i < 0 {
+			return out
+		}
+		start := i
+		for start > 0 && schemeByte(rest[start-1]) {
+			start--
+		}
+		end := i + 3
+		for end < len(rest) && !strings.ContainsRune(" \t\r\"'`<>()[]{}", rune(rest[end])) {
+			end++
+		}
+		if start < i {
+			out = append(out, rest[start:end])
+		}
+		rest = rest[end:]
+	}
+}
+
+// schemeByte reports whether c may be part of a URL's scheme.
+func schemeByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '.' || c == '-'
 }
 
 // nameBefore returns the name that ends before line[i] (blanks and a closing quote
@@ -81,7 +120,8 @@ func nameBefore(line string, i int) string {
 }
 
 // valueAfter returns the value that starts at line[i]: a quoted string's content,
-// or the text up to a blank or one of ",;#}]".
+// or the text up to a blank or one of ",;#}]", after an HTTP authentication
+// scheme's name (Bearer) if it begins with one.
 func valueAfter(line string, i int) string {
 	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
 		i++
@@ -97,29 +137,19 @@ func valueAfter(line string, i int) string {
 	for j < len(line) && !strings.ContainsRune(" \t\r,;#}]", rune(line[j])) {
 		j++
 	}
+	if slices.ContainsFunc(authSchemes, func(s string) bool { return strings.EqualFold(s, line[i:j]) }) && j < len(line) && (line[j] == ' ' || line[j] == '\t') {
+		// An HTTP Authorization's scheme: the credential follows it.
+		if v := valueAfter(line, j); v != "" {
+			return v
+		}
+	}
 	return line[i:j]
 }
 
+// authSchemes are the HTTP authentication schemes an Authorization header's
+// credential follows ("Authorization: Bearer …").
+var authSchemes = []string{"Basic", "Bearer", "Token", "Bot", "Digest"}
+
 func nameByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
-}
-
-// literal reports whether v could be a credential written out: not empty, no
-// reference to another value, no path (/, ./, ../, ~/: the credential's file,
-// GOOGLE_APPLICATION_CREDENTIALS=./sa.json), no boolean or number.
-func literal(v string) bool {
-	if v == "" || strings.Contains(v, "$") || strings.Contains(v, "{{") {
-		return false
-	}
-	for _, p := range []string{"/", "./", "../", "~/"} {
-		if strings.HasPrefix(v, p) {
-			return false
-		}
-	}
-	switch strings.ToLower(v) {
-	case "true", "false", "yes", "no", "on", "off", "null", "none", "nil":
-		return false
-	}
-	_, err := strconv.ParseFloat(v, 64)
-	return err != nil
 }

@@ -31,6 +31,26 @@ func TestCredentialsIn(t *testing.T) {
 		{"private key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----\n", []string{"a PEM private key"}},
 		{"certificate", "-----BEGIN CERTIFICATE-----\nAKIA0123456789ABCDEFGH\n-----END CERTIFICATE-----\n", nil},
 		{"ssh config", "Host *\n  User git\n  IdentityFile ~/.ssh/id_ed25519\n", nil},
+		// a URL's query, alone or as a setting's value: by the parameter's name.
+		{"presigned URL", "  - https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sig=abcdEF12\n", []string{"a value (line 1)"}},
+		{"query in json", `{"mcpServers": {"x": {"url": "https://mcp.example/sse?api_key=opaque"}}}`, []string{"url (line 1)"}},
+		{"query in shell", "curl -s \"https://h/x?key=opaque&q=1\"\n", []string{"a value (line 1)"}},
+		{"jwt", "NOTE = \"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk\"\n", []string{"NOTE (line 1)"}},
+		{"smtp password", "smtpPass = hunter2\nDB_PASS=opaque\n", []string{"smtpPass (line 1)", "DB_PASS (line 2)"}},
+		// references in the syntaxes of the files sent: shell's and compose's,
+		// VS Code's ${env:X}, templates, Python's configparser, Home Assistant's
+		// !secret, 1Password's op://; an escaped $$ is no reference.
+		{"references", "DB_PASSWORD: ${DB_PASSWORD}\nexport API_TOKEN=$API_TOKEN\n\"token\": \"${env:GH_TOKEN}\"\npassword = {{ secret }}\n" +
+			"password = %(db_password)s\npassword: !secret db_password\nAPI_TOKEN = \"op://dev/gh/token\"\n", nil},
+		{"escaped dollar", "DB_PASSWORD='pa$$word'\n", []string{"DB_PASSWORD (line 1)"}},
+		// placeholders a template leaves for the user, and empty values.
+		{"placeholders", "password: \"<your password>\"\ntoken: '********'\nAPI_KEY=xxxxxxxx\nsecret = ...\n", nil},
+		{"empty values", "DB_PASSWORD=\nexport API_TOKEN=\"\"\npassword:\nsecret = ''\n", nil},
+		// an HTTP Authorization's credential follows its scheme.
+		{"authorization", "Authorization: Bearer opaque\n", []string{"Authorization (line 1)"}},
+		{"authorization reference", "headers:\n  Authorization: Bearer ${API_TOKEN}\n  X-Trace: 1\n", nil},
+		// a dev password is a literal: the judgement cannot tell it from a real one.
+		{"dev password", "services:\n  db:\n    environment:\n      DB_PASSWORD: devpass\n", []string{"DB_PASSWORD (line 4)"}},
 	} {
 		if got := In([]byte(tc.text)); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)

@@ -51,9 +51,11 @@ func gitSyntax(m isolator.Mount, f string) bool {
 }
 
 // gitCredential is package credential's judgement of a git variable's name and value, the value
-// also read as text (an inline credential helper's "password=…").
+// also read as text (an inline credential helper's "password=…"). A value judged by
+// its name must be credential.Literal, as in any file sent: git expands nothing, so
+// github.token = ${GH_TOKEN} holds no token, and an empty one holds nothing.
 func gitCredential(name, value string) bool {
-	return credential.Name(name) || credential.Value(value) || name != "" && len(credential.In([]byte(value))) > 0
+	return credential.Name(name) && credential.Literal(value) || credential.Value(value) || name != "" && len(credential.In([]byte(value))) > 0
 }
 
 // ClearFilesFix is what to do about a credential in a file sent in clear, besides

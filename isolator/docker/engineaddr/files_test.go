@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/gitconfig"
 )
 
 // gitConfigDoc is a repository's config with a credential in each place git keeps
@@ -90,5 +91,39 @@ func TestRefuseClearFiles(t *testing.T) {
 	}
 	if err := (Address{Host: "tcp://10.0.0.2:2375"}).RefuseClearFiles(&isolator.Plan{}); err != nil {
 		t.Errorf("a plan without files: %v", err)
+	}
+}
+
+// A git config's variables as git keeps them, judged by package credential: the
+// keys that hold a secret (git-config(1)'s sendemail.smtpPass and imap.pass, a
+// proxy URL with a password, a token in a URL's query, in a remote URL or in the
+// base of a url.<base>.insteadOf) and the ones that hold none (a user name, a
+// cookie file's path, an ssh key's path in core.sshCommand, a variable that
+// refers to another, an empty one, an inline helper that reads the password from
+// the environment).
+func TestGitCredential(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		want      []string
+	}{
+		{"sendemail.smtpPass", "[sendemail]\n\tsmtpServer = smtp.example\n\tsmtpUser = dsb\n\tsmtpPass = hunter2\n", []string{"sendemail.smtppass"}},
+		{"imap.pass", "[imap]\n\tuser = dsb\n\tpass = hunter2\n", []string{"imap.pass"}},
+		{"proxy with a password", "[http]\n\tproxy = http://dsb:hunter2@proxy.example:3128\n", []string{"http.proxy"}},
+		{"query in a remote URL", "[remote \"o\"]\n\turl = https://git.example/o/r.git?private_token=opaque\n", []string{"remote.o.url"}},
+		{"presigned URL", "[lfs]\n\turl = https://b.example/lfs?sv=1&sig=opaque\n", []string{"lfs.url"}},
+		{"query in insteadOf's base", "[url \"https://git.example/?private_token=opaque&x=\"]\n\tinsteadOf = https://git.example/\n", []string{"url.<…>.insteadof"}},
+		{"token in an extraHeader", "[http]\n\textraHeader = X-Api-Key: opaque\n", []string{"http.extraheader"}},
+		{"no secret", "[credential \"https://git.example\"]\n\tusername = dsb\n\thelper = cache --timeout=3600\n[http]\n\tcookieFile = ~/.gitcookies\n\tsslKey = /home/u/.ssl/key.pem\n" +
+			"[core]\n\tsshCommand = ssh -i ~/.ssh/work -o IdentitiesOnly=yes\n[user]\n\tsigningKey = 0xABCDEF0123456789\n", nil},
+		{"references and empty values", "[github]\n\ttoken = ${GH_TOKEN}\n[hub]\n\toauthtoken =\n[http]\n\textraHeader = Authorization: Bearer $TOKEN\n" +
+			"[credential]\n\thelper = \"!f() { echo username=ci; echo password=$CI_PASSWORD; }; f\"\n", nil},
+	} {
+		es, err := gitconfig.Parse([]byte(tc.doc))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := gitconfig.Credentials(es, gitCredential); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
