@@ -344,16 +344,13 @@ func (b *Isolator) PruneImages(ctx context.Context, uid int, stateRoot string, m
 	var out []string
 	var errs []error
 	prune := func(im image.Summary, name, why string, aged bool) {
-		reason := why
+		decide := func() (bool, string) { return false, why }
 		if aged {
-			var keep bool
-			keep, reason = imageuse.Decide(why, imageuse.Last(stateRoot, imageuse.Docker, im.ID), created(im.Created), now, maxAge)
-			if keep {
-				out = append(out, fmt.Sprintf("kept image %s (%s): %s", shortID(im.ID), name, reason))
-				return
+			decide = func() (bool, string) {
+				return imageuse.Decide(why, imageuse.Last(stateRoot, imageuse.Docker, im.ID), created(im.Created), now, maxAge)
 			}
 		}
-		line, gone, err := removeImage(ctx, e, im.ID, name, why, reason, dryRun)
+		line, gone, err := removeImage(ctx, e, im.ID, name, why, decide, dryRun)
 		out, errs = append(out, line), append(errs, err)
 		if gone {
 			imageuse.Forget(stateRoot, imageuse.Docker, im.ID)
@@ -395,17 +392,22 @@ func shortID(id string) string {
 	return short[:min(12, len(short))]
 }
 
-// removeImage removes image id (name, for people) unless a container uses it, or with
-// dryRun says it would; why says why it may go, reason why it goes. It returns what it
-// did, whether the image is gone, or an error.
-func removeImage(ctx context.Context, e Engine, id, name, why, reason string, dryRun bool) (string, bool, error) {
+// removeImage removes image id (name, for people) unless a container uses it or decide
+// keeps it, or with dryRun says it would; why says why it may go, decide whether it
+// goes and why. It returns what it did, whether the image is gone, or an error.
+func removeImage(ctx context.Context, e Engine, id, name, why string, decide func() (keep bool, reason string), dryRun bool) (string, bool, error) {
 	short := shortID(id)
 	users, err := e.ContainerList(ctx, dockercontainer.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("ancestor", id))})
-	switch {
-	case err != nil:
+	if err != nil {
 		return "", false, fmt.Errorf("listing the containers of image %s: %w", short, err)
-	case len(users) > 0:
+	}
+	if len(users) > 0 {
 		return fmt.Sprintf("kept image %s (%s): %s, but %d container(s) use it", short, name, why, len(users)), false, nil
+	}
+	keep, reason := decide()
+	switch {
+	case keep:
+		return fmt.Sprintf("kept image %s (%s): %s", short, name, reason), false, nil
 	case dryRun:
 		return fmt.Sprintf("would remove image %s (%s): %s", short, name, reason), false, nil
 	}
