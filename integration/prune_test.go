@@ -125,7 +125,9 @@ func (ip *isolatedPodman) remove() {
 // (its runs' records are not this user's; podman's storage is the user's alone), not a
 // user's image built FROM the default image (same labels, its own name). One used 40
 // days ago goes, and its record with it, as does one made 100 days ago of which no use
-// is recorded. --dry-run says why each goes or stays and removes nothing. A throwaway
+// is recorded; so does an image derived from this build's default image for a content
+// no run uses any more, made 100 days ago, while one a run used 2 days ago stays.
+// --dry-run says why each goes or stays and removes nothing. A throwaway
 // engine, an isolated podman store and a state directory of the test's own: no other
 // test's images or records are touched.
 func TestPruneOtherBuildsImages(t *testing.T) {
@@ -211,6 +213,25 @@ func TestPruneOtherBuildsImages(t *testing.T) {
 			record("podman", podmanID[im.name], im.used)
 		}
 	}
+	// Two images derived from this build's default image for a content no run ships
+	// now (docker only: krun derives none), as a run labels them: one made 100 days
+	// ago and never recorded, one a run used 2 days ago.
+	curID := "sha256:" + dockerID["devsandbox/default:"+cur]
+	derivedOld, derivedRecent := "devsandbox-test/derived-old:1", "devsandbox-test/derived-recent:1"
+	for _, d := range []struct {
+		name string
+		used time.Time
+	}{{derivedOld, time.Time{}}, {derivedRecent, now.Add(-2*day - time.Hour)}} {
+		archive := filepath.Join(ip.dir, "aged.tar")
+		agedImage(t, busybox, archive, d.name, map[string]string{"dev.devsandbox.base": curID, "dev.devsandbox.base-ref": "devsandbox/default:" + cur,
+			"dev.devsandbox.content": "0123456789abcdef", "dev.devsandbox.version": cur, "dev.devsandbox.uid": strconv.Itoa(it.uid)}, aged(100))
+		te.docker(t, "load", "-q", "-i", archive)
+		dockerID[d.name] = strings.TrimPrefix(te.docker(t, "image", "inspect", "--format", "{{.Id}}", d.name), "sha256:")
+		if !d.used.IsZero() {
+			record("docker", dockerID[d.name], d.used)
+		}
+		images = append(images, img{name: d.name})
+	}
 	// A container (not running) uses the used build's image in each engine.
 	te.docker(t, "create", "devsandbox/default:"+used, "true")
 	ip.podman(t, "create", "devsandbox/default:"+used, "true")
@@ -233,7 +254,10 @@ func TestPruneOtherBuildsImages(t *testing.T) {
 				verb+" image "+id(stale)+": "+why(stale)+", and no run used it for 40 days",
 				"kept image "+id(fresh)+": "+why(fresh)+", but it was made 3 days ago (no use of it is recorded yet)")
 			if e.in == "" {
-				l = append(l, "kept image "+id(other)+": "+why(other)+", but user 4242 built it, whose runs this prune cannot see")
+				derived := " (devsandbox/default:" + cur + "): derived from it by this devsandbox (" + cur + ")"
+				l = append(l, "kept image "+id(other)+": "+why(other)+", but user 4242 built it, whose runs this prune cannot see",
+					verb+" image "+e.id[derivedOld][:12]+derived+", no use of it is recorded and it was made 100 days ago",
+					"kept image "+e.id[derivedRecent][:12]+derived+", but a run used it 2 days ago")
 			} else {
 				l = append(l, verb+" image "+id(other)+": "+why(other)+", no use of it is recorded and it was made 100 days ago")
 			}
@@ -273,10 +297,11 @@ func TestPruneOtherBuildsImages(t *testing.T) {
 	for _, dry := range []bool{true, false} {
 		args := []string{"--config", cfg, "sandboxes", "prune"}
 		verb := "removed"
-		wantDocker := gone("devsandbox/default:"+old, "devsandbox/default:"+stale)
-		wantPodman := gone("devsandbox/default:"+old, "devsandbox/default:"+stale, "devsandbox/default:"+other)
+		wantDocker := gone("devsandbox/default:"+old, "devsandbox/default:"+stale, derivedOld)
+		wantPodman := gone("devsandbox/default:"+old, "devsandbox/default:"+stale, "devsandbox/default:"+other, derivedOld, derivedRecent)
 		if dry {
-			args, verb, wantDocker, wantPodman = append(args, "--dry-run"), "would remove", all, all
+			args, verb, wantDocker = append(args, "--dry-run"), "would remove", all
+			wantPodman = gone(derivedOld, derivedRecent)
 		}
 		r := run(t, p.dir, env, "", args...)
 		if got, want := imageLines(r.stdout), lines(verb); r.code != 0 || !slices.Equal(got, want) {
