@@ -219,12 +219,12 @@ func TestPruneOtherBuildsImages(t *testing.T) {
 	curID := "sha256:" + dockerID["devsandbox/default:"+cur]
 	derivedOld, derivedRecent := "devsandbox-test/derived-old:1", "devsandbox-test/derived-recent:1"
 	for _, d := range []struct {
-		name string
-		used time.Time
-	}{{derivedOld, time.Time{}}, {derivedRecent, now.Add(-2*day - time.Hour)}} {
+		name, content string
+		used          time.Time
+	}{{derivedOld, "00000000000000000000000000000000", time.Time{}}, {derivedRecent, "11111111111111111111111111111111", now.Add(-2*day - time.Hour)}} {
 		archive := filepath.Join(ip.dir, "aged.tar")
 		agedImage(t, busybox, archive, d.name, map[string]string{"dev.devsandbox.base": curID, "dev.devsandbox.base-ref": "devsandbox/default:" + cur,
-			"dev.devsandbox.content": "0123456789abcdef", "dev.devsandbox.version": cur, "dev.devsandbox.uid": strconv.Itoa(it.uid)}, aged(100))
+			"dev.devsandbox.content": d.content, "dev.devsandbox.version": cur, "dev.devsandbox.uid": strconv.Itoa(it.uid)}, aged(100))
 		te.docker(t, "load", "-q", "-i", archive)
 		dockerID[d.name] = strings.TrimPrefix(te.docker(t, "image", "inspect", "--format", "{{.Id}}", d.name), "sha256:")
 		if !d.used.IsZero() {
