@@ -118,10 +118,18 @@ func (ip *isolatedPodman) remove() {
 }
 
 // `sandboxes prune` removes the default images of other devsandbox builds that no
-// container uses, from the docker engine and from podman, and nothing else: not the
-// current build's, not one in use, not a user's image built FROM the default image
-// (same labels, its own name). --dry-run names them and removes nothing. A throwaway
-// engine and an isolated podman store: no other test's images are touched.
+// container uses and no run of the user used within --days (30), from the docker engine
+// and from podman, and nothing else: not the current build's, not one in use, not one
+// a run used 2 days ago (the record in the user's state, package imageuse), not one made
+// 3 days ago of which no use is recorded, not another uid's in the shared docker engine
+// (its runs' records are not this user's; podman's storage is the user's alone), not a
+// user's image built FROM the default image (same labels, its own name). One used 40
+// days ago goes, and its record with it, as does one made 100 days ago of which no use
+// is recorded; so does an image derived from this build's default image for a content
+// no run uses any more, made 100 days ago, while one a run used 2 days ago stays.
+// --dry-run says why each goes or stays and removes nothing. A throwaway
+// engine, an isolated podman store and a state directory of the test's own: no other
+// test's images or records are touched.
 func TestPruneOtherBuildsImages(t *testing.T) {
 	requireBwrap(t)
 	te := newThrowawayEngine(t, "devsandbox-test/busybox:1")
@@ -131,45 +139,131 @@ func TestPruneOtherBuildsImages(t *testing.T) {
 		t.Fatal(err)
 	}
 	cur := strings.TrimPrefix(strings.TrimSpace(string(out)), "devsandbox ")
-	const old, used = "0000000-it-old", "0000001-it-used"
-	// name → the version its labels name.
-	images := [][2]string{
-		{"devsandbox/default:" + cur, cur}, {"devsandbox/default:" + old, old},
-		{"devsandbox/default:" + used, used}, {"devsandbox-test/mine:1", old},
+	day := 24 * time.Hour
+	now := time.Now()
+	// Half a day off whole days: the ages prune prints are stable however long the
+	// test takes.
+	aged := func(days int) time.Time { return now.Add(-time.Duration(days)*day - 12*time.Hour) }
+	type img struct {
+		name, version string
+		created       time.Time // zero: made now (docker commit)
+		uid           string    // the builder's, as `image build` labels it
+		used          time.Time // the recorded last use; zero: none
 	}
+	const old, used, recent, stale, fresh, other = "0000000-it-old", "0000001-it-used", "0000002-it-recent", "0000003-it-stale", "0000004-it-fresh", "0000005-it-other"
+	images := []img{
+		{name: "devsandbox/default:" + cur, version: cur}, {name: "devsandbox/default:" + old, version: old, created: aged(100)},
+		{name: "devsandbox/default:" + used, version: used}, {name: "devsandbox-test/mine:1", version: old},
+		{name: "devsandbox/default:" + recent, version: recent, created: aged(100), used: now.Add(-2*day - time.Hour)},
+		{name: "devsandbox/default:" + stale, version: stale, created: aged(100), used: now.Add(-40*day - time.Hour)},
+		{name: "devsandbox/default:" + fresh, version: fresh, created: aged(3)},
+		{name: "devsandbox/default:" + other, version: other, created: aged(100), uid: "4242"},
+	}
+	busybox := savedImage(t, "devsandbox-test/busybox:1")
 	tar := filepath.Join(ip.dir, "busybox.tar")
-	if out, err := exec.Command("docker", "save", "-o", tar, "devsandbox-test/busybox:1").CombinedOutput(); err != nil {
-		t.Fatalf("docker save: %v: %s", err, out)
+	if err := os.WriteFile(tar, busybox, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	_ = os.Chown(tar, it.uid, it.gid)
 	ip.podman(t, "load", "-q", "-i", tar)
+	p := newProject(t)
+	state := p.path("state")
+	records := filepath.Join(state, "devsandbox", "image-use")
+	p.mkdir("state/devsandbox/image-use")
+	record := func(engine, id string, at time.Time) string {
+		f := filepath.Join(records, engine+"-"+id)
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(f, it.uid, it.gid); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(f, at, at); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
 	dockerID, podmanID := map[string]string{}, map[string]string{}
 	for _, im := range images {
-		labels := []string{"--change", "LABEL dev.devsandbox.image=default", "--change", "LABEL dev.devsandbox.version=" + im[1]}
-		cid := te.docker(t, "create", "devsandbox-test/busybox:1", "true")
-		te.docker(t, append(append([]string{"commit"}, labels...), cid, im[0])...)
-		te.docker(t, "rm", cid)
-		dockerID[im[0]] = strings.TrimPrefix(te.docker(t, "image", "inspect", "--format", "{{.Id}}", im[0]), "sha256:")[:12]
-		pcid := ip.podman(t, "create", "devsandbox-test/busybox:1", "true")
-		ip.podman(t, append(append([]string{"commit", "-q"}, labels...), pcid, im[0])...)
-		ip.podman(t, "rm", pcid)
-		podmanID[im[0]] = strings.TrimPrefix(ip.podman(t, "image", "inspect", "--format", "{{.Id}}", im[0]), "sha256:")[:12]
+		labels := map[string]string{"dev.devsandbox.image": "default", "dev.devsandbox.version": im.version}
+		if im.uid != "" {
+			labels["dev.devsandbox.uid"] = im.uid
+		}
+		if im.created.IsZero() {
+			var changes []string
+			for k, v := range labels {
+				changes = append(changes, "--change", "LABEL "+k+"="+v)
+			}
+			cid := te.docker(t, "create", "devsandbox-test/busybox:1", "true")
+			te.docker(t, append(append([]string{"commit"}, changes...), cid, im.name)...)
+			te.docker(t, "rm", cid)
+			pcid := ip.podman(t, "create", "devsandbox-test/busybox:1", "true")
+			ip.podman(t, append(append([]string{"commit", "-q"}, changes...), pcid, im.name)...)
+			ip.podman(t, "rm", pcid)
+		} else {
+			archive := filepath.Join(ip.dir, "aged.tar")
+			agedImage(t, busybox, archive, im.name, labels, im.created)
+			te.docker(t, "load", "-q", "-i", archive)
+			ip.podman(t, "load", "-q", "-i", archive)
+		}
+		dockerID[im.name] = strings.TrimPrefix(te.docker(t, "image", "inspect", "--format", "{{.Id}}", im.name), "sha256:")
+		podmanID[im.name] = strings.TrimPrefix(ip.podman(t, "image", "inspect", "--format", "{{.Id}}", im.name), "sha256:")
+		if !im.used.IsZero() {
+			record("docker", dockerID[im.name], im.used)
+			record("podman", podmanID[im.name], im.used)
+		}
+	}
+	// Two images derived from this build's default image for a content no run ships
+	// now (docker only: krun derives none), as a run labels them: one made 100 days
+	// ago and never recorded, one a run used 2 days ago.
+	curID := "sha256:" + dockerID["devsandbox/default:"+cur]
+	derivedOld, derivedRecent := "devsandbox-test/derived-old:1", "devsandbox-test/derived-recent:1"
+	for _, d := range []struct {
+		name, content string
+		used          time.Time
+	}{{derivedOld, "00000000000000000000000000000000", time.Time{}}, {derivedRecent, "11111111111111111111111111111111", now.Add(-2*day - time.Hour)}} {
+		archive := filepath.Join(ip.dir, "aged.tar")
+		agedImage(t, busybox, archive, d.name, map[string]string{"dev.devsandbox.base": curID, "dev.devsandbox.base-ref": "devsandbox/default:" + cur,
+			"dev.devsandbox.content": d.content, "dev.devsandbox.version": cur, "dev.devsandbox.uid": strconv.Itoa(it.uid)}, aged(100))
+		te.docker(t, "load", "-q", "-i", archive)
+		dockerID[d.name] = strings.TrimPrefix(te.docker(t, "image", "inspect", "--format", "{{.Id}}", d.name), "sha256:")
+		if !d.used.IsZero() {
+			record("docker", dockerID[d.name], d.used)
+		}
+		images = append(images, img{name: d.name})
 	}
 	// A container (not running) uses the used build's image in each engine.
 	te.docker(t, "create", "devsandbox/default:"+used, "true")
 	ip.podman(t, "create", "devsandbox/default:"+used, "true")
 
-	p := newProject(t)
 	cfg := p.writeConfig("", "prune.toml", "[docker]\nhost = \""+te.host+"\"\n[krun]\nruntime = \"runc\"\npodman_socket = \""+ip.sock+"\"\n")
-	oldWhy := "the default image of devsandbox " + old + ", this is " + cur
-	usedWhy := "the default image of devsandbox " + used + ", this is " + cur
+	why := func(v string) string { return "the default image of devsandbox " + v + ", this is " + cur }
 	lines := func(verb string) []string {
-		return []string{
-			verb + " image " + podmanID["devsandbox/default:"+old] + " (devsandbox/default:" + old + ") in podman: " + oldWhy,
-			"kept image " + podmanID["devsandbox/default:"+used] + " (devsandbox/default:" + used + ") in podman: " + usedWhy + ", but 1 container(s) use it",
-			verb + " image " + dockerID["devsandbox/default:"+old] + " (devsandbox/default:" + old + "): " + oldWhy,
-			"kept image " + dockerID["devsandbox/default:"+used] + " (devsandbox/default:" + used + "): " + usedWhy + ", but 1 container(s) use it",
+		var l []string
+		for _, e := range []struct {
+			id map[string]string
+			in string
+		}{{dockerID, ""}, {podmanID, " in podman"}} {
+			id := func(v string) string {
+				return e.id["devsandbox/default:"+v][:12] + " (devsandbox/default:" + v + ")" + e.in
+			}
+			l = append(l,
+				verb+" image "+id(old)+": "+why(old)+", no use of it is recorded and it was made 100 days ago",
+				"kept image "+id(used)+": "+why(used)+", but 1 container(s) use it",
+				"kept image "+id(recent)+": "+why(recent)+", but a run used it 2 days ago",
+				verb+" image "+id(stale)+": "+why(stale)+", and no run used it for 40 days",
+				"kept image "+id(fresh)+": "+why(fresh)+", but it was made 3 days ago (no use of it is recorded yet)")
+			if e.in == "" {
+				derived := " (devsandbox/default:" + cur + "): derived from it by this devsandbox (" + cur + ")"
+				l = append(l, "kept image "+id(other)+": "+why(other)+", but user 4242 built it, whose runs this prune cannot see",
+					verb+" image "+e.id[derivedOld][:12]+derived+", no use of it is recorded and it was made 100 days ago",
+					"kept image "+e.id[derivedRecent][:12]+derived+", but a run used it 2 days ago")
+			} else {
+				l = append(l, verb+" image "+id(other)+": "+why(other)+", no use of it is recorded and it was made 100 days ago")
+			}
 		}
+		slices.Sort(l)
+		return l
 	}
 	imageLines := func(out string) []string {
 		var l []string
@@ -183,30 +277,48 @@ func TestPruneOtherBuildsImages(t *testing.T) {
 	}
 	left := func() (docker, podman []string) {
 		for _, im := range images {
-			if te.command("image", "inspect", im[0]).Run() == nil {
-				docker = append(docker, im[0])
+			if te.command("image", "inspect", im.name).Run() == nil {
+				docker = append(docker, im.name)
 			}
-			if ip.command(append(slices.Clone(ip.flags), "image", "exists", im[0])...).Run() == nil {
-				podman = append(podman, im[0])
+			if ip.command(append(slices.Clone(ip.flags), "image", "exists", im.name)...).Run() == nil {
+				podman = append(podman, im.name)
 			}
 		}
 		return docker, podman
 	}
-	all := []string{images[0][0], images[1][0], images[2][0], images[3][0]}
+	var all []string
+	for _, im := range images {
+		all = append(all, im.name)
+	}
+	gone := func(names ...string) []string {
+		return slices.DeleteFunc(slices.Clone(all), func(n string) bool { return slices.Contains(names, n) })
+	}
+	env := []string{"XDG_STATE_HOME=" + state, "XDG_DATA_HOME=" + p.path("data")}
 	for _, dry := range []bool{true, false} {
 		args := []string{"--config", cfg, "sandboxes", "prune"}
-		verb, want := "removed", []string{images[0][0], images[2][0], images[3][0]}
+		verb := "removed"
+		wantDocker := gone("devsandbox/default:"+old, "devsandbox/default:"+stale, derivedOld)
+		wantPodman := gone("devsandbox/default:"+old, "devsandbox/default:"+stale, "devsandbox/default:"+other, derivedOld, derivedRecent)
 		if dry {
-			args, verb, want = append(args, "--dry-run"), "would remove", all
+			args, verb, wantDocker = append(args, "--dry-run"), "would remove", all
+			wantPodman = gone(derivedOld, derivedRecent)
 		}
-		r := run(t, p.dir, nil, "", args...)
-		wantLines := lines(verb)
-		slices.Sort(wantLines)
-		if got := imageLines(r.stdout); r.code != 0 || !slices.Equal(got, wantLines) {
-			t.Errorf("prune (dry run %v): image lines %q\nwant %q\n%s", dry, got, wantLines, r)
+		r := run(t, p.dir, env, "", args...)
+		if got, want := imageLines(r.stdout), lines(verb); r.code != 0 || !slices.Equal(got, want) {
+			t.Errorf("prune (dry run %v): image lines\n%s\nwant\n%s\n%s", dry, strings.Join(got, "\n"), strings.Join(want, "\n"), r)
 		}
-		if d, pm := left(); !slices.Equal(d, want) || !slices.Equal(pm, want) {
-			t.Errorf("after prune (dry run %v): docker has %q, podman has %q; want %q in each", dry, d, pm, want)
+		if d, pm := left(); !slices.Equal(d, wantDocker) || !slices.Equal(pm, wantPodman) {
+			t.Errorf("after prune (dry run %v): docker has %q, want %q; podman has %q, want %q", dry, d, wantDocker, pm, wantPodman)
+		}
+	}
+	// The removed images' records went with them; the kept one's stayed.
+	for _, c := range []struct {
+		engine, id string
+		kept       bool
+	}{{"docker", dockerID["devsandbox/default:"+stale], false}, {"podman", podmanID["devsandbox/default:"+stale], false},
+		{"docker", dockerID["devsandbox/default:"+recent], true}, {"podman", podmanID["devsandbox/default:"+recent], true}} {
+		if _, err := os.Stat(filepath.Join(records, c.engine+"-"+c.id)); (err == nil) != c.kept {
+			t.Errorf("the record of %s image %s: %v, want kept %v", c.engine, c.id[:12], err, c.kept)
 		}
 	}
 }

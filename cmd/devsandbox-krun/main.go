@@ -56,7 +56,7 @@ func pruneImages(j *handoff.Job) handoff.Result {
 	}
 	if err == nil {
 		var lines []string
-		lines, err = b.PruneImages(j.Ctx, a.DryRun)
+		lines, err = b.PruneImages(j.Ctx, a.StateRoot, a.MaxAge, a.DryRun)
 		r.Data = handoff.Args(lines)
 	}
 	r.SetError(err)

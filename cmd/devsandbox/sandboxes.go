@@ -37,8 +37,8 @@ func (a *app) sandboxesCommand(jsonFlag cli.Flag) *cli.Command {
 				Description: a.describe("The sizes of a sandbox home and a state directory (which the sandbox writes) come from a walk that follows no link and stops after 100000 entries, at depth 64 or after 2 s; the size is then a lower bound, shown as \"≥ 1.2G (stopped after 100000 entries)\" (--json: homeSizeBound and homeSizeStop, stateSizeBound and stateSizeStop). Names (a project's directory names its sandbox) are printed with what a terminal would act on, a newline or a tab escaped; --json writes them as \\uXXXX.")},
 			{Name: "rm", Usage: "remove what devsandbox keeps for the named projects", ArgsUsage: "NAME...",
 				Description: a.describe("Removes the kept container, the home volume, the sandbox home, the state and the socket directory (in the state, in $XDG_RUNTIME_DIR/devsandbox, or in the temporary directory when the state path was too long for socket names; never one a session holds) of each named project (NAME as `sandboxes list` shows it); refuses one a run is using or starting in, and a run that starts meanwhile waits for the removal."), Action: a.sandboxesRm},
-			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days (never one a run is using or starting in; a run that starts meanwhile waits for the removal); what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses; content volumes of projects no run is using), never a kept container, a running one, or a home volume; the containers krun runs left in your podman storage when devsandbox-krun was killed (exited, or never started, over a minute ago; never a running one); the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them); the session /tmp dirs of bwrap runs that were killed (over a minute old, no run holding them); the socket directories in the temporary directory (devsandbox-UID-XXXXXXXX) that no project's state records, and those in $XDG_RUNTIME_DIR/devsandbox of projects that have no state (over a minute old, no run holding them, no socket in them answering; never a link or another user's); krun's anchors directories there (anchors-*) that killed krun runs left (over a minute old, no run holding them; never a link or another user's); the snapshots of the host's /etc files that bwrap runs mount, except the newest and those a run holds; and the images of other devsandbox builds that no container uses, in the docker engine (derived images, then default images) and in your podman storage (default images): only images devsandbox named and labelled (devsandbox/default:VERSION with its labels), never one of yours, nor the one docker.image or krun.image names."), Flags: []cli.Flag{
-				&cli.IntFlag{Name: "days", Value: 30, Usage: "remove sandboxes unused for `N` days"},
+			{Name: "prune", Usage: "remove what belongs to projects gone or unused for --days", Description: a.describe("Removes what belongs to projects that no longer exist or were unused for --days (never one a run is using or starting in; a run that starts meanwhile waits for the removal); what crashed docker runs left in the engine (a kill -9 of devsandbox, an engine restart mid-run: stopped containers, and a run's own volumes no container uses; content volumes of projects no run is using), never a kept container, a running one, or a home volume; the containers krun runs left in your podman storage when devsandbox-krun was killed (exited, or never started, over a minute ago; never a running one); the session cgroups that bwrap runs killed with kill -9 left (empty, no run holding them); the session /tmp dirs of bwrap runs that were killed (over a minute old, no run holding them); the socket directories in the temporary directory (devsandbox-UID-XXXXXXXX) that no project's state records, and those in $XDG_RUNTIME_DIR/devsandbox of projects that have no state (over a minute old, no run holding them, no socket in them answering; never a link or another user's); krun's anchors directories there (anchors-*) that killed krun runs left (over a minute old, no run holding them; never a link or another user's); the snapshots of the host's /etc files that bwrap runs mount, except the newest and those a run holds; and the images no container uses and no run of yours used within --days (each docker and krun run records its use in $XDG_STATE_HOME/devsandbox/image-use; an image with no use recorded counts from when it was made): the images derived from docker.image (any build's; one whose base name now names another image goes at once), and the default images of other devsandbox builds, in the docker engine and in your podman storage: only images devsandbox named and labelled (devsandbox/default:VERSION with its labels), never one of yours, nor this build's, nor the one docker.image or krun.image names, nor in the docker engine one another uid built. Each image line says why it goes or stays."), Flags: []cli.Flag{
+				&cli.IntFlag{Name: "days", Value: 30, Usage: "remove sandboxes unused for `N` days, and images no run used for N days"},
 				&cli.BoolFlag{Name: "dry-run", Usage: "only print what would be removed"},
 			}, Action: a.sandboxesPrune},
 		},
@@ -212,7 +212,8 @@ func (a *app) sandboxesPrune(c *cli.Context) error {
 	a.pruneEtc(filepath.Dir(dirs.State), c.Bool("dry-run"))
 	a.pruneTmp(dirs.State, c.Bool("dry-run"))
 	a.pruneSocketDirs(cfg, dirs, c.Bool("dry-run"))
-	a.prunePodmanImages(cfg, c.Bool("dry-run"))
+	maxAge := time.Duration(c.Int("days")) * 24 * time.Hour
+	a.prunePodmanImages(cfg, dirs.State, maxAge, c.Bool("dry-run"))
 	switch {
 	case lerr != nil && !d.Installed():
 		a.warn("the docker isolator (%s) is not installed: no containers or volumes to prune", dockerhelper.Program)
@@ -220,7 +221,6 @@ func (a *app) sandboxesPrune(c *cli.Context) error {
 	case lerr != nil:
 		return fmt.Errorf("the docker engine must answer for prune to know what is in use: %w", lerr)
 	}
-	maxAge := time.Duration(c.Int("days")) * 24 * time.Hour
 	return a.pruneIdle(dirs.State, list, maxAge, c.Bool("dry-run"), func(idle []dockerhelper.Sandbox, busy []string) error {
 		// The pruned sandboxes, by name, with the socket directory their state recorded
 		// in the temporary directory ("" for none).
@@ -230,7 +230,7 @@ func (a *app) sandboxesPrune(c *cli.Context) error {
 				socks[sb.Name] = sockdir.RecordedTemp(sb.State)
 			}
 		}
-		err := d.Prune(context.Background(), dirs.UID, idle, busy, maxAge, c.Bool("dry-run"), a.stdout)
+		err := d.Prune(context.Background(), dirs.UID, dirs.State, idle, busy, maxAge, c.Bool("dry-run"), a.stdout)
 		a.removeSocketDirsOf(idle, socks, cfg.Host.RuntimeDir, dirs.UID, c.Bool("dry-run"))
 		return err
 	})
@@ -396,10 +396,10 @@ func (a *app) notRunning(list []dockerhelper.Sandbox, maxAge time.Duration, lock
 	return idle, busy
 }
 
-// prunePodmanImages removes the default images of other devsandbox builds from the
-// user's podman storage (the krun isolator's), when devsandbox-krun and podman are
+// prunePodmanImages removes the default images of other devsandbox builds that no
+// run used within maxAge from the user's podman storage (the krun isolator's), when devsandbox-krun and podman are
 // installed; a podman that cannot be asked is a warning, not a failed prune.
-func (a *app) prunePodmanImages(cfg *config.Config, dryRun bool) {
+func (a *app) prunePodmanImages(cfg *config.Config, stateRoot string, maxAge time.Duration, dryRun bool) {
 	if handoff.Beside(krunhelper.Program) == "" {
 		return
 	}
@@ -410,7 +410,7 @@ func (a *app) prunePodmanImages(cfg *config.Config, dryRun bool) {
 	if !ok {
 		return
 	}
-	lines, err := krunhelper.PruneImages(context.Background(), s, dryRun)
+	lines, err := krunhelper.PruneImages(context.Background(), s, stateRoot, maxAge, dryRun)
 	for _, l := range lines {
 		fmt.Fprintln(a.stdout, termsafe.Line(l))
 	}

@@ -3,6 +3,7 @@ package container
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // LabelImage marks devsandbox's default image: the Dockerfile of `devsandbox image
@@ -21,6 +22,8 @@ type Image struct {
 	// docker may list a dangling image as <none>:<none>).
 	Names  []string
 	Labels map[string]string
+	// Created is when the image was made (zero: the engine does not say).
+	Created time.Time
 }
 
 // StaleDefault says why img is the default image of another devsandbox build, which

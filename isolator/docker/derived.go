@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	dockercontainer "github.com/docker/docker/api/types/container"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/isolator/imageuse"
 )
 
 // Labels of an image devsandbox derives from the user's (docker.image): the base
@@ -53,8 +55,10 @@ const derivedCacheFile = "docker-images.json"
 // ID (a running container was made from it: see Run): this address's cached ID, so
 // shown, is used without asking again, since its content, labels included, is what
 // the ID names, and it was cached for this base image and content only once it was
-// made or checked.
-func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *isolator.Plan, base string, pr programs, files []container.ImageFile, proven func(id string) bool) (string, error) {
+// made or checked. The use of both images, the derived one and its base, is recorded
+// in the user's state (package imageuse): `sandboxes prune` keeps what runs used
+// within its --days.
+func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *isolator.Plan, base string, pr programs, files []container.ImageFile, proven func(id string) bool) (derived string, err error) {
 	bi, err := e.ImageInspect(ctx, base)
 	if err != nil && !cerrdefs.IsNotFound(err) {
 		st := engineDown(addr, err)
@@ -67,9 +71,19 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	if err != nil {
 		return "", err
 	}
+	stateRoot := filepath.Dir(p.StateDir)
+	defer func() {
+		if err == nil {
+			now := time.Now()
+			// A record that cannot be written costs the image its protection from
+			// prune, never the run: prune still keeps an image a container uses.
+			_ = imageuse.Record(stateRoot, imageuse.Docker, derived, now)
+			_ = imageuse.Record(stateRoot, imageuse.Docker, bi.ID, now)
+		}
+	}()
 	what := " " + bi.ID + " " + key
 	cacheKey := addr.Host + what
-	cache := filepath.Join(filepath.Dir(p.StateDir), derivedCacheFile)
+	cache := filepath.Join(stateRoot, derivedCacheFile)
 	m := b.head.derivedCache(cache)
 	if m == nil {
 		m = readRecords(cache)
@@ -294,14 +308,21 @@ func writeRecord(path, key, value string) {
 	}
 }
 
-// PruneImages removes the images no run of this devsandbox build will use again and
-// that no container uses, or with dryRun only says so: first the current user's
-// derived images that are stale (made by another devsandbox version, or from a base
-// image its name no longer names), then the default images of other devsandbox builds
-// (container.StaleDefault: named and labelled by `devsandbox image build`, never an
-// image of the user's own), whose derived images went first. It returns one line per
-// image, what was (or would be) done.
-func (b *Isolator) PruneImages(ctx context.Context, uid int, dryRun bool) ([]string, error) {
+// PruneImages removes the images no run of this user is likely to use again and that
+// no container uses, or with dryRun only says so: first the user's derived images
+// (uid's), then the default images of other devsandbox builds (container.StaleDefault:
+// named and labelled by `devsandbox image build`, never an image of the user's own),
+// whose derived images went first. A derived image whose base name no longer names its
+// base goes at once: no run reaches it by that name again, and one that reaches the old
+// base by another name makes its image anew (seconds; it never fails for it). The others,
+// a derived image of any build and content and another build's default image, go only
+// when no run of the user used them within maxAge (--days; the records in stateRoot,
+// package imageuse), or, with no use recorded, when they were made before it
+// (imageuse.Decide). Another build's default image labelled as built by another uid
+// stays: that user's runs record their uses in their own state, which prune cannot see.
+// The image docker.image names stays, whatever build's it is. It returns one line per
+// image, what was (or would be) done and why.
+func (b *Isolator) PruneImages(ctx context.Context, uid int, stateRoot string, maxAge time.Duration, dryRun bool) ([]string, error) {
 	e, a, err := b.engine()
 	if err != nil {
 		return nil, err
@@ -319,13 +340,25 @@ func (b *Isolator) PruneImages(ctx context.Context, uid int, dryRun bool) ([]str
 	if err != nil {
 		return nil, err
 	}
+	now := time.Now()
 	var out []string
 	var errs []error
-	for _, im := range imgs {
-		if why := b.staleImage(ctx, e, im.Labels); why != "" {
-			line, err := removeImage(ctx, e, im.ID, im.Labels[LabelBaseRef], why, dryRun)
-			out, errs = append(out, line), append(errs, err)
+	prune := func(im image.Summary, name, why string, aged bool) {
+		decide := func() (bool, string) { return false, why }
+		if aged {
+			decide = func() (bool, string) {
+				return imageuse.Decide(why, imageuse.Last(stateRoot, imageuse.Docker, im.ID), created(im.Created), now, maxAge)
+			}
 		}
+		line, gone, err := removeImage(ctx, e, im.ID, name, why, decide, dryRun)
+		out, errs = append(out, line), append(errs, err)
+		if gone {
+			imageuse.Forget(stateRoot, imageuse.Docker, im.ID)
+		}
+	}
+	for _, im := range imgs {
+		why, dead := b.staleImage(ctx, e, im.Labels)
+		prune(im, im.Labels[LabelBaseRef], why, !dead)
 	}
 	defaults, err := list("default images", filters.NewArgs(filters.Arg("label", container.LabelImage+"=default")))
 	if err != nil {
@@ -333,36 +366,58 @@ func (b *Isolator) PruneImages(ctx context.Context, uid int, dryRun bool) ([]str
 	}
 	for _, im := range defaults {
 		why := container.StaleDefault(container.Image{ID: im.ID, Names: im.RepoTags, Labels: im.Labels}, b.Version)
-		// An older build's image that docker.image names on purpose stays.
-		if why != "" && !slices.Contains(im.RepoTags, b.Image) {
-			line, err := removeImage(ctx, e, im.ID, im.RepoTags[0], why, dryRun)
-			out, errs = append(out, line), append(errs, err)
+		switch {
+		case why == "" || slices.Contains(im.RepoTags, b.Image):
+			// An older build's image that docker.image names on purpose stays.
+		case im.Labels[LabelUser] != "" && im.Labels[LabelUser] != fmt.Sprint(uid):
+			out = append(out, fmt.Sprintf("kept image %s (%s): %s, but user %s built it, whose runs this prune cannot see", shortID(im.ID), im.RepoTags[0], why, im.Labels[LabelUser]))
+		default:
+			prune(im, im.RepoTags[0], why, true)
 		}
 	}
 	return nonEmpty(out), errors.Join(errs...)
 }
 
-// removeImage removes image id (name, for people) unless a container uses it, or with
-// dryRun says it would; why says why it goes. It returns what it did, or an error.
-func removeImage(ctx context.Context, e Engine, id, name, why string, dryRun bool) (string, error) {
+// created is the time of an image's Created (Unix seconds; zero: unknown).
+func created(sec int64) time.Time {
+	if sec <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(sec, 0)
+}
+
+// shortID is an image ID as people read it: 12 hex digits, no "sha256:".
+func shortID(id string) string {
 	short := strings.TrimPrefix(id, "sha256:")
-	short = short[:min(12, len(short))]
+	return short[:min(12, len(short))]
+}
+
+// removeImage removes image id (name, for people) unless a container uses it or decide
+// keeps it, or with dryRun says it would; why says why it may go, decide whether it
+// goes and why. It returns what it did, whether the image is gone, or an error.
+func removeImage(ctx context.Context, e Engine, id, name, why string, decide func() (keep bool, reason string), dryRun bool) (string, bool, error) {
+	short := shortID(id)
 	users, err := e.ContainerList(ctx, dockercontainer.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("ancestor", id))})
+	if err != nil {
+		return "", false, fmt.Errorf("listing the containers of image %s: %w", short, err)
+	}
+	if len(users) > 0 {
+		return fmt.Sprintf("kept image %s (%s): %s, but %d container(s) use it", short, name, why, len(users)), false, nil
+	}
+	keep, reason := decide()
 	switch {
-	case err != nil:
-		return "", fmt.Errorf("listing the containers of image %s: %w", short, err)
-	case len(users) > 0:
-		return fmt.Sprintf("kept image %s (%s): %s, but %d container(s) use it", short, name, why, len(users)), nil
+	case keep:
+		return fmt.Sprintf("kept image %s (%s): %s", short, name, reason), false, nil
 	case dryRun:
-		return fmt.Sprintf("would remove image %s (%s): %s", short, name, why), nil
+		return fmt.Sprintf("would remove image %s (%s): %s", short, name, reason), false, nil
 	}
 	if _, err := e.ImageRemove(ctx, id, image.RemoveOptions{PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		if cerrdefs.IsConflict(err) {
-			return fmt.Sprintf("kept image %s (%s): %s, but it is in use", short, name, why), nil
+			return fmt.Sprintf("kept image %s (%s): %s, but it is in use", short, name, why), false, nil
 		}
-		return "", fmt.Errorf("removing image %s: %w", short, err)
+		return "", false, fmt.Errorf("removing image %s: %w", short, err)
 	}
-	return fmt.Sprintf("removed image %s (%s): %s", short, name, why), nil
+	return fmt.Sprintf("removed image %s (%s): %s", short, name, reason), true, nil
 }
 
 // nonEmpty is lines without the empty ones.
@@ -376,17 +431,19 @@ func nonEmpty(lines []string) []string {
 	return out
 }
 
-// staleImage says why the derived image labelled l is stale, or "".
-func (b *Isolator) staleImage(ctx context.Context, e Engine, l map[string]string) string {
-	if l[LabelVersion] != b.Version {
-		return fmt.Sprintf("made by devsandbox %s, this is %s", l[LabelVersion], b.Version)
-	}
+// staleImage says why the derived image labelled l may go: made by another
+// devsandbox version, or (dead) its base name names another image now, or none; for
+// the others, "a derived image of devsandbox VERSION". Only a dead one goes whatever
+// its last use.
+func (b *Isolator) staleImage(ctx context.Context, e Engine, l map[string]string) (why string, dead bool) {
 	in, err := e.ImageInspect(ctx, l[LabelBaseRef])
 	switch {
 	case err != nil:
-		return fmt.Sprintf("its base %s is gone", l[LabelBaseRef])
+		return fmt.Sprintf("its base %s is gone", l[LabelBaseRef]), true
 	case in.ID != l[LabelBase]:
-		return fmt.Sprintf("%s names another image now", l[LabelBaseRef])
+		return fmt.Sprintf("%s names another image now", l[LabelBaseRef]), true
+	case l[LabelVersion] != b.Version:
+		return fmt.Sprintf("made by devsandbox %s, this is %s", l[LabelVersion], b.Version), false
 	}
-	return ""
+	return "derived from it by this devsandbox (" + b.Version + ")", false
 }

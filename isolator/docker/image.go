@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 
 	"github.com/docker/docker/api/types/build"
@@ -17,8 +19,8 @@ import (
 //go:embed Dockerfile
 var dockerfile []byte
 
-// BuildImage builds tag from the embedded Dockerfile on base, writing the build's
-// progress to out. base must be on the engine or pullable by it.
+// BuildImage builds tag from the embedded Dockerfile on base, labelled with this build's
+// version and the builder's uid, writing the build's progress to out. base must be on the engine or pullable by it.
 func (b *Isolator) BuildImage(ctx context.Context, base, tag string, out io.Writer) error {
 	e, a, err := b.engine()
 	if err != nil {
@@ -43,7 +45,9 @@ func (b *Isolator) BuildImage(ctx context.Context, base, tag string, out io.Writ
 		Remove:      true,
 		ForceRemove: true,
 		Version:     build.BuilderV1,
-		Labels:      map[string]string{LabelVersion: b.Version},
+		// The builder's uid: another user's `sandboxes prune` keeps it (their runs'
+		// uses of it are recorded in their own state, which it cannot see).
+		Labels: map[string]string{LabelVersion: b.Version, LabelUser: strconv.Itoa(os.Getuid())},
 	})
 	if err != nil {
 		st := engineDown(a, err)

@@ -38,6 +38,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
+	"github.com/devsandbox/devsandbox/isolator/imageuse"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/proxy/audit"
 	"github.com/devsandbox/devsandbox/proxy/companion"
@@ -413,7 +414,8 @@ func (f *fakeEngine) ImageList(context.Context, image.ListOptions) ([]image.Summ
 	defer f.mu.Unlock()
 	var out []image.Summary
 	for id, in := range f.derived {
-		out = append(out, image.Summary{ID: id, Labels: in.Config.Labels})
+		// Made 40 days ago: older than prune's default --days.
+		out = append(out, image.Summary{ID: id, Labels: in.Config.Labels, Created: time.Now().Add(-40 * 24 * time.Hour).Unix()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
@@ -1164,9 +1166,11 @@ func TestDerivedImageCached(t *testing.T) {
 	}
 }
 
-// Prune removes the derived images made by another version or from a base whose
-// name now names another image, keeps the current one and any a container uses, and
-// with dryRun removes nothing.
+// Prune removes the derived images from a base whose name now names another image (or
+// none) at once, and those of another version (or of this one) that no run used within
+// --days (none recorded: made before it); it keeps the one a run used (Run records it),
+// one another version's run used recently, and any a container uses; with dryRun it
+// removes nothing.
 func TestPruneImages(t *testing.T) {
 	f := newFake(t)
 	b, p := testIsolator(t, f, false)
@@ -1185,25 +1189,35 @@ func TestPruneImages(t *testing.T) {
 		LabelBase: "sha256:base-devsandbox/default:1.0", LabelBaseRef: "devsandbox/default:1.0", LabelVersion: "0.9", LabelUser: "1000"}}}}
 	f.derived["sha256:derived4"] = image.InspectResponse{ID: "sha256:derived4", Config: &dockerspec.DockerOCIImageConfig{ImageConfig: ocispec.ImageConfig{Labels: map[string]string{
 		LabelBase: "sha256:base-devsandbox/default:1.0", LabelBaseRef: "devsandbox/default:1.0", LabelVersion: "0.9", LabelUser: "1000"}}}}
+	f.derived["sha256:derived5"] = image.InspectResponse{ID: "sha256:derived5", Config: &dockerspec.DockerOCIImageConfig{ImageConfig: ocispec.ImageConfig{Labels: map[string]string{
+		LabelBase: "sha256:base-devsandbox/default:1.0", LabelBaseRef: "devsandbox/default:1.0", LabelVersion: "0.9", LabelUser: "1000"}}}}
+	stateRoot := filepath.Dir(p.StateDir)
+	if err := imageuse.Record(stateRoot, imageuse.Docker, "sha256:derived5", time.Now().Add(-50*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	f.containers = map[string]*fakeContainer{} // the runs' containers are gone
 	f.containers["user"] = &fakeContainer{id: "user", cfg: &dockercontainer.Config{Image: "sha256:derived4"}}
 	f.created = append(f.created, f.containers["user"])
 	delete(f.images, "other:1") // its base is gone
-	lines, err := b.PruneImages(context.Background(), 1000, true)
-	if err != nil || len(f.derived) != 4 {
+	lines, err := b.PruneImages(context.Background(), 1000, stateRoot, 30*24*time.Hour, true)
+	if err != nil || len(f.derived) != 5 {
 		t.Fatalf("dry run: %v, %d images left, %q", err, len(f.derived), lines)
 	}
-	lines, err = b.PruneImages(context.Background(), 1000, false)
+	lines, err = b.PruneImages(context.Background(), 1000, stateRoot, 30*24*time.Hour, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, kept1 := f.derived["sha256:derived1"]
 	_, kept4 := f.derived["sha256:derived4"]
-	if len(f.derived) != 2 || !kept1 || !kept4 {
+	_, kept5 := f.derived["sha256:derived5"]
+	if len(f.derived) != 3 || !kept1 || !kept4 || !kept5 {
 		t.Errorf("left %v after %q", f.derived, lines)
 	}
-	want := []string{"removed image derived2 (other:1): its base other:1 is gone", "removed image derived3 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0",
-		"kept image derived4 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0, but 1 container(s) use it"}
+	want := []string{"kept image derived1 (devsandbox/default:1.0): derived from it by this devsandbox (1.0), but a run used it just now",
+		"removed image derived2 (other:1): its base other:1 is gone",
+		"removed image derived3 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0, no use of it is recorded and it was made 40 days ago",
+		"kept image derived4 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0, but 1 container(s) use it",
+		"kept image derived5 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0, but a run used it 2 days ago"}
 	if !slices.Equal(lines, want) {
 		t.Errorf("lines\n%q\nwant\n%q", lines, want)
 	}

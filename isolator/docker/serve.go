@@ -83,7 +83,7 @@ func Handler(warn func(string)) (handoff.Handler, handoff.HeadStart) {
 			if err := json.Unmarshal(j.Args, &a); err != nil {
 				return nil, err
 			}
-			return b.PruneImages(j.Ctx, a.UID, a.DryRun)
+			return b.PruneImages(j.Ctx, a.UID, a.StateRoot, a.MaxAge, a.DryRun)
 		}),
 		helper.OpBuildImage: op(func(b *Isolator, j *handoff.Job) (any, error) {
 			var a helper.BuildArgs

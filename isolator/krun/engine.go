@@ -23,8 +23,9 @@ type engine interface {
 	ImageExists(image string) error
 	// Create returns the new container's id and podman's warnings about it.
 	Create(g *specgen.SpecGenerator) (id string, warnings []string, err error)
-	// Runtime returns the OCI runtime podman gave the container.
-	Runtime(id string) (string, error)
+	// Runtime returns the OCI runtime podman gave the container, and the ID of the
+	// image it was made from.
+	Runtime(id string) (runtime, image string, err error)
 	// Attach relays the container's stdio until its stream ends; ready is signalled
 	// once attached.
 	Attach(id string, stdin io.Reader, stdout, stderr io.Writer, ready chan bool) error
@@ -123,12 +124,12 @@ func (e *podman) Create(g *specgen.SpecGenerator) (string, []string, error) {
 	return r.ID, r.Warnings, nil
 }
 
-func (e *podman) Runtime(id string) (string, error) {
+func (e *podman) Runtime(id string) (string, string, error) {
 	c, err := containers.Inspect(e.ctx, id, new(containers.InspectOptions).WithSize(false))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return c.OCIRuntime, nil
+	return c.OCIRuntime, c.Image, nil
 }
 
 func (e *podman) Attach(id string, stdin io.Reader, stdout, stderr io.Writer, ready chan bool) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/containers/podman/v5/pkg/bindings/images"
 
 	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/isolator/imageuse"
 )
 
 // imageStore is the part of podman's API `sandboxes prune` uses.
@@ -27,10 +28,14 @@ type imageStore interface {
 // PruneImages removes from the user's podman storage the containers killed runs left
 // (see leftovers.go), then the default images of other devsandbox builds
 // (container.StaleDefault: named and labelled by devsandbox, never an image of the
-// user's own) that no container uses and krun.image does not name, or with dryRun
-// only says so. It returns one line per container and image, what was (or would be)
-// done. The krun backend derives no images: a run uses krun.image as it is.
-func (b *Isolator) PruneImages(ctx context.Context, dryRun bool) ([]string, error) {
+// user's own) that no container uses, krun.image does not name, and no run used within
+// maxAge (the records in stateRoot, package imageuse; with none, the image's own age:
+// imageuse.Decide), or with dryRun only says so. The storage is the user's alone: every
+// use of its images is a run of the user's, recorded in stateRoot (unless that run had
+// another state directory). It returns one line per container and image, what was (or
+// would be) done and why. The krun backend derives no images: a run uses krun.image as
+// it is.
+func (b *Isolator) PruneImages(ctx context.Context, stateRoot string, maxAge time.Duration, dryRun bool) ([]string, error) {
 	conn, err := b.connect(ctx, b.hostAccess())
 	if err != nil {
 		return nil, err
@@ -52,31 +57,47 @@ func (b *Isolator) PruneImages(ctx context.Context, dryRun bool) ([]string, erro
 	if err != nil {
 		return out, errors.Join(append(errs, fmt.Errorf("listing the default images in podman: %w", err))...)
 	}
+	now := time.Now()
 	for _, im := range imgs {
 		why := container.StaleDefault(im, b.Settings.Version)
-		if why == "" || slices.ContainsFunc(im.Names, func(n string) bool { return strings.TrimPrefix(n, "localhost/") == b.Settings.Image }) {
+		if why == "" || slices.ContainsFunc(im.Names, func(n string) bool { return shortName(n) == b.Settings.Image }) {
 			continue
 		}
 		short := strings.TrimPrefix(im.ID, "sha256:")
 		short = short[:min(12, len(short))]
-		line := fmt.Sprintf("%s (%s) in podman: %s", short, strings.TrimPrefix(im.Names[0], "localhost/"), why)
+		name := fmt.Sprintf("%s (%s) in podman", short, shortName(im.Names[0]))
 		n, err := store.Users(im.ID)
-		switch {
-		case err != nil:
+		if err != nil {
 			errs = append(errs, fmt.Errorf("listing the containers of image %s in podman: %w", short, err))
-		case n > 0:
-			out = append(out, fmt.Sprintf("kept image %s, but %d container(s) use it", line, n))
+			continue
+		}
+		if n > 0 {
+			out = append(out, fmt.Sprintf("kept image %s: %s, but %d container(s) use it", name, why, n))
+			continue
+		}
+		keep, reason := imageuse.Decide(why, imageuse.Last(stateRoot, imageuse.Podman, im.ID), im.Created, now, maxAge)
+		switch {
+		case keep:
+			out = append(out, fmt.Sprintf("kept image %s: %s", name, reason))
 		case dryRun:
-			out = append(out, "would remove image "+line)
+			out = append(out, fmt.Sprintf("would remove image %s: %s", name, reason))
 		default:
 			if err := store.RemoveImage(im.ID); err != nil {
 				errs = append(errs, fmt.Errorf("removing image %s from podman: %w", short, err))
 				continue
 			}
-			out = append(out, "removed image "+line)
+			imageuse.Forget(stateRoot, imageuse.Podman, im.ID)
+			out = append(out, fmt.Sprintf("removed image %s: %s", name, reason))
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// shortName is an image's name as krun.image (and people) write it: without the
+// localhost/ podman gives what it made or committed, or the docker.io/ it gives what
+// it loaded or pulled.
+func shortName(n string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(n, "localhost/"), "docker.io/")
 }
 
 func (e *podman) DefaultImages() ([]container.Image, error) {
@@ -87,7 +108,11 @@ func (e *podman) DefaultImages() ([]container.Image, error) {
 	}
 	out := make([]container.Image, 0, len(l))
 	for _, im := range l {
-		out = append(out, container.Image{ID: im.ID, Names: im.RepoTags, Labels: im.Labels})
+		var made time.Time
+		if im.Created > 0 {
+			made = time.Unix(im.Created, 0)
+		}
+		out = append(out, container.Image{ID: im.ID, Names: im.RepoTags, Labels: im.Labels, Created: made})
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/isolator/imageuse"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 )
 
@@ -25,40 +26,59 @@ func (f *fakeImages) RemoveImage(id string) error {
 	return nil
 }
 
-// prune removes the default images of other builds that no container uses, keeps the
-// current build's, krun.image's, the user's own and those in use, and with dryRun
-// removes nothing.
+// prune removes the default images of other builds that no container uses and no run
+// used within --days (none recorded: made before it); it keeps the current build's,
+// krun.image's, the user's own, those in use, one a run used recently and one made
+// recently; with dryRun it removes nothing.
 func TestPruneImages(t *testing.T) {
 	label := func(v string) map[string]string {
 		return map[string]string{container.LabelImage: "default", container.LabelVersion: v}
 	}
+	now := time.Now()
+	day := 24 * time.Hour
+	old := now.Add(-40 * day)
 	newStore := func() *fakeImages {
 		return &fakeImages{imgs: []container.Image{
-			{ID: "sha256:0123456789abcdef", Names: []string{"localhost/devsandbox/default:old1"}, Labels: label("old1")},
-			{ID: "sha256:1111111111111111", Names: []string{"localhost/devsandbox/default:old2"}, Labels: label("old2")},
-			{ID: "sha256:2222222222222222", Names: []string{"localhost/devsandbox/default:cur"}, Labels: label("cur")},
-			{ID: "sha256:3333333333333333", Names: []string{"localhost/me/tools:1"}, Labels: label("old1")},
-			{ID: "sha256:4444444444444444", Names: []string{"localhost/devsandbox/default:pinned"}, Labels: label("pinned")},
+			{ID: "sha256:0123456789abcdef", Names: []string{"localhost/devsandbox/default:old1"}, Labels: label("old1"), Created: old},
+			{ID: "sha256:1111111111111111", Names: []string{"localhost/devsandbox/default:old2"}, Labels: label("old2"), Created: old},
+			{ID: "sha256:2222222222222222", Names: []string{"localhost/devsandbox/default:cur"}, Labels: label("cur"), Created: old},
+			{ID: "sha256:3333333333333333", Names: []string{"localhost/me/tools:1"}, Labels: label("old1"), Created: old},
+			{ID: "sha256:4444444444444444", Names: []string{"localhost/devsandbox/default:pinned"}, Labels: label("pinned"), Created: old},
+			{ID: "sha256:5555555555555555", Names: []string{"localhost/devsandbox/default:used"}, Labels: label("used"), Created: old},
+			{ID: "sha256:6666666666666666", Names: []string{"localhost/devsandbox/default:stale"}, Labels: label("stale"), Created: old},
+			{ID: "sha256:7777777777777777", Names: []string{"localhost/devsandbox/default:new"}, Labels: label("new"), Created: now.Add(-3 * day)},
 		}, users: map[string]int{"sha256:1111111111111111": 1}}
+	}
+	stateRoot := t.TempDir()
+	for id, at := range map[string]time.Time{"5555555555555555": now.Add(-49 * time.Hour), "6666666666666666": now.Add(-31 * day)} {
+		if err := imageuse.Record(stateRoot, imageuse.Podman, id, at); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, dry := range []bool{true, false} {
 		store := newStore()
 		b := &Isolator{Settings: helper.Settings{Version: "cur", Image: "devsandbox/default:pinned"}, engineFn: func() (engine, error) { return store, nil }}
-		got, err := b.PruneImages(context.Background(), dry)
+		got, err := b.PruneImages(context.Background(), stateRoot, 30*day, dry)
 		verb := "removed"
 		var removed []string
 		if dry {
 			verb = "would remove"
 		} else {
-			removed = []string{"sha256:0123456789abcdef"}
+			removed = []string{"sha256:0123456789abcdef", "sha256:6666666666666666"}
 		}
 		want := []string{
-			verb + " image 0123456789ab (devsandbox/default:old1) in podman: the default image of devsandbox old1, this is cur",
+			verb + " image 0123456789ab (devsandbox/default:old1) in podman: the default image of devsandbox old1, this is cur, no use of it is recorded and it was made 40 days ago",
 			"kept image 111111111111 (devsandbox/default:old2) in podman: the default image of devsandbox old2, this is cur, but 1 container(s) use it",
+			"kept image 555555555555 (devsandbox/default:used) in podman: the default image of devsandbox used, this is cur, but a run used it 2 days ago",
+			verb + " image 666666666666 (devsandbox/default:stale) in podman: the default image of devsandbox stale, this is cur, and no run used it for 31 days",
+			"kept image 777777777777 (devsandbox/default:new) in podman: the default image of devsandbox new, this is cur, but it was made 3 days ago (no use of it is recorded yet)",
 		}
 		if err != nil || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(store.removed, removed) {
 			t.Errorf("dry run %v: %q, %v, removed %q\nwant %q, removed %q", dry, got, err, store.removed, want, removed)
 		}
+	}
+	if !imageuse.Last(stateRoot, imageuse.Podman, "6666666666666666").IsZero() {
+		t.Error("the record of a removed image is left")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
+	"github.com/devsandbox/devsandbox/isolator/imageuse"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 	"github.com/devsandbox/devsandbox/isolator/runmark"
 )
@@ -128,13 +130,18 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	// podman's service, not the request, chooses the runtime: a service started
 	// without --runtime krun runs a plain container, so look before starting it.
-	if rt, err := e.Runtime(id); err != nil || rt != s.Gen.OCIRuntime {
+	rt, imageID, err := e.Runtime(id)
+	if err != nil || rt != s.Gen.OCIRuntime {
 		remove()
 		if err != nil {
 			return 0, fmt.Errorf("%w: inspecting the container: %w; the command did not run", isolator.ErrProtection, err)
 		}
 		return 0, fmt.Errorf("%w: the podman service at %s runs containers with the runtime %s, not krun.runtime %s; start it with `podman --runtime %s system service`, or unset krun.podman_socket; the command did not run", isolator.ErrProtection, b.socketName(), rt, s.Gen.OCIRuntime, s.Gen.OCIRuntime)
 	}
+	// For `sandboxes prune`, which keeps what runs used within its --days (package
+	// imageuse). A record that cannot be written costs the image that protection,
+	// never the run: prune still keeps an image a container uses.
+	_ = imageuse.Record(filepath.Dir(p.StateDir), imageuse.Podman, imageID, time.Now())
 	b.phase("create")
 	// From here on the container exists: it goes away on every path out. When ctx
 	// ends before the session started, or because devsandbox is gone

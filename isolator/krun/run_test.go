@@ -118,9 +118,9 @@ func (f *fakeEngine) Create(g *specgen.SpecGenerator) (string, []string, error) 
 	return "c1", f.warnings, nil
 }
 
-func (f *fakeEngine) Runtime(id string) (string, error) {
+func (f *fakeEngine) Runtime(id string) (string, string, error) {
 	f.call("runtime")
-	return f.runtime, nil
+	return f.runtime, "0123456789abcdef", nil
 }
 
 func (f *fakeEngine) Attach(id string, stdin io.Reader, stdout, stderr io.Writer, ready chan bool) error {

@@ -56,7 +56,7 @@ const (
 	OpRemove     = "remove"      // Args: Sandbox
 	OpBuildImage = "build-image" // Args: BuildArgs; progress on stderr
 	OpSweep      = "sweep"       // Args: SweepArgs; Data: []Leftover
-	// OpPruneImages removes stale derived images. Args: PruneArgs; Data: []string,
+	// OpPruneImages removes the derived images and other builds' default images no run used within --days (PruneImages). Args: PruneArgs; Data: []string,
 	// a line per image.
 	OpPruneImages = "prune-images"
 )
@@ -82,6 +82,10 @@ type Leftover struct {
 type PruneArgs struct {
 	UID    int  `json:"uid"`
 	DryRun bool `json:"dryRun"`
+	// StateRoot is devsandbox's state directory, which holds the records of the
+	// images' last uses (package imageuse); MaxAge is prune's --days.
+	StateRoot string        `json:"stateRoot"`
+	MaxAge    time.Duration `json:"maxAge"`
 }
 
 // Sandbox is what devsandbox keeps for one project: a kept container, a home volume
@@ -214,7 +218,7 @@ func (s *Stub) Installed() bool { return s.Path != "" || handoff.Beside(Program)
 // volumes no container uses that were a run's own; the content volumes of the busy
 // projects stay), then the sandboxes of list that Prunable names, saying so on w; with dryRun it only says what it would remove. It
 // goes on past a failure and returns them all.
-func (s *Stub) Prune(ctx context.Context, uid int, list []Sandbox, busy []string, maxAge time.Duration, dryRun bool, w io.Writer) error {
+func (s *Stub) Prune(ctx context.Context, uid int, stateRoot string, list []Sandbox, busy []string, maxAge time.Duration, dryRun bool, w io.Writer) error {
 	var errs []error
 	left, err := s.Sweep(ctx, uid, dryRun, busy)
 	if err != nil {
@@ -241,8 +245,8 @@ func (s *Stub) Prune(ctx context.Context, uid int, list []Sandbox, busy []string
 			fmt.Fprintf(w, "removed %s: %s\n", termsafe.Line(sb.Name), termsafe.Line(why))
 		}
 	}
-	// The images derived from docker.image that no run will use again.
-	r, err := s.call(ctx, OpPruneImages, PruneArgs{UID: uid, DryRun: dryRun}, nil)
+	// The images no run used within maxAge (derived ones, other builds' default ones).
+	r, err := s.call(ctx, OpPruneImages, PruneArgs{UID: uid, DryRun: dryRun, StateRoot: stateRoot, MaxAge: maxAge}, nil)
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}

@@ -52,19 +52,23 @@ func Stub(s Settings, environ map[string]string, phase func(string)) *handoff.St
 // ErrKeep refuses keep_container: a krun container cannot be exec'd into.
 var ErrKeep = fmt.Errorf("%w: --keep-container (docker.keep_container) is not possible with the krun isolator: a libkrun microVM runs exactly one command and cannot be exec'd into; run without it, or use --isolator=docker", isolator.ErrUnavailable)
 
-// OpPruneImages removes the default images of other devsandbox builds from the user's
-// podman storage (krun.Isolator.PruneImages). Args: PruneArgs; Data: []string, one
+// OpPruneImages removes the default images of other devsandbox builds that no run used
+// within --days from the user's podman storage (krun.Isolator.PruneImages). Args: PruneArgs; Data: []string, one
 // line per image.
 const OpPruneImages = "prune-images"
 
 // PruneArgs are OpPruneImages' arguments.
 type PruneArgs struct {
 	DryRun bool `json:"dryRun"`
+	// StateRoot is devsandbox's state directory, which holds the records of the
+	// images' last uses (package imageuse); MaxAge is prune's --days.
+	StateRoot string        `json:"stateRoot"`
+	MaxAge    time.Duration `json:"maxAge"`
 }
 
 // PruneImages runs OpPruneImages through s (a Stub) and returns its lines.
-func PruneImages(ctx context.Context, s *handoff.Stub, dryRun bool) ([]string, error) {
-	r, err := s.Call(ctx, handoff.Request{Op: OpPruneImages, Args: handoff.Args(PruneArgs{DryRun: dryRun})}, isolator.Stdio{})
+func PruneImages(ctx context.Context, s *handoff.Stub, stateRoot string, maxAge time.Duration, dryRun bool) ([]string, error) {
+	r, err := s.Call(ctx, handoff.Request{Op: OpPruneImages, Args: handoff.Args(PruneArgs{DryRun: dryRun, StateRoot: stateRoot, MaxAge: maxAge})}, isolator.Stdio{})
 	if err != nil {
 		return nil, err
 	}

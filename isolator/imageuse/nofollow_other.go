@@ -1,0 +1,5 @@
+//go:build !unix
+
+package imageuse
+
+const syscallNoFollow = 0
