@@ -64,6 +64,8 @@ func TestPlainTCPGitCredentials(t *testing.T) {
 	if strings.Contains(r.stdout+r.stderr, token) {
 		t.Errorf("the token in the output:\n%s", r)
 	}
+	// A refused run prints the refusal alone: not first the warning of a run that goes ahead.
+	assertClearWarnings(t, "the refused run", r, 0)
 	if sent.has(token) {
 		t.Errorf("the token crossed to the engine over plain TCP (%d bytes sent)", sent.buf.Len())
 	}
@@ -73,6 +75,7 @@ func TestPlainTCPGitCredentials(t *testing.T) {
 	if r.code != 125 || !strings.Contains(r.stderr, p.dir+"/.git/config (remote.origin.url)") || sent.has(token) {
 		t.Errorf("a token in .git/config over plain TCP with --keep-container: want 125 naming the file and key, nothing sent\n%s", r)
 	}
+	assertClearWarnings(t, "the refused kept run", r, 0)
 	if out, err := dockerCmd(remoteDocker, "ps", "-aq", "--filter", "name=devsandbox-"+p.name()).Output(); err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Errorf("after the refused kept run, the engine has containers of the project (%v): %q", err, out)
 	}
@@ -83,6 +86,7 @@ func TestPlainTCPGitCredentials(t *testing.T) {
 	if r.code != 125 || !strings.Contains(r.stderr, "1 secret(s)") || sent.has("s3cr3t-file-7373") {
 		t.Errorf("a secret file over plain TCP: want 125, nothing sent\n%s", r)
 	}
+	assertClearWarnings(t, "the refused run with a secret", r, 0)
 
 	// Over loopback: sent, as before, warned of.
 	r = run1(p, local)
@@ -112,6 +116,7 @@ func TestPlainTCPGitCredentials(t *testing.T) {
 	if want := q.dir + "/.gitextra (http.https://git.example.test/.extraheader"; r.code != 125 || !strings.Contains(r.stderr, want) || strings.Contains(r.stdout, "ran") {
 		t.Errorf("an Authorization header in an included git config over plain TCP: want 125 naming %q\n%s", want, r)
 	}
+	assertClearWarnings(t, "the refused run (an included file)", r, 0)
 	if strings.Contains(r.stdout+r.stderr, header) || sent.has(header) {
 		t.Errorf("the header's value in the output or sent to the engine:\n%s", r)
 	}
@@ -123,6 +128,7 @@ func TestPlainTCPGitCredentials(t *testing.T) {
 	if r.code != 0 || !strings.HasSuffix(r.stdout, "ran\n") || !strings.Contains(r.stderr, "is reached over plain TCP over the network") {
 		t.Errorf("a git config without a credential over plain TCP: want it to run, warned\n%s", r)
 	}
+	assertClearWarnings(t, "the run that goes ahead", r, 1)
 	if !sent.has("https://git.example.test/o/r.git") {
 		t.Errorf("the config without a credential was not seen crossing: the recorder sees nothing (%d bytes)", sent.buf.Len())
 	}
@@ -185,5 +191,14 @@ func TestPlainTCPGitCredentials(t *testing.T) {
 	r = run(t, n.dir, []string{"DOCKER_HOST=" + remote}, "", "--isolator=docker-remote", "--", "/bin/sh", "-c", "cat ~/.gitconfig; echo ran")
 	if r.code != 0 || !strings.Contains(r.stdout, token+"HOME") || sent.has(token+"HOME") {
 		t.Errorf("a token in ~/.gitconfig over plain TCP: want it to run, the engine's own file bound, nothing of it sent (sent: %v)\n%s", sent.has(token+"HOME"), r)
+	}
+}
+
+// assertClearWarnings fails unless r's stderr holds n warnings that a run over plain
+// TCP to another machine goes ahead.
+func assertClearWarnings(t *testing.T, what string, r result, n int) {
+	t.Helper()
+	if got := strings.Count(r.stderr, "is reached over plain TCP over the network"); got != n {
+		t.Errorf("%s printed %d warnings that the run goes ahead over plain TCP, want %d:\n%s", what, got, n, r.stderr)
 	}
 }

@@ -129,6 +129,7 @@ func TestPlainTCPEngine(t *testing.T) {
 	if r.code != 0 || r.stdout != "ran\n" || !strings.Contains(r.stderr, warned) {
 		t.Errorf("a run without a secret over plain TCP: want it to run, warned (%q)\n%s", warned, r)
 	}
+	assertClearWarnings(t, "a run without a secret", r, 1)
 
 	r = run(t, p.dir, host(local), "", "--isolator=docker-remote", "-e", "API_TOKEN", "--", "sh", "-c", `test "$API_TOKEN" = `+value+` && echo ran`)
 	if r.code != 0 || r.stdout != "ran\n" || !strings.Contains(r.stderr, "is reached over plain TCP on this machine") {

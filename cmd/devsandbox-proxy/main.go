@@ -48,6 +48,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/proxy"
 	"github.com/devsandbox/devsandbox/proxy/ca"
@@ -84,7 +85,7 @@ func main() {
 	if len(os.Args) == 4 && os.Args[1] == ca.CreateArg {
 		// devsandbox, which links no crypto package, has the project's CA made here.
 		if _, err := ca.LoadOrCreate(os.Args[2], os.Args[3], time.Now()); err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", service.Program, err)
+			fmt.Fprintf(os.Stderr, "%s: %s\n", service.Program, termsafe.Line(err.Error()))
 			os.Exit(2)
 		}
 		os.Exit(0)
@@ -98,7 +99,7 @@ func main() {
 		defer stop()
 		var s service.Settings
 		if err := json.Unmarshal(j.Settings, &s); err != nil {
-			fmt.Fprintf(j.Stdio.Err, "devsandbox-proxy: bad settings: %v\n", err)
+			say(j.Stdio.Err, "bad settings: %v", err)
 			return handoff.Result{Code: 2}
 		}
 		n := 1
@@ -143,7 +144,7 @@ func run(ctx context.Context, s service.Settings, getenv func(string) (string, b
 func serveCompanion(ctx context.Context, settings json.RawMessage, getenv func(string) (string, bool), isLocal func(netip.Addr) bool, ln net.Listener, log io.Writer) int {
 	var s service.Settings
 	if err := json.Unmarshal(settings, &s); err != nil {
-		fmt.Fprintf(os.Stderr, "devsandbox-proxy: bad settings: %v\n", err)
+		say(os.Stderr, "bad settings: %v", err)
 		return 2
 	}
 	s.LogDir = ""
@@ -164,7 +165,7 @@ type place struct {
 // handed on at.listeners, by s until ctx is done, and returns the exit code.
 func serve(ctx context.Context, s service.Settings, getenv func(string) (string, bool), listen func() (net.Listener, error), stderr io.Writer, at place) int {
 	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "devsandbox-proxy: "+format+"\n", a...)
+		say(stderr, format, a...)
 		return 2
 	}
 	pol, err := proxy.NewPolicy(s.Allow, s.Deny, s.Default)
@@ -196,7 +197,7 @@ func serve(ctx context.Context, s service.Settings, getenv func(string) (string,
 	if at.listeners != nil {
 		// A listener handed after shutdown began is closed by Serve.
 		go service.ReceiveListeners(at.listeners, srv.Serve, func(err error) {
-			fmt.Fprintf(stderr, "devsandbox-proxy: %v\n", err)
+			say(stderr, "%v", err)
 		})
 	}
 
@@ -208,10 +209,17 @@ func serve(ctx context.Context, s service.Settings, getenv func(string) (string,
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("requests still open after %v were cut short: %w", shutdownGrace, err)
 		}
-		fmt.Fprintf(stderr, "devsandbox-proxy: shutting down: %v\n", err)
+		say(stderr, "shutting down: %v", err)
 		return 1
 	}
 	return 0
+}
+
+// say writes one message of the proxy's on w, as one line a terminal shows as it is
+// (termsafe.Line): the proxy runs beside the sandbox, and an error may name what the
+// sandbox sent.
+func say(w io.Writer, format string, a ...any) {
+	fmt.Fprintf(w, "%s: %s\n", service.Program, termsafe.Line(fmt.Sprintf(format, a...)))
 }
 
 // secrets fills cfg's CA and credentials from the environment, as s names them.

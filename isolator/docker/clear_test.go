@@ -69,7 +69,8 @@ func TestRunRefusesClearFiles(t *testing.T) {
 			f := newFake(t)
 			b, p := testIsolator(t, f, false)
 			b.dial = func() (Engine, Address, error) { return f, tc.addr, nil }
-			b.Warn = func(string) {}
+			var warned []string
+			b.Warn = func(m string) { warned = append(warned, m) }
 			f.listed = []*volume.Volume{{Name: "devsandbox-" + p.Project.Name + "-home"}}
 			p.Secrets, p.HostEnv = nil, nil
 			cfg := filepath.Join(p.Project.Dir, ".git", "config")
@@ -85,7 +86,14 @@ func TestRunRefusesClearFiles(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Run over loopback: %v", err)
 				}
+				if n := clearWarnings(warned); n != 1 {
+					t.Errorf("Run over loopback warned %d times that it goes ahead over plain TCP, want once: %q", n, warned)
+				}
 				return
+			}
+			// The refusal alone: not first the warning of a run that goes ahead.
+			if n := clearWarnings(warned); n != 0 {
+				t.Errorf("the refused run warned %d times that it goes ahead over plain TCP: %q", n, warned)
 			}
 			if want := "this run would send it the content of " + cfg + " (remote.origin.url), taken for a credential, in clear"; !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), want) {
 				t.Fatalf("Run with a token in .git/config over plain TCP: %v, want the refusal (ErrProtection) with %q", err, want)
@@ -100,4 +108,15 @@ func TestRunRefusesClearFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// clearWarnings counts the warnings in warned that a run goes ahead over plain TCP.
+func clearWarnings(warned []string) int {
+	n := 0
+	for _, w := range warned {
+		if strings.Contains(w, "is reached over plain TCP") {
+			n++
+		}
+	}
+	return n
 }

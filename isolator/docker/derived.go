@@ -23,6 +23,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/imageuse"
@@ -172,7 +173,7 @@ func (b *Isolator) buildDerived(ctx context.Context, e Engine, p *isolator.Plan,
 	failed := func(format string, args ...any) error {
 		return fmt.Errorf("%w: preparing the image %s for the sandbox: %s; the command did not run", isolator.ErrUnavailable, base, fmt.Sprintf(format, args...))
 	}
-	fmt.Fprintf(b.progress(), "devsandbox: preparing the image %s for sandboxes (once per image and devsandbox version)\n", base)
+	fmt.Fprintf(b.progress(), "devsandbox: preparing the image %s for sandboxes (once per image and devsandbox version)\n", termsafe.Line(base))
 	content, err := shipTar(pr, files)
 	if err != nil {
 		return "", err

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/docker/docker/api/types/build"
+
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 )
 
 //go:embed Dockerfile
@@ -58,7 +60,9 @@ func (b *Isolator) BuildImage(ctx context.Context, base, tag string, out io.Writ
 }
 
 // buildProgress relays the engine's JSON build messages as text; an error message
-// fails the build.
+// fails the build. The stream holds what the base image's programs print (a base is
+// anyone's image) and names from it: it keeps its lines, and every other character a
+// terminal acts on shows as its escape (termsafe.String); a status is one line.
 func buildProgress(r io.Reader, out io.Writer) error {
 	dec := json.NewDecoder(r)
 	for {
@@ -81,9 +85,9 @@ func buildProgress(r io.Reader, out io.Writer) error {
 		case m.Error != "":
 			return fmt.Errorf("the image build failed: %s", strings.TrimSpace(m.Error))
 		case m.Stream != "":
-			fmt.Fprint(out, m.Stream)
+			fmt.Fprint(out, termsafe.String(m.Stream))
 		case m.Status != "":
-			fmt.Fprintf(out, "%s %s\n", m.Status, m.Progress)
+			fmt.Fprintf(out, "%s %s\n", termsafe.Line(m.Status), termsafe.Line(m.Progress))
 		}
 	}
 }

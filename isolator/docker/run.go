@@ -17,6 +17,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/isolator/docker/engineaddr"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/pin"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
@@ -60,11 +61,22 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	defer e0.Close()
 	// Before anything of the run's crosses to the engine: over plain TCP a secret
-	// is refused, anything else warned of.
-	if w, err := addr.RefuseClear(p); err != nil {
+	// is refused, anything else warned of. Over plain TCP to another machine, a
+	// credential in a file sent as content still refuses the run (RefuseClearFiles,
+	// below): the warning waits for that judgement, so a refused run prints the
+	// refusal alone and one that goes ahead the warning once.
+	clearWarning, err := addr.RefuseClear(p)
+	if err != nil {
 		return 0, err
-	} else if w != "" {
-		b.warn("%s", w)
+	}
+	warnClear := func() {
+		if clearWarning != "" {
+			b.warn("%s", clearWarning)
+			clearWarning = ""
+		}
+	}
+	if addr.Channel() != engineaddr.Clear {
+		warnClear()
 	}
 	// Asked for now (or with the request's head, headstart.go), answered while the
 	// host side is prepared (ahead.go).
@@ -199,6 +211,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			return 0, err
 		}
 	}
+	warnClear()
 	l, err := layout(p, opts)
 	if err != nil {
 		return 0, err

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 )
 
 // connectPrefix starts the init as a CONNECT client: `--connect=PROXY HOST PORT` opens
@@ -19,13 +21,13 @@ const connectPrefix = "--connect="
 // connectMain tunnels to host:port through the HTTP proxy at proxyAddr.
 func connectMain(proxyAddr string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) != 2 {
-		fmt.Fprintln(stderr, "devsandbox-connect: want HOST PORT")
+		say(stderr, "devsandbox-connect", "want HOST PORT")
 		return 2
 	}
 	target := net.JoinHostPort(args[0], args[1])
 	c, err := net.DialTimeout("tcp", proxyAddr, 10*time.Second)
 	if err != nil {
-		fmt.Fprintf(stderr, "devsandbox-connect: the egress proxy at %s: %v\n", proxyAddr, err)
+		say(stderr, "devsandbox-connect", "the egress proxy at %s: %v", proxyAddr, err)
 		return 1
 	}
 	defer c.Close()
@@ -33,7 +35,7 @@ func connectMain(proxyAddr string, args []string, stdin io.Reader, stdout, stder
 	br := bufio.NewReader(c)
 	status, length, err := readResponseHead(br)
 	if err != nil {
-		fmt.Fprintf(stderr, "devsandbox-connect: %s: %v\n", target, err)
+		say(stderr, "devsandbox-connect", "%s: %v", target, err)
 		return 1
 	}
 	if !strings.HasPrefix(status, "200") {
@@ -42,7 +44,10 @@ func connectMain(proxyAddr string, args []string, stdin io.Reader, stdout, stder
 		}
 		body := make([]byte, length)
 		n, _ := io.ReadFull(br, body)
-		fmt.Fprintf(stderr, "devsandbox-connect: the egress proxy refused %s: %s\n%s\n", target, status, strings.TrimSpace(string(body[:n])))
+		say(stderr, "devsandbox-connect", "the egress proxy refused %s: %s", target, status)
+		for l := range strings.Lines(strings.TrimSpace(string(body[:n]))) {
+			fmt.Fprintln(stderr, termsafe.Line(strings.TrimSuffix(l, "\n"))) // the proxy's explanation, which names the target
+		}
 		return 1
 	}
 	done := make(chan struct{})

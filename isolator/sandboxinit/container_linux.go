@@ -44,7 +44,7 @@ func ContainerMain(args []string, stderr io.Writer) int {
 		case strings.HasPrefix(a, "--role="):
 			c.role = strings.TrimPrefix(a, "--role=")
 		default:
-			fmt.Fprintf(stderr, "devsandbox-init: unknown argument %q\n", a)
+			say(stderr, "devsandbox-init", "unknown argument %q", a)
 			return ExitSetupFailed
 		}
 		args = args[1:]
@@ -64,11 +64,11 @@ func ContainerMain(args []string, stderr io.Writer) int {
 		return keeper(stderr)
 	case "run", "session":
 	default:
-		fmt.Fprintf(stderr, "devsandbox-init: unknown role %q\n", c.role)
+		say(stderr, "devsandbox-init", "unknown role %q", c.role)
 		return ExitSetupFailed
 	}
 	if len(args) < 2 {
-		fmt.Fprintln(stderr, "devsandbox-init: no command")
+		say(stderr, "devsandbox-init", "no command")
 		return ExitNotFound
 	}
 	return c.run(args[1:])
@@ -88,7 +88,7 @@ func (c *container) fail(format string, args ...any) int {
 	if c.framed {
 		fmt.Fprint(c.stderr, wire.FailMarker(msg))
 	}
-	fmt.Fprintf(c.stderr, "devsandbox-init: %s\n", msg)
+	say(c.stderr, "devsandbox-init", "%s", msg)
 	return ExitSetupFailed
 }
 
@@ -189,7 +189,7 @@ func (c *container) run(argv []string) int {
 	path, code, msg := lookCommand(argv[0], m.ShellFallback)
 	if path == "" {
 		c.ready()
-		fmt.Fprintf(c.stderr, "devsandbox: %s: %s\n", argv[0], msg)
+		say(c.stderr, "devsandbox", "%s: %s", argv[0], msg)
 		return code
 	}
 	if path != argv[0] && argv[0] == m.ShellFallback {
@@ -228,7 +228,7 @@ func (c *container) run(argv []string) int {
 		if errors.Is(err, syscall.ENOENT) {
 			code = ExitNotFound
 		}
-		fmt.Fprintf(c.stderr, "devsandbox: %s: %v\n", argv[0], err)
+		say(c.stderr, "devsandbox", "%s: %v", argv[0], err)
 		return code
 	}
 
@@ -277,7 +277,7 @@ func (c *container) readFrames(cio commandIO, pid int, gone chan<- struct{}, hel
 		}
 		h, herr := wire.ParseHello(p)
 		if typ != wire.FrameHello || herr != nil || !h.CarriesNothing() {
-			fmt.Fprintf(c.stderr, "devsandbox-init: the session's first frame is not the empty hello %s promised; the command is ended\n", wire.StartFirstArg)
+			say(c.stderr, "devsandbox-init", "the session's first frame is not the empty hello %s promised; the command is ended", wire.StartFirstArg)
 			close(gone)
 			return
 		}

@@ -216,12 +216,12 @@ func detach(ln net.Listener, kind, target string) error {
 // forwarderMain relays connections accepted on fd 3 to args[1] over network args[0].
 func forwarderMain(args []string, stderr io.Writer) int {
 	if len(args) != 2 {
-		fmt.Fprintln(stderr, "devsandbox-forwarder: want NETWORK ADDRESS")
+		say(stderr, "devsandbox-forwarder", "want NETWORK ADDRESS")
 		return 2
 	}
 	ln, err := net.FileListener(os.NewFile(3, "listener"))
 	if err != nil {
-		fmt.Fprintf(stderr, "devsandbox-forwarder: %v\n", err)
+		say(stderr, "devsandbox-forwarder", "%v", err)
 		return 1
 	}
 	accept.Loop(ln, func(c net.Conn) bool {

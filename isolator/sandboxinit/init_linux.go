@@ -27,6 +27,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/isolator/tty"
@@ -95,22 +96,22 @@ func Main(args []string, stderr io.Writer) int {
 		case strings.HasPrefix(a, "--nproc="):
 			nproc, err = strconv.Atoi(strings.TrimPrefix(a, "--nproc="))
 		default:
-			fmt.Fprintf(stderr, "devsandbox-init: unknown argument %q\n", a)
+			say(stderr, "devsandbox-init", "unknown argument %q", a)
 			return ExitNotExecutable
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "devsandbox-init: bad %s\n", args[0])
+			say(stderr, "devsandbox-init", "bad %s", args[0])
 			return ExitNotExecutable
 		}
 		args = args[1:]
 	}
 	if len(args) < 2 {
-		fmt.Fprintln(stderr, "devsandbox-init: no command")
+		say(stderr, "devsandbox-init", "no command")
 		return ExitNotFound
 	}
 	argv := args[1:]
 	failed := func(msg string) int {
-		fmt.Fprintf(stderr, "devsandbox-init: %s\n", msg)
+		say(stderr, "devsandbox-init", "%s", msg)
 		if readyFD >= 0 {
 			_ = Fail(readyFD, msg)
 		}
@@ -194,10 +195,10 @@ func Main(args []string, stderr io.Writer) int {
 		// The report tells the host that this status is the command's.
 		<-subscribed
 		if err := report(readyFD, handed); err != nil {
-			fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", err)
+			say(stderr, "devsandbox-init", "reporting readiness: %v", err)
 			return ExitNotExecutable
 		}
-		fmt.Fprintf(stderr, "devsandbox: %s: %s\n", argv[0], msg)
+		say(stderr, "devsandbox", "%s: %s", argv[0], msg)
 		return code
 	}
 	return runInit(path, argv, takeTTY, readyFD, handed, sigs, r, subscribed, stderr)
@@ -253,14 +254,14 @@ func runInit(path string, argv []string, takeTTY bool, readyFD int, handed []int
 	if err != nil {
 		<-subscribed
 		if rerr := report(readyFD, handed); rerr != nil {
-			fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", rerr)
+			say(stderr, "devsandbox-init", "reporting readiness: %v", rerr)
 			return ExitNotExecutable
 		}
 		code := ExitNotExecutable
 		if errors.Is(err, syscall.ENOENT) {
 			code = ExitNotFound
 		}
-		fmt.Fprintf(stderr, "devsandbox: %s: %v\n", argv[0], err)
+		say(stderr, "devsandbox", "%s: %v", argv[0], err)
 		return code
 	}
 	// The reaping runs here, not in a goroutine of its own: the wakeup that finds
@@ -272,7 +273,7 @@ func runInit(path string, argv []string, takeTTY bool, readyFD int, handed []int
 				// The command is gone before the subscription was made: the
 				// report still tells the host that this status is the command's.
 				if rerr := report(readyFD, handed); rerr != nil {
-					fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", rerr)
+					say(stderr, "devsandbox-init", "reporting readiness: %v", rerr)
 					return ExitNotExecutable
 				}
 			}
@@ -286,7 +287,7 @@ func runInit(path string, argv []string, takeTTY bool, readyFD int, handed []int
 				// the command must not run unreported.
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
 				_ = syscall.Kill(pid, syscall.SIGKILL)
-				fmt.Fprintf(stderr, "devsandbox-init: reporting readiness: %v\n", rerr)
+				say(stderr, "devsandbox-init", "reporting readiness: %v", rerr)
 				return ExitNotExecutable
 			}
 		case s := <-sigs:
@@ -294,6 +295,14 @@ func runInit(path string, argv []string, takeTTY bool, readyFD int, handed []int
 		case <-r.chld:
 		}
 	}
+}
+
+// say writes one message of prog's on w as one line a terminal shows as it is
+// (termsafe.Line): a message may name what the sandbox chose (the command, a path in
+// the project), and w is the user's terminal, before the command starts or after it
+// ended.
+func say(w io.Writer, prog, format string, a ...any) {
+	fmt.Fprintf(w, "%s: %s\n", prog, termsafe.Line(fmt.Sprintf(format, a...)))
 }
 
 // Fail reports on fd that the sandbox could not be completed, and why.

@@ -25,7 +25,7 @@ func joinMain(args []string, stderr io.Writer) int {
 		if v, ok := strings.CutPrefix(args[0], "--report-fd="); ok {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				fmt.Fprintf(stderr, "devsandbox-init: bad %s\n", args[0])
+				say(stderr, "devsandbox-init", "bad %s", args[0])
 				return ExitSetupFailed
 			}
 			report = n
@@ -35,7 +35,7 @@ func joinMain(args []string, stderr io.Writer) int {
 		args = args[1:]
 	}
 	failed := func(msg string) int {
-		fmt.Fprintf(stderr, "devsandbox-init: %s\n", msg)
+		say(stderr, "devsandbox-init", "%s", msg)
 		if report >= 0 {
 			_ = Fail(report, msg)
 		}

@@ -45,19 +45,19 @@ func keeper(stderr io.Writer) int {
 	if s, ok := os.LookupEnv(wire.ManifestEnv); ok {
 		m, err := wire.DecodeManifest(s)
 		if err != nil {
-			fmt.Fprintf(stderr, "devsandbox-init: %v\n", err)
+			say(stderr, "devsandbox-init", "%v", err)
 			return ExitSetupFailed
 		}
 		if m.ForwardDir != "" {
 			if err := serveDirForwarder(m.ForwardDir); err != nil {
-				fmt.Fprintf(stderr, "devsandbox-init: serving the proxy endpoint %s: %v\n", m.ForwardDir, err)
+				say(stderr, "devsandbox-init", "serving the proxy endpoint %s: %v", m.ForwardDir, err)
 				return ExitSetupFailed
 			}
 		}
 	}
 	ln, err := net.Listen("unix", keeperSocket)
 	if err != nil {
-		fmt.Fprintf(stderr, "devsandbox-init: listening for sessions: %v\n", err)
+		say(stderr, "devsandbox-init", "listening for sessions: %v", err)
 		return ExitSetupFailed
 	}
 	go serveSessions(ln)

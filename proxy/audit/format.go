@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,8 +8,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/devsandbox/devsandbox/internal/termsafe"
 )
 
 // Hosts, paths, methods and reasons come from the sandbox. The renderers below never
@@ -85,10 +82,7 @@ func shortID(id string) string {
 
 // FormatJSON renders r as one JSON line (without the newline), with every character
 // that is not printable escaped.
-func FormatJSON(r Record) []byte {
-	b, _ := json.Marshal(r) // a Record always marshals
-	return termsafe.JSON(b)
-}
+func FormatJSON(r Record) []byte { return encode(r) }
 
 // Escape returns s as it is when every character is printable, else quoted with Go
 // escapes (strconv.Quote), so a terminal shows the escapes, never their effect.

@@ -12,7 +12,8 @@
 //
 // The package is separate from the proxy so that the devsandbox CLI can read the log
 // (devsandbox logs proxy) without linking the proxy's HTTP stack; it imports only the
-// standard library.
+// standard library and internal/termsafe. A line of the log is JSON whose characters a
+// terminal would act on are escapes (encode), so a pager or cat shows them too.
 //
 // A Record never holds a header value or a query string. Not guaranteed: a path may
 // itself carry a token when an API puts one there; a line cut short by a crash is
@@ -35,7 +36,10 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 )
 
 // LegacyLogFile is the single log file (with rotations LegacyLogFile+".1" …) that
@@ -173,7 +177,7 @@ func (p Push) fit(budget int) *Push {
 		if next.RefsTotal == 0 && len(next.Refs) < len(refs) {
 			next.RefsTotal = len(refs)
 		}
-		if b, _ := json.Marshal(next); len(b) > budget {
+		if len(encode(next)) > budget {
 			break
 		}
 		*out = next
@@ -213,15 +217,26 @@ func (r *Record) bound() {
 	if p := r.Push; p != nil {
 		// The push gets what the rest of the line leaves of MaxRecordBytes.
 		r.Push = nil
-		rest, _ := json.Marshal(r)
+		rest := encode(r)
 		r.Push = p.fit(MaxRecordBytes - len(rest) - len(`,"push":`))
 	}
 }
 
-// cutEncoded returns the longest prefix of s, on a character boundary, whose JSON
-// encoding takes at most max bytes, and whether it had to cut. Costs are counted as
-// encoding/json writes them: 6 bytes for an escaped control character or an invalid
-// byte, 2 for '"' and '\\'.
+// encode is v as a line of the log holds it: encoding/json's text with the characters
+// a terminal acts on that encoding/json leaves as they are (C1 controls, bidi
+// overrides and isolates, zero-width characters) written as \uXXXX escapes
+// (termsafe.JSON), so that the file shows escapes in a pager or on a terminal and a
+// consumer reads the same values.
+func encode(v any) []byte {
+	b, _ := json.Marshal(v) // a Record always marshals
+	return termsafe.JSON(b)
+}
+
+// cutEncoded returns the longest prefix of s, on a character boundary, whose encoding
+// (encode) takes at most max bytes, and whether it had to cut. Costs are counted as
+// encode writes them: 6 bytes for an escaped control character or an invalid byte, 6
+// for another character that is not printable (12 above U+FFFF: a surrogate pair), 2
+// for '"' and '\\'.
 func cutEncoded(s string, max int) (string, bool) {
 	cost := 0
 	for i := 0; i < len(s); {
@@ -232,6 +247,10 @@ func cutEncoded(s string, max int) (string, bool) {
 			c = 6
 		case r == '"', r == '\\':
 			c = 2
+		case r >= utf8.RuneSelf && !unicode.IsPrint(r) && r > 0xFFFF:
+			c = 12
+		case r >= utf8.RuneSelf && !unicode.IsPrint(r):
+			c = 6
 		}
 		if cost+c > max {
 			return s[:i], true

@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -211,11 +210,7 @@ func (w *Writer) marker() error {
 }
 
 func (w *Writer) append(rec Record) error {
-	line, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	_, err = w.out.Write(append(line, '\n'))
+	_, err := w.out.Write(append(encode(rec), '\n'))
 	return err
 }
 

@@ -94,7 +94,7 @@ func TestBudget(t *testing.T) {
 func TestBounded(t *testing.T) {
 	dir := t.TempDir()
 	w, _ := Open(dir, "s", Options{})
-	huge := strings.Repeat("\x01\"<\u2028\xff", 20000)
+	huge := strings.Repeat("\x01\"<\u2028\xff\u009b\u202e\U000E0041", 20000)
 	w.Write(Record{Time: time.Unix(0, 0), Method: huge, Host: huge, Path: "/" + huge, Decision: DecisionDeny + huge, Rule: huge, Reason: huge,
 		Error: huge, Special: huge, Credential: huge, Session: huge})
 	w.Write(Record{Time: time.Unix(0, 0), Path: "/short", Decision: DecisionAllow})
@@ -206,5 +206,29 @@ func TestFileSafe(t *testing.T) {
 		if got := fileSafe(in); got != want {
 			t.Errorf("fileSafe(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestWriteEscapesForTheTerminal: a line of the log holds no character a terminal
+// acts on (C1 controls, bidi overrides, zero-width and tag characters are written as
+// \u escapes, as encoding/json writes the C0 ones), and reads back as the values
+// written.
+func TestWriteEscapesForTheTerminal(t *testing.T) {
+	dir := t.TempDir()
+	w, _ := Open(dir, "s", Options{})
+	host := "a\u202eb\u009b2K\u200bc\U000E0041.test"
+	path := "/evil\u202etxt.exe\u2066\x1b]0;x\a"
+	w.Write(Record{Time: time.Unix(0, 0), Method: "CONNECT", Host: host, Path: path, Decision: DecisionDeny})
+	w.Close()
+	lines := sessionLines(t, dir, "s")
+	if len(lines) != 1 {
+		t.Fatalf("lines: %q", lines)
+	}
+	if want := `"host":"a\u202eb\u009b2K\u200bc\udb40\udc41.test","port":0,"path":"/evil\u202etxt.exe\u2066\u001b]0;x\u0007"`; !strings.Contains(lines[0], want) {
+		t.Errorf("line %s\nwant it to hold %s", lines[0], want)
+	}
+	var r Record
+	if err := json.Unmarshal([]byte(lines[0]), &r); err != nil || r.Host != host || r.Path != path {
+		t.Errorf("reads back as %q %q (%v), want %q %q", r.Host, r.Path, err, host, path)
 	}
 }

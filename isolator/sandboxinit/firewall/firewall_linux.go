@@ -16,6 +16,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/egress/netfilter"
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
@@ -52,7 +53,7 @@ func Main(arg string, writes []string, stderr io.Writer) int {
 		err = writeInPlace(w)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "devsandbox-init: %v\n", err)
+		fmt.Fprintf(stderr, "devsandbox-init: %s\n", termsafe.Line(err.Error()))
 		return sandboxinit.ExitSetupFailed
 	}
 	fmt.Fprintln(os.Stdout, "ok")
