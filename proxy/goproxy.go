@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"net"
@@ -40,7 +39,7 @@ func (s *Server) newGoproxy() *goproxy.ProxyHttpServer {
 func (s *Server) newTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:                  nil,
-		DialContext:            s.dialReadBatched,
+		DialContext:            s.dialContext,
 		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: s.cfg.RootCAs},
 		TLSHandshakeTimeout:    10 * time.Second,
 		MaxIdleConns:           64,
@@ -56,34 +55,6 @@ func (s *Server) newTransport() *http.Transport {
 type checkedConn struct {
 	net.Conn
 	decision Decision
-	br       *bufio.Reader // reads through it when set (dialReadBatched)
-}
-
-func (c *checkedConn) Read(p []byte) (int, error) {
-	if c.br != nil {
-		return c.br.Read(p)
-	}
-	return c.Conn.Read(p)
-}
-
-// transportReadSize is how much one read of the transport's upstream connections may
-// take: crypto/tls asks for one record at a time (16 KiB of a download), so without
-// the buffer every record costs a system call.
-const transportReadSize = 64 << 10
-
-// dialReadBatched is the transport's checked dial. Its connection reads up to
-// transportReadSize at a time and serves the TLS layer above from that; a read never
-// waits for more than the socket has (bufio.Reader reads once). The proxy's own
-// upstream connections (s.up) and tunnels dial without it: they splice from the
-// socket, past any buffer.
-func (s *Server) dialReadBatched(ctx context.Context, network, addr string) (net.Conn, error) {
-	c, err := s.dialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	cc := c.(*checkedConn)
-	cc.br = bufio.NewReaderSize(cc.Conn, transportReadSize)
-	return cc, nil
 }
 
 // dialContext is the checked dial; it tells the exchange in ctx (if any) the decision.

@@ -96,9 +96,6 @@ func (s *Server) newReverseProxy() *httputil.ReverseProxy {
 				a.redactHeader(resp.Header)
 				return a.redactBody(resp)
 			}
-			if readsAhead(resp) {
-				resp.Body = newReadAhead(resp.Body)
-			}
 			return nil
 		},
 		ErrorHandler: s.upstreamError,

@@ -61,8 +61,8 @@ const mitmRecord = 16 << 10
 // origin waits for the client to have it: the proxy never holds received bytes back
 // to wait for more (a relay that gathers records to write them together must not).
 func TestMITMStalledOriginDelivers(t *testing.T) {
-	// The second size is one the relay reads ahead (readAheadMin).
-	for _, size := range []int{16 * mitmRecord, readAheadMin + 16*mitmRecord} {
+	// The second is a large body, where a relay may read ahead of the client.
+	for _, size := range []int{16 * mitmRecord, 1<<20 + 16*mitmRecord} {
 		const first = 8 * mitmRecord
 		received := make(chan struct{})
 		m := newMITM(t, Config{}, func(w http.ResponseWriter, r *http.Request) {
@@ -130,11 +130,12 @@ func TestMITMUpstreamVerified(t *testing.T) {
 	}
 }
 
-// TestMITMClientLeavesReadAhead: a client that closes its connection in the middle of
-// a body the relay reads ahead ends the upstream connection too: the read in progress
-// is not left waiting on an origin that sends nothing more, and the handler finishes.
-func TestMITMClientLeavesReadAhead(t *testing.T) {
-	const sent, size = 2 * readAheadMin, 8 * readAheadMin
+// TestMITMClientLeavesLargeBody: a client that closes its connection in the middle of
+// a large body ends the upstream connection too: a read in progress is not left
+// waiting on an origin that sends nothing more, and the handler finishes.
+func TestMITMClientLeavesLargeBody(t *testing.T) {
+	const mib = 1 << 20
+	const sent, size = 2 * mib, 8 * mib
 	upstreamClosed := make(chan struct{})
 	m := newMITM(t, Config{}, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", strconv.Itoa(size))
@@ -148,7 +149,7 @@ func TestMITMClientLeavesReadAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.ReadFull(resp.Body, make([]byte, readAheadMin)); err != nil {
+	if _, err := io.ReadFull(resp.Body, make([]byte, mib)); err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close() // not read to its end: the client's transport closes the connection
