@@ -61,30 +61,33 @@ const mitmRecord = 16 << 10
 // origin waits for the client to have it: the proxy never holds received bytes back
 // to wait for more (a relay that gathers records to write them together must not).
 func TestMITMStalledOriginDelivers(t *testing.T) {
-	const first, size = 8 * mitmRecord, 16 * mitmRecord
-	received := make(chan struct{})
-	m := newMITM(t, Config{}, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", strconv.Itoa(size))
-		w.Write(make([]byte, first))
-		w.(http.Flusher).Flush()
-		select {
-		case <-received: // the client has the first part: send the rest
-		case <-time.After(10 * time.Second):
-			return // the client never got it: the body ends short
+	// The second is a large body, where a relay may read ahead of the client.
+	for _, size := range []int{16 * mitmRecord, 1<<20 + 16*mitmRecord} {
+		const first = 8 * mitmRecord
+		received := make(chan struct{})
+		m := newMITM(t, Config{}, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", strconv.Itoa(size))
+			w.Write(make([]byte, first))
+			w.(http.Flusher).Flush()
+			select {
+			case <-received: // the client has the first part: send the rest
+			case <-time.After(10 * time.Second):
+				return // the client never got it: the body ends short
+			}
+			w.Write(make([]byte, size-first))
+		})
+		resp, err := m.client(t, false).Get("https://example.com/stall")
+		if err != nil {
+			t.Fatal(err)
 		}
-		w.Write(make([]byte, size-first))
-	})
-	resp, err := m.client(t, false).Get("https://example.com/stall")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if _, err := io.ReadFull(resp.Body, make([]byte, first)); err != nil {
-		t.Fatalf("the first %d bytes: %v", first, err)
-	}
-	close(received)
-	if n, err := io.Copy(io.Discard, resp.Body); n != size-first || err != nil {
-		t.Errorf("the rest: %d bytes, %v", n, err)
+		if _, err := io.ReadFull(resp.Body, make([]byte, first)); err != nil {
+			t.Fatalf("size %d: the first %d bytes: %v", size, first, err)
+		}
+		close(received)
+		if n, err := io.Copy(io.Discard, resp.Body); n != int64(size-first) || err != nil {
+			t.Errorf("size %d: the rest: %d bytes, %v", size, n, err)
+		}
+		resp.Body.Close()
 	}
 }
 
@@ -124,5 +127,38 @@ func TestMITMUpstreamVerified(t *testing.T) {
 	}
 	if len(sni) != 1 || o.hits.Load() != 0 {
 		t.Errorf("unverified origins served %d requests", len(sni)-1+int(o.hits.Load()))
+	}
+}
+
+// TestMITMClientLeavesLargeBody: a client that closes its connection in the middle of
+// a large body ends the upstream connection too: a read in progress is not left
+// waiting on an origin that sends nothing more, and the handler finishes.
+func TestMITMClientLeavesLargeBody(t *testing.T) {
+	const mib = 1 << 20
+	const sent, size = 2 * mib, 8 * mib
+	upstreamClosed := make(chan struct{})
+	m := newMITM(t, Config{}, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		w.Write(make([]byte, sent))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // the proxy closed the connection
+		close(upstreamClosed)
+	})
+	c := m.client(t, false)
+	resp, err := c.Get("https://example.com/leave")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(resp.Body, make([]byte, mib)); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close() // not read to its end: the client's transport closes the connection
+	select {
+	case <-upstreamClosed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream connection stayed open 10 s after the client left")
+	}
+	if !eventually(t, 10*time.Second, func() bool { return m.h.srv.track.running() == 0 }) {
+		t.Error("the proxy's handler did not finish after the client left")
 	}
 }
