@@ -120,3 +120,49 @@ func TestSystemListThroughLinks(t *testing.T) {
 		}
 	})
 }
+
+// TestHostViewPasswdHomeMasked: with system_binds = ["host"] and a HOME other than the
+// user's passwd home (the suite's HOME is a throwaway directory, as for a CI runner,
+// `sudo -u` or `HOME=/tmp/x devsandbox`), the host root showed the passwd home
+// read-only, and the user's own 0600 files in it with it: hide_paths were expanded
+// below $HOME only, so ~/.ssh/id_ed25519 and ~/.aws/credentials of the passwd home
+// were read inside. The passwd home is masked whole (an empty read-only directory).
+// docker and krun take the system from the image: the host's home is not there to
+// begin with, and the bait stays unread there as well.
+func TestHostViewPasswdHomeMasked(t *testing.T) {
+	if it.home == it.realHome || it.realHome == "" {
+		t.Skip("the suite's HOME is the user's passwd home")
+	}
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		// Bait in the passwd home, removed again: the suite leaves that home as it found it.
+		for _, rel := range []string{".ssh/id_ed25519", ".aws/credentials"} {
+			dir := filepath.Join(it.realHome, filepath.Dir(rel))
+			if _, err := os.Lstat(dir); err == nil {
+				t.Skipf("%s exists in the test user's own home: the test does not touch it", dir)
+			}
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			full := filepath.Join(it.realHome, rel)
+			if err := os.WriteFile(full, []byte("PASSWD-HOME-BAIT\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{dir, full} {
+				if err := os.Chown(f, it.uid, it.gid); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		cfg := p.writeConfig(iso, "hostview.toml", "[sandbox]\nsystem_binds = [\"host\"]\n")
+		h := it.realHome
+		script := `cat ` + h + `/.ssh/id_ed25519 ` + h + `/.aws/credentials 2>/dev/null
+			ls -A ` + h + ` 2>/dev/null
+			echo done`
+		r := run(t, p.dir, nil, "", "--isolator="+iso, "--config", cfg, "--egress=none", "--", "/bin/sh", "-c", script)
+		if r.code != 0 || r.stdout != "done\n" {
+			t.Fatalf("with system_binds = [\"host\"] and HOME=%s, the passwd home %s: want it empty (exit 0, only \"done\"), got:\n%s", it.home, h, r)
+		}
+	})
+}
