@@ -3,7 +3,10 @@
 package integration
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,6 +166,37 @@ func TestHostViewPasswdHomeMasked(t *testing.T) {
 		r := run(t, p.dir, nil, "", "--isolator="+iso, "--config", cfg, "--egress=none", "--", "/bin/sh", "-c", script)
 		if r.code != 0 || r.stdout != "done\n" {
 			t.Fatalf("with system_binds = [\"host\"] and HOME=%s, the passwd home %s: want it empty (exit 0, only \"done\"), got:\n%s", it.home, h, r)
+		}
+
+		// A project in the passwd home (`HOME=/tmp/x devsandbox` in ~/src/app) shows
+		// through the mask, and nothing else of the home does.
+		var rnd [4]byte
+		_, _ = rand.Read(rnd[:])
+		top := filepath.Join(h, "dsb-hosthome-"+hex.EncodeToString(rnd[:]))
+		in := &project{t: t, root: top, dir: filepath.Join(top, "proj")}
+		t.Cleanup(func() {
+			in.forget(in.dir)
+			os.RemoveAll(top)
+		})
+		for _, d := range []string{top, in.dir, filepath.Join(in.dir, ".git"), filepath.Join(in.dir, ".git/objects"), filepath.Join(in.dir, ".git/refs")} {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for name, content := range map[string]string{".git/HEAD": "ref: refs/heads/main\n", "file": "PROJECT-FILE\n"} {
+			if err := os.WriteFile(filepath.Join(in.dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = filepath.WalkDir(top, func(p string, _ fs.DirEntry, err error) error {
+			if err == nil {
+				err = os.Lchown(p, it.uid, it.gid)
+			}
+			return err
+		})
+		r = run(t, in.dir, nil, "", "--isolator="+iso, "--config", cfg, "--egress=none", "--", "/bin/sh", "-c", `cat file; `+script)
+		if want := "PROJECT-FILE\n" + filepath.Base(top) + "\ndone\n"; r.code != 0 || r.stdout != want {
+			t.Fatalf("a project in the passwd home %s with the host view: want exit 0 and\n%s\ngot:\n%s", h, want, r)
 		}
 	})
 }
