@@ -29,11 +29,12 @@ func TestBuildOtherHome(t *testing.T) {
 	mkdirs(t, pw+"/.ssh", pw+"/.aws")
 	passwd := "u:x:1000:1000::" + pw + ":/bin/sh\n"
 	reads := 0
+	cwd := f.proj
 	run := func(t *testing.T, system, ro []string) ([]string, error) {
 		t.Helper()
 		cfg := f.load(t)
 		cfg.Sandbox.SystemBinds, cfg.Sandbox.ROBinds = system, ro
-		pr := probe(f.proj)
+		pr := probe(cwd)
 		read := pr.ReadRegular
 		pr.ReadRegular = func(p string, max int64, follow bool) ([]byte, error) {
 			if p == "/etc/passwd" {
@@ -102,6 +103,16 @@ func TestBuildOtherHome(t *testing.T) {
 		passwd = "u:x:1000:1000::" + f.root + "/home/gone:/bin/sh\n"
 		if _, err := run(t, []string{"host"}, nil); err != nil {
 			t.Errorf("a passwd home that does not exist needs no mask: %v", err)
+		}
+	})
+	t.Run("project holding it", func(t *testing.T) {
+		srv := f.root + "/srv"
+		mkdirs(t, srv+"/.git", srv+"/pw")
+		passwd, cwd = "u:x:1000:1000::"+srv+"/pw:/bin/sh\n", srv
+		defer func() { cwd = f.proj }()
+		_, err := run(t, []string{"host"}, nil)
+		if !errors.Is(err, ErrProject) || !strings.Contains(err.Error(), "the project "+srv+" holds "+srv+"/pw, your home in /etc/passwd") {
+			t.Errorf("a project holding the passwd home: want the run stopped naming it, got %v", err)
 		}
 	})
 }
