@@ -189,6 +189,8 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		return nil, nil, err
 	}
 	b.protected = protectedPaths(cfg, h, pr)
+	other := otherHome(pr, cfg, h)
+	b.protectOtherHome(cfg.Sandbox.HidePaths, h.Home, other)
 	miserc, miseWarns := readMiserc(pr.readPresent, misercPaths(h.Vars, proj.Dir, h.Home, h.ConfigHome))
 	warns = append(warns, miseWarns...)
 	b.hostFiles, miseWarns = hostExecutedNames(h.Vars, proj.Dir, miserc)
@@ -203,6 +205,10 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	warns = append(warns, yarnEnv.warns...)
 	if p.Egress.NeedsProxy() {
 		b.sshProxyCommand = isolator.InitPath + " --connect=" + egress.SandboxProxyAddr + " %h %p"
+	}
+	// Before the sandbox home, the project and the binds: what they show in it stays.
+	if err := b.maskOtherHome(other, proj.Dir); err != nil {
+		return nil, nil, err
 	}
 	b.add(isolator.Mount{Kind: isolator.Bind, Source: p.SandboxHome, Dest: h.Home, Why: "sandbox home"})
 	p.PrivateDirs = []string{p.SandboxHome}
@@ -241,7 +247,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 			return nil, nil, err
 		}
 	}
-	if err := b.hide(cfg.Sandbox.HidePaths, proj.Dir); err != nil {
+	if err := b.hide(atOtherHome(cfg.Sandbox.HidePaths, h.Home, other), proj.Dir); err != nil {
 		return nil, nil, err
 	}
 	th := ToolHost(h, pr, proj.Dir)

@@ -1,0 +1,124 @@
+package planner
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+
+	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/tools"
+)
+
+// otherHome returns the user's home as /etc/passwd names it when it is not the HOME
+// devsandbox runs with (a CI runner, `sudo -u`, `HOME=/elsewhere devsandbox`), and
+// nor is it below that HOME, where the sandbox home replaces it: the home a host view
+// or a bind may show with the user's own 0600 files in it (~/.ssh, ~/.aws), which the
+// sandbox, running as the user, can read. "" when there is none. It is asked only
+// where a view other than the default one or a bind of the user's may show it: the
+// default view holds no home, and its launch reads nothing more.
+func otherHome(pr Probe, cfg *config.Config, h config.Host) string {
+	s := cfg.Sandbox
+	if len(s.SystemBinds) == 0 && len(s.ROBinds) == 0 && len(s.RWBinds) == 0 && len(s.HostMounts) == 0 {
+		return ""
+	}
+	host, err := pr.readWritable(isolator.PasswdPath, true)
+	if err != nil {
+		return ""
+	}
+	ph := passwdHome(host, h.UID)
+	if ph == "" || !filepath.IsAbs(ph) {
+		return ""
+	}
+	ph = filepath.Clean(ph)
+	if ph == "/" || isolator.Within(ph, h.Home) {
+		return ""
+	}
+	return ph
+}
+
+// passwdHome returns the home field of the first entry of uid in host (an
+// /etc/passwd), or "".
+func passwdHome(host []byte, uid int) string {
+	id := strconv.Itoa(uid)
+	for off := 0; off < len(host); {
+		line, next := host[off:], len(host)
+		if end := bytes.IndexByte(line, '\n'); end >= 0 {
+			line, next = line[:end], off+end+1
+		}
+		if string(passwdField(line, 2)) == id && len(line) > 0 && line[0] != '+' && line[0] != '-' {
+			return string(passwdField(line, 5))
+		}
+		off = next
+	}
+	return ""
+}
+
+// atOtherHome returns paths with, for each one below home, the same path below
+// other: the hide set applies at every home of the user the view may show.
+func atOtherHome(paths []string, home, other string) []string {
+	if other == "" {
+		return paths
+	}
+	out := append([]string(nil), paths...)
+	for _, p := range paths {
+		if rel := homeRel(p, home); rel != "" {
+			out = append(out, filepath.Join(other, rel))
+		}
+	}
+	return out
+}
+
+// protectOtherHome adds the hide paths and credential paths at other, the user's
+// passwd home, to the paths no bind may expose (sources.go).
+func (b *mountBuilder) protectOtherHome(hides []string, home, other string) {
+	if other == "" {
+		return
+	}
+	add := func(p, why, fix string) {
+		r := p
+		if rp, err := b.pr.EvalSymlinks(p); err == nil {
+			r = rp
+		}
+		b.protected = append(b.protected, protected{path: p, real: r, why: why, fix: fix})
+	}
+	for _, p := range atOtherHome(hides, home, other)[len(hides):] {
+		add(p, "sandbox.hide_paths (at your home in /etc/passwd)", "remove it from sandbox.hide_paths in your user config to share it")
+	}
+	for _, p := range tools.CredentialPaths(other) {
+		add(p, "a credential path", "pass the credential as a secret (-e NAME, --secret-file) instead")
+	}
+}
+
+// maskOtherHome masks other, the user's passwd home, whole, where the system view
+// shows it (system_binds = ["host"], or a listed directory that holds it): the view
+// shows the user's home as the sandbox home only at HOME, and every file the user
+// keeps in the other one, 0600 or not, would be readable there. It runs before the
+// sandbox home, the project and the user's binds are placed, so what they show
+// inside it stays (the project below it, a HOME below it). A home that does not
+// exist needs no mask; one that cannot be resolved, or that the project holds (its
+// bind would show the home again), stops the run.
+func (b *mountBuilder) maskOtherHome(other, project string) error {
+	if other == "" || !b.visible(other) {
+		return nil
+	}
+	real, err := b.pr.EvalSymlinks(other)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%w: sandbox.system_binds shows %s, your home in /etc/passwd, and it cannot be masked: %w; run devsandbox with HOME=%s, or set sandbox.system_binds to paths that do not hold it", ErrConfig, other, err, other)
+	case isolator.Within(real, project):
+		return fmt.Errorf("%w: the project %s holds %s, your home in /etc/passwd, which sandbox.system_binds would show; run devsandbox from a project that does not hold it, or with HOME=%s", ErrProject, project, real, real)
+	case isolator.Within(real, b.home):
+		return nil // the sandbox home replaces it
+	}
+	if !b.visible(real) {
+		return nil
+	}
+	b.add(isolator.Mount{Kind: isolator.MaskDir, Dest: real, Why: "your home in /etc/passwd (sandbox.system_binds)"})
+	return nil
+}

@@ -1,0 +1,118 @@
+package planner
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/devsandbox/devsandbox/tools"
+)
+
+func TestPasswdHome(t *testing.T) {
+	host := []byte("root:x:0:0:root:/root:/bin/bash\n+nis:x:1000::::\nu:x:1000:1000:U:/home/u:/bin/sh\nv:x:1000:1000::/home/v:/bin/sh")
+	for uid, want := range map[int]string{0: "/root", 1000: "/home/u", 1001: ""} {
+		if got := passwdHome(host, uid); got != want {
+			t.Errorf("passwdHome(%d) = %q, want %q", uid, got, want)
+		}
+	}
+}
+
+// TestBuildOtherHome: HOME is not the passwd home. The host view masks the passwd home
+// whole, before the sandbox home; a bind holding it gets the hide set masked there;
+// the default view without binds reads /etc/passwd no more than it did (once, for
+// the sandbox's passwd entry).
+func TestBuildOtherHome(t *testing.T) {
+	f := newFixture(t)
+	pw := f.root + "/home/pw"
+	mkdirs(t, pw+"/.ssh", pw+"/.aws")
+	passwd := "u:x:1000:1000::" + pw + ":/bin/sh\n"
+	reads := 0
+	cwd := f.proj
+	run := func(t *testing.T, system, ro []string) ([]string, error) {
+		t.Helper()
+		cfg := f.load(t)
+		cfg.Sandbox.SystemBinds, cfg.Sandbox.ROBinds = system, ro
+		pr := probe(cwd)
+		read := pr.ReadRegular
+		pr.ReadRegular = func(p string, max int64, follow bool) ([]byte, error) {
+			if p == "/etc/passwd" {
+				reads++
+				return []byte(passwd), nil
+			}
+			return read(p, max, follow)
+		}
+		p, _, err := Build(cfg, tools.Default(), pr, Request{Command: []string{"true"}})
+		if err != nil {
+			return nil, err
+		}
+		return mountLines(p.Mounts), nil
+	}
+	t.Run("host view", func(t *testing.T) {
+		got, err := run(t, []string{"host"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mask := slices.Index(got, "maskdir "+pw+" (your home in /etc/passwd (sandbox.system_binds))")
+		home := slices.IndexFunc(got, func(l string) bool { return strings.HasSuffix(l, "-> "+f.home+" (sandbox home)") })
+		if mask < 0 || home < mask || slices.ContainsFunc(got, func(l string) bool { return strings.HasPrefix(l, "maskdir "+pw+"/") }) {
+			t.Errorf("want the passwd home masked whole, before the sandbox home, and nothing in it masked again:\n%v", got)
+		}
+	})
+	t.Run("bind holding it", func(t *testing.T) {
+		got, err := run(t, nil, []string{f.root + "/home"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"maskdir " + pw + "/.ssh (sandbox.hide_paths)", "maskdir " + pw + "/.aws (sandbox.hide_paths)"} {
+			if !slices.Contains(got, want) {
+				t.Errorf("want %q in\n%v", want, got)
+			}
+		}
+		if slices.ContainsFunc(got, func(l string) bool { return strings.HasPrefix(l, "maskdir "+pw+" ") }) {
+			t.Errorf("a bind of the user's own is held to the hide set, not masked whole:\n%v", got)
+		}
+	})
+	t.Run("bind of a hidden path", func(t *testing.T) {
+		if _, err := run(t, nil, []string{pw + "/.ssh"}); err == nil {
+			t.Errorf("a bind of the passwd home's ~/.ssh: want it refused")
+		}
+	})
+	t.Run("default view reads nothing more", func(t *testing.T) {
+		reads = 0
+		if _, err := run(t, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if reads > 1 {
+			t.Errorf("the default view read /etc/passwd %d times, want once (its passwd entry, sandboxPasswd)", reads)
+		}
+	})
+	t.Run("mask that cannot be placed", func(t *testing.T) {
+		loop := f.root + "/home/loop" // a link to itself: it cannot be resolved
+		if err := os.Symlink("loop", loop); err != nil {
+			t.Fatal(err)
+		}
+		passwd = "u:x:1000:1000::" + loop + ":/bin/sh\n"
+		_, err := run(t, []string{"host"}, nil)
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), loop+", your home in /etc/passwd, and it cannot be masked") {
+			t.Errorf("the passwd home cannot be resolved: want the run stopped naming it, got %v", err)
+		}
+	})
+	t.Run("gone", func(t *testing.T) {
+		passwd = "u:x:1000:1000::" + f.root + "/home/gone:/bin/sh\n"
+		if _, err := run(t, []string{"host"}, nil); err != nil {
+			t.Errorf("a passwd home that does not exist needs no mask: %v", err)
+		}
+	})
+	t.Run("project holding it", func(t *testing.T) {
+		srv := f.root + "/srv"
+		mkdirs(t, srv+"/.git", srv+"/pw")
+		passwd, cwd = "u:x:1000:1000::"+srv+"/pw:/bin/sh\n", srv
+		defer func() { cwd = f.proj }()
+		_, err := run(t, []string{"host"}, nil)
+		if !errors.Is(err, ErrProject) || !strings.Contains(err.Error(), "the project "+srv+" holds "+srv+"/pw, your home in /etc/passwd") {
+			t.Errorf("a project holding the passwd home: want the run stopped naming it, got %v", err)
+		}
+	})
+}
