@@ -27,7 +27,7 @@ func sandboxPasswd(pr Probe, v isolator.SystemView, u isolator.User, home string
 	if !v.Host && !showsPasswd(v.Paths) {
 		return nil
 	}
-	if !passwdHome(home) {
+	if !nameableHome(home) {
 		return nil // not a home a passwd entry can name
 	}
 	// Through ReadRegular (raw system calls, no os.File): it is read on every launch.
@@ -49,9 +49,9 @@ func commandHome(env []isolator.EnvVar, u isolator.User) string {
 	return u.HostHome
 }
 
-// passwdHome reports whether a passwd entry can name home: an absolute path with no
+// nameableHome reports whether a passwd entry can name home: an absolute path with no
 // field separator or line end.
-func passwdHome(home string) bool {
+func nameableHome(home string) bool {
 	return strings.HasPrefix(home, "/") && !strings.ContainsAny(home, ":\n")
 }
 
@@ -66,7 +66,7 @@ func (b *mountBuilder) checkSetHome(set map[string]string, project string) error
 	if !ok {
 		return nil
 	}
-	if !passwdHome(home) {
+	if !nameableHome(home) {
 		return fmt.Errorf("%w: env.set HOME = %q: HOME must be an absolute path without ':' or a line break (the sandbox's passwd entry names it as your home)", ErrConfig, home)
 	}
 	c := filepath.Clean(home)
