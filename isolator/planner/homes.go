@@ -29,7 +29,7 @@ func otherHome(pr Probe, cfg *config.Config, h config.Host) string {
 	if err != nil {
 		return ""
 	}
-	ph := passwdHome(host, h.UID)
+	ph := passwdHomeOf(host, h.UID)
 	if ph == "" || !filepath.IsAbs(ph) {
 		return ""
 	}
@@ -40,9 +40,9 @@ func otherHome(pr Probe, cfg *config.Config, h config.Host) string {
 	return ph
 }
 
-// passwdHome returns the home field of the first entry of uid in host (an
+// passwdHomeOf returns the home field of the first entry of uid in host (an
 // /etc/passwd), or "".
-func passwdHome(host []byte, uid int) string {
+func passwdHomeOf(host []byte, uid int) string {
 	id := strconv.Itoa(uid)
 	for off := 0; off < len(host); {
 		line, next := host[off:], len(host)

@@ -10,11 +10,11 @@ import (
 	"github.com/devsandbox/devsandbox/tools"
 )
 
-func TestPasswdHome(t *testing.T) {
+func TestPasswdHomeOf(t *testing.T) {
 	host := []byte("root:x:0:0:root:/root:/bin/bash\n+nis:x:1000::::\nu:x:1000:1000:U:/home/u:/bin/sh\nv:x:1000:1000::/home/v:/bin/sh")
 	for uid, want := range map[int]string{0: "/root", 1000: "/home/u", 1001: ""} {
-		if got := passwdHome(host, uid); got != want {
-			t.Errorf("passwdHome(%d) = %q, want %q", uid, got, want)
+		if got := passwdHomeOf(host, uid); got != want {
+			t.Errorf("passwdHomeOf(%d) = %q, want %q", uid, got, want)
 		}
 	}
 }
