@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
@@ -38,6 +39,65 @@ func otherHome(pr Probe, cfg *config.Config, h config.Host) string {
 		return ""
 	}
 	return ph
+}
+
+// checkPasswdHome refuses a project that is, or contains, the user's home as
+// /etc/passwd names it when that is not the HOME devsandbox runs with (FindProject
+// refuses $HOME and what contains it): the project is bound read-write, and the
+// sandbox would read and rewrite the real home's ~/.ssh, ~/.aws and shell startup
+// files (`HOME=/tmp/x devsandbox` run from ~ or from /home). It reads /etc/passwd
+// through pr, which Build has read it once for (withPasswdOnce): every launch reads
+// it already, for the sandbox's passwd entry (sandboxPasswd) or for otherHome. An
+// unreadable file, or no entry, leaves nothing to refuse.
+func checkPasswdHome(pr Probe, project string, h config.Host) error {
+	host, err := pr.readWritable(isolator.PasswdPath, true)
+	if err != nil {
+		return nil
+	}
+	ph := passwdHomeOf(host, h.UID)
+	if ph == "" || !filepath.IsAbs(ph) {
+		return nil
+	}
+	ph = filepath.Clean(ph)
+	if ph == "/" || ph == h.Home {
+		return nil // the root is refused as a project anyway; $HOME FindProject checked
+	}
+	real := ph
+	if r, err := pr.EvalSymlinks(ph); err == nil {
+		real = r
+	}
+	if !isolator.Within(real, project) && !isolator.Within(ph, project) {
+		return nil
+	}
+	const why = "the sandbox would read and rewrite its files (~/.ssh, ~/.aws, shell startup files); run devsandbox from a project directory (or a subdirectory of one), or with HOME="
+	if project == real || project == ph {
+		return fmt.Errorf("%w: %s is your home in /etc/passwd (devsandbox runs with HOME=%s): %s%s", ErrProject, project, h.Home, why, ph)
+	}
+	return fmt.Errorf("%w: %s contains %s, your home in /etc/passwd (devsandbox runs with HOME=%s): %s%s", ErrProject, project, ph, h.Home, why, ph)
+}
+
+// withPasswdOnce returns pr with /etc/passwd (followed, as every reader here asks for
+// it) read at most once: checkPasswdHome, otherHome and sandboxPasswd share the
+// bytes, which none of them changes. A Probe without ReadRegular (a fake) is returned
+// as it is.
+func withPasswdOnce(pr Probe) Probe {
+	read := pr.ReadRegular
+	if read == nil {
+		return pr
+	}
+	var (
+		once sync.Once
+		data []byte
+		rerr error
+	)
+	pr.ReadRegular = func(p string, limit int64, follow bool) ([]byte, error) {
+		if p != isolator.PasswdPath || !follow || limit != maxWritableFile {
+			return read(p, limit, follow)
+		}
+		once.Do(func() { data, rerr = read(p, limit, follow) })
+		return data, rerr
+	}
+	return pr
 }
 
 // passwdHomeOf returns the home field of the first entry of uid in host (an

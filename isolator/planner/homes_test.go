@@ -111,8 +111,36 @@ func TestBuildOtherHome(t *testing.T) {
 		passwd, cwd = "u:x:1000:1000::"+srv+"/pw:/bin/sh\n", srv
 		defer func() { cwd = f.proj }()
 		_, err := run(t, []string{"host"}, nil)
-		if !errors.Is(err, ErrProject) || !strings.Contains(err.Error(), "the project "+srv+" holds "+srv+"/pw, your home in /etc/passwd") {
+		if !errors.Is(err, ErrProject) || !strings.Contains(err.Error(), srv+" contains "+srv+"/pw, your home in /etc/passwd") {
 			t.Errorf("a project holding the passwd home: want the run stopped naming it, got %v", err)
 		}
+	})
+	// HOME is not the passwd home, and the project is that home or holds it (run
+	// from ~ or from /home with HOME=/tmp/x): it would be bound read-write, ~/.ssh
+	// and all, whatever the view. Refused as a project holding $HOME is, with
+	// /etc/passwd read once for the launch all the same.
+	t.Run("project is it", func(t *testing.T) {
+		other := f.root + "/users/pw"
+		mkdirs(t, other+"/.ssh")
+		for _, tc := range []struct{ home, cwd, want string }{
+			{pw, pw, pw + " is your home in /etc/passwd"},
+			{other, f.root + "/users", f.root + "/users contains " + other + ", your home in /etc/passwd"},
+		} {
+			passwd = "u:x:1000:1000::" + tc.home + ":/bin/sh\n"
+			cwd, reads = tc.cwd, 0
+			_, err := run(t, nil, nil)
+			if !errors.Is(err, ErrProject) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "HOME="+tc.home) {
+				t.Errorf("run from %s: want the project refused (%q, the fix HOME=%s), got %v", tc.cwd, tc.want, tc.home, err)
+			}
+			if reads != 1 {
+				t.Errorf("run from %s: /etc/passwd read %d times, want once", tc.cwd, reads)
+			}
+		}
+		// A project below it stays allowed, as one below $HOME is.
+		passwd, cwd = "u:x:1000:1000::"+pw+":/bin/sh\n", pw+"/.ssh"
+		if _, err := run(t, nil, nil); err != nil {
+			t.Errorf("a project below the passwd home: %v", err)
+		}
+		cwd = f.proj
 	})
 }
