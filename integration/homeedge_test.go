@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,4 +60,59 @@ func TestProjectHoldingPasswdHomeRefused(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestHostViewXDGOutsideHomesMasked: with system_binds = ["host"] and the XDG base
+// directories outside both homes (XDG_CONFIG_HOME=/srv/cfg and the like), the host
+// root showed them read-only: devsandbox's own directories there were masked, but
+// other tools' secrets ($XDG_CONFIG_HOME/gh/hosts.yml, the hide set's ~/.config/gcloud
+// at $XDG_CONFIG_HOME/gcloud, tokens in data, state and cache) were readable. Each such
+// directory is masked whole. bwrap only: docker and krun take the system from the
+// image, where the host's directories are not.
+func TestHostViewXDGOutsideHomesMasked(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	root, err := os.MkdirTemp("/var/tmp", "dsb-xdg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	baits := map[string]string{"config": "gh/hosts.yml", "data": "tok/token", "state": "tok/token", "cache": "tok/token"}
+	var env []string
+	var paths []string
+	for kind, rel := range baits {
+		dir := filepath.Join(root, kind)
+		full := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte("XDG-BAIT\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, "XDG_"+strings.ToUpper(kind)+"_HOME="+dir)
+		paths = append(paths, full)
+	}
+	gcloud := filepath.Join(root, "config", "gcloud", "credentials.db")
+	if err := os.MkdirAll(filepath.Dir(gcloud), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gcloud, []byte("XDG-BAIT\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, gcloud)
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		if err == nil {
+			err = os.Lchown(p, it.uid, it.gid)
+		}
+		return err
+	})
+	cfg := p.writeConfig("bwrap", "hostview.toml", "[sandbox]\nsystem_binds = [\"host\"]\n")
+	args := append([]string{"--isolator=bwrap", "--config", cfg, "--egress=none", "--", "/bin/sh", "-c", `cat "$@" 2>/dev/null; echo done`, "sh"}, paths...)
+	r := run(t, p.dir, env, "", args...)
+	if r.code != 0 || r.stdout != "done\n" {
+		t.Fatalf("with system_binds = [\"host\"] and the XDG directories in %s: want none of their files readable (exit 0, only \"done\"), got:\n%s", root, r)
+	}
 }

@@ -214,6 +214,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if err := b.maskOtherHome(other, proj.Dir); err != nil {
 		return nil, nil, err
 	}
+	if err := b.maskXDGDirs(h, other, proj.Dir); err != nil {
+		return nil, nil, err
+	}
 	b.add(isolator.Mount{Kind: isolator.Bind, Source: p.SandboxHome, Dest: h.Home, Why: "sandbox home"})
 	p.PrivateDirs = []string{p.SandboxHome}
 	switch {

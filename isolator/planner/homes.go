@@ -41,6 +41,44 @@ func otherHome(pr Probe, cfg *config.Config, h config.Host) string {
 	return ph
 }
 
+// maskXDGDirs masks whole the user's XDG base directories (config, data, state,
+// cache) that lie outside both homes, where the system view shows them
+// (system_binds = ["host"], or a listed directory that holds them): the hide set and
+// devsandbox's own masks name places below the homes and <dir>/devsandbox only, and
+// other tools keep their tokens there ($XDG_CONFIG_HOME/gh/hosts.yml, gcloud's
+// credentials, which the hide set names as ~/.config/gcloud). Like maskOtherHome it
+// runs before the sandbox home, the project and the binds, so what a tool binding or
+// a bind of the user's shows inside stays. One that does not exist needs no mask; one
+// that cannot be resolved stops the run, as does a project holding one (its bind
+// would show it again). Directories below a home cost nothing here.
+func (b *mountBuilder) maskXDGDirs(h config.Host, other, project string) error {
+	for _, x := range []struct{ dir, name string }{
+		{h.ConfigHome, "XDG_CONFIG_HOME"}, {h.DataHome, "XDG_DATA_HOME"},
+		{h.StateHome, "XDG_STATE_HOME"}, {h.CacheHome, "XDG_CACHE_HOME"},
+	} {
+		d := x.dir
+		if d == "" || isolator.Within(d, h.Home) || (other != "" && isolator.Within(d, other)) || !b.visible(d) {
+			continue
+		}
+		real, err := b.pr.EvalSymlinks(d)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return fmt.Errorf("%w: sandbox.system_binds shows %s (%s), which holds other tools' credentials, and it cannot be masked: %w; fix it, or set sandbox.system_binds to paths that do not hold it", ErrConfig, d, x.name, err)
+		case isolator.Within(real, project):
+			return fmt.Errorf("%w: the project %s holds %s (%s), which sandbox.system_binds would show; run devsandbox from a project that does not hold it, or move %s", ErrProject, project, real, x.name, x.name)
+		case isolator.Within(real, h.Home), other != "" && isolator.Within(real, other):
+			continue
+		}
+		if !b.visible(real) || b.covering(real) >= 0 {
+			continue
+		}
+		b.add(isolator.Mount{Kind: isolator.MaskDir, Dest: real, Why: "your " + x.name + " outside your home (sandbox.system_binds)"})
+	}
+	return nil
+}
+
 // checkPasswdHome refuses a project that is, or contains, the user's home as
 // /etc/passwd names it when that is not the HOME devsandbox runs with (FindProject
 // refuses $HOME and what contains it): the project is bound read-write, and the

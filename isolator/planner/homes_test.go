@@ -144,3 +144,52 @@ func TestBuildOtherHome(t *testing.T) {
 		cwd = f.proj
 	})
 }
+
+// TestBuildXDGOutsideHomes: the XDG base directories outside both homes are masked
+// whole where the host view shows them, before the sandbox home; below the home,
+// or in the default view, nothing is added; one that cannot be resolved stops the run.
+func TestBuildXDGOutsideHomes(t *testing.T) {
+	f := newFixture(t)
+	cfgDir, cache := f.root+"/srv/cfg", f.root+"/srv/cache"
+	mkdirs(t, cfgDir+"/gh", cache)
+	build := func(t *testing.T, system []string, env ...string) ([]string, error) {
+		t.Helper()
+		cfg := f.load(t, env...)
+		cfg.Sandbox.SystemBinds = system
+		p, _, err := Build(cfg, tools.Default(), probe(f.proj), Request{Command: []string{"true"}})
+		if err != nil {
+			return nil, err
+		}
+		return mountLines(p.Mounts), nil
+	}
+	got, err := build(t, []string{"host"}, "XDG_CONFIG_HOME="+cfgDir, "XDG_CACHE_HOME="+cache, "XDG_DATA_HOME="+f.root+"/srv/none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := slices.IndexFunc(got, func(l string) bool { return strings.HasSuffix(l, "-> "+f.home+" (sandbox home)") })
+	for _, want := range []string{
+		"maskdir " + cfgDir + " (your XDG_CONFIG_HOME outside your home (sandbox.system_binds))",
+		"maskdir " + cache + " (your XDG_CACHE_HOME outside your home (sandbox.system_binds))",
+	} {
+		if i := slices.Index(got, want); i < 0 || i > home {
+			t.Errorf("want %q before the sandbox home in\n%v", want, got)
+		}
+	}
+	if slices.ContainsFunc(got, func(l string) bool { return strings.Contains(l, "XDG_DATA_HOME") }) {
+		t.Errorf("an XDG directory that does not exist needs no mask:\n%v", got)
+	}
+	got, err = build(t, nil, "XDG_CONFIG_HOME="+cfgDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(got, func(l string) bool { return strings.Contains(l, "XDG_") }) {
+		t.Errorf("the default view shows no XDG directory outside the home; nothing to mask:\n%v", got)
+	}
+	loop := f.root + "/srv/loop"
+	if err := os.Symlink("loop", loop); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := build(t, []string{"host"}, "XDG_CACHE_HOME="+loop); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), loop+" (XDG_CACHE_HOME)") {
+		t.Errorf("an XDG directory that cannot be resolved: want the run stopped naming it, got %v", err)
+	}
+}
