@@ -101,8 +101,12 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		}
 		pr = withStats(pr, stats, h)
 	}
+	pr = withPasswdOnce(pr)
 	proj, err := FindProject(pr, h.Home)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkPasswdHome(pr, proj.Dir, h); err != nil {
 		return nil, nil, err
 	}
 	if stats != nil {
@@ -208,6 +212,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 	// Before the sandbox home, the project and the binds: what they show in it stays.
 	if err := b.maskOtherHome(other, proj.Dir); err != nil {
+		return nil, nil, err
+	}
+	if err := b.maskXDGDirs(h, other, proj.Dir); err != nil {
 		return nil, nil, err
 	}
 	b.add(isolator.Mount{Kind: isolator.Bind, Source: p.SandboxHome, Dest: h.Home, Why: "sandbox home"})

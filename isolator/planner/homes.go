@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
@@ -29,7 +30,7 @@ func otherHome(pr Probe, cfg *config.Config, h config.Host) string {
 	if err != nil {
 		return ""
 	}
-	ph := passwdHome(host, h.UID)
+	ph := passwdHomeOf(host, h.UID)
 	if ph == "" || !filepath.IsAbs(ph) {
 		return ""
 	}
@@ -40,9 +41,106 @@ func otherHome(pr Probe, cfg *config.Config, h config.Host) string {
 	return ph
 }
 
-// passwdHome returns the home field of the first entry of uid in host (an
+// maskXDGDirs masks whole the user's XDG base directories (config, data, state,
+// cache) that lie outside both homes, where the system view shows them
+// (system_binds = ["host"], or a listed directory that holds them): the hide set and
+// devsandbox's own masks name places below the homes and <dir>/devsandbox only, and
+// other tools keep their tokens there ($XDG_CONFIG_HOME/gh/hosts.yml, gcloud's
+// credentials, which the hide set names as ~/.config/gcloud). Like maskOtherHome it
+// runs before the sandbox home, the project and the binds, so what a tool binding or
+// a bind of the user's shows inside stays. One that does not exist needs no mask; one
+// that cannot be resolved stops the run, as does a project holding one (its bind
+// would show it again). Directories below a home cost nothing here.
+func (b *mountBuilder) maskXDGDirs(h config.Host, other, project string) error {
+	for _, x := range []struct{ dir, name string }{
+		{h.ConfigHome, "XDG_CONFIG_HOME"}, {h.DataHome, "XDG_DATA_HOME"},
+		{h.StateHome, "XDG_STATE_HOME"}, {h.CacheHome, "XDG_CACHE_HOME"},
+	} {
+		d := x.dir
+		if d == "" || isolator.Within(d, h.Home) || (other != "" && isolator.Within(d, other)) || !b.visible(d) {
+			continue
+		}
+		real, err := b.pr.EvalSymlinks(d)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return fmt.Errorf("%w: sandbox.system_binds shows %s (%s), which holds other tools' credentials, and it cannot be masked: %w; fix it, or set sandbox.system_binds to paths that do not hold it", ErrConfig, d, x.name, err)
+		case isolator.Within(real, project):
+			return fmt.Errorf("%w: the project %s holds %s (%s), which sandbox.system_binds would show; run devsandbox from a project that does not hold it, or move %s", ErrProject, project, real, x.name, x.name)
+		case isolator.Within(real, h.Home), other != "" && isolator.Within(real, other):
+			continue
+		}
+		if !b.visible(real) || b.covering(real) >= 0 {
+			continue
+		}
+		b.add(isolator.Mount{Kind: isolator.MaskDir, Dest: real, Why: "your " + x.name + " outside your home (sandbox.system_binds)"})
+	}
+	return nil
+}
+
+// checkPasswdHome refuses a project that is, or contains, the user's home as
+// /etc/passwd names it when that is not the HOME devsandbox runs with (FindProject
+// refuses $HOME and what contains it): the project is bound read-write, and the
+// sandbox would read and rewrite the real home's ~/.ssh, ~/.aws and shell startup
+// files (`HOME=/tmp/x devsandbox` run from ~ or from /home). It reads /etc/passwd
+// through pr, which Build has read it once for (withPasswdOnce): every launch reads
+// it already, for the sandbox's passwd entry (sandboxPasswd) or for otherHome. An
+// unreadable file, or no entry, leaves nothing to refuse.
+func checkPasswdHome(pr Probe, project string, h config.Host) error {
+	host, err := pr.readWritable(isolator.PasswdPath, true)
+	if err != nil {
+		return nil
+	}
+	ph := passwdHomeOf(host, h.UID)
+	if ph == "" || !filepath.IsAbs(ph) {
+		return nil
+	}
+	ph = filepath.Clean(ph)
+	if ph == "/" || ph == h.Home {
+		return nil // the root is refused as a project anyway; $HOME FindProject checked
+	}
+	real := ph
+	if r, err := pr.EvalSymlinks(ph); err == nil {
+		real = r
+	}
+	if !isolator.Within(real, project) && !isolator.Within(ph, project) {
+		return nil
+	}
+	const why = "the sandbox would read and rewrite its files (~/.ssh, ~/.aws, shell startup files); run devsandbox from a project directory (or a subdirectory of one), or with HOME="
+	if project == real || project == ph {
+		return fmt.Errorf("%w: %s is your home in /etc/passwd (devsandbox runs with HOME=%s): %s%s", ErrProject, project, h.Home, why, ph)
+	}
+	return fmt.Errorf("%w: %s contains %s, your home in /etc/passwd (devsandbox runs with HOME=%s): %s%s", ErrProject, project, ph, h.Home, why, ph)
+}
+
+// withPasswdOnce returns pr with /etc/passwd (followed, as every reader here asks for
+// it) read at most once: checkPasswdHome, otherHome and sandboxPasswd share the
+// bytes, which none of them changes. A Probe without ReadRegular (a fake) is returned
+// as it is.
+func withPasswdOnce(pr Probe) Probe {
+	read := pr.ReadRegular
+	if read == nil {
+		return pr
+	}
+	var (
+		once sync.Once
+		data []byte
+		rerr error
+	)
+	pr.ReadRegular = func(p string, limit int64, follow bool) ([]byte, error) {
+		if p != isolator.PasswdPath || !follow || limit != maxWritableFile {
+			return read(p, limit, follow)
+		}
+		once.Do(func() { data, rerr = read(p, limit, follow) })
+		return data, rerr
+	}
+	return pr
+}
+
+// passwdHomeOf returns the home field of the first entry of uid in host (an
 // /etc/passwd), or "".
-func passwdHome(host []byte, uid int) string {
+func passwdHomeOf(host []byte, uid int) string {
 	id := strconv.Itoa(uid)
 	for off := 0; off < len(host); {
 		line, next := host[off:], len(host)

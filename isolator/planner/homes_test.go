@@ -10,11 +10,11 @@ import (
 	"github.com/devsandbox/devsandbox/tools"
 )
 
-func TestPasswdHome(t *testing.T) {
+func TestPasswdHomeOf(t *testing.T) {
 	host := []byte("root:x:0:0:root:/root:/bin/bash\n+nis:x:1000::::\nu:x:1000:1000:U:/home/u:/bin/sh\nv:x:1000:1000::/home/v:/bin/sh")
 	for uid, want := range map[int]string{0: "/root", 1000: "/home/u", 1001: ""} {
-		if got := passwdHome(host, uid); got != want {
-			t.Errorf("passwdHome(%d) = %q, want %q", uid, got, want)
+		if got := passwdHomeOf(host, uid); got != want {
+			t.Errorf("passwdHomeOf(%d) = %q, want %q", uid, got, want)
 		}
 	}
 }
@@ -111,8 +111,85 @@ func TestBuildOtherHome(t *testing.T) {
 		passwd, cwd = "u:x:1000:1000::"+srv+"/pw:/bin/sh\n", srv
 		defer func() { cwd = f.proj }()
 		_, err := run(t, []string{"host"}, nil)
-		if !errors.Is(err, ErrProject) || !strings.Contains(err.Error(), "the project "+srv+" holds "+srv+"/pw, your home in /etc/passwd") {
+		if !errors.Is(err, ErrProject) || !strings.Contains(err.Error(), srv+" contains "+srv+"/pw, your home in /etc/passwd") {
 			t.Errorf("a project holding the passwd home: want the run stopped naming it, got %v", err)
 		}
 	})
+	// HOME is not the passwd home, and the project is that home or holds it (run
+	// from ~ or from /home with HOME=/tmp/x): it would be bound read-write, ~/.ssh
+	// and all, whatever the view. Refused as a project holding $HOME is, with
+	// /etc/passwd read once for the launch all the same.
+	t.Run("project is it", func(t *testing.T) {
+		other := f.root + "/users/pw"
+		mkdirs(t, other+"/.ssh")
+		for _, tc := range []struct{ home, cwd, want string }{
+			{pw, pw, pw + " is your home in /etc/passwd"},
+			{other, f.root + "/users", f.root + "/users contains " + other + ", your home in /etc/passwd"},
+		} {
+			passwd = "u:x:1000:1000::" + tc.home + ":/bin/sh\n"
+			cwd, reads = tc.cwd, 0
+			_, err := run(t, nil, nil)
+			if !errors.Is(err, ErrProject) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "HOME="+tc.home) {
+				t.Errorf("run from %s: want the project refused (%q, the fix HOME=%s), got %v", tc.cwd, tc.want, tc.home, err)
+			}
+			if reads != 1 {
+				t.Errorf("run from %s: /etc/passwd read %d times, want once", tc.cwd, reads)
+			}
+		}
+		// A project below it stays allowed, as one below $HOME is.
+		passwd, cwd = "u:x:1000:1000::"+pw+":/bin/sh\n", pw+"/.ssh"
+		if _, err := run(t, nil, nil); err != nil {
+			t.Errorf("a project below the passwd home: %v", err)
+		}
+		cwd = f.proj
+	})
+}
+
+// TestBuildXDGOutsideHomes: the XDG base directories outside both homes are masked
+// whole where the host view shows them, before the sandbox home; below the home,
+// or in the default view, nothing is added; one that cannot be resolved stops the run.
+func TestBuildXDGOutsideHomes(t *testing.T) {
+	f := newFixture(t)
+	cfgDir, cache := f.root+"/srv/cfg", f.root+"/srv/cache"
+	mkdirs(t, cfgDir+"/gh", cache)
+	build := func(t *testing.T, system []string, env ...string) ([]string, error) {
+		t.Helper()
+		cfg := f.load(t, env...)
+		cfg.Sandbox.SystemBinds = system
+		p, _, err := Build(cfg, tools.Default(), probe(f.proj), Request{Command: []string{"true"}})
+		if err != nil {
+			return nil, err
+		}
+		return mountLines(p.Mounts), nil
+	}
+	got, err := build(t, []string{"host"}, "XDG_CONFIG_HOME="+cfgDir, "XDG_CACHE_HOME="+cache, "XDG_DATA_HOME="+f.root+"/srv/none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := slices.IndexFunc(got, func(l string) bool { return strings.HasSuffix(l, "-> "+f.home+" (sandbox home)") })
+	for _, want := range []string{
+		"maskdir " + cfgDir + " (your XDG_CONFIG_HOME outside your home (sandbox.system_binds))",
+		"maskdir " + cache + " (your XDG_CACHE_HOME outside your home (sandbox.system_binds))",
+	} {
+		if i := slices.Index(got, want); i < 0 || i > home {
+			t.Errorf("want %q before the sandbox home in\n%v", want, got)
+		}
+	}
+	if slices.ContainsFunc(got, func(l string) bool { return strings.Contains(l, "XDG_DATA_HOME") }) {
+		t.Errorf("an XDG directory that does not exist needs no mask:\n%v", got)
+	}
+	got, err = build(t, nil, "XDG_CONFIG_HOME="+cfgDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(got, func(l string) bool { return strings.Contains(l, "XDG_") }) {
+		t.Errorf("the default view shows no XDG directory outside the home; nothing to mask:\n%v", got)
+	}
+	loop := f.root + "/srv/loop"
+	if err := os.Symlink("loop", loop); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := build(t, []string{"host"}, "XDG_CACHE_HOME="+loop); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), loop+" (XDG_CACHE_HOME)") {
+		t.Errorf("an XDG directory that cannot be resolved: want the run stopped naming it, got %v", err)
+	}
 }

@@ -123,16 +123,6 @@ func BenchmarkSandboxPasswd(b *testing.B) {
 	})
 }
 
-// passwdHomeOf returns the home of the first entry of uid in passwd, "" when none.
-func passwdHomeOf(passwd []byte, uid int) string {
-	for _, l := range strings.Split(string(passwd), "\n") {
-		if f := strings.Split(l, ":"); len(f) == 7 && f[2] == strconv.Itoa(uid) {
-			return f[5]
-		}
-	}
-	return ""
-}
-
 // TestBuildPasswdFollowsSetHome: env.set HOME moves the command's HOME, and with it
 // the home of the user's passwd entry, where ssh and `~user` look; a HOME no entry
 // can name, or a host directory the view shows, is a configuration error.

@@ -161,10 +161,12 @@ func TestBuildOwnStateMasked(t *testing.T) {
 		mkdirs(t, xdg+"/"+d+"/devsandbox")
 	}
 	env := []string{"XDG_CONFIG_HOME=" + xdg + "/config", "XDG_DATA_HOME=" + xdg + "/share", "XDG_STATE_HOME=" + xdg + "/state"}
+	// Outside the home, each XDG directory is masked whole (maskXDGDirs), devsandbox's
+	// own directories in it with it.
 	masks := []string{
-		"maskdir " + xdg + "/config/devsandbox (devsandbox's own configuration and state)",
-		"maskdir " + xdg + "/share/devsandbox (devsandbox's own configuration and state)",
-		"maskdir " + xdg + "/state/devsandbox (devsandbox's own configuration and state)",
+		"maskdir " + xdg + "/config (your XDG_CONFIG_HOME outside your home (sandbox.system_binds))",
+		"maskdir " + xdg + "/share (your XDG_DATA_HOME outside your home (sandbox.system_binds))",
+		"maskdir " + xdg + "/state (your XDG_STATE_HOME outside your home (sandbox.system_binds))",
 	}
 	for _, tc := range []struct {
 		name   string
@@ -182,7 +184,7 @@ func TestBuildOwnStateMasked(t *testing.T) {
 			p, _ := f.build(t, cfg)
 			var got []string
 			for _, l := range mountLines(p.Mounts) {
-				if strings.Contains(l, "own configuration") {
+				if strings.Contains(l, "own configuration") || strings.Contains(l, "outside your home") {
 					got = append(got, l)
 				}
 			}

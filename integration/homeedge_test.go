@@ -1,0 +1,118 @@
+//go:build integration
+
+package integration
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestProjectHoldingPasswdHomeRefused: a project that is, or contains, the user's
+// passwd home is refused when HOME names another directory (a CI runner, `sudo -u`,
+// `HOME=/tmp/x devsandbox` run from ~ or from /home), as one that is or contains
+// $HOME is: the project is bound read-write, so the sandbox would read and rewrite
+// the real home's ~/.ssh, ~/.aws and shell startup files. The suite's HOME is a
+// throwaway directory; the runs start in the test user's passwd home and in its
+// parent. Bait in ~/.ssh must be neither read nor written, and the run exits 125
+// naming the passwd home.
+func TestProjectHoldingPasswdHomeRefused(t *testing.T) {
+	if it.home == it.realHome || it.realHome == "" {
+		t.Skip("the suite's HOME is the user's passwd home")
+	}
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		cfg := newProject(t).writeConfig(iso, "run.toml", "")
+		// Bait in the passwd home, removed again: the suite leaves that home as it found it.
+		dir := filepath.Join(it.realHome, ".ssh")
+		if _, err := os.Lstat(dir); err == nil {
+			t.Skipf("%s exists in the test user's own home: the test does not touch it", dir)
+		}
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		bait := filepath.Join(dir, "id_ed25519")
+		if err := os.WriteFile(bait, []byte("PASSWD-HOME-BAIT\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{dir, bait} {
+			if err := os.Chown(f, it.uid, it.gid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, cwd := range []string{it.realHome, filepath.Dir(it.realHome)} {
+			script := `cat "$1"/.ssh/id_ed25519; echo SANDBOX-WROTE >> "$1"/.ssh/id_ed25519; echo done`
+			r := run(t, cwd, nil, "", "--isolator="+iso, "--config", cfg, "--egress=none", "--", "/bin/sh", "-c", script, "sh", it.realHome)
+			got, err := os.ReadFile(bait)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != "PASSWD-HOME-BAIT\n" || strings.Contains(r.stdout, "BAIT") {
+				t.Errorf("run from %s with HOME=%s: the sandbox read or wrote the passwd home's ~/.ssh (now %q):\n%s", cwd, it.home, got, r)
+			}
+			if r.code != 125 || !strings.Contains(r.stderr, it.realHome) || !strings.Contains(r.stderr, "your home in /etc/passwd") {
+				t.Errorf("run from %s with HOME=%s: want exit 125 naming %s as your home in /etc/passwd; got:\n%s", cwd, it.home, it.realHome, r)
+			}
+			if err := os.WriteFile(bait, []byte("PASSWD-HOME-BAIT\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestHostViewXDGOutsideHomesMasked: with system_binds = ["host"] and the XDG base
+// directories outside both homes (XDG_CONFIG_HOME=/srv/cfg and the like), the host
+// root showed them read-only: devsandbox's own directories there were masked, but
+// other tools' secrets ($XDG_CONFIG_HOME/gh/hosts.yml, the hide set's ~/.config/gcloud
+// at $XDG_CONFIG_HOME/gcloud, tokens in data, state and cache) were readable. Each such
+// directory is masked whole. bwrap only: docker and krun take the system from the
+// image, where the host's directories are not.
+func TestHostViewXDGOutsideHomesMasked(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	root, err := os.MkdirTemp("/var/tmp", "dsb-xdg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	baits := map[string]string{"config": "gh/hosts.yml", "data": "tok/token", "state": "tok/token", "cache": "tok/token"}
+	var env []string
+	var paths []string
+	for kind, rel := range baits {
+		dir := filepath.Join(root, kind)
+		full := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte("XDG-BAIT\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, "XDG_"+strings.ToUpper(kind)+"_HOME="+dir)
+		paths = append(paths, full)
+	}
+	gcloud := filepath.Join(root, "config", "gcloud", "credentials.db")
+	if err := os.MkdirAll(filepath.Dir(gcloud), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gcloud, []byte("XDG-BAIT\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, gcloud)
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		if err == nil {
+			err = os.Lchown(p, it.uid, it.gid)
+		}
+		return err
+	})
+	cfg := p.writeConfig("bwrap", "hostview.toml", "[sandbox]\nsystem_binds = [\"host\"]\n")
+	args := append([]string{"--isolator=bwrap", "--config", cfg, "--egress=none", "--", "/bin/sh", "-c", `cat "$@" 2>/dev/null; echo done`, "sh"}, paths...)
+	r := run(t, p.dir, env, "", args...)
+	if r.code != 0 || r.stdout != "done\n" {
+		t.Fatalf("with system_binds = [\"host\"] and the XDG directories in %s: want none of their files readable (exit 0, only \"done\"), got:\n%s", root, r)
+	}
+}
