@@ -95,3 +95,38 @@ func TestMaskThroughRetargetedLink(t *testing.T) {
 		}
 	})
 }
+
+// TestMaskThroughLinkInSharedDir is the attack by another host user on following
+// links in binds: the link is the user's, but the directory holding it is
+// group-writable, so another member of the group can swap the link between
+// devsandbox's check and the mount, and the mask lands where that user chose while
+// v2's secret stays readable. The run must stop (125) naming the directory and the
+// fix. A sticky world-writable directory (only the link's owner can replace it)
+// holding the user's link is followed, as a private one is. Before, the link was
+// followed whoever could write the directory holding it.
+func TestMaskThroughLinkInSharedDir(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		for _, tc := range []struct {
+			name string
+			mode os.FileMode
+			ok   bool
+		}{{"group-writable", 0o775, false}, {"sticky world-writable", 0o777 | os.ModeSticky, true}} {
+			t.Run(tc.name, func(t *testing.T) {
+				p := newProject(t)
+				tools, opt, through := bindLinkFixture(t, p)
+				if err := os.Chmod(tools, tc.mode); err != nil {
+					t.Fatal(err)
+				}
+				cfg := p.writeConfig(iso, "bindlink.toml", "[sandbox]\nro_binds = [\""+tools+"\", \""+opt+"\"]\nhide_paths = [\""+through+"\"]\n")
+				r := run(t, p.dir, nil, "", "--isolator="+iso, "--config", cfg, "--egress=none", "--", "/bin/sh", "-c",
+					"cat "+opt+"/v2/secret; echo ran")
+				switch {
+				case tc.ok && (r.code != 0 || r.stdout != "ran\n"):
+					t.Fatalf("a mask through the user's link in a sticky directory: want exit 0 and the secret empty, got:\n%s", r)
+				case !tc.ok && (r.code != 125 || strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, tools+", which holds the link") || !strings.Contains(r.stderr, "chmod go-w "+tools)):
+					t.Fatalf("a mask through a link in a group-writable directory: want exit 125 naming %s and the fix, got:\n%s", tools, r)
+				}
+			})
+		}
+	})
+}

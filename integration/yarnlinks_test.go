@@ -47,6 +47,33 @@ func TestHostYarnLinkedDirs(t *testing.T) {
 				t.Errorf("what the host's yarn runs: %q, %v", b, err)
 			}
 		})
+		t.Run("env-named release and plugin through a linked directory", func(t *testing.T) {
+			// No rc file: the host user's YARN_YARN_PATH and YARN_PLUGINS name them.
+			p := newProject(t)
+			p.write("proj/store/yarn-4.cjs", "console.log('the release')\n")
+			p.write("proj/store/plugin.cjs", "module.exports = {}\n")
+			p.mkdir("proj/.yarn")
+			link := p.path("proj/.yarn/releases")
+			if err := os.Symlink("../store", link); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Lchown(link, it.uid, it.gid); err != nil {
+				t.Fatal(err)
+			}
+			env := []string{"YARN_YARN_PATH=" + p.path("proj/.yarn/releases/yarn-4.cjs"), "YARN_PLUGINS=.yarn/releases/plugin.cjs"}
+			script := `mkdir -p evil && echo "console.log('EVIL')" > evil/yarn-4.cjs
+				ln -sfn ../evil .yarn/releases.new 2>/dev/null && mv -T .yarn/releases.new .yarn/releases 2>/dev/null && echo RETARGETED the link
+				[ "$(readlink .yarn/releases)" = ../store ] || echo CHANGED the link
+				mv .yarn .yarn.moved 2>/dev/null && echo RENAMED .yarn
+				cat .yarn/releases/yarn-4.cjs`
+			r := run(t, p.dir, env, "", "--isolator="+iso, "--egress=none", "--", "/bin/sh", "-c", script)
+			if r.code != 0 || r.stdout != "console.log('the release')\n" || !strings.Contains(r.stderr, link+", on the way to") {
+				t.Errorf("the sandbox against a linked .yarn/releases the environment names: want exit 0, the release alone and a warning naming the link, got:\n%s", r)
+			}
+			if tgt, err := os.Readlink(link); err != nil || tgt != "../store" {
+				t.Errorf("the link on the host: %q, %v", tgt, err)
+			}
+		})
 		t.Run("linked .yarn at the top", func(t *testing.T) {
 			p := newProject(t)
 			p.write("proj/.yarnrc.yml", "yarnPath: .yarn/releases/yarn-4.cjs\n")

@@ -206,6 +206,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		}
 	}
 	b.yarnRC = yarnEnv.rc
+	b.yarnRun = slices.Concat(yarnEnv.run, yarnEnv.top)
 	warns = append(warns, yarnEnv.warns...)
 	if p.Egress.NeedsProxy() {
 		b.sshProxyCommand = isolator.InitPath + " --connect=" + egress.SandboxProxyAddr + " %h %p"

@@ -56,6 +56,10 @@ type mountBuilder struct {
 	yarnPinned map[string]bool
 	// yarnRC are the rc file names the host's YARN_RC_FILENAME adds (yarnEnv.rc).
 	yarnRC []string
+	// yarnRun are the project-relative files the host's YARN_YARN_PATH and
+	// YARN_PLUGINS name (yarnEnv.run, yarnEnv.top): the linked directories on the
+	// way to them are kept as an rc file's are (protectYarnLinkedDirs).
+	yarnRun []string
 }
 
 func (b *mountBuilder) add(m isolator.Mount) { b.mounts = append(b.mounts, m) }
@@ -257,6 +261,15 @@ func (b *mountBuilder) protectProject(dir string) error {
 	}
 	parents := map[string]bool{}
 	for _, f := range hostExecutedFiles(b.pr, dir, b.hostFiles) {
+		if rel, _ := filepath.Rel(dir, f); slices.Contains(b.yarnRun, rel) && b.linkOnWay(f, dir) {
+			// A release or plugin the host's environment names, behind a linked
+			// directory: kept as an rc file's is (the link's directory read-only,
+			// the file pinned where it leads), not bound through the link.
+			if err := b.protectYarnPath(f, dir, dir, false); err != nil {
+				return err
+			}
+			continue
+		}
 		// The directory holding it is a mount point too, so it cannot be renamed away
 		// and replaced by one holding a planted file.
 		if p := filepath.Dir(f); p != dir && !parents[p] {
@@ -273,6 +286,13 @@ func (b *mountBuilder) protectProject(dir string) error {
 			if err := b.protectYarnNamed(f, base, yml, dir); err != nil {
 				return err
 			}
+		}
+	}
+	for _, rel := range b.yarnRun {
+		// yarn resolves a relative one from the directory it runs in: the top
+		// directory's is walked here, a sub-directory's is a subdir name.
+		if err := b.protectYarnLinkedDirs(filepath.Join(dir, rel), dir, dir); err != nil {
+			return err
 		}
 	}
 	if len(l.dirs) == 0 {
@@ -569,4 +589,14 @@ func homeRel(v, home string) string {
 		return ""
 	}
 	return rel
+}
+
+// linkOnWay reports whether a directory between dir and f is a symbolic link.
+func (b *mountBuilder) linkOnWay(f, dir string) bool {
+	for d := filepath.Dir(f); d != dir && isolator.Within(d, dir); d = filepath.Dir(d) {
+		if fi, err := b.pr.Lstat(d); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return true
+		}
+	}
+	return false
 }

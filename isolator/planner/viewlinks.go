@@ -206,6 +206,11 @@ func (r *linkResolver) resolveOnce(at string) (string, string, bool, error) {
 			if err := r.trustedLink(host, fi, l.bind); err != nil {
 				return "", "", false, err
 			}
+			if l.bind {
+				if err := r.safeHolders(l.host, host); err != nil {
+					return "", "", false, err
+				}
+			}
 			if target, err = r.readlink(host); err != nil {
 				return "", "", false, fmt.Errorf("%w: reading %s: %w", errViewLink, host, err)
 			}
@@ -240,4 +245,48 @@ func (r *linkResolver) trustedLink(host string, fi fs.FileInfo, inBind bool) err
 		return fmt.Errorf("%w: %s is owned neither by root nor by you; use the path the link leads to instead, or own the link", errViewLink, host)
 	}
 	return fmt.Errorf("%w: %s is not owned by root; mount at the link's target instead, or make root own the link", errViewLink, host)
+}
+
+// safeHolders refuses a link, host, in a read-only bind of the Plan's whose source is
+// root, when a directory from root down to the one holding the link could let
+// another host user swap the link between this check and the mount: one owned by
+// neither root nor the user (its owner can chmod it), or one that group or others
+// can write, unless it is sticky and what it holds on the way (the next directory,
+// or the link) is root's or the user's, which then only they can rename or remove.
+func (r *linkResolver) safeHolders(root, host string) error {
+	dirs := []string{path.Dir(host)}
+	for d := dirs[0]; d != root && isolator.Within(d, root); {
+		d = path.Dir(d)
+		dirs = append(dirs, d)
+	}
+	for i, d := range dirs {
+		fi, err := r.lstat(d)
+		if err != nil {
+			return fmt.Errorf("%w: %s, on the way to the link %s: %w", errViewLink, d, host, err)
+		}
+		if !r.ownedByUs(fi) {
+			return fmt.Errorf("%w: %s, which holds the link %s on the way, is owned neither by root nor by you, so its owner can swap the link; use the path the link leads to instead, or own the directory", errViewLink, d, host)
+		}
+		mode := fi.Mode()
+		if mode.Perm()&0o022 == 0 {
+			continue
+		}
+		if mode&fs.ModeSticky != 0 {
+			entry := host
+			if i > 0 {
+				entry = dirs[i-1]
+			}
+			if efi, err := r.lstat(entry); err == nil && r.ownedByUs(efi) {
+				continue // sticky: only root or the user can rename or remove it
+			}
+		}
+		return fmt.Errorf("%w: %s, which holds the link %s on the way, is writable by other users (mode %s), who could swap the link before the mount is placed; remove their write access (chmod go-w %s), or use the path the link leads to instead", errViewLink, d, host, mode.Perm(), d)
+	}
+	return nil
+}
+
+// ownedByUs reports whether root or the user owns fi.
+func (r *linkResolver) ownedByUs(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && (st.Uid == 0 || (r.uid >= 0 && st.Uid == uint32(r.uid)))
 }

@@ -17,6 +17,7 @@ import (
 type linkInfo struct {
 	link bool
 	uid  uint32
+	perm fs.FileMode // a directory's, with fs.ModeSticky; 0755 when 0
 }
 
 func (i linkInfo) Name() string       { return "" }
@@ -28,6 +29,9 @@ func (i linkInfo) Mode() fs.FileMode {
 	if i.link {
 		return fs.ModeSymlink | 0o777
 	}
+	if i.perm != 0 {
+		return fs.ModeDir | i.perm
+	}
 	return fs.ModeDir | 0o755
 }
 
@@ -38,6 +42,7 @@ type linkHost struct {
 	links      map[string]string
 	userLinks  map[string]bool
 	otherLinks map[string]bool
+	dirs       map[string]linkInfo // a directory's owner and mode, root's 0755 when absent
 	missing    []string
 	asked      []string
 }
@@ -59,7 +64,7 @@ func (h *linkHost) lstat(p string) (fs.FileInfo, error) {
 		}
 		return linkInfo{link: true, uid: uid}, nil
 	}
-	return linkInfo{}, nil
+	return h.dirs[p], nil
 }
 
 func (h *linkHost) readlink(p string) (string, error) {
@@ -92,6 +97,7 @@ func TestResolveViewLinks(t *testing.T) {
 		links      map[string]string
 		userLinks  map[string]bool
 		otherLinks map[string]bool
+		dirs       map[string]linkInfo
 		missing    []string
 		mounts     []isolator.Mount
 		want       []string // mountLines
@@ -160,6 +166,28 @@ func TestResolveViewLinks(t *testing.T) {
 			want:   []string{"bind ro /data/t -> /mnt/t (sandbox.host_mounts)", "maskfile /mnt/t/v2/k (x)"}},
 		{name: "ro bind: a link of another user is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, otherLinks: map[string]bool{"/srv/t/current": true},
 			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "/srv/t/current is owned neither by root nor by you"},
+		// The directories from the bind's root to the link: another host user who
+		// can write one could swap the link between the check and the mount.
+		{name: "ro bind: a group-writable directory holding the link is refused", system: minimal, links: map[string]string{"/srv/t/a/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/a/current": true},
+			dirs:   map[string]linkInfo{"/srv/t/a": {uid: 1000, perm: 0o775}},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/a/current/k", "x")}, wantErr: "/srv/t/a, which holds the link /srv/t/a/current on the way, is writable by other users (mode -rwxrwxr-x)"},
+		{name: "ro bind: a world-writable bind root above the link is refused", system: minimal, links: map[string]string{"/srv/t/a/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/a/current": true},
+			dirs:   map[string]linkInfo{"/srv/t": {uid: 1000, perm: 0o777}},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/a/current/k", "x")}, wantErr: "/srv/t, which holds the link /srv/t/a/current on the way, is writable by other users"},
+		{name: "ro bind: a directory of another user holding the link is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs:   map[string]linkInfo{"/srv/t": {uid: 1001}},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "/srv/t, which holds the link /srv/t/current on the way, is owned neither by root nor by you"},
+		{name: "ro bind: a sticky world-writable directory holding the user's link is safe", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs:   map[string]linkInfo{"/srv/t": {perm: 0o777 | fs.ModeSticky}},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")},
+			want:   []string{"bind ro /srv/t -> /srv/t (sandbox.ro_binds)", "maskfile /opt/v2/k (x)"}},
+		{name: "ro bind: a sticky directory holding another user's directory on the way is refused", system: minimal, links: map[string]string{"/srv/t/a/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/a/current": true},
+			dirs:   map[string]linkInfo{"/srv/t": {perm: 0o777 | fs.ModeSticky}, "/srv/t/a": {uid: 1001}},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/a/current/k", "x")}, wantErr: "/srv/t/a, which holds the link /srv/t/a/current on the way, is owned neither by root nor by you"},
+		{name: "ro bind: directories above the bind's root are not asked", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs:   map[string]linkInfo{"/srv": {perm: 0o777}},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")},
+			want:   []string{"bind ro /srv/t -> /srv/t (sandbox.ro_binds)", "maskfile /opt/v2/k (x)"}},
 		{name: "ro bind: a link in a read-write bind inside it is refused", system: minimal, links: map[string]string{"/srv/t/w/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/w/current": true},
 			mounts:  []isolator.Mount{{Kind: isolator.Bind, Source: "/srv/t/w", Dest: "/elsewhere", Why: "sandbox.rw_binds"}, roBind("/srv/t"), mask("/srv/t/w/current/k", "x")},
 			wantErr: "/srv/t/w/current lies in /srv/t/w, which the sandbox can write"},
@@ -171,7 +199,7 @@ func TestResolveViewLinks(t *testing.T) {
 			want:   []string{"bind rw /srv/t -> /srv/t (sandbox.rw_binds)", "maskfile /srv/t/current/k (x)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := &linkHost{links: tc.links, userLinks: tc.userLinks, otherLinks: tc.otherLinks, missing: tc.missing}
+			h := &linkHost{links: tc.links, userLinks: tc.userLinks, otherLinks: tc.otherLinks, dirs: tc.dirs, missing: tc.missing}
 			p := &isolator.Plan{System: tc.system, Mounts: tc.mounts, User: isolator.User{HostHome: "/home/u", UID: 1000},
 				Project: isolator.Project{Dir: "/home/u/src/app"}, SandboxHome: "/state/home"}
 			got, err := resolveViewLinks(p, h.lstat, h.readlink)

@@ -126,6 +126,7 @@ func TestYarnLinkedDirs(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		links   map[string]string // project-relative link -> target
+		env     bool              // YARN_YARN_PATH and YARN_PLUGINS name the files, not an rc file
 		want    []string          // the yarn binds
 		wantErr string
 	}{
@@ -143,11 +144,25 @@ func TestYarnLinkedDirs(t *testing.T) {
 		{name: "a linked releases directory leading out of the project", links: map[string]string{".yarn/releases": "/usr/share"},
 			want: []string{"bind ro $PROJ/.yarn -> $PROJ/.yarn (yarn on the host runs it (yarnPath, yarn-path, plugins))"}},
 		{name: "a linked .yarn at the top", links: map[string]string{".yarn": "yarn-dir"}, wantErr: "/.yarn, on the way to"},
+		{name: "the environment's release and plugin in a linked releases directory", links: map[string]string{".yarn/releases": "../store"}, env: true,
+			want: []string{
+				"bind ro $PROJ/.yarn -> $PROJ/.yarn (yarn on the host runs it (yarnPath, yarn-path, plugins))",
+				"bind ro $PROJ/store/p.cjs -> $PROJ/store/p.cjs (yarn on the host runs it (yarnPath, yarn-path, plugins))",
+				"bind ro $PROJ/store/y4.cjs -> $PROJ/store/y4.cjs (yarn on the host runs it (yarnPath, yarn-path, plugins))",
+			}},
+		{name: "the environment's release behind a linked .yarn at the top", links: map[string]string{".yarn": "yarn-dir"}, env: true, wantErr: "/.yarn, on the way to"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			gitRepo(t, f.proj)
-			writeFile(t, f.proj+"/.yarnrc.yml", "yarnPath: .yarn/releases/y4.cjs\n")
+			var vars []string
+			if tc.env {
+				vars = []string{"YARN_YARN_PATH=" + f.proj + "/.yarn/releases/y4.cjs", "YARN_PLUGINS=.yarn/releases/p.cjs"}
+				writeFile(t, f.proj+"/store/p.cjs", "x")
+				writeFile(t, f.proj+"/yarn-dir/releases/p.cjs", "x")
+			} else {
+				writeFile(t, f.proj+"/.yarnrc.yml", "yarnPath: .yarn/releases/y4.cjs\n")
+			}
 			writeFile(t, f.proj+"/store/y4.cjs", "x")
 			writeFile(t, f.proj+"/yarn-dir/releases/y4.cjs", "x")
 			for l, tgt := range tc.links {
@@ -158,7 +173,7 @@ func TestYarnLinkedDirs(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cfg := f.load(t)
+			cfg := f.load(t, vars...)
 			p, warns, err := f.tryBuild(cfg)
 			if tc.wantErr != "" {
 				if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), f.proj+tc.wantErr) {
