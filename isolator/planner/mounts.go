@@ -261,7 +261,7 @@ func (b *mountBuilder) protectProject(dir string) error {
 	}
 	parents := map[string]bool{}
 	for _, f := range hostExecutedFiles(b.pr, dir, b.hostFiles) {
-		if rel, _ := filepath.Rel(dir, f); slices.Contains(b.yarnRun, rel) && b.linkOnWay(f, dir) {
+		if len(b.yarnRun) > 0 && b.yarnRunNamed(f, dir) && b.linkOnWay(f, dir) {
 			// A release or plugin the host's environment names, behind a linked
 			// directory: kept as an rc file's is (the link's directory read-only,
 			// the file pinned where it leads), not bound through the link.
@@ -599,4 +599,11 @@ func (b *mountBuilder) linkOnWay(f, dir string) bool {
 		}
 	}
 	return false
+}
+
+// yarnRunNamed reports whether f, a file in the project dir, is one YARN_YARN_PATH or
+// YARN_PLUGINS names in the top directory.
+func (b *mountBuilder) yarnRunNamed(f, dir string) bool {
+	rel, err := filepath.Rel(dir, f)
+	return err == nil && slices.Contains(b.yarnRun, rel)
 }
