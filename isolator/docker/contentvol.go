@@ -96,7 +96,7 @@ func contentSources(ctx context.Context, e Engine, p *isolator.Plan, image strin
 		}
 		labels := map[string]string{LabelRole: role, LabelUser: fmt.Sprint(p.User.UID), LabelProject: p.Project.ID, LabelName: p.Project.Name}
 		asked[name] = fetch(func() (string, error) {
-			return fileVolume(ctx, e, image, what, name, labels, contentFile, content, mode, uid, gid)
+			return fileVolume(ctx, e, volumeLock(p), image, what, name, labels, contentFile, content, mode, uid, gid)
 		})
 		order = append(order, name)
 	}

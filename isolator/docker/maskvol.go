@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"path/filepath"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -40,33 +41,67 @@ func needsMask(p *isolator.Plan) bool {
 // maskSource returns the engine-side path of the mask file, making the volume that
 // holds it when the engine has none (the first run, or after `docker volume prune`),
 // from image (any image: the container is never started).
-func (b *Isolator) maskSource(ctx context.Context, e Engine, image string) (string, error) {
-	return fileVolume(ctx, e, image, "the source of file masks", maskVolume, map[string]string{LabelRole: "mask"}, maskFile, nil, 0o444, 0, 0)
+func (b *Isolator) maskSource(ctx context.Context, e Engine, lock, image string) (string, error) {
+	return fileVolume(ctx, e, lock, image, "the source of file masks", maskVolume, map[string]string{LabelRole: "mask"}, maskFile, nil, 0o444, 0, 0)
+}
+
+// volumeLock is the lock file (beside the derived images' cache, in devsandbox's
+// state) that p's runs hold while they make a file volume, so that runs starting
+// together on this machine do not copy the same file into the same volume at once
+// (the engine's unpacking of one copy fails on the other's file, and the failed run
+// would remove the volume the other uses). Runs of other machines on a shared engine
+// are not held back by it.
+func volumeLock(p *isolator.Plan) string {
+	if p.StateDir == "" {
+		return "" // a plan without devsandbox's state: nowhere to keep it
+	}
+	return filepath.Join(filepath.Dir(p.StateDir), "docker-volumes.lock")
 }
 
 // fileVolume returns the engine-side path of file in the volume name, labelled
 // labels (its LabelRole tells devsandbox's own), making the volume with file (uid's
 // and gid's, with mode, holding content) when the engine has none, from image (any image: the
-// container is never started). what names the file in errors.
-func fileVolume(ctx context.Context, e Engine, image, what, name string, labels map[string]string, file string, content []byte, mode int64, uid, gid int) (string, error) {
+// container is never started). what names the file in errors. A volume is made
+// holding the lock file lock (volumeLock; "" for none), asked for again once held.
+func fileVolume(ctx context.Context, e Engine, lock, image, what, name string, labels map[string]string, file string, content []byte, mode int64, uid, gid int) (string, error) {
 	failed := func(format string, args ...any) error {
 		return fmt.Errorf("%w: preparing %s (the volume %s) in the docker engine: %s; the command did not run", isolator.ErrProtection, what, name, fmt.Sprintf(format, args...))
 	}
 	role := labels[LabelRole]
-	v, err := e.VolumeInspect(ctx, name)
-	if err == nil && v.Labels[LabelRole] == role && v.Mountpoint == "" {
-		err = fmt.Errorf("the engine reports no mount point for it")
+	// have returns the file's path when the engine has the volume, or why it is not
+	// usable; missing reports that the engine has none.
+	have := func() (src string, missing bool, err error) {
+		v, err := e.VolumeInspect(ctx, name)
+		if err == nil && v.Labels[LabelRole] == role && v.Mountpoint == "" {
+			err = fmt.Errorf("the engine reports no mount point for it")
+		}
+		if err == nil && v.Labels[LabelRole] == role && v.Labels[LabelUser] == labels[LabelUser] {
+			return path.Join(v.Mountpoint, file), false, nil
+		}
+		if err == nil {
+			return "", false, failed("a volume of that name that devsandbox did not make for this user is there; remove it (docker volume rm %s)", name)
+		}
+		if !cerrdefs.IsNotFound(err) {
+			return "", false, failed("%v", err)
+		}
+		return "", true, nil
 	}
-	if err == nil && v.Labels[LabelRole] == role && v.Labels[LabelUser] == labels[LabelUser] {
-		return path.Join(v.Mountpoint, file), nil
+	if src, missing, err := have(); !missing {
+		return src, err
 	}
-	if err == nil {
-		return "", failed("a volume of that name that devsandbox did not make for this user is there; remove it (docker volume rm %s)", name)
+	if lock != "" {
+		unlock, err := lockFile(lock)
+		if err != nil {
+			return "", failed("%v", err)
+		}
+		defer unlock()
+		// Another run of this machine may have made it meanwhile.
+		if src, missing, err := have(); !missing {
+			return src, err
+		}
 	}
-	if !cerrdefs.IsNotFound(err) {
-		return "", failed("%v", err)
-	}
-	if v, err = e.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels}); err != nil {
+	v, err := e.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels})
+	if err != nil {
 		return "", failed("%v", err)
 	}
 	// Until the file is in it, the volume is no source: a failure removes it.

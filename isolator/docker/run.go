@@ -373,7 +373,7 @@ func (b *Isolator) engineSide(ctx context.Context, e Engine, addr Address, p *is
 		return opts, pr, err
 	}
 	if needsMask(p) {
-		opts.MaskSource, err = b.maskSource(ctx, e, opts.Image)
+		opts.MaskSource, err = b.maskSource(ctx, e, volumeLock(p), opts.Image)
 	}
 	return opts, pr, err
 }
