@@ -1,5 +1,0 @@
-//go:build !unix
-
-package imageuse
-
-const syscallNoFollow = 0

@@ -1,7 +1,0 @@
-//go:build unix
-
-package imageuse
-
-import "syscall"
-
-const syscallNoFollow = syscall.O_NOFOLLOW
