@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 )
 
 // notCredentialNames are names Name's words would catch that name no
@@ -71,23 +72,45 @@ func Name(name string) bool {
 }
 
 // tokenPrefixes begin well-known tokens: GitHub's (classic and fine-grained),
-// GitLab's (personal, deploy, runner, trigger, OAuth application, CI job), OpenAI's
-// and Anthropic's (sk-), Slack's (and its refresh tokens, xoxe.), AWS access key
-// ids, Google API keys and OAuth access tokens (ya29.), npm's, Hugging Face's,
-// Stripe's, Docker Hub's, PyPI's, DigitalOcean's, Vault's, SendGrid's, Shopify's,
-// age's secret keys, Linear's, Sentry's, Grafana's and Postman's. Each as its
-// issuer documents it; a prefix alone (sk_live_) is no token.
+// GitLab's (personal, deploy, runner, trigger, OAuth application, CI job), Anthropic's
+// (sk-ant-), Slack's (and its refresh tokens, xoxe.), Google API keys and OAuth access
+// tokens (ya29.), npm's, Hugging Face's, Stripe's, Docker Hub's, PyPI's,
+// DigitalOcean's, Shopify's, age's secret keys, Linear's, Sentry's, Grafana's and
+// Postman's. Each as its issuer documents it; a prefix alone (sk_live_) is no token.
+// The prefixes that also begin ordinary words are shapes (tokenShapes).
 var tokenPrefixes = []string{
 	"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
-	"glpat-", "gldt-", "glrt-", "glptt-", "gloas-", "glcbt-", "sk-",
-	"xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "xoxe.", "xoxe-", "xapp-", "AKIA", "ASIA", "AIza", "ya29.", "npm_", "hf_",
-	"sk_live_", "sk_test_", "rk_live_", "rk_test_", "dckr_pat_", "pypi-AgE", "dop_v1_", "doo_v1_", "hvs.", "hvb.",
-	"SG.", "shpat_", "shpss_", "shpca_", "AGE-SECRET-KEY-1", "lin_api_", "sntrys_", "glc_", "glsa_", "PMAK-",
+	"glpat-", "gldt-", "glrt-", "glptt-", "gloas-", "glcbt-", "sk-ant-",
+	"xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "xoxe.", "xoxe-", "xapp-", "AIza", "ya29.", "npm_", "hf_",
+	"sk_live_", "sk_test_", "rk_live_", "rk_test_", "dckr_pat_", "pypi-AgE", "dop_v1_", "doo_v1_",
+	"shpat_", "shpss_", "shpca_", "AGE-SECRET-KEY-1", "lin_api_", "sntrys_", "glc_", "glsa_", "PMAK-",
 }
 
 // minTokenTail is how many characters must follow a token prefix: "sk-SK" or
 // "npm_config" are not tokens.
 const minTokenTail = 16
+
+// tokenShapes are the tokens whose prefix also begins ordinary words and names
+// (SG.Config, hvs.example.host, sk-learn-…, ASIA_PACIFIC): the token is the prefix
+// followed by the issuer's shape. An AWS access key id is 16 upper-case letters and
+// digits after AKIA or ASIA; a SendGrid key 22 and 43 base64url characters
+// separated by a dot; a Vault service or batch token (hvs., hvb.) at least 24
+// base62 characters; an OpenAI key (sk-, sk-proj-…) at least minTokenTail. The
+// base62 and base64url tails hold a digit (a word has none).
+var tokenShapes = []struct {
+	prefix      string
+	tail, exact int  // at least tail characters; exact: that many, or 0
+	upper       bool // upper-case letters and digits only
+	dotAt       int  // 0, or where the tail holds its one '.'
+	digit       bool // the tail holds a digit
+}{
+	{prefix: "AKIA", exact: 16, upper: true},
+	{prefix: "ASIA", exact: 16, upper: true},
+	{prefix: "SG.", exact: 66, dotAt: 22},
+	{prefix: "hvs.", tail: 24, digit: true},
+	{prefix: "hvb.", tail: 24, digit: true},
+	{prefix: "sk-", tail: minTokenTail, digit: true},
+}
 
 // Value reports whether value has a well-known credential's form: one of
 // tokenPrefixes followed by at least minTokenTail characters and no white space, a
@@ -136,7 +159,7 @@ func credentialURL(s string) bool {
 		// elsewhere does not hide a credential.
 		q, _ := url.ParseQuery(raw)
 		for name, vs := range q {
-			if queryCredential(name) && slices.ContainsFunc(vs, Literal) {
+			if slices.ContainsFunc(vs, func(v string) bool { return queryCredential(name, v) }) {
 				return true
 			}
 		}
@@ -149,18 +172,42 @@ func credentialURL(s string) bool {
 	return false
 }
 
-// queryCredential reports whether a URL's query parameter name holds a credential:
-// a credential's name (Name: token, access_token, private_token, password,
-// api_key, X-Amz-Credential), or one that in a URL holds an API key (key), a
-// password (pass, pwd) or a presigned URL's signature (Azure's sig, S3's
-// X-Amz-Signature, GCS's X-Goog-Signature, CloudFront's Signature).
-func queryCredential(name string) bool {
+// queryCredential reports whether a URL's query parameter name=value holds a
+// credential: a Literal value of a parameter named like one (Name: token,
+// access_token, private_token, password, api_key, auth, X-Amz-Credential; pass,
+// pwd, pw and tok, a password's and a token's short names; a presigned URL's
+// signature: CloudFront's Signature, S3's X-Amz-Signature, GCS's
+// X-Goog-Signature), or an opaque one of a parameter that holds a key, a signature,
+// a password or a token in some URLs and something else in others (key, Azure's
+// sig; k, p, t).
+func queryCredential(name, value string) bool {
 	up := strings.ToUpper(name)
 	switch up {
-	case "KEY", "SIG", "PASS", "PWD":
-		return true
+	case "KEY", "SIG", "K", "P", "T":
+		return opaque(value)
+	case "PASS", "PWD", "PW", "TOK":
+		return Literal(value)
 	}
-	return Name(name) || up == "SIGNATURE" || strings.HasSuffix(up, "-SIGNATURE") || strings.HasSuffix(up, "_SIGNATURE")
+	return (Name(name) || up == "SIGNATURE" || strings.HasSuffix(up, "-SIGNATURE") || strings.HasSuffix(up, "_SIGNATURE")) && Literal(value)
+}
+
+// opaque reports whether v, a Literal, has a secret's shape rather than a word's,
+// a page's or a duration's: at least 6 characters, a letter among them and a digit
+// or one of "+/=", or at least 24 letters (hunter2, a base64 signature; not value,
+// dark, 2 or 1h02m30s).
+func opaque(v string) bool {
+	if len(v) < 6 || !Literal(v) {
+		return false
+	}
+	if _, err := time.ParseDuration(v); err == nil {
+		return false
+	}
+	letter, other := false, false
+	for _, r := range v {
+		letter = letter || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		other = other || r >= '0' && r <= '9' || r == '+' || r == '/' || r == '='
+	}
+	return letter && (other || len(v) >= 24)
 }
 
 // secretURLs are URLs whose path is the credential: whoever has one posts as the
@@ -175,14 +222,39 @@ var secretURLs = []struct {
 }
 
 // token reports whether v begins with one of tokenPrefixes followed by at least
-// minTokenTail characters.
+// minTokenTail characters of a token (letters, digits and "_-.=+/"), or has one of
+// tokenShapes.
 func token(v string) bool {
 	for _, p := range tokenPrefixes {
 		if strings.HasPrefix(v, p) && len(v) >= len(p)+minTokenTail {
-			return true
+			return strings.IndexFunc(v[len(p):], func(r rune) bool { return !tokenByte(r) && !strings.ContainsRune(".=+/", r) }) < 0
 		}
 	}
+	for _, s := range tokenShapes {
+		t, ok := strings.CutPrefix(v, s.prefix)
+		if !ok || len(t) < s.tail || s.exact > 0 && len(t) != s.exact {
+			continue
+		}
+		digit := false
+		for i, r := range t {
+			switch {
+			case i == s.dotAt && s.dotAt > 0:
+				if r != '.' {
+					return false
+				}
+			case s.upper && !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'), !tokenByte(r):
+				return false
+			}
+			digit = digit || r >= '0' && r <= '9'
+		}
+		return digit || !s.digit
+	}
 	return false
+}
+
+// tokenByte reports whether r is a base64url character: a letter, a digit, '-' or '_'.
+func tokenByte(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }
 
 // jwt reports whether v is a JSON Web Token: three base64url parts separated by

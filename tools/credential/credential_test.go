@@ -50,7 +50,7 @@ func TestCredentialValue(t *testing.T) {
 		// refresh tokens, Linear's, Sentry's, Grafana's, Postman's.
 		"gldt-" + tail, "glrt-" + tail, "glptt-" + tail, "gloas-" + tail, "glcbt-" + tail, "sk_live_" + tail,
 		"rk_live_" + tail, "sk_test_" + tail, "dckr_pat_" + tail, "pypi-AgEIcHlwaS5vcmc" + tail, "dop_v1_" + tail,
-		"hvs." + tail, "ya29." + tail, "SG." + tail, "shpat_" + tail, "AGE-SECRET-KEY-1" + tail, "xoxe.xoxp-1-" + tail,
+		"ya29." + tail, "shpat_" + tail, "AGE-SECRET-KEY-1" + tail, "xoxe.xoxp-1-" + tail,
 		"lin_api_" + tail, "sntrys_" + tail, "glsa_" + tail, "PMAK-" + tail,
 		// a JWT (three base64url parts, the first two JSON objects).
 		"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk",
@@ -65,6 +65,16 @@ func TestCredentialValue(t *testing.T) {
 		"https://proxy.golang.org,https://goproxy.corp/?token=opaque1,direct",
 		// a URL that is itself the credential: Slack's and Discord's webhooks.
 		"https://hooks.slack.com/services/T0000/B0000/" + tail, "https://discord.com/api/webhooks/123/" + tail,
+		// a short parameter that holds a password, a key or a token in a URL, with a
+		// secret-shaped value (a letter and a digit or one of "+/=", 6 characters or
+		// more); pw, tok and auth by their name alone.
+		"https://h/x?k=hunter2", "https://h/x?p=hunter2", "https://h/x?t=a8Fk29xQ", "https://h/x?pw=hunter2",
+		"https://h/x?tok=opaque", "https://h/x?auth=opaque", "https://h/x?pass=opaque",
+		// the real shapes of the prefixes that begin ordinary words too: SendGrid's
+		// (22 and 43 characters), Vault's (24 or more, a digit), AWS's (16 upper-case
+		// letters and digits), OpenAI's (20 or more, a digit).
+		"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",
+		"hvs.CAESIJk9RW1v6x0Hq3pU0ZbK8wUXx7cGQ0", "AKIAIOSFODNN7EXAMPLE", "ASIAY34FZKBOKMUTVV7A",
 	}
 	no := []string{
 		"", "fast", "C.UTF-8", "sk-SK", "sk_SK.UTF-8", "ghp_short", "npm_config", "AKIA", "/home/me/.config/gh",
@@ -76,6 +86,15 @@ func TestCredentialValue(t *testing.T) {
 		"https://h/search?q=token&page=2", "https://h/p?keyword=x&sort_key=name", "https://pkg.go.dev/net/url?tab=doc",
 		"https://h/p?token=", "https://h/p?token=$GH_TOKEN", "https://h/p?token=${GH_TOKEN}", "https://h/p?key=%7B%7Bkey%7D%7D",
 		"https://h/p?token_ttl=3600&signed=true", "https://h/p?sig=<signature>", "https://hooks.slack.com/", "https://discord.com/api/",
+		// short or key-like parameters whose value is no secret's shape: a page, a
+		// theme, a duration, a word, an example's placeholder.
+		"https://h/x?p=2", "https://h/x?t=dark", "https://youtu.be/x?t=1h02m30s", "https://h/x?k=v", "https://h/docs?key=value",
+		"https://h/docs?key=name&sort=asc", "https://h/x?sig=verified", "https://maps.googleapis.com/maps/api/js?key=YOUR_API_KEY",
+		"https://h/x?token=YOUR_TOKEN", "https://h/x?api_key=your-api-key",
+		// ordinary words that begin like a token: a dotted name, a library's name,
+		// an upper-case identifier.
+		"SG.StrategyGroup.Config.Loader", "hvs.example.internal.host", "hvs.HighVoltageSwitchgearPanel",
+		"sk-learn-contrib-imbalanced", "ASIA_PACIFIC_SOUTHEAST", "ASIAPACIFICSOUTHEASTREGION",
 	}
 	for _, v := range yes {
 		if !Value(v) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// In returns where text, a file of no syntax known here (shell exports, KEY=value
+// In returns where text, a file of syntax s (SyntaxOf: shell exports, KEY=value
 // lines, TOML, YAML, JSON, an .npmrc), holds what Name and Value take for a
 // credential: for each line, the name of a setting whose literal value is one by
 // the setting's name or by the value's form ("GITHUB_TOKEN (line 3)", "_authToken
@@ -14,9 +14,10 @@ import (
 // "a PEM private key". Names and line numbers only, never a value. A value that is
 // not Literal (empty, a reference to another such as $NAME, ${env:NAME} or {{ … }},
 // a placeholder, a path, a boolean or a number) is no credential written out, by
-// its name; by its form it still can be. Certificates (PEM blocks) are public and
-// not read.
-func In(text []byte) []string {
+// its name; by its form it still can be. A password on a command line is found by
+// the option that takes it ("sshpass -p (line 2)": commandCredential). Certificates
+// (PEM blocks) are public and not read.
+func In(text []byte, syn Syntax) []string {
 	s := string(text)
 	var out []string
 	if strings.Contains(s, "-----BEGIN ") && strings.Contains(s, "PRIVATE KEY") {
@@ -35,7 +36,7 @@ func In(text []byte) []string {
 		case inPEM:
 			continue
 		}
-		if what, ok := lineCredential(line); ok {
+		if what, ok := lineCredential(line, syn); ok {
 			out = append(out, what+" (line "+strconv.Itoa(n+1)+")")
 		}
 	}
@@ -43,21 +44,25 @@ func In(text []byte) []string {
 }
 
 // lineCredential judges one line: each NAME=value or NAME: value on it (the name
-// quoted or not, the value quoted or up to a blank or one of ",;#}]"), then every
-// field of it and every URL on it by its form alone. It returns the name, or "a
-// value" for a field or a URL.
-func lineCredential(line string) (string, bool) {
+// quoted or not, the value quoted or up to a blank or one of ",;#}]"), the options
+// of a command line that take a password (commandCredential), then every field of
+// it and every URL on it by its form alone. It returns the name, the command and
+// option, or "a value" for a field or a URL.
+func lineCredential(line string, syn Syntax) (string, bool) {
 	for i := 0; i < len(line); i++ {
 		if line[i] != '=' && line[i] != ':' {
 			continue
 		}
 		name, value := nameBefore(line, i), valueAfter(line, i+1)
-		if name == "" || !Literal(value) {
+		if name == "" || !literal(value, syn) {
 			continue
 		}
 		if Name(name) || Value(value) {
 			return name, true
 		}
+	}
+	if what, ok := commandCredential(line, syn); ok {
+		return what, true
 	}
 	for _, f := range strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(" \t\r\"'`=,;()[]{}<>", r) }) {
 		if Value(f) {
@@ -125,6 +130,12 @@ func nameBefore(line string, i int) string {
 func valueAfter(line string, i int) string {
 	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
 		i++
+	}
+	if i < len(line) && line[i] == '<' {
+		// An unquoted placeholder, <your password>, blanks and all.
+		if end := strings.IndexByte(line[i:], '>'); end > 0 {
+			return line[i : i+end+1]
+		}
 	}
 	if i < len(line) && (line[i] == '"' || line[i] == '\'') {
 		q := line[i]

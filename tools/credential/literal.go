@@ -12,9 +12,17 @@ import (
 // path (/, ./, ../, ~/: the credential's file, GOOGLE_APPLICATION_CREDENTIALS=./sa.json),
 // no boolean or number. It is for text that is a template of what a tool reads;
 // a variable's value passed as it is (env.passthrough, env.set) is what crosses,
-// and only an empty one carries nothing (tools.Registry.Credential).
+// and only an empty one carries nothing (tools.Registry.Credential). v is read as
+// text that expands no variable (a git config, a TOML, YAML or JSON file): a '$'
+// inside a longer value before a lower-case letter is part of it (pa$word).
 func Literal(v string) bool {
-	if v == "" || reference(v) || placeholder(v) {
+	return literal(v, Text)
+}
+
+// literal is Literal for a file of syntax s: in a Shell file a '$' before a
+// letter is a reference wherever it is (pa$word is "pa" and $word's value).
+func literal(v string, s Syntax) bool {
+	if v == "" || reference(v, s) || placeholder(v) {
 		return false
 	}
 	for _, p := range []string{"/", "./", "../", "~/"} {
@@ -33,10 +41,12 @@ func Literal(v string) bool {
 // reference reports whether v refers to a value kept elsewhere, in a syntax of the
 // files sent by content: a variable ($NAME, ${NAME}, $(command): shell's, compose's,
 // VS Code's ${env:NAME}, GitHub's ${{ secrets.X }}; "$$" is compose's escaped '$', no
-// reference), a template ({{ … }}: mise's, Helm's), Python configparser's
+// reference; outside a Shell file a '$' after the value's first character and
+// before a lower-case letter is none: such files name what they refer to whole or
+// in upper case, and pa$word is a password), a template ({{ … }}: mise's, Helm's), Python configparser's
 // interpolation (%(name)s), a YAML tag that loads one (!secret, !env_var, !ENV,
 // !vault), or a 1Password secret reference (op://…).
-func reference(v string) bool {
+func reference(v string, s Syntax) bool {
 	for i := 0; i < len(v)-1; i++ {
 		if v[i] != '$' {
 			continue
@@ -44,6 +54,9 @@ func reference(v string) bool {
 		c := v[i+1]
 		if c == '$' {
 			i++
+			continue
+		}
+		if s != Shell && i > 0 && c >= 'a' && c <= 'z' {
 			continue
 		}
 		if c == '{' || c == '(' || c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
@@ -61,9 +74,13 @@ func reference(v string) bool {
 }
 
 // placeholder reports whether v is what a template or an example leaves for the
-// user to fill in: <your token>, ********, xxxxxxxx, ... or "…".
+// user to fill in: <your token>, YOUR_API_KEY, your-token-here, ********,
+// xxxxxxxx, ... or "…".
 func placeholder(v string) bool {
 	if len(v) >= 2 && v[0] == '<' && v[len(v)-1] == '>' {
+		return true
+	}
+	if len(v) > 5 && strings.EqualFold(v[:4], "your") && strings.ContainsRune("_- ", rune(v[4])) {
 		return true
 	}
 	if v == "..." || v == "…" {

@@ -33,10 +33,10 @@ func ClearFiles(p *isolator.Plan) []string {
 			if es, err := gitconfig.Parse(m.Content); err == nil {
 				where = gitconfig.Credentials(es, gitCredential)
 			} else {
-				where = credential.In(m.Content)
+				where = credential.In(m.Content, credential.SyntaxOf(f, m.Content))
 			}
 		} else {
-			where = credential.In(m.Content)
+			where = credential.In(m.Content, credential.SyntaxOf(f, m.Content))
 		}
 		if len(where) > 0 {
 			out = append(out, f+" ("+strings.Join(where, ", ")+")")
@@ -55,7 +55,7 @@ func gitSyntax(m isolator.Mount, f string) bool {
 // its name must be credential.Literal, as in any file sent: git expands nothing, so
 // github.token = ${GH_TOKEN} holds no token, and an empty one holds nothing.
 func gitCredential(name, value string) bool {
-	return credential.Name(name) && credential.Literal(value) || credential.Value(value) || name != "" && len(credential.In([]byte(value))) > 0
+	return credential.Name(name) && credential.Literal(value) || credential.Value(value) || name != "" && len(credential.In([]byte(value), credential.Text)) > 0
 }
 
 // ClearFilesFix is what to do about a credential in a file sent in clear, besides

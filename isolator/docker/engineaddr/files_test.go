@@ -38,7 +38,11 @@ func TestClearFiles(t *testing.T) {
 		data(proj+"/team.gitconfig", isolator.WhyGitInclude, "[github]\n\ttoken = opaque\n[user]\n\tname = D\n"),
 		data(proj+"/.git/worktrees/w/config.worktree", "a linked worktree's pointer", "[remote \"x\"]\n\turl = https://a:b@h/r\n"),
 		data(proj+"/.git/modules/m/config", isolator.WhyGitConfig, "[remote \"x\"\n\turl = https://a:b@h/r\n"), // git refuses it: read as text
-		data(proj+"/.envrc", "run by tools on the host", "export GH_TOKEN=opaque\n"),
+		data(proj+"/.envrc", "run by tools on the host", "export GH_TOKEN=opaque\nexport DB_PASSWORD=\"pa$word\"\n"),
+		// Outside a shell file pa$word is a password; a password on a command line
+		// is found by its option.
+		data(proj+"/mise.toml", "run by tools on the host", "[env]\nDB_PASSWORD = \"pa$word\"\n"),
+		data(proj+"/.vscode/tasks.json", "run by tools on the host", `{"tasks": [{"command": "sshpass -p hunter2 ssh h"}]}`),
 		data(proj+"/.devsandbox.toml", "project config", "[tools.gh]\nsecrets = true\n[secrets]\nenv = [\"GH_TOKEN\"]\n"),
 		{Kind: isolator.Data, HomeRel: ".ssh/config", Why: "tool ssh", Content: []byte("Host *\n  IdentityFile ~/.ssh/id\n")},
 		data("/etc/ssl/certs/ca-certificates.crt", "CA bundle", "-----BEGIN CERTIFICATE-----\nAKIA0123456789ABCDEFGH\n-----END CERTIFICATE-----\n"),
@@ -50,13 +54,15 @@ func TestClearFiles(t *testing.T) {
 		proj + "/.git/worktrees/w/config.worktree (remote.x.url)",
 		proj + "/.git/modules/m/config (url (line 2))",
 		proj + "/.envrc (GH_TOKEN (line 1))",
+		proj + "/mise.toml (DB_PASSWORD (line 2))",
+		proj + "/.vscode/tasks.json (sshpass -p (line 1))",
 	}
 	got := ClearFiles(p)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ClearFiles:\n got %q\nwant %q", got, want)
 	}
 	for _, s := range got {
-		if strings.Contains(s, "opaque") || strings.Contains(s, "ghp_") {
+		if strings.Contains(s, "opaque") || strings.Contains(s, "ghp_") || strings.Contains(s, "word") || strings.Contains(s, "hunter2") {
 			t.Errorf("a credential's value in %q", s)
 		}
 	}
@@ -110,7 +116,7 @@ func TestGitCredential(t *testing.T) {
 		{"imap.pass", "[imap]\n\tuser = dsb\n\tpass = hunter2\n", []string{"imap.pass"}},
 		{"proxy with a password", "[http]\n\tproxy = http://dsb:hunter2@proxy.example:3128\n", []string{"http.proxy"}},
 		{"query in a remote URL", "[remote \"o\"]\n\turl = https://git.example/o/r.git?private_token=opaque\n", []string{"remote.o.url"}},
-		{"presigned URL", "[lfs]\n\turl = https://b.example/lfs?sv=1&sig=opaque\n", []string{"lfs.url"}},
+		{"presigned URL", "[lfs]\n\turl = https://b.example/lfs?sv=1&sig=0paque%2Bsig%3D\n", []string{"lfs.url"}},
 		{"query in insteadOf's base", "[url \"https://git.example/?private_token=opaque&x=\"]\n\tinsteadOf = https://git.example/\n", []string{"url.<…>.insteadof"}},
 		{"token in an extraHeader", "[http]\n\textraHeader = X-Api-Key: opaque\n", []string{"http.extraheader"}},
 		{"no secret", "[credential \"https://git.example\"]\n\tusername = dsb\n\thelper = cache --timeout=3600\n[http]\n\tcookieFile = ~/.gitcookies\n\tsslKey = /home/u/.ssl/key.pem\n" +
