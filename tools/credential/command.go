@@ -51,17 +51,21 @@ func SyntaxOf(name string, text []byte) Syntax {
 // passwordOption is the options of commands that take a password.
 type passwordOption struct {
 	commands, options []string
-	attached, pair    bool // the value only attached to a short option; a user:password pair
+	attached, pair    bool   // the value only attached to a short option; a user:password pair
+	scheme            string // the value's prefix before the password (openssl's pass:)
 }
 
 // passwordOptions are the commands whose options take a password after a blank or
 // attached (sshpass -p, redis-cli -a), only attached where the option alone asks
-// for it (mysql -pSECRET; mysql -p db prompts), or a user:password pair (curl -u).
+// for it (mysql -pSECRET; mysql -p db prompts), a user:password pair (curl -u), or
+// a password after a scheme (openssl -passin pass:…; env:NAME and file:PATH are
+// none).
 var passwordOptions = []passwordOption{
 	{commands: []string{"sshpass"}, options: []string{"-p"}},
 	{commands: []string{"mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mariadb", "mariadb-dump", "mariadb-admin"}, options: []string{"-p"}, attached: true},
 	{commands: []string{"curl"}, options: []string{"-u", "--user", "-U", "--proxy-user"}, pair: true},
 	{commands: []string{"redis-cli", "valkey-cli"}, options: []string{"-a", "--pass"}},
+	{commands: []string{"openssl"}, options: []string{"-pass", "-passin", "-passout"}, scheme: "pass:"},
 }
 
 // commandCredential judges a command line's options that take a password: those of
@@ -71,14 +75,15 @@ var passwordOptions = []passwordOption{
 // or --token-ttl) followed by its value after a blank (after an '=' the name=value
 // judgement has it), named by the option. The value must be literal in syn.
 func commandCredential(line string, syn Syntax) (string, bool) {
-	if !strings.Contains(line, " -") {
+	if !option(line) {
 		// No option: most lines of a file are none.
 		return "", false
 	}
 	fs := strings.Fields(line)
 	cmd := ""
-	for i, f := range fs {
+	for i, raw := range fs {
 		// A command's name: its path's last element, after an alias's quote.
+		f := unquote(raw)
 		w := f
 		if j := strings.LastIndexAny(w, "'\"=(`"); j >= 0 {
 			w = w[j+1:]
@@ -96,10 +101,12 @@ func commandCredential(line string, syn Syntax) (string, bool) {
 				return what, true
 			}
 		}
-		if strings.ContainsAny(f, ";|&") {
+		if strings.ContainsAny(raw, ";|&") {
 			cmd = ""
 		}
-		if longCredential(f) && !strings.HasPrefix(next, "-") && literal(next, syn) {
+		// A value holding an '=' is a specification (docker build --secret
+		// id=npm,src=.npmrc), not the secret; base64's padding aside.
+		if longCredential(f) && !strings.HasPrefix(next, "-") && !strings.Contains(strings.TrimRight(next, "="), "=") && literal(next, syn) {
 			return f, true
 		}
 	}
@@ -118,10 +125,17 @@ func optionPassword(cmd, opt, next string, syn Syntax) (string, bool) {
 			switch {
 			case opt == name && !o.attached:
 				v = next
-			case len(name) == 2 && len(opt) > 2 && strings.HasPrefix(opt, name):
+			case len(name) == 2 && len(opt) > 2 && strings.HasPrefix(opt, name) && o.scheme == "":
 				v = unquote(opt[2:])
 			default:
 				continue
+			}
+			if o.scheme != "" {
+				pw, ok := strings.CutPrefix(v, o.scheme)
+				if !ok {
+					continue
+				}
+				v = pw
 			}
 			if o.pair {
 				_, pw, ok := strings.Cut(v, ":")
@@ -160,8 +174,19 @@ func longCredential(f string) bool {
 	return false
 }
 
-// unquote returns a field of a command line without its quotes and a closing
-// parenthesis or ';'.
+// unquote returns a field of a command line without its quotes, brackets,
+// parentheses, ',' and ';' (a JSON array of arguments: ["-p", "hunter2"]).
 func unquote(f string) string {
-	return strings.Trim(f, "'\"`;)")
+	return strings.Trim(f, "'\"`;,()[]")
+}
+
+// option reports whether line may hold an option: a '-' after a blank, a quote or
+// a '['.
+func option(line string) bool {
+	for i := 1; i < len(line); i++ {
+		if line[i] == '-' && strings.IndexByte(" \t\"'[", line[i-1]) >= 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -43,12 +43,15 @@ func In(text []byte, syn Syntax) []string {
 	return out
 }
 
-// lineCredential judges one line: each NAME=value or NAME: value on it (the name
-// quoted or not, the value quoted or up to a blank or one of ",;#}]"), the options
-// of a command line that take a password (commandCredential), then every field of
-// it and every URL on it by its form alone. It returns the name, the command and
-// option, or "a value" for a field or a URL.
+// lineCredential judges one line: the options of a command line that take a
+// password (commandCredential), each NAME=value or NAME: value on it (the name
+// quoted or not, the value quoted or up to a blank or one of ",;#}]"), then every
+// field of it and every URL on it by its form alone. It returns the command and
+// option, the name, or "a value" for a field or a URL.
 func lineCredential(line string, syn Syntax) (string, bool) {
+	if what, ok := commandCredential(line, syn); ok {
+		return what, true
+	}
 	for i := 0; i < len(line); i++ {
 		if line[i] != '=' && line[i] != ':' {
 			continue
@@ -60,9 +63,6 @@ func lineCredential(line string, syn Syntax) (string, bool) {
 		if Name(name) || Value(value) {
 			return name, true
 		}
-	}
-	if what, ok := commandCredential(line, syn); ok {
-		return what, true
 	}
 	for _, f := range strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(" \t\r\"'`=,;()[]{}<>", r) }) {
 		if Value(f) {

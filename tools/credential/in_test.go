@@ -58,6 +58,9 @@ func TestCredentialsIn(t *testing.T) {
 		{"curl", "curl -u me:hunter2 https://h/\ncurl --user 'me:hunter2' https://h/\n", []string{"curl -u (line 1)", "curl --user (line 2)"}},
 		{"redis", "redis-cli -h cache -a hunter2 ping\n", []string{"redis-cli -a (line 1)"}},
 		{"long option", "deploy --password hunter2\ntool --api-key opaque1 --verbose\n", []string{"--password (line 1)", "--api-key (line 2)"}},
+		{"json arguments", `{"command": "sshpass", "args": ["-p", "hunter2", "ssh", "h"]}` + "\n" + `{"args": ["--token", "opaque1"]}` + "\n", []string{"sshpass -p (line 1)", "--token (line 2)"}},
+		{"openssl", "openssl pkcs12 -export -in c.pem -passout pass:hunter2 -out c.p12\nopenssl rsa -in k.pem -passin env:KEY_PASS\n", []string{"openssl -passout (line 1)"}},
+		{"option specifications", "docker build --secret id=npm,src=.npmrc .\ntool --token abc123def456==\n", []string{"--token (line 2)"}},
 		{"pgpassword", "PGPASSWORD=hunter2 psql -h db\n", []string{"PGPASSWORD (line 1)"}},
 		{"command line references", "sshpass -p \"$SSHPASS\" ssh h\nmysql -u root -p db\ncurl -u \"$U:$P\" https://h/\ncurl -u me https://h/\n" +
 			"redis-cli -a \"${REDIS_PASS}\"\ntool --password-file ./pw --token-ttl 3600\n", nil},

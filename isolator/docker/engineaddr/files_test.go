@@ -119,6 +119,7 @@ func TestGitCredential(t *testing.T) {
 		{"presigned URL", "[lfs]\n\turl = https://b.example/lfs?sv=1&sig=0paque%2Bsig%3D\n", []string{"lfs.url"}},
 		{"query in insteadOf's base", "[url \"https://git.example/?private_token=opaque&x=\"]\n\tinsteadOf = https://git.example/\n", []string{"url.<…>.insteadof"}},
 		{"token in an extraHeader", "[http]\n\textraHeader = X-Api-Key: opaque\n", []string{"http.extraheader"}},
+		{"password in sshCommand", "[core]\n\tsshCommand = sshpass -p hunter2 ssh\n", []string{"core.sshcommand"}},
 		{"no secret", "[credential \"https://git.example\"]\n\tusername = dsb\n\thelper = cache --timeout=3600\n[http]\n\tcookieFile = ~/.gitcookies\n\tsslKey = /home/u/.ssl/key.pem\n" +
 			"[core]\n\tsshCommand = ssh -i ~/.ssh/work -o IdentitiesOnly=yes\n[user]\n\tsigningKey = 0xABCDEF0123456789\n", nil},
 		{"references and empty values", "[github]\n\ttoken = ${GH_TOKEN}\n[hub]\n\toauthtoken =\n[http]\n\textraHeader = Authorization: Bearer $TOKEN\n" +
