@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/system"
@@ -71,12 +70,7 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 // rootlessRows are doctor's rows on whether the engine is rootless (info) and how
 // devsandbox runs the command there; own is ownEngine's verdict on its socket. Pure.
 func rootlessRows(info system.Info, own bool, host string, uid int) []isolator.Check {
-	rootless := false
-	for _, o := range info.SecurityOptions {
-		if strings.Contains(o, "name=rootless") {
-			rootless = true
-		}
-	}
+	rootless := isRootless(info)
 	row := func(name string, st isolator.State, detail, reason, fix string) isolator.Check {
 		return isolator.Check{Name: name, Status: isolator.Status{State: st, Reason: reason, Fix: fix}, Detail: detail}
 	}
@@ -94,9 +88,7 @@ func rootlessRows(info system.Info, own bool, host string, uid int) []isolator.C
 			fmt.Sprintf("a rootless engine whose socket (%s) is not a socket of yours on this host: devsandbox recognises a rootless engine by its socket, and would run the command as your uid, which such an engine maps to one of its subordinate ids: the project's files would not be its to write (runs fail) and what it made not yours", host),
 			"reach the engine through its own socket, owned by you ($XDG_RUNTIME_DIR/docker.sock: DOCKER_HOST=unix://$XDG_RUNTIME_DIR/docker.sock or `docker context use rootless`)")}
 	case own:
-		return []isolator.Check{row("docker rootless", isolator.Unavailable, "",
-			fmt.Sprintf("the engine's socket %s is yours, but the engine is rootful: devsandbox takes an engine whose socket you own for a rootless one and runs the command as the container's root, which here would be the host's root (the sandbox's init refuses that: runs fail)", host),
-			"give the engine's socket back to root (the docker group may use it), or run Docker rootless")}
+		return []isolator.Check{row("docker rootless", isolator.Active, "no: a rootful engine whose socket is yours (Docker Desktop's, or one in a virtual machine): the sandboxed command runs as your uid", "", "")}
 	}
 	return []isolator.Check{row("docker rootless", isolator.Active, "no: a rootful engine (access to it is root-equivalent)", "", "")}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -23,11 +24,14 @@ import (
 // init checks: a root that execs gains its bounding set) and no_new_privs: the user,
 // as on the host, with /etc/passwd naming the user.
 //
-// The engine is recognised by its socket, without a request on the launch's path:
-// a Unix socket on this host owned by the user (rootless Docker's
-// $XDG_RUNTIME_DIR/docker.sock). A rootful engine's socket is root's. Should an
-// engine whose socket the user owns run its containers in the host's user namespace
-// after all, the init refuses to run the command as the host's root (125).
+// Only an engine whose socket is the user's can be rootless: a Unix socket on this
+// host owned by the user (rootless Docker's $XDG_RUNTIME_DIR/docker.sock). Such an
+// engine is asked (Info, while the host side is prepared) whether it is: Docker
+// Desktop's socket is the user's too, and its engine, in a virtual machine, is not
+// rootless (the command runs as the user's uid there, as on every rootful engine).
+// A rootful engine's socket is root's: no request is added to its launches. Should
+// an engine that said it is rootless run its containers in the host's user
+// namespace after all, the init refuses to run the command as the host's root (125).
 
 // ownEngine reports whether the engine at a is run by the user uid (not root): its
 // Unix socket on this host is uid's. stat is os.Stat (tests fake it); the socket is
@@ -43,6 +47,32 @@ func ownEngine(a Address, uid int, stat func(string) (fs.FileInfo, error)) bool 
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == uid
+}
+
+// isRootless reports whether info is a rootless engine's.
+func isRootless(info system.Info) bool {
+	return slices.ContainsFunc(info.SecurityOptions, func(o string) bool { return strings.Contains(o, "name=rootless") })
+}
+
+// rootlessPlan is p as the engine runs it: with the command as the container's root
+// on a rootless engine, whose limits it checks (info is engineInfo's; nil: a
+// rootful engine).
+func rootlessPlan(p *isolator.Plan, info *future[system.Info], addr Address) (*isolator.Plan, error) {
+	if info == nil {
+		return p, nil
+	}
+	in, err := info.get()
+	if err != nil {
+		st := engineDown(addr, err)
+		return nil, fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+	}
+	if !isRootless(in) {
+		return p, nil
+	}
+	if err := rootlessLimits(p.Limits, in); err != nil {
+		return nil, err
+	}
+	return asContainerRoot(p, true), nil
 }
 
 // asContainerRoot is p with the command run as the container's root (a rootless
@@ -77,7 +107,8 @@ func rootlessLimits(l isolator.Limits, info system.Info) error {
 		isolator.ErrProtection, strings.Join(missing, ", "), info.CgroupDriver, cmp.Or(info.CgroupVersion, "?"))
 }
 
-// engineInfo asks e for its Info when own (a rootless engine's limits), else nil.
+// engineInfo asks e for its Info when own (an engine whose socket is the user's),
+// else nil.
 func engineInfo(ctx context.Context, e Engine, own bool) *future[system.Info] {
 	if !own {
 		return nil

@@ -107,6 +107,32 @@ func TestRootlessLimits(t *testing.T) {
 	}
 }
 
+// The command runs as the container's root only on an engine that says it is
+// rootless (Docker Desktop's socket is the user's too), whose limits are checked
+// first; no question is asked of an engine whose socket is not the user's (nil).
+func TestRootlessPlan(t *testing.T) {
+	answer := func(in system.Info) *future[system.Info] {
+		return fetch(func() (system.Info, error) { return in, nil })
+	}
+	rootless := system.Info{SecurityOptions: []string{"name=seccomp,profile=builtin", "name=rootless"}, CgroupDriver: "none", CgroupVersion: "1"}
+	p := basePlan()
+	if q, err := rootlessPlan(p, nil, engineaddr.Address{}); err != nil || q != p {
+		t.Errorf("no Info asked: plan replaced (%v)", err)
+	}
+	if q, err := rootlessPlan(p, answer(system.Info{SecurityOptions: []string{"name=seccomp,profile=default"}}), engineaddr.Address{}); err != nil || q != p {
+		t.Errorf("a rootful engine whose socket is the user's: plan replaced (%v)", err)
+	}
+	p.Limits = isolator.Limits{}
+	q, err := rootlessPlan(p, answer(rootless), engineaddr.Address{})
+	if err != nil || !q.User.ContainerRoot || p.User.ContainerRoot {
+		t.Errorf("a rootless engine: %+v (%v), want a copy as the container's root", q.User, err)
+	}
+	p.Limits = isolator.Limits{Pids: 4096}
+	if _, err := rootlessPlan(p, answer(rootless), engineaddr.Address{}); !errors.Is(err, isolator.ErrProtection) {
+		t.Errorf("a limit a rootless engine without cgroups drops: %v, want ErrProtection", err)
+	}
+}
+
 // The plan is copied, never changed, and only for the user's own engine.
 func TestAsContainerRoot(t *testing.T) {
 	p := basePlan()
@@ -155,7 +181,7 @@ func TestRootlessRows(t *testing.T) {
 	}{
 		{rootless, true, []string{"docker rootless=active", "docker rootless limits=warning"}},
 		{rootless, false, []string{"docker rootless=unavailable"}},
-		{rootful, true, []string{"docker rootless=unavailable"}},
+		{rootful, true, []string{"docker rootless=active"}}, // Docker Desktop's socket is the user's
 		{rootful, false, []string{"docker rootless=active"}},
 	} {
 		got := states(rootlessRows(tc.info, tc.own, "unix:///run/user/1000/docker.sock", 1000))

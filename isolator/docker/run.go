@@ -61,11 +61,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	defer e0.Close()
-	// A rootless engine's: the command runs as the container's root, the user
-	// (rootless.go); its limits are checked against what the engine can apply.
-	own := ownEngine(addr, os.Getuid(), os.Stat)
-	p = asContainerRoot(p, own)
-	info := engineInfo(ctx, e0, own)
+	// An engine whose socket is the user's is asked whether it is rootless
+	// (rootless.go), while the host side is prepared; a root-owned socket's never.
+	info := engineInfo(ctx, e0, ownEngine(addr, os.Getuid(), os.Stat))
 	// Before anything of the run's crosses to the engine: over plain TCP a secret
 	// is refused, anything else warned of. Over plain TCP to another machine, a
 	// credential in a file sent as content still refuses the run (RefuseClearFiles,
@@ -142,6 +140,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// A kept run stops them as soon as its exec's output ended (runKept).
 	stopServices := sync.OnceFunc(svc.Stop)
 	defer stopServices()
+	if p, err = rootlessPlan(p, info, addr); err != nil {
+		return 0, err
+	}
 	opts, pr, err := b.engineSide(ctx, e, addr, p)
 	if err != nil {
 		return 0, err
@@ -276,16 +277,6 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	spec, err := translate(p, l, opts)
 	if err != nil {
 		return 0, err
-	}
-	if info != nil {
-		in, err := info.get()
-		if err != nil {
-			st := engineDown(addr, err)
-			return 0, fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
-		}
-		if err := rootlessLimits(p.Limits, in); err != nil {
-			return 0, err
-		}
 	}
 	if spec.AgentBind != "" {
 		spec.agentVerdict = verdict
