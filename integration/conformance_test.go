@@ -168,7 +168,7 @@ func hideDir(t *testing.T, iso, home, bind, hide string, planted bool, mode os.F
 // Guarantee 1: mask_files are masked everywhere in the project, including a file
 // created on the host since the previous run.
 func TestMaskFiles(t *testing.T) {
-	forEachIsolator(t, func(t *testing.T, iso string) {
+	forEachIsolatorOf(t, withRootless(isolators()), func(t *testing.T, iso string) {
 		p := newProject(t)
 		p.write("proj/.env", "TOKEN=root-bait\n")
 		p.write("proj/app/.env.local", "TOKEN=nested-bait\n")
@@ -280,7 +280,7 @@ func TestExitCodes(t *testing.T) {
 
 // Guarantee 6 for the modes this build has: none has no network, open has the host's.
 func TestEgressModes(t *testing.T) {
-	forEachIsolatorOf(t, withTCP(isolators()), func(t *testing.T, iso string) {
+	forEachIsolatorOf(t, withRootless(withTCP(isolators())), func(t *testing.T, iso string) {
 		p := newProject(t)
 		none := p.mustSandbox(iso, []string{"--egress=none"}, `ls /sys/class/net 2>/dev/null || cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '`)
 		if strings.TrimSpace(none) != "lo" {

@@ -27,6 +27,10 @@ func setupDocker() {
 	if slices.Contains(isolators(), remoteDocker) {
 		engineReady[tcpDocker] = setupTCPEngine()
 	}
+	engineReady[rootlessDocker] = "neither docker nor docker-rootless is among DEVSANDBOX_IT_ISOLATORS"
+	if slices.Contains(isolators(), localDocker) || slices.Contains(isolators(), rootlessDocker) {
+		engineReady[rootlessDocker] = setupRootlessEngine()
+	}
 }
 
 // requireDocker skips without this machine's docker engine and its test image, and

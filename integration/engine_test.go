@@ -36,7 +36,9 @@ var remoteEngine = cmp.Or(os.Getenv("DEVSANDBOX_IT_REMOTE_ENGINE"), defaultRemot
 var engineAPI = map[string]string{}
 
 // isDocker reports whether iso is a variant of the docker isolator.
-func isDocker(iso string) bool { return iso == localDocker || iso == remoteDocker || iso == tcpDocker }
+func isDocker(iso string) bool {
+	return iso == localDocker || iso == remoteDocker || iso == tcpDocker || iso == rootlessDocker
+}
 
 // engineOf is the engine address (DOCKER_HOST) of docker variant iso; for tcpDocker,
 // the stand-in's socket, where root's docker CLI reaches the same engine.
@@ -44,11 +46,14 @@ func engineOf(iso string) string {
 	if iso == remoteDocker || iso == tcpDocker {
 		return remoteEngine
 	}
+	if iso == rootlessDocker {
+		return rootlessEngine
+	}
 	return "unix:///var/run/docker.sock"
 }
 
 // engineReady is, per docker variant, why its tests cannot run ("" when they can).
-var engineReady = map[string]string{localDocker: "not checked", remoteDocker: "not checked", tcpDocker: "not checked"}
+var engineReady = map[string]string{localDocker: "not checked", remoteDocker: "not checked", tcpDocker: "not checked", rootlessDocker: "not checked"}
 
 // dockerVariants are the docker variants DEVSANDBOX_IT_ISOLATORS names; "docker" when
 // it names none (the docker-only tests run against this machine's engine at least).
@@ -103,6 +108,9 @@ func isolatorArgs(args, env []string) ([]string, []string) {
 	args = slices.Clone(args)
 	if !own && slices.Contains(elsewhereVariants(), iso) {
 		args = slices.Insert(args, i+1, "--config="+elsewhereConfig)
+	}
+	if iso == rootlessDocker {
+		return rootlessArgs(args, env, i)
 	}
 	if iso != remoteDocker && iso != tcpDocker {
 		return args, env

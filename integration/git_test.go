@@ -261,7 +261,7 @@ func TestGitPointerFiles(t *testing.T) {
 // the host's git still reads.
 func TestGitWorksInside(t *testing.T) {
 	requireGit(t)
-	forEachIsolator(t, func(t *testing.T, iso string) {
+	forEachIsolatorOf(t, withRootless(isolators()), func(t *testing.T, iso string) {
 		p := newProject(t)
 		src := p.newRepo("subsrc")
 		p.newRepo("proj")

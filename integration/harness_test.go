@@ -228,7 +228,7 @@ func forEachIsolatorOf(t *testing.T, isos []string, f func(t *testing.T, iso str
 			switch iso {
 			case "bwrap":
 				requireBwrap(t)
-			case localDocker, remoteDocker, tcpDocker:
+			case localDocker, remoteDocker, tcpDocker, rootlessDocker:
 				requireEngine(t, iso)
 			case "krun":
 				requirePodman(t)

@@ -209,6 +209,20 @@ type User struct {
 	UID, GID int
 	HostHome string
 	Shell    string
+	// ContainerRoot: a container runs the command as its uid and gid 0, which the
+	// engine's user namespace maps to this user (a rootless Docker engine: its
+	// containers' other ids are the user's subordinate ids, whose files the user
+	// cannot change). Set by the docker backend only; labels and ownership checks
+	// on the host keep UID.
+	ContainerRoot bool
+}
+
+// InContainer is the uid and gid the command runs as in a container.
+func (u User) InContainer() (uid, gid int) {
+	if u.ContainerRoot {
+		return 0, 0
+	}
+	return u.UID, u.GID
 }
 
 // SystemView says which host system directories are visible.

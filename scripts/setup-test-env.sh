@@ -7,7 +7,7 @@ set -euo pipefail
 TEST_USER=${DEVSANDBOX_TEST_USER:-dsbtest}
 # The last group is what the syscall policy must keep working (the dev-tools test):
 # debuggers, a C toolchain, Node and a JDK (JFR, the JVM's sampling profiler).
-PACKAGES=(bubblewrap passt nftables iptables iproute2 uidmap git procps busybox-static shellcheck curl python3-minimal openssh-client openssh-server docker.io debootstrap podman runc slirp4netns
+PACKAGES=(bubblewrap passt nftables iptables iproute2 uidmap git procps busybox-static shellcheck curl python3-minimal openssh-client openssh-server docker.io debootstrap podman runc slirp4netns rootlesskit
 	strace gdb gcc libc6-dev make nodejs default-jdk-headless)
 
 missing=()
@@ -119,14 +119,15 @@ fi
 # stand_in_dockerd prints the directory holding the dockerd the stand-in runs: Debian
 # trixie's docker.io (26 or newer, Engine API 1.45+: volume sub-paths, what Docker
 # Desktop and current remote engines have), unpacked under /var/cache without being
-# installed over this machine's engine. It is fetched once with apt-get, from a
-# private list of trixie's packages (the machine's own sources stay as they are).
+# installed over this machine's engine, with the package's dockerd-rootless.sh (the
+# rootless engine's). It is fetched once with apt-get, from a private list of
+# trixie's packages (the machine's own sources stay as they are).
 STAND_IN_CACHE=/var/cache/devsandbox/stand-in
 stand_in_dockerd() {
 	local c=$STAND_IN_CACHE apt deb bin
 	local -a o found
 	found=("$c"/bin-*/dockerd)
-	if [ -x "${found[-1]}" ]; then
+	if [ -x "${found[-1]}" ] && [ -x "$(dirname "${found[-1]}")/dockerd-rootless.sh" ]; then
 		dirname "${found[-1]}"
 		return
 	fi
@@ -146,7 +147,14 @@ stand_in_dockerd() {
 	dpkg -x "$deb" "$c/unpack"
 	bin=$c/bin-$(basename "$deb" .deb)
 	mkdir -p "$bin"
-	cp "$c/unpack/usr/sbin/dockerd" "$c/unpack/usr/sbin/docker-proxy" "$bin/"
+	# A running stand-in may be executing the binaries of a cache made before the
+	# rootless script was kept (copying over them would fail: text file busy).
+	[ -x "$bin/dockerd" ] || cp "$c/unpack/usr/sbin/dockerd" "$c/unpack/usr/sbin/docker-proxy" "$bin/"
+	local rl
+	for rl in "$c/unpack/usr/share/docker.io/contrib/dockerd-rootless.sh" "$c/unpack/usr/bin/dockerd-rootless.sh"; do
+		[ -f "$rl" ] && install -m 0755 "$rl" "$bin/dockerd-rootless.sh" && break
+	done
+	[ -x "$bin/dockerd-rootless.sh" ] || { echo "setup: $deb holds no dockerd-rootless.sh" >&2; exit 1; }
 	rm -rf "$c/unpack" "$deb"
 	echo "$bin"
 }
@@ -282,6 +290,49 @@ stop_stand_in() {
 	exit 1
 }
 
+# rootless_engine starts the test user's rootless Docker engine (the docker-rootless
+# variant of the integration tests) unless it answers, and copies the test images into
+# it: the stand-in's dockerd, started as the test user by the package's
+# dockerd-rootless.sh, which runs it under rootlesskit (user, mount and network
+# namespaces of its own, slirp4netns for the network: /dev/net/tun usable by the user,
+# above), with its runtime directory, data, configuration and socket under
+# $ROOTLESS_DIR, none in the test user's home. Its containers' uid 0 is the test user,
+# every other uid one of the user's subordinate ids (above). Without cgroup v2 on this
+# machine kind, it applies no limit (and says so in docker info alone).
+ROOTLESS_DIR=/var/lib/dsb-rootless
+ROOTLESS_SOCK=$ROOTLESS_DIR/run/docker.sock
+rootless_engine() {
+	local rl=(env "DOCKER_HOST=unix://$ROOTLESS_SOCK" docker) bin img d
+	install -d -m 0755 "$ROOTLESS_DIR"
+	for d in run data config home; do
+		install -d -m 0700 -o "$TEST_USER" -g "$TEST_USER" "$ROOTLESS_DIR/$d"
+	done
+	if [ ! -s "$ROOTLESS_DIR/config/daemon.json" ]; then
+		echo '{}' >"$ROOTLESS_DIR/config/daemon.json"
+		chown "$TEST_USER:$TEST_USER" "$ROOTLESS_DIR/config/daemon.json"
+	fi
+	if ! "${rl[@]}" info >/dev/null 2>&1; then
+		bin=$(stand_in_dockerd)
+		echo "setup: starting the test user's rootless engine ($("$bin/dockerd" --version)) on $ROOTLESS_SOCK"
+		detached runuser -u "$TEST_USER" -- env -i -C / "HOME=$ROOTLESS_DIR/home" "XDG_RUNTIME_DIR=$ROOTLESS_DIR/run" \
+			"PATH=$bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" "$bin/dockerd-rootless.sh" \
+			--config-file "$ROOTLESS_DIR/config/daemon.json" --data-root "$ROOTLESS_DIR/data" -H "unix://$ROOTLESS_SOCK" \
+			>/var/log/devsandbox-dockerd-rootless.log 2>&1 </dev/null
+		for _ in $(seq 1 120); do
+			"${rl[@]}" info >/dev/null 2>&1 && break
+			sleep 0.5
+		done
+		"${rl[@]}" info >/dev/null 2>&1 || { echo "setup: the rootless engine did not answer within 60s; see /var/log/devsandbox-dockerd-rootless.log" >&2; exit 1; }
+	fi
+	"${rl[@]}" info --format '{{.SecurityOptions}}' | grep -q 'name=rootless' || { echo "setup: the engine on $ROOTLESS_SOCK is not rootless" >&2; exit 1; }
+	for img in devsandbox-test/busybox:1 devsandbox-test/debian:3; do
+		if [ "$("${rl[@]}" image inspect --format '{{.Id}}' "$img" 2>/dev/null)" != "$(docker image inspect --format '{{.Id}}' "$img")" ]; then
+			echo "setup: copying $img into the rootless engine"
+			docker save "$img" | "${rl[@]}" load >/dev/null
+		fi
+	done
+}
+
 # debian_mirror prints the mirror this machine's apt sources use for SUITE (deb822
 # .sources stanzas and one-line .list entries), so debootstrap works where another
 # mirror than deb.debian.org is configured; deb.debian.org when none names SUITE.
@@ -374,5 +425,7 @@ conf=$test_home/.config/containers
 [ -e "$conf/storage.conf" ] || printf '[storage]\ndriver = "overlay"\n' >"$conf/storage.conf"
 printf '[engine.runtimes]\nkrun = ["/usr/local/libexec/devsandbox-test/krun"]\n' >"$conf/containers.conf"
 chown "$TEST_USER:$TEST_USER" "$conf/storage.conf" "$conf/containers.conf"
+
+rootless_engine
 
 echo "setup: ready (bwrap $(bwrap --version | awk '{print $2}'), docker $(docker version --format '{{.Server.Version}}'), $(podman --version), test user $TEST_USER)"

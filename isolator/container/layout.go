@@ -238,7 +238,8 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 	if err := endpointsOK(p, o); err != nil {
 		return nil, err
 	}
-	l := &Layout{Home: o.Home, User: fmt.Sprintf("%d:%d", p.User.UID, p.User.GID), Workdir: p.Workdir, Network: "none",
+	uid, gid := p.User.InContainer()
+	l := &Layout{Home: o.Home, User: fmt.Sprintf("%d:%d", uid, gid), Workdir: p.Workdir, Network: "none",
 		Dirs: p.PrivateDirs, EmptyFile: p.EmptyFile, TTY: p.TTY, filesDir: o.FilesDir}
 	if l.Home == "" {
 		l.Home = "/home/" + p.User.Name
@@ -253,6 +254,7 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 		l.Network = "default"
 	}
 	man := manifest(p, o)
+	man.ContainerRoot = p.User.ContainerRoot
 	l.Manifest = man
 	owned := Tmpfs{Mode: "0700", Owned: true}
 	l.Mounts = []Mount{{Type: Scratch, Target: "/tmp", Tmpfs: Tmpfs{Mode: "1777", Exec: true}}}
@@ -339,11 +341,19 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 		}
 	}
 	sessionPublish := l.egressEndpoints(p, o, man)
-	passwd, group := UserFiles(p.User, l.Home)
+	cu := p.User
+	cu.UID, cu.GID = p.User.InContainer()
+	passwd, group := UserFiles(cu, l.Home)
 	if o.Shipped {
 		// The root file system is read-only, and the init is root's there.
 		l.ImageFiles = append(l.ImageFiles, ImageFile{Path: "/etc/passwd", Content: passwd}, ImageFile{Path: "/etc/group", Content: group})
-		man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckSealed, Path: InitPath})
+		if p.User.ContainerRoot {
+			// The command is the container's root, the init's owner: what keeps it
+			// from changing the init is the read-only root file system alone.
+			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckRO, Path: InitPath})
+		} else {
+			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckSealed, Path: InitPath})
+		}
 	} else {
 		initSrc := o.InitSource
 		if initSrc == "" {

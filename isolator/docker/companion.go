@@ -62,9 +62,10 @@ func needsCompanion(p *isolator.Plan) bool {
 // endpointVolumeOptions creates the endpoint volume: in memory (the sockets only),
 // the sandbox user's, mode 0700.
 func endpointVolumeOptions(p *isolator.Plan, name string, labels map[string]string) volume.CreateOptions {
+	uid, gid := p.User.InContainer()
 	return volume.CreateOptions{Name: name, Driver: "local", Labels: labels, DriverOpts: map[string]string{
 		"type": "tmpfs", "device": "tmpfs",
-		"o": fmt.Sprintf("uid=%d,gid=%d,mode=0700,size=16m", p.User.UID, p.User.GID),
+		"o": fmt.Sprintf("uid=%d,gid=%d,mode=0700,size=16m", uid, gid),
 	}}
 }
 
@@ -81,8 +82,9 @@ func companionConfig(p *isolator.Plan, image, volume string, labels map[string]s
 		}
 	}
 	pids := int64(512)
+	uid, gid := p.User.InContainer()
 	cfg := &dockercontainer.Config{
-		User:         fmt.Sprintf("%d:%d", p.User.UID, p.User.GID),
+		User:         fmt.Sprintf("%d:%d", uid, gid),
 		Image:        image,
 		Entrypoint:   []string{container.ShipDir + "/" + proxyName},
 		Cmd:          []string{companion.Arg},

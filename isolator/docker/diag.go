@@ -3,8 +3,10 @@ package docker
 import (
 	"context"
 	"fmt"
-	"strings"
+	"os"
 	"time"
+
+	"github.com/docker/docker/api/types/system"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/docker/engineaddr"
@@ -60,17 +62,33 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 		ok("docker image", b.Image)
 	}
 	if info, err := e.Info(ctx); err == nil {
-		rootless := false
-		for _, o := range info.SecurityOptions {
-			if strings.Contains(o, "name=rootless") {
-				rootless = true
-			}
-		}
-		if rootless {
-			ok("docker rootless", "rootless engine")
-		} else {
-			ok("docker rootless", "no: a rootful engine (access to it is root-equivalent)")
-		}
+		rows = append(rows, rootlessRows(info, ownEngine(a, os.Getuid(), os.Stat), a.Host, os.Getuid())...)
 	}
 	return rows
+}
+
+// rootlessRows are doctor's rows on whether the engine is rootless (info) and how
+// devsandbox runs the command there; own is ownEngine's verdict on its socket. Pure.
+func rootlessRows(info system.Info, own bool, host string, uid int) []isolator.Check {
+	rootless := isRootless(info)
+	row := func(name string, st isolator.State, detail, reason, fix string) isolator.Check {
+		return isolator.Check{Name: name, Status: isolator.Status{State: st, Reason: reason, Fix: fix}, Detail: detail}
+	}
+	switch {
+	case rootless && own:
+		rows := []isolator.Check{row("docker rootless", isolator.Active, fmt.Sprintf("rootless engine, run by you: the sandboxed command runs as the container's root, which is you (uid %d) on this host, with no capability and no_new_privs; what it writes in the project is yours", uid), "", "")}
+		if !info.PidsLimit || !info.MemoryLimit || !info.CPUCfsQuota {
+			rows = append(rows, row("docker rootless limits", isolator.Warning, "",
+				fmt.Sprintf("the engine has no cgroup controllers for you (cgroup driver %q, cgroup v%s; pids %v, memory %v, cpu %v): it would drop limits without a word, so a run with limits.pids (4096 by default), limits.memory or limits.cpus that it cannot apply is refused", info.CgroupDriver, info.CgroupVersion, info.PidsLimit, info.MemoryLimit, info.CPUCfsQuota),
+				"run the engine on a cgroup v2 host with the controllers delegated to your user (Docker's rootless guide, \"Limiting resources\"), or set limits.pids = 0 (and no memory or cpus limit) for this engine"))
+		}
+		return rows
+	case rootless:
+		return []isolator.Check{row("docker rootless", isolator.Unavailable, "",
+			fmt.Sprintf("a rootless engine whose socket (%s) is not a socket of yours on this host: devsandbox recognises a rootless engine by its socket, and would run the command as your uid, which such an engine maps to one of its subordinate ids: the project's files would not be its to write (runs fail) and what it made not yours", host),
+			"reach the engine through its own socket, owned by you ($XDG_RUNTIME_DIR/docker.sock: DOCKER_HOST=unix://$XDG_RUNTIME_DIR/docker.sock or `docker context use rootless`)")}
+	case own:
+		return []isolator.Check{row("docker rootless", isolator.Active, "no: a rootful engine whose socket is yours (Docker Desktop's, or one in a virtual machine): the sandboxed command runs as your uid", "", "")}
+	}
+	return []isolator.Check{row("docker rootless", isolator.Active, "no: a rootful engine (access to it is root-equivalent)", "", "")}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -60,6 +61,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	defer e0.Close()
+	// An engine whose socket is the user's is asked whether it is rootless
+	// (rootless.go), while the host side is prepared; a root-owned socket's never.
+	info := engineInfo(ctx, e0, ownEngine(addr, os.Getuid(), os.Stat))
 	// Before anything of the run's crosses to the engine: over plain TCP a secret
 	// is refused, anything else warned of. Over plain TCP to another machine, a
 	// credential in a file sent as content still refuses the run (RefuseClearFiles,
@@ -136,6 +140,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// A kept run stops them as soon as its exec's output ended (runKept).
 	stopServices := sync.OnceFunc(svc.Stop)
 	defer stopServices()
+	if p, err = rootlessPlan(p, info, addr); err != nil {
+		return 0, err
+	}
 	opts, pr, err := b.engineSide(ctx, e, addr, p)
 	if err != nil {
 		return 0, err

@@ -207,6 +207,7 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 	}
 	var mounts, hashed []mount.Mount // hashed: anchors, pinned ones by their source path, not this process's descriptors
 	tmpfs := map[string]string{}
+	uid, gid := p.User.InContainer()
 	for _, m := range l.Mounts {
 		switch m.Type {
 		case container.Bind:
@@ -242,9 +243,9 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 		case container.MaskDir:
 			// In Tmpfs, not Mounts: engines before API 1.46 set no owner on a tmpfs
 			// mount.
-			tmpfs[m.Target] = strings.Join(container.MaskOptions(container.UIDGID(p.User.UID, p.User.GID)), ",")
+			tmpfs[m.Target] = strings.Join(container.MaskOptions(container.UIDGID(uid, gid)), ",")
 		case container.Scratch:
-			tmpfs[m.Target] = strings.Join(m.Tmpfs.Options(container.UIDGID(p.User.UID, p.User.GID)), ",")
+			tmpfs[m.Target] = strings.Join(m.Tmpfs.Options(container.UIDGID(uid, gid)), ",")
 		}
 	}
 	labels := maps.Clone(l.Labels)

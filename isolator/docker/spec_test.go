@@ -172,6 +172,23 @@ var goldenCases = []struct {
 		o.Keep = true
 		return o
 	}},
+	// A rootless engine's (rootless.go): the command, the keeper and the session's
+	// exec as the container's root (the user on the host), the sandbox's tmpfs
+	// mounts and /etc/passwd with it, the init told to check that uid 0 is not the
+	// host's; labels keep the user's uid.
+	{"rootless_kept_proxy", func() *isolator.Plan {
+		p := basePlan()
+		p.User.ContainerRoot = true
+		p.Egress = egress.Rules{Mode: egress.Proxy, Proxy: egress.Endpoint{Unix: "/run/user/1000/devsandbox/0123abcd/proxy-s1.sock"},
+			SocketDir: "/run/user/1000/devsandbox/0123abcd"}
+		p.Proxy.Session = "s1"
+		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskDir, HomeRel: ".aws"})
+		return p
+	}, func() Options {
+		o := opts
+		o.Keep = true
+		return o
+	}},
 	{"anchored_mask", anchoredPlan, nil},
 	{"anchored_mask_subpath", anchoredPlan, func() Options {
 		o := opts

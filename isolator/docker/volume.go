@@ -30,10 +30,11 @@ func (b *Isolator) ensureHomeVolume(ctx context.Context, e Engine, p *isolator.P
 	}}); err != nil {
 		return fmt.Errorf("creating the home volume %s: %w", opts.HomeVolume, err)
 	}
+	uid, gid := p.User.InContainer()
 	cfg := &dockercontainer.Config{
 		Image:      opts.Image,
 		User:       "0:0",
-		Entrypoint: []string{"/bin/sh", "-c", fmt.Sprintf("chown %d:%d /v && chmod 0700 /v", p.User.UID, p.User.GID)},
+		Entrypoint: []string{"/bin/sh", "-c", fmt.Sprintf("chown %d:%d /v && chmod 0700 /v", uid, gid)},
 		Labels:     map[string]string{LabelProject: p.Project.ID, LabelUser: fmt.Sprint(p.User.UID)},
 	}
 	hc := &dockercontainer.HostConfig{

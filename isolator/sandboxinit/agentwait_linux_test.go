@@ -2,6 +2,7 @@ package sandboxinit
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -109,5 +110,37 @@ func TestWaitAgent(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A manifest that runs the command as the container's root (a rootless engine's, the
+// user) is refused where that root is the host's: the init, run as the host's root
+// with no capability and no_new_privs (as a rootful engine's container would run
+// it), stops with 125 before the command.
+func TestContainerRootRefusedAsHostRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs the host's root (the unit tests run as root in CI)")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("setpriv (util-linux) is needed: ", err)
+		}
+		t.Skip("setpriv (util-linux) is needed: ", err)
+	}
+	cmd := exec.Command(setpriv, "--no-new-privs", "--bounding-set=-all", "--inh-caps=-all", os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=container", wire.ManifestEnv+"="+(&wire.Manifest{ContainerRoot: true}).Encode(),
+		`HELPER_SCRIPT=echo the command ran`)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 125 || strings.Contains(string(out), "the command ran") || !strings.Contains(string(out), "the host's root") {
+		t.Fatalf("the container's root as the host's root: %v: %s; want 125, the command not run, the reason named", err, out)
+	}
+	// The same init with no such manifest runs the command (the check is the
+	// manifest's, not every root's).
+	cmd = exec.Command(setpriv, "--no-new-privs", "--bounding-set=-all", "--inh-caps=-all", os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=container", wire.ManifestEnv+"="+(&wire.Manifest{}).Encode(), `HELPER_SCRIPT=echo the command ran`)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "the command ran") {
+		t.Fatalf("without ContainerRoot: %v: %s", err, out)
 	}
 }

@@ -32,7 +32,7 @@ func Verify(m *wire.Manifest, files map[string][]byte) error {
 // process's privileges and the view (m's checks). The container init runs it before
 // it reads the host's hello, while the hello is on its way.
 func VerifyView(m *wire.Manifest) error {
-	if err := verifyPrivileges(); err != nil {
+	if err := verifyPrivileges(m.ContainerRoot); err != nil {
 		return err
 	}
 	same := sameKernel(m.BootID)
@@ -426,18 +426,22 @@ func unexpectedEntries(dir string, allow []string) ([]string, error) {
 	return extra, err
 }
 
-// verifyPrivileges checks that the init holds no capability and cannot gain one.
-func verifyPrivileges() error {
+// verifyPrivileges checks that the init holds no capability and cannot gain one;
+// with containerRoot (wire.Manifest.ContainerRoot), also that its uid 0 is not the
+// host's.
+func verifyPrivileges(containerRoot bool) error {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return fmt.Errorf("reading /proc/self/status: %v", err)
 	}
-	var capEff, nnp string
+	var capEff, capBnd, nnp string
 	for _, l := range strings.Split(string(b), "\n") {
 		k, v, _ := strings.Cut(l, ":")
 		switch k {
 		case "CapEff":
 			capEff = strings.TrimSpace(v)
+		case "CapBnd":
+			capBnd = strings.TrimSpace(v)
 		case "NoNewPrivs":
 			nnp = strings.TrimSpace(v)
 		}
@@ -448,7 +452,46 @@ func verifyPrivileges() error {
 	if nnp != "1" {
 		return errors.New("no_new_privs is not set; the container must run with no-new-privileges")
 	}
+	if os.Geteuid() != 0 && os.Getuid() != 0 {
+		return nil
+	}
+	// The container's root (a rootless engine's, the user): a program it runs gains
+	// the bounding set, whatever no_new_privs says; and it must not be the host's root.
+	if n, err := strconv.ParseUint(capBnd, 16, 64); err != nil || n != 0 {
+		return fmt.Errorf("the sandbox runs as uid 0 with a bounding set of capabilities (CapBnd %s) that a program it runs would gain; the container must drop them all", capBnd)
+	}
+	if !containerRoot {
+		return nil
+	}
+	m, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return fmt.Errorf("reading /proc/self/uid_map: %v", err)
+	}
+	if hostRoot(string(m)) {
+		return errors.New("the sandbox would run as uid 0 of the host's user namespace (the host's root): the engine is not a rootless one; run it as your user (rootless Docker) or reach a rootful engine through its own socket (root's), where devsandbox runs the command as your uid")
+	}
 	return nil
+}
+
+// hostRoot reports whether uidMap (a /proc/PID/uid_map) maps uid 0 to the host's uid
+// 0: the initial user namespace, or one whose root is the host's.
+func hostRoot(uidMap string) bool {
+	for _, l := range strings.Split(uidMap, "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			continue
+		}
+		in, err1 := strconv.ParseUint(f[0], 10, 32)
+		out, err2 := strconv.ParseUint(f[1], 10, 32)
+		n, err3 := strconv.ParseUint(f[2], 10, 32)
+		if err1 != nil || err2 != nil || err3 != nil {
+			return true // unreadable: not proven otherwise
+		}
+		if in == 0 && n > 0 {
+			return out == 0
+		}
+	}
+	return true // uid 0 unmapped here cannot be: it is what we run as
 }
 
 // readOnlyForOthers checks that dir (the secret directory) admits nobody else.

@@ -324,3 +324,24 @@ func TestWriteSecretFilesConcurrent(t *testing.T) {
 		t.Errorf("temporary files left: %v", names)
 	}
 }
+
+// The container's root is the host's only where the init's user namespace maps uid 0
+// to the host's uid 0 (the initial namespace, a rootful engine's container); a
+// rootless engine's maps it to the user.
+func TestHostRoot(t *testing.T) {
+	for _, tc := range []struct {
+		uidMap string
+		want   bool
+	}{
+		{"         0          0 4294967295\n", true},
+		{"         0       1000          1\n         1     100000      65536\n", false},
+		{"         1     100000      65536\n         0       1000          1\n", false},
+		{"         0          0          1\n         1     100000      65536\n", true},
+		{"", true},
+		{"0 x 1\n", true},
+	} {
+		if got := hostRoot(tc.uidMap); got != tc.want {
+			t.Errorf("hostRoot(%q) = %v, want %v", tc.uidMap, got, tc.want)
+		}
+	}
+}

@@ -102,6 +102,9 @@ type Check struct {
 // Manifest is what the init verifies and how it runs the command.
 type Manifest struct {
 	Checks []Check `json:"checks,omitempty"`
+	// ContainerRoot: the command runs as the container's uid 0, which must be the
+	// user's on the host (a rootless engine's user namespace), never the host's root.
+	ContainerRoot bool `json:"containerRoot,omitempty"`
 	// Network is the expected egress state: "none" (only loopback), "firewall" (the
 	// egress rules in force: a datagram to EgressProbe is refused) or "" (not checked).
 	Network string `json:"network,omitempty"`

@@ -1,0 +1,295 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// The docker isolator against a rootless engine: the test user's own dockerd, run
+// through rootlesskit (scripts/setup-test-env.sh, rootless_engine), where a
+// container's uid 0 is the test user and every other uid one of the user's
+// subordinate ids. devsandbox recognises it by its socket (the user's) and runs the
+// command as the container's root, with no capability (isolator/docker/rootless.go).
+//
+// The variant docker-rootless runs a focused set, not the whole suite: the tests
+// that call withRootless, and this file's, whenever docker (this machine's engine,
+// which builds the default image) is among DEVSANDBOX_IT_ISOLATORS. Naming
+// docker-rootless there runs every test on it.
+//
+// This machine kind has no cgroup v2: the engine applies no limit, so every run on
+// the variant gets --pids=0 (rootlessArgs), and TestRootlessLimitsRefused checks the
+// refusal a run without it meets.
+const rootlessDocker = "docker-rootless"
+
+// rootlessEngine is the rootless engine's address, unless
+// DEVSANDBOX_IT_ROOTLESS_ENGINE names another.
+var rootlessEngine = cmp.Or(os.Getenv("DEVSANDBOX_IT_ROOTLESS_ENGINE"), "unix:///var/lib/dsb-rootless/run/docker.sock")
+
+// withRootless is isos with rootlessDocker added when this machine's docker variant
+// is among them.
+func withRootless(isos []string) []string {
+	if slices.Contains(isos, localDocker) && !slices.Contains(isos, rootlessDocker) {
+		return append(slices.Clone(isos), rootlessDocker)
+	}
+	return isos
+}
+
+// rootlessArgs is isolatorArgs for the variant: --isolator=docker at args[i], the
+// rootless engine as DOCKER_HOST unless env names one, and --pids=0 unless the
+// arguments set --pids (the engine here cannot apply a limit).
+func rootlessArgs(args, env []string, i int) ([]string, []string) {
+	args[i] = "--isolator=docker"
+	end := slices.Index(args, "--")
+	if end < 0 {
+		end = len(args)
+	}
+	if !slices.ContainsFunc(args[:end], func(a string) bool { return a == "--pids" || strings.HasPrefix(a, "--pids=") }) {
+		args = slices.Insert(args, i+1, "--pids=0")
+	}
+	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "DOCKER_HOST=") }) {
+		env = append(slices.Clip(env), "DOCKER_HOST="+rootlessEngine)
+	}
+	return args, env
+}
+
+// setupRootlessEngine checks that the rootless engine answers, is rootless and is
+// the test user's (its socket is theirs: what devsandbox recognises it by), and makes
+// the default image in it; it returns why the variant cannot run ("" when it can).
+func setupRootlessEngine() string {
+	path := strings.TrimPrefix(rootlessEngine, "unix://")
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Sprintf("no rootless engine at %s (scripts/setup-test-env.sh starts it): %v", rootlessEngine, err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != it.uid {
+		return fmt.Sprintf("the rootless engine's socket %s is not the test user's (uid %d)", path, it.uid)
+	}
+	out, err := dockerCmd(rootlessDocker, "info", "--format", "{{.SecurityOptions}}").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("the rootless engine at %s does not answer: %v: %s", rootlessEngine, err, bytes.TrimSpace(out))
+	}
+	if !bytes.Contains(out, []byte("name=rootless")) {
+		return fmt.Sprintf("the engine at %s is not rootless (security options %s)", rootlessEngine, bytes.TrimSpace(out))
+	}
+	return setupEngine(rootlessDocker)
+}
+
+// forRootless runs f as the docker-rootless subtest.
+func forRootless(t *testing.T, f func(t *testing.T, iso string)) {
+	t.Helper()
+	t.Run(rootlessDocker, func(t *testing.T) {
+		requireEngine(t, rootlessDocker)
+		f(t, rootlessDocker)
+	})
+}
+
+// What the sandbox writes in the project is the user's: the host user edits and
+// removes it, and the sandbox edits the user's files. On a rootless engine, main ran
+// the command as the user's uid, a subordinate id there: the init could not even look
+// into the sandbox home (the container's root's) and every run failed (125,
+// "maskdir …/.ssh is missing: permission denied"); had it run, the files would have
+// been a subordinate id's, which the user can neither change nor remove.
+func TestSandboxWritesAreTheUsers(t *testing.T) {
+	forEachIsolatorOf(t, withRootless(isolators()), func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.write("proj/host.txt", "host\n")
+		script := `set -e; echo made > made.txt; mkdir -p d/e; echo deep > d/e/f; echo sandbox >> host.txt; chmod 0600 made.txt; echo ok`
+		if refusesAnchors(iso) {
+			wantAnchorsRefused(t, p.sandbox(iso, nil, script))
+			return
+		}
+		if out := p.mustSandbox(iso, nil, script); out != "ok\n" {
+			t.Fatalf("sandbox:\n%s", out)
+		}
+		var owners []string
+		for _, rel := range []string{"made.txt", "d", "d/e", "d/e/f", "host.txt"} {
+			fi, err := os.Lstat(filepath.Join(p.dir, rel))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := fi.Sys().(*syscall.Stat_t)
+			if int(st.Uid) != it.uid || int(st.Gid) != it.gid {
+				owners = append(owners, fmt.Sprintf("%s %d:%d", rel, st.Uid, st.Gid))
+			}
+		}
+		if len(owners) > 0 {
+			t.Errorf("files the sandbox wrote are not the user's (%d:%d): %v", it.uid, it.gid, owners)
+		}
+		out := asTestUser(t, `cd "$1" && echo host-edit >> made.txt && cat made.txt host.txt && rm -r made.txt d && ls`, p.dir)
+		if out != "made\nhost-edit\nhost\nsandbox\nhost.txt\n" {
+			t.Fatalf("the host user editing and removing what the sandbox wrote:\n%s", out)
+		}
+	})
+}
+
+// On a rootless engine the command is the container's root: the user's name, no
+// capability in any set (a program it runs gains none), no_new_privs. What root owns
+// in a container that the user does not own on the host is still out of reach:
+// another uid for a file of the project (chown), a device (mknod), a new user
+// namespace or mount, /proc/sys, the protected files of the project (.git/config,
+// .git/hooks, a mask) and the read-only root file system with the init. A setuid bit
+// it sets makes a file setuid to the user alone.
+func TestRootlessContainerRoot(t *testing.T) {
+	forRootless(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.write("proj/.env", "TOKEN=bait\n")
+		p.write("proj/a.txt", "a\n")
+		script := `
+try() { if "$@" 2>/dev/null; then echo "ALLOWED $*"; else echo "refused $*"; fi; }
+echo "id $(id -u):$(id -g) $(id -un)"
+grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status | tr -s '\t ' ' '
+try chown 1234 a.txt
+try chgrp 1234 a.txt
+try chown 0:0 .env
+try mknod dev c 1 3
+try sh -c 'echo x > .git/config'
+try chmod 0666 .git/config
+try sh -c 'echo x > .git/hooks/pre-commit'
+try chmod 0777 .git/hooks
+try sh -c 'echo x > .env'
+try chmod 0666 .env
+try sh -c 'echo x > /etc/passwd'
+try chmod 4755 /run/devsandbox/init
+try sh -c 'echo x > /etc/hosts'
+try sh -c 'echo 1 > /proc/sys/kernel/core_pattern'
+try unshare -U true
+try mount -t tmpfs t /mnt
+touch suid && chmod 6755 suid && echo suid-set
+cat .env; echo end`
+		out := p.mustSandbox(iso, nil, script)
+		want := `id 0:0 ` + it.name + `
+CapInh: 0000000000000000
+CapPrm: 0000000000000000
+CapEff: 0000000000000000
+CapBnd: 0000000000000000
+CapAmb: 0000000000000000
+NoNewPrivs: 1
+refused chown 1234 a.txt
+refused chgrp 1234 a.txt
+refused chown 0:0 .env
+refused mknod dev c 1 3
+refused sh -c echo x > .git/config
+refused chmod 0666 .git/config
+refused sh -c echo x > .git/hooks/pre-commit
+refused chmod 0777 .git/hooks
+refused sh -c echo x > .env
+refused chmod 0666 .env
+refused sh -c echo x > /etc/passwd
+refused chmod 4755 /run/devsandbox/init
+refused sh -c echo x > /etc/hosts
+refused sh -c echo 1 > /proc/sys/kernel/core_pattern
+refused unshare -U true
+refused mount -t tmpfs t /mnt
+suid-set
+end
+`
+		if out != want {
+			t.Fatalf("as the container's root on a rootless engine:\n%s\nwant:\n%s", out, want)
+		}
+		for rel, mode := range map[string]os.FileMode{"a.txt": 0, "suid": os.ModeSetuid | os.ModeSetgid} {
+			fi, err := os.Lstat(filepath.Join(p.dir, rel))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := fi.Sys().(*syscall.Stat_t)
+			if int(st.Uid) != it.uid || int(st.Gid) != it.gid || fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != mode {
+				t.Errorf("%s on the host: %v %d:%d, want the user's (%d:%d)", rel, fi.Mode(), st.Uid, st.Gid, it.uid, it.gid)
+			}
+		}
+		if b, _ := os.ReadFile(p.path("proj/.git/config")); !strings.HasPrefix(string(b), "[core]") {
+			t.Errorf(".git/config changed: %q", b)
+		}
+	})
+}
+
+// A rootless engine without cgroup controllers drops limits without a warning: a
+// run with the default limits.pids is refused (125), naming the limit and the fix,
+// and runs nothing.
+func TestRootlessLimitsRefused(t *testing.T) {
+	forRootless(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		r := p.sandbox(iso, []string{"--pids=4096"}, "echo ran")
+		if r.code != 125 || r.stdout != "" || !strings.Contains(r.stderr, "the rootless docker engine cannot apply limits.pids = 4096") || !strings.Contains(r.stderr, "--pids=0") {
+			t.Fatalf("limits on a rootless engine without cgroups: want the run refused (125), naming the limit and the fix:\n%s", r)
+		}
+	})
+}
+
+// A kept container is reused on a rootless engine; `sandboxes rm` then removes it,
+// its volumes and the sandbox home, whose files are all the user's (nothing to hand
+// back through the engine, nothing of a subordinate id's); `sandboxes prune` removes
+// a gone project's home and what its runs left in the engine.
+func TestRootlessKeptAndRemoved(t *testing.T) {
+	forRootless(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		keep := []string{"--keep-container", "--egress=none"}
+		p.mustSandbox(iso, keep, `echo first > /tmp/marker; mkdir -p ~/.cache/x; echo c > ~/.cache/x/f`)
+		ids := projectContainers(t, iso, p, false)
+		if len(ids) != 1 {
+			t.Fatalf("want one running kept container, have %v", ids)
+		}
+		if out := p.mustSandbox(iso, keep, `cat /tmp/marker; id -u`); out != "first\n0\n" {
+			t.Fatalf("second run did not reuse the container as its root: %q", out)
+		}
+		if again := projectContainers(t, iso, p, false); len(again) != 1 || again[0] != ids[0] {
+			t.Fatalf("container changed between runs: %v then %v", ids, again)
+		}
+		home := filepath.Join(it.home, ".local/share/devsandbox", p.name())
+		if out := asTestUser(t, `find "$1" ! -user "$2" | head -n 3`, home, it.name); out != "" {
+			t.Errorf("sandbox home holds entries not the user's:\n%s", out)
+		}
+		r := run(t, p.dir, []string{"DOCKER_HOST=" + rootlessEngine}, "", "sandboxes", "rm", p.name())
+		if r.code != 0 {
+			t.Fatalf("sandboxes rm:\n%s", r)
+		}
+		if left := projectContainers(t, iso, p, true); len(left) != 0 {
+			t.Errorf("containers left after sandboxes rm: %v", left)
+		}
+		if _, err := os.Lstat(home); !os.IsNotExist(err) {
+			t.Errorf("sandbox home %s left after sandboxes rm: %v", home, err)
+		}
+
+		gone := newProject(t)
+		gone.mustSandbox(iso, []string{"--egress=none"}, `mkdir -p ~/.cache/y; echo c > ~/.cache/y/f; echo x > made.txt`)
+		goneHome := filepath.Join(it.home, ".local/share/devsandbox", gone.name())
+		if err := os.RemoveAll(gone.dir); err != nil {
+			t.Fatal(err)
+		}
+		r = run(t, it.home, []string{"DOCKER_HOST=" + rootlessEngine}, "", "sandboxes", "prune")
+		if r.code != 0 {
+			t.Fatalf("sandboxes prune:\n%s", r)
+		}
+		if _, err := os.Lstat(goneHome); !os.IsNotExist(err) {
+			t.Errorf("a gone project's sandbox home %s left after sandboxes prune: %v\n%s", goneHome, err, r)
+		}
+		if left := dockerAt(t, iso, "volume", "ls", "-q", "--filter", "label=dev.devsandbox.project="+strings.TrimPrefix(gone.name(), "proj-")); left != "" {
+			t.Errorf("a gone project's volumes left after sandboxes prune: %s", left)
+		}
+	})
+}
+
+// doctor names the rootless engine, how the command runs there and that this
+// engine's limits cannot be applied.
+func TestRootlessDoctor(t *testing.T) {
+	forRootless(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		r := run(t, p.dir, []string{"DOCKER_HOST=" + rootlessEngine}, "", "--isolator=docker", "doctor")
+		for _, want := range []string{
+			fmt.Sprintf("rootless engine, run by you: the sandboxed command runs as the container's root, which is you (uid %d) on this host", it.uid),
+			"docker rootless limits",
+		} {
+			if !strings.Contains(r.stdout+r.stderr, want) {
+				t.Errorf("doctor does not say %q:\n%s", want, r)
+			}
+		}
+	})
+}

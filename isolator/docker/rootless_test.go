@@ -1,0 +1,192 @@
+package docker
+
+import (
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/system"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/docker/engineaddr"
+)
+
+// fakeSocket is a FileInfo of a socket (or, with mode, another file) owned by uid.
+type fakeSocket struct {
+	uid  uint32
+	mode fs.FileMode
+}
+
+func (f fakeSocket) Name() string       { return "docker.sock" }
+func (f fakeSocket) Size() int64        { return 0 }
+func (f fakeSocket) Mode() fs.FileMode  { return f.mode }
+func (f fakeSocket) ModTime() time.Time { return time.Time{} }
+func (f fakeSocket) IsDir() bool        { return false }
+func (f fakeSocket) Sys() any           { return &syscall.Stat_t{Uid: f.uid} }
+
+// An engine is the user's own (rootless) only by a Unix socket of this host that the
+// user, not root, owns; the path is the one the address names.
+func TestOwnEngine(t *testing.T) {
+	const sock = "/run/user/1000/docker.sock"
+	for _, tc := range []struct {
+		name string
+		host string
+		uid  int
+		fi   fs.FileInfo
+		err  error
+		want bool
+	}{
+		{"the user's socket", "unix://" + sock, 1000, fakeSocket{1000, fs.ModeSocket | 0o660}, nil, true},
+		{"root's socket", "unix://" + sock, 1000, fakeSocket{0, fs.ModeSocket | 0o660}, nil, false},
+		{"another user's socket", "unix://" + sock, 1000, fakeSocket{1001, fs.ModeSocket | 0o660}, nil, false},
+		{"the user's regular file", "unix://" + sock, 1000, fakeSocket{1000, 0o600}, nil, false},
+		{"no socket", "unix://" + sock, 1000, nil, fs.ErrNotExist, false},
+		{"root running devsandbox", "unix://" + sock, 0, fakeSocket{0, fs.ModeSocket | 0o660}, nil, false},
+		{"tcp", "tcp://127.0.0.1:2376", 1000, fakeSocket{1000, fs.ModeSocket}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stat := func(p string) (fs.FileInfo, error) {
+				if p != sock {
+					t.Fatalf("stat %s, want %s", p, sock)
+				}
+				return tc.fi, tc.err
+			}
+			if got := ownEngine(engineaddr.Address{Host: tc.host}, tc.uid, stat); got != tc.want {
+				t.Errorf("ownEngine = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// On a real socket of the test's own.
+func TestOwnEngineRealSocket(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "d.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	a := engineaddr.Address{Host: "unix://" + sock}
+	if uid := os.Getuid(); uid != 0 && !ownEngine(a, uid, os.Stat) {
+		t.Errorf("a socket of uid %d's is not recognised as its engine's", uid)
+	}
+	if ownEngine(a, os.Getuid()+1, os.Stat) {
+		t.Errorf("a socket of another uid's is taken for the user's engine")
+	}
+}
+
+// A rootless engine without cgroups drops limits without a warning: a run that asks
+// for one is refused (125), naming each limit; none asked for passes.
+func TestRootlessLimits(t *testing.T) {
+	none := system.Info{CgroupDriver: "none", CgroupVersion: "1"}
+	err := rootlessLimits(isolator.Limits{Pids: 4096, Memory: 1 << 30, CPUs: 1.5}, none)
+	if !errors.Is(err, isolator.ErrProtection) {
+		t.Fatalf("limits on an engine without cgroups: %v, want ErrProtection", err)
+	}
+	const want = `protection could not be applied: the rootless docker engine cannot apply limits.pids = 4096, limits.memory = 1073741824 bytes, limits.cpus = 1.5 (cgroup driver "none", cgroup v1: it would start the sandbox without them); the command did not run. Run the engine on a cgroup v2 host with the controllers delegated to your user (Docker's rootless guide, "Limiting resources"), or set the limit to 0 (--pids=0) or leave it unset`
+	if err.Error() != want {
+		t.Errorf("got\n%s\nwant\n%s", err, want)
+	}
+	if err := rootlessLimits(isolator.Limits{}, none); err != nil {
+		t.Errorf("no limit asked for: %v", err)
+	}
+	all := system.Info{PidsLimit: true, MemoryLimit: true, CPUCfsQuota: true, CgroupDriver: "systemd", CgroupVersion: "2"}
+	if err := rootlessLimits(isolator.Limits{Pids: 4096, Memory: 1 << 30, CPUs: 1.5}, all); err != nil {
+		t.Errorf("an engine with the controllers delegated: %v", err)
+	}
+	pidsOnly := system.Info{PidsLimit: true, CgroupDriver: "systemd", CgroupVersion: "2"}
+	if err := rootlessLimits(isolator.Limits{Pids: 4096, CPUs: 2}, pidsOnly); err == nil {
+		t.Errorf("cpus on an engine without the cpu controller: not refused")
+	}
+}
+
+// The command runs as the container's root only on an engine that says it is
+// rootless (Docker Desktop's socket is the user's too), whose limits are checked
+// first; no question is asked of an engine whose socket is not the user's (nil).
+func TestRootlessPlan(t *testing.T) {
+	answer := func(in system.Info) *future[system.Info] {
+		return fetch(func() (system.Info, error) { return in, nil })
+	}
+	rootless := system.Info{SecurityOptions: []string{"name=seccomp,profile=builtin", "name=rootless"}, CgroupDriver: "none", CgroupVersion: "1"}
+	p := basePlan()
+	if q, err := rootlessPlan(p, nil, engineaddr.Address{}); err != nil || q != p {
+		t.Errorf("no Info asked: plan replaced (%v)", err)
+	}
+	if q, err := rootlessPlan(p, answer(system.Info{SecurityOptions: []string{"name=seccomp,profile=default"}}), engineaddr.Address{}); err != nil || q != p {
+		t.Errorf("a rootful engine whose socket is the user's: plan replaced (%v)", err)
+	}
+	p.Limits = isolator.Limits{}
+	q, err := rootlessPlan(p, answer(rootless), engineaddr.Address{})
+	if err != nil || !q.User.ContainerRoot || p.User.ContainerRoot {
+		t.Errorf("a rootless engine: %+v (%v), want a copy as the container's root", q.User, err)
+	}
+	p.Limits = isolator.Limits{Pids: 4096}
+	if _, err := rootlessPlan(p, answer(rootless), engineaddr.Address{}); !errors.Is(err, isolator.ErrProtection) {
+		t.Errorf("a limit a rootless engine without cgroups drops: %v, want ErrProtection", err)
+	}
+}
+
+// The plan is copied, never changed, and only for the user's own engine.
+func TestAsContainerRoot(t *testing.T) {
+	p := basePlan()
+	if q := asContainerRoot(p, false); q != p {
+		t.Errorf("a rootful engine's plan was replaced")
+	}
+	q := asContainerRoot(p, true)
+	if p.User.ContainerRoot || !q.User.ContainerRoot || q.User.UID != p.User.UID {
+		t.Errorf("plan %+v, copy %+v: want the copy alone as the container's root, with the user's uid", p.User, q.User)
+	}
+	if uid, gid := q.User.InContainer(); uid != 0 || gid != 0 {
+		t.Errorf("in the container: %d:%d, want 0:0", uid, gid)
+	}
+}
+
+// The proxy's companion and the endpoint volume are the sandbox's own identity's:
+// the container's root could not enter a volume of a subordinate id's.
+func TestCompanionAsContainerRoot(t *testing.T) {
+	p := asContainerRoot(basePlan(), true)
+	cfg, _ := companionConfig(p, "img", "vol", map[string]string{LabelUser: "1000"}, false)
+	if cfg.User != "0:0" || cfg.Labels[LabelUser] != "1000" {
+		t.Errorf("companion user %q, uid label %q: want 0:0 and the user's 1000", cfg.User, cfg.Labels[LabelUser])
+	}
+	o := endpointVolumeOptions(p, "vol", nil)
+	if got, want := o.DriverOpts["o"], "uid=0,gid=0,mode=0700,size=16m"; got != want {
+		t.Errorf("endpoint volume options %q, want %q", got, want)
+	}
+}
+
+// Doctor names how the command runs on each kind of engine, and which mismatch
+// makes runs fail.
+func TestRootlessRows(t *testing.T) {
+	rootless := system.Info{SecurityOptions: []string{"name=seccomp,profile=builtin", "name=rootless"}, CgroupDriver: "none", CgroupVersion: "1"}
+	rootful := system.Info{SecurityOptions: []string{"name=seccomp,profile=default"}, PidsLimit: true, MemoryLimit: true, CPUCfsQuota: true}
+	states := func(rows []isolator.Check) []string {
+		var s []string
+		for _, r := range rows {
+			s = append(s, r.Name+"="+r.Status.State.String())
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		info system.Info
+		own  bool
+		want []string
+	}{
+		{rootless, true, []string{"docker rootless=active", "docker rootless limits=warning"}},
+		{rootless, false, []string{"docker rootless=unavailable"}},
+		{rootful, true, []string{"docker rootless=active"}}, // Docker Desktop's socket is the user's
+		{rootful, false, []string{"docker rootless=active"}},
+	} {
+		got := states(rootlessRows(tc.info, tc.own, "unix:///run/user/1000/docker.sock", 1000))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("rootless %v, own %v: rows %v, want %v", len(tc.info.SecurityOptions) > 1, tc.own, got, tc.want)
+		}
+	}
+}
