@@ -38,7 +38,8 @@ type linkLayer struct {
 // below the home). Links inside a read-only bind of the Plan's at an absolute place
 // (sandbox.ro_binds, a read-only host_mounts entry: a directory of yours holding
 // current -> /opt/x/v2) are followed too, when root or the user owns them and
-// nothing the sandbox can write holds them: the sandbox cannot retarget them. A bind
+// nothing the sandbox can write holds them: the sandbox cannot retarget them; nor
+// can another host user, by the directories holding them (safeHolders). A bind
 // whose source the sandbox can write is not looked into (the destination checks
 // refuse a link there).
 // A mount that, once resolved, repeats an earlier one at the same place with nothing
