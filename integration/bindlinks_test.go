@@ -3,10 +3,16 @@
 package integration
 
 import (
+	"bytes"
+	"encoding/binary"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // bindLinkFixture makes, beside the project (in the test user's home), a tools
@@ -98,7 +104,7 @@ func TestMaskThroughRetargetedLink(t *testing.T) {
 
 // TestMaskThroughLinkInSharedDir is the attack by another host user on following
 // links in binds: the link is the user's, but the directory holding it is
-// group-writable, so another member of the group can swap the link between
+// group-writable (by a group of others), so another member of the group can swap the link between
 // devsandbox's check and the mount, and the mask lands where that user chose while
 // v2's secret stays readable. The run must stop (125) naming the directory and the
 // fix. A sticky world-writable directory (only the link's owner can replace it)
@@ -114,6 +120,11 @@ func TestMaskThroughLinkInSharedDir(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				p := newProject(t)
 				tools, opt, through := bindLinkFixture(t, p)
+				// A group of others (nogroup, nobody's): the test user's own
+				// private group is TestMaskThroughLinkInPrivateGroupDir's.
+				if err := os.Lchown(tools, it.uid, sharedGID); err != nil {
+					t.Fatal(err)
+				}
 				if err := os.Chmod(tools, tc.mode); err != nil {
 					t.Fatal(err)
 				}
@@ -129,4 +140,177 @@ func TestMaskThroughLinkInSharedDir(t *testing.T) {
 			})
 		}
 	})
+}
+
+// sharedGID is a group that is not the test user's: nogroup (nobody's primary group).
+const sharedGID = 65534
+
+// otherUID is another host user: nobody.
+const otherUID = 65534
+
+// TestMaskThroughLinkBelowSharedDir is the attack by another host user from above a
+// read-only bind: the bind's root (tools, the test user's, 0755) lies in a directory
+// others can write and that is not sticky, so another user can rename the whole tree
+// away and put one of their own in its place between devsandbox's check of the link
+// and the launch opening the bind's source (package pin opens it once, at launch, so
+// what it pins is what lies there then, not what was checked). The run must stop
+// (125) naming that directory and the fix. Sticky, only the tree's owner can rename
+// it: followed. Before, directories above the bind's root were not looked at and the
+// run followed the link (exit 0).
+func TestMaskThroughLinkBelowSharedDir(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		for _, tc := range []struct {
+			name string
+			mode os.FileMode
+			ok   bool
+		}{{"world-writable", 0o777, false}, {"sticky world-writable", 0o777 | os.ModeSticky, true}} {
+			t.Run(tc.name, func(t *testing.T) {
+				p := newProject(t)
+				p.write("opt/v2/secret", "SECRET-BAIT\n")
+				p.mkdir("shared/tools")
+				shared, tools, opt := p.path("shared"), p.path("shared/tools"), p.path("opt")
+				link := filepath.Join(tools, "current")
+				if err := os.Symlink(filepath.Join(opt, "v2"), link); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Lchown(link, it.uid, it.gid); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(shared, tc.mode); err != nil {
+					t.Fatal(err)
+				}
+				through := filepath.Join(link, "secret")
+				cfg := p.writeConfig(iso, "bindlink.toml", "[sandbox]\nro_binds = [\""+tools+"\", \""+opt+"\"]\nhide_paths = [\""+through+"\"]\n")
+				r := run(t, p.dir, nil, "", "--isolator="+iso, "--config", cfg, "--egress=none", "--", "/bin/sh", "-c",
+					"cat "+opt+"/v2/secret; echo ran")
+				switch {
+				case tc.ok && (r.code != 0 || r.stdout != "ran\n"):
+					t.Fatalf("a mask through the user's link in a bind below a sticky directory: want exit 0 and the secret empty, got:\n%s", r)
+				case !tc.ok && (r.code != 125 || strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, shared+", above "+tools) || !strings.Contains(r.stderr, "chmod go-w "+shared)):
+					t.Fatalf("a mask through a link in a bind below a world-writable directory: want exit 125 naming %s and the fix, got:\n%s", shared, r)
+				}
+			})
+		}
+	})
+}
+
+// TestMaskThroughLinkInPrivateGroupDir: a directory holding a followed link that is
+// group-writable (umask 002, Fedora's and RHEL's default) is safe when the group is
+// the user's private group (the test user's primary group, no other member in
+// /etc/group, nobody else's primary group in /etc/passwd: useradd makes it so), and
+// nothing else can write it. Before, it was refused as writable by others. The
+// attacks: an ACL entry granting another user (nobody) write on the same directory,
+// which the group bits (the ACL's mask) do not tell from the private group's, must
+// stop the run (125) naming the entry and the setfacl fix; the private-group rule
+// without reading the ACL followed the link. An ACL entry whose write the mask
+// takes away (chmod go-w) grants nothing: followed, and nobody cannot write there.
+func TestMaskThroughLinkInPrivateGroupDir(t *testing.T) {
+	requirePrivateGroup(t)
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		for _, tc := range []struct {
+			name string
+			mode os.FileMode
+			acl  bool // an entry u:nobody:rwx, mask rwx (then the mode's group bits)
+			ok   bool
+		}{
+			{"the private group", 0o775, false, true},
+			{"an ACL entry for another user", 0o775, true, false},
+			{"an ACL entry the mask denies", 0o755, true, true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				p := newProject(t)
+				tools, opt, through := bindLinkFixture(t, p)
+				if err := os.Lchown(tools, it.uid, it.gid); err != nil {
+					t.Fatal(err)
+				}
+				if tc.acl {
+					setACL(t, tools, otherUID)
+				}
+				if err := os.Chmod(tools, tc.mode); err != nil { // an ACL's mask follows the group bits
+					t.Fatal(err)
+				}
+				if tc.acl {
+					// What the kernel lets nobody do there decides: with the
+					// mask granting write, nobody plants a link.
+					planted := filepath.Join(tools, "planted")
+					out, err := exec.Command("setpriv", "--reuid="+strconv.Itoa(otherUID), "--regid="+strconv.Itoa(sharedGID), "--clear-groups", "--", "ln", "-s", "/", planted).CombinedOutput()
+					os.Remove(planted)
+					if (err == nil) == tc.ok {
+						t.Fatalf("nobody writing %s (mode %s, ACL u:nobody:rwx): err %v, %s", tools, tc.mode, err, out)
+					}
+				}
+				cfg := p.writeConfig(iso, "bindlink.toml", "[sandbox]\nro_binds = [\""+tools+"\", \""+opt+"\"]\nhide_paths = [\""+through+"\"]\n")
+				r := run(t, p.dir, nil, "", "--isolator="+iso, "--config", cfg, "--egress=none", "--", "/bin/sh", "-c",
+					"cat "+opt+"/v2/secret; echo ran")
+				fix := "chmod go-w " + tools + "; setfacl -x u:" + strconv.Itoa(otherUID) + " " + tools
+				switch {
+				case tc.ok && (r.code != 0 || r.stdout != "ran\n"):
+					t.Fatalf("a mask through the user's link in a directory of the private group: want exit 0 and the secret empty, got:\n%s", r)
+				case !tc.ok && (r.code != 125 || strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, tools+", which holds the link") || !strings.Contains(r.stderr, "uid "+strconv.Itoa(otherUID)+" through its ACL") || !strings.Contains(r.stderr, fix)):
+					t.Fatalf("a mask through a link in a directory another user may write by its ACL: want exit 125 naming %s and the fix %q, got:\n%s", tools, fix, r)
+				}
+			})
+		}
+	})
+}
+
+// requirePrivateGroup fails (CI) or skips unless the test user's primary group is its
+// alone in /etc/group and /etc/passwd, as useradd makes it where USERGROUPS_ENAB is
+// on (Debian's, Fedora's default; scripts/setup-test-env.sh creates the user so).
+func requirePrivateGroup(t *testing.T) {
+	t.Helper()
+	why := ""
+	group, gerr := os.ReadFile("/etc/group")
+	passwd, perr := os.ReadFile("/etc/passwd")
+	gid := ":" + strconv.Itoa(it.gid) + ":"
+	switch {
+	case gerr != nil || perr != nil:
+		why = "/etc/group or /etc/passwd unreadable"
+	default:
+		listed := false
+		for _, l := range strings.Split(string(group), "\n") {
+			f := strings.Split(l, ":")
+			if len(f) == 4 && ":"+f[2]+":" == gid {
+				listed = true
+				if f[3] != "" && f[3] != it.name {
+					why = "its group lists " + f[3]
+				}
+			}
+		}
+		for _, l := range strings.Split(string(passwd), "\n") {
+			f := strings.Split(l, ":")
+			if len(f) == 7 && ":"+f[3]+":" == gid && f[2] != strconv.Itoa(it.uid) {
+				why = "it is " + f[0] + "'s primary group too"
+			}
+		}
+		if !listed {
+			why = "/etc/group does not list it"
+		}
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("the test user's primary group (%d) must be its private group: %s", it.gid, why)
+	}
+	t.Skipf("the test user's primary group (%d) is not its private group: %s", it.gid, why)
+}
+
+// setACL gives dir an access ACL with an entry letting the user uid write: the
+// owner's and others' entries from its mode, the owning group's r-x, mask rwx. The
+// kernel sets the mode's group bits to the mask. Written as the attribute Linux
+// stores (the acl package's setfacl is not needed).
+func setACL(t *testing.T, dir string, uid uint32) {
+	t.Helper()
+	const undefined = 0xffffffff
+	var b bytes.Buffer
+	b.Write(binary.LittleEndian.AppendUint32(nil, 2))
+	for _, e := range [][3]uint32{{0x01, 7, undefined}, {0x02, 7, uid}, {0x04, 5, undefined}, {0x10, 7, undefined}, {0x20, 5, undefined}} {
+		b.Write(binary.LittleEndian.AppendUint16(nil, uint16(e[0])))
+		b.Write(binary.LittleEndian.AppendUint16(nil, uint16(e[1])))
+		b.Write(binary.LittleEndian.AppendUint32(nil, e[2]))
+	}
+	if err := unix.Setxattr(dir, "system.posix_acl_access", b.Bytes(), 0); err != nil {
+		t.Fatalf("setting an ACL on %s: %v", dir, err)
+	}
 }

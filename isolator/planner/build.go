@@ -374,7 +374,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	}
 	// bubblewrap places each destination through the links of the view above it: an
 	// absolute one of the host's leads out of its new root (viewlinks.go).
-	if p.Mounts, err = resolveViewLinks(p, pr.Lstat, pr.Readlink); err != nil {
+	if p.Mounts, err = resolveViewLinks(p, pr.viewHost()); err != nil {
 		return nil, nil, err
 	}
 	p.Mounts = atBothHomes(p.Mounts, h.Home, p.SandboxHome)

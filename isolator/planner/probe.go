@@ -46,6 +46,9 @@ type Probe struct {
 	ReadNames    func(dir string) ([]string, error)
 	EvalSymlinks func(string) (string, error)
 	Readlink     func(string) (string, error)
+	// ACL returns a directory's POSIX access ACL as stored (system.posix_acl_access),
+	// nil when it has none; nil means no ACLs (a fake host).
+	ACL func(dir string) ([]byte, error)
 	// LookPath reports whether a command is on PATH. OS leaves it nil: ToolHost then
 	// searches the host's PATH as exec.LookPath does, through Stat (in Build, its
 	// stat cache).
@@ -132,6 +135,7 @@ func OS(cwd string) Probe {
 		ReadNames:    readNames,
 		EvalSymlinks: filepath.EvalSymlinks,
 		Readlink:     os.Readlink,
+		ACL:          readACL,
 		osLinks:      true,
 		LookupIP: func(host string) ([]netip.Addr, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -38,12 +38,13 @@ type linkLayer struct {
 // below the home). Links inside a read-only bind of the Plan's at an absolute place
 // (sandbox.ro_binds, a read-only host_mounts entry: a directory of yours holding
 // current -> /opt/x/v2) are followed too, when root or the user owns them and
-// nothing the sandbox can write holds them: the sandbox cannot retarget them. A bind
+// nothing the sandbox can write holds them: the sandbox cannot retarget them; nor
+// can another host user, by the directories holding them (safeHolders). A bind
 // whose source the sandbox can write is not looked into (the destination checks
 // refuse a link there).
 // A mount that, once resolved, repeats an earlier one at the same place with nothing
-// between them is the same mount and is dropped. lstat and readlink read the host.
-func resolveViewLinks(p *isolator.Plan, lstat func(string) (fs.FileInfo, error), readlink func(string) (string, error)) ([]isolator.Mount, error) {
+// between them is the same mount and is dropped. h reads the host.
+func resolveViewLinks(p *isolator.Plan, h viewHost) ([]isolator.Mount, error) {
 	home := p.User.HostHome
 	layers := []linkLayer{{dest: "/"}}
 	if p.System.Host {
@@ -64,7 +65,7 @@ func resolveViewLinks(p *isolator.Plan, lstat func(string) (fs.FileInfo, error),
 		layers = append(layers, linkLayer{dest: d})
 	}
 	writable := isolator.Writable(p)
-	r := linkResolver{layers: layers, fresh: fresh, writable: writable, uid: p.User.UID, lstat: lstat, readlink: readlink}
+	r := linkResolver{layers: layers, fresh: fresh, writable: writable, uid: p.User.UID, viewHost: h}
 	out := make([]isolator.Mount, 0, len(p.Mounts))
 	var placed []string // the resolved destination of each mount of out
 	for _, m := range p.Mounts {
@@ -134,16 +135,37 @@ func repeated(out []isolator.Mount, placed []string, m isolator.Mount, at string
 // not follow.
 var errViewLink = errors.New("the destination goes through a link of the view that devsandbox does not follow")
 
+// viewHost is what resolveViewLinks reads of the host: lstat and readlink on every
+// launch; acl (Probe.ACL) and read (bounded, /etc/passwd and /etc/group) only for a
+// group-writable directory holding a link it follows (safeHolders).
+type viewHost struct {
+	lstat    func(string) (fs.FileInfo, error)
+	readlink func(string) (string, error)
+	acl      func(dir string) ([]byte, error)
+	read     func(path string) ([]byte, error)
+}
+
+// viewHost returns what resolveViewLinks reads of the host through pr. A Probe
+// without ACL (a fake host) has no ACLs.
+func (pr Probe) viewHost() viewHost {
+	h := viewHost{lstat: pr.Lstat, readlink: pr.Readlink, acl: pr.ACL, read: func(p string) ([]byte, error) { return pr.readWritable(p, true) }}
+	if h.acl == nil {
+		h.acl = func(string) ([]byte, error) { return nil, nil }
+	}
+	return h
+}
+
 // linkResolver resolves destinations through layers (the last layer at or above a
 // path is what shows there; those from fresh on are tmpfs and the Plan's mounts).
-// writable are the host directories the sandbox can write, uid the user's.
+// writable are the host directories the sandbox can write, uid the user's; group
+// is the user's primary group, read when first needed (privateGroup).
 type linkResolver struct {
 	layers   []linkLayer
 	fresh    int
 	writable []string
 	uid      int
-	lstat    func(string) (fs.FileInfo, error)
-	readlink func(string) (string, error)
+	group    *userGroup
+	viewHost
 }
 
 // linkWay says which links a resolution followed: an absolute one (abs), one of the
@@ -245,48 +267,4 @@ func (r *linkResolver) trustedLink(host string, fi fs.FileInfo, inBind bool) err
 		return fmt.Errorf("%w: %s is owned neither by root nor by you; use the path the link leads to instead, or own the link", errViewLink, host)
 	}
 	return fmt.Errorf("%w: %s is not owned by root; mount at the link's target instead, or make root own the link", errViewLink, host)
-}
-
-// safeHolders refuses a link, host, in a read-only bind of the Plan's whose source is
-// root, when a directory from root down to the one holding the link could let
-// another host user swap the link between this check and the mount: one owned by
-// neither root nor the user (its owner can chmod it), or one that group or others
-// can write, unless it is sticky and what it holds on the way (the next directory,
-// or the link) is root's or the user's, which then only they can rename or remove.
-func (r *linkResolver) safeHolders(root, host string) error {
-	dirs := []string{path.Dir(host)}
-	for d := dirs[0]; d != root && isolator.Within(d, root); {
-		d = path.Dir(d)
-		dirs = append(dirs, d)
-	}
-	for i, d := range dirs {
-		fi, err := r.lstat(d)
-		if err != nil {
-			return fmt.Errorf("%w: %s, on the way to the link %s: %w", errViewLink, d, host, err)
-		}
-		if !r.ownedByUs(fi) {
-			return fmt.Errorf("%w: %s, which holds the link %s on the way, is owned neither by root nor by you, so its owner can swap the link; use the path the link leads to instead, or own the directory", errViewLink, d, host)
-		}
-		mode := fi.Mode()
-		if mode.Perm()&0o022 == 0 {
-			continue
-		}
-		if mode&fs.ModeSticky != 0 {
-			entry := host
-			if i > 0 {
-				entry = dirs[i-1]
-			}
-			if efi, err := r.lstat(entry); err == nil && r.ownedByUs(efi) {
-				continue // sticky: only root or the user can rename or remove it
-			}
-		}
-		return fmt.Errorf("%w: %s, which holds the link %s on the way, is writable by other users (mode %s), who could swap the link before the mount is placed; remove their write access (chmod go-w %s), or use the path the link leads to instead", errViewLink, d, host, mode.Perm(), d)
-	}
-	return nil
-}
-
-// ownedByUs reports whether root or the user owns fi.
-func (r *linkResolver) ownedByUs(fi fs.FileInfo) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && (st.Uid == 0 || (r.uid >= 0 && st.Uid == uint32(r.uid)))
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,18 +15,19 @@ import (
 	"github.com/devsandbox/devsandbox/tools"
 )
 
-// linkInfo is the lstat of a fake host path: a directory, or a link owned by uid.
+// linkInfo is the lstat of a fake host path: a directory, or a link owned by uid
+// (and gid).
 type linkInfo struct {
-	link bool
-	uid  uint32
-	perm fs.FileMode // a directory's, with fs.ModeSticky; 0755 when 0
+	link     bool
+	uid, gid uint32
+	perm     fs.FileMode // a directory's, with fs.ModeSticky; 0755 when 0
 }
 
 func (i linkInfo) Name() string       { return "" }
 func (i linkInfo) Size() int64        { return 0 }
 func (i linkInfo) ModTime() time.Time { return time.Time{} }
 func (i linkInfo) IsDir() bool        { return !i.link }
-func (i linkInfo) Sys() any           { return &syscall.Stat_t{Uid: i.uid} }
+func (i linkInfo) Sys() any           { return &syscall.Stat_t{Uid: i.uid, Gid: i.gid} }
 func (i linkInfo) Mode() fs.FileMode {
 	if i.link {
 		return fs.ModeSymlink | 0o777
@@ -37,14 +40,51 @@ func (i linkInfo) Mode() fs.FileMode {
 
 // linkHost is a fake host: every path exists (a directory) except those under a
 // missing prefix; links maps a link to its target, owned by root unless in userLinks
-// (uid 1000, the plan's user) or otherLinks (uid 1001).
+// (uid 1000, the plan's user) or otherLinks (uid 1001). acls holds directories' access
+// ACLs (none when absent, an error for a nil value), files /etc/passwd and /etc/group
+// (hostAccounts' when absent, unreadable for an empty value).
 type linkHost struct {
 	links      map[string]string
 	userLinks  map[string]bool
 	otherLinks map[string]bool
 	dirs       map[string]linkInfo // a directory's owner and mode, root's 0755 when absent
+	acls       map[string][]byte
+	files      map[string]string
 	missing    []string
 	asked      []string
+	read       []string // the files read, and the ACLs asked for ("acl DIR")
+}
+
+// hostAccounts is the fake host's /etc/passwd and /etc/group: the plan's user u
+// (1000) with its private group, bob (1001) with his, and devs (2000), shared.
+var hostAccounts = map[string]string{
+	"/etc/passwd": "root:x:0:0:root:/root:/bin/sh\nu:x:1000:1000::/home/u:/bin/sh\nbob:x:1001:1001::/home/bob:/bin/sh\n",
+	"/etc/group":  "# groups\nroot:x:0:\nu:x:1000:\nbob:x:1001:\ndevs:x:2000:u,bob\n",
+}
+
+func (h *linkHost) viewHost() viewHost {
+	return viewHost{lstat: h.lstat, readlink: h.readlink, acl: h.acl, read: h.readFile}
+}
+
+func (h *linkHost) acl(dir string) ([]byte, error) {
+	h.read = append(h.read, "acl "+dir)
+	b, ok := h.acls[dir]
+	if ok && b == nil {
+		return nil, fs.ErrPermission
+	}
+	return b, nil
+}
+
+func (h *linkHost) readFile(p string) ([]byte, error) {
+	h.read = append(h.read, p)
+	s, ok := h.files[p]
+	if !ok {
+		s, ok = hostAccounts[p]
+	}
+	if !ok || s == "" {
+		return nil, fs.ErrPermission
+	}
+	return []byte(s), nil
 }
 
 func (h *linkHost) lstat(p string) (fs.FileInfo, error) {
@@ -98,6 +138,9 @@ func TestResolveViewLinks(t *testing.T) {
 		userLinks  map[string]bool
 		otherLinks map[string]bool
 		dirs       map[string]linkInfo
+		acls       map[string][]byte
+		files      map[string]string
+		reads      bool // the group files or an ACL may be read
 		missing    []string
 		mounts     []isolator.Mount
 		want       []string // mountLines
@@ -169,8 +212,8 @@ func TestResolveViewLinks(t *testing.T) {
 		// The directories from the bind's root to the link: another host user who
 		// can write one could swap the link between the check and the mount.
 		{name: "ro bind: a group-writable directory holding the link is refused", system: minimal, links: map[string]string{"/srv/t/a/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/a/current": true},
-			dirs:   map[string]linkInfo{"/srv/t/a": {uid: 1000, perm: 0o775}},
-			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/a/current/k", "x")}, wantErr: "/srv/t/a, which holds the link /srv/t/a/current on the way, is writable by other users (mode -rwxrwxr-x)"},
+			dirs: map[string]linkInfo{"/srv/t/a": {uid: 1000, perm: 0o775}}, reads: true,
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/a/current/k", "x")}, wantErr: "/srv/t/a, which holds the link /srv/t/a/current on the way, is writable by its group root (mode -rwxrwxr-x), which is not your primary group (u): another user could swap the link"},
 		{name: "ro bind: a world-writable bind root above the link is refused", system: minimal, links: map[string]string{"/srv/t/a/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/a/current": true},
 			dirs:   map[string]linkInfo{"/srv/t": {uid: 1000, perm: 0o777}},
 			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/a/current/k", "x")}, wantErr: "/srv/t, which holds the link /srv/t/a/current on the way, is writable by other users"},
@@ -184,10 +227,95 @@ func TestResolveViewLinks(t *testing.T) {
 		{name: "ro bind: a sticky directory holding another user's directory on the way is refused", system: minimal, links: map[string]string{"/srv/t/a/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/a/current": true},
 			dirs:   map[string]linkInfo{"/srv/t": {perm: 0o777 | fs.ModeSticky}, "/srv/t/a": {uid: 1001}},
 			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/a/current/k", "x")}, wantErr: "/srv/t/a, which holds the link /srv/t/a/current on the way, is owned neither by root nor by you"},
-		{name: "ro bind: directories above the bind's root are not asked", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+		// Above the bind's root: another user who can write there can put another
+		// tree in the bind's place before it is opened (package pin, at launch).
+		{name: "ro bind: a world-writable directory above the bind's root is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
 			dirs:   map[string]linkInfo{"/srv": {perm: 0o777}},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "/srv, above /srv/t (the read-only bind holding the link /srv/t/current), is writable by other users (mode -rwxrwxrwx), who could put another directory in place of /srv/t before it is mounted; remove their write access (chmod go-w /srv)"},
+		{name: "ro bind: a directory of another user above the bind's root is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs:   map[string]linkInfo{"/srv": {uid: 1001}},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "/srv, above /srv/t (the read-only bind holding the link /srv/t/current), is owned neither by root nor by you"},
+		{name: "ro bind: a sticky directory above the bind's root holding the user's root is safe", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs:   map[string]linkInfo{"/srv": {perm: 0o777 | fs.ModeSticky}, "/srv/t": {uid: 1000}},
 			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")},
 			want:   []string{"bind ro /srv/t -> /srv/t (sandbox.ro_binds)", "maskfile /opt/v2/k (x)"}},
+		{name: "ro bind: a sticky directory above the bind's root holding another user's root is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs:   map[string]linkInfo{"/srv": {perm: 0o777 | fs.ModeSticky}, "/srv/t": {uid: 1001}},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "/srv/t, which holds the link /srv/t/current on the way, is owned neither by root nor by you"},
+		{name: "ro bind: a link above the bind's root (changed since it was resolved) is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2", "/srv": "/data"}, userLinks: map[string]bool{"/srv/t/current": true},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "/srv, above /srv/t (the read-only bind holding the link /srv/t/current), is no longer a directory"},
+		// A group-writable directory: followed when the group is the user's
+		// private group alone (umask 002 on Fedora), and its ACL grants write to
+		// nobody else.
+		{name: "upg: a directory writable by the user's private group is followed", system: minimal, links: map[string]string{"/srv/t/a/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/a/current": true},
+			dirs: map[string]linkInfo{"/srv/t/a": {uid: 1000, gid: 1000, perm: 0o775}, "/srv/t": {uid: 1000, gid: 1000, perm: 0o2775}}, reads: true,
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/a/current/k", "x")},
+			want:   []string{"bind ro /srv/t -> /srv/t (sandbox.ro_binds)", "maskfile /opt/v2/k (x)"}},
+		{name: "upg: the user named a member of the own group", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs: map[string]linkInfo{"/srv/t": {uid: 1000, gid: 1000, perm: 0o775}}, reads: true, files: map[string]string{"/etc/group": "u:x:1000:u\n"},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")},
+			want:   []string{"bind ro /srv/t -> /srv/t (sandbox.ro_binds)", "maskfile /opt/v2/k (x)"}},
+		{name: "upg: root's directory writable by the user's private group above the root", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs: map[string]linkInfo{"/srv": {gid: 1000, perm: 0o775}}, reads: true,
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")},
+			want:   []string{"bind ro /srv/t -> /srv/t (sandbox.ro_binds)", "maskfile /opt/v2/k (x)"}},
+		{name: "upg: a shared group is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs: map[string]linkInfo{"/srv/t": {uid: 1000, gid: 2000, perm: 0o775}}, reads: true,
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "/srv/t, which holds the link /srv/t/current on the way, is writable by its group devs (mode -rwxrwxr-x), which is not your primary group (u): another user could swap the link before the mount is placed; remove that write access (chmod go-w /srv/t)"},
+		{name: "upg: the primary group with another member is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs: map[string]linkInfo{"/srv/t": {uid: 1000, gid: 1000, perm: 0o775}}, reads: true, files: map[string]string{"/etc/group": "u:x:1000:u,bob\n"},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "is writable by its group u (mode -rwxrwxr-x), which /etc/group lists with the member bob"},
+		{name: "upg: the primary group of another account too is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs: map[string]linkInfo{"/srv/t": {uid: 1000, gid: 1000, perm: 0o775}}, reads: true, files: map[string]string{"/etc/passwd": hostAccounts["/etc/passwd"] + "eve:x:1002:1000::/home/eve:/bin/sh\n"},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "which is the primary group of the user eve too"},
+		{name: "upg: a second entry of the gid with a member is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs: map[string]linkInfo{"/srv/t": {uid: 1000, gid: 1000, perm: 0o775}}, reads: true, files: map[string]string{"/etc/group": "u:x:1000:\nalias:x:1000:bob\n"},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "which /etc/group lists with the member bob"},
+		{name: "upg: a group /etc/group does not list is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs: map[string]linkInfo{"/srv/t": {uid: 1000, gid: 1000, perm: 0o775}}, reads: true, files: map[string]string{"/etc/group": "root:x:0:\n"},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "which devsandbox cannot show to be yours alone (/etc/group does not list it)"},
+		{name: "upg: a user /etc/passwd does not list is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs: map[string]linkInfo{"/srv/t": {uid: 1000, gid: 1000, perm: 0o775}}, reads: true, files: map[string]string{"/etc/passwd": "root:x:0:0:root:/root:/bin/sh\n"},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "(your account is not in /etc/passwd)"},
+		{name: "upg: NIS entries are refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs: map[string]linkInfo{"/srv/t": {uid: 1000, gid: 1000, perm: 0o775}}, reads: true, files: map[string]string{"/etc/group": "u:x:1000:\n+:::\n"},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "(line 2 of /etc/group is not a plain entry)"},
+		{name: "upg: an unreadable /etc/group is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs: map[string]linkInfo{"/srv/t": {uid: 1000, gid: 1000, perm: 0o775}}, reads: true, files: map[string]string{"/etc/group": ""},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "(reading /etc/group: permission denied)"},
+		{name: "upg: the private group and others writing is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs:   map[string]linkInfo{"/srv/t": {uid: 1000, gid: 1000, perm: 0o777}},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "is writable by other users (mode -rwxrwxrwx)"},
+		// ACLs: the group bits are the mask; with write in it, each named entry
+		// and the owning group's may write.
+		{name: "acl: a named user's write on the private group's directory is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs: map[string]linkInfo{"/srv/t": {uid: 1000, gid: 1000, perm: 0o775}}, reads: true,
+			acls:   map[string][]byte{"/srv/t": acl(aclObj(aclUserObj, 7), aclNamed(aclUser, 7, 1001), aclObj(aclGroupObj, 7), aclObj(aclMask, 7), aclObj(aclOther, 5))},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "/srv/t, which holds the link /srv/t/current on the way, is writable by the user with uid 1001 through its ACL (mode -rwxrwxr-x): another user could swap the link before the mount is placed; remove that write access (chmod go-w /srv/t; setfacl -x u:1001 /srv/t)"},
+		{name: "acl: a named group's write is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs: map[string]linkInfo{"/srv/t": {uid: 1000, gid: 1000, perm: 0o775}}, reads: true,
+			acls:   map[string][]byte{"/srv/t": acl(aclObj(aclUserObj, 7), aclObj(aclGroupObj, 5), aclNamed(aclGroup, 7, 2000), aclObj(aclMask, 7), aclObj(aclOther, 5))},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "is writable by the group devs through its ACL (mode -rwxrwxr-x), which is not your primary group (u): another user could swap the link before the mount is placed; remove that write access (chmod go-w /srv/t; setfacl -x g:2000 /srv/t)"},
+		{name: "acl: a shared owning group whose entry lacks write, the user's own entry writing", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs: map[string]linkInfo{"/srv/t": {uid: 1000, gid: 2000, perm: 0o775}}, reads: true,
+			acls:   map[string][]byte{"/srv/t": acl(aclObj(aclUserObj, 7), aclNamed(aclUser, 7, 1000), aclObj(aclGroupObj, 5), aclNamed(aclGroup, 7, 1000), aclObj(aclMask, 7), aclObj(aclOther, 5))},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")},
+			want:   []string{"bind ro /srv/t -> /srv/t (sandbox.ro_binds)", "maskfile /opt/v2/k (x)"}},
+		{name: "acl: the owning group's write through the mask is refused for a shared group", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs: map[string]linkInfo{"/srv/t": {uid: 1000, gid: 2000, perm: 0o775}}, reads: true,
+			acls:   map[string][]byte{"/srv/t": acl(aclObj(aclUserObj, 7), aclNamed(aclUser, 7, 1000), aclObj(aclGroupObj, 7), aclObj(aclMask, 7), aclObj(aclOther, 5))},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "is writable by its group devs (mode -rwxrwxr-x), which is not your primary group (u)"},
+		{name: "acl: named entries without write in the mask: the group bits say so, the ACL is not read", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs:   map[string]linkInfo{"/srv/t": {uid: 1000, gid: 2000, perm: 0o755}},
+			acls:   map[string][]byte{"/srv/t": acl(aclObj(aclUserObj, 7), aclNamed(aclUser, 7, 1001), aclObj(aclGroupObj, 7), aclObj(aclMask, 5), aclObj(aclOther, 5))},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")},
+			want:   []string{"bind ro /srv/t -> /srv/t (sandbox.ro_binds)", "maskfile /opt/v2/k (x)"}},
+		{name: "acl: an ACL that cannot be read is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs: map[string]linkInfo{"/srv/t": {uid: 1000, gid: 1000, perm: 0o775}}, reads: true, acls: map[string][]byte{"/srv/t": nil},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "/srv/t, which holds the link /srv/t/current on the way, is writable by its group (mode -rwxrwxr-x), and its ACL cannot be read: permission denied; remove the group's write access (chmod g-w /srv/t)"},
+		{name: "acl: an ACL of an unknown form is refused", system: minimal, links: map[string]string{"/srv/t/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/current": true},
+			dirs: map[string]linkInfo{"/srv/t": {uid: 1000, gid: 1000, perm: 0o775}}, reads: true, acls: map[string][]byte{"/srv/t": {2, 0, 0, 0, 1}},
+			mounts: []isolator.Mount{roBind("/srv/t"), mask("/srv/t/current/k", "x")}, wantErr: "its ACL cannot be read (an ACL of 5 bytes, not whole entries)"},
 		{name: "ro bind: a link in a read-write bind inside it is refused", system: minimal, links: map[string]string{"/srv/t/w/current": "/opt/v2"}, userLinks: map[string]bool{"/srv/t/w/current": true},
 			mounts:  []isolator.Mount{{Kind: isolator.Bind, Source: "/srv/t/w", Dest: "/elsewhere", Why: "sandbox.rw_binds"}, roBind("/srv/t"), mask("/srv/t/w/current/k", "x")},
 			wantErr: "/srv/t/w/current lies in /srv/t/w, which the sandbox can write"},
@@ -199,10 +327,15 @@ func TestResolveViewLinks(t *testing.T) {
 			want:   []string{"bind rw /srv/t -> /srv/t (sandbox.rw_binds)", "maskfile /srv/t/current/k (x)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := &linkHost{links: tc.links, userLinks: tc.userLinks, otherLinks: tc.otherLinks, dirs: tc.dirs, missing: tc.missing}
-			p := &isolator.Plan{System: tc.system, Mounts: tc.mounts, User: isolator.User{HostHome: "/home/u", UID: 1000},
+			h := &linkHost{links: tc.links, userLinks: tc.userLinks, otherLinks: tc.otherLinks, dirs: tc.dirs, acls: tc.acls, files: tc.files, missing: tc.missing}
+			p := &isolator.Plan{System: tc.system, Mounts: tc.mounts, User: isolator.User{HostHome: "/home/u", UID: 1000, GID: 1000},
 				Project: isolator.Project{Dir: "/home/u/src/app"}, SandboxHome: "/state/home"}
-			got, err := resolveViewLinks(p, h.lstat, h.readlink)
+			got, err := resolveViewLinks(p, h.viewHost())
+			// The ACLs and the group files are read only for a group-writable
+			// directory on the way to a followed link.
+			if len(h.read) > 0 && !tc.reads {
+				t.Errorf("read %v; want nothing read", h.read)
+			}
 			if tc.wantErr != "" {
 				if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v; want ErrProtection with %q", err, tc.wantErr)
@@ -308,9 +441,51 @@ func BenchmarkResolveViewLinks(b *testing.B) {
 			}
 			pr := probe(f.proj)
 			for b.Loop() {
-				if _, err := resolveViewLinks(p, pr.Lstat, pr.Readlink); err != nil {
+				if _, err := resolveViewLinks(p, pr.viewHost()); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// TestBuildReadsNoGroupFiles: placing a mask through a link in a read-only bind asks
+// for no ACL and reads no /etc/group where no directory on the way is group-writable
+// (the default launch has no such link at all); /etc/passwd is read once per launch
+// anyway (withPasswdOnce).
+func TestBuildReadsNoGroupFiles(t *testing.T) {
+	f := newFixture(t)
+	mkdirs(t, f.root+"/tools", f.root+"/opt/v2")
+	writeFile(t, f.root+"/opt/v2/secret", "s")
+	if err := os.Symlink(f.root+"/opt/v2", f.root+"/tools/current"); err != nil {
+		t.Fatal(err)
+	}
+	for _, bind := range []bool{false, true} {
+		t.Run(fmt.Sprint("a followed link: ", bind), func(t *testing.T) {
+			cfg := f.load(t)
+			if bind {
+				cfg.Sandbox.ROBinds = []string{f.root + "/tools", f.root + "/opt"}
+				cfg.Sandbox.HidePaths = append(cfg.Sandbox.HidePaths, f.root+"/tools/current/secret")
+			}
+			pr := probe(f.proj)
+			var asked []string
+			pr.ACL = func(dir string) ([]byte, error) { asked = append(asked, "acl "+dir); return nil, nil }
+			read := pr.ReadRegular
+			pr.ReadRegular = func(p string, limit int64, follow bool) ([]byte, error) {
+				if p == groupPath {
+					asked = append(asked, p)
+				}
+				return read(p, limit, follow)
+			}
+			p, _, err := Build(cfg, tools.Default(), pr, Request{Command: []string{"true"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(asked) > 0 {
+				t.Fatalf("asked for %v; want nothing", asked)
+			}
+			if bind && !slices.ContainsFunc(p.Mounts, func(m isolator.Mount) bool { return m.Dest == f.root+"/opt/v2/secret" }) {
+				t.Fatalf("no mask at the link's target:\n%s", strings.Join(mountLines(p.Mounts), "\n"))
 			}
 		})
 	}
