@@ -93,3 +93,56 @@ except OSError as e:
 		})
 	}
 }
+
+// TestHostViewRuntimeDirMasked: with system_binds = ["host"], XDG_RUNTIME_DIR outside
+// /run and the homes (WSLg's /mnt/wslg/runtime-dir, a fallback made by hand) is masked
+// whole, like the other XDG base directories: it holds the D-Bus session bus (through
+// which `systemd-run --user` runs anything on the host), agents' sockets and other
+// devsandbox sessions' socket directories. On main a bwrap sandbox connected to the
+// bus there and got its answer.
+func TestHostViewRuntimeDirMasked(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	rt, err := os.MkdirTemp("/var/tmp", "dsb-runtime-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(rt) })
+	if err := os.Chown(rt, it.uid, it.gid); err != nil {
+		t.Fatal(err)
+	}
+	bus := filepath.Join(rt, "bus")
+	ln, err := net.Listen("unix", bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	if err := os.Chmod(bus, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			fmt.Fprint(c, "SESSION-BUS-ANSWERED\n")
+			c.Close()
+		}
+	}()
+	script := fmt.Sprintf(`ls -A %s 2>/dev/null; python3 -c "
+import socket
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+try:
+    s.connect('%s')
+    print(s.recv(64).decode().strip())
+except OSError as e:
+    print('refused')
+"`, rt, bus)
+	cfg := p.writeConfig("bwrap", "hostview.toml", "[sandbox]\nsystem_binds = [\"host\"]\n")
+	r := run(t, p.dir, []string{"XDG_RUNTIME_DIR=" + rt}, "", "--isolator=bwrap", "--config", cfg, "--egress=none", "--", "/bin/sh", "-c", script)
+	if r.code != 0 || r.stdout != "refused\n" {
+		t.Fatalf("with system_binds = [\"host\"] and XDG_RUNTIME_DIR=%s: want it masked (exit 0, only \"refused\"), got:\n%s", rt, r)
+	}
+}
