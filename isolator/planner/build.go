@@ -49,10 +49,10 @@ var envAllowlist = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", 
 
 // dockerSockets are masked wherever they are visible, unless sandbox.docker_socket:
 // the usual places of Docker's, podman's and containerd's sockets, those of Docker
-// Desktop, colima, Rancher Desktop and OrbStack, and the engines devsandbox is
-// configured with wherever they lie: DOCKER_HOST's, docker.host's, the current docker
-// CLI context's (DOCKER_CONTEXT or the docker config directory's config.json) and
-// krun.podman_socket. Every sandbox has a /run of its own, but a bind can show the
+// Desktop, colima, Rancher Desktop and OrbStack, LXD's and Incus's, and the engines
+// devsandbox is configured with wherever they lie: DOCKER_HOST's, docker.host's, the
+// current docker CLI context's (DOCKER_CONTEXT or the docker config directory's
+// config.json) and krun.podman_socket. Every sandbox has a /run of its own, but a bind can show the
 // host's elsewhere, and a read-only mount does not stop connect(2) on a socket.
 func dockerSockets(cfg *config.Config) []string {
 	h := cfg.Host
@@ -79,6 +79,11 @@ func dockerSockets(cfg *config.Config) []string {
 	// minimal one (a system bind or a bind of yours): the default launch reads nothing
 	// more. An unreadable context is not an engine devsandbox uses either.
 	if hostShown(cfg) {
+		// Engines whose sockets lie outside /run, where a system bind shows them:
+		// LXD's and Incus's (their groups are root-equivalent, and Ubuntu puts its
+		// first user in lxd).
+		s = append(s, "/var/snap/lxd/common/lxd/unix.socket", "/var/lib/lxd/unix.socket",
+			"/var/lib/incus/unix.socket")
 		if name, dir := enginehost.Context(h.Vars, h.Home); name != "" {
 			if host, err := enginehost.ContextHost(dir, name); err == nil {
 				unixSocket(host)
