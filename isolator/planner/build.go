@@ -18,6 +18,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/internal/enginehost"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/etcsnap"
 	"github.com/devsandbox/devsandbox/syscalls"
@@ -48,9 +49,13 @@ var envAllowlist = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", 
 
 // dockerSockets are masked wherever they are visible, unless sandbox.docker_socket:
 // the usual places of Docker's, podman's and containerd's sockets, those of Docker
-// Desktop, colima, Rancher Desktop and OrbStack, and the one DOCKER_HOST names. Every
-// sandbox has a /run of its own, but a bind can show the host's elsewhere.
-func dockerSockets(h config.Host) []string {
+// Desktop, colima, Rancher Desktop and OrbStack, LXD's and Incus's, and the engines
+// devsandbox is configured with wherever they lie: DOCKER_HOST's, docker.host's, the
+// current docker CLI context's (DOCKER_CONTEXT or the docker config directory's
+// config.json) and krun.podman_socket. Every sandbox has a /run of its own, but a bind can show the
+// host's elsewhere, and a read-only mount does not stop connect(2) on a socket.
+func dockerSockets(cfg *config.Config) []string {
+	h := cfg.Host
 	s := []string{"/run/docker.sock", "/var/run/docker.sock", "/run/podman/podman.sock",
 		"/run/containerd/containerd.sock", "/run/user/" + strconv.Itoa(h.UID) + "/docker.sock",
 		"/run/user/" + strconv.Itoa(h.UID) + "/podman/podman.sock",
@@ -60,10 +65,39 @@ func dockerSockets(h config.Host) []string {
 	if h.RuntimeDir != "" {
 		s = append(s, h.RuntimeDir+"/docker.sock", h.RuntimeDir+"/podman/podman.sock")
 	}
-	if u, ok := strings.CutPrefix(h.Vars["DOCKER_HOST"], "unix://"); ok && filepath.IsAbs(u) {
-		s = append(s, filepath.Clean(u))
+	unixSocket := func(addr string) {
+		if u, ok := strings.CutPrefix(addr, "unix://"); ok && filepath.IsAbs(u) {
+			s = append(s, filepath.Clean(u))
+		} else if filepath.IsAbs(addr) {
+			s = append(s, filepath.Clean(addr))
+		}
+	}
+	unixSocket(h.Vars["DOCKER_HOST"])
+	unixSocket(cfg.Docker.Host)
+	unixSocket(cfg.Krun.PodmanSocket)
+	// The context's files are read only where a view shows more of the host than the
+	// minimal one (a system bind or a bind of yours): the default launch reads nothing
+	// more. An unreadable context is not an engine devsandbox uses either.
+	if hostShown(cfg) {
+		// Engines whose sockets lie outside /run, where a system bind shows them:
+		// LXD's and Incus's (their groups are root-equivalent, and Ubuntu puts its
+		// first user in lxd).
+		s = append(s, "/var/snap/lxd/common/lxd/unix.socket", "/var/lib/lxd/unix.socket",
+			"/var/lib/incus/unix.socket")
+		if name, dir := enginehost.Context(h.Vars, h.Home); name != "" {
+			if host, err := enginehost.ContextHost(dir, name); err == nil {
+				unixSocket(host)
+			}
+		}
 	}
 	return s
+}
+
+// hostShown reports whether cfg shows host paths beyond the minimal system view, the
+// project and the sandbox home: system_binds, ro_binds, rw_binds, host_mounts, --mount.
+func hostShown(cfg *config.Config) bool {
+	sb := cfg.Sandbox
+	return len(sb.SystemBinds) > 0 || len(sb.ROBinds) > 0 || len(sb.RWBinds) > 0 || len(sb.HostMounts) > 0
 }
 
 // InitBinary is the small in-sandbox init installed next to devsandbox. Without it,
@@ -309,7 +343,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		b.add(isolator.Mount{Kind: isolator.MaskFile, Dest: f, Why: "sandbox.mask_files"})
 	}
 	if !cfg.Sandbox.DockerSocket {
-		for _, s := range dockerSockets(h) {
+		for _, s := range dockerSockets(cfg) {
 			if pr.exists(s) && b.visible(s) {
 				if err := b.anchor(s, "the docker socket mask (sandbox.docker_socket)", true); err != nil {
 					return nil, nil, err

@@ -42,7 +42,7 @@ func otherHome(pr Probe, cfg *config.Config, h config.Host) string {
 }
 
 // maskXDGDirs masks whole the user's XDG base directories (config, data, state,
-// cache) that lie outside both homes, where the system view shows them
+// cache) and XDG_RUNTIME_DIR that lie outside both homes, where the system view shows them
 // (system_binds = ["host"], or a listed directory that holds them): the hide set and
 // devsandbox's own masks name places below the homes and <dir>/devsandbox only, and
 // other tools keep their tokens there ($XDG_CONFIG_HOME/gh/hosts.yml, gcloud's
@@ -52,9 +52,14 @@ func otherHome(pr Probe, cfg *config.Config, h config.Host) string {
 // that cannot be resolved stops the run, as does a project holding one (its bind
 // would show it again). Directories below a home cost nothing here.
 func (b *mountBuilder) maskXDGDirs(h config.Host, other, project string) error {
-	for _, x := range []struct{ dir, name string }{
-		{h.ConfigHome, "XDG_CONFIG_HOME"}, {h.DataHome, "XDG_DATA_HOME"},
-		{h.StateHome, "XDG_STATE_HOME"}, {h.CacheHome, "XDG_CACHE_HOME"},
+	const tokens = "other tools' credentials"
+	for _, x := range []struct{ dir, name, holds string }{
+		{h.ConfigHome, "XDG_CONFIG_HOME", tokens}, {h.DataHome, "XDG_DATA_HOME", tokens},
+		{h.StateHome, "XDG_STATE_HOME", tokens}, {h.CacheHome, "XDG_CACHE_HOME", tokens},
+		// Your session's sockets: the D-Bus session bus (systemd-run --user runs
+		// anything on the host), agents, a rootless engine's, and other sessions'
+		// of devsandbox. A read-only mount does not stop connect(2).
+		{h.RuntimeDir, "XDG_RUNTIME_DIR", "your session's sockets (D-Bus, agents, other devsandbox sessions')"},
 	} {
 		d := x.dir
 		if d == "" || isolator.Within(d, h.Home) || (other != "" && isolator.Within(d, other)) || !b.visible(d) {
@@ -65,7 +70,7 @@ func (b *mountBuilder) maskXDGDirs(h config.Host, other, project string) error {
 		case errors.Is(err, fs.ErrNotExist):
 			continue
 		case err != nil:
-			return fmt.Errorf("%w: sandbox.system_binds shows %s (%s), which holds other tools' credentials, and it cannot be masked: %w; fix it, or set sandbox.system_binds to paths that do not hold it", ErrConfig, d, x.name, err)
+			return fmt.Errorf("%w: sandbox.system_binds shows %s (%s), which holds %s, and it cannot be masked: %w; fix it, or set sandbox.system_binds to paths that do not hold it", ErrConfig, d, x.name, x.holds, err)
 		case isolator.Within(real, project):
 			return fmt.Errorf("%w: the project %s holds %s (%s), which sandbox.system_binds would show; run devsandbox from a project that does not hold it, or move %s", ErrProject, project, real, x.name, x.name)
 		case isolator.Within(real, h.Home), other != "" && isolator.Within(real, other):

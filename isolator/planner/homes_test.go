@@ -150,8 +150,8 @@ func TestBuildOtherHome(t *testing.T) {
 // or in the default view, nothing is added; one that cannot be resolved stops the run.
 func TestBuildXDGOutsideHomes(t *testing.T) {
 	f := newFixture(t)
-	cfgDir, cache := f.root+"/srv/cfg", f.root+"/srv/cache"
-	mkdirs(t, cfgDir+"/gh", cache)
+	cfgDir, cache, runtime := f.root+"/srv/cfg", f.root+"/srv/cache", f.root+"/srv/runtime"
+	mkdirs(t, cfgDir+"/gh", cache, runtime)
 	build := func(t *testing.T, system []string, env ...string) ([]string, error) {
 		t.Helper()
 		cfg := f.load(t, env...)
@@ -162,7 +162,7 @@ func TestBuildXDGOutsideHomes(t *testing.T) {
 		}
 		return mountLines(p.Mounts), nil
 	}
-	got, err := build(t, []string{"host"}, "XDG_CONFIG_HOME="+cfgDir, "XDG_CACHE_HOME="+cache, "XDG_DATA_HOME="+f.root+"/srv/none")
+	got, err := build(t, []string{"host"}, "XDG_CONFIG_HOME="+cfgDir, "XDG_CACHE_HOME="+cache, "XDG_DATA_HOME="+f.root+"/srv/none", "XDG_RUNTIME_DIR="+runtime)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,6 +170,8 @@ func TestBuildXDGOutsideHomes(t *testing.T) {
 	for _, want := range []string{
 		"maskdir " + cfgDir + " (your XDG_CONFIG_HOME outside your home (sandbox.system_binds))",
 		"maskdir " + cache + " (your XDG_CACHE_HOME outside your home (sandbox.system_binds))",
+		// The session's sockets (the D-Bus session bus): connect(2) ignores a read-only mount.
+		"maskdir " + runtime + " (your XDG_RUNTIME_DIR outside your home (sandbox.system_binds))",
 	} {
 		if i := slices.Index(got, want); i < 0 || i > home {
 			t.Errorf("want %q before the sandbox home in\n%v", want, got)

@@ -42,7 +42,7 @@ func protectedPaths(cfg *config.Config, h config.Host, pr Probe) []protected {
 		add(p, "a credential path", "pass the credential as a secret (-e NAME, --secret-file) instead")
 	}
 	if !cfg.Sandbox.DockerSocket {
-		for _, s := range dockerSockets(h) {
+		for _, s := range dockerSockets(cfg) {
 			add(s, "a Docker socket", "set sandbox.docker_socket = true to share it (root-equivalent)")
 		}
 	}

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -106,6 +108,9 @@ func TestBuildDockerSockets(t *testing.T) {
 	run := f.root + "/run/user/1000"
 	writeFile(t, run+"/docker.sock", "")
 	writeFile(t, run+"/podman/podman.sock", "")
+	// The sockets are shown one by one: a view of the runtime directory itself masks it
+	// whole (TestBuildXDGOutsideHomes).
+	shown := []string{run + "/docker.sock", run + "/podman"}
 	for _, tc := range []struct {
 		name   string
 		system []string
@@ -113,14 +118,14 @@ func TestBuildDockerSockets(t *testing.T) {
 		want   []string
 	}{
 		{"not visible", nil, false, nil},
-		{"visible", []string{run}, false, []string{
+		{"visible", shown, false, []string{
 			"maskfile " + run + "/docker.sock (docker socket)",
 			"maskfile " + run + "/podman/podman.sock (docker socket)",
 		}},
-		{"docker_socket = true", []string{run}, true, nil},
+		{"docker_socket = true", shown, true, nil},
 		// A socket behind a hide_paths mask is hidden already: a mask file there would
 		// show its name in a directory that appears empty.
-		{"hidden", []string{run}, false, []string{
+		{"hidden", shown, false, []string{
 			"maskdir " + run + "/podman (sandbox.hide_paths)",
 			"maskfile " + run + "/docker.sock (docker socket)",
 		}},
@@ -133,6 +138,49 @@ func TestBuildDockerSockets(t *testing.T) {
 			if tc.name == "hidden" {
 				cfg.Sandbox.HidePaths = []string{run + "/podman"}
 			}
+			p, _ := f.build(t, cfg)
+			want := append(append(f.expand(p, baseMounts...), f.expand(p, "bind rw $PROJ -> $PROJ (project)")...), tc.want...)
+			equalLines(t, "mounts", mountLines(p.Mounts), want)
+		})
+	}
+}
+
+// The engines devsandbox is configured with are masked where a view shows them,
+// wherever they lie: docker.host, krun.podman_socket, the current docker CLI context
+// (read only when a view shows more than the minimal one). A read-only bind does not
+// stop connect(2) on a socket.
+func TestBuildConfiguredEngineSockets(t *testing.T) {
+	f := newFixture(t)
+	srv := f.root + "/srv/engines"
+	for _, n := range []string{"docker.sock", "podman.sock", "context.sock"} {
+		writeFile(t, srv+"/"+n, "")
+	}
+	dcfg := f.root + "/dockercfg"
+	sum := sha256.Sum256([]byte("stand"))
+	writeFile(t, dcfg+"/contexts/meta/"+hex.EncodeToString(sum[:])+"/meta.json",
+		`{"Name":"stand","Endpoints":{"docker":{"Host":"unix://`+srv+`/context.sock"}}}`)
+	writeFile(t, dcfg+"/config.json", `{"currentContext":"stand"}`)
+	for _, tc := range []struct {
+		name   string
+		system []string
+		docker bool
+		want   []string
+	}{
+		{"not visible", nil, false, nil},
+		{"visible", []string{srv}, false, []string{
+			"maskfile " + srv + "/docker.sock (docker socket)",
+			"maskfile " + srv + "/podman.sock (docker socket)",
+			"maskfile " + srv + "/context.sock (docker socket)",
+		}},
+		{"docker_socket = true", []string{srv}, true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := f.load(t, "DOCKER_CONFIG="+dcfg)
+			cfg.Sandbox.SystemBinds = tc.system
+			cfg.Sandbox.DockerSocket = tc.docker
+			cfg.Sandbox.HidePaths = nil
+			cfg.Docker.Host = "unix://" + srv + "/docker.sock"
+			cfg.Krun.PodmanSocket = srv + "/podman.sock"
 			p, _ := f.build(t, cfg)
 			want := append(append(f.expand(p, baseMounts...), f.expand(p, "bind rw $PROJ -> $PROJ (project)")...), tc.want...)
 			equalLines(t, "mounts", mountLines(p.Mounts), want)
