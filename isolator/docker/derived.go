@@ -267,6 +267,11 @@ func shipTar(pr programs, files []container.ImageFile) ([]byte, error) {
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
 	var buf bytes.Buffer
+	size := 0
+	for _, e := range es {
+		size += len(e.data) + 2<<10 // the data, its headers and padding
+	}
+	buf.Grow(size + 16<<10)
 	tw := tar.NewWriter(&buf)
 	dirs := map[string]bool{}
 	for _, e := range es {

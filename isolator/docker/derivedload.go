@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/image"
@@ -35,10 +36,12 @@ import (
 // engine names images and layers by the digests of what they hold, so no one with
 // access to the engine can make another image of that ID, whatever labels they copy.
 type derivation struct {
-	id      string // "sha256:" and the config's digest
-	layer   []byte // the added layer (shipTar)
-	labels  map[string]string
-	archive []byte
+	id     string // "sha256:" and the config's digest
+	layer  []byte // the added layer (shipTar)
+	labels map[string]string
+	// config and manifest are the image's config and the manifest naming it and
+	// its layers' files, as the archive holds them.
+	config, manifest []byte
 }
 
 // derive computes the derivation of the base image bi (named base) for this
@@ -73,7 +76,7 @@ func derive(bi image.InspectResponse, base, version string, uid int, pr programs
 	for _, l := range bi.RootFS.Layers {
 		diffs = append(diffs, digest.Digest(l))
 	}
-	diffs = append(diffs, digest.FromBytes(layer))
+	diffs = append(diffs, digest.NewDigestFromEncoded(digest.SHA256, hex.EncodeToString(sum[:])))
 	img := dockerspec.DockerOCIImage{Image: ocispec.Image{
 		Platform: ocispec.Platform{Architecture: bi.Architecture, OS: bi.Os, Variant: bi.Variant},
 		RootFS:   ocispec.RootFS{Type: "layers", DiffIDs: diffs},
@@ -104,24 +107,30 @@ func derive(bi image.InspectResponse, base, version string, uid int, pr programs
 	if err != nil {
 		return derivation{}, err
 	}
+	d.config, d.manifest = config, mb
+	return d, nil
+}
+
+// archive is d as `docker load` takes it (made only when the image is loaded).
+func (d derivation) archive() ([]byte, error) {
 	var buf bytes.Buffer
+	buf.Grow(len(d.layer) + len(d.config) + len(d.manifest) + 8<<10)
 	tw := tar.NewWriter(&buf)
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{cd.Encoded() + ".json", config}, {"layer.tar", layer}, {"manifest.json", mb}} {
+	}{{strings.TrimPrefix(d.id, "sha256:") + ".json", d.config}, {"layer.tar", d.layer}, {"manifest.json", d.manifest}} {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: 0o644, Size: int64(len(f.data))}); err != nil {
-			return derivation{}, err
+			return nil, err
 		}
 		if _, err := tw.Write(f.data); err != nil {
-			return derivation{}, err
+			return nil, err
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return derivation{}, err
+		return nil, err
 	}
-	d.archive = buf.Bytes()
-	return d, nil
+	return buf.Bytes(), nil
 }
 
 // errNoDerivation: the image cannot be made by a load (it is made by a commit).
@@ -139,7 +148,11 @@ func hasImage(ctx context.Context, e Engine, id string) bool {
 // containerd's store may want the base's layers too) or makes another ID of it
 // returns an error saying so.
 func loadDerived(ctx context.Context, e Engine, d derivation) error {
-	r, err := e.ImageLoad(ctx, bytes.NewReader(d.archive), client.ImageLoadWithQuiet(true))
+	a, err := d.archive()
+	if err != nil {
+		return err
+	}
+	r, err := e.ImageLoad(ctx, bytes.NewReader(a), client.ImageLoadWithQuiet(true))
 	if err != nil {
 		return err
 	}
