@@ -123,6 +123,12 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	if id := b.cachedDerived(ctx, e, readRecords(cache), cache, cacheKey, what, bi.ID, tried); id != "" {
 		return id, nil
 	}
+	// Runs with other state directories (a harness's jobs, each with its own home)
+	// hold other locks: one of them may have loaded it meanwhile.
+	if d.id != "" && hasImage(ctx, e, d.id) {
+		writeRecord(cache, cacheKey, d.id)
+		return d.id, nil
+	}
 	id, err := b.buildDerived(ctx, e, base, pr, files, d)
 	if err != nil {
 		return "", err
