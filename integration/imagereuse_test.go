@@ -29,6 +29,7 @@ func TestDockerDerivedImageReuse(t *testing.T) {
 		_, _ = rand.Read(rnd[:])
 		base := "devsandbox-test/reuse-" + hex.EncodeToString(rnd[:]) + ":1"
 		cid := dockerAt(t, iso, "create", "devsandbox-test/busybox:1", "true")
+		t.Cleanup(func() { _ = dockerCmd(iso, "rm", "-f", cid).Run() })
 		dockerAt(t, iso, "commit", "--change", "LABEL it.unique="+hex.EncodeToString(rnd[:]), cid, base)
 		dockerAt(t, iso, "rm", cid)
 		baseID := dockerAt(t, iso, "image", "inspect", "--format", "{{.Id}}", base)
@@ -84,10 +85,11 @@ func TestDockerDerivedImageReuse(t *testing.T) {
 		}
 		dir := t.TempDir()
 		src := dockerAt(t, iso, "create", genuine[0])
+		t.Cleanup(func() { _ = dockerCmd(iso, "rm", "-f", src).Run() })
 		for _, f := range []string{"/run/devsandbox", "/etc/passwd", "/etc/group"} {
 			dockerAt(t, iso, "cp", src+":"+f, filepath.Join(dir, filepath.Base(f)))
 		}
-		dockerAt(t, iso, "rm", src)
+		dockerAt(t, iso, "rm", src) // before the image it was made from is removed
 		read := func(name string) []byte {
 			b, err := os.ReadFile(filepath.Join(dir, name))
 			if err != nil {
@@ -119,6 +121,7 @@ func TestDockerDerivedImageReuse(t *testing.T) {
 			create = append(create, "--label", l)
 		}
 		fc := dockerAt(t, iso, append(create, baseID)...)
+		t.Cleanup(func() { _ = dockerCmd(iso, "rm", "-f", fc).Run() })
 		cp := dockerCmd(iso, "cp", "-", fc+":/")
 		cp.Stdin = &layer
 		if out, err := cp.CombinedOutput(); err != nil {
