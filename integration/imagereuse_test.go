@@ -10,7 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -50,11 +53,9 @@ func TestDockerDerivedImageReuse(t *testing.T) {
 			_ = dockerCmd(iso, "rmi", "-f", baseID).Run()
 		})
 		p := newProject(t)
-		states := 0
+		var states atomic.Int32
 		runFresh := func() result {
-			t.Helper()
-			states++
-			state := "state" + string(rune('0'+states))
+			state := "state" + strconv.Itoa(int(states.Add(1)))
 			p.mkdir(state)
 			return run(t, p.dir, []string{"XDG_STATE_HOME=" + p.path(state)}, "", "--isolator="+iso, "--image="+base, "--egress=none", "--",
 				"/bin/sh", "-c", "if command -v git >/dev/null; then echo planted git; fi; echo ran")
@@ -150,6 +151,29 @@ func TestDockerDerivedImageReuse(t *testing.T) {
 		}
 		if ids := derived(); !slices.Equal(ids, sortedPair(forged, genuine[0])) {
 			t.Fatalf("derived images after the run beside the forgery: %q, want the forged %s and the genuine %s made again (same ID)", ids, forged, genuine[0])
+		}
+
+		// Runs with state directories of their own start together (a CI job's
+		// parallel tests, each with its own home; their build locks differ): each may
+		// load the image, and all get the one of that ID.
+		dockerAt(t, iso, "rmi", genuine[0])
+		rs := make([]result, 2)
+		var wg sync.WaitGroup
+		for i := range rs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rs[i] = runFresh()
+			}()
+		}
+		wg.Wait()
+		for _, r := range rs {
+			if r.code != 0 || r.stdout != "ran\n" {
+				t.Fatalf("a concurrent run with a state directory of its own:\n%s", r)
+			}
+		}
+		if ids := derived(); !slices.Equal(ids, sortedPair(forged, genuine[0])) {
+			t.Fatalf("derived images after concurrent runs with fresh state directories: %q, want the forged %s and the genuine %s", ids, forged, genuine[0])
 		}
 	})
 }
