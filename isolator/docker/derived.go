@@ -51,14 +51,17 @@ const derivedCacheFile = "docker-images.json"
 // is the digest of the image's config, which names its layers' digests), so an image
 // of that ID on any engine is the one made. The engine's address only keeps engines'
 // entries apart; it is not trusted to identify one: on a miss, the IDs cached for the
-// same content under other addresses are tried the same way before the image is made
-// again. proven, when set, reports whether the engine is known to have the image of an
-// ID (a running container was made from it: see Run): this address's cached ID, so
-// shown, is used without asking again, since its content, labels included, is what
-// the ID names, and it was cached for this base image and content only once it was
-// made or checked. The use of both images, the derived one and its base, is recorded
-// in the user's state (package imageuse): `sandboxes prune` keeps what runs used
-// within its --days.
+// same content under other addresses are tried the same way. Then the image this
+// build makes, whose ID is computed here from its content (derivation), is used when
+// the engine has it, whoever made it; only then is it made. An image found by its
+// labels never is: anyone who can reach the engine can copy them. proven, when set,
+// reports whether the engine is known to have the image of an ID (a running
+// container was made from it: see Run): this address's cached ID, so shown, is used
+// without asking again, since its content, labels included, is what the ID names,
+// and it was cached for this base image and content only once it was made or
+// checked. The use of both images, the derived one and its base, is recorded in the
+// user's state (package imageuse): `sandboxes prune` keeps what runs used within its
+// --days.
 func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *isolator.Plan, base string, pr programs, files []container.ImageFile, proven func(id string) bool) (derived string, err error) {
 	bi, err := e.ImageInspect(ctx, base)
 	if err != nil && !cerrdefs.IsNotFound(err) {
@@ -96,6 +99,18 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	if id := b.cachedDerived(ctx, e, m, cache, cacheKey, what, bi.ID, tried); id != "" {
 		return id, nil
 	}
+	// Not cached (a new state directory: a CI runner's fresh home, another user, a
+	// reinstall): the image this build would make, named by its content, is used when
+	// the engine has it. Its labels are never looked up: anyone with access to the
+	// engine can copy them onto another image (see derivation).
+	d, err := derive(bi, base, b.Version, p.User.UID, pr, files)
+	if err != nil && !errors.Is(err, errNoDerivation) {
+		return "", err
+	}
+	if d.id != "" && hasImage(ctx, e, d.id) {
+		writeRecord(cache, cacheKey, d.id)
+		return d.id, nil
+	}
 	// None: made under a lock, so that runs starting together (a harness's parallel
 	// jobs) make one image and all use it. Equal images of different IDs would give
 	// their runs different specs, and runs keeping a container would refuse each
@@ -108,7 +123,13 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	if id := b.cachedDerived(ctx, e, readRecords(cache), cache, cacheKey, what, bi.ID, tried); id != "" {
 		return id, nil
 	}
-	id, err := b.buildDerived(ctx, e, p, base, bi.ID, pr, files)
+	// Runs with other state directories (a harness's jobs, each with its own home)
+	// hold other locks: one of them may have loaded it meanwhile.
+	if d.id != "" && hasImage(ctx, e, d.id) {
+		writeRecord(cache, cacheKey, d.id)
+		return d.id, nil
+	}
+	id, err := b.buildDerived(ctx, e, base, pr, files, d)
 	if err != nil {
 		return "", err
 	}
@@ -166,39 +187,55 @@ func derivedKey(version string, uid int, pr programs, files []container.ImageFil
 	return hex.EncodeToString(h.Sum(nil)[:16]), nil
 }
 
-// buildDerived makes the derived image: a container of base, never started, the
-// files copied into it through the Engine API, committed. The caller holds the build
-// lock (derivedImage).
-func (b *Isolator) buildDerived(ctx context.Context, e Engine, p *isolator.Plan, base, baseID string, pr programs, files []container.ImageFile) (string, error) {
+// buildDerived makes the derived image d (d.id "": the base cannot be given a
+// layer by a load) and returns its ID: loaded (see derivation), or, when the engine
+// does not take the archive, made as a container of base, never started, with the
+// files copied in through the Engine API, committed; such an image's ID is the
+// engine's own, and a run with another state directory makes it again. The caller
+// holds the build lock (derivedImage).
+func (b *Isolator) buildDerived(ctx context.Context, e Engine, base string, pr programs, files []container.ImageFile, d derivation) (string, error) {
 	failed := func(format string, args ...any) error {
 		return fmt.Errorf("%w: preparing the image %s for the sandbox: %s; the command did not run", isolator.ErrUnavailable, base, fmt.Sprintf(format, args...))
 	}
 	fmt.Fprintf(b.progress(), "devsandbox: preparing the image %s for sandboxes (once per image and devsandbox version)\n", termsafe.Line(base))
-	content, err := shipTar(pr, files)
-	if err != nil {
-		return "", err
+	var loadErr error
+	if d.id != "" {
+		if loadErr = loadDerived(ctx, e, d); loadErr == nil {
+			return d.id, nil
+		}
 	}
-	sum := sha256.Sum256(content)
-	labels := map[string]string{LabelBase: baseID, LabelBaseRef: base, LabelContent: hex.EncodeToString(sum[:16]),
-		LabelVersion: b.Version, LabelUser: fmt.Sprint(p.User.UID)}
+	if d.layer == nil {
+		var err error
+		if d.layer, err = shipTar(pr, files); err != nil {
+			return "", err
+		}
+	}
 	// The derived image's entrypoint is the init (every container devsandbox makes
 	// names its own); without one, an image with no command cannot be created from.
-	cfg := &dockercontainer.Config{Image: baseID, Entrypoint: []string{container.InitPath}, Labels: labels}
+	cfg := &dockercontainer.Config{Image: d.labels[LabelBase], Entrypoint: []string{container.InitPath}, Labels: d.labels}
 	created, err := e.ContainerCreate(ctx, cfg, &dockercontainer.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	if err != nil {
-		return "", failed("the engine refused a container of it: %v", err)
+		return "", failed("the engine refused a container of it: %v%s", err, loadTried(loadErr))
 	}
 	defer func() {
 		_ = e.ContainerRemove(context.WithoutCancel(ctx), created.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
 	}()
-	if err := e.CopyToContainer(ctx, created.ID, "/", bytes.NewReader(content), dockercontainer.CopyToContainerOptions{}); err != nil {
-		return "", failed("copying devsandbox's files in: %v", err)
+	if err := e.CopyToContainer(ctx, created.ID, "/", bytes.NewReader(d.layer), dockercontainer.CopyToContainerOptions{}); err != nil {
+		return "", failed("copying devsandbox's files in: %v%s", err, loadTried(loadErr))
 	}
 	r, err := e.ContainerCommit(ctx, created.ID, dockercontainer.CommitOptions{Comment: "devsandbox " + b.Version + ": " + base + " with devsandbox-init"})
 	if err != nil {
-		return "", failed("committing it: %v", err)
+		return "", failed("committing it: %v%s", err, loadTried(loadErr))
 	}
 	return r.ID, nil
+}
+
+// loadTried says why the image was not loaded, after why it was not committed either.
+func loadTried(err error) string {
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (loading it first: %v)", err)
 }
 
 // progress is where a build says it happens (Progress; nil: nowhere).
@@ -236,6 +273,11 @@ func shipTar(pr programs, files []container.ImageFile) ([]byte, error) {
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
 	var buf bytes.Buffer
+	size := 0
+	for _, e := range es {
+		size += len(e.data) + 2<<10 // the data, its headers and padding
+	}
+	buf.Grow(size + 16<<10)
 	tw := tar.NewWriter(&buf)
 	dirs := map[string]bool{}
 	for _, e := range es {

@@ -210,6 +210,10 @@ func (r *recordedEngine) ContainerCommit(ctx context.Context, id string, options
 	return act(ctx, r, func(e Engine) (dockercontainer.CommitResponse, error) { return e.ContainerCommit(ctx, id, options) })
 }
 
+func (r *recordedEngine) ImageLoad(ctx context.Context, input io.Reader, opts ...client.ImageLoadOption) (image.LoadResponse, error) {
+	return act(ctx, r, func(e Engine) (image.LoadResponse, error) { return e.ImageLoad(ctx, input, opts...) })
+}
+
 func (r *recordedEngine) ImageRemove(ctx context.Context, id string, options image.RemoveOptions) ([]image.DeleteResponse, error) {
 	return act(ctx, r, func(e Engine) ([]image.DeleteResponse, error) { return e.ImageRemove(ctx, id, options) })
 }

@@ -3,8 +3,10 @@ package docker
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +33,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/devsandbox/devsandbox/egress"
@@ -73,6 +76,11 @@ type fakeEngine struct {
 	derives []string
 	aux     int // containers made, not run: d1, d2…
 	commits int
+	// loadable: base images have layers, and ImageLoad takes a derived image's
+	// archive (else it refuses, as an engine that does not take one: the image is
+	// committed); loads counts the images it loaded.
+	loadable bool
+	loads    int
 	// requests are the companions' requests; volumes the volumes that exist.
 	requests []companion.Request
 	volumes  map[string]volume.CreateOptions
@@ -153,7 +161,66 @@ func (f *fakeEngine) ImageInspect(_ context.Context, ref string, _ ...client.Ima
 	if !f.images[ref] {
 		return image.InspectResponse{}, cerrdefs.ErrNotFound
 	}
-	return image.InspectResponse{ID: "sha256:base-" + ref}, nil
+	in := image.InspectResponse{ID: "sha256:base-" + ref}
+	if f.loadable {
+		in.Os, in.Architecture, in.Created = "linux", "amd64", "2026-01-02T03:04:05Z"
+		in.Config = &dockerspec.DockerOCIImageConfig{ImageConfig: ocispec.ImageConfig{Env: []string{"PATH=/bin"}, Cmd: []string{"sh"}, Labels: map[string]string{"base": "1"}}}
+		in.RootFS = image.RootFS{Type: "layers", Layers: []string{"sha256:" + strings.Repeat("b", 64)}}
+	}
+	return in, nil
+}
+
+// ImageLoad takes a derived image's archive when f is loadable: the image of the
+// config's digest, its files in copied under "load:".
+func (f *fakeEngine) ImageLoad(_ context.Context, input io.Reader, _ ...client.ImageLoadOption) (image.LoadResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.derives = append(f.derives, "ImageLoad")
+	if !f.loadable {
+		return image.LoadResponse{}, errors.New("the fake engine loads no image")
+	}
+	files := map[string][]byte{}
+	tr := tar.NewReader(input)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return image.LoadResponse{}, err
+		}
+		files[h.Name], _ = io.ReadAll(tr)
+	}
+	var m []struct{ Config string }
+	var img dockerspec.DockerOCIImage
+	if err := json.Unmarshal(files["manifest.json"], &m); err != nil || len(m) != 1 {
+		return image.LoadResponse{}, fmt.Errorf("manifest %q: %v", files["manifest.json"], err)
+	}
+	config := files[m[0].Config]
+	if err := json.Unmarshal(config, &img); err != nil {
+		return image.LoadResponse{}, err
+	}
+	id := digest.FromBytes(config).String()
+	var layers []string
+	for _, d := range img.RootFS.DiffIDs {
+		layers = append(layers, d.String())
+	}
+	if d := digest.FromBytes(files["layer.tar"]).String(); d != layers[len(layers)-1] {
+		return image.LoadResponse{}, fmt.Errorf("invalid diffID: %s, want %s", d, layers[len(layers)-1])
+	}
+	lr := tar.NewReader(bytes.NewReader(files["layer.tar"]))
+	for {
+		h, err := lr.Next()
+		if err != nil {
+			break
+		}
+		f.copied["load:/"+h.Name], _ = io.ReadAll(lr)
+	}
+	cfg := img.Config
+	f.derived[id] = image.InspectResponse{ID: id, Config: &cfg, RootFS: image.RootFS{Type: "layers", Layers: layers}}
+	f.images[id] = true
+	f.loads++
+	return image.LoadResponse{Body: io.NopCloser(strings.NewReader(`{"stream":"Loaded image ID: ` + id + `\n"}` + "\n"))}, nil
 }
 
 // ContainerCommit makes the derived image sha256:derived<N> of container id.
