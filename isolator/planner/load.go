@@ -43,8 +43,9 @@ func LoadDir(dir string, flags config.Flags, environ []string, reg *tools.Regist
 	if err != nil {
 		return nil, err
 	}
-	probe := OS(dir)
-	proj, err := FindProject(probe, host.Home)
+	// /etc/passwd is read once for the project's check here and Build's uses of it.
+	probe := withPasswdOnce(OS(dir))
+	proj, err := FindProject(probe, host)
 	if err != nil {
 		return nil, err
 	}
