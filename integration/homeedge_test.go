@@ -116,3 +116,45 @@ func TestHostViewXDGOutsideHomesMasked(t *testing.T) {
 		t.Fatalf("with system_binds = [\"host\"] and the XDG directories in %s: want none of their files readable (exit 0, only \"done\"), got:\n%s", root, r)
 	}
 }
+
+// TestHostViewXDGToolFileShown: an XDG directory outside both homes is masked whole
+// in the host view, and a tool's binding of a file in it at its own host path (git's
+// GIT_CONFIG_GLOBAL there, passed, so git reads it there) still shows on top of the
+// mask: the masks go before the tool bindings. The directory's other files stay
+// hidden. bwrap only, as TestHostViewXDGOutsideHomesMasked.
+func TestHostViewXDGToolFileShown(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	root, err := os.MkdirTemp("/var/tmp", "dsb-xdgtool-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	cfgHome := filepath.Join(root, "config")
+	global := filepath.Join(cfgHome, "git", "global")
+	bait := filepath.Join(cfgHome, "gh", "hosts.yml")
+	for f, content := range map[string]string{global: "[user]\n\tname = dsb-xdg-tool\n", bait: "XDG-BAIT\n"} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		if err == nil {
+			err = os.Lchown(p, it.uid, it.gid)
+		}
+		return err
+	})
+	cfg := p.writeConfig("bwrap", "hostview.toml", "[sandbox]\nsystem_binds = [\"host\"]\n")
+	env := []string{"XDG_CONFIG_HOME=" + cfgHome, "GIT_CONFIG_GLOBAL=" + global}
+	script := `git config --global --get user.name; cat "$1" 2>/dev/null; ls -A "$2" 2>/dev/null; echo done`
+	r := run(t, p.dir, env, "", "--isolator=bwrap", "--config", cfg, "--egress=none", "--", "/bin/sh", "-c", script, "sh", bait, cfgHome)
+	if want := "dsb-xdg-tool\ngit\ndone\n"; r.code != 0 || r.stdout != want {
+		t.Fatalf("with system_binds = [\"host\"], XDG_CONFIG_HOME=%s and GIT_CONFIG_GLOBAL in it: want git's file shown and nothing else of the directory (exit 0 and\n%s), got:\n%s", cfgHome, want, r)
+	}
+}
