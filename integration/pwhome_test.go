@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
@@ -50,13 +51,18 @@ func newPwUser(t *testing.T) *pwUser {
 	p := &pwUser{name: pwHomeUserName, pwHome: filepath.Clean(u.HomeDir)}
 	p.uid, _ = strconv.Atoi(u.Uid)
 	p.gid, _ = strconv.Atoi(u.Gid)
-	if _, err := os.Lstat(p.pwHome); err == nil {
-		t.Fatalf("%s exists: another run of these tests, or one that did not clean up; remove it", p.pwHome)
+	// The directory holding it is the test's too (root's, 0755): runs start there.
+	parent := filepath.Dir(p.pwHome)
+	if _, err := os.Lstat(parent); err == nil {
+		t.Fatalf("%s exists: another run of these tests, or one that did not clean up; remove it", parent)
 	}
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		t.Fatalf("making the second test user's home: %v (its home in /etc/passwd must be in a directory the test can make, such as /var/tmp/dsb-pwhome/home)", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(parent) })
 	if err := os.Mkdir(p.pwHome, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(p.pwHome) })
 	home, err := os.MkdirTemp("/var/tmp", "dsb-pwhome-run-")
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +93,47 @@ func (p *pwUser) file(t *testing.T, rel, content string) string {
 		}
 	}
 	return full
+}
+
+// userConfig writes the user's devsandbox configuration (no trust needed).
+func (p *pwUser) userConfig(t *testing.T, content string) {
+	t.Helper()
+	dir := filepath.Join(p.home, ".config", "devsandbox")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for d := filepath.Join(dir, "config.toml"); d != p.home; d = filepath.Dir(d) {
+		if err := os.Chown(d, p.uid, p.gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// project makes a git project at parent/proj (parent made too, both the user's) with
+// a file in it, and returns its directory.
+func (p *pwUser) project(t *testing.T, parent string) string {
+	t.Helper()
+	dir := filepath.Join(parent, "proj")
+	for _, d := range []string{parent, dir, dir + "/.git", dir + "/.git/objects", dir + "/.git/refs"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, content := range map[string]string{".git/HEAD": "ref: refs/heads/main\n", "file": "PROJECT-FILE\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = filepath.WalkDir(parent, func(f string, _ fs.DirEntry, err error) error {
+		if err == nil {
+			err = os.Lchown(f, p.uid, p.gid)
+		}
+		return err
+	})
+	return dir
 }
 
 // run runs devsandbox as the user in dir with its throwaway HOME.
@@ -139,5 +186,39 @@ func TestPasswdHomeConfigNotRead(t *testing.T) {
 				t.Errorf("devsandbox %s wrote a trust record for the passwd home's file:\n%s", strings.Join(tc.args, " "), data)
 			}
 		})
+	}
+}
+
+// TestHostViewPasswdHomeMasked: with system_binds = ["host"] and a HOME other than the
+// user's passwd home (a CI runner, `sudo -u`, `HOME=/tmp/x devsandbox`), the host
+// root showed the passwd home read-only, and the user's own 0600 files in it with it:
+// hide_paths were expanded below $HOME only, so ~/.ssh/id_ed25519 and
+// ~/.aws/credentials of the passwd home were listed, and files no list names (shell
+// history) read inside. The passwd home is masked
+// whole (an empty read-only directory); a project in it (~/src/app) shows through the
+// mask, and nothing else of the home does. It runs as the second test user, whose
+// passwd home the test makes. bwrap only: docker and krun take the system from the
+// image and bind nothing else of the host (guarantee 11), so the home is not there.
+func TestHostViewPasswdHomeMasked(t *testing.T) {
+	requireBwrap(t)
+	p := newPwUser(t)
+	for _, rel := range []string{".ssh/id_ed25519", ".aws/credentials", ".bash_history"} {
+		p.file(t, rel, "PASSWD-HOME-BAIT\n")
+	}
+	p.userConfig(t, "[sandbox]\nsystem_binds = [\"host\"]\n")
+	h := p.pwHome
+	script := `cat ` + h + `/.ssh/id_ed25519 ` + h + `/.aws/credentials ` + h + `/.bash_history 2>/dev/null
+		ls -A ` + h + ` 2>/dev/null
+		echo done`
+	outside := p.project(t, filepath.Join(p.home, "..", filepath.Base(p.home)+"-proj"))
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(outside)) })
+	r := p.run(t, outside, nil, "--isolator=bwrap", "--egress=none", "--", "/bin/sh", "-c", script)
+	if r.code != 0 || r.stdout != "done\n" {
+		t.Fatalf("with system_binds = [\"host\"] and HOME=%s, the passwd home %s: want it empty (exit 0, only \"done\"), got:\n%s", p.home, h, r)
+	}
+	in := p.project(t, filepath.Join(h, "src"))
+	r = p.run(t, in, nil, "--isolator=bwrap", "--egress=none", "--", "/bin/sh", "-c", `cat file; `+script)
+	if want := "PROJECT-FILE\nsrc\ndone\n"; r.code != 0 || r.stdout != want {
+		t.Fatalf("a project in the passwd home %s with the host view: want exit 0 and\n%s\ngot:\n%s", h, want, r)
 	}
 }

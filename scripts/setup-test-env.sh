@@ -56,8 +56,10 @@ fi
 # there, never in the first test user's own home. No home is made here.
 PWHOME_USER=dsbpwhome
 if ! id "$PWHOME_USER" >/dev/null 2>&1; then
-	echo "setup: creating the second test user $PWHOME_USER (home /var/tmp/dsb-pwhome, made by the tests)"
-	useradd --no-create-home --home-dir /var/tmp/dsb-pwhome --shell /bin/sh "$PWHOME_USER"
+	echo "setup: creating the second test user $PWHOME_USER (home /var/tmp/dsb-pwhome/home, made by the tests)"
+	useradd --no-create-home --home-dir /var/tmp/dsb-pwhome/home --shell /bin/sh "$PWHOME_USER"
+elif [ "$(getent passwd "$PWHOME_USER" | cut -d: -f6)" != /var/tmp/dsb-pwhome/home ]; then
+	usermod --home /var/tmp/dsb-pwhome/home "$PWHOME_USER"
 fi
 
 # A fact of this test machine, not of the product: /dev/net/tun is 0600 here, and
