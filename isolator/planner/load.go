@@ -13,8 +13,10 @@ import (
 type Loaded struct {
 	Config  *config.Config // with the keys the proxy holds as proxy credentials (ToolKeys)
 	Project isolator.Project
-	Probe   Probe
-	Held    []HeldKey
+	// Probe holds /etc/passwd as FindProject read it: the Builds from it use those
+	// bytes (a program keeping a Loaded for long loads again to see a changed file).
+	Probe Probe
+	Held  []HeldKey
 	// System is the default system view being worked out ahead (nil when the
 	// configuration runs no bwrap or asks for another view); the first Build from
 	// Probe takes it. A bwrap run may open its /etc snapshot ahead too
