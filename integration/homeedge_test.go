@@ -14,46 +14,31 @@ import (
 // passwd home is refused when HOME names another directory (a CI runner, `sudo -u`,
 // `HOME=/tmp/x devsandbox` run from ~ or from /home), as one that is or contains
 // $HOME is: the project is bound read-write, so the sandbox would read and rewrite
-// the real home's ~/.ssh, ~/.aws and shell startup files. The suite's HOME is a
-// throwaway directory; the runs start in the test user's passwd home and in its
-// parent. Bait in ~/.ssh must be neither read nor written, and the run exits 125
-// naming the passwd home.
+// the real home's ~/.ssh, ~/.aws and shell startup files. It runs as the second test
+// user, whose passwd home the test makes, from that home and from its parent. Bait in
+// ~/.ssh must be neither read nor written, and the run exits 125 naming the passwd
+// home. The refusal is the planner's, before any isolator is asked: every isolator's
+// run is refused alike.
 func TestProjectHoldingPasswdHomeRefused(t *testing.T) {
-	if it.home == it.realHome || it.realHome == "" {
-		t.Skip("the suite's HOME is the user's passwd home")
-	}
+	p := newPwUser(t)
+	bait := p.file(t, ".ssh/id_ed25519", "PASSWD-HOME-BAIT\n")
 	forEachIsolator(t, func(t *testing.T, iso string) {
-		cfg := newProject(t).writeConfig(iso, "run.toml", "")
-		// Bait in the passwd home, removed again: the suite leaves that home as it found it.
-		dir := filepath.Join(it.realHome, ".ssh")
-		if _, err := os.Lstat(dir); err == nil {
-			t.Skipf("%s exists in the test user's own home: the test does not touch it", dir)
+		name := iso
+		if iso != "bwrap" && iso != "krun" {
+			name = "docker" // the variants differ by engine address, which no run here reaches
 		}
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		bait := filepath.Join(dir, "id_ed25519")
-		if err := os.WriteFile(bait, []byte("PASSWD-HOME-BAIT\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range []string{dir, bait} {
-			if err := os.Chown(f, it.uid, it.gid); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, cwd := range []string{it.realHome, filepath.Dir(it.realHome)} {
+		for _, cwd := range []string{p.pwHome, filepath.Dir(p.pwHome)} {
 			script := `cat "$1"/.ssh/id_ed25519; echo SANDBOX-WROTE >> "$1"/.ssh/id_ed25519; echo done`
-			r := run(t, cwd, nil, "", "--isolator="+iso, "--config", cfg, "--egress=none", "--", "/bin/sh", "-c", script, "sh", it.realHome)
+			r := p.run(t, cwd, nil, "--isolator="+name, "--egress=none", "--", "/bin/sh", "-c", script, "sh", p.pwHome)
 			got, err := os.ReadFile(bait)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if string(got) != "PASSWD-HOME-BAIT\n" || strings.Contains(r.stdout, "BAIT") {
-				t.Errorf("run from %s with HOME=%s: the sandbox read or wrote the passwd home's ~/.ssh (now %q):\n%s", cwd, it.home, got, r)
+				t.Errorf("run from %s with HOME=%s: the sandbox read or wrote the passwd home's ~/.ssh (now %q):\n%s", cwd, p.home, got, r)
 			}
-			if r.code != 125 || !strings.Contains(r.stderr, it.realHome) || !strings.Contains(r.stderr, "your home in /etc/passwd") {
-				t.Errorf("run from %s with HOME=%s: want exit 125 naming %s as your home in /etc/passwd; got:\n%s", cwd, it.home, it.realHome, r)
+			if r.code != 125 || !strings.Contains(r.stderr, p.pwHome) || !strings.Contains(r.stderr, "your home in /etc/passwd") {
+				t.Errorf("run from %s with HOME=%s: want exit 125 naming %s as your home in /etc/passwd; got:\n%s", cwd, p.home, p.pwHome, r)
 			}
 			if err := os.WriteFile(bait, []byte("PASSWD-HOME-BAIT\n"), 0o600); err != nil {
 				t.Fatal(err)
@@ -114,5 +99,47 @@ func TestHostViewXDGOutsideHomesMasked(t *testing.T) {
 	r := run(t, p.dir, env, "", args...)
 	if r.code != 0 || r.stdout != "done\n" {
 		t.Fatalf("with system_binds = [\"host\"] and the XDG directories in %s: want none of their files readable (exit 0, only \"done\"), got:\n%s", root, r)
+	}
+}
+
+// TestHostViewXDGToolFileShown: an XDG directory outside both homes is masked whole
+// in the host view, and a tool's binding of a file in it at its own host path (git's
+// GIT_CONFIG_GLOBAL there, passed, so git reads it there) still shows on top of the
+// mask: the masks go before the tool bindings. The directory's other files stay
+// hidden. bwrap only, as TestHostViewXDGOutsideHomesMasked.
+func TestHostViewXDGToolFileShown(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	root, err := os.MkdirTemp("/var/tmp", "dsb-xdgtool-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	cfgHome := filepath.Join(root, "config")
+	global := filepath.Join(cfgHome, "git", "global")
+	bait := filepath.Join(cfgHome, "gh", "hosts.yml")
+	for f, content := range map[string]string{global: "[user]\n\tname = dsb-xdg-tool\n", bait: "XDG-BAIT\n"} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		if err == nil {
+			err = os.Lchown(p, it.uid, it.gid)
+		}
+		return err
+	})
+	cfg := p.writeConfig("bwrap", "hostview.toml", "[sandbox]\nsystem_binds = [\"host\"]\n")
+	env := []string{"XDG_CONFIG_HOME=" + cfgHome, "GIT_CONFIG_GLOBAL=" + global}
+	script := `git config --global --get user.name; cat "$1" 2>/dev/null; ls -A "$2" 2>/dev/null; echo done`
+	r := run(t, p.dir, env, "", "--isolator=bwrap", "--config", cfg, "--egress=none", "--", "/bin/sh", "-c", script, "sh", bait, cfgHome)
+	if want := "dsb-xdg-tool\ngit\ndone\n"; r.code != 0 || r.stdout != want {
+		t.Fatalf("with system_binds = [\"host\"], XDG_CONFIG_HOME=%s and GIT_CONFIG_GLOBAL in it: want git's file shown and nothing else of the directory (exit 0 and\n%s), got:\n%s", cfgHome, want, r)
 	}
 }

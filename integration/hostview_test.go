@@ -3,10 +3,7 @@
 package integration
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,83 +117,6 @@ func TestSystemListThroughLinks(t *testing.T) {
 		want := "/run/docker.sock: empty\n/var/run/docker.sock: empty\n"
 		if r.code != 0 || r.stdout != want {
 			t.Fatalf("with system_binds = [%s]: want exit 0 and\n%s\ngot:\n%s", strings.Join(list, ", "), want, r)
-		}
-	})
-}
-
-// TestHostViewPasswdHomeMasked: with system_binds = ["host"] and a HOME other than the
-// user's passwd home (the suite's HOME is a throwaway directory, as for a CI runner,
-// `sudo -u` or `HOME=/tmp/x devsandbox`), the host root showed the passwd home
-// read-only, and the user's own 0600 files in it with it: hide_paths were expanded
-// below $HOME only, so ~/.ssh/id_ed25519 and ~/.aws/credentials of the passwd home
-// were read inside. The passwd home is masked whole (an empty read-only directory).
-// docker and krun take the system from the image: the host's home is not there to
-// begin with, and the bait stays unread there as well.
-func TestHostViewPasswdHomeMasked(t *testing.T) {
-	if it.home == it.realHome || it.realHome == "" {
-		t.Skip("the suite's HOME is the user's passwd home")
-	}
-	forEachIsolator(t, func(t *testing.T, iso string) {
-		p := newProject(t)
-		// Bait in the passwd home, removed again: the suite leaves that home as it found it.
-		for _, rel := range []string{".ssh/id_ed25519", ".aws/credentials"} {
-			dir := filepath.Join(it.realHome, filepath.Dir(rel))
-			if _, err := os.Lstat(dir); err == nil {
-				t.Skipf("%s exists in the test user's own home: the test does not touch it", dir)
-			}
-			if err := os.Mkdir(dir, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(dir) })
-			full := filepath.Join(it.realHome, rel)
-			if err := os.WriteFile(full, []byte("PASSWD-HOME-BAIT\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range []string{dir, full} {
-				if err := os.Chown(f, it.uid, it.gid); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		cfg := p.writeConfig(iso, "hostview.toml", "[sandbox]\nsystem_binds = [\"host\"]\n")
-		h := it.realHome
-		script := `cat ` + h + `/.ssh/id_ed25519 ` + h + `/.aws/credentials 2>/dev/null
-			ls -A ` + h + ` 2>/dev/null
-			echo done`
-		r := run(t, p.dir, nil, "", "--isolator="+iso, "--config", cfg, "--egress=none", "--", "/bin/sh", "-c", script)
-		if r.code != 0 || r.stdout != "done\n" {
-			t.Fatalf("with system_binds = [\"host\"] and HOME=%s, the passwd home %s: want it empty (exit 0, only \"done\"), got:\n%s", it.home, h, r)
-		}
-
-		// A project in the passwd home (`HOME=/tmp/x devsandbox` in ~/src/app) shows
-		// through the mask, and nothing else of the home does.
-		var rnd [4]byte
-		_, _ = rand.Read(rnd[:])
-		top := filepath.Join(h, "dsb-hosthome-"+hex.EncodeToString(rnd[:]))
-		in := &project{t: t, root: top, dir: filepath.Join(top, "proj")}
-		t.Cleanup(func() {
-			in.forget(in.dir)
-			os.RemoveAll(top)
-		})
-		for _, d := range []string{top, in.dir, filepath.Join(in.dir, ".git"), filepath.Join(in.dir, ".git/objects"), filepath.Join(in.dir, ".git/refs")} {
-			if err := os.Mkdir(d, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for name, content := range map[string]string{".git/HEAD": "ref: refs/heads/main\n", "file": "PROJECT-FILE\n"} {
-			if err := os.WriteFile(filepath.Join(in.dir, name), []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		_ = filepath.WalkDir(top, func(p string, _ fs.DirEntry, err error) error {
-			if err == nil {
-				err = os.Lchown(p, it.uid, it.gid)
-			}
-			return err
-		})
-		r = run(t, in.dir, nil, "", "--isolator="+iso, "--config", cfg, "--egress=none", "--", "/bin/sh", "-c", `cat file; `+script)
-		if want := "PROJECT-FILE\n" + filepath.Base(top) + "\ndone\n"; r.code != 0 || r.stdout != want {
-			t.Fatalf("a project in the passwd home %s with the host view: want exit 0 and\n%s\ngot:\n%s", h, want, r)
 		}
 	})
 }

@@ -107,3 +107,43 @@ true`
 		t.Errorf("the host's /etc/passwd changed (%v)", err)
 	}
 }
+
+// TestSetHomeThroughPlantedLink: a sandbox plants <project>/home -> a host directory
+// the view shows (here a read-only bind of the user's, holding an .ssh/config), and
+// the next run moves HOME there (env.set HOME = "<project>/home"): the check on the
+// moved HOME was by path, so the run started and ssh, through the passwd entry, took
+// the host directory's .ssh/config for its own. The HOME is now followed through the
+// links in the project, and the run refused (125) naming env.set HOME and the link.
+// bwrap only: docker and krun set HOME to docker.home whatever env.set says.
+func TestSetHomeThroughPlantedLink(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	host, err := os.MkdirTemp("/var/tmp", "dsb-linkhome-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(host) })
+	if err := os.MkdirAll(host+"/.ssh", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(host+"/.ssh/config", []byte("Host *\n  ProxyCommand /bin/false dsb-host-home\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(host, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The user's own, as ssh wants its config (root's shows as nobody inside).
+	for _, f := range []string{host, host + "/.ssh", host + "/.ssh/config"} {
+		if err := os.Lchown(f, it.uid, it.gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bind := []string{"--mount", host + ":ro"}
+	p.mustSandbox("bwrap", append(bind, "--egress=none"), `ln -s `+host+` "$PWD/home"`)
+	args := append(append([]string{"--isolator=bwrap", "--egress=none"}, bind...), "-e", "HOME="+p.dir+"/home",
+		"--", "/bin/sh", "-c", `ssh -G dsb-link.test 2>&1 | grep -i '^proxycommand'; echo ran`)
+	r := run(t, p.dir, nil, "", args...)
+	if r.code != 125 || !strings.Contains(r.stderr, "env.set HOME") || !strings.Contains(r.stderr, "the link "+p.dir+"/home,") || strings.Contains(r.stdout, "ran") {
+		t.Fatalf("env.set HOME through a link the sandbox planted to %s: want exit 125 naming env.set HOME and the link, before the command; got:\n%s", host, r)
+	}
+}

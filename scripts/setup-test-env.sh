@@ -51,6 +51,16 @@ if ! id "$TEST_USER" >/dev/null 2>&1; then
 	echo "setup: creating the unprivileged test user $TEST_USER"
 	useradd --create-home --shell /bin/bash "$TEST_USER"
 fi
+# A second test user whose home in /etc/passwd the integration tests create and
+# remove themselves (integration/pwhome_test.go): the passwd-home checks are tested
+# there, never in the first test user's own home. No home is made here.
+PWHOME_USER=dsbpwhome
+if ! id "$PWHOME_USER" >/dev/null 2>&1; then
+	echo "setup: creating the second test user $PWHOME_USER (home /var/tmp/dsb-pwhome/home, made by the tests)"
+	useradd --no-create-home --home-dir /var/tmp/dsb-pwhome/home --shell /bin/sh "$PWHOME_USER"
+elif [ "$(getent passwd "$PWHOME_USER" | cut -d: -f6)" != /var/tmp/dsb-pwhome/home ]; then
+	usermod --home /var/tmp/dsb-pwhome/home "$PWHOME_USER"
+fi
 
 # A fact of this test machine, not of the product: /dev/net/tun is 0600 here, and
 # pasta (run as the unprivileged user) needs it. Ordinary distributions ship 0666.

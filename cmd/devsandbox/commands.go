@@ -162,7 +162,7 @@ func (a *app) configTrust(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	proj, err := planner.FindProject(planner.OS(cwd), host.Home)
+	proj, err := planner.FindProject(planner.OS(cwd), host)
 	if err != nil {
 		return err
 	}

@@ -505,7 +505,7 @@ func PrepareHost(p *isolator.Plan) error {
 	if err := prepareHost(p); err != nil {
 		return err
 	}
-	return writePasswdFile(p)
+	return writePasswdFile(p, time.Now())
 }
 
 // prepareHost is PrepareHost without the passwd copy, which Run, feeding it through a

@@ -136,11 +136,8 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		pr = withStats(pr, stats, h)
 	}
 	pr = withPasswdOnce(pr)
-	proj, err := FindProject(pr, h.Home)
+	proj, err := FindProject(pr, h)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := checkPasswdHome(pr, proj.Dir, h); err != nil {
 		return nil, nil, err
 	}
 	if stats != nil {

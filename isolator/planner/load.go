@@ -13,8 +13,10 @@ import (
 type Loaded struct {
 	Config  *config.Config // with the keys the proxy holds as proxy credentials (ToolKeys)
 	Project isolator.Project
-	Probe   Probe
-	Held    []HeldKey
+	// Probe holds /etc/passwd as FindProject read it: the Builds from it use those
+	// bytes (a program keeping a Loaded for long loads again to see a changed file).
+	Probe Probe
+	Held  []HeldKey
 	// System is the default system view being worked out ahead (nil when the
 	// configuration runs no bwrap or asks for another view); the first Build from
 	// Probe takes it. A bwrap run may open its /etc snapshot ahead too
@@ -43,8 +45,9 @@ func LoadDir(dir string, flags config.Flags, environ []string, reg *tools.Regist
 	if err != nil {
 		return nil, err
 	}
-	probe := OS(dir)
-	proj, err := FindProject(probe, host.Home)
+	// /etc/passwd is read once for the project's check here and Build's uses of it.
+	probe := withPasswdOnce(OS(dir))
+	proj, err := FindProject(probe, host)
 	if err != nil {
 		return nil, err
 	}

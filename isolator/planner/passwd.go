@@ -60,7 +60,9 @@ func nameableHome(home string) bool {
 // the host the view shows (read-only) outside the sandbox's own places (the sandbox
 // home, the project, /tmp): ssh, reading ~/.ssh through the entry, would use what the
 // host keeps there, such as a real home's ~/.ssh, which hide_paths mask only below the
-// HOME devsandbox runs with.
+// HOME devsandbox runs with. A HOME in the project or the sandbox home is followed
+// through the links on its way there, as the sandbox will (a sandbox may have planted
+// <project>/home -> /usr/share), and the place each leads to is judged the same way.
 func (b *mountBuilder) checkSetHome(set map[string]string, project string) error {
 	home, ok := set["HOME"]
 	if !ok {
@@ -69,14 +71,75 @@ func (b *mountBuilder) checkSetHome(set map[string]string, project string) error
 	if !nameableHome(home) {
 		return fmt.Errorf("%w: env.set HOME = %q: HOME must be an absolute path without ':' or a line break (the sandbox's passwd entry names it as your home)", ErrConfig, home)
 	}
-	c := filepath.Clean(home)
+	c, link := filepath.Clean(home), ""
+	for hops := 0; ; hops++ {
+		if !b.ownHome(c, project) {
+			if link != "" {
+				return fmt.Errorf("%w: env.set HOME = %q leads through the link %s, which the sandbox can write, to %s, a directory of the host the sandbox sees: ssh and other programs would take what the host keeps there (its .ssh too) for your home's; replace the link with a directory, or name a HOME without it", ErrConfig, home, link, c)
+			}
+			return fmt.Errorf("%w: env.set HOME = %q is a directory of the host the sandbox sees: ssh and other programs would take what the host keeps there (its .ssh too) for your home's; name a directory in the sandbox home (%s), the project or /tmp, or one the sandbox does not see", ErrConfig, home, b.home)
+		}
+		next, l, err := b.homeLink(c, project)
+		if err != nil {
+			return fmt.Errorf("%w: env.set HOME = %q: reading the link %s on its way: %w; replace the link with a directory, or name a HOME without it", ErrConfig, home, l, err)
+		}
+		if l == "" {
+			return nil
+		}
+		if hops == maxHomeLinks {
+			return fmt.Errorf("%w: env.set HOME = %q leads through more than %d links (the last %s); name a HOME without them", ErrConfig, home, maxHomeLinks, l)
+		}
+		c, link = next, l
+	}
+}
+
+// maxHomeLinks bounds the links checkSetHome follows, as the kernel's ELOOP does.
+const maxHomeLinks = 40
+
+// ownHome reports whether a HOME at c (a clean absolute path) is one of the sandbox's
+// own places: the sandbox home, the project, a place the sandbox sees nothing of the
+// host at, or /tmp where no bind of the host's covers it (the session's /tmp,
+// whatever the system view shows there).
+func (b *mountBuilder) ownHome(c, project string) bool {
 	if isolator.Within(c, b.home) || isolator.Within(c, project) || !b.visible(c) {
-		return nil
+		return true
 	}
-	if isolator.Within(c, "/tmp") && !b.boundHost(c) {
-		return nil // the session's /tmp, whatever the system view shows there
+	return isolator.Within(c, "/tmp") && !b.boundHost(c)
+}
+
+// homeLink returns the first link on the way to c (a path as the sandbox names it)
+// inside the project or the sandbox home, both of which the sandbox writes, and c with
+// that link replaced by its target, as the sandbox resolves it: "" when there is none.
+// The project is looked at on the host at its own path, the sandbox home at its
+// directory in devsandbox's data (the project wins where it lies in the home). It
+// reads each link, never follows one.
+func (b *mountBuilder) homeLink(c, project string) (next, link string, err error) {
+	root, host := project, project
+	if !isolator.Within(c, project) {
+		if !isolator.Within(c, b.home) || b.base == "" {
+			return "", "", nil
+		}
+		root, host = b.home, filepath.Join(b.base, "home")
 	}
-	return fmt.Errorf("%w: env.set HOME = %q is a directory of the host the sandbox sees: ssh and other programs would take what the host keeps there (its .ssh too) for your home's; name a directory in the sandbox home (%s), the project or /tmp, or one the sandbox does not see", ErrConfig, home, b.home)
+	rel, err := filepath.Rel(root, c)
+	if err != nil {
+		return "", "", nil
+	}
+	at := isolator.SymlinkIn(filepath.Join(host, rel), host, b.pr.Lstat)
+	if at == "" {
+		return "", "", nil
+	}
+	atRel, _ := filepath.Rel(host, at)
+	link = filepath.Join(root, atRel)
+	target, err := b.pr.Readlink(at)
+	if err != nil {
+		return "", link, err
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(link), target)
+	}
+	rest, _ := filepath.Rel(link, c)
+	return filepath.Join(target, rest), link, nil
 }
 
 // showsPasswd reports whether the system paths show the host's /etc/passwd.

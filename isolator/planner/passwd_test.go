@@ -2,6 +2,7 @@ package planner
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"strconv"
@@ -157,6 +158,45 @@ func TestBuildPasswdFollowsSetHome(t *testing.T) {
 	cfg.Env.Set = map[string]string{"HOME": shared + "/h"}
 	if _, _, err := f.tryBuild(cfg); !errors.Is(err, ErrConfig) {
 		t.Errorf("env.set HOME in a bind: %v, want ErrConfig", err)
+	}
+}
+
+// TestBuildSetHomeThroughLinks: an env.set HOME in the project or the sandbox home
+// is followed through the links a sandbox may have planted there (<project>/home ->
+// /usr/lib): one leading to a host directory the view shows is refused, naming the
+// link; one leading back into the sandbox's own places is not.
+func TestBuildSetHomeThroughLinks(t *testing.T) {
+	f := newFixture(t)
+	p0, _ := f.build(t, f.load(t))
+	sandboxHome := p0.SandboxHome
+	mkdirs(t, f.proj+"/dot", sandboxHome)
+	symlink(t, "/usr/lib", f.proj+"/home")
+	symlink(t, "../../../../../../../../../../usr", f.proj+"/rel")
+	symlink(t, f.proj+"/home", f.proj+"/twice")
+	symlink(t, "dot", f.proj+"/inside")
+	symlink(t, "/nonexistent-dsb", f.proj+"/unseen")
+	symlink(t, "/usr/share", sandboxHome+"/h")
+	for home, link := range map[string]string{
+		f.proj + "/home":           f.proj + "/home",
+		f.proj + "/home/sub":       f.proj + "/home",
+		f.proj + "/rel/lib":        f.proj + "/rel",
+		f.proj + "/twice/x":        f.proj + "/home",
+		f.home + "/h":              f.home + "/h",
+		f.proj + "/inside/../home": f.proj + "/home",
+	} {
+		cfg := f.load(t)
+		cfg.Env.Set = map[string]string{"HOME": home}
+		_, _, err := f.tryBuild(cfg)
+		if !errors.Is(err, ErrConfig) || !strings.Contains(fmt.Sprint(err), "the link "+link+",") {
+			t.Errorf("env.set HOME = %q: %v, want ErrConfig naming the link %s", home, err, link)
+		}
+	}
+	for _, home := range []string{f.proj + "/inside", f.proj + "/inside/x", f.proj + "/unseen/h"} {
+		cfg := f.load(t)
+		cfg.Env.Set = map[string]string{"HOME": home}
+		if _, _, err := f.tryBuild(cfg); err != nil {
+			t.Errorf("env.set HOME = %q (a link to the sandbox's own places): %v", home, err)
+		}
 	}
 }
 

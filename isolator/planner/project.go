@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -14,8 +15,24 @@ import (
 var ErrProject = errors.New("unusable project directory")
 
 // FindProject returns the project for the working directory: the nearest ancestor
-// holding a .git (the git top level), else the working directory itself.
-func FindProject(pr Probe, home string) (isolator.Project, error) {
+// holding a .git (the git top level), else the working directory itself. It refuses
+// the root, h.Home and what contains it, and the user's home as /etc/passwd names it
+// and what contains that (checkPasswdHome): every path that reads a project's files
+// (its .devsandbox.toml, .miserc.toml, the .env scan) asks here first, so a refused
+// directory's files are never opened.
+func FindProject(pr Probe, h config.Host) (isolator.Project, error) {
+	proj, err := findProject(pr, h.Home)
+	if err != nil {
+		return proj, err
+	}
+	if err := checkPasswdHome(pr, proj.Dir, h); err != nil {
+		return isolator.Project{}, err
+	}
+	return proj, nil
+}
+
+// findProject is FindProject without the passwd home's check.
+func findProject(pr Probe, home string) (isolator.Project, error) {
 	cwd, err := pr.EvalSymlinks(pr.Cwd)
 	if err != nil {
 		return isolator.Project{}, fmt.Errorf("resolving the working directory %s: %w", pr.Cwd, err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -30,7 +31,7 @@ func TestFindProject(t *testing.T) {
 		{"cwd through a symlink: the real path", f.root + "/link-to-sub", f.home, f.proj},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := FindProject(probe(tc.cwd), tc.home)
+			got, err := FindProject(probe(tc.cwd), config.Host{Home: tc.home})
 			if err != nil {
 				t.Fatalf("FindProject: %v", err)
 			}
@@ -53,7 +54,7 @@ func TestFindProject(t *testing.T) {
 		{"home reached through a symlink", f.root + "/home-link", f.home},
 	} {
 		t.Run("refuses "+tc.name, func(t *testing.T) {
-			got, err := FindProject(probe(tc.cwd), tc.home)
+			got, err := FindProject(probe(tc.cwd), config.Host{Home: tc.home})
 			if !errors.Is(err, ErrProject) {
 				t.Fatalf("FindProject = %+v, %v; want an error matching ErrProject", got, err)
 			}
@@ -65,18 +66,18 @@ func TestFindProjectIDStable(t *testing.T) {
 	f := newFixture(t)
 	gitRepo(t, f.proj)
 	mkdirs(t, f.proj+"/a", f.proj+"/b", f.root+"/other/app")
-	a, err := FindProject(probe(f.proj+"/a"), f.home)
+	a, err := FindProject(probe(f.proj+"/a"), config.Host{Home: f.home})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := FindProject(probe(f.proj+"/b"), f.home)
+	b, err := FindProject(probe(f.proj+"/b"), config.Host{Home: f.home})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a != b {
 		t.Errorf("from two subdirectories: %+v and %+v", a, b)
 	}
-	other, err := FindProject(probe(f.root+"/other/app"), f.home)
+	other, err := FindProject(probe(f.root+"/other/app"), config.Host{Home: f.home})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestFindProjectIDStable(t *testing.T) {
 // whose read-write bind covers the sandbox home (and hide_paths) with the real home.
 func TestFindProjectHomeAncestor(t *testing.T) {
 	f := newFixture(t)
-	if _, err := FindProject(probe(f.root+"/home"), f.home); !errors.Is(err, ErrProject) {
+	if _, err := FindProject(probe(f.root+"/home"), config.Host{Home: f.home}); !errors.Is(err, ErrProject) {
 		t.Fatalf("FindProject(parent of home) = %v; want ErrProject", err)
 	}
 }
