@@ -48,6 +48,7 @@ func keeper(stderr io.Writer) int {
 			say(stderr, "devsandbox-init", "%v", err)
 			return ExitSetupFailed
 		}
+		secretDir = m.SecretDir
 		if m.ForwardDir != "" {
 			if err := serveDirForwarder(m.ForwardDir); err != nil {
 				say(stderr, "devsandbox-init", "serving the proxy endpoint %s: %v", m.ForwardDir, err)
@@ -74,8 +75,34 @@ func keeper(stderr io.Writer) int {
 }
 
 // sweepMu serialises sweeps with registrations: a session is told to go on only
-// once the sweep its registration started is done.
+// once the sweep its registration started is done. It guards live too.
 var sweepMu sync.Mutex
+
+// live holds the registered sessions not yet ended: each one's pidfd (-1 without
+// pidfds), by a key of its own.
+var live = map[*int]int{}
+
+// anyLive reports whether a session of live still runs: one whose init has exited
+// counts as ended though its goroutine has not yet seen its connection end (a later
+// run may register first).
+func anyLive() bool {
+	for _, fd := range live {
+		if fd < 0 {
+			return true
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(fds, 0); n == 0 && err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// secretDir is the kept container's secret files' directory (the manifest's
+// SecretDir), a tmpfs of the container that outlives each session: the keeper
+// empties it whenever no session is live, so a session's secret files do not outlive
+// it for a later run that was given none.
+var secretDir string
 
 // serveSessions accepts the registrations of session inits.
 func serveSessions(ln net.Listener) {
@@ -103,20 +130,59 @@ func session(c *net.UnixConn) {
 	} else {
 		defer unix.Close(pidfd)
 	}
+	key := new(int)
 	sweepMu.Lock()
 	sweep()
+	if !anyLive() {
+		clearSecrets(secretDir)
+	}
+	live[key] = pidfd
 	_, err = c.Write([]byte{'k'})
 	sweepMu.Unlock()
-	if err != nil {
-		return
-	}
-	_, _ = io.Copy(io.Discard, c)
-	if pidfd >= 0 {
-		waitExited(pidfd, 5*time.Second)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, c)
+		if pidfd >= 0 {
+			waitExited(pidfd, 5*time.Second)
+		}
 	}
 	sweepMu.Lock()
+	delete(live, key)
 	sweep()
+	if !anyLive() {
+		clearSecrets(secretDir)
+	}
 	sweepMu.Unlock()
+}
+
+// clearSecrets removes everything in dir (following no link: os.RemoveAll removes a
+// link, not what it names), once nothing of an ended session runs: the secret files
+// sessions were given and whatever a command planted there. A failure is only
+// logged: the next session's init writes its own files over any of the same name.
+func clearSecrets(dir string) {
+	if dir == "" {
+		return
+	}
+	names, err := readNames(dir)
+	if err != nil {
+		say(os.Stderr, "devsandbox-init", "emptying %s: %v", dir, err)
+		return
+	}
+	for _, n := range names {
+		if err := os.RemoveAll(dir + "/" + n); err != nil {
+			say(os.Stderr, "devsandbox-init", "emptying %s: %v", dir, err)
+		}
+	}
+}
+
+// readNames lists dir's entries without following a link at dir itself.
+func readNames(dir string) ([]string, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	return f.Readdirnames(-1)
 }
 
 // waitExited waits up to limit for the process behind pidfd to have exited.

@@ -140,3 +140,28 @@ func TestRegisterRefusesAnotherListener(t *testing.T) {
 		t.Fatalf("register: %v; want %q", err, want)
 	}
 }
+
+// clearSecrets empties the directory and follows no link planted in it.
+func TestClearSecrets(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(outside+"/keep", []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSecretFiles(dir, map[string][]byte{"TOKEN": []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, dir+"/link"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir+"/d/e", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	clearSecrets(dir)
+	if names, err := readNames(dir); err != nil || len(names) != 0 {
+		t.Fatalf("left %v (%v)", names, err)
+	}
+	if _, err := os.Stat(outside + "/keep"); err != nil {
+		t.Fatalf("a link's target was removed: %v", err)
+	}
+	clearSecrets("") // no secret directory: nothing to do
+}
