@@ -29,6 +29,9 @@ var specialRanges = []struct {
 }{
 	{netip.MustParsePrefix("169.254.169.254/32"), ClassMetadata, "a cloud metadata address"},
 	{netip.MustParsePrefix("fd00:ec2::254/128"), ClassMetadata, "a cloud metadata address"},
+	// Azure's WireServer (and host agent, port 32526): a virtual address of the public
+	// range that serves the VM's goal state, extension settings and certificates.
+	{netip.MustParsePrefix("168.63.129.16/32"), ClassMetadata, "a cloud metadata address"},
 	{netip.MustParsePrefix("0.0.0.0/8"), ClassUnspecified, "an unspecified address"},
 	{netip.MustParsePrefix("::/128"), ClassUnspecified, "an unspecified address"},
 	{netip.MustParsePrefix("127.0.0.0/8"), ClassLoopback, "a loopback address"},
