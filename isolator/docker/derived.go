@@ -93,10 +93,12 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 		m = readRecords(cache)
 	}
 	if id := m[cacheKey]; id != "" && proven != nil && proven(id) {
+		b.imageWay = "cached"
 		return id, nil
 	}
 	tried := map[string]bool{"": true}
 	if id := b.cachedDerived(ctx, e, m, cache, cacheKey, what, bi.ID, tried); id != "" {
+		b.imageWay = "cached"
 		return id, nil
 	}
 	// Not cached (a new state directory: a CI runner's fresh home, another user, a
@@ -108,6 +110,7 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 		return "", err
 	}
 	if d.id != "" && hasImage(ctx, e, d.id) {
+		b.imageWay = "found by content"
 		writeRecord(cache, cacheKey, d.id)
 		return d.id, nil
 	}
@@ -121,11 +124,13 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	}
 	defer unlock()
 	if id := b.cachedDerived(ctx, e, readRecords(cache), cache, cacheKey, what, bi.ID, tried); id != "" {
+		b.imageWay = "cached"
 		return id, nil
 	}
 	// Runs with other state directories (a harness's jobs, each with its own home)
 	// hold other locks: one of them may have loaded it meanwhile.
 	if d.id != "" && hasImage(ctx, e, d.id) {
+		b.imageWay = "found by content"
 		writeRecord(cache, cacheKey, d.id)
 		return d.id, nil
 	}
@@ -199,10 +204,15 @@ func (b *Isolator) buildDerived(ctx context.Context, e Engine, base string, pr p
 	}
 	fmt.Fprintf(b.progress(), "devsandbox: preparing the image %s for sandboxes (once per image and devsandbox version)\n", termsafe.Line(base))
 	var loadErr error
+	b.imageWay = "committed"
 	if d.id != "" {
 		if loadErr = loadDerived(ctx, e, d); loadErr == nil {
+			b.imageWay = "loaded"
 			return d.id, nil
 		}
+		// --debug says so: an engine that never takes the load (one whose images are
+		// in containerd's store) reuses no image across state directories.
+		b.imageWay = "committed, load refused"
 	}
 	if d.layer == nil {
 		var err error
@@ -390,7 +400,7 @@ func (b *Isolator) PruneImages(ctx context.Context, uid int, stateRoot string, m
 		decide := func() (bool, string) { return false, why }
 		if aged {
 			decide = func() (bool, string) {
-				return imageuse.Decide(why, imageuse.Last(stateRoot, imageuse.Docker, im.ID), created(im.Created), now, maxAge)
+				return imageuse.Decide(why, imageuse.Last(stateRoot, imageuse.Docker, im.ID), madeAt(ctx, e, im), now, maxAge)
 			}
 		}
 		line, gone, err := removeImage(ctx, e, im.ID, name, why, decide, dryRun)
@@ -419,6 +429,20 @@ func (b *Isolator) PruneImages(ctx context.Context, uid int, stateRoot string, m
 		}
 	}
 	return nonEmpty(out), errors.Join(errs...)
+}
+
+// madeAt is when the engine got the image im, as prune counts its age when no use of
+// it is recorded: the later of its Created and the engine's own record of when it was
+// last named (Metadata.LastTagTime). A loaded derived image says it was made when its
+// base was (derivation), but it is loaded with a name of its own (loadTag), so the
+// engine records the load's time; an engine whose images are in containerd's store
+// records when each image was made or last named, tagged or not.
+func madeAt(ctx context.Context, e Engine, im image.Summary) time.Time {
+	t := created(im.Created)
+	if in, err := e.ImageInspect(ctx, im.ID); err == nil && in.ID == im.ID && in.Metadata.LastTagTime.After(t) {
+		t = in.Metadata.LastTagTime
+	}
+	return t
 }
 
 // created is the time of an image's Created (Unix seconds; zero: unknown).

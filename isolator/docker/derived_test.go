@@ -99,6 +99,11 @@ func TestDerivedImageByContent(t *testing.T) {
 		in.Config.Labels[LabelBase] != "sha256:base-devsandbox/default:1.0" || in.Config.Labels[LabelVersion] != "1.0" || len(in.RootFS.Layers) != 2 {
 		t.Errorf("the loaded image: %+v %+v", in.Config, in.RootFS)
 	}
+	// Named once loaded: the engine's record of that time is its age for prune (its
+	// Created is its base's).
+	if in.Metadata.LastTagTime.IsZero() {
+		t.Errorf("the loaded image was not named: no LastTagTime")
+	}
 
 	freshState()
 	progress.Reset()

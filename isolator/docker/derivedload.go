@@ -111,6 +111,16 @@ func derive(bi image.InspectResponse, base, version string, uid int, pr programs
 	return d, nil
 }
 
+// loadTag is the name a derived image of config digest hex is given once it is
+// loaded: a name does not change an image's ID, and an engine records when it named
+// an image (Metadata.LastTagTime), which is when the image was loaded; `sandboxes prune`
+// counts a loaded image's age from it when no use of it is recorded (its Created is
+// its base's). Nothing finds the image by this name: anyone with access to the
+// engine can move it.
+func loadTag(hex string) string {
+	return "devsandbox-derived:" + hex[:min(12, len(hex))]
+}
+
 // archive is d as `docker load` takes it (made only when the image is loaded).
 func (d derivation) archive() ([]byte, error) {
 	var buf bytes.Buffer
@@ -174,5 +184,9 @@ func loadDerived(ctx context.Context, e Engine, d derivation) error {
 	if !hasImage(ctx, e, d.id) {
 		return fmt.Errorf("the engine loaded the image but has no image %s", shortID(d.id))
 	}
+	// Named after the load (a load's own names leave the time unrecorded), so that
+	// prune counts its age from now; a run whose engine refuses the name still runs
+	// (prune then counts from the base's time).
+	_ = e.ImageTag(ctx, d.id, loadTag(strings.TrimPrefix(d.id, "sha256:")))
 	return nil
 }

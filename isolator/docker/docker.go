@@ -61,6 +61,12 @@ type Isolator struct {
 	// (nil: discarded; devsandbox-docker sets it to its stderr, the caller's).
 	Progress io.Writer
 
+	// imageWay is how derivedImage found or made the run's image, for --debug's
+	// timings: "cached", "found by content", "loaded", "committed" (the base cannot
+	// be given a layer by a load) or "committed, load refused" (the engine did not
+	// take the load or named the image otherwise: an engine whose images are in
+	// containerd's store).
+	imageWay string
 	// mark is the name of the run's mark in the project's state directory
 	// (markRun), once Run holds it.
 	mark string

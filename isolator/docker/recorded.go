@@ -218,6 +218,11 @@ func (r *recordedEngine) ImageRemove(ctx context.Context, id string, options ima
 	return act(ctx, r, func(e Engine) ([]image.DeleteResponse, error) { return e.ImageRemove(ctx, id, options) })
 }
 
+func (r *recordedEngine) ImageTag(ctx context.Context, source, target string) error {
+	_, err := act(ctx, r, func(e Engine) (struct{}, error) { return struct{}{}, e.ImageTag(ctx, source, target) })
+	return err
+}
+
 func (r *recordedEngine) ContainerExecCreate(ctx context.Context, id string, options dockercontainer.ExecOptions) (dockercontainer.ExecCreateResponse, error) {
 	return act(ctx, r, func(e Engine) (dockercontainer.ExecCreateResponse, error) {
 		return e.ContainerExecCreate(ctx, id, options)

@@ -273,7 +273,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		// PrepareHost records it for a local engine; for `sandboxes list` and `prune`.
 		isolator.RecordProject(p)
 	}
-	b.phase("image")
+	// --debug's timings say how the image was found or made (imageWay).
+	b.phase("image " + b.imageWay)
 	spec, err := translate(p, l, opts)
 	if err != nil {
 		return 0, err

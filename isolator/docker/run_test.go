@@ -488,6 +488,19 @@ func (f *fakeEngine) ImageList(context.Context, image.ListOptions) ([]image.Summ
 	return out, nil
 }
 
+// ImageTag names the image id: the engine records the time (Metadata.LastTagTime).
+func (f *fakeEngine) ImageTag(_ context.Context, id, _ string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	in, ok := f.derived[id]
+	if !ok {
+		return cerrdefs.ErrNotFound
+	}
+	in.Metadata.LastTagTime = time.Now()
+	f.derived[id] = in
+	return nil
+}
+
 func (f *fakeEngine) ImageRemove(_ context.Context, id string, _ image.RemoveOptions) ([]image.DeleteResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -1258,6 +1271,11 @@ func TestPruneImages(t *testing.T) {
 		LabelBase: "sha256:base-devsandbox/default:1.0", LabelBaseRef: "devsandbox/default:1.0", LabelVersion: "0.9", LabelUser: "1000"}}}}
 	f.derived["sha256:derived5"] = image.InspectResponse{ID: "sha256:derived5", Config: &dockerspec.DockerOCIImageConfig{ImageConfig: ocispec.ImageConfig{Labels: map[string]string{
 		LabelBase: "sha256:base-devsandbox/default:1.0", LabelBaseRef: "devsandbox/default:1.0", LabelVersion: "0.9", LabelUser: "1000"}}}}
+	// Loaded 3 days ago, no use of it recorded: its Created is its base's (40 days ago
+	// here), the engine's record of its naming is its load's time.
+	f.derived["sha256:derived6"] = image.InspectResponse{ID: "sha256:derived6", Metadata: image.Metadata{LastTagTime: time.Now().Add(-72 * time.Hour)},
+		Config: &dockerspec.DockerOCIImageConfig{ImageConfig: ocispec.ImageConfig{Labels: map[string]string{
+			LabelBase: "sha256:base-devsandbox/default:1.0", LabelBaseRef: "devsandbox/default:1.0", LabelVersion: "0.9", LabelUser: "1000"}}}}
 	stateRoot := filepath.Dir(p.StateDir)
 	if err := imageuse.Record(stateRoot, imageuse.Docker, "sha256:derived5", time.Now().Add(-50*time.Hour)); err != nil {
 		t.Fatal(err)
@@ -1267,7 +1285,7 @@ func TestPruneImages(t *testing.T) {
 	f.created = append(f.created, f.containers["user"])
 	delete(f.images, "other:1") // its base is gone
 	lines, err := b.PruneImages(context.Background(), 1000, stateRoot, 30*24*time.Hour, true)
-	if err != nil || len(f.derived) != 5 {
+	if err != nil || len(f.derived) != 6 {
 		t.Fatalf("dry run: %v, %d images left, %q", err, len(f.derived), lines)
 	}
 	lines, err = b.PruneImages(context.Background(), 1000, stateRoot, 30*24*time.Hour, false)
@@ -1277,14 +1295,16 @@ func TestPruneImages(t *testing.T) {
 	_, kept1 := f.derived["sha256:derived1"]
 	_, kept4 := f.derived["sha256:derived4"]
 	_, kept5 := f.derived["sha256:derived5"]
-	if len(f.derived) != 3 || !kept1 || !kept4 || !kept5 {
+	_, kept6 := f.derived["sha256:derived6"]
+	if len(f.derived) != 4 || !kept1 || !kept4 || !kept5 || !kept6 {
 		t.Errorf("left %v after %q", f.derived, lines)
 	}
 	want := []string{"kept image derived1 (devsandbox/default:1.0): derived from it by this devsandbox (1.0), but a run used it just now",
 		"removed image derived2 (other:1): its base other:1 is gone",
 		"removed image derived3 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0, no use of it is recorded and it was made 40 days ago",
 		"kept image derived4 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0, but 1 container(s) use it",
-		"kept image derived5 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0, but a run used it 2 days ago"}
+		"kept image derived5 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0, but a run used it 2 days ago",
+		"kept image derived6 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0, but it was made 3 days ago (no use of it is recorded yet)"}
 	if !slices.Equal(lines, want) {
 		t.Errorf("lines\n%q\nwant\n%q", lines, want)
 	}

@@ -259,13 +259,18 @@ func (s *Spec) writeDerived(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "# the containers run $DERIVED_IMAGE: %s with devsandbox's files added, root's, on the read-only root\n", s.Config.Image)
 	b.WriteString("# (nothing of devsandbox's is bound from this host; devsandbox makes it once per engine, base image\n")
-	b.WriteString("# and devsandbox build, labelled " + LabelBase + ", and uses it by its ID):\n")
+	b.WriteString("# and devsandbox build, labelled " + LabelBase + ", and uses it by its ID). A launch loads it: it\n")
+	b.WriteString("# writes the image's config itself (the base's, with the init as entrypoint, no command, and these\n")
+	b.WriteString("# labels) and one layer, the archive of the files below, and gives the engine both as `docker load`\n")
+	b.WriteString("# takes them; so the image's ID, the config's digest, is known before the engine is asked, and an\n")
+	b.WriteString("# image of that ID the engine has already is used, whoever made it. An engine that does not take\n")
+	b.WriteString("# that load (one whose images are in containerd's store) gets it made as below, by a commit:\n")
 	fmt.Fprintf(b, "#   %s  devsandbox-init (0555)\n", InitPath)
 	fmt.Fprintf(b, "#   %s/%s  the egress companion's proxy (0555)\n", container.ShipDir, proxyName)
 	for _, f := range l.ImageFiles {
 		fmt.Fprintf(b, "#   %s  %d bytes (0444)\n", termsafe.Line(f.Path), len(f.Content))
 	}
-	b.WriteString("# made here by hand (devsandbox's own is cached and kept):\n")
+	b.WriteString("# made here by hand, by a commit: the same files and settings, another ID (devsandbox's own is kept):\n")
 	top := map[string]bool{"run": true}
 	fmt.Fprintf(b, "d=$(mktemp -d) && mkdir -p \"$d\"%s && cp %s \"$d\"%s && chmod 0555 \"$d\"%s\n",
 		container.ShipDir, sh.Quote(s.InitHost), InitPath, InitPath)
