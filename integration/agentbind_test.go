@@ -46,6 +46,7 @@ const agentPathScript = `
 	true`
 
 func sshAgentPath(t *testing.T, iso string) {
+	skipNoAgent(t, iso)
 	p := newProject(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
@@ -137,6 +138,7 @@ func TestAgentBindOffRecreates(t *testing.T) {
 }
 
 func agentBindOff(t *testing.T, iso string) {
+	skipNoAgent(t, iso)
 	p := newProject(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()

@@ -361,7 +361,7 @@ func TestDockerSandboxesList(t *testing.T) {
 // container, so a warm exec never keeps a way out its own configuration would not
 // give; allowlist rules hold in warm execs.
 func TestDockerKeptEgress(t *testing.T) {
-	forEachDocker(t, func(t *testing.T, iso string) {
+	forEachDockerRootless(t, func(t *testing.T, iso string) {
 		o := newOutside(t)
 		p := newProject(t)
 		if err := os.RemoveAll(p.path("proj/.git")); err != nil { // see the restart below

@@ -284,7 +284,7 @@ func merge(a, b map[string]bool) map[string]bool {
 func TestEgressFirewallGuarantees(t *testing.T) {
 	requireRoot(t)
 	o := newOutside(t)
-	forEachIsolator(t, func(t *testing.T, iso string) { testEgressFirewallGuarantees(t, iso, o) })
+	forEachIsolatorOf(t, withRootless(isolators()), func(t *testing.T, iso string) { testEgressFirewallGuarantees(t, iso, o) })
 }
 
 func testEgressFirewallGuarantees(t *testing.T, iso string, o *outside) {

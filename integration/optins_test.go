@@ -84,6 +84,7 @@ func TestSSHAgentOptIn(t *testing.T) {
 }
 
 func sshAgentOptIn(t *testing.T, iso string, agentBind bool) {
+	skipNoAgent(t, iso)
 	p := newProject(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -252,6 +253,7 @@ func agentAttacked(t *testing.T, r result) {
 // relay instead, the relay stops answering.
 func TestSSHAgentKeptKill9(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) {
+		skipNoAgent(t, iso)
 		t.Run("default", func(t *testing.T) { sshAgentKeptKill9(t, iso, false) })
 		if iso == localDocker {
 			t.Run("agent_bind", func(t *testing.T) { sshAgentKeptKill9(t, iso, true) })

@@ -15,7 +15,7 @@ import (
 // --publish HOST_PORT:SANDBOX_PORT: a server in the sandbox is reachable from the host's
 // 127.0.0.1:HOST_PORT in every egress mode and isolator.
 func TestPublish(t *testing.T) {
-	forEachIsolatorOf(t, withTCP(isolators()), func(t *testing.T, iso string) {
+	forEachIsolatorOf(t, withRootless(withTCP(isolators())), func(t *testing.T, iso string) {
 		for _, mode := range []string{"proxy", "none", "allowlist", "open"} {
 			t.Run(mode, func(t *testing.T) {
 				p := newProject(t)

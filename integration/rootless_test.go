@@ -5,6 +5,7 @@ package integration
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The docker isolator against a rootless engine: the test user's own dockerd, run
@@ -59,6 +61,27 @@ func rootlessArgs(args, env []string, i int) ([]string, []string) {
 		env = append(slices.Clip(env), "DOCKER_HOST="+rootlessEngine)
 	}
 	return args, env
+}
+
+// forEachDockerRootless is forEachDocker with the rootless variant added when this
+// machine's docker variant runs (withRootless).
+func forEachDockerRootless(t *testing.T, f func(t *testing.T, iso string)) {
+	t.Helper()
+	for _, iso := range withRootless(dockerVariants()) {
+		t.Run(iso, func(t *testing.T) {
+			requireEngine(t, iso)
+			f(t, iso)
+		})
+	}
+}
+
+// skipNoAgent skips an ssh agent test on the rootless variant, where the agent is
+// not forwarded (TestRootlessNoAgent).
+func skipNoAgent(t *testing.T, iso string) {
+	t.Helper()
+	if iso == rootlessDocker {
+		t.Skip("the ssh agent is not forwarded on a rootless engine (TestRootlessNoAgent checks that)")
+	}
 }
 
 // setupRootlessEngine checks that the rootless engine answers, is rootless and is
@@ -292,4 +315,71 @@ func TestRootlessDoctor(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Tools that check who they run as: on a rootless engine the command is uid 0, named
+// as the user, with the user's USER and HOME; elsewhere it is the user's uid. The
+// claude binding sets IS_SANDBOX=1 on every isolator, so Claude Code's root guard
+// (bypass-permissions mode refused to uid 0 unless IS_SANDBOX is 1; the script does
+// what its cli.js does) lets it run in bypass mode on every isolator.
+func TestRootlessToolsSeeTheUser(t *testing.T) {
+	forEachIsolatorOf(t, withRootless(isolators()), func(t *testing.T, iso string) {
+		p := newProject(t)
+		cfg := p.writeConfig(iso, "claude.toml", "[tools.claude]\nenabled = true\n")
+		script := `echo "$(id -u) $(id -un) USER=$USER HOME=$HOME IS_SANDBOX=$IS_SANDBOX"
+if [ "$(id -u)" = 0 ] && [ "$IS_SANDBOX" != 1 ]; then echo bypass refused; else echo bypass allowed; fi`
+		out := p.mustSandbox(iso, []string{"--egress=none", "--config", cfg}, script)
+		uid := it.uid
+		if iso == rootlessDocker {
+			uid = 0
+		}
+		want := fmt.Sprintf("%d %s USER=%s HOME=%s IS_SANDBOX=1\nbypass allowed\n", uid, it.name, it.name, containerHome(iso))
+		if out != want {
+			t.Fatalf("who the command is:\n%s\nwant:\n%s", out, want)
+		}
+	})
+}
+
+// On a rootless engine the host's ssh agent is not forwarded, with a warning: the
+// process carrying it in the container would be the command's own uid, which could
+// replace its socket, plant beside it and write to its streams (TestSSHAgentOptIn's
+// attacks all succeeded there). With docker.agent_bind too.
+func TestRootlessNoAgent(t *testing.T) {
+	forRootless(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		sock, _ := hostAgent(ctx, t, p)
+		env := []string{"SSH_AUTH_SOCK=" + sock, "XDG_RUNTIME_DIR=" + runtimeDir()}
+		script := `echo "SSH_AUTH_SOCK=${SSH_AUTH_SOCK:-unset}"; ls -A /run/devsandbox | grep -c agent; ssh-add -l >/dev/null 2>&1; echo "ssh-add $?"`
+		for _, flags := range [][]string{nil, {"--config=" + p.writeConfig(iso, "agentbind.toml", "[docker]\nagent_bind = true\n")}} {
+			r := run(t, p.dir, env, "", append(append([]string{"--isolator=" + iso, "--egress=none"}, flags...), "--", "/bin/sh", "-c", script)...)
+			if r.code != 0 || r.stdout != "SSH_AUTH_SOCK=unset\n0\nssh-add 2\n" || !strings.Contains(r.stderr, "the ssh agent is not forwarded on a rootless docker engine") {
+				t.Errorf("the agent on a rootless engine %v: want it not forwarded, with a warning:\n%s", flags, r)
+			}
+		}
+	})
+}
+
+// Podman's Docker-compatible API (rootless podman's `podman system service`, the
+// user's socket): a docker run there failed on loading the derived image, and would
+// have run the command as a subordinate id. It is recognised (its version's
+// Components name the Podman Engine) and refused (125) naming --isolator krun and
+// bwrap; doctor's docker engine row says the same.
+func TestRootlessPodmanAPIRefused(t *testing.T) {
+	if !slices.Contains(isolators(), localDocker) {
+		t.Skip("docker is not among DEVSANDBOX_IT_ISOLATORS")
+	}
+	ip := newIsolatedPodman(t)
+	p := newProject(t)
+	env := []string{"DOCKER_HOST=unix://" + ip.sock}
+	want := "the engine at unix://" + ip.sock + " is Podman "
+	r := run(t, p.dir, env, "", "--isolator=docker", "--", "/bin/sh", "-c", "echo ran")
+	if r.code != 125 || r.stdout != "" || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "--isolator krun") || !strings.Contains(r.stderr, "--isolator bwrap") {
+		t.Errorf("a docker run on podman's API: want it refused (125) naming podman and the other isolators:\n%s", r)
+	}
+	r = run(t, p.dir, env, "", "--isolator=docker", "doctor")
+	if !strings.Contains(r.stdout, "docker engine") || !strings.Contains(r.stdout, want) {
+		t.Errorf("doctor on podman's API: want the docker engine row to name it:\n%s", r)
+	}
 }

@@ -45,6 +45,12 @@ func claudeState(h Host) []State {
 //
 // The install is read-only: the native one (~/.local/bin/claude, a link into
 // ~/.local/share/claude/versions), or an npm global under the home (see executable).
+//
+// IS_SANDBOX=1 is set on every isolator: Claude Code refuses bypass-permissions mode
+// (--dangerously-skip-permissions, --permission-mode bypassPermissions) to uid 0
+// unless IS_SANDBOX is 1, and on a rootless Docker engine the command is the
+// container's uid 0 (the user). The variable says what is true on every isolator;
+// set everywhere, Claude Code behaves the same whichever runs it. env.set overrides it.
 func Claude() Tool {
 	return Tool{
 		Name:        "claude",
@@ -63,6 +69,7 @@ func Claude() Tool {
 			"CLAUDE_CODE_MAX_OUTPUT_TOKENS", "MAX_THINKING_TOKENS", "DISABLE_TELEMETRY", "DISABLE_ERROR_REPORTING",
 			"DISABLE_AUTOUPDATER", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"},
 		Secrets: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
+		EnvSet:  func(Host) map[string]string { return map[string]string{"IS_SANDBOX": "1"} },
 		Egress: []string{"api.anthropic.com", "statsig.anthropic.com", "console.anthropic.com",
 			"claude.ai", "platform.claude.com"},
 		// CLAUDE_CODE_OAUTH_TOKEN is not held outside: Claude Code refreshes it and

@@ -43,6 +43,11 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 		bad("docker engine", st.Reason, st.Fix)
 		return rows
 	}
+	if pv := podman(v); pv != "" {
+		st := podmanRefused(a.Host, pv)
+		bad("docker engine", st.Reason, st.Fix)
+		return rows
+	}
 	ok("docker engine", fmt.Sprintf("%s (%s), Docker %s %s/%s; reached over %s", a.Host, a.Origin, v.Version, v.Os, v.Arch, a.Describe()))
 	if ch := a.Channel(); ch == engineaddr.Clear || ch == engineaddr.ClearLoopback {
 		reason := "plain TCP: what devsandbox sends the engine (the project's files, the sandbox's input and output) crosses unencrypted, and whoever reaches " + a.Host + " controls the engine"

@@ -175,6 +175,9 @@ func (b *Isolator) Check(ctx context.Context) isolator.Status {
 	if err != nil {
 		return engineDown(a, err)
 	}
+	if pv := podman(v); pv != "" {
+		return podmanRefused(a.Host, pv)
+	}
 	if apiBefore(v.APIVersion, MinAPI) {
 		return isolator.Status{State: isolator.Unavailable, Reason: fmt.Sprintf("the engine speaks API %s, older than %s", v.APIVersion, MinAPI), Fix: "upgrade Docker to 20.10 or newer"}
 	}

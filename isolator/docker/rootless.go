@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/system"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -54,25 +55,76 @@ func isRootless(info system.Info) bool {
 	return slices.ContainsFunc(info.SecurityOptions, func(o string) bool { return strings.Contains(o, "name=rootless") })
 }
 
-// rootlessPlan is p as the engine runs it: with the command as the container's root
-// on a rootless engine, whose limits it checks (info is engineInfo's; nil: a
-// rootful engine).
-func rootlessPlan(p *isolator.Plan, info *future[system.Info], addr Address) (*isolator.Plan, error) {
-	if info == nil {
-		return p, nil
+// ownAnswer is what an engine whose socket is the user's says of itself.
+type ownAnswer struct {
+	version types.Version
+	info    system.Info
+}
+
+// podman names the Podman release behind a Docker-compatible API ("" for Docker):
+// its version's Components name the Podman Engine.
+func podman(v types.Version) string {
+	for _, c := range v.Components {
+		if strings.HasPrefix(c.Name, "Podman") {
+			return cmp.Or(c.Version, v.Version, "?")
+		}
 	}
-	in, err := info.get()
+	return ""
+}
+
+// podmanFix is what to do on an engine that is Podman's Docker-compatible API.
+const podmanFix = "run with --isolator krun (podman itself, with the krun runtime) or --isolator bwrap, or point DOCKER_HOST (docker.host) at a Docker engine"
+
+// podmanRefused is the refusal of a run on Podman's Docker-compatible API at host.
+func podmanRefused(host, version string) isolator.Status {
+	return isolator.Status{State: isolator.Unavailable,
+		Reason: fmt.Sprintf("the engine at %s is Podman %s's Docker-compatible API, which the docker isolator does not support (podman loads images, maps users and mounts differently: runs fail or would run the command as one of your subordinate ids)", host, version),
+		Fix:    podmanFix}
+}
+
+// rootlessPlan is p as the engine runs it: with the command as the container's root
+// on a rootless engine, whose limits it checks (ans is engineInfo's; nil: an engine
+// whose socket is root's). Podman's Docker-compatible API is refused. On a rootless
+// engine the ssh agent is not forwarded (warning says so): the process that carries
+// it in the container would be the command's own uid, which could replace its socket
+// and write to its streams.
+func rootlessPlan(p *isolator.Plan, ans *future[ownAnswer], addr Address) (_ *isolator.Plan, warning string, _ error) {
+	if ans == nil {
+		return p, "", nil
+	}
+	in, err := ans.get()
 	if err != nil {
 		st := engineDown(addr, err)
-		return nil, fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+		return nil, "", fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
 	}
-	if !isRootless(in) {
-		return p, nil
+	if v := podman(in.version); v != "" {
+		st := podmanRefused(addr.Host, v)
+		return nil, "", fmt.Errorf("%w: %s; the command did not run. To fix: %s", isolator.ErrUnavailable, st.Reason, st.Fix)
 	}
-	if err := rootlessLimits(p.Limits, in); err != nil {
-		return nil, err
+	if !isRootless(in.info) {
+		return p, "", nil
 	}
-	return asContainerRoot(p, true), nil
+	if err := rootlessLimits(p.Limits, in.info); err != nil {
+		return nil, "", err
+	}
+	q := asContainerRoot(p, true)
+	if q.SSHAgent.Socket != "" {
+		q = withoutAgent(q)
+		warning = "the ssh agent is not forwarded on a rootless docker engine: the process carrying it in the container would be the sandboxed command's own uid (the container's root), which could replace its socket and write to its streams; ssh and git over ssh inside use no agent. To use the agent, run with --isolator bwrap or on a rootful engine"
+	}
+	return q, warning, nil
+}
+
+// withoutAgent is p (a copy of its own) without the ssh agent: no relay, no
+// SSH_AUTH_SOCK, no mount of its socket.
+func withoutAgent(p *isolator.Plan) *isolator.Plan {
+	q := *p
+	q.Mounts = slices.DeleteFunc(slices.Clone(p.Mounts), func(m isolator.Mount) bool {
+		return m.Source == p.SSHAgent.Socket || m.Source == p.SSHAgent.Upstream
+	})
+	q.Env = slices.DeleteFunc(slices.Clone(p.Env), func(e isolator.EnvVar) bool { return e.Name == "SSH_AUTH_SOCK" })
+	q.SSHAgent = isolator.AgentRelay{}
+	return &q
 }
 
 // asContainerRoot is p with the command run as the container's root (a rootless
@@ -107,11 +159,16 @@ func rootlessLimits(l isolator.Limits, info system.Info) error {
 		isolator.ErrProtection, strings.Join(missing, ", "), info.CgroupDriver, cmp.Or(info.CgroupVersion, "?"))
 }
 
-// engineInfo asks e for its Info when own (an engine whose socket is the user's),
-// else nil.
-func engineInfo(ctx context.Context, e Engine, own bool) *future[system.Info] {
+// engineInfo asks e for its version and Info when own (an engine whose socket is
+// the user's), else nil.
+func engineInfo(ctx context.Context, e Engine, own bool) *future[ownAnswer] {
 	if !own {
 		return nil
 	}
-	return fetch(func() (system.Info, error) { return e.Info(ctx) })
+	return fetch(func() (ownAnswer, error) {
+		version := fetch(func() (types.Version, error) { return e.ServerVersion(ctx) })
+		info, err := e.Info(ctx)
+		v, verr := version.get()
+		return ownAnswer{version: v, info: info}, cmp.Or(verr, err)
+	})
 }

@@ -7,14 +7,17 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/system"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/docker/engineaddr"
+	"github.com/devsandbox/devsandbox/tools"
 )
 
 // fakeSocket is a FileInfo of a socket (or, with mode, another file) owned by uid.
@@ -111,25 +114,65 @@ func TestRootlessLimits(t *testing.T) {
 // rootless (Docker Desktop's socket is the user's too), whose limits are checked
 // first; no question is asked of an engine whose socket is not the user's (nil).
 func TestRootlessPlan(t *testing.T) {
-	answer := func(in system.Info) *future[system.Info] {
-		return fetch(func() (system.Info, error) { return in, nil })
+	answer := func(in system.Info) *future[ownAnswer] {
+		return fetch(func() (ownAnswer, error) { return ownAnswer{info: in}, nil })
 	}
 	rootless := system.Info{SecurityOptions: []string{"name=seccomp,profile=builtin", "name=rootless"}, CgroupDriver: "none", CgroupVersion: "1"}
 	p := basePlan()
-	if q, err := rootlessPlan(p, nil, engineaddr.Address{}); err != nil || q != p {
-		t.Errorf("no Info asked: plan replaced (%v)", err)
+	if q, w, err := rootlessPlan(p, nil, engineaddr.Address{}); err != nil || q != p || w != "" {
+		t.Errorf("no Info asked: plan replaced (%v, %q)", err, w)
 	}
-	if q, err := rootlessPlan(p, answer(system.Info{SecurityOptions: []string{"name=seccomp,profile=default"}}), engineaddr.Address{}); err != nil || q != p {
-		t.Errorf("a rootful engine whose socket is the user's: plan replaced (%v)", err)
+	if q, w, err := rootlessPlan(p, answer(system.Info{SecurityOptions: []string{"name=seccomp,profile=default"}}), engineaddr.Address{}); err != nil || q != p || w != "" {
+		t.Errorf("a rootful engine whose socket is the user's: plan replaced (%v, %q)", err, w)
 	}
 	p.Limits = isolator.Limits{}
-	q, err := rootlessPlan(p, answer(rootless), engineaddr.Address{})
-	if err != nil || !q.User.ContainerRoot || p.User.ContainerRoot {
-		t.Errorf("a rootless engine: %+v (%v), want a copy as the container's root", q.User, err)
+	q, w, err := rootlessPlan(p, answer(rootless), engineaddr.Address{})
+	if err != nil || !q.User.ContainerRoot || p.User.ContainerRoot || w != "" {
+		t.Errorf("a rootless engine: %+v (%v, %q), want a copy as the container's root", q.User, err, w)
 	}
 	p.Limits = isolator.Limits{Pids: 4096}
-	if _, err := rootlessPlan(p, answer(rootless), engineaddr.Address{}); !errors.Is(err, isolator.ErrProtection) {
+	if _, _, err := rootlessPlan(p, answer(rootless), engineaddr.Address{}); !errors.Is(err, isolator.ErrProtection) {
 		t.Errorf("a limit a rootless engine without cgroups drops: %v, want ErrProtection", err)
+	}
+}
+
+// Podman's Docker-compatible API (its version's Components name the Podman Engine)
+// is refused as an unavailable isolator, naming the isolators that work there;
+// Docker's components do not trip it.
+func TestRootlessPlanPodman(t *testing.T) {
+	pm := types.Version{Version: "4.3.1", Components: []types.ComponentVersion{{Name: "Podman Engine", Version: "4.3.1"}, {Name: "Conmon"}}}
+	docker := types.Version{Version: "26.1.5", Components: []types.ComponentVersion{{Name: "Engine", Version: "26.1.5"}, {Name: "containerd"}, {Name: "runc"}}}
+	if podman(docker) != "" || podman(pm) != "4.3.1" {
+		t.Fatalf("podman(docker) = %q, podman(podman) = %q", podman(docker), podman(pm))
+	}
+	ans := fetch(func() (ownAnswer, error) { return ownAnswer{version: pm}, nil })
+	_, _, err := rootlessPlan(basePlan(), ans, engineaddr.Address{Host: "unix:///run/user/1000/podman/podman.sock"})
+	want := "the engine at unix:///run/user/1000/podman/podman.sock is Podman 4.3.1's Docker-compatible API"
+	if !errors.Is(err, isolator.ErrUnavailable) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--isolator krun") {
+		t.Errorf("on podman: %v, want ErrUnavailable naming it and the other isolators", err)
+	}
+}
+
+// On a rootless engine the agent is not forwarded: the carrier in the container
+// would be the command's own uid. The plan loses the relay, its mount and
+// SSH_AUTH_SOCK, with a warning; the caller's plan is unchanged.
+func TestRootlessPlanAgent(t *testing.T) {
+	p := basePlan()
+	p.SSHAgent = isolator.AgentRelay{Upstream: "/tmp/ssh-x/agent.1", Socket: "/run/user/1000/devsandbox/p1/agent/5e55.sock"}
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: p.SSHAgent.Socket, Dest: "/run/devsandbox/ssh-agent.sock", Why: "tool ssh"})
+	p.Env = append(p.Env, isolator.EnvVar{Name: "SSH_AUTH_SOCK", Value: "/run/devsandbox/ssh-agent.sock"})
+	ans := fetch(func() (ownAnswer, error) {
+		return ownAnswer{info: system.Info{SecurityOptions: []string{"name=rootless"}, PidsLimit: true}}, nil
+	})
+	q, w, err := rootlessPlan(p, ans, engineaddr.Address{})
+	if err != nil || !strings.Contains(w, "ssh agent is not forwarded") {
+		t.Fatalf("err %v, warning %q", err, w)
+	}
+	if q.SSHAgent != (isolator.AgentRelay{}) || len(q.Mounts) != len(basePlan().Mounts) || slices.ContainsFunc(q.Env, func(e isolator.EnvVar) bool { return e.Name == "SSH_AUTH_SOCK" }) {
+		t.Errorf("agent left in the plan: %+v, mounts %+v, env %+v", q.SSHAgent, q.Mounts, q.Env)
+	}
+	if p.SSHAgent.Socket == "" || len(p.Mounts) == len(basePlan().Mounts) {
+		t.Errorf("the caller's plan was changed")
 	}
 }
 
@@ -188,5 +231,36 @@ func TestRootlessRows(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("rootless %v, own %v: rows %v, want %v", len(tc.info.SecurityOptions) > 1, tc.own, got, tc.want)
 		}
+	}
+}
+
+// What a program that asks who it runs as sees on a rootless engine: uid 0, named as
+// the user in /etc/passwd with the user's home, HOME and USER the user's, and the
+// claude binding's IS_SANDBOX=1 (Claude Code refuses bypass-permissions mode to a
+// uid 0 without it). The whole environment of the command, as the engine gets it.
+func TestRootlessEnv(t *testing.T) {
+	p := basePlan()
+	p.Env = append(p.Env, isolator.EnvVar{Name: "USER", Value: "u", FromHost: true})
+	for n, v := range tools.Claude().EnvSet(tools.Host{}) {
+		p.Env = append(p.Env, isolator.EnvVar{Name: n, Value: v})
+	}
+	q := asContainerRoot(p, true)
+	s, err := containerConfig(q, engineOptions(q, opts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := slices.DeleteFunc(slices.Clone(s.Config.Env), func(e string) bool { return strings.HasPrefix(e, "DEVSANDBOX_INIT=") })
+	want := []string{"DEVSANDBOX=1", "HOME=/home/u", "LANG=C.UTF-8", "USER=u", "IS_SANDBOX=1"}
+	if s.Config.User != "0:0" || !slices.Equal(env, want) {
+		t.Errorf("user %q, env %q; want 0:0 and %q", s.Config.User, env, want)
+	}
+	var passwd string
+	for _, f := range s.Layout.ImageFiles {
+		if f.Path == "/etc/passwd" {
+			passwd = string(f.Content)
+		}
+	}
+	if want := "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\nu:x:0:0:u:/home/u:/bin/sh\n"; passwd != want {
+		t.Errorf("/etc/passwd:\n%s\nwant:\n%s", passwd, want)
 	}
 }

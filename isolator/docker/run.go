@@ -102,8 +102,12 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	if b.Keep && needsCompanion(p) {
 		// The kept container's endpoint volume, and the companion the session's
-		// proxy runs in (keptcompanion.go).
-		ahead.createVolumeAhead(ctx, endpointVolumeOptions(p, endpointVolume(p, true), endpointLabels(p, true, projectLabels(p))))
+		// proxy runs in (keptcompanion.go). An engine whose socket is the user's may
+		// be rootless, where the volume is the container's root's: it is made once
+		// the engine has said (rootlessPlan).
+		if info == nil {
+			ahead.createVolumeAhead(ctx, endpointVolumeOptions(p, endpointVolume(p, true), endpointLabels(p, true, projectLabels(p))))
+		}
 		if p.Egress.NeedsProxy() {
 			ahead.inspectContainerAhead(ctx, keptCompanionName(p))
 		}
@@ -140,8 +144,12 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// A kept run stops them as soon as its exec's output ended (runKept).
 	stopServices := sync.OnceFunc(svc.Stop)
 	defer stopServices()
-	if p, err = rootlessPlan(p, info, addr); err != nil {
+	var rootlessWarning string
+	if p, rootlessWarning, err = rootlessPlan(p, info, addr); err != nil {
 		return 0, err
+	}
+	if rootlessWarning != "" {
+		b.warn("%s", rootlessWarning)
 	}
 	opts, pr, err := b.engineSide(ctx, e, addr, p)
 	if err != nil {
