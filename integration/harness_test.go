@@ -318,7 +318,7 @@ func projectName(dir string) string {
 func (p *project) forget(dir string) {
 	p.t.Helper()
 	name := projectName(dir)
-	for _, iso := range []string{localDocker, remoteDocker} {
+	for _, iso := range []string{localDocker, remoteDocker, rootlessDocker} {
 		if engineReady[iso] != "" {
 			continue
 		}
