@@ -86,7 +86,9 @@ func (b *mountBuilder) maskHostSockets(socks []string, keep func(string) bool, p
 		if err := b.anchor(dst, "the host sockets' mask", true); err != nil {
 			return err
 		}
-		b.add(isolator.Mount{Kind: isolator.MaskFile, Dest: dst, Why: why})
+		// A service's socket comes and goes: one gone by the time the sandbox starts
+		// leaves nothing to mask (Optional).
+		b.add(isolator.Mount{Kind: isolator.MaskFile, Dest: dst, Why: why, Optional: true})
 		return nil
 	}
 	for _, s := range socks {

@@ -275,6 +275,9 @@ func verifyCheck(c wire.Check, same bool) error {
 		}
 		defer unix.Close(fd)
 	} else if err := unix.Stat(c.Path, &st); err != nil {
+		if c.MayVanish && errors.Is(err, unix.ENOENT) {
+			return nil
+		}
 		return fmt.Errorf("%s %s is missing: %v", c.Kind, c.Path, err)
 	}
 	kind := st.Mode & unix.S_IFMT
