@@ -134,3 +134,39 @@ func TestHostViewAgentSocketMasked(t *testing.T) {
 		})
 	}
 }
+
+// TestSelfInProjectWarns: devsandbox run from a copy inside the project, which the
+// sandbox can write, says so in one warning naming the directory and the fix. The
+// attack it warns of: the sandboxed command replaces a helper binary beside devsandbox
+// (here devsandbox-bwrap-init, which the next launch runs on the host side of the
+// sandbox's set-up). On main the launch was silent.
+func TestSelfInProjectWarns(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	bin := filepath.Join(p.dir, "tools", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"devsandbox", "devsandbox-init", "devsandbox-bwrap-init", "devsandbox-proxy"} {
+		data, err := os.ReadFile(filepath.Join(filepath.Dir(it.bin), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bin, name), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.chownUp(filepath.Join(bin, "devsandbox"))
+	for _, name := range []string{"devsandbox-init", "devsandbox-bwrap-init", "devsandbox-proxy"} {
+		p.chownUp(filepath.Join(bin, name))
+	}
+	r := runBin(t, filepath.Join(bin, "devsandbox"), p.dir, nil, "", "--isolator=bwrap", "--egress=none", "--", "/bin/sh", "-c",
+		`cp tools/bin/devsandbox-bwrap-init /tmp/i && mv /tmp/i tools/bin/devsandbox-bwrap-init.new && mv tools/bin/devsandbox-bwrap-init.new tools/bin/devsandbox-bwrap-init && echo REPLACED`)
+	if r.code != 0 || r.stdout != "REPLACED\n" {
+		t.Fatalf("the sandbox could not replace a helper in the project (the test proves nothing):\n%s", r)
+	}
+	want := "devsandbox runs from " + bin + ", which this sandbox can write"
+	if n := strings.Count(r.stderr, want); n != 1 || !strings.Contains(r.stderr, "install devsandbox outside the project") {
+		t.Fatalf("want one warning %q naming the fix, got:\n%s", want, r)
+	}
+}

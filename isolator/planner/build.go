@@ -151,6 +151,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if err != nil {
 		return nil, nil, fmt.Errorf("finding the devsandbox binary: %w", err)
 	}
+	selfDir := filepath.Dir(self)
 	bwrapInit := filepath.Join(filepath.Dir(self), BwrapInitBinary)
 	if !pr.exists(bwrapInit) {
 		bwrapInit = ""
@@ -448,6 +449,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		return nil, nil, err
 	}
 
+	if w := selfWritableWarning(p, selfDir); w != "" {
+		warns = append(warns, w)
+	}
 	anchorSwappable(p)
 	// One rule for every isolator: no new mount point in a directory the view takes
 	// read-only from the host (isolator.MountPointRule).
