@@ -2,6 +2,8 @@ package planner
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/config"
@@ -94,5 +96,21 @@ func TestBuildHostSockets(t *testing.T) {
 			want = append(append(want, tc.wantBinds...), tc.wantMasks...)
 			equalLines(t, "mounts", mountLines(p.Mounts), want)
 		})
+	}
+}
+
+// BenchmarkHostSocketsList is the host view's added work on this host: reading
+// /proc/net/unix, then resolving and statting each absolute path listed.
+func BenchmarkHostSocketsList(b *testing.B) {
+	for b.Loop() {
+		socks, err := procNetUnix()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range socks {
+			if r, err := filepath.EvalSymlinks(s); err == nil {
+				_, _ = os.Lstat(r)
+			}
+		}
 	}
 }
