@@ -291,7 +291,7 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 			if o.Shipped {
 				// Not this host's file: no identity to compare.
 				l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: o.MaskSource, Target: dst, ReadOnly: true})
-				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskFile, Path: dst})
+				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskFile, Path: dst, MayVanish: m.Optional})
 				continue
 			}
 			l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: p.EmptyFile, Target: dst, ReadOnly: true})
