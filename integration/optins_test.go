@@ -337,11 +337,17 @@ func sshAgentKeptKill9(t *testing.T, iso string, agentBind bool) {
 // is removed at the end.
 func hostAgent(ctx context.Context, t *testing.T, p *project) (sock string, asUser func(name string, args ...string) *exec.Cmd) {
 	t.Helper()
+	p.mkdir("agent")
+	return hostAgentAt(ctx, t, p, filepath.Join(p.path("agent"), "agent.sock"))
+}
+
+// hostAgentAt is hostAgent with the agent's socket at sock, whose directory exists
+// and the test user may write.
+func hostAgentAt(ctx context.Context, t *testing.T, p *project, sock string) (string, func(name string, args ...string) *exec.Cmd) {
+	t.Helper()
 	id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
 	t.Cleanup(func() { os.RemoveAll(filepath.Join(runtimeDir(), "devsandbox", id)) })
-	p.mkdir("agent")
-	sock = filepath.Join(p.path("agent"), "agent.sock")
-	asUser = func(name string, args ...string) *exec.Cmd {
+	asUser := func(name string, args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Env = baseEnv("SSH_AUTH_SOCK=" + sock)
 		cmd.SysProcAttr = &syscall.SysProcAttr{}

@@ -284,7 +284,7 @@ type Mount struct {
 	Dest     string
 	HomeRel  string
 	ReadOnly bool
-	Optional bool   // a Bind whose Source may vanish before launch
+	Optional bool   // a Bind whose Source, or a MaskFile whose Dest, may vanish before launch
 	Content  []byte // for Data
 	// Volatile marks Data whose content changes from session to session (names
 	// resolved at launch): a sandbox that outlives a session (a kept container)

@@ -574,7 +574,7 @@ func identityChecks(p *isolator.Plan, shown map[int]bool) []wire.Check {
 		c := wire.Check{Kind: wire.CheckRW, Path: m.Path, Dev: m.ID.Dev, Ino: m.ID.Ino}
 		switch {
 		case m.Kind == isolator.MaskFile:
-			c.Kind = wire.CheckMaskFile
+			c.Kind, c.MayVanish = wire.CheckMaskFile, m.Optional
 		case m.ReadOnly:
 			c.Kind = wire.CheckRO
 		}

@@ -291,11 +291,11 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 			if o.Shipped {
 				// Not this host's file: no identity to compare.
 				l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: o.MaskSource, Target: dst, ReadOnly: true})
-				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskFile, Path: dst})
+				man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskFile, Path: dst, MayVanish: m.Optional})
 				continue
 			}
 			l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: p.EmptyFile, Target: dst, ReadOnly: true})
-			man.Checks = append(man.Checks, identify(wire.Check{Kind: wire.CheckMaskFile, Path: dst}, m))
+			man.Checks = append(man.Checks, identify(wire.Check{Kind: wire.CheckMaskFile, Path: dst, MayVanish: m.Optional}, m))
 		case isolator.MaskDir:
 			l.Mounts = append(l.Mounts, Mount{Type: MaskDir, Target: dst, ReadOnly: true})
 			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckMaskDir, Path: dst, Allow: mountPointsIn(dst, visible[i+1:])})

@@ -151,6 +151,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if err != nil {
 		return nil, nil, fmt.Errorf("finding the devsandbox binary: %w", err)
 	}
+	selfDir := filepath.Dir(self)
 	bwrapInit := filepath.Join(filepath.Dir(self), BwrapInitBinary)
 	if !pr.exists(bwrapInit) {
 		bwrapInit = ""
@@ -349,6 +350,38 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 			}
 		}
 	}
+	// The host's ssh agent: the sandbox reaches it only through the ssh tool's
+	// filtering relay, never at its own path, wherever that lies (/var/tmp, /opt, a
+	// directory a bind shows). In a user's bind maskUserBinds masks it (a protected path).
+	if agent := h.Vars["SSH_AUTH_SOCK"]; filepath.IsAbs(agent) {
+		if r, err := pr.EvalSymlinks(agent); err == nil && b.showsHost(r) {
+			if err := b.anchor(r, "the ssh agent's mask (SSH_AUTH_SOCK)", true); err != nil {
+				return nil, nil, err
+			}
+			b.add(isolator.Mount{Kind: isolator.MaskFile, Dest: r, Why: "the host's ssh agent (SSH_AUTH_SOCK)"})
+		}
+	}
+	// Every other socket of the host a view beyond the minimal one shows: the
+	// default launch reads nothing more.
+	if hostShown(cfg) && pr.UnixSockets != nil {
+		socks, err := pr.UnixSockets()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: listing the host's Unix sockets to mask them in the view (/proc/net/unix): %w; a read-only view does not stop connect(2) on them: mount /proc, or drop system_binds = [\"host\"] and the binds", isolator.ErrProtection, err)
+		}
+		var keep func(string) bool
+		if cfg.Sandbox.DockerSocket { // the engines' sockets are shared
+			engines := map[string]bool{}
+			for _, s := range dockerSockets(cfg) {
+				if r, err := pr.EvalSymlinks(s); err == nil {
+					engines[r] = true
+				}
+			}
+			keep = func(r string) bool { return engines[r] }
+		}
+		if err := b.maskHostSockets(socks, keep, proj.Dir); err != nil {
+			return nil, nil, err
+		}
+	}
 	// devsandbox's own configuration and state (trust records, the proxy CA's key,
 	// other projects' homes) where the host's system view shows them: outside the home
 	// with system_binds = ["host"] or a bound parent. Below the home the sandbox home
@@ -416,6 +449,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		return nil, nil, err
 	}
 
+	if w := selfWritableWarning(p, selfDir); w != "" {
+		warns = append(warns, w)
+	}
 	anchorSwappable(p)
 	// One rule for every isolator: no new mount point in a directory the view takes
 	// read-only from the host (isolator.MountPointRule).

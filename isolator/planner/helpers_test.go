@@ -54,6 +54,7 @@ func probe(cwd string) Probe {
 	pr.Executable = func() (string, error) { return selfPath, nil }
 	pr.LookPath = func(string) bool { return false }
 	pr.MakeProxyCA = makeTestCA
+	pr.UnixSockets = nil // the fixture's host has none but those a test lists
 	return pr
 }
 

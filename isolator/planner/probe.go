@@ -53,6 +53,10 @@ type Probe struct {
 	// searches the host's PATH as exec.LookPath does, through Stat (in Build, its
 	// stat cache).
 	LookPath func(string) bool
+	// UnixSockets lists the paths of the host's bound Unix sockets (procNetUnix on
+	// the host); nil lists none. Read only where a view shows more of the host than
+	// the minimal one (maskHostSockets).
+	UnixSockets func() ([]string, error)
 	// ScanMasks finds the files to mask below a root (maskscan.Scan when nil).
 	ScanMasks func(root string, m maskscan.Matcher, cacheFile string) ([]maskscan.Match, error)
 	// LookupIP resolves a host name (allowlist mode resolves its plain hosts at launch).
@@ -136,6 +140,7 @@ func OS(cwd string) Probe {
 		EvalSymlinks: filepath.EvalSymlinks,
 		Readlink:     os.Readlink,
 		ACL:          readACL,
+		UnixSockets:  procNetUnix,
 		osLinks:      true,
 		LookupIP: func(host string) ([]netip.Addr, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -49,6 +49,7 @@ func protectedPaths(cfg *config.Config, h config.Host, pr Probe) []protected {
 	for _, f := range credentialFiles(cfg) {
 		add(f, "a proxy.credentials value_file", "the proxy adds that credential; the sandbox never reads it")
 	}
+	add(h.Vars["SSH_AUTH_SOCK"], "the host's ssh agent (SSH_AUTH_SOCK)", "the ssh tool gives the sandbox a filtering relay to it (tools.ssh)")
 	for _, d := range []string{h.ConfigHome, h.DataHome, h.StateHome} {
 		add(filepath.Join(d, "devsandbox"), "devsandbox's own configuration and state", "bind a directory that does not hold it")
 	}

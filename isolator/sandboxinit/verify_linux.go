@@ -268,6 +268,11 @@ func openNoFollowWalk(comps []string) (fd, parent int, err error) {
 func verifyCheck(c wire.Check, same bool) error {
 	var st unix.Stat_t
 	fd := -1
+	if c.MayVanish {
+		if err := unix.Lstat(c.Path, &st); errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+	}
 	if c.Ino != 0 {
 		var err error
 		if fd, err = verifyIdentity(c, same, &st); err != nil {

@@ -97,6 +97,9 @@ type Check struct {
 	// Manifest.BootID); elsewhere the path is still walked without symlinks.
 	Dev uint64 `json:"d,omitempty"`
 	Ino uint64 `json:"i,omitempty"`
+	// MayVanish: a mask whose target (a host service's socket) may be gone by the
+	// time the command starts; gone, there is nothing left to mask.
+	MayVanish bool `json:"v,omitempty"`
 }
 
 // Manifest is what the init verifies and how it runs the command.
