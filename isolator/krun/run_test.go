@@ -683,7 +683,7 @@ func TestRunCancelRemoves(t *testing.T) {
 			if left {
 				t.Errorf("removal failing %d times: the container is left; calls %q", removeFails, f.Calls())
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatalf("removal failing %d times: Run did not return after cancel", removeFails)
 		}
 		close(gone)
@@ -757,7 +757,7 @@ func TestRunCancelStopsGracefully(t *testing.T) {
 			if err != nil || strings.Contains(f.Calls(), "remove") {
 				t.Errorf("ignores SIGTERM %v: Run = %v, calls %q; want the command's status and no forced removal", ignores, err, f.Calls())
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatalf("ignores SIGTERM %v: Run did not return after cancel", ignores)
 		}
 	}
