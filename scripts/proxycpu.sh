@@ -24,7 +24,13 @@ cd "$(dirname "$0")/.."
 
 work=$(mktemp -d /tmp/proxycpu.XXXXXX)
 chmod 755 "$work"
-home=$(getent passwd "$user" | cut -d: -f6)
+# A throwaway home beside the user's own, which the integration suite guards (as
+# benchrun.ThrowawayHome in Go: in /var/tmp, the own home's permissions and rc files).
+realhome=$(getent passwd "$user" | cut -d: -f6)
+home=$(mktemp -d /var/tmp/dsb-XXXXXX)
+chmod "$(stat -c %a "$realhome")" "$home"
+find "$realhome" -maxdepth 1 -name '.*' -type f -size -1024k -exec cp -p {} "$home/" \;
+chown -R "$user:" "$home"
 proj=$(mktemp -d "$home/proxycpu-proj.XXXXXX")
 id=$((RANDOM % 250 + 1))
 ns=dsbcpu$id link=dsbch$id peer=dsbcn$id
@@ -38,8 +44,7 @@ cleanup() {
 	fi
 	ip link del "$link" 2>/dev/null
 	ip netns del "$ns" 2>/dev/null
-	# The project's sandbox state and home are named after its directory.
-	rm -rf "$work" "$proj" "$home/.local/state/devsandbox/$(basename "$proj")-"* "$home/.local/share/devsandbox/$(basename "$proj")-"*
+	rm -rf "$work" "$home" # the project and devsandbox's state and data for it
 }
 trap cleanup EXIT
 

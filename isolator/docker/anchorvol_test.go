@@ -287,7 +287,7 @@ func (v *volumeFirstEngine) VolumeCreate(ctx context.Context, o volume.CreateOpt
 func (v *volumeFirstEngine) ContainerCommit(ctx context.Context, id string, o dockercontainer.CommitOptions) (dockercontainer.CommitResponse, error) {
 	select {
 	case <-v.made:
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		v.t.Errorf("the volume %s was made only after the image was prepared, not beside it", v.volume)
 	}
 	return v.fakeEngine.ContainerCommit(ctx, id, o)

@@ -1580,7 +1580,7 @@ func (r *rendezvousEngine) VolumeInspect(ctx context.Context, name string) (volu
 	if name == r.volume {
 		select {
 		case <-r.built:
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			r.t.Errorf("the volume %s was asked for only after the image was prepared, not beside it", name)
 		}
 	}
@@ -1629,7 +1629,7 @@ func (e *pairEngine) VolumeInspect(ctx context.Context, name string) (volume.Vol
 	case e.first:
 		select {
 		case <-e.asked:
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			e.t.Errorf("the volume %s was asked for only after %s was answered, not beside it", e.second, e.first)
 		}
 	}

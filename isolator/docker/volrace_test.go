@@ -32,7 +32,7 @@ func (e *bothAskFirstEngine) VolumeInspect(ctx context.Context, name string) (vo
 	case n < 2:
 		select {
 		case <-e.both:
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			e.t.Error("the second run never asked for the volume")
 		}
 	}

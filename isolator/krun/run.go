@@ -231,10 +231,12 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}()
 	code := 125
 	exited := make(chan struct{})
+	var waitErr error // set before exited closes
 	go func() {
 		defer close(exited)
 		c, err := e.Wait(id)
 		if err != nil {
+			waitErr = err
 			select {
 			case <-done: // the run is over and removed the container
 			default:
@@ -247,6 +249,17 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		code = c
 		b.phase("exited")
 	}()
+	// A wait that failed once ctx ended is the removal's doing (podman answers "no
+	// such container" as it goes, before the removal returns): the run reports the
+	// cancel, not the 125 it has in place of a status, whichever of exited and
+	// removed it sees first.
+	cancelled := func() error {
+		if waitErr == nil || ctx.Err() == nil {
+			return nil
+		}
+		_ = inW.Close()
+		return fmt.Errorf("%w: the run ended (%w) and podman reported no exit status (%w); the container is removed", isolator.ErrProtection, context.Cause(ctx), waitErr)
+	}
 	select {
 	case err := <-attached:
 		b.phase("output ended")
@@ -258,6 +271,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		// wait for it.
 		select {
 		case <-exited:
+			if err := cancelled(); err != nil {
+				return 0, err
+			}
 		case <-time.After(b.exitReportWait()):
 			// Not ErrUnavailable: the command has run, and sandbox.mode = auto must
 			// not run it a second time unsandboxed.
@@ -266,6 +282,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			return 0, fmt.Errorf("%w: the run ended (%w); the container was removed", isolator.ErrProtection, context.Cause(ctx))
 		}
 	case <-exited:
+		if err := cancelled(); err != nil {
+			return 0, err
+		}
 		select {
 		case <-attached:
 		case <-time.After(2 * time.Second):

@@ -59,6 +59,14 @@ type fakeEngine struct {
 	// to the first creations (then it creates).
 	lock       *fakeLock
 	createErrs []error
+	// killed, when set, is closed by the removal of a running container; the
+	// removal then returns only once a Wait has answered "no such container" and
+	// the attach ended (streamClosed: the run closed its end of the init's stream):
+	// the run sees the failed wait while the removal is still under way, as on a
+	// loaded host.
+	killed       chan struct{}
+	waitFailed   chan struct{}
+	streamClosed chan struct{}
 }
 
 // errSubIDsRefused is podman 4.3.1's answer to a creation when libsubid failed.
@@ -125,9 +133,15 @@ func (f *fakeEngine) Runtime(id string) (string, string, error) {
 
 func (f *fakeEngine) Attach(id string, stdin io.Reader, stdout, stderr io.Writer, ready chan bool) error {
 	f.call("attach")
+	if f.streamClosed != nil {
+		defer close(f.streamClosed)
+	}
 	ready <- true
 	<-f.started
 	typ, p, err := wire.ReadFrame(stdin)
+	if err != nil && f.killed != nil && f.isGone() {
+		return nil // the run ended the stream before its hello: the container was removed
+	}
 	if err != nil || typ != wire.FrameHello {
 		f.t.Errorf("first frame: %c %v", typ, err)
 		return err
@@ -178,7 +192,16 @@ func (f *fakeEngine) Wait(id string) (int, error) {
 	gone := f.gone
 	f.mu.Unlock()
 	if gone {
+		f.failWait()
 		return -1, errNoSuchContainer
+	}
+	if f.killed != nil {
+		select {
+		case <-f.ended:
+		case <-f.killed:
+			f.failWait()
+			return -1, errNoSuchContainer
+		}
 	}
 	<-f.ended
 	time.Sleep(f.exitLag)
@@ -204,7 +227,25 @@ func (f *fakeEngine) Remove(id string) error {
 	} else {
 		f.call("remove")
 	}
+	if f.killed != nil && !exited {
+		close(f.killed)
+		<-f.waitFailed
+		<-f.streamClosed
+	}
 	return nil
+}
+
+func (f *fakeEngine) isGone() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gone
+}
+
+// failWait records that a Wait answered "no such container".
+func (f *fakeEngine) failWait() {
+	if f.waitFailed != nil {
+		close(f.waitFailed)
+	}
 }
 
 // fakeHost answers the host probes; starting a service is unexpected.
@@ -642,10 +683,43 @@ func TestRunCancelRemoves(t *testing.T) {
 			if left {
 				t.Errorf("removal failing %d times: the container is left; calls %q", removeFails, f.Calls())
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatalf("removal failing %d times: Run did not return after cancel", removeFails)
 		}
 		close(gone)
+	}
+}
+
+// A run cancelled by its caller's end (handoff.ErrCallerGone) once the command
+// runs: the removal makes podman's wait fail ("no such container") before the
+// removal returns. The run reports the cancel, never a status it did not get: it
+// once returned the init's report with status 125 and no error, or the cancel's
+// error, depending on which it saw first.
+func TestRunCancelWaitFails(t *testing.T) {
+	f := newFake(t, "krun")
+	f.killed = make(chan struct{})
+	f.waitFailed = make(chan struct{})
+	f.streamClosed = make(chan struct{})
+	f.init = func(stdin io.Reader, _, stderr io.Writer, _ *wire.Hello) {
+		fmt.Fprint(stderr, wire.ReadyMarker)
+		_, _ = io.Copy(io.Discard, stdin) // until the run closes its end
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan struct{})
+	var code int
+	var err error
+	go func() {
+		defer close(done)
+		code, err = backend(f, t).Run(ctx, runPlan(t), isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	}()
+	<-f.started
+	cancel(handoff.ErrCallerGone)
+	<-done
+	if err == nil || !errors.Is(err, handoff.ErrCallerGone) {
+		t.Errorf("Run = %d, %v; want the cancel's error (calls %q)", code, err, f.Calls())
+	}
+	if !strings.Contains(f.Calls(), "remove") {
+		t.Errorf("calls %q: the container was not removed", f.Calls())
 	}
 }
 
@@ -683,7 +757,7 @@ func TestRunCancelStopsGracefully(t *testing.T) {
 			if err != nil || strings.Contains(f.Calls(), "remove") {
 				t.Errorf("ignores SIGTERM %v: Run = %v, calls %q; want the command's status and no forced removal", ignores, err, f.Calls())
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatalf("ignores SIGTERM %v: Run did not return after cancel", ignores)
 		}
 	}

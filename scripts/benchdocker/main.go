@@ -64,7 +64,18 @@ func run(bin string, n int, image, userName string, warmOnly bool, base string, 
 	if err != nil {
 		return err
 	}
-	bin, home, name, uid, gid, r := st.Bin, st.Home, st.Name, st.UID, st.GID, st.Runner
+	bin, name, uid, gid, r := st.Bin, st.Name, st.UID, st.GID, st.Runner
+	// Not in the user's own home, which the integration suite guards
+	// (benchrun.ThrowawayHome); the containers' home is this one, as the default
+	// /home/<user> is for a user whose home that is.
+	home, dropHome, err := benchrun.ThrowawayHome(st.Home, uid, gid)
+	defer dropHome()
+	if err != nil {
+		return err
+	}
+	if err := benchrun.WriteConfig(home, uid, gid, fmt.Sprintf("[docker]\nhome = %q\n", home)); err != nil {
+		return err
+	}
 	proj, err := os.MkdirTemp(home, "benchdocker-proj-")
 	if err != nil {
 		return err

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/devsandbox/devsandbox/isolator/projlock"
+	"github.com/devsandbox/devsandbox/scripts/benchrun"
 )
 
 func main() {
@@ -183,6 +184,12 @@ func run(bin, bwrapBin string, n int, userName string, files int, only string, l
 			}
 		}
 		bin = filepath.Join(tmp, "devsandbox")
+	}
+	// Not in the user's own home, which the integration suite guards (benchrun.ThrowawayHome).
+	home, dropHome, err := benchrun.ThrowawayHome(home, uid, gid)
+	defer dropHome()
+	if err != nil {
+		return err
 	}
 	proj, err := os.MkdirTemp(home, "bench-proj-")
 	if err != nil {

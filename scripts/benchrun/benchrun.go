@@ -6,6 +6,8 @@ package benchrun
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -180,3 +182,81 @@ func pct(d []time.Duration, p int) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// ThrowawayHome makes a home for the benchmark's runs beside the user's own home
+// (realHome), which the integration suite guards and other runs may use meanwhile:
+// a directory of uid's in /var/tmp with realHome's permissions and copies of its
+// top-level rc files (the sandbox binds ~/.profile, ~/.bashrc and the like
+// read-only: a home without them is a smaller view than a user's). The projects go
+// inside it, so a project is below HOME as a user's is; not in /tmp, which
+// devsandbox gives the sandbox privately and a remote engine may not share. Its
+// path is as the integration suite's throwaway home, within six bytes of
+// /home/<user>: the project's socket directory is chosen as for a user's home
+// (sockdir.Choose goes by the longest socket path).
+// cleanup removes it with what devsandbox kept there.
+func ThrowawayHome(realHome string, uid, gid int) (home string, cleanup func(), err error) {
+	cleanup = func() {}
+	for home == "" {
+		var b [3]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", cleanup, err
+		}
+		d := "/var/tmp/dsb-" + hex.EncodeToString(b[:])
+		if err := os.Mkdir(d, 0o700); err == nil {
+			home = d
+		} else if !os.IsExist(err) {
+			return "", cleanup, err
+		}
+	}
+	cleanup = func() { os.RemoveAll(home) }
+	mode := os.FileMode(0o755)
+	if fi, err := os.Stat(realHome); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	if err := os.Chmod(home, mode); err != nil {
+		return home, cleanup, err
+	}
+	entries, _ := os.ReadDir(realHome)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || fi.Size() > 1<<20 {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(realHome, e.Name()))
+		if err != nil {
+			continue // unreadable to this process: not part of the view either way
+		}
+		dst := filepath.Join(home, e.Name())
+		if err := os.WriteFile(dst, data, fi.Mode().Perm()); err != nil {
+			return home, cleanup, err
+		}
+		if err := os.Lchown(dst, uid, gid); err != nil && os.Getuid() == 0 {
+			return home, cleanup, err
+		}
+	}
+	if err := os.Lchown(home, uid, gid); err != nil && os.Getuid() == 0 {
+		return home, cleanup, err
+	}
+	return home, cleanup, nil
+}
+
+// WriteConfig writes devsandbox's config file in home, owned by uid.
+func WriteConfig(home string, uid, gid int, content string) error {
+	dir := filepath.Join(home, ".config", "devsandbox")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+		return err
+	}
+	for _, p := range []string{filepath.Join(home, ".config"), dir, f} {
+		if err := os.Lchown(p, uid, gid); err != nil && os.Getuid() == 0 {
+			return err
+		}
+	}
+	return nil
+}
