@@ -4,7 +4,6 @@ package integration
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,25 +27,8 @@ func TestHostViewEngineSocketMasked(t *testing.T) {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "engine.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	// Group docker's members may connect to a real one: here, the test user.
-	if err := os.Chmod(sock, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			fmt.Fprint(c, "ENGINE-ANSWERED\n")
-			c.Close()
-		}
-	}()
+	// Group docker's members may connect to a real one: here, the test user (answerOn's 0666).
+	answerOn(t, sock, "ENGINE-ANSWERED")
 	// Docker CLI config directories with a context naming the socket: current in
 	// config.json in one, named by DOCKER_CONTEXT only in the other.
 	dockerConfig := func(name, current string) string {
@@ -64,16 +46,7 @@ func TestHostViewEngineSocketMasked(t *testing.T) {
 		return d
 	}
 	current, named := dockerConfig("current", "stand"), dockerConfig("named", "")
-	script := fmt.Sprintf(`python3 -c "
-import socket
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(5)
-try:
-    s.connect('%s')
-    print(s.recv(64).decode().strip())
-except OSError as e:
-    print('refused')
-"`, sock)
+	script := unixConnectScript(sock)
 	for _, tc := range []struct {
 		name, config string
 		env          []string
@@ -112,34 +85,8 @@ func TestHostViewRuntimeDirMasked(t *testing.T) {
 		t.Fatal(err)
 	}
 	bus := filepath.Join(rt, "bus")
-	ln, err := net.Listen("unix", bus)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	if err := os.Chmod(bus, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			fmt.Fprint(c, "SESSION-BUS-ANSWERED\n")
-			c.Close()
-		}
-	}()
-	script := fmt.Sprintf(`ls -A %s 2>/dev/null; python3 -c "
-import socket
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(5)
-try:
-    s.connect('%s')
-    print(s.recv(64).decode().strip())
-except OSError as e:
-    print('refused')
-"`, rt, bus)
+	answerOn(t, bus, "SESSION-BUS-ANSWERED")
+	script := fmt.Sprintf("ls -A %s 2>/dev/null; %s", rt, unixConnectScript(bus))
 	cfg := p.writeConfig("bwrap", "hostview.toml", "[sandbox]\nsystem_binds = [\"host\"]\n")
 	r := run(t, p.dir, []string{"XDG_RUNTIME_DIR=" + rt}, "", "--isolator=bwrap", "--config", cfg, "--egress=none", "--", "/bin/sh", "-c", script)
 	if r.code != 0 || r.stdout != "refused\n" {

@@ -27,19 +27,10 @@ except OSError as e:
 "`, sock)
 }
 
-// serviceSocket starts a listener at a fresh directory under parent, mode 0755, whose
-// socket (mode 0666, as a service open to every user) answers answer.
-func serviceSocket(t *testing.T, parent, answer string) (dir, sock string) {
+// answerOn listens at sock, mode 0666 (a service open to every user), and answers
+// each connection with answer and a newline until the test ends.
+func answerOn(t *testing.T, sock, answer string) {
 	t.Helper()
-	dir, err := os.MkdirTemp(parent, "dsb-hostsock-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sock = filepath.Join(dir, "x.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +49,22 @@ func serviceSocket(t *testing.T, parent, answer string) (dir, sock string) {
 			c.Close()
 		}
 	}()
+}
+
+// serviceSocket starts a listener at a fresh directory under parent, mode 0755, whose
+// socket (mode 0666, as a service open to every user) answers answer.
+func serviceSocket(t *testing.T, parent, answer string) (dir, sock string) {
+	t.Helper()
+	dir, err := os.MkdirTemp(parent, "dsb-hostsock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock = filepath.Join(dir, "x.sock")
+	answerOn(t, sock, answer)
 	return dir, sock
 }
 
