@@ -1,7 +1,9 @@
 package docker
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -33,4 +35,29 @@ func lockFile(path string) (func(), error) {
 		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// waitForMaker waits until no run holds the lock at path (lockFile): one making a
+// volume holds it from the volume's creation until its file is in it. It takes and
+// drops a shared flock, so runs that only wait do not wait for each other; a missing
+// lock file means no run ever made a volume there.
+func waitForMaker(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("opening the lock %s: %w", path, err)
+	}
+	defer f.Close()
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_SH)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("locking %s: %w", path, err)
+	}
+	return unix.Flock(int(f.Fd()), unix.LOCK_UN)
 }

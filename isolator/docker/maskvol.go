@@ -62,7 +62,8 @@ func volumeLock(p *isolator.Plan) string {
 // labels (its LabelRole tells devsandbox's own), making the volume with file (uid's
 // and gid's, with mode, holding content) when the engine has none, from image (any image: the
 // container is never started). what names the file in errors. A volume is made
-// holding the lock file lock (volumeLock; "" for none), asked for again once held.
+// holding the lock file lock (volumeLock; "" for none), asked for again once held;
+// one found is used once no run of this machine holds that lock (waitForMaker).
 func fileVolume(ctx context.Context, e Engine, lock, image, what, name string, labels map[string]string, file string, content []byte, mode int64, uid, gid int) (string, error) {
 	failed := func(format string, args ...any) error {
 		return fmt.Errorf("%w: preparing %s (the volume %s) in the docker engine: %s; the command did not run", isolator.ErrProtection, what, name, fmt.Sprintf(format, args...))
@@ -87,6 +88,15 @@ func fileVolume(ctx context.Context, e Engine, lock, image, what, name string, l
 		return "", true, nil
 	}
 	if src, missing, err := have(); !missing {
+		// A run of this machine may have made it and still be copying its file in
+		// (it holds the lock until the file is there): a container of it now would
+		// fail on a missing bind source, and that run's volume be removed as
+		// incomplete (seen in CI: runs of one project starting together).
+		if err == nil && lock != "" {
+			if werr := waitForMaker(lock); werr != nil {
+				return "", failed("%v", werr)
+			}
+		}
 		return src, err
 	}
 	if lock != "" {

@@ -71,3 +71,38 @@ func TestFileVolumeMadeOnce(t *testing.T) {
 		t.Errorf("the file was copied into the volume %d times by two runs starting together, want once", n)
 	}
 }
+
+// TestFileVolumeWaitsForItsMaker: a run that finds the volume while another run of
+// this machine holds the volume lock (it made the volume and is still copying its
+// file in) does not use it until the lock is released. CI once saw a run of a
+// project take the content volume before its file was in it, fail on the engine's
+// "bind source path does not exist", and remove the volume the other run was
+// filling (TestEmbedOneProjectManyAtOnce/docker/kept).
+func TestFileVolumeWaitsForItsMaker(t *testing.T) {
+	e := newFake(t)
+	lock := filepath.Join(t.TempDir(), "docker-volumes.lock")
+	labels := map[string]string{LabelRole: roleContent, LabelUser: "1000"}
+	use := func() error {
+		_, err := fileVolume(context.Background(), e, lock, "devsandbox/default:1.0", "the file /x", "devsandbox-p-content-1", labels, contentFile, []byte("x"), 0o444, 1000, 1000)
+		return err
+	}
+	if err := use(); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := lockFile(lock) // the other run, making a volume
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- use() }()
+	select {
+	case err := <-done:
+		unlock()
+		t.Fatalf("a run used the volume while a run making one held the lock (%v)", err)
+	case <-time.After(300 * time.Millisecond): // a negative check: it must still wait
+	}
+	unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
