@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -51,4 +53,33 @@ print('own ok')
 	if r.code != 0 || r.stdout != "refused\nown ok\n" {
 		t.Fatalf("under --egress=open: want the host's abstract socket @%s refused and the sandbox's own working (exit 0, \"refused\", \"own ok\"), got:\n%s", name, r)
 	}
+}
+
+// TestHuskyHookScriptsReadOnly: husky 9 sets core.hooksPath to .husky/_; each hook
+// there sources husky's `h`, which runs .husky/<hook> (one level up) on the host at
+// every commit. The hooks directory was read-only, the scripts it runs were not: on
+// s27 the sandbox appended to .husky/pre-commit and created .husky/post-commit, and
+// the host's next `git commit` ran them. Now .husky is read-only; the rest of the
+// project stays writable.
+func TestHuskyHookScriptsReadOnly(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.write("proj/.git/config", "[core]\n\trepositoryformatversion = 0\n\thooksPath = .husky/_\n")
+		p.write("proj/.husky/_/h", "#!/usr/bin/env sh\nn=$(basename \"$0\")\ns=$(dirname \"$(dirname \"$0\")\")/$n\n[ ! -f \"$s\" ] && exit 0\nsh -e \"$s\" \"$@\"\n")
+		p.write("proj/.husky/_/pre-commit", "#!/usr/bin/env sh\n. \"$(dirname \"$0\")/h\"\n")
+		const hook = "npx lint-staged\n"
+		p.write("proj/.husky/pre-commit", hook)
+		r := p.sandbox(iso, nil, `echo 'echo HOOK-RAN-ON-HOST' >> .husky/pre-commit 2>/dev/null && echo WROTE pre-commit
+echo 'echo HOOK-RAN-ON-HOST' > .husky/post-commit 2>/dev/null && echo WROTE post-commit
+echo x > a && echo project writable`)
+		if r.code != 0 || strings.Contains(r.stdout, "WROTE") || !strings.Contains(r.stdout, "project writable") {
+			t.Errorf("husky's hook scripts, which the host's git runs at each commit: want them read-only and the project writable, got:\n%s", r)
+		}
+		if b, err := os.ReadFile(p.path("proj/.husky/pre-commit")); err != nil || string(b) != hook {
+			t.Errorf(".husky/pre-commit on the host: %q, %v", b, err)
+		}
+		if _, err := os.Lstat(p.path("proj/.husky/post-commit")); err == nil {
+			t.Errorf(".husky/post-commit was created on the host")
+		}
+	})
 }
