@@ -418,6 +418,10 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		s.InitEnv = []string{wire.InitGOMAXPROCS}
 	}
 	a = append(a, initArgs...)
+	if p.Egress.Mode == egress.Open {
+		// The host's network namespace holds the host's abstract Unix sockets.
+		a = append(a, wire.ScopeAbstractArg)
+	}
 	if o.ready {
 		a = append(a, fmt.Sprintf("--ready-fd=%d", ReadyFD))
 	}

@@ -580,6 +580,32 @@ func TestInitGOMAXPROCS(t *testing.T) {
 	}
 }
 
+// TestInitScopesAbstractSockets: under egress "open" (bwrap --share-net, the host's
+// network namespace and so its abstract Unix sockets) the init is told to start the
+// command in a Landlock domain scoped to its own abstract sockets; in the other modes
+// the sandbox has a network namespace of its own, and the argument is not given.
+func TestInitScopesAbstractSockets(t *testing.T) {
+	for _, tc := range []struct {
+		mode egress.Mode
+		want bool
+	}{{egress.Open, true}, {egress.None, false}} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			p := basePlan()
+			p.Syscalls.Unfiltered = true
+			p.Egress.Mode = tc.mode
+			spec, err := bwrap.Render(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dash := slices.Index(spec.Argv, "--")
+			got := dash >= 0 && slices.Contains(spec.Argv[dash:], wire.ScopeAbstractArg)
+			if got != tc.want {
+				t.Errorf("egress %s: init argument %s given %v, want %v: %q", tc.mode, wire.ScopeAbstractArg, got, tc.want, spec.Argv)
+			}
+		})
+	}
+}
+
 // TestRenderShownAlready: a read-only bind that an earlier read-only bind of a
 // directory already shows (same source below it, same place, nothing mounted between
 // at or below it) is left out of the argv and of the init's checks; every other bind

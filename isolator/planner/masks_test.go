@@ -198,6 +198,44 @@ func TestHostExecutedFilesReadOnly(t *testing.T) {
 	))
 }
 
+// TestHuskyScriptsReadOnly: husky 9 sets core.hooksPath to .husky/_, whose hooks
+// source its `h`, which runs .husky/<hook>, one level up: that directory is read-only
+// too (before, the sandbox rewrote .husky/pre-commit and the host's next commit ran
+// it). A hooks directory named _ without husky's h, or one whose parent is the
+// project, leaves its parent as it was.
+func TestHuskyScriptsReadOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name, hooksPath string
+		h               bool
+		want            []string
+	}{
+		{"husky 9", ".husky/_", true, []string{
+			"bind ro $PROJ/.husky -> $PROJ/.husky (husky's hook scripts (git core.hooksPath is its _ directory))",
+			"bind ro $PROJ/.husky/_ -> $PROJ/.husky/_ (git core.hooksPath)",
+		}},
+		{"no h", ".husky/_", false, []string{"bind ro $PROJ/.husky/_ -> $PROJ/.husky/_ (git core.hooksPath)"}},
+		{"at the top", "_", true, []string{"bind ro $PROJ/_ -> $PROJ/_ (git core.hooksPath)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			gitRepo(t, f.proj)
+			writeFile(t, f.proj+"/.git/config", "[core]\n\thooksPath = "+tc.hooksPath+"\n")
+			mkdirs(t, f.proj+"/"+tc.hooksPath)
+			if tc.h {
+				writeFile(t, f.proj+"/"+tc.hooksPath+"/h", "#!/usr/bin/env sh\n")
+			}
+			p, _ := f.build(t, f.load(t))
+			var got []string
+			for _, l := range mountLines(p.Mounts) {
+				if strings.Contains(l, "core.hooksPath") {
+					got = append(got, l)
+				}
+			}
+			equalLines(t, "mounts", got, f.expand(p, tc.want...))
+		})
+	}
+}
+
 // TestHideMaskStableWithToolBelow: with no ~/.ssh on the host, the ssh tool's generated
 // config still shows alone in a masked ~/.ssh, and a second build (after the first
 // run left ~/.ssh in the sandbox home) renders the same view: a kept container is not

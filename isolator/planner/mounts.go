@@ -299,6 +299,9 @@ func (b *mountBuilder) protectProject(dir string) error {
 		return nil
 	}
 	if hp := configPath(b.pr, l.dirs[0], dir, b.home, "core.hooksPath", false); hp != "" && b.pr.isDir(hp) && !b.behindMask(hp) {
+		if scripts := huskyScripts(b.pr, hp, dir); scripts != "" && !b.behindMask(scripts) {
+			b.add(isolator.Mount{Kind: isolator.Bind, Source: scripts, Dest: scripts, ReadOnly: true, Why: "husky's hook scripts (git core.hooksPath is its _ directory)"})
+		}
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: hp, Dest: hp, ReadOnly: true, Why: "git core.hooksPath"})
 	}
 	if fm := configPath(b.pr, l.dirs[0], dir, b.home, "core.fsmonitor", true); fm != "" {
@@ -513,6 +516,26 @@ func hostExecutedFiles(pr Probe, dir string, names []string) []string {
 		}
 	}
 	return out
+}
+
+// huskyScripts returns the directory of husky's hook scripts when the hooks directory
+// hp (core.hooksPath) is husky's (v9): `<dir>/_`, holding its `h`, which every hook
+// there sources and which runs `<dir>/<hook>` (`.husky/pre-commit`), one level up, out
+// of hp. Read-only like hp: git on the host runs them at each commit. "" when hp is
+// no husky directory, or its parent is the project itself (that would make the whole
+// project read-only: husky never puts it there).
+func huskyScripts(pr Probe, hp, dir string) string {
+	if filepath.Base(hp) != "_" {
+		return ""
+	}
+	if fi, err := pr.Lstat(filepath.Join(hp, "h")); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	parent := filepath.Dir(hp)
+	if parent == dir || !isolator.Within(parent, dir) {
+		return ""
+	}
+	return parent
 }
 
 // configPath returns where key (core.hooksPath, core.fsmonitor) of the repository

@@ -72,7 +72,7 @@ func Main(args []string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == cgroup.JoinArg {
 		return joinMain(args[1:], stderr)
 	}
-	takeTTY, readyFD, nproc, oneProc := false, -1, 0, false
+	takeTTY, readyFD, nproc, oneProc, scope := false, -1, 0, false, false
 	var forwards, publishes, listens []string
 	for len(args) > 0 && args[0] != "--" {
 		var err error
@@ -85,6 +85,8 @@ func Main(args []string, stderr io.Writer) int {
 			// forwarder may inherit it.
 			_ = os.Unsetenv("GOMAXPROCS")
 			oneProc = true
+		case a == wire.ScopeAbstractArg:
+			scope = true
 		case strings.HasPrefix(a, "--forward="):
 			forwards = append(forwards, strings.TrimPrefix(a, "--forward="))
 		case strings.HasPrefix(a, "--proxy-listen="):
@@ -200,6 +202,12 @@ func Main(args []string, stderr io.Writer) int {
 		}
 		say(stderr, "devsandbox", "%s: %s", argv[0], msg)
 		return code
+	}
+	if scope {
+		// On this goroutine's thread, which the command's fork copies (runInit).
+		if _, err := scopeAbstractUnix(); err != nil {
+			return failed(err.Error())
+		}
 	}
 	return runInit(path, argv, takeTTY, readyFD, handed, sigs, r, subscribed, stderr)
 }

@@ -43,6 +43,14 @@ const ManifestEnv = "DEVSANDBOX_INIT"
 // the command's exec.
 const UnsetGOMAXPROCSArg = "--unset-gomaxprocs"
 
+// ScopeAbstractArg, an argument of the bwrap init, has it start the command in a
+// Landlock domain that reaches only the abstract Unix sockets made inside it: under
+// egress "open" the sandbox shares the host's network namespace, and with it the
+// host's abstract sockets (an X server's, a D-Bus bus at an abstract address), which
+// no mount can hide. Where the kernel has no Landlock scopes (before Linux 6.12) the
+// command starts without it.
+const ScopeAbstractArg = "--scope-abstract-unix"
+
 // InitGOMAXPROCS is the variable the host adds with UnsetGOMAXPROCSArg.
 const InitGOMAXPROCS = "GOMAXPROCS=1"
 
