@@ -78,7 +78,7 @@ func (b *mountBuilder) maskHostSockets(socks []string, keep func(string) bool, p
 			done[m.Dest] = true
 		}
 	}
-	mask := func(dst, why string) error {
+	mask := func(dst, src, why string) error {
 		if done[dst] {
 			return nil
 		}
@@ -86,9 +86,10 @@ func (b *mountBuilder) maskHostSockets(socks []string, keep func(string) bool, p
 		if err := b.anchor(dst, "the host sockets' mask", true); err != nil {
 			return err
 		}
-		// A service's socket comes and goes: one gone by the time the sandbox starts
-		// leaves nothing to mask (Optional).
-		b.add(isolator.Mount{Kind: isolator.MaskFile, Dest: dst, Why: why, Optional: true})
+		// A service's socket comes and goes: one gone (src, its host path) by the
+		// time the sandbox starts leaves nothing to mask (Optional: the backend
+		// drops the mask, package pin).
+		b.add(isolator.Mount{Kind: isolator.MaskFile, Source: src, Dest: dst, Why: why, Optional: true})
 		return nil
 	}
 	for _, s := range socks {
@@ -101,7 +102,7 @@ func (b *mountBuilder) maskHostSockets(socks []string, keep func(string) bool, p
 			continue
 		}
 		if b.showsHost(r) {
-			if err := mask(r, "a host service's socket"); err != nil {
+			if err := mask(r, r, "a host service's socket"); err != nil {
 				return err
 			}
 		}
@@ -111,7 +112,7 @@ func (b *mountBuilder) maskHostSockets(socks []string, keep func(string) bool, p
 				continue
 			}
 			rel, _ := filepath.Rel(m.Source, r)
-			if err := mask(filepath.Join(m.Dest, rel), fmt.Sprintf("a host service's socket in %s", m.Why)); err != nil {
+			if err := mask(filepath.Join(m.Dest, rel), r, fmt.Sprintf("a host service's socket in %s", m.Why)); err != nil {
 				return err
 			}
 		}
