@@ -5,7 +5,9 @@ package integration
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -47,6 +49,71 @@ func TestHostViewSocketVanishes(t *testing.T) {
 			// A mask's destination made in a read-write bind would be a file left on the host.
 			if _, err := os.Lstat(gone); !os.IsNotExist(err) {
 				t.Errorf("%s is back on the host after the run (%v): the vanished socket's mask made it", gone, err)
+			}
+		})
+	}
+}
+
+// TestHostViewSocketSecondPath: a masked socket reached by another path the view
+// shows. /proc/net/unix names the path a socket was bound at; a socket renamed since
+// (bound at a temporary name, then moved into place), a hard link made beside it,
+// and its directory bind-mounted elsewhere on the host are reached by names it does
+// not list; a symlink to the masked path resolves, in the sandbox, to the mask.
+func TestHostViewSocketSecondPath(t *testing.T) {
+	requireBwrap(t)
+	dir := userDirIn(t, "/var/lib", "dsb-second-")
+	sock := filepath.Join(dir, "x.sock")
+	answerOn(t, sock, "SERVICE-ANSWERED")
+	renamed := filepath.Join(dir, "renamed.sock")
+	answerOn(t, renamed+".tmp", "RENAMED-ANSWERED")
+	if err := os.Rename(renamed+".tmp", renamed); err != nil {
+		t.Fatal(err)
+	}
+	linked := filepath.Join(dir, "linked.sock")
+	if err := os.Link(sock, linked); err != nil {
+		t.Fatal(err)
+	}
+	links := userDirIn(t, "/var/tmp", "dsb-links-")
+	symlink := filepath.Join(links, "sym.sock")
+	if err := os.Symlink(sock, symlink); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{renamed, linked, symlink}
+	if os.Geteuid() == 0 {
+		mnt, err := os.MkdirTemp("/mnt", "dsb-bound-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(mnt) })
+		if out, err := exec.Command("mount", "--bind", dir, mnt).CombinedOutput(); err != nil {
+			t.Fatalf("mount --bind %s %s: %v\n%s", dir, mnt, err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command("umount", mnt).Run() })
+		paths = append(paths, filepath.Join(mnt, "x.sock"))
+	} else {
+		t.Log("not root: the bind mount of the socket's directory is not tried")
+	}
+	p := newProject(t)
+	cfg := p.writeConfig("bwrap", "view.toml", "[sandbox]\nsystem_binds = [\"host\"]\n")
+	// A hard link in another directory is found only by a walk: the run stops.
+	t.Run("hard link elsewhere", func(t *testing.T) {
+		_, other := serviceSocket(t, "/var/lib", "OTHER-ANSWERED")
+		link := filepath.Join(links, "other.sock")
+		if err := os.Link(other, link); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(link)
+		r := run(t, p.dir, nil, "", "--isolator=bwrap", "--config", cfg, "--egress=none", "--", "/bin/sh", "-c", unixConnectScript(link))
+		want := "devsandbox: protection could not be applied: the host socket " + other + " has 2 names (hard links)"
+		if r.code != 125 || r.stdout != "" || !strings.HasPrefix(r.stderr, want) {
+			t.Fatalf("host view, %s a hard link to %s: want 125 and %q, got:\n%s", link, other, want, r)
+		}
+	})
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			r := run(t, p.dir, nil, "", "--isolator=bwrap", "--config", cfg, "--egress=none", "--", "/bin/sh", "-c", unixConnectScript(path))
+			if r.code != 0 || r.stdout != "refused\n" {
+				t.Fatalf("host view, %s a second path to %s: want \"refused\", got:\n%s", path, sock, r)
 			}
 		})
 	}
