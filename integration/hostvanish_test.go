@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,39 +20,44 @@ import (
 // s27 bwrap could not create the mask's destination in the read-only view and the
 // run stopped (125).
 func TestHostViewSocketVanishes(t *testing.T) {
-	requireBwrap(t)
-	for _, tc := range []struct{ name, config, shown string }{
-		{"host view", "system_binds = [\"host\"]\n", ""},
-		{"ro_binds of its directory", "ro_binds = [%q]\n", ""},
-		{"its directory moved", "host_mounts = [\"%s:/mnt/dsb-vanish\"]\n", "/mnt/dsb-vanish"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := newProject(t)
-			dir := userDirIn(t, "/var/tmp", "dsb-vanish-")
-			gone, stays := filepath.Join(dir, "gone.sock"), filepath.Join(dir, "stays.sock")
-			answerOn(t, gone, "GONE-ANSWERED")
-			answerOn(t, stays, "STAYS-ANSWERED")
-			config := tc.config
-			if config != "system_binds = [\"host\"]\n" {
-				config = fmt.Sprintf(config, dir)
-			}
-			shown := dir
-			if tc.shown != "" {
-				shown = tc.shown
-			}
-			cfg := p.writeConfig("bwrap", "view.toml", "[sandbox]\n"+config)
-			script := unixConnectScript(filepath.Join(shown, "gone.sock")) + "; " + unixConnectScript(filepath.Join(shown, "stays.sock"))
-			e := startEmbed(t, embedJob{Iso: "bwrap", Dirs: []string{p.dir}, Script: script, Egress: "none", Config: cfg, Unlink: gone}, p.root)
-			outs, res := e.results(t, time.Minute)
-			if res[0] != "0 nil" || fmt.Sprint(outs[0]) != "[refused refused]" {
-				t.Fatalf("%s, %s removed after the Plan was built: want the run to go ahead and both refused, got result %q, output %q\nharness stderr:\n%s", config, gone, res[0], outs[0], e.stderr.String())
-			}
-			// A mask's destination made in a read-write bind would be a file left on the host.
-			if _, err := os.Lstat(gone); !os.IsNotExist(err) {
-				t.Errorf("%s is back on the host after the run (%v): the vanished socket's mask made it", gone, err)
-			}
-		})
-	}
+	isos := slices.DeleteFunc(embedIsolators(), func(iso string) bool { return iso != "bwrap" && iso != localDocker })
+	forEachIsolatorOf(t, isos, func(t *testing.T, iso string) {
+		for _, tc := range []struct{ name, config, shown string }{
+			{"host view", "system_binds = [\"host\"]\n", ""},
+			{"ro_binds of its directory", "ro_binds = [%q]\n", ""},
+			{"its directory moved", "host_mounts = [\"%s:/mnt/dsb-vanish\"]\n", "/mnt/dsb-vanish"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if iso != "bwrap" && tc.config == "system_binds = [\"host\"]\n" {
+					t.Skip("the host view is bwrap's: docker takes the system from the image")
+				}
+				p := newProject(t)
+				dir := userDirIn(t, "/var/tmp", "dsb-vanish-")
+				gone, stays := filepath.Join(dir, "gone.sock"), filepath.Join(dir, "stays.sock")
+				answerOn(t, gone, "GONE-ANSWERED")
+				answerOn(t, stays, "STAYS-ANSWERED")
+				config := tc.config
+				if config != "system_binds = [\"host\"]\n" {
+					config = fmt.Sprintf(config, dir)
+				}
+				shown := dir
+				if tc.shown != "" {
+					shown = tc.shown
+				}
+				cfg := p.writeConfig(iso, "view.toml", "[sandbox]\n"+config)
+				script := unixConnectScript(filepath.Join(shown, "gone.sock")) + "; " + unixConnectScript(filepath.Join(shown, "stays.sock"))
+				e := startEmbed(t, embedJob{Iso: iso, Dirs: []string{p.dir}, Script: script, Egress: "none", Config: cfg, Unlink: gone}, p.root)
+				outs, res := e.results(t, 2*time.Minute)
+				if res[0] != "0 nil" || fmt.Sprint(outs[0]) != "[refused refused]" {
+					t.Fatalf("%s, %s removed after the Plan was built: want the run to go ahead and both refused, got result %q, output %q\nharness stderr:\n%s", config, gone, res[0], outs[0], e.stderr.String())
+				}
+				// A mask's destination made in a read-write bind would be a file left on the host.
+				if _, err := os.Lstat(gone); !os.IsNotExist(err) {
+					t.Errorf("%s is back on the host after the run (%v): the vanished socket's mask made it", gone, err)
+				}
+			})
+		}
+	})
 }
 
 // TestHostViewSocketSecondPath: a masked socket reached by another path the view
