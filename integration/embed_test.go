@@ -56,6 +56,9 @@ type embedJob struct {
 	// "started", it sends itself SIGUSR1, reports "usr1 I got" once its handler has
 	// it, then writes "go" on the run's stdin (which is otherwise empty).
 	OwnUSR1 bool
+	// Config is a --config file for every run; Unlink, a path each run removes once
+	// its Plan is built, before the isolator starts (a host file gone in between).
+	Config, Unlink string
 }
 
 // serveEmbed is the harness (see embedEnv). It returns its exit status.
@@ -135,7 +138,7 @@ func serveEmbed() int {
 // dir, the Plan, the isolator, Run (with in as its stdin, when set). It turns on no
 // signal forwarding: the library's default.
 func embedRun(ctx context.Context, job embedJob, i int, dir string, in *os.File, out io.Writer) (int, error) {
-	var flags config.Flags
+	flags := config.Flags{ConfigFile: job.Config}
 	if job.Egress != "" {
 		flags.Egress = &job.Egress
 	}
@@ -155,6 +158,11 @@ func embedRun(ctx context.Context, job embedJob, i int, dir string, in *os.File,
 	p, _, err := planner.Build(cfg, dsbtools.Default(), pr, planner.Request{Command: []string{"/bin/sh", "-c", job.Script, "embed", strconv.Itoa(i)}})
 	if err != nil {
 		return 0, err
+	}
+	if job.Unlink != "" {
+		if err := os.Remove(job.Unlink); err != nil {
+			return 0, err
+		}
 	}
 	var iso isolator.Isolator = b
 	switch job.Iso {

@@ -16,8 +16,8 @@ import (
 type ReadOnlyDest struct {
 	Dest     string // the destination in the sandbox
 	Why      string // the mount's Why (the binding or config key)
-	Source   string // the bind's source; "" for other kinds
-	Optional bool   // a bind that is skipped when Source is missing
+	Source   string // the bind's source, an optional file mask's host file; "" for other kinds
+	Optional bool   // a bind (a file mask) that is skipped when Source is missing
 	Host     string // the host path behind Dest before the mount
 	In       string // the read-only bind's source
 	InWhy    string // what that bind is: "system directory", "the host's root", its Why
@@ -71,7 +71,7 @@ func ReadOnlyDestinations(p *Plan) []ReadOnlyDest {
 		}
 		if l := layers[in]; l.ro && l.dest != at {
 			d := ReadOnlyDest{Dest: dst, Why: m.Why, Host: path.Join(l.host, strings.TrimPrefix(at, strings.TrimSuffix(l.dest, "/"))), In: l.host, InWhy: l.why}
-			if m.Kind == Bind {
+			if m.Kind == Bind || m.Kind == MaskFile && m.Optional {
 				d.Source, d.Optional = m.Source, m.Optional
 			}
 			out = append(out, d)

@@ -99,6 +99,8 @@ func TestCheckMountPoints(t *testing.T) {
 		isolator.Mount{Kind: isolator.Bind, Source: ro, Dest: "/view", ReadOnly: true, Why: "sandbox.ro_binds"},
 		isolator.Mount{Kind: isolator.Bind, Source: data, Dest: "/view/there", Why: "sandbox.host_mounts"},
 		isolator.Mount{Kind: isolator.Bind, Source: dir + "/absent", Dest: "/view/absent", Optional: true, Why: "tool x"},
+		// A host socket gone since the Plan was built: the backend drops its mask.
+		isolator.Mount{Kind: isolator.MaskFile, Source: ro + "/gone.sock", Dest: "/view/gone.sock", Optional: true, Why: "a host service's socket"},
 	)
 	if err := isolator.CheckMountPoints(p); err != nil {
 		t.Fatalf("CheckMountPoints: %v", err)

@@ -284,7 +284,12 @@ type Mount struct {
 	Dest     string
 	HomeRel  string
 	ReadOnly bool
-	Optional bool   // a Bind whose Source, or a MaskFile whose Dest, may vanish before launch
+	// Optional marks a Bind whose Source may vanish before launch (it is skipped
+	// then), or a MaskFile whose Dest may: when such a mask has a Source (the host
+	// path of the socket it masks), a backend drops the mask if that is gone at
+	// launch (package pin), as bubblewrap cannot create its destination in a
+	// read-only view.
+	Optional bool
 	Content  []byte // for Data
 	// Volatile marks Data whose content changes from session to session (names
 	// resolved at launch): a sandbox that outlives a session (a kept container)

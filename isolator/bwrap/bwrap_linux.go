@@ -453,7 +453,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	case writeErr != nil:
 		return 0, fmt.Errorf("%w: feeding a file to bwrap: %w; the command did not run", isolator.ErrProtection, writeErr)
 	}
-	return 0, b.setupFailed(ctx, code, pins.Removed())
+	return 0, b.setupFailed(ctx, code, pins.Removed(), pins.MasksGone())
 }
 
 // forward sends s to the command's process group once it runs, else to bwrap (which
@@ -483,11 +483,16 @@ func exitCode(ws syscall.WaitStatus, err error) int {
 
 // setupFailed explains a bwrap that exited before the init ran: the command never
 // started. removed are the pinned sources removed or replaced on the host meanwhile
-// (pin.Set's Removed): bwrap names such a source only as /proc/self/fd/N. The
+// (pin.Set's Removed): bwrap names such a source only as /proc/self/fd/N. vanished
+// are the host sockets masked in the view that are gone now (pin.Set's MasksGone):
+// bwrap could not create such a mask's destination in a read-only view. The
 // availability probe runs only now, off the hot path.
-func (b *Isolator) setupFailed(ctx context.Context, code int, removed []string) error {
+func (b *Isolator) setupFailed(ctx context.Context, code int, removed, vanished []string) error {
 	if len(removed) > 0 {
 		return pin.RemovedError(removed, "bubblewrap", fmt.Errorf("bubblewrap exited with status %d, its message is above", code))
+	}
+	if len(vanished) > 0 {
+		return fmt.Errorf("%w: the host socket %s, which this view masks, was removed while the sandbox was being set up, so bubblewrap could not place its mask (exit status %d, its message is above); the command did not run: run it again", isolator.ErrProtection, strings.Join(vanished, ", "), code)
 	}
 	st := b.Check(ctx)
 	if st.State != isolator.Active {

@@ -58,6 +58,11 @@ type Set struct {
 	// Empty is the source of file masks (Plan.EmptyFile).
 	Empty *Source
 	plan  *isolator.Plan
+	// vanished marks, by index in the Plan's Mounts, the optional file masks whose
+	// host file (a host service's socket, the mask's Source) was gone when the Set
+	// was made: Apply drops them. masked are the host files of the others.
+	vanished map[int]bool
+	masked   []string
 }
 
 // Plan pins the source of every Bind of p and the mask source. A non-optional source
@@ -69,6 +74,21 @@ func Plan(p *isolator.Plan) (*Set, error) {
 	defer w.close()
 	s := &Set{Sources: make([]*Source, len(p.Mounts)), plan: p}
 	for i, m := range p.Mounts {
+		if vanishes(m) {
+			// A socket gone since the Plan was built leaves nothing to connect to:
+			// its mask's destination is gone too, and bubblewrap cannot create one
+			// in a read-only view. One that comes back (a service restarting) is
+			// not masked, as one that does so while the sandbox runs is not.
+			if _, err := os.Lstat(m.Source); errors.Is(err, os.ErrNotExist) {
+				if s.vanished == nil {
+					s.vanished = map[int]bool{}
+				}
+				s.vanished[i] = true
+			} else {
+				s.masked = append(s.masked, m.Source)
+			}
+			continue
+		}
 		if m.Kind != isolator.Bind {
 			continue
 		}
@@ -91,6 +111,12 @@ func Plan(p *isolator.Plan) (*Set, error) {
 		s.Empty = src
 	}
 	return s, nil
+}
+
+// vanishes reports whether m is a file mask that is dropped when the host file it
+// masks (its Source) is gone at launch.
+func vanishes(m isolator.Mount) bool {
+	return m.Kind == isolator.MaskFile && m.Optional && m.Source != ""
 }
 
 func sourceError(p *isolator.Plan, m isolator.Mount, err error) error {
@@ -161,7 +187,7 @@ func (s *Set) Apply() (p *isolator.Plan, index []int) {
 	cp.Mounts = nil
 	for i, m := range s.plan.Mounts {
 		switch {
-		case m.Kind == isolator.Bind && s.Sources[i] == nil:
+		case m.Kind == isolator.Bind && s.Sources[i] == nil, s.vanished[i]:
 			continue // optional, gone
 		case m.Kind == isolator.Bind:
 			id := s.Sources[i].ID

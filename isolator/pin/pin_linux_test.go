@@ -386,3 +386,41 @@ func TestGone(t *testing.T) {
 		t.Errorf("Gone's error %v does not keep the guessed failure, or is not a protection's failure", err)
 	}
 }
+
+// An optional file mask of a host socket (its Source) is dropped when the socket is
+// gone by launch; one still there is kept, and MasksGone names it once it goes.
+func TestPlanDropsVanishedSocketMasks(t *testing.T) {
+	root := t.TempDir()
+	stays, gone := filepath.Join(root, "stays.sock"), filepath.Join(root, "gone.sock")
+	for _, s := range []string{stays, gone} {
+		if err := syscall.Mknod(s, syscall.S_IFSOCK|0o666, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &isolator.Plan{Mounts: []isolator.Mount{
+		{Kind: isolator.MaskFile, Source: gone, Dest: "/view/gone.sock", Optional: true},
+		{Kind: isolator.MaskFile, Source: stays, Dest: "/view/stays.sock", Optional: true},
+		{Kind: isolator.MaskFile, Dest: "/view/.env"},
+	}}
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Plan(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pp, index := s.Apply()
+	if len(pp.Mounts) != 2 || pp.Mounts[0].Dest != "/view/stays.sock" || pp.Mounts[1].Dest != "/view/.env" || fmt.Sprint(index) != "[1 2]" {
+		t.Fatalf("mounts %+v, index %v: want the gone socket's mask dropped", pp.Mounts, index)
+	}
+	if got := s.MasksGone(); len(got) != 0 {
+		t.Fatalf("MasksGone before any removal: %q", got)
+	}
+	if err := os.Remove(stays); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.MasksGone(); fmt.Sprint(got) != "["+stays+"]" {
+		t.Errorf("MasksGone: %q, want [%s]", got, stays)
+	}
+}

@@ -67,6 +67,22 @@ func (s *Set) Removed() []string {
 	return out
 }
 
+// MasksGone returns the host files of the optional file masks Apply kept that are
+// gone now (a host service's socket removed while the sandbox was set up): a
+// bubblewrap that failed then could not create the mask's destination.
+func (s *Set) MasksGone() []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range s.masked {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Gone explains err, a launch's setup failure before the command ran (an engine that
 // could not mount a source, the init's refusal of what it found mounted): when
 // sources of s were removed or replaced on the host since they were pinned (Removed),

@@ -99,6 +99,54 @@ func TestBuildHostSockets(t *testing.T) {
 	}
 }
 
+// TestBuildHostSocketsSecondPaths: /proc/net/unix names the path a socket was bound
+// at. A socket renamed since and a hard link beside one are masked (every socket in
+// a listed socket's directory is); a hard link in another directory cannot be found
+// without a walk: the run stops.
+func TestBuildHostSocketsSecondPaths(t *testing.T) {
+	f := newFixture(t)
+	srv := f.root + "/srv"
+	mkdirs(t, srv+"/svc", srv+"/other")
+	for _, s := range []string{srv + "/svc/renamed.sock", srv + "/svc/a.sock"} {
+		if err := unix.Mknod(s, unix.S_IFSOCK|0o666, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(srv+"/svc/a.sock", srv+"/svc/a-link.sock"); err != nil {
+		t.Fatal(err)
+	}
+	listed := []string{srv + "/svc/renamed.sock.tmp", srv + "/svc/a.sock"}
+	build := func() (*isolator.Plan, error) {
+		cfg := f.load(t)
+		cfg.Sandbox.SystemBinds, cfg.Sandbox.HidePaths = []string{srv}, nil
+		pr := probe(f.proj)
+		pr.UnixSockets = func() ([]string, error) { return listed, nil }
+		p, _, err := Build(cfg, tools.Default(), pr, Request{Command: []string{"true"}})
+		return p, err
+	}
+	p, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var masks []string
+	for _, m := range p.Mounts {
+		if m.Kind == isolator.MaskFile && m.Optional {
+			masks = append(masks, m.Source+" -> "+m.Dest)
+		}
+	}
+	equalLines(t, "socket masks", masks, []string{
+		srv + "/svc/a-link.sock -> " + srv + "/svc/a-link.sock",
+		srv + "/svc/a.sock -> " + srv + "/svc/a.sock",
+		srv + "/svc/renamed.sock -> " + srv + "/svc/renamed.sock",
+	})
+	if err := os.Link(srv+"/svc/a.sock", srv+"/other/elsewhere.sock"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := build(); !errors.Is(err, isolator.ErrProtection) {
+		t.Errorf("a hard link in another directory: Build: %v, want %v", err, isolator.ErrProtection)
+	}
+}
+
 // BenchmarkHostSocketsList is the host view's added work on this host: reading
 // /proc/net/unix, then resolving and statting each absolute path listed.
 func BenchmarkHostSocketsList(b *testing.B) {
@@ -110,6 +158,34 @@ func BenchmarkHostSocketsList(b *testing.B) {
 		for _, s := range socks {
 			if r, err := filepath.EvalSymlinks(s); err == nil {
 				_, _ = os.Lstat(r)
+			}
+		}
+	}
+}
+
+// BenchmarkHostSocketsSecondPaths is what the host view adds on this host to find
+// the listed sockets' other paths: the mount table read and parsed, each listed
+// socket's directory read, and its mount aliases worked out (a stat each).
+func BenchmarkHostSocketsSecondPaths(b *testing.B) {
+	socks, err := procNetUnix()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		mi, err := os.ReadFile(mountInfoPath)
+		if err != nil {
+			b.Fatal(err)
+		}
+		table := parseMountInfo(mi)
+		dirs := map[string]bool{}
+		for _, s := range socks {
+			d := filepath.Dir(s)
+			if !dirs[d] {
+				dirs[d] = true
+				_, _ = os.ReadDir(d)
+			}
+			for _, a := range table.aliases(s) {
+				_, _ = os.Lstat(a.path)
 			}
 		}
 	}
