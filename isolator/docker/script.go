@@ -65,7 +65,7 @@ func (s *Spec) Script() string {
 		}
 		b.WriteString("# the ssh agent: once the container runs, and before its init starts the command, an exec serves\n")
 		b.WriteString("# SSH_AUTH_SOCK and carries its connections over its stdin and stdout to devsandbox's filter:\n")
-		x := agentExec(s.AgentSocket)
+		x := agentExec(s.AgentSocket, s.agentUser)
 		fmt.Fprintf(&b, "#   docker exec -i --user %s %s %s\n", x.User, name, sh.Join(x.Cmd))
 	}
 	w := container.NewArgWriter(&b)
