@@ -77,14 +77,13 @@ func TestDockerSocketOptInWarns(t *testing.T) {
 func TestSSHAgentOptIn(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		sshAgentOptIn(t, iso, false)
-		if iso == localDocker {
+		if iso == localDocker || iso == rootlessDocker {
 			t.Run("agent_bind", func(t *testing.T) { sshAgentOptIn(t, iso, true) })
 		}
 	})
 }
 
 func sshAgentOptIn(t *testing.T, iso string, agentBind bool) {
-	skipNoAgent(t, iso)
 	p := newProject(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -192,8 +191,10 @@ __attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+
 		if r.code != 0 || r.stdout != "LISTS\n" || !strings.Contains(r.stderr, way+" ") {
 			t.Errorf("kept container, session %d: want the keys listed and none removed, through the %s:\n%s", i, strings.TrimPrefix(way, "agent "), r)
 		}
-		// What relays the agent in the container ends with the session.
-		if ids := projectContainers(t, iso, p, false); len(ids) == 1 {
+		// What relays the agent in the container ends with the session (a rootless
+		// engine without cgroups has no `docker top`: TestRootlessAgent counts the
+		// carriers from inside).
+		if ids := projectContainers(t, iso, p, false); len(ids) == 1 && iso != rootlessDocker {
 			if out, err := dockerCmd(iso, "top", ids[0], "-eo", "pid,args").CombinedOutput(); err != nil || strings.Contains(string(out), "agent-mux") {
 				t.Errorf("kept container, session %d: a process of the session's agent relay outlived it (%v):\n%s", i, err, out)
 			}
