@@ -76,16 +76,6 @@ func forEachDockerRootless(t *testing.T, f func(t *testing.T, iso string)) {
 	}
 }
 
-// skipNoAgent skips an ssh agent test that needs `docker top` on the rootless
-// variant (this engine, without cgroups, has none): TestRootlessAgent counts the
-// carriers from inside and attacks them; the other agent tests run there.
-func skipNoAgent(t *testing.T, iso string) {
-	t.Helper()
-	if iso == rootlessDocker {
-		t.Skip("needs `docker top`, which a rootless engine without cgroups lacks: TestRootlessAgent counts the carriers from inside")
-	}
-}
-
 // setupRootlessEngine checks that the rootless engine answers, is rootless and is
 // the test user's (its socket is theirs: what devsandbox recognises it by), and makes
 // the default image in it; it returns why the variant cannot run ("" when it can).
