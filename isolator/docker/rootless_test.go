@@ -193,6 +193,18 @@ func TestRootlessPlanAgent(t *testing.T) {
 	}
 }
 
+// A content file (the ssh tool's ~/.ssh/config) is the command's: on a rootless
+// engine the container's uid 0 (contentSources, proved by TestSSHLoginThroughAgent
+// on docker-rootless), in a volume of another name than the user's uid's one that
+// earlier versions made there (a subordinate id, whose file ssh refused as "Bad
+// owner"), so such a volume is never reused.
+func TestRootlessContentVolume(t *testing.T) {
+	c := []byte("Host *\n")
+	if contentVolume("p", c, true) == contentVolume("p", c, false) {
+		t.Errorf("the container root's content volume has the user's name %s", contentVolume("p", c, false))
+	}
+}
+
 // The plan is copied, never changed, and only for the user's own engine.
 func TestAsContainerRoot(t *testing.T) {
 	p := basePlan()

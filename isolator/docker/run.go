@@ -352,7 +352,7 @@ func aheadVolumes(p *isolator.Plan, o Options, addr Address) []string {
 		return names
 	}
 	for _, f := range l.Contents {
-		names = append(names, contentVolume(p.Project.Name, f.Content))
+		names = append(names, contentVolume(p.Project.Name, f.Content, p.User.ContainerRoot))
 	}
 	for _, f := range l.Volatile {
 		names = append(names, volatileVolume(p.Project.Name, f.Path))
