@@ -374,6 +374,7 @@ func TestRootlessAgent(t *testing.T) {
 	cp /bin/true /tmp/x 2>/dev/null; cp /tmp/x /run/devsandbox/init 2>/dev/null && echo REPLACED_INIT
 	mv /run/devsandbox/init /tmp/init 2>/dev/null && echo REPLACED_INIT
 	ssh-add -l | grep -q HOSTKEY && echo LISTS_AFTER
+	ssh -G localhost >/dev/null && echo SSH_READS_ITS_CONFIG
 	true`
 		optIn := "--config=" + p.writeConfig(iso, "agentbind.toml", "[docker]\nagent_bind = true\n")
 		session := func(what, way string, flags ...string) {
@@ -400,8 +401,8 @@ func TestRootlessAgent(t *testing.T) {
 					lines = append(lines, l)
 				}
 			}
-			if r.code != 0 || strings.Join(lines, "\n") != "LISTS\nSTILL_LISTS\nLISTS_AFTER" {
-				t.Errorf("%s: want the key listed, none removed, the socket, its directory and the init neither replaced nor planted in:\n%s", what, r)
+			if r.code != 0 || strings.Join(lines, "\n") != "LISTS\nSTILL_LISTS\nLISTS_AFTER\nSSH_READS_ITS_CONFIG" {
+				t.Errorf("%s: want the key listed, none removed, the socket, its directory and the init neither replaced nor planted in, and ssh reading the generated ~/.ssh/config (the container root's: a subordinate id's was 'Bad owner'):\n%s", what, r)
 			}
 			if !strings.Contains(r.stderr, way+" ") {
 				t.Errorf("%s: the agent did not take the %s (--debug timings):\n%s", what, strings.TrimPrefix(way, "agent "), r)
