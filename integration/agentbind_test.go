@@ -46,7 +46,6 @@ const agentPathScript = `
 	true`
 
 func sshAgentPath(t *testing.T, iso string) {
-	skipNoAgent(t, iso)
 	p := newProject(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
@@ -70,8 +69,8 @@ func sshAgentPath(t *testing.T, iso string) {
 	}
 	sockDir := filepath.Join(runtimeDir(), "devsandbox", strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-"))
 	env := []string{"SSH_AUTH_SOCK=" + sock, "XDG_RUNTIME_DIR=" + runtimeDir()}
-	want := "agent bound"
-	if iso != localDocker {
+	want := "agent bound" // the local engines: docker, docker-rootless
+	if iso != localDocker && iso != rootlessDocker {
 		want = "agent stream" // the stand-in cannot see /run/user/...
 	}
 	verdict := filepath.Join(it.home, ".local/state/devsandbox", p.name(), "docker", "agent-unseen")
@@ -138,7 +137,7 @@ func TestAgentBindOffRecreates(t *testing.T) {
 }
 
 func agentBindOff(t *testing.T, iso string) {
-	skipNoAgent(t, iso)
+	local := iso == localDocker || iso == rootlessDocker // the engines that see this host's sockets
 	p := newProject(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
@@ -174,7 +173,7 @@ func agentBindOff(t *testing.T, iso string) {
 		return found
 	}
 	r := session("agent_bind on", `echo kept > "$HOME/keepme"`, optIn)
-	if m := relayMounts(); (len(m) == 1) != (iso == localDocker) {
+	if m := relayMounts(); (len(m) == 1) != (local) {
 		t.Fatalf("the kept container made with docker.agent_bind on %s: mounts of the relays' directory %q", iso, m)
 	}
 	// While a session made with the key is attached, a run with the key off is
@@ -187,10 +186,10 @@ func agentBindOff(t *testing.T, iso string) {
 	}
 	startLines(t, attached).waitFor("ready")
 	r = run(t, p.dir, env, "", "--isolator="+iso, "--egress=none", "--keep-container", "--", "true")
-	if iso == localDocker && (r.code != 125 || !strings.Contains(r.stderr, "another session is attached") || !strings.Contains(r.stderr, "docker.agent_bind")) {
+	if local && (r.code != 125 || !strings.Contains(r.stderr, "another session is attached") || !strings.Contains(r.stderr, "docker.agent_bind")) {
 		t.Errorf("docker.agent_bind off with a session attached to the kept container that binds the relays: want 125 naming the key:\n%s", r)
 	}
-	if iso != localDocker && r.code != 0 {
+	if !local && r.code != 0 {
 		t.Errorf("docker.agent_bind off with a session attached to a kept container without the bind:\n%s", r)
 	}
 	stdin.Close()
@@ -198,10 +197,10 @@ func agentBindOff(t *testing.T, iso string) {
 		t.Fatalf("the attached session: %v", err)
 	}
 	r = session("agent_bind off", `cat "$HOME/keepme"`)
-	if iso == localDocker && (!strings.Contains(r.stderr, recreated) || !strings.Contains(r.stderr, "agent_bind")) {
+	if local && (!strings.Contains(r.stderr, recreated) || !strings.Contains(r.stderr, "agent_bind")) {
 		t.Errorf("turning docker.agent_bind off did not recreate the kept container that binds the relays, or did not say why:\n%s", r)
 	}
-	if iso != localDocker && strings.Contains(r.stderr, recreated) {
+	if !local && strings.Contains(r.stderr, recreated) {
 		t.Errorf("a kept container without the bind was recreated when docker.agent_bind went off:\n%s", r)
 	}
 	if r.stdout != "kept\n" {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -72,15 +73,6 @@ func forEachDockerRootless(t *testing.T, f func(t *testing.T, iso string)) {
 			requireEngine(t, iso)
 			f(t, iso)
 		})
-	}
-}
-
-// skipNoAgent skips an ssh agent test on the rootless variant, where the agent is
-// not forwarded (TestRootlessNoAgent).
-func skipNoAgent(t *testing.T, iso string) {
-	t.Helper()
-	if iso == rootlessDocker {
-		t.Skip("the ssh agent is not forwarded on a rootless engine (TestRootlessNoAgent checks that)")
 	}
 }
 
@@ -340,24 +332,99 @@ if [ "$(id -u)" = 0 ] && [ "$IS_SANDBOX" != 1 ]; then echo bypass refused; else 
 	})
 }
 
-// On a rootless engine the host's ssh agent is not forwarded, with a warning: the
-// process carrying it in the container would be the command's own uid, which could
-// replace its socket, plant beside it and write to its streams (TestSSHAgentOptIn's
-// attacks all succeeded there). With docker.agent_bind too.
-func TestRootlessNoAgent(t *testing.T) {
+// On a rootless engine the command is the container's uid 0, the user: what carries
+// the ssh agent into the container must be out of its reach. Run as the same uid
+// (s26), the command replaced the carrier's socket, planted beside it and wrote
+// straight onto the carrier's output (REPLACED, PLANTED, HIJACK … wrote). The carrier
+// runs as another container uid (a subordinate id on the host), its socket in a
+// tmpfs of that uid's: with forwarding on, by default (the stream) and with
+// docker.agent_bind, one-shot and in a kept container's later sessions, every attempt
+// on the socket, its directory, the carrier's process (signals, ptrace, /proc/PID/mem,
+// its descriptors, pidfd) and its executable is refused, and ssh-add lists the key.
+func TestRootlessAgent(t *testing.T) {
 	forRootless(t, func(t *testing.T, iso string) {
 		p := newProject(t)
-		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 180*time.Second)
 		defer cancel()
-		sock, _ := hostAgent(ctx, t, p)
+		sock, asUser := hostAgent(ctx, t, p)
+		key := p.path("agent/hostkey")
+		if out, err := asUser("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "HOSTKEY", "-f", key).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v\n%s", err, out)
+		}
+		if out, err := asUser("ssh-add", key).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-add: %v\n%s", err, out)
+		}
+		pub, err := os.ReadFile(key + ".pub")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.write("proj/hostkey.pub", string(pub))
+		p.chownUp(p.path("proj/hostkey.pub"))
+		if out, err := exec.CommandContext(ctx, "gcc", "-static", "-O", "-o", p.path("proj/carrierattack"), "testdata/carrierattack.c").CombinedOutput(); err != nil {
+			t.Skipf("gcc -static: %v\n%s", err, out)
+		}
+		p.chownUp(p.path("proj/carrierattack"))
+		before, err := asUser("ssh-add", "-L").Output()
+		if err != nil {
+			t.Fatalf("ssh-add -L: %v", err)
+		}
 		env := []string{"SSH_AUTH_SOCK=" + sock, "XDG_RUNTIME_DIR=" + runtimeDir()}
-		script := `echo "SSH_AUTH_SOCK=${SSH_AUTH_SOCK:-unset}"; ls -A /run/devsandbox | grep -c agent; ssh-add -l >/dev/null 2>&1; echo "ssh-add $?"`
-		for _, flags := range [][]string{nil, {"--config=" + p.writeConfig(iso, "agentbind.toml", "[docker]\nagent_bind = true\n")}} {
-			r := run(t, p.dir, env, "", append(append([]string{"--isolator=" + iso, "--egress=none"}, flags...), "--", "/bin/sh", "-c", script)...)
-			if r.code != 0 || r.stdout != "SSH_AUTH_SOCK=unset\n0\nssh-add 2\n" || !strings.Contains(r.stderr, "the ssh agent is not forwarded on a rootless docker engine") {
-				t.Errorf("the agent on a rootless engine %v: want it not forwarded, with a warning:\n%s", flags, r)
+		script := agentPathScript + `
+	./carrierattack
+	cp /bin/true /tmp/x 2>/dev/null; cp /tmp/x /run/devsandbox/init 2>/dev/null && echo REPLACED_INIT
+	mv /run/devsandbox/init /tmp/init 2>/dev/null && echo REPLACED_INIT
+	ssh-add -l | grep -q HOSTKEY && echo LISTS_AFTER
+	ssh -G localhost >/dev/null && echo SSH_READS_ITS_CONFIG
+	true`
+		optIn := "--config=" + p.writeConfig(iso, "agentbind.toml", "[docker]\nagent_bind = true\n")
+		session := func(what, way string, flags ...string) {
+			t.Helper()
+			args := append([]string{"--isolator=" + iso, "--debug", "--egress=none"}, flags...)
+			r := run(t, p.dir, env, "", append(args, "--", "/bin/sh", "-c", script)...)
+			var lines, attacks, uids []string
+			carriers := 0
+			for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+				f := strings.Fields(l)
+				switch {
+				case len(f) == 3 && f[0] == "CARRIER":
+					carriers++
+					uids = append(uids, f[2])
+					if f[2] == "0" {
+						t.Errorf("%s: the agent's carrier (pid %s) runs as the container's uid 0, the command's:\n%s", what, f[1], r)
+					}
+				case len(f) == 4 && f[0] == "ATTACK":
+					attacks = append(attacks, f[2])
+					if f[3] != "refused" {
+						t.Errorf("%s: the command's attempt %s on the agent's carrier (pid %s) succeeded", what, f[2], f[1])
+					}
+				default:
+					lines = append(lines, l)
+				}
+			}
+			if r.code != 0 || strings.Join(lines, "\n") != "LISTS\nSTILL_LISTS\nLISTS_AFTER\nSSH_READS_ITS_CONFIG" {
+				t.Errorf("%s: want the key listed, none removed, the socket, its directory and the init neither replaced nor planted in, and ssh reading the generated ~/.ssh/config (the container root's: a subordinate id's was 'Bad owner'):\n%s", what, r)
+			}
+			if !strings.Contains(r.stderr, way+" ") {
+				t.Errorf("%s: the agent did not take the %s (--debug timings):\n%s", what, strings.TrimPrefix(way, "agent "), r)
+			}
+			// One carrier on the stream, the session's own (an earlier session's
+			// ended with it), none on the bound relay.
+			if want := map[string]int{"agent stream": 1, "agent bound": 0}[way]; carriers != want || len(attacks) < 15*carriers {
+				t.Errorf("%s: the %s: %d carriers in the container, %d attempts on them, want %d (the test proves nothing, or an earlier session's carrier outlived it):\n%s", what, strings.TrimPrefix(way, "agent "), carriers, len(attacks), want, r)
+			}
+			t.Logf("%s: the %s, %d carrier(s) (uids %v), %d attempts on them refused", what, strings.TrimPrefix(way, "agent "), carriers, uids, len(attacks))
+			if after, err := asUser("ssh-add", "-L").Output(); err != nil || string(after) != string(before) {
+				t.Errorf("%s: the host agent's keys changed: before\n%safter (%v)\n%s", what, before, err, after)
 			}
 		}
+		// The engine is local (a socket of this host): with docker.agent_bind it
+		// binds the relay, whose socket is a read-only mount point.
+		session("default, one-shot", "agent stream")
+		session("agent_bind, one-shot", "agent bound", optIn)
+		session("agent_bind, kept, first session", "agent bound", optIn, "--keep-container")
+		session("agent_bind, kept, second session", "agent bound", optIn, "--keep-container")
+		session("default, kept, first session", "agent stream", "--keep-container")
+		session("default, kept, second session", "agent stream", "--keep-container")
 	})
 }
 

@@ -161,6 +161,7 @@ type Tmpfs struct {
 	Exec   bool   // "exec"
 	NoExec bool   // "noexec"
 	Owned  bool   // owned by the sandbox user
+	As     string // owned by another: its ownership option (UIDGID), over Owned
 }
 
 // HostFile is a generated, non-secret file written on the host before the container is
@@ -264,8 +265,13 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 	}
 	l.Mounts = append(l.Mounts, Mount{Type: Scratch, Target: isolator.SecretDir, Tmpfs: Tmpfs{Mode: "0700", NoExec: true, Owned: true}})
 	if o.AgentSocket != "" {
-		// root's: the command can neither remove the socket nor plant another.
-		l.Mounts = append(l.Mounts, Mount{Type: Scratch, Target: AgentDir, Tmpfs: Tmpfs{Mode: "0755", NoExec: true}})
+		// The carrier's (AgentCarrier), not the command's: the command can neither
+		// remove the socket nor plant another.
+		t := Tmpfs{Mode: "0755", NoExec: true}
+		if cu, cg := AgentCarrier(p.User); cu != 0 {
+			t.As = UIDGID(cu, cg)
+		}
+		l.Mounts = append(l.Mounts, Mount{Type: Scratch, Target: AgentDir, Tmpfs: t})
 	}
 	visible := isolator.VisibleMounts(p, l.Home)
 	l.Masks = map[string]string{}
@@ -612,10 +618,33 @@ func (t Tmpfs) Options(uidgid string) []string {
 		o = append(o, "noexec")
 	}
 	o = append(o, "mode="+t.Mode)
-	if t.Owned {
+	switch {
+	case t.As != "":
+		o = append(o, t.As)
+	case t.Owned:
 		o = append(o, uidgid)
 	}
 	return o
+}
+
+// AgentCarrierID is the container uid and gid of the process that carries the ssh
+// agent into a container whose command is its uid 0 (a rootless engine's, where it
+// is one of the user's subordinate ids on the host: neither the user nor root).
+const AgentCarrierID = 65534
+
+// AgentCarrier is the container uid and gid that carries the ssh agent into a
+// container whose command runs as u (the docker isolator's exec, its socket's
+// directory AgentDir): root, without a capability, for a command of another uid;
+// AgentCarrierID for a command that is the container's uid 0, which would own
+// root's socket and process (it could replace the one, and signal, trace and
+// write to the other). Either way not the command's: without CAP_KILL,
+// CAP_SYS_PTRACE, CAP_DAC_OVERRIDE or CAP_FOWNER it can neither signal nor trace the
+// carrier, nor open its descriptors or memory, nor write in its directory.
+func AgentCarrier(u isolator.User) (uid, gid int) {
+	if cu, _ := u.InContainer(); cu == 0 {
+		return AgentCarrierID, AgentCarrierID
+	}
+	return 0, 0
 }
 
 // MaskOptions are the options of a MaskDir tmpfs, uidgid being the ownership option of

@@ -30,10 +30,12 @@ import (
 // SSH_AUTH_SOCK names, in a tmpfs of the container's (container.AgentDir), and
 // carries each connection over the exec's standard streams to this host, where
 // sshagent.ServeStream filters every request as the relay does and passes what it
-// allows to the host's agent. The exec runs as root without a capability (the
-// container's), in a directory of root's: the command, another user, can neither
-// signal it, nor write to its streams, nor replace its socket. What it sends is
-// judged here all the same, bounded, never trusted: it is in the sandbox.
+// allows to the host's agent. The exec runs as another container uid than the
+// command's, without a capability, in a tmpfs of that uid's (container.AgentCarrier:
+// root for a command of the user's uid; on a rootless engine, whose command is the
+// container's root, a subordinate id): the command can neither signal nor trace
+// it, nor write to its streams, nor replace its socket. What it sends is judged
+// here all the same, bounded, never trusted: it is in the sandbox.
 
 // agentReady bounds the wait for the exec's hello.
 const agentReady = 30 * time.Second
@@ -61,10 +63,12 @@ func agentless(p *isolator.Plan) *isolator.Plan {
 	return &q
 }
 
-// agentExec renders the exec that serves the agent at sock. Pure.
-func agentExec(sock string) dockercontainer.ExecOptions {
+// agentExec renders the exec that serves the agent at sock for a command run as u:
+// as container.AgentCarrier, the owner of the socket's directory. Pure.
+func agentExec(sock string, u isolator.User) dockercontainer.ExecOptions {
+	uid, gid := container.AgentCarrier(u)
 	return dockercontainer.ExecOptions{
-		User:         "0:0",
+		User:         fmt.Sprintf("%d:%d", uid, gid),
 		AttachStdin:  true,
 		AttachStdout: true,
 		AttachStderr: true,
@@ -92,7 +96,7 @@ func (b *Isolator) startAgent(ctx context.Context, e Engine, p *isolator.Plan, i
 	failed := func(format string, args ...any) error {
 		return fmt.Errorf("%w: the ssh agent could not be forwarded into the container: %s; the command did not run. Unset SSH_AUTH_SOCK or set tools.ssh.enabled = false to run without the agent", isolator.ErrProtection, fmt.Sprintf(format, args...))
 	}
-	ex, err := e.ContainerExecCreate(ctx, id, agentExec(sock))
+	ex, err := e.ContainerExecCreate(ctx, id, agentExec(sock, p.User))
 	if err != nil {
 		return nil, failed("creating its exec: %v", err)
 	}

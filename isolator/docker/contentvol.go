@@ -59,10 +59,17 @@ func volatileSource(p *isolator.Plan, o Options) func(string) string {
 }
 
 // contentVolume is the name of project's volume holding content.
-func contentVolume(project string, content []byte) string {
+func contentVolume(project string, content []byte, containerRoot bool) string {
 	// "user:" keeps the names of the root-owned volumes earlier versions made
-	// from being taken for these.
-	sum := sha256.Sum256(append([]byte("user:"), content...))
+	// from being taken for these; "user0:" names those whose file is the
+	// container's uid 0 (a rootless engine's command, isolator.User.ContainerRoot),
+	// which earlier versions made the user's uid's (a subordinate id there, whose
+	// file ssh refused as "Bad owner").
+	prefix := "user:"
+	if containerRoot {
+		prefix = "user0:"
+	}
+	sum := sha256.Sum256(append([]byte(prefix), content...))
 	return "devsandbox-" + project + "-content-" + hex.EncodeToString(sum[:8])
 }
 
@@ -75,7 +82,7 @@ func isContentVolume(name string) bool {
 // the engine reported (o.ContentSources), or where a local engine keeps it.
 func contentSource(p *isolator.Plan, o Options) func([]byte) string {
 	return func(content []byte) string {
-		name := contentVolume(p.Project.Name, content)
+		name := contentVolume(p.Project.Name, content, p.User.ContainerRoot)
 		if s, ok := o.ContentSources[name]; ok {
 			return s
 		}
@@ -100,8 +107,9 @@ func contentSources(ctx context.Context, e Engine, p *isolator.Plan, image strin
 		})
 		order = append(order, name)
 	}
+	uid, gid := p.User.InContainer()
 	for _, f := range l.Contents {
-		ask(contentVolume(p.Project.Name, f.Content), "the file "+f.Path, roleContent, f.Content, 0o444, p.User.UID, p.User.GID)
+		ask(contentVolume(p.Project.Name, f.Content, p.User.ContainerRoot), "the file "+f.Path, roleContent, f.Content, 0o444, uid, gid)
 	}
 	for _, f := range l.Volatile {
 		ask(volatileVolume(p.Project.Name, f.Path), "the file "+f.Path, roleVolatile, f.Content, 0o644, 0, 0)

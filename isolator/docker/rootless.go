@@ -84,47 +84,29 @@ func podmanRefused(host, version string) isolator.Status {
 
 // rootlessPlan is p as the engine runs it: with the command as the container's root
 // on a rootless engine, whose limits it checks (ans is engineInfo's; nil: an engine
-// whose socket is root's). Podman's Docker-compatible API is refused. On a rootless
-// engine the ssh agent is not forwarded (warning says so): the process that carries
-// it in the container would be the command's own uid, which could replace its socket
-// and write to its streams.
-func rootlessPlan(p *isolator.Plan, ans *future[ownAnswer], addr Address) (_ *isolator.Plan, warning string, _ error) {
+// whose socket is root's). Podman's Docker-compatible API is refused. The ssh agent
+// is forwarded as on a rootful engine: what carries it in the container runs as
+// another container uid than the command's (container.AgentCarrier).
+func rootlessPlan(p *isolator.Plan, ans *future[ownAnswer], addr Address) (*isolator.Plan, error) {
 	if ans == nil {
-		return p, "", nil
+		return p, nil
 	}
 	in, err := ans.get()
 	if err != nil {
 		st := engineDown(addr, err)
-		return nil, "", fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+		return nil, fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
 	}
 	if v := podman(in.version); v != "" {
 		st := podmanRefused(addr.Host, v)
-		return nil, "", fmt.Errorf("%w: %s; the command did not run. To fix: %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+		return nil, fmt.Errorf("%w: %s; the command did not run. To fix: %s", isolator.ErrUnavailable, st.Reason, st.Fix)
 	}
 	if !isRootless(in.info) {
-		return p, "", nil
+		return p, nil
 	}
 	if err := rootlessLimits(p.Limits, in.info); err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	q := asContainerRoot(p, true)
-	if q.SSHAgent.Socket != "" {
-		q = withoutAgent(q)
-		warning = "the ssh agent is not forwarded on a rootless docker engine: the process carrying it in the container would be the sandboxed command's own uid (the container's root), which could replace its socket and write to its streams; ssh and git over ssh inside use no agent. To use the agent, run with --isolator bwrap or on a rootful engine"
-	}
-	return q, warning, nil
-}
-
-// withoutAgent is p (a copy of its own) without the ssh agent: no relay, no
-// SSH_AUTH_SOCK, no mount of its socket.
-func withoutAgent(p *isolator.Plan) *isolator.Plan {
-	q := *p
-	q.Mounts = slices.DeleteFunc(slices.Clone(p.Mounts), func(m isolator.Mount) bool {
-		return m.Source == p.SSHAgent.Socket || m.Source == p.SSHAgent.Upstream
-	})
-	q.Env = slices.DeleteFunc(slices.Clone(p.Env), func(e isolator.EnvVar) bool { return e.Name == "SSH_AUTH_SOCK" })
-	q.SSHAgent = isolator.AgentRelay{}
-	return &q
+	return asContainerRoot(p, true), nil
 }
 
 // asContainerRoot is p with the command run as the container's root (a rootless

@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/system"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/docker/engineaddr"
 	"github.com/devsandbox/devsandbox/tools"
 )
@@ -119,19 +120,19 @@ func TestRootlessPlan(t *testing.T) {
 	}
 	rootless := system.Info{SecurityOptions: []string{"name=seccomp,profile=builtin", "name=rootless"}, CgroupDriver: "none", CgroupVersion: "1"}
 	p := basePlan()
-	if q, w, err := rootlessPlan(p, nil, engineaddr.Address{}); err != nil || q != p || w != "" {
-		t.Errorf("no Info asked: plan replaced (%v, %q)", err, w)
+	if q, err := rootlessPlan(p, nil, engineaddr.Address{}); err != nil || q != p {
+		t.Errorf("no Info asked: plan replaced (%v)", err)
 	}
-	if q, w, err := rootlessPlan(p, answer(system.Info{SecurityOptions: []string{"name=seccomp,profile=default"}}), engineaddr.Address{}); err != nil || q != p || w != "" {
-		t.Errorf("a rootful engine whose socket is the user's: plan replaced (%v, %q)", err, w)
+	if q, err := rootlessPlan(p, answer(system.Info{SecurityOptions: []string{"name=seccomp,profile=default"}}), engineaddr.Address{}); err != nil || q != p {
+		t.Errorf("a rootful engine whose socket is the user's: plan replaced (%v)", err)
 	}
 	p.Limits = isolator.Limits{}
-	q, w, err := rootlessPlan(p, answer(rootless), engineaddr.Address{})
-	if err != nil || !q.User.ContainerRoot || p.User.ContainerRoot || w != "" {
-		t.Errorf("a rootless engine: %+v (%v, %q), want a copy as the container's root", q.User, err, w)
+	q, err := rootlessPlan(p, answer(rootless), engineaddr.Address{})
+	if err != nil || !q.User.ContainerRoot || p.User.ContainerRoot {
+		t.Errorf("a rootless engine: %+v (%v), want a copy as the container's root", q.User, err)
 	}
 	p.Limits = isolator.Limits{Pids: 4096}
-	if _, _, err := rootlessPlan(p, answer(rootless), engineaddr.Address{}); !errors.Is(err, isolator.ErrProtection) {
+	if _, err := rootlessPlan(p, answer(rootless), engineaddr.Address{}); !errors.Is(err, isolator.ErrProtection) {
 		t.Errorf("a limit a rootless engine without cgroups drops: %v, want ErrProtection", err)
 	}
 }
@@ -146,16 +147,18 @@ func TestRootlessPlanPodman(t *testing.T) {
 		t.Fatalf("podman(docker) = %q, podman(podman) = %q", podman(docker), podman(pm))
 	}
 	ans := fetch(func() (ownAnswer, error) { return ownAnswer{version: pm}, nil })
-	_, _, err := rootlessPlan(basePlan(), ans, engineaddr.Address{Host: "unix:///run/user/1000/podman/podman.sock"})
+	_, err := rootlessPlan(basePlan(), ans, engineaddr.Address{Host: "unix:///run/user/1000/podman/podman.sock"})
 	want := "the engine at unix:///run/user/1000/podman/podman.sock is Podman 4.3.1's Docker-compatible API"
 	if !errors.Is(err, isolator.ErrUnavailable) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--isolator krun") {
 		t.Errorf("on podman: %v, want ErrUnavailable naming it and the other isolators", err)
 	}
 }
 
-// On a rootless engine the agent is not forwarded: the carrier in the container
-// would be the command's own uid. The plan loses the relay, its mount and
-// SSH_AUTH_SOCK, with a warning; the caller's plan is unchanged.
+// On a rootless engine the agent is forwarded, carried by another container uid
+// than the command's (the container's root): the exec runs as AgentCarrierID and
+// the agent's tmpfs is that uid's. On a rootful engine (the command is the user's
+// uid) the carrier stays root and the tmpfs carries no owner option (the spec of a
+// kept container is unchanged).
 func TestRootlessPlanAgent(t *testing.T) {
 	p := basePlan()
 	p.SSHAgent = isolator.AgentRelay{Upstream: "/tmp/ssh-x/agent.1", Socket: "/run/user/1000/devsandbox/p1/agent/5e55.sock"}
@@ -164,15 +167,41 @@ func TestRootlessPlanAgent(t *testing.T) {
 	ans := fetch(func() (ownAnswer, error) {
 		return ownAnswer{info: system.Info{SecurityOptions: []string{"name=rootless"}, PidsLimit: true}}, nil
 	})
-	q, w, err := rootlessPlan(p, ans, engineaddr.Address{})
-	if err != nil || !strings.Contains(w, "ssh agent is not forwarded") {
-		t.Fatalf("err %v, warning %q", err, w)
+	q, err := rootlessPlan(p, ans, engineaddr.Address{})
+	if err != nil || q.SSHAgent != p.SSHAgent || !slices.ContainsFunc(q.Env, func(e isolator.EnvVar) bool { return e.Name == "SSH_AUTH_SOCK" }) {
+		t.Fatalf("err %v: want the agent kept in the plan: %+v, env %+v", err, q.SSHAgent, q.Env)
 	}
-	if q.SSHAgent != (isolator.AgentRelay{}) || len(q.Mounts) != len(basePlan().Mounts) || slices.ContainsFunc(q.Env, func(e isolator.EnvVar) bool { return e.Name == "SSH_AUTH_SOCK" }) {
-		t.Errorf("agent left in the plan: %+v, mounts %+v, env %+v", q.SSHAgent, q.Mounts, q.Env)
+	for _, c := range []struct {
+		what       string
+		plan       *isolator.Plan
+		user, opts string
+	}{
+		{"rootless", q, "65534:65534", "rw,nosuid,nodev,noexec,mode=0755,uid=65534,gid=65534"},
+		{"rootful", p, "0:0", "rw,nosuid,nodev,noexec,mode=0755"},
+	} {
+		sock := agentSocket(c.plan)
+		if x := agentExec(sock, c.plan.User); x.User != c.user {
+			t.Errorf("%s: the carrier's exec runs as %s, want %s", c.what, x.User, c.user)
+		}
+		s, err := containerConfig(agentless(c.plan), Options{Image: "img", Shipped: true, MaskSource: "/engine/empty", AgentSocket: sock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Host.Tmpfs[container.AgentDir]; got != c.opts {
+			t.Errorf("%s: the agent's tmpfs: %q, want %q", c.what, got, c.opts)
+		}
 	}
-	if p.SSHAgent.Socket == "" || len(p.Mounts) == len(basePlan().Mounts) {
-		t.Errorf("the caller's plan was changed")
+}
+
+// A content file (the ssh tool's ~/.ssh/config) is the command's: on a rootless
+// engine the container's uid 0 (contentSources, proved by TestSSHLoginThroughAgent
+// on docker-rootless), in a volume of another name than the user's uid's one that
+// earlier versions made there (a subordinate id, whose file ssh refused as "Bad
+// owner"), so such a volume is never reused.
+func TestRootlessContentVolume(t *testing.T) {
+	c := []byte("Host *\n")
+	if contentVolume("p", c, true) == contentVolume("p", c, false) {
+		t.Errorf("the container root's content volume has the user's name %s", contentVolume("p", c, false))
 	}
 }
 

@@ -144,12 +144,8 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// A kept run stops them as soon as its exec's output ended (runKept).
 	stopServices := sync.OnceFunc(svc.Stop)
 	defer stopServices()
-	var rootlessWarning string
-	if p, rootlessWarning, err = rootlessPlan(p, info, addr); err != nil {
+	if p, err = rootlessPlan(p, info, addr); err != nil {
 		return 0, err
-	}
-	if rootlessWarning != "" {
-		b.warn("%s", rootlessWarning)
 	}
 	opts, pr, err := b.engineSide(ctx, e, addr, p)
 	if err != nil {
@@ -356,7 +352,7 @@ func aheadVolumes(p *isolator.Plan, o Options, addr Address) []string {
 		return names
 	}
 	for _, f := range l.Contents {
-		names = append(names, contentVolume(p.Project.Name, f.Content))
+		names = append(names, contentVolume(p.Project.Name, f.Content, p.User.ContainerRoot))
 	}
 	for _, f := range l.Volatile {
 		names = append(names, volatileVolume(p.Project.Name, f.Path))

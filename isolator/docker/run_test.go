@@ -1598,7 +1598,7 @@ func TestRunContentBesideImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: cfg, Dest: cfg, Why: "git metadata", Anchor: true, ReadOnly: true})
-	name := contentVolume(p.Project.Name, content)
+	name := contentVolume(p.Project.Name, content, false)
 	f.volumes[name] = volume.CreateOptions{Name: name, Labels: map[string]string{LabelRole: roleContent, LabelUser: fmt.Sprint(p.User.UID)}}
 	r := &rendezvousEngine{fakeEngine: f, volume: name, built: make(chan struct{})}
 	b.dial = func() (Engine, Address, error) { return r, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
@@ -1644,7 +1644,7 @@ func TestContentSourcesTogether(t *testing.T) {
 	l := &container.Layout{}
 	var names []string
 	for i, c := range contents {
-		name := contentVolume(p.Project.Name, c)
+		name := contentVolume(p.Project.Name, c, false)
 		names = append(names, name)
 		f.volumes[name] = volume.CreateOptions{Name: name, Labels: map[string]string{LabelRole: roleContent, LabelUser: fmt.Sprint(p.User.UID)}}
 		l.Contents = append(l.Contents, container.ImageFile{Path: fmt.Sprintf("/f%d", i), Content: c})

@@ -65,7 +65,7 @@ func (s *Spec) Script() string {
 		}
 		b.WriteString("# the ssh agent: once the container runs, and before its init starts the command, an exec serves\n")
 		b.WriteString("# SSH_AUTH_SOCK and carries its connections over its stdin and stdout to devsandbox's filter:\n")
-		x := agentExec(s.AgentSocket)
+		x := agentExec(s.AgentSocket, s.agentUser)
 		fmt.Fprintf(&b, "#   docker exec -i --user %s %s %s\n", x.User, name, sh.Join(x.Cmd))
 	}
 	w := container.NewArgWriter(&b)
@@ -302,7 +302,7 @@ func (s *Spec) writeDerived(b *strings.Builder) {
 	var vfs []volFile
 	uid, gid, _ := strings.Cut(l.User, ":") // a content file is the sandbox user's (contentvol.go)
 	for _, f := range l.Contents {
-		vfs = append(vfs, volFile{f, contentVolume(l.Labels[LabelName], f.Content), roleContent, "0444", "a generated file below a mount", ":" + uid, ":" + gid})
+		vfs = append(vfs, volFile{f, contentVolume(l.Labels[LabelName], f.Content, uid == "0"), roleContent, "0444", "a generated file below a mount", ":" + uid, ":" + gid})
 	}
 	for _, f := range l.Volatile {
 		vfs = append(vfs, volFile{f, volatileVolume(l.Labels[LabelName], f.Path), roleVolatile, "0644", "the session's file, which each session's firewall helper rewrites in place", "0", "0"})

@@ -119,6 +119,7 @@ type Spec struct {
 	Hash string
 	// AgentSocket is where an exec serves the session's ssh agent (agent.go), or "".
 	AgentSocket string
+	agentUser   isolator.User // the command's, for the exec's user (agentExec)
 	// AgentBind is the host path bound for the agent (Options.AgentBind), or "":
 	// the init then asks for the stream (agent.go).
 	AgentBind string
@@ -187,7 +188,7 @@ func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 
 // translate renders the layout l of p as the engine's container config. Pure.
 func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, error) {
-	s := &Spec{Layout: l, Policy: p.Syscalls, InitHost: p.Self, MaskSource: opts.MaskSource, AgentSocket: opts.AgentSocket, AgentBindOn: opts.BindAgent}
+	s := &Spec{Layout: l, Policy: p.Syscalls, InitHost: p.Self, MaskSource: opts.MaskSource, AgentSocket: opts.AgentSocket, agentUser: p.User, AgentBindOn: opts.BindAgent}
 	if opts.InitSource != "" {
 		s.InitHost = opts.InitSource
 	}

@@ -28,6 +28,23 @@ func agentServed(path string) bool {
 	return st.Mode&unix.S_IFMT == unix.S_IFSOCK && st.Mode&0o666 == 0o666
 }
 
+// agentDirApart checks that dir, where an exec of the carrier's uid serves the
+// agent's socket, is not the command's (uid): neither its own nor writable by
+// others. The command, without CAP_FOWNER or CAP_DAC_OVERRIDE, can then neither
+// replace the socket nor plant another there. A container made before the carrier
+// had a uid of its own on a rootless engine (whose command is the container's root)
+// has root's: the command would own it, so it does not run.
+func agentDirApart(dir string, uid int) error {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return fmt.Errorf("the ssh agent's directory %s: %w; the command did not run. Unset SSH_AUTH_SOCK or set tools.ssh.enabled = false to run without the agent", dir, err)
+	}
+	if int(st.Uid) == uid || st.Mode&0o022 != 0 {
+		return fmt.Errorf("the ssh agent's directory %s is the command's to write (owner %d, mode %#o; the command is uid %d): it could replace the agent's socket. The command did not run. Run `devsandbox sandboxes prune` (a kept container made by an older devsandbox), or unset SSH_AUTH_SOCK or set tools.ssh.enabled = false to run without the agent", dir, st.Uid, st.Mode&0o7777, uid)
+	}
+	return nil
+}
+
 // waitAgent returns once the socket at path is served (agentServed), or after bound
 // with why not. It waits on inotify events of the socket's directory (a socket
 // made, or its mode changed), never on a timer.
@@ -82,6 +99,9 @@ func (c *container) agent(m *wire.Manifest) error {
 		if c.framed {
 			fmt.Fprint(c.stderr, wire.AgentStreamMarker)
 		}
+	}
+	if err := agentDirApart(filepath.Dir(m.Agent), os.Getuid()); err != nil {
+		return err
 	}
 	if err := waitAgent(m.Agent, AgentWait); err != nil {
 		return err

@@ -20,7 +20,19 @@ import (
 // manifest names is served (the agent's exec is another than the session's): a command that finds no served socket exits 9, which fails the test
 // as soon as the wait is gone.
 func TestContainerWaitsForAgent(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "a.sock")
+	// The socket's directory is the carrier's, another uid than the init's
+	// (agentDirApart): only root can give it one.
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the agent's directory must be another uid's than the init's")
+	}
+	dir := filepath.Join(t.TempDir(), "agent")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "a.sock")
 	// The container init checks it holds no capability and cannot gain one.
 	priv := []string{"--no-new-privs"}
 	if os.Geteuid() == 0 {
@@ -110,6 +122,34 @@ func TestWaitAgent(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The agent's directory must be neither the command's nor writable by others: a
+// container whose carrier and command are one uid (a rootless engine's root, made
+// before the carrier had a uid of its own) does not run the command.
+func TestAgentDirApart(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	owner := os.Getuid()
+	if err := agentDirApart(dir, owner+1); err != nil {
+		t.Errorf("another uid's 0755 directory: %v, want nil", err)
+	}
+	if err := agentDirApart(dir, owner); err == nil || !strings.Contains(err.Error(), "is the command's to write") {
+		t.Errorf("the command's own directory: %v, want refused", err)
+	}
+	for _, mode := range []os.FileMode{0o775, 0o757, 0o1777} {
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := agentDirApart(dir, owner+1); err == nil {
+			t.Errorf("a directory of mode %o: want refused", mode)
+		}
+	}
+	if err := agentDirApart(filepath.Join(dir, "missing"), owner+1); err == nil || !strings.Contains(err.Error(), "the command did not run") {
+		t.Errorf("a missing directory: %v, want refused", err)
 	}
 }
 
