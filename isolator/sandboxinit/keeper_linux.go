@@ -50,7 +50,7 @@ func keeper(stderr io.Writer) int {
 		}
 		secretDir = m.SecretDir
 		if m.ForwardDir != "" {
-			if err := serveDirForwarder(m.ForwardDir); err != nil {
+			if err := serveDirForwarder(m.ForwardDir, routeProxy); err != nil {
 				say(stderr, "devsandbox-init", "serving the proxy endpoint %s: %v", m.ForwardDir, err)
 				return ExitSetupFailed
 			}
@@ -75,28 +75,8 @@ func keeper(stderr io.Writer) int {
 }
 
 // sweepMu serialises sweeps with registrations: a session is told to go on only
-// once the sweep its registration started is done. It guards live too.
+// once the sweep its registration started is done.
 var sweepMu sync.Mutex
-
-// live holds the registered sessions not yet ended: each one's pidfd (-1 without
-// pidfds), by a key of its own.
-var live = map[*int]int{}
-
-// anyLive reports whether a session of live still runs: one whose init has exited
-// counts as ended though its goroutine has not yet seen its connection end (a later
-// run may register first).
-func anyLive() bool {
-	for _, fd := range live {
-		if fd < 0 {
-			return true
-		}
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		if n, err := unix.Poll(fds, 0); n == 0 && err == nil {
-			return true
-		}
-	}
-	return false
-}
 
 // secretDir is the kept container's secret files' directory (the manifest's
 // SecretDir), a tmpfs of the container that outlives each session: the keeper
@@ -130,13 +110,20 @@ func session(c *net.UnixConn) {
 	} else {
 		defer unix.Close(pidfd)
 	}
+	sock, err := readProxySocket(c)
+	if err != nil {
+		say(os.Stderr, "devsandbox-init", "a session's registration: %v", err)
+		return
+	}
 	key := new(int)
 	sweepMu.Lock()
 	sweep()
 	if !anyLive() {
-		clearSecrets(secretDir)
+		clearLeftovers()
 	}
-	live[key] = pidfd
+	liveMu.Lock()
+	live[key] = liveSession{pid: pid, pidfd: pidfd, sock: sock}
+	liveMu.Unlock()
 	_, err = c.Write([]byte{'k'})
 	sweepMu.Unlock()
 	if err == nil {
@@ -146,19 +133,52 @@ func session(c *net.UnixConn) {
 		}
 	}
 	sweepMu.Lock()
+	liveMu.Lock()
 	delete(live, key)
+	liveMu.Unlock()
 	sweep()
 	if !anyLive() {
-		clearSecrets(secretDir)
+		clearLeftovers()
 	}
 	sweepMu.Unlock()
 }
 
-// clearSecrets removes everything in dir (following no link: os.RemoveAll removes a
+// readProxySocket reads the name of the registering session's proxy socket, the
+// line its init sends first ("" without a proxy).
+func readProxySocket(c net.Conn) (string, error) {
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	defer c.SetReadDeadline(time.Time{})
+	var line []byte
+	var b [1]byte
+	for len(line) < 256 {
+		if _, err := io.ReadFull(c, b[:]); err != nil {
+			return "", err
+		}
+		if b[0] == '\n' {
+			if name := string(line); validProxySocket(name) {
+				return name, nil
+			}
+			return "", fmt.Errorf("%q names no proxy socket", line)
+		}
+		line = append(line, b[0])
+	}
+	return "", fmt.Errorf("the proxy socket's name is too long")
+}
+
+// clearLeftovers empties what a kept container keeps between sessions and a session
+// could leave for a later one: the secret files and the container's IPC (see
+// clearIPC). It runs only while no session is live, after the sweep.
+func clearLeftovers() {
+	emptyDir(secretDir)
+	clearIPC()
+}
+
+// emptyDir removes everything in dir (following no link: os.RemoveAll removes a
 // link, not what it names), once nothing of an ended session runs: the secret files
-// sessions were given and whatever a command planted there. A failure is only
-// logged: the next session's init writes its own files over any of the same name.
-func clearSecrets(dir string) {
+// sessions were given, the shared memory files and message queues they made, and
+// whatever a command planted there. A failure is only logged: the next session's
+// init writes its secret files over any of the same name.
+func emptyDir(dir string) {
 	if dir == "" {
 		return
 	}
@@ -288,13 +308,17 @@ func dialKeeper(dial func(limit time.Duration) (net.Conn, error), limit time.Dur
 }
 
 // registerSession registers this process (an exec'd session init) with the kept
-// container's keeper and waits until its sweep is done: nothing an ended session left
-// runs once it returns. The connection stays open for the session's life; closing it
-// (at exit) makes the keeper sweep again.
-func registerSession() (net.Conn, error) { return register(keeperSocket) }
+// container's keeper, naming the session's own proxy socket (proxySocket, "" without
+// a proxy: the keeper relays the session's proxy connections there), and waits until
+// its sweep is done: nothing an ended session left runs once it returns. The
+// connection stays open for the session's life; closing it (at exit) makes the
+// keeper sweep again.
+func registerSession(proxySocket string) (net.Conn, error) {
+	return register(keeperSocket, proxySocket)
+}
 
 // register is registerSession on the keeper's socket addr.
-func register(addr string) (net.Conn, error) {
+func register(addr, proxySocket string) (net.Conn, error) {
 	c, err := dialKeeper(func(limit time.Duration) (net.Conn, error) {
 		return net.DialTimeout("unix", addr, limit)
 	}, keeperStartLimit)
@@ -306,6 +330,10 @@ func register(addr string) (net.Conn, error) {
 	if pid, err := peerPid(c.(*net.UnixConn)); err != nil || pid != 1 {
 		c.Close()
 		return nil, fmt.Errorf("something other than the kept container's keeper answers on its socket (pid %d, %v); remove the container with `devsandbox sandboxes rm` and run again", pid, err)
+	}
+	if _, err := io.WriteString(c, proxySocket+"\n"); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("registering with the kept container's keeper: %w", err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	var b [1]byte
