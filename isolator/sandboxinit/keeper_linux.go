@@ -1,6 +1,7 @@
 package sandboxinit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -144,23 +145,24 @@ func session(c *net.UnixConn) {
 }
 
 // readProxySocket reads the name of the registering session's proxy socket, the
-// line its init sends first ("" without a proxy).
+// line its init sends first ("" without a proxy), in one write it sends nothing after.
 func readProxySocket(c net.Conn) (string, error) {
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	defer c.SetReadDeadline(time.Time{})
-	var line []byte
-	var b [1]byte
-	for len(line) < 256 {
-		if _, err := io.ReadFull(c, b[:]); err != nil {
-			return "", err
-		}
-		if b[0] == '\n' {
-			if name := string(line); validProxySocket(name) {
+	var buf [256]byte
+	n := 0
+	for n < len(buf) {
+		m, err := c.Read(buf[n:])
+		n += m
+		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+			if name := string(buf[:i]); i == n-1 && validProxySocket(name) {
 				return name, nil
 			}
-			return "", fmt.Errorf("%q names no proxy socket", line)
+			return "", fmt.Errorf("%q names no proxy socket", buf[:n])
 		}
-		line = append(line, b[0])
+		if err != nil {
+			return "", err
+		}
 	}
 	return "", fmt.Errorf("the proxy socket's name is too long")
 }

@@ -107,3 +107,33 @@ func littleEndian() bool {
 	binary.NativeEndian.PutUint16(b[:], 1)
 	return b[0] == 1
 }
+
+// readProxySocket reads the registering init's line, in one write or several, and
+// refuses a name that is no proxy socket's.
+func TestReadProxySocket(t *testing.T) {
+	for _, c := range []struct {
+		writes []string
+		want   string
+		ok     bool
+	}{
+		{[]string{"proxy-s1.sock\n"}, "proxy-s1.sock", true},
+		{[]string{"proxy-", "s1.sock\n"}, "proxy-s1.sock", true},
+		{[]string{"\n"}, "", true},
+		{[]string{"../proxy-s1.sock\n"}, "", false},
+		{[]string{"proxy-s1.sock\nmore"}, "", false},
+		{[]string{"proxy-s1.sock"}, "", false}, // the connection ends first
+	} {
+		a, b := net.Pipe()
+		go func() {
+			for _, w := range c.writes {
+				_, _ = b.Write([]byte(w))
+			}
+			b.Close()
+		}()
+		got, err := readProxySocket(a)
+		a.Close()
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("%q: %q, %v; want %q (ok %v)", c.writes, got, err, c.want, c.ok)
+		}
+	}
+}
