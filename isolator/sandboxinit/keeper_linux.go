@@ -111,22 +111,29 @@ func session(c *net.UnixConn) {
 	} else {
 		defer unix.Close(pidfd)
 	}
-	sock, err := readProxySocket(c)
-	if err != nil {
-		say(os.Stderr, "devsandbox-init", "a session's registration: %v", err)
-		return
-	}
-	key := new(int)
+	key, s := new(int), &liveSession{pid: pid, pidfd: pidfd, named: make(chan struct{})}
 	sweepMu.Lock()
 	sweep()
 	if !anyLive() {
 		clearLeftovers()
 	}
 	liveMu.Lock()
-	live[key] = liveSession{pid: pid, pidfd: pidfd, sock: sock}
+	live[key] = s
 	liveMu.Unlock()
 	_, err = c.Write([]byte{'k'})
 	sweepMu.Unlock()
+	// The init sent its proxy socket's name before it read the 'k': read only now,
+	// so the keeper's sweep never waits for the init to be scheduled again.
+	// routeProxy waits for it (named).
+	sock, nerr := readProxySocket(c)
+	if nerr != nil {
+		// It stays live (its secrets and IPC with it), with no proxy to route to.
+		say(os.Stderr, "devsandbox-init", "a session's registration: %v", nerr)
+	}
+	liveMu.Lock()
+	s.sock = sock
+	liveMu.Unlock()
+	close(s.named)
 	if err == nil {
 		_, _ = io.Copy(io.Discard, c)
 		if pidfd >= 0 {

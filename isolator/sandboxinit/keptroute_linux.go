@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -20,10 +21,11 @@ import (
 
 // liveSession is a registered session of a kept container: its init's pid and pidfd
 // (-1 without pidfds) and the name of its own proxy socket in the keeper's endpoint
-// directory ("" without a proxy).
+// directory ("" without a proxy, or a name that is none), set before named is closed.
 type liveSession struct {
 	pid, pidfd int
 	sock       string
+	named      chan struct{}
 }
 
 // liveMu guards live. Sweeps hold sweepMu too; a proxy connection's routing holds
@@ -31,12 +33,16 @@ type liveSession struct {
 var liveMu sync.Mutex
 
 // live holds the registered sessions not yet ended, by a key of their own.
-var live = map[*int]liveSession{}
+var live = map[*int]*liveSession{}
+
+// nameLimit bounds how long a proxy connection waits for a session's init's name
+// (sent as it registered: the keeper reads it once the session may start).
+const nameLimit = 10 * time.Second
 
 // running reports whether the session's init still runs: one whose init has exited
 // counts as ended though its goroutine has not yet seen its connection end (a later
 // run may register first).
-func (s liveSession) running() bool {
+func (s *liveSession) running() bool {
 	if s.pidfd < 0 {
 		return true
 	}
@@ -70,14 +76,28 @@ var errNoSession = errors.New("no session of this kept container is live")
 // session's init (the exec'd process it descends from). A connection whose session
 // cannot be told, or that more than one session's processes hold, goes nowhere.
 func routeProxy(c net.Conn) (string, error) {
-	socks := map[int]string{}
+	var running []*liveSession
 	liveMu.Lock()
 	for _, s := range live {
-		if s.sock != "" && s.running() {
-			socks[s.pid] = s.sock
+		if s.running() {
+			running = append(running, s)
 		}
 	}
 	liveMu.Unlock()
+	limit := time.After(nameLimit)
+	socks := map[int]string{}
+	for _, s := range running {
+		select {
+		case <-s.named:
+		case <-limit:
+			return "", fmt.Errorf("session %d has not named its proxy", s.pid)
+		}
+		liveMu.Lock()
+		if s.sock != "" {
+			socks[s.pid] = s.sock
+		}
+		liveMu.Unlock()
+	}
 	names := map[string]bool{}
 	var only string
 	for _, n := range socks {
