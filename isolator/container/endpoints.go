@@ -14,10 +14,11 @@ import (
 // one-shot container binds the session's socket and its init forwards
 // SandboxProxyAddr to it, as bwrap's init does. A kept container outlives sessions: it
 // binds the project's socket directory, and its keeper forwards SandboxProxyAddr to
-// whichever session's proxy is live there (every session attached has the same
-// egress configuration: it is part of the spec). Published ports are served the same
-// way, from the session's directory. It returns the kept session's published ports.
-func (l *Layout) egressEndpoints(p *isolator.Plan, o Options, man *wire.Manifest) (sessionPublish []string) {
+// the proxy there of the session the connecting process belongs to (sessions share
+// the egress policy, which is part of the spec, but not the credentials' values nor
+// the audit log). Published ports are served from the session's directory. It
+// returns the kept session's published ports and its proxy socket's name.
+func (l *Layout) egressEndpoints(p *isolator.Plan, o Options, man *wire.Manifest) (sessionPublish []string, proxySocket string) {
 	if o.Shipped {
 		// Nothing of this host's: a kept container without a proxy or published
 		// ports binds no socket directory either (the docker isolator carries the
@@ -29,6 +30,7 @@ func (l *Layout) egressEndpoints(p *isolator.Plan, o Options, man *wire.Manifest
 		l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: p.Egress.SocketDir, Target: EndpointDir})
 		if p.Egress.NeedsProxy() {
 			man.ForwardDir = egress.SandboxProxyAddr + "=" + EndpointDir
+			proxySocket = filepath.Base(p.Egress.Proxy.Unix)
 		}
 		for _, f := range p.Egress.Forwards {
 			sessionPublish = append(sessionPublish, fmt.Sprintf("%d=%s/%s/%d.sock", f.SandboxPort, EndpointDir, filepath.Base(p.Egress.PublishDir), f.SandboxPort))
@@ -45,23 +47,24 @@ func (l *Layout) egressEndpoints(p *isolator.Plan, o Options, man *wire.Manifest
 			man.Publish = append(man.Publish, fmt.Sprintf("%d=%s/%d.sock", f.SandboxPort, PublishDir, f.SandboxPort))
 		}
 	}
-	return sessionPublish
+	return sessionPublish, proxySocket
 }
 
 // engineEndpoints adds the endpoint volume the container shares with the session's
 // companion: the companion's proxy listens there on the session's socket, and the
 // init serves the published ports in the session's publish directory there, which
 // the companion relays the engine's published ports to. A kept container's keeper
-// forwards SandboxProxyAddr to whichever session's proxy is live in it.
-func (l *Layout) engineEndpoints(p *isolator.Plan, o Options, man *wire.Manifest) (sessionPublish []string) {
+// forwards SandboxProxyAddr to the proxy of the connecting process's session.
+func (l *Layout) engineEndpoints(p *isolator.Plan, o Options, man *wire.Manifest) (sessionPublish []string, proxySocket string) {
 	if !p.Egress.NeedsProxy() && len(p.Egress.Forwards) == 0 {
-		return nil
+		return nil, ""
 	}
 	l.Mounts = append(l.Mounts, Mount{Type: Volume, Source: o.EndpointVolume, Target: EndpointDir})
 	session := p.Proxy.Session
 	switch {
 	case o.Keep && p.Egress.NeedsProxy():
 		man.ForwardDir = egress.SandboxProxyAddr + "=" + EndpointDir
+		proxySocket = companion.ProxySocket(session)
 	case p.Egress.NeedsProxy():
 		man.Forward = egress.SandboxProxyAddr + "=" + EndpointDir + "/" + companion.ProxySocket(session)
 	}
@@ -73,7 +76,7 @@ func (l *Layout) engineEndpoints(p *isolator.Plan, o Options, man *wire.Manifest
 			man.Publish = append(man.Publish, sock)
 		}
 	}
-	return sessionPublish
+	return sessionPublish, proxySocket
 }
 
 // endpointsOK checks that p has what its egress endpoints need with o.

@@ -346,7 +346,7 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 			return nil, fmt.Errorf("mount %s: unknown kind %d", dst, m.Kind)
 		}
 	}
-	sessionPublish := l.egressEndpoints(p, o, man)
+	sessionPublish, proxySocket := l.egressEndpoints(p, o, man)
 	cu := p.User
 	cu.UID, cu.GID = p.User.InContainer()
 	passwd, group := UserFiles(cu, l.Home)
@@ -388,7 +388,7 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 		// published ports; the keeper serves the proxy endpoint.
 		man.Policy = EgressPolicy(p.Egress)
 		sm := *man
-		sm.ForwardDir, sm.Policy, sm.Publish = "", "", sessionPublish
+		sm.ForwardDir, sm.Policy, sm.Publish, sm.ProxySocket = "", "", sessionPublish, proxySocket
 		l.Session = &sm
 		l.Init = []string{initArg, "--framed", "--role=keeper"}
 		l.SessionCmd = append([]string{InitPath, initArg, "--framed", "--role=session", "--"}, p.Command...)

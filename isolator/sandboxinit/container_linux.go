@@ -112,7 +112,7 @@ func (c *container) run(argv []string) int {
 	if c.role == "session" {
 		// Before the session's secrets arrive: what an ended session left in the
 		// kept container is gone once the keeper lets the session start.
-		conn, err := registerSession()
+		conn, err := registerSession(m.ProxySocket)
 		if err != nil {
 			return c.fail("%v", err)
 		}

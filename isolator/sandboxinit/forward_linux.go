@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -110,12 +109,11 @@ func startPublisher(spec string) error {
 }
 
 // serveDirForwarder serves a kept container's stable proxy endpoint ("ADDR=DIR"): it
-// listens on ADDR for as long as the process lives and relays each connection to a
-// session proxy whose socket (proxy-*.sock) is in DIR, the newest first. Every session
-// attached to a kept container has the same egress configuration (it is part of the
-// container's spec), so any live session's proxy applies the same rules; with no
-// session live nothing answers and there is no way out.
-func serveDirForwarder(spec string) error {
+// listens on ADDR for as long as the process lives and relays each connection to the
+// session proxy socket in DIR that route names for it (routeProxy: the connecting
+// process's session's). With no session live each connection is closed: there is no
+// way out. One whose session cannot be told is answered with a 503 saying why.
+func serveDirForwarder(spec string, route func(net.Conn) (string, error)) error {
 	addr, dir, ok := strings.Cut(spec, "=")
 	if !ok {
 		return fmt.Errorf("bad forward %q (want ADDR=DIR)", spec)
@@ -125,39 +123,34 @@ func serveDirForwarder(spec string) error {
 		return err
 	}
 	go accept.Loop(ln, func(c net.Conn) bool {
-		go relayToLiveSocket(c, dir)
+		go relayToSessionSocket(c, dir, route)
 		return true
 	})
 	return nil
 }
 
-// relayToLiveSocket relays c to the first proxy socket in dir that accepts.
-func relayToLiveSocket(c net.Conn, dir string) {
+// relayToSessionSocket relays c to the proxy socket in dir that route names, if it is
+// served from outside the container.
+func relayToSessionSocket(c net.Conn, dir string, route func(net.Conn) (string, error)) {
 	loopback.Tune(c)
-	names, _ := filepath.Glob(filepath.Join(dir, "proxy-*.sock"))
-	type sock struct {
-		path  string
-		mtime int64
-	}
-	var socks []sock
-	for _, n := range names {
-		if fi, err := os.Lstat(n); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			socks = append(socks, sock{n, fi.ModTime().UnixNano()})
-		}
-	}
-	sort.Slice(socks, func(i, j int) bool { return socks[i].mtime > socks[j].mtime })
-	for _, s := range socks {
-		u, err := net.Dial("unix", s.path)
-		if err != nil {
-			continue
-		}
-		if !servedFromOutside(u) {
+	name, err := route(c)
+	if err == nil {
+		var u net.Conn
+		if u, err = net.Dial("unix", filepath.Join(dir, name)); err == nil {
+			if servedFromOutside(u) {
+				relay.Conns(c, u)
+				return
+			}
 			u.Close()
-			continue
+			err = fmt.Errorf("%s is not the session's proxy (a process of the container serves it)", name)
 		}
-		relay.Conns(c, u)
+	}
+	if errors.Is(err, errNoSession) {
+		c.Close()
 		return
 	}
+	say(os.Stderr, "devsandbox-init", "a proxy connection from %s: %v", c.RemoteAddr(), err)
+	_, _ = fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\ndevsandbox: the kept container's proxy endpoint has no proxy for this connection: %v\n", err)
 	c.Close()
 }
 

@@ -1,6 +1,7 @@
 package sandboxinit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -50,7 +51,7 @@ func keeper(stderr io.Writer) int {
 		}
 		secretDir = m.SecretDir
 		if m.ForwardDir != "" {
-			if err := serveDirForwarder(m.ForwardDir); err != nil {
+			if err := serveDirForwarder(m.ForwardDir, routeProxy); err != nil {
 				say(stderr, "devsandbox-init", "serving the proxy endpoint %s: %v", m.ForwardDir, err)
 				return ExitSetupFailed
 			}
@@ -75,28 +76,8 @@ func keeper(stderr io.Writer) int {
 }
 
 // sweepMu serialises sweeps with registrations: a session is told to go on only
-// once the sweep its registration started is done. It guards live too.
+// once the sweep its registration started is done.
 var sweepMu sync.Mutex
-
-// live holds the registered sessions not yet ended: each one's pidfd (-1 without
-// pidfds), by a key of its own.
-var live = map[*int]int{}
-
-// anyLive reports whether a session of live still runs: one whose init has exited
-// counts as ended though its goroutine has not yet seen its connection end (a later
-// run may register first).
-func anyLive() bool {
-	for _, fd := range live {
-		if fd < 0 {
-			return true
-		}
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		if n, err := unix.Poll(fds, 0); n == 0 && err == nil {
-			return true
-		}
-	}
-	return false
-}
 
 // secretDir is the kept container's secret files' directory (the manifest's
 // SecretDir), a tmpfs of the container that outlives each session: the keeper
@@ -130,15 +111,29 @@ func session(c *net.UnixConn) {
 	} else {
 		defer unix.Close(pidfd)
 	}
-	key := new(int)
+	key, s := new(int), &liveSession{pid: pid, pidfd: pidfd, named: make(chan struct{})}
 	sweepMu.Lock()
 	sweep()
 	if !anyLive() {
-		clearSecrets(secretDir)
+		clearLeftovers()
 	}
-	live[key] = pidfd
+	liveMu.Lock()
+	live[key] = s
+	liveMu.Unlock()
 	_, err = c.Write([]byte{'k'})
 	sweepMu.Unlock()
+	// The init sent its proxy socket's name before it read the 'k': read only now,
+	// so the keeper's sweep never waits for the init to be scheduled again.
+	// routeProxy waits for it (named).
+	sock, nerr := readProxySocket(c)
+	if nerr != nil {
+		// It stays live (its secrets and IPC with it), with no proxy to route to.
+		say(os.Stderr, "devsandbox-init", "a session's registration: %v", nerr)
+	}
+	liveMu.Lock()
+	s.sock = sock
+	liveMu.Unlock()
+	close(s.named)
 	if err == nil {
 		_, _ = io.Copy(io.Discard, c)
 		if pidfd >= 0 {
@@ -146,19 +141,53 @@ func session(c *net.UnixConn) {
 		}
 	}
 	sweepMu.Lock()
+	liveMu.Lock()
 	delete(live, key)
+	liveMu.Unlock()
 	sweep()
 	if !anyLive() {
-		clearSecrets(secretDir)
+		clearLeftovers()
 	}
 	sweepMu.Unlock()
 }
 
-// clearSecrets removes everything in dir (following no link: os.RemoveAll removes a
+// readProxySocket reads the name of the registering session's proxy socket, the
+// line its init sends first ("" without a proxy), in one write it sends nothing after.
+func readProxySocket(c net.Conn) (string, error) {
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	defer c.SetReadDeadline(time.Time{})
+	var buf [256]byte
+	n := 0
+	for n < len(buf) {
+		m, err := c.Read(buf[n:])
+		n += m
+		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+			if name := string(buf[:i]); i == n-1 && validProxySocket(name) {
+				return name, nil
+			}
+			return "", fmt.Errorf("%q names no proxy socket", buf[:n])
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("the proxy socket's name is too long")
+}
+
+// clearLeftovers empties what a kept container keeps between sessions and a session
+// could leave for a later one: the secret files and the container's IPC (see
+// clearIPC). It runs only while no session is live, after the sweep.
+func clearLeftovers() {
+	emptyDir(secretDir)
+	clearIPC()
+}
+
+// emptyDir removes everything in dir (following no link: os.RemoveAll removes a
 // link, not what it names), once nothing of an ended session runs: the secret files
-// sessions were given and whatever a command planted there. A failure is only
-// logged: the next session's init writes its own files over any of the same name.
-func clearSecrets(dir string) {
+// sessions were given, the shared memory files and message queues they made, and
+// whatever a command planted there. A failure is only logged: the next session's
+// init writes its secret files over any of the same name.
+func emptyDir(dir string) {
 	if dir == "" {
 		return
 	}
@@ -288,13 +317,17 @@ func dialKeeper(dial func(limit time.Duration) (net.Conn, error), limit time.Dur
 }
 
 // registerSession registers this process (an exec'd session init) with the kept
-// container's keeper and waits until its sweep is done: nothing an ended session left
-// runs once it returns. The connection stays open for the session's life; closing it
-// (at exit) makes the keeper sweep again.
-func registerSession() (net.Conn, error) { return register(keeperSocket) }
+// container's keeper, naming the session's own proxy socket (proxySocket, "" without
+// a proxy: the keeper relays the session's proxy connections there), and waits until
+// its sweep is done: nothing an ended session left runs once it returns. The
+// connection stays open for the session's life; closing it (at exit) makes the
+// keeper sweep again.
+func registerSession(proxySocket string) (net.Conn, error) {
+	return register(keeperSocket, proxySocket)
+}
 
 // register is registerSession on the keeper's socket addr.
-func register(addr string) (net.Conn, error) {
+func register(addr, proxySocket string) (net.Conn, error) {
 	c, err := dialKeeper(func(limit time.Duration) (net.Conn, error) {
 		return net.DialTimeout("unix", addr, limit)
 	}, keeperStartLimit)
@@ -306,6 +339,10 @@ func register(addr string) (net.Conn, error) {
 	if pid, err := peerPid(c.(*net.UnixConn)); err != nil || pid != 1 {
 		c.Close()
 		return nil, fmt.Errorf("something other than the kept container's keeper answers on its socket (pid %d, %v); remove the container with `devsandbox sandboxes rm` and run again", pid, err)
+	}
+	if _, err := io.WriteString(c, proxySocket+"\n"); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("registering with the kept container's keeper: %w", err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	var b [1]byte

@@ -131,7 +131,7 @@ func TestRegisterRefusesAnotherListener(t *testing.T) {
 			c.Close()
 		}
 	}()
-	c, err := register(ln.Addr().String())
+	c, err := register(ln.Addr().String(), "")
 	if err == nil {
 		c.Close()
 		t.Fatal("register accepted a listener that is not pid 1")
@@ -141,8 +141,8 @@ func TestRegisterRefusesAnotherListener(t *testing.T) {
 	}
 }
 
-// clearSecrets empties the directory and follows no link planted in it.
-func TestClearSecrets(t *testing.T) {
+// emptyDir empties the directory and follows no link planted in it.
+func TestEmptyDir(t *testing.T) {
 	dir, outside := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(outside+"/keep", []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
@@ -156,12 +156,12 @@ func TestClearSecrets(t *testing.T) {
 	if err := os.MkdirAll(dir+"/d/e", 0o700); err != nil {
 		t.Fatal(err)
 	}
-	clearSecrets(dir)
+	emptyDir(dir)
 	if names, err := readNames(dir); err != nil || len(names) != 0 {
 		t.Fatalf("left %v (%v)", names, err)
 	}
 	if _, err := os.Stat(outside + "/keep"); err != nil {
 		t.Fatalf("a link's target was removed: %v", err)
 	}
-	clearSecrets("") // no secret directory: nothing to do
+	emptyDir("") // no secret directory: nothing to do
 }

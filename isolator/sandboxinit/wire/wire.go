@@ -130,6 +130,10 @@ type Manifest struct {
 	// for the container's life and relay each connection to a live session proxy
 	// socket (proxy-*.sock) in DIR, the project's stable proxy endpoint.
 	ForwardDir string `json:"forwardDir,omitempty"`
+	// ProxySocket is a kept session's own proxy socket, its name in the keeper's
+	// ForwardDir: the session's init names it when it registers, and the keeper
+	// relays the session's connections to it, not to another session's.
+	ProxySocket string `json:"proxySocket,omitempty"`
 	// Policy is a digest of a kept container's egress policy (docker), which makes it
 	// part of the container's spec; nothing reads it inside.
 	Policy string `json:"policy,omitempty"`

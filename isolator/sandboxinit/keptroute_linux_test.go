@@ -1,0 +1,139 @@
+package sandboxinit
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// tcpInode finds the client socket of a loopback connection in a real
+// /proc/net/tcp of this process's network namespace.
+func TestTCPInode(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("no loopback: %v", err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pids, err := connHolders(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(pids, []int{selfPid()}) {
+		t.Fatalf("the client end is held by %v, want this process alone", pids)
+	}
+
+	table := []byte(`  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:0C38 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 1111 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:A1B2 0100007F:0C38 01 00000000:00000000 00:00000000 00000000  1000        0 2222 1 0000000000000000 20 4 30 10 -1
+   2: 0100007F:0C38 0100007F:A1B2 01 00000000:00000000 00:00000000 00000000  1000        0 3333 1 0000000000000000 20 4 30 10 -1
+`)
+	client, server := netip.MustParseAddrPort("127.0.0.1:41394"), netip.MustParseAddrPort("127.0.0.1:3128")
+	if !littleEndian() {
+		t.Skip("the table above is a little-endian machine's")
+	}
+	if n, ok := tcpInode(table, client, server); !ok || n != 2222 {
+		t.Fatalf("tcpInode: %d %v, want the client's 2222", n, ok)
+	}
+	if n, ok := tcpInode(table, netip.MustParseAddrPort("127.0.0.1:41395"), server); ok {
+		t.Fatalf("tcpInode found %d for a port not in the table", n)
+	}
+	if _, ok := tcpInode(table, netip.MustParseAddrPort("[::1]:41394"), server); ok {
+		t.Fatal("tcpInode took an IPv6 address")
+	}
+}
+
+// sessionInit walks up to the exec'd process (parent pid 0 in the container).
+func TestSessionInit(t *testing.T) {
+	parents := map[int]int{1: 0, 10: 0, 11: 10, 12: 11, 20: 1, 30: 99}
+	parent := func(pid int) int {
+		if pp, ok := parents[pid]; ok {
+			return pp
+		}
+		return -1
+	}
+	for _, c := range []struct{ pid, want int }{
+		{12, 10}, {11, 10}, {10, 10},
+		{20, -1}, // the keeper's: no session's
+		{30, -1}, // its parent is gone
+	} {
+		if got := sessionInit(c.pid, parent); got != c.want {
+			t.Errorf("sessionInit(%d) = %d, want %d", c.pid, got, c.want)
+		}
+	}
+}
+
+func TestValidProxySocket(t *testing.T) {
+	for name, want := range map[string]bool{
+		"": true, "proxy-0123abcd.sock": true,
+		"../proxy-x.sock": false, "proxy-x.sock/..": false, "other.sock": false, "proxy-x": false,
+	} {
+		if got := validProxySocket(name); got != want {
+			t.Errorf("validProxySocket(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestSysvIDs(t *testing.T) {
+	table := []byte(`       key      shmid perms                  size  cpid  lpid nattch   uid   gid  cuid  cgid      atime      dtime      ctime                   rss                  swap
+ 224074366          3  1666                  4096    40     0      0  1000  1000  1000  1000          0          0 1733400000                     0                     0
+         0         65  1600                  4096    41     0      0  1000  1000  1000  1000          0          0 1733400000                     0                     0
+`)
+	if got := sysvIDs(table); !slices.Equal(got, []int{3, 65}) {
+		t.Fatalf("sysvIDs = %v, want [3 65]", got)
+	}
+	if got := sysvIDs([]byte("       key      semid perms\n")); len(got) != 0 {
+		t.Fatalf("sysvIDs of an empty table = %v", got)
+	}
+}
+
+func selfPid() int { return unix.Getpid() }
+
+func littleEndian() bool {
+	var b [2]byte
+	binary.NativeEndian.PutUint16(b[:], 1)
+	return b[0] == 1
+}
+
+// readProxySocket reads the registering init's line, in one write or several, and
+// refuses a name that is no proxy socket's.
+func TestReadProxySocket(t *testing.T) {
+	for _, c := range []struct {
+		writes []string
+		want   string
+		ok     bool
+	}{
+		{[]string{"proxy-s1.sock\n"}, "proxy-s1.sock", true},
+		{[]string{"proxy-", "s1.sock\n"}, "proxy-s1.sock", true},
+		{[]string{"\n"}, "", true},
+		{[]string{"../proxy-s1.sock\n"}, "", false},
+		{[]string{"proxy-s1.sock\nmore"}, "", false},
+		{[]string{"proxy-s1.sock"}, "", false}, // the connection ends first
+	} {
+		a, b := net.Pipe()
+		go func() {
+			for _, w := range c.writes {
+				_, _ = b.Write([]byte(w))
+			}
+			b.Close()
+		}()
+		got, err := readProxySocket(a)
+		a.Close()
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("%q: %q, %v; want %q (ok %v)", c.writes, got, err, c.want, c.ok)
+		}
+	}
+}
