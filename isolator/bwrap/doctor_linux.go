@@ -56,6 +56,7 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 	tunErr := unix.Access("/dev/net/tun", unix.R_OK|unix.W_OK)
 	add("/dev/net/tun (egress allowlist)", tunErr == nil, "", "pasta cannot open /dev/net/tun: "+errText(tunErr),
 		"load the tun module (sudo modprobe tun) and make /dev/net/tun usable by your user (mode 0666 is the distribution default)")
+	rows = append(rows, abstractScopeRow(landlockABI()))
 	fwErr := egress.Probe(ctx, egress.SampleRules, b.binaries())
 	add("firewall in a user namespace (egress allowlist)", fwErr == nil, "nft, else iptables", errText(fwErr),
 		"install nftables (sudo apt-get install nftables) and make sure the nf_tables modules load (sudo modprobe nf_tables)")
