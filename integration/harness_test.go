@@ -15,6 +15,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -310,9 +313,9 @@ func projectName(dir string) string {
 }
 
 // forget removes what devsandbox keeps for the project at dir, as a user would:
-// `devsandbox sandboxes rm NAME` against each docker engine the suite uses where
-// `sandboxes list` shows the project (its containers and volumes, such as the
-// content volume a docker run makes, and the sandbox home and state), then the
+// `devsandbox sandboxes rm NAME` against each docker engine the suite uses that holds
+// a container or volume of the project (engineHolds: what `sandboxes list` shows
+// there, such as the content volume a docker run makes), then the
 // sandbox home and state directly, for a project no engine knows (a bwrap run, or no
 // engine on this machine). A removal that fails fails the test.
 func (p *project) forget(dir string) {
@@ -323,18 +326,10 @@ func (p *project) forget(dir string) {
 			continue
 		}
 		engine := []string{"DOCKER_HOST=" + engineOf(iso)}
-		r := run(p.t, it.home, engine, "", "sandboxes", "list", "--json")
-		var list []struct { // the fields of `sandboxes list --json` used here
-			Name                string
-			Containers, Volumes []string
-		}
-		if err := json.Unmarshal([]byte(r.stdout), &list); r.code != 0 || err != nil {
-			p.t.Errorf("devsandbox sandboxes list --json (%s): %v\n%s", iso, err, r)
+		held, err := engineHolds(p.t, iso, name)
+		if err != nil {
+			p.t.Errorf("forgetting %s: %v", name, err)
 			continue
-		}
-		held := false // by this engine
-		for _, s := range list {
-			held = held || s.Name == name && len(s.Containers)+len(s.Volumes) > 0
 		}
 		if !held {
 			continue
@@ -362,6 +357,71 @@ func (p *project) forget(dir string) {
 	// (`sandboxes rm` removes it, but runs here without XDG_RUNTIME_DIR). It follows no
 	// link in it.
 	os.RemoveAll(filepath.Join(runtimeDir(), "devsandbox", name[strings.LastIndexByte(name, '-')+1:]))
+}
+
+// engineHolds reports whether docker variant iso's engine holds a container or volume
+// of the project named name (what `sandboxes list` shows for it there). The engine is
+// asked directly, two requests on its socket: forget runs after every test, for each
+// engine, and `devsandbox sandboxes list --json` there started two programs each time
+// (about a tenth of a second a project on an idle machine, over a thousand projects
+// a suite). An engine not on a unix socket is asked through that command still.
+func engineHolds(t *testing.T, iso, name string) (bool, error) {
+	t.Helper()
+	host := engineOf(iso)
+	sock, ok := strings.CutPrefix(host, "unix://")
+	if !ok {
+		r := run(t, it.home, []string{"DOCKER_HOST=" + host}, "", "sandboxes", "list", "--json")
+		var list []struct { // the fields of `sandboxes list --json` used here
+			Name                string
+			Containers, Volumes []string
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &list); r.code != 0 || err != nil {
+			return false, fmt.Errorf("devsandbox sandboxes list --json (%s): %v\n%s", iso, err, r)
+		}
+		for _, s := range list {
+			if s.Name == name && len(s.Containers)+len(s.Volumes) > 0 {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	c := http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}
+	defer c.CloseIdleConnections()
+	f, _ := json.Marshal(map[string][]string{"label": {"dev.devsandbox.name=" + name, "dev.devsandbox.uid=" + strconv.Itoa(it.uid)}})
+	q := "filters=" + url.QueryEscape(string(f))
+	for _, path := range []string{"/containers/json?all=1&" + q, "/volumes?" + q} {
+		resp, err := c.Get("http://engine" + path)
+		if err != nil {
+			return false, fmt.Errorf("asking the %s engine (%s) for %s: %w", iso, host, name, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return false, fmt.Errorf("asking the %s engine (%s) for %s: %s %v: %s", iso, host, name, resp.Status, err, body)
+		}
+		var got struct{ Volumes []json.RawMessage } // /volumes; /containers/json is a list
+		if strings.HasPrefix(path, "/volumes") {
+			if err := json.Unmarshal(body, &got); err != nil {
+				return false, fmt.Errorf("the %s engine's volumes: %w", iso, err)
+			}
+			if len(got.Volumes) > 0 {
+				return true, nil
+			}
+			continue
+		}
+		var cs []json.RawMessage
+		if err := json.Unmarshal(body, &cs); err != nil {
+			return false, fmt.Errorf("the %s engine's containers: %w", iso, err)
+		}
+		if len(cs) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // path returns the absolute path of rel below the scratch root.

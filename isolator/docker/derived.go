@@ -20,7 +20,6 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	dockercontainer "github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 
 	"github.com/devsandbox/devsandbox/internal/termsafe"
@@ -381,43 +380,60 @@ func (b *Isolator) PruneImages(ctx context.Context, uid int, stateRoot string, m
 		return nil, err
 	}
 	defer e.Close()
-	list := func(what string, f filters.Args) ([]image.Summary, error) {
-		imgs, err := e.ImageList(ctx, image.ListOptions{All: true, Filters: f})
-		if err != nil {
-			st := engineDown(a, err)
-			return nil, fmt.Errorf("listing the %s: %s; %s", what, st.Reason, st.Fix)
-		}
-		return imgs, nil
+	// The engine is asked for its images and containers once, whatever it holds (an
+	// engine keeps every version's derived images, hundreds: one listing of them takes
+	// it a good part of a second), and the images are picked from that list by their
+	// labels here; prune listed images twice and asked three questions per image before.
+	all, err := e.ImageList(ctx, image.ListOptions{All: true})
+	if err != nil {
+		st := engineDown(a, err)
+		return nil, fmt.Errorf("listing the images: %s; %s", st.Reason, st.Fix)
 	}
-	imgs, err := list("derived images", filters.NewArgs(filters.Arg("label", LabelBase), filters.Arg("label", LabelUser+"="+fmt.Sprint(uid))))
+	users, err := imageUsers(ctx, e, all)
 	if err != nil {
 		return nil, err
+	}
+	var imgs, defaults []image.Summary
+	for _, im := range all {
+		if _, derived := im.Labels[LabelBase]; derived && im.Labels[LabelUser] == fmt.Sprint(uid) {
+			imgs = append(imgs, im)
+		}
+		if im.Labels[container.LabelImage] == "default" {
+			defaults = append(defaults, im)
+		}
 	}
 	now := time.Now()
 	var out []string
 	var errs []error
+	gone := map[string]bool{} // removed as a derived image
 	prune := func(im image.Summary, name, why string, aged bool) {
 		decide := func() (bool, string) { return false, why }
 		if aged {
 			decide = func() (bool, string) {
-				return imageuse.Decide(why, imageuse.Last(stateRoot, imageuse.Docker, im.ID), madeAt(ctx, e, im), now, maxAge)
+				last := imageuse.Last(stateRoot, imageuse.Docker, im.ID)
+				made := created(im.Created)
+				if last.IsZero() && now.Sub(made) > maxAge { // only then can madeAt keep it
+					made = madeAt(ctx, e, im)
+				}
+				return imageuse.Decide(why, last, made, now, maxAge)
 			}
 		}
-		line, gone, err := removeImage(ctx, e, im.ID, name, why, decide, dryRun)
+		line, removed, err := removeImage(ctx, e, im.ID, name, why, users[im.ID], decide, dryRun)
 		out, errs = append(out, line), append(errs, err)
-		if gone {
+		if removed {
+			gone[im.ID] = true
 			imageuse.Forget(stateRoot, imageuse.Docker, im.ID)
 		}
 	}
+	bases := map[string]baseAnswer{} // by name: many derived images share a base, asked about once
 	for _, im := range imgs {
-		why, dead := b.staleImage(ctx, e, im.Labels)
+		why, dead := b.staleImage(ctx, e, im.Labels, bases)
 		prune(im, im.Labels[LabelBaseRef], why, !dead)
 	}
-	defaults, err := list("default images", filters.NewArgs(filters.Arg("label", container.LabelImage+"=default")))
-	if err != nil {
-		return nonEmpty(out), errors.Join(append(errs, err)...)
-	}
 	for _, im := range defaults {
+		if gone[im.ID] {
+			continue
+		}
 		why := container.StaleDefault(container.Image{ID: im.ID, Names: im.RepoTags, Labels: im.Labels}, b.Version)
 		switch {
 		case why == "" || slices.Contains(im.RepoTags, b.Image):
@@ -437,8 +453,15 @@ func (b *Isolator) PruneImages(ctx context.Context, uid int, stateRoot string, m
 // base was (derivation), but it is loaded with a name of its own (loadTag), so the
 // engine records the load's time; an engine whose images are in containerd's store
 // records when each image was made or last named, tagged or not.
+//
+// Only a named image is asked about (an inspect each: an engine holds hundreds of
+// images): the engine records that time when it names an image, and a derived image
+// is loaded with its name; one never named was made when its Created says.
 func madeAt(ctx context.Context, e Engine, im image.Summary) time.Time {
 	t := created(im.Created)
+	if len(im.RepoTags) == 0 {
+		return t
+	}
 	if in, err := e.ImageInspect(ctx, im.ID); err == nil && in.ID == im.ID && in.Metadata.LastTagTime.After(t) {
 		t = in.Metadata.LastTagTime
 	}
@@ -459,17 +482,39 @@ func shortID(id string) string {
 	return short[:min(12, len(short))]
 }
 
-// removeImage removes image id (name, for people) unless a container uses it or decide
-// keeps it, or with dryRun says it would; why says why it may go, decide whether it
-// goes and why. It returns what it did, whether the image is gone, or an error.
-func removeImage(ctx context.Context, e Engine, id, name, why string, decide func() (keep bool, reason string), dryRun bool) (string, bool, error) {
-	short := shortID(id)
-	users, err := e.ContainerList(ctx, dockercontainer.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("ancestor", id))})
+// imageUsers counts, by image ID, the engine's containers (any state) made from each
+// image or from an image built on it (the engine's "ancestor" filter, through the
+// parent links of all, the engine's images): one listing, whatever the number of
+// images.
+func imageUsers(ctx context.Context, e Engine, all []image.Summary) (map[string]int, error) {
+	cs, err := e.ContainerList(ctx, dockercontainer.ListOptions{All: true})
 	if err != nil {
-		return "", false, fmt.Errorf("listing the containers of image %s: %w", short, err)
+		return nil, fmt.Errorf("listing the engine's containers: %w", err)
 	}
-	if len(users) > 0 {
-		return fmt.Sprintf("kept image %s (%s): %s, but %d container(s) use it", short, name, why, len(users)), false, nil
+	parent := make(map[string]string, len(all))
+	for _, im := range all {
+		parent[im.ID] = im.ParentID
+	}
+	users := map[string]int{}
+	for _, c := range cs {
+		seen := map[string]bool{}
+		for id := c.ImageID; id != "" && !seen[id]; id = parent[id] {
+			seen[id] = true
+			users[id]++
+		}
+	}
+	return users, nil
+}
+
+// removeImage removes image id (name, for people) unless containers use it (users, as
+// imageUsers counts them; the engine refuses to remove an image a container made
+// meanwhile uses) or decide keeps it, or with dryRun says it would; why says why it
+// may go, decide whether it goes and why. It returns what it did, whether the image
+// is gone, or an error.
+func removeImage(ctx context.Context, e Engine, id, name, why string, users int, decide func() (keep bool, reason string), dryRun bool) (string, bool, error) {
+	short := shortID(id)
+	if users > 0 {
+		return fmt.Sprintf("kept image %s (%s): %s, but %d container(s) use it", short, name, why, users), false, nil
 	}
 	keep, reason := decide()
 	switch {
@@ -498,12 +543,23 @@ func nonEmpty(lines []string) []string {
 	return out
 }
 
+// baseAnswer is the engine's answer to an inspect of a base image's name.
+type baseAnswer struct {
+	in  image.InspectResponse
+	err error
+}
+
 // staleImage says why the derived image labelled l may go: made by another
 // devsandbox version, or (dead) its base name names another image now, or none; for
 // the others, "a derived image of devsandbox VERSION". Only a dead one goes whatever
 // its last use.
-func (b *Isolator) staleImage(ctx context.Context, e Engine, l map[string]string) (why string, dead bool) {
-	in, err := e.ImageInspect(ctx, l[LabelBaseRef])
+func (b *Isolator) staleImage(ctx context.Context, e Engine, l map[string]string, bases map[string]baseAnswer) (why string, dead bool) {
+	a, ok := bases[l[LabelBaseRef]]
+	if !ok {
+		a.in, a.err = e.ImageInspect(ctx, l[LabelBaseRef])
+		bases[l[LabelBaseRef]] = a
+	}
+	in, err := a.in, a.err
 	switch {
 	case err != nil:
 		return fmt.Sprintf("its base %s is gone", l[LabelBaseRef]), true

@@ -87,6 +87,7 @@ type fakeEngine struct {
 	listed   []*volume.Volume // what VolumeList answers (a remote engine's home volume)
 	created  []*fakeContainer // every container created, removed ones too
 	sweeps   int              // sweeps of leftovers begun
+	lists    int              // container listings (any)
 	api      string           // the API version the engine speaks; 1.41 when ""
 	versions int              // ServerVersion requests
 	// endedExec, when set, is an exec's whole life, over before ContainerExecAttach
@@ -462,10 +463,18 @@ func (f *fakeEngine) VolumeList(context.Context, volume.ListOptions) (volume.Lis
 func (f *fakeEngine) ContainerList(_ context.Context, o dockercontainer.ListOptions) ([]dockercontainer.Summary, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.lists++
 	if o.Filters.Contains("status") {
 		f.sweeps++ // a sweep's first listing
 	}
 	var out []dockercontainer.Summary
+	if o.Filters.Len() == 0 { // every container, with its image (prune's imageUsers)
+		for _, c := range f.created {
+			if _, alive := f.containers[c.id]; alive {
+				out = append(out, dockercontainer.Summary{ID: c.id, ImageID: c.cfg.Image})
+			}
+		}
+	}
 	for _, img := range o.Filters.Get("ancestor") {
 		for _, c := range f.created {
 			if _, alive := f.containers[c.id]; alive && c.cfg.Image == img {
@@ -482,7 +491,12 @@ func (f *fakeEngine) ImageList(context.Context, image.ListOptions) ([]image.Summ
 	var out []image.Summary
 	for id, in := range f.derived {
 		// Made 40 days ago: older than prune's default --days.
-		out = append(out, image.Summary{ID: id, Labels: in.Config.Labels, Created: time.Now().Add(-40 * 24 * time.Hour).Unix()})
+		// Named once the engine recorded a naming (ImageTag; a loaded image).
+		var tags []string
+		if !in.Metadata.LastTagTime.IsZero() {
+			tags = []string{loadTag(strings.TrimPrefix(id, "sha256:"))}
+		}
+		out = append(out, image.Summary{ID: id, Labels: in.Config.Labels, RepoTags: tags, Created: time.Now().Add(-40 * 24 * time.Hour).Unix()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
@@ -1284,9 +1298,13 @@ func TestPruneImages(t *testing.T) {
 	f.containers["user"] = &fakeContainer{id: "user", cfg: &dockercontainer.Config{Image: "sha256:derived4"}}
 	f.created = append(f.created, f.containers["user"])
 	delete(f.images, "other:1") // its base is gone
+	f.lists = 0
 	lines, err := b.PruneImages(context.Background(), 1000, stateRoot, 30*24*time.Hour, true)
 	if err != nil || len(f.derived) != 6 {
 		t.Fatalf("dry run: %v, %d images left, %q", err, len(f.derived), lines)
+	}
+	if f.lists != 1 { // not one per image: an engine holds hundreds
+		t.Errorf("prune listed the containers %d times for 6 images, want once", f.lists)
 	}
 	lines, err = b.PruneImages(context.Background(), 1000, stateRoot, 30*24*time.Hour, false)
 	if err != nil {
