@@ -102,14 +102,14 @@ func sshAgentOptIn(t *testing.T, iso string, agentBind bool) {
 __attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+`", "w"); if (f) fclose(f); }
 `)
 	if out, err := exec.CommandContext(ctx, "gcc", "-shared", "-fPIC", "-o", p.path("proj/evil.so"), p.path("evil.c")).CombinedOutput(); err != nil {
-		t.Skipf("gcc: %v\n%s", err, out)
+		needOrSkip(t, "gccNone: %v\n%s", err, out)
 	}
 	_ = os.Chmod(p.path("proj/evil.so"), 0o755)
 	p.chownUp(p.path("proj/evil.so"))
 	// The attacks on the agent's socket and on what relays it inside, static: the
 	// images are Debian, as the host.
 	if out, err := exec.CommandContext(ctx, "gcc", "-static", "-O", "-o", p.path("proj/agentattack"), "testdata/agentattack.c").CombinedOutput(); err != nil {
-		t.Skipf("gcc -static: %v\n%s", err, out)
+		needOrSkip(t, "gcc -static: %v\n%s", err, out)
 	}
 	p.chownUp(p.path("proj/agentattack"))
 	pub, err := os.ReadFile(key + ".pub")
