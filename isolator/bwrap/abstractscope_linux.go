@@ -3,31 +3,16 @@ package bwrap
 import (
 	"fmt"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/landlock"
 )
-
-// landlockScopeABI is the first Landlock ABI with scopes (Linux 6.12); the init
-// scopes the command to its own abstract Unix sockets under egress "open" from it on.
-const landlockScopeABI = 6
-
-// landlockABI is the kernel's Landlock ABI version; 0 when it has none (before 5.13,
-// or Landlock not enabled at boot).
-func landlockABI() int {
-	abi, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if e != 0 {
-		return 0
-	}
-	return int(abi)
-}
 
 // abstractScopeRow is doctor's row on the host's abstract Unix sockets under
 // `--egress=open` (bwrap shares the host's network namespace, which holds them): a
 // warning, never a failure, where the kernel cannot scope them (no Landlock ABI 6).
 func abstractScopeRow(abi int) isolator.Check {
 	const name = "host abstract sockets (egress open)"
-	if abi >= landlockScopeABI {
+	if abi >= landlock.ScopeABI {
 		return isolator.Check{Name: name, Status: isolator.Status{State: isolator.Active},
 			Detail: fmt.Sprintf("Landlock ABI %d: under --egress=open the command reaches only the abstract Unix sockets made in the sandbox", abi)}
 	}

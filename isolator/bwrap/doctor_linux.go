@@ -16,6 +16,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
+	"github.com/devsandbox/devsandbox/isolator/landlock"
 	"github.com/devsandbox/devsandbox/syscalls"
 )
 
@@ -56,7 +57,7 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 	tunErr := unix.Access("/dev/net/tun", unix.R_OK|unix.W_OK)
 	add("/dev/net/tun (egress allowlist)", tunErr == nil, "", "pasta cannot open /dev/net/tun: "+errText(tunErr),
 		"load the tun module (sudo modprobe tun) and make /dev/net/tun usable by your user (mode 0666 is the distribution default)")
-	rows = append(rows, abstractScopeRow(landlockABI()))
+	rows = append(rows, abstractScopeRow(landlock.ABI()))
 	fwErr := egress.Probe(ctx, egress.SampleRules, b.binaries())
 	add("firewall in a user namespace (egress allowlist)", fwErr == nil, "nft, else iptables", errText(fwErr),
 		"install nftables (sudo apt-get install nftables) and make sure the nf_tables modules load (sudo modprobe nf_tables)")

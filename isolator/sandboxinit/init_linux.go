@@ -29,6 +29,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
+	"github.com/devsandbox/devsandbox/isolator/landlock"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 )
@@ -205,7 +206,7 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	if scope {
 		// On this goroutine's thread, which the command's fork copies (runInit).
-		if _, err := scopeAbstractUnix(); err != nil {
+		if _, err := landlock.ScopeAbstractUnix(); err != nil {
 			return failed(err.Error())
 		}
 	}

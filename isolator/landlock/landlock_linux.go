@@ -1,4 +1,4 @@
-package sandboxinit
+package landlock
 
 import (
 	"errors"
@@ -9,10 +9,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// landlockScopeABI is the first Landlock ABI with scopes (Linux 6.12).
-const landlockScopeABI = 6
+// ScopeABI is the first Landlock ABI with scopes (Linux 6.12).
+const ScopeABI = 6
 
-// scopeAbstractUnix restricts the calling thread, and every process it starts from
+// ABI is the kernel's Landlock ABI version; 0 when it has none (before Linux 5.13,
+// or Landlock not enabled at boot).
+func ABI() int {
+	abi, err := abiVersion()
+	if err != nil {
+		return 0
+	}
+	return abi
+}
+
+func abiVersion() (int, error) {
+	abi, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if e != 0 {
+		return 0, e
+	}
+	return int(abi), nil
+}
+
+// ScopeAbstractUnix restricts the calling thread, and every process it starts from
 // now on, to the abstract Unix sockets made inside its Landlock domain: a connect(2)
 // to one a process outside made (the host's, reachable where the sandbox shares the
 // host's network namespace: an X server's `@/tmp/.X11-unix/X0`, a D-Bus bus at an
@@ -20,16 +38,16 @@ const landlockScopeABI = 6
 // caller locks its goroutine to the thread first and starts the command from it.
 // applied is false, with no error, where the kernel has no Landlock scopes (before
 // Linux 6.12, or Landlock not enabled): the caller reports it.
-func scopeAbstractUnix() (applied bool, err error) {
+func ScopeAbstractUnix() (applied bool, err error) {
 	runtime.LockOSThread()
-	abi, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if e != 0 {
-		if errors.Is(e, unix.ENOSYS) || errors.Is(e, unix.EOPNOTSUPP) {
+	abi, err := abiVersion()
+	if err != nil {
+		if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
 			return false, nil
 		}
-		return false, fmt.Errorf("asking the kernel for its Landlock version: %w", e)
+		return false, fmt.Errorf("asking the kernel for its Landlock version: %w", err)
 	}
-	if int(abi) < landlockScopeABI {
+	if abi < ScopeABI {
 		return false, nil
 	}
 	// The ABI 6 layout: handled file system and network accesses (none: nothing of
