@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/isolator/landlock"
 )
 
 // outside is a host beyond the sandbox: a network namespace of this machine, joined to
@@ -245,7 +247,7 @@ func testEgressReachability(t *testing.T, iso string, o *outside, hs *hostServic
 				// bwrap's open mode shares: reachable there unless the kernel has
 				// Landlock scopes (Linux 6.12), which the init then applies
 				// (TestOpenEgressHostAbstractSocketsUnreachable).
-				tt.want["abstract"] = !landlockScopes()
+				tt.want["abstract"] = landlock.ABI() < landlock.ScopeABI
 			case tt.name == "open":
 				// A container's open mode is a network of its own: its loopback is
 				// not the host's.
@@ -537,12 +539,4 @@ func TestProxyListenerHeldOutside(t *testing.T) {
 	if strings.Contains(out, "unix socket ") {
 		t.Errorf("the proxy's Unix socket is within the sandbox's reach:\n%s", out)
 	}
-}
-
-// landlockScopes reports whether this kernel has Landlock scopes (ABI 6, Linux 6.12),
-// with which the bwrap init keeps an open-mode command from the host's abstract Unix
-// sockets.
-func landlockScopes() bool {
-	abi, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	return e == 0 && abi >= 6
 }

@@ -116,14 +116,7 @@ func TestHostViewAgentSocketMasked(t *testing.T) {
 		t.Fatal(err)
 	}
 	sock, asUser := hostAgentAt(ctx, t, p, filepath.Join(dir, "agent.sock"))
-	key := p.path("agent/hostkey")
-	p.mkdir("agent")
-	if out, err := asUser("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "HOSTKEY", "-f", key).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v\n%s", err, out)
-	}
-	if out, err := asUser("ssh-add", key).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-add: %v\n%s", err, out)
-	}
+	addHostKey(t, p, asUser)
 	env := []string{"SSH_AUTH_SOCK=" + sock, "XDG_RUNTIME_DIR=" + runtimeDir()}
 	script := `ssh-add -l 2>&1 | grep -q HOSTKEY && echo LISTS
 		SSH_AUTH_SOCK=` + sock + ` ssh-add -l 2>&1 | grep -q HOSTKEY && echo RAW_LISTS

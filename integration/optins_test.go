@@ -89,13 +89,7 @@ func sshAgentOptIn(t *testing.T, iso string, agentBind bool) {
 	defer cancel()
 	sock, asUser := hostAgent(ctx, t, p)
 	sockDir := filepath.Dir(sock)
-	key := p.path("agent/hostkey")
-	if out, err := asUser("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "HOSTKEY", "-f", key).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v\n%s", err, out)
-	}
-	if out, err := asUser("ssh-add", key).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-add: %v\n%s", err, out)
-	}
+	pub := addHostKey(t, p, asUser)
 	// A library whose constructor leaves a mark: loaded by the agent, it runs as you.
 	marker := p.path("agent/LOADED")
 	p.write("evil.c", `#include <stdio.h>
@@ -112,11 +106,7 @@ __attribute__((constructor)) static void mark(void) { FILE *f = fopen("`+marker+
 		needOrSkip(t, "gcc -static: %v\n%s", err, out)
 	}
 	p.chownUp(p.path("proj/agentattack"))
-	pub, err := os.ReadFile(key + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.write("proj/hostkey.pub", string(pub))
+	p.write("proj/hostkey.pub", pub)
 	p.chownUp(p.path("proj/hostkey.pub"))
 	before, err := asUser("ssh-add", "-L").Output()
 	if err != nil {
@@ -343,6 +333,25 @@ func containerProcesses(iso, id string) ([]byte, error) {
 // ends; asUser runs a program as the test user with SSH_AUTH_SOCK naming it. The
 // project's socket directory in runtimeDir, which runs given XDG_RUNTIME_DIR make,
 // is removed at the end.
+// addHostKey makes an ed25519 key commented HOSTKEY in the project's agent directory,
+// adds it to the host agent asUser reaches, and returns its public key.
+func addHostKey(t *testing.T, p *project, asUser func(name string, args ...string) *exec.Cmd) string {
+	t.Helper()
+	p.mkdir("agent")
+	key := p.path("agent/hostkey")
+	if out, err := asUser("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "HOSTKEY", "-f", key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	if out, err := asUser("ssh-add", key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-add: %v\n%s", err, out)
+	}
+	pub, err := os.ReadFile(key + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pub)
+}
+
 func hostAgent(ctx context.Context, t *testing.T, p *project) (sock string, asUser func(name string, args ...string) *exec.Cmd) {
 	t.Helper()
 	p.mkdir("agent")

@@ -347,18 +347,7 @@ func TestRootlessAgent(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 180*time.Second)
 		defer cancel()
 		sock, asUser := hostAgent(ctx, t, p)
-		key := p.path("agent/hostkey")
-		if out, err := asUser("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "HOSTKEY", "-f", key).CombinedOutput(); err != nil {
-			t.Fatalf("ssh-keygen: %v\n%s", err, out)
-		}
-		if out, err := asUser("ssh-add", key).CombinedOutput(); err != nil {
-			t.Fatalf("ssh-add: %v\n%s", err, out)
-		}
-		pub, err := os.ReadFile(key + ".pub")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.write("proj/hostkey.pub", string(pub))
+		p.write("proj/hostkey.pub", addHostKey(t, p, asUser))
 		p.chownUp(p.path("proj/hostkey.pub"))
 		if out, err := exec.CommandContext(ctx, "gcc", "-static", "-O", "-o", p.path("proj/carrierattack"), "testdata/carrierattack.c").CombinedOutput(); err != nil {
 			needOrSkip(t, "gcc -static: %v\n%s", err, out)
