@@ -370,13 +370,13 @@ func TestBuildPlan(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Plan:\n%+v\nwant\n%+v", got, want)
 	}
-	// Tripwires: absent host-run files are watched (the git dir's pointers are
-	// checked by package watch, Plan.Git).
+	// Tripwires: absent host-run files are watched, the git dir's first (its
+	// pointers are checked by package watch, Plan.Git).
 	var tw []string
 	for _, w := range p.Tripwires {
 		tw = append(tw, fmt.Sprintf("%s %v", strings.TrimPrefix(w.Path, f.proj+"/"), w.Quarantine))
 	}
-	if want := []string{".devsandbox.toml false", ".claude/settings.json false"}; !reflect.DeepEqual(tw[:2], want) {
+	if want := []string{".git/info/lefthook-remotes true", ".devsandbox.toml false", ".claude/settings.json false"}; !reflect.DeepEqual(tw[:3], want) {
 		t.Errorf("tripwires %q, want first %q", tw, want)
 	}
 

@@ -215,6 +215,9 @@ func (l *gitLayout) protect(pr Probe, dir string, bind bool, project, home strin
 		}
 	}
 	l.worktrees(pr, dir)
+	if err := l.lefthookRemotes(pr, dir); err != nil {
+		return err
+	}
 	// Submodules keep their git dirs below modules/. Their hooks are read-only; their
 	// config is not, as git submodule update rewrites it (core.worktree): package
 	// watch checks every change to it.
@@ -237,6 +240,51 @@ func (l *gitLayout) hooks(pr Probe, dir string) {
 	if !pr.exists(hooks) {
 		l.mounts = append(l.mounts, isolator.Mount{Kind: isolator.MaskDir, Dest: hooks, Why: "git hooks"})
 	}
+}
+
+// lefthookRemotesWhy says why lefthook's remote configs are protected.
+const lefthookRemotesWhy = "lefthook merges the configs of its remotes there into the hooks the host's next commit runs, and runs git in each clone when it fetches again"
+
+// lefthookRemotes protects lefthook's clones of the repositories a config's remotes
+// name (<git dir>/info/lefthook-remotes/<repo>, lefthook's Repository.RemotesFolder):
+// lefthook merges the configs there into the hooks every commit runs, without
+// fetching again unless a remote asks for it, and a fetch runs git in the clone,
+// which obeys the clone's own .git/config (core.fsmonitor). They lie inside .git, so no
+// diff shows a change. Present, the directory is read-only and info a mount point, so
+// neither can be renamed away and replaced (info's other files, exclude, stay
+// writable); absent, one the sandbox makes is quarantined (lefthook install makes it,
+// but also writes the hooks, read-only here: it fails inside all the same). A symlink
+// at either cannot be protected (a bind would land on its target) and stops the run.
+func (l *gitLayout) lefthookRemotes(pr Probe, dir string) error {
+	info := filepath.Join(dir, "info")
+	remotes := filepath.Join(info, "lefthook-remotes")
+	tripwire := isolator.Tripwire{Path: remotes, Why: lefthookRemotesWhy, Quarantine: true}
+	ifi, err := pr.Lstat(info)
+	if err != nil {
+		l.tripwires = append(l.tripwires, tripwire)
+		return nil
+	}
+	if ifi.Mode()&fs.ModeSymlink != 0 {
+		if pr.exists(remotes) {
+			return fmt.Errorf("%w: %s is a symlink; devsandbox cannot protect lefthook's remote configs in %s from the sandbox. Replace it with the directory it points to",
+				ErrProject, info, remotes)
+		}
+		l.tripwires = append(l.tripwires, tripwire)
+		return nil
+	}
+	fi, err := pr.Lstat(remotes)
+	switch {
+	case err != nil:
+		l.tripwires = append(l.tripwires, tripwire)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%w: %s is a symlink; devsandbox cannot protect lefthook's remote configs from the sandbox, and lefthook on the host runs what they name at each commit. Review where it points (a sandboxed program may have planted it), then remove it and run lefthook install on the host",
+			ErrProject, remotes)
+	case fi.IsDir() && ifi.IsDir():
+		l.mounts = append(l.mounts,
+			isolator.Mount{Kind: isolator.Bind, Source: info, Dest: info, Why: "holds lefthook's remote configs"},
+			isolator.Mount{Kind: isolator.Bind, Source: remotes, Dest: remotes, ReadOnly: true, Why: "lefthook's remote configs"})
+	}
+	return nil
 }
 
 // worktrees makes the pointer files of dir's linked worktrees read-only, and each

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -234,6 +235,57 @@ func TestHuskyScriptsReadOnly(t *testing.T) {
 			equalLines(t, "mounts", got, f.expand(p, tc.want...))
 		})
 	}
+}
+
+// TestLefthookRemotesReadOnly: lefthook's clones of its remotes' repositories
+// (.git/info/lefthook-remotes), whose configs the host's next commit runs, are
+// read-only with .git/info a mount point; absent, a quarantining tripwire; a symlink
+// there stops the run. On s28 there was neither mount nor tripwire.
+func TestLefthookRemotesReadOnly(t *testing.T) {
+	lines := func(p *isolator.Plan) (mounts, trips []string) {
+		for _, l := range mountLines(p.Mounts) {
+			if strings.Contains(l, "lefthook") {
+				mounts = append(mounts, l)
+			}
+		}
+		for _, w := range p.Tripwires {
+			if strings.Contains(w.Path, "lefthook-remotes") {
+				trips = append(trips, fmt.Sprintf("%s quarantine=%v", w.Path, w.Quarantine))
+			}
+		}
+		return mounts, trips
+	}
+	t.Run("present", func(t *testing.T) {
+		f := newFixture(t)
+		gitRepo(t, f.proj)
+		writeFile(t, f.proj+"/.git/info/lefthook-remotes/shared/lefthook.yml", "pre-commit: {}\n")
+		p, _ := f.build(t, f.load(t))
+		mounts, trips := lines(p)
+		equalLines(t, "mounts", mounts, f.expand(p,
+			"bind rw $PROJ/.git/info -> $PROJ/.git/info (holds lefthook's remote configs)",
+			"bind ro $PROJ/.git/info/lefthook-remotes -> $PROJ/.git/info/lefthook-remotes (lefthook's remote configs)"))
+		equalLines(t, "tripwires", trips, nil)
+	})
+	t.Run("absent", func(t *testing.T) {
+		f := newFixture(t)
+		gitRepo(t, f.proj)
+		p, _ := f.build(t, f.load(t))
+		mounts, trips := lines(p)
+		equalLines(t, "mounts", mounts, nil)
+		equalLines(t, "tripwires", trips, f.expand(p, "$PROJ/.git/info/lefthook-remotes quarantine=true"))
+	})
+	t.Run("symlink", func(t *testing.T) {
+		f := newFixture(t)
+		gitRepo(t, f.proj)
+		mkdirs(t, f.proj+"/.git/info", f.proj+"/elsewhere")
+		if err := os.Symlink("../../elsewhere", f.proj+"/.git/info/lefthook-remotes"); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := Build(f.load(t), tools.NewRegistry(), probe(f.proj), Request{Command: []string{"true"}})
+		if !errors.Is(err, ErrProject) || !strings.Contains(err.Error(), "lefthook-remotes is a symlink") {
+			t.Fatalf("a symlink at .git/info/lefthook-remotes: want ErrProject naming it, got %v", err)
+		}
+	})
 }
 
 // TestHideMaskStableWithToolBelow: with no ~/.ssh on the host, the ssh tool's generated
