@@ -50,6 +50,18 @@ func (lr *lineReader) waitEnd() {
 	}
 }
 
+// keeperLog is the log of the project's kept containers' keepers (why the proxy
+// endpoint refused a connection).
+func keeperLog(t *testing.T, iso string, p *project) string {
+	t.Helper()
+	var out []string
+	for _, id := range projectContainers(t, iso, p, false) {
+		b, _ := dockerCmd(iso, "logs", id).CombinedOutput()
+		out = append(out, string(b))
+	}
+	return strings.Join(out, "\n")
+}
+
 // Two sessions of one kept container attached at the same time each have their own
 // proxy and so their own audit log: every request a session makes, allowed or
 // denied, is in its own session's log only, with the decision the policy made.
@@ -157,7 +169,7 @@ format = "Bearer {}"
 		b.waitFor("up")
 		a.step()
 		if got := a.waitFor("got "); got != "got 200" {
-			t.Fatalf("session A's non-dumpable request while B is attached: %q, want %q", got, "got 200")
+			t.Fatalf("session A's non-dumpable request while B is attached: %q, want %q\n%s", got, "got 200", keeperLog(t, iso, p))
 		}
 		// B runs a non-dumpable process too: A's connection cannot be told, refused.
 		b.step()
