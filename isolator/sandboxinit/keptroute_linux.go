@@ -109,19 +109,52 @@ func routeProxy(c net.Conn) (string, error) {
 	case 1:
 		return only, nil
 	}
-	pids, err := connHolders(c)
+	inits := map[int]bool{}
+	for _, s := range running {
+		inits[s.pid] = true
+	}
+	holders, unreadable, err := connHolders(c)
 	if err != nil {
 		return "", err
 	}
+	return pickSession(holders, unreadable, inits, socks, func(pid int) int { return sessionInit(pid, parentPid) })
+}
+
+// pickSession names the proxy socket of the session whose processes hold a
+// connection: holders are the processes found holding it, unreadable those whose
+// file descriptors the keeper may not read (non-dumpable: prctl(PR_SET_DUMPABLE, 0),
+// as ssh does; their /proc/PID/stat, and so their session, stays readable), inits the
+// live sessions' inits, socks their proxies' sockets by init, initOf a process's
+// session init (-1 for none). With holders found, every one must be of one session.
+// With none (the client is non-dumpable, or has handed its socket on), the holder is
+// among the unreadable processes: the connection is that session's when they all
+// belong to one session (the inits, which hold no client socket, aside), refused
+// when they belong to more. Pure but for initOf.
+func pickSession(holders, unreadable []int, inits map[int]bool, socks map[int]string, initOf func(int) int) (string, error) {
 	var sock string
-	for _, pid := range pids {
-		init := sessionInit(pid, parentPid)
-		n, ok := socks[init]
+	for _, pid := range holders {
+		n, ok := socks[initOf(pid)]
 		switch {
 		case !ok:
 			return "", fmt.Errorf("process %d, which holds the connection, belongs to no live session with a proxy", pid)
 		case sock != "" && n != sock:
 			return "", fmt.Errorf("processes of two sessions hold the connection")
+		}
+		sock = n
+	}
+	if sock != "" {
+		return sock, nil
+	}
+	for _, pid := range unreadable {
+		if pid == 1 || inits[pid] {
+			continue
+		}
+		n, ok := socks[initOf(pid)]
+		switch {
+		case !ok:
+			return "", fmt.Errorf("no process the keeper can read holds the connection, and process %d, which it cannot read (non-dumpable), belongs to no live session with a proxy", pid)
+		case sock != "" && n != sock:
+			return "", fmt.Errorf("no process the keeper can read holds the connection, and more than one session runs processes it cannot read (non-dumpable): it cannot tell whose the connection is")
 		}
 		sock = n
 	}
@@ -132,35 +165,44 @@ func routeProxy(c net.Conn) (string, error) {
 }
 
 // connHolders returns the pids of the processes holding the client end of c, a
-// connection accepted on a loopback TCP listener of this network namespace.
-func connHolders(c net.Conn) ([]int, error) {
+// connection accepted on a loopback TCP listener of this network namespace, and of
+// those whose file descriptors this process may not read.
+func connHolders(c net.Conn) (holders, unreadable []int, err error) {
 	client, err1 := netip.ParseAddrPort(c.RemoteAddr().String())
 	server, err2 := netip.ParseAddrPort(c.LocalAddr().String())
 	if err := errors.Join(err1, err2); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	table, err := rawfile.ReadFile("/proc/net/tcp")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	inode, ok := tcpInode(table, client, server)
+	inode, established, ok := tcpInode(table, client, server)
 	if !ok {
-		return nil, fmt.Errorf("the client socket %s is not in /proc/net/tcp", client)
+		return nil, nil, fmt.Errorf("the client socket %s is not in /proc/net/tcp", client)
 	}
-	return socketHolders("socket:[" + strconv.FormatUint(inode, 10) + "]"), nil
+	holders, unreadable = socketHolders("socket:[" + strconv.FormatUint(inode, 10) + "]")
+	if !established {
+		// Its client sent all it will and may have closed it (a request sent, then
+		// closed before the keeper looked, is held by no process): only a holder
+		// found names its session, not the processes the keeper cannot read.
+		unreadable = nil
+	}
+	return holders, unreadable, nil
 }
 
 // tcpInode finds the inode of the IPv4 socket bound to local and connected to remote
 // in table, the text of /proc/net/tcp ("sl local rem st ... uid timeout inode", the
 // addresses as the kernel's hex of the address in this machine's byte order and the
-// port). Pure.
-func tcpInode(table []byte, local, remote netip.AddrPort) (uint64, bool) {
+// port), and whether it is established (state 01: its client has not shut down its
+// sending side). Pure.
+func tcpInode(table []byte, local, remote netip.AddrPort) (inode uint64, established, ok bool) {
 	hex := func(a netip.AddrPort) string {
 		ip := a.Addr().Unmap().As4()
 		return fmt.Sprintf("%08X:%04X", binary.NativeEndian.Uint32(ip[:]), a.Port())
 	}
 	if !local.Addr().Unmap().Is4() || !remote.Addr().Unmap().Is4() {
-		return 0, false
+		return 0, false, false
 	}
 	l, r := []byte(hex(local)), []byte(hex(remote))
 	for _, line := range bytes.Split(table, []byte("\n")) {
@@ -169,36 +211,41 @@ func tcpInode(table []byte, local, remote netip.AddrPort) (uint64, bool) {
 			continue
 		}
 		if n, err := strconv.ParseUint(string(f[9]), 10, 64); err == nil && n != 0 {
-			return n, true
+			return n, string(f[3]) == "01", true
 		}
 	}
-	return 0, false
+	return 0, false, false
 }
 
 // socketHolders returns the pids whose file descriptors include link (the target
-// /proc/PID/fd/N reads as for a socket, "socket:[INODE]").
-func socketHolders(link string) []int {
-	var out []int
+// /proc/PID/fd/N reads as for a socket, "socket:[INODE]"), and those whose
+// file descriptors this process may not read (a non-dumpable process).
+func socketHolders(link string) (holders, unreadable []int) {
 	_ = dirent.ReadDir("/proc", 8192, func(name string, _ byte) bool {
 		pid, err := strconv.Atoi(name)
 		if err != nil || pid <= 0 {
 			return true
 		}
 		dir := "/proc/" + name + "/fd"
-		found := false
-		_ = dirent.ReadDir(dir, 4096, func(fd string, _ byte) bool {
-			if t, err := os.Readlink(dir + "/" + fd); err == nil && t == link {
-				found = true
-				return false
-			}
-			return true
+		found, denied := false, false
+		err = dirent.ReadDir(dir, 4096, func(fd string, _ byte) bool {
+			t, err := os.Readlink(dir + "/" + fd)
+			found = err == nil && t == link
+			// Where the directory's owner is this process's user (the user
+			// namespace's root on a rootless engine), a non-dumpable process's
+			// directory lists, but its links refuse.
+			denied = errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)
+			return !found && !denied
 		})
-		if found {
-			out = append(out, pid)
+		switch {
+		case found:
+			holders = append(holders, pid)
+		case denied || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM):
+			unreadable = append(unreadable, pid)
 		}
 		return true
 	})
-	return out
+	return holders, unreadable
 }
 
 // sessionInit returns the exec'd process pid descends from (itself when exec'd: its

@@ -28,7 +28,7 @@ func TestTCPInode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	pids, err := connHolders(s)
+	pids, _, err := connHolders(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,18 +40,22 @@ func TestTCPInode(t *testing.T) {
    0: 0100007F:0C38 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 1111 1 0000000000000000 100 0 0 10 0
    1: 0100007F:A1B2 0100007F:0C38 01 00000000:00000000 00:00000000 00000000  1000        0 2222 1 0000000000000000 20 4 30 10 -1
    2: 0100007F:0C38 0100007F:A1B2 01 00000000:00000000 00:00000000 00000000  1000        0 3333 1 0000000000000000 20 4 30 10 -1
+   3: 0100007F:A1B4 0100007F:0C38 04 00000000:00000000 00:00000000 00000000  1000        0 4444 1 0000000000000000 20 4 30 10 -1
 `)
 	client, server := netip.MustParseAddrPort("127.0.0.1:41394"), netip.MustParseAddrPort("127.0.0.1:3128")
 	if !littleEndian() {
 		t.Skip("the table above is a little-endian machine's")
 	}
-	if n, ok := tcpInode(table, client, server); !ok || n != 2222 {
-		t.Fatalf("tcpInode: %d %v, want the client's 2222", n, ok)
+	if n, est, ok := tcpInode(table, client, server); !ok || n != 2222 || !est {
+		t.Fatalf("tcpInode: %d %v %v, want the client's 2222, established", n, est, ok)
 	}
-	if n, ok := tcpInode(table, netip.MustParseAddrPort("127.0.0.1:41395"), server); ok {
+	if n, est, ok := tcpInode(table, netip.MustParseAddrPort("127.0.0.1:41396"), server); !ok || n != 4444 || est {
+		t.Fatalf("tcpInode: %d %v %v, want 4444, not established (FIN_WAIT1)", n, est, ok)
+	}
+	if n, _, ok := tcpInode(table, netip.MustParseAddrPort("127.0.0.1:41395"), server); ok {
 		t.Fatalf("tcpInode found %d for a port not in the table", n)
 	}
-	if _, ok := tcpInode(table, netip.MustParseAddrPort("[::1]:41394"), server); ok {
+	if _, _, ok := tcpInode(table, netip.MustParseAddrPort("[::1]:41394"), server); ok {
 		t.Fatal("tcpInode took an IPv6 address")
 	}
 }
@@ -72,6 +76,44 @@ func TestSessionInit(t *testing.T) {
 	} {
 		if got := sessionInit(c.pid, parent); got != c.want {
 			t.Errorf("sessionInit(%d) = %d, want %d", c.pid, got, c.want)
+		}
+	}
+}
+
+// pickSession routes by the holders found, else by the session of the processes the
+// keeper cannot read; never to a session it cannot tell is the connection's.
+func TestPickSession(t *testing.T) {
+	// Sessions 10 (proxy a) and 20 (proxy b); 30 has no proxy; 40 is no session's.
+	session := map[int]int{10: 10, 11: 10, 12: 10, 20: 20, 21: 20, 22: 20, 30: 30, 31: 30, 40: -1}
+	initOf := func(pid int) int {
+		if s, ok := session[pid]; ok {
+			return s
+		}
+		return -1
+	}
+	inits := map[int]bool{10: true, 20: true, 30: true}
+	socks := map[int]string{10: "proxy-a.sock", 20: "proxy-b.sock"}
+	for _, c := range []struct {
+		name            string
+		holders, unread []int
+		want            string
+	}{
+		{"a holder of A", []int{11}, []int{10, 20, 22}, "proxy-a.sock"},
+		{"holders of A", []int{11, 12}, nil, "proxy-a.sock"},
+		{"holders of A and B", []int{11, 21}, nil, ""},
+		{"a holder of no proxy's session", []int{31}, nil, ""},
+		{"a holder of no session", []int{40}, nil, ""},
+		{"none found, A's unreadable", nil, []int{1, 10, 12, 20}, "proxy-a.sock"},
+		{"none found, B's unreadable", nil, []int{1, 10, 20, 21, 22}, "proxy-b.sock"},
+		{"none found, A's and B's unreadable", nil, []int{12, 22}, ""},
+		{"none found, no proxy's session unreadable", nil, []int{12, 31}, ""},
+		{"none found, no session's unreadable", nil, []int{40, 12}, ""},
+		{"none found, only inits unreadable", nil, []int{1, 10, 20}, ""},
+		{"none found", nil, nil, ""},
+	} {
+		got, err := pickSession(c.holders, c.unread, inits, socks, initOf)
+		if got != c.want || (err == nil) != (c.want != "") {
+			t.Errorf("%s: %q, %v; want %q", c.name, got, err, c.want)
 		}
 	}
 }
