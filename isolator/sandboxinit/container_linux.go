@@ -111,6 +111,20 @@ func (c *container) ready() {
 
 func (c *container) run(argv []string) int {
 	c.stdin = os.Stdin
+	// The reaper's subscription to SIGCHLD (whose default is to be ignored) and to the
+	// command's signals run beside the work below and are waited for only before the
+	// command starts: each signal.Notify of a signal is a round trip with the
+	// runtime's signal-mask thread (the first also starts it), eight in all, which the
+	// keeper's answer and the view's checks hide. A signal that arrives meanwhile
+	// waits for the command, as under the bwrap init.
+	var r *reaper
+	sigs := make(chan os.Signal, 8)
+	subscribed := make(chan struct{})
+	go func() {
+		r = newReaper()
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
+		close(subscribed)
+	}()
 	m := &wire.Manifest{}
 	if s, ok := os.LookupEnv(wire.ManifestEnv); ok {
 		var err error
@@ -134,10 +148,6 @@ func (c *container) run(argv []string) int {
 	if err := VerifyView(m); err != nil {
 		return c.fail("%v", err)
 	}
-	// So is the reaper's subscription to SIGCHLD, whose default is to be ignored: the
-	// process's first signal.Notify starts the runtime's signal handling (a
-	// goroutine and a thread, a few tenths of a millisecond here).
-	r := newReaper()
 
 	// Without a hello to wait for, the command starts now; the hello is read after
 	// it, and must be empty (readFrames).
@@ -219,8 +229,7 @@ func (c *container) run(argv []string) int {
 	if err != nil {
 		return c.fail("setting up the command's terminal: %v", err)
 	}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
+	<-subscribed
 	ooms := -1
 	if m.Memory > 0 && hello.Nonce != "" {
 		ooms = oomKills(m)
