@@ -130,8 +130,11 @@ func TestDockerKeepContainer(t *testing.T) {
 		if len(ids) != 1 {
 			t.Fatalf("want one running kept container, have %v", ids)
 		}
-		if out := p.mustSandbox(iso, keep, `cat /tmp/marker`); out != "first\n" {
-			t.Fatalf("second run did not reuse the container: %q", out)
+		// The session's init starts with the GOMAXPROCS=1 devsandbox added for it
+		// alone (wire.UnsetGOMAXPROCSArg): the command gets none, or the one the
+		// run sets.
+		if out := p.mustSandbox(iso, keep, `cat /tmp/marker; echo "procs=${GOMAXPROCS-unset}"`); out != "first\nprocs=unset\n" {
+			t.Fatalf("second run did not reuse the container, or its command got the init's GOMAXPROCS: %q", out)
 		}
 		if again := projectContainers(t, iso, p, false); len(again) != 1 || again[0] != ids[0] {
 			t.Fatalf("container changed between runs with one configuration: %v then %v", ids, again)
@@ -139,6 +142,9 @@ func TestDockerKeepContainer(t *testing.T) {
 		labels := dockerAt(t, iso, "inspect", "--format", `{{index .Config.Labels "dev.devsandbox.spec"}} {{index .Config.Labels "dev.devsandbox.version"}}`, ids[0])
 		if f := strings.Fields(labels); len(f) != 2 || len(f[0]) != 16 {
 			t.Fatalf("kept container labels: %q", labels)
+		}
+		if out := p.mustSandbox(iso, append(keep, "-e", "GOMAXPROCS=3"), `echo "procs=${GOMAXPROCS-unset}"`); out != "procs=3\n" {
+			t.Fatalf("the command's own GOMAXPROCS=3: %q", out)
 		}
 
 		// A session holds the container; a run with another configuration is refused.

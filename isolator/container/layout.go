@@ -220,8 +220,10 @@ type Layout struct {
 	Secrets []isolator.Secret
 	// Init is the init's arguments (after InitPath) as the container's command:
 	// the run's own, or with Keep the keeper's. SessionCmd is the exec's whole
-	// argv with Keep.
+	// argv with Keep, and SessionEnv what the exec's environment adds to Env for
+	// the session's init alone, which removes it (wire.UnsetGOMAXPROCSArg).
 	Init, SessionCmd []string
+	SessionEnv       []string
 	// Labels are the labels every backend puts on the container.
 	Labels map[string]string
 	// Dirs are host directories Prepare creates (0700) before they are bound;
@@ -391,7 +393,14 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 		sm.ForwardDir, sm.Policy, sm.Publish, sm.ProxySocket = "", "", sessionPublish, proxySocket
 		l.Session = &sm
 		l.Init = []string{initArg, "--framed", "--role=keeper"}
-		l.SessionCmd = append([]string{InitPath, initArg, "--framed", "--role=session", "--"}, p.Command...)
+		l.SessionCmd = []string{InitPath, initArg, "--framed", "--role=session"}
+		// The session's init starts its Go runtime with one P unless the command's
+		// environment sets GOMAXPROCS (which the init must then pass on as it is).
+		if !slices.ContainsFunc(l.Env, func(e isolator.EnvVar) bool { return e.Name == "GOMAXPROCS" }) {
+			l.SessionCmd = append(l.SessionCmd, wire.UnsetGOMAXPROCSArg)
+			l.SessionEnv = []string{wire.InitGOMAXPROCS}
+		}
+		l.SessionCmd = append(append(l.SessionCmd, "--"), p.Command...)
 	}
 	if o.AgentSocket != "" {
 		// The session's init waits for its agent (the keeper's manifest is the kept

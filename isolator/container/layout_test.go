@@ -423,3 +423,29 @@ func TestEnvHomeRel(t *testing.T) {
 		}
 	}
 }
+
+// A kept container's session init starts its runtime with one P: its argv says so
+// and the exec's environment carries GOMAXPROCS=1 for it alone, unless the command's
+// environment sets GOMAXPROCS, which the init then passes on as it is.
+func TestSessionGOMAXPROCS(t *testing.T) {
+	dir := t.TempDir()
+	p := plan(dir)
+	l, err := Lay(p, Options{Home: "/home/dev", FilesDir: filepath.Join(dir, "files"), Keep: true}, "1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := slices.Index(l.SessionCmd, "--")
+	if end < 0 || !slices.Contains(l.SessionCmd[:end], wire.UnsetGOMAXPROCSArg) || !slices.Equal(l.SessionEnv, []string{wire.InitGOMAXPROCS}) {
+		t.Errorf("session: %q with %q", l.SessionCmd, l.SessionEnv)
+	}
+	p.Env = append(p.Env, isolator.EnvVar{Name: "GOMAXPROCS", Value: "3"})
+	if l, err = Lay(p, Options{Home: "/home/dev", FilesDir: filepath.Join(dir, "files"), Keep: true}, "1.0"); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(l.SessionCmd, wire.UnsetGOMAXPROCSArg) || l.SessionEnv != nil {
+		t.Errorf("the command's GOMAXPROCS=3: session %q with %q", l.SessionCmd, l.SessionEnv)
+	}
+	if l, err = Lay(p, Options{Home: "/home/dev", FilesDir: filepath.Join(dir, "files")}, "1.0"); err != nil || l.SessionEnv != nil {
+		t.Errorf("no kept container: %v, %q", err, l.SessionEnv)
+	}
+}

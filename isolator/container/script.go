@@ -105,13 +105,16 @@ func (l *Layout) WriteEnv(w *ArgWriter) {
 }
 
 // PlainArgs drops --framed from the init's arguments: a hand-run command has no one
-// speaking the protocol.
+// speaking the protocol. It drops wire.UnsetGOMAXPROCSArg before the command too: the
+// hand-run line adds no GOMAXPROCS=1 for the init to remove.
 func PlainArgs(args []string) []string {
 	var out []string
+	cmd := false
 	for _, a := range args {
-		if a != "--framed" {
+		if a != "--framed" && (cmd || a != wire.UnsetGOMAXPROCSArg) {
 			out = append(out, a)
 		}
+		cmd = cmd || a == "--"
 	}
 	return out
 }

@@ -91,6 +91,7 @@ func (b *Isolator) execCompanion(ctx context.Context, e Engine, p *isolator.Plan
 	}
 	execOpts := dockercontainer.ExecOptions{
 		User: cfg.User, WorkingDir: "/", AttachStdin: true, AttachStdout: true, AttachStderr: true,
+		Env: []string{proxyGOMAXPROCS},
 		Cmd: []string{ShipDir + "/" + proxyName, companion.Arg},
 	}
 	ex, err := e.ContainerExecCreate(ctx, id, execOpts)
@@ -115,6 +116,13 @@ func (b *Isolator) execCompanion(ctx context.Context, e Engine, p *isolator.Plan
 	}
 	return c, nil
 }
+
+// proxyGOMAXPROCS is the session's proxy's environment in the kept companion:
+// devsandbox-proxy runs its Go code on one P (its maxProcs), and started with this
+// its runtime has one from the start, on the way to its ready line, which the
+// session's command waits for: a thread fewer, no second P's caches, and no
+// stop-the-world to drop to one. The proxy starts no process that could inherit it.
+const proxyGOMAXPROCS = "GOMAXPROCS=1"
 
 // keptCompanion returns the id of the kept companion, running, for cfg: the one there
 // when its spec label is cfg's, else a new one (the old one removed, unless a session's

@@ -286,7 +286,7 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 			AttachStdout: true,
 			AttachStderr: true,
 			WorkingDir:   l.Workdir,
-			Env:          append(l.EnvStrings(), wire.ManifestEnv+"="+l.Session.Encode()),
+			Env:          slices.Concat(l.EnvStrings(), l.SessionEnv, []string{wire.ManifestEnv + "=" + l.Session.Encode()}),
 			Cmd:          l.SessionCmd,
 		}
 	} else {

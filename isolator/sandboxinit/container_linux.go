@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -18,7 +19,7 @@ import (
 
 // ContainerArg starts the init in the container init role (the docker backend):
 //
-//	devsandbox-init --container [--framed [--start-first]] [--role=run|session|keeper] -- COMMAND [ARG...]
+//	devsandbox-init --container [--framed [--start-first]] [--role=run|session|keeper] [--unset-gomaxprocs] -- COMMAND [ARG...]
 //
 // Role run (the default) is the container's pid 1: it verifies the Manifest, runs the
 // command as a child, forwards signals, reaps every orphan, and exits with the
@@ -28,7 +29,10 @@ import (
 // idle pid 1 of a kept container. With --framed, stdin carries wire frames (see the
 // wire package); without, the command inherits the container's stdio, as a hand-run
 // `docker run` line gives it. With --start-first (see wire.StartFirstArg) the
-// command starts before the hello is read.
+// command starts before the hello is read. With wire.UnsetGOMAXPROCSArg the runtime
+// started with the one P of the GOMAXPROCS=1 devsandbox added to a session's exec;
+// the init removes the variable and takes the default number of Ps once the command
+// started.
 const ContainerArg = "--container"
 
 // ContainerMain runs the init's container roles with the arguments after
@@ -41,6 +45,11 @@ func ContainerMain(args []string, stderr io.Writer) int {
 			c.framed = true
 		case a == wire.StartFirstArg:
 			c.startFirst = true
+		case a == wire.UnsetGOMAXPROCSArg:
+			// Before anything starts a process or copies the environment: the
+			// runtime read it at its start, and the command may not inherit it.
+			_ = os.Unsetenv("GOMAXPROCS")
+			c.oneProc = true
 		case strings.HasPrefix(a, "--role="):
 			c.role = strings.TrimPrefix(a, "--role=")
 		default:
@@ -78,6 +87,7 @@ type container struct {
 	stderr     io.Writer
 	framed     bool
 	startFirst bool // wire.StartFirstArg
+	oneProc    bool // wire.UnsetGOMAXPROCSArg: the runtime started with one P
 	role       string
 	stdin      *os.File // the container's stdin, read for frames
 }
@@ -101,6 +111,20 @@ func (c *container) ready() {
 
 func (c *container) run(argv []string) int {
 	c.stdin = os.Stdin
+	// The reaper's subscription to SIGCHLD (whose default is to be ignored) and to the
+	// command's signals run beside the work below and are waited for only before the
+	// command starts: each signal.Notify of a signal is a round trip with the
+	// runtime's signal-mask thread (the first also starts it), eight in all, which the
+	// keeper's answer and the view's checks hide. A signal that arrives meanwhile
+	// waits for the command, as under the bwrap init.
+	var r *reaper
+	sigs := make(chan os.Signal, 8)
+	subscribed := make(chan struct{})
+	go func() {
+		r = newReaper()
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
+		close(subscribed)
+	}()
 	m := &wire.Manifest{}
 	if s, ok := os.LookupEnv(wire.ManifestEnv); ok {
 		var err error
@@ -124,10 +148,6 @@ func (c *container) run(argv []string) int {
 	if err := VerifyView(m); err != nil {
 		return c.fail("%v", err)
 	}
-	// So is the reaper's subscription to SIGCHLD, whose default is to be ignored: the
-	// process's first signal.Notify starts the runtime's signal handling (a
-	// goroutine and a thread, a few tenths of a millisecond here).
-	r := newReaper()
 
 	// Without a hello to wait for, the command starts now; the hello is read after
 	// it, and must be empty (readFrames).
@@ -209,8 +229,7 @@ func (c *container) run(argv []string) int {
 	if err != nil {
 		return c.fail("setting up the command's terminal: %v", err)
 	}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
+	<-subscribed
 	ooms := -1
 	if m.Memory > 0 && hello.Nonce != "" {
 		ooms = oomKills(m)
@@ -223,6 +242,11 @@ func (c *container) run(argv []string) int {
 		Sys:   cio.sys(),
 	})
 	cio.started()
+	if c.oneProc {
+		// One P took the init from its start to the command's (a thread fewer, no
+		// second P's caches); the relaying that follows takes the default number.
+		runtime.SetDefaultGOMAXPROCS()
+	}
 	if err != nil {
 		code := ExitNotExecutable
 		if errors.Is(err, syscall.ENOENT) {

@@ -34,13 +34,14 @@ import (
 // it before running the command.
 const ManifestEnv = "DEVSANDBOX_INIT"
 
-// UnsetGOMAXPROCSArg, an argument of the bwrap init, says that GOMAXPROCS=1 in its
+// UnsetGOMAXPROCSArg, an argument of the bwrap init and of the container init's
+// session role (a kept container's exec), says that GOMAXPROCS=1 in its
 // environment is the init's alone: the host added it (the command's environment has
 // no GOMAXPROCS), and the init removes it before anything copies its environment,
 // then takes the default number of Ps (runtime.SetDefaultGOMAXPROCS). With one P the
 // Go runtime starts a thread fewer and touches fewer pages before the init's main
 // (no thread woken for forcegchelper's start, no second P's caches), on the way to
-// the command's exec.
+// the command's exec. The container init takes the default once the command started.
 const UnsetGOMAXPROCSArg = "--unset-gomaxprocs"
 
 // ScopeAbstractArg, an argument of the bwrap init, has it start the command in a
