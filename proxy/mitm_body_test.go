@@ -162,3 +162,67 @@ func TestMITMClientLeavesLargeBody(t *testing.T) {
 		t.Error("the proxy's handler did not finish after the client left")
 	}
 }
+
+// TestMITMSlowReaderCompletes: a decrypted download that takes longer than the idle
+// timeout in all, to a client that reads steadily, completes: the write deadline moves
+// on while the body flows (the copy path; the spliced one has its own test).
+func TestMITMSlowReaderCompletes(t *testing.T) {
+	const idle = time.Second
+	const size = 24 << 20
+	m := newMITM(t, Config{TunnelIdleTimeout: idle}, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		w.Write(make([]byte, size))
+	})
+	resp, err := m.client(t, false).Get("https://example.com/slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	start := time.Now()
+	var got int64
+	for {
+		// about 2 s for the whole body, never long without reading
+		n, err := io.CopyN(io.Discard, resp.Body, 256<<10)
+		got += n
+		if err != nil || n == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // the client's pace, not synchronisation
+	}
+	if got != size {
+		t.Fatalf("received %d bytes in %v, want %d", got, time.Since(start), size)
+	}
+	if time.Since(start) < idle {
+		t.Fatalf("the download took %v: not longer than the idle timeout, proves nothing", time.Since(start))
+	}
+}
+
+// TestMITMStalledReaderTimesOut: a client that asks for a large decrypted body and
+// never reads it does not hold the handler: a write to it times out after about the
+// idle timeout, and the request is recorded with the bytes that did go out.
+func TestMITMStalledReaderTimesOut(t *testing.T) {
+	const size = 512 << 20 // more than any socket buffers hold
+	m := newMITM(t, Config{TunnelIdleTimeout: 300 * time.Millisecond}, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		buf := make([]byte, 1<<20)
+		for sent := 0; sent < size; sent += len(buf) {
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+		}
+	})
+	resp, err := m.client(t, false).Get("https://example.com/stalled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close() // never read
+	if !eventually(t, 15*time.Second, func() bool { return m.origin.hits.Load() == 1 && m.h.srv.track.running() == 0 }) {
+		t.Fatal("the handler still runs for a client that never reads its response")
+	}
+	m.h.shutdown(t)
+	for _, r := range records(t, m.h) {
+		if r.Method == "GET" && (r.Status != 200 || r.BytesDown <= 0 || r.BytesDown >= size) {
+			t.Fatalf("record %+v, want a 200 with part of the body", r)
+		}
+	}
+}
