@@ -105,6 +105,10 @@ func hideMovedOn(t *testing.T, iso, home string) {
 	for _, c := range hideMovedCases() {
 		for _, variant := range []string{"rename", "rename+dangling link"} {
 			t.Run(c.name+"/"+variant, func(t *testing.T) {
+				// Each case has a project, a config and a sandbox of its own: the
+				// cases of one isolator and home run side by side (-parallel, the
+				// CPUs), each run's wait on the engine overlapping another's work.
+				t.Parallel()
 				p := newProject(t)
 				config, flags := c.prepare(p)
 				args := []string{"--isolator=" + iso, "--egress=open"}
