@@ -80,9 +80,11 @@ func (s *stubAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(body, &req)
 	p := r.URL.Path
 	switch {
+	case strings.EqualFold(r.Header.Get("Upgrade"), "websocket"):
+		// A WebSocket upgrade (Codex tries one first) is not in the stub: 426 makes
+		// Codex fall back to HTTP at once (a 404 it retries with backoff, ~6 s a run).
+		w.WriteHeader(http.StatusUpgradeRequired)
 	case r.Method != http.MethodPost && !strings.HasSuffix(p, "/models"):
-		// A WebSocket upgrade (Codex tries one first) is not in the stub: it falls
-		// back to HTTP.
 		w.WriteHeader(http.StatusNotFound)
 	case strings.HasSuffix(p, "/messages"):
 		s.anthropic(w, i, req, string(body))

@@ -57,6 +57,7 @@ func serveStubAPI() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	serveStubDNS()
 	fmt.Printf("listening %s\n", ln.Addr())
 	sse := func(w http.ResponseWriter, events ...string) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -95,6 +96,74 @@ func serveStubAPI() {
 	}))
 }
 
+// serveStubDNS answers every DNS query with "no such name" at the host's
+// nameservers' addresses, which it adds to the stub's loopback: the namespace is
+// offline, as a machine with a resolver but no network. Without it Codex (a musl
+// build, whose resolver waits out its 5 s timeout even when the nameserver is
+// unreachable) spent 5 s a run on its update and analytics look-ups. The addresses
+// exist only in the stub's own network namespace: no query leaves it.
+func serveStubDNS() {
+	conf, err := os.ReadFile("/etc/resolv.conf")
+	if err != nil {
+		return // no resolver configured: look-ups fail at once
+	}
+	for line := range strings.Lines(string(conf)) {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "nameserver" {
+			continue
+		}
+		ip := net.ParseIP(f[1])
+		if ip == nil {
+			continue
+		}
+		if !ip.IsLoopback() {
+			bits := "/32"
+			if ip.To4() == nil {
+				bits = "/128"
+			}
+			if out, err := exec.Command("ip", "addr", "add", ip.String()+bits, "dev", "lo").CombinedOutput(); err != nil {
+				fmt.Fprintf(os.Stderr, "stub DNS: adding %s to lo: %v: %s\n", ip, err, out)
+				continue
+			}
+		}
+		pc, err := net.ListenPacket("udp", net.JoinHostPort(ip.String(), "53"))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "stub DNS: %v\n", err)
+			continue
+		}
+		go answerNXDomain(pc)
+	}
+}
+
+// answerNXDomain answers each query read from pc with its question and NXDOMAIN.
+func answerNXDomain(pc net.PacketConn) {
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		q := buf[:n]
+		if n < 12 {
+			continue
+		}
+		end := 12 // past the question's name: labels up to the root's zero length
+		for end < n && q[end] != 0 {
+			end += int(q[end]) + 1
+		}
+		end += 5 // the zero length, QTYPE, QCLASS
+		if end > n {
+			continue
+		}
+		resp := append([]byte(nil), q[:end]...)
+		resp[2] = 0x80 | q[2]&0x79 // QR, the query's opcode and RD
+		resp[3] = 0x80 | 3         // RA, NXDOMAIN
+		resp[4], resp[5] = 0, 1    // one question, no other record
+		clear(resp[6:12])
+		_, _ = pc.WriteTo(resp, from)
+	}
+}
+
 // stubNet is a network namespace of the test's own with the stub API on its loopback.
 type stubNet struct {
 	cmd  *exec.Cmd
@@ -115,7 +184,7 @@ func startStubNet(t *testing.T) *stubNet {
 	}
 	s := &stubNet{log: filepath.Join(t.TempDir(), "requests.log")}
 	s.cmd = exec.Command("unshare", "--net", "--", "/bin/sh", "-c", `ip link set lo up && exec "$0"`, self)
-	s.cmd.Env = []string{stubAPIEnv + "=" + s.log}
+	s.cmd.Env = []string{stubAPIEnv + "=" + s.log, "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

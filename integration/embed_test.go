@@ -384,6 +384,11 @@ func TestEmbedScenarios(t *testing.T) {
 	forEachIsolatorOf(t, embedIsolators(), func(t *testing.T, iso string) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
+				// Each case has a project and a harness of its own (assertNothingLeft
+				// looks at that project only): they run side by side, mostly so that
+				// the deadline's 8 s and the stop grace's 2 s of waiting overlap the
+				// other cases' work.
+				t.Parallel()
 				p := newProject(t)
 				job := c.job
 				job.Iso, job.Dirs = iso, []string{p.dir}
