@@ -23,7 +23,7 @@ func TestDockerDerivedImage(t *testing.T) {
 		// A base image of its own (a new ID), so the first run cannot hit the cache.
 		base := "devsandbox-test/derive-" + hex.EncodeToString(rnd[:]) + ":1"
 		cid := dockerAt(t, iso, "create", "devsandbox-test/busybox:1", "true")
-		dockerAt(t, iso, "commit", "--change", "LABEL it.unique="+hex.EncodeToString(rnd[:]), cid, base)
+		dockerAt(t, iso, "commit", "--change", "LABEL it.unique="+hex.EncodeToString(rnd[:]), "--change", "ENV GOMAXPROCS=5", cid, base)
 		dockerAt(t, iso, "rm", cid)
 		baseID := dockerAt(t, iso, "image", "inspect", "--format", "{{.Id}}", base)
 		derived := func() []string {
@@ -68,6 +68,18 @@ func TestDockerDerivedImage(t *testing.T) {
 		}
 		if r := run(t, p.dir, nil, "", args...); r.code != 0 || strings.Contains(r.stderr, "preparing") {
 			t.Fatalf("a run with the image cached:\n%s", r)
+		}
+		// The image's own environment reaches the command of a kept container's
+		// sessions, the first (which makes the container) and a warm one: the
+		// session's init starts on one P only where nothing sets GOMAXPROCS.
+		kept := []string{"--isolator=" + iso, "--image=" + base, "--keep-container", "--egress=none", "--", "/bin/sh", "-c", `echo "procs=${GOMAXPROCS-unset}"`}
+		for _, which := range []string{"first", "warm"} {
+			if r := run(t, p.dir, nil, "", kept...); r.code != 0 || r.stdout != "procs=5\n" {
+				t.Fatalf("the %s kept session, the image setting GOMAXPROCS=5: want procs=5, got:\n%s", which, r)
+			}
+		}
+		if r := run(t, p.dir, []string{"DOCKER_HOST=" + engineOf(iso)}, "", "sandboxes", "rm", p.name()); r.code != 0 {
+			t.Fatalf("removing the kept container:\n%s", r)
 		}
 		for _, id := range ids {
 			dockerAt(t, iso, "rmi", id)

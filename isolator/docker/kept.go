@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -160,12 +161,13 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 func (b *Isolator) keptExec(ctx context.Context, e Engine, addr Address, p *isolator.Plan, spec *Spec, ahead *future[dockercontainer.InspectResponse]) (id string, fresh bool, ex dockercontainer.ExecCreateResponse, err error) {
 	for {
 		early := false
+		var env []string // the running container's environment, when its inspect is at hand
 		if ahead != nil {
 			in, ierr := ahead.get()
 			ahead = nil
 			switch {
 			case ierr == nil && runningFor(in, spec):
-				id, early = in.ID, true
+				id, early, env = in.ID, true, in.Config.Env
 			case cerrdefs.IsNotFound(ierr):
 				id, err = b.createKept(ctx, e, addr, spec)
 				if cerrdefs.IsConflict(err) {
@@ -191,7 +193,7 @@ func (b *Isolator) keptExec(ctx context.Context, e Engine, addr Address, p *isol
 				return "", false, ex, err
 			}
 		}
-		ex, err = e.ContainerExecCreate(ctx, id, *spec.Exec)
+		ex, err = e.ContainerExecCreate(ctx, id, sessionExec(*spec.Exec, env))
 		switch {
 		case err == nil:
 			return id, fresh, ex, nil
@@ -347,4 +349,29 @@ func withStartFirst(spec *Spec) *Spec {
 	x.Cmd = slices.Concat(spec.Exec.Cmd[:i], []string{wire.StartFirstArg}, spec.Exec.Cmd[i:])
 	s.Exec = &x
 	return &s
+}
+
+// sessionExec is x, the session's exec, as it may run in a kept container whose
+// environment is env (nil: not known). The session's init starts on one P with the
+// GOMAXPROCS=1 the exec adds, and removes it before the command starts
+// (wire.UnsetGOMAXPROCSArg): the command would then lose a GOMAXPROCS its image sets,
+// which the exec's variable replaces. So both are kept only where the container's
+// environment is known to set none (the running container's inspect: a warm run);
+// a run that made or looked the container up again pays the runtime's default Ps
+// (a fraction of a millisecond beside the container's start). Pure.
+func sessionExec(x dockercontainer.ExecOptions, env []string) dockercontainer.ExecOptions {
+	if env != nil && !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "GOMAXPROCS=") }) {
+		return x
+	}
+	end := slices.Index(x.Cmd, "--")
+	if end < 0 {
+		end = len(x.Cmd)
+	}
+	i := slices.Index(x.Cmd[:end], wire.UnsetGOMAXPROCSArg)
+	if i < 0 {
+		return x
+	}
+	x.Cmd = slices.Concat(x.Cmd[:i], x.Cmd[i+1:])
+	x.Env = slices.DeleteFunc(slices.Clone(x.Env), func(e string) bool { return e == wire.InitGOMAXPROCS })
+	return x
 }

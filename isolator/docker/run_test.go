@@ -1674,3 +1674,37 @@ func TestContentSourcesTogether(t *testing.T) {
 		t.Errorf("contentSources = %v, %v; want %v", got, err, want)
 	}
 }
+
+// A session's exec keeps its one-P start (the GOMAXPROCS=1 and the argument that
+// removes it) only where the running container's environment is known to set no
+// GOMAXPROCS: an image's own would otherwise be replaced by 1 and then removed
+// before the command starts.
+func TestSessionExecGOMAXPROCS(t *testing.T) {
+	x := dockercontainer.ExecOptions{
+		Env: []string{"HOME=/home/u", wire.InitGOMAXPROCS, "M=1"},
+		Cmd: []string{"/init", "--container", wire.UnsetGOMAXPROCSArg, "--", "sh", wire.UnsetGOMAXPROCSArg},
+	}
+	stripped := dockercontainer.ExecOptions{
+		Env: []string{"HOME=/home/u", "M=1"},
+		Cmd: []string{"/init", "--container", "--", "sh", wire.UnsetGOMAXPROCSArg},
+	}
+	for name, tc := range map[string]struct {
+		x    dockercontainer.ExecOptions
+		env  []string
+		want dockercontainer.ExecOptions
+	}{
+		"a warm run, no GOMAXPROCS in the container": {x, []string{"PATH=/bin", "GOMAXPROCSX=2"}, x},
+		"the image sets GOMAXPROCS":                  {x, []string{"PATH=/bin", "GOMAXPROCS=4"}, stripped},
+		"the container's environment not known":      {x, nil, stripped},
+		"the run set GOMAXPROCS (no argument)":       {stripped, nil, stripped},
+	} {
+		before := slices.Clone(tc.x.Env)
+		got := sessionExec(tc.x, tc.env)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %q %q, want %q %q", name, got.Env, got.Cmd, tc.want.Env, tc.want.Cmd)
+		}
+		if !reflect.DeepEqual(tc.x.Env, before) {
+			t.Errorf("%s: changed its argument's environment: %q", name, tc.x.Env)
+		}
+	}
+}
