@@ -149,16 +149,8 @@ func TestKeptUndumpableClientKeepsItsCredential(t *testing.T) {
 	o := newOutside(t)
 	_, auths := serveRecording(t, o, 8088, nil)
 	forEachDocker(t, func(t *testing.T, iso string) {
-		p := newProject(t)
-		cfg := p.writeConfig(iso, "cred.toml", fmt.Sprintf(`[[proxy.credentials]]
-host = "http://%s:8088"
-header = "Authorization"
-value_env = "DSB_IT_TOKEN"
-format = "Bearer {}"
-`, o.addr))
+		p, flags := keptCredentialProject(t, iso, o)
 		p.write("proj/undumpable.py", undumpable)
-		flags := []string{"--keep-container", "--egress=proxy", "--allow", o.addr, "--config=" + cfg}
-		settle(p, iso, flags)
 		tokA, tokB := "ghp_ITA"+randHex(16), "ghp_ITB"+randHex(16)
 		tag := randHex(4)
 		url := func(name string) string { return fmt.Sprintf("http://%s:8088/%s-%s", o.addr, tag, name) }

@@ -68,15 +68,7 @@ func TestKeptOverlappingSessionsKeepTheirCredentials(t *testing.T) {
 	o := newOutside(t)
 	_, auths := serveRecording(t, o, 8088, nil)
 	forEachDocker(t, func(t *testing.T, iso string) {
-		p := newProject(t)
-		cfg := p.writeConfig(iso, "cred.toml", fmt.Sprintf(`[[proxy.credentials]]
-host = "http://%s:8088"
-header = "Authorization"
-value_env = "DSB_IT_TOKEN"
-format = "Bearer {}"
-`, o.addr))
-		flags := []string{"--keep-container", "--egress=proxy", "--allow", o.addr, "--config=" + cfg}
-		settle(p, iso, flags)
+		p, flags := keptCredentialProject(t, iso, o)
 		tokA, tokB := "ghp_ITA"+randHex(16), "ghp_ITB"+randHex(16)
 		tag := randHex(4)
 		session := func(name, token string) (*lineReader, func()) {
@@ -103,4 +95,21 @@ format = "Bearer {}"
 			t.Fatalf("overlapping kept sessions' requests carried another session's credential:\n got %q\nwant %q", seen, want)
 		}
 	})
+}
+
+// keptCredentialProject is a project whose kept container (docker variant iso) runs
+// under --egress=proxy with a credential for o's port 8088 from DSB_IT_TOKEN (the
+// session's own value), settled; flags are its runs' flags.
+func keptCredentialProject(t *testing.T, iso string, o *outside) (*project, []string) {
+	t.Helper()
+	p := newProject(t)
+	cfg := p.writeConfig(iso, "cred.toml", fmt.Sprintf(`[[proxy.credentials]]
+host = "http://%s:8088"
+header = "Authorization"
+value_env = "DSB_IT_TOKEN"
+format = "Bearer {}"
+`, o.addr))
+	flags := []string{"--keep-container", "--egress=proxy", "--allow", o.addr, "--config=" + cfg}
+	settle(p, iso, flags)
+	return p, flags
 }
