@@ -86,7 +86,8 @@ func (p *Policy) Decide(host string, port int, addrs []netip.Addr) Decision {
 	}
 	for _, a := range addrs {
 		class, what := audit.Classify(a)
-		if class == "" && p.IsLocal != nil && p.IsLocal(a) {
+		// A NAT64 address reaches the IPv4 address it embeds: judged as that one.
+		if class == "" && p.IsLocal != nil && (p.IsLocal(a) || p.IsLocal(audit.Embedded(a))) {
 			class, what = audit.ClassThisHost, "an address of this host"
 		}
 		switch {

@@ -187,12 +187,18 @@ func TestPolicyHostAndSpecialAddresses(t *testing.T) {
 		port  int
 		allow bool
 	}{
-		{"93.184.216.34", 80, false}, // this host's public address
-		{"192.0.2.2", 8099, false},   // TEST-NET-1
-		{"198.18.0.1", 80, false},    // benchmarking
-		{"2001:db8::1", 80, false},   // documentation
-		{"203.0.113.9", 8099, true},  // named by an allow entry
-		{"93.184.216.35", 80, true},  // an ordinary public address
+		{"93.184.216.34", 80, false},      // this host's public address
+		{"192.0.2.2", 8099, false},        // TEST-NET-1
+		{"198.18.0.1", 80, false},         // benchmarking
+		{"2001:db8::1", 80, false},        // documentation
+		{"203.0.113.9", 8099, true},       // named by an allow entry
+		{"93.184.216.35", 80, true},       // an ordinary public address
+		{"64:ff9b::5db8:d822", 80, false}, // NAT64 of this host's public address
+		{"::127.0.0.1", 80, false},        // IPv4-compatible loopback
+		{"::ffff:0:127.0.0.1", 80, false}, // IPv4-translated loopback
+		{"2002:7f00:1::1", 80, false},     // 6to4 of the loopback
+		{"fec0::1", 80, false},            // site-local
+		{"4000::1", 80, false},            // outside global unicast
 	} {
 		if d := p.Decide(tc.host, tc.port, nil); d.Allow != tc.allow {
 			t.Errorf("%s:%d: allow %v (%s), want %v", tc.host, tc.port, d.Allow, d.Reason, tc.allow)
@@ -219,5 +225,23 @@ func TestDefaultDenyDoesNotResolve(t *testing.T) {
 	}
 	if _, err := d.Check(context.Background(), "allowed.example", 80); err != nil || r.n != 1 {
 		t.Fatalf("allowed name: err %v, %d lookups", err, r.n)
+	}
+}
+
+// An allow entry for a range that embeds IPv4 addresses does not open the loopback
+// one embeds when the proxy refuses its host's loopback.
+func TestPolicyEmbeddedLoopbackRefused(t *testing.T) {
+	p, err := NewPolicy(entries(t, "2002::/16", "::/96", "2001::/32", "::ffff:0:0:0/96"), nil, "deny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.RefuseLoopback = true
+	for _, host := range []string{"2002:7f00:1::1", "::127.0.0.1", "2001:0:5db8:d822::80ff:fffe", "::ffff:0:127.0.0.1"} {
+		if d := p.Decide(host, 80, nil); d.Allow || d.Rule != audit.RuleHost || d.Special != audit.ClassLoopback {
+			t.Errorf("%s: %+v, want refused as the proxy's host's loopback", host, d)
+		}
+	}
+	if d := p.Decide("2002:5db8:d822::1", 80, nil); !d.Allow {
+		t.Errorf("6to4 of a public address named by an allow entry: %+v, want allowed", d)
 	}
 }

@@ -188,8 +188,8 @@ func sameDir(pr Probe, a, b string) bool {
 
 // protect adds the mounts that protect one git dir: itself when it lies outside the
 // project (bind), then read-only hooks and config, the pointer files of its linked
-// worktrees, its submodules' hooks, and the files its config includes from where the
-// sandbox can write.
+// worktrees, its submodules' hooks and lefthook remote configs, and the files its
+// config includes from where the sandbox can write.
 func (l *gitLayout) protect(pr Probe, dir string, bind bool, project, home string) error {
 	if bind {
 		l.mounts = append(l.mounts, isolator.Mount{Kind: isolator.Bind, Source: dir, Dest: dir, Why: "git dir of the worktree"})
@@ -220,9 +220,25 @@ func (l *gitLayout) protect(pr Probe, dir string, bind bool, project, home strin
 	}
 	// Submodules keep their git dirs below modules/. Their hooks are read-only; their
 	// config is not, as git submodule update rewrites it (core.worktree): package
-	// watch checks every change to it.
-	for _, sub := range findModules(pr, filepath.Join(dir, "modules"), 0) {
+	// watch checks every change to it. Each git dir, and every directory from modules/
+	// down to it, is a mount point (bound first, parents before children), so none can
+	// be renamed away with its read-only parts and replaced by a writable copy.
+	modules := filepath.Join(dir, "modules")
+	bound := map[string]bool{}
+	for _, sub := range findModules(pr, modules, 0) {
+		var chain []string
+		for d := sub; isolator.Within(d, modules) && !bound[d]; d = filepath.Dir(d) {
+			chain = append(chain, d)
+		}
+		for i := len(chain) - 1; i >= 0; i-- {
+			bound[chain[i]] = true
+			l.mounts = append(l.mounts, isolator.Mount{Kind: isolator.Bind, Source: chain[i], Dest: chain[i], Why: "holds a submodule's git dir"})
+		}
 		l.hooks(pr, sub)
+		// lefthook run inside a submodule keeps its remotes in the submodule's git dir.
+		if err := l.lefthookRemotes(pr, sub); err != nil {
+			return err
+		}
 		if cw := filepath.Join(sub, "config.worktree"); pr.exists(cw) {
 			l.mounts = append(l.mounts, isolator.Mount{Kind: isolator.Bind, Source: cw, Dest: cw, ReadOnly: true, Why: isolator.WhyGitConfig})
 		}

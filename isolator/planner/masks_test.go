@@ -274,6 +274,38 @@ func TestLefthookRemotesReadOnly(t *testing.T) {
 		equalLines(t, "mounts", mounts, nil)
 		equalLines(t, "tripwires", trips, f.expand(p, "$PROJ/.git/info/lefthook-remotes quarantine=true"))
 	})
+	// lefthook run inside a submodule, or a nested one, keeps its remotes in that
+	// submodule's git dir.
+	t.Run("submodules", func(t *testing.T) {
+		f := newFixture(t)
+		gitRepo(t, f.proj)
+		writeFile(t, f.proj+"/.git/modules/sub/HEAD", "ref: refs/heads/main\n")
+		writeFile(t, f.proj+"/.git/modules/sub/info/lefthook-remotes/shared/lefthook.yml", "pre-commit: {}\n")
+		writeFile(t, f.proj+"/.git/modules/sub/modules/nested/HEAD", "ref: refs/heads/main\n")
+		p, _ := f.build(t, f.load(t))
+		mounts, trips := lines(p)
+		// lines keeps the mounts naming lefthook: the git dirs' own binds are
+		// TestGitMounts'.
+		equalLines(t, "mounts", mounts, f.expand(p,
+			"bind rw $PROJ/.git/modules/sub/info -> $PROJ/.git/modules/sub/info (holds lefthook's remote configs)",
+			"bind ro $PROJ/.git/modules/sub/info/lefthook-remotes -> $PROJ/.git/modules/sub/info/lefthook-remotes (lefthook's remote configs)"))
+		equalLines(t, "tripwires", trips, f.expand(p,
+			"$PROJ/.git/info/lefthook-remotes quarantine=true",
+			"$PROJ/.git/modules/sub/modules/nested/info/lefthook-remotes quarantine=true"))
+	})
+	t.Run("submodule symlink", func(t *testing.T) {
+		f := newFixture(t)
+		gitRepo(t, f.proj)
+		writeFile(t, f.proj+"/.git/modules/sub/HEAD", "ref: refs/heads/main\n")
+		mkdirs(t, f.proj+"/.git/modules/sub/info", f.proj+"/elsewhere")
+		if err := os.Symlink("../../../../elsewhere", f.proj+"/.git/modules/sub/info/lefthook-remotes"); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := Build(f.load(t), tools.NewRegistry(), probe(f.proj), Request{Command: []string{"true"}})
+		if !errors.Is(err, ErrProject) || !strings.Contains(err.Error(), "modules/sub/info/lefthook-remotes is a symlink") {
+			t.Fatalf("a symlink at .git/modules/sub/info/lefthook-remotes: want ErrProject naming it, got %v", err)
+		}
+	})
 	t.Run("symlink", func(t *testing.T) {
 		f := newFixture(t)
 		gitRepo(t, f.proj)

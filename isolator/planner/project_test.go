@@ -137,7 +137,7 @@ func TestGitMounts(t *testing.T) {
 			"bind ro $HOME/src/.git/modules/app/config -> $HOME/src/.git/modules/app/config (git config)",
 			"bind ro $PROJ/.git -> $PROJ/.git (git dir link)",
 		}},
-		{"submodules of the project: hooks read-only, config watched", func(t *testing.T, proj string) {
+		{"submodules of the project: hooks read-only, config watched, git dirs mount points", func(t *testing.T, proj string) {
 			gitRepo(t, proj)
 			for _, m := range []string{"lib/a", "lib/a/modules/b"} {
 				mkdirs(t, proj+"/.git/modules/"+m+"/hooks")
@@ -147,7 +147,12 @@ func TestGitMounts(t *testing.T) {
 		}, []string{
 			"bind ro $PROJ/.git/hooks -> $PROJ/.git/hooks (git hooks)",
 			"bind ro $PROJ/.git/config -> $PROJ/.git/config (git config)",
+			"bind rw $PROJ/.git/modules -> $PROJ/.git/modules (holds a submodule's git dir)",
+			"bind rw $PROJ/.git/modules/lib -> $PROJ/.git/modules/lib (holds a submodule's git dir)",
+			"bind rw $PROJ/.git/modules/lib/a -> $PROJ/.git/modules/lib/a (holds a submodule's git dir)",
 			"bind ro $PROJ/.git/modules/lib/a/hooks -> $PROJ/.git/modules/lib/a/hooks (git hooks)",
+			"bind rw $PROJ/.git/modules/lib/a/modules -> $PROJ/.git/modules/lib/a/modules (holds a submodule's git dir)",
+			"bind rw $PROJ/.git/modules/lib/a/modules/b -> $PROJ/.git/modules/lib/a/modules/b (holds a submodule's git dir)",
 			"bind ro $PROJ/.git/modules/lib/a/modules/b/hooks -> $PROJ/.git/modules/lib/a/modules/b/hooks (git hooks)",
 		}},
 		{"include.path into the work tree", func(t *testing.T, proj string) {

@@ -1,0 +1,72 @@
+package audit
+
+import (
+	"net/netip"
+	"testing"
+)
+
+// TestClassifyEmbeddedAndDeprecated is the attack table for the address classes: every
+// IPv6 form that embeds an IPv4 address is judged by the address it embeds when that is
+// loopback, the LAN or reserved; the deprecated and reserved ranges of the IANA
+// special-purpose registries are not ordinary public addresses.
+func TestClassifyEmbeddedAndDeprecated(t *testing.T) {
+	for _, tc := range []struct {
+		addr, class string
+	}{
+		// IPv4-compatible (::/96, deprecated)
+		{"::127.0.0.1", ClassLoopback},
+		{"::10.1.2.3", ClassPrivate},
+		{"::169.254.169.254", ClassMetadata},
+		{"::0.0.0.2", ClassUnspecified},
+		{"::93.184.216.34", ClassReserved},
+		// :: and ::1 are not IPv4-compatible forms of 0.0.0.0 and 0.0.0.1
+		{"::", ClassUnspecified},
+		{"::1", ClassLoopback},
+		// IPv4-mapped and IPv4-translated (::ffff:0:0:0/96)
+		{"::ffff:127.0.0.1", ClassLoopback},
+		{"::ffff:0:127.0.0.1", ClassLoopback},
+		{"::ffff:0:192.168.1.1", ClassPrivate},
+		{"::ffff:0:93.184.216.34", ClassReserved},
+		// 6to4
+		{"2002:7f00:1::1", ClassLoopback},
+		{"2002:c0a8:101::1", ClassPrivate},
+		{"2002:0:0::1", ClassUnspecified},
+		{"2002:5db8:d822::1", ClassProtocol},
+		{"192.88.99.1", ClassProtocol},
+		// Teredo: client inverted in the last 32 bits, server in bits 32-63
+		{"2001:0:5db8:d822::80ff:fffe", ClassLoopback},
+		{"2001:0:7f00:1::a2ff:fefe", ClassLoopback},
+		{"2001:0:5db8:d822::a247:27dd", ClassProtocol},
+		// NAT64, well-known and local-use (any RFC 6052 length from /48)
+		{"64:ff9b::7f00:1", ClassLoopback},
+		{"64:ff9b::a01:203", ClassPrivate},
+		{"64:ff9b::5db8:d822", ""},
+		{"64:ff9b:1::7f00:1", ClassLoopback},
+		{"64:ff9b:1:7f00:1::", ClassLoopback},
+		{"64:ff9b:1::a01:203", ClassPrivate},
+		// deprecated, discard and other IPv6 ranges
+		{"fec0::1", ClassPrivate},
+		{"100::1", ClassProtocol},
+		{"100:0:0:1::1", ClassProtocol},
+		{"3fff::1", ClassDocumentation},
+		{"5f00::1", ClassProtocol},
+		{"400::1", ClassReserved},
+		{"4000::1", ClassReserved},
+		{"fe00::1", ClassReserved},
+		// IPv4
+		{"0.1.2.3", ClassUnspecified},
+		{"100.64.0.1", ClassCGNAT},
+		{"192.0.0.9", ClassProtocol},
+		{"198.19.255.255", ClassDocumentation},
+		{"240.0.0.1", ClassReserved},
+		{"255.255.255.255", ClassReserved},
+		// ordinary public addresses stay unclassed
+		{"93.184.216.34", ""},
+		{"2606:2800:220:1::1", ""},
+		{"2a00:1450:4001::1", ""},
+	} {
+		if got, what := Classify(netip.MustParseAddr(tc.addr)); got != tc.class {
+			t.Errorf("Classify(%s) = %q (%s), want %q", tc.addr, got, what, tc.class)
+		}
+	}
+}
