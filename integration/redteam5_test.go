@@ -55,7 +55,7 @@ func TestImageHealthcheckNeverRuns(t *testing.T) {
 		dir := t.TempDir()
 		tag := "devsandbox-test/rt5-health:" + randHex(4)
 		t.Cleanup(func() {
-			if ids, err := dockerCmd(iso, "images", "-q", "--filter", "label=dev.devsandbox.base="+tag).Output(); err == nil && len(ids) > 0 {
+			if ids, err := dockerCmd(iso, "images", "-q", "--filter", "label=dev.devsandbox.base-ref="+tag).Output(); err == nil && len(ids) > 0 {
 				_ = dockerCmd(iso, append([]string{"rmi", "-f"}, strings.Fields(string(ids))...)...).Run()
 			}
 			_ = dockerCmd(iso, "rmi", "-f", tag).Run()
