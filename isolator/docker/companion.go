@@ -90,6 +90,7 @@ func companionConfig(p *isolator.Plan, image, volume string, labels map[string]s
 		Cmd:          []string{companion.Arg},
 		WorkingDir:   "/",
 		Env:          []string{},
+		Healthcheck:  noHealthcheck(),
 		Labels:       l,
 		AttachStdin:  true,
 		AttachStdout: true,

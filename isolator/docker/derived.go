@@ -221,7 +221,7 @@ func (b *Isolator) buildDerived(ctx context.Context, e Engine, base string, pr p
 	}
 	// The derived image's entrypoint is the init (every container devsandbox makes
 	// names its own); without one, an image with no command cannot be created from.
-	cfg := &dockercontainer.Config{Image: d.labels[LabelBase], Entrypoint: []string{container.InitPath}, Labels: d.labels}
+	cfg := &dockercontainer.Config{Image: d.labels[LabelBase], Entrypoint: []string{container.InitPath}, Labels: d.labels, Healthcheck: noHealthcheck()}
 	created, err := e.ContainerCreate(ctx, cfg, &dockercontainer.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	if err != nil {
 		return "", failed("the engine refused a container of it: %v%s", err, loadTried(loadErr))

@@ -41,6 +41,7 @@ func firewallHelper(args []string, vols []string, target, image string, labels m
 		Image:        image,
 		Entrypoint:   []string{InitPath},
 		Cmd:          args,
+		Healthcheck:  noHealthcheck(),
 		Labels:       l,
 		AttachStdout: true,
 		AttachStderr: true,

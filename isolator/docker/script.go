@@ -50,7 +50,7 @@ func (s *Spec) Script() string {
 		if name == "" {
 			name = "CONTAINER"
 		}
-		fmt.Fprintf(&b, "#   docker run --rm --network container:%s --user 0:0 --cap-drop ALL --cap-add NET_ADMIN \\\n", name)
+		fmt.Fprintf(&b, "#   docker run --rm --network container:%s --user 0:0 --cap-drop ALL --cap-add NET_ADMIN --no-healthcheck \\\n", name)
 		if src := s.initSource(); src != "" {
 			fmt.Fprintf(&b, "#     --mount type=bind,src=%s,dst=%s,readonly --entrypoint %s %s \\\n", sh.Quote(src), InitPath, InitPath, s.Config.Image)
 		} else {
@@ -122,6 +122,9 @@ func (s *Spec) containerFlags(w *container.ArgWriter) {
 	w.Flag("--network", string(h.NetworkMode))
 	if h.ReadonlyRootfs {
 		w.Word("--read-only")
+	}
+	if hc := c.Healthcheck; hc != nil && len(hc.Test) == 1 && hc.Test[0] == "NONE" {
+		w.Word("--no-healthcheck") // the image's is a command run outside the init
 	}
 	for _, cp := range h.CapDrop {
 		w.Flag("--cap-drop", cp)

@@ -253,14 +253,15 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 	labels[LabelKept] = fmt.Sprint(opts.Keep)
 	labels[LabelUser] = fmt.Sprint(p.User.UID)
 	cfg := &dockercontainer.Config{
-		Hostname:   "devsandbox",
-		User:       l.User,
-		Image:      opts.Image,
-		WorkingDir: l.Workdir,
-		Entrypoint: []string{InitPath},
-		Labels:     labels,
-		Env:        []string{wire.ManifestEnv + "=" + l.Manifest.Encode()},
-		Cmd:        l.Init,
+		Hostname:    "devsandbox",
+		User:        l.User,
+		Image:       opts.Image,
+		WorkingDir:  l.Workdir,
+		Entrypoint:  []string{InitPath},
+		Labels:      labels,
+		Env:         []string{wire.ManifestEnv + "=" + l.Manifest.Encode()},
+		Cmd:         l.Init,
+		Healthcheck: noHealthcheck(),
 	}
 	hc := &dockercontainer.HostConfig{
 		NetworkMode:    dockercontainer.NetworkMode(l.Network),

@@ -32,10 +32,11 @@ func (b *Isolator) ensureHomeVolume(ctx context.Context, e Engine, p *isolator.P
 	}
 	uid, gid := p.User.InContainer()
 	cfg := &dockercontainer.Config{
-		Image:      opts.Image,
-		User:       "0:0",
-		Entrypoint: []string{"/bin/sh", "-c", fmt.Sprintf("chown %d:%d /v && chmod 0700 /v", uid, gid)},
-		Labels:     map[string]string{LabelProject: p.Project.ID, LabelUser: fmt.Sprint(p.User.UID)},
+		Image:       opts.Image,
+		User:        "0:0",
+		Entrypoint:  []string{"/bin/sh", "-c", fmt.Sprintf("chown %d:%d /v && chmod 0700 /v", uid, gid)},
+		Labels:      map[string]string{LabelProject: p.Project.ID, LabelUser: fmt.Sprint(p.User.UID)},
+		Healthcheck: noHealthcheck(),
 	}
 	hc := &dockercontainer.HostConfig{
 		NetworkMode: "none",

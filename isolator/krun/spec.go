@@ -5,6 +5,7 @@ import (
 	"maps"
 	"path/filepath"
 
+	"github.com/containers/image/v5/manifest"
 	"github.com/containers/podman/v5/pkg/specgen"
 	spec "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -220,6 +221,9 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 	g.WorkDir = l.Workdir
 	g.User = l.User
 	g.UserNS = specgen.Namespace{NSMode: specgen.KeepID}
+	// The image's HEALTHCHECK is a command podman would run in the container on its
+	// own schedule, outside the init (the docker isolator's noHealthcheck).
+	g.HealthConfig = &manifest.Schema2HealthConfig{Test: []string{"NONE"}}
 	g.Passwd = ptr(false)
 	g.ReadOnlyFilesystem = ptr(true)
 	g.CapDrop = []string{"all"}
