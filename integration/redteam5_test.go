@@ -97,5 +97,18 @@ placeholder_env = "DSB_RT5_PH"
 				t.Errorf("the image's HEALTHCHECK ran in devsandbox's containers (the companion's memory, credential values included, or the sandbox outside its init), run %v: want it never run, got:\n%s", mode, r)
 			}
 		}
+		// The window above can miss a check the engine delays; the kept containers
+		// (the sandbox and its companion) say it outright: the check is off in their
+		// config, and the engine keeps no health state for them.
+		id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+		kept := strings.Fields(dockerAt(t, iso, "ps", "-q", "--no-trunc", "--filter", "label=dev.devsandbox.project="+id))
+		if len(kept) < 2 {
+			t.Fatalf("want the kept container and its companion running, have %q", kept)
+		}
+		for _, c := range kept {
+			if got := dockerAt(t, iso, "inspect", "--format", `{{if .Config.Healthcheck}}{{json .Config.Healthcheck.Test}}{{end}} {{if .State.Health}}health:{{.State.Health.Status}}{{else}}no-health{{end}}`, c); got != `["NONE"] no-health` {
+				t.Errorf("kept container %s: want the image's HEALTHCHECK off (Test NONE, no health state), have %s", c[:12], got)
+			}
+		}
 	})
 }
