@@ -373,7 +373,6 @@ func TestEmbedScenarios(t *testing.T) {
 		{"exit0", embedJob{Script: `echo hello; exit 0`}, time.Minute, "0 nil", []string{"hello"}},
 		{"exit3", embedJob{Script: `echo hello; exit 3`}, time.Minute, "3 nil", []string{"hello"}},
 		{"cancel", embedJob{Script: start + `sleep 1000; echo not-stopped`, CancelOnStart: true}, time.Minute, "143 canceled", []string{"started"}},
-		{"deadline", embedJob{Script: start + `sleep 1000`, Deadline: 8 * time.Second}, time.Minute, "143 deadline", []string{"started"}},
 		// allowlist: pasta and its namespace's rules (bwrap), the firewall helper (docker).
 		{"cancel-allowlist", embedJob{Script: `echo started; sleep 1000`, CancelOnStart: true, Egress: "allowlist"}, time.Minute, "143 canceled", []string{"started"}},
 		// The command sees SIGTERM, on every isolator, and its own status is the run's.
@@ -381,13 +380,33 @@ func TestEmbedScenarios(t *testing.T) {
 		// SIGTERM is ignored: the sandbox is killed after the grace.
 		{"ignores-sigterm", embedJob{Script: `trap "" TERM INT HUP; ` + start + `sleep 1000 & while :; do wait; done`, CancelOnStart: true, StopGrace: 2 * time.Second}, time.Minute, "137 canceled", []string{"started"}},
 	}
+	// The deadline case waits 8 s for its deadline. Its run on every isolator starts
+	// here, before any other case, with a project and a harness of its own as every
+	// case's; its subtests (deadline/<isolator>), after all the others, take the
+	// results. The three waits overlap each other and the other cases' work instead
+	// of adding about 8 s per isolator.
+	deadline := embedJob{Script: start + `sleep 1000`, Deadline: 8 * time.Second}
+	type earlyRun struct {
+		p  *project
+		e  *embedProc
+		t0 time.Time
+	}
+	early := map[string]earlyRun{}
+	for _, iso := range embedIsolators() {
+		if !isolatorReady(iso) {
+			continue // its subtests skip (fail in CI), as forEachIsolatorOf says
+		}
+		p := newProject(t)
+		job := deadline
+		job.Iso, job.Dirs = iso, []string{p.dir}
+		early[iso] = earlyRun{p, startEmbed(t, job, p.root), time.Now()}
+	}
 	forEachIsolatorOf(t, embedIsolators(), func(t *testing.T, iso string) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				// Each case has a project and a harness of its own (assertNothingLeft
 				// looks at that project only): they run side by side, mostly so that
-				// the deadline's 8 s and the stop grace's 2 s of waiting overlap the
-				// other cases' work.
+				// the stop grace's 2 s of waiting overlaps the other cases' work.
 				t.Parallel()
 				p := newProject(t)
 				job := c.job
@@ -413,6 +432,21 @@ func TestEmbedScenarios(t *testing.T) {
 				}
 			}
 			assertNothingLeft(t, iso, a.root, []*project{a, b}, false)
+		})
+	})
+	t.Run("deadline", func(t *testing.T) {
+		forEachIsolatorOf(t, embedIsolators(), func(t *testing.T, iso string) {
+			r, ok := early[iso]
+			if !ok {
+				t.Fatalf("no deadline run was started on %s", iso)
+			}
+			// The bound, a minute, counts from the run's start, as the other cases'.
+			outs, res := r.e.results(t, time.Minute-time.Since(r.t0))
+			if want, out := "143 deadline", []string{"started"}; res[0] != want || !slices.Equal(outs[0], out) {
+				t.Errorf("run: result %q, output %q; want %q, %q\nharness stderr:\n%s", res[0], outs[0], want, out, r.e.stderr.String())
+			}
+			t.Logf("deadline: %s", time.Since(r.t0).Round(time.Millisecond))
+			assertNothingLeft(t, iso, r.p.root, []*project{r.p}, false)
 		})
 	})
 }

@@ -241,6 +241,25 @@ func forEachIsolatorOf(t *testing.T, isos []string, f func(t *testing.T, iso str
 	}
 }
 
+// isolatorReady says whether what forEachIsolatorOf's subtest of iso requires is
+// there, for a test that starts work on iso before its subtests run.
+func isolatorReady(iso string) bool {
+	switch iso {
+	case "bwrap":
+		look := "bwrap"
+		if it.bwrapDir != "" {
+			look = filepath.Join(it.bwrapDir, "bwrap")
+		}
+		_, err := exec.LookPath(look)
+		return err == nil
+	case localDocker, remoteDocker, tcpDocker, rootlessDocker:
+		return engineReady[iso] == ""
+	case "krun":
+		return podmanReady == ""
+	}
+	return true
+}
+
 // homeElsewhere is a containers' home (docker.home) that is not the host home's path,
 // as the default /home/<user> is not for a user whose home is elsewhere (macOS's
 // /Users/<user>, a Linux home outside /home). A path below the host home is then at two

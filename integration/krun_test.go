@@ -491,6 +491,12 @@ func TestKrunKill9SparesOtherSession(t *testing.T) {
 // configuration, and write in that home after it is gone).
 func TestKrunServicePerHome(t *testing.T) {
 	requirePodman(t)
+	// Most of this test is the 10 s its own service outlives its last user
+	// (ServiceIdle), as TestKrunServiceFilesGo's: the two run side by side, after the
+	// suite's other tests (top-level parallel tests run last, -parallel at a time).
+	// Neither waits for the suite's service to end (the kill -9 tests do, and they
+	// run before), and each keys a service of its own by its podman variables.
+	t.Parallel()
 	p := newProject(t)
 	cmd, _ := startMarkedKrunRun(t, p)
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
@@ -539,6 +545,11 @@ func TestKrunServicePerHome(t *testing.T) {
 			t.Errorf("the suite's service (pid %d %s) has HOME=%s", pid, program(pid), h)
 		}
 	}
+	// The run that holds the suite's service has served: it ends now, not at the
+	// cleanup, so that the suite's service idles out while this test waits for its
+	// own (the suite's end waits for the suite's services, endSuiteServices).
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
 	requireServiceGone(t, own, 25*time.Second)
 }
 
@@ -699,6 +710,7 @@ func TestKrunHelperKill9LeftoverRemovedByNextRun(t *testing.T) {
 // and a service's start removes those of services that are gone.
 func TestKrunServiceFilesGo(t *testing.T) {
 	requirePodman(t)
+	t.Parallel() // beside TestKrunServicePerHome, which says why
 	p := newProject(t)
 	dir := filepath.Join(runtimeDir(), "podman")
 	// A service of its own: devsandbox keys the service by the podman variables set
