@@ -52,6 +52,9 @@ print(res)
 // one of the session's processes).
 func TestImageHealthcheckNeverRuns(t *testing.T) {
 	forEachDockerRootless(t, func(t *testing.T, iso string) {
+		// Each engine builds its own image and runs its own project: the variants'
+		// image builds and the windows below overlap.
+		t.Parallel()
 		dir := t.TempDir()
 		tag := "devsandbox-test/rt5-health:" + randHex(4)
 		t.Cleanup(func() {
