@@ -238,6 +238,12 @@ func (f *fakeEngine) ContainerCommit(_ context.Context, id string, _ dockerconta
 }
 
 func (f *fakeEngine) ContainerCreate(_ context.Context, cfg *dockercontainer.Config, host *dockercontainer.HostConfig, _ *network.NetworkingConfig, _ *ocispec.Platform, name string) (dockercontainer.CreateResponse, error) {
+	// Every container devsandbox creates turns the image's HEALTHCHECK off
+	// (noHealthcheck): a create without it, from any path a test drives through this
+	// engine (the run's, the kept ones, the companion, the helpers, a derivation), fails.
+	if hc := cfg.Healthcheck; hc == nil || !slices.Equal(hc.Test, []string{"NONE"}) {
+		return dockercontainer.CreateResponse{}, fmt.Errorf("fake engine: container %q (image %s) created with the image's HEALTHCHECK left on (%+v)", name, cfg.Image, hc)
+	}
 	label, shown := "kept", name
 	switch {
 	case name == "":

@@ -375,14 +375,15 @@ func applyLimits(hc *dockercontainer.HostConfig, l isolator.Limits) {
 }
 
 // warmEncoders has encoding/json build its encoders for the types a run renders
-// and sends as JSON (the spec's hash, the init's manifests, the exec's creation).
+// and sends as JSON (the spec's hash, the init's manifests, the exec's creation;
+// the Config with its Healthcheck, which every container names).
 // A fresh process builds them on first use (HostConfig's many types above all),
 // which a warm run would do after the engine's answers arrive, between the kept
 // container's inspect and the exec's creation; the head start runs this beside
 // its wait for those answers (0.2 ms off that gap's median at load 12, see
 // docs/performance.md, "The warm launch, sixth round"). What is encoded is unchanged.
 func warmEncoders() {
-	specHash(&dockercontainer.Config{}, &dockercontainer.HostConfig{})
+	specHash(&dockercontainer.Config{Healthcheck: noHealthcheck()}, &dockercontainer.HostConfig{})
 	_, _ = json.Marshal(&wire.Manifest{})
 	_, _ = json.Marshal(&dockercontainer.ExecOptions{})
 }
