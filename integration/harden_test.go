@@ -18,8 +18,6 @@ import (
 // are, and every submodule git dir (and modules/ down to it) is a mount point.
 func TestLefthookRemotesInSubmodules(t *testing.T) {
 	requireGit(t)
-	const cfg = "pre-commit:\n  commands:\n    lint:\n      run: make lint\n"
-	const gitcfg = "[core]\n\trepositoryformatversion = 0\n"
 	mods := []string{".git/modules/sub", ".git/modules/sub/modules/nested"}
 	// A submodule holding a nested one, as git submodule update --init --recursive makes.
 	setup := func(t *testing.T) *project {
@@ -43,16 +41,8 @@ func TestLefthookRemotesInSubmodules(t *testing.T) {
 			p := setup(t)
 			script := ""
 			for _, m := range mods {
-				p.write("proj/"+m+"/info/lefthook-remotes/shared/lefthook.yml", cfg)
-				p.write("proj/"+m+"/info/lefthook-remotes/shared/.git/config", gitcfg)
-				script += `(cd ` + m + `/info
-echo '    evil: {run: echo HOOK-RAN-ON-HOST}' >> lefthook-remotes/shared/lefthook.yml 2>/dev/null && echo WROTE config ` + m + `
-printf '[core]\n\tfsmonitor = "echo HOOK-RAN-ON-HOST"\n' >> lefthook-remotes/shared/.git/config 2>/dev/null && echo WROTE clone config ` + m + `
-mv lefthook-remotes/shared lefthook-remotes/old 2>/dev/null && echo MOVED clone ` + m + `
-mv lefthook-remotes lefthook-remotes.old 2>/dev/null && echo MOVED remotes ` + m + `
-cd .. && mv info info.old 2>/dev/null && echo MOVED info ` + m + `
-echo '*.log' >> info/exclude && echo exclude writable ` + m + `)
-`
+				plantLefthookRemote(p, m)
+				script += lefthookRemoteAttack(m)
 			}
 			// Renamed away, a git dir would take its read-only parts along and could be
 			// replaced by a writable copy.
@@ -65,12 +55,7 @@ true`)
 				t.Errorf("lefthook's remote configs in submodules, which the host's next commit there runs: want them read-only, not movable (nor the git dirs holding them), and info/exclude writable, got:\n%s", r)
 			}
 			for _, m := range mods {
-				if b, err := os.ReadFile(p.path("proj/" + m + "/info/lefthook-remotes/shared/lefthook.yml")); err != nil || string(b) != cfg {
-					t.Errorf("%s: the cached remote config on the host: %q, %v", m, b, err)
-				}
-				if b, err := os.ReadFile(p.path("proj/" + m + "/info/lefthook-remotes/shared/.git/config")); err != nil || string(b) != gitcfg {
-					t.Errorf("%s: the remote clone's git config on the host: %q, %v", m, b, err)
-				}
+				lefthookRemoteKept(t, p, m)
 			}
 		})
 		t.Run("created", func(t *testing.T) {

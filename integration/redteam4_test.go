@@ -19,31 +19,17 @@ import (
 // quarantined; the rest of .git/info stays writable.
 func TestLefthookRemotesReadOnly(t *testing.T) {
 	requireGit(t)
-	const cfg = "pre-commit:\n  commands:\n    lint:\n      run: make lint\n"
-	const gitcfg = "[core]\n\trepositoryformatversion = 0\n"
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		t.Run("present", func(t *testing.T) {
 			p := newProject(t)
 			p.newRepo("proj")
 			p.write("proj/.git/info/exclude", "")
-			p.write("proj/.git/info/lefthook-remotes/shared/lefthook.yml", cfg)
-			p.write("proj/.git/info/lefthook-remotes/shared/.git/config", gitcfg)
-			r := p.sandbox(iso, nil, `cd .git/info
-echo '    evil: {run: echo HOOK-RAN-ON-HOST}' >> lefthook-remotes/shared/lefthook.yml 2>/dev/null && echo WROTE config
-printf '[core]\n\tfsmonitor = "echo HOOK-RAN-ON-HOST"\n' >> lefthook-remotes/shared/.git/config 2>/dev/null && echo WROTE clone config
-mv lefthook-remotes/shared lefthook-remotes/old 2>/dev/null && echo MOVED clone
-mv lefthook-remotes lefthook-remotes.old 2>/dev/null && echo MOVED remotes
-cd .. && mv info info.old 2>/dev/null && echo MOVED info
-echo '*.log' >> info/exclude && echo exclude writable`)
+			plantLefthookRemote(p, ".git")
+			r := p.sandbox(iso, nil, lefthookRemoteAttack(".git"))
 			if r.code != 0 || strings.Contains(r.stdout, "WROTE") || strings.Contains(r.stdout, "MOVED") || !strings.Contains(r.stdout, "exclude writable") {
 				t.Errorf("lefthook's remote configs, which the host's next commit runs: want them read-only, not movable, and .git/info/exclude writable, got:\n%s", r)
 			}
-			if b, err := os.ReadFile(p.path("proj/.git/info/lefthook-remotes/shared/lefthook.yml")); err != nil || string(b) != cfg {
-				t.Errorf("the cached remote config on the host: %q, %v", b, err)
-			}
-			if b, err := os.ReadFile(p.path("proj/.git/info/lefthook-remotes/shared/.git/config")); err != nil || string(b) != gitcfg {
-				t.Errorf("the remote clone's git config on the host: %q, %v", b, err)
-			}
+			lefthookRemoteKept(t, p, ".git")
 		})
 		t.Run("created", func(t *testing.T) {
 			p := newProject(t)
@@ -61,4 +47,44 @@ echo '*.log' >> info/exclude && echo exclude writable`)
 			}
 		})
 	})
+}
+
+// The cached config and clone config TestLefthookRemotesReadOnly and
+// TestLefthookRemotesInSubmodules plant in a git dir's lefthook remote cache.
+const (
+	lefthookRemoteConfig = "pre-commit:\n  commands:\n    lint:\n      run: make lint\n"
+	lefthookCloneConfig  = "[core]\n\trepositoryformatversion = 0\n"
+)
+
+// plantLefthookRemote makes a lefthook remote cache (a remote "shared") in the
+// project's git dir gitDir (relative to the project: .git, .git/modules/sub).
+func plantLefthookRemote(p *project, gitDir string) {
+	p.write("proj/"+gitDir+"/info/lefthook-remotes/shared/lefthook.yml", lefthookRemoteConfig)
+	p.write("proj/"+gitDir+"/info/lefthook-remotes/shared/.git/config", lefthookCloneConfig)
+}
+
+// lefthookRemoteAttack is a sandbox script that tries to change the cache in gitDir
+// (printing WROTE or MOVED, with gitDir, for each attempt that worked), then writes
+// info/exclude beside it (printing "exclude writable GITDIR").
+func lefthookRemoteAttack(gitDir string) string {
+	return `(cd ` + gitDir + `/info
+echo '    evil: {run: echo HOOK-RAN-ON-HOST}' >> lefthook-remotes/shared/lefthook.yml 2>/dev/null && echo WROTE config ` + gitDir + `
+printf '[core]\n\tfsmonitor = "echo HOOK-RAN-ON-HOST"\n' >> lefthook-remotes/shared/.git/config 2>/dev/null && echo WROTE clone config ` + gitDir + `
+mv lefthook-remotes/shared lefthook-remotes/old 2>/dev/null && echo MOVED clone ` + gitDir + `
+mv lefthook-remotes lefthook-remotes.old 2>/dev/null && echo MOVED remotes ` + gitDir + `
+cd .. && mv info info.old 2>/dev/null && echo MOVED info ` + gitDir + `
+echo '*.log' >> info/exclude && echo exclude writable ` + gitDir + `)
+`
+}
+
+// lefthookRemoteKept fails t unless the cache plantLefthookRemote made in gitDir is
+// on the host as it was planted.
+func lefthookRemoteKept(t *testing.T, p *project, gitDir string) {
+	t.Helper()
+	if b, err := os.ReadFile(p.path("proj/" + gitDir + "/info/lefthook-remotes/shared/lefthook.yml")); err != nil || string(b) != lefthookRemoteConfig {
+		t.Errorf("%s: the cached remote config on the host: %q, %v", gitDir, b, err)
+	}
+	if b, err := os.ReadFile(p.path("proj/" + gitDir + "/info/lefthook-remotes/shared/.git/config")); err != nil || string(b) != lefthookCloneConfig {
+		t.Errorf("%s: the remote clone's git config on the host: %q, %v", gitDir, b, err)
+	}
 }
