@@ -92,6 +92,11 @@ func TestKeptOverlappingSessionsAuditTheirOwn(t *testing.T) {
 				t.Fatalf("a session's requests (allowed, denied): %q, want %q", got, "got 200 403")
 			}
 		}
+		// A session's records reach the project's log as the engine relays them, so
+		// one just answered may not be there yet; a session's run ends only once its
+		// proxy's records are all written. Both have ended before the log is read.
+		a.waitEnd()
+		b.waitEnd()
 		r := run(t, p.dir, nil, "", "logs", "proxy", "--json")
 		if r.code != 0 {
 			t.Fatalf("logs proxy:\n%s", r)
