@@ -3,7 +3,6 @@ package proxy
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 
 	"github.com/devsandbox/devsandbox/egress"
@@ -30,7 +29,7 @@ type Decision struct {
 // CGNAT, multicast, reserved, metadata; see audit.Classify) must be named by an allow
 // entry —
 // an IP or CIDR entry containing it, or an exact host-name entry for the host asked
-// for (a wildcard never names one; no name names an addressOnly class) — else the
+// for (a wildcard never names one; no name names a class audit.ByAddressOnly reports) — else the
 // destination is denied with audit.RulePrivate;
 // then a matching allow entry allows; else the default applies.
 //
@@ -111,18 +110,10 @@ func (p *Policy) Decide(host string, port int, addrs []netip.Addr) Decision {
 	return Decision{Rule: audit.RuleDefault, Reason: "no allow entry matches and the proxy default is deny"}
 }
 
-// addressOnly are the special-purpose classes no host-name entry names, only an IP or
-// CIDR entry: the proxy host's own addresses, link-local, metadata and multicast ones.
-// Whoever serves a name's DNS picks its addresses, and the name may be one the sandbox
-// chose (an entry `logs proxy --suggest` proposed for a name a default of deny refused
-// unresolved): it opens that host, not the cloud's metadata service or this host's
-// services. The loopback is RefuseLoopback's.
-var addressOnly = []string{audit.ClassThisHost, audit.ClassLinkLocal, audit.ClassMetadata, audit.ClassMulticast}
-
 // names reports whether an allow entry names the special address a, of class, for
 // host:port.
 func (p *Policy) names(host string, port int, a netip.Addr, class string) bool {
-	byName := !slices.Contains(addressOnly, class)
+	byName := !audit.ByAddressOnly(class)
 	for _, e := range p.allow {
 		if !e.portMatches(port) {
 			continue

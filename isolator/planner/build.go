@@ -21,6 +21,7 @@ import (
 	"github.com/devsandbox/devsandbox/internal/enginehost"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/etcsnap"
+	"github.com/devsandbox/devsandbox/proxy/audit"
 	"github.com/devsandbox/devsandbox/syscalls"
 	"github.com/devsandbox/devsandbox/tools"
 )
@@ -490,6 +491,9 @@ func resolveAllowlist(p *isolator.Plan, pr Probe, b *mountBuilder) error {
 		}
 		for i, a := range addrs {
 			addrs[i] = a.Unmap()
+			if class, what := audit.Classify(addrs[i]); audit.ByAddressOnly(class) && allows(p.Egress.Allow, e.Host) {
+				return fmt.Errorf("%w: egress allowlist: %s resolves to %s, %s, which only an IP or CIDR entry opens (a name's addresses are its DNS's choice); add the address as an entry if you mean to reach it", ErrConfig, e.Host, addrs[i], what)
+			}
 		}
 		p.Egress.Resolved = append(p.Egress.Resolved, egress.Resolved{Host: e.Host, Port: e.Port, Addrs: addrs})
 	}
@@ -497,6 +501,11 @@ func resolveAllowlist(p *isolator.Plan, pr Probe, b *mountBuilder) error {
 	content := append(append([]byte{}, hosts...), []byte("# resolved by devsandbox at launch (egress allowlist)\n"+p.Egress.HostsFile())...)
 	b.add(isolator.Mount{Kind: isolator.Data, Dest: "/etc/hosts", Content: content, Volatile: true, Why: "egress allowlist names"})
 	return nil
+}
+
+// allows reports whether an entry of allow is the plain host name host.
+func allows(allow []egress.Entry, host string) bool {
+	return slices.ContainsFunc(allow, func(e egress.Entry) bool { return !e.IsAddress() && !e.Wildcard && e.Host == host })
 }
 
 func environment(cfg *config.Config, reg *tools.Registry, h config.Host, toolEnv map[string]isolator.EnvVar, proj isolator.Project, warns []string) ([]isolator.EnvVar, []string) {

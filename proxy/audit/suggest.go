@@ -27,6 +27,20 @@ type Withheld struct {
 // something a sandbox should be given by a pasted suggestion.
 var never = []string{ClassUnspecified, ClassLoopback, ClassThisHost, ClassLinkLocal, ClassMetadata, ClassMulticast}
 
+// ByAddressOnly reports whether only an IP or CIDR allow entry may open an address of
+// class, never a host-name entry: the proxy host's own addresses, link-local, metadata
+// and multicast ones. Whoever serves a name's DNS picks its addresses, and the name may
+// be one the sandbox chose (an entry Suggest proposed for a name a default of deny
+// refused unresolved): the entry opens that host, not the cloud's metadata service or
+// this host's services.
+func ByAddressOnly(class string) bool {
+	switch class {
+	case ClassThisHost, ClassLinkLocal, ClassMetadata, ClassMulticast:
+		return true
+	}
+	return false
+}
+
 // Suggest returns the allow entries that would have permitted the denied requests
 // among records, sorted and deduplicated (each is AllowEntry of a record's host and
 // port), and the denied destinations it withholds. Only denials by the default or as

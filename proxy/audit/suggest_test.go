@@ -98,3 +98,19 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Errorf("%s differs:\n%s\nwant\n%s", name, got, want)
 	}
 }
+
+// TestByAddressOnlySuggestedNever: every class a host-name entry cannot open is one
+// Suggest never proposes, so no pasted suggestion is refused for it by surprise; the
+// loopback and unspecified ones (never suggested either) are the proxy's to refuse.
+func TestByAddressOnlySuggestedNever(t *testing.T) {
+	for _, c := range []string{ClassThisHost, ClassLinkLocal, ClassMetadata, ClassMulticast} {
+		if !ByAddressOnly(c) || !slices.Contains(never, c) {
+			t.Errorf("%s: ByAddressOnly %v, never suggested %v; want both", c, ByAddressOnly(c), slices.Contains(never, c))
+		}
+	}
+	for _, c := range []string{"", ClassPrivate, ClassCGNAT, ClassReserved, ClassProtocol, ClassDocumentation, ClassLoopback, ClassUnspecified} {
+		if ByAddressOnly(c) {
+			t.Errorf("%q: ByAddressOnly, want a name entry to name it (or the proxy to decide it whatever the entries)", c)
+		}
+	}
+}
