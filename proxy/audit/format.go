@@ -102,7 +102,8 @@ func Escape(s string) string {
 func FormatSuggestions(w io.Writer, sugg []Suggestion, held []Withheld) {
 	if len(sugg) > 0 {
 		fmt.Fprintln(w, "# egress.allow entries that would have permitted the denied requests;")
-		fmt.Fprintln(w, "# review them, then add them to your config (or pass --allow):")
+		fmt.Fprintln(w, "# review them, then add them to your config (or pass --allow). A name's DNS picks its")
+		fmt.Fprintln(w, "# addresses: an entry opens the private (LAN) ones too, never metadata or this host's:")
 	}
 	for _, s := range sugg {
 		if s.Warning != "" {
