@@ -34,7 +34,8 @@ after their last record. Characters that are not printable (controls, bidi
 overrides, zero-width characters) are printed escaped, in every form.
 
 --suggest prints egress.allow entries for the denied destinations. It never proposes a
-wildcard, a malformed host, or a loopback, this-host, unspecified, link-local,
+wildcard, a malformed host, a name a C resolver reads as an address (0x7f.1), or a
+loopback, this-host, unspecified, link-local,
 metadata or multicast address (they are listed as not suggested); a private address
 comes with a WARNING line above it.`,
 			Flags: []cli.Flag{

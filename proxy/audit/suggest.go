@@ -46,7 +46,8 @@ func ByAddressOnly(class string) bool {
 // port), and the denied destinations it withholds. Only denials by the default or as
 // a special-purpose address count (a deny entry wins over any allow entry).
 //
-// Suggest never proposes a wildcard, a malformed host, an address with a zone, or an
+// Suggest never proposes a wildcard, a malformed host, a name a C resolver reads as
+// an IPv4 address (numericName), an address with a zone, or an
 // unspecified, loopback, this-host, link-local, metadata or multicast address, nor a
 // name that resolved to one; a private address, or a name that resolved to one, comes
 // with a Warning. A name denied as a special-purpose address by a log that did not
@@ -93,6 +94,8 @@ func classifyForSuggest(r Record) (Suggestion, string) {
 		class, what = Classify(a)
 	case !validName(host):
 		return Suggestion{}, "not a host name an entry can hold (a wildcard or a malformed name)"
+	case numericName(host):
+		return Suggestion{}, "an IPv4 address in hex or octal parts, as a C resolver reads it; write the address itself if you mean to allow it"
 	case IsLoopbackName(host):
 		class = ClassLoopback
 	case r.Rule == RulePrivate && class == "":
@@ -141,6 +144,33 @@ func validName(h string) bool {
 		}
 		for _, c := range []byte(label) {
 			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// numericName reports whether the name h (lower case) is what a C resolver's
+// inet_aton reads as an IPv4 address: one to four dot-separated parts, each decimal,
+// octal (a leading 0) or hex (0x and at least one hex digit), such as
+// "0xa9.0xfe.0xa9.0xfe" or "0xa9fea9fe" (169.254.169.254). As an entry it would be a
+// name, which names the private addresses it resolves to.
+func numericName(h string) bool {
+	parts := strings.Split(h, ".")
+	if len(parts) > 4 {
+		return false
+	}
+	for _, p := range parts {
+		digits, hex := p, false
+		if strings.HasPrefix(p, "0x") {
+			digits, hex = p[2:], true
+		}
+		if digits == "" {
+			return false
+		}
+		for _, c := range []byte(digits) {
+			if !(c >= '0' && c <= '9' || hex && c >= 'a' && c <= 'f') {
 				return false
 			}
 		}

@@ -114,3 +114,32 @@ func TestByAddressOnlySuggestedNever(t *testing.T) {
 		}
 	}
 }
+
+// TestSuggestWithholdsNumericNames: a name that a C resolver (getaddrinfo, inet_aton)
+// reads as an IPv4 address in hex or octal parts is an address in disguise: pasted,
+// "0xa9.0xfe.0xa9.0xfe" would be a name entry, which names the private addresses it
+// resolves to, and with a C resolver it is 169.254.169.254 and "0x0a.1.2.3" 10.1.2.3,
+// without a warning. Suggest withholds such names; names that only look alike stay.
+func TestSuggestWithholdsNumericNames(t *testing.T) {
+	var recs []Record
+	disguised := []string{"0xa9.0xfe.0xa9.0xfe", "0xa9fea9fe", "0x7f.1", "0x0a.1.2.3", "0XA9.254.169.254", "0251.0376.0251.0376"}
+	for _, h := range disguised {
+		recs = append(recs, deny(h, 80, RuleDefault, ""))
+	}
+	names := []string{"0x.example", "0xcafe.example", "deadbeef", "0x", "0xg1.2.3.4", "1.2.3.4.5x"}
+	for _, h := range names {
+		recs = append(recs, deny(h, 443, RuleDefault, ""))
+	}
+	sugg, held := Suggest(recs)
+	var got []string
+	for _, s := range sugg {
+		got = append(got, s.Entry)
+	}
+	want := []string{"0x", "0x.example", "0xcafe.example", "0xg1.2.3.4", "1.2.3.4.5x", "deadbeef"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Suggest = %q\nwant %q", got, want)
+	}
+	if len(held) != len(disguised) {
+		t.Errorf("withheld %q, want the %d disguised addresses", held, len(disguised))
+	}
+}
