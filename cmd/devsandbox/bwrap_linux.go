@@ -105,6 +105,6 @@ func (a *app) pruneTmp(stateDir string, dryRun bool) {
 		verb = "would remove"
 	}
 	for _, d := range tmpdir.Prune(stateDir, time.Now(), dryRun) {
-		fmt.Fprintf(a.stdout, "%s %s: the session /tmp of a run that ended without removing it\n", verb, d)
+		fmt.Fprintf(a.stdout, "%s %s: the session /tmp of a run that ended without removing it\n", verb, termsafe.Line(d))
 	}
 }

@@ -183,3 +183,26 @@ func TestSandboxesRmRefusesRunning(t *testing.T) {
 		t.Errorf("rm of an idle sandbox: %v, %d removals; want it removed", err, calls)
 	}
 }
+
+// TestPruneTmpEscapesProjectNames: prune names each session /tmp it removes by its
+// path, which holds the project's directory name (its state directory is
+// <basename>-<id>); a name holds any byte but '/', so one with an escape sequence in
+// it (OSC 52 sets the clipboard) must show as its escapes. Before, it was printed raw.
+func TestPruneTmpEscapesProjectNames(t *testing.T) {
+	root := t.TempDir()
+	session := filepath.Join(root, "a\x1b]52;c;b3duZWQ=\a-0123abcd", "tmp", "s1")
+	if err := os.MkdirAll(session, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-tmpdir.PruneAge - time.Hour)
+	if err := os.Chtimes(session, old, old); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	a := &app{stdout: &out, stderr: &out}
+	a.pruneTmp(root, true)
+	want := "would remove " + root + `/a\x1b]52;c;b3duZWQ=\x07-0123abcd/tmp/s1: the session /tmp of a run that ended without removing it` + "\n"
+	if out.String() != want {
+		t.Errorf("prune said %q\nwant %q", out.String(), want)
+	}
+}

@@ -259,7 +259,7 @@ func (a *app) pruneSocketDirs(cfg *config.Config, dirs dockerhelper.Dirs, dryRun
 		a.warn("krun's anchors directories in %s were not pruned: %v", anchorsIn, err)
 	}
 	for _, d := range gone {
-		fmt.Fprintf(a.stdout, "%s %s: krun's anchors directory of a session that ended\n", verb(dryRun), d)
+		fmt.Fprintf(a.stdout, "%s %s: krun's anchors directory of a session that ended\n", verb(dryRun), termsafe.Line(d))
 	}
 	keep := map[string]bool{} // the IDs of the projects whose state is there
 	states, err := os.ReadDir(dirs.State)
