@@ -50,7 +50,7 @@ func (b *Isolator) ensureHomeVolume(ctx context.Context, e Engine, p *isolator.P
 		return fmt.Errorf("preparing the home volume %s: %w", opts.HomeVolume, err)
 	}
 	defer func() {
-		_ = e.ContainerRemove(context.WithoutCancel(ctx), c.ID, dockercontainer.RemoveOptions{Force: true})
+		_ = e.ContainerRemove(context.WithoutCancel(ctx), c.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
 	}()
 	waitc, errc := e.ContainerWait(ctx, c.ID, dockercontainer.WaitConditionNextExit)
 	if err := e.ContainerStart(ctx, c.ID, dockercontainer.StartOptions{}); err != nil {
