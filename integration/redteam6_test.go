@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -140,4 +141,52 @@ func markedVolumes(t *testing.T, iso, marker string) []string {
 		}
 	}
 	return names
+}
+
+// On an engine that cannot bind this machine's paths (tcp://, Docker Desktop), the home
+// is a named volume, and a new one is root's: devsandbox gives it to the sandbox's user
+// before the first run. That step must not run the image's programs: they are anyone's
+// (an image's /bin/sh and chown are files of the image like any other), and there they
+// would run as root with CAP_CHOWN and CAP_FOWNER on the volume, planting in the
+// sandbox's home files owned by root (or by any uid) that its user cannot change or
+// remove. Here the image's chown leaves a mark of the uid it ran as in the volume.
+func TestHomeVolumeRunsNoImageCode(t *testing.T) {
+	// The home is a named volume only on an engine reached other than by a Unix socket.
+	if !slices.Contains(withTCP(dockerVariants()), tcpDocker) {
+		t.Skip("docker-tcp runs with docker-remote, which DEVSANDBOX_IT_ISOLATORS does not name")
+	}
+	forEachIsolatorOf(t, []string{tcpDocker}, func(t *testing.T, iso string) {
+		tag := "devsandbox-test/rt6-chown:" + strings.ToLower(randHex(4))
+		t.Cleanup(func() {
+			if ids, err := dockerCmd(iso, "images", "-q", "--filter", "label=dev.devsandbox.base-ref="+tag).Output(); err == nil && len(ids) > 0 {
+				_ = dockerCmd(iso, append([]string{"rmi", "-f"}, strings.Fields(string(ids))...)...).Run()
+			}
+			_ = dockerCmd(iso, "rmi", "-f", tag).Run()
+		})
+		dir := t.TempDir()
+		df := "FROM devsandbox-test/debian:3\n" +
+			"RUN mv /usr/bin/chown /usr/bin/chown.real && printf '#!/bin/sh\\nfor a; do last=$a; done\\n" +
+			"touch \"$last/.rt6-image-chown-ran-as-$(id -u)\"\\nexec /usr/bin/chown.real \"$@\"\\n' > /usr/bin/chown && chmod 0755 /usr/bin/chown\n"
+		if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := dockerCmd(iso, "build", "-q", "-t", tag, dir).CombinedOutput(); err != nil {
+			t.Fatalf("building the image: %v\n%s", err, out)
+		}
+		p := newProject(t)
+		t.Cleanup(func() {
+			_ = run(t, p.dir, tcpEnv(), "", "sandboxes", "rm", p.name())
+		})
+		r := run(t, p.dir, nil, "", "--isolator="+iso, "--image="+tag, "--egress=none", "--", "/bin/sh", "-c",
+			`ls -a "$HOME" | grep rt6- ; stat -c 'home %u %a' "$HOME"; touch "$HOME/mine" && echo writable`)
+		if r.code != 0 {
+			t.Fatalf("the run:\n%s", r)
+		}
+		if strings.Contains(r.stdout, "rt6-image-chown-ran-as") {
+			t.Errorf("the image's chown ran when devsandbox made the home volume (its mark in the home): want none of the image's programs run outside the sandbox, got:\n%s", r)
+		}
+		if want := "home " + strconv.Itoa(it.uid) + " 700\nwritable\n"; !strings.HasSuffix(r.stdout, want) {
+			t.Errorf("the home volume: want the sandbox user's, 0700, writable (%q), got:\n%s", want, r)
+		}
+	})
 }
