@@ -1,10 +1,14 @@
 package docker
 
 import (
+	"archive/tar"
+	"bytes"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -54,5 +58,25 @@ func TestEveryContainerRemoveTakesVolumes(t *testing.T) {
 	}
 	if seen < 10 {
 		t.Fatalf("found %d container RemoveOptions in the package's source; the search no longer finds them", seen)
+	}
+}
+
+// The home volume's archive is one directory entry, v/ (the volume's root, at /v),
+// the sandbox user's, 0700: nothing else is written into the volume.
+func TestHomeVolumeTar(t *testing.T) {
+	tr := tar.NewReader(bytes.NewReader(homeVolumeTar(1000, 1001)))
+	var got []string
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%c %s %d:%d %o", h.Typeflag, h.Name, h.Uid, h.Gid, h.Mode))
+	}
+	if want := []string{"5 v/ 1000:1001 700"}; !slices.Equal(got, want) {
+		t.Errorf("home volume archive: %q, want %q", got, want)
 	}
 }
