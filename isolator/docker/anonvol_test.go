@@ -3,6 +3,7 @@ package docker
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -13,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/devsandbox/devsandbox/isolator"
 )
 
 // Every container the package removes goes with its anonymous volumes: an image's
@@ -78,5 +81,67 @@ func TestHomeVolumeTar(t *testing.T) {
 	}
 	if want := []string{"5 v/ 1000:1001 700"}; !slices.Equal(got, want) {
 		t.Errorf("home volume archive: %q, want %q", got, want)
+	}
+}
+
+func TestHiddenBy(t *testing.T) {
+	paths := []string{"/run/devsandbox/init", "/run/devsandbox/devsandbox-proxy", "/etc/passwd", "/etc/group"}
+	for _, c := range []struct {
+		vols        []string
+		wantV, want string
+	}{
+		{nil, "", ""},
+		{[]string{"/data", "/var/lib/postgresql/data", "/run/devsandbox-other"}, "", ""},
+		{[]string{"/run/devsandbox"}, "/run/devsandbox", "/run/devsandbox/init"},
+		{[]string{"/run/devsandbox/"}, "/run/devsandbox/", "/run/devsandbox/init"},
+		{[]string{"/run"}, "/run", "/run/devsandbox/init"},
+		{[]string{"/data", "/etc"}, "/etc", "/etc/passwd"},
+		{[]string{"/etc/group"}, "/etc/group", "/etc/group"},
+		{[]string{"/"}, "/", "/run/devsandbox/init"},
+		{[]string{"run//devsandbox/."}, "run//devsandbox/.", "/run/devsandbox/init"},
+		{[]string{"/run/devsandbox/ep"}, "", ""}, // below: the files are not in it
+	} {
+		v, at := hiddenBy(c.vols, paths)
+		if v != c.wantV || at != c.want {
+			t.Errorf("hiddenBy(%q) = %q, %q; want %q, %q", c.vols, v, at, c.wantV, c.want)
+		}
+	}
+}
+
+// A base image that declares a VOLUME over the init's directory, on an engine that
+// does not take the derived image as a load: the commit would leave devsandbox's init
+// and proxy out of the image (they were copied into the volume) and keep the base's
+// own at their paths, to run as the firewall helper (root, NET_ADMIN) and as the
+// companion (given the credentials). The run is refused before any commit; a VOLUME
+// elsewhere is committed as before.
+func TestDerivedCommitRefusesHiddenFiles(t *testing.T) {
+	for _, c := range []struct {
+		vols   []string
+		refuse bool
+	}{
+		{[]string{"/run/devsandbox"}, true},
+		{[]string{"/etc"}, true},
+		{[]string{"/data"}, false},
+	} {
+		f := newFake(t)
+		f.baseVolumes = c.vols
+		b, p := testIsolator(t, f, false)
+		_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+		commits := slices.Index(f.derives, "ContainerCommit") >= 0
+		var runs []string // the run's containers (named)
+		for _, c := range f.created {
+			if c.name != "" {
+				runs = append(runs, c.name)
+			}
+		}
+		if !c.refuse {
+			if err != nil || !commits {
+				t.Errorf("VOLUME %q: want the image committed and the run made, got commit %v, %v", c.vols, commits, err)
+			}
+			continue
+		}
+		if !errors.Is(err, isolator.ErrUnavailable) || !strings.Contains(err.Error(), "VOLUME "+c.vols[0]+", over ") || commits || len(runs) > 0 {
+			t.Errorf("VOLUME %q: want the run refused before a commit, naming the VOLUME; got commit %v, runs %v, %v", c.vols, commits, runs, err)
+		}
 	}
 }
