@@ -271,7 +271,7 @@ func (b *Isolator) startCompanion(ctx context.Context, e Engine, p *isolator.Pla
 	started := false
 	defer func() {
 		if !started {
-			_ = e.ContainerRemove(context.WithoutCancel(ctx), c.id, dockercontainer.RemoveOptions{Force: true})
+			_ = e.ContainerRemove(context.WithoutCancel(ctx), c.id, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
 			c.removeVolume(ctx)
 		}
 	}()
@@ -376,7 +376,7 @@ func (c *sessionCompanion) stop(ctx context.Context) error {
 	select {
 	case <-c.removed:
 	case <-time.After(companionEnd):
-		_ = c.e.ContainerRemove(ctx, c.id, dockercontainer.RemoveOptions{Force: true})
+		_ = c.e.ContainerRemove(ctx, c.id, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
 	}
 	c.removeVolume(ctx)
 	return err

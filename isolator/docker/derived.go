@@ -12,6 +12,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -107,6 +108,9 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	d, err := derive(bi, base, b.Version, p.User.UID, pr, files)
 	if err != nil && !errors.Is(err, errNoDerivation) {
 		return "", err
+	}
+	if bi.Config != nil {
+		d.volumes = slices.Sorted(maps.Keys(bi.Config.Volumes))
 	}
 	if d.id != "" && hasImage(ctx, e, d.id) {
 		b.imageWay = "found by content"
@@ -218,6 +222,12 @@ func (b *Isolator) buildDerived(ctx context.Context, e Engine, base string, pr p
 		if d.layer, err = shipTar(pr, files); err != nil {
 			return "", err
 		}
+	}
+	// A commit takes the container's file system without its volumes: what devsandbox
+	// copies below one of the base's VOLUMEs would not be in the image, and the base's
+	// own files there (an init, a proxy of its own) would run in their place.
+	if v, f := hiddenBy(d.volumes, shipPaths(pr, files)); v != "" {
+		return "", failed("it declares VOLUME %s, over %s, which devsandbox adds to it, and the engine did not take the image as a load: a commit would leave devsandbox's file out and keep the image's own at its path; use an image without that VOLUME%s", termsafe.Line(v), f, loadTried(loadErr))
 	}
 	// The derived image's entrypoint is the init (every container devsandbox makes
 	// names its own); without one, an image with no command cannot be created from.
@@ -569,4 +579,36 @@ func (b *Isolator) staleImage(ctx context.Context, e Engine, l map[string]string
 		return fmt.Sprintf("made by devsandbox %s, this is %s", l[LabelVersion], b.Version), false
 	}
 	return "derived from it by this devsandbox (" + b.Version + ")", false
+}
+
+// shipPaths are the paths a derived image adds to its base: the programs in
+// container.ShipDir and the layout's files.
+func shipPaths(pr programs, files []container.ImageFile) []string {
+	var out []string
+	for _, g := range []struct {
+		name string
+		p    program
+	}{{initName, pr.init}, {proxyName, pr.proxy}} {
+		if !g.p.none() {
+			out = append(out, container.ShipDir+"/"+g.name)
+		}
+	}
+	for _, f := range files {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
+// hiddenBy returns the first of vols (an image's VOLUMEs) at or above one of paths,
+// and that path; "" when none is. Pure.
+func hiddenBy(vols, paths []string) (vol, at string) {
+	for _, v := range vols {
+		c := path.Clean("/" + v)
+		for _, p := range paths {
+			if c == "/" || p == c || strings.HasPrefix(p, c+"/") {
+				return v, p
+			}
+		}
+	}
+	return "", ""
 }

@@ -42,6 +42,8 @@ type derivation struct {
 	// config and manifest are the image's config and the manifest naming it and
 	// its layers' files, as the archive holds them.
 	config, manifest []byte
+	// volumes are the base's VOLUMEs (a commit leaves out what they hold).
+	volumes []string
 }
 
 // derive computes the derivation of the base image bi (named base) for this

@@ -96,7 +96,7 @@ func (b *Isolator) applyFirewall(ctx context.Context, e Engine, p *isolator.Plan
 	started := false
 	defer func() {
 		if !started {
-			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, dockercontainer.RemoveOptions{Force: true})
+			_ = e.ContainerRemove(context.WithoutCancel(ctx), id, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
 		}
 	}()
 	hj, err := e.ContainerAttach(ctx, id, dockercontainer.AttachOptions{Stream: true, Stdout: true, Stderr: true})

@@ -100,7 +100,7 @@ func giveBack(ctx context.Context, e Engine, image, dir string, uid, gid int) (i
 		return 0, err
 	}
 	defer func() {
-		_ = e.ContainerRemove(context.WithoutCancel(ctx), c.ID, dockercontainer.RemoveOptions{Force: true})
+		_ = e.ContainerRemove(context.WithoutCancel(ctx), c.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
 	}()
 	if err := e.CopyToContainer(ctx, c.ID, "/h", bytes.NewReader(giveBackTar(ents, uid, gid)), dockercontainer.CopyToContainerOptions{}); err != nil {
 		return 0, err

@@ -157,7 +157,7 @@ func (b *Isolator) keptCompanion(ctx context.Context, e Engine, p *isolator.Plan
 			}
 		}
 	}
-	if err := e.ContainerRemove(ctx, in.ID, dockercontainer.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+	if err := e.ContainerRemove(ctx, in.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		return "", companionFailed("removing the outdated companion %s: %v", name, err)
 	}
 	return b.createKeptCompanion(ctx, e, name, cfg, hc)

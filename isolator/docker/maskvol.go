@@ -131,7 +131,7 @@ func fileVolume(ctx context.Context, e Engine, lock, image, what, name string, l
 		return "", failed("%v", err)
 	}
 	defer func() {
-		_ = e.ContainerRemove(context.WithoutCancel(ctx), c.ID, dockercontainer.RemoveOptions{Force: true})
+		_ = e.ContainerRemove(context.WithoutCancel(ctx), c.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
 	}()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)

@@ -81,6 +81,8 @@ type fakeEngine struct {
 	// committed); loads counts the images it loaded.
 	loadable bool
 	loads    int
+	// baseVolumes are the VOLUMEs of every base image's config.
+	baseVolumes []string
 	// requests are the companions' requests; volumes the volumes that exist.
 	requests []companion.Request
 	volumes  map[string]volume.CreateOptions
@@ -167,6 +169,15 @@ func (f *fakeEngine) ImageInspect(_ context.Context, ref string, _ ...client.Ima
 		in.Os, in.Architecture, in.Created = "linux", "amd64", "2026-01-02T03:04:05Z"
 		in.Config = &dockerspec.DockerOCIImageConfig{ImageConfig: ocispec.ImageConfig{Env: []string{"PATH=/bin"}, Cmd: []string{"sh"}, Labels: map[string]string{"base": "1"}}}
 		in.RootFS = image.RootFS{Type: "layers", Layers: []string{"sha256:" + strings.Repeat("b", 64)}}
+	}
+	if len(f.baseVolumes) > 0 {
+		if in.Config == nil {
+			in.Config = &dockerspec.DockerOCIImageConfig{}
+		}
+		in.Config.Volumes = map[string]struct{}{}
+		for _, v := range f.baseVolumes {
+			in.Config.Volumes[v] = struct{}{}
+		}
 	}
 	return in, nil
 }

@@ -290,12 +290,12 @@ func (s *Spec) writeDerived(b *strings.Builder) {
 	b.WriteString("find \"$d\" -mindepth 1 -type d -exec chmod 0755 {} +\n")
 	fmt.Fprintf(b, "id=$(docker create --network none --entrypoint %s %s) &&\n", InitPath, sh.Quote(s.Config.Image))
 	fmt.Fprintf(b, "  tar -C \"$d\" -c --owner=0 --group=0 %s | docker cp - \"$id\":/ &&\n", strings.Join(tops, " "))
-	b.WriteString("  DERIVED_IMAGE=$(docker commit \"$id\") && docker rm \"$id\" >/dev/null\n")
+	b.WriteString("  DERIVED_IMAGE=$(docker commit \"$id\") && docker rm -v \"$id\" >/dev/null\n")
 	if s.usesMask() {
 		b.WriteString("# the source of file masks: an empty file in the engine's volume " + maskVolume + "\n")
 		fmt.Fprintf(b, "docker volume create --label %s=mask %s >/dev/null && : > \"$d/%s\" && chmod 0444 \"$d/%s\" &&\n", LabelRole, maskVolume, maskFile, maskFile)
 		fmt.Fprintf(b, "  id=$(docker create --network none --mount type=volume,src=%s,dst=/m --entrypoint %s %s) &&\n", maskVolume, InitPath, sh.Quote(s.Config.Image))
-		fmt.Fprintf(b, "  tar -C \"$d\" -c --owner=0 --group=0 %s | docker cp - \"$id\":/m && docker rm \"$id\" >/dev/null\n", maskFile)
+		fmt.Fprintf(b, "  tar -C \"$d\" -c --owner=0 --group=0 %s | docker cp - \"$id\":/m && docker rm -v \"$id\" >/dev/null\n", maskFile)
 	}
 	type volFile struct {
 		f                     container.ImageFile
@@ -317,7 +317,7 @@ func (s *Spec) writeDerived(b *strings.Builder) {
 			LabelUser, s.Config.Labels[LabelUser], LabelProject, l.Labels[LabelProject], LabelName, sh.Quote(l.Labels[LabelName]), sh.Quote(name))
 		fmt.Fprintf(b, "  printf %%s %s > \"$d/%s\" && chmod %s \"$d/%s\" &&\n", sh.QuoteText(string(f.Content)), contentFile, v.mode, contentFile)
 		fmt.Fprintf(b, "  id=$(docker create --network none --mount type=volume,src=%s,dst=/m --entrypoint %s %s) &&\n", name, InitPath, sh.Quote(s.Config.Image))
-		fmt.Fprintf(b, "  tar -C \"$d\" -c --owner=%s --group=%s %s | docker cp - \"$id\":/m && docker rm \"$id\" >/dev/null\n", v.owner, v.group, contentFile)
+		fmt.Fprintf(b, "  tar -C \"$d\" -c --owner=%s --group=%s %s | docker cp - \"$id\":/m && docker rm -v \"$id\" >/dev/null\n", v.owner, v.group, contentFile)
 	}
 	b.WriteString("rm -rf \"$d\"\n")
 }

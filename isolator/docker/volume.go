@@ -1,20 +1,23 @@
 package docker
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"fmt"
 
 	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/volume"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
 )
 
 // ensureHomeVolume creates the named volume backing the home on a remote engine (or
-// Docker Desktop) and gives it to the user: a new volume is root's, and the sandbox
-// runs without the capability to change that. A short root container with only
-// CAP_CHOWN does it once, when the volume is created.
+// Docker Desktop) and gives it to the user, once, when it creates it: a new volume is
+// root's, and the sandbox runs without the capability to change that.
 func (b *Isolator) ensureHomeVolume(ctx context.Context, e Engine, p *isolator.Plan, opts Options) error {
 	vols, err := e.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("name", opts.HomeVolume))})
 	if err != nil {
@@ -30,39 +33,50 @@ func (b *Isolator) ensureHomeVolume(ctx context.Context, e Engine, p *isolator.P
 	}}); err != nil {
 		return fmt.Errorf("creating the home volume %s: %w", opts.HomeVolume, err)
 	}
+	if err := giveHomeVolume(ctx, e, p, opts); err != nil {
+		// Not left root's: the next run makes it again.
+		_ = e.VolumeRemove(context.WithoutCancel(ctx), opts.HomeVolume, false)
+		return err
+	}
+	return nil
+}
+
+// giveHomeVolume gives the new home volume to the sandbox's user, mode 0700.
+func giveHomeVolume(ctx context.Context, e Engine, p *isolator.Plan, opts Options) error {
+	// Through a container of the derived image that is created, never started (none
+	// of the image's programs runs, as root or at all), with the volume at /v, and an
+	// archive of the one directory entry the engine unpacks onto the volume's root, as
+	// it unpacks the mask's and content volumes' files.
 	uid, gid := p.User.InContainer()
 	cfg := &dockercontainer.Config{
 		Image:       opts.Image,
-		User:        "0:0",
-		Entrypoint:  []string{"/bin/sh", "-c", fmt.Sprintf("chown %d:%d /v && chmod 0700 /v", uid, gid)},
+		Entrypoint:  []string{container.InitPath},
 		Labels:      map[string]string{LabelProject: p.Project.ID, LabelUser: fmt.Sprint(p.User.UID)},
 		Healthcheck: noHealthcheck(),
 	}
 	hc := &dockercontainer.HostConfig{
 		NetworkMode: "none",
-		CapDrop:     []string{"ALL"},
-		CapAdd:      []string{"CHOWN", "FOWNER"},
-		SecurityOpt: []string{"no-new-privileges"},
-		Binds:       []string{opts.HomeVolume + ":/v"},
+		Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: opts.HomeVolume, Target: "/v"}},
 	}
 	c, err := e.ContainerCreate(ctx, cfg, hc, nil, nil, "")
 	if err != nil {
 		return fmt.Errorf("preparing the home volume %s: %w", opts.HomeVolume, err)
 	}
 	defer func() {
-		_ = e.ContainerRemove(context.WithoutCancel(ctx), c.ID, dockercontainer.RemoveOptions{Force: true})
+		_ = e.ContainerRemove(context.WithoutCancel(ctx), c.ID, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
 	}()
-	waitc, errc := e.ContainerWait(ctx, c.ID, dockercontainer.WaitConditionNextExit)
-	if err := e.ContainerStart(ctx, c.ID, dockercontainer.StartOptions{}); err != nil {
-		return fmt.Errorf("preparing the home volume %s: %w", opts.HomeVolume, err)
-	}
-	select {
-	case r := <-waitc:
-		if r.StatusCode != 0 {
-			return fmt.Errorf("preparing the home volume %s: chown exited %d (the image needs /bin/sh and chown)", opts.HomeVolume, r.StatusCode)
-		}
-	case err := <-errc:
-		return fmt.Errorf("preparing the home volume %s: %w", opts.HomeVolume, err)
+	if err := e.CopyToContainer(ctx, c.ID, "/", bytes.NewReader(homeVolumeTar(uid, gid)), dockercontainer.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("preparing the home volume %s: giving it to uid %d: %w", opts.HomeVolume, uid, err)
 	}
 	return nil
+}
+
+// homeVolumeTar is the archive that gives the home volume, unpacked at / with the
+// volume at /v, to uid:gid, mode 0700: its one directory entry. Pure.
+func homeVolumeTar(uid, gid int) []byte {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "v/", Mode: 0o700, Uid: uid, Gid: gid, Format: tar.FormatPAX})
+	_ = tw.Close()
+	return buf.Bytes()
 }

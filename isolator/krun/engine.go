@@ -164,8 +164,11 @@ func (e *podman) Wait(id string) (int, error) {
 	return int(code), err
 }
 
+// Remove removes the container with its anonymous volumes: podman makes one for each
+// VOLUME of the image, nameless, holding what the sandbox wrote there; left, it stays
+// in the user's storage after the run, where nothing of devsandbox's finds it.
 func (e *podman) Remove(id string) error {
-	_, err := containers.Remove(context.WithoutCancel(e.ctx), id, new(containers.RemoveOptions).WithForce(true).WithIgnore(true).WithTimeout(0))
+	_, err := containers.Remove(context.WithoutCancel(e.ctx), id, new(containers.RemoveOptions).WithForce(true).WithIgnore(true).WithTimeout(0).WithVolumes(true))
 	return err
 }
 
