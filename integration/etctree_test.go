@@ -54,7 +54,7 @@ func etcTrees(t *testing.T) []string {
 		}
 	}
 	if len(dirs) == 0 {
-		t.Skip("no /etc directory of the default view holds links or directories here")
+		needOrSkip(t, "no /etc directory of the default view holds links or directories here (CI's Debian has /etc/ssl and /etc/alternatives)")
 	}
 	return dirs
 }
