@@ -254,6 +254,9 @@ func TestDockerLeftoverRemoved(t *testing.T) {
 		p := newProject(t)
 		id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
 		left := dockerAt(t, iso, "run", "-d", "--label", "dev.devsandbox.project="+id, "--label", "dev.devsandbox.name="+p.name(), "--label", "dev.devsandbox.kept=false", "--label", "dev.devsandbox.uid="+strconv.Itoa(it.uid), "devsandbox-test/busybox:1", "true")
+		// Stopped before the run: the run's one sweep leaves a running container
+		// alone (it may be a live run's), and none comes after it.
+		dockerAt(t, iso, "wait", left)
 		p.mustSandbox(iso, []string{"--egress=none"}, `true`)
 		deadline := time.Now().Add(10 * time.Second)
 		for slices.Contains(projectContainers(t, iso, p, true), left) {

@@ -375,7 +375,7 @@ func hostAgentAt(ctx context.Context, t *testing.T, p *project, sock string) (st
 	}
 	agent := asUser("ssh-agent", "-D", "-a", sock)
 	if err := agent.Start(); err != nil {
-		t.Skipf("ssh-agent: %v", err)
+		needOrSkip(t, "ssh-agent (scripts/setup-test-env.sh installs openssh-client): %v", err)
 	}
 	t.Cleanup(func() { _ = agent.Process.Kill(); _ = agent.Wait() })
 	for deadline := time.Now().Add(10 * time.Second); ; {

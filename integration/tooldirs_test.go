@@ -236,7 +236,7 @@ func TestToolDirPlantedLinksNotFollowed(t *testing.T) {
 func TestUserBindsHeldToMasks(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		if _, err := os.Stat("/run/docker.sock"); err != nil && iso != "bwrap" {
-			t.Skip("no /run/docker.sock on this host")
+			needOrSkip(t, "no /run/docker.sock on this host")
 		}
 		p := newProject(t)
 		writeHome(t, ".aws/credentials", "AWS-BAIT\n")
