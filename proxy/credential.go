@@ -39,8 +39,8 @@ var ErrInvalidCredential = errors.New("invalid credential")
 // a host none of them goes to. Request bodies are not searched for placeholders (a
 // placeholder is worthless outside the session, and goes nowhere a credential does).
 //
-// In responses from matching hosts the proxy masks Value, in header values, trailers
-// and bodies, with Placeholder (or asterisks) of the same length, so a server that
+// In responses from matching hosts the proxy masks Value, in header values (1xx
+// responses' included), trailers and bodies, with Placeholder (or asterisks) of the same length, so a server that
 // echoes the header does not hand the secret to the sandbox; and it masks the forms an
 // echo commonly takes (see credential.forms): URL and JSON escaping, base64 and
 // base64url at any offset, and for a Basic credential the user:password it encodes and

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"slices"
 	"strings"
@@ -17,7 +19,8 @@ import (
 // reflector is an origin that echoes back the request header named by the query's h
 // (Authorization by default), encoded as enc says (plain, b64, b64url, url, basic:
 // base64-decoded after "Basic "), in the body, in a response header (where=header), in a
-// trailer (where=trailer), or gzip'd whatever the request asked for (where=gzip), as
+// trailer (where=trailer), in a 103 Early Hints response before the final one
+// (where=early), or gzip'd whatever the request asked for (where=gzip), as
 // echo endpoints, debugging headers and error pages do.
 func reflector(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -40,6 +43,11 @@ func reflector(w http.ResponseWriter, r *http.Request) {
 	switch q.Get("where") {
 	case "header":
 		w.Header().Set("X-Reflected", v)
+	case "early":
+		w.Header().Set("X-Reflected", v)
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Del("X-Reflected")
+		io.WriteString(w, "after the hints")
 	case "trailer":
 		w.Header().Set("Trailer", "X-Reflected")
 		io.WriteString(w, "see the trailer")
@@ -170,6 +178,24 @@ func TestTransformedEchoMasked(t *testing.T) {
 			recovered(tc.cred.Value, body, resp.Header.Get("X-Reflected"), resp.Trailer.Get("X-Reflected")) {
 			t.Errorf("%s (%s): the client read the value back: body %q, header %q, trailer %q", tc.path, tc.cred.Format, body, resp.Header.Get("X-Reflected"), resp.Trailer.Get("X-Reflected"))
 		}
+	}
+	// Headers of a 1xx response before the final one are masked too.
+	cred0 := Credential{Host: "example.com", Header: "Authorization", Format: "Bearer {}", Value: testToken, Name: "TOKEN"}
+	m0 := newMITM(t, Config{Credentials: []Credential{cred0}}, reflector)
+	var early []string
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
+		Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			early = append(early, h.Get("X-Reflected"))
+			return nil
+		},
+	}), "GET", "https://example.com/?enc=b64&where=early", nil)
+	resp0, err := m0.client(t, false).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp0.Body.Close()
+	if len(early) != 1 || recovered(testToken, early...) {
+		t.Errorf("the 103 response's headers: %q, want one, masked", early)
 	}
 	// An encoding the proxy cannot search is refused, never passed.
 	cred := Credential{Host: "example.com", Header: "Authorization", Format: "Bearer {}", Value: testToken, Name: "TOKEN"}

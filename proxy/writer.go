@@ -36,6 +36,13 @@ func newResponseWriter(w http.ResponseWriter, ex *exchange, track *tracker, idle
 }
 
 func (w *responseWriter) WriteHeader(code int) {
+	if code >= 100 && code < 200 && w.ex != nil {
+		// An informational response (103 Early Hints) carries the upstream's headers
+		// before the final one, which ModifyResponse never sees: masked here.
+		if a := w.ex.appliedCreds(); a != nil {
+			a.redactHeader(w.Header())
+		}
+	}
 	if !w.wrote {
 		w.wrote = true
 		w.ex.setStatus(code)
