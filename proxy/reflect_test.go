@@ -197,6 +197,13 @@ func TestTransformedEchoMasked(t *testing.T) {
 	if len(early) != 1 || recovered(testToken, early...) {
 		t.Errorf("the 103 response's headers: %q, want one, masked", early)
 	}
+	// The record holds the final status, not the informational one before it.
+	m0.h.shutdown(t)
+	for _, r := range records(t, m0.h) {
+		if r.Method == "GET" && r.Status != http.StatusOK {
+			t.Errorf("a 200 after a 103 is recorded with status %d", r.Status)
+		}
+	}
 	// An encoding the proxy cannot search is refused, never passed.
 	cred := Credential{Host: "example.com", Header: "Authorization", Format: "Bearer {}", Value: testToken, Name: "TOKEN"}
 	m := newMITM(t, Config{Credentials: []Credential{cred}}, func(w http.ResponseWriter, r *http.Request) {

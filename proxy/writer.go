@@ -43,7 +43,9 @@ func (w *responseWriter) WriteHeader(code int) {
 			a.redactHeader(w.Header())
 		}
 	}
-	if !w.wrote {
+	// An informational response comes before the final one, which is the one recorded
+	// (101 Switching Protocols is final).
+	if !w.wrote && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		w.wrote = true
 		w.ex.setStatus(code)
 	}
