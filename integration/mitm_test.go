@@ -4,12 +4,14 @@ package integration
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
@@ -30,8 +32,9 @@ import (
 
 // tlsOrigin is an HTTPS server on port 443 of an outside host, with a certificate for
 // its address from a test CA. It records the Authorization header of each request,
-// answers /echo with that header (in a header and the body), and serves a one-ref git
-// repository at /repo.git (smart HTTP, protocol v0, ls-remote only).
+// answers /echo with that header (in a header and the body), /reflect?h=NAME with the
+// base64 of header NAME (gzip'd whatever the request asked for, with gz=1), and serves
+// a one-ref git repository at /repo.git (smart HTTP, protocol v0, ls-remote only).
 type tlsOrigin struct {
 	mu    sync.Mutex
 	auths []string // "PATH AUTHORIZATION" per request
@@ -56,6 +59,16 @@ func (o *tlsOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/echo":
 		w.Header().Set("X-Echo", auth)
 		io.WriteString(w, "echo:"+auth+"\n")
+	case r.URL.Path == "/reflect":
+		b64 := base64.StdEncoding.EncodeToString([]byte(r.Header.Get(r.URL.Query().Get("h"))))
+		if r.URL.Query().Get("gz") == "" {
+			io.WriteString(w, b64)
+			break
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		io.WriteString(zw, b64)
+		zw.Close()
 	case r.URL.Path == "/repo.git/info/refs" && r.URL.Query().Get("service") == "git-upload-pack":
 		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
 		io.WriteString(w, pktLine("# service=git-upload-pack\n")+"0000"+

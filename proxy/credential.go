@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 )
 
@@ -27,19 +26,27 @@ var ErrInvalidCredential = errors.New("invalid credential")
 //
 // For a request to a matching host the proxy sets Header to Format with "{}" replaced
 // by Value, over anything the client sent. When Placeholder is set, the sandbox holds
-// it instead of the secret (some clients refuse to start without their variable): in
-// requests to matching hosts the proxy replaces it with Value in every header value;
-// a request to any other host that carries it (a header, the path or the query) is
-// refused with 403 before anything is sent. Credentials may share a placeholder (one
-// key held for several hosts): a request carrying it is then refused only toward a
-// host none of them goes to. The proxy never replaces a placeholder in
-// a URL or a body: those are what servers echo back and log, and a swap there would
-// turn an echo into a leak. Request bodies are not searched for placeholders.
+// it instead of the secret (some clients refuse to start without their variable). The
+// value goes only where the credential says: Header, which the proxy sets itself, so
+// the placeholder there (in any form the client wrote it: Bearer, token, Basic) is
+// replaced with the whole header. A request to a matching host that carries the
+// placeholder anywhere else (another header, a header's name, the path or the query)
+// is refused with 403 before anything is sent, naming where it was: the proxy never
+// puts the value where the sandbox chose, since a host that reflects that header (an
+// echo endpoint, a debugging header, an error page) would hand it back. A request to
+// any other host that carries it is refused alike. Credentials may share a placeholder
+// (one key held for several hosts): a request carrying it is then refused only toward
+// a host none of them goes to. Request bodies are not searched for placeholders (a
+// placeholder is worthless outside the session, and goes nowhere a credential does).
 //
-// In responses from matching hosts the proxy masks Value, in header values and in
-// bodies that are not content-encoded, with Placeholder (or asterisks) of the same
-// length, so a server that echoes the header does not hand the secret to the sandbox.
-// A compressed body is passed as it is.
+// In responses from matching hosts the proxy masks Value, in header values (1xx
+// responses' included), trailers and bodies, with Placeholder (or asterisks) of the same length, so a server that
+// echoes the header does not hand the secret to the sandbox; and it masks the forms an
+// echo commonly takes (see credential.forms): URL and JSON escaping, base64 and
+// base64url at any offset, and for a Basic credential the user:password it encodes and
+// the password alone. Requests with a credential ask for an unencoded body; a gzip or
+// deflate body is decoded to be searched, any other encoding is refused (502). Other
+// transformations (a hash, a case change, a split, an archive) are not found.
 type Credential struct {
 	Host        string // where it goes: [https:// | http://] host, *.domain, IP or CIDR [:port] (see above)
 	Header      string // the header it is sent in, such as Authorization
@@ -52,8 +59,9 @@ type Credential struct {
 // credential is a checked Credential.
 type credential struct {
 	Credential
-	scheme string // "https" or "http"
-	host   entry  // its port is always set
+	scheme string     // "https" or "http"
+	host   entry      // its port is always set
+	masks  []maskForm // what responses must not carry back (forms)
 }
 
 func compileCredentials(cs []Credential) ([]credential, error) {
@@ -78,7 +86,9 @@ func compileCredentials(cs []Credential) ([]credential, error) {
 		case c.Placeholder != "" && c.Value != "" && strings.Contains(c.Value, c.Placeholder):
 			return nil, fail("the placeholder is part of the value")
 		}
-		out = append(out, credential{Credential: c, scheme: scheme, host: e})
+		cr := credential{Credential: c, scheme: scheme, host: e}
+		cr.masks = cr.computeForms()
+		out = append(out, cr)
 	}
 	return out, nil
 }
@@ -137,12 +147,19 @@ func (c *credential) mask() string {
 	return strings.Repeat("*", len(c.Value))
 }
 
-// misplaced is a refusal: a request carried the placeholder of cred to a host cred
-// does not go to.
-type misplaced struct{ cred *credential }
+// misplaced is a refusal: a request carried the placeholder of cred where the proxy
+// does not swap it: toward a host cred does not go to, or toward one of its hosts in
+// where (a header other than cred's, the URL).
+type misplaced struct {
+	cred  *credential
+	where string // "" toward another host
+}
 
 func (m *misplaced) Error() string {
-	return fmt.Sprintf("the request carries the placeholder of %s, which the proxy replaces only toward %s and never sends elsewhere", m.cred.Name, m.cred.where())
+	if m.where == "" {
+		return fmt.Sprintf("the request carries the placeholder of %s, which the proxy replaces only toward %s and never sends elsewhere", m.cred.Name, m.cred.where())
+	}
+	return fmt.Sprintf("the request carries the placeholder of %s in %s, where the proxy never swaps it: toward %s the value goes only in the %s header, which the proxy sets itself (send the placeholder there, or nothing)", m.cred.Name, m.where, m.cred.where(), m.cred.Header)
 }
 
 // applied is what applyCredentials did to one request: the credentials that went to
@@ -162,9 +179,10 @@ func (a *applied) names() string {
 }
 
 // applyCredentials adds the credentials for scheme://host:port (how the proxy forwards
-// req) to req's headers and swaps their placeholders, or refuses a request that
-// carries the placeholder of a credential for another destination (*misplaced). It
-// changes req only when it does not refuse.
+// req) to req's headers, or refuses a request that carries a placeholder where the
+// proxy does not swap it (*misplaced): the placeholder of a credential for another
+// destination anywhere, or of one of this destination's anywhere but a header of a
+// credential holding it. It changes req only when it does not refuse.
 func applyCredentials(creds []credential, req *http.Request, scheme, host string, port int) (*applied, error) {
 	var a applied
 	for i := range creds {
@@ -174,20 +192,25 @@ func applyCredentials(creds []credential, req *http.Request, scheme, host string
 	}
 	for i := range creds {
 		c := &creds[i]
-		if c.Placeholder == "" || slices.ContainsFunc(a.creds, func(m *credential) bool { return m.Placeholder == c.Placeholder }) {
+		if c.Placeholder == "" {
 			continue
 		}
-		if carries(req, c.Placeholder) {
-			return nil, &misplaced{cred: c}
-		}
-	}
-	for _, c := range a.creds {
-		if c.Placeholder != "" && c.Value != "" {
-			for _, vs := range req.Header {
-				for j, v := range vs {
-					vs[j] = strings.ReplaceAll(v, c.Placeholder, c.Value)
-				}
+		// The headers where c's placeholder goes: those of the credentials for this
+		// destination that hold it (one key may go in two headers of one host).
+		own := map[string]bool{}
+		for _, m := range a.creds {
+			if m.Placeholder == c.Placeholder {
+				own[http.CanonicalHeaderKey(m.Header)] = true
 			}
+		}
+		if len(own) == 0 {
+			if carries(req, c.Placeholder, nil) != "" {
+				return nil, &misplaced{cred: c}
+			}
+			continue
+		}
+		if where := carries(req, c.Placeholder, own); where != "" {
+			return nil, &misplaced{cred: c, where: where}
 		}
 	}
 	for _, c := range a.creds {
@@ -198,40 +221,48 @@ func applyCredentials(creds []credential, req *http.Request, scheme, host string
 	return &a, nil
 }
 
-// carries reports whether p appears in req's headers or URL, escaped or not.
-func carries(req *http.Request, p string) bool {
+// carries reports where p appears in req, escaped or not: "header NAME" (a header's
+// value or name), "the URL" (its path, query, fragment, user or Host), or "" nowhere.
+// The values of the headers in skip are not searched.
+func carries(req *http.Request, p string, skip map[string]bool) string {
 	for name, vs := range req.Header {
 		if strings.Contains(name, p) {
-			return true
+			return "a header's name"
+		}
+		if skip[http.CanonicalHeaderKey(name)] {
+			continue
 		}
 		for _, v := range vs {
 			if strings.Contains(v, p) {
-				return true
+				return "header " + name
 			}
 		}
 	}
 	u := req.URL
 	for _, s := range []string{u.Path, u.RawPath, u.RawQuery, u.Fragment, req.Host, u.User.String()} {
 		if strings.Contains(s, p) {
-			return true
+			return "the URL"
 		}
 	}
 	if q, err := url.QueryUnescape(u.RawQuery); err == nil && strings.Contains(q, p) {
-		return true
+		return "the URL"
 	}
-	return false
+	return ""
 }
 
-// redactHeader masks the values of a's credentials in h.
+// redactHeader masks the values of a's credentials, in each of their forms, in h.
 func (a *applied) redactHeader(h http.Header) {
 	for _, c := range a.creds {
 		if c.Value == "" {
 			continue
 		}
-		for _, vs := range h {
-			for j, v := range vs {
-				if strings.Contains(v, c.Value) {
-					vs[j] = strings.ReplaceAll(v, c.Value, c.mask())
+		for _, f := range c.forms() {
+			from, to := string(f.from), string(f.to)
+			for _, vs := range h {
+				for j, v := range vs {
+					if strings.Contains(v, from) {
+						vs[j] = strings.ReplaceAll(v, from, to)
+					}
 				}
 			}
 		}

@@ -16,7 +16,8 @@ import (
 // credential: it is refused (502), never passed unsearched.
 var ErrEncoding = errors.New("response encoding the proxy cannot search")
 
-// redactBody makes resp's body mask the values of a's credentials. The proxy asks
+// redactBody makes resp's body mask the values of a's credentials, in each of their
+// forms (credential.forms), and its trailers once the body has ended. The proxy asks
 // credential hosts for an unencoded body (see askIdentity); a gzip or deflate body is
 // decoded and passed decoded, without Content-Encoding; any other encoding (br, zstd, an
 // unknown or bogus name) is refused with ErrEncoding. Masks are as long as the values,
@@ -38,12 +39,14 @@ func (a *applied) redactBody(resp *http.Response) error {
 		resp.Uncompressed = true
 	}
 	for _, c := range a.creds {
-		if c.Value != "" {
-			r.from = append(r.from, []byte(c.Value))
-			r.to = append(r.to, []byte(c.mask()))
-			r.keep = max(r.keep, len(c.Value)-1)
+		for _, f := range c.forms() {
+			r.from = append(r.from, f.from)
+			r.to = append(r.to, f.to)
+			r.keep = max(r.keep, len(f.from)-1)
 		}
 	}
+	// Trailers arrive with the end of the body: masked then, before anyone reads them.
+	r.atEOF = func() { a.redactHeader(resp.Trailer) }
 	resp.Body = r
 	return nil
 }
@@ -100,7 +103,8 @@ type redactReader struct {
 	buf      []byte // buf[off:off+ready] is final; the rest of buf[off:] is held back
 	off      int
 	ready    int
-	err      error // from src, returned once buf is drained
+	err      error  // from src, returned once buf is drained
+	atEOF    func() // called once src has ended, before its end is returned
 }
 
 func (r *redactReader) Read(p []byte) (int, error) {
@@ -119,6 +123,10 @@ func (r *redactReader) Read(p []byte) (int, error) {
 		r.ready = max(len(r.buf)-r.keep, 0)
 		if r.err != nil {
 			r.ready = len(r.buf)
+			if r.atEOF != nil {
+				r.atEOF()
+				r.atEOF = nil
+			}
 		}
 	}
 	n := copy(p, r.buf[r.off:r.off+r.ready])

@@ -36,7 +36,16 @@ func newResponseWriter(w http.ResponseWriter, ex *exchange, track *tracker, idle
 }
 
 func (w *responseWriter) WriteHeader(code int) {
-	if !w.wrote {
+	if code >= 100 && code < 200 && w.ex != nil {
+		// An informational response (103 Early Hints) carries the upstream's headers
+		// before the final one, which ModifyResponse never sees: masked here.
+		if a := w.ex.appliedCreds(); a != nil {
+			a.redactHeader(w.Header())
+		}
+	}
+	// An informational response comes before the final one, which is the one recorded
+	// (101 Switching Protocols is final).
+	if !w.wrote && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		w.wrote = true
 		w.ex.setStatus(code)
 	}
