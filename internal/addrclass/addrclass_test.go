@@ -1,7 +1,9 @@
-package audit
+package addrclass
 
 import (
+	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"testing"
 )
 
@@ -69,4 +71,64 @@ func TestClassifyEmbeddedAndDeprecated(t *testing.T) {
 			t.Errorf("Classify(%s) = %q (%s), want %q", tc.addr, got, what, tc.class)
 		}
 	}
+}
+
+// TestHostPrefixAgreesWithClassify: HostPrefix claims a prefix is the host's own only
+// when Classify finds every address of it unspecified or loopback (checked on its first
+// and last addresses and random ones), and it claims it for the embedded forms that fix
+// a loopback or unspecified IPv4 address.
+func TestHostPrefixAgreesWithClassify(t *testing.T) {
+	for _, tc := range []struct {
+		prefix string
+		host   bool
+	}{
+		{"127.0.0.0/8", true}, {"0.0.0.0/8", true}, {"127.1.0.0/16", true}, {"126.0.0.0/7", false}, {"0.0.0.0/0", false},
+		{"::1/128", true}, {"::/128", true}, {"::2/128", true}, {"::/104", true}, {"::/96", false}, {"::/0", false},
+		{"::ffff:127.0.0.0/104", true}, {"::ffff:0:127.0.0.0/104", true}, {"::ffff:0:0:0/96", false},
+		{"::127.0.0.0/104", true}, {"::128.0.0.0/104", false},
+		{"64:ff9b::7f00:0/104", true}, {"64:ff9b::/96", false},
+		{"2002:7f00::/24", true}, {"2002::/24", true}, {"2002::/16", false}, {"2002:7e00::/23", false},
+		{"2001::8000:0/104", true}, {"2001::ff00:0/104", true}, {"2001:0:7f00::/40", false}, {"2001::/32", false},
+		{"64:ff9b:1::7f00:0/104", true}, {"64:ff9b:1:7f00::/56", true}, {"64:ff9b:1:0:7f::/80", true}, {"64:ff9b:1:0:7f::/72", false},
+		{"64:ff9b:1::/48", false}, {"64:ff9b:1::a00:0/104", false},
+	} {
+		p := netip.MustParsePrefix(tc.prefix)
+		if got := HostPrefix(p) != ""; got != tc.host {
+			t.Errorf("HostPrefix(%s) = %q, want host %v", p, HostPrefix(p), tc.host)
+			continue
+		}
+		if !tc.host {
+			continue
+		}
+		for _, a := range samples(p, 256) {
+			if class, _ := Classify(a); class != ClassUnspecified && class != ClassLoopback {
+				t.Errorf("HostPrefix(%s) claims the host, but Classify(%s) = %q", p, a, class)
+			}
+		}
+	}
+}
+
+// samples returns p's first and last addresses and n random ones in p (a fixed seed).
+func samples(p netip.Prefix, n int) []netip.Addr {
+	r := rand.New(rand.NewPCG(1, 2))
+	base := p.Masked().Addr().AsSlice()
+	pick := func(fill func() byte) netip.Addr {
+		b := slices.Clone(base)
+		for i := range b {
+			if free := len(b)*8 - p.Bits() - (len(b)-1-i)*8; free > 0 {
+				mask := byte(0xff)
+				if free < 8 {
+					mask = byte(1<<free - 1)
+				}
+				b[i] |= fill() & mask
+			}
+		}
+		a, _ := netip.AddrFromSlice(b)
+		return a
+	}
+	out := []netip.Addr{pick(func() byte { return 0 }), pick(func() byte { return 0xff })}
+	for range n {
+		out = append(out, pick(func() byte { return byte(r.Uint32()) }))
+	}
+	return out
 }
