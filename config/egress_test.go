@@ -64,16 +64,17 @@ func TestLoopbackEntry(t *testing.T) {
 		"::2": "an unspecified address", "::/104": "an unspecified address", // ::0.0.0.2, and :: and ::1 with them
 		"::ffff:0:127.0.0.1": "a loopback address", "::ffff:0:127.0.0.0/104": "a loopback address",
 		"2002:7f00:1::": "a loopback address", "[2002:7f00:1::1]:443": "a loopback address", "2002:7f00::/24": "a loopback address",
-		"2002::1": "an unspecified address",
+		"2002::1":                     "an unspecified address",
 		"2001:0:5db8:d822::80ff:fffe": "a loopback address", "2001::8000:0/104": "a loopback address", // Teredo client 127.0.0.1, 127/8
 		"2001:0:7f00:1::a2ff:fefe": "a loopback address", // Teredo server 127.0.0.1, client public
-		"64:ff9b::127.0.0.1": "a loopback address", "64:ff9b::7f00:0/104": "a loopback address",
+		"64:ff9b::127.0.0.1":       "a loopback address", "64:ff9b::7f00:0/104": "a loopback address",
+		"fe80::5efe:127.0.0.1": "a loopback address", "fe80::200:5efe:7f00:0/104": "a loopback address", // ISATAP, link-local
 		"64:ff9b:1::7f00:1": "a loopback address", "64:ff9b:1:7f00:1::": "a loopback address", "64:ff9b:1:7f00::/56": "a loopback address",
 		// not only loopback: the proxy refuses the loopback part whatever the entry
 		"0.0.0.0/0": "", "::/0": "", "96.0.0.0/3": "", "::/96": "", "2002::/16": "", "2002:7e00::/23": "",
 		"2001::/32": "", "2001:0:7f00::/40": "", "64:ff9b:1::/48": "", "64:ff9b::/96": "",
 		"10.0.0.1": "", "example.com": "", "localhost.example.com": "", "128.0.0.1": "", "::10.1.2.3": "",
-		"2002:c0a8:101::1": "", "2002:5db8:d822::1": "", "2001:0:5db8:d822::a247:27dd": "", "64:ff9b:1::a00:1": "",
+		"2a00:1450::5efe:127.0.0.1": "", "2002:c0a8:101::1": "", "2002:5db8:d822::1": "", "2001:0:5db8:d822::a247:27dd": "", "64:ff9b:1::a00:1": "",
 	} {
 		if got := loopbackEntry(entry); got != want {
 			t.Errorf("loopbackEntry(%q) = %q, want %q", entry, got, want)

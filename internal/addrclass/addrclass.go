@@ -103,6 +103,12 @@ func Classify(a netip.Addr) (class, what string) {
 			return class, what
 		}
 	}
+	return rangeClass(a)
+}
+
+// rangeClass is the class of the special-purpose range a lies in, embedded addresses
+// aside, or "", "" for an ordinary public address.
+func rangeClass(a netip.Addr) (class, what string) {
 	for _, r := range specialRanges {
 		if r.prefix.Contains(a) {
 			return r.class, r.what
@@ -119,6 +125,13 @@ func Classify(a netip.Addr) (class, what string) {
 	return "", ""
 }
 
+// isatap reports whether the IPv6 address b has an ISATAP interface identifier (RFC
+// 5214 6.1): 0000:5efe or, for a globally unique IPv4 address, 0200:5efe, then the
+// IPv4 address of the node on the ISATAP site's IPv4 network.
+func isatap(b [16]byte) bool {
+	return (b[8] == 0 || b[8] == 2) && b[9] == 0 && b[10] == 0x5e && b[11] == 0xfe
+}
+
 // Embedded returns the IPv4 address a well-known NAT64 address reaches, else a.
 func Embedded(a netip.Addr) netip.Addr {
 	a = a.WithZone("").Unmap()
@@ -130,9 +143,16 @@ func Embedded(a netip.Addr) netip.Addr {
 }
 
 // embeddedClass returns the class of the special IPv4 address the IPv6 address a
-// embeds, or "" when it embeds none or an ordinary public one. A local-use NAT64
-// address may embed its IPv4 address at any RFC 6052 length from /48: every place is
-// judged, and only a loopback one counts (the address is private anyway).
+// embeds, or "" when it embeds none or an ordinary public one. The forms are those of
+// a range that is not an ordinary public one anyway, so judging them by the address
+// they embed never refuses a public destination. A local-use NAT64 address may embed
+// its IPv4 address at any RFC 6052 length from /48: every place is judged, and only a
+// loopback one counts (the address is private anyway). An ISATAP interface identifier
+// has no range of its own: it may end any /64, and in a global one the address is an
+// ordinary public one, routed over IPv6 to its site, whose IPv4 network alone the
+// embedded address belongs to (ISATAP's embedded addresses are mostly private ones).
+// It is decoded only in a range that is special anyway (link-local, unique local,
+// documentation, reserved), as the other forms are.
 func embeddedClass(a netip.Addr) (class, what string) {
 	b := a.As16()
 	v4 := func(i, j, k, l int) netip.Addr { return netip.AddrFrom4([4]byte{b[i], b[j], b[k], b[l]}) }
@@ -147,6 +167,10 @@ func embeddedClass(a netip.Addr) (class, what string) {
 		cands = []netip.Addr{client, v4(4, 5, 6, 7)}
 	case nat64Local.Contains(a):
 		cands = []netip.Addr{v4(12, 13, 14, 15), v4(9, 10, 11, 12), v4(7, 9, 10, 11), v4(6, 7, 9, 10)}
+	case isatap(b):
+		if class, _ := rangeClass(a); class != "" {
+			cands = []netip.Addr{v4(12, 13, 14, 15)}
+		}
 	}
 	for _, c := range cands {
 		if class, what := Classify(c); class != "" {
@@ -163,8 +187,8 @@ func embeddedClass(a netip.Addr) (class, what string) {
 // each one unspecified or loopback: the dialling host's own, which the proxy never
 // connects to whatever the allow entries say. Otherwise it returns "". It reads the
 // IPv4 address an IPv6 form embeds (IPv4-mapped, NAT64, IPv4-compatible,
-// IPv4-translated, 6to4, a Teredo client, local-use NAT64 where only loopback counts)
-// from the bits p fixes; where p leaves that address's first byte open, it returns "".
+// IPv4-translated, 6to4, a Teredo client, local-use NAT64 where only loopback counts,
+// ISATAP in a special range) from the bits p fixes; where p leaves that address's first byte open, it returns "".
 func HostPrefix(p netip.Prefix) string {
 	p = p.Masked()
 	if !p.IsValid() {
@@ -198,6 +222,12 @@ func HostPrefix(p netip.Prefix) string {
 			if w := hostByte(b[at], bits-8*at); w != "" && b[at] == 127 {
 				return w
 			}
+		}
+	case bits >= 96 && isatap(b):
+		// Every address of p is in the range a is in: the special ranges are /96 or
+		// shorter, but for single addresses (not ISATAP ones) and ranges inside others.
+		if class, _ := rangeClass(a); class != "" {
+			return hostByte(b[12], bits-96)
 		}
 	}
 	return ""

@@ -46,6 +46,20 @@ func TestClassifyEmbeddedAndDeprecated(t *testing.T) {
 		{"64:ff9b:1::7f00:1", ClassLoopback},
 		{"64:ff9b:1:7f00:1::", ClassLoopback},
 		{"64:ff9b:1::a01:203", ClassPrivate},
+		// ISATAP interface identifiers (::0:5efe:a.b.c.d, ::200:5efe:a.b.c.d), decoded
+		// in a range that is special anyway, as the other forms' ranges are
+		{"fe80::5efe:7f00:1", ClassLoopback},
+		{"fe80::200:5efe:7f00:1", ClassLoopback},
+		{"fe80::5efe:0:1", ClassUnspecified},
+		{"fd12:3456::5efe:a9fe:a9fe", ClassMetadata},
+		{"fd12:3456::5efe:a00:1", ClassPrivate},
+		{"2001:db8::5efe:7f00:1", ClassLoopback},
+		{"fe80::5efe:5db8:d822", ClassLinkLocal},  // embeds a public address: what it is
+		{"fe80::100:5efe:7f00:1", ClassLinkLocal}, // the group bit: not an ISATAP identifier
+		{"fe80::300:5efe:7f00:1", ClassLinkLocal},
+		// in a global prefix it is an ordinary public address, routed over IPv6
+		{"2a00:1450:4001::5efe:7f00:1", ""},
+		{"2a00:1450:4001::200:5efe:a00:1", ""},
 		// deprecated, discard and other IPv6 ranges
 		{"fec0::1", ClassPrivate},
 		{"100::1", ClassProtocol},
@@ -91,6 +105,8 @@ func TestHostPrefixAgreesWithClassify(t *testing.T) {
 		{"2001::8000:0/104", true}, {"2001::ff00:0/104", true}, {"2001:0:7f00::/40", false}, {"2001::/32", false},
 		{"64:ff9b:1::7f00:0/104", true}, {"64:ff9b:1:7f00::/56", true}, {"64:ff9b:1:0:7f::/80", true}, {"64:ff9b:1:0:7f::/72", false},
 		{"64:ff9b:1::/48", false}, {"64:ff9b:1::a00:0/104", false},
+		{"fe80::5efe:7f00:0/104", true}, {"fe80::200:5efe:0:0/104", true}, {"fe80::5efe:0:0/96", false},
+		{"fe80::5efe:7f00:0/100", false}, {"2a00:1450::5efe:7f00:0/104", false}, {"fe80::100:5efe:7f00:0/104", false},
 	} {
 		p := netip.MustParsePrefix(tc.prefix)
 		if got := HostPrefix(p) != ""; got != tc.host {
