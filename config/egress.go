@@ -1,11 +1,11 @@
 package config
 
 import (
-	"net/netip"
 	"strconv"
 	"strings"
 
 	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/internal/addrclass"
 )
 
 // ValidEgressEntry checks one egress.allow or egress.deny entry against the grammar
@@ -41,41 +41,22 @@ func ValidPublish(s string) error {
 	return nil
 }
 
-// loopbackRanges are what an allow entry may not lie within without
-// egress.loopback_entries = "ignore": the unspecified addresses (dialled, they reach
-// the dialling host) and the loopback, in both families and IPv4-mapped.
-var loopbackRanges = []struct {
-	prefix netip.Prefix
-	what   string
-}{
-	{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified address"},
-	{netip.MustParsePrefix("::/128"), "the unspecified address"},
-	{netip.MustParsePrefix("::ffff:0.0.0.0/104"), "an unspecified address"},
-	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address"},
-	{netip.MustParsePrefix("::1/128"), "the loopback address"},
-	{netip.MustParsePrefix("::ffff:127.0.0.0/104"), "a loopback address"},
-}
-
 // loopbackEntry says what a valid egress entry names when it names only unspecified
-// or loopback addresses, or the local host by name (localhost, *.localhost); else "".
+// or loopback addresses, in any form the proxy refuses as its own host's (the
+// classifier the proxy decides by: addrclass.HostPrefix), or the local host by name
+// (localhost, *.localhost); else "".
 func loopbackEntry(entry string) string {
 	e, err := egress.ParseEntry(entry)
 	switch {
 	case err != nil:
 		return ""
 	case e.Host != "":
-		if e.Host == "localhost" || strings.HasSuffix(e.Host, ".localhost") {
+		if addrclass.IsLoopbackName(e.Host) {
 			return "a name for the local host"
 		}
 		return ""
 	}
-	for _, r := range loopbackRanges {
-		p := e.Prefix
-		if p.Addr().BitLen() == r.prefix.Addr().BitLen() && p.Bits() >= r.prefix.Bits() && r.prefix.Contains(p.Addr()) {
-			return r.what
-		}
-	}
-	return ""
+	return addrclass.HostPrefix(e.Prefix)
 }
 
 // checkLoopbackAllow refuses an allow entry of l that names only unspecified or

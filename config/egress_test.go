@@ -52,14 +52,29 @@ func TestValidEgressEntryURL(t *testing.T) {
 func TestLoopbackEntry(t *testing.T) {
 	for entry, want := range map[string]string{
 		"0.0.0.0": "an unspecified address", "0.0.0.0:443": "an unspecified address", "0.1.2.3": "an unspecified address",
-		"::": "the unspecified address", "[::]:80": "the unspecified address", "::ffff:0.0.0.0": "an unspecified address",
+		"::": "an unspecified address", "[::]:80": "an unspecified address", "::ffff:0.0.0.0": "an unspecified address",
 		"127.0.0.1": "a loopback address", "127.0.0.1:8080": "a loopback address", "127.0.0.0/8": "a loopback address",
-		"127.1.2.0/24:22": "a loopback address", "::1": "the loopback address", "[::1]:3000": "the loopback address",
-		"::ffff:127.0.0.1": "a loopback address", "localhost": "a name for the local host", "LocalHost.:80": "a name for the local host",
+		"127.1.2.0/24:22": "a loopback address", "::1": "a loopback address", "[::1]:3000": "a loopback address",
+		"::ffff:127.0.0.1": "a loopback address", "::ffff:127.0.0.0/104": "a loopback address",
+		"localhost": "a name for the local host", "LocalHost.:80": "a name for the local host",
 		"db.localhost": "a name for the local host", "*.localhost": "a name for the local host",
+		// IPv6 forms that embed a loopback or unspecified IPv4 address: the proxy refuses
+		// them as its own host (addrclass.Classify), so the entry opens nothing either.
+		"::127.0.0.1": "a loopback address", "[::127.0.0.1]:80": "a loopback address", "::127.0.0.0/104": "a loopback address",
+		"::2": "an unspecified address", "::/104": "an unspecified address", // ::0.0.0.2, and :: and ::1 with them
+		"::ffff:0:127.0.0.1": "a loopback address", "::ffff:0:127.0.0.0/104": "a loopback address",
+		"2002:7f00:1::": "a loopback address", "[2002:7f00:1::1]:443": "a loopback address", "2002:7f00::/24": "a loopback address",
+		"2002::1":                     "an unspecified address",
+		"2001:0:5db8:d822::80ff:fffe": "a loopback address", "2001::8000:0/104": "a loopback address", // Teredo client 127.0.0.1, 127/8
+		"2001:0:7f00:1::a2ff:fefe": "a loopback address", // Teredo server 127.0.0.1, client public
+		"64:ff9b::127.0.0.1":       "a loopback address", "64:ff9b::7f00:0/104": "a loopback address",
+		"fe80::5efe:127.0.0.1": "a loopback address", "fe80::200:5efe:7f00:0/104": "a loopback address", // ISATAP, link-local
+		"64:ff9b:1::7f00:1": "a loopback address", "64:ff9b:1:7f00:1::": "a loopback address", "64:ff9b:1:7f00::/56": "a loopback address",
 		// not only loopback: the proxy refuses the loopback part whatever the entry
-		"0.0.0.0/0": "", "::/0": "", "96.0.0.0/3": "",
-		"10.0.0.1": "", "example.com": "", "localhost.example.com": "", "::2": "", "128.0.0.1": "",
+		"0.0.0.0/0": "", "::/0": "", "96.0.0.0/3": "", "::/96": "", "2002::/16": "", "2002:7e00::/23": "",
+		"2001::/32": "", "2001:0:7f00::/40": "", "64:ff9b:1::/48": "", "64:ff9b::/96": "",
+		"10.0.0.1": "", "example.com": "", "localhost.example.com": "", "128.0.0.1": "", "::10.1.2.3": "",
+		"2a00:1450::5efe:127.0.0.1": "", "2002:c0a8:101::1": "", "2002:5db8:d822::1": "", "2001:0:5db8:d822::a247:27dd": "", "64:ff9b:1::a00:1": "",
 	} {
 		if got := loopbackEntry(entry); got != want {
 			t.Errorf("loopbackEntry(%q) = %q, want %q", entry, got, want)

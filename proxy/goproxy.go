@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/elazarl/goproxy"
@@ -51,10 +52,56 @@ func (s *Server) newTransport() *http.Transport {
 	}
 }
 
-// checkedConn is an upstream connection and the decision that allowed it.
+// checkedConn is an upstream connection and the decision that allowed it. Each write
+// to it gets the idle time to complete, as each write to a client does: an origin that
+// stops reading an upload does not hold the handler (the server notices a client that
+// left only once it has read the request body, so nothing else would end it). A write
+// that times out closes the connection, so a TLS close does not wait 5 s more to send
+// its close_notify (see cutConn). A deadline a caller sets (the direct upstream's
+// cancel, the TLS close's) is kept when it is the earlier.
 type checkedConn struct {
 	net.Conn
 	decision Decision
+	idle     time.Duration
+
+	mu  sync.Mutex
+	set time.Time // the write deadline a caller set; zero: none
+	own time.Time // the write deadline last in effect
+}
+
+func (c *checkedConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	// As responseWriter.refresh: moved only when less than idle is left.
+	if now := time.Now(); c.own.Sub(now) < c.idle {
+		d := now.Add(c.idle + c.idle/8)
+		if !c.set.IsZero() && c.set.Before(d) {
+			d = c.set
+		}
+		if !d.Equal(c.own) {
+			c.own = d
+			_ = c.Conn.SetWriteDeadline(d)
+		}
+	}
+	c.mu.Unlock()
+	n, err := c.Conn.Write(p)
+	if err != nil && isTimeout(err) {
+		c.Conn.Close()
+	}
+	return n, err
+}
+
+func (c *checkedConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.set, c.own = t, t
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *checkedConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.set, c.own = t, t
+	return c.Conn.SetDeadline(t)
 }
 
 // dialContext is the checked dial; it tells the exchange in ctx (if any) the decision.
@@ -74,5 +121,5 @@ func (s *Server) dialContext(ctx context.Context, network, addr string) (net.Con
 	if err != nil {
 		return nil, err
 	}
-	return &checkedConn{Conn: c, decision: t.Decision}, nil
+	return &checkedConn{Conn: c, decision: t.Decision, idle: s.cfg.TunnelIdleTimeout}, nil
 }

@@ -227,6 +227,22 @@ func eventually(t *testing.T, bound time.Duration, cond func() bool) bool {
 	return true
 }
 
+// endsWithin waits for h's handlers to end and fails the test unless they ended
+// within bound of start; what it was waiting for is what says why.
+func endsWithin(t *testing.T, h *harness, start time.Time, bound time.Duration, what string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound+15*time.Second)
+	defer cancel()
+	if err := h.srv.track.wait(ctx); err != nil {
+		t.Fatalf("%s: the handler still runs %v later", what, time.Since(start).Round(time.Millisecond))
+	}
+	took := time.Since(start)
+	if took > bound {
+		t.Fatalf("%s: the handler ended %v later, want at most %v", what, took.Round(time.Millisecond), bound)
+	}
+	t.Logf("%s: the handler ended %v later", what, took.Round(time.Millisecond))
+}
+
 func newReader(c net.Conn) *bufio.Reader { return bufio.NewReader(c) }
 
 // logFile is the path of the harness's session log file.

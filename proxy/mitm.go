@@ -91,7 +91,7 @@ func (s *Server) intercept(req *http.Request, client net.Conn, gctx *goproxy.Pro
 	var conn net.Conn = &bufferedConn{Conn: counted, early: bytes.Clone(early)}
 	scheme := "http"
 	if first[0] == tlsHandshakeRecord {
-		tc, err := s.handshake(req.Context(), conn, hostPort(ex.target.Host, ex.target.Port), gctx)
+		tc, err := s.handshake(req.Context(), cutConn{conn}, hostPort(ex.target.Host, ex.target.Port), gctx)
 		if err != nil {
 			ex.fail(err)
 			return
@@ -200,6 +200,21 @@ func sameHost(hostHeader string, t Target) bool {
 		h, p = hostHeader, ""
 	}
 	return normalizeHost(h) == t.Host && (p == "" || p == strconv.Itoa(t.Port))
+}
+
+// cutConn is a client connection under the proxy's TLS. A write to it that times out
+// closes it: the client took nothing for the idle time, so the connection is over, and
+// closing it at once ends the TLS close's wait too. crypto/tls's Close gives its
+// close_notify alert a deadline of its own, 5 s, replacing the one that expired; to a
+// client that does not read, that held the handler 5 s past the idle timeout.
+type cutConn struct{ net.Conn }
+
+func (c cutConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err != nil && isTimeout(err) {
+		c.Conn.Close()
+	}
+	return n, err
 }
 
 // oneConnListener hands out one connection, then blocks until closed.

@@ -199,10 +199,16 @@ func TestMITMSlowReaderCompletes(t *testing.T) {
 
 // TestMITMStalledReaderTimesOut: a client that asks for a large decrypted body and
 // never reads it does not hold the handler: a write to it times out after about the
-// idle timeout, and the request is recorded with the bytes that did go out.
+// idle timeout, the connection ends at once (the TLS close does not wait for the
+// client to take a close_notify it is not reading), and the request is recorded with
+// the bytes that did go out.
 func TestMITMStalledReaderTimesOut(t *testing.T) {
 	const size = 512 << 20 // more than any socket buffers hold
-	m := newMITM(t, Config{TunnelIdleTimeout: 300 * time.Millisecond}, func(w http.ResponseWriter, r *http.Request) {
+	const idle = 300 * time.Millisecond
+	// The body stops moving within moments of its head; the write deadline is then at
+	// most idle and an eighth away (responseWriter.refresh).
+	const bound = idle + idle/8 + time.Second
+	m := newMITM(t, Config{TunnelIdleTimeout: idle}, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", strconv.Itoa(size))
 		buf := make([]byte, 1<<20)
 		for sent := 0; sent < size; sent += len(buf) {
@@ -216,13 +222,127 @@ func TestMITMStalledReaderTimesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close() // never read
-	if !eventually(t, 15*time.Second, func() bool { return m.origin.hits.Load() == 1 && m.h.srv.track.running() == 0 }) {
-		t.Fatal("the handler still runs for a client that never reads its response")
+	endsWithin(t, m.h, time.Now(), bound, "a client that never reads the response it asked for")
+	if n := m.origin.hits.Load(); n != 1 {
+		t.Fatalf("the origin served %d requests, want 1", n)
 	}
 	m.h.shutdown(t)
 	for _, r := range records(t, m.h) {
 		if r.Method == "GET" && (r.Status != 200 || r.BytesDown <= 0 || r.BytesDown >= size) {
 			t.Fatalf("record %+v, want a 200 with part of the body", r)
 		}
+	}
+}
+
+// TestStalledOriginUploadTimesOut: an origin that stops reading a large upload does not
+// hold the handler, decrypted or plain: the write to it times out after about the idle
+// timeout and the upstream connection closes at once (over TLS, without waiting to
+// send a close_notify the origin does not read). Before, the handler waited on the
+// origin for as long as it kept the connection open, even after the client had left:
+// the server notices a client's close only once it has read the request body.
+func TestStalledOriginUploadTimesOut(t *testing.T) {
+	const size = 512 << 20 // more than any socket buffers hold
+	const idle = 300 * time.Millisecond
+	// As TestMITMStalledReaderTimesOut, and net/http's half a second between closing
+	// the write side of a client connection whose request body was not read and
+	// closing it (rstAvoidanceDelay).
+	const bound = idle + idle/8 + 500*time.Millisecond + time.Second
+	stall := func(release chan struct{}) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			select { // the body is never read
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	}
+	for _, mitm := range []bool{true, false} {
+		t.Run(map[bool]string{true: "decrypted", false: "plain"}[mitm], func(t *testing.T) {
+			release := make(chan struct{})
+			var h *harness
+			var c *http.Client
+			var u string
+			var hits func() int64
+			if mitm {
+				m := newMITM(t, Config{TunnelIdleTimeout: idle}, stall(release))
+				h, c, u, hits = m.h, m.client(t, false), "https://example.com/up", m.origin.hits.Load
+			} else {
+				o := newOrigin(t, false, stall(release))
+				h = newHarness(t, Config{Policy: mustPolicy(t, []string{"origin.test"}, nil, "deny"), Resolver: loopback("origin.test"), TunnelIdleTimeout: idle})
+				c, u, hits = h.unixClient(t, nil), "http://origin.test:"+o.port()+"/up", o.hits.Load
+			}
+			t.Cleanup(func() { close(release) }) // before the origin closes: it waits for its handlers
+			done := make(chan *http.Response, 1)
+			go func() {
+				resp, err := c.Post(u, "application/octet-stream", io.LimitReader(zeros{}, size))
+				if err == nil {
+					resp.Body.Close()
+				}
+				done <- resp
+			}()
+			if !eventually(t, 10*time.Second, func() bool { return hits() == 1 }) {
+				t.Fatal("the origin never had the request")
+			}
+			endsWithin(t, h, time.Now(), bound, "an origin that stops reading an upload")
+			if resp := <-done; resp != nil && resp.StatusCode != http.StatusBadGateway {
+				t.Errorf("the client got %d, want 502 or a failed upload", resp.StatusCode)
+			}
+		})
+	}
+}
+
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// TestSlowOriginUploadCompletes: an upload that takes longer than the idle timeout in
+// all, to an origin that reads steadily, completes, decrypted or plain: the upstream
+// write deadline moves on while the body flows.
+func TestSlowOriginUploadCompletes(t *testing.T) {
+	const idle = 500 * time.Millisecond
+	const size = 8 << 20
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		var got int64
+		for {
+			// about 1.3 s for the whole body, never long without reading
+			n, err := io.CopyN(io.Discard, r.Body, 128<<10)
+			got += n
+			if err != nil || n == 0 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond) // the origin's pace, not synchronisation
+		}
+		io.WriteString(w, strconv.FormatInt(got, 10))
+	}
+	for _, mitm := range []bool{true, false} {
+		t.Run(map[bool]string{true: "decrypted", false: "plain"}[mitm], func(t *testing.T) {
+			var c *http.Client
+			var u string
+			if mitm {
+				m := newMITM(t, Config{TunnelIdleTimeout: idle}, slow)
+				c, u = m.client(t, false), "https://example.com/up"
+			} else {
+				o := newOrigin(t, false, slow)
+				h := newHarness(t, Config{Policy: mustPolicy(t, []string{"origin.test"}, nil, "deny"), Resolver: loopback("origin.test"), TunnelIdleTimeout: idle})
+				c, u = h.unixClient(t, nil), "http://origin.test:"+o.port()+"/up"
+			}
+			start := time.Now()
+			resp, err := c.Post(u, "application/octet-stream", io.LimitReader(zeros{}, size))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			took := time.Since(start)
+			if resp.StatusCode != 200 || string(body) != strconv.Itoa(size) {
+				t.Fatalf("%d %q after %v, want 200 and the origin reading all %d bytes", resp.StatusCode, body, took, size)
+			}
+			if took < idle {
+				t.Fatalf("the upload took %v: not longer than the idle timeout, proves nothing", took)
+			}
+		})
 	}
 }

@@ -237,17 +237,21 @@ func TestDefaultDenyDoesNotResolve(t *testing.T) {
 // An allow entry for a range that embeds IPv4 addresses does not open the loopback
 // one embeds when the proxy refuses its host's loopback.
 func TestPolicyEmbeddedLoopbackRefused(t *testing.T) {
-	p, err := NewPolicy(entries(t, "2002::/16", "::/96", "2001::/32", "::ffff:0:0:0/96"), nil, "deny")
+	p, err := NewPolicy(entries(t, "2002::/16", "::/96", "2001::/32", "::ffff:0:0:0/96", "fe80::/10", "2a00:1450::/32"), nil, "deny")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.RefuseLoopback = true
-	for _, host := range []string{"2002:7f00:1::1", "::127.0.0.1", "2001:0:5db8:d822::80ff:fffe", "::ffff:0:127.0.0.1"} {
+	for _, host := range []string{"2002:7f00:1::1", "::127.0.0.1", "2001:0:5db8:d822::80ff:fffe", "::ffff:0:127.0.0.1", "fe80::5efe:7f00:1", "fe80::200:5efe:7f00:1"} {
 		if d := p.Decide(host, 80, nil); d.Allow || d.Rule != audit.RuleHost || d.Special != audit.ClassLoopback {
 			t.Errorf("%s: %+v, want refused as the proxy's host's loopback", host, d)
 		}
 	}
 	if d := p.Decide("2002:5db8:d822::1", 80, nil); !d.Allow {
 		t.Errorf("6to4 of a public address named by an allow entry: %+v, want allowed", d)
+	}
+	// An ISATAP identifier in a global prefix: an ordinary public address.
+	if d := p.Decide("2a00:1450:4001::5efe:7f00:1", 80, nil); !d.Allow {
+		t.Errorf("a global address with an ISATAP identifier named by an allow entry: %+v, want allowed", d)
 	}
 }
