@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/devsandbox/devsandbox/internal/sourcecheck"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -26,39 +25,11 @@ import (
 // are not the engine's to remove with a container. Read from the package's source: a
 // remove added later must say so too.
 func TestEveryContainerRemoveTakesVolumes(t *testing.T) {
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
+	seen := sourcecheck.Literals(t, "dockercontainer", "RemoveOptions", func(fset *token.FileSet, lit *ast.CompositeLit) {
+		if !sourcecheck.HasField(lit, "RemoveVolumes", sourcecheck.IsTrue) {
+			t.Errorf("%s: a container removed without RemoveVolumes: true: the anonymous volumes of the image's VOLUMEs stay on the engine", fset.Position(lit.Pos()))
 		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			lit, ok := n.(*ast.CompositeLit)
-			if !ok {
-				return true
-			}
-			sel, ok := lit.Type.(*ast.SelectorExpr)
-			if !ok || sel.Sel.Name != "RemoveOptions" || fmt.Sprint(sel.X) != "dockercontainer" {
-				return true
-			}
-			seen++
-			if !slices.ContainsFunc(lit.Elts, func(e ast.Expr) bool {
-				kv, ok := e.(*ast.KeyValueExpr)
-				return ok && fmt.Sprint(kv.Key) == "RemoveVolumes" && fmt.Sprint(kv.Value) == "true"
-			}) {
-				t.Errorf("%s: a container removed without RemoveVolumes: true: the anonymous volumes of the image's VOLUMEs stay on the engine", fset.Position(lit.Pos()))
-			}
-			return true
-		})
-	}
+	})
 	if seen < 10 {
 		t.Fatalf("found %d container RemoveOptions in the package's source; the search no longer finds them", seen)
 	}

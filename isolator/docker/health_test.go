@@ -1,18 +1,15 @@
 package docker
 
 import (
-	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	dockercontainer "github.com/docker/docker/api/types/container"
 
 	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/internal/sourcecheck"
 )
 
 // Every container devsandbox renders turns the image's HEALTHCHECK off: the
@@ -42,39 +39,11 @@ func TestContainersTurnHealthcheckOff(t *testing.T) {
 // fake engine's flows do not reach (the home volume's chown, the giveback helper), or
 // one added later, cannot leave the image's on. Read from the package's own source.
 func TestEveryContainerConfigNamesHealthcheck(t *testing.T) {
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
+	seen := sourcecheck.Literals(t, "dockercontainer", "Config", func(fset *token.FileSet, lit *ast.CompositeLit) {
+		if !sourcecheck.HasField(lit, "Healthcheck", nil) {
+			t.Errorf("%s: a container Config without Healthcheck (noHealthcheck()): the engine would run the image's", fset.Position(lit.Pos()))
 		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			lit, ok := n.(*ast.CompositeLit)
-			if !ok {
-				return true
-			}
-			sel, ok := lit.Type.(*ast.SelectorExpr)
-			if !ok || sel.Sel.Name != "Config" || fmt.Sprint(sel.X) != "dockercontainer" {
-				return true
-			}
-			seen++
-			if !slices.ContainsFunc(lit.Elts, func(e ast.Expr) bool {
-				kv, ok := e.(*ast.KeyValueExpr)
-				return ok && fmt.Sprint(kv.Key) == "Healthcheck"
-			}) {
-				t.Errorf("%s: a container Config without Healthcheck (noHealthcheck()): the engine would run the image's", fset.Position(lit.Pos()))
-			}
-			return true
-		})
-	}
+	})
 	if seen < 6 {
 		t.Fatalf("found %d container Configs in the package's source; the search no longer finds them", seen)
 	}

@@ -2,11 +2,10 @@ package krun
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/devsandbox/devsandbox/internal/sourcecheck"
 )
 
 // Every container removal names WithVolumes(true): a removal without it leaves the
@@ -14,39 +13,25 @@ import (
 // the user's podman storage. Read from the package's source: one added later must
 // say so too.
 func TestEveryRemoveTakesVolumes(t *testing.T) {
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	seen := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || sel.Sel.Name != "Remove" {
-				return true
-			}
-			if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "containers" {
-				return true
-			}
-			seen++
-			if len(call.Args) < 3 || !withVolumes(call.Args[2]) {
-				t.Errorf("%s: containers.Remove without WithVolumes(true): the image's VOLUMEs stay in the user's storage", fset.Position(call.Pos()))
-			}
+	sourcecheck.Inspect(t, func(fset *token.FileSet, n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
 			return true
-		})
-	}
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok || sel.Sel.Name != "Remove" {
+			return true
+		}
+		if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "containers" {
+			return true
+		}
+		seen++
+		if len(call.Args) < 3 || !withVolumes(call.Args[2]) {
+			t.Errorf("%s: containers.Remove without WithVolumes(true): the image's VOLUMEs stay in the user's storage", fset.Position(call.Pos()))
+		}
+		return true
+	})
 	if seen == 0 {
 		t.Fatal("found no containers.Remove in the package's source; the search no longer finds it")
 	}
