@@ -59,11 +59,13 @@ type fakeEngine struct {
 	// to the first creations (then it creates).
 	lock       *fakeLock
 	createErrs []error
-	// killed, when set, is closed by the removal of a running container; the
-	// removal then returns only once a Wait has answered "no such container" and
-	// the attach ended (streamClosed: the run closed its end of the init's stream):
-	// the run sees the failed wait while the removal is still under way, as on a
-	// loaded host.
+	// killed, when set, is closed by the removal of a running container (the kill:
+	// an init that waits on it ends then, whatever its stream); the removal then
+	// returns only once a Wait has answered "no such container" and the attach
+	// ended (streamClosed): the run sees the failed wait while the removal is still
+	// under way, as on a loaded host. Nothing the removal waits for is the run's to
+	// give: podman's forced removal kills the container, and its attach holds no
+	// lock the removal takes.
 	killed       chan struct{}
 	waitFailed   chan struct{}
 	streamClosed chan struct{}
@@ -199,6 +201,10 @@ func (f *fakeEngine) Wait(id string) (int, error) {
 		select {
 		case <-f.ended:
 		case <-f.killed:
+		}
+		// Both may be there (the kill ended the init): a container removed once
+		// running is one podman no longer has, whichever the wait saw first.
+		if f.isGone() {
 			f.failWait()
 			return -1, errNoSuchContainer
 		}
@@ -702,7 +708,10 @@ func TestRunCancelWaitFails(t *testing.T) {
 	f.streamClosed = make(chan struct{})
 	f.init = func(stdin io.Reader, _, stderr io.Writer, _ *wire.Hello) {
 		fmt.Fprint(stderr, wire.ReadyMarker)
-		_, _ = io.Copy(io.Discard, stdin) // until the run closes its end
+		go func() { _, _ = io.Copy(io.Discard, stdin) }()
+		// Still running when podman kills it: slow to act on its stream's end (the
+		// run ends it at once too), as on a loaded host.
+		<-f.killed
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan struct{})
