@@ -41,8 +41,8 @@ type Policy struct {
 	allow, deny  []entry
 	defaultAllow bool
 	// IsLocal, when set, reports whether an address belongs to this host (any of its
-	// interfaces): such destinations are refused like private ones unless an allow
-	// entry names them, since a service bound to 0.0.0.0 listens there too.
+	// interfaces): such destinations, private or public, are refused unless an IP or
+	// CIDR allow entry names them, since a service bound to 0.0.0.0 listens there too.
 	IsLocal func(netip.Addr) bool
 	// RefuseLoopback refuses loopback addresses whatever the entries: set it when the
 	// proxy runs on a host the sandbox must not reach, where the loopback is that
@@ -86,11 +86,9 @@ func (p *Policy) Decide(host string, port int, addrs []netip.Addr) Decision {
 		}
 	}
 	for _, a := range addrs {
-		class, what := audit.Classify(a)
-		// A NAT64 address reaches the IPv4 address it embeds: judged as that one.
-		if class == "" && p.IsLocal != nil && (p.IsLocal(a) || p.IsLocal(audit.Embedded(a))) {
-			class, what = audit.ClassThisHost, "an address of this host"
-		}
+		// One of this host's addresses (or a NAT64 one reaching it) is "this host" in
+		// whatever range it lies: its LAN and bridge addresses too.
+		class, what := audit.ClassifyAt(a, p.IsLocal)
 		switch {
 		case class == audit.ClassUnspecified || class == audit.ClassLoopback && p.RefuseLoopback:
 			return Decision{Rule: audit.RuleHost, Special: class,
