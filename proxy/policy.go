@@ -15,8 +15,9 @@ type Decision struct {
 	Rule   string // the entry that decided, as written, or audit.RuleDefault, RulePrivate or RuleHost
 	Reason string // why, in words, for logs and the 403 body
 	// Special is the class of special-purpose address (audit.ClassLoopback, …) that
-	// decided a RulePrivate or RuleHost denial.
+	// decided a RulePrivate or RuleHost denial, and Addr that address.
 	Special string
+	Addr    netip.Addr
 }
 
 // Policy decides which destinations the proxy may reach. It is immutable once built and
@@ -91,10 +92,10 @@ func (p *Policy) Decide(host string, port int, addrs []netip.Addr) Decision {
 		class, what := audit.ClassifyAt(a, p.IsLocal)
 		switch {
 		case class == audit.ClassUnspecified || class == audit.ClassLoopback && p.RefuseLoopback:
-			return Decision{Rule: audit.RuleHost, Special: class,
+			return Decision{Rule: audit.RuleHost, Special: class, Addr: a,
 				Reason: privateReason(host, a, what) + ": the proxy's own host, which no allow entry opens"}
 		case class != "" && !p.names(host, port, a, class):
-			return Decision{Rule: audit.RulePrivate, Reason: privateReason(host, a, what), Special: class}
+			return Decision{Rule: audit.RulePrivate, Reason: privateReason(host, a, what), Special: class, Addr: a}
 		}
 	}
 	for _, e := range p.allow {

@@ -70,3 +70,27 @@ func TestSuggestedNameOpensNoHostOrMetadataAddress(t *testing.T) {
 		})
 	}
 }
+
+// TestSuggestedEntryOpensOnlyTheAskedPort: a denied request to name:443 (or :80)
+// comes back from `logs proxy --suggest` as an entry that, pasted, opens that port of
+// that name and no other: a bare name opens every port (egress.Entry's Port 0), so the
+// sandbox's ssh, database or admin port on the same host stays denied. Before, the
+// suggestion for 80 and 443 was the bare name.
+func TestSuggestedEntryOpensOnlyTheAskedPort(t *testing.T) {
+	const name = "cdn.example.test"
+	public := []netip.Addr{netip.MustParseAddr("93.184.216.34")}
+	for _, asked := range []int{443, 80, 8443} {
+		denied := audit.Record{Method: "CONNECT", Host: name, Port: asked, Decision: audit.DecisionDeny, Rule: audit.RuleDefault}
+		sugg, _ := audit.Suggest([]audit.Record{denied})
+		if len(sugg) != 1 {
+			t.Fatalf("Suggest(%s:%d) = %+v; want one entry", name, asked, sugg)
+		}
+		pol := mustPolicy(t, []string{sugg[0].Entry}, nil, "deny")
+		for _, port := range []int{asked, 22, 5432, 80, 443} {
+			if d := pol.Decide(name, port, public); d.Allow != (port == asked) {
+				t.Errorf("the pasted entry %q, for a request to port %d: port %d allowed %v (%s), want %v",
+					sugg[0].Entry, asked, port, d.Allow, d.Reason, port == asked)
+			}
+		}
+	}
+}
