@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
+	"net/netip"
 	"strings"
 
 	"github.com/elazarl/goproxy"
@@ -59,7 +60,14 @@ func denyBody(method, host string, port int, d Decision) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "devsandbox proxy: %s %s refused by rule %q: %s.\n", method, hostPort(host, port), d.Rule, d.Reason)
 	switch d.Rule {
-	case audit.RuleDefault, audit.RulePrivate:
+	case audit.RulePrivate:
+		if _, err := netip.ParseAddr(normalizeHost(host)); err != nil && audit.ByAddressOnly(d.Special) && d.Addr.IsValid() {
+			// A host-name entry never opens it (Policy.names): only the address does.
+			fmt.Fprintf(&b, "No host-name entry opens that address, whose choice is the name's DNS's: to allow the address itself, run devsandbox with --allow %s (or add it to egress.allow).\n", audit.AllowEntry(d.Addr.String(), port))
+			break
+		}
+		fmt.Fprintf(&b, "To allow it, run devsandbox with --allow %s (or add it to egress.allow).\n", audit.AllowEntry(host, port))
+	case audit.RuleDefault:
 		fmt.Fprintf(&b, "To allow it, run devsandbox with --allow %s (or add it to egress.allow).\n", audit.AllowEntry(host, port))
 	case audit.RuleHost:
 		b.WriteString("The proxy runs on your host and never connects to the host's own loopback or unspecified addresses; no entry changes that.\n")

@@ -369,7 +369,7 @@ func TestMITMDialTimeCheck(t *testing.T) {
 	m := newMITM(t, Config{Policy: mustPolicy(t, nil, nil, "allow"), Resolver: &rebindLater{}}, hello)
 	resp, body := do(t, m.client(t, false), "GET", "https://rebind.test/", nil)
 	want := `devsandbox proxy: GET rebind.test:443 refused by rule "private address": rebind.test resolves to 127.0.0.1, a loopback address.` + "\n" +
-		"To allow it, run devsandbox with --allow rebind.test (or add it to egress.allow).\n"
+		"To allow it, run devsandbox with --allow rebind.test:443 (or add it to egress.allow).\n"
 	if resp.StatusCode != http.StatusForbidden || body != want {
 		t.Errorf("got %d %q", resp.StatusCode, body)
 	}

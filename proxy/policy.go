@@ -15,8 +15,9 @@ type Decision struct {
 	Rule   string // the entry that decided, as written, or audit.RuleDefault, RulePrivate or RuleHost
 	Reason string // why, in words, for logs and the 403 body
 	// Special is the class of special-purpose address (audit.ClassLoopback, …) that
-	// decided a RulePrivate or RuleHost denial.
+	// decided a RulePrivate or RuleHost denial, and Addr that address.
 	Special string
+	Addr    netip.Addr
 }
 
 // Policy decides which destinations the proxy may reach. It is immutable once built and
@@ -41,8 +42,8 @@ type Policy struct {
 	allow, deny  []entry
 	defaultAllow bool
 	// IsLocal, when set, reports whether an address belongs to this host (any of its
-	// interfaces): such destinations are refused like private ones unless an allow
-	// entry names them, since a service bound to 0.0.0.0 listens there too.
+	// interfaces): such destinations, private or public, are refused unless an IP or
+	// CIDR allow entry names them, since a service bound to 0.0.0.0 listens there too.
 	IsLocal func(netip.Addr) bool
 	// RefuseLoopback refuses loopback addresses whatever the entries: set it when the
 	// proxy runs on a host the sandbox must not reach, where the loopback is that
@@ -86,17 +87,15 @@ func (p *Policy) Decide(host string, port int, addrs []netip.Addr) Decision {
 		}
 	}
 	for _, a := range addrs {
-		class, what := audit.Classify(a)
-		// A NAT64 address reaches the IPv4 address it embeds: judged as that one.
-		if class == "" && p.IsLocal != nil && (p.IsLocal(a) || p.IsLocal(audit.Embedded(a))) {
-			class, what = audit.ClassThisHost, "an address of this host"
-		}
+		// One of this host's addresses (or a NAT64 one reaching it) is "this host" in
+		// whatever range it lies: its LAN and bridge addresses too.
+		class, what := audit.ClassifyAt(a, p.IsLocal)
 		switch {
 		case class == audit.ClassUnspecified || class == audit.ClassLoopback && p.RefuseLoopback:
-			return Decision{Rule: audit.RuleHost, Special: class,
+			return Decision{Rule: audit.RuleHost, Special: class, Addr: a,
 				Reason: privateReason(host, a, what) + ": the proxy's own host, which no allow entry opens"}
 		case class != "" && !p.names(host, port, a, class):
-			return Decision{Rule: audit.RulePrivate, Reason: privateReason(host, a, what), Special: class}
+			return Decision{Rule: audit.RulePrivate, Reason: privateReason(host, a, what), Special: class, Addr: a}
 		}
 	}
 	for _, e := range p.allow {

@@ -27,7 +27,11 @@ func TestSuggestedNameOpensNoHostOrMetadataAddress(t *testing.T) {
 		t.Fatalf("Suggest = %+v, held %+v; want one entry without a warning", sugg, held)
 	}
 	pasted := []string{sugg[0].Entry}
-	hostAddr := netip.MustParseAddr("93.184.216.99") // the proxy host's own interface
+	// The proxy host's own interfaces: a public address, and the LAN and bridge ones
+	// most hosts have (a laptop's 192.168.x.y, docker0's 172.17.0.1, a ULA): the host's
+	// services bound to 0.0.0.0 listen on each.
+	hostAddrs := []netip.Addr{netip.MustParseAddr("93.184.216.99"), netip.MustParseAddr("192.168.1.5"),
+		netip.MustParseAddr("172.17.0.1"), netip.MustParseAddr("fd00::2")}
 	for _, tc := range []struct {
 		addr  string
 		class string // "": dialled
@@ -38,13 +42,16 @@ func TestSuggestedNameOpensNoHostOrMetadataAddress(t *testing.T) {
 		{"169.254.1.1", audit.ClassLinkLocal},
 		{"fe80::1", audit.ClassLinkLocal},
 		{"224.0.0.251", audit.ClassMulticast},
-		{hostAddr.String(), audit.ClassThisHost},
+		{"93.184.216.99", audit.ClassThisHost},
+		{"192.168.1.5", audit.ClassThisHost},
+		{"172.17.0.1", audit.ClassThisHost},
+		{"fd00::2", audit.ClassThisHost},
 		{"93.184.216.34", ""}, // a public address: what the entry is for
 		{"10.1.2.3", ""},      // a LAN address: an exact name names it (an intranet service)
 	} {
 		t.Run(tc.addr, func(t *testing.T) {
 			pol := mustPolicy(t, pasted, nil, "deny")
-			pol.IsLocal = func(a netip.Addr) bool { return a == hostAddr }
+			pol.IsLocal = func(a netip.Addr) bool { return slices.Contains(hostAddrs, a) }
 			rd := &recordingDial{}
 			res := &fakeResolver{names: map[string][]netip.Addr{name: {netip.MustParseAddr(tc.addr)}}}
 			d := &Dialer{Policy: pol, Resolver: res, Dial: rd.dial}
@@ -61,5 +68,29 @@ func TestSuggestedNameOpensNoHostOrMetadataAddress(t *testing.T) {
 					pasted[0], name, tc.addr, err, rd.addrs, tc.class)
 			}
 		})
+	}
+}
+
+// TestSuggestedEntryOpensOnlyTheAskedPort: a denied request to name:443 (or :80)
+// comes back from `logs proxy --suggest` as an entry that, pasted, opens that port of
+// that name and no other: a bare name opens every port (egress.Entry's Port 0), so the
+// sandbox's ssh, database or admin port on the same host stays denied. Before, the
+// suggestion for 80 and 443 was the bare name.
+func TestSuggestedEntryOpensOnlyTheAskedPort(t *testing.T) {
+	const name = "cdn.example.test"
+	public := []netip.Addr{netip.MustParseAddr("93.184.216.34")}
+	for _, asked := range []int{443, 80, 8443} {
+		denied := audit.Record{Method: "CONNECT", Host: name, Port: asked, Decision: audit.DecisionDeny, Rule: audit.RuleDefault}
+		sugg, _ := audit.Suggest([]audit.Record{denied})
+		if len(sugg) != 1 {
+			t.Fatalf("Suggest(%s:%d) = %+v; want one entry", name, asked, sugg)
+		}
+		pol := mustPolicy(t, []string{sugg[0].Entry}, nil, "deny")
+		for _, port := range []int{asked, 22, 5432, 80, 443} {
+			if d := pol.Decide(name, port, public); d.Allow != (port == asked) {
+				t.Errorf("the pasted entry %q, for a request to port %d: port %d allowed %v (%s), want %v",
+					sugg[0].Entry, asked, port, d.Allow, d.Reason, port == asked)
+			}
+		}
 	}
 }

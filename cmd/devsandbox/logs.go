@@ -33,7 +33,8 @@ than ` + strconv.Itoa(audit.MaxPathBytes) + ` bytes is cut, and its length shown
 after their last record. Characters that are not printable (controls, bidi
 overrides, zero-width characters) are printed escaped, in every form.
 
---suggest prints egress.allow entries for the denied destinations. It never proposes a
+--suggest prints egress.allow entries for the denied destinations, each with the port
+asked for (a bare host would open every port). It never proposes a
 wildcard, a malformed host, a name a C resolver reads as an address (0x7f.1), or a
 loopback, this-host, unspecified, link-local,
 metadata or multicast address (they are listed as not suggested); a private address

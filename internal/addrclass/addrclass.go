@@ -254,3 +254,20 @@ func IsLoopbackName(host string) bool {
 	h := strings.TrimSuffix(strings.ToLower(host), ".")
 	return h == "localhost" || strings.HasSuffix(h, ".localhost")
 }
+
+// ClassifyAt is Classify on a host whose own interface addresses isLocal reports
+// (nil: none known). One of them, or the IPv4 address a NAT64 one reaches, is
+// ClassThisHost whatever range it lies in — a LAN, bridge or documentation address of
+// the host as much as a public one: services bound to 0.0.0.0 listen on each. The
+// unspecified and loopback addresses keep their classes, which are refused whatever
+// the entries.
+func ClassifyAt(a netip.Addr, isLocal func(netip.Addr) bool) (class, what string) {
+	class, what = Classify(a)
+	if class == ClassUnspecified || class == ClassLoopback || isLocal == nil {
+		return class, what
+	}
+	if a = a.WithZone("").Unmap(); isLocal(a) || isLocal(Embedded(a)) {
+		return ClassThisHost, "an address of this host"
+	}
+	return class, what
+}

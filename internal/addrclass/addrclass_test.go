@@ -148,3 +148,27 @@ func samples(p netip.Prefix, n int) []netip.Addr {
 	}
 	return out
 }
+
+// TestClassifyAtThisHost: one of the host's addresses is "this host" in whatever range
+// it lies (public, private, documentation, link-local, a NAT64 or mapped form of one);
+// the loopback and unspecified ones keep their classes; no isLocal is Classify.
+func TestClassifyAtThisHost(t *testing.T) {
+	local := map[netip.Addr]bool{}
+	for _, s := range []string{"93.184.216.99", "192.168.1.5", "192.0.2.2", "fe80::1", "127.0.0.1", "0.0.0.0"} {
+		local[netip.MustParseAddr(s)] = true
+	}
+	isLocal := func(a netip.Addr) bool { return local[a] }
+	for addr, want := range map[string]string{
+		"93.184.216.99": ClassThisHost, "192.168.1.5": ClassThisHost, "192.0.2.2": ClassThisHost,
+		"fe80::1%eth0": ClassThisHost, "::ffff:192.168.1.5": ClassThisHost, "64:ff9b::5db8:d863": ClassThisHost,
+		"127.0.0.1": ClassLoopback, "0.0.0.0": ClassUnspecified, "192.168.1.6": ClassPrivate, "93.184.216.34": "",
+	} {
+		if got, _ := ClassifyAt(netip.MustParseAddr(addr), isLocal); got != want {
+			t.Errorf("ClassifyAt(%s) = %q, want %q", addr, got, want)
+		}
+		got, _ := ClassifyAt(netip.MustParseAddr(addr), nil)
+		if plain, _ := Classify(netip.MustParseAddr(addr)); got != plain {
+			t.Errorf("ClassifyAt(%s, nil) = %q, want Classify's %q", addr, got, plain)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,6 +22,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-connections/nat"
 
+	"github.com/devsandbox/devsandbox/internal/hostaddr"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/proxy/audit"
@@ -157,7 +157,15 @@ func companionRequest(p *isolator.Plan, local bool) (companion.Request, error) {
 		}
 	}
 	if local {
-		req.Refuse = hostAddresses()
+		// The host's own addresses, which no name entry opens: none known would let a
+		// name reach the host's services, so the companion does not start.
+		addrs, err := hostaddr.Read()
+		if err != nil {
+			return req, fmt.Errorf("the egress proxy needs this host's addresses, to refuse them: %w", err)
+		}
+		for _, a := range addrs {
+			req.Refuse = append(req.Refuse, a.String())
+		}
 	}
 	return req, nil
 }
@@ -172,18 +180,6 @@ func readRoots(f string) []byte {
 		b = append(b, '\n')
 	}
 	return b
-}
-
-// hostAddresses are this machine's interface addresses.
-func hostAddresses() []string {
-	var out []string
-	ifs, _ := net.InterfaceAddrs()
-	for _, ia := range ifs {
-		if n, ok := ia.(*net.IPNet); ok {
-			out = append(out, n.IP.String())
-		}
-	}
-	return out
 }
 
 // sessionCompanion is a running companion.

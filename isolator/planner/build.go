@@ -10,6 +10,7 @@ package planner
 
 import (
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -477,9 +478,14 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 
 // resolveAllowlist resolves the plain host names of the allow and deny lists once, at
 // launch: they become firewall rules, and the allowed ones lines of the sandbox's
-// /etc/hosts (DNS is closed inside). A name that does not resolve fails the launch.
+// /etc/hosts (DNS is closed inside). A name that does not resolve fails the launch,
+// and so does an allowed one that resolves to an address only an IP or CIDR entry
+// opens (audit.ByAddressOnly): one of this host's (pr.HostAddrs, the addresses the
+// proxy refuses), a metadata, link-local or multicast one.
 func resolveAllowlist(p *isolator.Plan, pr Probe, b *mountBuilder) error {
 	seen := map[string]bool{}
+	var local map[netip.Addr]bool // this host's addresses, read at the first allowed name
+	isLocal := func(a netip.Addr) bool { return local[a] }
 	for _, e := range append(append([]egress.Entry{}, p.Egress.Allow...), p.Egress.Deny...) {
 		if e.IsAddress() || e.Wildcard || seen[e.Host] {
 			continue
@@ -489,9 +495,16 @@ func resolveAllowlist(p *isolator.Plan, pr Probe, b *mountBuilder) error {
 		if err != nil || len(addrs) == 0 {
 			return fmt.Errorf("%w: egress allowlist: %s does not resolve (%w); fix the name or use an IP address", ErrConfig, e.Host, err)
 		}
+		allowed := allows(p.Egress.Allow, e.Host)
+		if allowed && local == nil {
+			var err error
+			if local, err = hostAddrs(pr); err != nil {
+				return fmt.Errorf("egress allowlist: checking that %s does not resolve to this host: %w", e.Host, err)
+			}
+		}
 		for i, a := range addrs {
 			addrs[i] = a.Unmap()
-			if class, what := audit.Classify(addrs[i]); audit.ByAddressOnly(class) && allows(p.Egress.Allow, e.Host) {
+			if class, what := audit.ClassifyAt(addrs[i], isLocal); audit.ByAddressOnly(class) && allowed {
 				return fmt.Errorf("%w: egress allowlist: %s resolves to %s, %s, which only an IP or CIDR entry opens (a name's addresses are its DNS's choice); add the address as an entry if you mean to reach it", ErrConfig, e.Host, addrs[i], what)
 			}
 		}
@@ -501,6 +514,19 @@ func resolveAllowlist(p *isolator.Plan, pr Probe, b *mountBuilder) error {
 	content := append(append([]byte{}, hosts...), []byte("# resolved by devsandbox at launch (egress allowlist)\n"+p.Egress.HostsFile())...)
 	b.add(isolator.Mount{Kind: isolator.Data, Dest: "/etc/hosts", Content: content, Volatile: true, Why: "egress allowlist names"})
 	return nil
+}
+
+// hostAddrs is the set of this host's addresses pr.HostAddrs lists (empty when nil).
+func hostAddrs(pr Probe) (map[netip.Addr]bool, error) {
+	set := map[netip.Addr]bool{}
+	if pr.HostAddrs == nil {
+		return set, nil
+	}
+	addrs, err := pr.HostAddrs()
+	for _, a := range addrs {
+		set[a.WithZone("").Unmap()] = true
+	}
+	return set, err
 }
 
 // allows reports whether an entry of allow is the plain host name host.

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/devsandbox/devsandbox/internal/hostaddr"
 	"github.com/devsandbox/devsandbox/internal/rawfile"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/maskscan"
@@ -60,7 +61,10 @@ type Probe struct {
 	// ScanMasks finds the files to mask below a root (maskscan.Scan when nil).
 	ScanMasks func(root string, m maskscan.Matcher, cacheFile string) ([]maskscan.Match, error)
 	// LookupIP resolves a host name (allowlist mode resolves its plain hosts at launch).
-	LookupIP   func(host string) ([]netip.Addr, error)
+	LookupIP func(host string) ([]netip.Addr, error)
+	// HostAddrs lists this host's interface addresses, which no allowed name may
+	// resolve to in allowlist mode (hostaddr.Read, as the proxy's; nil: none).
+	HostAddrs  func() ([]netip.Addr, error)
 	Executable func() (string, error)
 	// SocketDir chooses the project's socket directory (sockdir.Choose when nil).
 	SocketDir func(h sockdir.Host, stateDir, projectID string) (string, error)
@@ -147,6 +151,7 @@ func OS(cwd string) Probe {
 			defer cancel()
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		},
+		HostAddrs: hostaddr.Read,
 		Executable: func() (string, error) {
 			p, err := os.Executable()
 			if err != nil {

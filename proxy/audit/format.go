@@ -101,9 +101,10 @@ func Escape(s string) string {
 // is not a comment is an entry; nothing from the log reaches a line unescaped.
 func FormatSuggestions(w io.Writer, sugg []Suggestion, held []Withheld) {
 	if len(sugg) > 0 {
-		fmt.Fprintln(w, "# egress.allow entries that would have permitted the denied requests;")
-		fmt.Fprintln(w, "# review them, then add them to your config (or pass --allow). A name's DNS picks its")
-		fmt.Fprintln(w, "# addresses: an entry opens the private (LAN) ones too, never metadata or this host's:")
+		fmt.Fprintln(w, "# egress.allow entries that would have permitted the denied requests, each for the")
+		fmt.Fprintln(w, "# port asked (a bare host opens every port); review them, then add them to your config")
+		fmt.Fprintln(w, "# (or pass --allow). A name's DNS picks its addresses: an entry opens the private (LAN)")
+		fmt.Fprintln(w, "# ones too, never metadata or this host's:")
 	}
 	for _, s := range sugg {
 		if s.Warning != "" {

@@ -262,12 +262,13 @@ func cutEncoded(s string, max int) (string, bool) {
 }
 
 // AllowEntry is the narrowest allow entry of the egress grammar that names host:port:
-// the host alone for ports 0, 80 and 443, else host:port (an IPv6 address in
-// brackets). It is never a wildcard, so it also names a special-purpose address the
-// host resolves to.
+// host:port (an IPv6 address in brackets), or the host alone, every port, for port 0.
+// A bare host opens every port, so the port is kept for 80 and 443 too: a pasted
+// entry opens what was asked and no more. It is never a wildcard; for a name, it
+// names the private addresses the name resolves to, never one ByAddressOnly reports.
 func AllowEntry(host string, port int) string {
 	host = normalize(host)
-	if port == 0 || port == 80 || port == 443 {
+	if port == 0 {
 		return host
 	}
 	if isIPv6(host) {

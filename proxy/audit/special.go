@@ -26,6 +26,13 @@ const (
 // what it is in words, or "", "" for an ordinary public address (addrclass.Classify).
 func Classify(a netip.Addr) (class, what string) { return addrclass.Classify(a) }
 
+// ClassifyAt is Classify on a host whose own interface addresses isLocal reports: one
+// of them is ClassThisHost in whatever range it lies, but for the unspecified and
+// loopback ones (addrclass.ClassifyAt).
+func ClassifyAt(a netip.Addr, isLocal func(netip.Addr) bool) (class, what string) {
+	return addrclass.ClassifyAt(a, isLocal)
+}
+
 // Embedded returns the IPv4 address a well-known NAT64 address reaches, else a.
 func Embedded(a netip.Addr) netip.Addr { return addrclass.Embedded(a) }
 

@@ -57,11 +57,12 @@ func TestSuggest(t *testing.T) {
 		entries = append(entries, s.Entry)
 		warned[s.Entry] = s.Warning != ""
 	}
-	want := []string{"10.0.0.5:22", "100.64.1.1", "[2001:db8::1]:8080", "a.example.com", "api.test:8443", "b.example.com", "nas.lan"}
+	// Each keeps the port asked for, 80 and 443 too: a bare name would open every port.
+	want := []string{"10.0.0.5:22", "100.64.1.1:443", "[2001:db8::1]:8080", "a.example.com:80", "api.test:8443", "b.example.com:443", "nas.lan:443"}
 	if !slices.Equal(entries, want) {
 		t.Errorf("Suggest = %q\nwant %q", entries, want)
 	}
-	for e, w := range map[string]bool{"10.0.0.5:22": true, "100.64.1.1": true, "nas.lan": true, "[2001:db8::1]:8080": true, "a.example.com": false, "api.test:8443": false} {
+	for e, w := range map[string]bool{"10.0.0.5:22": true, "100.64.1.1:443": true, "nas.lan:443": true, "[2001:db8::1]:8080": true, "a.example.com:80": false, "api.test:8443": false} {
 		if warned[e] != w {
 			t.Errorf("%s: warning %v, want %v", e, warned[e], w)
 		}
@@ -135,7 +136,7 @@ func TestSuggestWithholdsNumericNames(t *testing.T) {
 	for _, s := range sugg {
 		got = append(got, s.Entry)
 	}
-	want := []string{"0x", "0x.example", "0xcafe.example", "0xg1.2.3.4", "1.2.3.4.5x", "deadbeef"}
+	want := []string{"0x.example:443", "0x:443", "0xcafe.example:443", "0xg1.2.3.4:443", "1.2.3.4.5x:443", "deadbeef:443"}
 	if !slices.Equal(got, want) {
 		t.Errorf("Suggest = %q\nwant %q", got, want)
 	}

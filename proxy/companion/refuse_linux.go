@@ -3,12 +3,13 @@
 package companion
 
 import (
-	"net"
 	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/devsandbox/devsandbox/internal/hostaddr"
 )
 
 // refusing returns the proxy's isLocal for the companion: the addresses the host
@@ -24,14 +25,9 @@ func refusing(named []string) func(netip.Addr) bool {
 					set[a.Unmap()] = true
 				}
 			}
-			if ifs, err := net.InterfaceAddrs(); err == nil {
-				for _, ia := range ifs {
-					if n, ok := ia.(*net.IPNet); ok {
-						if a, ok := netip.AddrFromSlice(n.IP); ok {
-							set[a.Unmap()] = true
-						}
-					}
-				}
+			own, _ := hostaddr.Read() // none read: the host's and the gateway still are
+			for _, a := range own {
+				set[a] = true
 			}
 			if b, err := os.ReadFile("/proc/net/route"); err == nil {
 				if gw, ok := defaultGateway(string(b)); ok {
@@ -39,7 +35,7 @@ func refusing(named []string) func(netip.Addr) bool {
 				}
 			}
 		})
-		return set[a.Unmap()]
+		return set[a.WithZone("").Unmap()]
 	}
 }
 
