@@ -4,8 +4,10 @@ package integration
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,7 +21,8 @@ import (
 // userinfo (https://x-access-token:PH@host/...). Each of ls-remote, clone, fetch and
 // push must work (the server sees the real value, else it answers 401 and git fails),
 // and nothing git sees holds the token: its trace of its own traffic (headers and
-// bodies, unredacted) and its output, read literally and base64-decoded.
+// bodies, unredacted) and its output, read literally and base64-decoded. The pushes
+// go to agent/* under proxy.git_push, so the push policy reads them on their way.
 //
 // The URL's userinfo: git asks curl to find the method (CURLAUTH_ANY), so it sends no
 // Authorization until a 401; the proxy sets the header on every request, none is
@@ -42,6 +45,7 @@ func testGitBasicPlaceholder(t *testing.T, iso string, o *outside, ca *testCA) {
 	p.write("proj/origin-ca.pem", string(ca.pem))
 	cfg := p.writeConfig(iso, "basic.toml", fmt.Sprintf(`[proxy]
 mitm = true
+git_push = ["agent/*"]
 [[proxy.credentials]]
 host = "%s"
 header = "Authorization"
@@ -121,6 +125,31 @@ echo "== trace"; wc -c </tmp/alltrace; echo "== trace-b64"; tr -s ' \t' '\n\n' <
 	}
 	if !strings.Contains(sections["ls-remote"], "refs/heads/main") {
 		t.Errorf("ls-remote lists no main:\n%s", sections["ls-remote"])
+	}
+	var pushes, refused []string
+	for line := range strings.Lines(run(t, p.dir, nil, "", "logs", "proxy", "--json").stdout) {
+		var rec struct {
+			Kind, Decision, Rule string
+			Push                 *struct{ Refs []struct{ Ref string } }
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("%v in %q", err, line)
+		}
+		if strings.Contains(line, token) || strings.Contains(line, basic) || strings.Contains(line, placeholder) {
+			t.Errorf("the audit log holds a secret: %s", line)
+		}
+		if rec.Kind == "push" && rec.Push != nil && len(rec.Push.Refs) == 1 {
+			pushes = append(pushes, rec.Decision+" "+rec.Push.Refs[0].Ref)
+		}
+		if rec.Rule == "placeholder" {
+			refused = append(refused, rec.Decision)
+		}
+	}
+	if want := []string{"allow refs/heads/agent/basic", "allow refs/heads/agent/url"}; !slices.Equal(pushes, want) {
+		t.Errorf("push records %q, want %q", pushes, want)
+	}
+	if len(refused) != 2 {
+		t.Errorf("placeholder refusals recorded: %q, want the two toward the plain HTTP port", refused)
 	}
 	refs := strings.Join(srv.refs(t), "\n")
 	for _, ref := range []string{"refs/heads/agent/basic ", "refs/heads/agent/url "} {
