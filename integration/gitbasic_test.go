@@ -27,10 +27,11 @@ import (
 // The URL's userinfo: git asks curl to find the method (CURLAUTH_ANY), so it sends no
 // Authorization until a 401; the proxy sets the header on every request, none is
 // answered 401, and the placeholder never leaves git (the trace shows no
-// Authorization sent). The same two toward the host's plain HTTP port, where the
-// credential does not go: the extraHeader's placeholder is refused (403) before
-// anything is sent, and so is the URL's, which git sends as Basic once the server
-// answers its first request 401.
+// Authorization sent); so is a credential helper answering the placeholder as the
+// password: git does not ask it. The three toward the host's plain HTTP port, where
+// the credential does not go: the extraHeader's placeholder is refused (403) before
+// anything is sent, and so are the URL's and the helper's, which git sends as Basic
+// once the server answers its first request 401.
 func TestGitBasicPlaceholder(t *testing.T) {
 	requireRoot(t)
 	o := newOutside(t)
@@ -70,6 +71,9 @@ try url-ls-remote git ls-remote "https://x-access-token:$GH_TOKEN@$A/repo.git"
 try url-push git push -q "https://me:$GH_TOKEN@$A/repo.git" HEAD:refs/heads/agent/url
 try plain git -c "$xat" ls-remote http://$A:8000/repo.git
 try plain-url git ls-remote "http://x-access-token:$GH_TOKEN@$A:8000/repo.git"
+helper='credential.helper=!f() { echo username=x-access-token; echo "password=$GH_TOKEN"; }; f'
+try helper git -c "$helper" ls-remote https://$A/repo.git
+try plain-helper git -c "$helper" ls-remote http://$A:8000/repo.git
 echo "== trace"; wc -c </tmp/alltrace; echo "== trace-b64"; tr -s ' \t' '\n\n' </tmp/alltrace | grep -E '^[A-Za-z0-9+/]{24,}={0,2}$' | sort -u
 `, o.addr)
 	basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
@@ -111,6 +115,8 @@ echo "== trace"; wc -c </tmp/alltrace; echo "== trace-b64"; tr -s ' \t' '\n\n' <
 		"url-push":      "",
 		"plain":         "Basic " + b64("x-access-token:"+placeholder),
 		"plain-url":     "Basic " + b64("x-access-token:"+placeholder),
+		"helper":        "",
+		"plain-helper":  "Basic " + b64("x-access-token:"+placeholder),
 	} {
 		if strings.HasPrefix(name, "plain") {
 			if exits[name] == "0" || !strings.Contains(sections[name], "returned error: 403") || !strings.Contains(sections[name], "the placeholder of GH_TOKEN") {
@@ -148,8 +154,8 @@ echo "== trace"; wc -c </tmp/alltrace; echo "== trace-b64"; tr -s ' \t' '\n\n' <
 	if want := []string{"allow refs/heads/agent/basic", "allow refs/heads/agent/url"}; !slices.Equal(pushes, want) {
 		t.Errorf("push records %q, want %q", pushes, want)
 	}
-	if len(refused) != 2 {
-		t.Errorf("placeholder refusals recorded: %q, want the two toward the plain HTTP port", refused)
+	if len(refused) != 3 {
+		t.Errorf("placeholder refusals recorded: %q, want the three toward the plain HTTP port", refused)
 	}
 	refs := strings.Join(srv.refs(t), "\n")
 	for _, ref := range []string{"refs/heads/agent/basic ", "refs/heads/agent/url "} {
