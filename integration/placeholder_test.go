@@ -18,10 +18,10 @@ import (
 // asked for identity. The placeholder outside the credential's header is refused (403
 // naming the header, recorded as rule "placeholder"), the origin never sees that
 // request; the echoes of the real header come back masked; the origin gets the real
-// token where it belongs. bwrap and the local docker engine (whose proxy runs in the
-// engine).
+// token where it belongs. Every isolator: bwrap and krun run the proxy on the host,
+// the docker variants in their engine (the stand-in remote one's too).
 func TestPlaceholderReflected(t *testing.T) {
-	forEachIsolatorOf(t, []string{"bwrap", localDocker}, func(t *testing.T, iso string) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
 		credHost := newOutside(t)
 		originCA := newTestCA(t)
 		origin := serveTLS(t, credHost, originCA)

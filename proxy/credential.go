@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -30,11 +31,12 @@ var ErrInvalidCredential = errors.New("invalid credential")
 // value goes only where the credential says: Header, which the proxy sets itself, so
 // the placeholder there (in any form the client wrote it: Bearer, token, Basic) is
 // replaced with the whole header. A request to a matching host that carries the
-// placeholder anywhere else (another header, a header's name, the path or the query)
-// is refused with 403 before anything is sent, naming where it was: the proxy never
-// puts the value where the sandbox chose, since a host that reflects that header (an
-// echo endpoint, a debugging header, an error page) would hand it back. A request to
-// any other host that carries it is refused alike. Credentials may share a placeholder
+// placeholder anywhere else (another header, a header's name, the path or the query;
+// written out, or inside Basic credentials as git sends a URL's or a credential
+// helper's password) is refused with 403 before anything is sent, naming where it
+// was: the proxy never puts the value where the sandbox chose, since a host that
+// reflects that header (an echo endpoint, a debugging header, an error page) would
+// hand it back. A request to any other host that carries it is refused alike. Credentials may share a placeholder
 // (one key held for several hosts): a request carrying it is then refused only toward
 // a host none of them goes to. Request bodies are not searched for placeholders (a
 // placeholder is worthless outside the session, and goes nowhere a credential does).
@@ -221,8 +223,9 @@ func applyCredentials(creds []credential, req *http.Request, scheme, host string
 	return &a, nil
 }
 
-// carries reports where p appears in req, escaped or not: "header NAME" (a header's
-// value or name), "the URL" (its path, query, fragment, user or Host), or "" nowhere.
+// carries reports where p appears in req, escaped or not, or in a header's Basic
+// credentials: "header NAME" (a header's value or name), "the URL" (its path, query,
+// fragment, user or Host), or "" nowhere.
 // The values of the headers in skip are not searched.
 func carries(req *http.Request, p string, skip map[string]bool) string {
 	for name, vs := range req.Header {
@@ -233,7 +236,7 @@ func carries(req *http.Request, p string, skip map[string]bool) string {
 			continue
 		}
 		for _, v := range vs {
-			if strings.Contains(v, p) {
+			if strings.Contains(v, p) || inBasic(v, p) {
 				return "header " + name
 			}
 		}
@@ -248,6 +251,19 @@ func carries(req *http.Request, p string, skip map[string]bool) string {
 		return "the URL"
 	}
 	return ""
+}
+
+// inBasic reports whether v is HTTP Basic credentials (RFC 7617: the scheme, any case,
+// then the base64 of user:password) holding p. git and curl send a password so (a
+// URL's user:password, a credential helper's, an http.extraHeader's), where p is not
+// written out.
+func inBasic(v, p string) bool {
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(v), " ")
+	if !ok || !strings.EqualFold(scheme, "Basic") {
+		return false
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	return err == nil && strings.Contains(string(b), p)
 }
 
 // redactHeader masks the values of a's credentials, in each of their forms, in h.

@@ -3,10 +3,12 @@ package proxy
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -210,5 +212,55 @@ func TestCredentialSharedPlaceholder(t *testing.T) {
 	defer mu.Unlock()
 	if got := seen["c.test:"+c.port()]; got != "" {
 		t.Errorf("c.test saw Authorization %q", got)
+	}
+}
+
+// TestPlaceholderInBasic: git and curl send a password (a URL's, a credential
+// helper's, an http.extraHeader's) as Basic, the base64 of user:password, where the
+// placeholder is not written out. Toward the credential's host, in its own header,
+// the proxy sets the value over it; anywhere else it is refused as the written-out
+// placeholder is: toward another destination (the host's plain HTTP port, where git
+// sends it once a server answers 401), and in another header toward its host.
+func TestPlaceholderInBasic(t *testing.T) {
+	creds, err := compileCredentials([]Credential{{Host: "git.test", Header: "Authorization", Format: "Basic {}",
+		Value: base64.StdEncoding.EncodeToString([]byte("x-access-token:" + testToken)), Placeholder: testPlaceholder, Name: "GH_TOKEN"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	basic := func(scheme, userpass string) string {
+		return scheme + " " + base64.StdEncoding.EncodeToString([]byte(userpass))
+	}
+	for _, tc := range []struct {
+		url, header, value string
+		where              string // "" when applied
+	}{
+		{"https://git.test/repo.git/info/refs", "Authorization", basic("Basic", "x-access-token:"+testPlaceholder), ""},
+		{"https://git.test/repo.git/info/refs", "Authorization", basic("basic", "me:"+testPlaceholder), ""},
+		{"http://git.test:8000/repo.git/info/refs", "Authorization", basic("Basic", "x-access-token:"+testPlaceholder), "other"},
+		{"http://git.test/repo.git/info/refs", "Authorization", basic("basic", "me:"+testPlaceholder), "other"},
+		{"https://other.test/", "Proxy-Authorization", basic("BASIC", testPlaceholder+":"), "other"},
+		{"https://git.test/", "X-Debug", basic("Basic", "x:"+testPlaceholder), "header X-Debug"},
+		{"https://other.test/", "Authorization", basic("Basic", "x-access-token:not-the-placeholder"), ""},
+	} {
+		req := httptest.NewRequest("GET", tc.url, nil)
+		req.Header.Set(tc.header, tc.value)
+		port := map[string]int{"https": 443, "http": 80}[req.URL.Scheme]
+		if p := req.URL.Port(); p != "" {
+			port, _ = strconv.Atoi(p)
+		}
+		_, err := applyCredentials(creds, req, req.URL.Scheme, req.URL.Hostname(), port)
+		var m *misplaced
+		switch {
+		case tc.where == "" && err != nil:
+			t.Errorf("%s %s: %q: refused (%v), want it sent", tc.url, tc.header, tc.value, err)
+		case tc.where == "":
+		case !errors.As(err, &m):
+			t.Errorf("%s %s: %q: %v, want it refused", tc.url, tc.header, tc.value, err)
+		case tc.where == "other" && m.where != "", tc.where != "other" && m.where != tc.where:
+			t.Errorf("%s %s: %q: refused naming %q, want %q", tc.url, tc.header, tc.value, m.where, tc.where)
+		}
+		if want := "Basic " + creds[0].Value; err == nil && req.URL.Scheme == "https" && req.URL.Host == "git.test" && req.Header.Get("Authorization") != want {
+			t.Errorf("%s: Authorization %q, want the value", tc.url, req.Header.Get("Authorization"))
+		}
 	}
 }

@@ -152,7 +152,12 @@ func (s *Server) serveInner(conn net.Conn, t Target, scheme string) {
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
-		ErrorLog:          s.cfg.ErrorLog,
+		// HTTP/2 writes frames from a goroutine of its own, under no deadline the
+		// handlers set (theirs are per stream): without this, a client that stops
+		// reading held the connection until IdleTimeout and the GOAWAY grace. A write
+		// that moves no byte for the idle time times out, and cutConn closes.
+		HTTP2:    &http.HTTP2Config{WriteByteTimeout: s.cfg.TunnelIdleTimeout},
+		ErrorLog: s.cfg.ErrorLog,
 		ConnState: func(_ net.Conn, st http.ConnState) {
 			if st == http.StateClosed || st == http.StateHijacked {
 				ln.Close() // Serve returns once the one connection is done
