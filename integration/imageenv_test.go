@@ -4,6 +4,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -77,7 +78,7 @@ func TestImageEnvReachesNoDevsandboxProgram(t *testing.T) {
 			}
 		}
 		px := "devsandbox-" + p.name() + "-px"
-		out, err := dockerCmd(iso, "exec", px, "cat", "/proc/1/environ").CombinedOutput()
+		out, err := dockerCmd(iso, "exec", px, "/bin/cat", "/proc/1/environ").CombinedOutput()
 		if err != nil {
 			t.Fatalf("reading the kept companion's environment: %v\n%s", err, out)
 		}
@@ -108,7 +109,9 @@ func TestImageLabelsNotDevsandboxs(t *testing.T) {
 		p := newProject(t)
 		engine := []string{"DOCKER_HOST=" + engineOf(iso)}
 		t.Cleanup(func() { run(t, p.dir, engine, "", "sandboxes", "rm", p.name()) })
-		since := strconv.FormatInt(time.Now().Add(-time.Second).Unix(), 10)
+		// After the image's build (whose own containers have its labels).
+		now := time.Now()
+		since := fmt.Sprintf("%d.%09d", now.Unix(), now.Nanosecond())
 		for _, keep := range []bool{false, true} {
 			args := []string{"--isolator=" + iso, "--image=" + tag, "--egress=proxy"}
 			if keep {
