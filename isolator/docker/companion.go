@@ -72,9 +72,10 @@ func endpointVolumeOptions(p *isolator.Plan, name string, labels map[string]stri
 // companionConfig renders the session's companion: devsandbox-proxy (in the derived
 // image) as the sandbox's user, with no capability, on the engine's
 // default network, with the endpoint volume, publishing each published port on the
-// engine host's 127.0.0.1. Its environment, command and labels hold no secret: the
+// engine host's 127.0.0.1. Its environment is none of the image's (imageEnv, removed:
+// imageenv.go); it, command and labels hold no secret: the
 // policy and the secrets arrive on its stdin. Pure.
-func companionConfig(p *isolator.Plan, image, volume string, labels map[string]string, publish bool) (*dockercontainer.Config, *dockercontainer.HostConfig) {
+func companionConfig(p *isolator.Plan, image string, imageEnv []string, volume string, labels map[string]string, publish bool) (*dockercontainer.Config, *dockercontainer.HostConfig) {
 	l := map[string]string{LabelRole: roleCompanion, LabelKept: "false", LabelSession: p.Proxy.Session}
 	for _, k := range []string{LabelProject, LabelName, LabelDir, LabelVersion, LabelUser} {
 		if v, ok := labels[k]; ok {
@@ -89,9 +90,9 @@ func companionConfig(p *isolator.Plan, image, volume string, labels map[string]s
 		Entrypoint:   []string{container.ShipDir + "/" + proxyName},
 		Cmd:          []string{companion.Arg},
 		WorkingDir:   "/",
-		Env:          []string{},
+		Env:          unsetImageEnv(imageEnv, nil),
 		Healthcheck:  noHealthcheck(),
-		Labels:       l,
+		Labels:       ownLabels(l),
 		AttachStdin:  true,
 		AttachStdout: true,
 		AttachStderr: true,
@@ -251,13 +252,13 @@ func projectLabels(p *isolator.Plan) map[string]string {
 // the project's audit log as they come. It does not wait for the ready line (see
 // waitReady). The endpoint volume exists (ensureEndpointVolume); stop removes it
 // unless it is a kept container's.
-func (b *Isolator) startCompanion(ctx context.Context, e Engine, p *isolator.Plan, image string, keep bool, pr programs, labels map[string]string, req companion.Request) (*sessionCompanion, error) {
+func (b *Isolator) startCompanion(ctx context.Context, e Engine, p *isolator.Plan, image string, imageEnv []string, keep bool, pr programs, labels map[string]string, req companion.Request) (*sessionCompanion, error) {
 	vol := endpointVolume(p, keep)
 	c := &sessionCompanion{e: e, ready: make(chan error, 1), relayed: make(chan error, 1)}
 	if !keep {
 		c.volume = vol
 	}
-	cfg, hc := companionConfig(p, image, vol, labels, req.Publish != nil)
+	cfg, hc := companionConfig(p, image, imageEnv, vol, labels, req.Publish != nil)
 	created, err := createNamed(ctx, e, cfg, hc, nil, "devsandbox-"+p.Project.Name+"-px-"+container.RandomSuffix())
 	if err != nil {
 		c.removeVolume(ctx)
@@ -426,7 +427,7 @@ func (b *Isolator) goCompanion(ctx context.Context, e Engine, addr Address, p *i
 			return
 		}
 		start := func(req companion.Request) error {
-			c, err := b.startCompanion(ctx, e, p, spec.Config.Image, keep, pr, spec.Config.Labels, req)
+			c, err := b.startCompanion(ctx, e, p, spec.Config.Image, spec.ImageEnv, keep, pr, spec.Config.Labels, req)
 			if err == nil {
 				pc.cs = append(pc.cs, c)
 			}

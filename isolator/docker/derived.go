@@ -61,19 +61,23 @@ const derivedCacheFile = "docker-images.json"
 // and it was cached for this base image and content only once it was made or
 // checked. The use of both images, the derived one and its base, is recorded in the
 // user's state (package imageuse): `sandboxes prune` keeps what runs used within its
-// --days.
-func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *isolator.Plan, base string, pr programs, files []container.ImageFile, proven func(id string) bool) (derived string, err error) {
+// --days. baseEnv is the base image's ENV, the derived image's too.
+func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *isolator.Plan, base string, pr programs, files []container.ImageFile, proven func(id string) bool) (derived string, baseEnv []string, err error) {
 	bi, err := e.ImageInspect(ctx, base)
 	if err != nil && !cerrdefs.IsNotFound(err) {
 		st := engineDown(addr, err)
-		return "", fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+		return "", nil, fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
 	}
 	if err != nil {
-		return "", fmt.Errorf("%w: the image %s is not on the docker engine at %s (%v); build it with `devsandbox image build` (or pull it, or set docker.image / --image)", isolator.ErrUnavailable, base, addr.Host, err)
+		return "", nil, fmt.Errorf("%w: the image %s is not on the docker engine at %s (%v); build it with `devsandbox image build` (or pull it, or set docker.image / --image)", isolator.ErrUnavailable, base, addr.Host, err)
+	}
+	if bi.Config != nil {
+		// The derived image's ENV is its base's (derive, and a commit keeps it).
+		baseEnv = bi.Config.Env
 	}
 	key, err := derivedKey(b.Version, p.User.UID, pr, files)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	stateRoot := filepath.Dir(p.StateDir)
 	defer func() {
@@ -94,12 +98,12 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	}
 	if id := m[cacheKey]; id != "" && proven != nil && proven(id) {
 		b.imageWay = "cached"
-		return id, nil
+		return id, baseEnv, nil
 	}
 	tried := map[string]bool{"": true}
 	if id := b.cachedDerived(ctx, e, m, cache, cacheKey, what, bi.ID, tried); id != "" {
 		b.imageWay = "cached"
-		return id, nil
+		return id, baseEnv, nil
 	}
 	// Not cached (a new state directory: a CI runner's fresh home, another user, a
 	// reinstall): the image this build would make, named by its content, is used when
@@ -107,7 +111,7 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	// engine can copy them onto another image (see derivation).
 	d, err := derive(bi, base, b.Version, p.User.UID, pr, files)
 	if err != nil && !errors.Is(err, errNoDerivation) {
-		return "", err
+		return "", nil, err
 	}
 	if bi.Config != nil {
 		d.volumes = slices.Sorted(maps.Keys(bi.Config.Volumes))
@@ -115,7 +119,7 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	if d.id != "" && hasImage(ctx, e, d.id) {
 		b.imageWay = "found by content"
 		writeRecord(cache, cacheKey, d.id)
-		return d.id, nil
+		return d.id, baseEnv, nil
 	}
 	// None: made under a lock, so that runs starting together (a harness's parallel
 	// jobs) make one image and all use it. Equal images of different IDs would give
@@ -123,26 +127,26 @@ func (b *Isolator) derivedImage(ctx context.Context, e Engine, addr Address, p *
 	// other's. Who waited finds the image made meanwhile in the cache.
 	unlock, err := lockFile(cache + ".lock-build")
 	if err != nil {
-		return "", fmt.Errorf("%w: preparing the image %s for the sandbox: %w", isolator.ErrUnavailable, base, err)
+		return "", nil, fmt.Errorf("%w: preparing the image %s for the sandbox: %w", isolator.ErrUnavailable, base, err)
 	}
 	defer unlock()
 	if id := b.cachedDerived(ctx, e, readRecords(cache), cache, cacheKey, what, bi.ID, tried); id != "" {
 		b.imageWay = "cached"
-		return id, nil
+		return id, baseEnv, nil
 	}
 	// Runs with other state directories (a harness's jobs, each with its own home)
 	// hold other locks: one of them may have loaded it meanwhile.
 	if d.id != "" && hasImage(ctx, e, d.id) {
 		b.imageWay = "found by content"
 		writeRecord(cache, cacheKey, d.id)
-		return d.id, nil
+		return d.id, baseEnv, nil
 	}
 	id, err := b.buildDerived(ctx, e, base, pr, files, d)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	writeRecord(cache, cacheKey, id)
-	return id, nil
+	return id, baseEnv, nil
 }
 
 // cachedDerived returns the derived image m, the cache at path cache, names for
@@ -231,7 +235,7 @@ func (b *Isolator) buildDerived(ctx context.Context, e Engine, base string, pr p
 	}
 	// The derived image's entrypoint is the init (every container devsandbox makes
 	// names its own); without one, an image with no command cannot be created from.
-	cfg := &dockercontainer.Config{Image: d.labels[LabelBase], Entrypoint: []string{container.InitPath}, Labels: d.labels, Healthcheck: noHealthcheck()}
+	cfg := &dockercontainer.Config{Image: d.labels[LabelBase], Entrypoint: []string{container.InitPath}, Labels: ownLabels(maps.Clone(d.labels)), Healthcheck: noHealthcheck()}
 	created, err := e.ContainerCreate(ctx, cfg, &dockercontainer.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	if err != nil {
 		return "", failed("the engine refused a container of it: %v%s", err, loadTried(loadErr))

@@ -46,7 +46,7 @@ func derivedConcurrently(t *testing.T, round int) {
 			<-start
 			// Each run is a process of its own (devsandbox-docker): no state shared
 			// but the state directory and the engine.
-			ids[i], errs[i] = (&Isolator{Options: b.Options}).derivedImage(context.Background(), f, Address{Host: "unix:///fake.sock"}, p, b.Options.Image, pr, files, nil)
+			ids[i], _, errs[i] = (&Isolator{Options: b.Options}).derivedImage(context.Background(), f, Address{Host: "unix:///fake.sock"}, p, b.Options.Image, pr, files, nil)
 		}()
 	}
 	close(start)
@@ -79,7 +79,7 @@ func TestDerivedImageByContent(t *testing.T) {
 	files := []container.ImageFile{{Path: "/etc/passwd", Content: []byte("root:x:0:0::/root:/bin/sh\n")}}
 	derived := func() string {
 		t.Helper()
-		id, err := (&Isolator{Options: b.Options, Progress: &progress}).derivedImage(context.Background(), f, Address{Host: "unix:///fake.sock"}, p, b.Options.Image, pr, files, nil)
+		id, _, err := (&Isolator{Options: b.Options, Progress: &progress}).derivedImage(context.Background(), f, Address{Host: "unix:///fake.sock"}, p, b.Options.Image, pr, files, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

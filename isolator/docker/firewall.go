@@ -29,7 +29,7 @@ const LabelRole = "dev.devsandbox.role"
 // nothing else, and runs devsandbox-init (in the derived image; static, so any base
 // image works) to program the rules through netlink and read them back. The engine does the namespace joining, so this works without root on the
 // host, and the same way against a daemon in a VM. Pure.
-func firewallHelper(args []string, vols []string, target, image string, labels map[string]string) (*dockercontainer.Config, *dockercontainer.HostConfig) {
+func firewallHelper(args []string, vols []string, target, image string, imageEnv []string, labels map[string]string) (*dockercontainer.Config, *dockercontainer.HostConfig) {
 	l := map[string]string{LabelRole: "firewall", LabelKept: "false"}
 	for _, k := range []string{LabelProject, LabelName, LabelDir, LabelVersion, LabelUser} {
 		if v, ok := labels[k]; ok {
@@ -41,8 +41,9 @@ func firewallHelper(args []string, vols []string, target, image string, labels m
 		Image:        image,
 		Entrypoint:   []string{InitPath},
 		Cmd:          args,
+		Env:          unsetImageEnv(imageEnv, nil), // none of the image's (imageenv.go)
 		Healthcheck:  noHealthcheck(),
-		Labels:       l,
+		Labels:       ownLabels(l),
 		AttachStdout: true,
 		AttachStderr: true,
 	}
@@ -79,7 +80,7 @@ func (b *Isolator) applyFirewall(ctx context.Context, e Engine, p *isolator.Plan
 		return fmt.Errorf("%w: the egress rules could not be applied: the spec has none", isolator.ErrProtection)
 	}
 	args, vols := firewallArgs(p, spec)
-	cfg, hc := firewallHelper(args, vols, target, spec.Config.Image, spec.Config.Labels)
+	cfg, hc := firewallHelper(args, vols, target, spec.Config.Image, spec.ImageEnv, spec.Config.Labels)
 	if b.FirewallTool != "" {
 		cfg.Entrypoint = []string{b.FirewallTool}
 	}

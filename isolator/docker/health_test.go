@@ -20,8 +20,8 @@ func TestContainersTurnHealthcheckOff(t *testing.T) {
 	p.Egress = egress.Rules{Mode: egress.Proxy}
 	p.Proxy.Session = "5e55"
 	p.Egress.PublishDir, p.Egress.Proxy.Unix, p.Egress.SocketDir = "/run/x/publish-5e55", "/run/x/proxy-5e55.sock", "/run/x"
-	comp, _ := companionConfig(p, "img", "vol", map[string]string{LabelUser: "1000"}, false)
-	fw, _ := firewallHelper([]string{"x"}, nil, "target", "img", nil)
+	comp, _ := companionConfig(p, "img", nil, "vol", map[string]string{LabelUser: "1000"}, false)
+	fw, _ := firewallHelper([]string{"x"}, nil, "target", "img", nil, nil)
 	o := opts
 	o.Shipped, o.EndpointVolume = true, "vol"
 	spec, err := containerConfig(p, o)

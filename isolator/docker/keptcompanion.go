@@ -39,9 +39,9 @@ func keptCompanionName(p *isolator.Plan) string { return "devsandbox-" + p.Proje
 // keptCompanionConfig renders the kept container's companion: companionConfig without
 // published ports and without the session's label, kept, its main process waiting,
 // stdin closed, labelled with the hash of its spec. Pure.
-func keptCompanionConfig(p *isolator.Plan, image, volume string, labels map[string]string) (*dockercontainer.Config, *dockercontainer.HostConfig) {
-	cfg, hc := companionConfig(p, image, volume, labels, false)
-	delete(cfg.Labels, LabelSession)
+func keptCompanionConfig(p *isolator.Plan, image string, imageEnv []string, volume string, labels map[string]string) (*dockercontainer.Config, *dockercontainer.HostConfig) {
+	cfg, hc := companionConfig(p, image, imageEnv, volume, labels, false)
+	cfg.Labels[LabelSession] = "" // not an image's either (ownLabels)
 	cfg.Labels[LabelKept] = "true"
 	cfg.Cmd = []string{companion.Arg, companion.HoldArg}
 	cfg.AttachStdin, cfg.AttachStdout, cfg.AttachStderr = false, false, false
@@ -84,7 +84,7 @@ func (b *Isolator) execCompanion(ctx context.Context, e Engine, p *isolator.Plan
 		return nil, err
 	}
 	defer unlock()
-	cfg, hc := keptCompanionConfig(p, spec.Config.Image, endpointVolume(p, true), spec.Config.Labels)
+	cfg, hc := keptCompanionConfig(p, spec.Config.Image, spec.ImageEnv, endpointVolume(p, true), spec.Config.Labels)
 	id, err := b.keptCompanion(ctx, e, p, cfg, hc, true)
 	if err != nil {
 		return nil, err

@@ -224,7 +224,7 @@ func TestAsContainerRoot(t *testing.T) {
 // the container's root could not enter a volume of a subordinate id's.
 func TestCompanionAsContainerRoot(t *testing.T) {
 	p := asContainerRoot(basePlan(), true)
-	cfg, _ := companionConfig(p, "img", "vol", map[string]string{LabelUser: "1000"}, false)
+	cfg, _ := companionConfig(p, "img", nil, "vol", map[string]string{LabelUser: "1000"}, false)
 	if cfg.User != "0:0" || cfg.Labels[LabelUser] != "1000" {
 		t.Errorf("companion user %q, uid label %q: want 0:0 and the user's 1000", cfg.User, cfg.Labels[LabelUser])
 	}

@@ -253,7 +253,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		in, err := kept.get()
 		return err == nil && in.ContainerJSONBase != nil && in.Image == id && in.State != nil && in.State.Running
 	}
-	image, err := b.derivedImage(ctx, e, addr, p, opts.Image, pr, l.ImageFiles, proven)
+	image, imageEnv, err := b.derivedImage(ctx, e, addr, p, opts.Image, pr, l.ImageFiles, proven)
 	if sources != nil {
 		var serr error
 		if opts.ContentSources, serr = sources.get(); serr != nil && err == nil {
@@ -268,7 +268,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			return 0, err
 		}
 	}
-	opts.Image = image
+	opts.Image, opts.ImageEnv = image, imageEnv
 	if err := l.Prepare(); err != nil {
 		return 0, err
 	}

@@ -1128,7 +1128,7 @@ func TestCompanionConfig(t *testing.T) {
 	p := basePlan()
 	p.Egress = egress.Rules{Mode: egress.Proxy, Forwards: []egress.Forward{{HostPort: 18080, SandboxPort: 3000}}}
 	p.Proxy.Session = "5e55"
-	cfg, hc := companionConfig(p, "img", "vol", map[string]string{LabelProject: "0123abcd", LabelUser: "1000"}, true)
+	cfg, hc := companionConfig(p, "img", nil, "vol", map[string]string{LabelProject: "0123abcd", LabelUser: "1000"}, true)
 	if cfg.User != "1000:1000" || !slices.Equal(cfg.Entrypoint, []string{"/run/devsandbox/devsandbox-proxy"}) || !slices.Equal(cfg.Cmd, []string{"companion"}) || len(cfg.Env) != 0 {
 		t.Errorf("companion config: %+v", cfg)
 	}
@@ -1167,23 +1167,23 @@ func TestKeptCompanionConfig(t *testing.T) {
 	p.Egress = egress.Rules{Mode: egress.Proxy, Forwards: []egress.Forward{{HostPort: 18080, SandboxPort: 3000}}}
 	p.Proxy.Session = "5e55"
 	labels := map[string]string{LabelProject: "0123abcd", LabelUser: "1000", LabelVersion: "v1"}
-	cfg, hc := keptCompanionConfig(p, "img", "vol", labels)
+	cfg, hc := keptCompanionConfig(p, "img", nil, "vol", labels)
 	if !slices.Equal(cfg.Cmd, []string{"companion", "hold"}) || cfg.OpenStdin || cfg.AttachStdin || hc.AutoRemove {
 		t.Errorf("kept companion: %+v %+v", cfg, hc)
 	}
 	if len(hc.PortBindings) != 0 || len(cfg.ExposedPorts) != 0 {
 		t.Errorf("the kept companion publishes %v", hc.PortBindings)
 	}
-	if _, ok := cfg.Labels[LabelSession]; ok || cfg.Labels[LabelKept] != "true" || cfg.Labels[LabelRole] != roleCompanion || cfg.Labels[LabelSpec] == "" {
+	if cfg.Labels[LabelSession] != "" || cfg.Labels[LabelKept] != "true" || cfg.Labels[LabelRole] != roleCompanion || cfg.Labels[LabelSpec] == "" {
 		t.Errorf("labels: %v", cfg.Labels)
 	}
 	q := basePlan()
 	q.Egress = egress.Rules{Mode: egress.Allowlist}
 	q.Proxy.Session = "6e66"
-	if c2, _ := keptCompanionConfig(q, "img", "vol", labels); c2.Labels[LabelSpec] != cfg.Labels[LabelSpec] {
+	if c2, _ := keptCompanionConfig(q, "img", nil, "vol", labels); c2.Labels[LabelSpec] != cfg.Labels[LabelSpec] {
 		t.Errorf("another session or policy changes the kept companion's spec")
 	}
-	if c3, _ := keptCompanionConfig(p, "img2", "vol", labels); c3.Labels[LabelSpec] == cfg.Labels[LabelSpec] {
+	if c3, _ := keptCompanionConfig(p, "img2", nil, "vol", labels); c3.Labels[LabelSpec] == cfg.Labels[LabelSpec] {
 		t.Errorf("another image keeps the kept companion's spec")
 	}
 }
@@ -1356,7 +1356,7 @@ func TestKeptCompanionEarlyInspect(t *testing.T) {
 	p.Egress = egress.Rules{Mode: egress.Proxy}
 	labels := map[string]string{LabelProject: p.Project.ID, LabelName: p.Project.Name, LabelDir: p.Project.Dir, LabelVersion: "1.0", LabelUser: "1000"}
 	f.images["img"] = true
-	cfg, hc := keptCompanionConfig(p, "img", "vol", labels)
+	cfg, hc := keptCompanionConfig(p, "img", nil, "vol", labels)
 	name := keptCompanionName(p)
 	ctx := context.Background()
 	made, err := b.keptCompanion(ctx, f, p, cfg, hc, false)

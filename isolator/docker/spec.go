@@ -50,10 +50,14 @@ const (
 // uses them as given (the init bound from the host, as a hand-run `docker run` can);
 // Run ships the init and sets the endpoint volume and HomeVolume first.
 type Options struct {
-	Image   string // docker.image
-	Home    string // docker.home: the in-container home
-	Keep    bool   // docker.keep_container
-	Version string // devsandbox version, a label and part of the spec hash
+	Image string // docker.image
+	// ImageEnv is the image's ENV (Run reads it from the engine; none for
+	// --dry-run): the variables every container's config names to remove them
+	// (imageenv.go), given back to the command by the init.
+	ImageEnv []string
+	Home     string // docker.home: the in-container home
+	Keep     bool   // docker.keep_container
+	Version  string // devsandbox version, a label and part of the spec hash
 	// BindAgent is docker.agent_bind: Run asks a local engine to bind the ssh
 	// agent relay's socket (agent.go, AgentBind below) rather than carry the agent
 	// over the Engine API as on every other engine. Off by default: the bind is a
@@ -115,6 +119,9 @@ type Spec struct {
 	Network *network.NetworkingConfig
 	// Exec runs the command in a kept container (nil without Keep).
 	Exec *dockercontainer.ExecOptions
+	// ImageEnv is the image's ENV (Options.ImageEnv), which the helper
+	// containers' configs remove too (imageenv.go).
+	ImageEnv []string
 	// Hash identifies Config+Host (a kept container is reused only with the same hash).
 	Hash string
 	// AgentSocket is where an exec serves the session's ssh agent (agent.go), or "".
@@ -249,7 +256,7 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 			tmpfs[m.Target] = strings.Join(m.Tmpfs.Options(container.UIDGID(uid, gid)), ",")
 		}
 	}
-	labels := maps.Clone(l.Labels)
+	labels := ownLabels(maps.Clone(l.Labels))
 	labels[LabelKept] = fmt.Sprint(opts.Keep)
 	labels[LabelUser] = fmt.Sprint(p.User.UID)
 	cfg := &dockercontainer.Config{
@@ -259,7 +266,6 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 		WorkingDir:  l.Workdir,
 		Entrypoint:  []string{InitPath},
 		Labels:      labels,
-		Env:         []string{wire.ManifestEnv + "=" + l.Manifest.Encode()},
 		Cmd:         l.Init,
 		Healthcheck: noHealthcheck(),
 	}
@@ -279,19 +285,30 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 		s.Profile = l.HostFile("seccomp-"+hex.EncodeToString(sum[:8])+".json", profile)
 	}
 	applyLimits(hc, p.Limits)
+	// The image's ENV reaches the container's programs only through the init, which
+	// gives the command what the run does not set itself (imageenv.go).
+	s.ImageEnv = opts.ImageEnv
+	// Its PATH stays (the command's, and a `docker exec` into a kept container
+	// finds its programs on it): no Go program reads it at its start.
+	unset := slices.DeleteFunc(slices.Clone(opts.ImageEnv), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") })
+	manifestEnv := func(m wire.Manifest, env []string) string {
+		m.ImageEnv = imageEnvFor(opts.ImageEnv, append(slices.Clone(env), wire.ManifestEnv+"="))
+		return wire.ManifestEnv + "=" + m.Encode()
+	}
 	if opts.Keep {
 		cfg.WorkingDir = p.Project.Dir // the exec has the run's own
+		cfg.Env = unsetImageEnv(unset, []string{wire.ManifestEnv + "=" + l.Manifest.Encode()})
 		s.Exec = &dockercontainer.ExecOptions{
 			User:         l.User,
 			AttachStdin:  true,
 			AttachStdout: true,
 			AttachStderr: true,
 			WorkingDir:   l.Workdir,
-			Env:          slices.Concat(l.EnvStrings(), l.SessionEnv, []string{wire.ManifestEnv + "=" + l.Session.Encode()}),
+			Env:          slices.Concat(l.EnvStrings(), l.SessionEnv, []string{manifestEnv(*l.Session, l.EnvStrings())}),
 			Cmd:          l.SessionCmd,
 		}
 	} else {
-		cfg.Env = append(l.EnvStrings(), cfg.Env...)
+		cfg.Env = unsetImageEnv(unset, append(l.EnvStrings(), manifestEnv(*l.Manifest, l.EnvStrings())))
 		cfg.AttachStdin, cfg.AttachStdout, cfg.AttachStderr = true, true, true
 		cfg.OpenStdin, cfg.StdinOnce = true, true
 		hc.AutoRemove = true

@@ -51,7 +51,7 @@ func giveHomeVolume(ctx context.Context, e Engine, p *isolator.Plan, opts Option
 	cfg := &dockercontainer.Config{
 		Image:       opts.Image,
 		Entrypoint:  []string{container.InitPath},
-		Labels:      map[string]string{LabelProject: p.Project.ID, LabelUser: fmt.Sprint(p.User.UID)},
+		Labels:      ownLabels(map[string]string{LabelProject: p.Project.ID, LabelUser: fmt.Sprint(p.User.UID)}),
 		Healthcheck: noHealthcheck(),
 	}
 	hc := &dockercontainer.HostConfig{

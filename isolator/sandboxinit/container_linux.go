@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -202,6 +203,14 @@ func (c *container) run(argv []string) int {
 	for k, v := range hello.Env {
 		_ = os.Setenv(k, v)
 	}
+	// The image's ENV, which the container's config kept from the init's own start,
+	// is the command's (never the init's: a GODEBUG set in a running program takes
+	// effect in it), under the run's variables and the session's. Its PATH is the
+	// one the command is looked up on.
+	env := commandEnv(os.Environ(), m.ImageEnv, hello.Env)
+	if v, ok := envValue(env, "PATH"); ok {
+		_ = os.Setenv("PATH", v)
+	}
 	if c.role == "session" {
 		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	}
@@ -237,7 +246,7 @@ func (c *container) run(argv []string) int {
 	c.ready()
 
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
-		Env:   os.Environ(),
+		Env:   env,
 		Files: cio.files(),
 		Sys:   cio.sys(),
 	})
@@ -435,4 +444,34 @@ func writeSecretFiles(dir string, files map[string][]byte) error {
 		}
 	}
 	return nil
+}
+
+// commandEnv is the command's environment: environ (the engine's variables, the
+// run's, the session's) with image's ("NAME=value", wire.Manifest.ImageEnv) set over
+// it, except those the session's hello sets. The host left out of image what the run
+// sets itself. Pure.
+func commandEnv(environ, image []string, hello map[string]string) []string {
+	env := slices.Clone(environ)
+	for _, kv := range image {
+		k, _, ok := strings.Cut(kv, "=")
+		if _, session := hello[k]; !ok || k == "" || session {
+			continue
+		}
+		if i := slices.IndexFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") }); i >= 0 {
+			env[i] = kv
+		} else {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// envValue is the value of k in env.
+func envValue(env []string, k string) (string, bool) {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, k+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
@@ -126,5 +127,26 @@ func TestStartFirstHelloMustBeEmpty(t *testing.T) {
 				t.Errorf("the command's stdin got %q (%v), want the input after the hello", got, err)
 			}
 		})
+	}
+}
+
+// The command's environment: the image's ENV over the engine's variables, under the
+// session's (the run's own the host already left out of it).
+func TestCommandEnv(t *testing.T) {
+	environ := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOSTNAME=devsandbox", "HOME=/home/u", "LANG=C.UTF-8", "TOKEN=secret"}
+	image := []string{"PATH=/image/bin", "GODEBUG=tlsrsakex=1", "TOKEN=image", "BAD", "=x"}
+	got := commandEnv(environ, image, map[string]string{"TOKEN": "secret"})
+	want := []string{"PATH=/image/bin", "HOSTNAME=devsandbox", "HOME=/home/u", "LANG=C.UTF-8", "TOKEN=secret", "GODEBUG=tlsrsakex=1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("commandEnv = %q, want %q", got, want)
+	}
+	if environ[0] != "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" {
+		t.Errorf("commandEnv changed its argument: %q", environ)
+	}
+	if v, ok := envValue(got, "PATH"); !ok || v != "/image/bin" {
+		t.Errorf("envValue(PATH) = %q, %v", v, ok)
+	}
+	if _, ok := envValue(got, "PAT"); ok {
+		t.Errorf("envValue found PAT")
 	}
 }

@@ -1,0 +1,153 @@
+//go:build integration
+
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hostileImageEnv is an image's ENV that tunes any Go program started with it: the
+// TLS stack's compatibility switches (RSA key exchange, TLS 1.0 on a server), a
+// traceback that dumps core, the number of Ps; and a marker of its own.
+const hostileImageEnv = `GODEBUG=tlsrsakex=1,tls10server=1 GOTRACEBACK=crash GOMAXPROCS=3 ` +
+	`PATH=/dsbie/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`
+
+// hostileLabels are an image's labels that would say, on devsandbox's containers,
+// that they belong to another project and user, are kept, or have another role.
+var hostileLabels = map[string]string{
+	"dev.devsandbox.project": "deadbeef", "dev.devsandbox.name": "hostile-deadbeef", "dev.devsandbox.dir": "/hostile",
+	"dev.devsandbox.uid": "4242", "dev.devsandbox.kept": "true", "dev.devsandbox.role": "hostile",
+	"dev.devsandbox.session": "hostile", "dev.devsandbox.spec": "hostile", "dev.devsandbox.version": "hostile",
+	"dev.devsandbox.owner": "hostile",
+}
+
+// hostileImage builds, on iso's engine, an image FROM the test's Debian with
+// hostileImageEnv, hostileLabels and the label dsbie.marker=marker, and returns its
+// tag; the image and those derived from it go with the test.
+func hostileImage(t *testing.T, iso, marker string) string {
+	t.Helper()
+	tag := "devsandbox-test/imageenv:" + strings.ToLower(randHex(4))
+	t.Cleanup(func() {
+		if ids, err := dockerCmd(iso, "images", "-q", "--filter", "label=dev.devsandbox.base-ref="+tag).Output(); err == nil && len(ids) > 0 {
+			_ = dockerCmd(iso, append([]string{"rmi", "-f"}, strings.Fields(string(ids))...)...).Run()
+		}
+		_ = dockerCmd(iso, "rmi", "-f", tag).Run()
+	})
+	df := "FROM devsandbox-test/debian:3\nENV " + hostileImageEnv + " DSBIE=" + marker + "\nLABEL dsbie.marker=" + marker
+	for k, v := range hostileLabels {
+		df += " " + k + "=" + v
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := dockerCmd(iso, "build", "-q", "-t", tag, dir).CombinedOutput(); err != nil {
+		t.Fatalf("building the image: %v\n%s", err, out)
+	}
+	return tag
+}
+
+// An image's ENV is the command's, as documented, and none of devsandbox's own
+// programs': the companion proxy (which holds the session's credentials and MITM CA
+// key) must not start with the image's GODEBUG (the TLS compatibility switches),
+// GOTRACEBACK or GOMAXPROCS. Read from the kept companion's main process, which the
+// engine starts as it starts the session's proxy in it.
+func TestImageEnvReachesNoDevsandboxProgram(t *testing.T) {
+	forEachIsolatorOf(t, withRootless(dockerVariants()), func(t *testing.T, iso string) {
+		marker := "DSBIE-" + randHex(6)
+		tag := hostileImage(t, iso, marker)
+		p := newProject(t)
+		engine := []string{"DOCKER_HOST=" + engineOf(iso)}
+		t.Cleanup(func() { run(t, p.dir, engine, "", "sandboxes", "rm", p.name()) })
+		script := `echo "$GODEBUG|$GOTRACEBACK|$GOMAXPROCS|$DSBIE|$PATH"`
+		want := "tlsrsakex=1,tls10server=1|crash|3|" + marker + "|/dsbie/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+		for _, keep := range []bool{false, true} {
+			args := []string{"--isolator=" + iso, "--image=" + tag, "--egress=proxy"}
+			if keep {
+				args = append(args, "--keep-container")
+			}
+			if r := run(t, p.dir, nil, "", append(args, "--", "/bin/sh", "-c", script)...); r.code != 0 || r.stdout != want {
+				t.Fatalf("keep=%v: want the command to have the image's ENV (%q):\n%s", keep, want, r)
+			}
+		}
+		px := "devsandbox-" + p.name() + "-px"
+		out, err := dockerCmd(iso, "exec", px, "/bin/cat", "/proc/1/environ").CombinedOutput()
+		if err != nil {
+			t.Fatalf("reading the kept companion's environment: %v\n%s", err, out)
+		}
+		env := strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
+		var leaked []string
+		for _, kv := range env {
+			k, v, _ := strings.Cut(kv, "=")
+			if k == "GODEBUG" || k == "GOTRACEBACK" || k == "GOMAXPROCS" || k == "DSBIE" || k == "PATH" && strings.Contains(v, "/dsbie/") {
+				leaked = append(leaked, kv)
+			}
+		}
+		if len(leaked) > 0 || len(env) == 0 {
+			t.Errorf("the companion proxy (devsandbox-proxy, given the credentials and the CA key) started with the image's %q (its whole environment: %q); want none of the image's ENV", leaked, env)
+		}
+	})
+}
+
+// An image's dev.devsandbox.* labels are on none of the containers devsandbox makes
+// from it (the engine gives a container its image's labels under its own): each of
+// them, helpers included, carries devsandbox's value or none, so a helper left by a
+// killed run is neither kept for good nor listed under another project, and
+// `sandboxes list` shows no other project. Each container's labels are read from the
+// engine's create event.
+func TestImageLabelsNotDevsandboxs(t *testing.T) {
+	forEachIsolatorOf(t, withRootless(dockerVariants()), func(t *testing.T, iso string) {
+		marker := "dsbie" + randHex(6)
+		tag := hostileImage(t, iso, marker)
+		p := newProject(t)
+		engine := []string{"DOCKER_HOST=" + engineOf(iso)}
+		t.Cleanup(func() { run(t, p.dir, engine, "", "sandboxes", "rm", p.name()) })
+		// After the image's build (whose own containers have its labels).
+		now := time.Now()
+		since := fmt.Sprintf("%d.%09d", now.Unix(), now.Nanosecond())
+		for _, keep := range []bool{false, true} {
+			args := []string{"--isolator=" + iso, "--image=" + tag, "--egress=proxy"}
+			if keep {
+				args = append(args, "--keep-container")
+			}
+			if r := run(t, p.dir, nil, "", append(args, "--", "true")...); r.code != 0 {
+				t.Fatalf("keep=%v:\n%s", keep, r)
+			}
+		}
+		until := strconv.FormatInt(time.Now().Add(time.Second).Unix(), 10)
+		out, err := dockerCmd(iso, "events", "--since", since, "--until", until, "--filter", "type=container", "--filter", "event=create",
+			"--filter", "label=dsbie.marker="+marker, "--format", "{{json .Actor.Attributes}}").Output()
+		if err != nil {
+			t.Fatalf("docker events: %v", err)
+		}
+		kept := map[string]bool{"devsandbox-" + p.name(): true, "devsandbox-" + p.name() + "-px": true}
+		n := 0
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			var attrs map[string]string
+			if err := json.Unmarshal([]byte(line), &attrs); err != nil {
+				t.Fatalf("docker events: %v: %q", err, line)
+			}
+			n++
+			for k, v := range hostileLabels {
+				if attrs[k] == v && !(k == "dev.devsandbox.kept" && kept[attrs["name"]]) {
+					t.Errorf("the container %s devsandbox made has the image's label %s=%s", attrs["name"], k, v)
+				}
+			}
+		}
+		// The home volume's helper, the companion and the sandbox of each run at least.
+		if n < 4 {
+			t.Fatalf("saw %d containers made from the image, want at least 4 (the check above proves nothing):\n%s", n, out)
+		}
+		r := run(t, p.dir, engine, "", "sandboxes", "list", "--json")
+		if r.code != 0 || strings.Contains(r.stdout, "hostile") || strings.Contains(r.stdout, "deadbeef") || !strings.Contains(r.stdout, p.name()) {
+			t.Errorf("sandboxes list shows the image's project or not this one's:\n%s", r)
+		}
+	})
+}
