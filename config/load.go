@@ -238,7 +238,7 @@ func applyProject(c *Config, projectDir, explicit string) (string, error) {
 	}
 	doc, err := readProjectFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+		return "", checkEnclosing(c.Host, projectDir)
 	}
 	if err != nil {
 		return "", err
@@ -248,6 +248,9 @@ func applyProject(c *Config, projectDir, explicit string) (string, error) {
 	case err != nil:
 		return "", err
 	case state == Untrusted:
+		if err := checkEnclosing(c.Host, projectDir); err != nil {
+			return "", err
+		}
 		return "ignoring project config " + path + ": it is not trusted; review it, then run `devsandbox config trust` in the project to apply it", nil
 	case state == Changed:
 		return "", &Error{File: path, Err: untrustedChangef("%s (trusted %s); review the changes, then run `devsandbox config trust` in the project again",
@@ -278,6 +281,35 @@ func applyProjectDoc(c *Config, path string, doc []byte) error {
 	}
 	c.Files = append(c.Files, path)
 	return nil
+}
+
+// checkEnclosing refuses a project nested in another project whose project file the
+// user trusted, when the nested project has no trusted file of its own. The project
+// is the nearest directory holding a .git, and a sandbox can make one anywhere in its
+// project (`git init sub` is ordinary work, and passes the watch): the user's next run
+// from that directory would then be a project of its own, and the enclosing project's
+// trusted file (its masks, its egress mode, its limits) would silently not apply.
+// A trusted file is never silently dropped, so the run stops naming both; a file of
+// the nested project's own, once trusted, is the user's word that it is a project.
+func checkEnclosing(host Host, projectDir string) error {
+	r, err := readTrust(TrustFile(host))
+	if err != nil || len(r.Files) == 0 {
+		return err
+	}
+	for d := filepath.Dir(projectDir); ; d = filepath.Dir(d) {
+		file := filepath.Join(d, ProjectFileName)
+		if _, ok := r.Files[trustKey(file)]; ok {
+			_, errGit := os.Lstat(filepath.Join(d, ".git"))
+			_, errFile := os.Lstat(file)
+			if errGit == nil && errFile == nil {
+				return fmt.Errorf("%s holds a .git, so it is a project of its own, inside the project %s whose trusted %s would not apply here (a sandboxed run of %s can make that .git): %w; run devsandbox from %s, or, if %s is a project of its own, give it a %s, review it and run `devsandbox config trust` there",
+					projectDir, d, file, d, ErrEnclosingProject, d, projectDir, ProjectFileName)
+			}
+		}
+		if d == "/" || d == "." {
+			return nil
+		}
+	}
 }
 
 func sameFile(a, b string) bool {
