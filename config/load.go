@@ -238,6 +238,9 @@ func applyProject(c *Config, projectDir, explicit string) (string, error) {
 	}
 	doc, err := readProjectFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		if err := checkGone(c.Host, path); err != nil {
+			return "", err
+		}
 		return "", checkEnclosing(c.Host, projectDir)
 	}
 	if err != nil {
@@ -281,6 +284,24 @@ func applyProjectDoc(c *Config, path string, doc []byte) error {
 	}
 	c.Files = append(c.Files, path)
 	return nil
+}
+
+// checkGone refuses a project file that is missing while the trust records hold it: a
+// trusted file is never silently dropped, and a removal is a change. Only the
+// project's own file is read-only in its sandbox: a nested repository's (a submodule,
+// a vendored repository run on its own) is an ordinary file in the enclosing
+// project's, which a sandbox there can remove.
+func checkGone(host Host, path string) error {
+	r, err := readTrust(TrustFile(host))
+	if err != nil {
+		return err
+	}
+	rec, ok := r.Files[trustKey(path)]
+	if !ok {
+		return nil
+	}
+	return &Error{File: path, Err: untrustedChangef("trusted (trusted %s) and is gone (or a link to nothing), so its settings would not apply; a sandboxed run may have removed it: restore it (`git checkout -- %s`), or, if you removed it, run `devsandbox config trust` in the project to forget it",
+		rec.TrustedAt.Format(time.RFC3339), ProjectFileName)}
 }
 
 // checkEnclosing refuses a project nested in another project whose project file the

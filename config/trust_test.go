@@ -454,6 +454,22 @@ func TestEnclosingProjectFile(t *testing.T) {
 	if err := os.Remove(own); err != nil {
 		t.Fatal(err)
 	}
+	// A trusted file that is gone stops the load as a changed one does, until forgotten.
+	wantGone := own + ": trusted (trusted 2026-03-04T05:06:07Z) and is gone"
+	if err := load(); !errors.Is(err, ErrUntrustedChange) || !strings.HasPrefix(err.Error(), wantGone) {
+		t.Errorf("its own trusted file removed: err = %v, want %q…", err, wantGone)
+	}
+	if ok, at, err := ForgetGone(host, own); !ok || err != nil || !at.Equal(trustTime.Truncate(time.Second)) {
+		t.Errorf("ForgetGone = %v, %v, %v", ok, at, err)
+	}
+	if ok, _, err := ForgetGone(host, own); ok || err != nil {
+		t.Errorf("ForgetGone again = %v, %v; want nothing to forget", ok, err)
+	}
+	if ok, _, err := ForgetGone(host, inner); ok || err == nil {
+		t.Errorf("ForgetGone of a path that exists = %v, %v; want an error", ok, err)
+	}
+	// The enclosing file is gone too: its record stops a load from the enclosing
+	// project alone, and a nested project has nothing left to drop.
 	if err := load(); err != nil {
 		t.Errorf("the enclosing file removed (nothing to drop): %v", err)
 	}

@@ -61,3 +61,44 @@ func TestPlantedGitDropsEnclosingProjectFile(t *testing.T) {
 		t.Errorf("the nested project with its own trusted file:\n%s", r)
 	}
 }
+
+// TestRemovedTrustedProjectFile: only the project's own .devsandbox.toml is read-only
+// in its sandbox; a nested repository's (a submodule, a vendored repository you also
+// run devsandbox in) is an ordinary file there. A run of the enclosing project removed
+// it, and the nested project's next run went ahead without the file you trusted: here
+// its mask_files, so it read the secret the file masks. A trusted file that is gone now
+// stops the run (125) as a changed one does; `devsandbox config trust` in the project
+// forgets it when you removed it yourself.
+func TestRemovedTrustedProjectFile(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	t.Cleanup(func() { os.Remove(it.home + "/.config/devsandbox/trusted.toml") })
+	sub := p.newRepo("proj/sub")
+	t.Cleanup(func() { p.forget(sub) })
+	p.write("proj/sub/.devsandbox.toml", "[sandbox]\nmask_files = [\"*.secret\"]\n")
+	p.write("proj/sub/key.secret", "PROJECTSECRET\n")
+	if r := run(t, sub, nil, "", "config", "trust"); r.code != 0 {
+		t.Fatalf("config trust in the nested project:\n%s", r)
+	}
+	read := []string{"--isolator=bwrap", "--", "/bin/sh", "-c", "cat key.secret; echo end"}
+	if r := run(t, sub, nil, "", read...); r.code != 0 || r.stdout != "end\n" {
+		t.Fatalf("the trusted file's mask not applied:\n%s", r)
+	}
+	p.mustSandbox("bwrap", nil, "rm sub/.devsandbox.toml")
+	file := sub + "/.devsandbox.toml"
+	if _, err := os.Lstat(file); err == nil {
+		t.Fatalf("the enclosing project's sandbox could not remove %s: nothing to test", file)
+	}
+	r := run(t, sub, nil, "", read...)
+	want := file + ": trusted (trusted "
+	if strings.Contains(r.stdout, "PROJECTSECRET") || r.code != 125 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "is gone") {
+		t.Errorf("a run after the sandbox removed the trusted project file; want 125 saying %q … is gone:\n%s", want, r)
+	}
+	// Removed on purpose: config trust forgets it, and the run goes ahead without it.
+	if r := run(t, sub, nil, "", "config", "trust"); r.code != 0 || !strings.Contains(r.stdout, "forgot") {
+		t.Fatalf("config trust with the project file gone:\n%s", r)
+	}
+	if r := run(t, sub, nil, "", read...); r.code != 0 || r.stdout != "PROJECTSECRET\nend\n" {
+		t.Errorf("after config trust forgot the file:\n%s", r)
+	}
+}
