@@ -84,7 +84,20 @@ placeholder_env = "OPENAI_API_KEY"
 	_, _, err = Load(LoadOptions{ProjectDir: project, Environ: environ, UID: 1000, GID: 1000})
 	changed := shown(err)
 
-	for what, msg := range map[string]string{"bad value": bad, "clashing credentials": clash, "looser project file": looser, "changed since trusted": changed, "docker.home above the home": homeAbove} {
+	// A repository nested in a project whose file is trusted, without a file of its own.
+	writeFile(t, projectFile, "[sandbox]\nmode = \"enforce\"\n")
+	if _, err := Trust(host, projectFile, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Join(project, ".git"), filepath.Join(project, "sub", ".git")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, err = Load(LoadOptions{ProjectDir: filepath.Join(project, "sub"), Environ: environ, UID: 1000, GID: 1000})
+	nested := shown(err)
+
+	for what, msg := range map[string]string{"bad value": bad, "clashing credentials": clash, "looser project file": looser, "changed since trusted": changed, "docker.home above the home": homeAbove, "nested project": nested} {
 		if !strings.Contains(string(doc), msg) {
 			t.Errorf("%s: docs/configuration.md does not show the message the loader gives:\n%s", what, msg)
 		}

@@ -26,6 +26,11 @@ var (
 	// stop until the user reviews the file and trusts it again.
 	ErrUntrustedChange = errors.New("changed since it was trusted")
 
+	// ErrEnclosingProject is matched by the error Load returns when the project is a
+	// repository nested in a project whose file the user trusted, and has no trusted
+	// file of its own (see checkEnclosing).
+	ErrEnclosingProject = errors.New("refusing to run without the enclosing project's file")
+
 	// ErrUntrustedConfigFile is matched by the error Load returns when the --config
 	// file lies where a sandbox can write it (LoadOptions.Writable) and its content is
 	// not trusted: a sandbox could otherwise widen its next run.

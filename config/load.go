@@ -238,7 +238,10 @@ func applyProject(c *Config, projectDir, explicit string) (string, error) {
 	}
 	doc, err := readProjectFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+		if err := checkGone(c.Host, path); err != nil {
+			return "", err
+		}
+		return "", checkEnclosing(c.Host, projectDir)
 	}
 	if err != nil {
 		return "", err
@@ -248,6 +251,9 @@ func applyProject(c *Config, projectDir, explicit string) (string, error) {
 	case err != nil:
 		return "", err
 	case state == Untrusted:
+		if err := checkEnclosing(c.Host, projectDir); err != nil {
+			return "", err
+		}
 		return "ignoring project config " + path + ": it is not trusted; review it, then run `devsandbox config trust` in the project to apply it", nil
 	case state == Changed:
 		return "", &Error{File: path, Err: untrustedChangef("%s (trusted %s); review the changes, then run `devsandbox config trust` in the project again",
@@ -278,6 +284,53 @@ func applyProjectDoc(c *Config, path string, doc []byte) error {
 	}
 	c.Files = append(c.Files, path)
 	return nil
+}
+
+// checkGone refuses a project file that is missing while the trust records hold it: a
+// trusted file is never silently dropped, and a removal is a change. Only the
+// project's own file is read-only in its sandbox: a nested repository's (a submodule,
+// a vendored repository run on its own) is an ordinary file in the enclosing
+// project's, which a sandbox there can remove.
+func checkGone(host Host, path string) error {
+	r, err := readTrust(TrustFile(host))
+	if err != nil {
+		return err
+	}
+	rec, ok := r.Files[trustKey(path)]
+	if !ok {
+		return nil
+	}
+	return &Error{File: path, Err: untrustedChangef("trusted (trusted %s) and is gone (or a link to nothing), so its settings would not apply; a sandboxed run may have removed it: restore it (`git checkout -- %s`), or, if you removed it, run `devsandbox config trust` in the project to forget it",
+		rec.TrustedAt.Format(time.RFC3339), ProjectFileName)}
+}
+
+// checkEnclosing refuses a project nested in another project whose project file the
+// user trusted, when the nested project has no trusted file of its own. The project
+// is the nearest directory holding a .git, and a sandbox can make one anywhere in its
+// project (`git init sub` is ordinary work, and passes the watch): the user's next run
+// from that directory would then be a project of its own, and the enclosing project's
+// trusted file (its masks, its egress mode, its limits) would silently not apply.
+// A trusted file is never silently dropped, so the run stops naming both; a file of
+// the nested project's own, once trusted, is the user's word that it is a project.
+func checkEnclosing(host Host, projectDir string) error {
+	r, err := readTrust(TrustFile(host))
+	if err != nil || len(r.Files) == 0 {
+		return err
+	}
+	for d := filepath.Dir(projectDir); ; d = filepath.Dir(d) {
+		file := filepath.Join(d, ProjectFileName)
+		if _, ok := r.Files[trustKey(file)]; ok {
+			_, errGit := os.Lstat(filepath.Join(d, ".git"))
+			_, errFile := os.Lstat(file)
+			if errGit == nil && errFile == nil {
+				return fmt.Errorf("%s holds a .git, so it is a project of its own, inside the project %s whose trusted %s would not apply here (a sandboxed run of %s can make that .git): %w; run devsandbox from %s, or, if %s is a project of its own, give it a %s, review it and run `devsandbox config trust` there",
+					projectDir, d, file, d, ErrEnclosingProject, d, projectDir, ProjectFileName)
+			}
+		}
+		if d == "/" || d == "." {
+			return nil
+		}
+	}
 }
 
 func sameFile(a, b string) bool {

@@ -100,6 +100,27 @@ func Untrust(host Host, projectFile string) error {
 	return updateTrust(host, func(r *trustRecords) { delete(r.Files, trustKey(projectFile)) })
 }
 
+// ForgetGone removes the record of projectFile when the file is gone (a run stops
+// while it is recorded: checkGone), and reports whether there was one and when it was
+// trusted. A file that exists is left alone: trusting it is Trust's.
+func ForgetGone(host Host, projectFile string) (bool, time.Time, error) {
+	if _, err := os.Lstat(projectFile); !errors.Is(err, fs.ErrNotExist) {
+		if err == nil {
+			err = fmt.Errorf("%s exists", projectFile)
+		}
+		return false, time.Time{}, err
+	}
+	r, err := readTrust(TrustFile(host))
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	rec, ok := r.Files[trustKey(projectFile)]
+	if !ok {
+		return false, time.Time{}, nil
+	}
+	return true, rec.TrustedAt, Untrust(host, projectFile)
+}
+
 // CheckTrust reports whether projectFile's current content is trusted. A missing
 // project file is an error (fs.ErrNotExist); missing trust records are Untrusted.
 func CheckTrust(host Host, projectFile string) (TrustState, error) {

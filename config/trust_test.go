@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -408,5 +409,68 @@ func TestTrustRefusesWhatARunRefuses(t *testing.T) {
 				t.Errorf("Trust says\n%v\na run says\n%v", err, runErr)
 			}
 		})
+	}
+}
+
+// TestEnclosingProjectFile: a project nested in one whose file the user trusted (a
+// sandbox can make the nested .git) runs only with a trusted file of its own; an
+// enclosing file that is untrusted, or a directory without a .git, drops nothing.
+func TestEnclosingProjectFile(t *testing.T) {
+	home, environ := testHome(t)
+	outer, file, host := project(t, home, environ, "[sandbox]\nmask_files = [\"*.secret\"]\n")
+	inner := filepath.Join(outer, "sub")
+	if err := os.MkdirAll(filepath.Join(inner, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	load := func() error {
+		_, _, err := Load(LoadOptions{ProjectDir: inner, Environ: environ, UID: 1000, GID: 1000})
+		return err
+	}
+	if err := load(); err != nil {
+		t.Errorf("an untrusted enclosing file: %v", err)
+	}
+	mustTrust(t, host, file)
+	if err := load(); err != nil {
+		t.Errorf("an enclosing directory without a .git (no project): %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(outer, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := inner + " holds a .git, so it is a project of its own, inside the project " + outer + " whose trusted " + file + " would not apply here"
+	if err := load(); !errors.Is(err, ErrEnclosingProject) || !strings.Contains(err.Error(), want) {
+		t.Errorf("no project file of its own: err = %v, want %q", err, want)
+	}
+	own := writeFile(t, filepath.Join(inner, ProjectFileName), "[sandbox]\nmask_files = [\"*.secret\"]\n")
+	if err := load(); !errors.Is(err, ErrEnclosingProject) {
+		t.Errorf("an untrusted file of its own: err = %v, want ErrEnclosingProject", err)
+	}
+	mustTrust(t, host, own)
+	if err := load(); err != nil {
+		t.Errorf("a trusted file of its own: %v", err)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(own); err != nil {
+		t.Fatal(err)
+	}
+	// A trusted file that is gone stops the load as a changed one does, until forgotten.
+	wantGone := own + ": trusted (trusted 2026-03-04T05:06:07Z) and is gone"
+	if err := load(); !errors.Is(err, ErrUntrustedChange) || !strings.HasPrefix(err.Error(), wantGone) {
+		t.Errorf("its own trusted file removed: err = %v, want %q…", err, wantGone)
+	}
+	if ok, at, err := ForgetGone(host, own); !ok || err != nil || !at.Equal(trustTime.Truncate(time.Second)) {
+		t.Errorf("ForgetGone = %v, %v, %v", ok, at, err)
+	}
+	if ok, _, err := ForgetGone(host, own); ok || err != nil {
+		t.Errorf("ForgetGone again = %v, %v; want nothing to forget", ok, err)
+	}
+	if ok, _, err := ForgetGone(host, inner); ok || err == nil {
+		t.Errorf("ForgetGone of a path that exists = %v, %v; want an error", ok, err)
+	}
+	// The enclosing file is gone too: its record stops a load from the enclosing
+	// project alone, and a nested project has nothing left to drop.
+	if err := load(); err != nil {
+		t.Errorf("the enclosing file removed (nothing to drop): %v", err)
 	}
 }

@@ -173,6 +173,15 @@ func (a *app) configTrust(c *cli.Context) error {
 		file = c.Args().First()
 		sum, err = config.TrustConfigFile(host, file, time.Now(), check)
 	} else {
+		// A trusted project file that is gone stops every run until it is restored or
+		// forgotten: forgotten here, since the user asks to trust the project as it is.
+		if ok, at, err := config.ForgetGone(host, file); ok {
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "forgot %s (trusted %s): it is gone; the project runs without a project file\n", termsafe.Line(file), at.Format(time.RFC3339))
+			return nil
+		}
 		sum, err = config.Trust(host, file, time.Now(), check)
 	}
 	if err != nil {

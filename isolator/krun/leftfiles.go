@@ -55,7 +55,7 @@ var lockOpened func()
 // the path names the file locked.
 func lockCurrent(path string, how int) (*os.File, error) {
 	for {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|unix.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 		if err != nil {
 			return nil, err
 		}

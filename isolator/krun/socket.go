@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -118,9 +119,10 @@ func (h osHost) StartService(ctx context.Context, path, runtime string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, "devsandbox-service.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	lockPath := filepath.Join(dir, "devsandbox-service.lock")
+	lock, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR|unix.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return err
+		return fmt.Errorf("opening %s (a link there is not followed: remove it): %w", lockPath, err)
 	}
 	defer lock.Close()
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
@@ -139,7 +141,7 @@ func (h osHost) StartService(ctx context.Context, path, runtime string) error {
 		return err
 	}
 	logPath := serviceLog(path)
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	log, err := openServiceLog(logPath)
 	if err != nil {
 		return err
 	}
@@ -274,3 +276,21 @@ func (b *Isolator) socket(ctx context.Context, h Host) (string, error) {
 
 // serviceLog is where the service on sock logs (each service its own: see serviceKey).
 func serviceLog(sock string) string { return sock + ".log" }
+
+// openServiceLog makes the log of a service about to start, empty, for writing. It
+// lies in podman's runtime directory, which a sandbox can write when the user binds
+// the runtime directory (or a parent) read-write: what is at the name is removed
+// (the name, never what a link there names or another name of a hard-linked file),
+// and the log is made anew, exclusively, without following a link. The caller holds
+// the service lock, so no other devsandbox makes it meanwhile; a name planted again
+// in between makes the open fail.
+func openServiceLog(path string) (*os.File, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("removing the old podman service log %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("making the podman service log %s: %w", path, err)
+	}
+	return f, nil
+}

@@ -43,7 +43,7 @@ func holdUsers(ctx context.Context, sock string, waiting func()) (*os.File, erro
 
 // Supervise is the supervisor role; it returns the exit status.
 func Supervise(sock, rt string, stderr io.Writer) int {
-	users, err := os.OpenFile(usersFile(sock), os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
+	users, err := os.OpenFile(usersFile(sock), os.O_CREATE|os.O_RDWR|unix.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		fmt.Fprintf(stderr, superviseLogPrefix+"%v\n", err)
 		return 1

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/devsandbox/devsandbox/config"
@@ -45,6 +46,11 @@ func protectedPaths(cfg *config.Config, h config.Host, pr Probe) []protected {
 		for _, s := range dockerSockets(cfg) {
 			add(s, "a Docker socket", "set sandbox.docker_socket = true to share it (root-equivalent)")
 		}
+		// podman's runtime directory holds its socket and the service devsandbox starts
+		// for krun: the socket, its log and locks, which the next krun launch dials and
+		// opens. A name the sandbox made there (a listener at the service's socket while
+		// none runs) would be taken for podman's.
+		add(filepath.Join(podmanRuntimeDir(h), "podman"), "podman's runtime directory (podman's socket and the service devsandbox starts for krun)", "set sandbox.docker_socket = true to share it (root-equivalent)")
 	}
 	for _, f := range credentialFiles(cfg) {
 		add(f, "a proxy.credentials value_file", "the proxy adds that credential; the sandbox never reads it")
@@ -82,6 +88,18 @@ func (b *mountBuilder) bindUser(src, dst string, ro bool, key string) error {
 	b.add(isolator.Mount{Kind: isolator.Bind, Source: real, Dest: dst, ReadOnly: ro, Why: key})
 	b.userBinds = append(b.userBinds, len(b.mounts)-1)
 	return nil
+}
+
+// podmanRuntimeDir is podman's runtime directory as the krun isolator finds it:
+// $XDG_RUNTIME_DIR, else /run/user/UID (root: /run).
+func podmanRuntimeDir(h config.Host) string {
+	switch {
+	case h.RuntimeDir != "":
+		return h.RuntimeDir
+	case h.UID != 0:
+		return "/run/user/" + strconv.Itoa(h.UID)
+	}
+	return "/run"
 }
 
 // maskUserBinds masks every existing protected path that a user bind holds, at its
