@@ -21,6 +21,8 @@ import (
 type engine interface {
 	Version() (string, error)
 	ImageExists(image string) error
+	// ImageEnv is the image's ENV, "NAME=value".
+	ImageEnv(image string) ([]string, error)
 	// Create returns the new container's id and podman's warnings about it.
 	Create(g *specgen.SpecGenerator) (id string, warnings []string, err error)
 	// Runtime returns the OCI runtime podman gave the container, and the ID of the
@@ -101,6 +103,17 @@ func (e *podman) ImageExists(image string) error {
 		return e.imageMissing(image)
 	}
 	return nil
+}
+
+func (e *podman) ImageEnv(image string) ([]string, error) {
+	r, err := images.GetImage(e.ctx, image, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the environment (ENV) of the image %s from podman: %w", isolator.ErrUnavailable, image, err)
+	}
+	if r.ImageData == nil || r.Config == nil {
+		return nil, nil
+	}
+	return r.Config.Env, nil
 }
 
 // imageMissing is the error for an image the service's storage lacks, naming that
