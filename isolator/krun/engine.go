@@ -108,6 +108,9 @@ func (e *podman) ImageExists(image string) error {
 func (e *podman) ImageEnv(image string) ([]string, error) {
 	r, err := images.GetImage(e.ctx, image, nil)
 	if err != nil {
+		if strings.Contains(err.Error(), "image not known") || strings.Contains(err.Error(), "no such image") {
+			return nil, e.imageMissing(image) // as create says it
+		}
 		return nil, fmt.Errorf("%w: reading the environment (ENV) of the image %s from podman: %w", isolator.ErrUnavailable, image, err)
 	}
 	if r.ImageData == nil || r.Config == nil {
