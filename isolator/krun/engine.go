@@ -59,7 +59,15 @@ func (b *Isolator) connect(ctx context.Context, h Host) (engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	uri := "unix://" + sock
+	pinned, f, err := pinService(sock)
+	if err != nil {
+		return nil, err
+	}
+	if b.service != nil {
+		b.service.Close()
+	}
+	b.service = f
+	uri := "unix://" + pinned
 	type res struct {
 		ctx context.Context
 		err error
