@@ -151,3 +151,60 @@ func TestImageLabelsNotDevsandboxs(t *testing.T) {
 		}
 	})
 }
+
+// An image's ENV reaches no devsandbox program on krun either (podman merges it into
+// the container's as docker does): the init, PID 1 of the container, must not start
+// with the image's GODEBUG, GOTRACEBACK or GOMAXPROCS; the command still has them.
+// The init is not dumpable, so its environment is read from the host while the
+// command waits.
+func TestKrunImageEnvReachesNoInit(t *testing.T) {
+	requirePodman(t)
+	marker := "DSBIE-" + randHex(6)
+	tag := "localhost/devsandbox-test/imageenv:" + strings.ToLower(randHex(4))
+	dir, err := os.MkdirTemp("", "dsbie-") // the test user's podman reads it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	df := "FROM " + krunImage + "\nENV " + hostileImageEnv + " DSBIE=" + marker + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = podmanAs("rmi", "-f", tag) })
+	mustPodman(t, "build", "-q", "-t", tag, dir)
+	p := newProject(t)
+	script := `echo "ready $GODEBUG|$GOTRACEBACK|$GOMAXPROCS|$DSBIE|$PATH"; read x`
+	cmd := command(t.Context(), p.dir, baseEnv(), "--isolator=krun", "--image="+tag, "--", "/bin/sh", "-c", script)
+	lines, release := started(t, cmd)
+	want := "ready tlsrsakex=1,tls10server=1|crash|3|" + marker + "|/dsbie/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	if got := lines.waitForIn(90*time.Second, "ready"); got != want {
+		t.Errorf("want the command to have the image's ENV:\nhave %q\nwant %q", got, want)
+	}
+	ids := krunContainers(t, p, false)
+	if len(ids) != 1 {
+		t.Fatalf("want the run's container, have %v", ids)
+	}
+	pid := mustPodman(t, "inspect", "--format", "{{.State.Pid}}", ids[0])
+	raw, err := os.ReadFile("/proc/" + pid + "/environ")
+	if err != nil {
+		t.Fatalf("reading the init's environment: %v", err)
+	}
+	release()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the run: %v", err)
+	}
+	env := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+	var leaked []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "GODEBUG" || k == "GOTRACEBACK" || k == "GOMAXPROCS" || k == "DSBIE" {
+			leaked = append(leaked, kv)
+		}
+	}
+	if len(leaked) > 0 || len(env) == 0 {
+		t.Errorf("the sandbox's init (PID 1, devsandbox's) started with the image's %q (its whole environment: %q); want none of the image's ENV but PATH", leaked, env)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -65,6 +66,9 @@ func (b *Isolator) create(ctx context.Context, h Host, e engine, g *specgen.Spec
 	for i := 1; ; i++ {
 		unlock, err := h.LockCreate(ctx, lock)
 		if err != nil {
+			if errors.Is(err, isolator.ErrProtection) {
+				return "", nil, err // a link planted at the lock: it says which and what to do
+			}
 			if ctx.Err() != nil {
 				// The run ended: not an isolator that cannot run, which mode auto
 				// would run unsandboxed.

@@ -21,6 +21,8 @@ import (
 type engine interface {
 	Version() (string, error)
 	ImageExists(image string) error
+	// ImageEnv is the image's ENV, "NAME=value".
+	ImageEnv(image string) ([]string, error)
 	// Create returns the new container's id and podman's warnings about it.
 	Create(g *specgen.SpecGenerator) (id string, warnings []string, err error)
 	// Runtime returns the OCI runtime podman gave the container, and the ID of the
@@ -57,7 +59,15 @@ func (b *Isolator) connect(ctx context.Context, h Host) (engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	uri := "unix://" + sock
+	pinned, f, err := pinService(sock)
+	if err != nil {
+		return nil, err
+	}
+	if b.service != nil {
+		b.service.Close()
+	}
+	b.service = f
+	uri := "unix://" + pinned
 	type res struct {
 		ctx context.Context
 		err error
@@ -101,6 +111,20 @@ func (e *podman) ImageExists(image string) error {
 		return e.imageMissing(image)
 	}
 	return nil
+}
+
+func (e *podman) ImageEnv(image string) ([]string, error) {
+	r, err := images.GetImage(e.ctx, image, nil)
+	if err != nil {
+		if strings.Contains(err.Error(), "image not known") || strings.Contains(err.Error(), "no such image") {
+			return nil, e.imageMissing(image) // as create says it
+		}
+		return nil, fmt.Errorf("%w: reading the environment (ENV) of the image %s from podman: %w", isolator.ErrUnavailable, image, err)
+	}
+	if r.ImageData == nil || r.Config == nil {
+		return nil, nil
+	}
+	return r.Config.Env, nil
 }
 
 // imageMissing is the error for an image the service's storage lacks, naming that

@@ -61,6 +61,9 @@ type Isolator struct {
 	netns netns
 	// users holds the shared lock on the service devsandbox started (see Supervise).
 	users *os.File
+	// service is podman's API socket, opened once its listener was checked
+	// (pinService): every connection goes through it.
+	service *os.File
 	// services starts the run's host services (nil: hostsvc.Start; tests replace it).
 	services func(*isolator.Plan) (*hostsvc.Services, error)
 	// exitWait bounds the wait for the exit status after the output ended (0:

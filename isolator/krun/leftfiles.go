@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/internal/flock"
+	"github.com/devsandbox/devsandbox/isolator"
 )
 
 // The files devsandbox keeps beside the sockets of the podman services it starts, in
@@ -40,6 +41,9 @@ func takeLock(ctx context.Context, path string, how int, waiting func()) (*os.Fi
 	}
 	return flock.Take[struct{}](ctx, func() (*os.File, error) {
 		f, err := lockCurrent(path, how|unix.LOCK_NB)
+		if errors.Is(err, isolator.ErrProtection) {
+			return nil, err // names the file already
+		}
 		if err != nil {
 			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
@@ -52,12 +56,13 @@ func takeLock(ctx context.Context, path string, how int, waiting func()) (*os.Fi
 var lockOpened func()
 
 // lockCurrent opens path (made 0600 when missing) and takes the flock how on it, once
-// the path names the file locked.
+// the path names the file locked. A symbolic link at path is not followed: the error
+// is plantedLock's.
 func lockCurrent(path string, how int) (*os.File, error) {
 	for {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|unix.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 		if err != nil {
-			return nil, err
+			return nil, plantedLock(path, err)
 		}
 		if lockOpened != nil {
 			lockOpened()
@@ -71,6 +76,20 @@ func lockCurrent(path string, how int) (*os.File, error) {
 		}
 		f.Close() // removed before we had it locked: the lock is the new file's
 	}
+}
+
+// plantedLock is the error for err, opening the lock file path: when a symbolic link
+// is there (O_NOFOLLOW's ELOOP), the launch stops (isolator.ErrProtection, never a
+// fall back to another isolator) saying which file, that something planted the link
+// (devsandbox makes only regular files there) and the fix; else err.
+func plantedLock(path string, err error) error {
+	if !errors.Is(err, unix.ELOOP) {
+		return err
+	}
+	if fi, lerr := os.Lstat(path); lerr != nil || fi.Mode()&os.ModeSymlink == 0 {
+		return err
+	}
+	return fmt.Errorf("%w: the lock file %s is a symbolic link (%w), and devsandbox makes only regular files there: something that can write podman's runtime directory planted it, such as a sandbox whose configuration binds that directory read-write; remove the link (rm %s) and run again", isolator.ErrProtection, path, unix.ELOOP, path)
 }
 
 // sameFile reports whether path names the file f is open on.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -232,4 +233,59 @@ func holdUsersExclusive(t *testing.T, sock string) *os.File {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// A symbolic link planted at one of devsandbox's lock files in podman's runtime
+// directory (a sandbox given that directory read-write can) stops the launch with an
+// error that names the file, says something planted the link, and says to remove it;
+// the launch does not fall back to another isolator (ErrProtection, not
+// ErrUnavailable), and nothing is created where the link points.
+func TestPlantedLockLink(t *testing.T) {
+	rt := t.TempDir()
+	dir := filepath.Join(rt, "podman")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(rt, "victim")
+	b := backend(newFake(t, "krun"), t)
+	b.Settings.RuntimeDir = rt
+	sock := filepath.Join(dir, "devsandbox-krun.sock")
+	cases := []struct {
+		name string
+		path string
+		try  func() error
+	}{
+		{"creations' lock", createLockPath(rt, 0, b.socketName()), func() error {
+			_, _, err := b.create(context.Background(), osHost{}, nil, nil)
+			return err
+		}},
+		{"users lock", usersFile(sock), func() error {
+			f, err := holdUsers(context.Background(), sock, nil)
+			if f != nil {
+				f.Close()
+			}
+			return err
+		}},
+		{"service lock", filepath.Join(dir, "devsandbox-service.lock"), func() error {
+			return osHost{}.StartService(context.Background(), sock, "krun")
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.Symlink(victim, c.path); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Remove(c.path)
+			err := c.try()
+			want := "the lock file " + c.path + " is a symbolic link (too many levels of symbolic links), and devsandbox makes only regular files there: " +
+				"something that can write podman's runtime directory planted it, such as a sandbox whose configuration binds that directory read-write; " +
+				"remove the link (rm " + c.path + ") and run again"
+			if err == nil || !strings.HasSuffix(err.Error(), want) || !errors.Is(err, isolator.ErrProtection) || errors.Is(err, isolator.ErrUnavailable) {
+				t.Errorf("with a link planted at %s: %v\nwant ErrProtection ending %q", c.path, err, want)
+			}
+			if _, err := os.Lstat(victim); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the link's target was made: %v", err)
+			}
+		})
+	}
 }

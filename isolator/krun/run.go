@@ -88,6 +88,10 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	b.phase("connect")
+	// The image's ENV goes to the command alone, through the init (imageEnv).
+	if opts.ImageEnv, err = e.ImageEnv(opts.Image); err != nil {
+		return 0, fmt.Errorf("%w; the command did not run", err)
+	}
 	// Meanwhile, the containers of runs that died (leftovers.go).
 	swept := b.sweepDeadRuns(e)
 	defer swept()

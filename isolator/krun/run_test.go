@@ -32,6 +32,7 @@ import (
 // fakeEngine plays podman and the container's init. Calls the test did not expect
 // fail it.
 type fakeEngine struct {
+	imageEnv []string // the image's ENV
 	warnings []string // podman's warnings on create
 	t        *testing.T
 	runtime  string // what Runtime reports
@@ -95,6 +96,11 @@ func (f *fakeEngine) Calls() string {
 
 func (f *fakeEngine) Version() (string, error) { f.t.Error("unexpected Version"); return "", nil }
 func (f *fakeEngine) ImageExists(string) error { f.t.Error("unexpected ImageExists"); return nil }
+
+func (f *fakeEngine) ImageEnv(string) ([]string, error) {
+	f.call("image-env")
+	return f.imageEnv, nil
+}
 
 func (f *fakeEngine) Create(g *specgen.SpecGenerator) (string, []string, error) {
 	if f.lock != nil && !f.lock.isHeld() {
@@ -364,7 +370,7 @@ func TestRunSession(t *testing.T) {
 	if out.String() != "token=v4lue-never-in-spec\n" {
 		t.Errorf("stdout %q", out.String())
 	}
-	if got := f.Calls(); !strings.HasPrefix(got, "create runtime attach start") || !strings.HasSuffix(got, "rm-exited") || strings.Contains(got, "remove") {
+	if got := f.Calls(); !strings.HasPrefix(got, "image-env create runtime attach start") || !strings.HasSuffix(got, "rm-exited") || strings.Contains(got, "remove") {
 		t.Errorf("calls %q, want the container removed once it exited, and only then", got)
 	}
 	if f.created.Remove == nil || *f.created.Remove {
@@ -422,10 +428,10 @@ func TestRunCreateRefused(t *testing.T) {
 		wantCalls string // the calls' start
 		wantErr   string // "" for a run that ran
 	}{
-		{"once", []error{errSubIDsRefused}, "create-refused create runtime attach start", ""},
-		{"twice", []error{errSubIDsRefused, errSubIDsRefused}, "create-refused create-refused create runtime attach start", ""},
-		{"always", []error{errSubIDsRefused, errSubIDsRefused, errSubIDsRefused, errSubIDsRefused}, "create-refused create-refused create-refused", "asked 3 times: `devsandbox doctor` checks that /etc/subuid"},
-		{"other", []error{other}, "create-refused", "some other refusal"},
+		{"once", []error{errSubIDsRefused}, "image-env create-refused create runtime attach start", ""},
+		{"twice", []error{errSubIDsRefused, errSubIDsRefused}, "image-env create-refused create-refused create runtime attach start", ""},
+		{"always", []error{errSubIDsRefused, errSubIDsRefused, errSubIDsRefused, errSubIDsRefused}, "image-env create-refused create-refused create-refused", "asked 3 times: `devsandbox doctor` checks that /etc/subuid"},
+		{"other", []error{other}, "image-env create-refused", "some other refusal"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -578,7 +584,7 @@ func TestRunRuntimeMismatch(t *testing.T) {
 	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "runtime runc, not krun.runtime krun") {
 		t.Errorf("Run: %v", err)
 	}
-	if got := f.Calls(); got != "create runtime remove" {
+	if got := f.Calls(); got != "image-env create runtime remove" {
 		t.Errorf("calls %q", got)
 	}
 }
@@ -814,7 +820,7 @@ func TestRunAllowlistRulesBeforeHello(t *testing.T) {
 		t.Fatalf("Run = %d, %v", code, err)
 	}
 	enter := "fw[2](/usr/bin/nsenter --user=/proc/self/fd/3 --net=/proc/self/fd/4 -- "
-	want := "create runtime attach start pid " + enter + "/usr/sbin/nft -f -) " + enter + "/usr/sbin/nft list chain inet devsandbox output) " +
+	want := "image-env create runtime attach start pid " + enter + "/usr/sbin/nft -f -) " + enter + "/usr/sbin/nft list chain inet devsandbox output) " +
 		enter + "/usr/sbin/ip -6 route flush default) "
 	// The hello comes after every call (the init reads it while the host already
 	// waits for the container, so "wait" may be recorded first).

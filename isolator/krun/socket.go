@@ -122,7 +122,10 @@ func (h osHost) StartService(ctx context.Context, path, runtime string) error {
 	lockPath := filepath.Join(dir, "devsandbox-service.lock")
 	lock, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR|unix.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return fmt.Errorf("opening %s (a link there is not followed: remove it): %w", lockPath, err)
+		if err := plantedLock(lockPath, err); errors.Is(err, isolator.ErrProtection) {
+			return err
+		}
+		return fmt.Errorf("opening %s: %w", lockPath, err)
 	}
 	defer lock.Close()
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
@@ -249,6 +252,9 @@ func (b *Isolator) socket(ctx context.Context, h Host) (string, error) {
 		// service only once no devsandbox holds it.
 		f, err := holdUsers(ctx, p, nil)
 		if err != nil {
+			if errors.Is(err, isolator.ErrProtection) {
+				return "", err // a link planted at the lock: it says which and what to do
+			}
 			if ctx.Err() != nil {
 				// The run ended: not an isolator that cannot run, which mode auto
 				// would run unsandboxed.
@@ -265,7 +271,7 @@ func (b *Isolator) socket(ctx context.Context, h Host) (string, error) {
 		return "", fmt.Errorf("%w: nothing listens on krun.podman_socket %s; start `podman --runtime %s system service unix://%s`, or unset krun.podman_socket to let devsandbox run one", isolator.ErrUnavailable, p, s.Runtime, p)
 	}
 	if err := h.StartService(ctx, p, s.Runtime); err != nil {
-		if errors.Is(err, isolator.ErrUnavailable) {
+		if errors.Is(err, isolator.ErrUnavailable) || errors.Is(err, isolator.ErrProtection) {
 			return "", err
 		}
 		return "", fmt.Errorf("%w: podman's API service could not be started on %s: %w", isolator.ErrUnavailable, p, err)

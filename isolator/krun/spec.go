@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"strings"
 
 	"github.com/containers/image/v5/manifest"
 	"github.com/containers/podman/v5/pkg/specgen"
@@ -87,6 +88,11 @@ type Options struct {
 	// resolved again when the runtime mounts it, after a concurrent session swapped
 	// it for a link. Run sets it; nil renders a placeholder (--dry-run).
 	Anchors map[string]string
+	// ImageEnv is the image's ENV, "NAME=value" (Run reads it from podman; none for
+	// --dry-run): podman gives it to the container under the variables the spec
+	// sets, so the spec removes it and the init gives it back to the command alone
+	// (imageEnv).
+	ImageEnv []string
 }
 
 // VM reports whether the runtime boots a microVM (anything but plain runc, which the
@@ -199,10 +205,14 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 		annotations[RAMAnnotation] = fmt.Sprint(opts.MemoryMiB)
 		devices = append(devices, spec.LinuxDevice{Path: "/dev/kvm"})
 	}
-	envMap := map[string]string{wire.ManifestEnv: l.Manifest.Encode()}
+	envMap := map[string]string{}
 	for _, e := range l.Env {
 		envMap[e.Name] = e.Value
 	}
+	unset, give := imageEnv(opts.ImageEnv, envMap)
+	m := *l.Manifest
+	m.ImageEnv = give
+	envMap[wire.ManifestEnv] = m.Encode()
 	g := &specgen.SpecGenerator{}
 	g.Name = ""
 	g.Image = opts.Image
@@ -211,6 +221,7 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 	g.Entrypoint = []string{InitPath}
 	g.Command = l.Init
 	g.Env = envMap
+	g.UnsetEnv = unset
 	g.Stdin = ptr(true)
 	g.Terminal = ptr(false)
 	g.Remove = ptr(false) // the run removes it once it has its exit status (see Run)
@@ -241,6 +252,31 @@ func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, erro
 	}
 	s.Gen = g
 	return s, nil
+}
+
+// imageEnv splits the image's ENV (image, "NAME=value") against env, the variables
+// the container's spec sets: unset names each image variable env does not set, but
+// PATH (podman then leaves it out of the container's environment, which is the
+// init's), and give is those variables with their values, which the init gives the
+// command alone (wire.Manifest.ImageEnv), under the run's and the session's. An
+// image's GODEBUG, GOTRACEBACK, GOMAXPROCS or GOMEMLIMIT would otherwise tune the
+// init's Go runtime from its start. PATH stays: the init's lookups use it and no Go
+// program reads it at its start. Pure.
+func imageEnv(image []string, env map[string]string) (unset, give []string) {
+	for _, kv := range image {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || k == wire.ManifestEnv {
+			continue
+		}
+		if _, set := env[k]; set {
+			continue
+		}
+		give = append(give, kv)
+		if k != "PATH" {
+			unset = append(unset, k)
+		}
+	}
+	return unset, give
 }
 
 // resources are the cgroup limits of a container run by runc: memory without swap

@@ -555,3 +555,60 @@ func TestHomeAboveHostHomeRefused(t *testing.T) {
 		t.Fatalf("got %v, want ErrConfig naming the fix", err)
 	}
 }
+
+// The image's ENV: podman gives it to the container under the spec's variables, so
+// the spec removes each variable it does not set itself (PATH aside) and the
+// manifest gives them back to the command through the init; none reaches the init.
+func TestImageEnvThroughInit(t *testing.T) {
+	cases := []struct {
+		name      string
+		image     []string
+		env       map[string]string
+		wantUnset []string
+		wantGive  []string
+	}{
+		{"none", nil, map[string]string{"HOME": "/home/u"}, nil, nil},
+		{"go runtime", []string{"GODEBUG=tlsrsakex=1", "GOTRACEBACK=crash", "GOMAXPROCS=3", "PATH=/img/bin:/usr/bin"},
+			map[string]string{"HOME": "/home/u"},
+			[]string{"GODEBUG", "GOTRACEBACK", "GOMAXPROCS"},
+			[]string{"GODEBUG=tlsrsakex=1", "GOTRACEBACK=crash", "GOMAXPROCS=3", "PATH=/img/bin:/usr/bin"}},
+		{"the run's own win", []string{"HOME=/img", "LANG=C", "DSBIE=x"},
+			map[string]string{"HOME": "/home/u", "LANG": "C.UTF-8"},
+			[]string{"DSBIE"}, []string{"DSBIE=x"}},
+		{"the manifest and odd entries are never the image's", []string{wire.ManifestEnv + "={}", "NOEQ", "=x", "EMPTY="},
+			map[string]string{},
+			[]string{"EMPTY"}, []string{"EMPTY="}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			unset, give := imageEnv(c.image, c.env)
+			if !slices.Equal(unset, c.wantUnset) || !slices.Equal(give, c.wantGive) {
+				t.Errorf("imageEnv(%q) = %q, %q; want %q, %q", c.image, unset, give, c.wantUnset, c.wantGive)
+			}
+		})
+	}
+
+	o := opts
+	o.ImageEnv = []string{"GODEBUG=tlsrsakex=1", "PATH=/img/bin", "HOME=/img", "DSBIE=x"}
+	s, err := specGen(basePlan(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"GODEBUG", "DSBIE"}; !slices.Equal(s.Gen.UnsetEnv, want) {
+		t.Errorf("UnsetEnv %q, want %q (HOME is the run's, PATH stays)", s.Gen.UnsetEnv, want)
+	}
+	if s.Gen.Env["HOME"] != "/home/u" {
+		t.Errorf("HOME %q, want the run's", s.Gen.Env["HOME"])
+	}
+	m, err := wire.DecodeManifest(s.Gen.Env[wire.ManifestEnv])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"GODEBUG=tlsrsakex=1", "PATH=/img/bin", "DSBIE=x"}; !slices.Equal(m.ImageEnv, want) {
+		t.Errorf("manifest ImageEnv %q, want %q", m.ImageEnv, want)
+	}
+	// --dry-run knows no image ENV: the script is as before.
+	if s, _ := specGen(basePlan(), opts); s.Gen.UnsetEnv != nil {
+		t.Errorf("UnsetEnv %q without an image ENV, want none", s.Gen.UnsetEnv)
+	}
+}

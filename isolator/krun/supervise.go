@@ -45,7 +45,7 @@ func holdUsers(ctx context.Context, sock string, waiting func()) (*os.File, erro
 func Supervise(sock, rt string, stderr io.Writer) int {
 	users, err := os.OpenFile(usersFile(sock), os.O_CREATE|os.O_RDWR|unix.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		fmt.Fprintf(stderr, superviseLogPrefix+"%v\n", err)
+		fmt.Fprintf(stderr, superviseLogPrefix+"%v\n", plantedLock(usersFile(sock), err))
 		return 1
 	}
 	// Held for the supervisor's life, and podman's (they share the open log): the

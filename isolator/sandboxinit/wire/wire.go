@@ -187,7 +187,7 @@ type Manifest struct {
 	// AgentKey is the session relay's probe key (sshagent.Probe): not a
 	// credential, it proves which relay answers at AgentBound.
 	AgentKey []byte `json:"agentKey,omitempty"`
-	// ImageEnv is the image's ENV, "NAME=value", less what the run sets (docker):
+	// ImageEnv is the image's ENV, "NAME=value", less what the run sets (docker, krun):
 	// the container's config removes those variables, so that none of devsandbox's
 	// programs in the container starts with them, and the init gives them to the
 	// command, under the run's own variables and the session's.
