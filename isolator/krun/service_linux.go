@@ -62,7 +62,15 @@ func listenerOutside(path, sock string) error {
 	if err := unix.Stat("/", &root); err != nil {
 		return fmt.Errorf("%w: %w", isolator.ErrProtection, err)
 	}
-	if cred.Pid <= 0 || unix.Stat("/proc/"+strconv.Itoa(int(cred.Pid))+"/root/", &theirs) != nil || theirs.Dev != root.Dev || theirs.Ino != root.Ino {
+	if cred.Pid > 0 {
+		if err := unix.Stat("/proc/"+strconv.Itoa(int(cred.Pid))+"/root/", &theirs); err != nil {
+			// Another user's process (a rootful service), or one that hides its /proc
+			// entries: where it runs cannot be told, so it is not taken for podman's.
+			return fmt.Errorf("%w: devsandbox cannot tell where the process listening on podman's API socket %s runs (pid %d, uid %d: %w), so it does not talk to it; krun.podman_socket must be served by a podman service of your own user (unset it to let devsandbox start one)",
+				isolator.ErrProtection, sock, cred.Pid, cred.Uid, err)
+		}
+	}
+	if cred.Pid <= 0 || theirs.Dev != root.Dev || theirs.Ino != root.Ino {
 		return fmt.Errorf("%w: the process listening on podman's API socket %s (pid %d) is not podman's service: it runs in another root directory, as a sandbox does; something that can write podman's runtime directory planted it, such as a sandbox whose configuration binds that directory read-write; end that sandbox, remove the socket (rm %s) and run again",
 			isolator.ErrProtection, sock, cred.Pid, sock)
 	}
