@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -76,25 +75,7 @@ try helper git -c "$helper" ls-remote https://$A/repo.git
 try plain-helper git -c "$helper" ls-remote http://$A:8000/repo.git
 echo "== trace"; wc -c </tmp/alltrace; echo "== trace-b64"; tr -s ' \t' '\n\n' </tmp/alltrace | grep -E '^[A-Za-z0-9+/]{24,}={0,2}$' | sort -u
 `, o.addr)
-	basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
-	r := run(t, p.dir, []string{"DSB_IT_GIT_BASIC=" + basic, "SSL_CERT_FILE=" + filepath.Join(p.dir, "origin-ca.pem")}, "",
-		"--isolator="+iso, "--config="+cfg, "--egress=proxy", "--allow", o.addr, "--", "/bin/sh", "-c", script)
-	if r.code != 0 {
-		t.Fatalf("sandbox:\n%s", r)
-	}
-	sections, exits := map[string]string{}, map[string]string{}
-	var cur string
-	for line := range strings.Lines(r.stdout) {
-		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "== "); ok {
-			if n, code, ok := strings.Cut(name, " exit "); ok {
-				exits[n] = code
-			}
-			cur = name
-			continue
-		}
-		sections[cur] += line
-	}
-	t.Logf("inside:\n%s", r.stdout)
+	r, basic, sections, exits := runGitScript(t, p, iso, cfg, o, token, script)
 	if readsBack(token, r.stdout) || strings.Contains(r.stdout, basic) {
 		t.Error("the sandbox's output (its git trace's base64 words included) holds the token")
 	}

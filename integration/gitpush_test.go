@@ -142,25 +142,7 @@ echo "== ssh"
 ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o ProxyCommand='/run/devsandbox/init --connect=127.0.0.1:3128 %%h %%p' git@$A true 2>&1
 echo "== ssh exit $?"
 `, o.addr)
-	basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
-	r := run(t, p.dir, []string{"DSB_IT_GIT_BASIC=" + basic, "SSL_CERT_FILE=" + filepath.Join(p.dir, "origin-ca.pem")}, "",
-		"--isolator="+iso, "--config="+cfg, "--egress=proxy", "--allow", o.addr, "--", "/bin/sh", "-c", script)
-	if r.code != 0 {
-		t.Fatalf("sandbox:\n%s", r)
-	}
-	sections, exits := map[string]string{}, map[string]string{}
-	var cur string
-	for line := range strings.Lines(r.stdout) {
-		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "== "); ok {
-			if n, code, ok := strings.Cut(name, " exit "); ok {
-				exits[n] = code
-			}
-			cur = name
-			continue
-		}
-		sections[cur] += line
-	}
-	t.Logf("inside:\n%s", r.stdout)
+	r, basic, sections, exits := runGitScript(t, p, iso, cfg, o, token, script)
 	if strings.Contains(r.stdout, token) || strings.Contains(r.stdout, basic) {
 		t.Error("the sandbox's output holds the token")
 	}
@@ -256,4 +238,34 @@ echo "== ssh exit $?"
 	if !strings.Contains(text, "deny  push    "+https+" refs/heads/main ") || strings.Contains(text, token) {
 		t.Errorf("logs proxy --denied:\n%s", text)
 	}
+}
+
+// runGitScript runs script (sh) in p's sandbox on iso under cfg, with --egress=proxy
+// and o allowed, the proxy holding basic (base64 of x-access-token:token, git's Basic
+// value) as DSB_IT_GIT_BASIC and the origin's CA as SSL_CERT_FILE; it fails the test
+// when the run fails. The script marks sections with "== NAME" lines and a command's
+// status with "== NAME exit CODE": sections holds each section's lines, exits each
+// status.
+func runGitScript(t *testing.T, p *project, iso, cfg string, o *outside, token, script string) (r result, basic string, sections, exits map[string]string) {
+	t.Helper()
+	basic = base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
+	r = run(t, p.dir, []string{"DSB_IT_GIT_BASIC=" + basic, "SSL_CERT_FILE=" + filepath.Join(p.dir, "origin-ca.pem")}, "",
+		"--isolator="+iso, "--config="+cfg, "--egress=proxy", "--allow", o.addr, "--", "/bin/sh", "-c", script)
+	if r.code != 0 {
+		t.Fatalf("sandbox:\n%s", r)
+	}
+	sections, exits = map[string]string{}, map[string]string{}
+	var cur string
+	for line := range strings.Lines(r.stdout) {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "== "); ok {
+			if n, code, ok := strings.Cut(name, " exit "); ok {
+				exits[n] = code
+			}
+			cur = name
+			continue
+		}
+		sections[cur] += line
+	}
+	t.Logf("inside:\n%s", r.stdout)
+	return r, basic, sections, exits
 }
