@@ -2,8 +2,10 @@ package isolator
 
 import (
 	"bytes"
+	"fmt"
 	"path"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -74,7 +76,47 @@ type Plan struct {
 
 	// HostEnv holds the host values of FromHost variables and env secrets. Renderers
 	// must never print it; Run copies values from it into the child's environment.
-	HostEnv map[string]string `json:"-"`
+	// fmt prints its names only (HostValues.Format), so a Plan logged with %v, or an
+	// error that carries one, shows no value.
+	HostEnv HostValues `json:"-"`
+}
+
+// planFields is a Plan without its methods, for Format.
+type planFields Plan
+
+// Format prints the Plan as fmt would without it, except that HostEnv shows names
+// only: fmt applies HostValues.Format to the field itself, but not when it prints a
+// pointer for a verb a pointer has no meaning for (%s of a []any holding a *Plan).
+func (p *Plan) Format(f fmt.State, verb rune) {
+	fmt.Fprintf(f, fmt.FormatString(f, verb), (*planFields)(p))
+}
+
+// HostValues are host variables' values by name: secrets among them. fmt shows
+// the names, never the values, whatever the verb: a harness that logs its Plan with
+// %v or %+v, or wraps one in an error, writes no secret.
+type HostValues map[string]string
+
+// Format writes the names with each value hidden: map[API_TOKEN:<hidden>] (%#v:
+// isolator.HostValues{"API_TOKEN":<hidden>}), in sorted order.
+func (h HostValues) Format(f fmt.State, verb rune) {
+	names := make([]string, 0, len(h))
+	for n := range h {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if verb == 'v' && f.Flag('#') {
+		parts := make([]string, len(names))
+		for i, n := range names {
+			parts[i] = strconv.Quote(n) + ":<hidden>"
+		}
+		fmt.Fprintf(f, "isolator.HostValues{%s}", strings.Join(parts, ", "))
+		return
+	}
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + ":<hidden>"
+	}
+	fmt.Fprintf(f, "map[%s]", strings.Join(parts, " "))
 }
 
 // HostEnvNames are the host variables whose values Run needs (HostEnv's keys): the
