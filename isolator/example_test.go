@@ -34,7 +34,9 @@ func ExampleView() {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("writing %d bytes to %s\n", len(data), host) // os.WriteFile(host, data, 0o644)
+		// A harness opens with view.Open(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC,
+		// 0o644), which checks and opens in one step, while the sandbox runs.
+		fmt.Printf("writing %d bytes to %s\n", len(data), host)
 		return nil
 	}
 	for _, name := range []string{

@@ -50,8 +50,9 @@ type entry struct {
 
 // View answers, for paths as the sandboxed command would name them, whether the sandbox
 // lets a process read or write them, mirroring the bwrap rendering of a Plan. An agent
-// harness running file tools in its own process, outside the sandbox, checks each path
-// with CheckRead or CheckWrite and then opens the file HostPath returns.
+// harness running file tools in its own process, outside the sandbox, opens each path
+// with Open, which checks it as CheckRead or CheckWrite does and opens the host file
+// in the same step.
 //
 // The view is the Plan's mount table, in bwrap's order: the root (the read-only host
 // root with system_binds = ["host"], else nothing), the system paths (read-only),
@@ -77,9 +78,9 @@ type entry struct {
 // one). Both the cleaned and the resolved path must be allowed. Components that do not
 // exist are taken as written, so the path of a file yet to be created can be checked.
 //
-// Not guaranteed: the check and the harness's open are separate steps, so a sandboxed
-// process running meanwhile can swap a checked component for a symlink; open with
-// O_NOFOLLOW (or openat2 RESOLVE_NO_SYMLINKS below the mount) where that matters. A
+// CheckRead, CheckWrite and HostPath only answer: a sandboxed process running
+// meanwhile can swap a checked directory for a symlink before the harness opens the
+// path, and O_NOFOLLOW guards only the last component. Open closes that gap. A
 // View mirrors the Plan as built: optional binds are taken to be present, and files
 // created on the host after the Plan was built are not masked (nor are they in the
 // running sandbox). A Plan that bwrap.Render rejects gives a View that denies every path.
@@ -180,7 +181,10 @@ func (v *View) CheckWrite(name string) error {
 // resolved as in the sandbox: $HOME/notes is below Plan.SandboxHome, a home-relative
 // binding is its host source, a project path is itself. It fails as CheckRead does,
 // and with ErrNoHostPath where no host file backs the path (a tmpfs, a generated
-// file, /tmp before Run chose the session dir). It does not check for writing.
+// file, /tmp before Run chose the session dir). It does not check for writing. It is
+// for messages and for a sandbox that is not running: opening what it returns while
+// the sandbox runs can reach a file the sandbox linked there after the check (use
+// Open).
 func (v *View) HostPath(name string) (string, error) {
 	r, err := v.check(name, false)
 	if err != nil {

@@ -1,0 +1,203 @@
+package isolator
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrSpecialFile: the path is a FIFO, a socket or a device, which a file tool must not
+// open: a FIFO the sandbox made would hold the harness's open or read until the
+// sandbox chose to write to it.
+var ErrSpecialFile = errors.New("not a regular file or directory")
+
+// writeFlags are the open flags that need CheckWrite.
+const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND
+
+// Open checks name as CheckRead does (CheckWrite when flag opens for writing,
+// creating, truncating or appending) and opens the host file backing it, so that what
+// is opened is what was checked while the sandbox runs and changes the tree: the
+// check and the open are one step. Use it, not HostPath and os.OpenFile, in a file
+// tool.
+//
+// From the host directory that backs the deciding mount (or, where that lies below a
+// directory the sandbox can write, the source of the outermost such mount: the
+// project, the sandbox home, a rw bind, /tmp), Open walks one component at a time and
+// follows no symlink: one there now, where the check resolved none, means the sandbox
+// swapped the path meanwhile, and Open fails with ErrOutsideView. A component that is
+// one of the view's masked files or directories under another name (a hard link, a
+// second bind, a name a case-insensitive file system folds onto it) fails with
+// ErrMasked. A FIFO, socket or device fails with ErrSpecialFile, without blocking.
+// O_TRUNC truncates only after these checks. flag and perm are as for os.OpenFile;
+// O_NOFOLLOW and O_CLOEXEC are always added.
+func (v *View) Open(name string, flag int, perm os.FileMode) (*os.File, error) {
+	r, err := v.check(name, flag&writeFlags != 0)
+	if err != nil {
+		return nil, err
+	}
+	e := v.lookup(r)
+	if e.source == "" {
+		return nil, fmt.Errorf("%s: %w (%s)", r, ErrNoHostPath, e.why)
+	}
+	host := e.hostPath(r)
+	anchor := v.anchor(e.source, host)
+	f, err := v.openBeneath(anchor, host, r, flag, perm)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path.Clean(name), err)
+	}
+	return f, nil
+}
+
+// anchor returns where Open starts its walk to host: the source of the outermost
+// writable entry holding host (a directory the sandbox can change below), else src,
+// the deciding entry's source. Nothing above an anchor is the sandbox's to change.
+func (v *View) anchor(src, host string) string {
+	a := src
+	for _, e := range v.entries {
+		if e.access == writable && e.source != "" && Within(host, e.source) && len(e.source) < len(a) {
+			a = e.source
+		}
+	}
+	return a
+}
+
+// maskIDs returns the identities of the host files the view's masks cover: for each
+// masked entry, the file that the mount it covers would show. Those absent are left out.
+func (v *View) maskIDs() map[fileID]maskHit {
+	ids := map[fileID]maskHit{}
+	for i, m := range v.entries {
+		if m.access != masked || i == 0 {
+			continue
+		}
+		// The entry the mask covers: the last one before it at or above its target.
+		under := entry{}
+		for j := i - 1; j >= 0; j-- {
+			if Within(m.target, v.entries[j].target) {
+				under = v.entries[j]
+				break
+			}
+		}
+		if under.source == "" || under.access == masked {
+			continue
+		}
+		var st unix.Stat_t
+		if h := under.hostPath(m.target); unix.Lstat(h, &st) == nil {
+			ids[fileID{uint64(st.Dev), uint64(st.Ino)}] = maskHit{target: m.target, what: m.target + " (" + m.why + ")"}
+		}
+	}
+	return ids
+}
+
+type fileID struct{ dev, ino uint64 }
+
+// maskHit is a masked file's host path and what to call it in an error.
+type maskHit struct{ target, what string }
+
+// aliased fails when st, met at the host path name on the way to the in-sandbox path
+// r, is a masked file or directory and r is not below that mask's own target: there
+// the check has already decided (a later mount shows what is below it).
+func aliased(st *unix.Stat_t, name, r string, masks map[fileID]maskHit) error {
+	if m, ok := masks[fileID{uint64(st.Dev), uint64(st.Ino)}]; ok && !Within(r, m.target) {
+		return fmt.Errorf("%s is %s under another name: %w", name, m.what, ErrMasked)
+	}
+	return nil
+}
+
+// openBeneath opens host, the host path of the in-sandbox path r, at or below the
+// directory anchor, following no symlink below anchor and refusing a masked file
+// under another name.
+func (v *View) openBeneath(anchor, host, r string, flag int, perm os.FileMode) (*os.File, error) {
+	rel := strings.TrimPrefix(strings.TrimPrefix(host, anchor), "/")
+	if host == anchor {
+		rel = ""
+	}
+	masks := v.maskIDs()
+	mode := uint32(perm.Perm())
+	// The open itself never truncates: a file refused below must be left as it was.
+	oflag := (flag &^ os.O_TRUNC) | unix.O_CLOEXEC | unix.O_NONBLOCK
+	var fd int
+	var err error
+	if rel == "" {
+		// A bind of a file, or a mount's own directory: a path the Plan chose.
+		fd, err = unix.Open(anchor, oflag, mode)
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: anchor, Err: err}
+		}
+	} else {
+		dir, err := unix.Open(anchor, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: anchor, Err: err}
+		}
+		parts := strings.Split(rel, "/")
+		at := anchor
+		for i, p := range parts {
+			at += "/" + p
+			last := i == len(parts)-1
+			fl, m := unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(0)
+			if last {
+				fl, m = oflag|unix.O_NOFOLLOW, mode
+			}
+			next, oerr := unix.Openat(dir, p, fl, m)
+			if oerr != nil {
+				var st unix.Stat_t
+				if unix.Fstatat(dir, p, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+					oerr = fmt.Errorf("%s is a symlink the view did not resolve: the sandbox changed the path after the check: %w", at, ErrOutsideView)
+				} else {
+					oerr = &os.PathError{Op: "open", Path: at, Err: oerr}
+				}
+				_ = unix.Close(dir)
+				return nil, oerr
+			}
+			_ = unix.Close(dir)
+			dir = next
+			if !last {
+				if err := checkMasked(dir, at, r, masks); err != nil {
+					_ = unix.Close(dir)
+					return nil, err
+				}
+			}
+		}
+		fd = dir
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd)
+		return nil, &os.PathError{Op: "stat", Path: host, Err: err}
+	}
+	if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("%s: %w", host, ErrSpecialFile)
+	}
+	if err := aliased(&st, host, r, masks); err != nil {
+		_ = unix.Close(fd)
+		return nil, err
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		_ = unix.Close(fd)
+		return nil, &os.PathError{Op: "fcntl", Path: host, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), host)
+	if flag&os.O_TRUNC != 0 && flag&(os.O_WRONLY|os.O_RDWR) != 0 && st.Mode&unix.S_IFMT == unix.S_IFREG {
+		if err := f.Truncate(0); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// checkMasked fails when the directory open at fd is one the view masks.
+func checkMasked(fd int, name, r string, masks map[fileID]maskHit) error {
+	if len(masks) == 0 {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	return aliased(&st, name, r, masks)
+}
