@@ -9,6 +9,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
 	"github.com/devsandbox/devsandbox/isolator/planner"
+	"github.com/devsandbox/devsandbox/isolator/watch"
 	"github.com/devsandbox/devsandbox/tools"
 )
 
@@ -31,6 +32,10 @@ func ExampleWrapArgv() {
 		fmt.Println(err)
 		return
 	}
+	// What the command writes to git metadata and tripwires is checked while a watch
+	// runs; WrapArgv and Command refuse without one.
+	w := watch.Start(p, func(s string) { fmt.Println("warning:", s) })
+	defer w.Stop() // after the command exits: the last check
 	argv, err := bwrap.WrapArgv(p, []string{"go", "test", "./..."})
 	if err != nil { // e.g. the ssh tool's generated config needs bwrap.Command
 		fmt.Println(err)
@@ -41,8 +46,12 @@ func ExampleWrapArgv() {
 	cmd.Env, cmd.Dir = env, p.Workdir
 	_ = cmd.Run()
 
+	// File tools open through the view: check and open are one step.
 	view := isolator.NewView(p)
-	if err := view.CheckWrite(p.Project.Dir + "/.git/hooks/pre-commit"); err != nil {
+	f, err := view.Open(p.Project.Dir+"/.git/hooks/pre-commit", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	if err != nil {
 		fmt.Println("refused:", err)
+		return
 	}
+	f.Close()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
 	"github.com/devsandbox/devsandbox/isolator/planner"
+	"github.com/devsandbox/devsandbox/isolator/watch"
 	"github.com/devsandbox/devsandbox/tools"
 )
 
@@ -48,8 +49,16 @@ func libraryPlan(t *testing.T) (*isolator.Plan, string) {
 
 func ptr(s string) *string { return &s }
 
+// watchPlan watches p's project for the rest of the test, as a harness does around
+// a command it runs through WrapArgv or Command.
+func watchPlan(t *testing.T, p *isolator.Plan) {
+	w := watch.Start(p, func(s string) { t.Log(s) })
+	t.Cleanup(w.Stop)
+}
+
 func TestWrapArgvShape(t *testing.T) {
 	p, _ := libraryPlan(t)
+	watchPlan(t, p)
 	// The syscall filter travels through a descriptor.
 	if _, err := bwrap.WrapArgv(p, []string{"true"}); !errors.Is(err, bwrap.ErrNeedsFiles) {
 		t.Fatalf("a filtered plan: %v, want ErrNeedsFiles", err)
@@ -83,6 +92,7 @@ func TestWrapArgvRuns(t *testing.T) {
 		t.Skip("bwrap not installed")
 	}
 	p, proj := libraryPlan(t)
+	watchPlan(t, p)
 	p.Self = "" // the harness runs its own command: no init, no syscall filter
 	p.Syscalls.Unfiltered = true
 	p.Limits.Pids = 0 // RLIMIT_NPROC is the initBin's to set
@@ -140,6 +150,7 @@ true`
 			if p.System.Passwd == nil {
 				t.Fatal("the plan has no SystemView.Passwd: its HOME is the one the host's entry names")
 			}
+			watchPlan(t, p)
 			p.Self = ""
 			p.Syscalls.Unfiltered = true
 			p.Limits.Pids = 0
@@ -200,6 +211,79 @@ true`
 			want := "PWHOME=" + p.User.HostHome + "\nHOME=" + p.User.HostHome + "\n"
 			if string(out) != want {
 				t.Errorf("%s: the passwd entry does not name the sandbox's $HOME:\n%s\nwant\n%s", how, out, want)
+			}
+		})
+	}
+}
+
+// TestLibraryRunWatched is the attack of a command a harness runs through Command or
+// WrapArgv on what the host trusts later: it writes a lefthook remote's config into
+// .git/info/lefthook-remotes (absent at launch: no read-only mount holds it), which
+// the host's next commit would run. The CLI's runs watch the project and move it to
+// the quarantine; a library command must not run unwatched.
+func TestLibraryRunWatched(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("bwrap is required in CI")
+		}
+		t.Skip("bwrap not installed")
+	}
+	const script = `mkdir -p .git/info/lefthook-remotes/evil && echo 'pre-commit: {commands: {x: {run: "touch /tmp/pwned"}}}' > .git/info/lefthook-remotes/evil/lefthook.yml`
+	for _, how := range []string{"WrapArgv", "Command"} {
+		t.Run(how, func(t *testing.T) {
+			p, proj := libraryPlan(t)
+			p.Self = ""
+			p.Syscalls.Unfiltered = true
+			p.Limits.Pids = 0
+			if err := bwrap.PrepareHost(p); err != nil {
+				t.Fatal(err)
+			}
+			planted := filepath.Join(proj, ".git/info/lefthook-remotes/evil/lefthook.yml")
+			run := func() error {
+				var cmd *exec.Cmd
+				if how == "WrapArgv" {
+					argv, err := bwrap.WrapArgv(p, []string{"/bin/sh", "-c", script})
+					if err != nil {
+						return err
+					}
+					env, err := bwrap.Env(p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					cmd = exec.Command(argv[0], argv[1:]...)
+					cmd.Env = env
+				} else {
+					var err error
+					if cmd, err = bwrap.Command(context.Background(), p, []string{"/bin/sh", "-c", script}); err != nil {
+						return err
+					}
+				}
+				cmd.Dir = proj
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("wrapped run: %v\n%s", err, out)
+				}
+				return nil
+			}
+			// Unwatched: refused before anything runs.
+			if err := run(); !errors.Is(err, isolator.ErrProtection) {
+				t.Errorf("%s with no watch running = %v, want ErrProtection", how, err)
+			}
+			if _, err := os.Lstat(planted); err == nil {
+				t.Fatalf("an unwatched %s run left %s in the project for the host's git", how, planted)
+			}
+			// Watched as the docs say: what the command planted is moved aside.
+			var said []string
+			w := watch.Start(p, func(s string) { said = append(said, s) })
+			err := run()
+			w.Stop()
+			if err != nil {
+				t.Fatalf("%s with the watch running: %v", how, err)
+			}
+			if _, err := os.Lstat(planted); err == nil {
+				t.Errorf("the watch left %s in the project", planted)
+			}
+			if len(said) == 0 {
+				t.Error("the watch reported nothing")
 			}
 		})
 	}
