@@ -32,7 +32,9 @@ const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APP
 // one of the view's masked files or directories under another name (a hard link, a
 // second bind, a name a case-insensitive file system folds onto it) fails with
 // ErrMasked. A FIFO, socket or device fails with ErrSpecialFile, without blocking.
-// O_TRUNC truncates only after these checks. flag and perm are as for os.OpenFile;
+// A mount's own host source is never created (an optional bind whose source was
+// absent was not mounted: ErrOutsideView). O_TRUNC truncates only after these
+// checks. flag and perm are as for os.OpenFile;
 // O_NOFOLLOW and O_CLOEXEC are always added.
 func (v *View) Open(name string, flag int, perm os.FileMode) (*os.File, error) {
 	r, err := v.check(name, flag&writeFlags != 0)
@@ -122,8 +124,13 @@ func (v *View) openBeneath(anchor, host, r string, flag int, perm os.FileMode) (
 	var fd int
 	var err error
 	if rel == "" {
-		// A bind of a file, or a mount's own directory: a path the Plan chose.
-		fd, err = unix.Open(anchor, oflag, mode)
+		// A bind of a file, or a mount's own directory: a path the Plan chose. It is
+		// never created: a source absent at launch was not mounted (an optional
+		// bind), and the sandbox sees what is below it there, not this host file.
+		fd, err = unix.Open(anchor, oflag&^(os.O_CREATE|os.O_EXCL), mode)
+		if errors.Is(err, unix.ENOENT) {
+			return nil, fmt.Errorf("%s, the mount's host source, does not exist, so the sandbox did not mount it: %w", anchor, ErrOutsideView)
+		}
 		if err != nil {
 			return nil, &os.PathError{Op: "open", Path: anchor, Err: err}
 		}

@@ -253,3 +253,33 @@ func TestViewOpenMaskedAndShown(t *testing.T) {
 		}
 	}
 }
+
+// TestViewOpenAbsentBindSource: an optional bind whose host file is absent was not
+// mounted, so in the sandbox the path is the sandbox home's. Open must not create the
+// host file (a real home's tool config the host's tool would read).
+func TestViewOpenAbsentBindSource(t *testing.T) {
+	root := t.TempDir()
+	home, sbHome := filepath.Join(root, "home"), filepath.Join(root, "sbhome")
+	for _, d := range []string{home, sbHome} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &isolator.Plan{
+		User:        isolator.User{HostHome: home},
+		SandboxHome: sbHome,
+		Mounts: []isolator.Mount{
+			{Kind: isolator.Bind, Source: sbHome, Dest: home, Why: "sandbox home"},
+			{Kind: isolator.Bind, Source: filepath.Join(home, ".tool.json"), HomeRel: ".tool.json", Optional: true, Why: "tool tool"},
+		},
+		Tmp: isolator.Tmp{Kind: "tmpfs"},
+	}
+	f, err := isolator.NewView(p).Open(filepath.Join(home, ".tool.json"), os.O_WRONLY|os.O_CREATE, 0o644)
+	if err == nil {
+		f.Close()
+		t.Error("Open(~/.tool.json, O_CREATE) of an absent optional bind's source succeeded, want an error")
+	}
+	if _, err := os.Lstat(filepath.Join(home, ".tool.json")); err == nil {
+		t.Errorf("Open created the host's %s, which the sandbox never had", filepath.Join(home, ".tool.json"))
+	}
+}
