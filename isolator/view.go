@@ -93,12 +93,18 @@ type View struct {
 
 	entries []entry
 	err     error // the Plan cannot be mirrored: every check fails with it
+	// guards are the host files the masks and read-only binds hold, by identity, as
+	// NewView found them (see Open).
+	guards map[fileID]guard
 }
 
 // NewView returns the view of p as bwrap renders it: the in-sandbox home is the host
-// home path, p.User.HostHome. The View keeps no reference to p.
+// home path, p.User.HostHome. The View keeps no reference to p. It records which host
+// files the masks and the read-only binds hold (one lstat each), so that Open knows
+// them wherever the sandbox later moves them: make the View before the sandbox starts.
 func NewView(p *Plan) *View {
 	v := &View{Readlink: os.Readlink}
+	var roBinds []int // indexes of Plan.Mounts' read-only binds in v.entries
 	add := func(target, source string, a access, why string) {
 		v.entries = append(v.entries, entry{target: path.Clean(target), source: source, access: a, why: why})
 	}
@@ -139,6 +145,7 @@ func NewView(p *Plan) *View {
 			a := writable
 			if m.ReadOnly {
 				a = readOnly
+				roBinds = append(roBinds, len(v.entries))
 			}
 			add(dst, m.Source, a, m.Why)
 		case MaskFile, MaskDir:
@@ -155,6 +162,9 @@ func NewView(p *Plan) *View {
 		if s.AsFile {
 			add(s.SecretPath(), "", masked, "secret file")
 		}
+	}
+	if v.err == nil {
+		v.guards = v.guardIDs(roBinds)
 	}
 	return v
 }

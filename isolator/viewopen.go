@@ -29,13 +29,17 @@ const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APP
 // project, the sandbox home, a rw bind, /tmp), Open walks one component at a time and
 // follows no symlink: one there now, where the check resolved none, means the sandbox
 // swapped the path meanwhile, and Open fails with ErrOutsideView. A component that is
-// one of the view's masked files or directories under another name (a hard link, a
-// second bind, a name a case-insensitive file system folds onto it) fails with
-// ErrMasked. A FIFO, socket or device fails with ErrSpecialFile, without blocking.
-// A mount's own host source is never created (an optional bind whose source was
-// absent was not mounted: ErrOutsideView). O_TRUNC truncates only after these
-// checks. flag and perm are as for os.OpenFile;
-// O_NOFOLLOW and O_CLOEXEC are always added.
+// one of the view's masked files or directories under another name fails with
+// ErrMasked: a hard link, a second bind, a name a case-insensitive file system folds
+// onto it, or a directory holding it that the sandbox renamed (in its mount
+// namespace a directory holding mount points may be renamed, and the mounts move
+// with it, so the sandbox still cannot reach the file, but the host sees it under
+// the new name). For writing, one a read-only bind holds (the hooks of a renamed
+// .git) fails with ErrReadOnly. The identities are those NewView recorded. A FIFO,
+// socket or device fails with ErrSpecialFile, without blocking. A mount's own host
+// source is never created (an optional bind whose source was absent was not
+// mounted: ErrOutsideView). O_TRUNC truncates only after these checks. flag and
+// perm are as for os.OpenFile; O_NOFOLLOW and O_CLOEXEC are always added.
 func (v *View) Open(name string, flag int, perm os.FileMode) (*os.File, error) {
 	r, err := v.check(name, flag&writeFlags != 0)
 	if err != nil {
@@ -67,44 +71,65 @@ func (v *View) anchor(src, host string) string {
 	return a
 }
 
-// maskIDs returns the identities of the host files the view's masks cover: for each
-// masked entry, the file that the mount it covers would show. Those absent are left out.
-func (v *View) maskIDs() map[fileID]maskHit {
-	ids := map[fileID]maskHit{}
+// guardIDs returns the identities of the host files the view protects: for each
+// masked entry, the file that the mount it covers shows (the host's file the mask
+// hides); for each read-only bind of the Plan's (roBinds: indexes into entries), its
+// source. Those absent are left out.
+func (v *View) guardIDs(roBinds []int) map[fileID]guard {
+	ids := map[fileID]guard{}
+	note := func(host string, e entry) {
+		var st unix.Stat_t
+		if unix.Lstat(host, &st) == nil {
+			id := fileID{uint64(st.Dev), uint64(st.Ino)}
+			if g, ok := ids[id]; ok && g.access == masked {
+				return // a mask wins over a read-only bind of the same file
+			}
+			ids[id] = guard{target: e.target, access: e.access, what: e.target + " (" + e.why + ")"}
+		}
+	}
 	for i, m := range v.entries {
 		if m.access != masked || i == 0 {
 			continue
 		}
 		// The entry the mask covers: the last one before it at or above its target.
-		under := entry{}
 		for j := i - 1; j >= 0; j-- {
-			if Within(m.target, v.entries[j].target) {
-				under = v.entries[j]
+			if under := v.entries[j]; Within(m.target, under.target) {
+				if under.source != "" && under.access != masked {
+					note(under.hostPath(m.target), m)
+				}
 				break
 			}
 		}
-		if under.source == "" || under.access == masked {
-			continue
-		}
-		var st unix.Stat_t
-		if h := under.hostPath(m.target); unix.Lstat(h, &st) == nil {
-			ids[fileID{uint64(st.Dev), uint64(st.Ino)}] = maskHit{target: m.target, what: m.target + " (" + m.why + ")"}
-		}
+	}
+	for _, i := range roBinds {
+		note(v.entries[i].source, v.entries[i])
 	}
 	return ids
 }
 
 type fileID struct{ dev, ino uint64 }
 
-// maskHit is a masked file's host path and what to call it in an error.
-type maskHit struct{ target, what string }
+// guard is a protected file: where the view protects it, how, and what to call it.
+type guard struct {
+	target string
+	access access
+	what   string
+}
 
-// aliased fails when st, met at the host path name on the way to the in-sandbox path
-// r, is a masked file or directory and r is not below that mask's own target: there
-// the check has already decided (a later mount shows what is below it).
-func aliased(st *unix.Stat_t, name, r string, masks map[fileID]maskHit) error {
-	if m, ok := masks[fileID{uint64(st.Dev), uint64(st.Ino)}]; ok && !Within(r, m.target) {
-		return fmt.Errorf("%s is %s under another name: %w", name, m.what, ErrMasked)
+// guarded fails when st, met at the host path name on the way to the in-sandbox path
+// r, is a file or directory a mask hides (any access) or a read-only bind holds (for
+// writing), and r is not below that entry's target: there the check has already
+// decided (a later mount shows what is below it).
+func (v *View) guarded(st *unix.Stat_t, name, r string, write bool) error {
+	g, ok := v.guards[fileID{uint64(st.Dev), uint64(st.Ino)}]
+	if !ok || Within(r, g.target) {
+		return nil
+	}
+	switch {
+	case g.access == masked:
+		return fmt.Errorf("%s is %s under another name: %w", name, g.what, ErrMasked)
+	case write:
+		return fmt.Errorf("%s is %s under another name: %w", name, g.what, ErrReadOnly)
 	}
 	return nil
 }
@@ -117,7 +142,7 @@ func (v *View) openBeneath(anchor, host, r string, flag int, perm os.FileMode) (
 	if host == anchor {
 		rel = ""
 	}
-	masks := v.maskIDs()
+	write := flag&writeFlags != 0
 	mode := uint32(perm.Perm())
 	// The open itself never truncates: a file refused below must be left as it was.
 	oflag := (flag &^ os.O_TRUNC) | unix.O_CLOEXEC | unix.O_NONBLOCK
@@ -162,7 +187,7 @@ func (v *View) openBeneath(anchor, host, r string, flag int, perm os.FileMode) (
 			_ = unix.Close(dir)
 			dir = next
 			if !last {
-				if err := checkMasked(dir, at, r, masks); err != nil {
+				if err := v.checkGuarded(dir, at, r, write); err != nil {
 					_ = unix.Close(dir)
 					return nil, err
 				}
@@ -179,7 +204,7 @@ func (v *View) openBeneath(anchor, host, r string, flag int, perm os.FileMode) (
 		_ = unix.Close(fd)
 		return nil, fmt.Errorf("%s: %w", host, ErrSpecialFile)
 	}
-	if err := aliased(&st, host, r, masks); err != nil {
+	if err := v.guarded(&st, host, r, write); err != nil {
 		_ = unix.Close(fd)
 		return nil, err
 	}
@@ -197,14 +222,15 @@ func (v *View) openBeneath(anchor, host, r string, flag int, perm os.FileMode) (
 	return f, nil
 }
 
-// checkMasked fails when the directory open at fd is one the view masks.
-func checkMasked(fd int, name, r string, masks map[fileID]maskHit) error {
-	if len(masks) == 0 {
+// checkGuarded fails when the directory open at fd is one the view protects (see
+// guarded).
+func (v *View) checkGuarded(fd int, name, r string, write bool) error {
+	if len(v.guards) == 0 {
 		return nil
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return &os.PathError{Op: "stat", Path: name, Err: err}
 	}
-	return aliased(&st, name, r, masks)
+	return v.guarded(&st, name, r, write)
 }

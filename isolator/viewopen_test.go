@@ -283,3 +283,60 @@ func TestViewOpenAbsentBindSource(t *testing.T) {
 		t.Errorf("Open created the host's %s, which the sandbox never had", filepath.Join(home, ".tool.json"))
 	}
 }
+
+// TestViewOpenMovedProtections: in its mount namespace the sandbox may rename a
+// directory that holds a mask or a read-only mount (only a mount point itself is
+// busy); the mounts move with it, so the sandbox still cannot read or write what they
+// protect, but on the host the files are now under a name the view does not know.
+// The harness must not become the sandbox's deputy: Open knows the files by identity,
+// recorded when the View was made, before the sandbox ran.
+func TestViewOpenMovedProtections(t *testing.T) {
+	root := t.TempDir()
+	src := filepath.Join(root, "proj")
+	conf := filepath.Join(src, "conf")
+	if err := os.MkdirAll(filepath.Join(conf, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for n, c := range map[string]string{".env": "MASKED=1\n", "hooks/pre-commit": "#!/bin/sh\n", "config": "[core]\n"} {
+		if err := os.WriteFile(filepath.Join(conf, n), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &isolator.Plan{
+		User: isolator.User{HostHome: filepath.Join(root, "home")},
+		Mounts: []isolator.Mount{
+			{Kind: isolator.Bind, Source: src, Dest: src, Why: "project"},
+			{Kind: isolator.Bind, Source: filepath.Join(conf, "hooks"), Dest: filepath.Join(conf, "hooks"), ReadOnly: true, Why: "git hooks"},
+			{Kind: isolator.Bind, Source: filepath.Join(conf, "config"), Dest: filepath.Join(conf, "config"), ReadOnly: true, Why: "git config"},
+			{Kind: isolator.MaskFile, Dest: filepath.Join(conf, ".env"), Why: "sandbox.mask_files"},
+		},
+		Tmp: isolator.Tmp{Kind: "tmpfs"},
+	}
+	v := isolator.NewView(p)
+	moved := filepath.Join(src, "moved")
+	if err := os.Rename(conf, moved); err != nil { // the sandbox's rename, as the host sees it
+		t.Fatal(err)
+	}
+	if got, err := (&openLab{view: v}).read(filepath.Join(moved, ".env")); !errors.Is(err, isolator.ErrMasked) {
+		t.Errorf("Open(moved/.env) = %q, %v; want ErrMasked", got, err)
+	}
+	for _, n := range []string{"hooks/pre-commit", "hooks/post-checkout", "config"} {
+		f, err := v.Open(filepath.Join(moved, n), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+		if err == nil {
+			f.Close()
+		}
+		if !errors.Is(err, isolator.ErrReadOnly) {
+			t.Errorf("Open(moved/%s, O_WRONLY) = %v, want ErrReadOnly", n, err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(moved, "hooks/pre-commit")); string(b) != "#!/bin/sh\n" {
+		t.Errorf("the read-only hook holds %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(moved, "hooks/post-checkout")); err == nil {
+		t.Error("Open created a hook in the read-only hooks directory")
+	}
+	// Reading what a read-only mount shows is allowed under any name.
+	if got, err := (&openLab{view: v}).read(filepath.Join(moved, "config")); err != nil || got != "[core]\n" {
+		t.Errorf("Open(moved/config) for reading = %q, %v; want the config", got, err)
+	}
+}
