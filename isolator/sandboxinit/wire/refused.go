@@ -20,9 +20,10 @@ type Refusal struct {
 }
 
 // MaxRefusalBytes bounds a refusal's JSON (a marker the Report holds back while it
-// is incomplete, and a line on the keeper's connection): its strings are cut to
-// 1,855 bytes together, each of which JSON may write as six.
-const MaxRefusalBytes = 12 << 10
+// is incomplete, and a line on the keeper's connection): with the marker around it,
+// under the 4 KiB a pipe writes whole (PIPE_BUF), so that the command, which shares the
+// init's stderr, cannot split the init's report with writes of its own.
+const MaxRefusalBytes = 3584
 
 // refusedPrefix begins the refusal marker with nonce; the Refusal's JSON (which holds
 // no control character: JSON escapes them) and MarkerEnd follow.
@@ -41,10 +42,24 @@ func RefusedMarker(nonce string, r Refusal) string {
 }
 
 // EncodeRefusal is r as one line of JSON (no newline), its strings cut to fit
-// MaxRefusalBytes.
+// MaxRefusalBytes (the path, then the reason, shortened until it fits: JSON may
+// write a byte as six).
 func EncodeRefusal(r Refusal) ([]byte, error) {
 	r.Method, r.Host, r.Path, r.Reason = cut(r.Method, 64), cut(r.Host, 255), cut(r.Path, 1024), cut(r.Reason, 512)
-	return json.Marshal(r)
+	for {
+		b, err := json.Marshal(r)
+		if err != nil || len(b) <= MaxRefusalBytes {
+			return b, err
+		}
+		switch {
+		case r.Path != "":
+			r.Path = cut(r.Path, len(r.Path)/2)
+		case r.Reason != "":
+			r.Reason = cut(r.Reason, len(r.Reason)/2)
+		default:
+			r.Host, r.Method = cut(r.Host, len(r.Host)/2), cut(r.Method, len(r.Method)/2)
+		}
+	}
 }
 
 // ParseRefusal reads a Refusal's JSON (a line from the keeper, or a marker's payload).

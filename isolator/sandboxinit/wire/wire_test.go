@@ -183,3 +183,22 @@ func TestReportRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedMarkerFitsAPipeWrite: whatever the client's request line held, the init's
+// report is one write a pipe takes whole (the command shares the init's stderr).
+func TestRefusedMarkerFitsAPipeWrite(t *testing.T) {
+	worst := strings.Repeat("\x01", 5000)
+	for _, r := range []Refusal{
+		{Method: worst, Host: worst, Port: 1, Path: worst, Reason: worst},
+		{Method: "GET", Host: "h", Path: "/" + strings.Repeat("é", 3000), Reason: "r"},
+	} {
+		m := RefusedMarker("0123456789abcdef0123456789abcdef", r)
+		if m == "" || len(m) > 4096 {
+			t.Errorf("a refusal's marker of %d bytes, want 1 to 4096", len(m))
+		}
+		b, _ := EncodeRefusal(r)
+		if _, ok := ParseRefusal(b); !ok {
+			t.Errorf("the encoded refusal does not parse: %.80q", b)
+		}
+	}
+}
