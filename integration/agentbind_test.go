@@ -198,9 +198,17 @@ func agentBindOff(t *testing.T, iso string) {
 	if m := relayMounts(); len(m) != 0 {
 		t.Errorf("with docker.agent_bind off, the kept container still mounts the host's agent relays: %q", m)
 	}
-	// On again: the container without the bind serves it (the stream), not recreated.
+	// On again: the container without the bind serves it (the stream), not recreated,
+	// and the run says the key is not in effect and how to put it in effect.
 	r = session("agent_bind on again", `true`, optIn)
 	if strings.Contains(r.stderr, recreated) || !strings.Contains(r.stderr, "agent stream ") {
 		t.Errorf("turning docker.agent_bind on recreated the kept container, or did not take the stream:\n%s", r)
+	}
+	const notApplied = "docker.agent_bind is on, but the kept container"
+	if local && (!strings.Contains(r.stderr, notApplied) || !strings.Contains(r.stderr, "docker rm -f")) {
+		t.Errorf("docker.agent_bind on, the kept container without the bind: the run did not say the key is not applied, and how to apply it:\n%s", r)
+	}
+	if !local && strings.Contains(r.stderr, notApplied) {
+		t.Errorf("docker.agent_bind on, on an engine that cannot bind the agent: the run said the key is not applied:\n%s", r)
 	}
 }

@@ -186,5 +186,31 @@ func TestKeptUndumpableClientKeepsItsCredential(t *testing.T) {
 		if !slices.Equal(seen, want) {
 			t.Fatalf("non-dumpable clients of overlapping kept sessions:\n got %q\nwant %q", seen, want)
 		}
+		// The refused connection reached no proxy, but it is in the audit log of each
+		// session it may have been: A's (whose it was) and B's (which the keeper could
+		// not tell apart from A's).
+		b.waitEnd()
+		r := run(t, p.dir, nil, "", "logs", "proxy", "--json")
+		if r.code != 0 {
+			t.Fatalf("logs proxy:\n%s", r)
+		}
+		sessionOf := map[string]string{}
+		var refused []string
+		for _, rec := range parseAudit(t, r.stdout) {
+			switch rec.Path {
+			case "/" + tag + "-a1", "/" + tag + "-b1":
+				sessionOf[rec.Path] = rec.Session
+			case "/" + tag + "-a2":
+				refused = append(refused, fmt.Sprintf("%s %s %s %s:%d %d %s", rec.Session, rec.Kind, rec.Method, rec.Host, rec.Port, rec.Status, rec.Decision))
+			}
+		}
+		sa, sb := sessionOf["/"+tag+"-a1"], sessionOf["/"+tag+"-b1"]
+		host := fmt.Sprintf("%s:8088", o.addr)
+		wantRefused := []string{sa + " refused GET " + host + " 503 deny", sb + " refused GET " + host + " 503 deny"}
+		sort.Strings(refused)
+		sort.Strings(wantRefused)
+		if sa == "" || sb == "" || sa == sb || !slices.Equal(refused, wantRefused) {
+			t.Fatalf("the refused connection in the sessions' audit logs:\n got %q\nwant %q\n%s", refused, wantRefused, r.stdout)
+		}
 	})
 }

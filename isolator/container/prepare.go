@@ -246,8 +246,10 @@ func randomSuffix() string {
 	return hex.EncodeToString(b[:])
 }
 
-// newNonce returns a random session nonce for wire.Hello.Nonce (here, not in wire,
+// NewNonce returns a random session nonce for wire.Hello.Nonce (here, not in wire,
 // which the init links: crypto/rand's package init would run on every launch).
+func NewNonce() string { return newNonce() }
+
 func newNonce() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])

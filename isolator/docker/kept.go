@@ -50,7 +50,14 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 		if in, err := ahead.get(); err == nil && runningFor(in, spec) && !bindsAgent(in, spec.AgentBind) {
 			// The running container binds no relays' directory, or another than
 			// this session's (made before the socket directory moved): the probe
-			// cannot pass, so the stream starts at once, beside the session.
+			// cannot pass, so the stream starts at once, beside the session. The
+			// bind is not part of the spec (its hash): the key the user turned on
+			// is not in effect until the container is made again, so the run says so.
+			why := "without the bind of this host's ssh agent relays (before the key was on)"
+			if bindsAnyAgent(in) {
+				why = "with the relays of another socket directory"
+			}
+			b.warn("docker.agent_bind is on, but the kept container %s was made %s: this session's agent goes through the stream instead; remove the container (docker rm -f %s; the sandbox home stays) and the next run makes it with the bind", spec.Name, why, spec.Name)
 			dropAgentBind(spec)
 		}
 	}

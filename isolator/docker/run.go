@@ -293,6 +293,11 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, err
 	}
+	if spec.Exec != nil && p.Egress.NeedsProxy() && hello.Nonce == "" {
+		// A kept session's init reports with it the proxy connections the keeper
+		// refused that may have been the session's (refusalLog).
+		hello.Nonce = container.NewNonce()
+	}
 	b.phase("prepare")
 	if opts.HomeVolume != "" {
 		if err := b.ensureHomeVolume(ctx, e, p, opts); err != nil {

@@ -29,6 +29,11 @@ func (b *Isolator) attach(conn net.Conn, r *bufio.Reader, p *isolator.Plan, mask
 	if lazy != nil {
 		report.OnAgentStream = lazy.onStream
 	}
+	var refused *refusalLog
+	if hello.Nonce != "" && p.Egress.NeedsProxy() {
+		refused = &refusalLog{dir: p.StateDir, session: p.Proxy.Session, warn: stdio.Err}
+		report.ExpectRefusals(hello.Nonce, refused.write)
+	}
 	out, tidy := container.TerminalOut(stdio, hello)
 	sess, err := container.StartSession(container.NewStream(conn), stdio, hello, report,
 		container.SessionOptions{Signals: b.Signals, Engine: "the engine", OOMMessage: p.Limits.OOMMessage(), Masks: masks, Tidy: tidy})
@@ -39,6 +44,7 @@ func (b *Isolator) attach(conn net.Conn, r *bufio.Reader, p *isolator.Plan, mask
 	go func() {
 		_, _ = stdcopy.StdCopy(out, report, r)
 		_ = report.Flush()
+		refused.close()
 		close(a.outDone)
 	}()
 	return a, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -134,6 +135,7 @@ func (c *container) run(argv []string) int {
 		}
 	}
 	_ = os.Unsetenv(wire.ManifestEnv)
+	var keeperConn net.Conn
 	if c.role == "session" {
 		// Before the session's secrets arrive: what an ended session left in the
 		// kept container is gone once the keeper lets the session start.
@@ -142,6 +144,7 @@ func (c *container) run(argv []string) int {
 			return c.fail("%v", err)
 		}
 		defer conn.Close()
+		keeperConn = conn
 	}
 	// The view's checks need nothing of the session's: they run while the host's
 	// hello is on its way (the engine relays it only once the exec has started). The
@@ -265,6 +268,9 @@ func (c *container) run(argv []string) int {
 		return code
 	}
 
+	if keeperConn != nil {
+		go reportRefusals(keeperConn, c.stderr, hello.Nonce)
+	}
 	gone := make(chan struct{})
 	if c.framed {
 		go c.readFrames(cio, pid, gone, helloLater)

@@ -1,6 +1,7 @@
 package sandboxinit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,8 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -130,11 +133,17 @@ func serveDirForwarder(spec string, route func(net.Conn) (string, error)) error 
 }
 
 // relayToSessionSocket relays c to the proxy socket in dir that route names, if it is
-// served from outside the container.
+// served from outside the container. A connection it refuses reaches no proxy: the
+// sessions it may have been are told (tell), for their audit logs.
 func relayToSessionSocket(c net.Conn, dir string, route func(net.Conn) (string, error)) {
 	loopback.Tune(c)
+	var maybe []string // the sessions' proxy sockets it may be; nil: any
 	name, err := route(c)
+	if up := (*unplaced)(nil); errors.As(err, &up) {
+		maybe = up.socks
+	}
 	if err == nil {
+		maybe = []string{name}
 		var u net.Conn
 		if u, err = net.Dial("unix", filepath.Join(dir, name)); err == nil {
 			if servedFromOutside(u) {
@@ -150,8 +159,90 @@ func relayToSessionSocket(c net.Conn, dir string, route func(net.Conn) (string, 
 		return
 	}
 	say(os.Stderr, "devsandbox-init", "a proxy connection from %s: %v", c.RemoteAddr(), err)
+	rf := readRequestLine(c)
+	rf.Reason = "the kept container's proxy endpoint refused it: " + err.Error()
 	_, _ = fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\ndevsandbox: the kept container's proxy endpoint has no proxy for this connection: %v\n", err)
 	c.Close()
+	if line, err := wire.EncodeRefusal(rf); err == nil {
+		tell(maybe, append(line, '\n'))
+	}
+}
+
+// requestLineLimit bounds how long, and how many bytes, the keeper reads of a refused
+// connection's request line (what its audit record names).
+const (
+	requestLineLimit = time.Second
+	requestLineBytes = 4096
+)
+
+// readRequestLine reads the request line the client of c sent first and returns what
+// it names, for a refusal's record.
+func readRequestLine(c net.Conn) wire.Refusal {
+	_ = c.SetReadDeadline(time.Now().Add(requestLineLimit))
+	defer c.SetReadDeadline(time.Time{})
+	var buf [requestLineBytes]byte
+	n := 0
+	for n < len(buf) {
+		m, err := c.Read(buf[n:])
+		n += m
+		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+			return parseRequestLine(string(buf[:i]))
+		}
+		if err != nil {
+			break
+		}
+	}
+	return parseRequestLine(string(buf[:n]))
+}
+
+// parseRequestLine returns what an HTTP proxy request line names ("CONNECT host:port
+// HTTP/1.1", "GET http://host[:port]/path?query HTTP/1.1"): method, host, port and
+// path, never the query. Pure.
+func parseRequestLine(line string) wire.Refusal {
+	f := strings.Fields(strings.TrimSuffix(line, "\r"))
+	if len(f) < 2 {
+		return wire.Refusal{}
+	}
+	r := wire.Refusal{Method: f[0]}
+	target := f[1]
+	if r.Method == "CONNECT" {
+		r.Host, r.Port = hostPort(target, 443)
+		return r
+	}
+	port := 80
+	switch {
+	case strings.HasPrefix(strings.ToLower(target), "http://"):
+		target = target[len("http://"):]
+	case strings.HasPrefix(strings.ToLower(target), "https://"):
+		target, port = target[len("https://"):], 443
+	default: // not a proxy request: its path only
+		r.Path, _, _ = strings.Cut(target, "?")
+		r.Path, _, _ = strings.Cut(r.Path, "#")
+		return r
+	}
+	end := strings.IndexAny(target, "/?#")
+	if end < 0 {
+		end = len(target)
+	}
+	r.Host, r.Port = hostPort(target[:end], port)
+	r.Path, _, _ = strings.Cut(target[end:], "?")
+	r.Path, _, _ = strings.Cut(r.Path, "#")
+	return r
+}
+
+// hostPort splits an authority ("host", "host:port", "[v6]:port", userinfo cut) into
+// host and port, def when it names none.
+func hostPort(authority string, def int) (string, int) {
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		authority = authority[i+1:]
+	}
+	if h, p, err := net.SplitHostPort(authority); err == nil {
+		if n, err := strconv.Atoi(p); err == nil && n > 0 && n < 65536 {
+			return h, n
+		}
+		return h, 0
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(authority, "["), "]"), def
 }
 
 // servedFromOutside reports whether the peer of the Unix connection u is a process

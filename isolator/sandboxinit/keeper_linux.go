@@ -1,6 +1,7 @@
 package sandboxinit
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -111,7 +112,7 @@ func session(c *net.UnixConn) {
 	} else {
 		defer unix.Close(pidfd)
 	}
-	key, s := new(int), &liveSession{pid: pid, pidfd: pidfd, named: make(chan struct{})}
+	key, s := new(int), &liveSession{pid: pid, pidfd: pidfd, named: make(chan struct{}), conn: c}
 	sweepMu.Lock()
 	sweep()
 	if !anyLive() {
@@ -352,4 +353,27 @@ func register(addr, proxySocket string) (net.Conn, error) {
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	return c, nil
+}
+
+// reportRefusals reads, until the keeper's connection conn ends, the connections the
+// keeper refused that may have been this session's (one wire.Refusal a line, see
+// tell) and reports each on stderr with the session's nonce (wire.RefusedMarker),
+// which the host writes to the session's audit log. Without a nonce (a host that
+// expects no report) they are read and dropped.
+func reportRefusals(conn net.Conn, stderr io.Writer, nonce string) {
+	br := bufio.NewReaderSize(conn, wire.MaxRefusalBytes+1)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+		if nonce == "" || errors.Is(err, bufio.ErrBufferFull) {
+			continue // a line too long, which the keeper never sends: its parts are dropped as they come
+		}
+		if rf, ok := wire.ParseRefusal(bytes.TrimSuffix(line, []byte("\n"))); ok {
+			if m := wire.RefusedMarker(nonce, rf); m != "" {
+				_, _ = io.WriteString(stderr, m)
+			}
+		}
+	}
 }

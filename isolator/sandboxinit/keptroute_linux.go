@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,10 @@ type liveSession struct {
 	pid, pidfd int
 	sock       string
 	named      chan struct{}
+	// conn is the init's registration (nil in tests), on which the keeper tells it
+	// the connections it refused that may have been its session's (tell).
+	conn net.Conn
+	wmu  sync.Mutex // one refusal at a time on conn
 }
 
 // liveMu guards live. Sweeps hold sweepMu too; a proxy connection's routing holds
@@ -62,6 +67,15 @@ func anyLive() bool {
 	}
 	return false
 }
+
+// unplaced is routeProxy's error for a connection whose session it cannot tell:
+// socks are the proxy sockets of the sessions it may be (nil: any live one's).
+type unplaced struct {
+	why   string
+	socks []string
+}
+
+func (u *unplaced) Error() string { return u.why }
 
 // errNoSession is routeProxy's answer when no live session has a proxy.
 var errNoSession = errors.New("no session of this kept container is live")
@@ -129,16 +143,31 @@ func routeProxy(c net.Conn) (string, error) {
 // With none (the client is non-dumpable, or has handed its socket on), the holder is
 // among the unreadable processes: the connection is that session's when they all
 // belong to one session (the inits, which hold no client socket, aside), refused
-// when they belong to more. Pure but for initOf.
+// when they belong to more. A refusal is an *unplaced naming the sessions the
+// connection may be (any, when a process of no session with a proxy may hold it).
+// Pure but for initOf.
 func pickSession(holders, unreadable []int, inits map[int]bool, socks map[int]string, initOf func(int) int) (string, error) {
+	seen := map[string]bool{}
+	refuse := func(format string, a ...any) (string, error) {
+		u := &unplaced{why: fmt.Sprintf(format, a...)}
+		for n := range seen {
+			u.socks = append(u.socks, n)
+		}
+		slices.Sort(u.socks)
+		return "", u
+	}
 	var sock string
 	for _, pid := range holders {
 		n, ok := socks[initOf(pid)]
+		if ok {
+			seen[n] = true
+		}
 		switch {
 		case !ok:
-			return "", fmt.Errorf("process %d, which holds the connection, belongs to no live session with a proxy", pid)
+			clear(seen) // it may be any session's
+			return refuse("process %d, which holds the connection, belongs to no live session with a proxy", pid)
 		case sock != "" && n != sock:
-			return "", fmt.Errorf("processes of two sessions hold the connection")
+			return refuse("processes of two sessions hold the connection")
 		}
 		sock = n
 	}
@@ -150,18 +179,48 @@ func pickSession(holders, unreadable []int, inits map[int]bool, socks map[int]st
 			continue
 		}
 		n, ok := socks[initOf(pid)]
+		if ok {
+			seen[n] = true
+		}
 		switch {
 		case !ok:
-			return "", fmt.Errorf("no process the keeper can read holds the connection, and process %d, which it cannot read (non-dumpable), belongs to no live session with a proxy", pid)
+			clear(seen)
+			return refuse("no process the keeper can read holds the connection, and process %d, which it cannot read (non-dumpable), belongs to no live session with a proxy", pid)
 		case sock != "" && n != sock:
-			return "", fmt.Errorf("no process the keeper can read holds the connection, and more than one session runs processes it cannot read (non-dumpable): it cannot tell whose the connection is")
+			for _, pid := range unreadable { // every session it may be
+				if n, ok := socks[initOf(pid)]; ok && pid != 1 && !inits[pid] {
+					seen[n] = true
+				}
+			}
+			return refuse("no process the keeper can read holds the connection, and more than one session runs processes it cannot read (non-dumpable): it cannot tell whose the connection is")
 		}
 		sock = n
 	}
 	if sock == "" {
-		return "", fmt.Errorf("no process of the container holds the connection")
+		return refuse("no process of the container holds the connection")
 	}
 	return sock, nil
+}
+
+// tell sends the refusal line (wire.EncodeRefusal's, with its newline) to the inits
+// of the live sessions whose proxy sockets are socks (nil: every live session with a
+// proxy), each of which reports it to its host for the session's audit log. A
+// session whose init does not take it within a second goes without.
+func tell(socks []string, line []byte) {
+	var to []*liveSession
+	liveMu.Lock()
+	for _, s := range live {
+		if s.conn != nil && s.sock != "" && s.running() && (socks == nil || slices.Contains(socks, s.sock)) {
+			to = append(to, s)
+		}
+	}
+	liveMu.Unlock()
+	for _, s := range to {
+		s.wmu.Lock()
+		_ = s.conn.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = s.conn.Write(line)
+		s.wmu.Unlock()
+	}
 }
 
 // connHolders returns the pids of the processes holding the client end of c, a

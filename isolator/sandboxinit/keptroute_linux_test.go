@@ -2,12 +2,15 @@ package sandboxinit
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
 	"net/netip"
 	"slices"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // tcpInode finds the client socket of a loopback connection in a real
@@ -97,23 +100,46 @@ func TestPickSession(t *testing.T) {
 		name            string
 		holders, unread []int
 		want            string
+		maybe           []string // the sessions a refused connection may be (nil: any)
 	}{
-		{"a holder of A", []int{11}, []int{10, 20, 22}, "proxy-a.sock"},
-		{"holders of A", []int{11, 12}, nil, "proxy-a.sock"},
-		{"holders of A and B", []int{11, 21}, nil, ""},
-		{"a holder of no proxy's session", []int{31}, nil, ""},
-		{"a holder of no session", []int{40}, nil, ""},
-		{"none found, A's unreadable", nil, []int{1, 10, 12, 20}, "proxy-a.sock"},
-		{"none found, B's unreadable", nil, []int{1, 10, 20, 21, 22}, "proxy-b.sock"},
-		{"none found, A's and B's unreadable", nil, []int{12, 22}, ""},
-		{"none found, no proxy's session unreadable", nil, []int{12, 31}, ""},
-		{"none found, no session's unreadable", nil, []int{40, 12}, ""},
-		{"none found, only inits unreadable", nil, []int{1, 10, 20}, ""},
-		{"none found", nil, nil, ""},
+		{"a holder of A", []int{11}, []int{10, 20, 22}, "proxy-a.sock", nil},
+		{"holders of A", []int{11, 12}, nil, "proxy-a.sock", nil},
+		{"holders of A and B", []int{11, 21}, nil, "", []string{"proxy-a.sock", "proxy-b.sock"}},
+		{"a holder of no proxy's session", []int{31}, nil, "", nil},
+		{"a holder of no session", []int{40}, nil, "", nil},
+		{"none found, A's unreadable", nil, []int{1, 10, 12, 20}, "proxy-a.sock", nil},
+		{"none found, B's unreadable", nil, []int{1, 10, 20, 21, 22}, "proxy-b.sock", nil},
+		{"none found, A's and B's unreadable", nil, []int{12, 22}, "", []string{"proxy-a.sock", "proxy-b.sock"}},
+		{"none found, no proxy's session unreadable", nil, []int{12, 31}, "", nil},
+		{"none found, no session's unreadable", nil, []int{40, 12}, "", nil},
+		{"none found, only inits unreadable", nil, []int{1, 10, 20}, "", nil},
+		{"none found", nil, nil, "", nil},
 	} {
 		got, err := pickSession(c.holders, c.unread, inits, socks, initOf)
 		if got != c.want || (err == nil) != (c.want != "") {
 			t.Errorf("%s: %q, %v; want %q", c.name, got, err, c.want)
+		}
+		var u *unplaced
+		if err != nil && (!errors.As(err, &u) || !slices.Equal(u.socks, c.maybe)) {
+			t.Errorf("%s: refused (%v) as %#v, want an unplaced error with %q", c.name, err, err, c.maybe)
+		}
+	}
+}
+
+// parseRequestLine names what a refused connection asked for, never its query.
+func TestParseRequestLine(t *testing.T) {
+	for line, want := range map[string]wire.Refusal{
+		"CONNECT example.com:443 HTTP/1.1\r":          {Method: "CONNECT", Host: "example.com", Port: 443},
+		"CONNECT [2001:db8::1]:8443 HTTP/1.1":         {Method: "CONNECT", Host: "2001:db8::1", Port: 8443},
+		"GET http://example.com/a/b?token=x HTTP/1.1": {Method: "GET", Host: "example.com", Port: 80, Path: "/a/b"},
+		"GET http://u:p@example.com:8088 HTTP/1.1":    {Method: "GET", Host: "example.com", Port: 8088},
+		"POST https://example.com?x#y HTTP/1.1":       {Method: "POST", Host: "example.com", Port: 443},
+		"GET /local?q HTTP/1.1":                       {Method: "GET", Path: "/local"},
+		"garbage":                                     {},
+		"":                                            {},
+	} {
+		if got := parseRequestLine(line); got != want {
+			t.Errorf("parseRequestLine(%q) = %+v, want %+v", line, got, want)
 		}
 	}
 }

@@ -56,6 +56,11 @@ const (
 	KindRequest = "request" // one HTTP request (decrypted ones included) or CONNECT tunnel
 	KindDropped = "dropped" // Dropped records of the session were counted, not written
 	KindPush    = "push"    // a git push the proxy decided on by proxy.git_push (Record.Push)
+	// KindRefused is a connection to a kept container's proxy endpoint that its keeper
+	// refused (503, RuleKeptEndpoint) because it could not tell which session's proxy
+	// it was for: no proxy saw it, and it is in the log of each session it may have
+	// been. Host, Port and Path are what its request line named.
+	KindRefused = "refused"
 )
 
 // Decision values of a Record.
@@ -68,17 +73,18 @@ const (
 // Rules recorded when no allow or deny entry decided; otherwise Record.Rule is the
 // entry as written.
 const (
-	RuleDefault     = "default"         // no entry matched; the policy's default applied
-	RulePrivate     = "private address" // a special-purpose address no allow entry names
-	RuleHost        = "host loopback"   // the proxy's own host: loopback or unspecified, never opened
-	RuleAuth        = "proxy-auth"      // no or wrong Proxy-Authorization on a TCP endpoint
-	RuleBadRequest  = "bad request"     // not a request the proxy forwards (a malformed target)
-	RulePlaceholder = "placeholder"     // a credential's placeholder sent to a host it is not for
-	RuleMisdirected = "misdirected"     // a decrypted request for another host than its tunnel's
-	RuleRequest     = "request rule"    // a tunnel to a host a request rule limits, without MITM
-	RuleCleartext   = "cleartext"       // plain HTTP inside a decrypted CONNECT that expects TLS
-	RuleGitPush     = "proxy.git_push"  // a git push outside the policy, or one the proxy could not read
-	RuleGitSSH      = "proxy.git_ssh"   // a CONNECT to port 22 (git over ssh) while proxy.git_push is set
+	RuleDefault      = "default"         // no entry matched; the policy's default applied
+	RulePrivate      = "private address" // a special-purpose address no allow entry names
+	RuleHost         = "host loopback"   // the proxy's own host: loopback or unspecified, never opened
+	RuleAuth         = "proxy-auth"      // no or wrong Proxy-Authorization on a TCP endpoint
+	RuleBadRequest   = "bad request"     // not a request the proxy forwards (a malformed target)
+	RulePlaceholder  = "placeholder"     // a credential's placeholder sent to a host it is not for
+	RuleMisdirected  = "misdirected"     // a decrypted request for another host than its tunnel's
+	RuleRequest      = "request rule"    // a tunnel to a host a request rule limits, without MITM
+	RuleCleartext    = "cleartext"       // plain HTTP inside a decrypted CONNECT that expects TLS
+	RuleGitPush      = "proxy.git_push"  // a git push outside the policy, or one the proxy could not read
+	RuleGitSSH       = "proxy.git_ssh"   // a CONNECT to port 22 (git over ssh) while proxy.git_push is set
+	RuleKeptEndpoint = "kept endpoint"   // KindRefused: the kept container's keeper refused it
 )
 
 // Bounds of a Record's fields, in bytes as JSON encodes them; a field over its bound

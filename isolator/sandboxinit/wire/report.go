@@ -25,7 +25,9 @@ type Report struct {
 	seen    chan struct{}
 
 	oomMarker []byte // set by ExpectOOM
-	tail      []byte // output held back: it may begin oomMarker
+	refPrefix []byte // set by ExpectRefusals
+	onRefused func(Refusal)
+	tail      []byte // output held back: it may begin a marker
 	oom       bool
 }
 
@@ -38,6 +40,16 @@ func (r *Report) ExpectOOM(nonce string) {
 	r.oomMarker = []byte(OOMMarker(nonce))
 }
 
+// ExpectRefusals makes the Report watch the output after the first marker for the
+// init's reports, with nonce, of connections the kept container's keeper refused
+// (RefusedMarker), which it removes, calling f with each. Call it before the first
+// Write; f runs in Write and must not call the Report.
+func (r *Report) ExpectRefusals(nonce string, f func(Refusal)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refPrefix, r.onRefused = []byte(refusedPrefix(nonce)), f
+}
+
 // OOM reports whether the init reported that the memory limit killed the command.
 func (r *Report) OOM() bool {
 	r.mu.Lock()
@@ -45,27 +57,75 @@ func (r *Report) OOM() bool {
 	return r.oom
 }
 
-// afterReady passes the output on, removing the out-of-memory report when expected.
+// afterReady passes the output on, removing the init's reports it expects (the
+// out-of-memory report, refusals) and acting on them.
 func (r *Report) afterReady(p []byte) error {
-	if len(r.oomMarker) == 0 {
+	if len(r.oomMarker) == 0 && len(r.refPrefix) == 0 {
 		return r.write(p)
 	}
 	buf := append(r.tail, p...)
 	r.tail = nil
-	if i := bytes.Index(buf, r.oomMarker); i >= 0 {
-		r.oom = true
-		buf = append(append([]byte(nil), buf[:i]...), buf[i+len(r.oomMarker):]...)
-	}
-	// Hold back the longest end of buf that begins the marker.
-	keep := 0
-	for k := min(len(buf), len(r.oomMarker)-1); k > 0; k-- {
-		if bytes.HasPrefix(r.oomMarker, buf[len(buf)-k:]) {
-			keep = k
+	var out []byte
+	for {
+		i, ref := r.nextReport(buf)
+		if i < 0 {
 			break
 		}
+		out = append(out, buf[:i]...)
+		if !ref {
+			r.oom = true
+			buf = buf[i+len(r.oomMarker):]
+			continue
+		}
+		body := buf[i+len(r.refPrefix):]
+		end := bytes.Index(body, []byte(MarkerEnd))
+		if end < 0 && len(body) <= MaxRefusalBytes {
+			// Its end has not arrived yet.
+			r.tail = append([]byte(nil), buf[i:]...)
+			return r.write(out)
+		}
+		if end < 0 || end > MaxRefusalBytes {
+			// Far too long for a report: not one.
+			out = append(out, buf[i])
+			buf = buf[i+1:]
+			continue
+		}
+		if rf, ok := ParseRefusal(body[:end]); ok && r.onRefused != nil {
+			r.onRefused(rf)
+		}
+		buf = body[end+len(MarkerEnd):]
 	}
+	// Hold back the longest end of buf that begins a report.
+	keep := max(partialAtEnd(buf, r.oomMarker), partialAtEnd(buf, r.refPrefix))
 	r.tail = append([]byte(nil), buf[len(buf)-keep:]...)
-	return r.write(buf[:len(buf)-keep])
+	return r.write(append(out, buf[:len(buf)-keep]...))
+}
+
+// nextReport finds the first expected report in buf: its index (-1: none) and
+// whether it is a refusal (else the out-of-memory report).
+func (r *Report) nextReport(buf []byte) (int, bool) {
+	i, j := -1, -1
+	if len(r.oomMarker) > 0 {
+		i = bytes.Index(buf, r.oomMarker)
+	}
+	if len(r.refPrefix) > 0 {
+		j = bytes.Index(buf, r.refPrefix)
+	}
+	if j >= 0 && (i < 0 || j < i) {
+		return j, true
+	}
+	return i, false
+}
+
+// partialAtEnd is the length of the longest end of buf that begins marker (shorter
+// than marker).
+func partialAtEnd(buf, marker []byte) int {
+	for k := min(len(buf), len(marker)-1); k > 0; k-- {
+		if bytes.HasPrefix(marker, buf[len(buf)-k:]) {
+			return k
+		}
+	}
+	return 0
 }
 
 // NewReport returns a Report writing to out.

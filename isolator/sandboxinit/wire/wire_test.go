@@ -135,3 +135,70 @@ func TestReportAgentStream(t *testing.T) {
 		t.Errorf("passed on %q, want %q", out.String(), want)
 	}
 }
+
+// TestReportRefused: the init's reports of connections the keeper refused are found
+// after the command's output (also split across writes and next to the out-of-memory
+// report), removed from it and handed on; only with the session's nonce: a command
+// printing one of its own is passed through as output, as is one far too long.
+func TestReportRefused(t *testing.T) {
+	const nonce = "0123abcd"
+	ref := Refusal{Method: "GET", Host: "example.com", Port: 80, Path: "/x", Reason: "two sessions"}
+	m := RefusedMarker(nonce, ref)
+	long := refusedPrefix(nonce) + strings.Repeat("a", MaxRefusalBytes+1)
+	for _, tc := range []struct {
+		name   string
+		writes []string
+		got    int
+		oom    bool
+		out    string
+	}{
+		{"whole", []string{ReadyMarker, "a\n", m, "b\n"}, 1, false, "a\nb\n"},
+		{"two in one write", []string{ReadyMarker, "a" + m + m + "b"}, 2, false, "ab"},
+		{"byte by byte", append([]string{ReadyMarker, "x"}, strings.Split(m+OOMMarker(nonce), "")...), 1, true, "x"},
+		{"forged", []string{ReadyMarker, RefusedMarker("guessed", ref)}, 0, false, RefusedMarker("guessed", ref)},
+		{"before ready", []string{m, ReadyMarker, "a"}, 0, false, "a"},
+		{"too long", []string{ReadyMarker, long, MarkerEnd}, 0, false, long + MarkerEnd},
+		{"unfinished", []string{ReadyMarker, "a", refusedPrefix(nonce) + "{"}, 0, false, "a" + refusedPrefix(nonce) + "{"},
+	} {
+		var out strings.Builder
+		r := NewReport(&out)
+		r.ExpectOOM(nonce)
+		var got []Refusal
+		r.ExpectRefusals(nonce, func(f Refusal) { got = append(got, f) })
+		for _, w := range tc.writes {
+			if _, err := r.Write([]byte(w)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != tc.got || r.OOM() != tc.oom || out.String() != tc.out {
+			t.Errorf("%s: %d refusals, OOM %v, output %q; want %d, %v, %q", tc.name, len(got), r.OOM(), out.String(), tc.got, tc.oom, tc.out)
+		}
+		for _, f := range got {
+			if f != ref {
+				t.Errorf("%s: refusal %+v, want %+v", tc.name, f, ref)
+			}
+		}
+	}
+}
+
+// TestRefusedMarkerFitsAPipeWrite: whatever the client's request line held, the init's
+// report is one write a pipe takes whole (the command shares the init's stderr).
+func TestRefusedMarkerFitsAPipeWrite(t *testing.T) {
+	worst := strings.Repeat("\x01", 5000)
+	for _, r := range []Refusal{
+		{Method: worst, Host: worst, Port: 1, Path: worst, Reason: worst},
+		{Method: "GET", Host: "h", Path: "/" + strings.Repeat("é", 3000), Reason: "r"},
+	} {
+		m := RefusedMarker("0123456789abcdef0123456789abcdef", r)
+		if m == "" || len(m) > 4096 {
+			t.Errorf("a refusal's marker of %d bytes, want 1 to 4096", len(m))
+		}
+		b, _ := EncodeRefusal(r)
+		if _, ok := ParseRefusal(b); !ok {
+			t.Errorf("the encoded refusal does not parse: %.80q", b)
+		}
+	}
+}
