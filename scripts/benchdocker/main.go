@@ -117,8 +117,17 @@ func run(bin string, n int, image, userName string, warmOnly bool, base string, 
 	// container's endpoint volume stayed, one per benchmark run).
 	defer func() {
 		out, _, _ := r.Output([]string{"docker", "ps", "-aq", "--filter", "label=dev.devsandbox.dir=" + proj})
+		images := map[string]bool{}
 		for _, c := range strings.Fields(out) {
+			if img, err := exec.Command("docker", "inspect", "-f", "{{.Image}}", c).Output(); err == nil {
+				images[strings.TrimSpace(string(img))] = true
+			}
 			_ = exec.Command("docker", "rm", "-f", "-v", c).Run()
+		}
+		// The image the runs derived (its content is this run's: the programs were
+		// copied for it); not forced, so one another container still uses stays.
+		for img := range images {
+			_ = exec.Command("docker", "rmi", img).Run()
 		}
 		// Content volumes carry the project's name, not its directory.
 		out, _, _ = r.Output([]string{"docker", "volume", "ls", "-q", "--filter", "label=dev.devsandbox.name"})
