@@ -12,6 +12,10 @@
 //     --egress=proxy (the kept container's stable proxy endpoint) against `docker
 //     exec` (no targets named).
 //
+// For the warm runs it also alternates n more of each while it reads the engine's
+// events, and prints each side's time split into the engine's own (exec_start to
+// exec_die) and the client's (enginetime.go).
+//
 // It also prints the Engine API requests of one warm run and of one `docker exec`
 // (through a recording socket in front of the engine's), and the Go package init
 // time of devsandbox and devsandbox-docker.
@@ -113,8 +117,17 @@ func run(bin string, n int, image, userName string, warmOnly bool, base string, 
 	// container's endpoint volume stayed, one per benchmark run).
 	defer func() {
 		out, _, _ := r.Output([]string{"docker", "ps", "-aq", "--filter", "label=dev.devsandbox.dir=" + proj})
+		images := map[string]bool{}
 		for _, c := range strings.Fields(out) {
+			if img, err := exec.Command("docker", "inspect", "-f", "{{.Image}}", c).Output(); err == nil {
+				images[strings.TrimSpace(string(img))] = true
+			}
 			_ = exec.Command("docker", "rm", "-f", "-v", c).Run()
+		}
+		// The image the runs derived (its content is this run's: the programs were
+		// copied for it); not forced, so one another container still uses stays.
+		for img := range images {
+			_ = exec.Command("docker", "rmi", img).Run()
 		}
 		// Content volumes carry the project's name, not its directory.
 		out, _, _ = r.Output([]string{"docker", "volume", "ls", "-q", "--filter", "label=dev.devsandbox.name"})
@@ -149,6 +162,10 @@ func run(bin string, n int, image, userName string, warmOnly bool, base string, 
 		defer bs.stop()
 	}
 	warm, err := benchrun.Alternate(r, n, []string{"docker", "exec", id, "true"}, kept)
+	if err != nil {
+		return err
+	}
+	warmSplit, err := splitEngine(r, id, n, []string{"docker", "exec", id, "true"}, kept)
 	if err != nil {
 		return err
 	}
@@ -212,6 +229,10 @@ func run(bin string, n int, image, userName string, warmOnly bool, base string, 
 	if err != nil {
 		return err
 	}
+	proxySplit, err := splitEngine(r, id2, n, []string{"docker", "exec", id2, "true"}, keptProxy)
+	if err != nil {
+		return err
+	}
 	proxyReqs, err := requests(keptProxy, keptProxy)
 	if err != nil {
 		return err
@@ -225,6 +246,7 @@ func run(bin string, n int, image, userName string, warmOnly bool, base string, 
 		fmt.Printf("  (warm --egress=open runs with another session holding %d processes in the kept container)\n", busy)
 	}
 	warm.Print(46, "docker exec CONTAINER true", "devsandbox --keep-container -- true", 1.0)
+	warmSplit.print("docker exec CONTAINER true", "devsandbox --keep-container -- true")
 	printRequests("devsandbox --keep-container -- true (warm)", reqs[1])
 	printRequests("docker exec CONTAINER true", reqs[2])
 	fmt.Print(compared)
@@ -232,6 +254,7 @@ func run(bin string, n int, image, userName string, warmOnly bool, base string, 
 		coldAllow.Print(46, "docker run --rm IMAGE true", "devsandbox --egress=allowlist -- true", 0)
 	}
 	warmProxy.Print(46, "docker exec CONTAINER true", "devsandbox --keep-container --egress=proxy -- true", 0)
+	proxySplit.print("docker exec CONTAINER true", "devsandbox --keep-container --egress=proxy -- true")
 	printRequests("devsandbox --keep-container --egress=proxy -- true (warm)", proxyReqs[1])
 	if err := benchrun.InitTrace([]string{bin, "version"}, true); err != nil {
 		return err
