@@ -12,7 +12,7 @@ import (
 )
 
 // etcEntries is what the /etc snapshot of p holds (package etcsnap): each Copy file
-// of the system view; each /etc directory the view binds as a tree, copied whole when
+// of the system view (/etc/passwd as SystemView.Passwd when the Plan has one); each /etc directory the view binds as a tree, copied whole when
 // it can be (etcsnap.Entry.Tree; else a mount point the directory is bound over), or
 // as a mount point when a mount of p lands inside it; and a mount point for every
 // other /etc entry a mount places there. ok is false when p copies nothing, when its snapshot root lies
@@ -48,10 +48,16 @@ func etcEntries(p *isolator.Plan) (entries []etcsnap.Entry, ok bool) {
 		}
 		name := strings.TrimPrefix(sp.Path, "/etc/")
 		e := etcsnap.Entry{Name: name}
-		if sp.Copy {
+		switch {
+		case sp.Copy && sp.Path == isolator.PasswdPath && p.System.Passwd != nil:
+			// The sandbox's own (SystemView.Passwd) rather than the host's bound over
+			// it: one mount less for bwrap.
+			e.Content = string(p.System.Passwd)
+			copies++
+		case sp.Copy:
 			e.Source = sp.Path
 			copies++
-		} else {
+		default:
 			// The default view binds directories only: its regular files are copies.
 			// A directory is copied whole unless a mount lands inside it (the copy
 			// would need its mount point).
@@ -94,6 +100,17 @@ func etcEntries(p *isolator.Plan) (entries []etcsnap.Entry, ok bool) {
 		return nil, false
 	}
 	return entries, true
+}
+
+// holdsPasswd reports whether the snapshot of entries holds p's SystemView.Passwd
+// at /etc/passwd: then nothing is bound over it.
+func holdsPasswd(entries []etcsnap.Entry, p *isolator.Plan) bool {
+	for _, e := range entries {
+		if e.Name == "passwd" {
+			return p.System.Passwd != nil && e.Content == string(p.System.Passwd)
+		}
+	}
+	return false
 }
 
 // copiedTree reports whether the snapshot of entries holds the host directory dir
@@ -228,6 +245,8 @@ func etcScript(f File) string {
 	var files, trees, points []string
 	for _, e := range f.Snapshot {
 		switch {
+		case e.Content != "":
+			files = append(files, fmt.Sprintf("/etc/%s, generated (%d bytes; the sandbox's own, the user's entry naming the command's home)", e.Name, len(e.Content)))
 		case e.Tree:
 			trees = append(trees, e.Source+"/")
 		case e.Source != "":
