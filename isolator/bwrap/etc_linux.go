@@ -21,6 +21,13 @@ import (
 // needs a mount point the snapshot cannot know the kind of; the files are then copied
 // one by one, as without a snapshot.
 func etcEntries(p *isolator.Plan) (entries []etcsnap.Entry, ok bool) {
+	return etcEntriesPasswd(p, true)
+}
+
+// etcEntriesPasswd is etcEntries, with the host's /etc/passwd in place of
+// SystemView.Passwd unless passwd (what a snapshot opened ahead holds when it
+// guessed another Passwd: EtcHead.use).
+func etcEntriesPasswd(p *isolator.Plan, passwd bool) (entries []etcsnap.Entry, ok bool) {
 	root := p.System.Snapshot
 	if p.System.Host || root == "" {
 		return nil, false
@@ -49,7 +56,7 @@ func etcEntries(p *isolator.Plan) (entries []etcsnap.Entry, ok bool) {
 		name := strings.TrimPrefix(sp.Path, "/etc/")
 		e := etcsnap.Entry{Name: name}
 		switch {
-		case sp.Copy && sp.Path == isolator.PasswdPath && p.System.Passwd != nil:
+		case sp.Copy && sp.Path == isolator.PasswdPath && p.System.Passwd != nil && passwd:
 			// The sandbox's own (SystemView.Passwd) rather than the host's bound over
 			// it: one mount less for bwrap.
 			e.Content = string(p.System.Passwd)
@@ -344,6 +351,15 @@ func (h *EtcHead) use(p *isolator.Plan, entries []etcsnap.Entry, ok bool) *etcOp
 	if ok && o.plan.System.Snapshot == p.System.Snapshot && slices.Equal(o.entries, entries) {
 		o.plan = p // take compares the pinned Plan's mounts with p's
 		return o
+	}
+	if ok && o.plan.System.Snapshot == p.System.Snapshot && p.System.Passwd != nil {
+		// The head guessed another Passwd (the Plan's HOME is another one): its
+		// snapshot holds the host's file, and render binds p's over it, as it did
+		// before the snapshot held the sandbox's own.
+		if host, ok := etcEntriesPasswd(p, false); ok && slices.Equal(o.entries, host) {
+			o.plan = p
+			return o
+		}
 	}
 	o.discard()
 	return nil
