@@ -190,7 +190,8 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	default:
 		etc, snapshot = etcEntries(p)
 	}
-	snapPlaced, passwdPlaced := false, false
+	// The snapshot may hold the sandbox's /etc/passwd itself (etcEntries).
+	snapPlaced, passwdPlaced := false, snapshot && holdsPasswd(etc, p)
 	for _, sp := range p.System.Paths {
 		if snapshot && !snapPlaced && isolator.Within(sp.Path, "/etc") {
 			// One read-only bind of the snapshot, before anything else in /etc: bwrap

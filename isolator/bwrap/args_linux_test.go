@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -168,14 +169,16 @@ var goldenCases = []struct {
 	{"etc_snapshot", func() *isolator.Plan {
 		// The default view's /etc files in one snapshot mounted at /etc, before the
 		// /etc directories bound over its mount points; the allowlist's /etc/hosts
-		// over the snapshot's copy.
+		// over the snapshot's copy; the sandbox's own /etc/passwd in the snapshot,
+		// nothing bound over it.
 		p := basePlan()
-		p.System.Paths = append(slices.Clone(minimalSystem[:5]),
+		p.System.Paths = append(slices.Clone(minimalSystem[:6]),
 			isolator.SystemPath{Path: "/etc/hosts", Optional: true, Copy: true},
 			isolator.SystemPath{Path: "/etc/ld.so.conf.d/libc.conf", Optional: true, Copy: true},
 			isolator.SystemPath{Path: "/etc/java-17-openjdk", Optional: true},
 		)
 		p.System.Snapshot = etcSnapshots
+		p.System.Passwd = []byte("u:x:1000:1000::/home/u/elsewhere:/bin/sh\n")
 		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: "/etc/hosts", Content: []byte("203.0.113.7 example.test\n"), Why: "egress allowlist names"})
 		return p
 	}, ""},
@@ -743,15 +746,21 @@ func TestRenderPasswd(t *testing.T) {
 		name string
 		edit func(p *isolator.Plan)
 		want string // the ops placing /etc/passwd, in order: "--file host", "--file", "--ro-bind-data"
+		// snap is the /etc snapshot's passwd entry, with its content; "" when none.
+		snap string
 	}{
-		{"the host's, copied", func(p *isolator.Plan) {}, "--file host"},
-		{"copied", func(p *isolator.Plan) { p.System.Passwd = passwd }, "--file"},
-		{"over the /etc snapshot", func(p *isolator.Plan) {
+		{"the host's, copied", func(p *isolator.Plan) {}, "--file host", ""},
+		{"copied", func(p *isolator.Plan) { p.System.Passwd = passwd }, "--file", ""},
+		{"the host's, in the /etc snapshot", func(p *isolator.Plan) {
+			p.System.Snapshot = etcSnapshots
+		}, "", `{passwd /etc/passwd false false }`},
+		// The snapshot holds the sandbox's own: nothing is bound over it.
+		{"in the /etc snapshot", func(p *isolator.Plan) {
 			p.System.Snapshot, p.System.Passwd = etcSnapshots, passwd
-		}, "--ro-bind-data"},
+		}, "", fmt.Sprintf("{passwd  false false %s}", passwd)},
 		{"over the host's root", func(p *isolator.Plan) {
 			p.System = isolator.SystemView{Host: true, Passwd: passwd}
-		}, "--ro-bind-data"},
+		}, "--ro-bind-data", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -763,7 +772,13 @@ func TestRenderPasswd(t *testing.T) {
 				t.Fatal(err)
 			}
 			var ops []string
+			snap := ""
 			for _, f := range spec.Files {
+				for _, e := range f.Snapshot {
+					if e.Name == "passwd" {
+						snap = fmt.Sprintf("%v", e)
+					}
+				}
 				if f.Dest != "/etc/passwd" {
 					continue
 				}
@@ -786,6 +801,9 @@ func TestRenderPasswd(t *testing.T) {
 			}
 			if got := strings.Join(ops, " "); got != tc.want {
 				t.Errorf("/etc/passwd placed by %q, want %q\n%s", got, tc.want, spec.Script())
+			}
+			if snap != tc.snap {
+				t.Errorf("the /etc snapshot's passwd entry is %q, want %q", snap, tc.snap)
 			}
 		})
 	}

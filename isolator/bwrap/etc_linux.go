@@ -12,7 +12,7 @@ import (
 )
 
 // etcEntries is what the /etc snapshot of p holds (package etcsnap): each Copy file
-// of the system view; each /etc directory the view binds as a tree, copied whole when
+// of the system view (/etc/passwd as SystemView.Passwd when the Plan has one); each /etc directory the view binds as a tree, copied whole when
 // it can be (etcsnap.Entry.Tree; else a mount point the directory is bound over), or
 // as a mount point when a mount of p lands inside it; and a mount point for every
 // other /etc entry a mount places there. ok is false when p copies nothing, when its snapshot root lies
@@ -21,6 +21,13 @@ import (
 // needs a mount point the snapshot cannot know the kind of; the files are then copied
 // one by one, as without a snapshot.
 func etcEntries(p *isolator.Plan) (entries []etcsnap.Entry, ok bool) {
+	return etcEntriesPasswd(p, true)
+}
+
+// etcEntriesPasswd is etcEntries, with the host's /etc/passwd in place of
+// SystemView.Passwd unless passwd (what a snapshot opened ahead holds when it
+// guessed another Passwd: EtcHead.use).
+func etcEntriesPasswd(p *isolator.Plan, passwd bool) (entries []etcsnap.Entry, ok bool) {
 	root := p.System.Snapshot
 	if p.System.Host || root == "" {
 		return nil, false
@@ -48,10 +55,16 @@ func etcEntries(p *isolator.Plan) (entries []etcsnap.Entry, ok bool) {
 		}
 		name := strings.TrimPrefix(sp.Path, "/etc/")
 		e := etcsnap.Entry{Name: name}
-		if sp.Copy {
+		switch {
+		case sp.Copy && sp.Path == isolator.PasswdPath && p.System.Passwd != nil && passwd:
+			// The sandbox's own (SystemView.Passwd) rather than the host's bound over
+			// it: one mount less for bwrap.
+			e.Content = string(p.System.Passwd)
+			copies++
+		case sp.Copy:
 			e.Source = sp.Path
 			copies++
-		} else {
+		default:
 			// The default view binds directories only: its regular files are copies.
 			// A directory is copied whole unless a mount lands inside it (the copy
 			// would need its mount point).
@@ -94,6 +107,17 @@ func etcEntries(p *isolator.Plan) (entries []etcsnap.Entry, ok bool) {
 		return nil, false
 	}
 	return entries, true
+}
+
+// holdsPasswd reports whether the snapshot of entries holds p's SystemView.Passwd
+// at /etc/passwd: then nothing is bound over it.
+func holdsPasswd(entries []etcsnap.Entry, p *isolator.Plan) bool {
+	for _, e := range entries {
+		if e.Name == "passwd" {
+			return p.System.Passwd != nil && e.Content == string(p.System.Passwd)
+		}
+	}
+	return false
 }
 
 // copiedTree reports whether the snapshot of entries holds the host directory dir
@@ -228,6 +252,8 @@ func etcScript(f File) string {
 	var files, trees, points []string
 	for _, e := range f.Snapshot {
 		switch {
+		case e.Content != "":
+			files = append(files, fmt.Sprintf("/etc/%s, generated (%d bytes; the sandbox's own, the user's entry naming the command's home)", e.Name, len(e.Content)))
 		case e.Tree:
 			trees = append(trees, e.Source+"/")
 		case e.Source != "":
@@ -325,6 +351,15 @@ func (h *EtcHead) use(p *isolator.Plan, entries []etcsnap.Entry, ok bool) *etcOp
 	if ok && o.plan.System.Snapshot == p.System.Snapshot && slices.Equal(o.entries, entries) {
 		o.plan = p // take compares the pinned Plan's mounts with p's
 		return o
+	}
+	if ok && o.plan.System.Snapshot == p.System.Snapshot && p.System.Passwd != nil {
+		// The head guessed another Passwd (the Plan's HOME is another one): its
+		// snapshot holds the host's file, and render binds p's over it, as it did
+		// before the snapshot held the sandbox's own.
+		if host, ok := etcEntriesPasswd(p, false); ok && slices.Equal(o.entries, host) {
+			o.plan = p
+			return o
+		}
 	}
 	o.discard()
 	return nil

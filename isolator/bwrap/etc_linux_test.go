@@ -180,31 +180,42 @@ func TestEtcSnapshotAfterPinning(t *testing.T) {
 // for a Plan whose snapshot has the same root and exactly the same entries; for any
 // other the Plan's own is opened, as without a head start.
 func TestEtcHead(t *testing.T) {
+	passwd := func(home string) []byte { return []byte("u:x:1000:1000::" + home + ":/bin/sh\n") }
 	for _, tc := range []struct {
 		name string
 		edit func(p *isolator.Plan) // the Plan as built, from the default view
 		used bool
+		// ahead is the Passwd the head guessed; host: the head's snapshot holds the
+		// host's /etc/passwd, over which render binds the Plan's.
+		ahead []byte
+		host  bool
 	}{
-		{"the default view", func(*isolator.Plan) {}, true},
+		{"the default view", func(*isolator.Plan) {}, true, nil, false},
+		{"the sandbox's /etc/passwd guessed", func(p *isolator.Plan) { p.System.Passwd = passwd("/tmp/h") }, true, passwd("/tmp/h"), false},
+		// env.set HOME: the head guessed none, from the host's HOME.
+		{"the sandbox's /etc/passwd, none guessed", func(p *isolator.Plan) { p.System.Passwd = passwd("/tmp/h") }, true, nil, true},
+		{"the sandbox's /etc/passwd, another guessed", func(p *isolator.Plan) { p.System.Passwd = passwd("/tmp/h") }, false, passwd("/tmp/g"), false},
+		{"none, one guessed", func(*isolator.Plan) {}, false, passwd("/tmp/g"), false},
 		// The head start copies /etc/ssl whole; a mask inside it needs it bound.
 		{"a mask inside a bound /etc directory", func(p *isolator.Plan) {
 			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskDir, Dest: "/etc/ssl/private"})
-		}, false},
+		}, false, nil, false},
 		{"a file fewer", func(p *isolator.Plan) {
 			p.System.Paths = slices.DeleteFunc(p.System.Paths, func(sp isolator.SystemPath) bool { return sp.Path == "/etc/passwd" })
-		}, false},
-		{"another snapshot root", func(p *isolator.Plan) { p.System.Snapshot += "2" }, false},
+		}, false, nil, false},
+		{"another snapshot root", func(p *isolator.Plan) { p.System.Snapshot += "2" }, false, nil, false},
 		{"an /etc entry bound from elsewhere", func(p *isolator.Plan) {
 			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: "/srv/x", Dest: "/etc/hosts", ReadOnly: true})
-		}, false},
+		}, false, nil, false},
 		{"the snapshot root writable", func(p *isolator.Plan) {
 			p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Bind, Source: p.System.Snapshot, Dest: "/srv/etc"})
-		}, false},
+		}, false, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir() + "/etc"
 			ahead := snapshotPlan()
 			ahead.System.Snapshot = root
+			ahead.System.Passwd = tc.ahead
 			head := bwrap.PrestartEtc(ahead.System)
 			if head == nil {
 				t.Fatal("no head start for the default view")
@@ -224,7 +235,7 @@ func TestEtcHead(t *testing.T) {
 			if used := s != nil && s == headSnap; used != tc.used {
 				t.Fatalf("head start used: %v, want %v (%v)", used, tc.used, notes)
 			}
-			want, ok := bwrap.EtcEntries(p)
+			want, ok := bwrap.EtcEntriesPasswd(p, !tc.host)
 			if !ok {
 				want = nil
 			}

@@ -65,6 +65,9 @@ func contains(s []string, v string) bool {
 // EtcEntries is etcEntries for the tests.
 var EtcEntries = etcEntries
 
+// EtcEntriesPasswd is etcEntriesPasswd for the tests.
+var EtcEntriesPasswd = etcEntriesPasswd
+
 // RenderCopying renders p as Run does when it could not open the /etc snapshot.
 func RenderCopying(p *isolator.Plan) (*Spec, error) {
 	return render(p, egress.DefaultBinaries, renderOptions{ready: true, noSnapshot: true})

@@ -52,6 +52,11 @@ type Entry struct {
 	// can be; where it cannot, the snapshot holds a mount point for it instead
 	// (Snapshot.Entries) and the caller binds Source there.
 	Tree bool `json:",omitempty"`
+	// Content, when not empty, is the file's content, given by the caller rather
+	// than copied from the host (the sandbox's /etc/passwd, whose entry names the
+	// command's home): the key holds its digest, so another content is another
+	// snapshot. Such an entry has no Source and is neither Dir nor Tree.
+	Content string `json:",omitempty"`
 }
 
 // ErrRacy is returned when a source changed so recently that a change within the same
@@ -78,6 +83,9 @@ func Validate(entries []Entry) error {
 		}
 		if e.Tree && e.Source == "" {
 			return fmt.Errorf("snapshot entry %q: a tree needs its host directory", e.Name)
+		}
+		if e.Content != "" && (e.Source != "" || e.Dir || e.Tree) {
+			return fmt.Errorf("snapshot entry %q: a file of given content has no host source and is no directory", e.Name)
 		}
 		if _, dup := seen[e.Name]; dup {
 			return fmt.Errorf("snapshot entry %q: listed twice", e.Name)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -303,5 +304,56 @@ func TestKeyText(t *testing.T) {
 		s.mtime.Sec, s.mtime.Nsec, s.ctime.Sec, s.ctime.Nsec)
 	if want := hex.EncodeToString(h.Sum(nil)[:16]); got != want {
 		t.Fatalf("key %s, want %s", got, want)
+	}
+}
+
+// A file of given content (the sandbox's /etc/passwd) is written as given, keyed by
+// that content: the same content reuses the snapshot, another one is another
+// snapshot, and a file of the key's content but another size is rebuilt.
+func TestOpenContent(t *testing.T) {
+	_, es := hostFiles(t, map[string]string{"hosts": "127.0.0.1 localhost\n"})
+	with := func(content string) []Entry {
+		return append(slices.Clone(es), Entry{Name: "passwd", Content: content})
+	}
+	root := filepath.Join(t.TempDir(), "etc")
+	a := open(t, root, with("u:x:1000:1000::/home/a:/bin/sh\n"))
+	if got := read(t, filepath.Join(a.Path, "passwd")); got != "u:x:1000:1000::/home/a:/bin/sh\n" || !a.Built {
+		t.Errorf("first Open: passwd %q, Built %v", got, a.Built)
+	}
+	if fi, err := os.Lstat(filepath.Join(a.Path, "passwd")); err != nil || fi.Mode() != 0o444 {
+		t.Errorf("passwd: %v %v, want a 0444 file", fi, err)
+	}
+	if again := open(t, root, with("u:x:1000:1000::/home/a:/bin/sh\n")); again.Built || again.Key != a.Key {
+		t.Errorf("the same content: Built %v, key %s against %s", again.Built, again.Key, a.Key)
+	}
+	b := open(t, root, with("u:x:1000:1000::/home/b:/bin/sh\n"))
+	if b.Key == a.Key || !b.Built || read(t, filepath.Join(b.Path, "passwd")) != "u:x:1000:1000::/home/b:/bin/sh\n" {
+		t.Errorf("another content: key %s (the first %s), Built %v", b.Key, a.Key, b.Built)
+	}
+	// Damaged: the key's snapshot holds a passwd of another size (and no run holds it).
+	b.Close()
+	p := filepath.Join(b.Path, "passwd")
+	must(t, os.Chmod(b.Path, 0o755))
+	must(t, os.Remove(p))
+	must(t, os.WriteFile(p, []byte("u:x:1000:1000::/:/bin/sh\n"), 0o444))
+	must(t, os.Chmod(b.Path, 0o555))
+	c := open(t, root, with("u:x:1000:1000::/home/b:/bin/sh\n"))
+	if got := read(t, filepath.Join(c.Path, "passwd")); got != "u:x:1000:1000::/home/b:/bin/sh\n" || !c.Built {
+		t.Errorf("after damage: passwd %q, Built %v", got, c.Built)
+	}
+}
+
+func TestValidateContent(t *testing.T) {
+	for _, e := range []Entry{
+		{Name: "passwd", Content: "x\n", Source: "/etc/passwd"},
+		{Name: "passwd", Content: "x\n", Dir: true},
+		{Name: "passwd", Content: "x\n", Tree: true, Source: "/etc/passwd"},
+	} {
+		if err := Validate([]Entry{e}); err == nil {
+			t.Errorf("Validate(%+v) = nil", e)
+		}
+	}
+	if err := Validate([]Entry{{Name: "passwd", Content: "x\n"}}); err != nil {
+		t.Errorf("Validate: %v", err)
 	}
 }

@@ -104,6 +104,12 @@ func entriesHash(entries []Entry) string {
 		b = strconv.AppendBool(b, e.Dir)
 		b = append(b, ' ')
 		b = strconv.AppendBool(b, e.Tree)
+		if e.Content != "" {
+			// Another content is another snapshot: its index is its own, pruned with it.
+			c := sha256.Sum256([]byte(e.Content))
+			b = append(b, " content "...)
+			b = hex.AppendEncode(b, c[:8])
+		}
 		b = append(b, '\n')
 	}
 	sum := sha256.Sum256(b)

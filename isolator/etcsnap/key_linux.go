@@ -56,7 +56,8 @@ func stampOf(st *unix.Stat_t) stamp {
 // unprivileged call can set back (utimensat sets mtime and atime only, and itself
 // moves ctime). What remains, two writes within one clock tick, is ErrRacy. A source
 // that does not exist is recorded as such (its entry is an empty file, as a copy of a
-// vanished file was); one that is not a regular file is an error.
+// vanished file was); one that is not a regular file is an error. A file of given
+// content (Entry.Content) is keyed by the SHA-256 of that content.
 func Key(entries []Entry, now time.Time) (string, error) {
 	k, _, err := key(entries, now, nil)
 	return k, err
@@ -115,6 +116,14 @@ func key(entries []Entry, now time.Time, idx *treeIndex) (string, *keyed, error)
 			kd.entries[i] = Entry{Name: e.Name, Dir: true}
 			kd.notes = append(kd.notes, note)
 			e = kd.entries[i]
+		}
+		if e.Content != "" {
+			sum := sha256.Sum256([]byte(e.Content))
+			line = strconv.AppendQuote(line, e.Name)
+			line = append(line, " content "...)
+			line = hex.AppendEncode(line, sum[:])
+			line = append(line, '\n')
+			continue
 		}
 		if e.Source == "" {
 			line = strconv.AppendQuote(line, e.Name)

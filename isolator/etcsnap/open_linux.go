@@ -207,7 +207,7 @@ func check(rfd, fd int, k string, kd *keyed) error {
 			}
 			continue
 		}
-		size := int64(0)
+		size := int64(len(e.Content))
 		if e.Source != "" && !stamps[i].missing {
 			size = stamps[i].size
 		}
@@ -469,11 +469,11 @@ func withParent(fd int, name string, fn func(pfd int, base string) error) error 
 	return fn(pfd, base)
 }
 
-// writeEntry creates base under pfd: the content of e's source, or empty. The source
-// is read from a descriptor whose stat matches the key's stamp before and after the
-// read, so the content is the one the key names.
+// writeEntry creates base under pfd: e's Content, the content of e's source, or
+// empty. The source is read from a descriptor whose stat matches the key's stamp
+// before and after the read, so the content is the one the key names.
 func writeEntry(pfd int, base string, e Entry, s stamp, sy *syncer) error {
-	var data []byte
+	data := []byte(e.Content)
 	if e.Source != "" && !s.missing {
 		var err error
 		if data, err = readAt(unix.AT_FDCWD, e.Source, e.Source, s); err != nil {

@@ -195,7 +195,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	p := &isolator.Plan{
 		Project:     proj,
 		Workdir:     workdir,
-		User:        isolator.User{Name: h.User, UID: h.UID, GID: h.GID, HostHome: h.Home, Shell: h.Vars["SHELL"]},
+		User:        hostUser(h),
 		SandboxHome: filepath.Join(base, "home"),
 		StateDir:    state,
 		EmptyFile:   filepath.Join(h.StateHome, "devsandbox", "empty"),
@@ -746,4 +746,9 @@ func parsePublish(s string) (egress.Forward, error) {
 		return egress.Forward{}, fmt.Errorf("%q is not HOST_PORT:SANDBOX_PORT", s)
 	}
 	return egress.Forward{HostPort: uint16(hp), SandboxPort: uint16(sp)}, nil
+}
+
+// hostUser is the Plan's User for the host h.
+func hostUser(h config.Host) isolator.User {
+	return isolator.User{Name: h.User, UID: h.UID, GID: h.GID, HostHome: h.Home, Shell: h.Vars["SHELL"]}
 }

@@ -502,9 +502,12 @@ func (b *mountBuilder) protectSubdir(dir string, files []string) ([]string, erro
 func isPattern(rel string) bool { return strings.ContainsAny(rel, "*?[") }
 
 // hostExecutedFiles returns the files of the project dir that exist under the names
-// (hostExecutedNames), each pattern's matches in its directory sorted by name.
+// (hostExecutedNames), each pattern's matches in its directory sorted by name. Each
+// directory a pattern lies in is listed once per call (the project's top holds most
+// of them: one listing where there was one per pattern).
 func hostExecutedFiles(pr Probe, dir string, names []string) []string {
 	var out []string
+	listed := map[string][]string{}
 	for _, rel := range names {
 		f := filepath.Join(dir, rel)
 		if !isPattern(rel) {
@@ -513,7 +516,12 @@ func hostExecutedFiles(pr Probe, dir string, names []string) []string {
 			}
 			continue
 		}
-		names, _ := pr.names(filepath.Dir(f)) // none when the directory does not exist
+		d := filepath.Dir(f)
+		names, ok := listed[d]
+		if !ok {
+			names, _ = pr.names(d) // none when the directory does not exist
+			listed[d] = names
+		}
 		for _, n := range names {
 			if ok, _ := path.Match(filepath.Base(rel), n); ok {
 				out = append(out, filepath.Join(filepath.Dir(f), n))

@@ -29,6 +29,9 @@ type SystemHead struct {
 	done      chan struct{} // closed once then, given before the view, returned
 	view      isolator.SystemView
 	err       error
+	// user, when set, is the host user LoadDir runs for: then gets the view with
+	// the Passwd a Build with no HOME of its own gives it (guessPasswd).
+	user *isolator.User
 
 	mu     sync.Mutex
 	viewed bool
@@ -42,7 +45,11 @@ type SystemHead struct {
 // view on the same goroutine (where the bwrap backend starts opening its /etc
 // snapshot) before Wait returns.
 func StartSystem(pr Probe, stateHome string, then func(isolator.SystemView)) *SystemHead {
-	s := &SystemHead{snapshots: etcsnap.Root(stateHome), ready: make(chan struct{}), done: make(chan struct{}), then: then}
+	return startSystem(pr, stateHome, then, nil)
+}
+
+func startSystem(pr Probe, stateHome string, then func(isolator.SystemView), user *isolator.User) *SystemHead {
+	s := &SystemHead{snapshots: etcsnap.Root(stateHome), ready: make(chan struct{}), done: make(chan struct{}), then: then, user: user}
 	if hostStats(pr) {
 		s.stats = newStatCache(pr.Lstat, pr.Stat)
 		pr.Lstat, pr.Stat = s.stats.Lstat, s.stats.Stat
@@ -57,10 +64,22 @@ func StartSystem(pr Probe, stateHome string, then func(isolator.SystemView)) *Sy
 		f := s.then
 		s.mu.Unlock()
 		if s.err == nil && f != nil {
-			f(s.view)
+			f(s.guessPasswd(s.view))
 		}
 	}()
 	return s
+}
+
+// guessPasswd returns v with the Passwd that Build sets (sandboxPasswd) when the
+// command's HOME is the host's, for then: the bwrap backend keeps that file in its
+// /etc snapshot, whose opening then starts. It is a guess, never the Plan's: a Plan
+// whose HOME is another one (env.set HOME), or whose host file changed in between,
+// has another Passwd, and the backend opens the snapshot of the Plan's instead.
+func (s *SystemHead) guessPasswd(v isolator.SystemView) isolator.SystemView {
+	if s.user != nil {
+		v.Passwd = sandboxPasswd(s.pr, v, *s.user, s.user.HostHome)
+	}
+	return v
 }
 
 // hostStats reports whether pr's Lstat and Stat are the host's own (os.Lstat,
@@ -80,7 +99,8 @@ func startAhead(flags config.Flags, h config.Host, pr Probe) *SystemHead {
 	if runtime.GOOS != "linux" || flags.Isolator != nil && !maybe(*flags.Isolator) || flags.Isolator == nil && !maybe(h.Vars[config.IsolatorVar]) {
 		return nil
 	}
-	return StartSystem(pr, h.StateHome, nil)
+	u := hostUser(h)
+	return startSystem(pr, h.StateHome, nil, &u)
 }
 
 // aheadFits reports whether the loaded configuration may run bwrap with the default
@@ -108,7 +128,7 @@ func (s *SystemHead) Then(f func(isolator.SystemView)) {
 		defer close(s.late)
 		<-s.ready
 		if s.err == nil {
-			f(s.view)
+			f(s.guessPasswd(s.view))
 		}
 	}()
 }

@@ -106,7 +106,21 @@ func TestLoadDirAhead(t *testing.T) {
 	if l.System == nil || l.Probe.head != l.System {
 		t.Fatal("LoadDir started no system view for the default configuration")
 	}
+	var handed []isolator.SystemView
+	l.System.Then(func(v isolator.SystemView) { handed = append(handed, v) })
 	ahead := build(t, l, fixed(l.Probe))
+	l.System.Wait()
+	// The bwrap backend keeps the Plan's Passwd in the /etc snapshot it opens with
+	// the view handed on: the head guesses the same one (the fixture's HOME is not
+	// the one /etc/passwd names for the user running the test).
+	if ahead.System.Passwd == nil {
+		t.Error("the Plan has no Passwd of its own: the test shows nothing of the guess")
+	}
+	if len(handed) != 1 {
+		t.Errorf("then was handed %d views, want 1", len(handed))
+	} else if string(handed[0].Passwd) != string(ahead.System.Passwd) {
+		t.Errorf("then was handed the view with Passwd %q; the Plan's is %q", handed[0].Passwd, ahead.System.Passwd)
+	}
 	if !l.System.taken {
 		t.Fatal("Build did not take the view started ahead")
 	}
