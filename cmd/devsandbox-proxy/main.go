@@ -118,7 +118,12 @@ func main() {
 // in devsandbox-proxy, which runs on the sandbox's host: the host's loopback is then
 // refused whatever the entries (tests reach their own loopback origins with false).
 func run(ctx context.Context, s service.Settings, getenv func(string) (string, bool), files []*os.File, stderr io.Writer, onHost bool) int {
-	at := place{refuseLoopback: onHost, isLocal: proxy.HostAddresses(time.Second)}
+	isLocal, err := proxy.HostAddresses(time.Second)
+	if err != nil {
+		say(stderr, "egress proxy: %v", err)
+		return 2
+	}
+	at := place{refuseLoopback: onHost, isLocal: isLocal}
 	if s.NoSocket {
 		at.listeners = files[0]
 		return serve(ctx, s, getenv, nil, stderr, at)
