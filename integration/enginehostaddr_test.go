@@ -5,6 +5,9 @@ package integration
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,6 +50,43 @@ func TestCompanionRefusesEngineHostAddresses(t *testing.T) {
 			if body := got[fmt.Sprintf("a%d", i)]; !strings.Contains(body, "an address of this host") {
 				t.Errorf("GET %s (the engine host's address) through the companion's proxy: %q, want a refusal as an address of this host", u, body)
 			}
+		}
+	})
+}
+
+// TestAllowlistNameOnRemoteEngines: in allowlist mode an allowed name is checked against
+// the addresses of the host the docker engine runs on, read on that host's network for
+// a remote engine (over TCP here); a name of the outside host goes ahead there and
+// reaches it, and one of the engine host's own addresses fails the launch (125)
+// before the command runs. The names come from an /etc/hosts bound over this host's,
+// as in TestAllowlistNameToHostAddressRefused.
+func TestAllowlistNameOnRemoteEngines(t *testing.T) {
+	o := newOutside(t)
+	hostSide := o.addr[:strings.LastIndexByte(o.addr, '.')] + ".1"
+	d := t.TempDir()
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hosts := filepath.Join(d, "hosts")
+	content := "127.0.0.1 localhost\n" + hostSide + " hostside.dsb.test\n" + o.addr + " outside.dsb.test\n"
+	if err := os.WriteFile(hosts, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	binds := map[string]string{"/etc/hosts": hosts}
+	// This machine's engine cannot mount the launch's pinned directories from the test's
+	// mount namespace (it runs in the host's): the remote variants only.
+	remote := slices.DeleteFunc(dockerVariants(), func(iso string) bool { return iso != remoteDocker })
+	forEachIsolatorOf(t, withTCP(remote), func(t *testing.T, iso string) {
+		p := newProject(t)
+		args, env := isolatorArgs([]string{"--isolator=" + iso, "--egress=allowlist", "--allow", "outside.dsb.test:8080", "--",
+			"curl", "-sf", "--noproxy", "*", "-m", "10", "http://outside.dsb.test:8080/"}, nil)
+		if r := inMountNSEnv(t, p.dir, env, binds, args...); r.code != 0 || r.stdout != "OUTSIDE\n" {
+			t.Errorf("--allow outside.dsb.test:8080 (the outside host): want it reached:\n%s", r)
+		}
+		args, env = isolatorArgs([]string{"--isolator=" + iso, "--egress=allowlist", "--allow", "hostside.dsb.test:8080", "--", "echo", "ran"}, nil)
+		r := inMountNSEnv(t, p.dir, env, binds, args...)
+		if want := "hostside.dsb.test resolves to " + hostSide; r.code != 125 || strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, want) {
+			t.Errorf("--allow hostside.dsb.test:8080 (the engine host's address): want 125 and %q:\n%s", want, r)
 		}
 	})
 }

@@ -429,9 +429,12 @@ func (b *Isolator) goCompanion(ctx context.Context, e Engine, addr Address, p *i
 		if !addr.Local() && req.Proxy != nil {
 			// The companion sees its own addresses and its gateway, not the engine
 			// host's others: they are read on that host's network.
-			if req.Refuse, err = engineHostAddresses(ctx, e, addr, p, spec.Config.Image, spec.ImageEnv, spec.Config.Labels); err != nil {
-				pc.err = err
-				return
+			req.Refuse = spec.engineHost
+			if req.Refuse == nil {
+				if req.Refuse, err = engineHostAddresses(ctx, e, addr, p, spec.Config.Image, spec.ImageEnv, spec.Config.Labels); err != nil {
+					pc.err = err
+					return
+				}
 			}
 		}
 		start := func(req companion.Request) error {

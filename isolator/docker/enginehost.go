@@ -7,11 +7,14 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 
 	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/internal/addrclass"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/proxy/companion"
@@ -130,9 +133,55 @@ func apiAddresses(ctx context.Context, host string) ([]string, error) {
 	return out, nil
 }
 
-// hostAddressesFailed is why the companion cannot know the engine host's addresses.
+// hostAddressesFailed is why the engine host's addresses are unknown.
 func hostAddressesFailed(err error) error {
-	return companionFailed("listing the engine host's addresses, which the egress proxy refuses as that host's own, "+
-		"in a container of its host network: %v; the proxy cannot refuse what it does not know, so the session does not start: "+
+	return companionFailed("listing the engine host's addresses (which no host-name allow entry opens, and the proxy refuses as that host's own) "+
+		"in a container of its host network: %v; devsandbox cannot keep the sandbox from addresses it does not know: "+
 		"use an engine that runs containers with --network host (one with userns-remap does not), or --egress=none", err)
+}
+
+// allowlistNames reports whether r, in allowlist mode, allows a host name resolved at
+// launch: the names whose addresses the engine host's are checked against.
+func allowlistNames(r egress.Rules) bool {
+	if !r.NeedsFirewall() {
+		return false
+	}
+	for _, res := range r.Resolved {
+		if allowedName(r, res.Host) {
+			return true
+		}
+	}
+	return false
+}
+
+func allowedName(r egress.Rules, host string) bool {
+	return slices.ContainsFunc(r.Allow, func(e egress.Entry) bool { return !e.IsAddress() && !e.Wildcard && e.Host == host })
+}
+
+// allowlistOpensEngineHost fails when an allowed name of r resolved at launch to one of
+// the engine host's addresses (engineHost), or a form embedding one: the firewall
+// would let the sandbox reach that host's services, by the name's DNS's choice. The
+// planner checks the same against this machine's addresses, which are not a remote
+// engine's host's. Pure.
+func allowlistOpensEngineHost(r egress.Rules, engineHost []string) error {
+	host := map[netip.Addr]bool{}
+	for _, s := range engineHost {
+		if a, err := netip.ParseAddr(s); err == nil {
+			host[a.Unmap()] = true
+		}
+	}
+	isLocal := func(a netip.Addr) bool { return host[a] }
+	for _, res := range r.Resolved {
+		if !allowedName(r, res.Host) {
+			continue
+		}
+		for _, a := range res.Addrs {
+			if class, what := addrclass.ClassifyAt(a, isLocal); class == addrclass.ClassThisHost {
+				return fmt.Errorf("%w: egress allowlist: %s resolves to %s, %s the docker engine runs on, which only an IP or CIDR entry opens "+
+					"(a name's addresses are its DNS's choice); add the address as an entry if you mean to reach it",
+					isolator.ErrConfig, res.Host, a.Unmap(), strings.Replace(what, "this host", "the host", 1))
+			}
+		}
+	}
+	return nil
 }
