@@ -312,7 +312,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if err := allowlistOpensEngineHost(p.Egress, host); err != nil {
 			return 0, err
 		}
-		spec.engineHost = host
+		spec.engineHostAhead = func() ([]string, error) { return host, nil }
 		b.phase("engine host")
 	}
 	launched = true
