@@ -44,11 +44,14 @@ func TestCompanionRefusesEngineHostAddresses(t *testing.T) {
 	}
 	forEachIsolatorOf(t, withTCP(dockerVariants()), func(t *testing.T, iso string) {
 		p := newProject(t)
-		out := p.mustSandbox(iso, []string{"--egress=proxy"}, script.String())
-		got := parseLabels(out)
-		for i, u := range urls {
-			if body := got[fmt.Sprintf("a%d", i)]; !strings.Contains(body, "an address of this host") {
-				t.Errorf("GET %s (the engine host's address) through the companion's proxy: %q, want a refusal as an address of this host", u, body)
+		// A one-shot run's companion, and a kept container's session process in the
+		// project's kept companion.
+		for _, flags := range [][]string{{"--egress=proxy"}, {"--egress=proxy", "--keep-container"}} {
+			got := parseLabels(p.mustSandbox(iso, flags, script.String()))
+			for i, u := range urls {
+				if body := got[fmt.Sprintf("a%d", i)]; !strings.Contains(body, "an address of this host") {
+					t.Errorf("%v: GET %s (the engine host's address) through the companion's proxy: %q, want a refusal as an address of this host", flags, u, body)
+				}
 			}
 		}
 	})
