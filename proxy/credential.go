@@ -38,8 +38,10 @@ var ErrInvalidCredential = errors.New("invalid credential")
 // reflects that header (an echo endpoint, a debugging header, an error page) would
 // hand it back. A request to any other host that carries it is refused alike. Credentials may share a placeholder
 // (one key held for several hosts): a request carrying it is then refused only toward
-// a host none of them goes to. Request bodies are not searched for placeholders (a
-// placeholder is worthless outside the session, and goes nowhere a credential does).
+// a host none of them goes to. Request bodies are not searched for placeholders: a
+// placeholder carries no secret, a body is streamed (a refusal could only tear a
+// request already partly sent, or hold every body back), and an encoded body would
+// pass a search anyway; the value never goes into a body (TestPlaceholderInBodyGoesAsIs).
 //
 // In responses from matching hosts the proxy masks Value, in header values (1xx
 // responses' included), trailers and bodies, with Placeholder (or asterisks) of the same length, so a server that

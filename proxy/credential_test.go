@@ -264,3 +264,44 @@ func TestPlaceholderInBasic(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaceholderInBodyGoesAsIs pins the decision on request bodies: a body is streamed
+// unsearched, so a placeholder in it reaches the credential's host (or any allowed
+// host) as written — never swapped for the value, which goes only in the credential's
+// header. A refusal could only come after the headers and part of the body had gone
+// (a torn request, not the clean 403 the header, path and query get before anything
+// is sent), or by holding whole bodies back, and an encoded body (gzip, multipart,
+// base64) would pass a search anyway; the placeholder carries no secret.
+func TestPlaceholderInBodyGoesAsIs(t *testing.T) {
+	type seenReq struct{ auth, body string }
+	got := make(chan seenReq, 2)
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seenReq{r.Header.Get("Authorization"), string(b)}
+		io.WriteString(w, "ok")
+	}
+	a, c := newOrigin(t, false, handler), newOrigin(t, false, handler)
+	const key = "sk-body-0123456789abcdef"
+	creds := []Credential{{Host: "http://a.test:" + a.port(), Header: "Authorization", Format: "Bearer {}", Value: key, Placeholder: testPlaceholder, Name: "OPENAI_API_KEY"}}
+	h := newHarness(t, Config{Policy: mustPolicy(t, []string{"a.test", "c.test"}, nil, "deny"), Resolver: loopback("a.test", "c.test"), Credentials: creds})
+	cl := h.unixClient(t, nil)
+	body := `{"api_key":"` + testPlaceholder + `"}`
+	for _, u := range []string{"http://a.test:" + a.port() + "/v1/check", "http://c.test:" + c.port() + "/v1/check"} {
+		req, err := http.NewRequest("POST", u, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		s := <-got
+		if resp.StatusCode != http.StatusOK || s.body != body || strings.Contains(s.body, key) {
+			t.Errorf("POST %s: %d, the origin saw the body %q, want the placeholder as written and never the key", u, resp.StatusCode, s.body)
+		}
+		if wantAuth := map[bool]string{true: "Bearer " + key, false: ""}[strings.Contains(u, "a.test")]; s.auth != wantAuth {
+			t.Errorf("POST %s: the origin saw Authorization %q, want %q", u, s.auth, wantAuth)
+		}
+	}
+}

@@ -260,3 +260,29 @@ func TestPolicyEmbeddedLoopbackRefused(t *testing.T) {
 		t.Errorf("a global address with an ISATAP identifier named by an allow entry: %+v, want allowed", d)
 	}
 }
+
+// TestPolicyNameOpensNoEmbeddedHostAddress: an allowed name that resolves to an IPv6
+// form embedding this host's IPv4 address (6to4, Teredo, IPv4-compatible or
+// -translated, local-use NAT64) is refused as the host's own address is: a relay or
+// translator carries it there. Before, these were "protocol", "reserved" or "private"
+// addresses, which a name entry opens.
+func TestPolicyNameOpensNoEmbeddedHostAddress(t *testing.T) {
+	p, err := NewPolicy(entries(t, "cdn.attacker.test"), nil, "deny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.IsLocal = func(a netip.Addr) bool { return a == netip.MustParseAddr("93.184.216.34") } // 5db8:d822
+	for addr, allow := range map[string]bool{
+		"2002:5db8:d822::1":                    false, // 6to4
+		"2001:0:4136:e378:8000:63bf:a247:27dd": false, // Teredo, the host the client
+		"::5db8:d822":                          false, // IPv4-compatible
+		"::ffff:0:5db8:d822":                   false, // IPv4-translated
+		"64:ff9b:1::5db8:d822":                 false, // local-use NAT64
+		"2002:5db8:d823::1":                    true,  // 6to4 of another host: a name entry opens it
+	} {
+		d := p.Decide("cdn.attacker.test", 443, []netip.Addr{netip.MustParseAddr(addr)})
+		if d.Allow != allow || !allow && d.Special != audit.ClassThisHost {
+			t.Errorf("cdn.attacker.test at %s: allow %v as %q (%s), want %v", addr, d.Allow, d.Special, d.Reason, allow)
+		}
+	}
+}

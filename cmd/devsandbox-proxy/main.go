@@ -45,9 +45,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/devsandbox/devsandbox/internal/hostaddr"
 	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/proxy"
@@ -76,6 +78,9 @@ func main() {
 		<-ctx.Done()
 		stop()
 		os.Exit(0)
+	}
+	if len(os.Args) == 2 && os.Args[1] == companion.HostAddressesArg {
+		os.Exit(printHostAddresses(os.Stdout, os.Stderr))
 	}
 	if len(os.Args) == 2 && os.Args[1] == companion.Arg {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -118,7 +123,12 @@ func main() {
 // in devsandbox-proxy, which runs on the sandbox's host: the host's loopback is then
 // refused whatever the entries (tests reach their own loopback origins with false).
 func run(ctx context.Context, s service.Settings, getenv func(string) (string, bool), files []*os.File, stderr io.Writer, onHost bool) int {
-	at := place{refuseLoopback: onHost, isLocal: proxy.HostAddresses(time.Second)}
+	isLocal, err := proxy.HostAddresses(time.Second)
+	if err != nil {
+		say(stderr, "egress proxy: %v", err)
+		return 2
+	}
+	at := place{refuseLoopback: onHost, isLocal: isLocal}
 	if s.NoSocket {
 		at.listeners = files[0]
 		return serve(ctx, s, getenv, nil, stderr, at)
@@ -251,4 +261,22 @@ func secrets(cfg *proxy.Config, s service.Settings, getenv func(string) (string,
 		})
 	}
 	return nil
+}
+
+// printHostAddresses writes this host's interface addresses to out, one a line
+// (companion.HostAddressesArg), and returns the exit code.
+func printHostAddresses(out, stderr io.Writer) int {
+	addrs, err := hostaddr.Read()
+	if err != nil {
+		say(stderr, "%v", err)
+		return 2
+	}
+	var b strings.Builder
+	for _, a := range addrs {
+		b.WriteString(a.String() + "\n")
+	}
+	if _, err := io.WriteString(out, b.String()); err != nil {
+		return 2
+	}
+	return 0
 }

@@ -154,25 +154,7 @@ func Embedded(a netip.Addr) netip.Addr {
 // It is decoded only in a range that is special anyway (link-local, unique local,
 // documentation, reserved), as the other forms are.
 func embeddedClass(a netip.Addr) (class, what string) {
-	b := a.As16()
-	v4 := func(i, j, k, l int) netip.Addr { return netip.AddrFrom4([4]byte{b[i], b[j], b[k], b[l]}) }
-	var cands []netip.Addr
-	switch {
-	case compat.Contains(a), translated.Contains(a):
-		cands = []netip.Addr{v4(12, 13, 14, 15)}
-	case sixToFour.Contains(a):
-		cands = []netip.Addr{v4(2, 3, 4, 5)}
-	case teredo.Contains(a):
-		client := netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]})
-		cands = []netip.Addr{client, v4(4, 5, 6, 7)}
-	case nat64Local.Contains(a):
-		cands = []netip.Addr{v4(12, 13, 14, 15), v4(9, 10, 11, 12), v4(7, 9, 10, 11), v4(6, 7, 9, 10)}
-	case isatap(b):
-		if class, _ := rangeClass(a); class != "" {
-			cands = []netip.Addr{v4(12, 13, 14, 15)}
-		}
-	}
-	for _, c := range cands {
+	for _, c := range embeddedAddrs(a) {
 		if class, what := Classify(c); class != "" {
 			if nat64Local.Contains(a) && class != ClassLoopback {
 				continue // private as a whole; the places overlap, so zeros mean nothing
@@ -181,6 +163,31 @@ func embeddedClass(a netip.Addr) (class, what string) {
 		}
 	}
 	return "", ""
+}
+
+// embeddedAddrs returns the IPv4 addresses the IPv6 address a may embed, by its form
+// (embeddedClass says which and where), most telling first; none for other addresses.
+func embeddedAddrs(a netip.Addr) []netip.Addr {
+	b := a.As16()
+	v4 := func(i, j, k, l int) netip.Addr { return netip.AddrFrom4([4]byte{b[i], b[j], b[k], b[l]}) }
+	switch {
+	case !a.Is6():
+		return nil
+	case nat64.Contains(a), compat.Contains(a), translated.Contains(a):
+		return []netip.Addr{v4(12, 13, 14, 15)}
+	case sixToFour.Contains(a):
+		return []netip.Addr{v4(2, 3, 4, 5)}
+	case teredo.Contains(a):
+		client := netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]})
+		return []netip.Addr{client, v4(4, 5, 6, 7)}
+	case nat64Local.Contains(a):
+		return []netip.Addr{v4(12, 13, 14, 15), v4(9, 10, 11, 12), v4(7, 9, 10, 11), v4(6, 7, 9, 10)}
+	case isatap(b):
+		if class, _ := rangeClass(a); class != "" {
+			return []netip.Addr{v4(12, 13, 14, 15)}
+		}
+	}
+	return nil
 }
 
 // HostPrefix says what every address of p is, in Classify's words, when Classify finds
@@ -256,18 +263,27 @@ func IsLoopbackName(host string) bool {
 }
 
 // ClassifyAt is Classify on a host whose own interface addresses isLocal reports
-// (nil: none known). One of them, or the IPv4 address a NAT64 one reaches, is
-// ClassThisHost whatever range it lies in — a LAN, bridge or documentation address of
-// the host as much as a public one: services bound to 0.0.0.0 listen on each. The
-// unspecified and loopback addresses keep their classes, which are refused whatever
-// the entries.
+// (nil: none known). One of them is ClassThisHost whatever range it lies in — a LAN,
+// bridge or documentation address of the host as much as a public one: services bound
+// to 0.0.0.0 listen on each. So is an IPv6 address of a form that embeds one of them
+// (IPv4-mapped, NAT64 and local-use NAT64 at every RFC 6052 place, IPv4-compatible,
+// IPv4-translated, 6to4, Teredo's client or server, ISATAP in a special range), which
+// a translator, relay or tunnel carries to the host. The unspecified and loopback
+// addresses keep their classes, which are refused whatever the entries.
 func ClassifyAt(a netip.Addr, isLocal func(netip.Addr) bool) (class, what string) {
 	class, what = Classify(a)
 	if class == ClassUnspecified || class == ClassLoopback || isLocal == nil {
 		return class, what
 	}
-	if a = a.WithZone("").Unmap(); isLocal(a) || isLocal(Embedded(a)) {
+	if a = a.WithZone("").Unmap(); isLocal(a) {
 		return ClassThisHost, "an address of this host"
+	}
+	if a.Is6() && !loopback6.Contains(a) && !unspec6.Contains(a) {
+		for _, c := range embeddedAddrs(a) {
+			if isLocal(c) {
+				return ClassThisHost, "an address of this host"
+			}
+		}
 	}
 	return class, what
 }

@@ -172,3 +172,37 @@ func TestClassifyAtThisHost(t *testing.T) {
 		}
 	}
 }
+
+// TestClassifyAtEmbedsThisHost is the attack on the forms that embed an IPv4
+// address: each embedding one of the host's addresses reaches (or is routed towards)
+// the host, so each is "this host", which only an IP or CIDR entry opens — not
+// "protocol", "reserved" or "private", which a name entry opens. An address of the
+// same form embedding another IPv4 address keeps its class.
+func TestClassifyAtEmbedsThisHost(t *testing.T) {
+	public, lan := netip.MustParseAddr("93.184.216.99"), netip.MustParseAddr("192.168.1.5") // 5db8:d863, c0a8:0105
+	isLocal := func(a netip.Addr) bool { return a == public || a == lan }
+	for addr, want := range map[string]string{
+		"::ffff:93.184.216.99":                 ClassThisHost, // IPv4-mapped
+		"64:ff9b::5db8:d863":                   ClassThisHost, // NAT64, well-known prefix
+		"64:ff9b:1::5db8:d863":                 ClassThisHost, // local-use NAT64, /96
+		"64:ff9b:1:5db8:d8:6300::":             ClassThisHost, // local-use NAT64, /48 (bits 48-55, 64-87)
+		"64:ff9b:1:0:c0:a801:500::":            ClassThisHost, // local-use NAT64, /64 (bits 72-103, after u)
+		"::5db8:d863":                          ClassThisHost, // IPv4-compatible (deprecated)
+		"::ffff:0:5db8:d863":                   ClassThisHost, // IPv4-translated
+		"2002:5db8:d863::1":                    ClassThisHost, // 6to4 of the host's public address
+		"2002:5db8:d863:1:2:3:4:5":             ClassThisHost, // 6to4, any subnet and interface
+		"2001:0:4136:e378:8000:63bf:a247:279c": ClassThisHost, // Teredo, the host the client (inverted)
+		"2001:0:5db8:d863:8000:63bf:3fff:fdd2": ClassThisHost, // Teredo, the host the server
+		"fe80::5efe:c0a8:105":                  ClassThisHost, // ISATAP, link-local
+		"fd00::200:5efe:5db8:d863":             ClassThisHost, // ISATAP, unique local
+		"2002:5db8:d864::1":                    ClassProtocol, // 6to4 of another address
+		"2001:0:4136:e378:8000:63bf:a247:279d": ClassProtocol, // Teredo, another client
+		"::5db8:d864":                          ClassReserved, // IPv4-compatible, another address
+		"64:ff9b::5db8:d864":                   "",            // NAT64 of a public address
+		"2600::5efe:5db8:d863":                 "",            // ISATAP in a global /64: that site's, not the host's
+	} {
+		if got, _ := ClassifyAt(netip.MustParseAddr(addr), isLocal); got != want {
+			t.Errorf("ClassifyAt(%s) = %q, want %q", addr, got, want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -252,7 +253,7 @@ func projectLabels(p *isolator.Plan) map[string]string {
 // the project's audit log as they come. It does not wait for the ready line (see
 // waitReady). The endpoint volume exists (ensureEndpointVolume); stop removes it
 // unless it is a kept container's.
-func (b *Isolator) startCompanion(ctx context.Context, e Engine, p *isolator.Plan, image string, imageEnv []string, keep bool, pr programs, labels map[string]string, req companion.Request) (*sessionCompanion, error) {
+func (b *Isolator) startCompanion(ctx context.Context, e Engine, p *isolator.Plan, image string, imageEnv []string, keep bool, pr programs, labels map[string]string, req companion.Request, refuse func() ([]string, error)) (*sessionCompanion, error) {
 	vol := endpointVolume(p, keep)
 	c := &sessionCompanion{e: e, ready: make(chan error, 1), relayed: make(chan error, 1)}
 	if !keep {
@@ -284,7 +285,7 @@ func (b *Isolator) startCompanion(ctx context.Context, e Engine, p *isolator.Pla
 		return nil, companionFailed("starting the companion: %v", err)
 	}
 	started = true
-	if err := c.begin(req, p); err != nil {
+	if err := c.begin(req, p, refuse); err != nil {
 		c.stop(ctx)
 		return nil, err
 	}
@@ -297,8 +298,16 @@ func companionFailed(format string, args ...any) error {
 }
 
 // begin sends the companion's process (attached as c.hj) its request and relays what
-// it writes: its ready line, then its audit records.
-func (c *sessionCompanion) begin(req companion.Request, p *isolator.Plan) error {
+// it writes: its ready line, then its audit records. refuse, when not nil, gives the
+// engine host's addresses the proxy refuses (req.Refuse), awaited here.
+func (c *sessionCompanion) begin(req companion.Request, p *isolator.Plan, refuse func() ([]string, error)) error {
+	if req.Proxy != nil && refuse != nil {
+		addrs, err := refuse()
+		if err != nil {
+			return err
+		}
+		req.Refuse = append(slices.Clip(req.Refuse), addrs...)
+	}
 	if err := companion.WriteRequest(c.hj.Conn, req); err != nil {
 		return companionFailed("sending the companion its request: %v", err)
 	}
@@ -419,6 +428,13 @@ func (b *Isolator) goCompanion(ctx context.Context, e Engine, addr Address, p *i
 		close(pc.done)
 		return pc
 	}
+	if !addr.Local() && p.Egress.NeedsProxy() && spec.engineHostAhead == nil {
+		// The companion sees its own addresses and its gateway, not the engine host's
+		// others: they are read on that host's network, while the companion starts.
+		spec.engineHostAhead = fetch(func() ([]string, error) {
+			return engineHostAddresses(ctx, e, addr, p, spec.Config.Image, spec.ImageEnv, spec.Config.Labels)
+		}).get
+	}
 	go func() {
 		defer close(pc.done)
 		req, err := companionRequest(p, addr.Local())
@@ -427,7 +443,7 @@ func (b *Isolator) goCompanion(ctx context.Context, e Engine, addr Address, p *i
 			return
 		}
 		start := func(req companion.Request) error {
-			c, err := b.startCompanion(ctx, e, p, spec.Config.Image, spec.ImageEnv, keep, pr, spec.Config.Labels, req)
+			c, err := b.startCompanion(ctx, e, p, spec.Config.Image, spec.ImageEnv, keep, pr, spec.Config.Labels, req, spec.engineHostAhead)
 			if err == nil {
 				pc.cs = append(pc.cs, c)
 			}

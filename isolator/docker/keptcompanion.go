@@ -110,7 +110,7 @@ func (b *Isolator) execCompanion(ctx context.Context, e Engine, p *isolator.Plan
 	if c.hj, err = e.ContainerExecAttach(ctx, ex.ID, dockercontainer.ExecAttachOptions{}); err != nil {
 		return nil, companionFailed("starting the session's process in the companion %s: %v", keptCompanionName(p), err)
 	}
-	if err := c.begin(req, p); err != nil {
+	if err := c.begin(req, p, spec.engineHostAhead); err != nil {
 		c.hj.Close()
 		return nil, err
 	}

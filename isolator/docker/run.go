@@ -307,6 +307,19 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err := roots.made(ctx, e, p, spec.AnchorRoots); err != nil {
 		return 0, err
 	}
+	if !addr.Local() && allowlistNames(p.Egress) {
+		// The planner checked the allowed names against this machine's addresses; the
+		// firewall runs on the engine's host.
+		host, err := engineHostAddresses(ctx, e, addr, p, spec.Config.Image, spec.ImageEnv, spec.Config.Labels)
+		if err != nil {
+			return 0, err
+		}
+		if err := allowlistOpensEngineHost(p.Egress, host); err != nil {
+			return 0, err
+		}
+		spec.engineHostAhead = func() ([]string, error) { return host, nil }
+		b.phase("engine host")
+	}
 	launched = true
 	var code int
 	if spec.Exec != nil {

@@ -136,6 +136,10 @@ type Spec struct {
 	// agentVerdict, set by Run, records an engine's refusal of AgentBind
 	// (agentVerdict.note).
 	agentVerdict *agentVerdict
+	// engineHostAhead gives a remote engine's host's addresses, read once
+	// (engineHostAddresses, perhaps still being read), for the companion to refuse;
+	// nil for a local engine.
+	engineHostAhead func() ([]string, error)
 	// FirewallArg is the argument of devsandbox-init that applies the egress rules
 	// (allowlist), run in a helper container in the container's network namespace.
 	FirewallArg string

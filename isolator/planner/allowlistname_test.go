@@ -77,7 +77,11 @@ func TestAllowlistNameOpensNoHostAddress(t *testing.T) {
 		{allow: []string{"cdn.attacker.test"}, addr: "172.17.0.1"},
 		{allow: []string{"cdn.attacker.test"}, addr: "fd00::2"},
 		{allow: []string{"cdn.attacker.test"}, addr: "::ffff:192.168.1.5"},
-		{allow: []string{"cdn.attacker.test"}, addr: "64:ff9b::5db8:d863"}, // NAT64 of 93.184.216.99
+		{allow: []string{"cdn.attacker.test"}, addr: "64:ff9b::5db8:d863"},                   // NAT64 of 93.184.216.99
+		{allow: []string{"cdn.attacker.test"}, addr: "2002:5db8:d863::1"},                    // 6to4 of 93.184.216.99
+		{allow: []string{"cdn.attacker.test"}, addr: "2001:0:4136:e378:8000:63bf:a247:279c"}, // Teredo, 93.184.216.99 the client
+		{allow: []string{"cdn.attacker.test"}, addr: "::c0a8:105"},                           // IPv4-compatible 192.168.1.5
+		{allow: []string{"cdn.attacker.test"}, addr: "2002:5db8:d864::1", ok: true},          // 6to4 of another host
 		{allow: []string{"cdn.attacker.test"}, addr: "fe80::42:1"},
 		{allow: []string{"cdn.attacker.test"}, addr: "192.168.1.6", ok: true}, // another LAN host
 		{allow: []string{"cdn.attacker.test"}, addr: "93.184.216.34", ok: true},

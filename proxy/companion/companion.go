@@ -49,6 +49,11 @@ const ReadyLine = "devsandbox-companion ready"
 // Arg is the argument devsandbox-proxy runs the companion with.
 const Arg = "companion"
 
+// HostAddressesArg is the argument devsandbox-proxy prints its host's interface
+// addresses with, one a line: run in a container of a remote engine's host network,
+// it tells devsandbox the engine host's addresses, which the companion refuses.
+const HostAddressesArg = "host-addresses"
+
 // HoldArg, after Arg, is the main process of a kept container's companion: it serves
 // nothing and waits for SIGTERM; each session's companion is a process exec'd beside it
 // (devsandbox-proxy Arg).

@@ -3,40 +3,50 @@
 package companion
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/devsandbox/devsandbox/internal/hostaddr"
 )
 
 // refusing returns the proxy's isLocal for the companion: the addresses the host
 // named, the companion's own interface addresses and its default gateway (the engine's
-// host on its bridge), read once.
-func refusing(named []string) func(netip.Addr) bool {
-	var once sync.Once
+// host on its bridge), read once, now. When its own addresses or its gateway cannot be
+// read, it returns an error: a proxy refusing fewer of the engine host's addresses
+// than it should would let a name entry reach them, so the companion does not start.
+func refusing(named []string) (func(netip.Addr) bool, error) {
+	return refusingFrom(named, hostaddr.Read, func() ([]byte, error) { return os.ReadFile("/proc/net/route") })
+}
+
+// refusingFrom is refusing reading the companion's addresses with own and its routes
+// (/proc/net/route's text) with routes.
+func refusingFrom(named []string, own func() ([]netip.Addr, error), routes func() ([]byte, error)) (func(netip.Addr) bool, error) {
 	set := map[netip.Addr]bool{}
-	return func(a netip.Addr) bool {
-		once.Do(func() {
-			for _, n := range named {
-				if a, err := netip.ParseAddr(n); err == nil {
-					set[a.Unmap()] = true
-				}
-			}
-			own, _ := hostaddr.Read() // none read: the host's and the gateway still are
-			for _, a := range own {
-				set[a] = true
-			}
-			if b, err := os.ReadFile("/proc/net/route"); err == nil {
-				if gw, ok := defaultGateway(string(b)); ok {
-					set[gw] = true
-				}
-			}
-		})
-		return set[a.WithZone("").Unmap()]
+	for _, n := range named {
+		if a, err := netip.ParseAddr(n); err == nil {
+			set[a.Unmap()] = true
+		}
 	}
+	addrs, err := own()
+	if err != nil {
+		return nil, fmt.Errorf("the egress proxy refuses the engine host's addresses and needs its own to do so: %w", err)
+	}
+	for _, a := range addrs {
+		set[a.WithZone("").Unmap()] = true
+	}
+	b, err := routes()
+	if err != nil {
+		return nil, fmt.Errorf("the egress proxy refuses the engine host's address on its bridge, its default gateway, and cannot read its routes: %w", err)
+	}
+	gw, ok := defaultGateway(string(b))
+	if !ok {
+		return nil, fmt.Errorf("the egress proxy refuses the engine host's address on its bridge, its default gateway, and has none: run the companion on a bridge network")
+	}
+	set[gw] = true
+	return func(a netip.Addr) bool { return set[a.WithZone("").Unmap()] }, nil
 }
 
 // defaultGateway returns the IPv4 default route's gateway from /proc/net/route's text.

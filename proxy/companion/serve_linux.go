@@ -53,7 +53,11 @@ func serve(ctx context.Context, in io.Reader, out, stderr io.Writer, proxy Proxy
 		cancel()
 	}()
 	var ln net.Listener
+	var isLocal func(netip.Addr) bool
 	if req.Proxy != nil {
+		if isLocal, err = refusing(req.Refuse); err != nil {
+			return fail(err)
+		}
 		if ln, err = listenUnix(filepath.Join(req.Dir, ProxySocket(req.Session))); err != nil {
 			return fail(err)
 		}
@@ -75,7 +79,7 @@ func serve(ctx context.Context, in io.Reader, out, stderr io.Writer, proxy Proxy
 		return 0
 	}
 	getenv := func(k string) (string, bool) { v, ok := req.Secrets[k]; return v, ok }
-	return proxy(ctx, req.Proxy, getenv, refusing(req.Refuse), ln, w)
+	return proxy(ctx, req.Proxy, getenv, isLocal, ln, w)
 }
 
 // useRoots makes roots the certificates crypto/x509 checks servers against: it reads
