@@ -348,3 +348,41 @@ func TestHostRoot(t *testing.T) {
 		}
 	}
 }
+
+// VerifySession refuses a secret file that is not the user's own 0400 regular file of
+// the expected size, whoever wrote it: the container init (writeSecretFiles) or bwrap
+// (--perms 0400 --ro-bind-data), whose --perms an older bubblewrap ignores.
+func TestVerifySessionSecretFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "secrets")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	m := &wire.Manifest{SecretDir: dir}
+	files := map[string][]byte{"DB_PASS": []byte("s3cret")}
+	if err := writeSecretFiles(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifySession(m, files); err != nil {
+		t.Fatalf("a 0400 secret file of the user was refused: %v", err)
+	}
+	p := filepath.Join(dir, "DB_PASS")
+	for _, mode := range []uint32{0o444, 0o404, 0o440, 0o600, 0o4400} {
+		if err := unix.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := VerifySession(m, files); err == nil || !strings.Contains(err.Error(), "is not a 0400 file") {
+			t.Errorf("secret file of mode %o: VerifySession = %v, want a refusal", mode, err)
+		}
+	}
+	if err := os.Chmod(p, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getuid() == 0 {
+		if err := os.Lchown(p, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if err := VerifySession(m, files); err == nil || !strings.Contains(err.Error(), "is not a 0400 file") {
+			t.Errorf("secret file of another user: VerifySession = %v, want a refusal", err)
+		}
+	}
+}
