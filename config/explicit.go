@@ -1,8 +1,12 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/devsandbox/devsandbox/internal/rawfile"
@@ -39,7 +43,7 @@ func applyExplicit(c *Config, path string) error {
 		doc, err = readFile(path)
 	}
 	if err != nil {
-		return err
+		return missingFix(err, "--config names the file to read instead of your user config: fix the path, or write a starter one there with `devsandbox config init "+path+"`")
 	}
 	// What was judged a file when read is judged as one: a link swapped for one to a
 	// pipe since does not make it need no trust.
@@ -132,6 +136,10 @@ func untrustedConfigf(format string, args ...any) error {
 // file's resolved path. The file must be one a run would apply (valid, as a --config
 // file: over the defaults alone, since it replaces the user file), and pass checks.
 func TrustConfigFile(host Host, path string, now time.Time, checks ...func(*Config) error) (string, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		// Not "not a file on disk": the file is missing (or a link to nothing).
+		return "", missingFix(&Error{File: path, Err: syscall.ENOENT}, "fix the path: `devsandbox config trust FILE` trusts an existing --config file")
+	}
 	if _, onDisk := realPath(path); !onDisk {
 		return "", &Error{File: path, Err: invalidf("not a file on disk: a pipe applies without trust")}
 	}

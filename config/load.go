@@ -138,6 +138,7 @@ func effectiveIsolator(c *Config, f Flags) string {
 func LoadFile(path string, host Host) (*Config, []string, error) {
 	c := defaults(host)
 	if err := applyFile(c, path, true); err != nil {
+		err = missingFix(err, "name an existing config file, or write a starter one there with `devsandbox config init "+path+"`")
 		return nil, nil, err
 	}
 	if err := checkEngineEnv(c); err != nil {
@@ -191,6 +192,17 @@ func apply(c *Config, l *layer, src *source) error {
 }
 
 // readFile reads a config file; the error is an *Error naming the file.
+// missingFix adds fix to err when err says the file it names does not exist, so the
+// message says what to do: "FILE: no such file or directory; fix". Other errors pass
+// unchanged; the result still matches fs.ErrNotExist.
+func missingFix(err error, fix string) error {
+	var e *Error
+	if !errors.Is(err, fs.ErrNotExist) || !errors.As(err, &e) {
+		return err
+	}
+	return &Error{File: e.File, Line: e.Line, Key: e.Key, Source: e.Source, Err: fmt.Errorf("%w; %s", e.Err, fix)}
+}
+
 func readFile(path string) ([]byte, error) {
 	doc, err := rawfile.ReadFile(path)
 	if err != nil {

@@ -186,7 +186,7 @@ func WriteStarter(path string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		if os.IsExist(err) {
-			return &Error{File: path, Err: fmt.Errorf("not overwriting it: %w", fs.ErrExist)}
+			return &Error{File: path, Err: fmt.Errorf("not overwriting it: %w; edit it (`devsandbox config validate %s` checks it), or move it aside to write a new starter", fs.ErrExist, path)}
 		}
 		return &Error{File: path, Err: err}
 	}

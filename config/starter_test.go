@@ -116,6 +116,9 @@ func TestWriteStarter(t *testing.T) {
 	if ce := asConfigError(t, err); ce.File != path || !errors.Is(err, fs.ErrExist) {
 		t.Errorf("over an existing file: %v", err)
 	}
+	if want := path + ": not overwriting it: file already exists; edit it (`devsandbox config validate " + path + "` checks it), or move it aside to write a new starter"; err == nil || err.Error() != want {
+		t.Errorf("over an existing file:\n got %v\nwant %s", err, want)
+	}
 	if got, _ := os.ReadFile(path); string(got) != "isolator = \"bwrap\"\n" {
 		t.Errorf("the existing file was changed: %q", got)
 	}

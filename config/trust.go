@@ -72,7 +72,7 @@ func TrustFile(host Host) string {
 func Trust(host Host, projectFile string, now time.Time, checks ...func(*Config) error) (string, error) {
 	doc, err := readProjectFile(projectFile)
 	if err != nil {
-		return "", err
+		return "", missingFix(err, "there is no project file to trust: write one (`devsandbox config init "+projectFile+"`), or name the --config file to trust (`devsandbox config trust FILE`)")
 	}
 	// Judged as a run without flags judges it: over the defaults and the user file.
 	c := defaults(host)

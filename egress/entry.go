@@ -78,6 +78,9 @@ func ParseEntry(s string) (Entry, error) {
 		e.Wildcard, name = true, rest
 	}
 	if err := ValidName(name); err != nil {
+		if name == s {
+			return Entry{}, err // the error names the entry already
+		}
 		return Entry{}, fmt.Errorf("%q: %v", s, err)
 	}
 	e.Host = name
@@ -115,18 +118,27 @@ func looksNumeric(s string) bool {
 }
 
 // ValidName checks a lower-case DNS name: dot-separated labels of letters, digits, '-'
-// and '_' (not at a label's ends), 1-63 bytes each, 253 in all.
+// and '_' (not at a label's ends), 1-63 bytes each, 253 in all. The error says which
+// rule n breaks.
 func ValidName(n string) error {
-	if n == "" || len(n) > 253 {
+	if n == "" {
 		return fmt.Errorf("%q is not a host name", n)
 	}
+	if len(n) > 253 {
+		return fmt.Errorf("%q is not a host name: longer than 253 bytes", n)
+	}
 	for _, l := range strings.Split(n, ".") {
-		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-			return fmt.Errorf("%q is not a host name", n)
+		switch {
+		case l == "":
+			return fmt.Errorf("%q is not a host name: an empty label (two dots in a row, or a dot at the start)", n)
+		case len(l) > 63:
+			return fmt.Errorf("%q is not a host name: the label %q is longer than 63 bytes", n, l)
+		case l[0] == '-' || l[len(l)-1] == '-':
+			return fmt.Errorf("%q is not a host name: the label %q begins or ends with '-'", n, l)
 		}
 		for _, c := range l {
 			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return fmt.Errorf("%q is not a host name (%q)", n, c)
+				return fmt.Errorf("%q is not a host name: %q is not a letter, a digit, '-' or '_'", n, c)
 			}
 		}
 	}

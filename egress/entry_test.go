@@ -2,6 +2,7 @@ package egress
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -42,6 +43,22 @@ func TestParseEntry(t *testing.T) {
 		"1.2.3", "1.2.3.4.5", "10.0.0.0/33", "[10.0.0.1]:80", "[2001:db8::1", "2001:db8::zz", "a b.com", "*.*.com"} {
 		if e, err := ParseEntry(bad); err == nil {
 			t.Errorf("ParseEntry(%q) = %+v, want an error", bad, e)
+		}
+	}
+}
+
+// TestParseEntryNameErrors: a bad host name is named once, with the rule it breaks.
+func TestParseEntryNameErrors(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"exa mple.com", `"exa mple.com" is not a host name: ' ' is not a letter, a digit, '-' or '_'`},
+		{"a..b", `"a..b" is not a host name: an empty label (two dots in a row, or a dot at the start)`},
+		{"-a.com", `"-a.com" is not a host name: the label "-a" begins or ends with '-'`},
+		{"*.b c.com", `"*.b c.com": "b c.com" is not a host name: ' ' is not a letter, a digit, '-' or '_'`},
+		{"x" + strings.Repeat("y", 63) + ".com", `"x` + strings.Repeat("y", 63) + `.com" is not a host name: the label "x` + strings.Repeat("y", 63) + `" is longer than 63 bytes`},
+	} {
+		_, err := ParseEntry(tt.in)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("ParseEntry(%q): %v\nwant %s", tt.in, err, tt.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"maps"
 	"strings"
 	"testing"
 
@@ -74,10 +75,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"logs", "proxy", "-x"}, "devsandbox: unknown flag -x\n"},
 		{[]string{"config", "validate"}, "devsandbox: config validate needs exactly one FILE\n"},
 		{[]string{"--pids"}, "devsandbox: flag --pids needs a value\n"},
-		{[]string{"--pids", "many", "--", "true"}, "devsandbox: flag --pids: \"many\" is not a valid value (parse error)\n"},
-		{[]string{"--cpus=x", "true"}, "devsandbox: flag --cpus: \"x\" is not a valid value (parse error)\n"},
-		{[]string{"--read-only=maybe", "true"}, "devsandbox: flag --read-only: \"maybe\" is not a valid value (parse error)\n"},
-		{[]string{"sandboxes", "prune", "--days", "abc"}, "devsandbox: flag --days: \"abc\" is not a valid value (parse error)\n"},
+		{[]string{"--pids", "many", "--", "true"}, "devsandbox: flag --pids: \"many\" is not a whole number\n"},
+		{[]string{"--cpus=x", "true"}, "devsandbox: flag --cpus: \"x\" is not a number\n"},
+		{[]string{"--read-only=maybe", "true"}, "devsandbox: flag --read-only: \"maybe\" is not true or false (--read-only alone means true)\n"},
+		{[]string{"sandboxes", "prune", "--days", "abc"}, "devsandbox: flag --days: \"abc\" is not a whole number\n"},
+		{[]string{"--pids", "1.5", "true"}, "devsandbox: flag --pids: \"1.5\" is not a whole number\n"},
 		{[]string{"-e"}, "devsandbox: flag -e needs a value\n"},
 		{[]string{"config", "trust", "a.toml", "b.toml"}, "devsandbox: config trust takes at most one FILE\n"},
 		{[]string{"config", "init", "a.toml", "b.toml"}, "devsandbox: config init takes at most one FILE\n"},
@@ -205,5 +207,32 @@ func TestGroupUsageNamesSubcommands(t *testing.T) {
 	}
 	if n < 5 {
 		t.Fatalf("checked %d command groups: is the command list broken?", n)
+	}
+}
+
+// TestNumberFlagKinds holds wholeNumberFlags and numberFlags, which word a value that
+// does not parse, to the CLI's integer and float flags.
+func TestNumberFlagKinds(t *testing.T) {
+	ints, floats := map[string]bool{}, map[string]bool{}
+	var walk func(flags []cli.Flag, cmds []*cli.Command)
+	walk = func(flags []cli.Flag, cmds []*cli.Command) {
+		for _, f := range flags {
+			switch f.(type) {
+			case *cli.IntFlag, *cli.Int64Flag, *cli.UintFlag, *cli.Uint64Flag:
+				ints[f.Names()[0]] = true
+			case *cli.Float64Flag:
+				floats[f.Names()[0]] = true
+			}
+		}
+		for _, c := range cmds {
+			walk(c.Flags, c.Subcommands)
+		}
+	}
+	walk(runFlags(), testAppCommands())
+	if !maps.Equal(ints, wholeNumberFlags) {
+		t.Errorf("integer flags %v, wholeNumberFlags %v", ints, wholeNumberFlags)
+	}
+	if !maps.Equal(floats, numberFlags) {
+		t.Errorf("float flags %v, numberFlags %v", floats, numberFlags)
 	}
 }

@@ -94,10 +94,27 @@ var flagErrors = sync.OnceValue(func() []flagError {
 		{regexp.MustCompile(`^flag provided but not defined: -(\S+)$`), func(_ []string, f string) string { return "unknown flag " + f }},
 		{regexp.MustCompile(`^flag needs an argument: -(\S+)$`), func(_ []string, f string) string { return "flag " + f + " needs a value" }},
 		{regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-(\S+): (.*)$`), func(m []string, f string) string {
+			// The flag package's cause ("parse error") says nothing a user can act on:
+			// say what the flag takes instead.
+			switch {
+			case strings.HasPrefix(m[0], "invalid boolean"):
+				return fmt.Sprintf("flag %s: %s is not true or false (%s alone means true)", f, m[1], f)
+			case wholeNumberFlags[m[2]]:
+				return fmt.Sprintf("flag %s: %s is not a whole number", f, m[1])
+			case numberFlags[m[2]]:
+				return fmt.Sprintf("flag %s: %s is not a number", f, m[1])
+			}
 			return fmt.Sprintf("flag %s: %s is not a valid value (%s)", f, m[1], m[3])
 		}},
 	}
 })
+
+// wholeNumberFlags and numberFlags name the CLI's integer and float flags, for the
+// words of a value that does not parse (TestNumberFlagKinds holds them to the CLI).
+var (
+	wholeNumberFlags = map[string]bool{"pids": true, "days": true}
+	numberFlags      = map[string]bool{"cpus": true}
+)
 
 // usageMessage words a usage error for people: the flag package's "flag provided but
 // not defined: -name" becomes "unknown flag --name", "flag needs an argument: -pids"
