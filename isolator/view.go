@@ -83,7 +83,7 @@ type entry struct {
 // path, and O_NOFOLLOW guards only the last component. Open closes that gap. A
 // View mirrors the Plan as built: optional binds are taken to be present, and files
 // created on the host after the Plan was built are not masked (nor are they in the
-// running sandbox). A Plan that bwrap.Render rejects gives a View that denies every path.
+// running sandbox). A Plan bwrap cannot render gives a View that denies every path.
 //
 // A View is safe for concurrent use once Readlink is set.
 type View struct {
