@@ -78,9 +78,11 @@ type entry struct {
 // one). Both the cleaned and the resolved path must be allowed. Components that do not
 // exist are taken as written, so the path of a file yet to be created can be checked.
 //
-// CheckRead, CheckWrite and HostPath only answer: a sandboxed process running
-// meanwhile can swap a checked directory for a symlink before the harness opens the
-// path, and O_NOFOLLOW guards only the last component. Open closes that gap. A
+// CheckRead, CheckWrite and HostPath judge by name only and are not safe to act on
+// while the sandbox runs: a sandboxed process can swap a checked directory for a
+// symlink before the harness opens the path (O_NOFOLLOW guards only the last
+// component), or move a protected file under another name. Open closes that gap;
+// file tools use it. A
 // View mirrors the Plan as built: optional binds are taken to be present, and files
 // created on the host after the Plan was built are not masked (nor are they in the
 // running sandbox). A Plan bwrap cannot render gives a View that denies every path.
@@ -228,6 +230,13 @@ func newView(p *Plan, ctr *ContainerHome) *View {
 // CheckRead returns nil when the sandbox lets a process read name, an absolute
 // in-sandbox path; else an error wrapping ErrOutsideView, ErrMasked or ErrInvalidPath.
 // A tool that walks a directory must check each path it opens below it.
+//
+// CheckRead judges by name only, as the tree is when it looks: it is not safe to
+// open the path afterwards while the sandbox runs (the sandbox can swap a checked
+// directory for a symlink, rename a directory holding a mask, link a protected
+// file under another name). A file tool opens with Open, which checks and opens in
+// one step; CheckRead is for questions about the policy (may the agent name this
+// path at all?) and for a sandbox that is not running.
 func (v *View) CheckRead(name string) error {
 	_, err := v.check(name, false)
 	return err
@@ -238,6 +247,10 @@ func (v *View) CheckRead(name string) error {
 // ErrInvalidPath. Check the path being created, not its directory: a directory holding
 // a read-only or masked mount is denied, because on the host, renaming or removing it
 // would carry what the mount protects away from the protection.
+//
+// Like CheckRead, CheckWrite judges by name only and is not safe to act on while
+// the sandbox runs: write through Open, which checks for writing and opens in one
+// step.
 func (v *View) CheckWrite(name string) error {
 	_, err := v.check(name, true)
 	return err
@@ -247,10 +260,15 @@ func (v *View) CheckWrite(name string) error {
 // resolved as in the sandbox: $HOME/notes is below Plan.SandboxHome, a home-relative
 // binding is its host source, a project path is itself. It fails as CheckRead does,
 // and with ErrNoHostPath where no host file backs the path (a tmpfs, a generated
-// file, /tmp before Run chose the session dir). It does not check for writing. It is
-// for messages and for a sandbox that is not running: opening what it returns while
-// the sandbox runs can reach a file the sandbox linked there after the check (use
-// Open).
+// file, /tmp before Run chose the session dir). It does not check for writing.
+//
+// HostPath judges by name only: the path it returns is not safe to open while the
+// sandbox runs (the sandbox can link a directory on it elsewhere after the check,
+// or have moved a mask's file to it), and O_NOFOLLOW guards only the last
+// component. It is for messages and for a sandbox that is not running.
+//
+// Deprecated: a file tool opens with Open, which checks and opens in one step;
+// HostPath followed by os.Open or os.OpenFile is the race Open closes.
 func (v *View) HostPath(name string) (string, error) {
 	r, err := v.check(name, false)
 	if err != nil {
