@@ -3,11 +3,13 @@ package bwrap
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/projlock"
 	"github.com/devsandbox/devsandbox/isolator/runmark"
+	"github.com/devsandbox/devsandbox/isolator/tmpdir"
 	"github.com/devsandbox/devsandbox/isolator/watch"
 )
 
@@ -84,7 +86,24 @@ func inSession(p *isolator.Plan) error {
 	n := sessions.n[p.StateDir]
 	sessions.Unlock()
 	if n > 0 {
+		if err := tmpHeld(p); err != nil {
+			return err
+		}
 		return watched(p)
 	}
 	return fmt.Errorf("%w: no library session holds the project %s, so nothing watches what this command writes for the host's git and tools (git hooks and configs, agent and editor settings), and `devsandbox sandboxes prune` would remove its sandbox home and state while it runs; call bwrap.Begin(ctx, plan, warn) before WrapArgv or Command and the session's End after the command exits", isolator.ErrProtection, p.Project.Dir)
+}
+
+// tmpHeld fails when p names a session /tmp (Tmp.Session) that no lock holds:
+// `sandboxes prune` removes such a dir once a minute old, whatever the run marks say,
+// and the command has it bound read-write as its /tmp.
+func tmpHeld(p *isolator.Plan) error {
+	if p.Tmp.Kind == "tmpfs" || p.Tmp.Session == "" {
+		return nil // WrapArgv and Command give the command a tmpfs
+	}
+	d := filepath.Join(p.Tmp.Dir, p.Tmp.Session)
+	if tmpdir.Locked(d) {
+		return nil
+	}
+	return fmt.Errorf("%w: the session /tmp %s is not held, so `devsandbox sandboxes prune` would remove it while the command runs; make it with tmpdir.Acquire(plan.Tmp.Dir) and keep that Session until the command exits, or leave Plan.Tmp.Session empty for a tmpfs /tmp", isolator.ErrProtection, d)
 }

@@ -30,7 +30,9 @@ var ErrNeedsFiles = errors.New("the plan delivers files through descriptors")
 // project may be written by another sandbox while this one starts. With p.Self empty
 // the command runs without the devsandbox-init. It needs no descriptors: /etc
 // files are bound instead of copied (the host's /etc/passwd too, not
-// SystemView.Passwd) and /tmp is a fresh tmpfs. The caller runs it with
+// SystemView.Passwd) and /tmp is a fresh tmpfs, unless p names a session dir
+// (Tmp.Session), which must be one a lock holds (tmpdir.Acquire) for as long as the
+// command runs: prune removes the others. The caller runs it with
 // the plan's environment (Env), which carries secrets, never the argv. Plans with
 // generated files or secret files (a Data mount, secrets.files) return ErrNeedsFiles;
 // proxy modes need p.Egress.Proxy to point at a proxy the caller runs. The syscall

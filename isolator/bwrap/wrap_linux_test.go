@@ -407,3 +407,46 @@ func TestLibraryRunSeenByPrune(t *testing.T) {
 		})
 	}
 }
+
+// TestLibrarySessionTmpHeld is the attack of prune's sweep of session dirs on a
+// harness's command whose Plan names a session /tmp (Plan.Tmp.Session) the harness
+// made itself: `sandboxes prune` removes every session dir over a minute old whose
+// lock is free, whatever the run marks say, so the command's /tmp, bound read-write,
+// would be emptied under it. A command may run only with a session dir a lock holds
+// (tmpdir.Acquire, as Run's).
+func TestLibrarySessionTmpHeld(t *testing.T) {
+	p, _ := libraryPlan(t)
+	p.Self = ""
+	p.Syscalls.Unfiltered = true
+	p.Limits.Pids = 0
+	watchPlan(t, p)
+	base := filepath.Join(p.StateDir, "tmp")
+	dir := filepath.Join(base, "harness-made")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * tmpdir.PruneAge)
+	if err := os.Chtimes(dir, old, old); err != nil {
+		t.Fatal(err)
+	}
+	p.Tmp = isolator.Tmp{Kind: "session", Dir: base, Session: "harness-made"}
+	inner := []string{"/bin/sh", "-c", "true"}
+	_, werr := bwrap.WrapArgv(p, inner)
+	_, cerr := bwrap.Command(context.Background(), p, inner)
+	swept := tmpdir.Prune(filepath.Dir(p.StateDir), time.Now(), true)
+	for how, err := range map[string]error{"WrapArgv": werr, "Command": cerr} {
+		if !errors.Is(err, isolator.ErrProtection) {
+			t.Errorf("%s with a session /tmp no lock holds = %v, want ErrProtection (prune would remove it while the command runs: %q)", how, err, swept)
+		}
+	}
+	// Held as Run holds its own: accepted.
+	sess, err := tmpdir.Acquire(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Release()
+	p.Tmp.Session = sess.Name
+	if _, err := bwrap.WrapArgv(p, inner); err != nil {
+		t.Errorf("WrapArgv with a held session /tmp: %v", err)
+	}
+}
