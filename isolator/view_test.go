@@ -127,7 +127,6 @@ func runViewCases(t *testing.T, v *isolator.View, cases []viewCase) {
 			if err := v.CheckWrite(c.path); !sameClass(err, c.write) {
 				t.Errorf("CheckWrite(%q) = %v, want %v", c.path, err, c.write)
 			}
-			//lint:ignore SA1019 HostPath's own test
 			got, err := v.HostPath(c.path)
 			wantErr := c.read
 			if wantErr == nil && c.host == "" {
@@ -409,7 +408,6 @@ func TestViewHostFS(t *testing.T) {
 	})
 	// In the sandbox, the link's host path names nothing of the project: under /tmp it
 	// is the sandbox's own tmpfs, elsewhere not visible. Either way it has no host path.
-	//lint:ignore SA1019 HostPath's own test
 	if got, err := isolator.NewView(p).HostPath("/proj/host-abs/a"); err == nil {
 		t.Errorf("HostPath(/proj/host-abs/a) = %q, want an error", got)
 	}

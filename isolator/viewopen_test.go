@@ -105,7 +105,6 @@ func TestViewOpenSwappedDir(t *testing.T) {
 	t.Logf("Open after the swap: %v", err)
 	// Checked again, the view resolves the link in the sandbox's namespace: the
 	// target names no host file (below /tmp, the sandbox's own; else not visible).
-	//lint:ignore SA1019 the race Open closes
 	if h, err := l.view.HostPath(name); err == nil {
 		t.Errorf("HostPath(%s) after the swap = %s, want an error", name, h)
 	}
