@@ -78,12 +78,14 @@ type entry struct {
 // one). Both the cleaned and the resolved path must be allowed. Components that do not
 // exist are taken as written, so the path of a file yet to be created can be checked.
 //
-// CheckRead, CheckWrite and HostPath only answer: a sandboxed process running
-// meanwhile can swap a checked directory for a symlink before the harness opens the
-// path, and O_NOFOLLOW guards only the last component. Open closes that gap. A
+// CheckRead, CheckWrite and HostPath judge by name only and are not safe to act on
+// while the sandbox runs: a sandboxed process can swap a checked directory for a
+// symlink before the harness opens the path (O_NOFOLLOW guards only the last
+// component), or move a protected file under another name. Open closes that gap;
+// file tools use it. A
 // View mirrors the Plan as built: optional binds are taken to be present, and files
 // created on the host after the Plan was built are not masked (nor are they in the
-// running sandbox). A Plan that bwrap.Render rejects gives a View that denies every path.
+// running sandbox). A Plan bwrap cannot render gives a View that denies every path.
 //
 // A View is safe for concurrent use once Readlink is set.
 type View struct {
@@ -102,30 +104,74 @@ type View struct {
 // home path, p.User.HostHome. The View keeps no reference to p. It records which host
 // files the masks and the read-only binds hold (one lstat each), so that Open knows
 // them wherever the sandbox later moves them: make the View before the sandbox starts.
+// For a Plan a container isolator runs (docker, krun), use NewContainerView.
 func NewView(p *Plan) *View {
+	return newView(p, nil)
+}
+
+// ContainerHome is where a container isolator (docker, krun) puts the sandbox home.
+type ContainerHome struct {
+	// Path is the in-container home (docker.home); "" is /home/<user>, the
+	// isolators' default.
+	Path string
+	// Volume: the home is an engine volume, not a bind of the host's SandboxHome (the
+	// docker isolator's on an engine it does not reach through a local Unix socket:
+	// a remote engine, Docker Desktop; its helper.Stub's PinsSources is false). No
+	// host file backs it: below it, only the Plan's binds have host paths.
+	Volume bool
+}
+
+// NewContainerView returns the view of p as a container isolator (docker, krun)
+// places it, for a harness whose agent runs there: the container's root, /usr and
+// /etc included, is its image's, not the host's, so every path no mount of the Plan
+// covers is outside the view (ErrOutsideView) even where p's system view, which
+// only bwrap shows, names a host path; /tmp is the container's own tmpfs
+// (ErrNoHostPath); the sandbox home and the home-relative mounts are at home.Path,
+// and the host home's path shows only what the Plan mounts at host paths there (the
+// project, binds). With home.Volume the home itself has no host path: a host file in
+// SandboxHome is not what the container has at the same name, and is neither read
+// nor created for it. Otherwise as NewView: make it before the sandbox starts.
+func NewContainerView(p *Plan, home ContainerHome) *View {
+	if home.Path == "" {
+		home.Path = "/home/" + p.User.Name
+	}
+	return newView(p, &home)
+}
+
+// newView is the view of p in bwrap (ctr nil) or in a container with the home ctr.
+func newView(p *Plan, ctr *ContainerHome) *View {
 	v := &View{Readlink: os.Readlink}
 	var roBinds []int // indexes of Plan.Mounts' read-only binds in v.entries
 	add := func(target, source string, a access, why string) {
 		v.entries = append(v.entries, entry{target: path.Clean(target), source: source, access: a, why: why})
 	}
-	if p.System.Host {
+	home := p.User.HostHome
+	switch {
+	case ctr != nil:
+		home = ctr.Path
+		add("/", "", hidden, "the container image's file system, not the host's")
+	case p.System.Host:
 		add("/", "/", readOnly, "system view: host root")
-	} else {
+	default:
 		add("/", "", hidden, "sandbox root")
 	}
-	for _, sp := range p.System.Paths {
-		add(sp.Path, sp.Path, readOnly, "system view")
-		if sp.Link != "" {
-			v.entries[len(v.entries)-1].link = sp.Link
+	if ctr == nil {
+		for _, sp := range p.System.Paths {
+			add(sp.Path, sp.Path, readOnly, "system view")
+			if sp.Link != "" {
+				v.entries[len(v.entries)-1].link = sp.Link
+			}
 		}
 	}
 	for _, d := range []string{"/dev", "/proc", "/run"} {
 		add(d, "", hidden, "private to the sandbox")
 	}
-	switch p.Tmp.Kind {
-	case "tmpfs":
+	switch {
+	case ctr != nil:
+		add("/tmp", "", writable, "the container's tmpfs /tmp")
+	case p.Tmp.Kind == "tmpfs":
 		add("/tmp", "", writable, "tmpfs /tmp")
-	case "session", "shm":
+	case p.Tmp.Kind == "session", p.Tmp.Kind == "shm":
 		src := ""
 		if p.Tmp.Session != "" {
 			src = path.Join(p.Tmp.Dir, p.Tmp.Session)
@@ -134,8 +180,20 @@ func NewView(p *Plan) *View {
 	default:
 		v.err = fmt.Errorf("unknown sandbox.tmp %q: %w", p.Tmp.Kind, ErrOutsideView)
 	}
+	if ctr != nil && !path.IsAbs(home) {
+		v.err = fmt.Errorf("the in-sandbox home %q is not an absolute path: %w", home, ErrOutsideView)
+	}
 	for _, m := range p.Mounts {
-		dst := m.Target(p.User.HostHome)
+		dst := m.Target(home)
+		source := m.Source
+		if ctr != nil && m.Kind == Bind && m.HomeRel == "" && m.Dest == p.User.HostHome && m.Source == p.SandboxHome {
+			// The sandbox home, at the container's home (isolator.VisibleMounts).
+			dst = home
+			if ctr.Volume {
+				source = ""
+				m.Why += " (an engine volume: no host file)"
+			}
+		}
 		if !path.IsAbs(dst) {
 			v.err = fmt.Errorf("mount %q (%s) has no absolute destination: %w", dst, m.Why, ErrOutsideView)
 			continue
@@ -147,7 +205,7 @@ func NewView(p *Plan) *View {
 				a = readOnly
 				roBinds = append(roBinds, len(v.entries))
 			}
-			add(dst, m.Source, a, m.Why)
+			add(dst, source, a, m.Why)
 		case MaskFile, MaskDir:
 			add(dst, "", masked, m.Why)
 		case TmpDir:
@@ -172,6 +230,13 @@ func NewView(p *Plan) *View {
 // CheckRead returns nil when the sandbox lets a process read name, an absolute
 // in-sandbox path; else an error wrapping ErrOutsideView, ErrMasked or ErrInvalidPath.
 // A tool that walks a directory must check each path it opens below it.
+//
+// CheckRead judges by name only, as the tree is when it looks: it is not safe to
+// open the path afterwards while the sandbox runs (the sandbox can swap a checked
+// directory for a symlink, rename a directory holding a mask, link a protected
+// file under another name). A file tool opens with Open, which checks and opens in
+// one step; CheckRead is for questions about the policy (may the agent name this
+// path at all?) and for a sandbox that is not running.
 func (v *View) CheckRead(name string) error {
 	_, err := v.check(name, false)
 	return err
@@ -182,6 +247,10 @@ func (v *View) CheckRead(name string) error {
 // ErrInvalidPath. Check the path being created, not its directory: a directory holding
 // a read-only or masked mount is denied, because on the host, renaming or removing it
 // would carry what the mount protects away from the protection.
+//
+// Like CheckRead, CheckWrite judges by name only and is not safe to act on while
+// the sandbox runs: write through Open, which checks for writing and opens in one
+// step.
 func (v *View) CheckWrite(name string) error {
 	_, err := v.check(name, true)
 	return err
@@ -191,10 +260,15 @@ func (v *View) CheckWrite(name string) error {
 // resolved as in the sandbox: $HOME/notes is below Plan.SandboxHome, a home-relative
 // binding is its host source, a project path is itself. It fails as CheckRead does,
 // and with ErrNoHostPath where no host file backs the path (a tmpfs, a generated
-// file, /tmp before Run chose the session dir). It does not check for writing. It is
-// for messages and for a sandbox that is not running: opening what it returns while
-// the sandbox runs can reach a file the sandbox linked there after the check (use
-// Open).
+// file, /tmp before Run chose the session dir). It does not check for writing.
+//
+// HostPath judges by name only: the path it returns is not safe to open while the
+// sandbox runs (the sandbox can link a directory on it elsewhere after the check,
+// or have moved a mask's file to it), and O_NOFOLLOW guards only the last
+// component. It is for messages and for a sandbox that is not running.
+//
+// Deprecated: a file tool opens with Open, which checks and opens in one step;
+// HostPath followed by os.Open or os.OpenFile is the race Open closes.
 func (v *View) HostPath(name string) (string, error) {
 	r, err := v.check(name, false)
 	if err != nil {

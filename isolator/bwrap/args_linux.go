@@ -90,24 +90,6 @@ type Spec struct {
 	Checks []wire.Check
 }
 
-// Render returns the bwrap invocation for p with the default binary paths.
-func Render(p *isolator.Plan) (*Spec, error) {
-	return RenderWith(p, egress.DefaultBinaries)
-}
-
-// RenderWith returns the bwrap invocation for p. It is pure: the host was probed when
-// the Plan was built, and secret values are not read here.
-//
-// Egress: open shares the host network; none has only loopback; proxy has only
-// loopback too, plus the host proxy's Unix socket bound in, and the init's listener on
-// egress.SandboxProxyAddr, which it hands to the proxy through Run (library use without
-// readiness, WrapArgv, gets a relay the init starts instead); allowlist runs bwrap
-// inside pasta's namespaces after PastaPrologue has put the firewall in place, with the
-// same proxy listener for names.
-func RenderWith(p *isolator.Plan, bin egress.Binaries) (*Spec, error) {
-	return render(p, bin, renderOptions{ready: true})
-}
-
 // renderOptions vary the rendering for library use (see WrapArgv).
 type renderOptions struct {
 	ready    bool // the init reports readiness on ReadyFD
@@ -129,7 +111,7 @@ type renderOptions struct {
 	// initAt reports whether the host file init is reached from the directory dir
 	// without a symbolic link or a mount crossing (initReachable): then the init,
 	// installed in a system directory the view binds read-only, runs where it is
-	// instead of being bound at InitPath. nil: it is bound (Render, library runs).
+	// instead of being bound at InitPath. nil: it is bound (library runs).
 	initAt func(dir, init string) bool
 }
 
@@ -141,6 +123,19 @@ func (o renderOptions) enforcement(p *isolator.Plan) enforcement {
 	return defaultEnforcement(p.Limits)
 }
 
+// render returns the bwrap invocation for p under the options o. It is pure: the host
+// was probed when the Plan was built, and secret values are not read here. Nothing
+// outside the package renders a Spec: Run and the Isolator's Render (--dry-run) render
+// for devsandbox's own launch, WrapArgv and Command for a harness's, which they refuse
+// while no watch covers the command; a Spec rendered otherwise would be a launch
+// path without that check.
+//
+// Egress: open shares the host network; none has only loopback; proxy has only
+// loopback too, plus the host proxy's Unix socket bound in, and the init's listener on
+// egress.SandboxProxyAddr, which it hands to the proxy through Run (library use without
+// readiness, WrapArgv, gets a relay the init starts instead); allowlist runs bwrap
+// inside pasta's namespaces after PastaPrologue has put the firewall in place, with the
+// same proxy listener for names.
 func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, error) {
 	home := p.User.HostHome
 	s := &Spec{}

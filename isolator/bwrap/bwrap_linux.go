@@ -504,8 +504,8 @@ func (b *Isolator) setupFailed(ctx context.Context, code int, removed, vanished 
 // PrepareHost creates what a Plan's mounts need on the host: the sandbox home and
 // other private directories, the empty file masks are bound from, and the copy of
 // SystemView.Passwd WrapArgv binds (PasswdFile); it refuses a mount point bubblewrap
-// would have to create in a read-only directory (isolator.CheckMountPoints). Library
-// users call it once before running WrapArgv's or Command's command line.
+// would have to create in a read-only directory (isolator.CheckMountPoints). Begin
+// calls it, under the project's lock, for a library session.
 func PrepareHost(p *isolator.Plan) error {
 	if err := prepareHost(p); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package bwrap_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,7 +10,6 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
 	"github.com/devsandbox/devsandbox/isolator/planner"
-	"github.com/devsandbox/devsandbox/isolator/watch"
 	"github.com/devsandbox/devsandbox/tools"
 )
 
@@ -28,14 +28,15 @@ func ExampleWrapArgv() {
 		return
 	}
 	p.Egress.Mode = "none" // the harness runs no proxy of its own
-	if err := bwrap.PrepareHost(p); err != nil {
+	// The session makes the host directories, marks the project in use (prune keeps
+	// it) and watches what the commands write to git metadata and tripwires;
+	// WrapArgv and Command refuse without one.
+	s, err := bwrap.Begin(context.Background(), p, func(s string) { fmt.Println("warning:", s) })
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	// What the command writes to git metadata and tripwires is checked while a watch
-	// runs; WrapArgv and Command refuse without one.
-	w := watch.Start(p, func(s string) { fmt.Println("warning:", s) })
-	defer w.Stop() // after the command exits: the last check
+	defer s.End() // after the command exits: the last check, the mark released
 	argv, err := bwrap.WrapArgv(p, []string{"go", "test", "./..."})
 	if err != nil { // e.g. the ssh tool's generated config needs bwrap.Command
 		fmt.Println(err)

@@ -62,6 +62,12 @@ func contains(s []string, v string) bool {
 	return false
 }
 
+// Render renders p as Run's launch does with the default binary paths, the init bound
+// at InitPath and no limit placement (the pure rendering the tests compare).
+func Render(p *isolator.Plan) (*Spec, error) {
+	return render(p, egress.DefaultBinaries, renderOptions{ready: true})
+}
+
 // EtcEntries is etcEntries for the tests.
 var EtcEntries = etcEntries
 

@@ -19,17 +19,20 @@ import (
 var ErrNeedsFiles = errors.New("the plan delivers files through descriptors")
 
 // WrapArgv returns a bwrap command line that runs inner under p, for an agent harness
-// that spawns its own subprocesses (call PrepareHost once first). What the command
-// writes to the project's git metadata and tripwires (Plan.Git, Plan.Tripwires,
-// Plan.Subdir) is checked only while a watch runs: start watch.Start(p, warn) before
-// and Stop it after the command exits; without one running in this process, WrapArgv
-// and Command fail with isolator.ErrProtection. A command line
+// that spawns its own subprocesses. Run it inside a Session (Begin before, End after
+// the command exits): the Session makes the host directories, marks the project in
+// use for `devsandbox sandboxes prune`, and watches what the command writes to the
+// project's git metadata and tripwires (Plan.Git, Plan.Tripwires, Plan.Subdir);
+// without one in this process, WrapArgv and Command fail with
+// isolator.ErrProtection. A command line
 // cannot carry descriptors: its binds are by path, without Run's and Command's check
 // that what is mounted is what was checked (package pin); prefer Command where the
 // project may be written by another sandbox while this one starts. With p.Self empty
 // the command runs without the devsandbox-init. It needs no descriptors: /etc
 // files are bound instead of copied (the host's /etc/passwd too, not
-// SystemView.Passwd) and /tmp is a fresh tmpfs. The caller runs it with
+// SystemView.Passwd) and /tmp is a fresh tmpfs, unless p names a session dir
+// (Tmp.Session), which must be one a lock holds (tmpdir.Acquire) for as long as the
+// command runs: prune removes the others. The caller runs it with
 // the plan's environment (Env), which carries secrets, never the argv. Plans with
 // generated files or secret files (a Data mount, secrets.files) return ErrNeedsFiles;
 // proxy modes need p.Egress.Proxy to point at a proxy the caller runs. The syscall
@@ -53,7 +56,7 @@ func WrapArgv(p *isolator.Plan, inner []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := watched(p); err != nil {
+	if err := inSession(p); err != nil {
 		return nil, err
 	}
 	return append(append([]string{}, spec.Prefix...), spec.Argv...), nil
@@ -75,8 +78,7 @@ func Env(p *isolator.Plan) ([]string, error) {
 // Command returns a command running inner under p with everything WrapArgv cannot
 // do: generated and secret files are fed through pipes while bwrap starts, and bind
 // sources are opened now and mounted by descriptor (package pin), as Run does, the
-// init checking them when p has one. Call PrepareHost and watch.Start (as for
-// WrapArgv) first; start it with
+// init checking them when p has one. Run it inside a Session, as WrapArgv's; start it with
 // cmd.Start, then close the parent's copies of cmd.ExtraFiles, and wait with
 // cmd.Wait; stdio is the caller's to set.
 func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, error) {
@@ -84,7 +86,7 @@ func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, 
 	if _, err := wrapSpec(p, inner, false); err != nil {
 		return nil, err
 	}
-	if err := watched(p); err != nil {
+	if err := inSession(p); err != nil {
 		return nil, err
 	}
 	pins, err := pin.Plan(p)
@@ -124,13 +126,13 @@ func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, 
 }
 
 // watched fails when p has git metadata or tripwires to watch and nothing in this
-// process watches its project: Run starts the watch itself; a command the caller runs
-// needs the caller's (watch.Start before, Stop after it exits).
+// process watches its project: Run starts the watch itself; a Session does for the
+// commands the caller runs.
 func watched(p *isolator.Plan) error {
 	if !watch.Needed(p) || watch.Watching(p.Project.Dir) {
 		return nil
 	}
-	return fmt.Errorf("%w: nothing watches %s while this command runs, so the host's git and tools would obey what it writes there (git hooks and configs, agent and editor settings); call watch.Start(plan, warn) before WrapArgv or Command and its Stop after the command exits", isolator.ErrProtection, p.Project.Dir)
+	return fmt.Errorf("%w: nothing watches %s while this command runs, so the host's git and tools would obey what it writes there (git hooks and configs, agent and editor settings); call bwrap.Begin(ctx, plan, warn) before WrapArgv or Command and the session's End after the command exits", isolator.ErrProtection, p.Project.Dir)
 }
 
 // wrapSpec renders p for inner as a library run: no readiness report, a tmpfs /tmp,

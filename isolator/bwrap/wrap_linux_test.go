@@ -3,17 +3,22 @@ package bwrap_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
 	"github.com/devsandbox/devsandbox/isolator/planner"
+	"github.com/devsandbox/devsandbox/isolator/projlock"
+	"github.com/devsandbox/devsandbox/isolator/runmark"
+	"github.com/devsandbox/devsandbox/isolator/tmpdir"
 	"github.com/devsandbox/devsandbox/isolator/watch"
 	"github.com/devsandbox/devsandbox/tools"
 )
@@ -49,11 +54,21 @@ func libraryPlan(t *testing.T) (*isolator.Plan, string) {
 
 func ptr(s string) *string { return &s }
 
-// watchPlan watches p's project for the rest of the test, as a harness does around
-// a command it runs through WrapArgv or Command.
+// watchPlan holds a library session of p for the rest of the test, as a harness does
+// around a command it runs through WrapArgv or Command.
 func watchPlan(t *testing.T, p *isolator.Plan) {
-	w := watch.Start(p, func(s string) { t.Log(s) })
-	t.Cleanup(w.Stop)
+	t.Cleanup(librarySession(t, p))
+}
+
+// librarySession is what a harness does around the commands it runs (bwrap.Begin);
+// the returned end is called once they exited.
+func librarySession(t *testing.T, p *isolator.Plan) (end func()) {
+	t.Helper()
+	s, err := bwrap.Begin(context.Background(), p, func(s string) { t.Log(s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.End
 }
 
 func TestWrapArgvShape(t *testing.T) {
@@ -150,7 +165,6 @@ true`
 			if p.System.Passwd == nil {
 				t.Fatal("the plan has no SystemView.Passwd: its HOME is the one the host's entry names")
 			}
-			watchPlan(t, p)
 			p.Self = ""
 			p.Syscalls.Unfiltered = true
 			p.Limits.Pids = 0
@@ -181,6 +195,7 @@ true`
 			if b, _ := os.ReadFile(target); string(b) != "planted\n" {
 				t.Fatalf("PrepareHost wrote through a link planted at %s: %q", copyPath, b)
 			}
+			watchPlan(t, p)
 			inner := []string{"/bin/sh", "-c", script + "\n[ -e " + copyPath + " ] && echo SEES_COPY\ntrue"}
 			var cmd *exec.Cmd
 			if how == "WrapArgv" {
@@ -235,9 +250,6 @@ func TestLibraryRunWatched(t *testing.T) {
 			p.Self = ""
 			p.Syscalls.Unfiltered = true
 			p.Limits.Pids = 0
-			if err := bwrap.PrepareHost(p); err != nil {
-				t.Fatal(err)
-			}
 			planted := filepath.Join(proj, ".git/info/lefthook-remotes/evil/lefthook.yml")
 			run := func() error {
 				var cmd *exec.Cmd
@@ -264,7 +276,16 @@ func TestLibraryRunWatched(t *testing.T) {
 				}
 				return nil
 			}
-			// Unwatched: refused before anything runs.
+			// Outside a session, unwatched: refused before anything runs, even with
+			// the host prepared and a watch of the harness's own.
+			if err := bwrap.PrepareHost(p); err != nil {
+				t.Fatal(err)
+			}
+			own := watch.Start(p, func(string) {})
+			if err := run(); !errors.Is(err, isolator.ErrProtection) {
+				t.Errorf("%s with a watch but no session = %v, want ErrProtection", how, err)
+			}
+			own.Stop()
 			if err := run(); !errors.Is(err, isolator.ErrProtection) {
 				t.Errorf("%s with no watch running = %v, want ErrProtection", how, err)
 			}
@@ -273,9 +294,12 @@ func TestLibraryRunWatched(t *testing.T) {
 			}
 			// Watched as the docs say: what the command planted is moved aside.
 			var said []string
-			w := watch.Start(p, func(s string) { said = append(said, s) })
-			err := run()
-			w.Stop()
+			s, err := bwrap.Begin(context.Background(), p, func(s string) { said = append(said, s) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = run()
+			s.End()
 			if err != nil {
 				t.Fatalf("%s with the watch running: %v", how, err)
 			}
@@ -286,5 +310,143 @@ func TestLibraryRunWatched(t *testing.T) {
 				t.Error("the watch reported nothing")
 			}
 		})
+	}
+}
+
+// pruneSees reports whether `devsandbox sandboxes prune` (and `rm`) would keep p's
+// project as in use: its exclusive try of the project's lock fails (a run is
+// starting), or its check of the runs (cmd/devsandbox runGoingOn) finds a held
+// session /tmp or run mark. Otherwise prune removes the sandbox home and the state
+// directory.
+func pruneSees(t *testing.T, p *isolator.Plan) bool {
+	t.Helper()
+	unlock, ok, err := projlock.TryExclusive(filepath.Dir(p.StateDir), filepath.Base(p.StateDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		return true
+	}
+	defer unlock()
+	now := time.Now()
+	return tmpdir.Held(filepath.Join(p.StateDir, "tmp"), now) || runmark.Held(p.StateDir, "", now)
+}
+
+// TestLibraryRunSeenByPrune is the attack of `devsandbox sandboxes prune --days 0`
+// (or `rm`) on a harness's running command: prune removes a project's sandbox home
+// and state directory when no run of it holds the project's lock, a session /tmp or
+// a run mark. A command run through Command or WrapArgv must count as a run, for as
+// long as the harness's session lasts; once it ends, prune may remove the project.
+func TestLibraryRunSeenByPrune(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("bwrap is required in CI")
+		}
+		t.Skip("bwrap not installed")
+	}
+	for _, how := range []string{"WrapArgv", "Command"} {
+		t.Run(how, func(t *testing.T) {
+			p, proj := libraryPlan(t)
+			p.Self = ""
+			p.Syscalls.Unfiltered = true
+			p.Limits.Pids = 0
+			end := librarySession(t, p)
+			inner := []string{"/bin/sh", "-c", `echo up; read x; exit 0`}
+			var cmd *exec.Cmd
+			if how == "WrapArgv" {
+				argv, err := bwrap.WrapArgv(p, inner)
+				if err != nil {
+					t.Fatal(err)
+				}
+				env, err := bwrap.Env(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmd = exec.Command(argv[0], argv[1:]...)
+				cmd.Env = env
+			} else {
+				var err error
+				if cmd, err = bwrap.Command(context.Background(), p, inner); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd.Dir = proj
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range cmd.ExtraFiles {
+				if f != nil {
+					f.Close()
+				}
+			}
+			line := make([]byte, 3)
+			if _, err := io.ReadFull(out, line); err != nil || string(line) != "up\n" {
+				t.Fatalf("the command did not start: %q, %v", line, err)
+			}
+			busy := pruneSees(t, p)
+			in.Close()
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("wrapped run: %v", err)
+			}
+			if !busy {
+				t.Errorf("while a %s command ran, prune took its project for idle: it would remove the sandbox home %s and the state directory %s (the passwd copy the command binds included)", how, p.SandboxHome, p.StateDir)
+			}
+			end()
+			if pruneSees(t, p) {
+				t.Errorf("after the harness's session ended, prune still takes the project for in use")
+			}
+		})
+	}
+}
+
+// TestLibrarySessionTmpHeld is the attack of prune's sweep of session dirs on a
+// harness's command whose Plan names a session /tmp (Plan.Tmp.Session) the harness
+// made itself: `sandboxes prune` removes every session dir over a minute old whose
+// lock is free, whatever the run marks say, so the command's /tmp, bound read-write,
+// would be emptied under it. A command may run only with a session dir a lock holds
+// (tmpdir.Acquire, as Run's).
+func TestLibrarySessionTmpHeld(t *testing.T) {
+	p, _ := libraryPlan(t)
+	p.Self = ""
+	p.Syscalls.Unfiltered = true
+	p.Limits.Pids = 0
+	watchPlan(t, p)
+	base := filepath.Join(p.StateDir, "tmp")
+	dir := filepath.Join(base, "harness-made")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * tmpdir.PruneAge)
+	if err := os.Chtimes(dir, old, old); err != nil {
+		t.Fatal(err)
+	}
+	p.Tmp = isolator.Tmp{Kind: "session", Dir: base, Session: "harness-made"}
+	inner := []string{"/bin/sh", "-c", "true"}
+	_, werr := bwrap.WrapArgv(p, inner)
+	_, cerr := bwrap.Command(context.Background(), p, inner)
+	swept := tmpdir.Prune(filepath.Dir(p.StateDir), time.Now(), true)
+	for how, err := range map[string]error{"WrapArgv": werr, "Command": cerr} {
+		if !errors.Is(err, isolator.ErrProtection) {
+			t.Errorf("%s with a session /tmp no lock holds = %v, want ErrProtection (prune would remove it while the command runs: %q)", how, err, swept)
+		}
+	}
+	// Held as Run holds its own: accepted.
+	sess, err := tmpdir.Acquire(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Release()
+	p.Tmp.Session = sess.Name
+	if _, err := bwrap.WrapArgv(p, inner); err != nil {
+		t.Errorf("WrapArgv with a held session /tmp: %v", err)
 	}
 }

@@ -203,6 +203,19 @@ func Prune(stateDir string, now time.Time, dryRun bool) []string {
 	return gone
 }
 
+// Locked reports whether a session holds the dir p locked (Acquire's lock, held by
+// this process or another): false when it is free, or cannot be opened as a
+// directory without following a link.
+func Locked(p string) bool {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	err = unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
+	return errors.Is(err, unix.EWOULDBLOCK)
+}
+
 // unlocked reports whether no session holds the dir p.
 func unlocked(p string) bool {
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
