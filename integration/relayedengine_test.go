@@ -23,44 +23,59 @@ import (
 // two apart is the lister's container, read from the engine's create events. Before,
 // a Unix socket counted as this machine's engine whoever served it: for ssh -L the
 // companion refused this machine's addresses and left the remote engine host's own
-// services and its API open to a name entry, or to proxy.default = "allow". On the
-// engine's own socket no lister runs: dockerd listens there, in this machine's
-// network namespace.
+// services and its API open to a name entry, or to proxy.default = "allow".
 func TestRelayedEngineListsHostAddresses(t *testing.T) {
 	requireDocker(t)
-	relay := relayTo(t, "/var/run/docker.sock")
+	relay := "unix://" + relayTo(t, "/var/run/docker.sock")
 	p := newProject(t)
-	t.Cleanup(func() { run(t, p.dir, nil, "", "sandboxes", "rm", p.name()) })
-	for _, tc := range []struct {
-		host   string
-		lister bool
-	}{
-		{"unix://" + relay, true},
-		{"unix:///var/run/docker.sock", false},
-	} {
-		now := time.Now()
-		since := fmt.Sprintf("%d.%09d", now.Unix(), now.Nanosecond())
-		if r := run(t, p.dir, []string{"DOCKER_HOST=" + tc.host}, "", "--isolator=docker", "--egress=proxy", "--", "true"); r.code != 0 {
-			t.Fatalf("DOCKER_HOST=%s:\n%s", tc.host, r)
+	if n := listers(t, p, localDocker, []string{"DOCKER_HOST=" + relay}); n == 0 {
+		t.Errorf("DOCKER_HOST=%s (a relay to this machine's engine): the engine host's addresses were not listed in a container", relay)
+	}
+}
+
+// TestEngineHostNetworkPerVariant: which engines are taken for ones in this machine's
+// network namespace, whose addresses are then the engine host's, and which have them
+// listed in a container (the lister) besides: this machine's engine and the stand-in
+// (dockerd in this machine's network namespace, the stand-in in a mount namespace of
+// its own) list nothing; the stand-in over TCP and the rootless engine (dockerd in
+// rootlesskit's network namespace, behind slirp4netns) run the lister.
+func TestEngineHostNetworkPerVariant(t *testing.T) {
+	want := map[string]bool{localDocker: false, remoteDocker: false, tcpDocker: true, rootlessDocker: true}
+	forEachIsolatorOf(t, withTCP(withRootless(dockerVariants())), func(t *testing.T, iso string) {
+		p := newProject(t)
+		if got := listers(t, p, iso, nil) > 0; got != want[iso] {
+			t.Errorf("the engine host's addresses listed in a container: %v, want %v", got, want[iso])
 		}
-		until := strconv.FormatInt(time.Now().Add(time.Second).Unix(), 10)
-		id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
-		out := dockerAt(t, localDocker, "events", "--since", since, "--until", until, "--filter", "type=container", "--filter", "event=create",
-			"--filter", "label=dev.devsandbox.project="+id, "--format", "{{.Actor.Attributes.name}}")
-		var listers, all int
-		for _, name := range strings.Fields(out) {
-			all++
-			if strings.Contains(name, "-ha-") {
-				listers++
-			}
-		}
-		if all < 2 {
-			t.Fatalf("DOCKER_HOST=%s: saw %d containers of the project made, want the companion and the sandbox at least (the count below proves nothing):\n%s", tc.host, all, out)
-		}
-		if got := listers > 0; got != tc.lister {
-			t.Errorf("DOCKER_HOST=%s: the engine host's addresses listed in a container: %v, want %v (containers made: %s)", tc.host, got, tc.lister, strings.Join(strings.Fields(out), " "))
+	})
+}
+
+// listers runs `--egress=proxy true` on docker variant iso (env may name another
+// DOCKER_HOST for it) and returns how many host-address listers the engine made for
+// the project, read from its create events.
+func listers(t *testing.T, p *project, iso string, env []string) int {
+	t.Helper()
+	now := time.Now()
+	since := fmt.Sprintf("%d.%09d", now.Unix(), now.Nanosecond())
+	args, env := isolatorArgs([]string{"--isolator=" + iso, "--egress=proxy", "--", "true"}, env)
+	if r := run(t, p.dir, env, "", args...); r.code != 0 {
+		t.Fatalf("%v %v:\n%s", env, args, r)
+	}
+	until := strconv.FormatInt(time.Now().Add(time.Second).Unix(), 10)
+	id := strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")
+	out := dockerAt(t, iso, "events", "--since", since, "--until", until, "--filter", "type=container", "--filter", "event=create",
+		"--filter", "label=dev.devsandbox.project="+id, "--format", "{{.Actor.Attributes.name}}")
+	names := strings.Fields(out)
+	if len(names) < 2 {
+		t.Fatalf("saw %d containers of the project made, want the companion and the sandbox at least (the count proves nothing):\n%s", len(names), out)
+	}
+	n := 0
+	for _, name := range names {
+		if strings.Contains(name, "-ha-") {
+			n++
 		}
 	}
+	t.Logf("%v: containers made: %s", env, strings.Join(names, " "))
+	return n
 }
 
 // relayTo serves a Unix socket that the test user may connect to, relaying each
