@@ -123,7 +123,8 @@ func companionConfig(p *isolator.Plan, image string, imageEnv []string, volume s
 
 // companionRequest is what the companion is told: the proxy's settings and their
 // secrets (the CA, credential values and placeholders), the certificate roots the host
-// names, the host's addresses when the engine is this machine's, and the ports.
+// names, this machine's addresses when the engine's socket is on it (a local engine's,
+// or a relay's, whose engine may reach them as well), and the ports.
 func companionRequest(p *isolator.Plan, local bool) (companion.Request, error) {
 	req := companion.Request{Session: p.Proxy.Session, Dir: companionDir}
 	for _, f := range p.Egress.Forwards {
@@ -428,9 +429,11 @@ func (b *Isolator) goCompanion(ctx context.Context, e Engine, addr Address, p *i
 		close(pc.done)
 		return pc
 	}
-	if !addr.Local() && p.Egress.NeedsProxy() && spec.engineHostAhead == nil {
+	if p.Egress.NeedsProxy() && spec.engineHostAhead == nil && !b.hostNetwork(addr) {
 		// The companion sees its own addresses and its gateway, not the engine host's
 		// others: they are read on that host's network, while the companion starts.
+		// A Unix socket's engine also gets this machine's (companionRequest): the
+		// socket's relay, or slirp4netns for a rootless engine, reaches them.
 		spec.engineHostAhead = fetch(func() ([]string, error) {
 			return engineHostAddresses(ctx, e, addr, p, spec.Config.Image, spec.ImageEnv, spec.Config.Labels)
 		}).get

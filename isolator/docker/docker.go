@@ -83,6 +83,9 @@ type Isolator struct {
 	// podman runs the podman CLI for removing a sandbox home (nil:
 	// container.HostPodman; tests replace it).
 	podman container.Podman
+	// network tells whether an engine runs in this machine's network namespace
+	// (nil: Address.HostNetwork; tests replace it).
+	network func(Address) engineaddr.Network
 }
 
 var (
@@ -104,6 +107,17 @@ func (b *Isolator) warn(format string, args ...any) {
 	if b.Warn != nil {
 		b.Warn(fmt.Sprintf(format, args...))
 	}
+}
+
+// hostNetwork reports whether the engine at addr is shown to run its containers'
+// host network in this machine's network namespace (engineaddr.Address.HostNetwork):
+// this machine's addresses are then that host's. When it is not, the run reads the
+// engine host's addresses in a container of that network (engineHostAddresses).
+func (b *Isolator) hostNetwork(addr Address) bool {
+	if b.network != nil {
+		return b.network(addr).Here
+	}
+	return addr.HostNetwork().Here
 }
 
 // address resolves the engine address.

@@ -307,9 +307,10 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err := roots.made(ctx, e, p, spec.AnchorRoots); err != nil {
 		return 0, err
 	}
-	if !addr.Local() && allowlistNames(p.Egress) {
+	if allowlistNames(p.Egress) && !b.hostNetwork(addr) {
 		// The planner checked the allowed names against this machine's addresses; the
-		// firewall runs on the engine's host.
+		// firewall runs on the engine's host, which may be another (a remote engine,
+		// one behind a relayed socket) or another network namespace (rootless).
 		host, err := engineHostAddresses(ctx, e, addr, p, spec.Config.Image, spec.ImageEnv, spec.Config.Labels)
 		if err != nil {
 			return 0, err

@@ -39,6 +39,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/isolator/docker/engineaddr"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/imageuse"
@@ -627,6 +628,9 @@ func testIsolator(t *testing.T, f *fakeEngine, keep bool) (*Isolator, *isolator.
 	p.HostEnv = map[string]string{"API_TOKEN": "s3cret"}
 	b := &Isolator{Options: Options{Image: "devsandbox/default:1.0", Home: home, Version: "1.0", Keep: keep}}
 	b.dial = func() (Engine, Address, error) { return f, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
+	// No dockerd listens at the fake socket: a Unix socket counts as this machine's
+	// engine, a tcp:// one as elsewhere (TestHostNetwork covers the real question).
+	b.network = func(a Address) engineaddr.Network { return engineaddr.Network{Here: a.Local()} }
 	b.ship = func(_ *isolator.Plan, _ func() (string, error), proxy bool) (programs, error) {
 		return programs{arch: "amd64", init: program{data: []byte("INIT")}, proxy: program{data: []byte("PROXY")}}, nil
 	}

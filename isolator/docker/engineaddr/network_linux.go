@@ -1,0 +1,64 @@
+package engineaddr
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// engineProcess is the name (/proc/PID/comm) of the process that serves a Docker
+// engine's API itself.
+const engineProcess = "dockerd"
+
+// hostNetwork is HostNetwork with /proc at proc (tests give another).
+//
+// The listener's network namespace is compared by /proc/PID/net/dev, not
+// /proc/PID/ns/net: the namespace link needs ptrace access to the process, which a
+// user has not to root's dockerd, while /proc/PID/net is that namespace's own view of
+// /proc/net, which every user may read; each namespace's entries have inode numbers
+// of their own, so the same file in two namespaces never has the same inode.
+func hostNetwork(a Address, proc string) Network {
+	sock, ok := strings.CutPrefix(a.Host, "unix://")
+	if !ok || !a.Local() {
+		return Network{Why: "not a Unix socket on Linux"}
+	}
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return Network{Why: fmt.Sprintf("asking who listens on %s: %v", sock, err)}
+	}
+	defer unix.Close(fd)
+	// Non-blocking: a listener whose queue is full is not waited for (it counts as
+	// elsewhere).
+	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: sock}); err != nil {
+		return Network{Why: fmt.Sprintf("connecting to %s to ask who listens: %v", sock, err)}
+	}
+	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	if err != nil {
+		return Network{Why: fmt.Sprintf("asking who listens on %s: %v", sock, err)}
+	}
+	if cred.Pid <= 0 {
+		return Network{Why: fmt.Sprintf("the process listening on %s is in a PID namespace this one does not see", sock)}
+	}
+	pid := strconv.Itoa(int(cred.Pid))
+	comm, err := os.ReadFile(proc + "/" + pid + "/comm")
+	if err != nil {
+		return Network{Why: fmt.Sprintf("reading the name of the process listening on %s (pid %s): %v", sock, pid, err)}
+	}
+	if name := strings.TrimSuffix(string(comm), "\n"); name != engineProcess {
+		return Network{Why: fmt.Sprintf("the process listening on %s is %q (pid %s, uid %d), not %s: a relay to an engine that may run elsewhere", sock, name, pid, cred.Uid, engineProcess)}
+	}
+	var theirs, ours unix.Stat_t
+	if err := unix.Stat(proc+"/"+pid+"/net/dev", &theirs); err != nil {
+		return Network{Why: fmt.Sprintf("reading the network namespace of %s (pid %s) listening on %s: %v", engineProcess, pid, sock, err)}
+	}
+	if err := unix.Stat(proc+"/self/net/dev", &ours); err != nil {
+		return Network{Why: fmt.Sprintf("reading this process's network namespace: %v", err)}
+	}
+	if theirs.Dev != ours.Dev || theirs.Ino != ours.Ino {
+		return Network{Why: fmt.Sprintf("%s (pid %s) listening on %s runs in another network namespace (a rootless engine's, rootlesskit's)", engineProcess, pid, sock)}
+	}
+	return Network{Here: true}
+}
