@@ -13,6 +13,16 @@ import (
 // engine's API itself.
 const engineProcess = "dockerd"
 
+// engineListener reports whether a process called name, of user uid, listening on an
+// engine's socket is taken for the engine itself: dockerd, or root's systemd, which
+// listens on docker.socket for a socket-activated rootful dockerd (Debian's and
+// Ubuntu's docker.io and docker-ce install it) and hands it the listening socket. A
+// user's systemd is not taken: a rootless engine's network is rootlesskit's, not this
+// machine's.
+func engineListener(name string, uid uint32) bool {
+	return name == engineProcess || name == "systemd" && uid == 0
+}
+
 // hostNetwork is HostNetwork with /proc at proc (tests give another).
 //
 // The listener's network namespace is compared by /proc/PID/net/dev, not
@@ -47,18 +57,19 @@ func hostNetwork(a Address, proc string) Network {
 	if err != nil {
 		return Network{Why: fmt.Sprintf("reading the name of the process listening on %s (pid %s): %v", sock, pid, err)}
 	}
-	if name := strings.TrimSuffix(string(comm), "\n"); name != engineProcess {
-		return Network{Why: fmt.Sprintf("the process listening on %s is %q (pid %s, uid %d), not %s: a relay to an engine that may run elsewhere", sock, name, pid, cred.Uid, engineProcess)}
+	name := strings.TrimSuffix(string(comm), "\n")
+	if !engineListener(name, cred.Uid) {
+		return Network{Why: fmt.Sprintf("the process listening on %s is %q (pid %s, uid %d), not %s or root's systemd: a relay to an engine that may run elsewhere", sock, name, pid, cred.Uid, engineProcess)}
 	}
 	var theirs, ours unix.Stat_t
 	if err := unix.Stat(proc+"/"+pid+"/net/dev", &theirs); err != nil {
-		return Network{Why: fmt.Sprintf("reading the network namespace of %s (pid %s) listening on %s: %v", engineProcess, pid, sock, err)}
+		return Network{Why: fmt.Sprintf("reading the network namespace of %s (pid %s) listening on %s: %v", name, pid, sock, err)}
 	}
 	if err := unix.Stat(proc+"/self/net/dev", &ours); err != nil {
 		return Network{Why: fmt.Sprintf("reading this process's network namespace: %v", err)}
 	}
 	if theirs.Dev != ours.Dev || theirs.Ino != ours.Ino {
-		return Network{Why: fmt.Sprintf("%s (pid %s) listening on %s runs in another network namespace (a rootless engine's, rootlesskit's)", engineProcess, pid, sock)}
+		return Network{Why: fmt.Sprintf("%s (pid %s) listening on %s runs in another network namespace (a rootless engine's, rootlesskit's)", name, pid, sock)}
 	}
 	return Network{Here: true}
 }

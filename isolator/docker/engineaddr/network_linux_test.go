@@ -60,6 +60,8 @@ func TestHostNetwork(t *testing.T) {
 		why  string
 	}{
 		{"dockerd in this namespace", a, fakeProc(t, "dockerd", "/proc/self/net"), true, ""},
+		{"root's systemd in this namespace (socket activation)", a, fakeProc(t, "systemd", "/proc/self/net"), os.Getuid() == 0, ""},
+		{"systemd in another namespace", a, fakeProc(t, "systemd", other), false, "runs in another network namespace"},
 		{"a relay", a, "/proc", false, `is "` + readComm(t) + `" (pid ` + strconv.Itoa(os.Getpid())},
 		{"dockerd in another namespace", a, fakeProc(t, "dockerd", other), false, "runs in another network namespace"},
 		{"a name its /proc does not show", a, t.TempDir(), false, "reading the name of the process listening on"},
@@ -82,4 +84,27 @@ func readComm(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// Only dockerd, or root's systemd (docker.socket's listener), is taken for the engine;
+// a user's systemd (a rootless engine's socket unit) and any relay are not.
+func TestEngineListener(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		uid  uint32
+		want bool
+	}{
+		{"dockerd", 0, true},
+		{"dockerd", 1000, true},
+		{"systemd", 0, true},
+		{"systemd", 1000, false},
+		{"ssh", 1000, false},
+		{"socat", 0, false},
+		{"com.docker.back", 1000, false},
+		{"", 0, false},
+	} {
+		if got := engineListener(tc.name, tc.uid); got != tc.want {
+			t.Errorf("engineListener(%q, %d) = %v, want %v", tc.name, tc.uid, got, tc.want)
+		}
+	}
 }
