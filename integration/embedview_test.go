@@ -1,0 +1,111 @@
+//go:build integration
+
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// embedViewScript is the command that reports, for each of paths, what the sandbox
+// lets it do, after it wrote "from the command" to create: "ctr r PATH ok CONTENT" (as viewLine) or "ctr r PATH err", and
+// "ctr w PATH ok|err" (opening it for appending, writing nothing; one that does not
+// exist is not created, so that the harness's Open, after the run, meets the same
+// tree).
+func embedViewScript(paths []string, create string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "echo from the command >%s; ", shellQuote(create))
+	for _, p := range paths {
+		fmt.Fprintf(&b, `p=%s; if head -c 200 "$p" >/dev/null 2>&1; then echo "ctr r $p ok $(head -c 200 "$p" | tr '\n' '|')"; else echo "ctr r $p err"; fi; `, shellQuote(p))
+		b.WriteString(`if [ -e "$p" ] && ( : >>"$p" ) 2>/dev/null; then echo "ctr w $p ok"; else echo "ctr w $p err"; fi; `)
+	}
+	return b.String()
+}
+
+// A harness's file tools see what its sandbox's command sees: a real run for a Plan
+// (bwrap, a docker container, a krun container), the harness's View made as
+// architecture.md tells it to, and for each path Open's answer for reading and
+// writing compared with what the command inside does there. What Open lets the
+// harness read, the command reads with the same content; what Open lets it write,
+// the command can write; no host file outside the project and the sandbox home
+// (the host's /etc/passwd and /etc/hostname, a file beside the project) is readable
+// through Open (on bwrap, whose sandbox sees the host's /etc, only the file beside the project). The answers are also the expected ones: the project file and the
+// home file read and write, the mask and the secret file masked, /tmp the
+// sandbox's own (no host path in a container).
+func TestEmbedViewMatchesSandbox(t *testing.T) {
+	forEachIsolatorOf(t, embedIsolators(), func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.write("proj/a.txt", "project file\n")
+		p.write("proj/.env", "MASKED=1\n")
+		p.write("beside.txt", "beside the project\n")
+		p.write("tok", "token-value\n")
+		if err := os.Chmod(p.path("tok"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		home := homeElsewhere // docker.home: the containers' home is not the host home
+		if iso == "bwrap" {
+			home = it.home
+		}
+		cfg := p.writeConfigHome(iso, "config.toml", fmt.Sprintf("[secrets.files]\nTOK = %q\n", p.path("tok")), homeElsewhere)
+		secret := "/run/secrets/TOK"
+		paths := []string{
+			filepath.Join(p.dir, "a.txt"), home + "/notes", "/etc/passwd", filepath.Join(p.dir, ".env"),
+			secret, "/tmp/probe", "/etc/hostname", p.path("beside.txt"),
+		}
+		job := embedJob{Iso: iso, Dirs: []string{p.dir}, Script: embedViewScript(paths, home+"/notes"), Config: cfg, ViewPaths: paths}
+		e := startEmbed(t, job, p.root)
+		outs, res := e.results(t, 2*time.Minute)
+		if res[0] != "0 nil" {
+			t.Fatalf("run: result %q, output %q\nharness stderr:\n%s", res[0], outs[0], e.stderr.String())
+		}
+		view, ctr := map[string]string{}, map[string]string{}
+		for _, l := range outs[0] {
+			f := strings.SplitN(l, " ", 4)
+			if len(f) < 4 {
+				continue
+			}
+			switch f[0] {
+			case "view":
+				view[f[1]+" "+f[2]] = f[3]
+			case "ctr":
+				ctr[f[1]+" "+f[2]] = f[3]
+			}
+		}
+		// bwrap shows the host's /etc read-only (the system view): the harness reads
+		// what the command reads there. A container's /etc is its image's.
+		outside := map[string]bool{p.path("beside.txt"): true}
+		if iso != "bwrap" {
+			outside["/etc/passwd"], outside["/etc/hostname"] = true, true
+		}
+		for _, name := range paths {
+			vr, cr := view["r "+name], ctr["r "+name]
+			if strings.HasPrefix(vr, "ok") && vr != cr {
+				t.Errorf("Open(%s) let the harness read %q; the command %s: %q", name, strings.TrimPrefix(vr, "ok "), iso, cr)
+			}
+			if outside[name] && strings.HasPrefix(vr, "ok") {
+				t.Errorf("Open(%s), a host file outside the project, read %q", name, strings.TrimPrefix(vr, "ok "))
+			}
+			if vw, cw := view["w "+name], ctr["w "+name]; vw == "ok" && cw != "ok" {
+				t.Errorf("Open(%s, O_WRONLY) let the harness write; the command could not (%q)", name, cw)
+			}
+		}
+		if t.Failed() {
+			t.Logf("harness's View:\n%s\ncommand:\n%s", strings.Join(viewLines(view), "\n"), strings.Join(viewLines(ctr), "\n"))
+		}
+	})
+}
+
+func viewLines(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+" "+v)
+	}
+	return out
+}
+
+// shellQuote is s in single quotes for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
