@@ -204,8 +204,8 @@ func embedRun(ctx context.Context, job embedJob, i int, dir string, in *os.File,
 
 // embedView is the harness's file tools' View of p, which iso runs: the way
 // architecture.md's "File tools" tells a harness to make it.
-func embedView(_ isolator.Isolator, p *isolator.Plan) (*isolator.View, error) {
-	return isolator.NewView(p), nil
+func embedView(iso isolator.Isolator, p *isolator.Plan) (*isolator.View, error) {
+	return isolator.ViewOf(iso, p)
 }
 
 // embedViewReport writes, on out (as the run's lines), what v's Open lets the

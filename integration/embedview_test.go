@@ -93,6 +93,28 @@ func TestEmbedViewMatchesSandbox(t *testing.T) {
 				t.Errorf("Open(%s, O_WRONLY) let the harness write; the command could not (%q)", name, cw)
 			}
 		}
+		// What each answer must be (ok, or the error's class). /tmp has no host path
+		// in a View made before Run: the session /tmp (bwrap) is chosen by Run.
+		masked, outsideView := "err masked in the sandbox view", "err not visible in the sandbox view"
+		want := map[string][2]string{
+			filepath.Join(p.dir, "a.txt"): {"ok project file|", "ok"},
+			home + "/notes":               {"ok from the command|", "ok"},
+			filepath.Join(p.dir, ".env"):  {masked, masked},
+			secret:                        {masked, masked},
+			"/tmp/probe":                  {"err not backed by a host path", "err not backed by a host path"},
+		}
+		if iso != "bwrap" {
+			// bwrap shows /etc, and the host home's path is its sandbox home, where
+			// the file beside the project does not exist (see outside).
+			for _, name := range []string{"/etc/passwd", "/etc/hostname", p.path("beside.txt")} {
+				want[name] = [2]string{outsideView, outsideView}
+			}
+		}
+		for name, w := range want {
+			if got := [2]string{view["r "+name], view["w "+name]}; got != w {
+				t.Errorf("Open(%s) for reading, writing: %q; want %q", name, got, w)
+			}
+		}
 		if t.Failed() {
 			t.Logf("harness's View:\n%s\ncommand:\n%s", strings.Join(viewLines(view), "\n"), strings.Join(viewLines(ctr), "\n"))
 		}
