@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +38,10 @@ func embedViewScript(paths []string, create string) string {
 // home file read and write, the mask and the secret file masked, /tmp the
 // sandbox's own (no host path in a container).
 func TestEmbedViewMatchesSandbox(t *testing.T) {
-	forEachIsolatorOf(t, embedIsolators(), func(t *testing.T, iso string) {
+	// The stand-in for a remote engine (another mount namespace) and the rootless
+	// engine run through the same docker Stub, with docker.host naming them.
+	isos := append(embedIsolators(), slices.DeleteFunc(isolators(), func(iso string) bool { return iso != remoteDocker && iso != rootlessDocker })...)
+	forEachIsolatorOf(t, isos, func(t *testing.T, iso string) {
 		p := newProject(t)
 		p.write("proj/a.txt", "project file\n")
 		p.write("proj/.env", "MASKED=1\n")
@@ -50,13 +54,22 @@ func TestEmbedViewMatchesSandbox(t *testing.T) {
 		if iso == "bwrap" {
 			home = it.home
 		}
-		cfg := p.writeConfigHome(iso, "config.toml", fmt.Sprintf("[secrets.files]\nTOK = %q\n", p.path("tok")), homeElsewhere)
+		content := fmt.Sprintf("[secrets.files]\nTOK = %q\n", p.path("tok"))
+		harnessIso := iso
+		if iso == remoteDocker || iso == rootlessDocker {
+			content += fmt.Sprintf("\n[docker]\nhost = %q\n", engineOf(iso))
+			if iso == rootlessDocker {
+				content += "\n[limits]\npids = 0\n" // the engine here cannot apply one (rootlessArgs)
+			}
+			harnessIso = localDocker
+		}
+		cfg := p.writeConfigHome(iso, "config.toml", content, homeElsewhere)
 		secret := "/run/secrets/TOK"
 		paths := []string{
 			filepath.Join(p.dir, "a.txt"), home + "/notes", "/etc/passwd", filepath.Join(p.dir, ".env"),
 			secret, "/tmp/probe", "/etc/hostname", p.path("beside.txt"),
 		}
-		job := embedJob{Iso: iso, Dirs: []string{p.dir}, Script: embedViewScript(paths, home+"/notes"), Config: cfg, ViewPaths: paths}
+		job := embedJob{Iso: harnessIso, Dirs: []string{p.dir}, Script: embedViewScript(paths, home+"/notes"), Config: cfg, ViewPaths: paths}
 		e := startEmbed(t, job, p.root)
 		outs, res := e.results(t, 2*time.Minute)
 		if res[0] != "0 nil" {
