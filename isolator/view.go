@@ -103,8 +103,9 @@ type View struct {
 // Viewer is implemented by an isolator that can say what its sandbox shows of the
 // host: the View of a Plan as that isolator places it (bwrap: the host's system view
 // and the home at the host home's path; docker and krun: the image's root, the home
-// at docker.home, on a remote engine a volume). Every isolator of this module
-// implements it. View is pure but for the lstats NewView makes and, for docker,
+// at docker.home, on a remote engine a volume). The isolators a harness embeds
+// implement it: bwrap.Isolator and the docker and krun stubs (packages
+// isolator/docker/helper and isolator/krun/helper). View is pure but for the lstats NewView makes and, for docker,
 // resolving the engine's address from the isolator's settings; it starts nothing.
 type Viewer interface {
 	View(p *Plan) (*View, error)
