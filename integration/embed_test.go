@@ -59,6 +59,12 @@ type embedJob struct {
 	// Config is a --config file for every run; Unlink, a path each run removes once
 	// its Plan is built, before the isolator starts (a host file gone in between).
 	Config, Unlink string
+	// ViewPaths: before Run, the harness makes its file tools' View of the Plan
+	// (embedView); after, it reports as the run's lines, for each path, what Open
+	// lets it read and whether it lets it write: "view r PATH ok CONTENT" or
+	// "view r PATH err CLASS", and "view w PATH ok|err CLASS" (CONTENT as viewLine
+	// renders it; writing nothing).
+	ViewPaths []string
 }
 
 // serveEmbed is the harness (see embedEnv). It returns its exit status.
@@ -183,7 +189,66 @@ func embedRun(ctx context.Context, job embedJob, i int, dir string, in *os.File,
 		s.Path = filepath.Join(filepath.Dir(job.Bin), krunhelper.Program)
 		iso = s
 	}
-	return iso.Run(ctx, p, isolator.Stdio{In: in, Out: out, Err: os.Stderr})
+	if len(job.ViewPaths) == 0 {
+		return iso.Run(ctx, p, isolator.Stdio{In: in, Out: out, Err: os.Stderr})
+	}
+	// Before Run, as a harness must: the View records what the masks hold.
+	v, err := embedView(iso, p)
+	if err != nil {
+		return 0, err
+	}
+	code, err := iso.Run(ctx, p, isolator.Stdio{In: in, Out: out, Err: os.Stderr})
+	embedViewReport(v, job, out)
+	return code, err
+}
+
+// embedView is the harness's file tools' View of p, which iso runs: the way
+// architecture.md's "File tools" tells a harness to make it.
+func embedView(iso isolator.Isolator, p *isolator.Plan) (*isolator.View, error) {
+	return isolator.ViewOf(iso, p)
+}
+
+// embedViewReport writes, on out (as the run's lines), what v's Open lets the
+// harness do with job's paths (see embedJob.ViewPaths).
+func embedViewReport(v *isolator.View, job embedJob, out io.Writer) {
+	class := func(err error) string {
+		for _, c := range []error{isolator.ErrOutsideView, isolator.ErrMasked, isolator.ErrReadOnly, isolator.ErrNoHostPath, isolator.ErrInvalidPath, isolator.ErrSpecialFile} {
+			if errors.Is(err, c) {
+				return c.Error()
+			}
+		}
+		return "other: " + err.Error()
+	}
+	for _, name := range job.ViewPaths {
+		f, err := v.Open(name, os.O_RDONLY, 0)
+		if err == nil {
+			var b []byte
+			b, err = io.ReadAll(f)
+			f.Close()
+			if err == nil {
+				fmt.Fprintf(out, "view r %s ok %s\n", name, viewLine(b))
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(out, "view r %s err %s\n", name, class(err))
+		}
+		f, err = v.Open(name, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			fmt.Fprintf(out, "view w %s err %s\n", name, class(err))
+			continue
+		}
+		f.Close()
+		fmt.Fprintf(out, "view w %s ok\n", name)
+	}
+}
+
+// viewLine is content on one line, as embedViewScript's command prints it: its
+// first 200 bytes, newlines as '|'.
+func viewLine(b []byte) string {
+	if len(b) > 200 {
+		b = b[:200]
+	}
+	return strings.ReplaceAll(string(b), "\n", "|")
 }
 
 // embedLines splits what it is written into lines for emit (a harness streaming a

@@ -100,11 +100,40 @@ type View struct {
 	guards map[fileID]guard
 }
 
+// Viewer is implemented by an isolator that can say what its sandbox shows of the
+// host: the View of a Plan as that isolator places it (bwrap: the host's system view
+// and the home at the host home's path; docker and krun: the image's root, the home
+// at docker.home, on a remote engine a volume). The isolators a harness embeds
+// implement it: bwrap.Isolator and the docker and krun stubs (packages
+// isolator/docker/helper and isolator/krun/helper). View is pure but for the lstats NewView makes and, for docker,
+// resolving the engine's address from the isolator's settings; it starts nothing.
+type Viewer interface {
+	View(p *Plan) (*View, error)
+}
+
+// ViewOf returns the View of p as iso, the isolator that runs p, places it: what a
+// harness's file tools use (View.Open). The isolator knows where its sandbox puts
+// the home and whether a host file backs it; the Plan alone does not (it is the
+// same for every isolator), so a harness asks the isolator it runs rather than
+// choose between NewView and NewContainerView itself. An isolator that cannot say
+// fails with ErrUnavailable: a harness then has no View, rather than bwrap's for
+// a container. Make it before the sandbox starts, as NewView.
+func ViewOf(iso Isolator, p *Plan) (*View, error) {
+	v, ok := iso.(Viewer)
+	if !ok {
+		return nil, fmt.Errorf("%w: the %s isolator cannot say what its sandbox shows of the host, so a harness's file tools have no view of it", ErrUnavailable, iso.Name())
+	}
+	return v.View(p)
+}
+
 // NewView returns the view of p as bwrap renders it: the in-sandbox home is the host
-// home path, p.User.HostHome. The View keeps no reference to p. It records which host
-// files the masks and the read-only binds hold (one lstat each), so that Open knows
-// them wherever the sandbox later moves them: make the View before the sandbox starts.
-// For a Plan a container isolator runs (docker, krun), use NewContainerView.
+// home path, p.User.HostHome, and the root and system paths are the host's. The View
+// keeps no reference to p. It records which host files the masks and the read-only
+// binds hold (one lstat each), so that Open knows them wherever the sandbox later
+// moves them: make the View before the sandbox starts. It is bwrap's View
+// (bwrap.Isolator.View): for a Plan another isolator runs it shows host files that
+// sandbox does not (a container's /etc is its image's), so a harness that may run
+// another gets its View from the isolator, with ViewOf.
 func NewView(p *Plan) *View {
 	return newView(p, nil)
 }
@@ -131,6 +160,10 @@ type ContainerHome struct {
 // project, binds). With home.Volume the home itself has no host path: a host file in
 // SandboxHome is not what the container has at the same name, and is neither read
 // nor created for it. Otherwise as NewView: make it before the sandbox starts.
+//
+// The container isolators' View methods call it with their settings (docker.home,
+// the engine's address); a harness gets it through them (ViewOf), not by passing a
+// home it guessed.
 func NewContainerView(p *Plan, home ContainerHome) *View {
 	if home.Path == "" {
 		home.Path = "/home/" + p.User.Name

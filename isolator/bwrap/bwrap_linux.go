@@ -78,6 +78,12 @@ func (b *Isolator) binaries() egress.Binaries {
 
 var _ isolator.Isolator = (*Isolator)(nil)
 var _ isolator.Quick = (*Isolator)(nil)
+var _ isolator.Viewer = (*Isolator)(nil)
+
+// View implements isolator.Viewer: bwrap's view of p (isolator.NewView).
+func (b *Isolator) View(p *isolator.Plan) (*isolator.View, error) {
+	return isolator.NewView(p), nil
+}
 
 // DefaultStopGrace is Isolator.StopGrace's default.
 const DefaultStopGrace = 10 * time.Second

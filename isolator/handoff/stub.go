@@ -40,6 +40,18 @@ type Stub struct {
 	// kill once Run's context ended (the backend's setting; 0: its default). Run
 	// waits for the program that much longer than RunWaitDelay.
 	StopGrace time.Duration
+	// Viewer returns the View of a Plan as the backend places it (View), from the
+	// backend's settings; the backend's package sets it.
+	Viewer func(p *isolator.Plan) (*isolator.View, error)
+}
+
+// View implements isolator.Viewer with Viewer; a Stub without one fails
+// (isolator.ViewOf: ErrUnavailable).
+func (s *Stub) View(p *isolator.Plan) (*isolator.View, error) {
+	if s.Viewer == nil {
+		return nil, fmt.Errorf("%w: the %s isolator cannot say what its sandbox shows of the host, so a harness's file tools have no view of it", isolator.ErrUnavailable, s.Backend)
+	}
+	return s.Viewer(p)
 }
 
 // Early is a program started before its request was known (Prestart), with the

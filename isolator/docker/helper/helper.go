@@ -211,6 +211,21 @@ func (s *Stub) CheckHost(p *isolator.Plan) error {
 
 var _ isolator.HostChecker = (*Stub)(nil)
 
+var _ isolator.Viewer = (*Stub)(nil)
+
+// View implements isolator.Viewer: p as a docker container sees it
+// (isolator.NewContainerView), its home at docker.home (Settings.Home) and, on an
+// engine that does not reach this machine's files (not a local Unix socket), an
+// engine volume no host file backs, as a run makes it. An engine address that does
+// not resolve fails, as a run would.
+func (s *Stub) View(p *isolator.Plan) (*isolator.View, error) {
+	a, err := engineaddr.Resolve(s.settings.Host, s.environ, s.settings.HostHome)
+	if err != nil {
+		return nil, fmt.Errorf("the docker engine's address, which says where the sandbox home is: %w", err)
+	}
+	return isolator.NewContainerView(p, isolator.ContainerHome{Path: s.settings.Home, Volume: !a.Local()}), nil
+}
+
 // Installed reports whether devsandbox-docker is there to run.
 func (s *Stub) Installed() bool { return s.Path != "" || handoff.Beside(Program) != "" }
 

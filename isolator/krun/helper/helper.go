@@ -45,8 +45,14 @@ type Settings struct {
 // Stub is the krun isolator as devsandbox sees it: every method runs devsandbox-krun.
 // environ is the host environment the helper runs with (config.Host.Vars); phase,
 // when set, receives its launch phases.
+// Its View (isolator.Viewer) is p as a krun container sees it
+// (isolator.NewContainerView): the image's root, the sandbox home bound at
+// docker.home (Settings.Home).
 func Stub(s Settings, environ map[string]string, phase func(string)) *handoff.Stub {
-	return &handoff.Stub{Backend: "krun", Program: Program, Settings: s, Environ: environ, Phase: phase, StopGrace: s.StopGrace}
+	return &handoff.Stub{Backend: "krun", Program: Program, Settings: s, Environ: environ, Phase: phase, StopGrace: s.StopGrace,
+		Viewer: func(p *isolator.Plan) (*isolator.View, error) {
+			return isolator.NewContainerView(p, isolator.ContainerHome{Path: s.Home}), nil
+		}}
 }
 
 // ErrKeep refuses keep_container: a krun container cannot be exec'd into.
