@@ -81,6 +81,13 @@ func TestDryRunsChangeNothing(t *testing.T) {
 		check(t, "--isolator="+iso, "--dry-run", "-e", "API_TOKEN", "--", "true")
 	})
 	t.Run("prune", func(t *testing.T) {
+		// A real run first, so that prune has the project's state, sandbox home,
+		// /etc snapshot and socket directories to consider (--days 0: all of them).
+		if isolatorReady("bwrap") {
+			if r := run(t, p.dir, env, "", "--isolator=bwrap", "--", "true"); r.code != 0 {
+				t.Fatalf("the run before the dry prune:\n%s", r)
+			}
+		}
 		r := check(t, "sandboxes", "prune", "--days", "0", "--dry-run")
 		// No podman service listens in this runtime directory: what it would have
 		// listed is said to be left out, not started for.
