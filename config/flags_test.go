@@ -60,7 +60,7 @@ func TestFlagMount(t *testing.T) {
 	}
 	_, environ := testHome(t)
 	c, _ := mustLoad(t, LoadOptions{Environ: environ, Flags: Flags{Mounts: []string{"/a:/b:ro", "/a:/b:ro", "/c"}}})
-	want := []Mount{{Source: "/a", Dest: "/b", ReadOnly: true}, {Source: "/c", Dest: "/c"}}
+	want := []Mount{{Source: "/a", Dest: "/b", ReadOnly: true, Origin: "flag --mount"}, {Source: "/c", Dest: "/c", Origin: "flag --mount"}}
 	if !reflect.DeepEqual(c.Sandbox.HostMounts, want) || c.Origins["sandbox.host_mounts"] != "flag --mount" {
 		t.Errorf("host mounts %+v from %q", c.Sandbox.HostMounts, c.Origins["sandbox.host_mounts"])
 	}
@@ -101,5 +101,38 @@ func TestFlagErrors(t *testing.T) {
 				t.Errorf("%v: ErrInvalid %v, ErrNotImplemented %v", err, errors.Is(err, ErrInvalid), errors.Is(err, ErrNotImplemented))
 			}
 		})
+	}
+}
+
+// Each sandbox.host_mounts entry keeps where it came from: its own line in the file
+// that gave it, or the --mount flag, however many layers gave entries (the key's
+// Origins entry names only the last). A mount two layers give keeps the first's.
+func TestHostMountOrigins(t *testing.T) {
+	home, environ := testHome(t)
+	user := writeUserFile(t, home, "[sandbox]\nhost_mounts = [\n  \"/a:/b:ro\",\n  \"/c:/d\",\n]\n")
+	c, _ := mustLoad(t, LoadOptions{Environ: environ, Flags: Flags{Mounts: []string{"/e", "/c:/d"}}})
+	want := []Mount{
+		{Source: "/a", Dest: "/b", ReadOnly: true, Origin: user + ":3"},
+		{Source: "/c", Dest: "/d", Origin: user + ":4"},
+		{Source: "/e", Dest: "/e", Origin: "flag --mount"},
+	}
+	if !reflect.DeepEqual(c.Sandbox.HostMounts, want) {
+		t.Errorf("host mounts\n%+v\nwant\n%+v", c.Sandbox.HostMounts, want)
+	}
+}
+
+// Where names the file and line of a [tools.<name>] table, written as a table or as
+// dotted keys, for checks made outside this package (an unknown tool's name).
+func TestWhereTools(t *testing.T) {
+	home, environ := testHome(t)
+	user := writeUserFile(t, home, "isolator = \"auto\"\ntools.nosuch.enabled = false\n\n[tools.claud]\nsecrets = false\n")
+	c, _ := mustLoad(t, LoadOptions{Environ: environ})
+	for key, line := range map[string]int{"tools.nosuch": 2, "tools.claud": 4} {
+		if f, l, ok := c.Where(key); !ok || f != user || l != line {
+			t.Errorf("Where(%q) = %q, %d, %v; want %q, %d", key, f, l, ok, user, line)
+		}
+	}
+	if _, _, ok := c.Where("tools.git"); ok {
+		t.Error("Where names a key no file gave")
 	}
 }

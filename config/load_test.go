@@ -240,7 +240,7 @@ format = "Bearer {}"
 		c.Sandbox.SystemBinds, c.Sandbox.WritableDirs, c.Secrets.Files, c.Krun.PodmanSocket, c.Proxy.Credentials}
 	want := []any{
 		[]string{home, home + "/b"}, []string{home + "/ro"}, []string{"/abs/rw"},
-		[]Mount{{Source: home + "/src", Dest: home + "/dst", ReadOnly: true}, {Source: "/x", Dest: "/y"}},
+		[]Mount{{Source: home + "/src", Dest: home + "/dst", ReadOnly: true, Origin: file + ":6"}, {Source: "/x", Dest: "/y", Origin: file + ":6"}},
 		[]string{home + "/sys"}, []string{"build"}, map[string]string{"TOKEN": home + "/token"}, home + "/podman.sock",
 		[]Credential{{Host: "*.example.com", Header: "Authorization", ValueFile: home + "/cred", Format: "Bearer {}"}},
 	}

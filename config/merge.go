@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -95,6 +96,42 @@ func union[T comparable](m merger, key string, dst *[]T, add []T) {
 	m.c.Origins[key] = m.origin
 }
 
+// unionMounts is union for sandbox.host_mounts, by mount (Origin aside): each entry
+// added keeps where it came from (Mount.Origin), the entry's own line in a file.
+func unionMounts(m merger, src *source, dst *[]Mount, add []Mount) {
+	if len(add) == 0 {
+		return
+	}
+	for i, v := range add {
+		if slices.ContainsFunc(*dst, func(d Mount) bool { return d.Source == v.Source && d.Dest == v.Dest && d.ReadOnly == v.ReadOnly }) {
+			continue
+		}
+		v.Origin = m.origin
+		if src.file != "" {
+			if line := src.exactLine("sandbox.host_mounts[" + strconv.Itoa(i) + "]"); line > 0 {
+				v.Origin += ":" + strconv.Itoa(line)
+			}
+		}
+		*dst = append(*dst, v)
+	}
+	m.c.Origins["sandbox.host_mounts"] = m.origin
+}
+
+// location is a place in a config file (line 0: unknown).
+type location struct {
+	file string
+	line int
+}
+
+// Where returns the file and line where key was given, for the keys a check outside
+// this package refuses with the file's location: "tools.<name>" (the table of the
+// last file that gave it). ok is false when no file gave key (line 0: its line is
+// unknown).
+func (c *Config) Where(key string) (file string, line int, ok bool) {
+	l, ok := c.at[key]
+	return l.file, l.line, ok
+}
+
 // merge applies l, checked against src, onto c.
 func merge(c *Config, l *layer, src *source) error {
 	m := merger{c: c, origin: src.name}
@@ -111,7 +148,7 @@ func merge(c *Config, l *layer, src *source) error {
 	union(m, "sandbox.mask_skip", &s.MaskSkip, ls.MaskSkip)
 	union(m, "sandbox.ro_binds", &s.ROBinds, ls.ROBinds)
 	union(m, "sandbox.rw_binds", &s.RWBinds, ls.RWBinds)
-	union(m, "sandbox.host_mounts", &s.HostMounts, ls.mounts)
+	unionMounts(m, src, &s.HostMounts, ls.mounts)
 	union(m, "sandbox.system_binds", &s.SystemBinds, ls.SystemBinds)
 	if len(s.SystemBinds) > 1 && slices.Contains(s.SystemBinds, "host") {
 		return src.fail("sandbox.system_binds", -1,
@@ -135,6 +172,12 @@ func merge(c *Config, l *layer, src *source) error {
 	}
 
 	for name, t := range l.Tools {
+		if src.file != "" {
+			if c.at == nil {
+				c.at = map[string]location{}
+			}
+			c.at["tools."+name] = location{file: src.file, line: src.exactLine("tools."+name, "tools."+name+".enabled", "tools."+name+".secrets", "tools."+name+".key")}
+		}
 		cur := c.Tools[name]
 		if t.Enabled != nil {
 			cur.Enabled = new(*t.Enabled)

@@ -59,6 +59,23 @@ func (s *source) lookup(key string) (int, unstable.Kind) {
 	return 0, unstable.Invalid
 }
 
+// exactLine returns the line of the first of keys the document defines itself (not
+// through an enclosing key); 0 when none is, or the source is not a file.
+func (s *source) exactLine(keys ...string) int {
+	if s.file == "" {
+		return 0
+	}
+	if s.pos == nil {
+		s.pos = positions(s.doc)
+	}
+	for _, k := range keys {
+		if p, ok := s.pos[k]; ok {
+			return p.line
+		}
+	}
+	return 0
+}
+
 // decodeFile strictly decodes doc, read from path, into a layer.
 func decodeFile(path string, doc []byte) (*layer, *source, error) {
 	src := fileSource(path, doc)

@@ -29,6 +29,9 @@ type Config struct {
 
 	// deprecated are notes on deprecated keys the layers used, turned into warnings.
 	deprecated []string
+	// at is where each [tools.<name>] table was given ("tools.<name>"), in the last
+	// file that gave it: Where reads it.
+	at map[string]location
 	// explicit is the --config file applied, nil when none.
 	explicit *explicitFile
 }
@@ -60,6 +63,10 @@ type Mount struct {
 	Source   string
 	Dest     string
 	ReadOnly bool
+	// Origin is where the entry came from: "FILE:LINE" (the entry's own line;
+	// "FILE" when unknown) or "flag --mount". Two layers giving the same mount keep
+	// the first's. It is not part of the mount: String leaves it out.
+	Origin string
 }
 
 // Env is the [env] table.

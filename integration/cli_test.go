@@ -39,7 +39,7 @@ func TestCLIContract(t *testing.T) {
 		{name: "nesting with explicit isolator", env: []string{"DEVSANDBOX=1"}, args: []string{"--isolator=bwrap", "true"}},
 		{name: "--pids N: the value is the next word, as --help writes it", args: []string{"--pids", "100", "--", "/bin/sh", "-c", "echo ok"}, stdout: "ok\n"},
 		{name: "a misspelt tool stops the run", args: []string{"--config", p.path("tool.toml"), "true"}, code: 125,
-			stderr: "tools.claud (" + p.path("tool.toml") + "): there is no tool claud"},
+			stderr: p.path("tool.toml") + ":1: tools.claud: there is no tool \"claud\"; the tools are "},
 		{name: "a flag without its value, named as typed", args: []string{"--pids"}, code: 125, stderr: "flag --pids needs a value"},
 		{name: "a subcommand given an argument it does not take", args: []string{"sandboxes", "prune", "--dry-run", p.name()}, code: 125,
 			stderr: "sandboxes prune takes no arguments"},

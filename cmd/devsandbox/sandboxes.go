@@ -415,7 +415,11 @@ func (a *app) prunePodmanImages(cfg *config.Config, stateRoot string, maxAge tim
 		fmt.Fprintln(a.stdout, termsafe.Line(l))
 	}
 	if err != nil {
-		a.warn("the default images in podman were not all pruned: %v", err)
+		what := "pruned"
+		if dryRun {
+			what = "listed"
+		}
+		a.warn("the default images in podman were not all %s: %v", what, err)
 	}
 }
 

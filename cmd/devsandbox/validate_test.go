@@ -122,7 +122,7 @@ func TestTrustRefusesAnUnknownTool(t *testing.T) {
 	a := &app{stdout: &out, stderr: &errb, environ: env}
 	code := a.main([]string{"config", "trust"})
 	proj, _ := os.Getwd()
-	want := strings.ReplaceAll(vErr.String(), "("+config.ProjectFileName+")", "("+filepath.Join(proj, config.ProjectFileName)+")")
+	want := strings.ReplaceAll(vErr.String(), " "+config.ProjectFileName+":", " "+filepath.Join(proj, config.ProjectFileName)+":")
 	if code != exitFailure || errb.String() != want || out.Len() != 0 {
 		t.Errorf("config trust: exit %d, stdout %q, stderr\n%s\nwant\n%s", code, out.String(), errb.String(), want)
 	}

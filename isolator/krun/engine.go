@@ -59,6 +59,29 @@ func (b *Isolator) connect(ctx context.Context, h Host) (engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	return b.dial(ctx, sock)
+}
+
+// errNotRunning: no podman service listens on the backend's socket.
+var errNotRunning = errors.New("podman's API service for krun is not running")
+
+// connectRunning connects to the API service only when one already listens: it
+// starts none and takes no lock (a dry run makes nothing on the host). The service
+// may end under it (nothing holds it): a request then fails.
+func (b *Isolator) connectRunning(ctx context.Context, h Host) (engine, error) {
+	sock := b.socketName()
+	if !h.Listening(sock) {
+		return nil, fmt.Errorf("%w on %s", errNotRunning, sock)
+	}
+	if b.engineFn != nil {
+		return b.engineFn()
+	}
+	return b.dial(ctx, sock)
+}
+
+// dial connects to the service listening on sock, once its listener is shown to be
+// outside every sandbox (pinService).
+func (b *Isolator) dial(ctx context.Context, sock string) (engine, error) {
 	pinned, f, err := pinService(sock)
 	if err != nil {
 		return nil, err

@@ -35,8 +35,22 @@ type imageStore interface {
 // another state directory). It returns one line per container and image, what was (or
 // would be) done and why. The krun backend derives no images: a run uses krun.image as
 // it is.
+//
+// A dry run starts nothing and makes nothing: it lists what a service already running
+// shows, and without one it says in one line that podman's containers and images are
+// not listed (a dry run must not start podman's service, which makes its sockets,
+// locks and log in the runtime directory and podman's storage when missing).
 func (b *Isolator) PruneImages(ctx context.Context, stateRoot string, maxAge time.Duration, dryRun bool) ([]string, error) {
-	conn, err := b.connect(ctx, b.hostAccess())
+	var conn engine
+	var err error
+	if dryRun {
+		conn, err = b.connectRunning(ctx, b.hostAccess())
+		if errors.Is(err, errNotRunning) {
+			return []string{fmt.Sprintf("not listed: the containers and default images in podman (the krun isolator's): %v, and a dry run starts nothing; `devsandbox sandboxes prune` without --dry-run starts it and prunes them", err)}, nil
+		}
+	} else {
+		conn, err = b.connect(ctx, b.hostAccess())
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package krun
 
 import (
 	"context"
+	"errors"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -57,7 +59,7 @@ func TestPruneImages(t *testing.T) {
 	}
 	for _, dry := range []bool{true, false} {
 		store := newStore()
-		b := &Isolator{Settings: helper.Settings{Version: "cur", Image: "devsandbox/default:pinned"}, engineFn: func() (engine, error) { return store, nil }}
+		b := &Isolator{Settings: helper.Settings{Version: "cur", Image: "devsandbox/default:pinned", RuntimeDir: t.TempDir()}, host: fakeHost{t: t}, engineFn: func() (engine, error) { return store, nil }}
 		got, err := b.PruneImages(context.Background(), stateRoot, 30*day, dry)
 		verb := "removed"
 		var removed []string
@@ -79,6 +81,31 @@ func TestPruneImages(t *testing.T) {
 	}
 	if !imageuse.Last(stateRoot, imageuse.Podman, "6666666666666666").IsZero() {
 		t.Error("the record of a removed image is left")
+	}
+}
+
+// A dry prune with no podman service running starts none (fakeHost fails the test on
+// StartService) and connects to nothing: it says in one line what it did not list and
+// how to prune it, and it is not an error. Nothing is made in the runtime directory.
+func TestPruneImagesDryRunStartsNothing(t *testing.T) {
+	rt := t.TempDir()
+	b := &Isolator{
+		Settings: helper.Settings{Version: "cur", Runtime: "krun", RuntimeDir: rt},
+		host:     fakeHost{t: t, down: true},
+		engineFn: func() (engine, error) {
+			t.Error("a dry run with no service connected to one")
+			return nil, errors.New("no")
+		},
+	}
+	got, err := b.PruneImages(context.Background(), t.TempDir(), 0, true)
+	sock := b.socketName()
+	want := []string{"not listed: the containers and default images in podman (the krun isolator's): podman's API service for krun is not running on " + sock +
+		", and a dry run starts nothing; `devsandbox sandboxes prune` without --dry-run starts it and prunes them"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("PruneImages(dry run) = %q, %v; want %q, nil", got, err, want)
+	}
+	if entries, _ := os.ReadDir(rt); len(entries) > 0 {
+		t.Errorf("the dry run made %v in the runtime directory", entries)
 	}
 }
 

@@ -267,6 +267,8 @@ type fakeHost struct {
 	lock  *fakeLock // nil: LockCreate is free
 	// pinned is what Pin returns as the pinned sources (nil: none).
 	pinned *pin.Set
+	// down: no service listens (Listening is false).
+	down bool
 }
 
 // fakeLock is the creations' lock: who took it, and whether it is held.
@@ -315,7 +317,7 @@ func (h fakeHost) KVM() error {
 	return nil
 }
 func (fakeHost) HardLimits() (uint64, uint64) { return 4096, 0 }
-func (fakeHost) Listening(string) bool        { return true }
+func (h fakeHost) Listening(string) bool      { return !h.down }
 func (fakeHost) Systemd() bool                { return false }
 func (h fakeHost) Pin(p *isolator.Plan) (*isolator.Plan, string, *pin.Set, error) {
 	return p, "", h.pinned, nil

@@ -285,7 +285,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		}
 	}
 	for _, m := range cfg.Sandbox.HostMounts {
-		if err := b.bindUser(m.Source, m.Dest, m.ReadOnly, "sandbox.host_mounts"); err != nil {
+		if err := b.bindUserFrom(m.Source, m.Dest, m.ReadOnly, "sandbox.host_mounts", hostMountFrom(m)); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -751,4 +751,17 @@ func parsePublish(s string) (egress.Forward, error) {
 // hostUser is the Plan's User for the host h.
 func hostUser(h config.Host) isolator.User {
 	return isolator.User{Name: h.User, UID: h.UID, GID: h.GID, HostHome: h.Home, Shell: h.Vars["SHELL"]}
+}
+
+// hostMountFrom is how errors name the host mount m: by its flag (`--mount
+// SRC:DST`) when it came from --mount, else as sandbox.host_mounts with the file and
+// line that gave it.
+func hostMountFrom(m config.Mount) string {
+	switch {
+	case m.Origin == "flag --mount":
+		return "--mount " + m.String()
+	case m.Origin != "":
+		return "sandbox.host_mounts (" + m.Origin + ")"
+	}
+	return "sandbox.host_mounts"
 }

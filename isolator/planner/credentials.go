@@ -103,7 +103,8 @@ func CheckTools(cfg *config.Config, reg *tools.Registry) error {
 	for _, name := range slices.Sorted(maps.Keys(cfg.Tools)) {
 		t, ok := reg.Lookup(name)
 		if !ok {
-			return fmt.Errorf("%w: tools.%s (%s): there is no tool %s; `devsandbox tools list` names them", ErrConfig, name, toolOrigin(cfg, name), name)
+			// Not ErrConfig: no host has the tool, so the name is wrong wherever it runs.
+			return fmt.Errorf("%w: %w", config.ErrInvalid, unknownTool(cfg, reg, name))
 		}
 		if k := cfg.Tools[name].Key; k != nil && *k == config.KeyProxy && len(t.Keys) == 0 {
 			// Not ErrConfig: no host has a key for the tool to hold, so the setting is
@@ -477,6 +478,20 @@ func keyedTools(reg *tools.Registry) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// unknownTool is the error for a [tools.<name>] table reg has no tool for: the file
+// and line of the table, the key, the tools there are and the fix.
+func unknownTool(cfg *config.Config, reg *tools.Registry, name string) error {
+	names := slices.Clone(reg.Names())
+	slices.Sort(names)
+	e := &config.Error{Key: "tools." + name, Err: fmt.Errorf("there is no tool %q; the tools are %s (`devsandbox tools list` describes them): correct the name, or remove the table", name, strings.Join(names, ", "))}
+	if f, l, ok := cfg.Where(e.Key); ok {
+		e.File, e.Line = f, l
+	} else {
+		e.File = toolOrigin(cfg, name)
+	}
+	return e
 }
 
 func toolOrigin(cfg *config.Config, name string) string {

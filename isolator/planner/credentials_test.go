@@ -222,9 +222,14 @@ func TestToolKeys(t *testing.T) {
 		{name: "base URL without a scheme", tools: "[tools.claude]\nkey = \"proxy\"\n",
 			env: []string{"ANTHROPIC_API_KEY=sk-ant-12345678", "ANTHROPIC_BASE_URL=gw.test"},
 			err: `tools.claude.key: ANTHROPIC_BASE_URL is "gw.test", not an http:// or https:// URL`},
-		{name: "unknown tool", tools: "[tools.nosuch]\nkey = \"proxy\"\n", err: "there is no tool nosuch"},
-		{name: "unknown tool, secrets withheld", tools: "[tools.claud]\nsecrets = false\n", err: "tools.claud (CONFIG): there is no tool claud"},
-		{name: "unknown tool, enabled", tools: "[tools.nosuch]\nenabled = true\n", err: "there is no tool nosuch"},
+		// An unknown tool is wrong on any host: named by file, line and key, with the
+		// tools there are and the fix.
+		{name: "unknown tool", tools: "[tools.nosuch]\nkey = \"proxy\"\n", class: config.ErrInvalid,
+			err: `invalid configuration: CONFIG:1: tools.nosuch: there is no tool "nosuch"; the tools are aider, amp, cargo, claude, codex, copilot, crush, cursor, gemini, gh, git, go, goose, mise, node, nvim, oh-my-zsh, opencode, pi, powerlevel10k, python, qwen, shell, ssh, starship, tmux, zellij (` + "`devsandbox tools list`" + ` describes them): correct the name, or remove the table`},
+		{name: "unknown tool, secrets withheld", tools: "[sandbox]\nmode = \"enforce\"\n\n[tools.claud]\nsecrets = false\n", class: config.ErrInvalid,
+			err: `invalid configuration: CONFIG:4: tools.claud: there is no tool "claud"; the tools are aider,`},
+		{name: "unknown tool, dotted keys", tools: "tools.nosuch.enabled = true\n", class: config.ErrInvalid,
+			err: `invalid configuration: CONFIG:1: tools.nosuch: there is no tool "nosuch"`},
 		// The setting is wrong on any host: an invalid configuration, named by its file and key.
 		{name: "a tool without keys", tools: "[tools.git]\nkey = \"proxy\"\n", class: config.ErrInvalid,
 			err: `invalid configuration: CONFIG: tools.git.key = "proxy": git has no API key for the proxy to hold (the tools that have one: claude, codex, copilot, crush, gemini, goose, pi, qwen); remove the setting, or pass git's credentials with [[proxy.credentials]]`},

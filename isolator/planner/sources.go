@@ -67,12 +67,22 @@ func protectedPaths(cfg *config.Config, h config.Host, pr Probe) []protected {
 // is mounted is what was checked: it may not be or lie in a protected path. Protected
 // paths it holds are masked at their place in the bind (see maskUserBinds).
 func (b *mountBuilder) bindUser(src, dst string, ro bool, key string) error {
+	return b.bindUserFrom(src, dst, ro, key, key)
+}
+
+// bindUserFrom is bindUser for an entry whose errors name it as from (a --mount flag, a
+// host_mounts entry with its file and line) rather than by its key alone.
+func (b *mountBuilder) bindUserFrom(src, dst string, ro bool, key, from string) error {
+	drop := "remove the entry"
+	if strings.HasPrefix(from, "--") {
+		drop = "drop the flag"
+	}
 	if !b.pr.exists(src) {
-		return fmt.Errorf("%w: %s: %s does not exist; create it or remove the entry", ErrConfig, key, src)
+		return fmt.Errorf("%w: %s: %s does not exist; create it or %s", ErrConfig, from, src, drop)
 	}
 	real, err := b.pr.EvalSymlinks(src)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %s cannot be resolved (%w); fix the link or remove the entry", ErrConfig, key, src, err)
+		return fmt.Errorf("%w: %s: %s cannot be resolved (%w); fix the link or %s", ErrConfig, from, src, err, drop)
 	}
 	shown := src
 	if real != filepath.Clean(src) {
@@ -81,7 +91,7 @@ func (b *mountBuilder) bindUser(src, dst string, ro bool, key string) error {
 	for _, p := range b.protected {
 		for _, q := range []string{p.path, p.real} {
 			if isolator.Within(real, q) {
-				return fmt.Errorf("%w: %s: %s would expose %s, %s; %s", ErrConfig, key, shown, q, p.why, p.fix)
+				return fmt.Errorf("%w: %s: %s would expose %s, %s; %s", ErrConfig, from, shown, q, p.why, p.fix)
 			}
 		}
 	}
