@@ -43,9 +43,10 @@ type Filter struct {
 	over bool
 	// A UTF-8 character in progress: the continuation bytes still expected, and a
 	// 0xc2 lead held back until the next byte says whether it encodes a C1 control.
-	need   int
-	pendC2 bool
-	strEsc bool // an ESC seen inside a string: ST (ESC \) may follow
+	need    int
+	pendC2  bool
+	strEsc  bool // an ESC seen inside a string: ST (ESC \) may follow
+	dropped int  // sequences removed so far (for tests)
 }
 
 // FilterOptions are what a user allows beyond the default (sandbox.terminal_clipboard).
@@ -81,19 +82,81 @@ func NewFilter(opts FilterOptions) *Filter {
 // slice. Bytes of a sequence not yet complete are held for the next call.
 func (f *Filter) Append(dst, p []byte) []byte {
 	for i := 0; i < len(p); i++ {
-		if f.st == fGround && f.need == 0 && !f.pendC2 {
-			// Plain ASCII text: copy the run at once.
-			j := i
-			for j < len(p) && p[j] < 0x80 && p[j] != 0x1b {
-				j++
-			}
-			dst = append(dst, p[i:j]...)
-			if i = j; i == len(p) {
-				break
+		if f.need == 0 && !f.pendC2 {
+			switch f.st {
+			case fGround:
+				// Text: copy the run of whole characters at once.
+				j := textRun(p, i)
+				dst = append(dst, p[i:j]...)
+				if i = j; i == len(p) {
+					return dst
+				}
+			case fCSI:
+				// Parameters and intermediates: hold the run at once.
+				j := i
+				for j < len(p) && p[j] >= 0x20 && p[j] <= 0x3f {
+					j++
+				}
+				room := maxHeld - len(f.held)
+				f.held = append(f.held, p[i:i+min(j-i, room)]...)
+				f.over = f.over || j-i > room
+				if i = j; i == len(p) {
+					return dst
+				}
 			}
 		}
 		dst = f.byte(dst, p[i])
 	}
+	return dst
+}
+
+// textRun returns the end of the run of text starting at p[i]: ASCII but ESC, and
+// whole UTF-8 characters but the encoded C1 controls.
+func textRun(p []byte, i int) int {
+	for i < len(p) {
+		c := p[i]
+		if c < 0x80 {
+			if c == 0x1b {
+				return i
+			}
+			i++
+			continue
+		}
+		n := 0
+		switch {
+		case c >= 0xc2 && c <= 0xdf:
+			n = 2
+		case c >= 0xe0 && c <= 0xef:
+			n = 3
+		case c >= 0xf0 && c <= 0xf4:
+			n = 4
+		default:
+			return i
+		}
+		if i+n > len(p) || c == 0xc2 && p[i+1] < 0xa0 {
+			return i
+		}
+		for k := 1; k < n; k++ {
+			if p[i+k] < 0x80 || p[i+k] > 0xbf {
+				return i
+			}
+		}
+		i += n
+	}
+	return i
+}
+
+// Flush ends the stream: it appends to dst a UTF-8 lead byte held back and the
+// end of a string being passed (so the terminal is not left inside it), and drops a
+// sequence that was never completed. The filter starts afresh after it.
+func (f *Filter) Flush(dst []byte) []byte {
+	if f.pendC2 && (f.st == fGround || f.st == fStrPass) {
+		dst = append(dst, 0xc2)
+	}
+	if f.st == fStrPass {
+		dst = append(dst, 0x1b, '\\')
+	}
+	*f = Filter{opts: f.opts, held: f.held[:0]}
 	return dst
 }
 
@@ -155,7 +218,10 @@ func (f *Filter) c1(dst []byte, c byte, enc bool) []byte {
 		}
 	}
 	// Anywhere else a C1 control ends the sequence in progress (dropping what was
-	// held) and acts on its own.
+	// held, ending a string passed) and acts on its own.
+	if f.st == fStrPass {
+		dst = append(dst, 0x1b, '\\')
+	}
 	f.held, f.over = f.held[:0], false
 	f.st = fGround
 	switch c {
@@ -164,7 +230,7 @@ func (f *Filter) c1(dst []byte, c byte, enc bool) []byte {
 	case 0x9d: // OSC
 		f.st, f.held = fOSCNum, appendC1(f.held, c, enc)
 	case 0x90, 0x98, 0x9e, 0x9f: // DCS, SOS, PM, APC
-		f.st = fStrDrop
+		f.dropString()
 	case 0x9c: // a stray ST
 	default:
 		dst = appendC1(dst, c, enc)
@@ -195,7 +261,7 @@ func (f *Filter) text(dst []byte, b byte) []byte {
 		case b == 0x1b:
 			f.st, f.held = fEscape, append(f.held[:0], b)
 			return dst
-		case b >= 0x30 && b <= 0x7e:
+		case b >= 0x30 && b <= 0x7e, b == 0x18, b == 0x1a, b >= 0x80:
 			f.st = fGround
 		}
 		return append(dst, b)
@@ -217,7 +283,7 @@ func (f *Filter) escape(dst []byte, b byte) []byte {
 	case b == ']':
 		f.st, f.held = fOSCNum, append(f.held, b)
 	case b == 'P' || b == 'X' || b == '^' || b == '_':
-		f.st, f.held = fStrDrop, f.held[:0]
+		f.dropString()
 	case b == 0x1b: // the first ESC is abandoned
 		f.st = fEscape
 	case b == '\\': // a stray ST
@@ -225,6 +291,18 @@ func (f *Filter) escape(dst []byte, b byte) []byte {
 	case b >= 0x20 && b <= 0x2f: // intermediates: ESC ( B and the like
 		dst = append(append(dst, f.held...), b)
 		f.st, f.held = fEscInter, f.held[:0]
+	case b == 0x18 || b == 0x1a: // CAN, SUB: the sequence is cancelled
+		f.held = f.held[:0]
+		dst = append(dst, b)
+	case b < 0x20 || b == 0x7f:
+		// Terminals execute a C0 control (and ignore DEL) met after ESC and go on
+		// with the sequence: so does the filter, or ESC CR ] would pass as text
+		// and reach the terminal as an OSC.
+		f.st = fEscape
+		dst = append(dst, b)
+	case b >= 0x80: // not a sequence: the ESC is dropped, the byte is text
+		f.held = f.held[:0]
+		return f.text(dst, b)
 	default:
 		dst = append(append(dst, f.held...), b)
 		f.held = f.held[:0]
@@ -245,6 +323,8 @@ func (f *Filter) csi(dst []byte, b byte) []byte {
 		f.st = fGround
 		if !f.over && !dropCSI(f.held, b) {
 			dst = append(append(dst, f.held...), b)
+		} else {
+			f.dropped++
 		}
 		f.held, f.over = f.held[:0], false
 		return dst
@@ -309,7 +389,7 @@ func (f *Filter) oscHead(dst []byte, b byte) []byte {
 	switch {
 	case f.st == fOSC52Payload:
 		if b == '?' { // a query: the terminal would send the host clipboard
-			f.st, f.held = fStrDrop, f.held[:0]
+			f.dropString()
 			return f.str(dst, b)
 		}
 		f.st, dst = fStrPass, append(dst, f.held...)
@@ -317,7 +397,7 @@ func (f *Filter) oscHead(dst []byte, b byte) []byte {
 		return f.str(dst, b)
 	case end:
 		if f.st == fOSC52 {
-			f.st, f.held = fStrDrop, f.held[:0] // no payload: not a write
+			f.dropString() // no payload: not a write
 			return f.str(dst, b)
 		}
 		return f.str(f.oscDecide(dst), b)
@@ -330,11 +410,17 @@ func (f *Filter) oscHead(dst []byte, b byte) []byte {
 	case b == ';':
 		return f.str(f.oscDecide(dst), b)
 	case len(f.held) >= maxHeld:
-		f.st, f.held = fStrDrop, f.held[:0]
+		f.dropString()
 		return dst
 	}
 	f.held = append(f.held, b)
 	return dst
+}
+
+// dropString starts dropping a string (its introducer was never passed on).
+func (f *Filter) dropString() {
+	f.st, f.held = fStrDrop, f.held[:0]
+	f.dropped++
 }
 
 // oscDecide passes the OSC head held (emitting it) or drops it, by its number.
@@ -342,7 +428,7 @@ func (f *Filter) oscDecide(dst []byte) []byte {
 	if allowedOSC(oscNumber(f.held)) {
 		f.st, dst = fStrPass, append(dst, f.held...)
 	} else {
-		f.st = fStrDrop
+		f.dropString()
 	}
 	f.held = f.held[:0]
 	return dst
@@ -394,7 +480,11 @@ func (f *Filter) str(dst []byte, b byte) []byte {
 			}
 			return dst
 		}
-		// ESC ends the string and begins a sequence of its own.
+		// ESC ends the string and begins a sequence of its own, which may be
+		// dropped: end a passed string for the terminal too.
+		if pass {
+			dst = append(dst, 0x1b, '\\')
+		}
 		f.st = fGround
 		return f.text(f.text(dst, 0x1b), b)
 	}

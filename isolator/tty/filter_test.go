@@ -59,13 +59,17 @@ func TestFilter(t *testing.T) {
 		{"kitty graphics from a file", FilterOptions{}, "a\x1b_Ga=T,t=f;L2V0Yy9wYXNzd2Q=\x1b\\b", "ab"},
 		{"PM and SOS", FilterOptions{}, "a\x1b^x\x1b\\\x1bXy\x1b\\\x9ez\x9c\x98w\x9cb", "ab"},
 
-		{"ESC ends a passed OSC and what follows is filtered", FilterOptions{}, "\x1b]0;t\x1b]52;c;ZWNo\x07b", "\x1b]0;tb"},
-		{"C1 ends a passed OSC", FilterOptions{}, "\x1b]0;t\x9d52;c;ZWNo\x07b", "\x1b]0;tb"},
+		{"ESC ends a passed OSC and what follows is filtered", FilterOptions{}, "\x1b]0;t\x1b]52;c;ZWNo\x07b", "\x1b]0;t\x1b\\b"},
+		{"C1 ends a passed OSC", FilterOptions{}, "\x1b]0;t\x9d52;c;ZWNo\x07b", "\x1b]0;t\x1b\\b"},
 		{"CAN cancels a dropped string", FilterOptions{}, "\x1bPq#0\x18b", "b"},
 		{"CAN cancels a CSI", FilterOptions{}, "\x1b[21\x18b", "\x18b"},
 		{"ESC restarts inside a CSI", FilterOptions{}, "\x1b[2\x1b[21tb", "b"},
 		{"C0 inside a CSI", FilterOptions{}, "\x1b[1\r2m", "\r\x1b[12m"},
 		{"ESC ESC", FilterOptions{}, "\x1b\x1b[1m", "\x1b[1m"},
+		{"C0 after ESC", FilterOptions{}, "\x1b\r]52;c;eA==\x07b\x1b\x7f[21tc", "\rb\x7fc"},
+		{"C0 after ESC, kept", FilterOptions{}, "\x1b\r[1m", "\r\x1b[1m"},
+		{"C0 after ESC and an intermediate", FilterOptions{}, "\x1b(\rB", "\x1b(\rB"},
+		{"ESC before a UTF-8 character", FilterOptions{}, "\x1bé", "é"},
 		{"stray ST", FilterOptions{}, "a\x9cb\x1b\\c", "abc"},
 		{"other C1 passes", FilterOptions{}, "a\x85b\u0085c", "a\x85b\u0085c"},
 		{"a string's body after the end is text", FilterOptions{}, "\x1b]52\x07;c;x", ";c;x"},
@@ -111,4 +115,30 @@ func TestFilterBounded(t *testing.T) {
 			t.Errorf("%q: holding %d bytes", head[:4], cap(f.held))
 		}
 	}
+}
+
+// FuzzFilter checks what the table cannot enumerate: a stream is filtered the
+// same whatever the reads' boundaries, and what the filter lets through holds
+// nothing it removes (no removed sequence can be formed from what it kept).
+func FuzzFilter(f *testing.F) {
+	for _, s := range []string{"\x1b]52;c;eA==\x07", "\x9d52;c;eA==\x9c", "\u009d0;t\u009c", "\x1b[21t", "\x1bPtmux;\x1b\x1b]52;;x\x07\x1b\\", "“é”\x1b]2;ü\x1b\\"} {
+		f.Add([]byte(s), uint(3), false)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, at uint, clip bool) {
+		opts := FilterOptions{AllowClipboard: clip}
+		f := NewFilter(opts)
+		whole := f.Flush(f.Append(nil, in))
+		i := int(at % uint(len(in)+1))
+		g := NewFilter(opts)
+		if split := g.Flush(g.Append(g.Append(nil, in[:i]), in[i:])); !bytes.Equal(split, whole) {
+			t.Fatalf("%q split at %d: %q, whole: %q", in, i, split, whole)
+		}
+		// What passed holds no sequence the filter removes. (It need not pass
+		// again byte for byte: bytes on either side of a removed sequence may
+		// join into a UTF-8 character, which hides a C1 control, never makes one.)
+		h := NewFilter(opts)
+		if again := h.Flush(h.Append(nil, whole)); h.dropped != 0 {
+			t.Fatalf("%q: filtered %q, which holds %d sequences to remove (%q)", in, whole, h.dropped, again)
+		}
+	})
 }

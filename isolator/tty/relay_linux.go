@@ -232,6 +232,9 @@ func (r *Relay) copyOutput() {
 	for {
 		n, err := r.master.Read(buf)
 		fbuf = r.filter.Append(fbuf[:0], buf[:n])
+		if err != nil {
+			fbuf = r.filter.Flush(fbuf)
+		}
 		if len(fbuf) > 0 && r.guard != nil {
 			r.guard.observe(fbuf)
 		}
