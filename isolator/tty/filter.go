@@ -91,6 +91,16 @@ func (f *Filter) Append(dst, p []byte) []byte {
 				if i = j; i == len(p) {
 					return dst
 				}
+				// A whole 7-bit CSI in p: decide it in place.
+				if j, ok := csiRun(p, i); ok {
+					if dropCSI(p[i:j], p[j]) {
+						f.dropped++
+					} else {
+						dst = append(dst, p[i:j+1]...)
+					}
+					i = j
+					continue
+				}
 			case fCSI:
 				// Parameters and intermediates: hold the run at once.
 				j := i
@@ -108,6 +118,22 @@ func (f *Filter) Append(dst, p []byte) []byte {
 		dst = f.byte(dst, p[i])
 	}
 	return dst
+}
+
+// csiRun reports whether p[i:] starts with a whole 7-bit CSI no longer than a held
+// one may be, and returns the index of its final byte.
+func csiRun(p []byte, i int) (int, bool) {
+	if i+1 >= len(p) || p[i] != 0x1b || p[i+1] != '[' {
+		return 0, false
+	}
+	j := i + 2
+	for j < len(p) && p[j] >= 0x20 && p[j] <= 0x3f {
+		j++
+	}
+	if j == len(p) || p[j] < 0x40 || p[j] > 0x7e || j-i > maxHeld {
+		return 0, false
+	}
+	return j, true
 }
 
 // textRun returns the end of the run of text starting at p[i]: ASCII but ESC, and
