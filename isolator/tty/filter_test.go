@@ -142,3 +142,20 @@ func FuzzFilter(f *testing.F) {
 		}
 	})
 }
+
+// The container backends' writer filters too, and Finish ends a title the command
+// left open before anything else reaches the terminal.
+func TestTidyFilters(t *testing.T) {
+	var screen bytes.Buffer
+	td := NewTidy(&screen, FilterOptions{})
+	in := []byte("a\x1b]52;c;eA==\x07b\x1b[21t\x1b]0;open title")
+	if n, err := td.Write(in); n != len(in) || err != nil {
+		t.Fatalf("Write = %d, %v; want %d, nil", n, err, len(in))
+	}
+	if err := td.Finish(0); err != nil { // no query written: in is not read
+		t.Fatal(err)
+	}
+	if got, want := screen.String(), "ab\x1b]0;open title\x1b\\"; got != want {
+		t.Errorf("screen = %q, want %q", got, want)
+	}
+}

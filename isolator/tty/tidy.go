@@ -39,7 +39,8 @@ func (t *Tidy) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Finish writes the sequences that turn off the modes the command left on (nothing
+// Finish ends a string the command left open (the filter's Flush), writes the
+// sequences that turn off the modes the command left on (nothing
 // for a command that cleaned up), and, when the command sent a query, discards the
 // terminal's pending input (inFd): the answers that have arrived. Unlike the Relay
 // it does not wait for answers still on their way: the backend's copy of the user's
@@ -47,6 +48,12 @@ func (t *Tidy) Write(p []byte) (int, error) {
 func (t *Tidy) Finish(inFd uintptr) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// End a string the command left open, so the resets are not read as its text.
+	if t.buf = t.f.Flush(t.buf[:0]); len(t.buf) > 0 {
+		if _, err := t.w.Write(t.buf); err != nil {
+			return fmt.Errorf("resetting the terminal: %w", err)
+		}
+	}
 	if b := t.g.resets(); len(b) > 0 {
 		if _, err := t.w.Write(b); err != nil {
 			return fmt.Errorf("resetting the terminal: %w", err)
