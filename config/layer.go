@@ -32,7 +32,9 @@ type layerSandbox struct {
 	Tmp           *string  `toml:"tmp"`
 	BindHostCache *bool    `toml:"bind_host_cache"`
 	DockerSocket  *bool    `toml:"docker_socket"`
-	RelaxSyscalls []string `toml:"relax_syscalls"`
+	// TerminalClipboard is sandbox.terminal_clipboard.
+	TerminalClipboard *bool    `toml:"terminal_clipboard"`
+	RelaxSyscalls     []string `toml:"relax_syscalls"`
 
 	// mounts is HostMounts parsed by check; --mount fills it directly.
 	mounts []Mount

@@ -51,7 +51,7 @@ func defaults(host Host) *Config {
 	for _, k := range []string{
 		"isolator", "sandbox.mode", "sandbox.environment", "sandbox.read_only", "sandbox.hide_paths",
 		"sandbox.mask_files", "sandbox.mask_skip", "sandbox.tmp", "sandbox.bind_host_cache",
-		"sandbox.docker_socket", "env.passthrough_all", "egress.mode", "egress.loopback_entries", "proxy.default", "proxy.mitm", "proxy.git_ssh",
+		"sandbox.docker_socket", "sandbox.terminal_clipboard", "env.passthrough_all", "egress.mode", "egress.loopback_entries", "proxy.default", "proxy.mitm", "proxy.git_ssh",
 		"docker.image", "docker.home", "docker.keep_container", "docker.agent_bind", "krun.runtime", "krun.cpus", "krun.memory_mib",
 		"limits.pids",
 	} {
@@ -157,6 +157,7 @@ func merge(c *Config, l *layer, src *source) error {
 	set(m, "sandbox.tmp", &s.Tmp, ls.Tmp)
 	set(m, "sandbox.bind_host_cache", &s.BindHostCache, ls.BindHostCache)
 	set(m, "sandbox.docker_socket", &s.DockerSocket, ls.DockerSocket)
+	set(m, "sandbox.terminal_clipboard", &s.TerminalClipboard, ls.TerminalClipboard)
 	union(m, "sandbox.relax_syscalls", &s.RelaxSyscalls, ls.RelaxSyscalls)
 
 	union(m, "env.passthrough", &c.Env.Passthrough, l.Env.Passthrough)
@@ -317,6 +318,9 @@ func finish(c *Config) []string {
 	}
 	if c.Sandbox.BindHostCache {
 		warnings = append(warnings, "sandbox.bind_host_cache is on: the sandbox writes your cache ("+c.Host.CacheHome+"), and what your tools load from it later (build caches, downloaded packages, hook environments) may be its")
+	}
+	if c.Sandbox.TerminalClipboard {
+		warnings = append(warnings, "sandbox.terminal_clipboard is on: the sandbox may set your clipboard through the terminal, and what you paste next (into a host shell, say) may be its")
 	}
 	if c.Env.PassthroughAll {
 		warnings = append(warnings, "env.passthrough_all is on: the sandbox sees every host environment variable, secrets included")

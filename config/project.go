@@ -71,6 +71,7 @@ var stricter = []stricterKey{
 	boolKey("sandbox.read_only", "--read-only", func(l *layer) *bool { return l.Sandbox.ReadOnly }, func(c *Config) bool { return c.Sandbox.ReadOnly }, true),
 	boolKey("sandbox.bind_host_cache", "", func(l *layer) *bool { return l.Sandbox.BindHostCache }, func(c *Config) bool { return c.Sandbox.BindHostCache }, false),
 	boolKey("sandbox.docker_socket", "", func(l *layer) *bool { return l.Sandbox.DockerSocket }, func(c *Config) bool { return c.Sandbox.DockerSocket }, false),
+	boolKey("sandbox.terminal_clipboard", "", func(l *layer) *bool { return l.Sandbox.TerminalClipboard }, func(c *Config) bool { return c.Sandbox.TerminalClipboard }, false),
 	boolKey("env.passthrough_all", "", func(l *layer) *bool { return l.Env.PassthroughAll }, func(c *Config) bool { return c.Env.PassthroughAll }, false),
 	enumKey("egress.mode", "--egress", func(l *layer) *string { return l.Egress.Mode }, func(c *Config) string { return c.Egress.Mode },
 		"open", "proxy", "allowlist", "none"),

@@ -85,6 +85,7 @@ func entries(c *Config) []entry {
 	add(sb, "tmp", s.Tmp)
 	add(sb, "bind_host_cache", s.BindHostCache)
 	add(sb, "docker_socket", s.DockerSocket)
+	add(sb, "terminal_clipboard", s.TerminalClipboard)
 	add(sb, "relax_syscalls", strs(s.RelaxSyscalls))
 
 	env := []string{"env"}

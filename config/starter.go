@@ -55,6 +55,8 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 # bind_host_cache = false
 # Expose the Docker socket and DOCKER_HOST inside. [stricter only]
 # docker_socket = false
+# Let the command write your clipboard through the terminal (OSC 52). [stricter only]
+# terminal_clipboard = false
 # Syscall policy groups to allow for this sandbox (strict by default): userns (nested
 # sandboxes such as Chromium's), io_uring, perf (perf_event_open), sockets (every socket
 # family). Each run says which are relaxed.

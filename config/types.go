@@ -53,6 +53,9 @@ type Sandbox struct {
 	Tmp           string   // session | tmpfs | shm
 	BindHostCache bool
 	DockerSocket  bool
+	// TerminalClipboard lets the command write the clipboard through the relayed
+	// terminal (OSC 52 writes; never its query).
+	TerminalClipboard bool
 	// RelaxSyscalls are the syscall policy's groups allowed for this sandbox
 	// (syscalls.Groups); empty is the strict policy.
 	RelaxSyscalls []string

@@ -60,6 +60,10 @@ type Plan struct {
 	Command  []string
 	TTY      bool
 	ReadOnly bool
+	// TerminalClipboard lets the command write the user's clipboard through the
+	// relayed terminal (OSC 52, sandbox.terminal_clipboard); the other sequences
+	// that act beyond the screen are always removed (tty.Filter).
+	TerminalClipboard bool
 
 	// Tripwires are project paths that did not exist at launch and that tools on the
 	// host would run or trust if the sandbox created them (agent settings, editor

@@ -307,7 +307,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		}
 		defer master.Close()
 		stdioFiles = &childStdio{files: [3]*os.File{slave, slave, slave}, closeAfter: []*os.File{slave}}
-		if relay, err = tty.StartRelay(stdio.In, out, master); err != nil {
+		if relay, err = tty.StartRelay(stdio.In, out, master, tty.FilterOptions{AllowClipboard: p.TerminalClipboard}); err != nil {
 			slave.Close()
 			return 0, fmt.Errorf("relaying the terminal: %w", err)
 		}

@@ -74,8 +74,9 @@ type SessionOptions struct {
 
 // TerminalOut returns the writer a backend copies the command's output to: stdio.Out
 // (io.Discard when nil), through a tty.Tidy when the run is interactive on the
-// user's terminal (stdin and stdout terminals), to give as SessionOptions.Tidy.
-func TerminalOut(stdio isolator.Stdio, h *wire.Hello) (io.Writer, *tty.Tidy) {
+// user's terminal (stdin and stdout terminals), to give as SessionOptions.Tidy. The
+// Tidy filters the output with opts (tty.Filter).
+func TerminalOut(stdio isolator.Stdio, h *wire.Hello, opts tty.FilterOptions) (io.Writer, *tty.Tidy) {
 	if stdio.Out == nil {
 		return io.Discard, nil
 	}
@@ -83,7 +84,7 @@ func TerminalOut(stdio isolator.Stdio, h *wire.Hello) (io.Writer, *tty.Tidy) {
 	if !h.TTY || stdio.In == nil || !ok || !tty.IsTerminal(stdio.In.Fd()) || !tty.IsTerminal(f.Fd()) {
 		return stdio.Out, nil
 	}
-	t := tty.NewTidy(stdio.Out)
+	t := tty.NewTidy(stdio.Out, opts)
 	return t, t
 }
 

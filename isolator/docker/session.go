@@ -10,6 +10,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
+	"github.com/devsandbox/devsandbox/isolator/tty"
 )
 
 // attached is a session (package container) over the connection the engine hijacked
@@ -34,7 +35,7 @@ func (b *Isolator) attach(conn net.Conn, r *bufio.Reader, p *isolator.Plan, mask
 		refused = &refusalLog{dir: p.StateDir, session: p.Proxy.Session, warn: stdio.Err}
 		report.ExpectRefusals(hello.Nonce, refused.write)
 	}
-	out, tidy := container.TerminalOut(stdio, hello)
+	out, tidy := container.TerminalOut(stdio, hello, tty.FilterOptions{AllowClipboard: p.TerminalClipboard})
 	sess, err := container.StartSession(container.NewStream(conn), stdio, hello, report,
 		container.SessionOptions{Signals: b.Signals, Engine: "the engine", OOMMessage: p.Limits.OOMMessage(), Masks: masks, Tidy: tidy})
 	if err != nil {

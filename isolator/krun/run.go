@@ -20,6 +20,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/imageuse"
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
 	"github.com/devsandbox/devsandbox/isolator/runmark"
+	"github.com/devsandbox/devsandbox/isolator/tty"
 )
 
 // Run implements isolator.Isolator.
@@ -176,7 +177,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 
 	inR, inW := io.Pipe()
 	report := container.NewReport(stdio, hello)
-	out, tidy := container.TerminalOut(stdio, hello)
+	out, tidy := container.TerminalOut(stdio, hello, tty.FilterOptions{AllowClipboard: p.TerminalClipboard})
 	ready := make(chan bool, 1)
 	attached := make(chan error, 1)
 	go func() { attached <- e.Attach(id, inR, out, report, ready) }()

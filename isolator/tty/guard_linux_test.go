@@ -108,7 +108,7 @@ func TestRelayDiscardsLateAnswers(t *testing.T) {
 			outerMaster, outerSlave := openPair(t)
 			innerMaster, innerSlave := openPair(t)
 			em := startEmulator(outerMaster)
-			r, err := StartRelay(outerSlave, outerSlave, innerMaster)
+			r, err := StartRelay(outerSlave, outerSlave, innerMaster, FilterOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +160,7 @@ func TestRelayDiscardsLateAnswers(t *testing.T) {
 func TestTidyFinish(t *testing.T) {
 	master, slave := openPair(t)
 	var screen bytes.Buffer
-	td := NewTidy(&screen)
+	td := NewTidy(&screen, FilterOptions{})
 	if _, err := td.Write([]byte("\x1b[?1049h\x1b[?2004hX\x1b[6n")); err != nil {
 		t.Fatal(err)
 	}

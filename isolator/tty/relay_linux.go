@@ -42,6 +42,9 @@ type Relay struct {
 	// answers counts the device attribute answers the input copy passed on.
 	guard   *screenGuard
 	answers da1Answers
+	// filter removes from the command's output what would make the user's
+	// terminal act beyond its screen (filter.go).
+	filter *Filter
 
 	winch     chan os.Signal // nil when in is not a terminal
 	stopWinch chan struct{}
@@ -62,8 +65,10 @@ type Relay struct {
 // it in raw mode (so Ctrl-C and other control characters reach the command's
 // line discipline as bytes) and follows SIGWINCH until Close. When in is not a
 // terminal, only the copying happens, and end of file on in is not passed on.
+// The command's output passes through a Filter with opts, whether or not out is
+// a terminal (it may be one further on).
 // On error nothing is left running and the terminal mode is unchanged.
-func StartRelay(in, out, master *os.File) (*Relay, error) {
+func StartRelay(in, out, master *os.File, opts FilterOptions) (*Relay, error) {
 	inFd, err := fdOf(in)
 	if err != nil {
 		return nil, fmt.Errorf("starting relay: %w", err)
@@ -81,6 +86,7 @@ func StartRelay(in, out, master *os.File) (*Relay, error) {
 		winchDone: make(chan struct{}),
 		outDone:   make(chan struct{}),
 		inDone:    make(chan struct{}),
+		filter:    NewFilter(opts),
 	}
 	if IsTerminal(inFd) {
 		if err := r.setupTerminal(); err != nil {
@@ -215,20 +221,25 @@ func (r *Relay) tidy() error {
 	return flushInput(r.inFd)
 }
 
-// copyOutput copies master to out until the master reports that the slave is
-// gone. When out fails it keeps draining the master, so the command is never
-// blocked on a full pty and the end is still detected.
+// copyOutput copies master to out, through the filter, until the master reports
+// that the slave is gone. When out fails it keeps draining the master, so the
+// command is never blocked on a full pty and the end is still detected.
 func (r *Relay) copyOutput() {
 	defer close(r.outDone)
 	buf := make([]byte, 32*1024)
+	fbuf := make([]byte, 0, 32*1024)
 	var werr error
 	for {
 		n, err := r.master.Read(buf)
-		if n > 0 && r.guard != nil {
-			r.guard.observe(buf[:n])
+		fbuf = r.filter.Append(fbuf[:0], buf[:n])
+		if err != nil {
+			fbuf = r.filter.Flush(fbuf)
 		}
-		if n > 0 && werr == nil {
-			if _, werr = r.out.Write(buf[:n]); werr != nil {
+		if len(fbuf) > 0 && r.guard != nil {
+			r.guard.observe(fbuf)
+		}
+		if len(fbuf) > 0 && werr == nil {
+			if _, werr = r.out.Write(fbuf); werr != nil {
 				werr = fmt.Errorf("writing command output: %w", werr)
 			}
 		}

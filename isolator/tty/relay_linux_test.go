@@ -44,7 +44,7 @@ func startRelay(t *testing.T, outerSize Size, in *os.File) *relayRig {
 	if in == nil {
 		in = g.outerSlave
 	}
-	r, err := StartRelay(in, g.outerSlave, g.innerMaster)
+	r, err := StartRelay(in, g.outerSlave, g.innerMaster, FilterOptions{})
 	if err != nil {
 		t.Fatalf("StartRelay: %v", err)
 	}
