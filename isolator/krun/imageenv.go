@@ -15,7 +15,7 @@ import (
 
 // The image's ENV, remembered by image ID. The spec must name the image's variables
 // (imageEnv) before podman resolves the image for the create; asking podman for them
-// is an image inspect, 3–7 ms a launch. A run instead takes the ID and ENV the last
+// is an image inspect, 2–10 ms a launch here. A run instead takes the ID and ENV the last
 // run of the same image reference saw, and the create's own inspect (Runtime, made
 // anyway for the runtime check) says which image podman used: an image ID is the
 // digest of the image's config, ENV included, so the same ID is the same ENV. A
