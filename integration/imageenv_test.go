@@ -176,6 +176,14 @@ func TestKrunImageEnvReachesNoInit(t *testing.T) {
 	t.Cleanup(func() { _, _ = podmanAs("rmi", "-f", tag) })
 	mustPodman(t, "build", "-q", "-t", tag, dir)
 	p := newProject(t)
+	krunInitEnvClean(t, p, tag, marker)
+}
+
+// krunInitEnvClean runs p on krun with image tag (built FROM krunImage with
+// hostileImageEnv and DSBIE=marker): the command has the image's ENV, the init
+// (PID 1, read from the host while the command waits) none of it but PATH.
+func krunInitEnvClean(t *testing.T, p *project, tag, marker string) {
+	t.Helper()
 	script := `echo "ready $GODEBUG|$GOTRACEBACK|$GOMAXPROCS|$DSBIE|$PATH"; read x`
 	cmd := command(t.Context(), p.dir, baseEnv(), "--isolator=krun", "--image="+tag, "--", "/bin/sh", "-c", script)
 	lines, release := started(t, cmd)
@@ -206,5 +214,45 @@ func TestKrunImageEnvReachesNoInit(t *testing.T) {
 	}
 	if len(leaked) > 0 || len(env) == 0 {
 		t.Errorf("the sandbox's init (PID 1, devsandbox's) started with the image's %q (its whole environment: %q); want none of the image's ENV but PATH", leaked, env)
+	}
+}
+
+// The krun run remembers an image reference's ID and ENV (the next run spares the
+// image's inspect) and checks it against the image podman made the container from:
+// a reference retagged to an image with a hostile ENV after a run recorded it must
+// still keep that ENV from the init, on the first run after the retag (the record is
+// stale: the container is made again) and the next (the record is the new image's).
+func TestKrunImageEnvRetagged(t *testing.T) {
+	requirePodman(t)
+	marker := "DSBIE-" + randHex(6)
+	tag := "localhost/devsandbox-test/imageenv:" + strings.ToLower(randHex(4))
+	dir, err := os.MkdirTemp("", "dsbie-") // the test user's podman reads it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	build := func(env string) string {
+		if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+krunImage+"\nENV "+env+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustPodman(t, "build", "-q", "-t", tag, dir)
+		id := strings.TrimSpace(mustPodman(t, "image", "inspect", "--format", "{{.Id}}", tag))
+		t.Cleanup(func() { _, _ = podmanAs("rmi", "-f", id) })
+		return id
+	}
+	plain := build("DSBIE=plain")
+	p := newProject(t)
+	cmd := command(t.Context(), p.dir, baseEnv(), "--isolator=krun", "--image="+tag, "--", "/bin/sh", "-c", `echo "$DSBIE"`)
+	if out, err := cmd.Output(); err != nil || strings.TrimSpace(string(out)) != "plain" {
+		t.Fatalf("the run of the first image: %v, %q", err, out)
+	}
+	if hostile := build(hostileImageEnv + " DSBIE=" + marker); hostile == plain {
+		t.Fatal("the retag made the same image")
+	}
+	for _, run := range []string{"after the retag", "again"} {
+		t.Run(strings.ReplaceAll(run, " ", "-"), func(t *testing.T) { krunInitEnvClean(t, p, tag, marker) })
 	}
 }

@@ -21,8 +21,8 @@ import (
 type engine interface {
 	Version() (string, error)
 	ImageExists(image string) error
-	// ImageEnv is the image's ENV, "NAME=value".
-	ImageEnv(image string) ([]string, error)
+	// ImageEnv returns the image's ID and its ENV, "NAME=value".
+	ImageEnv(image string) (id string, env []string, err error)
 	// Create returns the new container's id and podman's warnings about it.
 	Create(g *specgen.SpecGenerator) (id string, warnings []string, err error)
 	// Runtime returns the OCI runtime podman gave the container, and the ID of the
@@ -136,18 +136,21 @@ func (e *podman) ImageExists(image string) error {
 	return nil
 }
 
-func (e *podman) ImageEnv(image string) ([]string, error) {
+func (e *podman) ImageEnv(image string) (string, []string, error) {
 	r, err := images.GetImage(e.ctx, image, nil)
 	if err != nil {
 		if strings.Contains(err.Error(), "image not known") || strings.Contains(err.Error(), "no such image") {
-			return nil, e.imageMissing(image) // as create says it
+			return "", nil, e.imageMissing(image) // as create says it
 		}
-		return nil, fmt.Errorf("%w: reading the environment (ENV) of the image %s from podman: %w", isolator.ErrUnavailable, image, err)
+		return "", nil, fmt.Errorf("%w: reading the environment (ENV) of the image %s from podman: %w", isolator.ErrUnavailable, image, err)
 	}
-	if r.ImageData == nil || r.Config == nil {
-		return nil, nil
+	if r.ImageData == nil {
+		return "", nil, fmt.Errorf("%w: reading the environment (ENV) of the image %s from podman: no image data in its answer", isolator.ErrUnavailable, image)
 	}
-	return r.Config.Env, nil
+	if r.Config == nil {
+		return r.ID, nil, nil
+	}
+	return r.ID, r.Config.Env, nil
 }
 
 // imageMissing is the error for an image the service's storage lacks, naming that

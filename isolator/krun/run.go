@@ -89,10 +89,18 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	b.phase("connect")
-	// The image's ENV goes to the command alone, through the init (imageEnv).
-	if opts.ImageEnv, err = e.ImageEnv(opts.Image); err != nil {
-		return 0, fmt.Errorf("%w; the command did not run", err)
+	// The image's ENV goes to the command alone, through the init (imageEnv): the
+	// spec names its variables. The last run's record for the image (imageenv.go)
+	// spares the inspect; the create's inspect below checks it.
+	stateRoot := filepath.Dir(p.StateDir)
+	known, env, cached := loadImageEnv(stateRoot, opts.Image)
+	if !cached {
+		if known, env, err = e.ImageEnv(opts.Image); err != nil {
+			return 0, fmt.Errorf("%w; the command did not run", err)
+		}
+		b.phase("image env")
 	}
+	opts.ImageEnv = env
 	// Meanwhile, the containers of runs that died (leftovers.go).
 	swept := b.sweepDeadRuns(e)
 	defer swept()
@@ -103,50 +111,44 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	defer unstage()
 	opts.Anchors = staged
-	s, err := translate(p, l, opts)
-	if err != nil {
-		return 0, err
-	}
-	s.Gen.Name = "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
-	if mark != "" {
-		s.Gen.Labels[LabelRunMark] = mark
-		s.Gen.Labels[LabelRunWhere] = runmark.Where()
-	}
-	id, warnings, err := b.create(ctx, h, e, s.Gen)
-	if err != nil {
-		if errors.Is(err, isolator.ErrUnavailable) {
+	var (
+		s      *Spec
+		id     string
+		remove func()
+	)
+	for try := 1; ; try++ {
+		var imageID string
+		var err error
+		s, id, imageID, remove, err = b.createChecked(ctx, h, e, p, l, opts, mark, gone)
+		if remove != nil {
+			defer remove()
+		}
+		if err != nil {
 			return 0, err
 		}
-		return 0, gone(isolator.WithGuess(fmt.Errorf("%w: podman refused the container: %w; the command did not run", isolator.ErrProtection, err),
-			". `devsandbox --dry-run` shows it, `devsandbox doctor` checks podman"))
-	}
-	// podman does not remove the container by itself (no auto-remove, see specGen):
-	// its exit status lasts as long as it does, and podman 4.3 answers a wait on a
-	// removed container with "no such container" and one on a container only created
-	// with 0 at once, so with auto-remove a command that exited before the service
-	// looked the container up for the wait (a loaded host) lost its status. The run
-	// removes it on every path out, on the normal one once it has the status; once,
-	// however many paths ask.
-	remove := sync.OnceFunc(func() { b.removeContainer(e, id) })
-	defer remove()
-	if err := b.limitsIgnored(warnings, p); err != nil {
-		remove()
-		return 0, err
-	}
-	// podman's service, not the request, chooses the runtime: a service started
-	// without --runtime krun runs a plain container, so look before starting it.
-	rt, imageID, err := e.Runtime(id)
-	if err != nil || rt != s.Gen.OCIRuntime {
-		remove()
-		if err != nil {
-			return 0, fmt.Errorf("%w: inspecting the container: %w; the command did not run", isolator.ErrProtection, err)
+		if sameImage(imageID, known) {
+			if !cached || try > 1 {
+				// A record that cannot be written costs the next run an inspect, never this run.
+				_ = saveImageEnv(stateRoot, opts.Image, imageID, opts.ImageEnv)
+			}
+			// For `sandboxes prune`, which keeps what runs used within its --days
+			// (package imageuse). A record that cannot be written costs the image that
+			// protection, never the run: prune still keeps an image a container uses.
+			_ = imageuse.Record(stateRoot, imageuse.Podman, imageID, time.Now())
+			break
 		}
-		return 0, fmt.Errorf("%w: the podman service at %s runs containers with the runtime %s, not krun.runtime %s; start it with `podman --runtime %s system service`, or unset krun.podman_socket; the command did not run", isolator.ErrProtection, b.socketName(), rt, s.Gen.OCIRuntime, s.Gen.OCIRuntime)
+		// podman made it from another image than the one whose ENV the spec names
+		// (the reference was retagged, or the record is of another storage's image):
+		// not started, so nothing of it ran; made again with that image's ENV, read
+		// by its ID.
+		remove()
+		if try == imageTries {
+			return 0, fmt.Errorf("%w: %w: podman made the container from image %s, not %s whose ENV the run read, %d times (is %s being retagged?); the command did not run", isolator.ErrProtection, errImageMoving, imageID, known, try, opts.Image)
+		}
+		if known, opts.ImageEnv, err = e.ImageEnv(imageID); err != nil {
+			return 0, fmt.Errorf("%w; the command did not run", err)
+		}
 	}
-	// For `sandboxes prune`, which keeps what runs used within its --days (package
-	// imageuse). A record that cannot be written costs the image that protection,
-	// never the run: prune still keeps an image a container uses.
-	_ = imageuse.Record(filepath.Dir(p.StateDir), imageuse.Podman, imageID, time.Now())
 	b.phase("create")
 	// From here on the container exists: it goes away on every path out. When ctx
 	// ends before the session started, or because devsandbox is gone
@@ -395,4 +397,55 @@ func (b *Isolator) limitsIgnored(warnings []string, p *isolator.Plan) error {
 		b.warn("podman: %s", w)
 	}
 	return nil
+}
+
+// imageTries is how many times Run creates the container when podman made it from
+// another image than the one whose ENV the spec names (imageenv.go).
+const imageTries = 3
+
+// createChecked renders the spec with opts, creates the container (not started)
+// and checks the runtime podman gave it. It returns the ID of the image podman made
+// it from, and remove, which removes the container once however often it is
+// called, whenever the container was created (on an error too).
+func (b *Isolator) createChecked(ctx context.Context, h Host, e engine, p *isolator.Plan, l *container.Layout, opts Options, mark string, gone func(error) error) (s *Spec, id, imageID string, remove func(), err error) {
+	s, err = translate(p, l, opts)
+	if err != nil {
+		return nil, "", "", nil, err
+	}
+	s.Gen.Name = "devsandbox-" + p.Project.Name + "-" + container.RandomSuffix()
+	if mark != "" {
+		s.Gen.Labels[LabelRunMark] = mark
+		s.Gen.Labels[LabelRunWhere] = runmark.Where()
+	}
+	id, warnings, err := b.create(ctx, h, e, s.Gen)
+	if err != nil {
+		if errors.Is(err, isolator.ErrUnavailable) {
+			return nil, "", "", nil, err
+		}
+		return nil, "", "", nil, gone(isolator.WithGuess(fmt.Errorf("%w: podman refused the container: %w; the command did not run", isolator.ErrProtection, err),
+			". `devsandbox --dry-run` shows it, `devsandbox doctor` checks podman"))
+	}
+	// podman does not remove the container by itself (no auto-remove, see specGen):
+	// its exit status lasts as long as it does, and podman 4.3 answers a wait on a
+	// removed container with "no such container" and one on a container only created
+	// with 0 at once, so with auto-remove a command that exited before the service
+	// looked the container up for the wait (a loaded host) lost its status. The run
+	// removes it on every path out, on the normal one once it has the status; once,
+	// however many paths ask.
+	remove = sync.OnceFunc(func() { b.removeContainer(e, id) })
+	if err := b.limitsIgnored(warnings, p); err != nil {
+		remove()
+		return nil, "", "", remove, err
+	}
+	// podman's service, not the request, chooses the runtime: a service started
+	// without --runtime krun runs a plain container, so look before starting it.
+	rt, imageID, err := e.Runtime(id)
+	if err != nil || rt != s.Gen.OCIRuntime {
+		remove()
+		if err != nil {
+			return nil, "", "", remove, fmt.Errorf("%w: inspecting the container: %w; the command did not run", isolator.ErrProtection, err)
+		}
+		return nil, "", "", remove, fmt.Errorf("%w: the podman service at %s runs containers with the runtime %s, not krun.runtime %s; start it with `podman --runtime %s system service`, or unset krun.podman_socket; the command did not run", isolator.ErrProtection, b.socketName(), rt, s.Gen.OCIRuntime, s.Gen.OCIRuntime)
+	}
+	return s, id, imageID, remove, nil
 }

@@ -2,6 +2,7 @@ package krun
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,13 @@ import (
 // fail it.
 type fakeEngine struct {
 	imageEnv []string // the image's ENV
+	// images are the images podman makes the containers from, one a create (the
+	// last for the rest): "ID ENV..."; none is one image, fakeImage, of ENV imageEnv.
+	// refImage is what the image's reference names at the inspect; images[0] when
+	// unset.
+	images   []string
+	refImage string
+	creates  int
 	warnings []string // podman's warnings on create
 	t        *testing.T
 	runtime  string // what Runtime reports
@@ -97,9 +105,34 @@ func (f *fakeEngine) Calls() string {
 func (f *fakeEngine) Version() (string, error) { f.t.Error("unexpected Version"); return "", nil }
 func (f *fakeEngine) ImageExists(string) error { f.t.Error("unexpected ImageExists"); return nil }
 
-func (f *fakeEngine) ImageEnv(string) ([]string, error) {
-	f.call("image-env")
-	return f.imageEnv, nil
+// fakeImage is the fake's image ID.
+const fakeImage = "0123456789abcdef"
+
+func (f *fakeEngine) ImageEnv(image string) (string, []string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.images) == 0 {
+		f.calls = append(f.calls, "image-env")
+		return fakeImage, f.imageEnv, nil
+	}
+	f.calls = append(f.calls, "image-env("+image+")")
+	if image == "img" {
+		image = strings.Fields(cmp.Or(f.refImage, f.images[0]))[0]
+	}
+	for _, im := range append([]string{f.refImage}, f.images...) {
+		if w := strings.Fields(im); len(w) > 0 && w[0] == image {
+			return w[0], w[1:], nil
+		}
+	}
+	return "", nil, errors.New("no such image")
+}
+
+// image is the image podman makes the n-th container (from 1) from: "ID ENV...".
+func (f *fakeEngine) image(n int) string {
+	if len(f.images) == 0 {
+		return fakeImage
+	}
+	return f.images[min(n, len(f.images))-1]
 }
 
 func (f *fakeEngine) Create(g *specgen.SpecGenerator) (string, []string, error) {
@@ -114,6 +147,9 @@ func (f *fakeEngine) Create(g *specgen.SpecGenerator) (string, []string, error) 
 	}
 	f.call("create")
 	f.created = g
+	f.mu.Lock()
+	f.creates++
+	f.mu.Unlock()
 	f.markDead = runmark.Dead(g.Labels[LabelRunMark])
 	// The files devsandbox generates for the container are there when podman reads
 	// them: the passwd and group files, the VM's size, the seccomp profile.
@@ -136,7 +172,9 @@ func (f *fakeEngine) Create(g *specgen.SpecGenerator) (string, []string, error) 
 
 func (f *fakeEngine) Runtime(id string) (string, string, error) {
 	f.call("runtime")
-	return f.runtime, "0123456789abcdef", nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.runtime, strings.Fields(f.image(f.creates))[0], nil
 }
 
 func (f *fakeEngine) Attach(id string, stdin io.Reader, stdout, stderr io.Writer, ready chan bool) error {

@@ -8,7 +8,9 @@
 //   - `podman run --rm --userns=keep-id IMAGE true` against the same devsandbox run:
 //     keep-id (the host UID inside) is part of what devsandbox asks of podman.
 //
-// It also reports the Go package init time of devsandbox and devsandbox-krun.
+// It prints the load average before each section, then where devsandbox's launch
+// goes: the median of each phase its --debug timings name over n more runs, and the
+// Go package init time of devsandbox and devsandbox-krun.
 //
 //	benchkrun -bin bin/devsandbox [-n 20] [-image devsandbox-test/busybox:1] [-user dsbtest]
 package main
@@ -19,6 +21,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/devsandbox/devsandbox/scripts/benchrun"
 )
@@ -47,11 +53,18 @@ func run(bin string, n int, image, userName string) error {
 		return err
 	}
 	defer os.RemoveAll(proj)
-	cfg := filepath.Join(proj, "krun.toml")
+	// Outside the project: a config file a sandbox can write applies only once
+	// trusted.
+	cfgDir, err := os.MkdirTemp("", "benchkrun-config-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(cfgDir)
+	cfg := filepath.Join(cfgDir, "krun.toml")
 	if err := os.WriteFile(cfg, []byte("[krun]\nruntime = \"runc\"\n"), 0o644); err != nil {
 		return err
 	}
-	for _, p := range []string{proj, cfg} {
+	for _, p := range []string{proj, cfgDir, cfg} {
 		if err := os.Lchown(p, uid, gid); err != nil {
 			return err
 		}
@@ -66,10 +79,12 @@ func run(bin string, n int, image, userName string) error {
 	}
 
 	ds := []string{bin, "--config", cfg, "--isolator=krun", "--image=" + image, "--egress=open", "--", "true"}
+	fmt.Printf("load %s\n", load())
 	plain, err := benchrun.Alternate(r, n, []string{"podman", "run", "--rm", image, "true"}, ds)
 	if err != nil {
 		return err
 	}
+	fmt.Printf("load %s\n", load())
 	keep, err := benchrun.Alternate(r, n, []string{"podman", "run", "--rm", "--userns=keep-id", image, "true"}, ds)
 	if err != nil {
 		return err
@@ -77,6 +92,10 @@ func run(bin string, n int, image, userName string) error {
 	fmt.Printf("krun isolator (krun.runtime = runc), %d alternating runs each, image %s, as %s\n", n, image, name)
 	plain.Print(40, "podman run --rm IMAGE true", "devsandbox --isolator=krun -- true", 1.2)
 	keep.Print(40, "podman run --rm --userns=keep-id IMAGE", "devsandbox --isolator=krun -- true", 1.2)
+	fmt.Printf("load %s\n", load())
+	if err := phases(r, n, append([]string{ds[0], "--debug"}, ds[1:]...)); err != nil {
+		return err
+	}
 	// devsandbox-krun prints its usage (and fails): package init is what is measured.
 	for _, argv := range [][]string{{bin, "version"}, {filepath.Join(filepath.Dir(bin), "devsandbox-krun")}} {
 		if err := benchrun.InitTrace(argv, false); err != nil {
@@ -102,4 +121,72 @@ func loadImage(r benchrun.Runner, image string) error {
 	}
 	_, err = r.Time([]string{"podman", "load", "-q", "-i", f.Name()})
 	return err
+}
+
+// phases runs argv (devsandbox with --debug) n times and prints the median of each
+// phase of the krun isolator its timings line names, in the order they came, and of
+// the whole launch.
+func phases(r benchrun.Runner, n int, argv []string) error {
+	var order []string
+	got := map[string][]float64{}
+	for i := 0; i < n; i++ {
+		_, stderr, _, err := r.Outputs(argv)
+		if err != nil {
+			return err
+		}
+		line := ""
+		for _, l := range strings.Split(stderr, "\n") {
+			if strings.Contains(l, "timings: ") {
+				line = l
+			}
+		}
+		m := krunPhases.FindStringSubmatch(line)
+		t := totalPhase.FindStringSubmatch(line)
+		if m == nil || t == nil {
+			return fmt.Errorf("no krun timings in devsandbox --debug's output: %q", stderr)
+		}
+		for _, ph := range strings.Split(m[1], ", ") {
+			// A phase's name may have spaces ("image env"): the value is the last word.
+			k := strings.LastIndex(ph, " ")
+			if k <= 0 {
+				return fmt.Errorf("a phase %q in %q", ph, line)
+			}
+			name, v := ph[:k], ph[k+1:]
+			f, err := strconv.ParseFloat(strings.TrimSuffix(v, "ms"), 64)
+			if err != nil {
+				return fmt.Errorf("a phase %q in %q", ph, line)
+			}
+			if _, seen := got[name]; !seen {
+				order = append(order, name)
+			}
+			got[name] = append(got[name], f)
+		}
+		f, _ := strconv.ParseFloat(t[1], 64)
+		got["total"] = append(got["total"], f)
+	}
+	fmt.Printf("devsandbox --debug phases of the krun launch, medians of %d runs (a phase not in every run: of the runs that have it):\n", n)
+	for _, name := range append(order, "total") {
+		fmt.Printf("  %-16s %7.2f ms  (%d runs)\n", name, median(got[name]), len(got[name]))
+	}
+	return nil
+}
+
+var (
+	krunPhases = regexp.MustCompile(`krun \(([^)]*)\)`)
+	totalPhase = regexp.MustCompile(`total ([0-9.]+)ms`)
+)
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// load is the 1-minute load average.
+func load() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Fields(string(b))[0]
 }

@@ -29,18 +29,24 @@ type Runner struct {
 
 // Output runs argv and returns its stdout and how long it took.
 func (r Runner) Output(argv []string) (string, time.Duration, error) {
+	out, _, d, err := r.Outputs(argv)
+	return out, d, err
+}
+
+// Outputs runs argv and returns its stdout, its stderr and how long it took.
+func (r Runner) Outputs(argv []string) (stdout, stderr string, d time.Duration, err error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = r.Dir, r.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: r.Cred}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
-	err := cmd.Run()
-	d := time.Since(start)
+	err = cmd.Run()
+	d = time.Since(start)
 	if err != nil {
-		return "", 0, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, errb.String())
+		return "", "", 0, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, errb.String())
 	}
-	return out.String(), d, nil
+	return out.String(), errb.String(), d, nil
 }
 
 // Time runs argv and returns how long it took.
