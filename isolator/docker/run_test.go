@@ -1747,26 +1747,29 @@ func (d *discardingEngine) ContainerCreate(ctx context.Context, cfg *dockerconta
 
 // An engine that drops limits.pids, limits.memory or limits.cpus says so only in a
 // warning on the create: the run fails as a protection that could not be applied,
-// the container removed, the command never started (DESIGN: fail closed).
+// the container removed, the command never started (DESIGN: fail closed). A kept
+// container is created on another path (createKept): it is held to the same.
 func TestRunLimitsDiscardedRefused(t *testing.T) {
-	for _, w := range []string{
-		"Your kernel does not support pids limit capabilities or the cgroup is not mounted. PIDs limit discarded.",
-		"Your kernel does not support memory limit capabilities or the cgroup is not mounted. Limitation discarded.",
-	} {
-		f := newFake(t)
-		b, p := testIsolator(t, f, false)
-		p.Limits = isolator.Limits{Pids: 4096, Memory: 1 << 30}
-		d := &discardingEngine{fakeEngine: f, warning: w}
-		b.dial = func() (Engine, Address, error) { return d, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
-		_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
-		if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "cannot apply the sandbox's limits") || !strings.Contains(err.Error(), w) {
-			t.Errorf("warning %q: Run = %v, want the limits' refusal", w, err)
-		}
-		if slices.Contains(f.calls, "ContainerStart") || len(f.hellos) > 0 {
-			t.Errorf("warning %q: the container started (calls %q)", w, f.calls)
-		}
-		if !slices.Contains(f.calls, "ContainerRemove") {
-			t.Errorf("warning %q: the container was not removed (calls %q)", w, f.calls)
+	for _, keep := range []bool{false, true} {
+		for _, w := range []string{
+			"Your kernel does not support pids limit capabilities or the cgroup is not mounted. PIDs limit discarded.",
+			"Your kernel does not support memory limit capabilities or the cgroup is not mounted. Limitation discarded.",
+		} {
+			f := newFake(t)
+			b, p := testIsolator(t, f, keep)
+			p.Limits = isolator.Limits{Pids: 4096, Memory: 1 << 30}
+			d := &discardingEngine{fakeEngine: f, warning: w}
+			b.dial = func() (Engine, Address, error) { return d, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
+			_, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+			if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "cannot apply the sandbox's limits") || !strings.Contains(err.Error(), w) {
+				t.Errorf("keep %v, warning %q: Run = %v, want the limits' refusal", keep, w, err)
+			}
+			if slices.Contains(f.calls, "ContainerStart") || slices.ContainsFunc(f.calls, func(c string) bool { return strings.HasPrefix(c, "ContainerExecCreate") }) || len(f.hellos) > 0 {
+				t.Errorf("keep %v, warning %q: the container started (calls %q)", keep, w, f.calls)
+			}
+			if !slices.Contains(f.calls, "ContainerRemove") {
+				t.Errorf("keep %v, warning %q: the container was not removed (calls %q)", keep, w, f.calls)
+			}
 		}
 	}
 }

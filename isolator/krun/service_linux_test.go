@@ -1,9 +1,11 @@
 package krun
 
 import (
+	"bufio"
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,7 +16,8 @@ import (
 // pinService takes a socket whose listener shares this process's root, and the path
 // it returns reaches that socket even once another is put at the name; a name that
 // is not a socket, or a link, is refused. (A listener in another root, a sandbox's,
-// is TestKrunTakesNoPlantedService's.)
+// is TestPinServiceRefusesListenerInAnotherRoot's, and with a real sandbox
+// TestKrunTakesNoPlantedService's.)
 func TestPinService(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "podman.sock")
@@ -67,5 +70,62 @@ func TestPinService(t *testing.T) {
 	}
 	if _, _, err := pinService(link); err == nil {
 		t.Error("a link at the socket's name was followed")
+	}
+}
+
+// chrootListener, run as root, listens at /podman.sock inside the root argv[1], says
+// "ready", and holds the socket until its stdin ends: a process in another root
+// directory, as a sandbox's is.
+const chrootListener = `
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+os.chroot(sys.argv[1])
+os.chdir("/")
+s.bind("/podman.sock")
+s.listen(8)
+print("ready", flush=True)
+sys.stdin.read()
+`
+
+// pinService refuses a listener whose root directory is not this process's (a
+// sandbox's listener planted at the service's socket), naming it.
+func TestPinServiceRefusesListenerInAnotherRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chroot needs root")
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("python3 is required in CI")
+		}
+		t.Skip("no python3")
+	}
+	root := t.TempDir()
+	cmd := exec.Command(py, "-c", chrootListener, root)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("the listener in another root did not start: %q %v", line, err)
+	}
+	sock := filepath.Join(root, "podman.sock")
+	_, f, err := pinService(sock)
+	if err == nil {
+		f.Close()
+		t.Fatalf("pinService took the listener in another root directory at %s for podman's service", sock)
+	}
+	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "is not podman's service") {
+		t.Errorf("pinService = %v, want the refusal of a listener in another root", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // fakeAgent records every request it receives and answers each with reply.
@@ -148,6 +149,11 @@ func TestRelayBadFrameCloses(t *testing.T) {
 			}
 			defer c.Close()
 			if _, err := c.Write(req); err != nil {
+				t.Fatal(err)
+			}
+			// A bound, not a wait: a relay that reads on for the rest of the frame
+			// would hold the test until go test's timeout.
+			if err := c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
 				t.Fatal(err)
 			}
 			if n, err := c.Read(make([]byte, 8)); err != io.EOF {

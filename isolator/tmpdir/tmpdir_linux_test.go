@@ -295,3 +295,57 @@ func TestHeld(t *testing.T) {
 		t.Error("an unlocked session dir older than PruneAge is held")
 	}
 }
+
+// The session base may lie in a shared place (/dev/shm): Acquire refuses one that is
+// not a private directory of the caller's (a link, a file, another user's, one others
+// can write), where another user could swap session dirs under the session.
+func TestAcquireRefusesForeignBase(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	group := filepath.Join(dir, "group")
+	if err := os.Mkdir(group, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(group, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	bases := []string{link, file, open, group}
+	if os.Geteuid() == 0 {
+		other := filepath.Join(dir, "other")
+		if err := os.Mkdir(other, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(other, 12345, 12345); err != nil {
+			t.Fatal(err)
+		}
+		bases = append(bases, other)
+	}
+	for _, base := range bases {
+		s, err := Acquire(base)
+		if err == nil {
+			t.Errorf("Acquire(%s) = %s, want a refusal of a base that is not a private directory of yours", base, s.Path)
+			s.Release()
+		}
+	}
+	if entries, _ := os.ReadDir(real); len(entries) > 0 {
+		t.Errorf("a session dir was made through the link, in %s", real)
+	}
+}
