@@ -11,33 +11,7 @@ import (
 // decoder takes for it.
 func schemaTypes() map[string]reflect.Type {
 	types := map[string]reflect.Type{}
-	var walk func(t reflect.Type, prefix string)
-	walk = func(t reflect.Type, prefix string) {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			tag := f.Tag.Get("toml")
-			if tag == "" || !f.IsExported() {
-				continue
-			}
-			key := join(prefix, tag)
-			ft := f.Type
-			for ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			switch {
-			case ft.Kind() == reflect.Struct:
-				walk(ft, key)
-			case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
-				walk(ft.Elem(), key+".<name>")
-			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
-				types[key] = ft
-				walk(ft.Elem(), key)
-			default:
-				types[key] = ft
-			}
-		}
-	}
-	walk(reflect.TypeFor[layer](), "")
+	walkSchema(func(key string, t reflect.Type) { types[key] = t })
 	return types
 }
 

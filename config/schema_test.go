@@ -10,11 +10,11 @@ import (
 	"github.com/devsandbox/devsandbox/internal/keytable"
 )
 
-// schemaKeys walks the layer struct's toml tags: the keys the decoder accepts. A table
-// of tables (tools) is "tools.<name>.enabled"; an array of tables gives its own key
-// ("proxy.credentials") and its fields' ("proxy.credentials.host").
-func schemaKeys() []string {
-	var keys []string
+// walkSchema walks the layer struct's toml tags and calls visit with each key the
+// decoder accepts and its Go type (pointers taken off). A table of tables (tools) is
+// "tools.<name>.enabled"; an array of tables gives its own key ("proxy.credentials")
+// and its fields' ("proxy.credentials.host").
+func walkSchema(visit func(key string, t reflect.Type)) {
 	var walk func(t reflect.Type, prefix string)
 	walk = func(t reflect.Type, prefix string) {
 		for i := range t.NumField() {
@@ -34,14 +34,20 @@ func schemaKeys() []string {
 			case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
 				walk(ft.Elem(), key+".<name>")
 			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
-				keys = append(keys, key)
+				visit(key, ft)
 				walk(ft.Elem(), key)
 			default:
-				keys = append(keys, key)
+				visit(key, ft)
 			}
 		}
 	}
 	walk(reflect.TypeFor[layer](), "")
+}
+
+// schemaKeys is the keys the decoder accepts, in the layer struct's order.
+func schemaKeys() []string {
+	var keys []string
+	walkSchema(func(key string, _ reflect.Type) { keys = append(keys, key) })
 	return keys
 }
 
