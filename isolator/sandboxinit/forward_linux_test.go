@@ -91,11 +91,15 @@ func TestHandListener(t *testing.T) {
 			if want := netip.MustParseAddrPort(addr).Addr(); bound.Addr() != want {
 				t.Errorf("bound to %v, want %v", bound, want)
 			}
-			ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
+			// FileListener works on a copy: close the descriptor through its os.File,
+			// never by number, or the File's finalizer closes the number again later,
+			// whatever it then names (another test's file).
+			lf := os.NewFile(uintptr(fd), "listener")
+			ln, err := net.FileListener(lf)
+			lf.Close()
 			if err != nil {
 				t.Fatal(err)
 			}
-			unix.Close(fd)
 			defer ln.Close()
 			go func() {
 				if c, err := ln.Accept(); err == nil {
