@@ -54,6 +54,13 @@ func TestPtyEscapeFiltered(t *testing.T) {
 // terminal, and returns every byte it wrote there.
 func relayedOutput(t *testing.T, dir string, args ...string) []byte {
 	t.Helper()
+	return terminalOutput(t, dir, true, args...)
+}
+
+// terminalOutput is relayedOutput with stdin the pty too (interactive) or
+// /dev/null (stdout and stderr a terminal, stdin not: `devsandbox -- cmd <file`).
+func terminalOutput(t *testing.T, dir string, stdinTTY bool, args ...string) []byte {
+	t.Helper()
 	master, slave, err := tty.Open()
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +74,10 @@ func relayedOutput(t *testing.T, dir string, args ...string) []byte {
 	cmd.SysProcAttr.Setsid = true
 	cmd.SysProcAttr.Setctty = true
 	cmd.SysProcAttr.Ctty = 0
+	if !stdinTTY {
+		cmd.Stdin = nil          // /dev/null
+		cmd.SysProcAttr.Ctty = 1 // the controlling terminal is the child's stdout
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
