@@ -88,6 +88,34 @@ func TerminalOut(stdio isolator.Stdio, h *wire.Hello, opts tty.FilterOptions) (i
 	return t, t
 }
 
+// PlainOut filters the command's output where it reaches a host terminal that the
+// run does not relay (stdin not a terminal, so no Tidy): out, the writer
+// TerminalOut returned, when it is stdio.Out itself and a terminal; and the
+// report's output (the command's stderr) when that is a terminal. Each gets a
+// filter of its own: the streams are separate. Output to a file or a pipe is left
+// as it is, byte for byte, and the command sees the same descriptors either way.
+// It returns the writer to copy stdout to, and a function to call once the output
+// has ended.
+func PlainOut(out io.Writer, report *wire.Report, opts tty.FilterOptions) (io.Writer, func()) {
+	var ws []*tty.Writer
+	filter := func(w io.Writer) io.Writer {
+		f, ok := w.(*os.File)
+		if !ok || !tty.IsTerminal(f.Fd()) {
+			return w
+		}
+		fw := tty.NewWriter(f, opts)
+		ws = append(ws, fw)
+		return fw
+	}
+	out = filter(out)
+	report.Out = filter(report.Out)
+	return out, func() {
+		for _, w := range ws {
+			_ = w.Flush()
+		}
+	}
+}
+
 // Session relays one run: the user's input, window sizes and signals to the init as
 // frames. It never ends the stream while the command runs: end of stream tells the
 // init that devsandbox is gone. The init's output is the backend's to relay (through

@@ -35,7 +35,9 @@ func (b *Isolator) attach(conn net.Conn, r *bufio.Reader, p *isolator.Plan, mask
 		refused = &refusalLog{dir: p.StateDir, session: p.Proxy.Session, warn: stdio.Err}
 		report.ExpectRefusals(hello.Nonce, refused.write)
 	}
-	out, tidy := container.TerminalOut(stdio, hello, tty.FilterOptions{AllowClipboard: p.TerminalClipboard})
+	fo := tty.FilterOptions{AllowClipboard: p.TerminalClipboard}
+	out, tidy := container.TerminalOut(stdio, hello, fo)
+	out, flush := container.PlainOut(out, report, fo)
 	sess, err := container.StartSession(container.NewStream(conn), stdio, hello, report,
 		container.SessionOptions{Signals: b.Signals, Engine: "the engine", OOMMessage: p.Limits.OOMMessage(), Masks: masks, Tidy: tidy})
 	if err != nil {
@@ -45,6 +47,7 @@ func (b *Isolator) attach(conn net.Conn, r *bufio.Reader, p *isolator.Plan, mask
 	go func() {
 		_, _ = stdcopy.StdCopy(out, report, r)
 		_ = report.Flush()
+		flush()
 		refused.close()
 		close(a.outDone)
 	}()

@@ -179,10 +179,16 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 
 	inR, inW := io.Pipe()
 	report := container.NewReport(stdio, hello)
-	out, tidy := container.TerminalOut(stdio, hello, tty.FilterOptions{AllowClipboard: p.TerminalClipboard})
+	fo := tty.FilterOptions{AllowClipboard: p.TerminalClipboard}
+	out, tidy := container.TerminalOut(stdio, hello, fo)
+	out, flush := container.PlainOut(out, report, fo)
 	ready := make(chan bool, 1)
 	attached := make(chan error, 1)
-	go func() { attached <- e.Attach(id, inR, out, report, ready) }()
+	go func() {
+		err := e.Attach(id, inR, out, report, ready)
+		flush()
+		attached <- err
+	}()
 	select {
 	case <-ready:
 	case err := <-attached:
