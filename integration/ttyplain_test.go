@@ -35,6 +35,15 @@ func TestPlainTerminalFiltered(t *testing.T) {
 				t.Errorf("the host terminal did not receive %q; output %q", want, out)
 			}
 		}
+
+		optIn := "--config=" + p.writeConfig(iso, "clipboard.toml", "[sandbox]\nterminal_clipboard = true\n")
+		out = terminalOutput(t, p.dir, false, "--isolator="+iso, optIn, "--", "/bin/sh", "-c", script)
+		if n := bytes.Count(out, []byte("\x1b]52;c;ZWNobyBwd25lZAo=\x07")); n != 2 {
+			t.Errorf("with terminal_clipboard, the host terminal received the clipboard write %d times, want 2 (stdout, stderr); output %q", n, out)
+		}
+		if bytes.Contains(out, []byte("\x1b[21t")) {
+			t.Errorf("with terminal_clipboard, the host terminal received CSI 21 t; output %q", out)
+		}
 	})
 }
 

@@ -159,3 +159,18 @@ func TestTidyFilters(t *testing.T) {
 		t.Errorf("screen = %q, want %q", got, want)
 	}
 }
+
+func TestWriterFilters(t *testing.T) {
+	var screen bytes.Buffer
+	w := NewWriter(&screen, FilterOptions{})
+	in := []byte("a\x1b]52;c;eA==\x07b\x1b[21t\x1b]0;open title")
+	if n, err := w.Write(in); n != len(in) || err != nil {
+		t.Fatalf("Write = %d, %v; want %d, nil", n, err, len(in))
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := screen.String(), "ab\x1b]0;open title\x1b\\"; got != want {
+		t.Errorf("screen = %q, want %q", got, want)
+	}
+}
