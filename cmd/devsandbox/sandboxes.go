@@ -397,7 +397,8 @@ func (a *app) notRunning(list []dockerhelper.Sandbox, maxAge time.Duration, lock
 }
 
 // prunePodmanImages removes the default images of other devsandbox builds that no
-// run used within maxAge from the user's podman storage (the krun isolator's), when devsandbox-krun and podman are
+// run used within maxAge from the user's podman storage (the krun isolator's), and
+// krun's image ENV records no launch will use, when devsandbox-krun and podman are
 // installed; a podman that cannot be asked is a warning, not a failed prune.
 func (a *app) prunePodmanImages(cfg *config.Config, stateRoot string, maxAge time.Duration, dryRun bool) {
 	if handoff.Beside(krunhelper.Program) == "" {
@@ -419,7 +420,7 @@ func (a *app) prunePodmanImages(cfg *config.Config, stateRoot string, maxAge tim
 		if dryRun {
 			what = "listed"
 		}
-		a.warn("the default images in podman were not all %s: %v", what, err)
+		a.warn("krun's part (podman's containers and default images, krun's image ENV records) was not all %s: %v", what, err)
 	}
 }
 
