@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,37 +47,50 @@ func pruneImageEnv(stateRoot string, gone map[string]bool, has func(id string) (
 	if err != nil {
 		return nil, fmt.Errorf("pruning krun's image ENV records: reading %s: %w", dir, err)
 	}
+	slices.Sort(names)
 	verb := "removed"
 	if dryRun {
 		verb = "would remove"
 	}
 	var out []string
-	var errs []error
-	unchecked := 0
+	e := envPrune{stateRoot: stateRoot, gone: gone, has: has, now: now, maxAge: maxAge, dryRun: dryRun}
 	for _, name := range names {
-		why := imageEnvStale(fd, name, stateRoot, gone, has, now, maxAge, dryRun, &unchecked, &errs)
+		why := e.stale(fd, name)
 		if why == "" {
 			continue
 		}
 		if !dryRun {
-			// Unlinkat removes the entry, whatever replaced it meanwhile, and follows nothing.
+			// Unlinkat follows nothing. It removes whatever the name holds now: a record a
+			// launch wrote meanwhile goes too, and costs that reference one inspect.
 			if err := unix.Unlinkat(fd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-				errs = append(errs, fmt.Errorf("removing %s: %w", filepath.Join(dir, name), err))
+				e.errs = append(e.errs, fmt.Errorf("removing %s: %w", filepath.Join(dir, name), err))
 				continue
 			}
 		}
 		out = append(out, fmt.Sprintf("%s %s: %s", verb, filepath.Join(dir, name), why))
 	}
-	if unchecked > 0 {
-		out = append(out, fmt.Sprintf("not checked: whether podman still has the images of %d image ENV record(s) of krun in %s, kept for their recent use: %v", unchecked, dir, notAsked))
+	if e.unchecked > 0 {
+		out = append(out, fmt.Sprintf("not checked: whether podman still has the images of %d image ENV record(s) of krun in %s, kept for their recent use: %v", e.unchecked, dir, notAsked))
 	}
-	return out, errors.Join(errs...)
+	return out, errors.Join(e.errs...)
 }
 
-// imageEnvStale says why the entry name of the records' directory fd goes ("": it
-// stays). A record kept only because podman was not asked about its image counts in
-// unchecked; a failed question is added to errs and keeps the record.
-func imageEnvStale(fd int, name, stateRoot string, gone map[string]bool, has func(string) (bool, error), now time.Time, maxAge time.Duration, dryRun bool, unchecked *int, errs *[]error) string {
+// envPrune is one pruneImageEnv: its arguments, the records kept only because podman
+// was not asked about their image (unchecked), and the errors met.
+type envPrune struct {
+	stateRoot string
+	gone      map[string]bool
+	has       func(id string) (bool, error)
+	now       time.Time
+	maxAge    time.Duration
+	dryRun    bool
+	unchecked int
+	errs      []error
+}
+
+// stale says why the entry name of the records' directory fd goes ("": it stays). A
+// failed question to podman is added to e.errs and keeps the record.
+func (e *envPrune) stale(fd int, name string) string {
 	if !strings.HasPrefix(name, ".tmp-") && (len(name) != 32 || imageIDOf(name) == "") {
 		return "" // not a name devsandbox gives
 	}
@@ -91,7 +105,7 @@ func imageEnvStale(fd int, name, stateRoot string, gone map[string]bool, has fun
 		return "" // only regular files are devsandbox's
 	}
 	if strings.HasPrefix(name, ".tmp-") {
-		if now.Sub(fi.ModTime()) > tmpAge {
+		if e.now.Sub(fi.ModTime()) > tmpAge {
 			return "a record a killed launch left half-written"
 		}
 		return ""
@@ -103,31 +117,31 @@ func imageEnvStale(fd int, name, stateRoot string, gone map[string]bool, has fun
 	id := imageIDOf(r.ID)
 	short := id[:min(12, len(id))]
 	what := fmt.Sprintf("the ENV of image %s (%s), recorded for krun's launches", r.Ref, short)
-	if gone[id] {
-		if dryRun {
+	if e.gone[id] {
+		if e.dryRun {
 			return what + ", whose image this prune would remove"
 		}
 		return what + ", whose image this prune removed"
 	}
-	if has != nil {
-		there, err := has(id)
+	if e.has != nil {
+		there, err := e.has(id)
 		if err != nil {
-			*errs = append(*errs, fmt.Errorf("asking podman for image %s (of the record %s): %w", short, name, err))
+			e.errs = append(e.errs, fmt.Errorf("asking podman for image %s (of the record %s): %w", short, name, err))
 			return ""
 		}
 		if !there {
 			return what + ", but podman no longer has that image"
 		}
 	}
-	last := imageuse.Last(stateRoot, imageuse.Podman, id)
+	last := imageuse.Last(e.stateRoot, imageuse.Podman, id)
 	if fi.ModTime().After(last) {
 		last = fi.ModTime()
 	}
-	if keep, reason := imageuse.Decide(what, last, time.Time{}, now, maxAge); !keep {
+	if keep, reason := imageuse.Decide(what, last, time.Time{}, e.now, e.maxAge); !keep {
 		return reason
 	}
-	if has == nil {
-		*unchecked++
+	if e.has == nil {
+		e.unchecked++
 	}
 	return ""
 }
