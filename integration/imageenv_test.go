@@ -3,6 +3,8 @@
 package integration
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -254,5 +256,47 @@ func TestKrunImageEnvRetagged(t *testing.T) {
 	}
 	for _, run := range []string{"after the retag", "again"} {
 		t.Run(strings.ReplaceAll(run, " ", "-"), func(t *testing.T) { krunInitEnvClean(t, p, tag, marker) })
+	}
+}
+
+// krun's image ENV records are pruned: a record of an image podman does not have goes
+// (`sandboxes prune` asks podman by the recorded ID), the record the launch just
+// wrote stays, and the dry run before removes nothing and either names the record or
+// says it did not ask podman (no service running).
+func TestKrunImageEnvRecordsPruned(t *testing.T) {
+	requirePodman(t)
+	p := newProject(t)
+	p.mkdir("state")
+	env := []string{"XDG_STATE_HOME=" + p.path("state"), "DOCKER_HOST=unix://" + p.path("no-engine.sock")}
+	if r := run(t, p.dir, env, "", "--isolator=krun", "--", "true"); r.code != 0 {
+		t.Fatalf("the krun launch failed:\n%s", r)
+	}
+	dir := filepath.Join(p.path("state"), "devsandbox", "krun-image-env")
+	made, err := os.ReadDir(dir)
+	if err != nil || len(made) != 1 {
+		t.Fatalf("the launch's records in %s: %v, %v; want one", dir, made, err)
+	}
+	kept := filepath.Join(dir, made[0].Name())
+	ref, id := "localhost/devsandbox-test/gone:"+randHex(4), strings.Repeat("0", 48)+strings.ToLower(randHex(8))
+	sum := sha256.Sum256([]byte(ref))
+	gone := filepath.Join(dir, hex.EncodeToString(sum[:16]))
+	b, _ := json.Marshal(map[string]any{"ref": ref, "id": id, "env": []string{}})
+	if err := os.WriteFile(gone, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(gone, it.uid, it.gid); err != nil {
+		t.Fatal(err)
+	}
+	line := ": the ENV of image " + ref + " (" + id[:12] + "), recorded for krun's launches, but podman no longer has that image"
+	dry := run(t, p.root, env, "", "sandboxes", "prune", "--dry-run")
+	if !strings.Contains(dry.stdout, "would remove "+gone+line) && !strings.Contains(dry.stdout, "not checked: whether podman still has the images of 2 image ENV record(s) of krun in "+dir) {
+		t.Errorf("prune --dry-run names neither the record of a gone image nor what it did not check:\n%s", dry)
+	}
+	r := run(t, p.root, env, "", "sandboxes", "prune")
+	if !strings.Contains(r.stdout, "removed "+gone+line+"\n") || lexists(gone) {
+		t.Errorf("prune did not remove (or name) the record of an image podman does not have, %s:\n%s", gone, r)
+	}
+	if !lexists(kept) || strings.Contains(dry.stdout+r.stdout, kept) {
+		t.Errorf("prune removed (or would) the launch's record %s:\ndry run: %s\nprune: %s", kept, dry, r)
 	}
 }

@@ -60,14 +60,23 @@ func loadImageEnv(stateRoot, ref string) (id string, env []string, ok bool) {
 		return "", nil, false
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", nil, false
-	}
-	var r imageEnvRecord
-	if err := json.NewDecoder(io.LimitReader(f, imageEnvMax)).Decode(&r); err != nil || r.Ref != ref || imageIDOf(r.ID) == "" {
+	r, ok := readImageEnv(f)
+	if !ok || r.Ref != ref {
 		return "", nil, false
 	}
 	return r.ID, r.Env, true
+}
+
+// readImageEnv reads the record open on f: ok is false when f is not a regular file
+// or holds no record with an image ID.
+func readImageEnv(f *os.File) (r imageEnvRecord, ok bool) {
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return r, false
+	}
+	if err := json.NewDecoder(io.LimitReader(f, imageEnvMax)).Decode(&r); err != nil || imageIDOf(r.ID) == "" {
+		return r, false
+	}
+	return r, true
 }
 
 // saveImageEnv records that ref named image id, whose ENV is env.

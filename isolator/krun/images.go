@@ -23,6 +23,8 @@ type imageStore interface {
 	// Users counts the containers, running or not, made from image id.
 	Users(id string) (int, error)
 	RemoveImage(id string) error
+	// HasImage says whether podman has the image of ID id.
+	HasImage(id string) (bool, error)
 }
 
 // PruneImages removes from the user's podman storage the containers killed runs left
@@ -34,26 +36,53 @@ type imageStore interface {
 // use of its images is a run of the user's, recorded in stateRoot (unless that run had
 // another state directory). It returns one line per container and image, what was (or
 // would be) done and why. The krun backend derives no images: a run uses krun.image as
-// it is.
+// it is. Last, the records of images' ENV that no launch will use go
+// (pruneImageEnv): those of the images removed, of images podman no longer has, and
+// those no launch used within maxAge.
 //
 // A dry run starts nothing and makes nothing: it lists what a service already running
 // shows, and without one it says in one line that podman's containers and images are
 // not listed (a dry run must not start podman's service, which makes its sockets,
-// locks and log in the runtime directory and podman's storage when missing).
+// locks and log in the runtime directory and podman's storage when missing); its
+// ENV records are then listed by their age alone, and a line says what was not checked.
 func (b *Isolator) PruneImages(ctx context.Context, stateRoot string, maxAge time.Duration, dryRun bool) ([]string, error) {
 	var conn engine
 	var err error
 	if dryRun {
 		conn, err = b.connectRunning(ctx, b.hostAccess())
-		if errors.Is(err, errNotRunning) {
-			return []string{fmt.Sprintf("not listed: the containers and default images in podman (the krun isolator's): %v, and a dry run starts nothing; `devsandbox sandboxes prune` without --dry-run starts it and prunes them", err)}, nil
-		}
 	} else {
 		conn, err = b.connect(ctx, b.hostAccess())
 	}
-	if err != nil {
-		return nil, err
+	var out []string
+	var errs []error
+	gone := map[string]bool{} // the IDs of the images removed, or that would be
+	var has func(id string) (bool, error)
+	switch {
+	case dryRun && errors.Is(err, errNotRunning):
+		out = append(out, fmt.Sprintf("not listed: the containers and default images in podman (the krun isolator's): %v, and a dry run starts nothing; `devsandbox sandboxes prune` without --dry-run starts it and prunes them", err))
+		err = fmt.Errorf("%w, and a dry run starts nothing", err)
+	case err != nil:
+		errs = append(errs, err)
+	default:
+		var lines []string
+		lines, err = b.pruneImages(conn, stateRoot, gone, maxAge, dryRun)
+		out = append(out, lines...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		err = errors.New("this podman connection cannot list images")
+		if store, ok := conn.(imageStore); ok {
+			has, err = store.HasImage, nil
+		}
 	}
+	// Then the records of the images' ENV: those of the images just removed go too.
+	lines, rerr := pruneImageEnv(stateRoot, gone, has, err, time.Now(), maxAge, dryRun)
+	return append(out, lines...), errors.Join(append(errs, rerr)...)
+}
+
+// pruneImages is PruneImages' part on the connection conn: the containers, then the
+// images, whose IDs it adds to gone when it removes them (or would).
+func (b *Isolator) pruneImages(conn engine, stateRoot string, gone map[string]bool, maxAge time.Duration, dryRun bool) ([]string, error) {
 	var out []string
 	var errs []error
 	if cs, ok := conn.(containerStore); ok {
@@ -94,12 +123,14 @@ func (b *Isolator) PruneImages(ctx context.Context, stateRoot string, maxAge tim
 		case keep:
 			out = append(out, fmt.Sprintf("kept image %s: %s", name, reason))
 		case dryRun:
+			gone[imageIDOf(im.ID)] = true
 			out = append(out, fmt.Sprintf("would remove image %s: %s", name, reason))
 		default:
 			if err := store.RemoveImage(im.ID); err != nil {
 				errs = append(errs, fmt.Errorf("removing image %s from podman: %w", short, err))
 				continue
 			}
+			gone[imageIDOf(im.ID)] = true
 			imageuse.Forget(stateRoot, imageuse.Podman, im.ID)
 			out = append(out, fmt.Sprintf("removed image %s: %s", name, reason))
 		}
@@ -140,4 +171,8 @@ func (e *podman) Users(id string) (int, error) {
 func (e *podman) RemoveImage(id string) error {
 	_, errs := images.Remove(e.ctx, []string{id}, nil)
 	return errors.Join(errs...)
+}
+
+func (e *podman) HasImage(id string) (bool, error) {
+	return images.Exists(e.ctx, id, nil)
 }

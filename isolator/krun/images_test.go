@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,6 +21,17 @@ type fakeImages struct {
 	imgs    []container.Image
 	users   map[string]int
 	removed []string
+	// have: the IDs (hex, no "sha256:") of the images podman has beyond imgs.
+	have map[string]bool
+}
+
+func (f *fakeImages) HasImage(id string) (bool, error) {
+	for _, im := range f.imgs {
+		if imageIDOf(im.ID) == id && !slices.Contains(f.removed, im.ID) {
+			return true, nil
+		}
+	}
+	return f.have[id], nil
 }
 
 func (f *fakeImages) DefaultImages() ([]container.Image, error) { return f.imgs, nil }
@@ -144,6 +157,47 @@ func TestPruneContainers(t *testing.T) {
 		}
 		if err != nil || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(store.removed, removed) {
 			t.Errorf("dry run %v: %q, %v, removed %q\nwant %q, removed %q", dry, got, err, store.removed, want, removed)
+		}
+	}
+}
+
+// A prune removes the ENV records of the images it removed and of those podman no
+// longer has, after the images; a dry run with no service lists the records by their
+// age alone and says which it did not check.
+func TestPruneImagesRecords(t *testing.T) {
+	now := time.Now()
+	label := map[string]string{container.LabelImage: "default", container.LabelVersion: "old"}
+	store := &fakeImages{imgs: []container.Image{{ID: "sha256:6666666666666666", Names: []string{"localhost/devsandbox/default:old"}, Labels: label, Created: now.Add(-40 * day)}},
+		have: map[string]bool{"7777777777777777": true}}
+	root := t.TempDir()
+	stale := record(t, root, "devsandbox/default:old", "6666666666666666", now)
+	missing := record(t, root, "me/gone", "5555555555555555", now)
+	kept := record(t, root, "me/here", "7777777777777777", now)
+
+	b := &Isolator{Settings: helper.Settings{Version: "cur", Runtime: "krun", RuntimeDir: t.TempDir()}, host: fakeHost{t: t, down: true}}
+	got, err := b.PruneImages(context.Background(), root, 30*day, true)
+	want := []string{"not listed: the containers and default images in podman (the krun isolator's): podman's API service for krun is not running on " + b.socketName() +
+		", and a dry run starts nothing; `devsandbox sandboxes prune` without --dry-run starts it and prunes them",
+		"not checked: whether podman still has the images of 3 image ENV record(s) of krun in " + filepath.Dir(stale) + ", kept for their recent use: podman's API service for krun is not running on " + b.socketName() + ", and a dry run starts nothing"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("dry run with no service = %q, %v\nwant %q", got, err, want)
+	}
+
+	b = &Isolator{Settings: helper.Settings{Version: "cur", RuntimeDir: t.TempDir()}, host: fakeHost{t: t}, engineFn: func() (engine, error) { return store, nil }}
+	got, err = b.PruneImages(context.Background(), root, 30*day, false)
+	want = []string{
+		"removed image 666666666666 (devsandbox/default:old) in podman: the default image of devsandbox old, this is cur, no use of it is recorded and it was made 40 days ago",
+		"removed " + missing + ": the ENV of image me/gone (555555555555), recorded for krun's launches, but podman no longer has that image",
+		"removed " + stale + ": the ENV of image devsandbox/default:old (666666666666), recorded for krun's launches, whose image this prune removed",
+	}
+	slices.Sort(got[1:])
+	slices.Sort(want[1:])
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("prune = %q, %v\nwant %q", got, err, want)
+	}
+	for p, there := range map[string]bool{stale: false, missing: false, kept: true} {
+		if _, err := os.Lstat(p); (err == nil) != there {
+			t.Errorf("%s there: %v, want %v", p, err == nil, there)
 		}
 	}
 }

@@ -59,8 +59,9 @@ func Stub(s Settings, environ map[string]string, phase func(string)) *handoff.St
 var ErrKeep = fmt.Errorf("%w: --keep-container (docker.keep_container) is not possible with the krun isolator: a libkrun microVM runs exactly one command and cannot be exec'd into; run without it, or use --isolator=docker", isolator.ErrUnavailable)
 
 // OpPruneImages removes the default images of other devsandbox builds that no run used
-// within --days from the user's podman storage (krun.Isolator.PruneImages). Args: PruneArgs; Data: []string, one
-// line per image.
+// within --days from the user's podman storage, then krun's image ENV records no
+// launch will use (krun.Isolator.PruneImages). Args: PruneArgs; Data: []string, one
+// line per container, image and record.
 const OpPruneImages = "prune-images"
 
 // PruneArgs are OpPruneImages' arguments.
