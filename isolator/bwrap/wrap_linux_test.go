@@ -197,25 +197,10 @@ true`
 			}
 			watchPlan(t, p)
 			inner := []string{"/bin/sh", "-c", script + "\n[ -e " + copyPath + " ] && echo SEES_COPY\ntrue"}
-			var cmd *exec.Cmd
+			cmd := libraryCmd(t, p, how, inner)
 			if how == "WrapArgv" {
-				argv, err := bwrap.WrapArgv(p, inner)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if i := slices.Index(argv, copyPath); i < 1 || argv[i-1] != "--ro-bind" || argv[i+1] != "/etc/passwd" {
-					t.Errorf("WrapArgv does not bind %s read-only at /etc/passwd: %q", copyPath, argv)
-				}
-				env, err := bwrap.Env(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cmd = exec.CommandContext(context.Background(), argv[0], argv[1:]...)
-				cmd.Env = env
-			} else {
-				var err error
-				if cmd, err = bwrap.Command(context.Background(), p, inner); err != nil {
-					t.Fatal(err)
+				if i := slices.Index(cmd.Args, copyPath); i < 1 || cmd.Args[i-1] != "--ro-bind" || cmd.Args[i+1] != "/etc/passwd" {
+					t.Errorf("WrapArgv does not bind %s read-only at /etc/passwd: %q", copyPath, cmd.Args)
 				}
 			}
 			cmd.Dir = proj
@@ -352,24 +337,7 @@ func TestLibraryRunSeenByPrune(t *testing.T) {
 			p.Limits.Pids = 0
 			end := librarySession(t, p)
 			inner := []string{"/bin/sh", "-c", `echo up; read x; exit 0`}
-			var cmd *exec.Cmd
-			if how == "WrapArgv" {
-				argv, err := bwrap.WrapArgv(p, inner)
-				if err != nil {
-					t.Fatal(err)
-				}
-				env, err := bwrap.Env(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cmd = exec.Command(argv[0], argv[1:]...)
-				cmd.Env = env
-			} else {
-				var err error
-				if cmd, err = bwrap.Command(context.Background(), p, inner); err != nil {
-					t.Fatal(err)
-				}
-			}
+			cmd := libraryCmd(t, p, how, inner)
 			cmd.Dir = proj
 			in, err := cmd.StdinPipe()
 			if err != nil {
@@ -449,4 +417,28 @@ func TestLibrarySessionTmpHeld(t *testing.T) {
 	if _, err := bwrap.WrapArgv(p, inner); err != nil {
 		t.Errorf("WrapArgv with a held session /tmp: %v", err)
 	}
+}
+
+// libraryCmd is inner under p the way a harness runs it: how is "WrapArgv" (the
+// command line, with Env's environment) or "Command".
+func libraryCmd(t *testing.T, p *isolator.Plan, how string, inner []string) *exec.Cmd {
+	t.Helper()
+	if how != "WrapArgv" {
+		cmd, err := bwrap.Command(context.Background(), p, inner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	argv, err := bwrap.WrapArgv(p, inner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := bwrap.Env(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	return cmd
 }
