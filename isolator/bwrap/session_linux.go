@@ -86,10 +86,9 @@ func inSession(p *isolator.Plan) error {
 	n := sessions.n[p.StateDir]
 	sessions.Unlock()
 	if n > 0 {
-		if err := tmpHeld(p); err != nil {
-			return err
-		}
-		return watched(p)
+		// The Session's watch covers the project: its state directory is the
+		// project's own.
+		return tmpHeld(p)
 	}
 	return fmt.Errorf("%w: no library session holds the project %s, so nothing watches what this command writes for the host's git and tools (git hooks and configs, agent and editor settings), and `devsandbox sandboxes prune` would remove its sandbox home and state while it runs; call bwrap.Begin(ctx, plan, warn) before WrapArgv or Command and the session's End after the command exits", isolator.ErrProtection, p.Project.Dir)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/pin"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
-	"github.com/devsandbox/devsandbox/isolator/watch"
 )
 
 // ErrNeedsFiles is returned by WrapArgv for plans that deliver generated files,
@@ -123,16 +122,6 @@ func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, 
 	// fds 3 (readiness) and 4 (prologue status) are unused in library runs.
 	cmd.ExtraFiles = append([]*os.File{nil, nil}, files...)
 	return cmd, nil
-}
-
-// watched fails when p has git metadata or tripwires to watch and nothing in this
-// process watches its project: Run starts the watch itself; a Session does for the
-// commands the caller runs.
-func watched(p *isolator.Plan) error {
-	if !watch.Needed(p) || watch.Watching(p.Project.Dir) {
-		return nil
-	}
-	return fmt.Errorf("%w: nothing watches %s while this command runs, so the host's git and tools would obey what it writes there (git hooks and configs, agent and editor settings); call bwrap.Begin(ctx, plan, warn) before WrapArgv or Command and the session's End after the command exits", isolator.ErrProtection, p.Project.Dir)
 }
 
 // wrapSpec renders p for inner as a library run: no readiness report, a tmpfs /tmp,

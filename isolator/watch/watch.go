@@ -81,35 +81,9 @@ type nestedEntry struct {
 	st   stamp
 }
 
-// running counts this process's watchers by project directory, for Watching.
-var running = struct {
-	sync.Mutex
-	n map[string]int
-}{n: map[string]int{}}
-
-// Needed reports whether p has anything to watch: git metadata, tripwires or files
-// host tools read in every directory. A Plan from planner.Build always has.
-func Needed(p *isolator.Plan) bool {
-	g := p.Git
-	return len(g.Dirs) > 0 || g.Index != "" || len(g.Nested) > 0 || g.Quarantine != "" ||
-		len(p.Tripwires) > 0 || len(p.Subdir.Names) > 0 || len(p.Subdir.Present) > 0
-}
-
-// Watching reports whether a Watcher of this process watches the project at dir
-// (started and not yet stopped). The library's bwrap renderings (WrapArgv, Command),
-// whose command the caller runs, refuse to render without one.
-func Watching(dir string) bool {
-	running.Lock()
-	defer running.Unlock()
-	return running.n[dir] > 0
-}
-
 // Start records the baseline of p and watches it until Stop; warn receives one
 // sentence per finding, as it is made.
 func Start(p *isolator.Plan, warn func(string)) *Watcher {
-	running.Lock()
-	running.n[p.Project.Dir]++
-	running.Unlock()
 	w := &Watcher{p: p, warn: warn, nested: map[string]*nestedEntry{}, tripped: map[string]bool{}, said: map[string]bool{},
 		subdir: map[string]stamp{}, subTripped: map[string]bool{},
 		stop: make(chan struct{}), done: make(chan struct{}), started: time.Now()}
@@ -159,11 +133,6 @@ func (w *Watcher) Stop() {
 	<-w.done
 	w.final = true
 	w.check(true)
-	running.Lock()
-	if running.n[w.p.Project.Dir]--; running.n[w.p.Project.Dir] <= 0 {
-		delete(running.n, w.p.Project.Dir)
-	}
-	running.Unlock()
 }
 
 func (w *Watcher) loop() {
