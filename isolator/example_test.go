@@ -4,11 +4,13 @@ import (
 	"fmt"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	krun "github.com/devsandbox/devsandbox/isolator/krun/helper"
 )
 
 // An agent harness applies the sandbox's view to the file tools it runs in its own
-// process: what the agent may write, by the path it named.
-func ExampleView() {
+// process: what the agent may write, by the path it named. The view is the isolator's
+// that runs the Plan (here krun's, whose container has its image's /etc).
+func ExampleViewOf() {
 	const home, project = "/home/u", "/home/u/src/app"
 	sandboxHome := "/home/u/.local/share/devsandbox/app-0123abcd/home"
 	p := &isolator.Plan{ // in a harness: from planner.Build
@@ -24,7 +26,12 @@ func ExampleView() {
 		},
 		Tmp: isolator.Tmp{Kind: "tmpfs"},
 	}
-	view := isolator.NewView(p)
+	iso := krun.Stub(krun.Settings{Home: home}, nil, nil) // the isolator the harness runs p with
+	view, err := isolator.ViewOf(iso, p)                  // before iso.Run(ctx, p, stdio)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	// A file tool opens with view.Open(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC,
 	// 0o644), which checks and opens in one step while the sandbox runs. CheckWrite

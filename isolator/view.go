@@ -49,12 +49,14 @@ type entry struct {
 }
 
 // View answers, for paths as the sandboxed command would name them, whether the sandbox
-// lets a process read or write them, mirroring the bwrap rendering of a Plan. An agent
-// harness running file tools in its own process, outside the sandbox, opens each path
-// with Open, which checks it as CheckRead or CheckWrite does and opens the host file
-// in the same step.
+// lets a process read or write them, mirroring how the isolator that runs a Plan
+// places it: ViewOf makes it, from that isolator (a View made otherwise, the zero
+// View, denies every path). An agent harness running file tools in its own process,
+// outside the sandbox, opens each path with Open, which checks it as CheckRead or
+// CheckWrite does and opens the host file in the same step.
 //
-// The view is the Plan's mount table, in bwrap's order: the root (the read-only host
+// bwrap's view is the Plan's mount table, in bwrap's order (a container's differs as
+// Placement says): the root (the read-only host
 // root with system_binds = ["host"], else nothing), the system paths (read-only),
 // /dev, /proc and /run, /tmp, Plan.Mounts, then the secret files. The last entry at or
 // above a path decides it. That gives:
@@ -96,46 +98,76 @@ type View struct {
 	entries []entry
 	err     error // the Plan cannot be mirrored: every check fails with it
 	// guards are the host files the masks and read-only binds hold, by identity, as
-	// NewView found them (see Open).
+	// ViewOf found them (see Open).
 	guards map[fileID]guard
 }
 
-// Viewer is implemented by an isolator that can say what its sandbox shows of the
-// host: the View of a Plan as that isolator places it (bwrap: the host's system view
-// and the home at the host home's path; docker and krun: the image's root, the home
-// at docker.home, on a remote engine a volume). The isolators a harness embeds
-// implement it: bwrap.Isolator and the docker and krun stubs (packages
-// isolator/docker/helper and isolator/krun/helper). View is pure but for the lstats NewView makes and, for docker,
-// resolving the engine's address from the isolator's settings; it starts nothing.
+// Placement is where an isolator's sandbox puts a Plan, as far as a View depends on
+// it; the Plan, the same for every isolator, does not say. Only an isolator gives one
+// (Viewer), and only ViewOf turns it into a View: a harness does not choose it.
+type Placement struct {
+	// Container is nil for bwrap's sandbox: the in-sandbox home is the host home's
+	// path, p.User.HostHome, and the root and system paths are the host's. Set, it is
+	// a container's (docker, krun): the container's root, /usr and /etc included, is
+	// its image's, not the host's, so every path no mount of the Plan covers is
+	// outside the view (ErrOutsideView) even where p's system view, which only bwrap
+	// shows, names a host path; /tmp is the container's own tmpfs (ErrNoHostPath);
+	// the sandbox home and the home-relative mounts are at Container.Path, and the
+	// host home's path shows only what the Plan mounts at host paths there (the
+	// project, binds). With Container.Volume the home itself has no host path: a host
+	// file in SandboxHome is not what the container has at the same name, and is
+	// neither read nor created for it.
+	Container *ContainerHome
+}
+
+// Viewer is implemented by an isolator that can say where its sandbox places a Plan
+// (bwrap: the host's system view and the home at the host home's path; docker and
+// krun: the image's root, the home at docker.home, on a remote engine a volume). The
+// isolators a harness embeds implement it: bwrap.Isolator, the docker and krun stubs
+// (packages isolator/docker/helper and isolator/krun/helper) and the backends
+// themselves (docker.Isolator, krun.Isolator). ViewPlacement is pure but for, on
+// docker, resolving the engine's address from the isolator's settings; it starts
+// nothing. A harness does not call it: ViewOf does.
 type Viewer interface {
-	View(p *Plan) (*View, error)
+	ViewPlacement(p *Plan) (Placement, error)
 }
 
 // ViewOf returns the View of p as iso, the isolator that runs p, places it: what a
-// harness's file tools use (View.Open). The isolator knows where its sandbox puts
-// the home and whether a host file backs it; the Plan alone does not (it is the
-// same for every isolator), so a harness asks the isolator it runs rather than
-// choose between NewView and NewContainerView itself. An isolator that cannot say
-// fails with ErrUnavailable: a harness then has no View, rather than bwrap's for
-// a container. Make it before the sandbox starts, as NewView.
+// harness's file tools use (View.Open). It is the only way to make a View: the
+// isolator knows where its sandbox puts the home and whether a host file backs it;
+// the Plan alone does not, and bwrap's view of a Plan a container runs shows host
+// files that container does not have (its /etc is its image's), so a harness cannot
+// choose the view itself. An isolator that cannot say fails with ErrUnavailable: a
+// harness then has no View, rather than bwrap's for a container.
+//
+// The View keeps no reference to p. It records which host files the masks and the
+// read-only binds hold (one lstat each), so that Open knows them wherever the sandbox
+// later moves them: make it before the sandbox starts (before Run; for bwrap's
+// library commands, before the first command of the session, or take the session's,
+// bwrap.Session.View).
 func ViewOf(iso Isolator, p *Plan) (*View, error) {
 	v, ok := iso.(Viewer)
 	if !ok {
-		return nil, fmt.Errorf("%w: the %s isolator cannot say what its sandbox shows of the host, so a harness's file tools have no view of it", ErrUnavailable, iso.Name())
+		name := "given"
+		if iso != nil {
+			name = iso.Name()
+		}
+		return nil, fmt.Errorf("%w: the %s isolator cannot say what its sandbox shows of the host, so a harness's file tools have no view of it: pass ViewOf the isolator value that runs the Plan (bwrap.Isolator, or the docker and krun helper stubs, helper.New and helper.Stub)", ErrUnavailable, name)
 	}
-	return v.View(p)
+	pl, err := v.ViewPlacement(p)
+	if err != nil {
+		return nil, err
+	}
+	return newView(p, pl.Container), nil
 }
 
-// NewView returns the view of p as bwrap renders it: the in-sandbox home is the host
-// home path, p.User.HostHome, and the root and system paths are the host's. The View
-// keeps no reference to p. It records which host files the masks and the read-only
-// binds hold (one lstat each), so that Open knows them wherever the sandbox later
-// moves them: make the View before the sandbox starts. It is bwrap's View
-// (bwrap.Isolator.View): for a Plan another isolator runs it shows host files that
-// sandbox does not (a container's /etc is its image's), so a harness that may run
-// another gets its View from the isolator, with ViewOf.
-func NewView(p *Plan) *View {
-	return newView(p, nil)
+// HostVisible reports whether a sandbox of p may read the host file name at its own
+// path: in bwrap's view, which shows the most of the host (its system view; a
+// container's root is its image's, so a container shows no more). The planner masks
+// by it what no sandbox may read (the proxy CA's key). It is not a harness's check
+// of a path: that is the View of the isolator that runs p (ViewOf).
+func HostVisible(p *Plan, name string) bool {
+	return newView(p, nil).CheckRead(name) == nil
 }
 
 // ContainerHome is where a container isolator (docker, krun) puts the sandbox home.
@@ -150,30 +182,16 @@ type ContainerHome struct {
 	Volume bool
 }
 
-// NewContainerView returns the view of p as a container isolator (docker, krun)
-// places it, for a harness whose agent runs there: the container's root, /usr and
-// /etc included, is its image's, not the host's, so every path no mount of the Plan
-// covers is outside the view (ErrOutsideView) even where p's system view, which
-// only bwrap shows, names a host path; /tmp is the container's own tmpfs
-// (ErrNoHostPath); the sandbox home and the home-relative mounts are at home.Path,
-// and the host home's path shows only what the Plan mounts at host paths there (the
-// project, binds). With home.Volume the home itself has no host path: a host file in
-// SandboxHome is not what the container has at the same name, and is neither read
-// nor created for it. Otherwise as NewView: make it before the sandbox starts.
-//
-// The container isolators' View methods call it with their settings (docker.home,
-// the engine's address); a harness gets it through them (ViewOf), not by passing a
-// home it guessed.
-func NewContainerView(p *Plan, home ContainerHome) *View {
-	if home.Path == "" {
-		home.Path = "/home/" + p.User.Name
-	}
-	return newView(p, &home)
-}
-
 // newView is the view of p in bwrap (ctr nil) or in a container with the home ctr.
 func newView(p *Plan, ctr *ContainerHome) *View {
 	v := &View{Readlink: os.Readlink}
+	if ctr != nil {
+		c := *ctr
+		if c.Path == "" {
+			c.Path = "/home/" + p.User.Name
+		}
+		ctr = &c
+	}
 	var roBinds []int // indexes of Plan.Mounts' read-only binds in v.entries
 	add := func(target, source string, a access, why string) {
 		v.entries = append(v.entries, entry{target: path.Clean(target), source: source, access: a, why: why})
@@ -319,6 +337,9 @@ func (v *View) HostPath(name string) (string, error) {
 func (v *View) check(p string, write bool) (string, error) {
 	if v.err != nil {
 		return "", fmt.Errorf("%s: %w", p, v.err)
+	}
+	if len(v.entries) == 0 {
+		return "", fmt.Errorf("%s: %w: the View was not made by isolator.ViewOf, so it knows no sandbox", p, ErrOutsideView)
 	}
 	if !path.IsAbs(p) {
 		return "", fmt.Errorf("%q: %w: not absolute", p, ErrInvalidPath)

@@ -35,7 +35,7 @@ const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APP
 // namespace a directory holding mount points may be renamed, and the mounts move
 // with it, so the sandbox still cannot reach the file, but the host sees it under
 // the new name). For writing, one a read-only bind holds (the hooks of a renamed
-// .git) fails with ErrReadOnly. The identities are those NewView recorded. A FIFO,
+// .git) fails with ErrReadOnly. The identities are those ViewOf recorded. A FIFO,
 // socket or device fails with ErrSpecialFile, without blocking. A mount's own host
 // source is never created (an optional bind whose source was absent was not
 // mounted: ErrOutsideView). O_TRUNC truncates only after these checks. flag and

@@ -80,9 +80,10 @@ var _ isolator.Isolator = (*Isolator)(nil)
 var _ isolator.Quick = (*Isolator)(nil)
 var _ isolator.Viewer = (*Isolator)(nil)
 
-// View implements isolator.Viewer: bwrap's view of p (isolator.NewView).
-func (b *Isolator) View(p *isolator.Plan) (*isolator.View, error) {
-	return isolator.NewView(p), nil
+// ViewPlacement implements isolator.Viewer: bwrap places p on the host's own root,
+// the home at the host home's path (isolator.Placement's nil Container).
+func (b *Isolator) ViewPlacement(*isolator.Plan) (isolator.Placement, error) {
+	return isolator.Placement{}, nil
 }
 
 // DefaultStopGrace is Isolator.StopGrace's default.

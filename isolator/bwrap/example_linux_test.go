@@ -7,7 +7,6 @@ import (
 	"os/exec"
 
 	"github.com/devsandbox/devsandbox/config"
-	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
 	"github.com/devsandbox/devsandbox/isolator/planner"
 	"github.com/devsandbox/devsandbox/tools"
@@ -37,6 +36,9 @@ func ExampleWrapArgv() {
 		return
 	}
 	defer s.End() // after the command exits: the last check, the mark released
+	// The file tools' view, made before the first command: it knows the files the
+	// masks and read-only binds hold wherever a command later moves them.
+	view := s.View()
 	argv, err := bwrap.WrapArgv(p, []string{"go", "test", "./..."})
 	if err != nil { // e.g. the ssh tool's generated config needs bwrap.Command
 		fmt.Println(err)
@@ -48,7 +50,6 @@ func ExampleWrapArgv() {
 	_ = cmd.Run()
 
 	// File tools open through the view: check and open are one step.
-	view := isolator.NewView(p)
 	f, err := view.Open(p.Project.Dir+"/.git/hooks/pre-commit", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
 	if err != nil {
 		fmt.Println("refused:", err)

@@ -21,6 +21,7 @@ import (
 // Session of this process holds. A Session may serve any number of commands, one
 // after another or at once; End it once the last has exited.
 type Session struct {
+	view  *isolator.View
 	mark  *runmark.Mark
 	watch *watch.Watcher
 	state string
@@ -55,12 +56,27 @@ func Begin(ctx context.Context, p *isolator.Plan, warn func(string)) (*Session, 
 	if warn == nil {
 		warn = func(string) {}
 	}
-	s := &Session{mark: m, state: p.StateDir, watch: watch.Start(p, warn)}
+	// Made before any command of the session runs: the View records the files the
+	// masks and read-only binds hold, which a command may move under other names.
+	v, err := isolator.ViewOf(&Isolator{}, p)
+	if err != nil {
+		m.Release()
+		return nil, err
+	}
+	s := &Session{view: v, mark: m, state: p.StateDir, watch: watch.Start(p, warn)}
 	sessions.Lock()
 	sessions.n[s.state]++
 	sessions.Unlock()
 	return s, nil
 }
+
+// View is the View of the session's Plan (isolator.ViewOf with bwrap), made by Begin
+// before any command of the session ran: the harness's file tools open through it
+// (View.Open). It knows the host files the masks and read-only binds held then, so
+// Open refuses them under any name a command moves them to later (a directory holding
+// mount points can be renamed in the sandbox's mount namespace, and the mounts move
+// with it); a View made with ViewOf after a command moved one does not know it.
+func (s *Session) View() *isolator.View { return s.view }
 
 // End stops the watch (its last check of what the commands wrote, which moves what
 // fails to the quarantine) and releases the project's run mark: from then on prune

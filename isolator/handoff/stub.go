@@ -40,18 +40,18 @@ type Stub struct {
 	// kill once Run's context ended (the backend's setting; 0: its default). Run
 	// waits for the program that much longer than RunWaitDelay.
 	StopGrace time.Duration
-	// Viewer returns the View of a Plan as the backend places it (View), from the
-	// backend's settings; the backend's package sets it.
-	Viewer func(p *isolator.Plan) (*isolator.View, error)
+	// Place returns where the backend's sandbox places a Plan (ViewPlacement), from
+	// the backend's settings; the backend's package sets it.
+	Place func(p *isolator.Plan) (isolator.Placement, error)
 }
 
-// View implements isolator.Viewer with Viewer; a Stub without one fails
+// ViewPlacement implements isolator.Viewer with Place; a Stub without one fails
 // (isolator.ViewOf: ErrUnavailable).
-func (s *Stub) View(p *isolator.Plan) (*isolator.View, error) {
-	if s.Viewer == nil {
-		return nil, fmt.Errorf("%w: the %s isolator cannot say what its sandbox shows of the host, so a harness's file tools have no view of it", isolator.ErrUnavailable, s.Backend)
+func (s *Stub) ViewPlacement(p *isolator.Plan) (isolator.Placement, error) {
+	if s.Place == nil {
+		return isolator.Placement{}, fmt.Errorf("%w: the %s isolator cannot say what its sandbox shows of the host, so a harness's file tools have no view of it", isolator.ErrUnavailable, s.Backend)
 	}
-	return s.Viewer(p)
+	return s.Place(p)
 }
 
 // Early is a program started before its request was known (Prestart), with the

@@ -170,7 +170,7 @@ func planCA(p *isolator.Plan, h config.Host, pr Probe, req Request) error {
 	}
 	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: CABundlePath,
 		Content: capem.Bundle(systemBundle(h, pr), cert), Why: "CA bundle with the proxy's CA (proxy.mitm)"})
-	if isolator.NewView(p).CheckRead(filepath.Join(p.StateDir, capem.FileName)) == nil {
+	if isolator.HostVisible(p, filepath.Join(p.StateDir, capem.FileName)) {
 		// A bind or system_binds = ["host"] shows the state directory: hide the key.
 		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskFile, Dest: filepath.Join(p.StateDir, capem.FileName), Why: "proxy CA key"})
 	}

@@ -213,17 +213,25 @@ var _ isolator.HostChecker = (*Stub)(nil)
 
 var _ isolator.Viewer = (*Stub)(nil)
 
-// View implements isolator.Viewer: p as a docker container sees it
-// (isolator.NewContainerView), its home at docker.home (Settings.Home) and, on an
-// engine that does not reach this machine's files (not a local Unix socket), an
-// engine volume no host file backs, as a run makes it. An engine address that does
-// not resolve fails, as a run would.
-func (s *Stub) View(p *isolator.Plan) (*isolator.View, error) {
+// ViewPlacement implements isolator.Viewer: p as a docker container sees it, its
+// home at docker.home (Settings.Home) and, on an engine that does not reach this
+// machine's files (not a local Unix socket), an engine volume no host file backs, as
+// a run makes it (Placement). An engine address that does not resolve fails, as a
+// run would.
+func (s *Stub) ViewPlacement(*isolator.Plan) (isolator.Placement, error) {
 	a, err := engineaddr.Resolve(s.settings.Host, s.environ, s.settings.HostHome)
 	if err != nil {
-		return nil, fmt.Errorf("the docker engine's address, which says where the sandbox home is: %w", err)
+		return isolator.Placement{}, fmt.Errorf("the docker engine's address, which says where the sandbox home is: %w", err)
 	}
-	return isolator.NewContainerView(p, isolator.ContainerHome{Path: s.settings.Home, Volume: !a.Local()}), nil
+	return Placement(s.settings.Home, a), nil
+}
+
+// Placement is where a docker container places a Plan (isolator.Placement) with its
+// home at home (docker.home) on the engine at a: the image's root; the home an engine
+// volume exactly when a is not a local Unix socket (a run's home volume). The Stub
+// and the backend (docker.Isolator) both say it.
+func Placement(home string, a engineaddr.Address) isolator.Placement {
+	return isolator.Placement{Container: &isolator.ContainerHome{Path: home, Volume: !a.Local()}}
 }
 
 // Installed reports whether devsandbox-docker is there to run.

@@ -75,7 +75,7 @@ func TestStubView(t *testing.T) {
 		}
 	}
 	s := New(Settings{Image: "i"}, map[string]string{"DOCKER_HOST": "ssh://u@h"}, nil)
-	if _, err := s.View(p); err == nil {
-		t.Error("View with an engine address that does not resolve = nil error")
+	if _, err := isolator.ViewOf(s, p); err == nil {
+		t.Error("ViewOf with an engine address that does not resolve = nil error")
 	}
 }

@@ -45,14 +45,17 @@ type Settings struct {
 // Stub is the krun isolator as devsandbox sees it: every method runs devsandbox-krun.
 // environ is the host environment the helper runs with (config.Host.Vars); phase,
 // when set, receives its launch phases.
-// Its View (isolator.Viewer) is p as a krun container sees it
-// (isolator.NewContainerView): the image's root, the sandbox home bound at
-// docker.home (Settings.Home).
+// Its View (isolator.ViewOf) is p as a krun container sees it (Placement).
 func Stub(s Settings, environ map[string]string, phase func(string)) *handoff.Stub {
 	return &handoff.Stub{Backend: "krun", Program: Program, Settings: s, Environ: environ, Phase: phase, StopGrace: s.StopGrace,
-		Viewer: func(p *isolator.Plan) (*isolator.View, error) {
-			return isolator.NewContainerView(p, isolator.ContainerHome{Path: s.Home}), nil
-		}}
+		Place: func(*isolator.Plan) (isolator.Placement, error) { return Placement(s), nil }}
+}
+
+// Placement is where a krun container with the settings s places a Plan
+// (isolator.Placement): the image's root, the sandbox home bound at docker.home
+// (Settings.Home), never a volume. The Stub and the backend (krun.Isolator) both say it.
+func Placement(s Settings) isolator.Placement {
+	return isolator.Placement{Container: &isolator.ContainerHome{Path: s.Home}}
 }
 
 // ErrKeep refuses keep_container: a krun container cannot be exec'd into.
