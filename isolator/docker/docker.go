@@ -28,6 +28,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/docker/engineaddr"
+	"github.com/devsandbox/devsandbox/isolator/docker/helper"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 )
@@ -92,7 +93,20 @@ var (
 	_ isolator.Isolator  = (*Isolator)(nil)
 	_ isolator.Quick     = (*Isolator)(nil)
 	_ isolator.Diagnoser = (*Isolator)(nil)
+	_ isolator.Viewer    = (*Isolator)(nil)
 )
+
+// ViewPlacement implements isolator.Viewer as the Stub does (helper.Placement): the
+// home at docker.home, an engine volume when the engine's address, resolved as a run
+// resolves it, is not a local Unix socket. A harness that runs this backend in its
+// own process, rather than through the Stub, gets the same View from ViewOf.
+func (b *Isolator) ViewPlacement(*isolator.Plan) (isolator.Placement, error) {
+	a, err := b.address()
+	if err != nil {
+		return isolator.Placement{}, fmt.Errorf("the docker engine's address, which says where the sandbox home is: %w", err)
+	}
+	return helper.Placement(b.Home, a), nil
+}
 
 // Name implements isolator.Isolator.
 func (*Isolator) Name() string { return "docker" }

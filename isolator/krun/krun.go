@@ -74,7 +74,16 @@ type Isolator struct {
 var (
 	_ isolator.Isolator  = (*Isolator)(nil)
 	_ isolator.Diagnoser = (*Isolator)(nil)
+	_ isolator.Viewer    = (*Isolator)(nil)
 )
+
+// ViewPlacement implements isolator.Viewer as the Stub does (helper.Placement): the
+// image's root, the sandbox home bound at docker.home. A harness that runs this
+// backend in its own process, rather than through the Stub, gets the same View from
+// ViewOf.
+func (b *Isolator) ViewPlacement(*isolator.Plan) (isolator.Placement, error) {
+	return helper.Placement(b.Settings), nil
+}
 
 // Name implements isolator.Isolator.
 func (*Isolator) Name() string { return "krun" }
