@@ -27,6 +27,7 @@ import (
 	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
 	krunhelper "github.com/devsandbox/devsandbox/isolator/krun/helper"
 	"github.com/devsandbox/devsandbox/isolator/planner"
+	"github.com/devsandbox/devsandbox/isolator/tmpdir"
 	dsbtools "github.com/devsandbox/devsandbox/tools"
 )
 
@@ -65,6 +66,14 @@ type embedJob struct {
 	// "view r PATH err CLASS", and "view w PATH ok|err CLASS" (CONTENT as viewLine
 	// renders it; writing nothing).
 	ViewPaths []string
+	// Library: the harness runs Script for Dirs[0] itself, as a subprocess built by
+	// bwrap.Command (a default Plan's command line, WrapArgv, is refused: the ssh
+	// tool's config and the syscall policy reach bwrap as descriptors), with its own
+	// stdin as the command's, inside a library session (bwrap.Begin) with a session /tmp it holds
+	// (tmpdir.Acquire), and reports "out 0 paths HOME STATE TMP" (the sandbox home,
+	// the state directory, the session /tmp, "-" for a tmpfs) before the command starts; after it
+	// exits, "out 0 exit CODE", then it ends the session and reports "result 0 0 nil".
+	Library bool `json:",omitempty"`
 }
 
 // serveEmbed is the harness (see embedEnv). It returns its exit status.
@@ -73,6 +82,9 @@ func serveEmbed() int {
 	if err := json.Unmarshal([]byte(os.Getenv(embedEnv)), &job); err != nil {
 		fmt.Fprintln(os.Stderr, "embed: bad job:", err)
 		return 2
+	}
+	if job.Library {
+		return serveLibrary(job)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -202,6 +214,71 @@ func embedRun(ctx context.Context, job embedJob, i int, dir string, in *os.File,
 	return code, err
 }
 
+// serveLibrary is the harness of a job with Library set (see embedJob.Library).
+func serveLibrary(job embedJob) int {
+	fail := func(err error) int {
+		fmt.Printf("result 0 0 %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+		return 0
+	}
+	ctx := context.Background()
+	l, err := planner.LoadDir(job.Dirs[0], config.Flags{ConfigFile: job.Config}, os.Environ(), dsbtools.Default())
+	if err != nil {
+		return fail(err)
+	}
+	pr := l.Probe
+	pr.Executable = func() (string, error) { return job.Bin, nil }
+	p, _, err := planner.Build(l.Config, dsbtools.Default(), pr, planner.Request{})
+	if err != nil {
+		return fail(err)
+	}
+	p.Egress.Mode = "none" // the harness runs no proxy of its own
+	s, err := bwrap.Begin(ctx, p, nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer s.End()
+	var held *tmpdir.Session
+	if p.Tmp.Kind == "session" {
+		if held, err = tmpdir.Acquire(p.Tmp.Dir); err != nil {
+			return fail(err)
+		}
+		p.Tmp.Session = held.Name
+	}
+	release := func() {
+		if held != nil {
+			_ = held.Release()
+			held = nil
+		}
+	}
+	defer release()
+	cmd, err := bwrap.Command(ctx, p, []string{"/bin/sh", "-c", job.Script})
+	if err != nil {
+		return fail(err)
+	}
+	cmd.Dir, cmd.Stdin, cmd.Stderr = p.Workdir, os.Stdin, os.Stderr
+	out := &embedLines{emit: func(l string) { fmt.Printf("out 0 %s\n", l) }}
+	cmd.Stdout = out
+	tmp := "-"
+	if held != nil {
+		tmp = filepath.Join(p.Tmp.Dir, p.Tmp.Session)
+	}
+	fmt.Printf("out 0 paths %s %s %s\n", p.SandboxHome, p.StateDir, tmp)
+	code := 0
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return fail(err)
+		}
+		code = ee.ExitCode()
+	}
+	out.flush()
+	fmt.Printf("out 0 exit %d\n", code)
+	release() // as Run: the command's /tmp, then the session
+	s.End()
+	fmt.Println("result 0 0 nil")
+	return 0
+}
+
 // embedView is the harness's file tools' View of p, which iso runs: the way
 // architecture.md's "File tools" tells a harness to make it.
 func embedView(iso isolator.Isolator, p *isolator.Plan) (*isolator.View, error) {
@@ -320,6 +397,7 @@ func embedHarness(t *testing.T) (string, string) {
 // embedProc is a started harness.
 type embedProc struct {
 	cmd    *exec.Cmd
+	in     io.WriteCloser // the harness's stdin, for a Library job
 	lines  *lineReader
 	stderr bytes.Buffer
 }
@@ -347,6 +425,12 @@ func startEmbed(t *testing.T, job embedJob, root string) *embedProc {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(it.uid), Gid: uint32(it.gid), Groups: it.groups}
 	}
 	e := &embedProc{cmd: cmd}
+	if job.Library {
+		var err error
+		if e.in, err = cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cmd.Stderr = &e.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
