@@ -26,6 +26,13 @@ import (
 // libraryPlan builds a real Plan for a scratch project, the way a harness would.
 func libraryPlan(t *testing.T) (*isolator.Plan, string) {
 	t.Helper()
+	return libraryPlanWith(t, nil)
+}
+
+// libraryPlanWith is libraryPlan with setup, when set, called on the project
+// directory before the Plan is built.
+func libraryPlanWith(t *testing.T, setup func(proj string)) (*isolator.Plan, string) {
+	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +43,9 @@ func libraryPlan(t *testing.T) (*isolator.Plan, string) {
 	}
 	if err := os.WriteFile(filepath.Join(proj, ".env"), []byte("SECRET=1\n"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(proj)
 	}
 	env := []string{"HOME=" + home, "USER=u", "PATH=/usr/bin:/bin", "API_TOKEN=tok-123"}
 	cfg, _, err := config.Load(config.LoadOptions{ProjectDir: proj, Environ: env, UID: os.Getuid(), GID: os.Getgid(),
