@@ -6,12 +6,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -334,44 +332,6 @@ func shipTar(pr programs, files []container.ImageFile) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-// readRecords reads a JSON map of records the docker isolator keeps in the state
-// directory (the derived-image cache, the engines' API versions); a missing or
-// damaged file is empty (the images are made again, the version negotiated again).
-func readRecords(path string) map[string]string {
-	m := map[string]string{}
-	if b, err := os.ReadFile(path); err == nil {
-		_ = json.Unmarshal(b, &m)
-	}
-	return m
-}
-
-// writeRecord records value under key in the map at path: under a lock, so
-// concurrent writers of other keys keep theirs (of the same key, the last one wins),
-// and atomically, so a reader never sees half a file.
-func writeRecord(path, key, value string) {
-	unlock, err := lockFile(path + ".lock")
-	if err != nil {
-		return // the image is made again next time
-	}
-	defer unlock()
-	m := readRecords(path)
-	m[key] = value
-	b, err := json.Marshal(m)
-	if err != nil {
-		return
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return
-	}
-	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-	}
 }
 
 // PruneImages removes the images no run of this user is likely to use again and that
