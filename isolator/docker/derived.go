@@ -379,7 +379,7 @@ func (b *Isolator) PruneImages(ctx context.Context, uid int, stateRoot string, m
 	now := time.Now()
 	var out []string
 	var errs []error
-	gone := map[string]bool{} // removed as a derived image
+	gone := map[string]bool{} // removed (or, with dryRun, would be)
 	prune := func(im image.Summary, name, why string, aged bool) {
 		decide := func() (bool, string) { return false, why }
 		if aged {
@@ -396,7 +396,9 @@ func (b *Isolator) PruneImages(ctx context.Context, uid int, stateRoot string, m
 		out, errs = append(out, line), append(errs, err)
 		if removed {
 			gone[im.ID] = true
-			imageuse.Forget(stateRoot, imageuse.Docker, im.ID)
+			if !dryRun {
+				imageuse.Forget(stateRoot, imageuse.Docker, im.ID)
+			}
 		}
 	}
 	bases := map[string]baseAnswer{} // by name: many derived images share a base, asked about once
@@ -418,6 +420,10 @@ func (b *Isolator) PruneImages(ctx context.Context, uid int, stateRoot string, m
 			prune(im, im.RepoTags[0], why, true)
 		}
 	}
+	// Then the derived-image cache's entries no run will use: those of the images just
+	// removed go too.
+	lines, err := b.pruneDerivedCache(ctx, e, a.Host, all, users, stateRoot, gone, now, maxAge, dryRun)
+	out, errs = append(out, lines...), append(errs, err)
 	return nonEmpty(out), errors.Join(errs...)
 }
 
@@ -484,7 +490,7 @@ func imageUsers(ctx context.Context, e Engine, all []image.Summary) (map[string]
 // imageUsers counts them; the engine refuses to remove an image a container made
 // meanwhile uses) or decide keeps it, or with dryRun says it would; why says why it
 // may go, decide whether it goes and why. It returns what it did, whether the image
-// is gone, or an error.
+// is gone (with dryRun: would be), or an error.
 func removeImage(ctx context.Context, e Engine, id, name, why string, users int, decide func() (keep bool, reason string), dryRun bool) (string, bool, error) {
 	short := shortID(id)
 	if users > 0 {
@@ -495,7 +501,7 @@ func removeImage(ctx context.Context, e Engine, id, name, why string, users int,
 	case keep:
 		return fmt.Sprintf("kept image %s (%s): %s", short, name, reason), false, nil
 	case dryRun:
-		return fmt.Sprintf("would remove image %s (%s): %s", short, name, reason), false, nil
+		return fmt.Sprintf("would remove image %s (%s): %s", short, name, reason), true, nil
 	}
 	if _, err := e.ImageRemove(ctx, id, image.RemoveOptions{PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		if cerrdefs.IsConflict(err) {

@@ -20,7 +20,8 @@ const maxRecordsSize = 4 << 20
 // readRecords reads a JSON map of records the docker isolator keeps in the state
 // directory (the derived-image cache, the engines' API versions); a missing, damaged
 // or oversized file is empty (the images are made again, the version negotiated
-// again), and so is anything but a regular file: a link there is not followed.
+// again), and so is anything but a regular file: a link there, or at the directory,
+// is not followed.
 func readRecords(path string) map[string]string {
 	m, _ := loadRecords(path)
 	return m
@@ -29,7 +30,15 @@ func readRecords(path string) map[string]string {
 // loadRecords is readRecords, with an error when what is at path is not a regular
 // file (a link is one: not followed) or cannot be opened.
 func loadRecords(path string) (map[string]string, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	dfd, err := unix.Open(filepath.Dir(path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return map[string]string{}, fmt.Errorf("opening %s (devsandbox makes a directory there; a link is not followed): %w", filepath.Dir(path), err)
+	}
+	defer unix.Close(dfd)
+	fd, err := unix.Openat(dfd, filepath.Base(path), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
 		return map[string]string{}, nil
 	}

@@ -74,8 +74,14 @@ func TestRecordsFollowNoLink(t *testing.T) {
 		if err := os.Symlink(real, dir); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.WriteFile(filepath.Join(real, derivedCacheFile), []byte(`{"planted":"sha256:evil"}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if m := readRecords(filepath.Join(dir, derivedCacheFile)); len(m) != 0 {
+			t.Errorf("read through the directory's link: %v", m)
+		}
 		writeRecord(filepath.Join(dir, derivedCacheFile), "k", "v")
-		if es, _ := os.ReadDir(real); len(es) != 0 {
+		if es, _ := os.ReadDir(real); len(es) != 1 {
 			t.Errorf("written through the directory's link: %v", es)
 		}
 	})
