@@ -176,10 +176,13 @@ func TestPruneDerivedCacheReplaced(t *testing.T) {
 			t.Errorf("the aged entry stayed: %v", m)
 		}
 	})
+	// The file a planted link names holds the stale entry: read through the link, it
+	// would be dropped and the map written.
+	planted := `{"` + stale + `":"` + sha("2") + `"}`
 	victim := func(t *testing.T) string {
 		t.Helper()
 		v := filepath.Join(t.TempDir(), "victim")
-		if err := os.WriteFile(v, []byte(`{"x":"y"}`), 0o600); err != nil {
+		if err := os.WriteFile(v, []byte(planted), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return v
@@ -198,11 +201,11 @@ func TestPruneDerivedCacheReplaced(t *testing.T) {
 		if _, err := b.pruneDerivedCache(context.Background(), nil, "unix:///here.sock", all, nil, stateRoot, nil, now, 30*day, false); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := os.ReadFile(v); string(got) != `{"x":"y"}` {
+		if got, _ := os.ReadFile(v); string(got) != planted {
 			t.Errorf("the file the link names was written: %q", got)
 		}
 		if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-			t.Errorf("the link was replaced (nothing to drop in it): %v %v", fi, err)
+			t.Errorf("the link was replaced: the rewrite read through it (and dropped the stale entry it found there): %v %v", fi, err)
 		}
 	})
 	t.Run("a link at the file", func(t *testing.T) {
@@ -218,7 +221,7 @@ func TestPruneDerivedCacheReplaced(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "left as it is") || len(lines) != 0 {
 			t.Errorf("a link at the cache: %q, %v", lines, err)
 		}
-		if got, _ := os.ReadFile(v); string(got) != `{"x":"y"}` {
+		if got, _ := os.ReadFile(v); string(got) != planted {
 			t.Errorf("the file the link names was written: %q", got)
 		}
 	})
