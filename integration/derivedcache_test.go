@@ -53,7 +53,7 @@ func TestPruneDerivedCacheGoneImage(t *testing.T) {
 		r := run(t, p.dir, env, "", args...)
 		want := []string{
 			verb + " an entry of " + path + ": the image " + short(gone) + " (derived from " + short(busybox) + ") on " + te.host + ", but that engine no longer has it",
-			"not checked: whether the engine at " + down + " still has the image of 1 entry of " + path + ", kept for their recent use: the engine does not answer: ",
+			"not checked: whether the engine at " + down + " still has the image of 1 entry of " + path + ", kept: a run used them within --days, or no use of them is recorded: the engine does not answer: ",
 		}
 		got := entryLines(r.stdout)
 		if r.code != 0 || len(got) != 2 || got[0] != want[0] || !strings.HasPrefix(got[1], want[1]) {

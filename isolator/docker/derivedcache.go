@@ -124,7 +124,7 @@ func (b *Isolator) pruneDerivedCache(ctx context.Context, e Engine, host string,
 		if unchecked[h] == 1 {
 			n = "image of 1 entry"
 		}
-		out = append(out, fmt.Sprintf("not checked: whether the engine at %s still has the %s of %s, kept for their recent use: %v", h, n, path, notAsked[h]))
+		out = append(out, fmt.Sprintf("not checked: whether the engine at %s still has the %s of %s, kept: a run used them within --days, or no use of them is recorded: %v", h, n, path, notAsked[h]))
 	}
 	if b.afterCacheCheck != nil {
 		b.afterCacheCheck()

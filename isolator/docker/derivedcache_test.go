@@ -116,9 +116,9 @@ func TestPruneDerivedCache(t *testing.T) {
 			verb + " an entry of " + path + ": " + e("333333333333", "unix:///here.sock") + ", and no run used it for 40 days",
 			verb + " an entry of " + path + ": " + e("555555555555", "unix:///here.sock") + ", which this prune " + removes,
 			verb + " an entry of " + path + ": " + e("666666666666", "unix:///other.sock") + ", but that engine no longer has it",
-			"not checked: whether the engine at tcp://remote:2376 still has the image of 1 entry of " + path + ", kept for their recent use: an engine reached over the network is asked only by a prune whose configuration names it (its TLS material is there)",
-			"not checked: whether the engine at unix:///down.sock still has the image of 1 entry of " + path + ", kept for their recent use: the engine does not answer: connection refused",
-			"not checked: whether the engine at unix:///with space.sock still has the image of 1 entry of " + path + ", kept for their recent use: no such socket",
+			"not checked: whether the engine at tcp://remote:2376 still has the image of 1 entry of " + path + ", kept: a run used them within --days, or no use of them is recorded: an engine reached over the network is asked only by a prune whose configuration names it (its TLS material is there)",
+			"not checked: whether the engine at unix:///down.sock still has the image of 1 entry of " + path + ", kept: a run used them within --days, or no use of them is recorded: the engine does not answer: connection refused",
+			"not checked: whether the engine at unix:///with space.sock still has the image of 1 entry of " + path + ", kept: a run used them within --days, or no use of them is recorded: no such socket",
 		}
 	}
 	if lines := prune(true); !slices.Equal(lines, want("would remove", "would remove")) {
