@@ -79,8 +79,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// cleanup removes the suite's directories.
+// cleanup removes the images the suite made in the docker engines
+// (removeSuiteImages), and the suite's directories.
 func cleanup() {
+	removeSuiteImages()
 	if it.home != "" && it.home != it.realHome {
 		endSuiteServices()
 		removeHome(it.home)
@@ -152,6 +154,7 @@ func setup() (int, error) {
 			}
 		}
 	}
+	recordSuiteImages()
 	setupDocker()
 	setupPodman()
 	return 0, nil

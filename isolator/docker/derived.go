@@ -6,12 +6,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -336,44 +334,6 @@ func shipTar(pr programs, files []container.ImageFile) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// readRecords reads a JSON map of records the docker isolator keeps in the state
-// directory (the derived-image cache, the engines' API versions); a missing or
-// damaged file is empty (the images are made again, the version negotiated again).
-func readRecords(path string) map[string]string {
-	m := map[string]string{}
-	if b, err := os.ReadFile(path); err == nil {
-		_ = json.Unmarshal(b, &m)
-	}
-	return m
-}
-
-// writeRecord records value under key in the map at path: under a lock, so
-// concurrent writers of other keys keep theirs (of the same key, the last one wins),
-// and atomically, so a reader never sees half a file.
-func writeRecord(path, key, value string) {
-	unlock, err := lockFile(path + ".lock")
-	if err != nil {
-		return // the image is made again next time
-	}
-	defer unlock()
-	m := readRecords(path)
-	m[key] = value
-	b, err := json.Marshal(m)
-	if err != nil {
-		return
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return
-	}
-	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-	}
-}
-
 // PruneImages removes the images no run of this user is likely to use again and that
 // no container uses, or with dryRun only says so: first the user's derived images
 // (uid's), then the default images of other devsandbox builds (container.StaleDefault:
@@ -419,7 +379,7 @@ func (b *Isolator) PruneImages(ctx context.Context, uid int, stateRoot string, m
 	now := time.Now()
 	var out []string
 	var errs []error
-	gone := map[string]bool{} // removed as a derived image
+	gone := map[string]bool{} // removed (or, with dryRun, would be)
 	prune := func(im image.Summary, name, why string, aged bool) {
 		decide := func() (bool, string) { return false, why }
 		if aged {
@@ -436,7 +396,9 @@ func (b *Isolator) PruneImages(ctx context.Context, uid int, stateRoot string, m
 		out, errs = append(out, line), append(errs, err)
 		if removed {
 			gone[im.ID] = true
-			imageuse.Forget(stateRoot, imageuse.Docker, im.ID)
+			if !dryRun {
+				imageuse.Forget(stateRoot, imageuse.Docker, im.ID)
+			}
 		}
 	}
 	bases := map[string]baseAnswer{} // by name: many derived images share a base, asked about once
@@ -458,6 +420,10 @@ func (b *Isolator) PruneImages(ctx context.Context, uid int, stateRoot string, m
 			prune(im, im.RepoTags[0], why, true)
 		}
 	}
+	// Then the derived-image cache's entries no run will use: those of the images just
+	// removed go too.
+	lines, err := b.pruneDerivedCache(ctx, e, a.Host, all, users, stateRoot, gone, now, maxAge, dryRun)
+	out, errs = append(out, lines...), append(errs, err)
 	return nonEmpty(out), errors.Join(errs...)
 }
 
@@ -524,7 +490,7 @@ func imageUsers(ctx context.Context, e Engine, all []image.Summary) (map[string]
 // imageUsers counts them; the engine refuses to remove an image a container made
 // meanwhile uses) or decide keeps it, or with dryRun says it would; why says why it
 // may go, decide whether it goes and why. It returns what it did, whether the image
-// is gone, or an error.
+// is gone (with dryRun: would be), or an error.
 func removeImage(ctx context.Context, e Engine, id, name, why string, users int, decide func() (keep bool, reason string), dryRun bool) (string, bool, error) {
 	short := shortID(id)
 	if users > 0 {
@@ -535,7 +501,7 @@ func removeImage(ctx context.Context, e Engine, id, name, why string, users int,
 	case keep:
 		return fmt.Sprintf("kept image %s (%s): %s", short, name, reason), false, nil
 	case dryRun:
-		return fmt.Sprintf("would remove image %s (%s): %s", short, name, reason), false, nil
+		return fmt.Sprintf("would remove image %s (%s): %s", short, name, reason), true, nil
 	}
 	if _, err := e.ImageRemove(ctx, id, image.RemoveOptions{PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		if cerrdefs.IsConflict(err) {

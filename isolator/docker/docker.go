@@ -76,6 +76,12 @@ type Isolator struct {
 	head *headStart
 	// dial connects to the engine; nil means ResolveAddress and Dial.
 	dial func() (Engine, Address, error)
+	// dialAt connects to another engine the derived-image cache names, for prune
+	// (nil: Dial).
+	dialAt func(Address) (Engine, error)
+	// afterCacheCheck, when set (by tests), runs between prune's check of the
+	// derived-image cache's entries and its rewrite.
+	afterCacheCheck func()
 	// services starts the run's host services (nil: hostsvc.Start; tests replace it).
 	services func(*isolator.Plan) (*hostsvc.Services, error)
 	// ship reads the programs a run copies into containers (nil: shipped; tests

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path"
@@ -1324,6 +1325,9 @@ func TestPruneImages(t *testing.T) {
 	if err != nil || len(f.derived) != 6 {
 		t.Fatalf("dry run: %v, %d images left, %q", err, len(f.derived), lines)
 	}
+	if m := readRecords(filepath.Join(stateRoot, derivedCacheFile)); len(m) != 2 || !slices.Contains(lines, "would remove an entry of "+filepath.Join(stateRoot, derivedCacheFile)+": the image derived2 (derived from base-other:1) on unix:///fake.sock, which this prune would remove") {
+		t.Errorf("dry run: the cache %v, lines %q", m, lines)
+	}
 	if f.lists != 1 { // not one per image: an engine holds hundreds
 		t.Errorf("prune listed the containers %d times for 6 images, want once", f.lists)
 	}
@@ -1343,9 +1347,14 @@ func TestPruneImages(t *testing.T) {
 		"removed image derived3 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0, no use of it is recorded and it was made 40 days ago",
 		"kept image derived4 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0, but 1 container(s) use it",
 		"kept image derived5 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0, but a run used it 2 days ago",
-		"kept image derived6 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0, but it was made 3 days ago (no use of it is recorded yet)"}
+		"kept image derived6 (devsandbox/default:1.0): made by devsandbox 0.9, this is 1.0, but it was made 3 days ago (no use of it is recorded yet)",
+		// The derived-image cache's entry of the image removed goes with it.
+		"removed an entry of " + filepath.Join(stateRoot, derivedCacheFile) + ": the image derived2 (derived from base-other:1) on unix:///fake.sock, which this prune removed"}
 	if !slices.Equal(lines, want) {
 		t.Errorf("lines\n%q\nwant\n%q", lines, want)
+	}
+	if m := readRecords(filepath.Join(stateRoot, derivedCacheFile)); !slices.Equal(slices.Collect(maps.Values(m)), []string{"sha256:derived1"}) {
+		t.Errorf("the cache after prune: %v", m)
 	}
 }
 
