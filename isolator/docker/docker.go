@@ -134,7 +134,7 @@ func (b *Isolator) engine() (Engine, Address, error) {
 	if err != nil {
 		return nil, Address{}, fmt.Errorf("%w: %w", isolator.ErrUnavailable, err)
 	}
-	e, err := Dial(a)
+	e, a, err := Dial(a)
 	if err != nil {
 		return nil, a, fmt.Errorf("%w: %w", isolator.ErrUnavailable, err)
 	}

@@ -32,7 +32,13 @@ type Address struct {
 	// CertPathUnused is DOCKER_CERT_PATH when DOCKER_TLS_VERIFY is not set: the docker
 	// CLI then speaks plain TCP, and so does devsandbox; doctor says so.
 	CertPathUnused string
+
+	// pin is the engine's Unix socket held open once Pin checked it; nil before.
+	pin *pinned
 }
+
+// unixSocket is the socket path of a unix:// host.
+func unixSocket(host string) (string, bool) { return strings.CutPrefix(host, "unix://") }
 
 // Local reports whether bind mounts of host paths reach this machine's files: a Unix
 // socket on Linux. Docker Desktop (macOS) shares only some paths and is slow there, so

@@ -1,0 +1,87 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dockercontainer "github.com/docker/docker/api/types/container"
+
+	"github.com/devsandbox/devsandbox/isolator/docker"
+)
+
+// TestEngineSocketSwappedAfterCheck: the engine's socket, at a path in a directory
+// its user can write (a rootless engine's $XDG_RUNTIME_DIR/docker.sock, a relayed
+// socket), is checked (who listens: dockerd in this network namespace) and then
+// swapped for another listener's. Every request of the client goes to the socket that
+// was checked, not to what the path names by then. On base the check looked at one
+// connection and the client dialled the path again: its requests went to the
+// impostor.
+func TestEngineSocketSwappedAfterCheck(t *testing.T) {
+	requireDocker(t)
+	dir, err := os.MkdirTemp("", "dsb-enginepin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "docker.sock")
+	// The engine, at a path of the test's directory.
+	if err := os.Symlink("/var/run/docker.sock", sock); err != nil {
+		t.Fatal(err)
+	}
+	a, err := docker.ResolveAddress("unix://"+sock, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, a, err := docker.Dial(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if n := a.HostNetwork(); !n.Here {
+		t.Fatalf("this machine's dockerd at %s: not taken for one in this network namespace: %s", sock, n.Why)
+	}
+	// The swap: another listener's socket renamed over the checked path.
+	var asked atomic.Int32
+	fake := filepath.Join(dir, "impostor.sock")
+	l, err := net.Listen("unix", fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.Header().Set("Api-Version", "1.99")
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write([]byte("OK"))
+	})}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { srv.Close() })
+	if err := os.Rename(fake, sock); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := e.Ping(ctx)
+	if err != nil {
+		t.Fatalf("ping after the swap: %v", err)
+	}
+	if n := asked.Load(); n != 0 || p.APIVersion == "1.99" {
+		t.Fatalf("after the socket at %s was swapped, %d requests went to the impostor (ping's API version %q): the client dialled the path again, not the socket that was checked", sock, n, p.APIVersion)
+	}
+	if _, err := e.ContainerList(ctx, dockercontainer.ListOptions{All: true}); err != nil {
+		t.Fatalf("container list after the swap: %v", err)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Fatalf("after the swap, %d requests went to the impostor", n)
+	}
+	if n := a.HostNetwork(); !n.Here {
+		t.Errorf("after the swap, the check's result changed: %s", n.Why)
+	}
+}
