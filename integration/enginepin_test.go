@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,5 +84,27 @@ func TestEngineSocketSwappedAfterCheck(t *testing.T) {
 	}
 	if n := a.HostNetwork(); !n.Here {
 		t.Errorf("after the swap, the check's result changed: %s", n.Why)
+	}
+}
+
+// TestRelayedEngineNotLocalForBinds: a Unix socket whose listener is a relay (ssh -L
+// to a remote engine, socat), not dockerd, is not taken for an engine that binds this
+// machine's files: the run takes the remote path, the sandbox home in a volume of the
+// engine's (devsandbox-NAME-home), as for a tcp:// engine. The relay here is the
+// test's process in front of the stand-in engine. Before, any Unix socket counted as
+// local: the home was bound from this host's path, which a remote engine resolves on
+// its own host.
+func TestRelayedEngineNotLocalForBinds(t *testing.T) {
+	requireEngine(t, remoteDocker)
+	relay := "unix://" + relayTo(t, strings.TrimPrefix(remoteEngine, "unix://"))
+	p := newProject(t)
+	home := "devsandbox-" + p.name() + "-home"
+	t.Cleanup(func() { _ = dockerCmd(remoteDocker, "volume", "rm", "-f", home).Run() })
+	args, env := isolatorArgs([]string{"--isolator=" + remoteDocker, "--egress=none", "--", "true"}, []string{"DOCKER_HOST=" + relay})
+	if r := run(t, p.dir, env, "", args...); r.code != 0 {
+		t.Fatalf("%v %v:\n%s", env, args, r)
+	}
+	if out := dockerAt(t, remoteDocker, "volume", "ls", "-q", "--filter", "name=^"+home+"$"); out != home {
+		t.Errorf("DOCKER_HOST=%s (a relay to the stand-in engine): the sandbox home was not a volume of the engine (volumes named %s: %q): the relayed socket was taken for an engine binding this machine's files", relay, home, out)
 	}
 }

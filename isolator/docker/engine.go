@@ -74,7 +74,8 @@ var _ Engine = (*client.Client)(nil)
 func Dial(a Address) (Engine, Address, error) {
 	a, err := a.Pin()
 	if err != nil {
-		return nil, a, fmt.Errorf("%w: %w", ErrNoEngine, err)
+		st := engineDown(a, err)
+		return nil, a, fmt.Errorf("%w: %s; %s", ErrNoEngine, st.Reason, st.Fix)
 	}
 	c, err := dialVersion(a, "")
 	if err != nil {
@@ -112,5 +113,6 @@ func dialVersion(a Address, version string) (*client.Client, error) {
 	return c, nil
 }
 
-// ErrNoEngine is wrapped when the engine does not answer.
+// ErrNoEngine is wrapped when the engine does not answer (its socket is not there to
+// be pinned, or is not a socket).
 var ErrNoEngine = errors.New("docker engine not reachable")

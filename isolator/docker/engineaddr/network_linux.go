@@ -28,7 +28,7 @@ func engineListener(name string, uid uint32) bool {
 // to the socket's path.
 func hostNetwork(a Address, proc string) Network {
 	sock, ok := unixSocket(a.Host)
-	if !ok || !a.Local() {
+	if !ok {
 		return Network{Why: "not a Unix socket on Linux"}
 	}
 	if a.pin != nil {
@@ -41,7 +41,17 @@ func hostNetwork(a Address, proc string) Network {
 // socket.
 type peer struct {
 	net Network
+	// binds is true when the listener is an engine's own process on this machine
+	// (bindListener): the engine then binds this machine's files.
+	binds bool
 }
+
+// bindListener reports whether a process called name listening on an engine's socket
+// is the engine's own on this machine, which binds this machine's files: dockerd
+// (rootful or rootless, whatever its network namespace), or a systemd (root's for
+// docker.socket, a user's for a rootless engine's socket unit). A relay (ssh -L,
+// socat, Docker Desktop's backend) is not: its engine may run elsewhere.
+func bindListener(name string) bool { return name == engineProcess || name == "systemd" }
 
 // askPeer connects to the socket at path (sock in messages: path may be the pinned
 // socket's /proc/self/fd/N) and asks who listens (SO_PEERCRED), reading that
@@ -79,6 +89,10 @@ func askPeer(path, sock, proc string) peer {
 		return elsewhere("reading the name of the process listening on %s (pid %s): %v", sock, pid, err)
 	}
 	name := strings.TrimSuffix(string(comm), "\n")
+	binds := bindListener(name)
+	elsewhere = func(format string, args ...any) peer {
+		return peer{net: Network{Why: fmt.Sprintf(format, args...)}, binds: binds}
+	}
 	if !engineListener(name, cred.Uid) {
 		return elsewhere("the process listening on %s is %q (pid %s, uid %d), not %s or root's systemd: a relay to an engine that may run elsewhere", sock, name, pid, cred.Uid, engineProcess)
 	}
@@ -92,5 +106,5 @@ func askPeer(path, sock, proc string) peer {
 	if theirs.Dev != ours.Dev || theirs.Ino != ours.Ino {
 		return elsewhere("%s (pid %s) listening on %s runs in another network namespace (a rootless engine's, rootlesskit's)", name, pid, sock)
 	}
-	return peer{net: Network{Here: true}}
+	return peer{net: Network{Here: true}, binds: binds}
 }

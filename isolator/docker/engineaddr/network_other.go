@@ -11,7 +11,8 @@ func hostNetwork(a Address, proc string) Network {
 // peer is what can be told of the process listening on an engine's socket: nothing,
 // off Linux.
 type peer struct {
-	net Network
+	net   Network
+	binds bool
 }
 
 func askPeer(path, sock, proc string) peer {

@@ -40,4 +40,4 @@ func (p *pinned) peerOf(sock, proc string) peer {
 }
 
 // ErrNotSocket is wrapped when the path of a unix:// engine address is not a socket.
-var ErrNotSocket = errors.New("not a socket; point docker.host or DOCKER_HOST at the engine's socket")
+var ErrNotSocket = errors.New("not a socket")

@@ -23,11 +23,11 @@ func (a Address) Pin() (Address, error) {
 	}
 	f, err := os.OpenFile(sock, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return a, fmt.Errorf("docker engine %s (%s): opening its socket: %w", a.Host, a.Origin, err)
+		return a, err
 	}
 	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeSocket == 0 {
 		f.Close()
-		return a, fmt.Errorf("docker engine %s (%s): %s is not a socket: %w", a.Host, a.Origin, sock, ErrNotSocket)
+		return a, fmt.Errorf("%s is %w", sock, ErrNotSocket)
 	}
 	a.pin = &pinned{f: f, path: "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))}
 	return a, nil

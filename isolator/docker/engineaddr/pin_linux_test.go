@@ -66,3 +66,29 @@ func TestPinRefuses(t *testing.T) {
 		t.Errorf("Pin of a tcp:// address: pinned %v, dial path %q, %v; want it unpinned", tcp.Pinned(), tcp.DialPath(), err)
 	}
 }
+
+// A pinned socket whose listener is a relay (here the test binary) does not bind this
+// machine's files; the same socket unpinned counts as local, by its form alone.
+func TestLocalAsksThePinnedListener(t *testing.T) {
+	a := listen(t)
+	if !a.Local() {
+		t.Fatalf("an unpinned Unix socket %s: not local", a.Host)
+	}
+	p, err := a.Pin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Local() {
+		t.Errorf("a pinned Unix socket served by a relay (the test binary): taken for an engine that binds this machine's files")
+	}
+}
+
+// dockerd (any network namespace, any user) and a systemd (root's docker.socket, a
+// user's rootless socket unit) bind this machine's files; a relay does not.
+func TestBindListener(t *testing.T) {
+	for name, want := range map[string]bool{"dockerd": true, "systemd": true, "ssh": false, "socat": false, "com.docker.back": false, "podman": false, "": false} {
+		if got := bindListener(name); got != want {
+			t.Errorf("bindListener(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
