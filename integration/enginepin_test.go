@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"bufio"
 	"context"
 	"net"
 	"net/http"
@@ -79,8 +80,28 @@ func TestEngineSocketSwappedAfterCheck(t *testing.T) {
 	if _, err := e.ContainerList(ctx, dockercontainer.ListOptions{All: true}); err != nil {
 		t.Fatalf("container list after the swap: %v", err)
 	}
-	if n := asked.Load(); n != 0 {
-		t.Fatalf("after the swap, %d requests went to the impostor", n)
+	// The connections attach and exec hijack are the client's dialler's.
+	d, ok := e.(interface {
+		Dialer() func(context.Context) (net.Conn, error)
+	})
+	if !ok {
+		t.Fatalf("the engine client %T has no Dialer", e)
+	}
+	c, err := d.Dialer()(ctx)
+	if err != nil {
+		t.Fatalf("the client's dialler after the swap: %v", err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("GET /_ping HTTP/1.1\r\nHost: docker\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("a ping on the client's dialled stream: %v", err)
+	}
+	resp.Body.Close()
+	if n := asked.Load(); n != 0 || resp.Header.Get("Api-Version") == "1.99" {
+		t.Fatalf("after the swap, %d requests went to the impostor (the dialled stream's API version %q)", n, resp.Header.Get("Api-Version"))
 	}
 	if n := a.HostNetwork(); !n.Here {
 		t.Errorf("after the swap, the check's result changed: %s", n.Why)
