@@ -19,17 +19,20 @@ import (
 // backend), is not taken for one in this machine's network: the engine host's
 // addresses are listed in a container of its host network, for the companion to
 // refuse, as for a tcp:// engine. The relay here is the test's own process in front
-// of this machine's engine, so the run works as on the engine itself; what tells the
-// two apart is the lister's container, read from the engine's create events. Before,
-// a Unix socket counted as this machine's engine whoever served it: for ssh -L the
-// companion refused this machine's addresses and left the remote engine host's own
-// services and its API open to a name entry, or to proxy.default = "allow".
+// of the stand-in engine (dockerd 26 in this machine's network namespace: a relayed
+// engine is also judged remote for binds, and an older one, this machine's dockerd
+// 20.10, refuses the project's writable .git), so the run works as on the engine
+// itself; what tells the two apart is the lister's container, read from the engine's
+// create events. Before, a Unix socket counted as this machine's engine whoever
+// served it: for ssh -L the companion refused this machine's addresses and left the
+// remote engine host's own services and its API open to a name entry, or to
+// proxy.default = "allow".
 func TestRelayedEngineListsHostAddresses(t *testing.T) {
-	requireDocker(t)
-	relay := "unix://" + relayTo(t, "/var/run/docker.sock")
+	requireEngine(t, remoteDocker)
+	relay := "unix://" + relayTo(t, strings.TrimPrefix(remoteEngine, "unix://"))
 	p := newProject(t)
-	if n := listers(t, p, localDocker, []string{"DOCKER_HOST=" + relay}); n == 0 {
-		t.Errorf("DOCKER_HOST=%s (a relay to this machine's engine): the engine host's addresses were not listed in a container", relay)
+	if n := listers(t, p, remoteDocker, []string{"DOCKER_HOST=" + relay}); n == 0 {
+		t.Errorf("DOCKER_HOST=%s (a relay to the stand-in engine): the engine host's addresses were not listed in a container", relay)
 	}
 }
 

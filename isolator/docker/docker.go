@@ -103,13 +103,16 @@ var (
 )
 
 // ViewPlacement implements isolator.Viewer as the Stub does (helper.Placement): the
-// home at docker.home, an engine volume when the engine's address, resolved as a run
-// resolves it, is not a local Unix socket. A harness that runs this backend in its
+// home at docker.home, an engine volume when the engine's address, resolved and pinned
+// as a run's is, is not a local Unix socket (or one a relay serves). A harness that runs this backend in its
 // own process, rather than through the Stub, gets the same View from ViewOf.
 func (b *Isolator) ViewPlacement(*isolator.Plan) (isolator.Placement, error) {
 	a, err := b.address()
 	if err != nil {
 		return isolator.Placement{}, fmt.Errorf("the docker engine's address, which says where the sandbox home is: %w", err)
+	}
+	if p, err := a.Pin(); err == nil {
+		a = p // Local asks the pinned socket's listener, as a run's does (a relay is remote)
 	}
 	return helper.Placement(b.Home, a), nil
 }
@@ -154,7 +157,7 @@ func (b *Isolator) engine() (Engine, Address, error) {
 	if err != nil {
 		return nil, Address{}, fmt.Errorf("%w: %w", isolator.ErrUnavailable, err)
 	}
-	e, err := Dial(a)
+	e, a, err := Dial(a)
 	if err != nil {
 		return nil, a, fmt.Errorf("%w: %w", isolator.ErrUnavailable, err)
 	}

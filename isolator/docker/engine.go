@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"time"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/build"
@@ -65,19 +67,36 @@ type Engine interface {
 
 var _ Engine = (*client.Client)(nil)
 
-// Dial returns a client for a, negotiating the API version down to the engine's.
-func Dial(a Address) (Engine, error) {
+// Dial returns a client for a, negotiating the API version down to the engine's,
+// and a with its Unix socket pinned (engineaddr.Address.Pin): the client's every
+// connection, and the returned address's HostNetwork check, go to the socket that
+// was opened here, whatever is at its path later.
+func Dial(a Address) (Engine, Address, error) {
+	a, err := a.Pin()
+	if err != nil {
+		st := engineDown(a, err)
+		return nil, a, fmt.Errorf("%w: %s; %s", ErrNoEngine, st.Reason, st.Fix)
+	}
 	c, err := dialVersion(a, "")
 	if err != nil {
-		return nil, err
+		return nil, a, err
 	}
-	return c, nil
+	return c, a, nil
 }
 
 // dialVersion returns a client for a that speaks API version (without asking the
-// engine), or negotiates when version is "".
+// engine), or negotiates when version is "". A pinned a's client connects through
+// the pinned socket only.
 func dialVersion(a Address, version string) (*client.Client, error) {
 	opts := []client.Opt{client.WithHost(a.Host), client.WithAPIVersionNegotiation()}
+	if a.Pinned() {
+		// As the client's own dialler, with the pinned socket's path; the closure
+		// holds a, so the socket stays open while the client can dial.
+		d := net.Dialer{Timeout: 32 * time.Second}
+		opts = append(opts, client.WithDialContext(func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", a.DialPath())
+		}))
+	}
 	if version != "" {
 		opts = append(opts, client.WithVersion(version))
 	}
@@ -94,5 +113,6 @@ func dialVersion(a Address, version string) (*client.Client, error) {
 	return c, nil
 }
 
-// ErrNoEngine is wrapped when the engine does not answer.
+// ErrNoEngine is wrapped when the engine does not answer (its socket is not there to
+// be pinned, or is not a socket).
 var ErrNoEngine = errors.New("docker engine not reachable")

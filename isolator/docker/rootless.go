@@ -36,10 +36,10 @@ import (
 
 // ownEngine reports whether the engine at a is run by the user uid (not root): its
 // Unix socket on this host is uid's. stat is os.Stat (tests fake it); the socket is
-// reached through links, as the client reaches it.
+// the one the client dials (the pinned one, engineaddr.Address.DialPath).
 func ownEngine(a Address, uid int, stat func(string) (fs.FileInfo, error)) bool {
-	path, ok := strings.CutPrefix(a.Host, "unix://")
-	if !ok || !a.Local() || uid == 0 {
+	path := a.DialPath()
+	if path == "" || !a.Local() || uid == 0 {
 		return false
 	}
 	fi, err := stat(path)

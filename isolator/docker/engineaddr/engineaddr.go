@@ -32,13 +32,29 @@ type Address struct {
 	// CertPathUnused is DOCKER_CERT_PATH when DOCKER_TLS_VERIFY is not set: the docker
 	// CLI then speaks plain TCP, and so does devsandbox; doctor says so.
 	CertPathUnused string
+
+	// pin is the engine's Unix socket held open once Pin checked it; nil before.
+	pin *pinned
 }
 
+// unixSocket is the socket path of a unix:// host.
+func unixSocket(host string) (string, bool) { return strings.CutPrefix(host, "unix://") }
+
 // Local reports whether bind mounts of host paths reach this machine's files: a Unix
-// socket on Linux. Docker Desktop (macOS) shares only some paths and is slow there, so
-// the home is a named volume when this is false.
+// socket on Linux, and, once the address is pinned (Pin), one whose listener is an
+// engine's own process on this machine (dockerd, or a systemd's socket unit for it),
+// asked of the pinned socket once. A socket that a relay serves (ssh -L to a remote
+// engine, socat, Docker Desktop's backend), or whose listener cannot be told (in a
+// PID namespace this one does not see: a job container given the host's socket,
+// whose binds would name the host's paths), is not local, so binds take the remote
+// path. Docker Desktop on macOS shares only some paths and is slow there, so the home
+// is a named volume when this is false.
 func (a Address) Local() bool {
-	return runtime.GOOS == "linux" && strings.HasPrefix(a.Host, "unix://")
+	sock, ok := unixSocket(a.Host)
+	if runtime.GOOS != "linux" || !ok {
+		return false
+	}
+	return a.pin == nil || a.pin.peerOf(sock, "/proc").binds
 }
 
 // Resolve picks the engine per DESIGN: docker.host, else DOCKER_HOST, else the

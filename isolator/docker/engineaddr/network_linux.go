@@ -23,53 +23,88 @@ func engineListener(name string, uid uint32) bool {
 	return name == engineProcess || name == "systemd" && uid == 0
 }
 
-// hostNetwork is HostNetwork with /proc at proc (tests give another).
+// hostNetwork is HostNetwork with /proc at proc (tests give another): the pinned
+// socket's answer, asked once, when a is pinned (Pin); else a connection of its own
+// to the socket's path.
+func hostNetwork(a Address, proc string) Network {
+	sock, ok := unixSocket(a.Host)
+	if !ok {
+		return Network{Why: "not a Unix socket on Linux"}
+	}
+	if a.pin != nil {
+		return a.pin.peerOf(sock, proc).net
+	}
+	return askPeer(sock, sock, proc).net
+}
+
+// peer is what the kernel and /proc tell of the process listening on an engine's
+// socket.
+type peer struct {
+	net Network
+	// binds is true when the listener is an engine's own process on this machine
+	// (bindListener): the engine then binds this machine's files.
+	binds bool
+}
+
+// bindListener reports whether a process called name listening on an engine's socket
+// is the engine's own on this machine, which binds this machine's files: dockerd
+// (rootful or rootless, whatever its network namespace), or a systemd (root's for
+// docker.socket, a user's for a rootless engine's socket unit). A relay (ssh -L,
+// socat, Docker Desktop's backend) is not: its engine may run elsewhere.
+func bindListener(name string) bool { return name == engineProcess || name == "systemd" }
+
+// askPeer connects to the socket at path (sock in messages: path may be the pinned
+// socket's /proc/self/fd/N) and asks who listens (SO_PEERCRED), reading that
+// process's name and network namespace in /proc at proc.
 //
 // The listener's network namespace is compared by /proc/PID/net/dev, not
 // /proc/PID/ns/net: the namespace link needs ptrace access to the process, which a
 // user has not to root's dockerd, while /proc/PID/net is that namespace's own view of
 // /proc/net, which every user may read; each namespace's entries have inode numbers
 // of their own, so the same file in two namespaces never has the same inode.
-func hostNetwork(a Address, proc string) Network {
-	sock, ok := strings.CutPrefix(a.Host, "unix://")
-	if !ok || !a.Local() {
-		return Network{Why: "not a Unix socket on Linux"}
+func askPeer(path, sock, proc string) peer {
+	elsewhere := func(format string, args ...any) peer {
+		return peer{net: Network{Why: fmt.Sprintf(format, args...)}}
 	}
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
-		return Network{Why: fmt.Sprintf("asking who listens on %s: %v", sock, err)}
+		return elsewhere("asking who listens on %s: %v", sock, err)
 	}
 	defer unix.Close(fd)
 	// Non-blocking: a listener whose queue is full is not waited for (it counts as
 	// elsewhere).
-	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: sock}); err != nil {
-		return Network{Why: fmt.Sprintf("connecting to %s to ask who listens: %v", sock, err)}
+	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+		return elsewhere("connecting to %s to ask who listens: %v", sock, err)
 	}
 	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
 	if err != nil {
-		return Network{Why: fmt.Sprintf("asking who listens on %s: %v", sock, err)}
+		return elsewhere("asking who listens on %s: %v", sock, err)
 	}
 	if cred.Pid <= 0 {
-		return Network{Why: fmt.Sprintf("the process listening on %s is in a PID namespace this one does not see", sock)}
+		return elsewhere("the process listening on %s is in a PID namespace this one does not see", sock)
 	}
 	pid := strconv.Itoa(int(cred.Pid))
 	comm, err := os.ReadFile(proc + "/" + pid + "/comm")
 	if err != nil {
-		return Network{Why: fmt.Sprintf("reading the name of the process listening on %s (pid %s): %v", sock, pid, err)}
+		return elsewhere("reading the name of the process listening on %s (pid %s): %v", sock, pid, err)
 	}
 	name := strings.TrimSuffix(string(comm), "\n")
+	binds := bindListener(name)
+	elsewhere = func(format string, args ...any) peer {
+		return peer{net: Network{Why: fmt.Sprintf(format, args...)}, binds: binds}
+	}
 	if !engineListener(name, cred.Uid) {
-		return Network{Why: fmt.Sprintf("the process listening on %s is %q (pid %s, uid %d), not %s or root's systemd: a relay to an engine that may run elsewhere", sock, name, pid, cred.Uid, engineProcess)}
+		return elsewhere("the process listening on %s is %q (pid %s, uid %d), not %s or root's systemd: a relay to an engine that may run elsewhere", sock, name, pid, cred.Uid, engineProcess)
 	}
 	var theirs, ours unix.Stat_t
 	if err := unix.Stat(proc+"/"+pid+"/net/dev", &theirs); err != nil {
-		return Network{Why: fmt.Sprintf("reading the network namespace of %s (pid %s) listening on %s: %v", name, pid, sock, err)}
+		return elsewhere("reading the network namespace of %s (pid %s) listening on %s: %v", name, pid, sock, err)
 	}
 	if err := unix.Stat(proc+"/self/net/dev", &ours); err != nil {
-		return Network{Why: fmt.Sprintf("reading this process's network namespace: %v", err)}
+		return elsewhere("reading this process's network namespace: %v", err)
 	}
 	if theirs.Dev != ours.Dev || theirs.Ino != ours.Ino {
-		return Network{Why: fmt.Sprintf("%s (pid %s) listening on %s runs in another network namespace (a rootless engine's, rootlesskit's)", name, pid, sock)}
+		return elsewhere("%s (pid %s) listening on %s runs in another network namespace (a rootless engine's, rootlesskit's)", name, pid, sock)
 	}
-	return Network{Here: true}
+	return peer{net: Network{Here: true}, binds: binds}
 }

@@ -7,3 +7,14 @@ package engineaddr
 func hostNetwork(a Address, proc string) Network {
 	return Network{Why: "not a Unix socket on Linux"}
 }
+
+// peer is what can be told of the process listening on an engine's socket: nothing,
+// off Linux.
+type peer struct {
+	net   Network
+	binds bool
+}
+
+func askPeer(path, sock, proc string) peer {
+	return peer{net: Network{Why: "not a Unix socket on Linux"}}
+}

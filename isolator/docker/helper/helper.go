@@ -193,8 +193,23 @@ func (s *Stub) QuickCheck() isolator.Status {
 // (isolator.CheckDestinations). An address that does not resolve counts as local:
 // the stricter checks.
 func (s *Stub) PinsSources() bool {
-	a, err := engineaddr.Resolve(s.settings.Host, s.environ, s.settings.HostHome)
+	a, err := s.engine()
 	return err != nil || a.Local()
+}
+
+// engine resolves the engine's address and pins its Unix socket (engineaddr.Pin), so
+// that Local asks its listener as a run's does: a relayed socket's engine is judged
+// remote here too. A socket that cannot be opened is left unpinned (Local by its
+// form); the run says why it cannot reach it.
+func (s *Stub) engine() (engineaddr.Address, error) {
+	a, err := engineaddr.Resolve(s.settings.Host, s.environ, s.settings.HostHome)
+	if err != nil {
+		return a, err
+	}
+	if p, err := a.Pin(); err == nil {
+		a = p
+	}
+	return a, nil
 }
 
 // CheckHost is the refusals a run makes on this host before anything starts
@@ -215,11 +230,11 @@ var _ isolator.Viewer = (*Stub)(nil)
 
 // ViewPlacement implements isolator.Viewer: p as a docker container sees it, its
 // home at docker.home (Settings.Home) and, on an engine that does not reach this
-// machine's files (not a local Unix socket), an engine volume no host file backs, as
-// a run makes it (Placement). An engine address that does not resolve fails, as a
-// run would.
+// machine's files (not a local Unix socket, or one a relay serves), an engine volume
+// no host file backs, as a run makes it (Placement). An engine address that does not
+// resolve fails, as a run would.
 func (s *Stub) ViewPlacement(*isolator.Plan) (isolator.Placement, error) {
-	a, err := engineaddr.Resolve(s.settings.Host, s.environ, s.settings.HostHome)
+	a, err := s.engine()
 	if err != nil {
 		return isolator.Placement{}, fmt.Errorf("the docker engine's address, which says where the sandbox home is: %w", err)
 	}

@@ -1,0 +1,94 @@
+package engineaddr
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A pinned address dials, and is judged by, the socket Pin opened: after the path
+// names a regular file, connections still reach the first listener, and HostNetwork's
+// answer is that listener's (here the test binary: a relay).
+func TestPinFollowsTheSocketNotThePath(t *testing.T) {
+	a := listen(t)
+	sock, _ := unixSocket(a.Host)
+	l2dir := t.TempDir()
+	link := filepath.Join(l2dir, "docker.sock")
+	if err := os.Symlink(sock, link); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Address{Host: "unix://" + link, Origin: "docker.host"}.Pin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Pinned() || !strings.HasPrefix(p.DialPath(), "/proc/self/fd/") {
+		t.Fatalf("Pin: pinned %v, dial path %q; want the socket's /proc/self/fd path", p.Pinned(), p.DialPath())
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(link, []byte("not a socket"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("unix", p.DialPath())
+	if err != nil {
+		t.Fatalf("dialling the pinned socket after its path changed: %v", err)
+	}
+	c.Close()
+	if n := p.HostNetwork(); n.Here || !strings.Contains(n.Why, "a relay") || !strings.Contains(n.Why, link) {
+		t.Errorf("HostNetwork of the pinned socket = %+v, want its listener's (the test binary, a relay), named by %s", n, link)
+	}
+	again, err := p.Pin()
+	if err != nil || again.DialPath() != p.DialPath() {
+		t.Errorf("pinning a pinned address: %q, %v; want it as it was (%q)", again.DialPath(), err, p.DialPath())
+	}
+}
+
+// Pin refuses a path that is not a socket and one that is not there; another kind of
+// address is returned unpinned.
+func TestPinRefuses(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "docker.sock")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Address{Host: "unix://" + file}).Pin(); !errors.Is(err, ErrNotSocket) {
+		t.Errorf("Pin of a regular file: %v, want ErrNotSocket", err)
+	}
+	gone := filepath.Join(t.TempDir(), "gone.sock")
+	if _, err := (Address{Host: "unix://" + gone}).Pin(); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Pin of a missing socket: %v, want ErrNotExist", err)
+	}
+	tcp, err := Address{Host: "tcp://127.0.0.1:2376"}.Pin()
+	if err != nil || tcp.Pinned() || tcp.DialPath() != "" {
+		t.Errorf("Pin of a tcp:// address: pinned %v, dial path %q, %v; want it unpinned", tcp.Pinned(), tcp.DialPath(), err)
+	}
+}
+
+// A pinned socket whose listener is a relay (here the test binary) does not bind this
+// machine's files; the same socket unpinned counts as local, by its form alone.
+func TestLocalAsksThePinnedListener(t *testing.T) {
+	a := listen(t)
+	if !a.Local() {
+		t.Fatalf("an unpinned Unix socket %s: not local", a.Host)
+	}
+	p, err := a.Pin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Local() {
+		t.Errorf("a pinned Unix socket served by a relay (the test binary): taken for an engine that binds this machine's files")
+	}
+}
+
+// dockerd (any network namespace, any user) and a systemd (root's docker.socket, a
+// user's rootless socket unit) bind this machine's files; a relay does not.
+func TestBindListener(t *testing.T) {
+	for name, want := range map[string]bool{"dockerd": true, "systemd": true, "ssh": false, "socat": false, "com.docker.back": false, "podman": false, "": false} {
+		if got := bindListener(name); got != want {
+			t.Errorf("bindListener(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
