@@ -189,7 +189,10 @@ func (b *Isolator) lookOther(ctx context.Context, host string) (imageLook, func(
 	}
 	dial := b.dialAt
 	if dial == nil {
-		dial = Dial
+		dial = func(a Address) (Engine, error) {
+			e, _, err := Dial(a) // pinned, as a run's client is
+			return e, err
+		}
 	}
 	e, err := dial(Address{Host: host, Origin: "the derived-image cache"})
 	if err != nil {
