@@ -48,8 +48,7 @@ func (k *keySeen) seen() []string {
 // to its destination stands between the sandbox and the value.
 func TestCredentialStaysWithItsTarget(t *testing.T) {
 	other := newKeySeen(t, nil)
-	var svc *keySeen
-	svc = newKeySeen(t, func(w http.ResponseWriter, r *http.Request) {
+	svc := newKeySeen(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/redirect" {
 			http.Redirect(w, r, "http://other.test:"+other.port()+"/landed", http.StatusFound)
 			return
