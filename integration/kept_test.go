@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -12,7 +13,10 @@ import (
 // Finding 5 (guarantee 7 for kept containers): every process of a session dies with
 // it, whatever its state. A process whose leader thread exited while another thread
 // runs (a zombie in /proc) must not live on in the kept container and read a later
-// session's secrets, nor one whose session init was killed under it.
+// session's secrets, nor one whose session init was killed under it, nor one whose
+// session init it stopped (SIGSTOP: the session init is not the container's pid 1,
+// so the signal reaches it) before devsandbox was killed: the stopped init can
+// neither see the host go nor end its session.
 func TestKeptContainerSurvivors(t *testing.T) {
 	forEachDocker(t, func(t *testing.T, iso string) { testKeptContainerSurvivors(t, iso) })
 }
@@ -21,6 +25,7 @@ func testKeptContainerSurvivors(t *testing.T, iso string) {
 	for _, tc := range []struct{ name, end string }{
 		{"session ends", `true`},
 		{"session init killed", `kill -9 $PPID`},
+		{"session init stopped, devsandbox killed", `kill -STOP $PPID; touch stopped; sleep 1000`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newProject(t)
@@ -33,9 +38,19 @@ func testKeptContainerSurvivors(t *testing.T, iso string) {
 			}
 			before := len(containerPids(t, iso, ids[0]))
 			const secret = "LINGER-7c1e-secret"
-			p.sandbox(iso, keep[1:], `./attack linger found.txt LINGER-7c1e </dev/null >/dev/null 2>&1 &
-				while [ "$(cut -d' ' -f3 /proc/$!/stat)" != Z ]; do sleep 0.02; done; `+tc.end)
-			deadline := time.Now().Add(3 * time.Second)
+			script := `./attack linger found.txt LINGER-7c1e </dev/null >/dev/null 2>&1 &
+				while [ "$(cut -d' ' -f3 /proc/$!/stat)" != Z ]; do sleep 0.02; done; ` + tc.end
+			limit := 3 * time.Second
+			if strings.Contains(tc.end, "STOP") {
+				// The session init is stopped: the run never ends by itself, and is
+				// killed once the init is (the marker). The keeper ends the session
+				// once the host's stream is gone and a session init's grace passed.
+				killStopped(t, p, iso, keep, script)
+				limit = 10 * time.Second
+			} else {
+				p.sandbox(iso, keep[1:], script)
+			}
+			deadline := time.Now().Add(limit)
 			for n := len(containerPids(t, iso, ids[0])); n != before; n = len(containerPids(t, iso, ids[0])) {
 				if time.Now().After(deadline) {
 					t.Fatalf("a session's process outlived it: %d processes in the kept container, %d before:\n%s", n, before, dockerAt(t, iso, "top", ids[0]))
@@ -51,4 +66,30 @@ func testKeptContainerSurvivors(t *testing.T, iso string) {
 			}
 		})
 	}
+}
+
+// killStopped runs script in a kept container, waits until it wrote the marker
+// "stopped" (in proj/, the command's directory), and kills devsandbox with SIGKILL.
+func killStopped(t *testing.T, p *project, iso string, keep []string, script string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := command(ctx, p.dir, baseEnv(), append(keep, "--", "/bin/sh", "-c", script)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	for {
+		if _, err := os.Stat(p.path("proj/stopped")); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the command never stopped its session init")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
 }

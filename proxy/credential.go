@@ -48,9 +48,10 @@ var ErrInvalidCredential = errors.New("invalid credential")
 // echoes the header does not hand the secret to the sandbox; and it masks the forms an
 // echo commonly takes (see credential.forms): URL and JSON escaping, base64 and
 // base64url at any offset, and for a Basic credential the user:password it encodes and
-// the password alone. Requests with a credential ask for an unencoded body; a gzip or
-// deflate body is decoded to be searched, any other encoding is refused (502). Other
-// transformations (a hash, a case change, a split, an archive) are not found.
+// the password alone. Requests with a credential ask for an unencoded, whole body (no
+// byte range, which would hand an echo back in pieces); a gzip or deflate body is
+// decoded to be searched, any other encoding is refused (502). Other transformations
+// (a hash, a case change, a split the host makes, an archive) are not found.
 type Credential struct {
 	Host        string // where it goes: [https:// | http://] host, *.domain, IP or CIDR [:port] (see above)
 	Header      string // the header it is sent in, such as Authorization

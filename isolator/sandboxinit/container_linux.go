@@ -139,7 +139,13 @@ func (c *container) run(argv []string) int {
 	if c.role == "session" {
 		// Before the session's secrets arrive: what an ended session left in the
 		// kept container is gone once the keeper lets the session start.
-		conn, err := registerSession(m.ProxySocket)
+		// A framed session's stream is the host's alone (fd 0): the keeper watches
+		// it too, to end the session should the host go while this init is stopped.
+		stream := -1
+		if c.framed {
+			stream = int(os.Stdin.Fd())
+		}
+		conn, err := registerSession(m.ProxySocket, stream)
 		if err != nil {
 			return c.fail("%v", err)
 		}

@@ -36,7 +36,12 @@ const sessionKillLimit = 2 * time.Second
 // session's init registers on keeperSocket before it reads the session's secrets; at
 // each registration, and when a session's init goes away, the keeper kills every
 // process that descends from no exec'd process: what an ended session left, whatever
-// its state, also when its command killed the session's init first.
+// its state, also when its command killed the session's init first. A command can
+// also stop its session's init (SIGSTOP reaches any process of its user but the
+// container's pid 1), which then neither sees the host go nor ends its session: each
+// init hands the keeper its end of the host's stream at registration, and once the
+// host has closed it (devsandbox ended, or was killed) and the init has not ended
+// its session within hostGoneGrace, the keeper kills the init (see watchHost).
 //
 // Not a pid namespace per session (the kernel would kill them all with the init):
 // creating one needs CAP_SYS_ADMIN or an unshare that the engine's default seccomp
@@ -126,7 +131,15 @@ func session(c *net.UnixConn) {
 	// The init sent its proxy socket's name before it read the 'k': read only now,
 	// so the keeper's sweep never waits for the init to be scheduled again.
 	// routeProxy waits for it (named).
-	sock, nerr := readProxySocket(c)
+	sock, stream, nerr := readProxySocket(c)
+	ended, watched := make(chan struct{}), make(chan struct{})
+	if stream >= 0 {
+		go func() { watchHost(stream, pid, pidfd, ended); close(watched) }()
+	} else {
+		close(watched)
+	}
+	// Before pidfd is closed: watchHost may still signal through it.
+	defer func() { close(ended); <-watched }()
 	if nerr != nil {
 		// It stays live (its secrets and IPC with it), with no proxy to route to.
 		say(os.Stderr, "devsandbox-init", "a session's registration: %v", nerr)
@@ -154,25 +167,113 @@ func session(c *net.UnixConn) {
 
 // readProxySocket reads the name of the registering session's proxy socket, the
 // line its init sends first ("" without a proxy), in one write it sends nothing after.
-func readProxySocket(c net.Conn) (string, error) {
+// The descriptor sent with the line (the init's end of the host's stream, see
+// register) is returned too, -1 when none came; the caller closes it, whatever the
+// error.
+func readProxySocket(c net.Conn) (string, int, error) {
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	defer c.SetReadDeadline(time.Time{})
 	var buf [256]byte
-	n := 0
+	n, stream := 0, -1
 	for n < len(buf) {
-		m, err := c.Read(buf[n:])
+		var m int
+		var err error
+		if uc, ok := c.(*net.UnixConn); ok && n == 0 && stream < 0 {
+			// The descriptor comes with the line's first bytes. Go receives it
+			// close-on-exec (MSG_CMSG_CLOEXEC).
+			oob := make([]byte, unix.CmsgSpace(4*4))
+			var oobn int
+			m, oobn, _, _, err = uc.ReadMsgUnix(buf[n:], oob)
+			stream = receivedFD(oob[:oobn])
+		} else {
+			m, err = c.Read(buf[n:])
+		}
 		n += m
 		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
 			if name := string(buf[:i]); i == n-1 && validProxySocket(name) {
-				return name, nil
+				return name, stream, nil
 			}
-			return "", fmt.Errorf("%q names no proxy socket", buf[:n])
+			return "", stream, fmt.Errorf("%q names no proxy socket", buf[:n])
 		}
 		if err != nil {
-			return "", err
+			return "", stream, err
 		}
 	}
-	return "", fmt.Errorf("the proxy socket's name is too long")
+	return "", stream, fmt.Errorf("the proxy socket's name is too long")
+}
+
+// receivedFD returns the first descriptor passed in the control messages oob and
+// closes any other, -1 when none came.
+func receivedFD(oob []byte) int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return -1
+	}
+	fd := -1
+	for _, msg := range msgs {
+		fds, err := unix.ParseUnixRights(&msg)
+		if err != nil {
+			continue
+		}
+		for _, f := range fds {
+			if fd < 0 {
+				fd = f
+			} else {
+				unix.Close(f)
+			}
+		}
+	}
+	return fd
+}
+
+// hostGoneGrace is how long after the host closed a session's stream the keeper
+// lets its init end the session itself (it kills what its command left, for up to
+// sessionKillLimit) before it kills the init.
+const hostGoneGrace = sessionKillLimit + time.Second
+
+// watchHost closes stream (a session init's end of the host's stream) once ended is
+// closed; if the host closes its end first (the stream hangs up) and the session has
+// not ended hostGoneGrace later, it kills the session's init (by pidfd; by pid on a
+// kernel without pidfds, before 5.3): a running init ends its session on its own when
+// the host goes, and only a stopped one would not. Its connection then ends, and the
+// keeper's sweep kills what the session left.
+func watchHost(stream, pid, pidfd int, ended <-chan struct{}) {
+	defer unix.Close(stream)
+	hup := make(chan struct{})
+	go func() {
+		// Events 0: only POLLHUP and POLLERR wake it (the init reads the stream's
+		// data; a pipe hangs up once no writer is left).
+		for {
+			fds := []unix.PollFd{{Fd: int32(stream), Events: 0}}
+			n, err := unix.Poll(fds, 1000)
+			if n == 1 && fds[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0 {
+				close(hup)
+				return
+			}
+			if n == 1 || (err != nil && !errors.Is(err, unix.EINTR)) {
+				return // POLLNVAL, or poll cannot watch it: nothing to act on
+			}
+			select {
+			case <-ended:
+				return
+			default:
+			}
+		}
+	}()
+	select {
+	case <-ended:
+		return
+	case <-hup:
+	}
+	select {
+	case <-ended:
+	case <-time.After(hostGoneGrace):
+		if pidfd >= 0 {
+			_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+		} else {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // clearLeftovers empties what a kept container keeps between sessions and a session
@@ -319,16 +420,20 @@ func dialKeeper(dial func(limit time.Duration) (net.Conn, error), limit time.Dur
 
 // registerSession registers this process (an exec'd session init) with the kept
 // container's keeper, naming the session's own proxy socket (proxySocket, "" without
-// a proxy: the keeper relays the session's proxy connections there), and waits until
+// a proxy: the keeper relays the session's proxy connections there) and handing it
+// stream (see register), and waits until
 // its sweep is done: nothing an ended session left runs once it returns. The
 // connection stays open for the session's life; closing it (at exit) makes the
 // keeper sweep again.
-func registerSession(proxySocket string) (net.Conn, error) {
-	return register(keeperSocket, proxySocket)
+func registerSession(proxySocket string, stream int) (net.Conn, error) {
+	return register(keeperSocket, proxySocket, stream)
 }
 
-// register is registerSession on the keeper's socket addr.
-func register(addr, proxySocket string) (net.Conn, error) {
+// register is registerSession on the keeper's socket addr. stream (fd 0 of a session
+// init: the host's frames), when not -1, goes to the keeper with the line, so that it
+// can end the session once the host is gone even if the init was stopped (see
+// keeper).
+func register(addr, proxySocket string, stream int) (net.Conn, error) {
 	c, err := dialKeeper(func(limit time.Duration) (net.Conn, error) {
 		return net.DialTimeout("unix", addr, limit)
 	}, keeperStartLimit)
@@ -341,7 +446,11 @@ func register(addr, proxySocket string) (net.Conn, error) {
 		c.Close()
 		return nil, fmt.Errorf("something other than the kept container's keeper answers on its socket (pid %d, %v); remove the container with `devsandbox sandboxes rm` and run again", pid, err)
 	}
-	if _, err := io.WriteString(c, proxySocket+"\n"); err != nil {
+	var oob []byte
+	if stream >= 0 {
+		oob = unix.UnixRights(stream)
+	}
+	if _, _, err := c.(*net.UnixConn).WriteMsgUnix([]byte(proxySocket+"\n"), oob, nil); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("registering with the kept container's keeper: %w", err)
 	}

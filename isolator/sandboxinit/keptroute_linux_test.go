@@ -198,7 +198,10 @@ func TestReadProxySocket(t *testing.T) {
 			}
 			b.Close()
 		}()
-		got, err := readProxySocket(a)
+		got, stream, err := readProxySocket(a)
+		if stream != -1 {
+			t.Errorf("%q: descriptor %d over a connection that passes none", c.writes, stream)
+		}
 		a.Close()
 		if (err == nil) != c.ok || got != c.want {
 			t.Errorf("%q: %q, %v; want %q (ok %v)", c.writes, got, err, c.want, c.ok)

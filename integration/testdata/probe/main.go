@@ -75,6 +75,21 @@ func main() {
 		}
 		_, _, e := unix.Syscall6(uintptr(nr), a[0], a[1], a[2], a[3], a[4], a[5])
 		report("syscall "+strings.Join(args, " "), errOf(e))
+	case "call":
+		// A raw call by number, named for the report: "call NAME NR A0 A1 ...";
+		// an argument "self" is the probe's pid.
+		var a [6]uintptr
+		nr, _ := strconv.ParseUint(args[1], 0, 64)
+		for i, s := range args[2:] {
+			if s == "self" {
+				a[i] = uintptr(os.Getpid())
+				continue
+			}
+			v, _ := strconv.ParseUint(s, 0, 64)
+			a[i] = uintptr(v)
+		}
+		_, _, e := unix.Syscall6(uintptr(nr), a[0], a[1], a[2], a[3], a[4], a[5])
+		report(args[0], errOf(e))
 	case "forkstorm":
 		n, _ := strconv.Atoi(args[0])
 		forkstorm(n)
