@@ -155,6 +155,7 @@ func merge(c *Config, l *layer, src *source) error {
 			invalidf(`"host" (all of / read-only) must be the only entry, but the layers together give %q`, s.SystemBinds))
 	}
 	set(m, "sandbox.tmp", &s.Tmp, ls.Tmp)
+	set(m, "sandbox.tmp_size", &s.TmpSize, ls.TmpSize)
 	set(m, "sandbox.bind_host_cache", &s.BindHostCache, ls.BindHostCache)
 	set(m, "sandbox.docker_socket", &s.DockerSocket, ls.DockerSocket)
 	set(m, "sandbox.terminal_clipboard", &s.TerminalClipboard, ls.TerminalClipboard)

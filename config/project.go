@@ -78,6 +78,7 @@ var stricter = []stricterKey{
 	enumKey("proxy.default", "", func(l *layer) *string { return l.Proxy.Default }, func(c *Config) string { return c.Proxy.Default },
 		"allow", "deny"),
 	boolKey("proxy.mitm", "", func(l *layer) *bool { return l.Proxy.MITM }, func(c *Config) bool { return c.Proxy.MITM }, false),
+	limitKey("sandbox.tmp_size", "", func(l *layer) (string, bool) { return lit(l.Sandbox.TmpSize) }, func(c *Config) string { return quote(c.Sandbox.TmpSize) }),
 	limitKey("limits.pids", "--pids", func(l *layer) (string, bool) { return intLit(l.Limits.Pids) }, func(c *Config) string { return strconv.Itoa(c.Limits.Pids) }),
 	limitKey("limits.memory", "--memory", func(l *layer) (string, bool) { return lit(l.Limits.Memory) }, func(c *Config) string { return quote(c.Limits.Memory) }),
 	limitKey("limits.cpus", "--cpus", func(l *layer) (string, bool) { return floatLit(l.Limits.CPUs) }, func(c *Config) string { return strconv.FormatFloat(c.Limits.CPUs, 'g', -1, 64) }),

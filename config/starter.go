@@ -51,6 +51,9 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 # system_binds = []
 # Session /tmp: session (private dir under the state dir), tmpfs or shm.
 # tmp = "session"
+# Size of a tmpfs /tmp (bwrap's with tmp = "tmpfs", docker's and krun's always), e.g. "1g";
+# default: the kernel's, half the memory. [stricter only]
+# tmp_size = ""
 # Use the host cache directory instead of a private one. [stricter only]
 # bind_host_cache = false
 # Expose the Docker socket and DOCKER_HOST inside. [stricter only]
