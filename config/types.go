@@ -53,7 +53,11 @@ type Sandbox struct {
 	Tmp          string   // session | tmpfs | shm
 	// TmpSize bounds a tmpfs /tmp (a size such as "512m"; "" = the kernel's
 	// default, half the memory): bwrap's with Tmp "tmpfs", and the container's.
-	TmpSize       string
+	TmpSize string
+	// DiskReserve is the free space the run leaves on each host file system the
+	// sandbox writes (a size such as "1g"; "0" = no reserve): under it the run is
+	// refused, or stopped.
+	DiskReserve   string
 	BindHostCache bool
 	DockerSocket  bool
 	// TerminalClipboard lets the command write the clipboard through the relayed
@@ -170,6 +174,12 @@ type Limits struct {
 // TmpSizeBytes is TmpSize in bytes (0 when unset). TmpSize was validated at load.
 func (s Sandbox) TmpSizeBytes() int64 {
 	n, _ := parseSize(s.TmpSize)
+	return n
+}
+
+// DiskReserveBytes is DiskReserve in bytes (0: no reserve). It was validated at load.
+func (s Sandbox) DiskReserveBytes() int64 {
+	n, _ := parseSize(s.DiskReserve)
 	return n
 }
 

@@ -47,6 +47,11 @@ func (l *layer) checkSandbox(src *source, host Host) error {
 	if err := oneOf(src, "sandbox.tmp", s.Tmp, "session", "tmpfs", "shm"); err != nil {
 		return err
 	}
+	if s.DiskReserve != nil {
+		if _, ok := parseSize(*s.DiskReserve); !ok {
+			return src.fail("sandbox.disk_reserve", -1, invalidf("%q is not a size such as \"1g\" or \"500m\" (\"0\" for no reserve)", *s.DiskReserve))
+		}
+	}
 	if s.TmpSize != nil {
 		if err := checkTmpSize(*s.TmpSize); err != nil {
 			return src.fail("sandbox.tmp_size", -1, err)
@@ -443,6 +448,9 @@ func (l *layer) checkLimits(src *source, _ Host) error {
 	}
 	return nil
 }
+
+// DefaultDiskReserve is sandbox.disk_reserve's default.
+const DefaultDiskReserve = "1g"
 
 // minTmpSize is the smallest sandbox.tmp_size: less is a typo more often than a wish.
 const minTmpSize = 1 << 20
