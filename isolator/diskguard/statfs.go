@@ -9,5 +9,6 @@ func HostStatfs(path string) (uint64, error) {
 	if err := unix.Statfs(path, &st); err != nil {
 		return 0, err
 	}
-	return uint64(st.Bavail) * uint64(st.Bsize), nil //nolint:unconvert // the field types differ between Linux and macOS
+	// The conversions are for macOS, whose Bsize is a uint32.
+	return uint64(st.Bavail) * uint64(st.Bsize), nil
 }
