@@ -143,3 +143,15 @@ func TestHostStatfs(t *testing.T) {
 		t.Errorf("HostStatfs of a missing path: %v; want ErrNotExist", err)
 	}
 }
+
+// BenchmarkHostCheck is the launch path's cost of the guard: one Check of four
+// directories on the host (the run's project, home, state directory and a bind).
+func BenchmarkHostCheck(b *testing.B) {
+	d := b.TempDir()
+	g := Guard{Reserve: 1, Paths: []string{d, d + "/..", "/", os.TempDir()}, Statfs: HostStatfs}
+	for b.Loop() {
+		if err := g.Check(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
