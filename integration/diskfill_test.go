@@ -100,8 +100,11 @@ const fillProject = `i=0; while dd if=/dev/zero of=fill$i bs=1M count=1 2>/dev/n
 func TestDiskReserveStopsTheRun(t *testing.T) {
 	var isos []string
 	for _, iso := range isolators() {
-		// Engines that see the host's mounts as they are now (docker-remote's
-		// namespace does not receive a mount made after its start).
+		// Engines that see the host's mounts as they are now: docker-remote's
+		// namespace does not receive a mount made after its start, and rootless
+		// podman's neither (krun refuses the run: the project's .git is not there
+		// in podman's namespace). The guard is the devsandbox command's, the same
+		// code for every isolator.
 		if iso == "bwrap" || iso == localDocker {
 			isos = append(isos, iso)
 		}
