@@ -149,7 +149,16 @@ func TestErrorMessages(t *testing.T) {
 		want: `FILE:4: sandbox.mode: "bogus" is not one of enforce, auto, off`,
 	}, {
 		doc:  "[sandbox]\nreadonly = true\n",
-		want: "FILE:2: sandbox.readonly: unknown key; [sandbox] allows mode, environment, read_only, writable_dirs, hide_paths, mask_files, mask_allow, mask_skip, ro_binds, rw_binds, host_mounts, system_binds, tmp, bind_host_cache, docker_socket, terminal_clipboard, relax_syscalls",
+		want: "FILE:2: sandbox.readonly: unknown key; [sandbox] allows mode, environment, read_only, writable_dirs, hide_paths, mask_files, mask_allow, mask_skip, ro_binds, rw_binds, host_mounts, system_binds, tmp, tmp_size, disk_reserve, bind_host_cache, docker_socket, terminal_clipboard, relax_syscalls",
+	}, {
+		doc:  "[sandbox]\ntmp = \"tmpfs\"\ntmp_size = \"512k\"\n",
+		want: `FILE:3: sandbox.tmp_size: "512k" is less than 1m`,
+	}, {
+		doc:  "[sandbox]\ntmp_size = \"lots\"\n",
+		want: `FILE:2: sandbox.tmp_size: "lots" is not a size such as "512m" or "4g"`,
+	}, {
+		doc:  "[sandbox]\ndisk_reserve = \"-1g\"\n",
+		want: `FILE:2: sandbox.disk_reserve: "-1g" is not a size such as "1g" or "500m" ("0" for no reserve)`,
 	}, {
 		doc:  "[sandbox]\nread_only = \"yes\"\n",
 		want: "FILE:2: sandbox.read_only: expected true or false, not a string",

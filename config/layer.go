@@ -30,6 +30,8 @@ type layerSandbox struct {
 	HostMounts    []string `toml:"host_mounts"`
 	SystemBinds   []string `toml:"system_binds"`
 	Tmp           *string  `toml:"tmp"`
+	TmpSize       *string  `toml:"tmp_size"`
+	DiskReserve   *string  `toml:"disk_reserve"`
 	BindHostCache *bool    `toml:"bind_host_cache"`
 	DockerSocket  *bool    `toml:"docker_socket"`
 	// TerminalClipboard is sandbox.terminal_clipboard.

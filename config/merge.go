@@ -36,6 +36,9 @@ func defaults(host Host) *Config {
 			MaskFiles: []string{".env", ".env.*"},
 			MaskSkip:  []string{".git", "node_modules"},
 			Tmp:       "session",
+			// A runaway command stops before the host's disk is full: the
+			// user's editor, git and other programs keep room to write.
+			DiskReserve: DefaultDiskReserve,
 		},
 		Env:     Env{Set: map[string]string{}},
 		Secrets: Secrets{Files: map[string]string{}},
@@ -50,7 +53,7 @@ func defaults(host Host) *Config {
 	}
 	for _, k := range []string{
 		"isolator", "sandbox.mode", "sandbox.environment", "sandbox.read_only", "sandbox.hide_paths",
-		"sandbox.mask_files", "sandbox.mask_skip", "sandbox.tmp", "sandbox.bind_host_cache",
+		"sandbox.mask_files", "sandbox.mask_skip", "sandbox.tmp", "sandbox.disk_reserve", "sandbox.bind_host_cache",
 		"sandbox.docker_socket", "sandbox.terminal_clipboard", "env.passthrough_all", "egress.mode", "egress.loopback_entries", "proxy.default", "proxy.mitm", "proxy.git_ssh",
 		"docker.image", "docker.home", "docker.keep_container", "docker.agent_bind", "krun.runtime", "krun.cpus", "krun.memory_mib",
 		"limits.pids",
@@ -155,6 +158,8 @@ func merge(c *Config, l *layer, src *source) error {
 			invalidf(`"host" (all of / read-only) must be the only entry, but the layers together give %q`, s.SystemBinds))
 	}
 	set(m, "sandbox.tmp", &s.Tmp, ls.Tmp)
+	set(m, "sandbox.tmp_size", &s.TmpSize, ls.TmpSize)
+	set(m, "sandbox.disk_reserve", &s.DiskReserve, ls.DiskReserve)
 	set(m, "sandbox.bind_host_cache", &s.BindHostCache, ls.BindHostCache)
 	set(m, "sandbox.docker_socket", &s.DockerSocket, ls.DockerSocket)
 	set(m, "sandbox.terminal_clipboard", &s.TerminalClipboard, ls.TerminalClipboard)

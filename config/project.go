@@ -78,6 +78,8 @@ var stricter = []stricterKey{
 	enumKey("proxy.default", "", func(l *layer) *string { return l.Proxy.Default }, func(c *Config) string { return c.Proxy.Default },
 		"allow", "deny"),
 	boolKey("proxy.mitm", "", func(l *layer) *bool { return l.Proxy.MITM }, func(c *Config) bool { return c.Proxy.MITM }, false),
+	limitKey("sandbox.tmp_size", "", func(l *layer) (string, bool) { return lit(l.Sandbox.TmpSize) }, func(c *Config) string { return quote(c.Sandbox.TmpSize) }),
+	reserveKey("sandbox.disk_reserve", func(l *layer) (string, bool) { return lit(l.Sandbox.DiskReserve) }, func(c *Config) string { return quote(c.Sandbox.DiskReserve) }),
 	limitKey("limits.pids", "--pids", func(l *layer) (string, bool) { return intLit(l.Limits.Pids) }, func(c *Config) string { return strconv.Itoa(c.Limits.Pids) }),
 	limitKey("limits.memory", "--memory", func(l *layer) (string, bool) { return lit(l.Limits.Memory) }, func(c *Config) string { return quote(c.Limits.Memory) }),
 	limitKey("limits.cpus", "--cpus", func(l *layer) (string, bool) { return floatLit(l.Limits.CPUs) }, func(c *Config) string { return strconv.FormatFloat(c.Limits.CPUs, 'g', -1, 64) }),
@@ -104,6 +106,17 @@ func limitKey(key, flag string, proj func(*layer) (string, bool), cur func(*Conf
 		atLeast: func(v, cur string) bool {
 			a, c := amount(v), amount(cur)
 			return c == 0 || a > 0 && a <= c
+		}}
+}
+
+// reserveKey is a stricterKey for a reserve of free space: a larger one is
+// stricter, and none ("0") the loosest.
+func reserveKey(key string, proj func(*layer) (string, bool), cur func(*Config) string) stricterKey {
+	return stricterKey{key: key, proj: proj, cur: cur,
+		atLeast: func(v, cur string) bool {
+			a, _ := parseSize(strings.Trim(v, `"`))
+			c, _ := parseSize(strings.Trim(cur, `"`))
+			return a >= c
 		}}
 }
 

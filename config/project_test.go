@@ -64,6 +64,10 @@ func TestProjectMayNotLoosen(t *testing.T) {
 		{"memory above the user's", "[limits]\nmemory = \"1g\"\n", "[limits]\nmemory = \"2g\"\n", 2, "limits.memory"},
 		{"cpus above the user's", "[limits]\ncpus = 2\n", "[limits]\ncpus = 4\n", 2, "limits.cpus"},
 		{"memory through the old key", "[limits]\nmemory = \"1g\"\n", "[docker]\nmemory = \"8g\"\n", 2, "docker.memory"},
+		{"tmp_size above the user's", "[sandbox]\ntmp_size = \"1g\"\n", "[sandbox]\ntmp_size = \"2g\"\n", 2, "sandbox.tmp_size"},
+		{"tmp_size unbounded", "[sandbox]\ntmp_size = \"1g\"\n", "[sandbox]\ntmp_size = \"\"\n", 2, "sandbox.tmp_size"},
+		{"disk_reserve below the default", "", "[sandbox]\ndisk_reserve = \"100m\"\n", 2, "sandbox.disk_reserve"},
+		{"disk_reserve off", "", "[sandbox]\ndisk_reserve = \"0\"\n", 2, "sandbox.disk_reserve"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,6 +113,10 @@ func TestProjectMayTighten(t *testing.T) {
 		{"cache off over on", "[sandbox]\nbind_host_cache = true\n", "[sandbox]\nbind_host_cache = false\n"},
 		{"clipboard off over on", "[sandbox]\nterminal_clipboard = true\n", "[sandbox]\nterminal_clipboard = false\n"},
 		{"egress none", "", "[egress]\nmode = \"none\"\n"},
+		{"tmp_size", "", "[sandbox]\ntmp_size = \"512m\"\n"},
+		{"tmp_size below the user's", "[sandbox]\ntmp_size = \"1g\"\n", "[sandbox]\ntmp_size = \"512m\"\n"},
+		{"disk_reserve above the default", "", "[sandbox]\ndisk_reserve = \"4g\"\n"},
+		{"disk_reserve over the user's none", "[sandbox]\ndisk_reserve = \"0\"\n", "[sandbox]\ndisk_reserve = \"1m\"\n"},
 		{"a deny entry", "", "[egress]\ndeny = [\"10.0.0.0/8\"]\n"},
 		{"agent_bind off", "", "[docker]\nagent_bind = false\n"},
 		{"agent_bind off over on", "[docker]\nagent_bind = true\n", "[docker]\nagent_bind = false\n"},

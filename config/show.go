@@ -83,6 +83,8 @@ func entries(c *Config) []entry {
 	add(sb, "host_mounts", mounts)
 	add(sb, "system_binds", strs(s.SystemBinds))
 	add(sb, "tmp", s.Tmp)
+	add(sb, "tmp_size", s.TmpSize)
+	add(sb, "disk_reserve", s.DiskReserve)
 	add(sb, "bind_host_cache", s.BindHostCache)
 	add(sb, "docker_socket", s.DockerSocket)
 	add(sb, "terminal_clipboard", s.TerminalClipboard)

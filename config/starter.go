@@ -51,6 +51,12 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 # system_binds = []
 # Session /tmp: session (private dir under the state dir), tmpfs or shm.
 # tmp = "session"
+# Size of a tmpfs /tmp (bwrap's with tmp = "tmpfs", docker's and krun's always), e.g. "1g";
+# default: the kernel's, half the memory. [stricter only]
+# tmp_size = ""
+# Free space kept on each host file system the sandbox writes (project, sandbox home,
+# session /tmp, writable binds): under it the run is refused or stopped (125); "0": none. [stricter only]
+# disk_reserve = "1g"
 # Use the host cache directory instead of a private one. [stricter only]
 # bind_host_cache = false
 # Expose the Docker socket and DOCKER_HOST inside. [stricter only]

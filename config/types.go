@@ -38,19 +38,26 @@ type Config struct {
 
 // Sandbox is the [sandbox] table.
 type Sandbox struct {
-	Mode          string   // enforce | auto | off
-	Environment   string   // dev | prod
-	ReadOnly      bool     // project read-only except WritableDirs and .git
-	WritableDirs  []string // project-relative
-	HidePaths     []string // absolute, `~` expanded
-	MaskFiles     []string // globs matched against base names in the project
-	MaskAllow     []string // globs exempt from MaskFiles
-	MaskSkip      []string // directory names not scanned for masks
-	ROBinds       []string // absolute, `~` expanded; same path inside
-	RWBinds       []string // absolute, `~` expanded; same path inside
-	HostMounts    []Mount  // from sandbox.host_mounts and --mount
-	SystemBinds   []string // empty = minimal default; ["host"] = read-only `/`
-	Tmp           string   // session | tmpfs | shm
+	Mode         string   // enforce | auto | off
+	Environment  string   // dev | prod
+	ReadOnly     bool     // project read-only except WritableDirs and .git
+	WritableDirs []string // project-relative
+	HidePaths    []string // absolute, `~` expanded
+	MaskFiles    []string // globs matched against base names in the project
+	MaskAllow    []string // globs exempt from MaskFiles
+	MaskSkip     []string // directory names not scanned for masks
+	ROBinds      []string // absolute, `~` expanded; same path inside
+	RWBinds      []string // absolute, `~` expanded; same path inside
+	HostMounts   []Mount  // from sandbox.host_mounts and --mount
+	SystemBinds  []string // empty = minimal default; ["host"] = read-only `/`
+	Tmp          string   // session | tmpfs | shm
+	// TmpSize bounds a tmpfs /tmp (a size such as "512m"; "" = the kernel's
+	// default, half the memory): bwrap's with Tmp "tmpfs", and the container's.
+	TmpSize string
+	// DiskReserve is the free space the run leaves on each host file system the
+	// sandbox writes (a size such as "1g"; "0" = no reserve): under it the run is
+	// refused, or stopped.
+	DiskReserve   string
 	BindHostCache bool
 	DockerSocket  bool
 	// TerminalClipboard lets the command write the clipboard through the relayed
@@ -162,6 +169,18 @@ type Limits struct {
 	Pids   int     // tasks; 0 = no limit
 	Memory string  // a size such as "512m" or "4g"; "" = no limit
 	CPUs   float64 // 0 = no limit
+}
+
+// TmpSizeBytes is TmpSize in bytes (0 when unset). TmpSize was validated at load.
+func (s Sandbox) TmpSizeBytes() int64 {
+	n, _ := parseSize(s.TmpSize)
+	return n
+}
+
+// DiskReserveBytes is DiskReserve in bytes (0: no reserve). It was validated at load.
+func (s Sandbox) DiskReserveBytes() int64 {
+	n, _ := parseSize(s.DiskReserve)
+	return n
 }
 
 // MemoryBytes is Memory in bytes (0 when unset). Memory was validated at load.

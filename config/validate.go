@@ -47,6 +47,16 @@ func (l *layer) checkSandbox(src *source, host Host) error {
 	if err := oneOf(src, "sandbox.tmp", s.Tmp, "session", "tmpfs", "shm"); err != nil {
 		return err
 	}
+	if s.DiskReserve != nil {
+		if _, ok := parseSize(*s.DiskReserve); !ok {
+			return src.fail("sandbox.disk_reserve", -1, invalidf("%q is not a size such as \"1g\" or \"500m\" (\"0\" for no reserve)", *s.DiskReserve))
+		}
+	}
+	if s.TmpSize != nil {
+		if err := checkTmpSize(*s.TmpSize); err != nil {
+			return src.fail("sandbox.tmp_size", -1, err)
+		}
+	}
 	paths := func(p string) (string, error) { return absPath(p, host.Home) }
 	lists := []struct {
 		key   string
@@ -435,6 +445,27 @@ func (l *layer) checkLimits(src *source, _ Host) error {
 	}
 	if lm.CPUs != nil && (!(*lm.CPUs > 0) || math.IsInf(*lm.CPUs, 1)) {
 		return src.fail("limits.cpus", -1, invalidf("%v is not greater than 0", *lm.CPUs))
+	}
+	return nil
+}
+
+// DefaultDiskReserve is sandbox.disk_reserve's default.
+const DefaultDiskReserve = "1g"
+
+// minTmpSize is the smallest sandbox.tmp_size: less is a typo more often than a wish.
+const minTmpSize = 1 << 20
+
+// checkTmpSize checks sandbox.tmp_size: a size of at least 1m ("" is no size).
+func checkTmpSize(s string) error {
+	if s == "" {
+		return nil
+	}
+	n, ok := parseSize(s)
+	if !ok {
+		return invalidf("%q is not a size such as \"512m\" or \"4g\"", s)
+	}
+	if n < minTmpSize {
+		return invalidf("%q is less than 1m", s)
 	}
 	return nil
 }

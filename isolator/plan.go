@@ -418,6 +418,11 @@ type Tmp struct {
 	Kind    string // session | tmpfs | shm
 	Dir     string // host directory holding session dirs (session, shm)
 	Session string // the session dir below Dir, chosen by Run; "" before
+	// Size bounds a tmpfs /tmp in bytes (sandbox.tmp_size; 0: the kernel's default,
+	// half the memory): bwrap's with Kind "tmpfs", a container's whatever the Kind.
+	// A renderer that cannot bound its /tmp by it refuses the Plan (ErrConfig):
+	// bwrap's session and shm /tmp are directories of a host file system.
+	Size int64 `json:",omitempty"`
 }
 
 // EnvVar is one variable of the sandbox environment. FromHost variables carry the

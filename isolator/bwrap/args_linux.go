@@ -3,6 +3,7 @@ package bwrap
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/devsandbox/devsandbox/egress"
@@ -249,8 +250,16 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 
 	switch p.Tmp.Kind {
 	case "tmpfs":
+		if p.Tmp.Size > 0 {
+			a = append(a, "--size", strconv.FormatInt(p.Tmp.Size, 10))
+		}
 		a = append(a, "--tmpfs", "/tmp")
 	case "session", "shm":
+		if p.Tmp.Size > 0 {
+			// A directory of a host file system: no size applies to it, and a
+			// limit asked for and not applied is a run without it.
+			return nil, fmt.Errorf("%w: sandbox.tmp_size bounds a tmpfs /tmp, but sandbox.tmp = %q puts /tmp in %s on a host file system, which no size bounds; set sandbox.tmp = \"tmpfs\" (or remove sandbox.tmp_size)", isolator.ErrConfig, p.Tmp.Kind, p.Tmp.Dir)
+		}
 		sess := p.Tmp.Session
 		if sess == "" {
 			sess = "<session>"

@@ -3,6 +3,7 @@ package bwrap_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -86,6 +87,12 @@ var goldenCases = []struct {
 		p.System.Host = true
 		p.Egress = egress.Rules{Mode: egress.Open}
 		p.Tmp = isolator.Tmp{Kind: "tmpfs"}
+		return p
+	}, ""},
+	{"tmp_size", func() *isolator.Plan {
+		p := basePlan()
+		p.System.Paths = minimalSystem[:2]
+		p.Tmp = isolator.Tmp{Kind: "tmpfs", Size: 64 << 20} // sandbox.tmp_size = "64m"
 		return p
 	}, ""},
 	{"mount_kinds", func() *isolator.Plan {
@@ -424,6 +431,19 @@ func TestRenderErrors(t *testing.T) {
 				t.Fatalf("Render succeeded: %q", spec.Argv)
 			}
 		})
+	}
+}
+
+// TestRenderTmpSizeNeedsTmpfs: sandbox.tmp_size with a session or shm /tmp (a
+// directory of a host file system, which no size bounds) is refused as a
+// configuration error, not rendered without the limit.
+func TestRenderTmpSizeNeedsTmpfs(t *testing.T) {
+	for _, kind := range []string{"session", "shm"} {
+		p := basePlan()
+		p.Tmp.Kind, p.Tmp.Size = kind, 1<<20
+		if _, err := bwrap.Render(p); !errors.Is(err, isolator.ErrConfig) {
+			t.Errorf("sandbox.tmp = %q with a size: Render gave %v; want an error of class ErrConfig", kind, err)
+		}
 	}
 }
 

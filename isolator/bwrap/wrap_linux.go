@@ -143,7 +143,7 @@ func wrapSpec(p *isolator.Plan, inner []string, noCopies bool) (*Spec, error) {
 		o.passwdFile = f
 	}
 	if q.Tmp.Kind != "tmpfs" && q.Tmp.Session == "" {
-		q.Tmp = isolator.Tmp{Kind: "tmpfs"}
+		q.Tmp = isolator.Tmp{Kind: "tmpfs", Size: q.Tmp.Size}
 	}
 	if q.Egress.NeedsFirewall() {
 		return nil, errors.New("the allowlist egress mode needs devsandbox's own launch (pasta and the prologue); use proxy or none")

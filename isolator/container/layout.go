@@ -160,6 +160,7 @@ type Tmpfs struct {
 	Mode   string // octal, as written in the options ("1777")
 	Exec   bool   // "exec"
 	NoExec bool   // "noexec"
+	Size   int64  // "size=" in bytes; 0: none (the kernel's default, half the memory)
 	Owned  bool   // owned by the sandbox user
 	As     string // owned by another: its ownership option (UIDGID), over Owned
 }
@@ -260,7 +261,7 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 	man.ContainerRoot = p.User.ContainerRoot
 	l.Manifest = man
 	owned := Tmpfs{Mode: "0700", Owned: true}
-	l.Mounts = []Mount{{Type: Scratch, Target: "/tmp", Tmpfs: Tmpfs{Mode: "1777", Exec: true}}}
+	l.Mounts = []Mount{{Type: Scratch, Target: "/tmp", Tmpfs: Tmpfs{Mode: "1777", Exec: true, Size: p.Tmp.Size}}}
 	if !o.Shipped {
 		// A shipped image holds devsandbox's files in /run/devsandbox.
 		l.Mounts = append(l.Mounts, Mount{Type: Scratch, Target: "/run", Tmpfs: Tmpfs{Mode: "755"}})
@@ -627,6 +628,9 @@ func (t Tmpfs) Options(uidgid string) []string {
 		o = append(o, "noexec")
 	}
 	o = append(o, "mode="+t.Mode)
+	if t.Size > 0 {
+		o = append(o, "size="+strconv.FormatInt(t.Size, 10))
+	}
 	switch {
 	case t.As != "":
 		o = append(o, t.As)

@@ -105,6 +105,7 @@ var goldenCases = []struct {
 		p.TTY = true
 		p.Command = []string{"/bin/bash"}
 		p.Limits = isolator.Limits{Pids: 4096, Memory: 2 << 30, CPUs: 1.5}
+		p.Tmp.Size = 256 << 20 // sandbox.tmp_size = "256m": the container's tmpfs /tmp
 		p.Syscalls = syscalls.Policy{Relax: []syscalls.Group{syscalls.IOURing}}
 		return p
 	}, func() Options {

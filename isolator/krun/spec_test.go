@@ -88,6 +88,7 @@ var goldenCases = []struct {
 	{"vm_size", func() *isolator.Plan {
 		p := basePlan()
 		p.Limits = isolator.Limits{Pids: 4096, Memory: 8192 << 20, CPUs: 4}
+		p.Tmp.Size = 256 << 20 // sandbox.tmp_size = "256m": the VM's tmpfs /tmp
 		p.Syscalls = syscalls.Policy{Relax: []syscalls.Group{syscalls.Perf}}
 		return p // the VM's size is the memory and CPU limit: no cgroup; the init loads the policy
 	}, func() Options {

@@ -201,7 +201,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		EmptyFile:         filepath.Join(h.StateHome, "devsandbox", "empty"),
 		Self:              self,
 		BwrapInit:         bwrapInit,
-		Tmp:               isolator.Tmp{Kind: cfg.Sandbox.Tmp, Dir: filepath.Join(state, "tmp")},
+		Tmp:               isolator.Tmp{Kind: cfg.Sandbox.Tmp, Dir: filepath.Join(state, "tmp"), Size: cfg.Sandbox.TmpSizeBytes()},
 		Egress:            egress.Rules{Mode: mode, Allow: allow, Deny: deny},
 		Syscalls:          policy,
 		Limits:            isolator.Limits{Pids: cfg.Limits.Pids, Memory: cfg.Limits.MemoryBytes(), CPUs: cfg.Limits.CPUs},

@@ -1,0 +1,144 @@
+//go:build integration
+
+package integration
+
+// Disk and memory fill: a command that writes without end fills what it writes to.
+// sandbox.tmp_size bounds a tmpfs /tmp; sandbox.disk_reserve keeps free space on
+// the host file systems the sandbox writes by stopping the run.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestTmpSizeBoundsTmp: with sandbox.tmp_size a write into /tmp stops at the size
+// with "No space left on device" inside the sandbox (bwrap's tmpfs /tmp, the
+// containers'); bwrap refuses the key with its session /tmp, a host directory no
+// size bounds, before the command runs.
+func TestTmpSizeBoundsTmp(t *testing.T) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		cfg := p.writeConfig(iso, "c.toml", "[sandbox]\ntmp = \"tmpfs\"\ntmp_size = \"8m\"\n")
+		out := p.mustSandbox(iso, []string{"--config", cfg}, `dd if=/dev/zero of=/tmp/fill bs=1M count=32 2>&1; echo "size $(wc -c </tmp/fill)"`)
+		if !strings.Contains(out, "No space left on device") {
+			t.Errorf("a 32 MiB write into an 8 MiB /tmp did not fail with ENOSPC:\n%s", out)
+		}
+		n := -1
+		for _, l := range strings.Split(out, "\n") {
+			if s, ok := strings.CutPrefix(l, "size "); ok {
+				n, _ = strconv.Atoi(strings.TrimSpace(s))
+			}
+		}
+		if n <= 0 || n > 8<<20 {
+			t.Errorf("/tmp took %d bytes; want some, at most 8 MiB:\n%s", n, out)
+		}
+		if iso != "bwrap" {
+			return
+		}
+		cfg = p.writeConfig(iso, "session.toml", "[sandbox]\ntmp_size = \"8m\"\n")
+		r := p.sandbox(iso, []string{"--config", cfg}, "touch ran")
+		if r.code != 125 || !strings.Contains(r.stderr, "sandbox.tmp_size") || !strings.Contains(r.stderr, `sandbox.tmp = "session"`) {
+			t.Errorf("sandbox.tmp_size with the session /tmp: want 125 naming both keys; got %s", r)
+		}
+		if _, err := os.Stat(filepath.Join(p.dir, "ran")); err == nil {
+			t.Error("the command ran although its /tmp could not be bounded")
+		}
+	})
+}
+
+// smallProject moves p's project onto a tmpfs of size bytes of its own (unmounted
+// at the test's end), so that what the sandbox writes there fills that file system
+// only.
+func smallProject(t *testing.T, p *project, size int) string {
+	t.Helper()
+	if os.Getuid() != 0 {
+		needOrSkip(t, "needs root to mount a small file system for the project")
+	}
+	mnt := p.path("small")
+	p.mkdir("small")
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("size=%d,mode=0755", size)); err != nil {
+		t.Fatalf("mounting the small file system: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmounting %s: %v", mnt, err)
+		}
+	})
+	p.dir = filepath.Join(mnt, "proj")
+	p.mkdir("small/proj/.git/hooks")
+	p.write("small/proj/.git/config", "[core]\n\trepositoryformatversion = 0\n")
+	p.write("small/proj/.git/HEAD", "ref: refs/heads/main\n")
+	p.mkdir("small/proj/.git/objects")
+	p.mkdir("small/proj/.git/refs")
+	return mnt
+}
+
+func availBytes(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Bavail * uint64(st.Bsize)
+}
+
+// fillProject writes 1 MiB files into the project until a write fails, 20 a second
+// (a fast disk's pace for the guard's reads five times a second: 4 MiB between two),
+// then says so.
+const fillProject = `i=0; while dd if=/dev/zero of=fill$i bs=1M count=1 2>/dev/null; do i=$((i+1)); sleep 0.05; done; echo "full after $i"`
+
+// TestDiskReserveStopsTheRun: a command filling the project's file system (a 64 MiB
+// tmpfs here) is stopped when the free space falls under sandbox.disk_reserve
+// (24m): devsandbox exits 125 naming the key, the file system keeps most of the
+// reserve, and what the command wrote stays. With no reserve ("0") the same command
+// fills the file system to the last block: the attack the reserve stops.
+func TestDiskReserveStopsTheRun(t *testing.T) {
+	var isos []string
+	for _, iso := range isolators() {
+		// Engines that see the host's mounts as they are now: docker-remote's
+		// namespace does not receive a mount made after its start, and rootless
+		// podman's neither (krun refuses the run: the project's .git is not there
+		// in podman's namespace). The guard is the devsandbox command's, the same
+		// code for every isolator.
+		if iso == "bwrap" || iso == localDocker {
+			isos = append(isos, iso)
+		}
+	}
+	forEachIsolatorOf(t, isos, func(t *testing.T, iso string) {
+		const size, reserve = 64 << 20, 24 << 20
+		t.Run("reserve", func(t *testing.T) {
+			p := newProject(t)
+			cfg := p.writeConfig(iso, "c.toml", "[sandbox]\ndisk_reserve = \"24m\"\n")
+			mnt := smallProject(t, p, size)
+			r := p.sandbox(iso, []string{"--config", cfg}, fillProject)
+			avail := availBytes(t, mnt)
+			if r.code != 125 || !strings.Contains(r.stderr, "stopped the run") || !strings.Contains(r.stderr, "sandbox.disk_reserve") {
+				t.Errorf("want the run stopped (125) naming sandbox.disk_reserve; got %s", r)
+			}
+			if strings.Contains(r.stdout, "full after") {
+				t.Errorf("the command filled the file system (%d bytes left): %s", avail, r)
+			}
+			if avail < reserve/2 {
+				t.Errorf("%d bytes left on the project's file system; want at least half the %d reserve", avail, reserve)
+			}
+			files, _ := filepath.Glob(filepath.Join(p.dir, "fill*"))
+			if len(files) < (size-reserve)/(2<<20) {
+				t.Errorf("%d files of the command's left in the project; want what it wrote, about %d", len(files), (size-reserve)>>20)
+			}
+		})
+		t.Run("no reserve", func(t *testing.T) {
+			p := newProject(t)
+			cfg := p.writeConfig(iso, "c.toml", "[sandbox]\ndisk_reserve = \"0\"\n")
+			mnt := smallProject(t, p, size)
+			r := p.sandbox(iso, []string{"--config", cfg}, fillProject)
+			if r.code != 0 || !strings.Contains(r.stdout, "full after") || availBytes(t, mnt) > 1<<20 {
+				t.Errorf("without a reserve the command should fill the file system: %d bytes left; %s", availBytes(t, mnt), r)
+			}
+		})
+	})
+}
