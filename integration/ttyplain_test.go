@@ -5,6 +5,7 @@ package integration
 import (
 	"bytes"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -123,6 +124,19 @@ head -c 300000 /dev/zero | tr '\0' o; echo OUT-END; head -c 300000 /dev/zero | t
 	})
 }
 
+// TestPlainTerminalSignal: Ctrl-C's SIGINT to devsandbox reaches the command whose
+// output goes through the pty, and its output after the signal still arrives.
+func TestPlainTerminalSignal(t *testing.T) {
+	const script = `trap 'echo got-int; exit 5' INT; echo ready; while :; do sleep 0.05; done`
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		r := plainTerminalSignal(t, p.dir, "", "ready", "--isolator="+iso, "--", "/bin/sh", "-c", script)
+		if r.code != 5 || !bytes.Contains(r.out, []byte("got-int")) {
+			t.Errorf("exit %d, want 5 with got-int; output %q", r.code, r.out)
+		}
+	})
+}
+
 // tail is the end of b, for a message.
 func tail(b []byte) []byte {
 	if len(b) > 400 {
@@ -142,6 +156,13 @@ type plainResult struct {
 // test's, 30x100 (the user's terminal), its controlling terminal, and stdin a pipe
 // fed nothing; typed is in the terminal's input beforehand, as keys the user typed.
 func plainTerminal(t *testing.T, dir, typed string, args ...string) plainResult {
+	t.Helper()
+	return plainTerminalSignal(t, dir, typed, "", args...)
+}
+
+// plainTerminalSignal is plainTerminal that sends devsandbox SIGINT once the
+// terminal has received signalAt (none when empty).
+func plainTerminalSignal(t *testing.T, dir, typed, signalAt string, args ...string) plainResult {
 	t.Helper()
 	master, slave, err := tty.Open()
 	if err != nil {
@@ -169,9 +190,14 @@ func plainTerminal(t *testing.T, dir, typed string, args ...string) plainResult 
 	go func() {
 		var b []byte
 		buf := make([]byte, 64*1024)
+		signalled := signalAt == ""
 		for {
 			n, err := master.Read(buf)
 			b = append(b, buf[:n]...)
+			if !signalled && bytes.Contains(b, []byte(signalAt)) {
+				signalled = true
+				_ = cmd.Process.Signal(syscall.SIGINT)
+			}
 			if err != nil { // EIO once the test's slave is closed after devsandbox exits
 				got <- b
 				return
