@@ -99,10 +99,10 @@ stty -echo -icanon rows 5 cols 7 <&1 2>/dev/null; stty -echo -icanon rows 5 cols
 }
 
 // TestPlainTerminalKeepsBehaviour: a command whose output reaches the user's
-// terminal (stdin a pipe) sees a terminal on stdout and stderr and none on stdin,
-// so it keeps its colours without turning interactive; the window size is the
-// terminal's; its exit status is its own; the last bytes it writes before it exits
-// all arrive, stdout's and stderr's; output to a file is the bytes as written.
+// terminal (stdin a pipe) keeps its exit status, and the last bytes it writes on
+// stdout and stderr before it exits all arrive. Under bwrap it sees a terminal on
+// stdout and stderr, of the user's window size, and none on stdin, so it keeps its
+// colours without turning interactive (docker and krun give it pipes there).
 func TestPlainTerminalKeepsBehaviour(t *testing.T) {
 	const script = `test -t 0 && echo stdin-tty; test -t 1 && echo stdout-tty; test -t 2 && echo stderr-tty >&2
 stty size <&1; mkdir -p d; ls --color=auto -d d
@@ -113,7 +113,12 @@ head -c 300000 /dev/zero | tr '\0' o; echo OUT-END; head -c 300000 /dev/zero | t
 		if r.code != 7 {
 			t.Errorf("exit %d, want 7; output %q", r.code, tail(r.out))
 		}
-		for _, want := range []string{"stdout-tty", "stderr-tty", "30 100", "\x1b[01;34md\x1b[0m", strings.Repeat("o", 300000) + "OUT-END", strings.Repeat("e", 300000) + "ERR-END"} {
+		wants := []string{strings.Repeat("o", 300000) + "OUT-END", strings.Repeat("e", 300000) + "ERR-END"}
+		if iso == "bwrap" {
+			// docker and krun relay the container's output from pipes there.
+			wants = append(wants, "stdout-tty", "stderr-tty", "30 100", "\x1b[01;34md\x1b[0m")
+		}
+		for _, want := range wants {
 			if !bytes.Contains(r.out, []byte(want)) {
 				t.Errorf("the host terminal did not receive %q; output %q", tail([]byte(want)), tail(r.out))
 			}
