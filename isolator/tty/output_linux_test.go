@@ -81,3 +81,24 @@ func TestOutputKeepsTheTerminalOut(t *testing.T) {
 		t.Errorf("the user's terminal got %q..., %d bytes, want %q..., %d bytes", r.out[:min(len(r.out), 40)], len(r.out), want[:40], len(want))
 	}
 }
+
+// BenchmarkOutput is what a run whose output is a terminal adds: the pty, its
+// setup and the copy's start and end, with nothing written.
+func BenchmarkOutput(b *testing.B) {
+	master, user, err := Open()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer master.Close()
+	defer user.Close()
+	for b.Loop() {
+		slave, o, err := StartOutput(user, FilterOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		slave.Close()
+		if err := o.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
