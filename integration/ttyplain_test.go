@@ -4,25 +4,25 @@ package integration
 
 import (
 	"bytes"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator/tty"
+	"golang.org/x/sys/unix"
 )
 
 // Guarantee 12 when the output reaches the user's terminal but stdin is not one
 // (`devsandbox -- cmd <file`, an agent's one-shot mode fed by a pipe): docker and
 // krun copy the container's stdout and stderr themselves, and each must be
-// filtered as the relayed terminal is. bwrap hands the host's descriptors to the
-// command (docs/security-model.md, "The relayed terminal"), so it is not run here.
+// filtered as the relayed terminal is; bwrap gives each such stream a pty of its
+// own and copies it through the same filter.
 func TestPlainTerminalFiltered(t *testing.T) {
 	// ZWNobyBwd25lZAo= is "echo pwned\n"; \235 and \234 are the 8-bit OSC and ST.
 	const attack = `\033]52;c;ZWNobyBwd25lZAo=\007\033[21t\23552;c;ZWNobyBwd25lZAo=\234\033]0;kept-title\007\033[1mkept-bold\033[m`
 	const script = `printf '` + attack + `out\n'; printf '` + attack + `err\n' >&2; echo done`
-	var isos []string
-	for _, iso := range isolators() {
-		if iso != "bwrap" {
-			isos = append(isos, iso)
-		}
-	}
-	forEachIsolatorOf(t, isos, func(t *testing.T, iso string) {
+	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)
 		out := terminalOutput(t, p.dir, false, "--isolator="+iso, "--", "/bin/sh", "-c", script)
 		for _, bad := range []string{"52;c;", "\x1b[21t"} {
@@ -68,4 +68,163 @@ func TestPlainPipeUnchanged(t *testing.T) {
 			t.Errorf("stderr to a pipe does not hold the blob unchanged: got %q", r.stderr)
 		}
 	})
+}
+
+// TestPlainTerminalIoctls: in a run that is not interactive, the user's terminal
+// (stdout and stderr; stdin is a pipe) is no descriptor of the sandbox's. With one,
+// the command could change the terminal beyond its output: turn echo and canonical
+// input off for the shell that reads it next (tcsetattr), set its window size
+// (TIOCSWINSZ, which signals the host shell), and read what the user types meanwhile
+// (the terminal's input is the host shell's). TIOCSTI and TIOCLINUX are refused by
+// the syscall policy (TestBypassTerminalInjection).
+func TestPlainTerminalIoctls(t *testing.T) {
+	const script = `dd iflag=nonblock bs=64 count=1 <&2 2>/dev/null | od -An -c | tr -d ' \n' | sed 's/^/stolen[/; s/$/]/'; echo
+stty -echo -icanon rows 5 cols 7 <&1 2>/dev/null; stty -echo -icanon rows 5 cols 7 <&2 2>/dev/null; echo done`
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		r := plainTerminal(t, p.dir, "secret\n", "--isolator="+iso, "--", "/bin/sh", "-c", script)
+		if r.code != 0 || !bytes.Contains(r.out, []byte("done")) {
+			t.Fatalf("exit %d; output %q", r.code, r.out)
+		}
+		if bytes.Contains(r.out, []byte("stolen[secret")) {
+			t.Errorf("the command read what the user typed at the host terminal; output %q", r.out)
+		}
+		if r.lflag&(unix.ECHO|unix.ICANON) != unix.ECHO|unix.ICANON {
+			t.Errorf("the host terminal's echo or canonical mode was turned off (lflag %#o); output %q", r.lflag, r.out)
+		}
+		if r.size != (tty.Size{Rows: 30, Cols: 100}) {
+			t.Errorf("the host terminal's window size is %+v, want 30x100; output %q", r.size, r.out)
+		}
+	})
+}
+
+// TestPlainTerminalKeepsBehaviour: a command whose output reaches the user's
+// terminal (stdin a pipe) keeps its exit status, and the last bytes it writes on
+// stdout and stderr before it exits all arrive. Under bwrap it sees a terminal on
+// stdout and stderr, of the user's window size, and none on stdin, so it keeps its
+// colours without turning interactive (docker and krun give it pipes there).
+func TestPlainTerminalKeepsBehaviour(t *testing.T) {
+	const script = `test -t 0 && echo stdin-tty; test -t 1 && echo stdout-tty; test -t 2 && echo stderr-tty >&2
+stty size <&1; mkdir -p d; ls --color=auto -d d
+head -c 300000 /dev/zero | tr '\0' o; echo OUT-END; head -c 300000 /dev/zero | tr '\0' e >&2; echo ERR-END >&2; exit 7`
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		r := plainTerminal(t, p.dir, "", "--isolator="+iso, "--", "/bin/sh", "-c", script)
+		if r.code != 7 {
+			t.Errorf("exit %d, want 7; output %q", r.code, tail(r.out))
+		}
+		wants := []string{strings.Repeat("o", 300000) + "OUT-END", strings.Repeat("e", 300000) + "ERR-END"}
+		if iso == "bwrap" {
+			// docker and krun relay the container's output from pipes there.
+			wants = append(wants, "stdout-tty", "stderr-tty", "30 100", "\x1b[01;34md\x1b[0m")
+		}
+		for _, want := range wants {
+			if !bytes.Contains(r.out, []byte(want)) {
+				t.Errorf("the host terminal did not receive %q; output %q", tail([]byte(want)), tail(r.out))
+			}
+		}
+		if bytes.Contains(r.out, []byte("stdin-tty")) {
+			t.Errorf("stdin is a terminal in the sandbox; output %q", tail(r.out))
+		}
+	})
+}
+
+// TestPlainTerminalSignal: Ctrl-C's SIGINT to devsandbox reaches the command whose
+// output goes through the pty, and its output after the signal still arrives.
+func TestPlainTerminalSignal(t *testing.T) {
+	const script = `trap 'echo got-int; exit 5' INT; echo ready; while :; do sleep 0.05; done`
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		r := plainTerminalSignal(t, p.dir, "", "ready", "--isolator="+iso, "--", "/bin/sh", "-c", script)
+		if r.code != 5 || !bytes.Contains(r.out, []byte("got-int")) {
+			t.Errorf("exit %d, want 5 with got-int; output %q", r.code, r.out)
+		}
+	})
+}
+
+// tail is the end of b, for a message.
+func tail(b []byte) []byte {
+	if len(b) > 400 {
+		return b[len(b)-400:]
+	}
+	return b
+}
+
+type plainResult struct {
+	out   []byte
+	code  int
+	lflag uint32   // the host terminal's local modes after the run
+	size  tty.Size // its window size after the run
+}
+
+// plainTerminal runs devsandbox with args with stdout and stderr a pty of the
+// test's, 30x100 (the user's terminal), its controlling terminal, and stdin a pipe
+// fed nothing; typed is in the terminal's input beforehand, as keys the user typed.
+func plainTerminal(t *testing.T, dir, typed string, args ...string) plainResult {
+	t.Helper()
+	return plainTerminalSignal(t, dir, typed, "", args...)
+}
+
+// plainTerminalSignal is plainTerminal that sends devsandbox SIGINT once the
+// terminal has received signalAt (none when empty).
+func plainTerminalSignal(t *testing.T, dir, typed, signalAt string, args ...string) plainResult {
+	t.Helper()
+	master, slave, err := tty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	if err := tty.SetSize(slave.Fd(), tty.Size{Rows: 30, Cols: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if typed != "" {
+		if _, err := master.Write([]byte(typed)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := command(t.Context(), dir, baseEnv("TERM=xterm"), args...)
+	cmd.Stdin = strings.NewReader("")
+	cmd.Stdout, cmd.Stderr = slave, slave
+	cmd.SysProcAttr.Setsid = true
+	cmd.SysProcAttr.Setctty = true
+	cmd.SysProcAttr.Ctty = 1
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		var b []byte
+		buf := make([]byte, 64*1024)
+		signalled := signalAt == ""
+		for {
+			n, err := master.Read(buf)
+			b = append(b, buf[:n]...)
+			if !signalled && bytes.Contains(b, []byte(signalAt)) {
+				signalled = true
+				_ = cmd.Process.Signal(syscall.SIGINT)
+			}
+			if err != nil { // EIO once the test's slave is closed after devsandbox exits
+				got <- b
+				return
+			}
+		}
+	}()
+	_ = cmd.Wait()
+	var r plainResult
+	r.code = cmd.ProcessState.ExitCode()
+	tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.lflag = tio.Lflag
+	if r.size, err = tty.GetSize(slave.Fd()); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	select {
+	case r.out = <-got:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the host side of the terminal did not end within 30s")
+	}
+	return r
 }

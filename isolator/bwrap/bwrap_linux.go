@@ -297,6 +297,7 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 
 	var relay *tty.Relay
+	var plainClose func() error
 	var stdioFiles *childStdio
 	// A terminal is relayed between files only: the caller's stdin and stdout (a
 	// library caller that gives another writer gets pipes, and nothing is written
@@ -312,8 +313,16 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			slave.Close()
 			return 0, fmt.Errorf("relaying the terminal: %w", err)
 		}
-	} else if stdioFiles, err = newChildStdio(stdio.In, stdio.Out, stdio.Err); err != nil {
-		return 0, fmt.Errorf("starting bwrap: %w", err)
+	} else {
+		if stdioFiles, err = newChildStdio(stdio.In, stdio.Out, stdio.Err); err != nil {
+			return 0, fmt.Errorf("starting bwrap: %w", err)
+		}
+		// Not interactive, yet the output may reach the user's terminal: through a
+		// pty of the command's own, filtered, never as the terminal's descriptor.
+		if plainClose, err = plainTerminals(stdioFiles, tty.FilterOptions{AllowClipboard: p.TerminalClipboard}); err != nil {
+			stdioFiles.close()
+			return 0, err
+		}
 	}
 
 	if b.Signals != nil {
@@ -330,6 +339,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		if relay != nil {
 			_ = relay.Close()
+		}
+		if plainClose != nil {
+			_ = plainClose()
 		}
 		return 0, fmt.Errorf("starting bwrap: %w", err)
 	}
@@ -432,6 +444,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	if relay != nil {
 		_ = relay.Close()
+	}
+	if plainClose != nil {
+		_ = plainClose()
 	}
 	writeErr := <-writeErrs
 	code := exitCode(ex.ws, ex.err)

@@ -221,38 +221,15 @@ func (r *Relay) tidy() error {
 	return flushInput(r.inFd)
 }
 
-// copyOutput copies master to out, through the filter, until the master reports
-// that the slave is gone. When out fails it keeps draining the master, so the
-// command is never blocked on a full pty and the end is still detected.
+// copyOutput copies master to out, through the filter and the screen guard, until
+// the master reports that the slave is gone (copyFiltered).
 func (r *Relay) copyOutput() {
 	defer close(r.outDone)
-	buf := make([]byte, 32*1024)
-	fbuf := make([]byte, 0, 32*1024)
-	var werr error
-	for {
-		n, err := r.master.Read(buf)
-		fbuf = r.filter.Append(fbuf[:0], buf[:n])
-		if err != nil {
-			fbuf = r.filter.Flush(fbuf)
-		}
-		if len(fbuf) > 0 && r.guard != nil {
-			r.guard.observe(fbuf)
-		}
-		if len(fbuf) > 0 && werr == nil {
-			if _, werr = r.out.Write(fbuf); werr != nil {
-				werr = fmt.Errorf("writing command output: %w", werr)
-			}
-		}
-		if err != nil {
-			if !errors.Is(err, syscall.EIO) && !errors.Is(err, io.EOF) {
-				err = fmt.Errorf("reading command output: %w", err)
-			} else {
-				err = nil
-			}
-			r.outErr = errors.Join(werr, err)
-			return
-		}
+	var observe func([]byte)
+	if r.guard != nil {
+		observe = r.guard.observe
 	}
+	r.outErr = copyFiltered(r.master, r.out, r.filter, observe)
 }
 
 // copyInput copies in to master until in ends, the relay closes, or the
@@ -306,15 +283,7 @@ func (r *Relay) followSize() {
 }
 
 func (r *Relay) setMasterSize(s Size) error {
-	rc, err := r.master.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = SetSize(fd, s) }); err != nil {
-		return err
-	}
-	return serr
+	return setSizeOf(r.master, s)
 }
 
 // fdOf returns f's descriptor without the side effect of (*os.File).Fd, which

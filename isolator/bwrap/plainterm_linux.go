@@ -1,0 +1,69 @@
+package bwrap
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/devsandbox/devsandbox/isolator/tty"
+	"golang.org/x/sys/unix"
+)
+
+// plainTerminals puts a pty of its own (tty.Output) between the command and each of
+// its output streams in s that is a terminal, for a run that does not relay the
+// user's terminal (its input is not one): the command's descriptor is the pty's
+// slave, so it sees a terminal (its colours and layout stay) but can reach neither
+// the user's terminal's modes, window size and typed input, nor the terminal
+// emulator past the filter (opts). Stdout and stderr on one terminal share one pty,
+// so their order holds. Streams that are not terminals (files, pipes) keep their
+// descriptors, their bytes unchanged; stdin is left as it is. The slaves are added
+// to s's descriptors closed once the child holds them. The returned function waits
+// until the command's output is copied (every slave closed); it is nil when no
+// stream is a terminal. On error s is unchanged and nothing is left open.
+func plainTerminals(s *childStdio, opts tty.FilterOptions) (func() error, error) {
+	var outs []*tty.Output
+	var slaves []*os.File
+	closeAll := func() error {
+		var errs []error
+		for _, o := range outs {
+			errs = append(errs, o.Close())
+		}
+		return errors.Join(errs...)
+	}
+	orig, files := s.files, s.files
+	for i := 1; i <= 2; i++ {
+		f := orig[i]
+		if f == nil || !tty.IsTerminal(f.Fd()) {
+			continue
+		}
+		if i == 2 && files[1] != orig[1] && (f == orig[1] || sameTerminal(orig[1], f)) {
+			files[2] = files[1]
+			continue
+		}
+		slave, o, err := tty.StartOutput(f, opts)
+		if err != nil {
+			for _, sl := range slaves {
+				sl.Close()
+			}
+			_ = closeAll()
+			return nil, fmt.Errorf("allocating a terminal for the command's output, which devsandbox filters on its way to yours: %w; redirect the output to a file or a pipe to run without one", err)
+		}
+		outs, slaves = append(outs, o), append(slaves, slave)
+		files[i] = slave
+	}
+	if len(outs) == 0 {
+		return nil, nil
+	}
+	s.files = files
+	s.closeAfter = append(s.closeAfter, slaves...)
+	return closeAll, nil
+}
+
+// sameTerminal reports whether the terminals a and b are one device.
+func sameTerminal(a, b *os.File) bool {
+	var sa, sb unix.Stat_t
+	if unix.Fstat(int(a.Fd()), &sa) != nil || unix.Fstat(int(b.Fd()), &sb) != nil {
+		return false
+	}
+	return sa.Mode&unix.S_IFMT == unix.S_IFCHR && sb.Mode&unix.S_IFMT == unix.S_IFCHR && sa.Rdev == sb.Rdev
+}

@@ -1,0 +1,173 @@
+package tty
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Output gives a command an output stream that is a terminal without handing it
+// the user's terminal: a pty of its own, whose slave is the command's descriptor
+// and whose master is copied through a Filter to the user's terminal. The command
+// sees a terminal (isatty, the user's window size: it keeps its colours and its
+// layout) and reaches nothing of the user's: no ioctl on it (its modes, its window
+// size), no read of what the user types, no sequence the filter removes. For a run
+// whose input is not the user's terminal; an interactive one has a Relay.
+//
+// The slave is nobody's controlling terminal, and its output processing is off:
+// the bytes pass as the command wrote them, and the user's terminal processes them
+// once (ONLCR), as without the pty. The slave's window size follows the user's
+// terminal (SIGWINCH) until Close.
+//
+// Lifecycle: StartOutput before starting the command, give it the slave, close
+// your copy of the slave, wait for the command, then Close, which returns once
+// every descriptor of the slave is closed and all the command wrote is copied.
+type Output struct {
+	out, master *os.File
+	outFd       uintptr
+	filter      *Filter
+
+	winch     chan os.Signal
+	stopWinch chan struct{}
+	winchDone chan struct{}
+	outDone   chan struct{}
+	winchErr  error // owned by the SIGWINCH goroutine until winchDone
+	outErr    error // owned by the output goroutine until outDone
+
+	closeErr func() error
+}
+
+// StartOutput allocates the pty for out, a terminal, and starts copying its master
+// to out through a Filter with opts. It returns the slave, for the command. On
+// error nothing is left running or open.
+func StartOutput(out *os.File, opts FilterOptions) (slave *os.File, o *Output, err error) {
+	outFd, err := fdOf(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	master, slave, err := Open()
+	if err != nil {
+		return nil, nil, err
+	}
+	o = &Output{out: out, master: master, outFd: outFd, filter: NewFilter(opts),
+		stopWinch: make(chan struct{}), winchDone: make(chan struct{}), outDone: make(chan struct{})}
+	if err := o.setup(slave.Fd()); err != nil {
+		master.Close()
+		slave.Close()
+		return nil, nil, err
+	}
+	o.winch = make(chan os.Signal, 1)
+	signal.Notify(o.winch, syscall.SIGWINCH)
+	o.closeErr = sync.OnceValue(o.close)
+	go o.followSize()
+	go func() {
+		defer close(o.outDone)
+		o.outErr = copyFiltered(o.master, o.out, o.filter, nil)
+	}()
+	return slave, o, nil
+}
+
+// setup gives the slave the user's terminal's modes without output processing, and
+// its window size.
+func (o *Output) setup(slaveFd uintptr) error {
+	tio, err := unix.IoctlGetTermios(int(o.outFd), ioctlGetTermios)
+	if err != nil {
+		return fmt.Errorf("getting the terminal's mode: %w", err)
+	}
+	tio.Oflag &^= unix.OPOST
+	if err := unix.IoctlSetTermios(int(slaveFd), ioctlSetTermios, tio); err != nil {
+		return fmt.Errorf("setting the pty's mode: %w", err)
+	}
+	s, err := GetSize(o.outFd)
+	if err != nil {
+		return err
+	}
+	return SetSize(slaveFd, s)
+}
+
+// Close stops following the window size, waits until every descriptor of the slave
+// is closed and what the command wrote is copied, and returns the first errors met.
+// Later calls return the first's result.
+func (o *Output) Close() error {
+	return o.closeErr()
+}
+
+func (o *Output) close() error {
+	signal.Stop(o.winch)
+	close(o.stopWinch)
+	<-o.winchDone
+	<-o.outDone
+	o.master.Close()
+	return errors.Join(o.winchErr, o.outErr)
+}
+
+func (o *Output) followSize() {
+	defer close(o.winchDone)
+	for {
+		select {
+		case <-o.stopWinch:
+			return
+		case <-o.winch:
+			s, err := GetSize(o.outFd)
+			if err == nil {
+				err = setSizeOf(o.master, s)
+			}
+			if err != nil && o.winchErr == nil {
+				o.winchErr = fmt.Errorf("following window size: %w", err)
+			}
+		}
+	}
+}
+
+// setSizeOf sets the window size of the pty behind master without taking it out of
+// the poller.
+func setSizeOf(master *os.File, s Size) error {
+	rc, err := master.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = SetSize(fd, s) }); err != nil {
+		return err
+	}
+	return serr
+}
+
+// copyFiltered copies master to out through f until the master reports that every
+// descriptor of the slave is closed, calling observe (when set) with what passed.
+// When out fails it keeps draining the master, so the command is never blocked on
+// a full pty and the end is still seen.
+func copyFiltered(master *os.File, out io.Writer, f *Filter, observe func([]byte)) error {
+	buf := make([]byte, 32*1024)
+	fbuf := make([]byte, 0, 32*1024)
+	var werr error
+	for {
+		n, err := master.Read(buf)
+		fbuf = f.Append(fbuf[:0], buf[:n])
+		if err != nil {
+			fbuf = f.Flush(fbuf)
+		}
+		if len(fbuf) > 0 && observe != nil {
+			observe(fbuf)
+		}
+		if len(fbuf) > 0 && werr == nil {
+			if _, werr = out.Write(fbuf); werr != nil {
+				werr = fmt.Errorf("writing command output: %w", werr)
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, syscall.EIO) && !errors.Is(err, io.EOF) {
+				err = fmt.Errorf("reading command output: %w", err)
+			} else {
+				err = nil
+			}
+			return errors.Join(werr, err)
+		}
+	}
+}
