@@ -4,6 +4,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"syscall"
 	"testing"
@@ -155,6 +156,9 @@ type plainResult struct {
 	code  int
 	lflag uint32   // the host terminal's local modes after the run
 	size  tty.Size // its window size after the run
+	// deadline: devsandbox did not exit by itself within plainTerminalWithin's
+	// limit and was killed
+	deadline bool
 }
 
 // plainTerminal runs devsandbox with args with stdout and stderr a pty of the
@@ -169,6 +173,14 @@ func plainTerminal(t *testing.T, dir, typed string, args ...string) plainResult 
 // terminal has received signalAt (none when empty).
 func plainTerminalSignal(t *testing.T, dir, typed, signalAt string, args ...string) plainResult {
 	t.Helper()
+	return plainTerminalWithin(t, 0, dir, typed, signalAt, args...)
+}
+
+// plainTerminalWithin is plainTerminalSignal that gives devsandbox at most d (none
+// when 0) to exit on its own: then it is killed, and the result says so
+// (deadline), for a test that asserts a run ends by itself.
+func plainTerminalWithin(t *testing.T, d time.Duration, dir, typed, signalAt string, args ...string) plainResult {
+	t.Helper()
 	master, slave, err := tty.Open()
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +194,13 @@ func plainTerminalSignal(t *testing.T, dir, typed, signalAt string, args ...stri
 			t.Fatal(err)
 		}
 	}
-	cmd := command(t.Context(), dir, baseEnv("TERM=xterm"), args...)
+	ctx := t.Context()
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	cmd := command(ctx, dir, baseEnv("TERM=xterm"), args...)
 	cmd.Stdin = strings.NewReader("")
 	cmd.Stdout, cmd.Stderr = slave, slave
 	cmd.SysProcAttr.Setsid = true
@@ -212,6 +230,7 @@ func plainTerminalSignal(t *testing.T, dir, typed, signalAt string, args ...stri
 	_ = cmd.Wait()
 	var r plainResult
 	r.code = cmd.ProcessState.ExitCode()
+	r.deadline = ctx.Err() != nil
 	tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 	if err != nil {
 		t.Fatal(err)

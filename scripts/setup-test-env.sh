@@ -7,7 +7,7 @@ set -euo pipefail
 TEST_USER=${DEVSANDBOX_TEST_USER:-dsbtest}
 # The last group is what the syscall policy must keep working (the dev-tools test):
 # debuggers, a C toolchain, Node and a JDK (JFR, the JVM's sampling profiler).
-PACKAGES=(bubblewrap passt nftables iptables iproute2 uidmap git procps busybox-static shellcheck curl python3-minimal openssh-client openssh-server docker.io debootstrap podman runc slirp4netns rootlesskit
+PACKAGES=(bubblewrap passt nftables iptables iproute2 uidmap git less procps busybox-static shellcheck curl python3-minimal openssh-client openssh-server docker.io debootstrap podman runc slirp4netns rootlesskit
 	strace gdb gcc libc6-dev make nodejs default-jdk-headless)
 
 missing=()

@@ -323,6 +323,9 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			stdioFiles.close()
 			return 0, err
 		}
+		if out := stdioFiles.files[1]; out != nil && tty.IsTerminal(out.Fd()) {
+			env = pagerEnv(env)
+		}
 	}
 
 	if b.Signals != nil {

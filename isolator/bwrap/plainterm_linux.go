@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/devsandbox/devsandbox/isolator/tty"
 	"golang.org/x/sys/unix"
@@ -57,6 +58,21 @@ func plainTerminals(s *childStdio, opts tty.FilterOptions) (func() error, error)
 	s.files = files
 	s.closeAfter = append(s.closeAfter, slaves...)
 	return closeAll, nil
+}
+
+// pagerEnv is env for a command whose stdout is a pty of plainTerminals': with
+// PAGER=cat unless env sets PAGER. No key reaches a pager there (the pty is write-only),
+// so a pager would show its first screen and end; programs that page through $PAGER
+// (git without core.pager, man, systemctl, gh) then write all their output, as they
+// do when stdout is a pipe (docker, krun). A PAGER the user set (env.set,
+// env.passthrough) is theirs.
+func pagerEnv(env []string) []string {
+	for _, e := range env {
+		if strings.HasPrefix(e, "PAGER=") {
+			return env
+		}
+	}
+	return append(env, "PAGER=cat")
 }
 
 // sameTerminal reports whether the terminals a and b are one device.

@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/isolator/tty"
@@ -77,5 +78,19 @@ func TestPlainTerminals(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPagerEnv: PAGER=cat is added unless the environment sets PAGER, even empty.
+func TestPagerEnv(t *testing.T) {
+	for _, c := range []struct{ env, want []string }{
+		{env: nil, want: []string{"PAGER=cat"}},
+		{env: []string{"HOME=/h", "PAGERS=x"}, want: []string{"HOME=/h", "PAGERS=x", "PAGER=cat"}},
+		{env: []string{"PAGER=less -R", "HOME=/h"}, want: []string{"PAGER=less -R", "HOME=/h"}},
+		{env: []string{"PAGER="}, want: []string{"PAGER="}},
+	} {
+		if got := pagerEnv(c.env); !slices.Equal(got, c.want) {
+			t.Errorf("pagerEnv(%q) = %q, want %q", c.env, got, c.want)
+		}
 	}
 }

@@ -25,6 +25,12 @@ import (
 // once (ONLCR), as without the pty. The slave's window size follows the user's
 // terminal (SIGWINCH) until Close.
 //
+// Nothing ever arrives on the slave's input, so it is for writing only: the slave
+// is open write-only and its mode is 0200, so that a program reading keys from it
+// (a pager, which reads its stderr or the terminal ttyname names when it has no
+// /dev/tty) fails at once instead of waiting forever. Its owner can give itself
+// read permission back (fchmod); a read then waits, and still gets nothing.
+//
 // Lifecycle: StartOutput before starting the command, give it the slave, close
 // your copy of the slave, wait for the command, then Close, which returns once
 // every descriptor of the slave is closed and all the command wrote is copied.
@@ -51,7 +57,7 @@ func StartOutput(out *os.File, opts FilterOptions) (slave *os.File, o *Output, e
 	if err != nil {
 		return nil, nil, err
 	}
-	master, slave, err := Open()
+	master, slave, err := openPTY(unix.O_WRONLY)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -73,14 +79,18 @@ func StartOutput(out *os.File, opts FilterOptions) (slave *os.File, o *Output, e
 	return slave, o, nil
 }
 
-// setup gives the slave the user's terminal's modes without output processing, and
-// its window size.
+// setup makes the slave write-only for everyone (mode 0200: its descriptors cannot
+// be reopened for reading) and gives it the user's terminal's modes without output
+// processing, and its window size.
 func (o *Output) setup(slaveFd uintptr) error {
 	tio, err := unix.IoctlGetTermios(int(o.outFd), ioctlGetTermios)
 	if err != nil {
 		return fmt.Errorf("getting the terminal's mode: %w", err)
 	}
 	tio.Oflag &^= unix.OPOST
+	if err := unix.Fchmod(int(slaveFd), 0o200); err != nil {
+		return fmt.Errorf("making the pty write-only: %w", err)
+	}
 	if err := unix.IoctlSetTermios(int(slaveFd), ioctlSetTermios, tio); err != nil {
 		return fmt.Errorf("setting the pty's mode: %w", err)
 	}

@@ -1,6 +1,7 @@
 package tty
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,8 @@ import (
 // user's window size and no output processing; what it writes reaches the user's
 // terminal filtered and processed once (ONLCR); its ioctls (modes, window size)
 // change its own pty, not the user's terminal; the user's typed input is not its
-// to read; and Close returns once the last byte, written right before the slave
+// to read, nor anything to wait for (its descriptor is write-only, the pty's mode
+// 0200); and Close returns once the last byte, written right before the slave
 // closes, is copied.
 func TestOutputKeepsTheTerminalOut(t *testing.T) {
 	userMaster, user := openPair(t)
@@ -51,8 +53,15 @@ func TestOutputKeepsTheTerminalOut(t *testing.T) {
 	if err := unix.SetNonblock(int(slave.Fd()), true); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := unix.Read(int(slave.Fd()), make([]byte, 64)); n > 0 {
-		t.Errorf("the command read %d bytes of the user's input (%v)", n, err)
+	if n, err := unix.Read(int(slave.Fd()), make([]byte, 64)); n > 0 || !errors.Is(err, unix.EBADF) {
+		t.Errorf("a read of the pty returned %d bytes (%v), want EBADF at once: a pager reading its keys there would wait for ever", n, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(slave.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	if perm := st.Mode & 0o7777; perm != 0o200 {
+		t.Errorf("the pty's mode is %#o, want 0200: a reopen of it for reading (/dev/console, /proc/self/fd/N) would wait for keys", perm)
 	}
 	if err := unix.SetNonblock(int(slave.Fd()), false); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,12 @@ const (
 // A read from the master fails with EIO once every descriptor of the slave has
 // been closed and the buffered output has been read.
 func Open() (master, slave *os.File, err error) {
+	return openPTY(unix.O_RDWR)
+}
+
+// openPTY is Open with the slave opened in access mode slaveMode (unix.O_RDWR,
+// unix.O_WRONLY).
+func openPTY(slaveMode int) (master, slave *os.File, err error) {
 	mfd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening /dev/ptmx: %w", err)
@@ -38,7 +44,7 @@ func Open() (master, slave *os.File, err error) {
 		return nil, nil, fmt.Errorf("getting pty number: %w", err)
 	}
 	name := "/dev/pts/" + strconv.Itoa(n)
-	sfd, err := unix.Open(name, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	sfd, err := unix.Open(name, slaveMode|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		master.Close()
 		return nil, nil, fmt.Errorf("opening %s: %w", name, err)
