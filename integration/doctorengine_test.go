@@ -13,20 +13,19 @@ import (
 // engine or the stand-in's, binds this machine's files; a relay in front of an engine
 // (ssh -L, socat: here the test's own process) makes a run take the remote path, and
 // in front of an engine older than API 1.45 (this machine's dockerd 20.10) the row
-// warns that writable anchors such as .git are refused.
+// warns that writable anchors such as .git are refused; a tcp:// engine (docker-tcp)
+// is another machine's by its address.
 func TestDoctorEngineFiles(t *testing.T) {
 	row := func(t *testing.T, env []string) string {
 		t.Helper()
 		p := newProject(t)
 		args, env := isolatorArgs([]string{"--isolator=docker", "doctor"}, env)
 		r := run(t, p.dir, env, "", args...)
-		for _, l := range strings.Split(r.stdout, "\n") {
-			if strings.HasPrefix(l, "docker engine files ") {
-				return l
-			}
+		l := doctorRow(r.stdout, "docker engine files")
+		if l == "" {
+			t.Fatalf("doctor %v %v printed no docker engine files row:\n%s", env, args, r)
 		}
-		t.Fatalf("doctor %v %v printed no docker engine files row:\n%s", env, args, r)
-		return ""
+		return l
 	}
 	check := func(t *testing.T, line string, want ...string) {
 		t.Helper()
@@ -38,11 +37,15 @@ func TestDoctorEngineFiles(t *testing.T) {
 		}
 	}
 	forEachDocker(t, func(t *testing.T, iso string) {
-		if iso != localDocker && iso != remoteDocker {
-			t.Skip("the engine's own socket: docker and docker-remote")
+		switch iso {
+		case tcpDocker:
+			check(t, row(t, tcpEnv()), "active  ", "another machine's, for all devsandbox can tell: not a Unix socket", "volume devsandbox-<name>-home")
+			return
+		case rootlessDocker:
+			t.Skip("a rootless engine's socket: TestRootlessDoctor")
 		}
 		line := row(t, []string{"DOCKER_HOST=" + engineOf(iso)})
-		check(t, line, " active ", "this machine's: the process listening on "+strings.TrimPrefix(engineOf(iso), "unix://")+` is "dockerd"`, "binds the project and the sandbox home from this host")
+		check(t, line, "active  ", "this machine's: the process listening on "+strings.TrimPrefix(engineOf(iso), "unix://")+` is "dockerd"`, "binds the project and the sandbox home from this host")
 	})
 	t.Run("a relay to Docker 26", func(t *testing.T) {
 		requireEngine(t, remoteDocker)
@@ -51,7 +54,7 @@ func TestDoctorEngineFiles(t *testing.T) {
 		}
 		relay := relayTo(t, strings.TrimPrefix(remoteEngine, "unix://"))
 		line := row(t, []string{"DOCKER_HOST=unix://" + relay})
-		check(t, line, " active ", "another machine's", "the process listening on "+relay, "a relay (ssh -L, socat", "volume devsandbox-<name>-home", "mounts writable anchors as volume sub-paths")
+		check(t, line, "active  ", "another machine's", "the process listening on "+relay, "a relay (ssh -L, socat", "volume devsandbox-<name>-home", "mounts writable anchors as volume sub-paths")
 	})
 	t.Run("a relay to Docker 20.10", func(t *testing.T) {
 		requireEngine(t, localDocker)
@@ -60,6 +63,6 @@ func TestDoctorEngineFiles(t *testing.T) {
 		}
 		relay := relayTo(t, "/var/run/docker.sock")
 		line := row(t, []string{"DOCKER_HOST=unix://" + relay})
-		check(t, line, " warning ", "another machine's", "a relay (ssh -L, socat", "older than 1.45", "writable anchor (a repository's .git", "is refused", "fix: upgrade the engine to Docker 26")
+		check(t, line, "warning  ", "another machine's", "a relay (ssh -L, socat", "older than 1.45", "writable anchor (a repository's .git", "is refused", "fix: upgrade the engine to Docker 26")
 	})
 }
