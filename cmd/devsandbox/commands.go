@@ -16,6 +16,7 @@ import (
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/diskguard"
 	"github.com/devsandbox/devsandbox/isolator/planner"
 	"github.com/devsandbox/devsandbox/tools"
 )
@@ -215,6 +216,12 @@ func (a *app) doctor(c *cli.Context) error {
 	a.planned = planned
 	selected := cfg.Isolator
 	rows, runs := a.isolatorTable(cfg, nil).Doctor(context.Background(), selected, autoOrder)
+	// The reserve a run keeps (sandbox.disk_reserve), on what that run would watch.
+	var watched []string
+	if planned != nil {
+		watched = diskguard.Paths(planned)
+	}
+	rows = append(rows, diskguard.Rows(uint64(cfg.Sandbox.DiskReserveBytes()), watched, diskguard.HostFree)...)
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "CHECK\tSTATUS\tDETAIL")
 	for _, r := range rows {

@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
+	"github.com/devsandbox/devsandbox/isolator/diskguard"
 )
 
 // In a project doctor builds the Plan a run from there would get, as --dry-run builds
 // it (writing nothing), and hands it to the bwrap backend, whose mount-table row
-// counts the reads of that launch's argv. Outside a project it has none
+// counts the reads of that launch's argv, and whose watched directories the disk
+// reserve's rows judge. Outside a project it has none
 // (TestDoctorConfigOutsideAProject).
 func TestDoctorPlansInAProject(t *testing.T) {
 	home := t.TempDir()
@@ -38,6 +41,11 @@ func TestDoctorPlansInAProject(t *testing.T) {
 	b, ok := a.isolatorTable(cfg, nil)["bwrap"]().(*bwrap.Isolator)
 	if !ok || b.Planned != planned {
 		t.Errorf("the bwrap isolator does not have doctor's Plan")
+	}
+	// The reserve's rows judge what that run would watch: the project's file system.
+	rows := diskguard.Rows(uint64(cfg.Sandbox.DiskReserveBytes()), diskguard.Paths(planned), diskguard.HostFree)
+	if len(rows) == 0 || !strings.Contains(rows[0].Detail+rows[0].Reason, "on the file system holding "+planned.Project.Dir) {
+		t.Errorf("doctor's disk reserve rows do not name the project's file system: %+v", rows)
 	}
 	// Built as for --dry-run: nothing in the home but the project.
 	entries, err := os.ReadDir(home)

@@ -17,6 +17,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
 	"github.com/devsandbox/devsandbox/isolator/landlock"
+	"github.com/devsandbox/devsandbox/isolator/tty"
 	"github.com/devsandbox/devsandbox/syscalls"
 )
 
@@ -57,11 +58,35 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 	tunErr := unix.Access("/dev/net/tun", unix.R_OK|unix.W_OK)
 	add("/dev/net/tun (egress allowlist)", tunErr == nil, "", "pasta cannot open /dev/net/tun: "+errText(tunErr),
 		"load the tun module (sudo modprobe tun) and make /dev/net/tun usable by your user (mode 0666 is the distribution default)")
-	rows = append(rows, abstractScopeRow(landlock.ABI()))
+	rows = append(rows, abstractScopeRow(landlock.ABI()), ptyRow(openPty()))
 	fwErr := egress.Probe(ctx, egress.SampleRules, b.binaries())
 	add("firewall in a user namespace (egress allowlist)", fwErr == nil, "nft, else iptables", errText(fwErr),
 		"install nftables (sudo apt-get install nftables) and make sure the nf_tables modules load (sudo modprobe nf_tables)")
 	return append(rows, b.limitRows()...)
+}
+
+// openPty allocates a pseudo-terminal pair as a run does (tty.Open) and closes it.
+func openPty() error {
+	m, s, err := tty.Open()
+	if err != nil {
+		return err
+	}
+	s.Close()
+	return m.Close()
+}
+
+// ptyRow says whether a run can have a pty of its own here (err: openPty's): an
+// interactive run's, and the one each of stdout and stderr that is a terminal gets
+// in a run that is not interactive. Without one such a run stops (125). Pure.
+func ptyRow(err error) isolator.Check {
+	const name = "pseudo-terminals (/dev/ptmx)"
+	if err != nil {
+		return isolator.Check{Name: name, Status: isolator.Status{State: isolator.Unavailable,
+			Reason: "devsandbox cannot allocate a pseudo-terminal (" + err.Error() + "): a run whose stdin and stdout, or whose stdout or stderr alone, is your terminal stops before the command starts (a run that is not interactive exits 125); runs with every stream a file or a pipe are not affected",
+			Fix:    "make /dev/ptmx usable (a devpts mount with ptmxmode=0666 at /dev/pts, and /dev/ptmx its ptmx, as the distributions set up), or redirect the output of runs to a file or a pipe"}}
+	}
+	return isolator.Check{Name: name, Status: isolator.Status{State: isolator.Active},
+		Detail: "a run whose output is your terminal gets a pty of its own, filtered on its way to yours"}
 }
 
 // limitRows say whether the syscall policy and each resource limit can be enforced

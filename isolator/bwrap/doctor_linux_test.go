@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -74,5 +75,29 @@ func TestSandboxFailure(t *testing.T) {
 		if got := sandboxFailure(tc.out, tc.err); got != tc.want {
 			t.Errorf("sandboxFailure(%q):\n got %+v\nwant %+v", tc.out, got, tc.want)
 		}
+	}
+}
+
+// Doctor's pty row: a run here can have a pty of its own (this host has a usable
+// /dev/ptmx), and when one cannot be allocated the row fails, naming the error, what
+// stops and the fix.
+func TestPtyRow(t *testing.T) {
+	if err := openPty(); err != nil {
+		t.Fatalf("allocating a pty here: %v", err)
+	}
+	if r := ptyRow(nil); r.State != isolator.Active || !strings.Contains(r.Detail, "a pty of its own") {
+		t.Errorf("ptyRow(nil) = %+v", r)
+	}
+	r := ptyRow(errors.New("opening /dev/ptmx: permission denied"))
+	if r.State != isolator.Unavailable {
+		t.Fatalf("ptyRow(an error) = %+v, want Unavailable", r)
+	}
+	for _, w := range []string{"(opening /dev/ptmx: permission denied)", "stops before the command starts", "exits 125"} {
+		if !strings.Contains(r.Reason, w) {
+			t.Errorf("reason %q; want it to say %q", r.Reason, w)
+		}
+	}
+	if !strings.Contains(r.Fix, "redirect the output") || !strings.Contains(r.Fix, "/dev/ptmx usable") {
+		t.Errorf("fix %q", r.Fix)
 	}
 }

@@ -49,6 +49,7 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 		return rows
 	}
 	ok("docker engine", fmt.Sprintf("%s (%s), Docker %s %s/%s; reached over %s", a.Host, a.Origin, v.Version, v.Os, v.Arch, a.Describe()))
+	rows = append(rows, filesRow(a.Local(), a.LocalWhy(), v.APIVersion))
 	if ch := a.Channel(); ch == engineaddr.Clear || ch == engineaddr.ClearLoopback {
 		reason := "plain TCP: what devsandbox sends the engine (the project's files, the sandbox's input and output) crosses unencrypted, and whoever reaches " + a.Host + " controls the engine"
 		if ch == engineaddr.Clear {
@@ -70,6 +71,25 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 		rows = append(rows, rootlessRows(info, ownEngine(a, os.Getuid(), os.Stat), a.Host, os.Getuid())...)
 	}
 	return rows
+}
+
+// filesRow is doctor's row on whose files the engine binds (local: Address.Local),
+// why (the listener on its socket: why, Address.LocalWhy), and what a run does
+// with that: bind this machine's files, or take the remote path, where an engine
+// older than API SubpathAPI refuses writable anchors (RefuseAnchors). Pure.
+func filesRow(local bool, why, api string) isolator.Check {
+	const name = "docker engine files"
+	if local {
+		return isolator.Check{Name: name, Status: isolator.Status{State: isolator.Active},
+			Detail: "this machine's: " + why + "; a run binds the project and the sandbox home from this host"}
+	}
+	detail := "another machine's, for all devsandbox can tell: " + why + "; a run takes the remote path: the sandbox home is the engine's volume devsandbox-<name>-home, not the home directory a local engine binds from this host"
+	if engineaddr.APIBefore(api, engineaddr.SubpathAPI) {
+		return isolator.Check{Name: name, Status: isolator.Status{State: isolator.Warning,
+			Reason: detail + "; and this engine speaks API " + api + ", older than " + engineaddr.SubpathAPI + ", so a run whose mounts hold a writable anchor (a repository's .git, a writable bind where a sandbox can write) is refused",
+			Fix:    "upgrade the engine to Docker 26 or newer (Docker Desktop 4.29 or newer), reach an engine on this host through dockerd's own socket (unix:///var/run/docker.sock), or use --isolator=bwrap"}}
+	}
+	return isolator.Check{Name: name, Status: isolator.Status{State: isolator.Active}, Detail: detail + "; API " + api + " mounts writable anchors as volume sub-paths"}
 }
 
 // rootlessRows are doctor's rows on whether the engine is rootless (info) and how

@@ -57,6 +57,31 @@ func (a Address) Local() bool {
 	return a.pin == nil || a.pin.peerOf(sock, "/proc").binds
 }
 
+// LocalWhy says why Local is what it is, for doctor: the address's form, or, on a
+// pinned Unix socket on Linux, who listens on it (asked once, as Local asks).
+func (a Address) LocalWhy() string { return a.localWhy("/proc") }
+
+// localWhy is LocalWhy with /proc at proc (tests give another).
+func (a Address) localWhy(proc string) string {
+	sock, ok := unixSocket(a.Host)
+	switch {
+	case !ok:
+		return "not a Unix socket: the engine runs on another machine (or a virtual machine), which binds its own files"
+	case runtime.GOOS != "linux":
+		return "not Linux: the engine runs in a virtual machine (Docker Desktop), which shares only some of this machine's files"
+	case a.pin == nil:
+		return "a Unix socket on Linux (not asked who listens: the socket is not pinned)"
+	}
+	p := a.pin.peerOf(sock, proc)
+	switch {
+	case p.binds:
+		return p.who + ", the engine's own process on this machine"
+	case !p.named:
+		return p.who + ": a listener that cannot be told counts as not local"
+	}
+	return p.who + ", not dockerd or a systemd socket unit: a relay (ssh -L, socat, Docker Desktop's backend, podman's service) to an engine whose files may be another machine's"
+}
+
 // Resolve picks the engine per DESIGN: docker.host, else DOCKER_HOST, else the
 // current docker context (DOCKER_CONTEXT or ~/.docker/config.json), else the default
 // socket. env is the host environment (config.Host.Vars); home the host home. An

@@ -44,6 +44,11 @@ type peer struct {
 	// binds is true when the listener is an engine's own process on this machine
 	// (bindListener): the engine then binds this machine's files.
 	binds bool
+	// who names the listener ("dockerd" (pid 812, uid 0)), or says why it could not
+	// be told; for doctor.
+	who string
+	// named is true when who names the listener (its comm was read).
+	named bool
 }
 
 // bindListener reports whether a process called name listening on an engine's socket
@@ -64,7 +69,8 @@ func bindListener(name string) bool { return name == engineProcess || name == "s
 // of their own, so the same file in two namespaces never has the same inode.
 func askPeer(path, sock, proc string) peer {
 	elsewhere := func(format string, args ...any) peer {
-		return peer{net: Network{Why: fmt.Sprintf(format, args...)}}
+		why := fmt.Sprintf(format, args...)
+		return peer{net: Network{Why: why}, who: why}
 	}
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
@@ -90,8 +96,9 @@ func askPeer(path, sock, proc string) peer {
 	}
 	name := strings.TrimSuffix(string(comm), "\n")
 	binds := bindListener(name)
+	who := fmt.Sprintf("the process listening on %s is %q (pid %s, uid %d)", sock, name, pid, cred.Uid)
 	elsewhere = func(format string, args ...any) peer {
-		return peer{net: Network{Why: fmt.Sprintf(format, args...)}, binds: binds}
+		return peer{net: Network{Why: fmt.Sprintf(format, args...)}, binds: binds, who: who, named: true}
 	}
 	if !engineListener(name, cred.Uid) {
 		return elsewhere("the process listening on %s is %q (pid %s, uid %d), not %s or root's systemd: a relay to an engine that may run elsewhere", sock, name, pid, cred.Uid, engineProcess)
@@ -106,5 +113,5 @@ func askPeer(path, sock, proc string) peer {
 	if theirs.Dev != ours.Dev || theirs.Ino != ours.Ino {
 		return elsewhere("%s (pid %s) listening on %s runs in another network namespace (a rootless engine's, rootlesskit's)", name, pid, sock)
 	}
-	return peer{net: Network{Here: true}, binds: binds}
+	return peer{net: Network{Here: true}, binds: binds, who: who, named: true}
 }

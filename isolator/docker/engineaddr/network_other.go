@@ -13,8 +13,10 @@ func hostNetwork(a Address, proc string) Network {
 type peer struct {
 	net   Network
 	binds bool
+	who   string
+	named bool
 }
 
 func askPeer(path, sock, proc string) peer {
-	return peer{net: Network{Why: "not a Unix socket on Linux"}}
+	return peer{net: Network{Why: "not a Unix socket on Linux"}, who: "not a Unix socket on Linux"}
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -90,5 +91,41 @@ func TestBindListener(t *testing.T) {
 		if got := bindListener(name); got != want {
 			t.Errorf("bindListener(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// LocalWhy, doctor's reason for Local, names the listener of a pinned socket and
+// what follows from it; an unpinned socket and a tcp:// engine are judged by form.
+func TestLocalWhy(t *testing.T) {
+	other := t.TempDir()
+	cases := []struct {
+		name string
+		proc string
+		want []string
+	}{
+		{"dockerd", fakeProc(t, "dockerd", "/proc/self/net"), []string{`is "dockerd" (pid ` + strconv.Itoa(os.Getpid()), "the engine's own process on this machine"}},
+		{"a rootless dockerd in another network namespace", fakeProc(t, "dockerd", other), []string{`is "dockerd"`, "the engine's own process"}},
+		{"a relay", fakeProc(t, "ssh", "/proc/self/net"), []string{`is "ssh" (pid `, "a relay (ssh -L, socat, Docker Desktop's backend, podman's service)"}},
+		{"a name its /proc does not show", t.TempDir(), []string{"reading the name of the process listening on", "cannot be told counts as not local"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := listen(t).Pin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := p.localWhy(tc.proc)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("localWhy = %q, want it to say %q", got, w)
+				}
+			}
+		})
+	}
+	if got := listen(t).LocalWhy(); !strings.Contains(got, "not pinned") {
+		t.Errorf("LocalWhy of an unpinned socket = %q, want it judged by form", got)
+	}
+	if got := (Address{Host: "tcp://127.0.0.1:2376"}).LocalWhy(); !strings.HasPrefix(got, "not a Unix socket") {
+		t.Errorf("LocalWhy of a tcp:// engine = %q", got)
 	}
 }
