@@ -131,6 +131,25 @@ func TestDiskReserveStopsTheRun(t *testing.T) {
 				t.Errorf("%d files of the command's left in the project; want what it wrote, about %d", len(files), (size-reserve)>>20)
 			}
 		})
+		t.Run("writer ignoring SIGTERM", func(t *testing.T) {
+			// A hostile command does not stop when asked: the reserve must hold
+			// without the stop's grace, which it would write through.
+			p := newProject(t)
+			cfg := p.writeConfig(iso, "c.toml", "[sandbox]\ndisk_reserve = \"24m\"\n")
+			mnt := smallProject(t, p, size)
+			r := p.sandbox(iso, []string{"--config", cfg}, `trap "" TERM; `+fillProject)
+			avail := availBytes(t, mnt)
+			if r.code != 125 || !strings.Contains(r.stderr, "stopped the run") || !strings.Contains(r.stderr, "sandbox.disk_reserve") {
+				t.Errorf("want the run stopped (125) naming sandbox.disk_reserve; got %s", r)
+			}
+			if avail < reserve/2 {
+				t.Errorf("%d bytes left on the project's file system after a writer that ignores SIGTERM; want at least half the %d reserve", avail, reserve)
+			}
+			files, _ := filepath.Glob(filepath.Join(p.dir, "fill*"))
+			if len(files) < (size-reserve)/(2<<20) {
+				t.Errorf("%d files of the command's left in the project; want what it wrote, about %d", len(files), (size-reserve)>>20)
+			}
+		})
 		t.Run("no reserve", func(t *testing.T) {
 			p := newProject(t)
 			cfg := p.writeConfig(iso, "c.toml", "[sandbox]\ndisk_reserve = \"0\"\n")
