@@ -161,3 +161,17 @@ func TestDiskReserveStopsTheRun(t *testing.T) {
 		})
 	})
 }
+
+// TestImageTmpWritable: the docker sandbox's /tmp is a tmpfs of mode 1777 whatever
+// the image's /tmp: the busybox test image's is 0755 root, whose mode the runtime
+// gives the tmpfs mounted over it (over mode=1777), and the user could not write
+// /tmp. (krun's podman storage holds the default image only, whose /tmp is 1777.)
+func TestImageTmpWritable(t *testing.T) {
+	forEachDocker(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		r := p.sandbox(iso, []string{"--image=devsandbox-test/busybox:1"}, `ls -ld /tmp | cut -c1-10; echo x >/tmp/w && echo wrote`)
+		if r.code != 0 || r.stdout != "drwxrwxrwt\nwrote\n" {
+			t.Errorf("/tmp in an image whose /tmp is 0755: want mode 1777 and a write by the user; got %s", r)
+		}
+	})
+}
