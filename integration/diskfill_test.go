@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestTmpSizeBoundsTmp: with sandbox.tmp_size a write into /tmp stops at the size
@@ -150,6 +151,39 @@ func TestDiskReserveStopsTheRun(t *testing.T) {
 				t.Errorf("%d files of the command's left in the project; want what it wrote, about %d", len(files), (size-reserve)>>20)
 			}
 		})
+		if iso == localDocker {
+			t.Run("kept container", func(t *testing.T) {
+				// The stop kills the breaching session's processes, not the kept
+				// container's other sessions.
+				p := newProject(t)
+				cfg := p.writeConfig(iso, "c.toml", "[sandbox]\ndisk_reserve = \"24m\"\n")
+				mnt := smallProject(t, p, size)
+				keep := []string{"--config", cfg, "--keep-container"}
+				// The other session keeps no reserve: its own guard would stop it too
+				// (it writes the same file system), which is not what is shown here.
+				none := p.writeConfig(iso, "none.toml", "[sandbox]\ndisk_reserve = \"0\"\n")
+				other := make(chan result, 1)
+				go func() {
+					other <- p.sandbox(iso, []string{"--config", none, "--keep-container"}, `touch other-started; sleep 8; echo alive`)
+				}()
+				for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+					if _, err := os.Stat(filepath.Join(p.dir, "other-started")); err == nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the other session did not start within 60 s")
+					}
+				}
+				r := p.sandbox(iso, keep, `trap "" TERM; `+fillProject)
+				avail := availBytes(t, mnt)
+				if r.code != 125 || !strings.Contains(r.stderr, "sandbox.disk_reserve") || avail < reserve/2 {
+					t.Errorf("want the session stopped (125) with at least half the %d reserve left; %d left; got %s", reserve, avail, r)
+				}
+				if o := <-other; o.code != 0 || o.stdout != "alive\n" {
+					t.Errorf("the kept container's other session did not outlive the stop: %s", o)
+				}
+			})
+		}
 		t.Run("no reserve", func(t *testing.T) {
 			p := newProject(t)
 			cfg := p.writeConfig(iso, "c.toml", "[sandbox]\ndisk_reserve = \"0\"\n")
