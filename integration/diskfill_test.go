@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestTmpSizeBoundsTmp: with sandbox.tmp_size a write into /tmp stops at the size
@@ -131,6 +132,58 @@ func TestDiskReserveStopsTheRun(t *testing.T) {
 				t.Errorf("%d files of the command's left in the project; want what it wrote, about %d", len(files), (size-reserve)>>20)
 			}
 		})
+		t.Run("writer ignoring SIGTERM", func(t *testing.T) {
+			// A hostile command does not stop when asked: the reserve must hold
+			// without the stop's grace, which it would write through.
+			p := newProject(t)
+			cfg := p.writeConfig(iso, "c.toml", "[sandbox]\ndisk_reserve = \"24m\"\n")
+			mnt := smallProject(t, p, size)
+			r := p.sandbox(iso, []string{"--config", cfg}, `trap "" TERM; `+fillProject)
+			avail := availBytes(t, mnt)
+			if r.code != 125 || !strings.Contains(r.stderr, "stopped the run") || !strings.Contains(r.stderr, "sandbox.disk_reserve") {
+				t.Errorf("want the run stopped (125) naming sandbox.disk_reserve; got %s", r)
+			}
+			if avail < reserve/2 {
+				t.Errorf("%d bytes left on the project's file system after a writer that ignores SIGTERM; want at least half the %d reserve", avail, reserve)
+			}
+			files, _ := filepath.Glob(filepath.Join(p.dir, "fill*"))
+			if len(files) < (size-reserve)/(2<<20) {
+				t.Errorf("%d files of the command's left in the project; want what it wrote, about %d", len(files), (size-reserve)>>20)
+			}
+		})
+		if iso == localDocker {
+			t.Run("kept container", func(t *testing.T) {
+				// The stop kills the breaching session's processes, not the kept
+				// container's other sessions.
+				p := newProject(t)
+				cfg := p.writeConfig(iso, "c.toml", "[sandbox]\ndisk_reserve = \"24m\"\n")
+				mnt := smallProject(t, p, size)
+				keep := []string{"--config", cfg, "--keep-container"}
+				// The other session keeps no reserve: its own guard would stop it too
+				// (it writes the same file system), which is not what is shown here.
+				none := p.writeConfig(iso, "none.toml", "[sandbox]\ndisk_reserve = \"0\"\n")
+				other := make(chan result, 1)
+				go func() {
+					other <- p.sandbox(iso, []string{"--config", none, "--keep-container"}, `touch other-started; sleep 8; echo alive`)
+				}()
+				for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+					if _, err := os.Stat(filepath.Join(p.dir, "other-started")); err == nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the other session did not start within 60 s")
+					}
+				}
+				r := p.sandbox(iso, keep, `trap "" TERM; `+fillProject)
+				avail := availBytes(t, mnt)
+				if r.code != 125 || !strings.Contains(r.stderr, "sandbox.disk_reserve") || avail < reserve/2 {
+					t.Errorf("want the session stopped (125) with at least half the %d reserve left; %d left; got %s", reserve, avail, r)
+				}
+				if o := <-other; o.code != 0 || o.stdout != "alive\n" {
+					t.Errorf("the kept container's other session did not outlive the stop: %s", o)
+				}
+			})
+		}
 		t.Run("no reserve", func(t *testing.T) {
 			p := newProject(t)
 			cfg := p.writeConfig(iso, "c.toml", "[sandbox]\ndisk_reserve = \"0\"\n")
@@ -140,5 +193,19 @@ func TestDiskReserveStopsTheRun(t *testing.T) {
 				t.Errorf("without a reserve the command should fill the file system: %d bytes left; %s", availBytes(t, mnt), r)
 			}
 		})
+	})
+}
+
+// TestImageTmpWritable: the docker sandbox's /tmp is a tmpfs of mode 1777 whatever
+// the image's /tmp: the busybox test image's is 0755 root, whose mode the runtime
+// gives the tmpfs mounted over it (over mode=1777), and the user could not write
+// /tmp. (krun's podman storage holds the default image only, whose /tmp is 1777.)
+func TestImageTmpWritable(t *testing.T) {
+	forEachDocker(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		r := p.sandbox(iso, []string{"--image=devsandbox-test/busybox:1"}, `ls -ld /tmp | cut -c1-10; echo x >/tmp/w && echo wrote`)
+		if r.code != 0 || r.stdout != "drwxrwxrwt\nwrote\n" {
+			t.Errorf("/tmp in an image whose /tmp is 0755: want mode 1777 and a write by the user; got %s", r)
+		}
 	})
 }

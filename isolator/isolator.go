@@ -56,6 +56,17 @@ func WithGuess(err error, hint string) error {
 // (a bind source that does not exist, a secret file that cannot be read).
 var ErrConfig = errors.New("configuration does not fit this host")
 
+// ErrStopNow is wrapped by the cause of a run's context that must stop the sandbox
+// without the stop grace: its whole process tree is killed at once, since the
+// command cannot be trusted to exit when asked (a file system the sandbox fills,
+// diskguard). What the command wrote stays.
+var ErrStopNow = errors.New("the sandbox must stop at once")
+
+// StopsNow reports whether ctx ended with a cause wrapping ErrStopNow.
+func StopsNow(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), ErrStopNow)
+}
+
 // State is the result of an availability check.
 type State int
 
@@ -112,8 +123,9 @@ type Rendered interface {
 // command's exit status (128+N when killed by signal N) or an error when the sandbox
 // itself failed, in which case no part of the command ran unprotected. When ctx ends
 // while the command runs, Run stops it (SIGTERM, then SIGKILL to the whole sandbox
-// after a bound the backend documents), cleans up as after any exit, and returns the
-// command's status with an error wrapping context.Cause(ctx); ended before the
+// after a bound the backend documents; at once, with no SIGTERM, when the cause wraps
+// ErrStopNow), cleans up as after any exit, and returns the command's status with an
+// error wrapping context.Cause(ctx); ended before the
 // command ran, it returns such an error alone. Unless the backend is told to forward
 // them (an option the CLI sets), Run subscribes to none of the process's signals
 // (SIGWINCH aside, while it relays a terminal), and it writes nothing to the process's

@@ -128,9 +128,11 @@ func (a *app) run(c *cli.Context) error {
 		fmt.Fprint(a.stdout, termsafe.String(r.Script()))
 		return nil
 	}
-	// The reserve of free space (sandbox.disk_reserve): refused under it, stopped as
-	// ^C stops the run when a file system the sandbox writes falls under it. Not
-	// through degrade: a full disk is no reason to run without a sandbox.
+	// The reserve of free space (sandbox.disk_reserve): refused under it, killed at
+	// once (the LowError is of the class isolator.ErrStopNow: no SIGTERM and grace a
+	// hostile command would write through) when a file system the sandbox writes
+	// falls under it. Not through degrade: a full disk is no reason to run without a
+	// sandbox.
 	guard := diskguard.Guard{Reserve: uint64(cfg.Sandbox.DiskReserveBytes()), Paths: diskguard.Paths(p), Statfs: diskguard.HostStatfs}
 	if err := guard.Check(); err != nil {
 		early.Close()

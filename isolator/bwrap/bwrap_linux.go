@@ -389,13 +389,19 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// command, SIGTERM waits for it as a forwarded signal does: the command may
 	// already run (its report is sent after its start), and SIGTERM to bwrap would
 	// end the sandbox without the command seeing it. The grace runs from the
-	// cancel either way.
+	// cancel either way. A cause wrapping isolator.ErrStopNow skips SIGTERM and the
+	// grace: SIGKILL to bwrap at once.
 	stopc, stopped := ctx.Done(), false
 	var killc <-chan time.Time
 	for done := false; !done; {
 		select {
 		case <-stopc:
 			stopc, stopped = nil, true
+			if isolator.StopsNow(ctx) {
+				// No grace: the command may not exit when asked (isolator.ErrStopNow).
+				proc.kill(syscall.SIGKILL)
+				continue
+			}
 			if cmdPid == 0 {
 				pending = append(pending, syscall.SIGTERM)
 			} else {

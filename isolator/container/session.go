@@ -318,7 +318,8 @@ const DefaultStopGrace = 10 * time.Second
 // after grace (0: DefaultStopGrace), late (a warning; may be nil) and end, which ends
 // the init's stream: the init then kills everything the command left. A context that
 // ended because the caller is gone (handoff.ErrCallerGone: nobody waits for the
-// command) calls end at once. The returned function releases the arrangement; call
+// command), or with a cause wrapping isolator.ErrStopNow (the command is not asked),
+// calls end at once. The returned function releases the arrangement; call
 // it once the run is over.
 func (s *Session) StopOnCancel(ctx context.Context, grace time.Duration, end, late func()) (release func()) {
 	if grace <= 0 {
@@ -336,7 +337,7 @@ func (s *Session) StopOnCancel(ctx context.Context, grace time.Duration, end, la
 			return
 		case <-s.helloSent: // the init reads the hello first
 		}
-		if errors.Is(context.Cause(ctx), handoff.ErrCallerGone) {
+		if errors.Is(context.Cause(ctx), handoff.ErrCallerGone) || isolator.StopsNow(ctx) {
 			end()
 			return
 		}

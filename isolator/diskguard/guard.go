@@ -5,8 +5,9 @@
 //
 // There is no unprivileged quota per directory, so the guard reads the free space
 // (statfs) at an interval: it bounds how far a run can fill a file system, not
-// exactly. A command writing more than the reserve between two reads, or writing on
-// through the stop's grace, takes part of the reserve. Named volumes and a
+// exactly. A command writing more than the reserve between two reads takes part of
+// the reserve; the stop itself kills the sandbox at once (isolator.ErrStopNow), with
+// no grace to write through. Named volumes and a
 // container's root file system live in the engine's storage, which the guard does
 // not see.
 package diskguard
@@ -37,7 +38,10 @@ func (e *LowError) Error() string {
 		e.Path, size(e.Avail), size(e.Reserve))
 }
 
-func (e *LowError) Unwrap() error { return ErrLow }
+// Unwrap returns ErrLow, and isolator.ErrStopNow: a run the reserve ends is killed
+// at once, since a command that goes on writing through a stop's grace would fill
+// the file system.
+func (e *LowError) Unwrap() []error { return []error{ErrLow, isolator.ErrStopNow} }
 
 // Interval is how often Watch reads the free space.
 const Interval = 200 * time.Millisecond

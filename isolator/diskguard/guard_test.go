@@ -97,8 +97,8 @@ func TestWatch(t *testing.T) {
 	}
 	tick <- time.Time{}
 	<-done
-	if err := <-stops; !errors.Is(err, ErrLow) {
-		t.Errorf("stop(%v); want a LowError", err)
+	if err := <-stops; !errors.Is(err, ErrLow) || !errors.Is(err, isolator.ErrStopNow) {
+		t.Errorf("stop(%v); want a LowError, of the class isolator.ErrStopNow", err)
 	}
 	if reads != 3 || len(stops) != 0 {
 		t.Errorf("%d reads, %d more stops; want 3 reads and one stop", reads, len(stops))

@@ -268,7 +268,7 @@ func (b *Isolator) progress() io.Writer {
 }
 
 // shipTar is the archive of what a derived image adds: container.ShipDir with the
-// programs, and the layout's files; root's, read-only, in a stable order.
+// programs, the layout's files and /tmp (1777); root's, read-only, in a stable order.
 func shipTar(pr programs, files []container.ImageFile) ([]byte, error) {
 	type entry struct {
 		name string
@@ -319,6 +319,13 @@ func shipTar(pr programs, files []container.ImageFile) ([]byte, error) {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, Format: tar.FormatPAX}); err != nil {
 			return nil, err
 		}
+	}
+	// /tmp, 1777 whatever the image's: the runtime gives the tmpfs mounted there
+	// (mode=1777) the mode of the directory it covers, and an image's 0755 /tmp left
+	// the sandbox a /tmp its user could not write. The engine has no option against
+	// that (20.10 refuses notmpcopyup; tmpfs-mode is overridden the same way).
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777, Format: tar.FormatPAX}); err != nil {
+		return nil, err
 	}
 	for _, e := range es {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e.name, Mode: e.mode, Size: int64(len(e.data)), Format: tar.FormatPAX}); err != nil {

@@ -100,7 +100,7 @@ func Launch(ctx context.Context, prog Program) (*Process, error) {
 	cmd := exec.CommandContext(ctx, prog.Path, ServeArg)
 	cmd.Cancel = ctrlW.Close // the program winds down
 	if prog.Graceful {
-		cmd.Cancel = func() error { return sendStop(ctrlW) }
+		cmd.Cancel = func() error { return sendStop(ctx, ctrlW) }
 	}
 	cmd.WaitDelay = prog.WaitDelay
 	cmd.Env = append([]string{}, prog.Env...) // exactly Env: nil would inherit ours
@@ -171,10 +171,15 @@ func (p *Process) Abandon() {
 // Signal forwards sig to the program's command.
 func (p *Process) Signal(sig Signal) { _, _ = p.ctrl.Write([]byte{byte(sig)}) }
 
-// sendStop tells the program on ctrl that the run was cancelled (Stop); the pipe stays
-// open until the program is done.
-func sendStop(ctrl *os.File) error {
-	_, err := ctrl.Write([]byte{byte(Stop)})
+// sendStop tells the program on ctrl that the run was cancelled (Stop, or StopNow
+// when ctx's cause wraps isolator.ErrStopNow); the pipe stays open until the program
+// is done.
+func sendStop(ctx context.Context, ctrl *os.File) error {
+	b := Stop
+	if isolator.StopsNow(ctx) {
+		b = StopNow
+	}
+	_, err := ctrl.Write([]byte{byte(b)})
 	return err
 }
 

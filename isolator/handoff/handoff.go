@@ -8,7 +8,8 @@
 //   - fd 3 of the program is the control pipe: one JSON Request line, then one byte
 //     per signal the caller received, to forward to the command, or the byte Stop
 //     (0): the caller's run was cancelled, the command is stopped as bwrap stops it
-//     (SIGTERM, the stop grace, then the kill). Its end of file means the caller is
+//     (SIGTERM, the stop grace, then the kill), or the byte StopNow (255): the run
+//     was cancelled with isolator.ErrStopNow, the command is killed at once. Its end of file means the caller is
 //     gone (exited or killed) or done: the program winds down at once (takes the
 //     container down, shuts the proxy down), and the Job's context ends with the
 //     cause ErrCallerGone. The caller may start the program before it knows the
@@ -51,6 +52,11 @@ type Signal byte
 
 // Stop is the control byte of a cancelled run (no signal has the number 0).
 const Stop Signal = 0
+
+// StopNow is the control byte of a run cancelled with a cause wrapping
+// isolator.ErrStopNow (no signal has the number 255): the program's Job context
+// ends with that class, and the command is killed without the stop grace.
+const StopNow Signal = 255
 
 // ErrCallerGone is the cause of a Job's context that ended because the control pipe
 // did (the caller exited, was killed, or is done): nobody waits for the command any

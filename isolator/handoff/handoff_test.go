@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -96,6 +97,15 @@ func (f *fake) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) 
 	case "pid":
 		fmt.Fprintf(stdio.Out, "pid=%d secret=%s\n", os.Getpid(), p.HostEnv["API_TOKEN"])
 		return 0, nil
+	case "cancel":
+		fmt.Fprintln(stdio.Out, "waiting")
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(stdio.Out, "stop now: %v\n", isolator.StopsNow(ctx))
+			return 0, nil
+		case <-time.After(10 * time.Second):
+			return 1, nil
+		}
 	case "signal":
 		fmt.Fprintln(stdio.Out, "waiting")
 		select {
@@ -221,6 +231,58 @@ func TestSignalForwarding(t *testing.T) {
 	if err != nil || code != 128+int(syscall.SIGUSR1) {
 		t.Errorf("Run = %d, %v", code, err)
 	}
+}
+
+// The class of a run's cancel crosses the pipe: isolator.ErrStopNow (the command is
+// killed without the stop grace) as StopNow, any other cause as Stop.
+func TestStopNowCrossesThePipe(t *testing.T) {
+	for _, c := range []struct {
+		cause error
+		want  string
+	}{
+		{fmt.Errorf("the disk is full: %w", isolator.ErrStopNow), "waiting\nstop now: true\n"},
+		{errors.New("interrupted"), "waiting\nstop now: false\n"},
+	} {
+		t.Run(c.cause.Error(), func(t *testing.T) {
+			r, w, _ := os.Pipe()
+			defer r.Close()
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			out := make(chan string)
+			go func() {
+				b, _ := io.ReadAll(r)
+				out <- string(b)
+			}()
+			errc := make(chan error, 1)
+			go func() {
+				_, err := stub().Run(ctx, plan("cancel"), isolator.Stdio{Out: &firstLine{w: w, seen: func() { cancel(c.cause) }}})
+				w.Close()
+				errc <- err
+			}()
+			if err := <-errc; !errors.Is(err, c.cause) {
+				t.Errorf("Run's error %v does not wrap the cause %v", err, c.cause)
+			}
+			if got := <-out; got != c.want {
+				t.Errorf("the program saw %q; want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// firstLine writes to w and calls seen once the first line went through.
+type firstLine struct {
+	w    io.Writer
+	seen func()
+	done bool
+}
+
+func (f *firstLine) Write(b []byte) (int, error) {
+	n, err := f.w.Write(b)
+	if !f.done && bytes.Contains(b, []byte("\n")) {
+		f.done = true
+		f.seen()
+	}
+	return n, err
 }
 
 // An operation of the program's own answers with its data.

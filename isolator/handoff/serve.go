@@ -109,7 +109,7 @@ func ServeEarly(h Handler, early HeadStart, stdin *os.File, stdout, stderr io.Wr
 
 	// The control pipe's end means the caller is gone or done: cancel, with
 	// ErrCallerGone. Until then its bytes are signals for the command, or Stop: the
-	// caller's run was cancelled.
+	// caller's run was cancelled (StopNow: with isolator.ErrStopNow).
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs := make(chan Signal, 16)
@@ -120,8 +120,12 @@ func ServeEarly(h Handler, early HeadStart, stdin *os.File, stdout, stderr io.Wr
 			if err != nil {
 				return
 			}
-			if Signal(b) == Stop {
+			switch Signal(b) {
+			case Stop:
 				cancel(context.Canceled)
+				continue
+			case StopNow:
+				cancel(fmt.Errorf("the caller stopped the run at once: %w", isolator.ErrStopNow))
 				continue
 			}
 			select {

@@ -199,7 +199,7 @@ func (s *Stub) Call(ctx context.Context, req Request, stdio isolator.Stdio) (*Re
 	if req.Op == OpRun {
 		if p := s.Early.take(env, stdio); p != nil {
 			// As Start's context does for a run: the end of ctx sends Stop.
-			defer context.AfterFunc(ctx, func() { _ = sendStop(p.ctrl) })()
+			defer context.AfterFunc(ctx, func() { _ = sendStop(ctx, p.ctrl) })()
 			return call(stdio.In, forward, func() (*Process, error) { return p, p.Send(req) })
 		}
 	}
