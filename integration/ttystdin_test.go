@@ -4,8 +4,9 @@ package integration
 
 import (
 	"bytes"
+	"io"
 	"os"
-	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,84 +18,135 @@ import (
 // `devsandbox -- cmd | less`): the command reads its input from it, but writes no
 // byte to it (an OSC 52 clipboard write through fd 0, or through a reopen of
 // /proc/self/fd/0), and what it changes of the terminal's modes and window size
-// does not outlive the run. The terminal is the test's pty, the controlling
-// terminal of devsandbox's session as a shell's is; stdout and stderr are a file.
-// docker and krun copy stdin into the container through a pipe.
+// does not outlive the run, however the run ends: the command exits, is killed, or
+// devsandbox is told to stop (SIGTERM). The terminal is the test's pty, the
+// controlling terminal of devsandbox's session as a shell's is, owned by the user
+// who runs devsandbox; stdout and stderr are a pipe. docker and krun copy stdin into
+// the container through a pipe.
 func TestStdinTerminal(t *testing.T) {
-	const script = `read -r line; echo "read[$line]"
+	const attack = `read -r line; echo "read[$line]"
 printf '\033]52;c;RkQwCg==\007' >&0 2>/dev/null && echo fd0-written
 printf '\033]52;c;UFJPQwo=\007' >/proc/self/fd/0 2>/dev/null && echo proc-written
-stty -echo -icanon rows 5 cols 7 2>/dev/null; echo done`
+stty -echo -icanon rows 5 cols 7 2>/dev/null; echo ready; `
+	cases := []struct {
+		name, end string
+		code      int
+		sigterm   bool
+	}{
+		{"exits", "echo done", 0, false},
+		{"killed", "echo done; kill -KILL $$", 137, false},
+		{"stopped", "trap 'echo done; exit 3' TERM; while :; do sleep 0.05; done", 3, true},
+	}
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)
-		master, slave, err := tty.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer master.Close()
-		defer slave.Close()
-		if err := tty.SetSize(slave.Fd(), tty.Size{Rows: 30, Cols: 100}); err != nil {
-			t.Fatal(err)
-		}
-		if it.asOther { // the user's own terminal, which the user may reopen
-			if err := unix.Fchown(int(slave.Fd()), it.uid, it.gid); err != nil {
-				t.Fatal(err)
-			}
-		}
-		before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := master.Write([]byte("typed-line\n")); err != nil {
-			t.Fatal(err)
-		}
-		out, err := os.Create(filepath.Join(t.TempDir(), "out.log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer out.Close()
-		cmd := command(t.Context(), p.dir, baseEnv("TERM=xterm"), "--isolator="+iso, "--", "/bin/sh", "-c", script)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, out, out
-		cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
-		got := make(chan []byte, 1)
-		go func() {
-			var b []byte
-			buf := make([]byte, 4096)
-			for {
-				n, err := master.Read(buf)
-				b = append(b, buf[:n]...)
-				if err != nil {
-					got <- b
-					return
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				r := stdinTerminalRun(t, p.dir, c.sigterm, "--isolator="+iso, "--", "/bin/sh", "-c", attack+c.end)
+				if r.code != c.code || !bytes.Contains(r.log, []byte("read[typed-line]")) || !bytes.Contains(r.log, []byte("done")) {
+					t.Fatalf("exit %d, want %d with the typed line read; output %q", r.code, c.code, r.log)
 				}
-			}
-		}()
-		_ = cmd.Run()
-		log, _ := os.ReadFile(out.Name())
-		if cmd.ProcessState.ExitCode() != 0 || !bytes.Contains(log, []byte("read[typed-line]")) || !bytes.Contains(log, []byte("done")) {
-			t.Fatalf("exit %d, want 0 with the typed line read; output %q", cmd.ProcessState.ExitCode(), log)
-		}
-		after, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
-		if err != nil {
-			t.Fatal(err)
-		}
-		size, err := tty.GetSize(slave.Fd())
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = master.SetReadDeadline(time.Now().Add(2 * time.Second))
-		slave.Close()
-		echoed := <-got
-		for _, bad := range []string{"52;c;", "RkQwCg", "UFJPQwo"} {
-			if bytes.Contains(echoed, []byte(bad)) {
-				t.Errorf("the host terminal received %q from the sandbox; it received %q; output %q", bad, echoed, log)
-			}
-		}
-		if *after != *before {
-			t.Errorf("the host terminal's modes changed: lflag %#o, want %#o; output %q", after.Lflag, before.Lflag, log)
-		}
-		if size != (tty.Size{Rows: 30, Cols: 100}) {
-			t.Errorf("the host terminal's window size is %+v after the run, want 30x100; output %q", size, log)
+				for _, bad := range []string{"52;c;", "RkQwCg", "UFJPQwo"} {
+					if bytes.Contains(r.echoed, []byte(bad)) {
+						t.Errorf("the host terminal received %q from the sandbox; it received %q; output %q", bad, r.echoed, r.log)
+					}
+				}
+				if r.after != r.before {
+					t.Errorf("the host terminal's modes changed: lflag %#o, want %#o; output %q", r.after.Lflag, r.before.Lflag, r.log)
+				}
+				if r.size != (tty.Size{Rows: 30, Cols: 100}) {
+					t.Errorf("the host terminal's window size is %+v after the run, want 30x100; output %q", r.size, r.log)
+				}
+			})
 		}
 	})
+}
+
+type stdinTerminalResult struct {
+	log, echoed   []byte // the command's output; what reached the host terminal
+	code          int
+	before, after unix.Termios
+	size          tty.Size
+}
+
+// stdinTerminalRun runs devsandbox with args, stdin the test's pty (30x100, with
+// "typed-line\n" typed), stdout and stderr one pipe; with sigterm, devsandbox gets
+// SIGTERM once the command has written "ready".
+func stdinTerminalRun(t *testing.T, dir string, sigterm bool, args ...string) stdinTerminalResult {
+	t.Helper()
+	master, slave, err := tty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	defer slave.Close()
+	if err := tty.SetSize(slave.Fd(), tty.Size{Rows: 30, Cols: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if it.asOther { // the user's own terminal, which the user may reopen
+		if err := unix.Fchown(int(slave.Fd()), it.uid, it.gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var r stdinTerminalResult
+	before, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.before = *before
+	if _, err := master.Write([]byte("typed-line\n")); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	cmd := command(t.Context(), dir, baseEnv("TERM=xterm"), args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, pw, pw
+	cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
+	echoed := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(master) // EIO once the test's slave is closed
+		echoed <- b
+	}()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	logc := make(chan []byte, 1)
+	go func() {
+		var b []byte
+		buf := make([]byte, 4096)
+		signalled := !sigterm
+		for {
+			n, err := pr.Read(buf)
+			b = append(b, buf[:n]...)
+			if !signalled && bytes.Contains(b, []byte("ready\n")) {
+				signalled = true
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+			}
+			if err != nil {
+				logc <- b
+				return
+			}
+		}
+	}()
+	_ = cmd.Wait()
+	r.code = cmd.ProcessState.ExitCode()
+	r.log = <-logc
+	after, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.after = *after
+	if r.size, err = tty.GetSize(slave.Fd()); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	select {
+	case r.echoed = <-echoed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the host side of the terminal did not end within 30s")
+	}
+	return r
 }
