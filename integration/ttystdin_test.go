@@ -24,7 +24,7 @@ import (
 // who runs devsandbox; stdout and stderr are a pipe. docker and krun copy stdin into
 // the container through a pipe.
 func TestStdinTerminal(t *testing.T) {
-	const attack = `read -r line; echo "read[$line]"
+	const attack = `trap 'echo done; exit 3' TERM; read -r line; echo "read[$line]"
 printf '\033]52;c;RkQwCg==\007' >&0 2>/dev/null && echo fd0-written
 printf '\033]52;c;UFJPQwo=\007' >/proc/self/fd/0 2>/dev/null && echo proc-written
 stty -echo -icanon rows 5 cols 7 2>/dev/null; echo ready; `
@@ -35,13 +35,13 @@ stty -echo -icanon rows 5 cols 7 2>/dev/null; echo ready; `
 	}{
 		{"exits", "echo done", 0, false},
 		{"killed", "echo done; kill -KILL $$", 137, false},
-		{"stopped", "trap 'echo done; exit 3' TERM; while :; do sleep 0.05; done", 3, true},
+		{"stopped", "while :; do sleep 0.05; done", 3, true},
 	}
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				r := stdinTerminalRun(t, p.dir, c.sigterm, "--isolator="+iso, "--", "/bin/sh", "-c", attack+c.end)
+				r := stdinTerminalRun(t, p.dir, c.sigterm, true, "--isolator="+iso, "--", "/bin/sh", "-c", attack+c.end)
 				if r.code != c.code || !bytes.Contains(r.log, []byte("read[typed-line]")) || !bytes.Contains(r.log, []byte("done")) {
 					t.Fatalf("exit %d, want %d with the typed line read; output %q", r.code, c.code, r.log)
 				}
@@ -58,6 +58,25 @@ stty -echo -icanon rows 5 cols 7 2>/dev/null; echo ready; `
 				}
 			})
 		}
+		if iso != "bwrap" {
+			return
+		}
+		// Another session's terminal (devsandbox's session has another or none): not
+		// reachable as /dev/tty, so reopened read-only through /proc/self/fd, which the
+		// command can reopen for writing; devsandbox says so. Writes to fd 0 fail, the
+		// modes are restored.
+		t.Run("not_the_controlling_terminal", func(t *testing.T) {
+			r := stdinTerminalRun(t, p.dir, false, false, "--isolator="+iso, "--", "/bin/sh", "-c", attack+"echo done")
+			if r.code != 0 || !bytes.Contains(r.log, []byte("not this session's controlling terminal")) {
+				t.Fatalf("exit %d, want 0 with a warning; output %q", r.code, r.log)
+			}
+			if bytes.Contains(r.echoed, []byte("RkQwCg")) || bytes.Contains(r.log, []byte("fd0-written")) {
+				t.Errorf("a write to fd 0 reached the host terminal; it received %q; output %q", r.echoed, r.log)
+			}
+			if r.after != r.before {
+				t.Errorf("the host terminal's modes changed: lflag %#o, want %#o; output %q", r.after.Lflag, r.before.Lflag, r.log)
+			}
+		})
 	})
 }
 
@@ -69,9 +88,10 @@ type stdinTerminalResult struct {
 }
 
 // stdinTerminalRun runs devsandbox with args, stdin the test's pty (30x100, with
-// "typed-line\n" typed), stdout and stderr one pipe; with sigterm, devsandbox gets
-// SIGTERM once the command has written "ready".
-func stdinTerminalRun(t *testing.T, dir string, sigterm bool, args ...string) stdinTerminalResult {
+// "typed-line\n" typed; with ctty, the controlling terminal of devsandbox's session),
+// stdout and stderr one pipe; with sigterm, devsandbox gets SIGTERM once the command
+// has written "ready".
+func stdinTerminalRun(t *testing.T, dir string, sigterm, ctty bool, args ...string) stdinTerminalResult {
 	t.Helper()
 	master, slave, err := tty.Open()
 	if err != nil {
@@ -103,7 +123,7 @@ func stdinTerminalRun(t *testing.T, dir string, sigterm bool, args ...string) st
 	defer pr.Close()
 	cmd := command(t.Context(), dir, baseEnv("TERM=xterm"), args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, pw, pw
-	cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
+	cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, ctty, 0
 	echoed := make(chan []byte, 1)
 	go func() {
 		b, _ := io.ReadAll(master) // EIO once the test's slave is closed
