@@ -314,7 +314,17 @@ func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			return 0, fmt.Errorf("relaying the terminal: %w", err)
 		}
 	} else {
-		if stdioFiles, err = newChildStdio(stdio.In, stdio.Out, stdio.Err); err != nil {
+		// Not interactive, yet stdin may be the user's terminal: the command reads it
+		// through a read-only descriptor, and what it changes of the terminal is put
+		// back once the sandbox is gone (the deferred restore runs after bwrap's exit).
+		in, restoreIn, err := stdinTerminal(stdio.In, b.warn)
+		if err != nil {
+			return 0, err
+		}
+		if restoreIn != nil {
+			defer restoreIn()
+		}
+		if stdioFiles, err = newChildStdio(in, stdio.Out, stdio.Err); err != nil {
 			return 0, fmt.Errorf("starting bwrap: %w", err)
 		}
 		// Not interactive, yet the output may reach the user's terminal: through a
