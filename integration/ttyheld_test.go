@@ -32,7 +32,9 @@ print("handed-over", flush=True)`
 // listener in the project that has not accepted yet (any service of the user's
 // whose socket the sandbox can reach: a stopped one, a busy one). The pty is then
 // never closed by the sandbox's end: devsandbox must still return with the
-// command's status, its output copied, and the user's terminal as it was.
+// command's status, its output copied, and the user's terminal as it was. docker
+// and krun give the command the engine's pipes or pty, which the held descriptors
+// then are; their runs end as well.
 func TestTerminalHeldOutsideTheSandbox(t *testing.T) {
 	python := "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
@@ -48,8 +50,12 @@ func TestTerminalHeldOutsideTheSandbox(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			forEachIsolator(t, func(t *testing.T, iso string) {
-				if iso != "bwrap" {
-					t.Skip("docker and krun give the command the engine's pipes or pty, not one of devsandbox's")
+				if iso == remoteDocker || iso == tcpDocker {
+					// Open: on the stand-in's dockerd 26 a one-shot run whose command
+					// handed its output pipe out did not return (20 s), and its helper
+					// held the terminal afterwards; docker 20.10 (local) ends. Not
+					// fixed yet; see docs/security-model.md, the terminal row.
+					t.Skip("open on dockerd 26: the run waits for the output stream a held pipe keeps open")
 				}
 				p := newProject(t)
 				sock := filepath.Join(p.dir, "h.sock")
@@ -112,7 +118,16 @@ func TestTerminalHeldOutsideTheSandbox(t *testing.T) {
 					t.Fatal(err)
 				}
 				slave.Close()
-				out := <-got
+				var out []byte
+				select {
+				case out = <-got:
+				case <-time.After(10 * time.Second):
+					// What holds the terminal's slave is outside devsandbox: the
+					// test's own pty stayed open after devsandbox returned.
+					master.Close()
+					out = <-got
+					t.Errorf("the terminal's pty stayed open 10s after devsandbox returned (a descriptor of it is held outside the sandbox); output %q", out)
+				}
 				if ctx.Err() != nil || errors.Is(werr, context.DeadlineExceeded) {
 					t.Fatalf("devsandbox did not return within 20s of a command that handed its terminal out of the sandbox and exited; output %q", out)
 				}
