@@ -134,6 +134,17 @@ func (a *app) run(c *cli.Context) error {
 	// falls under it. Not through degrade: a full disk is no reason to run without a
 	// sandbox.
 	guard := diskguard.Guard{Reserve: uint64(cfg.Sandbox.DiskReserveBytes()), Paths: diskguard.Paths(p), Statfs: diskguard.HostStatfs}
+	if guard.Reserve > 0 {
+		// Each directory is watched by what it is now, not by its path, which the
+		// sandbox may move or swap for a link (diskguard.PinStatfs).
+		statfs, release, err := diskguard.PinStatfs(guard.Paths)
+		if err != nil {
+			early.Close()
+			return fmt.Errorf("the command did not run: %w", err)
+		}
+		defer release()
+		guard.Statfs = statfs
+	}
 	if err := guard.Check(); err != nil {
 		early.Close()
 		return fmt.Errorf("the command did not run: %w", err)

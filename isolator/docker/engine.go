@@ -18,6 +18,7 @@ import (
 	"github.com/docker/docker/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/docker/engineaddr"
 )
 
@@ -73,6 +74,9 @@ var _ Engine = (*client.Client)(nil)
 // was opened here, whatever is at its path later.
 func Dial(a Address) (Engine, Address, error) {
 	a, err := a.Pin()
+	if errors.Is(err, engineaddr.ErrPlanted) {
+		return nil, a, fmt.Errorf("%w: %w", isolator.ErrProtection, err)
+	}
 	if err != nil {
 		st := engineDown(a, err)
 		return nil, a, fmt.Errorf("%w: %s; %s", ErrNoEngine, st.Reason, st.Fix)

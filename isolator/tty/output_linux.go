@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,8 +33,11 @@ import (
 // read permission back (fchmod); a read then waits, and still gets nothing.
 //
 // Lifecycle: StartOutput before starting the command, give it the slave, close
-// your copy of the slave, wait for the command, then Close, which returns once
-// every descriptor of the slave is closed and all the command wrote is copied.
+// your copy of the slave, wait until nothing that may write to the slave runs
+// any more (the sandbox's last process is gone), then Close, which copies what
+// the pty still holds and returns, also when a descriptor of the slave is still
+// open elsewhere (the command may have passed it out of the sandbox, to a
+// process that never closes it).
 type Output struct {
 	out, master *os.File
 	outFd       uintptr
@@ -101,9 +105,9 @@ func (o *Output) setup(slaveFd uintptr) error {
 	return SetSize(slaveFd, s)
 }
 
-// Close stops following the window size, waits until every descriptor of the slave
-// is closed and what the command wrote is copied, and returns the first errors met.
-// Later calls return the first's result.
+// Close stops following the window size, copies what the pty still holds without
+// waiting for every descriptor of the slave to be closed (see stopCopy), and
+// returns the first errors met. Later calls return the first's result.
 func (o *Output) Close() error {
 	return o.closeErr()
 }
@@ -112,9 +116,10 @@ func (o *Output) close() error {
 	signal.Stop(o.winch)
 	close(o.stopWinch)
 	<-o.winchDone
+	stopErr := stopCopy(o.master)
 	<-o.outDone
 	o.master.Close()
-	return errors.Join(o.winchErr, o.outErr)
+	return errors.Join(o.winchErr, o.outErr, stopErr)
 }
 
 func (o *Output) followSize() {
@@ -149,16 +154,59 @@ func setSizeOf(master *os.File, s Size) error {
 	return serr
 }
 
+// stopCopy ends copyFiltered's copy of master once what the pty holds is read,
+// for a caller that knows nothing writes to the slave any more: the sandbox's
+// processes are all gone. Waiting for every descriptor of the slave to be closed
+// (the master's EIO) is not enough: the command can pass its descriptor to a
+// process outside the sandbox (SCM_RIGHTS to any Unix socket it reaches: a
+// listener that has not accepted holds it in its queue), and the copy, and with
+// it the run, would never end. It makes the copy's blocked read return
+// (os.ErrDeadlineExceeded), after which copyFiltered reads without waiting until
+// the pty is empty (readNow).
+func stopCopy(master *os.File) error {
+	if err := master.SetReadDeadline(time.Now()); err != nil {
+		return fmt.Errorf("ending the copy of the command's output: %w", err)
+	}
+	return nil
+}
+
+// readNow reads what the pty behind master holds without waiting (its descriptor
+// is non-blocking): io.EOF once it is empty or every slave is closed. A read of an
+// empty pty master first waits for the kernel's pending input work (n_tty_read's
+// flush), so what a process wrote before it exited is there.
+func readNow(master *os.File, buf []byte) (int, error) {
+	rc, err := master.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var rerr error
+	if err := rc.Control(func(fd uintptr) { n, rerr = unix.Read(int(fd), buf) }); err != nil {
+		return 0, err
+	}
+	switch {
+	case rerr == nil && n > 0:
+		return n, nil
+	case rerr == nil, errors.Is(rerr, unix.EAGAIN), errors.Is(rerr, unix.EIO):
+		return 0, io.EOF
+	}
+	return 0, rerr
+}
+
 // copyFiltered copies master to out through f until the master reports that every
-// descriptor of the slave is closed, calling observe (when set) with what passed.
-// When out fails it keeps draining the master, so the command is never blocked on
-// a full pty and the end is still seen.
+// descriptor of the slave is closed, or, after stopCopy, until the pty is empty,
+// calling observe (when set) with what passed. When out fails it keeps draining
+// the master, so the command is never blocked on a full pty and the end is still
+// seen.
 func copyFiltered(master *os.File, out io.Writer, f *Filter, observe func([]byte)) error {
 	buf := make([]byte, 32*1024)
 	fbuf := make([]byte, 0, 32*1024)
 	var werr error
 	for {
 		n, err := master.Read(buf)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			n, err = readNow(master, buf)
+		}
 		fbuf = f.Append(fbuf[:0], buf[:n])
 		if err != nil {
 			fbuf = f.Flush(fbuf)

@@ -20,9 +20,10 @@ import (
 //
 // Lifecycle: call StartRelay before starting the command (so it starts with
 // the right window size), start the command on the slave, close your own copy
-// of the slave, wait for the command, then call Close. Close returns once
-// every descriptor of the slave is closed, so processes the command leaves
-// behind holding the slave delay it; the sandbox must take them down with it.
+// of the slave, wait until nothing that may write to the slave runs any more
+// (the sandbox's last process is gone), then call Close. Close copies what the
+// pty still holds and returns, also when a descriptor of the slave is still
+// open elsewhere (passed out of the sandbox: see stopCopy).
 //
 // The relay keeps private descriptors: a duplicate of the master and, when in
 // is a terminal, a non-blocking reopening of it. The caller's files are never
@@ -150,6 +151,7 @@ func (r *Relay) close() error {
 		close(r.stopWinch)
 		<-r.winchDone
 	}
+	stopErr := stopCopy(r.master)
 	<-r.outDone
 	if r.ownsInput {
 		r.input.Close()
@@ -157,7 +159,7 @@ func (r *Relay) close() error {
 	// Closing the private master ends an input write blocked on a full master
 	// buffer, and makes an input copy we do not wait for stop at its next read.
 	r.master.Close()
-	errs := []error{r.winchErr, r.outErr}
+	errs := []error{r.winchErr, r.outErr, stopErr}
 	if r.ownsInput {
 		<-r.inDone
 		errs = append(errs, r.inErr)

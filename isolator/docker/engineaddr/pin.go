@@ -39,5 +39,9 @@ func (p *pinned) peerOf(sock, proc string) peer {
 	return p.peer
 }
 
+// ErrPlanted is wrapped when the process listening on a unix:// engine address's
+// socket is one of this user's that runs in another root directory: a sandbox's.
+var ErrPlanted = errors.New("not an engine's listener")
+
 // ErrNotSocket is wrapped when the path of a unix:// engine address is not a socket.
 var ErrNotSocket = errors.New("not a socket")

@@ -1,6 +1,7 @@
 package engineaddr
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -30,5 +31,63 @@ func (a Address) Pin() (Address, error) {
 		return a, fmt.Errorf("%s is %w", sock, ErrNotSocket)
 	}
 	a.pin = &pinned{f: f, path: "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))}
+	if err := listenerNotPlanted(a.pin.path, sock, "/proc"); err != nil {
+		f.Close()
+		a.pin = nil
+		return a, err
+	}
 	return a, nil
+}
+
+// listenerNotPlanted refuses a listener on the socket at path (sock in messages)
+// that a sandbox of this user may have planted: a process of this user (a sandbox's
+// processes are, seen from here) whose root directory is not this process's (bwrap's
+// new root, a container's), or whose root cannot be told (another PID namespace,
+// /proc hidden). A sandbox shown the socket's directory read-write (a rootless
+// engine's $XDG_RUNTIME_DIR, a forwarded socket's directory, bound by the user) can
+// listen there while no engine does, under the name dockerd, which any process may
+// give itself; a launch would send it the containers' configuration and, on the
+// attach, the session's secrets. Another user's listener (root's dockerd) is not
+// judged here: no sandbox of this user runs as another user. A rootless engine
+// (rootlesskit's namespaces) keeps the host's root directory.
+func listenerNotPlanted(path, sock, proc string) error {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return fmt.Errorf("asking who listens on %s: %w", sock, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: path}); errors.Is(err, unix.ECONNREFUSED) {
+		// Nobody listens on this socket, and nobody can later: a listener binds a
+		// socket of its own. The client's connections fail as an engine's that
+		// does not answer.
+		return nil
+	} else if err != nil {
+		// A full queue (EAGAIN) included: a planted listener could fill its own.
+		return fmt.Errorf("connecting to %s to ask who listens: %w", sock, err)
+	}
+	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	if err != nil {
+		return fmt.Errorf("asking who listens on %s: %w", sock, err)
+	}
+	if cred.Uid != uint32(os.Getuid()) && cred.Uid != uint32(os.Geteuid()) {
+		return nil
+	}
+	planted := func(why string) error {
+		return fmt.Errorf("%w: the process listening on the docker engine's socket %s (pid %d, your user) %s, as a sandbox's does: something that can write that directory planted it, such as a sandbox whose configuration binds it read-write; end that sandbox, remove the socket (rm %s) and run again",
+			ErrPlanted, sock, cred.Pid, why, sock)
+	}
+	if cred.Pid <= 0 {
+		return planted("runs in a PID namespace this one does not see, so its root directory cannot be told")
+	}
+	var ours, theirs unix.Stat_t
+	if err := unix.Stat(proc+"/self/root/", &ours); err != nil {
+		return fmt.Errorf("reading this process's root directory: %w", err)
+	}
+	if err := unix.Stat(proc+"/"+strconv.Itoa(int(cred.Pid))+"/root/", &theirs); err != nil {
+		return planted(fmt.Sprintf("has a root directory that cannot be read (%v)", err))
+	}
+	if theirs.Dev != ours.Dev || theirs.Ino != ours.Ino {
+		return planted("runs in another root directory")
+	}
+	return nil
 }

@@ -129,3 +129,48 @@ func TestLocalWhy(t *testing.T) {
 		t.Errorf("LocalWhy of a tcp:// engine = %q", got)
 	}
 }
+
+// A listener of this user is taken only from this process's root directory: one in
+// another (a sandbox's new root, here a /proc whose entry for the listener's pid,
+// the test itself, names another directory) is refused as planted; a socket nobody
+// listens on is left to fail as an engine that does not answer.
+func TestListenerNotPlanted(t *testing.T) {
+	a := listen(t)
+	sock, _ := unixSocket(a.Host)
+	if err := listenerNotPlanted(sock, sock, "/proc"); err != nil {
+		t.Errorf("the test's own listener, in this root directory: %v", err)
+	}
+	proc := t.TempDir()
+	for _, dir := range []string{"self", strconv.Itoa(os.Getpid())} {
+		if err := os.Mkdir(filepath.Join(proc, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/", filepath.Join(proc, "self", "root")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(t.TempDir(), filepath.Join(proc, strconv.Itoa(os.Getpid()), "root")); err != nil {
+		t.Fatal(err)
+	}
+	err := listenerNotPlanted(sock, sock, proc)
+	if !errors.Is(err, ErrPlanted) || !strings.Contains(err.Error(), "runs in another root directory") || !strings.Contains(err.Error(), "rm "+sock) {
+		t.Errorf("a listener in another root directory: %v; want ErrPlanted naming the fix", err)
+	}
+	if err := os.Remove(filepath.Join(proc, strconv.Itoa(os.Getpid()), "root")); err != nil {
+		t.Fatal(err)
+	}
+	if err := listenerNotPlanted(sock, sock, proc); !errors.Is(err, ErrPlanted) || !strings.Contains(err.Error(), "cannot be read") {
+		t.Errorf("a listener whose root directory cannot be read: %v; want ErrPlanted", err)
+	}
+
+	dead := filepath.Join(t.TempDir(), "dead.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: dead, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	if err := listenerNotPlanted(dead, dead, "/proc"); err != nil {
+		t.Errorf("a socket nobody listens on: %v; want nil (the client then fails as an engine that does not answer)", err)
+	}
+}

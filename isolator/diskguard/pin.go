@@ -1,0 +1,47 @@
+package diskguard
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// PinStatfs opens each of paths that exists (following a link there once, as
+// statfs would) and returns a Statfs that reads the file system of what it opened,
+// whatever is at the path later: the sandbox can rename a watched directory it can
+// reach (a writable bind below the project, whose directories are the sandbox's to
+// move) and put a link to another file system in its place; a guard that looked
+// the path up at each tick then skipped it as missing, or watched where the link
+// led. A path missing at the start stays unwatched (ErrNotExist, as Check skips
+// it), whatever is made there later. Another error to open one is returned (the run
+// does not start: fail closed). release closes what was opened.
+func PinStatfs(paths []string) (statfs Statfs, release func(), err error) {
+	files := make(map[string]*os.File, len(paths))
+	release = func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	for _, p := range paths {
+		if _, ok := files[p]; ok {
+			continue
+		}
+		f, err := openPin(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			release()
+			return nil, nil, fmt.Errorf("opening %s to watch its free space for sandbox.disk_reserve: %w", p, err)
+		}
+		files[p] = f
+	}
+	statfs = func(p string) (uint64, error) {
+		f, ok := files[p]
+		if !ok {
+			return 0, fmt.Errorf("%s was missing when the run started: %w", p, os.ErrNotExist)
+		}
+		return fileStatfs(f)
+	}
+	return statfs, release, nil
+}
