@@ -190,8 +190,11 @@ func (b *Isolator) lookOther(ctx context.Context, host string) (imageLook, func(
 	dial := b.dialAt
 	if dial == nil {
 		dial = func(a Address) (Engine, error) {
-			e, _, err := Dial(a) // pinned, as a run's client is
-			return e, err
+			p, err := a.Pin() // pinned, as a run's client is
+			if err != nil {
+				return nil, fmt.Errorf("the engine does not answer: %w", err)
+			}
+			return dialVersion(p, "")
 		}
 	}
 	e, err := dial(Address{Host: host, Origin: "the derived-image cache"})
