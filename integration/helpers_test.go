@@ -21,8 +21,13 @@ import (
 // Helpers several test files share: the scaffolds they repeated.
 
 // inNetns returns what open makes on a thread that joined the network namespace ns
-// (/run/netns/ns): a socket made there stays in ns when that thread is gone, which it
-// is once open returns (the thread stays locked, so the runtime ends it).
+// (/run/netns/ns): a socket made there stays in ns when the thread leaves it. The
+// thread goes back to its own namespace before it is unlocked; if it cannot, it stays
+// locked and the runtime ends it with the goroutine. It must not simply stay locked:
+// a goroutine that exits locked to the main thread (which the runtime cannot end)
+// leaves that thread, the thread-group leader whose namespace /proc/self/net shows,
+// in ns for the rest of the suite (TestEngineSocketSwappedAfterCheck then saw this
+// machine's dockerd "in another network namespace", once in CI).
 func inNetns[T any](ns string, open func() (T, error)) (T, error) {
 	type result struct {
 		v   T
@@ -30,7 +35,13 @@ func inNetns[T any](ns string, open func() (T, error)) (T, error) {
 	}
 	done := make(chan result)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		runtime.LockOSThread()
+		own, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer own.Close()
 		f, err := os.Open("/run/netns/" + ns)
 		if err != nil {
 			done <- result{err: err}
@@ -42,6 +53,9 @@ func inNetns[T any](ns string, open func() (T, error)) (T, error) {
 			return
 		}
 		v, err := open()
+		if unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
 		done <- result{v, err}
 	}()
 	r := <-done
