@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -104,8 +105,8 @@ func TestDiskReserveStopsTheRun(t *testing.T) {
 		// Engines that see the host's mounts as they are now: docker-remote's
 		// namespace does not receive a mount made after its start, and rootless
 		// podman's neither (krun refuses the run: the project's .git is not there
-		// in podman's namespace). The guard is the devsandbox command's, the same
-		// code for every isolator.
+		// in podman's namespace). The guard is the same code in every isolator's
+		// Run (diskguard.Run).
 		if iso == "bwrap" || iso == localDocker {
 			isos = append(isos, iso)
 		}
@@ -193,6 +194,60 @@ func TestDiskReserveStopsTheRun(t *testing.T) {
 				t.Errorf("without a reserve the command should fill the file system: %d bytes left; %s", availBytes(t, mnt), r)
 			}
 		})
+	})
+}
+
+// TestDiskReserveLibrary: a harness embedding devsandbox (bwrap.Begin, then
+// bwrap.Command, its own subprocess) keeps sandbox.disk_reserve as the devsandbox
+// command does: its command, filling the project's file system (64 MiB) while
+// ignoring SIGTERM, is killed with at least half of the 24m reserve left, and the
+// session says why (Session.Err); a session begun under the reserve is refused
+// before any command runs.
+func TestDiskReserveLibrary(t *testing.T) {
+	if !slices.Contains(isolators(), "bwrap") {
+		t.Skip("needs bwrap among DEVSANDBOX_IT_ISOLATORS")
+	}
+	requireBwrap(t)
+	const size, reserve = 64 << 20, 24 << 20
+	harness := func(t *testing.T, p *project, reserveKey, script string) []string {
+		p.write("c.toml", "[sandbox]\ndisk_reserve = \""+reserveKey+"\"\n[krun]\nruntime = \"runc\"\npodman_socket = \""+p.path("no-podman.sock")+"\"\n")
+		e := startEmbed(t, embedJob{Iso: "bwrap", Dirs: []string{p.dir}, Library: true, Config: p.path("c.toml"), Script: script}, p.root)
+		_ = e.in.Close()
+		var lines []string
+		for {
+			l := e.lines.next()
+			lines = append(lines, l)
+			if strings.HasPrefix(l, "result ") {
+				break
+			}
+		}
+		_ = e.cmd.Wait()
+		return lines
+	}
+	t.Run("stopped", func(t *testing.T) {
+		p := newProject(t)
+		mnt := smallProject(t, p, size)
+		lines := harness(t, p, "24m", `trap "" TERM; `+fillProject)
+		avail := availBytes(t, mnt)
+		all := strings.Join(lines, "\n")
+		if !strings.Contains(all, "out 0 stopped ") || !strings.Contains(all, "sandbox.disk_reserve") || strings.Contains(all, "full after") {
+			t.Errorf("want the harness's command killed by the session naming sandbox.disk_reserve; got:\n%s", all)
+		}
+		if avail < reserve/2 {
+			t.Errorf("%d bytes left on the project's file system after the harness's command; want at least half the %d reserve\n%s", avail, reserve, all)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		p := newProject(t)
+		smallProject(t, p, size)
+		lines := harness(t, p, "128m", `touch ran`)
+		all := strings.Join(lines, "\n")
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], "result 0 0 the library session did not start: ") || !strings.Contains(all, "sandbox.disk_reserve") {
+			t.Errorf("a session begun under the reserve: want it refused naming sandbox.disk_reserve; got:\n%s", all)
+		}
+		if _, err := os.Stat(filepath.Join(p.dir, "ran")); err == nil {
+			t.Error("the command ran although the file system was under the reserve")
+		}
 	})
 }
 
