@@ -133,7 +133,7 @@ func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 	// where the kernel counts its tasks only), set by the runtime and again by the
 	// init; memory and CPUs by the VM's size, or by cgroups with runc.
 	l, err := container.Lay(p, container.Options{Home: opts.Home, InitSource: opts.InitSource, FilesDir: filepath.Join(p.StateDir, "krun"),
-		BootID: opts.BootID, VM: opts.VM(), Nproc: nproc(p.Limits.Pids, opts.NprocHard)}, opts.Version)
+		BootID: opts.BootID, VM: opts.VM(), Nproc: nproc(p.Limits.Pids, opts.NprocHard), OwnTmp: true}, opts.Version)
 	if err != nil {
 		return nil, err
 	}
