@@ -264,3 +264,33 @@ func TestImageTmpWritable(t *testing.T) {
 		}
 	})
 }
+
+// TestKrunImageTmpWritable: krun's /tmp is a tmpfs of mode 1777, writable by the
+// user, in an image whose /tmp is 0755 root: runc gives the tmpfs the mode of the
+// directory it covers, over mode=1777, and krun runs the image as it is (no layer of
+// devsandbox's, unlike docker: TestImageTmpWritable).
+func TestKrunImageTmpWritable(t *testing.T) {
+	if !slices.Contains(isolators(), "krun") {
+		t.Skip("needs krun among DEVSANDBOX_IT_ISOLATORS")
+	}
+	requirePodman(t)
+	tag := "localhost/devsandbox-test/tmp0755:" + strings.ToLower(randHex(4))
+	dir, err := os.MkdirTemp("", "dsbtmp-") // the test user's podman reads it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+krunImage+"\nUSER root\nRUN chmod 0755 /tmp\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = podmanAs("rmi", "-f", tag) })
+	mustPodman(t, "build", "-q", "-t", tag, dir)
+	p := newProject(t)
+	r := p.sandbox("krun", []string{"--image=" + tag}, `ls -ld /tmp | cut -c1-10; echo x >/tmp/w && echo wrote`)
+	if r.code != 0 || r.stdout != "drwxrwxrwt\nwrote\n" {
+		t.Errorf("/tmp in an image whose /tmp is 0755: want mode 1777 and a write by the user; got %s", r)
+	}
+}
