@@ -3,8 +3,10 @@ package diskguard
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -54,4 +56,18 @@ func lowCause(runCtx context.Context) error {
 		return low
 	}
 	return nil
+}
+
+// Script is what a dry run says of p's reserve, as comment lines of a script ("" without
+// one): Run keeps it around the launch, which the rendered command line cannot show.
+func Script(p *isolator.Plan) string {
+	if p.Limits.DiskReserve == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# sandbox.disk_reserve: devsandbox refuses the run, or kills it at once, when the file system of one of these has under %s available (read every %s):\n", size(p.Limits.DiskReserve), Interval)
+	for _, d := range Paths(p) {
+		fmt.Fprintf(&b, "#   %s\n", termsafe.Line(d))
+	}
+	return b.String()
 }

@@ -80,3 +80,21 @@ func TestRunWithoutReserve(t *testing.T) {
 		t.Errorf("Run = %d, %v; want the run's result", code, err)
 	}
 }
+
+// TestScript: a dry run names the reserve and each watched directory once, a
+// terminal's control characters spelled out; without a reserve it says nothing.
+func TestScript(t *testing.T) {
+	p := &isolator.Plan{}
+	p.Project.Dir, p.SandboxHome, p.StateDir = "/p/proj", "/h/home", "/s/state\x1b[2J"
+	p.Tmp.Kind = "session"
+	p.Tmp.Dir = "/s/state\x1b[2J"
+	if got := Script(p); got != "" {
+		t.Errorf("Script without a reserve = %q; want nothing", got)
+	}
+	p.Limits.DiskReserve = 1 << 30
+	want := "# sandbox.disk_reserve: devsandbox refuses the run, or kills it at once, when the file system of one of these has under 1.0 GiB available (read every 200ms):\n" +
+		"#   /p/proj\n#   /h/home\n#   /s/state\\x1b[2J\n"
+	if got := Script(p); got != want {
+		t.Errorf("Script =\n%s\nwant\n%s", got, want)
+	}
+}
