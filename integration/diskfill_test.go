@@ -185,6 +185,20 @@ func TestDiskReserveStopsTheRun(t *testing.T) {
 				}
 			})
 		}
+		t.Run("refused", func(t *testing.T) {
+			// Already under the reserve: the isolator's Run refuses before the
+			// sandbox starts (for docker, in devsandbox-docker, where the Plan went).
+			p := newProject(t)
+			cfg := p.writeConfig(iso, "c.toml", "[sandbox]\ndisk_reserve = \"128m\"\n")
+			smallProject(t, p, size)
+			r := p.sandbox(iso, []string{"--config", cfg}, "touch ran")
+			if r.code != 125 || !strings.Contains(r.stderr, "the command did not run") || !strings.Contains(r.stderr, "sandbox.disk_reserve") {
+				t.Errorf("want the run refused (125) naming sandbox.disk_reserve; got %s", r)
+			}
+			if _, err := os.Stat(filepath.Join(p.dir, "ran")); err == nil {
+				t.Error("the command ran although the file system was under the reserve")
+			}
+		})
 		t.Run("no reserve", func(t *testing.T) {
 			p := newProject(t)
 			cfg := p.writeConfig(iso, "c.toml", "[sandbox]\ndisk_reserve = \"0\"\n")
