@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -104,8 +105,8 @@ func TestDiskReserveStopsTheRun(t *testing.T) {
 		// Engines that see the host's mounts as they are now: docker-remote's
 		// namespace does not receive a mount made after its start, and rootless
 		// podman's neither (krun refuses the run: the project's .git is not there
-		// in podman's namespace). The guard is the devsandbox command's, the same
-		// code for every isolator.
+		// in podman's namespace). The guard is the same code in every isolator's
+		// Run (diskguard.Run).
 		if iso == "bwrap" || iso == localDocker {
 			isos = append(isos, iso)
 		}
@@ -184,6 +185,20 @@ func TestDiskReserveStopsTheRun(t *testing.T) {
 				}
 			})
 		}
+		t.Run("refused", func(t *testing.T) {
+			// Already under the reserve: the isolator's Run refuses before the
+			// sandbox starts (for docker, in devsandbox-docker, where the Plan went).
+			p := newProject(t)
+			cfg := p.writeConfig(iso, "c.toml", "[sandbox]\ndisk_reserve = \"128m\"\n")
+			smallProject(t, p, size)
+			r := p.sandbox(iso, []string{"--config", cfg}, "touch ran")
+			if r.code != 125 || !strings.Contains(r.stderr, "the command did not run") || !strings.Contains(r.stderr, "sandbox.disk_reserve") {
+				t.Errorf("want the run refused (125) naming sandbox.disk_reserve; got %s", r)
+			}
+			if _, err := os.Stat(filepath.Join(p.dir, "ran")); err == nil {
+				t.Error("the command ran although the file system was under the reserve")
+			}
+		})
 		t.Run("no reserve", func(t *testing.T) {
 			p := newProject(t)
 			cfg := p.writeConfig(iso, "c.toml", "[sandbox]\ndisk_reserve = \"0\"\n")
@@ -193,6 +208,60 @@ func TestDiskReserveStopsTheRun(t *testing.T) {
 				t.Errorf("without a reserve the command should fill the file system: %d bytes left; %s", availBytes(t, mnt), r)
 			}
 		})
+	})
+}
+
+// TestDiskReserveLibrary: a harness embedding devsandbox (bwrap.Begin, then
+// bwrap.Command, its own subprocess) keeps sandbox.disk_reserve as the devsandbox
+// command does: its command, filling the project's file system (64 MiB) while
+// ignoring SIGTERM, is killed with at least half of the 24m reserve left, and the
+// session says why (Session.Err); a session begun under the reserve is refused
+// before any command runs.
+func TestDiskReserveLibrary(t *testing.T) {
+	if !slices.Contains(isolators(), "bwrap") {
+		t.Skip("needs bwrap among DEVSANDBOX_IT_ISOLATORS")
+	}
+	requireBwrap(t)
+	const size, reserve = 64 << 20, 24 << 20
+	harness := func(t *testing.T, p *project, reserveKey, script string) []string {
+		p.write("c.toml", "[sandbox]\ndisk_reserve = \""+reserveKey+"\"\n[krun]\nruntime = \"runc\"\npodman_socket = \""+p.path("no-podman.sock")+"\"\n")
+		e := startEmbed(t, embedJob{Iso: "bwrap", Dirs: []string{p.dir}, Library: true, Config: p.path("c.toml"), Script: script}, p.root)
+		_ = e.in.Close()
+		var lines []string
+		for {
+			l := e.lines.next()
+			lines = append(lines, l)
+			if strings.HasPrefix(l, "result ") {
+				break
+			}
+		}
+		_ = e.cmd.Wait()
+		return lines
+	}
+	t.Run("stopped", func(t *testing.T) {
+		p := newProject(t)
+		mnt := smallProject(t, p, size)
+		lines := harness(t, p, "24m", `trap "" TERM; `+fillProject)
+		avail := availBytes(t, mnt)
+		all := strings.Join(lines, "\n")
+		if !strings.Contains(all, "out 0 stopped ") || !strings.Contains(all, "sandbox.disk_reserve") || strings.Contains(all, "full after") {
+			t.Errorf("want the harness's command killed by the session naming sandbox.disk_reserve; got:\n%s", all)
+		}
+		if avail < reserve/2 {
+			t.Errorf("%d bytes left on the project's file system after the harness's command; want at least half the %d reserve\n%s", avail, reserve, all)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		p := newProject(t)
+		smallProject(t, p, size)
+		lines := harness(t, p, "128m", `touch ran`)
+		all := strings.Join(lines, "\n")
+		if len(lines) != 1 || !strings.HasPrefix(lines[0], "result 0 0 the library session did not start: ") || !strings.Contains(all, "sandbox.disk_reserve") {
+			t.Errorf("a session begun under the reserve: want it refused naming sandbox.disk_reserve; got:\n%s", all)
+		}
+		if _, err := os.Stat(filepath.Join(p.dir, "ran")); err == nil {
+			t.Error("the command ran although the file system was under the reserve")
+		}
 	})
 }
 
@@ -208,4 +277,34 @@ func TestImageTmpWritable(t *testing.T) {
 			t.Errorf("/tmp in an image whose /tmp is 0755: want mode 1777 and a write by the user; got %s", r)
 		}
 	})
+}
+
+// TestKrunImageTmpWritable: krun's /tmp is a tmpfs of mode 1777, writable by the
+// user, in an image whose /tmp is 0755 root: runc gives the tmpfs the mode of the
+// directory it covers, over mode=1777, and krun runs the image as it is (no layer of
+// devsandbox's, unlike docker: TestImageTmpWritable).
+func TestKrunImageTmpWritable(t *testing.T) {
+	if !slices.Contains(isolators(), "krun") {
+		t.Skip("needs krun among DEVSANDBOX_IT_ISOLATORS")
+	}
+	requirePodman(t)
+	tag := "localhost/devsandbox-test/tmp0755:" + strings.ToLower(randHex(4))
+	dir, err := os.MkdirTemp("", "dsbtmp-") // the test user's podman reads it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+krunImage+"\nUSER root\nRUN chmod 0755 /tmp\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = podmanAs("rmi", "-f", tag) })
+	mustPodman(t, "build", "-q", "-t", tag, dir)
+	p := newProject(t)
+	r := p.sandbox("krun", []string{"--image=" + tag}, `ls -ld /tmp | cut -c1-10; echo x >/tmp/w && echo wrote`)
+	if r.code != 0 || r.stdout != "drwxrwxrwt\nwrote\n" {
+		t.Errorf("/tmp in an image whose /tmp is 0755: want mode 1777 and a write by the user; got %s", r)
+	}
 }

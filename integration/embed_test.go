@@ -72,7 +72,8 @@ type embedJob struct {
 	// stdin as the command's, inside a library session (bwrap.Begin) with a session /tmp it holds
 	// (tmpdir.Acquire), and reports "out 0 paths HOME STATE TMP" (the sandbox home,
 	// the state directory, the session /tmp, "-" for a tmpfs) before the command starts; after it
-	// exits, "out 0 exit CODE", then it ends the session and reports "result 0 0 nil".
+	// exits, "out 0 exit CODE" (and "out 0 stopped ERR" when the session's disk
+	// reserve killed it), then it ends the session and reports "result 0 0 nil".
 	Library bool `json:",omitempty"`
 }
 
@@ -273,6 +274,10 @@ func serveLibrary(job embedJob) int {
 	}
 	out.flush()
 	fmt.Printf("out 0 exit %d\n", code)
+	if err := s.Err(); err != nil {
+		// The session killed the command: the disk reserve.
+		fmt.Printf("out 0 stopped %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	}
 	release() // as Run: the command's /tmp, then the session
 	s.End()
 	fmt.Println("result 0 0 nil")

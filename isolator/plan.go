@@ -214,6 +214,12 @@ type Limits struct {
 	Pids   int     // tasks (processes and threads)
 	Memory int64   // bytes
 	CPUs   float64 // CPUs' worth of time
+	// DiskReserve is the free space, in bytes, the run leaves on each host file
+	// system the sandbox writes (sandbox.disk_reserve): every isolator's Run refuses
+	// to start under it and kills the sandbox at once when one falls under it
+	// (package diskguard); a bwrap library Session (bwrap.Begin) does the same for
+	// its commands. Zero: no reserve.
+	DiskReserve uint64
 }
 
 // MemoryText is the memory limit for people: "256 MiB", "1.5 GiB".

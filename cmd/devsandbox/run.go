@@ -15,7 +15,6 @@ import (
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/diskguard"
 	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/planner"
@@ -128,40 +127,10 @@ func (a *app) run(c *cli.Context) error {
 		fmt.Fprint(a.stdout, termsafe.String(r.Script()))
 		return nil
 	}
-	// The reserve of free space (sandbox.disk_reserve): refused under it, killed at
-	// once (the LowError is of the class isolator.ErrStopNow: no SIGTERM and grace a
-	// hostile command would write through) when a file system the sandbox writes
-	// falls under it. Not through degrade: a full disk is no reason to run without a
-	// sandbox.
-	guard := diskguard.Guard{Reserve: uint64(cfg.Sandbox.DiskReserveBytes()), Paths: diskguard.Paths(p), Statfs: diskguard.HostStatfs}
-	if guard.Reserve > 0 {
-		// Each directory is watched by what it is now, not by its path, which the
-		// sandbox may move or swap for a link (diskguard.PinStatfs).
-		statfs, release, err := diskguard.PinStatfs(guard.Paths)
-		if err != nil {
-			early.Close()
-			return fmt.Errorf("the command did not run: %w", err)
-		}
-		defer release()
-		guard.Statfs = statfs
-	}
-	if err := guard.Check(); err != nil {
-		early.Close()
-		return fmt.Errorf("the command did not run: %w", err)
-	}
-	runCtx, stopRun := context.WithCancelCause(ctx)
-	defer stopRun(nil)
-	if guard.Reserve > 0 {
-		tick := time.NewTicker(diskguard.Interval)
-		defer tick.Stop()
-		go guard.Watch(runCtx, tick.C, stopRun)
-	}
-	code, err := iso.Run(runCtx, p, stdio)
-	if cause := context.Cause(runCtx); cause != nil {
-		// The guard stopped the run (only it cancels runCtx before here): the
-		// command's files stay where it wrote them.
-		return fmt.Errorf("stopped the run: %w", cause)
-	}
+	// The backends keep the disk reserve (Plan.Limits.DiskReserve, package
+	// diskguard): a run refused or stopped under it is an error here, never a reason
+	// to degrade (a full disk is no reason to run without a sandbox).
+	code, err := iso.Run(ctx, p, stdio)
 	if debug {
 		t.mark("exit")
 		fmt.Fprintf(a.stderr, "devsandbox: timings: %s; total %.2fms\n", t, float64(time.Since(a.start).Microseconds())/1000)

@@ -10,6 +10,7 @@ import (
 	"github.com/devsandbox/devsandbox/internal/sh"
 	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/diskguard"
 	"github.com/devsandbox/devsandbox/isolator/etcsnap"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/syscalls"
@@ -62,6 +63,8 @@ type File struct {
 
 // Spec is a rendered bwrap invocation.
 type Spec struct {
+	// Reserve is the disk reserve's comment (diskguard.Script), for Script.
+	Reserve string
 	// Prefix runs before bwrap, each part execing the next: the join step into the
 	// session cgroup (Cgroup.Join) or systemd-run (a scope with the limits it
 	// holds), then pasta and the egress prologue (allowlist mode), which execs bwrap
@@ -139,7 +142,7 @@ func (o renderOptions) enforcement(p *isolator.Plan) enforcement {
 // same proxy listener for names.
 func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, error) {
 	home := p.User.HostHome
-	s := &Spec{}
+	s := &Spec{Reserve: diskguard.Script(p)}
 	a := []string{"bwrap", "--unshare-all"}
 	switch p.Egress.Mode {
 	case egress.Open:
@@ -649,6 +652,7 @@ func initInView(p *isolator.Plan, placed []viewEntry, initAt func(dir, init stri
 // passthrough variables appear as names only.
 func (s *Spec) Script() string {
 	var b strings.Builder
+	b.WriteString(s.Reserve)
 	b.WriteString("# environment of bwrap (inherited by the command):\n")
 	for _, e := range s.Env {
 		if e.FromHost {

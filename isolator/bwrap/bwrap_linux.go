@@ -20,6 +20,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
+	"github.com/devsandbox/devsandbox/isolator/diskguard"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/pin"
 	"github.com/devsandbox/devsandbox/isolator/projlock"
@@ -147,8 +148,12 @@ func (*Isolator) Render(p *isolator.Plan) (isolator.Rendered, error) {
 	return render(p, egress.DefaultBinaries, o)
 }
 
-// Run implements isolator.Isolator.
+// Run implements isolator.Isolator. It keeps p's disk reserve (diskguard.Run).
 func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
+	return diskguard.Run(ctx, p, func(ctx context.Context) (int, error) { return b.run(ctx, p, stdio) })
+}
+
+func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
 	if err := context.Cause(ctx); err != nil {
 		return 0, fmt.Errorf("the sandbox did not start: %w", err)
 	}

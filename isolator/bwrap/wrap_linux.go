@@ -55,7 +55,7 @@ func WrapArgv(p *isolator.Plan, inner []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := inSession(p); err != nil {
+	if _, err := inSession(p); err != nil {
 		return nil, err
 	}
 	return append(append([]string{}, spec.Prefix...), spec.Argv...), nil
@@ -85,7 +85,8 @@ func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, 
 	if _, err := wrapSpec(p, inner, false); err != nil {
 		return nil, err
 	}
-	if err := inSession(p); err != nil {
+	held, err := inSession(p)
+	if err != nil {
 		return nil, err
 	}
 	pins, err := pin.Plan(p)
@@ -117,7 +118,9 @@ func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", isolator.ErrUnavailable, installHint)
 	}
-	cmd := exec.CommandContext(ctx, bin, argv[1:]...)
+	// Killed (SIGKILL to bwrap, the default Cancel) when a Session holding the
+	// project sees the disk reserve breached.
+	cmd := exec.CommandContext(stopOnLow(ctx, held), bin, argv[1:]...)
 	cmd.Env = env
 	// fds 3 (readiness) and 4 (prologue status) are unused in library runs.
 	cmd.ExtraFiles = append([]*os.File{nil, nil}, files...)

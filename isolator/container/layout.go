@@ -89,6 +89,12 @@ type Options struct {
 	// Nproc, when set, is RLIMIT_NPROC the init sets for the command (an engine
 	// without a pids cgroup).
 	Nproc int
+	// OwnTmp: the image is run as it is, with no layer of devsandbox's to make the
+	// directory under /tmp 1777 (krun), and runc gives a tmpfs the mode of the
+	// directory it covers, over its mode option: an image's 0755 /tmp would be
+	// unwritable. /tmp is then owned by the sandbox user, and the init gives it mode
+	// 1777 (Manifest.Sticky) before the command starts.
+	OwnTmp bool
 	// Shipped: the container gets nothing from the host's files but the project, the
 	// home and the user's mounts (DESIGN guarantee 11). The init is not bound: it is
 	// in the image the backend derives from the user's, at InitPath, with the files
@@ -261,7 +267,10 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 	man.ContainerRoot = p.User.ContainerRoot
 	l.Manifest = man
 	owned := Tmpfs{Mode: "0700", Owned: true}
-	l.Mounts = []Mount{{Type: Scratch, Target: "/tmp", Tmpfs: Tmpfs{Mode: "1777", Exec: true, Size: p.Tmp.Size}}}
+	l.Mounts = []Mount{{Type: Scratch, Target: "/tmp", Tmpfs: Tmpfs{Mode: "1777", Exec: true, Size: p.Tmp.Size, Owned: o.OwnTmp}}}
+	if o.OwnTmp {
+		man.Sticky = []string{"/tmp"}
+	}
 	if !o.Shipped {
 		// A shipped image holds devsandbox's files in /run/devsandbox.
 		l.Mounts = append(l.Mounts, Mount{Type: Scratch, Target: "/run", Tmpfs: Tmpfs{Mode: "755"}})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/isolator/diskguard"
 	"github.com/devsandbox/devsandbox/isolator/docker/engineaddr"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/pin"
@@ -26,8 +27,12 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/sshagent"
 )
 
-// Run implements isolator.Isolator.
-func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (_ int, err error) {
+// Run implements isolator.Isolator. It keeps p's disk reserve (diskguard.Run).
+func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
+	return diskguard.Run(ctx, p, func(ctx context.Context) (int, error) { return b.run(ctx, p, stdio) })
+}
+
+func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (_ int, err error) {
 	// launched is set once the run hands over to runOnce or runKept, which explain
 	// their own failures (createFailed); a failure before that may have met an engine
 	// that is gone, whichever request met it first (prepareFailed).

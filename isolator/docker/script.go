@@ -24,6 +24,7 @@ func (s *Spec) Script() string {
 	var b strings.Builder
 	l := s.Layout
 	b.WriteString("# devsandbox drives the Engine API; this is the equivalent docker CLI invocation.\n")
+	b.WriteString(s.Reserve)
 	if len(s.ByPath) > 0 {
 		b.WriteString("# run by hand, it binds these by path, which a launch never does (a concurrent session could swap\n")
 		b.WriteString("# one for a link): a launch mounts each directory as a sub-path of a volume of the directory it lies\n")

@@ -18,6 +18,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress/netfilter"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/isolator/diskguard"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/syscalls"
 )
@@ -113,6 +114,8 @@ type Options struct {
 // Spec is a rendered docker run: the container to create, or with Keep the kept
 // container plus the exec that runs the command in it.
 type Spec struct {
+	// Reserve is the disk reserve's comment (diskguard.Script), for Script.
+	Reserve string
 	Name    string // container name
 	Config  *dockercontainer.Config
 	Host    *dockercontainer.HostConfig
@@ -199,7 +202,7 @@ func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 
 // translate renders the layout l of p as the engine's container config. Pure.
 func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, error) {
-	s := &Spec{Layout: l, Policy: p.Syscalls, InitHost: p.Self, MaskSource: opts.MaskSource, AgentSocket: opts.AgentSocket, agentUser: p.User, AgentBindOn: opts.BindAgent}
+	s := &Spec{Reserve: diskguard.Script(p), Layout: l, Policy: p.Syscalls, InitHost: p.Self, MaskSource: opts.MaskSource, AgentSocket: opts.AgentSocket, agentUser: p.User, AgentBindOn: opts.BindAgent}
 	if opts.InitSource != "" {
 		s.InitHost = opts.InitSource
 	}

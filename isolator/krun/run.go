@@ -15,6 +15,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/isolator/diskguard"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
 	"github.com/devsandbox/devsandbox/isolator/imageuse"
@@ -23,8 +24,12 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/tty"
 )
 
-// Run implements isolator.Isolator.
+// Run implements isolator.Isolator. It keeps p's disk reserve (diskguard.Run).
 func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
+	return diskguard.Run(ctx, p, func(ctx context.Context) (int, error) { return b.run(ctx, p, stdio) })
+}
+
+func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
 	if b.Settings.KeepContainer {
 		return 0, helper.ErrKeep
 	}

@@ -20,6 +20,7 @@ func (s *Spec) Script() string {
 	var b strings.Builder
 	g, l := s.Gen, s.Layout
 	b.WriteString("# devsandbox drives podman's API; this is the equivalent podman CLI invocation.\n")
+	b.WriteString(s.Reserve)
 	if g.OCIRuntime != "runc" {
 		fmt.Fprintf(&b, "# the runtime %s boots a libkrun microVM: %s vCPUs, %s MiB (also in %s)\n", g.OCIRuntime, g.Annotations[CPUsAnnotation], g.Annotations[RAMAnnotation], VMConfigPath)
 	}

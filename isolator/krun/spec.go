@@ -13,6 +13,7 @@ import (
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/container"
+	"github.com/devsandbox/devsandbox/isolator/diskguard"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/syscalls"
 )
@@ -101,7 +102,9 @@ func (o Options) VM() bool { return o.Runtime != "runc" }
 
 // Spec is a rendered podman run.
 type Spec struct {
-	Gen *specgen.SpecGenerator
+	// Reserve is the disk reserve's comment (diskguard.Script), for Script.
+	Reserve string
+	Gen     *specgen.SpecGenerator
 	// Layout is what the spec was translated from: the host files, secrets and
 	// environment the script names.
 	Layout *container.Layout
@@ -133,7 +136,7 @@ func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 	// where the kernel counts its tasks only), set by the runtime and again by the
 	// init; memory and CPUs by the VM's size, or by cgroups with runc.
 	l, err := container.Lay(p, container.Options{Home: opts.Home, InitSource: opts.InitSource, FilesDir: filepath.Join(p.StateDir, "krun"),
-		BootID: opts.BootID, VM: opts.VM(), Nproc: nproc(p.Limits.Pids, opts.NprocHard)}, opts.Version)
+		BootID: opts.BootID, VM: opts.VM(), Nproc: nproc(p.Limits.Pids, opts.NprocHard), OwnTmp: true}, opts.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +153,7 @@ func layout(p *isolator.Plan, opts Options) (*container.Layout, error) {
 
 // translate renders the layout l of p as a SpecGenerator. Pure.
 func translate(p *isolator.Plan, l *container.Layout, opts Options) (*Spec, error) {
-	s := &Spec{Layout: l, Policy: p.Syscalls}
+	s := &Spec{Reserve: diskguard.Script(p), Layout: l, Policy: p.Syscalls}
 	var mounts []spec.Mount
 	for _, m := range l.Mounts {
 		switch m.Type {

@@ -204,7 +204,7 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		Tmp:               isolator.Tmp{Kind: cfg.Sandbox.Tmp, Dir: filepath.Join(state, "tmp"), Size: cfg.Sandbox.TmpSizeBytes()},
 		Egress:            egress.Rules{Mode: mode, Allow: allow, Deny: deny},
 		Syscalls:          policy,
-		Limits:            isolator.Limits{Pids: cfg.Limits.Pids, Memory: cfg.Limits.MemoryBytes(), CPUs: cfg.Limits.CPUs},
+		Limits:            isolator.Limits{Pids: cfg.Limits.Pids, Memory: cfg.Limits.MemoryBytes(), CPUs: cfg.Limits.CPUs, DiskReserve: uint64(cfg.Sandbox.DiskReserveBytes())},
 		Command:           req.Command,
 		TTY:               req.TTY,
 		ReadOnly:          cfg.Sandbox.ReadOnly,

@@ -355,8 +355,8 @@ func TestBuildPlan(t *testing.T) {
 		PrivateDirs: []string{f.home + "/.local/share/devsandbox/" + p.Project.Name + "/home"},
 		Tmp:         isolator.Tmp{Kind: "session", Dir: state + "/tmp"},
 		Egress:      egress.Rules{Mode: egress.None},
-		Limits:      isolator.Limits{Pids: 4096}, // the default; the syscall policy is strict
-		Command:     []string{"/bin/bash"},       // no command: the user's shell
+		Limits:      isolator.Limits{Pids: 4096, DiskReserve: 1 << 30}, // the defaults; the syscall policy is strict
+		Command:     []string{"/bin/bash"},                             // no command: the user's shell
 		TTY:         true,
 		Subdir:      isolator.SubdirFiles{Names: subdirExecuted, Why: hostExecutedWhy},
 		Git: isolator.GitWatch{

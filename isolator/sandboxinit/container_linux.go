@@ -152,6 +152,9 @@ func (c *container) run(argv []string) int {
 		defer conn.Close()
 		keeperConn = conn
 	}
+	if err := makeSticky(m.Sticky); err != nil {
+		return c.fail("%v", err)
+	}
 	// The view's checks need nothing of the session's: they run while the host's
 	// hello is on its way (the engine relays it only once the exec has started). The
 	// secret files and the network are checked once it arrived (VerifySession).

@@ -157,6 +157,10 @@ type Manifest struct {
 	// container's own user namespace it counts only the sandbox's tasks (krun; the
 	// docker engine limits tasks with a pids cgroup instead).
 	Nproc int `json:"nproc,omitempty"`
+	// Sticky are directories of the sandbox user's the init gives mode 1777 before
+	// the command starts, when they have another: a tmpfs /tmp to which runc gave the
+	// mode of the image's directory it covers (0755), over its mode option.
+	Sticky []string `json:"sticky,omitempty"`
 	// SecretDir is where secret files are written (a tmpfs owned by the user).
 	SecretDir string `json:"secretDir,omitempty"`
 	// ShellFallback: when the command is exactly this path and it does not exist in

@@ -1,0 +1,100 @@
+package diskguard
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+// TestGuardRun: the run is refused before it starts under the reserve; stopped with
+// a cause of the class isolator.ErrStopNow when the reserve is breached while it
+// runs; left alone otherwise, and a caller's cancel is not taken for a breach.
+func TestGuardRun(t *testing.T) {
+	const gib = 1 << 30
+	t.Run("refused", func(t *testing.T) {
+		g := Guard{Reserve: gib, Paths: []string{"/p"}, Statfs: fakeStatfs(t, map[string]uint64{"/p": gib - 1}, nil)}
+		code, err := g.Run(context.Background(), nil, func(context.Context) (int, error) {
+			t.Error("the run started under the reserve")
+			return 0, nil
+		})
+		if code != 0 || !errors.Is(err, ErrLow) {
+			t.Errorf("Run = %d, %v; want it refused with ErrLow", code, err)
+		}
+	})
+	t.Run("stopped", func(t *testing.T) {
+		var avail atomic.Uint64
+		avail.Store(2 * gib)
+		g := Guard{Reserve: gib, Paths: []string{"/p"}, Statfs: func(string) (uint64, error) { return avail.Load(), nil }}
+		tick := make(chan time.Time)
+		code, err := g.Run(context.Background(), tick, func(ctx context.Context) (int, error) {
+			tick <- time.Time{} // above: goes on
+			avail.Store(gib / 2)
+			tick <- time.Time{} // under: the watch ends ctx
+			<-ctx.Done()
+			if !isolator.StopsNow(ctx) {
+				t.Errorf("the run's context ended with %v; want the class isolator.ErrStopNow", context.Cause(ctx))
+			}
+			return 137, ctx.Err()
+		})
+		var low *LowError
+		if code != 137 || !errors.As(err, &low) || low.Path != "/p" || !errors.Is(err, isolator.ErrStopNow) {
+			t.Errorf("Run = %d, %v; want the run's code and the LowError", code, err)
+		}
+	})
+	t.Run("above", func(t *testing.T) {
+		g := Guard{Reserve: gib, Paths: []string{"/p"}, Statfs: fakeStatfs(t, map[string]uint64{"/p": 2 * gib}, nil)}
+		tick := make(chan time.Time)
+		want := errors.New("the command's own failure")
+		code, err := g.Run(context.Background(), tick, func(ctx context.Context) (int, error) {
+			tick <- time.Time{}
+			return 3, want
+		})
+		if code != 3 || err != want {
+			t.Errorf("Run = %d, %v; want the run's own result", code, err)
+		}
+	})
+	t.Run("caller's cancel", func(t *testing.T) {
+		g := Guard{Reserve: gib, Paths: []string{"/p"}, Statfs: fakeStatfs(t, map[string]uint64{"/p": 2 * gib}, nil)}
+		ctx, cancel := context.WithCancel(context.Background())
+		code, err := g.Run(ctx, make(chan time.Time), func(ctx context.Context) (int, error) {
+			cancel()
+			<-ctx.Done()
+			return 130, nil
+		})
+		if code != 130 || err != nil {
+			t.Errorf("Run = %d, %v; want the run's own result after the caller's cancel", code, err)
+		}
+	})
+}
+
+// TestRunWithoutReserve: a Plan without a reserve reads no free space at all.
+func TestRunWithoutReserve(t *testing.T) {
+	p := &isolator.Plan{}
+	p.Project.Dir = "/nonexistent/devsandbox-no-such-dir"
+	code, err := Run(context.Background(), p, func(context.Context) (int, error) { return 7, nil })
+	if code != 7 || err != nil {
+		t.Errorf("Run = %d, %v; want the run's result", code, err)
+	}
+}
+
+// TestScript: a dry run names the reserve and each watched directory once, a
+// terminal's control characters spelled out; without a reserve it says nothing.
+func TestScript(t *testing.T) {
+	p := &isolator.Plan{}
+	p.Project.Dir, p.SandboxHome, p.StateDir = "/p/proj", "/h/home", "/s/state\x1b[2J"
+	p.Tmp.Kind = "session"
+	p.Tmp.Dir = "/s/state\x1b[2J"
+	if got := Script(p); got != "" {
+		t.Errorf("Script without a reserve = %q; want nothing", got)
+	}
+	p.Limits.DiskReserve = 1 << 30
+	want := "# sandbox.disk_reserve: devsandbox refuses the run, or kills it at once, when the file system of one of these has under 1.0 GiB available (read every 200ms):\n" +
+		"#   /p/proj\n#   /h/home\n#   /s/state\\x1b[2J\n"
+	if got := Script(p); got != want {
+		t.Errorf("Script =\n%s\nwant\n%s", got, want)
+	}
+}
