@@ -126,6 +126,8 @@ func Paths(p *isolator.Plan) []string {
 // size writes n bytes the way a user reads them.
 func size(n uint64) string {
 	switch {
+	case n == NoBlocks:
+		return "no limit (a file system without blocks)"
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 	case n >= 1<<20:

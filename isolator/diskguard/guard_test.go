@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -153,5 +154,25 @@ func BenchmarkHostCheck(b *testing.B) {
 		if err := g.Check(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A file system without blocks (sysfs, procfs, cgroupfs: a user may bind /sys
+// writable, and it reports 0 available) has nothing the reserve keeps: neither
+// refused nor stopped for it (TestRootCgroupFilesystemReadOnly met the refusal
+// before the check it is about).
+func TestNoBlocksNotLow(t *testing.T) {
+	if got := available(0, 0, 4096); got != NoBlocks {
+		t.Errorf("available of a file system without blocks = %d, want NoBlocks", got)
+	}
+	if got := available(100, 3, 4096); got != 3*4096 {
+		t.Errorf("available(100, 3, 4096) = %d", got)
+	}
+	if s := size(NoBlocks); !strings.Contains(s, "without blocks") {
+		t.Errorf("size(NoBlocks) = %q", s)
+	}
+	g := Guard{Reserve: 1 << 30, Paths: []string{"/sys"}, Statfs: HostStatfs}
+	if err := g.Check(); err != nil {
+		t.Errorf("a guard of /sys: %v", err)
 	}
 }

@@ -17,5 +17,5 @@ func fileStatfs(f *os.File) (uint64, error) {
 	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
 		return 0, err
 	}
-	return uint64(st.Bavail) * uint64(st.Bsize), nil
+	return available(st.Blocks, st.Bavail, int64(st.Bsize)), nil
 }
