@@ -53,6 +53,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(embedEnv) != "" {
 		os.Exit(serveEmbed())
 	}
+	if os.Getenv(engineRelayEnv) != "" {
+		serveEngineRelay()
+		return
+	}
 	code, err := setup()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "integration setup: %v\n", err)

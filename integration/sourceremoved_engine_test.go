@@ -3,17 +3,24 @@
 package integration
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // The docker and krun variants of TestSourceRemovedDuringSetup: a writable_dirs
@@ -59,9 +66,9 @@ func TestSourceRemovedDuringSetupDocker(t *testing.T) {
 		forEachSourceRace(t, iso, func(t *testing.T, p *project, data string, race sourceRace, args []string) result {
 			var once sync.Once
 			raced := make(chan error, 1)
-			sock := engineProxy(t, engineOf(iso), p.path("engine.sock"), func(r *http.Request) {
+			sock := engineProxy(t, engineOf(iso), p.path("engine.sock"), func(name string) {
 				// The run's container, or the kept one.
-				if name := r.URL.Query().Get("name"); name != "devsandbox-"+p.name() && !strings.HasPrefix(name, "devsandbox-"+p.name()+"-") {
+				if name != "devsandbox-"+p.name() && !strings.HasPrefix(name, "devsandbox-"+p.name()+"-") {
 					return
 				}
 				once.Do(func() { raced <- race.do(data) })
@@ -183,11 +190,79 @@ func inode(t *testing.T, path string) uint64 {
 }
 
 // engineProxy serves the Engine API of engine (a unix:// address) on a Unix socket at
-// sock, the test user's, and returns sock. before is called with each request that
-// creates a container, before it is passed on.
-func engineProxy(t *testing.T, engine, sock string, before func(*http.Request)) string {
+// sock, the test user's, and returns sock. before is called with the name of each
+// container a request creates, before the request is passed on.
+//
+// The proxy runs in a process of its own that calls itself dockerd (this test binary
+// again, serveEngineRelay): devsandbox takes a socket for a local engine's, whose
+// binds reach this machine's files, only when its listener is dockerd or systemd
+// (engineaddr: Address.Local asks who listens); through a listener of another name
+// the run takes a remote engine's path, refused here before any container is created
+// (the engine is older than API 1.45 and the project has writable anchors).
+func engineProxy(t *testing.T, engine, sock string, before func(name string)) string {
 	t.Helper()
-	target := strings.TrimPrefix(engine, "unix://")
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Env = append(os.Environ(), engineRelayEnv+"="+strings.TrimPrefix(engine, "unix://"), engineRelaySockEnv+"="+sock)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewReader(out)
+	if l, err := lines.ReadString('\n'); l != "ready\n" {
+		t.Fatalf("the engine relay did not start: %q, %v", l, err)
+	}
+	if err := os.Chown(sock, it.uid, it.gid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sock, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			l, err := lines.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if name, ok := strings.CutPrefix(strings.TrimSuffix(l, "\n"), "create "); ok {
+				before(name)
+			}
+			if _, err := io.WriteString(in, "go\n"); err != nil {
+				return
+			}
+		}
+	}()
+	return filepath.Clean(sock)
+}
+
+const (
+	engineRelayEnv     = "DEVSANDBOX_IT_ENGINE_RELAY"      // the engine's socket: this process is engineProxy's relay
+	engineRelaySockEnv = "DEVSANDBOX_IT_ENGINE_RELAY_SOCK" // where it listens
+)
+
+// The relay's name is the process's, its main thread's (/proc/PID/comm), set while
+// the package initialises on that thread.
+func init() {
+	if os.Getenv(engineRelayEnv) != "" {
+		runtime.LockOSThread()
+		name, _ := unix.BytePtrFromString("dockerd")
+		_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(name)), 0, 0, 0)
+	}
+}
+
+// serveEngineRelay is engineProxy's relay (TestMain): it listens at its socket, says
+// "ready", and passes each request on to the engine; for one that creates a container
+// it first writes "create NAME" and waits for a line back.
+func serveEngineRelay() {
+	target, sock := os.Getenv(engineRelayEnv), os.Getenv(engineRelaySockEnv)
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "docker"
@@ -200,21 +275,22 @@ func engineProxy(t *testing.T, engine, sock string, before func(*http.Request)) 
 	}
 	l, err := net.Listen("unix", sock)
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintf(os.Stderr, "engine relay: %v\n", err)
+		os.Exit(1)
 	}
-	if err := os.Chown(sock, it.uid, it.gid); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(sock, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	fmt.Println("ready")
+	var mu sync.Mutex
+	answers := bufio.NewReader(os.Stdin)
+	_ = http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/containers/create") {
-			before(r)
+			mu.Lock()
+			fmt.Printf("create %s\n", r.URL.Query().Get("name"))
+			_, err := answers.ReadString('\n')
+			mu.Unlock()
+			if err != nil {
+				os.Exit(0) // the test is gone
+			}
 		}
 		rp.ServeHTTP(w, r)
-	})}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return filepath.Clean(sock)
+	}))
 }
