@@ -162,8 +162,11 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// then is handled as one caught before the command runs. Without one, sigc is nil
 	// and never ready.
 	var sigc <-chan os.Signal
+	var jobc <-chan os.Signal
+	var jc *jobControl
 	if b.Signals != nil {
-		sigc = b.Signals.C
+		sigc, jobc = b.Signals.C, b.Signals.Job
+		jc = &jobControl{c: b.Signals.Job}
 	}
 	// released is closed once the session /tmp is removed, which runs beside the
 	// rest of the cleanup (see below); Run returns only once it is done.
@@ -329,6 +332,9 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if restoreIn != nil {
 			defer restoreIn()
 		}
+		if jc != nil && in != nil && in.Name() == "/dev/tty" {
+			jc.stdinTerm = true
+		}
 		if stdioFiles, err = newChildStdio(in, stdio.Out, stdio.Err); err != nil {
 			return 0, fmt.Errorf("starting bwrap: %w", err)
 		}
@@ -364,6 +370,9 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, fmt.Errorf("starting bwrap: %w", err)
 	}
 	b.phase("start bwrap")
+	if jc != nil {
+		jc.bwrapPid = proc.pid
+	}
 
 	statusc := make(chan string, 1)
 	if statusR != nil {
@@ -432,6 +441,9 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		case rd = <-pidc:
 			cmdPid = rd.pid
 			pidc = nil
+			if jc != nil {
+				jc.cmdPid = cmdPid
+			}
 			gone = rd.gone(removeSess, closeSess)
 			b.phase("sandbox ready")
 			for _, s := range pending {
@@ -454,6 +466,15 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 				continue
 			}
 			forward(s.(syscall.Signal), cmdPid, proc.pid)
+		case s := <-jobc:
+			jc.handle(s, b.warn, func() { proc.kill(syscall.SIGKILL) }, func() (os.Signal, bool) {
+				select {
+				case s := <-sigc:
+					return s, true
+				default:
+					return nil, false
+				}
+			}, func(s os.Signal) { forward(s.(syscall.Signal), cmdPid, proc.pid) })
 		case ex = <-waitc:
 			done = true
 		}

@@ -23,12 +23,26 @@ import (
 // deliberate reopen for writing does not), or where that is refused (another user's
 // terminal) handed as it is; each of those says so through warn.
 //
+// A run started in the background (devsandbox not in the terminal's foreground
+// process group) gets /dev/null instead, as a read of the terminal would stop it
+// (jobControl) while a command that never reads stdin should go on.
+//
 // restore, to call once nothing of the sandbox runs, puts back the terminal's
 // modes, window size, exclusive mode, stopped output and file mode as they were
 // before (tty.State), whatever the command did, and closes the read-only copy.
 func stdinTerminal(in *os.File, warn func(format string, args ...any)) (f *os.File, restore func(), err error) {
 	if in == nil || !tty.IsTerminal(in.Fd()) {
 		return in, nil, nil
+	}
+	if startedInBackground(in) {
+		// As a POSIX shell without job control gives an asynchronous command: the
+		// command cannot read keys typed for the shell, and one that never reads
+		// stdin (a build run with &) goes on as it would unsandboxed.
+		null, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening %s for the stdin of a run started in the background: %w", os.DevNull, err)
+		}
+		return null, func() { null.Close() }, nil
 	}
 	st, err := tty.SaveState(in.Fd())
 	if err != nil {

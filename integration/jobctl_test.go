@@ -1,0 +1,173 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator/tty"
+	"golang.org/x/sys/unix"
+)
+
+// TestJobControl: devsandbox as a job of a shell with job control, stdin the
+// shell's terminal (the test's pty, the controlling terminal of the shell's
+// session), stdout a pipe. A line typed for the shell while the run is stopped
+// (Ctrl-Z), or while it runs in the background, must reach the shell, not the
+// sandboxed command; once the run is in the foreground again (`fg`), the command
+// reads what is typed then. The shell is an interactive bash, so the terminal's
+// foreground process group is moved as an interactive shell moves it.
+func TestJobControl(t *testing.T) {
+	requireBwrap(t)
+	const cmdScript = `echo ready; read -r a; echo "cmd[$a]"`
+	cases := []struct {
+		name, shell string
+		steps       []jobStep
+		want        string
+	}{
+		{
+			// Ctrl-Z: devsandbox stops (status 147, SIGSTOP; a native command's is
+			// 148), the sandbox with it; the shell reads the next line; fg resumes both.
+			name:  "ctrl_z",
+			shell: `"$@"; echo "status[$(($? > 128))]"; read -r l; echo "shell[$l]"; fg %1 >/dev/null; echo "end[$?]"`,
+			steps: []jobStep{{"ready\n", "\x1a"}, {"status[", "for-the-shell\n"}, {"shell[", "for-the-command\n"}},
+			want:  "ready\nstatus[1]\nshell[for-the-shell]\ncmd[for-the-command]\nend[0]\n",
+		},
+		{
+			// Ctrl-Z then bg: a run whose stdin is the terminal stays stopped in
+			// the background (a native command reading the terminal would stop);
+			// fg resumes it. A fg within microseconds of the bg (here: the line for
+			// the shell is typed already) can come between devsandbox's check that
+			// it is in the background and its stop, and finds it stopped again: a
+			// second fg resumes it, as a user would type.
+			name:  "ctrl_z_bg",
+			shell: `"$@"; echo "status[$(($? > 128))]"; bg %1 >/dev/null; read -r l; echo "shell[$l]"; fg %1 >/dev/null || fg %1 >/dev/null; echo "end[$?]"`,
+			steps: []jobStep{{"ready\n", "\x1a"}, {"status[", "for-the-shell\n"}, {"shell[", "for-the-command\n"}},
+			want:  "ready\nstatus[1]\nshell[for-the-shell]\ncmd[for-the-command]\nend[0]\n",
+		},
+		{
+			// Started in the background with the terminal on stdin: the command
+			// runs (a build that never reads stdin goes on) with stdin /dev/null,
+			// as a POSIX shell without job control gives an asynchronous command.
+			name:  "background",
+			shell: `"$@" & read -r l; wait %1; echo "shell[$l]"; echo "end[$?]"`,
+			steps: []jobStep{{"ready\n", "for-the-shell\n"}},
+			want:  "ready\ncmd[]\nshell[for-the-shell]\nend[0]\n",
+		},
+	}
+	p := newProject(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := jobControlRun(t, p.dir, c.shell, c.steps, c.want, "--isolator=bwrap", "--", "/bin/sh", "-c", cmdScript)
+			if got != c.want {
+				t.Fatalf("output %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// jobStep types keys on the terminal once the output holds after.
+type jobStep struct{ after, keys string }
+
+// jobControlRun runs `bash -c shell bash devsandbox args...` as the leader of a new
+// session whose controlling terminal is a pty (stdin), stdout and stderr a pipe, and
+// types each step's keys once the output holds its after text. It returns the
+// output without the shell's job reports ("[1]+ Stopped ..."), and ends the run as
+// soon as that output is no longer a beginning of want.
+func jobControlRun(t *testing.T, dir, shell string, steps []jobStep, want string, args ...string) string {
+	t.Helper()
+	master, slave, err := tty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	defer slave.Close()
+	if it.asOther {
+		if err := unix.Fchown(int(slave.Fd()), it.uid, it.gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := command(ctx, dir, baseEnv("TERM=xterm"), args...)
+	cmd.Args = append([]string{"bash", "--norc", "--noprofile", "-i", "-c", shell, "bash"}, cmd.Args...)
+	cmd.Path = "/bin/bash"
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, pw, pw
+	cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
+	go func() { _, _ = io.Copy(io.Discard, master) }() // the terminal's echo
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	defer killSession(cmd.Process.Pid)
+	go func() { // a hung run: what holds the pipe goes
+		<-ctx.Done()
+		killSession(cmd.Process.Pid)
+	}()
+	var out []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := pr.Read(buf)
+		out = append(out, buf[:n]...)
+		if got := withoutJobReports(out); !strings.HasPrefix(want, got) {
+			killSession(cmd.Process.Pid) // devsandbox and the shell: the output is wrong already
+		}
+		for len(steps) > 0 && bytes.Contains(out, []byte(steps[0].after)) {
+			if _, err := master.Write([]byte(steps[0].keys)); err != nil {
+				t.Fatal(err)
+			}
+			steps = steps[1:]
+		}
+		if err != nil {
+			break
+		}
+	}
+	_ = cmd.Wait()
+	if ctx.Err() != nil {
+		killSession(cmd.Process.Pid)
+	}
+	return withoutJobReports(out)
+}
+
+// withoutJobReports is the complete lines of out that are not a shell's job reports
+// (nor the empty line before one).
+func withoutJobReports(out []byte) string {
+	var kept []byte
+	for _, l := range bytes.SplitAfter(out, []byte("\n")) {
+		if bytes.HasSuffix(l, []byte("\n")) && len(l) > 1 && !bytes.HasPrefix(l, []byte("[")) {
+			kept = append(kept, l...)
+		}
+	}
+	return string(kept)
+}
+
+// killSession kills every process of the session sid (SIGKILL), the shell and its jobs.
+func killSession(sid int) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[i+1:]))
+		if sid > 1 && len(f) > 3 && f[3] == strconv.Itoa(sid) {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package bwrap
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// jobControl stops and continues the sandbox with devsandbox, as a shell's job
+// control would stop and continue the command run without a sandbox. The sandbox
+// is in a session of its own (--new-session), without a controlling terminal, so the
+// kernel's job control never reaches it: without this, a run stopped with Ctrl-Z
+// (or a read of the terminal from the background) stops devsandbox alone, and the
+// command goes on running and reading the terminal, keys typed for the shell (a
+// sudo password) included.
+//
+// On SIGTSTP, and on SIGTTIN or SIGTTOU while devsandbox is in the background, every
+// process of the sandbox's pid namespace is stopped (SIGSTOP, until each is seen
+// stopped), then devsandbox stops itself (SIGSTOP), and the shell reports the job
+// stopped. On SIGCONT the sandbox
+// is continued, unless the command's stdin is the controlling terminal and
+// devsandbox is not its foreground process group (`bg`): the command could then read
+// keys typed for the shell, so devsandbox keeps it stopped and stops itself again,
+// as the kernel stops a background job that reads its terminal; `fg`
+// continues it. A run started in the background gets /dev/null on stdin instead
+// (stdinTerminal), so a build run with & goes on.
+type jobControl struct {
+	c chan os.Signal
+	// stdinTerm is set when the command's stdin is devsandbox's controlling terminal.
+	stdinTerm bool
+	stopped   bool
+	// bwrapPid's process group is stopped while the command is not known yet.
+	bwrapPid, cmdPid int
+}
+
+// errNotStopped is stopTree's error when a process of the sandbox kept running.
+var errNotStopped = errors.New("a process of the sandbox kept running after SIGSTOP")
+
+// background reports whether devsandbox's process group is not the foreground one of
+// its controlling terminal (one TIOCGPGRP); false without a controlling terminal.
+func background() bool {
+	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	return !foregroundOf(fd)
+}
+
+// startedInBackground reports whether in is devsandbox's controlling terminal and
+// devsandbox is not in its foreground process group.
+func startedInBackground(in *os.File) bool {
+	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	return sameDevice(fd, int(in.Fd())) && !foregroundOf(fd)
+}
+
+// foregroundOf reports whether devsandbox's process group is the foreground one of
+// the terminal fd; true when that cannot be told (fd is not the controlling terminal).
+func foregroundOf(fd int) bool {
+	pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	return err != nil || pg == unix.Getpgrp()
+}
+
+// handle acts on s. kill ends the sandbox (SIGKILL to bwrap) when a process of it
+// cannot be stopped; pending returns a forwarded signal caught meanwhile, if any.
+func (j *jobControl) handle(s os.Signal, warn func(string, ...any), kill func(), pending func() (os.Signal, bool), forward func(os.Signal)) {
+	sig := s.(syscall.Signal)
+	switch sig {
+	case syscall.SIGCONT:
+		if !j.stopped {
+			return
+		}
+		if j.stdinTerm && background() {
+			// `bg`, or `kill %1` (the signal then comes first): a signal to forward
+			// continues the sandbox so that the command sees it.
+			if s, ok := pending(); ok {
+				forward(s)
+				break
+			}
+			j.stopSelf(syscall.SIGTTIN)
+			return
+		}
+	case syscall.SIGTTIN, syscall.SIGTTOU:
+		if j.stopped || !background() {
+			return // a late copy of one already acted on
+		}
+		fallthrough
+	default:
+		if j.stopped {
+			j.stopSelf(sig)
+			return
+		}
+		if err := j.stopTree(); err != nil {
+			warn("the sandbox is killed: devsandbox was stopped, and %v, where it could read your terminal", err)
+			kill()
+			return
+		}
+		j.stopped = true
+		j.stopSelf(sig)
+		return
+	}
+	j.stopped = false
+	j.signalTree(syscall.SIGCONT)
+}
+
+// stopTree stops every process of the sandbox and returns once each is seen stopped
+// (or in uninterruptible sleep, which it leaves stopped). A process that another one
+// continues is stopped again; one still running after two seconds is an error.
+func (j *jobControl) stopTree() error {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		running := j.signalTree(syscall.SIGSTOP)
+		if running == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errNotStopped
+		}
+		time.Sleep(time.Millisecond) // the targets run on the other CPU
+	}
+}
+
+// signalTree sends sig to bwrap's process group, then to each process of the
+// sandbox's pid namespace (for SIGSTOP, each not stopped yet) and returns how many
+// of those were sent SIGSTOP. The namespace is the command's, or before the init
+// reports the command, that of bwrap's child (bwrap, stopped first, starts no other).
+// Without one distinct from devsandbox's it signals the command's process group.
+func (j *jobControl) signalTree(sig syscall.Signal) int {
+	_ = syscall.Kill(-j.bwrapPid, sig)
+	ns, ok := j.namespace()
+	if !ok {
+		if j.cmdPid > 0 {
+			_ = syscall.Kill(-j.cmdPid, sig)
+		}
+		return 0
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if in, err := pidNamespace(e.Name()); err != nil || in != ns {
+			continue
+		}
+		if sig == syscall.SIGSTOP && settled(e.Name()) {
+			continue
+		}
+		if syscall.Kill(pid, sig) == nil && sig == syscall.SIGSTOP {
+			n++
+		}
+	}
+	return n
+}
+
+// namespace is the sandbox's pid namespace, when it has one of its own.
+func (j *jobControl) namespace() (uint64, bool) {
+	pid := strconv.Itoa(j.cmdPid)
+	if j.cmdPid == 0 {
+		b := strconv.Itoa(j.bwrapPid)
+		kids, err := os.ReadFile("/proc/" + b + "/task/" + b + "/children")
+		f := strings.Fields(string(kids))
+		if err != nil || len(f) == 0 {
+			return 0, false
+		}
+		pid = f[0]
+	}
+	ns, err := pidNamespace(pid)
+	own, owned := pidNamespace("self")
+	return ns, err == nil && owned == nil && ns != own
+}
+
+// pidNamespace is the pid namespace of /proc/pid (its inode).
+func pidNamespace(pid string) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+pid+"/ns/pid", &st); err != nil {
+		return 0, err
+	}
+	return st.Ino, nil
+}
+
+// settled reports whether /proc/pid is stopped, traced, in uninterruptible sleep,
+// dead or gone: nothing that runs its own code until continued.
+func settled(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return true
+	}
+	switch b[i+2] {
+	case 'T', 't', 'D', 'Z', 'X', 'x':
+		return true
+	}
+	return false
+}
+
+// stopSelf stops devsandbox (SIGSTOP: a caught signal's default action cannot be
+// had back from the Go runtime); the shell reports the job stopped, with status
+// 128+SIGSTOP (147) where a native command stopped by sig has 128+sig.
+func (j *jobControl) stopSelf(syscall.Signal) {
+	_ = unix.Kill(unix.Getpid(), unix.SIGSTOP)
+}
