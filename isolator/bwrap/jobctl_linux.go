@@ -114,7 +114,7 @@ func (j *jobControl) handle(s os.Signal, warn func(string, ...any), kill func(),
 }
 
 // stopTree stops every process of the sandbox and returns once each is seen stopped
-// (or in uninterruptible sleep, which it leaves stopped). A process that another one
+// (one in uninterruptible sleep is sent the stop, which takes effect as it wakes). A process that another one
 // continues is stopped again; one still running after two seconds is an error.
 func (j *jobControl) stopTree() error {
 	deadline := time.Now().Add(2 * time.Second)
@@ -157,10 +157,13 @@ func (j *jobControl) signalTree(sig syscall.Signal) int {
 		if in, err := pidNamespace(e.Name()); err != nil || in != ns {
 			continue
 		}
-		if sig == syscall.SIGSTOP && settled(e.Name()) {
-			continue
+		st := state(e.Name())
+		if sig == syscall.SIGSTOP && strings.IndexByte("TtZXx", st) >= 0 {
+			continue // stopped, traced, dead or gone
 		}
-		if syscall.Kill(pid, sig) == nil && sig == syscall.SIGSTOP {
+		// One in uninterruptible sleep gets the stop too (it takes effect when the
+		// sleep ends, before the process runs its own code) but is not waited for.
+		if syscall.Kill(pid, sig) == nil && sig == syscall.SIGSTOP && st != 'D' {
 			n++
 		}
 	}
@@ -193,22 +196,18 @@ func pidNamespace(pid string) (uint64, error) {
 	return st.Ino, nil
 }
 
-// settled reports whether /proc/pid is stopped, traced, in uninterruptible sleep,
-// dead or gone: nothing that runs its own code until continued.
-func settled(pid string) bool {
+// state is the state letter of /proc/pid/stat (R running, S sleeping, D in
+// uninterruptible sleep, T stopped, t traced, Z, X dead); 'X' when it is gone.
+func state(pid string) byte {
 	b, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
-		return true
+		return 'X'
 	}
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
-		return true
+		return 'X'
 	}
-	switch b[i+2] {
-	case 'T', 't', 'D', 'Z', 'X', 'x':
-		return true
-	}
-	return false
+	return b[i+2]
 }
 
 // stopSelf stops devsandbox (SIGSTOP: a caught signal's default action cannot be
