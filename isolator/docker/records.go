@@ -1,8 +1,6 @@
 package docker
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +9,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/internal/dirfile"
 )
 
 // maxRecordsSize bounds a records file: the derived-image cache holds about 200
@@ -117,23 +117,7 @@ func updateRecords(path string, change func(m map[string]string) bool) error {
 	if err != nil {
 		return err
 	}
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := "." + name + "." + hex.EncodeToString(rnd[:]) + ".tmp"
-	tfd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	f := os.NewFile(uintptr(tfd), tmp)
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = unix.Renameat(dfd, tmp, dfd, name)
-	}
-	if err != nil {
-		_ = unix.Unlinkat(dfd, tmp, 0)
+	if err := dirfile.ReplaceAt(dfd, name, b, 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

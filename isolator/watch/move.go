@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/dirfile"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -188,25 +189,9 @@ func (w *Watcher) moveOut(parent int, base, path string) (string, error) {
 }
 
 // putBack writes content as base in parent: a new file, created without following a
-// symlink, renamed into place.
+// symlink, renamed into place (dirfile.ReplaceAt).
 func putBack(parent int, base string, content []byte) error {
-	tmp := fmt.Sprintf("%s.devsandbox-%d", base, time.Now().UnixNano())
-	fd, err := unix.Openat(parent, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
-	if err != nil {
-		return err
-	}
-	f := os.NewFile(uintptr(fd), tmp)
-	_, err = f.Write(content)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = unix.Renameat(parent, tmp, parent, base)
-	}
-	if err != nil {
-		_ = unix.Unlinkat(parent, tmp, 0)
-	}
-	return err
+	return dirfile.ReplaceAt(parent, base, content, 0o644)
 }
 
 // pinDir opens the directory p, reached from its root without following a symlink,
