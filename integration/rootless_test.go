@@ -429,7 +429,7 @@ func TestRootlessPodmanAPIRefused(t *testing.T) {
 	ip := newIsolatedPodman(t)
 	p := newProject(t)
 	env := []string{"DOCKER_HOST=unix://" + ip.sock}
-	want := "the engine at unix://" + ip.sock + " is Podman "
+	want := "the engine at unix://" + ip.sock + " is Podman"
 	r := run(t, p.dir, env, "", "--isolator=docker", "--", "/bin/sh", "-c", "echo ran")
 	if r.code != 125 || r.stdout != "" || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "--isolator krun") || !strings.Contains(r.stderr, "--isolator bwrap") {
 		t.Errorf("a docker run on podman's API: want it refused (125) naming podman and the other isolators:\n%s", r)

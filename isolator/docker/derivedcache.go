@@ -194,7 +194,12 @@ func (b *Isolator) lookOther(ctx context.Context, host string) (imageLook, func(
 			if err != nil {
 				return nil, fmt.Errorf("the engine does not answer: %w", err)
 			}
-			return dialVersion(p, "")
+			c, err := dialVersion(p, "")
+			if err != nil || !p.Pinned() {
+				p.Unpin()
+				return c, err
+			}
+			return &pinnedClient{Client: c, addr: p}, nil
 		}
 	}
 	e, err := dial(Address{Host: host, Origin: "the derived-image cache"})

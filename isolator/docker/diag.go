@@ -45,6 +45,9 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 	}
 	if pv := podman(v); pv != "" {
 		st := podmanRefused(a.Host, pv)
+		if a.PodmanService() {
+			st.Reason += "; " + a.LocalWhy()
+		}
 		bad("docker engine", st.Reason, st.Fix)
 		return rows
 	}

@@ -111,9 +111,8 @@ func (b *Isolator) ViewPlacement(*isolator.Plan) (isolator.Placement, error) {
 	if err != nil {
 		return isolator.Placement{}, fmt.Errorf("the docker engine's address, which says where the sandbox home is: %w", err)
 	}
-	if p, err := a.Pin(); err == nil {
-		a = p // Local asks the pinned socket's listener, as a run's does (a relay is remote)
-	}
+	a = a.TryPin() // Local asks the pinned socket's listener, as a run's does (a relay is remote)
+	defer a.Unpin()
 	return helper.Placement(b.Home, a), nil
 }
 

@@ -83,9 +83,39 @@ func Dial(a Address) (Engine, Address, error) {
 	}
 	c, err := dialVersion(a, "")
 	if err != nil {
+		a.Unpin()
 		return nil, a, err
 	}
-	return c, a, nil
+	if !a.Pinned() {
+		return c, a, nil
+	}
+	return &pinnedClient{Client: c, addr: a}, a, nil
+}
+
+// pinnedClient is a client that dials a's pinned socket and, when closed, closes
+// that socket too (Address.Unpin, shared by every copy of a): a process that makes
+// many runs holds none of their sockets once each client is closed.
+type pinnedClient struct {
+	*client.Client
+	addr Address
+}
+
+// Close closes the client and the pinned socket.
+func (c *pinnedClient) Close() error {
+	err := c.Client.Close()
+	c.addr.Unpin()
+	return err
+}
+
+// clientOf is the Docker client behind e (Dial's), or false for another Engine.
+func clientOf(e Engine) (*client.Client, bool) {
+	switch c := e.(type) {
+	case *client.Client:
+		return c, true
+	case *pinnedClient:
+		return c.Client, true
+	}
+	return nil, false
 }
 
 // dialVersion returns a client for a that speaks API version (without asking the
@@ -94,11 +124,12 @@ func Dial(a Address) (Engine, Address, error) {
 func dialVersion(a Address, version string) (*client.Client, error) {
 	opts := []client.Opt{client.WithHost(a.Host), client.WithAPIVersionNegotiation()}
 	if a.Pinned() {
-		// As the client's own dialler, with the pinned socket's path; the closure
-		// holds a, so the socket stays open while the client can dial.
+		// As the client's own dialler, through the pinned socket; the closure holds
+		// a, so the socket stays open while the client can dial, until Dial's client
+		// is closed (pinnedClient.Close).
 		d := net.Dialer{Timeout: 32 * time.Second}
 		opts = append(opts, client.WithDialContext(func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", a.DialPath())
+			return a.DialUnix(ctx, &d)
 		}))
 	}
 	if version != "" {

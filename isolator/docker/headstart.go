@@ -11,7 +11,6 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
 
 	"github.com/devsandbox/devsandbox/isolator/docker/helper"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
@@ -94,7 +93,7 @@ func (h *headStarts) start(op string, settings, plan json.RawMessage) {
 	dir := filepath.Dir(head.StateDir)
 	hs := &headStart{settings: bytes.Clone(settings), cancel: cancel, engine: e, addr: addr}
 	ask := e
-	c, ok := e.(*client.Client)
+	c, ok := clientOf(e)
 	versions := filepath.Join(dir, apiVersionFile)
 	if ok {
 		hs.recorded = readRecords(versions)[addr.Host]

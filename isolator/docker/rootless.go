@@ -75,11 +75,29 @@ func podman(v types.Version) string {
 // podmanFix is what to do on an engine that is Podman's Docker-compatible API.
 const podmanFix = "run with --isolator krun (podman itself, with the krun runtime) or --isolator bwrap, or point DOCKER_HOST (docker.host) at a Docker engine"
 
-// podmanRefused is the refusal of a run on Podman's Docker-compatible API at host.
+// podmanRefused is the refusal of a run on Podman's Docker-compatible API at host;
+// version is "" when the listener on its socket told (Address.PodmanService), not
+// the API.
 func podmanRefused(host, version string) isolator.Status {
+	if version != "" {
+		version = " " + version
+	}
 	return isolator.Status{State: isolator.Unavailable,
-		Reason: fmt.Sprintf("the engine at %s is Podman %s's Docker-compatible API, which the docker isolator does not support (podman loads images, maps users and mounts differently: runs fail or would run the command as one of your subordinate ids)", host, version),
+		Reason: fmt.Sprintf("the engine at %s is Podman%s's Docker-compatible API, which the docker isolator does not support (podman loads images, maps users and mounts differently: runs fail or would run the command as one of your subordinate ids)", host, version),
 		Fix:    podmanFix}
+}
+
+// refusePodman refuses a run whose engine's socket podman's service listens on
+// (Address.PodmanService), before anything of the run's crosses to it: its own
+// socket's (rootless podman) or root's, local or not. Podman behind a relay or
+// tcp:// is told by its version's answer (podman), where that is asked (Check,
+// doctor), and otherwise fails on loading the derived image.
+func refusePodman(addr Address) error {
+	if !addr.PodmanService() {
+		return nil
+	}
+	st := podmanRefused(addr.Host, "")
+	return fmt.Errorf("%w: %s; the command did not run. To fix: %s", isolator.ErrUnavailable, st.Reason, st.Fix)
 }
 
 // rootlessPlan is p as the engine runs it: with the command as the container's root

@@ -66,6 +66,9 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	defer e0.Close()
+	if err := refusePodman(addr); err != nil {
+		return 0, err
+	}
 	// An engine whose socket is the user's is asked whether it is rootless
 	// (rootless.go), while the host side is prepared; a root-owned socket's never.
 	info := engineInfo(ctx, e0, ownEngine(addr, os.Getuid(), os.Stat))

@@ -42,7 +42,8 @@ func unixSocket(host string) (string, bool) { return strings.CutPrefix(host, "un
 
 // Local reports whether bind mounts of host paths reach this machine's files: a Unix
 // socket on Linux, and, once the address is pinned (Pin), one whose listener is an
-// engine's own process on this machine (dockerd, or a systemd's socket unit for it),
+// engine's own process on this machine (dockerd, a systemd's socket unit for it, or
+// podman's service, root's or the user's, in this machine's root directory),
 // asked of the pinned socket once. A socket that a relay serves (ssh -L to a remote
 // engine, socat, Docker Desktop's backend), or whose listener cannot be told (in a
 // PID namespace this one does not see: a job container given the host's socket,
@@ -74,12 +75,16 @@ func (a Address) localWhy(proc string) string {
 	}
 	p := a.pin.peerOf(sock, proc)
 	switch {
+	case p.binds && p.name == podmanService:
+		return p.who + ", podman's Docker-compatible service on this machine, in this machine's root directory: it binds this machine's files"
+	case p.name == podmanService:
+		return p.who + ", podman's Docker-compatible service, but another user's or in another root directory (or one that cannot be read): not taken for one that binds this machine's files"
 	case p.binds:
 		return p.who + ", the engine's own process on this machine"
 	case !p.named:
 		return p.who + ": a listener that cannot be told counts as not local"
 	}
-	return p.who + ", not dockerd or a systemd socket unit: a relay (ssh -L, socat, Docker Desktop's backend, podman's service) to an engine whose files may be another machine's"
+	return p.who + ", not dockerd, a systemd socket unit or podman's service: a relay (ssh -L, socat, Docker Desktop's backend) to an engine whose files may be another machine's"
 }
 
 // Resolve picks the engine per DESIGN: docker.host, else DOCKER_HOST, else the

@@ -49,14 +49,46 @@ type peer struct {
 	who string
 	// named is true when who names the listener (its comm was read).
 	named bool
+	// name is the listener's name (its comm), "" when it could not be read.
+	name string
 }
 
-// bindListener reports whether a process called name listening on an engine's socket
-// is the engine's own on this machine, which binds this machine's files: dockerd
-// (rootful or rootless, whatever its network namespace), or a systemd (root's for
-// docker.socket, a user's for a rootless engine's socket unit). A relay (ssh -L,
-// socat, Docker Desktop's backend) is not: its engine may run elsewhere.
-func bindListener(name string) bool { return name == engineProcess || name == "systemd" }
+// podmanService is the name (/proc/PID/comm) of podman's Docker-compatible API
+// service (podman system service, or podman.socket's): podman itself listens, not
+// conmon.
+const podmanService = "podman"
+
+// bindListener reports whether a process called name, of user uid, listening on an
+// engine's socket is the engine's own on this machine, which binds this machine's
+// files: dockerd (rootful or rootless, whatever its network namespace), a systemd
+// (root's for docker.socket, a user's for a rootless engine's socket unit), or podman's
+// service, root's or this user's (ours: the uids this process runs as), whose root
+// directory is this process's (sameRoot; rootless podman runs in a mount namespace of
+// its own, a copy of the host's, so the namespace itself differs). A relay (ssh -L,
+// socat, Docker Desktop's backend) is not: its engine may run elsewhere. Another
+// user's podman is not: it binds what that user may read.
+func bindListener(name string, uid uint32, ours func(uint32) bool, sameRoot func() bool) bool {
+	switch name {
+	case engineProcess, "systemd":
+		return true
+	case podmanService:
+		return (uid == 0 || ours(uid)) && sameRoot()
+	}
+	return false
+}
+
+// ourUID reports whether uid is one this process runs as.
+func ourUID(uid uint32) bool { return uid == uint32(os.Getuid()) || uid == uint32(os.Geteuid()) }
+
+// sameRootAs reports whether process pid's root directory (in /proc at proc) is this
+// process's; false when it cannot be read (root's process seen by a user).
+func sameRootAs(proc, pid string) bool {
+	var ours, theirs unix.Stat_t
+	if unix.Stat(proc+"/self/root/", &ours) != nil || unix.Stat(proc+"/"+pid+"/root/", &theirs) != nil {
+		return false
+	}
+	return ours.Dev == theirs.Dev && ours.Ino == theirs.Ino
+}
 
 // askPeer connects to the socket at path (sock in messages: path may be the pinned
 // socket's /proc/self/fd/N) and asks who listens (SO_PEERCRED), reading that
@@ -95,10 +127,10 @@ func askPeer(path, sock, proc string) peer {
 		return elsewhere("reading the name of the process listening on %s (pid %s): %v", sock, pid, err)
 	}
 	name := strings.TrimSuffix(string(comm), "\n")
-	binds := bindListener(name)
+	binds := bindListener(name, cred.Uid, ourUID, func() bool { return sameRootAs(proc, pid) })
 	who := fmt.Sprintf("the process listening on %s is %q (pid %s, uid %d)", sock, name, pid, cred.Uid)
 	elsewhere = func(format string, args ...any) peer {
-		return peer{net: Network{Why: fmt.Sprintf(format, args...)}, binds: binds, who: who, named: true}
+		return peer{net: Network{Why: fmt.Sprintf(format, args...)}, binds: binds, who: who, named: true, name: name}
 	}
 	if !engineListener(name, cred.Uid) {
 		return elsewhere("the process listening on %s is %q (pid %s, uid %d), not %s or root's systemd: a relay to an engine that may run elsewhere", sock, name, pid, cred.Uid, engineProcess)
@@ -113,5 +145,5 @@ func askPeer(path, sock, proc string) peer {
 	if theirs.Dev != ours.Dev || theirs.Ino != ours.Ino {
 		return elsewhere("%s (pid %s) listening on %s runs in another network namespace (a rootless engine's, rootlesskit's)", name, pid, sock)
 	}
-	return peer{net: Network{Here: true}, binds: binds, who: who, named: true}
+	return peer{net: Network{Here: true}, binds: binds, who: who, named: true, name: name}
 }

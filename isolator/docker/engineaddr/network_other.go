@@ -15,6 +15,7 @@ type peer struct {
 	binds bool
 	who   string
 	named bool
+	name  string
 }
 
 func askPeer(path, sock, proc string) peer {

@@ -1,6 +1,7 @@
 package engineaddr
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -85,12 +86,71 @@ func TestLocalAsksThePinnedListener(t *testing.T) {
 }
 
 // dockerd (any network namespace, any user) and a systemd (root's docker.socket, a
-// user's rootless socket unit) bind this machine's files; a relay does not.
+// user's rootless socket unit) bind this machine's files; so does podman's service,
+// root's or this user's, in this process's root directory; a relay does not.
 func TestBindListener(t *testing.T) {
-	for name, want := range map[string]bool{"dockerd": true, "systemd": true, "ssh": false, "socat": false, "com.docker.back": false, "podman": false, "": false} {
-		if got := bindListener(name); got != want {
-			t.Errorf("bindListener(%q) = %v, want %v", name, got, want)
+	const me, other = 1000, 1001
+	ours := func(uid uint32) bool { return uid == me }
+	cases := []struct {
+		name     string
+		uid      uint32
+		sameRoot bool
+		want     bool
+	}{
+		{"dockerd", other, false, true},
+		{"systemd", me, false, true},
+		{"ssh", me, true, false},
+		{"socat", 0, true, false},
+		{"com.docker.back", me, true, false},
+		{"", 0, true, false},
+		{"podman", me, true, true},
+		{"podman", 0, true, true},
+		{"podman", me, false, false},
+		{"podman", 0, false, false},
+		{"podman", other, true, false},
+		{"conmon", me, true, false},
+	}
+	for _, tc := range cases {
+		if got := bindListener(tc.name, tc.uid, ours, func() bool { return tc.sameRoot }); got != tc.want {
+			t.Errorf("bindListener(%q, uid %d, same root %v) = %v, want %v", tc.name, tc.uid, tc.sameRoot, got, tc.want)
 		}
+	}
+}
+
+// Unpin closes the pinned socket for every copy: the descriptor is gone, later
+// connections fail rather than go to whatever file takes its number, and what the
+// listener check found before stays.
+func TestUnpin(t *testing.T) {
+	a := listen(t)
+	p, err := a.Pin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := p.Local()
+	path := p.DialPath()
+	cp := p
+	p.Unpin()
+	p.Unpin()
+	if _, err := os.Stat(path); err == nil {
+		t.Errorf("after Unpin, %s still names an open descriptor", path)
+	}
+	if got := cp.DialPath(); got != "" {
+		t.Errorf("a copy's DialPath after Unpin = %q, want \"\"", got)
+	}
+	if _, err := cp.DialUnix(context.Background(), &net.Dialer{}); !errors.Is(err, ErrUnpinned) {
+		t.Errorf("a copy's DialUnix after Unpin: %v, want ErrUnpinned", err)
+	}
+	if cp.Local() != local {
+		t.Errorf("Local changed after Unpin")
+	}
+	a.Unpin() // an unpinned address: nothing to do
+	if q := (Address{Host: "unix:///nonexistent/docker.sock"}).TryPin(); q.Pinned() {
+		t.Errorf("TryPin of a missing socket pinned it")
+	}
+	if q := a.TryPin(); !q.Pinned() {
+		t.Errorf("TryPin of a listening socket did not pin it")
+	} else {
+		q.Unpin()
 	}
 }
 
@@ -105,7 +165,9 @@ func TestLocalWhy(t *testing.T) {
 	}{
 		{"dockerd", fakeProc(t, "dockerd", "/proc/self/net"), []string{`is "dockerd" (pid ` + strconv.Itoa(os.Getpid()), "the engine's own process on this machine"}},
 		{"a rootless dockerd in another network namespace", fakeProc(t, "dockerd", other), []string{`is "dockerd"`, "the engine's own process"}},
-		{"a relay", fakeProc(t, "ssh", "/proc/self/net"), []string{`is "ssh" (pid `, "a relay (ssh -L, socat, Docker Desktop's backend, podman's service)"}},
+		{"a relay", fakeProc(t, "ssh", "/proc/self/net"), []string{`is "ssh" (pid `, "a relay (ssh -L, socat, Docker Desktop's backend)"}},
+		{"podman's service, this user's, in this root directory", podmanProc(t, "/"), []string{`is "podman" (pid `, "podman's Docker-compatible service on this machine", "binds this machine's files"}},
+		{"podman's service in another root directory", podmanProc(t, t.TempDir()), []string{`is "podman" (pid `, "not taken for one that binds this machine's files"}},
 		{"a name its /proc does not show", t.TempDir(), []string{"reading the name of the process listening on", "cannot be told counts as not local"}},
 	}
 	for _, tc := range cases {
@@ -173,4 +235,14 @@ func TestListenerNotPlanted(t *testing.T) {
 	if err := listenerNotPlanted(dead, dead, "/proc"); err != nil {
 		t.Errorf("a socket nobody listens on: %v; want nil (the client then fails as an engine that does not answer)", err)
 	}
+}
+
+// podmanProc is a fakeProc where this process is called podman and its root
+// directory is root.
+func podmanProc(t *testing.T, root string) string {
+	proc := fakeProc(t, "podman", "/proc/self/net")
+	if err := os.Symlink(root, filepath.Join(proc, strconv.Itoa(os.Getpid()), "root")); err != nil {
+		t.Fatal(err)
+	}
+	return proc
 }

@@ -194,22 +194,20 @@ func (s *Stub) QuickCheck() isolator.Status {
 // the stricter checks.
 func (s *Stub) PinsSources() bool {
 	a, err := s.engine()
+	defer a.Unpin()
 	return err != nil || a.Local()
 }
 
 // engine resolves the engine's address and pins its Unix socket (engineaddr.Pin), so
 // that Local asks its listener as a run's does: a relayed socket's engine is judged
 // remote here too. A socket that cannot be opened is left unpinned (Local by its
-// form); the run says why it cannot reach it.
+// form); the run says why it cannot reach it. The caller Unpins it when done.
 func (s *Stub) engine() (engineaddr.Address, error) {
 	a, err := engineaddr.Resolve(s.settings.Host, s.environ, s.settings.HostHome)
 	if err != nil {
 		return a, err
 	}
-	if p, err := a.Pin(); err == nil {
-		a = p
-	}
-	return a, nil
+	return a.TryPin(), nil
 }
 
 // CheckHost is the refusals a run makes on this host before anything starts
@@ -238,6 +236,7 @@ func (s *Stub) ViewPlacement(*isolator.Plan) (isolator.Placement, error) {
 	if err != nil {
 		return isolator.Placement{}, fmt.Errorf("the docker engine's address, which says where the sandbox home is: %w", err)
 	}
+	defer a.Unpin()
 	return Placement(s.settings.Home, a), nil
 }
 
