@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,6 +76,12 @@ type embedJob struct {
 	// exits, "out 0 exit CODE" (and "out 0 stopped ERR" when the session's disk
 	// reserve killed it), then it ends the session and reports "result 0 0 nil".
 	Library bool `json:",omitempty"`
+	// Repeat: the harness runs Script for Dirs[0] Repeat+1 times, one after the
+	// other, with the garbage collector off (no finalizer closes what a run left
+	// open), and reports "fds 0 START END [NEW…]": the number of its open
+	// descriptors after the first run (which opens what the process keeps, such as
+	// the network poller's) and after the last, and what the new ones name.
+	Repeat int `json:",omitempty"`
 }
 
 // serveEmbed is the harness (see embedEnv). It returns its exit status.
@@ -86,6 +93,9 @@ func serveEmbed() int {
 	}
 	if job.Library {
 		return serveLibrary(job)
+	}
+	if job.Repeat > 0 {
+		return serveRepeat(job)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -213,6 +223,43 @@ func embedRun(ctx context.Context, job embedJob, i int, dir string, in *os.File,
 	code, err := iso.Run(ctx, p, isolator.Stdio{In: in, Out: out, Err: os.Stderr})
 	embedViewReport(v, job, out)
 	return code, err
+}
+
+// serveRepeat is the harness of a job with Repeat set (see embedJob.Repeat).
+func serveRepeat(job embedJob) int {
+	debug.SetGCPercent(-1)
+	fds := func() map[string]string {
+		m := map[string]string{}
+		ents, _ := os.ReadDir("/proc/self/fd")
+		for _, e := range ents {
+			m[e.Name()], _ = os.Readlink("/proc/self/fd/" + e.Name())
+		}
+		return m
+	}
+	var start map[string]string
+	for k := 0; k <= job.Repeat; k++ {
+		out := &embedLines{emit: func(l string) { fmt.Printf("out 0 %s\n", l) }}
+		code, err := embedRun(context.Background(), job, 0, job.Dirs[0], nil, out)
+		out.flush()
+		if err != nil || code != 0 {
+			fmt.Printf("result 0 %d run %d: %v\n", code, k, err)
+			return 0
+		}
+		if k == 0 {
+			start = fds()
+		}
+	}
+	end := fds()
+	var added []string
+	for fd, target := range end {
+		if _, ok := start[fd]; !ok {
+			added = append(added, fd+"="+target)
+		}
+	}
+	slices.Sort(added)
+	fmt.Printf("fds 0 %d %d %s\n", len(start), len(end), strings.Join(added, " "))
+	fmt.Printf("result 0 0 nil\n")
+	return 0
 }
 
 // serveLibrary is the harness of a job with Library set (see embedJob.Library).
@@ -495,6 +542,8 @@ func (e *embedProc) results(t *testing.T, within time.Duration) (outs map[int][]
 				res[i] = f[2]
 			case "usr1":
 				outs[i] = append(outs[i], "harness: usr1 "+f[2])
+			case "fds":
+				outs[i] = append(outs[i], "harness: fds "+f[2])
 			}
 		case <-deadline:
 			t.Fatalf("the harness did not finish within %s; stderr:\n%s", within, e.stderr.String())
@@ -951,5 +1000,39 @@ func TestEmbedOneProjectManyAtOnce(t *testing.T) {
 				assertNothingLeftBut(t, iso, p.root, []*project{p}, false, kept)
 			})
 		}
+	})
+}
+
+// A library user that makes many docker runs, each with its View (which judges the
+// engine on its pinned socket, as the run does), holds no more descriptors after
+// them than after the first: each pinned engine socket is closed when its judgement
+// or client is done (Address.Unpin), not left to a finalizer. The harness runs with
+// the garbage collector off. On base each run left its pinned sockets open (O_PATH
+// descriptors of /var/run/docker.sock).
+func TestEmbedRunsCloseEngineSockets(t *testing.T) {
+	forEachIsolatorOf(t, []string{localDocker}, func(t *testing.T, iso string) {
+		p := newProject(t)
+		p.write("seen.txt", "x")
+		const repeat = 4
+		job := embedJob{Iso: iso, Dirs: []string{p.dir}, Script: `exit 0`, Repeat: repeat, ViewPaths: []string{"seen.txt"}}
+		e := startEmbed(t, job, p.root)
+		outs, res := e.results(t, 3*time.Minute)
+		if res[0] != "0 nil" {
+			t.Fatalf("the runs: %q %q\nharness stderr:\n%s", res[0], outs[0], e.stderr.String())
+		}
+		var report string
+		for _, l := range outs[0] {
+			if r, ok := strings.CutPrefix(l, "harness: fds "); ok {
+				report = r
+			}
+		}
+		f := strings.SplitN(report, " ", 3)
+		if len(f) < 2 {
+			t.Fatalf("no descriptor count from the harness: %q", outs[0])
+		}
+		if f[0] != f[1] {
+			t.Errorf("after %d more docker runs, the library process holds %s descriptors, after the first %s; new: %s", repeat, f[1], f[0], strings.Join(f[2:], ""))
+		}
+		assertNothingLeft(t, iso, p.root, []*project{p}, false)
 	})
 }

@@ -15,8 +15,8 @@ import (
 // engine's $XDG_RUNTIME_DIR/docker.sock, a relay's directory) is never dialled and
 // never judged in its place. A link at the path is followed here, once: what it led
 // to is what is checked and dialled. Another address is returned as it is. The
-// socket stays open while a copy of the returned address, or a client dialling
-// through it, is reachable (the file's finalizer closes it).
+// socket stays open until Unpin (the caller's, or its client's Close: docker.Dial's);
+// an address dropped without it is closed by the file's finalizer.
 func (a Address) Pin() (Address, error) {
 	sock, ok := unixSocket(a.Host)
 	if !ok || a.pin != nil {
