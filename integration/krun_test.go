@@ -65,6 +65,7 @@ func setupPodman() {
 		podmanReady = err.Error()
 		return
 	}
+	recordPodmanImages()
 	// Load it unless the user's storage has docker's image: a build of the same
 	// version from another base (setupDocker rebuilds it) must replace it too.
 	// docker save | podman load keeps the image's ID.

@@ -26,6 +26,8 @@ import (
 // the same time against the same engines: each holds suiteImagesLock shared for its
 // whole life, and one that finds another still holding it at its end removes nothing
 // (a suite of the same version may be using those images) and says what it left.
+// The default image setupPodman loads into the test user's podman storage for krun
+// (localhost/devsandbox/default:VERSION) is removed by the same rule.
 
 // suiteImagesLock is held shared by every running suite (of this code or later).
 const suiteImagesLock = "/var/tmp/devsandbox-it-images.lock"
@@ -34,6 +36,9 @@ const suiteImagesLock = "/var/tmp/devsandbox-it-images.lock"
 type suiteImages struct {
 	lock   *os.File
 	before map[string]map[string]bool // by engine address: the IDs of the images there
+	// podmanBefore are the IDs of the images in the test user's podman storage
+	// before setupPodman loaded the default image there (nil: not listed).
+	podmanBefore map[string]bool
 }
 
 var suiteStart suiteImages
@@ -111,6 +116,7 @@ func removeSuiteImages() {
 	}
 	version := strings.TrimPrefix(strings.TrimSpace(string(out)), "devsandbox ")
 	others := suiteStart.lock == nil || syscall.Flock(int(suiteStart.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil
+	removePodmanImages(version, others)
 	for _, a := range suiteEngines() {
 		before, ok := suiteStart.before[a]
 		if !ok {
@@ -177,9 +183,99 @@ func suiteMadeImages(addr string, before map[string]bool, version string) []suit
 		case l["dev.devsandbox.version"] != version:
 		case l["dev.devsandbox.base"] != "":
 			derived = append(derived, im)
-		case l["dev.devsandbox.image"] == "default" && len(im.RepoTags) > 0 && !slices.ContainsFunc(im.RepoTags, func(t string) bool { return t != "devsandbox/default:"+version }):
+		case defaultImageOnly(im, version, "devsandbox/default:"+version):
 			defaults = append(defaults, im)
 		}
 	}
 	return append(derived, defaults...)
+}
+
+// defaultImageOnly reports whether im is the default image of version and has no
+// name but ref.
+func defaultImageOnly(im suiteImage, version, ref string) bool {
+	l := im.Config.Labels
+	return l["dev.devsandbox.version"] == version && l["dev.devsandbox.image"] == "default" &&
+		len(im.RepoTags) > 0 && !slices.ContainsFunc(im.RepoTags, func(t string) bool { return t != ref })
+}
+
+// podmanImageIDs lists the IDs of every image in the test user's podman storage
+// (podmanAs: the storage the throwaway home's storage.conf names).
+func podmanImageIDs() (map[string]bool, error) {
+	out, err := podmanAs("image", "ls", "-aq", "--no-trunc")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, out)
+	}
+	ids := map[string]bool{}
+	for _, id := range strings.Fields(out) {
+		if strings.HasPrefix(id, "sha256:") {
+			ids[id] = true
+		}
+	}
+	return ids, nil
+}
+
+// recordPodmanImages lists the test user's podman images before setupPodman loads
+// the default image (for krun runs) there: the suite removes it at its end unless
+// it was there before (removePodmanImages).
+func recordPodmanImages() {
+	if ids, err := podmanImageIDs(); err == nil {
+		suiteStart.podmanBefore = ids
+	}
+}
+
+// removePodmanImages removes from the test user's podman storage the default image
+// the suite loaded (localhost/devsandbox/default:VERSION, not there when the suite
+// started, no other name; krun derives no image), unless another suite holds
+// suiteImagesLock (others), and says on stderr what it removed or left.
+func removePodmanImages(version string, others bool) {
+	before := suiteStart.podmanBefore
+	if before == nil {
+		return
+	}
+	now, err := podmanImageIDs()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: the images the suite loaded in the test user's podman storage are left: listing them: %v\n", err)
+		return
+	}
+	var ids []string
+	for id := range now {
+		if !before[id] {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	out, err := podmanAs(append([]string{"image", "inspect"}, ids...)...)
+	var all []suiteImage
+	if err == nil {
+		// podman may print warnings before the JSON.
+		err = json.Unmarshal([]byte(out[max(strings.Index(out, "["), 0):]), &all)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: the images the suite loaded in the test user's podman storage are left: inspecting them: %v\n", err)
+		return
+	}
+	var made []suiteImage
+	for _, im := range all {
+		if defaultImageOnly(im, version, "localhost/devsandbox/default:"+version) {
+			made = append(made, im)
+		}
+	}
+	if len(made) == 0 {
+		return
+	}
+	if others {
+		fmt.Fprintf(os.Stderr, "integration: left %d images the suite loaded in the test user's podman storage: another suite holds %s (one of the same version may use them)\n", len(made), suiteImagesLock)
+		return
+	}
+	var removed int
+	for _, im := range made {
+		if out, err := podmanAs(append([]string{"rmi"}, im.RepoTags...)...); err != nil {
+			fmt.Fprintf(os.Stderr, "integration: left image %s (%s) in the test user's podman storage: %v: %s\n", im.ID, strings.Join(im.RepoTags, " "), err, out)
+			continue
+		}
+		removed++
+	}
+	fmt.Fprintf(os.Stderr, "integration: removed %d of the %d images the suite loaded in the test user's podman storage\n", removed, len(made))
 }
