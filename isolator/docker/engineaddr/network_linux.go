@@ -53,11 +53,6 @@ type peer struct {
 	name string
 }
 
-// podmanService is the name (/proc/PID/comm) of podman's Docker-compatible API
-// service (podman system service, or podman.socket's): podman itself listens, not
-// conmon.
-const podmanService = "podman"
-
 // bindListener reports whether a process called name, of user uid, listening on an
 // engine's socket is the engine's own on this machine, which binds this machine's
 // files: dockerd (rootful or rootless, whatever its network namespace), a systemd

@@ -110,6 +110,11 @@ func (p *pinned) peerOf(sock, proc string) peer {
 	return p.peer
 }
 
+// podmanService is the name (/proc/PID/comm) of podman's Docker-compatible API
+// service (podman system service, or podman.socket's): podman itself listens, not
+// conmon.
+const podmanService = "podman"
+
 // PodmanService reports whether the process listening on a's pinned socket is
 // podman's Docker-compatible API service (its name is podman's), whose API the docker
 // isolator does not speak. False for an unpinned address. The name is the process's
