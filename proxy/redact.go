@@ -87,7 +87,7 @@ func decoded(body io.ReadCloser, ces []string) (io.ReadCloser, error) {
 
 // askIdentity makes a request that carries credentials ask for an unencoded, whole
 // response, the one the proxy can search for an echoed credential: no content coding
-// to undo, and no byte range, with which the sandbox could read an echo back a few
+// to undo (nor a WebSocket extension: permessage-deflate), and no byte range, with which the sandbox could read an echo back a few
 // bytes at a time, no piece holding what the masking looks for. A server answers a
 // request without Range with the whole body; a client resuming a download through a
 // credential's host starts it again (curl -C gives up).
@@ -96,6 +96,7 @@ func (a *applied) askIdentity(req *http.Request) {
 		req.Header.Set("Accept-Encoding", "identity")
 		req.Header.Del("Range")
 		req.Header.Del("If-Range")
+		req.Header.Del("Sec-WebSocket-Extensions") // permessage-deflate compresses an echo
 	}
 }
 
@@ -111,6 +112,10 @@ type redactReader struct {
 	ready    int
 	err      error  // from src, returned once buf is drained
 	atEOF    func() // called once src has ended, before its end is returned
+	// hold, when set, says how many of buf's last bytes to hold back instead of keep;
+	// fresh of them were just read. An upgraded connection holds only a tail that
+	// could begin a form (see applied.upgraded).
+	hold func(buf []byte, fresh int) int
 }
 
 func (r *redactReader) Read(p []byte) (int, error) {
@@ -126,7 +131,11 @@ func (r *redactReader) Read(p []byte) (int, error) {
 		for i, f := range r.from {
 			replaceSameLength(r.buf, f, r.to[i])
 		}
-		r.ready = max(len(r.buf)-r.keep, 0)
+		if r.hold != nil {
+			r.ready = len(r.buf) - r.hold(r.buf, n)
+		} else {
+			r.ready = max(len(r.buf)-r.keep, 0)
+		}
 		if r.err != nil {
 			r.ready = len(r.buf)
 			if r.atEOF != nil {
