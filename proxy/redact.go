@@ -45,6 +45,9 @@ func (a *applied) redactBody(resp *http.Response) error {
 			r.keep = max(r.keep, len(f.from)-1)
 		}
 	}
+	// A streamed body (server-sent events) is read as it comes: only a tail that could
+	// begin a form waits for more, not the last bytes of every event until the next.
+	r.hold = func(buf []byte, _ int) int { return prefixTail(buf, r.from) }
 	// Trailers arrive with the end of the body: masked then, before anyone reads them.
 	r.atEOF = func() { a.redactHeader(resp.Trailer) }
 	resp.Body = r
@@ -101,8 +104,8 @@ func (a *applied) askIdentity(req *http.Request) {
 }
 
 // redactReader replaces each of from with the same-length to in what it reads from
-// src. It holds back the last keep bytes it has read until more arrive, so a value
-// split across reads is still found.
+// src. It holds back the last keep bytes it has read (or what hold says) until more
+// arrive, so a value split across reads is still found.
 type redactReader struct {
 	src      io.ReadCloser
 	from, to [][]byte
