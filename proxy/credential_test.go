@@ -85,12 +85,15 @@ func TestRedactReader(t *testing.T) {
 	body := strings.Repeat("x", 70000) + secret + "y" + secret + strings.Repeat("z", 5) + secret[:6]
 	want := strings.ReplaceAll(body, secret, strings.Repeat("*", len(secret)))
 	for _, chunk := range []int{1, 3, 16, 17, 4096, 1 << 20} {
-		a := &applied{creds: []*credential{{Credential: Credential{Value: secret}}}}
-		resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(iotest.HalfReader(strings.NewReader(body)))}
-		a.redactBody(resp)
-		got, err := io.ReadAll(&chunkReader{r: resp.Body, n: chunk})
-		if err != nil || string(got) != want {
-			t.Errorf("reads of %d: %v, masked correctly: %v", chunk, err, string(got) == want)
+		// The host's side split anywhere too: half of each read, or a byte at a time.
+		for _, src := range []func(io.Reader) io.Reader{iotest.HalfReader, iotest.OneByteReader} {
+			a := &applied{creds: []*credential{{Credential: Credential{Value: secret}}}}
+			resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(src(strings.NewReader(body)))}
+			a.redactBody(resp)
+			got, err := io.ReadAll(&chunkReader{r: resp.Body, n: chunk})
+			if err != nil || string(got) != want {
+				t.Errorf("reads of %d: %v, masked correctly: %v", chunk, err, string(got) == want)
+			}
 		}
 	}
 	// An encoded body is decoded and masked, or refused when the proxy cannot decode it:

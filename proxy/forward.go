@@ -34,8 +34,20 @@ func (s *Server) roundTrip(req *http.Request, _ *goproxy.ProxyCtx) (*http.Respon
 		resp, err = s.tr.RoundTrip(req)
 	}
 	if err == nil {
-		if a := ex.appliedCreds(); a != nil {
+		a := ex.appliedCreds()
+		if a != nil {
 			a.redactHeader(resp.Header)
+		}
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			if err := a.upgraded(resp, ex); err != nil {
+				resp.Body.Close()
+				ex.local.Store(true)
+				ex.fail(err)
+				return textResponse(req, http.StatusBadGateway, fmt.Sprintf("devsandbox proxy: the response of %s was refused: %v.\n", req.URL.Host, err)), nil
+			}
+			return resp, nil
+		}
+		if a != nil {
 			if err := a.redactBody(resp); err != nil {
 				resp.Body.Close()
 				ex.local.Store(true)

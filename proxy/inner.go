@@ -36,6 +36,15 @@ func (s *Server) innerHandler(t Target, scheme string, handlers *tracker) http.H
 			writeText(rw, http.StatusMisdirectedRequest, fmt.Sprintf("devsandbox proxy: %s is not %s, the host this connection was opened for.\n", r.Host, hostPort(t.Host, t.Port)))
 			return
 		}
+		if r.Method == http.MethodConnect {
+			// The tunnel already goes to its target; forwarded, a CONNECT (HTTP/2's
+			// extended one for a WebSocket too) would carry the credential to a host
+			// that may tunnel on, and ReverseProxy relays no tunnel anyway.
+			ex.deny(audit.RuleBadRequest, "CONNECT inside a tunnel to "+hostPort(t.Host, t.Port))
+			ex.local.Store(true)
+			writeText(rw, http.StatusMethodNotAllowed, "devsandbox proxy: CONNECT inside a tunnel to "+hostPort(t.Host, t.Port)+" is not forwarded: the tunnel already goes there.\n")
+			return
+		}
 		if refusal := s.screen(r, ex); refusal != "" {
 			ex.local.Store(true)
 			writeText(rw, http.StatusForbidden, refusal)
@@ -92,8 +101,15 @@ func (s *Server) newReverseProxy() *httputil.ReverseProxy {
 		Transport:  s.tr,
 		BufferPool: &bufferPool{},
 		ModifyResponse: func(resp *http.Response) error {
-			if a := exchangeFrom(resp.Request.Context()).appliedCreds(); a != nil {
+			ex := exchangeFrom(resp.Request.Context())
+			a := ex.appliedCreds()
+			if a != nil {
 				a.redactHeader(resp.Header)
+			}
+			if resp.StatusCode == http.StatusSwitchingProtocols {
+				return a.upgraded(resp, ex)
+			}
+			if a != nil {
 				return a.redactBody(resp)
 			}
 			return nil

@@ -45,6 +45,9 @@ func (a *applied) redactBody(resp *http.Response) error {
 			r.keep = max(r.keep, len(f.from)-1)
 		}
 	}
+	// A streamed body (server-sent events) is read as it comes: only a tail that could
+	// begin a form waits for more, not the last bytes of every event until the next.
+	r.hold = func(buf []byte, _ int) int { return prefixTail(buf, r.from) }
 	// Trailers arrive with the end of the body: masked then, before anyone reads them.
 	r.atEOF = func() { a.redactHeader(resp.Trailer) }
 	resp.Body = r
@@ -87,7 +90,7 @@ func decoded(body io.ReadCloser, ces []string) (io.ReadCloser, error) {
 
 // askIdentity makes a request that carries credentials ask for an unencoded, whole
 // response, the one the proxy can search for an echoed credential: no content coding
-// to undo, and no byte range, with which the sandbox could read an echo back a few
+// to undo (nor a WebSocket extension: permessage-deflate), and no byte range, with which the sandbox could read an echo back a few
 // bytes at a time, no piece holding what the masking looks for. A server answers a
 // request without Range with the whole body; a client resuming a download through a
 // credential's host starts it again (curl -C gives up).
@@ -96,12 +99,13 @@ func (a *applied) askIdentity(req *http.Request) {
 		req.Header.Set("Accept-Encoding", "identity")
 		req.Header.Del("Range")
 		req.Header.Del("If-Range")
+		req.Header.Del("Sec-WebSocket-Extensions") // permessage-deflate compresses an echo
 	}
 }
 
 // redactReader replaces each of from with the same-length to in what it reads from
-// src. It holds back the last keep bytes it has read until more arrive, so a value
-// split across reads is still found.
+// src. It holds back the last keep bytes it has read (or what hold says) until more
+// arrive, so a value split across reads is still found.
 type redactReader struct {
 	src      io.ReadCloser
 	from, to [][]byte
@@ -111,6 +115,10 @@ type redactReader struct {
 	ready    int
 	err      error  // from src, returned once buf is drained
 	atEOF    func() // called once src has ended, before its end is returned
+	// hold, when set, says how many of buf's last bytes to hold back instead of keep;
+	// fresh of them were just read. An upgraded connection holds only a tail that
+	// could begin a form (see applied.upgraded).
+	hold func(buf []byte, fresh int) int
 }
 
 func (r *redactReader) Read(p []byte) (int, error) {
@@ -126,7 +134,11 @@ func (r *redactReader) Read(p []byte) (int, error) {
 		for i, f := range r.from {
 			replaceSameLength(r.buf, f, r.to[i])
 		}
-		r.ready = max(len(r.buf)-r.keep, 0)
+		if r.hold != nil {
+			r.ready = len(r.buf) - r.hold(r.buf, n)
+		} else {
+			r.ready = max(len(r.buf)-r.keep, 0)
+		}
 		if r.err != nil {
 			r.ready = len(r.buf)
 			if r.atEOF != nil {
