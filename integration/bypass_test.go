@@ -448,3 +448,50 @@ func listenUDPIn(t *testing.T, ns, addr string, got chan<- string) func() {
 	}()
 	return func() { pc.Close() }
 }
+
+// TestBypassICMPAndUDPBeyondRules sends what a TCP-only check misses from each egress
+// mode that filters: an ICMP echo (a raw socket where the sandbox may open one, else a
+// ping socket) and UDP datagrams to a port no entry names, towards an outside host in
+// a test namespace, and in allowlist mode with that host's TCP/UDP port 8080 allowed.
+// No echo may come back and no datagram arrive: none and proxy have no route out, and
+// allowlist's firewall opens only the named port (an entry with a port names TCP and
+// UDP to it, never ICMP).
+func TestBypassICMPAndUDPBeyondRules(t *testing.T) {
+	requireRoot(t)
+	o := newOutside(t)
+	got := make(chan string, 64)
+	defer listenUDPIn(t, o.ns, o.addr+":9999", got)()
+	// The outside host answers pings: checked from the host, so a refused echo below
+	// is the sandbox's rules, not a silent host.
+	if out, err := exec.Command("busybox", "ping", "-c", "1", "-W", "2", o.addr).CombinedOutput(); err != nil {
+		t.Fatalf("the outside host does not answer a ping from the host: %v\n%s", err, out)
+	}
+	forEachIsolatorOf(t, withRootless(isolators()), func(t *testing.T, iso string) {
+		p := newProject(t)
+		probe := p.installProbe()
+		for _, flags := range [][]string{{"--egress=none"}, {"--egress=proxy"}, {"--egress=allowlist", "--allow", o.addr + ":8080"}} {
+			tag := iso + "-" + strings.TrimPrefix(flags[0], "--egress=")
+			out := p.mustSandbox(iso, flags, probe+" ping "+o.addr+"; "+probe+" udp "+o.addr+":9999 "+tag)
+			lines := probeLines(out)
+			if lines["ping "+o.addr] == "ok" {
+				t.Errorf("%s: an ICMP echo reached the outside host and came back:\n%s", tag, out)
+			}
+			if lines["udp "+o.addr+":9999"] == "ok" {
+				t.Logf("%s: the datagram was sent (the listener says whether it arrived)", tag)
+			}
+		}
+		if iso == localDocker {
+			// The control: the probe's echo does come back where the network is
+			// open (the engine lets a container's users open ping sockets).
+			out := p.mustSandbox(iso, []string{"--egress=open"}, probe+" ping "+o.addr)
+			if probeLines(out)["ping "+o.addr] != "ok" {
+				t.Errorf("open: the probe's echo did not come back, so the refusals above prove nothing:\n%s", out)
+			}
+		}
+	})
+	select {
+	case q := <-got:
+		t.Errorf("the outside host received the datagram %q", q)
+	default:
+	}
+}

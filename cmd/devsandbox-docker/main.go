@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/devsandbox/devsandbox/internal/nocore"
 	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator/docker"
 	"github.com/devsandbox/devsandbox/isolator/docker/helper"
@@ -15,6 +16,11 @@ import (
 )
 
 func main() {
+	// It holds secrets (package nocore): no core of it may land in a working directory.
+	if err := nocore.Off(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: cannot turn off core dumps: %v\n", helper.Program, err)
+		os.Exit(2)
+	}
 	if len(os.Args) != 2 || os.Args[1] != handoff.ServeArg {
 		fmt.Fprintf(os.Stderr, "%s: the docker isolator of devsandbox; run `devsandbox --isolator=docker`\n", helper.Program)
 		os.Exit(2)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/devsandbox/devsandbox/internal/nocore"
 	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/isolator/krun"
@@ -16,6 +17,11 @@ import (
 )
 
 func main() {
+	// It holds secrets (package nocore): no core of it may land in a working directory.
+	if err := nocore.Off(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: cannot turn off core dumps: %v\n", "devsandbox-krun", err)
+		os.Exit(2)
+	}
 	if len(os.Args) == 4 && os.Args[1] == krun.SuperviseArg {
 		os.Exit(krun.Supervise(os.Args[2], os.Args[3], os.Stderr))
 	}

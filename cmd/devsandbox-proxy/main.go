@@ -50,6 +50,7 @@ import (
 	"time"
 
 	"github.com/devsandbox/devsandbox/internal/hostaddr"
+	"github.com/devsandbox/devsandbox/internal/nocore"
 	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/proxy"
@@ -72,6 +73,11 @@ const shutdownGrace = 2 * time.Second
 const maxProcs = 1
 
 func main() {
+	// It holds secrets (package nocore): no core of it may land in a working directory.
+	if err := nocore.Off(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: cannot turn off core dumps: %v\n", service.Program, err)
+		os.Exit(2)
+	}
 	runtime.GOMAXPROCS(maxProcs)
 	if len(os.Args) == 3 && os.Args[1] == companion.Arg && os.Args[2] == companion.HoldArg {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

@@ -18,6 +18,7 @@ import (
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/internal/clihelp"
 	"github.com/devsandbox/devsandbox/internal/launchprof"
+	"github.com/devsandbox/devsandbox/internal/nocore"
 	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator"
 )
@@ -30,6 +31,12 @@ const exitFailure = 125
 
 func main() {
 	startup()
+	// Before any secret is read: a core of this process would hold them, in the
+	// project (package nocore).
+	if err := nocore.Off(); err != nil {
+		fmt.Fprintf(os.Stderr, "devsandbox: cannot turn off core dumps, which would copy this run's secrets into the working directory: %v\n", err)
+		os.Exit(exitFailure)
+	}
 	launchprof.Start() // a build with the launchprofile tag only (make profile-launch)
 	if !versionOnly(os.Args[1:]) {
 		prepareHeap()

@@ -100,6 +100,8 @@ func main() {
 		report("debugger", debugger())
 	case "goruntime":
 		report("goruntime", goRuntime())
+	case "ping":
+		report("ping "+args[0], ping(args[0]))
 	case "udp":
 		c, err := dialUDP(args[0], []byte(args[1]))
 		if c != nil {
@@ -360,6 +362,57 @@ func profile(b []byte) (bool, error) {
 	}
 	raw, err := io.ReadAll(z)
 	return len(raw) > 1000, err
+}
+
+// ping sends one ICMP echo request to the IPv4 address addr, from a raw socket if
+// the sandbox may open one, else a datagram ("ping") socket, and waits 2 s for the
+// reply: nil only when one came back.
+func ping(addr string) error {
+	ip := net.ParseIP(addr).To4()
+	if ip == nil {
+		return fmt.Errorf("not an IPv4 address: %q", addr)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP)
+	raw := err == nil
+	if !raw {
+		if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMP); err != nil {
+			return err
+		}
+	}
+	defer unix.Close(fd)
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 2}); err != nil {
+		return err
+	}
+	// Type 8 (echo request), code 0, checksum, id, sequence 1, payload.
+	pkt := []byte{8, 0, 0, 0, 0x44, 0x53, 0, 1, 'd', 's', 'b'}
+	var sum uint32
+	for i := 0; i+1 < len(pkt); i += 2 {
+		sum += uint32(pkt[i])<<8 | uint32(pkt[i+1])
+	}
+	sum += uint32(pkt[len(pkt)-1]) << 8
+	for sum > 0xffff {
+		sum = sum>>16 + sum&0xffff
+	}
+	pkt[2], pkt[3] = byte(^sum>>8), byte(^sum)
+	sa := &unix.SockaddrInet4{}
+	copy(sa.Addr[:], ip)
+	if err := unix.Sendto(fd, pkt, 0, sa); err != nil {
+		return err
+	}
+	buf := make([]byte, 1500)
+	for {
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if err != nil {
+			return err
+		}
+		b := buf[:n]
+		if raw && n > 20 {
+			b = b[int(b[0]&0xf)*4:] // past the IP header
+		}
+		if len(b) > 0 && b[0] == 0 { // echo reply
+			return nil
+		}
+	}
 }
 
 func dialUDP(addr string, payload []byte) (*os.File, error) {
