@@ -155,7 +155,7 @@ func rootlessLimits(l isolator.Limits, info system.Info) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: the rootless docker engine cannot apply %s (cgroup driver %q, cgroup v%s: it would start the sandbox without them); the command did not run. Run the engine on a cgroup v2 host with the controllers delegated to your user (Docker's rootless guide, \"Limiting resources\"), or set the limit to 0 (--pids=0) or leave it unset",
+	return fmt.Errorf("%w: the rootless docker engine cannot apply %s (cgroup driver %q, cgroup v%s: it would start the sandbox without them); the command did not run. Run the engine on a cgroup v2 host with the controllers delegated to your user (Docker's rootless guide, \"Limiting resources\"), or run without the limit: remove limits.memory and limits.cpus from the config, and set limits.pids to 0 (--pids=0; it is 4096 unless set)",
 		isolator.ErrProtection, strings.Join(missing, ", "), info.CgroupDriver, cmp.Or(info.CgroupVersion, "?"))
 }
 

@@ -94,7 +94,7 @@ func TestRootlessLimits(t *testing.T) {
 	if !errors.Is(err, isolator.ErrProtection) {
 		t.Fatalf("limits on an engine without cgroups: %v, want ErrProtection", err)
 	}
-	const want = `protection could not be applied: the rootless docker engine cannot apply limits.pids = 4096, limits.memory = 1073741824 bytes, limits.cpus = 1.5 (cgroup driver "none", cgroup v1: it would start the sandbox without them); the command did not run. Run the engine on a cgroup v2 host with the controllers delegated to your user (Docker's rootless guide, "Limiting resources"), or set the limit to 0 (--pids=0) or leave it unset`
+	const want = `protection could not be applied: the rootless docker engine cannot apply limits.pids = 4096, limits.memory = 1073741824 bytes, limits.cpus = 1.5 (cgroup driver "none", cgroup v1: it would start the sandbox without them); the command did not run. Run the engine on a cgroup v2 host with the controllers delegated to your user (Docker's rootless guide, "Limiting resources"), or run without the limit: remove limits.memory and limits.cpus from the config, and set limits.pids to 0 (--pids=0; it is 4096 unless set)`
 	if err.Error() != want {
 		t.Errorf("got\n%s\nwant\n%s", err, want)
 	}

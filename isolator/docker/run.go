@@ -660,7 +660,7 @@ func (b *Isolator) limitsDiscarded(warnings []string) error {
 		b.warn("the docker engine: %s", w)
 	}
 	if len(discarded) > 0 {
-		return fmt.Errorf("%w: the docker engine cannot apply the sandbox's limits (limits.pids, limits.memory, limits.cpus): %s; the command did not run. Enable the cgroup controllers on the engine's host, or set the limit to 0 (--pids=0) or leave it unset", isolator.ErrProtection, strings.Join(discarded, " "))
+		return fmt.Errorf("%w: the docker engine cannot apply the sandbox's limits (limits.pids, limits.memory, limits.cpus): %s; the command did not run. Enable the cgroup controllers on the engine's host, or run without the limit: remove limits.memory and limits.cpus from the config, and set limits.pids to 0 (--pids=0; it is 4096 unless set)", isolator.ErrProtection, strings.Join(discarded, " "))
 	}
 	return nil
 }
