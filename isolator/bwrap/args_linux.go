@@ -63,8 +63,9 @@ type File struct {
 
 // Spec is a rendered bwrap invocation.
 type Spec struct {
-	// Reserve is the disk reserve's comment (diskguard.Script), for Script.
-	Reserve string
+	// reserveOf is the Plan whose disk reserve Script describes (diskguard.Script),
+	// written only when a script is asked for: a run does not pay for the text.
+	reserveOf *isolator.Plan
 	// Prefix runs before bwrap, each part execing the next: the join step into the
 	// session cgroup (Cgroup.Join) or systemd-run (a scope with the limits it
 	// holds), then pasta and the egress prologue (allowlist mode), which execs bwrap
@@ -142,7 +143,7 @@ func (o renderOptions) enforcement(p *isolator.Plan) enforcement {
 // same proxy listener for names.
 func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, error) {
 	home := p.User.HostHome
-	s := &Spec{Reserve: diskguard.Script(p)}
+	s := &Spec{reserveOf: p}
 	a := []string{"bwrap", "--unshare-all"}
 	switch p.Egress.Mode {
 	case egress.Open:
@@ -652,7 +653,9 @@ func initInView(p *isolator.Plan, placed []viewEntry, initAt func(dir, init stri
 // passthrough variables appear as names only.
 func (s *Spec) Script() string {
 	var b strings.Builder
-	b.WriteString(s.Reserve)
+	if s.reserveOf != nil {
+		b.WriteString(diskguard.Script(s.reserveOf))
+	}
 	b.WriteString("# environment of bwrap (inherited by the command):\n")
 	for _, e := range s.Env {
 		if e.FromHost {

@@ -340,11 +340,14 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		}
 		// Not interactive, yet the output may reach the user's terminal: through a
 		// pty of the command's own, filtered, never as the terminal's descriptor.
+		out := stdioFiles.files[1]
 		if plainClose, err = plainTerminals(stdioFiles, tty.FilterOptions{AllowClipboard: p.TerminalClipboard}); err != nil {
 			stdioFiles.close()
 			return 0, err
 		}
-		if out := stdioFiles.files[1]; out != nil && tty.IsTerminal(out.Fd()) {
+		// plainTerminals replaced stdout with a pty's slave exactly when it is a
+		// terminal: no second TCGETS to ask.
+		if stdioFiles.files[1] != out {
 			env = pagerEnv(env)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // PinStatfs opens each of paths that exists (following a link there once, as
@@ -16,17 +18,17 @@ import (
 // it), whatever is made there later. Another error to open one is returned (the run
 // does not start: fail closed). release closes what was opened.
 func PinStatfs(paths []string) (statfs Statfs, release func(), err error) {
-	files := make(map[string]*os.File, len(paths))
+	files := make(map[string]int, len(paths))
 	release = func() {
-		for _, f := range files {
-			f.Close()
+		for _, fd := range files {
+			unix.Close(fd)
 		}
 	}
 	for _, p := range paths {
 		if _, ok := files[p]; ok {
 			continue
 		}
-		f, err := openPin(p)
+		fd, err := openPin(p)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -34,14 +36,14 @@ func PinStatfs(paths []string) (statfs Statfs, release func(), err error) {
 			release()
 			return nil, nil, fmt.Errorf("opening %s to watch its free space for sandbox.disk_reserve: %w", p, err)
 		}
-		files[p] = f
+		files[p] = fd
 	}
 	statfs = func(p string) (uint64, error) {
-		f, ok := files[p]
+		fd, ok := files[p]
 		if !ok {
 			return 0, fmt.Errorf("%s was missing when the run started: %w", p, os.ErrNotExist)
 		}
-		return fileStatfs(f)
+		return fdStatfs(fd)
 	}
 	return statfs, release, nil
 }

@@ -7,15 +7,25 @@ import (
 )
 
 // openPin opens path for fstatfs only (O_PATH: no read permission needed, a
-// directory or a file).
-func openPin(path string) (*os.File, error) {
-	return os.OpenFile(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+// directory or a file). A bare descriptor, not an *os.File: the launch pays no
+// non-blocking probe (two fcntl) and no poller registration for it.
+func openPin(path string) (int, error) {
+	for {
+		fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		return fd, nil
+	}
 }
 
-// fileStatfs is HostStatfs of the file system holding f.
-func fileStatfs(f *os.File) (uint64, error) {
+// fdStatfs is HostStatfs of the file system holding fd.
+func fdStatfs(fd int) (uint64, error) {
 	var st unix.Statfs_t
-	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil {
+	if err := unix.Fstatfs(fd, &st); err != nil {
 		return 0, err
 	}
 	return available(st.Blocks, st.Bavail, st.Bsize), nil

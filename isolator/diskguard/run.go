@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/devsandbox/devsandbox/internal/termsafe"
@@ -26,9 +27,19 @@ func Run(ctx context.Context, p *isolator.Plan, run func(context.Context) (int, 
 	if g.Reserve == 0 {
 		return run(ctx)
 	}
-	tick := time.NewTicker(Interval)
-	defer tick.Stop()
-	return g.Run(ctx, tick.C, run)
+	return g.Run(ctx, After(Interval), run)
+}
+
+// Schedule has f called once, later (After's: on a goroutine of its own once a
+// delay has passed); the cancel it returns keeps f from being called if it has not
+// been yet.
+type Schedule func(f func()) (cancel func() bool)
+
+// After is the Schedule of a timer of d (time.AfterFunc). A run shorter than d
+// starts no goroutine and wakes no thread for the guard: its launch and its exit
+// pay nothing for the watch but a timer set and stopped.
+func After(d time.Duration) Schedule {
+	return func(f func()) func() bool { return time.AfterFunc(d, f).Stop }
 }
 
 // For is the Guard of p's reserve, each watched directory held open from now on
@@ -49,26 +60,65 @@ func For(p *isolator.Plan) (g Guard, release func(), err error) {
 	return g, release, nil
 }
 
-// Run is the package's Run with the guard's Statfs and the ticks given.
-func (g Guard) Run(ctx context.Context, tick <-chan time.Time, run func(context.Context) (int, error)) (int, error) {
+// Run is the package's Run with the guard's Statfs, each read of the free space
+// after the previous one (the first after the Check that lets run start) by next.
+func (g Guard) Run(ctx context.Context, next Schedule, run func(context.Context) (int, error)) (int, error) {
 	if err := g.Check(); err != nil {
 		return 0, fmt.Errorf("the command did not run: %w", err)
 	}
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		g.Watch(runCtx, tick, stop)
-	}()
+	w := &watch{g: g, ctx: runCtx, next: next, stop: stop}
+	w.start()
 	code, err := run(runCtx)
-	// The watch's last stop, if any, happens before the cause is read.
+	// The watch's last stop, if any, happens before the cause is read; no read of
+	// the free space runs once end returns (the caller then closes the pins).
 	stop(nil)
-	<-watched
+	w.end()
 	if low := lowCause(runCtx); low != nil {
 		return code, fmt.Errorf("stopped the run: %w", low)
 	}
 	return code, err
+}
+
+// watch is Guard.Run's watch: Check at each call next schedules until ctx ends or
+// end is called; the first failure calls stop with its error and schedules no more.
+type watch struct {
+	g    Guard
+	ctx  context.Context
+	next Schedule
+	stop context.CancelCauseFunc
+
+	mu     sync.Mutex // held while a check runs, and by end
+	ended  bool
+	cancel func() bool
+}
+
+func (w *watch) start() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cancel = w.next(w.tick)
+}
+
+func (w *watch) tick() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended || w.ctx.Err() != nil {
+		return
+	}
+	if err := w.g.Check(); err != nil {
+		w.stop(err)
+		return
+	}
+	w.cancel = w.next(w.tick)
+}
+
+// end stops the watch: once it returns, no check runs nor will.
+func (w *watch) end() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ended = true
+	w.cancel()
 }
 
 // lowCause is the guard's cause of runCtx's end, if it was the guard that ended it

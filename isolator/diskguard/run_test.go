@@ -3,6 +3,7 @@ package diskguard
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ func TestGuardRun(t *testing.T) {
 	const gib = 1 << 30
 	t.Run("refused", func(t *testing.T) {
 		g := Guard{Reserve: gib, Paths: []string{"/p"}, Statfs: fakeStatfs(t, map[string]uint64{"/p": gib - 1}, nil)}
-		code, err := g.Run(context.Background(), nil, func(context.Context) (int, error) {
+		code, err := g.Run(context.Background(), (&fakeTicks{}).schedule, func(context.Context) (int, error) {
 			t.Error("the run started under the reserve")
 			return 0, nil
 		})
@@ -29,11 +30,11 @@ func TestGuardRun(t *testing.T) {
 		var avail atomic.Uint64
 		avail.Store(2 * gib)
 		g := Guard{Reserve: gib, Paths: []string{"/p"}, Statfs: func(string) (uint64, error) { return avail.Load(), nil }}
-		tick := make(chan time.Time)
-		code, err := g.Run(context.Background(), tick, func(ctx context.Context) (int, error) {
-			tick <- time.Time{} // above: goes on
+		ticks := &fakeTicks{}
+		code, err := g.Run(context.Background(), ticks.schedule, func(ctx context.Context) (int, error) {
+			ticks.tick(t) // above: goes on
 			avail.Store(gib / 2)
-			tick <- time.Time{} // under: the watch ends ctx
+			ticks.tick(t) // under: the watch ends ctx
 			<-ctx.Done()
 			if !isolator.StopsNow(ctx) {
 				t.Errorf("the run's context ended with %v; want the class isolator.ErrStopNow", context.Cause(ctx))
@@ -47,20 +48,23 @@ func TestGuardRun(t *testing.T) {
 	})
 	t.Run("above", func(t *testing.T) {
 		g := Guard{Reserve: gib, Paths: []string{"/p"}, Statfs: fakeStatfs(t, map[string]uint64{"/p": 2 * gib}, nil)}
-		tick := make(chan time.Time)
+		ticks := &fakeTicks{}
 		want := errors.New("the command's own failure")
-		code, err := g.Run(context.Background(), tick, func(ctx context.Context) (int, error) {
-			tick <- time.Time{}
+		code, err := g.Run(context.Background(), ticks.schedule, func(ctx context.Context) (int, error) {
+			ticks.tick(t)
 			return 3, want
 		})
 		if code != 3 || err != want {
 			t.Errorf("Run = %d, %v; want the run's own result", code, err)
 		}
+		if ticks.pending() {
+			t.Error("a read of the free space is still scheduled after the run")
+		}
 	})
 	t.Run("caller's cancel", func(t *testing.T) {
 		g := Guard{Reserve: gib, Paths: []string{"/p"}, Statfs: fakeStatfs(t, map[string]uint64{"/p": 2 * gib}, nil)}
 		ctx, cancel := context.WithCancel(context.Background())
-		code, err := g.Run(ctx, make(chan time.Time), func(ctx context.Context) (int, error) {
+		code, err := g.Run(ctx, (&fakeTicks{}).schedule, func(ctx context.Context) (int, error) {
 			cancel()
 			<-ctx.Done()
 			return 130, nil
@@ -69,6 +73,64 @@ func TestGuardRun(t *testing.T) {
 			t.Errorf("Run = %d, %v; want the run's own result after the caller's cancel", code, err)
 		}
 	})
+}
+
+// fakeTicks is a Schedule whose calls the test makes (tick), one at a time.
+type fakeTicks struct {
+	mu sync.Mutex
+	f  func()
+}
+
+func (k *fakeTicks) schedule(f func()) func() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.f = f
+	return func() bool {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		was := k.f != nil
+		k.f = nil
+		return was
+	}
+}
+
+// tick calls what is scheduled, as the timer would; the guard must have scheduled it.
+func (k *fakeTicks) tick(t *testing.T) {
+	t.Helper()
+	k.mu.Lock()
+	f := k.f
+	k.f = nil
+	k.mu.Unlock()
+	if f == nil {
+		t.Fatal("the guard scheduled no read of the free space while the run goes on")
+	}
+	f()
+}
+
+func (k *fakeTicks) pending() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.f != nil
+}
+
+// TestAfterReadsAgain: with the real timer, the guard reads the free space again and
+// again while the run goes on, and stops it once a file system falls under the reserve.
+func TestAfterReadsAgain(t *testing.T) {
+	const gib = 1 << 30
+	var reads atomic.Int32
+	g := Guard{Reserve: gib, Paths: []string{"/p"}, Statfs: func(string) (uint64, error) {
+		if reads.Add(1) > 3 { // the Check before the run, then two reads above
+			return gib / 2, nil
+		}
+		return 2 * gib, nil
+	}}
+	code, err := g.Run(context.Background(), After(time.Millisecond), func(ctx context.Context) (int, error) {
+		<-ctx.Done()
+		return 137, nil
+	})
+	if code != 137 || !errors.Is(err, ErrLow) || reads.Load() != 4 {
+		t.Errorf("Run = %d, %v after %d reads; want it stopped with ErrLow at the fourth read", code, err, reads.Load())
+	}
 }
 
 // TestRunWithoutReserve: a Plan without a reserve reads no free space at all.
