@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/devsandbox/devsandbox/isolator/internal/jobstop"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,7 +23,7 @@ import (
 //
 // On SIGTSTP, and on SIGTTIN or SIGTTOU while devsandbox is in the background, every
 // process of the sandbox's pid namespace is stopped (SIGSTOP, until each is seen
-// stopped), then devsandbox stops itself (SIGSTOP), and the shell reports the job
+// stopped), then devsandbox stops itself (with the signal, 128+sig as a native command), and the shell reports the job
 // stopped. On SIGCONT the sandbox
 // is continued, unless the command's stdin is the controlling terminal and
 // devsandbox is not its foreground process group (`bg`): the command could then read
@@ -210,9 +211,8 @@ func state(pid string) byte {
 	return b[i+2]
 }
 
-// stopSelf stops devsandbox (SIGSTOP: a caught signal's default action cannot be
-// had back from the Go runtime); the shell reports the job stopped, with status
-// 128+SIGSTOP (147) where a native command stopped by sig has 128+sig.
-func (j *jobControl) stopSelf(syscall.Signal) {
-	_ = unix.Kill(unix.Getpid(), unix.SIGSTOP)
+// stopSelf stops devsandbox with sig (jobstop.StopSelf): the shell reports the job
+// stopped with status 128+sig, as for a native command.
+func (j *jobControl) stopSelf(sig syscall.Signal) {
+	jobstop.StopSelf(sig)
 }
