@@ -180,11 +180,11 @@ func jobControlRun(t *testing.T, dir, shell string, steps []jobStep, want string
 }
 
 // withoutJobReports is the complete lines of out that are not a shell's job reports
-// (nor the empty line before one).
+// (nor the empty line before one), nor devsandbox's notes (an image being prepared).
 func withoutJobReports(out []byte) string {
 	var kept []byte
 	for _, l := range bytes.SplitAfter(out, []byte("\n")) {
-		if bytes.HasSuffix(l, []byte("\n")) && len(l) > 1 && !bytes.HasPrefix(l, []byte("[")) {
+		if bytes.HasSuffix(l, []byte("\n")) && len(l) > 1 && !bytes.HasPrefix(l, []byte("[")) && !bytes.HasPrefix(l, []byte("devsandbox: ")) {
 			kept = append(kept, l...)
 		}
 	}
