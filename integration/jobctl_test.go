@@ -28,8 +28,10 @@ import (
 // moved as an interactive shell moves it.
 func TestJobControl(t *testing.T) {
 	// The command counts in the background (each count a file renamed into place)
-	// while it waits for its line; the count stops once the line is read.
-	const cmdScript = `(i=0; while :; do i=$((i+1)); echo $i >.count.t; mv -f .count.t count; done) & echo ready; read -r a; kill $!; echo "cmd[$a]"`
+	// while it waits for its line, from before it says ready; the count stops once
+	// the line is read.
+	const cmdScript = `rm -f count; (i=0; while :; do i=$((i+1)); echo $i >.count.t; mv -f .count.t count; done) & ` +
+		`until [ -e count ]; do :; done; echo ready; read -r a; kill $!; echo "cmd[$a]"`
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		if iso == "krun" {
 			requireKVMDevice(t)

@@ -114,42 +114,54 @@ func (j *jobControl) handle(s os.Signal, warn func(string, ...any), kill func(),
 	j.signalTree(syscall.SIGCONT)
 }
 
-// stopTree stops every process of the sandbox and returns once each is seen stopped
-// (one in uninterruptible sleep is sent the stop, which takes effect as it wakes). A process that another one
-// continues is stopped again; one still running after two seconds is an error.
+// stopTree stops every process of the sandbox and returns once each is seen stopped.
+// One in uninterruptible sleep is sent the stop, which takes effect as it wakes (its
+// call, a rename, a write, completes first): it is waited for up to dSleepWait once
+// the others are stopped, then left to stop as it wakes (a vfork parent sleeps so
+// until its stopped child goes on; a hung network file system). One still running
+// after two seconds is an error. A process that another one continues is stopped
+// again.
 func (j *jobControl) stopTree() error {
-	deadline := time.Now().Add(2 * time.Second)
+	deadline, settled := time.Now().Add(2*time.Second), time.Time{}
 	for {
-		running := j.signalTree(syscall.SIGSTOP)
+		running, sleeping := j.signalTree(syscall.SIGSTOP)
 		if running == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
+			if settled.IsZero() {
+				settled = time.Now()
+			}
+			if sleeping == 0 || time.Since(settled) > dSleepWait {
+				return nil
+			}
+		} else if time.Now().After(deadline) {
 			return errNotStopped
 		}
 		time.Sleep(time.Millisecond) // the targets run on the other CPU
 	}
 }
 
+// dSleepWait bounds stopTree's wait for a process in uninterruptible sleep.
+const dSleepWait = 100 * time.Millisecond
+
 // signalTree sends sig to bwrap's process group, then to each process of the
 // sandbox's pid namespace (for SIGSTOP, each not stopped yet) and returns how many
 // of those were sent SIGSTOP. The namespace is the command's, or before the init
 // reports the command, that of bwrap's child (bwrap, stopped first, starts no other).
 // Without one distinct from devsandbox's it signals the command's process group.
-func (j *jobControl) signalTree(sig syscall.Signal) int {
+// For SIGSTOP, it returns how many were running and how many in uninterruptible
+// sleep ('D') when sent it.
+func (j *jobControl) signalTree(sig syscall.Signal) (running, sleeping int) {
 	_ = syscall.Kill(-j.bwrapPid, sig)
 	ns, ok := j.namespace()
 	if !ok {
 		if j.cmdPid > 0 {
 			_ = syscall.Kill(-j.cmdPid, sig)
 		}
-		return 0
+		return 0, 0
 	}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	n := 0
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -163,12 +175,16 @@ func (j *jobControl) signalTree(sig syscall.Signal) int {
 			continue // stopped, traced, dead or gone
 		}
 		// One in uninterruptible sleep gets the stop too (it takes effect when the
-		// sleep ends, before the process runs its own code) but is not waited for.
-		if syscall.Kill(pid, sig) == nil && sig == syscall.SIGSTOP && st != 'D' {
-			n++
+		// sleep ends, before the process runs its own code).
+		if syscall.Kill(pid, sig) == nil && sig == syscall.SIGSTOP {
+			if st == 'D' {
+				sleeping++
+			} else {
+				running++
+			}
 		}
 	}
-	return n
+	return running, sleeping
 }
 
 // namespace is the sandbox's pid namespace, when it has one of its own.
