@@ -5,8 +5,10 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -151,6 +153,11 @@ func jobControlRun(t *testing.T, dir, shell string, steps []jobStep, want string
 	defer killSession(cmd.Process.Pid)
 	go func() { // a hung run: what holds the pipe goes
 		<-ctx.Done()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			if ps, err := exec.Command("ps", "-o", "pid,pgid,stat,wchan:20,args", "-s", strconv.Itoa(cmd.Process.Pid)).CombinedOutput(); err == nil {
+				t.Logf("the hung run's processes:\n%s", ps)
+			}
+		}
 		killSession(cmd.Process.Pid)
 	}()
 	var out []byte
@@ -174,9 +181,12 @@ func jobControlRun(t *testing.T, dir, shell string, steps []jobStep, want string
 			break
 		}
 	}
-	_ = cmd.Wait()
+	werr := cmd.Wait()
 	if ctx.Err() != nil {
 		killSession(cmd.Process.Pid)
+	}
+	if got := withoutJobReports(out); got != want {
+		t.Logf("the shell ended: %v; its whole output: %q", werr, out)
 	}
 	return withoutJobReports(out)
 }

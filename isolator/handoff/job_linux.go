@@ -46,11 +46,11 @@ const stopWait = 10 * time.Second
 
 func (j *callerJob) handle(s os.Signal, p *Process, pending chan os.Signal) {
 	sig, _ := s.(syscall.Signal)
-	switch sig {
-	case syscall.SIGCONT:
-		if !j.stopped {
-			return
-		}
+	if j.stopped {
+		// Running again: devsandbox was continued, whether or not its SIGCONT is
+		// seen (a stop signal sent before the SIGCONT is taken discards it: the
+		// program's read of the terminal from the background sends SIGTTIN to the
+		// group as often as it tries).
 		if j.stdinTerm && jobstop.Background() {
 			select {
 			case f := <-pending: // `kill %1`: the signal reaches the command
@@ -66,18 +66,18 @@ func (j *callerJob) handle(s os.Signal, p *Process, pending chan os.Signal) {
 		j.stopped = false
 		_ = p.cmd.Process.Signal(syscall.SIGCONT) // continued alone (kill -CONT PID)
 		p.Signal(JobGo)
+	}
+	switch sig {
+	case syscall.SIGCONT:
+		return
 	case syscall.SIGTTIN, syscall.SIGTTOU:
-		if j.stopped || !jobstop.Background() {
+		if !jobstop.Background() {
 			return // a late copy of one already acted on
 		}
-		fallthrough
-	default:
-		if !j.stopped {
-			j.stopProgram(p)
-			j.stopped = true
-		}
-		jobstop.StopSelf(sig)
 	}
+	j.stopProgram(p)
+	j.stopped = true
+	jobstop.StopSelf(sig)
 }
 
 // stopProgram asks the program to freeze the command and stop, and returns once it
