@@ -171,6 +171,9 @@ func (j *jobControl) signalTree(sig syscall.Signal) (running, sleeping int) {
 			continue
 		}
 		st := state(e.Name())
+		if sig == syscall.SIGSTOP && st == 'T' {
+			st = jobstop.GroupState(e.Name()) // each thread, not the first alone
+		}
 		if sig == syscall.SIGSTOP && strings.IndexByte("TtZXx", st) >= 0 {
 			continue // stopped, traced, dead or gone
 		}

@@ -84,13 +84,13 @@ func (j *callerJob) handle(s os.Signal, p *Process, pending chan os.Signal) {
 // is seen stopped (or gone), or after stopWait.
 func (j *callerJob) stopProgram(p *Process) {
 	pid := strconv.Itoa(p.cmd.Process.Pid)
-	if st := jobstop.State(pid); st == 'T' || st == 'Z' || st == 'X' {
+	if st := jobstop.GroupState(pid); st == 'T' || st == 'Z' || st == 'X' {
 		return // still stopped: continued was devsandbox alone
 	}
 	p.Signal(JobStop)
 	deadline := time.Now().Add(stopWait)
 	for {
-		switch jobstop.State(pid) {
+		switch jobstop.GroupState(pid) {
 		case 'T', 'Z', 'X':
 			return
 		}

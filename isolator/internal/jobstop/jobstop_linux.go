@@ -107,3 +107,23 @@ func StopSelf(sig syscall.Signal) {
 	_ = unix.Tgkill(unix.Getpid(), unix.Gettid(), sig)
 	_, _, _ = unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
 }
+
+// GroupState is State over every thread of pid: 'T' only once each thread is
+// stopped (a process is shown stopped as its first thread stops; another, woken by
+// the stop in a read of the terminal, may still take input that arrived meanwhile
+// before it stops), else the state of the first thread that is not.
+func GroupState(pid string) byte {
+	tasks, err := os.ReadDir("/proc/" + pid + "/task")
+	if err != nil {
+		return State(pid)
+	}
+	for _, t := range tasks {
+		if st := State(pid + "/task/" + t.Name()); st != 'T' && st != 'X' {
+			return st
+		}
+	}
+	if len(tasks) == 0 {
+		return 'X'
+	}
+	return 'T'
+}
