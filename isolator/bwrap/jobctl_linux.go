@@ -114,33 +114,29 @@ func (j *jobControl) handle(s os.Signal, warn func(string, ...any), kill func(),
 	j.signalTree(syscall.SIGCONT)
 }
 
-// stopTree stops every process of the sandbox and returns once each is seen stopped.
-// One in uninterruptible sleep is sent the stop, which takes effect as it wakes (its
-// call, a rename, a write, completes first): it is waited for up to dSleepWait once
-// the others are stopped, then left to stop as it wakes (a vfork parent sleeps so
-// until its stopped child goes on; a hung network file system). One still running
-// after two seconds is an error. A process that another one continues is stopped
-// again.
+// stopTree stops every process of the sandbox and returns once each is seen stopped,
+// every thread of it. One in uninterruptible sleep is sent the stop, which takes
+// effect as it wakes (its call, a rename, a write, completes first): it is waited for
+// as the others, up to two seconds, then left to stop as it wakes (a hung network
+// file system); a vfork parent, which sleeps so for as long as its stopped child, is
+// not waited for. One still running after two seconds is an error. A process that
+// another one continues is stopped again.
 func (j *jobControl) stopTree() error {
-	deadline, settled := time.Now().Add(2*time.Second), time.Time{}
+	deadline := time.Now().Add(2 * time.Second)
 	for {
 		running, sleeping := j.signalTree(syscall.SIGSTOP)
-		if running == 0 {
-			if settled.IsZero() {
-				settled = time.Now()
-			}
-			if sleeping == 0 || time.Since(settled) > dSleepWait {
+		if running+sleeping == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if running == 0 {
 				return nil
 			}
-		} else if time.Now().After(deadline) {
 			return errNotStopped
 		}
 		time.Sleep(time.Millisecond) // the targets run on the other CPU
 	}
 }
-
-// dSleepWait bounds stopTree's wait for a process in uninterruptible sleep.
-const dSleepWait = 100 * time.Millisecond
 
 // signalTree sends sig to bwrap's process group, then to each process of the
 // sandbox's pid namespace (for SIGSTOP, each not stopped yet) and returns how many
@@ -181,13 +177,23 @@ func (j *jobControl) signalTree(sig syscall.Signal) (running, sleeping int) {
 		// sleep ends, before the process runs its own code).
 		if syscall.Kill(pid, sig) == nil && sig == syscall.SIGSTOP {
 			if st == 'D' {
-				sleeping++
+				if !vforkWait(e.Name()) {
+					sleeping++
+				}
 			} else {
 				running++
 			}
 		}
 	}
 	return running, sleeping
+}
+
+// vforkWait reports whether pid sleeps until its vfork child execs or exits: that
+// sleep lasts as long as the child is stopped, and the parent runs nothing of its own
+// meanwhile.
+func vforkWait(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/wchan")
+	return err == nil && bytes.Contains(b, []byte("vfork"))
 }
 
 // namespace is the sandbox's pid namespace, when it has one of its own.
