@@ -5,8 +5,11 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,62 +21,99 @@ import (
 
 // TestJobControl: devsandbox as a job of a shell with job control, stdin the
 // shell's terminal (the test's pty, the controlling terminal of the shell's
-// session), stdout a pipe. A line typed for the shell while the run is stopped
-// (Ctrl-Z), or while it runs in the background, must reach the shell, not the
-// sandboxed command; once the run is in the foreground again (`fg`), the command
-// reads what is typed then. The shell is an interactive bash, so the terminal's
-// foreground process group is moved as an interactive shell moves it.
+// session), stdout a pipe, on every isolator. A line typed for the shell while the
+// run is stopped (Ctrl-Z), or while it runs in the background, must reach the shell,
+// not the sandboxed command; while the run is stopped, the command makes no
+// progress (a counter it writes to the project does not move); once the run is in
+// the foreground again (`fg`), the command goes on and reads what is typed then.
+// The shell is an interactive bash, so the terminal's foreground process group is
+// moved as an interactive shell moves it.
 func TestJobControl(t *testing.T) {
-	requireBwrap(t)
-	const cmdScript = `echo ready; read -r a; echo "cmd[$a]"`
-	cases := []struct {
-		name, shell string
-		steps       []jobStep
-		want        string
-	}{
-		{
-			// Ctrl-Z: devsandbox stops (status 147, SIGSTOP; a native command's is
-			// 148), the sandbox with it; the shell reads the next line; fg resumes both.
-			name:  "ctrl_z",
-			shell: `"$@"; echo "status[$(($? > 128))]"; read -r l; echo "shell[$l]"; fg %1 >/dev/null; echo "end[$?]"`,
-			steps: []jobStep{{"ready\n", "\x1a"}, {"status[", "for-the-shell\n"}, {"shell[", "for-the-command\n"}},
-			want:  "ready\nstatus[1]\nshell[for-the-shell]\ncmd[for-the-command]\nend[0]\n",
-		},
-		{
-			// Ctrl-Z then bg: a run whose stdin is the terminal stays stopped in
-			// the background (a native command reading the terminal would stop);
-			// fg resumes it. A fg within microseconds of the bg (here: the line for
-			// the shell is typed already) can come between devsandbox's check that
-			// it is in the background and its stop, and finds it stopped again: a
-			// second fg resumes it, as a user would type.
-			name:  "ctrl_z_bg",
-			shell: `"$@"; echo "status[$(($? > 128))]"; bg %1 >/dev/null; read -r l; echo "shell[$l]"; fg %1 >/dev/null || fg %1 >/dev/null; echo "end[$?]"`,
-			steps: []jobStep{{"ready\n", "\x1a"}, {"status[", "for-the-shell\n"}, {"shell[", "for-the-command\n"}},
-			want:  "ready\nstatus[1]\nshell[for-the-shell]\ncmd[for-the-command]\nend[0]\n",
-		},
-		{
-			// Started in the background with the terminal on stdin: the command
-			// runs (a build that never reads stdin goes on) with stdin /dev/null,
-			// as a POSIX shell without job control gives an asynchronous command.
-			name:  "background",
-			shell: `"$@" & read -r l; wait %1; echo "shell[$l]"; echo "end[$?]"`,
-			steps: []jobStep{{"ready\n", "for-the-shell\n"}},
-			want:  "ready\ncmd[]\nshell[for-the-shell]\nend[0]\n",
-		},
-	}
-	p := newProject(t)
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got := jobControlRun(t, p.dir, c.shell, c.steps, c.want, "--isolator=bwrap", "--", "/bin/sh", "-c", cmdScript)
-			if got != c.want {
-				t.Fatalf("output %q, want %q", got, c.want)
+	// The command counts in the background (each count a file renamed into place)
+	// while it waits for its line, from before it says ready; the count stops once
+	// the line is read.
+	const cmdScript = `rm -f count; (i=0; while :; do i=$((i+1)); echo $i >.count.t; mv -f .count.t count; done) & ` +
+		`until [ -e count ]; do :; done; echo ready; read -r a; kill $!; echo "cmd[$a]"`
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		if iso == "krun" {
+			requireKVMDevice(t)
+		}
+		p := newProject(t)
+		count := func() string {
+			b, err := os.ReadFile(filepath.Join(p.dir, "count"))
+			if err != nil {
+				t.Errorf("the command's counter: %v", err)
 			}
-		})
-	}
+			return string(b)
+		}
+		var stopped, later string
+		cases := []struct {
+			name, shell string
+			steps       []jobStep
+			want        string
+			// check runs after the run, on what the steps saw.
+			check func(t *testing.T)
+		}{
+			{
+				// Ctrl-Z: devsandbox stops with SIGTSTP (status 148, as a native
+				// command), the sandbox with it: the counter stays still while the
+				// shell reads its line; fg resumes both.
+				name:  "ctrl_z",
+				shell: `"$@"; echo "status[$?]"; read -r l; echo "shell[$l]"; fg %1 >/dev/null; echo "end[$?]"`,
+				steps: []jobStep{
+					{after: "ready\n", keys: "\x1a"},
+					{after: "status[", keys: "for-the-shell\n", at: func() { stopped = count() }},
+					{after: "shell[", keys: "for-the-command\n", at: func() { later = count() }},
+				},
+				want: "ready\nstatus[148]\nshell[for-the-shell]\ncmd[for-the-command]\nend[0]\n",
+				check: func(t *testing.T) {
+					if stopped == "" || stopped != later {
+						t.Errorf("the command's counter moved while the run was stopped: %q, then %q", stopped, later)
+					}
+				},
+			},
+			{
+				// Ctrl-Z then bg: a run whose stdin is the terminal stays stopped in
+				// the background (a native command reading the terminal would stop);
+				// fg resumes it. A fg within microseconds of the bg (here: the line for
+				// the shell is typed already) can come between devsandbox's check that
+				// it is in the background and its stop, and finds it stopped again: a
+				// second fg resumes it, as a user would type.
+				name:  "ctrl_z_bg",
+				shell: `"$@"; echo "status[$?]"; bg %1 >/dev/null; read -r l; echo "shell[$l]"; fg %1 >/dev/null || fg %1 >/dev/null; echo "end[$?]"`,
+				steps: []jobStep{{after: "ready\n", keys: "\x1a"}, {after: "status[", keys: "for-the-shell\n"}, {after: "shell[", keys: "for-the-command\n"}},
+				want:  "ready\nstatus[148]\nshell[for-the-shell]\ncmd[for-the-command]\nend[0]\n",
+			},
+			{
+				// Started in the background with the terminal on stdin: the command
+				// runs (a build that never reads stdin goes on) with stdin /dev/null,
+				// as a POSIX shell without job control gives an asynchronous command.
+				name:  "background",
+				shell: `"$@" & read -r l; wait %1; echo "shell[$l]"; echo "end[$?]"`,
+				steps: []jobStep{{after: "ready\n", keys: "for-the-shell\n"}},
+				want:  "ready\ncmd[]\nshell[for-the-shell]\nend[0]\n",
+			},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				got := jobControlRun(t, p.dir, c.shell, c.steps, c.want, "--isolator="+iso, "--", "/bin/sh", "-c", cmdScript)
+				if got != c.want {
+					t.Fatalf("output %q, want %q", got, c.want)
+				}
+				if c.check != nil {
+					c.check(t)
+				}
+			})
+		}
+	})
 }
 
-// jobStep types keys on the terminal once the output holds after.
-type jobStep struct{ after, keys string }
+// jobStep types keys on the terminal once the output holds after, having called at
+// (when set).
+type jobStep struct {
+	after, keys string
+	at          func()
+}
 
 // jobControlRun runs `bash -c shell bash devsandbox args...` as the leader of a new
 // session whose controlling terminal is a pty (stdin), stdout and stderr a pipe, and
@@ -113,6 +153,11 @@ func jobControlRun(t *testing.T, dir, shell string, steps []jobStep, want string
 	defer killSession(cmd.Process.Pid)
 	go func() { // a hung run: what holds the pipe goes
 		<-ctx.Done()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			if ps, err := exec.Command("ps", "-o", "pid,pgid,stat,wchan:20,args", "-s", strconv.Itoa(cmd.Process.Pid)).CombinedOutput(); err == nil {
+				t.Logf("the hung run's processes:\n%s", ps)
+			}
+		}
 		killSession(cmd.Process.Pid)
 	}()
 	var out []byte
@@ -124,6 +169,9 @@ func jobControlRun(t *testing.T, dir, shell string, steps []jobStep, want string
 			killSession(cmd.Process.Pid) // devsandbox and the shell: the output is wrong already
 		}
 		for len(steps) > 0 && bytes.Contains(out, []byte(steps[0].after)) {
+			if steps[0].at != nil {
+				steps[0].at()
+			}
 			if _, err := master.Write([]byte(steps[0].keys)); err != nil {
 				t.Fatal(err)
 			}
@@ -133,19 +181,22 @@ func jobControlRun(t *testing.T, dir, shell string, steps []jobStep, want string
 			break
 		}
 	}
-	_ = cmd.Wait()
+	werr := cmd.Wait()
 	if ctx.Err() != nil {
 		killSession(cmd.Process.Pid)
+	}
+	if got := withoutJobReports(out); got != want {
+		t.Logf("the shell ended: %v; its whole output: %q", werr, out)
 	}
 	return withoutJobReports(out)
 }
 
 // withoutJobReports is the complete lines of out that are not a shell's job reports
-// (nor the empty line before one).
+// (nor the empty line before one), nor devsandbox's notes (an image being prepared).
 func withoutJobReports(out []byte) string {
 	var kept []byte
 	for _, l := range bytes.SplitAfter(out, []byte("\n")) {
-		if bytes.HasSuffix(l, []byte("\n")) && len(l) > 1 && !bytes.HasPrefix(l, []byte("[")) {
+		if bytes.HasSuffix(l, []byte("\n")) && len(l) > 1 && !bytes.HasPrefix(l, []byte("[")) && !bytes.HasPrefix(l, []byte("devsandbox: ")) {
 			kept = append(kept, l...)
 		}
 	}

@@ -46,6 +46,7 @@ func backend(j *handoff.Job) (*krun.Isolator, error) {
 	return &krun.Isolator{
 		Settings:  s,
 		Signals:   j.Signals,
+		Freezer:   j.Freezer,
 		StopGrace: s.StopGrace,
 		Phase:     j.Phase,
 		Warn:      func(m string) { fmt.Fprintf(os.Stderr, "devsandbox: warning: %s\n", termsafe.Line(m)) },

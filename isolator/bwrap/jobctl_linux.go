@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/devsandbox/devsandbox/isolator/internal/jobstop"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,7 +23,7 @@ import (
 //
 // On SIGTSTP, and on SIGTTIN or SIGTTOU while devsandbox is in the background, every
 // process of the sandbox's pid namespace is stopped (SIGSTOP, until each is seen
-// stopped), then devsandbox stops itself (SIGSTOP), and the shell reports the job
+// stopped), then devsandbox stops itself (with the signal, 128+sig as a native command), and the shell reports the job
 // stopped. On SIGCONT the sandbox
 // is continued, unless the command's stdin is the controlling terminal and
 // devsandbox is not its foreground process group (`bg`): the command could then read
@@ -113,17 +114,24 @@ func (j *jobControl) handle(s os.Signal, warn func(string, ...any), kill func(),
 	j.signalTree(syscall.SIGCONT)
 }
 
-// stopTree stops every process of the sandbox and returns once each is seen stopped
-// (one in uninterruptible sleep is sent the stop, which takes effect as it wakes). A process that another one
-// continues is stopped again; one still running after two seconds is an error.
+// stopTree stops every process of the sandbox and returns once each is seen stopped,
+// every thread of it. One in uninterruptible sleep is sent the stop, which takes
+// effect as it wakes (its call, a rename, a write, completes first): it is waited for
+// as the others, up to two seconds, then left to stop as it wakes (a hung network
+// file system); a vfork parent, which sleeps so for as long as its stopped child, is
+// not waited for. One still running after two seconds is an error. A process that
+// another one continues is stopped again.
 func (j *jobControl) stopTree() error {
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		running := j.signalTree(syscall.SIGSTOP)
-		if running == 0 {
+		running, sleeping := j.signalTree(syscall.SIGSTOP)
+		if running+sleeping == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
+			if running == 0 {
+				return nil
+			}
 			return errNotStopped
 		}
 		time.Sleep(time.Millisecond) // the targets run on the other CPU
@@ -135,20 +143,21 @@ func (j *jobControl) stopTree() error {
 // of those were sent SIGSTOP. The namespace is the command's, or before the init
 // reports the command, that of bwrap's child (bwrap, stopped first, starts no other).
 // Without one distinct from devsandbox's it signals the command's process group.
-func (j *jobControl) signalTree(sig syscall.Signal) int {
+// For SIGSTOP, it returns how many were running and how many in uninterruptible
+// sleep ('D') when sent it.
+func (j *jobControl) signalTree(sig syscall.Signal) (running, sleeping int) {
 	_ = syscall.Kill(-j.bwrapPid, sig)
 	ns, ok := j.namespace()
 	if !ok {
 		if j.cmdPid > 0 {
 			_ = syscall.Kill(-j.cmdPid, sig)
 		}
-		return 0
+		return 0, 0
 	}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	n := 0
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -158,16 +167,33 @@ func (j *jobControl) signalTree(sig syscall.Signal) int {
 			continue
 		}
 		st := state(e.Name())
+		if sig == syscall.SIGSTOP && st == 'T' {
+			st = jobstop.GroupState(e.Name()) // each thread, not the first alone
+		}
 		if sig == syscall.SIGSTOP && strings.IndexByte("TtZXx", st) >= 0 {
 			continue // stopped, traced, dead or gone
 		}
 		// One in uninterruptible sleep gets the stop too (it takes effect when the
-		// sleep ends, before the process runs its own code) but is not waited for.
-		if syscall.Kill(pid, sig) == nil && sig == syscall.SIGSTOP && st != 'D' {
-			n++
+		// sleep ends, before the process runs its own code).
+		if syscall.Kill(pid, sig) == nil && sig == syscall.SIGSTOP {
+			if st == 'D' {
+				if !vforkWait(e.Name()) {
+					sleeping++
+				}
+			} else {
+				running++
+			}
 		}
 	}
-	return n
+	return running, sleeping
+}
+
+// vforkWait reports whether pid sleeps until its vfork child execs or exits: that
+// sleep lasts as long as the child is stopped, and the parent runs nothing of its own
+// meanwhile.
+func vforkWait(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/wchan")
+	return err == nil && bytes.Contains(b, []byte("vfork"))
 }
 
 // namespace is the sandbox's pid namespace, when it has one of its own.
@@ -210,9 +236,8 @@ func state(pid string) byte {
 	return b[i+2]
 }
 
-// stopSelf stops devsandbox (SIGSTOP: a caught signal's default action cannot be
-// had back from the Go runtime); the shell reports the job stopped, with status
-// 128+SIGSTOP (147) where a native command stopped by sig has 128+sig.
-func (j *jobControl) stopSelf(syscall.Signal) {
-	_ = unix.Kill(unix.Getpid(), unix.SIGSTOP)
+// stopSelf stops devsandbox with sig (jobstop.StopSelf): the shell reports the job
+// stopped with status 128+sig, as for a native command.
+func (j *jobControl) stopSelf(sig syscall.Signal) {
+	jobstop.StopSelf(sig)
 }

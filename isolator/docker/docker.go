@@ -50,6 +50,9 @@ type Isolator struct {
 	// Signals, when set, are the signals to forward to the command (devsandbox-docker
 	// gets them from devsandbox); nil forwards none: Run subscribes to no signal.
 	Signals <-chan handoff.Signal
+	// Freezer, when set, is where a run puts how to freeze its command while
+	// devsandbox is stopped (handoff.Freezer; devsandbox-docker gets it from Serve).
+	Freezer *handoff.Freezer
 	// StopGrace is how long the command has to exit after SIGTERM once Run's context
 	// ends, before the session is ended and the init kills what is left; zero means
 	// container.DefaultStopGrace.

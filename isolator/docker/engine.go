@@ -43,6 +43,8 @@ type Engine interface {
 	ContainerCreate(ctx context.Context, config *dockercontainer.Config, hostConfig *dockercontainer.HostConfig, networkingConfig *network.NetworkingConfig, platform *ocispec.Platform, name string) (dockercontainer.CreateResponse, error)
 	ContainerAttach(ctx context.Context, id string, options dockercontainer.AttachOptions) (types.HijackedResponse, error)
 	ContainerStart(ctx context.Context, id string, options dockercontainer.StartOptions) error
+	ContainerPause(ctx context.Context, id string) error
+	ContainerUnpause(ctx context.Context, id string) error
 	ContainerWait(ctx context.Context, id string, condition dockercontainer.WaitCondition) (<-chan dockercontainer.WaitResponse, <-chan error)
 	ContainerInspect(ctx context.Context, id string) (dockercontainer.InspectResponse, error)
 	ContainerList(ctx context.Context, options dockercontainer.ListOptions) ([]dockercontainer.Summary, error)

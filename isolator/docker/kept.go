@@ -106,6 +106,9 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 		return 0, err
 	}
 	defer sess.Close()
+	// Not the engine's pause: it would freeze the container's other sessions too.
+	b.Freezer.Set(sess.Freeze(nil, stdio.Err))
+	defer b.Freezer.Set(nil)
 	defer b.stopOnCancel(ctx, sess, hj.Close)()
 	b.phase("exec")
 	defer goSweep(ctx, e, p, id, b.mark, fresh)()

@@ -194,6 +194,16 @@ func (r *recordedEngine) ContainerWait(ctx context.Context, id string, condition
 	return e.ContainerWait(ctx, id, condition)
 }
 
+func (r *recordedEngine) ContainerPause(ctx context.Context, id string) error {
+	_, err := act(ctx, r, func(e Engine) (struct{}, error) { return struct{}{}, e.ContainerPause(ctx, id) })
+	return err
+}
+
+func (r *recordedEngine) ContainerUnpause(ctx context.Context, id string) error {
+	_, err := act(ctx, r, func(e Engine) (struct{}, error) { return struct{}{}, e.ContainerUnpause(ctx, id) })
+	return err
+}
+
 func (r *recordedEngine) ContainerRemove(ctx context.Context, id string, options dockercontainer.RemoveOptions) error {
 	_, err := act(ctx, r, func(e Engine) (struct{}, error) { return struct{}{}, e.ContainerRemove(ctx, id, options) })
 	return err

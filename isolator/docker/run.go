@@ -544,6 +544,11 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 		return 0, err
 	}
 	defer sess.Close()
+	b.Freezer.Set(sess.Freeze(&container.Pauser{
+		Pause:   func(ctx context.Context) error { return e.ContainerPause(ctx, id) },
+		Unpause: func(ctx context.Context) error { return e.ContainerUnpause(ctx, id) },
+	}, stdio.Err))
+	defer b.Freezer.Set(nil)
 	defer b.stopOnCancel(ctx, sess, hj.Close)()
 	defer goSweep(ctx, e, p, id, b.mark, true)()
 	code := 125

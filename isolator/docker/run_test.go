@@ -345,6 +345,14 @@ func (f *fakeEngine) runInit(conn net.Conn) int {
 	return f.init(h, r, stdcopy.NewStdWriter(conn, stdcopy.Stdout), stdcopy.NewStdWriter(conn, stdcopy.Stderr))
 }
 
+func (f *fakeEngine) ContainerPause(context.Context, string) error {
+	return errors.New("fakeEngine: unexpected ContainerPause")
+}
+
+func (f *fakeEngine) ContainerUnpause(context.Context, string) error {
+	return errors.New("fakeEngine: unexpected ContainerUnpause")
+}
+
 func (f *fakeEngine) ContainerStart(_ context.Context, id string, _ dockercontainer.StartOptions) error {
 	f.mu.Lock()
 	c := f.containers[id]

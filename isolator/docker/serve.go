@@ -31,7 +31,7 @@ func Handler(warn func(string)) (handoff.Handler, handoff.HeadStart) {
 			return nil, fmt.Errorf("the docker settings: %w", err)
 		}
 		b := New(s, environ())
-		b.Signals, b.Phase, b.Warn, b.Progress = j.Signals, j.Phase, warn, j.Stdio.Err
+		b.Signals, b.Freezer, b.Phase, b.Warn, b.Progress = j.Signals, j.Freezer, j.Phase, warn, j.Stdio.Err
 		if j.Op == handoff.OpRun {
 			b.head = heads.take(j.Settings)
 		}

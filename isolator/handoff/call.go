@@ -225,16 +225,23 @@ func call(in *os.File, forward bool, start func() (*Process, error)) (*Result, e
 		restore = saveTerminal(in)
 	}
 	sigs := make(chan os.Signal, 8)
+	var jobs chan os.Signal
 	if forward {
 		// The program ignores the signals it gets directly (a terminal signals the
 		// whole process group); each reaches the command once, through us.
 		signal.Notify(sigs, isolator.ForwardedSignals...)
 		defer signal.Stop(sigs)
+		if jobControlled {
+			jobs = make(chan os.Signal, 8)
+			signal.Notify(jobs, isolator.JobSignals...)
+			defer signal.Stop(jobs)
+		}
 	}
 	p, err := start()
 	if err != nil {
 		return nil, err
 	}
+	job := &callerJob{stdinTerm: in != nil && controllingTerminal(in), warn: func(m string) { fmt.Fprintln(os.Stderr, m) }}
 	var werr error
 	results := p.result
 loop:
@@ -244,6 +251,8 @@ loop:
 			if n, ok := sig.(syscall.Signal); ok {
 				p.Signal(Signal(n))
 			}
+		case sig := <-jobs:
+			job.handle(sig, p, sigs)
 		case out := <-results:
 			// The answer is whole once the program closed its end, as it returns
 			// (Serve): a whole answer is acted on without waiting for the program's

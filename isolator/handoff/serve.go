@@ -23,6 +23,8 @@ type Job struct {
 	Ctx context.Context
 	// Signals are the caller's forwarded signals.
 	Signals <-chan Signal
+	// Freezer freezes the command while devsandbox is stopped (JobStop, JobGo).
+	Freezer *Freezer
 	// Phase, under Request.Debug, records a launch phase for the caller's timings
 	// (nil otherwise).
 	Phase func(name string)
@@ -65,11 +67,14 @@ func ServeEarly(h Handler, early HeadStart, stdin *os.File, stdout, stderr io.Wr
 	// forwards them: they are caught here so that each arrives once. The runtime's
 	// signal handling starts with the first subscription (most of a millisecond
 	// here): it starts now, beside the wait for the request and its decoding, and is
-	// in place before the request is served.
+	// in place before the request is served. The job-control signals too: the caller
+	// asks for the stop (JobStop) once, and waits for it; a default stop here, on a
+	// terminal's Ctrl-Z, would come before the command is frozen.
 	direct := make(chan os.Signal, 8)
 	caught := make(chan struct{})
 	go func() {
 		signal.Notify(direct, isolator.ForwardedSignals...)
+		signal.Notify(direct, isolator.JobSignals...)
 		close(caught)
 		for range direct {
 		}
@@ -93,7 +98,7 @@ func ServeEarly(h Handler, early HeadStart, stdin *os.File, stdout, stderr io.Wr
 		fmt.Fprintf(stderr, "%s: reading the request: %v\n", prog, err)
 		return 2
 	}
-	c := &Job{Stdio: isolator.Stdio{In: stdin, Out: stdout, Err: stderr}}
+	c := &Job{Stdio: isolator.Stdio{In: backgroundStdin(stdin), Out: stdout, Err: stderr}, Freezer: &Freezer{}}
 	if err := decodeRequest(line, early, &c.Request); err != nil {
 		fmt.Fprintf(stderr, "%s: bad request: %v\n", prog, err)
 		return 2
@@ -126,6 +131,12 @@ func ServeEarly(h Handler, early HeadStart, stdin *os.File, stdout, stderr io.Wr
 				continue
 			case StopNow:
 				cancel(fmt.Errorf("the caller stopped the run at once: %w", isolator.ErrStopNow))
+				continue
+			case JobStop:
+				c.Freezer.stop()
+				continue
+			case JobGo:
+				c.Freezer.thaw()
 				continue
 			}
 			select {

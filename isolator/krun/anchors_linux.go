@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -146,6 +147,11 @@ func (osHost) StageAnchors(runtimeDir, nsenter string, as []Anchor) (map[string]
 	cmd.ExtraFiles = ns
 	cmd.Stderr = os.Stderr
 	cmd.WaitDelay = time.Second
+	// A process group of its own: it lives as long as the run, and the terminal's
+	// job-control signals to devsandbox's group (Ctrl-Z, the SIGTTIN of a read from
+	// the background) would stop it for good, with nothing to continue it; it ends
+	// when its stdin does.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err == nil {
 		var stdout io.ReadCloser

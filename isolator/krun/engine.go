@@ -41,6 +41,9 @@ type engine interface {
 	Wait(id string) (int, error)
 	// Remove kills and removes the container.
 	Remove(id string) error
+	// Pause freezes the container's processes (its cgroup); Unpause thaws them.
+	Pause(ctx context.Context, id string) error
+	Unpause(ctx context.Context, id string) error
 }
 
 // podman is engine on the v5 bindings. Attach takes a connection of its own: the
@@ -220,6 +223,22 @@ func (e *podman) Wait(id string) (int, error) {
 func (e *podman) Remove(id string) error {
 	_, err := containers.Remove(context.WithoutCancel(e.ctx), id, new(containers.RemoveOptions).WithForce(true).WithIgnore(true).WithTimeout(0).WithVolumes(true))
 	return err
+}
+
+func (e *podman) Pause(ctx context.Context, id string) error {
+	return containers.Pause(e.with(ctx), id, nil)
+}
+
+func (e *podman) Unpause(ctx context.Context, id string) error {
+	return containers.Unpause(e.with(ctx), id, nil)
+}
+
+// with is ctx's deadline on the connection's context (the bindings find their
+// connection in the context).
+func (e *podman) with(ctx context.Context) context.Context {
+	c, cancel := context.WithCancel(e.ctx)
+	context.AfterFunc(ctx, cancel)
+	return c
 }
 
 // waitInterval is how often podman's service polls for the container's exit (its

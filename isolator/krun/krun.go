@@ -46,6 +46,9 @@ type Isolator struct {
 	// Signals, when set, are the signals to forward to the command (devsandbox-krun
 	// gets them from devsandbox); nil forwards none: Run subscribes to no signal.
 	Signals <-chan handoff.Signal
+	// Freezer, when set, is where a run puts how to freeze its command while
+	// devsandbox is stopped (handoff.Freezer; devsandbox-krun gets it from Serve).
+	Freezer *handoff.Freezer
 	// StopGrace is how long the command has to exit after SIGTERM once Run's context
 	// ends, before its session is ended; zero means container.DefaultStopGrace.
 	StopGrace time.Duration

@@ -260,6 +260,14 @@ func (f *fakeEngine) Wait(id string) (int, error) {
 
 // Remove records "remove" for a container that has not exited (podman kills it) and
 // "rm-exited" for one that has.
+func (f *fakeEngine) Pause(context.Context, string) error {
+	return errors.New("fakeEngine: unexpected Pause")
+}
+
+func (f *fakeEngine) Unpause(context.Context, string) error {
+	return errors.New("fakeEngine: unexpected Unpause")
+}
+
 func (f *fakeEngine) Remove(id string) error {
 	f.mu.Lock()
 	exited := f.exited

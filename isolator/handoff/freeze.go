@@ -1,0 +1,68 @@
+package handoff
+
+import (
+	"sync"
+	"syscall"
+)
+
+// The control bytes of job control (see the package doc): signal numbers that are
+// never forwarded to the command (isolator.ForwardedSignals holds neither).
+const (
+	// JobStop: devsandbox is being stopped (Ctrl-Z, a read of the terminal from the
+	// background). The program freezes the command (Freezer) and stops itself; the
+	// caller stops itself once it sees the program stopped.
+	JobStop = Signal(syscall.SIGTSTP)
+	// JobGo: devsandbox goes on in the foreground, or without the terminal on the
+	// command's stdin: the program thaws the command.
+	JobGo = Signal(syscall.SIGCONT)
+)
+
+// Freezer is how a program's run freezes and thaws its command when devsandbox is
+// stopped and continued by a shell's job control. The run sets its freeze function
+// once the command's container is known, and clears it when the run ends; while
+// none is set, a stop stops the program alone (nothing runs the command yet, or no
+// longer). Its methods may be called on a nil Freezer (a run served without one).
+type Freezer struct {
+	mu     sync.Mutex
+	freeze func(stop bool)
+	frozen bool
+}
+
+// Set sets the freeze function (nil: none). freeze(true) freezes the command,
+// freeze(false) thaws it; each is called with the lock held, never twice in a row
+// with the same argument.
+func (f *Freezer) Set(freeze func(stop bool)) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.freeze, f.frozen = freeze, false
+}
+
+// stop freezes the command, then stops this process (SIGSTOP: it returns once the
+// process is continued). The command stays frozen until thaw.
+func (f *Freezer) stop() {
+	if f != nil {
+		f.mu.Lock()
+		if f.freeze != nil && !f.frozen {
+			f.freeze(true)
+			f.frozen = true
+		}
+		f.mu.Unlock()
+	}
+	_ = syscall.Kill(syscall.Getpid(), syscall.SIGSTOP)
+}
+
+// thaw thaws the command if it is frozen.
+func (f *Freezer) thaw() {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.freeze != nil && f.frozen {
+		f.freeze(false)
+		f.frozen = false
+	}
+}

@@ -1,0 +1,105 @@
+package handoff
+
+import (
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator/internal/jobstop"
+)
+
+// jobControlled: the caller takes the job-control signals and hands them on
+// (callerJob).
+const jobControlled = true
+
+// backgroundStdin is the command's stdin for a run whose stdin is in: /dev/null
+// when in is the controlling terminal and the program started in the background
+// (`devsandbox -- make &`), as a shell without job control gives an asynchronous
+// command, so that the command never reads keys typed for the shell; in otherwise.
+func backgroundStdin(in *os.File) *os.File {
+	if !jobstop.StartedInBackground(in) {
+		return in
+	}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return in // read from the background, the terminal stops the run
+	}
+	return null
+}
+
+// callerJob is the caller's side of job control for a program's run: devsandbox is
+// stopped (Ctrl-Z, a read of the terminal from the background) only once the
+// program has frozen the command and stopped itself (JobStop), so the shell reports
+// the job stopped when the command is; on SIGCONT the command is thawed (JobGo),
+// unless stdin is the controlling terminal and devsandbox is in the background
+// (`bg`): the command could then read keys typed for the shell, so it stays frozen
+// and devsandbox stops again, as the kernel stops a background reader; `fg` goes on.
+type callerJob struct {
+	stdinTerm bool
+	stopped   bool
+	warn      func(string)
+}
+
+// stopWait bounds the wait for the program to freeze the command and stop.
+const stopWait = 10 * time.Second
+
+func (j *callerJob) handle(s os.Signal, p *Process, pending chan os.Signal) {
+	sig, _ := s.(syscall.Signal)
+	if j.stopped {
+		// Running again: devsandbox was continued, whether or not its SIGCONT is
+		// seen (a stop signal sent before the SIGCONT is taken discards it: the
+		// program's read of the terminal from the background sends SIGTTIN to the
+		// group as often as it tries).
+		if j.stdinTerm && jobstop.Background() {
+			select {
+			case f := <-pending: // `kill %1`: the signal reaches the command
+				if n, ok := f.(syscall.Signal); ok {
+					p.Signal(Signal(n))
+				}
+			default:
+				j.stopProgram(p)
+				jobstop.StopSelf(syscall.SIGTTIN)
+				return
+			}
+		}
+		j.stopped = false
+		_ = p.cmd.Process.Signal(syscall.SIGCONT) // continued alone (kill -CONT PID)
+		p.Signal(JobGo)
+	}
+	switch sig {
+	case syscall.SIGCONT:
+		return
+	case syscall.SIGTTIN, syscall.SIGTTOU:
+		if !jobstop.Background() {
+			return // a late copy of one already acted on
+		}
+	}
+	j.stopProgram(p)
+	j.stopped = true
+	jobstop.StopSelf(sig)
+}
+
+// stopProgram asks the program to freeze the command and stop, and returns once it
+// is seen stopped (or gone), or after stopWait.
+func (j *callerJob) stopProgram(p *Process) {
+	pid := strconv.Itoa(p.cmd.Process.Pid)
+	if st := jobstop.GroupState(pid); st == 'T' || st == 'Z' || st == 'X' {
+		return // still stopped: continued was devsandbox alone
+	}
+	p.Signal(JobStop)
+	deadline := time.Now().Add(stopWait)
+	for {
+		switch jobstop.GroupState(pid) {
+		case 'T', 'Z', 'X':
+			return
+		}
+		if time.Now().After(deadline) {
+			j.warn("devsandbox: the sandbox was not seen frozen within " + stopWait.String() + " of the stop; devsandbox stops, the command may go on running")
+			return
+		}
+		time.Sleep(time.Millisecond) // the program asks the engine to pause, on the other CPU
+	}
+}
+
+func controllingTerminal(in *os.File) bool { return jobstop.ControllingTerminal(in) }

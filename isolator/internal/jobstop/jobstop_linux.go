@@ -1,0 +1,129 @@
+// Package jobstop is what devsandbox's processes share to act as a job of a shell:
+// whether stdin is the controlling terminal and the process is in the background,
+// whether a child is stopped, and stopping the process itself with the signal a
+// native command would stop with.
+package jobstop
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Background reports whether this process's group is not the foreground one of its
+// controlling terminal (one TIOCGPGRP); false without a controlling terminal.
+func Background() bool {
+	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	return !foregroundOf(fd)
+}
+
+// StartedInBackground reports whether in is the controlling terminal and this
+// process is not in its foreground process group.
+func StartedInBackground(in *os.File) bool {
+	if in == nil {
+		return false
+	}
+	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	return SameDevice(fd, int(in.Fd())) && !foregroundOf(fd)
+}
+
+// ControllingTerminal reports whether in is this process's controlling terminal.
+func ControllingTerminal(in *os.File) bool {
+	if in == nil {
+		return false
+	}
+	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	return SameDevice(fd, int(in.Fd()))
+}
+
+// SameDevice reports whether terminal descriptors a and b are the same terminal
+// (TIOCGDEV: /dev/tty's own device number is not its terminal's).
+func SameDevice(a, b int) bool {
+	da, err := unix.IoctlGetUint32(a, unix.TIOCGDEV)
+	if err != nil {
+		return false
+	}
+	db, err := unix.IoctlGetUint32(b, unix.TIOCGDEV)
+	return err == nil && da == db
+}
+
+// foregroundOf reports whether this process's group is the foreground one of the
+// terminal fd; true when that cannot be told (fd is not the controlling terminal).
+func foregroundOf(fd int) bool {
+	pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	return err != nil || pg == unix.Getpgrp()
+}
+
+// State is the state letter of /proc/pid/stat (R running, S sleeping, D in
+// uninterruptible sleep, T stopped, t traced, Z, X dead); 'X' when it is gone.
+func State(pid string) byte {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 'X'
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 'X'
+	}
+	return b[i+2]
+}
+
+// StopSelf stops this process with sig (SIGTSTP, SIGTTIN, SIGTTOU) and returns once
+// it is continued: the shell then reports the job "Stopped" with status 128+sig, as
+// for a native command. The Go runtime keeps its handler for a signal once
+// subscribed (signal.Reset does not give back the default action), so the default
+// action is set here for the one delivery, behind the runtime's back, and the
+// runtime's handler put back after: the signal is sent to this thread (tgkill),
+// which takes it on its way out of the call, before the handler is back.
+// Any other sig stops the process with SIGSTOP.
+func StopSelf(sig syscall.Signal) {
+	if sig != syscall.SIGTSTP && sig != syscall.SIGTTIN && sig != syscall.SIGTTOU {
+		_ = unix.Kill(unix.Getpid(), unix.SIGSTOP)
+		return
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var dfl, old [4]uint64 // a kernel struct sigaction; zero is SIG_DFL without flags
+	if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 {
+		_ = unix.Kill(unix.Getpid(), unix.SIGSTOP)
+		return
+	}
+	_ = unix.Tgkill(unix.Getpid(), unix.Gettid(), sig)
+	_, _, _ = unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
+}
+
+// GroupState is State over every thread of pid: 'T' only once each thread is
+// stopped (a process is shown stopped as its first thread stops; another, woken by
+// the stop in a read of the terminal, may still take input that arrived meanwhile
+// before it stops), else the state of the first thread that is not.
+func GroupState(pid string) byte {
+	tasks, err := os.ReadDir("/proc/" + pid + "/task")
+	if err != nil {
+		return State(pid)
+	}
+	for _, t := range tasks {
+		if st := State(pid + "/task/" + t.Name()); st != 'T' && st != 'X' {
+			return st
+		}
+	}
+	if len(tasks) == 0 {
+		return 'X'
+	}
+	return 'T'
+}
