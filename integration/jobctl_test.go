@@ -58,14 +58,19 @@ func TestJobControl(t *testing.T) {
 				// Ctrl-Z: devsandbox stops with SIGTSTP (status 148, as a native
 				// command), the sandbox with it: the counter stays still while the
 				// shell reads its line; fg resumes both.
-				name:  "ctrl_z",
-				shell: `"$@"; echo "status[$?]"; read -r l; echo "shell[$l]"; fg %1 >/dev/null; echo "end[$?]"`,
+				name: "ctrl_z",
+				// The second count is read while the shell waits for a second line
+				// of its own, before its fg: read once the shell's first line is
+				// echoed, it could come after the fg that follows (the shell does not
+				// wait for the test), and saw the command's count go on (1 run in 7).
+				shell: `"$@"; echo "status[$?]"; read -r l; echo "shell[$l]"; read -r g; echo "go[$g]"; fg %1 >/dev/null; echo "end[$?]"`,
 				steps: []jobStep{
 					{after: "ready\n", keys: "\x1a"},
 					{after: "status[", keys: "for-the-shell\n", at: func() { stopped = count() }},
-					{after: "shell[", keys: "for-the-command\n", at: func() { later = count() }},
+					{after: "shell[", keys: "go\n", at: func() { later = count() }},
+					{after: "go[", keys: "for-the-command\n"},
 				},
-				want: "ready\nstatus[148]\nshell[for-the-shell]\ncmd[for-the-command]\nend[0]\n",
+				want: "ready\nstatus[148]\nshell[for-the-shell]\ngo[go]\ncmd[for-the-command]\nend[0]\n",
 				check: func(t *testing.T) {
 					if stopped == "" || stopped != later {
 						t.Errorf("the command's counter moved while the run was stopped: %q, then %q", stopped, later)
