@@ -42,3 +42,33 @@ func TestRangedEchoMasked(t *testing.T) {
 		t.Errorf("the client read the value back in %d-byte ranges: %q", piece, got.String())
 	}
 }
+
+// TestRangeHeadersNotForwarded: a request the proxy adds a credential to reaches the
+// host without Range and without If-Range (a validator that makes a later ranged
+// request a partial answer again), whatever the sandbox sent; a request without a
+// credential keeps both.
+func TestRangeHeadersNotForwarded(t *testing.T) {
+	cred := Credential{Host: "example.com", Header: "Authorization", Format: "Bearer {}", Value: testToken, Name: "TOKEN"}
+	seen := make(chan http.Header, 1)
+	m := newMITM(t, Config{Credentials: []Credential{cred}}, func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Clone()
+		_, _ = w.Write([]byte("ok"))
+	})
+	c := m.client(t, false)
+	hdr := map[string]string{"Range": "bytes=0-3", "If-Range": `"v1"`}
+	for _, tc := range []struct {
+		url  string
+		kept bool
+	}{{"https://example.com/", false}, {"https://other.test/", true}} {
+		resp, body := do(t, c, "GET", tc.url, hdr)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %q", tc.url, resp.StatusCode, body)
+		}
+		h := <-seen
+		for _, name := range []string{"Range", "If-Range"} {
+			if got := h.Get(name); (got != "") != tc.kept {
+				t.Errorf("%s: the host got %s %q; want it forwarded only where no credential is added (%v)", tc.url, name, got, tc.kept)
+			}
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/devsandbox/devsandbox/isolator"
 )
 
 // A watched directory the sandbox can rename (a writable bind below the project:
@@ -55,5 +57,32 @@ func TestPinStatfsMissing(t *testing.T) {
 	}
 	if _, err := statfs(missing); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a path made after the start: %v; want ErrNotExist (unwatched)", err)
+	}
+}
+
+// For's Guard reads the directories it pinned, not the paths: the run's guard
+// (Run, For) keeps watching a writable bind the sandbox renamed away or replaced
+// with a link, as PinStatfs's does.
+func TestForWatchesThePinnedDirectories(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "sub", "data")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := &isolator.Plan{Mounts: []isolator.Mount{{Kind: isolator.Bind, Source: dir, Dest: "/data"}}}
+	p.Limits.DiskReserve = 1 << 62
+	g, release, err := For(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if err := g.Check(); !errors.Is(err, ErrLow) {
+		t.Fatalf("before the move: %v; want ErrLow", err)
+	}
+	if err := os.Rename(filepath.Join(root, "sub"), filepath.Join(root, "sub2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Check(); !errors.Is(err, ErrLow) {
+		t.Errorf("after the sandbox moved the watched bind's directory away: %v; want ErrLow (For's guard looked the path up again instead of reading the pinned directory)", err)
 	}
 }

@@ -35,7 +35,11 @@ func TestGuardRun(t *testing.T) {
 			ticks.tick(t) // above: goes on
 			avail.Store(gib / 2)
 			ticks.tick(t) // under: the watch ends ctx
-			<-ctx.Done()
+			// The read ran on this goroutine (tick): ctx has ended by now, or never will.
+			if ctx.Err() == nil {
+				t.Error("a read under the reserve did not end the run's context")
+				return 0, nil
+			}
 			if !isolator.StopsNow(ctx) {
 				t.Errorf("the run's context ended with %v; want the class isolator.ErrStopNow", context.Cause(ctx))
 			}
@@ -125,7 +129,12 @@ func TestAfterReadsAgain(t *testing.T) {
 		return 2 * gib, nil
 	}}
 	code, err := g.Run(context.Background(), After(time.Millisecond), func(ctx context.Context) (int, error) {
-		<-ctx.Done()
+		// A bound, not a wait for a timing: the fourth read comes 4 ms in.
+		select {
+		case <-ctx.Done():
+		case <-time.After(30 * time.Second):
+			t.Error("the run's context did not end 30s after the guard's reads began")
+		}
 		return 137, nil
 	})
 	if code != 137 || !errors.Is(err, ErrLow) || reads.Load() != 4 {

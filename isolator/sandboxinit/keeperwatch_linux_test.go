@@ -94,7 +94,16 @@ func TestWatchHostKillsStoppedInit(t *testing.T) {
 	start := time.Now()
 	w.Close() // the host is gone
 	<-done
-	err = cmd.Wait()
+	// watchHost has returned: the SIGKILL, if any, was sent. Wait for the death it
+	// causes, bounded, so that a watch that sent none fails here instead of at go
+	// test's timeout (the stopped sleep never ends by itself).
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err = <-waited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the stopped init was not killed: still there 30s after watchHost returned (%v after the host went)", time.Since(start))
+	}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("the stopped init was not killed: %v", err)
 	}
