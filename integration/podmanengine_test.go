@@ -76,9 +76,7 @@ func TestPodmanReachedAnyWayRefused(t *testing.T) {
 		t.Skip("docker is not among DEVSANDBOX_IT_ISOLATORS")
 	}
 	requireEngine(t, localDocker)
-	// An overlay store, as podman's default one: with vfs, a run on base failed
-	// earlier, and was then refused by the engine's version (Check).
-	ip := newIsolatedPodmanOn(t, "overlay")
+	ip := newIsolatedPodman(t)
 	const img = "devsandbox-test/busybox:1"
 	tar := filepath.Join(ip.dir, "busybox.tar")
 	if out, err := exec.Command("docker", "save", "-o", tar, img).CombinedOutput(); err != nil {
@@ -95,8 +93,7 @@ func TestPodmanReachedAnyWayRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newProject(t)
-			// State of its own: no derived image recorded for the test user's engines
-			// (as on a first run), so a run that goes ahead prepares the image there.
+			// Config, state, data and cache of its own, as on a first run.
 			env := []string{"DOCKER_HOST=" + tc.host}
 			for _, x := range []string{"XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"} {
 				d := filepath.Join(ip.dir, tc.name, strings.ToLower(x))
@@ -115,8 +112,7 @@ func TestPodmanReachedAnyWayRefused(t *testing.T) {
 				{"--egress=none"},
 				{"--egress=proxy", "--keep-container"}, // the endpoint volume is made ahead
 			} {
-				// The name podman stores it under: this service does not resolve the
-				// short name (a run would stop at "No such image", then Check).
+				// The name podman stores it under.
 				args = append([]string{"--isolator=docker", "--image=localhost/" + img}, args...)
 				r := run(t, p.dir, env, "", append(args, "--", "/bin/sh", "-c", "echo ran")...)
 				want := "the engine at " + tc.host + " is Podman 4."

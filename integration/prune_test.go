@@ -39,12 +39,6 @@ type isolatedPodman struct {
 
 func newIsolatedPodman(t *testing.T) *isolatedPodman {
 	t.Helper()
-	return newIsolatedPodmanOn(t, "vfs")
-}
-
-// newIsolatedPodmanOn is newIsolatedPodman with the storage driver named.
-func newIsolatedPodmanOn(t *testing.T, driver string) *isolatedPodman {
-	t.Helper()
 	requirePodman(t)
 	dir, err := os.MkdirTemp("/var/tmp", "dsbpm-")
 	if err != nil {
@@ -60,7 +54,7 @@ func newIsolatedPodmanOn(t *testing.T, driver string) *isolatedPodman {
 			t.Fatal(err)
 		}
 	}
-	ip.flags = []string{"--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"), "--storage-driver", driver,
+	ip.flags = []string{"--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"), "--storage-driver", "vfs",
 		"--cgroup-manager", "cgroupfs", "--events-backend", "file"}
 	ip.service = ip.command(append(ip.flags, "system", "service", "--time=0", "unix://"+ip.sock)...)
 	ip.service.SysProcAttr.Setpgid = true
