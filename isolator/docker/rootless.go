@@ -159,12 +159,16 @@ func rootlessLimits(l isolator.Limits, info system.Info) error {
 }
 
 // engineInfo asks e for its version and Info when own (an engine whose socket is
-// the user's), else nil.
-func engineInfo(ctx context.Context, e Engine, own bool) *future[ownAnswer] {
+// the user's), else nil; once the negotiating ping says answered, when not nil and
+// e does not speak a recorded version (as aheadEngine.negotiated).
+func engineInfo(ctx context.Context, e Engine, own bool, says *future[engineSays]) *future[ownAnswer] {
 	if !own {
 		return nil
 	}
 	return fetch(func() (ownAnswer, error) {
+		if _, rec := e.(*recordedEngine); says != nil && !rec {
+			_, _ = says.get()
+		}
 		version := fetch(func() (types.Version, error) { return e.ServerVersion(ctx) })
 		info, err := e.Info(ctx)
 		v, verr := version.get()

@@ -79,7 +79,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	// An engine whose socket is the user's is asked whether it is rootless
 	// (rootless.go), while the host side is prepared; a root-owned socket's never.
-	info := engineInfo(ctx, e0, ownEngine(addr, os.Getuid(), os.Stat))
+	info := engineInfo(ctx, e0, ownEngine(addr, os.Getuid(), os.Stat), says)
 	// Before anything of the run's crosses to the engine: over plain TCP a secret
 	// is refused, anything else warned of. Over plain TCP to another machine, a
 	// credential in a file sent as content still refuses the run (RefuseClearFiles,
