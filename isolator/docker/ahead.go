@@ -64,11 +64,27 @@ type aheadEngine struct {
 	// ping is the engine's ping asked for ahead (set before the run uses the
 	// engine): a plan with anchors needs the engine's API version.
 	ping *future[types.Ping]
+	// says, when set, is the client's negotiating ping (podmanping.go): the requests
+	// asked for ahead wait for it, as they would for the client's own negotiation,
+	// unless the engine speaks a recorded version at once (recordedEngine); the
+	// creation asked for ahead is not sent to Podman's API.
+	says *future[engineSays]
+	host string // the engine's address, for the refusal
 }
 
-// inspectAhead starts inspecting the image ref on e.
-func inspectAhead(ctx context.Context, e Engine, ref string) *aheadEngine {
-	return &aheadEngine{Engine: e, ref: ref, image: fetch(func() (image.InspectResponse, error) { return e.ImageInspect(ctx, ref) })}
+// inspectAhead starts inspecting the image ref on e, once the negotiating ping says
+// answered (when not nil).
+func inspectAhead(ctx context.Context, e Engine, ref string, says *future[engineSays]) *aheadEngine {
+	a := &aheadEngine{Engine: e, ref: ref, says: says}
+	a.image = fetch(func() (image.InspectResponse, error) { a.negotiated(); return e.ImageInspect(ctx, ref) })
+	return a
+}
+
+// negotiated waits for the negotiating ping, unless a speaks a recorded version.
+func (a *aheadEngine) negotiated() {
+	if _, rec := a.Engine.(*recordedEngine); a.says != nil && !rec {
+		_, _ = a.says.get()
+	}
 }
 
 // ImageInspect implements Engine.
@@ -92,6 +108,7 @@ func (a *aheadEngine) ImageInspect(ctx context.Context, ref string, opts ...clie
 func (a *aheadEngine) inspectVolumesAhead(ctx context.Context, names func() []string) {
 	a.volumes = fetch(func() (map[string]*future[volume.Volume], error) {
 		m := map[string]*future[volume.Volume]{}
+		a.negotiated()
 		for _, n := range names() {
 			if m[n] == nil {
 				m[n] = fetch(func() (volume.Volume, error) { return a.Engine.VolumeInspect(ctx, n) })
@@ -124,7 +141,10 @@ func (a *aheadEngine) inspectContainerAhead(ctx context.Context, name string) {
 	if a.containers == nil {
 		a.containers = map[string]*future[dockercontainer.InspectResponse]{}
 	}
-	a.containers[name] = fetch(func() (dockercontainer.InspectResponse, error) { return a.Engine.ContainerInspect(ctx, name) })
+	a.containers[name] = fetch(func() (dockercontainer.InspectResponse, error) {
+		a.negotiated()
+		return a.Engine.ContainerInspect(ctx, name)
+	})
 }
 
 // ContainerInspect implements Engine: the first inspect of a container asked for
@@ -145,7 +165,14 @@ func (a *aheadEngine) ContainerInspect(ctx context.Context, name string) (docker
 // that exists with the same options changes nothing). Call it before the run uses a.
 func (a *aheadEngine) createVolumeAhead(ctx context.Context, opts volume.CreateOptions) {
 	a.createOpts = opts
-	a.create = fetch(func() (volume.Volume, error) { return a.Engine.VolumeCreate(ctx, opts) })
+	a.create = fetch(func() (volume.Volume, error) {
+		if a.says != nil {
+			if s, err := a.says.get(); err == nil && s.podman != "" {
+				return volume.Volume{}, errPodman(podmanRefused(a.host, s.podman))
+			}
+		}
+		return a.Engine.VolumeCreate(ctx, opts)
+	})
 }
 
 // VolumeCreate implements Engine: the first creation with the options of the one
@@ -167,7 +194,16 @@ func (a *aheadEngine) VolumeCreate(ctx context.Context, opts volume.CreateOption
 
 // pingAhead starts pinging the engine. Call it before the run uses a.
 func (a *aheadEngine) pingAhead(ctx context.Context) {
-	a.ping = fetch(func() (types.Ping, error) { return a.Engine.Ping(ctx) })
+	a.ping = fetch(func() (types.Ping, error) {
+		if a.says != nil {
+			// The negotiating ping's answer, when it came (the engine's version
+			// does not change within a run).
+			if s, err := a.says.get(); err == nil {
+				return s.ping, nil
+			}
+		}
+		return a.Engine.Ping(ctx)
+	})
 }
 
 // Ping implements Engine: the first ping gets the answer asked for ahead; later ones

@@ -71,7 +71,8 @@ func endpointVolumeOptions(p *isolator.Plan, name string, labels map[string]stri
 }
 
 // companionConfig renders the session's companion: devsandbox-proxy (in the derived
-// image) as the sandbox's user, with no capability, on the engine's
+// image) as the sandbox's user, with no capability, no_new_privs and a read-only root
+// file system, on the engine's
 // default network, with the endpoint volume, publishing each published port on the
 // engine host's 127.0.0.1. Its environment is none of the image's (imageEnv, removed:
 // imageenv.go); it, command and labels hold no secret: the
@@ -104,10 +105,18 @@ func companionConfig(p *isolator.Plan, image string, imageEnv []string, volume s
 		NetworkMode: "default",
 		CapDrop:     []string{"ALL"},
 		SecurityOpt: []string{"no-new-privileges"},
-		Binds:       []string{volume + ":" + companionDir},
-		Tmpfs:       map[string]string{"/tmp": "rw,nosuid,nodev,mode=1777"},
-		AutoRemove:  true,
-		Resources:   dockercontainer.Resources{PidsLimit: &pids},
+		// Nothing of the companion's is writable but the endpoint volume, where its
+		// sockets are: a process that got into it (a compromised dependency of the
+		// proxy) can plant or replace no file for a kept container's next session,
+		// which execs devsandbox-proxy there again; on a rootless engine the
+		// companion is the container's root, the owner of the image's files. No /tmp
+		// and no /dev/shm (an IPC namespace of its own, without one): devsandbox-proxy
+		// writes no file.
+		ReadonlyRootfs: true,
+		IpcMode:        dockercontainer.IPCModeNone,
+		Binds:          []string{volume + ":" + companionDir},
+		AutoRemove:     true,
+		Resources:      dockercontainer.Resources{PidsLimit: &pids},
 	}
 	if publish && len(p.Egress.Forwards) > 0 {
 		cfg.ExposedPorts = nat.PortSet{}

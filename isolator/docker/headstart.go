@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	cerrdefs "github.com/containerd/errdefs"
 	dockercontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 
@@ -51,8 +50,10 @@ type headStart struct {
 	rec      *recordedEngine
 	recorded string
 	version  *future[string]
-	addr     Address
-	image    *future[image.InspectResponse]
+	// says is the engine's answer to that ping (podmanping.go).
+	says  *future[engineSays]
+	addr  Address
+	image *future[image.InspectResponse]
 	// keptName is the kept container kept's inspect is of ("": none asked for).
 	keptName string
 	kept     *future[dockercontainer.InspectResponse]
@@ -104,32 +105,40 @@ func (h *headStarts) start(op string, settings, plan json.RawMessage) {
 			}
 		}
 	}
-	img := fetch(func() (image.InspectResponse, error) { return ask.ImageInspect(ctx, s.Image) })
+	// The negotiating client's ping is sent here (negotiatePing), its answer read for
+	// Podman's headers. Without a recorded version to speak at once, the inspects
+	// wait for it (the client's own negotiation would make them wait for its ping).
+	spec := hs.rec != nil
+	if ok {
+		hs.says = fetch(func() (engineSays, error) { return negotiatePing(ctx, c, addr.TLS != "") })
+	}
+	negotiated := func() {
+		if !spec && hs.says != nil {
+			_, _ = hs.says.get()
+		}
+	}
+	img := fetch(func() (image.InspectResponse, error) { negotiated(); return ask.ImageInspect(ctx, s.Image) })
 	hs.image = img
 	if s.Keep && head.Project.Name != "" {
 		name := keptNameOf(head.Project.Name)
 		hs.keptName = name
-		hs.kept = fetch(func() (dockercontainer.InspectResponse, error) { return ask.ContainerInspect(ctx, name) })
+		hs.kept = fetch(func() (dockercontainer.InspectResponse, error) { negotiated(); return ask.ContainerInspect(ctx, name) })
 	}
 	if ok {
-		spec := hs.rec != nil
 		hs.version = fetch(func() (string, error) {
-			if !spec {
-				// No version to speak at once: the image's inspect negotiates.
-				if _, err := img.get(); err != nil && !cerrdefs.IsNotFound(err) {
-					return "", err
-				}
-			} else {
-				p, err := c.Ping(ctx)
-				if err != nil {
+			says, err := hs.says.get()
+			if err != nil {
+				if spec {
 					hs.rec.settle(false)
-					return "", err
 				}
-				c.NegotiateAPIVersionPing(p)
+				return "", err
 			}
 			v := c.ClientVersion()
 			if spec {
-				hs.rec.settle(v == hs.recorded)
+				// Podman's answers in the recorded version are not the run's: its
+				// requests go to the negotiating client, and the run refuses the
+				// engine before any of them changes anything (podmanSaid).
+				hs.rec.settle(v == hs.recorded && says.podman == "")
 			}
 			if v != hs.recorded {
 				writeRecord(versions, addr.Host, v)

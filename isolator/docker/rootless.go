@@ -90,14 +90,14 @@ func podmanRefused(host, version string) isolator.Status {
 // refusePodman refuses a run whose engine's socket podman's service listens on
 // (Address.PodmanService), before anything of the run's crosses to it: its own
 // socket's (rootless podman) or root's, local or not. Podman behind a relay or
-// tcp:// is told by its version's answer (podman), where that is asked (Check,
-// doctor), and otherwise fails on loading the derived image.
+// at a tcp:// address is told by its answer to the run's negotiating ping
+// (podmanSaid), and by its version's answer (podman) where that is asked (Check,
+// doctor).
 func refusePodman(addr Address) error {
 	if !addr.PodmanService() {
 		return nil
 	}
-	st := podmanRefused(addr.Host, "")
-	return fmt.Errorf("%w: %s; the command did not run. To fix: %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+	return errPodman(podmanRefused(addr.Host, ""))
 }
 
 // rootlessPlan is p as the engine runs it: with the command as the container's root
@@ -115,8 +115,7 @@ func rootlessPlan(p *isolator.Plan, ans *future[ownAnswer], addr Address) (*isol
 		return nil, fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
 	}
 	if v := podman(in.version); v != "" {
-		st := podmanRefused(addr.Host, v)
-		return nil, fmt.Errorf("%w: %s; the command did not run. To fix: %s", isolator.ErrUnavailable, st.Reason, st.Fix)
+		return nil, errPodman(podmanRefused(addr.Host, v))
 	}
 	if !isRootless(in.info) {
 		return p, nil
@@ -160,12 +159,16 @@ func rootlessLimits(l isolator.Limits, info system.Info) error {
 }
 
 // engineInfo asks e for its version and Info when own (an engine whose socket is
-// the user's), else nil.
-func engineInfo(ctx context.Context, e Engine, own bool) *future[ownAnswer] {
+// the user's), else nil; once the negotiating ping says answered, when not nil and
+// e does not speak a recorded version (as aheadEngine.negotiated).
+func engineInfo(ctx context.Context, e Engine, own bool, says *future[engineSays]) *future[ownAnswer] {
 	if !own {
 		return nil
 	}
 	return fetch(func() (ownAnswer, error) {
+		if _, rec := e.(*recordedEngine); says != nil && !rec {
+			_, _ = says.get()
+		}
 		version := fetch(func() (types.Version, error) { return e.ServerVersion(ctx) })
 		info, err := e.Info(ctx)
 		v, verr := version.get()

@@ -69,9 +69,17 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err := refusePodman(addr); err != nil {
 		return 0, err
 	}
+	// The engine's answer to the client's negotiating ping (the head start's, or sent
+	// now): Podman's service says so there, whatever its address (podmanping.go).
+	var says *future[engineSays]
+	if hs := b.head; hs != nil {
+		says = hs.says
+	} else {
+		says = negotiate(ctx, e0, addr)
+	}
 	// An engine whose socket is the user's is asked whether it is rootless
 	// (rootless.go), while the host side is prepared; a root-owned socket's never.
-	info := engineInfo(ctx, e0, ownEngine(addr, os.Getuid(), os.Stat))
+	info := engineInfo(ctx, e0, ownEngine(addr, os.Getuid(), os.Stat), says)
 	// Before anything of the run's crosses to the engine: over plain TCP a secret
 	// is refused, anything else warned of. Over plain TCP to another machine, a
 	// credential in a file sent as content still refuses the run (RefuseClearFiles,
@@ -97,15 +105,19 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		ahead = &aheadEngine{Engine: e0, ref: b.Image, image: hs.image}
 		hs.image = nil
 	} else {
-		ahead = inspectAhead(ctx, e0, b.Image)
+		ahead = inspectAhead(ctx, e0, b.Image, says)
 	}
+	ahead.says, ahead.host = says, addr.Host
 	defer ahead.wait()
 	e := Engine(ahead)
 	var kept *future[dockercontainer.InspectResponse]
 	if b.Keep {
 		name := keptName(p)
 		if kept = b.head.keptInspect(name); kept == nil {
-			kept = fetch(func() (dockercontainer.InspectResponse, error) { return e0.ContainerInspect(ctx, name) })
+			kept = fetch(func() (dockercontainer.InspectResponse, error) {
+				ahead.negotiated()
+				return e0.ContainerInspect(ctx, name)
+			})
 		}
 	}
 	if b.Keep && needsCompanion(p) {
@@ -153,6 +165,10 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	stopServices := sync.OnceFunc(svc.Stop)
 	defer stopServices()
 	if p, err = rootlessPlan(p, info, addr); err != nil {
+		return 0, err
+	}
+	// Before the first request that changes anything on the engine.
+	if err := podmanSaid(says, addr); err != nil {
 		return 0, err
 	}
 	opts, pr, err := b.engineSide(ctx, e, addr, p)

@@ -25,7 +25,17 @@ import (
 // is done), then returns proxy's exit code (0 without a proxy; 2 when it could not
 // start). Diagnostics go to stderr. A published port serves only the engine's port
 // forwarder (see engineForwarder).
+//
+// Before it reads the request (the secrets), the process makes itself not dumpable:
+// in a kept container's companion, a process another session left running there (as
+// the same user: a compromised dependency of that session's proxy) could otherwise
+// read this session's environment and memory through /proc, or trace it; the
+// companion has no capability to override that.
 func Serve(ctx context.Context, in io.Reader, out, stderr io.Writer, proxy Proxy) int {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintf(stderr, "devsandbox-proxy companion: making the process not dumpable (so that no other process of the companion reads its secrets): %v\n", err)
+		return 2
+	}
 	return serve(ctx, in, out, stderr, proxy, engineForwarder)
 }
 
