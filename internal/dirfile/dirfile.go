@@ -1,26 +1,34 @@
 //go:build unix
 
-// Package dirfile replaces a file in a directory held open, following no link: the
-// state files devsandbox rewrites (the docker records) and the files the git watch
-// puts back in a project.
+// Package dirfile writes files in a directory held open, following no link: the
+// state files devsandbox rewrites (the docker records, ReplaceAt) and the files the
+// git watch puts back in a project a sandbox can write (LinkAt).
 package dirfile
 
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
 
 	"golang.org/x/sys/unix"
 )
 
+// ErrSwapped is LinkAt's error when another process took the random name of the new
+// file before it was linked (on a file system without O_TMPFILE): nothing was put at
+// the name.
+var ErrSwapped = errors.New("another process replaced the new file's temporary name before it was linked")
+
 // ReplaceAt writes content to a new file of mode beside name in the directory dirfd
 // (a random name, O_EXCL and O_NOFOLLOW: a planted file or link there is neither
 // written through nor reused) and renames it over name. The rename replaces a link
 // at name rather than following it. On an error the new file is removed.
+//
+// The rename moves whatever holds the random name by then: only for directories no
+// one else can write (devsandbox's state). In a directory a sandbox can write, use
+// LinkAt.
 func ReplaceAt(dirfd int, name string, content []byte, mode uint32) error {
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := "." + name + "." + hex.EncodeToString(rnd[:]) + ".tmp"
+	tmp := tempName(name)
 	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	if err != nil {
 		return err
@@ -37,4 +45,11 @@ func ReplaceAt(dirfd int, name string, content []byte, mode uint32) error {
 		_ = unix.Unlinkat(dirfd, tmp, 0)
 	}
 	return err
+}
+
+// tempName is a random name beside name.
+func tempName(name string) string {
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	return "." + name + "." + hex.EncodeToString(rnd[:]) + ".tmp"
 }

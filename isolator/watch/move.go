@@ -3,6 +3,7 @@ package watch
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -120,35 +121,48 @@ func (l *linkOnWay) Unwrap() error { return errOutside }
 
 // moveAside moves path into the run's quarantine directory, keeping its path below
 // it, or, on another file system, aside to PATH.devsandbox-quarantine-N; then, when
-// restore is not nil, writes restore at path (a new file, renamed into place). It
+// restore is not nil, writes restore at path (putBack; restoreErr says why it is not
+// back, and extra where what took its name meanwhile was moved). It
 // acts only through a descriptor on path's directory (openParent): never at a host
 // path a symlink of the sandbox's names. When a symlink lies on the way (a git dir's
 // hooks/ made a link to files the sandbox wrote elsewhere), the link is what the
 // host's git would follow, and it is moved aside instead: via reports it.
-func (w *Watcher) moveAside(path string, restore []byte) (dest, via string, restored bool, err error) {
+func (w *Watcher) moveAside(path string, restore []byte) (m moved, err error) {
 	parent, base, err := w.openParent(path)
 	var l *linkOnWay
 	if errors.As(err, &l) {
 		defer unix.Close(l.parent)
-		dest, err = w.moveOut(l.parent, l.name, l.path)
-		return dest, l.path, false, err
+		m.dest, err = w.moveOut(l.parent, l.name, l.path)
+		m.via = l.path
+		return m, err
 	}
 	if err != nil {
-		return "", "", false, err
+		return m, err
 	}
 	defer unix.Close(parent)
 	var st unix.Stat_t
 	if err := unix.Fstatat(parent, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return "", "", false, &os.PathError{Op: "lstat", Path: path, Err: err}
+		return m, &os.PathError{Op: "lstat", Path: path, Err: err}
 	}
-	dest, err = w.moveOut(parent, base, path)
+	m.dest, err = w.moveOut(parent, base, path)
 	if err != nil {
-		return "", "", false, err
+		return m, err
 	}
 	if restore != nil {
-		restored = putBack(parent, base, restore) == nil
+		m.extra, m.restoreErr = w.putBack(parent, base, path, restore)
+		m.restored = m.restoreErr == nil
 	}
-	return dest, "", restored, nil
+	return m, nil
+}
+
+// moved is what moveAside did.
+type moved struct {
+	dest string // where path went
+	via  string // the symlink on the way to path that was moved instead, if any
+	// restored reports the previous version back at path; restoreErr why not.
+	restored   bool
+	restoreErr error
+	extra      []string // where what took path's name before the put back went
 }
 
 // moveOut renames base in parent (which is path) away from the project.
@@ -188,10 +202,33 @@ func (w *Watcher) moveOut(parent int, base, path string) (string, error) {
 	return "", fmt.Errorf("no free name to move %s aside", path)
 }
 
-// putBack writes content as base in parent: a new file, created without following a
-// symlink, renamed into place (dirfile.ReplaceAt).
-func putBack(parent int, base string, content []byte) error {
-	return dirfile.ReplaceAt(parent, base, content, 0o644)
+// putBackTries bounds how often putBack moves out what took the name before it.
+const putBackTries = 3
+
+// putBack writes content as base in parent (which is path), once what was there has
+// been moved out: a new file linked at the name, never renamed there from a name the
+// sandbox could have swapped (dirfile.LinkAt), and never over a file. What took the
+// name in between (a sandbox writing there, told by inotify that it was moved) is
+// moved out too (extra), and a temporary name swapped (dirfile.ErrSwapped) tried
+// again, a few times; then putBack gives up, the name left empty.
+func (w *Watcher) putBack(parent int, base, path string, content []byte) (extra []string, err error) {
+	for i := 1; ; i++ {
+		err := dirfile.LinkAt(parent, base, content, 0o644)
+		switch {
+		case errors.Is(err, fs.ErrExist):
+			dest, err := w.moveOut(parent, base, path)
+			if err != nil {
+				return extra, fmt.Errorf("moving out what took its name: %w", err)
+			}
+			extra = append(extra, dest)
+		case errors.Is(err, dirfile.ErrSwapped):
+		default:
+			return extra, err
+		}
+		if i == putBackTries {
+			return extra, fmt.Errorf("%d tries: %w", putBackTries, err)
+		}
+	}
 }
 
 // pinDir opens the directory p, reached from its root without following a symlink,

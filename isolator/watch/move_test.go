@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // moveAside acts in the project only: a path outside is refused, and a directory on
@@ -27,7 +29,7 @@ func TestMoveAsideRefusesLinks(t *testing.T) {
 	}
 	w := &Watcher{p: f.p}
 	for _, p := range []string{filepath.Join(f.proj, "../other/.git/config"), filepath.Join(outside, ".git/config")} {
-		if _, _, _, err := w.moveAside(p, []byte("planted\n")); !errors.Is(err, errOutside) {
+		if _, err := w.moveAside(p, []byte("planted\n")); !errors.Is(err, errOutside) {
 			t.Errorf("moveAside(%s) = %v, want errOutside", p, err)
 		}
 		untouched()
@@ -37,7 +39,8 @@ func TestMoveAsideRefusesLinks(t *testing.T) {
 	if err := os.Symlink("../other", f.path("sub")); err != nil {
 		t.Fatal(err)
 	}
-	dest, via, restored, err := w.moveAside(f.path("sub/.git/config"), []byte("planted\n"))
+	m, err := w.moveAside(f.path("sub/.git/config"), []byte("planted\n"))
+	dest, via, restored := m.dest, m.via, m.restored
 	if err != nil || via != f.path("sub") || restored {
 		t.Fatalf("moveAside through a link = %q, %q, %v, %v; want the link %s moved", dest, via, restored, err, f.path("sub"))
 	}
@@ -55,9 +58,10 @@ func TestMoveAsideInProject(t *testing.T) {
 	f := newFixture(t)
 	f.write("sub/.git/config", "sandbox\n")
 	w := &Watcher{p: f.p}
-	dest, _, restored, err := w.moveAside(f.path("sub/.git/config"), []byte("before\n"))
-	if err != nil || !restored {
-		t.Fatalf("moveAside: %v (restored %v)", err, restored)
+	m, err := w.moveAside(f.path("sub/.git/config"), []byte("before\n"))
+	dest := m.dest
+	if err != nil || !m.restored || len(m.extra) > 0 {
+		t.Fatalf("moveAside: %v (%+v)", err, m)
 	}
 	if b, err := os.ReadFile(dest); err != nil || string(b) != "sandbox\n" {
 		t.Errorf("quarantined copy %s is %q (%v)", dest, b, err)
@@ -136,5 +140,41 @@ func TestPinDirReadsWhatWasOpened(t *testing.T) {
 	}
 	if _, _, ok := w.pinDir(f.path("sub/.git")); ok {
 		t.Errorf("pinDir reached a git dir through a symlink")
+	}
+}
+
+// What took the name between the move and the put back (a sandbox's link, planted as
+// soon as inotify told it the name was free) is moved out too, never replaced or
+// followed: the version given is then at the name.
+func TestPutBackMovesOutWhatTookTheName(t *testing.T) {
+	f := newFixture(t)
+	f.write("sub/.git/HEAD", "ref: refs/heads/main\n")
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.path("sub/.git/config")
+	if err := os.Symlink(victim, cfg); err != nil {
+		t.Fatal(err)
+	}
+	w := &Watcher{p: f.p}
+	parent, base, err := w.openParent(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(parent)
+	extra, err := w.putBack(parent, base, cfg, []byte("before\n"))
+	if err != nil || len(extra) != 1 {
+		t.Fatalf("putBack = %v, %v; want the link moved out once", extra, err)
+	}
+	if l, err := os.Readlink(extra[0]); err != nil || l != victim {
+		t.Errorf("%s is not the link (%q, %v)", extra[0], l, err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "host\n" {
+		t.Errorf("the link's target was written: %q", b)
+	}
+	fi, err := os.Lstat(cfg)
+	if b, _ := os.ReadFile(cfg); err != nil || !fi.Mode().IsRegular() || string(b) != "before\n" {
+		t.Errorf("the config is %v (%v) holding %q; want a regular file with the version given", fi, err, b)
 	}
 }

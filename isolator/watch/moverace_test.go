@@ -35,7 +35,7 @@ func TestMoveAsideConcurrent(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				_, _, _, _ = (&Watcher{p: p}).moveAside(cfg, []byte(good))
+				_, _ = (&Watcher{p: p}).moveAside(cfg, []byte(good))
 			}()
 		}
 		close(start)

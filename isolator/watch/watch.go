@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -294,7 +295,7 @@ func (l lister) list(dir string) (names map[string]bool, known bool) {
 // and reports it.
 func (w *Watcher) handle(probs []problem) {
 	for _, pr := range probs {
-		dest, via, restored, err := w.moveAside(pr.path, pr.restore)
+		m, err := w.moveAside(pr.path, pr.restore)
 		if err != nil {
 			if !os.IsNotExist(err) {
 				w.warn(fmt.Sprintf("the sandbox wrote %s: %s; it could NOT be moved aside (%v): remove it before you run git there", pr.path, pr.why, err))
@@ -302,13 +303,18 @@ func (w *Watcher) handle(probs []problem) {
 			continue
 		}
 		back := ""
-		if restored {
+		switch {
+		case m.via != "":
+			back = "; it lies behind the symlink " + m.via + ", which was moved instead"
+		case m.restored:
 			back = "; the version from before the run is back in place"
+		case m.restoreErr != nil:
+			back = fmt.Sprintf("; the version from before the run could NOT be put back (%v): restore it from the quarantine before you run git there", m.restoreErr)
 		}
-		if via != "" {
-			back = "; it lies behind the symlink " + via + ", which was moved instead"
+		if len(m.extra) > 0 {
+			back += fmt.Sprintf("; what took its name meanwhile was moved to %s", strings.Join(m.extra, ", "))
 		}
-		w.warn(fmt.Sprintf("the sandbox wrote %s: %s. It was moved to %s%s — review it, and the sandboxed program that wrote it", pr.path, pr.why, dest, back))
+		w.warn(fmt.Sprintf("the sandbox wrote %s: %s. It was moved to %s%s — review it, and the sandboxed program that wrote it", pr.path, pr.why, m.dest, back))
 	}
 }
 
