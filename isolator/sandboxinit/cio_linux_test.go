@@ -1,0 +1,103 @@
+package sandboxinit
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// gatedWriter holds its first Write until open is closed, after telling entered.
+type gatedWriter struct {
+	buf     bytes.Buffer
+	entered chan struct{}
+	open    chan struct{}
+	first   bool
+}
+
+func (g *gatedWriter) Write(b []byte) (int, error) {
+	if !g.first {
+		g.first = true
+		close(g.entered)
+		<-g.open
+	}
+	return g.buf.Write(b)
+}
+
+// TestOutPipeHeldWriteEnd: the command's output pipe is also held by a process that
+// outlives it (one outside the container it handed the descriptor to). Once the
+// command exited, finish returns without the pipe's end, with everything the command
+// wrote copied: what the copy had taken and what the pipe still held (the copy was
+// busy writing to the container's stream when the command exited). The holder's
+// later writes fail.
+func TestOutPipeHeldWriteEnd(t *testing.T) {
+	for name, held := range map[string]bool{"held": true, "not held": false} {
+		t.Run(name, func(t *testing.T) {
+			dst := &gatedWriter{entered: make(chan struct{}), open: make(chan struct{})}
+			o, err := newOutPipe(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			holder := -1
+			if held {
+				if holder, err = unix.Dup(int(o.w.Fd())); err != nil {
+					t.Fatal(err)
+				}
+				defer unix.Close(holder)
+			}
+			first := []byte("first line\n")
+			if _, err := o.w.Write(first); err != nil {
+				t.Fatal(err)
+			}
+			<-dst.entered // the copy took it and waits on the container's stream
+			// Less than the pipe holds: the write returns, the command exits.
+			rest := bytes.Repeat([]byte("0123456789abcdef"), 3000)
+			if _, err := o.w.Write(rest); err != nil {
+				t.Fatal(err)
+			}
+			o.w.Close()
+			o.stop()
+			close(dst.open)
+			finished := make(chan struct{})
+			go func() {
+				o.finish()
+				close(finished)
+			}()
+			select {
+			case <-finished:
+			case <-time.After(10 * time.Second):
+				t.Fatal("finish waited for the end of a pipe another process holds")
+			}
+			if want := append(first, rest...); !bytes.Equal(dst.buf.Bytes(), want) {
+				t.Errorf("copied %d bytes, want the %d the command wrote", dst.buf.Len(), len(want))
+			}
+			if held {
+				if _, err := unix.Write(holder, []byte("late")); !errors.Is(err, unix.EPIPE) {
+					t.Errorf("the holder's write after finish: %v, want EPIPE", err)
+				}
+			}
+		})
+	}
+}
+
+// TestOutPipeCopiesUntilEnd: while the command runs, its output is copied as it comes,
+// more than the pipe holds included, up to the pipe's end.
+func TestOutPipeCopiesUntilEnd(t *testing.T) {
+	var dst bytes.Buffer
+	o, err := newOutPipe(&dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Repeat([]byte("x"), 300<<10)
+	if _, err := o.w.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	o.w.Close()
+	<-o.done // the end of the pipe, without stop
+	o.finish()
+	if !bytes.Equal(dst.Bytes(), want) {
+		t.Errorf("copied %d bytes, want %d", dst.Len(), len(want))
+	}
+}
