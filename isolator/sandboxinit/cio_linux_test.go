@@ -26,45 +26,45 @@ func (g *gatedWriter) Write(b []byte) (int, error) {
 	return g.buf.Write(b)
 }
 
-// TestOutPipeHeldWriteEnd: the command's output pipe is also held by a process that
+// TestOutCopyHeldWriteEnd: the command's stdout is also held by a process that
 // outlives it (one outside the container it handed the descriptor to). Once the
 // command exited, finish returns without the pipe's end, with everything the command
 // wrote copied: what the copy had taken and what the pipe still held (the copy was
 // busy writing to the container's stream when the command exited). The holder's
 // later writes fail.
-func TestOutPipeHeldWriteEnd(t *testing.T) {
+func TestOutCopyHeldWriteEnd(t *testing.T) {
 	for name, held := range map[string]bool{"held": true, "not held": false} {
 		t.Run(name, func(t *testing.T) {
 			dst := &gatedWriter{entered: make(chan struct{}), open: make(chan struct{})}
-			o, err := newOutPipe(dst)
+			var errs bytes.Buffer
+			o, err := newOutCopy(dst, &errs)
 			if err != nil {
 				t.Fatal(err)
 			}
 			holder := -1
 			if held {
-				if holder, err = unix.Dup(int(o.w.Fd())); err != nil {
+				if holder, err = unix.Dup(o.w[0]); err != nil {
 					t.Fatal(err)
 				}
 				defer unix.Close(holder)
 			}
 			first := []byte("first line\n")
-			if _, err := o.w.Write(first); err != nil {
+			if _, err := unix.Write(o.w[0], first); err != nil {
 				t.Fatal(err)
 			}
 			<-dst.entered // the copy took it and waits on the container's stream
 			// Less than the pipe holds: the write returns, the command exits.
 			rest := bytes.Repeat([]byte("0123456789abcdef"), 3000)
-			if _, err := o.w.Write(rest); err != nil {
+			if _, err := unix.Write(o.w[0], rest); err != nil {
 				t.Fatal(err)
 			}
-			o.w.Close()
-			o.stop()
-			close(dst.open)
+			o.started()
 			finished := make(chan struct{})
 			go func() {
 				o.finish()
 				close(finished)
 			}()
+			close(dst.open)
 			select {
 			case <-finished:
 			case <-time.After(10 * time.Second):
@@ -82,22 +82,29 @@ func TestOutPipeHeldWriteEnd(t *testing.T) {
 	}
 }
 
-// TestOutPipeCopiesUntilEnd: while the command runs, its output is copied as it comes,
-// more than the pipe holds included, up to the pipe's end.
-func TestOutPipeCopiesUntilEnd(t *testing.T) {
-	var dst bytes.Buffer
-	o, err := newOutPipe(&dst)
+// TestOutCopyUntilEnd: while the command runs, its output is copied as it comes,
+// more than a pipe holds included, up to the pipes' end.
+func TestOutCopyUntilEnd(t *testing.T) {
+	var out, errs bytes.Buffer
+	o, err := newOutCopy(&out, &errs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := bytes.Repeat([]byte("x"), 300<<10)
-	if _, err := o.w.Write(want); err != nil {
-		t.Fatal(err)
-	}
-	o.w.Close()
-	<-o.done // the end of the pipe, without stop
+	go func() {
+		_, _ = unix.Write(o.w[1], []byte("to stderr"))
+		for b := want; len(b) > 0; {
+			n, err := unix.Write(o.w[0], b)
+			if err != nil {
+				return
+			}
+			b = b[n:]
+		}
+		o.started()
+	}()
+	<-o.done // both pipes ended, without finish
 	o.finish()
-	if !bytes.Equal(dst.Bytes(), want) {
-		t.Errorf("copied %d bytes, want %d", dst.Len(), len(want))
+	if !bytes.Equal(out.Bytes(), want) || errs.String() != "to stderr" {
+		t.Errorf("copied %d bytes and stderr %q, want %d and %q", out.Len(), errs.String(), len(want), "to stderr")
 	}
 }
