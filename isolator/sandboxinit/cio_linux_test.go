@@ -52,7 +52,7 @@ func TestOutCopyHeldWriteEnd(t *testing.T) {
 			if _, err := unix.Write(o.w[0], first); err != nil {
 				t.Fatal(err)
 			}
-			<-dst.entered // the copy took it and waits on the container's stream
+			<-dst.entered                                         // the copy took it and waits on the container's stream
 			rest := bytes.Repeat([]byte("0123456789abcdef"), 250) // less than the pipe holds (a page): the write returns
 			if _, err := unix.Write(o.w[0], rest); err != nil {
 				t.Fatal(err)
