@@ -72,29 +72,47 @@ func (p *ptyIO) finish() {
 	}
 }
 
-// pipeIO gives the command a pipe as stdin, fed from the host's frames, and the
-// container's stdout and stderr themselves.
+// pipeIO gives the command a pipe as stdin, fed from the host's frames, and pipes of
+// the init's own as stdout and stderr, copied to the container's (outCopy): the
+// command never holds the engine's pipes, so a descriptor of them that it hands to a
+// process outside the container (over a Unix socket the project shows) cannot keep
+// the engine's output stream open once the init exited. dockerd 26 waits for that
+// stream's end before it reports the container's exit, removes it or answers an
+// inspect, and then leaves its shim running.
 type pipeIO struct {
 	r, w *os.File
+	out  *outCopy // the command's stdout and stderr
 }
 
-func newPipeIO() (*pipeIO, error) {
+func newPipeIO(stdout, stderr io.Writer) (*pipeIO, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	return &pipeIO{r: r, w: w}, nil
+	out, err := newOutCopy(stdout, stderr)
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, err
+	}
+	return &pipeIO{r: r, w: w, out: out}, nil
 }
 
-func (p *pipeIO) files() []uintptr { return []uintptr{p.r.Fd(), 1, 2} }
+// files are blocking descriptors (Fd), as a command expects its stdio to be.
+func (p *pipeIO) files() []uintptr {
+	return []uintptr{p.r.Fd(), uintptr(p.out.w[0]), uintptr(p.out.w[1])}
+}
 func (p *pipeIO) sys() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setsid: true}
 }
-func (p *pipeIO) started()                 { p.r.Close() }
+func (p *pipeIO) started() {
+	p.r.Close()
+	p.out.started()
+}
 func (p *pipeIO) write(b []byte)           { _, _ = p.w.Write(b) }
 func (p *pipeIO) closeInput()              { p.w.Close() }
 func (p *pipeIO) resize(rows, cols uint16) {}
-func (p *pipeIO) finish()                  {}
+func (p *pipeIO) finish()                  { p.out.finish() }
 
 // inheritIO is plain mode: the command gets the container's stdio; on a terminal
 // (docker run -t) its process group becomes the foreground one.

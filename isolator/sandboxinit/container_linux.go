@@ -243,7 +243,7 @@ func (c *container) run(argv []string) int {
 	case c.framed && hello.TTY:
 		cio, err = newPtyIO(hello.Rows, hello.Cols)
 	case c.framed:
-		cio, err = newPipeIO()
+		cio, err = newPipeIO(os.Stdout, os.Stderr)
 	default:
 		cio = newInheritIO()
 	}

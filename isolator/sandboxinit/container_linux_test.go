@@ -103,10 +103,11 @@ func TestStartFirstHelloMustBeEmpty(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.Close()
-			cio, err := newPipeIO()
+			cio, err := newPipeIO(io.Discard, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer cio.finish()
 			var stderr bytes.Buffer
 			c := &container{stderr: &stderr, framed: true, startFirst: true, stdin: r}
 			gone := make(chan struct{})
