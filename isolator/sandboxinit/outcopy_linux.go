@@ -153,7 +153,11 @@ func (o *outCopy) rest(i int, buf []byte) {
 // stream (the container's pipe holds nothing), so that the engine, which copies its
 // two pipes apart, does not pass on a line written later first: the command, writing
 // to the engine's pipes itself, could not write again before its last write went in.
-// Without a pipe (a test's writer), or after 50ms, it returns.
+// Without a pipe (a test's writer), or after a second (an engine that stopped
+// reading: the command's writes would block there as well), it returns. It asks
+// every 100µs at first, then less often (up to every 10ms), so a slow engine costs
+// no busy loop. (A 50ms bound was passed on a loaded machine: 1 run in 15 of
+// TestPlainTerminalKeepsBehaviour on docker-remote saw stderr within stdout.)
 func (o *outCopy) settle(i int) {
 	f, ok := o.dst[i].(*os.File)
 	if !ok {
@@ -163,12 +167,20 @@ func (o *outCopy) settle(i int) {
 	if err != nil {
 		return
 	}
-	for range 500 {
+	wait := 100 * time.Microsecond
+	for deadline := time.Now().Add(settleBound); ; {
 		n := 0
 		var ierr error
 		if err := rc.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); err != nil || ierr != nil || n == 0 {
 			return
 		}
-		time.Sleep(100 * time.Microsecond)
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 10*time.Millisecond)
 	}
 }
+
+// settleBound is how long settle waits at most for the engine to take a stream.
+const settleBound = time.Second
