@@ -20,6 +20,7 @@ func TestPodmanHeaders(t *testing.T) {
 	}{
 		{"podman 4.3.1", map[string]string{"Api-Version": "1.41", "Docker-Experimental": "true", "Libpod-Api-Version": "4.3.1",
 			"Libpod-Buildah-Version": "1.28.2", "Server": "Libpod/4.3.1 (linux)"}, "4.3.1"},
+		{"podman's Libpod-Api-Version alone (a front that rewrites Server)", map[string]string{"Api-Version": "1.41", "Libpod-Api-Version": "4.3.1", "Server": "nginx"}, "4.3.1"},
 		{"podman's Server header alone", map[string]string{"Server": "Libpod/5.2.0 (linux)"}, "5.2.0"},
 		{"a Server header of Libpod without its version", map[string]string{"Server": "Libpod/"}, "?"},
 		{"docker 20.10", map[string]string{"Api-Version": "1.41", "Docker-Experimental": "false", "Ostype": "linux", "Server": "Docker/20.10.24+dfsg1 (linux)"}, ""},
