@@ -34,6 +34,10 @@ func TestJobControl(t *testing.T) {
 	// the line is read.
 	const cmdScript = `rm -f count; (i=0; while :; do i=$((i+1)); echo $i >.count.t; mv -f .count.t count; done) & ` +
 		`until [ -e count ]; do :; done; echo ready; read -r a; kill $!; echo "cmd[$a]"`
+	// While the run is stopped, the shell forks and execs as often as the command's
+	// counter would count: a run that is not stopped counts on meanwhile, whatever
+	// the machine's speed (the two counts are read before and after it).
+	const busy = `for ((n = 0; n < 100; n++)); do /bin/true; done`
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		if iso == "krun" {
 			requireKVMDevice(t)
@@ -63,7 +67,7 @@ func TestJobControl(t *testing.T) {
 				// of its own, before its fg: read once the shell's first line is
 				// echoed, it could come after the fg that follows (the shell does not
 				// wait for the test), and saw the command's count go on (1 run in 7).
-				shell: `"$@"; echo "status[$?]"; read -r l; echo "shell[$l]"; read -r g; echo "go[$g]"; fg %1 >/dev/null; echo "end[$?]"`,
+				shell: `"$@"; echo "status[$?]"; ` + busy + `; read -r l; echo "shell[$l]"; read -r g; echo "go[$g]"; fg %1 >/dev/null; echo "end[$?]"`,
 				steps: []jobStep{
 					{after: "ready\n", keys: "\x1a"},
 					{after: "status[", keys: "for-the-shell\n", at: func() { stopped = count() }},
@@ -84,10 +88,23 @@ func TestJobControl(t *testing.T) {
 				// the shell is typed already) can come between devsandbox's check that
 				// it is in the background and its stop, and finds it stopped again: a
 				// second fg resumes it, as a user would type.
+				// The line for the shell is typed once the job is in the background,
+				// and the counter must not move meanwhile: a run continued by the bg
+				// would read keys typed for the shell.
 				name:  "ctrl_z_bg",
-				shell: `"$@"; echo "status[$?]"; bg %1 >/dev/null; read -r l; echo "shell[$l]"; fg %1 >/dev/null || fg %1 >/dev/null; echo "end[$?]"`,
-				steps: []jobStep{{after: "ready\n", keys: "\x1a"}, {after: "status[", keys: "for-the-shell\n"}, {after: "shell[", keys: "for-the-command\n"}},
-				want:  "ready\nstatus[148]\nshell[for-the-shell]\ncmd[for-the-command]\nend[0]\n",
+				shell: `"$@"; echo "status[$?]"; bg %1 >/dev/null; echo "bg[]"; ` + busy + `; read -r l; echo "shell[$l]"; read -r g; echo "go[$g]"; fg %1 >/dev/null || fg %1 >/dev/null; echo "end[$?]"`,
+				steps: []jobStep{
+					{after: "ready\n", keys: "\x1a"},
+					{after: "bg[]", keys: "for-the-shell\n", at: func() { stopped = count() }},
+					{after: "shell[", keys: "go\n", at: func() { later = count() }},
+					{after: "go[", keys: "for-the-command\n"},
+				},
+				want: "ready\nstatus[148]\nbg[]\nshell[for-the-shell]\ngo[go]\ncmd[for-the-command]\nend[0]\n",
+				check: func(t *testing.T) {
+					if stopped == "" || stopped != later {
+						t.Errorf("the command's counter moved while the run was stopped in the background: %q, then %q", stopped, later)
+					}
+				},
 			},
 			{
 				// Started in the background with the terminal on stdin: the command

@@ -1,0 +1,80 @@
+package bwrap
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"github.com/devsandbox/devsandbox/isolator/internal/jobstop"
+)
+
+// The test binary plays a sandbox's process when asked: the first of a pid
+// namespace of its own (multi-threaded, as any Go program), it says ready and waits
+// for its stdin to end.
+func init() {
+	if os.Getenv("BWRAP_TEST") == "nsidle" {
+		fmt.Println("ready")
+		_, _ = bufio.NewReader(os.Stdin).ReadByte()
+		os.Exit(0)
+	}
+}
+
+// startInPidNamespace starts the test binary as the first process of a new user and
+// pid namespace, in a process group of its own, and returns its pid once it is ready.
+func startInPidNamespace(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = []string{"BWRAP_TEST=nsidle"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid:     true,
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("starting a process in a pid namespace of its own: %v", err)
+		}
+		t.Skipf("no user and pid namespace here: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		stdin.Close()
+		_ = cmd.Wait()
+	})
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the sandbox's process said %q (%v)", line, err)
+	}
+	return cmd.Process.Pid
+}
+
+// stopTree returns once every process of the sandbox's pid namespace is seen
+// stopped, each thread of it, not as soon as it has sent the stops: only then does
+// devsandbox stop and give the terminal back to the shell. Stopped and continued 200
+// times: the threads of the sandbox's process wake and stop on the other CPU.
+func TestStopTreeReturnsOnceStopped(t *testing.T) {
+	pid := startInPidNamespace(t)
+	j := &jobControl{bwrapPid: pid, cmdPid: pid}
+	for i := range 200 {
+		if err := j.stopTree(); err != nil {
+			t.Fatalf("stop %d: stopTree = %v, want nil", i, err)
+		}
+		if st := jobstop.GroupState(strconv.Itoa(pid)); st != 'T' {
+			t.Fatalf("stop %d: stopTree returned with a thread of the sandbox's process %q, want every thread stopped ('T')", i, st)
+		}
+		j.signalTree(syscall.SIGCONT)
+	}
+}

@@ -1,0 +1,103 @@
+package jobstop
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The test binary plays an idle multi-threaded process when asked (the Go runtime
+// has started its threads once main runs): it says ready, then waits for its stdin
+// to end.
+func init() {
+	if os.Getenv("JOBSTOP_TEST") == "idle" {
+		fmt.Println("ready")
+		_, _ = bufio.NewReader(os.Stdin).ReadByte()
+		os.Exit(0)
+	}
+}
+
+// waitState polls f until it returns want, for at most 30 s (the other CPU runs the
+// child's threads into their stop).
+func waitState(t *testing.T, what string, f func() byte, want byte) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		if st := f(); st == want {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("%s is %q 30s on, want %q", what, st, want)
+		}
+	}
+}
+
+// A process counts as stopped once every thread of it is (GroupState), not as its
+// first thread is: another thread, woken by the stop inside a read of the terminal,
+// may still take input before it stops. One thread of a stopped child is held out of
+// the stop here by tracing it (it is then in a traced stop, 't').
+func TestGroupStateEveryThread(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = []string{"JOBSTOP_TEST=idle"}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the child said %q (%v)", line, err)
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tid := 0
+	for _, e := range tasks {
+		if n, _ := strconv.Atoi(e.Name()); n != pid && n != 0 {
+			tid = n
+			break
+		}
+	}
+	if tid == 0 {
+		t.Fatalf("the child has one thread (%d tasks)", len(tasks))
+	}
+	// ptrace's requests come from the thread that attached.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := unix.PtraceSeize(tid); err != nil {
+		t.Skipf("cannot trace the child's thread: %v", err)
+	}
+	if err := unix.Kill(pid, unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(tid, &ws, unix.WALL, nil); err != nil || !ws.Stopped() {
+		t.Fatalf("the traced thread: wait4 = %v, status %#x", err, ws)
+	}
+	p := strconv.Itoa(pid)
+	waitState(t, "the first thread", func() byte { return State(p) }, 'T')
+	if st := GroupState(p); st == 'T' {
+		t.Errorf("GroupState = 'T' while thread %d is %q: a process counts as stopped as its first thread stops", tid, State(p+"/task/"+strconv.Itoa(tid)))
+	}
+	// Let go of the thread: it joins the stop, and the process is stopped.
+	if err := unix.PtraceDetach(tid); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, "GroupState", func() byte { return GroupState(p) }, 'T')
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	stdin.Close()
+}
