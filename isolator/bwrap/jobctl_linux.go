@@ -43,35 +43,6 @@ type jobControl struct {
 // errNotStopped is stopTree's error when a process of the sandbox kept running.
 var errNotStopped = errors.New("a process of the sandbox kept running after SIGSTOP")
 
-// background reports whether devsandbox's process group is not the foreground one of
-// its controlling terminal (one TIOCGPGRP); false without a controlling terminal.
-func background() bool {
-	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	return !foregroundOf(fd)
-}
-
-// startedInBackground reports whether in is devsandbox's controlling terminal and
-// devsandbox is not in its foreground process group.
-func startedInBackground(in *os.File) bool {
-	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	return sameDevice(fd, int(in.Fd())) && !foregroundOf(fd)
-}
-
-// foregroundOf reports whether devsandbox's process group is the foreground one of
-// the terminal fd; true when that cannot be told (fd is not the controlling terminal).
-func foregroundOf(fd int) bool {
-	pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
-	return err != nil || pg == unix.Getpgrp()
-}
-
 // handle acts on s. kill ends the sandbox (SIGKILL to bwrap) when a process of it
 // cannot be stopped; pending returns a forwarded signal caught meanwhile, if any.
 func (j *jobControl) handle(s os.Signal, warn func(string, ...any), kill func(), pending func() (os.Signal, bool), forward func(os.Signal)) {
@@ -81,7 +52,7 @@ func (j *jobControl) handle(s os.Signal, warn func(string, ...any), kill func(),
 		if !j.stopped {
 			return
 		}
-		if j.stdinTerm && background() {
+		if j.stdinTerm && jobstop.Background() {
 			// `bg`, or `kill %1` (the signal then comes first): a signal to forward
 			// continues the sandbox so that the command sees it.
 			if s, ok := pending(); ok {
@@ -92,7 +63,7 @@ func (j *jobControl) handle(s os.Signal, warn func(string, ...any), kill func(),
 			return
 		}
 	case syscall.SIGTTIN, syscall.SIGTTOU:
-		if j.stopped || !background() {
+		if j.stopped || !jobstop.Background() {
 			return // a late copy of one already acted on
 		}
 		fallthrough
@@ -166,7 +137,7 @@ func (j *jobControl) signalTree(sig syscall.Signal) (running, sleeping int) {
 		if in, err := pidNamespace(e.Name()); err != nil || in != ns {
 			continue
 		}
-		st := state(e.Name())
+		st := jobstop.State(e.Name())
 		if sig == syscall.SIGSTOP && st == 'T' {
 			st = jobstop.GroupState(e.Name()) // each thread, not the first alone
 		}
@@ -220,20 +191,6 @@ func pidNamespace(pid string) (uint64, error) {
 		return 0, err
 	}
 	return st.Ino, nil
-}
-
-// state is the state letter of /proc/pid/stat (R running, S sleeping, D in
-// uninterruptible sleep, T stopped, t traced, Z, X dead); 'X' when it is gone.
-func state(pid string) byte {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return 'X'
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 'X'
-	}
-	return b[i+2]
 }
 
 // stopSelf stops devsandbox with sig (jobstop.StopSelf): the shell reports the job

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/devsandbox/devsandbox/isolator/internal/jobstop"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 	"golang.org/x/sys/unix"
 )
@@ -34,7 +35,7 @@ func stdinTerminal(in *os.File, warn func(format string, args ...any)) (f *os.Fi
 	if in == nil || !tty.IsTerminal(in.Fd()) {
 		return in, nil, nil
 	}
-	if startedInBackground(in) {
+	if jobstop.StartedInBackground(in) {
 		// As a POSIX shell without job control gives an asynchronous command: the
 		// command cannot read keys typed for the shell, and one that never reads
 		// stdin (a build run with &) goes on as it would unsandboxed.
@@ -63,7 +64,7 @@ func stdinTerminal(in *os.File, warn func(format string, args ...any)) (f *os.Fi
 // readOnlyTerminal is stdinTerminal's descriptor for the terminal in.
 func readOnlyTerminal(in *os.File, warn func(format string, args ...any)) *os.File {
 	if fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0); err == nil {
-		if sameDevice(fd, int(in.Fd())) {
+		if jobstop.SameDevice(fd, int(in.Fd())) {
 			return os.NewFile(uintptr(fd), "/dev/tty")
 		}
 		unix.Close(fd)
@@ -76,15 +77,4 @@ func readOnlyTerminal(in *os.File, warn func(format string, args ...any)) *os.Fi
 	}
 	warn("stdin is a terminal that is not this session's controlling terminal: the sandboxed command gets it read-only, but could reopen it for writing through /proc/self/fd/0 (escape sequences would reach your terminal); its modes are restored after the run. Redirect stdin (< /dev/null, < file) or start devsandbox from that terminal's own session")
 	return os.NewFile(uintptr(fd), self)
-}
-
-// sameDevice reports whether the terminals a and b are one device (TIOCGDEV: a
-// descriptor of /dev/tty answers with its controlling terminal's number).
-func sameDevice(a, b int) bool {
-	da, err := unix.IoctlGetUint32(a, unix.TIOCGDEV)
-	if err != nil {
-		return false
-	}
-	db, err := unix.IoctlGetUint32(b, unix.TIOCGDEV)
-	return err == nil && da == db
 }
