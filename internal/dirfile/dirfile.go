@@ -28,8 +28,7 @@ var ErrSwapped = errors.New("another process replaced the new file's temporary n
 // one else can write (devsandbox's state). In a directory a sandbox can write, use
 // LinkAt.
 func ReplaceAt(dirfd int, name string, content []byte, mode uint32) error {
-	tmp := tempName(name)
-	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	fd, tmp, err := createTemp(dirfd, name, mode)
 	if err != nil {
 		return err
 	}
@@ -47,9 +46,16 @@ func ReplaceAt(dirfd int, name string, content []byte, mode uint32) error {
 	return err
 }
 
-// tempName is a random name beside name.
-func tempName(name string) string {
+// createTemp makes a new file of mode under a random name beside name (tmp), with
+// O_EXCL and O_NOFOLLOW: a planted file or link there is neither written through nor
+// reused.
+func createTemp(dirfd int, name string, mode uint32) (fd int, tmp string, err error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	return "." + name + "." + hex.EncodeToString(rnd[:]) + ".tmp"
+	tmp = "." + name + "." + hex.EncodeToString(rnd[:]) + ".tmp"
+	fd, err = unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	if err != nil {
+		return -1, "", err
+	}
+	return fd, tmp, nil
 }

@@ -70,10 +70,5 @@ func create(dirfd int, name string, mode uint32, unnamed bool) (fd int, tmp stri
 			return fd, "", err
 		}
 	}
-	tmp = tempName(name)
-	fd, err = unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-	if err != nil {
-		return -1, "", err
-	}
-	return fd, tmp, nil
+	return createTemp(dirfd, name, mode)
 }

@@ -18,8 +18,7 @@ import (
 // found by its inode right after and reported as fs.ErrExist, but holds name until
 // the caller moves it away.
 func LinkAt(dirfd int, name string, content []byte, mode uint32) error {
-	tmp := tempName(name)
-	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	fd, tmp, err := createTemp(dirfd, name, mode)
 	if err != nil {
 		return err
 	}
