@@ -35,7 +35,9 @@ func stdinTerminal(in *os.File, warn func(format string, args ...any)) (f *os.Fi
 	if in == nil || !tty.IsTerminal(in.Fd()) {
 		return in, nil, nil
 	}
-	if jobstop.StartedInBackground(in) {
+	ctty, background := jobstop.Terminal(in) // one open of /dev/tty for both questions
+	if background {
+		ctty.Close()
 		// As a POSIX shell without job control gives an asynchronous command: the
 		// command cannot read keys typed for the shell, and one that never reads
 		// stdin (a build run with &) goes on as it would unsandboxed.
@@ -47,9 +49,12 @@ func stdinTerminal(in *os.File, warn func(format string, args ...any)) (f *os.Fi
 	}
 	st, err := tty.SaveState(in.Fd())
 	if err != nil {
+		if ctty != nil {
+			ctty.Close()
+		}
 		return nil, nil, fmt.Errorf("saving the state of the terminal on stdin, which devsandbox restores after the run: %w; redirect stdin from a file or a pipe to run without it", err)
 	}
-	f = readOnlyTerminal(in, warn)
+	f = readOnlyTerminal(in, ctty, warn)
 	restore = func() {
 		if err := st.Restore(); err != nil {
 			warn("the terminal on stdin may be left as the command set it: %v; `stty sane` resets its modes", err)
@@ -61,13 +66,11 @@ func stdinTerminal(in *os.File, warn func(format string, args ...any)) (f *os.Fi
 	return f, restore, nil
 }
 
-// readOnlyTerminal is stdinTerminal's descriptor for the terminal in.
-func readOnlyTerminal(in *os.File, warn func(format string, args ...any)) *os.File {
-	if fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0); err == nil {
-		if jobstop.SameDevice(fd, int(in.Fd())) {
-			return os.NewFile(uintptr(fd), "/dev/tty")
-		}
-		unix.Close(fd)
+// readOnlyTerminal is stdinTerminal's descriptor for the terminal in: ctty, the
+// controlling terminal opened read-only, when in is that (jobstop.Terminal).
+func readOnlyTerminal(in, ctty *os.File, warn func(format string, args ...any)) *os.File {
+	if ctty != nil {
+		return ctty
 	}
 	self := "/proc/self/fd/" + strconv.Itoa(int(in.Fd()))
 	fd, err := unix.Open(self, unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)

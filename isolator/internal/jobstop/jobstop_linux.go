@@ -17,7 +17,7 @@ import (
 // Background reports whether this process's group is not the foreground one of its
 // controlling terminal (one TIOCGPGRP); false without a controlling terminal.
 func Background() bool {
-	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	fd, err := openTTY()
 	if err != nil {
 		return false
 	}
@@ -25,31 +25,46 @@ func Background() bool {
 	return !foregroundOf(fd)
 }
 
+// Terminal returns this process's controlling terminal, opened read-only, when in is
+// that terminal (nil otherwise), and whether this process is in the background of it.
+// The caller closes tty.
+func Terminal(in *os.File) (tty *os.File, background bool) {
+	if in == nil {
+		return nil, false
+	}
+	fd, err := openTTY()
+	if err != nil {
+		return nil, false
+	}
+	if !SameDevice(fd, int(in.Fd())) {
+		unix.Close(fd)
+		return nil, false
+	}
+	return os.NewFile(uintptr(fd), "/dev/tty"), !foregroundOf(fd)
+}
+
 // StartedInBackground reports whether in is the controlling terminal and this
 // process is not in its foreground process group.
 func StartedInBackground(in *os.File) bool {
-	if in == nil {
-		return false
+	tty, bg := Terminal(in)
+	if tty != nil {
+		tty.Close()
 	}
-	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	return SameDevice(fd, int(in.Fd())) && !foregroundOf(fd)
+	return bg
 }
 
 // ControllingTerminal reports whether in is this process's controlling terminal.
 func ControllingTerminal(in *os.File) bool {
-	if in == nil {
-		return false
+	tty, _ := Terminal(in)
+	if tty != nil {
+		tty.Close()
 	}
-	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	return SameDevice(fd, int(in.Fd()))
+	return tty != nil
+}
+
+// openTTY opens the controlling terminal read-only, without making it one.
+func openTTY() (int, error) {
+	return unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 }
 
 // SameDevice reports whether terminal descriptors a and b are the same terminal
