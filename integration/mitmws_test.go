@@ -126,6 +126,9 @@ sys.stdout.flush()
 // in the token's first bytes comes back at once; that the upgrade offered no extension;
 // that an HTTP/2 request whose :authority names another host is refused (421) and
 // reaches nothing; and that the audit log records the 101 with the credential.
+//
+// As TestMITMCredentialInjection, for bwrap and the docker variants: krun's proxy is
+// the host process bwrap has (the same code on the same side of the sandbox).
 func TestMITMWebSocketH2(t *testing.T) {
 	for _, iso := range isolators() {
 		if iso == "krun" {
