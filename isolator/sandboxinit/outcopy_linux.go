@@ -88,6 +88,7 @@ func (o *outCopy) loop(polling chan<- struct{}) {
 	buf := make([]byte, 64<<10) // more than a pipe holds: one read takes all it holds
 	fds := []unix.PollFd{{Fd: int32(o.r[0]), Events: unix.POLLIN}, {Fd: int32(o.r[1]), Events: unix.POLLIN}, {Fd: int32(o.stopR), Events: unix.POLLIN}}
 	failed := [2]bool{}
+	last := -1 // the stream written last
 	close(polling)
 	for fds[0].Fd >= 0 || fds[1].Fd >= 0 {
 		if _, err := unix.Poll(fds, -1); err != nil {
@@ -121,7 +122,13 @@ func (o *outCopy) loop(polling chan<- struct{}) {
 			if failed[i] {
 				continue
 			}
-			o.settle(1 - i)
+			if last == 1-i {
+				// A switch of stream: once per switch, not per write (a burst on one
+				// stream asks nothing, and an engine slow to take the other costs at
+				// most one bound).
+				o.settle(1 - i)
+			}
+			last = i
 			if _, err := o.dst[i].Write(buf[:n]); err != nil {
 				// Nobody reads the container's stream: the rest is dropped, so the
 				// command's writes do not block.
