@@ -339,15 +339,41 @@ func TestOwnStateNeverExposed(t *testing.T) {
 				t.Errorf("--mount %s: want it refused (125):\n%s", src, r)
 			}
 		}
-		script := `for d in /mnt/x/state/devsandbox /mnt/x/share/devsandbox /mnt/x/config/devsandbox; do
+		// The directories above them inside the bind (state, share, config) must not
+		// move either: renamed, with the mask riding along in the sandbox's namespace,
+		// they leave their old names free for the sandbox to make a state directory of
+		// its own that the next launch on the host would adopt (its session /tmp, the
+		// mask scan's cache, the /etc snapshot). Through a bind shown elsewhere
+		// (--mount SRC:DST) and at the same path (--mount SRC).
+		for _, at := range []string{"/mnt/x", xdg} {
+			script := `for d in ` + at + `/state/devsandbox ` + at + `/share/devsandbox ` + at + `/config/devsandbox; do
   [ -d "$d" ] || { echo "MISSING $d"; continue; }
   [ -z "$(ls -A "$d")" ] || echo "LISTED $d: $(ls -A "$d" | tr '\n' ' ')"
   touch "$d/x" 2>/dev/null && echo "WROTE $d"
   mv "$d" "$d.moved" 2>/dev/null && echo "RENAMED $d"
+  p=$(dirname "$d")
+  mv "$p" "$p.moved" 2>/dev/null && echo "RENAMED $p" && mkdir -p "$d" && echo PLANTED > "$d/PLANTED"
 done
 echo DONE`
-		if r := sandbox([]string{"--mount", xdg + ":/mnt/x"}, script); r.code != 0 || strings.TrimSpace(r.stdout) != "DONE" {
-			t.Errorf("devsandbox's own directories through a bind of their parent:\n%s", r)
+			mount := xdg + ":" + at
+			if at == xdg {
+				mount = xdg
+			}
+			r := sandbox([]string{"--mount", mount}, script)
+			if refusesAnchors(iso) {
+				// The directory above the mask is anchored, a read-write bind the
+				// engine cannot pin.
+				wantAnchorsRefused(t, r)
+				continue
+			}
+			if r.code != 0 || strings.TrimSpace(r.stdout) != "DONE" {
+				t.Errorf("devsandbox's own directories through a bind of their parent's parent (--mount %s):\n%s", mount, r)
+			}
+			for _, d := range []string{"state", "share", "config"} {
+				if _, err := os.Stat(filepath.Join(xdg, d+".moved")); err == nil {
+					t.Fatalf("--mount %s: the sandbox renamed %s on the host", mount, filepath.Join(xdg, d))
+				}
+			}
 		}
 	})
 }

@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/devsandbox/devsandbox/isolator"
 )
@@ -86,6 +87,40 @@ func (b *mountBuilder) anchor(p, key string, exists bool) error {
 	}
 	b.insertAfter(i, add)
 	return nil
+}
+
+// anchorInBind anchors, as anchor does, the directories between the destination of
+// b.mounts[i], a user's read-write bind, and dst, a path below it, each bound from the
+// host directory it shows: the bind may show its source at another path (--mount
+// SRC:DST, host_mounts), which anchor, looking for a bind of the host's path at the
+// same path, passes over. The chain is the bind's own real directories (its source
+// and the protected path are resolved); a read-only bind needs none.
+func (b *mountBuilder) anchorInBind(i int, dst string) {
+	m := b.mounts[i]
+	if m.Kind != isolator.Bind || m.ReadOnly {
+		return
+	}
+	root := m.Target(b.home)
+	if b.anchored == nil {
+		b.anchored = map[string]bool{}
+	}
+	var add []isolator.Mount
+	for _, d := range anchorChain(root, dst) {
+		if b.anchored[d] {
+			continue
+		}
+		src := filepath.Join(m.Source, strings.TrimPrefix(d, root+"/"))
+		if !b.pr.isDir(src) {
+			break
+		}
+		b.anchored[d] = true
+		add = append(add, isolator.Mount{Kind: isolator.Bind, Source: src, Dest: d, Why: anchorWhy, Anchor: true})
+	}
+	// After the bind and the anchors already in it, outermost first.
+	for i+1 < len(b.mounts) && b.mounts[i+1].Why == anchorWhy && isolator.Within(b.mounts[i+1].Dest, root) {
+		i++
+	}
+	b.insertAfter(i, add)
 }
 
 // anchorWhy is an anchor's Why: it holds a mask, or a file host tools run (protectSubdir).

@@ -115,7 +115,13 @@ func podmanRuntimeDir(h config.Host) string {
 // maskUserBinds masks every existing protected path that a user bind holds, at its
 // place in the bind: a bind that moves a directory (host_mounts = ["/run:/mnt/run"])
 // shows its content elsewhere than the masks at the host paths cover. A mask the
-// other passes already put at the same place is not repeated.
+// other passes already put at the same place is not repeated. In a read-write bind
+// the directories between the bind and the mask are anchored first (anchorInBind):
+// the mask keeps a protected path from being read or written, its mount from being
+// renamed, but not a directory above it from being renamed, which frees the old
+// name on the host for a directory the sandbox makes (with rw_binds = ["~/.local"],
+// ~/.local/state renamed and a ~/.local/state/devsandbox of the sandbox's own, which
+// the next launch would take for devsandbox's state).
 func (b *mountBuilder) maskUserBinds() {
 	done := map[string]bool{}
 	for _, m := range b.mounts {
@@ -138,6 +144,7 @@ func (b *mountBuilder) maskUserBinds() {
 				continue
 			}
 			done[dst] = true
+			b.anchorInBind(i, dst)
 			mk := isolator.Mount{Kind: isolator.MaskFile, Dest: dst, Why: p.why + " in " + m.Why}
 			if fi.Mode()&fs.ModeSymlink == 0 && fi.IsDir() {
 				mk.Kind = isolator.MaskDir

@@ -137,3 +137,33 @@ func TestToolSourceSymlinkLeftOut(t *testing.T) {
 		t.Error("Build created a directory on the host: creating is Run's")
 	}
 }
+
+// TestUserBindAnchorsOwnState: a read-write bind holding devsandbox's own state two
+// levels down (rw_binds = ["~/.local"], at its path or shown elsewhere) anchors the
+// directory between them, right after the bind and under the mask, so that the sandbox
+// cannot rename ~/.local/state away and make a state directory of its own where the
+// next launch looks; a read-only one needs none.
+func TestUserBindAnchorsOwnState(t *testing.T) {
+	f := newFixture(t)
+	mkdirs(t, f.root+"/local/state/devsandbox", f.root+"/local/share")
+	cfg := f.load(t, "XDG_STATE_HOME="+f.root+"/local/state")
+	cfg.Sandbox.RWBinds = []string{f.root + "/local"}
+	cfg.Sandbox.HostMounts = []config.Mount{{Source: f.root + "/local", Dest: "/mnt/rw"}, {Source: f.root + "/local", Dest: "/mnt/ro", ReadOnly: true}}
+	p, _ := f.build(t, cfg)
+	var got []string
+	for _, l := range mountLines(p.Mounts) {
+		if strings.Contains(l, "/local") || strings.Contains(l, "/mnt/") {
+			got = append(got, l)
+		}
+	}
+	equalLines(t, "mounts", got, f.expand(p,
+		"bind rw $ROOT/local -> $ROOT/local (sandbox.rw_binds)",
+		"bind rw $ROOT/local/state -> $ROOT/local/state (holds a masked or protected path)",
+		"bind rw $ROOT/local -> /mnt/rw (sandbox.host_mounts)",
+		"bind rw $ROOT/local/state -> /mnt/rw/state (holds a masked or protected path)",
+		"bind ro $ROOT/local -> /mnt/ro (sandbox.host_mounts)",
+		"maskdir $ROOT/local/state/devsandbox (devsandbox's own configuration and state in sandbox.rw_binds)",
+		"maskdir /mnt/rw/state/devsandbox (devsandbox's own configuration and state in sandbox.host_mounts)",
+		"maskdir /mnt/ro/state/devsandbox (devsandbox's own configuration and state in sandbox.host_mounts)",
+	))
+}
