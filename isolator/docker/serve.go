@@ -60,6 +60,7 @@ func Handler(warn func(string)) (handoff.Handler, handoff.HeadStart) {
 			list, err := b.Sandboxes(j.Ctx, d)
 			l := helper.Listing{Sandboxes: list}
 			if err != nil {
+				_, l.Refused = refused(err)
 				l.EngineError = err.Error()
 			}
 			return l, nil
