@@ -104,7 +104,7 @@ func TestPingVerdict(t *testing.T) {
 		a    Address
 		want string
 	}{
-		"nobody listens":   {dead, "does not answer: its ping (HEAD /_ping): connect: connection refused; install and start Docker"},
+		"nobody listens":    {dead, "does not answer: its ping (HEAD /_ping): connect: connection refused; install and start Docker"},
 		"no answer in time": {silent, "does not answer: its ping (HEAD /_ping) got no answer within 30s"},
 	} {
 		c, err := dialVersion(tc.a, "")
