@@ -190,7 +190,14 @@ func (b *Isolator) lookOther(ctx context.Context, host string) (imageLook, func(
 	dial := b.dialAt
 	if dial == nil {
 		dial = func(a Address) (Engine, error) {
-			e, _, err := Dial(ctx, a) // pinned and judged, as a run's engine is
+			p, err := a.Pin()
+			if err != nil {
+				return nil, fmt.Errorf("the engine does not answer: %w", err)
+			}
+			e, _, err := Dial(ctx, p) // pinned and judged, as a run's engine is
+			if r, ok := refused(err); ok {
+				return nil, errors.New(r.st.Reason)
+			}
 			return e, err
 		}
 	}
