@@ -76,6 +76,7 @@ func TestPodmanRefusedByEveryCommand(t *testing.T) {
 			} {
 				way.log.reset()
 				r := run(t, p.dir, env, "", c.args...)
+				t.Logf("%s at %s: exit %d: %s", c.what, way.host, r.code, strings.TrimSpace(r.stderr))
 				if r.code != 125 || strings.Contains(r.stdout, name) || !refusesPodman(r.stderr, way.host) {
 					t.Errorf("%s on podman's service at %s: want it refused (125) naming podman and --isolator krun / bwrap, listing nothing:\n%s", c.what, way.host, r)
 				}
@@ -85,6 +86,11 @@ func TestPodmanRefusedByEveryCommand(t *testing.T) {
 				if after := ip.state(t); after != before {
 					t.Errorf("%s on podman's service at %s changed what podman holds:\nbefore:\n%s\nafter:\n%s", c.what, way.host, before, after)
 				}
+			}
+			// A dry run renders without asking the engine anything.
+			way.log.reset()
+			if r := run(t, p.dir, env, "", "--isolator=docker", image, "--dry-run", "--", "true"); len(way.log.all()) > 0 {
+				t.Errorf("a dry run at %s sent podman %q:\n%s", way.host, way.log.all(), r)
 			}
 			way.log.reset()
 			r := run(t, p.dir, env, "", "--isolator=docker", image, "doctor")
@@ -236,6 +242,9 @@ func (l *requestLog) reset() {
 }
 
 func (l *requestLog) all() []string {
+	if l == nil {
+		return nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.lines)
