@@ -29,7 +29,8 @@ type Address = engineaddr.Address
 var ResolveAddress = engineaddr.Resolve
 
 // Engine is the part of the Docker Engine API the backend uses; connect's connection
-// (a Docker client behind the engine's verdict) implements it. Everything it calls exists in API 1.41 (Docker 20.10).
+// (a Docker client behind the engine's verdict) implements it. Everything it calls
+// exists in API 1.41 (Docker 20.10).
 type Engine interface {
 	// Ping asks the engine's unversioned /_ping: its API version is a header of the
 	// answer, which the engine gives without the work of ServerVersion (Docker 20.10
