@@ -167,6 +167,28 @@ func TestEngineAnsweringPingWrongRefused(t *testing.T) {
 	}
 }
 
+// TestSandboxesListEngineDown: an engine that does not answer is not refused as one
+// that answers wrong: `sandboxes list` still lists the host side, with a warning,
+// and exits 0.
+func TestSandboxesListEngineDown(t *testing.T) {
+	requireEngine(t, localDocker) // the suite's docker setup: devsandbox-docker installed
+	p := newProject(t)
+	sock := p.path("dead.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close() // the socket file stays; connecting to it is refused
+	if err := os.Chown(sock, it.uid, it.gid); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, p.dir, []string{"DOCKER_HOST=unix://" + sock}, "", "sandboxes", "list")
+	if want := "the docker engine was not asked: isolator unavailable: the docker engine at unix://" + sock + " (DOCKER_HOST) does not answer"; r.code != 0 || !strings.Contains(r.stderr, want) {
+		t.Errorf("sandboxes list with the engine down: want exit 0 and %q:\n%s", want, r)
+	}
+}
+
 // refusesPodman reports whether out holds the refusal of podman's API at host (the
 // address itself, or for podman's own socket, its listener) and the fix.
 func refusesPodman(out, host string) bool {
