@@ -93,3 +93,49 @@ func TestOneEngineConstructor(t *testing.T) {
 		t.Fatalf("read %d Go files from ../.., want the module's (hundreds)", seen)
 	}
 }
+
+// TestEveryRequestWaitsForTheVerdict reads engineconn.go: every method of engineConn
+// that uses its Docker client calls ready first (but Close and clientVersion, which
+// send nothing), so a method added to Engine cannot reach the engine around the
+// verdict.
+func TestEveryRequestWaitsForTheVerdict(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "engineconn.go", nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exempt := map[string]bool{"Close": true, "clientVersion": true, "ready": true}
+	methods := 0
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Recv == nil || exempt[fn.Name.Name] {
+			continue
+		}
+		methods++
+		ready, client := token.NoPos, token.NoPos
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			se, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := se.X.(*ast.Ident); ok && x.Name == "c" {
+				switch se.Sel.Name {
+				case "ready":
+					if ready == token.NoPos {
+						ready = se.Pos()
+					}
+				case "c":
+					if client == token.NoPos {
+						client = se.Pos()
+					}
+				}
+			}
+			return true
+		})
+		if client != token.NoPos && (ready == token.NoPos || ready > client) {
+			t.Errorf("engineConn.%s uses the client without waiting for the engine's verdict first (c.ready)", fn.Name.Name)
+		}
+	}
+	if methods < 27 {
+		t.Fatalf("read %d methods of engineConn, want one per Engine method (27 and Dialer)", methods)
+	}
+}

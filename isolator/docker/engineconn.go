@@ -75,12 +75,11 @@ func (c *engineConn) Close() error {
 // Dialer is the client's dialler of raw streams (the connections attach and exec
 // hijack), each once the engine's verdict is in and refused like every request.
 func (c *engineConn) Dialer() func(context.Context) (net.Conn, error) {
-	d := c.c.Dialer()
 	return func(ctx context.Context) (net.Conn, error) {
 		if err := c.ready(ctx); err != nil {
 			return nil, err
 		}
-		return d(ctx)
+		return c.c.Dialer()(ctx)
 	}
 }
 
