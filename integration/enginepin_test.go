@@ -42,7 +42,9 @@ func TestEngineSocketSwappedAfterCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, a, err := docker.Dial(a)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, a, err := docker.Dial(ctx, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +70,6 @@ func TestEngineSocketSwappedAfterCheck(t *testing.T) {
 	if err := os.Rename(fake, sock); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	p, err := e.Ping(ctx)
 	if err != nil {
 		t.Fatalf("ping after the swap: %v", err)

@@ -103,6 +103,9 @@ func (a *app) sandboxesList(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if errors.Is(lerr, dockerhelper.ErrEngineRefused) {
+		return lerr // not a Docker engine: nothing of it is listed
+	}
 	if lerr != nil {
 		a.warn("the docker engine was not asked: %v", lerr)
 	}
@@ -122,6 +125,9 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 	d, cfg, dirs, list, lerr, err := a.sandboxesOf(c)
 	if err != nil {
 		return err
+	}
+	if errors.Is(lerr, dockerhelper.ErrEngineRefused) {
+		return lerr // not a Docker engine: nothing is removed, here or there
 	}
 	byName := dockerhelper.ByName(list)
 	var errs []error
@@ -208,6 +214,9 @@ func (a *app) sandboxesPrune(c *cli.Context) error {
 	d, cfg, dirs, list, lerr, err := a.sandboxesOf(c)
 	if err != nil {
 		return err
+	}
+	if errors.Is(lerr, dockerhelper.ErrEngineRefused) {
+		return lerr // not a Docker engine: nothing is pruned, in it or in podman's storage
 	}
 	a.pruneEtc(filepath.Dir(dirs.State), c.Bool("dry-run"))
 	a.pruneTmp(dirs.State, c.Bool("dry-run"))

@@ -66,10 +66,8 @@ type aheadEngine struct {
 	ping *future[types.Ping]
 	// says, when set, is the client's negotiating ping (podmanping.go): the requests
 	// asked for ahead wait for it, as they would for the client's own negotiation,
-	// unless the engine speaks a recorded version at once (recordedEngine); the
-	// creation asked for ahead is not sent to Podman's API.
+	// unless the engine speaks a recorded version at once (recordedEngine).
 	says *future[engineSays]
-	host string // the engine's address, for the refusal
 }
 
 // inspectAhead starts inspecting the image ref on e, once the negotiating ping says
@@ -166,11 +164,8 @@ func (a *aheadEngine) ContainerInspect(ctx context.Context, name string) (docker
 func (a *aheadEngine) createVolumeAhead(ctx context.Context, opts volume.CreateOptions) {
 	a.createOpts = opts
 	a.create = fetch(func() (volume.Volume, error) {
-		if a.says != nil {
-			if s, err := a.says.get(); err == nil && s.podman != "" {
-				return volume.Volume{}, errPodman(podmanRefused(a.host, s.podman))
-			}
-		}
+		// Sent once the engine's verdict is in, refused unless it is a Docker
+		// engine (connect): never to Podman's API.
 		return a.Engine.VolumeCreate(ctx, opts)
 	})
 }

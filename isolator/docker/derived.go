@@ -356,7 +356,7 @@ func shipTar(pr programs, files []container.ImageFile) ([]byte, error) {
 // The image docker.image names stays, whatever build's it is. It returns one line per
 // image, what was (or would be) done and why.
 func (b *Isolator) PruneImages(ctx context.Context, uid int, stateRoot string, maxAge time.Duration, dryRun bool) ([]string, error) {
-	e, a, err := b.engine()
+	e, a, err := b.engine(ctx)
 	if err != nil {
 		return nil, err
 	}

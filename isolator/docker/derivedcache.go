@@ -190,16 +190,15 @@ func (b *Isolator) lookOther(ctx context.Context, host string) (imageLook, func(
 	dial := b.dialAt
 	if dial == nil {
 		dial = func(a Address) (Engine, error) {
-			p, err := a.Pin() // pinned, as a run's client is
+			p, err := a.Pin()
 			if err != nil {
 				return nil, fmt.Errorf("the engine does not answer: %w", err)
 			}
-			c, err := dialVersion(p, "")
-			if err != nil || !p.Pinned() {
-				p.Unpin()
-				return c, err
+			e, _, err := Dial(ctx, p) // pinned and judged, as a run's engine is
+			if r, ok := refused(err); ok {
+				return nil, errors.New(r.st.Reason)
 			}
-			return &pinnedClient{Client: c, addr: p}, nil
+			return e, err
 		}
 	}
 	e, err := dial(Address{Host: host, Origin: "the derived-image cache"})

@@ -31,7 +31,15 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 			return rows
 		}
 	}
-	e, a, err := b.engine()
+	e, a, err := b.engine(ctx)
+	if r, ok := refused(err); ok {
+		st := r.st
+		if a.PodmanService() {
+			st.Reason += "; " + a.LocalWhy()
+		}
+		bad("docker engine", st.Reason, st.Fix)
+		return rows
+	}
 	if err != nil {
 		bad("docker engine", err.Error(), dialFix(err))
 		return rows

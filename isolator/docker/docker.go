@@ -150,18 +150,38 @@ func (b *Isolator) address() (Address, error) {
 	return ResolveAddress(b.HostAddr, b.Env, b.HostHome)
 }
 
-// engine connects to the engine (no request is made yet).
-func (b *Isolator) engine() (Engine, Address, error) {
+// connect connects to the engine (connect) without waiting for its verdict: the
+// run's requests wait for it where they need to (every request of the connection
+// does), while the host side is prepared. says is the engine's answer to its ping
+// (nil for a test's Engine).
+func (b *Isolator) connect(ctx context.Context) (Engine, Address, *future[engineSays], error) {
 	if b.dial != nil {
-		return b.dial()
+		e, a, err := b.dial()
+		return e, a, nil, err
 	}
 	a, err := b.address()
 	if err != nil {
-		return nil, Address{}, fmt.Errorf("%w: %w", isolator.ErrUnavailable, err)
+		return nil, Address{}, nil, fmt.Errorf("%w: %w", isolator.ErrUnavailable, err)
 	}
-	e, a, err := Dial(a)
+	c, a, err := connect(ctx, a)
 	if err != nil {
-		return nil, a, fmt.Errorf("%w: %w", isolator.ErrUnavailable, err)
+		return nil, a, nil, err
+	}
+	return c, a, c.says, nil
+}
+
+// engine connects to the engine and waits for its verdict (Dial): an engine the
+// backend does not speak to is refused before anything but its ping is sent.
+func (b *Isolator) engine(ctx context.Context) (Engine, Address, error) {
+	e, a, says, err := b.connect(ctx)
+	if err != nil {
+		return nil, a, err
+	}
+	if says != nil {
+		if _, err := says.get(); err != nil {
+			_ = e.Close()
+			return nil, a, err
+		}
 	}
 	return e, a, nil
 }
@@ -205,7 +225,10 @@ func (b *Isolator) Check(ctx context.Context) isolator.Status {
 			return isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: addressFix}
 		}
 	}
-	e, a, err := b.engine()
+	e, a, err := b.engine(ctx)
+	if r, ok := refused(err); ok {
+		return r.st
+	}
 	if err != nil {
 		return isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: dialFix(err)}
 	}
@@ -235,6 +258,9 @@ const imageFix = "devsandbox image build (or set docker.image / --image to an im
 const MinAPI = "1.41"
 
 func engineDown(a Address, err error) isolator.Status {
+	if r, ok := refused(err); ok {
+		return r.st // the engine's verdict, already worded
+	}
 	if reason, fix, ok := tlsCause(a, err); ok {
 		// It answers, over TLS: starting Docker is not the fix.
 		return isolator.Status{State: isolator.Unavailable, Reason: reason, Fix: fix}

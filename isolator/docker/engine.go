@@ -28,8 +28,9 @@ type Address = engineaddr.Address
 // ResolveAddress picks the engine address (see engineaddr.Resolve).
 var ResolveAddress = engineaddr.Resolve
 
-// Engine is the part of the Docker Engine API the backend uses; *client.Client
-// implements it. Everything it calls exists in API 1.41 (Docker 20.10).
+// Engine is the part of the Docker Engine API the backend uses; connect's connection
+// (a Docker client behind the engine's verdict) implements it. Everything it calls
+// exists in API 1.41 (Docker 20.10).
 type Engine interface {
 	// Ping asks the engine's unversioned /_ping: its API version is a header of the
 	// answer, which the engine gives without the work of ServerVersion (Docker 20.10
@@ -68,67 +69,93 @@ type Engine interface {
 	Close() error
 }
 
-var _ Engine = (*client.Client)(nil)
+var _ Engine = (*engineConn)(nil)
 
-// Dial returns a client for a, negotiating the API version down to the engine's,
-// and a with its Unix socket pinned (engineaddr.Address.Pin): the client's every
-// connection, and the returned address's HostNetwork check, go to the socket that
-// was opened here, whatever is at its path later.
-func Dial(a Address) (Engine, Address, error) {
+// Dial connects to the engine at a as connect does and waits for its verdict (the
+// answer to its ping): the Engine it returns speaks to a Docker engine, and a is
+// returned with its Unix socket pinned. Podman's Docker-compatible API, a listener
+// whose ping is not a Docker engine's and an engine that does not answer are
+// refused (a refusal, isolator.ErrUnavailable) before anything but the ping is sent.
+// ctx bounds the ping.
+func Dial(ctx context.Context, a Address) (Engine, Address, error) {
+	c, a, err := connect(ctx, a)
+	if err != nil {
+		return nil, a, err
+	}
+	if _, err := c.says.get(); err != nil {
+		_ = c.Close()
+		return nil, a, err
+	}
+	return c, a, nil
+}
+
+// connect is the one way the backend reaches an engine; no other code makes a
+// Docker client (TestOneEngineConstructor). It
+//   - pins a's Unix socket (engineaddr.Address.Pin): every connection goes to the
+//     socket that was checked, and a listener a sandbox planted is refused
+//     (isolator.ErrProtection);
+//   - refuses podman's service, told by its listener on this machine's socket
+//     (Address.PodmanService), before any request;
+//   - makes the negotiating client and sends its ping at once (pingVerdict), bounded
+//     by ctx and pingTimeout: the answer is the engine's verdict.
+//
+// Every request of the returned connection but its ping waits for that verdict and
+// is refused unless the ping showed a Docker engine: Podman's API (by its headers:
+// behind a relay, at a tcp:// address), an answer no Docker engine gives, or none.
+// So no command, present or future, sends podman, or a listener that is not a
+// Docker engine, anything but the ping. The caller closes the connection (Close
+// also ends the ping and closes the pinned socket).
+func connect(ctx context.Context, a Address) (*engineConn, Address, error) {
 	a, err := a.Pin()
 	if errors.Is(err, engineaddr.ErrPlanted) {
 		return nil, a, fmt.Errorf("%w: %w", isolator.ErrProtection, err)
 	}
 	if err != nil {
 		st := engineDown(a, err)
-		return nil, a, fmt.Errorf("%w: %s; %s", ErrNoEngine, st.Reason, st.Fix)
+		return nil, a, fmt.Errorf("%w: %w: %s; %s", isolator.ErrUnavailable, ErrNoEngine, st.Reason, st.Fix)
+	}
+	if a.PodmanService() {
+		a.Unpin()
+		return nil, a, &refusal{st: podmanRefused(a.Host, "")}
 	}
 	c, err := dialVersion(a, "")
 	if err != nil {
 		a.Unpin()
-		return nil, a, err
+		return nil, a, fmt.Errorf("%w: %w", isolator.ErrUnavailable, err)
 	}
-	if !a.Pinned() {
-		return c, a, nil
-	}
-	return &pinnedClient{Client: c, addr: a}, a, nil
+	pctx, stop := context.WithTimeout(ctx, pingTimeout)
+	conn := &engineConn{c: c, addr: a, wait: true, stop: stop, owner: true}
+	conn.says = fetch(func() (engineSays, error) { return pingVerdict(pctx, ctx, c, a) })
+	return conn, a, nil
 }
 
-// pinnedClient is a client that dials a's pinned socket and, when closed, closes
-// that socket too (Address.Unpin, shared by every copy of a): a process that makes
-// many runs holds none of their sockets once each client is closed.
-type pinnedClient struct {
-	*client.Client
-	addr Address
-}
+// pingTimeout bounds an engine's answer to its ping: a Docker engine answers /_ping
+// without work of its own (milliseconds), so one that has not answered by then is
+// refused as not answering.
+const pingTimeout = 30 * time.Second
 
-// Close closes the client and the pinned socket.
-func (c *pinnedClient) Close() error {
-	err := c.Client.Close()
-	c.addr.Unpin()
-	return err
-}
-
-// clientOf is the Docker client behind e (Dial's), or false for another Engine.
-func clientOf(e Engine) (*client.Client, bool) {
-	switch c := e.(type) {
-	case *client.Client:
-		return c, true
-	case *pinnedClient:
-		return c.Client, true
+// speaking returns a client of c's engine that speaks API version at once (a recorded
+// one, headstart.go), sharing c's pinned socket and verdict: its requests wait for
+// the verdict as c's do, unless dockerd itself listens on c's socket
+// (Address.EngineListens), which no other engine's API can be. c's Close closes the
+// pinned socket; the caller closes the client too.
+func (c *engineConn) speaking(version string) (*engineConn, error) {
+	sc, err := dialVersion(c.addr, version)
+	if err != nil {
+		return nil, err
 	}
-	return nil, false
+	return &engineConn{c: sc, addr: c.addr, says: c.says, wait: !c.addr.EngineListens(), stop: func() {}}, nil
 }
 
 // dialVersion returns a client for a that speaks API version (without asking the
 // engine), or negotiates when version is "". A pinned a's client connects through
-// the pinned socket only.
+// the pinned socket only. Only connect and speaking call it.
 func dialVersion(a Address, version string) (*client.Client, error) {
 	opts := []client.Opt{client.WithHost(a.Host), client.WithAPIVersionNegotiation()}
 	if a.Pinned() {
 		// As the client's own dialler, through the pinned socket; the closure holds
-		// a, so the socket stays open while the client can dial, until Dial's client
-		// is closed (pinnedClient.Close).
+		// a, so the socket stays open while the client can dial, until connect's
+		// connection is closed (engineConn.Close).
 		d := net.Dialer{Timeout: 32 * time.Second}
 		opts = append(opts, client.WithDialContext(func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return a.DialUnix(ctx, &d)

@@ -141,7 +141,7 @@ func (b *Isolator) removeHome(ctx context.Context, dir string) error {
 
 // giveBackRoot hands root's entries below dir back to the user through the engine.
 func (b *Isolator) giveBackRoot(ctx context.Context, dir string) error {
-	e, _, err := b.engine()
+	e, _, err := b.engine(ctx)
 	if err != nil {
 		return fmt.Errorf("files of root's, which the docker engine made: it does not answer: %w", err)
 	}

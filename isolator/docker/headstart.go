@@ -86,32 +86,34 @@ func (h *headStarts) start(op string, settings, plan json.RawMessage) {
 		return
 	}
 	b := New(s, environ())
-	e, addr, err := b.engine()
+	// The head start's requests end with the run that takes them (bind), or when
+	// none does (close).
+	ctx, cancel := context.WithCancel(context.Background())
+	e, addr, says, err := b.connect(ctx)
 	if err != nil {
+		cancel()
 		return // the run finds it again and says why
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	dir := filepath.Dir(head.StateDir)
-	hs := &headStart{settings: bytes.Clone(settings), cancel: cancel, engine: e, addr: addr}
+	hs := &headStart{settings: bytes.Clone(settings), cancel: cancel, engine: e, addr: addr, says: says}
 	ask := e
-	c, ok := clientOf(e)
+	conn, ok := e.(*engineConn)
 	versions := filepath.Join(dir, apiVersionFile)
 	if ok {
 		hs.recorded = readRecords(versions)[addr.Host]
 		if apiVersionForm(hs.recorded) {
-			if sc, err := dialVersion(addr, hs.recorded); err == nil {
+			if sc, err := conn.speaking(hs.recorded); err == nil {
 				hs.rec = newRecordedEngine(sc, e)
 				ask = hs.rec
 			}
 		}
 	}
-	// The negotiating client's ping is sent here (negotiatePing), its answer read for
-	// Podman's headers. Without a recorded version to speak at once, the inspects
-	// wait for it (the client's own negotiation would make them wait for its ping).
+	// The connection's ping (connect) was sent as it was made, its answer the
+	// engine's verdict. Without a recorded version to speak at once, the inspects
+	// wait for it (the client's own negotiation would make them wait for its ping);
+	// with one, they wait only where the engine's API is not known to be Docker's
+	// (speaking).
 	spec := hs.rec != nil
-	if ok {
-		hs.says = fetch(func() (engineSays, error) { return negotiatePing(ctx, c, addr.TLS != "") })
-	}
 	negotiated := func() {
 		if !spec && hs.says != nil {
 			_, _ = hs.says.get()
@@ -126,19 +128,15 @@ func (h *headStarts) start(op string, settings, plan json.RawMessage) {
 	}
 	if ok {
 		hs.version = fetch(func() (string, error) {
-			says, err := hs.says.get()
-			if err != nil {
+			if _, err := hs.says.get(); err != nil {
 				if spec {
 					hs.rec.settle(false)
 				}
 				return "", err
 			}
-			v := c.ClientVersion()
+			v := conn.clientVersion()
 			if spec {
-				// Podman's answers in the recorded version are not the run's: its
-				// requests go to the negotiating client, and the run refuses the
-				// engine before any of them changes anything (podmanSaid).
-				hs.rec.settle(v == hs.recorded && says.podman == "")
+				hs.rec.settle(v == hs.recorded)
 			}
 			if v != hs.recorded {
 				writeRecord(versions, addr.Host, v)

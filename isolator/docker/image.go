@@ -24,7 +24,7 @@ var dockerfile []byte
 // BuildImage builds tag from the embedded Dockerfile on base, labelled with this build's
 // version and the builder's uid, writing the build's progress to out. base must be on the engine or pullable by it.
 func (b *Isolator) BuildImage(ctx context.Context, base, tag string, out io.Writer) error {
-	e, a, err := b.engine()
+	e, a, err := b.engine(ctx)
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func (b *Isolator) Sandboxes(ctx context.Context, d Dirs) ([]Sandbox, error) {
 
 func (b *Isolator) listEngine(ctx context.Context, uid int, get func(string) *Sandbox) error {
 	mine := filters.NewArgs(filters.Arg("label", LabelProject), filters.Arg("label", LabelUser+"="+fmt.Sprint(uid)))
-	e, a, err := b.engine()
+	e, a, err := b.engine(ctx)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (b *Isolator) listEngine(ctx context.Context, uid int, get func(string) *Sa
 func (b *Isolator) RemoveSandbox(ctx context.Context, s Sandbox) error {
 	var errs []error
 	if len(s.Containers) > 0 || len(s.Volumes) > 0 {
-		e, _, err := b.engine()
+		e, _, err := b.engine(ctx)
 		if err != nil {
 			return err
 		}

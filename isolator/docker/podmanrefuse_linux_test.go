@@ -2,6 +2,7 @@ package docker
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -66,32 +67,38 @@ func listenAs(t *testing.T, name string) Address {
 	return Address{Host: "unix://" + sock}
 }
 
-// A run is refused when podman's service listens on the engine's socket, told by the
-// pinned socket's listener (Address.PodmanService): root's podman too, whose version
-// no run asks (TestPodmanServiceEngine covers the user's podman, which the version
-// check refuses as well). Another listener is not refused by it.
-func TestRefusePodmanByListener(t *testing.T) {
+// connect refuses podman's service listening on the engine's socket, told by the
+// pinned socket's listener (Address.PodmanService) before any request: root's
+// podman too, whose version no run asks (TestPodmanServiceEngine covers the user's
+// podman). dockerd listening is not refused, and is taken for Docker's API
+// (Address.EngineListens: a client speaking a recorded version need not wait for
+// the ping).
+func TestConnectRefusesPodmanByListener(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		refused bool
 	}{{"podman", true}, {"dockerd", false}} {
-		a, err := listenAs(t, tc.name).Pin()
-		if err != nil {
-			t.Fatalf("%s: Pin: %v", tc.name, err)
-		}
-		defer a.Unpin()
-		if got := a.PodmanService(); got != tc.refused {
-			t.Errorf("%s: PodmanService = %v, want %v", tc.name, got, tc.refused)
-		}
-		err = refusePodman(a)
+		ctx, cancel := context.WithCancel(context.Background())
+		c, a, err := connect(ctx, listenAs(t, tc.name))
 		if !tc.refused {
 			if err != nil {
-				t.Errorf("%s: refusePodman = %v, want nil", tc.name, err)
+				t.Errorf("%s: connect = %v, want a connection", tc.name, err)
+			} else {
+				if !a.EngineListens() || a.PodmanService() {
+					t.Errorf("%s: EngineListens %v, PodmanService %v; want dockerd's socket told", tc.name, a.EngineListens(), a.PodmanService())
+				}
+				cancel() // the listener never answers the ping
+				_ = c.Close()
 			}
+			cancel()
 			continue
 		}
-		if !errors.Is(err, isolator.ErrUnavailable) || !strings.Contains(err.Error(), "Podman") || !strings.Contains(err.Error(), "the command did not run") {
-			t.Errorf("%s: refusePodman = %v; want the run refused as podman's Docker-compatible API", tc.name, err)
+		cancel()
+		if _, ok := refused(err); !ok || !errors.Is(err, isolator.ErrUnavailable) || !strings.Contains(err.Error(), "Podman") || !strings.Contains(err.Error(), "the command did not run") {
+			t.Errorf("%s: connect = %v; want it refused as podman's Docker-compatible API", tc.name, err)
+		}
+		if a.PodmanService() != true || a.DialPath() != "" {
+			t.Errorf("%s: want the listener told as podman's and its pinned socket closed (DialPath %q)", tc.name, a.DialPath())
 		}
 	}
 }

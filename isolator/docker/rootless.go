@@ -75,9 +75,9 @@ func podman(v types.Version) string {
 // podmanFix is what to do on an engine that is Podman's Docker-compatible API.
 const podmanFix = "run with --isolator krun (podman itself, with the krun runtime) or --isolator bwrap, or point DOCKER_HOST (docker.host) at a Docker engine"
 
-// podmanRefused is the refusal of a run on Podman's Docker-compatible API at host;
-// version is "" when the listener on its socket told (Address.PodmanService), not
-// the API.
+// podmanRefused is the refusal of Podman's Docker-compatible API at host (connect's,
+// for every command that reaches the engine); version is "" when the listener on its
+// socket told (Address.PodmanService), not the API.
 func podmanRefused(host, version string) isolator.Status {
 	if version != "" {
 		version = " " + version
@@ -85,19 +85,6 @@ func podmanRefused(host, version string) isolator.Status {
 	return isolator.Status{State: isolator.Unavailable,
 		Reason: fmt.Sprintf("the engine at %s is Podman%s's Docker-compatible API, which the docker isolator does not support (podman loads images, maps users and mounts differently: runs fail or would run the command as one of your subordinate ids)", host, version),
 		Fix:    podmanFix}
-}
-
-// refusePodman refuses a run whose engine's socket podman's service listens on
-// (Address.PodmanService), before anything of the run's crosses to it: its own
-// socket's (rootless podman) or root's, local or not. Podman behind a relay or
-// at a tcp:// address is told by its answer to the run's negotiating ping
-// (podmanSaid), and by its version's answer (podman) where that is asked (Check,
-// doctor).
-func refusePodman(addr Address) error {
-	if !addr.PodmanService() {
-		return nil
-	}
-	return errPodman(podmanRefused(addr.Host, ""))
 }
 
 // rootlessPlan is p as the engine runs it: with the command as the container's root

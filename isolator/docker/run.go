@@ -57,26 +57,18 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// else (engineLost's fresh connection) dials anew.
 	var e0 Engine
 	var addr Address
+	// The engine's answer to the connection's ping (the head start's, or sent now):
+	// its verdict, which every request of the connection waits for (connect).
+	var says *future[engineSays]
 	if hs := b.head; hs != nil {
-		e0, addr = hs.pick(), hs.addr
+		e0, addr, says = hs.pick(), hs.addr, hs.says
 		defer hs.bind(ctx)()
-	} else if e0, addr, err = b.engine(); errors.Is(err, errTLSMaterial) {
+	} else if e0, addr, says, err = b.connect(ctx); errors.Is(err, errTLSMaterial) {
 		return 0, fmt.Errorf("%w; %s", err, dialFix(err))
 	} else if err != nil {
 		return 0, err
 	}
 	defer e0.Close()
-	if err := refusePodman(addr); err != nil {
-		return 0, err
-	}
-	// The engine's answer to the client's negotiating ping (the head start's, or sent
-	// now): Podman's service says so there, whatever its address (podmanping.go).
-	var says *future[engineSays]
-	if hs := b.head; hs != nil {
-		says = hs.says
-	} else {
-		says = negotiate(ctx, e0, addr)
-	}
 	// An engine whose socket is the user's is asked whether it is rootless
 	// (rootless.go), while the host side is prepared; a root-owned socket's never.
 	info := engineInfo(ctx, e0, ownEngine(addr, os.Getuid(), os.Stat), says)
@@ -107,7 +99,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	} else {
 		ahead = inspectAhead(ctx, e0, b.Image, says)
 	}
-	ahead.says, ahead.host = says, addr.Host
+	ahead.says = says
 	defer ahead.wait()
 	e := Engine(ahead)
 	var kept *future[dockercontainer.InspectResponse]
@@ -167,8 +159,9 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if p, err = rootlessPlan(p, info, addr); err != nil {
 		return 0, err
 	}
-	// Before the first request that changes anything on the engine.
-	if err := podmanSaid(says, addr); err != nil {
+	// Before the first request that changes anything on the engine: every request
+	// waits for the verdict and is refused with it, and the run stops here with it.
+	if err := engineVerdict(says); err != nil {
 		return 0, err
 	}
 	opts, pr, err := b.engineSide(ctx, e, addr, p)

@@ -60,6 +60,10 @@ func Handler(warn func(string)) (handoff.Handler, handoff.HeadStart) {
 			list, err := b.Sandboxes(j.Ctx, d)
 			l := helper.Listing{Sandboxes: list}
 			if err != nil {
+				// Refused, not merely down: an engine that does not answer leaves
+				// the host side listed, with a warning.
+				r, ok := refused(err)
+				l.Refused = ok && !r.down
 				l.EngineError = err.Error()
 			}
 			return l, nil

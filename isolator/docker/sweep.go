@@ -292,7 +292,7 @@ func startTime(pid int) (string, error) {
 // Sweep is sweep of every project of user uid, for `devsandbox sandboxes prune`; busy
 // names the projects runs of which are going on.
 func (b *Isolator) Sweep(ctx context.Context, uid int, dryRun bool, busy []string) ([]Leftover, error) {
-	e, a, err := b.engine()
+	e, a, err := b.engine(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -318,7 +318,7 @@ func (b *Isolator) engineLost(ctx context.Context, addr Address, code int) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	e, _, err := b.engine()
+	e, _, err := b.engine(ctx)
 	if err == nil {
 		defer e.Close()
 		_, err = e.ServerVersion(ctx)

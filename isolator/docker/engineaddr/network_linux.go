@@ -9,10 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// engineProcess is the name (/proc/PID/comm) of the process that serves a Docker
-// engine's API itself.
-const engineProcess = "dockerd"
-
 // engineListener reports whether a process called name, of user uid, listening on an
 // engine's socket is taken for the engine itself: dockerd, or root's systemd, which
 // listens on docker.socket for a socket-activated rootful dockerd (Debian's and

@@ -110,6 +110,10 @@ func (p *pinned) peerOf(sock, proc string) peer {
 	return p.peer
 }
 
+// engineProcess is the name (/proc/PID/comm) of the process that serves a Docker
+// engine's API itself.
+const engineProcess = "dockerd"
+
 // podmanService is the name (/proc/PID/comm) of podman's Docker-compatible API
 // service (podman system service, or podman.socket's): podman itself listens, not
 // conmon.
@@ -130,3 +134,12 @@ var ErrPlanted = errors.New("not an engine's listener")
 
 // ErrNotSocket is wrapped when the path of a unix:// engine address is not a socket.
 var ErrNotSocket = errors.New("not a socket")
+
+// EngineListens reports whether the process listening on a's pinned socket is dockerd
+// itself (its name; another user's, or this user's in this root directory: Pin
+// refuses the others), whose API is Docker's. False for an unpinned address and any
+// other listener (systemd's socket activation may hand the socket to podman).
+func (a Address) EngineListens() bool {
+	sock, ok := unixSocket(a.Host)
+	return ok && a.pin != nil && a.pin.peerOf(sock, "/proc").name == engineProcess
+}

@@ -127,6 +127,25 @@ type Dirs struct {
 type Listing struct {
 	Sandboxes   []Sandbox `json:"sandboxes"`
 	EngineError string    `json:"engineError,omitempty"`
+	// Refused: the engine was refused (EngineError says why: Podman's
+	// Docker-compatible API, a listener whose ping is not a Docker engine's), not
+	// merely unreachable; every command that would reach it is refused.
+	Refused bool `json:"refused,omitempty"`
+}
+
+// ErrEngineRefused is wrapped by the error of Sandboxes when the docker engine was
+// refused (Listing.Refused): it is not one the docker isolator speaks to, and the
+// command is refused (125) rather than done on the host side alone.
+var ErrEngineRefused = errors.New("the docker engine is refused")
+
+// engineRefused is Listing.EngineError of a refused engine: its message as it is,
+// an ErrEngineRefused and an isolator.ErrUnavailable.
+type engineRefused struct{ msg string }
+
+func (e engineRefused) Error() string { return e.msg }
+
+func (e engineRefused) Is(target error) bool {
+	return target == ErrEngineRefused || target == isolator.ErrUnavailable
 }
 
 // BuildArgs are the arguments of OpBuildImage.
@@ -308,6 +327,9 @@ func (s *Stub) Sandboxes(ctx context.Context, d Dirs) ([]Sandbox, error) {
 	var l Listing
 	if err := json.Unmarshal(r.Data, &l); err != nil {
 		return nil, fmt.Errorf("reading the answer of %s: %w", Program, err)
+	}
+	if l.Refused {
+		return l.Sandboxes, engineRefused{l.EngineError}
 	}
 	if l.EngineError != "" {
 		return l.Sandboxes, errors.New(l.EngineError)
