@@ -22,11 +22,12 @@ var ErrUpgrade = errors.New("protocol switch the proxy cannot search")
 //
 // Unlike a body, an upgraded connection is a conversation: a host answers and waits.
 // A tail is held back only while it could begin a masked form, and for a WebSocket
-// only until its frame ends (wsFrames): a host that has begun a frame has said how
-// many bytes follow, while one whose frame is complete may wait for the client. So
-// an echo within a frame is masked however the host's writes split it; one the host
-// splits across frames is not found (as a split it makes in a body). Another protocol
-// has no frames to end: its tail waits for more bytes while it could begin a form.
+// only until its message ends (wsRedact): a host that has begun a message has said
+// that more follows, while one whose message is complete may wait for the client. A
+// WebSocket is masked in its messages' payloads, joined across frames, as the client
+// reads them: an echo is masked however the host's writes and frames split it.
+// Another protocol has no messages to end: its tail waits for more bytes while it
+// could begin a form.
 func (a *applied) upgraded(resp *http.Response, ex *exchange) error {
 	rwc, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok {
@@ -43,28 +44,19 @@ func (a *applied) upgraded(resp *http.Response, ex *exchange) error {
 	ex.setStatus(http.StatusSwitchingProtocols)
 	u := &upgradedConn{rwc: rwc, ex: ex, r: rwc}
 	if masks {
-		rr := &redactReader{src: rwc}
+		var from, to [][]byte
 		for _, c := range a.creds {
 			for _, f := range c.forms() {
-				rr.from = append(rr.from, f.from)
-				rr.to = append(rr.to, f.to)
-				rr.keep = max(rr.keep, len(f.from)-1)
+				from, to = append(from, f.from), append(to, f.to)
 			}
 		}
-		var frames *wsFrames
 		if ws {
-			frames = &wsFrames{}
+			u.r = newWSRedact(rwc, from, to)
+		} else {
+			rr := &redactReader{src: rwc, from: from, to: to}
+			rr.hold = func(buf []byte, _ int) int { return prefixTail(buf, rr.from) }
+			u.r = rr
 		}
-		rr.hold = func(buf []byte, fresh int) int {
-			if frames != nil {
-				frames.feed(buf[len(buf)-fresh:])
-				if frames.atBoundary() {
-					return 0
-				}
-			}
-			return prefixTail(buf, rr.from)
-		}
-		u.r = rr
 	}
 	resp.Body = u
 	return nil
@@ -114,62 +106,3 @@ func prefixTail(buf []byte, forms [][]byte) int {
 	}
 	return longest
 }
-
-// wsFrames follows the frames of a WebSocket stream (RFC 6455, section 5.2) a host
-// sends, to tell whether the bytes fed so far end one.
-type wsFrames struct {
-	head []byte // a frame's header read in part
-	left uint64 // payload bytes of the current frame still to come
-}
-
-func (w *wsFrames) feed(p []byte) {
-	for len(p) > 0 {
-		if w.left > 0 {
-			k := min(w.left, uint64(len(p)))
-			w.left -= k
-			p = p[k:]
-			continue
-		}
-		w.head = append(w.head, p[0])
-		p = p[1:]
-		if n, ok := w.payload(); ok {
-			w.left, w.head = n, w.head[:0]
-		}
-	}
-}
-
-// payload is the payload length of the frame whose header is head, once head is whole.
-func (w *wsFrames) payload() (uint64, bool) {
-	h := w.head
-	if len(h) < 2 {
-		return 0, false
-	}
-	size := 2
-	switch h[1] & 0x7f {
-	case 126:
-		size += 2
-	case 127:
-		size += 8
-	}
-	if h[1]&0x80 != 0 {
-		size += 4 // a mask key (only clients mask; taken as sent)
-	}
-	if len(h) < size {
-		return 0, false
-	}
-	switch n := uint64(h[1] & 0x7f); n {
-	case 126:
-		return uint64(h[2])<<8 | uint64(h[3]), true
-	case 127:
-		var v uint64
-		for _, b := range h[2:10] {
-			v = v<<8 | uint64(b)
-		}
-		return v, true
-	default:
-		return n, true
-	}
-}
-
-// atBoundary reports whether the bytes fed end a frame (or none has begun).
-func (w *wsFrames) atBoundary() bool { return w.left == 0 && len(w.head) == 0 }

@@ -131,3 +131,26 @@ func TestWebSocketEchoSplitAcrossFrames(t *testing.T) {
 		tc.Close()
 	}
 }
+
+// BenchmarkWSRedact: what the WebSocket masking costs per byte, for a stream of
+// small messages (many groups a read) and of large fragmented ones.
+func BenchmarkWSRedact(b *testing.B) {
+	cred := &credential{Credential: Credential{Format: "Bearer {}", Value: testToken}}
+	var from, to [][]byte
+	for _, f := range cred.forms() {
+		from, to = append(from, f.from), append(to, f.to)
+	}
+	small := strings.Repeat(wsFrame(`{"type":"delta","text":"hello"}`), 2000)
+	large := strings.Repeat(wsRawFrame(false, 1, strings.Repeat("x", 4000))+wsRawFrame(true, 0, strings.Repeat("y", 4000)), 100)
+	for name, in := range map[string]string{"small": small, "large": large} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(in)))
+			for b.Loop() {
+				r := newWSRedact(&chunks{[]byte(in), 32 << 10}, from, to)
+				if _, err := io.Copy(io.Discard, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
