@@ -75,11 +75,10 @@ func readMessage(br *bufio.Reader) (string, error) {
 func TestWebSocketEchoSplitAcrossFrames(t *testing.T) {
 	cred := Credential{Host: "example.com", Header: "Authorization", Format: "Bearer {}", Value: testToken, Name: "TOKEN"}
 	type split struct {
-		at     int    // the first fragment ends this many bytes into the value
-		pad    int    // bytes before the echo in the first fragment
-		ping   bool   // a ping between the fragments
-		waitUp bool   // the second fragment only once the client has sent a byte
-		body   string // set by the origin: the message it meant
+		at     int  // the first fragment ends this many bytes into the value
+		pad    int  // bytes before the echo in the first fragment
+		ping   bool // a ping between the fragments
+		waitUp bool // the second fragment only once the client has sent a byte
 	}
 	var cases []split
 	for at := 1; at < len(testToken); at += 7 {
