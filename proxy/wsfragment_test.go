@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // wsRawFrame is one unmasked frame as a server sends it: fin, opcode, and the
@@ -151,5 +152,50 @@ func BenchmarkWSRedact(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestUpgradeMismatchRefused: a 101 whose Upgrade names another protocol than the
+// request asked for is refused (502), on plain HTTP to an http:// credential as on
+// the decrypted path: the masking is chosen by the protocol, and a host that
+// answered a WebSocket request with "Upgrade: websocket, foo" (or "foo") had its
+// WebSocket masked as a byte stream, where a frame header between two halves of an
+// echo hides it.
+func TestUpgradeMismatchRefused(t *testing.T) {
+	origin := func(up string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: "+up+"\r\nConnection: Upgrade\r\n\r\n")
+			msg := "you sent " + r.Header.Get("Authorization")
+			cut := len("you sent Bearer ") + 10
+			io.WriteString(c, wsRawFrame(false, 1, msg[:cut])+wsRawFrame(true, 0, msg[cut:]))
+		}
+	}
+	for _, up := range []string{"websocket, foo", "foo"} {
+		o := newOrigin(t, false, origin(up))
+		cred := Credential{Host: "http://svc.test:" + o.port(), Header: "Authorization", Format: "Bearer {}", Value: testToken, Name: "SVC_KEY"}
+		h := newHarness(t, Config{Policy: mustPolicy(t, []string{"svc.test"}, nil, "deny"), Resolver: loopback("svc.test"), Credentials: []Credential{cred}})
+		c := h.dialUnix(t)
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, strings.Replace(wsUpgrade, "GET /ws ", "GET http://svc.test:"+o.port()+"/ws ", 1)+"\r\n")
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("Upgrade: %s: %v", up, err)
+		}
+		var got string
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			got, _ = readMessage(br) // the fragments joined, as a client does
+		}
+		if strings.Contains(got, testToken) {
+			t.Errorf("Upgrade: %s: %s, and the client read the value: %q", up, resp.Status, got)
+		} else if resp.StatusCode != http.StatusBadGateway {
+			t.Errorf("Upgrade: %s: %s, want 502", up, resp.Status)
+		}
+		c.Close()
 	}
 }
