@@ -18,7 +18,8 @@ var ErrUpgrade = errors.New("protocol switch the proxy cannot search")
 // ReverseProxy relays both ways) count its bytes in ex, and, when ex's request carried
 // credential values, mask them in what the host sends (credential.forms), as in a
 // body. The request asked for no extension (askIdentity); a WebSocket switch that
-// names one anyway (permessage-deflate: a compressed echo) is refused with ErrUpgrade.
+// names one anyway (permessage-deflate: a compressed echo) is refused with ErrUpgrade,
+// and so is a switch to another protocol than the request asked for.
 //
 // Unlike a body, an upgraded connection is a conversation: a host answers and waits.
 // A tail is held back only while it could begin a masked form, and for a WebSocket
@@ -34,7 +35,15 @@ func (a *applied) upgraded(resp *http.Response, ex *exchange) error {
 		return nil // ReverseProxy refuses it itself
 	}
 	masks := a != nil && a.hasValues()
-	ws := strings.EqualFold(resp.Header.Get("Upgrade"), "websocket")
+	got := strings.TrimSpace(resp.Header.Get("Upgrade"))
+	if asked := upgradeAsked(resp); masks && !strings.EqualFold(got, asked) {
+		// The masking is chosen by the protocol: a WebSocket answered under another
+		// name would be searched as a byte stream, where a frame header between two
+		// halves of an echo hides it. ReverseProxy refuses a mismatch on the
+		// decrypted path; plain HTTP to an http:// credential comes here first.
+		return fmt.Errorf("%w: the host switched to %q when %q was asked for", ErrUpgrade, got, asked)
+	}
+	ws := strings.EqualFold(got, "websocket")
 	if ext := resp.Header.Get("Sec-WebSocket-Extensions"); masks && ws && ext != "" {
 		return fmt.Errorf("%w: the host switched to a WebSocket with extension %q, which the proxy did not offer", ErrUpgrade, ext)
 	}
@@ -60,6 +69,15 @@ func (a *applied) upgraded(resp *http.Response, ex *exchange) error {
 	}
 	resp.Body = u
 	return nil
+}
+
+// upgradeAsked is the protocol the request behind resp asked to switch to ("" when
+// it is not known).
+func upgradeAsked(resp *http.Response) string {
+	if resp.Request == nil {
+		return ""
+	}
+	return strings.TrimSpace(resp.Request.Header.Get("Upgrade"))
 }
 
 // upgradedConn is the host's side of a switched connection, as ReverseProxy relays
