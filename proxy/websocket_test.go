@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -474,6 +475,30 @@ func TestWSRedactReleasesEndedMessage(t *testing.T) {
 	rest, err := io.ReadAll(r)
 	if err != nil || string(rest) != strings.Repeat("*", 5)+wsRawFrame(true, 0, strings.Repeat("*", len(v)-5)) {
 		t.Errorf("the rest: %q %v", rest, err)
+	}
+}
+
+// TestWSRedactHeldOpen: a message held open at a tail that could begin a value,
+// behind more control frames than the buffer holds, ends the stream (nothing of the
+// tail passes) instead of spinning on a full buffer.
+func TestWSRedactHeldOpen(t *testing.T) {
+	v := "secret-value-0123"
+	in := wsRawFrame(false, 1, "x "+v[:5]) + strings.Repeat(wsRawFrame(true, 9, "keepalive"), 8000)
+	r := newWSRedact(&chunks{[]byte(in), 4096}, [][]byte{[]byte(v)}, [][]byte{[]byte(strings.Repeat("*", len(v)))})
+	done := make(chan struct{})
+	var got []byte
+	var err error
+	go func() {
+		got, err = io.ReadAll(r)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the masking did not return")
+	}
+	if !errors.Is(err, errHeldOpen) || strings.Contains(string(got), v[:5]) {
+		t.Errorf("%d bytes, %v", len(got), err)
 	}
 }
 

@@ -1,6 +1,9 @@
 package proxy
 
-import "io"
+import (
+	"errors"
+	"io"
+)
 
 // wsRedact masks credential forms (as redactReader does) in what a WebSocket host
 // sends (RFC 6455, section 5.2), as the client will read it: in the payload of each
@@ -46,6 +49,10 @@ type wsRedact struct {
 	groupList [][]int
 }
 
+// errHeldOpen ends a WebSocket whose host keeps a message open (its tail held
+// back) past a buffer's worth of control frames.
+var errHeldOpen = errors.New("the WebSocket host kept a message open behind 64 KiB of control frames; the connection is closed")
+
 // span is n payload bytes of group grp at raw[at:].
 type span struct{ at, n, grp int }
 
@@ -58,6 +65,13 @@ func (r *wsRedact) Read(p []byte) (int, error) {
 		r.compact()
 		if r.raw == nil {
 			r.raw = make([]byte, 0, 64<<10)
+		}
+		if len(r.raw) == cap(r.raw) {
+			// Everything read is held behind a message's tail, which waits for the
+			// message to go on while the host sends only control frames: the
+			// connection ends rather than pass the tail or hold without bound.
+			r.raw, r.err = r.raw[:0], errHeldOpen
+			break
 		}
 		n, err := r.src.Read(r.raw[len(r.raw):cap(r.raw)])
 		fresh := len(r.raw)
