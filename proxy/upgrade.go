@@ -18,22 +18,32 @@ var ErrUpgrade = errors.New("protocol switch the proxy cannot search")
 // ReverseProxy relays both ways) count its bytes in ex, and, when ex's request carried
 // credential values, mask them in what the host sends (credential.forms), as in a
 // body. The request asked for no extension (askIdentity); a WebSocket switch that
-// names one anyway (permessage-deflate: a compressed echo) is refused with ErrUpgrade.
+// names one anyway (permessage-deflate: a compressed echo) is refused with ErrUpgrade,
+// and so is a switch to another protocol than the request asked for.
 //
 // Unlike a body, an upgraded connection is a conversation: a host answers and waits.
 // A tail is held back only while it could begin a masked form, and for a WebSocket
-// only until its frame ends (wsFrames): a host that has begun a frame has said how
-// many bytes follow, while one whose frame is complete may wait for the client. So
-// an echo within a frame is masked however the host's writes split it; one the host
-// splits across frames is not found (as a split it makes in a body). Another protocol
-// has no frames to end: its tail waits for more bytes while it could begin a form.
+// only until its message ends (wsRedact): a host that has begun a message has said
+// that more follows, while one whose message is complete may wait for the client. A
+// WebSocket is masked in its messages' payloads, joined across frames, as the client
+// reads them: an echo is masked however the host's writes and frames split it.
+// Another protocol has no messages to end: its tail waits for more bytes while it
+// could begin a form.
 func (a *applied) upgraded(resp *http.Response, ex *exchange) error {
 	rwc, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok {
 		return nil // ReverseProxy refuses it itself
 	}
 	masks := a != nil && a.hasValues()
-	ws := strings.EqualFold(resp.Header.Get("Upgrade"), "websocket")
+	got := strings.TrimSpace(resp.Header.Get("Upgrade"))
+	if asked := upgradeAsked(resp); masks && !strings.EqualFold(got, asked) {
+		// The masking is chosen by the protocol: a WebSocket answered under another
+		// name would be searched as a byte stream, where a frame header between two
+		// halves of an echo hides it. ReverseProxy refuses a mismatch on the
+		// decrypted path; plain HTTP to an http:// credential comes here first.
+		return fmt.Errorf("%w: the host switched to %q when %q was asked for", ErrUpgrade, got, asked)
+	}
+	ws := strings.EqualFold(got, "websocket")
 	if ext := resp.Header.Get("Sec-WebSocket-Extensions"); masks && ws && ext != "" {
 		return fmt.Errorf("%w: the host switched to a WebSocket with extension %q, which the proxy did not offer", ErrUpgrade, ext)
 	}
@@ -43,31 +53,31 @@ func (a *applied) upgraded(resp *http.Response, ex *exchange) error {
 	ex.setStatus(http.StatusSwitchingProtocols)
 	u := &upgradedConn{rwc: rwc, ex: ex, r: rwc}
 	if masks {
-		rr := &redactReader{src: rwc}
+		var from, to [][]byte
 		for _, c := range a.creds {
 			for _, f := range c.forms() {
-				rr.from = append(rr.from, f.from)
-				rr.to = append(rr.to, f.to)
-				rr.keep = max(rr.keep, len(f.from)-1)
+				from, to = append(from, f.from), append(to, f.to)
 			}
 		}
-		var frames *wsFrames
 		if ws {
-			frames = &wsFrames{}
+			u.r = newWSRedact(rwc, from, to)
+		} else {
+			rr := &redactReader{src: rwc, from: from, to: to}
+			rr.hold = func(buf []byte, _ int) int { return prefixTail(buf, rr.from) }
+			u.r = rr
 		}
-		rr.hold = func(buf []byte, fresh int) int {
-			if frames != nil {
-				frames.feed(buf[len(buf)-fresh:])
-				if frames.atBoundary() {
-					return 0
-				}
-			}
-			return prefixTail(buf, rr.from)
-		}
-		u.r = rr
 	}
 	resp.Body = u
 	return nil
+}
+
+// upgradeAsked is the protocol the request behind resp asked to switch to ("" when
+// it is not known).
+func upgradeAsked(resp *http.Response) string {
+	if resp.Request == nil {
+		return ""
+	}
+	return strings.TrimSpace(resp.Request.Header.Get("Upgrade"))
 }
 
 // upgradedConn is the host's side of a switched connection, as ReverseProxy relays
@@ -114,62 +124,3 @@ func prefixTail(buf []byte, forms [][]byte) int {
 	}
 	return longest
 }
-
-// wsFrames follows the frames of a WebSocket stream (RFC 6455, section 5.2) a host
-// sends, to tell whether the bytes fed so far end one.
-type wsFrames struct {
-	head []byte // a frame's header read in part
-	left uint64 // payload bytes of the current frame still to come
-}
-
-func (w *wsFrames) feed(p []byte) {
-	for len(p) > 0 {
-		if w.left > 0 {
-			k := min(w.left, uint64(len(p)))
-			w.left -= k
-			p = p[k:]
-			continue
-		}
-		w.head = append(w.head, p[0])
-		p = p[1:]
-		if n, ok := w.payload(); ok {
-			w.left, w.head = n, w.head[:0]
-		}
-	}
-}
-
-// payload is the payload length of the frame whose header is head, once head is whole.
-func (w *wsFrames) payload() (uint64, bool) {
-	h := w.head
-	if len(h) < 2 {
-		return 0, false
-	}
-	size := 2
-	switch h[1] & 0x7f {
-	case 126:
-		size += 2
-	case 127:
-		size += 8
-	}
-	if h[1]&0x80 != 0 {
-		size += 4 // a mask key (only clients mask; taken as sent)
-	}
-	if len(h) < size {
-		return 0, false
-	}
-	switch n := uint64(h[1] & 0x7f); n {
-	case 126:
-		return uint64(h[2])<<8 | uint64(h[3]), true
-	case 127:
-		var v uint64
-		for _, b := range h[2:10] {
-			v = v<<8 | uint64(b)
-		}
-		return v, true
-	default:
-		return n, true
-	}
-}
-
-// atBoundary reports whether the bytes fed end a frame (or none has begun).
-func (w *wsFrames) atBoundary() bool { return w.left == 0 && len(w.head) == 0 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -394,30 +395,110 @@ func TestCredentialWebSocketPlainHTTP(t *testing.T) {
 	}
 }
 
-// TestWSFrames: the frame follower finds where frames end, with headers and payloads
-// split anywhere, lengths of 7, 16 and 64 bits, and a mask key.
-func TestWSFrames(t *testing.T) {
+// chunks is a reader that returns b step bytes at a time.
+type chunks struct {
+	b    []byte
+	step int
+}
+
+func (c *chunks) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), c.step)], c.b)
+	c.b = c.b[n:]
+	return n, nil
+}
+
+func (c *chunks) Close() error { return nil }
+
+// TestWSRedact: the WebSocket masking follows frames with headers and payloads split
+// anywhere, lengths of 7, 16 and 64 bits and a mask key, passes frames as they are
+// (headers included) when nothing is masked, masks a value inside one frame, across
+// the frames of a message and in a control frame, with every frame keeping its
+// length, never joins two messages or a control frame into a message, and drops what
+// an unfinished message holds back when the host goes.
+func TestWSRedact(t *testing.T) {
 	long := append([]byte{0x82, 126, 0x01, 0x00}, make([]byte, 256)...)
 	huge := append([]byte{0x82, 127, 0, 0, 0, 0, 0, 0, 0x01, 0x00}, make([]byte, 256)...)
 	masked := append([]byte{0x81, 0x80 | 3, 1, 2, 3, 4}, "abc"...)
-	stream := slices.Concat([]byte(wsFrame("hi")), long, huge, masked, []byte(wsFrame("")))
-	ends := map[int]bool{}
-	for _, n := range []int{4, len(long), len(huge), len(masked), 2} {
-		last := 0
-		for k := range ends {
-			last = max(last, k)
-		}
-		ends[last+n] = true
-	}
-	for _, step := range []int{1, 2, 3, 7, 100, len(stream)} {
-		var w wsFrames
-		for i := 0; i < len(stream); i += step {
-			j := min(i+step, len(stream))
-			w.feed(stream[i:j])
-			if got := w.atBoundary(); got != ends[j] {
-				t.Errorf("step %d: after %d bytes at a boundary: %v, want %v", step, j, got, ends[j])
+	plain := slices.Concat([]byte(wsFrame("hi")), long, huge, masked, []byte(wsFrame("")))
+	v := "secret-value-0123"
+	stars := strings.Repeat("*", len(v))
+	for _, c := range []struct{ name, in, want string }{
+		{"nothing to mask", string(plain), string(plain)},
+		{"in one frame", wsFrame("a " + v + " b"), wsFrame("a " + stars + " b")},
+		{"across three frames, a ping between",
+			wsRawFrame(false, 1, "a "+v[:3]) + wsRawFrame(true, 9, "p") + wsRawFrame(false, 0, v[3:9]) + wsRawFrame(true, 0, v[9:]+" b"),
+			wsRawFrame(false, 1, "a "+stars[:3]) + wsRawFrame(true, 9, "p") + wsRawFrame(false, 0, stars[3:9]) + wsRawFrame(true, 0, stars[9:]+" b")},
+		{"in a close frame", wsRawFrame(true, 8, "\x03\xe8"+v), wsRawFrame(true, 8, "\x03\xe8"+stars)},
+		{"a message ending in the value's first bytes, then another (two messages: no echo of the value)",
+			wsFrame("x "+v[:5]) + wsFrame(v[5:]), wsFrame("x "+v[:5]) + wsFrame(v[5:])},
+		{"a ping inside a message the value spans, ending in the value's first bytes",
+			wsRawFrame(false, 1, v[:4]) + wsRawFrame(true, 9, v[:6]) + wsRawFrame(true, 0, v[4:]),
+			wsRawFrame(false, 1, stars[:4]) + wsRawFrame(true, 9, v[:6]) + wsRawFrame(true, 0, stars[4:])},
+		{"the host gone inside a message", wsFrame("ok") + wsRawFrame(false, 1, "a "+v[:8]), wsFrame("ok") + wsRawFrame(false, 1, "a "+v[:8])[:4]},
+	} {
+		for _, step := range []int{1, 2, 3, 7, 100, len(c.in)} {
+			r := newWSRedact(&chunks{[]byte(c.in), step}, [][]byte{[]byte(v)}, [][]byte{[]byte(stars)})
+			got, err := io.ReadAll(r)
+			if err != nil || string(got) != c.want {
+				t.Errorf("%s, %d bytes a read:\n got %q %v\nwant %q", c.name, step, got, err, c.want)
 			}
 		}
+	}
+}
+
+// TestWSRedactReleasesEndedMessage: what ends a message is passed at once, even when
+// it ends in the first bytes of a value (the host may wait for the client), while
+// the same bytes in a message that goes on are held until it does.
+func TestWSRedactReleasesEndedMessage(t *testing.T) {
+	v := "secret-value-0123"
+	pr, pw := io.Pipe()
+	r := newWSRedact(pr, [][]byte{[]byte(v)}, [][]byte{[]byte(strings.Repeat("*", len(v)))})
+	go io.WriteString(pw, wsFrame("x "+v[:5]))
+	ended := wsFrame("x " + v[:5])
+	got := make([]byte, len(ended))
+	if _, err := io.ReadFull(r, got); err != nil || string(got) != ended {
+		t.Fatalf("an ended message: %q %v", got, err)
+	}
+	open := wsRawFrame(false, 1, "y "+v[:5])
+	go io.WriteString(pw, open)
+	got = make([]byte, len(open)-5)
+	if _, err := io.ReadFull(r, got); err != nil || string(got) != open[:len(open)-5] {
+		t.Fatalf("a message that goes on: %q %v", got, err)
+	}
+	go func() {
+		io.WriteString(pw, wsRawFrame(true, 0, v[5:]))
+		pw.Close()
+	}()
+	rest, err := io.ReadAll(r)
+	if err != nil || string(rest) != strings.Repeat("*", 5)+wsRawFrame(true, 0, strings.Repeat("*", len(v)-5)) {
+		t.Errorf("the rest: %q %v", rest, err)
+	}
+}
+
+// TestWSRedactHeldOpen: a message held open at a tail that could begin a value,
+// behind more control frames than the buffer holds, ends the stream (nothing of the
+// tail passes) instead of spinning on a full buffer.
+func TestWSRedactHeldOpen(t *testing.T) {
+	v := "secret-value-0123"
+	in := wsRawFrame(false, 1, "x "+v[:5]) + strings.Repeat(wsRawFrame(true, 9, "keepalive"), 8000)
+	r := newWSRedact(&chunks{[]byte(in), 4096}, [][]byte{[]byte(v)}, [][]byte{[]byte(strings.Repeat("*", len(v)))})
+	done := make(chan struct{})
+	var got []byte
+	var err error
+	go func() {
+		got, err = io.ReadAll(r)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the masking did not return")
+	}
+	if !errors.Is(err, errHeldOpen) || strings.Contains(string(got), v[:5]) {
+		t.Errorf("%d bytes, %v", len(got), err)
 	}
 }
 

@@ -9,10 +9,11 @@ import (
 )
 
 // A sandbox can leave directories its owner cannot list (000) or empty (0500) in
-// what it writes (its /tmp, its home); they must not keep the tree from going. openUp gives them their
-// owner's rwx back (checked on the modes, so the test holds as root too, which
-// removes them anyway), and never follows a link the sandbox left to a host dir.
-func TestOpenUpLockedLeftovers(t *testing.T) {
+// what it writes (its /tmp, its home); they must not keep the tree from going:
+// RemoveAll gives them their owner's rwx back (as root, which needs no rights back,
+// the test shows the removal and the link alone), and never follows a link the
+// sandbox left to a host dir.
+func TestRemoveAllLockedLeftovers(t *testing.T) {
 	base := t.TempDir()
 	victim := filepath.Join(base, "victim")
 	if err := os.Mkdir(victim, 0o750); err != nil {
@@ -46,17 +47,6 @@ func TestOpenUpLockedLeftovers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	parent, err := unix.Open(base, unix.O_PATH|unix.O_DIRECTORY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	openUp(parent, "tree")
-	unix.Close(parent)
-	for _, d := range []string{root, locked, filepath.Join(locked, "inner"), ro, filepath.Join(ro, "inner")} {
-		if st, err := os.Lstat(d); err != nil || st.Mode().Perm() != 0o700 {
-			t.Errorf("%s: mode %v, %v; want 0700", d, st.Mode().Perm(), err)
-		}
-	}
 	if st, err := os.Stat(victim); err != nil || st.Mode().Perm() != 0o750 {
 		t.Fatalf("a link to a host dir was followed: its mode is %v (%v), was 0750", st.Mode().Perm(), err)
 	}
@@ -72,9 +62,8 @@ func TestOpenUpLockedLeftovers(t *testing.T) {
 }
 
 // A directory its owner cannot list, deeper below the tree's root than any fixed
-// bound, must not keep the tree from going either: os.RemoveAll walks a tree
-// of any depth, so openUp must reach as deep as it does.
-func TestOpenUpDeepLockedLeftover(t *testing.T) {
+// bound, must not keep the tree from going either.
+func TestRemoveAllDeepLockedLeftover(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "tree")
 	if err := os.Mkdir(root, 0o700); err != nil {
 		t.Fatal(err)
@@ -104,16 +93,6 @@ func TestOpenUpDeepLockedLeftover(t *testing.T) {
 	unix.Close(lf)
 	if err := unix.Fchmodat(fd, "locked", 0, 0); err != nil {
 		t.Fatal(err)
-	}
-	parent, err := unix.Open(filepath.Dir(root), unix.O_PATH|unix.O_DIRECTORY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	openUp(parent, "tree")
-	unix.Close(parent)
-	var st unix.Stat_t
-	if err := unix.Fstatat(fd, "locked", &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&0o777 != 0o700 {
-		t.Errorf("a locked dir 301 levels down: mode %o, %v; want 0700", st.Mode&0o777, err)
 	}
 	unix.Close(fd)
 	if err := RemoveAll(root); err != nil {

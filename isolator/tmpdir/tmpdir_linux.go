@@ -100,11 +100,12 @@ func (s *Session) Release() error {
 // quick and Close is the wait, so a caller can start other work between the two.
 //
 // An empty session dir, the usual case, goes with one rmdir(2) (RemoveEmpty):
-// os.RemoveAll's first step is an unlink(2) of the path, which fails with EISDIR
+// rmtree.RemoveAll's first step is an unlink(2) of the path, which fails with EISDIR
 // for every session dir. rmdir removes only an empty directory and never follows a
 // symlink in the last component (ENOTDIR), so whatever else the path names now
 // (files, a symlink, a directory the host put there, a mount point) goes to
-// os.RemoveAll as before, which walks and removes without following symlinks.
+// rmtree.RemoveAll, which walks and removes without following symlinks, however
+// deep the sandbox nested it.
 func (s *Session) Remove() error {
 	if s.RemoveEmpty() {
 		return nil
