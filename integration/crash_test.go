@@ -101,13 +101,16 @@ func assertClean(t *testing.T, te *throwawayEngine, p *project, c crashCase, whe
 	}
 }
 
-// waitGone waits (bounded) until no container of the project but a kept one runs or
-// is being removed (an auto-removed container holds its volumes until it is gone).
+// waitGone waits (bounded) until no container of the project but a kept one runs, has
+// exited or is being removed: every one-shot container and companion is auto-removed,
+// and holds its volumes until it is gone. "exited" is the step between running and
+// removing: a wait that let it through saw the container in neither list, and the
+// prune that followed found it removing, its endpoint volume not yet dangling.
 func waitGone(t *testing.T, te *throwawayEngine, p *project) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		cs := strings.Fields(te.docker(t, "ps", "-a", "--format", "{{.Names}}", "--filter", "status=running", "--filter", "status=removing", "--filter", "label=dev.devsandbox.kept=false",
+		cs := strings.Fields(te.docker(t, "ps", "-a", "--format", "{{.Names}}", "--filter", "status=running", "--filter", "status=exited", "--filter", "status=removing", "--filter", "label=dev.devsandbox.kept=false",
 			"--filter", "label=dev.devsandbox.project="+strings.TrimPrefix(p.name(), filepath.Base(p.dir)+"-")))
 		if len(cs) == 0 {
 			return
