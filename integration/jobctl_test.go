@@ -31,9 +31,13 @@ import (
 func TestJobControl(t *testing.T) {
 	// The command counts in the background (each count a file renamed into place)
 	// while it waits for its line, from before it says ready; the count stops once
-	// the line is read.
-	const cmdScript = `rm -f count; (i=0; while :; do i=$((i+1)); echo $i >.count.t; mv -f .count.t count; done) & ` +
-		`until [ -e count ]; do :; done; echo ready; read -r a; kill $!; echo "cmd[$a]"`
+	// the line is read. A second counter runs in a session of its own (it left the
+	// command's process group): the stop must reach it too, wherever devsandbox
+	// stops the sandbox without the engine's pause (the init's stop of the session's
+	// processes), as where it pauses it.
+	const cmdScript = `rm -f count away; (i=0; while :; do i=$((i+1)); echo $i >.count.t; mv -f .count.t count; done) & c=$!; ` +
+		`setsid /bin/sh -c 'i=0; while :; do i=$((i+1)); echo $i >.away.t; mv -f .away.t away; done' & w=$!; ` +
+		`until [ -e count ] && [ -e away ]; do :; done; echo ready; read -r a; kill $c $w; echo "cmd[$a]"`
 	// While the run is stopped, the shell forks and execs as often as the command's
 	// counter would count: a run that is not stopped counts on meanwhile, whatever
 	// the machine's speed (the two counts are read before and after it).
@@ -44,11 +48,15 @@ func TestJobControl(t *testing.T) {
 		}
 		p := newProject(t)
 		count := func() string {
-			b, err := os.ReadFile(filepath.Join(p.dir, "count"))
-			if err != nil {
-				t.Errorf("the command's counter: %v", err)
+			var both []string
+			for _, f := range []string{"count", "away"} {
+				b, err := os.ReadFile(filepath.Join(p.dir, f))
+				if err != nil {
+					t.Errorf("the command's counter: %v", err)
+				}
+				both = append(both, f+"="+strings.TrimSpace(string(b)))
 			}
-			return string(b)
+			return strings.Join(both, " ")
 		}
 		var stopped, later string
 		cases := []struct {

@@ -41,8 +41,10 @@ type callerJob struct {
 	warn      func(string)
 }
 
-// stopWait bounds the wait for the program to freeze the command and stop.
-const stopWait = 10 * time.Second
+// stopWait bounds the wait for the program to freeze the command and stop. The
+// program bounds its own steps (the engine's pause, the init's report and its answer
+// to a stop, container.Freeze) well within it.
+const stopWait = 60 * time.Second
 
 func (j *callerJob) handle(s os.Signal, p *Process, pending chan os.Signal) {
 	sig, _ := s.(syscall.Signal)
@@ -81,7 +83,10 @@ func (j *callerJob) handle(s os.Signal, p *Process, pending chan os.Signal) {
 }
 
 // stopProgram asks the program to freeze the command and stop, and returns once it
-// is seen stopped (or gone), or after stopWait.
+// is seen stopped, each thread of it (or gone). A program not seen stopped within
+// stopWait is killed: the shell is never shown a job stopped whose command may be
+// running and reading the terminal (the init kills what it ran once the program's
+// stream ends).
 func (j *callerJob) stopProgram(p *Process) {
 	pid := strconv.Itoa(p.cmd.Process.Pid)
 	if st := jobstop.GroupState(pid); st == 'T' || st == 'Z' || st == 'X' {
@@ -95,7 +100,8 @@ func (j *callerJob) stopProgram(p *Process) {
 			return
 		}
 		if time.Now().After(deadline) {
-			j.warn("devsandbox: the sandbox was not seen frozen within " + stopWait.String() + " of the stop; devsandbox stops, the command may go on running")
+			j.warn("devsandbox: the sandbox is ended: it was not seen frozen within " + stopWait.String() + " of the stop, and it could read your terminal")
+			_ = p.cmd.Process.Kill()
 			return
 		}
 		time.Sleep(time.Millisecond) // the program asks the engine to pause, on the other CPU
