@@ -119,6 +119,7 @@ func (j *jobControl) signalTree(sig syscall.Signal) (running, sleeping int) {
 	if err != nil {
 		return 0, 0
 	}
+	var pids []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -131,13 +132,9 @@ func (j *jobControl) signalTree(sig syscall.Signal) (running, sleeping int) {
 			_ = syscall.Kill(pid, sig)
 			continue
 		}
-		if _, r, s := jobstop.StopOne(e.Name()); r {
-			running++
-		} else if s {
-			sleeping++
-		}
+		pids = append(pids, pid)
 	}
-	return running, sleeping
+	return jobstop.StopPass(pids, nil)
 }
 
 // namespace is the sandbox's pid namespace, when it has one of its own.

@@ -39,6 +39,8 @@ type callerJob struct {
 	stdinTerm bool
 	stopped   bool
 	warn      func(string)
+	// wait, when set, replaces stopWait (tests).
+	wait time.Duration
 }
 
 // stopWait bounds the wait for the program to freeze the command and stop. The
@@ -93,14 +95,18 @@ func (j *callerJob) stopProgram(p *Process) {
 		return // still stopped: continued was devsandbox alone
 	}
 	p.Signal(JobStop)
-	deadline := time.Now().Add(stopWait)
+	wait := stopWait
+	if j.wait > 0 {
+		wait = j.wait
+	}
+	deadline := time.Now().Add(wait)
 	for {
 		switch jobstop.GroupState(pid) {
 		case 'T', 'Z', 'X':
 			return
 		}
 		if time.Now().After(deadline) {
-			j.warn("devsandbox: the sandbox is ended: it was not seen frozen within " + stopWait.String() + " of the stop, and it could read your terminal")
+			j.warn("devsandbox: the sandbox is ended: it was not seen frozen within " + wait.String() + " of the stop, and it could read your terminal")
 			_ = p.cmd.Process.Kill()
 			return
 		}

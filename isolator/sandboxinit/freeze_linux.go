@@ -52,18 +52,11 @@ func (f *freezer) stop(token []byte) {
 		return // not the host's: nothing to answer
 	}
 	err := jobstop.StopUntil(func() (running, sleeping int) {
-		for _, pid := range f.members() {
-			sent, r, s := jobstop.StopOne(strconv.Itoa(pid))
-			if sent && !slices.Contains(f.stopped, pid) {
+		return jobstop.StopPass(f.members(), func(pid int) {
+			if !slices.Contains(f.stopped, pid) {
 				f.stopped = append(f.stopped, pid)
 			}
-			if r {
-				running++
-			} else if s {
-				sleeping++
-			}
-		}
-		return running, sleeping
+		})
 	}, jobstop.StopBound)
 	if err != nil {
 		fmt.Fprint(f.out, wire.StopMarker(string(token), false))

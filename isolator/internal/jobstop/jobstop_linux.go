@@ -181,6 +181,27 @@ func StopUntil(pass func() (running, sleeping int), bound time.Duration) error {
 	}
 }
 
+// StopPass is one pass of StopUntil over pids: StopOne for each, and how many of
+// them were running and how many in uninterruptible sleep when sent SIGSTOP. sent,
+// when set, is told each pid sent one.
+func StopPass(pids []int, sent func(pid int)) (running, sleeping int) {
+	for _, pid := range pids {
+		s, r, d := stopOne(strconv.Itoa(pid))
+		if s && sent != nil {
+			sent(pid)
+		}
+		if r {
+			running++
+		} else if d {
+			sleeping++
+		}
+	}
+	return running, sleeping
+}
+
+// stopOne is StopOne; tests replace it (no process sleeps uninterruptibly on demand).
+var stopOne = StopOne
+
 // StopOne sends SIGSTOP to pid unless each of its threads is stopped already, or it
 // is traced, dead or gone, and reports whether it was sent one and whether it is then
 // waited for as running or as sleeping (Pending).

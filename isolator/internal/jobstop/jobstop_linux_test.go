@@ -101,3 +101,70 @@ func TestGroupStateEveryThread(t *testing.T) {
 	_ = syscall.Kill(pid, syscall.SIGCONT)
 	stdin.Close()
 }
+
+// A process sent SIGSTOP in uninterruptible sleep ('D') is waited for: its call (a
+// rename, a write) completes before the stop takes effect, and a stop declared
+// before then lets the command's step finish while devsandbox shows it stopped. A
+// vfork parent, which sleeps so for as long as its child, is not; any other state
+// counts as running.
+func TestPending(t *testing.T) {
+	for _, tc := range []struct {
+		st                byte
+		vfork             bool
+		running, sleeping bool
+	}{
+		{'R', false, true, false},
+		{'S', false, true, false},
+		{'D', false, false, true},
+		{'D', true, false, false},
+	} {
+		r, s := Pending(tc.st, func() bool { return tc.vfork })
+		if r != tc.running || s != tc.sleeping {
+			t.Errorf("Pending(%q, vfork %v) = running %v, sleeping %v; want %v, %v", tc.st, tc.vfork, r, s, tc.running, tc.sleeping)
+		}
+	}
+}
+
+// StopPass counts what StopOne says of each process: no process can be held in
+// uninterruptible sleep on demand (without FUSE or root), so stopOne stands in.
+func TestStopPassCountsSleeping(t *testing.T) {
+	defer func(f func(string) (bool, bool, bool)) { stopOne = f }(stopOne)
+	states := map[string][3]bool{"1": {true, true, false}, "2": {true, false, true}, "3": {false, false, false}, "4": {true, false, true}}
+	stopOne = func(pid string) (bool, bool, bool) { s := states[pid]; return s[0], s[1], s[2] }
+	var sent []int
+	running, sleeping := StopPass([]int{1, 2, 3, 4}, func(pid int) { sent = append(sent, pid) })
+	if running != 1 || sleeping != 2 {
+		t.Errorf("StopPass = running %d, sleeping %d; want 1, 2", running, sleeping)
+	}
+	if fmt.Sprint(sent) != "[1 2 4]" {
+		t.Errorf("StopPass said it sent SIGSTOP to %v, want [1 2 4]", sent)
+	}
+}
+
+// StopUntil passes again while a process sleeps uninterruptibly, until the pass finds
+// none (its stop took effect as it woke), within the bound.
+func TestStopUntilWaitsForSleeping(t *testing.T) {
+	passes := 0
+	err := StopUntil(func() (int, int) {
+		passes++
+		if passes <= 5 {
+			return 0, 1
+		}
+		return 0, 0
+	}, time.Minute)
+	if err != nil || passes != 6 {
+		t.Errorf("StopUntil = %v after %d passes, want nil after 6: a process in 'D' was not waited for", err, passes)
+	}
+}
+
+// A process still running once the bound passed is an error (the caller ends the
+// sandbox rather than show it stopped); one still in uninterruptible sleep is not
+// (it stops as it wakes, before it runs code of its own).
+func TestStopUntilBound(t *testing.T) {
+	if err := StopUntil(func() (int, int) { return 1, 0 }, 10*time.Millisecond); err != ErrNotStopped {
+		t.Errorf("StopUntil with a process that keeps running = %v, want ErrNotStopped", err)
+	}
+	if err := StopUntil(func() (int, int) { return 0, 1 }, 10*time.Millisecond); err != nil {
+		t.Errorf("StopUntil with a process asleep in 'D' past the bound = %v, want nil", err)
+	}
+}
