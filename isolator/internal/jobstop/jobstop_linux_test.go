@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -167,4 +168,82 @@ func TestStopUntilBound(t *testing.T) {
 	if err := StopUntil(func() (int, int) { return 0, 1 }, 10*time.Millisecond); err != nil {
 		t.Errorf("StopUntil with a process asleep in 'D' past the bound = %v, want nil", err)
 	}
+}
+
+// A real process in uninterruptible sleep: one frozen by the cgroup v1 freezer shows
+// 'D' (in __refrigerator), takes SIGSTOP only once thawed, and then stops. StopPass
+// and StopUntil wait for it rather than return with the process not stopped. Needs
+// root and the v1 freezer hierarchy (cgroup v2 freezes in an interruptible sleep, 'S');
+// TestStopUntilWaitsForSleeping covers the same logic everywhere.
+func TestStopUntilWaitsForFrozen(t *testing.T) {
+	const root = "/sys/fs/cgroup/freezer"
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a cgroup of the v1 freezer")
+	}
+	dir, err := os.MkdirTemp(root, "jobstop-test-")
+	if err != nil {
+		t.Skipf("no cgroup v1 freezer to hold a process in 'D': %v", err)
+	}
+	state := func(s string) {
+		if err := os.WriteFile(dir+"/freezer.state", []byte(s), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = []string{"JOBSTOP_TEST=idle"}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	defer func() {
+		_ = os.WriteFile(dir+"/freezer.state", []byte("THAWED"), 0)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = os.Remove(dir)
+	}()
+	defer stdin.Close()
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the child said %q (%v)", line, err)
+	}
+	if err := os.WriteFile(dir+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	state("FROZEN")
+	p := strconv.Itoa(pid)
+	waitState(t, "the frozen child", func() byte { return GroupState(p) }, 'D')
+
+	var passes atomic.Int32
+	done := make(chan error, 1)
+	go func() {
+		done <- StopUntil(func() (int, int) { passes.Add(1); return StopPass([]int{pid}, nil) }, time.Minute)
+	}()
+	for passes.Load() < 3 {
+		select {
+		case err := <-done:
+			t.Fatalf("StopUntil returned (%v) after %d passes while the process is frozen in 'D' (now %q): a process in uninterruptible sleep was not waited for", err, passes.Load(), State(p))
+		default:
+			time.Sleep(time.Millisecond) // polling the passes, bounded by StopUntil's own
+		}
+	}
+	state("THAWED")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("StopUntil = %v once the process was thawed, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("StopUntil did not return 30s after the process was thawed")
+	}
+	if st := GroupState(p); st != 'T' {
+		t.Errorf("StopUntil returned with the process %q, want every thread stopped", st)
+	}
+	_ = syscall.Kill(pid, syscall.SIGCONT)
 }
