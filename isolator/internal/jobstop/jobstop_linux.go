@@ -237,5 +237,14 @@ func Pending(st byte, vfork func() bool) (running, sleeping bool) {
 // VforkWait reports whether pid sleeps until its vfork child execs or exits.
 func VforkWait(pid string) bool {
 	b, err := os.ReadFile("/proc/" + pid + "/wchan")
-	return err == nil && bytes.Contains(b, []byte("vfork"))
+	return err == nil && vforkWchan(b)
+}
+
+// vforkWchan reports whether a /proc/PID/wchan of a process in uninterruptible sleep
+// is the wait of a vfork parent: wait_for_vfork_done, or kernel_clone itself where
+// the compiler inlined that wait into it (Linux 6.x: the scheduler's functions are
+// skipped, and kernel_clone sleeps nowhere else itself). Unknown ("0", empty: a
+// kernel that does not say) is not: the process is waited for. Pure.
+func vforkWchan(b []byte) bool {
+	return bytes.Contains(b, []byte("vfork")) || string(bytes.TrimSpace(b)) == "kernel_clone"
 }

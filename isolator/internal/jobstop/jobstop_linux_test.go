@@ -247,3 +247,27 @@ func TestStopUntilWaitsForFrozen(t *testing.T) {
 	}
 	_ = syscall.Kill(pid, syscall.SIGCONT)
 }
+
+// A vfork parent sleeps uninterruptibly for as long as its child, which the stop may
+// have stopped first: it is not waited for, whichever name its wait has. On Linux
+// 6.18 the wait is inlined into kernel_clone (seen in a container, dash's vfork of
+// each command: every such Ctrl-Z waited the whole 2 s bound before). A wait the
+// kernel does not name is waited for.
+func TestVforkWchan(t *testing.T) {
+	for _, tc := range []struct {
+		wchan string
+		want  bool
+	}{
+		{"wait_for_vfork_done", true},
+		{"kernel_clone", true},
+		{"kernel_clone\n", true},
+		{"0", false},
+		{"", false},
+		{"do_renameat2", false},
+		{"kernel_clone_args", false},
+	} {
+		if got := vforkWchan([]byte(tc.wchan)); got != tc.want {
+			t.Errorf("vforkWchan(%q) = %v, want %v", tc.wchan, got, tc.want)
+		}
+	}
+}
