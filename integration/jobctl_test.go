@@ -19,6 +19,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// The command counts in the background (each count a file renamed into place)
+// while it waits for its line, from before it says ready; the count stops once
+// the line is read. A second counter runs in a session of its own (it left the
+// command's process group): the stop must reach it too, wherever devsandbox
+// stops the sandbox without the engine's pause (the init's stop of the session's
+// processes), as where it pauses it.
+const jobCmdScript = `rm -f count away; (i=0; while :; do i=$((i+1)); echo $i >.count.t; mv -f .count.t count; done) & c=$!; ` +
+	`setsid /bin/sh -c 'i=0; while :; do i=$((i+1)); echo $i >.away.t; mv -f .away.t away; done' & w=$!; ` +
+	`until [ -e count ] && [ -e away ]; do :; done; echo ready; read -r a; kill $c $w; echo "cmd[$a]"`
+
+// While the run is stopped, the shell forks and execs as often as the command's
+// counter would count: a run that is not stopped counts on meanwhile, whatever
+// the machine's speed (the two counts are read before and after it).
+const jobBusy = `for ((n = 0; n < 100; n++)); do /bin/true; done`
+
 // TestJobControl: devsandbox as a job of a shell with job control, stdin the
 // shell's terminal (the test's pty, the controlling terminal of the shell's
 // session), stdout a pipe, on every isolator. A line typed for the shell while the
@@ -29,26 +44,48 @@ import (
 // The shell is an interactive bash, so the terminal's foreground process group is
 // moved as an interactive shell moves it.
 func TestJobControl(t *testing.T) {
-	// The command counts in the background (each count a file renamed into place)
-	// while it waits for its line, from before it says ready; the count stops once
-	// the line is read.
-	const cmdScript = `rm -f count; (i=0; while :; do i=$((i+1)); echo $i >.count.t; mv -f .count.t count; done) & ` +
-		`until [ -e count ]; do :; done; echo ready; read -r a; kill $!; echo "cmd[$a]"`
-	// While the run is stopped, the shell forks and execs as often as the command's
-	// counter would count: a run that is not stopped counts on meanwhile, whatever
-	// the machine's speed (the two counts are read before and after it).
-	const busy = `for ((n = 0; n < 100; n++)); do /bin/true; done`
+	const cmdScript, busy = jobCmdScript, jobBusy
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		if iso == "krun" {
 			requireKVMDevice(t)
 		}
 		p := newProject(t)
 		count := func() string {
-			b, err := os.ReadFile(filepath.Join(p.dir, "count"))
-			if err != nil {
-				t.Errorf("the command's counter: %v", err)
+			var both []string
+			for _, f := range []string{"count", "away"} {
+				b, err := os.ReadFile(filepath.Join(p.dir, f))
+				if err != nil {
+					t.Errorf("the command's counter: %v", err)
+				}
+				both = append(both, f+"="+strings.TrimSpace(string(b)))
 			}
-			return string(b)
+			return strings.Join(both, " ")
+		}
+		// krun binds the plan's anchors (the directories holding a masked file)
+		// from a helper, stage-anchors, that lives as long as the run: in a process
+		// group of its own, the terminal's stop of devsandbox's group (Ctrl-Z)
+		// does not reach it; in devsandbox's, it stays stopped for good, and the
+		// run hangs at its end (s32). The project's sub/.env makes an anchor (sub).
+		p.write("proj/sub/.env", "SECRET=1\n")
+		var sub *testing.T // the running case's
+		anchors := func(sid int) {
+			t := sub
+			if iso != "krun" {
+				return
+			}
+			found := false
+			for _, pr := range sessionProcesses(sid) {
+				if !strings.Contains(pr, "stage-anchors") {
+					continue
+				}
+				found = true
+				if f := strings.Fields(pr); f[1] == "T" {
+					t.Errorf("krun's stage-anchors was stopped with devsandbox (%q): nothing continues it", pr)
+				}
+			}
+			if !found {
+				t.Errorf("no stage-anchors in the run's processes while it is stopped: the plan made no anchor to check on krun (%q)", sessionProcesses(sid))
+			}
 		}
 		var stopped, later string
 		cases := []struct {
@@ -70,7 +107,7 @@ func TestJobControl(t *testing.T) {
 				shell: `"$@"; echo "status[$?]"; ` + busy + `; read -r l; echo "shell[$l]"; read -r g; echo "go[$g]"; fg %1 >/dev/null; echo "end[$?]"`,
 				steps: []jobStep{
 					{after: "ready\n", keys: "\x1a"},
-					{after: "status[", keys: "for-the-shell\n", at: func() { stopped = count() }},
+					{after: "status[", keys: "for-the-shell\n", at: func() { stopped = count() }, atSession: anchors},
 					{after: "shell[", keys: "go\n", at: func() { later = count() }},
 					{after: "go[", keys: "for-the-command\n"},
 				},
@@ -95,7 +132,7 @@ func TestJobControl(t *testing.T) {
 				shell: `"$@"; echo "status[$?]"; bg %1 >/dev/null; echo "bg[]"; ` + busy + `; read -r l; echo "shell[$l]"; read -r g; echo "go[$g]"; fg %1 >/dev/null || fg %1 >/dev/null; echo "end[$?]"`,
 				steps: []jobStep{
 					{after: "ready\n", keys: "\x1a"},
-					{after: "bg[]", keys: "for-the-shell\n", at: func() { stopped = count() }},
+					{after: "bg[]", keys: "for-the-shell\n", at: func() { stopped = count() }, atSession: anchors},
 					{after: "shell[", keys: "go\n", at: func() { later = count() }},
 					{after: "go[", keys: "for-the-command\n"},
 				},
@@ -118,6 +155,7 @@ func TestJobControl(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
+				sub = t
 				got := jobControlRun(t, p.dir, c.shell, c.steps, c.want, "--isolator="+iso, "--", "/bin/sh", "-c", cmdScript)
 				if got != c.want {
 					t.Fatalf("output %q, want %q", got, c.want)
@@ -135,6 +173,9 @@ func TestJobControl(t *testing.T) {
 type jobStep struct {
 	after, keys string
 	at          func()
+	// atSession, when set, is called with the shell's session id (the run's
+	// processes are in it) once the output holds after.
+	atSession func(sid int)
 }
 
 // jobControlRun runs `bash -c shell bash devsandbox args...` as the leader of a new
@@ -194,6 +235,9 @@ func jobControlRun(t *testing.T, dir, shell string, steps []jobStep, want string
 			if steps[0].at != nil {
 				steps[0].at()
 			}
+			if steps[0].atSession != nil {
+				steps[0].atSession(cmd.Process.Pid)
+			}
 			if _, err := master.Write([]byte(steps[0].keys)); err != nil {
 				t.Fatal(err)
 			}
@@ -243,4 +287,75 @@ func killSession(sid int) {
 			_ = unix.Kill(pid, unix.SIGKILL)
 		}
 	}
+}
+
+// TestJobControlKept: a session of a kept container stopped with Ctrl-Z stops what
+// it runs (its counters, the one in a session of its own included), and only that:
+// another session of the same container, another terminal's agent, goes on
+// meanwhile. The engine's pause would freeze the whole container, that session too.
+func TestJobControlKept(t *testing.T) {
+	forEachDockerRootless(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		flags := []string{"--keep-container"}
+		settle(p, iso, flags)
+		other := startKept(t, p, iso, flags, nil,
+			`rm -f other; (i=0; while :; do i=$((i+1)); echo $i >.other.t; mv -f .other.t other; done) & `+
+				`until [ -e other ]; do :; done; echo up; read -r _; kill $!`)
+		other.waitFor("up")
+		read := func(names ...string) string {
+			var all []string
+			for _, f := range names {
+				b, err := os.ReadFile(filepath.Join(p.dir, f))
+				if err != nil {
+					t.Errorf("a counter: %v", err)
+				}
+				all = append(all, f+"="+strings.TrimSpace(string(b)))
+			}
+			return strings.Join(all, " ")
+		}
+		var mine, mineLater, others, othersLater string
+		shell := `"$@"; echo "status[$?]"; ` + jobBusy + `; read -r l; echo "shell[$l]"; read -r g; echo "go[$g]"; fg %1 >/dev/null; echo "end[$?]"`
+		want := "ready\nstatus[148]\nshell[for-the-shell]\ngo[go]\ncmd[for-the-command]\nend[0]\n"
+		got := jobControlRun(t, p.dir, shell, []jobStep{
+			{after: "ready\n", keys: "\x1a"},
+			{after: "status[", keys: "for-the-shell\n", at: func() { mine, others = read("count", "away"), read("other") }},
+			{after: "shell[", keys: "go\n", at: func() { mineLater, othersLater = read("count", "away"), read("other") }},
+			{after: "go[", keys: "for-the-command\n"},
+		}, want, append([]string{"--isolator=" + iso}, append(flags, "--", "/bin/sh", "-c", jobCmdScript)...)...)
+		if got != want {
+			t.Fatalf("output %q, want %q", got, want)
+		}
+		if mine == "" || mine != mineLater {
+			t.Errorf("the stopped session's counters moved while it was stopped: %q, then %q", mine, mineLater)
+		}
+		if others == othersLater {
+			t.Errorf("the kept container's other session did not run while this one was stopped (%q, then %q): the stop froze more than this session", others, othersLater)
+		}
+		other.step()
+		other.waitEnd()
+	})
+}
+
+// sessionProcesses returns the command lines of the processes of session sid, with
+// their process group and state ("PGID STATE ARGS").
+func sessionProcesses(sid int) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[i+1:]))
+		if i < 0 || len(f) < 4 || f[3] != strconv.Itoa(sid) {
+			continue
+		}
+		args, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		out = append(out, f[2]+" "+f[0]+" "+strings.ReplaceAll(strings.TrimRight(string(args), "\x00"), "\x00", " "))
+	}
+	return out
 }

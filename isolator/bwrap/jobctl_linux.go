@@ -1,13 +1,10 @@
 package bwrap
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/devsandbox/devsandbox/isolator/internal/jobstop"
 	"golang.org/x/sys/unix"
@@ -38,10 +35,13 @@ type jobControl struct {
 	stopped   bool
 	// bwrapPid's process group is stopped while the command is not known yet.
 	bwrapPid, cmdPid int
+	// Seams for tests of handle, nil in a run: stopAll in place of stopTree, self
+	// in place of stopping devsandbox itself (jobstop.StopSelf), background in
+	// place of jobstop.Background.
+	stopAll    func() error
+	self       func(syscall.Signal)
+	background func() bool
 }
-
-// errNotStopped is stopTree's error when a process of the sandbox kept running.
-var errNotStopped = errors.New("a process of the sandbox kept running after SIGSTOP")
 
 // handle acts on s. kill ends the sandbox (SIGKILL to bwrap) when a process of it
 // cannot be stopped; pending returns a forwarded signal caught meanwhile, if any.
@@ -52,7 +52,7 @@ func (j *jobControl) handle(s os.Signal, warn func(string, ...any), kill func(),
 		if !j.stopped {
 			return
 		}
-		if j.stdinTerm && jobstop.Background() {
+		if j.stdinTerm && j.inBackground() {
 			// `bg`, or `kill %1` (the signal then comes first): a signal to forward
 			// continues the sandbox so that the command sees it.
 			if s, ok := pending(); ok {
@@ -63,7 +63,7 @@ func (j *jobControl) handle(s os.Signal, warn func(string, ...any), kill func(),
 			return
 		}
 	case syscall.SIGTTIN, syscall.SIGTTOU:
-		if j.stopped || !jobstop.Background() {
+		if j.stopped || !j.inBackground() {
 			return // a late copy of one already acted on
 		}
 		fallthrough
@@ -72,7 +72,11 @@ func (j *jobControl) handle(s os.Signal, warn func(string, ...any), kill func(),
 			j.stopSelf(sig)
 			return
 		}
-		if err := j.stopTree(); err != nil {
+		stop := j.stopTree
+		if j.stopAll != nil {
+			stop = j.stopAll
+		}
+		if err := stop(); err != nil {
 			warn("the sandbox is killed: devsandbox was stopped, and %v, where it could read your terminal", err)
 			kill()
 			return
@@ -86,36 +90,22 @@ func (j *jobControl) handle(s os.Signal, warn func(string, ...any), kill func(),
 }
 
 // stopTree stops every process of the sandbox and returns once each is seen stopped,
-// every thread of it. One in uninterruptible sleep is sent the stop, which takes
-// effect as it wakes (its call, a rename, a write, completes first): it is waited for
-// as the others, up to two seconds, then left to stop as it wakes (a hung network
-// file system); a vfork parent, which sleeps so for as long as its stopped child, is
-// not waited for. One still running after two seconds is an error. A process that
-// another one continues is stopped again.
+// every thread of it (jobstop.StopUntil). One in uninterruptible sleep is sent the
+// stop, which takes effect as it wakes (its call, a rename, a write, completes
+// first): it is waited for as the others, up to jobstop.StopBound, then left to stop
+// as it wakes (a hung network file system); a vfork parent, which sleeps so for as
+// long as its stopped child, is not waited for. One still running after the bound is
+// an error. A process that another one continues is stopped again.
 func (j *jobControl) stopTree() error {
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		running, sleeping := j.signalTree(syscall.SIGSTOP)
-		if running+sleeping == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			if running == 0 {
-				return nil
-			}
-			return errNotStopped
-		}
-		time.Sleep(time.Millisecond) // the targets run on the other CPU
-	}
+	return jobstop.StopUntil(func() (int, int) { return j.signalTree(syscall.SIGSTOP) }, jobstop.StopBound)
 }
 
 // signalTree sends sig to bwrap's process group, then to each process of the
-// sandbox's pid namespace (for SIGSTOP, each not stopped yet) and returns how many
-// of those were sent SIGSTOP. The namespace is the command's, or before the init
-// reports the command, that of bwrap's child (bwrap, stopped first, starts no other).
-// Without one distinct from devsandbox's it signals the command's process group.
-// For SIGSTOP, it returns how many were running and how many in uninterruptible
-// sleep ('D') when sent it.
+// sandbox's pid namespace (for SIGSTOP, each not stopped yet: jobstop.StopOne). The
+// namespace is the command's, or before the init reports the command, that of bwrap's
+// child (bwrap, stopped first, starts no other). Without one distinct from
+// devsandbox's it signals the command's process group. For SIGSTOP, it returns how
+// many were running and how many in uninterruptible sleep when sent it.
 func (j *jobControl) signalTree(sig syscall.Signal) (running, sleeping int) {
 	_ = syscall.Kill(-j.bwrapPid, sig)
 	ns, ok := j.namespace()
@@ -129,6 +119,7 @@ func (j *jobControl) signalTree(sig syscall.Signal) (running, sleeping int) {
 	if err != nil {
 		return 0, 0
 	}
+	var pids []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -137,34 +128,13 @@ func (j *jobControl) signalTree(sig syscall.Signal) (running, sleeping int) {
 		if in, err := pidNamespace(e.Name()); err != nil || in != ns {
 			continue
 		}
-		st := jobstop.State(e.Name())
-		if sig == syscall.SIGSTOP && st == 'T' {
-			st = jobstop.GroupState(e.Name()) // each thread, not the first alone
+		if sig != syscall.SIGSTOP {
+			_ = syscall.Kill(pid, sig)
+			continue
 		}
-		if sig == syscall.SIGSTOP && strings.IndexByte("TtZXx", st) >= 0 {
-			continue // stopped, traced, dead or gone
-		}
-		// One in uninterruptible sleep gets the stop too (it takes effect when the
-		// sleep ends, before the process runs its own code).
-		if syscall.Kill(pid, sig) == nil && sig == syscall.SIGSTOP {
-			if st == 'D' {
-				if !vforkWait(e.Name()) {
-					sleeping++
-				}
-			} else {
-				running++
-			}
-		}
+		pids = append(pids, pid)
 	}
-	return running, sleeping
-}
-
-// vforkWait reports whether pid sleeps until its vfork child execs or exits: that
-// sleep lasts as long as the child is stopped, and the parent runs nothing of its own
-// meanwhile.
-func vforkWait(pid string) bool {
-	b, err := os.ReadFile("/proc/" + pid + "/wchan")
-	return err == nil && bytes.Contains(b, []byte("vfork"))
+	return jobstop.StopPass(pids, nil)
 }
 
 // namespace is the sandbox's pid namespace, when it has one of its own.
@@ -196,5 +166,18 @@ func pidNamespace(pid string) (uint64, error) {
 // stopSelf stops devsandbox with sig (jobstop.StopSelf): the shell reports the job
 // stopped with status 128+sig, as for a native command.
 func (j *jobControl) stopSelf(sig syscall.Signal) {
+	if j.self != nil {
+		j.self(sig)
+		return
+	}
 	jobstop.StopSelf(sig)
+}
+
+// inBackground reports whether devsandbox is in the background of its terminal
+// (jobstop.Background).
+func (j *jobControl) inBackground() bool {
+	if j.background != nil {
+		return j.background()
+	}
+	return jobstop.Background()
 }

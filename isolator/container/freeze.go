@@ -2,9 +2,9 @@ package container
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"syscall"
 	"time"
 
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
@@ -20,16 +20,25 @@ type Pauser struct {
 // pauseBound bounds one call to the engine to pause or unpause.
 const pauseBound = 10 * time.Second
 
+// stopAnswerBound bounds the wait for the init's answer to a stop (its own bound,
+// jobstop.StopBound, and the engine's relay of the frame and of the answer).
+const stopAnswerBound = 5 * time.Second
+
 // Freeze returns the freeze function of a run's handoff.Freezer: freeze(true)
 // pauses the container (pz), freeze(false) unpauses it. Where the engine cannot
 // pause (a rootless engine on cgroup v1, podman with cgroupfs), or pz is nil (an exec
 // in a kept container, whose pause would freeze the other sessions of the
-// container too), the command's process group is stopped instead (SIGSTOP through
-// the init, SIGCONT after), and errOut is told so once: a process that left the
-// group (its own session) goes on running while devsandbox is stopped. Either way
-// the command gets no keys typed meanwhile: devsandbox and its copy of stdin are
-// stopped.
-func (s *Session) Freeze(pz *Pauser, errOut io.Writer) func(stop bool) {
+// container too), the init stops the session's processes instead (wire.FrameStop:
+// each of the container's, or in a kept container each the session's command
+// started, wherever it went) and answers once each is seen stopped; freeze(true)
+// returns only then, and freeze(false) continues them (wire.FrameGo). errOut is told
+// once that the engine cannot pause. When the init does not answer that every process
+// stopped within stopAnswerBound, the stop is not confirmed: errOut is told so and
+// end ends the session (the init kills what it runs), so that devsandbox, which
+// stops next, never shows a command stopped that may be running and reading the
+// terminal. Either way the command gets no keys typed meanwhile: devsandbox and its
+// copy of stdin are stopped.
+func (s *Session) Freeze(pz *Pauser, errOut io.Writer, end func()) func(stop bool) {
 	paused, told := false, false
 	return func(stop bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), pauseBound)
@@ -42,7 +51,7 @@ func (s *Session) Freeze(pz *Pauser, errOut io.Writer) func(stop bool) {
 				}
 				return
 			}
-			_ = s.signal(syscall.SIGCONT)
+			_ = s.frame(wire.FrameGo, nil)
 			return
 		}
 		if pz != nil {
@@ -53,20 +62,67 @@ func (s *Session) Freeze(pz *Pauser, errOut io.Writer) func(stop bool) {
 			}
 			if !told {
 				told = true
-				fmt.Fprintf(errOut, "devsandbox: the engine cannot pause the container (%v): while devsandbox is stopped, only the command's process group is stopped; a process that left it goes on running\n", err)
+				fmt.Fprintf(errOut, "devsandbox: the engine cannot pause the container (%v): while devsandbox is stopped, the container's init stops the command's processes instead\n", err)
 			}
 		}
-		_ = s.signal(syscall.SIGSTOP)
+		if err := s.stopSession(stopAnswerBound); err != nil {
+			fmt.Fprintf(errOut, "devsandbox: the sandbox is ended: devsandbox was stopped, and %v, where it could read your terminal\n", err)
+			if end != nil {
+				end()
+			}
+		}
 	}
 }
 
-// signal sends sig to the command's process group through the init, once the hello
-// is out (no frame may precede it).
-func (s *Session) signal(sig syscall.Signal) error {
+// stopSession asks the init to stop the session's processes and waits up to bound
+// for its answer.
+func (s *Session) stopSession(bound time.Duration) error {
+	if s.report == nil {
+		return errors.New("the session has no report to answer on")
+	}
+	token := newNonce()
+	answer := s.report.Await(wire.StopMarker(token, true), wire.StopMarker(token, false))
+	defer s.report.Forget(answer)
+	if err := s.frame(wire.FrameStop, []byte(token)); err != nil {
+		if errors.Is(err, errSessionOver) || streamEnded(err) {
+			return nil // the init is gone, and what it ran with it
+		}
+		return fmt.Errorf("the stop could not be sent to the container's init (%w)", err)
+	}
+	// The init reads frames once the command started: the bound runs from its
+	// report (ready, or a failure, after which nothing runs).
+	select {
+	case <-s.report.Seen():
+	case <-time.After(readyBound):
+	}
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case ok := <-answer:
+		if !ok {
+			return fmt.Errorf("a process of the sandbox kept running after SIGSTOP for %s", jobstopBound)
+		}
+		return nil
+	case <-t.C:
+		return fmt.Errorf("the container's init did not confirm within %s that the sandbox's processes stopped", bound)
+	}
+}
+
+// readyBound bounds the wait for the init's report before a stop is waited for.
+const readyBound = 30 * time.Second
+
+// errSessionOver is frame's error once the session is closed.
+var errSessionOver = errors.New("the session is over")
+
+// jobstopBound is the init's own bound on a stop (jobstop.StopBound), as told.
+const jobstopBound = 2 * time.Second
+
+// frame sends a frame to the init once the hello is out (no frame may precede it).
+func (s *Session) frame(typ byte, p []byte) error {
 	select {
 	case <-s.stop:
-		return nil
+		return errSessionOver
 	case <-s.helloSent:
 	}
-	return s.st.Frame(wire.FrameSignal, []byte{byte(sig)})
+	return s.st.Frame(typ, p)
 }

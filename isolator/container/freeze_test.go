@@ -5,43 +5,70 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"syscall"
 	"testing"
+	"time"
 
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
-// Freeze pauses the container through its engine where it can, and only then:
-// otherwise (an engine that cannot pause, an exec in a kept container) it stops the
-// command's process group through the init, and continues it after. Each case's whole
-// transcript is compared: the engine's calls, the frames to the init, the notes.
-func TestFreeze(t *testing.T) {
-	stopFrame := func(sig syscall.Signal) string {
-		var b bytes.Buffer
-		_ = NewStream(&b).Frame(wire.FrameSignal, []byte{byte(sig)})
-		return b.String()
+// fakeInit reads the frames a Session writes and answers a stop on the report as the
+// init does (answer: "stopped", "running", or "" for no answer). It records the
+// frames' types.
+type fakeInit struct {
+	report *wire.Report
+	answer string
+	buf    bytes.Buffer
+	types  strings.Builder
+}
+
+func (f *fakeInit) Write(p []byte) (int, error) {
+	f.buf.Write(p)
+	for {
+		typ, payload, err := wire.ReadFrame(&f.buf)
+		if err != nil {
+			return len(p), nil
+		}
+		f.types.WriteByte(typ)
+		if typ == wire.FrameStop && f.answer != "" {
+			_, _ = f.report.Write([]byte(wire.StopMarker(string(payload), f.answer == "stopped")))
+		}
 	}
+}
+
+// Freeze pauses the container through its engine where it can, and only then:
+// otherwise (an engine that cannot pause, an exec in a kept container) it asks the
+// init to stop the session's processes, returns once the init answered that they
+// stopped, and has them continued after. An answer that one kept running ends the
+// session. Each case's whole transcript is compared: the engine's calls, the frames
+// to the init, the notes, the end.
+func TestFreeze(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		pauser   bool
 		pauseErr error
-		// calls is the engine's calls, frames the frames sent to the init.
+		answer   string
+		// calls is the engine's calls, frames the frames' types sent to the init.
 		calls, frames, note string
+		ended               bool
 	}{
 		{name: "the engine pauses", pauser: true, calls: "pause unpause pause unpause "},
-		{name: "the engine cannot pause", pauser: true, pauseErr: errors.New("cgroups not configured"),
+		{name: "the engine cannot pause", pauser: true, pauseErr: errors.New("cgroups not configured"), answer: "stopped",
 			calls:  "pause pause ",
-			frames: stopFrame(syscall.SIGSTOP) + stopFrame(syscall.SIGCONT) + stopFrame(syscall.SIGSTOP) + stopFrame(syscall.SIGCONT),
-			note:   "devsandbox: the engine cannot pause the container (cgroups not configured): while devsandbox is stopped, only the command's process group is stopped; a process that left it goes on running\n"},
-		{name: "an exec in a kept container",
-			frames: stopFrame(syscall.SIGSTOP) + stopFrame(syscall.SIGCONT) + stopFrame(syscall.SIGSTOP) + stopFrame(syscall.SIGCONT)},
+			frames: "ZGZG",
+			note:   "devsandbox: the engine cannot pause the container (cgroups not configured): while devsandbox is stopped, the container's init stops the command's processes instead\n"},
+		{name: "an exec in a kept container", answer: "stopped", frames: "ZGZG"},
+		{name: "a process kept running", answer: "running", frames: "ZGZG", ended: true,
+			note: strings.Repeat("devsandbox: the sandbox is ended: devsandbox was stopped, and a process of the sandbox kept running after SIGSTOP for 2s, where it could read your terminal\n", 2)},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
-			var frames, note bytes.Buffer
+			var note bytes.Buffer
 			var calls strings.Builder
 			hello := make(chan struct{})
 			close(hello)
-			s := &Session{st: NewStream(&frames), stop: make(chan struct{}), helloSent: hello}
+			report := wire.NewReport(&bytes.Buffer{})
+			_, _ = report.Write([]byte(wire.ReadyMarker))
+			init := &fakeInit{report: report, answer: tc.answer}
+			s := &Session{st: NewStream(init), stop: make(chan struct{}), helloSent: hello, report: report}
 			var pz *Pauser
 			if tc.pauser {
 				pz = &Pauser{
@@ -49,7 +76,8 @@ func TestFreeze(t *testing.T) {
 					Unpause: func(context.Context) error { calls.WriteString("unpause "); return nil },
 				}
 			}
-			freeze := s.Freeze(pz, &note)
+			ended := false
+			freeze := s.Freeze(pz, &note, func() { ended = true })
 			for range 2 {
 				freeze(true)
 				freeze(false)
@@ -57,12 +85,57 @@ func TestFreeze(t *testing.T) {
 			if calls.String() != tc.calls {
 				t.Errorf("the engine was asked %q, want %q", calls.String(), tc.calls)
 			}
-			if frames.String() != tc.frames {
-				t.Errorf("the init was sent %q, want %q", frames.String(), tc.frames)
+			if init.types.String() != tc.frames {
+				t.Errorf("the init was sent frames %q, want %q", init.types.String(), tc.frames)
 			}
 			if note.String() != tc.note {
 				t.Errorf("the user was told %q, want %q", note.String(), tc.note)
 			}
+			if ended != tc.ended {
+				t.Errorf("the session was ended: %v, want %v", ended, tc.ended)
+			}
 		})
 	}
 }
+
+// A stop the init does not answer within the bound is not confirmed: stopSession
+// says so, and never returns nil (devsandbox would show the command stopped).
+func TestStopSessionUnanswered(t *testing.T) {
+	hello := make(chan struct{})
+	close(hello)
+	report := wire.NewReport(&bytes.Buffer{})
+	_, _ = report.Write([]byte(wire.ReadyMarker))
+	s := &Session{st: NewStream(&fakeInit{report: report}), stop: make(chan struct{}), helloSent: hello, report: report}
+	err := s.stopSession(20 * time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "did not confirm") {
+		t.Fatalf("stopSession = %v, want the stop not confirmed", err)
+	}
+}
+
+// The command shares the init's stderr: an answer with another token (the command
+// cannot read the one sent) is output like any other, and confirms nothing.
+func TestStopSessionForgedAnswer(t *testing.T) {
+	hello := make(chan struct{})
+	close(hello)
+	var out bytes.Buffer
+	report := wire.NewReport(&out)
+	_, _ = report.Write([]byte(wire.ReadyMarker))
+	forged := wire.StopMarker("0123456789abcdef0123456789abcdef", true)
+	_, _ = report.Write([]byte(forged))
+	s := &Session{stop: make(chan struct{}), helloSent: hello, report: report}
+	s.st = NewStream(writerFunc(func(p []byte) (int, error) {
+		// As the stop is sent: the forged answer arrives while it is waited for.
+		_, _ = report.Write([]byte(forged))
+		return len(p), nil
+	}))
+	if err := s.stopSession(50 * time.Millisecond); err == nil {
+		t.Fatal("stopSession = nil with a forged answer, want the stop not confirmed")
+	}
+	if !strings.Contains(out.String(), forged) {
+		t.Errorf("the forged answer was not passed on as output: %q", out.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

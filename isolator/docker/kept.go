@@ -107,7 +107,8 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	}
 	defer sess.Close()
 	// Not the engine's pause: it would freeze the container's other sessions too.
-	b.Freezer.Set(sess.Freeze(nil, stdio.Err))
+	// The session's init stops what this session runs, and only that.
+	b.Freezer.Set(sess.Freeze(nil, stdio.Err, hj.Close))
 	defer b.Freezer.Set(nil)
 	defer b.stopOnCancel(ctx, sess, hj.Close)()
 	b.phase("exec")

@@ -39,10 +39,14 @@ type callerJob struct {
 	stdinTerm bool
 	stopped   bool
 	warn      func(string)
+	// wait, when set, replaces stopWait (tests).
+	wait time.Duration
 }
 
-// stopWait bounds the wait for the program to freeze the command and stop.
-const stopWait = 10 * time.Second
+// stopWait bounds the wait for the program to freeze the command and stop. The
+// program bounds its own steps (the engine's pause, the init's report and its answer
+// to a stop, container.Freeze) well within it.
+const stopWait = 60 * time.Second
 
 func (j *callerJob) handle(s os.Signal, p *Process, pending chan os.Signal) {
 	sig, _ := s.(syscall.Signal)
@@ -81,21 +85,29 @@ func (j *callerJob) handle(s os.Signal, p *Process, pending chan os.Signal) {
 }
 
 // stopProgram asks the program to freeze the command and stop, and returns once it
-// is seen stopped (or gone), or after stopWait.
+// is seen stopped, each thread of it (or gone). A program not seen stopped within
+// stopWait is killed: the shell is never shown a job stopped whose command may be
+// running and reading the terminal (the init kills what it ran once the program's
+// stream ends).
 func (j *callerJob) stopProgram(p *Process) {
 	pid := strconv.Itoa(p.cmd.Process.Pid)
 	if st := jobstop.GroupState(pid); st == 'T' || st == 'Z' || st == 'X' {
 		return // still stopped: continued was devsandbox alone
 	}
 	p.Signal(JobStop)
-	deadline := time.Now().Add(stopWait)
+	wait := stopWait
+	if j.wait > 0 {
+		wait = j.wait
+	}
+	deadline := time.Now().Add(wait)
 	for {
 		switch jobstop.GroupState(pid) {
 		case 'T', 'Z', 'X':
 			return
 		}
 		if time.Now().After(deadline) {
-			j.warn("devsandbox: the sandbox was not seen frozen within " + stopWait.String() + " of the stop; devsandbox stops, the command may go on running")
+			j.warn("devsandbox: the sandbox is ended: it was not seen frozen within " + wait.String() + " of the stop, and it could read your terminal")
+			_ = p.cmd.Process.Kill()
 			return
 		}
 		time.Sleep(time.Millisecond) // the program asks the engine to pause, on the other CPU

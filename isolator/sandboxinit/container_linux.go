@@ -341,6 +341,7 @@ func (c *container) readFrames(cio commandIO, pid int, gone chan<- struct{}, hel
 		}
 	}()
 	defer close(gone)
+	fz := newFreezer(c.role, c.stderr)
 	for {
 		typ, p, err := wire.ReadFrame(c.stdin)
 		if err != nil {
@@ -367,6 +368,10 @@ func (c *container) readFrames(cio commandIO, pid int, gone chan<- struct{}, hel
 			if len(p) == 1 {
 				signalGroup(pid, syscall.Signal(p[0]))
 			}
+		case wire.FrameStop:
+			fz.stop(p)
+		case wire.FrameGo:
+			fz.cont()
 		}
 	}
 }

@@ -6,9 +6,13 @@ package jobstop
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -141,4 +145,106 @@ func GroupState(pid string) byte {
 		return 'X'
 	}
 	return 'T'
+}
+
+// ErrNotStopped is StopUntil's error when a process kept running after SIGSTOP for
+// the whole bound.
+var ErrNotStopped = errors.New("a process of the sandbox kept running after SIGSTOP")
+
+// StopBound is how long StopUntil waits for the processes it stops: one in
+// uninterruptible sleep (a rename, a write on a slow file system) is waited for up
+// to it, then left to stop as it wakes; one still running then is an error.
+const StopBound = 2 * time.Second
+
+// StopUntil stops a set of processes and returns once a pass finds each of them
+// stopped. pass sends SIGSTOP to each process of the set not stopped yet (StopOne)
+// and returns how many of them were running and how many in uninterruptible sleep
+// when sent it. One that another continues is stopped again at the next pass; a
+// stopped process forks nothing, so a pass that sends no stop ends it. After bound it
+// returns nil when only sleeping ones are left (a hung network file system: each
+// stops as it wakes, before it runs code of its own) and ErrNotStopped when one
+// still runs.
+func StopUntil(pass func() (running, sleeping int), bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for {
+		running, sleeping := pass()
+		if running+sleeping == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if running == 0 {
+				return nil
+			}
+			return ErrNotStopped
+		}
+		time.Sleep(time.Millisecond) // the targets run on another CPU
+	}
+}
+
+// StopPass is one pass of StopUntil over pids: StopOne for each, and how many of
+// them were running and how many in uninterruptible sleep when sent SIGSTOP. sent,
+// when set, is told each pid sent one.
+func StopPass(pids []int, sent func(pid int)) (running, sleeping int) {
+	for _, pid := range pids {
+		s, r, d := stopOne(strconv.Itoa(pid))
+		if s && sent != nil {
+			sent(pid)
+		}
+		if r {
+			running++
+		} else if d {
+			sleeping++
+		}
+	}
+	return running, sleeping
+}
+
+// stopOne is StopOne; tests replace it (no process sleeps uninterruptibly on demand).
+var stopOne = StopOne
+
+// StopOne sends SIGSTOP to pid unless each of its threads is stopped already, or it
+// is traced, dead or gone, and reports whether it was sent one and whether it is then
+// waited for as running or as sleeping (Pending).
+func StopOne(pid string) (sent, running, sleeping bool) {
+	st := State(pid)
+	if st == 'T' {
+		st = GroupState(pid) // each thread, not the first alone
+	}
+	if strings.IndexByte("TtZXx", st) >= 0 {
+		return false, false, false // stopped, traced, dead or gone
+	}
+	n, err := strconv.Atoi(pid)
+	if err != nil || unix.Kill(n, unix.SIGSTOP) != nil {
+		return false, false, false
+	}
+	running, sleeping = Pending(st, func() bool { return VforkWait(pid) })
+	return true, running, sleeping
+}
+
+// Pending says how a process sent SIGSTOP in state st is waited for: as running, or
+// as sleeping (uninterruptible sleep, 'D': the stop takes effect as the sleep ends,
+// before the process runs code of its own; its call, a rename, a write, completes
+// first, so it is waited for up to the bound). A vfork parent (vfork reports it) also
+// sleeps so, for as long as its child, which may be stopped already: it runs nothing
+// of its own meanwhile and is not waited for. Pure but for vfork.
+func Pending(st byte, vfork func() bool) (running, sleeping bool) {
+	if st == 'D' {
+		return false, !vfork()
+	}
+	return true, false
+}
+
+// VforkWait reports whether pid sleeps until its vfork child execs or exits.
+func VforkWait(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/wchan")
+	return err == nil && vforkWchan(b)
+}
+
+// vforkWchan reports whether a /proc/PID/wchan of a process in uninterruptible sleep
+// is the wait of a vfork parent: wait_for_vfork_done, or kernel_clone itself where
+// the compiler inlined that wait into it (Linux 6.x: the scheduler's functions are
+// skipped, and kernel_clone sleeps nowhere else itself). Unknown ("0", empty: a
+// kernel that does not say) is not: the process is waited for. Pure.
+func vforkWchan(b []byte) bool {
+	return bytes.Contains(b, []byte("vfork")) || string(bytes.TrimSpace(b)) == "kernel_clone"
 }

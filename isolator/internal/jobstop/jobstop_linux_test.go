@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -100,4 +101,173 @@ func TestGroupStateEveryThread(t *testing.T) {
 	waitState(t, "GroupState", func() byte { return GroupState(p) }, 'T')
 	_ = syscall.Kill(pid, syscall.SIGCONT)
 	stdin.Close()
+}
+
+// A process sent SIGSTOP in uninterruptible sleep ('D') is waited for: its call (a
+// rename, a write) completes before the stop takes effect, and a stop declared
+// before then lets the command's step finish while devsandbox shows it stopped. A
+// vfork parent, which sleeps so for as long as its child, is not; any other state
+// counts as running.
+func TestPending(t *testing.T) {
+	for _, tc := range []struct {
+		st                byte
+		vfork             bool
+		running, sleeping bool
+	}{
+		{'R', false, true, false},
+		{'S', false, true, false},
+		{'D', false, false, true},
+		{'D', true, false, false},
+	} {
+		r, s := Pending(tc.st, func() bool { return tc.vfork })
+		if r != tc.running || s != tc.sleeping {
+			t.Errorf("Pending(%q, vfork %v) = running %v, sleeping %v; want %v, %v", tc.st, tc.vfork, r, s, tc.running, tc.sleeping)
+		}
+	}
+}
+
+// StopPass counts what StopOne says of each process: no process can be held in
+// uninterruptible sleep on demand (without FUSE or root), so stopOne stands in.
+func TestStopPassCountsSleeping(t *testing.T) {
+	defer func(f func(string) (bool, bool, bool)) { stopOne = f }(stopOne)
+	states := map[string][3]bool{"1": {true, true, false}, "2": {true, false, true}, "3": {false, false, false}, "4": {true, false, true}}
+	stopOne = func(pid string) (bool, bool, bool) { s := states[pid]; return s[0], s[1], s[2] }
+	var sent []int
+	running, sleeping := StopPass([]int{1, 2, 3, 4}, func(pid int) { sent = append(sent, pid) })
+	if running != 1 || sleeping != 2 {
+		t.Errorf("StopPass = running %d, sleeping %d; want 1, 2", running, sleeping)
+	}
+	if fmt.Sprint(sent) != "[1 2 4]" {
+		t.Errorf("StopPass said it sent SIGSTOP to %v, want [1 2 4]", sent)
+	}
+}
+
+// StopUntil passes again while a process sleeps uninterruptibly, until the pass finds
+// none (its stop took effect as it woke), within the bound.
+func TestStopUntilWaitsForSleeping(t *testing.T) {
+	passes := 0
+	err := StopUntil(func() (int, int) {
+		passes++
+		if passes <= 5 {
+			return 0, 1
+		}
+		return 0, 0
+	}, time.Minute)
+	if err != nil || passes != 6 {
+		t.Errorf("StopUntil = %v after %d passes, want nil after 6: a process in 'D' was not waited for", err, passes)
+	}
+}
+
+// A process still running once the bound passed is an error (the caller ends the
+// sandbox rather than show it stopped); one still in uninterruptible sleep is not
+// (it stops as it wakes, before it runs code of its own).
+func TestStopUntilBound(t *testing.T) {
+	if err := StopUntil(func() (int, int) { return 1, 0 }, 10*time.Millisecond); err != ErrNotStopped {
+		t.Errorf("StopUntil with a process that keeps running = %v, want ErrNotStopped", err)
+	}
+	if err := StopUntil(func() (int, int) { return 0, 1 }, 10*time.Millisecond); err != nil {
+		t.Errorf("StopUntil with a process asleep in 'D' past the bound = %v, want nil", err)
+	}
+}
+
+// A real process in uninterruptible sleep: one frozen by the cgroup v1 freezer shows
+// 'D' (in __refrigerator), takes SIGSTOP only once thawed, and then stops. StopPass
+// and StopUntil wait for it rather than return with the process not stopped. Needs
+// root and the v1 freezer hierarchy (cgroup v2 freezes in an interruptible sleep, 'S');
+// TestStopUntilWaitsForSleeping covers the same logic everywhere.
+func TestStopUntilWaitsForFrozen(t *testing.T) {
+	const root = "/sys/fs/cgroup/freezer"
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a cgroup of the v1 freezer")
+	}
+	dir, err := os.MkdirTemp(root, "jobstop-test-")
+	if err != nil {
+		t.Skipf("no cgroup v1 freezer to hold a process in 'D': %v", err)
+	}
+	state := func(s string) {
+		if err := os.WriteFile(dir+"/freezer.state", []byte(s), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = []string{"JOBSTOP_TEST=idle"}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	defer func() {
+		_ = os.WriteFile(dir+"/freezer.state", []byte("THAWED"), 0)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = os.Remove(dir)
+	}()
+	defer stdin.Close()
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the child said %q (%v)", line, err)
+	}
+	if err := os.WriteFile(dir+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	state("FROZEN")
+	p := strconv.Itoa(pid)
+	waitState(t, "the frozen child", func() byte { return GroupState(p) }, 'D')
+
+	var passes atomic.Int32
+	done := make(chan error, 1)
+	go func() {
+		done <- StopUntil(func() (int, int) { passes.Add(1); return StopPass([]int{pid}, nil) }, time.Minute)
+	}()
+	for passes.Load() < 3 {
+		select {
+		case err := <-done:
+			t.Fatalf("StopUntil returned (%v) after %d passes while the process is frozen in 'D' (now %q): a process in uninterruptible sleep was not waited for", err, passes.Load(), State(p))
+		default:
+			time.Sleep(time.Millisecond) // polling the passes, bounded by StopUntil's own
+		}
+	}
+	state("THAWED")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("StopUntil = %v once the process was thawed, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("StopUntil did not return 30s after the process was thawed")
+	}
+	if st := GroupState(p); st != 'T' {
+		t.Errorf("StopUntil returned with the process %q, want every thread stopped", st)
+	}
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+}
+
+// A vfork parent sleeps uninterruptibly for as long as its child, which the stop may
+// have stopped first: it is not waited for, whichever name its wait has. On Linux
+// 6.18 the wait is inlined into kernel_clone (seen in a container, dash's vfork of
+// each command: every such Ctrl-Z waited the whole 2 s bound before). A wait the
+// kernel does not name is waited for.
+func TestVforkWchan(t *testing.T) {
+	for _, tc := range []struct {
+		wchan string
+		want  bool
+	}{
+		{"wait_for_vfork_done", true},
+		{"kernel_clone", true},
+		{"kernel_clone\n", true},
+		{"0", false},
+		{"", false},
+		{"do_renameat2", false},
+		{"kernel_clone_args", false},
+	} {
+		if got := vforkWchan([]byte(tc.wchan)); got != tc.want {
+			t.Errorf("vforkWchan(%q) = %v, want %v", tc.wchan, got, tc.want)
+		}
+	}
 }

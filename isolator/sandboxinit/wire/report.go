@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -29,6 +30,33 @@ type Report struct {
 	onRefused func(Refusal)
 	tail      []byte // output held back: it may begin a marker
 	oom       bool
+	awaits    []await // set by Await
+}
+
+// await is an answer of the init a caller waits for (Await).
+type await struct {
+	marker []byte
+	ok     bool
+	ch     chan bool
+}
+
+// Await makes the Report watch the output after the first marker for one of the
+// init's answers done and failed, which it removes: the returned channel gets true
+// when done arrives, false when failed does. Each is looked for once; Forget stops
+// the watch.
+func (r *Report) Await(done, failed string) <-chan bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := make(chan bool, 1)
+	r.awaits = append(r.awaits, await{[]byte(done), true, ch}, await{[]byte(failed), false, ch})
+	return ch
+}
+
+// Forget stops watching for the answers of the Await that returned ch.
+func (r *Report) Forget(ch <-chan bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.awaits = slices.DeleteFunc(r.awaits, func(a await) bool { return a.ch == ch })
 }
 
 // ExpectOOM makes the Report watch the output after the first marker for the init's
@@ -60,7 +88,7 @@ func (r *Report) OOM() bool {
 // afterReady passes the output on, removing the init's reports it expects (the
 // out-of-memory report, refusals) and acting on them.
 func (r *Report) afterReady(p []byte) error {
-	if len(r.oomMarker) == 0 && len(r.refPrefix) == 0 {
+	if len(r.oomMarker) == 0 && len(r.refPrefix) == 0 && len(r.awaits) == 0 {
 		return r.write(p)
 	}
 	buf := append(r.tail, p...)
@@ -72,6 +100,13 @@ func (r *Report) afterReady(p []byte) error {
 			break
 		}
 		out = append(out, buf[:i]...)
+		if k := r.awaitAt(buf[i:]); k >= 0 {
+			a := r.awaits[k]
+			a.ch <- a.ok
+			r.awaits = slices.DeleteFunc(r.awaits, func(b await) bool { return b.ch == a.ch })
+			buf = buf[i+len(a.marker):]
+			continue
+		}
 		if !ref {
 			r.oom = true
 			buf = buf[i+len(r.oomMarker):]
@@ -97,6 +132,9 @@ func (r *Report) afterReady(p []byte) error {
 	}
 	// Hold back the longest end of buf that begins a report.
 	keep := max(partialAtEnd(buf, r.oomMarker), partialAtEnd(buf, r.refPrefix))
+	for _, a := range r.awaits {
+		keep = max(keep, partialAtEnd(buf, a.marker))
+	}
 	r.tail = append([]byte(nil), buf[len(buf)-keep:]...)
 	return r.write(append(out, buf[:len(buf)-keep]...))
 }
@@ -111,10 +149,25 @@ func (r *Report) nextReport(buf []byte) (int, bool) {
 	if len(r.refPrefix) > 0 {
 		j = bytes.Index(buf, r.refPrefix)
 	}
+	for _, a := range r.awaits {
+		if k := bytes.Index(buf, a.marker); k >= 0 && (i < 0 || k < i) && (j < 0 || k < j) {
+			i, j = k, -1
+		}
+	}
 	if j >= 0 && (i < 0 || j < i) {
 		return j, true
 	}
 	return i, false
+}
+
+// awaitAt is the index in r.awaits of the answer buf begins with, -1 when none.
+func (r *Report) awaitAt(buf []byte) int {
+	for k, a := range r.awaits {
+		if bytes.HasPrefix(buf, a.marker) {
+			return k
+		}
+	}
+	return -1
 }
 
 // partialAtEnd is the length of the longest end of buf that begins marker (shorter

@@ -351,3 +351,35 @@ func FailMarker(reason string) string {
 // socket, the init's on egress.SandboxProxyAddr, for the host to hand to the session
 // proxy (the other messages there are the init's readiness and failure reports).
 const ListenerMsg = 'L'
+
+// Job control where the engine does not pause the container (see the init's
+// freezer): the host sends FrameStop with a token of its own, the init stops the
+// session's processes and answers with StopMarker on its stderr; FrameGo continues
+// them.
+const (
+	FrameStop = 'Z' // a token (ValidToken): stop the session's processes, then answer
+	FrameGo   = 'G' // continue the processes the last FrameStop stopped
+)
+
+// ValidToken reports whether t can be a FrameStop token: 8 to 64 hex digits, so that
+// the init's answer holds nothing but them.
+func ValidToken(t []byte) bool {
+	if len(t) < 8 || len(t) > 64 {
+		return false
+	}
+	for _, c := range t {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// StopMarker is the init's answer to FrameStop with token: ok when every process of
+// the session was seen stopped, else it says one kept running.
+func StopMarker(token string, ok bool) string {
+	if ok {
+		return markerStart + "stopped:" + token + MarkerEnd
+	}
+	return markerStart + "running:" + token + MarkerEnd
+}

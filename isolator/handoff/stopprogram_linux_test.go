@@ -1,0 +1,115 @@
+package handoff
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/devsandbox/devsandbox/isolator/internal/jobstop"
+	"golang.org/x/sys/unix"
+)
+
+// The test binary plays an idle program of several threads when asked: it says
+// ready, then waits for its stdin to end.
+func init() {
+	if os.Getenv("HANDOFF_TEST") == "idle" {
+		fmt.Println("ready")
+		_, _ = bufio.NewReader(os.Stdin).ReadByte()
+		os.Exit(0)
+	}
+}
+
+// stopProgram waits until every thread of the program is stopped, not its first
+// alone: another thread, woken by the stop inside its read of the terminal (the copy
+// of stdin), may still take keys typed for the shell before it stops. Here one
+// thread of the stopped program is held out of the stop by tracing it ('t' while the
+// first is 'T'): stopProgram must not take the program for stopped, and once its
+// bound passed it says so and kills the program.
+func TestStopProgramWaitsForEveryThread(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = []string{"HANDOFF_TEST=idle"}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	tid := 0
+	ended := false
+	defer func() {
+		if ended {
+			return
+		}
+		_ = cmd.Process.Kill()
+		if tid != 0 { // a traced thread's end is reported to the tracer first
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(tid, &ws, unix.WALL, nil)
+		}
+		_ = cmd.Wait()
+	}()
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the child said %q (%v)", line, err)
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tasks {
+		if n, _ := strconv.Atoi(e.Name()); n != pid && n != 0 {
+			tid = n
+			break
+		}
+	}
+	if tid == 0 {
+		t.Fatalf("the child has one thread (%d tasks)", len(tasks))
+	}
+	runtime.LockOSThread() // ptrace's requests come from the thread that attached
+	defer runtime.UnlockOSThread()
+	if err := unix.PtraceSeize(tid); err != nil {
+		tid = 0
+		t.Skipf("cannot trace the child's thread: %v", err)
+	}
+	if err := unix.Kill(pid, unix.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(tid, &ws, unix.WALL, nil); err != nil || !ws.Stopped() {
+		t.Fatalf("the traced thread: wait4 = %v, status %#x", err, ws)
+	}
+	p := strconv.Itoa(pid)
+	for deadline := time.Now().Add(30 * time.Second); jobstop.State(p) != 'T'; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the child's first thread is %q 30s on, want 'T'", jobstop.State(p))
+		}
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	var warned []string
+	j := &callerJob{warn: func(m string) { warned = append(warned, m) }, wait: 50 * time.Millisecond}
+	j.stopProgram(&Process{cmd: cmd, ctrl: w})
+	if len(warned) != 1 || !strings.Contains(warned[0], "the sandbox is ended") {
+		t.Fatalf("stopProgram returned, saying %q, with thread %d of the program %q: want it not taken for stopped, and the program ended", warned, tid, jobstop.State(p+"/task/"+strconv.Itoa(tid)))
+	}
+	_, _ = unix.Wait4(tid, &ws, unix.WALL, nil) // the kill ends the traced thread too
+	ended = true
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("the program ended with %v, want killed", err)
+	}
+}
