@@ -25,10 +25,29 @@ type Report struct {
 	seen    chan struct{}
 
 	oomMarker []byte // set by ExpectOOM
+	endMarker []byte // set by ExpectEnd
 	refPrefix []byte // set by ExpectRefusals
 	onRefused func(Refusal)
 	tail      []byte // output held back: it may begin a marker
 	oom       bool
+	ended     bool
+}
+
+// ExpectEnd makes the Report watch the output after the first marker for the session
+// init's report, with nonce, that every process of its session is gone (EndMarker),
+// which it removes. Call it before the first Write.
+func (r *Report) ExpectEnd(nonce string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.endMarker = []byte(EndMarker(nonce))
+}
+
+// Ended reports whether the session init reported that every process of its session
+// is gone (ExpectEnd).
+func (r *Report) Ended() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ended
 }
 
 // ExpectOOM makes the Report watch the output after the first marker for the init's
@@ -57,24 +76,36 @@ func (r *Report) OOM() bool {
 	return r.oom
 }
 
+// Kinds of the init's reports after its first marker (nextReport).
+const (
+	reportOOM = iota
+	reportEnd
+	reportRefused
+)
+
 // afterReady passes the output on, removing the init's reports it expects (the
-// out-of-memory report, refusals) and acting on them.
+// out-of-memory report, the session's end, refusals) and acting on them.
 func (r *Report) afterReady(p []byte) error {
-	if len(r.oomMarker) == 0 && len(r.refPrefix) == 0 {
+	if len(r.oomMarker) == 0 && len(r.endMarker) == 0 && len(r.refPrefix) == 0 {
 		return r.write(p)
 	}
 	buf := append(r.tail, p...)
 	r.tail = nil
 	var out []byte
 	for {
-		i, ref := r.nextReport(buf)
+		i, kind := r.nextReport(buf)
 		if i < 0 {
 			break
 		}
 		out = append(out, buf[:i]...)
-		if !ref {
+		switch kind {
+		case reportOOM:
 			r.oom = true
 			buf = buf[i+len(r.oomMarker):]
+			continue
+		case reportEnd:
+			r.ended = true
+			buf = buf[i+len(r.endMarker):]
 			continue
 		}
 		body := buf[i+len(r.refPrefix):]
@@ -96,25 +127,24 @@ func (r *Report) afterReady(p []byte) error {
 		buf = body[end+len(MarkerEnd):]
 	}
 	// Hold back the longest end of buf that begins a report.
-	keep := max(partialAtEnd(buf, r.oomMarker), partialAtEnd(buf, r.refPrefix))
+	keep := max(partialAtEnd(buf, r.oomMarker), partialAtEnd(buf, r.endMarker), partialAtEnd(buf, r.refPrefix))
 	r.tail = append([]byte(nil), buf[len(buf)-keep:]...)
 	return r.write(append(out, buf[:len(buf)-keep]...))
 }
 
-// nextReport finds the first expected report in buf: its index (-1: none) and
-// whether it is a refusal (else the out-of-memory report).
-func (r *Report) nextReport(buf []byte) (int, bool) {
-	i, j := -1, -1
-	if len(r.oomMarker) > 0 {
-		i = bytes.Index(buf, r.oomMarker)
+// nextReport finds the first expected report in buf: its index (-1: none) and its
+// kind (reportOOM, reportEnd, reportRefused).
+func (r *Report) nextReport(buf []byte) (int, int) {
+	at, kind := -1, 0
+	for k, m := range [...][]byte{reportOOM: r.oomMarker, reportEnd: r.endMarker, reportRefused: r.refPrefix} {
+		if len(m) == 0 {
+			continue
+		}
+		if i := bytes.Index(buf, m); i >= 0 && (at < 0 || i < at) {
+			at, kind = i, k
+		}
 	}
-	if len(r.refPrefix) > 0 {
-		j = bytes.Index(buf, r.refPrefix)
-	}
-	if j >= 0 && (i < 0 || j < i) {
-		return j, true
-	}
-	return i, false
+	return at, kind
 }
 
 // partialAtEnd is the length of the longest end of buf that begins marker (shorter
