@@ -51,14 +51,18 @@ func TestCompanionLeftoversEndWithTheirSession(t *testing.T) {
 		probed := filepath.Join(p.dir, "probed")
 		done := make(chan result, 1)
 		go func() {
-			done <- run(t, p.dir, nil, "", append(args, "/bin/sh", "-c", "i=0; while [ ! -e probed ] && [ $i -lt 400 ]; do sleep 0.1; i=$((i+1)); done; echo next")...)
+			done <- run(t, p.dir, nil, "", append(args, "/bin/sh", "-c", "touch started; i=0; while [ ! -e probed ] && [ $i -lt 400 ]; do sleep 0.1; i=$((i+1)); done; echo next")...)
 		}()
-		var during string
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			if during = inCompanion(list); strings.Contains(during, "devsandbox-proxy companion") {
+		// The session's command runs once its proxy is ready.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if _, err := os.Stat(filepath.Join(p.dir, "started")); err == nil {
 				break
 			}
+			if time.Now().After(deadline) {
+				t.Fatal("the next session never started")
+			}
 		}
+		during := inCompanion(list)
 		stopped := inCompanion(`for d in /proc/[0-9]*; do [ "$(tr '\0' ' ' < $d/cmdline 2>/dev/null)" = "/run/devsandbox/devsandbox-proxy companion " ] && kill -STOP ${d#/proc/} && echo stopped; done; true`)
 		if err := os.WriteFile(probed, nil, 0o644); err != nil {
 			t.Fatal(err)
