@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -42,6 +43,17 @@ func TestKeptSessionWritesAfterLastCheck(t *testing.T) {
 			t.Fatalf("want one kept container, have %v", ids)
 		}
 		idle := len(containerPids(t, iso, ids[0]))
+		// A session that ends on its own says so itself: the run asks the keeper
+		// nothing (an exec more per run), with its command started before the hello
+		// (no secret, egress none) or after it (a secret).
+		since := time.Now()
+		p.mustSandbox(iso, keep[1:], `true`)
+		if r := run(t, p.dir, []string{"API_TOKEN=s3cret"}, "", append(keep, "-e", "API_TOKEN", "--", "/bin/sh", "-c", "true")...); r.code != 0 {
+			t.Fatalf("a run with a secret:\n%s", r)
+		}
+		if ev := dockerAt(t, iso, "events", "--since", unixTime(since), "--until", unixTime(time.Now()), "--filter", "container="+ids[0], "--filter", "event=exec_create", "--format", "{{.Action}}"); !strings.Contains(ev, "role=session") || strings.Contains(ev, "role=end") {
+			t.Errorf("the runs whose sessions ended on their own made these execs:\n%s", ev)
+		}
 
 		// The writer ignores the signals a session's end sends; its session's init
 		// is stopped, so only the keeper (or devsandbox) can end it.
@@ -100,6 +112,9 @@ func TestKeptSessionWritesAfterLastCheck(t *testing.T) {
 		assertNotRun(t, marker, p.dir, p.path("proj/sub"))
 	})
 }
+
+// unixTime is t as docker events' --since and --until take it.
+func unixTime(t time.Time) string { return fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond()) }
 
 // childPids lists the children of process pid (/proc/PID/task/*/children).
 func childPids(pid int) []int {
