@@ -81,9 +81,9 @@ func main() {
 	runtime.GOMAXPROCS(maxProcs)
 	if len(os.Args) == 3 && os.Args[1] == companion.Arg && os.Args[2] == companion.HoldArg {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-		<-ctx.Done()
+		code := companion.Hold(ctx, os.Stderr)
 		stop()
-		os.Exit(0)
+		os.Exit(code)
 	}
 	if len(os.Args) == 2 && os.Args[1] == companion.HostAddressesArg {
 		os.Exit(printHostAddresses(os.Stdout, os.Stderr))
@@ -91,6 +91,12 @@ func main() {
 	if len(os.Args) == 2 && os.Args[1] == companion.Arg {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer stop()
+		if os.Getpid() != 1 {
+			// Exec'd into a kept container's companion, beside its holder (the
+			// companion's spec has no init of the engine's: a session's own
+			// companion is this process, its pid 1).
+			os.Exit(companion.ServeHeld(ctx, os.Stdin, os.Stdout, os.Stderr, serveCompanion))
+		}
 		os.Exit(companion.Serve(ctx, os.Stdin, os.Stdout, os.Stderr, serveCompanion))
 	}
 	if len(os.Args) == 4 && os.Args[1] == ca.CreateArg {

@@ -41,11 +41,15 @@ func (s *Stream) hello(h *wire.Hello) error {
 }
 
 // NewReport reads the init's report from its stderr, passing the rest on to
-// stdio.Err; it expects the out-of-memory report h's nonce authenticates.
+// stdio.Err; it expects the out-of-memory report h's nonce authenticates, and the
+// session's end its End does.
 func NewReport(stdio isolator.Stdio, h *wire.Hello) *wire.Report {
 	r := wire.NewReport(stdio.Err)
 	if h.Nonce != "" {
 		r.ExpectOOM(h.Nonce)
+	}
+	if h.End != "" {
+		r.ExpectEnd(h.End)
 	}
 	return r
 }

@@ -85,6 +85,7 @@ func companionConfig(p *isolator.Plan, image string, imageEnv []string, volume s
 		}
 	}
 	pids := int64(512)
+	noInit := false
 	uid, gid := p.User.InContainer()
 	cfg := &dockercontainer.Config{
 		User:         fmt.Sprintf("%d:%d", uid, gid),
@@ -111,12 +112,20 @@ func companionConfig(p *isolator.Plan, image string, imageEnv []string, volume s
 		// which execs devsandbox-proxy there again; on a rootless engine the
 		// companion is the container's root, the owner of the image's files. No /tmp
 		// and no /dev/shm (an IPC namespace of its own, without one): devsandbox-proxy
-		// writes no file.
+		// writes no file. Nor message queues: with a limit of 0 bytes for them,
+		// none can be made (the IPC namespace's /dev/mqueue, and mq_open, fail with
+		// EMFILE), so none outlives a session of a kept companion.
 		ReadonlyRootfs: true,
 		IpcMode:        dockercontainer.IPCModeNone,
 		Binds:          []string{volume + ":" + companionDir},
 		AutoRemove:     true,
-		Resources:      dockercontainer.Resources{PidsLimit: &pids},
+		Resources: dockercontainer.Resources{PidsLimit: &pids,
+			Ulimits: []*dockercontainer.Ulimit{{Name: "msgqueue", Soft: 0, Hard: 0}}},
+		// devsandbox-proxy is pid 1, whatever the engine's default (an init of its
+		// own, dockerd's "init": true): a session's own companion is that one
+		// process, and a kept companion's holder (companion.Hold) the one that
+		// adopts what an ended session left.
+		Init: &noInit,
 	}
 	if publish && len(p.Egress.Forwards) > 0 {
 		cfg.ExposedPorts = nat.PortSet{}

@@ -14,6 +14,7 @@ import (
 	dockercontainer "github.com/docker/docker/api/types/container"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
@@ -64,6 +65,11 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	if startFirst(p, hello, spec.AgentBind != "") {
 		spec = withStartFirst(spec)
 	}
+	// The session's id names it to the keeper; its End nonce authenticates its init's
+	// report that nothing of it runs any more (keptend.go).
+	sessionID := container.RandomSuffix()
+	spec = withSessionID(spec, sessionID)
+	hello.End = container.NewNonce()
 	id, fresh, ex, err := b.keptExec(ctx, e, addr, p, spec, ahead)
 	if err != nil {
 		return 0, err
@@ -126,9 +132,16 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	never := make(chan struct{})
 	sess.wait(never, 0)
 	agentStopped()
-	// The exec's output ended: the init exited, after it killed what its command left
-	// (what escaped it is the keeper's). The watch's last check need not wait for the
-	// engine's answer below, which the docker CLI asks for too.
+	// The exec's output ended. The init reported, last, that nothing of the session
+	// runs any more; or, without that report, the keeper ends what is left of it
+	// and confirms: only then may the watch look at what it wrote for the last time.
+	// (An init that reported a failure started no command.)
+	var unconfirmed error
+	if _, failure := sess.report.Result(); failure == "" && !sess.report.Ended() {
+		unconfirmed = b.endSession(ctx, e, id, spec, sessionID)
+	}
+	// The watch's last check need not wait for the engine's answer below, which the
+	// docker CLI asks for too.
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -158,6 +171,10 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 		time.Sleep(10 * time.Millisecond)
 	}
 	b.engineLost(ctx, addr, code)
+	if unconfirmed != nil {
+		<-stopped // its warnings first
+		return 0, unconfirmed
+	}
 	return sess.Result(code)
 }
 

@@ -94,6 +94,11 @@ type fakeEngine struct {
 	lists    int              // container listings (any)
 	api      string           // the API version the engine speaks; 1.41 when ""
 	versions int              // ServerVersion requests
+	// noEnd: the simulated session inits do not report their session's end
+	// (wire.EndMarker), as one its command killed or stopped; endCode is then the
+	// status of the exec that asks the keeper to end it (--role=end).
+	noEnd   bool
+	endCode int
 	// endedExec, when set, is an exec's whole life, over before ContainerExecAttach
 	// returns (the host's hello comes too late): it gets the exec's command and the
 	// engine's end of the stream, and returns the exec's status. The stream is closed
@@ -342,7 +347,15 @@ func (f *fakeEngine) runInit(conn net.Conn) int {
 	f.hellos = append(f.hellos, h)
 	f.events = append(f.events, "hello")
 	f.mu.Unlock()
-	return f.init(h, r, stdcopy.NewStdWriter(conn, stdcopy.Stdout), stdcopy.NewStdWriter(conn, stdcopy.Stderr))
+	stderr := stdcopy.NewStdWriter(conn, stdcopy.Stderr)
+	code := f.init(h, r, stdcopy.NewStdWriter(conn, stdcopy.Stdout), stderr)
+	f.mu.Lock()
+	noEnd := f.noEnd
+	f.mu.Unlock()
+	if h.End != "" && !noEnd {
+		_, _ = io.WriteString(stderr, wire.EndMarker(h.End))
+	}
+	return code
 }
 
 func (f *fakeEngine) ContainerPause(context.Context, string) error {
@@ -597,6 +610,12 @@ func (f *fakeEngine) ContainerExecAttach(_ context.Context, id string, _ dockerc
 	x := f.execs[id]
 	x.running = true
 	ended := f.endedExec
+	if slices.Contains(x.cmd, "--role=end") {
+		x.running, x.code = false, f.endCode
+		f.mu.Unlock()
+		server.Close()
+		return types.NewHijackedResponse(client, ""), nil
+	}
 	f.mu.Unlock()
 	if ended != nil {
 		code := ended(x.cmd, stdcopy.NewStdWriter(server, stdcopy.Stdout), stdcopy.NewStdWriter(server, stdcopy.Stderr))
@@ -1792,5 +1811,50 @@ func TestRunLimitsDiscardedRefused(t *testing.T) {
 				t.Errorf("keep %v, warning %q: the container was not removed (calls %q)", keep, w, f.calls)
 			}
 		}
+	}
+}
+
+// A kept session whose init did not report that nothing of the session runs any
+// more (its command killed or stopped it) is ended by the keeper, through an exec of
+// the init's role end naming the session's id, before the run returns (and before
+// the watch's last check); a run whose keeper cannot confirm it fails.
+func TestRunKeptSessionEndConfirmed(t *testing.T) {
+	f := newFake(t)
+	b, p := testIsolator(t, f, true)
+	if code, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard}); err != nil || code != 3 {
+		t.Fatalf("a run whose init reports its end: %d %v", code, err)
+	}
+	if slices.ContainsFunc(f.calls, func(c string) bool { return strings.Contains(c, "--role=end") }) {
+		t.Errorf("the keeper was asked to end a session its init reported ended: %q", f.calls)
+	}
+	f.mu.Lock()
+	f.noEnd, f.calls = true, nil
+	f.mu.Unlock()
+	if code, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard}); err != nil || code != 3 {
+		t.Fatalf("a run whose init did not report its end, confirmed by the keeper: %d %v", code, err)
+	}
+	want := []string{"ContainerInspect devsandbox-app-0123abcd", "ContainerExecCreate /run/devsandbox/init --container --framed --role=session",
+		"ContainerExecAttach", "ContainerExecCreate /run/devsandbox/init --container --role=end --", "ContainerExecAttach"}
+	if !reflect.DeepEqual(f.calls, want) {
+		t.Errorf("calls:\n%q\nwant\n%q", f.calls, want)
+	}
+	f.mu.Lock()
+	var session, end []string
+	for _, x := range f.execs {
+		switch {
+		case slices.Contains(x.cmd, "--role=session"):
+			session = x.cmd
+		case slices.Contains(x.cmd, "--role=end"):
+			end = x.cmd
+		}
+	}
+	f.endCode, f.calls = 1, nil
+	f.mu.Unlock()
+	id := end[len(end)-1]
+	if !slices.Contains(session, wire.SessionIDArg+id) {
+		t.Errorf("the end exec names session %q; the session's exec: %q", id, session)
+	}
+	if _, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard}); !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "could not be confirmed ended") {
+		t.Fatalf("a run whose session's end the keeper did not confirm: %v", err)
 	}
 }

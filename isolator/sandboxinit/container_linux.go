@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -21,14 +22,17 @@ import (
 
 // ContainerArg starts the init in the container init role (the docker backend):
 //
-//	devsandbox-init --container [--framed [--start-first]] [--role=run|session|keeper] [--unset-gomaxprocs] -- COMMAND [ARG...]
+//	devsandbox-init --container [--framed [--start-first]] [--role=run|session|keeper] [--session-id=ID] [--unset-gomaxprocs] -- COMMAND [ARG...]
+//	devsandbox-init --container --role=end -- ID
 //
 // Role run (the default) is the container's pid 1: it verifies the Manifest, runs the
 // command as a child, forwards signals, reaps every orphan, and exits with the
 // command's status, which takes the rest of the container down with it. Role session
 // is the same for a command exec'd into a kept container: it is not pid 1, so it
 // becomes a child subreaper and kills what the command left behind. Role keeper is the
-// idle pid 1 of a kept container. With --framed, stdin carries wire frames (see the
+// idle pid 1 of a kept container. Role end asks a kept container's keeper to end
+// what is left of the session named ID (wire.SessionIDArg) and exits 0 once none of
+// its processes runs (see endSession). With --framed, stdin carries wire frames (see the
 // wire package); without, the command inherits the container's stdio, as a hand-run
 // `docker run` line gives it. With --start-first (see wire.StartFirstArg) the
 // command starts before the hello is read. With wire.UnsetGOMAXPROCSArg the runtime
@@ -54,6 +58,8 @@ func ContainerMain(args []string, stderr io.Writer) int {
 			c.oneProc = true
 		case strings.HasPrefix(a, "--role="):
 			c.role = strings.TrimPrefix(a, "--role=")
+		case strings.HasPrefix(a, wire.SessionIDArg):
+			c.sessionID = strings.TrimPrefix(a, wire.SessionIDArg)
 		default:
 			say(stderr, "devsandbox-init", "unknown argument %q", a)
 			return ExitSetupFailed
@@ -73,6 +79,12 @@ func ContainerMain(args []string, stderr io.Writer) int {
 	switch c.role {
 	case "keeper":
 		return keeper(stderr)
+	case "end":
+		if len(args) != 2 || !wire.ValidSessionID(args[1]) {
+			say(stderr, "devsandbox-init", "role end takes one session id")
+			return ExitSetupFailed
+		}
+		return endSession(args[1], stderr)
 	case "run", "session":
 	default:
 		say(stderr, "devsandbox-init", "unknown role %q", c.role)
@@ -91,7 +103,11 @@ type container struct {
 	startFirst bool // wire.StartFirstArg
 	oneProc    bool // wire.UnsetGOMAXPROCSArg: the runtime started with one P
 	role       string
+	sessionID  string   // wire.SessionIDArg
 	stdin      *os.File // the container's stdin, read for frames
+	// laterEnd gets the hello's End when the hello is read after the command
+	// started (readFrames, StartFirstArg).
+	laterEnd chan string
 }
 
 // fail reports that a protection is not in effect and returns the exit status.
@@ -145,7 +161,7 @@ func (c *container) run(argv []string) int {
 		if c.framed {
 			stream = int(os.Stdin.Fd())
 		}
-		conn, err := registerSession(m.ProxySocket, stream)
+		conn, err := registerSession(m.ProxySocket, c.sessionID, stream)
 		if err != nil {
 			return c.fail("%v", err)
 		}
@@ -282,6 +298,7 @@ func (c *container) run(argv []string) int {
 	}
 	gone := make(chan struct{})
 	if c.framed {
+		c.laterEnd = make(chan string, 1)
 		go c.readFrames(cio, pid, gone, helloLater)
 	}
 	exited := make(chan int, 1)
@@ -300,11 +317,19 @@ func (c *container) run(argv []string) int {
 			return 137
 		case code := <-exited:
 			cio.finish()
+			clean := false
 			if c.role == "session" {
-				killSubtree(sessionKillLimit)
+				clean = killSubtree(sessionKillLimit)
 			}
 			if code == 128+int(syscall.SIGKILL) && ooms >= 0 && oomKills(m) > ooms {
 				fmt.Fprint(c.stderr, wire.OOMMarker(hello.Nonce))
+			}
+			if clean {
+				// Last: nothing of the session runs any more, so the host may look at
+				// what it wrote for the last time.
+				if end := c.end(hello, helloLater); end != "" {
+					fmt.Fprint(c.stderr, wire.EndMarker(end))
+				}
 			}
 			return code
 		}
@@ -320,15 +345,18 @@ func (c *container) readFrames(cio commandIO, pid int, gone chan<- struct{}, hel
 	if helloFirst {
 		typ, p, err := wire.ReadFrame(c.stdin)
 		if err != nil {
+			c.tellEnd("")
 			close(gone)
 			return
 		}
 		h, herr := wire.ParseHello(p)
 		if typ != wire.FrameHello || herr != nil || !h.CarriesNothing() {
 			say(c.stderr, "devsandbox-init", "the session's first frame is not the empty hello %s promised; the command is ended", wire.StartFirstArg)
+			c.tellEnd("")
 			close(gone)
 			return
 		}
+		c.tellEnd(h.End)
 	}
 	input := make(chan []byte, 256)
 	go func() {
@@ -373,6 +401,33 @@ func (c *container) readFrames(cio commandIO, pid int, gone chan<- struct{}, hel
 		case wire.FrameGo:
 			fz.cont()
 		}
+	}
+}
+
+// tellEnd hands the End of a hello read after the command started to end (once).
+func (c *container) tellEnd(end string) {
+	if c.laterEnd != nil {
+		c.laterEnd <- end
+	}
+}
+
+// laterHelloLimit bounds how long a session init whose command started before the
+// hello (StartFirstArg) and has ended waits for the hello's End: the host sends the
+// hello as soon as the exec started, so it is on its way.
+const laterHelloLimit = 2 * time.Second
+
+// end is the session's End nonce (wire.Hello.End): hello's, or, when the hello comes
+// after the command started (later), the one readFrames read ("" if none came
+// within laterHelloLimit).
+func (c *container) end(hello *wire.Hello, later bool) string {
+	if !later {
+		return hello.End
+	}
+	select {
+	case end := <-c.laterEnd:
+		return end
+	case <-time.After(laterHelloLimit):
+		return ""
 	}
 }
 

@@ -85,6 +85,7 @@ func TestStartFirstHelloMustBeEmpty(t *testing.T) {
 		"a file":     {&wire.Hello{Files: map[string][]byte{"key": []byte("k")}}, true},
 		"a terminal": {&wire.Hello{TTY: true, Rows: 24, Cols: 80}, true},
 		"a nonce":    {&wire.Hello{Nonce: "n0nce"}, true},
+		"an end":     {&wire.Hello{End: "e0"}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r, w, err := os.Pipe()
@@ -109,10 +110,13 @@ func TestStartFirstHelloMustBeEmpty(t *testing.T) {
 			}
 			defer cio.finish()
 			var stderr bytes.Buffer
-			c := &container{stderr: &stderr, framed: true, startFirst: true, stdin: r}
+			c := &container{stderr: &stderr, framed: true, startFirst: true, stdin: r, laterEnd: make(chan string, 1)}
 			gone := make(chan struct{})
 			go c.readFrames(cio, 0, gone, true)
 			<-gone
+			if end := <-c.laterEnd; !tc.ends && end != tc.hello.End {
+				t.Errorf("the hello's End reached the init as %q, want %q", end, tc.hello.End)
+			}
 			left, _ := io.ReadAll(r)
 			if tc.ends {
 				if !bytes.Equal(left, after.Bytes()) || !bytes.Contains(stderr.Bytes(), []byte(wire.StartFirstArg)) {

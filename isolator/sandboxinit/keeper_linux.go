@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,6 +23,11 @@ import (
 // keeperSocket is the keeper's abstract Unix socket: it lives in the kept container's
 // own network namespace, on no file system a command could replace it in.
 const keeperSocket = "@devsandbox-keeper"
+
+// keeperEndSocket is where the host (through an exec of the init's role end) asks the
+// keeper to end what is left of a session and confirm that none of its processes runs
+// (see endRequest).
+const keeperEndSocket = "@devsandbox-keeper-end"
 
 // sessionKillLimit bounds how long a session's init spends killing what its command
 // left; the keeper's sweep ends whatever remains.
@@ -69,6 +75,15 @@ func keeper(stderr io.Writer) int {
 		return ExitSetupFailed
 	}
 	go serveSessions(ln)
+	eln, err := net.Listen("unix", keeperEndSocket)
+	if err != nil {
+		say(stderr, "devsandbox-init", "listening for the host's requests to end a session: %v", err)
+		return ExitSetupFailed
+	}
+	go accept.Loop(eln, func(c net.Conn) bool {
+		go endRequest(c.(*net.UnixConn))
+		return true
+	})
 	go func() {
 		for {
 			var ws syscall.WaitStatus
@@ -117,7 +132,7 @@ func session(c *net.UnixConn) {
 	} else {
 		defer unix.Close(pidfd)
 	}
-	key, s := new(int), &liveSession{pid: pid, pidfd: pidfd, named: make(chan struct{}), conn: c}
+	key, s := new(int), &liveSession{pid: pid, pidfd: pidfd, named: make(chan struct{}), ended: make(chan struct{}), conn: c}
 	sweepMu.Lock()
 	sweep()
 	if !anyLive() {
@@ -131,7 +146,7 @@ func session(c *net.UnixConn) {
 	// The init sent its proxy socket's name before it read the 'k': read only now,
 	// so the keeper's sweep never waits for the init to be scheduled again.
 	// routeProxy waits for it (named).
-	sock, stream, nerr := readProxySocket(c)
+	sock, id, stream, nerr := readRegistration(c)
 	ended, watched := make(chan struct{}), make(chan struct{})
 	if stream >= 0 {
 		go func() { watchHost(stream, pid, pidfd, ended); close(watched) }()
@@ -145,7 +160,7 @@ func session(c *net.UnixConn) {
 		say(os.Stderr, "devsandbox-init", "a session's registration: %v", nerr)
 	}
 	liveMu.Lock()
-	s.sock = sock
+	s.sock, s.id = sock, id
 	liveMu.Unlock()
 	close(s.named)
 	if err == nil {
@@ -158,26 +173,111 @@ func session(c *net.UnixConn) {
 	liveMu.Lock()
 	delete(live, key)
 	liveMu.Unlock()
-	sweep()
+	s.clean = sweep()
 	if !anyLive() {
 		clearLeftovers()
 	}
 	sweepMu.Unlock()
+	close(s.ended)
 }
 
-// readProxySocket reads the name of the registering session's proxy socket, the
-// line its init sends first ("" without a proxy), in one write it sends nothing after.
-// The descriptor sent with the line (the init's end of the host's stream, see
+// endLimit bounds how long the keeper takes to end a session the host asks it to
+// end (endRequest): its init killed, its connection's end seen, the sweep done.
+const endLimit = 15 * time.Second
+
+// endRequest serves one request of the host, on keeperEndSocket from a process the
+// engine started (the init's role end), to end the session a line names (its
+// wire.SessionIDArg) and confirm that none of its processes runs: it kills the
+// session's init if it still runs (stopped by its command, say), waits for the sweep
+// its end makes (which kills whatever the session left), and answers 'k' once that
+// sweep left nothing, else 'n'. A session it does not know has ended (its sweep is
+// done) or never started a command (the init starts it only once registered): a
+// sweep of its own confirms that nothing an ended session left runs.
+func endRequest(c *net.UnixConn) {
+	defer c.Close()
+	pid, err := peerPid(c)
+	if err != nil || parentPid(pid) != 0 {
+		return // not a process the engine started
+	}
+	_ = c.SetDeadline(time.Now().Add(endLimit + 5*time.Second))
+	line, err := bufio.NewReaderSize(c, 128).ReadString('\n')
+	id := strings.TrimSuffix(line, "\n")
+	if err != nil || !wire.ValidSessionID(id) {
+		return
+	}
+	answer := byte('n')
+	if endSessionNamed(id) {
+		answer = 'k'
+	}
+	_, _ = c.Write([]byte{answer})
+}
+
+// endSessionNamed ends the session named id (endRequest) and reports whether nothing
+// of it runs any more.
+func endSessionNamed(id string) bool {
+	if s := liveNamed(id); s != nil {
+		if s.pidfd >= 0 {
+			_ = unix.PidfdSendSignal(s.pidfd, unix.SIGKILL, nil, 0)
+		} else {
+			_ = syscall.Kill(s.pid, syscall.SIGKILL)
+		}
+		select {
+		case <-s.ended:
+			return s.clean
+		case <-time.After(endLimit):
+			return false
+		}
+	}
+	sweepMu.Lock()
+	defer sweepMu.Unlock()
+	return sweep()
+}
+
+// liveNamed is the live session named id, nil when none is (waiting, for each live
+// session, until its name was read: it is sent as the init registers).
+func liveNamed(id string) *liveSession {
+	liveMu.Lock()
+	ss := make([]*liveSession, 0, len(live))
+	for _, s := range live {
+		ss = append(ss, s)
+	}
+	liveMu.Unlock()
+	for _, s := range ss {
+		select {
+		case <-s.named:
+		case <-time.After(nameLimit):
+			continue
+		}
+		liveMu.Lock()
+		named := s.id == id
+		liveMu.Unlock()
+		if named {
+			return s
+		}
+	}
+	return nil
+}
+
+// readProxySocket is readRegistration without the session's id.
+func readProxySocket(c net.Conn) (string, int, error) {
+	sock, _, stream, err := readRegistration(c)
+	return sock, stream, err
+}
+
+// readRegistration reads the line a registering session's init sends first, in one
+// write it sends nothing after: the name of its proxy socket ("" without a proxy)
+// and, after a space, the session's id (wire.SessionIDArg; none from an init given
+// none). The descriptor sent with the line (the init's end of the host's stream, see
 // register) is returned too, -1 when none came; the caller closes it, whatever the
 // error.
-func readProxySocket(c net.Conn) (string, int, error) {
+func readRegistration(c net.Conn) (sock, id string, stream int, err error) {
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	defer c.SetReadDeadline(time.Time{})
 	var buf [256]byte
-	n, stream := 0, -1
+	n := 0
+	stream = -1
 	for n < len(buf) {
 		var m int
-		var err error
 		if uc, ok := c.(*net.UnixConn); ok && n == 0 && stream < 0 {
 			// The descriptor comes with the line's first bytes. Go receives it
 			// close-on-exec (MSG_CMSG_CLOEXEC).
@@ -190,16 +290,17 @@ func readProxySocket(c net.Conn) (string, int, error) {
 		}
 		n += m
 		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
-			if name := string(buf[:i]); i == n-1 && validProxySocket(name) {
-				return name, stream, nil
+			name, id, named := strings.Cut(string(buf[:i]), " ")
+			if i == n-1 && validProxySocket(name) && (!named || wire.ValidSessionID(id)) {
+				return name, id, stream, nil
 			}
-			return "", stream, fmt.Errorf("%q names no proxy socket", buf[:n])
+			return "", "", stream, fmt.Errorf("%q names no proxy socket and session", buf[:n])
 		}
 		if err != nil {
-			return "", stream, err
+			return "", "", stream, err
 		}
 	}
-	return "", stream, fmt.Errorf("the proxy socket's name is too long")
+	return "", "", stream, fmt.Errorf("the proxy socket's name is too long")
 }
 
 // receivedFD returns the first descriptor passed in the control messages oob and
@@ -328,19 +429,20 @@ func waitExited(pidfd int, limit time.Duration) {
 }
 
 // sweep kills every process that descends from no exec'd process (but the keeper),
-// until none is left or a few seconds passed. Killed orphans are reaped by the
-// keeper's reaper.
-func sweep() {
+// until none is left or a few seconds passed, and reports whether none is left.
+// Killed orphans are reaped by the keeper's reaper.
+func sweep() bool {
 	self := os.Getpid()
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
 		strays := strayPids(processes(), self, parentPid)
 		if len(strays) == 0 {
-			return
+			return true
 		}
 		for _, p := range strays {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 	}
+	return false
 }
 
 // strayPids returns the processes of ps that descend from no process with parent pid 0
@@ -425,15 +527,15 @@ func dialKeeper(dial func(limit time.Duration) (net.Conn, error), limit time.Dur
 // its sweep is done: nothing an ended session left runs once it returns. The
 // connection stays open for the session's life; closing it (at exit) makes the
 // keeper sweep again.
-func registerSession(proxySocket string, stream int) (net.Conn, error) {
-	return register(keeperSocket, proxySocket, stream)
+func registerSession(proxySocket, id string, stream int) (net.Conn, error) {
+	return register(keeperSocket, proxySocket, id, stream)
 }
 
 // register is registerSession on the keeper's socket addr. stream (fd 0 of a session
 // init: the host's frames), when not -1, goes to the keeper with the line, so that it
 // can end the session once the host is gone even if the init was stopped (see
 // keeper).
-func register(addr, proxySocket string, stream int) (net.Conn, error) {
+func register(addr, proxySocket, id string, stream int) (net.Conn, error) {
 	c, err := dialKeeper(func(limit time.Duration) (net.Conn, error) {
 		return net.DialTimeout("unix", addr, limit)
 	}, keeperStartLimit)
@@ -450,7 +552,11 @@ func register(addr, proxySocket string, stream int) (net.Conn, error) {
 	if stream >= 0 {
 		oob = unix.UnixRights(stream)
 	}
-	if _, _, err := c.(*net.UnixConn).WriteMsgUnix([]byte(proxySocket+"\n"), oob, nil); err != nil {
+	line := proxySocket
+	if id != "" {
+		line += " " + id
+	}
+	if _, _, err := c.(*net.UnixConn).WriteMsgUnix([]byte(line+"\n"), oob, nil); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("registering with the kept container's keeper: %w", err)
 	}
@@ -485,4 +591,33 @@ func reportRefusals(conn net.Conn, stderr io.Writer, nonce string) {
 			}
 		}
 	}
+}
+
+// endSession is the init's role end: it asks the kept container's keeper (on
+// keeperEndSocket) to end the session named id and confirm that none of its processes
+// runs (see endRequest), and returns 0 once it did, 1 otherwise.
+func endSession(id string, stderr io.Writer) int {
+	c, err := dialKeeper(func(limit time.Duration) (net.Conn, error) {
+		return net.DialTimeout("unix", keeperEndSocket, limit)
+	}, time.Second)
+	if err != nil {
+		say(stderr, "devsandbox-init", "the kept container's keeper takes no request to end a session (%v)", err)
+		return 1
+	}
+	defer c.Close()
+	if pid, err := peerPid(c.(*net.UnixConn)); err != nil || pid != 1 {
+		say(stderr, "devsandbox-init", "something other than the kept container's keeper answers on its socket (pid %d, %v)", pid, err)
+		return 1
+	}
+	_ = c.SetDeadline(time.Now().Add(endLimit + 5*time.Second))
+	var b [1]byte
+	if _, err := io.WriteString(c, id+"\n"); err != nil {
+		say(stderr, "devsandbox-init", "asking the keeper to end session %s: %v", id, err)
+		return 1
+	}
+	if _, err := io.ReadFull(c, b[:]); err != nil || b[0] != 'k' {
+		say(stderr, "devsandbox-init", "the keeper could not confirm that no process of session %s runs (%q, %v)", id, b[:], err)
+		return 1
+	}
+	return 0
 }

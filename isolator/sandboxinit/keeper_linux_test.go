@@ -131,7 +131,7 @@ func TestRegisterRefusesAnotherListener(t *testing.T) {
 			c.Close()
 		}
 	}()
-	c, err := register(ln.Addr().String(), "", -1)
+	c, err := register(ln.Addr().String(), "", "", -1)
 	if err == nil {
 		c.Close()
 		t.Fatal("register accepted a listener that is not pid 1")

@@ -21,12 +21,18 @@ import (
 )
 
 // liveSession is a registered session of a kept container: its init's pid and pidfd
-// (-1 without pidfds) and the name of its own proxy socket in the keeper's endpoint
-// directory ("" without a proxy, or a name that is none), set before named is closed.
+// (-1 without pidfds), the name of its own proxy socket in the keeper's endpoint
+// directory ("" without a proxy, or a name that is none) and its id, set before
+// named is closed.
 type liveSession struct {
 	pid, pidfd int
 	sock       string
+	id         string // the session's id (wire.SessionIDArg), "" when none came
 	named      chan struct{}
+	// ended is closed once the session's end was swept; clean says whether that
+	// sweep left nothing.
+	ended chan struct{}
+	clean bool
 	// conn is the init's registration (nil in tests), on which the keeper tells it
 	// the connections it refused that may have been its session's (tell).
 	conn net.Conn

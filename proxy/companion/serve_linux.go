@@ -32,11 +32,38 @@ import (
 // read this session's environment and memory through /proc, or trace it; the
 // companion has no capability to override that.
 func Serve(ctx context.Context, in io.Reader, out, stderr io.Writer, proxy Proxy) int {
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		fmt.Fprintf(stderr, "devsandbox-proxy companion: making the process not dumpable (so that no other process of the companion reads its secrets): %v\n", err)
+	if !notDumpable(stderr) {
 		return 2
 	}
 	return serve(ctx, in, out, stderr, proxy, engineForwarder)
+}
+
+// ServeHeld is Serve for a session's proxy exec'd into a kept container's companion,
+// beside its holder (Hold), stdin being the host's stream: before it reads the
+// request, it registers with the holder, which kills what ended sessions left in the
+// companion first, and later what this session leaves, and this process itself
+// should it outlive the host's stream (see Hold).
+func ServeHeld(ctx context.Context, stdin *os.File, out, stderr io.Writer, proxy Proxy) int {
+	if !notDumpable(stderr) {
+		return 2
+	}
+	conn, err := register(holdSocket, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "devsandbox-proxy companion: %v\n", err)
+		return 2
+	}
+	defer conn.Close()
+	return serve(ctx, stdin, out, stderr, proxy, engineForwarder)
+}
+
+// notDumpable makes the process not dumpable, and says why not on stderr if it
+// cannot.
+func notDumpable(stderr io.Writer) bool {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintf(stderr, "devsandbox-proxy companion: making the process not dumpable (so that no other process of the companion reads its secrets): %v\n", err)
+		return false
+	}
+	return true
 }
 
 // serve is Serve with the test of a published port's peer: forwarder reports

@@ -26,11 +26,13 @@ type Report struct {
 	seen    chan struct{}
 
 	oomMarker []byte // set by ExpectOOM
+	endMarker []byte // set by ExpectEnd
 	refPrefix []byte // set by ExpectRefusals
 	onRefused func(Refusal)
 	tail      []byte // output held back: it may begin a marker
 	oom       bool
 	awaits    []await // set by Await
+	ended     bool
 }
 
 // await is an answer of the init a caller waits for (Await).
@@ -59,6 +61,23 @@ func (r *Report) Forget(ch <-chan bool) {
 	r.awaits = slices.DeleteFunc(r.awaits, func(a await) bool { return a.ch == ch })
 }
 
+// ExpectEnd makes the Report watch the output after the first marker for the session
+// init's report, with nonce, that every process of its session is gone (EndMarker),
+// which it removes. Call it before the first Write.
+func (r *Report) ExpectEnd(nonce string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.endMarker = []byte(EndMarker(nonce))
+}
+
+// Ended reports whether the session init reported that every process of its session
+// is gone (ExpectEnd).
+func (r *Report) Ended() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ended
+}
+
 // ExpectOOM makes the Report watch the output after the first marker for the init's
 // out-of-memory report with nonce (OOMMarker), which it removes. Call it before the
 // first Write.
@@ -85,31 +104,43 @@ func (r *Report) OOM() bool {
 	return r.oom
 }
 
+// Kinds of the init's reports after its first marker (nextReport).
+const (
+	reportOOM = iota
+	reportEnd
+	reportRefused
+	reportAwait
+)
+
 // afterReady passes the output on, removing the init's reports it expects (the
-// out-of-memory report, refusals) and acting on them.
+// out-of-memory report, the session's end, refusals) and acting on them.
 func (r *Report) afterReady(p []byte) error {
-	if len(r.oomMarker) == 0 && len(r.refPrefix) == 0 && len(r.awaits) == 0 {
+	if len(r.oomMarker) == 0 && len(r.endMarker) == 0 && len(r.refPrefix) == 0 && len(r.awaits) == 0 {
 		return r.write(p)
 	}
 	buf := append(r.tail, p...)
 	r.tail = nil
 	var out []byte
 	for {
-		i, ref := r.nextReport(buf)
+		i, kind := r.nextReport(buf)
 		if i < 0 {
 			break
 		}
 		out = append(out, buf[:i]...)
-		if k := r.awaitAt(buf[i:]); k >= 0 {
-			a := r.awaits[k]
+		switch kind {
+		case reportAwait:
+			a := r.awaits[r.awaitAt(buf[i:])]
 			a.ch <- a.ok
 			r.awaits = slices.DeleteFunc(r.awaits, func(b await) bool { return b.ch == a.ch })
 			buf = buf[i+len(a.marker):]
 			continue
-		}
-		if !ref {
+		case reportOOM:
 			r.oom = true
 			buf = buf[i+len(r.oomMarker):]
+			continue
+		case reportEnd:
+			r.ended = true
+			buf = buf[i+len(r.endMarker):]
 			continue
 		}
 		body := buf[i+len(r.refPrefix):]
@@ -131,7 +162,7 @@ func (r *Report) afterReady(p []byte) error {
 		buf = body[end+len(MarkerEnd):]
 	}
 	// Hold back the longest end of buf that begins a report.
-	keep := max(partialAtEnd(buf, r.oomMarker), partialAtEnd(buf, r.refPrefix))
+	keep := max(partialAtEnd(buf, r.oomMarker), partialAtEnd(buf, r.endMarker), partialAtEnd(buf, r.refPrefix))
 	for _, a := range r.awaits {
 		keep = max(keep, partialAtEnd(buf, a.marker))
 	}
@@ -139,25 +170,24 @@ func (r *Report) afterReady(p []byte) error {
 	return r.write(append(out, buf[:len(buf)-keep]...))
 }
 
-// nextReport finds the first expected report in buf: its index (-1: none) and
-// whether it is a refusal (else the out-of-memory report).
-func (r *Report) nextReport(buf []byte) (int, bool) {
-	i, j := -1, -1
-	if len(r.oomMarker) > 0 {
-		i = bytes.Index(buf, r.oomMarker)
-	}
-	if len(r.refPrefix) > 0 {
-		j = bytes.Index(buf, r.refPrefix)
-	}
-	for _, a := range r.awaits {
-		if k := bytes.Index(buf, a.marker); k >= 0 && (i < 0 || k < i) && (j < 0 || k < j) {
-			i, j = k, -1
+// nextReport finds the first expected report in buf: its index (-1: none) and its
+// kind (reportOOM, reportEnd, reportRefused, reportAwait).
+func (r *Report) nextReport(buf []byte) (int, int) {
+	at, kind := -1, 0
+	for k, m := range [...][]byte{reportOOM: r.oomMarker, reportEnd: r.endMarker, reportRefused: r.refPrefix} {
+		if len(m) == 0 {
+			continue
+		}
+		if i := bytes.Index(buf, m); i >= 0 && (at < 0 || i < at) {
+			at, kind = i, k
 		}
 	}
-	if j >= 0 && (i < 0 || j < i) {
-		return j, true
+	for _, a := range r.awaits {
+		if i := bytes.Index(buf, a.marker); i >= 0 && (at < 0 || i < at) {
+			at, kind = i, reportAwait
+		}
 	}
-	return i, false
+	return at, kind
 }
 
 // awaitAt is the index in r.awaits of the answer buf begins with, -1 when none.

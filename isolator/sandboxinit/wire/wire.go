@@ -228,8 +228,21 @@ func DecodeManifest(s string) (*Manifest, error) {
 // egress proxy or published port, no egress rules to apply). The init ignores it
 // when its manifest says otherwise (a forwarder, published ports, egress rules, a
 // memory limit) and reads the hello first, as without it. With it the hello is still
-// the stream's first frame: one that carries anything ends the command.
+// the stream's first frame: one that carries anything but End ends the command.
 const StartFirstArg = "--start-first"
+
+// SessionIDArg, an argument of the container init's session role, names the session
+// to the kept container's keeper ("--session-id=ID", ID of ValidSessionID): the host
+// then asks the keeper, by that name, to end what is left of the session and confirm
+// that none of its processes runs (the init's role "end") when the init did not say
+// so itself (EndMarker). Not a secret: only a process the engine started may ask.
+const SessionIDArg = "--session-id="
+
+// ValidSessionID reports whether id may name a session (SessionIDArg): 1 to 64
+// lowercase letters, digits and dashes. Pure.
+func ValidSessionID(id string) bool {
+	return id != "" && len(id) <= 64 && strings.Trim(id, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
+}
 
 // Frame types on the init's stdin.
 const (
@@ -248,7 +261,12 @@ type Hello struct {
 	// Nonce, unique to the session, authenticates the init's out-of-memory report
 	// (OOMMarker): the init holds it in memory the command cannot read (it is not
 	// dumpable), so the command cannot fake the report on the shared stderr.
-	Nonce string            `json:"nonce,omitempty"`
+	Nonce string `json:"nonce,omitempty"`
+	// End, unique to the session, authenticates the session init's report that every
+	// process of its session is gone (EndMarker), which a kept container's host waits
+	// for before its last look at what the session wrote. Not for the command: it
+	// may arrive after the command started (StartFirstArg).
+	End   string            `json:"end,omitempty"`
 	Env   map[string]string `json:"env,omitempty"`   // secret variables
 	Files map[string][]byte `json:"files,omitempty"` // secret files by name
 	TTY   bool              `json:"tty,omitempty"`   // run the command on a terminal of its own
@@ -257,7 +275,8 @@ type Hello struct {
 }
 
 // CarriesNothing reports whether h holds nothing the command must have before it
-// starts: no secret variable or file, no terminal, no nonce (StartFirstArg).
+// starts: no secret variable or file, no terminal, no nonce (StartFirstArg). End is
+// not the command's.
 func (h *Hello) CarriesNothing() bool {
 	return len(h.Env) == 0 && len(h.Files) == 0 && !h.TTY && h.Nonce == ""
 }
@@ -335,6 +354,11 @@ func ParseHello(p []byte) (*Hello, error) {
 // OOMMarker is what the init writes on stderr, after the command's output, when the
 // memory limit's out-of-memory killer ended the command.
 func OOMMarker(nonce string) string { return markerStart + "oom:" + nonce + MarkerEnd }
+
+// EndMarker is what a kept container's session init writes on stderr as it exits,
+// last, once every process of its session is gone (the kernel says it has no child
+// left): the host may then look at what the session wrote for the last time.
+func EndMarker(nonce string) string { return markerStart + "end:" + nonce + MarkerEnd }
 
 // FailMarker returns the failure report for reason (one line, no escape characters).
 func FailMarker(reason string) string {

@@ -202,3 +202,55 @@ func TestRefusedMarkerFitsAPipeWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestReportEnd: the session's end report is recorded and removed only with the
+// session's End nonce, after the ready marker, also when it arrives in pieces; the
+// command's own copy (another nonce, or before ready) is output, and records nothing.
+func TestReportEnd(t *testing.T) {
+	const end, oom = "e0e0e0", "0a0a0a"
+	for _, tc := range []struct {
+		name   string
+		writes []string
+		ended  bool
+		out    string
+	}{
+		{"none", []string{ReadyMarker, "out"}, false, "out"},
+		{"end", []string{ReadyMarker, "out" + EndMarker(end)}, true, "out"},
+		{"split", []string{ReadyMarker + "out" + EndMarker(end)[:9], EndMarker(end)[9:]}, true, "out"},
+		{"with oom", []string{ReadyMarker, "x" + OOMMarker(oom) + EndMarker(end)}, true, "x"},
+		{"forged", []string{ReadyMarker, EndMarker("ffff")}, false, EndMarker("ffff")},
+		{"before ready", []string{EndMarker(end), ReadyMarker, "out"}, false, "out"},
+	} {
+		var out strings.Builder
+		r := NewReport(&out)
+		r.ExpectOOM(oom)
+		r.ExpectEnd(end)
+		for _, w := range tc.writes {
+			if _, err := r.Write([]byte(w)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if r.Ended() != tc.ended || out.String() != tc.out {
+			t.Errorf("%s: ended %v, output %q; want %v, %q", tc.name, r.Ended(), out.String(), tc.ended, tc.out)
+		}
+	}
+}
+
+// TestEndNotTheCommands: a hello carrying only End still lets the command start
+// first (StartFirstArg): End is not the command's.
+func TestEndNotTheCommands(t *testing.T) {
+	if !(&Hello{End: "e0"}).CarriesNothing() {
+		t.Error("a hello with only End carries something for the command")
+	}
+	for _, id := range []string{"", "A", "a/b", "a b", strings.Repeat("a", 65)} {
+		if ValidSessionID(id) {
+			t.Errorf("session id %q accepted", id)
+		}
+	}
+	if !ValidSessionID("0f3a-9c") {
+		t.Error("session id 0f3a-9c refused")
+	}
+}

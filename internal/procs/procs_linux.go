@@ -1,0 +1,118 @@
+package procs
+
+import (
+	"bytes"
+	"net"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/internal/dirent"
+	"github.com/devsandbox/devsandbox/internal/rawfile"
+)
+
+// Proc is a process and its parent.
+type Proc struct{ Pid, PPid int }
+
+// List lists the pid and parent pid of every process in /proc, whatever its state.
+func List() []Proc {
+	var out []Proc
+	_ = dirent.ReadDir("/proc", 8192, func(name string, _ byte) bool {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid <= 0 {
+			return true // not a process: self, sys, meminfo, ...
+		}
+		if ppid := ParentPid(pid); ppid >= 0 {
+			out = append(out, Proc{pid, ppid})
+		}
+		return true
+	})
+	return out
+}
+
+// ParentPid returns pid's parent pid, -1 when it cannot be read. A process whose
+// parent is 0 was started from outside the pid namespace: by the engine (an exec), or
+// it is the namespace's pid 1.
+func ParentPid(pid int) int {
+	b, err := rawfile.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	return statPPid(b)
+}
+
+// statPPid is the parent pid in the start of a /proc/PID/stat line, "PID (COMM)
+// STATE PPID ...", -1 when it has none. COMM may hold spaces and parentheses: the
+// fields start after its last ')'. Pure.
+func statPPid(line []byte) int {
+	i := bytes.LastIndexByte(line, ')')
+	if i < 0 {
+		return -1
+	}
+	f := bytes.Fields(line[i+1:])
+	if len(f) < 2 {
+		return -1
+	}
+	n, err := strconv.Atoi(string(f[1]))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// Strays returns the processes of ps, other than self (the namespace's pid 1), that
+// descend from no process with parent pid 0 (exec'd by the engine): what an ended
+// exec left, adopted by self. A parent missing from ps (started or gone while ps was
+// read) is looked up again with lookup (-1: gone). Pure but for lookup.
+func Strays(ps []Proc, self int, lookup func(pid int) int) []int {
+	parent := map[int]int{}
+	for _, p := range ps {
+		parent[p.Pid] = p.PPid
+	}
+	var out []int
+	for _, p := range ps {
+		if p.Pid == self {
+			continue
+		}
+		q, exec := p.Pid, false
+		for i := 0; i < len(ps)+2; i++ {
+			pp, known := parent[q]
+			if !known {
+				if pp = lookup(q); pp < 0 {
+					break // gone
+				}
+			}
+			if pp == self {
+				break // adopted by self
+			}
+			if pp == 0 {
+				exec = true
+				break
+			}
+			q = pp
+		}
+		if !exec {
+			out = append(out, p.Pid)
+		}
+	}
+	return out
+}
+
+// PeerPid returns the pid of the process at the other end of c.
+func PeerPid(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, cerr
+	}
+	return int(cred.Pid), nil
+}

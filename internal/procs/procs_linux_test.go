@@ -1,0 +1,40 @@
+package procs
+
+import (
+	"reflect"
+	"testing"
+)
+
+// Strays are the processes adopted by pid 1 (what an ended exec left), at any depth;
+// an exec'd process (parent 0) and its descendants are not, nor pid 1 itself.
+func TestStrays(t *testing.T) {
+	ps := []Proc{
+		{1, 0},            // pid 1
+		{10, 0}, {11, 10}, // an exec and its child
+		{20, 1}, {21, 20}, // left by an ended exec, and its child
+		{30, 11}, {31, 99}, // a grandchild; a child of a parent read late
+		{40, 1}, // another orphan
+	}
+	lookup := func(pid int) int {
+		if pid == 99 {
+			return 10 // started after the listing: the exec's
+		}
+		return -1
+	}
+	if got, want := Strays(ps, 1, lookup), []int{20, 21, 40}; !reflect.DeepEqual(got, want) {
+		t.Errorf("strays %v, want %v", got, want)
+	}
+}
+
+func TestStatPPid(t *testing.T) {
+	for line, want := range map[string]int{
+		"12 (sh) S 7 12 12 0":         7,
+		"12 (a) b) (c) R 0 1 1":       0,
+		"12 (x":                       -1,
+		"12 (x) S notanumber 1 1 1 1": -1,
+	} {
+		if got := statPPid([]byte(line)); got != want {
+			t.Errorf("statPPid(%q) = %d, want %d", line, got, want)
+		}
+	}
+}
