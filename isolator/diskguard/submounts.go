@@ -1,6 +1,7 @@
 package diskguard
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/devsandbox/devsandbox/internal/mountinfo"
@@ -36,6 +37,35 @@ func Below(table []mountinfo.Entry, dirs []string) []mountinfo.Entry {
 		}
 	}
 	return out
+}
+
+// belowIn is Below of the mount table text b.
+func belowIn(b []byte, dirs []string) []mountinfo.Entry {
+	if !mayHold(b, dirs) {
+		return nil
+	}
+	return Below(mountinfo.Parse(b), dirs)
+}
+
+// mayHold reports whether the mount table text b may name a mount point below one of
+// dirs: false when no line has one of them, then "/", as a word (mountinfo escapes a
+// space, a tab, a newline and a backslash in a path). It spares the launch the parse
+// of a table that has nothing below them, the common case.
+func mayHold(b []byte, dirs []string) bool {
+	for _, d := range dirs {
+		if d == "/" {
+			return true
+		}
+		if bytes.Contains(b, []byte(" "+escape(d)+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// escape is mountinfo's escape of path.
+func escape(path string) string {
+	return strings.NewReplacer(`\`, `\134`, " ", `\040`, "\t", `\011`, "\n", `\012`).Replace(path)
 }
 
 // reach resolves a path to the mount it lands in, as the kernel's lookup does: from

@@ -51,7 +51,7 @@ func pinSubmounts(pins map[string]int, dirs []string) ([]string, error) {
 		var points []string
 		opened := map[string]int{}
 		moved = nil
-		for _, e := range Below(mountinfo.Parse(b), real) {
+		for _, e := range belowIn(b, real) {
 			if _, ok := pins[e.Point]; ok {
 				continue
 			}
@@ -113,7 +113,7 @@ func Watched(p *isolator.Plan) []string {
 			dirs = append(dirs, r)
 		}
 	}
-	for _, e := range Below(mountinfo.Parse(b), dirs) {
+	for _, e := range belowIn(b, dirs) {
 		if !slices.Contains(paths, e.Point) {
 			paths = append(paths, e.Point)
 		}

@@ -70,6 +70,33 @@ func TestBelow(t *testing.T) {
 	}
 }
 
+// TestBelowIn: the text's quick look finds what the parse finds, a path with a
+// space (escaped in the table) included, and spares the parse without a mount below.
+func TestBelowIn(t *testing.T) {
+	text := []byte("20 1 8:1 / / rw - ext4 /dev/sda1 rw\n" +
+		"31 20 0:40 / /home/u/my\\040proj/sub rw - tmpfs tmpfs rw\n" +
+		"32 20 0:41 / /home/u/back\\134slash/x rw - tmpfs tmpfs rw\n" +
+		"33 20 0:42 / /home/u/projx rw - tmpfs tmpfs rw\n")
+	for _, c := range []struct {
+		dirs []string
+		want []int
+	}{
+		{[]string{"/home/u/my proj"}, []int{31}},
+		{[]string{`/home/u/back\slash`}, []int{32}},
+		{[]string{"/home/u/proj"}, nil},
+		{[]string{"/home/u/my"}, nil},
+		{[]string{"/"}, []int{31, 32, 33}},
+	} {
+		var got []int
+		for _, e := range belowIn(text, c.dirs) {
+			got = append(got, e.ID)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("belowIn(%q) = %v, want %v", c.dirs, got, c.want)
+		}
+	}
+}
+
 // TestForWatchesSubmounts: For's Guard watches a file system mounted below the
 // project (a tmpfs), through the mount it opened, and the reserve is kept there.
 func TestForWatchesSubmounts(t *testing.T) {
