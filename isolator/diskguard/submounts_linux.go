@@ -86,10 +86,11 @@ func pinSubmounts(pins map[string]int, dirs []string) ([]string, error) {
 var errMoved = errors.New("what is there now is not the mount the mount table named")
 
 // isMount reports whether fd lies in the mount e: the same mount ID, or, on a kernel
-// without mount IDs in statx, the same device.
+// without mount IDs in statx, the same device. AT_STATX_DONT_SYNC: a network or FUSE
+// file system is not asked for its attributes (the mount ID is the kernel's own).
 func isMount(fd int, e mountinfo.Entry) bool {
 	var st unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &st); err != nil {
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &st); err != nil {
 		return false
 	}
 	if st.Mask&unix.STATX_MNT_ID != 0 {
