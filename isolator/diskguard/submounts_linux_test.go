@@ -130,6 +130,25 @@ func TestForWatchesSubmounts(t *testing.T) {
 	if err := g.Check(); !errors.As(err, &low) || low.Path != sub {
 		t.Errorf("Check = %v; want the tmpfs at %s under the reserve", err, sub)
 	}
+	// What is opened is checked to be the mount the table names.
+	b, err := os.ReadFile(mountTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := belowIn(b, []string{proj})
+	if len(found) != 1 || found[0].Point != sub {
+		t.Fatalf("belowIn = %+v; want the tmpfs at %s", found, sub)
+	}
+	fd, err := openPin(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	other := found[0]
+	other.ID, other.Dev = other.ID+100000, "0:0"
+	if !isMount(fd, found[0]) || isMount(fd, other) {
+		t.Errorf("isMount: want true for %+v, false for %+v", found[0], other)
+	}
 	// Through a link to the project, the same mount is found.
 	link := filepath.Join(t.TempDir(), "link")
 	if err := os.Symlink(proj, link); err != nil {
