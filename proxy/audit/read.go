@@ -65,7 +65,7 @@ func eachLog(dir string, filter LogFilter, budget int, fn func(Record)) error {
 		if err != nil {
 			return fmt.Errorf("reading the proxy log: %w", err)
 		}
-		_, err = readLines(f, func(r Record, line []byte) {
+		_, err = readLinesWith(f, parseKey, func(r Record, line []byte) {
 			if filter.Match(r) {
 				s.add(r.Time, line)
 			}
@@ -114,6 +114,11 @@ func legacyRotations(path string) int {
 // (its own copy, newline included), and returns the number of bytes those lines take:
 // a last line without its newline (still being written) is left for later.
 func readLines(r io.Reader, fn func(Record, []byte)) (int64, error) {
+	return readLinesWith(r, parseRecord, fn)
+}
+
+// readLinesWith is readLines with the records parsed by parse.
+func readLinesWith(r io.Reader, parse func([]byte) (Record, bool), fn func(Record, []byte)) (int64, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var n int64
 	for {
@@ -125,7 +130,7 @@ func readLines(r io.Reader, fn func(Record, []byte)) (int64, error) {
 			return n, err
 		}
 		n += int64(len(line))
-		if rec, ok := parseRecord(line); ok {
+		if rec, ok := parse(line); ok {
 			fn(rec, line)
 		}
 	}
@@ -137,6 +142,22 @@ func parseRecord(line []byte) (Record, bool) {
 		return Record{}, false
 	}
 	return r, true
+}
+
+// parseKey parses of line what LogFilter.Match and the sort read (Time, Session,
+// Host, Decision): what is sorted is parsed whole once, on the way out, where a line
+// parseRecord refuses is skipped (it refuses every line parseKey does).
+func parseKey(line []byte) (Record, bool) {
+	var k struct {
+		Time     time.Time `json:"time"`
+		Session  string    `json:"session"`
+		Host     string    `json:"host"`
+		Decision string    `json:"decision"`
+	}
+	if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &k) != nil {
+		return Record{}, false
+	}
+	return Record{Time: k.Time, Session: k.Session, Host: k.Host, Decision: k.Decision}, true
 }
 
 // followPoll is how often Follow looks for new lines and new files.
@@ -157,7 +178,7 @@ func follow(ctx context.Context, dir string, filter LogFilter, budget int, fn fu
 	read := map[string]int64{} // bytes of each file already read
 	backlog := newSorter(dir, budget)
 	defer backlog.close()
-	if err := poll(dir, read, func(r Record, line []byte) {
+	if err := pollWith(dir, read, parseKey, func(r Record, line []byte) {
 		if filter.Match(r) {
 			backlog.add(r.Time, line)
 		}
@@ -188,6 +209,11 @@ func follow(ctx context.Context, dir string, filter LogFilter, budget int, fn fu
 
 // poll reads what each log file holds past read[name], and records the new offsets.
 func poll(dir string, read map[string]int64, fn func(Record, []byte)) error {
+	return pollWith(dir, read, parseRecord, fn)
+}
+
+// pollWith is poll with the records parsed by parse.
+func pollWith(dir string, read map[string]int64, parse func([]byte) (Record, bool), fn func(Record, []byte)) error {
 	for _, name := range logFiles(dir) {
 		fi, err := os.Stat(name)
 		if err != nil || fi.Size() <= read[name] {
@@ -204,7 +230,7 @@ func poll(dir string, read map[string]int64, fn func(Record, []byte)) error {
 			f.Close()
 			return fmt.Errorf("following the proxy log: %w", err)
 		}
-		n, err := readLines(f, fn)
+		n, err := readLinesWith(f, parse, fn)
 		f.Close()
 		read[name] += n
 		if err != nil {
