@@ -308,3 +308,72 @@ func TestKrunImageTmpWritable(t *testing.T) {
 		t.Errorf("/tmp in an image whose /tmp is 0755: want mode 1777 and a write by the user; got %s", r)
 	}
 }
+
+// TestDiskReserveWatchesSubmounts: a file system mounted below a directory the
+// sandbox writes (a disk or a tmpfs of the user's inside the project, or inside a
+// writable bind) is reached by the sandbox, since binds are recursive: the reserve
+// holds there too. A command filling a 64 MiB tmpfs mounted at the project's sub/ (or
+// a sandbox.rw_binds directory's sub/), the project's own file system roomy, is
+// stopped (125, naming the mount) with most of the 24m reserve left; one already
+// under the reserve there is refused before it runs.
+func TestDiskReserveWatchesSubmounts(t *testing.T) {
+	var isos []string
+	for _, iso := range isolators() {
+		// The engines that see a mount made after their start (see
+		// TestDiskReserveStopsTheRun); the guard is the same code in every Run.
+		if iso == "bwrap" || iso == localDocker {
+			isos = append(isos, iso)
+		}
+	}
+	forEachIsolatorOf(t, isos, func(t *testing.T, iso string) {
+		const size, reserve = 64 << 20, 24 << 20
+		cases := []struct {
+			name string
+			sub  func(p *project) (dir, config string) // the mount's directory; the config's extra
+		}{
+			{"below the project", func(p *project) (string, string) {
+				p.mkdir("proj/sub")
+				return p.path("proj/sub"), ""
+			}},
+			{"below a writable bind", func(p *project) (string, string) {
+				p.mkdir("shared/sub")
+				return p.path("shared/sub"), fmt.Sprintf("rw_binds = [%q]\n", p.path("shared"))
+			}},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				if os.Getuid() != 0 {
+					needOrSkip(t, "needs root to mount a small file system below the project")
+				}
+				p := newProject(t)
+				mnt, extra := c.sub(p)
+				if err := syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("size=%d,mode=0777", size)); err != nil {
+					t.Fatalf("mounting the small file system: %v", err)
+				}
+				t.Cleanup(func() {
+					if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err != nil {
+						t.Errorf("unmounting %s: %v", mnt, err)
+					}
+				})
+				cfg := p.writeConfig(iso, "c.toml", "[sandbox]\ndisk_reserve = \"24m\"\n"+extra)
+				r := p.sandbox(iso, []string{"--config", cfg}, "cd "+mnt+" && "+fillProject)
+				avail := availBytes(t, mnt)
+				if r.code != 125 || !strings.Contains(r.stderr, "stopped the run") || !strings.Contains(r.stderr, "sandbox.disk_reserve") || !strings.Contains(r.stderr, mnt) {
+					t.Errorf("want the run stopped (125) naming sandbox.disk_reserve and %s; got %s", mnt, r)
+				}
+				if strings.Contains(r.stdout, "full after") || avail < reserve/2 {
+					t.Errorf("the command filled the file system mounted at %s: %d bytes left, want at least half the %d reserve; %s", mnt, avail, reserve, r)
+				}
+				// Now under the reserve there: refused before the command runs.
+				cfg = p.writeConfig(iso, "big.toml", "[sandbox]\ndisk_reserve = \"128m\"\n"+extra)
+				r = p.sandbox(iso, []string{"--config", cfg}, "touch "+filepath.Join(mnt, "ran"))
+				if r.code != 125 || !strings.Contains(r.stderr, "the command did not run") || !strings.Contains(r.stderr, mnt) {
+					t.Errorf("want the run refused (125) naming %s; got %s", mnt, r)
+				}
+				if _, err := os.Stat(filepath.Join(mnt, "ran")); err == nil {
+					t.Error("the command ran although the file system below the project was under the reserve")
+				}
+			})
+		}
+	})
+}

@@ -219,7 +219,7 @@ func (a *app) doctor(c *cli.Context) error {
 	// The reserve a run keeps (sandbox.disk_reserve), on what that run would watch.
 	var watched []string
 	if planned != nil {
-		watched = diskguard.Paths(planned)
+		watched = diskguard.Watched(planned)
 	}
 	rows = append(rows, diskguard.Rows(uint64(cfg.Sandbox.DiskReserveBytes()), watched, diskguard.HostFree)...)
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)

@@ -43,7 +43,7 @@ func TestDoctorPlansInAProject(t *testing.T) {
 		t.Errorf("the bwrap isolator does not have doctor's Plan")
 	}
 	// The reserve's rows judge what that run would watch: the project's file system.
-	rows := diskguard.Rows(uint64(cfg.Sandbox.DiskReserveBytes()), diskguard.Paths(planned), diskguard.HostFree)
+	rows := diskguard.Rows(uint64(cfg.Sandbox.DiskReserveBytes()), diskguard.Watched(planned), diskguard.HostFree)
 	if len(rows) == 0 || !strings.Contains(rows[0].Detail+rows[0].Reason, "on the file system holding "+planned.Project.Dir) {
 		t.Errorf("doctor's disk reserve rows do not name the project's file system: %+v", rows)
 	}

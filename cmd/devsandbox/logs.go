@@ -72,21 +72,22 @@ func (a *app) logsProxy(c *cli.Context) error {
 		}
 		return nil
 	}
-	recs, err := audit.ReadLog(dir, filter)
-	if err != nil {
+	// Streamed (audit.EachLog): memory about audit.SortBudget, whatever the log's size.
+	var sugg audit.Suggester
+	each := print
+	if c.Bool("suggest") {
+		each = sugg.Add
+	}
+	if err := audit.EachLog(dir, filter, each); err != nil {
 		return fmt.Errorf("reading the proxy log of %s: %w", l.Project.Name, err)
 	}
 	if c.Bool("suggest") {
-		sugg, held := audit.Suggest(recs)
-		if len(sugg) == 0 && len(held) == 0 {
+		suggestions, held := sugg.Result()
+		if len(suggestions) == 0 && len(held) == 0 {
 			fmt.Fprintln(a.stderr, "devsandbox: no denied requests to learn from")
 			return nil
 		}
-		audit.FormatSuggestions(a.stdout, sugg, held)
-		return nil
-	}
-	for _, r := range recs {
-		print(r)
+		audit.FormatSuggestions(a.stdout, suggestions, held)
 	}
 	return nil
 }

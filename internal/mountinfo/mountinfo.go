@@ -8,10 +8,12 @@ import (
 	"strings"
 )
 
-// Entry is one mount: the file system (Dev, its major:minor; FSType), the directory
-// of it that is mounted (Root, "/" for all of it), where (Point), and the super
-// block's options (SuperOpts, comma-separated).
+// Entry is one mount: its mount ID and its parent's (ID, Parent), the file system
+// (Dev, its major:minor; FSType), the directory of it that is mounted (Root, "/" for
+// all of it), where (Point), and the super block's options (SuperOpts,
+// comma-separated).
 type Entry struct {
+	ID, Parent                          int
 	Dev, Root, Point, FSType, SuperOpts string
 }
 
@@ -28,7 +30,12 @@ func Parse(b []byte) []Entry {
 		if sep < 6 || len(f) < sep+4 {
 			continue
 		}
-		es = append(es, Entry{Dev: f[2], Root: Unescape(f[3]), Point: Unescape(f[4]), FSType: f[sep+1], SuperOpts: f[sep+3]})
+		id, err1 := strconv.Atoi(f[0])
+		parent, err2 := strconv.Atoi(f[1])
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		es = append(es, Entry{ID: id, Parent: parent, Dev: f[2], Root: Unescape(f[3]), Point: Unescape(f[4]), FSType: f[sep+1], SuperOpts: f[sep+3]})
 	}
 	return es
 }

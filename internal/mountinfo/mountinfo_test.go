@@ -13,12 +13,13 @@ func TestParse(t *testing.T) {
 		"40 22 8:1 /home/u/cfg\\040dir /mnt/with\\040space rw - ext4 /dev/sda1 rw\n" +
 		"garbage line\n" +
 		"41 22 8:1 / /no-separator rw ext4 /dev/sda1 rw\n" +
-		"42 22 8:1 / /short rw - ext4\n"
+		"42 22 8:1 / /short rw - ext4\n" +
+		"x 22 8:1 / /bad-id rw - ext4 /dev/sda1 rw\n"
 	want := []Entry{
-		{Dev: "0:21", Root: "/", Point: "/", FSType: "ext4", SuperOpts: "rw,errors=remount-ro"},
-		{Dev: "0:30", Root: "/", Point: "/sys/fs/cgroup", FSType: "cgroup2", SuperOpts: "rw,nsdelegate"},
-		{Dev: "0:31", Root: "/", Point: "/sys/fs/cgroup/pids", FSType: "cgroup", SuperOpts: "rw,pids"},
-		{Dev: "8:1", Root: "/home/u/cfg dir", Point: "/mnt/with space", FSType: "ext4", SuperOpts: "rw"},
+		{ID: 22, Parent: 1, Dev: "0:21", Root: "/", Point: "/", FSType: "ext4", SuperOpts: "rw,errors=remount-ro"},
+		{ID: 35, Parent: 22, Dev: "0:30", Root: "/", Point: "/sys/fs/cgroup", FSType: "cgroup2", SuperOpts: "rw,nsdelegate"},
+		{ID: 36, Parent: 22, Dev: "0:31", Root: "/", Point: "/sys/fs/cgroup/pids", FSType: "cgroup", SuperOpts: "rw,pids"},
+		{ID: 40, Parent: 22, Dev: "8:1", Root: "/home/u/cfg dir", Point: "/mnt/with space", FSType: "ext4", SuperOpts: "rw"},
 	}
 	if got := Parse([]byte(text)); !reflect.DeepEqual(got, want) {
 		t.Errorf("Parse:\n got %+v\nwant %+v", got, want)

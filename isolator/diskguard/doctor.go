@@ -23,7 +23,7 @@ const reserveRow = "disk reserve (sandbox.disk_reserve)"
 const lowerFix = "free space there, or lower sandbox.disk_reserve in your config file (\"0\" turns the guard off)"
 
 // Rows are doctor's rows on the reserve: one per file system holding paths (the
-// directories a run from here would watch, Paths), in paths' order, with its free
+// directories a run from here would watch, Watched), in paths' order, with its free
 // space against reserve. A file system under the reserve fails (a run is refused
 // before it starts), one with less than twice the reserve is warned of (a run that
 // writes the difference there is stopped), and one whose free space cannot be read

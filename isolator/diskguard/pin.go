@@ -18,12 +18,16 @@ import (
 // it), whatever is made there later. Another error to open one is returned (the run
 // does not start: fail closed). release closes what was opened.
 func PinStatfs(paths []string) (statfs Statfs, release func(), err error) {
-	files := make(map[string]int, len(paths))
-	release = func() {
-		for _, fd := range files {
-			unix.Close(fd)
-		}
+	files, err := pinPaths(paths)
+	if err != nil {
+		return nil, nil, err
 	}
+	return pinned(files), func() { closeAll(files) }, nil
+}
+
+// pinPaths is PinStatfs's opens: each path that exists, to its descriptor.
+func pinPaths(paths []string) (map[string]int, error) {
+	files := make(map[string]int, len(paths))
 	for _, p := range paths {
 		if _, ok := files[p]; ok {
 			continue
@@ -33,17 +37,27 @@ func PinStatfs(paths []string) (statfs Statfs, release func(), err error) {
 			continue
 		}
 		if err != nil {
-			release()
-			return nil, nil, fmt.Errorf("opening %s to watch its free space for sandbox.disk_reserve: %w", p, err)
+			closeAll(files)
+			return nil, fmt.Errorf("opening %s to watch its free space for sandbox.disk_reserve: %w", p, err)
 		}
 		files[p] = fd
 	}
-	statfs = func(p string) (uint64, error) {
+	return files, nil
+}
+
+// pinned is the Statfs of the descriptors files holds, by path.
+func pinned(files map[string]int) Statfs {
+	return func(p string) (uint64, error) {
 		fd, ok := files[p]
 		if !ok {
 			return 0, fmt.Errorf("%s was missing when the run started: %w", p, os.ErrNotExist)
 		}
 		return fdStatfs(fd)
 	}
-	return statfs, release, nil
+}
+
+func closeAll(fds map[string]int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
 }

@@ -44,20 +44,30 @@ func After(d time.Duration) Schedule {
 
 // For is the Guard of p's reserve, each watched directory held open from now on
 // (PinStatfs: the sandbox may rename a directory it reaches, or put a link in its
-// place, and the guard must not follow it elsewhere); release closes them. Without a
-// reserve the Guard checks nothing and holds nothing. A directory that cannot be
-// opened for another reason than not being there is an error: the run does not start.
+// place, and the guard must not follow it elsewhere); release closes them. Its Paths
+// are Paths(p) and, after them, each file system mounted below one of them at this
+// moment (Below): binds are recursive, so the sandbox writes those too. A mount made
+// there later is not watched by this run. Without a reserve the Guard checks
+// nothing and holds nothing. A directory that cannot be opened for another reason
+// than not being there, or a mount table that cannot be read, is an error: the run
+// does not start.
 func For(p *isolator.Plan) (g Guard, release func(), err error) {
 	g = Guard{Reserve: p.Limits.DiskReserve, Paths: Paths(p), Statfs: HostStatfs}
 	if g.Reserve == 0 {
 		return g, func() {}, nil
 	}
-	statfs, release, err := PinStatfs(g.Paths)
+	pins, err := pinPaths(g.Paths)
 	if err != nil {
 		return Guard{}, func() {}, err
 	}
-	g.Statfs = statfs
-	return g, release, nil
+	subs, err := pinSubmounts(pins, g.Paths)
+	if err != nil {
+		closeAll(pins)
+		return Guard{}, func() {}, err
+	}
+	g.Paths = append(g.Paths, subs...)
+	g.Statfs = pinned(pins)
+	return g, func() { closeAll(pins) }, nil
 }
 
 // Run is the package's Run with the guard's Statfs, each read of the free space
@@ -141,5 +151,6 @@ func Script(p *isolator.Plan) string {
 	for _, d := range Paths(p) {
 		fmt.Fprintf(&b, "#   %s\n", termsafe.Line(d))
 	}
+	b.WriteString("#   and each file system mounted below one of them when the run starts\n")
 	return b.String()
 }

@@ -164,7 +164,8 @@ func TestScript(t *testing.T) {
 	}
 	p.Limits.DiskReserve = 1 << 30
 	want := "# sandbox.disk_reserve: devsandbox refuses the run, or kills it at once, when the file system of one of these has under 1.0 GiB available (read every 200ms):\n" +
-		"#   /p/proj\n#   /h/home\n#   /s/state\\x1b[2J\n"
+		"#   /p/proj\n#   /h/home\n#   /s/state\\x1b[2J\n" +
+		"#   and each file system mounted below one of them when the run starts\n"
 	if got := Script(p); got != want {
 		t.Errorf("Script =\n%s\nwant\n%s", got, want)
 	}

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -36,29 +35,53 @@ func (f LogFilter) Match(r Record) bool {
 // ReadLog returns the records of the audit log in dir that match filter, oldest first
 // (by Time; records of one session keep their order), across every session's file and
 // the legacy log. A missing log is no records, not an error; a line that does not parse
-// (one cut short by a crash) is skipped.
+// (one cut short by a crash) is skipped. The slice holds them all: EachLog does not.
 func ReadLog(dir string, filter LogFilter) ([]Record, error) {
 	var out []Record
+	if err := EachLog(dir, filter, func(r Record) { out = append(out, r) }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EachLog calls fn with the records ReadLog returns, in its order, holding about
+// SortBudget bytes of them at most (an external merge sort: package sorter), so that
+// what a sandbox had the proxy record does not set the reader's memory. A record's
+// Time is when its request started and it is written when it ends, so a file is not
+// in Time order and every record is read before the first is given.
+func EachLog(dir string, filter LogFilter, fn func(Record)) error {
+	return eachLog(dir, filter, SortBudget, fn)
+}
+
+// eachLog is EachLog holding about budget bytes.
+func eachLog(dir string, filter LogFilter, budget int, fn func(Record)) error {
+	s := newSorter(dir, budget)
+	defer s.close()
 	for _, name := range logFiles(dir) {
 		f, err := os.Open(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // removed as expired meanwhile
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading the proxy log: %w", err)
+			return fmt.Errorf("reading the proxy log: %w", err)
 		}
-		_, err = readLines(f, func(r Record) {
+		_, err = readLinesWith(f, parseKey, func(r Record, line []byte) {
 			if filter.Match(r) {
-				out = append(out, r)
+				s.add(r.Time, line)
 			}
 		})
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("reading the proxy log %s: %w", name, err)
+			return fmt.Errorf("reading the proxy log %s: %w", name, err)
+		}
+		if s.err != nil {
+			return fmt.Errorf("reading the proxy log: %w", s.err)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
-	return out, nil
+	if err := s.emit(fn); err != nil {
+		return fmt.Errorf("reading the proxy log: %w", err)
+	}
+	return nil
 }
 
 // logFiles lists the log's files, oldest first: the legacy rotated files and the
@@ -87,10 +110,15 @@ func legacyRotations(path string) int {
 	}
 }
 
-// readLines calls fn with each record of the complete lines r holds and returns the
-// number of bytes those lines take: a last line without its newline (still being
-// written) is left for later.
-func readLines(r io.Reader, fn func(Record)) (int64, error) {
+// readLines calls fn with each record of the complete lines r holds, and the line
+// (its own copy, newline included), and returns the number of bytes those lines take:
+// a last line without its newline (still being written) is left for later.
+func readLines(r io.Reader, fn func(Record, []byte)) (int64, error) {
+	return readLinesWith(r, parseRecord, fn)
+}
+
+// readLinesWith is readLines with the records parsed by parse.
+func readLinesWith(r io.Reader, parse func([]byte) (Record, bool), fn func(Record, []byte)) (int64, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var n int64
 	for {
@@ -102,8 +130,8 @@ func readLines(r io.Reader, fn func(Record)) (int64, error) {
 			return n, err
 		}
 		n += int64(len(line))
-		if rec, ok := parseRecord(line); ok {
-			fn(rec)
+		if rec, ok := parse(line); ok {
+			fn(rec, line)
 		}
 	}
 }
@@ -116,6 +144,22 @@ func parseRecord(line []byte) (Record, bool) {
 	return r, true
 }
 
+// parseKey parses of line what LogFilter.Match and the sort read (Time, Session,
+// Host, Decision): what is sorted is parsed whole once, on the way out, where a line
+// parseRecord refuses is skipped (it refuses every line parseKey does).
+func parseKey(line []byte) (Record, bool) {
+	var k struct {
+		Time     time.Time `json:"time"`
+		Session  string    `json:"session"`
+		Host     string    `json:"host"`
+		Decision string    `json:"decision"`
+	}
+	if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &k) != nil {
+		return Record{}, false
+	}
+	return Record{Time: k.Time, Session: k.Session, Host: k.Host, Decision: k.Decision}, true
+}
+
 // followPoll is how often Follow looks for new lines and new files.
 const followPoll = 200 * time.Millisecond
 
@@ -123,21 +167,31 @@ const followPoll = 200 * time.Millisecond
 // those already written, as ReadLog returns them, then new ones as they are appended
 // to any session's file, new sessions' files included, until ctx is done (then it
 // returns nil). The log need not exist yet. Nothing is lost between polls: files only
-// grow, and each is read from where the last poll left it.
+// grow, and each is read from where the last poll left it. The records already written
+// are ordered as EachLog orders them, holding as little.
 func Follow(ctx context.Context, dir string, filter LogFilter, fn func(Record)) error {
+	return follow(ctx, dir, filter, SortBudget, fn)
+}
+
+// follow is Follow holding about budget bytes of the backlog.
+func follow(ctx context.Context, dir string, filter LogFilter, budget int, fn func(Record)) error {
 	read := map[string]int64{} // bytes of each file already read
-	var backlog []Record
-	if err := poll(dir, read, func(r Record) { backlog = append(backlog, r) }); err != nil {
+	backlog := newSorter(dir, budget)
+	defer backlog.close()
+	if err := pollWith(dir, read, parseKey, func(r Record, line []byte) {
+		if filter.Match(r) {
+			backlog.add(r.Time, line)
+		}
+	}); err != nil {
 		return err
 	}
-	sort.SliceStable(backlog, func(i, j int) bool { return backlog[i].Time.Before(backlog[j].Time) })
-	emit := func(r Record) {
+	if err := backlog.emit(fn); err != nil {
+		return fmt.Errorf("following the proxy log: %w", err)
+	}
+	emit := func(r Record, _ []byte) {
 		if filter.Match(r) {
 			fn(r)
 		}
-	}
-	for _, r := range backlog {
-		emit(r)
 	}
 	tick := time.NewTicker(followPoll)
 	defer tick.Stop()
@@ -154,7 +208,12 @@ func Follow(ctx context.Context, dir string, filter LogFilter, fn func(Record)) 
 }
 
 // poll reads what each log file holds past read[name], and records the new offsets.
-func poll(dir string, read map[string]int64, fn func(Record)) error {
+func poll(dir string, read map[string]int64, fn func(Record, []byte)) error {
+	return pollWith(dir, read, parseRecord, fn)
+}
+
+// pollWith is poll with the records parsed by parse.
+func pollWith(dir string, read map[string]int64, parse func([]byte) (Record, bool), fn func(Record, []byte)) error {
 	for _, name := range logFiles(dir) {
 		fi, err := os.Stat(name)
 		if err != nil || fi.Size() <= read[name] {
@@ -171,7 +230,7 @@ func poll(dir string, read map[string]int64, fn func(Record)) error {
 			f.Close()
 			return fmt.Errorf("following the proxy log: %w", err)
 		}
-		n, err := readLines(f, fn)
+		n, err := readLinesWith(f, parse, fn)
 		f.Close()
 		read[name] += n
 		if err != nil {

@@ -143,7 +143,7 @@ func TestPollPartialLine(t *testing.T) {
 	defer w.Close()
 	read := map[string]int64{}
 	var got []Record
-	collect := func(r Record) { got = append(got, r) }
+	collect := func(r Record, _ []byte) { got = append(got, r) }
 	line := append(FormatJSON(seqRecord(7)), '\n')
 	w.f.Write(line[:10])
 	if err := poll(dir, read, collect); err != nil || len(got) != 0 {

@@ -53,28 +53,47 @@ func ByAddressOnly(class string) bool {
 // with a Warning. A name denied as a special-purpose address by a log that did not
 // record which one (before Record.Special) is withheld.
 func Suggest(records []Record) ([]Suggestion, []Withheld) {
-	sugg := map[string]Suggestion{}
-	held := map[string]Withheld{}
+	var s Suggester
 	for _, r := range records {
-		if r.kind() != KindRequest || r.Decision != DecisionDeny || (r.Rule != RuleDefault && r.Rule != RulePrivate) || r.Host == "" {
-			continue
-		}
-		entry := AllowEntry(r.Host, r.Port)
-		s, why := classifyForSuggest(r)
-		if why != "" {
-			held[entry] = Withheld{Target: net.JoinHostPort(normalize(r.Host), strconv.Itoa(r.Port)), Why: why}
-			continue
-		}
-		s.Entry = entry
-		sugg[entry] = s
+		s.Add(r)
 	}
-	out := make([]Suggestion, 0, len(sugg))
-	for _, s := range sugg {
-		out = append(out, s)
+	return s.Result()
+}
+
+// Suggester is Suggest one record at a time (Add, in the log's order), holding one
+// entry per destination, not the records; its zero value is ready.
+type Suggester struct {
+	sugg map[string]Suggestion
+	held map[string]Withheld
+}
+
+// Add takes the record r into account.
+func (s *Suggester) Add(r Record) {
+	if r.kind() != KindRequest || r.Decision != DecisionDeny || (r.Rule != RuleDefault && r.Rule != RulePrivate) || r.Host == "" {
+		return
+	}
+	if s.sugg == nil {
+		s.sugg, s.held = map[string]Suggestion{}, map[string]Withheld{}
+	}
+	entry := AllowEntry(r.Host, r.Port)
+	sg, why := classifyForSuggest(r)
+	if why != "" {
+		s.held[entry] = Withheld{Target: net.JoinHostPort(normalize(r.Host), strconv.Itoa(r.Port)), Why: why}
+		return
+	}
+	sg.Entry = entry
+	s.sugg[entry] = sg
+}
+
+// Result is what Suggest returns of the records added.
+func (s *Suggester) Result() ([]Suggestion, []Withheld) {
+	out := make([]Suggestion, 0, len(s.sugg))
+	for _, sg := range s.sugg {
+		out = append(out, sg)
 	}
 	slices.SortFunc(out, func(a, b Suggestion) int { return strings.Compare(a.Entry, b.Entry) })
-	wh := make([]Withheld, 0, len(held))
-	for _, w := range held {
+	wh := make([]Withheld, 0, len(s.held))
+	for _, w := range s.held {
 		wh = append(wh, w)
 	}
 	slices.SortFunc(wh, func(a, b Withheld) int { return strings.Compare(a.Target, b.Target) })

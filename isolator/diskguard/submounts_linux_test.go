@@ -1,0 +1,166 @@
+package diskguard
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/internal/mountinfo"
+	"github.com/devsandbox/devsandbox/isolator"
+)
+
+func TestBelow(t *testing.T) {
+	table := mountinfo.Parse([]byte("" +
+		"20 1 8:1 / / rw - ext4 /dev/sda1 rw\n" +
+		"21 20 0:5 / /proc rw - proc proc rw\n" +
+		"30 20 8:2 / /home rw - ext4 /dev/sda2 rw\n" +
+		"31 30 0:40 / /home/u/proj/sub rw - tmpfs tmpfs rw\n" + // below the project
+		"32 31 0:41 / /home/u/proj/sub/deeper rw - tmpfs tmpfs rw\n" + // below that
+		"33 30 0:42 / /home/u/proj rw - tmpfs tmpfs rw\n" + // the project itself: its statfs is it
+		"34 30 0:43 / /home/u/projx/y rw - tmpfs tmpfs rw\n" + // beside, not below
+		"35 30 0:44 / /home/u/shared/a rw - tmpfs tmpfs rw\n" + // below a bind, then covered
+		"36 30 0:45 / /home/u/shared rw - tmpfs tmpfs rw\n" + // covers 35
+		"37 36 0:46 / /home/u/shared/b rw - tmpfs tmpfs rw\n" + // on the cover: reached
+		"38 30 0:47 / /home/u/shared/c\\040d rw - tmpfs tmpfs rw\n" + // covered by 36 too
+		"39 30 0:48 / /home/u/data rw - tmpfs tmpfs rw\n" +
+		"40 39 0:49 / /home/u/data/x rw - tmpfs tmpfs rw\n" +
+		"41 40 0:50 / /home/u/data/x rw - tmpfs tmpfs rw\n")) // stacked on 40: 41 is what x shows
+	ids := func(es []mountinfo.Entry) []int {
+		var out []int
+		for _, e := range es {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		dirs []string
+		want []int
+	}{
+		{"none", nil, nil},
+		{"the project", []string{"/home/u/proj"}, nil}, // 31 and 32 lie under 33, mounted later on the project
+		{"a bind", []string{"/home/u/shared"}, []int{37}},
+		{"stacked", []string{"/home/u/data"}, []int{41}},
+		{"the root", []string{"/"}, []int{21, 30, 33, 34, 36, 37, 39, 41}},
+		{"several", []string{"/home/u/data", "/home/u/shared", "/home/u/data/x"}, []int{37, 41}},
+	} {
+		if got := ids(Below(table, c.dirs)); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: Below(%v) = %v, want %v", c.name, c.dirs, got, c.want)
+		}
+	}
+	// Without the cover at the project, both tmpfs below it are reached.
+	var uncovered []mountinfo.Entry
+	for _, e := range table {
+		if e.ID != 33 {
+			uncovered = append(uncovered, e)
+		}
+	}
+	if got := ids(Below(uncovered, []string{"/home/u/proj"})); !reflect.DeepEqual(got, []int{31, 32}) {
+		t.Errorf("below the project: got %v, want [31 32]", got)
+	}
+	// A table without a root reaches nothing; a loop of parents ends.
+	loop := mountinfo.Parse([]byte("5 6 0:1 / /a rw - tmpfs t rw\n6 5 0:2 / /a/b rw - tmpfs t rw\n"))
+	if got := Below(loop, []string{"/a"}); got != nil {
+		t.Errorf("a table without a root: got %v", got)
+	}
+}
+
+// TestBelowIn: the text's quick look finds what the parse finds, a path with a
+// space (escaped in the table) included, and spares the parse without a mount below.
+func TestBelowIn(t *testing.T) {
+	text := []byte("20 1 8:1 / / rw - ext4 /dev/sda1 rw\n" +
+		"31 20 0:40 / /home/u/my\\040proj/sub rw - tmpfs tmpfs rw\n" +
+		"32 20 0:41 / /home/u/back\\134slash/x rw - tmpfs tmpfs rw\n" +
+		"33 20 0:42 / /home/u/projx rw - tmpfs tmpfs rw\n")
+	for _, c := range []struct {
+		dirs []string
+		want []int
+	}{
+		{[]string{"/home/u/my proj"}, []int{31}},
+		{[]string{`/home/u/back\slash`}, []int{32}},
+		{[]string{"/home/u/proj"}, nil},
+		{[]string{"/home/u/my"}, nil},
+		{[]string{"/"}, []int{31, 32, 33}},
+	} {
+		var got []int
+		for _, e := range belowIn(text, c.dirs) {
+			got = append(got, e.ID)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("belowIn(%q) = %v, want %v", c.dirs, got, c.want)
+		}
+	}
+}
+
+// TestForWatchesSubmounts: For's Guard watches a file system mounted below the
+// project (a tmpfs), through the mount it opened, and the reserve is kept there.
+func TestForWatchesSubmounts(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to mount a tmpfs")
+	}
+	proj := t.TempDir()
+	sub := filepath.Join(proj, "a", "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", sub, "tmpfs", 0, "size=4m"); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	defer unix.Unmount(sub, unix.MNT_DETACH)
+	p := &isolator.Plan{}
+	p.Project.Dir = proj
+	p.Limits.DiskReserve = 8 << 20 // more than the tmpfs holds
+	g, release, err := For(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if !slices.Contains(g.Paths, sub) {
+		t.Fatalf("Paths = %v; want %s among them", g.Paths, sub)
+	}
+	if w := Watched(p); !slices.Contains(w, sub) {
+		t.Errorf("Watched = %v; want %s among them", w, sub)
+	}
+	var low *LowError
+	if err := g.Check(); !errors.As(err, &low) || low.Path != sub {
+		t.Errorf("Check = %v; want the tmpfs at %s under the reserve", err, sub)
+	}
+	// What is opened is checked to be the mount the table names.
+	b, err := os.ReadFile(mountTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := belowIn(b, []string{proj})
+	if len(found) != 1 || found[0].Point != sub {
+		t.Fatalf("belowIn = %+v; want the tmpfs at %s", found, sub)
+	}
+	fd, err := openPin(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	other := found[0]
+	other.ID, other.Dev = other.ID+100000, "0:0"
+	if !isMount(fd, found[0]) || isMount(fd, other) {
+		t.Errorf("isMount: want true for %+v, false for %+v", found[0], other)
+	}
+	// Through a link to the project, the same mount is found.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(proj, link); err != nil {
+		t.Fatal(err)
+	}
+	p.Project.Dir = link
+	g2, release2, err := For(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release2()
+	if !slices.Contains(g2.Paths, sub) {
+		t.Errorf("through a link: Paths = %v; want %s among them", g2.Paths, sub)
+	}
+}
