@@ -122,3 +122,6 @@ func KnownOption(op string) bool {
 	_, ok := bwrapArity[op]
 	return ok
 }
+
+// RecordOf is recordOf for the tests.
+var RecordOf = recordOf
