@@ -78,7 +78,8 @@ type placed struct {
 // the host); only the options devsandbox renders are used; bind sources are
 // descriptors the early start opens itself (read-only binds by path excepted: a
 // read-only mount creates nothing below it), and the one read-write bind by path is
-// the session /tmp, in the project's state directory. Its refusals wrap ErrUnsafe.
+// the session /tmp, in the project's state directory; the syscall filter is given
+// (--seccomp). Its refusals wrap ErrUnsafe.
 //
 // What Vet cannot rule out: a path present when it is asked and removed before bwrap
 // gets there (a concurrent session's), which bwrap then creates empty, as the launch
@@ -162,7 +163,7 @@ func Vet(r *Record, x Expect, h Host) error {
 		return nil
 	}
 	a := r.Argv
-	sessionBound, end := false, false
+	sessionBound, end, seccomp := false, false, false
 	for i := 1; i < len(a) && !end; i++ {
 		op := a[i]
 		if op == "--" {
@@ -194,6 +195,7 @@ func Vet(r *Record, x Expect, h Host) error {
 			}
 		case "--seccomp":
 			_, err = useFD(arg[0], KindSeccomp)
+			seccomp = true
 		case "--chdir", "--remount-ro":
 			if !absClean(arg[0]) {
 				err = refuse("%s %q is not an absolute clean path", op, arg[0])
@@ -250,6 +252,13 @@ func Vet(r *Record, x Expect, h Host) error {
 	}
 	if !end {
 		return refuse("bwrap's options do not end with --")
+	}
+	if !seccomp {
+		// The filter is read after the block, from a pipe the launch writes only at
+		// release: should devsandbox die with bwrap still waiting, the block and that
+		// pipe read end-of-file, and bwrap stops at the empty program instead of
+		// running the record's command.
+		return refuse("no --seccomp: bwrap would run the command should devsandbox die before the comparison")
 	}
 	for _, f := range r.Files {
 		if !used[f.FD] {

@@ -252,6 +252,11 @@ func TestVetRefusesForgedRecords(t *testing.T) {
 		{"a descriptor the argv does not use", func(r *Record, _ *fakeHost) {
 			addSource(r, 12, "/home/u/.ssh")
 		}},
+		{"no syscall filter", func(r *Record, _ *fakeHost) {
+			i := slices.Index(r.Argv, "--seccomp")
+			r.Argv = slices.Delete(r.Argv, i, i+2)
+			r.Files = slices.DeleteFunc(r.Files, func(f File) bool { return f.Kind == KindSeccomp })
+		}},
 		{"a descriptor number with a sign", func(r *Record, _ *fakeHost) {
 			r.Argv[slices.Index(r.Argv, "9")] = "+9"
 		}},
