@@ -13,12 +13,14 @@ import (
 var errNotRecorded = errors.New("this launch is not started early")
 
 // recordOf returns the launch record of spec, rendered from p (the pinned Plan, its
-// session /tmp named or not) and started with the bwrap binary bin; env is what Run
-// adds to the rendered environment by value (the init's manifest). It refuses, with
+// session /tmp named or not) and started with the bwrap binary bin; etcDir is the
+// directory of the /etc snapshot Run opened (etcsnap.Snapshot's Path: the spec names
+// only the snapshots' base, Plan.System.Snapshot); env is what Run adds to the
+// rendered environment by value (the init's manifest). It refuses, with
 // errNotRecorded, a launch an early start cannot stand for: one with a prefix (pasta,
 // the cgroup step, systemd-run) or a session cgroup, and one with a variable taken
 // for a credential set by value, whose value a record never keeps.
-func recordOf(spec *Spec, p *isolator.Plan, key, bin string, env []string) (*prestart.Record, error) {
+func recordOf(spec *Spec, p *isolator.Plan, key, bin, etcDir string, env []string) (*prestart.Record, error) {
 	switch {
 	case len(spec.Prefix) > 0:
 		return nil, fmt.Errorf("%w: bwrap is started by %s", errNotRecorded, spec.Prefix[0])
@@ -58,8 +60,13 @@ func recordOf(spec *Spec, p *isolator.Plan, key, bin string, env []string) (*pre
 	for _, f := range spec.Files {
 		rf := prestart.File{FD: f.FD}
 		switch f.Kind {
-		case Pinned, EtcSnapshot:
+		case Pinned:
 			rf.Kind, rf.Path = prestart.KindSource, f.Source
+		case EtcSnapshot:
+			if etcDir == "" {
+				return nil, fmt.Errorf("%w: the /etc snapshot's directory is not known", errNotRecorded)
+			}
+			rf.Kind, rf.Path = prestart.KindSource, etcDir
 		case Seccomp:
 			rf.Kind = prestart.KindSeccomp
 		default:

@@ -46,7 +46,7 @@ func TestGoldenRecordsPassVet(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		r, err := bwrap.RecordOf(spec, p, key, "/usr/bin/bwrap", []string{"DEVSANDBOX_INIT=manifest"})
+		r, err := bwrap.RecordOf(spec, p, key, "/usr/bin/bwrap", etcSnapshots+"/0123abcd", []string{"DEVSANDBOX_INIT=manifest"})
 		if len(spec.Prefix) > 0 || spec.Cgroup != nil || spec.Scope != "" {
 			if err == nil {
 				t.Errorf("%s: a launch with a prefix or a session cgroup is recorded", tc.name)
@@ -58,6 +58,11 @@ func TestGoldenRecordsPassVet(t *testing.T) {
 			continue
 		}
 		x := prestart.Expect{StateRoot: path.Dir(stateDir)}
+		for _, f := range r.Files {
+			if f.Kind == prestart.KindSource && f.Path == p.System.Snapshot {
+				t.Errorf("%s: the record names the snapshots' base %s, not the snapshot mounted", tc.name, f.Path)
+			}
+		}
 		if err := prestart.Vet(r, x, everywhere{}); err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
@@ -88,7 +93,7 @@ func TestRecordOfKeepsNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bwrap.RecordOf(spec, p, "0123456789abcdef0123456789abcdef", "/usr/bin/bwrap", nil); err == nil {
+	if _, err := bwrap.RecordOf(spec, p, "0123456789abcdef0123456789abcdef", "/usr/bin/bwrap", "", nil); err == nil {
 		t.Fatal("a credential set by value is recorded")
 	}
 	p.Env = p.Env[:len(p.Env)-1]
@@ -96,7 +101,7 @@ func TestRecordOfKeepsNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := bwrap.RecordOf(spec, p, "0123456789abcdef0123456789abcdef", "/usr/bin/bwrap", nil)
+	r, err := bwrap.RecordOf(spec, p, "0123456789abcdef0123456789abcdef", "/usr/bin/bwrap", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
