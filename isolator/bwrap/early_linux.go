@@ -85,7 +85,6 @@ func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (str
 	if err != nil {
 		return nil, err
 	}
-	argv := append([]string{rec.Bwrap}, rec.Argv[1:]...)
 	if rec.TmpBase != "" {
 		var st unix.Stat_t
 		if err := unix.Lstat(rec.TmpBase, &st); err != nil {
@@ -98,12 +97,8 @@ func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (str
 			return nil, err
 		}
 		e.launch.Session = e.sess.Path
-		for i, a := range argv {
-			if i > 0 && argv[i-1] == "--bind" && a == rec.TmpBase+"/"+prestart.SessionPlaceholder {
-				argv[i] = e.sess.Path
-			}
-		}
 	}
+	argv := recordArgv(rec, e.launch.Session)
 	e.launch.Path, e.launch.Argv, e.launch.Env = rec.Bwrap, argv, env
 	if e.ready, err = newReadyPair(); err != nil {
 		return nil, err

@@ -125,3 +125,10 @@ func KnownOption(op string) bool {
 
 // RecordOf is recordOf for the tests.
 var RecordOf = recordOf
+
+// RecordArgv, LaunchOf and ChildEnv are recordArgv, launchOf and childEnv for the tests.
+var (
+	RecordArgv = recordArgv
+	LaunchOf   = launchOf
+	ChildEnv   = childEnv
+)

@@ -79,3 +79,38 @@ func recordOf(spec *Spec, p *isolator.Plan, key, bin, etcDir string, env []strin
 	}
 	return r, nil
 }
+
+// recordArgv is the argv an early start runs bwrap with from rec (before its own
+// --block-fd): the binary's path first, the session /tmp session in place.
+func recordArgv(rec *prestart.Record, session string) []string {
+	argv := append([]string{rec.Bwrap}, rec.Argv[1:]...)
+	for i := 2; i < len(argv); i++ {
+		if rec.TmpBase != "" && argv[i-1] == "--bind" && argv[i] == rec.TmpBase+"/"+prestart.SessionPlaceholder {
+			argv[i] = session
+		}
+	}
+	return argv
+}
+
+// launchOf is what Run would give bwrap for spec, for prestart.Compare: bin, the
+// spec's argv, env (childEnv and what Run adds), each descriptor's kind, a source's
+// identity by id (the pinned source or the /etc snapshot Run opened), and the session
+// /tmp ("" with /tmp in memory).
+func launchOf(spec *Spec, bin string, env []string, session string, id func(File) (prestart.Identity, error)) (prestart.Launch, error) {
+	l := prestart.Launch{Path: bin, Argv: append([]string{bin}, spec.Argv[1:]...), Env: env, Session: session}
+	for _, f := range spec.Files {
+		fd := prestart.FD{FD: f.FD, Kind: prestart.KindData}
+		switch f.Kind {
+		case Pinned, EtcSnapshot:
+			fd.Kind = prestart.KindSource
+			var err error
+			if fd.ID, err = id(f); err != nil {
+				return prestart.Launch{}, err
+			}
+		case Seccomp:
+			fd.Kind = prestart.KindSeccomp
+		}
+		l.FDs = append(l.FDs, fd)
+	}
+	return l, nil
+}

@@ -1,6 +1,7 @@
 package bwrap_test
 
 import (
+	"errors"
 	"path"
 	"strings"
 	"testing"
@@ -127,5 +128,104 @@ func TestRecordOfKeepsNames(t *testing.T) {
 	}
 	if err := prestart.Vet(r, prestart.Expect{StateRoot: path.Dir(stateDir)}, everywhere{}); err != nil {
 		t.Errorf("the record of a plain launch is refused: %v", err)
+	}
+}
+
+// What an early start gives bwrap from the record of a launch equals what Run gives
+// it for the same plan at the next launch (another session /tmp, the host's values
+// read again): the record, its argv and its environment round-trip to an exact
+// match, so devsandbox's own records are used; and a changed host value is a miss.
+func TestRecordedLaunchComparesEqual(t *testing.T) {
+	const key, bin = "0123456789abcdef0123456789abcdef", "/usr/bin/bwrap"
+	etcDir := etcSnapshots + "/0123abcd"
+	host := map[string]string{"TERM": "xterm-256color", "GITHUB_TOKEN": "ghp_host", "HOST_API_KEY": "s3cr3t"}
+	lookup := func(n string) (string, bool) { v, ok := host[n]; return v, ok }
+	ids := map[string]prestart.Identity{}
+	id := func(path string) prestart.Identity {
+		if _, ok := ids[path]; !ok {
+			ids[path] = prestart.Identity{Dev: 2049, Ino: uint64(500 + len(ids)), MntID: 31}
+		}
+		return ids[path]
+	}
+	manifest := []string{"DEVSANDBOX_INIT=checks"}
+	compared := 0
+	for _, tc := range goldenCases {
+		plan := func(session string) *isolator.Plan {
+			p := pinnedAsRun(tc.plan())
+			p.Env = append(p.Env, isolator.EnvVar{Name: "TERM", Value: host["TERM"], FromHost: true})
+			p.Secrets = append(p.Secrets, isolator.Secret{Name: "API_KEY", EnvSource: "HOST_API_KEY"})
+			if p.Tmp.Kind == "session" {
+				p.Tmp.Session = session
+			}
+			for _, e := range p.Env {
+				if e.FromHost {
+					host[e.Name] = e.Value // the host's value, which the Plan carries
+				}
+			}
+			for _, sec := range p.Secrets {
+				if _, ok := host[sec.EnvSource]; !ok && sec.EnvSource != "" {
+					host[sec.EnvSource] = "secret-of-" + sec.Name
+				}
+			}
+			return p
+		}
+		prev := plan("0000000000000001")
+		spec, err := renderCase(prev, tc.how)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := bwrap.RecordOf(spec, prev, key, bin, etcDir, manifest)
+		if err != nil {
+			continue // a prefix or a session cgroup (TestGoldenRecordsPassVet)
+		}
+		next := plan("0000000000000002")
+		session := ""
+		if next.Tmp.Kind == "session" {
+			session = next.Tmp.Dir + "/" + next.Tmp.Session
+		}
+		env, err := r.Environ(lookup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		early := prestart.Launch{Path: r.Bwrap, Argv: bwrap.RecordArgv(r, session), Env: env, Session: session}
+		for _, f := range r.Files {
+			fd := prestart.FD{FD: f.FD, Kind: f.Kind}
+			if f.Kind == prestart.KindSource {
+				fd.ID = id(f.Path)
+			}
+			early.FDs = append(early.FDs, fd)
+		}
+		spec2, err := renderCase(next, tc.how)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fenv, err := bwrap.ChildEnv(spec2, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := bwrap.LaunchOf(spec2, bin, append(fenv, manifest...), session, func(f bwrap.File) (prestart.Identity, error) {
+			if f.Kind == bwrap.EtcSnapshot {
+				return id(etcDir), nil
+			}
+			return id(f.Source), nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := prestart.Compare(&early, &fresh); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		compared++
+		host["TERM"] = "dumb"
+		changed, _ := r.Environ(lookup)
+		host["TERM"] = "xterm-256color"
+		early.Env = changed
+		if err := prestart.Compare(&early, &fresh); !errors.Is(err, prestart.ErrMismatch) {
+			t.Errorf("%s: a changed host value compares %v", tc.name, err)
+		}
+	}
+	if compared < 8 {
+		t.Errorf("only %d golden launches compared", compared)
 	}
 }
