@@ -242,8 +242,11 @@ func Vet(r *Record, x Expect, h Host) error {
 			if r.TmpBase == "" || arg[0] != r.TmpBase+"/"+SessionPlaceholder || arg[1] != "/tmp" || sessionBound {
 				err = refuse("--bind %s %s: a read-write bind by path other than the session /tmp", arg[0], arg[1])
 			} else if err = at(op, arg[1], false); err == nil {
+				// A directory the early start makes, empty and private: what bwrap
+				// creates in it (a mount point for a home under /tmp) is in no file
+				// of the host's but that new directory, as in a tmpfs.
 				sessionBound = true
-				mounts = append(mounts, placed{dest: arg[1], kind: coverHost, src: Source{Path: arg[0]}})
+				mounts = append(mounts, placed{dest: arg[1], kind: coverTmpfs})
 			}
 		}
 		if err != nil {

@@ -288,6 +288,10 @@ func TestVetAdmitsHarmless(t *testing.T) {
 		},
 		"a read-only bind of / by path": func(r *Record) { insert(r, "--ro-bind", "/", "/mnt") },
 		"a file and a link in a tmpfs":  func(r *Record) { insert(r, "--tmpfs", "/x", "--symlink", "/home/u/.ssh", "/x/l") },
+		"a mount point in the session /tmp (a home under /tmp)": func(r *Record) {
+			insert(r, "--bind-fd", "12", "/tmp/u/home")
+			addSource(r, 12, "/home/u")
+		},
 	} {
 		r := baseRecord()
 		edit(r)
