@@ -3,13 +3,17 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // earlyEnv gives the project a state directory of its own (its launch records and
@@ -207,6 +211,99 @@ func TestEarlyStartConcurrent(t *testing.T) {
 	if left := leftovers(t, state); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
+}
+
+// TestEarlyStartInterrupted: Ctrl-C while the early bwrap waits for the plan takes
+// it and its child down (before devsandbox subscribes to signals it dies of it, and
+// Pdeathsig and --die-with-parent follow; after, the run handles it); nothing is left
+// running, and a session /tmp it made is left unlocked at worst, for the next
+// launch's sweep of orphans. The interrupt is sent once devsandbox's child bwrap
+// with --block-fd is seen; tried until that happened five times.
+func TestEarlyStartInterrupted(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	env, state := p.earlyEnv()
+	args := []string{"--isolator=bwrap", "--egress=none", "--", "/bin/true"}
+	if r := run(t, p.dir, env, "", args...); r.code != 0 {
+		t.Fatalf("first launch:\n%s", r)
+	}
+	hits := 0
+	for try := 0; try < 200 && hits < 5; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cmd := command(ctx, p.dir, baseEnv(env...), args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		for waiting := true; waiting; {
+			select {
+			case <-done:
+				waiting = false
+			default:
+				if earlyChild(cmd.Process.Pid) {
+					_ = cmd.Process.Signal(os.Interrupt)
+					hits++
+					<-done
+					waiting = false
+				}
+			}
+		}
+		cancel()
+	}
+	if hits < 5 {
+		t.Fatalf("the interrupt reached an early start %d times in 200 launches", hits)
+	}
+	// The kernel's SIGKILL of the orphaned bwrap is asynchronous: wait for it.
+	deadline := time.Now().Add(10 * time.Second)
+	var left []string
+	for {
+		left = nil
+		for _, l := range leftovers(t, state) {
+			if strings.HasPrefix(l, "/proc/") || tmpdirLocked(l) {
+				left = append(left, l)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("left running or held: %v", left)
+	}
+	orphans, _ := filepath.Glob(filepath.Join(state, "*", "tmp", "*"))
+	t.Logf("%d session /tmp directories left unlocked by %d interrupted early starts", len(orphans), hits)
+}
+
+// earlyChild reports whether the process pid has a child bwrap waiting on
+// --block-fd (an early start not yet released).
+func earlyChild(pid int) bool {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, c := range strings.Fields(string(b)) {
+			cl, _ := os.ReadFile("/proc/" + c + "/cmdline")
+			if strings.Contains(string(cl), "--block-fd") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tmpdirLocked reports whether the session /tmp dir is held (flock) by a run.
+func tmpdirLocked(dir string) bool {
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return false
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(fd, syscall.LOCK_UN)
+	return false
 }
 
 func toStrings(a []any) []string {

@@ -80,7 +80,19 @@ func (a *app) startEarly(args []string) {
 		}
 		return "", false
 	}
+	// The run's signal subscription, in effect before bwrap starts: a ^C that killed
+	// devsandbox in bwrap's first milliseconds (before its child has set its own
+	// parent-death signal, and while it waits for its parent to map its user ids)
+	// would leave that child waiting for ever. Caught, it reaches the run as any
+	// signal during planning does, or ends the launch, which abandons the start.
+	sigs := isolator.CatchSignals()
+	sigs.Wait()
 	a.early = bwrap.StartEarly(root, os.Getuid(), wd, args, lookup, mode == config.EarlyAlways)
+	if a.early.Started() {
+		a.signals = sigs
+	} else {
+		sigs.Stop()
+	}
 }
 
 // abandonEarly ends an early start no run adopted (a launch that failed before
@@ -94,7 +106,13 @@ func (a *app) abandonEarly() {
 // catchSignals subscribes to the signals a bwrap run relays while the Plan is built,
 // when bwrap is the isolator it will probably select (see isolator.Signals).
 func (a *app) catchSignals(cfg *config.Config) {
-	if cfg.Isolator == "bwrap" || cfg.Isolator == "auto" {
+	switch {
+	case cfg.Isolator != "bwrap" && cfg.Isolator != "auto":
+		if a.signals != nil { // the early start's: no bwrap run will adopt it
+			a.abandonEarly()
+			a.stopSignals()
+		}
+	case a.signals == nil:
 		a.signals = isolator.CatchSignals()
 	}
 }

@@ -73,6 +73,9 @@ func StartEarly(stateRoot string, uid int, wd string, args []string, lookup func
 	return e
 }
 
+// Started reports whether StartEarly started bwrap (and no run has taken it yet).
+func (e *Early) Started() bool { return e != nil && e.start != nil }
+
 // Note says what StartEarly did, for --debug.
 func (e *Early) Note() string {
 	if e == nil {
