@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/devsandbox/devsandbox/config"
@@ -54,10 +55,64 @@ func (a *app) headDone() {
 	a.etcHead.Close()
 }
 
+// early is bwrap's early start.
+type early = bwrap.Early
+
+// startEarly starts bwrap from the record of this command line's last launch, when
+// asked for (config.EarlyStartVar): before anything else of the launch, so that
+// bwrap's setup overlaps the configuration and the Plan. Run adopts it when its
+// rendering is the same, else abandons it.
+func (a *app) startEarly(args []string) {
+	root, mode := config.EarlyStart(a.environ)
+	if mode == config.EarlyOff || root == "" {
+		return
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return
+	}
+	// The host's variables as the configuration reads them: the first entry wins.
+	lookup := func(name string) (string, bool) {
+		for _, kv := range a.environ {
+			if n, v, ok := strings.Cut(kv, "="); ok && n == name {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	// The run's signal subscription, in effect before bwrap starts: a ^C that killed
+	// devsandbox in bwrap's first milliseconds (before its child has set its own
+	// parent-death signal, and while it waits for its parent to map its user ids)
+	// would leave that child waiting for ever. Caught, it reaches the run as any
+	// signal during planning does, or ends the launch, which abandons the start.
+	sigs := isolator.CatchSignals()
+	sigs.Wait()
+	a.early = bwrap.StartEarly(root, os.Getuid(), wd, args, lookup, mode == config.EarlyAlways)
+	if a.early.Started() {
+		a.signals = sigs
+	} else {
+		sigs.Stop()
+	}
+}
+
+// abandonEarly ends an early start no run adopted (a launch that failed before
+// bwrap, or ran another isolator).
+func (a *app) abandonEarly() {
+	if err := a.early.Abandon(); err != nil {
+		a.warn("%v", err)
+	}
+}
+
 // catchSignals subscribes to the signals a bwrap run relays while the Plan is built,
 // when bwrap is the isolator it will probably select (see isolator.Signals).
 func (a *app) catchSignals(cfg *config.Config) {
-	if cfg.Isolator == "bwrap" || cfg.Isolator == "auto" {
+	switch {
+	case cfg.Isolator != "bwrap" && cfg.Isolator != "auto":
+		if a.signals != nil { // the early start's: no bwrap run will adopt it
+			a.abandonEarly()
+			a.stopSignals()
+		}
+	case a.signals == nil:
 		a.signals = isolator.CatchSignals()
 	}
 }
@@ -68,7 +123,11 @@ func (a *app) addBwrap(t isolator.Table, cfg *config.Config, phase func(string))
 		Binaries: egressBinaries(cfg.Host), RuntimeDir: cfg.Host.RuntimeDir, Planned: a.planned}
 	if phase != nil { // --debug
 		b.Debug = func(m string) { fmt.Fprintf(a.stderr, "devsandbox: debug: %s\n", termsafe.Line(m)) }
+		if a.early != nil {
+			b.Debug("early start: " + a.early.Note())
+		}
 	}
+	b.Early = a.early
 	t["bwrap"] = func() isolator.Isolator { return b }
 }
 

@@ -42,3 +42,12 @@ func runGoingOn(string) bool { return false }
 
 // pruneTmp does nothing: session /tmp dirs are bwrap's.
 func (a *app) pruneTmp(string, bool) {}
+
+// early stands in for bwrap's early start.
+type early struct{}
+
+// startEarly does nothing: the early start is bwrap's.
+func (a *app) startEarly([]string) {}
+
+// abandonEarly does nothing: there is no early start here.
+func (a *app) abandonEarly() {}

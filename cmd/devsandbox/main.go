@@ -42,7 +42,11 @@ func main() {
 		prepareHeap()
 	}
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ(), start: time.Now()}
+	if !versionOnly(os.Args[1:]) {
+		a.startEarly(os.Args[1:]) // before the configuration and the Plan (bwrap, Linux)
+	}
 	code := a.main(os.Args[1:])
+	a.abandonEarly()
 	launchprof.Stop()
 	os.Exit(code)
 }
@@ -70,6 +74,10 @@ type app struct {
 	// etcHead: the bwrap run's /etc snapshot, opened while the Plan is built
 	// (headStart, Linux).
 	etcHead *etcHead
+	// early: bwrap started from the record of this command line's last launch,
+	// before the configuration is loaded (startEarly, Linux; experimental, off by
+	// default); the bwrap run adopts it or abandons it.
+	early *early
 	// planned: doctor's, the Plan a run from here would get (doctorConfig), for the
 	// bwrap rows that estimate a launch (Linux); nil outside a project.
 	planned *isolator.Plan

@@ -19,6 +19,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/bwrap/internal/prestart"
 	"github.com/devsandbox/devsandbox/isolator/cgroup"
 	"github.com/devsandbox/devsandbox/isolator/diskguard"
 	"github.com/devsandbox/devsandbox/isolator/hostsvc"
@@ -61,6 +62,10 @@ type Isolator struct {
 	// StopGrace is how long the command has to exit after SIGTERM once Run's context
 	// ends, before the whole sandbox is killed; zero means DefaultStopGrace.
 	StopGrace time.Duration
+	// Early, when set, is the launch's early start (StartEarly): Run adopts its bwrap
+	// when the fresh rendering compares equal, abandons it otherwise, and keeps the
+	// record of a launch that did not match. Experimental, off by default.
+	Early *Early
 
 	// found is bwrap's path once the PATH search found it (QuickCheck, then Run).
 	found string
@@ -106,6 +111,12 @@ func (b *Isolator) stopGrace() time.Duration {
 func (b *Isolator) phase(name string) {
 	if b.Phase != nil {
 		b.Phase(name)
+	}
+}
+
+func (b *Isolator) debug(format string, args ...any) {
+	if b.Debug != nil {
+		b.Debug(fmt.Sprintf(format, args...))
 	}
 }
 
@@ -206,7 +217,22 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// (closeSess, which frees the directory and can wait on the disk); released is
 	// closed after both.
 	removeSess, closeSess := func() {}, func() {}
-	sess, mark, err := prepare(ctx, p, stdio.Err, sigc)
+	early := b.Early.take()
+	defer func() {
+		if early != nil {
+			if err := early.abandon(); err != nil {
+				b.warn("%v", err)
+			}
+		}
+	}()
+	var reuse *tmpdir.Session
+	if early != nil {
+		reuse = early.sess
+	}
+	sess, mark, err := prepare(ctx, p, stdio.Err, sigc, reuse)
+	if early != nil && sess != nil && sess == early.sess {
+		early.sess = nil // Run's now: it removes it at the end, whatever bwrap runs in it
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -269,18 +295,50 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, err
 	}
+	var added []string // what Run adds to the rendered environment, for the record
 	if len(spec.Checks) > 0 {
-		env = append(env, wire.ManifestEnv+"="+wire.EncodeChecks(spec.Checks, pin.BootID()))
+		added = append(added, wire.ManifestEnv+"="+wire.EncodeChecks(spec.Checks, pin.BootID()))
+		env = append(env, added...)
 	}
-	ready, err := newReadyPair()
-	if err != nil {
+	etcDir := func() (*os.File, error) { return etcDescriptor(etc) }
+	var adopt map[int][]byte // the contents an adopted early start is released with
+	if early != nil {
+		sessPath := ""
+		if sess != nil {
+			sessPath = sess.Path
+		}
+		err := early.adoptable(p, spec)
+		var fresh prestart.Launch
+		if err == nil {
+			fresh, err = launchOf(spec, bin, env, sessPath, identities(pins, index, etcDir))
+		}
+		if err == nil {
+			err = prestart.Compare(&early.launch, &fresh)
+		}
+		if err == nil {
+			adopt, err = contents(spec)
+		}
+		if err != nil {
+			b.debug("early start: missed: %v", err)
+			if aerr := early.abandon(); aerr != nil {
+				return 0, aerr
+			}
+			early, adopt = nil, nil
+		}
+	}
+	var ready *readyPair
+	if adopt != nil {
+		ready, early.ready = early.ready, nil
+	} else if ready, err = newReadyPair(); err != nil {
 		return 0, err
 	}
 	defer ready.close()
-	files, writeErrs, err := dataFiles(spec.Files, func(i int) *os.File { return pins.Sources[index[i]].File },
-		func() (*os.File, error) { return etcDescriptor(etc) })
-	if err != nil {
-		return 0, err
+	var files []*os.File
+	var writeErrs <-chan error
+	if adopt == nil {
+		if files, writeErrs, err = dataFiles(spec.Files, func(i int) *os.File { return pins.Sources[index[i]].File }, etcDir); err != nil {
+			return 0, err
+		}
 	}
 	argv := append([]string{bin}, spec.Argv[1:]...)
 	var statusR, statusW *os.File
@@ -310,7 +368,10 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// A terminal is relayed between files only: the caller's stdin and stdout (a
 	// library caller that gives another writer gets pipes, and nothing is written
 	// to this process's own stdout).
-	if out, ok := stdio.Out.(*os.File); ok && out != nil && p.TTY && stdio.In != nil && tty.IsTerminal(stdio.In.Fd()) {
+	if adopt != nil {
+		// The early bwrap has this process's standard descriptors, none of them a
+		// terminal (StartEarly), as bwrap gets them below in a run without one.
+	} else if out, ok := stdio.Out.(*os.File); ok && out != nil && p.TTY && stdio.In != nil && tty.IsTerminal(stdio.In.Fd()) {
 		master, slave, err := tty.Open()
 		if err != nil {
 			return 0, fmt.Errorf("allocating a terminal for the sandbox: %w", err)
@@ -355,7 +416,20 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if b.Signals != nil {
 		b.Signals.Wait()
 	}
-	proc, err := startChild(path, argv, env, stdioFiles, append([]*os.File{ready.child, statusW}, files...), attr)
+	var proc *child
+	if adopt != nil {
+		// The fresh contents, then the block's byte: bwrap goes on, as the fresh
+		// rendering would have started it.
+		if err = early.release(adopt); err == nil {
+			proc, early.proc, early = early.proc, nil, nil
+			b.debug("early start: matched")
+			wc := make(chan error, 1)
+			wc <- nil
+			writeErrs = wc
+		}
+	} else {
+		proc, err = startChild(path, argv, env, stdioFiles, append([]*os.File{ready.child, statusW}, files...), attr)
+	}
 	for _, f := range files {
 		f.Close()
 	}
@@ -375,6 +449,16 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	b.phase("start bwrap")
 	if jc != nil {
 		jc.bwrapPid = proc.pid
+	}
+	if adopt == nil && b.Early != nil {
+		// For the next launch of this command line: while bwrap sets up.
+		dir := ""
+		if etc != nil {
+			dir = etc.Path
+		}
+		if err := b.Early.record(spec, pp, bin, dir, added); err != nil {
+			b.debug("early start: the launch record was not kept: %v", err)
+		}
 	}
 
 	statusc := make(chan string, 1)
@@ -598,7 +682,10 @@ func prepareHost(p *isolator.Plan) error {
 // run mark (runmark.Held). Both under the project's lock (package projlock), so that
 // prune either sees the run or has removed the project before it begins; a wait for
 // prune is said on stderr and ends with ctx or a signal on sigc.
-func prepare(ctx context.Context, p *isolator.Plan, stderr io.Writer, sigc <-chan os.Signal) (*tmpdir.Session, *runmark.Mark, error) {
+//
+// reuse is an early start's session /tmp: taken when it is in p's tmp/ and still the
+// directory it made (a prune that ran before the lock was taken removed it).
+func prepare(ctx context.Context, p *isolator.Plan, stderr io.Writer, sigc <-chan os.Signal, reuse *tmpdir.Session) (*tmpdir.Session, *runmark.Mark, error) {
 	unlock, err := projlock.Shared(ctx, p.StateDir, projlock.Waiting(stderr, p.StateDir), sigc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the sandbox did not start: %w", err)
@@ -610,7 +697,9 @@ func prepare(ctx context.Context, p *isolator.Plan, stderr io.Writer, sigc <-cha
 	var sess *tmpdir.Session
 	if p.Tmp.Kind != "tmpfs" {
 		tmpdir.CleanOrphans(p.Tmp.Dir, time.Now(), tmpdir.MaxAge)
-		if sess, err = tmpdir.Acquire(p.Tmp.Dir); err != nil {
+		if reuse != nil && p.Tmp.Kind == "session" && filepath.Dir(reuse.Path) == p.Tmp.Dir && !reuse.Lost() {
+			sess = reuse
+		} else if sess, err = tmpdir.Acquire(p.Tmp.Dir); err != nil {
 			return nil, nil, err
 		}
 	}

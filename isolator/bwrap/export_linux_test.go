@@ -122,3 +122,13 @@ func KnownOption(op string) bool {
 	_, ok := bwrapArity[op]
 	return ok
 }
+
+// RecordOf is recordOf for the tests.
+var RecordOf = recordOf
+
+// RecordArgv, LaunchOf and ChildEnv are recordArgv, launchOf and childEnv for the tests.
+var (
+	RecordArgv = recordArgv
+	LaunchOf   = launchOf
+	ChildEnv   = childEnv
+)

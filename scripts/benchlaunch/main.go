@@ -209,6 +209,10 @@ func run(bin, bwrapBin string, n int, userName string, files int, only string, l
 	}
 	r.dir = proj
 	r.env = []string{"HOME=" + home, "USER=" + name, "LOGNAME=" + name, "PATH=" + path, "LANG=C.UTF-8"}
+	if v, ok := os.LookupEnv("DEVSANDBOX_EARLY_START"); ok {
+		// devsandbox's experimental early start, measured by setting it for benchlaunch.
+		r.env = append(r.env, "DEVSANDBOX_EARLY_START="+v)
+	}
 
 	bwrapBase := []string{bwrap, "--unshare-all", "--die-with-parent", "--new-session",
 		"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",

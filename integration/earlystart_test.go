@@ -1,0 +1,315 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// earlyEnv gives the project a state directory of its own (its launch records and
+// session /tmp directories the test's alone) and asks for the early start whatever
+// the machine's load.
+func (p *project) earlyEnv(extra ...string) (env []string, state string) {
+	p.t.Helper()
+	p.mkdir("state")
+	return append([]string{"XDG_STATE_HOME=" + p.path("state"), "DEVSANDBOX_EARLY_START=always"}, extra...),
+		filepath.Join(p.path("state"), "devsandbox")
+}
+
+// records returns the launch records' files under state.
+func records(t *testing.T, state string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(state, "prestart", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// leftovers lists what a run left: session /tmp directories in the project's tmp/,
+// and processes whose argv names the state directory (an early bwrap).
+func leftovers(t *testing.T, state string) []string {
+	t.Helper()
+	var left []string
+	tmps, _ := filepath.Glob(filepath.Join(state, "*", "tmp", "*"))
+	left = append(left, tmps...)
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, c := range procs {
+		b, err := os.ReadFile(c)
+		if err == nil && strings.Contains(string(b), state) {
+			if st, err := os.ReadFile(filepath.Join(filepath.Dir(c), "stat")); err == nil && !strings.Contains(string(st), ") Z ") {
+				left = append(left, c+": "+strings.ReplaceAll(string(b), "\x00", " "))
+			}
+		}
+	}
+	return left
+}
+
+// TestEarlyStart: with DEVSANDBOX_EARLY_START, the first launch of a command line
+// keeps a record (names, never the secret's value), the next one starts bwrap from
+// it and uses it, and a launch whose plan changed (a new .env to mask) misses, runs
+// as without it, and records anew; nothing is left behind.
+func TestEarlyStart(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	env, state := p.earlyEnv("EARLY_SECRET=s3cr3t-early-value")
+	args := []string{"--isolator=bwrap", "--egress=none", "--debug", "-e", "EARLY_SECRET", "--", "/bin/sh", "-c", `echo "out $EARLY_SECRET"`}
+	launch := func(want string) {
+		t.Helper()
+		r := run(t, p.dir, env, "", args...)
+		if r.code != 0 || r.stdout != "out s3cr3t-early-value\n" {
+			t.Fatalf("the launch failed:\n%s", r)
+		}
+		for _, w := range strings.Split(want, "|") {
+			if !strings.Contains(r.stderr, "devsandbox: debug: early start: "+w) {
+				t.Errorf("stderr lacks %q:\n%s", "early start: "+w, r.stderr)
+			}
+		}
+	}
+	launch("not made: no record of this launch")
+	recs := records(t, state)
+	if len(recs) != 1 {
+		t.Fatalf("records %v, want one", recs)
+	}
+	b, err := os.ReadFile(recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "s3cr3t-early-value") {
+		t.Errorf("the record holds the secret's value:\n%s", b)
+	}
+	launch("made|matched")
+	launch("made|matched")
+	p.write("proj/.env", "TOKEN=x\n")
+	launch("made|missed: ")
+	launch("made|matched")
+	if left := leftovers(t, state); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// TestEarlyStartPlantedRecord: a record planted where devsandbox keeps this launch's
+// (the file and directory checks pass: the test user's own, 0600) whose bwrap would
+// truncate, chmod, and plant a link and a directory in a host directory before its
+// block is refused before anything starts: the directory is as it was, the launch
+// runs as without it, and the planted record is replaced.
+func TestEarlyStartPlantedRecord(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	env, state := p.earlyEnv()
+	p.write("victim/.profile", "keep\n")
+	p.write("victim/secret", "key\n")
+	victim := p.path("victim")
+	if err := os.Chmod(filepath.Join(victim, "secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--isolator=bwrap", "--egress=none", "--debug", "--", "/bin/true"}
+	if r := run(t, p.dir, env, "", args...); r.code != 0 {
+		t.Fatalf("first launch:\n%s", r)
+	}
+	recs := records(t, state)
+	if len(recs) != 1 {
+		t.Fatalf("records %v, want one", recs)
+	}
+	good, err := os.ReadFile(recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ops := range map[string][]string{
+		"--file truncates": {"--perms", "0444", "--file", "91", "/mnt/.profile"},
+		"--chmod":          {"--chmod", "0777", "/mnt/secret"},
+		"--symlink":        {"--symlink", "/etc/passwd", "/mnt/planted"},
+		"--dir":            {"--dir", "/mnt/planted-dir"},
+		"a mount point":    {"--tmpfs", "/mnt/planted-mount"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var rec map[string]any
+			if err := json.Unmarshal(good, &rec); err != nil {
+				t.Fatal(err)
+			}
+			argv := toStrings(rec["Argv"].([]any))
+			// First: bwrap does them before it waits on any of the record's pipes.
+			argv = slices.Insert(argv, 1, append([]string{"--bind-fd", "90", "/mnt"}, ops...)...)
+			rec["Argv"] = argv
+			files := rec["Files"].([]any)
+			files = append(files, map[string]any{"FD": 90, "Kind": "source", "Path": victim})
+			if slices.Contains(ops, "--file") {
+				files = append(files, map[string]any{"FD": 91, "Kind": "data"})
+			}
+			rec["Files"] = files
+			forged, err := json.Marshal(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(recs[0], forged, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(recs[0], it.uid, it.gid); err != nil {
+				t.Fatal(err)
+			}
+			before := treeSum(t, victim)
+			r := run(t, p.dir, env, "", args...)
+			if r.code != 0 {
+				t.Fatalf("the launch with a planted record failed:\n%s", r)
+			}
+			if !strings.Contains(r.stderr, "early start: not made: launch record refused") {
+				t.Errorf("the planted record was not refused:\n%s", r.stderr)
+			}
+			if treeSum(t, victim) != before {
+				t.Errorf("the planted record changed %s", victim)
+			}
+			now, err := os.ReadFile(recs[0])
+			if err != nil || strings.Contains(string(now), victim) {
+				t.Errorf("the planted record was kept (%v)", err)
+			}
+		})
+	}
+	if left := leftovers(t, state); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// TestEarlyStartConcurrent: two launches of the same command line at once each start
+// their own early bwrap from the one record, in a session /tmp of its own, and both
+// run; nothing is left.
+func TestEarlyStartConcurrent(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	env, state := p.earlyEnv()
+	args := []string{"--isolator=bwrap", "--egress=none", "--debug", "--", "/bin/sh", "-c", "ls -a /tmp"}
+	if r := run(t, p.dir, env, "", args...); r.code != 0 {
+		t.Fatalf("first launch:\n%s", r)
+	}
+	var wg sync.WaitGroup
+	rs := make([]result, 4)
+	for i := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rs[i] = run(t, p.dir, env, "", args...)
+		}()
+	}
+	wg.Wait()
+	for _, r := range rs {
+		if r.code != 0 || r.stdout != ".\n..\n" {
+			t.Errorf("a concurrent launch failed, or its /tmp was not its own:\n%s", r)
+		}
+		if !strings.Contains(r.stderr, "early start: made") || !strings.Contains(r.stderr, "early start: matched") {
+			t.Errorf("a concurrent launch did not use its early start:\n%s", r.stderr)
+		}
+	}
+	if left := leftovers(t, state); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// TestEarlyStartInterrupted: Ctrl-C while the early bwrap waits for the plan takes
+// it and its child down (before devsandbox subscribes to signals it dies of it, and
+// Pdeathsig and --die-with-parent follow; after, the run handles it); nothing is left
+// running, and a session /tmp it made is left unlocked at worst, for the next
+// launch's sweep of orphans. The interrupt is sent once devsandbox's child bwrap
+// with --block-fd is seen; tried until that happened five times.
+func TestEarlyStartInterrupted(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	env, state := p.earlyEnv()
+	args := []string{"--isolator=bwrap", "--egress=none", "--", "/bin/true"}
+	if r := run(t, p.dir, env, "", args...); r.code != 0 {
+		t.Fatalf("first launch:\n%s", r)
+	}
+	hits := 0
+	for try := 0; try < 200 && hits < 5; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cmd := command(ctx, p.dir, baseEnv(env...), args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		for waiting := true; waiting; {
+			select {
+			case <-done:
+				waiting = false
+			default:
+				if earlyChild(cmd.Process.Pid) {
+					_ = cmd.Process.Signal(os.Interrupt)
+					hits++
+					<-done
+					waiting = false
+				}
+			}
+		}
+		cancel()
+	}
+	if hits < 5 {
+		t.Fatalf("the interrupt reached an early start %d times in 200 launches", hits)
+	}
+	// The kernel's SIGKILL of the orphaned bwrap is asynchronous: wait for it.
+	deadline := time.Now().Add(10 * time.Second)
+	var left []string
+	for {
+		left = nil
+		for _, l := range leftovers(t, state) {
+			if strings.HasPrefix(l, "/proc/") || tmpdirLocked(l) {
+				left = append(left, l)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("left running or held: %v", left)
+	}
+	orphans, _ := filepath.Glob(filepath.Join(state, "*", "tmp", "*"))
+	t.Logf("%d session /tmp directories left unlocked by %d interrupted early starts", len(orphans), hits)
+}
+
+// earlyChild reports whether the process pid has a child bwrap waiting on
+// --block-fd (an early start not yet released).
+func earlyChild(pid int) bool {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, c := range strings.Fields(string(b)) {
+			cl, _ := os.ReadFile("/proc/" + c + "/cmdline")
+			if strings.Contains(string(cl), "--block-fd") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tmpdirLocked reports whether the session /tmp dir is held (flock) by a run.
+func tmpdirLocked(dir string) bool {
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return false
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(fd, syscall.LOCK_UN)
+	return false
+}
+
+func toStrings(a []any) []string {
+	s := make([]string, len(a))
+	for i, v := range a {
+		s[i] = v.(string)
+	}
+	return s
+}

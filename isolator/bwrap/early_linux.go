@@ -1,0 +1,275 @@
+package bwrap
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/isolator/bwrap/internal/prestart"
+	"github.com/devsandbox/devsandbox/isolator/tmpdir"
+)
+
+// earlyStart is bwrap started from a launch record before the Plan exists, stopped
+// at its --block-fd: its namespaces and mounts made, no process of the sandbox run
+// (its pid 1 is bwrap's own child, blocked in a read), no syscall filter read. It is
+// either released, once the fresh rendering compared equal (release), or abandoned
+// (abandon): killed with its child, reaped, its session /tmp removed.
+//
+// Not wired into Run yet (issue #18, stage 2 to come): what is here is the start,
+// the release and the abandonment, with the record vetted before anything runs.
+type earlyStart struct {
+	// launch is what bwrap consumed, for prestart.Compare.
+	launch prestart.Launch
+	proc   *child
+	ready  *readyPair
+	sess   *tmpdir.Session
+	// pipes are the write ends of the data and seccomp descriptors, by number:
+	// written only at release, with the fresh plan's contents.
+	pipes map[int]*os.File
+	block *os.File
+}
+
+// startEarly starts bwrap from rec. Before it starts anything it vets the record
+// (prestart.Vet, against stateRoot, with the sources opened as descriptors, no link
+// followed), and the session /tmp's directory must exist as a private directory of
+// the user's (it is not created); then it makes a session /tmp there, and starts
+// bwrap with the record's argv and --block-fd, in a process group of its own (its
+// child stays in it until its setsid, after the block), SIGKILLed should devsandbox
+// die. lookup reads the host's variables the record names. stdio are bwrap's.
+func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (string, bool), stdio [3]*os.File) (_ *earlyStart, err error) {
+	e := &earlyStart{pipes: map[int]*os.File{}}
+	var childEnds []*os.File
+	sources := map[int]*os.File{}
+	defer func() {
+		for _, f := range childEnds {
+			f.Close()
+		}
+		for _, f := range sources {
+			f.Close()
+		}
+		if err != nil {
+			_ = e.abandon()
+		}
+	}()
+	extra := map[int]*os.File{}
+	maxFD := StatusFD
+	for _, f := range rec.Files {
+		fd := prestart.FD{FD: f.FD, Kind: f.Kind}
+		if f.Kind == prestart.KindSource {
+			src, id, err := prestart.OpenSource(f.Path)
+			if err != nil {
+				return nil, err
+			}
+			sources[f.FD], extra[f.FD], fd.ID = src, src, id
+		} else {
+			r, w, err := os.Pipe()
+			if err != nil {
+				return nil, err
+			}
+			childEnds = append(childEnds, r)
+			extra[f.FD], e.pipes[f.FD] = r, w
+		}
+		e.launch.FDs = append(e.launch.FDs, fd)
+		maxFD = max(maxFD, f.FD)
+	}
+	if err := prestart.Vet(rec, prestart.Expect{StateRoot: stateRoot}, prestart.HostFS{Sources: sources}); err != nil {
+		return nil, err
+	}
+	env, err := rec.Environ(lookup)
+	if err != nil {
+		return nil, err
+	}
+	if rec.TmpBase != "" {
+		var st unix.Stat_t
+		if err := unix.Lstat(rec.TmpBase, &st); err != nil {
+			return nil, fmt.Errorf("%w: the session /tmp's directory: %w", prestart.ErrUnsafe, err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o077 != 0 {
+			return nil, fmt.Errorf("%w: %s is not a private directory of yours", prestart.ErrUnsafe, rec.TmpBase)
+		}
+		if e.sess, err = tmpdir.Acquire(rec.TmpBase); err != nil {
+			return nil, err
+		}
+		e.launch.Session = e.sess.Path
+	}
+	argv := recordArgv(rec, e.launch.Session)
+	e.launch.Path, e.launch.Argv, e.launch.Env = rec.Bwrap, argv, env
+	if e.ready, err = newReadyPair(); err != nil {
+		return nil, err
+	}
+	childEnds = append(childEnds, e.ready.child)
+	blockR, blockW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	childEnds = append(childEnds, blockR)
+	e.block = blockW
+	blockFD := maxFD + 1
+	extra[blockFD] = blockR
+	files := make([]*os.File, blockFD-2)
+	files[0] = e.ready.child // ReadyFD; StatusFD stays closed: no prologue
+	for fd, f := range extra {
+		files[fd-3] = f
+	}
+	started := append([]string{argv[0], "--block-fd", strconv.Itoa(blockFD)}, argv[1:]...)
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if e.proc, err = startChild(rec.Bwrap, started, env, &childStdio{files: stdio}, files, attr); err != nil {
+		return nil, fmt.Errorf("starting bwrap early: %w", err)
+	}
+	return e, nil
+}
+
+// release lets bwrap go on: the data descriptors get the fresh contents (by
+// descriptor number: every pipe must have one), the block its byte. It returns once
+// every content is written (bwrap read the data before its block, the filter after).
+func (e *earlyStart) release(contents map[int][]byte) error {
+	if len(contents) != len(e.pipes) {
+		return fmt.Errorf("releasing the early bwrap: %d contents for %d descriptors", len(contents), len(e.pipes))
+	}
+	for fd := range e.pipes {
+		if _, ok := contents[fd]; !ok {
+			return fmt.Errorf("releasing the early bwrap: no content for descriptor %d", fd)
+		}
+	}
+	errc := make(chan error, len(e.pipes))
+	for fd, w := range e.pipes {
+		go func() {
+			_, err := w.Write(contents[fd])
+			if cerr := w.Close(); err == nil {
+				err = cerr
+			}
+			errc <- err
+		}()
+	}
+	e.pipes = nil
+	_, err := e.block.Write([]byte{0})
+	e.block.Close()
+	e.block = nil
+	for range cap(errc) {
+		if werr := <-errc; err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("releasing the early bwrap: %w", err)
+	}
+	return nil
+}
+
+// abandon kills bwrap and its child (the process group: the child's setsid comes
+// after the block), reaps bwrap, waits until no process of the group is left,
+// closes every descriptor and removes the session /tmp. The block is closed only
+// after the kill: bwrap reads end-of-file on it as a release. It fails when a
+// process of the group is still there after abandonWait.
+func (e *earlyStart) abandon() error {
+	var err error
+	if e.proc != nil {
+		pgid := e.proc.pid
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		err = waitGroup(pgid)
+		_, _ = e.proc.wait()
+		e.proc = nil
+	}
+
+	for _, w := range e.pipes {
+		w.Close()
+	}
+	e.pipes = nil
+	if e.block != nil {
+		e.block.Close()
+		e.block = nil
+	}
+	if e.ready != nil {
+		e.ready.close()
+		e.ready = nil
+	}
+	if e.sess != nil {
+		if rerr := e.sess.Remove(); err == nil && rerr != nil {
+			err = fmt.Errorf("removing the early session /tmp: %w", rerr)
+		}
+		e.sess.Close()
+		e.sess = nil
+	}
+	return err
+}
+
+// waitGroup waits, once the group pgid is killed, until every other process of it
+// has exited: bwrap's child, the sandbox's pid 1, which is not devsandbox's child
+// (whoever it is reparented to reaps it), so it is waited for through a pidfd. bwrap,
+// the group's leader, is not reaped yet: the group's id cannot be another's, so a
+// process found in it is a member, not a reuse of a number; and a killed bwrap
+// clones no more.
+func waitGroup(pgid int) error {
+	deadline := time.Now().Add(abandonWait)
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return fmt.Errorf("listing the early bwrap's processes: %w", err)
+	}
+	for _, d := range ents {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == pgid || !inGroup(pid, pgid) {
+			continue
+		}
+		pidfd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue // gone, and reaped
+		}
+		if inGroup(pid, pgid) { // still the member, not a number reused since
+			err = waitExit(pidfd, deadline)
+		}
+		unix.Close(pidfd)
+		if err != nil {
+			return fmt.Errorf("the early bwrap's process %d: %w", pid, err)
+		}
+	}
+	return nil
+}
+
+// inGroup reports whether the process pid is in the process group pgid.
+func inGroup(pid, pgid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err == nil && procGroup(stat) == pgid
+}
+
+// waitExit waits until the process of pidfd has exited (a zombie holds no mount,
+// namespace or descriptor), at most until deadline.
+func waitExit(pidfd int, deadline time.Time) error {
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	for {
+		ms := int(time.Until(deadline).Milliseconds())
+		if ms <= 0 {
+			return fmt.Errorf("still running %v after it was killed", abandonWait)
+		}
+		n, err := unix.Poll(fds, ms)
+		switch {
+		case err == unix.EINTR:
+		case err != nil:
+			return err
+		case n > 0:
+			return nil
+		}
+	}
+}
+
+// procGroup returns the process group of a /proc/PID/stat line (0 if malformed).
+func procGroup(stat []byte) int {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(stat[i+1:])) // state ppid pgrp ...
+	if len(f) < 3 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[2])
+	return n
+}
+
+// abandonWait bounds abandon's wait for bwrap's child, which its new parent reaps.
+const abandonWait = 5 * time.Second

@@ -1,0 +1,191 @@
+package bwrap
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/bwrap/internal/prestart"
+	"github.com/devsandbox/devsandbox/isolator/pin"
+	"github.com/devsandbox/devsandbox/isolator/tty"
+)
+
+// Early is bwrap's early start for one launch (StartEarly): bwrap started from the
+// record of the previous launch of the same command line, before the Plan, and where
+// this launch's record is kept. Run adopts the start when the fresh rendering
+// compares equal in everything bwrap consumed, abandons it otherwise, and records
+// the launch when nothing matched. Experimental, off unless asked for
+// (config.EarlyStartVar); see docs/performance.md.
+type Early struct {
+	store prestart.Store
+	key   string
+	root  string
+	start *earlyStart
+	// terminal: one of the standard descriptors is a terminal; Run then picks a
+	// pty or a filtered terminal, which an early bwrap's fixed stdio cannot follow.
+	terminal bool
+	note     string
+}
+
+// earlyLoad is the load average per CPU at or above which no early start is made:
+// with the other core busy, bwrap's setup and the planning slow each other (the
+// study: the gain halved at 2 per CPU, a loss at 3 and more).
+const earlyLoad = 2.0
+
+// StartEarly starts bwrap early for the launch of args from the working directory
+// wd by the user uid, from its record under stateRoot ($XDG_STATE_HOME/devsandbox),
+// unless a standard descriptor is a terminal, the machine is loaded, or there is no
+// usable record (a record refused is removed). lookup reads the host's variables;
+// anyLoad skips the load gate.
+func StartEarly(stateRoot string, uid int, wd string, args []string, lookup func(string) (string, bool), anyLoad bool) *Early {
+	e := &Early{store: prestart.Store{Dir: filepath.Join(stateRoot, "prestart")}, key: prestart.LaunchKey(uid, wd, args), root: stateRoot}
+	stdio := [3]*os.File{os.Stdin, os.Stdout, os.Stderr}
+	for _, f := range stdio {
+		if tty.IsTerminal(f.Fd()) {
+			e.terminal, e.note = true, "not made: a terminal"
+			return e
+		}
+	}
+	if l, ok := loadPerCPU(); ok && l >= earlyLoad && !anyLoad {
+		e.note = fmt.Sprintf("not made: load average %.2f per CPU", l)
+		return e
+	}
+	rec, err := e.store.Load(e.key)
+	if err == nil {
+		e.start, err = startEarly(rec, stateRoot, lookup, stdio)
+	}
+	switch {
+	case err == nil:
+		e.note = "made"
+	case errors.Is(err, prestart.ErrNoRecord):
+		e.note = "not made: no record of this launch"
+	default:
+		e.note = fmt.Sprintf("not made: %v", err)
+		if errors.Is(err, prestart.ErrRecord) || errors.Is(err, prestart.ErrUnsafe) {
+			_ = e.store.Remove(e.key)
+		}
+	}
+	return e
+}
+
+// Started reports whether StartEarly started bwrap (and no run has taken it yet).
+func (e *Early) Started() bool { return e != nil && e.start != nil }
+
+// Note says what StartEarly did, for --debug.
+func (e *Early) Note() string {
+	if e == nil {
+		return "off"
+	}
+	return e.note
+}
+
+// Abandon ends an early start Run did not adopt (a launch that did not reach Run, or
+// not bwrap's); nothing when there is none. It may be called more than once.
+func (e *Early) Abandon() error {
+	if e == nil || e.start == nil {
+		return nil
+	}
+	s := e.start
+	e.start = nil
+	return s.abandon()
+}
+
+// loadPerCPU is the one-minute load average over the CPUs this process may use.
+func loadPerCPU() (float64, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, false
+	}
+	l, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0, false
+	}
+	return l / float64(runtime.NumCPU()), true
+}
+
+// adoptable reports whether Run may use the early start for p and its rendering
+// spec, else why not: what bwrap's argv, environment and descriptors do not show
+// (a prefix, a session cgroup, a terminal to relay) must be absent.
+func (s *earlyStart) adoptable(p *isolator.Plan, spec *Spec) error {
+	switch {
+	case p.TTY:
+		return fmt.Errorf("%w: an interactive run", prestart.ErrMismatch)
+	case len(spec.Prefix) > 0:
+		return fmt.Errorf("%w: bwrap is started by %s", prestart.ErrMismatch, spec.Prefix[0])
+	case spec.Cgroup != nil || spec.Scope != "":
+		return fmt.Errorf("%w: bwrap is started in the cgroup of its limits", prestart.ErrMismatch)
+	}
+	return nil
+}
+
+// contents are the fresh plan's contents of the early start's data and seccomp
+// descriptors, for release, read as dataFiles reads them.
+func contents(spec *Spec) (map[int][]byte, error) {
+	c := map[int][]byte{}
+	for _, f := range spec.Files {
+		if f.Kind == Pinned || f.Kind == EtcSnapshot {
+			continue
+		}
+		b, err := fileData(f)
+		if err != nil {
+			return nil, err
+		}
+		c[f.FD] = b
+	}
+	return c, nil
+}
+
+// take hands Run the early start, if one was made; Abandon has nothing left to do.
+func (e *Early) take() *earlyStart {
+	if e == nil {
+		return nil
+	}
+	s := e.start
+	e.start = nil
+	return s
+}
+
+// record keeps the record of this launch (spec, rendered from the pinned Plan p,
+// started with bin; etcDir the /etc snapshot Run opened, "" when none; env what Run
+// added by value) for the next one, or removes the old one when this launch cannot
+// be recorded. Not when a standard descriptor is a terminal (no early start is made
+// then).
+func (e *Early) record(spec *Spec, p *isolator.Plan, bin, etcDir string, env []string) error {
+	if e == nil || e.terminal {
+		return nil
+	}
+	r, err := recordOf(spec, p, e.key, bin, etcDir, env)
+	if err != nil {
+		return e.store.Remove(e.key)
+	}
+	return e.store.Save(r)
+}
+
+// identities returns a spec descriptor's source identity as Run opened it: a pinned
+// source (pins, through index from the rendered Plan's mounts) or the /etc snapshot.
+func identities(pins *pin.Set, index []int, etcDir func() (*os.File, error)) func(File) (prestart.Identity, error) {
+	return func(f File) (prestart.Identity, error) {
+		if f.Kind == EtcSnapshot {
+			d, err := etcDir()
+			if err != nil {
+				return prestart.Identity{}, err
+			}
+			defer d.Close()
+			return prestart.Identify(d)
+		}
+		src := pins.Sources[index[f.Mount]]
+		if src == nil {
+			return prestart.Identity{}, fmt.Errorf("no descriptor for the source of %s", f.Dest)
+		}
+		return prestart.Identify(src.File)
+	}
+}
