@@ -1,6 +1,8 @@
 package procs
 
 import (
+	"os"
+	"os/exec"
 	"reflect"
 	"testing"
 )
@@ -36,5 +38,31 @@ func TestStatPPid(t *testing.T) {
 		if got := statPPid([]byte(line)); got != want {
 			t.Errorf("statPPid(%q) = %d, want %d", line, got, want)
 		}
+	}
+}
+
+// List lists every process of the pid namespace with its parent, as its stat
+// file gives them: this test process and a child of its own are among them.
+func TestListListsChildren(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("starting sleep: %v", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	parents := map[int]int{}
+	for _, p := range List() {
+		parents[p.Pid] = p.PPid
+	}
+	if pp, ok := parents[os.Getpid()]; !ok || pp != os.Getppid() {
+		t.Errorf("this process: parent %d (listed %v), want %d", pp, ok, os.Getppid())
+	}
+	if pp, ok := parents[cmd.Process.Pid]; !ok || pp != os.Getpid() {
+		t.Errorf("the child: parent %d (listed %v), want %d", pp, ok, os.Getpid())
+	}
+	if got, want := ParentPid(cmd.Process.Pid), os.Getpid(); got != want {
+		t.Errorf("ParentPid(child) = %d, want %d", got, want)
+	}
+	if got := ParentPid(1 << 30); got != -1 {
+		t.Errorf("parentPid of no process = %d, want -1", got)
 	}
 }

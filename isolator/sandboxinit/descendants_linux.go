@@ -1,15 +1,12 @@
 package sandboxinit
 
 import (
-	"bytes"
 	"errors"
 	"os"
-	"strconv"
 	"syscall"
 	"time"
 
-	"github.com/devsandbox/devsandbox/internal/dirent"
-	"github.com/devsandbox/devsandbox/internal/rawfile"
+	"github.com/devsandbox/devsandbox/internal/procs"
 )
 
 // killSubtree SIGKILLs every process below this one and reaps them, until the kernel
@@ -61,8 +58,8 @@ func noChild() bool {
 // threads run, and SIGKILL to its pid ends them all.
 func descendantsOf(pid int) []int {
 	children := map[int][]int{}
-	for _, p := range processes() {
-		children[p.ppid] = append(children[p.ppid], p.pid)
+	for _, p := range procs.List() {
+		children[p.PPid] = append(children[p.PPid], p.Pid)
 	}
 	var out []int
 	queue := []int{pid}
@@ -75,55 +72,4 @@ func descendantsOf(pid int) []int {
 		}
 	}
 	return out
-}
-
-type process struct{ pid, ppid int }
-
-// processes lists the pid and parent pid of every process in /proc: one listing of
-// /proc and one read of each /proc/PID/stat (parentPid), with the system calls
-// themselves. A keeper's sweep, on a session's critical path, lists them at each
-// registration; filepath.Glob("/proc/[0-9]*/stat") opened and listed every
-// /proc/PID directory to find its stat file, and os.File registers each file it
-// opens with the runtime's poller.
-func processes() []process {
-	var out []process
-	_ = dirent.ReadDir("/proc", 8192, func(name string, _ byte) bool {
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid <= 0 {
-			return true // not a process: self, sys, meminfo, ...
-		}
-		if ppid := parentPid(pid); ppid >= 0 {
-			out = append(out, process{pid, ppid})
-		}
-		return true
-	})
-	return out
-}
-
-// parentPid returns pid's parent pid, -1 when it cannot be read.
-func parentPid(pid int) int {
-	b, err := rawfile.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return -1
-	}
-	return statPPid(b)
-}
-
-// statPPid is the parent pid in the start of a /proc/PID/stat line, "PID (COMM)
-// STATE PPID ...", -1 when it has none. COMM may hold spaces and parentheses: the
-// fields start after its last ')'. Pure.
-func statPPid(line []byte) int {
-	i := bytes.LastIndexByte(line, ')')
-	if i < 0 {
-		return -1
-	}
-	f := bytes.Fields(line[i+1:])
-	if len(f) < 2 {
-		return -1
-	}
-	n, err := strconv.Atoi(string(f[1]))
-	if err != nil {
-		return -1
-	}
-	return n
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/devsandbox/devsandbox/internal/procs"
 	"github.com/devsandbox/devsandbox/internal/rawfile"
 	"github.com/devsandbox/devsandbox/isolator/internal/jobstop"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
@@ -80,13 +81,13 @@ func (f *freezer) cont() {
 func namespaceMembers() []int {
 	self := os.Getpid()
 	skip := map[int]bool{self: true}
-	for p := parentPid(self); p > 0 && !skip[p]; p = parentPid(p) {
+	for p := procs.ParentPid(self); p > 0 && !skip[p]; p = procs.ParentPid(p) {
 		skip[p] = true
 	}
 	var out []int
-	for _, p := range processes() {
-		if !skip[p.pid] && !kernelThread(p.pid) {
-			out = append(out, p.pid)
+	for _, p := range procs.List() {
+		if !skip[p.Pid] && !kernelThread(p.Pid) {
+			out = append(out, p.Pid)
 		}
 	}
 	return out

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/internal/accept"
+	"github.com/devsandbox/devsandbox/internal/procs"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
@@ -118,8 +119,8 @@ func serveSessions(ln net.Listener) {
 // again when its connection ends (the init exited, or was killed).
 func session(c *net.UnixConn) {
 	defer c.Close()
-	pid, err := peerPid(c)
-	if err != nil || parentPid(pid) != 0 {
+	pid, err := procs.PeerPid(c)
+	if err != nil || procs.ParentPid(pid) != 0 {
 		return // not a process the engine started: not a session init
 	}
 	// The connection ends as the init's files are closed, before the kernel hands its
@@ -195,8 +196,8 @@ const endLimit = 15 * time.Second
 // sweep of its own confirms that nothing an ended session left runs.
 func endRequest(c *net.UnixConn) {
 	defer c.Close()
-	pid, err := peerPid(c)
-	if err != nil || parentPid(pid) != 0 {
+	pid, err := procs.PeerPid(c)
+	if err != nil || procs.ParentPid(pid) != 0 {
 		return // not a process the engine started
 	}
 	_ = c.SetDeadline(time.Now().Add(endLimit + 5*time.Second))
@@ -434,7 +435,7 @@ func waitExited(pidfd int, limit time.Duration) {
 func sweep() bool {
 	self := os.Getpid()
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
-		strays := strayPids(processes(), self, parentPid)
+		strays := procs.Strays(procs.List(), self, procs.ParentPid)
 		if len(strays) == 0 {
 			return true
 		}
@@ -443,62 +444,6 @@ func sweep() bool {
 		}
 	}
 	return false
-}
-
-// strayPids returns the processes of ps that descend from no process with parent pid 0
-// (exec'd by the engine), other than self. A parent missing from ps (started or gone
-// while ps was read) is looked up again with lookup (-1: gone).
-func strayPids(ps []process, self int, lookup func(pid int) int) []int {
-	parent := map[int]int{}
-	for _, p := range ps {
-		parent[p.pid] = p.ppid
-	}
-	var out []int
-	for _, p := range ps {
-		if p.pid == self {
-			continue
-		}
-		q, session := p.pid, false
-		for i := 0; i < len(ps)+2; i++ {
-			pp, known := parent[q]
-			if !known {
-				if pp = lookup(q); pp < 0 {
-					break // gone
-				}
-			}
-			if pp == self {
-				break // adopted by the keeper: an orphan of an ended session
-			}
-			if pp == 0 {
-				session = true
-				break
-			}
-			q = pp
-		}
-		if !session {
-			out = append(out, p.pid)
-		}
-	}
-	return out
-}
-
-// peerPid returns the pid of the process at the other end of c.
-func peerPid(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return 0, err
-	}
-	if cerr != nil {
-		return 0, cerr
-	}
-	return int(cred.Pid), nil
 }
 
 // keeperStartLimit bounds how long a session's init waits for the keeper to listen:
@@ -544,7 +489,7 @@ func register(addr, proxySocket, id string, stream int) (net.Conn, error) {
 	}
 	// Only the keeper, the container's pid 1, may let a session start: a process
 	// that bound the name itself would answer without sweeping.
-	if pid, err := peerPid(c.(*net.UnixConn)); err != nil || pid != 1 {
+	if pid, err := procs.PeerPid(c.(*net.UnixConn)); err != nil || pid != 1 {
 		c.Close()
 		return nil, fmt.Errorf("something other than the kept container's keeper answers on its socket (pid %d, %v); remove the container with `devsandbox sandboxes rm` and run again", pid, err)
 	}
@@ -605,7 +550,7 @@ func endSession(id string, stderr io.Writer) int {
 		return 1
 	}
 	defer c.Close()
-	if pid, err := peerPid(c.(*net.UnixConn)); err != nil || pid != 1 {
+	if pid, err := procs.PeerPid(c.(*net.UnixConn)); err != nil || pid != 1 {
 		say(stderr, "devsandbox-init", "something other than the kept container's keeper answers on its socket (pid %d, %v)", pid, err)
 		return 1
 	}

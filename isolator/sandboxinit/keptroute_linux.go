@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/internal/dirent"
+	"github.com/devsandbox/devsandbox/internal/procs"
 	"github.com/devsandbox/devsandbox/internal/rawfile"
 )
 
@@ -137,7 +138,7 @@ func routeProxy(c net.Conn) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return pickSession(holders, unreadable, inits, socks, func(pid int) int { return sessionInit(pid, parentPid) })
+	return pickSession(holders, unreadable, inits, socks, func(pid int) int { return sessionInit(pid, procs.ParentPid) })
 }
 
 // pickSession names the proxy socket of the session whose processes hold a
