@@ -142,3 +142,63 @@ func BenchmarkRemoveAll(b *testing.B) {
 		})
 	}
 }
+
+// TestEmptyKeepsTheDirectory: Empty removes what a kept container's session left in
+// a directory that outlives it (its /run/secrets, its /dev/shm: mount points the
+// keeper must keep), whatever its depth and locks, and the directory itself stays; a
+// link at the directory's name is not followed.
+func TestEmptyKeepsTheDirectory(t *testing.T) {
+	base := t.TempDir()
+	victim := filepath.Join(base, "victim")
+	if err := os.Mkdir(victim, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(victim, "keep"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "secrets")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(deepChain(t, dir, 300))
+	for _, d := range []string{"ro", "none"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, d, "f"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(victim, filepath.Join(dir, "tohost")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("x"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	for d, mode := range map[string]os.FileMode{"ro": 0o500, "none": 0, "": 0o500} {
+		if err := os.Chmod(filepath.Join(dir, d), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+
+	lowNofile(t, 64)
+	if err := Empty(link); err == nil {
+		t.Error("Empty of a link to a directory: no error")
+	}
+	if err := Empty(dir); err != nil {
+		t.Fatalf("Empty: %.300v", err)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Fatalf("the directory after Empty: %v, %v", ents, err)
+	}
+	if st, err := os.Stat(victim); err != nil || st.Mode().Perm() != 0o750 {
+		t.Fatalf("the directory a link named: %v, %v", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(victim, "keep")); err != nil {
+		t.Fatalf("the linked directory's file went: %v", err)
+	}
+}

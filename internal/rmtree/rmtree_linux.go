@@ -50,8 +50,28 @@ func RemoveAll(p string) error {
 	if serr := unix.Fstatat(parent, base, &st, unix.AT_SYMLINK_NOFOLLOW); serr != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return &os.PathError{Op: "RemoveAll", Path: p, Err: err}
 	}
-	if err := removeTree(parent, base); err != nil {
+	if err := removeTree(parent, base, false); err != nil {
 		return fmt.Errorf("removing %s: %w", p, err)
+	}
+	return nil
+}
+
+// Empty removes everything in the directory dir, as RemoveAll would, and leaves dir
+// itself (a mount point, say: a kept container's /run/secrets or /dev/shm). dir is
+// opened without following a link at its last component (a link there is an error);
+// a dir its owner may not write gets its owner's rwx back, as any directory below.
+func Empty(dir string) error {
+	base := filepath.Base(dir)
+	if dir == "" || base == "." || base == ".." || base == "/" {
+		return &os.PathError{Op: "Empty", Path: dir, Err: unix.EINVAL}
+	}
+	parent, err := unix.Open(filepath.Dir(dir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "Empty", Path: dir, Err: err}
+	}
+	defer unix.Close(parent)
+	if err := removeTree(parent, base, true); err != nil {
+		return fmt.Errorf("emptying %s: %w", dir, err)
 	}
 	return nil
 }
@@ -70,8 +90,9 @@ type level struct {
 	opened   bool            // given its owner's rwx back
 }
 
-// removeTree removes the directory name in parent and everything below it.
-func removeTree(parent int, name string) error {
+// removeTree removes the directory name in parent and everything below it (only
+// what is below it when keepRoot).
+func removeTree(parent int, name string, keepRoot bool) error {
 	fd, st, err := openDir(parent, name)
 	if err != nil {
 		return fmt.Errorf("%q: %w", name, err)
@@ -113,6 +134,9 @@ func removeTree(parent int, name string) error {
 		// Every entry of top is gone (or left): remove it from the directory above.
 		if len(stack) == 1 {
 			unix.Close(fd)
+			if keepRoot {
+				return first
+			}
 			if err := unix.Unlinkat(parent, name, unix.AT_REMOVEDIR); err != nil && first == nil {
 				first = fmt.Errorf("%q: %w", name, err)
 			}
