@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/rmtree"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
@@ -511,7 +512,7 @@ func writeSecretFiles(dir string, files map[string][]byte) error {
 			werr = cerr
 		}
 		if werr == nil {
-			werr = os.Rename(tmp, dir+"/"+name)
+			werr = replace(tmp, dir+"/"+name)
 		}
 		if werr != nil {
 			_ = os.Remove(tmp)
@@ -519,6 +520,25 @@ func writeSecretFiles(dir string, files map[string][]byte) error {
 		}
 	}
 	return nil
+}
+
+// replace renames the file tmp to p, over whatever is at p: rename(2) replaces a
+// file or a link (never what it names) but not a directory, which an earlier session
+// of a kept container can leave at a later one's secret file's name (however deep or
+// locked: the keeper may have failed to remove it); such a directory is removed
+// (rmtree, following no link) and the rename tried again, once.
+func replace(tmp, p string) error {
+	err := os.Rename(tmp, p)
+	if err == nil {
+		return nil
+	}
+	if fi, lerr := os.Lstat(p); lerr != nil || !fi.IsDir() {
+		return err
+	}
+	if rerr := rmtree.RemoveAll(p); rerr != nil {
+		return fmt.Errorf("a directory is at its name and could not be removed: %w", rerr)
+	}
+	return os.Rename(tmp, p)
 }
 
 // commandEnv is the command's environment: environ (the engine's variables, the

@@ -18,6 +18,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/internal/accept"
 	"github.com/devsandbox/devsandbox/internal/procs"
+	"github.com/devsandbox/devsandbox/internal/rmtree"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
@@ -386,36 +387,20 @@ func clearLeftovers() {
 	clearIPC()
 }
 
-// emptyDir removes everything in dir (following no link: os.RemoveAll removes a
-// link, not what it names), once nothing of an ended session runs: the secret files
-// sessions were given, the shared memory files and message queues they made, and
-// whatever a command planted there. A failure is only logged: the next session's
-// init writes its secret files over any of the same name.
+// emptyDir removes everything in dir (following no link, see rmtree.Empty), once
+// nothing of an ended session runs: the secret files sessions were given, the shared
+// memory files and message queues they made, and whatever a command planted there,
+// however deep (the walk holds one descriptor of the tree at a time: a tree deeper
+// than the container's open-file limit goes too) or locked (a directory its owner
+// may not list or write gets its owner's rwx back). A failure is only logged: the
+// next session's init writes its secret files over anything at their names.
 func emptyDir(dir string) {
 	if dir == "" {
 		return
 	}
-	names, err := readNames(dir)
-	if err != nil {
-		say(os.Stderr, "devsandbox-init", "emptying %s: %v", dir, err)
-		return
+	if err := rmtree.Empty(dir); err != nil {
+		say(os.Stderr, "devsandbox-init", "%v", err)
 	}
-	for _, n := range names {
-		if err := os.RemoveAll(dir + "/" + n); err != nil {
-			say(os.Stderr, "devsandbox-init", "emptying %s: %v", dir, err)
-		}
-	}
-}
-
-// readNames lists dir's entries without following a link at dir itself.
-func readNames(dir string) ([]string, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), dir)
-	defer f.Close()
-	return f.Readdirnames(-1)
 }
 
 // waitExited waits up to limit for the process behind pidfd to have exited.

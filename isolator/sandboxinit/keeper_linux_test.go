@@ -83,8 +83,8 @@ func TestEmptyDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	emptyDir(dir)
-	if names, err := readNames(dir); err != nil || len(names) != 0 {
-		t.Fatalf("left %v (%v)", names, err)
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+		t.Fatalf("left %v (%v)", ents, err)
 	}
 	if _, err := os.Stat(outside + "/keep"); err != nil {
 		t.Fatalf("a link's target was removed: %v", err)

@@ -101,6 +101,52 @@ func TestWriteSecretFiles(t *testing.T) {
 	}
 }
 
+// A secret file is written over whatever an earlier session of a kept container left
+// at its name: a link (replaced, what it names untouched) or a directory, however
+// locked (removed, following no link in it).
+func TestWriteSecretFilesOverPlanted(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "keep"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "keep"), filepath.Join(dir, "LINKED")); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(dir, "TOKEN")
+	if err := os.MkdirAll(filepath.Join(planted, "d", "locked"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(planted, "d", "locked", "f"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(planted, "d", "out")); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Join(planted, "d", "locked"), filepath.Join(planted, "d"), planted} {
+		if err := os.Chmod(d, 0o500); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(planted, "d", "locked"), 0); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{"TOKEN": []byte("value"), "LINKED": []byte("other")}
+	if err := writeSecretFiles(dir, files); err != nil {
+		t.Fatalf("writing over a planted directory and link: %v", err)
+	}
+	for name, want := range files {
+		if fi, err := os.Lstat(filepath.Join(dir, name)); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o400 || fi.Size() != int64(len(want)) {
+			t.Errorf("secret file %s: %v %v", name, fi, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(outside, "keep")); err != nil || string(b) != "x" {
+		t.Errorf("the file a planted link named: %q %v", b, err)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 2 {
+		t.Errorf("the secret directory holds %v (%v), want the two files alone", ents, err)
+	}
+}
+
 // A pinned source must be reached without a symlink and, on the host's kernel, be the
 // very file the host opened, as the root of a mount.
 func TestVerifyIdentity(t *testing.T) {
