@@ -74,3 +74,31 @@ func TestKeptPlantedTreesRemoved(t *testing.T) {
 		}
 	})
 }
+
+// While another session of the kept container is live, the keeper empties nothing (a
+// live session's secret files and IPC objects are its own): a session that plants a
+// locked directory at the name of a later session's secret file, and ends, leaves it
+// there for that later session. Its init writes its secret file over the directory
+// (removing it, however locked, following no link) instead of failing the run.
+// Before, the rename failed on the directory (exit 125).
+func TestKeptSecretOverPlantedWhileAnotherSessionLives(t *testing.T) {
+	forEachDocker(t, func(t *testing.T, iso string) {
+		p := newProject(t)
+		keep := []string{"--keep-container", "--egress=none"}
+		settle(p, iso, keep)
+		a, releaseA := started(t, command(t.Context(), p.dir, baseEnv(), append([]string{"--isolator=" + iso}, append(keep, "--", "/bin/sh", "-c", `echo up; read _; echo done`)...)...))
+		a.waitFor("up")
+		p.mustSandbox(iso, keep, `mkdir -p /run/secrets/token/d/locked && ln -s /home /run/secrets/token/d/out && echo x > /run/secrets/token/d/locked/f && chmod 000 /run/secrets/token/d/locked && chmod 500 /run/secrets/token/d /run/secrets/token`)
+		const secret = "KEPT-PLANT-SECRET-91ad"
+		p.write("token.txt", secret)
+		r := run(t, p.dir, nil, "", append([]string{"--isolator=" + iso}, append(keep, "--secret-file", "token="+p.path("token.txt"), "--", "/bin/sh", "-c",
+			`echo "secret=$(cat /run/secrets/token)"; ls -A /run/secrets`)...)...)
+		if want := "secret=" + secret + "\ntoken\n"; r.code != 0 || r.stdout != want {
+			t.Errorf("a session given the secret file token, with a directory at its name: want exit 0 and %q\n%.2000s", want, r)
+		}
+		releaseA()
+		if got := a.waitFor("done"); got != "done" {
+			t.Fatalf("the live session: %q", got)
+		}
+	})
+}
