@@ -26,6 +26,31 @@ func lowNofile(t *testing.T, n uint64) {
 	t.Cleanup(func() { _ = unix.Setrlimit(unix.RLIMIT_NOFILE, &old) })
 }
 
+// victimDir makes a directory (0750, holding the file keep) in base that a link in a
+// tree to remove names: nothing of it may go.
+func victimDir(t *testing.T, base string) string {
+	t.Helper()
+	victim := filepath.Join(base, "victim")
+	if err := os.Mkdir(victim, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(victim, "keep"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return victim
+}
+
+// checkVictim fails the test unless victimDir's directory is as it was made.
+func checkVictim(t *testing.T, victim string) {
+	t.Helper()
+	if st, err := os.Stat(victim); err != nil || st.Mode().Perm() != 0o750 {
+		t.Fatalf("the directory a link named: %v, %v", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(victim, "keep")); err != nil {
+		t.Fatalf("the linked directory's file went: %v", err)
+	}
+}
+
 // deepChain makes depth nested directories "d" under root (or walks those that
 // exist), holding two descriptors at most, and returns a descriptor of the deepest
 // (the caller closes it).
@@ -57,13 +82,7 @@ func deepChain(t *testing.T, root string, depth int) int {
 // leaving the tree on the host for good (the next removal fails the same way).
 func TestRemoveAllDeeperThanNofile(t *testing.T) {
 	base := t.TempDir()
-	victim := filepath.Join(base, "victim")
-	if err := os.Mkdir(victim, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(victim, "keep"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	victim := victimDir(t, base)
 	root := filepath.Join(base, "tree")
 	if err := os.Mkdir(root, 0o700); err != nil {
 		t.Fatal(err)
@@ -103,12 +122,7 @@ func TestRemoveAllDeeperThanNofile(t *testing.T) {
 	if _, err := os.Lstat(root); !os.IsNotExist(err) {
 		t.Fatalf("the tree is still there: %v", err)
 	}
-	if st, err := os.Stat(victim); err != nil || st.Mode().Perm() != 0o750 {
-		t.Fatalf("the host directory a link named: %v, %v", st, err)
-	}
-	if _, err := os.Stat(filepath.Join(victim, "keep")); err != nil {
-		t.Fatalf("the host directory's file went: %v", err)
-	}
+	checkVictim(t, victim)
 }
 
 // BenchmarkRemoveAll: RemoveAll against os.RemoveAll on a tree like a package
@@ -149,13 +163,7 @@ func BenchmarkRemoveAll(b *testing.B) {
 // link at the directory's name is not followed.
 func TestEmptyKeepsTheDirectory(t *testing.T) {
 	base := t.TempDir()
-	victim := filepath.Join(base, "victim")
-	if err := os.Mkdir(victim, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(victim, "keep"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	victim := victimDir(t, base)
 	dir := filepath.Join(base, "secrets")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -195,10 +203,5 @@ func TestEmptyKeepsTheDirectory(t *testing.T) {
 	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
 		t.Fatalf("the directory after Empty: %v, %v", ents, err)
 	}
-	if st, err := os.Stat(victim); err != nil || st.Mode().Perm() != 0o750 {
-		t.Fatalf("the directory a link named: %v, %v", st, err)
-	}
-	if _, err := os.Stat(filepath.Join(victim, "keep")); err != nil {
-		t.Fatalf("the linked directory's file went: %v", err)
-	}
+	checkVictim(t, victim)
 }
