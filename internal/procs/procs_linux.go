@@ -2,8 +2,10 @@ package procs
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -96,6 +98,33 @@ func Strays(ps []Proc, self int, lookup func(pid int) int) []int {
 		}
 	}
 	return out
+}
+
+// KillStrays kills every stray (Strays: what ended execs left, whatever its state)
+// with SIGKILL until none is left or limit has passed, and reports whether none is
+// left. self, the namespace's pid 1, reaps them.
+func KillStrays(self int, limit time.Duration) bool {
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+		strays := Strays(List(), self, ParentPid)
+		if len(strays) == 0 {
+			return true
+		}
+		for _, p := range strays {
+			_ = unix.Kill(p, unix.SIGKILL)
+		}
+	}
+	return false
+}
+
+// ReapOrphans waits for every child of this process as it exits, never returning:
+// the loop of a pid namespace's pid 1, which adopts every orphan (KillStrays' too).
+func ReapOrphans() {
+	for {
+		var ws unix.WaitStatus
+		if _, err := unix.Wait4(-1, &ws, 0, nil); err != nil && !errors.Is(err, unix.EINTR) {
+			time.Sleep(time.Second) // ECHILD: none yet
+		}
+	}
 }
 
 // PeerPid returns the pid of the process at the other end of c.

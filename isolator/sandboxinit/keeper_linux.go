@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/internal/accept"
+	"github.com/devsandbox/devsandbox/internal/fdpass"
 	"github.com/devsandbox/devsandbox/internal/procs"
 	"github.com/devsandbox/devsandbox/internal/rmtree"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
@@ -86,14 +87,7 @@ func keeper(stderr io.Writer) int {
 		go endRequest(c.(*net.UnixConn))
 		return true
 	})
-	go func() {
-		for {
-			var ws syscall.WaitStatus
-			if _, err := syscall.Wait4(-1, &ws, 0, nil); err != nil && !errors.Is(err, syscall.EINTR) {
-				time.Sleep(time.Second)
-			}
-		}
-	}()
+	go procs.ReapOrphans()
 	<-sigs
 	return 0
 }
@@ -286,7 +280,7 @@ func readRegistration(c net.Conn) (sock, id string, stream int, err error) {
 			oob := make([]byte, unix.CmsgSpace(4*4))
 			var oobn int
 			m, oobn, _, _, err = uc.ReadMsgUnix(buf[n:], oob)
-			stream = receivedFD(oob[:oobn])
+			stream = fdpass.First(oob[:oobn])
 		} else {
 			m, err = c.Read(buf[n:])
 		}
@@ -303,30 +297,6 @@ func readRegistration(c net.Conn) (sock, id string, stream int, err error) {
 		}
 	}
 	return "", "", stream, fmt.Errorf("the proxy socket's name is too long")
-}
-
-// receivedFD returns the first descriptor passed in the control messages oob and
-// closes any other, -1 when none came.
-func receivedFD(oob []byte) int {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return -1
-	}
-	fd := -1
-	for _, msg := range msgs {
-		fds, err := unix.ParseUnixRights(&msg)
-		if err != nil {
-			continue
-		}
-		for _, f := range fds {
-			if fd < 0 {
-				fd = f
-			} else {
-				unix.Close(f)
-			}
-		}
-	}
-	return fd
 }
 
 // hostGoneGrace is how long after the host closed a session's stream the keeper
@@ -418,17 +388,7 @@ func waitExited(pidfd int, limit time.Duration) {
 // until none is left or a few seconds passed, and reports whether none is left.
 // Killed orphans are reaped by the keeper's reaper.
 func sweep() bool {
-	self := os.Getpid()
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
-		strays := procs.Strays(procs.List(), self, procs.ParentPid)
-		if len(strays) == 0 {
-			return true
-		}
-		for _, p := range strays {
-			_ = syscall.Kill(p, syscall.SIGKILL)
-		}
-	}
-	return false
+	return procs.KillStrays(os.Getpid(), 5*time.Second)
 }
 
 // keeperStartLimit bounds how long a session's init waits for the keeper to listen:

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/internal/accept"
+	"github.com/devsandbox/devsandbox/internal/fdpass"
 	"github.com/devsandbox/devsandbox/internal/procs"
 )
 
@@ -59,14 +60,7 @@ func Hold(ctx context.Context, stderr io.Writer) int {
 		go h.session(c.(*net.UnixConn))
 		return true
 	})
-	go func() {
-		for {
-			var ws syscall.WaitStatus
-			if _, err := syscall.Wait4(-1, &ws, 0, nil); err != nil && !errors.Is(err, syscall.EINTR) {
-				time.Sleep(time.Second)
-			}
-		}
-	}()
+	go procs.ReapOrphans()
 	<-ctx.Done()
 	return 0
 }
@@ -82,15 +76,7 @@ type holder struct {
 func (h *holder) sweep() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
-		strays := procs.Strays(procs.List(), h.self, procs.ParentPid)
-		if len(strays) == 0 {
-			return
-		}
-		for _, p := range strays {
-			_ = syscall.Kill(p, syscall.SIGKILL)
-		}
-	}
+	procs.KillStrays(h.self, 5*time.Second)
 }
 
 // session serves one registration: it sweeps, lets the session's proxy go on ('k'),
@@ -115,7 +101,7 @@ func (h *holder) session(c *net.UnixConn) {
 	if err != nil {
 		return
 	}
-	stream := streamOf(oob[:oobn])
+	stream := fdpass.First(oob[:oobn])
 	if stream >= 0 {
 		defer unix.Close(stream)
 	}
@@ -199,30 +185,6 @@ func waitHangUp(stream int, done <-chan struct{}) bool {
 		default:
 		}
 	}
-}
-
-// streamOf returns the first descriptor passed in the control messages oob and
-// closes any other, -1 when none came.
-func streamOf(oob []byte) int {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return -1
-	}
-	fd := -1
-	for _, msg := range msgs {
-		fds, err := unix.ParseUnixRights(&msg)
-		if err != nil {
-			continue
-		}
-		for _, f := range fds {
-			if fd < 0 {
-				fd = f
-			} else {
-				unix.Close(f)
-			}
-		}
-	}
-	return fd
 }
 
 // holdLimit bounds how long a session's proxy waits for the holder's answer.

@@ -6,8 +6,6 @@ import (
 	"os"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // The holder learns that the host is gone from the session's stream hanging up (the
@@ -44,31 +42,5 @@ func TestWaitHangUp(t *testing.T) {
 	close(done)
 	if waitHangUp(int(r2.Fd()), done) {
 		t.Error("an open stream reported hung up")
-	}
-}
-
-// Of the descriptors passed with a registration, the holder keeps the first and
-// closes the others.
-func TestStreamOfKeepsTheFirst(t *testing.T) {
-	fds := make([]int, 2)
-	for i := range fds {
-		fd, err := unix.Open("/dev/null", unix.O_RDONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fds[i] = fd
-	}
-	oob := unix.UnixRights(fds...)
-	// As received: the rights message carries the descriptors themselves.
-	got := streamOf(oob)
-	if got != fds[0] {
-		t.Errorf("streamOf kept %d, want %d", got, fds[0])
-	}
-	if _, err := unix.FcntlInt(uintptr(fds[1]), unix.F_GETFD, 0); err == nil {
-		t.Errorf("the second descriptor %d is still open", fds[1])
-	}
-	unix.Close(got)
-	if streamOf(nil) != -1 {
-		t.Error("no descriptor passed, one returned")
 	}
 }

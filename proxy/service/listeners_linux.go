@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/internal/fdpass"
 )
 
 // listenerMsg tags a message on the listener channel that carries one listening socket.
@@ -61,7 +63,7 @@ func ReceiveListeners(ch *os.File, serve func(net.Listener), bad func(error)) {
 		if err != nil || n == 0 {
 			return
 		}
-		fds, perr := receivedFDs(oob[:oobn])
+		fds, perr := fdpass.All(oob[:oobn])
 		if perr == nil && (n != 1 || buf[0] != listenerMsg || len(fds) != 1) {
 			perr = fmt.Errorf("unexpected message on the listener channel (%d bytes, %d descriptors)", n, len(fds))
 		}
@@ -84,22 +86,6 @@ func ReceiveListeners(ch *os.File, serve func(net.Listener), bad func(error)) {
 		}
 		serve(ln)
 	}
-}
-
-func receivedFDs(oob []byte) ([]int, error) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return nil, err
-	}
-	var fds []int
-	for i := range msgs {
-		got, err := unix.ParseUnixRights(&msgs[i])
-		if err != nil {
-			return fds, err
-		}
-		fds = append(fds, got...)
-	}
-	return fds, nil
 }
 
 // checkListener reports whether fd is a listening TCP socket (IPv4 or IPv6).
