@@ -313,3 +313,59 @@ func toStrings(a []any) []string {
 	}
 	return s
 }
+
+// TestEarlyStartLaunchPath: a launch that adopted an early start ("matched") behaves
+// as the first launch of the same command line, which started bwrap itself: its exit
+// status, its output, its stdin, its working directory, a session /tmp of its own
+// (empty, and gone after it), a masked .env, in every egress mode.
+func TestEarlyStartLaunchPath(t *testing.T) {
+	requireBwrap(t)
+	cases := []struct {
+		name, stdin, script string
+		flags               []string
+		code                int
+	}{
+		{name: "exit status", script: `echo out; echo err >&2; exit 7`, code: 7},
+		{name: "stdin", stdin: "from-stdin\n", script: `cat`},
+		{name: "cwd", script: `pwd`},
+		{name: "session tmp", script: `ls -A /tmp | wc -l; echo x >/tmp/early-probe && cat /tmp/early-probe`},
+		{name: "masked env file", script: `cat .env; echo "[$(wc -c <.env)]"`},
+		{name: "egress none", flags: []string{"--egress=none"}, script: `echo none`},
+		{name: "egress proxy", flags: []string{"--egress=proxy"}, script: `echo "proxy ${HTTPS_PROXY:+set}"`},
+		{name: "egress open", flags: []string{"--egress=open"}, script: `echo open`},
+		{name: "read-only", flags: []string{"--read-only"}, script: `touch ro 2>/dev/null; echo $?`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := newProject(t)
+			p.write("proj/.env", "EARLY_PATH_SECRET=v4lue-never-seen\n")
+			env, state := p.earlyEnv()
+			args := append(append([]string{"--isolator=bwrap", "--debug"}, c.flags...), "--", "/bin/sh", "-c", c.script)
+			first := run(t, p.dir, env, c.stdin, args...)
+			if first.code != c.code || !strings.Contains(first.stderr, "early start: not made: no record of this launch") {
+				t.Fatalf("the first launch: want exit %d and no record:\n%s", c.code, first)
+			}
+			for range 2 {
+				r := run(t, p.dir, env, c.stdin, args...)
+				if !strings.Contains(r.stderr, "early start: matched") {
+					t.Fatalf("the launch did not adopt its early start:\n%s", r)
+				}
+				if r.code != first.code || r.stdout != first.stdout {
+					t.Errorf("the matched launch differs from the first:\nfirst: %s\nmatched: %s", first, r)
+				}
+				if strings.Contains(r.stdout+r.stderr, "v4lue-never-seen") {
+					t.Errorf("the masked .env's value reached the sandbox:\n%s", r)
+				}
+			}
+			if c.name == "cwd" && first.stdout != p.dir+"\n" {
+				t.Errorf("pwd %q, want %q", first.stdout, p.dir)
+			}
+			if c.name == "session tmp" && first.stdout != "0\nx\n" {
+				t.Errorf("the session /tmp: %q, want an empty one", first.stdout)
+			}
+			if left := leftovers(t, state); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+		})
+	}
+}
