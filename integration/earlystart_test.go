@@ -369,3 +369,40 @@ func TestEarlyStartLaunchPath(t *testing.T) {
 		})
 	}
 }
+
+// TestEarlyStartSignals: a launch that adopted its early start relays SIGTERM,
+// SIGINT and SIGHUP to the command as an ordinary launch does (the signal
+// subscription is made before the early bwrap starts, and Run relays through it),
+// and a launch killed by one leaves nothing behind.
+func TestEarlyStartSignals(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	env, state := p.earlyEnv()
+	args := []string{"--isolator=bwrap", "--debug", "--", "/bin/sh", "-c",
+		`trap 'echo got-signal; exit 7' TERM INT HUP; echo ready; while :; do sleep 1; done`}
+	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		cmd := command(t.Context(), p.dir, baseEnv(env...), args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		lr := startLines(t, cmd)
+		lr.waitFor("ready")
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		lr.waitFor("got-signal")
+		err := cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != 7 {
+			t.Errorf("%v: exit %d (%v), want the command's 7\n%s", sig, code, err, stderr.String())
+		}
+		want := "early start: matched"
+		if i == 0 {
+			want = "early start: not made: no record of this launch"
+		}
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("%v: stderr lacks %q:\n%s", sig, want, stderr.String())
+		}
+	}
+	if left := leftovers(t, state); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
