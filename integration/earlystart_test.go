@@ -313,3 +313,96 @@ func toStrings(a []any) []string {
 	}
 	return s
 }
+
+// TestEarlyStartLaunchPath: a launch that adopted an early start ("matched") behaves
+// as the first launch of the same command line, which started bwrap itself: its exit
+// status, its output, its stdin, its working directory, a session /tmp of its own
+// (empty, and gone after it), a masked .env, in every egress mode.
+func TestEarlyStartLaunchPath(t *testing.T) {
+	requireBwrap(t)
+	cases := []struct {
+		name, stdin, script string
+		flags               []string
+		code                int
+	}{
+		{name: "exit status", script: `echo out; echo err >&2; exit 7`, code: 7},
+		{name: "stdin", stdin: "from-stdin\n", script: `cat`},
+		{name: "cwd", script: `pwd`},
+		{name: "session tmp", script: `ls -A /tmp | wc -l; echo x >/tmp/early-probe && cat /tmp/early-probe`},
+		{name: "masked env file", script: `cat .env; echo "[$(wc -c <.env)]"`},
+		{name: "egress none", flags: []string{"--egress=none"}, script: `echo none`},
+		{name: "egress proxy", flags: []string{"--egress=proxy"}, script: `echo "proxy ${HTTPS_PROXY:+set}"`},
+		{name: "egress open", flags: []string{"--egress=open"}, script: `echo open`},
+		{name: "read-only", flags: []string{"--read-only"}, script: `touch ro 2>/dev/null; echo $?`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := newProject(t)
+			p.write("proj/.env", "EARLY_PATH_SECRET=v4lue-never-seen\n")
+			env, state := p.earlyEnv()
+			args := append(append([]string{"--isolator=bwrap", "--debug"}, c.flags...), "--", "/bin/sh", "-c", c.script)
+			first := run(t, p.dir, env, c.stdin, args...)
+			if first.code != c.code || !strings.Contains(first.stderr, "early start: not made: no record of this launch") {
+				t.Fatalf("the first launch: want exit %d and no record:\n%s", c.code, first)
+			}
+			for range 2 {
+				r := run(t, p.dir, env, c.stdin, args...)
+				if !strings.Contains(r.stderr, "early start: matched") {
+					t.Fatalf("the launch did not adopt its early start:\n%s", r)
+				}
+				if r.code != first.code || r.stdout != first.stdout {
+					t.Errorf("the matched launch differs from the first:\nfirst: %s\nmatched: %s", first, r)
+				}
+				if strings.Contains(r.stdout+r.stderr, "v4lue-never-seen") {
+					t.Errorf("the masked .env's value reached the sandbox:\n%s", r)
+				}
+			}
+			if c.name == "cwd" && first.stdout != p.dir+"\n" {
+				t.Errorf("pwd %q, want %q", first.stdout, p.dir)
+			}
+			if c.name == "session tmp" && first.stdout != "0\nx\n" {
+				t.Errorf("the session /tmp: %q, want an empty one", first.stdout)
+			}
+			if left := leftovers(t, state); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+		})
+	}
+}
+
+// TestEarlyStartSignals: a launch that adopted its early start relays SIGTERM,
+// SIGINT and SIGHUP to the command as an ordinary launch does (the signal
+// subscription is made before the early bwrap starts, and Run relays through it),
+// and a launch killed by one leaves nothing behind.
+func TestEarlyStartSignals(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	env, state := p.earlyEnv()
+	args := []string{"--isolator=bwrap", "--debug", "--", "/bin/sh", "-c",
+		`trap 'echo got-signal; exit 7' TERM INT HUP; echo ready; while :; do sleep 1; done`}
+	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		cmd := command(t.Context(), p.dir, baseEnv(env...), args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		lr := startLines(t, cmd)
+		lr.waitFor("ready")
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		lr.waitFor("got-signal")
+		err := cmd.Wait()
+		if code := cmd.ProcessState.ExitCode(); code != 7 {
+			t.Errorf("%v: exit %d (%v), want the command's 7\n%s", sig, code, err, stderr.String())
+		}
+		want := "early start: matched"
+		if i == 0 {
+			want = "early start: not made: no record of this launch"
+		}
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("%v: stderr lacks %q:\n%s", sig, want, stderr.String())
+		}
+	}
+	if left := leftovers(t, state); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}

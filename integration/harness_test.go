@@ -543,7 +543,11 @@ func baseEnv(extra ...string) []string {
 		"HOME=" + it.home, "USER=" + it.name, "LOGNAME=" + it.name,
 		hostPath("/usr/local/bin:/usr/bin:/bin"), "LANG=C.UTF-8", "SHELL=/bin/sh",
 	}
-	return append(append(e, xdgEnv(it.home)...), extra...)
+	e = append(e, xdgEnv(it.home)...)
+	if v := os.Getenv(itEarlyVar); v != "" { // before extra: a test's own value wins
+		e = append(e, "DEVSANDBOX_EARLY_START="+v)
+	}
+	return append(e, extra...)
 }
 
 // command prepares devsandbox with args in dir as the test user (see isolatorArgs for
@@ -572,10 +576,18 @@ func runBin(t *testing.T, bin, dir string, extraEnv []string, stdin string, args
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	audit := earlyAudited(bin, args)
+	if audit {
+		args = append([]string{"--debug"}, args...)
+	}
 	cmd := command(ctx, dir, baseEnv(extraEnv...), args...)
 	cmd.Path, cmd.Args[0] = bin, bin
 	cmd.Stdin = strings.NewReader(stdin)
-	return runResult(t, cmd)
+	r := runResult(t, cmd)
+	if audit {
+		r.stderr = earlyAudit(t, r.stderr)
+	}
+	return r
 }
 
 // sandbox runs `devsandbox --isolator=iso [flags] -- sh -c script` in the project.

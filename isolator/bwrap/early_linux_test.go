@@ -213,8 +213,15 @@ func runDirectly(t *testing.T, r *prestart.Record) {
 
 // A record devsandbox writes starts bwrap, which waits: the command does not run
 // until release, and then runs with the data written at release and the secret in
-// its environment, never in bwrap's argv.
+// its environment, never in bwrap's argv. The data is written before the block's
+// byte when it fits in the pipe (pipeMin), else beside it: both reach the command.
 func TestEarlyStartRelease(t *testing.T) {
+	for _, content := range []string{"fresh content\n", strings.Repeat("more than a pipe holds ", 10000) + "\n"} {
+		t.Run(strconv.Itoa(len(content)), func(t *testing.T) { testEarlyStartRelease(t, content) })
+	}
+}
+
+func testEarlyStartRelease(t *testing.T, content string) {
 	bin := requireBwrap(t)
 	h := newEarlyHost(t)
 	r := h.record(bin, "/bin/sh", "-c", `cat /run/x; echo "$API_KEY"; echo ran > /home/u/ran`)
@@ -245,7 +252,7 @@ func TestEarlyStartRelease(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(h.home, "ran")); err == nil {
 		t.Fatal("the command ran before the release")
 	}
-	if err := e.release(map[int][]byte{6: []byte("fresh content\n"), 7: seccompProgram(t)}); err != nil {
+	if err := e.release(map[int][]byte{6: []byte(content), 7: seccompProgram(t)}); err != nil {
 		t.Fatal(err)
 	}
 	out, _ := io.ReadAll(outR)
@@ -254,8 +261,8 @@ func TestEarlyStartRelease(t *testing.T) {
 	if err != nil || ws.ExitStatus() != 0 {
 		t.Fatalf("bwrap: %v, status %v; output %q", err, ws, out)
 	}
-	if string(out) != "fresh content\ns3cr3t-value\n" {
-		t.Errorf("output %q", out)
+	if string(out) != content+"s3cr3t-value\n" {
+		t.Errorf("output %.200q (%d bytes)", out, len(out))
 	}
 	sess := e.launch.Session
 	if err := e.abandon(); err != nil {
