@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,34 +11,55 @@ import (
 
 // TestKrunServiceLowLimit: a krun run under a low open-file limit (prlimit
 // --nofile=512:512, as a constrained session's `ulimit -n`) that finds no podman
-// service starts one, which inherits that hard limit; a krun run right after it,
-// with the usual limit, asks runc for a container limit of its own hard limit and
-// must still run: the idle service with the lower limit is restarted, never reused
-// to fail with runc's "error setting rlimit type 7: operation not permitted".
-// Before, the second run failed with that error (and so did every krun run after it
-// until the service idled out).
+// service starts one, which inherits that hard limit. A krun run with the usual
+// limit asks runc for a container limit of its own hard limit, which that service
+// cannot give:
+//   - while the limited session still uses the service, the run stops with an error
+//     that names the service's pid, both limits and what to do, and the service
+//     (and the session on it) is left alone;
+//   - once it ended, the run restarts the idle service with its own limit and runs.
+//
+// Before, such a run failed with runc's "error setting rlimit type 7: operation not
+// permitted" (and so did every krun run after it until the service idled out).
 func TestKrunServiceLowLimit(t *testing.T) {
 	requirePodman(t)
 	sock := suiteServiceSocket()
-	// The start state: no service, so that the limited run is the one that starts it.
+	// The start state: no service, so that the limited session is the one that starts it.
 	requireServiceGone(t, sock, 25*time.Second)
 	p := newProject(t)
-	r := runBin(t, "/usr/bin/prlimit", p.dir, nil, "", "--nofile=512:512", "--", it.bin, "--isolator=krun", "--", "/bin/sh", "-c", "ulimit -Hn")
-	if r.code != 0 || strings.TrimSpace(r.stdout) != "512" {
-		t.Fatalf("the run under prlimit --nofile=512:512 (want its container's hard limit 512):\n%s", r)
-	}
+	limited := command(t.Context(), p.dir, baseEnv(), "--isolator=krun", "--", "/bin/sh", "-c", `echo "ready $(ulimit -Hn)"; read x`)
+	limited.Args = append([]string{"/usr/bin/prlimit", "--nofile=512:512", "--", it.bin}, limited.Args[1:]...)
+	limited.Path = "/usr/bin/prlimit"
+	lines, release := started(t, limited)
+	lines.waitFor("ready 512")
 	services := podmanServices(sock)
 	if len(services) == 0 {
-		t.Fatalf("the limited run left no service on %s (ServiceIdle is 10 s): this test proves nothing", sock)
+		t.Fatalf("the limited session runs on no service on %s", sock)
+	}
+	r := run(t, p.dir, nil, "", "--isolator=krun", "--", "true")
+	if r.code == 0 || strings.Contains(r.stderr, "rlimit type") ||
+		!strings.Contains(r.stderr, "allows 512 open files") || !strings.Contains(r.stderr, "other devsandbox sessions use that service") {
+		t.Errorf("the run while the limited session holds the service: want the error that names the limit, not runc's:\n%s", r)
+	}
+	t.Logf("the run while the limited session holds the service:\n%s", r.stderr)
+	if now := podmanServices(sock); !slices.Equal(now, services) {
+		t.Errorf("the service the limited session uses changed under it: %v, before %v", now, services)
+	}
+	release()
+	if err := limited.Wait(); err != nil {
+		t.Fatalf("the limited session (its service stopped under it?): %v", err)
+	}
+	// The service is idle (and lives on for ServiceIdle, 10 s): the next run restarts it.
+	if len(podmanServices(sock)) == 0 {
+		t.Fatalf("the limited session's service on %s ended before the next run: this test proves nothing", sock)
 	}
 	r = run(t, p.dir, nil, "", "--isolator=krun", "--", "/bin/sh", "-c", "ulimit -Hn")
-	if r.code != 0 {
-		t.Fatalf("the run after the limited one (service %v started under nofile 512):\n%s", services, r)
+	if r.code != 0 || strings.TrimSpace(r.stdout) == "512" {
+		t.Fatalf("the run after the limited session ended (want its own hard limit, not 512):\n%s", r)
 	}
-	if strings.Contains(r.stderr, "rlimit") {
-		t.Errorf("the run said runc's rlimit error:\n%s", r)
-	}
-	if n := strings.TrimSpace(r.stdout); n == "512" {
-		t.Errorf("the run's container has the limited run's hard limit %s, not its own", n)
+	for _, pid := range podmanServices(sock) {
+		if slices.Contains(services, pid) {
+			t.Errorf("the service started under nofile 512 (%v) still runs (pid %d)", services, pid)
+		}
 	}
 }
