@@ -16,7 +16,8 @@ import (
 // cannot give:
 //   - while the limited session still uses the service, the run stops with an error
 //     that names the service's pid, both limits and what to do, and the service
-//     (and the session on it) is left alone;
+//     (and the session on it) is left alone; doctor's "podman service limits" row
+//     says the same;
 //   - once it ended, the run restarts the idle service with its own limit and runs.
 //
 // Before, such a run failed with runc's "error setting rlimit type 7: operation not
@@ -42,6 +43,17 @@ func TestKrunServiceLowLimit(t *testing.T) {
 		t.Errorf("the run while the limited session holds the service: want the error that names the limit, not runc's:\n%s", r)
 	}
 	t.Logf("the run while the limited session holds the service:\n%s", r.stderr)
+	// doctor says the same in a row of its own.
+	d := run(t, p.dir, []string{"XDG_RUNTIME_DIR=" + runtimeDir()}, "", "doctor")
+	row := ""
+	for _, l := range strings.Split(d.stdout, "\n") {
+		if strings.HasPrefix(l, "podman service limits") {
+			row = l
+		}
+	}
+	if !strings.Contains(row, "allows 512 open files") {
+		t.Errorf("doctor's podman service limits row %q does not name the service's limit:\n%s", row, d)
+	}
 	if now := podmanServices(sock); !slices.Equal(now, services) {
 		t.Errorf("the service the limited session uses changed under it: %v, before %v", now, services)
 	}
