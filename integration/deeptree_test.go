@@ -16,7 +16,10 @@ import (
 // prints the nested path. devsandbox runs with 512 open files (prlimit), so 700
 // levels pass it; a host's own limit (20000 here, a systemd session's 524288) is
 // the same wall further down. Before, the removal stopped with "too many open files"
-// and left the tree on the host for good.
+// and left the tree on the host for good. On krun the limited run may be the one that
+// starts podman's service, with hard nofile 512: the next krun run (another test's)
+// then restarts that idle service with its own limit (TestKrunServiceLowLimit), so
+// the order of the tests does not matter.
 func TestDeepTreeRemoved(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)

@@ -959,7 +959,7 @@ func TestKrunDoctor(t *testing.T) {
 	requirePodman(t)
 	p := newProject(t)
 	r := run(t, p.dir, []string{"XDG_RUNTIME_DIR=" + runtimeDir()}, "", "doctor")
-	for _, row := range []string{"podman ", "uidmap ", "/etc/subuid ", "/etc/subgid ", "runtime dir " + runtimeDir(), "krun runtime ", "podman limits ", "podman API socket ", "krun image ", "krun isolator "} {
+	for _, row := range []string{"podman ", "uidmap ", "/etc/subuid ", "/etc/subgid ", "runtime dir " + runtimeDir(), "krun runtime ", "podman limits ", "podman API socket ", "podman service limits ", "krun image ", "krun isolator "} {
 		if !strings.Contains(r.stdout, "\n"+row) {
 			t.Errorf("doctor has no %q row:\n%s", row, r)
 		}

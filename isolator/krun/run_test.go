@@ -362,9 +362,14 @@ func (h fakeHost) KVM() error {
 	}
 	return nil
 }
-func (fakeHost) HardLimits() (uint64, uint64) { return 4096, 0 }
-func (h fakeHost) Listening(string) bool      { return !h.down }
-func (fakeHost) Systemd() bool                { return false }
+func (fakeHost) HardLimits() (uint64, uint64)             { return 4096, 0 }
+func (h fakeHost) Listening(string) bool                  { return !h.down }
+func (fakeHost) ServiceLimit(string) (int, uint64, error) { return 0, 0, nil }
+func (h fakeHost) StopService(string, int) error {
+	h.t.Error("unexpected StopService")
+	return nil
+}
+func (fakeHost) Systemd() bool { return false }
 func (h fakeHost) Pin(p *isolator.Plan) (*isolator.Plan, string, *pin.Set, error) {
 	return p, "", h.pinned, nil
 }

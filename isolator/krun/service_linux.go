@@ -1,10 +1,12 @@
 package krun
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -75,4 +77,110 @@ func listenerOutside(path, sock string) error {
 			isolator.ErrProtection, sock, cred.Pid, sock)
 	}
 	return nil
+}
+
+// serviceLimit returns the pid of the process listening on the socket at sock and
+// its hard RLIMIT_NOFILE (0: unlimited), from /proc/PID/limits.
+func serviceLimit(sock string) (pid int, nofile uint64, err error) {
+	pid, err = listenerPid(sock)
+	if err != nil {
+		return 0, 0, err
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/limits")
+	if err != nil {
+		return pid, 0, fmt.Errorf("reading the limits of podman's service (pid %d): %w", pid, err)
+	}
+	nofile, err = hardNofile(string(b))
+	if err != nil {
+		return pid, 0, fmt.Errorf("reading the limits of podman's service (pid %d): %w", pid, err)
+	}
+	return pid, nofile, nil
+}
+
+// listenerPid is the pid of the process listening on the socket at sock.
+func listenerPid(sock string) (int, error) {
+	c, err := net.DialTimeout("unix", sock, 5*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	raw, err := c.(*net.UnixConn).SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if credErr != nil {
+		return 0, credErr
+	}
+	if cred.Pid <= 0 {
+		return 0, fmt.Errorf("the process listening on %s has no pid here", sock)
+	}
+	return int(cred.Pid), nil
+}
+
+// stopService ends the idle podman service devsandbox started on sock, whose
+// listener is pid: it must be outside every sandbox (listenerOutside) and the child
+// of devsandbox's supervisor for sock, which ends once podman does (it removes the
+// socket as it goes). It returns once the supervisor is gone, so that the socket
+// of a service started after it is not removed by it.
+func stopService(sock string, pid int) error {
+	if err := listenerOutside(sock, sock); err != nil {
+		return err
+	}
+	ppid, err := parentPid(pid)
+	if err != nil {
+		return err
+	}
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(ppid) + "/cmdline")
+	if args := strings.Split(string(b), "\x00"); len(args) < 3 || args[1] != SuperviseArg || args[2] != sock {
+		return fmt.Errorf("the process listening on %s (pid %d) is not the podman service devsandbox started: its parent (pid %d) is not devsandbox's supervisor", sock, pid, ppid)
+	}
+	if err := unix.Kill(pid, unix.SIGTERM); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("stopping podman's service (pid %d): %w", pid, err)
+	}
+	killAt := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
+	for processLives(ppid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("podman's service on %s (pid %d) and its supervisor (pid %d) did not end within 15 s", sock, pid, ppid)
+		}
+		if time.Now().After(killAt) {
+			_ = unix.Kill(pid, unix.SIGKILL) // as the supervisor does after podman's 5 s
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// parentPid is pid's parent, from /proc/PID/stat.
+func parentPid(pid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+1:])
+	if i < 0 || len(f) < 2 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, s)
+	}
+	return strconv.Atoi(f[1])
+}
+
+// processLives reports whether pid is a process that has not exited (a zombie has).
+func processLives(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+1:])
+	return i >= 0 && len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }

@@ -2,8 +2,17 @@
 
 package krun
 
-import "os"
+import (
+	"fmt"
+	"os"
+)
 
 // pinService returns sock: krun needs Linux, and this package builds elsewhere only
 // so that the macOS build of ./... does.
 func pinService(sock string) (string, *os.File, error) { return sock, nil, nil }
+
+func serviceLimit(string) (int, uint64, error) { return 0, 0, nil }
+
+func stopService(sock string, pid int) error {
+	return fmt.Errorf("stopping podman's service on %s (pid %d): krun needs Linux", sock, pid)
+}

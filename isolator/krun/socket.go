@@ -38,6 +38,12 @@ type Host interface {
 	// StartService starts `podman --runtime RUNTIME system service` on path and
 	// returns once it listens.
 	StartService(ctx context.Context, path, runtime string) error
+	// ServiceLimit returns the pid of the process listening on the socket at path and
+	// its hard RLIMIT_NOFILE (0: unlimited); pid 0 when it cannot be told.
+	ServiceLimit(path string) (pid int, nofile uint64, err error)
+	// StopService ends the idle service devsandbox started on path, whose listener
+	// is pid, and returns once its supervisor is gone.
+	StopService(path string, pid int) error
 	// Systemd reports whether systemd is the init (else podman needs cgroupfs).
 	Systemd() bool
 	// Pin prepares p's host side and opens every bind source (package pin); it
@@ -80,6 +86,10 @@ func (osHost) HardLimits() (nofile, nproc uint64) {
 	}
 	return nofile, nproc
 }
+
+func (osHost) ServiceLimit(path string) (int, uint64, error) { return serviceLimit(path) }
+
+func (osHost) StopService(path string, pid int) error { return stopService(path, pid) }
 
 func (osHost) Listening(path string) bool {
 	c, err := net.DialTimeout("unix", path, time.Second)
@@ -265,7 +275,13 @@ func (b *Isolator) socket(ctx context.Context, h Host) (string, error) {
 		b.users = f
 	}
 	if h.Listening(p) {
-		return p, nil
+		stopped, err := b.serviceFits(h, p)
+		if err != nil {
+			return "", err
+		}
+		if !stopped {
+			return p, nil
+		}
 	}
 	if s.Socket != "" {
 		return "", fmt.Errorf("%w: nothing listens on krun.podman_socket %s; start `podman --runtime %s system service unix://%s`, or unset krun.podman_socket to let devsandbox run one", isolator.ErrUnavailable, p, s.Runtime, p)
@@ -278,6 +294,68 @@ func (b *Isolator) socket(ctx context.Context, h Host) (string, error) {
 	}
 	b.phase("podman service")
 	return p, nil
+}
+
+// serviceFits checks that the service listening on p can give the container the
+// open-file limit the spec asks, the run's own hard RLIMIT_NOFILE: runc, which the
+// service starts, cannot raise a hard limit above the service's, and fails with
+// "error setting rlimit type 7: operation not permitted". A service inherits the
+// limits of the devsandbox that started it, so one started under a low `ulimit -n`
+// (a constrained session, a prlimit) cannot serve a later run with a higher one.
+// Such a service of devsandbox's that no other devsandbox uses is stopped (stopped
+// true: the caller starts a new one, with this run's limits); one that others use is
+// left to them, and the run stops with an error that says so and what to do; a
+// krun.podman_socket's is the user's to restart.
+func (b *Isolator) serviceFits(h Host, p string) (stopped bool, err error) {
+	want, _ := h.HardLimits()
+	pid, have, err := h.ServiceLimit(p)
+	if err != nil || pid == 0 || !nofileShort(have, want) {
+		// A limit that cannot be read is not taken for a short one: the connection's
+		// own checks (pinService) report a listener that is not podman's.
+		return false, nil
+	}
+	if b.Settings.Socket != "" {
+		return false, limitErrorf("podman's service on krun.podman_socket %s (pid %d) allows %d open files (its hard RLIMIT_NOFILE), below this run's %d, which the container is given and runc cannot raise; restart that service from a shell whose `ulimit -Hn` is at least %d, or run devsandbox under `ulimit -n %d`",
+			p, pid, have, want, want, have)
+	}
+	busy := limitErrorf("podman's service %s (pid %d), which devsandbox started for krun under a lower open-file limit, allows %d open files (its hard RLIMIT_NOFILE), below this run's %d, which the container is given and runc cannot raise; other devsandbox sessions use that service, so it is not restarted under them: run again once they end (the service ends %v after its last session, and the next run starts one with its own limit), or run this one under `ulimit -n %d`",
+		p, pid, have, want, ServiceIdle, have)
+	if b.users == nil {
+		return false, busy
+	}
+	fd := int(b.users.Fd())
+	// Only while no other devsandbox holds the users lock: the exclusive lock keeps
+	// new ones out until the service is gone. A conversion that fails has dropped
+	// the shared lock (flock(2)): it is taken again.
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if err := unix.Flock(fd, unix.LOCK_SH); err != nil {
+			return false, fmt.Errorf("taking the users lock of podman's service %s again: %w", p, err)
+		}
+		if !h.Listening(p) {
+			return true, nil // its supervisor ended it meanwhile: the caller starts one
+		}
+		return false, busy
+	}
+	stopErr := h.StopService(p, pid)
+	if err := unix.Flock(fd, unix.LOCK_SH); err != nil {
+		return false, fmt.Errorf("taking the users lock of podman's service %s again: %w", p, err)
+	}
+	if stopErr != nil {
+		return false, limitErrorf("podman's service %s (pid %d) allows %d open files (its hard RLIMIT_NOFILE), below this run's %d, and could not be restarted with this run's limit: %w; stop it (kill %d) and run again",
+			p, pid, have, want, stopErr, pid)
+	}
+	return true, nil
+}
+
+// limitError is serviceFits' refusal: a service that allows fewer open files than
+// the run's container is given.
+type limitError struct{ err error }
+
+func (e *limitError) Error() string { return e.err.Error() }
+func (e *limitError) Unwrap() error { return e.err }
+
+func limitErrorf(format string, a ...any) error {
+	return &limitError{fmt.Errorf(format, a...)}
 }
 
 // serviceLog is where the service on sock logs (each service its own: see serviceKey).

@@ -56,6 +56,15 @@ func Supervise(sock, rt string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, superviseLogPrefix+"%v\n", err)
 		return 1
 	}
+	// The service's open files: its soft limit raised to its hard one, which it
+	// inherits from the devsandbox that started it and which bounds every container's
+	// (runc cannot raise a hard limit; a run that asks for more than the service has
+	// restarts an idle service, see serviceFits).
+	var nofile unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile) == nil && nofile.Cur < nofile.Max {
+		nofile.Cur = nofile.Max
+		_ = unix.Setrlimit(unix.RLIMIT_NOFILE, &nofile)
+	}
 	// The death signal is sent when the thread that started the child ends: this one
 	// stays locked for the supervisor's life.
 	runtime.LockOSThread()
