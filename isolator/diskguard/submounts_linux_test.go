@@ -76,7 +76,11 @@ func TestBelowIn(t *testing.T) {
 	text := []byte("20 1 8:1 / / rw - ext4 /dev/sda1 rw\n" +
 		"31 20 0:40 / /home/u/my\\040proj/sub rw - tmpfs tmpfs rw\n" +
 		"32 20 0:41 / /home/u/back\\134slash/x rw - tmpfs tmpfs rw\n" +
-		"33 20 0:42 / /home/u/projx rw - tmpfs tmpfs rw\n")
+		"33 20 0:42 / /home/u/projx rw - tmpfs tmpfs rw\n" +
+		// Whitespace the kernel does not escape (a no-break space, a carriage
+		// return, a vertical tab) is part of the path, not a separator.
+		"34 20 0:43 / /home/u/no\u00a0break/sub rw - tmpfs tmpfs rw\n" +
+		"35 20 0:44 / /home/u/cr\rvt\v/sub rw - tmpfs tmpfs rw\n")
 	for _, c := range []struct {
 		dirs []string
 		want []int
@@ -85,7 +89,10 @@ func TestBelowIn(t *testing.T) {
 		{[]string{`/home/u/back\slash`}, []int{32}},
 		{[]string{"/home/u/proj"}, nil},
 		{[]string{"/home/u/my"}, nil},
-		{[]string{"/"}, []int{31, 32, 33}},
+		{[]string{"/home/u/no\u00a0break"}, []int{34}},
+		{[]string{"/home/u/cr\rvt\v"}, []int{35}},
+		{[]string{"/home/u/no"}, nil},
+		{[]string{"/"}, []int{31, 32, 33, 34, 35}},
 	} {
 		var got []int
 		for _, e := range belowIn(text, c.dirs) {
