@@ -31,6 +31,22 @@ const pinAttempts = 3
 // mount table that cannot be read, or a mount point that cannot be opened, is an
 // error: the run does not start.
 func pinSubmounts(pins map[string]int, dirs []string) ([]string, error) {
+	return pinSubmountsWith(pins, dirs, listmount)
+}
+
+// pinSubmountsWith is pinSubmounts asking list, first, whether any mount lies
+// below the mounts holding the directories (noneBelow); if none does, the mount
+// table is not read.
+func pinSubmountsWith(pins map[string]int, dirs []string, list listMounts) ([]string, error) {
+	fds := make([]int, 0, len(dirs))
+	for _, d := range dirs {
+		if fd, ok := pins[d]; ok {
+			fds = append(fds, fd)
+		}
+	}
+	if noneBelow(fds, list) {
+		return nil, nil
+	}
 	var real []string
 	for _, d := range dirs {
 		fd, ok := pins[d]
