@@ -24,8 +24,11 @@ func Parse(b []byte) []Entry {
 	for len(b) > 0 {
 		var line []byte
 		line, b, _ = bytes.Cut(b, []byte{'\n'})
-		// ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS
-		f := strings.Fields(string(line))
+		// ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS,
+		// one space apart: the kernel escapes only a space, a tab, a newline and a
+		// backslash in a path, so other white space (a no-break space, a carriage
+		// return) is part of it, not a separator.
+		f := strings.Split(string(line), " ")
 		sep := slices.Index(f, "-")
 		if sep < 6 || len(f) < sep+4 {
 			continue

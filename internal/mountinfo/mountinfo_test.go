@@ -11,6 +11,7 @@ func TestParse(t *testing.T) {
 		"35 22 0:30 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n" +
 		"36 22 0:31 / /sys/fs/cgroup/pids rw master:7 shared:9 - cgroup cgroup rw,pids\n" +
 		"40 22 8:1 /home/u/cfg\\040dir /mnt/with\\040space rw - ext4 /dev/sda1 rw\n" +
+		"43 22 0:40 / /home/u/no\u00a0break\r\v\f rw - tmpfs tmpfs rw\n" +
 		"garbage line\n" +
 		"41 22 8:1 / /no-separator rw ext4 /dev/sda1 rw\n" +
 		"42 22 8:1 / /short rw - ext4\n" +
@@ -20,6 +21,7 @@ func TestParse(t *testing.T) {
 		{ID: 35, Parent: 22, Dev: "0:30", Root: "/", Point: "/sys/fs/cgroup", FSType: "cgroup2", SuperOpts: "rw,nsdelegate"},
 		{ID: 36, Parent: 22, Dev: "0:31", Root: "/", Point: "/sys/fs/cgroup/pids", FSType: "cgroup", SuperOpts: "rw,pids"},
 		{ID: 40, Parent: 22, Dev: "8:1", Root: "/home/u/cfg dir", Point: "/mnt/with space", FSType: "ext4", SuperOpts: "rw"},
+		{ID: 43, Parent: 22, Dev: "0:40", Root: "/", Point: "/home/u/no\u00a0break\r\v\f", FSType: "tmpfs", SuperOpts: "rw"},
 	}
 	if got := Parse([]byte(text)); !reflect.DeepEqual(got, want) {
 		t.Errorf("Parse:\n got %+v\nwant %+v", got, want)

@@ -1,11 +1,13 @@
 package diskguard
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -76,7 +78,11 @@ func TestBelowIn(t *testing.T) {
 	text := []byte("20 1 8:1 / / rw - ext4 /dev/sda1 rw\n" +
 		"31 20 0:40 / /home/u/my\\040proj/sub rw - tmpfs tmpfs rw\n" +
 		"32 20 0:41 / /home/u/back\\134slash/x rw - tmpfs tmpfs rw\n" +
-		"33 20 0:42 / /home/u/projx rw - tmpfs tmpfs rw\n")
+		"33 20 0:42 / /home/u/projx rw - tmpfs tmpfs rw\n" +
+		// Whitespace the kernel does not escape (a no-break space, a carriage
+		// return, a vertical tab) is part of the path, not a separator.
+		"34 20 0:43 / /home/u/no\u00a0break/sub rw - tmpfs tmpfs rw\n" +
+		"35 20 0:44 / /home/u/cr\rvt\v/sub rw - tmpfs tmpfs rw\n")
 	for _, c := range []struct {
 		dirs []string
 		want []int
@@ -85,7 +91,10 @@ func TestBelowIn(t *testing.T) {
 		{[]string{`/home/u/back\slash`}, []int{32}},
 		{[]string{"/home/u/proj"}, nil},
 		{[]string{"/home/u/my"}, nil},
-		{[]string{"/"}, []int{31, 32, 33}},
+		{[]string{"/home/u/no\u00a0break"}, []int{34}},
+		{[]string{"/home/u/cr\rvt\v"}, []int{35}},
+		{[]string{"/home/u/no"}, nil},
+		{[]string{"/"}, []int{31, 32, 33, 34, 35}},
 	} {
 		var got []int
 		for _, e := range belowIn(text, c.dirs) {
@@ -162,5 +171,64 @@ func TestForWatchesSubmounts(t *testing.T) {
 	defer release2()
 	if !slices.Contains(g2.Paths, sub) {
 		t.Errorf("through a link: Paths = %v; want %s among them", g2.Paths, sub)
+	}
+}
+
+// TestMayHold: the quick look at the text never says no where the parse finds a
+// mount below a directory (the skip must not lose one), looks at the mount point
+// only, and escapes as the kernel does.
+func TestMayHold(t *testing.T) {
+	text := []byte("20 1 8:1 / / rw - ext4 /dev/sda1 rw\n" +
+		"31 20 0:40 /home/u/proj/x /mnt rw - tmpfs /home/u/proj/y rw\n" + // the project named as a root and a source only
+		"32 20 0:41 / /home/u/a\\040b\\011c\\012d\\134e/sub rw - tmpfs tmpfs rw\n" +
+		"33 20 0:42 / /home/u/projx rw - tmpfs tmpfs rw\n" +
+		"34 20 0:43 / /home/u/no\u00a0break/sub rw - tmpfs tmpfs rw\n" +
+		"short line\n")
+	for _, c := range []struct {
+		dirs []string
+		want bool
+	}{
+		{[]string{"/home/u/proj"}, false},
+		{[]string{"/home/u/a b\tc\nd\\e"}, true},
+		{[]string{"/home/u/a b"}, false},
+		{[]string{"/home/u/no\u00a0break"}, true},
+		{[]string{"/home/u/no"}, false},
+		{[]string{"/home/u/proj", "/home"}, true},
+		{[]string{"/"}, true},
+		{nil, false},
+	} {
+		if got := mayHold(text, c.dirs); got != c.want {
+			t.Errorf("mayHold(%q) = %v, want %v", c.dirs, got, c.want)
+		}
+		if found := len(Below(mountinfo.Parse(text), c.dirs)) > 0; found && !mayHold(text, c.dirs) {
+			t.Errorf("mayHold(%q) = false, but Below finds a mount below", c.dirs)
+		}
+	}
+	for _, p := range []string{"/plain", "/a b", "/t\tn\nb\\", "/ünï\u00a0"} {
+		if got := mountinfo.Unescape(string(escape(p))); got != p {
+			t.Errorf("Unescape(escape(%q)) = %q", p, got)
+		}
+	}
+}
+
+// TestReadTable: the one-buffer read returns the whole file, one larger than its
+// first buffer included, and an error naming the path when it cannot be opened.
+func TestReadTable(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "table")
+	want := []byte(strings.Repeat("20 1 8:1 / / rw - ext4 /dev/sda1 rw\n", 1500)) // 54 KB
+	if err := os.WriteFile(f, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readTable(f); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("readTable: %d bytes, %v; want %d bytes", len(got), err, len(want))
+	}
+	// The host's table (other mounts may come and go meanwhile): read whole, its
+	// root mount included.
+	got, err := readTable(mountTable)
+	if err != nil || !slices.ContainsFunc(mountinfo.Parse(got), func(e mountinfo.Entry) bool { return e.Point == "/" }) {
+		t.Errorf("readTable(%s): %v, no root mount in %q", mountTable, err, got)
+	}
+	if _, err := readTable(f + ".missing"); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), f+".missing") {
+		t.Errorf("readTable of a missing file: %v", err)
 	}
 }
