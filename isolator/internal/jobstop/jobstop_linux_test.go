@@ -3,6 +3,7 @@ package jobstop
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -26,6 +27,31 @@ func init() {
 	}
 }
 
+// startIdle starts the test binary as the idle child (init above) and returns its
+// pid, once it said ready, and its stdin (closing it ends the child); the child is
+// killed and reaped when the test ends.
+func startIdle(t *testing.T) (int, io.WriteCloser) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = []string{"JOBSTOP_TEST=idle"}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the child said %q (%v)", line, err)
+	}
+	return cmd.Process.Pid, stdin
+}
+
 // waitState polls f until it returns want, for at most 30 s (the other CPU runs the
 // child's threads into their stop).
 func waitState(t *testing.T, what string, f func() byte, want byte) {
@@ -44,24 +70,7 @@ func waitState(t *testing.T, what string, f func() byte, want byte) {
 // may still take input before it stops. One thread of a stopped child is held out of
 // the stop here by tracing it (it is then in a traced stop, 't').
 func TestGroupStateEveryThread(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = []string{"JOBSTOP_TEST=idle"}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
-		t.Fatalf("the child said %q (%v)", line, err)
-	}
+	pid, stdin := startIdle(t)
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		t.Fatal(err)
@@ -189,30 +198,11 @@ func TestStopUntilWaitsForFrozen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = []string{"JOBSTOP_TEST=idle"}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := cmd.Process.Pid
-	defer func() {
-		_ = os.WriteFile(dir+"/freezer.state", []byte("THAWED"), 0)
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		_ = os.Remove(dir)
-	}()
-	defer stdin.Close()
-	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
-		t.Fatalf("the child said %q (%v)", line, err)
-	}
+	// Cleanups run last first: the child is thawed before startIdle's kills it, and
+	// the cgroup removed once it is gone.
+	t.Cleanup(func() { _ = os.Remove(dir) })
+	pid, _ := startIdle(t)
+	t.Cleanup(func() { _ = os.WriteFile(dir+"/freezer.state", []byte("THAWED"), 0) })
 	if err := os.WriteFile(dir+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0); err != nil {
 		t.Fatal(err)
 	}
