@@ -181,7 +181,7 @@ func TestPinRefusesListenerWhosePidWasReused(t *testing.T) {
 		a.Unpin()
 		t.Fatalf("Pin took the listener in another root directory at %s for the engine: its exited process's pid %s now names a process of this root directory", sock, f[1])
 	}
-	if !errors.Is(err, ErrPlanted) {
-		t.Errorf("Pin = %v; want ErrPlanted", err)
+	if !errors.Is(err, ErrPlanted) || !strings.Contains(err.Error(), "has exited") {
+		t.Errorf("Pin = %v; want ErrPlanted saying the listener has exited", err)
 	}
 }
