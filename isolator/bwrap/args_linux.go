@@ -657,15 +657,22 @@ func (s *Spec) Script() string {
 		b.WriteString(diskguard.Script(s.reserveOf))
 	}
 	b.WriteString("# environment of bwrap (inherited by the command):\n")
+	// A variable of the dynamic loader's reaches bwrap renamed (wire.HostSafeEnv).
+	renamed := func(name string) string {
+		if wire.LoaderVar(name) {
+			return " (to bwrap as " + wire.LoaderEnvPrefix + name + ": the init names it back)"
+		}
+		return ""
+	}
 	for _, e := range s.Env {
 		if e.FromHost {
-			fmt.Fprintf(&b, "#   %s (value from the host environment)\n", e.Name)
+			fmt.Fprintf(&b, "#   %s (value from the host environment)%s\n", e.Name, renamed(e.Name))
 		} else {
-			fmt.Fprintf(&b, "#   %s=%s\n", e.Name, sh.Quote(e.Value))
+			fmt.Fprintf(&b, "#   %s=%s%s\n", e.Name, sh.Quote(e.Value), renamed(e.Name))
 		}
 	}
 	for _, sec := range s.SecretEnv {
-		fmt.Fprintf(&b, "#   %s (secret, value from the host environment)\n", sec.Name)
+		fmt.Fprintf(&b, "#   %s (secret, value from the host environment)%s\n", sec.Name, renamed(sec.Name))
 	}
 	for _, e := range s.InitEnv {
 		fmt.Fprintf(&b, "#   %s (the init's alone: it removes it before it starts the command)\n", e)

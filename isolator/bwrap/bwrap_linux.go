@@ -717,7 +717,9 @@ func prepare(ctx context.Context, p *isolator.Plan, stderr io.Writer, sigc <-cha
 }
 
 // childEnv is the environment bwrap starts with; bwrap passes it to the command, so
-// secret values travel in the environment and never in argv.
+// secret values travel in the environment and never in argv. A variable the host's
+// dynamic loader would act on travels renamed (wire.HostSafeEnv): bwrap (and pasta
+// before it) runs on the host, and the init names it back for the command.
 func childEnv(spec *Spec, host map[string]string) ([]string, error) {
 	env := make([]string, 0, len(spec.Env)+len(spec.SecretEnv))
 	for _, e := range spec.Env {
@@ -730,7 +732,7 @@ func childEnv(spec *Spec, host map[string]string) ([]string, error) {
 		}
 		env = append(env, s.Name+"="+v)
 	}
-	return append(env, spec.InitEnv...), nil
+	return wire.HostSafeEnv(append(env, spec.InitEnv...)), nil
 }
 
 const installHint = "install bubblewrap (Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap; Arch: sudo pacman -S bubblewrap)"

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/isolator/bwrap/internal/prestart"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/isolator/tmpdir"
 )
 
@@ -85,6 +86,9 @@ func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (str
 	if err != nil {
 		return nil, err
 	}
+	// As childEnv gives it to bwrap: a variable of the host's loader renamed, for the
+	// init to name back. bwrap runs on the host, before any namespace.
+	env = wire.HostSafeEnv(env)
 	if rec.TmpBase != "" {
 		var st unix.Stat_t
 		if err := unix.Lstat(rec.TmpBase, &st); err != nil {

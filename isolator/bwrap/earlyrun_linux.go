@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -57,6 +58,9 @@ func StartEarly(stateRoot string, uid int, wd string, args []string, lookup func
 	}
 	rec, err := e.store.Load(e.key)
 	if err == nil {
+		err = sameBwrap(rec)
+	}
+	if err == nil {
 		e.start, err = startEarly(rec, stateRoot, lookup, stdio)
 	}
 	switch {
@@ -71,6 +75,20 @@ func StartEarly(stateRoot string, uid int, wd string, args []string, lookup func
 		}
 	}
 	return e
+}
+
+// sameBwrap refuses a record whose bubblewrap is not the one Run would start (PATH's
+// bwrap): the record is trusted for nothing, and startEarly runs its binary on the
+// host before anything is compared.
+func sameBwrap(rec *prestart.Record) error {
+	bin, err := exec.LookPath("bwrap")
+	if err != nil {
+		return fmt.Errorf("%w: bwrap not found on PATH: %w", prestart.ErrMismatch, err)
+	}
+	if rec.Bwrap != bin {
+		return fmt.Errorf("%w: the record's bubblewrap %s is not PATH's %s", prestart.ErrUnsafe, rec.Bwrap, bin)
+	}
+	return nil
 }
 
 // Started reports whether StartEarly started bwrap (and no run has taken it yet).

@@ -63,7 +63,9 @@ func WrapArgv(p *isolator.Plan, inner []string) ([]string, error) {
 
 // Env returns the environment to start WrapArgv's command line with: the plan's
 // variables and its env secrets, read from the plan's host environment, and the
-// init's own (Spec.InitEnv), which it removes before it starts the command. With the
+// init's own (Spec.InitEnv), which it removes before it starts the command; a
+// variable of the dynamic loader's (LD_PRELOAD, ...) renamed, which the init names
+// back for the command, so that bwrap on the host does not act on it. With the
 // init, a GOMAXPROCS for the command goes in the plan (Plan.Env): one the caller adds
 // to this environment (or to Command's) is removed by the init with its own.
 func Env(p *isolator.Plan) ([]string, error) {

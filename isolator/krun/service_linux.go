@@ -55,10 +55,30 @@ func listenerOutside(path, sock string) error {
 	}
 	var cred *unix.Ucred
 	var credErr error
+	// The pid is the one of the process that called listen(2), which may have left
+	// the socket to another and exited, its number then anyone's: a pidfd of it
+	// (SO_PEERPIDFD, Linux 6.5) tells whether it still runs once its root directory
+	// is read, and so whether what was read is its own.
+	pidfd, pidfdErr := -1, error(unix.ENOPROTOOPT)
 	if err := raw.Control(func(fd uintptr) {
 		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		if credErr == nil {
+			pidfd, pidfdErr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, soPeerPidfd)
+		}
 	}); err != nil || credErr != nil {
 		return fmt.Errorf("%w: asking who listens on %s: %v %v", isolator.ErrProtection, sock, err, credErr)
+	}
+	if pidfdErr == nil {
+		defer unix.Close(pidfd)
+	}
+	exited := fmt.Errorf("%w: the process that listened on podman's API socket %s (pid %d) has exited and left the socket to another process, whose root directory cannot be told, as a sandbox's planted listener may; end that sandbox, remove the socket (rm %s) and run again",
+		isolator.ErrProtection, sock, cred.Pid, sock)
+	switch {
+	case pidfdErr == nil, errors.Is(pidfdErr, unix.ENOPROTOOPT): // an older kernel: the pid is read as it is
+	case errors.Is(pidfdErr, unix.ESRCH):
+		return exited
+	default:
+		return fmt.Errorf("%w: asking who listens on %s: %w", isolator.ErrProtection, sock, pidfdErr)
 	}
 	var root, theirs unix.Stat_t
 	if err := unix.Stat("/", &root); err != nil {
@@ -71,6 +91,9 @@ func listenerOutside(path, sock string) error {
 			return fmt.Errorf("%w: devsandbox cannot tell where the process listening on podman's API socket %s runs (pid %d, uid %d: %w), so it does not talk to it; krun.podman_socket must be served by a podman service of your own user (unset it to let devsandbox start one)",
 				isolator.ErrProtection, sock, cred.Pid, cred.Uid, err)
 		}
+		if pidfdErr == nil && unix.PidfdSendSignal(pidfd, 0, nil, 0) != nil {
+			return exited
+		}
 	}
 	if cred.Pid <= 0 || theirs.Dev != root.Dev || theirs.Ino != root.Ino {
 		return fmt.Errorf("%w: the process listening on podman's API socket %s (pid %d) is not podman's service: it runs in another root directory, as a sandbox does; something that can write podman's runtime directory planted it, such as a sandbox whose configuration binds that directory read-write; end that sandbox, remove the socket (rm %s) and run again",
@@ -78,6 +101,10 @@ func listenerOutside(path, sock string) error {
 	}
 	return nil
 }
+
+// soPeerPidfd is SO_PEERPIDFD (asm-generic, as on amd64 and arm64): a pidfd of the
+// process whose credentials SO_PEERCRED gives.
+const soPeerPidfd = 77
 
 // serviceLimit returns the pid of the process listening on the socket at sock and
 // its hard RLIMIT_NOFILE (0: unlimited), from /proc/PID/limits.

@@ -113,6 +113,12 @@ func Main(args []string, stderr io.Writer) int {
 		return ExitNotFound
 	}
 	argv := args[1:]
+	// The host renamed the loader's variables for bwrap (wire.HostSafeEnv): the
+	// command gets them under their names, before anything is started.
+	if err := wire.RestoreLoaderEnv(os.Environ(), os.Setenv, os.Unsetenv); err != nil {
+		say(stderr, "devsandbox-init", "restoring the command's environment: %v", err)
+		return ExitSetupFailed
+	}
 	failed := func(msg string) int {
 		say(stderr, "devsandbox-init", "%s", msg)
 		if readyFD >= 0 {

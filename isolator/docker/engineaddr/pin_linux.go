@@ -79,6 +79,22 @@ func listenerNotPlanted(path, sock, proc string) error {
 	if cred.Pid <= 0 {
 		return planted("runs in a PID namespace this one does not see, so its root directory cannot be told")
 	}
+	// The pid is the one of the process that called listen(2), which may have handed
+	// the socket to another and exited: its number is then anyone's (pid_max is
+	// 32768 on many hosts, a sandbox wraps it in a second). A pidfd of that process
+	// (SO_PEERPIDFD, Linux 6.5) tells whether it still runs after its root directory
+	// is read, and so whether what was read is its own.
+	pidfd, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, soPeerPidfd)
+	switch {
+	case err == nil:
+		defer unix.Close(pidfd)
+	case errors.Is(err, unix.ENOPROTOOPT):
+		pidfd = -1 // an older kernel: the pid is read as it is
+	case errors.Is(err, unix.ESRCH):
+		return planted("has exited and left the socket to another process, whose root directory cannot be told")
+	default:
+		return fmt.Errorf("asking who listens on %s: %w", sock, err)
+	}
 	var ours, theirs unix.Stat_t
 	if err := unix.Stat(proc+"/self/root/", &ours); err != nil {
 		return fmt.Errorf("reading this process's root directory: %w", err)
@@ -86,8 +102,15 @@ func listenerNotPlanted(path, sock, proc string) error {
 	if err := unix.Stat(proc+"/"+strconv.Itoa(int(cred.Pid))+"/root/", &theirs); err != nil {
 		return planted(fmt.Sprintf("has a root directory that cannot be read (%v)", err))
 	}
+	if pidfd >= 0 && unix.PidfdSendSignal(pidfd, 0, nil, 0) != nil {
+		return planted("has exited and left the socket to another process, whose root directory cannot be told")
+	}
 	if theirs.Dev != ours.Dev || theirs.Ino != ours.Ino {
 		return planted("runs in another root directory")
 	}
 	return nil
 }
+
+// soPeerPidfd is SO_PEERPIDFD (asm-generic, as on amd64 and arm64): a pidfd of the
+// process whose credentials SO_PEERCRED gives.
+const soPeerPidfd = 77

@@ -1,0 +1,72 @@
+package wire
+
+import "strings"
+
+// LoaderEnvPrefix carries, in bwrap's environment, a variable for the command that
+// the host's dynamic loader or C library would act on (LoaderVar): bwrap, and pasta
+// before it, run on the host before any namespace, with the environment the command
+// is to get, and a loader honouring LD_PRELOAD, LD_LIBRARY_PATH or LD_AUDIT there
+// would load, as the user and outside the sandbox, a library the sandbox can write
+// (LD_DEBUG_OUTPUT would write a file of the host). The host renames such a variable
+// NAME to LoaderEnvPrefix+NAME (HostSafeEnv); the bwrap init, a static program that
+// no loader starts, names it back (RestoreLoaderEnv) before it starts anything.
+const LoaderEnvPrefix = "DEVSANDBOX_LOADER_"
+
+// unsecureEnv are the variables glibc removes from a setuid program's environment
+// (its UNSECURE_ENVVARS) beyond LD_*, with GLIBC_TUNABLES: what the loader and the C
+// library read to load, open or write a file.
+var unsecureEnv = map[string]bool{
+	"GCONV_PATH": true, "GETCONF_DIR": true, "GLIBC_TUNABLES": true, "HOSTALIASES": true,
+	"LOCALDOMAIN": true, "LOCPATH": true, "MALLOC_TRACE": true, "NIS_PATH": true,
+	"NLSPATH": true, "RESOLV_HOST_CONF": true, "RES_OPTIONS": true, "TMPDIR": true,
+	"TZDIR": true,
+}
+
+// LoaderVar reports whether the host's dynamic loader or C library acts on the
+// variable name: every LD_* (glibc's and musl's loaders read only such names, and
+// new ones come), and glibc's other variables that name a file to load or write.
+func LoaderVar(name string) bool {
+	return strings.HasPrefix(name, "LD_") || unsecureEnv[name]
+}
+
+// HostSafeEnv returns env ("NAME=VALUE" entries) for a process started on the host
+// on the sandbox's behalf (bwrap): each LoaderVar renamed with LoaderEnvPrefix, in
+// place, the rest as it is. env itself is not changed.
+func HostSafeEnv(env []string) []string {
+	var out []string
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !LoaderVar(name) {
+			continue
+		}
+		if out == nil {
+			out = append([]string(nil), env...)
+		}
+		out[i] = LoaderEnvPrefix + kv
+	}
+	if out == nil {
+		return env
+	}
+	return out
+}
+
+// RestoreLoaderEnv undoes HostSafeEnv in the init's environment: each
+// LoaderEnvPrefix+NAME whose NAME is a LoaderVar becomes NAME again (another
+// variable of that prefix is left as it is). environ, set and unset are the
+// environment's (os.Environ, os.Setenv, os.Unsetenv).
+func RestoreLoaderEnv(environ []string, set func(name, value string) error, unset func(name string) error) error {
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		orig, ok := strings.CutPrefix(name, LoaderEnvPrefix)
+		if !ok || !LoaderVar(orig) {
+			continue
+		}
+		if err := unset(name); err != nil {
+			return err
+		}
+		if err := set(orig, value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
