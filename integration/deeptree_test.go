@@ -18,11 +18,15 @@ import (
 // the same wall further down. Before, the removal stopped with "too many open files"
 // and left the tree on the host for good. On krun the limited run may be the one that
 // starts podman's service, with hard nofile 512: the next krun run (another test's)
-// then restarts that idle service with its own limit (TestKrunServiceLowLimit), so
-// the order of the tests does not matter.
+// would restart that idle service with its own limit (TestKrunServiceLowLimit), and
+// the test stops it at its end (stopLowServices), so the order of the tests does not
+// matter.
 func TestDeepTreeRemoved(t *testing.T) {
 	forEachIsolator(t, func(t *testing.T, iso string) {
 		p := newProject(t)
+		if iso == "krun" {
+			stopLowServices(t, suiteServiceSocket())
+		}
 		nest := func(dir string) string {
 			return `cd ` + dir + ` && i=0 && while [ $i -lt 700 ]; do mkdir d && cd d || exit 1; [ $i = 350 ] && mkdir locked && echo x > locked/f && chmod 000 locked; i=$((i+1)); done && echo x > f`
 		}

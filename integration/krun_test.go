@@ -631,7 +631,7 @@ func requireServiceGone(t *testing.T, sock string, d time.Duration) {
 	for {
 		services := podmanServices(sock)
 		var files []string
-		for _, f := range []string{sock, sock + ".log", sock + ".users"} {
+		for _, f := range []string{sock, sock + ".log", sock + ".users", sock + ".turn"} {
 			if _, err := os.Lstat(f); err == nil {
 				files = append(files, filepath.Base(f))
 			}

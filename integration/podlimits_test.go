@@ -37,6 +37,7 @@ func TestKrunServiceLowLimit(t *testing.T) {
 	if len(services) == 0 {
 		t.Fatalf("the limited session runs on no service on %s", sock)
 	}
+	stopLowServices(t, sock)
 	r := run(t, p.dir, nil, "", "--isolator=krun", "--", "true")
 	if r.code == 0 || strings.Contains(r.stderr, "rlimit type") ||
 		!strings.Contains(r.stderr, "allows 512 open files") || !strings.Contains(r.stderr, "other devsandbox sessions use that service") {

@@ -47,7 +47,7 @@ func krunStub(cfg *config.Config, phase func(string)) isolator.Isolator {
 	k, h := cfg.Krun, cfg.Host
 	s := krunhelper.Stub(krunhelper.Settings{
 		Image: k.Image, Runtime: k.Runtime, CPUs: k.CPUs, MemoryMiB: k.MemoryMiB, Socket: k.PodmanSocket,
-		Home: cfg.Docker.Home, Version: config.Version, KeepContainer: cfg.Docker.KeepContainer,
+		Home: cfg.Docker.Home, Version: config.Version, KeepContainer: cfg.Docker.KeepContainer, Pids: cfg.Limits.Pids,
 		RuntimeDir: h.RuntimeDir, User: h.User, UID: h.UID, Nft: nftOverride(h),
 	}, h.Vars, phase)
 	s.ForwardSignals = true

@@ -108,17 +108,20 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 	}
 	ok("podman limits", fmt.Sprintf("nofile=%d, the host's hard limit (podman's default may exceed it); nproc = limits.pids, at most the host's hard limit %d; cgroup manager %s", nofile, nproc, mgr))
 
-	sock, err := b.socket(ctx, h)
+	// The rlimits a run from here asks of the service (limits.pids, this shell's
+	// hard limits).
+	want := wantedLimits(b.options(h), s.Pids)
+	sock, err := b.socket(ctx, h, want)
 	var short *limitError
 	if errors.As(err, &short) {
-		bad("podman service limits", err.Error(), "see the reason: a podman service started under a lower `ulimit -n` than this shell's cannot give a container this shell's limit")
+		bad("podman service limits", err.Error(), "see the reason: a podman service started under a lower `ulimit -n` or `ulimit -u` than this shell's cannot give a container this shell's limits")
 		return rows
 	}
 	if err != nil {
 		bad("podman API socket", err.Error(), "install podman if it is missing, else fix what podman says (a missing runtime: see the krun runtime row); or start `podman system service` yourself and set krun.podman_socket")
 		return rows
 	}
-	e, err := b.connect(ctx, h)
+	e, err := b.connect(ctx, h, want)
 	if err != nil {
 		bad("podman API socket", err.Error(), "see "+serviceLog(sock))
 		return rows
@@ -129,13 +132,9 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 		return rows
 	}
 	ok("podman API socket", fmt.Sprintf("%s (podman %s; %s or newer needed)", sock, v, MinPodman))
-	if pid, have, err := h.ServiceLimit(sock); err == nil && pid != 0 {
+	if pid, have, err := h.ServiceLimits(sock); err == nil && pid != 0 {
 		// socket stopped a short service it could, or refused: this is the one in use.
-		limit := strconv.FormatUint(have, 10)
-		if have == 0 {
-			limit = "unlimited"
-		}
-		ok("podman service limits", fmt.Sprintf("pid %d allows %s open files (hard RLIMIT_NOFILE), at least this shell's %d that a container is given", pid, limit, nofile))
+		ok("podman service limits", fmt.Sprintf("pid %d's hard limits: %s", pid, limitsText(have, want)))
 	}
 	if err := e.ImageExists(s.Image); err != nil {
 		bad("krun image", err.Error(), "load or build it (see the reason)")

@@ -13,6 +13,7 @@ import (
 	"github.com/containers/podman/v5/pkg/bindings/images"
 	"github.com/containers/podman/v5/pkg/bindings/system"
 	"github.com/containers/podman/v5/pkg/specgen"
+	spec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/devsandbox/devsandbox/isolator"
 )
@@ -53,12 +54,13 @@ type podman struct {
 	socket         string
 }
 
-// connect finds or starts the API service and connects to it.
-func (b *Isolator) connect(ctx context.Context, h Host) (engine, error) {
+// connect finds or starts the API service that can give a container the rlimits
+// want (see socket) and connects to it.
+func (b *Isolator) connect(ctx context.Context, h Host, want []spec.POSIXRlimit) (engine, error) {
 	if b.engineFn != nil {
 		return b.engineFn()
 	}
-	sock, err := b.socket(ctx, h)
+	sock, err := b.socket(ctx, h, want)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func (b *Isolator) PruneImages(ctx context.Context, stateRoot string, maxAge tim
 	if dryRun {
 		conn, err = b.connectRunning(ctx, b.hostAccess())
 	} else {
-		conn, err = b.connect(ctx, b.hostAccess())
+		conn, err = b.connect(ctx, b.hostAccess(), nil) // no container: no rlimit asked
 	}
 	var out []string
 	var errs []error

@@ -64,6 +64,9 @@ type Isolator struct {
 	netns netns
 	// users holds the shared lock on the service devsandbox started (see Supervise).
 	users *os.File
+	// turnWaiting, set by tests only, is called when a run waits for the service's
+	// turn (socket).
+	turnWaiting func()
 	// service is podman's API socket, opened once its listener was checked
 	// (pinService): every connection goes through it.
 	service *os.File
@@ -145,7 +148,7 @@ func (b *Isolator) Check(ctx context.Context) isolator.Status {
 			return isolator.Status{State: isolator.Unavailable, Reason: fmt.Sprintf("/dev/kvm cannot be opened: %v", err), Fix: kvmFix}
 		}
 	}
-	conn, err := b.connect(ctx, h)
+	conn, err := b.connect(ctx, h, wantedLimits(b.options(h), b.Settings.Pids))
 	if err != nil {
 		return statusOf(err)
 	}

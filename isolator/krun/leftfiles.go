@@ -18,7 +18,8 @@ import (
 // The files devsandbox keeps beside the sockets of the podman services it starts, in
 // podman's runtime directory: per socket SOCK (one per runtime and storage key, see
 // serviceKey) SOCK.log (the service's output), SOCK.users (its users' lock, see
-// Supervise) and devsandbox-create-HASH.lock (the creations' turn, see create); and
+// Supervise), SOCK.turn (the runs' turn to decide about the service, see socket) and
+// devsandbox-create-HASH.lock (the creations' turn, see create); and
 // devsandbox-service.lock, one for all. A supervisor removes its socket's set when it
 // ends its idle service; a set whose supervisor died (kill -9) goes at the next start of
 // any service in the directory (sweepSets).
@@ -120,6 +121,7 @@ func removeLocked(path string) bool {
 func removeSet(sock string, users *os.File) {
 	_ = os.Remove(sock) // a socket nothing listens on
 	removeLocked(createLockPath(filepath.Dir(filepath.Dir(sock)), 0, sock))
+	removeLocked(turnFile(sock)) // a run that holds it finds no service and starts one
 	_ = os.Remove(serviceLog(sock))
 	if sameFile(users, usersFile(sock)) {
 		_ = os.Remove(usersFile(sock))
@@ -143,7 +145,7 @@ func sweepSets(dir string, listening func(string) bool) {
 		case !strings.HasPrefix(n, "devsandbox-"):
 		case strings.HasPrefix(n, "devsandbox-create-") && strings.HasSuffix(n, ".lock"):
 			removeLocked(filepath.Join(dir, n))
-		case strings.HasSuffix(n, ".sock"), strings.HasSuffix(n, ".sock.log"), strings.HasSuffix(n, ".sock.users"):
+		case strings.HasSuffix(n, ".sock"), strings.HasSuffix(n, ".sock.log"), strings.HasSuffix(n, ".sock.users"), strings.HasSuffix(n, ".sock.turn"):
 			socks[filepath.Join(dir, n[:strings.Index(n, ".sock")+len(".sock")])] = true
 		}
 	}

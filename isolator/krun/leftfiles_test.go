@@ -102,7 +102,7 @@ func TestSocketCancelledWaitingForUsers(t *testing.T) {
 	holdUsersExclusive(t, sock)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := b.socket(ctx, fakeHost{t: t}); !errors.Is(err, context.Canceled) || isolator.IsUnavailable(err) {
+	if _, err := b.socket(ctx, fakeHost{t: t}, nil); !errors.Is(err, context.Canceled) || isolator.IsUnavailable(err) {
 		t.Errorf("socket: %v, want the run's end, not an unavailable isolator", err)
 	}
 }
@@ -162,16 +162,20 @@ func TestSweepSets(t *testing.T) {
 	}
 	sock := func(n string) string { return filepath.Join(dir, n) }
 	// gone: a dead service's files, its stale socket and its creation lock.
-	touch("devsandbox-runc-dead.sock", "devsandbox-runc-dead.sock.log", "devsandbox-runc-dead.sock.users")
+	touch("devsandbox-runc-dead.sock", "devsandbox-runc-dead.sock.log", "devsandbox-runc-dead.sock.users", "devsandbox-runc-dead.sock.turn")
+	// a turn alone (a run took it, and no service was started).
+	touch("devsandbox-runc-turn.sock.turn")
 	touch(filepath.Base(createLockPath(run, 0, sock("devsandbox-runc-dead.sock"))))
 	// a log alone (users never made), and an orphan creation lock.
 	touch("devsandbox-krun-logonly.sock.log", "devsandbox-create-0123456789ab.lock")
 	// live: its supervisor holds the log.
-	touch("devsandbox-runc-super.sock.users")
+	touch("devsandbox-runc-super.sock.users", "devsandbox-runc-super.sock.turn")
 	lock("devsandbox-runc-super.sock.log", unix.LOCK_EX)
 	// in use: a run holds the users lock (the service may be starting for it).
 	touch("devsandbox-runc-used.sock.log")
 	lock("devsandbox-runc-used.sock.users", unix.LOCK_SH)
+	// a run's turn to decide (it may start the service).
+	lock("devsandbox-runc-deciding.sock.turn", unix.LOCK_EX)
 	// listening.
 	touch("devsandbox-runc-listen.sock.log", "devsandbox-runc-listen.sock.users")
 	l, err := net.Listen("unix", sock("devsandbox-runc-listen.sock"))
@@ -195,8 +199,9 @@ func TestSweepSets(t *testing.T) {
 	}
 	want := []string{
 		"devsandbox-create-busy00000000.lock",
+		"devsandbox-runc-deciding.sock.turn",
 		"devsandbox-runc-listen.sock", "devsandbox-runc-listen.sock.log", "devsandbox-runc-listen.sock.users",
-		"devsandbox-runc-super.sock.log", "devsandbox-runc-super.sock.users",
+		"devsandbox-runc-super.sock.log", "devsandbox-runc-super.sock.turn", "devsandbox-runc-super.sock.users",
 		"devsandbox-runc-used.sock.log", "devsandbox-runc-used.sock.users",
 		"other.sock.log", "podman.sock",
 	}

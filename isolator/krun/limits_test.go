@@ -3,10 +3,15 @@ package krun
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	spec "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/isolator/krun/helper"
@@ -19,51 +24,100 @@ Max open files            1024                 512                  files
 Max locked memory         8388608              8388608              bytes     
 `
 
-func TestHardNofile(t *testing.T) {
+func TestHardLimits(t *testing.T) {
 	for _, c := range []struct {
 		in   string
-		want uint64
+		want map[string]uint64
 		ok   bool
 	}{
-		{procLimits, 512, true},
-		{strings.Replace(procLimits, "512 ", "unlimited ", 1), 0, true},
-		{"Limit Soft Limit Hard Limit Units\n", 0, false},
-		{"Max open files            1024\n", 0, false},
+		{procLimits, map[string]uint64{"cpu": 0, "nproc": 96555, "nofile": 512, "memlock": 8388608}, true},
+		{strings.Replace(procLimits, "512 ", "unlimited ", 1), map[string]uint64{"cpu": 0, "nproc": 96555, "nofile": 0, "memlock": 8388608}, true},
+		{"Limit Soft Limit Hard Limit Units\n", nil, false},
+		{"Max open files            1024\n", nil, false},
+		{"Max open files            1024                 many                 files\n", nil, false},
 	} {
-		got, err := hardNofile(c.in)
-		if got != c.want || (err == nil) != c.ok {
-			t.Errorf("hardNofile(%q) = %d, %v; want %d, ok %v", c.in, got, err, c.want, c.ok)
+		got, err := hardLimits(c.in)
+		if !maps.Equal(got, c.want) || (err == nil) != c.ok {
+			t.Errorf("hardLimits(%q) = %v, %v; want %v, ok %v", c.in, got, err, c.want, c.ok)
 		}
+	}
+	// This kernel's own table: every row is known.
+	b, err := os.ReadFile("/proc/self/limits")
+	if err != nil {
+		t.Skip(err)
+	}
+	have, err := hardLimits(string(b))
+	if err != nil || len(have) != len(rlimitInfos) {
+		t.Errorf("hardLimits(/proc/self/limits) = %v, %v; want all %d rows", have, err, len(rlimitInfos))
 	}
 }
 
-func TestNofileShort(t *testing.T) {
+func TestShortLimits(t *testing.T) {
+	want := []spec.POSIXRlimit{{Type: "nofile", Hard: 20000, Soft: 20000}, {Type: "RLIMIT_NPROC", Hard: 4096, Soft: 4096}}
 	for _, c := range []struct {
-		have, want uint64
-		short      bool
+		have  map[string]uint64
+		short []shortLimit
 	}{
-		{512, 20000, true},
-		{20000, 512, false},
-		{20000, 20000, false},
-		{0, 20000, false}, // an unlimited service
-		{512, 0, false},   // an unlimited run: the spec sets no open-file limit
+		{map[string]uint64{"nofile": 512, "nproc": 96555}, []shortLimit{{"nofile", 512, 20000}}},
+		{map[string]uint64{"nofile": 20000, "nproc": 1000}, []shortLimit{{"nproc", 1000, 4096}}},
+		{map[string]uint64{"nofile": 512, "nproc": 1000}, []shortLimit{{"nofile", 512, 20000}, {"nproc", 1000, 4096}}},
+		{map[string]uint64{"nofile": 20000, "nproc": 4096}, nil},
+		{map[string]uint64{"nofile": 0, "nproc": 0}, nil}, // an unlimited service
+		{map[string]uint64{"nofile": 20000}, nil},         // a limit /proc did not show
 	} {
-		if got := nofileShort(c.have, c.want); got != c.short {
-			t.Errorf("nofileShort(%d, %d) = %v", c.have, c.want, got)
+		if got := shortLimits(c.have, want); !slices.Equal(got, c.short) {
+			t.Errorf("shortLimits(%v) = %v, want %v", c.have, got, c.short)
+		}
+	}
+	// An unlimited run: the spec sets no open-file limit.
+	if got := shortLimits(map[string]uint64{"nofile": 512}, nil); got != nil {
+		t.Errorf("shortLimits with nothing asked = %v", got)
+	}
+}
+
+// What the check compares is what the spec asks: the rendered spec's rlimits are
+// wantedLimits' for the Plan's limits.pids and the host's hard limits, and each is
+// one the check can read from /proc.
+func TestWantedLimitsAreTheSpecs(t *testing.T) {
+	for _, c := range []struct {
+		pids           int
+		nofile, nprocH uint64
+	}{
+		{4096, 20000, 96555}, {4096, 20000, 1000}, {100, 0, 0}, {0, 20000, 0}, {0, 0, 0},
+	} {
+		p := basePlan()
+		p.Limits.Pids = c.pids
+		o := opts
+		o.NofileHard, o.NprocHard = c.nofile, c.nprocH
+		s, err := specGen(p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := wantedLimits(o, c.pids)
+		if !slices.Equal(s.Gen.Rlimits, want) {
+			t.Errorf("pids %d, hard nofile %d, nproc %d: the spec asks %v, the check compares %v", c.pids, c.nofile, c.nprocH, s.Gen.Rlimits, want)
+		}
+		for _, r := range s.Gen.Rlimits {
+			if _, ok := rlimitInfos[rlimitName(r.Type)]; !ok {
+				t.Errorf("the spec asks %q, which the check cannot read", r.Type)
+			}
 		}
 	}
 }
 
 // limitHost is fakeHost with a service on the socket whose hard open-file limit is
-// have, and a record of StopService.
+// have and task limit nproc (0: unlimited), and a record of StopService.
 type limitHost struct {
 	fakeHost
-	have    uint64
+	have    uint64 // nofile
+	nproc   uint64
 	stopped *int
 	stopErr error
 }
 
-func (h limitHost) ServiceLimit(string) (int, uint64, error) { return 4242, h.have, nil }
+func (h limitHost) ServiceLimits(string) (int, map[string]uint64, error) {
+	return 4242, map[string]uint64{"nofile": h.have, "nproc": h.nproc}, nil
+}
 func (h limitHost) StopService(_ string, pid int) error {
 	if pid != 4242 {
 		h.t.Errorf("StopService(%d), want the listener's pid 4242", pid)
@@ -77,21 +131,23 @@ type startedHost struct{ limitHost }
 
 func (startedHost) StartService(context.Context, string, string) error { return nil }
 
-// A service whose hard open-file limit is below the run's (fakeHost's 4096): when no
-// other devsandbox holds its users lock it is stopped and a new one started, and the
-// run's shared lock is held again after; while another holds it, the run stops with
-// an error that names the socket, the pid, both limits and what to do, and the
-// service is not stopped; a krun.podman_socket's is never stopped; one at or above
-// the run's limit is used as it is.
+// A service whose hard open-file or task limit is below what the run's container
+// asks (want: nofile 4096, nproc 2048): when no other devsandbox holds its users lock
+// it is stopped and a new one started, and the run's shared lock is held again
+// after; while another holds it, the run stops with an error that names the socket,
+// the pid, each short limit with both values, and what to do, and the service is not
+// stopped; a krun.podman_socket's is never stopped; one at or above the run's limits
+// is used as it is.
 func TestSocketServiceLimit(t *testing.T) {
 	newB := func(t *testing.T) *Isolator {
 		return &Isolator{Settings: helper.Settings{Runtime: "runc", RuntimeDir: t.TempDir()}}
 	}
+	want := []spec.POSIXRlimit{{Type: "nofile", Hard: 4096, Soft: 4096}, {Type: "nproc", Hard: 2048, Soft: 2048}}
 	t.Run("idle: restarted", func(t *testing.T) {
 		b := newB(t)
 		stopped := 0
 		h := startedHost{limitHost{fakeHost: fakeHost{t: t}, have: 512, stopped: &stopped}}
-		sock, err := b.socket(context.Background(), h)
+		sock, err := b.socket(context.Background(), h, want)
 		if err != nil || sock != b.socketName() || stopped != 1 {
 			t.Fatalf("socket = %q, %v; stopped %d times, want once", sock, err, stopped)
 		}
@@ -113,7 +169,7 @@ func TestSocketServiceLimit(t *testing.T) {
 		}
 		defer other.Close()
 		stopped := 0
-		_, err = b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: 512, stopped: &stopped})
+		_, err = b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: 512, stopped: &stopped}, want)
 		var le *limitError
 		if !errors.As(err, &le) || stopped != 0 {
 			t.Fatalf("socket: %v (stopped %d times), want the limit's error and no stop", err, stopped)
@@ -128,10 +184,54 @@ func TestSocketServiceLimit(t *testing.T) {
 			t.Errorf("the run's users lock: %v", err)
 		}
 	})
+	t.Run("nproc idle: restarted", func(t *testing.T) {
+		b := newB(t)
+		stopped := 0
+		h := startedHost{limitHost{fakeHost: fakeHost{t: t}, have: 20000, nproc: 1000, stopped: &stopped}}
+		if _, err := b.socket(context.Background(), h, want); err != nil || stopped != 1 {
+			t.Fatalf("socket: %v; stopped %d times, want once", err, stopped)
+		}
+	})
+	t.Run("nproc busy: refused", func(t *testing.T) {
+		b := newB(t)
+		other, err := holdUsers(context.Background(), b.socketName(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		stopped := 0
+		_, err = b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: 20000, nproc: 1000, stopped: &stopped}, want)
+		var le *limitError
+		if !errors.As(err, &le) || stopped != 0 {
+			t.Fatalf("socket: %v (stopped %d times), want the limit's error and no stop", err, stopped)
+		}
+		for _, w := range []string{b.socketName(), "pid 4242", "allows 1000 processes (its hard RLIMIT_NPROC), below this run's 2048", "other devsandbox sessions use that service", "run this one with --pids 1000 (limits.pids)"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("the error lacks %q: %v", w, err)
+			}
+		}
+		if strings.Contains(err.Error(), "open files") {
+			t.Errorf("the error names the open-file limit, which is enough: %v", err)
+		}
+	})
+	t.Run("both busy: refused", func(t *testing.T) {
+		b := newB(t)
+		other, err := holdUsers(context.Background(), b.socketName(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		stopped := 0
+		_, err = b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: 512, nproc: 1000, stopped: &stopped}, want)
+		if w := "allows 512 open files (its hard RLIMIT_NOFILE), below this run's 4096, and 1000 processes (its hard RLIMIT_NPROC), below this run's 2048"; err == nil || !strings.Contains(err.Error(), w) ||
+			!strings.Contains(err.Error(), "run this one under `ulimit -n 512` with --pids 1000 (limits.pids)") {
+			t.Errorf("socket: %v, want %q and both fixes", err, w)
+		}
+	})
 	t.Run("stop fails", func(t *testing.T) {
 		b := newB(t)
 		stopped := 0
-		_, err := b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: 512, stopped: &stopped, stopErr: errors.New("not ours")})
+		_, err := b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: 512, stopped: &stopped, stopErr: errors.New("not ours")}, want)
 		if err == nil || !strings.Contains(err.Error(), "not ours") || !strings.Contains(err.Error(), "kill 4242") {
 			t.Errorf("socket: %v", err)
 		}
@@ -140,8 +240,12 @@ func TestSocketServiceLimit(t *testing.T) {
 		b := newB(t)
 		b.Settings.Socket = "/run/user/1000/podman/podman.sock"
 		stopped := 0
-		_, err := b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: 512, stopped: &stopped})
+		_, err := b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: 512, stopped: &stopped}, want)
 		if err == nil || stopped != 0 || !strings.Contains(err.Error(), "krun.podman_socket "+b.Settings.Socket+" (pid 4242) allows 512 open files") {
+			t.Errorf("socket: %v (stopped %d times)", err, stopped)
+		}
+		_, err = b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: 20000, nproc: 1000, stopped: &stopped}, want)
+		if err == nil || stopped != 0 || !strings.Contains(err.Error(), "(pid 4242) allows 1000 processes") || !strings.Contains(err.Error(), "`ulimit -Hu` is at least 2048") {
 			t.Errorf("socket: %v (stopped %d times)", err, stopped)
 		}
 	})
@@ -149,9 +253,108 @@ func TestSocketServiceLimit(t *testing.T) {
 		for _, have := range []uint64{4096, 20000, 0} {
 			b := newB(t)
 			stopped := 0
-			if _, err := b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: have, stopped: &stopped}); err != nil || stopped != 0 {
+			if _, err := b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: have, nproc: have / 2, stopped: &stopped}, want); err != nil || stopped != 0 {
 				t.Errorf("have %d: socket %v, stopped %d times", have, err, stopped)
 			}
 		}
+		// A run whose container asks nothing (prune) uses any service.
+		b := newB(t)
+		stopped := 0
+		if _, err := b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: 512, nproc: 1000, stopped: &stopped}, nil); err != nil || stopped != 0 {
+			t.Errorf("nothing asked: socket %v, stopped %d times", err, stopped)
+		}
 	})
+}
+
+// raceHost is one podman service that two runs share: the old one (pid 4242) below
+// their limits until a run stops it, then none until a run starts the new one (pid
+// 5000). The old service's ServiceLimits holds each run until both runs have come
+// to the service: looked at its limits, or waited for the turn to (arrive).
+type raceHost struct {
+	fakeHost
+	mu            sync.Mutex
+	pid           int
+	stops, starts int
+	arrivals      int
+	both          chan struct{}
+}
+
+func (h *raceHost) arrive() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.arrivals++; h.arrivals == 2 {
+		close(h.both)
+	}
+}
+
+func (h *raceHost) Listening(string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.pid != 0
+}
+
+func (h *raceHost) ServiceLimits(string) (int, map[string]uint64, error) {
+	h.mu.Lock()
+	pid := h.pid
+	h.mu.Unlock()
+	if pid != 4242 {
+		return pid, map[string]uint64{"nofile": 20000, "nproc": 96555}, nil
+	}
+	h.arrive()
+	select {
+	case <-h.both:
+	case <-time.After(20 * time.Second): // a bound on a broken test, not a synchronisation
+		h.t.Error("the other run never came to the service")
+	}
+	return pid, map[string]uint64{"nofile": 512, "nproc": 1000}, nil
+}
+
+func (h *raceHost) StopService(_ string, pid int) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if pid != 4242 || h.pid != 4242 {
+		h.t.Errorf("StopService(%d) of service %d", pid, h.pid)
+	}
+	h.stops++
+	h.pid = 0
+	return nil
+}
+
+func (h *raceHost) StartService(context.Context, string, string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.starts++
+	h.pid = 5000
+	return nil
+}
+
+// Two runs that meet a service below their limits at the same moment: exactly one
+// restarts it, and the other waits for its turn and uses the new service; neither
+// is refused. (Both held the users lock while they looked, and each took the other
+// for a session that used the service: both were refused.)
+func TestSocketServiceLimitRace(t *testing.T) {
+	dir := t.TempDir()
+	h := &raceHost{fakeHost: fakeHost{t: t}, pid: 4242, both: make(chan struct{})}
+	want := []spec.POSIXRlimit{{Type: "nofile", Hard: 20000, Soft: 20000}, {Type: "nproc", Hard: 4096, Soft: 4096}}
+	errs := make(chan error, 2)
+	for range 2 {
+		b := &Isolator{Settings: helper.Settings{Runtime: "runc", RuntimeDir: dir}, turnWaiting: h.arrive}
+		t.Cleanup(func() {
+			if b.users != nil {
+				b.users.Close()
+			}
+		})
+		go func() {
+			_, err := b.socket(context.Background(), h, want)
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("socket: %v", err)
+		}
+	}
+	if h.stops != 1 || h.starts != 1 || h.pid != 5000 {
+		t.Errorf("stopped %d and started %d times (service %d), want once each", h.stops, h.starts, h.pid)
+	}
 }

@@ -362,9 +362,9 @@ func (h fakeHost) KVM() error {
 	}
 	return nil
 }
-func (fakeHost) HardLimits() (uint64, uint64)             { return 4096, 0 }
-func (h fakeHost) Listening(string) bool                  { return !h.down }
-func (fakeHost) ServiceLimit(string) (int, uint64, error) { return 0, 0, nil }
+func (fakeHost) HardLimits() (uint64, uint64)                         { return 4096, 0 }
+func (h fakeHost) Listening(string) bool                              { return !h.down }
+func (fakeHost) ServiceLimits(string) (int, map[string]uint64, error) { return 0, nil, nil }
 func (h fakeHost) StopService(string, int) error {
 	h.t.Error("unexpected StopService")
 	return nil

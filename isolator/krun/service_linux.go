@@ -106,22 +106,22 @@ func listenerOutside(path, sock string) error {
 // process whose credentials SO_PEERCRED gives.
 const soPeerPidfd = 77
 
-// serviceLimit returns the pid of the process listening on the socket at sock and
-// its hard RLIMIT_NOFILE (0: unlimited), from /proc/PID/limits.
-func serviceLimit(sock string) (pid int, nofile uint64, err error) {
+// serviceLimits returns the pid of the process listening on the socket at sock and
+// its hard limits by spec name (0: unlimited), from /proc/PID/limits.
+func serviceLimits(sock string) (pid int, hard map[string]uint64, err error) {
 	pid, err = listenerPid(sock)
 	if err != nil {
-		return 0, 0, err
+		return 0, nil, err
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/limits")
 	if err != nil {
-		return pid, 0, fmt.Errorf("reading the limits of podman's service (pid %d): %w", pid, err)
+		return pid, nil, fmt.Errorf("reading the limits of podman's service (pid %d): %w", pid, err)
 	}
-	nofile, err = hardNofile(string(b))
+	hard, err = hardLimits(string(b))
 	if err != nil {
-		return pid, 0, fmt.Errorf("reading the limits of podman's service (pid %d): %w", pid, err)
+		return pid, nil, fmt.Errorf("reading the limits of podman's service (pid %d): %w", pid, err)
 	}
-	return pid, nofile, nil
+	return pid, hard, nil
 }
 
 // listenerPid is the pid of the process listening on the socket at sock.

@@ -11,7 +11,7 @@ import (
 // so that the macOS build of ./... does.
 func pinService(sock string) (string, *os.File, error) { return sock, nil, nil }
 
-func serviceLimit(string) (int, uint64, error) { return 0, 0, nil }
+func serviceLimits(string) (int, map[string]uint64, error) { return 0, nil, nil }
 
 func stopService(sock string, pid int) error {
 	return fmt.Errorf("stopping podman's service on %s (pid %d): krun needs Linux", sock, pid)

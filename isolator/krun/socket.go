@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	spec "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/isolator"
@@ -38,9 +39,10 @@ type Host interface {
 	// StartService starts `podman --runtime RUNTIME system service` on path and
 	// returns once it listens.
 	StartService(ctx context.Context, path, runtime string) error
-	// ServiceLimit returns the pid of the process listening on the socket at path and
-	// its hard RLIMIT_NOFILE (0: unlimited); pid 0 when it cannot be told.
-	ServiceLimit(path string) (pid int, nofile uint64, err error)
+	// ServiceLimits returns the pid of the process listening on the socket at path and
+	// its hard rlimits by spec name ("nofile", "nproc"; 0: unlimited); pid 0 when it
+	// cannot be told.
+	ServiceLimits(path string) (pid int, hard map[string]uint64, err error)
 	// StopService ends the idle service devsandbox started on path, whose listener
 	// is pid, and returns once its supervisor is gone.
 	StopService(path string, pid int) error
@@ -87,7 +89,9 @@ func (osHost) HardLimits() (nofile, nproc uint64) {
 	return nofile, nproc
 }
 
-func (osHost) ServiceLimit(path string) (int, uint64, error) { return serviceLimit(path) }
+func (osHost) ServiceLimits(path string) (int, map[string]uint64, error) {
+	return serviceLimits(path)
+}
 
 func (osHost) StopService(path string, pid int) error { return stopService(path, pid) }
 
@@ -252,39 +256,56 @@ func podmanRuntimeDir(runtimeDir string, uid int) string {
 	}
 }
 
+// turnFile is the lock runs take, one at a time, to decide about the service on
+// sock: use it, restart it or start one (see socket).
+func turnFile(sock string) string { return sock + ".turn" }
+
 // socket returns the listening API socket, starting a service for the runtime when
-// none listens (not for a configured socket, which is the user's to run).
-func (b *Isolator) socket(ctx context.Context, h Host) (string, error) {
+// none listens (not for a configured socket, which is the user's to run). want are
+// the rlimits the run's container asks (wantedLimits; nil: no container), which the
+// service must be able to give (serviceFits).
+//
+// The decision about devsandbox's own service is taken under its turn (turnFile),
+// one run at a time, and a run takes the service's users lock only there: every
+// other holder of the users lock is then a run that has already decided to use the
+// service as it is. Two runs that meet a service below their limits at once so take
+// turns: the first restarts it, the second waits for its turn and finds the new
+// service, which it uses. Without the turn each held the users lock while it looked,
+// saw the other's, and both were refused as if a session used the service.
+func (b *Isolator) socket(ctx context.Context, h Host, want []spec.POSIXRlimit) (string, error) {
 	s := b.Settings
 	p := b.socketName()
-	if s.Socket == "" && b.users == nil {
+	if s.Socket != "" {
+		if !h.Listening(p) {
+			return "", fmt.Errorf("%w: nothing listens on krun.podman_socket %s; start `podman --runtime %s system service unix://%s`, or unset krun.podman_socket to let devsandbox run one", isolator.ErrUnavailable, p, s.Runtime, p)
+		}
+		if _, err := b.serviceFits(h, p, want); err != nil {
+			return "", err
+		}
+		return p, nil
+	}
+	unlock, err := lockFile(ctx, turnFile(p), b.turnWaiting)
+	if err != nil {
+		return "", lockErr(ctx, "the turn to use podman's service", p, err)
+	}
+	defer unlock()
+	if b.users == nil {
 		// Held (shared) for the Isolator's life: the service's supervisor ends the
 		// service only once no devsandbox holds it.
 		f, err := holdUsers(ctx, p, nil)
 		if err != nil {
-			if errors.Is(err, isolator.ErrProtection) {
-				return "", err // a link planted at the lock: it says which and what to do
-			}
-			if ctx.Err() != nil {
-				// The run ended: not an isolator that cannot run, which mode auto
-				// would run unsandboxed.
-				return "", fmt.Errorf("waiting for the users lock of podman's service %s: %w", p, err)
-			}
-			return "", fmt.Errorf("%w: %w", isolator.ErrUnavailable, err)
+			return "", lockErr(ctx, "the users lock of podman's service", p, err)
 		}
 		b.users = f
 	}
 	if h.Listening(p) {
-		stopped, err := b.serviceFits(h, p)
+		stopped, err := b.serviceFits(h, p, want)
 		if err != nil {
 			return "", err
 		}
 		if !stopped {
 			return p, nil
 		}
-	}
-	if s.Socket != "" {
-		return "", fmt.Errorf("%w: nothing listens on krun.podman_socket %s; start `podman --runtime %s system service unix://%s`, or unset krun.podman_socket to let devsandbox run one", isolator.ErrUnavailable, p, s.Runtime, p)
 	}
 	if err := h.StartService(ctx, p, s.Runtime); err != nil {
 		if errors.Is(err, isolator.ErrUnavailable) || errors.Is(err, isolator.ErrProtection) {
@@ -296,30 +317,51 @@ func (b *Isolator) socket(ctx context.Context, h Host) (string, error) {
 	return p, nil
 }
 
+// lockErr is the error of waiting for the lock what of the service on p.
+func lockErr(ctx context.Context, what, p string, err error) error {
+	if errors.Is(err, isolator.ErrProtection) {
+		return err // a link planted at the lock: it says which and what to do
+	}
+	if ctx.Err() != nil {
+		// The run ended: not an isolator that cannot run, which mode auto would run
+		// unsandboxed.
+		return fmt.Errorf("waiting for %s %s: %w", what, p, err)
+	}
+	return fmt.Errorf("%w: %w", isolator.ErrUnavailable, err)
+}
+
 // serviceFits checks that the service listening on p can give the container the
-// open-file limit the spec asks, the run's own hard RLIMIT_NOFILE: runc, which the
-// service starts, cannot raise a hard limit above the service's, and fails with
-// "error setting rlimit type 7: operation not permitted". A service inherits the
-// limits of the devsandbox that started it, so one started under a low `ulimit -n`
-// (a constrained session, a prlimit) cannot serve a later run with a higher one.
-// Such a service of devsandbox's that no other devsandbox uses is stopped (stopped
-// true: the caller starts a new one, with this run's limits); one that others use is
-// left to them, and the run stops with an error that says so and what to do; a
-// krun.podman_socket's is the user's to restart.
-func (b *Isolator) serviceFits(h Host, p string) (stopped bool, err error) {
-	want, _ := h.HardLimits()
-	pid, have, err := h.ServiceLimit(p)
-	if err != nil || pid == 0 || !nofileShort(have, want) {
-		// A limit that cannot be read is not taken for a short one: the connection's
+// rlimits the spec asks (want): runc, which the service starts, cannot raise a hard
+// limit above the service's, and fails with "error setting rlimit type 7 (nofile; 6:
+// nproc): operation not permitted". A service inherits the limits of the devsandbox
+// that started it, so one started under a low `ulimit -n` or `ulimit -u` (a
+// constrained session, a prlimit) cannot serve a later run with higher ones. Such a
+// service of devsandbox's that no other devsandbox uses is stopped (stopped true: the
+// caller starts a new one, with this run's limits); one that others use is left to
+// them, and the run stops with an error that names each short limit, both values,
+// the pid and what to do; a krun.podman_socket's is the user's to restart. The
+// caller holds the service's turn (socket).
+func (b *Isolator) serviceFits(h Host, p string, want []spec.POSIXRlimit) (stopped bool, err error) {
+	if len(want) == 0 {
+		return false, nil
+	}
+	pid, have, err := h.ServiceLimits(p)
+	if err != nil || pid == 0 {
+		// Limits that cannot be read are not taken for short ones: the connection's
 		// own checks (pinService) report a listener that is not podman's.
 		return false, nil
 	}
-	if b.Settings.Socket != "" {
-		return false, limitErrorf("podman's service on krun.podman_socket %s (pid %d) allows %d open files (its hard RLIMIT_NOFILE), below this run's %d, which the container is given and runc cannot raise; restart that service from a shell whose `ulimit -Hn` is at least %d, or run devsandbox under `ulimit -n %d`",
-			p, pid, have, want, want, have)
+	short := shortLimits(have, want)
+	if len(short) == 0 {
+		return false, nil
 	}
-	busy := limitErrorf("podman's service %s (pid %d), which devsandbox started for krun under a lower open-file limit, allows %d open files (its hard RLIMIT_NOFILE), below this run's %d, which the container is given and runc cannot raise; other devsandbox sessions use that service, so it is not restarted under them: run again once they end (the service ends %v after its last session, and the next run starts one with its own limit), or run this one under `ulimit -n %d`",
-		p, pid, have, want, ServiceIdle, have)
+	allows := allowsText(short)
+	if b.Settings.Socket != "" {
+		return false, limitErrorf("podman's service on krun.podman_socket %s (pid %d) allows %s, which the container is given and runc cannot raise; restart that service from a shell whose %s, or %s",
+			p, pid, allows, raiseFix(short), lowerFix(short))
+	}
+	busy := limitErrorf("podman's service %s (pid %d), which devsandbox started for krun under lower limits, allows %s, which the container is given and runc cannot raise; other devsandbox sessions use that service, so it is not restarted under them: run again once they end (the service ends %v after its last session, and the next run starts one with its own limits), or %s",
+		p, pid, allows, ServiceIdle, lowerFix(short))
 	if b.users == nil {
 		return false, busy
 	}
@@ -341,14 +383,53 @@ func (b *Isolator) serviceFits(h Host, p string) (stopped bool, err error) {
 		return false, fmt.Errorf("taking the users lock of podman's service %s again: %w", p, err)
 	}
 	if stopErr != nil {
-		return false, limitErrorf("podman's service %s (pid %d) allows %d open files (its hard RLIMIT_NOFILE), below this run's %d, and could not be restarted with this run's limit: %w; stop it (kill %d) and run again",
-			p, pid, have, want, stopErr, pid)
+		return false, limitErrorf("podman's service %s (pid %d) allows %s, and could not be restarted with this run's limits: %w; stop it (kill %d) and run again",
+			p, pid, allows, stopErr, pid)
 	}
 	return true, nil
 }
 
-// limitError is serviceFits' refusal: a service that allows fewer open files than
-// the run's container is given.
+// allowsText is short for people: "512 open files (its hard RLIMIT_NOFILE), below
+// this run's 20000, and 1000 processes (…)".
+func allowsText(short []shortLimit) string {
+	parts := make([]string, len(short))
+	for i, s := range short {
+		parts[i] = s.String()
+	}
+	return strings.Join(parts, ", and ")
+}
+
+// raiseFix says what the shell that starts a service needs: "`ulimit -Hn` is at
+// least 20000".
+func raiseFix(short []shortLimit) string {
+	parts := make([]string, len(short))
+	for i, s := range short {
+		parts[i] = fmt.Sprintf("`ulimit -H%s` is at least %d", strings.TrimPrefix(rlimitInfos[s.Name].ulimit, "-"), s.Want)
+	}
+	return strings.Join(parts, " and ")
+}
+
+// lowerFix says how a run asks no more than the service has: the task limit by
+// --pids (limits.pids, which the container's RLIMIT_NPROC is), the others by the
+// run's own hard limit.
+func lowerFix(short []shortLimit) string {
+	var ulimits []string
+	pids := ""
+	for _, s := range short {
+		if s.Name == "nproc" {
+			pids = fmt.Sprintf(" with --pids %d (limits.pids)", s.Have)
+			continue
+		}
+		ulimits = append(ulimits, fmt.Sprintf("ulimit -%s %d", strings.TrimPrefix(rlimitInfos[s.Name].ulimit, "-"), s.Have))
+	}
+	if len(ulimits) == 0 {
+		return "run this one" + pids
+	}
+	return "run this one under `" + strings.Join(ulimits, "; ") + "`" + pids
+}
+
+// limitError is serviceFits' refusal: a service whose limits are below those the
+// run's container is given.
 type limitError struct{ err error }
 
 func (e *limitError) Error() string { return e.err.Error() }

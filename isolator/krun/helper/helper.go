@@ -28,6 +28,9 @@ type Settings struct {
 	Socket    string `json:"socket"`    // krun.podman_socket; "" = discovered
 	Home      string `json:"home"`      // docker.home, the in-container home
 	Version   string `json:"version"`   // devsandbox's
+	// Pids is limits.pids, which Check and doctor compare podman's service's task
+	// limit with (a run compares its Plan's: see krun's serviceFits).
+	Pids int `json:"pids,omitempty"`
 	// KeepContainer is docker.keep_container, which krun refuses.
 	KeepContainer bool `json:"keepContainer,omitempty"`
 	// RuntimeDir is $XDG_RUNTIME_DIR ("" when unset); User and UID are the host user's.
