@@ -406,6 +406,19 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 		if len(initArgs) > 0 {
 			return nil, fmt.Errorf("egress mode %s and limits.pids need devsandbox-init (Plan.Self)", p.Egress.Mode)
 		}
+		// A loader variable reaches bwrap renamed (wire.HostSafeEnv) and only the init
+		// names it back: without one the command would get it renamed, and bwrap on
+		// the host must not get it as it is.
+		for _, e := range p.Env {
+			if wire.LoaderVar(e.Name) {
+				return nil, fmt.Errorf("the variable %s is for the dynamic loader, which bwrap on the host would obey; it reaches the command only through devsandbox-init (Plan.Self), so set Plan.Self or leave %s out of Plan.Env", e.Name, e.Name)
+			}
+		}
+		for _, sec := range s.SecretEnv {
+			if wire.LoaderVar(sec.Name) {
+				return nil, fmt.Errorf("the secret %s names a variable of the dynamic loader, which bwrap on the host would obey; it reaches the command only through devsandbox-init (Plan.Self), so set Plan.Self or give the secret as a file", sec.Name)
+			}
+		}
 		s.Argv = append(append(a, "--chdir", p.Workdir, "--"), p.Command...)
 		return withLimits(s, p, o)
 	}

@@ -37,3 +37,18 @@ func TestLoaderEnvRenamedForBwrap(t *testing.T) {
 		t.Errorf("the script does not say LD_PRELOAD is renamed:\n%s", s)
 	}
 }
+
+// Without the init nothing names a loader variable back, so a plan that sets one and
+// has no init is refused rather than run with it renamed (or obeyed by bwrap).
+func TestLoaderEnvNeedsInit(t *testing.T) {
+	p := basePlan()
+	p.Self, p.BwrapInit = "", ""
+	p.Syscalls.Unfiltered, p.Limits.Pids = true, 0
+	if _, err := bwrap.Render(p); err != nil {
+		t.Fatalf("a plan without an init and without loader variables: %v", err)
+	}
+	p.Env = append(p.Env, isolator.EnvVar{Name: "LD_LIBRARY_PATH", Value: "/p/lib"})
+	if _, err := bwrap.Render(p); err == nil || !strings.Contains(err.Error(), "LD_LIBRARY_PATH") || !strings.Contains(err.Error(), "Plan.Self") {
+		t.Fatalf("a plan without an init setting LD_LIBRARY_PATH: %v, want an error naming it and Plan.Self", err)
+	}
+}
