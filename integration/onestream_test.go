@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,4 +153,45 @@ func ownLines(t *testing.T, b []byte) []byte {
 		b = b[i+1:]
 	}
 	return b
+}
+
+// TestEmbedOneWriterKeepsOrder: a program that embeds devsandbox and gives Run one
+// writer as both Stdio.Out and Stdio.Err gets the command's output in the order the
+// command wrote it (one stream on docker and krun), on every isolator it can embed.
+func TestEmbedOneWriterKeepsOrder(t *testing.T) {
+	var s strings.Builder
+	var want []string
+	for i := range 4 {
+		o, e := strings.Repeat(string(rune('a'+2*i)), 64<<10), strings.Repeat(string(rune('b'+2*i)), 64<<10)
+		fmt.Fprintf(&s, "head -c %d /dev/zero | tr '\\0' %c; echo; head -c %d /dev/zero | tr '\\0' %c >&2; echo >&2; ", len(o), o[0], len(e), e[0])
+		want = append(want, o, e)
+		for j := range 8 {
+			fmt.Fprintf(&s, "echo out%d.%d; echo err%d.%d >&2; ", i, j, i, j)
+			want = append(want, fmt.Sprintf("out%d.%d", i, j), fmt.Sprintf("err%d.%d", i, j))
+		}
+	}
+	s.WriteString("exit 3")
+	forEachIsolatorOf(t, embedIsolators(), func(t *testing.T, iso string) {
+		p := newProject(t)
+		e := startEmbed(t, embedJob{Iso: iso, Dirs: []string{p.dir}, Script: s.String(), OneWriter: true}, p.root)
+		outs, res := e.results(t, 2*time.Minute)
+		got := outs[0]
+		for len(got) > 0 && strings.HasPrefix(got[0], "devsandbox: ") {
+			got = got[1:] // it prepared an image
+		}
+		if res[0] != "3 nil" || !slices.Equal(got, want) {
+			short := func(l []string) []string {
+				var r []string
+				for _, x := range l {
+					if len(x) > 20 {
+						x = fmt.Sprintf("%c x%d", x[0], len(x))
+					}
+					r = append(r, x)
+				}
+				return r
+			}
+			t.Errorf("result %q, output %q; want 3 nil, %q\nharness stderr:\n%s", res[0], short(got), short(want), e.stderr.String())
+		}
+		assertNothingLeft(t, iso, p.root, []*project{p}, false)
+	})
 }
