@@ -82,6 +82,9 @@ type embedJob struct {
 	// descriptors after the first run (which opens what the process keeps, such as
 	// the network poller's) and after the last, and what the new ones name.
 	Repeat int `json:",omitempty"`
+	// OneWriter: each run's Stdio has its output writer as both Out and Err (a
+	// harness that keeps one transcript of the command's output).
+	OneWriter bool `json:",omitempty"`
 }
 
 // serveEmbed is the harness (see embedEnv). It returns its exit status.
@@ -212,8 +215,12 @@ func embedRun(ctx context.Context, job embedJob, i int, dir string, in *os.File,
 		s.Path = filepath.Join(filepath.Dir(job.Bin), krunhelper.Program)
 		iso = s
 	}
+	var errOut io.Writer = os.Stderr
+	if job.OneWriter {
+		errOut = out
+	}
 	if len(job.ViewPaths) == 0 {
-		return iso.Run(ctx, p, isolator.Stdio{In: in, Out: out, Err: os.Stderr})
+		return iso.Run(ctx, p, isolator.Stdio{In: in, Out: out, Err: errOut})
 	}
 	// Before Run, as a harness must: the View records what the masks hold.
 	v, err := embedView(iso, p)

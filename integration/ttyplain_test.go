@@ -106,16 +106,15 @@ stty -echo -icanon rows 5 cols 7 <&1 2>/dev/null; stty -echo -icanon rows 5 cols
 // stdout and stderr, of the user's window size, and none on stdin, so it keeps its
 // colours without turning interactive (docker and krun give it pipes there).
 //
-// Each stream must arrive whole and in its own order; the order between them is not
-// guaranteed. The engine copies the container's stdout and stderr pipes apart and
-// can pass on stderr written later before stdout's last bytes: `docker run` alone,
-// with no devsandbox, put 64 KiB to all of the stderr before the last 37-97 KiB of
-// stdout in 5 runs of 50 of this script (docker 20.10 and 26), `podman run` in 6 of
-// 12 (docs/isolators.md, the order of stdout and stderr). So each stream is checked
-// on the terminal's bytes with the other's left out: their bytes are disjoint
-// (stdout "X", 'x' and "OUT", stderr "Z", 'z' and "ERR"). The first byte of each
-// keeps an 'x' or 'z' the run writes elsewhere (devsandbox's own messages say
-// "sandbox") from standing in for a lost one.
+// Each stream must arrive whole and in its own order, checked on the terminal's bytes
+// with the other's left out: their bytes are disjoint (stdout "X", 'x' and "OUT",
+// stderr "Z", 'z' and "ERR"). The first byte of each keeps an 'x' or 'z' the run
+// writes elsewhere (devsandbox's own messages say "sandbox") from standing in for a
+// lost one. And since stdout and stderr are one terminal, the order between them is
+// the command's: docker and krun give the command one stream for both (the engine,
+// which copies a container's stdout and stderr pipes apart, put 64 KiB to all of the
+// stderr before the last 37-97 KiB of stdout in 5 runs of 50 of this script with
+// `docker run` alone; docs/isolators.md, the order of stdout and stderr).
 func TestPlainTerminalKeepsBehaviour(t *testing.T) {
 	const script = `test -t 0 && echo stdin-tty; test -t 1 && echo stdout-tty; test -t 2 && echo stderr-tty >&2
 stty size <&1; mkdir -p d; ls --color=auto -d d
@@ -134,6 +133,9 @@ printf X; head -c 300000 /dev/zero | tr '\0' x; echo OUT; printf Z >&2; head -c 
 			if !bytes.Contains(only(r.out, s.bytes), []byte(s.want)) {
 				t.Errorf("the host terminal did not receive the command's %s whole and in order (%q, 300000 %q, %q); output %s", s.name, s.want[:1], s.want[1], s.want[300001:], runs(r.out))
 			}
+		}
+		if !bytes.Contains(r.out, []byte(streams[0].want+"\r\n"+streams[1].want+"\r\n")) {
+			t.Errorf("the host terminal did not receive stdout, then stderr, in the order the command wrote them; output %s", runs(r.out))
 		}
 		if iso == "bwrap" {
 			// docker and krun relay the container's output from pipes there.

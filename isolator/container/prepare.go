@@ -199,9 +199,13 @@ func (l *Layout) hostPathOf(target string) (root, rel string) {
 	return bestSrc, strings.TrimPrefix(strings.TrimPrefix(target, best), "/")
 }
 
-// Hello reads the secret values p names, for the session's Hello frame.
-func Hello(p *isolator.Plan) (*wire.Hello, error) {
-	h := &wire.Hello{TTY: p.TTY}
+// Hello reads the secret values p names, for the session's Hello frame. The command
+// gets one stream for stdout and stderr (OneStream) when the run is not on a
+// terminal of its own and stdio's two are one destination (isolator.SharedOutput):
+// the order between them is then the command's, which the engine's two streams would
+// not keep.
+func Hello(p *isolator.Plan, stdio isolator.Stdio) (*wire.Hello, error) {
+	h := &wire.Hello{TTY: p.TTY, OneStream: !p.TTY && isolator.SharedOutput(stdio.Out, stdio.Err)}
 	if p.Limits.Memory > 0 {
 		h.Nonce = newNonce()
 	}

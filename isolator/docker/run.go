@@ -306,7 +306,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err := l.WriteFiles(); err != nil {
 		return 0, err
 	}
-	hello, err := container.Hello(p)
+	hello, err := container.Hello(p, stdio)
 	if err != nil {
 		return 0, err
 	}

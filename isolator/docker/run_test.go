@@ -1467,6 +1467,7 @@ func TestStartFirst(t *testing.T) {
 		"a secret":          {open(nil), &wire.Hello{Env: map[string]string{"T": "x"}}, false, false},
 		"a secret file":     {open(nil), &wire.Hello{Files: map[string][]byte{"k": nil}}, false, false},
 		"a terminal":        {open(nil), &wire.Hello{TTY: true}, false, false},
+		"one stream":        {open(nil), &wire.Hello{OneStream: true}, false, false},
 		"a memory limit":    {open(func(p *isolator.Plan) { p.Limits.Memory = 1 << 30 }), &wire.Hello{}, false, false},
 		"egress proxy":      {open(func(p *isolator.Plan) { p.Egress = egress.Rules{Mode: egress.Proxy} }), &wire.Hello{}, false, false},
 		"egress allowlist":  {open(func(p *isolator.Plan) { p.Egress = egress.Rules{Mode: egress.Allowlist} }), &wire.Hello{}, false, false},

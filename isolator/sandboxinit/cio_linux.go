@@ -78,18 +78,19 @@ func (p *ptyIO) finish() {
 // process outside the container (over a Unix socket the project shows) cannot keep
 // the engine's output stream open once the init exited. dockerd 26 waits for that
 // stream's end before it reports the container's exit, removes it or answers an
-// inspect, and then leaves its shim running.
+// inspect, and then leaves its shim running. With one stream (wire.Hello.OneStream)
+// stdout and stderr are one pipe, copied to stdout.
 type pipeIO struct {
 	r, w *os.File
 	out  *outCopy // the command's stdout and stderr
 }
 
-func newPipeIO(stdout, stderr io.Writer) (*pipeIO, error) {
+func newPipeIO(stdout, stderr io.Writer, one bool) (*pipeIO, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	out, err := newOutCopy(stdout, stderr)
+	out, err := newOutCopy(stdout, stderr, one)
 	if err != nil {
 		r.Close()
 		w.Close()
@@ -100,7 +101,8 @@ func newPipeIO(stdout, stderr io.Writer) (*pipeIO, error) {
 
 // files are blocking descriptors (Fd), as a command expects its stdio to be.
 func (p *pipeIO) files() []uintptr {
-	return []uintptr{p.r.Fd(), uintptr(p.out.w[0]), uintptr(p.out.w[1])}
+	stdout, stderr := p.out.stdio()
+	return []uintptr{p.r.Fd(), stdout, stderr}
 }
 func (p *pipeIO) sys() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setsid: true}

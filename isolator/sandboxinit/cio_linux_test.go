@@ -37,7 +37,7 @@ func TestOutCopyHeldWriteEnd(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dst := &gatedWriter{entered: make(chan struct{}), open: make(chan struct{})}
 			var errs bytes.Buffer
-			o, err := newOutCopy(dst, &errs)
+			o, err := newOutCopy(dst, &errs, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,7 +85,7 @@ func TestOutCopyHeldWriteEnd(t *testing.T) {
 // more than a pipe holds included, up to the pipes' end.
 func TestOutCopyUntilEnd(t *testing.T) {
 	var out, errs bytes.Buffer
-	o, err := newOutCopy(&out, &errs)
+	o, err := newOutCopy(&out, &errs, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,5 +105,49 @@ func TestOutCopyUntilEnd(t *testing.T) {
 	o.finish()
 	if !bytes.Equal(out.Bytes(), want) || errs.String() != "to stderr" {
 		t.Errorf("copied %d bytes and stderr %q, want %d and %q", out.Len(), errs.String(), len(want), "to stderr")
+	}
+}
+
+// TestPipeIOOneStream: with one stream the command's stdout and stderr are one pipe
+// (its descriptors 1 and 2 the same, as `2>&1` gives), copied to stdout in the order
+// written; nothing reaches stderr. Without, each has a pipe of its own.
+func TestPipeIOOneStream(t *testing.T) {
+	var out, errs bytes.Buffer
+	p, err := newPipeIO(&out, &errs, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fds := p.files()
+	if fds[1] != fds[2] {
+		t.Fatalf("the command's stdout and stderr are descriptors %d and %d, want one", fds[1], fds[2])
+	}
+	var want []byte
+	for i := range 64 {
+		fd, piece := fds[1+i%2], bytes.Repeat([]byte{byte('a' + i%26)}, 1000+i)
+		want = append(want, piece...)
+		for b := piece; len(b) > 0; {
+			n, err := unix.Write(int(fd), b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = b[n:]
+		}
+	}
+	p.started()
+	<-p.out.done // the pipe ended
+	p.finish()
+	p.r.Close()
+	p.w.Close()
+	if !bytes.Equal(out.Bytes(), want) || errs.Len() != 0 {
+		t.Errorf("stdout got %d bytes (in order: %v), stderr %d; want %d and 0", out.Len(), bytes.Equal(out.Bytes(), want), errs.Len(), len(want))
+	}
+
+	two, err := newPipeIO(&out, &errs, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { two.started(); two.finish(); two.r.Close(); two.w.Close() }()
+	if fds := two.files(); fds[1] == fds[2] {
+		t.Errorf("without one stream the command's stdout and stderr are both descriptor %d", fds[1])
 	}
 }

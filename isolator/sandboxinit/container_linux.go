@@ -260,7 +260,7 @@ func (c *container) run(argv []string) int {
 	case c.framed && hello.TTY:
 		cio, err = newPtyIO(hello.Rows, hello.Cols)
 	case c.framed:
-		cio, err = newPipeIO(os.Stdout, os.Stderr)
+		cio, err = newPipeIO(os.Stdout, os.Stderr, hello.OneStream)
 	default:
 		cio = newInheritIO()
 	}

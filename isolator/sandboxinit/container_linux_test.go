@@ -104,7 +104,7 @@ func TestStartFirstHelloMustBeEmpty(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.Close()
-			cio, err := newPipeIO(io.Discard, io.Discard)
+			cio, err := newPipeIO(io.Discard, io.Discard, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,7 +12,9 @@ import (
 
 // outCopy copies the command's output streams (stdout, stderr), pipes whose write
 // ends are the command's, to the init's own (the container's), until each pipe ends
-// or finish is called once the command exited.
+// or finish is called once the command exited. With one stream (newOutCopy's one)
+// there is a single pipe, the command's stdout and stderr both, copied to stdout:
+// the bytes keep the command's order whatever the engine does with two streams.
 //
 // One loop on a thread of its own waits for both pipes in poll(2) and copies from
 // whichever has data as soon as it has: a line the command writes on stderr before a
@@ -20,21 +22,24 @@ import (
 // pipes itself. (Two goroutines, one per pipe, woke late enough under Go's scheduler
 // that 64 KiB of stdout written after a stderr line overtook it, 2 runs in 20.)
 type outCopy struct {
-	r, w [2]int // the pipes' read ends (the loop's) and write ends (the command's)
+	r, w [2]int // the pipes' read ends (the loop's) and write ends (the command's); -1: none (one stream)
 	dst  [2]io.Writer
 	// stop's write end is closed by finish: the command exited.
 	stopR, stopW int
 	done         chan struct{}
 }
 
-func newOutCopy(stdout, stderr io.Writer) (*outCopy, error) {
+func newOutCopy(stdout, stderr io.Writer, one bool) (*outCopy, error) {
 	o := &outCopy{dst: [2]io.Writer{stdout, stderr}, r: [2]int{-1, -1}, w: [2]int{-1, -1}, stopR: -1, stopW: -1, done: make(chan struct{})}
-	var fds [3][2]int
+	fds := [3][2]int{{-1, -1}, {-1, -1}, {-1, -1}}
 	for i := range fds {
+		if i == 1 && one {
+			continue
+		}
 		if err := unix.Pipe2(fds[i][:], unix.O_CLOEXEC); err != nil {
 			for _, p := range fds[:i] {
-				unix.Close(p[0])
-				unix.Close(p[1])
+				closeFD(p[0])
+				closeFD(p[1])
 			}
 			return nil, err
 		}
@@ -42,6 +47,9 @@ func newOutCopy(stdout, stderr io.Writer) (*outCopy, error) {
 	o.r[0], o.w[0] = fds[0][0], fds[0][1]
 	o.r[1], o.w[1] = fds[1][0], fds[1][1]
 	for _, fd := range o.r {
+		if fd < 0 {
+			continue
+		}
 		// A page each: the command runs ahead of the container's streams by no more
 		// than that, as when it wrote to them itself (a write blocked on a full
 		// stdout held its next line on stderr back). Best effort.
@@ -55,11 +63,27 @@ func newOutCopy(stdout, stderr io.Writer) (*outCopy, error) {
 	return o, nil
 }
 
+// stdio are the command's descriptors 1 and 2: with one stream, the one pipe's
+// write end twice (the command's `2>&1`).
+func (o *outCopy) stdio() (stdout, stderr uintptr) {
+	if o.w[1] < 0 {
+		return uintptr(o.w[0]), uintptr(o.w[0])
+	}
+	return uintptr(o.w[0]), uintptr(o.w[1])
+}
+
 // started closes the command's ends in the init, once the command has them.
 func (o *outCopy) started() {
 	for i, fd := range o.w {
-		unix.Close(fd)
+		closeFD(fd)
 		o.w[i] = -1
+	}
+}
+
+// closeFD closes fd unless it is -1 (none).
+func closeFD(fd int) {
+	if fd >= 0 {
+		unix.Close(fd)
 	}
 }
 
@@ -82,13 +106,13 @@ func (o *outCopy) loop(polling chan<- struct{}) {
 	defer close(o.done)
 	defer func() {
 		for _, fd := range append(o.r[:], o.stopR) {
-			unix.Close(fd)
+			closeFD(fd)
 		}
 	}()
 	buf := make([]byte, 64<<10) // more than a pipe holds: one read takes all it holds
 	fds := []unix.PollFd{{Fd: int32(o.r[0]), Events: unix.POLLIN}, {Fd: int32(o.r[1]), Events: unix.POLLIN}, {Fd: int32(o.stopR), Events: unix.POLLIN}}
 	failed := [2]bool{}
-	last := -1 // the stream written last
+	last := -1 // the stream written last; with one stream always 0, so it never settles
 	close(polling)
 	for fds[0].Fd >= 0 || fds[1].Fd >= 0 {
 		if _, err := unix.Poll(fds, -1); err != nil {

@@ -272,13 +272,19 @@ type Hello struct {
 	TTY   bool              `json:"tty,omitempty"`   // run the command on a terminal of its own
 	Rows  uint16            `json:"rows,omitempty"`
 	Cols  uint16            `json:"cols,omitempty"`
+	// OneStream (without TTY) gives the command one pipe as both stdout and stderr,
+	// as a shell's `2>&1` does, which the init copies to its stdout: the host's
+	// stdout and stderr are one file (isolator.SharedOutput), and the engine, which
+	// copies a container's two streams apart, would not keep the order between them.
+	// The init's own reports stay on its stderr.
+	OneStream bool `json:"one_stream,omitempty"`
 }
 
 // CarriesNothing reports whether h holds nothing the command must have before it
-// starts: no secret variable or file, no terminal, no nonce (StartFirstArg). End is
-// not the command's.
+// starts: no secret variable or file, no terminal, no one stream, no nonce
+// (StartFirstArg). End is not the command's.
 func (h *Hello) CarriesNothing() bool {
-	return len(h.Env) == 0 && len(h.Files) == 0 && !h.TTY && h.Nonce == ""
+	return len(h.Env) == 0 && len(h.Files) == 0 && !h.TTY && !h.OneStream && h.Nonce == ""
 }
 
 // WriteFrame writes one frame.

@@ -254,3 +254,19 @@ func TestEndNotTheCommands(t *testing.T) {
 		t.Error("session id 0f3a-9c refused")
 	}
 }
+
+// TestOneStreamIsTheCommands: a hello asking for one stream is the command's: it
+// must not start before the init has read it (StartFirstArg), and the flag survives
+// the frame.
+func TestOneStreamIsTheCommands(t *testing.T) {
+	if (&Hello{OneStream: true}).CarriesNothing() {
+		t.Error("a hello with OneStream carries nothing for the command")
+	}
+	var buf bytes.Buffer
+	if err := WriteHello(&buf, &Hello{OneStream: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := buf.String()[5:], `{"one_stream":true}`; got != want {
+		t.Errorf("hello payload %s, want %s", got, want)
+	}
+}
