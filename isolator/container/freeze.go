@@ -36,8 +36,10 @@ const stopAnswerBound = 5 * time.Second
 // stopped within stopAnswerBound, the stop is not confirmed: errOut is told so and
 // end ends the session (the init kills what it runs), so that devsandbox, which
 // stops next, never shows a command stopped that may be running and reading the
-// terminal. Either way the command gets no keys typed meanwhile: devsandbox and its
-// copy of stdin are stopped.
+// terminal. An init whose output ends before it answers (the command ended on its
+// own as the stop came) is gone, and what it ran with it: the stop is done, nothing
+// is told and end is not called. Either way the command gets no keys typed
+// meanwhile: devsandbox and its copy of stdin are stopped.
 func (s *Session) Freeze(pz *Pauser, errOut io.Writer, end func()) func(stop bool) {
 	paused, told := false, false
 	return func(stop bool) {
@@ -90,9 +92,16 @@ func (s *Session) stopSession(bound time.Duration) error {
 		return fmt.Errorf("the stop could not be sent to the container's init (%w)", err)
 	}
 	// The init reads frames once the command started: the bound runs from its
-	// report (ready, or a failure, after which nothing runs).
+	// report (ready, or a failure, after which nothing runs). Its output's end
+	// (Report.Over) is its exit: a stop that raced the command's own end finds the
+	// init gone before it answers, and what it ran with it (the container's init; a
+	// session's ends its session first, the keeper what is left). Its stream, the
+	// only way to the user's terminal, is closed. Nothing is left to stop: the stop
+	// is done, and the run's status is the command's.
 	select {
 	case <-s.report.Seen():
+	case <-s.report.Over():
+		return nil
 	case <-time.After(readyBound):
 	}
 	t := time.NewTimer(bound)
@@ -102,6 +111,8 @@ func (s *Session) stopSession(bound time.Duration) error {
 		if !ok {
 			return fmt.Errorf("a process of the sandbox kept running after SIGSTOP for %s", jobstopBound)
 		}
+		return nil
+	case <-s.report.Over():
 		return nil
 	case <-t.C:
 		return fmt.Errorf("the container's init did not confirm within %s that the sandbox's processes stopped", bound)
