@@ -75,6 +75,6 @@ func TestStopTreeReturnsOnceStopped(t *testing.T) {
 		if st := jobstop.GroupState(strconv.Itoa(pid)); st != 'T' {
 			t.Fatalf("stop %d: stopTree returned with a thread of the sandbox's process %q, want every thread stopped ('T')", i, st)
 		}
-		j.signalTree(syscall.SIGCONT)
+		j.resume()
 	}
 }
