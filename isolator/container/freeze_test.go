@@ -68,6 +68,10 @@ func TestFreeze(t *testing.T) {
 		// and what it ran with it. Nothing is left to stop or to end: no message, and
 		// the run's status stays the command's.
 		{name: "the init exited before it answered", answer: "exit", frames: "ZGZG"},
+		// The same race where the engine pauses: the container has exited, so the
+		// pause fails, and the engine is not said unable to pause.
+		{name: "the container exited before the pause", pauser: true, pauseErr: errors.New("container 0123abcd is not running"), answer: "exit",
+			calls: "pause pause ", frames: "ZGZG"},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			var note bytes.Buffer
