@@ -168,6 +168,34 @@ func TestJobControl(t *testing.T) {
 	})
 }
 
+// TestJobControlInnerStop: a job the command's own shell stopped stays stopped
+// through devsandbox's Ctrl-Z and fg: the resume continues what the stop stopped,
+// and only that, as the kernel's job control continues devsandbox's own job alone.
+// The command stops a busy loop of its own, then reads its line after the fg, does
+// work enough for the resume to have reached every process of the sandbox, and
+// tells the loop's state.
+func TestJobControlInnerStop(t *testing.T) {
+	const cmdScript = `(while :; do :; done) & s=$!; kill -STOP $s; ` +
+		`until read -r _ _ st _ </proc/$s/stat && [ "$st" = T ]; do :; done; echo ready; read -r a; ` +
+		`n=0; while [ $n -lt 100 ]; do cat </dev/null; n=$((n+1)); done; ` +
+		`read -r _ _ st _ </proc/$s/stat; kill -9 $s; echo "inner[$st]"`
+	forEachIsolator(t, func(t *testing.T, iso string) {
+		if iso == "krun" {
+			requireKVMDevice(t)
+		}
+		p := newProject(t)
+		shell := `"$@"; echo "status[$?]"; fg %1 >/dev/null; echo "end[$?]"`
+		want := "ready\nstatus[148]\ninner[T]\nend[0]\n"
+		got := jobControlRun(t, p.dir, shell, []jobStep{
+			{after: "ready\n", keys: "\x1a"},
+			{after: "status[", keys: "go\n"},
+		}, want, "--isolator="+iso, "--", "/bin/sh", "-c", cmdScript)
+		if got != want {
+			t.Fatalf("output %q, want %q: the job the command had stopped itself was continued by devsandbox's fg", got, want)
+		}
+	})
+}
+
 // jobStep types keys on the terminal once the output holds after, having called at
 // (when set).
 type jobStep struct {

@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +36,9 @@ type jobControl struct {
 	stopped   bool
 	// bwrapPid's process group is stopped while the command is not known yet.
 	bwrapPid, cmdPid int
+	// stoppedPids are the processes of the sandbox the stop sent SIGSTOP, in that
+	// order: the resume continues these, and only these.
+	stoppedPids []int
 	// Seams for tests of handle, nil in a run: stopAll in place of stopTree, self
 	// in place of stopping devsandbox itself (jobstop.StopSelf), background in
 	// place of jobstop.Background.
@@ -86,7 +90,7 @@ func (j *jobControl) handle(s os.Signal, warn func(string, ...any), kill func(),
 		return
 	}
 	j.stopped = false
-	j.signalTree(syscall.SIGCONT)
+	j.resume()
 }
 
 // stopTree stops every process of the sandbox and returns once each is seen stopped,
@@ -100,12 +104,29 @@ func (j *jobControl) stopTree() error {
 	return jobstop.StopUntil(func() (int, int) { return j.signalTree(syscall.SIGSTOP) }, jobstop.StopBound)
 }
 
+// resume continues what the stop stopped: bwrap's process group (and without a pid
+// namespace of the sandbox's own, the command's), then each process of the sandbox
+// the stop sent SIGSTOP, the last stopped first (a child runs again before its
+// parent, which then finds no stopped child when it waits with WUNTRACED). A job the
+// command's own shell had stopped was not sent one, and stays stopped.
+func (j *jobControl) resume() {
+	_ = syscall.Kill(-j.bwrapPid, syscall.SIGCONT)
+	if _, ok := j.namespace(); !ok && j.cmdPid > 0 {
+		_ = syscall.Kill(-j.cmdPid, syscall.SIGCONT)
+	}
+	for i := len(j.stoppedPids) - 1; i >= 0; i-- {
+		_ = syscall.Kill(j.stoppedPids[i], syscall.SIGCONT)
+	}
+	j.stoppedPids = j.stoppedPids[:0]
+}
+
 // signalTree sends sig to bwrap's process group, then to each process of the
-// sandbox's pid namespace (for SIGSTOP, each not stopped yet: jobstop.StopOne). The
-// namespace is the command's, or before the init reports the command, that of bwrap's
-// child (bwrap, stopped first, starts no other). Without one distinct from
-// devsandbox's it signals the command's process group. For SIGSTOP, it returns how
-// many were running and how many in uninterruptible sleep when sent it.
+// sandbox's pid namespace (for SIGSTOP, each not stopped yet: jobstop.StopOne; those
+// sent one are recorded for resume). The namespace is the command's, or before the
+// init reports the command, that of bwrap's child (bwrap, stopped first, starts no
+// other). Without one distinct from devsandbox's it signals the command's process
+// group. For SIGSTOP, it returns how many were running and how many in
+// uninterruptible sleep when sent it.
 func (j *jobControl) signalTree(sig syscall.Signal) (running, sleeping int) {
 	_ = syscall.Kill(-j.bwrapPid, sig)
 	ns, ok := j.namespace()
@@ -134,7 +155,11 @@ func (j *jobControl) signalTree(sig syscall.Signal) (running, sleeping int) {
 		}
 		pids = append(pids, pid)
 	}
-	return jobstop.StopPass(pids, nil)
+	return jobstop.StopPass(pids, func(pid int) {
+		if !slices.Contains(j.stoppedPids, pid) {
+			j.stoppedPids = append(j.stoppedPids, pid)
+		}
+	})
 }
 
 // namespace is the sandbox's pid namespace, when it has one of its own.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -15,8 +16,27 @@ import (
 // The test binary plays a sandbox's process when asked: the first of a pid
 // namespace of its own (multi-threaded, as any Go program), it says ready and waits
 // for its stdin to end.
+// With BWRAP_TEST_CHILD=stopped it first starts a child in a process group of its
+// own and stops it (SIGSTOP), as a command's shell stops a job of its own, and waits
+// until it is stopped.
 func init() {
 	if os.Getenv("BWRAP_TEST") == "nsidle" {
+		if os.Getenv("BWRAP_TEST_CHILD") == "stopped" {
+			c := exec.Command("/bin/sh", "-c", "while :; do :; done")
+			// Out of bwrap's process group, as the sandbox's processes are
+			// (--new-session); the group is continued whole.
+			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := c.Start(); err != nil {
+				fmt.Println("starting the child:", err)
+				os.Exit(1)
+			}
+			_ = c.Process.Signal(syscall.SIGSTOP)
+			var ws syscall.WaitStatus // this /proc is not the namespace's: wait for the stop
+			if _, err := syscall.Wait4(c.Process.Pid, &ws, syscall.WUNTRACED, nil); err != nil || !ws.Stopped() {
+				fmt.Println("the child did not stop:", err)
+				os.Exit(1)
+			}
+		}
 		fmt.Println("ready")
 		_, _ = bufio.NewReader(os.Stdin).ReadByte()
 		os.Exit(0)
@@ -25,10 +45,10 @@ func init() {
 
 // startInPidNamespace starts the test binary as the first process of a new user and
 // pid namespace, in a process group of its own, and returns its pid once it is ready.
-func startInPidNamespace(t *testing.T) int {
+func startInPidNamespace(t *testing.T, env ...string) int {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = []string{"BWRAP_TEST=nsidle"}
+	cmd.Env = append([]string{"BWRAP_TEST=nsidle"}, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid:     true,
 		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID,
@@ -75,6 +95,37 @@ func TestStopTreeReturnsOnceStopped(t *testing.T) {
 		if st := jobstop.GroupState(strconv.Itoa(pid)); st != 'T' {
 			t.Fatalf("stop %d: stopTree returned with a thread of the sandbox's process %q, want every thread stopped ('T')", i, st)
 		}
-		j.signalTree(syscall.SIGCONT)
+		j.resume()
+	}
+}
+
+// The resume continues what the stop stopped, and only that: a job the command's own
+// shell had stopped before the stop (here the sandbox's first process's child,
+// stopped by it) is still stopped after it; the first process runs again.
+func TestResumeLeavesStoppedJobStopped(t *testing.T) {
+	pid := startInPidNamespace(t, "BWRAP_TEST_CHILD=stopped")
+	p := strconv.Itoa(pid)
+	kids, err := os.ReadFile("/proc/" + p + "/task/" + p + "/children")
+	if err != nil || len(strings.Fields(string(kids))) != 1 {
+		t.Fatalf("the sandbox's first process's children: %q (%v), want one", kids, err)
+	}
+	child := strings.Fields(string(kids))[0]
+	t.Cleanup(func() {
+		if n, err := strconv.Atoi(child); err == nil {
+			_ = syscall.Kill(n, syscall.SIGKILL)
+		}
+	})
+	j := &jobControl{bwrapPid: pid, cmdPid: pid}
+	for i := range 3 {
+		if err := j.stopTree(); err != nil {
+			t.Fatalf("stop %d: stopTree = %v, want nil", i, err)
+		}
+		j.resume()
+		if st := jobstop.State(child); st != 'T' {
+			t.Fatalf("resume %d continued the job stopped before the stop (state %q), want it stopped ('T')", i, st)
+		}
+		if st := jobstop.GroupState(p); st == 'T' {
+			t.Fatalf("resume %d left the sandbox's first process stopped", i)
+		}
 	}
 }

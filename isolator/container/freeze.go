@@ -36,8 +36,11 @@ const stopAnswerBound = 5 * time.Second
 // stopped within stopAnswerBound, the stop is not confirmed: errOut is told so and
 // end ends the session (the init kills what it runs), so that devsandbox, which
 // stops next, never shows a command stopped that may be running and reading the
-// terminal. Either way the command gets no keys typed meanwhile: devsandbox and its
-// copy of stdin are stopped.
+// terminal. An init whose output ends before it answers (the command ended on its
+// own as the stop came) is gone, and what it ran with it: the stop is done, nothing
+// is told (nor that the engine cannot pause: its pause failed on the exited
+// container) and end is not called. Either way the command gets no keys typed
+// meanwhile: devsandbox and its copy of stdin are stopped.
 func (s *Session) Freeze(pz *Pauser, errOut io.Writer, end func()) func(stop bool) {
 	paused, told := false, false
 	return func(stop bool) {
@@ -54,18 +57,22 @@ func (s *Session) Freeze(pz *Pauser, errOut io.Writer, end func()) func(stop boo
 			_ = s.frame(wire.FrameGo, nil)
 			return
 		}
+		var pauseErr error
 		if pz != nil {
-			err := pz.Pause(ctx)
-			if err == nil {
+			if pauseErr = pz.Pause(ctx); pauseErr == nil {
 				paused = true
 				return
 			}
-			if !told {
-				told = true
-				fmt.Fprintf(errOut, "devsandbox: the engine cannot pause the container (%v): while devsandbox is stopped, the container's init stops the command's processes instead\n", err)
-			}
 		}
-		if err := s.stopSession(stopAnswerBound); err != nil {
+		err := s.stopSession(stopAnswerBound)
+		if errors.Is(err, errInitGone) {
+			return // the command ended as the stop came (a pause failed for that too)
+		}
+		if pauseErr != nil && !told {
+			told = true
+			fmt.Fprintf(errOut, "devsandbox: the engine cannot pause the container (%v): while devsandbox is stopped, the container's init stops the command's processes instead\n", pauseErr)
+		}
+		if err != nil {
 			fmt.Fprintf(errOut, "devsandbox: the sandbox is ended: devsandbox was stopped, and %v, where it could read your terminal\n", err)
 			if end != nil {
 				end()
@@ -74,8 +81,13 @@ func (s *Session) Freeze(pz *Pauser, errOut io.Writer, end func()) func(stop boo
 	}
 }
 
+// errInitGone is stopSession's error when the init is gone (its stream or its output
+// ended) before it answered: what it ran went with it, and nothing is left to stop.
+var errInitGone = errors.New("the container's init is gone")
+
 // stopSession asks the init to stop the session's processes and waits up to bound
-// for its answer.
+// for its answer: nil once it answered that each stopped, errInitGone when it is
+// gone first.
 func (s *Session) stopSession(bound time.Duration) error {
 	if s.report == nil {
 		return errors.New("the session has no report to answer on")
@@ -85,14 +97,21 @@ func (s *Session) stopSession(bound time.Duration) error {
 	defer s.report.Forget(answer)
 	if err := s.frame(wire.FrameStop, []byte(token)); err != nil {
 		if errors.Is(err, errSessionOver) || streamEnded(err) {
-			return nil // the init is gone, and what it ran with it
+			return errInitGone
 		}
 		return fmt.Errorf("the stop could not be sent to the container's init (%w)", err)
 	}
 	// The init reads frames once the command started: the bound runs from its
-	// report (ready, or a failure, after which nothing runs).
+	// report (ready, or a failure, after which nothing runs). Its output's end
+	// (Report.Over) is its exit: a stop that raced the command's own end finds the
+	// init gone before it answers, and what it ran with it (the container's init; a
+	// session's ends its session first, the keeper what is left). Its stream, the
+	// only way to the user's terminal, is closed. Nothing is left to stop: the stop
+	// is done, and the run's status is the command's.
 	select {
 	case <-s.report.Seen():
+	case <-s.report.Over():
+		return errInitGone
 	case <-time.After(readyBound):
 	}
 	t := time.NewTimer(bound)
@@ -103,6 +122,8 @@ func (s *Session) stopSession(bound time.Duration) error {
 			return fmt.Errorf("a process of the sandbox kept running after SIGSTOP for %s", jobstopBound)
 		}
 		return nil
+	case <-s.report.Over():
+		return errInitGone
 	case <-t.C:
 		return fmt.Errorf("the container's init did not confirm within %s that the sandbox's processes stopped", bound)
 	}

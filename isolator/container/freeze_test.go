@@ -12,8 +12,9 @@ import (
 )
 
 // fakeInit reads the frames a Session writes and answers a stop on the report as the
-// init does (answer: "stopped", "running", or "" for no answer). It records the
-// frames' types.
+// init does (answer: "stopped", "running", or "" for no answer; "exit": the init
+// exits as the stop arrives, its command having ended, and its output ends without
+// an answer). It records the frames' types.
 type fakeInit struct {
 	report *wire.Report
 	answer string
@@ -29,6 +30,10 @@ func (f *fakeInit) Write(p []byte) (int, error) {
 			return len(p), nil
 		}
 		f.types.WriteByte(typ)
+		if typ == wire.FrameStop && f.answer == "exit" {
+			_ = f.report.Flush()
+			continue
+		}
 		if typ == wire.FrameStop && f.answer != "" {
 			_, _ = f.report.Write([]byte(wire.StopMarker(string(payload), f.answer == "stopped")))
 		}
@@ -59,6 +64,14 @@ func TestFreeze(t *testing.T) {
 		{name: "an exec in a kept container", answer: "stopped", frames: "ZGZG"},
 		{name: "a process kept running", answer: "running", frames: "ZGZG", ended: true,
 			note: strings.Repeat("devsandbox: the sandbox is ended: devsandbox was stopped, and a process of the sandbox kept running after SIGSTOP for 2s, where it could read your terminal\n", 2)},
+		// The stop races the command's own exit: the init is gone before it answers,
+		// and what it ran with it. Nothing is left to stop or to end: no message, and
+		// the run's status stays the command's.
+		{name: "the init exited before it answered", answer: "exit", frames: "ZGZG"},
+		// The same race where the engine pauses: the container has exited, so the
+		// pause fails, and the engine is not said unable to pause.
+		{name: "the container exited before the pause", pauser: true, pauseErr: errors.New("container 0123abcd is not running"), answer: "exit",
+			calls: "pause pause ", frames: "ZGZG"},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			var note bytes.Buffer
@@ -93,6 +106,9 @@ func TestFreeze(t *testing.T) {
 			}
 			if ended != tc.ended {
 				t.Errorf("the session was ended: %v, want %v", ended, tc.ended)
+			}
+			if code, err := s.Result(3); code != 3 || err != nil {
+				t.Errorf("the run's result is (%d, %v), want the command's status 3", code, err)
 			}
 		})
 	}

@@ -1829,8 +1829,8 @@ func TestRunKeptSessionEndConfirmed(t *testing.T) {
 		t.Errorf("the keeper was asked to end a session its init reported ended: %q", f.calls)
 	}
 	f.mu.Lock()
-	// Only this run's execs: the first run's session exec is in the map too, and a
-	// map's order would pick either.
+	// Only this run's execs: f.execs is a map, so a session exec of the first run
+	// could be the one found below (1 run in 7 before).
 	f.noEnd, f.calls, f.execs = true, nil, map[string]*fakeExec{}
 	f.mu.Unlock()
 	if code, err := b.Run(context.Background(), p, isolator.Stdio{Out: io.Discard, Err: io.Discard}); err != nil || code != 3 {

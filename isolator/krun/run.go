@@ -191,6 +191,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	attached := make(chan error, 1)
 	go func() {
 		err := e.Attach(id, inR, out, report, ready)
+		_ = report.Flush() // the output ended: a stop waiting for an answer gets none (container.Session.Freeze)
 		flush()
 		attached <- err
 	}()

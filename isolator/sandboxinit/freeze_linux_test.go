@@ -1,8 +1,13 @@
 package sandboxinit
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
+	"io"
+	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -103,5 +108,110 @@ func TestStatFlags(t *testing.T) {
 	}
 	if 2129984&pfKthread == 0 || 4194560&pfKthread != 0 {
 		t.Error("PF_KTHREAD read wrong")
+	}
+}
+
+// j4Token is the token of TestFreezerAnswersRunning's stop.
+const j4Token = "0123456789abcdef0123456789abcdef"
+
+// nsHolder is a helper role: the first process of a new user, pid and mount
+// namespace, with a /proc of that pid namespace; it says ready and waits for its
+// stdin to end. No process of its namespace can stop it: the kernel drops a signal
+// its own namespace sends to a namespace's first process that has no handler for it,
+// SIGSTOP included.
+func nsHolder() int {
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		fmt.Println("making the mounts private:", err)
+		return 1
+	}
+	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+		fmt.Println("mounting /proc:", err)
+		return 1
+	}
+	fmt.Println("ready")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// freezerRun is a helper role: the run role's freezer in the namespace nsHolder
+// made, which it joined from outside (as an engine's exec joins a container: its
+// parent is not of the namespace, so the first process is not its ancestor). It
+// answers one stop on stdout. It refuses to stop anything unless /proc is the
+// namespace's and the members are the holder alone.
+func freezerRun() int {
+	self, err := os.Readlink("/proc/self")
+	if err != nil || self != strconv.Itoa(os.Getpid()) {
+		fmt.Printf("/proc is not this pid namespace's (/proc/self is %q, %v; the pid is %d)\n", self, err, os.Getpid())
+		return 1
+	}
+	if m := namespaceMembers(); !slices.Equal(m, []int{1}) {
+		fmt.Printf("the members are %v, want the namespace's first process alone [1]\n", m)
+		return 1
+	}
+	newFreezer("run", os.Stdout).stop([]byte(j4Token))
+	return 0
+}
+
+// A process of the session that SIGSTOP does not stop (here the first process of
+// the pid namespace, seen from an init that joined it) is waited for the whole
+// bound, jobstop.StopBound, and the init then answers that one kept running
+// (wire.StopMarker with ok false): the host ends the session rather than show the
+// command stopped. Real processes and namespaces, the init's own member list.
+func TestFreezerAnswersRunning(t *testing.T) {
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("nsenter (util-linux) is needed to join a pid namespace")
+		}
+		t.Skip("no nsenter here")
+	}
+	holder := exec.Command(os.Args[0], "-test.run=^$")
+	holder.Env = append(os.Environ(), helperEnv+"=nsholder")
+	holder.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+	}
+	stdin, err := holder.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("starting a process in a user, pid and mount namespace of its own: %v", err)
+		}
+		t.Skipf("no user and pid namespace here: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = holder.Process.Kill()
+		stdin.Close()
+		_ = holder.Wait()
+	})
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the namespace's first process said %q (%v)", line, err)
+	}
+	pid := strconv.Itoa(holder.Process.Pid)
+	join := exec.Command(nsenter, "--target", pid, "--user", "--preserve-credentials", "--pid", "--mount", "--", os.Args[0], "-test.run=^$")
+	join.Env = append(os.Environ(), helperEnv+"=freezer-run")
+	var stderr bytes.Buffer
+	join.Stderr = &stderr
+	start := time.Now()
+	got, err := join.Output()
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("the init in the namespace: %v: %q %q", err, got, stderr.String())
+	}
+	if want := wire.StopMarker(j4Token, false); string(got) != want {
+		t.Fatalf("the init answered %q, want %q: the namespace's first process cannot be stopped from inside (state %q)", got, want, jobstop.State(pid))
+	}
+	if took < jobstop.StopBound {
+		t.Errorf("the init answered after %s, want the whole bound %s first", took, jobstop.StopBound)
+	}
+	if st := jobstop.State(pid); st == 'T' {
+		t.Errorf("the namespace's first process is stopped (%q): the test stopped what it says cannot be", st)
 	}
 }

@@ -51,6 +51,10 @@ func runHelper(role string) int {
 	case "container":
 		// The container init (role run, not framed), with the command the test names.
 		return ContainerMain([]string{"--", "/bin/sh", "-c", os.Getenv("HELPER_SCRIPT")}, os.Stderr)
+	case "nsholder":
+		return nsHolder()
+	case "freezer-run":
+		return freezerRun()
 	case "main":
 		// The bwrap init, with the command the test names.
 		return Main([]string{"--", "/bin/sh", "-c", os.Getenv("HELPER_SCRIPT")}, os.Stderr)

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"io"
 	"testing"
 )
 
@@ -59,4 +60,22 @@ func split(s string) []string {
 		out = append(out, s[i:i+1])
 	}
 	return out
+}
+
+// Over is closed by Flush, the end of the init's output, and only then: a caller
+// waiting for an answer learns that none will come.
+func TestReportOver(t *testing.T) {
+	r := NewReport(io.Discard)
+	select {
+	case <-r.Over():
+		t.Fatal("Over closed before the output ended")
+	default:
+	}
+	_ = r.Flush()
+	_ = r.Flush() // a second end changes nothing
+	select {
+	case <-r.Over():
+	default:
+		t.Fatal("Over not closed once the output ended")
+	}
 }

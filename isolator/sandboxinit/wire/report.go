@@ -24,6 +24,7 @@ type Report struct {
 	ready   bool
 	failure string
 	seen    chan struct{}
+	over    chan struct{} // closed by Flush: the output ended
 
 	oomMarker []byte // set by ExpectOOM
 	endMarker []byte // set by ExpectEnd
@@ -212,7 +213,9 @@ func partialAtEnd(buf, marker []byte) int {
 }
 
 // NewReport returns a Report writing to out.
-func NewReport(out io.Writer) *Report { return &Report{Out: out, seen: make(chan struct{})} }
+func NewReport(out io.Writer) *Report {
+	return &Report{Out: out, seen: make(chan struct{}), over: make(chan struct{})}
+}
 
 // Seen is closed once a marker was read.
 func (r *Report) Seen() <-chan struct{} { return r.seen }
@@ -297,13 +300,24 @@ func (r *Report) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Flush passes on bytes held back as a possible marker start (at end of stream).
+// Over is closed once the output ended (Flush): the init exited, and an answer
+// not received by then (Await) will not come.
+func (r *Report) Over() <-chan struct{} { return r.over }
+
+// Flush passes on bytes held back as a possible marker start; call it at the end of
+// the stream, once: Over is closed then.
 func (r *Report) Flush() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	b := append(r.pending, r.tail...)
 	r.pending, r.tail = nil, nil
-	return r.write(b)
+	err := r.write(b)
+	select {
+	case <-r.over:
+	default:
+		close(r.over)
+	}
+	return err
 }
 
 func (r *Report) write(b []byte) error {
