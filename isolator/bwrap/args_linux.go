@@ -89,6 +89,10 @@ type Spec struct {
 	// InitEnv is added to bwrap's environment for the init alone ("NAME=VALUE"): the
 	// init removes it before it starts the command (wire.UnsetGOMAXPROCSArg).
 	InitEnv []string
+	// AwaitGo is set when the init waits for Run's go-ahead on ReadyFD before it
+	// starts the command (wire.AwaitGoArg): the disk reserve's first reading, which
+	// Run takes beside bwrap's setup.
+	AwaitGo bool
 	// Checks are what the init verifies before it runs the command: each pinned
 	// source (a Mount with an ID) is at its destination, reached without a symlink.
 	// Run hands them to the init in the manifest (wire.ManifestEnv).
@@ -446,6 +450,12 @@ func render(p *isolator.Plan, bin egress.Binaries, o renderOptions) (*Spec, erro
 	}
 	if o.ready {
 		a = append(a, fmt.Sprintf("--ready-fd=%d", ReadyFD))
+		if p.Limits.DiskReserve > 0 {
+			// Run reads the reserve beside bwrap's setup; the init starts the
+			// command only after its go-ahead.
+			a = append(a, wire.AwaitGoArg)
+			s.AwaitGo = true
+		}
 	}
 	a = append(a, "--")
 	a = append(a, p.Command...)
@@ -708,7 +718,11 @@ func (s *Spec) Script() string {
 			fmt.Fprintf(&b, "# fd %d: seccomp program of the syscall policy (%s)\n", f.FD, s.Policy)
 		}
 	}
-	fmt.Fprintf(&b, "# fd %d: readiness report of the init\n", ReadyFD)
+	if s.AwaitGo {
+		fmt.Fprintf(&b, "# fd %d: readiness report of the init, and the go-ahead it waits for before the command (the disk reserve's first reading)\n", ReadyFD)
+	} else {
+		fmt.Fprintf(&b, "# fd %d: readiness report of the init\n", ReadyFD)
+	}
 	if s.Prologue {
 		fmt.Fprintf(&b, "# fd %d: status of the egress prologue\n", StatusFD)
 	}

@@ -89,6 +89,14 @@ var goldenCases = []struct {
 		p.Tmp = isolator.Tmp{Kind: "tmpfs"}
 		return p
 	}, ""},
+	{"disk_reserve", func() *isolator.Plan {
+		p := basePlan()
+		p.System.Paths = minimalSystem[:2]
+		// sandbox.disk_reserve: the init waits for Run's go-ahead (wire.AwaitGoArg),
+		// which follows the reserve's first reading.
+		p.Limits.DiskReserve = 2 << 30
+		return p
+	}, ""},
 	{"tmp_size", func() *isolator.Plan {
 		p := basePlan()
 		p.System.Paths = minimalSystem[:2]

@@ -7,6 +7,7 @@ package bwrap
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
@@ -159,12 +162,17 @@ func (*Isolator) Render(p *isolator.Plan) (isolator.Rendered, error) {
 	return render(p, egress.DefaultBinaries, o)
 }
 
-// Run implements isolator.Isolator. It keeps p's disk reserve (diskguard.Run).
+// Run implements isolator.Isolator. It keeps p's disk reserve (diskguard.Beside):
+// the guard is made and first read beside the launch, once the host directories
+// are made, and the init starts the command only after Run's go-ahead, which
+// follows that reading (wire.AwaitGoArg).
 func (b *Isolator) Run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
-	return diskguard.Run(ctx, p, func(ctx context.Context) (int, error) { return b.run(ctx, p, stdio) })
+	return diskguard.Beside(ctx, p, func(ctx context.Context, reserve *diskguard.Pending) (int, error) {
+		return b.run(ctx, p, stdio, reserve)
+	})
 }
 
-func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio) (int, error) {
+func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Stdio, reserve *diskguard.Pending) (int, error) {
 	if err := context.Cause(ctx); err != nil {
 		return 0, fmt.Errorf("the sandbox did not start: %w", err)
 	}
@@ -239,6 +247,10 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if mark != nil {
 		defer mark.Release()
 	}
+	// The host directories the sandbox writes are made: the reserve's guard pins
+	// them and reads their free space on another core while bwrap is prepared and
+	// sets up, and the init waits for the verdict (see goAhead).
+	reserve.Begin()
 	if sess != nil {
 		// Lost is checked at the end rather than watched with inotify: closing an
 		// inotify descriptor waits for an RCU grace period, several milliseconds added
@@ -358,6 +370,12 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// Its own process group: keyboard signals reach devsandbox only, which forwards
 	// them to the command (bwrap would otherwise die and SIGKILL the sandbox).
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if !spec.AwaitGo {
+		// No init waits for a go-ahead: the reserve's verdict comes before bwrap.
+		if err := reserve.Ready(); err != nil {
+			return 0, err
+		}
+	}
 	if err := startIn(argv, attr, spec.Cgroup, cg); err != nil {
 		return 0, err
 	}
@@ -458,6 +476,19 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		}
 		if err := b.Early.record(spec, pp, bin, dir, added); err != nil {
 			b.debug("early start: the launch record was not kept: %v", err)
+		}
+	}
+
+	if spec.AwaitGo {
+		if err := goAhead(reserve, ready, proc); err != nil {
+			if relay != nil {
+				_ = relay.Close()
+			}
+			if plainClose != nil {
+				_ = plainClose()
+			}
+			<-writeErrs
+			return 0, err
 		}
 	}
 
@@ -608,6 +639,29 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, fmt.Errorf("%w: feeding a file to bwrap: %w; the command did not run", isolator.ErrProtection, writeErr)
 	}
 	return 0, b.setupFailed(ctx, code, pins.Removed(), pins.MasksGone())
+}
+
+// goAhead lets the init start the command (wire.AwaitGoArg) once the reserve's
+// first reading passed; when it did not, or the go-ahead cannot be sent, it kills
+// bwrap, and with it the sandbox, before the command runs, reaps it and returns
+// why. An init that is gone already (it failed, and reported why) cannot take the
+// go-ahead: the run goes on to read its report.
+func goAhead(reserve *diskguard.Pending, ready *readyPair, proc *child) error {
+	err := reserve.Ready()
+	if err == nil {
+		err = ready.goAhead()
+		if errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET) {
+			return nil
+		}
+		if err != nil {
+			err = fmt.Errorf("%w: sending the init its go-ahead: %w; the command did not run", isolator.ErrProtection, err)
+		}
+	}
+	if err != nil {
+		proc.kill(syscall.SIGKILL)
+		_, _ = proc.wait()
+	}
+	return err
 }
 
 // forward sends s to the command's process group once it runs, else to bwrap (which

@@ -40,6 +40,17 @@ func newReadyPair() (*readyPair, error) {
 	return &readyPair{hostFD: fds[0], child: os.NewFile(uintptr(fds[1]), "ready")}, nil
 }
 
+// goAhead sends the init its go-ahead (wire.AwaitGoArg). The socket is empty (the
+// init writes only after it), so the send does not block.
+func (r *readyPair) goAhead() error {
+	for {
+		err := unix.Sendto(r.hostFD, []byte{wire.GoByte}, unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
 // readiness is what the init reported: its pid in the host's namespace and, where
 // the kernel has pidfds, a pidfd of it (gone: see there), or why the sandbox could
 // not be completed.

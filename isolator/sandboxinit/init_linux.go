@@ -63,6 +63,8 @@ func Run(args []string, stderr io.Writer) int {
 // first: inside the sandbox's own user namespace it counts the sandbox's tasks only.
 // With wire.UnsetGOMAXPROCSArg the runtime started with the one P of the GOMAXPROCS=1
 // devsandbox added; the init removes the variable and takes the default number of Ps.
+// With wire.AwaitGoArg it starts the command only once the host's go-ahead came on
+// the readiness socket.
 func Main(args []string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == forwarderArg {
 		return forwarderMain(args[1:], stderr)
@@ -73,7 +75,7 @@ func Main(args []string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == cgroup.JoinArg {
 		return joinMain(args[1:], stderr)
 	}
-	takeTTY, readyFD, nproc, oneProc, scope := false, -1, 0, false, false
+	takeTTY, readyFD, nproc, oneProc, scope, awaitGo := false, -1, 0, false, false, false
 	var forwards, publishes, listens []string
 	for len(args) > 0 && args[0] != "--" {
 		var err error
@@ -88,6 +90,8 @@ func Main(args []string, stderr io.Writer) int {
 			oneProc = true
 		case a == wire.ScopeAbstractArg:
 			scope = true
+		case a == wire.AwaitGoArg:
+			awaitGo = true
 		case strings.HasPrefix(a, "--forward="):
 			forwards = append(forwards, strings.TrimPrefix(a, "--forward="))
 		case strings.HasPrefix(a, "--proxy-listen="):
@@ -199,6 +203,13 @@ func Main(args []string, stderr io.Writer) int {
 			return failed(fmt.Sprintf("starting the proxy forwarder %s: %v", f, err))
 		}
 	}
+	// The host's last check ran beside bwrap's setup and the checks above: nothing
+	// of the command runs before it passed.
+	if awaitGo {
+		if err := awaitHost(readyFD); err != nil {
+			return failed(err.Error())
+		}
+	}
 	path, code, msg := lookCommand(argv[0], "")
 	if path == "" {
 		// The report tells the host that this status is the command's.
@@ -235,6 +246,29 @@ func report(fd int, handed []int) error {
 		}
 	}
 	return Ready(fd)
+}
+
+// awaitHost waits for the host's go-ahead (wire.AwaitGoArg) on the readiness socket
+// fd: one wire.GoByte. The socket's end (the host gone, or refusing) or another byte
+// is an error: the command does not start.
+func awaitHost(fd int) error {
+	if fd < 0 {
+		return errors.New("waiting for the host's go-ahead: no readiness socket (--ready-fd)")
+	}
+	var b [1]byte
+	for {
+		n, err := unix.Read(fd, b[:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("waiting for the host's go-ahead: %w", err)
+		}
+		if n != 1 || b[0] != wire.GoByte {
+			return errors.New("the host did not let the command start")
+		}
+		return nil
+	}
 }
 
 // SetNproc limits the tasks of the caller's user (in its user namespace) to n,

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // helperEnv selects a helper role of the test binary (runHelper); the roles change
@@ -58,6 +60,10 @@ func runHelper(role string) int {
 	case "main":
 		// The bwrap init, with the command the test names.
 		return Main([]string{"--", "/bin/sh", "-c", os.Getenv("HELPER_SCRIPT")}, os.Stderr)
+	case "main-await":
+		// The bwrap init reporting on descriptor 3 and waiting there for the host's
+		// go-ahead, with the command the test names.
+		return Main([]string{"--ready-fd=3", wire.AwaitGoArg, "--", "/bin/sh", "-c", os.Getenv("HELPER_SCRIPT")}, os.Stderr)
 	}
 	return 2
 }

@@ -52,6 +52,16 @@ const UnsetGOMAXPROCSArg = "--unset-gomaxprocs"
 // command starts without it.
 const ScopeAbstractArg = "--scope-abstract-unix"
 
+// AwaitGoArg, an argument of the bwrap init with a readiness socket (--ready-fd), has
+// it wait for the host's go-ahead, one GoByte on that socket, after its own checks and
+// before it starts the command: what the host checks beside bwrap's setup (the disk
+// reserve's first reading) is then in force before the command's first instruction.
+// An end of the socket, or anything else on it, ends the init without the command.
+const AwaitGoArg = "--await-go"
+
+// GoByte is the host's go-ahead on the readiness socket (AwaitGoArg).
+const GoByte = 'g'
+
 // InitGOMAXPROCS is the variable the host adds with UnsetGOMAXPROCSArg.
 const InitGOMAXPROCS = "GOMAXPROCS=1"
 
