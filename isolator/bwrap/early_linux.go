@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,9 +33,6 @@ type earlyStart struct {
 	// written only at release, with the fresh plan's contents.
 	pipes map[int]*os.File
 	block *os.File
-	// procs is GOMAXPROCS before the start lowered it to 1 (0: not lowered), given
-	// back at release or abandon (restoreProcs).
-	procs int
 }
 
 // startEarly starts bwrap from rec. Before it starts anything it vets the record
@@ -137,19 +133,7 @@ func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (str
 	if e.proc, err = startChild(rec.Bwrap, started, env, &childStdio{files: stdio}, files, attr); err != nil {
 		return nil, fmt.Errorf("starting bwrap early: %w", err)
 	}
-	// The planning runs on one processor while bwrap sets up: on 2 CPUs, a planning
-	// on both (the /etc snapshot's and the system view's goroutines beside the main
-	// one) left bwrap's setup waiting for a core (early3: 3.8 ms instead of 2.4).
-	e.procs = runtime.GOMAXPROCS(1)
 	return e, nil
-}
-
-// restoreProcs gives the planning its processors back (startEarly lowered them).
-func (e *earlyStart) restoreProcs() {
-	if e.procs > 0 {
-		runtime.GOMAXPROCS(e.procs)
-		e.procs = 0
-	}
 }
 
 // contentPipe returns the read end of a new pipe that holds b, its write end closed:
@@ -210,7 +194,6 @@ func (e *earlyStart) release(contents map[int][]byte) error {
 	_, err := e.block.Write([]byte{0})
 	e.block.Close()
 	e.block = nil
-	e.restoreProcs()
 	for range cap(errc) {
 		if werr := <-errc; err == nil {
 			err = werr
@@ -228,7 +211,6 @@ func (e *earlyStart) release(contents map[int][]byte) error {
 // after the kill: bwrap reads end-of-file on it as a release. It fails when a
 // process of the group is still there after abandonWait.
 func (e *earlyStart) abandon() error {
-	e.restoreProcs()
 	var err error
 	if e.proc != nil {
 		pgid := e.proc.pid
