@@ -53,7 +53,8 @@ const (
 	// Path itself, as O_PATH, no symbolic link followed.
 	KindSource FileKind = "source"
 	// KindData is a file's content (--file, --ro-bind-data): a pipe the launch writes
-	// only after the comparison, with the fresh content. No content is recorded.
+	// only after the comparison, with the fresh content: a secret file, a copy of a
+	// host file, or a generated file larger than MaxContent. No content is recorded.
 	KindData FileKind = "data"
 	// KindContent is a generated file that holds no secret (--file, --ro-bind-data):
 	// the record keeps its content, at most MaxContent bytes, which the early start
