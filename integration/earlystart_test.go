@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -63,12 +64,21 @@ func TestEarlyStart(t *testing.T) {
 	requireBwrap(t)
 	p := newProject(t)
 	env, state := p.earlyEnv("EARLY_SECRET=s3cr3t-early-value")
-	args := []string{"--isolator=bwrap", "--egress=none", "--debug", "-e", "EARLY_SECRET", "--", "/bin/sh", "-c", `echo "out $EARLY_SECRET"`}
+	// A secret file too: small, as a generated file whose content a record keeps is.
+	p.write("secret-file", "f1le-s3cr3t-early")
+	args := []string{"--isolator=bwrap", "--egress=none", "--debug", "-e", "EARLY_SECRET",
+		"--secret-file", "FILE_TOKEN=" + p.path("secret-file"),
+		"--", "/bin/sh", "-c", `echo "out $EARLY_SECRET $(cat /run/secrets/FILE_TOKEN)"`}
 	launch := func(want string) {
 		t.Helper()
 		r := run(t, p.dir, env, "", args...)
-		if r.code != 0 || r.stdout != "out s3cr3t-early-value\n" {
+		if r.code != 0 || r.stdout != "out s3cr3t-early-value f1le-s3cr3t-early\n" {
 			t.Fatalf("the launch failed:\n%s", r)
+		}
+		for _, v := range []string{"s3cr3t-early-value", "f1le-s3cr3t-early"} {
+			if strings.Contains(r.stderr, v) {
+				t.Errorf("the debug output holds a secret's value:\n%s", r.stderr)
+			}
 		}
 		for _, w := range strings.Split(want, "|") {
 			if !strings.Contains(r.stderr, "devsandbox: debug: early start: "+w) {
@@ -85,8 +95,11 @@ func TestEarlyStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(b), "s3cr3t-early-value") {
-		t.Errorf("the record holds the secret's value:\n%s", b)
+	for _, v := range []string{"s3cr3t-early-value", "f1le-s3cr3t-early"} {
+		// In the clear, and as a record keeps a content (base64).
+		if strings.Contains(string(b), v) || strings.Contains(string(b), base64.StdEncoding.EncodeToString([]byte(v))) {
+			t.Errorf("the record holds the secret's value %q:\n%s", v, b)
+		}
 	}
 	launch("made|matched")
 	launch("made|matched")
@@ -173,6 +186,76 @@ func TestEarlyStartPlantedRecord(t *testing.T) {
 				t.Errorf("the planted record was kept (%v)", err)
 			}
 		})
+	}
+	if left := leftovers(t, state); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// TestEarlyStartPlantedContent: a record keeps the content of a generated file that
+// holds no secret (the ssh client config), and the early start gives it to bwrap
+// before the plan is made. A planted record whose content differs (a ProxyCommand of
+// the forger's) passes Vet, and bwrap places it in the sandbox's tmpfs; the launch
+// must miss, kill that bwrap, and run as without it: the command reads the fresh
+// plan's content, never the planted one, and the record is replaced.
+func TestEarlyStartPlantedContent(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	env, state := p.earlyEnv()
+	args := []string{"--isolator=bwrap", "--egress=none", "--debug", "--", "/bin/sh", "-c", `cat "$HOME/.ssh/config"`}
+	first := run(t, p.dir, env, "", args...)
+	if first.code != 0 {
+		t.Fatalf("first launch:\n%s", first)
+	}
+	recs := records(t, state)
+	if len(recs) != 1 {
+		t.Fatalf("records %v, want one", recs)
+	}
+	good, err := os.ReadFile(recs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(good, &rec); err != nil {
+		t.Fatal(err)
+	}
+	files := rec["Files"].([]any)
+	content := -1
+	for i, f := range files {
+		if f.(map[string]any)["Kind"] == "content" {
+			content = i
+		}
+	}
+	if content < 0 {
+		needOrSkip(t, "the launch has no recorded generated file (ssh is not on PATH: no ~/.ssh/config is generated)")
+	}
+	if r := run(t, p.dir, env, "", args...); r.code != 0 || r.stdout != first.stdout || !strings.Contains(r.stderr, "early start: matched") {
+		t.Fatalf("a launch from devsandbox's own record did not match, or read another content:\n%s", r)
+	}
+	const forged = "ProxyCommand /bin/sh -c 'echo planted-by-record'\n"
+	files[content].(map[string]any)["Content"] = []byte(forged) // base64, as the record keeps it
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(recs[0], b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(recs[0], it.uid, it.gid); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, p.dir, env, "", args...)
+	if r.code != 0 {
+		t.Fatalf("the launch with a planted content failed:\n%s", r)
+	}
+	if strings.Contains(r.stdout, "planted-by-record") || r.stdout != first.stdout {
+		t.Errorf("the sandbox read the planted content, not the fresh plan's:\n%s", r)
+	}
+	if !strings.Contains(r.stderr, "early start: made") || !strings.Contains(r.stderr, "content is not the fresh plan's") {
+		t.Errorf("the planted content did not miss:\n%s", r.stderr)
+	}
+	if now, err := os.ReadFile(recs[0]); err != nil || strings.Contains(string(now), "planted-by-record") || string(now) != string(good) {
+		t.Errorf("the planted record was not replaced by the launch's own (%v)", err)
 	}
 	if left := leftovers(t, state); len(left) > 0 {
 		t.Errorf("left behind: %v", left)

@@ -62,13 +62,24 @@ func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (str
 	maxFD := StatusFD
 	for _, f := range rec.Files {
 		fd := prestart.FD{FD: f.FD, Kind: f.Kind}
-		if f.Kind == prestart.KindSource {
+		switch f.Kind {
+		case prestart.KindSource:
 			src, id, err := prestart.OpenSource(f.Path)
 			if err != nil {
 				return nil, err
 			}
 			sources[f.FD], extra[f.FD], fd.ID = src, src, id
-		} else {
+		case prestart.KindContent:
+			// The recorded content, whole and closed before bwrap starts (it fits a new
+			// pipe: validate bounds it), so bwrap reads it without waiting for the
+			// plan; what it got is compared with the fresh plan's (prestart.Compare).
+			r, err := contentPipe(f.Content)
+			if err != nil {
+				return nil, err
+			}
+			childEnds = append(childEnds, r)
+			extra[f.FD], fd.Content = r, f.Content
+		default:
 			r, w, err := os.Pipe()
 			if err != nil {
 				return nil, err
@@ -127,6 +138,27 @@ func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (str
 		return nil, fmt.Errorf("starting bwrap early: %w", err)
 	}
 	return e, nil
+}
+
+// contentPipe returns the read end of a new pipe that holds b, its write end closed:
+// b is at most prestart.MaxContent, what a new pipe holds at the least.
+func contentPipe(b []byte) (*os.File, error) {
+	if len(b) > prestart.MaxContent {
+		return nil, fmt.Errorf("%w: a recorded content of %d bytes", prestart.ErrRecord, len(b))
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	_, err = w.Write(b)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("writing a recorded content for the early bwrap: %w", err)
+	}
+	return r, nil
 }
 
 // release lets bwrap go on: the data descriptors get the fresh contents (by

@@ -146,11 +146,13 @@ func (s *earlyStart) adoptable(p *isolator.Plan, spec *Spec) error {
 }
 
 // contents are the fresh plan's contents of the early start's data and seccomp
-// descriptors, for release, read as dataFiles reads them.
+// descriptors, for release, read as dataFiles reads them; not those of the contents
+// the record holds, which the early start wrote before bwrap started and Compare
+// found equal to the fresh plan's.
 func contents(spec *Spec) (map[int][]byte, error) {
 	c := map[int][]byte{}
 	for _, f := range spec.Files {
-		if f.Kind == Pinned || f.Kind == EtcSnapshot {
+		if f.Kind == Pinned || f.Kind == EtcSnapshot || recordedContent(f) {
 			continue
 		}
 		b, err := fileData(f)

@@ -71,6 +71,9 @@ func recordOf(spec *Spec, p *isolator.Plan, key, bin, etcDir string, env []strin
 			rf.Kind = prestart.KindSeccomp
 		default:
 			rf.Kind = prestart.KindData
+			if recordedContent(f) {
+				rf.Kind, rf.Content = prestart.KindContent, f.Content
+			}
 		}
 		r.Files = append(r.Files, rf)
 	}
@@ -78,6 +81,16 @@ func recordOf(spec *Spec, p *isolator.Plan, key, bin, etcDir string, env []strin
 		return nil, fmt.Errorf("%w: %w", errNotRecorded, err)
 	}
 	return r, nil
+}
+
+// recordedContent reports whether a record keeps f's content (prestart.KindContent):
+// a file devsandbox generated (Content: the sandbox's /etc/passwd, the ssh client
+// config, /etc/hosts, a CA bundle), never a secret (SecretFile, SecretEnv) nor a copy
+// of a host file (HostFile), and small enough for the early start to write whole
+// into its new pipe. The early start gives bwrap the recorded bytes at once; the
+// launch uses it only when the fresh plan's are the same (prestart.Compare).
+func recordedContent(f File) bool {
+	return f.Kind == Content && len(f.Content) <= prestart.MaxContent
 }
 
 // recordArgv is the argv an early start runs bwrap with from rec (before its own
@@ -109,6 +122,10 @@ func launchOf(spec *Spec, bin string, env []string, session string, id func(File
 			}
 		case Seccomp:
 			fd.Kind = prestart.KindSeccomp
+		default:
+			if recordedContent(f) {
+				fd.Kind, fd.Content = prestart.KindContent, f.Content
+			}
 		}
 		l.FDs = append(l.FDs, fd)
 	}

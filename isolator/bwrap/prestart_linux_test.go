@@ -2,7 +2,9 @@ package bwrap_test
 
 import (
 	"errors"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -90,6 +92,15 @@ func TestRecordOfKeepsNames(t *testing.T) {
 		isolator.EnvVar{Name: "PASSED", Value: "host-value-1", FromHost: true},
 		isolator.EnvVar{Name: "TOKEN", Value: "ghp_0123", Credential: true})
 	p.Secrets = append(p.Secrets, isolator.Secret{Name: "API_KEY", EnvSource: "HOST_API_KEY"})
+	// Secrets delivered as files, from a host file and from a host variable: their
+	// pipes never carry a recorded content, whatever their size.
+	secretFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(secretFile, []byte("file-secret-value-9"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: "/run/generated", Content: []byte("no secret\n")})
+	p.Secrets = append(p.Secrets, isolator.Secret{Name: "FILE_TOKEN", FileSource: secretFile, AsFile: true},
+		isolator.Secret{Name: "ENV_TOKEN", EnvSource: "HOST_API_KEY", AsFile: true})
 	spec, err := bwrap.Render(p)
 	if err != nil {
 		t.Fatal(err)
@@ -110,10 +121,30 @@ func TestRecordOfKeepsNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []string{"host-value-1", "ghp_0123"} {
+	for _, v := range []string{"host-value-1", "ghp_0123", "file-secret-value-9"} {
 		if strings.Contains(string(b), v) {
 			t.Errorf("the record holds %q", v)
 		}
+	}
+	secretFDs, contents := 0, 0
+	for _, f := range spec.Files {
+		if f.Kind != bwrap.SecretFile && f.Kind != bwrap.SecretEnv {
+			continue
+		}
+		secretFDs++
+		for _, rf := range r.Files {
+			if rf.FD == f.FD && (rf.Kind != prestart.KindData || rf.Content != nil) {
+				t.Errorf("the secret file %s is recorded as %s with %d bytes", f.Dest, rf.Kind, len(rf.Content))
+			}
+		}
+	}
+	for _, rf := range r.Files {
+		if rf.Kind == prestart.KindContent {
+			contents++
+		}
+	}
+	if secretFDs != 2 || contents == 0 {
+		t.Errorf("%d secret files rendered (want 2), %d contents recorded (want some)", secretFDs, contents)
 	}
 	var names []string
 	for _, e := range r.Env {
@@ -148,7 +179,7 @@ func TestRecordedLaunchComparesEqual(t *testing.T) {
 		return ids[path]
 	}
 	manifest := []string{"DEVSANDBOX_INIT=checks"}
-	compared := 0
+	compared, withContent := 0, 0
 	for _, tc := range goldenCases {
 		plan := func(session string) *isolator.Plan {
 			p := pinnedAsRun(tc.plan())
@@ -189,7 +220,7 @@ func TestRecordedLaunchComparesEqual(t *testing.T) {
 		}
 		early := prestart.Launch{Path: r.Bwrap, Argv: bwrap.RecordArgv(r, session), Env: env, Session: session}
 		for _, f := range r.Files {
-			fd := prestart.FD{FD: f.FD, Kind: f.Kind}
+			fd := prestart.FD{FD: f.FD, Kind: f.Kind, Content: f.Content}
 			if f.Kind == prestart.KindSource {
 				fd.ID = id(f.Path)
 			}
@@ -224,8 +255,23 @@ func TestRecordedLaunchComparesEqual(t *testing.T) {
 		if err := prestart.Compare(&early, &fresh); !errors.Is(err, prestart.ErrMismatch) {
 			t.Errorf("%s: a changed host value compares %v", tc.name, err)
 		}
+		early.Env = env
+		for i, fd := range early.FDs {
+			if fd.Kind != prestart.KindContent {
+				continue
+			}
+			withContent++
+			early.FDs[i].Content = append(append([]byte{}, fd.Content...), '\n')
+			if err := prestart.Compare(&early, &fresh); !errors.Is(err, prestart.ErrMismatch) {
+				t.Errorf("%s: a recorded content a byte longer compares %v", tc.name, err)
+			}
+			early.FDs[i].Content = fd.Content
+		}
 	}
 	if compared < 8 {
 		t.Errorf("only %d golden launches compared", compared)
+	}
+	if withContent == 0 {
+		t.Error("no golden launch has a recorded content")
 	}
 }

@@ -1,6 +1,7 @@
 package prestart
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -23,6 +24,9 @@ type FD struct {
 	// ID is a KindSource's identity; zero for a pipe (KindData, KindSeccomp), whose
 	// content the launch writes after the comparison, from the fresh plan.
 	ID Identity
+	// Content is a KindContent's bytes: the early start's the record's, written before
+	// bwrap started; the fresh launch's the fresh plan's. Nil for the others.
+	Content []byte
 }
 
 // Launch is what bwrap consumes before its --block-fd: the binary, its argv (without
@@ -68,9 +72,17 @@ func Compare(early, fresh *Launch) error {
 		switch {
 		case e.FD != f.FD || e.Kind != f.Kind:
 			return differ("descriptor %d is a %s one, the fresh plan's %d a %s one", e.FD, e.Kind, f.FD, f.Kind)
+		case e.Kind != KindSource && (e.ID != (Identity{}) || f.ID != (Identity{})):
+			return differ("descriptor %d: a %s descriptor with a file's identity", e.FD, e.Kind)
+		case e.Kind == KindContent:
+			// What bwrap was given, byte for byte: a forged record's content is in the
+			// sandbox already, and must be the fresh plan's for its command to run.
+			if !bytes.Equal(e.Content, f.Content) {
+				return differ("descriptor %d's content is not the fresh plan's", e.FD)
+			}
 		case e.Kind != KindSource:
-			if e.ID != (Identity{}) || f.ID != (Identity{}) {
-				return differ("descriptor %d: a %s descriptor with a file's identity", e.FD, e.Kind)
+			if e.Content != nil || f.Content != nil {
+				return differ("descriptor %d: a %s descriptor with a recorded content", e.FD, e.Kind)
 			}
 		case e.ID == (Identity{}) || e.ID != f.ID:
 			return differ("descriptor %d is another file than the fresh plan's", e.FD)

@@ -11,7 +11,7 @@ func launch() *Launch {
 		Path:    "/usr/bin/bwrap",
 		Argv:    []string{"bwrap", "--bind-fd", "5", "/home/u/src/app", "--file", "6", "/run/x", "--seccomp", "7", "--", "true"},
 		Env:     []string{"HOME=/home/u", "API_KEY=s3cr3t"},
-		FDs:     []FD{{FD: 5, Kind: KindSource, ID: Identity{Dev: 2049, Ino: 100, MntID: 29}}, {FD: 6, Kind: KindData}, {FD: 7, Kind: KindSeccomp}},
+		FDs:     []FD{{FD: 5, Kind: KindSource, ID: Identity{Dev: 2049, Ino: 100, MntID: 29}}, {FD: 6, Kind: KindContent, Content: []byte("Host *\n")}, {FD: 7, Kind: KindSeccomp}},
 		Session: "/home/u/.local/state/devsandbox/app-1/tmp/s-abc",
 	}
 }
@@ -36,6 +36,11 @@ func TestCompare(t *testing.T) {
 		"another descriptor":       func(l *Launch) { l.FDs[2].FD = 8 },
 		"a descriptor fewer":       func(l *Launch) { l.FDs = l.FDs[:2] },
 		"an unidentified source":   func(l *Launch) { l.FDs[0].ID = Identity{} },
+		"another content":          func(l *Launch) { l.FDs[1].Content = []byte("Host *\nProxyCommand nc x 1\n") },
+		"a content a byte shorter": func(l *Launch) { l.FDs[1].Content = l.FDs[1].Content[:6] },
+		"an empty content":         func(l *Launch) { l.FDs[1].Content = nil },
+		"a pipe with a content":    func(l *Launch) { l.FDs[1].Kind = KindData },
+		"a filter with a content":  func(l *Launch) { l.FDs[2].Content = []byte("x") },
 	} {
 		early, fresh := launch(), launch()
 		edit(early)

@@ -14,7 +14,9 @@
 //
 // A record never holds the value of a variable passed from the host, of a secret, or
 // of a variable taken for a credential: only their names. It holds what
-// `devsandbox --dry-run` prints, and no more.
+// `devsandbox --dry-run` prints, and the content of small generated files that hold
+// no secret (KindContent: the generated ~/.ssh/config, /etc/passwd), which the
+// sandbox's command may read anyway; a secret file's content, never.
 package prestart
 
 import (
@@ -30,8 +32,8 @@ import (
 )
 
 // Version is the record format this package writes and reads; a record of another
-// version is not used (ErrRecord).
-const Version = 1
+// version is not used (ErrRecord). Version 2: a generated file's content (KindContent).
+const Version = 2
 
 // MaxRecord bounds a record's encoded size: a larger one is not written and not read.
 const MaxRecord = 256 << 10
@@ -51,8 +53,16 @@ const (
 	// Path itself, as O_PATH, no symbolic link followed.
 	KindSource FileKind = "source"
 	// KindData is a file's content (--file, --ro-bind-data): a pipe the launch writes
-	// only after the comparison, with the fresh content. No content is recorded.
+	// only after the comparison, with the fresh content: a secret file, a copy of a
+	// host file, or a generated file larger than MaxContent. No content is recorded.
 	KindData FileKind = "data"
+	// KindContent is a generated file that holds no secret (--file, --ro-bind-data):
+	// the record keeps its content, at most MaxContent bytes, which the early start
+	// writes into the pipe before bwrap starts, so bwrap does not wait for the fresh
+	// plan to read it; the launch uses the early start only when the fresh plan's
+	// content is the same, byte for byte (Compare). A secret (a secret file, a
+	// secret from a variable) is never one: it stays a KindData pipe.
+	KindContent FileKind = "content"
 	// KindSeccomp is the syscall filter (--seccomp), which bwrap reads only after its
 	// block: the fresh program, written at release.
 	KindSeccomp FileKind = "seccomp"
@@ -64,7 +74,14 @@ type File struct {
 	Kind FileKind
 	// Path is a KindSource's host path; empty for the others.
 	Path string `json:",omitempty"`
+	// Content is a KindContent's bytes; nil for the others.
+	Content []byte `json:",omitempty"`
 }
+
+// MaxContent bounds a KindContent's size: what a new pipe holds at the least (one
+// page), so the early start writes it whole before bwrap reads, without a writer
+// that must outlive the start.
+const MaxContent = 4096
 
 // EnvKind says where an environment variable's value comes from.
 type EnvKind string
@@ -226,9 +243,19 @@ func (r *Record) validate() error {
 			if !absClean(f.Path) {
 				return bad("descriptor %d: source %q is not an absolute clean path", f.FD, f.Path)
 			}
+			if f.Content != nil {
+				return bad("descriptor %d: a source has no content", f.FD)
+			}
 		case KindData, KindSeccomp:
+			if f.Path != "" || f.Content != nil {
+				return bad("descriptor %d: a %s descriptor has no path and no recorded content", f.FD, f.Kind)
+			}
+		case KindContent:
 			if f.Path != "" {
 				return bad("descriptor %d: a %s descriptor has no path", f.FD, f.Kind)
+			}
+			if len(f.Content) > MaxContent {
+				return bad("descriptor %d: a content of %d bytes, more than %d", f.FD, len(f.Content), MaxContent)
 			}
 		default:
 			return bad("descriptor %d: unknown kind %q", f.FD, f.Kind)

@@ -215,11 +215,11 @@ func Vet(r *Record, x Expect, h Host) error {
 				links = append(links, arg[1])
 			}
 		case "--file":
-			if _, err = useFD(arg[0], KindData); err == nil {
+			if _, err = useFD(arg[0], KindData, KindContent); err == nil {
 				err = at(op, arg[1], true)
 			}
 		case "--ro-bind-data":
-			if _, err = useFD(arg[0], KindData); err == nil {
+			if _, err = useFD(arg[0], KindData, KindContent); err == nil {
 				if err = at(op, arg[1], false); err == nil {
 					mounts = append(mounts, placed{dest: arg[1], kind: coverOther})
 				}
