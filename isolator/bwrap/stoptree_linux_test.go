@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/devsandbox/devsandbox/isolator/internal/jobstop"
 )
@@ -21,6 +24,18 @@ import (
 // until it is stopped.
 func init() {
 	if os.Getenv("BWRAP_TEST") == "nsidle" {
+		if os.Getenv("BWRAP_TEST_CHILD") == "reaped" {
+			// A child the kernel reaps as it dies (its parent ignores SIGCHLD): a
+			// process of the sandbox that another one kills while devsandbox has
+			// the sandbox stopped leaves its pid free for any process.
+			signal.Ignore(syscall.SIGCHLD)
+			c := exec.Command("/bin/sh", "-c", "while :; do :; done")
+			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := c.Start(); err != nil {
+				fmt.Println("starting the child:", err)
+				os.Exit(1)
+			}
+		}
 		if os.Getenv("BWRAP_TEST_CHILD") == "stopped" {
 			c := exec.Command("/bin/sh", "-c", "while :; do :; done")
 			// Out of bwrap's process group, as the sandbox's processes are
@@ -128,4 +143,80 @@ func TestResumeLeavesStoppedJobStopped(t *testing.T) {
 			t.Fatalf("resume %d left the sandbox's first process stopped", i)
 		}
 	}
+}
+
+// The resume continues processes of the sandbox only. A process the stop stopped
+// that dies before the resume (another process of the sandbox kills it while the
+// stop pass runs; its parent ignores SIGCHLD, so nothing waits for it) frees its
+// pid, which the host then gives to a process of its own: here one the user had
+// stopped (a job of another shell, or another sandbox's process that devsandbox
+// keeps stopped, where it could read the terminal). fg must not continue it.
+func TestResumeSkipsReusedPid(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("giving a process a chosen pid (ns_last_pid) needs root")
+	}
+	pid := startInPidNamespace(t, "BWRAP_TEST_CHILD=reaped")
+	p := strconv.Itoa(pid)
+	kids, err := os.ReadFile("/proc/" + p + "/task/" + p + "/children")
+	if err != nil || len(strings.Fields(string(kids))) != 1 {
+		t.Fatalf("the sandbox's first process's children: %q (%v), want one", kids, err)
+	}
+	child, _ := strconv.Atoi(strings.Fields(string(kids))[0])
+	j := &jobControl{bwrapPid: pid, cmdPid: pid}
+	if err := j.stopTree(); err != nil {
+		t.Fatalf("stopTree = %v, want nil", err)
+	}
+	if st := jobstop.State(strconv.Itoa(child)); st != 'T' {
+		t.Fatalf("the sandbox's child is in state %q after the stop, want stopped ('T')", st)
+	}
+	if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The kernel reaps it as it dies (its parent ignores SIGCHLD): no zombie holds the pid.
+	for deadline := time.Now().Add(10 * time.Second); jobstop.State(strconv.Itoa(child)) != 'X'; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed child %d is still there (state %q)", child, jobstop.State(strconv.Itoa(child)))
+		}
+	}
+	host := startAtPid(t, child)
+	if err := host.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(host.Process.Pid, &ws, syscall.WUNTRACED, nil); err != nil || !ws.Stopped() {
+		t.Fatalf("the host's process did not stop: %v", err)
+	}
+	j.resume()
+	if st := jobstop.State(strconv.Itoa(child)); st != 'T' {
+		t.Fatalf("resume continued the host's process that took the pid %d of a sandbox's process the stop had stopped (state %q), want it still stopped ('T')", child, st)
+	}
+}
+
+// startAtPid starts a host process (sleep) with pid want, through ns_last_pid; other
+// processes of the machine may take it first, so it tries again, and skips the test
+// when it never gets it.
+func startAtPid(t *testing.T, want int) *exec.Cmd {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for range 200 {
+		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(want-1)), 0); err != nil {
+			t.Skipf("setting ns_last_pid: %v", err)
+		}
+		c := exec.Command("/bin/sleep", "1000")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if c.Process.Pid == want {
+			t.Cleanup(func() {
+				_ = c.Process.Kill()
+				_ = c.Wait()
+			})
+			return c
+		}
+		_ = c.Process.Kill()
+		_ = c.Wait()
+	}
+	t.Skipf("another process of the machine took pid %d each time", want)
+	return nil
 }
