@@ -186,6 +186,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if b.Signals != nil {
 		sigc, jobc = b.Signals.C, b.Signals.Job
 		jc = &jobControl{c: b.Signals.Job}
+		defer jc.release() // a run that ends stopped: the pidfds of what the stop stopped
 	}
 	// released is closed once the session /tmp is removed, which runs beside the
 	// rest of the cleanup (see below); Run returns only once it is done.

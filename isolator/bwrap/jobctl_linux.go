@@ -36,9 +36,10 @@ type jobControl struct {
 	stopped   bool
 	// bwrapPid's process group is stopped while the command is not known yet.
 	bwrapPid, cmdPid int
-	// stoppedPids are the processes of the sandbox the stop sent SIGSTOP, in that
-	// order: the resume continues these, and only these.
-	stoppedPids []int
+	// stoppedProcs are the processes of the sandbox the stop sent SIGSTOP, in that
+	// order: the resume continues these, and only these, each through a pidfd taken
+	// at the stop (a pid alone may be the host's by the time fg comes).
+	stoppedProcs []stoppedProc
 	// Seams for tests of handle, nil in a run: stopAll in place of stopTree, self
 	// in place of stopping devsandbox itself (jobstop.StopSelf), background in
 	// place of jobstop.Background.
@@ -108,16 +109,94 @@ func (j *jobControl) stopTree() error {
 // namespace of the sandbox's own, the command's), then each process of the sandbox
 // the stop sent SIGSTOP, the last stopped first (a child runs again before its
 // parent, which then finds no stopped child when it waits with WUNTRACED). A job the
-// command's own shell had stopped was not sent one, and stays stopped.
+// command's own shell had stopped was not sent one, and stays stopped. A process the
+// stop stopped that died meanwhile is not continued: its pid may be a host process's
+// now (stoppedProc.resume).
 func (j *jobControl) resume() {
 	_ = syscall.Kill(-j.bwrapPid, syscall.SIGCONT)
 	if _, ok := j.namespace(); !ok && j.cmdPid > 0 {
 		_ = syscall.Kill(-j.cmdPid, syscall.SIGCONT)
 	}
-	for i := len(j.stoppedPids) - 1; i >= 0; i-- {
-		_ = syscall.Kill(j.stoppedPids[i], syscall.SIGCONT)
+	for i := len(j.stoppedProcs) - 1; i >= 0; i-- {
+		j.stoppedProcs[i].resume()
 	}
-	j.stoppedPids = j.stoppedPids[:0]
+	j.release()
+}
+
+// release closes the pidfds of the processes the stop stopped, without continuing
+// them (the run is over, or they were continued).
+func (j *jobControl) release() {
+	if j == nil {
+		return
+	}
+	for _, p := range j.stoppedProcs {
+		p.close()
+	}
+	j.stoppedProcs = j.stoppedProcs[:0]
+}
+
+// stoppedProc is a process of the sandbox the stop sent SIGSTOP: its pid, and a
+// pidfd of it (-1 where the kernel has none: then ns, the sandbox's pid namespace,
+// is checked again at the resume).
+type stoppedProc struct {
+	pid, pidfd int
+	ns         uint64
+}
+
+// record records pid, of the sandbox's pid namespace ns, which the stop has just
+// sent SIGSTOP. The pidfd is taken now and the pid's namespace checked after it: the
+// pidfd then names a process of the sandbox, or one already gone, which no signal
+// reaches. A pid recorded already is kept, unless its process is gone (the pid is
+// then a new process of the sandbox's, which the pass found).
+func (j *jobControl) record(pid int, ns uint64) {
+	p := stoppedProc{pid: pid, pidfd: -1, ns: ns}
+	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+		p.pidfd = fd
+	}
+	if in, err := pidNamespace(strconv.Itoa(pid)); err != nil || in != ns {
+		p.close()
+		return // gone, and its pid another process's already
+	}
+	if i := slices.IndexFunc(j.stoppedProcs, func(q stoppedProc) bool { return q.pid == pid }); i >= 0 {
+		if j.stoppedProcs[i].alive() {
+			p.close()
+			return
+		}
+		j.stoppedProcs[i].close()
+		j.stoppedProcs = slices.Delete(j.stoppedProcs, i, i+1)
+	}
+	j.stoppedProcs = append(j.stoppedProcs, p)
+}
+
+// alive reports whether the process recorded is still there (without a pidfd:
+// whether its pid is still one of the sandbox's).
+func (p stoppedProc) alive() bool {
+	if p.pidfd >= 0 {
+		return unix.PidfdSendSignal(p.pidfd, 0, nil, 0) == nil
+	}
+	in, err := pidNamespace(strconv.Itoa(p.pid))
+	return err == nil && in == p.ns
+}
+
+// resume sends the process SIGCONT and closes its pidfd. Through the pidfd, a
+// process that is gone gets nothing (ESRCH), whoever has its pid now. Without one
+// (a kernel before 5.3), the pid is continued only while it is still in the
+// sandbox's pid namespace, read just before, as the stop itself found it.
+func (p stoppedProc) resume() {
+	if p.pidfd >= 0 {
+		_ = unix.PidfdSendSignal(p.pidfd, unix.SIGCONT, nil, 0)
+		p.close()
+		return
+	}
+	if p.alive() {
+		_ = syscall.Kill(p.pid, syscall.SIGCONT)
+	}
+}
+
+func (p stoppedProc) close() {
+	if p.pidfd >= 0 {
+		_ = unix.Close(p.pidfd)
+	}
 }
 
 // signalTree sends sig to bwrap's process group, then to each process of the
@@ -155,11 +234,7 @@ func (j *jobControl) signalTree(sig syscall.Signal) (running, sleeping int) {
 		}
 		pids = append(pids, pid)
 	}
-	return jobstop.StopPass(pids, func(pid int) {
-		if !slices.Contains(j.stoppedPids, pid) {
-			j.stoppedPids = append(j.stoppedPids, pid)
-		}
-	})
+	return jobstop.StopPass(pids, func(pid int) { j.record(pid, ns) })
 }
 
 // namespace is the sandbox's pid namespace, when it has one of its own.
