@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/sockpeer"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -53,58 +54,33 @@ func listenerOutside(path, sock string) error {
 	if err != nil {
 		return fmt.Errorf("%w: asking who listens on %s: %w", isolator.ErrProtection, sock, err)
 	}
-	var cred *unix.Ucred
+	var l *sockpeer.Listener
 	var credErr error
-	// The pid is the one of the process that called listen(2), which may have left
-	// the socket to another and exited, its number then anyone's: a pidfd of it
-	// (SO_PEERPIDFD, Linux 6.5) tells whether it still runs once its root directory
-	// is read, and so whether what was read is its own.
-	pidfd, pidfdErr := -1, error(unix.ENOPROTOOPT)
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-		if credErr == nil {
-			pidfd, pidfdErr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, soPeerPidfd)
-		}
-	}); err != nil || credErr != nil {
+	if err := raw.Control(func(fd uintptr) { l, credErr = sockpeer.Of(int(fd)) }); err != nil || credErr != nil {
 		return fmt.Errorf("%w: asking who listens on %s: %v %v", isolator.ErrProtection, sock, err, credErr)
 	}
-	if pidfdErr == nil {
-		defer unix.Close(pidfd)
-	}
-	exited := fmt.Errorf("%w: the process that listened on podman's API socket %s (pid %d) has exited and left the socket to another process, whose root directory cannot be told, as a sandbox's planted listener may; end that sandbox, remove the socket (rm %s) and run again",
-		isolator.ErrProtection, sock, cred.Pid, sock)
-	switch {
-	case pidfdErr == nil, errors.Is(pidfdErr, unix.ENOPROTOOPT): // an older kernel: the pid is read as it is
-	case errors.Is(pidfdErr, unix.ESRCH):
-		return exited
-	default:
-		return fmt.Errorf("%w: asking who listens on %s: %w", isolator.ErrProtection, sock, pidfdErr)
-	}
-	var root, theirs unix.Stat_t
-	if err := unix.Stat("/", &root); err != nil {
-		return fmt.Errorf("%w: %w", isolator.ErrProtection, err)
-	}
-	if cred.Pid > 0 {
-		if err := unix.Stat("/proc/"+strconv.Itoa(int(cred.Pid))+"/root/", &theirs); err != nil {
-			// Another user's process (a rootful service), or one that hides its /proc
-			// entries: where it runs cannot be told, so it is not taken for podman's.
-			return fmt.Errorf("%w: devsandbox cannot tell where the process listening on podman's API socket %s runs (pid %d, uid %d: %w), so it does not talk to it; krun.podman_socket must be served by a podman service of your own user (unset it to let devsandbox start one)",
-				isolator.ErrProtection, sock, cred.Pid, cred.Uid, err)
-		}
-		if pidfdErr == nil && unix.PidfdSendSignal(pidfd, 0, nil, 0) != nil {
-			return exited
-		}
-	}
-	if cred.Pid <= 0 || theirs.Dev != root.Dev || theirs.Ino != root.Ino {
+	defer l.Close()
+	// The pid is the one of the process that called listen(2), which may have left
+	// the socket to another and exited, its number then anyone's: sockpeer reads the
+	// root directory only of a process that still runs (SO_PEERPIDFD, Linux 6.5).
+	switch root, err := l.Root("/proc"); root {
+	case sockpeer.SameRoot:
+		return nil
+	case sockpeer.Exited:
+		return fmt.Errorf("%w: the process that listened on podman's API socket %s (pid %d) has exited and left the socket to another process, whose root directory cannot be told, as a sandbox's planted listener may; end that sandbox, remove the socket (rm %s) and run again",
+			isolator.ErrProtection, sock, l.Pid, sock)
+	case sockpeer.Unreadable:
+		// Another user's process (a rootful service), or one that hides its /proc
+		// entries: where it runs cannot be told, so it is not taken for podman's.
+		return fmt.Errorf("%w: devsandbox cannot tell where the process listening on podman's API socket %s runs (pid %d, uid %d: %w), so it does not talk to it; krun.podman_socket must be served by a podman service of your own user (unset it to let devsandbox start one)",
+			isolator.ErrProtection, sock, l.Pid, l.Uid, err)
+	case sockpeer.OtherRoot, sockpeer.Unseen:
 		return fmt.Errorf("%w: the process listening on podman's API socket %s (pid %d) is not podman's service: it runs in another root directory, as a sandbox does; something that can write podman's runtime directory planted it, such as a sandbox whose configuration binds that directory read-write; end that sandbox, remove the socket (rm %s) and run again",
-			isolator.ErrProtection, sock, cred.Pid, sock)
+			isolator.ErrProtection, sock, l.Pid, sock)
+	default:
+		return fmt.Errorf("%w: asking who listens on %s: %w", isolator.ErrProtection, sock, err)
 	}
-	return nil
 }
-
-// soPeerPidfd is SO_PEERPIDFD (asm-generic, as on amd64 and arm64): a pidfd of the
-// process whose credentials SO_PEERCRED gives.
-const soPeerPidfd = 77
 
 // serviceLimits returns the pid of the process listening on the socket at sock and
 // its hard limits by spec name (0: unlimited), from /proc/PID/limits.
@@ -135,20 +111,19 @@ func listenerPid(sock string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var cred *unix.Ucred
+	var l *sockpeer.Listener
 	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
+	if err := raw.Control(func(fd uintptr) { l, credErr = sockpeer.Of(int(fd)) }); err != nil {
 		return 0, err
 	}
 	if credErr != nil {
 		return 0, credErr
 	}
-	if cred.Pid <= 0 {
+	l.Close()
+	if l.Pid <= 0 {
 		return 0, fmt.Errorf("the process listening on %s has no pid here", sock)
 	}
-	return int(cred.Pid), nil
+	return int(l.Pid), nil
 }
 
 // stopService ends the idle podman service devsandbox started on sock, whose

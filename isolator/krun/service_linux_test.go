@@ -1,15 +1,14 @@
 package krun
 
 import (
-	"bufio"
 	"errors"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/devsandbox/devsandbox/internal/sockpeer/sockpeertest"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -73,53 +72,10 @@ func TestPinService(t *testing.T) {
 	}
 }
 
-// chrootListener, run as root, listens at /podman.sock inside the root argv[1], says
-// "ready", and holds the socket until its stdin ends: a process in another root
-// directory, as a sandbox's is.
-const chrootListener = `
-import os, socket, sys
-s = socket.socket(socket.AF_UNIX)
-os.chroot(sys.argv[1])
-os.chdir("/")
-s.bind("/podman.sock")
-s.listen(8)
-print("ready", flush=True)
-sys.stdin.read()
-`
-
 // pinService refuses a listener whose root directory is not this process's (a
 // sandbox's listener planted at the service's socket), naming it.
 func TestPinServiceRefusesListenerInAnotherRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("chroot needs root")
-	}
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("python3 is required in CI")
-		}
-		t.Skip("no python3")
-	}
-	root := t.TempDir()
-	cmd := exec.Command(py, "-c", chrootListener, root)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { stdin.Close(); _ = cmd.Wait() }()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "ready\n" {
-		t.Fatalf("the listener in another root did not start: %q %v", line, err)
-	}
-	sock := filepath.Join(root, "podman.sock")
+	sock := sockpeertest.Chrooted(t, t.TempDir(), "podman.sock")
 	_, f, err := pinService(sock)
 	if err == nil {
 		f.Close()
@@ -130,104 +86,35 @@ func TestPinServiceRefusesListenerInAnotherRoot(t *testing.T) {
 	}
 }
 
-// orphanedListener is chrootListener whose listening process leaves the socket to a
-// child and exits; the child prints the exited process's pid and holds the socket
-// until its stdin ends.
-const orphanedListener = `
-import os, socket, sys
-s = socket.socket(socket.AF_UNIX)
-os.chroot(sys.argv[1])
-os.chdir("/")
-s.bind("/podman.sock")
-s.listen(8)
-me = os.getpid()
-if os.fork() == 0:
-    print("ready", me, flush=True)
-    sys.stdin.read()
-    os._exit(0)
-os._exit(0)
-`
-
-// pidTaker, run as root, makes a process of this root directory whose pid is
-// argv[1] (ns_last_pid): it prints "got" and holds until its stdin ends.
-const pidTaker = `
-import os, sys
-target = int(sys.argv[1])
-for _ in range(5000):
-    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-        f.write(str(target - 1))
-    pid = os.fork()
-    if pid == 0:
-        if os.getpid() != target:
-            os._exit(0)
-        print("got", flush=True)
-        sys.stdin.read()
-        os._exit(0)
-    if pid == target:
-        os.waitpid(pid, 0)
-        sys.exit(0)
-    os.waitpid(pid, 0)
-print("missed", flush=True)
-sys.exit(1)
-`
-
 // pinService refuses a sandbox's listener whose process left the socket to a child
 // and exited, its pid (which the socket's credentials keep) now a process's of this
 // root directory: the root read at that pid is not the listener's.
 func TestPinServiceRefusesListenerWhosePidWasReused(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("chroot and ns_last_pid need root")
-	}
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("python3 is required in CI")
-		}
-		t.Skip("no python3")
-	}
-	start := func(script string, args ...string) (*bufio.Reader, *exec.Cmd) {
-		inR, inW, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(py, append([]string{"-c", script}, args...)...)
-		cmd.Stdin = inR
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		inR.Close()
-		t.Cleanup(func() {
-			inW.Close()
-			if cmd.ProcessState == nil {
-				_ = cmd.Wait()
-			}
-		})
-		return bufio.NewReader(out), cmd
-	}
-	root := t.TempDir()
-	out, listener := start(orphanedListener, root)
-	line, err := out.ReadString('\n')
-	f := strings.Fields(line)
-	if err != nil || len(f) != 2 || f[0] != "ready" {
-		t.Fatalf("the listener in another root did not start: %q %v", line, err)
-	}
-	_ = listener.Wait() // the process that listened is gone, its pid free; its child holds the socket
-	taken, _ := start(pidTaker, f[1])
-	if line, err := taken.ReadString('\n'); err != nil || line != "got\n" {
-		t.Skipf("could not give pid %s to a process of this root directory (%q %v): another process took it", f[1], line, err)
-	}
-	sock := filepath.Join(root, "podman.sock")
+	sock, pid := sockpeertest.Orphaned(t, t.TempDir(), "podman.sock")
+	sockpeertest.TakePid(t, pid)
 	_, pf, err := pinService(sock)
 	if err == nil {
 		pf.Close()
-		t.Fatalf("pinService took the listener in another root directory at %s for podman's service: its exited process's pid %s now names a process of this root directory", sock, f[1])
+		t.Fatalf("pinService took the listener in another root directory at %s for podman's service: its exited process's pid %s now names a process of this root directory", sock, pid)
 	}
 	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "has exited") {
 		t.Errorf("pinService = %v, want the refusal of a listener that has exited", err)
+	}
+}
+
+// listenerPid names the process listening on a socket (here the test's own), and
+// fails for a socket nobody listens on.
+func TestListenerPid(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "podman.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid, err := listenerPid(sock); pid != os.Getpid() || err != nil {
+		t.Errorf("listenerPid of the test's own listener = %d, %v; want %d", pid, err, os.Getpid())
+	}
+	l.Close()
+	if pid, err := listenerPid(sock); err == nil {
+		t.Errorf("listenerPid of a socket nobody listens on = %d, want an error", pid)
 	}
 }

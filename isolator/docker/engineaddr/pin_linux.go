@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/internal/sockpeer"
 )
 
 // Pin opens a's Unix socket and returns a holding it: every later connection
@@ -65,52 +67,35 @@ func listenerNotPlanted(path, sock, proc string) error {
 		// A full queue (EAGAIN) included: a planted listener could fill its own.
 		return fmt.Errorf("connecting to %s to ask who listens: %w", sock, err)
 	}
-	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	l, err := sockpeer.Of(fd)
 	if err != nil {
 		return fmt.Errorf("asking who listens on %s: %w", sock, err)
 	}
-	if cred.Uid != uint32(os.Getuid()) && cred.Uid != uint32(os.Geteuid()) {
+	defer l.Close()
+	if l.Uid != uint32(os.Getuid()) && l.Uid != uint32(os.Geteuid()) {
 		return nil
 	}
 	planted := func(why string) error {
 		return fmt.Errorf("%w: the process listening on the docker engine's socket %s (pid %d, your user) %s, as a sandbox's does: something that can write that directory planted it, such as a sandbox whose configuration binds it read-write; end that sandbox, remove the socket (rm %s) and run again",
-			ErrPlanted, sock, cred.Pid, why, sock)
+			ErrPlanted, sock, l.Pid, why, sock)
 	}
-	if cred.Pid <= 0 {
+	if l.Pid <= 0 {
 		return planted("runs in a PID namespace this one does not see, so its root directory cannot be told")
 	}
 	// The pid is the one of the process that called listen(2), which may have handed
 	// the socket to another and exited: its number is then anyone's (pid_max is
-	// 32768 on many hosts, a sandbox wraps it in a second). A pidfd of that process
-	// (SO_PEERPIDFD, Linux 6.5) tells whether it still runs after its root directory
-	// is read, and so whether what was read is its own.
-	pidfd, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, soPeerPidfd)
-	switch {
-	case err == nil:
-		defer unix.Close(pidfd)
-	case errors.Is(err, unix.ENOPROTOOPT):
-		pidfd = -1 // an older kernel: the pid is read as it is
-	case errors.Is(err, unix.ESRCH):
+	// 32768 on many hosts, a sandbox wraps it in a second). sockpeer reads the root
+	// directory only of a process that still runs (SO_PEERPIDFD, Linux 6.5).
+	switch root, err := l.Root(proc); root {
+	case sockpeer.SameRoot:
+		return nil
+	case sockpeer.OtherRoot:
+		return planted("runs in another root directory")
+	case sockpeer.Exited:
 		return planted("has exited and left the socket to another process, whose root directory cannot be told")
+	case sockpeer.Unreadable:
+		return planted(fmt.Sprintf("has a root directory that cannot be read (%v)", err))
 	default:
 		return fmt.Errorf("asking who listens on %s: %w", sock, err)
 	}
-	var ours, theirs unix.Stat_t
-	if err := unix.Stat(proc+"/self/root/", &ours); err != nil {
-		return fmt.Errorf("reading this process's root directory: %w", err)
-	}
-	if err := unix.Stat(proc+"/"+strconv.Itoa(int(cred.Pid))+"/root/", &theirs); err != nil {
-		return planted(fmt.Sprintf("has a root directory that cannot be read (%v)", err))
-	}
-	if pidfd >= 0 && unix.PidfdSendSignal(pidfd, 0, nil, 0) != nil {
-		return planted("has exited and left the socket to another process, whose root directory cannot be told")
-	}
-	if theirs.Dev != ours.Dev || theirs.Ino != ours.Ino {
-		return planted("runs in another root directory")
-	}
-	return nil
 }
-
-// soPeerPidfd is SO_PEERPIDFD (asm-generic, as on amd64 and arm64): a pidfd of the
-// process whose credentials SO_PEERCRED gives.
-const soPeerPidfd = 77
