@@ -489,3 +489,61 @@ func TestEarlyStartSignals(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// TestEarlyStartOff: DEVSANDBOX_EARLY_START=0 (off, false, and a value it does not
+// take) reads no launch record and writes none: from a fresh state no record
+// directory is made, and a record that is not a record (which a launch that reads it
+// removes) is still there after; --debug says why.
+func TestEarlyStartOff(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	p.mkdir("state")
+	state := filepath.Join(p.path("state"), "devsandbox")
+	args := []string{"--isolator=bwrap", "--egress=none", "--debug", "--", "/bin/true"}
+	for _, tc := range []struct{ value, why string }{
+		{"0", `off: DEVSANDBOX_EARLY_START="0"`},
+		{"off", `off: DEVSANDBOX_EARLY_START="off"`},
+		{"false", `off: DEVSANDBOX_EARLY_START="false"`},
+		{"maybe", `off: DEVSANDBOX_EARLY_START="maybe" is not a value it takes (1, on, true, yes, always; 0, off, false, no)`},
+	} {
+		env := []string{"XDG_STATE_HOME=" + p.path("state"), "DEVSANDBOX_EARLY_START=" + tc.value}
+		for range 2 {
+			r := run(t, p.dir, env, "", args...)
+			if r.code != 0 {
+				t.Fatalf("%s: launch failed:\n%s", tc.value, r)
+			}
+			if !strings.Contains(r.stderr, "devsandbox: debug: early start: "+tc.why+"\n") {
+				t.Errorf("%s: stderr does not say %q:\n%s", tc.value, tc.why, r.stderr)
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(state, "prestart")); !os.IsNotExist(err) {
+			t.Fatalf("%s: the launch records' directory is there (%v): a record was written", tc.value, err)
+		}
+	}
+	// A record of this launch, then garbage in its place: a launch that read it would
+	// remove it (a record that does not decode).
+	on := []string{"XDG_STATE_HOME=" + p.path("state"), "DEVSANDBOX_EARLY_START=always"}
+	if r := run(t, p.dir, on, "", args...); r.code != 0 {
+		t.Fatalf("launch with the early start:\n%s", r)
+	}
+	recs := records(t, state)
+	if len(recs) != 1 {
+		t.Fatalf("records %v, want one", recs)
+	}
+	if err := os.WriteFile(recs[0], []byte("not a record"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(recs[0], it.uid, it.gid); err != nil {
+		t.Fatal(err)
+	}
+	off := []string{"XDG_STATE_HOME=" + p.path("state"), "DEVSANDBOX_EARLY_START=0"}
+	if r := run(t, p.dir, off, "", args...); r.code != 0 {
+		t.Fatalf("launch with DEVSANDBOX_EARLY_START=0:\n%s", r)
+	}
+	if b, err := os.ReadFile(recs[0]); err != nil || string(b) != "not a record" {
+		t.Errorf("with DEVSANDBOX_EARLY_START=0 the record was read or rewritten: %q, %v", b, err)
+	}
+	if left := leftovers(t, state); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}

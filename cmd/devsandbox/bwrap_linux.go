@@ -63,8 +63,12 @@ type early = bwrap.Early
 // bwrap's setup overlaps the configuration and the Plan. Run adopts it when its
 // rendering is the same, else abandons it.
 func (a *app) startEarly(args []string) {
-	root, mode := config.EarlyStart(a.environ)
+	set := config.EarlyStart(a.environ)
+	root, mode := set.StateRoot, set.Mode
 	if mode == config.EarlyOff || root == "" {
+		// Nothing of the records is touched: none is read, none written (Run
+		// records a launch only through an Early).
+		a.earlyOff = "off: " + set.Why
 		return
 	}
 	wd, err := os.Getwd()
@@ -123,8 +127,11 @@ func (a *app) addBwrap(t isolator.Table, cfg *config.Config, phase func(string))
 		Binaries: egressBinaries(cfg.Host), RuntimeDir: cfg.Host.RuntimeDir, Planned: a.planned}
 	if phase != nil { // --debug
 		b.Debug = func(m string) { fmt.Fprintf(a.stderr, "devsandbox: debug: %s\n", termsafe.Line(m)) }
-		if a.early != nil {
+		switch {
+		case a.early != nil:
 			b.Debug("early start: " + a.early.Note())
+		case a.earlyOff != "":
+			b.Debug("early start: " + a.earlyOff)
 		}
 	}
 	b.Early = a.early
