@@ -547,3 +547,48 @@ func TestEarlyStartOff(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// TestEarlyStartConfigOff: sandbox.early_start = false, read after the early bwrap
+// started, abandons that start (no process, session /tmp or mount of it left) and
+// removes the launch's record, so that the next launch starts nothing early and
+// records nothing.
+func TestEarlyStartConfigOff(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	env, state := p.earlyEnv()
+	conf := p.path("early.toml")
+	p.write("early.toml", "")
+	args := []string{"--isolator=bwrap", "--egress=none", "--debug", "--config=" + conf, "--", "/bin/sh", "-c", "ls -a /tmp"}
+	launch := func(want ...string) {
+		t.Helper()
+		r := run(t, p.dir, env, "", args...)
+		if r.code != 0 || r.stdout != ".\n..\n" {
+			t.Fatalf("the launch failed:\n%s", r)
+		}
+		for _, w := range want {
+			if !strings.Contains(r.stderr, "devsandbox: debug: early start: "+w) {
+				t.Errorf("stderr lacks %q:\n%s", "early start: "+w, r.stderr)
+			}
+		}
+	}
+	launch("not made: no record of this launch")
+	launch("made", "matched")
+	if recs := records(t, state); len(recs) != 1 {
+		t.Fatalf("records %v, want one", recs)
+	}
+	p.write("early.toml", "[sandbox]\nearly_start = false\n")
+	launch(fmt.Sprintf("off: sandbox.early_start = false (%s); before the configuration: made\n", conf))
+	if recs := records(t, state); len(recs) != 0 {
+		t.Errorf("records %v after sandbox.early_start = false, want none", recs)
+	}
+	launch(fmt.Sprintf("off: sandbox.early_start = false (%s); before the configuration: not made: no record of this launch\n", conf))
+	if recs := records(t, state); len(recs) != 0 {
+		t.Errorf("records %v after a launch with sandbox.early_start = false, want none", recs)
+	}
+	if left := leftovers(t, state); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err != nil || strings.Contains(string(b), state) {
+		t.Errorf("a mount of the state directory is left on the host (%v):\n%s", err, b)
+	}
+}

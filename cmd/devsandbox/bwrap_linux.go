@@ -99,6 +99,22 @@ func (a *app) startEarly(args []string) {
 	}
 }
 
+// earlyConfig honours sandbox.early_start = false, read after the early start may
+// have begun: the start is abandoned (its bwrap killed with its child and reaped, its
+// session /tmp removed) and this launch's record removed, so that the next launch of
+// the command line makes none; the run records nothing (no Early).
+func (a *app) earlyConfig(cfg *config.Config) {
+	if cfg.Sandbox.EarlyStart || a.early == nil {
+		return
+	}
+	note := a.early.Note()
+	if err := a.early.Forget(); err != nil {
+		a.warn("%v", err)
+	}
+	a.early = nil
+	a.earlyOff = fmt.Sprintf("off: sandbox.early_start = false (%s); before the configuration: %s", cfg.Origins["sandbox.early_start"], note)
+}
+
 // abandonEarly ends an early start no run adopted (a launch that failed before
 // bwrap, or ran another isolator).
 func (a *app) abandonEarly() {

@@ -49,5 +49,8 @@ type early struct{}
 // startEarly does nothing: the early start is bwrap's.
 func (a *app) startEarly([]string) {}
 
+// earlyConfig does nothing: there is no early start here.
+func (a *app) earlyConfig(*config.Config) {}
+
 // abandonEarly does nothing: there is no early start here.
 func (a *app) abandonEarly() {}

@@ -46,6 +46,7 @@ func (a *app) run(c *cli.Context) error {
 	}
 	cfg := l.Config
 	t.mark("config")
+	a.earlyConfig(cfg)
 
 	if cfg.Host.Vars[planner.EnvMarker] != "" && flags.Isolator == nil {
 		return errors.New("already inside a devsandbox sandbox: nesting is refused; pass --isolator explicitly to nest anyway")

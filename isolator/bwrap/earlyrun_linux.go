@@ -113,6 +113,20 @@ func (e *Early) Abandon() error {
 	return s.abandon()
 }
 
+// Forget abandons the early start, if one was made, and removes this launch's
+// record: sandbox.early_start = false, read after the start, so that the next launch
+// makes none. Run records nothing for a launch whose Early is nil.
+func (e *Early) Forget() error {
+	if e == nil {
+		return nil
+	}
+	err := e.Abandon()
+	if rerr := e.store.Remove(e.key); rerr != nil && err == nil {
+		err = fmt.Errorf("removing the launch record: %w", rerr)
+	}
+	return err
+}
+
 // loadPerCPU is the one-minute load average over the CPUs this process may use.
 func loadPerCPU() (float64, bool) {
 	b, err := os.ReadFile("/proc/loadavg")
