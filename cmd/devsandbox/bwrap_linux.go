@@ -179,6 +179,18 @@ func runGoingOn(state string) bool {
 	return state != "" && (tmpdir.Held(filepath.Join(state, "tmp"), now) || runmark.Held(state, "", now))
 }
 
+// pruneRecords removes the early start's launch records no launch wrote or used
+// within maxAge (bwrap.PruneRecords).
+func (a *app) pruneRecords(stateRoot string, maxAge time.Duration, dryRun bool) {
+	gone, err := bwrap.PruneRecords(stateRoot, maxAge, time.Now(), dryRun)
+	if err != nil {
+		a.warn("the early start's launch records in %s were not pruned: %v", termsafe.Line(filepath.Join(stateRoot, "prestart")), err)
+	}
+	for _, p := range gone {
+		fmt.Fprintf(a.stdout, "%s %s: a launch record of the early start no launch used within --days\n", verb(dryRun), termsafe.Line(p))
+	}
+}
+
 // pruneTmp removes the session /tmp dirs that killed bwrap runs left (no run holds
 // them).
 func (a *app) pruneTmp(stateDir string, dryRun bool) {

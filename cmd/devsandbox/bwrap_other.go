@@ -3,6 +3,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/planner"
@@ -39,6 +41,9 @@ func (a *app) catchSignals(*config.Config) {}
 
 // runGoingOn is false: the session dirs it asks are on Linux alone.
 func runGoingOn(string) bool { return false }
+
+// pruneRecords does nothing: the launch records are bwrap's.
+func (a *app) pruneRecords(string, time.Duration, bool) {}
 
 // pruneTmp does nothing: session /tmp dirs are bwrap's.
 func (a *app) pruneTmp(string, bool) {}

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap/internal/prestart"
@@ -125,6 +126,15 @@ func (e *Early) Forget() error {
 		err = fmt.Errorf("removing the launch record: %w", rerr)
 	}
 	return err
+}
+
+// PruneRecords removes the launch records under stateRoot ($XDG_STATE_HOME/devsandbox)
+// that no launch wrote or used within maxAge, beyond the newest prestart.MaxRecords,
+// and what an interrupted save left (prestart.Store.Sweep: regular files of the
+// user's named as records, in the records' private directory, nothing followed);
+// with dryRun it removes nothing. It returns the paths removed (or that would be).
+func PruneRecords(stateRoot string, maxAge time.Duration, now time.Time, dryRun bool) ([]string, error) {
+	return prestart.Store{Dir: filepath.Join(stateRoot, "prestart")}.Sweep(maxAge, now, dryRun)
 }
 
 // loadPerCPU is the one-minute load average over the CPUs this process may use.
