@@ -99,6 +99,16 @@ func (a *app) startEarly(args []string) {
 	}
 }
 
+// earlyRows is doctor's row on bwrap's early start for a launch from here with cfg.
+func (a *app) earlyRows(cfg *config.Config) []isolator.Check {
+	set := config.EarlyStart(a.environ)
+	s := bwrap.EarlySetting{On: set.Mode != config.EarlyOff, Always: set.Mode == config.EarlyAlways, Why: set.Why}
+	if !cfg.Sandbox.EarlyStart {
+		s.KeyOff = cfg.Origins["sandbox.early_start"]
+	}
+	return []isolator.Check{bwrap.EarlyCheck(s)}
+}
+
 // earlyConfig honours sandbox.early_start = false, read after the early start may
 // have begun: the start is abandoned (its bwrap killed with its child and reaped, its
 // session /tmp removed) and this launch's record removed, so that the next launch of

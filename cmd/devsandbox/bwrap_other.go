@@ -54,6 +54,9 @@ type early struct{}
 // startEarly does nothing: the early start is bwrap's.
 func (a *app) startEarly([]string) {}
 
+// earlyRows is none: the early start is bwrap's.
+func (a *app) earlyRows(*config.Config) []isolator.Check { return nil }
+
 // earlyConfig does nothing: there is no early start here.
 func (a *app) earlyConfig(*config.Config) {}
 
