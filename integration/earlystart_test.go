@@ -592,3 +592,32 @@ func TestEarlyStartConfigOff(t *testing.T) {
 		t.Errorf("a mount of the state directory is left on the host (%v):\n%s", err, b)
 	}
 }
+
+// TestEarlyStartModeOff: a launch that runs its command without a sandbox
+// (sandbox.mode = "off") does not keep the early bwrap its record started waiting
+// beside the command: it is gone before the command runs.
+func TestEarlyStartModeOff(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	env, state := p.earlyEnv()
+	conf := p.path("early.toml")
+	p.write("early.toml", "")
+	// The early bwraps of this test's state directory (the pattern does not match
+	// its own command line).
+	script := `for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$f" 2>/dev/null; echo; done | grep -c -e '--block-f[d] .*` + p.path("state") + `'`
+	args := []string{"--isolator=bwrap", "--egress=none", "--debug", "--config=" + conf, "--", "/bin/sh", "-c", script}
+	if r := run(t, p.dir, env, "", args...); r.code != 1 || r.stdout != "0\n" {
+		t.Fatalf("first launch (no record, no early bwrap expected):\n%s", r)
+	}
+	p.write("early.toml", "[sandbox]\nmode = \"off\"\n")
+	r := run(t, p.dir, env, "", args...)
+	if r.code != 1 || !strings.Contains(r.stderr, "sandbox.mode is off") {
+		t.Fatalf("the unsandboxed launch:\n%s", r)
+	}
+	if r.stdout != "0\n" {
+		t.Errorf("an early bwrap waited beside the unsandboxed command (%q early bwraps):\n%s", r.stdout, r)
+	}
+	if left := leftovers(t, state); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}

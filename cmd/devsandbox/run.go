@@ -216,6 +216,7 @@ func (a *app) stopSignals() {
 
 // unsandboxed runs the command directly on the host (mode off, or auto without an isolator).
 func (a *app) unsandboxed(cfg *config.Config) error {
+	a.abandonEarly() // no bwrap run adopts it: it does not wait beside the command
 	a.stopSignals()
 	argv := a.commandOrShell(cfg)
 	cmd := exec.Command(argv[0], argv[1:]...)
