@@ -5,8 +5,12 @@ import (
 	"strings"
 )
 
-// EarlyStartVar turns bwrap's early start on (experimental, off by default): "1",
-// or "always" to start early whatever the machine's load (tests, measurements).
+// EarlyStartVar sets bwrap's early start: "1" (also "on", "true", "yes") turns it
+// on unless the machine is loaded, "always" whatever the load (tests,
+// measurements), "0" (also "off", "false", "no") turns it off: no early start, no
+// launch record read or written. Unset or empty: the default (EarlyDefault). Any
+// other value turns it off too, and says so (EarlyStartSetting.Why: --debug,
+// doctor): a value devsandbox does not know never turns on what was not asked for.
 const EarlyStartVar = "DEVSANDBOX_EARLY_START"
 
 // EarlyStartMode is what EarlyStartVar asks for.
@@ -18,13 +22,29 @@ const (
 	EarlyAlways                // whatever the load
 )
 
+// EarlyDefault is the early start's mode when EarlyStartVar is unset or empty.
+const EarlyDefault = EarlyOff
+
+// EarlyStartSetting is what EarlyStart read.
+type EarlyStartSetting struct {
+	// StateRoot is devsandbox's state root ($XDG_STATE_HOME/devsandbox, or
+	// ~/.local/state/devsandbox), where the launch records and the projects' session
+	// /tmp directories are; "" when HOME is not absolute (the configuration will
+	// refuse that launch itself).
+	StateRoot string
+	Mode      EarlyStartMode
+	// Why says where Mode comes from, for --debug and doctor: "the default", or the
+	// variable and its value (quoted; an unknown value named as such).
+	Why string
+}
+
 // EarlyStart reads, from environ, what bwrap's early start needs before the
-// configuration is loaded: whether it is asked for (EarlyStartVar), and devsandbox's
-// state root ($XDG_STATE_HOME/devsandbox, or ~/.local/state/devsandbox), where the
-// launch records and the projects' session /tmp directories are. "" when HOME is not
-// absolute (the configuration will refuse that launch itself).
-func EarlyStart(environ []string) (stateRoot string, mode EarlyStartMode) {
+// configuration is loaded: whether it is asked for (EarlyStartVar) and the state
+// root. sandbox.early_start, read later with the configuration, can only turn it
+// off (the launch then abandons a start already made).
+func EarlyStart(environ []string) EarlyStartSetting {
 	var home, state string
+	s := EarlyStartSetting{Mode: EarlyDefault, Why: "the default"}
 	seen := map[string]bool{}
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
@@ -38,16 +58,35 @@ func EarlyStart(environ []string) (stateRoot string, mode EarlyStartMode) {
 		case "XDG_STATE_HOME":
 			state = value
 		case EarlyStartVar:
-			switch value {
-			case "1":
-				mode = EarlyOn
-			case "always":
-				mode = EarlyAlways
+			if value != "" {
+				s.Mode, s.Why = earlyMode(value)
 			}
 		}
 	}
-	if !filepath.IsAbs(home) {
-		return "", mode
+	if filepath.IsAbs(home) {
+		s.StateRoot = filepath.Join(xdgDir(state, filepath.Clean(home), ".local/state"), "devsandbox")
 	}
-	return filepath.Join(xdgDir(state, filepath.Clean(home), ".local/state"), "devsandbox"), mode
+	return s
+}
+
+// earlyMode is the mode a non-empty EarlyStartVar value asks for, and why.
+func earlyMode(value string) (EarlyStartMode, string) {
+	why := EarlyStartVar + "=" + quoteShort(value)
+	switch strings.ToLower(value) {
+	case "1", "on", "true", "yes":
+		return EarlyOn, why
+	case "always":
+		return EarlyAlways, why
+	case "0", "off", "false", "no":
+		return EarlyOff, why
+	}
+	return EarlyOff, why + " is not a value it takes (1, on, true, yes, always; 0, off, false, no)"
+}
+
+// quoteShort quotes v for a message, at most 32 bytes of it.
+func quoteShort(v string) string {
+	if len(v) > 32 {
+		return quote(v[:32]) + "…"
+	}
+	return quote(v)
 }

@@ -149,7 +149,7 @@ func TestErrorMessages(t *testing.T) {
 		want: `FILE:4: sandbox.mode: "bogus" is not one of enforce, auto, off`,
 	}, {
 		doc:  "[sandbox]\nreadonly = true\n",
-		want: "FILE:2: sandbox.readonly: unknown key; [sandbox] allows mode, environment, read_only, writable_dirs, hide_paths, mask_files, mask_allow, mask_skip, ro_binds, rw_binds, host_mounts, system_binds, tmp, tmp_size, disk_reserve, bind_host_cache, docker_socket, terminal_clipboard, relax_syscalls",
+		want: "FILE:2: sandbox.readonly: unknown key; [sandbox] allows mode, environment, read_only, writable_dirs, hide_paths, mask_files, mask_allow, mask_skip, ro_binds, rw_binds, host_mounts, system_binds, tmp, tmp_size, disk_reserve, bind_host_cache, docker_socket, terminal_clipboard, relax_syscalls, early_start",
 	}, {
 		doc:  "[sandbox]\ntmp = \"tmpfs\"\ntmp_size = \"512k\"\n",
 		want: `FILE:3: sandbox.tmp_size: "512k" is less than 1m`,

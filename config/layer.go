@@ -37,6 +37,8 @@ type layerSandbox struct {
 	// TerminalClipboard is sandbox.terminal_clipboard.
 	TerminalClipboard *bool    `toml:"terminal_clipboard"`
 	RelaxSyscalls     []string `toml:"relax_syscalls"`
+	// EarlyStart is sandbox.early_start.
+	EarlyStart *bool `toml:"early_start"`
 
 	// mounts is HostMounts parsed by check; --mount fills it directly.
 	mounts []Mount

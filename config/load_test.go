@@ -27,6 +27,7 @@ func TestLoadDefaults(t *testing.T) {
 			MaskSkip:    []string{".git", "node_modules"},
 			Tmp:         "session",
 			DiskReserve: "1g",
+			EarlyStart:  true,
 		},
 		Env:     Env{Set: map[string]string{}},
 		Secrets: Secrets{Files: map[string]string{}},
@@ -42,7 +43,7 @@ func TestLoadDefaults(t *testing.T) {
 	for _, k := range []string{
 		"isolator", "sandbox.mode", "sandbox.environment", "sandbox.read_only", "sandbox.hide_paths",
 		"sandbox.mask_files", "sandbox.mask_skip", "sandbox.tmp", "sandbox.disk_reserve", "sandbox.bind_host_cache",
-		"sandbox.docker_socket", "sandbox.terminal_clipboard", "env.passthrough_all", "egress.mode", "egress.loopback_entries", "proxy.default", "proxy.mitm", "proxy.git_ssh",
+		"sandbox.docker_socket", "sandbox.terminal_clipboard", "sandbox.early_start", "env.passthrough_all", "egress.mode", "egress.loopback_entries", "proxy.default", "proxy.mitm", "proxy.git_ssh",
 		"docker.image", "docker.home", "docker.keep_container", "docker.agent_bind", "krun.image", "krun.runtime", "krun.cpus",
 		"krun.memory_mib", "limits.pids",
 	} {

@@ -39,6 +39,7 @@ func defaults(host Host) *Config {
 			// A runaway command stops before the host's disk is full: the
 			// user's editor, git and other programs keep room to write.
 			DiskReserve: DefaultDiskReserve,
+			EarlyStart:  true,
 		},
 		Env:     Env{Set: map[string]string{}},
 		Secrets: Secrets{Files: map[string]string{}},
@@ -54,7 +55,7 @@ func defaults(host Host) *Config {
 	for _, k := range []string{
 		"isolator", "sandbox.mode", "sandbox.environment", "sandbox.read_only", "sandbox.hide_paths",
 		"sandbox.mask_files", "sandbox.mask_skip", "sandbox.tmp", "sandbox.disk_reserve", "sandbox.bind_host_cache",
-		"sandbox.docker_socket", "sandbox.terminal_clipboard", "env.passthrough_all", "egress.mode", "egress.loopback_entries", "proxy.default", "proxy.mitm", "proxy.git_ssh",
+		"sandbox.docker_socket", "sandbox.terminal_clipboard", "sandbox.early_start", "env.passthrough_all", "egress.mode", "egress.loopback_entries", "proxy.default", "proxy.mitm", "proxy.git_ssh",
 		"docker.image", "docker.home", "docker.keep_container", "docker.agent_bind", "krun.runtime", "krun.cpus", "krun.memory_mib",
 		"limits.pids",
 	} {
@@ -164,6 +165,7 @@ func merge(c *Config, l *layer, src *source) error {
 	set(m, "sandbox.docker_socket", &s.DockerSocket, ls.DockerSocket)
 	set(m, "sandbox.terminal_clipboard", &s.TerminalClipboard, ls.TerminalClipboard)
 	union(m, "sandbox.relax_syscalls", &s.RelaxSyscalls, ls.RelaxSyscalls)
+	set(m, "sandbox.early_start", &s.EarlyStart, ls.EarlyStart)
 
 	union(m, "env.passthrough", &c.Env.Passthrough, l.Env.Passthrough)
 	set(m, "env.passthrough_all", &c.Env.PassthroughAll, l.Env.PassthroughAll)

@@ -72,6 +72,9 @@ var stricter = []stricterKey{
 	boolKey("sandbox.bind_host_cache", "", func(l *layer) *bool { return l.Sandbox.BindHostCache }, func(c *Config) bool { return c.Sandbox.BindHostCache }, false),
 	boolKey("sandbox.docker_socket", "", func(l *layer) *bool { return l.Sandbox.DockerSocket }, func(c *Config) bool { return c.Sandbox.DockerSocket }, false),
 	boolKey("sandbox.terminal_clipboard", "", func(l *layer) *bool { return l.Sandbox.TerminalClipboard }, func(c *Config) bool { return c.Sandbox.TerminalClipboard }, false),
+	// Only a performance matter, but a project does not turn back on what the user
+	// turned off.
+	boolKey("sandbox.early_start", "", func(l *layer) *bool { return l.Sandbox.EarlyStart }, func(c *Config) bool { return c.Sandbox.EarlyStart }, false),
 	boolKey("env.passthrough_all", "", func(l *layer) *bool { return l.Env.PassthroughAll }, func(c *Config) bool { return c.Env.PassthroughAll }, false),
 	enumKey("egress.mode", "--egress", func(l *layer) *string { return l.Egress.Mode }, func(c *Config) string { return c.Egress.Mode },
 		"open", "proxy", "allowlist", "none"),

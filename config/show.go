@@ -89,6 +89,7 @@ func entries(c *Config) []entry {
 	add(sb, "docker_socket", s.DockerSocket)
 	add(sb, "terminal_clipboard", s.TerminalClipboard)
 	add(sb, "relax_syscalls", strs(s.RelaxSyscalls))
+	add(sb, "early_start", s.EarlyStart)
 
 	env := []string{"env"}
 	add(env, "passthrough", strs(c.Env.Passthrough))

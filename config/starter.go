@@ -67,6 +67,9 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 # sandboxes such as Chromium's), io_uring, perf (perf_event_open), sockets (every socket
 # family). Each run says which are relaxed.
 # relax_syscalls = ["io_uring"]
+# bwrap: start bubblewrap from the record of the same command line's last launch while
+# the configuration loads (DEVSANDBOX_EARLY_START); false turns it off. [stricter only]
+# early_start = true
 
 [env]
 # Host variable names (or prefixes such as "LC_*") passed in; values are never printed. [user config only]

@@ -66,6 +66,11 @@ type Sandbox struct {
 	// RelaxSyscalls are the syscall policy's groups allowed for this sandbox
 	// (syscalls.Groups); empty is the strict policy.
 	RelaxSyscalls []string
+	// EarlyStart lets bwrap's early start be used (true, the default; whether it is
+	// is config.EarlyStartVar's): false turns it off. Read after an early start may
+	// have been made, it abandons that start and removes the launch's record, so that
+	// the next launch makes none.
+	EarlyStart bool
 }
 
 // Mount is one `SRC:DST[:ro]` entry.

@@ -11,12 +11,12 @@ import (
 	"testing"
 )
 
-// The early-start soak (not the default): DEVSANDBOX_IT_EARLY=always (or 1) runs
-// every devsandbox the harness starts with DEVSANDBOX_EARLY_START set to it, unless
-// a test sets its own. With DEVSANDBOX_IT_EARLY_LOG=FILE as well, the launches run
-// through run/runBin get --debug: their "early start:" lines are appended to FILE
-// under the test's name and every debug line is taken out of the stderr the test
-// sees, so that a soak shows which launches matched.
+// The early-start soak: DEVSANDBOX_IT_EARLY=always (or 1, 0, ...) runs every
+// devsandbox the harness starts with DEVSANDBOX_EARLY_START set to it, unless a test
+// sets its own (unset: devsandbox's default). With DEVSANDBOX_IT_EARLY_LOG=FILE, with
+// or without it, the launches run through run/runBin get --debug: their "early
+// start:" lines are appended to FILE under the test's name and every debug line is
+// taken out of the stderr the test sees, so that a soak shows which launches matched.
 const (
 	itEarlyVar    = "DEVSANDBOX_IT_EARLY"
 	itEarlyLogVar = "DEVSANDBOX_IT_EARLY_LOG"
@@ -27,7 +27,7 @@ var earlyLogMu sync.Mutex
 // earlyAudited reports whether a launch of bin with args gets --debug for the soak's
 // log: only devsandbox itself, launching with the bwrap isolator.
 func earlyAudited(bin string, args []string) bool {
-	if os.Getenv(itEarlyVar) == "" || os.Getenv(itEarlyLogVar) == "" || bin != it.bin {
+	if os.Getenv(itEarlyLogVar) == "" || bin != it.bin {
 		return false
 	}
 	end := slices.Index(args, "--")

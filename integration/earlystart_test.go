@@ -489,3 +489,135 @@ func TestEarlyStartSignals(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// TestEarlyStartOff: DEVSANDBOX_EARLY_START=0 (off, false, and a value it does not
+// take) reads no launch record and writes none: from a fresh state no record
+// directory is made, and a record that is not a record (which a launch that reads it
+// removes) is still there after; --debug says why.
+func TestEarlyStartOff(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	p.mkdir("state")
+	state := filepath.Join(p.path("state"), "devsandbox")
+	args := []string{"--isolator=bwrap", "--egress=none", "--debug", "--", "/bin/true"}
+	for _, tc := range []struct{ value, why string }{
+		{"0", `off: DEVSANDBOX_EARLY_START="0"`},
+		{"off", `off: DEVSANDBOX_EARLY_START="off"`},
+		{"false", `off: DEVSANDBOX_EARLY_START="false"`},
+		{"maybe", `off: DEVSANDBOX_EARLY_START="maybe" is not a value it takes (1, on, true, yes, always; 0, off, false, no)`},
+	} {
+		env := []string{"XDG_STATE_HOME=" + p.path("state"), "DEVSANDBOX_EARLY_START=" + tc.value}
+		for range 2 {
+			r := run(t, p.dir, env, "", args...)
+			if r.code != 0 {
+				t.Fatalf("%s: launch failed:\n%s", tc.value, r)
+			}
+			if !strings.Contains(r.stderr, "devsandbox: debug: early start: "+tc.why+"\n") {
+				t.Errorf("%s: stderr does not say %q:\n%s", tc.value, tc.why, r.stderr)
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(state, "prestart")); !os.IsNotExist(err) {
+			t.Fatalf("%s: the launch records' directory is there (%v): a record was written", tc.value, err)
+		}
+	}
+	// A record of this launch, then garbage in its place: a launch that read it would
+	// remove it (a record that does not decode).
+	on := []string{"XDG_STATE_HOME=" + p.path("state"), "DEVSANDBOX_EARLY_START=always"}
+	if r := run(t, p.dir, on, "", args...); r.code != 0 {
+		t.Fatalf("launch with the early start:\n%s", r)
+	}
+	recs := records(t, state)
+	if len(recs) != 1 {
+		t.Fatalf("records %v, want one", recs)
+	}
+	if err := os.WriteFile(recs[0], []byte("not a record"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(recs[0], it.uid, it.gid); err != nil {
+		t.Fatal(err)
+	}
+	off := []string{"XDG_STATE_HOME=" + p.path("state"), "DEVSANDBOX_EARLY_START=0"}
+	if r := run(t, p.dir, off, "", args...); r.code != 0 {
+		t.Fatalf("launch with DEVSANDBOX_EARLY_START=0:\n%s", r)
+	}
+	if b, err := os.ReadFile(recs[0]); err != nil || string(b) != "not a record" {
+		t.Errorf("with DEVSANDBOX_EARLY_START=0 the record was read or rewritten: %q, %v", b, err)
+	}
+	if left := leftovers(t, state); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// TestEarlyStartConfigOff: sandbox.early_start = false, read after the early bwrap
+// started, abandons that start (no process, session /tmp or mount of it left) and
+// removes the launch's record, so that the next launch starts nothing early and
+// records nothing.
+func TestEarlyStartConfigOff(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	env, state := p.earlyEnv()
+	conf := p.path("early.toml")
+	p.write("early.toml", "")
+	args := []string{"--isolator=bwrap", "--egress=none", "--debug", "--config=" + conf, "--", "/bin/sh", "-c", "ls -a /tmp"}
+	launch := func(want ...string) {
+		t.Helper()
+		r := run(t, p.dir, env, "", args...)
+		if r.code != 0 || r.stdout != ".\n..\n" {
+			t.Fatalf("the launch failed:\n%s", r)
+		}
+		for _, w := range want {
+			if !strings.Contains(r.stderr, "devsandbox: debug: early start: "+w) {
+				t.Errorf("stderr lacks %q:\n%s", "early start: "+w, r.stderr)
+			}
+		}
+	}
+	launch("not made: no record of this launch")
+	launch("made", "matched")
+	if recs := records(t, state); len(recs) != 1 {
+		t.Fatalf("records %v, want one", recs)
+	}
+	p.write("early.toml", "[sandbox]\nearly_start = false\n")
+	launch(fmt.Sprintf("off: sandbox.early_start = false (%s); before the configuration: made\n", conf))
+	if recs := records(t, state); len(recs) != 0 {
+		t.Errorf("records %v after sandbox.early_start = false, want none", recs)
+	}
+	launch(fmt.Sprintf("off: sandbox.early_start = false (%s); before the configuration: not made: no record of this launch\n", conf))
+	if recs := records(t, state); len(recs) != 0 {
+		t.Errorf("records %v after a launch with sandbox.early_start = false, want none", recs)
+	}
+	if left := leftovers(t, state); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err != nil || strings.Contains(string(b), state) {
+		t.Errorf("a mount of the state directory is left on the host (%v):\n%s", err, b)
+	}
+}
+
+// TestEarlyStartModeOff: a launch that runs its command without a sandbox
+// (sandbox.mode = "off") does not keep the early bwrap its record started waiting
+// beside the command: it is gone before the command runs.
+func TestEarlyStartModeOff(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	env, state := p.earlyEnv()
+	conf := p.path("early.toml")
+	p.write("early.toml", "")
+	// The early bwraps of this test's state directory (the pattern does not match
+	// its own command line).
+	script := `for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$f" 2>/dev/null; echo; done | grep -c -e '--block-f[d] .*` + p.path("state") + `'`
+	args := []string{"--isolator=bwrap", "--egress=none", "--debug", "--config=" + conf, "--", "/bin/sh", "-c", script}
+	if r := run(t, p.dir, env, "", args...); r.code != 1 || r.stdout != "0\n" {
+		t.Fatalf("first launch (no record, no early bwrap expected):\n%s", r)
+	}
+	p.write("early.toml", "[sandbox]\nmode = \"off\"\n")
+	r := run(t, p.dir, env, "", args...)
+	if r.code != 1 || !strings.Contains(r.stderr, "sandbox.mode is off") {
+		t.Fatalf("the unsandboxed launch:\n%s", r)
+	}
+	if r.stdout != "0\n" {
+		t.Errorf("an early bwrap waited beside the unsandboxed command (%q early bwraps):\n%s", r.stdout, r)
+	}
+	if left := leftovers(t, state); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}

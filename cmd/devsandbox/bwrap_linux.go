@@ -63,8 +63,12 @@ type early = bwrap.Early
 // bwrap's setup overlaps the configuration and the Plan. Run adopts it when its
 // rendering is the same, else abandons it.
 func (a *app) startEarly(args []string) {
-	root, mode := config.EarlyStart(a.environ)
+	set := config.EarlyStart(a.environ)
+	root, mode := set.StateRoot, set.Mode
 	if mode == config.EarlyOff || root == "" {
+		// Nothing of the records is touched: none is read, none written (Run
+		// records a launch only through an Early).
+		a.earlyOff = "off: " + set.Why
 		return
 	}
 	wd, err := os.Getwd()
@@ -95,6 +99,32 @@ func (a *app) startEarly(args []string) {
 	}
 }
 
+// earlyRows is doctor's row on bwrap's early start for a launch from here with cfg.
+func (a *app) earlyRows(cfg *config.Config) []isolator.Check {
+	set := config.EarlyStart(a.environ)
+	s := bwrap.EarlySetting{On: set.Mode != config.EarlyOff, Always: set.Mode == config.EarlyAlways, Why: set.Why}
+	if !cfg.Sandbox.EarlyStart {
+		s.KeyOff = cfg.Origins["sandbox.early_start"]
+	}
+	return []isolator.Check{bwrap.EarlyCheck(s)}
+}
+
+// earlyConfig honours sandbox.early_start = false, read after the early start may
+// have begun: the start is abandoned (its bwrap killed with its child and reaped, its
+// session /tmp removed) and this launch's record removed, so that the next launch of
+// the command line makes none; the run records nothing (no Early).
+func (a *app) earlyConfig(cfg *config.Config) {
+	if cfg.Sandbox.EarlyStart || a.early == nil {
+		return
+	}
+	note := a.early.Note()
+	if err := a.early.Forget(); err != nil {
+		a.warn("%v", err)
+	}
+	a.early = nil
+	a.earlyOff = fmt.Sprintf("off: sandbox.early_start = false (%s); before the configuration: %s", cfg.Origins["sandbox.early_start"], note)
+}
+
 // abandonEarly ends an early start no run adopted (a launch that failed before
 // bwrap, or ran another isolator).
 func (a *app) abandonEarly() {
@@ -123,8 +153,11 @@ func (a *app) addBwrap(t isolator.Table, cfg *config.Config, phase func(string))
 		Binaries: egressBinaries(cfg.Host), RuntimeDir: cfg.Host.RuntimeDir, Planned: a.planned}
 	if phase != nil { // --debug
 		b.Debug = func(m string) { fmt.Fprintf(a.stderr, "devsandbox: debug: %s\n", termsafe.Line(m)) }
-		if a.early != nil {
+		switch {
+		case a.early != nil:
 			b.Debug("early start: " + a.early.Note())
+		case a.earlyOff != "":
+			b.Debug("early start: " + a.earlyOff)
 		}
 	}
 	b.Early = a.early
@@ -154,6 +187,18 @@ func egressBinaries(h config.Host) egress.Binaries {
 func runGoingOn(state string) bool {
 	now := time.Now()
 	return state != "" && (tmpdir.Held(filepath.Join(state, "tmp"), now) || runmark.Held(state, "", now))
+}
+
+// pruneRecords removes the early start's launch records no launch wrote or used
+// within maxAge (bwrap.PruneRecords).
+func (a *app) pruneRecords(stateRoot string, maxAge time.Duration, dryRun bool) {
+	gone, err := bwrap.PruneRecords(stateRoot, maxAge, time.Now(), dryRun)
+	if err != nil {
+		a.warn("the early start's launch records in %s were not pruned: %v", termsafe.Line(filepath.Join(stateRoot, "prestart")), err)
+	}
+	for _, p := range gone {
+		fmt.Fprintf(a.stdout, "%s %s: a launch record of the early start no launch used within --days\n", verb(dryRun), termsafe.Line(p))
+	}
 }
 
 // pruneTmp removes the session /tmp dirs that killed bwrap runs left (no run holds

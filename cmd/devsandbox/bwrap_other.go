@@ -3,6 +3,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/planner"
@@ -40,6 +42,9 @@ func (a *app) catchSignals(*config.Config) {}
 // runGoingOn is false: the session dirs it asks are on Linux alone.
 func runGoingOn(string) bool { return false }
 
+// pruneRecords does nothing: the launch records are bwrap's.
+func (a *app) pruneRecords(string, time.Duration, bool) {}
+
 // pruneTmp does nothing: session /tmp dirs are bwrap's.
 func (a *app) pruneTmp(string, bool) {}
 
@@ -48,6 +53,12 @@ type early struct{}
 
 // startEarly does nothing: the early start is bwrap's.
 func (a *app) startEarly([]string) {}
+
+// earlyRows is none: the early start is bwrap's.
+func (a *app) earlyRows(*config.Config) []isolator.Check { return nil }
+
+// earlyConfig does nothing: there is no early start here.
+func (a *app) earlyConfig(*config.Config) {}
 
 // abandonEarly does nothing: there is no early start here.
 func (a *app) abandonEarly() {}

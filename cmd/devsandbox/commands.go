@@ -221,6 +221,7 @@ func (a *app) doctor(c *cli.Context) error {
 	if planned != nil {
 		watched = diskguard.Watched(planned)
 	}
+	rows = append(rows, a.earlyRows(cfg)...)
 	rows = append(rows, diskguard.Rows(uint64(cfg.Sandbox.DiskReserveBytes()), watched, diskguard.HostFree)...)
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "CHECK\tSTATUS\tDETAIL")

@@ -76,9 +76,12 @@ type app struct {
 	// (headStart, Linux).
 	etcHead *etcHead
 	// early: bwrap started from the record of this command line's last launch,
-	// before the configuration is loaded (startEarly, Linux; experimental, off by
-	// default); the bwrap run adopts it or abandons it.
+	// before the configuration is loaded (startEarly, Linux; config.EarlyStartVar);
+	// the bwrap run adopts it or abandons it.
 	early *early
+	// earlyOff says why no early start was tried (the variable, or sandbox.early_start),
+	// for --debug; "" when one was.
+	earlyOff string
 	// planned: doctor's, the Plan a run from here would get (doctorConfig), for the
 	// bwrap rows that estimate a launch (Linux); nil outside a project.
 	planned *isolator.Plan

@@ -46,6 +46,7 @@ func (a *app) run(c *cli.Context) error {
 	}
 	cfg := l.Config
 	t.mark("config")
+	a.earlyConfig(cfg)
 
 	if cfg.Host.Vars[planner.EnvMarker] != "" && flags.Isolator == nil {
 		return errors.New("already inside a devsandbox sandbox: nesting is refused; pass --isolator explicitly to nest anyway")
@@ -215,6 +216,7 @@ func (a *app) stopSignals() {
 
 // unsandboxed runs the command directly on the host (mode off, or auto without an isolator).
 func (a *app) unsandboxed(cfg *config.Config) error {
+	a.abandonEarly() // no bwrap run adopts it: it does not wait beside the command
 	a.stopSignals()
 	argv := a.commandOrShell(cfg)
 	cmd := exec.Command(argv[0], argv[1:]...)

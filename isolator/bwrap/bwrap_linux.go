@@ -442,6 +442,10 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if err = early.release(adopt); err == nil {
 			proc, early.proc, early = early.proc, nil, nil
 			b.debug("early start: matched")
+			// Used: kept by the records' bound and sweep (not written again).
+			if err := b.Early.store.Touch(b.Early.key); err != nil {
+				b.debug("early start: the launch record was not marked used: %v", err)
+			}
 			wc := make(chan error, 1)
 			wc <- nil
 			writeErrs = wc

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap/internal/prestart"
@@ -111,6 +112,29 @@ func (e *Early) Abandon() error {
 	s := e.start
 	e.start = nil
 	return s.abandon()
+}
+
+// Forget abandons the early start, if one was made, and removes this launch's
+// record: sandbox.early_start = false, read after the start, so that the next launch
+// makes none. Run records nothing for a launch whose Early is nil.
+func (e *Early) Forget() error {
+	if e == nil {
+		return nil
+	}
+	err := e.Abandon()
+	if rerr := e.store.Remove(e.key); rerr != nil && err == nil {
+		err = fmt.Errorf("removing the launch record: %w", rerr)
+	}
+	return err
+}
+
+// PruneRecords removes the launch records under stateRoot ($XDG_STATE_HOME/devsandbox)
+// that no launch wrote or used within maxAge, beyond the newest prestart.MaxRecords,
+// and what an interrupted save left (prestart.Store.Sweep: regular files of the
+// user's named as records, in the records' private directory, nothing followed);
+// with dryRun it removes nothing. It returns the paths removed (or that would be).
+func PruneRecords(stateRoot string, maxAge time.Duration, now time.Time, dryRun bool) ([]string, error) {
+	return prestart.Store{Dir: filepath.Join(stateRoot, "prestart")}.Sweep(maxAge, now, dryRun)
 }
 
 // loadPerCPU is the one-minute load average over the CPUs this process may use.

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -114,7 +117,133 @@ func (s Store) Save(r *Record) error {
 	if err != nil {
 		return fmt.Errorf("saving the launch record: %w", err)
 	}
+	if _, err := trim(dir, MaxRecords, time.Time{}, false); err != nil {
+		return fmt.Errorf("bounding the launch records: %w", err)
+	}
 	return nil
+}
+
+// MaxRecords bounds the store: Save removes the records least recently written or
+// used (Touch) beyond it.
+const MaxRecords = 64
+
+// Touch marks the record of key as used now (its modification time), so that
+// Save's bound and Sweep keep it: a record an early start adopted is not written
+// again. The name is not followed.
+func (s Store) Touch(key string) error {
+	dir, err := s.openDir()
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	now := []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
+	return unix.UtimesNanoAt(dir, key, now, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// Sweep removes the records not written or used (Touch) since maxAge before now,
+// and what an interrupted Save left (a temporary file over a minute old); with
+// dryRun it removes nothing. It returns the paths removed (or that would be). Only
+// regular files of the user's named as a record or a Save's temporary file are
+// removed, through the store's directory opened without following a link; nothing
+// is followed, and a directory, a link or another file there is left alone. No
+// directory, nothing to do.
+func (s Store) Sweep(maxAge time.Duration, now time.Time, dryRun bool) ([]string, error) {
+	dir, err := s.openDir()
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dir)
+	names, err := trim(dir, MaxRecords, now.Add(-maxAge), dryRun)
+	for i, n := range names {
+		names[i] = filepath.Join(s.Dir, n)
+	}
+	return names, err
+}
+
+// tmpAge is how old a Save's temporary file must be for Sweep to take it for one an
+// interrupted Save left: a Save takes milliseconds.
+const tmpAge = time.Minute
+
+// entry is a file of the store's directory trim may remove.
+type entry struct {
+	name  string
+	mtime time.Time
+}
+
+// trim removes, from the store's directory dir, the records beyond the max most
+// recent, and (before, when not zero) those older than before and the temporary
+// files of a Save older than tmpAge before it; with dryRun it removes nothing. It
+// returns the names removed. Only a regular file of the user's with a record's or a
+// temporary file's name counts; each is looked at and removed relative to dir,
+// without following a link (unlinkat removes a name, never what a link names).
+func trim(dir, max int, before time.Time, dryRun bool) ([]string, error) {
+	d, err := unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(d), ".")
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	if before.IsZero() && len(names) <= max {
+		return nil, nil // the common case: one getdents, no stat
+	}
+	var recs, gone []entry
+	for _, n := range names {
+		tmp := strings.HasPrefix(n, ".tmp-")
+		if !tmp && !isKey(n) {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+			st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() {
+			continue
+		}
+		e := entry{n, time.Unix(st.Mtim.Unix())}
+		switch {
+		case tmp:
+			if !before.IsZero() && e.mtime.Before(before.Add(-tmpAge)) {
+				gone = append(gone, e)
+			}
+		case !before.IsZero() && e.mtime.Before(before):
+			gone = append(gone, e)
+		default:
+			recs = append(recs, e)
+		}
+	}
+	if len(recs) > max {
+		slices.SortFunc(recs, func(a, b entry) int {
+			if c := a.mtime.Compare(b.mtime); c != 0 {
+				return -c // the most recent first
+			}
+			return strings.Compare(a.name, b.name)
+		})
+		gone = append(gone, recs[max:]...)
+	}
+	var removed []string
+	var rerr error
+	for _, e := range gone {
+		if !dryRun {
+			if err := unix.Unlinkat(dir, e.name, 0); err != nil {
+				if !errors.Is(err, unix.ENOENT) && rerr == nil {
+					rerr = fmt.Errorf("removing %s: %w", e.name, err)
+				}
+				continue
+			}
+		}
+		removed = append(removed, e.name)
+	}
+	return removed, rerr
+}
+
+// isKey reports whether name has a LaunchKey's form.
+func isKey(name string) bool {
+	return len(name) == 32 && strings.Trim(name, "0123456789abcdef") == ""
 }
 
 // Remove deletes the record of key, if any.

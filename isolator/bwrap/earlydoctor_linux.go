@@ -1,0 +1,67 @@
+package bwrap
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/tty"
+)
+
+// EarlySetting is what decides the early start of a launch from here, as doctor
+// reads it.
+type EarlySetting struct {
+	// On and Always are DEVSANDBOX_EARLY_START's mode (config.EarlyStart); Why says
+	// where it comes from.
+	On, Always bool
+	Why        string
+	// KeyOff is where sandbox.early_start = false was set; "" when it is true.
+	KeyOff string
+}
+
+// earlyFacts are the host's side of doctor's early-start row.
+type earlyFacts struct {
+	load      float64
+	loadKnown bool
+	// terminal: one of doctor's own standard descriptors is a terminal, as a
+	// launch from the same place would have it.
+	terminal bool
+}
+
+// EarlyCheck is doctor's row on bwrap's early start: whether a launch from here
+// would start bwrap early, and why not (the variable, the key, the load, a terminal).
+func EarlyCheck(s EarlySetting) isolator.Check {
+	var f earlyFacts
+	f.load, f.loadKnown = loadPerCPU()
+	for _, fd := range []*os.File{os.Stdin, os.Stdout, os.Stderr} {
+		f.terminal = f.terminal || tty.IsTerminal(fd.Fd())
+	}
+	return earlyRow(s, f)
+}
+
+// earlyRowName names doctor's early-start row.
+const earlyRowName = "early start (bwrap)"
+
+// earlyRow is EarlyCheck's row for s and f. Pure.
+func earlyRow(s EarlySetting, f earlyFacts) isolator.Check {
+	off := func(reason, fix string) isolator.Check {
+		return isolator.Check{Name: earlyRowName, Status: isolator.Status{State: isolator.Bypassed, Reason: reason, Fix: fix}}
+	}
+	switch {
+	case !s.On:
+		return off("off: "+s.Why, "DEVSANDBOX_EARLY_START=1 turns it on")
+	case s.KeyOff != "":
+		return off(fmt.Sprintf("off: sandbox.early_start = false (%s)", s.KeyOff),
+			"remove that setting, or DEVSANDBOX_EARLY_START=0 to turn it off without the cost of a record looked for")
+	case !s.Always && f.loadKnown && f.load >= earlyLoad:
+		return off(fmt.Sprintf("on (%s), but nothing starts early now: the load average is %.2f per CPU, %.0f or more", s.Why, f.load, earlyLoad),
+			"it starts early again once the load falls; DEVSANDBOX_EARLY_START=always ignores the load")
+	}
+	detail := fmt.Sprintf("on (%s): bwrap starts from the record of the same command line's last launch while the configuration loads", s.Why)
+	if f.terminal {
+		detail += "; not for a launch whose stdin, stdout or stderr is a terminal, as here"
+	} else {
+		detail += ", when no standard descriptor is a terminal"
+	}
+	return isolator.Check{Name: earlyRowName, Status: isolator.Status{State: isolator.Active}, Detail: detail}
+}
