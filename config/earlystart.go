@@ -22,8 +22,9 @@ const (
 	EarlyAlways                // whatever the load
 )
 
-// EarlyDefault is the early start's mode when EarlyStartVar is unset or empty.
-const EarlyDefault = EarlyOff
+// EarlyDefault is the early start's mode when EarlyStartVar is unset or empty: on,
+// unless the machine is loaded (terminals are never started early).
+const EarlyDefault = EarlyOn
 
 // EarlyStartSetting is what EarlyStart read.
 type EarlyStartSetting struct {

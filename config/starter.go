@@ -68,7 +68,8 @@ const starter = `# devsandbox configuration. Every key is shown commented out wi
 # family). Each run says which are relaxed.
 # relax_syscalls = ["io_uring"]
 # bwrap: start bubblewrap from the record of the same command line's last launch while
-# the configuration loads (DEVSANDBOX_EARLY_START); false turns it off. [stricter only]
+# the configuration loads (on by default; DEVSANDBOX_EARLY_START=0 turns it off at no
+# cost); false turns it off. [stricter only]
 # early_start = true
 
 [env]

@@ -67,7 +67,7 @@ type Isolator struct {
 	StopGrace time.Duration
 	// Early, when set, is the launch's early start (StartEarly): Run adopts its bwrap
 	// when the fresh rendering compares equal, abandons it otherwise, and keeps the
-	// record of a launch that did not match. Experimental, off by default.
+	// record of a launch that did not match. nil: no early start, no record.
 	Early *Early
 
 	// found is bwrap's path once the PATH search found it (QuickCheck, then Run).

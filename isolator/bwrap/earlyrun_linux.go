@@ -21,8 +21,9 @@ import (
 // record of the previous launch of the same command line, before the Plan, and where
 // this launch's record is kept. Run adopts the start when the fresh rendering
 // compares equal in everything bwrap consumed, abandons it otherwise, and records
-// the launch when nothing matched. Experimental, off unless asked for
-// (config.EarlyStartVar); see docs/performance.md.
+// the launch when nothing matched. On by default, unless the machine is loaded
+// or a standard descriptor is a terminal; off with config.EarlyStartVar=0 or
+// sandbox.early_start = false; see docs/performance.md.
 type Early struct {
 	store prestart.Store
 	key   string

@@ -210,7 +210,8 @@ func run(bin, bwrapBin string, n int, userName string, files int, only string, l
 	r.dir = proj
 	r.env = []string{"HOME=" + home, "USER=" + name, "LOGNAME=" + name, "PATH=" + path, "LANG=C.UTF-8"}
 	if v, ok := os.LookupEnv("DEVSANDBOX_EARLY_START"); ok {
-		// devsandbox's experimental early start, measured by setting it for benchlaunch.
+		// devsandbox's early start (on by default): DEVSANDBOX_EARLY_START=0 for
+		// benchlaunch measures without it, always whatever the load.
 		r.env = append(r.env, "DEVSANDBOX_EARLY_START="+v)
 	}
 
