@@ -314,13 +314,18 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		env = append(env, added...)
 	}
 	etcDir := func() (*os.File, error) { return etcDescriptor(etc) }
+	// An interactive run relays the user's terminal to a pty of its own: a library
+	// caller that gives another writer than a file gets pipes, and nothing is written
+	// to this process's own stdout.
+	out, _ := stdio.Out.(*os.File)
+	relays := out != nil && p.TTY && stdio.In != nil && tty.IsTerminal(stdio.In.Fd())
 	var adopt map[int][]byte // the contents an adopted early start is released with
 	if early != nil {
 		sessPath := ""
 		if sess != nil {
 			sessPath = sess.Path
 		}
-		err := early.adoptable(p, spec)
+		err := early.adoptable(p, spec, relays)
 		var fresh prestart.Launch
 		if err == nil {
 			fresh, err = launchOf(spec, bin, env, sessPath, identities(pins, index, etcDir))
@@ -387,10 +392,20 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// A terminal is relayed between files only: the caller's stdin and stdout (a
 	// library caller that gives another writer gets pipes, and nothing is written
 	// to this process's own stdout).
-	if adopt != nil {
+	if adopt != nil && early.master != nil {
+		// An interactive run's early bwrap is on the slave of a pty of its own
+		// (startEarlyPty, adoptable: relays): the relay starts on its master as below,
+		// before the release, so the command starts with the terminal's size.
+		master := early.master
+		early.master = nil
+		defer master.Close()
+		if relay, err = tty.StartRelay(stdio.In, out, master, tty.FilterOptions{AllowClipboard: p.TerminalClipboard}); err != nil {
+			return 0, fmt.Errorf("relaying the terminal: %w", err)
+		}
+	} else if adopt != nil {
 		// The early bwrap has this process's standard descriptors, none of them a
 		// terminal (StartEarly), as bwrap gets them below in a run without one.
-	} else if out, ok := stdio.Out.(*os.File); ok && out != nil && p.TTY && stdio.In != nil && tty.IsTerminal(stdio.In.Fd()) {
+	} else if relays {
 		master, slave, err := tty.Open()
 		if err != nil {
 			return 0, fmt.Errorf("allocating a terminal for the sandbox: %w", err)

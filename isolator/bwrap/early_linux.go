@@ -14,6 +14,7 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/bwrap/internal/prestart"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/isolator/tmpdir"
+	"github.com/devsandbox/devsandbox/isolator/tty"
 )
 
 // earlyStart is bwrap started from a launch record before the Plan exists, stopped
@@ -34,6 +35,29 @@ type earlyStart struct {
 	// written only at release, with the fresh plan's contents.
 	pipes map[int]*os.File
 	block *os.File
+	// master is the pty's master when bwrap was started on the slave
+	// (startEarlyPty, an interactive run): Run relays the user's terminal to it
+	// once the launch is adopted; closed when it is abandoned.
+	master *os.File
+}
+
+// startEarlyPty is startEarly for an interactive run: bwrap's stdin, stdout and
+// stderr are the slave of a new pty (tty.Open), as Run gives them in an interactive
+// run, never the user's terminal; the master is kept for Run's relay. The user's
+// terminal is not touched (its modes, its size: the relay sets them at adoption).
+func startEarlyPty(rec *prestart.Record, stateRoot string, lookup func(string) (string, bool)) (*earlyStart, error) {
+	master, slave, err := tty.Open()
+	if err != nil {
+		return nil, fmt.Errorf("allocating a terminal for the early bwrap: %w", err)
+	}
+	e, err := startEarly(rec, stateRoot, lookup, [3]*os.File{slave, slave, slave})
+	slave.Close() // bwrap holds it; the master reads EIO once the sandbox's copies close
+	if err != nil {
+		master.Close()
+		return nil, err
+	}
+	e.master = master
+	return e, nil
 }
 
 // startEarly starts bwrap from rec. Before it starts anything it vets the record
@@ -235,6 +259,10 @@ func (e *earlyStart) abandon() error {
 	if e.ready != nil {
 		e.ready.close()
 		e.ready = nil
+	}
+	if e.master != nil {
+		e.master.Close()
+		e.master = nil
 	}
 	if e.sess != nil {
 		if rerr := e.sess.Remove(); err == nil && rerr != nil {

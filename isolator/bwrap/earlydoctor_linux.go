@@ -23,8 +23,9 @@ type EarlySetting struct {
 type earlyFacts struct {
 	load      float64
 	loadKnown bool
-	// terminal: one of doctor's own standard descriptors is a terminal, as a
-	// launch from the same place would have it.
+	// terminal: one of doctor's own standard descriptors is a terminal and it is
+	// not an interactive run's (stdin and stdout terminals), as a launch from the
+	// same place would have it.
 	terminal bool
 }
 
@@ -33,9 +34,13 @@ type earlyFacts struct {
 func EarlyCheck(s EarlySetting) isolator.Check {
 	var f earlyFacts
 	f.load, f.loadKnown = loadPerCPU()
-	for _, fd := range []*os.File{os.Stdin, os.Stdout, os.Stderr} {
-		f.terminal = f.terminal || tty.IsTerminal(fd.Fd())
+	var term [3]bool
+	for i, fd := range []*os.File{os.Stdin, os.Stdout, os.Stderr} {
+		term[i] = tty.IsTerminal(fd.Fd())
 	}
+	// An interactive run (stdin and stdout terminals) starts early on a pty of its
+	// own; another with a terminal does not (StartEarly).
+	f.terminal = !(term[0] && term[1]) && (term[0] || term[1] || term[2])
 	return earlyRow(s, f)
 }
 
@@ -59,9 +64,9 @@ func earlyRow(s EarlySetting, f earlyFacts) isolator.Check {
 	}
 	detail := fmt.Sprintf("on (%s): bwrap starts from the record of the same command line's last launch while the configuration loads", s.Why)
 	if f.terminal {
-		detail += "; not for a launch whose stdin, stdout or stderr is a terminal, as here"
+		detail += "; not for a launch with a terminal that is not interactive (stdin and stdout both terminals), as here"
 	} else {
-		detail += ", when no standard descriptor is a terminal"
+		detail += ", when the launch is interactive or no standard descriptor is a terminal"
 	}
 	return isolator.Check{Name: earlyRowName, Status: isolator.Status{State: isolator.Active}, Detail: detail}
 }

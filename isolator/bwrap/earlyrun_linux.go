@@ -22,15 +22,17 @@ import (
 // this launch's record is kept. Run adopts the start when the fresh rendering
 // compares equal in everything bwrap consumed, abandons it otherwise, and records
 // the launch when nothing matched. On by default, unless the machine is loaded
-// or a standard descriptor is a terminal; off with config.EarlyStartVar=0 or
+// or a standard descriptor is a terminal in a run that is not interactive; off with config.EarlyStartVar=0 or
 // sandbox.early_start = false; see docs/performance.md.
 type Early struct {
 	store prestart.Store
 	key   string
 	root  string
 	start *earlyStart
-	// terminal: one of the standard descriptors is a terminal; Run then picks a
-	// pty or a filtered terminal, which an early bwrap's fixed stdio cannot follow.
+	// terminal: one of the standard descriptors is a terminal, and the run is not
+	// interactive; Run then puts a filtered pty before an output terminal and a
+	// read-only one (or /dev/null) for an input one, which an early bwrap's inherited
+	// stdio cannot follow. An interactive run's early bwrap is on a pty of its own.
 	terminal bool
 	note     string
 }
@@ -42,17 +44,33 @@ const earlyLoad = 2.0
 
 // StartEarly starts bwrap early for the launch of args from the working directory
 // wd by the user uid, from its record under stateRoot ($XDG_STATE_HOME/devsandbox),
-// unless a standard descriptor is a terminal, the machine is loaded, or there is no
+// unless a standard descriptor is a terminal in a run that is not interactive (an
+// interactive run's bwrap starts on a pty of its own), the machine is loaded, or there is no
 // usable record (a record refused is removed). lookup reads the host's variables;
 // anyLoad skips the load gate.
 func StartEarly(stateRoot string, uid int, wd string, args []string, lookup func(string) (string, bool), anyLoad bool) *Early {
-	e := &Early{store: prestart.Store{Dir: filepath.Join(stateRoot, "prestart")}, key: prestart.LaunchKey(uid, wd, args), root: stateRoot}
 	stdio := [3]*os.File{os.Stdin, os.Stdout, os.Stderr}
-	for _, f := range stdio {
-		if tty.IsTerminal(f.Fd()) {
-			e.terminal, e.note = true, "not made: a terminal"
-			return e
-		}
+	var term [3]bool
+	for i, f := range stdio {
+		term[i] = tty.IsTerminal(f.Fd())
+	}
+	// An interactive run (stdin and stdout terminals, as the planner's TTY and Run's
+	// relay decide it from the same descriptors) gets a pty of its own, as Run would
+	// give it: bwrap starts on the pty's slave, Run relays the user's terminal to its
+	// master once the launch is adopted. Its records are apart from the same command
+	// line's without a terminal (an argument never holds a NUL).
+	interactive := term[0] && term[1]
+	keyArgs := args
+	if interactive {
+		keyArgs = append([]string{"\x00interactive"}, args...)
+	}
+	e := &Early{store: prestart.Store{Dir: filepath.Join(stateRoot, "prestart")}, key: prestart.LaunchKey(uid, wd, keyArgs), root: stateRoot}
+	if !interactive && (term[0] || term[1] || term[2]) {
+		// Run puts a filtered pty of the command's own before an output terminal, a
+		// read-only /dev/tty (or /dev/null in the background) for an input one, and
+		// restores the terminal's state after: not an early bwrap's inherited stdio.
+		e.terminal, e.note = true, "not made: a terminal, and not an interactive run"
+		return e
 	}
 	if l, ok := loadPerCPU(); ok && l >= earlyLoad && !anyLoad {
 		e.note = fmt.Sprintf("not made: load average %.2f per CPU", l)
@@ -62,7 +80,9 @@ func StartEarly(stateRoot string, uid int, wd string, args []string, lookup func
 	if err == nil {
 		err = sameBwrap(rec)
 	}
-	if err == nil {
+	if err == nil && interactive {
+		e.start, err = startEarlyPty(rec, stateRoot, lookup)
+	} else if err == nil {
 		e.start, err = startEarly(rec, stateRoot, lookup, stdio)
 	}
 	switch {
@@ -158,10 +178,18 @@ func loadPerCPU() (float64, bool) {
 // adoptable reports whether Run may use the early start for p and its rendering
 // spec, else why not: what bwrap's argv, environment and descriptors do not show
 // (a prefix, a session cgroup, a terminal to relay) must be absent.
-func (s *earlyStart) adoptable(p *isolator.Plan, spec *Spec) error {
+//
+// relays says whether Run relays the user's terminal to a pty (an interactive run
+// whose stdin and stdout are terminals): the early bwrap must then be on a pty of its
+// own (startEarlyPty), and must not be otherwise.
+func (s *earlyStart) adoptable(p *isolator.Plan, spec *Spec, relays bool) error {
 	switch {
-	case p.TTY:
-		return fmt.Errorf("%w: an interactive run", prestart.ErrMismatch)
+	case relays && s.master == nil:
+		return fmt.Errorf("%w: an interactive run, and the early bwrap has no pty of its own", prestart.ErrMismatch)
+	case !relays && s.master != nil:
+		return fmt.Errorf("%w: the early bwrap is on a pty, and the run relays no terminal", prestart.ErrMismatch)
+	case p.TTY && !relays:
+		return fmt.Errorf("%w: an interactive run without a terminal to relay", prestart.ErrMismatch)
 	case len(spec.Prefix) > 0:
 		return fmt.Errorf("%w: bwrap is started by %s", prestart.ErrMismatch, spec.Prefix[0])
 	case spec.Cgroup != nil || spec.Scope != "":
@@ -202,8 +230,8 @@ func (e *Early) take() *earlyStart {
 // record keeps the record of this launch (spec, rendered from the pinned Plan p,
 // started with bin; etcDir the /etc snapshot Run opened, "" when none; env what Run
 // added by value) for the next one, or removes the old one when this launch cannot
-// be recorded. Not when a standard descriptor is a terminal (no early start is made
-// then).
+// be recorded. Not when a standard descriptor is a terminal in a run that is not
+// interactive (no early start is made then).
 func (e *Early) record(spec *Spec, p *isolator.Plan, bin, etcDir string, env []string) error {
 	if e == nil || e.terminal {
 		return nil
