@@ -14,7 +14,8 @@ import (
 // TestEarlyStartInteractive: an interactive run (stdin and stdout the test's pty)
 // starts bwrap early on a pty of its own and adopts it, and then behaves as the
 // ordinary launch before it: the command is in the foreground of its own terminal
-// (not the user's), starts with the user's window size, follows a resize, Ctrl-C
+// (not the user's), its clipboard write (OSC 52) is filtered out, it starts with
+// the user's window size, follows a resize, Ctrl-C
 // ends it (130), and the user's terminal's modes are as they were once it has
 // exited. The first launch records, the next two match; a fourth, whose plan
 // changed (a new .env file to mask), misses, kills the early bwrap and its pty and
@@ -28,6 +29,7 @@ func TestEarlyStartInteractive(t *testing.T) {
 		[ "$pgrp" = "$tpgid" ] && echo "jobctl:ok" || echo "jobctl:bad $pgrp $tpgid"
 		echo "size:$(stty size)"
 		echo "tty:$(tty)"
+		printf 'osc:[\033]52;c;cGxhbnRlZA==\007]\n'
 		trap 'echo "resized:$(stty size)"' WINCH
 		echo ready
 		while :; do sleep 0.1; done`
@@ -69,12 +71,15 @@ func TestEarlyStartInteractive(t *testing.T) {
 			t.Errorf("launch %d: %q, want %q", i, got, want)
 		}
 		var seen []string
-		for _, prefix := range []string{"jobctl:", "size:", "tty:"} {
+		for _, prefix := range []string{"jobctl:", "size:", "tty:", "osc:"} {
 			seen = append(seen, lr.waitFor(prefix))
 		}
 		lr.waitFor("ready")
 		if seen[0] != "jobctl:ok" || seen[1] != "size:30 100" {
 			t.Errorf("launch %d: %q, want jobctl:ok and size:30 100", i, seen)
+		}
+		if seen[3] != "osc:[]" {
+			t.Errorf("launch %d: the clipboard write was not filtered on its way to the user's terminal: %q", i, seen[3])
 		}
 		if !strings.HasPrefix(seen[2], "tty:/dev/") || seen[2] == "tty:"+outer {
 			t.Errorf("launch %d: the command's terminal is %q, not a pty of its own (the user's is %s)", i, seen[2], outer)
