@@ -134,7 +134,13 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 	ok("podman API socket", fmt.Sprintf("%s (podman %s; %s or newer needed)", sock, v, MinPodman))
 	if pid, have, err := h.ServiceLimits(sock); err == nil && pid != 0 {
 		// socket stopped a short service it could, or refused: this is the one in use.
-		ok("podman service limits", fmt.Sprintf("pid %d's hard limits: %s", pid, limitsText(have, want)))
+		// A run gives the container every other rlimit at the service's own value, so
+		// a containers.conf's default_ulimits adds none (Options.Inherited).
+		if own, err := h.ServiceRlimits(sock); err != nil || len(own) == 0 {
+			bad("podman service limits", fmt.Sprintf("pid %d's hard limits: %s; its other rlimits cannot be read (%v), and a run, which gives the container those, stops", pid, limitsText(have, want), err), "see the reason")
+		} else {
+			ok("podman service limits", fmt.Sprintf("pid %d's hard limits: %s; the container is given its other %d rlimits at its own values, so a containers.conf's default_ulimits add none", pid, limitsText(have, want), len(own)-len(want)))
+		}
 	}
 	if err := e.ImageExists(s.Image); err != nil {
 		bad("krun image", err.Error(), "load or build it (see the reason)")

@@ -2,6 +2,7 @@ package krun
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,14 +42,18 @@ func rlimitName(typ string) string {
 	return strings.ToLower(strings.TrimPrefix(strings.ToUpper(typ), "RLIMIT_"))
 }
 
-// hardLimits are the hard limits of a /proc/PID/limits text by spec name (0:
-// unlimited); an error when it has no open-file row, which every kernel writes.
-func hardLimits(text string) (map[string]uint64, error) {
+// unlimited is RLIM_INFINITY, an unlimited rlimit in a spec.
+const unlimited = ^uint64(0)
+
+// limitRows are the soft and hard limits of a /proc/PID/limits text by spec name
+// (unlimited: RLIM_INFINITY); an error when it has no open-file row, which every
+// kernel writes.
+func limitRows(text string) (map[string][2]uint64, error) {
 	byRow := map[string]string{}
 	for name, info := range rlimitInfos {
 		byRow[info.row] = name
 	}
-	have := map[string]uint64{}
+	rows := map[string][2]uint64{}
 	for _, l := range strings.Split(text, "\n") {
 		// The row names are padded to 26 columns, then soft, hard and units.
 		if len(l) < 26 {
@@ -62,20 +67,57 @@ func hardLimits(text string) (map[string]uint64, error) {
 		if len(f) < 2 {
 			return nil, fmt.Errorf("unexpected %q", l)
 		}
-		if f[1] == "unlimited" {
-			have[name] = 0
-			continue
+		var v [2]uint64
+		for i := range v {
+			if f[i] == "unlimited" {
+				v[i] = unlimited
+				continue
+			}
+			n, err := strconv.ParseUint(f[i], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("unexpected %q: %w", l, err)
+			}
+			v[i] = n
 		}
-		n, err := strconv.ParseUint(f[1], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("unexpected %q: %w", l, err)
-		}
-		have[name] = n
+		rows[name] = v
 	}
-	if _, ok := have["nofile"]; !ok {
+	if _, ok := rows["nofile"]; !ok {
 		return nil, fmt.Errorf("no open-file limit in %q", text)
 	}
+	return rows, nil
+}
+
+// hardLimits are the hard limits of a /proc/PID/limits text by spec name (0:
+// unlimited); an error when it has no open-file row, which every kernel writes.
+func hardLimits(text string) (map[string]uint64, error) {
+	rows, err := limitRows(text)
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]uint64{}
+	for name, v := range rows {
+		if v[1] == unlimited {
+			v[1] = 0
+		}
+		have[name] = v[1]
+	}
 	return have, nil
+}
+
+// ownLimits are the limits of a /proc/PID/limits text (the service's) as spec
+// rlimits, by name: what a container is given of every limit its spec does not set
+// (Options.Inherited).
+func ownLimits(text string) ([]spec.POSIXRlimit, error) {
+	rows, err := limitRows(text)
+	if err != nil {
+		return nil, err
+	}
+	var out []spec.POSIXRlimit
+	for name, v := range rows {
+		out = append(out, spec.POSIXRlimit{Type: name, Soft: v[0], Hard: v[1]})
+	}
+	slices.SortFunc(out, func(a, b spec.POSIXRlimit) int { return strings.Compare(a.Type, b.Type) })
+	return out, nil
 }
 
 // shortLimit is one rlimit a service cannot give a container: the spec asks Want

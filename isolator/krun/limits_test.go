@@ -52,6 +52,90 @@ func TestHardLimits(t *testing.T) {
 	}
 }
 
+// ownLimits reads soft and hard of every row, unlimited as RLIM_INFINITY, and
+// agrees with getrlimit on this kernel's own table.
+func TestOwnLimits(t *testing.T) {
+	got, err := ownLimits(procLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]spec.POSIXRlimit{}
+	for _, l := range got {
+		byName[l.Type] = l
+	}
+	if l := byName["nofile"]; l.Soft != 1024 || l.Hard != 512 {
+		t.Errorf("nofile %+v, want 1024:512", l)
+	}
+	if l := byName["cpu"]; l.Soft != unlimited || l.Hard != unlimited {
+		t.Errorf("cpu %+v, want unlimited", l)
+	}
+	b, err := os.ReadFile("/proc/self/limits")
+	if err != nil {
+		t.Skip(err)
+	}
+	own, err := ownLimits(string(b))
+	if err != nil || len(own) != len(rlimitInfos) {
+		t.Fatalf("ownLimits(/proc/self/limits) = %v, %v; want all %d rows", own, err, len(rlimitInfos))
+	}
+	var r unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range own {
+		if l.Type == "memlock" && (l.Soft != r.Cur || l.Hard != r.Max) {
+			t.Errorf("memlock %+v, getrlimit %d:%d", l, r.Cur, r.Max)
+		}
+	}
+}
+
+// With the service's own limits (Inherited) the spec sets every rlimit: nofile and
+// nproc its own, every other the service's, so podman has none to add from a
+// containers.conf's default_ulimits, and none the service cannot grant.
+func TestRlimitsInherited(t *testing.T) {
+	b, err := os.ReadFile("/proc/self/limits")
+	if err != nil {
+		t.Skip(err)
+	}
+	own, err := ownLimits(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{NofileHard: 20000, NprocHard: 0, Inherited: own}
+	r := rlimits(o, 4096)
+	if len(r) != len(rlimitInfos) {
+		t.Fatalf("the spec sets %d rlimits, want every one (%d): %v", len(r), len(rlimitInfos), r)
+	}
+	seen := map[string]bool{}
+	for _, l := range r {
+		name := rlimitName(l.Type)
+		if seen[name] {
+			t.Errorf("%s set twice: %v", name, r)
+		}
+		seen[name] = true
+		switch name {
+		case "nofile":
+			if l.Hard != 20000 || l.Soft != 20000 {
+				t.Errorf("nofile %+v, want the run's 20000", l)
+			}
+		case "nproc":
+			if l.Hard != 4096 || l.Soft != 4096 {
+				t.Errorf("nproc %+v, want limits.pids 4096", l)
+			}
+		default:
+			if !slices.Contains(own, l) {
+				t.Errorf("%+v is not the service's own (%v)", l, own)
+			}
+		}
+	}
+	// What the check compares is unchanged: the service's own are never short.
+	have, _ := hardLimits(string(b))
+	for _, s := range shortLimits(have, r) {
+		if s.Name != "nofile" && s.Name != "nproc" {
+			t.Errorf("an inherited limit is short: %v", s)
+		}
+	}
+}
+
 func TestShortLimits(t *testing.T) {
 	want := []spec.POSIXRlimit{{Type: "nofile", Hard: 20000, Soft: 20000}, {Type: "RLIMIT_NPROC", Hard: 4096, Soft: 4096}}
 	for _, c := range []struct {

@@ -94,6 +94,14 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	b.phase("connect")
+	// Every rlimit the spec does not set otherwise is the service's own, which it can
+	// give: nothing is left for a containers.conf's default_ulimits to add (Inherited).
+	if opts.Inherited, err = h.ServiceRlimits(b.socketName()); err != nil || len(opts.Inherited) == 0 {
+		if err == nil {
+			err = errors.New("it shows none")
+		}
+		return 0, fmt.Errorf("%w: reading the rlimits of podman's service on %s, which the container is given so that a containers.conf's default_ulimits cannot ask it one it cannot grant: %w; the command did not run", isolator.ErrProtection, b.socketName(), err)
+	}
 	// The image's ENV goes to the command alone, through the init (imageEnv): the
 	// spec names its variables. The last run's record for the image (imageenv.go)
 	// spares the inspect; the create's inspect below checks it.

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/containers/podman/v5/pkg/specgen"
+	spec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
@@ -365,6 +366,9 @@ func (h fakeHost) KVM() error {
 func (fakeHost) HardLimits() (uint64, uint64)                         { return 4096, 0 }
 func (h fakeHost) Listening(string) bool                              { return !h.down }
 func (fakeHost) ServiceLimits(string) (int, map[string]uint64, error) { return 0, nil, nil }
+func (fakeHost) ServiceRlimits(string) ([]spec.POSIXRlimit, error) {
+	return []spec.POSIXRlimit{{Type: "memlock", Soft: 8388608, Hard: 8388608}, {Type: "nofile", Soft: 1024, Hard: 524288}}, nil
+}
 func (h fakeHost) StopService(string, int) error {
 	h.t.Error("unexpected StopService")
 	return nil
@@ -435,6 +439,16 @@ func TestRunSession(t *testing.T) {
 	}
 	if !strings.HasPrefix(f.created.Name, "devsandbox-app-0123abcd-") || f.created.Rlimits[0].Hard != 4096 {
 		t.Errorf("name %q, rlimits %+v", f.created.Name, f.created.Rlimits)
+	}
+	// Every other rlimit is the service's own (fakeHost's memlock); its nofile is not
+	// taken over the run's.
+	if n := len(f.created.Rlimits); n < 2 || f.created.Rlimits[n-1] != (spec.POSIXRlimit{Type: "memlock", Soft: 8388608, Hard: 8388608}) {
+		t.Errorf("rlimits %+v: want the service's memlock last, and nofile once", f.created.Rlimits)
+	}
+	for i, r := range f.created.Rlimits {
+		if r.Type == "nofile" && (i != 0 || r.Hard != 4096) {
+			t.Errorf("rlimits %+v: the service's nofile replaced or doubled the run's", f.created.Rlimits)
+		}
 	}
 	// The run's mark, held while the container lives, is on it for the next runs.
 	if m := f.created.Labels[LabelRunMark]; filepath.Dir(m) != filepath.Join(p.StateDir, runmark.Dir) || f.markDead || !runmark.Dead(m) {

@@ -70,7 +70,7 @@ func (s *Spec) Script() string {
 		}
 	}
 	for _, r := range g.Rlimits {
-		w.Flag("--ulimit", fmt.Sprintf("%s=%d:%d", r.Type, r.Soft, r.Hard))
+		w.Flag("--ulimit", fmt.Sprintf("%s=%s:%s", r.Type, ulimitValue(r.Soft), ulimitValue(r.Hard)))
 	}
 	for _, d := range g.Devices {
 		w.Flag("--device", d.Path)
@@ -140,4 +140,12 @@ func mountFlag(m spec.Mount) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// ulimitValue is an rlimit value as podman's --ulimit takes it: -1 for unlimited.
+func ulimitValue(v uint64) string {
+	if v == unlimited {
+		return "-1"
+	}
+	return fmt.Sprint(v)
 }

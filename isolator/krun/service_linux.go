@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	spec "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/internal/sockpeer"
@@ -98,6 +99,24 @@ func serviceLimits(sock string) (pid int, hard map[string]uint64, err error) {
 		return pid, nil, fmt.Errorf("reading the limits of podman's service (pid %d): %w", pid, err)
 	}
 	return pid, hard, nil
+}
+
+// serviceRlimits are the rlimits of the process listening on sock, soft and hard,
+// as a spec gives them (ownLimits).
+func serviceRlimits(sock string) ([]spec.POSIXRlimit, error) {
+	pid, err := listenerPid(sock)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/limits")
+	if err != nil {
+		return nil, fmt.Errorf("reading the limits of podman's service (pid %d): %w", pid, err)
+	}
+	l, err := ownLimits(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("reading the limits of podman's service (pid %d): %w", pid, err)
+	}
+	return l, nil
 }
 
 // listenerPid is the pid of the process listening on the socket at sock.

@@ -43,6 +43,9 @@ type Host interface {
 	// its hard rlimits by spec name ("nofile", "nproc"; 0: unlimited); pid 0 when it
 	// cannot be told.
 	ServiceLimits(path string) (pid int, hard map[string]uint64, err error)
+	// ServiceRlimits returns the soft and hard rlimits of the process listening on
+	// the socket at path, every one its /proc/PID/limits shows (ownLimits).
+	ServiceRlimits(path string) ([]spec.POSIXRlimit, error)
 	// StopService ends the idle service devsandbox started on path, whose listener
 	// is pid, and returns once its supervisor is gone.
 	StopService(path string, pid int) error
@@ -91,6 +94,10 @@ func (osHost) HardLimits() (nofile, nproc uint64) {
 
 func (osHost) ServiceLimits(path string) (int, map[string]uint64, error) {
 	return serviceLimits(path)
+}
+
+func (osHost) ServiceRlimits(path string) ([]spec.POSIXRlimit, error) {
+	return serviceRlimits(path)
 }
 
 func (osHost) StopService(path string, pid int) error { return stopService(path, pid) }

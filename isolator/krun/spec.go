@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/containers/image/v5/manifest"
@@ -74,6 +75,13 @@ type Options struct {
 	// NprocHard is the host's hard RLIMIT_NPROC (0: unlimited); limits.pids above it
 	// is lowered to it, as the runtime cannot raise a hard limit.
 	NprocHard uint64
+	// Inherited are the service's own limits (its /proc/PID/limits), which the
+	// container is given of every rlimit the spec sets no other value for: a spec
+	// that sets each one leaves podman nothing to add. podman 5 adds a
+	// containers.conf's default_ulimits (memlock, core, …) to an API-created
+	// container's spec where it sets none, and runc cannot raise a hard limit above
+	// the service's. Render has none; Run reads them once it has the service.
+	Inherited []spec.POSIXRlimit
 	// InitSource is the host path of devsandbox-init; empty means the Plan's Self.
 	InitSource string
 	// Binaries are the host's nsenter, nft and ip, which apply the egress rules
@@ -332,7 +340,8 @@ func tmpfs(dst string, opts ...string) spec.Mount {
 	return spec.Mount{Type: "tmpfs", Source: "tmpfs", Destination: dst, Options: opts}
 }
 
-// rlimits caps the open files at the host's hard limit, and the tasks at nproc.
+// rlimits caps the open files at the host's hard limit, and the tasks at nproc;
+// every other rlimit is the service's own (Options.Inherited), which it can give.
 func rlimits(o Options, nproc int) []spec.POSIXRlimit {
 	var r []spec.POSIXRlimit
 	if o.NofileHard != 0 {
@@ -340,6 +349,11 @@ func rlimits(o Options, nproc int) []spec.POSIXRlimit {
 	}
 	if nproc > 0 {
 		r = append(r, spec.POSIXRlimit{Type: "nproc", Hard: uint64(nproc), Soft: uint64(nproc)})
+	}
+	for _, l := range o.Inherited {
+		if !slices.ContainsFunc(r, func(s spec.POSIXRlimit) bool { return rlimitName(s.Type) == rlimitName(l.Type) }) {
+			r = append(r, l)
+		}
 	}
 	return r
 }
