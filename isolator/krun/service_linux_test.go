@@ -1,10 +1,13 @@
 package krun
 
 import (
+	"bufio"
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -116,5 +119,81 @@ func TestListenerPid(t *testing.T) {
 	l.Close()
 	if pid, err := listenerPid(sock); err == nil {
 		t.Errorf("listenerPid of a socket nobody listens on = %d, want an error", pid)
+	}
+}
+
+// fakeSupervisor is devsandbox's supervisor as stopService sees it (argv "python3
+// supervise SOCK", run from a directory holding this script as "supervise"): its
+// child listens at SOCK, says "ready PID" and ends on SIGTERM; the supervisor then
+// says "gone" and lingers until its stdin ends, as a supervisor slow to end does.
+const fakeSupervisor = `
+import os, signal, socket, sys
+pid = os.fork()
+if pid == 0:
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(sys.argv[1])
+    s.listen(8)
+    print("ready", os.getpid(), flush=True)
+    while True:
+        signal.pause()
+os.waitpid(pid, 0)
+print("gone", flush=True)
+sys.stdin.read()
+`
+
+// stopService signals only the service it judged: once that service has ended on
+// its SIGTERM, the later SIGKILL (while the supervisor has not yet ended) must not
+// reach a process of the host that took the service's pid meanwhile.
+func TestStopServiceSignalsNoReusedPid(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a pid to another process (ns_last_pid) needs root")
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("python3 is required in CI")
+		}
+		t.Skip("no python3")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, SuperviseArg), []byte(fakeSupervisor), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "podman.sock")
+	cmd := &exec.Cmd{Path: py, Args: []string{"python3", SuperviseArg, sock}, Dir: dir, Stderr: os.Stderr}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); _ = cmd.Wait() })
+	out := bufio.NewReader(outPipe)
+	line, err := out.ReadString('\n')
+	f := strings.Fields(line)
+	if err != nil || len(f) != 2 || f[0] != "ready" {
+		t.Fatalf("the fake service did not start: %q %v", line, err)
+	}
+	pid, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- stopService(sock, pid) }()
+	if line, err := out.ReadString('\n'); err != nil || line != "gone\n" {
+		t.Fatalf("the fake service did not end on stopService's SIGTERM: %q %v", line, err)
+	}
+	sockpeertest.TakePid(t, f[1])
+	err = <-done // the supervisor lingers: stopService gives up after its 15 s
+	if !processLives(pid) {
+		t.Fatalf("stopService killed pid %d, a process of the host that took the pid after podman's service (stopped by it) ended; stopService = %v", pid, err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "did not end within 15 s") {
+		t.Errorf("stopService = %v, want the supervisor that did not end", err)
 	}
 }
