@@ -54,6 +54,11 @@ func peerPidfd(fd int) (int, error) { return unix.GetsockoptInt(fd, unix.SOL_SOC
 // process whose credentials SO_PEERCRED gives.
 const soPeerPidfd = 77
 
+// Pidfd is a pidfd of the listener's process (SO_PEERPIDFD's), for signalling that
+// very process however its pid is reused; -1 on an older kernel. It stays l's: do
+// not use it after Close.
+func (l *Listener) Pidfd() int { return l.pidfd }
+
 // Close releases the listener's pidfd. Safe to call more than once.
 func (l *Listener) Close() {
 	if l.pidfd >= 0 {
