@@ -59,6 +59,16 @@ const soPeerPidfd = 77
 // not use it after Close.
 func (l *Listener) Pidfd() int { return l.pidfd }
 
+// Exited reports whether the listener's process is known to have exited, its pid
+// then anyone's: what was read at the pid before a false answer was its own. An
+// older kernel's (no pidfd) is never known to have exited.
+func (l *Listener) Exited() bool {
+	if errors.Is(l.pidfdErr, unix.ESRCH) {
+		return true
+	}
+	return l.pidfd >= 0 && unix.PidfdSendSignal(l.pidfd, 0, nil, 0) != nil
+}
+
 // Close releases the listener's pidfd. Safe to call more than once.
 func (l *Listener) Close() {
 	if l.pidfd >= 0 {
