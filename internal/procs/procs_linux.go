@@ -11,6 +11,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/internal/dirent"
 	"github.com/devsandbox/devsandbox/internal/rawfile"
+	"github.com/devsandbox/devsandbox/internal/sockpeer"
 )
 
 // Proc is a process and its parent.
@@ -125,6 +126,41 @@ func ReapOrphans() {
 			time.Sleep(time.Second) // ECHILD: none yet
 		}
 	}
+}
+
+// EnginePeer reports whether the process at the other end of c, which connected to
+// a socket this process listens on, was started from outside this pid namespace
+// (ParentPid 0: by the engine, an exec), and returns its pid and a pidfd of that
+// very process (SO_PEERPIDFD, Linux 6.5), which the caller closes when it is 0 or
+// more. The connecting process must still run once its parent is read, so that what
+// was read at its pid is its own and not a later process's that took the number.
+// On an older kernel the pidfd is opened by the pid once it is judged, as before
+// (-1 before Linux 5.3).
+func EnginePeer(c *net.UnixConn) (pid, pidfd int, ok bool) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, -1, false
+	}
+	var l *sockpeer.Listener
+	var cerr error
+	if err := raw.Control(func(fd uintptr) { l, cerr = sockpeer.Of(int(fd)) }); err != nil || cerr != nil {
+		return 0, -1, false
+	}
+	defer l.Close()
+	pid = int(l.Pid)
+	if pid <= 0 || ParentPid(pid) != 0 || l.Exited() {
+		return pid, -1, false
+	}
+	if fd := l.Pidfd(); fd >= 0 {
+		if pidfd, err = unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0); err != nil {
+			return pid, -1, false
+		}
+		return pid, pidfd, true
+	}
+	if pidfd, err = unix.PidfdOpen(pid, 0); err != nil {
+		pidfd = -1
+	}
+	return pid, pidfd, true
 }
 
 // PeerPid returns the pid of the process at the other end of c.

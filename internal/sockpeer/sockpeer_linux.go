@@ -54,6 +54,23 @@ func peerPidfd(fd int) (int, error) { return unix.GetsockoptInt(fd, unix.SOL_SOC
 // process whose credentials SO_PEERCRED gives.
 const soPeerPidfd = 77
 
+// Pidfd is a pidfd of the listener's process (SO_PEERPIDFD's), for signalling that
+// very process however its pid is reused; -1 on an older kernel. It stays l's: do
+// not use it after Close.
+func (l *Listener) Pidfd() int { return l.pidfd }
+
+// Exited reports whether the listener's process is known to have exited, its pid
+// then anyone's: what was read at the pid before a false answer was its own. An
+// older kernel's (no pidfd) is never known to have exited. Only ESRCH tells: another
+// user's process (root's dockerd, asked by a user) answers the probe with EPERM
+// while it runs.
+func (l *Listener) Exited() bool {
+	if errors.Is(l.pidfdErr, unix.ESRCH) {
+		return true
+	}
+	return l.pidfd >= 0 && errors.Is(unix.PidfdSendSignal(l.pidfd, 0, nil, 0), unix.ESRCH)
+}
+
 // Close releases the listener's pidfd. Safe to call more than once.
 func (l *Listener) Close() {
 	if l.pidfd >= 0 {

@@ -82,6 +82,12 @@ func TestOwnListener(t *testing.T) {
 		if r, err := l.Root("/proc"); r != SameRoot || err != nil {
 			t.Errorf("%s: Root = %v, %v; want SameRoot", name, r, err)
 		}
+		if l.Exited() {
+			t.Errorf("%s: Exited of this process, which runs", name)
+		}
+		if pidfdOf == nil && l.Pidfd() < 0 {
+			t.Errorf("%s: no pidfd of this process's listener", name)
+		}
 	}
 	l := ask(t, sock, olderKernel)
 	if l.pidfd != -1 || l.pidfdErr != nil {
@@ -156,6 +162,9 @@ func TestListenerWhosePidWasReused(t *testing.T) {
 	}
 	if r, err := l.Root("/proc"); r != Exited || err != nil {
 		t.Errorf("a listener whose pid a process of this root took: Root = %v, %v; want Exited", r, err)
+	}
+	if !l.Exited() {
+		t.Error("a listener whose pid a process of this root took: not Exited")
 	}
 	if r, err := ask(t, sock, olderKernel).Root("/proc"); r != SameRoot || err != nil {
 		t.Errorf("the same, judged by the pid alone (an older kernel): Root = %v, %v; want SameRoot (the pid's new process)", r, err)

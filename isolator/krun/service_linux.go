@@ -46,40 +46,53 @@ func pinService(sock string) (string, *os.File, error) {
 // in messages) has this process's root directory: a process in a sandbox (bwrap's
 // new root, a container's) has another.
 func listenerOutside(path, sock string) error {
+	l, err := judgedListener(path, sock)
+	if err != nil {
+		return err
+	}
+	l.Close()
+	return nil
+}
+
+// judgedListener is listenerOutside returning the listener it judged, whose pidfd
+// (Linux 6.5) names that very process; the caller closes it.
+func judgedListener(path, sock string) (*sockpeer.Listener, error) {
 	c, err := net.DialTimeout("unix", path, 5*time.Second)
 	if err != nil {
-		return fmt.Errorf("%w: podman's API at %s does not answer: %w", isolator.ErrUnavailable, sock, err)
+		return nil, fmt.Errorf("%w: podman's API at %s does not answer: %w", isolator.ErrUnavailable, sock, err)
 	}
 	defer c.Close()
 	raw, err := c.(*net.UnixConn).SyscallConn()
 	if err != nil {
-		return fmt.Errorf("%w: asking who listens on %s: %w", isolator.ErrProtection, sock, err)
+		return nil, fmt.Errorf("%w: asking who listens on %s: %w", isolator.ErrProtection, sock, err)
 	}
 	var l *sockpeer.Listener
 	var credErr error
 	if err := raw.Control(func(fd uintptr) { l, credErr = sockpeer.Of(int(fd)) }); err != nil || credErr != nil {
-		return fmt.Errorf("%w: asking who listens on %s: %v %v", isolator.ErrProtection, sock, err, credErr)
+		return nil, fmt.Errorf("%w: asking who listens on %s: %v %v", isolator.ErrProtection, sock, err, credErr)
 	}
-	defer l.Close()
 	// The pid is the one of the process that called listen(2), which may have left
 	// the socket to another and exited, its number then anyone's: sockpeer reads the
 	// root directory only of a process that still runs (SO_PEERPIDFD, Linux 6.5).
-	switch root, err := l.Root("/proc"); root {
-	case sockpeer.SameRoot:
-		return nil
+	root, err := l.Root("/proc")
+	if root == sockpeer.SameRoot {
+		return l, nil
+	}
+	l.Close()
+	switch root {
 	case sockpeer.Exited:
-		return fmt.Errorf("%w: the process that listened on podman's API socket %s (pid %d) has exited and left the socket to another process, whose root directory cannot be told, as a sandbox's planted listener may; end that sandbox, remove the socket (rm %s) and run again",
+		return nil, fmt.Errorf("%w: the process that listened on podman's API socket %s (pid %d) has exited and left the socket to another process, whose root directory cannot be told, as a sandbox's planted listener may; end that sandbox, remove the socket (rm %s) and run again",
 			isolator.ErrProtection, sock, l.Pid, sock)
 	case sockpeer.Unreadable:
 		// Another user's process (a rootful service), or one that hides its /proc
 		// entries: where it runs cannot be told, so it is not taken for podman's.
-		return fmt.Errorf("%w: devsandbox cannot tell where the process listening on podman's API socket %s runs (pid %d, uid %d: %w), so it does not talk to it; krun.podman_socket must be served by a podman service of your own user (unset it to let devsandbox start one)",
+		return nil, fmt.Errorf("%w: devsandbox cannot tell where the process listening on podman's API socket %s runs (pid %d, uid %d: %w), so it does not talk to it; krun.podman_socket must be served by a podman service of your own user (unset it to let devsandbox start one)",
 			isolator.ErrProtection, sock, l.Pid, l.Uid, err)
 	case sockpeer.OtherRoot, sockpeer.Unseen:
-		return fmt.Errorf("%w: the process listening on podman's API socket %s (pid %d) is not podman's service: it runs in another root directory, as a sandbox does; something that can write podman's runtime directory planted it, such as a sandbox whose configuration binds that directory read-write; end that sandbox, remove the socket (rm %s) and run again",
+		return nil, fmt.Errorf("%w: the process listening on podman's API socket %s (pid %d) is not podman's service: it runs in another root directory, as a sandbox does; something that can write podman's runtime directory planted it, such as a sandbox whose configuration binds that directory read-write; end that sandbox, remove the socket (rm %s) and run again",
 			isolator.ErrProtection, sock, l.Pid, sock)
 	default:
-		return fmt.Errorf("%w: asking who listens on %s: %w", isolator.ErrProtection, sock, err)
+		return nil, fmt.Errorf("%w: asking who listens on %s: %w", isolator.ErrProtection, sock, err)
 	}
 }
 
@@ -149,34 +162,92 @@ func listenerPid(sock string) (int, error) {
 // listener is pid: it must be outside every sandbox (listenerOutside) and the child
 // of devsandbox's supervisor for sock, which ends once podman does (it removes the
 // socket as it goes). It returns once the supervisor is gone, so that the socket
-// of a service started after it is not removed by it.
+// of a service started after it is not removed by it. Both are signalled and
+// watched through pidfds of the processes judged, never by pid: once the service
+// or its supervisor has ended, its pid may name any process of the user's.
 func stopService(sock string, pid int) error {
-	if err := listenerOutside(sock, sock); err != nil {
+	l, err := judgedListener(sock, sock)
+	if err != nil {
 		return err
+	}
+	defer l.Close()
+	if int(l.Pid) != pid {
+		return fmt.Errorf("the process listening on %s (pid %d) is not the podman service whose limits devsandbox read (pid %d): another took its place", sock, l.Pid, pid)
+	}
+	svc := l.Pidfd()
+	if svc < 0 {
+		// An older kernel (no SO_PEERPIDFD): the process that has the pid now,
+		// judged by it alone as listenerOutside did, is signalled from here on.
+		if svc, err = unix.PidfdOpen(pid, 0); err != nil {
+			return fmt.Errorf("stopping podman's service (pid %d): %w", pid, err)
+		}
+		defer unix.Close(svc)
 	}
 	ppid, err := parentPid(pid)
 	if err != nil {
 		return err
 	}
-	b, _ := os.ReadFile("/proc/" + strconv.Itoa(ppid) + "/cmdline")
-	if args := strings.Split(string(b), "\x00"); len(args) < 3 || args[1] != SuperviseArg || args[2] != sock {
-		return fmt.Errorf("the process listening on %s (pid %d) is not the podman service devsandbox started: its parent (pid %d) is not devsandbox's supervisor", sock, pid, ppid)
+	notOurs := fmt.Errorf("the process listening on %s (pid %d) is not the podman service devsandbox started: its parent (pid %d) is not devsandbox's supervisor", sock, pid, ppid)
+	sup, err := unix.PidfdOpen(ppid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return notOurs
+	} else if err != nil {
+		return fmt.Errorf("watching the supervisor (pid %d) of podman's service on %s: %w", ppid, sock, err)
 	}
-	if err := unix.Kill(pid, unix.SIGTERM); err != nil && !errors.Is(err, unix.ESRCH) {
+	defer unix.Close(sup)
+	// sup names the service's parent if the service, still running, still has that
+	// parent once sup is open (a process whose parent ends is left to an older one,
+	// never to a later one that took the number); the cmdline read is sup's if sup
+	// still runs once it is read.
+	if p, err := parentPid(pid); err != nil || p != ppid || !pidfdLives(svc) {
+		return notOurs
+	}
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(ppid) + "/cmdline")
+	if args := strings.Split(string(b), "\x00"); len(args) < 3 || args[1] != SuperviseArg || args[2] != sock || !pidfdLives(sup) {
+		return notOurs
+	}
+	if err := unix.PidfdSendSignal(svc, unix.SIGTERM, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
 		return fmt.Errorf("stopping podman's service (pid %d): %w", pid, err)
 	}
 	killAt := time.Now().Add(5 * time.Second)
 	deadline := time.Now().Add(15 * time.Second)
-	for processLives(ppid) {
-		if time.Now().After(deadline) {
+	for killed := false; ; {
+		until := deadline
+		if !killed {
+			until = killAt
+		}
+		ended, err := pidfdEnds(sup, time.Until(until))
+		if err != nil {
+			return fmt.Errorf("waiting for the supervisor (pid %d) of podman's service on %s: %w", ppid, sock, err)
+		}
+		switch {
+		case ended:
+			return nil
+		case !killed:
+			_ = unix.PidfdSendSignal(svc, unix.SIGKILL, nil, 0) // as the supervisor does after podman's 5 s
+			killed = true
+		default:
 			return fmt.Errorf("podman's service on %s (pid %d) and its supervisor (pid %d) did not end within 15 s", sock, pid, ppid)
 		}
-		if time.Now().After(killAt) {
-			_ = unix.Kill(pid, unix.SIGKILL) // as the supervisor does after podman's 5 s
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	return nil
+}
+
+// pidfdLives reports whether the process of pidfd has not exited.
+func pidfdLives(pidfd int) bool { return unix.PidfdSendSignal(pidfd, 0, nil, 0) == nil }
+
+// pidfdEnds waits up to d for the process of pidfd to exit (a zombie has) and
+// reports whether it did.
+func pidfdEnds(pidfd int, d time.Duration) (bool, error) {
+	for {
+		ms := max(int(d.Milliseconds()), 0)
+		start := time.Now()
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, ms)
+		if errors.Is(err, unix.EINTR) {
+			d -= time.Since(start)
+			continue
+		}
+		return n > 0, err
+	}
 }
 
 // parentPid is pid's parent, from /proc/PID/stat.
@@ -192,16 +263,4 @@ func parentPid(pid int) (int, error) {
 		return 0, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, s)
 	}
 	return strconv.Atoi(f[1])
-}
-
-// processLives reports whether pid is a process that has not exited (a zombie has).
-func processLives(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	f := strings.Fields(s[i+1:])
-	return i >= 0 && len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }

@@ -114,18 +114,16 @@ func serveSessions(ln net.Listener) {
 // again when its connection ends (the init exited, or was killed).
 func session(c *net.UnixConn) {
 	defer c.Close()
-	pid, err := procs.PeerPid(c)
-	if err != nil || procs.ParentPid(pid) != 0 {
-		return // not a process the engine started: not a session init
-	}
 	// The connection ends as the init's files are closed, before the kernel hands its
 	// children to the keeper: a sweep then would still see them below an exec'd
 	// process. Its pidfd turns readable only once they have been handed over.
-	// (Kernels before 5.3 have no pidfd: there the sweep's own retries are all.)
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		pidfd = -1
-	} else {
+	// (Kernels before 5.3 have no pidfd: there the sweep's own retries are all.) The
+	// pidfd names the process that connected, not one that took its pid since.
+	pid, pidfd, ok := procs.EnginePeer(c)
+	if !ok {
+		return // not a process the engine started: not a session init
+	}
+	if pidfd >= 0 {
 		defer unix.Close(pidfd)
 	}
 	key, s := new(int), &liveSession{pid: pid, pidfd: pidfd, named: make(chan struct{}), ended: make(chan struct{}), conn: c}
@@ -137,7 +135,7 @@ func session(c *net.UnixConn) {
 	liveMu.Lock()
 	live[key] = s
 	liveMu.Unlock()
-	_, err = c.Write([]byte{'k'})
+	_, err := c.Write([]byte{'k'})
 	sweepMu.Unlock()
 	// The init sent its proxy socket's name before it read the 'k': read only now,
 	// so the keeper's sweep never waits for the init to be scheduled again.
@@ -191,9 +189,12 @@ const endLimit = 15 * time.Second
 // sweep of its own confirms that nothing an ended session left runs.
 func endRequest(c *net.UnixConn) {
 	defer c.Close()
-	pid, err := procs.PeerPid(c)
-	if err != nil || procs.ParentPid(pid) != 0 {
+	_, pidfd, ok := procs.EnginePeer(c)
+	if !ok {
 		return // not a process the engine started
+	}
+	if pidfd >= 0 {
+		unix.Close(pidfd)
 	}
 	_ = c.SetDeadline(time.Now().Add(endLimit + 5*time.Second))
 	line, err := bufio.NewReaderSize(c, 128).ReadString('\n')

@@ -84,16 +84,13 @@ func (h *holder) sweep() {
 // hung up) and sweeps again.
 func (h *holder) session(c *net.UnixConn) {
 	defer c.Close()
-	pid, err := procs.PeerPid(c)
-	if err != nil || procs.ParentPid(pid) != 0 {
+	pid, pidfd, ok := procs.EnginePeer(c)
+	if !ok {
 		return // not a process the engine started: not a session's proxy
 	}
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		pidfd = -1 // before Linux 5.3: its connection's end stands for its exit
-	} else {
+	if pidfd >= 0 {
 		defer unix.Close(pidfd)
-	}
+	} // else before Linux 5.3: its connection's end stands for its exit
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var b [1]byte
 	oob := make([]byte, unix.CmsgSpace(4))

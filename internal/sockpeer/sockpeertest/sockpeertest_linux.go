@@ -29,7 +29,8 @@ os._exit(0)
 `
 
 // pidTaker makes a process whose pid is argv[1] (ns_last_pid, root's), in this root
-// directory: it prints "got" and holds until its stdin ends.
+// directory, called argv[2] when given (its comm): it prints "got" and holds until
+// its stdin ends.
 const pidTaker = `
 import os, sys
 target = int(sys.argv[1])
@@ -40,6 +41,9 @@ for _ in range(5000):
     if pid == 0:
         if os.getpid() != target:
             os._exit(0)
+        if len(sys.argv) > 2:
+            with open("/proc/self/comm", "w") as f:
+                f.write(sys.argv[2])
         print("got", flush=True)
         sys.stdin.read()
         os._exit(0)
@@ -87,7 +91,13 @@ func listen(t testing.TB, root, name, mode string) (sock, pid string) {
 // ends. The test skips when another process takes the pid first.
 func TakePid(t testing.TB, pid string) {
 	t.Helper()
-	out, _ := start(t, pidTaker, pid)
+	TakePidAs(t, pid)
+}
+
+// TakePidAs is TakePid whose process is called name (a dockerd, a podman).
+func TakePidAs(t testing.TB, pid string, name ...string) {
+	t.Helper()
+	out, _ := start(t, pidTaker, append([]string{pid}, name...)...)
 	if line, err := out.ReadString('\n'); err != nil || line != "got\n" {
 		t.Skipf("could not give pid %s to a process of this root directory (%q %v): another process took it", pid, line, err)
 	}

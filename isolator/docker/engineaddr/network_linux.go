@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/internal/sockpeer"
 )
 
 // engineListener reports whether a process called name, of user uid, listening on an
@@ -71,19 +73,12 @@ func bindListener(name string, uid uint32, ours func(uint32) bool, sameRoot func
 // ourUID reports whether uid is one this process runs as.
 func ourUID(uid uint32) bool { return uid == uint32(os.Getuid()) || uid == uint32(os.Geteuid()) }
 
-// sameRootAs reports whether process pid's root directory (in /proc at proc) is this
-// process's; false when it cannot be read (root's process seen by a user).
-func sameRootAs(proc, pid string) bool {
-	var ours, theirs unix.Stat_t
-	if unix.Stat(proc+"/self/root/", &ours) != nil || unix.Stat(proc+"/"+pid+"/root/", &theirs) != nil {
-		return false
-	}
-	return ours.Dev == theirs.Dev && ours.Ino == theirs.Ino
-}
-
 // askPeer connects to the socket at path (sock in messages: path may be the pinned
 // socket's /proc/self/fd/N) and asks who listens (SO_PEERCRED), reading that
-// process's name and network namespace in /proc at proc.
+// process's name, network namespace and root directory in /proc at proc. What is
+// read at its pid is the listener's only while the listener runs (its pid then
+// anyone's): with its pidfd (SO_PEERPIDFD, Linux 6.5), one that has exited is
+// elsewhere.
 //
 // The listener's network namespace is compared by /proc/PID/net/dev, not
 // /proc/PID/ns/net: the namespace link needs ptrace access to the process, which a
@@ -105,9 +100,15 @@ func askPeer(path, sock, proc string) peer {
 	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: path}); err != nil {
 		return elsewhere("connecting to %s to ask who listens: %v", sock, err)
 	}
-	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	cred, err := sockpeer.Of(fd)
 	if err != nil {
 		return elsewhere("asking who listens on %s: %v", sock, err)
+	}
+	defer cred.Close()
+	// Not named and not binding: what its pid names now is anyone's.
+	exited := func() peer {
+		why := fmt.Sprintf("the process that listened on %s (pid %d) has exited and left the socket to another process, whose name and network cannot be told", sock, cred.Pid)
+		return peer{net: Network{Why: why}, who: why}
 	}
 	if cred.Pid <= 0 {
 		return elsewhere("the process listening on %s is in a PID namespace this one does not see", sock)
@@ -117,8 +118,14 @@ func askPeer(path, sock, proc string) peer {
 	if err != nil {
 		return elsewhere("reading the name of the process listening on %s (pid %s): %v", sock, pid, err)
 	}
+	if cred.Exited() {
+		return exited()
+	}
 	name := strings.TrimSuffix(string(comm), "\n")
-	binds := bindListener(name, cred.Uid, ourUID, func() bool { return sameRootAs(proc, pid) })
+	binds := bindListener(name, cred.Uid, ourUID, func() bool {
+		root, _ := cred.Root(proc)
+		return root == sockpeer.SameRoot
+	})
 	who := fmt.Sprintf("the process listening on %s is %q (pid %s, uid %d)", sock, name, pid, cred.Uid)
 	elsewhere = func(format string, args ...any) peer {
 		return peer{net: Network{Why: fmt.Sprintf(format, args...)}, binds: binds, who: who, named: true, name: name}
@@ -135,6 +142,9 @@ func askPeer(path, sock, proc string) peer {
 	}
 	if theirs.Dev != ours.Dev || theirs.Ino != ours.Ino {
 		return elsewhere("%s (pid %s) listening on %s runs in another network namespace (a rootless engine's, rootlesskit's)", name, pid, sock)
+	}
+	if cred.Exited() {
+		return exited()
 	}
 	return peer{net: Network{Here: true}, binds: binds, who: who, named: true, name: name}
 }

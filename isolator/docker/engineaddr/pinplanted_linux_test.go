@@ -53,3 +53,24 @@ func TestPinRefusesListenerWhosePidWasReused(t *testing.T) {
 		t.Errorf("Pin = %v; want ErrPlanted saying the listener has exited", err)
 	}
 }
+
+// The listener's name and network namespace (asked after Pin, which judged it) are
+// read at its pid too: once the sandbox's listener has exited and its pid names a
+// process of this user called dockerd or podman, in this root directory and network
+// namespace, askPeer must not take the planted socket for an engine's on this
+// machine, nor one that binds this machine's files.
+func TestAskPeerRefusesListenerWhosePidWasReused(t *testing.T) {
+	for _, name := range []string{engineProcess, podmanService} {
+		t.Run(name, func(t *testing.T) {
+			sock, pid := sockpeertest.Orphaned(t, t.TempDir(), "docker.sock")
+			sockpeertest.TakePidAs(t, pid, name)
+			p := askPeer(sock, sock, "/proc")
+			if p.net.Here || p.binds {
+				t.Fatalf("askPeer took the listener in another root directory at %s for an engine here (%+v): its exited process's pid %s now names a process called %s of this root directory", sock, p, pid, name)
+			}
+			if !strings.Contains(p.net.Why, "has exited") {
+				t.Errorf("askPeer = %+v; want the listener that has exited", p)
+			}
+		})
+	}
+}
