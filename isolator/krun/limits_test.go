@@ -226,6 +226,17 @@ func TestSocketServiceLimit(t *testing.T) {
 	newB := func(t *testing.T) *Isolator {
 		return &Isolator{Settings: helper.Settings{Runtime: "runc", RuntimeDir: t.TempDir()}}
 	}
+	// busyB is newB's isolator with another session holding its service (the users
+	// lock shared) until the test ends.
+	busyB := func(t *testing.T) *Isolator {
+		b := newB(t)
+		other, err := holdUsers(context.Background(), b.socketName(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { other.Close() })
+		return b
+	}
 	want := []spec.POSIXRlimit{{Type: "nofile", Hard: 4096, Soft: 4096}, {Type: "nproc", Hard: 2048, Soft: 2048}}
 	t.Run("idle: restarted", func(t *testing.T) {
 		b := newB(t)
@@ -246,14 +257,9 @@ func TestSocketServiceLimit(t *testing.T) {
 		}
 	})
 	t.Run("busy: refused", func(t *testing.T) {
-		b := newB(t)
-		other, err := holdUsers(context.Background(), b.socketName(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer other.Close()
+		b := busyB(t)
 		stopped := 0
-		_, err = b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: 512, stopped: &stopped}, want)
+		_, err := b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: 512, stopped: &stopped}, want)
 		var le *limitError
 		if !errors.As(err, &le) || stopped != 0 {
 			t.Fatalf("socket: %v (stopped %d times), want the limit's error and no stop", err, stopped)
@@ -277,14 +283,9 @@ func TestSocketServiceLimit(t *testing.T) {
 		}
 	})
 	t.Run("nproc busy: refused", func(t *testing.T) {
-		b := newB(t)
-		other, err := holdUsers(context.Background(), b.socketName(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer other.Close()
+		b := busyB(t)
 		stopped := 0
-		_, err = b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: 20000, nproc: 1000, stopped: &stopped}, want)
+		_, err := b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: 20000, nproc: 1000, stopped: &stopped}, want)
 		var le *limitError
 		if !errors.As(err, &le) || stopped != 0 {
 			t.Fatalf("socket: %v (stopped %d times), want the limit's error and no stop", err, stopped)
@@ -299,14 +300,9 @@ func TestSocketServiceLimit(t *testing.T) {
 		}
 	})
 	t.Run("both busy: refused", func(t *testing.T) {
-		b := newB(t)
-		other, err := holdUsers(context.Background(), b.socketName(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer other.Close()
+		b := busyB(t)
 		stopped := 0
-		_, err = b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: 512, nproc: 1000, stopped: &stopped}, want)
+		_, err := b.socket(context.Background(), limitHost{fakeHost: fakeHost{t: t}, have: 512, nproc: 1000, stopped: &stopped}, want)
 		if w := "allows 512 open files (its hard RLIMIT_NOFILE), below this run's 4096, and 1000 processes (its hard RLIMIT_NPROC), below this run's 2048"; err == nil || !strings.Contains(err.Error(), w) ||
 			!strings.Contains(err.Error(), "run this one under `ulimit -n 512` with --pids 1000 (limits.pids)") {
 			t.Errorf("socket: %v, want %q and both fixes", err, w)
