@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/devsandbox/devsandbox/isolator"
 )
@@ -120,6 +121,19 @@ func Check(name, path string, self Stamp) error {
 		exe = "/proc/self/exe"
 	}
 	return &SkewError{Name: name, Path: path, Self: exe, Want: self, Got: got}
+}
+
+// Checker returns CheckSelf that reads the running binary's stamp once, at its first
+// call (a launch checks two or three helpers).
+func Checker() func(name, path string) error {
+	self := sync.OnceValues(Self)
+	return func(name, path string) error {
+		s, err := self()
+		if err != nil {
+			return err
+		}
+		return Check(name, path, s)
+	}
 }
 
 // CheckSelf is Check against the running binary's stamp.

@@ -67,3 +67,13 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("Read(absent) = %v", err)
 	}
 }
+
+// BenchmarkRead is the launch path's cost per helper checked (and once for the
+// running binary): an open and three small reads.
+func BenchmarkRead(b *testing.B) {
+	for b.Loop() {
+		if _, err := Read(os.Args[0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

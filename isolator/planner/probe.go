@@ -160,7 +160,7 @@ func OS(cwd string) Probe {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		},
 		HostAddrs: hostaddr.Read,
-		SameBuild: buildstamp.CheckSelf,
+		SameBuild: buildstamp.Checker(),
 		Executable: func() (string, error) {
 			p, err := os.Executable()
 			if err != nil {
