@@ -16,8 +16,8 @@ import (
 // reported as a stopped job (the shell's "Stopped" for a command that is over): a
 // native command that exits as Ctrl-Z arrives is reported exited, and devsandbox,
 // which stops the sandbox first, finds the command ended and does not stop itself.
-// The moment is made to last: the test stops the sandbox's init (its pid 1) before
-// the command's last line, so the command, once it has said "bye", stays a zombie
+// The moment is made to last: the test stops the sandbox's init (its pid 1), once
+// it has reported the command, before the command's last line, so the command, once it has said "bye", stays a zombie
 // its init has not reaped while Ctrl-Z comes; the init is continued once devsandbox
 // has stopped itself, or half a second after Ctrl-Z (the outcome does not depend on
 // that delay: the init's state is the same whenever it comes after the stop).
@@ -32,6 +32,10 @@ func TestJobControlEndedAtStop(t *testing.T) {
 		got := jobControlRun(t, p.dir, shell, []jobStep{
 			{after: "ready\n", keys: "x\n", atSession: func(sid int) {
 				dsb, init = runProcesses(t, sid)
+				// The init is stopped once it has reported the command (its
+				// report hands devsandbox a pidfd of it): devsandbox knows the
+				// command from then on, as in any run past its start.
+				waitState(t, func() bool { return holdsPidfd(dsb, init) })
 				if err := syscall.Kill(init, syscall.SIGSTOP); err != nil {
 					t.Fatalf("stopping the sandbox's init %d: %v", init, err)
 				}
@@ -143,4 +147,19 @@ func waitState(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// holdsPidfd reports whether process pid holds a pidfd of target (its fdinfo's
+// "Pid:" line).
+func holdsPidfd(pid, target int) bool {
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fdinfo", pid))
+	for _, e := range ents {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, e.Name()))
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[0] == "Pid:" && f[1] == strconv.Itoa(target) {
+				return true
+			}
+		}
+	}
+	return false
 }
