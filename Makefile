@@ -14,7 +14,10 @@ BIN      := bin/devsandbox
 # the docker and krun backends.
 BINARIES := devsandbox devsandbox-init devsandbox-bwrap-init devsandbox-proxy devsandbox-docker devsandbox-krun
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -s -w -X github.com/devsandbox/devsandbox/config.Version=$(VERSION)
+# Every binary of one build carries the same build stamp (an ELF build-id note):
+# devsandbox refuses a helper beside it from another build (internal/buildstamp).
+STAMP    := $(shell scripts/buildstamp.sh '$(VERSION)')
+LDFLAGS  := -s -w -B $(STAMP) -X github.com/devsandbox/devsandbox/config.Version=$(VERSION)
 PREFIX   ?= /usr/local
 
 .PHONY: help build vet lint test unit integration bench bench-docker bench-krun profile-launch embed darwin install install-bin setup clean

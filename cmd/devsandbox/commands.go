@@ -14,10 +14,14 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/internal/buildstamp"
 	"github.com/devsandbox/devsandbox/internal/termsafe"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/diskguard"
+	dockerhelper "github.com/devsandbox/devsandbox/isolator/docker/helper"
+	krunhelper "github.com/devsandbox/devsandbox/isolator/krun/helper"
 	"github.com/devsandbox/devsandbox/isolator/planner"
+	proxyservice "github.com/devsandbox/devsandbox/proxy/service"
 	"github.com/devsandbox/devsandbox/tools"
 )
 
@@ -221,6 +225,7 @@ func (a *app) doctor(c *cli.Context) error {
 	if planned != nil {
 		watched = diskguard.Watched(planned)
 	}
+	rows = append(rows, helperRow())
 	rows = append(rows, a.earlyRows(cfg)...)
 	rows = append(rows, diskguard.Rows(uint64(cfg.Sandbox.DiskReserveBytes()), watched, diskguard.HostFree)...)
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
@@ -251,6 +256,19 @@ func (a *app) doctor(c *cli.Context) error {
 	}
 	return nil
 }
+
+// helperRow is doctor's row on the helper binaries installed beside devsandbox: each
+// must come from its build (buildstamp).
+func helperRow() isolator.Check {
+	exe, err := os.Executable()
+	if err != nil {
+		return isolator.Check{Name: "helper binaries", Status: isolator.Status{State: isolator.Unavailable, Reason: err.Error(), Fix: "reinstall devsandbox (make install)"}}
+	}
+	return buildstamp.Row(filepath.Dir(exe), helperNames)
+}
+
+// helperNames are the helper binaries devsandbox runs from beside itself.
+var helperNames = []string{planner.BwrapInitBinary, planner.InitBinary, proxyservice.Program, dockerhelper.Program, krunhelper.Program}
 
 // brokenVerdict is doctor's last line when the configuration a run would read does
 // not load (the warning above it says why): no isolator runs anything until it is

@@ -42,10 +42,11 @@ type jobControl struct {
 	stoppedProcs []stoppedProc
 	// Seams for tests of handle, nil in a run: stopAll in place of stopTree, self
 	// in place of stopping devsandbox itself (jobstop.StopSelf), background in
-	// place of jobstop.Background.
+	// place of jobstop.Background, ended in place of commandEnded.
 	stopAll    func() error
 	self       func(syscall.Signal)
 	background func() bool
+	ended      func() bool
 }
 
 // handle acts on s. kill ends the sandbox (SIGKILL to bwrap) when a process of it
@@ -85,6 +86,13 @@ func (j *jobControl) handle(s os.Signal, warn func(string, ...any), kill func(),
 			warn("the sandbox is killed: devsandbox was stopped, and %v, where it could read your terminal", err)
 			kill()
 			return
+		}
+		if j.commandEnded() {
+			// The command ended as the stop came: the shell would show a job
+			// stopped whose command is over (a native command that exits as Ctrl-Z
+			// comes is reported exited). What the stop stopped goes on (the init,
+			// which exits with the command's status), and devsandbox does not stop.
+			break
 		}
 		j.stopped = true
 		j.stopSelf(sig)
@@ -252,6 +260,76 @@ func (j *jobControl) namespace() (uint64, bool) {
 	ns, err := pidNamespace(pid)
 	own, owned := pidNamespace("self")
 	return ns, err == nil && owned == nil && ns != own
+}
+
+// commandEnded reports, once the stop has stopped every process of the sandbox,
+// whether the command had ended by then: the init (cmdPid, the sandbox's pid 1) is
+// gone or exiting, or the command, its first child, is a zombie or reaped. Nothing
+// stopped can end or start a process, so the answer holds until the resume. Before
+// the init reported (cmdPid 0) the command has not started. A command reaped by an
+// init that has other children (orphans of the command's) reads as running: the run
+// is then stopped as before, and fg ends it.
+func (j *jobControl) commandEnded() bool {
+	if j.ended != nil {
+		return j.ended()
+	}
+	if j.cmdPid <= 0 {
+		return false
+	}
+	return initEnded(j.cmdPid)
+}
+
+// initEnded reports whether the init pid has ended or its command (its first child,
+// the earliest started) has: pid or that child is gone or a zombie, or pid has no
+// child left.
+func initEnded(pid int) bool {
+	state, _, ok := procStat(pid)
+	if !ok || state == 'Z' || state == 'X' {
+		return true
+	}
+	first, firstStart := 0, uint64(0)
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return true
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			c, err := strconv.Atoi(f)
+			if err != nil {
+				continue
+			}
+			if _, start, ok := procStat(c); ok && (first == 0 || start < firstStart) {
+				first, firstStart = c, start
+			}
+		}
+	}
+	if first == 0 {
+		return true
+	}
+	state, _, ok = procStat(first)
+	return !ok || state == 'Z' || state == 'X'
+}
+
+// procStat is the state and start time of /proc/pid/stat.
+func procStat(pid int) (state byte, start uint64, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, 0, false
+	}
+	start, err = strconv.ParseUint(f[19], 10, 64)
+	return f[0][0], start, err == nil
 }
 
 // pidNamespace is the pid namespace of /proc/pid (its inode).

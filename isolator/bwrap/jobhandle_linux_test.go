@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // handleLog runs handle on sigs with its effects recorded: the stop of the sandbox
@@ -54,5 +56,81 @@ func TestHandleKillsWhatCannotStop(t *testing.T) {
 	}
 	if got, _ := handleLog(t, false, nil, syscall.SIGTSTP); got != "stop-sandbox stop-self(20) " {
 		t.Errorf("Ctrl-Z: %q, want %q", got, "stop-sandbox stop-self(20) ")
+	}
+}
+
+// A command that ended as Ctrl-Z came is not reported stopped: the stop (which finds
+// it ended) is undone and devsandbox does not stop, so the shell reports the
+// command's exit, as for a native command exiting as Ctrl-Z arrives.
+func TestHandleEndedCommandDoesNotStop(t *testing.T) {
+	var log strings.Builder
+	j := &jobControl{stdinTerm: true,
+		stopAll:    func() error { log.WriteString("stop-sandbox "); return nil },
+		self:       func(s syscall.Signal) { fmt.Fprintf(&log, "stop-self(%d) ", s) },
+		background: func() bool { return false },
+		ended:      func() bool { log.WriteString("ended? "); return true },
+	}
+	j.handle(syscall.SIGTSTP, func(string, ...any) { log.WriteString("warn ") }, func() { log.WriteString("kill ") },
+		func() (os.Signal, bool) { return nil, false }, func(os.Signal) {})
+	if got := log.String(); got != "stop-sandbox ended? " || j.stopped {
+		t.Errorf("Ctrl-Z as the command ended: %q (stopped %v), want %q and not stopped", got, j.stopped, "stop-sandbox ended? ")
+	}
+}
+
+// initEnded reads the init's end, or its command's (its first child), from /proc.
+func TestInitEnded(t *testing.T) {
+	start := func(script string) *exec.Cmd {
+		c := exec.Command("/bin/sh", "-c", script)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+		return c
+	}
+	// A child that runs: not ended.
+	alive := start("sleep 100 & exec sleep 100")
+	// Its child is forked before the exec: wait for the exec'd sleep (comm "sleep").
+	waitFor(t, func() bool { return comm(alive.Process.Pid) == "sleep" && hasChild(alive.Process.Pid) })
+	if initEnded(alive.Process.Pid) {
+		t.Errorf("an init whose command runs read as ended")
+	}
+	// A child that exited and is not reaped (a zombie): ended.
+	zombie := start("/bin/true & exec sleep 100")
+	waitFor(t, func() bool {
+		return comm(zombie.Process.Pid) == "sleep" && hasChild(zombie.Process.Pid) && initEnded(zombie.Process.Pid)
+	})
+	// No child left (reaped): ended.
+	none := start("exec sleep 100")
+	waitFor(t, func() bool { return comm(none.Process.Pid) == "sleep" })
+	if !initEnded(none.Process.Pid) {
+		t.Errorf("an init with no child read as running")
+	}
+	// Gone: ended.
+	_ = none.Process.Kill()
+	_ = none.Wait()
+	if !initEnded(none.Process.Pid) {
+		t.Errorf("a reaped init read as running")
+	}
+}
+
+func comm(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return strings.TrimSpace(string(b))
+}
+
+func hasChild(pid int) bool {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	return len(strings.Fields(string(b))) > 0
+}
+
+// waitFor polls cond (a state of other processes, which sends no event) up to 10s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("the processes did not reach the state in 10s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

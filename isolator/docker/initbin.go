@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/devsandbox/devsandbox/internal/buildstamp"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 	"github.com/devsandbox/devsandbox/proxy/service"
@@ -78,6 +79,9 @@ func shipped(p *isolator.Plan, arch func() (string, error), proxy bool) (program
 	if runtime.GOOS == "linux" && a == runtime.GOARCH {
 		pr.init = program{path: p.Self}
 		if bin := handoff.Beside(service.Program); bin != "" {
+			if err := buildstamp.CheckSelf(service.Program, bin); err != nil {
+				return programs{}, err
+			}
 			pr.proxy = program{path: bin}
 		} else if proxy {
 			return programs{}, fmt.Errorf("%w: the egress proxy %s is not installed next to devsandbox; reinstall devsandbox (make install, or scripts/install.sh), or run with --egress=open or --egress=none without --publish", isolator.ErrProtection, service.Program)

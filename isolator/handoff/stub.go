@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/devsandbox/devsandbox/internal/buildstamp"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -69,7 +70,7 @@ type Early struct {
 // request's environment and streams are these, and Closes it otherwise.
 func (s *Stub) Prestart(stdio isolator.Stdio) *Early {
 	path := s.path()
-	if path == "" {
+	if path == "" || buildstamp.CheckSelf(s.Program, path) != nil {
 		return nil
 	}
 	env := s.environ(nil)
@@ -192,6 +193,9 @@ func (s *Stub) Call(ctx context.Context, req Request, stdio isolator.Stdio) (*Re
 	path := s.path()
 	if path == "" {
 		return nil, fmt.Errorf("%w: the %s isolator is in %s, which is not installed next to devsandbox; install it (make install)", isolator.ErrUnavailable, s.Backend, s.Program)
+	}
+	if err := buildstamp.CheckSelf(s.Program, path); err != nil {
+		return nil, err
 	}
 	req.Settings = marshal(s.Settings)
 	env := s.environ(req.Plan)

@@ -2,6 +2,7 @@ package krun
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -11,6 +12,33 @@ import (
 	"github.com/devsandbox/devsandbox/isolator/container"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
+
+// writeRlimits says what a launch sets each rlimit to that set (the spec's, printed
+// as --ulimit) does not: a launch gives the container every rlimit, so that a
+// containers.conf's default_ulimits add none, and a rendering does not read the
+// host's limits or the service's (the script is the same on every machine).
+func writeRlimits(b *strings.Builder, set []spec.POSIXRlimit) {
+	has := func(name string) bool {
+		return slices.ContainsFunc(set, func(r spec.POSIXRlimit) bool { return rlimitName(r.Type) == name })
+	}
+	var rest []string
+	for name := range rlimitInfos {
+		if !has(name) && name != "nofile" {
+			rest = append(rest, name)
+		}
+	}
+	if len(rest) == 0 && has("nofile") {
+		return
+	}
+	sort.Strings(rest)
+	b.WriteString("# rlimits: a launch sets every one (a containers.conf's default_ulimits add none); besides the --ulimit flags below:\n")
+	if !has("nofile") {
+		b.WriteString("#   nofile: your hard limit of open files at launch (ulimit -Hn)\n")
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(b, "#   %s: the podman service's own (its /proc/PID/limits, read at launch), which it can give\n", strings.Join(rest, ", "))
+	}
+}
 
 // Script renders the spec as the podman CLI command people can read and run. Secret
 // and passed-through values appear as names only (see package container). devsandbox
@@ -39,6 +67,7 @@ func (s *Spec) Script() string {
 	}
 	l.WriteHostFiles(&b)
 	l.WriteMountPoints(&b, container.MadeBySubUID)
+	writeRlimits(&b, g.Rlimits)
 	w := container.NewArgWriter(&b)
 	w.Word("podman", "run", "--rm", "-i")
 	w.Flag("--runtime", g.OCIRuntime)

@@ -161,6 +161,9 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 	if initBin := filepath.Join(filepath.Dir(self), InitBinary); pr.exists(initBin) {
 		self = initBin
 	}
+	if err := pr.sameBuild(bwrapInit, self); err != nil {
+		return nil, nil, err
+	}
 	mode, err := egress.ParseMode(cfg.Egress.Mode)
 	if err != nil {
 		return nil, nil, err

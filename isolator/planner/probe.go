@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/devsandbox/devsandbox/internal/buildstamp"
 	"github.com/devsandbox/devsandbox/internal/hostaddr"
 	"github.com/devsandbox/devsandbox/internal/rawfile"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
@@ -66,6 +67,10 @@ type Probe struct {
 	// resolve to in allowlist mode (hostaddr.Read, as the proxy's; nil: none).
 	HostAddrs  func() ([]netip.Addr, error)
 	Executable func() (string, error)
+	// SameBuild returns an error when the helper name installed at path comes from
+	// another build than the running binary (buildstamp.CheckSelf); nil checks nothing
+	// (a fake host).
+	SameBuild func(name, path string) error
 	// SocketDir chooses the project's socket directory (sockdir.Choose when nil).
 	SocketDir func(h sockdir.Host, stateDir, projectID string) (string, error)
 	// ProxyCA returns the project's proxy CA from dir, creating it when create is set
@@ -115,6 +120,9 @@ func makeCA(dir, name string) error {
 	if bin == "" {
 		return fmt.Errorf("creating the proxy CA needs %s, which is not installed next to devsandbox: reinstall devsandbox (make install, or scripts/install.sh)", service.Program)
 	}
+	if err := buildstamp.CheckSelf(service.Program, bin); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, capem.CreateArg, dir, name)
@@ -152,6 +160,7 @@ func OS(cwd string) Probe {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		},
 		HostAddrs: hostaddr.Read,
+		SameBuild: buildstamp.Checker(),
 		Executable: func() (string, error) {
 			p, err := os.Executable()
 			if err != nil {
@@ -178,6 +187,23 @@ func readHead(p string, n int) ([]byte, error) {
 		return nil, err
 	}
 	return b[:m], nil
+}
+
+// sameBuild checks that each helper at paths ("" skipped) comes from the running
+// binary's build (SameBuild).
+func (pr Probe) sameBuild(paths ...string) error {
+	if pr.SameBuild == nil {
+		return nil
+	}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if err := pr.SameBuild(filepath.Base(p), p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (pr Probe) exists(p string) bool {

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/internal/buildstamp"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/handoff"
 )
@@ -127,12 +128,12 @@ func Environ(p *isolator.Plan, readFile func(string) ([]byte, error)) ([]string,
 // plan pointing at an installed devsandbox); a missing one is a broken installation.
 func binary(p *isolator.Plan) (string, error) {
 	if bin := handoff.Beside(Program); bin != "" {
-		return bin, nil
+		return bin, buildstamp.CheckSelf(Program, bin)
 	}
 	if p.Self != "" {
 		bin := filepath.Join(filepath.Dir(p.Self), Program)
 		if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() {
-			return bin, nil
+			return bin, buildstamp.CheckSelf(Program, bin)
 		}
 	}
 	return "", fmt.Errorf("%w: the egress proxy %s is not installed next to devsandbox; it is installed with devsandbox: reinstall devsandbox (make install, or scripts/install.sh), or run with --egress=open or --egress=none",
