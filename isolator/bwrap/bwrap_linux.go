@@ -204,6 +204,9 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, fmt.Errorf("%w: bwrap not found on PATH: %s", isolator.ErrUnavailable, installHint)
 	}
+	if err := hostProgram(p, "bubblewrap", bin); err != nil {
+		return 0, err
+	}
 	enf, layout, err := chooseHere(p)
 	if err != nil {
 		return 0, err
@@ -297,6 +300,9 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	bins := egress.DefaultBinaries // only the allowlist mode runs them (pasta's prologue)
 	if pp.Egress.Mode == egress.Allowlist {
 		bins = b.binaries()
+		if err := hostProgram(p, "pasta", bins.Pasta); err != nil {
+			return 0, err
+		}
 	}
 	spec, err := render(pp, bins, o)
 	if err != nil {
@@ -371,6 +377,9 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if !strings.Contains(path, "/") { // systemd-run, at the head of a scope's prefix
 		if path, err = exec.LookPath(path); err != nil {
 			return 0, fmt.Errorf("starting bwrap: %w", err)
+		}
+		if err := hostProgram(p, filepath.Base(path), path); err != nil {
+			return 0, err
 		}
 	}
 	// Its own process group: keyboard signals reach devsandbox only, which forwards
