@@ -101,3 +101,36 @@ func TestPlantedHostProgramNotRun(t *testing.T) {
 		})
 	}
 }
+
+// TestDoctorRunsNoPlantedProgram: `devsandbox doctor` runs bubblewrap (its version, a
+// trial sandbox, the mount table's cost) and pasta (the firewall probe) from PATH, on
+// the host. Run in a project whose `.venv/bin` is first on PATH and holds a bwrap and
+// a pasta the sandbox could have written, it must run neither, and say why on their
+// rows.
+func TestDoctorRunsNoPlantedProgram(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	p.mkdir("outside")
+	marker := filepath.Join(p.path("outside"), "ran")
+	venv := filepath.Join(p.dir, ".venv", "bin")
+	for _, prog := range []string{"bwrap", "pasta"} {
+		real, err := exec.LookPath(prog)
+		if err != nil {
+			t.Skipf("%s not installed", prog)
+		}
+		p.write("proj/.venv/bin/"+prog, "#!/bin/sh\necho \"$0\" >> "+marker+"\nexec "+real+" \"$@\"\n")
+		if err := os.Chmod(filepath.Join(venv, prog), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"PATH=" + venv + ":" + strings.TrimPrefix(hostPath("/usr/local/bin:/usr/bin:/bin"), "PATH=")}
+	r := run(t, p.dir, env, "", "--isolator=bwrap", "doctor")
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Fatalf("doctor ran the programs planted on its PATH, on the host: %s\n%s", b, r)
+	}
+	for _, prog := range []string{"bwrap", "pasta"} {
+		if !strings.Contains(r.stdout, filepath.Join(venv, prog)+" (found on PATH), lies where this sandbox can write") {
+			t.Errorf("doctor's output does not refuse the planted %s by its path:\n%s", prog, r)
+		}
+	}
+}
