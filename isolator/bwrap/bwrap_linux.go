@@ -834,6 +834,9 @@ func (b *Isolator) Check(ctx context.Context) isolator.Status {
 	if err != nil {
 		return isolator.Status{State: isolator.Unavailable, Reason: "bwrap is not installed", Fix: installHint}
 	}
+	if err := b.judge("bubblewrap", bin); err != nil {
+		return isolator.Status{State: isolator.Unavailable, Reason: refusal(err), Fix: "the reason says which PATH entry to change; it was not run"}
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if v, err := exec.CommandContext(ctx, bin, "--version").Output(); err == nil && !versionAtLeast(strings.TrimSpace(string(v)), minBwrap) {
