@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestPlantedHostProgramNotRun: devsandbox looks bubblewrap and pasta up on the PATH
@@ -133,4 +134,35 @@ func TestDoctorRunsNoPlantedProgram(t *testing.T) {
 			t.Errorf("doctor's output does not refuse the planted %s by its path:\n%s", prog, r)
 		}
 	}
+}
+
+// TestKrunStartsNoPlantedPodman: krun starts podman's API service from PATH, on the
+// host, when none runs for its socket. A podman the sandbox could have written, in
+// the project's `.venv/bin` first on PATH, must not be the one started: the run is
+// refused, naming it, and nothing of it runs.
+func TestKrunStartsNoPlantedPodman(t *testing.T) {
+	requirePodman(t)
+	sock := suiteServiceSocket()
+	requireServiceGone(t, sock, 25*time.Second)
+	real, err := exec.LookPath("podman")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProject(t)
+	p.mkdir("outside")
+	marker := filepath.Join(p.path("outside"), "ran")
+	venv := filepath.Join(p.dir, ".venv", "bin")
+	p.write("proj/.venv/bin/podman", "#!/bin/sh\necho \"$0 $*\" >> "+marker+"\nexec "+real+" \"$@\"\n")
+	if err := os.Chmod(filepath.Join(venv, "podman"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + venv + ":" + strings.TrimPrefix(hostPath("/usr/local/bin:/usr/bin:/bin"), "PATH=")}
+	r := run(t, p.dir, env, "", "--isolator=krun", "--", "true")
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Errorf("the run started the podman planted on its PATH, on the host: %s\n%s", b, r)
+	}
+	if r.code != 125 || !strings.Contains(r.stderr, filepath.Join(venv, "podman")) {
+		t.Errorf("the run did not refuse the planted podman by its path (exit %d, want 125):\n%s", r.code, r)
+	}
+	requireServiceGone(t, sock, 25*time.Second)
 }
