@@ -204,7 +204,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, fmt.Errorf("%w: bwrap not found on PATH: %s", isolator.ErrUnavailable, installHint)
 	}
-	if err := hostProgram(p, "bubblewrap", bin); err != nil {
+	if err := isolator.HostProgram(p, "bubblewrap", bin); err != nil {
 		return 0, err
 	}
 	enf, layout, err := chooseHere(p)
@@ -300,7 +300,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	bins := egress.DefaultBinaries // only the allowlist mode runs them (pasta's prologue)
 	if pp.Egress.Mode == egress.Allowlist {
 		bins = b.binaries()
-		if err := hostProgram(p, "pasta", bins.Pasta); err != nil {
+		if err := isolator.HostProgram(p, "pasta", bins.Pasta); err != nil {
 			return 0, err
 		}
 	}
@@ -378,7 +378,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if path, err = exec.LookPath(path); err != nil {
 			return 0, fmt.Errorf("starting bwrap: %w", err)
 		}
-		if err := hostProgram(p, filepath.Base(path), path); err != nil {
+		if err := isolator.HostProgram(p, filepath.Base(path), path); err != nil {
 			return 0, err
 		}
 	}

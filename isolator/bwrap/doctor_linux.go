@@ -301,9 +301,9 @@ func versionLess(a, b [3]int) bool {
 // without one (a configuration that did not load), when the user may write it.
 func (b *Isolator) judge(what, bin string) error {
 	if b.Planned != nil {
-		return hostProgram(b.Planned, what, bin)
+		return isolator.HostProgram(b.Planned, what, bin)
 	}
-	if at := userWritable(bin); at != "" {
+	if at := isolator.UserWritable(bin); at != "" {
 		return fmt.Errorf("%w: the %s devsandbox would run on the host, %s (found on PATH), lies where you can write (%s), and with no configuration loaded doctor cannot tell whether a sandbox can: a sandboxed program could have put it there", isolator.ErrProtection, what, bin, at)
 	}
 	return nil

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap/internal/prestart"
 	"github.com/devsandbox/devsandbox/isolator/pin"
@@ -112,33 +110,10 @@ func sameBwrap(rec *prestart.Record) error {
 	if rec.Bwrap != bin {
 		return fmt.Errorf("%w: the record's bubblewrap %s is not PATH's %s", prestart.ErrUnsafe, rec.Bwrap, bin)
 	}
-	if at := userWritable(bin); at != "" {
+	if at := isolator.UserWritable(bin); at != "" {
 		return fmt.Errorf("%w: PATH's bubblewrap %s is where you can write (%s), so a sandbox could have put it there; it is judged against the plan, not started early", prestart.ErrMismatch, bin, at)
 	}
 	return nil
-}
-
-// userWritable returns the first of path, the directories above it, and those of
-// where it resolves to, that this process's user may write ("" for none). The early
-// start runs bubblewrap before any plan says what the sandbox writes: it runs only
-// one no sandbox of the user could have planted, which Run judges against the plan
-// otherwise (hostProgram).
-func userWritable(path string) string {
-	paths := []string{path}
-	if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
-		paths = append(paths, real)
-	}
-	for _, p := range paths {
-		for q := p; ; q = filepath.Dir(q) {
-			if unix.Access(q, unix.W_OK) == nil {
-				return q
-			}
-			if q == "/" || q == "." {
-				break
-			}
-		}
-	}
-	return ""
 }
 
 // Started reports whether StartEarly started bwrap (and no run has taken it yet).

@@ -96,7 +96,7 @@ func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, 
 	}
 	for _, prog := range progs {
 		if bin, err := exec.LookPath(prog); err == nil {
-			if err := hostProgram(p, filepath.Base(bin), bin); err != nil {
+			if err := isolator.HostProgram(p, filepath.Base(bin), bin); err != nil {
 				return nil, err
 			}
 		}

@@ -314,6 +314,9 @@ func (b *Isolator) socket(ctx context.Context, h Host, want []spec.POSIXRlimit) 
 			return p, nil
 		}
 	}
+	if err := b.podmanStartable(); err != nil {
+		return "", err
+	}
 	if err := h.StartService(ctx, p, s.Runtime); err != nil {
 		if errors.Is(err, isolator.ErrUnavailable) || errors.Is(err, isolator.ErrProtection) {
 			return "", err
@@ -465,4 +468,20 @@ func openServiceLog(path string) (*os.File, error) {
 		return nil, fmt.Errorf("making the podman service log %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// podmanStartable refuses to start podman's service from a podman on PATH (the one
+// the supervisor, started with this environment, looks up) that the sandbox of the
+// run under way could have planted (isolator.HostProgram): the service runs on the
+// host, unsandboxed, and serves later runs of every project. Without a run (doctor,
+// an image build, Check) there is no plan to judge against, and nothing is refused.
+func (b *Isolator) podmanStartable() error {
+	if b.planned == nil {
+		return nil
+	}
+	podman, err := exec.LookPath("podman")
+	if err != nil {
+		return nil // StartService says podman is not installed
+	}
+	return isolator.HostProgram(b.planned, "podman", podman)
 }
