@@ -100,4 +100,3 @@ func TestUserWritable(t *testing.T) {
 		t.Errorf("UserWritable(%s) = %q, want %s, where the user may replace the link", l, got, d)
 	}
 }
-
