@@ -291,6 +291,12 @@ func (b *Isolator) socket(ctx context.Context, h Host, want []spec.POSIXRlimit) 
 		}
 		return p, nil
 	}
+	// Before the turn and the users lock, whose files a refused run would leave: a
+	// podman the run's sandbox could have planted refuses the run even where a
+	// service already listens (it is on PATH all the same, for the next start).
+	if err := b.podmanStartable(); err != nil {
+		return "", err
+	}
 	unlock, err := lockFile(ctx, turnFile(p), b.turnWaiting)
 	if err != nil {
 		return "", lockErr(ctx, "the turn to use podman's service", p, err)
@@ -313,9 +319,6 @@ func (b *Isolator) socket(ctx context.Context, h Host, want []spec.POSIXRlimit) 
 		if !stopped {
 			return p, nil
 		}
-	}
-	if err := b.podmanStartable(); err != nil {
-		return "", err
 	}
 	if err := h.StartService(ctx, p, s.Runtime); err != nil {
 		if errors.Is(err, isolator.ErrUnavailable) || errors.Is(err, isolator.ErrProtection) {
