@@ -204,6 +204,9 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if err != nil {
 		return 0, fmt.Errorf("%w: bwrap not found on PATH: %s", isolator.ErrUnavailable, installHint)
 	}
+	if err := isolator.HostProgram(p, "bubblewrap", bin); err != nil {
+		return 0, err
+	}
 	enf, layout, err := chooseHere(p)
 	if err != nil {
 		return 0, err
@@ -297,6 +300,9 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	bins := egress.DefaultBinaries // only the allowlist mode runs them (pasta's prologue)
 	if pp.Egress.Mode == egress.Allowlist {
 		bins = b.binaries()
+		if err := isolator.HostProgram(p, "pasta", bins.Pasta); err != nil {
+			return 0, err
+		}
 	}
 	spec, err := render(pp, bins, o)
 	if err != nil {
@@ -371,6 +377,9 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	if !strings.Contains(path, "/") { // systemd-run, at the head of a scope's prefix
 		if path, err = exec.LookPath(path); err != nil {
 			return 0, fmt.Errorf("starting bwrap: %w", err)
+		}
+		if err := isolator.HostProgram(p, filepath.Base(path), path); err != nil {
+			return 0, err
 		}
 	}
 	// Its own process group: keyboard signals reach devsandbox only, which forwards
@@ -824,6 +833,9 @@ func (b *Isolator) Check(ctx context.Context) isolator.Status {
 	bin, err := b.path()
 	if err != nil {
 		return isolator.Status{State: isolator.Unavailable, Reason: "bwrap is not installed", Fix: installHint}
+	}
+	if err := b.judge("bubblewrap", bin); err != nil {
+		return isolator.Status{State: isolator.Unavailable, Reason: refusal(err), Fix: "the reason says which PATH entry to change; it was not run"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

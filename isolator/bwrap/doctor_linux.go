@@ -36,8 +36,10 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 		"bwrap needs Linux", "use --isolator=docker")
 	us := userNamespaces()
 	add("user namespaces", us.ok, us.detail, us.reason, us.fix)
-	if _, err := b.path(); err != nil {
+	if bin, err := b.path(); err != nil {
 		add("bwrap", false, "", "bwrap is not installed", installHint)
+	} else if err := b.judge("bubblewrap", bin); err != nil {
+		add("bwrap", false, bin, refusal(err), "the reason says which PATH entry to change; doctor did not run it")
 	} else {
 		st := b.Check(ctx)
 		bin, ver := bwrapVersion(ctx, b)
@@ -53,13 +55,26 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 		rows = append(rows, isolator.Check{Name: "bwrap", Status: st, Detail: detail}, setupLinksRow(ver), mountTableRow(ver, lines, read, err, b.launchReads(), perMount))
 	}
 	pasta, err := exec.LookPath("pasta")
-	add("pasta (egress allowlist)", err == nil, pasta, "pasta is not installed",
-		"install passt (Debian/Ubuntu: sudo apt-get install passt; Fedora: sudo dnf install passt)")
+	bins := b.binaries()
+	var planted error
+	if err == nil {
+		planted = b.judge("pasta", bins.Pasta)
+	}
+	if planted != nil {
+		add("pasta (egress allowlist)", false, pasta, refusal(planted),
+			"the reason says which PATH entry to change; doctor did not run it")
+	} else {
+		add("pasta (egress allowlist)", err == nil, pasta, "pasta is not installed",
+			"install passt (Debian/Ubuntu: sudo apt-get install passt; Fedora: sudo dnf install passt)")
+	}
 	tunErr := unix.Access("/dev/net/tun", unix.R_OK|unix.W_OK)
 	add("/dev/net/tun (egress allowlist)", tunErr == nil, "", "pasta cannot open /dev/net/tun: "+errText(tunErr),
 		"load the tun module (sudo modprobe tun) and make /dev/net/tun usable by your user (mode 0666 is the distribution default)")
 	rows = append(rows, abstractScopeRow(landlock.ABI()), ptyRow(openPty()))
-	fwErr := egress.Probe(ctx, egress.SampleRules, b.binaries())
+	fwErr := fmt.Errorf("not probed: the pasta at %s was not run", bins.Pasta)
+	if planted == nil {
+		fwErr = egress.Probe(ctx, egress.SampleRules, bins)
+	}
 	add("firewall in a user namespace (egress allowlist)", fwErr == nil, "nft, else iptables", errText(fwErr),
 		"install nftables (sudo apt-get install nftables) and make sure the nf_tables modules load (sudo modprobe nf_tables)")
 	return append(rows, b.limitRows()...)
@@ -279,4 +294,22 @@ func versionLess(a, b [3]int) bool {
 		}
 	}
 	return false
+}
+
+// judge refuses a program doctor (or Check) would run on the host that a sandbox
+// could have planted: against the plan a run from here would get (hostProgram), or,
+// without one (a configuration that did not load), when the user may write it.
+func (b *Isolator) judge(what, bin string) error {
+	if b.Planned != nil {
+		return isolator.HostProgram(b.Planned, what, bin)
+	}
+	if at := isolator.UserWritable(bin); at != "" {
+		return fmt.Errorf("%w: the %s devsandbox would run on the host, %s (found on PATH), lies where you can write (%s), and with no configuration loaded doctor cannot tell whether a sandbox can: a sandboxed program could have put it there", isolator.ErrProtection, what, bin, at)
+	}
+	return nil
+}
+
+// refusal is a judge's error as a doctor row's reason.
+func refusal(err error) string {
+	return strings.TrimPrefix(err.Error(), isolator.ErrProtection.Error()+": ")
 }

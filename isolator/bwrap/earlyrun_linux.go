@@ -110,6 +110,9 @@ func sameBwrap(rec *prestart.Record) error {
 	if rec.Bwrap != bin {
 		return fmt.Errorf("%w: the record's bubblewrap %s is not PATH's %s", prestart.ErrUnsafe, rec.Bwrap, bin)
 	}
+	if at := isolator.UserWritable(bin); at != "" {
+		return fmt.Errorf("%w: PATH's bubblewrap %s is where you can write (%s), so a sandbox could have put it there; it is judged against the plan, not started early", prestart.ErrMismatch, bin, at)
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 
 	"github.com/devsandbox/devsandbox/egress"
 	"github.com/devsandbox/devsandbox/isolator"
@@ -83,9 +84,22 @@ func Env(p *isolator.Plan) ([]string, error) {
 // cmd.Start, then close the parent's copies of cmd.ExtraFiles, and wait with
 // cmd.Wait; stdio is the caller's to set.
 func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, error) {
-	// What the plan itself cannot do is said first, before any source is opened.
-	if _, err := wrapSpec(p, inner, false); err != nil {
+	// What the plan itself cannot do is said first, before any source is opened;
+	// so is a program on the host's PATH the sandbox could have planted.
+	first, err := wrapSpec(p, inner, false)
+	if err != nil {
 		return nil, err
+	}
+	progs := []string{first.Argv[0]}
+	if len(first.Prefix) > 0 {
+		progs = append(progs, first.Prefix[0])
+	}
+	for _, prog := range progs {
+		if bin, err := exec.LookPath(prog); err == nil {
+			if err := isolator.HostProgram(p, filepath.Base(bin), bin); err != nil {
+				return nil, err
+			}
+		}
 	}
 	held, err := inSession(p)
 	if err != nil {

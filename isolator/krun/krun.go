@@ -64,6 +64,9 @@ type Isolator struct {
 	netns netns
 	// users holds the shared lock on the service devsandbox started (see Supervise).
 	users *os.File
+	// planned is the Plan of the run under way (Run sets it before it connects): a
+	// podman its sandbox could have planted on PATH is never started (podmanStartable).
+	planned *isolator.Plan
 	// turnWaiting, set by tests only, is called when a run waits for the service's
 	// turn (socket).
 	turnWaiting func()

@@ -89,6 +89,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		return 0, err
 	}
 	b.phase("prepare")
+	b.planned = p
 	e, err := b.connect(ctx, h, wantedLimits(opts, p.Limits.Pids))
 	if err != nil {
 		return 0, err

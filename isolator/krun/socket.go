@@ -291,6 +291,12 @@ func (b *Isolator) socket(ctx context.Context, h Host, want []spec.POSIXRlimit) 
 		}
 		return p, nil
 	}
+	// Before the turn and the users lock, whose files a refused run would leave: a
+	// podman the run's sandbox could have planted refuses the run even where a
+	// service already listens (it is on PATH all the same, for the next start).
+	if err := b.podmanStartable(); err != nil {
+		return "", err
+	}
 	unlock, err := lockFile(ctx, turnFile(p), b.turnWaiting)
 	if err != nil {
 		return "", lockErr(ctx, "the turn to use podman's service", p, err)
@@ -465,4 +471,20 @@ func openServiceLog(path string) (*os.File, error) {
 		return nil, fmt.Errorf("making the podman service log %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// podmanStartable refuses to start podman's service from a podman on PATH (the one
+// the supervisor, started with this environment, looks up) that the sandbox of the
+// run under way could have planted (isolator.HostProgram): the service runs on the
+// host, unsandboxed, and serves later runs of every project. Without a run (doctor,
+// an image build, Check) there is no plan to judge against, and nothing is refused.
+func (b *Isolator) podmanStartable() error {
+	if b.planned == nil {
+		return nil
+	}
+	podman, err := exec.LookPath("podman")
+	if err != nil {
+		return nil // StartService says podman is not installed
+	}
+	return isolator.HostProgram(b.planned, "podman", podman)
 }

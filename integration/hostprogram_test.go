@@ -1,0 +1,168 @@
+//go:build integration
+
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPlantedHostProgramNotRun: devsandbox looks bubblewrap and pasta up on the PATH
+// it was started with, and runs them on the host, outside every namespace. A PATH
+// entry in the project (an activated `.venv/bin`, `npm run`'s `node_modules/.bin`,
+// direnv's `PATH_add bin`) is a directory the sandbox writes: a program it plants
+// there under bwrap's or pasta's name is found first by the next launch. That launch
+// must refuse it, naming it, and run nothing of it: the planted program leaves a mark
+// in a host directory the sandbox does not see, then runs the real one.
+func TestPlantedHostProgramNotRun(t *testing.T) {
+	requireBwrap(t)
+	for _, c := range []struct {
+		prog  string
+		flags []string
+	}{
+		{"bwrap", []string{"--egress=none"}},
+		{"pasta", []string{"--egress=allowlist", "--allow=10.231.255.1:9"}},
+	} {
+		t.Run(c.prog, func(t *testing.T) {
+			real, err := exec.LookPath(c.prog)
+			if err != nil {
+				if os.Getenv("CI") != "" {
+					t.Fatalf("%s is required in CI: %v", c.prog, err)
+				}
+				t.Skipf("%s not installed", c.prog)
+			}
+			p := newProject(t)
+			p.mkdir("outside")
+			marker := filepath.Join(p.path("outside"), "ran")
+			venv := filepath.Join(p.dir, ".venv", "bin")
+			env, state := p.earlyEnv("PATH=" + venv + ":" + strings.TrimPrefix(hostPath("/usr/local/bin:/usr/bin:/bin"), "PATH="))
+			planted := "#!/bin/sh\necho \"$0\" >> " + marker + "\nexec " + real + " \"$@\"\n"
+			// The launch to come, once before the planting: its record names the
+			// real bubblewrap.
+			next := append(append([]string{"--isolator=bwrap", "--debug"}, c.flags...), "--", "/bin/true")
+			if r := run(t, p.dir, env, "", next...); r.code != 0 {
+				t.Fatalf("the first launch failed:\n%s", r)
+			}
+			recs := records(t, state)
+			var good []byte
+			if len(recs) == 1 {
+				good, _ = os.ReadFile(recs[0])
+			}
+			args := append(append([]string{"--isolator=bwrap", "--debug"}, c.flags...), "--", "/bin/sh", "-c",
+				"mkdir -p .venv/bin && cat > .venv/bin/"+c.prog+" && chmod 755 .venv/bin/"+c.prog)
+			if r := run(t, p.dir, env, planted, args...); r.code != 0 {
+				t.Fatalf("the launch that plants %s failed:\n%s", c.prog, r)
+			}
+			r := run(t, p.dir, env, "", next...)
+			if b, err := os.ReadFile(marker); err == nil {
+				t.Fatalf("the next launch ran the %s the sandbox planted on its PATH, on the host: %s\n%s", c.prog, b, r)
+			}
+			if r.code != 125 || !strings.Contains(r.stderr, filepath.Join(venv, c.prog)) {
+				t.Errorf("the next launch did not refuse the planted %s by its path (exit %d, want 125):\n%s", c.prog, r.code, r)
+			}
+			if c.prog != "bwrap" {
+				return
+			}
+			if good == nil {
+				t.Fatalf("the first launch left records %v, want one", recs)
+			}
+			// The early start runs the record's bubblewrap before anything is
+			// compared: a record naming the planted one, PATH's bwrap now, must not
+			// run it either.
+			var rec map[string]any
+			if err := json.Unmarshal(good, &rec); err != nil {
+				t.Fatal(err)
+			}
+			rec["Bwrap"] = filepath.Join(venv, "bwrap")
+			forged, err := json.Marshal(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(recs[0], forged, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(recs[0], it.uid, it.gid); err != nil {
+				t.Fatal(err)
+			}
+			r = run(t, p.dir, env, "", next...)
+			if b, err := os.ReadFile(marker); err == nil {
+				t.Fatalf("the early start ran the planted bwrap a record named, on the host: %s\n%s", b, r)
+			}
+			if r.code != 125 {
+				t.Errorf("the launch with a record naming the planted bwrap exited %d, want 125:\n%s", r.code, r)
+			}
+			if left := leftovers(t, state); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+		})
+	}
+}
+
+// TestDoctorRunsNoPlantedProgram: `devsandbox doctor` runs bubblewrap (its version, a
+// trial sandbox, the mount table's cost) and pasta (the firewall probe) from PATH, on
+// the host. Run in a project whose `.venv/bin` is first on PATH and holds a bwrap and
+// a pasta the sandbox could have written, it must run neither, and say why on their
+// rows.
+func TestDoctorRunsNoPlantedProgram(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	p.mkdir("outside")
+	marker := filepath.Join(p.path("outside"), "ran")
+	venv := filepath.Join(p.dir, ".venv", "bin")
+	for _, prog := range []string{"bwrap", "pasta"} {
+		real, err := exec.LookPath(prog)
+		if err != nil {
+			t.Skipf("%s not installed", prog)
+		}
+		p.write("proj/.venv/bin/"+prog, "#!/bin/sh\necho \"$0\" >> "+marker+"\nexec "+real+" \"$@\"\n")
+		if err := os.Chmod(filepath.Join(venv, prog), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"PATH=" + venv + ":" + strings.TrimPrefix(hostPath("/usr/local/bin:/usr/bin:/bin"), "PATH=")}
+	r := run(t, p.dir, env, "", "--isolator=bwrap", "doctor")
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Fatalf("doctor ran the programs planted on its PATH, on the host: %s\n%s", b, r)
+	}
+	for _, prog := range []string{"bwrap", "pasta"} {
+		if !strings.Contains(r.stdout, filepath.Join(venv, prog)+" (found on PATH), lies where this sandbox can write") {
+			t.Errorf("doctor's output does not refuse the planted %s by its path:\n%s", prog, r)
+		}
+	}
+}
+
+// TestKrunStartsNoPlantedPodman: krun starts podman's API service from PATH, on the
+// host, when none runs for its socket. A podman the sandbox could have written, in
+// the project's `.venv/bin` first on PATH, must not be the one started: the run is
+// refused, naming it, and nothing of it runs.
+func TestKrunStartsNoPlantedPodman(t *testing.T) {
+	requirePodman(t)
+	sock := suiteServiceSocket()
+	requireServiceGone(t, sock, 25*time.Second)
+	real, err := exec.LookPath("podman")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProject(t)
+	p.mkdir("outside")
+	marker := filepath.Join(p.path("outside"), "ran")
+	venv := filepath.Join(p.dir, ".venv", "bin")
+	p.write("proj/.venv/bin/podman", "#!/bin/sh\necho \"$0 $*\" >> "+marker+"\nexec "+real+" \"$@\"\n")
+	if err := os.Chmod(filepath.Join(venv, "podman"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + venv + ":" + strings.TrimPrefix(hostPath("/usr/local/bin:/usr/bin:/bin"), "PATH=")}
+	r := run(t, p.dir, env, "", "--isolator=krun", "--", "true")
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Errorf("the run started the podman planted on its PATH, on the host: %s\n%s", b, r)
+	}
+	if r.code != 125 || !strings.Contains(r.stderr, filepath.Join(venv, "podman")) {
+		t.Errorf("the run did not refuse the planted podman by its path (exit %d, want 125):\n%s", r.code, r)
+	}
+	requireServiceGone(t, sock, 25*time.Second)
+}
