@@ -308,6 +308,91 @@ func TestEarlyStartAbandon(t *testing.T) {
 	}
 }
 
+// The spawn runs beside the caller (beginEarly): bwrap is not started before ready
+// returns, and a start abandoned while its spawn may still be under way waits for
+// it and leaves nothing, as TestEarlyStartAbandon.
+func TestEarlyStartSpawnBeside(t *testing.T) {
+	bin := requireBwrap(t)
+	h := newEarlyHost(t)
+	r := h.record(bin, "/bin/sh", "-c", "echo ran > /home/u/ran")
+	gate := make(chan struct{})
+	e, err := beginEarly(r, h.state, hostEnv, [3]*os.File{}, nil, func() { <-gate })
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-e.spawned:
+		t.Fatal("bwrap was started before ready returned")
+	default:
+	}
+	if e.proc != nil {
+		t.Fatal("a process before ready returned")
+	}
+	close(gate)
+	if err := e.wait(); err != nil {
+		t.Fatal(err)
+	}
+	if e.proc == nil || e.proc.pid <= 0 {
+		t.Fatal("no bwrap after the spawn")
+	}
+	pgid, sess := e.proc.pid, e.launch.Session
+	if err := e.abandon(); err != nil {
+		t.Fatal(err)
+	}
+	if n := liveInGroup(t, pgid); n > 0 {
+		t.Errorf("%d processes of the early bwrap's group are left running", n)
+	}
+	if _, err := os.Stat(sess); !os.IsNotExist(err) {
+		t.Errorf("session /tmp %s left: %v", sess, err)
+	}
+
+	// Abandoned at once, the spawn perhaps still under way: abandon waits for it.
+	for i := 0; i < 20; i++ {
+		e, err := beginEarly(r, h.state, hostEnv, [3]*os.File{}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess := e.launch.Session
+		if err := e.abandon(); err != nil {
+			t.Fatal(err)
+		}
+		if e.proc != nil {
+			t.Fatal("abandon left its process set")
+		}
+		if _, err := os.Stat(sess); !os.IsNotExist(err) {
+			t.Errorf("session /tmp %s left: %v", sess, err)
+		}
+	}
+	if n := bwrapsIn(t, h.tmpBase); n > 0 {
+		t.Errorf("%d early bwraps left running", n)
+	}
+	if _, err := os.Stat(filepath.Join(h.home, "ran")); err == nil {
+		t.Error("the record's command ran")
+	}
+}
+
+// bwrapsIn counts the live processes whose command line names dir (an early
+// bwrap's session /tmp is under it).
+func bwrapsIn(t *testing.T, dir string) int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range ents {
+		if _, err := strconv.Atoi(d.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+		if err == nil && bytes.Contains(b, []byte(dir)) {
+			if st, err := os.ReadFile("/proc/" + d.Name() + "/stat"); err == nil && !bytes.Contains(st, []byte(") Z ")) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // groupSize counts the processes of process group pgid.
 func groupSize(t *testing.T, pgid int) int { return countGroup(t, pgid, false) }
 
