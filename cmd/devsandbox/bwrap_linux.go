@@ -89,9 +89,9 @@ func (a *app) startEarly(args []string) {
 	// parent-death signal, and while it waits for its parent to map its user ids)
 	// would leave that child waiting for ever. Caught, it reaches the run as any
 	// signal during planning does, or ends the launch, which abandons the start.
-	// It is made while the record is read; bwrap starts after sigs.Wait.
 	sigs := isolator.CatchSignals()
-	a.early = bwrap.StartEarly(root, os.Getuid(), wd, args, lookup, mode == config.EarlyAlways, sigs.Wait)
+	sigs.Wait()
+	a.early = bwrap.StartEarly(root, os.Getuid(), wd, args, lookup, mode == config.EarlyAlways)
 	if a.early.Started() {
 		a.signals = sigs
 	} else {

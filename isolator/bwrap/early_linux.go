@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,24 +39,19 @@ type earlyStart struct {
 	// (startEarlyPty, an interactive run): Run relays the user's terminal to it
 	// once the launch is adopted; closed when it is abandoned.
 	master *os.File
-	// spawned is closed once bwrap's spawn (beginEarly's goroutine) has returned,
-	// with proc set or spawnErr; nil when the spawn never began.
-	spawned  chan struct{}
-	spawnErr error
 }
 
 // startEarlyPty is startEarly for an interactive run: bwrap's stdin, stdout and
 // stderr are the slave of a new pty (tty.Open), as Run gives them in an interactive
 // run, never the user's terminal; the master is kept for Run's relay. The user's
 // terminal is not touched (its modes, its size: the relay sets them at adoption).
-func startEarlyPty(rec *prestart.Record, stateRoot string, lookup func(string) (string, bool), ready func()) (*earlyStart, error) {
+func startEarlyPty(rec *prestart.Record, stateRoot string, lookup func(string) (string, bool)) (*earlyStart, error) {
 	master, slave, err := tty.Open()
 	if err != nil {
 		return nil, fmt.Errorf("allocating a terminal for the early bwrap: %w", err)
 	}
-	// The slave is closed once bwrap has it (after the spawn): the master reads EIO
-	// once the sandbox's copies close.
-	e, err := beginEarly(rec, stateRoot, lookup, [3]*os.File{slave, slave, slave}, []*os.File{slave}, ready)
+	e, err := startEarly(rec, stateRoot, lookup, [3]*os.File{slave, slave, slave})
+	slave.Close() // bwrap holds it; the master reads EIO once the sandbox's copies close
 	if err != nil {
 		master.Close()
 		return nil, err
@@ -66,48 +60,25 @@ func startEarlyPty(rec *prestart.Record, stateRoot string, lookup func(string) (
 	return e, nil
 }
 
-// startEarly starts bwrap from rec (beginEarly) and returns once it is started.
-func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (string, bool), stdio [3]*os.File) (*earlyStart, error) {
-	e, err := beginEarly(rec, stateRoot, lookup, stdio, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.wait(); err != nil {
-		_ = e.abandon()
-		return nil, err
-	}
-	return e, nil
-}
-
-// beginEarly starts bwrap from rec. Before it starts anything it vets the record
+// startEarly starts bwrap from rec. Before it starts anything it vets the record
 // (prestart.Vet, against stateRoot, with the sources opened as descriptors, no link
 // followed), and the session /tmp's directory must exist as a private directory of
 // the user's (it is not created); then it makes a session /tmp there, and starts
 // bwrap with the record's argv and --block-fd, in a process group of its own (its
 // child stays in it until its setsid, after the block), SIGKILLed should devsandbox
-// die. lookup reads the host's variables the record names. stdio are bwrap's; owned
-// are closed once bwrap has them.
-//
-// The spawn itself runs on a goroutine of its own, after ready (when not nil)
-// has returned, and beginEarly returns before it is done: the clone(CLONE_VFORK)
-// blocks the thread that makes it until bwrap has exec'd (0.4-0.7 ms measured), and
-// the launch's configuration and Plan go on meanwhile on the caller's. wait
-// returns its outcome; abandon waits for it first, so a start is never left behind.
-func beginEarly(rec *prestart.Record, stateRoot string, lookup func(string) (string, bool), stdio [3]*os.File, owned []*os.File, ready func()) (_ *earlyStart, err error) {
+// die. lookup reads the host's variables the record names. stdio are bwrap's.
+func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (string, bool), stdio [3]*os.File) (_ *earlyStart, err error) {
 	e := &earlyStart{pipes: map[int]*os.File{}}
-	childEnds := owned
+	var childEnds []*os.File
 	sources := map[int]*os.File{}
-	closeEnds := func() {
+	defer func() {
 		for _, f := range childEnds {
 			f.Close()
 		}
 		for _, f := range sources {
 			f.Close()
 		}
-	}
-	defer func() {
 		if err != nil {
-			closeEnds()
 			_ = e.abandon()
 		}
 	}()
@@ -187,35 +158,10 @@ func beginEarly(rec *prestart.Record, stateRoot string, lookup func(string) (str
 	}
 	started := append([]string{argv[0], "--block-fd", strconv.Itoa(blockFD)}, argv[1:]...)
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	e.spawned = make(chan struct{})
-	// Not locked to its thread: Pdeathsig follows the thread that forks, and a
-	// goroutine that ended locked would take its thread, and bwrap, with it.
-	go func() {
-		defer close(e.spawned)
-		defer closeEnds()
-		if ready != nil {
-			ready()
-		}
-		if e.proc, e.spawnErr = startChild(rec.Bwrap, started, env, &childStdio{files: stdio}, files, attr); e.spawnErr != nil {
-			e.spawnErr = fmt.Errorf("starting bwrap early: %w", e.spawnErr)
-		}
-	}()
-	// The spawn is the launch's critical path (bwrap's setup is): it runs on this
-	// thread at once, and the caller goes on on another one when the runtime has
-	// one running. Left to be stolen by another thread instead, the spawn waited for
-	// that thread to get a CPU: bwrap's exec came 1.8 ms later at load 12.
-	runtime.Gosched()
-	return e, nil
-}
-
-// wait returns once bwrap's spawn has returned: nil when bwrap was started, else
-// why not (the start is then to be abandoned). It may be called more than once.
-func (e *earlyStart) wait() error {
-	if e.spawned == nil {
-		return nil
+	if e.proc, err = startChild(rec.Bwrap, started, env, &childStdio{files: stdio}, files, attr); err != nil {
+		return nil, fmt.Errorf("starting bwrap early: %w", err)
 	}
-	<-e.spawned
-	return e.spawnErr
+	return e, nil
 }
 
 // contentPipe returns the read end of a new pipe that holds b, its write end closed:
@@ -294,7 +240,6 @@ func (e *earlyStart) release(contents map[int][]byte) error {
 // process of the group is still there after abandonWait.
 func (e *earlyStart) abandon() error {
 	var err error
-	_ = e.wait() // the spawn, when under way: its bwrap is killed too
 	if e.proc != nil {
 		pgid := e.proc.pid
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)

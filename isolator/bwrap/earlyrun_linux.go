@@ -47,14 +47,8 @@ const earlyLoad = 2.0
 // unless a standard descriptor is a terminal in a run that is not interactive (an
 // interactive run's bwrap starts on a pty of its own), the machine is loaded, or there is no
 // usable record (a record refused is removed). lookup reads the host's variables;
-// anyLoad skips the load gate. ready, when not nil, is called before bwrap is
-// started, and bwrap is started only once it has returned (the run's signal
-// subscription).
-//
-// bwrap's spawn goes on after StartEarly returns (beginEarly): Started says one is
-// made or under way, and what comes after it (Note, Abandon, Forget, Run) first
-// waits for its outcome.
-func StartEarly(stateRoot string, uid int, wd string, args []string, lookup func(string) (string, bool), anyLoad bool, ready func()) *Early {
+// anyLoad skips the load gate.
+func StartEarly(stateRoot string, uid int, wd string, args []string, lookup func(string) (string, bool), anyLoad bool) *Early {
 	stdio := [3]*os.File{os.Stdin, os.Stdout, os.Stderr}
 	var term [3]bool
 	for i, f := range stdio {
@@ -87,9 +81,9 @@ func StartEarly(stateRoot string, uid int, wd string, args []string, lookup func
 		err = sameBwrap(rec)
 	}
 	if err == nil && interactive {
-		e.start, err = startEarlyPty(rec, stateRoot, lookup, ready)
+		e.start, err = startEarlyPty(rec, stateRoot, lookup)
 	} else if err == nil {
-		e.start, err = beginEarly(rec, stateRoot, lookup, stdio, nil, ready)
+		e.start, err = startEarly(rec, stateRoot, lookup, stdio)
 	}
 	switch {
 	case err == nil:
@@ -119,29 +113,14 @@ func sameBwrap(rec *prestart.Record) error {
 	return nil
 }
 
-// Started reports whether StartEarly started bwrap, or is starting it (and no run
-// has taken it yet).
+// Started reports whether StartEarly started bwrap (and no run has taken it yet).
 func (e *Early) Started() bool { return e != nil && e.start != nil }
-
-// settle waits for bwrap's spawn, when one is under way; a spawn that failed
-// leaves no start, and the note says why.
-func (e *Early) settle() {
-	if e == nil || e.start == nil {
-		return
-	}
-	if err := e.start.wait(); err != nil {
-		_ = e.start.abandon()
-		e.start = nil
-		e.note = fmt.Sprintf("not made: %v", err)
-	}
-}
 
 // Note says what StartEarly did, for --debug.
 func (e *Early) Note() string {
 	if e == nil {
 		return "off"
 	}
-	e.settle()
 	return e.note
 }
 
@@ -153,7 +132,7 @@ func (e *Early) Abandon() error {
 	}
 	s := e.start
 	e.start = nil
-	return s.abandon() // after the spawn, when one is under way
+	return s.abandon()
 }
 
 // Forget abandons the early start, if one was made, and removes this launch's
@@ -238,13 +217,11 @@ func contents(spec *Spec) (map[int][]byte, error) {
 	return c, nil
 }
 
-// take hands Run the early start, if one was made (once its spawn is done);
-// Abandon has nothing left to do.
+// take hands Run the early start, if one was made; Abandon has nothing left to do.
 func (e *Early) take() *earlyStart {
 	if e == nil {
 		return nil
 	}
-	e.settle()
 	s := e.start
 	e.start = nil
 	return s
