@@ -612,8 +612,9 @@ func TestEarlyStartOff(t *testing.T) {
 
 // TestEarlyStartConfigOff: sandbox.early_start = false, read after the early bwrap
 // started, abandons that start (no process, session /tmp or mount of it left) and
-// removes the launch's record, so that the next launch starts nothing early and
-// records nothing.
+// removes the launch's record and those of the project's other command lines (not
+// another project's), so that the next launch starts nothing early and records
+// nothing.
 func TestEarlyStartConfigOff(t *testing.T) {
 	requireBwrap(t)
 	p := newProject(t)
@@ -635,17 +636,30 @@ func TestEarlyStartConfigOff(t *testing.T) {
 	}
 	launch("not made: no record of this launch")
 	launch("made", "matched")
-	if recs := records(t, state); len(recs) != 1 {
-		t.Fatalf("records %v, want one", recs)
+	// Another command line of the project, and a launch of another project: a record
+	// each.
+	if r := run(t, p.dir, env, "", "--isolator=bwrap", "--egress=none", "--config="+conf, "--", "/bin/true"); r.code != 0 {
+		t.Fatalf("another command line:\n%s", r)
+	}
+	p.mkdir("other/.git")
+	if r := run(t, p.path("other"), env, "", "--isolator=bwrap", "--egress=none", "--", "/bin/true"); r.code != 0 {
+		t.Fatalf("another project:\n%s", r)
+	}
+	recs := records(t, state)
+	if len(recs) != 3 {
+		t.Fatalf("records %v, want three", recs)
 	}
 	p.write("early.toml", "[sandbox]\nearly_start = false\n")
-	launch(fmt.Sprintf("off: sandbox.early_start = false (%s); before the configuration: made\n", conf))
-	if recs := records(t, state); len(recs) != 0 {
-		t.Errorf("records %v after sandbox.early_start = false, want none", recs)
+	// The project's records go at once, the other project's stays.
+	launch(fmt.Sprintf("off: sandbox.early_start = false (%s); before the configuration: made; 2 launch records of this project removed\n", conf))
+	if left := records(t, state); len(left) != 1 {
+		t.Errorf("records %v after sandbox.early_start = false, want the other project's alone", left)
+	} else if b, err := os.ReadFile(left[0]); err != nil || !strings.Contains(string(b), p.path("state/devsandbox/other-")) {
+		t.Errorf("the record left is not the other project's (%v):\n%.300s", err, b)
 	}
 	launch(fmt.Sprintf("off: sandbox.early_start = false (%s); before the configuration: not made: no record of this launch\n", conf))
-	if recs := records(t, state); len(recs) != 0 {
-		t.Errorf("records %v after a launch with sandbox.early_start = false, want none", recs)
+	if recs := records(t, state); len(recs) != 1 {
+		t.Errorf("records %v after a launch with sandbox.early_start = false, want the other project's alone", recs)
 	}
 	if left := leftovers(t, state); len(left) > 0 {
 		t.Errorf("left behind: %v", left)

@@ -46,7 +46,7 @@ func (a *app) run(c *cli.Context) error {
 	}
 	cfg := l.Config
 	t.mark("config")
-	a.earlyConfig(cfg)
+	a.earlyConfig(cfg, l.Project.Name)
 
 	if cfg.Host.Vars[planner.EnvMarker] != "" && flags.Isolator == nil {
 		return errors.New("already inside a devsandbox sandbox: nesting is refused; pass --isolator explicitly to nest anyway")
