@@ -324,6 +324,52 @@ func TestEarlyStartPlantedLargeContent(t *testing.T) {
 	}
 }
 
+// TestEarlyStartPlaceholder: a credential's placeholder (proxy.credentials with a
+// placeholder_env) is made fresh for each launch; the early start makes it before the
+// plan, which takes it, so such a launch is used (it never was: the record names a
+// variable no host has). Each launch's placeholder is new, and none is in the record.
+func TestEarlyStartPlaceholder(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	env, state := p.earlyEnv("DSB_IT_TOKEN=secret-token-value")
+	cfg := p.writeConfig("bwrap", "cred.toml", `[proxy]
+mitm = true
+[[proxy.credentials]]
+host = "api.example.test"
+header = "Authorization"
+value_env = "DSB_IT_TOKEN"
+format = "Bearer {}"
+placeholder_env = "DSB_IT_TOKEN"
+`)
+	args := []string{"--isolator=bwrap", "--egress=proxy", "--config", cfg, "--debug", "--", "/bin/sh", "-c", `echo "$DSB_IT_TOKEN"`}
+	seen := map[string]bool{}
+	for i, want := range []string{"not made: no record of this launch", "matched", "matched"} {
+		r := run(t, p.dir, env, "", args...)
+		if r.code != 0 || !strings.Contains(r.stderr, "devsandbox: debug: early start: "+want) {
+			t.Fatalf("launch %d: want %q:\n%s", i, want, r)
+		}
+		ph := strings.TrimSpace(r.stdout)
+		if !strings.HasPrefix(ph, "devsandbox-placeholder-") || seen[ph] {
+			t.Errorf("launch %d: the sandbox's DSB_IT_TOKEN is %q, not a fresh placeholder", i, ph)
+		}
+		seen[ph] = true
+	}
+	for _, rec := range records(t, state) {
+		b, err := os.ReadFile(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ph := range seen {
+			if strings.Contains(string(b), ph) || strings.Contains(string(b), "secret-token-value") {
+				t.Errorf("the record %s holds a placeholder or the credential", rec)
+			}
+		}
+	}
+	if left := leftovers(t, state); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
 // TestEarlyStartConcurrent: two launches of the same command line at once each start
 // their own early bwrap from the one record, in a session /tmp of its own, and both
 // run; nothing is left.

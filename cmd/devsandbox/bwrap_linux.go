@@ -75,8 +75,20 @@ func (a *app) startEarly(args []string) {
 	if err != nil {
 		return
 	}
-	// The host's variables as the configuration reads them: the first entry wins.
+	// The host's variables as the configuration reads them: the first entry wins. A
+	// credential's placeholder variable is no host variable: its value is made here,
+	// fresh, and the plan takes it (planner.Request.Placeholders), so that the early
+	// bwrap's environment can be the plan's.
 	lookup := func(name string) (string, bool) {
+		if strings.HasPrefix(name, planner.PlaceholderPrefix) {
+			if a.placeholders == nil {
+				a.placeholders = map[string]string{}
+			}
+			if _, ok := a.placeholders[name]; !ok {
+				a.placeholders[name] = planner.NewPlaceholder()
+			}
+			return a.placeholders[name], true
+		}
 		for _, kv := range a.environ {
 			if n, v, ok := strings.Cut(kv, "="); ok && n == name {
 				return v, true
