@@ -94,11 +94,10 @@ func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (str
 			}
 			sources[f.FD], extra[f.FD], fd.ID = src, src, id
 		case prestart.KindContent:
-			// The recorded content, whole before bwrap starts (in a new pipe, or a
-			// sealed memory file when larger than a pipe surely holds), so bwrap reads
-			// it without waiting for the plan; what it got is compared with the fresh
-			// plan's (prestart.Compare).
-			r, err := contentFile(f.Content)
+			// The recorded content, whole and closed before bwrap starts (it fits a new
+			// pipe: validate bounds it), so bwrap reads it without waiting for the
+			// plan; what it got is compared with the fresh plan's (prestart.Compare).
+			r, err := contentPipe(f.Content)
 			if err != nil {
 				return nil, err
 			}
@@ -163,48 +162,6 @@ func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (str
 		return nil, fmt.Errorf("starting bwrap early: %w", err)
 	}
 	return e, nil
-}
-
-// contentFile returns a descriptor that reads b from its start to its end: the read
-// end of a new pipe that holds b, its write end closed, when b fits
-// (prestart.MaxContent, what a new pipe holds at the least), else a memory file
-// holding b, sealed (no write, no resize, through any descriptor) so that what bwrap
-// reads from it is b, which prestart.Compare compares with the fresh plan's.
-func contentFile(b []byte) (*os.File, error) {
-	if len(b) <= prestart.MaxContent {
-		return contentPipe(b)
-	}
-	if len(b) > prestart.MaxLarge {
-		return nil, fmt.Errorf("%w: a recorded content of %d bytes", prestart.ErrRecord, len(b))
-	}
-	fd, err := unix.MemfdCreate("devsandbox-content", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	if err != nil {
-		return nil, fmt.Errorf("a memory file for a recorded content: %w", err)
-	}
-	f := os.NewFile(uintptr(fd), "devsandbox-content")
-	err = func() error {
-		for rest := b; len(rest) > 0; {
-			n, err := unix.Write(fd, rest)
-			if err == unix.EINTR {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			rest = rest[n:]
-		}
-		const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
-		if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
-			return err
-		}
-		_, err := unix.Seek(fd, 0, 0)
-		return err
-	}()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("writing a recorded content for the early bwrap: %w", err)
-	}
-	return f, nil
 }
 
 // contentPipe returns the read end of a new pipe that holds b, its write end closed:

@@ -227,9 +227,8 @@ func (s *earlyStart) adoptable(p *isolator.Plan, spec *Spec, relays bool) error 
 // found equal to the fresh plan's.
 func contents(spec *Spec) (map[int][]byte, error) {
 	c := map[int][]byte{}
-	recorded := recordedContents(spec.Files)
 	for _, f := range spec.Files {
-		if f.Kind == Pinned || f.Kind == EtcSnapshot || recorded[f.FD] {
+		if f.Kind == Pinned || f.Kind == EtcSnapshot || recordedContent(f) {
 			continue
 		}
 		b, err := fileData(f)

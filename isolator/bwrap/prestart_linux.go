@@ -57,7 +57,6 @@ func recordOf(spec *Spec, p *isolator.Plan, key, bin, etcDir string, env []strin
 		name, value, _ := strings.Cut(kv, "=")
 		r.Env = append(r.Env, prestart.Env{Name: name, Kind: prestart.EnvPlain, Value: value})
 	}
-	recorded := recordedContents(spec.Files)
 	for _, f := range spec.Files {
 		rf := prestart.File{FD: f.FD}
 		switch f.Kind {
@@ -72,7 +71,7 @@ func recordOf(spec *Spec, p *isolator.Plan, key, bin, etcDir string, env []strin
 			rf.Kind = prestart.KindSeccomp
 		default:
 			rf.Kind = prestart.KindData
-			if recorded[f.FD] {
+			if recordedContent(f) {
 				rf.Kind, rf.Content = prestart.KindContent, f.Content
 			}
 		}
@@ -84,29 +83,14 @@ func recordOf(spec *Spec, p *isolator.Plan, key, bin, etcDir string, env []strin
 	return r, nil
 }
 
-// recordedContents returns the descriptors of fs whose content a record keeps
-// (prestart.KindContent): a file devsandbox generated (Content: the sandbox's
-// /etc/passwd, the ssh client config, /etc/hosts, the CA bundle of proxy.mitm), never
-// a secret (SecretFile, SecretEnv) nor a copy of a host file (HostFile); those larger
-// than prestart.MaxContent only while they fit prestart.MaxLarge together, in
-// descriptor order. The early start gives bwrap the recorded bytes at once; the launch
-// uses it only when the fresh plan's are the same (prestart.Compare).
-func recordedContents(fs []File) map[int]bool {
-	rec := map[int]bool{}
-	large := 0
-	for _, f := range fs {
-		if f.Kind != Content {
-			continue
-		}
-		if n := len(f.Content); n > prestart.MaxContent {
-			if large+n > prestart.MaxLarge {
-				continue
-			}
-			large += n
-		}
-		rec[f.FD] = true
-	}
-	return rec
+// recordedContent reports whether a record keeps f's content (prestart.KindContent):
+// a file devsandbox generated (Content: the sandbox's /etc/passwd, the ssh client
+// config, /etc/hosts, a CA bundle), never a secret (SecretFile, SecretEnv) nor a copy
+// of a host file (HostFile), and small enough for the early start to write whole
+// into its new pipe. The early start gives bwrap the recorded bytes at once; the
+// launch uses it only when the fresh plan's are the same (prestart.Compare).
+func recordedContent(f File) bool {
+	return f.Kind == Content && len(f.Content) <= prestart.MaxContent
 }
 
 // recordArgv is the argv an early start runs bwrap with from rec (before its own
@@ -127,7 +111,6 @@ func recordArgv(rec *prestart.Record, session string) []string {
 // /tmp ("" with /tmp in memory).
 func launchOf(spec *Spec, bin string, env []string, session string, id func(File) (prestart.Identity, error)) (prestart.Launch, error) {
 	l := prestart.Launch{Path: bin, Argv: append([]string{bin}, spec.Argv[1:]...), Env: env, Session: session}
-	recorded := recordedContents(spec.Files)
 	for _, f := range spec.Files {
 		fd := prestart.FD{FD: f.FD, Kind: prestart.KindData}
 		switch f.Kind {
@@ -140,7 +123,7 @@ func launchOf(spec *Spec, bin string, env []string, session string, id func(File
 		case Seccomp:
 			fd.Kind = prestart.KindSeccomp
 		default:
-			if recorded[f.FD] {
+			if recordedContent(f) {
 				fd.Kind, fd.Content = prestart.KindContent, f.Content
 			}
 		}

@@ -14,10 +14,9 @@
 //
 // A record never holds the value of a variable passed from the host, of a secret, or
 // of a variable taken for a credential: only their names. It holds what
-// `devsandbox --dry-run` prints, and the content of the generated files that hold no
-// secret (KindContent: the generated ~/.ssh/config, /etc/passwd, the CA bundle of
-// proxy.mitm, at most MaxLarge bytes in all), which the sandbox's command may read
-// anyway; a secret file's content, never.
+// `devsandbox --dry-run` prints, and the content of small generated files that hold
+// no secret (KindContent: the generated ~/.ssh/config, /etc/passwd), which the
+// sandbox's command may read anyway; a secret file's content, never.
 package prestart
 
 import (
@@ -29,23 +28,15 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 )
 
 // Version is the record format this package writes and reads; a record of another
-// version is not used (ErrRecord). Version 2: a generated file's content
-// (KindContent); 3: one larger than MaxContent, after the record (File.Size).
-const Version = 3
+// version is not used (ErrRecord). Version 2: a generated file's content (KindContent).
+const Version = 2
 
-// MaxRecord bounds a record's encoded size, the contents after it (MaxLarge) aside:
-// a larger one is not written and not read.
+// MaxRecord bounds a record's encoded size: a larger one is not written and not read.
 const MaxRecord = 256 << 10
-
-// MaxLarge bounds the contents a record keeps after it (File.Size), together: the CA
-// bundle of proxy.mitm (the system's, about 220 KB on Debian) fits with room; a
-// generated file that does not fit is a KindData pipe, written at release.
-const MaxLarge = 1 << 20
 
 // SessionPlaceholder stands for the session /tmp's name in a record's argv: the early
 // start makes a session directory of its own and puts its name there.
@@ -66,12 +57,11 @@ const (
 	// host file, or a generated file larger than MaxContent. No content is recorded.
 	KindData FileKind = "data"
 	// KindContent is a generated file that holds no secret (--file, --ro-bind-data):
-	// the record keeps its content, which the early start gives bwrap before bwrap
-	// starts (at most MaxContent bytes in a pipe, a larger one in a sealed memory
-	// file), so bwrap does not wait for the fresh plan to read it; the launch uses the
-	// early start only when the fresh plan's content is the same, byte for byte
-	// (Compare). A secret (a secret file, a secret from a variable) is never one: it
-	// stays a KindData pipe.
+	// the record keeps its content, at most MaxContent bytes, which the early start
+	// writes into the pipe before bwrap starts, so bwrap does not wait for the fresh
+	// plan to read it; the launch uses the early start only when the fresh plan's
+	// content is the same, byte for byte (Compare). A secret (a secret file, a
+	// secret from a variable) is never one: it stays a KindData pipe.
 	KindContent FileKind = "content"
 	// KindSeccomp is the syscall filter (--seccomp), which bwrap reads only after its
 	// block: the fresh program, written at release.
@@ -84,19 +74,13 @@ type File struct {
 	Kind FileKind
 	// Path is a KindSource's host path; empty for the others.
 	Path string `json:",omitempty"`
-	// Content is a KindContent's bytes; nil for the others. Encoded in the record
-	// when at most MaxContent bytes, else after it (Size).
+	// Content is a KindContent's bytes; nil for the others.
 	Content []byte `json:",omitempty"`
-	// Size is the length of a KindContent kept after the record (more than
-	// MaxContent bytes): the record names its size, not its bytes, which follow the
-	// record's line in the file, in descriptor order; 0 for the others.
-	Size int `json:",omitempty"`
 }
 
-// MaxContent bounds a KindContent kept in the record itself: what a new pipe holds at
-// the least (one page), so the early start writes it whole before bwrap reads,
-// without a writer that must outlive the start. A larger one is kept after the
-// record (File.Size) and given to bwrap in a sealed memory file.
+// MaxContent bounds a KindContent's size: what a new pipe holds at the least (one
+// page), so the early start writes it whole before bwrap reads, without a writer
+// that must outlive the start.
 const MaxContent = 4096
 
 // EnvKind says where an environment variable's value comes from.
@@ -157,52 +141,33 @@ func LaunchKey(uid int, wd string, args []string) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// Encode returns r's stored form: the record, a line of JSON, then the contents
-// larger than MaxContent as they are, in descriptor order (their sizes in the
-// record), so that the JSON stays small and a large content is not decoded. It
-// refuses a record that would keep a value it must not (a host variable's or a
-// secret's) or that is malformed (validate).
+// Encode returns r's stored form. It refuses a record that would keep a value it
+// must not (a host variable's or a secret's) or that is malformed (validate).
 func Encode(r *Record) ([]byte, error) {
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
-	head := *r
-	head.Files = slices.Clone(r.Files)
-	var tail [][]byte
-	for i, f := range head.Files {
-		if f.Kind == KindContent && len(f.Content) > MaxContent {
-			head.Files[i].Content, head.Files[i].Size = nil, len(f.Content)
-			tail = append(tail, f.Content)
-		}
-	}
-	b, err := json.Marshal(&head)
+	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrRecord, err)
 	}
 	if len(b) > MaxRecord {
 		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrRecord, len(b), MaxRecord)
 	}
-	b = append(b, '\n')
-	for _, c := range tail {
-		b = append(b, c...)
-	}
 	return b, nil
 }
 
-// Decode reads a record from rd (at most MaxRecord bytes, and the contents after it,
-// at most MaxLarge bytes), strictly: an unknown field, another version, data after
-// the record that is not exactly the contents it names, or a malformed record is
-// ErrRecord.
+// Decode reads a record from rd (at most MaxRecord bytes), strictly: an unknown
+// field, another version, trailing data or a malformed record is ErrRecord.
 func Decode(rd io.Reader) (*Record, error) {
-	b, err := io.ReadAll(io.LimitReader(rd, MaxRecord+1+MaxLarge+1))
+	b, err := io.ReadAll(io.LimitReader(rd, MaxRecord+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrRecord, err)
 	}
-	head, tail, _ := bytes.Cut(b, []byte{'\n'})
-	if len(head) > MaxRecord || len(tail) > MaxLarge {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrRecord, MaxRecord+1+MaxLarge)
+	if len(b) > MaxRecord {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrRecord, MaxRecord)
 	}
-	dec := json.NewDecoder(bytes.NewReader(head))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var r Record
 	if err := dec.Decode(&r); err != nil {
@@ -210,21 +175,6 @@ func Decode(rd io.Reader) (*Record, error) {
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: data after the record", ErrRecord)
-	}
-	for i, f := range r.Files {
-		if f.Size == 0 {
-			if len(f.Content) > MaxContent {
-				return nil, fmt.Errorf("%w: descriptor %d: a content of %d bytes in the record, more than %d", ErrRecord, f.FD, len(f.Content), MaxContent)
-			}
-			continue
-		}
-		if f.Kind != KindContent || f.Content != nil || f.Size <= MaxContent || f.Size > len(tail) {
-			return nil, fmt.Errorf("%w: descriptor %d: a content of %d bytes after the record, %d there", ErrRecord, f.FD, f.Size, len(tail))
-		}
-		r.Files[i].Content, tail = tail[:f.Size:f.Size], tail[f.Size:]
-	}
-	if len(tail) > 0 {
-		return nil, fmt.Errorf("%w: %d bytes after the record that are none of its contents", ErrRecord, len(tail))
 	}
 	if err := r.validate(); err != nil {
 		return nil, err
@@ -253,7 +203,6 @@ func (r *Record) validate() error {
 		return bad("the session /tmp's directory %q is not an absolute clean path", r.TmpBase)
 	}
 	seen := map[string]bool{}
-	large := 0
 	for _, e := range r.Env {
 		if e.Name == "" || strings.ContainsAny(e.Name, "=\x00") {
 			return bad("malformed variable name %q", e.Name)
@@ -294,27 +243,19 @@ func (r *Record) validate() error {
 			if !absClean(f.Path) {
 				return bad("descriptor %d: source %q is not an absolute clean path", f.FD, f.Path)
 			}
-			if f.Content != nil || f.Size != 0 {
+			if f.Content != nil {
 				return bad("descriptor %d: a source has no content", f.FD)
 			}
 		case KindData, KindSeccomp:
-			if f.Path != "" || f.Content != nil || f.Size != 0 {
+			if f.Path != "" || f.Content != nil {
 				return bad("descriptor %d: a %s descriptor has no path and no recorded content", f.FD, f.Kind)
 			}
 		case KindContent:
 			if f.Path != "" {
 				return bad("descriptor %d: a %s descriptor has no path", f.FD, f.Kind)
 			}
-			// A content larger than MaxContent is kept after the record (Size is its
-			// length once Decode read it), all of them together at most MaxLarge.
-			n := len(f.Content)
-			if f.Size != 0 && (f.Size != n || n <= MaxContent) {
-				return bad("descriptor %d: a content of %d bytes, its size given as %d", f.FD, n, f.Size)
-			}
-			if n > MaxContent {
-				if large += n; large > MaxLarge {
-					return bad("contents of %d bytes after the record, more than %d", large, MaxLarge)
-				}
+			if len(f.Content) > MaxContent {
+				return bad("descriptor %d: a content of %d bytes, more than %d", f.FD, len(f.Content), MaxContent)
 			}
 		default:
 			return bad("descriptor %d: unknown kind %q", f.FD, f.Kind)
