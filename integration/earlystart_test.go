@@ -262,6 +262,52 @@ func TestEarlyStartPlantedContent(t *testing.T) {
 	}
 }
 
+// TestEarlyStartPlaceholder: a credential's placeholder (proxy.credentials with a
+// placeholder_env) is made fresh for each launch; the early start makes it before the
+// plan, which takes it, so such a launch is used (it never was: the record names a
+// variable no host has). Each launch's placeholder is new, and none is in the record.
+func TestEarlyStartPlaceholder(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	env, state := p.earlyEnv("DSB_IT_TOKEN=secret-token-value")
+	cfg := p.writeConfig("bwrap", "cred.toml", `[proxy]
+mitm = true
+[[proxy.credentials]]
+host = "api.example.test"
+header = "Authorization"
+value_env = "DSB_IT_TOKEN"
+format = "Bearer {}"
+placeholder_env = "DSB_IT_TOKEN"
+`)
+	args := []string{"--isolator=bwrap", "--egress=proxy", "--config", cfg, "--debug", "--", "/bin/sh", "-c", `echo "$DSB_IT_TOKEN"`}
+	seen := map[string]bool{}
+	for i, want := range []string{"not made: no record of this launch", "matched", "matched"} {
+		r := run(t, p.dir, env, "", args...)
+		if r.code != 0 || !strings.Contains(r.stderr, "devsandbox: debug: early start: "+want) {
+			t.Fatalf("launch %d: want %q:\n%s", i, want, r)
+		}
+		ph := strings.TrimSpace(r.stdout)
+		if !strings.HasPrefix(ph, "devsandbox-placeholder-") || seen[ph] {
+			t.Errorf("launch %d: the sandbox's DSB_IT_TOKEN is %q, not a fresh placeholder", i, ph)
+		}
+		seen[ph] = true
+	}
+	for _, rec := range records(t, state) {
+		b, err := os.ReadFile(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ph := range seen {
+			if strings.Contains(string(b), ph) || strings.Contains(string(b), "secret-token-value") {
+				t.Errorf("the record %s holds a placeholder or the credential", rec)
+			}
+		}
+	}
+	if left := leftovers(t, state); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
 // TestEarlyStartConcurrent: two launches of the same command line at once each start
 // their own early bwrap from the one record, in a session /tmp of its own, and both
 // run; nothing is left.
@@ -550,8 +596,9 @@ func TestEarlyStartOff(t *testing.T) {
 
 // TestEarlyStartConfigOff: sandbox.early_start = false, read after the early bwrap
 // started, abandons that start (no process, session /tmp or mount of it left) and
-// removes the launch's record, so that the next launch starts nothing early and
-// records nothing.
+// removes the launch's record and those of the project's other command lines (not
+// another project's), so that the next launch starts nothing early and records
+// nothing.
 func TestEarlyStartConfigOff(t *testing.T) {
 	requireBwrap(t)
 	p := newProject(t)
@@ -573,17 +620,30 @@ func TestEarlyStartConfigOff(t *testing.T) {
 	}
 	launch("not made: no record of this launch")
 	launch("made", "matched")
-	if recs := records(t, state); len(recs) != 1 {
-		t.Fatalf("records %v, want one", recs)
+	// Another command line of the project, and a launch of another project: a record
+	// each.
+	if r := run(t, p.dir, env, "", "--isolator=bwrap", "--egress=none", "--config="+conf, "--", "/bin/true"); r.code != 0 {
+		t.Fatalf("another command line:\n%s", r)
+	}
+	p.mkdir("other/.git")
+	if r := run(t, p.path("other"), env, "", "--isolator=bwrap", "--egress=none", "--", "/bin/true"); r.code != 0 {
+		t.Fatalf("another project:\n%s", r)
+	}
+	recs := records(t, state)
+	if len(recs) != 3 {
+		t.Fatalf("records %v, want three", recs)
 	}
 	p.write("early.toml", "[sandbox]\nearly_start = false\n")
-	launch(fmt.Sprintf("off: sandbox.early_start = false (%s); before the configuration: made\n", conf))
-	if recs := records(t, state); len(recs) != 0 {
-		t.Errorf("records %v after sandbox.early_start = false, want none", recs)
+	// The project's records go at once, the other project's stays.
+	launch(fmt.Sprintf("off: sandbox.early_start = false (%s); before the configuration: made; 2 launch records of this project removed\n", conf))
+	if left := records(t, state); len(left) != 1 {
+		t.Errorf("records %v after sandbox.early_start = false, want the other project's alone", left)
+	} else if b, err := os.ReadFile(left[0]); err != nil || !strings.Contains(string(b), p.path("state/devsandbox/other-")) {
+		t.Errorf("the record left is not the other project's (%v):\n%.300s", err, b)
 	}
 	launch(fmt.Sprintf("off: sandbox.early_start = false (%s); before the configuration: not made: no record of this launch\n", conf))
-	if recs := records(t, state); len(recs) != 0 {
-		t.Errorf("records %v after a launch with sandbox.early_start = false, want none", recs)
+	if recs := records(t, state); len(recs) != 1 {
+		t.Errorf("records %v after a launch with sandbox.early_start = false, want the other project's alone", recs)
 	}
 	if left := leftovers(t, state); len(left) > 0 {
 		t.Errorf("left behind: %v", left)

@@ -3,7 +3,10 @@
 package integration
 
 import (
+	"bytes"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -19,7 +22,10 @@ import (
 // ends it (130), and the user's terminal's modes are as they were once it has
 // exited. The first launch records, the next two match; a fourth, whose plan
 // changed (a new .env file to mask), misses, kills the early bwrap and its pty and
-// runs as the ordinary launch does, the same in every respect above.
+// runs as the ordinary launch does, the same in every respect above. Each of
+// devsandbox's own lines before the command's output ends with a carriage return
+// (the early start's "matched" was written once the relay had put the terminal in
+// raw mode: a staircase).
 func TestEarlyStartInteractive(t *testing.T) {
 	requireBwrap(t)
 	p := newProject(t)
@@ -59,7 +65,8 @@ func TestEarlyStartInteractive(t *testing.T) {
 			t.Fatal(err)
 		}
 		slave.Close()
-		lr := newLineReader(t, master)
+		raw := &rawOutput{}
+		lr := newLineReader(t, io.TeeReader(master, raw))
 		want := "devsandbox: debug: early start: matched"
 		switch i {
 		case 0:
@@ -75,6 +82,9 @@ func TestEarlyStartInteractive(t *testing.T) {
 			seen = append(seen, lr.waitFor(prefix))
 		}
 		lr.waitFor("ready")
+		if bare := raw.bareLines("devsandbox: "); len(bare) > 0 {
+			t.Errorf("launch %d: devsandbox's lines without a carriage return (written in raw mode): %q", i, bare)
+		}
 		if seen[0] != "jobctl:ok" || seen[1] != "size:30 100" {
 			t.Errorf("launch %d: %q, want jobctl:ok and size:30 100", i, seen)
 		}
@@ -118,5 +128,35 @@ func TestEarlyStartInteractive(t *testing.T) {
 	}
 	if left := leftovers(t, state); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
+	}
+}
+
+// rawOutput keeps what a terminal's master gave, as it came.
+type rawOutput struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *rawOutput) Write(b []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(b)
+}
+
+// bareLines returns the complete lines starting with prefix that end in a bare line
+// feed: written while the terminal was in raw mode, they staircase.
+func (o *rawOutput) bareLines(prefix string) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var bare []string
+	for rest := o.buf.String(); ; {
+		line, after, ok := strings.Cut(rest, "\n")
+		if !ok {
+			return bare
+		}
+		rest = after
+		if i := strings.Index(line, prefix); i >= 0 && !strings.HasSuffix(line, "\r") {
+			bare = append(bare, line[i:])
+		}
 	}
 }

@@ -75,8 +75,20 @@ func (a *app) startEarly(args []string) {
 	if err != nil {
 		return
 	}
-	// The host's variables as the configuration reads them: the first entry wins.
+	// The host's variables as the configuration reads them: the first entry wins. A
+	// credential's placeholder variable is no host variable: its value is made here,
+	// fresh, and the plan takes it (planner.Request.Placeholders), so that the early
+	// bwrap's environment can be the plan's.
 	lookup := func(name string) (string, bool) {
+		if strings.HasPrefix(name, planner.PlaceholderPrefix) {
+			if a.placeholders == nil {
+				a.placeholders = map[string]string{}
+			}
+			if _, ok := a.placeholders[name]; !ok {
+				a.placeholders[name] = planner.NewPlaceholder()
+			}
+			return a.placeholders[name], true
+		}
 		for _, kv := range a.environ {
 			if n, v, ok := strings.Cut(kv, "="); ok && n == name {
 				return v, true
@@ -102,7 +114,8 @@ func (a *app) startEarly(args []string) {
 // earlyRows is doctor's row on bwrap's early start for a launch from here with cfg.
 func (a *app) earlyRows(cfg *config.Config) []isolator.Check {
 	set := config.EarlyStart(a.environ)
-	s := bwrap.EarlySetting{On: set.Mode != config.EarlyOff, Always: set.Mode == config.EarlyAlways, Why: set.Why}
+	s := bwrap.EarlySetting{On: set.Mode != config.EarlyOff, Always: set.Mode == config.EarlyAlways, Why: set.Why,
+		DefaultOn: config.EarlyDefault != config.EarlyOff, StateRoot: set.StateRoot}
 	if !cfg.Sandbox.EarlyStart {
 		s.KeyOff = cfg.Origins["sandbox.early_start"]
 	}
@@ -112,17 +125,26 @@ func (a *app) earlyRows(cfg *config.Config) []isolator.Check {
 // earlyConfig honours sandbox.early_start = false, read after the early start may
 // have begun: the start is abandoned (its bwrap killed with its child and reaped, its
 // session /tmp removed) and this launch's record removed, so that the next launch of
-// the command line makes none; the run records nothing (no Early).
-func (a *app) earlyConfig(cfg *config.Config) {
+// the command line makes none, and with it the records of the project's other command
+// lines (bwrap.Early.Forget); the run records nothing (no Early).
+func (a *app) earlyConfig(cfg *config.Config, project string) {
 	if cfg.Sandbox.EarlyStart || a.early == nil {
 		return
 	}
 	note := a.early.Note()
-	if err := a.early.Forget(); err != nil {
+	state := ""
+	if project != "" && a.early.Root() != "" {
+		state = filepath.Join(a.early.Root(), project)
+	}
+	n, err := a.early.Forget(state)
+	if err != nil {
 		a.warn("%v", err)
 	}
 	a.early = nil
 	a.earlyOff = fmt.Sprintf("off: sandbox.early_start = false (%s); before the configuration: %s", cfg.Origins["sandbox.early_start"], note)
+	if n > 0 {
+		a.earlyOff += fmt.Sprintf("; %d launch records of this project removed", n)
+	}
 }
 
 // abandonEarly ends an early start no run adopted (a launch that failed before

@@ -58,7 +58,7 @@ func (a *app) startEarly([]string) {}
 func (a *app) earlyRows(*config.Config) []isolator.Check { return nil }
 
 // earlyConfig does nothing: there is no early start here.
-func (a *app) earlyConfig(*config.Config) {}
+func (a *app) earlyConfig(*config.Config, string) {}
 
 // abandonEarly does nothing: there is no early start here.
 func (a *app) abandonEarly() {}

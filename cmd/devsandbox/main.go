@@ -82,6 +82,9 @@ type app struct {
 	// earlyOff says why no early start was tried (the variable, or sandbox.early_start),
 	// for --debug; "" when one was.
 	earlyOff string
+	// placeholders are the credentials' placeholders the early start made for bwrap's
+	// environment, for the plan (planner.Request.Placeholders); nil when none.
+	placeholders map[string]string
 	// planned: doctor's, the Plan a run from here would get (doctorConfig), for the
 	// bwrap rows that estimate a launch (Linux); nil outside a project.
 	planned *isolator.Plan

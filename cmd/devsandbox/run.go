@@ -46,7 +46,7 @@ func (a *app) run(c *cli.Context) error {
 	}
 	cfg := l.Config
 	t.mark("config")
-	a.earlyConfig(cfg)
+	a.earlyConfig(cfg, l.Project.Name)
 
 	if cfg.Host.Vars[planner.EnvMarker] != "" && flags.Isolator == nil {
 		return errors.New("already inside a devsandbox sandbox: nesting is refused; pass --isolator explicitly to nest anyway")
@@ -187,7 +187,7 @@ func (a *app) degrade(mode string, cfg *config.Config, err error) error {
 // plan builds the Plan of a run from l: the launch's, or with dryRun what --dry-run
 // shows (and doctor estimates from), which writes nothing.
 func (a *app) plan(l *planner.Loaded, dryRun bool) (*isolator.Plan, []string, error) {
-	return planner.Build(l.Config, tools.Default(), l.Probe, planner.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun})
+	return planner.Build(l.Config, tools.Default(), l.Probe, planner.Request{Command: a.command, TTY: a.interactive(), DryRun: dryRun, Placeholders: a.placeholders})
 }
 
 func (a *app) interactive() bool {

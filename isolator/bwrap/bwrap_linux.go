@@ -348,6 +348,11 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 				return 0, aerr
 			}
 			early, adopt = nil, nil
+		} else {
+			// Said here, before an interactive run's relay puts the terminal in raw
+			// mode (a line written then has no carriage return): the comparison is
+			// what matched; a release that fails still ends the run with its error.
+			b.debug("early start: matched")
 		}
 	}
 	var ready *readyPair
@@ -465,7 +470,6 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		// rendering would have started it.
 		if err = early.release(adopt); err == nil {
 			proc, early.proc, early = early.proc, nil, nil
-			b.debug("early start: matched")
 			// Used: kept by the records' bound and sweep (not written again).
 			if err := b.Early.store.Touch(b.Early.key); err != nil {
 				b.debug("early start: the launch record was not marked used: %v", err)

@@ -389,3 +389,18 @@ func TestEarlyStartRecordedContent(t *testing.T) {
 		t.Errorf("a content of %d bytes: %v, want ErrRecord", prestart.MaxContent+1, err)
 	}
 }
+
+// BenchmarkStartEarlyNoRecord is what a launch with no record of its own pays before
+// the configuration (the terminal checks, the key, one failed open): the path of
+// every launch once sandbox.early_start = false removed the records.
+func BenchmarkStartEarlyNoRecord(b *testing.B) {
+	root := b.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "prestart"), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if e := StartEarly(root, 1000, "/home/u/src/app", []string{"--", "true"}, hostEnv, true); e.Started() {
+			b.Fatal("started without a record")
+		}
+	}
+}

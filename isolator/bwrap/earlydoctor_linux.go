@@ -3,6 +3,7 @@ package bwrap
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/tty"
@@ -17,6 +18,10 @@ type EarlySetting struct {
 	Why        string
 	// KeyOff is where sandbox.early_start = false was set; "" when it is true.
 	KeyOff string
+	// DefaultOn: the early start is on when DEVSANDBOX_EARLY_START is unset.
+	DefaultOn bool
+	// StateRoot is $XDG_STATE_HOME/devsandbox, where the launch records are.
+	StateRoot string
 }
 
 // earlyFacts are the host's side of doctor's early-start row.
@@ -27,6 +32,9 @@ type earlyFacts struct {
 	// not an interactive run's (stdin and stdout terminals), as a launch from the
 	// same place would have it.
 	terminal bool
+	// records is how many launch records are kept (in recordsDir).
+	records    int
+	recordsDir string
 }
 
 // EarlyCheck is doctor's row on bwrap's early start: whether a launch from here
@@ -41,6 +49,10 @@ func EarlyCheck(s EarlySetting) isolator.Check {
 	// An interactive run (stdin and stdout terminals) starts early on a pty of its
 	// own; another with a terminal does not (StartEarly).
 	f.terminal = !(term[0] && term[1]) && (term[0] || term[1] || term[2])
+	if s.StateRoot != "" {
+		f.recordsDir = filepath.Join(s.StateRoot, "prestart")
+		f.records = CountRecords(s.StateRoot)
+	}
 	return earlyRow(s, f)
 }
 
@@ -54,7 +66,17 @@ func earlyRow(s EarlySetting, f earlyFacts) isolator.Check {
 	}
 	switch {
 	case !s.On:
-		return off("off: "+s.Why, "DEVSANDBOX_EARLY_START=1 turns it on")
+		// The variable leaves the records as they are (it is often set for one
+		// launch): say what is kept, and what removes it.
+		reason, fix := "off: "+s.Why, "DEVSANDBOX_EARLY_START=1 turns it on"
+		if s.DefaultOn && s.Why != "the default" {
+			fix = "unset DEVSANDBOX_EARLY_START (it is on by default), or set it to 1, to turn it on"
+		}
+		if f.records > 0 {
+			reason += fmt.Sprintf("; %d launch records kept in %s, unused while it is off", f.records, f.recordsDir)
+			fix += "; `devsandbox sandboxes prune` removes the records no launch used within --days"
+		}
+		return off(reason, fix)
 	case s.KeyOff != "":
 		return off(fmt.Sprintf("off: sandbox.early_start = false (%s)", s.KeyOff),
 			"remove that setting, or DEVSANDBOX_EARLY_START=0 to turn it off without the cost of a record looked for")

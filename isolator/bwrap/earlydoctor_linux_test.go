@@ -21,6 +21,8 @@ func TestEarlyRow(t *testing.T) {
 	}{
 		{"the default", EarlySetting{Why: "the default"}, idle, isolator.Bypassed, "off: the default", ""},
 		{"the variable", EarlySetting{Why: `DEVSANDBOX_EARLY_START="0"`}, idle, isolator.Bypassed, `off: DEVSANDBOX_EARLY_START="0"`, ""},
+		{"the variable, records kept", EarlySetting{Why: `DEVSANDBOX_EARLY_START="0"`, DefaultOn: true}, earlyFacts{load: 0.5, loadKnown: true, records: 3, recordsDir: "/h/.local/state/devsandbox/prestart"},
+			isolator.Bypassed, `off: DEVSANDBOX_EARLY_START="0"; 3 launch records kept in /h/.local/state/devsandbox/prestart, unused while it is off`, ""},
 		{"the key", EarlySetting{On: true, Why: "the default", KeyOff: "/h/.config/devsandbox/config.toml"}, idle, isolator.Bypassed,
 			"off: sandbox.early_start = false (/h/.config/devsandbox/config.toml)", ""},
 		{"the load", on, busy, isolator.Bypassed,
@@ -38,6 +40,24 @@ func TestEarlyRow(t *testing.T) {
 		}
 		if r.State != isolator.Active && r.Fix == "" {
 			t.Errorf("%s: no fix", tc.name)
+		}
+	}
+	// The fix for an off value: with the default on, unsetting the variable turns it
+	// on as well as 1 does; with records kept, what removes them.
+	for _, tc := range []struct {
+		s   EarlySetting
+		f   earlyFacts
+		fix string
+	}{
+		{EarlySetting{Why: "the default"}, earlyFacts{}, "DEVSANDBOX_EARLY_START=1 turns it on"},
+		{EarlySetting{Why: `DEVSANDBOX_EARLY_START="0"`}, earlyFacts{}, "DEVSANDBOX_EARLY_START=1 turns it on"},
+		{EarlySetting{Why: `DEVSANDBOX_EARLY_START="0"`, DefaultOn: true}, earlyFacts{},
+			"unset DEVSANDBOX_EARLY_START (it is on by default), or set it to 1, to turn it on"},
+		{EarlySetting{Why: `DEVSANDBOX_EARLY_START="maybe" is not a value it takes`, DefaultOn: true}, earlyFacts{records: 1, recordsDir: "/d"},
+			"unset DEVSANDBOX_EARLY_START (it is on by default), or set it to 1, to turn it on; `devsandbox sandboxes prune` removes the records no launch used within --days"},
+	} {
+		if r := earlyRow(tc.s, tc.f); r.Fix != tc.fix {
+			t.Errorf("%+v, %+v: fix %q, want %q", tc.s, tc.f, r.Fix, tc.fix)
 		}
 	}
 }

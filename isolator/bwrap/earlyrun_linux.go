@@ -140,16 +140,39 @@ func (e *Early) Abandon() error {
 
 // Forget abandons the early start, if one was made, and removes this launch's
 // record: sandbox.early_start = false, read after the start, so that the next launch
-// makes none. Run records nothing for a launch whose Early is nil.
-func (e *Early) Forget() error {
+// makes none. When there was one, the records of the same project's other command
+// lines go too (prestart.Store.Forget: those whose session /tmp is in project's state
+// directory, stateDir/tmp), so that none of them starts a bwrap only to abandon it; a
+// launch that finds no record of its own looks at no other. It returns how many
+// records it removed. Run records nothing for a launch whose Early is nil.
+func (e *Early) Forget(projectState string) (int, error) {
 	if e == nil {
-		return nil
+		return 0, nil
 	}
 	err := e.Abandon()
-	if rerr := e.store.Remove(e.key); rerr != nil && err == nil {
-		err = fmt.Errorf("removing the launch record: %w", rerr)
+	tmpBase := ""
+	if projectState != "" {
+		tmpBase = filepath.Join(projectState, "tmp")
 	}
-	return err
+	n, rerr := e.store.Forget(e.key, tmpBase)
+	if rerr != nil && err == nil {
+		err = fmt.Errorf("removing the launch records: %w", rerr)
+	}
+	return n, err
+}
+
+// Root is the state root the early start read its record under
+// ($XDG_STATE_HOME/devsandbox).
+func (e *Early) Root() string {
+	if e == nil {
+		return ""
+	}
+	return e.root
+}
+
+// CountRecords returns how many launch records are kept under stateRoot, for doctor.
+func CountRecords(stateRoot string) int {
+	return prestart.Store{Dir: filepath.Join(stateRoot, "prestart")}.Count()
 }
 
 // PruneRecords removes the launch records under stateRoot ($XDG_STATE_HOME/devsandbox)

@@ -44,6 +44,13 @@ type Request struct {
 	// used when the configuration asks for it; when nil, the one LoadDir started
 	// (in its Probe), if any.
 	System *SystemHead
+	// Placeholders are credentials' placeholders made for this launch before the
+	// plan, by variable (PlaceholderPrefix + index): bwrap's early start gives bwrap
+	// its environment before the plan exists, and is used only when the plan's
+	// values are those (the launch record keeps the variable's name, never a value).
+	// Each must be a NewPlaceholder of this launch alone; a variable not here gets a
+	// new one.
+	Placeholders map[string]string
 }
 
 // envAllowlist are the host variables that always pass (DESIGN guarantee 4).

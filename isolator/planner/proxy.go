@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/devsandbox/devsandbox/config"
 	"github.com/devsandbox/devsandbox/egress"
@@ -136,9 +137,9 @@ func planProxy(p *isolator.Plan, cfg *config.Config, pr Probe, req Request, sess
 		} else if cr.PlaceholderEnv != "" {
 			// The placeholder is a secret of the plan: the sandbox gets it in its
 			// environment like any env secret, never in argv or --dry-run.
-			c.PlaceholderVar = "DEVSANDBOX_PLACEHOLDER_" + strconv.Itoa(i)
+			c.PlaceholderVar = PlaceholderPrefix + strconv.Itoa(i)
 			placeholderVars[cr.PlaceholderEnv] = c.PlaceholderVar
-			p.HostEnv[c.PlaceholderVar] = newPlaceholder()
+			p.HostEnv[c.PlaceholderVar] = req.placeholder(c.PlaceholderVar)
 			p.Env = slices.DeleteFunc(p.Env, func(e isolator.EnvVar) bool { return e.Name == cr.PlaceholderEnv })
 			p.Secrets = slices.DeleteFunc(p.Secrets, func(s isolator.Secret) bool { return s.Name == cr.PlaceholderEnv && !s.AsFile })
 			p.Secrets = append(p.Secrets, isolator.Secret{Name: cr.PlaceholderEnv, EnvSource: c.PlaceholderVar})
@@ -213,5 +214,27 @@ func setEnv(p *isolator.Plan, env map[string]string) {
 func newPlaceholder() string {
 	var b [24]byte
 	_, _ = rand.Read(b[:])
-	return "devsandbox-placeholder-" + hex.EncodeToString(b[:])
+	return placeholderValue + hex.EncodeToString(b[:])
+}
+
+// PlaceholderPrefix begins the name of the host-side variable that holds a
+// credential's placeholder (PlaceholderPrefix + the credential's index): the sandbox's
+// placeholder_env is a secret from it.
+const PlaceholderPrefix = "DEVSANDBOX_PLACEHOLDER_"
+
+// placeholderValue begins every placeholder.
+const placeholderValue = "devsandbox-placeholder-"
+
+// NewPlaceholder returns a fresh placeholder (24 random bytes), as Build makes one for
+// each credential with a placeholder_env: for Request.Placeholders.
+func NewPlaceholder() string { return newPlaceholder() }
+
+// placeholder is the placeholder of the variable name for this launch: the one made
+// before the plan (Placeholders) when it has a placeholder's form, else a new one.
+func (r Request) placeholder(name string) string {
+	v := r.Placeholders[name]
+	if rest, ok := strings.CutPrefix(v, placeholderValue); ok && len(rest) == 48 && strings.Trim(rest, "0123456789abcdef") == "" {
+		return v
+	}
+	return newPlaceholder()
 }

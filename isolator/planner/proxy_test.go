@@ -197,3 +197,25 @@ func TestBuildSSHAgentRelay(t *testing.T) {
 		t.Errorf("the agent's mounts = %+v, want only %+v", binds, wantBind)
 	}
 }
+
+// A credential's placeholder made before the plan (bwrap's early start) is the plan's
+// when it has a placeholder's form; anything else, or none, gets a fresh one.
+func TestRequestPlaceholder(t *testing.T) {
+	made := NewPlaceholder()
+	if !strings.HasPrefix(made, "devsandbox-placeholder-") || len(made) != len("devsandbox-placeholder-")+48 || made == NewPlaceholder() {
+		t.Fatalf("NewPlaceholder: %q", made)
+	}
+	r := Request{Placeholders: map[string]string{
+		"DEVSANDBOX_PLACEHOLDER_0": made,
+		"DEVSANDBOX_PLACEHOLDER_1": "guessable",
+		"DEVSANDBOX_PLACEHOLDER_2": "devsandbox-placeholder-" + strings.Repeat("0", 47) + "g",
+	}}
+	if got := r.placeholder("DEVSANDBOX_PLACEHOLDER_0"); got != made {
+		t.Errorf("the placeholder made before the plan: %q, want %q", got, made)
+	}
+	for _, name := range []string{"DEVSANDBOX_PLACEHOLDER_1", "DEVSANDBOX_PLACEHOLDER_2", "DEVSANDBOX_PLACEHOLDER_3"} {
+		if got := r.placeholder(name); got == r.Placeholders[name] || !strings.HasPrefix(got, "devsandbox-placeholder-") {
+			t.Errorf("%s: %q, want a fresh placeholder", name, got)
+		}
+	}
+}

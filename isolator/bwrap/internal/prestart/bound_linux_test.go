@@ -168,3 +168,51 @@ func utimesNoFollow(path string, ts []syscall.Timespec) error {
 	uts := []unix.Timespec{unix.Timespec(ts[0]), unix.Timespec(ts[1])}
 	return unix.UtimesNanoAt(unix.AT_FDCWD, path, uts, unix.AT_SYMLINK_NOFOLLOW)
 }
+
+// Forget removes the launch's record and, when there was one, the records of the same
+// project (the same session /tmp directory), reading each as Load does: another
+// project's record, one with /tmp in memory, and a link named as a record pointing to
+// one of the project's records outside the directory stay, and so does the link's
+// target. A launch with no record of its own removes nothing.
+func TestStoreForget(t *testing.T) {
+	root := t.TempDir()
+	s := Store{Dir: filepath.Join(root, "prestart")}
+	save := func(name, tmpBase string) string {
+		r := baseRecord()
+		r.Key, r.TmpBase = LaunchKey(1000, "/p", []string{name}), tmpBase
+		must(t, s.Save(r))
+		return r.Key
+	}
+	proj, other := stateRoot+"/app-1/tmp", stateRoot+"/other-2/tmp"
+	own := save("own", proj)
+	sibling := save("sibling", proj)
+	another := save("another", other)
+	inMemory := save("tmpfs", "")
+	// A record of the project's kept outside, and a link to it under a record's name.
+	outside := filepath.Join(root, "outside")
+	must(t, os.Mkdir(outside, 0o700))
+	ext := Store{Dir: outside}
+	r := baseRecord()
+	r.Key, r.TmpBase = LaunchKey(1000, "/p", []string{"linked"}), proj
+	must(t, ext.Save(r))
+	must(t, os.Symlink(filepath.Join(outside, r.Key), filepath.Join(s.Dir, r.Key)))
+
+	if n, err := s.Forget(LaunchKey(1000, "/p", []string{"none"}), proj); err != nil || n != 0 {
+		t.Errorf("Forget without a record of its own: %d, %v; want 0, nil", n, err)
+	}
+	if got := listed(t, s.Dir); len(got) != 5 {
+		t.Errorf("after a Forget without a record of its own: %v, want the 5 names as they were", got)
+	}
+	n, err := s.Forget(own, proj)
+	if err != nil || n != 2 {
+		t.Errorf("Forget: %d, %v; want 2 (its own and the sibling's), nil", n, err)
+	}
+	want := []string{another, inMemory, r.Key}
+	slices.Sort(want)
+	if got := listed(t, s.Dir); !slices.Equal(got, want) {
+		t.Errorf("left %v, want %v (sibling %s gone)", got, want, sibling)
+	}
+	if _, err := os.Stat(filepath.Join(outside, r.Key)); err != nil {
+		t.Errorf("the linked record outside was touched: %v", err)
+	}
+}

@@ -248,9 +248,85 @@ func isKey(name string) bool {
 
 // Remove deletes the record of key, if any.
 func (s Store) Remove(key string) error {
+	_, err := s.remove(key)
+	return err
+}
+
+// remove deletes the record of key, and reports whether there was one.
+func (s Store) remove(key string) (bool, error) {
 	err := os.Remove(filepath.Join(s.Dir, key))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
+		return false, err
 	}
-	return nil
+	return err == nil, nil
+}
+
+// Forget removes the record of key and, when there was one, every record whose
+// session /tmp directory is tmpBase (the records of the same project's other
+// command lines, sandbox.tmp = "session"); it returns how many it removed. The
+// records are read as Load reads them (one it refuses is left to Sweep), and removed
+// by name relative to the store's directory, nothing followed. A record whose /tmp is
+// in memory names no project and stays (the bound and Sweep remove it).
+func (s Store) Forget(key, tmpBase string) (int, error) {
+	had, err := s.remove(key)
+	if err != nil || !had {
+		return 0, err
+	}
+	n := 1
+	if tmpBase == "" {
+		return n, nil
+	}
+	dir, err := s.openDir()
+	if err != nil {
+		return n, err
+	}
+	defer unix.Close(dir)
+	d, err := unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return n, err
+	}
+	f := os.NewFile(uintptr(d), s.Dir)
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return n, err
+	}
+	for _, name := range names {
+		if !isKey(name) {
+			continue
+		}
+		if r, err := s.Load(name); err != nil || r.TmpBase != tmpBase {
+			continue
+		}
+		if err := unix.Unlinkat(dir, name, 0); err == nil {
+			n++
+		} else if !errors.Is(err, unix.ENOENT) {
+			return n, fmt.Errorf("removing %s: %w", name, err)
+		}
+	}
+	return n, nil
+}
+
+// Count returns how many files of the store's directory are named as records (for
+// doctor: nothing is opened but the directory, no link followed).
+func (s Store) Count() int {
+	dir, err := s.openDir()
+	if err != nil {
+		return 0
+	}
+	defer unix.Close(dir)
+	d, err := unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	f := os.NewFile(uintptr(d), s.Dir)
+	defer f.Close()
+	names, _ := f.Readdirnames(-1)
+	n := 0
+	for _, name := range names {
+		if isKey(name) {
+			n++
+		}
+	}
+	return n
 }
