@@ -51,7 +51,7 @@ func TestDocsEnvironment(t *testing.T) {
 		docs[f] = string(b)
 	}
 	// Set by devsandbox for its own processes, never taken from your environment.
-	for _, own := range []string{"DEVSANDBOX_PROXY_CA", "DEVSANDBOX_PLACEHOLDER_"} {
+	for _, own := range []string{"DEVSANDBOX_PROXY_CA"} {
 		if _, ok := read[own]; !ok {
 			t.Errorf("%s is no longer found: update this list", own)
 		}
