@@ -5,6 +5,10 @@ cd "$(dirname "$0")/.."
 bin=${1:-bin/devsandbox}
 # BENCH_BWRAP=PATH: another bubblewrap for both plain bwrap and devsandbox.
 go run ./scripts/benchlaunch -bin "$bin" -n "${BENCH_RUNS:-200}" -large "${BENCH_LARGE:-200000}" ${BENCH_BWRAP:+-bwrap "$BENCH_BWRAP"}
+# The launch on a terminal, as a user at one gets it: a new pty as the command's
+# stdin, stdout, stderr and controlling terminal, for plain bwrap and devsandbox
+# alike (devsandbox relays it to a pty of the command's own).
+go run ./scripts/benchlaunch -bin "$bin" -n "${BENCH_RUNS:-200}" -tty all -only "egress open" ${BENCH_BWRAP:+-bwrap "$BENCH_BWRAP"}
 # The launch with BENCH_MOUNTS extra tmpfs in the mount table (in a private mount
 # namespace of benchlaunch's own; the host's is untouched): bubblewrap before 0.13
 # reads the whole table after each of its mounts. Each tmpfs is shared, a peer group

@@ -325,6 +325,15 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// to this process's own stdout.
 	out, _ := stdio.Out.(*os.File)
 	relays := out != nil && p.TTY && stdio.In != nil && tty.IsTerminal(stdio.In.Fd())
+	if !relays && out != nil && tty.IsTerminal(out.Fd()) {
+		// Stdout is the user's terminal, not relayed: the command's is a pty of
+		// plainTerminals' (below). PAGER=cat is added before the early start's
+		// comparison, and recorded (added), so that an early bwrap has it too.
+		n := len(env)
+		if env = pagerEnv(env); len(env) > n {
+			added = append(added, env[n:]...)
+		}
+	}
 	var adopt map[int][]byte // the contents an adopted early start is released with
 	if early != nil {
 		sessPath := ""
@@ -332,6 +341,9 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			sessPath = sess.Path
 		}
 		err := early.adoptable(p, spec, relays)
+		if err == nil {
+			err = early.sameTerminals(stdio)
+		}
 		var fresh prestart.Launch
 		if err == nil {
 			fresh, err = launchOf(spec, bin, env, sessPath, identities(pins, index, etcDir))
@@ -417,8 +429,26 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			return 0, fmt.Errorf("relaying the terminal: %w", err)
 		}
 	} else if adopt != nil {
-		// The early bwrap has this process's standard descriptors, none of them a
-		// terminal (StartEarly), as bwrap gets them below in a run without one.
+		// The early bwrap has this process's standard descriptors, or, in place of
+		// each terminal among them, what the branch below makes (startEarlyTerminals,
+		// sameTerminals): the same read-only terminal or /dev/null for stdin, whose
+		// state is restored after the run; a pty per output terminal, whose filter
+		// starts now, with the configuration's options, before the release.
+		if early.restoreIn != nil {
+			restoreIn := early.restoreIn
+			early.restoreIn = nil
+			defer restoreIn()
+			if jc != nil && early.in.Name() == "/dev/tty" {
+				jc.stdinTerm = true
+			}
+		}
+		if early.outs != nil {
+			outs := early.outs
+			early.outs = nil
+			if plainClose, err = outs.start(tty.FilterOptions{AllowClipboard: p.TerminalClipboard}); err != nil {
+				return 0, err
+			}
+		}
 	} else if relays {
 		master, slave, err := tty.Open()
 		if err != nil {
@@ -448,16 +478,11 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			return 0, fmt.Errorf("starting bwrap: %w", err)
 		}
 		// Not interactive, yet the output may reach the user's terminal: through a
-		// pty of the command's own, filtered, never as the terminal's descriptor.
-		out := stdioFiles.files[1]
+		// pty of the command's own, filtered, never as the terminal's descriptor
+		// (PAGER=cat is in env for a stdout terminal, above).
 		if plainClose, err = plainTerminals(stdioFiles, tty.FilterOptions{AllowClipboard: p.TerminalClipboard}); err != nil {
 			stdioFiles.close()
 			return 0, err
-		}
-		// plainTerminals replaced stdout with a pty's slave exactly when it is a
-		// terminal: no second TCGETS to ask.
-		if stdioFiles.files[1] != out {
-			env = pagerEnv(env)
 		}
 	}
 

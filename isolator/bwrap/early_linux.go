@@ -11,7 +11,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap/internal/prestart"
+	"github.com/devsandbox/devsandbox/isolator/internal/jobstop"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 	"github.com/devsandbox/devsandbox/isolator/tmpdir"
 	"github.com/devsandbox/devsandbox/isolator/tty"
@@ -22,9 +24,6 @@ import (
 // (its pid 1 is bwrap's own child, blocked in a read), no syscall filter read. It is
 // either released, once the fresh rendering compared equal (release), or abandoned
 // (abandon): killed with its child, reaped, its session /tmp removed.
-//
-// Not wired into Run yet (issue #18, stage 2 to come): what is here is the start,
-// the release and the abandonment, with the record vetted before anything runs.
 type earlyStart struct {
 	// launch is what bwrap consumed, for prestart.Compare.
 	launch prestart.Launch
@@ -39,6 +38,94 @@ type earlyStart struct {
 	// (startEarlyPty, an interactive run): Run relays the user's terminal to it
 	// once the launch is adopted; closed when it is abandoned.
 	master *os.File
+	// std are devsandbox's standard descriptors at the start, and shape which of
+	// them were terminals: Run adopts the start only for the same descriptors,
+	// terminals alike (sameTerminals).
+	std   [3]*os.File
+	shape [3]bool
+	// outs are the ptys put before output terminals in a run that relays none
+	// (startEarlyTerminals, as plainTerminals), bwrap's stdout and stderr: not
+	// copied until Run starts their filters at adoption, closed when abandoned.
+	outs plainOutputs
+	// in is stdin's replacement when it is a terminal in a run that relays none
+	// (startEarlyTerminals, stdinTerminal): the controlling terminal read-only, or
+	// /dev/null in the background. restoreIn puts back the terminal's state saved
+	// then and closes in: Run's, deferred, once adopted; abandon's otherwise.
+	in        *os.File
+	restoreIn func()
+}
+
+// startEarlyTerminals is startEarly for a run that relays no terminal, yet whose
+// stdin, stdout or stderr (std; term says which) is one: bwrap gets what Run's
+// ordinary path gives the command there, made now, never the user's terminal. A
+// stdin terminal is replaced by stdinTerminal's (this session's controlling terminal
+// opened read-only, its state saved to restore after the run; /dev/null when
+// devsandbox is in its background), and must be the controlling terminal; each
+// output terminal by a pty of its own (openPlainTerminals), whose filter Run starts
+// at adoption with the configuration's options. Until then nothing is copied: bwrap
+// writes nothing before its release (an abandoned start's messages are dropped).
+func startEarlyTerminals(rec *prestart.Record, stateRoot string, lookup func(string) (string, bool), std [3]*os.File, term [3]bool) (*earlyStart, error) {
+	in, restoreIn := std[0], func() {}
+	if term[0] {
+		warned := false
+		f, restore, err := stdinTerminal(std[0], func(string, ...any) { warned = true })
+		if err != nil {
+			return nil, err
+		}
+		if warned { // not this session's controlling terminal (StartEarly checks it first)
+			restore()
+			return nil, fmt.Errorf("%w: stdin is a terminal that is not this session's controlling terminal", prestart.ErrMismatch)
+		}
+		in, restoreIn = f, restore
+	}
+	outs, files, slaves, err := openPlainTerminals([3]*os.File{in, std[1], std[2]})
+	if err != nil {
+		restoreIn()
+		return nil, err
+	}
+	e, err := startEarly(rec, stateRoot, lookup, files)
+	closeFiles(slaves) // bwrap holds them
+	if err != nil {
+		_ = outs.close()
+		restoreIn()
+		return nil, err
+	}
+	e.outs = outs
+	if term[0] {
+		e.in, e.restoreIn = in, restoreIn
+	}
+	return e, nil
+}
+
+// sameTerminals reports whether stdio, Run's, are the descriptors the early start
+// got (std), each a terminal as it was then, and a stdin terminal the start
+// replaced still this session's controlling terminal with devsandbox in its
+// foreground (a read-only /dev/tty) or background (/dev/null) as then; else why not.
+// A job moved between the two between the start and Run would otherwise keep what
+// the other gets.
+func (s *earlyStart) sameTerminals(stdio isolator.Stdio) error {
+	out, _ := stdio.Out.(*os.File)
+	errf, _ := stdio.Err.(*os.File)
+	for i, f := range [3]*os.File{stdio.In, out, errf} {
+		if f != s.std[i] {
+			return fmt.Errorf("%w: the run's standard descriptors are not the ones the early bwrap was started with", prestart.ErrMismatch)
+		}
+		if f != nil && tty.IsTerminal(f.Fd()) != s.shape[i] {
+			return fmt.Errorf("%w: descriptor %d is a terminal at the start and not now, or the reverse", prestart.ErrMismatch, i)
+		}
+	}
+	if s.restoreIn == nil {
+		return nil
+	}
+	ctty, background := jobstop.Terminal(stdio.In)
+	if ctty == nil {
+		return fmt.Errorf("%w: stdin is no longer this session's controlling terminal", prestart.ErrMismatch)
+	}
+	ctty.Close()
+	if background != (s.in.Name() == os.DevNull) {
+		return fmt.Errorf("%w: devsandbox moved between the terminal's foreground and background since the early start", prestart.ErrMismatch)
+	}
+	return nil
 }
 
 // startEarlyPty is startEarly for an interactive run: bwrap's stdin, stdout and
@@ -263,6 +350,14 @@ func (e *earlyStart) abandon() error {
 	if e.master != nil {
 		e.master.Close()
 		e.master = nil
+	}
+	if e.outs != nil {
+		_ = e.outs.close()
+		e.outs = nil
+	}
+	if e.restoreIn != nil {
+		e.restoreIn()
+		e.restoreIn, e.in = nil, nil
 	}
 	if e.sess != nil {
 		if rerr := e.sess.Remove(); err == nil && rerr != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/internal/jobstop"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 )
 
@@ -28,9 +29,9 @@ type EarlySetting struct {
 type earlyFacts struct {
 	load      float64
 	loadKnown bool
-	// terminal: one of doctor's own standard descriptors is a terminal and it is
-	// not an interactive run's (stdin and stdout terminals), as a launch from the
-	// same place would have it.
+	// terminal: doctor's own stdin is a terminal other than its controlling one, and
+	// stdout is none (not an interactive run), as a launch from the same place would
+	// have it.
 	terminal bool
 	// records is how many launch records are kept (in recordsDir).
 	records    int
@@ -46,9 +47,9 @@ func EarlyCheck(s EarlySetting) isolator.Check {
 	for i, fd := range []*os.File{os.Stdin, os.Stdout, os.Stderr} {
 		term[i] = tty.IsTerminal(fd.Fd())
 	}
-	// An interactive run (stdin and stdout terminals) starts early on a pty of its
-	// own; another with a terminal does not (StartEarly).
-	f.terminal = !(term[0] && term[1]) && (term[0] || term[1] || term[2])
+	// Every shape of terminal starts early (StartEarly) but a run that is not
+	// interactive whose stdin is another session's terminal.
+	f.terminal = !(term[0] && term[1]) && term[0] && !jobstop.ControllingTerminal(os.Stdin)
 	if s.StateRoot != "" {
 		f.recordsDir = filepath.Join(s.StateRoot, "prestart")
 		f.records = CountRecords(s.StateRoot)
@@ -86,9 +87,9 @@ func earlyRow(s EarlySetting, f earlyFacts) isolator.Check {
 	}
 	detail := fmt.Sprintf("on (%s): bwrap starts from the record of the same command line's last launch while the configuration loads", s.Why)
 	if f.terminal {
-		detail += "; not for a launch with a terminal that is not interactive (stdin and stdout both terminals), as here"
+		detail += "; not for a launch whose stdin is a terminal other than this session's controlling terminal and whose stdout is not a terminal, as here"
 	} else {
-		detail += ", when the launch is interactive or no standard descriptor is a terminal"
+		detail += ", with or without a terminal (never the terminal itself: what devsandbox gives the command in its place)"
 	}
 	return isolator.Check{Name: earlyRowName, Status: isolator.Status{State: isolator.Active}, Detail: detail}
 }

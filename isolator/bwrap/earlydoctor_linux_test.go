@@ -28,11 +28,11 @@ func TestEarlyRow(t *testing.T) {
 		{"the load", on, busy, isolator.Bypassed,
 			`on (DEVSANDBOX_EARLY_START="1"), but nothing starts early now: the load average is 2.50 per CPU, 2 or more`, ""},
 		{"always, loaded", always, busy, isolator.Active, "",
-			`on (DEVSANDBOX_EARLY_START="always"): bwrap starts from the record of the same command line's last launch while the configuration loads, when the launch is interactive or no standard descriptor is a terminal`},
+			`on (DEVSANDBOX_EARLY_START="always"): bwrap starts from the record of the same command line's last launch while the configuration loads, with or without a terminal (never the terminal itself: what devsandbox gives the command in its place)`},
 		{"load unknown", on, earlyFacts{}, isolator.Active, "",
-			`on (DEVSANDBOX_EARLY_START="1"): bwrap starts from the record of the same command line's last launch while the configuration loads, when the launch is interactive or no standard descriptor is a terminal`},
-		{"a terminal", on, earlyFacts{load: 0.1, loadKnown: true, terminal: true}, isolator.Active, "",
-			`on (DEVSANDBOX_EARLY_START="1"): bwrap starts from the record of the same command line's last launch while the configuration loads; not for a launch with a terminal that is not interactive (stdin and stdout both terminals), as here`},
+			`on (DEVSANDBOX_EARLY_START="1"): bwrap starts from the record of the same command line's last launch while the configuration loads, with or without a terminal (never the terminal itself: what devsandbox gives the command in its place)`},
+		{"another session's terminal on stdin", on, earlyFacts{load: 0.1, loadKnown: true, terminal: true}, isolator.Active, "",
+			`on (DEVSANDBOX_EARLY_START="1"): bwrap starts from the record of the same command line's last launch while the configuration loads; not for a launch whose stdin is a terminal other than this session's controlling terminal and whose stdout is not a terminal, as here`},
 	} {
 		r := earlyRow(tc.s, tc.f)
 		if r.Name != earlyRowName || r.State != tc.state || r.Reason != tc.reason || r.Detail != tc.detail {

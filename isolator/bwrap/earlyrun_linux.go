@@ -13,6 +13,7 @@ import (
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap/internal/prestart"
+	"github.com/devsandbox/devsandbox/isolator/internal/jobstop"
 	"github.com/devsandbox/devsandbox/isolator/pin"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 )
@@ -22,17 +23,18 @@ import (
 // this launch's record is kept. Run adopts the start when the fresh rendering
 // compares equal in everything bwrap consumed, abandons it otherwise, and records
 // the launch when nothing matched. On by default, unless the machine is loaded
-// or a standard descriptor is a terminal in a run that is not interactive; off with config.EarlyStartVar=0 or
-// sandbox.early_start = false; see docs/performance.md.
+// or stdin is a terminal other than the controlling one in a run that is not
+// interactive; off with config.EarlyStartVar=0 or sandbox.early_start = false; see
+// docs/performance.md.
 type Early struct {
 	store prestart.Store
 	key   string
 	root  string
 	start *earlyStart
-	// terminal: one of the standard descriptors is a terminal, and the run is not
-	// interactive; Run then puts a filtered pty before an output terminal and a
-	// read-only one (or /dev/null) for an input one, which an early bwrap's inherited
-	// stdio cannot follow. An interactive run's early bwrap is on a pty of its own.
+	// terminal: stdin is a terminal other than this session's controlling terminal
+	// in a run that is not interactive: Run's ordinary path reopens it read-only
+	// with a warning (stdinTerminal), which no early start makes; nothing is
+	// recorded then.
 	terminal bool
 	note     string
 }
@@ -44,9 +46,11 @@ const earlyLoad = 2.0
 
 // StartEarly starts bwrap early for the launch of args from the working directory
 // wd by the user uid, from its record under stateRoot ($XDG_STATE_HOME/devsandbox),
-// unless a standard descriptor is a terminal in a run that is not interactive (an
-// interactive run's bwrap starts on a pty of its own), the machine is loaded, or there is no
-// usable record (a record refused is removed). lookup reads the host's variables;
+// unless stdin is a terminal other than the controlling one in a run that is not
+// interactive, the machine is loaded, or there is no usable record (a record
+// refused is removed). A terminal never reaches the early bwrap: an interactive
+// run's starts on a pty of its own, another's on what Run gives the command in
+// place of each terminal (startEarlyTerminals). lookup reads the host's variables;
 // anyLoad skips the load gate.
 func StartEarly(stateRoot string, uid int, wd string, args []string, lookup func(string) (string, bool), anyLoad bool) *Early {
 	stdio := [3]*os.File{os.Stdin, os.Stdout, os.Stderr}
@@ -57,19 +61,19 @@ func StartEarly(stateRoot string, uid int, wd string, args []string, lookup func
 	// An interactive run (stdin and stdout terminals, as the planner's TTY and Run's
 	// relay decide it from the same descriptors) gets a pty of its own, as Run would
 	// give it: bwrap starts on the pty's slave, Run relays the user's terminal to its
-	// master once the launch is adopted. Its records are apart from the same command
-	// line's without a terminal (an argument never holds a NUL).
+	// master once the launch is adopted. Another run with a terminal gets what Run
+	// puts in its place. Each shape's records are apart from the others' (an
+	// argument never holds a NUL): an output terminal adds PAGER=cat, and the same
+	// command line run both ways would replace its record at each launch.
 	interactive := term[0] && term[1]
 	keyArgs := args
-	if interactive {
-		keyArgs = append([]string{"\x00interactive"}, args...)
+	if shape := terminalShape(term); shape != "" {
+		keyArgs = append([]string{"\x00" + shape}, args...)
 	}
 	e := &Early{store: prestart.Store{Dir: filepath.Join(stateRoot, "prestart")}, key: prestart.LaunchKey(uid, wd, keyArgs), root: stateRoot}
-	if !interactive && (term[0] || term[1] || term[2]) {
-		// Run puts a filtered pty of the command's own before an output terminal, a
-		// read-only /dev/tty (or /dev/null in the background) for an input one, and
-		// restores the terminal's state after: not an early bwrap's inherited stdio.
-		e.terminal, e.note = true, "not made: a terminal, and not an interactive run"
+	if !interactive && term[0] && !jobstop.ControllingTerminal(os.Stdin) {
+		// Run reopens such a terminal read-only, with a warning (stdinTerminal).
+		e.terminal, e.note = true, "not made: stdin is a terminal other than this session's controlling terminal"
 		return e
 	}
 	if l, ok := loadPerCPU(); ok && l >= earlyLoad && !anyLoad {
@@ -80,13 +84,18 @@ func StartEarly(stateRoot string, uid int, wd string, args []string, lookup func
 	if err == nil {
 		err = sameBwrap(rec)
 	}
-	if err == nil && interactive {
+	switch {
+	case err != nil:
+	case interactive:
 		e.start, err = startEarlyPty(rec, stateRoot, lookup)
-	} else if err == nil {
+	case term[0] || term[1] || term[2]:
+		e.start, err = startEarlyTerminals(rec, stateRoot, lookup, stdio, term)
+	default:
 		e.start, err = startEarly(rec, stateRoot, lookup, stdio)
 	}
 	switch {
 	case err == nil:
+		e.start.std, e.start.shape = stdio, term
 		e.note = "made"
 	case errors.Is(err, prestart.ErrNoRecord):
 		e.note = "not made: no record of this launch"
@@ -97,6 +106,26 @@ func StartEarly(stateRoot string, uid int, wd string, args []string, lookup func
 		}
 	}
 	return e
+}
+
+// terminalShape names which of stdin, stdout and stderr are terminals, for the
+// record's key: "" for none, "interactive" for stdin and stdout (the key interactive
+// runs had before the other shapes were started early), else "terminal" and the
+// streams, e.g. "terminal out err".
+func terminalShape(term [3]bool) string {
+	switch {
+	case term[0] && term[1]:
+		return "interactive"
+	case !term[0] && !term[1] && !term[2]:
+		return ""
+	}
+	shape := "terminal"
+	for i, name := range []string{"in", "out", "err"} {
+		if term[i] {
+			shape += " " + name
+		}
+	}
+	return shape
 }
 
 // sameBwrap refuses a record whose bubblewrap is not the one Run would start (PATH's
@@ -256,8 +285,8 @@ func (e *Early) take() *earlyStart {
 // record keeps the record of this launch (spec, rendered from the pinned Plan p,
 // started with bin; etcDir the /etc snapshot Run opened, "" when none; env what Run
 // added by value) for the next one, or removes the old one when this launch cannot
-// be recorded. Not when a standard descriptor is a terminal in a run that is not
-// interactive (no early start is made then).
+// be recorded. Not when stdin is a terminal other than the controlling one in a run
+// that is not interactive (no early start is made then).
 func (e *Early) record(spec *Spec, p *isolator.Plan, bin, etcDir string, env []string) error {
 	if e == nil || e.terminal {
 		return nil

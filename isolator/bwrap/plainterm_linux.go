@@ -22,16 +22,30 @@ import (
 // until the command's output is copied (every slave closed); it is nil when no
 // stream is a terminal. On error s is unchanged and nothing is left open.
 func plainTerminals(s *childStdio, opts tty.FilterOptions) (func() error, error) {
-	var outs []*tty.Output
-	var slaves []*os.File
-	closeAll := func() error {
-		var errs []error
-		for _, o := range outs {
-			errs = append(errs, o.Close())
-		}
-		return errors.Join(errs...)
+	outs, files, slaves, err := openPlainTerminals(s.files)
+	if err != nil || len(outs) == 0 {
+		return nil, err
 	}
-	orig, files := s.files, s.files
+	closeAll, err := outs.start(opts)
+	if err != nil {
+		closeFiles(slaves)
+		return nil, err
+	}
+	s.files = files
+	s.closeAfter = append(s.closeAfter, slaves...)
+	return closeAll, nil
+}
+
+// plainOutputs are plainTerminals' ptys, allocated (tty.OpenOutput) and not yet
+// copied: an early start allocates them before the configuration says how to filter.
+type plainOutputs []*tty.Output
+
+// openPlainTerminals allocates plainTerminals' pty for each output stream in files
+// that is a terminal (one for stdout and stderr on one terminal) and returns them,
+// not started, files with each such stream replaced by its pty's slave, and the
+// slaves. On error nothing is left open.
+func openPlainTerminals(orig [3]*os.File) (outs plainOutputs, files [3]*os.File, slaves []*os.File, err error) {
+	files = orig
 	for i := 1; i <= 2; i++ {
 		f := orig[i]
 		if f == nil || !tty.IsTerminal(f.Fd()) {
@@ -41,23 +55,48 @@ func plainTerminals(s *childStdio, opts tty.FilterOptions) (func() error, error)
 			files[2] = files[1]
 			continue
 		}
-		slave, o, err := tty.StartOutput(f, opts)
+		slave, o, err := tty.OpenOutput(f)
 		if err != nil {
-			for _, sl := range slaves {
-				sl.Close()
-			}
-			_ = closeAll()
-			return nil, fmt.Errorf("allocating a terminal for the command's output, which devsandbox filters on its way to yours: %w; redirect the output to a file or a pipe to run without one", err)
+			closeFiles(slaves)
+			_ = outs.close()
+			return nil, orig, nil, outputError(err)
 		}
 		outs, slaves = append(outs, o), append(slaves, slave)
 		files[i] = slave
 	}
-	if len(outs) == 0 {
-		return nil, nil
+	return outs, files, slaves, nil
+}
+
+// start starts copying each pty to its terminal through a filter with opts. It
+// returns what waits until the command's output is copied (plainTerminals); on
+// error every pty is closed.
+func (outs plainOutputs) start(opts tty.FilterOptions) (func() error, error) {
+	for _, o := range outs {
+		if err := o.Start(opts); err != nil {
+			_ = outs.close()
+			return nil, outputError(err)
+		}
 	}
-	s.files = files
-	s.closeAfter = append(s.closeAfter, slaves...)
-	return closeAll, nil
+	return outs.close, nil
+}
+
+// close closes every pty, started or not (tty.Output.Close).
+func (outs plainOutputs) close() error {
+	var errs []error
+	for _, o := range outs {
+		errs = append(errs, o.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func outputError(err error) error {
+	return fmt.Errorf("allocating a terminal for the command's output, which devsandbox filters on its way to yours: %w; redirect the output to a file or a pipe to run without one", err)
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
 }
 
 // pagerEnv is env for a command whose stdout is a pty of plainTerminals': with

@@ -57,6 +57,23 @@ type Output struct {
 // to out through a Filter with opts. It returns the slave, for the command. On
 // error nothing is left running or open.
 func StartOutput(out *os.File, opts FilterOptions) (slave *os.File, o *Output, err error) {
+	if slave, o, err = OpenOutput(out); err != nil {
+		return nil, nil, err
+	}
+	if err := o.Start(opts); err != nil {
+		slave.Close()
+		return nil, nil, err
+	}
+	return slave, o, nil
+}
+
+// OpenOutput allocates the pty for out, a terminal, as StartOutput does, and
+// starts nothing: for a command started before the filter's options are known
+// (an early start, which runs nothing of the command before its release). Start
+// starts the copy and the following of the window size; Close discards an Output
+// never started (its master closed: what the slave's holders wrote is dropped, a
+// later write fails). On error nothing is left open.
+func OpenOutput(out *os.File) (slave *os.File, o *Output, err error) {
 	outFd, err := fdOf(out)
 	if err != nil {
 		return nil, nil, err
@@ -65,22 +82,39 @@ func StartOutput(out *os.File, opts FilterOptions) (slave *os.File, o *Output, e
 	if err != nil {
 		return nil, nil, err
 	}
-	o = &Output{out: out, master: master, outFd: outFd, filter: NewFilter(opts),
+	o = &Output{out: out, master: master, outFd: outFd,
 		stopWinch: make(chan struct{}), winchDone: make(chan struct{}), outDone: make(chan struct{})}
 	if err := o.setup(slave.Fd()); err != nil {
 		master.Close()
 		slave.Close()
 		return nil, nil, err
 	}
+	o.closeErr = sync.OnceValue(o.close)
+	return slave, o, nil
+}
+
+// Start starts copying the pty to out through a Filter with opts, and following
+// out's window size, which it first gives the pty again (it may have changed since
+// OpenOutput). Once only, before Close; on error the Output is as before, for Close.
+func (o *Output) Start(opts FilterOptions) error {
 	o.winch = make(chan os.Signal, 1)
 	signal.Notify(o.winch, syscall.SIGWINCH)
-	o.closeErr = sync.OnceValue(o.close)
+	s, err := GetSize(o.outFd)
+	if err == nil {
+		err = setSizeOf(o.master, s)
+	}
+	if err != nil {
+		signal.Stop(o.winch)
+		o.winch = nil
+		return fmt.Errorf("giving the command's terminal your window size: %w", err)
+	}
+	o.filter = NewFilter(opts)
 	go o.followSize()
 	go func() {
 		defer close(o.outDone)
 		o.outErr = copyFiltered(o.master, o.out, o.filter, nil)
 	}()
-	return slave, o, nil
+	return nil
 }
 
 // setup makes the slave write-only for everyone (mode 0200: its descriptors cannot
@@ -113,6 +147,9 @@ func (o *Output) Close() error {
 }
 
 func (o *Output) close() error {
+	if o.winch == nil { // never started
+		return o.master.Close()
+	}
 	signal.Stop(o.winch)
 	close(o.stopWinch)
 	<-o.winchDone

@@ -91,6 +91,77 @@ func TestOutputKeepsTheTerminalOut(t *testing.T) {
 	}
 }
 
+// TestOpenOutputStartsLater: an Output opened before the filter's options are known
+// (an early start) copies nothing until Start; then what the command wrote before
+// reaches the user's terminal through the filter Start was given, and the pty takes
+// the window size the user's terminal has at Start, not at the open.
+func TestOpenOutputStartsLater(t *testing.T) {
+	userMaster, user := openPair(t)
+	if err := SetSize(user.Fd(), Size{Rows: 30, Cols: 100}); err != nil {
+		t.Fatal(err)
+	}
+	screen := make(chan screenResult, 1)
+	go func() {
+		out, err := readUntilEnd(userMaster, time.Now().Add(testTimeout))
+		screen <- screenResult{string(out), err}
+	}()
+	slave, o, err := OpenOutput(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := slave.Write([]byte("\x1b]52;c;ZWNobyBwd25lZAo=\x07before\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetSize(user.Fd(), Size{Rows: 40, Cols: 120}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Start(FilterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := GetSize(slave.Fd()); err != nil || s != (Size{Rows: 40, Cols: 120}) {
+		t.Errorf("the pty's size is %+v (%v), want the user's 40x120 at Start", s, err)
+	}
+	if _, err := slave.Write([]byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	if err := o.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	user.Close()
+	if r := <-screen; r.out != "before\r\nafter" {
+		t.Errorf("the user's terminal got %q, want %q (the OSC 52 filtered)", r.out, "before\r\nafter")
+	}
+}
+
+// TestOpenOutputClosedUnstarted: an Output closed without Start (an early start
+// abandoned) closes its master, so the slave's holders get an error, and writes
+// nothing to the user's terminal.
+func TestOpenOutputClosedUnstarted(t *testing.T) {
+	userMaster, user := openPair(t)
+	slave, o, err := OpenOutput(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slave.Close()
+	if _, err := slave.Write([]byte("dropped")); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := o.Close(); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+	if _, err := slave.Write([]byte("x")); err == nil {
+		t.Error("a write to the slave of a closed Output succeeded")
+	}
+	user.Close()
+	if out, _ := readUntilEnd(userMaster, time.Now().Add(testTimeout)); len(out) != 0 {
+		t.Errorf("the user's terminal got %q from an Output never started", out)
+	}
+}
+
 // BenchmarkOutput is what a run whose output is a terminal adds: the pty, its
 // setup and the copy's start and end, with nothing written.
 func BenchmarkOutput(b *testing.B) {

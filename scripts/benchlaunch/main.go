@@ -2,7 +2,15 @@
 // drives, alternating the two so machine noise hits both alike, and prints the ratio.
 // It also reports Go package init time of the binary (GODEBUG=inittrace=1).
 //
-//	benchlaunch -bin bin/devsandbox [-n 200] [-user dsbtest] [-only throughput] [-bwrap PATH] [-mounts N [-propagation shared|private]]
+//	benchlaunch -bin bin/devsandbox [-n 200] [-user dsbtest] [-only throughput] [-bwrap PATH] [-mounts N [-propagation shared|private]] [-tty all|out|err|in]
+//
+// -tty runs every launch on a new pty of its own, its controlling terminal in a
+// session of its own (as a shell in a terminal runs a command in the foreground),
+// plain bwrap and devsandbox alike: all gives it as stdin, stdout and stderr (an
+// interactive run), out as stdout and stderr with stdin /dev/null (a build run), err
+// as stderr alone, in as stdin alone (`cmd | less`); the other descriptors are
+// /dev/null. devsandbox puts a pty of its own (and a relay or a filter) between the
+// command and a terminal, so this is the launch a user at a terminal gets.
 //
 // -mounts N (root) runs the benchmark with N extra tmpfs mounts in the mount table:
 // benchlaunch re-executes itself in a private mount namespace of its own and mounts
@@ -49,6 +57,7 @@ func main() {
 	originAddr := flag.String("origin", "", "internal: serve the proxy benchmark's origin on this address")
 	bwrapBin := flag.String("bwrap", "", "bwrap binary for the plain bwrap runs and devsandbox's (default: bwrap on PATH)")
 	mounts := flag.Int("mounts", 0, "run with this many extra tmpfs mounts, in a private mount namespace (root)")
+	ttyFlag := flag.String("tty", "", "run every launch on a pty of its own, as its controlling terminal: all (stdin, stdout, stderr), out (stdout, stderr), err (stderr) or in (stdin)")
 	prop := flag.String("propagation", propShared, "-mounts: make each extra tmpfs shared (a peer group of its own, as on a host whose / is shared) or leave it private")
 	args, inNS := withoutMountNSFlag(os.Args[1:])
 	flag.CommandLine.Parse(args)
@@ -56,6 +65,11 @@ func main() {
 		// The flag package stops at the first non-flag: `-only egress open` unquoted
 		// would silently drop every flag after it (a -mounts run without its mounts).
 		fmt.Fprintf(os.Stderr, "benchlaunch: unexpected argument %q (flags after it were not read; quote -only's value)\n", flag.Arg(0))
+		os.Exit(2)
+	}
+	shape, err := parseShape(*ttyFlag)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "benchlaunch: %v\n", err)
 		os.Exit(2)
 	}
 	if err := checkMounts(*mounts, *prop, os.Getuid()); err != nil {
@@ -94,7 +108,10 @@ func main() {
 		}
 		return
 	}
-	err := run(*bin, *bwrapBin, *n, *userName, *files, *only, *large, title)
+	if *ttyFlag != "" {
+		title += fmt.Sprintf(" on a terminal (-tty %s)", *ttyFlag)
+	}
+	err = run(*bin, *bwrapBin, *n, *userName, *files, *only, *large, title, shape)
 	cleanup()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "benchlaunch: %v\n", err)
@@ -108,7 +125,31 @@ type runner struct {
 	dir  string
 	// files are opened for each run and passed as descriptors 3, 4, ...
 	files []string
+	// tty: the standard descriptors that are a new pty for each run (onTerminal).
+	tty ttyShape
 }
+
+// ttyShape says which of stdin, stdout and stderr are a terminal.
+type ttyShape [3]bool
+
+// parseShape reads -tty's value.
+func parseShape(s string) (ttyShape, error) {
+	switch s {
+	case "":
+		return ttyShape{}, nil
+	case "all":
+		return ttyShape{true, true, true}, nil
+	case "out":
+		return ttyShape{false, true, true}, nil
+	case "err":
+		return ttyShape{false, false, true}, nil
+	case "in":
+		return ttyShape{true, false, false}, nil
+	}
+	return ttyShape{}, fmt.Errorf("-tty %q: want all, out, err or in", s)
+}
+
+func (t ttyShape) any() bool { return t[0] || t[1] || t[2] }
 
 func (r runner) time(argv []string) (time.Duration, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -124,6 +165,16 @@ func (r runner) time(argv []string) (time.Duration, error) {
 	}
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
+	if r.tty.any() {
+		done, err := onTerminal(cmd, r.tty)
+		if err != nil {
+			return 0, err
+		}
+		defer done()
+		if !r.tty[2] {
+			cmd.Stderr = &errb
+		}
+	}
 	start := time.Now()
 	err := cmd.Run()
 	d := time.Since(start)
@@ -134,7 +185,7 @@ func (r runner) time(argv []string) (time.Duration, error) {
 }
 
 // run runs the benchmarks; title follows "launch of `true`" in the launch sections.
-func run(bin, bwrapBin string, n int, userName string, files int, only string, large int, title string) error {
+func run(bin, bwrapBin string, n int, userName string, files int, only string, large int, title string, shape ttyShape) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
@@ -152,7 +203,7 @@ func run(bin, bwrapBin string, n int, userName string, files int, only string, l
 		fmt.Printf("bwrap: %s (%s)\n", bwrap, strings.TrimSpace(string(v)))
 	}
 	home, _ := os.UserHomeDir()
-	r := runner{}
+	r := runner{tty: shape}
 	uid, gid := os.Getuid(), os.Getgid()
 	name := os.Getenv("USER")
 	if uid == 0 {
