@@ -41,7 +41,16 @@ func orphanedBwraps(root string, deadline time.Time) []string {
 		argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if isOrphanedBwrap(pid, root) && !exitsBy(pidfd, deadline) {
 			left = append(left, fmt.Sprintf("pid %d: %s", pid, strings.ReplaceAll(strings.TrimRight(string(argv), "\x00"), "\x00", " ")))
-			_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0) // the suite goes on without it
+			// The suite goes on without it, and without its children (a bwrap
+			// that ran its command).
+			_ = unix.PidfdSendSignal(pidfd, unix.SIGSTOP, nil, 0)
+			kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+			for _, k := range strings.Fields(string(kids)) {
+				if n, err := strconv.Atoi(k); err == nil {
+					_ = syscall.Kill(n, syscall.SIGKILL)
+				}
+			}
+			_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
 		}
 		unix.Close(pidfd)
 	}
