@@ -324,6 +324,9 @@ func newProject(t *testing.T) *project {
 	p.mkdir("proj/.git/objects")
 	p.mkdir("proj/.git/refs")
 	t.Cleanup(func() {
+		// Every process the test started is gone by now (the cleanups registered
+		// after this one ran first): none of its runs may have left one behind.
+		checkNoOrphans(t, root)
 		p.forget(p.dir) // first: a kept container may still write to the project
 		os.RemoveAll(root)
 	})

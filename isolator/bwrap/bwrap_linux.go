@@ -670,6 +670,9 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		_ = plainClose()
 	}
 	writeErr := <-writeErrs
+	if errors.Is(ex.err, errGroupLeft) {
+		b.warn("%v; end it by hand", ex.err)
+	}
 	code := exitCode(ex.ws, ex.err)
 	if stopped {
 		// The host services, the session /tmp and the cgroup go as after any exit
@@ -701,7 +704,8 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 
 // goAhead lets the init start the command (wire.AwaitGoArg) once the reserve's
 // first reading passed; when it did not, or the go-ahead cannot be sent, it kills
-// bwrap, and with it the sandbox, before the command runs, reaps it and returns
+// bwrap and its process group (bwrap's child may be in its setup, not yet bound to
+// bwrap's life: child.endGroup), before the command runs, reaps bwrap and returns
 // why. An init that is gone already (it failed, and reported why) cannot take the
 // go-ahead: the run goes on to read its report.
 func goAhead(reserve *diskguard.Pending, ready *readyPair, proc *child) error {
@@ -716,8 +720,12 @@ func goAhead(reserve *diskguard.Pending, ready *readyPair, proc *child) error {
 		}
 	}
 	if err != nil {
+		// SIGKILL to bwrap; its wait kills and waits for the rest of its group
+		// (child.endGroup): bwrap's child, still in its setup.
 		proc.kill(syscall.SIGKILL)
-		_, _ = proc.wait()
+		if _, werr := proc.wait(); errors.Is(werr, errGroupLeft) {
+			err = fmt.Errorf("%w; and %w", err, werr)
+		}
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -328,10 +329,11 @@ func (e *earlyStart) release(contents map[int][]byte) error {
 func (e *earlyStart) abandon() error {
 	var err error
 	if e.proc != nil {
-		pgid := e.proc.pid
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		err = waitGroup(pgid)
-		_, _ = e.proc.wait()
+		// The wait kills, and waits for, the rest of the group (child.endGroup).
+		e.proc.kill(syscall.SIGKILL)
+		if _, werr := e.proc.wait(); errors.Is(werr, errGroupLeft) {
+			err = werr
+		}
 		e.proc = nil
 	}
 
@@ -369,8 +371,8 @@ func (e *earlyStart) abandon() error {
 	return err
 }
 
-// waitGroup waits, once the group pgid is killed, until every other process of it
-// has exited: bwrap's child, the sandbox's pid 1, which is not devsandbox's child
+// waitGroup waits, once bwrap's group pgid is killed, until every other process of
+// it has exited: bwrap's child, the sandbox's pid 1, which is not devsandbox's child
 // (whoever it is reparented to reaps it), so it is waited for through a pidfd. bwrap,
 // the group's leader, is not reaped yet: the group's id cannot be another's, so a
 // process found in it is a member, not a reuse of a number; and a killed bwrap
@@ -379,7 +381,7 @@ func waitGroup(pgid int) error {
 	deadline := time.Now().Add(abandonWait)
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return fmt.Errorf("listing the early bwrap's processes: %w", err)
+		return fmt.Errorf("listing bwrap's processes: %w", err)
 	}
 	for _, d := range ents {
 		pid, err := strconv.Atoi(d.Name())
@@ -395,7 +397,7 @@ func waitGroup(pgid int) error {
 		}
 		unix.Close(pidfd)
 		if err != nil {
-			return fmt.Errorf("the early bwrap's process %d: %w", pid, err)
+			return fmt.Errorf("bwrap's process %d: %w", pid, err)
 		}
 	}
 	return nil

@@ -2,9 +2,11 @@ package bwrap
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -25,6 +27,10 @@ type child struct {
 	// copy ends (at EOF, once every holder of the pipe's write end closed it).
 	copies  chan error
 	ncopies int
+	// group: the child leads a process group of its own (Setpgid), which its
+	// exit ends (endGroup). killed: kill sent it SIGKILL.
+	group  bool
+	killed atomic.Bool
 }
 
 // childStdio are the command's descriptors 0-2 for stdio: files pass as they are, a
@@ -122,7 +128,7 @@ func startChild(path string, argv, env []string, stdio *childStdio, extra []*os.
 		}
 		return nil, &os.PathError{Op: "fork/exec", Path: path, Err: err}
 	}
-	c := &child{pid: pid, copies: stdio.copies, ncopies: stdio.ncopies}
+	c := &child{pid: pid, copies: stdio.copies, ncopies: stdio.ncopies, group: attr.Setpgid && attr.Pgid == 0}
 	if pidfd >= 0 {
 		// Non-blocking, so os.NewFile registers it with the netpoller.
 		if unix.SetNonblock(pidfd, true) == nil {
@@ -138,6 +144,9 @@ func startChild(path string, argv, env []string, stdio *childStdio, extra []*os.
 // reaped meanwhile is not signalled: the pidfd is closed then, or names the dead
 // child); without a pidfd, by pid, while wait has not returned.
 func (c *child) kill(sig syscall.Signal) {
+	if sig == syscall.SIGKILL {
+		c.killed.Store(true)
+	}
 	if c.pidfd != nil {
 		if rc, err := c.pidfd.SyscallConn(); err == nil {
 			_ = rc.Control(func(fd uintptr) { _ = unix.PidfdSendSignal(int(fd), sig, nil, 0) })
@@ -147,7 +156,9 @@ func (c *child) kill(sig syscall.Signal) {
 	_ = syscall.Kill(c.pid, sig)
 }
 
-// wait reaps the child and returns its status once its stdio copies ended.
+// wait reaps the child and returns its status once its stdio copies ended. When the
+// child leads a process group, what is left of the group when it exits is killed
+// first (endGroup).
 func (c *child) wait() (syscall.WaitStatus, error) {
 	ws, err := c.reap()
 	for i := 0; i < c.ncopies; i++ {
@@ -158,40 +169,95 @@ func (c *child) wait() (syscall.WaitStatus, error) {
 	return ws, err
 }
 
+// reap waits for the child's exit, ends its group (endGroup) while the exited child
+// is not reaped yet, then reaps it. A group left running is reap's error, beside
+// the status.
 func (c *child) reap() (syscall.WaitStatus, error) {
 	var ws syscall.WaitStatus
-	wait4 := func(opts int) (bool, error) {
+	wait4 := func() error {
 		for {
-			pid, err := syscall.Wait4(c.pid, &ws, opts, nil)
+			_, err := syscall.Wait4(c.pid, &ws, 0, nil)
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			if err != nil {
+				return os.NewSyscallError("wait4", err)
+			}
+			return nil
+		}
+	}
+	// exited waits (with unix.WNOHANG: looks) for the child's exit and leaves it
+	// unreaped: its pid, and so its group's id, stays its own meanwhile.
+	exited := func(opts int) (bool, int32, error) {
+		for {
+			var info unix.Siginfo
+			err := unix.Waitid(unix.P_PID, c.pid, &info, unix.WEXITED|unix.WNOWAIT|opts, nil)
 			switch {
 			case errors.Is(err, syscall.EINTR):
 				continue
 			case err != nil:
-				return true, os.NewSyscallError("wait4", err)
+				return true, 0, os.NewSyscallError("waitid", err)
 			}
-			return pid == c.pid, nil
+			return info.Signo != 0, info.Code, nil
 		}
 	}
-	if c.pidfd == nil {
-		_, err := wait4(0)
-		return ws, err
-	}
-	defer c.pidfd.Close()
-	rc, err := c.pidfd.SyscallConn()
-	if err != nil {
-		_, err := wait4(0)
-		return ws, err
-	}
+	var done bool
+	var code int32
 	var werr error
-	// The pidfd turns readable when the child exits; until then, wait4 with WNOHANG
-	// finds nothing and the goroutine parks in the netpoller.
-	if err := rc.Read(func(uintptr) bool {
-		var done bool
-		done, werr = wait4(syscall.WNOHANG)
-		return done
-	}); err != nil {
-		_, err := wait4(0)
+	if c.pidfd != nil {
+		defer c.pidfd.Close()
+		if rc, err := c.pidfd.SyscallConn(); err == nil {
+			// The pidfd turns readable when the child exits; until then, the look
+			// finds nothing and the goroutine parks in the netpoller.
+			_ = rc.Read(func(uintptr) bool {
+				done, code, werr = exited(unix.WNOHANG)
+				return done
+			})
+		}
+	}
+	if !done {
+		_, code, werr = exited(0)
+	}
+	var gerr error
+	if werr == nil {
+		gerr = c.endGroup(code)
+	}
+	if err := wait4(); err != nil {
 		return ws, err
 	}
-	return ws, werr
+	return ws, gerr
 }
+
+// endGroup kills what is left of the exited child's process group (SIGKILL; the
+// group is the child's own: Setpgid, and the child not reaped yet) and, when the
+// child did not exit by itself (code is not CLD_EXITED) or kill killed it, waits
+// until every process found in the group has exited (waitGroup).
+//
+// The child is bwrap. Its own child (the sandbox's pid 1 to be) stays in bwrap's
+// group from its clone until its setsid (--new-session), and sets its parent-death
+// signal only after that, just before it execs: bwrap killed before it let the child
+// go on (the uid and gid maps written) leaves the child waiting on an eventfd it
+// holds itself, for ever. Killed in its setup, it finds no parent to hand it on.
+// A child past its setsid execs the init, which waits for Run's go-ahead and ends
+// at the readiness socket's end (wire.AwaitGoArg); one past its exec has the
+// parent-death signal and is the pid namespace's pid 1, which takes the sandbox with
+// it. A group of nothing but the exited child costs one kill(2).
+func (c *child) endGroup(code int32) error {
+	if !c.group {
+		return nil
+	}
+	_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+	if code == cldExited && !c.killed.Load() {
+		return nil
+	}
+	if err := waitGroup(c.pid); err != nil {
+		return fmt.Errorf("%w: %w", errGroupLeft, err)
+	}
+	return nil
+}
+
+// errGroupLeft is reap's error when a process of bwrap's group outlived its kill.
+var errGroupLeft = errors.New("a process bwrap started is still running after it was killed")
+
+// cldExited is siginfo's si_code for a child that exited by itself (CLD_EXITED).
+const cldExited = 1
