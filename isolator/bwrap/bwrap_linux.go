@@ -699,7 +699,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	case writeErr != nil:
 		return 0, fmt.Errorf("%w: feeding a file to bwrap: %w; the command did not run", isolator.ErrProtection, writeErr)
 	}
-	return 0, b.setupFailed(ctx, code, pins.Removed(), pins.MasksGone())
+	return 0, b.setupFailed(ctx, p, code, pins.Removed(), pins.MasksGone())
 }
 
 // goAhead lets the init start the command (wire.AwaitGoArg) once the reserve's
@@ -760,15 +760,18 @@ func exitCode(ws syscall.WaitStatus, err error) int {
 // (pin.Set's Removed): bwrap names such a source only as /proc/self/fd/N. vanished
 // are the host sockets masked in the view that are gone now (pin.Set's MasksGone):
 // bwrap could not create such a mask's destination in a read-only view. The
-// availability probe runs only now, off the hot path.
-func (b *Isolator) setupFailed(ctx context.Context, code int, removed, vanished []string) error {
+// availability probe runs only now, off the hot path, and judges the bubblewrap it
+// runs against p, the run's own Plan, as the run did before it started it.
+func (b *Isolator) setupFailed(ctx context.Context, p *isolator.Plan, code int, removed, vanished []string) error {
 	if len(removed) > 0 {
 		return pin.RemovedError(removed, "bubblewrap", fmt.Errorf("bubblewrap exited with status %d, its message is above", code))
 	}
 	if len(vanished) > 0 {
 		return fmt.Errorf("%w: the host socket %s, which this view masks, was removed while the sandbox was being set up, so bubblewrap could not place its mask (exit status %d, its message is above); the command did not run: run it again", isolator.ErrProtection, strings.Join(vanished, ", "), code)
 	}
-	st := b.Check(ctx)
+	probe := *b
+	probe.Planned = p
+	st := probe.Check(ctx)
 	if st.State != isolator.Active {
 		return fmt.Errorf("%w: %s; %s", isolator.ErrUnavailable, st.Reason, st.Fix)
 	}
