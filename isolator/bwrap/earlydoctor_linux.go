@@ -3,11 +3,10 @@ package bwrap
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 
 	"github.com/devsandbox/devsandbox/isolator"
-	"github.com/devsandbox/devsandbox/isolator/internal/jobstop"
-	"github.com/devsandbox/devsandbox/isolator/tty"
 )
 
 // EarlySetting is what decides the early start of a launch from here, as doctor
@@ -33,6 +32,9 @@ type earlyFacts struct {
 	// stdout is none (not an interactive run), as a launch from the same place would
 	// have it.
 	terminal bool
+	// writableBwrap is PATH's bubblewrap when the user may write it (at
+	// writableAt): the early start starts none then (sameBwrap).
+	writableBwrap, writableAt string
 	// records is how many launch records are kept (in recordsDir).
 	records    int
 	recordsDir string
@@ -43,13 +45,15 @@ type earlyFacts struct {
 func EarlyCheck(s EarlySetting) isolator.Check {
 	var f earlyFacts
 	f.load, f.loadKnown = loadPerCPU()
-	var term [3]bool
-	for i, fd := range []*os.File{os.Stdin, os.Stdout, os.Stderr} {
-		term[i] = tty.IsTerminal(fd.Fd())
-	}
 	// Every shape of terminal starts early (StartEarly) but a run that is not
 	// interactive whose stdin is another session's terminal.
-	f.terminal = !(term[0] && term[1]) && term[0] && !jobstop.ControllingTerminal(os.Stdin)
+	f.terminal = otherSessionStdin(terminals([3]*os.File{os.Stdin, os.Stdout, os.Stderr}), os.Stdin)
+	// sameBwrap's refusal: a bubblewrap the user may write is never started early.
+	if bin, err := exec.LookPath("bwrap"); err == nil {
+		if at := isolator.UserWritable(bin); at != "" {
+			f.writableBwrap, f.writableAt = bin, at
+		}
+	}
 	if s.StateRoot != "" {
 		f.recordsDir = filepath.Join(s.StateRoot, "prestart")
 		f.records = CountRecords(s.StateRoot)
@@ -81,6 +85,9 @@ func earlyRow(s EarlySetting, f earlyFacts) isolator.Check {
 	case s.KeyOff != "":
 		return off(fmt.Sprintf("off: sandbox.early_start = false (%s)", s.KeyOff),
 			"remove that setting, or DEVSANDBOX_EARLY_START=0 to turn it off without the cost of a record looked for")
+	case f.writableBwrap != "":
+		return off(fmt.Sprintf("on (%s), but nothing starts early here: PATH's bubblewrap %s is where you can write (%s), so a sandbox could have put it there, and the early start would run it before any plan can judge it", s.Why, f.writableBwrap, f.writableAt),
+			"install bubblewrap where you cannot write (the system's, e.g. /usr/bin/bwrap) and let PATH find that one first; as root every directory is writable, so nothing starts early")
 	case !s.Always && f.loadKnown && f.load >= earlyLoad:
 		return off(fmt.Sprintf("on (%s), but nothing starts early now: the load average is %.2f per CPU, %.0f or more", s.Why, f.load, earlyLoad),
 			"it starts early again once the load falls; DEVSANDBOX_EARLY_START=always ignores the load")

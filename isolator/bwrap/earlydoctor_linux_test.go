@@ -31,6 +31,8 @@ func TestEarlyRow(t *testing.T) {
 			`on (DEVSANDBOX_EARLY_START="always"): bwrap starts from the record of the same command line's last launch while the configuration loads, with or without a terminal (never the terminal itself: what devsandbox gives the command in its place)`},
 		{"load unknown", on, earlyFacts{}, isolator.Active, "",
 			`on (DEVSANDBOX_EARLY_START="1"): bwrap starts from the record of the same command line's last launch while the configuration loads, with or without a terminal (never the terminal itself: what devsandbox gives the command in its place)`},
+		{"a bubblewrap the user may write", on, earlyFacts{load: 0.1, loadKnown: true, writableBwrap: "/h/.local/bin/bwrap", writableAt: "/h/.local/bin"}, isolator.Bypassed,
+			`on (DEVSANDBOX_EARLY_START="1"), but nothing starts early here: PATH's bubblewrap /h/.local/bin/bwrap is where you can write (/h/.local/bin), so a sandbox could have put it there, and the early start would run it before any plan can judge it`, ""},
 		{"another session's terminal on stdin", on, earlyFacts{load: 0.1, loadKnown: true, terminal: true}, isolator.Active, "",
 			`on (DEVSANDBOX_EARLY_START="1"): bwrap starts from the record of the same command line's last launch while the configuration loads; not for a launch whose stdin is a terminal other than this session's controlling terminal and whose stdout is not a terminal, as here`},
 	} {

@@ -54,10 +54,7 @@ const earlyLoad = 2.0
 // anyLoad skips the load gate.
 func StartEarly(stateRoot string, uid int, wd string, args []string, lookup func(string) (string, bool), anyLoad bool) *Early {
 	stdio := [3]*os.File{os.Stdin, os.Stdout, os.Stderr}
-	var term [3]bool
-	for i, f := range stdio {
-		term[i] = tty.IsTerminal(f.Fd())
-	}
+	term := terminals(stdio)
 	// An interactive run (stdin and stdout terminals, as the planner's TTY and Run's
 	// relay decide it from the same descriptors) gets a pty of its own, as Run would
 	// give it: bwrap starts on the pty's slave, Run relays the user's terminal to its
@@ -71,8 +68,7 @@ func StartEarly(stateRoot string, uid int, wd string, args []string, lookup func
 		keyArgs = append([]string{"\x00" + shape}, args...)
 	}
 	e := &Early{store: prestart.Store{Dir: filepath.Join(stateRoot, "prestart")}, key: prestart.LaunchKey(uid, wd, keyArgs), root: stateRoot}
-	if !interactive && term[0] && !jobstop.ControllingTerminal(os.Stdin) {
-		// Run reopens such a terminal read-only, with a warning (stdinTerminal).
+	if otherSessionStdin(term, os.Stdin) {
 		e.terminal, e.note = true, "not made: stdin is a terminal other than this session's controlling terminal"
 		return e
 	}
@@ -106,6 +102,23 @@ func StartEarly(stateRoot string, uid int, wd string, args []string, lookup func
 		}
 	}
 	return e
+}
+
+// terminals reports which of stdio are terminals.
+func terminals(stdio [3]*os.File) (term [3]bool) {
+	for i, f := range stdio {
+		term[i] = tty.IsTerminal(f.Fd())
+	}
+	return term
+}
+
+// otherSessionStdin reports whether a run with these terminals (terminals) and this
+// stdin starts nothing early: stdin is a terminal other than this session's
+// controlling terminal in a run that is not interactive, which Run reopens
+// read-only with a warning (stdinTerminal) and no early start makes. StartEarly
+// and doctor's row (EarlyCheck) decide it here, alike.
+func otherSessionStdin(term [3]bool, stdin *os.File) bool {
+	return !(term[0] && term[1]) && term[0] && !jobstop.ControllingTerminal(stdin)
 }
 
 // terminalShape names which of stdin, stdout and stderr are terminals, for the
