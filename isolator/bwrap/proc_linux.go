@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -258,6 +259,39 @@ func (c *child) endGroup(code int32) error {
 		return fmt.Errorf("%w: %w", errGroupLeft, err)
 	}
 	return nil
+}
+
+// runTrial runs a trial of bwrap (doctor's and Check's) at path with argv and this
+// process's environment, as Run starts and ends bwrap: in a process group of its
+// own, SIGKILLed should devsandbox die, and reaped by child.wait, which kills what
+// is left of the group and, when the end of ctx killed bwrap, waits until the
+// group's processes have exited. Killing bwrap alone would leave its child, in its
+// setup and bwrap's group, waiting for ever for the go-on bwrap did not give it.
+// Its output, stdout and stderr in one, goes to out (nil: none). err is nil for an
+// exit with status 0 and a group that ended; else it says how the trial ended,
+// joined with errGroupLeft when a process of the group outlived its kill.
+func runTrial(ctx context.Context, path string, argv []string, out io.Writer) error {
+	stdio, err := newChildStdio(nil, out, out)
+	if err != nil {
+		return err
+	}
+	c, err := startChild(path, argv, os.Environ(), stdio, nil, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL})
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { c.kill(syscall.SIGKILL) })
+	ws, werr := c.wait()
+	stop()
+	var end error
+	switch {
+	case c.killed.Load():
+		end = fmt.Errorf("%s did not end in time: %w", path, context.Cause(ctx))
+	case ws.Signaled():
+		end = fmt.Errorf("%s was killed by %v", path, ws.Signal())
+	case ws.ExitStatus() != 0:
+		end = fmt.Errorf("%s exited with status %d", path, ws.ExitStatus())
+	}
+	return errors.Join(end, werr)
 }
 
 // errGroupLeft is reap's error when a process of bwrap's group outlived its kill.
