@@ -36,6 +36,8 @@ type child struct {
 	// exit ends (endGroup). killed: kill sent it SIGKILL.
 	group  bool
 	killed atomic.Bool
+	// guard is the group's guard (groupGuard), when the child leads one.
+	guard *groupGuard
 }
 
 // childStdio are the command's descriptors 0-2 for stdio: files pass as they are, a
@@ -142,6 +144,13 @@ func startChild(path string, argv, env []string, stdio *childStdio, extra []*os.
 			unix.Close(pidfd)
 		}
 	}
+	if c.group {
+		if c.guard, err = startGuard(pid); err != nil {
+			c.kill(syscall.SIGKILL)
+			_, _ = c.wait()
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -206,6 +215,7 @@ func (c *child) reap() (syscall.WaitStatus, error) {
 			return info.Signo != 0, info.Code, nil
 		}
 	}
+	defer c.guard.end() // once the group was ended, or, failing that, by the guard
 	var done bool
 	var code int32
 	var werr error
