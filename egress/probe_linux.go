@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/devsandbox/devsandbox/internal/procgroup"
 )
 
 // Probe applies r with the prologue in a throwaway user and network namespace, the
@@ -34,6 +36,9 @@ func Probe(ctx context.Context, r Rules, bin Binaries) error {
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
 	}
+	// The end of the bound kills the prologue's commands (nft, iptables) with the
+	// shell, not the shell alone.
+	procgroup.Own(cmd, time.Second)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	err = cmd.Start()

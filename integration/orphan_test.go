@@ -83,6 +83,45 @@ func TestBwrapSignalInSetupLeavesNothing(t *testing.T) {
 	}
 }
 
+// devsandbox itself killed (SIGKILL) while bwrap sets up leaves no process behind:
+// bwrap dies with it (its parent-death signal), but nothing of devsandbox is left
+// to kill bwrap's group, where bwrap's child is until its setsid, with no
+// parent-death signal of its own until just before its exec. The wrapper stands
+// for that child as in TestBwrapSignalInSetupLeavesNothing, and says through a
+// fifo that it started it.
+func TestBwrapKill9InSetupLeavesNothing(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	for _, f := range []string{"wrap/started", "wrap/never"} {
+		p.mkdir("wrap")
+		if err := syscall.Mkfifo(p.path(f), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p.chownUp(p.path(f))
+	}
+	path := wrapBwrap(t, p, "echo started >"+p.path("wrap/started")+"; read x <"+p.path("wrap/never")+"\n")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := command(ctx, p.dir, baseEnv(path), "--isolator=bwrap", "--", "/bin/sh", "-c", "touch ran")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if _, err := os.ReadFile(p.path("wrap/started")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if left := orphanedBwraps(p.root, time.Now().Add(5*time.Second)); len(left) > 0 {
+		t.Errorf("devsandbox was killed (SIGKILL) in bwrap's setup and left running (killed now):\n  %s", strings.Join(left, "\n  "))
+	}
+	if _, err := os.Stat(p.path("ran")); err == nil {
+		t.Error("the command ran after devsandbox was killed")
+	}
+}
+
 // wrapBwrap writes a wrapper named bwrap in p's wrap/ and returns the PATH that
 // puts it first. Before it runs script and then execs the real bwrap, it starts a
 // process of the kind a bwrap killed in its setup leaves behind (its child, before

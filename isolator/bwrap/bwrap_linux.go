@@ -6,6 +6,7 @@ package bwrap
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -879,16 +880,18 @@ func (b *Isolator) Check(ctx context.Context) isolator.Status {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	// bwrap --version prints and exits, with no child: killing it alone ends it.
 	if v, err := exec.CommandContext(ctx, bin, "--version").Output(); err == nil && !versionAtLeast(strings.TrimSpace(string(v)), minBwrap) {
 		return isolator.Status{State: isolator.Unavailable,
 			Reason: fmt.Sprintf("%s is older than %d.%d.%d, which devsandbox needs: its --as-pid-1 keeps every process of the sandbox under the syscall filter, and --disable-userns", strings.TrimSpace(string(v)), minBwrap[0], minBwrap[1], minBwrap[2]),
 			Fix:    "upgrade bubblewrap (Debian 12, Ubuntu 24.04 and Fedora 38 ship 0.8.0 or later), or use --isolator=docker"}
 	}
-	out, err := exec.CommandContext(ctx, bin, "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true").CombinedOutput()
+	var out bytes.Buffer
+	err = runTrial(ctx, bin, []string{bin, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"}, &out)
 	if err == nil {
 		return isolator.Status{State: isolator.Active}
 	}
-	return sandboxFailure(string(out), err)
+	return sandboxFailure(out.String(), err)
 }
 
 // sandboxFailure is Check's diagnosis of a failed trial sandbox from what bwrap

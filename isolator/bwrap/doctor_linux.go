@@ -247,6 +247,7 @@ func bwrapVersion(ctx context.Context, b *Isolator) (bin, version string) {
 	if err != nil {
 		return "", ""
 	}
+	// bwrap --version prints and exits, with no child: killing it alone ends it.
 	out, err := exec.CommandContext(ctx, bin, "--version").Output()
 	if err != nil {
 		return bin, ""

@@ -1,14 +1,11 @@
 package bwrap
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -370,78 +367,3 @@ func (e *earlyStart) abandon() error {
 	}
 	return err
 }
-
-// waitGroup waits, once bwrap's group pgid is killed, until every other process of
-// it has exited: bwrap's child, the sandbox's pid 1, which is not devsandbox's child
-// (whoever it is reparented to reaps it), so it is waited for through a pidfd. bwrap,
-// the group's leader, is not reaped yet: the group's id cannot be another's, so a
-// process found in it is a member, not a reuse of a number; and a killed bwrap
-// clones no more.
-func waitGroup(pgid int) error {
-	deadline := time.Now().Add(abandonWait)
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return fmt.Errorf("listing bwrap's processes: %w", err)
-	}
-	for _, d := range ents {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil || pid == pgid || !inGroup(pid, pgid) {
-			continue
-		}
-		pidfd, err := unix.PidfdOpen(pid, 0)
-		if err != nil {
-			continue // gone, and reaped
-		}
-		if inGroup(pid, pgid) { // still the member, not a number reused since
-			err = waitExit(pidfd, deadline)
-		}
-		unix.Close(pidfd)
-		if err != nil {
-			return fmt.Errorf("bwrap's process %d: %w", pid, err)
-		}
-	}
-	return nil
-}
-
-// inGroup reports whether the process pid is in the process group pgid.
-func inGroup(pid, pgid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	return err == nil && procGroup(stat) == pgid
-}
-
-// waitExit waits until the process of pidfd has exited (a zombie holds no mount,
-// namespace or descriptor), at most until deadline.
-func waitExit(pidfd int, deadline time.Time) error {
-	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-	for {
-		ms := int(time.Until(deadline).Milliseconds())
-		if ms <= 0 {
-			return fmt.Errorf("still running %v after it was killed", abandonWait)
-		}
-		n, err := unix.Poll(fds, ms)
-		switch {
-		case err == unix.EINTR:
-		case err != nil:
-			return err
-		case n > 0:
-			return nil
-		}
-	}
-}
-
-// procGroup returns the process group of a /proc/PID/stat line (0 if malformed).
-func procGroup(stat []byte) int {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(stat[i+1:])) // state ppid pgrp ...
-	if len(f) < 3 {
-		return 0
-	}
-	n, _ := strconv.Atoi(f[2])
-	return n
-}
-
-// abandonWait bounds abandon's wait for bwrap's child, which its new parent reaps.
-const abandonWait = 5 * time.Second

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"time"
 
@@ -97,9 +96,8 @@ func mountCost(ctx context.Context, bin string) (perMount time.Duration, ok bool
 		more = append(more, "--ro-bind", "/usr", fmt.Sprintf("/t/%d", i))
 	}
 	run := func(args []string) (time.Duration, error) {
-		cmd := exec.CommandContext(ctx, bin, append(args, "--", "/usr/bin/true")...)
 		start := time.Now()
-		err := cmd.Run()
+		err := runTrial(ctx, bin, append(append([]string{bin}, args...), "--", "/usr/bin/true"), nil)
 		return time.Since(start), err
 	}
 	var with, without []time.Duration

@@ -1,13 +1,18 @@
 package bwrap
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,6 +36,8 @@ type child struct {
 	// exit ends (endGroup). killed: kill sent it SIGKILL.
 	group  bool
 	killed atomic.Bool
+	// guard is the group's guard (groupGuard), when the child leads one.
+	guard *groupGuard
 }
 
 // childStdio are the command's descriptors 0-2 for stdio: files pass as they are, a
@@ -137,6 +144,13 @@ func startChild(path string, argv, env []string, stdio *childStdio, extra []*os.
 			unix.Close(pidfd)
 		}
 	}
+	if c.group {
+		if c.guard, err = startGuard(pid); err != nil {
+			c.kill(syscall.SIGKILL)
+			_, _ = c.wait()
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -201,6 +215,7 @@ func (c *child) reap() (syscall.WaitStatus, error) {
 			return info.Signo != 0, info.Code, nil
 		}
 	}
+	defer c.guard.end() // once the group was ended, or, failing that, by the guard
 	var done bool
 	var code int32
 	var werr error
@@ -256,8 +271,116 @@ func (c *child) endGroup(code int32) error {
 	return nil
 }
 
+// runTrial runs a trial of bwrap (doctor's and Check's) at path with argv and this
+// process's environment, as Run starts and ends bwrap: in a process group of its
+// own, SIGKILLed should devsandbox die, and reaped by child.wait, which kills what
+// is left of the group and, when the end of ctx killed bwrap, waits until the
+// group's processes have exited. Killing bwrap alone would leave its child, in its
+// setup and bwrap's group, waiting for ever for the go-on bwrap did not give it.
+// Its output, stdout and stderr in one, goes to out (nil: none). err is nil for an
+// exit with status 0 and a group that ended; else it says how the trial ended,
+// joined with errGroupLeft when a process of the group outlived its kill.
+func runTrial(ctx context.Context, path string, argv []string, out io.Writer) error {
+	stdio, err := newChildStdio(nil, out, out)
+	if err != nil {
+		return err
+	}
+	c, err := startChild(path, argv, os.Environ(), stdio, nil, &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL})
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { c.kill(syscall.SIGKILL) })
+	ws, werr := c.wait()
+	stop()
+	var end error
+	switch {
+	case c.killed.Load():
+		end = fmt.Errorf("%s did not end in time: %w", path, context.Cause(ctx))
+	case ws.Signaled():
+		end = fmt.Errorf("%s was killed by %v", path, ws.Signal())
+	case ws.ExitStatus() != 0:
+		end = fmt.Errorf("%s exited with status %d", path, ws.ExitStatus())
+	}
+	return errors.Join(end, werr)
+}
+
 // errGroupLeft is reap's error when a process of bwrap's group outlived its kill.
 var errGroupLeft = errors.New("a process bwrap started is still running after it was killed")
 
 // cldExited is siginfo's si_code for a child that exited by itself (CLD_EXITED).
 const cldExited = 1
+
+// waitGroup waits, once bwrap's group pgid is killed, until every other process of
+// it has exited: bwrap's child, the sandbox's pid 1, which is not devsandbox's child
+// (whoever it is reparented to reaps it), so it is waited for through a pidfd. bwrap,
+// the group's leader, is not reaped yet: the group's id cannot be another's, so a
+// process found in it is a member, not a reuse of a number; and a killed bwrap
+// clones no more.
+func waitGroup(pgid int) error {
+	deadline := time.Now().Add(abandonWait)
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return fmt.Errorf("listing bwrap's processes: %w", err)
+	}
+	for _, d := range ents {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == pgid || !inGroup(pid, pgid) {
+			continue
+		}
+		pidfd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue // gone, and reaped
+		}
+		if inGroup(pid, pgid) { // still the member, not a number reused since
+			err = waitExit(pidfd, deadline)
+		}
+		unix.Close(pidfd)
+		if err != nil {
+			return fmt.Errorf("bwrap's process %d: %w", pid, err)
+		}
+	}
+	return nil
+}
+
+// inGroup reports whether the process pid is in the process group pgid.
+func inGroup(pid, pgid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err == nil && procGroup(stat) == pgid
+}
+
+// waitExit waits until the process of pidfd has exited (a zombie holds no mount,
+// namespace or descriptor), at most until deadline.
+func waitExit(pidfd int, deadline time.Time) error {
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	for {
+		ms := int(time.Until(deadline).Milliseconds())
+		if ms <= 0 {
+			return fmt.Errorf("still running %v after it was killed", abandonWait)
+		}
+		n, err := unix.Poll(fds, ms)
+		switch {
+		case err == unix.EINTR:
+		case err != nil:
+			return err
+		case n > 0:
+			return nil
+		}
+	}
+}
+
+// procGroup returns the process group of a /proc/PID/stat line (0 if malformed).
+func procGroup(stat []byte) int {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(stat[i+1:])) // state ppid pgrp ...
+	if len(f) < 3 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[2])
+	return n
+}
+
+// abandonWait bounds abandon's wait for bwrap's child, which its new parent reaps.
+const abandonWait = 5 * time.Second

@@ -109,6 +109,8 @@ func (c scopeHost) check(want ...string) error {
 func scopeOOM(unit string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	// systemctl asks the user manager over its socket and starts no child: killing
+	// it alone ends it.
 	out, err := exec.CommandContext(ctx, "systemctl", "--user", "show", "--property=Result", "--value", unit).Output()
 	_ = exec.CommandContext(ctx, "systemctl", "--user", "reset-failed", unit).Run()
 	return err == nil && string(bytes.TrimSpace(out)) == "oom-kill"

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/devsandbox/devsandbox/egress"
+	"github.com/devsandbox/devsandbox/internal/procgroup"
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/pin"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
@@ -137,6 +138,11 @@ func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, 
 	// Killed (SIGKILL to bwrap, the default Cancel) when a Session holding the
 	// project sees the disk reserve breached.
 	cmd := exec.CommandContext(stopOnLow(ctx, held), bin, argv[1:]...)
+	// Killed with bwrap's process group: bwrap's child is in it until its setsid and
+	// has no parent-death signal before its exec, so bwrap killed in its setup would
+	// leave it waiting for ever. A library run has no terminal whose keyboard
+	// signals the group would miss.
+	procgroup.Own(cmd, 0)
 	cmd.Env = env
 	// fds 3 (readiness) and 4 (prologue status) are unused in library runs.
 	cmd.ExtraFiles = append([]*os.File{nil, nil}, files...)

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/devsandbox/devsandbox/internal/procgroup"
 )
 
 // A rootless podman (the krun isolator) runs a container in a user namespace where
@@ -56,6 +59,9 @@ func HostPodman(ctx context.Context, args ...string) ([]byte, error) {
 	}
 	cmd := exec.CommandContext(ctx, "podman", args...)
 	cmd.Dir = "/"
+	// Rootless podman re-executes itself in its user namespace, and podman unshare
+	// runs the command as its child: the end of ctx kills them with podman.
+	procgroup.Own(cmd, time.Second)
 	return cmd.CombinedOutput()
 }
 

@@ -98,6 +98,12 @@ func Launch(ctx context.Context, prog Program) (*Process, error) {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, prog.Path, ServeArg)
+	// The program alone is told to wind down, then killed after WaitDelay: it is one
+	// of devsandbox's own (devsandbox-docker, -krun, -proxy), whose sandbox processes
+	// are the engine's, ended through its API; what it starts on the host either ends
+	// with it (devsandbox-krun's anchor, at the end of the stdin it holds) or is meant
+	// to outlive the run (the podman service's supervisor, in a session of its own,
+	// shared by runs until it idles out).
 	cmd.Cancel = ctrlW.Close // the program winds down
 	if prog.Graceful {
 		cmd.Cancel = func() error { return sendStop(ctx, ctrlW) }

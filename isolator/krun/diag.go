@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/procgroup"
 	"github.com/devsandbox/devsandbox/isolator"
 )
 
@@ -38,7 +39,7 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 
 	if p, err := exec.LookPath("podman"); err != nil {
 		bad("podman", "podman is not installed", "install podman "+MinPodman+" or newer (Debian/Ubuntu: sudo apt-get install podman)")
-	} else if out, err := exec.CommandContext(ctx, p, "--version").Output(); err == nil {
+	} else if out, err := podmanVersion(ctx, p); err == nil {
 		ok("podman", fmt.Sprintf("%s (%s)", p, strings.TrimSpace(string(out))))
 	} else {
 		ok("podman", p)
@@ -169,4 +170,12 @@ func subidCount(file, user string, uid int) int {
 		}
 	}
 	return total
+}
+
+// podmanVersion is what podman at p says of its version. Rootless podman may
+// re-execute itself in its user namespace: the end of ctx kills its process group.
+func podmanVersion(ctx context.Context, p string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, p, "--version")
+	procgroup.Own(cmd, time.Second)
+	return cmd.Output()
 }

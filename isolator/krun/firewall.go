@@ -66,6 +66,8 @@ type hostNetns struct{}
 // Run runs the call with a fixed environment: devsandbox-krun's own holds the
 // run's secret values.
 func (hostNetns) Run(ctx context.Context, call egress.Call, files []*os.File) error {
+	// nsenter enters the namespaces (no pid namespace, no --fork) and execs the
+	// call's program in its own process: killing it alone ends the call.
 	cmd := exec.CommandContext(ctx, call.Argv[0], call.Argv[1:]...)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
 	cmd.Dir = "/"

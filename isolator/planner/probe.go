@@ -125,6 +125,8 @@ func makeCA(dir, name string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// devsandbox-proxy makes the CA in its own process, with no child: killing it
+	// alone ends it.
 	cmd := exec.CommandContext(ctx, bin, capem.CreateArg, dir, name)
 	var stderr strings.Builder
 	cmd.Env, cmd.Stderr, cmd.WaitDelay = []string{}, &stderr, time.Second
