@@ -166,3 +166,48 @@ func TestKrunStartsNoPlantedPodman(t *testing.T) {
 	}
 	requireServiceGone(t, sock, 25*time.Second)
 }
+
+// TestOtherProjectsProgramNotRun: a PATH entry in *another* project (project A's
+// activated `.venv/bin` while devsandbox runs in project B) is a directory A's
+// sandbox writes. B's plan does not bind it, so B's sandbox cannot write it, but a
+// bwrap A's sandbox planted there would still run on the host, unsandboxed, at B's
+// launch and B's doctor. Both must refuse it, naming it, and run nothing of it.
+func TestOtherProjectsProgramNotRun(t *testing.T) {
+	requireBwrap(t)
+	real, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newProject(t)
+	a.mkdir("outside")
+	marker := filepath.Join(a.path("outside"), "ran")
+	venv := filepath.Join(a.dir, ".venv", "bin")
+	planted := "#!/bin/sh\necho \"$0\" >> " + marker + "\nexec " + real + " \"$@\"\n"
+	// A's sandbox plants it (with PATH as usual: A's launch is not the one to judge).
+	if r := run(t, a.dir, nil, planted, "--isolator=bwrap", "--egress=none", "--", "/bin/sh", "-c",
+		"mkdir -p .venv/bin && cat > .venv/bin/bwrap && chmod 755 .venv/bin/bwrap"); r.code != 0 {
+		t.Fatalf("the launch that plants bwrap in project A failed:\n%s", r)
+	}
+	// Project B, a sibling, with A's .venv/bin first on PATH.
+	b := filepath.Join(a.root, "projb")
+	a.mkdir("projb/.git/objects")
+	a.mkdir("projb/.git/refs")
+	a.write("projb/.git/HEAD", "ref: refs/heads/main\n")
+	a.write("projb/.git/config", "[core]\n\trepositoryformatversion = 0\n")
+	t.Cleanup(func() { a.forget(b) })
+	env := []string{"DEVSANDBOX_EARLY_START=0", "PATH=" + venv + ":" + strings.TrimPrefix(hostPath("/usr/local/bin:/usr/bin:/bin"), "PATH=")}
+	r := run(t, b, env, "", "--isolator=bwrap", "--egress=none", "--", "/bin/true")
+	if got, err := os.ReadFile(marker); err == nil {
+		t.Fatalf("project B's launch ran the bwrap project A's sandbox planted, on the host: %s\n%s", got, r)
+	}
+	if r.code != 125 || !strings.Contains(r.stderr, filepath.Join(venv, "bwrap")) || !strings.Contains(r.stderr, a.dir) {
+		t.Errorf("project B's launch did not refuse project A's bwrap by its path and project (exit %d, want 125):\n%s", r.code, r)
+	}
+	r = run(t, b, env, "", "--isolator=bwrap", "doctor")
+	if got, err := os.ReadFile(marker); err == nil {
+		t.Fatalf("project B's doctor ran the bwrap project A's sandbox planted, on the host: %s\n%s", got, r)
+	}
+	if !strings.Contains(r.stdout, filepath.Join(venv, "bwrap")) {
+		t.Errorf("doctor's output does not refuse project A's bwrap by its path:\n%s", r)
+	}
+}
