@@ -211,3 +211,75 @@ func TestOtherProjectsProgramNotRun(t *testing.T) {
 		t.Errorf("doctor's output does not refuse project A's bwrap by its path:\n%s", r)
 	}
 }
+
+// TestKrunServiceFindsNoPlantedHelper: podman's API service, which devsandbox starts
+// on the host, itself looks programs up on the PATH it was started with: the
+// network helper of a container on its default network (slirp4netns, pasta),
+// newuidmap/newgidmap, conmon and the OCI runtime when its configured paths hold
+// none. With the project's `.venv/bin` first on the user's PATH (podman itself found
+// in /usr/bin, which the sandbox cannot write), whatever the sandbox planted there
+// under those names must not be what the service runs.
+func TestKrunServiceFindsNoPlantedHelper(t *testing.T) {
+	requirePodman(t)
+	sock := suiteServiceSocket()
+	requireServiceGone(t, sock, 25*time.Second)
+	p := newProject(t)
+	p.mkdir("outside")
+	marker := filepath.Join(p.path("outside"), "ran")
+	venv := filepath.Join(p.dir, ".venv", "bin")
+	for _, prog := range []string{"slirp4netns", "pasta", "newuidmap", "newgidmap", "conmon", "runc", "crun", "krun", "catatonit", "netavark", "aardvark-dns"} {
+		real, err := exec.LookPath(prog)
+		if err != nil {
+			real = "/bin/false"
+		}
+		p.write("proj/.venv/bin/"+prog, "#!/bin/sh\necho \"$0 $*\" >> "+marker+"\nexec "+real+" \"$@\"\n")
+		if err := os.Chmod(filepath.Join(venv, prog), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"PATH=" + venv + ":" + strings.TrimPrefix(hostPath("/usr/local/bin:/usr/bin:/bin"), "PATH=")}
+	r := run(t, p.dir, env, "", "--isolator=krun", "--egress=open", "--", "true")
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Errorf("podman's service ran programs planted on the PATH devsandbox was started with, on the host: %s\n%s", b, r)
+	}
+	if r.code != 0 {
+		t.Errorf("the run failed (exit %d):\n%s", r.code, r)
+	}
+	requireServiceGone(t, sock, 25*time.Second)
+}
+
+// TestKrunDoctorStartsNoPlantedPodman: `devsandbox doctor` asks PATH's podman its
+// version and (krun's Check) starts podman's service when none runs, with no plan
+// of a run to judge PATH's podman against. A podman in a project's `.venv/bin` (a directory that project's sandbox
+// writes) first on PATH must not be started.
+func TestKrunDoctorStartsNoPlantedPodman(t *testing.T) {
+	requirePodman(t)
+	requireBwrap(t)
+	sock := suiteServiceSocket()
+	requireServiceGone(t, sock, 25*time.Second)
+	real, err := exec.LookPath("podman")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProject(t)
+	// One run in the project, as any use of devsandbox there: the project is known.
+	if r := run(t, p.dir, nil, "", "--isolator=bwrap", "--egress=none", "--", "true"); r.code != 0 {
+		t.Fatalf("the first run failed:\n%s", r)
+	}
+	p.mkdir("outside")
+	marker := filepath.Join(p.path("outside"), "ran")
+	venv := filepath.Join(p.dir, ".venv", "bin")
+	p.write("proj/.venv/bin/podman", "#!/bin/sh\necho \"$0 $*\" >> "+marker+"\nexec "+real+" \"$@\"\n")
+	if err := os.Chmod(filepath.Join(venv, "podman"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"XDG_RUNTIME_DIR=" + runtimeDir(), "PATH=" + venv + ":" + strings.TrimPrefix(hostPath("/usr/local/bin:/usr/bin:/bin"), "PATH=")}
+	r := run(t, p.dir, env, "", "--isolator=krun", "doctor")
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Errorf("doctor ran the podman planted on its PATH, on the host: %s\n%s", b, r)
+	}
+	if !strings.Contains(r.stdout, filepath.Join(venv, "podman")) {
+		t.Errorf("doctor does not refuse the planted podman by its path:\n%s", r)
+	}
+	requireServiceGone(t, sock, 25*time.Second)
+}
