@@ -102,6 +102,9 @@ func (s Store) Save(r *Record) error {
 		return err
 	}
 	defer unix.Close(dir)
+	if afterOpenDir != nil {
+		afterOpenDir()
+	}
 	tmp, err := os.CreateTemp(s.Dir, ".tmp-")
 	if err != nil {
 		return err
@@ -122,6 +125,10 @@ func (s Store) Save(r *Record) error {
 	}
 	return nil
 }
+
+// afterOpenDir, when set (tests), runs in Save right after the directory is opened:
+// where a swap of the directory's path would land.
+var afterOpenDir func()
 
 // MaxRecords bounds the store: Save removes the records least recently written or
 // used (Touch) beyond it.
