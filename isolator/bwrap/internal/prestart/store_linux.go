@@ -3,9 +3,9 @@ package prestart
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
