@@ -113,3 +113,7 @@ func scopeOOM(unit string) bool {
 	_ = exec.CommandContext(ctx, "systemctl", "--user", "reset-failed", unit).Run()
 	return err == nil && string(bytes.TrimSpace(out)) == "oom-kill"
 }
+
+// scopeEnv is the environment systemd-run starts with: env, which it passes on to
+// bwrap.
+func scopeEnv(env []string, _ map[string]string) []string { return env }
