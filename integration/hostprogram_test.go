@@ -283,3 +283,37 @@ func TestKrunDoctorStartsNoPlantedPodman(t *testing.T) {
 	}
 	requireServiceGone(t, sock, 25*time.Second)
 }
+
+// TestRelativePathEntryProgramNotRun: an empty PATH entry (a leading or doubled
+// colon) or "." is the working directory, which for devsandbox is the project the
+// sandbox writes. Go's lookup refuses such a result unless GODEBUG=execerrdot=0 is
+// set; with it, the bwrap the sandbox planted at the project's top ran on the host.
+// A relative result is refused whatever GODEBUG says.
+func TestRelativePathEntryProgramNotRun(t *testing.T) {
+	requireBwrap(t)
+	real, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProject(t)
+	p.mkdir("outside")
+	marker := filepath.Join(p.path("outside"), "ran")
+	planted := "#!/bin/sh\necho \"$0\" >> " + marker + "\nexec " + real + " \"$@\"\n"
+	if r := run(t, p.dir, nil, planted, "--isolator=bwrap", "--egress=none", "--", "/bin/sh", "-c", "cat > bwrap && chmod 755 bwrap"); r.code != 0 {
+		t.Fatalf("the launch that plants bwrap failed:\n%s", r)
+	}
+	sys := strings.TrimPrefix(hostPath("/usr/local/bin:/usr/bin:/bin"), "PATH=")
+	for _, env := range [][]string{
+		{"PATH=:" + sys, "GODEBUG=execerrdot=0"},
+		{"PATH=.:" + sys, "GODEBUG=execerrdot=0"},
+		{"PATH=:" + sys},
+	} {
+		r := run(t, p.dir, env, "", "--isolator=bwrap", "--egress=none", "--", "/bin/true")
+		if b, err := os.ReadFile(marker); err == nil {
+			t.Fatalf("with %q the launch ran the bwrap the sandbox planted in the project, on the host: %s\n%s", env, b, r)
+		}
+		if r.code == 0 {
+			t.Errorf("with %q the launch ran (exit 0), want a refusal:\n%s", env, r)
+		}
+	}
+}
