@@ -149,9 +149,10 @@ func relativeProgram(what, path string) error {
 func programDirs(path string) []string {
 	var dirs []string
 	add := func(d string) {
-		if !slices.Contains(dirs, d) {
-			dirs = append(dirs, d)
+		if slices.Contains(dirs, d) {
+			return
 		}
+		dirs = append(dirs, d)
 		if real, err := filepath.EvalSymlinks(d); err == nil && !slices.Contains(dirs, real) {
 			dirs = append(dirs, real)
 		}
@@ -168,8 +169,12 @@ func programDirs(path string) []string {
 		}
 		cur = target
 	}
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		add(filepath.Dir(real))
+	if cur != path {
+		// Links were followed: where the last one's directory resolves to holds the
+		// program (a link on the way in a directory reached through a link).
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			add(filepath.Dir(real))
+		}
 	}
 	return dirs
 }
@@ -178,9 +183,18 @@ func programDirs(path string) []string {
 // directory above one: only then could a sandbox of the user's have planted
 // something there (UserWritable's rule).
 func dirsUserWritable(dirs []string) bool {
+	// dirs hold their resolved forms already (programDirs): each is walked up as
+	// written, each directory asked once.
+	var seen []string
 	for _, d := range dirs {
-		if UserWritable(d) != "" {
-			return true
+		for q := d; !slices.Contains(seen, q); q = filepath.Dir(q) {
+			if unix.Access(q, unix.W_OK) == nil {
+				return true
+			}
+			seen = append(seen, q)
+			if q == "/" || q == "." {
+				break
+			}
 		}
 	}
 	return false

@@ -201,3 +201,15 @@ func TestSandboxWritten(t *testing.T) {
 		t.Error("HostProgram of the project's program through another spelling of it took it")
 	}
 }
+
+// BenchmarkHostProgramSystem: the judgement of a bubblewrap in /usr/bin, as a launch
+// makes it, with a plan binding a project (as a user who cannot write /usr/bin, no
+// record is read).
+func BenchmarkHostProgramSystem(b *testing.B) {
+	p := &Plan{User: User{HostHome: "/home/u"}, Mounts: []Mount{{Kind: Bind, Source: "/home/u/proj", Dest: "/home/u/proj", Why: "project"}}}
+	for b.Loop() {
+		if err := HostProgram(p, "bubblewrap", "/usr/bin/bwrap"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
