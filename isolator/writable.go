@@ -313,3 +313,23 @@ func UserWritable(path string) string {
 	}
 	return ""
 }
+
+// ChosenDirs are the directories, after the program's own, on the PATH a host
+// program devsandbox starts gets when it looks others up itself (podman: conmon, the
+// OCI runtime, newuidmap, slirp4netns or pasta): never the user's PATH, whose
+// entries may be directories a sandbox writes.
+var ChosenDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+
+// ChosenPathEnv is environ with PATH replaced by the directory of prog (a program
+// judged by HostProgram or SandboxWritten, so that a lookup of its own name finds it
+// first), then ChosenDirs.
+func ChosenPathEnv(environ []string, prog string) []string {
+	dirs := []string{filepath.Dir(prog)}
+	for _, d := range ChosenDirs {
+		if !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	env := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") })
+	return append(env, "PATH="+strings.Join(dirs, ":"))
+}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -501,23 +500,12 @@ func (b *Isolator) judgePodman(path string) error {
 	return isolator.SandboxWritten(data, state, "podman", path)
 }
 
-// serviceDirs are the directories, after the one podman was found in, on the PATH
-// podman's service is started with: podman looks programs up there (conmon and the
-// OCI runtime when containers.conf's paths hold none, newuidmap and newgidmap,
+// serviceEnv is environ with the PATH podman's service is started with
+// (isolator.ChosenPathEnv): podman looks programs up there (conmon and the OCI
+// runtime when containers.conf's paths hold none, newuidmap and newgidmap,
 // slirp4netns or pasta for a container's network), and a PATH entry of the user's
-// may be a directory a sandbox writes (a project's .venv/bin).
-var serviceDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
-
-// serviceEnv is environ with PATH replaced by the one podman's service gets: the
-// directory of podman (judged with it, so the supervisor finds the same podman
-// first), then serviceDirs.
+// may be a directory a sandbox writes (a project's .venv/bin). podman's own
+// directory comes first, so the supervisor finds the podman judged.
 func serviceEnv(environ []string, podman string) []string {
-	dirs := []string{filepath.Dir(podman)}
-	for _, d := range serviceDirs {
-		if !slices.Contains(dirs, d) {
-			dirs = append(dirs, d)
-		}
-	}
-	env := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") })
-	return append(env, "PATH="+strings.Join(dirs, ":"))
+	return isolator.ChosenPathEnv(environ, podman)
 }
