@@ -125,14 +125,16 @@ func HostRoots() (data, state string) {
 }
 
 // planRoots are the roots of p's own sandbox home and state (the plan's, which are
-// those of the environment devsandbox planned with), else HostRoots.
+// those of the environment devsandbox planned with: <data>/devsandbox/<name>/home
+// and <state>/devsandbox/<name>), else HostRoots: a library's plan of another
+// layout names no root of devsandbox's.
 func planRoots(p *Plan) (data, state string) {
 	data, state = HostRoots()
-	if p.SandboxHome != "" {
-		data = filepath.Dir(filepath.Dir(p.SandboxHome))
+	if d := filepath.Dir(filepath.Dir(p.SandboxHome)); p.SandboxHome != "" && filepath.Base(d) == "devsandbox" {
+		data = d
 	}
-	if p.StateDir != "" {
-		state = filepath.Dir(p.StateDir)
+	if d := filepath.Dir(p.StateDir); p.StateDir != "" && filepath.Base(d) == "devsandbox" {
+		state = d
 	}
 	return data, state
 }

@@ -187,6 +187,12 @@ func TestSandboxWritten(t *testing.T) {
 	if err := HostProgram(p, "bubblewrap", "podman"); err == nil {
 		t.Error("HostProgram of a relative path took it")
 	}
+	// A library's plan of another layout names no root of devsandbox's: the
+	// directories above its sandbox home and state are not taken for them.
+	lib := &Plan{User: p.User, SandboxHome: filepath.Join(root, "bin", "home"), StateDir: filepath.Join(root, "bin", "state")}
+	if err := HostProgram(lib, "bubblewrap", filepath.Join(bin, "podman")); err != nil {
+		t.Errorf("HostProgram with a library plan's own layout = %v", err)
+	}
 	// A PATH entry that is another spelling of this plan's own project.
 	if err := os.MkdirAll(filepath.Join(root, "src", "b", "bin"), 0o755); err != nil {
 		t.Fatal(err)
