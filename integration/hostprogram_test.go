@@ -166,3 +166,154 @@ func TestKrunStartsNoPlantedPodman(t *testing.T) {
 	}
 	requireServiceGone(t, sock, 25*time.Second)
 }
+
+// TestOtherProjectsProgramNotRun: a PATH entry in *another* project (project A's
+// activated `.venv/bin` while devsandbox runs in project B) is a directory A's
+// sandbox writes. B's plan does not bind it, so B's sandbox cannot write it, but a
+// bwrap A's sandbox planted there would still run on the host, unsandboxed, at B's
+// launch and B's doctor. Both must refuse it, naming it, and run nothing of it.
+func TestOtherProjectsProgramNotRun(t *testing.T) {
+	requireBwrap(t)
+	real, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newProject(t)
+	a.mkdir("outside")
+	marker := filepath.Join(a.path("outside"), "ran")
+	venv := filepath.Join(a.dir, ".venv", "bin")
+	planted := "#!/bin/sh\necho \"$0\" >> " + marker + "\nexec " + real + " \"$@\"\n"
+	// A's sandbox plants it (with PATH as usual: A's launch is not the one to judge).
+	if r := run(t, a.dir, nil, planted, "--isolator=bwrap", "--egress=none", "--", "/bin/sh", "-c",
+		"mkdir -p .venv/bin && cat > .venv/bin/bwrap && chmod 755 .venv/bin/bwrap"); r.code != 0 {
+		t.Fatalf("the launch that plants bwrap in project A failed:\n%s", r)
+	}
+	// Project B, a sibling, with A's .venv/bin first on PATH.
+	b := filepath.Join(a.root, "projb")
+	a.mkdir("projb/.git/objects")
+	a.mkdir("projb/.git/refs")
+	a.write("projb/.git/HEAD", "ref: refs/heads/main\n")
+	a.write("projb/.git/config", "[core]\n\trepositoryformatversion = 0\n")
+	t.Cleanup(func() { a.forget(b) })
+	env := []string{"DEVSANDBOX_EARLY_START=0", "PATH=" + venv + ":" + strings.TrimPrefix(hostPath("/usr/local/bin:/usr/bin:/bin"), "PATH=")}
+	r := run(t, b, env, "", "--isolator=bwrap", "--egress=none", "--", "/bin/true")
+	if got, err := os.ReadFile(marker); err == nil {
+		t.Fatalf("project B's launch ran the bwrap project A's sandbox planted, on the host: %s\n%s", got, r)
+	}
+	if r.code != 125 || !strings.Contains(r.stderr, filepath.Join(venv, "bwrap")) || !strings.Contains(r.stderr, a.dir) {
+		t.Errorf("project B's launch did not refuse project A's bwrap by its path and project (exit %d, want 125):\n%s", r.code, r)
+	}
+	r = run(t, b, env, "", "--isolator=bwrap", "doctor")
+	if got, err := os.ReadFile(marker); err == nil {
+		t.Fatalf("project B's doctor ran the bwrap project A's sandbox planted, on the host: %s\n%s", got, r)
+	}
+	if !strings.Contains(r.stdout, filepath.Join(venv, "bwrap")) {
+		t.Errorf("doctor's output does not refuse project A's bwrap by its path:\n%s", r)
+	}
+}
+
+// TestKrunServiceFindsNoPlantedHelper: podman's API service, which devsandbox starts
+// on the host, itself looks programs up on the PATH it was started with: the
+// network helper of a container on its default network (slirp4netns, pasta),
+// newuidmap/newgidmap, conmon and the OCI runtime when its configured paths hold
+// none. With the project's `.venv/bin` first on the user's PATH (podman itself found
+// in /usr/bin, which the sandbox cannot write), whatever the sandbox planted there
+// under those names must not be what the service runs.
+func TestKrunServiceFindsNoPlantedHelper(t *testing.T) {
+	requirePodman(t)
+	sock := suiteServiceSocket()
+	requireServiceGone(t, sock, 25*time.Second)
+	p := newProject(t)
+	p.mkdir("outside")
+	marker := filepath.Join(p.path("outside"), "ran")
+	venv := filepath.Join(p.dir, ".venv", "bin")
+	for _, prog := range []string{"slirp4netns", "pasta", "newuidmap", "newgidmap", "conmon", "runc", "crun", "krun", "catatonit", "netavark", "aardvark-dns"} {
+		real, err := exec.LookPath(prog)
+		if err != nil {
+			real = "/bin/false"
+		}
+		p.write("proj/.venv/bin/"+prog, "#!/bin/sh\necho \"$0 $*\" >> "+marker+"\nexec "+real+" \"$@\"\n")
+		if err := os.Chmod(filepath.Join(venv, prog), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"PATH=" + venv + ":" + strings.TrimPrefix(hostPath("/usr/local/bin:/usr/bin:/bin"), "PATH=")}
+	r := run(t, p.dir, env, "", "--isolator=krun", "--egress=open", "--", "true")
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Errorf("podman's service ran programs planted on the PATH devsandbox was started with, on the host: %s\n%s", b, r)
+	}
+	if r.code != 0 {
+		t.Errorf("the run failed (exit %d):\n%s", r.code, r)
+	}
+	requireServiceGone(t, sock, 25*time.Second)
+}
+
+// TestKrunDoctorStartsNoPlantedPodman: `devsandbox doctor` asks PATH's podman its
+// version and (krun's Check) starts podman's service when none runs, with no plan
+// of a run to judge PATH's podman against. A podman in a project's `.venv/bin` (a directory that project's sandbox
+// writes) first on PATH must not be started.
+func TestKrunDoctorStartsNoPlantedPodman(t *testing.T) {
+	requirePodman(t)
+	requireBwrap(t)
+	sock := suiteServiceSocket()
+	requireServiceGone(t, sock, 25*time.Second)
+	real, err := exec.LookPath("podman")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProject(t)
+	// One run in the project, as any use of devsandbox there: the project is known.
+	if r := run(t, p.dir, nil, "", "--isolator=bwrap", "--egress=none", "--", "true"); r.code != 0 {
+		t.Fatalf("the first run failed:\n%s", r)
+	}
+	p.mkdir("outside")
+	marker := filepath.Join(p.path("outside"), "ran")
+	venv := filepath.Join(p.dir, ".venv", "bin")
+	p.write("proj/.venv/bin/podman", "#!/bin/sh\necho \"$0 $*\" >> "+marker+"\nexec "+real+" \"$@\"\n")
+	if err := os.Chmod(filepath.Join(venv, "podman"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"XDG_RUNTIME_DIR=" + runtimeDir(), "PATH=" + venv + ":" + strings.TrimPrefix(hostPath("/usr/local/bin:/usr/bin:/bin"), "PATH=")}
+	r := run(t, p.dir, env, "", "--isolator=krun", "doctor")
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Errorf("doctor ran the podman planted on its PATH, on the host: %s\n%s", b, r)
+	}
+	if !strings.Contains(r.stdout, filepath.Join(venv, "podman")) {
+		t.Errorf("doctor does not refuse the planted podman by its path:\n%s", r)
+	}
+	requireServiceGone(t, sock, 25*time.Second)
+}
+
+// TestRelativePathEntryProgramNotRun: an empty PATH entry (a leading or doubled
+// colon) or "." is the working directory, which for devsandbox is the project the
+// sandbox writes. Go's lookup refuses such a result unless GODEBUG=execerrdot=0 is
+// set; with it, the bwrap the sandbox planted at the project's top ran on the host.
+// A relative result is refused whatever GODEBUG says.
+func TestRelativePathEntryProgramNotRun(t *testing.T) {
+	requireBwrap(t)
+	real, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProject(t)
+	p.mkdir("outside")
+	marker := filepath.Join(p.path("outside"), "ran")
+	planted := "#!/bin/sh\necho \"$0\" >> " + marker + "\nexec " + real + " \"$@\"\n"
+	if r := run(t, p.dir, nil, planted, "--isolator=bwrap", "--egress=none", "--", "/bin/sh", "-c", "cat > bwrap && chmod 755 bwrap"); r.code != 0 {
+		t.Fatalf("the launch that plants bwrap failed:\n%s", r)
+	}
+	sys := strings.TrimPrefix(hostPath("/usr/local/bin:/usr/bin:/bin"), "PATH=")
+	for _, env := range [][]string{
+		{"PATH=:" + sys, "GODEBUG=execerrdot=0"},
+		{"PATH=.:" + sys, "GODEBUG=execerrdot=0"},
+		{"PATH=:" + sys},
+	} {
+		r := run(t, p.dir, env, "", "--isolator=bwrap", "--egress=none", "--", "/bin/true")
+		if b, err := os.ReadFile(marker); err == nil {
+			t.Fatalf("with %q the launch ran the bwrap the sandbox planted in the project, on the host: %s\n%s", env, b, r)
+		}
+		if r.code == 0 {
+			t.Errorf("with %q the launch ran (exit 0), want a refusal:\n%s", env, r)
+		}
+	}
+}

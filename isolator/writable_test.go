@@ -100,3 +100,122 @@ func TestUserWritable(t *testing.T) {
 		t.Errorf("UserWritable(%s) = %q, want %s, where the user may replace the link", l, got, d)
 	}
 }
+
+// TestSandboxWritten: where no plan says what a sandbox writes, a program is refused
+// in any devsandbox project (found through the record beside its sandbox home), in
+// the sandbox homes and the sessions' state, also through a link or another path to
+// the same directory, and taken elsewhere. A relative result is refused outright.
+func TestSandboxWritten(t *testing.T) {
+	root := t.TempDir()
+	data := filepath.Join(root, "data", "devsandbox")
+	state := filepath.Join(root, "state", "devsandbox")
+	projA := filepath.Join(root, "src", "a")
+	bin := filepath.Join(root, "bin")
+	for _, d := range []string{filepath.Join(data, "a-1234", "home", "bin"), filepath.Join(state, "a-1234", "tmp"), filepath.Join(projA, ".venv", "bin"), bin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(data, "a-1234", "project"), []byte(projA+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(projA, ".venv", "bin", "podman"), filepath.Join(bin, "podman"), filepath.Join(data, "a-1234", "home", "bin", "podman"), filepath.Join(state, "a-1234", "tmp", "podman")} {
+		if err := os.WriteFile(f, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another spelling of project A (a link to it), a link to its program from a
+	// directory no project holds, and a link on the way that lies in A.
+	if err := os.Symlink(projA, filepath.Join(root, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(projA, ".venv", "bin", "podman"), filepath.Join(bin, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(bin, "podman"), filepath.Join(projA, "hop")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(projA, "hop"), filepath.Join(bin, "viahop")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, path string
+		refused    bool
+		names      string
+	}{
+		{"in another project", filepath.Join(projA, ".venv", "bin", "podman"), true, projA},
+		{"through another spelling of the project", filepath.Join(root, "alias", ".venv", "bin", "podman"), true, projA},
+		{"a link to a project's", filepath.Join(bin, "linked"), true, projA},
+		{"through a link that lies in a project", filepath.Join(bin, "viahop"), true, projA},
+		{"in a sandbox home", filepath.Join(data, "a-1234", "home", "bin", "podman"), true, data},
+		{"in a session's /tmp", filepath.Join(state, "a-1234", "tmp", "podman"), true, state},
+		{"elsewhere", filepath.Join(bin, "podman"), false, ""},
+		{"relative", "bin/podman", true, "relative PATH entry"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := SandboxWritten(data, state, "podman", c.path)
+			if c.refused != (err != nil) {
+				t.Fatalf("SandboxWritten(%s) = %v, want refused %v", c.path, err, c.refused)
+			}
+			if err == nil {
+				return
+			}
+			if !errors.Is(err, ErrProtection) {
+				t.Errorf("error %v is not ErrProtection", err)
+			}
+			for _, want := range []string{c.path, c.names} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %q", err, want)
+				}
+			}
+		})
+	}
+	// HostProgram applies the same rule beyond its plan's binds: a run in another
+	// project (whose plan binds only that one) refuses project A's program.
+	p := &Plan{
+		User:        User{HostHome: filepath.Join(root, "home")},
+		SandboxHome: filepath.Join(data, "b-5678", "home"),
+		StateDir:    filepath.Join(state, "b-5678"),
+		Mounts:      []Mount{{Kind: Bind, Source: filepath.Join(root, "src", "b"), Dest: filepath.Join(root, "src", "b"), Why: "project"}},
+	}
+	if err := HostProgram(p, "bubblewrap", filepath.Join(projA, ".venv", "bin", "podman")); err == nil || !strings.Contains(err.Error(), projA) {
+		t.Errorf("HostProgram of another project's program = %v, want refused naming %s", err, projA)
+	}
+	if err := HostProgram(p, "bubblewrap", filepath.Join(bin, "podman")); err != nil {
+		t.Errorf("HostProgram of a program no sandbox writes = %v", err)
+	}
+	if err := HostProgram(p, "bubblewrap", "podman"); err == nil {
+		t.Error("HostProgram of a relative path took it")
+	}
+	// A library's plan of another layout names no root of devsandbox's: the
+	// directories above its sandbox home and state are not taken for them.
+	lib := &Plan{User: p.User, SandboxHome: filepath.Join(root, "bin", "home"), StateDir: filepath.Join(root, "bin", "state")}
+	if err := HostProgram(lib, "bubblewrap", filepath.Join(bin, "podman")); err != nil {
+		t.Errorf("HostProgram with a library plan's own layout = %v", err)
+	}
+	// A PATH entry that is another spelling of this plan's own project.
+	if err := os.MkdirAll(filepath.Join(root, "src", "b", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "src", "b"), filepath.Join(root, "balias")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "src", "b", "bin", "bwrap"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := HostProgram(p, "bubblewrap", filepath.Join(root, "balias", "bin", "bwrap")); err == nil {
+		t.Error("HostProgram of the project's program through another spelling of it took it")
+	}
+}
+
+// BenchmarkHostProgramSystem: the judgement of a bubblewrap in /usr/bin, as a launch
+// makes it, with a plan binding a project (as a user who cannot write /usr/bin, no
+// record is read).
+func BenchmarkHostProgramSystem(b *testing.B) {
+	p := &Plan{User: User{HostHome: "/home/u"}, Mounts: []Mount{{Kind: Bind, Source: "/home/u/proj", Dest: "/home/u/proj", Why: "project"}}}
+	for b.Loop() {
+		if err := HostProgram(p, "bubblewrap", "/usr/bin/bwrap"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -399,6 +399,11 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if err := isolator.HostProgram(p, filepath.Base(path), path); err != nil {
 			return 0, err
 		}
+		if spec.Scope != "" {
+			if env, err = scopeStartEnv(p, env); err != nil {
+				return 0, err
+			}
+		}
 	}
 	// Its own process group: keyboard signals reach devsandbox only, which forwards
 	// them to the command (bwrap would otherwise die and SIGKILL the sandbox).

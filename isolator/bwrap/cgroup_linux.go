@@ -178,7 +178,7 @@ func startIn(argv []string, attr *syscall.SysProcAttr, c *Cgroup, cg *cgroup.Ses
 // stopped the command: the out-of-memory killer (a command killed by SIGKILL), and
 // forks the session cgroup's process limit refused.
 func reportLimits(w io.Writer, p *isolator.Plan, spec *Spec, cg *cgroup.Session, code int) {
-	if code == 128+int(syscall.SIGKILL) && p.Limits.Memory > 0 && outOfMemory(spec, cg) {
+	if code == 128+int(syscall.SIGKILL) && p.Limits.Memory > 0 && outOfMemory(p, spec, cg) {
 		fmt.Fprintf(w, "devsandbox: %s\n", p.Limits.OOMMessage())
 	}
 	if cg != nil {
@@ -191,12 +191,12 @@ func reportLimits(w io.Writer, p *isolator.Plan, spec *Spec, cg *cgroup.Session,
 // outOfMemory reports whether the kernel's out-of-memory killer killed a process in
 // the run's scope or session cgroup. It asks systemd for a scope's result, so it
 // runs only after a command killed by SIGKILL.
-func outOfMemory(spec *Spec, cg *cgroup.Session) bool {
+func outOfMemory(p *isolator.Plan, spec *Spec, cg *cgroup.Session) bool {
 	switch {
 	case cg != nil && cg.OOMKills() > 0:
 		return true
 	case spec.Scope != "":
-		return scopeOOM(spec.Scope)
+		return scopeOOM(p, spec.Scope)
 	}
 	return false
 }

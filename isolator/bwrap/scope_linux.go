@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/isolator"
+	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
 )
 
 // The systemd user scope: the run is placed in a transient scope of the user's
@@ -105,13 +106,44 @@ func (c scopeHost) check(want ...string) error {
 
 // scopeOOM reports whether the session's scope ended because the kernel's
 // out-of-memory killer killed a process in it, and removes the failed unit. It
-// starts systemctl, so it runs only after a command killed by SIGKILL.
-func scopeOOM(unit string) bool {
+// starts systemctl, so it runs only after a command killed by SIGKILL; a systemctl
+// on PATH that a sandbox could have written (isolator.HostProgram) is not run, and
+// the answer is then no. Its environment is devsandbox's own, as systemd-run's
+// scope was made with.
+func scopeOOM(p *isolator.Plan, unit string) bool {
+	systemctl, err := exec.LookPath("systemctl")
+	if err != nil || isolator.HostProgram(p, "systemctl", systemctl) != nil {
+		return false
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// systemctl asks the user manager over its socket and starts no child: killing
 	// it alone ends it.
-	out, err := exec.CommandContext(ctx, "systemctl", "--user", "show", "--property=Result", "--value", unit).Output()
-	_ = exec.CommandContext(ctx, "systemctl", "--user", "reset-failed", unit).Run()
+	out, err := exec.CommandContext(ctx, systemctl, "--user", "show", "--property=Result", "--value", unit).Output()
+	_ = exec.CommandContext(ctx, systemctl, "--user", "reset-failed", unit).Run()
 	return err == nil && string(bytes.TrimSpace(out)) == "oom-kill"
+}
+
+// scopeEnv is the environment systemd-run starts with, on the host, and passes on
+// to bwrap (wire.ScopeEnv): the command's env with every variable that steers
+// systemd-run renamed (XDG_RUNTIME_DIR, the D-Bus addresses, SYSTEMD_*), and
+// devsandbox's own XDG_RUNTIME_DIR and DBUS_SESSION_BUS_ADDRESS (host, the Plan's
+// HostEnv) in their place; the bwrap init gives the command its own back.
+func scopeEnv(env []string, host map[string]string) []string { return wire.ScopeEnv(env, host) }
+
+// scopeStartEnv is the environment a run's prefix starting with systemd-run gets
+// (scopeEnv). Without the init (library use), which alone names the command's
+// variables back, a command variable that would steer systemd-run is refused
+// unless it is devsandbox's own value.
+func scopeStartEnv(p *isolator.Plan, env []string) ([]string, error) {
+	if initBinary(p) != "" {
+		return scopeEnv(env, p.HostEnv), nil
+	}
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		if wire.ScopeVar(name) && p.HostEnv[name] != value {
+			return nil, fmt.Errorf("%w: the variable %s would steer systemd-run, which places the run in a scope for its limits on the host; without devsandbox-init (Plan.Self) it cannot be given to systemd-run as devsandbox's own and to the command as the plan's, so set Plan.Self or leave %s out of Plan.Env", isolator.ErrProtection, name, name)
+		}
+	}
+	return env, nil
 }

@@ -135,6 +135,11 @@ func Command(ctx context.Context, p *isolator.Plan, inner []string) (*exec.Cmd, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", isolator.ErrUnavailable, installHint)
 	}
+	if spec.Scope != "" && len(spec.Prefix) > 0 {
+		if env, err = scopeStartEnv(p, env); err != nil {
+			return nil, err
+		}
+	}
 	// Killed (SIGKILL to bwrap, the default Cancel) when a Session holding the
 	// project sees the disk reserve breached.
 	cmd := exec.CommandContext(stopOnLow(ctx, held), bin, argv[1:]...)

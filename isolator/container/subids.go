@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/devsandbox/devsandbox/internal/procgroup"
+	"github.com/devsandbox/devsandbox/isolator"
 )
 
 // A rootless podman (the krun isolator) runs a container in a user namespace where
@@ -53,11 +55,20 @@ type Podman func(ctx context.Context, args ...string) ([]byte, error)
 
 // HostPodman is Podman on the host's podman, with the caller's environment (which
 // names the user's runtime directory and storage) and / as the working directory.
+// A podman on PATH where a sandbox of the user's writes (isolator.SandboxWritten: a
+// devsandbox project's .venv/bin) is refused, and podman looks its own helpers
+// (newuidmap) up on a PATH devsandbox chose (isolator.ChosenPathEnv).
 func HostPodman(ctx context.Context, args ...string) ([]byte, error) {
-	if _, err := exec.LookPath("podman"); err != nil {
+	podman, err := exec.LookPath("podman")
+	if err != nil {
 		return nil, fmt.Errorf("podman is not installed: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, "podman", args...)
+	data, state := isolator.HostRoots()
+	if err := isolator.SandboxWritten(data, state, "podman", podman); err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, podman, args...)
+	cmd.Env = isolator.ChosenPathEnv(os.Environ(), podman)
 	cmd.Dir = "/"
 	// Rootless podman re-executes itself in its user namespace, and podman unshare
 	// runs the command as its child: the end of ctx kills them with podman.

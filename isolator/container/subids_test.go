@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/devsandbox/devsandbox/isolator"
 )
 
 func TestRemoveAsPodman(t *testing.T) {
@@ -65,5 +68,38 @@ func TestSubIDOwned(t *testing.T) {
 	}
 	if got, _ := SubIDOwned(home, 100000); got != "" {
 		t.Errorf("the user's own entry was found: %q", got)
+	}
+}
+
+// HostPodman runs podman on the host (`sandboxes rm`/`prune` removing a sandbox home
+// that holds files of the user's subordinate uids). A podman on PATH in a directory
+// a sandbox writes (a devsandbox project's .venv/bin) must not be run, and podman
+// must not look its own helpers (newuidmap) up on the user's PATH.
+func TestHostPodmanRunsNoPlantedPodman(t *testing.T) {
+	d := t.TempDir()
+	proj := filepath.Join(d, "proj")
+	bin := filepath.Join(proj, ".venv", "bin")
+	rec := filepath.Join(d, "data", "devsandbox", "proj-12345678")
+	for _, dir := range []string{bin, rec} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(rec, "project"), []byte(proj+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(d, "ran")
+	if err := os.WriteFile(filepath.Join(bin, "podman"), []byte("#!/bin/sh\necho \"$0 $*\" > "+marker+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	t.Setenv("XDG_DATA_HOME", filepath.Join(d, "data"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(d, "state"))
+	out, err := HostPodman(context.Background(), "unshare", "true")
+	if b, rerr := os.ReadFile(marker); rerr == nil {
+		t.Fatalf("HostPodman ran the podman planted in a project, on the host: %s", b)
+	}
+	if !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), filepath.Join(bin, "podman")) {
+		t.Errorf("HostPodman = %q, %v; want a refusal naming the planted podman", out, err)
 	}
 }

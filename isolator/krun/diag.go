@@ -39,6 +39,8 @@ func (b *Isolator) Diagnose(ctx context.Context) []isolator.Check {
 
 	if p, err := exec.LookPath("podman"); err != nil {
 		bad("podman", "podman is not installed", "install podman "+MinPodman+" or newer (Debian/Ubuntu: sudo apt-get install podman)")
+	} else if err := b.judgePodman(p); err != nil {
+		bad("podman", strings.TrimPrefix(err.Error(), isolator.ErrProtection.Error()+": ")+"; doctor did not run it, nor start its service", "the reason says which PATH entry to change")
 	} else if out, err := podmanVersion(ctx, p); err == nil {
 		ok("podman", fmt.Sprintf("%s (%s)", p, strings.TrimSpace(string(out))))
 	} else {

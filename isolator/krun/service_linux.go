@@ -99,13 +99,9 @@ func judgedListener(path, sock string) (*sockpeer.Listener, error) {
 // serviceLimits returns the pid of the process listening on the socket at sock and
 // its hard limits by spec name (0: unlimited), from /proc/PID/limits.
 func serviceLimits(sock string) (pid int, hard map[string]uint64, err error) {
-	pid, err = listenerPid(sock)
+	pid, b, err := listenerLimits(sock)
 	if err != nil {
-		return 0, nil, err
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/limits")
-	if err != nil {
-		return pid, nil, fmt.Errorf("reading the limits of podman's service (pid %d): %w", pid, err)
+		return pid, nil, err
 	}
 	hard, err = hardLimits(string(b))
 	if err != nil {
@@ -117,13 +113,9 @@ func serviceLimits(sock string) (pid int, hard map[string]uint64, err error) {
 // serviceRlimits are the rlimits of the process listening on sock, soft and hard,
 // as a spec gives them (ownLimits).
 func serviceRlimits(sock string) ([]spec.POSIXRlimit, error) {
-	pid, err := listenerPid(sock)
+	pid, b, err := listenerLimits(sock)
 	if err != nil {
 		return nil, err
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/limits")
-	if err != nil {
-		return nil, fmt.Errorf("reading the limits of podman's service (pid %d): %w", pid, err)
 	}
 	l, err := ownLimits(string(b))
 	if err != nil {
@@ -132,30 +124,67 @@ func serviceRlimits(sock string) ([]spec.POSIXRlimit, error) {
 	return l, nil
 }
 
+// listenerLimits reads /proc/PID/limits of the process listening on the socket at
+// sock. With a pidfd of that process (SO_PEERPIDFD, Linux 6.5) it must still run once
+// the file is read, so that what was read is its own and not a later process's that
+// took the number (the socket's credentials keep the pid of the process that
+// listened, which may have left the socket to another and exited). An older
+// kernel's listener is read by its pid alone.
+func listenerLimits(sock string) (int, []byte, error) {
+	l, err := listener(sock)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer l.Close()
+	pid := int(l.Pid)
+	if l.Exited() {
+		return pid, nil, fmt.Errorf("the process that listens on podman's API socket %s (pid %d) has exited, leaving the socket to another: its limits cannot be read; stop the process serving %s, or remove the socket, and run again", sock, pid, sock)
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/limits")
+	if err != nil {
+		return pid, nil, fmt.Errorf("reading the limits of podman's service (pid %d): %w", pid, err)
+	}
+	if l.Exited() {
+		return pid, nil, fmt.Errorf("the process that listens on podman's API socket %s (pid %d) has exited while its limits were read, so they may be another process's; run again", sock, pid)
+	}
+	return pid, b, nil
+}
+
 // listenerPid is the pid of the process listening on the socket at sock.
 func listenerPid(sock string) (int, error) {
-	c, err := net.DialTimeout("unix", sock, 5*time.Second)
+	l, err := listener(sock)
 	if err != nil {
 		return 0, err
+	}
+	l.Close()
+	return int(l.Pid), nil
+}
+
+// listener is the process listening on the socket at sock (close it), one this
+// PID namespace sees.
+func listener(sock string) (*sockpeer.Listener, error) {
+	c, err := net.DialTimeout("unix", sock, 5*time.Second)
+	if err != nil {
+		return nil, err
 	}
 	defer c.Close()
 	raw, err := c.(*net.UnixConn).SyscallConn()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var l *sockpeer.Listener
 	var credErr error
 	if err := raw.Control(func(fd uintptr) { l, credErr = sockpeer.Of(int(fd)) }); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if credErr != nil {
-		return 0, credErr
+		return nil, credErr
 	}
-	l.Close()
 	if l.Pid <= 0 {
-		return 0, fmt.Errorf("the process listening on %s has no pid here", sock)
+		l.Close()
+		return nil, fmt.Errorf("the process listening on %s has no pid here", sock)
 	}
-	return int(l.Pid), nil
+	return l, nil
 }
 
 // stopService ends the idle podman service devsandbox started on sock, whose

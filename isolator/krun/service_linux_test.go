@@ -266,3 +266,19 @@ func processLives(pid int) bool {
 	f := strings.Fields(s[i+1:])
 	return i >= 0 && len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
+
+// serviceRlimits and serviceLimits read the limits of the process listening on the
+// socket: a listener that left the socket to a child and exited, its pid (which the
+// socket's credentials keep) now another process's, must not lend that process's
+// limits to a container (what was read must be the listener's own, told through its
+// pidfd).
+func TestServiceLimitsOfNoReusedPid(t *testing.T) {
+	sock, pid := sockpeertest.Orphaned(t, t.TempDir(), "podman.sock")
+	sockpeertest.TakePid(t, pid)
+	if l, err := serviceRlimits(sock); err == nil || !strings.Contains(err.Error(), "has exited") {
+		t.Errorf("serviceRlimits of a listener whose pid %s was reused = %v, %v; want a refusal saying it has exited", pid, l, err)
+	}
+	if _, hard, err := serviceLimits(sock); err == nil || !strings.Contains(err.Error(), "has exited") {
+		t.Errorf("serviceLimits of a listener whose pid %s was reused = %v, %v; want a refusal saying it has exited", pid, hard, err)
+	}
+}

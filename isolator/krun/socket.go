@@ -157,7 +157,8 @@ func (h osHost) StartService(ctx context.Context, path, runtime string) error {
 	}
 	sweepSets(dir, h.Listening)
 	_ = os.Remove(path) // a stale socket of a service that exited
-	if _, err := exec.LookPath("podman"); err != nil {
+	podman, err := exec.LookPath("podman")
+	if err != nil {
 		return fmt.Errorf("%w: podman is not installed: %w", isolator.ErrUnavailable, err)
 	}
 	self, err := os.Executable()
@@ -171,9 +172,10 @@ func (h osHost) StartService(ctx context.Context, path, runtime string) error {
 	}
 	defer log.Close()
 	cmd := exec.Command(self, SuperviseArg, path, runtime)
+	cmd.Env = serviceEnv(os.Environ(), podman)
 	if _, ok := os.LookupEnv("XDG_RUNTIME_DIR"); !ok && strings.HasPrefix(path, "/run/user/") {
 		// Rootless podman keeps its state there; say so rather than let it guess.
-		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+filepath.Dir(filepath.Dir(path)))
+		cmd.Env = append(cmd.Env, "XDG_RUNTIME_DIR="+filepath.Dir(filepath.Dir(path)))
 	}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -474,17 +476,36 @@ func openServiceLog(path string) (*os.File, error) {
 }
 
 // podmanStartable refuses to start podman's service from a podman on PATH (the one
-// the supervisor, started with this environment, looks up) that the sandbox of the
-// run under way could have planted (isolator.HostProgram): the service runs on the
-// host, unsandboxed, and serves later runs of every project. Without a run (doctor,
-// an image build, Check) there is no plan to judge against, and nothing is refused.
+// StartService hands the supervisor) that a sandbox could have planted
+// (judgePodman): the service runs on the host, unsandboxed, and serves later runs
+// of every project.
 func (b *Isolator) podmanStartable() error {
-	if b.planned == nil {
-		return nil
-	}
 	podman, err := exec.LookPath("podman")
 	if err != nil {
 		return nil // StartService says podman is not installed
 	}
-	return isolator.HostProgram(b.planned, "podman", podman)
+	return b.judgePodman(podman)
+}
+
+// judgePodman refuses podman at path where the sandbox of the run under way could
+// write it (isolator.HostProgram against its plan), and, without a run (doctor, an
+// image build, Check), where any sandbox of the user's writes
+// (isolator.SandboxWritten: a devsandbox project, the sandbox homes, the sessions'
+// /tmp).
+func (b *Isolator) judgePodman(path string) error {
+	if b.planned != nil {
+		return isolator.HostProgram(b.planned, "podman", path)
+	}
+	data, state := isolator.HostRoots()
+	return isolator.SandboxWritten(data, state, "podman", path)
+}
+
+// serviceEnv is environ with the PATH podman's service is started with
+// (isolator.ChosenPathEnv): podman looks programs up there (conmon and the OCI
+// runtime when containers.conf's paths hold none, newuidmap and newgidmap,
+// slirp4netns or pasta for a container's network), and a PATH entry of the user's
+// may be a directory a sandbox writes (a project's .venv/bin). podman's own
+// directory comes first, so the supervisor finds the podman judged.
+func serviceEnv(environ []string, podman string) []string {
+	return isolator.ChosenPathEnv(environ, podman)
 }

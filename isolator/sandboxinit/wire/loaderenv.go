@@ -50,15 +50,104 @@ func HostSafeEnv(env []string) []string {
 	return out
 }
 
-// RestoreLoaderEnv undoes HostSafeEnv in the init's environment: each
+// RestoreLoaderEnv undoes ScopeEnv, then HostSafeEnv, in the init's environment: each
 // LoaderEnvPrefix+NAME whose NAME is a LoaderVar becomes NAME again (another
 // variable of that prefix is left as it is). environ, set and unset are the
 // environment's (os.Environ, os.Setenv, os.Unsetenv).
 func RestoreLoaderEnv(environ []string, set func(name, value string) error, unset func(name string) error) error {
+	if err := restoreScopeEnv(environ, set, unset); err != nil {
+		return err
+	}
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
 		orig, ok := strings.CutPrefix(name, LoaderEnvPrefix)
 		if !ok || !LoaderVar(orig) {
+			continue
+		}
+		if err := unset(name); err != nil {
+			return err
+		}
+		if err := set(orig, value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ScopeEnvPrefix carries, in systemd-run's environment (a run placed in a systemd
+// user scope for its limits), a variable of the command's that would steer
+// systemd-run on the host (ScopeVar): where it finds the user's systemd manager and
+// bus, and how libsystemd behaves. A project's env.set could otherwise point the
+// host's systemd-run at a bus a sandbox planted, which could "place" the scope and
+// apply no limit. systemd-run gets devsandbox's own values instead, named in
+// ScopeAddedEnv; the bwrap init removes those and names the command's back
+// (RestoreLoaderEnv).
+const ScopeEnvPrefix = "DEVSANDBOX_SCOPE_"
+
+// ScopeAddedEnv lists (comma-separated) the ScopeVar names whose values in the
+// init's environment are devsandbox's own, given to systemd-run, not the command's.
+const ScopeAddedEnv = "DEVSANDBOX_SCOPE_ADDED"
+
+// ScopeVar reports whether systemd-run (libsystemd) reads name to find or talk to
+// the user's systemd manager: XDG_RUNTIME_DIR, the D-Bus addresses, SYSTEMD_*.
+func ScopeVar(name string) bool {
+	switch name {
+	case "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS":
+		return true
+	}
+	return strings.HasPrefix(name, "SYSTEMD_")
+}
+
+// ScopeEnv returns env (bwrap's, HostSafeEnv's) for systemd-run: each ScopeVar of
+// the command's renamed with ScopeEnvPrefix, then host's values (devsandbox's own)
+// of XDG_RUNTIME_DIR and DBUS_SESSION_BUS_ADDRESS, named in ScopeAddedEnv. env
+// itself is not changed.
+func ScopeEnv(env []string, host map[string]string) []string {
+	out := make([]string, 0, len(env)+3)
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if ScopeVar(name) || strings.HasPrefix(name, ScopeEnvPrefix) {
+			kv = ScopeEnvPrefix + kv
+		}
+		out = append(out, kv)
+	}
+	var added []string
+	for _, name := range []string{"XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS"} {
+		if v, ok := host[name]; ok {
+			out = append(out, name+"="+v)
+			added = append(added, name)
+		}
+	}
+	return append(out, ScopeAddedEnv+"="+strings.Join(added, ","))
+}
+
+// restoreScopeEnv undoes ScopeEnv in the init's environment, when ScopeAddedEnv is
+// there: devsandbox's own values go, and each ScopeEnvPrefix+NAME becomes NAME.
+func restoreScopeEnv(environ []string, set func(name, value string) error, unset func(name string) error) error {
+	var added string
+	var scoped bool
+	for _, kv := range environ {
+		if name, value, _ := strings.Cut(kv, "="); name == ScopeAddedEnv {
+			added, scoped = value, true
+		}
+	}
+	if !scoped {
+		return nil
+	}
+	if err := unset(ScopeAddedEnv); err != nil {
+		return err
+	}
+	for _, name := range strings.Split(added, ",") {
+		if ScopeVar(name) {
+			if err := unset(name); err != nil {
+				return err
+			}
+		}
+	}
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		orig, ok := strings.CutPrefix(name, ScopeEnvPrefix)
+		if !ok || name == ScopeAddedEnv {
 			continue
 		}
 		if err := unset(name); err != nil {

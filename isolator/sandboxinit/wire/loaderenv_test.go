@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -50,5 +51,52 @@ func TestHostSafeEnv(t *testing.T) {
 	}
 	if vars["DEVSANDBOX_LOADER_FOO"] != "kept" || vars["FOO"] != "" {
 		t.Errorf("a variable of the prefix that names no loader variable was renamed: %v", vars)
+	}
+}
+
+// ScopeEnv gives systemd-run the host's runtime dir and bus, never the command's;
+// RestoreLoaderEnv gives the command exactly its own back, a variable that already
+// carries the prefix included, and none of the host's it was not given.
+func TestScopeEnvRoundTrip(t *testing.T) {
+	host := map[string]string{"XDG_RUNTIME_DIR": "/run/user/1", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1/bus"}
+	for _, env := range [][]string{
+		{"A=1", "XDG_RUNTIME_DIR=/p/run", "SYSTEMD_LOG_LEVEL=debug", "DEVSANDBOX_SCOPE_X=y", "DEVSANDBOX_SCOPE_ADDED=z", "DEVSANDBOX_LOADER_LD_PRELOAD=/p/x.so"},
+		{"A=1"},
+		{"DBUS_SYSTEM_BUS_ADDRESS=unix:path=/p/sys"},
+	} {
+		got := ScopeEnv(env, host)
+		seen := map[string]string{}
+		for _, kv := range got {
+			n, v, _ := strings.Cut(kv, "=")
+			if _, dup := seen[n]; dup {
+				t.Errorf("ScopeEnv(%q) names %s twice", env, n)
+			}
+			seen[n] = v
+		}
+		for n, v := range host {
+			if seen[n] != v {
+				t.Errorf("ScopeEnv(%q): systemd-run gets %s=%q, want %q", env, n, seen[n], v)
+			}
+		}
+		for n := range seen {
+			if (strings.HasPrefix(n, "SYSTEMD_") || n == "DBUS_SYSTEM_BUS_ADDRESS") && !strings.HasPrefix(n, ScopeEnvPrefix) {
+				t.Errorf("ScopeEnv(%q): systemd-run gets the command's %s", env, n)
+			}
+		}
+		err := RestoreLoaderEnv(got, func(n, v string) error { seen[n] = v; return nil }, func(n string) error { delete(seen, n); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{}
+		for _, kv := range env {
+			n, v, _ := strings.Cut(kv, "=")
+			if o, ok := strings.CutPrefix(n, LoaderEnvPrefix); ok && LoaderVar(o) {
+				n = o
+			}
+			want[n] = v
+		}
+		if !maps.Equal(seen, want) {
+			t.Errorf("after the init, %q became %v, want %v", env, seen, want)
+		}
 	}
 }

@@ -3,9 +3,11 @@ package prestart
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -102,19 +104,25 @@ func (s Store) Save(r *Record) error {
 		return err
 	}
 	defer unix.Close(dir)
-	tmp, err := os.CreateTemp(s.Dir, ".tmp-")
-	if err != nil {
-		return err
+	if afterOpenDir != nil {
+		afterOpenDir()
 	}
-	defer os.Remove(tmp.Name())
+	// The temporary file is made, written, renamed and (on failure) removed relative
+	// to the directory opened and checked above, never by its path again: a path
+	// swapped for a link meanwhile leads nowhere.
+	name, tmp, err := createTempAt(dir, filepath.Join(s.Dir, ".tmp-"))
+	if err != nil {
+		return fmt.Errorf("saving the launch record: %w", err)
+	}
 	_, err = tmp.Write(b)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = unix.Renameat(dir, filepath.Base(tmp.Name()), dir, r.Key)
+		err = unix.Renameat(dir, name, dir, r.Key)
 	}
 	if err != nil {
+		_ = unix.Unlinkat(dir, name, 0)
 		return fmt.Errorf("saving the launch record: %w", err)
 	}
 	if _, err := trim(dir, MaxRecords, time.Time{}, false); err != nil {
@@ -122,6 +130,28 @@ func (s Store) Save(r *Record) error {
 	}
 	return nil
 }
+
+// createTempAt creates a new file ".tmp-" and a random number in the directory dir,
+// mode 0600, not following a link, and returns its name there and the file opened
+// for writing (named for messages as prefix and the number).
+func createTempAt(dir int, prefix string) (string, *os.File, error) {
+	for range 100 {
+		name := ".tmp-" + strconv.FormatUint(uint64(rand.Uint32()), 10)
+		fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		return name, os.NewFile(uintptr(fd), prefix+strings.TrimPrefix(name, ".tmp-")), nil
+	}
+	return "", nil, fmt.Errorf("no free temporary name in %s", filepath.Dir(prefix))
+}
+
+// afterOpenDir, when set (tests), runs in Save right after the directory is opened:
+// where a swap of the directory's path would land.
+var afterOpenDir func()
 
 // MaxRecords bounds the store: Save removes the records least recently written or
 // used (Touch) beyond it.

@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 )
 
 func TestStoreRoundTrip(t *testing.T) {
@@ -95,5 +97,74 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSaveNotThroughSwappedPath: Save writes its temporary file relative to the
+// directory it opened (and checked: the user's, 0700, no link), never by the path
+// again: the store's path swapped for a link right after the check must not get a
+// file where the link points, nor lose the record.
+func TestSaveNotThroughSwappedPath(t *testing.T) {
+	root := t.TempDir()
+	s := Store{Dir: filepath.Join(root, "prestart")}
+	outside := filepath.Join(root, "outside")
+	if err := os.Mkdir(outside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(s.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	afterOpenDir = func() {
+		if err := os.Rename(s.Dir, s.Dir+".opened"); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(outside, s.Dir); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { afterOpenDir = nil })
+	var created []string
+	done := make(chan struct{})
+	// What lands in outside while Save runs (its deferred removal would hide it).
+	w, err := syscall.InotifyInit1(syscall.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := syscall.InotifyAddWatch(w, outside, syscall.IN_CREATE); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		n, _ := syscall.Read(w, buf)
+		for off := 0; off+syscall.SizeofInotifyEvent <= n; {
+			ev := (*syscall.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			name := buf[off+syscall.SizeofInotifyEvent : off+syscall.SizeofInotifyEvent+int(ev.Len)]
+			created = append(created, strings.TrimRight(string(name), "\x00"))
+			off += syscall.SizeofInotifyEvent + int(ev.Len)
+		}
+	}()
+	r := baseRecord()
+	err = s.Save(r)
+	// A file of the test's own: the read returns with it when Save created none.
+	if f, oerr := os.Create(filepath.Join(outside, "end")); oerr == nil {
+		f.Close()
+	}
+	<-done
+	syscall.Close(w)
+	var planted []string
+	for _, n := range created {
+		if n != "end" {
+			planted = append(planted, n)
+		}
+	}
+	if len(planted) > 0 {
+		t.Errorf("Save created %v in %s, where the swapped path's link points (err %v)", planted, outside, err)
+	}
+	if err != nil {
+		t.Errorf("Save: %v, want the record saved in the directory it opened", err)
+	}
+	if _, err := (Store{Dir: s.Dir + ".opened"}).Load(r.Key); err != nil {
+		t.Errorf("the record is not in the directory Save opened: %v", err)
 	}
 }
