@@ -28,7 +28,8 @@ import (
 // not depend on that delay: the init's state is the same whenever it comes after
 // the stop).
 //
-// bwrap finds the command ended itself; on docker the container's init answers the
+// bwrap finds the command ended itself; on docker (the local engine and the stand-in
+// remote one, whose containers run on this kernel too) the container's init answers the
 // helper's stop so (wire.StopEnded): continued, it finds the command ended once it
 // has stopped the rest, or exits first, and the helper then does not stop, nor
 // devsandbox, which sees it exit instead. krun runs the same init, in a guest whose
@@ -40,7 +41,7 @@ import (
 // command tells). The run still returns the command's status, and the orphan is
 // gone by then: nothing is left running.
 func TestJobControlEndedAtStop(t *testing.T) {
-	forEachIsolatorOf(t, []string{"bwrap", localDocker, "krun"}, func(t *testing.T, iso string) {
+	forEachIsolatorOf(t, []string{"bwrap", localDocker, remoteDocker, "krun"}, func(t *testing.T, iso string) {
 		if iso == "krun" {
 			t.Skip("the krun guest's init is not a process of this host: the test cannot stop it (the guest runs the docker init's code)")
 		}
