@@ -5,8 +5,11 @@ package integration
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -265,4 +268,146 @@ func earlyTerminalRun(t *testing.T, dir string, env []string, shape string, bg b
 	// reads EIO.
 	r.screen = <-screenc
 	return r
+}
+
+// A run whose stdin is the terminal, started early in the background of it (stdin
+// /dev/null), then brought to the foreground before the early start is adopted
+// (`fg`): the start made for the background is not the foreground's (which reads the
+// terminal), so the adoption finds the mismatch, says so on the debug line, abandons
+// the early bwrap and launches as today: the command reads the terminal, as a run
+// started in the foreground does. The window is held open by the user's
+// configuration file, a fifo the test writes only once the job is in the
+// foreground: the early start comes before the configuration is read.
+func TestEarlyStartMovedToForeground(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	env, state := p.earlyEnv("TERM=xterm", "XDG_CONFIG_HOME="+p.path("cfg"))
+	p.write("cfg/devsandbox/config.toml", "")
+	conf := p.path("cfg/devsandbox/config.toml")
+	args := []string{"--isolator=bwrap", "--debug", "--", "/bin/sh", "-c",
+		`if [ "$(readlink /proc/self/fd/0)" = /dev/null ]; then echo "stdin:null"; else read -r line; echo "read[$line]"; fi`}
+	// The record of this command line, made in the foreground.
+	if r := earlyTerminalRun(t, p.dir, env, "in", false, "first\n", "", args...); !bytes.Contains(r.out, []byte("early start: not made: no record of this launch")) || !bytes.Contains(r.out, []byte("read[first]")) {
+		t.Fatalf("the first launch: exit %d, output %q", r.code, r.out)
+	}
+	fifos := map[string]string{"conf": conf, "go": p.path("go")}
+	for _, f := range fifos {
+		_ = os.Remove(f)
+		if err := unix.Mkfifo(f, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if it.asOther {
+			if err := os.Chown(f, it.uid, it.gid); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	master, slave, err := tty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	if it.asOther {
+		if err := unix.Fchown(int(slave.Fd()), it.uid, it.gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := master.Write([]byte("typed-line\n")); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, master) }()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := command(ctx, p.dir, baseEnv(env...), args...)
+	// A shell with job control starts devsandbox in the background, and brings it
+	// to the foreground once the test says so.
+	cmd.Args = append([]string{"bash", "--norc", "--noprofile", "-i", "-c", `"$@" & read -r go < ` + fifos["go"] + `; fg %1 >/dev/null`, "bash"}, cmd.Args...)
+	cmd.Path = "/bin/bash"
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, pw, pw
+	cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
+	outc := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(pr)
+		outc <- b
+	}()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	pw.Close()
+	defer killSession(cmd.Process.Pid)
+	// devsandbox started its early bwrap, and waits for its configuration.
+	var dsb int
+	for deadline := time.Now().Add(10 * time.Second); dsb == 0 || childNamed(dsb, "bwrap") == 0; time.Sleep(time.Millisecond) {
+		dsb = childNamed(cmd.Process.Pid, "devsandbox")
+		if time.Now().After(deadline) {
+			ps, _ := exec.Command("ps", "-o", "pid,ppid,pgid,stat,wchan:20,args", "-s", strconv.Itoa(cmd.Process.Pid)).CombinedOutput()
+			t.Fatalf("no early bwrap of devsandbox's in 10s; the session's processes:\n%s", ps)
+		}
+	}
+	if err := writeFifo(fifos["go"], "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		pg, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPGRP)
+		if err == nil && pg == dsb { // the job's leader is devsandbox
+			break
+		}
+		if time.Now().After(deadline) {
+			ps, _ := exec.Command("ps", "-o", "pid,ppid,pgid,stat,wchan:20,args", "-s", strconv.Itoa(cmd.Process.Pid)).CombinedOutput()
+			killSession(cmd.Process.Pid)
+			t.Fatalf("devsandbox (%d) is not the terminal's foreground in 10s (%d, %v); the session's processes:\n%s\noutput %q", dsb, pg, err, ps, <-outc)
+		}
+	}
+	if err := writeFifo(conf, ""); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	out := <-outc
+	for _, want := range []string{
+		"devsandbox: debug: early start: missed: the early start differs from the fresh plan: devsandbox moved between the terminal's foreground and background since the early start",
+		"read[typed-line]\n",
+	} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("no %q in the output %q", want, out)
+		}
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit %d, want 0; output %q", code, out)
+	}
+	if left := leftovers(t, state); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// childNamed is a child of pid whose comm is name (0: none).
+func childNamed(pid int, name string) int {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		for _, f := range strings.Fields(string(b)) {
+			if c, _ := strconv.Atoi(f); comm(c) == name {
+				return c
+			}
+		}
+	}
+	return 0
+}
+
+// writeFifo writes s to the fifo path, once a reader has it open.
+func writeFifo(path, s string) error {
+	w, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = w.WriteString(s)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

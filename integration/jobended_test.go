@@ -5,63 +5,194 @@ package integration
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestJobControlEndedAtStop: Ctrl-Z that comes as the command has ended is not
 // reported as a stopped job (the shell's "Stopped" for a command that is over): a
 // native command that exits as Ctrl-Z arrives is reported exited, and devsandbox,
 // which stops the sandbox first, finds the command ended and does not stop itself.
-// The moment is made to last: the test stops the sandbox's init (its pid 1), once
-// it has reported the command, before the command's last line, so the command, once it has said "bye", stays a zombie
-// its init has not reaped while Ctrl-Z comes; the init is continued once devsandbox
-// has stopped itself, or half a second after Ctrl-Z (the outcome does not depend on
-// that delay: the init's state is the same whenever it comes after the stop).
-// bwrap only: the container isolators stop the command through their init, and
-// their helper stops itself as before.
+// The moment is made to last: once the command said "ready", the test stops the
+// sandbox's init (its pid 1; on bwrap once the init has reported the command), then
+// lets the command go on (a line through a fifo in the project, which needs no
+// init to relay it): the command says "bye" and exits, and stays a zombie its
+// stopped init has not reaped while Ctrl-Z comes. The init is continued once
+// devsandbox has stopped itself, or half a second after Ctrl-Z (the outcome does
+// not depend on that delay: the init's state is the same whenever it comes after
+// the stop).
+//
+// bwrap finds the command ended itself; on docker (the local engine and the stand-in
+// remote one, whose containers run on this kernel too) the container's init answers the
+// helper's stop so (wire.StopEnded): continued, it finds the command ended once it
+// has stopped the rest, or exits first, and the helper then does not stop, nor
+// devsandbox, which sees it exit instead. krun runs the same init, in a guest whose
+// processes are not this host's: the test cannot stop its init, and skips.
+//
+// "orphans": the command leaves a process running (`sleep … &`), and on bwrap the
+// init has a child older than the command (the publisher of --publish), so the
+// init's children alone read the command as running (its report's pidfd of the
+// command tells). The run still returns the command's status, and the orphan is
+// gone by then: nothing is left running.
 func TestJobControlEndedAtStop(t *testing.T) {
-	forEachIsolatorOf(t, []string{"bwrap"}, func(t *testing.T, iso string) {
-		p := newProject(t)
-		var init, dsb int
-		shell := `"$@"; s=$?; echo "status[$s]"; if [ $s = 148 ]; then fg %1 >/dev/null; echo "end[$?]"; fi`
-		want := "ready\nbye\nstatus[7]\n"
-		got := jobControlRun(t, p.dir, shell, []jobStep{
-			{after: "ready\n", keys: "x\n", atSession: func(sid int) {
+	forEachIsolatorOf(t, []string{"bwrap", localDocker, remoteDocker, "krun"}, func(t *testing.T, iso string) {
+		if iso == "krun" {
+			t.Skip("the krun guest's init is not a process of this host: the test cannot stop it (the guest runs the docker init's code)")
+		}
+		for _, tc := range []struct {
+			name    string
+			orphans bool
+		}{
+			{name: "plain"},
+			{name: "orphans", orphans: true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				var flags []string
+				orphan := ""
+				if tc.orphans {
+					// A number of this run's, to find the orphan by.
+					orphan = strconv.Itoa(90000 + int(time.Now().UnixNano()%9000))
+					if iso == "bwrap" {
+						flags = append(flags, "--publish", strconv.Itoa(freePort(t)))
+					}
+				}
+				endedAtStop(t, iso, flags, orphan)
+			})
+		}
+	})
+}
+
+// endedAtStop runs a command on iso with flags that says "ready", reads a line from
+// a fifo in the project, says "bye" and exits 7 (with orphan set, it first starts
+// `sleep ORPHAN` in the background). Once the command said "ready" it stops the
+// sandbox's init, writes the line, waits for the command's zombie and types Ctrl-Z,
+// continuing the init after. It wants the command's status, not a stopped job, and,
+// when orphan is set, no "sleep ORPHAN" left running after the run.
+func endedAtStop(t *testing.T, iso string, flags []string, orphan string) {
+	p := newProject(t)
+	fifo := filepath.Join(p.dir, "go")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if it.asOther {
+		if err := os.Chown(fifo, it.uid, it.gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := "echo ready; read -r a < " + fifo + "; echo bye; exit 7"
+	if orphan != "" {
+		script = "sleep " + orphan + " & " + script
+	}
+	var init, dsb int
+	shell := `"$@"; s=$?; echo "status[$s]"; if [ $s = 148 ]; then fg %1 >/dev/null; echo "end[$?]"; fi`
+	want := "ready\nbye\nstatus[7]\n"
+	args := append([]string{"--isolator=" + iso}, flags...)
+	args = append(args, "--", "/bin/sh", "-c", script)
+	got := jobControlRun(t, p.dir, shell, []jobStep{
+		{after: "ready\n", keys: "\x1a", atSession: func(sid int) {
+			if iso == "bwrap" {
 				dsb, init = runProcesses(t, sid)
 				// The init is stopped once it has reported the command (its
 				// report hands devsandbox a pidfd of it): devsandbox knows the
 				// command from then on, as in any run past its start.
 				waitState(t, func() bool { return holdsPidfd(dsb, init) })
-				if err := syscall.Kill(init, syscall.SIGSTOP); err != nil {
-					t.Fatalf("stopping the sandbox's init %d: %v", init, err)
+			} else {
+				// The container's init: the command runs, so the init reported
+				// ready and reads the helper's frames.
+				dsb, _ = runProcesses(t, sid, true)
+				init = containerInit(t, iso, p)
+			}
+			if err := syscall.Kill(init, syscall.SIGSTOP); err != nil {
+				t.Fatalf("stopping the sandbox's init %d: %v", init, err)
+			}
+			w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = w.WriteString("x\n")
+			w.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The command exits after its "bye": wait for the zombie its
+			// stopped init cannot reap.
+			waitState(t, func() bool { return commandZombie(init) })
+			go func() {
+				deadline := time.Now().Add(500 * time.Millisecond)
+				for procState(dsb) != "T" && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
 				}
-			}},
-			{after: "bye\n", keys: "\x1a", at: func() {
-				// The command exits after its "bye": wait for the zombie its
-				// stopped init cannot reap.
-				waitState(t, func() bool { return firstChildState(init) == "Z" })
-				go func() {
-					deadline := time.Now().Add(500 * time.Millisecond)
-					for procState(dsb) != "T" && time.Now().Before(deadline) {
-						time.Sleep(time.Millisecond)
-					}
-					_ = syscall.Kill(init, syscall.SIGCONT)
-				}()
-			}},
-		}, want, "--isolator="+iso, "--", "/bin/sh", "-c", "echo ready; read -r a; echo bye; exit 7")
-		if got != want {
-			t.Fatalf("Ctrl-Z as the command had ended: output %q, want %q (the command's exit, not a stopped job)", got, want)
+				_ = syscall.Kill(init, syscall.SIGCONT)
+			}()
+		}},
+	}, want, args...)
+	if got != want {
+		t.Fatalf("Ctrl-Z as the command had ended: output %q, want %q (the command's exit, not a stopped job)", got, want)
+	}
+	if orphan != "" {
+		if left := processesWithArgs("sleep", orphan); len(left) > 0 {
+			t.Errorf("the command's orphan (sleep %s) is left running after the run: pids %v", orphan, left)
 		}
-	})
+	}
+}
+
+// containerInit is the host pid of the init of the project's one sandbox container
+// in docker variant iso's engine.
+func containerInit(t *testing.T, iso string, p *project) int {
+	t.Helper()
+	ids := projectContainers(t, iso, p, false)
+	if len(ids) != 1 {
+		t.Fatalf("the project's sandbox containers: %v, want one", ids)
+	}
+	pid, err := strconv.Atoi(dockerAt(t, iso, "inspect", "--format", "{{.State.Pid}}", ids[0]))
+	if err != nil || pid == 0 {
+		t.Fatalf("the container's init: pid %d (%v)", pid, err)
+	}
+	return pid
+}
+
+// commandZombie reports whether the init pid has a child that is a zombie (the
+// command, beside its orphans).
+func commandZombie(pid int) bool {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		for _, f := range strings.Fields(string(b)) {
+			if c, _ := strconv.Atoi(f); procState(c) == "Z" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// processesWithArgs lists the processes whose argv is args.
+func processesWithArgs(args ...string) []int {
+	want := strings.Join(args, "\x00") + "\x00"
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == want {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // runProcesses finds, below the shell of session sid, devsandbox and the sandbox's
-// init (the process that is pid 1 of its own pid namespace).
-func runProcesses(t *testing.T, sid int) (dsb, init int) {
+// init (the process that is pid 1 of its own pid namespace); with noInit, devsandbox
+// alone (a container's init is the engine's child).
+func runProcesses(t *testing.T, sid int, noInit ...bool) (dsb, init int) {
 	t.Helper()
 	parent := map[int]int{}
 	ents, _ := os.ReadDir("/proc")
@@ -100,7 +231,7 @@ func runProcesses(t *testing.T, sid int) (dsb, init int) {
 			}
 		}
 	}
-	if dsb == 0 || init == 0 {
+	if dsb == 0 || (init == 0 && len(noInit) == 0) {
 		t.Fatalf("devsandbox (%d) or the sandbox's init (%d) not found below the shell %d", dsb, init, sid)
 	}
 	return dsb, init
@@ -120,20 +251,6 @@ func procState(pid int) string {
 	i := strings.LastIndexByte(string(b), ')')
 	if f := strings.Fields(string(b[i+1:])); i > 0 && len(f) > 0 {
 		return f[0]
-	}
-	return ""
-}
-
-// firstChildState is the state of a child of pid, a child of any of its threads
-// ("" without one): the init has one, the command.
-func firstChildState(pid int) string {
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	for _, task := range tasks {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			c, _ := strconv.Atoi(f[0])
-			return procState(c)
-		}
 	}
 	return ""
 }

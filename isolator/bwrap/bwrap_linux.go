@@ -624,7 +624,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			cmdPid = rd.pid
 			pidc = nil
 			if jc != nil {
-				jc.cmdPid = cmdPid
+				jc.cmdPid, jc.cmdPidfd = cmdPid, rd.cmdPidfd
 			}
 			gone = rd.gone(removeSess, closeSess)
 			b.phase("sandbox ready")
@@ -668,6 +668,9 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if rd.pidfd != nil {
 			rd.pidfd.Close()
 		}
+	}
+	if rd.cmdPidfd != nil {
+		rd.cmdPidfd.Close()
 	}
 	if relay != nil {
 		_ = relay.Close()

@@ -36,6 +36,9 @@ type jobControl struct {
 	stopped   bool
 	// bwrapPid's process group is stopped while the command is not known yet.
 	bwrapPid, cmdPid int
+	// cmdPidfd is a pidfd of the command the init started, from its report (nil:
+	// none; commandEnded then reads the init's children).
+	cmdPidfd *os.File
 	// stoppedProcs are the processes of the sandbox the stop sent SIGSTOP, in that
 	// order: the resume continues these, and only these, each through a pidfd taken
 	// at the stop (a pid alone may be the host's by the time fg comes).
@@ -264,11 +267,14 @@ func (j *jobControl) namespace() (uint64, bool) {
 
 // commandEnded reports, once the stop has stopped every process of the sandbox,
 // whether the command had ended by then: the init (cmdPid, the sandbox's pid 1) is
-// gone or exiting, or the command, its first child, is a zombie or reaped. Nothing
-// stopped can end or start a process, so the answer holds until the resume. Before
-// the init reported (cmdPid 0) the command has not started. A command reaped by an
-// init that has other children (orphans of the command's) reads as running: the run
-// is then stopped as before, and fg ends it.
+// gone or exiting, or the command has exited, reaped or not, which the pidfd of it
+// the init's report carried tells (it polls readable), whatever other children the
+// init has (the command's orphans, a publisher of a port). Nothing stopped can end
+// or start a process, so the answer holds until the resume. Before the init reported
+// (cmdPid 0) the command has not started. Without the command's pidfd (a kernel
+// without pidfds, or the command gone before the report) it is the init's first
+// child, a zombie or reaped, and a command reaped by an init that has other children
+// reads as running: the run is then stopped as before, and fg ends it.
 func (j *jobControl) commandEnded() bool {
 	if j.ended != nil {
 		return j.ended()
@@ -276,7 +282,31 @@ func (j *jobControl) commandEnded() bool {
 	if j.cmdPid <= 0 {
 		return false
 	}
+	if exited, ok := fileExited(j.cmdPidfd); ok {
+		if exited {
+			return true
+		}
+		state, _, ok := procStat(j.cmdPid) // the init gone: the command with it
+		return !ok || state == 'Z' || state == 'X'
+	}
 	return initEnded(j.cmdPid)
+}
+
+// fileExited reports whether the process of pidfd f has exited (ok false: f is nil,
+// or cannot tell).
+func fileExited(f *os.File) (exited, ok bool) {
+	if f == nil {
+		return false, false
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false, false
+	}
+	var perr error
+	if err := rc.Control(func(fd uintptr) { exited, perr = pidfdExited(fd) }); err != nil || perr != nil {
+		return false, false
+	}
+	return exited, true
 }
 
 // initEnded reports whether the init pid has ended or its command (its first child,

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // handleLog runs handle on sigs with its effects recorded: the stop of the sandbox
@@ -132,5 +134,39 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("the processes did not reach the state in 10s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// With the pidfd of the command that the init's report carries, the command reads
+// as ended once it has exited, even reaped by an init that has another child
+// started before it (a publisher of a port, the command's orphans): the init's
+// children alone read that as running. A command that runs reads as running. Real
+// processes; this test's process plays the init.
+func TestCommandEndedThroughPidfd(t *testing.T) {
+	other := exec.Command("sleep", "100") // the init's older child: it runs on
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	cmd := exec.Command("sleep", "100")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.PidfdOpen(cmd.Process.Pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		t.Skipf("no pidfds here: %v", err)
+	}
+	j := &jobControl{cmdPid: os.Getpid(), cmdPidfd: os.NewFile(uintptr(fd), "command pidfd")}
+	defer j.cmdPidfd.Close()
+	if j.commandEnded() {
+		t.Error("a command that runs read as ended")
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait() // reaped, as the init reaps it
+	if !j.commandEnded() {
+		t.Error("a command reaped by an init with another child running read as running")
+	}
+	if initEnded(os.Getpid()) {
+		t.Error("the init's children alone read the command as ended: the case is not the one the pidfd is for")
 	}
 }

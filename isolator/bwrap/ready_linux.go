@@ -52,12 +52,14 @@ func (r *readyPair) goAhead() error {
 }
 
 // readiness is what the init reported: its pid in the host's namespace and, where
-// the kernel has pidfds, a pidfd of it (gone: see there), or why the sandbox could
-// not be completed.
+// the kernel has pidfds, a pidfd of it (gone: see there) and one of the command
+// (cmdPidfd; nil when the command was gone before the report, or from an init
+// before it sent one), or why the sandbox could not be completed.
 type readiness struct {
-	pid     int
-	pidfd   *os.File
-	failure string
+	pid      int
+	pidfd    *os.File
+	cmdPidfd *os.File
+	failure  string
 }
 
 // gone returns a channel closed once the init has exited, or nil when the init sent
@@ -125,7 +127,7 @@ func (r *readyPair) wait(onListener func(*os.File)) readiness {
 		return readiness{}
 	}
 	buf := make([]byte, 4096)
-	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred)+unix.CmsgSpace(4))
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred)+unix.CmsgSpace(2*4))
 	for {
 		var n, oobn int
 		var rerr error
@@ -144,9 +146,12 @@ func (r *readyPair) wait(onListener func(*os.File)) readiness {
 			onListener(os.NewFile(uintptr(fds[0]), "proxy listener"))
 			continue
 		}
-		var pidfd *os.File
-		if n == 1 && buf[0] == 'R' && cred != nil && len(fds) == 1 {
+		var pidfd, cmdPidfd *os.File
+		if n == 1 && buf[0] == 'R' && cred != nil && (len(fds) == 1 || len(fds) == 2) {
 			pidfd = os.NewFile(uintptr(fds[0]), "init pidfd")
+			if len(fds) == 2 {
+				cmdPidfd = os.NewFile(uintptr(fds[1]), "command pidfd")
+			}
 			fds = nil
 		}
 		for _, fd := range fds {
@@ -158,7 +163,7 @@ func (r *readyPair) wait(onListener func(*os.File)) readiness {
 		if cred == nil {
 			return readiness{}
 		}
-		return readiness{pid: int(cred.Pid), pidfd: pidfd}
+		return readiness{pid: int(cred.Pid), pidfd: pidfd, cmdPidfd: cmdPidfd}
 	}
 }
 

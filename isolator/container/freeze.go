@@ -25,25 +25,35 @@ const pauseBound = 10 * time.Second
 const stopAnswerBound = 5 * time.Second
 
 // Freeze returns the freeze function of a run's handoff.Freezer: freeze(true)
-// pauses the container (pz), freeze(false) unpauses it. Where the engine cannot
-// pause (a rootless engine on cgroup v1, podman with cgroupfs), or pz is nil (an exec
-// in a kept container, whose pause would freeze the other sessions of the
-// container too), the init stops the session's processes instead (wire.FrameStop:
-// each of the container's, or in a kept container each the session's command
-// started, wherever it went) and answers once each is seen stopped; freeze(true)
-// returns only then, and freeze(false) continues them (wire.FrameGo). errOut is told
-// once that the engine cannot pause. When the init does not answer that every process
-// stopped within stopAnswerBound, the stop is not confirmed: errOut is told so and
-// end ends the session (the init kills what it runs), so that devsandbox, which
-// stops next, never shows a command stopped that may be running and reading the
-// terminal. An init whose output ends before it answers (the command ended on its
-// own as the stop came) is gone, and what it ran with it: the stop is done, nothing
-// is told (nor that the engine cannot pause: its pause failed on the exited
-// container) and end is not called. Either way the command gets no keys typed
-// meanwhile: devsandbox and its copy of stdin are stopped.
-func (s *Session) Freeze(pz *Pauser, errOut io.Writer, end func()) func(stop bool) {
+// freezes the command, or reports that it had ended (true), freeze(false) thaws
+// it.
+//
+// A stop first asks the init (wire.FrameStop) to stop the session's processes: each
+// of the container's, or in a kept container each the session's command started,
+// wherever it went. Its answer comes once each is seen stopped, and says whether the
+// command had ended by then (wire.StopEnded: the init has continued what it stopped,
+// and goes on to its exit; freeze(true) returns true, and devsandbox does not stop:
+// the shell would show a job stopped whose command is over). An init whose output
+// ends before it answers (the command ended on its own as the stop came) is gone,
+// and what it ran with it: the same. Only an answer from the init tells these apart
+// from a stop of a running command, whose result (the command stopped) lasts: the
+// command, stopped, can no longer end.
+//
+// Then, where the engine can, the container is paused too (pz): the engine freezes
+// every process of the container's cgroup, whatever it did to its process group;
+// freeze(false) unpauses it, then has the init continue what it stopped
+// (wire.FrameGo). Where the engine cannot pause (a rootless engine on cgroup v1,
+// podman with cgroupfs; errOut is told so once), or pz is nil (an exec in a kept
+// container, whose pause would freeze the other sessions of the container too), the
+// init's stop is the freeze. When it is not confirmed (a process kept running, no
+// answer within stopAnswerBound, an init of another job-control protocol) and no
+// pause holds, errOut is told so and end ends the session (the init kills what it
+// runs), so that devsandbox, which stops next, never shows a command stopped that
+// may be running and reading the terminal. Either way the command gets no keys
+// typed meanwhile: devsandbox and its copy of stdin are stopped.
+func (s *Session) Freeze(pz *Pauser, errOut io.Writer, end func()) func(stop bool) (ended bool) {
 	paused, told := false, false
-	return func(stop bool) {
+	return func(stop bool) bool {
 		ctx, cancel := context.WithTimeout(context.Background(), pauseBound)
 		defer cancel()
 		if !stop {
@@ -52,25 +62,24 @@ func (s *Session) Freeze(pz *Pauser, errOut io.Writer, end func()) func(stop boo
 				if err := pz.Unpause(ctx); err != nil {
 					fmt.Fprintf(errOut, "devsandbox: the engine could not unpause the container: %v; `docker unpause` (podman unpause) goes on with it\n", err)
 				}
-				return
 			}
 			_ = s.frame(wire.FrameGo, nil)
-			return
-		}
-		var pauseErr error
-		if pz != nil {
-			if pauseErr = pz.Pause(ctx); pauseErr == nil {
-				paused = true
-				return
-			}
+			return false
 		}
 		err := s.stopSession(stopAnswerBound)
-		if errors.Is(err, errInitGone) {
-			return // the command ended as the stop came (a pause failed for that too)
+		if errors.Is(err, errCommandEnded) || errors.Is(err, errInitGone) {
+			return true
 		}
-		if pauseErr != nil && !told {
-			told = true
-			fmt.Fprintf(errOut, "devsandbox: the engine cannot pause the container (%v): while devsandbox is stopped, the container's init stops the command's processes instead\n", pauseErr)
+		if pz != nil && !errors.Is(err, errJobSkew) {
+			pauseErr := pz.Pause(ctx)
+			if pauseErr == nil {
+				paused = true
+				return false
+			}
+			if !told {
+				told = true
+				fmt.Fprintf(errOut, "devsandbox: the engine cannot pause the container (%v): while devsandbox is stopped, the container's init stops the command's processes instead\n", pauseErr)
+			}
 		}
 		if err != nil {
 			fmt.Fprintf(errOut, "devsandbox: the sandbox is ended: devsandbox was stopped, and %v, where it could read your terminal\n", err)
@@ -78,6 +87,7 @@ func (s *Session) Freeze(pz *Pauser, errOut io.Writer, end func()) func(stop boo
 				end()
 			}
 		}
+		return false
 	}
 }
 
@@ -85,15 +95,24 @@ func (s *Session) Freeze(pz *Pauser, errOut io.Writer, end func()) func(stop boo
 // ended) before it answered: what it ran went with it, and nothing is left to stop.
 var errInitGone = errors.New("the container's init is gone")
 
+// errCommandEnded is stopSession's error when the init answered that the command
+// had ended by the stop (wire.StopEnded).
+var errCommandEnded = errors.New("the command had ended")
+
+// errJobSkew is stopSession's error when the init answered in another job-control
+// protocol (wire.StopMarkerV1).
+var errJobSkew = fmt.Errorf("the container's init is from another build: it answered the stop in job-control protocol 1, and this devsandbox speaks %d; install devsandbox and its helpers together from one build (make install, or scripts/install.sh), and remove kept containers made by another (devsandbox sandboxes rm)", wire.JobProtocol)
+
 // stopSession asks the init to stop the session's processes and waits up to bound
-// for its answer: nil once it answered that each stopped, errInitGone when it is
-// gone first.
+// for its answer: nil once it answered that each stopped, errCommandEnded when it
+// answered that the command had ended, errInitGone when it is gone first.
 func (s *Session) stopSession(bound time.Duration) error {
 	if s.report == nil {
 		return errors.New("the session has no report to answer on")
 	}
 	token := newNonce()
-	answer := s.report.Await(wire.StopMarker(token, true), wire.StopMarker(token, false))
+	answer := s.report.Await(wire.StopAnswer(token, wire.StopStopped), wire.StopAnswer(token, wire.StopRunning),
+		wire.StopAnswer(token, wire.StopEnded), wire.StopMarkerV1(token, true), wire.StopMarkerV1(token, false))
 	defer s.report.Forget(answer)
 	if err := s.frame(wire.FrameStop, []byte(token)); err != nil {
 		if errors.Is(err, errSessionOver) || streamEnded(err) {
@@ -117,11 +136,16 @@ func (s *Session) stopSession(bound time.Duration) error {
 	t := time.NewTimer(bound)
 	defer t.Stop()
 	select {
-	case ok := <-answer:
-		if !ok {
+	case a := <-answer:
+		switch a {
+		case 0:
+			return nil
+		case 1:
 			return fmt.Errorf("a process of the sandbox kept running after SIGSTOP for %s", jobstopBound)
+		case 2:
+			return errCommandEnded
 		}
-		return nil
+		return errJobSkew
 	case <-s.report.Over():
 		return errInitGone
 	case <-t.C:

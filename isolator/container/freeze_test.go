@@ -12,9 +12,10 @@ import (
 )
 
 // fakeInit reads the frames a Session writes and answers a stop on the report as the
-// init does (answer: "stopped", "running", or "" for no answer; "exit": the init
-// exits as the stop arrives, its command having ended, and its output ends without
-// an answer). It records the frames' types.
+// init does (answer: "stopped", "running", "ended", "v1" for an init of job-control
+// protocol 1 that stopped everything, or "" for no answer; "exit": the init exits as
+// the stop arrives, its command having ended, and its output ends without an
+// answer). It records the frames' types.
 type fakeInit struct {
 	report *wire.Report
 	answer string
@@ -34,19 +35,27 @@ func (f *fakeInit) Write(p []byte) (int, error) {
 			_ = f.report.Flush()
 			continue
 		}
-		if typ == wire.FrameStop && f.answer != "" {
-			_, _ = f.report.Write([]byte(wire.StopMarker(string(payload), f.answer == "stopped")))
+		switch {
+		case typ != wire.FrameStop || f.answer == "":
+		case f.answer == "v1":
+			_, _ = f.report.Write([]byte(wire.StopMarkerV1(string(payload), true)))
+		default:
+			_, _ = f.report.Write([]byte(wire.StopAnswer(string(payload), f.answer)))
 		}
 	}
 }
 
-// Freeze pauses the container through its engine where it can, and only then:
-// otherwise (an engine that cannot pause, an exec in a kept container) it asks the
-// init to stop the session's processes, returns once the init answered that they
-// stopped, and has them continued after. An answer that one kept running ends the
-// session. Each case's whole transcript is compared: the engine's calls, the frames
-// to the init, the notes, the end.
+// Freeze asks the init to stop the session's processes first, and returns once it
+// answered; then it pauses the container through its engine where it can (an engine
+// that cannot pause, an exec in a kept container: the init's stop alone), and has
+// the processes continued after. An answer that one kept running ends the session
+// unless the engine paused; an answer that the command had ended (or the init's exit
+// before it answers) freezes nothing and is reported (freeze(true) true), without a
+// pause or a message; an init of job-control protocol 1 ends the session, saying
+// why. Each case's whole transcript is compared: the engine's calls, the frames to
+// the init, the notes, the end, what freeze(true) returned.
 func TestFreeze(t *testing.T) {
+	skew := "devsandbox: the sandbox is ended: devsandbox was stopped, and the container's init is from another build: it answered the stop in job-control protocol 1, and this devsandbox speaks 2; install devsandbox and its helpers together from one build (make install, or scripts/install.sh), and remove kept containers made by another (devsandbox sandboxes rm), where it could read your terminal\n"
 	for _, tc := range []struct {
 		name     string
 		pauser   bool
@@ -55,8 +64,15 @@ func TestFreeze(t *testing.T) {
 		// calls is the engine's calls, frames the frames' types sent to the init.
 		calls, frames, note string
 		ended               bool
+		// over is what freeze(true) returned, each time.
+		over bool
 	}{
-		{name: "the engine pauses", pauser: true, calls: "pause unpause pause unpause "},
+		{name: "the engine pauses", pauser: true, answer: "stopped", calls: "pause unpause pause unpause ", frames: "ZGZG"},
+		// The init's stop is not confirmed, but the engine's pause holds.
+		{name: "the engine pauses a process that kept running", pauser: true, answer: "running", calls: "pause unpause pause unpause ", frames: "ZGZG"},
+		{name: "the command had ended", pauser: true, answer: "ended", frames: "ZGZG", over: true},
+		{name: "the command had ended in a kept container", answer: "ended", frames: "ZGZG", over: true},
+		{name: "an init of protocol 1", pauser: true, answer: "v1", frames: "ZGZG", ended: true, note: strings.Repeat(skew, 2)},
 		{name: "the engine cannot pause", pauser: true, pauseErr: errors.New("cgroups not configured"), answer: "stopped",
 			calls:  "pause pause ",
 			frames: "ZGZG",
@@ -67,11 +83,11 @@ func TestFreeze(t *testing.T) {
 		// The stop races the command's own exit: the init is gone before it answers,
 		// and what it ran with it. Nothing is left to stop or to end: no message, and
 		// the run's status stays the command's.
-		{name: "the init exited before it answered", answer: "exit", frames: "ZGZG"},
-		// The same race where the engine pauses: the container has exited, so the
-		// pause fails, and the engine is not said unable to pause.
+		{name: "the init exited before it answered", answer: "exit", frames: "ZGZG", over: true},
+		// The same race where the engine pauses: nothing is paused, and the engine
+		// is not said unable to pause.
 		{name: "the container exited before the pause", pauser: true, pauseErr: errors.New("container 0123abcd is not running"), answer: "exit",
-			calls: "pause pause ", frames: "ZGZG"},
+			frames: "ZGZG", over: true},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			var note bytes.Buffer
@@ -91,8 +107,10 @@ func TestFreeze(t *testing.T) {
 			}
 			ended := false
 			freeze := s.Freeze(pz, &note, func() { ended = true })
-			for range 2 {
-				freeze(true)
+			for i := range 2 {
+				if over := freeze(true); over != tc.over {
+					t.Errorf("stop %d: freeze(true) = %v, want %v (the command had ended)", i, over, tc.over)
+				}
 				freeze(false)
 			}
 			if calls.String() != tc.calls {
@@ -136,7 +154,7 @@ func TestStopSessionForgedAnswer(t *testing.T) {
 	var out bytes.Buffer
 	report := wire.NewReport(&out)
 	_, _ = report.Write([]byte(wire.ReadyMarker))
-	forged := wire.StopMarker("0123456789abcdef0123456789abcdef", true)
+	forged := wire.StopAnswer("0123456789abcdef0123456789abcdef", wire.StopEnded)
 	_, _ = report.Write([]byte(forged))
 	s := &Session{stop: make(chan struct{}), helloSent: hello, report: report}
 	s.st = NewStream(writerFunc(func(p []byte) (int, error) {

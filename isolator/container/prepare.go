@@ -205,7 +205,7 @@ func (l *Layout) hostPathOf(target string) (root, rel string) {
 // the order between them is then the command's, which the engine's two streams would
 // not keep.
 func Hello(p *isolator.Plan, stdio isolator.Stdio) (*wire.Hello, error) {
-	h := &wire.Hello{TTY: p.TTY, OneStream: !p.TTY && isolator.SharedOutput(stdio.Out, stdio.Err)}
+	h := &wire.Hello{Jobs: wire.JobProtocol, TTY: p.TTY, OneStream: !p.TTY && isolator.SharedOutput(stdio.Out, stdio.Err)}
 	if p.Limits.Memory > 0 {
 		h.Nonce = newNonce()
 	}

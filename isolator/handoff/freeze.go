@@ -24,14 +24,15 @@ const (
 // longer). Its methods may be called on a nil Freezer (a run served without one).
 type Freezer struct {
 	mu     sync.Mutex
-	freeze func(stop bool)
+	freeze func(stop bool) (ended bool)
 	frozen bool
 }
 
-// Set sets the freeze function (nil: none). freeze(true) freezes the command,
-// freeze(false) thaws it; each is called with the lock held, never twice in a row
-// with the same argument.
-func (f *Freezer) Set(freeze func(stop bool)) {
+// Set sets the freeze function (nil: none). freeze(true) freezes the command, or
+// returns true when the command had ended by then (nothing is frozen: the run goes
+// on to its end); freeze(false) thaws it. Each is called with the lock held, never
+// twice in a row with the same argument.
+func (f *Freezer) Set(freeze func(stop bool) (ended bool)) {
 	if f == nil {
 		return
 	}
@@ -41,15 +42,22 @@ func (f *Freezer) Set(freeze func(stop bool)) {
 }
 
 // stop freezes the command, then stops this process (SIGSTOP: it returns once the
-// process is continued). The command stays frozen until thaw.
+// process is continued). The command stays frozen until thaw. When the command had
+// ended by the freeze, this process does not stop: its run goes on to its end, and
+// the caller, which waits to see it stopped, sees it exit instead and does not stop
+// either (the shell would show a job stopped whose command is over).
 func (f *Freezer) stop() {
 	if f != nil {
 		f.mu.Lock()
+		ended := false
 		if f.freeze != nil && !f.frozen {
-			f.freeze(true)
-			f.frozen = true
+			ended = f.freeze(true)
+			f.frozen = !ended
 		}
 		f.mu.Unlock()
+		if ended {
+			return
+		}
 	}
 	_ = syscall.Kill(syscall.Getpid(), syscall.SIGSTOP)
 }

@@ -62,7 +62,10 @@ func (j *callerJob) handle(s os.Signal, p *Process, pending chan os.Signal) {
 					p.Signal(Signal(n))
 				}
 			default:
-				j.stopProgram(p)
+				if !j.stopProgram(p) {
+					j.stopped = false // gone: the run is over
+					return
+				}
 				jobstop.StopSelf(syscall.SIGTTIN)
 				return
 			}
@@ -79,20 +82,30 @@ func (j *callerJob) handle(s os.Signal, p *Process, pending chan os.Signal) {
 			return // a late copy of one already acted on
 		}
 	}
-	j.stopProgram(p)
+	if !j.stopProgram(p) {
+		// The program is gone instead: the run is over (the command ended as the
+		// stop came, and the program did not stop). The shell would show a job
+		// stopped whose command is over: devsandbox goes on to its end, with the
+		// command's status, as a native command that exits as Ctrl-Z comes.
+		return
+	}
 	j.stopped = true
 	jobstop.StopSelf(sig)
 }
 
 // stopProgram asks the program to freeze the command and stop, and returns once it
-// is seen stopped, each thread of it (or gone). A program not seen stopped within
-// stopWait is killed: the shell is never shown a job stopped whose command may be
-// running and reading the terminal (the init kills what it ran once the program's
-// stream ends).
-func (j *callerJob) stopProgram(p *Process) {
+// is seen stopped, each thread of it (true), or gone (false: the program does not
+// stop when the command had ended by the freeze, and goes on to its end). A program
+// not seen stopped within stopWait is killed: the shell is never shown a job stopped
+// whose command may be running and reading the terminal (the init kills what it ran
+// once the program's stream ends).
+func (j *callerJob) stopProgram(p *Process) bool {
 	pid := strconv.Itoa(p.cmd.Process.Pid)
-	if st := jobstop.GroupState(pid); st == 'T' || st == 'Z' || st == 'X' {
-		return // still stopped: continued was devsandbox alone
+	switch jobstop.GroupState(pid) {
+	case 'T':
+		return true // still stopped: continued was devsandbox alone
+	case 'Z', 'X':
+		return false
 	}
 	p.Signal(JobStop)
 	wait := stopWait
@@ -102,13 +115,15 @@ func (j *callerJob) stopProgram(p *Process) {
 	deadline := time.Now().Add(wait)
 	for {
 		switch jobstop.GroupState(pid) {
-		case 'T', 'Z', 'X':
-			return
+		case 'T':
+			return true
+		case 'Z', 'X':
+			return false
 		}
 		if time.Now().After(deadline) {
 			j.warn("devsandbox: the sandbox is ended: it was not seen frozen within " + wait.String() + " of the stop, and it could read your terminal")
 			_ = p.cmd.Process.Kill()
-			return
+			return true
 		}
 		time.Sleep(time.Millisecond) // the program asks the engine to pause, on the other CPU
 	}

@@ -124,3 +124,39 @@ func needsComponent(t *testing.T, format string, args ...any) {
 	}
 	t.Skipf(format, args...)
 }
+
+// A program that exits instead of stopping (its command had ended by the freeze,
+// container.Freeze) is seen gone: stopProgram says so (false), without a warning or
+// a kill, and devsandbox then does not stop itself. A program that stops is seen
+// stopped (true).
+func TestStopProgramGoneIsNotStopped(t *testing.T) {
+	for _, exits := range []bool{true, false} {
+		t.Run(fmt.Sprintf("exits=%v", exits), func(t *testing.T) {
+			// The program: on the stop byte (JobStop) it exits, or stops itself.
+			act := "kill -STOP $$"
+			if exits {
+				act = "exit 0"
+			}
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			cmd := exec.Command("/bin/sh", "-c", "head -c 1 >/dev/null; "+act)
+			cmd.Stdin = r
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }() // reaped as Call's Wait does
+			defer func() { _ = cmd.Process.Kill(); <-done }()
+			var warned []string
+			j := &callerJob{warn: func(m string) { warned = append(warned, m) }, wait: 10 * time.Second}
+			stopped := j.stopProgram(&Process{cmd: cmd, ctrl: w})
+			if stopped == exits || len(warned) != 0 {
+				t.Fatalf("stopProgram = %v (warned %q), want %v: the program %s", stopped, warned, !exits, map[bool]string{true: "exited", false: "stopped"}[exits])
+			}
+		})
+	}
+}

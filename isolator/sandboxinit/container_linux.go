@@ -191,6 +191,9 @@ func (c *container) run(argv []string) int {
 		if hello, err = wire.ParseHello(p); err != nil {
 			return c.fail("%v", err)
 		}
+		if err := jobsSkew(hello); err != nil {
+			return c.fail("%v", err)
+		}
 	} else if files, err := secretFilesFromEnv(); err != nil {
 		return c.fail("%v", err)
 	} else {
@@ -300,7 +303,8 @@ func (c *container) run(argv []string) int {
 	gone := make(chan struct{})
 	if c.framed {
 		c.laterEnd = make(chan string, 1)
-		go c.readFrames(cio, pid, gone, helloLater)
+		// Before the reaper runs: the command's exit is watched from here on.
+		go c.readFrames(cio, pid, exitWatch(pid), gone, helloLater)
 	}
 	exited := make(chan int, 1)
 	go r.reap(pid, exited)
@@ -342,7 +346,7 @@ func (c *container) run(argv []string) int {
 // reading, which is how the host's disappearance is noticed. With helloFirst the
 // first frame is the session's hello, read after the command started
 // (wire.StartFirstArg): one that is not empty ends the command (gone).
-func (c *container) readFrames(cio commandIO, pid int, gone chan<- struct{}, helloFirst bool) {
+func (c *container) readFrames(cio commandIO, pid int, ended func() bool, gone chan<- struct{}, helloFirst bool) {
 	if helloFirst {
 		typ, p, err := wire.ReadFrame(c.stdin)
 		if err != nil {
@@ -353,6 +357,12 @@ func (c *container) readFrames(cio commandIO, pid int, gone chan<- struct{}, hel
 		h, herr := wire.ParseHello(p)
 		if typ != wire.FrameHello || herr != nil || !h.CarriesNothing() {
 			say(c.stderr, "devsandbox-init", "the session's first frame is not the empty hello %s promised; the command is ended", wire.StartFirstArg)
+			c.tellEnd("")
+			close(gone)
+			return
+		}
+		if err := jobsSkew(h); err != nil {
+			say(c.stderr, "devsandbox-init", "%v; the command is ended", err)
 			c.tellEnd("")
 			close(gone)
 			return
@@ -370,7 +380,7 @@ func (c *container) readFrames(cio commandIO, pid int, gone chan<- struct{}, hel
 		}
 	}()
 	defer close(gone)
-	fz := newFreezer(c.role, c.stderr)
+	fz := newFreezer(c.role, c.stderr, ended)
 	for {
 		typ, p, err := wire.ReadFrame(c.stdin)
 		if err != nil {
@@ -403,6 +413,15 @@ func (c *container) readFrames(cio commandIO, pid int, gone chan<- struct{}, hel
 			fz.cont()
 		}
 	}
+}
+
+// jobsSkew is the error for a hello from a host that speaks another job-control
+// protocol than this init (wire.JobProtocol; a host before version 2 names none).
+func jobsSkew(h *wire.Hello) error {
+	if h.Jobs == wire.JobProtocol {
+		return nil
+	}
+	return fmt.Errorf("the host speaks job-control protocol %d and this devsandbox-init %d: they are from different builds; install devsandbox and its helpers together from one build (make install, or scripts/install.sh), and remove kept containers made by another (devsandbox sandboxes rm)", h.Jobs, wire.JobProtocol)
 }
 
 // tellEnd hands the End of a hello read after the command started to end (once).

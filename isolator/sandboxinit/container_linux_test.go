@@ -74,18 +74,23 @@ func TestContainerInitChecksViewBeforeHello(t *testing.T) {
 // With wire.StartFirstArg the command starts before the hello is read; the hello
 // must then be empty: one that carries a secret, a file, a terminal or a nonce ends
 // the command (gone) without a further frame read, an empty one lets the frames
-// after it reach the command.
+// after it reach the command. So does a hello from a host of another job-control
+// protocol (wire.JobProtocol; a host before version 2 names none), saying so.
 func TestStartFirstHelloMustBeEmpty(t *testing.T) {
+	const jobs = wire.JobProtocol
 	for name, tc := range map[string]struct {
 		hello *wire.Hello
 		ends  bool
+		says  string // in the init's message when it ends the command
 	}{
-		"empty":      {&wire.Hello{}, false},
-		"a secret":   {&wire.Hello{Env: map[string]string{"API_TOKEN": "s3cret"}}, true},
-		"a file":     {&wire.Hello{Files: map[string][]byte{"key": []byte("k")}}, true},
-		"a terminal": {&wire.Hello{TTY: true, Rows: 24, Cols: 80}, true},
-		"a nonce":    {&wire.Hello{Nonce: "n0nce"}, true},
-		"an end":     {&wire.Hello{End: "e0"}, false},
+		"empty":                 {&wire.Hello{Jobs: jobs}, false, ""},
+		"a secret":              {&wire.Hello{Jobs: jobs, Env: map[string]string{"API_TOKEN": "s3cret"}}, true, wire.StartFirstArg},
+		"a file":                {&wire.Hello{Jobs: jobs, Files: map[string][]byte{"key": []byte("k")}}, true, wire.StartFirstArg},
+		"a terminal":            {&wire.Hello{Jobs: jobs, TTY: true, Rows: 24, Cols: 80}, true, wire.StartFirstArg},
+		"a nonce":               {&wire.Hello{Jobs: jobs, Nonce: "n0nce"}, true, wire.StartFirstArg},
+		"an end":                {&wire.Hello{Jobs: jobs, End: "e0"}, false, ""},
+		"a host of protocol 1":  {&wire.Hello{}, true, "the host speaks job-control protocol 0 and this devsandbox-init 2: they are from different builds"},
+		"a host of protocol 99": {&wire.Hello{Jobs: 99}, true, "the host speaks job-control protocol 99 and this devsandbox-init 2"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r, w, err := os.Pipe()
@@ -112,14 +117,14 @@ func TestStartFirstHelloMustBeEmpty(t *testing.T) {
 			var stderr bytes.Buffer
 			c := &container{stderr: &stderr, framed: true, startFirst: true, stdin: r, laterEnd: make(chan string, 1)}
 			gone := make(chan struct{})
-			go c.readFrames(cio, 0, gone, true)
+			go c.readFrames(cio, 0, nil, gone, true)
 			<-gone
 			if end := <-c.laterEnd; !tc.ends && end != tc.hello.End {
 				t.Errorf("the hello's End reached the init as %q, want %q", end, tc.hello.End)
 			}
 			left, _ := io.ReadAll(r)
 			if tc.ends {
-				if !bytes.Equal(left, after.Bytes()) || !bytes.Contains(stderr.Bytes(), []byte(wire.StartFirstArg)) {
+				if !bytes.Equal(left, after.Bytes()) || !bytes.Contains(stderr.Bytes(), []byte(tc.says)) {
 					t.Errorf("a hello with %s: %d bytes left unread (want the %d after it), stderr %q", name, len(left), after.Len(), stderr.String())
 				}
 				return

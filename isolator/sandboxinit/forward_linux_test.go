@@ -43,7 +43,7 @@ func TestHandListener(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := report(initEnd, []int{s}); err != nil {
+			if err := report(initEnd, []int{s}, 0); err != nil {
 				t.Fatal(err)
 			}
 			buf, oob := make([]byte, 16), make([]byte, unix.CmsgSpace(4*4))

@@ -13,6 +13,7 @@ import (
 	"github.com/devsandbox/devsandbox/internal/rawfile"
 	"github.com/devsandbox/devsandbox/isolator/internal/jobstop"
 	"github.com/devsandbox/devsandbox/isolator/sandboxinit/wire"
+	"golang.org/x/sys/unix"
 )
 
 // freezer stops and continues what a session runs while devsandbox is stopped by a
@@ -34,12 +35,14 @@ import (
 // session, an orphan: the init is their child subreaper).
 type freezer struct {
 	members func() []int
+	// ended reports whether the command has exited (nil: never asked).
+	ended   func() bool
 	stopped []int // in the order they were stopped
 	out     io.Writer
 }
 
-func newFreezer(role string, out io.Writer) *freezer {
-	f := &freezer{out: out, members: namespaceMembers}
+func newFreezer(role string, out io.Writer, ended func() bool) *freezer {
+	f := &freezer{out: out, members: namespaceMembers, ended: ended}
 	if role == "session" {
 		f.members = func() []int { return descendantsOf(os.Getpid()) }
 	}
@@ -47,7 +50,8 @@ func newFreezer(role string, out io.Writer) *freezer {
 }
 
 // stop stops the session's processes and reports on out, with token, whether each
-// was seen stopped (the host stops devsandbox only then).
+// was seen stopped (the host stops devsandbox only then), or that the command had
+// ended by then (what was stopped is continued).
 func (f *freezer) stop(token []byte) {
 	if !wire.ValidToken(token) {
 		return // not the host's: nothing to answer
@@ -59,11 +63,35 @@ func (f *freezer) stop(token []byte) {
 			}
 		})
 	}, jobstop.StopBound)
-	if err != nil {
-		fmt.Fprint(f.out, wire.StopMarker(string(token), false))
-		return
+	state := wire.StopStopped
+	switch {
+	case f.ended != nil && f.ended():
+		f.cont()
+		state = wire.StopEnded
+	case err != nil:
+		state = wire.StopRunning
 	}
-	fmt.Fprint(f.out, wire.StopMarker(string(token), true))
+	fmt.Fprint(f.out, wire.StopAnswer(string(token), state))
+}
+
+// exitWatch returns whether the child pid has exited, reaped or not: its pidfd,
+// opened now (before anything can reap it), polls readable then; pid must be a child
+// not waited for yet. Without pidfds (Linux before 5.3) its /proc state is read: a
+// zombie, or gone (its pid could be another process's by then only after the pid
+// numbers wrapped around).
+func exitWatch(pid int) func() bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return func() bool {
+			st := jobstop.State(strconv.Itoa(pid))
+			return st == 'Z' || st == 'X'
+		}
+	}
+	return func() bool {
+		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(p, 0)
+		return err == nil && n > 0
+	}
 }
 
 // cont continues the processes stop stopped, the last stopped first: a child is

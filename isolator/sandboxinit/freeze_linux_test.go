@@ -56,8 +56,8 @@ func TestFreezerStopsEveryMember(t *testing.T) {
 	for round := range 50 {
 		out.Reset()
 		f.stop([]byte(token))
-		if out.String() != wire.StopMarker(token, true) {
-			t.Fatalf("round %d: the init answered %q, want %q", round, out.String(), wire.StopMarker(token, true))
+		if want := wire.StopAnswer(token, wire.StopStopped); out.String() != want {
+			t.Fatalf("round %d: the init answered %q, want %q", round, out.String(), want)
 		}
 		for _, p := range members {
 			if st := jobstop.GroupState(strconv.Itoa(p)); st != 'T' {
@@ -75,6 +75,72 @@ func TestFreezerStopsEveryMember(t *testing.T) {
 		if st := jobstop.State(strconv.Itoa(p)); st == 'T' {
 			t.Errorf("process %d still stopped after cont", p)
 		}
+	}
+}
+
+// A stop that comes once the command has exited (here reaped, as the init's reaper
+// may have done already, or a zombie not reaped yet) while an orphan it left runs
+// on: the init stops the orphan, finds the command ended (exitWatch), continues the
+// orphan at once and answers that the command had ended (wire.StopEnded), so that
+// the host does not stop devsandbox for a command that is over. Before the command
+// exits the same stop answers stopped. Real processes.
+func TestFreezerAnswersEnded(t *testing.T) {
+	const token = "00112233445566778899aabbccddeeff"
+	for _, reaped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reaped=%v", reaped), func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			// The command starts an orphan (in a session of its own, as a daemon
+			// would) and exits once its stdin ends.
+			cmd := exec.Command("/bin/sh", "-c", `setsid sh -c 'while :; do :; done' & echo $!; read -r a`)
+			cmd.Stdin = r
+			outp, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			line, err := bufio.NewReader(outp).ReadString('\n')
+			orphan, aerr := strconv.Atoi(strings.TrimSpace(line))
+			if err != nil || aerr != nil {
+				t.Fatalf("the command said %q (%v)", line, err)
+			}
+			t.Cleanup(func() { _ = syscall.Kill(orphan, syscall.SIGKILL) })
+			var out bytes.Buffer
+			f := &freezer{members: func() []int { return []int{cmd.Process.Pid, orphan} }, ended: exitWatch(cmd.Process.Pid), out: &out}
+			f.stop([]byte(token))
+			if want := wire.StopAnswer(token, wire.StopStopped); out.String() != want {
+				t.Fatalf("with the command running the init answered %q, want %q", out.String(), want)
+			}
+			f.cont()
+			w.Close() // the command exits
+			if reaped {
+				_ = cmd.Wait()
+			} else {
+				deadline := time.Now().Add(10 * time.Second)
+				for jobstop.State(strconv.Itoa(cmd.Process.Pid)) != 'Z' && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond) // a zombie sends no event to wait for
+				}
+			}
+			out.Reset()
+			f.stop([]byte(token))
+			if want := wire.StopAnswer(token, wire.StopEnded); out.String() != want {
+				t.Fatalf("with the command exited the init answered %q, want %q", out.String(), want)
+			}
+			if st := jobstop.State(strconv.Itoa(orphan)); st == 'T' {
+				t.Errorf("the orphan is left stopped (%q) although the host will not stop", st)
+			}
+			if len(f.stopped) != 0 {
+				t.Errorf("the freezer still holds %v as stopped", f.stopped)
+			}
+			if !reaped {
+				_ = cmd.Wait()
+			}
+		})
 	}
 }
 
@@ -148,14 +214,14 @@ func freezerRun() int {
 		fmt.Printf("the members are %v, want the namespace's first process alone [1]\n", m)
 		return 1
 	}
-	newFreezer("run", os.Stdout).stop([]byte(j4Token))
+	newFreezer("run", os.Stdout, func() bool { return false }).stop([]byte(j4Token))
 	return 0
 }
 
 // A process of the session that SIGSTOP does not stop (here the first process of
 // the pid namespace, seen from an init that joined it) is waited for the whole
 // bound, jobstop.StopBound, and the init then answers that one kept running
-// (wire.StopMarker with ok false): the host ends the session rather than show the
+// (wire.StopRunning): the host ends the session rather than show the
 // command stopped. Real processes and namespaces, the init's own member list.
 func TestFreezerAnswersRunning(t *testing.T) {
 	nsenter, err := exec.LookPath("nsenter")
@@ -205,7 +271,7 @@ func TestFreezerAnswersRunning(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the init in the namespace: %v: %q %q", err, got, stderr.String())
 	}
-	if want := wire.StopMarker(j4Token, false); string(got) != want {
+	if want := wire.StopAnswer(j4Token, wire.StopRunning); string(got) != want {
 		t.Fatalf("the init answered %q, want %q: the namespace's first process cannot be stopped from inside (state %q)", got, want, jobstop.State(pid))
 	}
 	if took < jobstop.StopBound {

@@ -214,7 +214,7 @@ func Main(args []string, stderr io.Writer) int {
 	if path == "" {
 		// The report tells the host that this status is the command's.
 		<-subscribed
-		if err := report(readyFD, handed); err != nil {
+		if err := report(readyFD, handed, 0); err != nil {
 			say(stderr, "devsandbox-init", "reporting readiness: %v", err)
 			return ExitNotExecutable
 		}
@@ -231,12 +231,13 @@ func Main(args []string, stderr io.Writer) int {
 }
 
 // report hands the host the listeners in handed (handListener, which closes each),
-// then sends the readiness report on fd, if there is one (-1: none). The listeners go
+// then sends the readiness report on fd, if there is one (-1: none), with a pidfd of
+// the command cmd when it is started (0: none; Ready). The listeners go
 // only now, once the command has started: devsandbox's hand-off of them to the proxy
 // then runs beside the command, not in the way of its start (the wakeup of devsandbox
 // it takes would compete with the init for a CPU), and a connection the command makes
 // meanwhile waits in the listener's backlog, for the proxy, as any other.
-func report(fd int, handed []int) error {
+func report(fd int, handed []int, cmd int) error {
 	if fd < 0 {
 		return nil
 	}
@@ -245,7 +246,7 @@ func report(fd int, handed []int) error {
 			return fmt.Errorf("handing the proxy its listener: %w", err)
 		}
 	}
-	return Ready(fd)
+	return Ready(fd, cmd)
 }
 
 // awaitHost waits for the host's go-ahead (wire.AwaitGoArg) on the readiness socket
@@ -302,7 +303,7 @@ func runInit(path string, argv []string, takeTTY bool, readyFD int, handed []int
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: sys})
 	if err != nil {
 		<-subscribed
-		if rerr := report(readyFD, handed); rerr != nil {
+		if rerr := report(readyFD, handed, 0); rerr != nil {
 			say(stderr, "devsandbox-init", "reporting readiness: %v", rerr)
 			return ExitNotExecutable
 		}
@@ -321,7 +322,7 @@ func runInit(path string, argv []string, takeTTY bool, readyFD int, handed []int
 			if subscribed != nil {
 				// The command is gone before the subscription was made: the
 				// report still tells the host that this status is the command's.
-				if rerr := report(readyFD, handed); rerr != nil {
+				if rerr := report(readyFD, handed, 0); rerr != nil {
 					say(stderr, "devsandbox-init", "reporting readiness: %v", rerr)
 					return ExitNotExecutable
 				}
@@ -331,7 +332,9 @@ func runInit(path string, argv []string, takeTTY bool, readyFD int, handed []int
 		select {
 		case <-subscribed:
 			subscribed = nil
-			if rerr := report(readyFD, handed); rerr != nil {
+			// The command is not reaped before the report (collect runs on this
+			// goroutine alone): its pidfd names it, exited or not.
+			if rerr := report(readyFD, handed, pid); rerr != nil {
 				// The host would take the command's status for a failed setup:
 				// the command must not run unreported.
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
@@ -363,13 +366,23 @@ func Fail(fd int, reason string) error {
 // Ready sends one readiness message with the caller's credentials on fd and closes it.
 // It carries a pidfd of the caller too where the kernel has them (Linux 5.3): the
 // host learns from it when the caller, and with it the sandbox's pid namespace, is
-// gone, without waiting for bwrap to learn it first.
-func Ready(fd int) error {
+// gone, without waiting for bwrap to learn it first. With cmd (the command, a child
+// of the caller's not reaped yet; 0: none) it carries a pidfd of cmd after the
+// caller's: the host's job control reads from it whether the command has exited,
+// whatever other children the caller has (the command's orphans, a publisher).
+func Ready(fd, cmd int) error {
 	defer unix.Close(fd)
 	oob := unix.UnixCredentials(&unix.Ucred{Pid: int32(os.Getpid()), Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())})
 	if pidfd, err := unix.PidfdOpen(os.Getpid(), unix.PIDFD_NONBLOCK); err == nil {
 		defer unix.Close(pidfd)
-		oob = append(oob, unix.UnixRights(pidfd)...)
+		fds := []int{pidfd}
+		if cmd > 0 {
+			if c, err := unix.PidfdOpen(cmd, unix.PIDFD_NONBLOCK); err == nil {
+				defer unix.Close(c)
+				fds = append(fds, c)
+			}
+		}
+		oob = append(oob, unix.UnixRights(fds...)...)
 	}
 	return unix.Sendmsg(fd, []byte{'R'}, oob, nil, 0)
 }

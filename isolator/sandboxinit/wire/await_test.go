@@ -6,42 +6,40 @@ import (
 	"testing"
 )
 
-// The init's answer to a stop (StopMarker with the host's token) is taken out of the
-// output and reported on Await's channel, whole or split across writes, beside an
-// out-of-memory report; the command's output around it passes unchanged, and an
-// answer with another token is output like any other.
+// The init's answer to a stop (StopAnswer with the host's token) is taken out of the
+// output and reported on Await's channel (the index of the answer), whole or split
+// across writes, beside an out-of-memory report; the command's output around it
+// passes unchanged, and an answer with another token is output like any other.
 func TestReportAwait(t *testing.T) {
 	const tok = "0123456789abcdef"
 	for _, tc := range []struct {
 		name   string
 		writes []string
 		want   string // the output
-		answer int    // 1 done, 0 failed, -1 none
+		answer int    // the index in Await's answers, -1 none
 	}{
-		{"whole", []string{"a" + StopMarker(tok, true) + "b"}, "ab", 1},
-		{"failed", []string{StopMarker(tok, false)}, "", 0},
-		{"split", []string{"a" + StopMarker(tok, true)[:7], StopMarker(tok, true)[7:] + "b"}, "ab", 1},
-		{"byte by byte", split(StopMarker(tok, true)), "", 1},
-		{"beside the oom report", []string{OOMMarker("n") + "x" + StopMarker(tok, true)}, "x", 1},
-		{"another token", []string{StopMarker("fedcba9876543210", true)}, StopMarker("fedcba9876543210", true), -1},
+		{"whole", []string{"a" + StopAnswer(tok, StopStopped) + "b"}, "ab", 0},
+		{"failed", []string{StopAnswer(tok, StopRunning)}, "", 1},
+		{"ended", []string{"x" + StopAnswer(tok, StopEnded)}, "x", 2},
+		{"version 1", []string{StopMarkerV1(tok, true)}, "", 3},
+		{"split", []string{"a" + StopAnswer(tok, StopStopped)[:7], StopAnswer(tok, StopStopped)[7:] + "b"}, "ab", 0},
+		{"byte by byte", split(StopAnswer(tok, StopEnded)), "", 2},
+		{"beside the oom report", []string{OOMMarker("n") + "x" + StopAnswer(tok, StopStopped)}, "x", 0},
+		{"another token", []string{StopAnswer("fedcba9876543210", StopStopped)}, StopAnswer("fedcba9876543210", StopStopped), -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			r := NewReport(&out)
 			r.ExpectOOM("n")
 			_, _ = r.Write([]byte(ReadyMarker))
-			ch := r.Await(StopMarker(tok, true), StopMarker(tok, false))
+			ch := r.Await(StopAnswer(tok, StopStopped), StopAnswer(tok, StopRunning), StopAnswer(tok, StopEnded), StopMarkerV1(tok, true))
 			for _, w := range tc.writes {
 				_, _ = r.Write([]byte(w))
 			}
 			_ = r.Flush()
 			got := -1
 			select {
-			case ok := <-ch:
-				got = 0
-				if ok {
-					got = 1
-				}
+			case got = <-ch:
 			default:
 			}
 			if got != tc.answer {

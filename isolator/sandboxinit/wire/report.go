@@ -36,27 +36,29 @@ type Report struct {
 	ended     bool
 }
 
-// await is an answer of the init a caller waits for (Await).
+// await is an answer of the init a caller waits for (Await): the index of its
+// marker among the Await's.
 type await struct {
 	marker []byte
-	ok     bool
-	ch     chan bool
+	index  int
+	ch     chan int
 }
 
 // Await makes the Report watch the output after the first marker for one of the
-// init's answers done and failed, which it removes: the returned channel gets true
-// when done arrives, false when failed does. Each is looked for once; Forget stops
-// the watch.
-func (r *Report) Await(done, failed string) <-chan bool {
+// init's answers, which it removes: the returned channel gets the index in answers
+// of the first to arrive. The watch ends with it; Forget ends it before.
+func (r *Report) Await(answers ...string) <-chan int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ch := make(chan bool, 1)
-	r.awaits = append(r.awaits, await{[]byte(done), true, ch}, await{[]byte(failed), false, ch})
+	ch := make(chan int, 1)
+	for i, a := range answers {
+		r.awaits = append(r.awaits, await{[]byte(a), i, ch})
+	}
 	return ch
 }
 
 // Forget stops watching for the answers of the Await that returned ch.
-func (r *Report) Forget(ch <-chan bool) {
+func (r *Report) Forget(ch <-chan int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.awaits = slices.DeleteFunc(r.awaits, func(a await) bool { return a.ch == ch })
@@ -131,7 +133,7 @@ func (r *Report) afterReady(p []byte) error {
 		switch kind {
 		case reportAwait:
 			a := r.awaits[r.awaitAt(buf[i:])]
-			a.ch <- a.ok
+			a.ch <- a.index
 			r.awaits = slices.DeleteFunc(r.awaits, func(b await) bool { return b.ch == a.ch })
 			buf = buf[i+len(a.marker):]
 			continue

@@ -288,11 +288,15 @@ type Hello struct {
 	// copies a container's two streams apart, would not keep the order between them.
 	// The init's own reports stay on its stderr.
 	OneStream bool `json:"one_stream,omitempty"`
+	// Jobs is the host's job-control protocol (JobProtocol): an init framed by a
+	// host of another version (an older one sends none) refuses the session. Not the
+	// command's.
+	Jobs int `json:"jobs,omitempty"`
 }
 
 // CarriesNothing reports whether h holds nothing the command must have before it
 // starts: no secret variable or file, no terminal, no one stream, no nonce
-// (StartFirstArg). End is not the command's.
+// (StartFirstArg). End and Jobs are not the command's.
 func (h *Hello) CarriesNothing() bool {
 	return len(h.Env) == 0 && len(h.Files) == 0 && !h.TTY && !h.OneStream && h.Nonce == ""
 }
@@ -392,10 +396,10 @@ func FailMarker(reason string) string {
 // proxy (the other messages there are the init's readiness and failure reports).
 const ListenerMsg = 'L'
 
-// Job control where the engine does not pause the container (see the init's
-// freezer): the host sends FrameStop with a token of its own, the init stops the
-// session's processes and answers with StopMarker on its stderr; FrameGo continues
-// them.
+// Job control (see the init's freezer): the host sends FrameStop with a token of
+// its own, the init stops the session's processes and answers with StopAnswer on its
+// stderr (stopped, running, or the command had ended); FrameGo continues them. Where
+// the engine pauses the container, the host pauses it after a "stopped" answer too.
 const (
 	FrameStop = 'Z' // a token (ValidToken): stop the session's processes, then answer
 	FrameGo   = 'G' // continue the processes the last FrameStop stopped
@@ -415,9 +419,41 @@ func ValidToken(t []byte) bool {
 	return true
 }
 
-// StopMarker is the init's answer to FrameStop with token: ok when every process of
-// the session was seen stopped, else it says one kept running.
-func StopMarker(token string, ok bool) string {
+// JobProtocol is the version of job control between the host and the container's
+// init (FrameStop, FrameGo and the init's answer, StopAnswer). The host names it in
+// its hello (Hello.Jobs); an init that speaks another version refuses the session
+// (a failure report, 125) before the command starts. An init of version 1 (which
+// answers with StopMarkerV1) is told apart by its answer: the host ends the session
+// with a message naming the skew, as it does for a stop that is not confirmed.
+// Version 2 added the answer that the command had ended by the stop (StopEnded).
+const JobProtocol = 2
+
+// The states of the init's answer to a stop (StopAnswer).
+const (
+	// StopStopped: every process of the session was seen stopped, the command's
+	// included; the host stops devsandbox.
+	StopStopped = "stopped"
+	// StopRunning: a process kept running after SIGSTOP (jobstop.StopBound); the
+	// stop is not confirmed.
+	StopRunning = "running"
+	// StopEnded: the command had ended (exited, whether reaped or not) by the time
+	// every process of the session was stopped; the init has continued what it
+	// stopped (the command's orphans, which go with the init's exit), and the host
+	// does not stop devsandbox: the run ends with the command's status, as a native
+	// command that exits as Ctrl-Z comes is reported exited.
+	StopEnded = "ended"
+)
+
+// StopAnswer is the init's answer (JobProtocol) to FrameStop with token: state is
+// StopStopped, StopRunning or StopEnded.
+func StopAnswer(token, state string) string {
+	return fmt.Sprintf("%sstop%d:%s:%s%s", markerStart, JobProtocol, state, token, MarkerEnd)
+}
+
+// StopMarkerV1 is the answer of an init of job-control protocol 1 to FrameStop with
+// token (ok: every process stopped). The host recognises it only to say that the
+// init is from another build.
+func StopMarkerV1(token string, ok bool) string {
 	if ok {
 		return markerStart + "stopped:" + token + MarkerEnd
 	}
