@@ -405,6 +405,83 @@ func TestEarlyStartInterrupted(t *testing.T) {
 	t.Logf("%d session /tmp directories left unlocked by %d interrupted early starts", len(orphans), hits)
 }
 
+// TestEarlyStartSignalWindow: a SIGTERM or SIGINT sent at any point of an early
+// launch, from devsandbox's first instructions through the signal subscription made
+// beside the record's read, bwrap's start and the release, is never lost: the launch
+// ends by it, killed by it before the subscription is in effect (no bwrap exists
+// then) or with the command's 128+signal once relayed, never waiting on; nothing is
+// left running.
+func TestEarlyStartSignalWindow(t *testing.T) {
+	requireBwrap(t)
+	p := newProject(t)
+	env, state := p.earlyEnv()
+	args := []string{"--isolator=bwrap", "--egress=none", "--", "/bin/sh", "-c", "read x; exit 0"}
+	if r := run(t, p.dir, env, "", args...); r.code != 0 { // stdin at its end: read returns
+		t.Fatalf("first launch:\n%s", r)
+	}
+	killed, relayed := 0, 0
+	for i := 0; i < 60; i++ {
+		sig := []syscall.Signal{syscall.SIGTERM, syscall.SIGINT}[i%2]
+		// Spread over a launch's first milliseconds (its start, the subscription, the
+		// record, bwrap's start) and past them: when it arrives is what varies, the
+		// outcome must not.
+		delay := time.Duration(i%40) * 100 * time.Microsecond
+		if i >= 40 {
+			delay = time.Duration(i-36) * time.Millisecond
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := command(ctx, p.dir, baseEnv(env...), args...)
+		stdin, err := cmd.StdinPipe() // never written, never closed until the end: read waits
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay)
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		err = cmd.Wait()
+		lost := ctx.Err() != nil
+		cancel()
+		stdin.Close()
+		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		switch {
+		case lost:
+			t.Fatalf("launch %d: %v after %v was lost: the launch waited on (%v)\n%s", i, sig, delay, err, stderr.String())
+		case ws.Signaled() && ws.Signal() == sig:
+			killed++
+		case ws.Exited() && ws.ExitStatus() == 128+int(sig):
+			relayed++
+		default:
+			t.Errorf("launch %d: %v after %v: %v, want killed by it or exit %d\n%s", i, sig, delay, err, 128+int(sig), stderr.String())
+		}
+	}
+	t.Logf("%d launches killed before the subscription, %d ended by the signal relayed", killed, relayed)
+	if relayed == 0 {
+		t.Error("no signal reached a launch after its subscription: the window was not exercised")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var left []string
+		for _, l := range leftovers(t, state) {
+			if strings.HasPrefix(l, "/proc/") || tmpdirLocked(l) {
+				left = append(left, l)
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left running or held: %v", left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // earlyChild reports whether the process pid has a child bwrap waiting on
 // --block-fd (an early start not yet released).
 func earlyChild(pid int) bool {

@@ -71,8 +71,17 @@ func (a *app) startEarly(args []string) {
 		a.earlyOff = "off: " + set.Why
 		return
 	}
+	// The run's signal subscription, in effect before bwrap starts: a ^C that killed
+	// devsandbox in bwrap's first milliseconds (before its child has set its own
+	// parent-death signal, and while it waits for its parent to map its user ids)
+	// would leave that child waiting for ever. Caught, it reaches the run as any
+	// signal during planning does, or ends the launch, which abandons the start. Made
+	// first, waited for only right before bwrap's start (StartEarly's subscribed):
+	// its round trips between threads run beside the record's read and vetting.
+	sigs := isolator.CatchSignals()
 	wd, err := os.Getwd()
 	if err != nil {
+		sigs.Stop()
 		return
 	}
 	// The host's variables as the configuration reads them: the first entry wins. A
@@ -96,14 +105,7 @@ func (a *app) startEarly(args []string) {
 		}
 		return "", false
 	}
-	// The run's signal subscription, in effect before bwrap starts: a ^C that killed
-	// devsandbox in bwrap's first milliseconds (before its child has set its own
-	// parent-death signal, and while it waits for its parent to map its user ids)
-	// would leave that child waiting for ever. Caught, it reaches the run as any
-	// signal during planning does, or ends the launch, which abandons the start.
-	sigs := isolator.CatchSignals()
-	sigs.Wait()
-	a.early = bwrap.StartEarly(root, os.Getuid(), wd, args, lookup, mode == config.EarlyAlways)
+	a.early = bwrap.StartEarly(root, os.Getuid(), wd, args, lookup, mode == config.EarlyAlways, sigs.Wait)
 	if a.early.Started() {
 		a.signals = sigs
 	} else {

@@ -62,7 +62,7 @@ type earlyStart struct {
 // output terminal by a pty of its own (openPlainTerminals), whose filter Run starts
 // at adoption with the configuration's options. Until then nothing is copied: bwrap
 // writes nothing before its release (an abandoned start's messages are dropped).
-func startEarlyTerminals(rec *prestart.Record, stateRoot string, lookup func(string) (string, bool), std [3]*os.File, term [3]bool) (*earlyStart, error) {
+func startEarlyTerminals(rec *prestart.Record, stateRoot string, lookup func(string) (string, bool), subscribed func(), std [3]*os.File, term [3]bool) (*earlyStart, error) {
 	in, restoreIn := std[0], func() {}
 	if term[0] {
 		warned := false
@@ -81,7 +81,7 @@ func startEarlyTerminals(rec *prestart.Record, stateRoot string, lookup func(str
 		restoreIn()
 		return nil, err
 	}
-	e, err := startEarly(rec, stateRoot, lookup, files)
+	e, err := startEarly(rec, stateRoot, lookup, subscribed, files)
 	closeFiles(slaves) // bwrap holds them
 	if err != nil {
 		_ = outs.close()
@@ -130,12 +130,12 @@ func (s *earlyStart) sameTerminals(stdio isolator.Stdio) error {
 // stderr are the slave of a new pty (tty.Open), as Run gives them in an interactive
 // run, never the user's terminal; the master is kept for Run's relay. The user's
 // terminal is not touched (its modes, its size: the relay sets them at adoption).
-func startEarlyPty(rec *prestart.Record, stateRoot string, lookup func(string) (string, bool)) (*earlyStart, error) {
+func startEarlyPty(rec *prestart.Record, stateRoot string, lookup func(string) (string, bool), subscribed func()) (*earlyStart, error) {
 	master, slave, err := tty.Open()
 	if err != nil {
 		return nil, fmt.Errorf("allocating a terminal for the early bwrap: %w", err)
 	}
-	e, err := startEarly(rec, stateRoot, lookup, [3]*os.File{slave, slave, slave})
+	e, err := startEarly(rec, stateRoot, lookup, subscribed, [3]*os.File{slave, slave, slave})
 	slave.Close() // bwrap holds it; the master reads EIO once the sandbox's copies close
 	if err != nil {
 		master.Close()
@@ -151,8 +151,9 @@ func startEarlyPty(rec *prestart.Record, stateRoot string, lookup func(string) (
 // the user's (it is not created); then it makes a session /tmp there, and starts
 // bwrap with the record's argv and --block-fd, in a process group of its own (its
 // child stays in it until its setsid, after the block), SIGKILLed should devsandbox
-// die. lookup reads the host's variables the record names. stdio are bwrap's.
-func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (string, bool), stdio [3]*os.File) (_ *earlyStart, err error) {
+// die. lookup reads the host's variables the record names. subscribed, when not nil,
+// is called last before bwrap is started (StartEarly). stdio are bwrap's.
+func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (string, bool), subscribed func(), stdio [3]*os.File) (_ *earlyStart, err error) {
 	e := &earlyStart{pipes: map[int]*os.File{}}
 	var childEnds []*os.File
 	sources := map[int]*os.File{}
@@ -243,6 +244,9 @@ func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (str
 	}
 	started := append([]string{argv[0], "--block-fd", strconv.Itoa(blockFD)}, argv[1:]...)
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if subscribed != nil {
+		subscribed()
+	}
 	if e.proc, err = startChild(rec.Bwrap, started, env, &childStdio{files: stdio}, files, attr); err != nil {
 		return nil, fmt.Errorf("starting bwrap early: %w", err)
 	}

@@ -155,7 +155,7 @@ func TestEarlyStartForgedRecordHostUntouched(t *testing.T) {
 
 			h := newEarlyHost(t)
 			before = h.listing(t)
-			e, err := startEarly(forged(h), h.state, hostEnv, [3]*os.File{})
+			e, err := startEarly(forged(h), h.state, hostEnv, nil, [3]*os.File{})
 			if err == nil {
 				_ = e.abandon()
 				t.Fatal("the forged record started bwrap")
@@ -230,7 +230,7 @@ func testEarlyStartRelease(t *testing.T, content string) {
 		t.Fatal(err)
 	}
 	defer outR.Close()
-	e, err := startEarly(r, h.state, hostEnv, [3]*os.File{nil, outW, outW})
+	e, err := startEarly(r, h.state, hostEnv, nil, [3]*os.File{nil, outW, outW})
 	outW.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -273,13 +273,69 @@ func testEarlyStartRelease(t *testing.T, content string) {
 	}
 }
 
+// The caller's signal subscription is waited for (subscribed) after the record's
+// checks and right before bwrap starts, once: not when the record is refused, and
+// never after a child exists (a ^C before the subscription is in effect must find
+// no bwrap to orphan).
+func TestEarlyStartSubscribedFirst(t *testing.T) {
+	bin := requireBwrap(t)
+	h := newEarlyHost(t)
+	calls := 0
+	subscribed := func() {
+		calls++
+		if kids := children(t); kids != "" {
+			t.Errorf("a child existed before the subscription was waited for: %s", kids)
+		}
+	}
+	bad := h.record(bin, "/bin/true")
+	bad.Argv = append(bad.Argv[:1], append([]string{"--bind", "/", "/mnt"}, bad.Argv[1:]...)...)
+	if e, err := startEarly(bad, h.state, hostEnv, subscribed, [3]*os.File{}); !errors.Is(err, prestart.ErrUnsafe) {
+		if err == nil {
+			_ = e.abandon()
+		}
+		t.Fatalf("a record with a host bind: %v, want ErrUnsafe", err)
+	}
+	if calls != 0 {
+		t.Fatalf("the subscription was waited for %d times for a refused record", calls)
+	}
+	e, err := startEarly(h.record(bin, "/bin/true"), h.state, hostEnv, subscribed, [3]*os.File{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.abandon() }()
+	if calls != 1 {
+		t.Fatalf("the subscription was waited for %d times, want once", calls)
+	}
+	if !strings.Contains(children(t), strconv.Itoa(e.proc.pid)) {
+		t.Errorf("bwrap (%d) is not a child after the start: %q", e.proc.pid, children(t))
+	}
+}
+
+// children lists this process's children, all threads' (/proc/self/task/*/children).
+func children(t *testing.T) string {
+	t.Helper()
+	tasks, err := filepath.Glob("/proc/self/task/*/children")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, p := range tasks {
+		c, err := os.ReadFile(p)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		b.Write(c)
+	}
+	return strings.TrimSpace(b.String())
+}
+
 // Abandoned (a mismatch, an interrupt), the early bwrap leaves nothing: no process
 // of its group, no session /tmp, the command never run.
 func TestEarlyStartAbandon(t *testing.T) {
 	bin := requireBwrap(t)
 	h := newEarlyHost(t)
 	r := h.record(bin, "/bin/sh", "-c", "echo ran > /home/u/ran")
-	e, err := startEarly(r, h.state, hostEnv, [3]*os.File{})
+	e, err := startEarly(r, h.state, hostEnv, nil, [3]*os.File{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +410,7 @@ func TestEarlyStartRecordedContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer outR.Close()
-	e, err := startEarly(r, h.state, hostEnv, [3]*os.File{nil, outW, outW})
+	e, err := startEarly(r, h.state, hostEnv, nil, [3]*os.File{nil, outW, outW})
 	outW.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -382,7 +438,7 @@ func TestEarlyStartRecordedContent(t *testing.T) {
 	}
 
 	r.Files[1].Content = bytes.Repeat([]byte("x"), prestart.MaxContent+1)
-	if e, err := startEarly(r, h.state, hostEnv, [3]*os.File{}); !errors.Is(err, prestart.ErrRecord) {
+	if e, err := startEarly(r, h.state, hostEnv, nil, [3]*os.File{}); !errors.Is(err, prestart.ErrRecord) {
 		if e != nil {
 			_ = e.abandon()
 		}
@@ -399,7 +455,7 @@ func BenchmarkStartEarlyNoRecord(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if e := StartEarly(root, 1000, "/home/u/src/app", []string{"--", "true"}, hostEnv, true); e.Started() {
+		if e := StartEarly(root, 1000, "/home/u/src/app", []string{"--", "true"}, hostEnv, true, nil); e.Started() {
 			b.Fatal("started without a record")
 		}
 	}

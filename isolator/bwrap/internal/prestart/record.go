@@ -20,7 +20,6 @@
 package prestart
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -167,19 +166,14 @@ func Decode(rd io.Reader) (*Record, error) {
 	if len(b) > MaxRecord {
 		return nil, fmt.Errorf("%w: more than %d bytes", ErrRecord, MaxRecord)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var r Record
-	if err := dec.Decode(&r); err != nil {
+	r, err := decodeJSON(b)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrRecord, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: data after the record", ErrRecord)
 	}
 	if err := r.validate(); err != nil {
 		return nil, err
 	}
-	return &r, nil
+	return r, nil
 }
 
 // validate checks the record's own consistency; Vet checks what its argv would do.
