@@ -121,6 +121,38 @@ func unionMounts(m merger, src *source, dst *[]Mount, add []Mount) {
 	m.c.Origins["sandbox.host_mounts"] = m.origin
 }
 
+// entries records where the entries add of the list key came from, for EntryOrigin:
+// an entry a lower layer gave already keeps its origin (union keeps it there).
+func (m merger) entries(src *source, key string, merged, add []string) {
+	for i, v := range add {
+		k := entryKey(key, v)
+		if _, ok := m.c.entries[k]; ok || !slices.Contains(merged, v) {
+			continue
+		}
+		m.c.setEntry(k, m.origin, src.exactLine(key+"["+strconv.Itoa(i)+"]"))
+	}
+}
+
+func entryKey(key, value string) string { return key + "\x00" + value }
+
+func (c *Config) setEntry(k, origin string, line int) {
+	if c.entries == nil {
+		c.entries = map[string]string{}
+	}
+	if line > 0 {
+		origin += ":" + strconv.Itoa(line)
+	}
+	c.entries[k] = origin
+}
+
+// EntryOrigin says where an entry was given, for errors about it: the entry value of
+// the list key ("sandbox.ro_binds", "sandbox.rw_binds"), or with value "" the table
+// entry key ("secrets.files.NAME"). It is "FILE:LINE" (the entry's own line; "FILE"
+// when it cannot be found), the flag ("flag --secret-file"), or "" when unknown.
+func (c *Config) EntryOrigin(key, value string) string {
+	return c.entries[entryKey(key, value)]
+}
+
 // location is a place in a config file (line 0: unknown).
 type location struct {
 	file string
@@ -151,7 +183,9 @@ func merge(c *Config, l *layer, src *source) error {
 	union(m, "sandbox.mask_allow", &s.MaskAllow, ls.MaskAllow)
 	union(m, "sandbox.mask_skip", &s.MaskSkip, ls.MaskSkip)
 	union(m, "sandbox.ro_binds", &s.ROBinds, ls.ROBinds)
+	m.entries(src, "sandbox.ro_binds", s.ROBinds, ls.ROBinds)
 	union(m, "sandbox.rw_binds", &s.RWBinds, ls.RWBinds)
+	m.entries(src, "sandbox.rw_binds", s.RWBinds, ls.RWBinds)
 	unionMounts(m, src, &s.HostMounts, ls.mounts)
 	union(m, "sandbox.system_binds", &s.SystemBinds, ls.SystemBinds)
 	if len(s.SystemBinds) > 1 && slices.Contains(s.SystemBinds, "host") {
@@ -177,6 +211,7 @@ func merge(c *Config, l *layer, src *source) error {
 	for name, p := range l.Secrets.Files {
 		c.Secrets.Files[name] = p
 		c.Origins["secrets.files."+name] = m.origin
+		c.setEntry(entryKey("secrets.files."+name, ""), m.origin, src.exactLine("secrets.files."+name))
 	}
 
 	for name, t := range l.Tools {
