@@ -146,8 +146,9 @@ func (c *Config) setEntry(k, origin string, line int) {
 }
 
 // EntryOrigin says where an entry was given, for errors about it: the entry value of
-// the list key ("sandbox.ro_binds", "sandbox.rw_binds"), or with value "" the table
-// entry key ("secrets.files.NAME"). It is "FILE:LINE" (the entry's own line; "FILE"
+// the list key ("sandbox.ro_binds", "sandbox.rw_binds"; "proxy.credentials" with the
+// entry's index in the merged list), or with value "" the table entry key
+// ("secrets.files.NAME"). It is "FILE:LINE" (the entry's own line; "FILE"
 // when it cannot be found), the flag ("flag --secret-file"), or "" when unknown.
 func (c *Config) EntryOrigin(key, value string) string {
 	return c.entries[entryKey(key, value)]
@@ -250,6 +251,14 @@ func merge(c *Config, l *layer, src *source) error {
 		creds[i] = Credential(lc)
 	}
 	union(m, "proxy.credentials", &c.Proxy.Credentials, creds)
+	for i, lc := range creds {
+		// Recorded by the entry's index in the merged list (EntryOrigin's value).
+		k := entryKey("proxy.credentials", strconv.Itoa(slices.Index(c.Proxy.Credentials, lc)))
+		if _, ok := c.entries[k]; !ok {
+			at := "proxy.credentials[" + strconv.Itoa(i) + "]"
+			c.setEntry(k, m.origin, src.exactLine(at+".value_file", at+".value_env", at+".host", at))
+		}
+	}
 	if err := l.checkCredentialsMITM(src, c.Proxy.MITM); err != nil {
 		return err
 	}

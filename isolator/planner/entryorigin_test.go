@@ -35,3 +35,30 @@ func TestMissingSourceErrorNamesItsOrigin(t *testing.T) {
 	check(config.Flags{SecretFiles: []string{"KEY=" + f.root + "/key"}}, prefix+"--secret-file KEY="+f.root+"/key: "+f.root+"/key cannot be read (stat "+f.root+"/key: no such file or directory); fix the path or drop the flag")
 	check(config.Flags{SecretFiles: []string{"KEY=" + f.home + "/data"}}, prefix+"--secret-file KEY="+f.home+"/data: "+f.home+"/data is not a regular file; name a file or drop the flag")
 }
+
+// A proxy credential's value_file that is missing stops the Plan, so --dry-run stops
+// where the run would (the proxy read it only at its start, with an error naming
+// neither the file nor a fix); where no proxy runs (egress none), it does not matter.
+func TestMissingCredentialFileNamesItsOrigin(t *testing.T) {
+	f := newFixture(t)
+	user := f.home + "/.config/devsandbox/config.toml"
+	writeFile(t, f.home+"/tok-a", "a-token-value\n")
+	writeFile(t, user, "[proxy]\nmitm = true\n\n[[proxy.credentials]]\nhost = \"a.example.com\"\nheader = \"Authorization\"\nvalue_file = \""+f.home+"/tok-a\"\n\n"+
+		"[[proxy.credentials]]\nhost = \"b.example.com\"\nheader = \"Authorization\"\nvalue_file = \""+f.home+"/tok-b\"\n")
+	load := func(fl config.Flags) *config.Config {
+		t.Helper()
+		cfg, _, err := config.Load(config.LoadOptions{Environ: f.environ, UID: 1000, GID: 1000, Flags: fl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	want := "configuration does not fit this host: proxy.credentials[1].value_file (" + user + ":12): " + f.home + "/tok-b cannot be read (stat " + f.home + "/tok-b: no such file or directory); fix the path, or remove the credential"
+	if _, _, err := f.tryBuild(load(config.Flags{})); !errors.Is(err, ErrConfig) || err.Error() != want {
+		t.Errorf("Build: %v\nwant %s", err, want)
+	}
+	none := "none"
+	if _, _, err := f.tryBuild(load(config.Flags{Egress: &none})); err != nil {
+		t.Errorf("Build under egress none: %v, want no error (no proxy reads the file)", err)
+	}
+}
