@@ -146,7 +146,8 @@ func (c *Config) setEntry(k, origin string, line int) {
 }
 
 // EntryOrigin says where an entry was given, for errors about it: the entry value of
-// the list key ("sandbox.ro_binds", "sandbox.rw_binds"; "proxy.credentials" with the
+// the list key ("sandbox.ro_binds", "sandbox.rw_binds", "sandbox.writable_dirs",
+// "sandbox.system_binds"; "proxy.credentials" with the
 // entry's index in the merged list), or with value "" the table entry key
 // ("secrets.files.NAME"). It is "FILE:LINE" (the entry's own line; "FILE"
 // when it cannot be found), the flag ("flag --secret-file"), or "" when unknown.
@@ -179,6 +180,7 @@ func merge(c *Config, l *layer, src *source) error {
 	set(m, "sandbox.environment", &s.Environment, ls.Environment)
 	set(m, "sandbox.read_only", &s.ReadOnly, ls.ReadOnly)
 	union(m, "sandbox.writable_dirs", &s.WritableDirs, ls.WritableDirs)
+	m.entries(src, "sandbox.writable_dirs", s.WritableDirs, ls.WritableDirs)
 	union(m, "sandbox.hide_paths", &s.HidePaths, ls.HidePaths)
 	union(m, "sandbox.mask_files", &s.MaskFiles, ls.MaskFiles)
 	union(m, "sandbox.mask_allow", &s.MaskAllow, ls.MaskAllow)
@@ -189,6 +191,7 @@ func merge(c *Config, l *layer, src *source) error {
 	m.entries(src, "sandbox.rw_binds", s.RWBinds, ls.RWBinds)
 	unionMounts(m, src, &s.HostMounts, ls.mounts)
 	union(m, "sandbox.system_binds", &s.SystemBinds, ls.SystemBinds)
+	m.entries(src, "sandbox.system_binds", s.SystemBinds, ls.SystemBinds)
 	if len(s.SystemBinds) > 1 && slices.Contains(s.SystemBinds, "host") {
 		return src.fail("sandbox.system_binds", -1,
 			invalidf(`"host" (all of / read-only) must be the only entry, but the layers together give %q`, s.SystemBinds))

@@ -231,10 +231,11 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		}
 		p.Command = []string{sh}
 	}
-	b := &mountBuilder{pr: pr, home: h.Home, base: base}
+	from := func(key, value string) string { return entryFrom(cfg, key, value) }
+	b := &mountBuilder{pr: pr, home: h.Home, base: base, from: from}
 	if ahead {
 		b.sysAhead = head.viewNow // waited for where the view is first needed (visible)
-	} else if b.sys, err = systemView(pr, cfg.Sandbox.SystemBinds, snapshots); err != nil {
+	} else if b.sys, err = systemView(pr, cfg.Sandbox.SystemBinds, snapshots, from); err != nil {
 		return nil, nil, err
 	}
 	b.protected = protectedPaths(cfg, h, pr)

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/config"
@@ -60,5 +61,30 @@ func TestMissingCredentialFileNamesItsOrigin(t *testing.T) {
 	none := "none"
 	if _, _, err := f.tryBuild(load(config.Flags{Egress: &none})); err != nil {
 		t.Errorf("Build under egress none: %v, want no error (no proxy reads the file)", err)
+	}
+}
+
+// The other configured paths that must exist on the host name their entry's file
+// and line too: a writable_dirs entry and a system_binds entry.
+func TestMissingDirNamesItsOrigin(t *testing.T) {
+	f := newFixture(t)
+	user := f.home + "/.config/devsandbox/config.toml"
+	writeFile(t, user, "[sandbox]\nread_only = true\nwritable_dirs = [\n  \"build\",\n]\nsystem_binds = [\"/usr\", \""+f.root+"/no-sys\"]\n")
+	cfg, _, err := config.Load(config.LoadOptions{Environ: f.environ, UID: 1000, GID: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkdirs(t, f.root+"/no-sys")
+	want := "configuration does not fit this host: sandbox.writable_dirs (" + user + ":4): " + f.proj + "/build is not a directory of the project (symlinks, also in a parent, are not accepted); create it in the project"
+	if _, _, err := f.tryBuild(cfg); !errors.Is(err, ErrConfig) || err.Error() != want {
+		t.Errorf("Build: %v\nwant %s", err, want)
+	}
+	if err := os.Remove(f.root + "/no-sys"); err != nil {
+		t.Fatal(err)
+	}
+	mkdirs(t, f.proj+"/build")
+	want = "configuration does not fit this host: sandbox.system_binds (" + user + ":6): " + f.root + "/no-sys does not exist; remove it from the list"
+	if _, _, err := f.tryBuild(cfg); !errors.Is(err, ErrConfig) || err.Error() != want {
+		t.Errorf("Build: %v\nwant %s", err, want)
 	}
 }
