@@ -121,6 +121,40 @@ func unionMounts(m merger, src *source, dst *[]Mount, add []Mount) {
 	m.c.Origins["sandbox.host_mounts"] = m.origin
 }
 
+// entries records where the entries add of the list key came from, for EntryOrigin:
+// an entry a lower layer gave already keeps its origin (union keeps it there).
+func (m merger) entries(src *source, key string, merged, add []string) {
+	for i, v := range add {
+		k := entryKey(key, v)
+		if _, ok := m.c.entries[k]; ok || !slices.Contains(merged, v) {
+			continue
+		}
+		m.c.setEntry(k, m.origin, src.exactLine(key+"["+strconv.Itoa(i)+"]"))
+	}
+}
+
+func entryKey(key, value string) string { return key + "\x00" + value }
+
+func (c *Config) setEntry(k, origin string, line int) {
+	if c.entries == nil {
+		c.entries = map[string]string{}
+	}
+	if line > 0 {
+		origin += ":" + strconv.Itoa(line)
+	}
+	c.entries[k] = origin
+}
+
+// EntryOrigin says where an entry was given, for errors about it: the entry value of
+// the list key ("sandbox.ro_binds", "sandbox.rw_binds", "sandbox.writable_dirs",
+// "sandbox.system_binds"; "proxy.credentials" with the
+// entry's index in the merged list), or with value "" the table entry key
+// ("secrets.files.NAME"). It is "FILE:LINE" (the entry's own line; "FILE"
+// when it cannot be found), the flag ("flag --secret-file"), or "" when unknown.
+func (c *Config) EntryOrigin(key, value string) string {
+	return c.entries[entryKey(key, value)]
+}
+
 // location is a place in a config file (line 0: unknown).
 type location struct {
 	file string
@@ -146,14 +180,18 @@ func merge(c *Config, l *layer, src *source) error {
 	set(m, "sandbox.environment", &s.Environment, ls.Environment)
 	set(m, "sandbox.read_only", &s.ReadOnly, ls.ReadOnly)
 	union(m, "sandbox.writable_dirs", &s.WritableDirs, ls.WritableDirs)
+	m.entries(src, "sandbox.writable_dirs", s.WritableDirs, ls.WritableDirs)
 	union(m, "sandbox.hide_paths", &s.HidePaths, ls.HidePaths)
 	union(m, "sandbox.mask_files", &s.MaskFiles, ls.MaskFiles)
 	union(m, "sandbox.mask_allow", &s.MaskAllow, ls.MaskAllow)
 	union(m, "sandbox.mask_skip", &s.MaskSkip, ls.MaskSkip)
 	union(m, "sandbox.ro_binds", &s.ROBinds, ls.ROBinds)
+	m.entries(src, "sandbox.ro_binds", s.ROBinds, ls.ROBinds)
 	union(m, "sandbox.rw_binds", &s.RWBinds, ls.RWBinds)
+	m.entries(src, "sandbox.rw_binds", s.RWBinds, ls.RWBinds)
 	unionMounts(m, src, &s.HostMounts, ls.mounts)
 	union(m, "sandbox.system_binds", &s.SystemBinds, ls.SystemBinds)
+	m.entries(src, "sandbox.system_binds", s.SystemBinds, ls.SystemBinds)
 	if len(s.SystemBinds) > 1 && slices.Contains(s.SystemBinds, "host") {
 		return src.fail("sandbox.system_binds", -1,
 			invalidf(`"host" (all of / read-only) must be the only entry, but the layers together give %q`, s.SystemBinds))
@@ -177,6 +215,7 @@ func merge(c *Config, l *layer, src *source) error {
 	for name, p := range l.Secrets.Files {
 		c.Secrets.Files[name] = p
 		c.Origins["secrets.files."+name] = m.origin
+		c.setEntry(entryKey("secrets.files."+name, ""), m.origin, src.exactLine("secrets.files."+name))
 	}
 
 	for name, t := range l.Tools {
@@ -215,6 +254,14 @@ func merge(c *Config, l *layer, src *source) error {
 		creds[i] = Credential(lc)
 	}
 	union(m, "proxy.credentials", &c.Proxy.Credentials, creds)
+	for i, lc := range creds {
+		// Recorded by the entry's index in the merged list (EntryOrigin's value).
+		k := entryKey("proxy.credentials", strconv.Itoa(slices.Index(c.Proxy.Credentials, lc)))
+		if _, ok := c.entries[k]; !ok {
+			at := "proxy.credentials[" + strconv.Itoa(i) + "]"
+			c.setEntry(k, m.origin, src.exactLine(at+".value_file", at+".value_env", at+".host", at))
+		}
+	}
 	if err := l.checkCredentialsMITM(src, c.Proxy.MITM); err != nil {
 		return err
 	}

@@ -32,6 +32,9 @@ type Config struct {
 	// at is where each [tools.<name>] table was given ("tools.<name>"), in the last
 	// file that gave it: Where reads it.
 	at map[string]location
+	// entries is where each entry of the lists and tables EntryOrigin answers for was
+	// given, keyed by entryKey.
+	entries map[string]string
 	// explicit is the --config file applied, nil when none.
 	explicit *explicitFile
 }

@@ -20,6 +20,7 @@ func TestCLIContract(t *testing.T) {
 	p := newProject(t)
 	p.write("bad.toml", "[sandbox]\nmode = \"enforce\"\ntmp = \"ramdisk\"\n")
 	p.write("tool.toml", "[tools.claud]\nsecrets = false\n")
+	p.write("gone.toml", "[sandbox]\nro_binds = [\n  \""+p.path("gone")+"\",\n]\n")
 	tests := []struct {
 		name   string
 		env    []string
@@ -46,6 +47,14 @@ func TestCLIContract(t *testing.T) {
 		{name: "prune --days out of range", args: []string{"sandboxes", "prune", "--days", "-1"}, code: 125, stderr: "not a number of days"},
 		{name: "an unknown subcommand", args: []string{"config", "bogus"}, code: 125, stderr: "config bogus: no such command"},
 		{name: "config trust takes at most one file", args: []string{"config", "trust", "a.toml", "b.toml"}, code: 125, stderr: "config trust takes at most one FILE"},
+		{name: "a missing bind source names its file and line", args: []string{"--config", p.path("gone.toml"), "true"}, code: 125,
+			stderr: "sandbox.ro_binds (" + p.path("gone.toml") + ":3): " + p.path("gone") + " does not exist; create it or remove the entry"},
+		{name: "--dry-run stops on it too", args: []string{"--config", p.path("gone.toml"), "--dry-run", "true"}, code: 125, stderr: "sandbox.ro_binds (" + p.path("gone.toml") + ":3)"},
+		{name: "doctor says a run would stop, exit 1", args: []string{"--config", p.path("gone.toml"), "doctor"}, code: 1,
+			stderr: "devsandbox: warning: a run from here would stop: configuration does not fit this host: sandbox.ro_binds (" + p.path("gone.toml") + ":3)"},
+		{name: "a missing --secret-file is named by its flag", args: []string{"--secret-file", "TOKEN=" + p.path("gone"), "true"}, code: 125,
+			stderr: "--secret-file TOKEN=" + p.path("gone") + ": " + p.path("gone") + " cannot be read"},
+		{name: "a value flag does not take --", args: []string{"--allow", "--", "true"}, code: 125, stderr: "flag --allow needs a value"},
 		{name: "version", args: []string{"version"}, stdout: "devsandbox "},
 		{name: "--version", args: []string{"--version"}, stdout: "devsandbox "},
 	}

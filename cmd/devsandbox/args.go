@@ -22,7 +22,10 @@ var subcommands = map[string]bool{
 // optional subcommand with its arguments, and the command to sandbox. Flags stop at
 // "--" or at the first word that is not a flag; that word is a subcommand only when it
 // names one and no "--" came before it. urfave/cli never sees the command, so
-// `devsandbox -- doctor` runs a program called doctor.
+// `devsandbox -- doctor` runs a program called doctor. A flag that takes a value never
+// takes "--" for it (`--allow -- make`: the value was forgotten, which urfave/cli then
+// reports, rather than a host named "--" refused and make left to run); `--allow=--`
+// still gives it.
 func splitArgs(args []string) (flags, sub, command []string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -31,7 +34,7 @@ func splitArgs(args []string) (flags, sub, command []string) {
 			return flags, nil, args[i+1:]
 		case strings.HasPrefix(a, "-") && a != "-":
 			flags = append(flags, a)
-			if valueFlags[a] && i+1 < len(args) {
+			if valueFlags[a] && i+1 < len(args) && args[i+1] != "--" {
 				i++
 				flags = append(flags, args[i])
 			}

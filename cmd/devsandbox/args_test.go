@@ -24,6 +24,8 @@ func TestSplitArgs(t *testing.T) {
 		{[]string{"--isolator", "doctor", "true"}, []string{"--isolator", "doctor"}, nil, []string{"true"}},
 		{[]string{"config", "show", "--json"}, nil, []string{"config", "show", "--json"}, nil},
 		{[]string{"--dry-run"}, []string{"--dry-run"}, nil, nil},
+		{[]string{"--allow", "--", "make"}, []string{"--allow"}, nil, []string{"make"}},
+		{[]string{"--allow=--", "--", "make"}, []string{"--allow=--"}, nil, []string{"make"}},
 	}
 	for _, tt := range tests {
 		f, s, c := splitArgs(tt.args)

@@ -31,7 +31,7 @@ func (a *app) commands() []*cli.Command {
 		{
 			Name:        "doctor",
 			Usage:       "check the host: what each isolator needs, and the fixes",
-			Description: a.describe("One row per requirement, with its status and how to fix it, judged by the configuration a run from here reads: the project's, or outside a project the user's (so the docker row names the engine a run would use: docker.host, else DOCKER_HOST, else the docker context, and how it is reached: a Unix socket, TCP with TLS verified, or plain TCP, which is warned of: a run that would send a secret, or a project file holding a credential (.git/config with a token in a remote URL), to a plain-TCP engine on another machine is refused). Exits 1 when the selected isolator cannot run, or when that configuration does not load."),
+			Description: a.describe("One row per requirement, with its status and how to fix it, judged by the configuration a run from here reads: the project's, or outside a project the user's (so the docker row names the engine a run would use: docker.host, else DOCKER_HOST, else the docker context, and how it is reached: a Unix socket, TCP with TLS verified, or plain TCP, which is warned of: a run that would send a secret, or a project file holding a credential (.git/config with a token in a remote URL), to a plain-TCP engine on another machine is refused). Exits 1 when the selected isolator cannot run, when that configuration does not load, or when a run from here would stop before it starts (a configured path missing on this host, say: the warning says what, as the run would)."),
 			Action:      a.doctor,
 		},
 		{
@@ -213,7 +213,7 @@ func (a *app) toolsList(c *cli.Context) error {
 }
 
 func (a *app) doctor(c *cli.Context) error {
-	cfg, keys, planned, broken, err := a.doctorConfig(a.flags(c))
+	cfg, keys, planned, broken, planErr, err := a.doctorConfig(a.flags(c))
 	if err != nil {
 		return err
 	}
@@ -251,6 +251,10 @@ func (a *app) doctor(c *cli.Context) error {
 		return exitError{1}
 	}
 	fmt.Fprintln(a.stdout, termsafe.Line(isolator.Verdict(selected, runs)))
+	if planErr != nil {
+		fmt.Fprintln(a.stdout, stopsVerdict)
+		return exitError{1}
+	}
 	if runs == "" {
 		return exitError{1}
 	}
@@ -275,6 +279,11 @@ var helperNames = []string{planner.BwrapInitBinary, planner.InitBinary, proxyser
 // fixed.
 const brokenVerdict = "selected isolator: unknown — the configuration does not load (see the warning above); no run starts until it is fixed"
 
+// stopsVerdict is doctor's last line when the configuration loads but the Plan a run
+// from here gets does not build (a configured path missing on this host, a
+// protection that cannot be applied): the isolator could run, the run stops first.
+const stopsVerdict = "but a run from here stops before it starts (see the warning above), until that is fixed"
+
 // doctorConfig is the configuration doctor judges the host by: the one a run from
 // the working directory reads, the project's. Outside a project it is the user's
 // alone (the user file or --config, DEVSANDBOX_ISOLATOR, the flags), as `sandboxes`
@@ -286,17 +295,18 @@ const brokenVerdict = "selected isolator: unknown — the configuration does not
 // ssh:// DOCKER_HOST or context is refused in a launch's words). err is for an
 // environment devsandbox cannot read at all. planned is the Plan a run from here
 // would get, built as --dry-run builds it (it writes nothing), for the rows that
-// estimate a launch; nil outside a project, or when it does not build (the rows are
-// advice: the run itself says what stops it).
-func (a *app) doctorConfig(flags config.Flags) (cfg *config.Config, keys []planner.KeyPlace, planned *isolator.Plan, broken bool, err error) {
+// estimate a launch; nil outside a project, or when it does not build: planErr is
+// then why, warned as the run would say it (a run, and --dry-run, stop on it).
+func (a *app) doctorConfig(flags config.Flags) (cfg *config.Config, keys []planner.KeyPlace, planned *isolator.Plan, broken bool, planErr, err error) {
 	l, lerr := a.load(flags)
 	if lerr == nil {
 		keys = planner.KeyPlaces(l.Config, tools.Default(), planner.ToolHost(l.Config.Host, l.Probe, l.Project.Dir))
 		p, _, perr := a.plan(l, true)
 		if perr != nil {
-			p = nil
+			a.warn("a run from here would stop: %v", perr)
+			return l.Config, keys, nil, false, perr, nil
 		}
-		return l.Config, keys, p, false, nil
+		return l.Config, keys, p, false, nil, nil
 	}
 	// Load's ErrProject is FindProject's: no project here, which doctor needs none
 	// of. Any other error is the configuration's: a run would stop on it.
@@ -307,16 +317,16 @@ func (a *app) doctorConfig(flags config.Flags) (cfg *config.Config, keys []plann
 		for _, w := range warns {
 			a.warn("%s", w)
 		}
-		return u, nil, nil, broken, nil
+		return u, nil, nil, broken, nil, nil
 	}
 	if uerr.Error() != lerr.Error() {
 		a.warn("%v", uerr)
 	}
 	host, err := config.HostFromEnviron(a.environ, -1, -1)
 	if err != nil {
-		return nil, nil, nil, true, err
+		return nil, nil, nil, true, nil, err
 	}
-	return config.Defaults(host), nil, nil, true, nil
+	return config.Defaults(host), nil, nil, true, nil, nil
 }
 
 // writeJSON writes v as indented JSON, with the characters a terminal acts on that

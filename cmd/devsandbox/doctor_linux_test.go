@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/devsandbox/devsandbox/config"
+	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap"
 	"github.com/devsandbox/devsandbox/isolator/diskguard"
 )
@@ -27,9 +29,9 @@ func TestDoctorPlansInAProject(t *testing.T) {
 	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "PATH=" + os.Getenv("PATH")}
 	var errb bytes.Buffer
 	a := &app{stdout: &bytes.Buffer{}, stderr: &errb, environ: env}
-	cfg, _, planned, broken, err := a.doctorConfig(config.Flags{})
-	if err != nil || broken || errb.String() != "" {
-		t.Fatalf("doctorConfig: err %v, broken %v, warnings %q", err, broken, errb.String())
+	cfg, _, planned, broken, planErr, err := a.doctorConfig(config.Flags{})
+	if err != nil || broken || planErr != nil || errb.String() != "" {
+		t.Fatalf("doctorConfig: err %v, broken %v, plan %v, warnings %q", err, broken, planErr, errb.String())
 	}
 	if planned == nil {
 		t.Fatal("no Plan in a project")
@@ -56,5 +58,31 @@ func TestDoctorPlansInAProject(t *testing.T) {
 		if e.Name() != "src" {
 			t.Errorf("doctor wrote %s in the home", e.Name())
 		}
+	}
+}
+
+// When the configuration loads but the Plan a run from here gets does not build (a
+// configured path missing on this host), doctor says so, as the run would, and
+// exits 1: before, it said "can run" and exited 0 while every run stopped (125).
+func TestDoctorSaysARunWouldStop(t *testing.T) {
+	home := t.TempDir()
+	proj := filepath.Join(home, "src", "app")
+	user := filepath.Join(home, ".config", "devsandbox", "config.toml")
+	for _, d := range []string{proj, filepath.Dir(user)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(user, []byte("[sandbox]\nro_binds = [\""+home+"/gone\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(proj)
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "PATH=" + os.Getenv("PATH")}
+	var errb bytes.Buffer
+	a := &app{stdout: &bytes.Buffer{}, stderr: &errb, environ: env}
+	_, _, planned, broken, planErr, err := a.doctorConfig(config.Flags{})
+	want := "devsandbox: warning: a run from here would stop: configuration does not fit this host: sandbox.ro_binds (" + user + ":2): " + home + "/gone does not exist; create it or remove the entry\n"
+	if err != nil || broken || planned != nil || !errors.Is(planErr, isolator.ErrConfig) || errb.String() != want {
+		t.Errorf("doctorConfig: err %v, broken %v, plan %v, plan error %v, warnings\n%s\nwant a plan error and\n%s", err, broken, planned != nil, planErr, errb.String(), want)
 	}
 }

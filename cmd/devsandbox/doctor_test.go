@@ -56,7 +56,7 @@ func TestDoctorConfigOutsideAProject(t *testing.T) {
 			}
 			var errb bytes.Buffer
 			a := &app{stdout: &bytes.Buffer{}, stderr: &errb, environ: env}
-			cfg, keys, planned, broken, err := a.doctorConfig(config.Flags{})
+			cfg, keys, planned, broken, _, err := a.doctorConfig(config.Flags{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -81,6 +81,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"sandboxes", "prune", "--days", "abc"}, "devsandbox: flag --days: \"abc\" is not a whole number\n"},
 		{[]string{"--pids", "1.5", "true"}, "devsandbox: flag --pids: \"1.5\" is not a whole number\n"},
 		{[]string{"-e"}, "devsandbox: flag -e needs a value\n"},
+		{[]string{"--allow", "--", "make"}, "devsandbox: flag --allow needs a value\n"},
+		{[]string{"--config", "--", "true"}, "devsandbox: flag --config needs a value\n"},
 		{[]string{"config", "trust", "a.toml", "b.toml"}, "devsandbox: config trust takes at most one FILE\n"},
 		{[]string{"config", "init", "a.toml", "b.toml"}, "devsandbox: config init takes at most one FILE\n"},
 		{[]string{"config", "bogus"}, "devsandbox: config bogus: no such command (config show|validate|init|trust)\n"},

@@ -215,7 +215,7 @@ const exitStatusHelp = "the command's own; 128+N when it was killed by signal N;
 	"is not executable, 127 when it is not found; 125 when devsandbox itself failed or " +
 	"was misused (an unknown flag, a bad value, a config error, an isolator that cannot " +
 	"run, a protection that could not be applied), always with a message saying why. " +
-	"`devsandbox doctor` exits 1 when the selected isolator cannot run or the configuration does not load."
+	"`devsandbox doctor` exits 1 when the selected isolator cannot run, the configuration does not load, or a run from here would stop before it starts."
 
 // asksHelp reports whether flags may ask for the top-level help page: a help flag,
 // or a value that reads like one (resolved by urfave/cli, not here).

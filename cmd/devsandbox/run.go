@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -181,7 +182,25 @@ func (a *app) degrade(mode string, cfg *config.Config, err error) error {
 		a.warn("%s (%v); sandbox.mode = auto, so the command runs WITHOUT a sandbox", what, err)
 		return a.unsandboxed(cfg)
 	}
+	if isolator.IsUnavailable(err) {
+		return unavailableNext(err, cfg)
+	}
 	return err
+}
+
+// unavailableNext adds to err, an isolator that cannot run, what to do next: doctor
+// names each requirement with its fix (a backend's own reason may have none, such as
+// what podman said), and a chosen isolator is named with where it was chosen, so
+// that another can be.
+func unavailableNext(err error, cfg *config.Config) error {
+	if cfg.Isolator == "auto" {
+		return fmt.Errorf("%w; `devsandbox doctor` shows what each isolator needs here and how to fix it", err)
+	}
+	from := cfg.Origins["isolator"]
+	if f, ok := strings.CutPrefix(from, "flag "); ok {
+		from = f
+	}
+	return fmt.Errorf("%w; `devsandbox doctor` (with the same flags) shows what the %s isolator needs here and how to fix it, or choose another (isolator = %s, from %s)", err, cfg.Isolator, cfg.Isolator, from)
 }
 
 // plan builds the Plan of a run from l: the launch's, or with dryRun what --dry-run

@@ -134,7 +134,7 @@ func (a *app) sandboxesRm(c *cli.Context) error {
 	for _, n := range c.Args().Slice() {
 		s, ok := byName[n]
 		if !ok {
-			errs = append(errs, fmt.Errorf("no sandbox named %s", n))
+			errs = append(errs, fmt.Errorf("no sandbox named %s; `devsandbox sandboxes list` shows the names (a project's directory name and its id: myproject-1a2b3c4d)", n))
 			continue
 		}
 		if len(s.Containers) == 0 && lerr != nil {

@@ -40,7 +40,7 @@ func (b *Isolator) Sandboxes(ctx context.Context, d Dirs) ([]Sandbox, error) {
 	for _, base := range []string{d.Data, d.State} {
 		ents, _ := os.ReadDir(base)
 		for _, e := range ents {
-			if e.IsDir() && strings.Contains(e.Name(), "-") {
+			if e.IsDir() && isProjectDirName(e.Name()) {
 				get(e.Name())
 			}
 		}
@@ -80,6 +80,25 @@ func (b *Isolator) Sandboxes(ctx context.Context, d Dirs) ([]Sandbox, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, engineErr
+}
+
+// isProjectDirName reports whether name, a directory in devsandbox's data or state
+// root, is a project's: <basename>-<id>, the id 8 lowercase hex digits (the
+// planner's projectName). The state root holds devsandbox's own directories beside
+// the projects' (image-use, krun-image-env, prestart, locks, etc): a dash alone took
+// image-use for a sandbox, which `sandboxes rm image-use` then removed with the
+// image-use records prune decides by.
+func isProjectDirName(name string) bool {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || len(name)-i-1 != 8 {
+		return false
+	}
+	for _, c := range name[i+1:] {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func (b *Isolator) listEngine(ctx context.Context, uid int, get func(string) *Sandbox) error {

@@ -231,10 +231,11 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		}
 		p.Command = []string{sh}
 	}
-	b := &mountBuilder{pr: pr, home: h.Home, base: base}
+	from := func(key, value string) string { return entryFrom(cfg, key, value) }
+	b := &mountBuilder{pr: pr, home: h.Home, base: base, from: from}
 	if ahead {
 		b.sysAhead = head.viewNow // waited for where the view is first needed (visible)
-	} else if b.sys, err = systemView(pr, cfg.Sandbox.SystemBinds, snapshots); err != nil {
+	} else if b.sys, err = systemView(pr, cfg.Sandbox.SystemBinds, snapshots, from); err != nil {
 		return nil, nil, err
 	}
 	b.protected = protectedPaths(cfg, h, pr)
@@ -286,12 +287,12 @@ func Build(cfg *config.Config, reg *tools.Registry, pr Probe, req Request) (*iso
 		return nil, nil, err
 	}
 	for _, src := range cfg.Sandbox.ROBinds {
-		if err := b.bindUser(src, src, true, "sandbox.ro_binds"); err != nil {
+		if err := b.bindUserFrom(src, src, true, "sandbox.ro_binds", entryFrom(cfg, "sandbox.ro_binds", src)); err != nil {
 			return nil, nil, err
 		}
 	}
 	for _, src := range cfg.Sandbox.RWBinds {
-		if err := b.bindUser(src, src, false, "sandbox.rw_binds"); err != nil {
+		if err := b.bindUserFrom(src, src, false, "sandbox.rw_binds", entryFrom(cfg, "sandbox.rw_binds", src)); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -632,12 +633,19 @@ func secrets(cfg *config.Config, enabled []tools.Tool, h config.Host, pr Probe, 
 	sort.Strings(names)
 	for _, n := range names {
 		src := cfg.Secrets.Files[n]
+		from, drop := "secrets.files."+n, "remove the entry"
+		switch o := cfg.EntryOrigin("secrets.files."+n, ""); {
+		case o == "flag --secret-file":
+			from, drop = "--secret-file "+n+"="+src, "drop the flag"
+		case o != "":
+			from += " (" + o + ")"
+		}
 		fi, err := pr.Stat(src)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: secrets.files.%s: %s cannot be read (%w); fix the path or remove the entry", ErrConfig, n, src, err)
+			return nil, nil, fmt.Errorf("%w: %s: %s cannot be read (%w); fix the path or %s", ErrConfig, from, src, err, drop)
 		}
 		if !fi.Mode().IsRegular() {
-			return nil, nil, fmt.Errorf("%w: secrets.files.%s: %s is not a regular file", ErrConfig, n, src)
+			return nil, nil, fmt.Errorf("%w: %s: %s is not a regular file; name a file or %s", ErrConfig, from, src, drop)
 		}
 		out = append(out, isolator.Secret{Name: n, FileSource: src, AsFile: true})
 	}
@@ -762,6 +770,15 @@ func parsePublish(s string) (egress.Forward, error) {
 // hostUser is the Plan's User for the host h.
 func hostUser(h config.Host) isolator.User {
 	return isolator.User{Name: h.User, UID: h.UID, GID: h.GID, HostHome: h.Home, Shell: h.Vars["SHELL"]}
+}
+
+// entryFrom is how errors name the entry value of the list key: with the file and line
+// that gave it, when known.
+func entryFrom(cfg *config.Config, key, value string) string {
+	if o := cfg.EntryOrigin(key, value); o != "" {
+		return key + " (" + o + ")"
+	}
+	return key
 }
 
 // hostMountFrom is how errors name the host mount m: by its flag (`--mount

@@ -41,6 +41,8 @@ type mountBuilder struct {
 	// mounts (see sources.go).
 	protected []protected
 	userBinds []int
+	// from names a configured entry in errors (entryFrom); nil: by its key alone.
+	from func(key, value string) string
 	// git is the project's repository layout, once protectProject ran.
 	git *gitLayout
 	// anchored are the directories bound onto themselves above masks (anchor.go).
@@ -234,7 +236,11 @@ func (b *mountBuilder) project(dir string, sb config.Sandbox) error {
 		fi, err := b.pr.Lstat(p)
 		real, rerr := b.pr.EvalSymlinks(p)
 		if err != nil || !fi.IsDir() || rerr != nil || real != p {
-			return fmt.Errorf("%w: sandbox.writable_dirs: %s is not a directory of the project (symlinks, also in a parent, are not accepted); create it in the project", ErrConfig, p)
+			what := "sandbox.writable_dirs"
+			if b.from != nil {
+				what = b.from(what, w)
+			}
+			return fmt.Errorf("%w: %s: %s is not a directory of the project (symlinks, also in a parent, are not accepted); create it in the project", ErrConfig, what, p)
 		}
 		b.add(isolator.Mount{Kind: isolator.Bind, Source: p, Dest: p, Why: "sandbox.writable_dirs"})
 	}

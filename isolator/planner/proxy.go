@@ -126,6 +126,9 @@ func planProxy(p *isolator.Plan, cfg *config.Config, pr Probe, req Request, sess
 	setEnv(p, env)
 	placeholderVars := map[string]string{} // by placeholder_env
 	for i, cr := range cfg.Proxy.Credentials {
+		if err := credentialFileExists(cfg, pr, i); err != nil {
+			return err
+		}
 		c := isolator.ProxyCredential{Name: cr.PlaceholderEnv, Host: cr.Host, Header: cr.Header, Format: cr.Format, ValueEnv: cr.ValueEnv, ValueFile: cr.ValueFile}
 		if c.Name == "" {
 			c.Name = fmt.Sprintf("proxy.credentials[%d]", i)
@@ -237,4 +240,23 @@ func (r Request) placeholder(name string) string {
 		return v
 	}
 	return newPlaceholder()
+}
+
+// credentialFileExists refuses the Plan when the value_file of the i-th credential
+// cannot be found: the proxy reads it at its start, which a run reaches only after
+// the launch began (and --dry-run never does). The error names the entry with its
+// file and line.
+func credentialFileExists(cfg *config.Config, pr Probe, i int) error {
+	f := cfg.Proxy.Credentials[i].ValueFile
+	if f == "" || pr.Stat == nil {
+		return nil
+	}
+	if _, err := pr.Stat(f); err != nil {
+		from := fmt.Sprintf("proxy.credentials[%d].value_file", i)
+		if o := cfg.EntryOrigin("proxy.credentials", strconv.Itoa(i)); o != "" {
+			from += " (" + o + ")"
+		}
+		return fmt.Errorf("%w: %s: %s cannot be read (%w); fix the path, or remove the credential", ErrConfig, from, f, err)
+	}
+	return nil
 }

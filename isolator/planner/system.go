@@ -45,7 +45,8 @@ const maxCopies = 32
 // systemView returns the system part of the view: binds = ["host"] is the read-only
 // host root; an empty list is the minimal default; anything else are the paths given.
 // The minimal default's copied /etc files are snapshotted under snapshots.
-func systemView(pr Probe, binds []string, snapshots string) (isolator.SystemView, error) {
+// from names an entry of binds in errors (entryFrom), nil for the key alone.
+func systemView(pr Probe, binds []string, snapshots string, from func(key, value string) string) (isolator.SystemView, error) {
 	if len(binds) == 1 && binds[0] == "host" {
 		return isolator.SystemView{Host: true}, nil
 	}
@@ -53,7 +54,11 @@ func systemView(pr Probe, binds []string, snapshots string) (isolator.SystemView
 	if len(binds) > 0 {
 		for _, sp := range binds {
 			if !pr.exists(sp) {
-				return v, fmt.Errorf("%w: sandbox.system_binds: %s does not exist; remove it from the list", ErrConfig, sp)
+				what := "sandbox.system_binds"
+				if from != nil {
+					what = from(what, sp)
+				}
+				return v, fmt.Errorf("%w: %s: %s does not exist; remove it from the list", ErrConfig, what, sp)
 			}
 			v.Paths = append(v.Paths, systemEntry(pr, sp, false))
 		}

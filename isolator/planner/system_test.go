@@ -90,7 +90,7 @@ func TestSystemView(t *testing.T) {
 			}}}, // nothing copied: no snapshot
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := systemView(pr, tc.binds, "/state/devsandbox/etc")
+			got, err := systemView(pr, tc.binds, "/state/devsandbox/etc", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,7 +194,7 @@ func TestSystemViewMissingPath(t *testing.T) {
 	root := t.TempDir()
 	mkdirs(t, root+"/usr")
 	pr := chrootProbe(root)
-	if _, err := systemView(pr, []string{"/usr", "/missing"}, ""); !errors.Is(err, ErrConfig) {
+	if _, err := systemView(pr, []string{"/usr", "/missing"}, "", nil); !errors.Is(err, ErrConfig) {
 		t.Fatalf("systemView with a missing path: %v; want ErrConfig", err)
 	}
 }

@@ -57,7 +57,7 @@ func startSystem(pr Probe, stateHome string, then func(isolator.SystemView), use
 	s.pr = pr
 	go func() {
 		defer close(s.done)
-		s.view, s.err = systemView(pr, nil, s.snapshots)
+		s.view, s.err = systemView(pr, nil, s.snapshots, nil)
 		close(s.ready)
 		s.mu.Lock()
 		s.viewed = true
@@ -172,7 +172,7 @@ func (s *SystemHead) viewNow() (isolator.SystemView, error) {
 	select {
 	case <-s.ready:
 	default:
-		return systemView(s.pr, nil, s.snapshots)
+		return systemView(s.pr, nil, s.snapshots, nil)
 	}
 	v := s.view
 	v.Paths = slices.Clone(v.Paths) // the Plan's own, whatever then kept

@@ -22,7 +22,7 @@ func TestSystemHead(t *testing.T) {
 	mkdirs(t, fake+"/usr", fake+"/opt/x")
 	writeFile(t, fake+"/etc/hosts", "")
 	cfg := f.load(t)
-	aheadView, err := systemView(chrootProbe(fake), nil, "")
+	aheadView, err := systemView(chrootProbe(fake), nil, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestSystemHeadNotDone(t *testing.T) {
 	mkdirs(t, fake+"/usr", fake+"/opt/x")
 	writeFile(t, fake+"/etc/hosts", "")
 	cfg := f.load(t)
-	want, err := systemView(chrootProbe(fake), nil, "")
+	want, err := systemView(chrootProbe(fake), nil, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
