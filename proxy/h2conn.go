@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"net"
 	"sync"
 )
@@ -87,4 +88,20 @@ func (c *recordBatcher) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.Conn.Write(p)
+}
+
+// h2Suite reports whether cs is TLS that HTTP/2 may run over: TLS 1.3, or TLS 1.2 with
+// an ephemeral key exchange and an AEAD cipher (RFC 9113, 9.2.2), of the suites
+// crypto/tls offers.
+func h2Suite(cs tls.ConnectionState) bool {
+	if cs.Version >= tls.VersionTLS13 {
+		return true
+	}
+	switch cs.CipherSuite {
+	case tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+		tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+		tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256:
+		return true
+	}
+	return false
 }

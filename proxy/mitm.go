@@ -98,7 +98,13 @@ func (s *Server) intercept(req *http.Request, client net.Conn, gctx *goproxy.Pro
 			return
 		}
 		conn, scheme = tc, "https"
-		if tc.ConnectionState().NegotiatedProtocol == "h2" {
+		if cs := tc.ConnectionState(); cs.NegotiatedProtocol == "h2" {
+			if !h2Suite(cs) {
+				// net/http's HTTP/2 server refuses these (INADEQUATE_SECURITY); it does
+				// not see the TLS of an h2Conn, so the check is made here.
+				ex.fail(fmt.Errorf("the client negotiated HTTP/2 over %s, a cipher suite HTTP/2 prohibits (RFC 9113, 9.2.2)", tls.CipherSuiteName(cs.CipherSuite)))
+				return
+			}
 			conn = &h2Conn{Conn: tc, raw: raw}
 		}
 	} else if s.expectsTLS(ex.target.Host, ex.target.Port) {

@@ -297,3 +297,58 @@ func h2RequestOn(t *testing.T, m *mitmSetup, raw net.Conn, host, path string) *t
 	}
 	return c
 }
+
+// TestMITMH2ProhibitedSuiteRefused: a client that negotiates HTTP/2 over a TLS 1.2
+// cipher suite HTTP/2 prohibits (CBC) gets no answer and its request reaches no host,
+// as net/http's HTTP/2 server would have it (INADEQUATE_SECURITY); a TLS 1.2 client on
+// an AEAD suite is served.
+func TestMITMH2ProhibitedSuiteRefused(t *testing.T) {
+	m := newMITM(t, Config{}, nil)
+	for _, tc := range []struct {
+		suites []uint16
+		served bool
+	}{
+		{[]uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA}, false},
+		{[]uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256}, true},
+	} {
+		raw, err := net.Dial("unix", m.h.sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		io.WriteString(raw, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+		if resp, err := http.ReadResponse(bufio.NewReader(raw), nil); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("CONNECT: %v %v", resp, err)
+		}
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(m.ca.CertPEM)
+		c := tls.Client(raw, &tls.Config{RootCAs: roots, ServerName: "example.com", NextProtos: []string{"h2"},
+			MaxVersion: tls.VersionTLS12, CipherSuites: tc.suites})
+		if err := c.Handshake(); err != nil {
+			t.Fatalf("suites %x: the handshake: %v", tc.suites, err)
+		}
+		if cs := c.ConnectionState(); cs.NegotiatedProtocol != "h2" {
+			t.Fatalf("suites %x: negotiated %q", tc.suites, cs.NegotiatedProtocol)
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		c.Write(h2Get("example.com", "/suite"))
+		headers := false
+		br := bufio.NewReader(c)
+		hdr := make([]byte, 9)
+		for !headers {
+			if _, err := io.ReadFull(br, hdr); err != nil {
+				break // closed
+			}
+			n := int(hdr[0])<<16 | int(hdr[1])<<8 | int(hdr[2])
+			br.Discard(n)
+			headers = hdr[3] == 0x1 && binary.BigEndian.Uint32(hdr[5:]) == 1
+		}
+		if headers != tc.served {
+			t.Errorf("suites %x: answered %v, want %v", tc.suites, headers, tc.served)
+		}
+		c.Close()
+	}
+	if got := m.origin.hits.Load(); got != 1 {
+		t.Errorf("the origin had %d requests, want 1 (the AEAD client's)", got)
+	}
+}
