@@ -198,6 +198,7 @@ A=%[1]s B=%[2]s ENC=%[4]s
 echo "placeholder $DSB_IT_TOKEN"
 echo "ssl $SSL_CERT_FILE $GIT_SSL_CAINFO $CURL_CA_BUNDLE"
 echo "whoami $(curl -sS -m 10 https://$A/whoami)"
+echo "proto $(curl -sS -o /dev/null -w '%%{http_version}' -m 10 https://$A/whoami) $(curl -sS --http1.1 -o /dev/null -w '%%{http_version}' -m 10 https://$A/whoami)"
 echo "echo $(curl -sS -m 10 --trace-ascii /tmp/trace -D /tmp/headers -H "Authorization: Bearer $DSB_IT_TOKEN" https://$A/echo)"
 echo "git $(git ls-remote https://$A/repo.git 2>&1 | tr '\t\n' '  ')"
 echo "other-https $(curl -s -o /dev/null -w '%%{http_code}' -m 10 -H "X-Key: $DSB_IT_TOKEN" https://$B/)"
@@ -271,6 +272,7 @@ read _
 	wantGot := map[string]string{
 		"ssl":         bundle + " " + bundle + " " + bundle,
 		"whoami":      "hello",
+		"proto":       "2 1.1", // curl offers h2 first, and the proxy takes it
 		"git":         gitSHA + " HEAD " + gitSHA + " refs/heads/main ",
 		"other-https": "403",
 		"other-http":  "403",

@@ -109,3 +109,17 @@ func BenchmarkLatencyMITM(b *testing.B) {
 	c := &http.Client{Transport: benchProxy(b, o, originCA, true, nil, true)}
 	timed(b, func() { benchGet(b, c, "https://bench.test/", 3) })
 }
+
+// BenchmarkLatencyMITMH2 is BenchmarkLatencyMITM with a client that speaks HTTP/2 to
+// the proxy (see BenchmarkDownloadMITMH2).
+func BenchmarkLatencyMITMH2(b *testing.B) {
+	o, originCA := benchTLS(b, ok)
+	tr := benchProxy(b, o, originCA, true, nil, true)
+	tr.ForceAttemptHTTP2 = true
+	c := &http.Client{Transport: tr}
+	timed(b, func() {
+		if p := benchGetProto(b, c, "https://bench.test/", 3); p != "HTTP/2.0" {
+			b.Fatalf("the client spoke %s to the proxy, want HTTP/2.0", p)
+		}
+	})
+}

@@ -100,6 +100,12 @@ func (s *Server) newReverseProxy() *httputil.ReverseProxy {
 		},
 		Transport:  s.tr,
 		BufferPool: &bufferPool{},
+		// Every write of a body goes to the client at once. ReverseProxy does that
+		// itself only for a stream (no Content-Length, or server-sent events); a sized
+		// body's first bytes otherwise waited in the response writer's buffer (2 KiB
+		// for HTTP/1.1, 4 KiB for HTTP/2), and with them the response's head, until
+		// more came: for ever from an origin that waits for the client.
+		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {
 			ex := exchangeFrom(resp.Request.Context())
 			a := ex.appliedCreds()

@@ -91,12 +91,22 @@ func (s *Server) intercept(req *http.Request, client net.Conn, gctx *goproxy.Pro
 	var conn net.Conn = &bufferedConn{Conn: counted, early: bytes.Clone(early)}
 	scheme := "http"
 	if first[0] == tlsHandshakeRecord {
-		tc, err := s.handshake(req.Context(), cutConn{conn}, hostPort(ex.target.Host, ex.target.Port), gctx)
+		raw := &recordBatcher{Conn: cutConn{conn}}
+		tc, err := s.handshake(req.Context(), raw, hostPort(ex.target.Host, ex.target.Port), gctx)
 		if err != nil {
 			ex.fail(err)
 			return
 		}
 		conn, scheme = tc, "https"
+		if cs := tc.ConnectionState(); cs.NegotiatedProtocol == "h2" {
+			if !h2Suite(cs) {
+				// net/http's HTTP/2 server refuses these (INADEQUATE_SECURITY); it does
+				// not see the TLS of an h2Conn, so the check is made here.
+				ex.fail(fmt.Errorf("the client negotiated HTTP/2 over %s, a cipher suite HTTP/2 prohibits (RFC 9113, 9.2.2)", tls.CipherSuiteName(cs.CipherSuite)))
+				return
+			}
+			conn = &h2Conn{Conn: tc, raw: raw}
+		}
 	} else if s.expectsTLS(ex.target.Host, ex.target.Port) {
 		s.refuseCleartext(conn, ex)
 		return
@@ -144,6 +154,8 @@ func (s *Server) handshake(ctx context.Context, conn net.Conn, host string, gctx
 
 // serveInner serves the requests of one decrypted connection until it closes, goes
 // idle past IdleTimeout, or the Server shuts down; then it waits for their handlers.
+// An *h2Conn is served HTTP/2 alone (its client chose it in the handshake), anything
+// else as net/http does: HTTP/1.1, or HTTP/2 on a *tls.Conn that negotiated it.
 func (s *Server) serveInner(conn net.Conn, t Target, scheme string) {
 	ln := newOneConnListener(conn)
 	var handlers tracker
@@ -163,6 +175,10 @@ func (s *Server) serveInner(conn net.Conn, t Target, scheme string) {
 				ln.Close() // Serve returns once the one connection is done
 			}
 		},
+	}
+	if _, ok := conn.(*h2Conn); ok {
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetUnencryptedHTTP2(true)
 	}
 	if !s.addInner(srv) {
 		return // shutting down

@@ -1,9 +1,6 @@
 package proxy
 
 import (
-	"bufio"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/binary"
 	"io"
 	"net"
@@ -81,22 +78,13 @@ func h2Request(t *testing.T, m *mitmSetup, host, path string) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { raw.Close() })
-	if _, err := io.WriteString(raw, "CONNECT "+host+":443 HTTP/1.1\r\nHost: "+host+":443\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(raw), nil) // the proxy sends nothing before the client's first byte
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("CONNECT: %v %v", resp, err)
-	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(m.ca.CertPEM)
-	c := tls.Client(raw, &tls.Config{RootCAs: roots, ServerName: host, NextProtos: []string{"h2"}})
-	if err := c.Handshake(); err != nil {
-		t.Fatal(err)
-	}
-	if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
-		t.Fatalf("the proxy negotiated %q, want h2", p)
-	}
+	return h2RequestOn(t, m, raw, host, path)
+}
+
+// h2Get is what an HTTP/2 client sends first to GET path from host: the preface,
+// SETTINGS and a WINDOW_UPDATE opening the stream's and the connection's windows
+// wide, so only the connection's own buffers hold the response back, and the request.
+func h2Get(host, path string) []byte {
 	frame := func(typ, flags byte, stream uint32, payload []byte) []byte {
 		h := []byte{byte(len(payload) >> 16), byte(len(payload) >> 8), byte(len(payload)), typ, flags, 0, 0, 0, 0}
 		binary.BigEndian.PutUint32(h[5:], stream)
@@ -115,8 +103,5 @@ func h2Request(t *testing.T, m *mitmSetup, host, path string) net.Conn {
 	msg = append(msg, frame(0x4, 0, 0, settings)...)    // SETTINGS
 	msg = append(msg, frame(0x8, 0, 0, grow)...)        // WINDOW_UPDATE
 	msg = append(msg, frame(0x1, 0x1|0x4, 1, block)...) // HEADERS, END_STREAM|END_HEADERS
-	if _, err := c.Write(msg); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return msg
 }
