@@ -9,8 +9,9 @@ import (
 // on unless the machine is loaded, "always" whatever the load (tests,
 // measurements), "0" (also "off", "false", "no") turns it off: no early start, no
 // launch record read or written. Unset or empty: the default (EarlyDefault). Any
-// other value turns it off too, and says so (EarlyStartSetting.Why: --debug,
-// doctor): a value devsandbox does not know never turns on what was not asked for.
+// other value turns it off too, and says so (EarlyStartSetting.Why and Unknown: a
+// warning on every launch, --debug, doctor): a value devsandbox does not know never
+// turns on what was not asked for.
 const EarlyStartVar = "DEVSANDBOX_EARLY_START"
 
 // EarlyStartMode is what EarlyStartVar asks for.
@@ -37,6 +38,8 @@ type EarlyStartSetting struct {
 	// Why says where Mode comes from, for --debug and doctor: "the default", or the
 	// variable and its value (quoted; an unknown value named as such).
 	Why string
+	// Unknown: EarlyStartVar holds a value it does not take (Mode is EarlyOff).
+	Unknown bool
 }
 
 // EarlyStart reads, from environ, what bwrap's early start needs before the
@@ -60,7 +63,7 @@ func EarlyStart(environ []string) EarlyStartSetting {
 			state = value
 		case EarlyStartVar:
 			if value != "" {
-				s.Mode, s.Why = earlyMode(value)
+				s.Mode, s.Why, s.Unknown = earlyMode(value)
 			}
 		}
 	}
@@ -70,18 +73,19 @@ func EarlyStart(environ []string) EarlyStartSetting {
 	return s
 }
 
-// earlyMode is the mode a non-empty EarlyStartVar value asks for, and why.
-func earlyMode(value string) (EarlyStartMode, string) {
+// earlyMode is the mode a non-empty EarlyStartVar value asks for, why, and whether
+// the value is one it does not take.
+func earlyMode(value string) (EarlyStartMode, string, bool) {
 	why := EarlyStartVar + "=" + quoteShort(value)
 	switch strings.ToLower(value) {
 	case "1", "on", "true", "yes":
-		return EarlyOn, why
+		return EarlyOn, why, false
 	case "always":
-		return EarlyAlways, why
+		return EarlyAlways, why, false
 	case "0", "off", "false", "no":
-		return EarlyOff, why
+		return EarlyOff, why, false
 	}
-	return EarlyOff, why + " is not a value it takes (1, on, true, yes, always; 0, off, false, no)"
+	return EarlyOff, why + " is not a value it takes (1, on, true, yes, always; 0, off, false, no)", true
 }
 
 // quoteShort quotes v for a message, at most 32 bytes of it.

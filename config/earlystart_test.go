@@ -37,8 +37,8 @@ func TestEarlyStart(t *testing.T) {
 		{[]string{"HOME=/h", "DEVSANDBOX_EARLY_START=always"}, "/h/.local/state/devsandbox", EarlyAlways, `DEVSANDBOX_EARLY_START="always"`},
 	} {
 		s := EarlyStart(tc.env)
-		if s.StateRoot != tc.state || s.Mode != tc.on || s.Why != tc.why {
-			t.Errorf("EarlyStart(%q) = %q, %d, %q; want %q, %d, %q", tc.env, s.StateRoot, s.Mode, s.Why, tc.state, tc.on, tc.why)
+		if s.StateRoot != tc.state || s.Mode != tc.on || s.Why != tc.why || s.Unknown != strings.HasSuffix(tc.why, unknown) {
+			t.Errorf("EarlyStart(%q) = %q, %d, %q, unknown %v; want %q, %d, %q", tc.env, s.StateRoot, s.Mode, s.Why, s.Unknown, tc.state, tc.on, tc.why)
 		}
 		// The same root as the Plan's state directories.
 		if h, err := newHost(tc.env, 1000, 1000, func() ([]byte, error) { return nil, nil }); err == nil && s.StateRoot != h.StateHome+"/devsandbox" {

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -345,6 +346,30 @@ func TestDockerSandboxesList(t *testing.T) {
 		r := run(t, p.dir, engine, "", "sandboxes", "list", "--json")
 		if r.code != 0 || !strings.Contains(r.stdout, `"name": "`+p.name()+`"`) || !strings.Contains(r.stdout, `"running": true`) {
 			t.Fatalf("sandboxes list:\n%s", r)
+		}
+		// The table's row names both containers, the kept one and its companion (it
+		// named the first the engine listed alone before).
+		var listed []struct {
+			Name       string   `json:"name"`
+			Containers []string `json:"containers"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &listed); err != nil {
+			t.Fatalf("sandboxes list --json: %v\n%s", err, r)
+		}
+		table := run(t, p.dir, engine, "", "sandboxes", "list")
+		found := false
+		for _, s := range listed {
+			if s.Name != p.name() {
+				continue
+			}
+			found = true
+			slices.Sort(s.Containers)
+			if len(s.Containers) != 2 || !strings.Contains(table.stdout, p.name()+"  ") || !strings.Contains(table.stdout, strings.Join(s.Containers, ",")+" ") {
+				t.Errorf("sandboxes list shows not both of %v:\n%s", s.Containers, table)
+			}
+		}
+		if !found {
+			t.Errorf("sandboxes list --json lists no %s:\n%s", p.name(), r)
 		}
 		if r := run(t, p.dir, engine, "", "sandboxes", "rm", p.name()); r.code != 0 {
 			t.Fatalf("sandboxes rm:\n%s", r)

@@ -616,7 +616,8 @@ func TestEarlyStartSignals(t *testing.T) {
 // TestEarlyStartOff: DEVSANDBOX_EARLY_START=0 (off, false, and a value it does not
 // take) reads no launch record and writes none: from a fresh state no record
 // directory is made, and a record that is not a record (which a launch that reads it
-// removes) is still there after; --debug says why.
+// removes) is still there after; --debug says why, and a value it does not take is
+// one warning line on stderr with or without --debug (it was silent before).
 func TestEarlyStartOff(t *testing.T) {
 	requireBwrap(t)
 	p := newProject(t)
@@ -637,6 +638,14 @@ func TestEarlyStartOff(t *testing.T) {
 			}
 			if !strings.Contains(r.stderr, "devsandbox: debug: early start: "+tc.why+"\n") {
 				t.Errorf("%s: stderr does not say %q:\n%s", tc.value, tc.why, r.stderr)
+			}
+			// A value it does not take is also one warning line, --debug or not.
+			warning := ""
+			if tc.value == "maybe" {
+				warning = "devsandbox: warning: " + strings.TrimPrefix(tc.why, "off: ") + "; the early start is off\n"
+			}
+			if q := run(t, p.dir, env, "", "--isolator=bwrap", "--egress=none", "--", "/bin/true"); q.code != 0 || q.stderr != warning {
+				t.Errorf("%s: without --debug, stderr %q, want %q\n%s", tc.value, q.stderr, warning, q)
 			}
 		}
 		if _, err := os.Lstat(filepath.Join(state, "prestart")); !os.IsNotExist(err) {

@@ -343,6 +343,9 @@ type Mount struct {
 	// read-only view.
 	Optional bool
 	Content  []byte // for Data
+	// Parts, when set, say where Content came from, in order (see ContentPart): a
+	// --dry-run script rebuilds the file from them instead of printing Content.
+	Parts []ContentPart `json:",omitempty"`
 	// Volatile marks Data whose content changes from session to session (names
 	// resolved at launch): a sandbox that outlives a session (a kept container)
 	// binds it from one file rewritten each session, not from its content.
@@ -363,6 +366,17 @@ type Mount struct {
 	// one, reached without a symlink (guarantee 12: what is mounted is what was
 	// checked). A --dry-run has none.
 	ID *FileID `json:",omitempty"`
+}
+
+// ContentPart is one piece of a Data mount's Content: Text itself, or what was read
+// from the host file File (the whole file, or with CertOnly its certificate's PEM
+// block alone, as from the proxy CA's file, which holds the key too). A --dry-run
+// script reads the files rather than print what they hold (the system's CA bundle
+// is thousands of lines), and checks that the result is Content.
+type ContentPart struct {
+	File     string `json:",omitempty"`
+	CertOnly bool   `json:",omitempty"`
+	Text     string `json:",omitempty"`
 }
 
 // PlacedMount is a mount with its destination in a sandbox.

@@ -69,6 +69,11 @@ func (a *app) startEarly(args []string) {
 		// Nothing of the records is touched: none is read, none written (Run
 		// records a launch only through an Early).
 		a.earlyOff = "off: " + set.Why
+		if set.Unknown {
+			// Off, as an unknown value never turns on what was not asked for, but
+			// said: a misspelt opt-in would otherwise go unnoticed.
+			a.warn("%s; the early start is off", set.Why)
+		}
 		return
 	}
 	// The run's signal subscription, in effect before bwrap starts: a ^C that killed

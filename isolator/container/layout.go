@@ -180,6 +180,8 @@ type HostFile struct {
 	// InPlace files are rewritten in place, not replaced: a kept container binds the
 	// file (its inode) and must see the new content.
 	InPlace bool `json:",omitempty"`
+	// Parts are where Content came from (isolator.Mount.Parts), for the script.
+	Parts []isolator.ContentPart `json:",omitempty"`
 }
 
 // ImageFile is a generated, non-secret file a Shipped layout puts in the image the
@@ -188,6 +190,7 @@ type HostFile struct {
 type ImageFile struct {
 	Path    string
 	Content []byte
+	Parts   []isolator.ContentPart // where Content came from (isolator.Mount.Parts), for the script
 }
 
 // Layout is a Plan as a container sees it.
@@ -346,12 +349,12 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 			}
 			switch {
 			case o.Shipped && !m.Volatile && onRoot(dst, visible):
-				l.ImageFiles = append(l.ImageFiles, ImageFile{Path: dst, Content: m.Content})
+				l.ImageFiles = append(l.ImageFiles, ImageFile{Path: dst, Content: m.Content, Parts: m.Parts})
 			case o.Shipped && o.ContentSource != nil:
-				l.Contents = append(l.Contents, ImageFile{Path: dst, Content: m.Content})
+				l.Contents = append(l.Contents, ImageFile{Path: dst, Content: m.Content, Parts: m.Parts})
 				l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: o.ContentSource(m.Content), Target: dst, ReadOnly: true})
 			default:
-				l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: l.File(m.Content), Target: dst, ReadOnly: true})
+				l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: l.fileFrom(m.Content, m.Parts), Target: dst, ReadOnly: true})
 			}
 			man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckData, Path: dst, Size: int64(len(m.Content))})
 		default:
@@ -489,11 +492,14 @@ func manifest(p *isolator.Plan, o Options) *wire.Manifest {
 
 // File registers a generated host file holding content and returns its path in the
 // files directory (named by a hash of the content, registered once).
-func (l *Layout) File(content []byte) string {
+func (l *Layout) File(content []byte) string { return l.fileFrom(content, nil) }
+
+// fileFrom is File for content that came from parts (isolator.Mount.Parts).
+func (l *Layout) fileFrom(content []byte, parts []isolator.ContentPart) string {
 	sum := sha256.Sum256(content)
 	f := filepath.Join(l.filesDir, hex.EncodeToString(sum[:8]))
 	if !slices.ContainsFunc(l.Files, func(h HostFile) bool { return h.Path == f }) {
-		l.Files = append(l.Files, HostFile{Path: f, Content: content})
+		l.Files = append(l.Files, HostFile{Path: f, Content: content, Parts: parts})
 	}
 	return f
 }

@@ -1,6 +1,8 @@
 package container
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -75,10 +77,38 @@ func (l *Layout) WriteMountPoints(b *strings.Builder, madeBy string) {
 // WriteHostFile writes the command that makes f (rewrites it, when InPlace).
 func WriteHostFile(b *strings.Builder, f HostFile) {
 	if f.InPlace {
-		fmt.Fprintf(b, "mkdir -p -m 0700 %s && printf %%s %s > %s\n", sh.Quote(filepath.Dir(f.Path)), sh.QuoteText(string(f.Content)), sh.Quote(f.Path))
+		fmt.Fprintf(b, "mkdir -p -m 0700 %s && %s\n", sh.Quote(filepath.Dir(f.Path)), Content(sh.Quote(f.Path), f.Content, f.Parts))
 		return
 	}
-	fmt.Fprintf(b, "test -e %s || { mkdir -p -m 0700 %s && printf %%s %s > %s; }\n", sh.Quote(f.Path), sh.Quote(filepath.Dir(f.Path)), sh.QuoteText(string(f.Content)), sh.Quote(f.Path))
+	fmt.Fprintf(b, "test -e %s || { mkdir -p -m 0700 %s && %s; }\n", sh.Quote(f.Path), sh.Quote(filepath.Dir(f.Path)), Content(sh.Quote(f.Path), f.Content, f.Parts))
+}
+
+// Content is the command that writes content to dest (a shell word). Without parts it
+// is printed; with parts (isolator.ContentPart) the command reads their files, as the
+// planner did, and then checks the file is content: a source missing or changed since
+// the dry run removes dest and stops the script with a message naming the sources.
+func Content(dest string, content []byte, parts []isolator.ContentPart) string {
+	if len(parts) == 0 {
+		return "printf %s " + sh.QuoteText(string(content)) + " > " + dest
+	}
+	cmds := make([]string, len(parts))
+	var files []string
+	for i, p := range parts {
+		switch {
+		case p.File == "":
+			cmds[i] = "printf %s " + sh.QuoteText(p.Text)
+		case p.CertOnly:
+			cmds[i] = "sed -n '/^-----BEGIN CERTIFICATE-----$/,/^-----END CERTIFICATE-----$/p' " + sh.Quote(p.File)
+			files = append(files, "the certificate in "+p.File)
+		default:
+			cmds[i] = "cat " + sh.Quote(p.File)
+			files = append(files, p.File)
+		}
+	}
+	sum := sha256.Sum256(content)
+	msg := fmt.Sprintf("devsandbox: %s is missing or changed since this dry run: run --dry-run again", strings.Join(files, " or "))
+	return fmt.Sprintf("{ %s; } > %s &&\n  { test \"$( (sha256sum || shasum -a 256) < %s 2>/dev/null | cut -c1-64)\" = %s ||\n  { rm -f %s; echo %s >&2; exit 1; }; }",
+		strings.Join(cmds, " && "), dest, dest, hex.EncodeToString(sum[:]), dest, sh.Quote(msg))
 }
 
 // WriteEnv writes the command's environment and secrets as -e flags.

@@ -280,8 +280,8 @@ func (s *Spec) writeDerived(b *strings.Builder) {
 		container.ShipDir, sh.Quote(s.InitHost), InitPath, InitPath)
 	for _, f := range l.ImageFiles {
 		top[strings.SplitN(strings.TrimPrefix(f.Path, "/"), "/", 2)[0]] = true
-		fmt.Fprintf(b, "mkdir -p \"$d\"%s && printf %%s %s > \"$d\"%s && chmod 0444 \"$d\"%s\n",
-			sh.Quote(path.Dir(f.Path)), sh.QuoteText(string(f.Content)), sh.Quote(f.Path), sh.Quote(f.Path))
+		fmt.Fprintf(b, "mkdir -p \"$d\"%s && %s && chmod 0444 \"$d\"%s\n",
+			sh.Quote(path.Dir(f.Path)), container.Content(`"$d"`+sh.Quote(f.Path), f.Content, f.Parts), sh.Quote(f.Path))
 	}
 	tops := make([]string, 0, len(top))
 	for t := range top {
@@ -316,7 +316,7 @@ func (s *Spec) writeDerived(b *strings.Builder) {
 		fmt.Fprintf(b, "# %s: %s, in the engine's volume %s\n", termsafe.Line(f.Path), v.why, termsafe.Line(name))
 		fmt.Fprintf(b, "docker volume create --label %s=%s --label %s=%s --label %s=%s --label %s=%s %s >/dev/null &&\n", LabelRole, v.role,
 			LabelUser, s.Config.Labels[LabelUser], LabelProject, l.Labels[LabelProject], LabelName, sh.Quote(l.Labels[LabelName]), sh.Quote(name))
-		fmt.Fprintf(b, "  printf %%s %s > \"$d/%s\" && chmod %s \"$d/%s\" &&\n", sh.QuoteText(string(f.Content)), contentFile, v.mode, contentFile)
+		fmt.Fprintf(b, "  %s && chmod %s \"$d/%s\" &&\n", container.Content(`"$d/`+contentFile+`"`, f.Content, f.Parts), v.mode, contentFile)
 		fmt.Fprintf(b, "  id=$(docker create --network none --mount type=volume,src=%s,dst=/m --entrypoint %s %s) &&\n", name, InitPath, sh.Quote(s.Config.Image))
 		fmt.Fprintf(b, "  tar -C \"$d\" -c --owner=%s --group=%s %s | docker cp - \"$id\":/m && docker rm -v \"$id\" >/dev/null\n", v.owner, v.group, contentFile)
 	}

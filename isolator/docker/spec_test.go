@@ -113,6 +113,17 @@ var goldenCases = []struct {
 		o.Home = "/home/dev"
 		return o
 	}},
+	// proxy.mitm: the CA bundle goes in the image; the script reads it from the host
+	// bundle and the CA file's certificate (checked), never printing either.
+	{"mitm_bundle", func() *isolator.Plan {
+		p := basePlan()
+		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: "/run/devsandbox/ca-bundle.pem",
+			Content: []byte("SYSTEM CAS\nPROJECT CA\n"), Why: "CA bundle with the proxy's CA (proxy.mitm)",
+			Parts: []isolator.ContentPart{{File: "/etc/ssl/certs/ca-certificates.crt"}, {File: stateDir + "/proxy-ca.pem", CertOnly: true}}})
+		// The leak scan below: the CA's key, which the proxy gets, is in neither output.
+		p.HostEnv = map[string]string{isolator.ProxyCAVar: "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n"}
+		return p
+	}, nil},
 	{"mount_kinds", func() *isolator.Plan {
 		p := basePlan()
 		p.Mounts = append(p.Mounts,

@@ -168,12 +168,22 @@ func planCA(p *isolator.Plan, h config.Host, pr Probe, req Request) error {
 		return fmt.Errorf("%w: proxy.mitm: %w", isolator.ErrProtection, err)
 	}
 	cert := []byte("# devsandbox: the project's proxy CA is created at its first run and appended here\n")
+	certPart := isolator.ContentPart{Text: string(cert)}
 	if c != nil {
 		cert = c.CertPEM
+		certPart = isolator.ContentPart{File: filepath.Join(p.StateDir, capem.FileName), CertOnly: true}
 		p.HostEnv[isolator.ProxyCAVar] = string(c.PEM())
 	}
+	system, systemFile := systemBundle(h, pr)
+	var parts []isolator.ContentPart
+	if systemFile != "" {
+		parts = append(parts, isolator.ContentPart{File: systemFile})
+		if len(system) > 0 && system[len(system)-1] != '\n' {
+			parts = append(parts, isolator.ContentPart{Text: "\n"}) // as capem.Bundle adds
+		}
+	}
 	p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.Data, Dest: CABundlePath,
-		Content: capem.Bundle(systemBundle(h, pr), cert), Why: "CA bundle with the proxy's CA (proxy.mitm)"})
+		Content: capem.Bundle(system, cert), Parts: append(parts, certPart), Why: "CA bundle with the proxy's CA (proxy.mitm)"})
 	if isolator.HostVisible(p, filepath.Join(p.StateDir, capem.FileName)) {
 		// A bind or system_binds = ["host"] shows the state directory: hide the key.
 		p.Mounts = append(p.Mounts, isolator.Mount{Kind: isolator.MaskFile, Dest: filepath.Join(p.StateDir, capem.FileName), Why: "proxy CA key"})
@@ -181,19 +191,20 @@ func planCA(p *isolator.Plan, h config.Host, pr Probe, req Request) error {
 	return nil
 }
 
-// systemBundle is the CA bundle the sandbox's bundle starts from: the host's
-// SSL_CERT_FILE when set, else the first system bundle found; nil when none is.
-func systemBundle(h config.Host, pr Probe) []byte {
+// systemBundle is the CA bundle the sandbox's bundle starts from, and the file it was
+// read from: the host's SSL_CERT_FILE when set, else the first system bundle found;
+// nil and "" when none is.
+func systemBundle(h config.Host, pr Probe) ([]byte, string) {
 	paths := capem.SystemBundles()
 	if f := h.Vars["SSL_CERT_FILE"]; filepath.IsAbs(f) {
 		paths = append([]string{f}, paths...)
 	}
 	for _, f := range paths {
 		if b, err := pr.ReadFile(f); err == nil {
-			return b
+			return b, f
 		}
 	}
-	return nil
+	return nil, ""
 }
 
 // setEnv sets env in the plan's environment, replacing variables of the same names.

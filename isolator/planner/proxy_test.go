@@ -106,16 +106,30 @@ func TestBuildProxyMITM(t *testing.T) {
 		t.Fatal(err)
 	}
 	var bundle []byte
+	var parts []isolator.ContentPart
 	for _, m := range p.Mounts {
 		if m.Dest == CABundlePath && m.Kind == isolator.Data {
-			bundle = m.Content
+			bundle, parts = m.Content, m.Parts
 		}
 	}
 	if !strings.HasSuffix(string(bundle), string(c.CertPEM)) || strings.Contains(string(bundle), "PRIVATE KEY") {
 		t.Errorf("bundle does not end with the CA certificate, or holds a key")
 	}
-	if sys := systemBundle(cfg.Host, pr); len(sys) > 0 && !strings.HasPrefix(string(bundle), string(sys)) {
+	sys, sysFile := systemBundle(cfg.Host, pr)
+	if len(sys) > 0 && !strings.HasPrefix(string(bundle), string(sys)) {
 		t.Error("bundle does not keep the system CAs")
+	}
+	// The parts a --dry-run script rebuilds the bundle from: the system bundle's file
+	// and the CA file's certificate, read as the script reads them, give the bundle.
+	want := []isolator.ContentPart{{File: filepath.Join(p.StateDir, ca.FileName), CertOnly: true}}
+	if sysFile != "" {
+		want = append([]isolator.ContentPart{{File: sysFile}}, want...)
+	}
+	if !slices.Equal(parts, want) {
+		t.Errorf("parts %+v, want %+v", parts, want)
+	}
+	if got := rebuild(t, parts); got != string(bundle) {
+		t.Errorf("the parts give %d bytes, the bundle is %d", len(got), len(bundle))
 	}
 	if p.HostEnv[isolator.ProxyCAVar] != string(c.PEM()) || !p.Proxy.MITM {
 		t.Error("the proxy does not get the CA")
@@ -149,6 +163,46 @@ func TestBuildDryRunWritesNothing(t *testing.T) {
 	if _, ok := p.HostEnv[isolator.ProxyCAVar]; ok {
 		t.Error("a CA was made up for the dry run")
 	}
+	// With no CA yet, the bundle's last part is the note saying where it will be.
+	for _, m := range p.Mounts {
+		if m.Dest == CABundlePath && rebuild(t, m.Parts) != string(m.Content) {
+			t.Errorf("the parts %+v do not give the bundle", m.Parts)
+		}
+	}
+}
+
+// rebuild reads parts as a --dry-run script does (cat, or sed of the certificate's
+// lines) and returns what they give.
+func rebuild(t *testing.T, parts []isolator.ContentPart) string {
+	t.Helper()
+	var b strings.Builder
+	for _, pt := range parts {
+		if pt.File == "" {
+			b.WriteString(pt.Text)
+			continue
+		}
+		data, err := os.ReadFile(pt.File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !pt.CertOnly {
+			b.Write(data)
+			continue
+		}
+		in := false
+		for _, l := range strings.SplitAfter(string(data), "\n") {
+			if strings.TrimSuffix(l, "\n") == "-----BEGIN CERTIFICATE-----" {
+				in = true
+			}
+			if in {
+				b.WriteString(l)
+			}
+			if strings.TrimSuffix(l, "\n") == "-----END CERTIFICATE-----" {
+				in = false
+			}
+		}
+	}
+	return b.String()
 }
 
 // tree lists every path below root.

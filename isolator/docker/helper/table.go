@@ -3,14 +3,16 @@ package helper
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/devsandbox/devsandbox/internal/termsafe"
 )
 
-// WriteTable prints list for people: one line per project, with its kept
-// container, home volume, sandbox home and when it was last used. Every cell is a
+// WriteTable prints list for people: one line per project, with its containers
+// (the kept one and its companion, their size together), its home volume, sandbox home and when it was last used. Every cell is a
 // termsafe.Line: a name (the project's directory names it) or a label may be a
 // sandbox's, and cannot act on the terminal, start a line or shift a column. A home
 // size that is a lower bound (the walk stopped at a bound) reads "≥ 1.2G (stopped
@@ -27,7 +29,9 @@ func WriteTable(out io.Writer, list []Sandbox) error {
 		}
 		ctr := "-"
 		if len(s.Containers) > 0 {
-			ctr = fmt.Sprintf("%s %s", s.Containers[0], size(s.ContainerSize))
+			// Every container: a kept one has its egress companion (NAME-px) beside it.
+			names := slices.Sorted(slices.Values(s.Containers))
+			ctr = fmt.Sprintf("%s %s", strings.Join(names, ","), size(s.ContainerSize))
 			if s.Running {
 				ctr += " running"
 			}

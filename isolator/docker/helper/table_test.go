@@ -26,3 +26,20 @@ func TestWriteTableEscapes(t *testing.T) {
 		t.Errorf("WriteTable =\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestWriteTableAllContainers: a project's row names each of its containers (the kept
+// one and its companion), not the first the engine listed.
+func TestWriteTableAllContainers(t *testing.T) {
+	var b strings.Builder
+	err := WriteTable(&b, []Sandbox{{Name: "p-0123abcd", Dir: "/p", DirExists: true,
+		Containers: []string{"devsandbox-p-0123abcd-px", "devsandbox-p-0123abcd"}, ContainerSize: 2048, Running: true,
+		Volumes: []string{"devsandbox-p-0123abcd-home"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "NAME        PROJECT  CONTAINER                                                    VOLUME                      HOME  LAST USED\n" +
+		"p-0123abcd  /p       devsandbox-p-0123abcd,devsandbox-p-0123abcd-px 2.0K running  devsandbox-p-0123abcd-home  -     -\n"
+	if got := b.String(); got != want {
+		t.Errorf("WriteTable =\n%s\nwant\n%s", got, want)
+	}
+}
