@@ -202,7 +202,7 @@ func TestRootLimitsApplied(t *testing.T) {
 	if got := cgroupFile(t, dirs, "cpu.max", "cpu.cfs_quota_us"); got != "50000 100000" && got != "50000" {
 		t.Errorf("CPU quota = %q, want 50000 µs per 100000", got)
 	}
-	tree := descendants(cmd.Process.Pid)
+	tree := sandboxTree(cmd.Process.Pid)
 	if len(tree) < 3 {
 		t.Fatalf("found only %d sandboxed processes: %v", len(tree), tree)
 	}
@@ -414,7 +414,7 @@ func TestRootCgroupEscape(t *testing.T) {
 	if got := cgroupFile(t, dirs, "pids.max"); got != "4096" {
 		t.Errorf("pids.max = %q after the attack, want 4096", got)
 	}
-	for _, pid := range descendants(cmd.Process.Pid) {
+	for _, pid := range sandboxTree(cmd.Process.Pid) {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 		if err != nil {
 			continue
@@ -440,4 +440,12 @@ func copyFile(t *testing.T, src, dst string) {
 	if err := os.WriteFile(dst, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// sandboxTree is devsandbox's descendants but the guard of bwrap's process group
+// (isolator/bwrap groupGuard, argv[0] devsandbox-guard): a shell of devsandbox's own
+// on the host, outside the sandbox and its session cgroup, that kills bwrap's group
+// if devsandbox dies in bwrap's setup. The limits are the sandbox's, not its.
+func sandboxTree(pid int) []int {
+	return slices.DeleteFunc(descendants(pid), func(p int) bool { return program(p) == "devsandbox-guard" })
 }
