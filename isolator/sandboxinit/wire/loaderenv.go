@@ -58,10 +58,16 @@ func RestoreLoaderEnv(environ []string, set func(name, value string) error, unse
 	if err := restoreScopeEnv(environ, set, unset); err != nil {
 		return err
 	}
+	return restorePrefixed(environ, LoaderEnvPrefix, func(name, orig string) bool { return LoaderVar(orig) }, set, unset)
+}
+
+// restorePrefixed gives each variable of environ named prefix+NAME, that carry
+// accepts, back its own name NAME (the carrier unset).
+func restorePrefixed(environ []string, prefix string, carry func(name, orig string) bool, set func(name, value string) error, unset func(name string) error) error {
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
-		orig, ok := strings.CutPrefix(name, LoaderEnvPrefix)
-		if !ok || !LoaderVar(orig) {
+		orig, ok := strings.CutPrefix(name, prefix)
+		if !ok || !carry(name, orig) {
 			continue
 		}
 		if err := unset(name); err != nil {
@@ -144,18 +150,5 @@ func restoreScopeEnv(environ []string, set func(name, value string) error, unset
 			}
 		}
 	}
-	for _, kv := range environ {
-		name, value, _ := strings.Cut(kv, "=")
-		orig, ok := strings.CutPrefix(name, ScopeEnvPrefix)
-		if !ok || name == ScopeAddedEnv {
-			continue
-		}
-		if err := unset(name); err != nil {
-			return err
-		}
-		if err := set(orig, value); err != nil {
-			return err
-		}
-	}
-	return nil
+	return restorePrefixed(environ, ScopeEnvPrefix, func(name, _ string) bool { return name != ScopeAddedEnv }, set, unset)
 }
