@@ -130,18 +130,34 @@ func StopSelf(sig syscall.Signal) {
 // GroupState is State over every thread of pid: 'T' only once each thread is
 // stopped (a process is shown stopped as its first thread stops; another, woken by
 // the stop in a read of the terminal, may still take input that arrived meanwhile
-// before it stops), else the state of the first thread that is not.
+// before it stops), else the state of the first thread that is not. Threads gone
+// ('X': exited, or the process reaped while they are read) are passed over, but a
+// process none of whose threads is seen stopped is gone ('X'), never stopped.
 func GroupState(pid string) byte {
 	tasks, err := os.ReadDir("/proc/" + pid + "/task")
 	if err != nil {
 		return State(pid)
 	}
+	names := make([]string, len(tasks))
+	for i, t := range tasks {
+		names[i] = pid + "/task/" + t.Name()
+	}
+	return groupState(names, State)
+}
+
+// groupState is GroupState over the threads tasks, each read by state.
+func groupState(tasks []string, state func(string) byte) byte {
+	stopped := false
 	for _, t := range tasks {
-		if st := State(pid + "/task/" + t.Name()); st != 'T' && st != 'X' {
+		switch st := state(t); st {
+		case 'T':
+			stopped = true
+		case 'X':
+		default:
 			return st
 		}
 	}
-	if len(tasks) == 0 {
+	if !stopped {
 		return 'X'
 	}
 	return 'T'

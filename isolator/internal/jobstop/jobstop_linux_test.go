@@ -272,3 +272,35 @@ func needsComponent(t *testing.T, format string, args ...any) {
 	}
 	t.Skipf(format, args...)
 }
+
+// A process reaped while its threads are read has every thread read as gone ('X'):
+// it is gone, not stopped. devsandbox, waiting to see its helper stopped or gone
+// after a Ctrl-Z, took a helper that exited (the command had ended by the stop) and
+// was reaped meanwhile for a stopped one, and stopped itself: the shell showed the
+// ended command "Stopped" (TestJobControlEndedAtStop/docker/orphans, 1 run in 8).
+func TestGroupStateOfAGoneProcess(t *testing.T) {
+	for _, tc := range []struct {
+		states string
+		want   byte
+	}{
+		{"XXX", 'X'},
+		{"", 'X'},
+		{"TXT", 'T'},
+		{"XT", 'T'},
+		{"TS", 'S'},
+		{"XZ", 'Z'},
+		{"TtT", 't'},
+	} {
+		tasks := make([]string, len(tc.states))
+		for i := range tasks {
+			tasks[i] = strconv.Itoa(i)
+		}
+		got := groupState(tasks, func(task string) byte {
+			i, _ := strconv.Atoi(task)
+			return tc.states[i]
+		})
+		if got != tc.want {
+			t.Errorf("threads %q: groupState = %q, want %q", tc.states, got, tc.want)
+		}
+	}
+}
