@@ -185,13 +185,18 @@ func programDirs(path string) []string {
 // directory above one: only then could a sandbox of the user's have planted
 // something there (UserWritable's rule).
 func dirsUserWritable(dirs []string) bool {
-	// dirs hold their resolved forms already (programDirs): each is walked up as
-	// written, each directory asked once.
+	return firstWritable(dirs) != ""
+}
+
+// firstWritable returns the first of paths, or of the directories above one, that
+// this process's user may write ("" for none), each asked once. paths hold their
+// resolved forms already (programDirs): each is walked up as written.
+func firstWritable(paths []string) string {
 	var seen []string
-	for _, d := range dirs {
-		for q := d; !slices.Contains(seen, q); q = filepath.Dir(q) {
+	for _, p := range paths {
+		for q := p; !slices.Contains(seen, q); q = filepath.Dir(q) {
 			if unix.Access(q, unix.W_OK) == nil {
-				return true
+				return q
 			}
 			seen = append(seen, q)
 			if q == "/" || q == "." {
@@ -199,7 +204,7 @@ func dirsUserWritable(dirs []string) bool {
 			}
 		}
 	}
-	return false
+	return ""
 }
 
 func idOf(path string) (fileID, bool) {
@@ -293,27 +298,16 @@ func sandboxWritten(data, state, what, path string, dirs []string) error {
 	return nil
 }
 
-// UserWritable returns the first of path, the directories above it, and those of
-// where it resolves to, that this process's user may write ("" for none). Where no
+// UserWritable returns the first of path, the directories above it, those of each
+// link on the way and those of where it resolves to, that this process's user may
+// write ("" for none). Where no
 // plan says what a sandbox writes (bwrap's early start, which runs bubblewrap before
 // the plan exists; doctor without a configuration), a program is started only when
 // no sandbox of the user's could have planted it.
 func UserWritable(path string) string {
-	paths := []string{path}
-	if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
-		paths = append(paths, real)
-	}
-	for _, p := range paths {
-		for q := p; ; q = filepath.Dir(q) {
-			if unix.Access(q, unix.W_OK) == nil {
-				return q
-			}
-			if q == "/" || q == "." {
-				break
-			}
-		}
-	}
-	return ""
+	// The program itself, then every directory its lookup depends on: the one it
+	// was found in, a link's on the way, where it resolves to (programDirs).
+	return firstWritable(append([]string{path}, programDirs(path)...))
 }
 
 // ChosenDirs are the directories, after the program's own, on the PATH a host

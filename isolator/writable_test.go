@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -216,6 +217,35 @@ func BenchmarkHostProgramSystem(b *testing.B) {
 	for b.Loop() {
 		if err := HostProgram(p, "bubblewrap", "/usr/bin/bwrap"); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestProgramDirs: the directories a PATH lookup's result depends on include the
+// directory of each link on the way, not only the first and the last: a link in the
+// middle, in a directory the user may write, can be pointed anywhere. UserWritable
+// (the early start's and doctor's rule) walks the same directories as HostProgram.
+func TestProgramDirs(t *testing.T) {
+	root := t.TempDir()
+	a, b, c := filepath.Join(root, "a"), filepath.Join(root, "b"), filepath.Join(root, "c")
+	for _, d := range []string{a, b, c} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(c, "bwrap"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(c, "bwrap"), filepath.Join(b, "bwrap")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../b/bwrap", filepath.Join(a, "bwrap")); err != nil {
+		t.Fatal(err)
+	}
+	got := programDirs(filepath.Join(a, "bwrap"))
+	for _, want := range []string{a, b, c} {
+		if !slices.Contains(got, want) {
+			t.Errorf("programDirs(%s) = %v, want %s among them", filepath.Join(a, "bwrap"), got, want)
 		}
 	}
 }
