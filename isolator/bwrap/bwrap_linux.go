@@ -530,7 +530,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	}
 	b.phase("start bwrap")
 	if jc != nil {
-		jc.bwrapPid = proc.pid
+		jc.bwrapPid, jc.bwrapPgid = proc.pid, proc.pgid
 	}
 	if adopt == nil && b.Early != nil {
 		// For the next launch of this command line: while bwrap sets up.

@@ -339,10 +339,11 @@ func TestEarlyStartAbandon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pgid, sess := e.proc.pid, e.launch.Session
-	// bwrap's child exists once it cloned: the state an abandonment must clean.
+	pgid, sess := e.proc.pgid, e.launch.Session
+	// bwrap's child exists once it cloned: the state an abandonment must clean
+	// (the group: the guard, bwrap, its child).
 	deadline := time.Now().Add(10 * time.Second)
-	for groupSize(t, pgid) < 2 {
+	for groupSize(t, pgid) < 3 {
 		if time.Now().After(deadline) {
 			t.Fatal("bwrap's child never appeared")
 		}

@@ -7,22 +7,28 @@ import (
 	"syscall"
 )
 
-// groupGuard is a process in bwrap's process group that outlives devsandbox: a
-// shell that reads its stdin, a pipe whose only writer is devsandbox, and at its
-// end kills its own group (kill(0, SIGKILL)), itself included. devsandbox ends
-// bwrap's group itself on every path it lives through (child.endGroup); the guard
-// covers the one it does not: devsandbox killed by SIGKILL (or crashed) while
-// bwrap sets up. bwrap then dies of its parent-death signal, but its child is in
-// the group until its setsid, with no parent-death signal until just before its
-// exec, and may wait for ever for the go-on its dead parent never gave it. The
-// kernel closes devsandbox's descriptors as it dies, the shell reads end-of-file
-// and kills what is left of the group. It names no process by number: the group
-// is its own, whose id it holds while it lives.
+// groupGuard leads the process group bwrap joins as it starts, and outlives
+// devsandbox: a shell that reads its stdin, a pipe whose only writer is
+// devsandbox, and at its end kills its own group (kill(0, SIGKILL)), itself
+// included. devsandbox ends bwrap's group itself on every path it lives through
+// (child.endGroup); the guard covers the one it does not: devsandbox killed by
+// SIGKILL (or crashed) while bwrap sets up. bwrap then dies of its parent-death
+// signal, but its child is in the group until its setsid, with no parent-death
+// signal until just before its exec, and waits for ever in its read of the
+// eventfd its dead parent never wrote (bubblewrap's child_wait_fd: an eventfd
+// has no end of file, and the child holds it itself). The kernel closes
+// devsandbox's descriptors as it dies, the shell reads end-of-file and kills
+// what is left of the group. It names no process by number: the group is its
+// own, whose id it holds while it lives, and devsandbox does not reap it until
+// the group was ended (the group's id is not another's meanwhile).
 //
-// It starts just after bwrap: devsandbox killed in between (one fork and exec)
-// leaves the group unguarded. A child past its setsid is out of the group and not
-// covered: by then bwrap let it go on, and it is the sandbox's init to be, which
-// ends at the end of its readiness socket (devsandbox's end closed by the kernel).
+// It starts before bwrap, which joins its group (startChild): devsandbox killed
+// at any point after the guard's start finds the group guarded, killed before
+// it leaves the guard alone in its group, which it ends at once. A child past
+// its setsid is out of the group and not covered: by then bwrap let it go on,
+// and it is the sandbox's init to be, which ends at the end of its readiness
+// socket (devsandbox's end closed by the kernel), unless the go-ahead is in the
+// socket already (docs/security-model.md says when the command may then run).
 type groupGuard struct {
 	pid int
 	w   *os.File // devsandbox's end of the guard's stdin
@@ -34,8 +40,8 @@ const (
 	guardScript = "read _; kill -KILL 0"
 )
 
-// startGuard starts a guard in the process group pgid.
-func startGuard(pgid int) (*groupGuard, error) {
+// startGuard starts a guard leading a process group of its own.
+func startGuard() (*groupGuard, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -52,7 +58,7 @@ func startGuard(pgid int) (*groupGuard, error) {
 		Env:   []string{},
 		Files: []uintptr{r.Fd(), null.Fd(), null.Fd()},
 		// No parent-death signal: it is to outlive devsandbox.
-		Sys: &syscall.SysProcAttr{Setpgid: true, Pgid: pgid},
+		Sys: &syscall.SysProcAttr{Setpgid: true},
 	})
 	if err != nil {
 		w.Close()

@@ -36,14 +36,14 @@ func TestGuardEndsTheGroupAtDevsandboxsEnd(t *testing.T) {
 			t.Errorf("the leader ended with %v, want killed by SIGKILL", ws)
 		}
 	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+		_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
 		t.Fatal("the guard did not kill its group within 10 s of its stdin's end")
 	}
 	// Killed, its members may still be zombies their new parent has not reaped.
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil || procGroup(stat) != c.pid {
+		if err != nil || procGroup(stat) != c.pgid {
 			continue
 		}
 		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 && f[0] != "Z" {

@@ -34,8 +34,9 @@ type jobControl struct {
 	// stdinTerm is set when the command's stdin is devsandbox's controlling terminal.
 	stdinTerm bool
 	stopped   bool
-	// bwrapPid's process group is stopped while the command is not known yet.
-	bwrapPid, cmdPid int
+	// bwrapPid's process group (bwrapPgid, its guard's) is stopped while the
+	// command is not known yet.
+	bwrapPid, bwrapPgid, cmdPid int
 	// cmdPidfd is a pidfd of the command the init started, from its report (nil:
 	// none; commandEnded then reads the init's children).
 	cmdPidfd *os.File
@@ -124,7 +125,7 @@ func (j *jobControl) stopTree() error {
 // stop stopped that died meanwhile is not continued: its pid may be a host process's
 // now (stoppedProc.resume).
 func (j *jobControl) resume() {
-	_ = syscall.Kill(-j.bwrapPid, syscall.SIGCONT)
+	_ = syscall.Kill(-j.bwrapPgid, syscall.SIGCONT)
 	if _, ok := j.namespace(); !ok && j.cmdPid > 0 {
 		_ = syscall.Kill(-j.cmdPid, syscall.SIGCONT)
 	}
@@ -218,7 +219,7 @@ func (p stoppedProc) close() {
 // group. For SIGSTOP, it returns how many were running and how many in
 // uninterruptible sleep when sent it.
 func (j *jobControl) signalTree(sig syscall.Signal) (running, sleeping int) {
-	_ = syscall.Kill(-j.bwrapPid, sig)
+	_ = syscall.Kill(-j.bwrapPgid, sig)
 	ns, ok := j.namespace()
 	if !ok {
 		if j.cmdPid > 0 {

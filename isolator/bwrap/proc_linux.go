@@ -32,12 +32,13 @@ type child struct {
 	// copy ends (at EOF, once every holder of the pipe's write end closed it).
 	copies  chan error
 	ncopies int
-	// group: the child leads a process group of its own (Setpgid), which its
-	// exit ends (endGroup). killed: kill sent it SIGKILL.
+	// group: the child is in a process group of its own (Setpgid), pgid, which
+	// its exit ends (endGroup); the group's leader is its guard (groupGuard),
+	// started first. killed: kill sent it SIGKILL.
 	group  bool
+	pgid   int
 	killed atomic.Bool
-	// guard is the group's guard (groupGuard), when the child leads one.
-	guard *groupGuard
+	guard  *groupGuard
 }
 
 // childStdio are the command's descriptors 0-2 for stdio: files pass as they are, a
@@ -111,9 +112,32 @@ func (s *childStdio) close() {
 	s.closeAfter = nil
 }
 
+// killPoint, set by tests only, is called at the named points of startChild: a test
+// kills the process there (SIGKILL), as a kill -9 of devsandbox would.
+var killPoint func(at string)
+
 // startChild starts path with argv and env; its descriptors are stdio's three, then
-// extra (a nil entry is a closed descriptor). attr must not set PidFD.
+// extra (a nil entry is a closed descriptor). attr must not set PidFD. A child
+// asked to lead a process group of its own (Setpgid, Pgid 0) joins instead the
+// group of a guard started just before it (startGuard), which leads it: the group
+// is guarded from the child's first instruction on.
 func startChild(path string, argv, env []string, stdio *childStdio, extra []*os.File, attr *syscall.SysProcAttr) (*child, error) {
+	sys := *attr
+	var guard *groupGuard
+	if attr.Setpgid && attr.Pgid == 0 {
+		var err error
+		if guard, err = startGuard(); err != nil {
+			stdio.close()
+			for i := 0; i < stdio.ncopies; i++ {
+				<-stdio.copies
+			}
+			return nil, err
+		}
+		sys.Pgid = guard.pid
+		if killPoint != nil {
+			killPoint("guard started")
+		}
+	}
 	fds := make([]uintptr, 0, 3+len(extra))
 	for _, f := range append(stdio.files[:], extra...) {
 		if f == nil {
@@ -123,32 +147,31 @@ func startChild(path string, argv, env []string, stdio *childStdio, extra []*os.
 		fds = append(fds, f.Fd())
 	}
 	pidfd := -1
-	sys := *attr
 	sys.PidFD = &pidfd
 	pid, _, err := syscall.StartProcess(path, argv, &syscall.ProcAttr{Env: env, Files: fds, Sys: &sys})
 	runtime.KeepAlive(stdio)
 	runtime.KeepAlive(extra)
+	if err == nil && killPoint != nil {
+		killPoint("child started")
+	}
 	stdio.close()
 	if err != nil {
+		guard.end() // alone in its group: it kills itself at its stdin's end
 		for i := 0; i < stdio.ncopies; i++ {
 			<-stdio.copies
 		}
 		return nil, &os.PathError{Op: "fork/exec", Path: path, Err: err}
 	}
-	c := &child{pid: pid, copies: stdio.copies, ncopies: stdio.ncopies, group: attr.Setpgid && attr.Pgid == 0}
+	c := &child{pid: pid, copies: stdio.copies, ncopies: stdio.ncopies, guard: guard}
+	if guard != nil {
+		c.group, c.pgid = true, guard.pid
+	}
 	if pidfd >= 0 {
 		// Non-blocking, so os.NewFile registers it with the netpoller.
 		if unix.SetNonblock(pidfd, true) == nil {
 			c.pidfd = os.NewFile(uintptr(pidfd), "bwrap pidfd")
 		} else {
 			unix.Close(pidfd)
-		}
-	}
-	if c.group {
-		if c.guard, err = startGuard(pid); err != nil {
-			c.kill(syscall.SIGKILL)
-			_, _ = c.wait()
-			return nil, err
 		}
 	}
 	return c, nil
@@ -171,8 +194,8 @@ func (c *child) kill(sig syscall.Signal) {
 }
 
 // wait reaps the child and returns its status once its stdio copies ended. When the
-// child leads a process group, what is left of the group when it exits is killed
-// first (endGroup).
+// child is in a process group of its own (its guard's), what is left of the group
+// when it exits is killed first (endGroup).
 func (c *child) wait() (syscall.WaitStatus, error) {
 	ws, err := c.reap()
 	for i := 0; i < c.ncopies; i++ {
@@ -244,7 +267,7 @@ func (c *child) reap() (syscall.WaitStatus, error) {
 }
 
 // endGroup kills what is left of the exited child's process group (SIGKILL; the
-// group is the child's own: Setpgid, and the child not reaped yet) and, when the
+// group is its guard's, which leads it and is not reaped yet) and, when the
 // child did not exit by itself (code is not CLD_EXITED) or kill killed it, waits
 // until every process found in the group has exited (waitGroup).
 //
@@ -256,16 +279,16 @@ func (c *child) reap() (syscall.WaitStatus, error) {
 // A child past its setsid execs the init, which waits for Run's go-ahead and ends
 // at the readiness socket's end (wire.AwaitGoArg); one past its exec has the
 // parent-death signal and is the pid namespace's pid 1, which takes the sandbox with
-// it. A group of nothing but the exited child costs one kill(2).
+// it. A group of nothing but the guard and the exited child costs one kill(2).
 func (c *child) endGroup(code int32) error {
 	if !c.group {
 		return nil
 	}
-	_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+	_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
 	if code == cldExited && !c.killed.Load() {
 		return nil
 	}
-	if err := waitGroup(c.pid); err != nil {
+	if err := waitGroup(c.pgid, c.pid); err != nil {
 		return fmt.Errorf("%w: %w", errGroupLeft, err)
 	}
 	return nil
@@ -310,33 +333,33 @@ var errGroupLeft = errors.New("a process bwrap started is still running after it
 // cldExited is siginfo's si_code for a child that exited by itself (CLD_EXITED).
 const cldExited = 1
 
-// waitGroup waits, once bwrap's group pgid is killed, until every other process of
-// it has exited: bwrap's child, the sandbox's pid 1, which is not devsandbox's child
-// (whoever it is reparented to reaps it), so it is waited for through a pidfd. bwrap,
-// the group's leader, is not reaped yet: the group's id cannot be another's, so a
-// process found in it is a member, not a reuse of a number; and a killed bwrap
-// clones no more.
-func waitGroup(pgid int) error {
+// waitGroup waits, once bwrap's group pgid is killed, until every process of it but
+// its leader (the guard) and bwrap (pid) has exited: bwrap's child, the sandbox's
+// pid 1, which is not devsandbox's child (whoever it is reparented to reaps it), so
+// it is waited for through a pidfd. The guard, the group's leader, is not reaped
+// yet: the group's id cannot be another's, so a process found in it is a member,
+// not a reuse of a number; and bwrap, exited, clones no more.
+func waitGroup(pgid, pid int) error {
 	deadline := time.Now().Add(abandonWait)
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return fmt.Errorf("listing bwrap's processes: %w", err)
 	}
 	for _, d := range ents {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil || pid == pgid || !inGroup(pid, pgid) {
+		member, err := strconv.Atoi(d.Name())
+		if err != nil || member == pgid || member == pid || !inGroup(member, pgid) {
 			continue
 		}
-		pidfd, err := unix.PidfdOpen(pid, 0)
+		pidfd, err := unix.PidfdOpen(member, 0)
 		if err != nil {
 			continue // gone, and reaped
 		}
-		if inGroup(pid, pgid) { // still the member, not a number reused since
+		if inGroup(member, pgid) { // still the member, not a number reused since
 			err = waitExit(pidfd, deadline)
 		}
 		unix.Close(pidfd)
 		if err != nil {
-			return fmt.Errorf("bwrap's process %d: %w", pid, err)
+			return fmt.Errorf("bwrap's process %d: %w", member, err)
 		}
 	}
 	return nil

@@ -102,7 +102,7 @@ func startInPidNamespace(t *testing.T, env ...string) int {
 // times: the threads of the sandbox's process wake and stop on the other CPU.
 func TestStopTreeReturnsOnceStopped(t *testing.T) {
 	pid := startInPidNamespace(t)
-	j := &jobControl{bwrapPid: pid, cmdPid: pid}
+	j := &jobControl{bwrapPid: pid, bwrapPgid: pid, cmdPid: pid}
 	for i := range 200 {
 		if err := j.stopTree(); err != nil {
 			t.Fatalf("stop %d: stopTree = %v, want nil", i, err)
@@ -130,7 +130,7 @@ func TestResumeLeavesStoppedJobStopped(t *testing.T) {
 			_ = syscall.Kill(n, syscall.SIGKILL)
 		}
 	})
-	j := &jobControl{bwrapPid: pid, cmdPid: pid}
+	j := &jobControl{bwrapPid: pid, bwrapPgid: pid, cmdPid: pid}
 	for i := range 3 {
 		if err := j.stopTree(); err != nil {
 			t.Fatalf("stop %d: stopTree = %v, want nil", i, err)
@@ -162,7 +162,7 @@ func TestResumeSkipsReusedPid(t *testing.T) {
 		t.Fatalf("the sandbox's first process's children: %q (%v), want one", kids, err)
 	}
 	child, _ := strconv.Atoi(strings.Fields(string(kids))[0])
-	j := &jobControl{bwrapPid: pid, cmdPid: pid}
+	j := &jobControl{bwrapPid: pid, bwrapPgid: pid, cmdPid: pid}
 	if err := j.stopTree(); err != nil {
 		t.Fatalf("stopTree = %v, want nil", err)
 	}
