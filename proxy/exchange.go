@@ -39,6 +39,8 @@ type exchange struct {
 	special  string
 	err      string
 	applied  *applied // the credentials the request got
+
+	gather *gathering // a decrypted HTTP/1.1 request's: its response's writes gathered; nil: none
 }
 
 func newExchange(r *http.Request, now time.Time) *exchange {
@@ -122,6 +124,9 @@ func (ex *exchange) trace() *httptrace.ClientTrace {
 		}
 		if cc, ok := c.(*checkedConn); ok {
 			ex.decide(cc.decision, nil)
+			if ex.gather != nil {
+				ex.gather.up = cc
+			}
 		}
 	}}
 }

@@ -67,6 +67,8 @@ type checkedConn struct {
 	mu  sync.Mutex
 	set time.Time // the write deadline a caller set; zero: none
 	own time.Time // the write deadline last in effect
+
+	ra readAhead // the read side while a decrypted response is relayed (gather.go)
 }
 
 func (c *checkedConn) Write(p []byte) (int, error) {

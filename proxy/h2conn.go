@@ -39,15 +39,49 @@ func (c *h2Conn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// recordBatcher is the socket under an h2Conn's TLS. Between begin and end, writes
-// (the records of one TLS write) are copied into a buffer, which end writes to the
-// socket in one write; other writes (an alert, a small write) go straight through,
-// after whatever is gathered. Writes reach the socket in the order they were made.
+// recordBatcher is the socket under a decrypted client connection's TLS. Between
+// begin and end (an h2Conn's large write), writes (the records of one TLS write) are
+// copied into a buffer, which end writes to the socket in one write; between hold and
+// release (an HTTP/1.1 response's body, see gather.go) every write is, until flush,
+// release, a read of the socket, or gatherLimit. Other writes (an alert, a small
+// write) go straight through, after whatever is gathered. Writes reach the socket in
+// the order they were made.
 type recordBatcher struct {
 	net.Conn
-	mu   sync.Mutex
-	open int // writes between begin and end
-	buf  []byte
+	mu      sync.Mutex
+	open    int  // writes between begin and end
+	holding bool // between hold and release: writes gathered until flush (see gather.go)
+	buf     []byte
+}
+
+// hold gathers every write until flush or release, gatherLimit at most.
+func (c *recordBatcher) hold() {
+	c.mu.Lock()
+	c.holding = true
+	c.mu.Unlock()
+}
+
+// release ends hold and sends what was gathered.
+func (c *recordBatcher) release() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.holding = false
+	return c.flushLocked()
+}
+
+// flush sends what was gathered.
+func (c *recordBatcher) flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.flushLocked()
+}
+
+// Read sends what was gathered before it may wait for the client.
+func (c *recordBatcher) Read(p []byte) (int, error) {
+	if err := c.flush(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(p)
 }
 
 func (c *recordBatcher) begin() {
@@ -69,8 +103,8 @@ func (c *recordBatcher) flushLocked() error {
 		return nil
 	}
 	_, err := c.Conn.Write(c.buf)
-	if cap(c.buf) > 64<<10 {
-		c.buf = nil // a write larger than DATA frames are: do not keep its buffer
+	if cap(c.buf) > 64<<10 && !c.holding {
+		c.buf = nil // larger than DATA frames are, and no response is gathered: do not keep it
 	} else {
 		c.buf = c.buf[:0]
 	}
@@ -80,8 +114,11 @@ func (c *recordBatcher) flushLocked() error {
 func (c *recordBatcher) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.open > 0 {
+	if c.open > 0 || c.holding {
 		c.buf = append(c.buf, p...) // the TLS layer reuses p for its next record
+		if c.open == 0 && len(c.buf) >= gatherLimit {
+			return len(p), c.flushLocked()
+		}
 		return len(p), nil
 	}
 	if err := c.flushLocked(); err != nil {

@@ -17,13 +17,21 @@ import (
 // innerHandler serves the requests of a decrypted connection to t: each is checked
 // (Host, request rules, credentials), recorded, and forwarded by s.rp to t over the
 // checked transport, which checks the destination again at dial time.
-func (s *Server) innerHandler(t Target, scheme string, handlers *tracker) http.Handler {
+func (s *Server) innerHandler(t Target, scheme string, batch *recordBatcher, handlers *tracker) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		handlers.begin()
 		defer handlers.end()
 		ex := &exchange{start: s.cfg.Now(), method: r.Method, host: t.Host, port: t.Port, path: r.URL.Path,
 			decision: audit.DecisionError, mitm: true, scheme: scheme}
 		defer func() { s.record(ex) }()
+		if batch != nil {
+			ex.gather = &gathering{batch: batch}
+			defer func() {
+				if err := ex.gather.end(); err != nil {
+					ex.fail(fmt.Errorf("sending the response's last bytes to the client: %w", err))
+				}
+			}()
+		}
 		rw := newResponseWriter(w, ex, &s.track, s.cfg.TunnelIdleTimeout)
 		defer func() {
 			if rw.hijacked != nil {
@@ -116,8 +124,11 @@ func (s *Server) newReverseProxy() *httputil.ReverseProxy {
 				return a.upgraded(resp, ex)
 			}
 			if a != nil {
-				return a.redactBody(resp)
+				if err := a.redactBody(resp); err != nil {
+					return err
+				}
 			}
+			ex.gather.start()
 			return nil
 		},
 		ErrorHandler: s.upstreamError,

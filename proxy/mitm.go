@@ -159,8 +159,12 @@ func (s *Server) handshake(ctx context.Context, conn net.Conn, host string, gctx
 func (s *Server) serveInner(conn net.Conn, t Target, scheme string) {
 	ln := newOneConnListener(conn)
 	var handlers tracker
+	var batch *recordBatcher // an HTTP/1.1 client's socket under the proxy's TLS
+	if tc, ok := conn.(*tls.Conn); ok {
+		batch, _ = tc.NetConn().(*recordBatcher)
+	}
 	srv := &http.Server{
-		Handler:           s.innerHandler(t, scheme, &handlers),
+		Handler:           s.innerHandler(t, scheme, batch, &handlers),
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,

@@ -104,6 +104,9 @@ func (s *bodySource) WriteTo(dst io.Writer) (int64, error) {
 // upstreamTCP is the TCP socket under an upstream connection.
 func upstreamTCP(c net.Conn) (*net.TCPConn, bool) {
 	if cc, ok := c.(*checkedConn); ok {
+		if cc.ra.r < cc.ra.w {
+			return nil, false // bytes read ahead come first
+		}
 		c = cc.Conn
 	}
 	tc, ok := c.(*net.TCPConn)
