@@ -213,6 +213,14 @@ type jobStep struct {
 // soon as that output is no longer a beginning of want.
 func jobControlRun(t *testing.T, dir, shell string, steps []jobStep, want string, args ...string) string {
 	t.Helper()
+	got, _ := jobControlRunAll(t, dir, shell, steps, want, args...)
+	return got
+}
+
+// jobControlRunAll is jobControlRun that returns the whole output too (the job
+// reports and devsandbox's notes).
+func jobControlRunAll(t *testing.T, dir, shell string, steps []jobStep, want string, args ...string) (string, string) {
+	t.Helper()
 	master, slave, err := tty.Open()
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +290,7 @@ func jobControlRun(t *testing.T, dir, shell string, steps []jobStep, want string
 	if got := withoutJobReports(out); got != want {
 		t.Logf("the shell ended: %v; its whole output: %q", werr, out)
 	}
-	return withoutJobReports(out)
+	return withoutJobReports(out), string(out)
 }
 
 // withoutJobReports is the complete lines of out that are not a shell's job reports

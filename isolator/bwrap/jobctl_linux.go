@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/devsandbox/devsandbox/isolator/internal/jobstop"
 	"golang.org/x/sys/unix"
@@ -86,7 +87,16 @@ func (j *jobControl) handle(s os.Signal, warn func(string, ...any), kill func(),
 		if j.stopAll != nil {
 			stop = j.stopAll
 		}
-		if err := stop(); err != nil {
+		// Said only in the foreground: written from the background, with the
+		// terminal's tostop, it would be one more SIGTTOU.
+		note := time.AfterFunc(jobstop.NoteAfter, func() {
+			if !j.inBackground() {
+				warn("%s", jobstop.SlowStopNote)
+			}
+		})
+		err := stop()
+		note.Stop()
+		if err != nil {
 			warn("the sandbox is killed: devsandbox was stopped, and %v, where it could read your terminal", err)
 			kill()
 			return

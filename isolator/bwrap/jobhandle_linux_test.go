@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devsandbox/devsandbox/isolator/internal/jobstop"
 	"golang.org/x/sys/unix"
 )
 
@@ -168,5 +169,50 @@ func TestCommandEndedThroughPidfd(t *testing.T) {
 	}
 	if initEnded(os.Getpid()) {
 		t.Error("the init's children alone read the command as ended: the case is not the one the pidfd is for")
+	}
+}
+
+// A stop that waits (a process of the sandbox in uninterruptible sleep: a write or
+// rename under way, waited for up to jobstop.StopBound) says what it waits for once
+// it took jobstop.NoteAfter, in the foreground: Ctrl-Z followed by seconds without a
+// word reads as a hang. The stop here returns once the note is said (or after 10 s
+// without one); in the background nothing is said (the write could be one more
+// SIGTTOU), and a stop done at once says nothing either.
+func TestHandleSaysWhatASlowStopWaits(t *testing.T) {
+	for _, background := range []bool{false, true} {
+		noted := make(chan string, 4)
+		j := &jobControl{stdinTerm: true,
+			stopAll: func() error {
+				select {
+				case <-noted:
+				case <-time.After(10 * time.Second):
+				}
+				return nil
+			},
+			self:       func(syscall.Signal) {},
+			background: func() bool { return background },
+		}
+		var said []string
+		sig := syscall.SIGTSTP
+		if background {
+			sig = syscall.SIGTTIN
+			j.stopAll = func() error { time.Sleep(jobstop.NoteAfter + 200*time.Millisecond); return nil } // the note's moment passed
+		}
+		start := time.Now()
+		j.handle(sig, func(f string, a ...any) { m := fmt.Sprintf(f, a...); said = append(said, m); noted <- m }, func() {},
+			func() (os.Signal, bool) { return nil, false }, func(os.Signal) {})
+		took := time.Since(start)
+		if background {
+			if len(noted) != 0 {
+				t.Errorf("a slow stop in the background said %q, want nothing", <-noted)
+			}
+			continue
+		}
+		if len(said) != 1 || said[0] != jobstop.SlowStopNote || took >= 10*time.Second {
+			t.Fatalf("a stop that waited %v said %q, want %q after %v", took.Round(time.Millisecond), said, jobstop.SlowStopNote, jobstop.NoteAfter)
+		}
+	}
+	if got, _ := handleLog(t, false, nil, syscall.SIGTSTP); got != "stop-sandbox stop-self(20) " {
+		t.Errorf("a stop done at once: %q, want %q", got, "stop-sandbox stop-self(20) ")
 	}
 }

@@ -115,7 +115,7 @@ func (b *Isolator) runKept(ctx context.Context, e Engine, addr Address, p *isola
 	// Not the engine's pause: it would freeze the container's other sessions too.
 	// The session's init stops what this session runs, and only that.
 	b.Freezer.Set(sess.Freeze(nil, stdio.Err, hj.Close))
-	defer b.Freezer.Set(nil)
+	defer b.Freezer.End()
 	defer b.stopOnCancel(ctx, sess, hj.Close)()
 	b.phase("exec")
 	defer goSweep(ctx, e, p, id, b.mark, fresh)()

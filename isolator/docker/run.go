@@ -557,7 +557,7 @@ func (b *Isolator) runOnce(ctx context.Context, e Engine, addr Address, p *isola
 		Pause:   func(ctx context.Context) error { return e.ContainerPause(ctx, id) },
 		Unpause: func(ctx context.Context) error { return e.ContainerUnpause(ctx, id) },
 	}, stdio.Err, hj.Close))
-	defer b.Freezer.Set(nil)
+	defer b.Freezer.End()
 	defer b.stopOnCancel(ctx, sess, hj.Close)()
 	defer goSweep(ctx, e, p, id, b.mark, true)()
 	code := 125

@@ -19,13 +19,15 @@ const (
 
 // Freezer is how a program's run freezes and thaws its command when devsandbox is
 // stopped and continued by a shell's job control. The run sets its freeze function
-// once the command's container is known, and clears it when the run ends; while
-// none is set, a stop stops the program alone (nothing runs the command yet, or no
-// longer). Its methods may be called on a nil Freezer (a run served without one).
+// once the command's container is known, and ends it (End) when the run returns;
+// until one is set, a stop stops the program alone (nothing runs the command yet),
+// and once the run ended a stop is not one (the command is over). Its methods may be
+// called on a nil Freezer (a run served without one).
 type Freezer struct {
 	mu     sync.Mutex
 	freeze func(stop bool) (ended bool)
 	frozen bool
+	over   bool
 }
 
 // Set sets the freeze function (nil: none). freeze(true) freezes the command, or
@@ -38,7 +40,22 @@ func (f *Freezer) Set(freeze func(stop bool) (ended bool)) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.freeze, f.frozen = freeze, false
+	f.freeze, f.frozen, f.over = freeze, false, false
+}
+
+// End ends the freeze function when the run returns: the command is over, so a stop
+// from then on (Ctrl-Z as the program removes the container and exits) finds it
+// ended, as freeze(true) would: the program does not stop, and goes on to its exit.
+// Stopped, it would hold the run's end (the container's removal) and devsandbox,
+// seeing it stopped, would stop too: the shell would show a job stopped whose
+// command is over, until `fg`.
+func (f *Freezer) End() {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.freeze, f.frozen, f.over = nil, false, true
 }
 
 // stop freezes the command, then stops this process (SIGSTOP: it returns once the
@@ -49,7 +66,7 @@ func (f *Freezer) Set(freeze func(stop bool) (ended bool)) {
 func (f *Freezer) stop() {
 	if f != nil {
 		f.mu.Lock()
-		ended := false
+		ended := f.over
 		if f.freeze != nil && !f.frozen {
 			ended = f.freeze(true)
 			f.frozen = !ended

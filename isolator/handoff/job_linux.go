@@ -112,13 +112,22 @@ func (j *callerJob) stopProgram(p *Process) bool {
 	if j.wait > 0 {
 		wait = j.wait
 	}
-	deadline := time.Now().Add(wait)
+	start := time.Now()
+	deadline := start.Add(wait)
+	note := jobstop.NoteAfter
 	for {
 		switch jobstop.GroupState(pid) {
 		case 'T':
 			return true
 		case 'Z', 'X':
 			return false
+		}
+		if note > 0 && time.Since(start) >= note {
+			note = 0 // said once, and only in the foreground (from the background,
+			// with the terminal's tostop, the write would be one more SIGTTOU)
+			if !jobstop.Background() {
+				j.warn("devsandbox: " + jobstop.SlowStopNote)
+			}
 		}
 		if time.Now().After(deadline) {
 			j.warn("devsandbox: the sandbox is ended: it was not seen frozen within " + wait.String() + " of the stop, and it could read your terminal")

@@ -245,7 +245,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		Pause:   func(ctx context.Context) error { return e.Pause(ctx, id) },
 		Unpause: func(ctx context.Context) error { return e.Unpause(ctx, id) },
 	}, stdio.Err, func() { _ = inW.Close() }))
-	defer b.Freezer.Set(nil)
+	defer b.Freezer.End()
 	// The end of ctx from here on: SIGTERM to the command, after the stop grace the
 	// end of the init's stream (the init kills what is left and exits).
 	grace := b.stopGrace()

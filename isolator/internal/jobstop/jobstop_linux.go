@@ -172,6 +172,16 @@ var ErrNotStopped = errors.New("a process of the sandbox kept running after SIGS
 // to it, then left to stop as it wakes; one still running then is an error.
 const StopBound = 2 * time.Second
 
+// NoteAfter is how long a stop may take before devsandbox says what it waits for:
+// an ordinary Ctrl-Z is done well within it (medians 45 ms on bwrap, 160-185 ms on
+// docker, the slowest of 60 at 345 ms, at a load of 40: docs/performance.md);
+// one that waits for a process in uninterruptible sleep takes up to StopBound, and
+// that long without a word after Ctrl-Z reads as a hang.
+const NoteAfter = 500 * time.Millisecond
+
+// SlowStopNote is what devsandbox says once a stop took NoteAfter.
+const SlowStopNote = "stopping the sandbox: waiting for its processes to stop (a write or rename under way completes first; then the sandbox stops, or is ended)"
+
 // StopUntil stops a set of processes and returns once a pass finds each of them
 // stopped. pass sends SIGSTOP to each process of the set not stopped yet (StopOne)
 // and returns how many of them were running and how many in uninterruptible sleep
