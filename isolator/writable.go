@@ -166,10 +166,7 @@ func programDirs(path string) []string {
 		if err != nil {
 			break
 		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(cur), target)
-		}
-		cur = target
+		cur = linkTarget(cur, target)
 	}
 	if cur != path {
 		// Links were followed: where the last one's directory resolves to holds the
@@ -179,6 +176,31 @@ func programDirs(path string) []string {
 		}
 	}
 	return dirs
+}
+
+// linkTarget is where the link at path, reading target, leads, as the kernel
+// resolves it: a relative target from the directory the link really is in, and each
+// ".." of it from where the components before it really lead, not lexically (a
+// lexical ".." after a linked directory names another directory than the kernel
+// takes). The last component is left unresolved (the loop reads it next); where its
+// directory does not resolve, the lexical form stands (nothing is there to run).
+func linkTarget(path, target string) string {
+	if !filepath.IsAbs(target) {
+		target = filepath.Dir(path) + "/" + target
+	}
+	i := strings.LastIndexByte(target, '/')
+	dir, name := target[:i], target[i+1:]
+	if dir == "" {
+		dir = "/"
+	}
+	if name == "" || name == "." || name == ".." {
+		return filepath.Clean(target)
+	}
+	real, err := filepath.EvalSymlinks(dir) // walks ".." after each link resolved
+	if err != nil {
+		return filepath.Clean(target)
+	}
+	return filepath.Join(real, name)
 }
 
 // dirsUserWritable reports whether this process's user may write any of dirs or a

@@ -139,11 +139,30 @@ func TestSandboxWritten(t *testing.T) {
 	if err := os.Symlink(filepath.Join(projA, "hop"), filepath.Join(bin, "viahop")); err != nil {
 		t.Fatal(err)
 	}
+	// A relative link whose ".." crosses a linked directory: the kernel resolves it
+	// from where the link's directory really is (root/src/deep/x, so ../../a/hop is
+	// A's), not from the path it was reached by (root/lx/x/../../a/hop, root/a/hop,
+	// which is nothing): A's hop, which A's sandbox can point anywhere, is on the way.
+	if err := os.MkdirAll(filepath.Join(root, "src", "deep", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "src", "deep"), filepath.Join(root, "lx")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../a/hop", filepath.Join(root, "src", "deep", "x", "tool")); err != nil {
+		t.Fatal(err)
+	}
+	// The same ".." after a linked directory within the target (root/lx/.. is root/src).
+	if err := os.Symlink("../lx/../a/hop", filepath.Join(bin, "crossing")); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name, path string
 		refused    bool
 		names      string
 	}{
+		{"through a relative link crossing a linked directory", filepath.Join(root, "lx", "x", "tool"), true, projA},
+		{"through a link whose target crosses a linked directory", filepath.Join(bin, "crossing"), true, projA},
 		{"in another project", filepath.Join(projA, ".venv", "bin", "podman"), true, projA},
 		{"through another spelling of the project", filepath.Join(root, "alias", ".venv", "bin", "podman"), true, projA},
 		{"a link to a project's", filepath.Join(bin, "linked"), true, projA},

@@ -85,8 +85,9 @@ func WriteHostFile(b *strings.Builder, f HostFile) {
 
 // Content is the command that writes content to dest (a shell word). Without parts it
 // is printed; with parts (isolator.ContentPart) the command reads their files, as the
-// planner did, and then checks the file is content: a source missing or changed since
-// the dry run removes dest and stops the script with a message naming the sources.
+// planner did, and then checks the file is content: a source missing, unreadable or
+// changed since the dry run removes dest and stops the script with a message naming
+// the sources, wherever the command stands in a line (after &&, before more).
 func Content(dest string, content []byte, parts []isolator.ContentPart) string {
 	if len(parts) == 0 {
 		return "printf %s " + sh.QuoteText(string(content)) + " > " + dest
@@ -107,7 +108,10 @@ func Content(dest string, content []byte, parts []isolator.ContentPart) string {
 	}
 	sum := sha256.Sum256(content)
 	msg := fmt.Sprintf("devsandbox: %s is missing or changed since this dry run: run --dry-run again", strings.Join(files, " or "))
-	return fmt.Sprintf("{ %s; } > %s &&\n  { test \"$( (sha256sum || shasum -a 256) < %s 2>/dev/null | cut -c1-64)\" = %s ||\n  { rm -f %s; echo %s >&2; exit 1; }; }",
+	// One group, its failure handled inside it: a source that cannot be read fails the
+	// redirection's group as a changed one fails the check, and either stops the
+	// script (no set -e there; and a failure left of && would not stop it anyway).
+	return fmt.Sprintf("{ { { %s; } > %s &&\n  test \"$( (sha256sum || shasum -a 256) < %s 2>/dev/null | cut -c1-64)\" = %s; } ||\n  { rm -f %s; echo %s >&2; exit 1; }; }",
 		strings.Join(cmds, " && "), dest, dest, hex.EncodeToString(sum[:]), dest, sh.Quote(msg))
 }
 

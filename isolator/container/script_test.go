@@ -54,6 +54,30 @@ func TestContentFromParts(t *testing.T) {
 	if _, err := os.Stat(dest); !os.IsNotExist(err) {
 		t.Errorf("the changed file is left: %v", err)
 	}
+	// A source gone since the dry run: cat fails, and the script must stop there too,
+	// not go on to the engine with what the redirection left (an empty file, which a
+	// later run's `test -e` would then take as made).
+	write(sys, system)
+	if out, err := sh(); err != nil || out != "done\n" {
+		t.Fatalf("restored: %v: %s", err, out)
+	}
+	if err := os.Remove(sys); err != nil {
+		t.Fatal(err)
+	}
+	out, err = sh()
+	if err == nil || strings.Contains(out, "done") || !strings.Contains(out, "devsandbox: "+sys+" or the certificate in "+ca+" is missing or changed since this dry run") {
+		t.Fatalf("a missing source: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(dest); !os.IsNotExist(err) {
+		t.Errorf("with a source missing, the file is left: %v", err)
+	}
+	// As WriteHostFile and the derived image's lines use it: between && and before
+	// more of the line.
+	line := "true && " + Content(dest, content, parts) + " && echo chained\necho done"
+	b, err := exec.Command("/bin/sh", "-c", line).CombinedOutput()
+	if out = string(b); err == nil || strings.Contains(out, "done") || strings.Contains(out, "chained") {
+		t.Fatalf("a missing source, within a line: %v\n%s", err, out)
+	}
 	if got := Content(dest, []byte("a'b\n"), nil); got != `printf %s 'a'\''b
 ' > `+dest {
 		t.Errorf("without parts: %s", got)

@@ -272,7 +272,7 @@ func TestPlantedLockLink(t *testing.T) {
 			return err
 		}},
 		{"service lock", filepath.Join(dir, "devsandbox-service.lock"), func() error {
-			return osHost{}.StartService(context.Background(), sock, "krun")
+			return osHost{}.StartService(context.Background(), sock, "krun", "/usr/bin/podman")
 		}},
 	}
 	for _, c := range cases {

@@ -213,7 +213,7 @@ func (h limitHost) StopService(_ string, pid int) error {
 // startedHost is limitHost whose StartService succeeds.
 type startedHost struct{ limitHost }
 
-func (startedHost) StartService(context.Context, string, string) error { return nil }
+func (startedHost) StartService(context.Context, string, string, string) error { return nil }
 
 // A service whose hard open-file or task limit is below what the run's container
 // asks (want: nofile 4096, nproc 2048): when no other devsandbox holds its users lock
@@ -400,7 +400,7 @@ func (h *raceHost) StopService(_ string, pid int) error {
 	return nil
 }
 
-func (h *raceHost) StartService(context.Context, string, string) error {
+func (h *raceHost) StartService(context.Context, string, string, string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.starts++

@@ -25,16 +25,16 @@ func TestPodmanStartable(t *testing.T) {
 	t.Setenv("PATH", bin)
 	proj := filepath.Join(d, "proj")
 	b := &Isolator{planned: &isolator.Plan{Mounts: []isolator.Mount{{Kind: isolator.Bind, Source: proj, Dest: proj, Why: "project"}}}}
-	if err := b.podmanStartable(); !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), podman+" (found on PATH)") {
+	if _, err := b.podmanStartable(); !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), podman+" (found on PATH)") {
 		t.Errorf("podmanStartable with a podman in the project = %v, want a refusal naming it", err)
 	}
 	b.planned.Mounts[0].ReadOnly = true
-	if err := b.podmanStartable(); err != nil {
-		t.Errorf("podmanStartable with the project read-only = %v, want nil", err)
+	if got, err := b.podmanStartable(); err != nil || got != podman {
+		t.Errorf("podmanStartable with the project read-only = %q, %v, want %s", got, err, podman)
 	}
 	t.Setenv("XDG_DATA_HOME", filepath.Join(d, "data"))
 	t.Setenv("XDG_STATE_HOME", filepath.Join(d, "state"))
-	if err := (&Isolator{}).podmanStartable(); err != nil {
+	if _, err := (&Isolator{}).podmanStartable(); err != nil {
 		t.Errorf("podmanStartable without a run, in no known project = %v, want nil", err)
 	}
 	// Without a run (doctor, an image build, Check): refused in any project a
@@ -46,7 +46,7 @@ func TestPodmanStartable(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(rec, "project"), []byte(proj+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&Isolator{}).podmanStartable(); !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "the devsandbox project "+proj) {
+	if _, err := (&Isolator{}).podmanStartable(); !errors.Is(err, isolator.ErrProtection) || !strings.Contains(err.Error(), "the devsandbox project "+proj) {
 		t.Errorf("podmanStartable without a run, podman in a known project = %v, want a refusal naming the project", err)
 	}
 }

@@ -384,7 +384,7 @@ func (fakeHost) StageAnchors(_, _ string, as []Anchor) (map[string]string, func(
 	}
 	return m, func() {}, nil
 }
-func (h fakeHost) StartService(context.Context, string, string) error {
+func (h fakeHost) StartService(context.Context, string, string, string) error {
 	h.t.Error("unexpected StartService")
 	return nil
 }

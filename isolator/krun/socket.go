@@ -36,9 +36,10 @@ type Host interface {
 	HardLimits() (nofile, nproc uint64)
 	// Listening reports whether a Unix socket at path accepts connections.
 	Listening(path string) bool
-	// StartService starts `podman --runtime RUNTIME system service` on path and
-	// returns once it listens.
-	StartService(ctx context.Context, path, runtime string) error
+	// StartService starts `podman --runtime RUNTIME system service` on path, with
+	// podman, the program podmanStartable judged (never another lookup of PATH:
+	// PATH's answer may have changed since), and returns once it listens.
+	StartService(ctx context.Context, path, runtime, podman string) error
 	// ServiceLimits returns the pid of the process listening on the socket at path and
 	// its hard rlimits by spec name ("nofile", "nproc"; 0: unlimited); pid 0 when it
 	// cannot be told.
@@ -134,8 +135,10 @@ func (osHost) Systemd() bool {
 // StartService starts podman's API service for runtime on path under a supervisor
 // (`devsandbox-krun supervise`), detached (its own session, so neither a terminal's
 // signals nor devsandbox's end reach it), and returns once it listens. Concurrent
-// starts are serialised by a lock next to the socket.
-func (h osHost) StartService(ctx context.Context, path, runtime string) error {
+// starts are serialised by a lock next to the socket. podman is the program judged
+// (podmanStartable; "" when PATH has none): the supervisor finds it first on the PATH
+// it gets (serviceEnv).
+func (h osHost) StartService(ctx context.Context, path, runtime, podman string) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
@@ -157,9 +160,8 @@ func (h osHost) StartService(ctx context.Context, path, runtime string) error {
 	}
 	sweepSets(dir, h.Listening)
 	_ = os.Remove(path) // a stale socket of a service that exited
-	podman, err := exec.LookPath("podman")
-	if err != nil {
-		return fmt.Errorf("%w: podman is not installed: %w", isolator.ErrUnavailable, err)
+	if podman == "" {
+		return fmt.Errorf("%w: podman is not installed: %w", isolator.ErrUnavailable, exec.ErrNotFound)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -296,7 +298,8 @@ func (b *Isolator) socket(ctx context.Context, h Host, want []spec.POSIXRlimit) 
 	// Before the turn and the users lock, whose files a refused run would leave: a
 	// podman the run's sandbox could have planted refuses the run even where a
 	// service already listens (it is on PATH all the same, for the next start).
-	if err := b.podmanStartable(); err != nil {
+	podman, err := b.podmanStartable()
+	if err != nil {
 		return "", err
 	}
 	unlock, err := lockFile(ctx, turnFile(p), b.turnWaiting)
@@ -322,7 +325,7 @@ func (b *Isolator) socket(ctx context.Context, h Host, want []spec.POSIXRlimit) 
 			return p, nil
 		}
 	}
-	if err := h.StartService(ctx, p, s.Runtime); err != nil {
+	if err := h.StartService(ctx, p, s.Runtime, podman); err != nil {
 		if errors.Is(err, isolator.ErrUnavailable) || errors.Is(err, isolator.ErrProtection) {
 			return "", err
 		}
@@ -475,16 +478,22 @@ func openServiceLog(path string) (*os.File, error) {
 	return f, nil
 }
 
-// podmanStartable refuses to start podman's service from a podman on PATH (the one
-// StartService hands the supervisor) that a sandbox could have planted
-// (judgePodman): the service runs on the host, unsandboxed, and serves later runs
-// of every project.
-func (b *Isolator) podmanStartable() error {
+// podmanStartable returns the podman on PATH that StartService is to start podman's
+// service with, and refuses one a sandbox could have planted (judgePodman): the
+// service runs on the host, unsandboxed, and serves later runs of every project.
+// The service is started from that path, not from a later lookup: a podman planted
+// meanwhile in a PATH entry before it (the turn to use the service may be waited
+// for) would be found then, unjudged. "" when PATH has none (StartService says
+// podman is not installed).
+func (b *Isolator) podmanStartable() (string, error) {
 	podman, err := exec.LookPath("podman")
 	if err != nil {
-		return nil // StartService says podman is not installed
+		return "", nil
 	}
-	return b.judgePodman(podman)
+	if err := b.judgePodman(podman); err != nil {
+		return "", err
+	}
+	return podman, nil
 }
 
 // judgePodman refuses podman at path where the sandbox of the run under way could
