@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -267,8 +268,9 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		// one, a full removal and the wait after), else on one of its own. Run
 		// returns only once it is done.
 		released = make(chan struct{})
-		removeSess, closeSess = endSession(sess, b.warn, released)
-		defer func() { go closeSess() }()
+		var finishSess func(spawn func(func()))
+		removeSess, closeSess, finishSess = endSession(sess, b.warn, released)
+		defer finishSess(func(f func()) { go f() })
 	}
 	pins, err := pin.Plan(p)
 	if err != nil {
@@ -924,7 +926,14 @@ func sandboxFailure(out string, err error) isolator.Status {
 // lock and its last reference, then close released). Each runs once however often,
 // and from whichever goroutine, it is called; a session dir removed or replaced on
 // the host during the run is told with one warning, by the first of them.
-func endSession(sess *tmpdir.Session, warn func(format string, args ...any), released chan struct{}) (remove, closeAll func()) {
+//
+// finish is Run's last call: closeAll on a goroutine of its own (spawn), beside the
+// rest of Run's cleanup, unless closeAll has begun already (on the goroutine that saw
+// the init exit, readiness.gone), which is the usual end of a run. A goroutine
+// started then would only wait for that one, and its start is paid on the exit
+// path: the runtime wakes, or makes, a thread for it.
+func endSession(sess *tmpdir.Session, warn func(format string, args ...any), released chan struct{}) (remove, closeAll func(), finish func(spawn func(func()))) {
+	var begun atomic.Bool
 	remove = sync.OnceFunc(func() {
 		if sess.Lost() {
 			warn("the session /tmp %s was removed on the host while the sandbox ran; files the command had in /tmp were lost with it", sess.Path)
@@ -932,6 +941,7 @@ func endSession(sess *tmpdir.Session, warn func(format string, args ...any), rel
 		sess.RemoveEmpty()
 	})
 	closeAll = sync.OnceFunc(func() {
+		begun.Store(true)
 		remove()
 		if err := sess.Remove(); err != nil {
 			warn("the session /tmp %s could not be removed (%v); what the command left there stays on the host until you remove it (rm -rf %s)", sess.Path, err, sess.Path)
@@ -939,7 +949,12 @@ func endSession(sess *tmpdir.Session, warn func(format string, args ...any), rel
 		sess.Close()
 		close(released)
 	})
-	return remove, closeAll
+	finish = func(spawn func(func())) {
+		if !begun.Load() {
+			spawn(closeAll)
+		}
+	}
+	return remove, closeAll, finish
 }
 
 func firstLine(s string, err error) string {

@@ -7,9 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/devsandbox/devsandbox/isolator"
 	"github.com/devsandbox/devsandbox/isolator/bwrap/internal/prestart"
@@ -229,21 +229,17 @@ func PruneRecords(stateRoot string, maxAge time.Duration, now time.Time, dryRun 
 	return prestart.Store{Dir: filepath.Join(stateRoot, "prestart")}.Sweep(maxAge, now, dryRun)
 }
 
-// loadPerCPU is the one-minute load average over the CPUs this process may use.
+// loadPerCPU is the one-minute load average over the CPUs this process may use,
+// from sysinfo(2): one system call on the launch's path where reading
+// /proc/loadavg took an open, a read of a generated file and a close. The kernel
+// keeps the average in fixed point (FSHIFT 11 bits); sysinfo gives it shifted to
+// SI_LOAD_SHIFT (16) bits, /proc/loadavg rounds the same value to two decimals.
 func loadPerCPU() (float64, bool) {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
 		return 0, false
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0, false
-	}
-	l, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return 0, false
-	}
-	return l / float64(runtime.NumCPU()), true
+	return float64(si.Loads[0]) / (1 << unix.SI_LOAD_SHIFT) / float64(runtime.NumCPU()), true
 }
 
 // adoptable reports whether Run may use the early start for p and its rendering

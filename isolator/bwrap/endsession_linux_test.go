@@ -46,7 +46,7 @@ func TestLostSessionWarnsOnce(t *testing.T) {
 				got = append(got, fmt.Sprintf(format, args...))
 			}
 			released := make(chan struct{})
-			remove, closeAll := endSession(sess, warn, released)
+			remove, closeAll, _ := endSession(sess, warn, released)
 			var wg sync.WaitGroup
 			for _, step := range []func(){remove, remove, closeAll, remove, closeAll} {
 				wg.Add(1)
@@ -61,6 +61,42 @@ func TestLostSessionWarnsOnce(t *testing.T) {
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
+			if _, err := os.Lstat(sess.Path); !os.IsNotExist(err) {
+				t.Errorf("the session /tmp is still there after the run (%v)", err)
+			}
+		})
+	}
+}
+
+// TestEndSessionFinish: Run's last step starts closeAll on a goroutine of its own only
+// when nothing has begun it; after the goroutine that saw the init exit ran it (the
+// usual end of a run), the exit path starts no goroutine, and released is closed and
+// the session /tmp gone either way.
+func TestEndSessionFinish(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before bool // closeAll ran before finish, as readiness.gone runs it
+		spawns int
+	}{
+		{"the init's exit seen", true, 0},
+		{"nothing seen", false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sess, err := tmpdir.Acquire(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			released := make(chan struct{})
+			_, closeAll, finish := endSession(sess, func(string, ...any) {}, released)
+			if tc.before {
+				closeAll()
+			}
+			spawns := 0
+			finish(func(f func()) { spawns++; go f() })
+			if spawns != tc.spawns {
+				t.Errorf("finish started closeAll on %d goroutines, want %d", spawns, tc.spawns)
+			}
+			<-released
 			if _, err := os.Lstat(sess.Path); !os.IsNotExist(err) {
 				t.Errorf("the session /tmp is still there after the run (%v)", err)
 			}
