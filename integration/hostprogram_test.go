@@ -212,6 +212,66 @@ func TestOtherProjectsProgramNotRun(t *testing.T) {
 	}
 }
 
+// TestOtherProjectsBindsProgramNotRun: project A's sandbox writes more than project
+// A: a directory its configuration binds read-write (here `--mount`, as `rw_binds`
+// and read-write `host_mounts` do) outside every project. A bubblewrap its sandbox
+// plants there, first on PATH for a launch in project B, must not run, nor by B's
+// doctor; and after A's sandbox home and record are removed (`sandboxes rm`), what
+// A's sandbox planted in A's own `.venv/bin` is refused all the same. Before, a
+// directory A binds was known to A's plan alone, and a removed record took A with it:
+// both planted programs ran on the host.
+func TestOtherProjectsBindsProgramNotRun(t *testing.T) {
+	requireBwrap(t)
+	real, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newProject(t)
+	a.mkdir("outside")
+	a.mkdir("tools/bin")
+	tools := a.path("tools/bin")
+	marker := filepath.Join(a.path("outside"), "ran")
+	venv := filepath.Join(a.dir, ".venv", "bin")
+	planted := "#!/bin/sh\necho \"$0\" >> " + marker + "\nexec " + real + " \"$@\"\n"
+	// A's sandbox plants bwrap in the bound directory and in its .venv/bin.
+	if r := run(t, a.dir, nil, planted, "--isolator=bwrap", "--egress=none", "--mount", tools, "--", "/bin/sh", "-c",
+		"cat > "+tools+"/bwrap && chmod 755 "+tools+"/bwrap && mkdir -p .venv/bin && cp "+tools+"/bwrap .venv/bin/bwrap"); r.code != 0 {
+		t.Fatalf("the launch that plants bwrap through project A's read-write bind failed:\n%s", r)
+	}
+	b := filepath.Join(a.root, "projb")
+	a.mkdir("projb/.git/objects")
+	a.mkdir("projb/.git/refs")
+	a.write("projb/.git/HEAD", "ref: refs/heads/main\n")
+	a.write("projb/.git/config", "[core]\n\trepositoryformatversion = 0\n")
+	t.Cleanup(func() { a.forget(b) })
+	rest := strings.TrimPrefix(hostPath("/usr/local/bin:/usr/bin:/bin"), "PATH=")
+	refused := func(dir, when string) {
+		t.Helper()
+		env := []string{"DEVSANDBOX_EARLY_START=0", "PATH=" + dir + ":" + rest}
+		prog := filepath.Join(dir, "bwrap")
+		r := run(t, b, env, "", "--isolator=bwrap", "--egress=none", "--", "/bin/true")
+		if got, err := os.ReadFile(marker); err == nil {
+			t.Fatalf("project B's launch %s ran the bwrap project A's sandbox planted, on the host: %s\n%s", when, got, r)
+		}
+		if r.code != 125 || !strings.Contains(r.stderr, prog) || !strings.Contains(r.stderr, a.dir) || !strings.Contains(r.stderr, "remove "+dir+" from PATH") {
+			t.Errorf("project B's launch %s did not refuse %s naming it, project A and the fix (exit %d, want 125):\n%s", when, prog, r.code, r)
+		}
+		r = run(t, b, env, "", "--isolator=bwrap", "doctor")
+		if got, err := os.ReadFile(marker); err == nil {
+			t.Fatalf("project B's doctor %s ran the bwrap project A's sandbox planted, on the host: %s\n%s", when, got, r)
+		}
+		if !strings.Contains(r.stdout, prog) {
+			t.Errorf("project B's doctor %s does not refuse %s:\n%s", when, prog, r)
+		}
+	}
+	refused(tools, "with A's bound directory on PATH")
+	if r := run(t, a.dir, nil, "", "sandboxes", "rm", a.name()); r.code != 0 {
+		t.Fatalf("sandboxes rm %s:\n%s", a.name(), r)
+	}
+	refused(venv, "after A's sandbox was removed")
+	refused(tools, "with A's bound directory on PATH, after A's sandbox was removed")
+}
+
 // TestKrunServiceFindsNoPlantedHelper: podman's API service, which devsandbox starts
 // on the host, itself looks programs up on the PATH it was started with: the
 // network helper of a container on its default network (slirp4netns, pasta),

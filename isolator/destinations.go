@@ -169,16 +169,38 @@ func PrepareHost(p *Plan) error {
 // `prune` find which project a sandbox home belongs to and whether it is gone. It
 // writes only when the file is missing or names another directory, and a failure
 // costs only that: the record is a convenience, never trusted for a removal's path.
+// What it writes, and the read-write binds of p outside the project (the record
+// "binds" beside it), it appends to the index of what sandboxes write
+// (WrittenIndex), which SandboxWritten reads: a launch with the same project and
+// binds as the last one reads the records and writes nothing.
 func RecordProject(p *Plan) {
 	if p.SandboxHome == "" || p.Project.Dir == "" {
 		return
 	}
-	path := filepath.Join(filepath.Dir(p.SandboxHome), "project")
+	var lines []string
+	dir := filepath.Dir(p.SandboxHome)
+	path := filepath.Join(dir, "project")
 	want := p.Project.Dir + "\n"
-	if b, err := os.ReadFile(path); err == nil && string(b) == want {
-		return
+	if b, err := os.ReadFile(path); err != nil || string(b) != want {
+		_ = os.WriteFile(path, []byte(want), 0o600)
+		lines = append(lines, projectLine(p.Project.Dir))
 	}
-	_ = os.WriteFile(path, []byte(want), 0o600)
+	data, state := planRoots(p)
+	if filepath.Dir(dir) != data {
+		return // a library's layout: no index of devsandbox's is read for it
+	}
+	binds := rwBindLines(p, data, state)
+	if len(binds) > 0 {
+		path := filepath.Join(dir, bindsRecord)
+		want := strings.Join(binds, "")
+		if b, err := os.ReadFile(path); err != nil || string(b) != want {
+			_ = os.WriteFile(path, []byte(want), 0o600)
+			lines = append(lines, binds...)
+		}
+	}
+	if len(lines) > 0 {
+		recordWritten(data, lines)
+	}
 }
 
 // EnsureEmptyFile creates the empty read-only file file masks are bound from (the

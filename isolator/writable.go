@@ -87,9 +87,10 @@ func HostProgram(p *Plan, what, path string) error {
 // says what a sandbox writes (krun's podman service started by doctor, an image
 // build or Check): the program, the directory the PATH lookup went through, a link
 // on the way, or where it resolves to lies in a directory some sandbox of the user's
-// writes: a devsandbox project (the directory each project's record beside its
-// sandbox home names, under data), the sandbox homes (data) or the sessions' /tmp
-// (state). Directories are compared by identity, so a bind mount or another
+// writes: a devsandbox project or a directory a project's configuration binds
+// read-write (the index in data, WrittenIndex, which outlives a project's record;
+// the records where there is none yet), the sandbox homes (data) or the sessions'
+// /tmp (state). An index that does not read refuses the program. Directories are compared by identity, so a bind mount or another
 // spelling of one is no way round. A program no sandbox of this user's could have
 // written (one in a directory the user cannot write) is taken without reading the
 // records. data and state are $XDG_DATA_HOME/devsandbox and
@@ -287,24 +288,8 @@ func sandboxWritten(data, state, what, path string, dirs []string) error {
 		}
 	}
 	if data != "" {
-		ents, _ := os.ReadDir(data)
-		for _, e := range ents {
-			if !e.IsDir() {
-				continue
-			}
-			// RecordProject's record, beside the sandbox home: outside every
-			// sandbox's view, written by devsandbox only.
-			b, err := os.ReadFile(filepath.Join(data, e.Name(), "project"))
-			if err != nil {
-				continue
-			}
-			proj := strings.TrimSpace(string(b))
-			if !filepath.IsAbs(proj) {
-				continue
-			}
-			if id, ok := idOf(proj); ok {
-				ids[id] = "the devsandbox project " + proj + ", which its sandbox writes"
-			}
+		if err := writtenIDs(data, ids); err != nil {
+			return err
 		}
 	}
 	if len(ids) == 0 {

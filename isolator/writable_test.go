@@ -2,6 +2,7 @@ package isolator
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -266,5 +267,49 @@ func TestProgramDirs(t *testing.T) {
 		if !slices.Contains(got, want) {
 			t.Errorf("programDirs(%s) = %v, want %s among them", filepath.Join(a, "bwrap"), got, want)
 		}
+	}
+}
+
+// BenchmarkSandboxWritten is the judgement of a program in a directory the user can
+// write (~/.local/bin; every directory, as root) that no sandbox writes, with 1, 50
+// and 500 projects devsandbox has run: the case that reads what devsandbox knows of
+// them.
+func BenchmarkSandboxWritten(b *testing.B) {
+	for _, n := range []int{1, 50, 500} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			root := b.TempDir()
+			data := filepath.Join(root, "data", "devsandbox")
+			state := filepath.Join(root, "state", "devsandbox")
+			bin := filepath.Join(root, "home", ".local", "bin")
+			for _, d := range []string{data, state, bin} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := range n {
+				proj := filepath.Join(root, "src", fmt.Sprintf("p%d", i))
+				p := &Plan{
+					SandboxHome: filepath.Join(data, fmt.Sprintf("p%d-1234", i), "home"),
+					Project:     Project{Dir: proj},
+					Mounts:      []Mount{{Kind: Bind, Source: proj, Dest: proj, Why: "project"}},
+				}
+				for _, d := range []string{proj, p.SandboxHome} {
+					if err := os.MkdirAll(d, 0o755); err != nil {
+						b.Fatal(err)
+					}
+				}
+				RecordProject(p)
+			}
+			prog := filepath.Join(bin, "bwrap")
+			if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if err := SandboxWritten(data, state, "bubblewrap", prog); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
