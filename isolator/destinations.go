@@ -172,34 +172,37 @@ func PrepareHost(p *Plan) error {
 // What it writes, and the read-write binds of p outside the project (the record
 // "binds" beside it), it appends to the index of what sandboxes write
 // (WrittenIndex), which SandboxWritten reads: a launch with the same project and
-// binds as the last one reads the records and writes nothing.
+// binds as the last one reads the records and writes nothing. The index is
+// appended to first, and the records written only when that took: a record whose
+// lines the index lacks would keep the next launches from appending them.
 func RecordProject(p *Plan) {
 	if p.SandboxHome == "" || p.Project.Dir == "" {
 		return
 	}
+	type record struct{ path, want string }
+	var changed []record
 	var lines []string
 	dir := filepath.Dir(p.SandboxHome)
-	path := filepath.Join(dir, "project")
-	want := p.Project.Dir + "\n"
-	if b, err := os.ReadFile(path); err != nil || string(b) != want {
-		_ = os.WriteFile(path, []byte(want), 0o600)
+	project := record{filepath.Join(dir, "project"), p.Project.Dir + "\n"}
+	if b, err := os.ReadFile(project.path); err != nil || string(b) != project.want {
+		changed = append(changed, project)
 		lines = append(lines, projectLine(p.Project.Dir))
 	}
 	data, state := planRoots(p)
-	if filepath.Dir(dir) != data {
-		return // a library's layout: no index of devsandbox's is read for it
-	}
-	binds := rwBindLines(p, data, state)
-	if len(binds) > 0 {
-		path := filepath.Join(dir, bindsRecord)
-		want := strings.Join(binds, "")
-		if b, err := os.ReadFile(path); err != nil || string(b) != want {
-			_ = os.WriteFile(path, []byte(want), 0o600)
-			lines = append(lines, binds...)
+	if filepath.Dir(dir) == data {
+		if binds := rwBindLines(p, data, state); len(binds) > 0 {
+			r := record{filepath.Join(dir, bindsRecord), strings.Join(binds, "")}
+			if b, err := os.ReadFile(r.path); err != nil || string(b) != r.want {
+				changed = append(changed, r)
+				lines = append(lines, binds...)
+			}
 		}
-	}
-	if len(lines) > 0 {
-		recordWritten(data, lines)
+		if len(lines) > 0 && !recordWritten(data, lines) {
+			return
+		}
+	} // else a library's layout: no index of devsandbox's is read for it
+	for _, r := range changed {
+		_ = os.WriteFile(r.path, []byte(r.want), 0o600)
 	}
 }
 

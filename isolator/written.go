@@ -40,13 +40,13 @@ type writtenEntry struct {
 }
 
 // recordWritten appends to the index in data what it lacks of project and its
-// read-write binds. A missing index is first filled from the projects' records (those
-// an earlier devsandbox wrote). Failures cost only the record, as RecordProject's do.
-func recordWritten(data string, lines []string) {
+// read-write binds, and reports whether it did. A missing index is first filled from
+// the projects' records (those an earlier devsandbox wrote).
+func recordWritten(data string, lines []string) bool {
 	path := filepath.Join(data, WrittenIndex)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return
+		return false
 	}
 	defer f.Close()
 	var seed []string
@@ -54,7 +54,8 @@ func recordWritten(data string, lines []string) {
 		seed = slices.DeleteFunc(recordsLines(data), func(l string) bool { return slices.Contains(lines, l) })
 	}
 	// One write: appends of concurrent launches do not interleave within it.
-	_, _ = f.WriteString(strings.Join(append(seed, lines...), ""))
+	_, err = f.WriteString(strings.Join(append(seed, lines...), ""))
+	return err == nil
 }
 
 // recordsLines are the index lines of the projects' records in data (their

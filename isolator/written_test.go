@@ -166,3 +166,32 @@ func TestRecordProjectWritesOnlyChanges(t *testing.T) {
 		t.Errorf("a second launch with the same binds changed the index:\n%s", after)
 	}
 }
+
+// TestRecordProjectIndexFirst: a launch whose append to the index failed leaves its
+// records unwritten, so the next launch appends again: a project recorded but missing
+// from the index would be unknown to SandboxWritten for good.
+func TestRecordProjectIndexFirst(t *testing.T) {
+	f := newWrittenFixture(t)
+	index := filepath.Join(f.data, WrittenIndex)
+	if err := os.Remove(index); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(index, 0o700); err != nil { // the append fails
+		t.Fatal(err)
+	}
+	c := &Plan{Project: Project{Dir: filepath.Join(f.root, "src", "c")}, SandboxHome: filepath.Join(f.data, "c-9", "home")}
+	if err := os.MkdirAll(c.SandboxHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	RecordProject(c)
+	if err := os.Remove(index); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(index, []byte(projectLine(f.projA)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	RecordProject(c)
+	if got, err := os.ReadFile(index); err != nil || !strings.Contains(string(got), projectLine(c.Project.Dir)) {
+		t.Errorf("after a failed append, the next launch's index = %q, %v; want C's project", got, err)
+	}
+}
