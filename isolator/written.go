@@ -24,9 +24,10 @@ import (
 // instead of every project's record.
 //
 // Each line is `project "DIR"` or `bind "DIR" "PROJECT" "WHY"`, the fields quoted as
-// Go strings. A line that does not read so makes SandboxWritten refuse every program
-// it judges (fail closed), naming the file; removing it is the fix, and the next
-// launch makes it again from the projects' records.
+// Go strings. A complete line that does not read so makes SandboxWritten refuse every
+// program it judges (fail closed), naming the file; removing it is the fix, and the
+// next launch makes it again from the projects' records. A last line without its
+// newline is another launch's append under way and is left out (recordWritten).
 const WrittenIndex = "written"
 
 // bindsRecord is the name of the record, beside a project's sandbox home, of the
@@ -40,22 +41,97 @@ type writtenEntry struct {
 }
 
 // recordWritten appends to the index in data what it lacks of project and its
-// read-write binds, and reports whether it did. A missing index is first filled from
-// the projects' records (those an earlier devsandbox wrote).
+// read-write binds, and reports whether it did. Launches that record take turns (an
+// flock on data) and each appends its lines with one write(2): once written, a byte
+// of the index is never changed in place, so a reader sees a prefix of what the
+// index will hold, an append under way perhaps cut short (readWritten leaves out a
+// last line without its newline). An index is written whole to a new file renamed
+// into place, so that a reader sees the old one or the new, when it is missing or
+// holds no complete line (made from the projects' records, those an earlier
+// devsandbox wrote, and these lines), and when its last line has no newline: a
+// launch died writing it (its records were never written, so its next launch
+// appends again), and the index is written again without it rather than have it
+// glued to these lines.
 func recordWritten(data string, lines []string) bool {
+	d, err := os.Open(data)
+	if err != nil {
+		return false
+	}
+	defer d.Close() // which releases the lock, after the index's own Close
+	if err := unix.Flock(int(d.Fd()), unix.LOCK_EX); err != nil {
+		return false
+	}
 	path := filepath.Join(data, WrittenIndex)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return newWritten(data, lines)
+	}
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	var seed []string
-	if fi, err := f.Stat(); err == nil && fi.Size() == 0 {
-		seed = slices.DeleteFunc(recordsLines(data), func(l string) bool { return slices.Contains(lines, l) })
+	end, size, err := completeEnd(f)
+	switch {
+	case err != nil:
+		return false
+	case end == 0:
+		return newWritten(data, lines)
+	case end < size:
+		b := make([]byte, end)
+		if _, err := f.ReadAt(b, 0); err != nil {
+			return false
+		}
+		return replaceFile(path, string(b)+strings.Join(lines, "")) == nil
 	}
-	// One write: appends of concurrent launches do not interleave within it.
-	_, err = f.WriteString(strings.Join(append(seed, lines...), ""))
+	_, err = f.WriteString(strings.Join(lines, ""))
 	return err == nil
+}
+
+// newWritten puts in place an index of the projects' records in data and lines.
+func newWritten(data string, lines []string) bool {
+	seed := slices.DeleteFunc(recordsLines(data), func(l string) bool { return slices.Contains(lines, l) })
+	return replaceFile(filepath.Join(data, WrittenIndex), strings.Join(append(seed, lines...), "")) == nil
+}
+
+// replaceFile writes content to a new file beside path and renames it to path: a
+// reader of path sees the old content or the new, never a part.
+func replaceFile(path, content string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// completeEnd returns the length of f's content up to and including its last
+// newline, and its size.
+func completeEnd(f *os.File) (end, size int64, err error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, err
+	}
+	buf := make([]byte, 4096)
+	for end := fi.Size(); end > 0; end -= int64(len(buf)) {
+		off := max(end-int64(len(buf)), 0)
+		b := buf[:end-off]
+		if _, err := f.ReadAt(b, off); err != nil {
+			return 0, 0, err
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			return off + int64(i) + 1, fi.Size(), nil
+		}
+	}
+	return 0, fi.Size(), nil
 }
 
 // recordsLines are the index lines of the projects' records in data (their
@@ -109,8 +185,11 @@ func rwBindLines(p *Plan, data, state string) []string {
 var errBadIndex = errors.New("not a line devsandbox writes")
 
 // readWritten returns the entries of the index in data; ok is false when there is
-// none (a data directory of an earlier devsandbox), and err names a line that does
-// not read.
+// none, or none with a complete line (a data directory of an earlier devsandbox, the
+// first launch's index not written yet), and err names a line that does not read. A
+// last line without its newline is left out: a launch appending to the index may be
+// under way (recordWritten), and until its append took it has written no record
+// either. A complete line that does not read is refused.
 func readWritten(data string) (ents []writtenEntry, ok bool, err error) {
 	path := filepath.Join(data, WrittenIndex)
 	b, err := os.ReadFile(path)
@@ -120,6 +199,10 @@ func readWritten(data string) (ents []writtenEntry, ok bool, err error) {
 	if err != nil {
 		return nil, true, err
 	}
+	b = b[:bytes.LastIndexByte(b, '\n')+1]
+	if len(b) == 0 {
+		return nil, false, nil
+	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(nil, len(b)+1)
 	for n := 1; sc.Scan(); n++ {
@@ -128,9 +211,6 @@ func readWritten(data string) (ents []writtenEntry, ok bool, err error) {
 			return nil, true, fmt.Errorf("line %d: %w", n, err)
 		}
 		ents = append(ents, e)
-	}
-	if len(b) > 0 && b[len(b)-1] != '\n' {
-		return nil, true, fmt.Errorf("its last line is cut short: %w", errBadIndex)
 	}
 	return ents, true, nil
 }
