@@ -202,7 +202,7 @@ func RecordProject(p *Plan) {
 		}
 	} // else a library's layout: no index of devsandbox's is read for it
 	for _, r := range changed {
-		_ = os.WriteFile(r.path, []byte(r.want), 0o600)
+		_ = replaceFile(r.path, r.want) // other launches read it: never a part
 	}
 }
 

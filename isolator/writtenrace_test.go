@@ -203,6 +203,59 @@ func TestWrittenIndexConcurrent(t *testing.T) {
 	}
 }
 
+// TestRecordsReplacedWhole: a project's records (project, binds) are read by other
+// launches (the index's first append, `sandboxes list` and prune, the next launch's
+// comparison) while a launch rewrites them; a reader sees the old content or the new,
+// never an empty or cut file. Before, a record was truncated, then written.
+func TestRecordsReplacedWhole(t *testing.T) {
+	root := t.TempDir()
+	data := filepath.Join(root, "data", "devsandbox")
+	home := filepath.Join(data, "p-1", "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("y", 2000)
+	plans := make([]*Plan, 2)
+	want := map[string]map[string]bool{"project": {}, bindsRecord: {}}
+	for i := range plans {
+		proj := filepath.Join(root, "src", fmt.Sprintf("%s-%d", long, i))
+		src := filepath.Join(root, "binds", fmt.Sprintf("%s-%d", long, i))
+		plans[i] = &Plan{Project: Project{Dir: proj}, SandboxHome: home,
+			Mounts: []Mount{{Kind: Bind, Source: src, Dest: src, Why: "sandbox.rw_binds"}}}
+		want["project"][proj+"\n"] = true
+		want[bindsRecord][bindLine(src, proj, "sandbox.rw_binds")] = true
+	}
+	RecordProject(plans[0])
+	const writes = 300
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	var bad atomic.Value
+	for name := range want {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; n < 100 || !done.Load(); n++ {
+				b, err := os.ReadFile(filepath.Join(data, "p-1", name))
+				if err != nil || !want[name][string(b)] {
+					bad.CompareAndSwap(nil, fmt.Sprintf("the record %s read %d bytes (%v) while a launch rewrote it", name, len(b), err))
+				}
+			}
+		}()
+	}
+	for n := 1; n <= writes; n++ {
+		RecordProject(plans[n%2])
+	}
+	done.Store(true)
+	wg.Wait()
+	if b := bad.Load(); b != nil {
+		t.Error(b)
+	}
+	ents, _ := os.ReadDir(filepath.Join(data, "p-1"))
+	if len(ents) != 3 {
+		t.Errorf("the project's directory after %d launches holds %d entries, want home, project, binds", writes, len(ents))
+	}
+}
+
 // TestWrittenIndexAppendsWhileRead: launches append to the index (recordWritten),
 // each many lines at once, as the first launch of a data directory with hundreds of
 // records does, while a reader reads it (readWritten) again and again, for a fixed
