@@ -1,0 +1,104 @@
+//go:build integration
+
+package integration
+
+import (
+	"os"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The suite's time is mostly the engines': a container start here costs about half a
+// second of which the machine's processors are idle half (dockerd re-executes itself
+// as the network hook, containerd starts a shim). The subtests of one test that run
+// on different components — bwrap, podman (krun), and each docker engine — therefore
+// run at once, one lane per component: inLanes. What they share is only what the
+// suite gives all runs (the throwaway home, written atomically by writeHome, and the
+// state directories in it, keyed by project); each makes its own project. Subtests on
+// the same engine (docker-remote and docker-tcp are one dockerd) stay one after the
+// other, as do the subtests of the tests in oneLane, and of a test run inside a lane
+// already.
+
+// lanesEnv, set to 0, runs every subtest one after the other (to compare, or to read
+// one subtest's output at a time).
+const lanesEnv = "DEVSANDBOX_IT_LANES"
+
+// oneLane are the tests whose subtests must not overlap, with why.
+var oneLane = map[string]string{}
+
+// laneOf is the component a subtest of iso uses: its lane.
+func laneOf(iso string) string {
+	switch iso {
+	case remoteDocker, tcpDocker:
+		return "engine " + remoteEngine
+	case localDocker:
+		return "engine unix:///var/run/docker.sock"
+	case rootlessDocker:
+		return "engine " + rootlessEngine
+	}
+	return iso
+}
+
+// laneRuns are the names of the tests running their subtests in lanes now.
+var laneRuns sync.Map
+
+// inLanes runs f as a subtest of t per iso of isos (named iso), the subtests of
+// different lanes at once, and returns when all have ended.
+func inLanes(t *testing.T, isos []string, f func(t *testing.T, iso string)) {
+	t.Helper()
+	if !lanesFor(t) {
+		for _, iso := range isos {
+			t.Run(iso, func(t *testing.T) { f(t, iso) })
+		}
+		return
+	}
+	var order []string
+	lanes := map[string][]string{}
+	for _, iso := range isos {
+		l := laneOf(iso)
+		if _, ok := lanes[l]; !ok {
+			order = append(order, l)
+		}
+		lanes[l] = append(lanes[l], iso)
+	}
+	if len(order) < 2 {
+		for _, iso := range isos {
+			t.Run(iso, func(t *testing.T) { f(t, iso) })
+		}
+		return
+	}
+	laneRuns.Store(t.Name(), true)
+	defer laneRuns.Delete(t.Name())
+	var wg sync.WaitGroup
+	for _, l := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, iso := range lanes[l] {
+				t.Run(iso, func(t *testing.T) { f(t, iso) })
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// lanesFor says whether t's subtests may run in lanes: not when turned off, not for a
+// test of oneLane, not inside a subtest already running in a lane.
+func lanesFor(t *testing.T) bool {
+	if os.Getenv(lanesEnv) == "0" {
+		return false
+	}
+	name := t.Name()
+	if _, ok := oneLane[strings.SplitN(name, "/", 2)[0]]; ok {
+		return false
+	}
+	inside := false
+	laneRuns.Range(func(k, _ any) bool {
+		if strings.HasPrefix(name, k.(string)+"/") {
+			inside = true
+		}
+		return !inside
+	})
+	return !inside
+}
