@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The suite's time is mostly the engines': a container start here costs about half a
@@ -25,7 +26,38 @@ import (
 const lanesEnv = "DEVSANDBOX_IT_LANES"
 
 // oneLane are the tests whose subtests must not overlap, with why.
-var oneLane = map[string]string{}
+var oneLane = map[string]string{
+	// They remove the trust store (~/.config/devsandbox/trusted.toml) at their end,
+	// which holds what the other subtests trusted.
+	"TestConfigFileInProject":                 "trust store",
+	"TestConfigFileLinkedIntoProject":         "trust store",
+	"TestConfigFileInOtherProject":            "trust store",
+	"TestConfigFileWhereRunWrites":            "trust store",
+	"TestProjectTrust":                        "trust store",
+	"TestPlantedGitDropsEnclosingProjectFile": "trust store",
+	"TestRemovedTrustedProjectFile":           "trust store",
+	"TestSyscallRelaxation":                   "trust store",
+	// They write, change or remove files of the home every run reads (the user's
+	// config, ~/.gitconfig, ~/.config/git, tool directories, ~/.aws, ~/.nvm).
+	"TestUserConfigNotWritableThroughBind": "the user's config file",
+	"TestPasswdHomeConfigNotRead":          "the user's config file",
+	"TestPublishDirSweptNotFollowed":       "the user's config file",
+	"TestGitPointerFiles":                  "~/.gitconfig",
+	"TestPlainTCPGitCredentials":           "~/.gitconfig",
+	"TestPlantedSymlinkInSandboxHome":      "~/.config/git",
+	"TestToolGuardAtBothHomes":             "~/.claude",
+	"TestValueFileInToolDirAtBothHomes":    "~/.claude",
+	"TestUserBindsHeldToMasks":             "~/.aws",
+	"TestToolInstallUnderToolDir":          "~/.nvm",
+	// One recording server for all subtests, whose requests each subtest reads as
+	// its own.
+	"TestCredentialOnlyOverTLS":                       "one recording server",
+	"TestKeptOverlappingSessionsAuditTheirOwn":        "one recording server",
+	"TestKeptUndumpableClientKeepsItsCredential":      "one recording server",
+	"TestKeptOverlappingSessionsKeepTheirCredentials": "one recording server",
+	// It measures the peak memory of every process of the suite's binaries.
+	"TestIndexReadBounded": "peak memory of all devsandbox processes",
+}
 
 // laneOf is the component a subtest of iso uses: its lane.
 func laneOf(iso string) string {
@@ -101,4 +133,47 @@ func lanesFor(t *testing.T) bool {
 		return !inside
 	})
 	return !inside
+}
+
+// TestLanesOverlap: subtests of different lanes run at once (each waits for the
+// other to start), those of one lane one after the other, and inLanes returns only
+// when all have ended.
+func TestLanesOverlap(t *testing.T) {
+	if os.Getenv(lanesEnv) == "0" {
+		t.Skip(lanesEnv + "=0: the subtests run one after the other")
+	}
+	started := map[string]chan struct{}{"bwrap": make(chan struct{}), "krun": make(chan struct{})}
+	var mu sync.Mutex
+	var inEngine, most int
+	ended := 0
+	inLanes(t, []string{"bwrap", "krun", remoteDocker, tcpDocker}, func(t *testing.T, iso string) {
+		switch iso {
+		case "bwrap", "krun":
+			close(started[iso])
+			other := map[string]string{"bwrap": "krun", "krun": "bwrap"}[iso]
+			select {
+			case <-started[other]:
+			case <-time.After(time.Minute):
+				t.Fatalf("the %s subtest did not start while %s's ran: the lanes do not overlap", other, iso)
+			}
+		default: // one engine: one lane
+			mu.Lock()
+			inEngine++
+			most = max(most, inEngine)
+			mu.Unlock()
+			<-started["bwrap"]
+			mu.Lock()
+			inEngine--
+			mu.Unlock()
+		}
+		mu.Lock()
+		ended++
+		mu.Unlock()
+	})
+	if ended != 4 {
+		t.Fatalf("inLanes returned with %d of 4 subtests ended", ended)
+	}
+	if most != 1 {
+		t.Fatalf("%d subtests on one engine ran at once, want 1", most)
+	}
 }
