@@ -55,6 +55,16 @@ var oneLane = map[string]string{
 	"TestKeptOverlappingSessionsAuditTheirOwn":        "one recording server",
 	"TestKeptUndumpableClientKeepsItsCredential":      "one recording server",
 	"TestKeptOverlappingSessionsKeepTheirCredentials": "one recording server",
+	// One outside host for all subtests, each of which serves a git remote on its
+	// port 8000.
+	"TestGitBasicPlaceholder": "one git server port",
+	"TestGitPushPolicy":       "one git server port",
+	// A race by design (a swap loop against launches): it ran in lanes on a machine
+	// loaded by other work, and lost the project's .git to its own loop.
+	"TestGitDirSwap": "a timed race",
+	// It runs its cases side by side already (t.Parallel); in lanes four isolators'
+	// cases at once missed its 8-second deadline case on a loaded machine.
+	"TestEmbedScenarios": "its cases run side by side already",
 	// It measures the peak memory of every process of the suite's binaries.
 	"TestIndexReadBounded": "peak memory of all devsandbox processes",
 }
