@@ -62,6 +62,15 @@ var oneLane = map[string]string{
 	// A race by design (a swap loop against launches): it ran in lanes on a machine
 	// loaded by other work, and lost the project's .git to its own loop.
 	"TestGitDirSwap": "a timed race",
+	// bwrap's host view masks every socket it finds on the host: the other lanes'
+	// runs make and remove theirs under /var/tmp, and one removed while the view is
+	// set up stops the run (as it must).
+	"TestHostView":                  "the host view sees other runs' sockets",
+	"TestSystemListThroughLinks":    "the host view sees other runs' sockets",
+	"TestHostViewSocketAfterLaunch": "the host view sees other runs' sockets",
+	"TestHostViewSocketVanishes":    "the host view sees other runs' sockets",
+	// One passwd home with one bait file, rewritten after each subtest's runs.
+	"TestProjectHoldingPasswdHomeRefused": "one bait file",
 	// It runs its cases side by side already (t.Parallel); in lanes four isolators'
 	// cases at once missed its 8-second deadline case on a loaded machine.
 	"TestEmbedScenarios": "its cases run side by side already",
