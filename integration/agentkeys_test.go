@@ -125,15 +125,17 @@ func requireAgentCLIs(t *testing.T) {
 func TestAgentsEndToEnd(t *testing.T) {
 	requireAgentCLIs(t)
 	requireRoot(t)
-	o := newOutside(t)
-	ca := newTestCA(t)
-	stub := serveStub(t, o, ca, "")
 	writeHome(t, ".ssh/id_ed25519", "PRIVATE-KEY-BAIT\n")
 	// Not against the stand-in engine (docker-remote): the agents and their tools are
 	// the local docker variant's case; what the stand-in changes (the proxy, its
 	// credentials and CA in the engine) the MITM and egress tests check there, and the
 	// agents' runs are the suite's slowest.
 	forEachIsolatorOf(t, withoutRemote(isolators()), func(t *testing.T, iso string) {
+		// An outside host and stub API per isolator: the subtests run at once (inLanes),
+		// and the stub answers by what it was asked before.
+		o := newOutside(t)
+		ca := newTestCA(t)
+		stub := serveStub(t, o, ca, "")
 		for _, ac := range agentCases {
 			name := ac.name
 			if name == "" {

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -41,21 +42,39 @@ func requireRoot(t *testing.T) {
 	}
 }
 
+// outsideSubnets are the subnets of this suite's outside hosts (newOutside).
+var (
+	outsideMu      sync.Mutex
+	outsideSubnets = map[int]bool{}
+)
+
 func newOutside(t *testing.T) *outside {
 	t.Helper()
 	requireRoot(t)
 	var b [2]byte
 	var subnet int
+	// Two outside hosts on one subnet would answer for each other: skip one in use
+	// here (subtests in lanes make theirs at once: outsideSubnets) or by a concurrent
+	// run on this machine.
+	outsideMu.Lock()
 	for {
 		_, _ = rand.Read(b[:])
 		subnet = 1 + int(b[0])%250
-		// Two outside hosts on one subnet would answer for each other: skip one in use
-		// here or by a concurrent run on this machine.
+		if outsideSubnets[subnet] {
+			continue
+		}
 		out, err := exec.Command("ip", "-o", "addr", "show", "to", fmt.Sprintf("10.231.%d.0/30", subnet)).Output()
 		if err != nil || len(out) == 0 { // an error fails the setup below
 			break
 		}
 	}
+	outsideSubnets[subnet] = true
+	outsideMu.Unlock()
+	t.Cleanup(func() {
+		outsideMu.Lock()
+		delete(outsideSubnets, subnet)
+		outsideMu.Unlock()
+	})
 	id := hex.EncodeToString(b[:])
 	o := &outside{ns: "dsbit-" + id, addr: fmt.Sprintf("10.231.%d.2", subnet)}
 	hostSide, nsSide := "dsbh"+id, "dsbn"+id

@@ -74,12 +74,10 @@ func dockerVariants() []string {
 // the docker isolator has (kept containers, the engine's housekeeping).
 func forEachDocker(t *testing.T, f func(t *testing.T, iso string)) {
 	t.Helper()
-	for _, iso := range dockerVariants() {
-		t.Run(iso, func(t *testing.T) {
-			requireEngine(t, iso)
-			f(t, iso)
-		})
-	}
+	inLanes(t, dockerVariants(), func(t *testing.T, iso string) {
+		requireEngine(t, iso)
+		f(t, iso)
+	})
 }
 
 // withoutRemote is isos without the stand-in's variant.

@@ -233,19 +233,17 @@ func forEachIsolator(t *testing.T, f func(t *testing.T, iso string)) {
 
 // forEachIsolatorOf runs f as a subtest per isolator of isos.
 func forEachIsolatorOf(t *testing.T, isos []string, f func(t *testing.T, iso string)) {
-	for _, iso := range isos {
-		t.Run(iso, func(t *testing.T) {
-			switch iso {
-			case "bwrap":
-				requireBwrap(t)
-			case localDocker, remoteDocker, tcpDocker, rootlessDocker:
-				requireEngine(t, iso)
-			case "krun":
-				requirePodman(t)
-			}
-			f(t, iso)
-		})
-	}
+	inLanes(t, isos, func(t *testing.T, iso string) {
+		switch iso {
+		case "bwrap":
+			requireBwrap(t)
+		case localDocker, remoteDocker, tcpDocker, rootlessDocker:
+			requireEngine(t, iso)
+		case "krun":
+			requirePodman(t)
+		}
+		f(t, iso)
+	})
 }
 
 // isolatorReady says whether what forEachIsolatorOf's subtest of iso requires is
@@ -511,7 +509,21 @@ func writeHome(t *testing.T, rel, content string) {
 	if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(full, []byte(content), 0o600); err != nil {
+	// Whole or not at all: subtests in lanes (inLanes) may write the same bait while
+	// another's run reads it.
+	tmp, err := os.CreateTemp(filepath.Dir(full), ".writehome-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tmp.WriteString(content)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), full)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
 		t.Fatal(err)
 	}
 	for d := full; d != it.home && d != "/"; d = filepath.Dir(d) {

@@ -68,12 +68,10 @@ func rootlessArgs(args, env []string, i int) ([]string, []string) {
 // machine's docker variant runs (withRootless).
 func forEachDockerRootless(t *testing.T, f func(t *testing.T, iso string)) {
 	t.Helper()
-	for _, iso := range withRootless(dockerVariants()) {
-		t.Run(iso, func(t *testing.T) {
-			requireEngine(t, iso)
-			f(t, iso)
-		})
-	}
+	inLanes(t, withRootless(dockerVariants()), func(t *testing.T, iso string) {
+		requireEngine(t, iso)
+		f(t, iso)
+	})
 }
 
 // setupRootlessEngine checks that the rootless engine answers, is rootless and is
