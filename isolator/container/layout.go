@@ -95,6 +95,11 @@ type Options struct {
 	// unwritable. /tmp is then owned by the sandbox user, and the init gives it mode
 	// 1777 (Manifest.Sticky) before the command starts.
 	OwnTmp bool
+	// OwnHosts: the engine writes /etc/hosts only for a container with a network
+	// (docker's Config.NetworkDisabled), so a container whose Network is "none"
+	// binds LoopbackHosts (a content of a Shipped layout), where the Plan has no
+	// /etc/hosts of its own.
+	OwnHosts bool
 	// Shipped: the container gets nothing from the host's files but the project, the
 	// home and the user's mounts (DESIGN guarantee 11). The init is not bound: it is
 	// in the image the backend derives from the user's, at InitPath, with the files
@@ -361,6 +366,9 @@ func Lay(p *isolator.Plan, o Options, version string) (*Layout, error) {
 			return nil, fmt.Errorf("mount %s: unknown kind %d", dst, m.Kind)
 		}
 	}
+	if o.OwnHosts && !slices.ContainsFunc(visible, func(m isolator.PlacedMount) bool { return m.Path == "/etc/hosts" }) {
+		l.loopbackHosts(o, man)
+	}
 	sessionPublish, proxySocket := l.egressEndpoints(p, o, man)
 	cu := p.User
 	cu.UID, cu.GID = p.User.InContainer()
@@ -452,6 +460,29 @@ func onRoot(dst string, visible []isolator.PlacedMount) bool {
 		}
 	}
 	return true
+}
+
+// LoopbackHosts is the /etc/hosts of a container the engine writes none for
+// (Options.OwnHosts): the loopback's names, as an engine writes them.
+var LoopbackHosts = []byte("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+
+// loopbackHosts gives l LoopbackHosts at /etc/hosts where the engine writes none
+// (Options.OwnHosts), as a bind: an engine gives every container an empty
+// /etc/hosts of its own above the image's.
+func (l *Layout) loopbackHosts(o Options, man *wire.Manifest) {
+	const dst = "/etc/hosts"
+	if l.Network != "none" {
+		return
+	}
+	src := ""
+	if o.Shipped && o.ContentSource != nil {
+		l.Contents = append(l.Contents, ImageFile{Path: dst, Content: LoopbackHosts})
+		src = o.ContentSource(LoopbackHosts)
+	} else {
+		src = l.File(LoopbackHosts)
+	}
+	l.Mounts = append(l.Mounts, Mount{Type: Bind, Source: src, Target: dst, ReadOnly: true})
+	man.Checks = append(man.Checks, wire.Check{Kind: wire.CheckData, Path: dst, Size: int64(len(LoopbackHosts))})
 }
 
 // manifest is the init's manifest before the mounts' checks.

@@ -233,7 +233,8 @@ func (b *Isolator) buildDerived(ctx context.Context, e Engine, base string, pr p
 	}
 	// The derived image's entrypoint is the init (every container devsandbox makes
 	// names its own); without one, an image with no command cannot be created from.
-	cfg := &dockercontainer.Config{Image: d.labels[LabelBase], Entrypoint: []string{container.InitPath}, Labels: ownLabels(maps.Clone(d.labels)), Healthcheck: noHealthcheck()}
+	// Never started, so it needs no network (spec.go).
+	cfg := &dockercontainer.Config{Image: d.labels[LabelBase], Entrypoint: []string{container.InitPath}, Labels: ownLabels(maps.Clone(d.labels)), Healthcheck: noHealthcheck(), NetworkDisabled: true}
 	created, err := e.ContainerCreate(ctx, cfg, &dockercontainer.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	if err != nil {
 		return "", failed("the engine refused a container of it: %v%s", err, loadTried(loadErr))

@@ -90,7 +90,7 @@ func giveBack(ctx context.Context, e Engine, image, dir string, uid, gid int) (i
 		return 0, err
 	}
 	cfg := &dockercontainer.Config{Image: image, Entrypoint: []string{container.InitPath},
-		Labels: ownLabels(map[string]string{LabelRole: "giveback", LabelUser: strconv.Itoa(uid)}), Healthcheck: noHealthcheck()}
+		Labels: ownLabels(map[string]string{LabelRole: "giveback", LabelUser: strconv.Itoa(uid)}), Healthcheck: noHealthcheck(), NetworkDisabled: true}
 	hc := &dockercontainer.HostConfig{NetworkMode: "none", Mounts: []mount.Mount{{Type: mount.TypeBind, Source: dir, Target: "/h"}}}
 	c, err := e.ContainerCreate(ctx, cfg, hc, nil, nil, "")
 	if cerrdefs.IsNotFound(err) {

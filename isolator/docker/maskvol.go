@@ -121,7 +121,7 @@ func fileVolume(ctx context.Context, e Engine, lock, image, what, name string, l
 			_ = e.VolumeRemove(context.WithoutCancel(ctx), name, false)
 		}
 	}()
-	cfg := &dockercontainer.Config{Image: image, Entrypoint: []string{container.InitPath}, Labels: ownLabels(map[string]string{LabelRole: role}), Healthcheck: noHealthcheck()}
+	cfg := &dockercontainer.Config{Image: image, Entrypoint: []string{container.InitPath}, Labels: ownLabels(map[string]string{LabelRole: role}), Healthcheck: noHealthcheck(), NetworkDisabled: true}
 	hc := &dockercontainer.HostConfig{NetworkMode: "none", Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: name, Target: "/m"}}}
 	c, err := e.ContainerCreate(ctx, cfg, hc, nil, nil, "")
 	if cerrdefs.IsNotFound(err) {

@@ -682,7 +682,8 @@ func TestRunOnce(t *testing.T) {
 	if err != nil || code != 3 {
 		t.Fatalf("Run: %d %v (stderr %q)", code, err, errb.String())
 	}
-	want := []string{"ContainerCreate devsandbox-app-0123abcd (run)", "ContainerAttach", "ContainerWait removed", "ContainerStart"}
+	// The volume of the container's /etc/hosts (it has no network), made once.
+	want := []string{"VolumeCreate " + hostsVolume, "ContainerCreate devsandbox-app-0123abcd (run)", "ContainerAttach", "ContainerWait removed", "ContainerStart"}
 	if !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("calls:\n%q\nwant\n%q", f.calls, want)
 	}
@@ -701,7 +702,7 @@ func TestRunOnce(t *testing.T) {
 	if !c.host.AutoRemove || !c.cfg.StdinOnce || !c.cfg.OpenStdin {
 		t.Errorf("one-shot container: AutoRemove %v StdinOnce %v OpenStdin %v", c.host.AutoRemove, c.cfg.StdinOnce, c.cfg.OpenStdin)
 	}
-	if c.cfg.Image != "sha256:derived1" || string(f.copied["d2:"+InitPath]) != "INIT" {
+	if c.cfg.Image != "sha256:derived1" || string(copiedTo(f.copied, InitPath)) != "INIT" {
 		t.Errorf("the run's image %s, not the derived image with the init at %s: %v", c.cfg.Image, InitPath, f.copied)
 	}
 	noHostBinds(t, c.host, p)
@@ -709,7 +710,7 @@ func TestRunOnce(t *testing.T) {
 	for _, m := range c.host.Mounts {
 		masked = masked || m.Target == p.Project.Dir+"/.env" && m.Source == "/engine/volumes/devsandbox-mask/_data/empty" && m.ReadOnly
 	}
-	if _, ok := f.copied["d1:/m/empty"]; !ok || !masked {
+	if copiedTo(f.copied, "/m/empty") == nil || !masked {
 		t.Errorf("the mask is not the engine's empty file (%v): %v", masked, c.host.Mounts)
 	}
 }
@@ -717,6 +718,31 @@ func TestRunOnce(t *testing.T) {
 // noHostBinds fails unless every bind of hc is the project, the sandbox home or the
 // engine's mask file (DESIGN guarantee 11), and nothing covers the image's
 // /run/devsandbox.
+// contentBind reports whether m binds the file of a content volume (engine-side,
+// devsandbox's own, read-only): the /etc/hosts of a container with no network.
+func contentBind(m mount.Mount) bool {
+	name, ok := strings.CutPrefix(m.Source, "/engine/volumes/")
+	if !ok {
+		name, ok = strings.CutPrefix(m.Source, localVolumes)
+	}
+	name, ok2 := strings.CutSuffix(name, "/_data/"+contentFile)
+	return ok && ok2 && m.ReadOnly && strings.HasPrefix(name, "devsandbox-") && strings.Contains(name, "-content-")
+}
+
+// copiedTo is what the fake engine took at path in a container, whichever (the
+// helpers' containers are made concurrently, their IDs in no fixed order).
+func copiedTo(copied map[string][]byte, path string) []byte {
+	for k, v := range copied {
+		if _, p, _ := strings.Cut(k, ":"); p == path {
+			return v
+		}
+	}
+	return nil
+}
+
+// hostsVolume is the content volume of the test project's /etc/hosts (container.LoopbackHosts).
+const hostsVolume = "devsandbox-app-0123abcd-content-518c94e9e0d38fc7"
+
 func noHostBinds(t *testing.T, hc *dockercontainer.HostConfig, p *isolator.Plan) {
 	t.Helper()
 	for _, m := range hc.Mounts {
@@ -724,7 +750,7 @@ func noHostBinds(t *testing.T, hc *dockercontainer.HostConfig, p *isolator.Plan)
 		case m.Target == "/run" || m.Target == "/run/devsandbox":
 			t.Errorf("a %s mount at %s covers the derived image's files", m.Type, m.Target)
 		case m.Type == mount.TypeBind && m.Source != p.Project.Dir && !strings.HasPrefix(m.Source, p.Project.Dir+"/") &&
-			m.Source != p.SandboxHome && m.Source != "/engine/volumes/devsandbox-mask/_data/empty":
+			m.Source != p.SandboxHome && m.Source != "/engine/volumes/devsandbox-mask/_data/empty" && !contentBind(m):
 			t.Errorf("a bind of the host's %s at %s", m.Source, m.Target)
 		}
 	}
@@ -960,7 +986,7 @@ func TestRunKept(t *testing.T) {
 	if code, err := run(); err != nil || code != 3 {
 		t.Fatalf("first run: %d %v", code, err)
 	}
-	want := append([]string{"ContainerInspect devsandbox-app-0123abcd", "ContainerCreate devsandbox-app-0123abcd (kept)", "ContainerStart"}, exec...)
+	want := append([]string{"ContainerInspect devsandbox-app-0123abcd", "VolumeCreate " + hostsVolume, "ContainerCreate devsandbox-app-0123abcd (kept)", "ContainerStart"}, exec...)
 	if !reflect.DeepEqual(f.calls, want) {
 		t.Errorf("first run:\n%q\nwant\n%q", f.calls, want)
 	}
@@ -1130,11 +1156,11 @@ func TestRunCompanion(t *testing.T) {
 			t.Errorf("the credential in the companion's config: %s", e)
 		}
 	}
-	if comp.cfg.Image != sandbox.cfg.Image || string(f.copied["d1:/run/devsandbox/devsandbox-proxy"]) != "PROXY" || comp.cfg.Entrypoint[0] != "/run/devsandbox/devsandbox-proxy" {
+	if comp.cfg.Image != sandbox.cfg.Image || string(copiedTo(f.copied, "/run/devsandbox/devsandbox-proxy")) != "PROXY" || comp.cfg.Entrypoint[0] != "/run/devsandbox/devsandbox-proxy" {
 		t.Errorf("the companion does not run devsandbox-proxy of the derived image (%s, %q): %v", comp.cfg.Image, comp.cfg.Entrypoint, f.copied)
 	}
-	if len(f.volumes) != 0 {
-		t.Errorf("volumes left: %v", f.volumes)
+	if len(f.volumes) != 1 || f.volumes[hostsVolume].Name == "" {
+		t.Errorf("volumes left: %v, want only %s", f.volumes, hostsVolume)
 	}
 	if len(f.requests) != 1 || f.requests[0].Secrets["DEVSANDBOX_CREDENTIAL_0"] != "ghp_s3cret" || len(f.requests[0].Publish) != 1 {
 		t.Fatalf("the companion's requests: %+v", f.requests)

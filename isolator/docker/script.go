@@ -59,6 +59,12 @@ func (s *Spec) Script() string {
 		}
 		fmt.Fprintf(&b, "#     %s\n", sh.Quote(s.FirewallArg))
 	}
+	if s.Config.NetworkDisabled {
+		b.WriteString("# no network: a launch creates the container with the API's NetworkDisabled, which the docker CLI\n")
+		b.WriteString("# cannot set; the engine then runs no network hook at its start and writes no /etc/hosts (the bind of\n")
+		b.WriteString("# devsandbox's, with the loopback's names, is it) nor /etc/resolv.conf. --network none below is the\n")
+		b.WriteString("# same namespace, loopback only, at the cost of the engine's hook, and with its /etc/resolv.conf.\n")
+	}
 	if s.AgentSocket != "" {
 		name := s.Name
 		if name == "" {
@@ -316,7 +322,8 @@ func (s *Spec) writeDerived(b *strings.Builder) {
 		fmt.Fprintf(b, "# %s: %s, in the engine's volume %s\n", termsafe.Line(f.Path), v.why, termsafe.Line(name))
 		fmt.Fprintf(b, "docker volume create --label %s=%s --label %s=%s --label %s=%s --label %s=%s %s >/dev/null &&\n", LabelRole, v.role,
 			LabelUser, s.Config.Labels[LabelUser], LabelProject, l.Labels[LabelProject], LabelName, sh.Quote(l.Labels[LabelName]), sh.Quote(name))
-		fmt.Fprintf(b, "  %s && chmod %s \"$d/%s\" &&\n", container.Content(`"$d/`+contentFile+`"`, f.Content, f.Parts), v.mode, contentFile)
+		// The previous volume's file, read-only, is in the way.
+		fmt.Fprintf(b, "  rm -f \"$d/%s\" && %s && chmod %s \"$d/%s\" &&\n", contentFile, container.Content(`"$d/`+contentFile+`"`, f.Content, f.Parts), v.mode, contentFile)
 		fmt.Fprintf(b, "  id=$(docker create --network none --mount type=volume,src=%s,dst=/m --entrypoint %s %s) &&\n", name, InitPath, sh.Quote(s.Config.Image))
 		fmt.Fprintf(b, "  tar -C \"$d\" -c --owner=%s --group=%s %s | docker cp - \"$id\":/m && docker rm -v \"$id\" >/dev/null\n", v.owner, v.group, contentFile)
 	}

@@ -53,6 +53,8 @@ func giveHomeVolume(ctx context.Context, e Engine, p *isolator.Plan, opts Option
 		Entrypoint:  []string{container.InitPath},
 		Labels:      ownLabels(map[string]string{LabelProject: p.Project.ID, LabelUser: fmt.Sprint(p.User.UID)}),
 		Healthcheck: noHealthcheck(),
+		// Like every container of devsandbox's without a network (spec.go).
+		NetworkDisabled: true,
 	}
 	hc := &dockercontainer.HostConfig{
 		NetworkMode: "none",
