@@ -69,6 +69,9 @@ var oneLane = map[string]string{
 	"TestSystemListThroughLinks":    "the host view sees other runs' sockets",
 	"TestHostViewSocketAfterLaunch": "the host view sees other runs' sockets",
 	"TestHostViewSocketVanishes":    "the host view sees other runs' sockets",
+	// It counts the private socket directories of the test user's runs in /tmp,
+	// which the other lanes' runs make too.
+	"TestSocketDirFallbackHostile": "counts every run's socket directories",
 	// One passwd home with one bait file, rewritten after each subtest's runs.
 	"TestProjectHoldingPasswdHomeRefused": "one bait file",
 	// It runs its cases side by side already (t.Parallel); in lanes four isolators'

@@ -187,12 +187,35 @@ func waitHangUp(stream int, done <-chan struct{}) bool {
 // holdLimit bounds how long a session's proxy waits for the holder's answer.
 const holdLimit = 10 * time.Second
 
+// holderRefused, when set (tests), is called after each refused dial of dialHolder.
+var holderRefused func()
+
+// dialHolder connects to the holder's socket addr, within limit. The holder is the
+// companion's pid 1 and listens a moment after the engine started it: a session
+// exec'd into a companion just started may come first, and finds nothing listening
+// (ECONNREFUSED); it tries again until limit. Who answers is register's to check.
+func dialHolder(addr string, limit time.Duration) (net.Conn, error) {
+	deadline := time.Now().Add(limit)
+	wait := time.Millisecond
+	for {
+		c, err := net.DialTimeout("unix", addr, time.Until(deadline))
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) || !time.Now().Add(wait).Before(deadline) {
+			return c, err
+		}
+		if holderRefused != nil {
+			holderRefused()
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}
+
 // register registers this process (a session's proxy exec'd into the kept companion)
 // with the companion's holder on addr, handing it stream (its stdin: the host's), and
 // waits until the holder's sweep is done: nothing an ended session left runs once it
 // returns. The connection stays open for the process's life.
 func register(addr string, stream *os.File) (net.Conn, error) {
-	c, err := net.DialTimeout("unix", addr, holdLimit)
+	c, err := dialHolder(addr, holdLimit)
 	if err != nil {
 		return nil, fmt.Errorf("the kept companion's holder does not answer (%v); remove the companion (docker rm -f devsandbox-<project>-px) and run again", err)
 	}
