@@ -20,7 +20,7 @@ STAMP    := $(shell scripts/buildstamp.sh '$(VERSION)')
 LDFLAGS  := -s -w -B $(STAMP) -X github.com/devsandbox/devsandbox/config.Version=$(VERSION)
 PREFIX   ?= /usr/local
 
-.PHONY: help build vet lint test unit integration bench bench-docker bench-krun profile-launch embed darwin install install-bin setup clean
+.PHONY: help build vet lint test unit integration bench bench-docker bench-krun bench-ctrlz profile-launch embed darwin install install-bin setup clean
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -66,6 +66,9 @@ bench-docker: build ## docker isolator launches (cold, and warm with keep_contai
 
 bench-krun: build ## krun isolator launches (krun.runtime = runc) against podman run --rm of the same image, as the test user
 	$(GO) run ./scripts/benchkrun -bin $(BIN) -n $${BENCH_RUNS:-20}
+
+bench-ctrlz: build ## Ctrl-Z typed on a shell's terminal to the shell's "Stopped", devsandbox as its job, per isolator (bwrap, docker, docker-remote, krun with runc), alternating (root; BENCH_RUNS, BENCH_ISOLATORS, BENCH_DSTATE=1 holds a process in 'D' across the stop)
+	$(GO) run ./scripts/benchctrlz -bin $(BIN) -n $${BENCH_RUNS:-20} -isolators "$${BENCH_ISOLATORS:-bwrap docker docker-remote krun}" $(if $(filter 1,$(BENCH_DSTATE)),-dstate)
 
 embed: ## build Linux devsandbox-init and devsandbox-proxy (amd64, arm64) into isolator/docker/initbin for a macOS build
 	for a in amd64 arm64; do \

@@ -1,7 +1,7 @@
 // Package benchrun is what the isolator benchmarks (scripts/benchdocker,
-// scripts/benchkrun) share: running commands as the unprivileged test user, timing
-// two commands in alternation, printing medians and the ratio, and the Go package
-// init time of a binary.
+// scripts/benchkrun, scripts/benchctrlz) share: running commands as the unprivileged
+// test user, timing two commands in alternation, printing medians and the ratio,
+// percentiles, the load average, and the Go package init time of a binary.
 package benchrun
 
 import (
@@ -179,6 +179,25 @@ func InitTrace(argv []string, strict bool) error {
 	}
 	fmt.Printf("Go package init of %s: %.2f ms over %d packages\n", filepath.Base(argv[0]), total, n)
 	return nil
+}
+
+// Percentile is the p-th percentile of d, by rank (the median of an even count is the
+// lower of the middle two); 0 when d is empty.
+func Percentile(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	return pct(d, p)
+}
+
+// LoadAvg is the content of /proc/loadavg (the 1, 5 and 15 minute load averages,
+// the running and total tasks, the last pid), "unknown" where it cannot be read.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
 }
 
 func pct(d []time.Duration, p int) time.Duration {
