@@ -51,7 +51,7 @@ unit: ## unit tests of the pure code
 	$(GO) test $(GOFLAGS_) -count=1 ./...
 
 integration: build ## the conformance suite against real components, as an unprivileged user (RUN=REGEXP: only those tests)
-	DEVSANDBOX_BIN=$(CURDIR)/$(BIN) DEVSANDBOX_BINARIES="$(BINARIES)" DEVSANDBOX_IT_ISOLATORS="$${DEVSANDBOX_IT_ISOLATORS:-bwrap docker docker-remote krun}" $(GO) test $(GOFLAGS_) -tags '$(TAGS) integration' -count=1 -timeout 40m -v $(if $(RUN),-run '$(RUN)') ./integration/ 2>&1 | scripts/test-summary.sh
+	DEVSANDBOX_BIN=$(CURDIR)/$(BIN) DEVSANDBOX_BINARIES="$(BINARIES)" DEVSANDBOX_IT_ISOLATORS="$${DEVSANDBOX_IT_ISOLATORS:-bwrap docker docker-remote krun}" $(GO) test $(GOFLAGS_) -tags '$(TAGS) integration' -count=1 -timeout 60m -v $(if $(RUN),-run '$(RUN)') ./integration/ 2>&1 | scripts/test-summary.sh
 
 test: setup lint unit integration ## everything CI runs: set up, lint (gofmt, vet, the macOS build, staticcheck, shellcheck), unit and integration tests
 
