@@ -48,6 +48,7 @@ var oneLane = map[string]string{
 	"TestToolGuardAtBothHomes":             "~/.claude",
 	"TestValueFileInToolDirAtBothHomes":    "~/.claude",
 	"TestUserBindsHeldToMasks":             "~/.aws",
+	"TestToolDirsKeepHostCopy":             "the tools' directories in the home",
 	"TestToolInstallUnderToolDir":          "~/.nvm",
 	// One recording server for all subtests, whose requests each subtest reads as
 	// its own.
