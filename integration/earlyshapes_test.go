@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/procs"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 )
 
@@ -340,7 +341,7 @@ func TestEarlyStartMovedToForeground(t *testing.T) {
 	}
 	slave.Close()
 	pw.Close()
-	defer killSession(cmd.Process.Pid)
+	defer procs.KillSession(cmd.Process.Pid)
 	// devsandbox started its early bwrap, and waits for its configuration.
 	var dsb int
 	for deadline := time.Now().Add(10 * time.Second); dsb == 0 || childNamed(dsb, "bwrap") == 0; time.Sleep(time.Millisecond) {
@@ -360,7 +361,7 @@ func TestEarlyStartMovedToForeground(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			ps, _ := exec.Command("ps", "-o", "pid,ppid,pgid,stat,wchan:20,args", "-s", strconv.Itoa(cmd.Process.Pid)).CombinedOutput()
-			killSession(cmd.Process.Pid)
+			procs.KillSession(cmd.Process.Pid)
 			t.Fatalf("devsandbox (%d) is not the terminal's foreground in 10s (%d, %v); the session's processes:\n%s\noutput %q", dsb, pg, err, ps, <-outc)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/devsandbox/devsandbox/internal/procs"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 	"golang.org/x/sys/unix"
 )
@@ -249,7 +250,7 @@ func jobControlRunAll(t *testing.T, dir, shell string, steps []jobStep, want str
 		t.Fatal(err)
 	}
 	pw.Close()
-	defer killSession(cmd.Process.Pid)
+	defer procs.KillSession(cmd.Process.Pid)
 	go func() { // a hung run: what holds the pipe goes
 		<-ctx.Done()
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -257,7 +258,7 @@ func jobControlRunAll(t *testing.T, dir, shell string, steps []jobStep, want str
 				t.Logf("the hung run's processes:\n%s", ps)
 			}
 		}
-		killSession(cmd.Process.Pid)
+		procs.KillSession(cmd.Process.Pid)
 	}()
 	var out []byte
 	buf := make([]byte, 4096)
@@ -265,7 +266,7 @@ func jobControlRunAll(t *testing.T, dir, shell string, steps []jobStep, want str
 		n, err := pr.Read(buf)
 		out = append(out, buf[:n]...)
 		if got := withoutJobReports(out); !strings.HasPrefix(want, got) {
-			killSession(cmd.Process.Pid) // devsandbox and the shell: the output is wrong already
+			procs.KillSession(cmd.Process.Pid) // devsandbox and the shell: the output is wrong already
 		}
 		for len(steps) > 0 && bytes.Contains(out, []byte(steps[0].after)) {
 			if steps[0].at != nil {
@@ -285,7 +286,7 @@ func jobControlRunAll(t *testing.T, dir, shell string, steps []jobStep, want str
 	}
 	werr := cmd.Wait()
 	if ctx.Err() != nil {
-		killSession(cmd.Process.Pid)
+		procs.KillSession(cmd.Process.Pid)
 	}
 	if got := withoutJobReports(out); got != want {
 		t.Logf("the shell ended: %v; its whole output: %q", werr, out)
@@ -303,26 +304,6 @@ func withoutJobReports(out []byte) string {
 		}
 	}
 	return string(kept)
-}
-
-// killSession kills every process of the session sid (SIGKILL), the shell and its jobs.
-func killSession(sid int) {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		f := strings.Fields(string(b[i+1:]))
-		if sid > 1 && len(f) > 3 && f[3] == strconv.Itoa(sid) {
-			_ = unix.Kill(pid, unix.SIGKILL)
-		}
-	}
 }
 
 // TestJobControlKept: a session of a kept container stopped with Ctrl-Z stops what

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/internal/procs"
 )
 
 // TestJobControlEndedAtStop: Ctrl-Z that comes as the command has ended is not
@@ -131,7 +133,7 @@ func endedAtStop(t *testing.T, iso string, flags []string, orphan string) {
 			waitState(t, func() bool { return commandZombie(init) })
 			go func() {
 				deadline := time.Now().Add(500 * time.Millisecond)
-				for procState(dsb) != "T" && time.Now().Before(deadline) {
+				for procs.State(dsb) != "T" && time.Now().Before(deadline) {
 					time.Sleep(time.Millisecond)
 				}
 				_ = syscall.Kill(init, syscall.SIGCONT)
@@ -142,7 +144,7 @@ func endedAtStop(t *testing.T, iso string, flags []string, orphan string) {
 		t.Fatalf("Ctrl-Z as the command had ended: output %q, want %q (the command's exit, not a stopped job)", got, want)
 	}
 	if orphan != "" {
-		if left := processesWithArgs("sleep", orphan); len(left) > 0 {
+		if left := procs.WithArgs("sleep", orphan); len(left) > 0 {
 			t.Errorf("the command's orphan (sleep %s) is left running after the run: pids %v", orphan, left)
 		}
 	}
@@ -178,29 +180,12 @@ func commandZombie(pid int) bool {
 	for _, task := range tasks {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
 		for _, f := range strings.Fields(string(b)) {
-			if c, _ := strconv.Atoi(f); procState(c) == "Z" {
+			if c, _ := strconv.Atoi(f); procs.State(c) == "Z" {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// processesWithArgs lists the processes whose argv is args.
-func processesWithArgs(args ...string) []int {
-	want := strings.Join(args, "\x00") + "\x00"
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == want {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // runProcesses finds, below the shell of session sid, devsandbox and the sandbox's
@@ -254,19 +239,6 @@ func runProcesses(t *testing.T, sid int, noInit ...bool) (dsb, init int) {
 func comm(pid int) string {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	return strings.TrimSpace(string(b))
-}
-
-// procState is the state letter of /proc/pid/stat ("" when gone).
-func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	if f := strings.Fields(string(b[i+1:])); i > 0 && len(f) > 0 {
-		return f[0]
-	}
-	return ""
 }
 
 // waitState polls cond, a state of other processes that sends no event, up to 10s.

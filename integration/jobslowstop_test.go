@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/devsandbox/devsandbox/internal/procs"
 )
 
 // slowStopNote is what devsandbox says once a stop has waited jobstop.NoteAfter
@@ -44,7 +46,7 @@ func TestJobControlSlowStop(t *testing.T) {
 		if n := strings.Count(all, slowStopNote); n != 1 {
 			t.Errorf("Ctrl-Z with a process of the command in 'D' for the whole stop: devsandbox said %q %d times, want once; its whole output: %q", slowStopNote, n, all)
 		}
-		if left := processesWithArgs("sleep", mark); len(left) > 0 {
+		if left := procs.WithArgs("sleep", mark); len(left) > 0 {
 			t.Errorf("the command's sleep is left after the run: %v", left)
 		}
 	})
@@ -81,7 +83,7 @@ func requireFreezerV1(t *testing.T) {
 func freezeProcess(t *testing.T, mark string) func() {
 	t.Helper()
 	var pids []int
-	waitState(t, func() bool { pids = processesWithArgs("sleep", mark); return len(pids) == 1 })
+	waitState(t, func() bool { pids = procs.WithArgs("sleep", mark); return len(pids) == 1 })
 	pid := strconv.Itoa(pids[0])
 	back := freezerV1
 	cg, _ := os.ReadFile("/proc/" + pid + "/cgroup")
@@ -118,6 +120,6 @@ func freezeProcess(t *testing.T, mark string) func() {
 	if err := os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("FROZEN"), 0); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, func() bool { return procState(pids[0]) == "D" })
+	waitState(t, func() bool { return procs.State(pids[0]) == "D" })
 	return thaw
 }

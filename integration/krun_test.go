@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/procs"
 	"github.com/devsandbox/devsandbox/isolator/krun"
 	"github.com/devsandbox/devsandbox/isolator/runmark"
 )
@@ -798,7 +799,7 @@ func markedProcesses(mark string) []int {
 func endSuiteServices() {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		pids := suiteServices()
+		pids := procs.OfUserWithEnv(it.uid, "HOME="+it.home, "system service", "devsandbox-krun supervise")
 		if len(pids) == 0 {
 			return
 		}
@@ -811,35 +812,6 @@ func endSuiteServices() {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-}
-
-// suiteServices lists the test user's podman services and their supervisors
-// (podmanServices) whose HOME is the throwaway home.
-func suiteServices() []int {
-	var pids []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		var st syscall.Stat_t
-		if syscall.Stat(d, &st) != nil || int(st.Uid) != it.uid {
-			continue
-		}
-		b, err := os.ReadFile(d + "/cmdline")
-		if err != nil {
-			continue
-		}
-		cmd := strings.Join(strings.Split(string(b), "\x00"), " ")
-		if !strings.Contains(cmd, "system service") && !strings.Contains(cmd, "devsandbox-krun supervise") {
-			continue
-		}
-		env, err := os.ReadFile(d + "/environ")
-		if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), "HOME="+it.home) {
-			continue
-		}
-		if n, err := strconv.Atoi(filepath.Base(d)); err == nil {
-			pids = append(pids, n)
-		}
-	}
-	return pids
 }
 
 // serviceInUse reports whether a devsandbox holds the podman service on sock: each

@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/devsandbox/devsandbox/internal/procs"
 	"github.com/devsandbox/devsandbox/isolator/tty"
 	"github.com/devsandbox/devsandbox/scripts/benchrun"
 )
@@ -290,9 +291,9 @@ func (b *bench) once(s *subject) (took time.Duration, err error) {
 	}
 	pw.Close()
 	sid := cmd.Process.Pid
-	defer killSession(sid) // the shell and what is left of its jobs
+	defer procs.KillSession(sid) // the shell and what is left of its jobs
 	var timedOut atomic.Bool
-	timer := time.AfterFunc(runTimeout, func() { timedOut.Store(true); killSession(sid) })
+	timer := time.AfterFunc(runTimeout, func() { timedOut.Store(true); procs.KillSession(sid) })
 	defer timer.Stop()
 
 	var t0, t1 time.Time
@@ -310,14 +311,14 @@ func (b *bench) once(s *subject) (took time.Duration, err error) {
 		n, rerr := pr.Read(buf)
 		out = append(out, buf[:n]...)
 		if !strings.HasPrefix(want, withoutJobReports(out)) {
-			killSession(sid) // the output is wrong already
+			procs.KillSession(sid) // the output is wrong already
 		}
 		if step == 0 && bytes.Contains(out, []byte("ready\n")) {
 			step++
 			if b.o.dstate {
 				if thaw, stepErr = freeze(mark); stepErr != nil {
 					thaw = func() error { return nil }
-					killSession(sid)
+					procs.KillSession(sid)
 				}
 			}
 			if stepErr == nil {
@@ -350,7 +351,7 @@ func (b *bench) once(s *subject) (took time.Duration, err error) {
 	if got := withoutJobReports(out); got != want {
 		return 0, fmt.Errorf("output %q, want %q (the shell ended: %v); its whole output: %q", got, want, werr, out)
 	}
-	if left := processesWithArgs("sleep", mark); len(left) > 0 {
+	if left := procs.WithArgs("sleep", mark); len(left) > 0 {
 		for _, pid := range left {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
@@ -370,7 +371,7 @@ func (b *bench) once(s *subject) (took time.Duration, err error) {
 // it again, as it would have been) and removes the new one; once only.
 func freeze(mark string) (thaw func() error, err error) {
 	var pids []int
-	if err := waitFor(func() bool { pids = processesWithArgs("sleep", mark); return len(pids) == 1 }); err != nil {
+	if err := waitFor(func() bool { pids = procs.WithArgs("sleep", mark); return len(pids) == 1 }); err != nil {
 		return nil, fmt.Errorf("the command's sleep %s: %w", mark, err)
 	}
 	pid := strconv.Itoa(pids[0])
@@ -409,7 +410,7 @@ func freeze(mark string) (thaw func() error, err error) {
 	if err := os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("FROZEN"), 0); err != nil {
 		return nil, errors.Join(fmt.Errorf("freezing the command's sleep: %w", err), thaw())
 	}
-	if err := waitFor(func() bool { return procState(pids[0]) == "D" }); err != nil {
+	if err := waitFor(func() bool { return procs.State(pids[0]) == "D" }); err != nil {
 		return nil, errors.Join(fmt.Errorf("the command's sleep in 'D': %w", err), thaw())
 	}
 	return thaw, nil
@@ -435,58 +436,6 @@ func waitFor(cond func() bool) error {
 		time.Sleep(time.Millisecond)
 	}
 	return nil
-}
-
-// procState is the state letter of /proc/pid/stat ("" when gone).
-func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if f := strings.Fields(string(b[i+1:])); i > 0 && len(f) > 0 {
-		return f[0]
-	}
-	return ""
-}
-
-// processesWithArgs lists the processes whose argv is args.
-func processesWithArgs(args ...string) []int {
-	want := strings.Join(args, "\x00") + "\x00"
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == want {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// killSession kills every process of the session sid (SIGKILL): the shell and its jobs.
-func killSession(sid int) {
-	if sid <= 1 {
-		return
-	}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if f := strings.Fields(string(b[i+1:])); i > 0 && len(f) > 3 && f[3] == strconv.Itoa(sid) {
-			_ = unix.Kill(pid, unix.SIGKILL)
-		}
-	}
 }
 
 // withoutJobReports is the complete lines of out that are not a shell's job reports
@@ -691,7 +640,7 @@ func (b *bench) removeDerived(s *subject, warn func(string, ...any)) {
 func (b *bench) endServices(warn func(string, ...any)) {
 	deadline := time.Now().Add(25 * time.Second)
 	for {
-		pids := b.services()
+		pids := procs.OfUserWithEnv(b.uid, "HOME="+b.home, "system service", "devsandbox-krun supervise")
 		if len(pids) == 0 {
 			return
 		}
@@ -704,33 +653,4 @@ func (b *bench) endServices(warn func(string, ...any)) {
 		}
 		time.Sleep(250 * time.Millisecond) // polling for their end, bounded above
 	}
-}
-
-// services lists the user's podman services and devsandbox's supervisors of them
-// whose HOME is the throwaway home.
-func (b *bench) services() []int {
-	var pids []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		var st syscall.Stat_t
-		if syscall.Stat(d, &st) != nil || int(st.Uid) != b.uid {
-			continue
-		}
-		c, err := os.ReadFile(d + "/cmdline")
-		if err != nil {
-			continue
-		}
-		cmd := strings.Join(strings.Split(string(c), "\x00"), " ")
-		if !strings.Contains(cmd, "system service") && !strings.Contains(cmd, "devsandbox-krun supervise") {
-			continue
-		}
-		env, err := os.ReadFile(d + "/environ")
-		if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), "HOME="+b.home) {
-			continue
-		}
-		if n, err := strconv.Atoi(filepath.Base(d)); err == nil {
-			pids = append(pids, n)
-		}
-	}
-	return pids
 }

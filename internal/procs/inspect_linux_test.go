@@ -1,0 +1,48 @@
+package procs
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestInspect: a child in a session of its own is found by its argv and its
+// environment, its state read, and KillSession ends it.
+func TestInspect(t *testing.T) {
+	mark := fmt.Sprintf("%d", 100000+os.Getpid())
+	cmd := exec.Command("sleep", mark)
+	cmd.Env = []string{"PROCS_TEST=" + mark}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	pid := cmd.Process.Pid
+	if got := WithArgs("sleep", mark); !slices.Equal(got, []int{pid}) {
+		t.Fatalf("WithArgs(sleep %s) = %v, want [%d]", mark, got, pid)
+	}
+	if got := OfUserWithEnv(os.Getuid(), "PROCS_TEST="+mark, "sleep "+mark); !slices.Equal(got, []int{pid}) {
+		t.Fatalf("OfUserWithEnv = %v, want [%d]", got, pid)
+	}
+	if got := OfUserWithEnv(os.Getuid(), "PROCS_TEST=other", "sleep "+mark); len(got) != 0 {
+		t.Fatalf("OfUserWithEnv of another environment = %v, want none", got)
+	}
+	if s := State(pid); s == "" {
+		t.Fatalf("State(%d) = %q, want a state", pid, s)
+	}
+	KillSession(pid)
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("KillSession did not end the session's process")
+	}
+	if s := State(pid); s != "" {
+		t.Fatalf("State of a reaped process = %q, want \"\"", s)
+	}
+}
