@@ -23,10 +23,16 @@ func TestQuarantineRemovalFollowsNoLink(t *testing.T) {
 		p.write("victim/keep.txt", "host\n")
 		p.write("victim/sub/keep.txt", "host\n")
 		g := "vendor/x/.git"
+		// The repository is made under another name and renamed into place whole:
+		// the watch may quarantine a .git the moment it is hostile, so one planted
+		// step by step could move before the script's last step (its chmod failed so).
+		s := "vendor/stage/git"
 		r := run(t, p.dir, gitEnv, "", "--isolator="+iso, "--", "/bin/sh", "-c", `set -e
-			mkdir -p vendor/x && git -C vendor/x init -q && git -C vendor/x config core.fsmonitor 'true'
-			mkdir -p `+g+`/locked && ln -s `+victim+` `+g+`/abs && ln -s `+victim+`/sub `+g+`/locked/in
-			ln -s ../../../../../../../../..`+victim+` `+g+`/rel && chmod 000 `+g+`/locked && echo planted`)
+			mkdir -p vendor/x vendor/stage && git init -q --bare `+s+` && git --git-dir=`+s+` config core.bare false
+			git --git-dir=`+s+` config core.fsmonitor 'true'
+			mkdir -p `+s+`/locked && ln -s `+victim+` `+s+`/abs && ln -s `+victim+`/sub `+s+`/locked/in
+			ln -s ../../../../../../../../..`+victim+` `+s+`/rel && chmod 000 `+s+`/locked
+			mv `+s+` `+g+` && echo planted`)
 		if !strings.Contains(r.stdout, "planted") || !strings.Contains(r.stderr, "It was moved to") {
 			t.Fatalf("the nested repository was not quarantined:\n%s", r)
 		}
