@@ -119,6 +119,11 @@ func endedAtStop(t *testing.T, iso string, flags []string, orphan string) {
 			if err := syscall.Kill(init, syscall.SIGSTOP); err != nil {
 				t.Fatalf("stopping the sandbox's init %d: %v", init, err)
 			}
+			// kill returns before the stop: a thread of the init still in its
+			// wait could reap the command that exits next (the suite's loaded
+			// machine saw the command gone, not a zombie). Every thread stopped
+			// first.
+			waitState(t, func() bool { return allStopped(init) })
 			w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -175,6 +180,22 @@ func containerInit(t *testing.T, iso string, p *project) int {
 
 // commandZombie reports whether the init pid has a child that is a zombie (the
 // command, beside its orphans).
+// allStopped reports whether every thread of process pid is stopped ("T").
+func allStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		i := strings.LastIndexByte(string(b), ')')
+		if f := strings.Fields(string(b[i+1:])); i < 0 || len(f) == 0 || f[0] != "T" {
+			return false
+		}
+	}
+	return true
+}
+
 func commandZombie(pid int) bool {
 	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	for _, task := range tasks {
@@ -246,7 +267,7 @@ func waitState(t *testing.T, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !cond(); {
 		if time.Now().After(deadline) {
-			t.Fatal("the processes did not reach the state in 10s")
+			t.Fatal("the processes did not reach the state in 10s\n" + processDump())
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -265,4 +286,40 @@ func holdsPidfd(pid, target int) bool {
 		}
 	}
 	return false
+}
+
+// processDump lists, for a failure's message, the processes in a pid namespace of
+// their own (sandboxes' inits and commands) and devsandbox's and bwrap's: pid,
+// parent, state, NSpid, name and argv.
+func processDump() string {
+	var b strings.Builder
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		st, _ := os.ReadFile("/proc/" + e.Name() + "/status")
+		var ns, ppid, state, name string
+		for _, l := range strings.Split(string(st), "\n") {
+			f := strings.Fields(l)
+			if len(f) < 2 {
+				continue
+			}
+			switch f[0] {
+			case "NSpid:":
+				ns = strings.Join(f[1:], ",")
+			case "PPid:":
+				ppid = f[1]
+			case "State:":
+				state = f[1]
+			case "Name:":
+				name = f[1]
+			}
+		}
+		if strings.Contains(ns, ",") || name == "devsandbox" || name == "bwrap" {
+			cl, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			fmt.Fprintf(&b, "%s ppid=%s %s ns=%s %s %q\n", e.Name(), ppid, state, ns, name, strings.ReplaceAll(string(cl), "\x00", " "))
+		}
+	}
+	return b.String()
 }
