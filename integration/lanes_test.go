@@ -100,8 +100,10 @@ var laneRuns sync.Map
 
 // inLanes runs f as a subtest of t per iso of isos (named iso), the subtests of
 // different lanes at once, and returns when all have ended.
+// The tests of sameAfterStart (remote_test.go) get no docker-remote subtest.
 func inLanes(t *testing.T, isos []string, f func(t *testing.T, iso string)) {
 	t.Helper()
+	isos = remoteFor(t, isos)
 	if !lanesFor(t) {
 		for _, iso := range isos {
 			t.Run(iso, func(t *testing.T) { f(t, iso) })

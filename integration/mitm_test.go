@@ -156,7 +156,7 @@ func serveTLS(t *testing.T, o *outside, ca *testCA) *tlsOrigin {
 // It runs for bwrap and the docker variants: krun's proxy is the host process bwrap
 // has, and docker's runs where its engine is.
 func TestMITMCredentialInjection(t *testing.T) {
-	for _, iso := range isolators() {
+	for _, iso := range remoteFor(t, isolators()) {
 		if iso == "krun" {
 			continue
 		}

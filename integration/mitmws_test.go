@@ -140,7 +140,7 @@ sys.stdout.flush()
 // As TestMITMCredentialInjection, for bwrap and the docker variants: krun's proxy is
 // the host process bwrap has (the same code on the same side of the sandbox).
 func TestMITMWebSocketH2(t *testing.T) {
-	for _, iso := range isolators() {
+	for _, iso := range remoteFor(t, isolators()) {
 		if iso == "krun" {
 			continue
 		}
