@@ -69,6 +69,7 @@ var sameAfterStart = map[string]string{
 	"TestJobControlInnerStop":          "job control: the init's stop and continue",
 	"TestJobControlSlowStop":           "job control: the init's stop bound",
 	"TestJobControlKept":               "job control in a kept session (docker-rootless runs dockerd 26)",
+	"TestJobControlEndedAtStop":        "job control: Ctrl-Z after the command ended, the init's report",
 	// The streams and the terminal: the init's framing and devsandbox's relay.
 	"TestInteractivePty":              "the relayed pty",
 	"TestStdinTerminal":               "the relayed terminal's input",
