@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -114,19 +113,12 @@ func hideMovedConfig(confs []hideConf) string {
 			creds = append(creds, fmt.Sprintf("[[proxy.credentials]]\nhost = \"api-%d.example.test\"\nheader = \"Authorization\"\nvalue_file = %q\n", i, c.credFile))
 		}
 	}
-	list := func(l []string) string {
-		q := make([]string, len(l))
-		for i, s := range l {
-			q[i] = strconv.Quote(s)
-		}
-		return "[" + strings.Join(q, ", ") + "]"
-	}
 	config := "[sandbox]\n"
 	if len(binds) > 0 {
-		config += "rw_binds = " + list(binds) + "\n"
+		config += "rw_binds = [" + quoteList(binds) + "]\n"
 	}
 	if len(hides) > 0 {
-		config += "hide_paths = " + list(hides) + "\n"
+		config += "hide_paths = [" + quoteList(hides) + "]\n"
 	}
 	if len(creds) > 0 {
 		config += "[proxy]\nmitm = true\n" + strings.Join(creds, "")
