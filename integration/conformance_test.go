@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,28 +95,156 @@ func TestHideDirs(t *testing.T) {
 	}
 	forEachIsolatorOf(t, withTCP(isolators()), func(t *testing.T, iso string) {
 		forEachContainerHome(t, func(t *testing.T, home string) {
+			var hs []hiddenDir
 			for _, c := range cases {
 				modes := c.modes
 				if modes == nil {
 					modes = []os.FileMode{0o755, 0o700, 0o300}
 				}
 				for _, mode := range modes {
-					t.Run(fmt.Sprintf("%s/%o", c.name, mode), func(t *testing.T) {
-						// Each case has a project, a config and a sandbox of its own
-						// (and its own sandbox home where one is planted): on a docker
-						// engine the cases of one home run side by side (-parallel), a
-						// launch's waits on the engine overlapping another's work, as
-						// TestHideMoved's. bwrap's launches take a few ms, krun's
-						// gained nothing so in TestHideMoved: they stay one by one.
-						if isDocker(iso) {
-							t.Parallel()
-						}
-						hideDir(t, iso, home, c.bind, c.hide, c.planted, mode)
-					})
+					hs = append(hs, hiddenDir{name: fmt.Sprintf("%s/%o", c.name, mode), bind: c.bind, hide: c.hide, planted: c.planted, mode: mode})
 				}
 			}
+			hideDirs(t, iso, home, hs)
 		})
 	})
+}
+
+// hiddenDir is one case of TestHideDirs: the directory hide, shown by bind at its host
+// path, of mode, planted or not (see hideDir).
+type hiddenDir struct {
+	name, bind, hide string
+	planted          bool
+	mode             os.FileMode
+}
+
+// refused says whether the run hiding h stops by design: the scan for mask_files
+// cannot look into a directory of the project that its owner cannot list.
+func (h hiddenDir) refused() bool { return h.mode&0o400 == 0 && strings.HasPrefix(h.hide, "proj/") }
+
+// hideDirs runs the cases hs on iso with the containers' home at home. The cases
+// whose run is not refused by design share one project and one run, each hiding
+// directories of its own with a config listing every case's settings; the run's
+// output is split per case (a line "== N" before each case's commands) and each case
+// asserts its part and its host directory in a subtest of its own. (A project and a
+// launch per case cost 22 launches per isolator, 44 s of the suite on docker.) Where
+// that run fails, or an engine refuses anchors, every case runs alone (hideDir), as
+// the test did before; a refused case always runs alone.
+func hideDirs(t *testing.T, iso, home string, hs []hiddenDir) {
+	var together []hiddenDir
+	for _, h := range hs {
+		if h.refused() || refusesAnchors(iso) {
+			t.Run(h.name, func(t *testing.T) { hideDir(t, iso, home, h.bind, h.hide, h.planted, h.mode) })
+			continue
+		}
+		together = append(together, h)
+	}
+	if len(together) == 0 {
+		return
+	}
+	p := newProject(t)
+	binds := map[string][]string{}
+	var hides []string
+	script := ""
+	dirs := make([]string, len(together))
+	for i, h := range together {
+		tag := fmt.Sprintf("c%02d", i)
+		shared := "shared-" + tag
+		hide := strings.Replace(h.hide, "shared/", shared+"/", 1)
+		hide = strings.Replace(hide, "proj/", "proj/"+tag+"/", 1)
+		hide = strings.Replace(hide, "hidden/", "hidden-"+tag+"/", 1)
+		p.mkdir(shared)
+		entry := p.path(shared)
+		if h.bind == "host_mounts" {
+			entry += ":" + entry
+		}
+		binds[h.bind] = append(binds[h.bind], entry)
+		dir := p.path(hide)
+		dirs[i] = dir
+		hides = append(hides, dir)
+		rel, _ := filepath.Rel(it.home, dir)
+		if h.planted {
+			in := filepath.Join(it.home, ".local/share/devsandbox", p.name(), "home", rel)
+			writeHome(t, filepath.Join(".local/share/devsandbox", p.name(), "home", rel, "planted"), "planted\n")
+			if err := os.Chmod(in, h.mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.write(hide+"/key", hideSecret+"\n")
+		if err := os.Chmod(dir, h.mode); err != nil {
+			t.Fatal(err)
+		}
+		script += fmt.Sprintf("echo '== %d'; ", i) + hideDirScript(dir, rel)
+	}
+	script += "echo '== end'"
+	config := "[sandbox]\n"
+	for _, b := range []string{"rw_binds", "ro_binds", "host_mounts"} {
+		if len(binds[b]) > 0 {
+			config += fmt.Sprintf("%s = [%s]\n", b, quoteList(binds[b]))
+		}
+	}
+	config += fmt.Sprintf("hide_paths = [%s]\n", quoteList(hides))
+	flags := []string{"--egress=none", "--config", p.writeConfigHome(iso, "hide.toml", config, home)}
+	r := p.sandbox(iso, flags, script)
+	if r.code != 0 {
+		t.Logf("the run of the cases together failed; each runs alone:\n%s", r)
+		for _, h := range together {
+			t.Run(h.name, func(t *testing.T) { hideDir(t, iso, home, h.bind, h.hide, h.planted, h.mode) })
+		}
+		return
+	}
+	parts := map[string]string{}
+	cur := "before"
+	for line := range strings.Lines(r.stdout) {
+		if n, ok := strings.CutPrefix(strings.TrimSpace(line), "== "); ok {
+			cur = n
+			continue
+		}
+		parts[cur] += line
+	}
+	if parts["before"] != "" || parts["end"] != "" {
+		t.Fatalf("output outside the cases' parts:\n%s", r)
+	}
+	for i, h := range together {
+		t.Run(h.name, func(t *testing.T) {
+			if out := parts[strconv.Itoa(i)]; out != "" {
+				t.Fatalf("the hidden directory %s is not empty and read-only:\n%s", dirs[i], out)
+			}
+			hideDirHostUnchanged(t, dirs[i])
+		})
+	}
+}
+
+// hideDirScript looks for the hidden directory dir at its host path and in the
+// sandbox home (rel is its path below the home: the same path unless the containers'
+// home is elsewhere): it prints nothing when dir is empty and read-only at both.
+func hideDirScript(dir, rel string) string {
+	script := ""
+	for _, q := range []string{sh.Quote(dir), `"$HOME"/` + sh.Quote(rel)} {
+		script += fmt.Sprintf("ls -A %s; cat %s/key %s/planted 2>/dev/null; echo x > %s/new 2>/dev/null && echo WROTE; mkdir %s/d 2>/dev/null && echo MADE; ", q, q, q, q, q)
+	}
+	return script
+}
+
+// hideDirHostUnchanged fails t unless the hidden directory dir holds on the host only
+// its key, unchanged.
+func hideDirHostUnchanged(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) != 1 || ents[0].Name() != "key" {
+		t.Fatalf("the host directory changed: %v %v", ents, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "key")); string(b) != hideSecret+"\n" {
+		t.Fatalf("the hidden file changed on the host: %q", b)
+	}
+}
+
+func quoteList(l []string) string {
+	q := make([]string, len(l))
+	for i, s := range l {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
 }
 
 // hideDir hides the directory hide (in the project's scratch directory), which bind
@@ -143,13 +272,7 @@ func hideDir(t *testing.T, iso, home, bind, hide string, planted bool, mode os.F
 	if err := os.Chmod(dir, mode); err != nil {
 		t.Fatal(err)
 	}
-	script := ""
-	// At its host path, and in the sandbox home (the same path unless the
-	// containers' home is elsewhere).
-	for _, q := range []string{sh.Quote(dir), `"$HOME"/` + sh.Quote(rel)} {
-		script += fmt.Sprintf("ls -A %s; cat %s/key %s/planted 2>/dev/null; echo x > %s/new 2>/dev/null && echo WROTE; mkdir %s/d 2>/dev/null && echo MADE; ", q, q, q, q, q)
-	}
-	script += "echo end"
+	script := hideDirScript(dir, rel) + "echo end"
 	if mode&0o400 == 0 && strings.HasPrefix(dir, p.dir+"/") {
 		// The scan for mask_files cannot look into a directory of the project that
 		// its owner cannot list, and the sandbox (its owner) could open it up: every
@@ -167,13 +290,7 @@ func hideDir(t *testing.T, iso, home, bind, hide string, planted bool, mode os.F
 	if out := p.mustSandbox(iso, flags, script); out != "end\n" {
 		t.Fatalf("the hidden directory %s is not empty and read-only:\n%s", dir, out)
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil || len(ents) != 1 || ents[0].Name() != "key" {
-		t.Fatalf("the host directory changed: %v %v", ents, err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "key")); string(b) != hideSecret+"\n" {
-		t.Fatalf("the hidden file changed on the host: %q", b)
-	}
+	hideDirHostUnchanged(t, dir)
 }
 
 // Guarantee 1: mask_files are masked everywhere in the project, including a file

@@ -27,8 +27,12 @@ func TestDeepTreeRemoved(t *testing.T) {
 		if iso == "krun" {
 			stopLowServices(t, suiteServiceSocket())
 		}
+		// 700 levels of d, the locked directory in the 351st: two `mkdir -p` of a
+		// relative path (each under PATH_MAX) rather than a mkdir process per level
+		// (1,400 processes a run).
+		down := func(n int) string { return strings.TrimSuffix(strings.Repeat("d/", n), "/") }
 		nest := func(dir string) string {
-			return `cd ` + dir + ` && i=0 && while [ $i -lt 700 ]; do mkdir d && cd d || exit 1; [ $i = 350 ] && mkdir locked && echo x > locked/f && chmod 000 locked; i=$((i+1)); done && echo x > f`
+			return `cd ` + dir + ` && mkdir -p ` + down(351) + ` && cd ` + down(351) + ` && mkdir locked && echo x > locked/f && chmod 000 locked && mkdir -p ` + down(349) + ` && cd ` + down(349) + ` && echo x > f`
 		}
 		script := nest("/tmp") + ` && ` + nest("$HOME") + ` && echo nested`
 		// The variants' arguments and environment (docker-remote's engine), then
