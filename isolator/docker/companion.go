@@ -212,8 +212,7 @@ type sessionCompanion struct {
 	relayed chan error // the end of its audit stream
 	removed <-chan dockercontainer.WaitResponse
 	stderr  lockedBuffer
-	volume  string // removed at stop, when set
-	exec    bool   // a process exec'd in the kept companion (keptcompanion.go)
+	exec    bool // a process exec'd in the kept companion (keptcompanion.go)
 }
 
 // lockedBuffer collects the companion's diagnostics.
@@ -270,18 +269,16 @@ func projectLabels(p *isolator.Plan) map[string]string {
 // startCompanion starts the session's companion: the container, the request on its
 // stdin; the audit records it streams are appended to
 // the project's audit log as they come. It does not wait for the ready line (see
-// waitReady). The endpoint volume exists (ensureEndpointVolume); stop removes it
-// unless it is a kept container's.
+// waitReady). The endpoint volume exists (ensureEndpointVolume); the session's
+// pendingCompanion removes it, not the companion: the sandbox's container may still
+// be made after the companion failed, and would make the engine create a volume of
+// that name itself.
 func (b *Isolator) startCompanion(ctx context.Context, e Engine, p *isolator.Plan, image string, imageEnv []string, keep bool, pr programs, labels map[string]string, req companion.Request, refuse func() ([]string, error)) (*sessionCompanion, error) {
 	vol := endpointVolume(p, keep)
 	c := &sessionCompanion{e: e, ready: make(chan error, 1), relayed: make(chan error, 1)}
-	if !keep {
-		c.volume = vol
-	}
 	cfg, hc := companionConfig(p, image, imageEnv, vol, labels, req.Publish != nil)
 	created, err := createNamed(ctx, e, cfg, hc, nil, "devsandbox-"+p.Project.Name+"-px-"+container.RandomSuffix())
 	if err != nil {
-		c.removeVolume(ctx)
 		return nil, companionFailed("the engine refused the companion container: %v", err)
 	}
 	c.id = created.ID
@@ -289,7 +286,6 @@ func (b *Isolator) startCompanion(ctx context.Context, e Engine, p *isolator.Pla
 	defer func() {
 		if !started {
 			_ = e.ContainerRemove(context.WithoutCancel(ctx), c.id, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
-			c.removeVolume(ctx)
 		}
 	}()
 	if c.hj, err = e.ContainerAttach(ctx, c.id, dockercontainer.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true}); err != nil {
@@ -381,9 +377,8 @@ func (c *sessionCompanion) waitReady(ctx context.Context) error {
 }
 
 // stop ends the companion: the end of its stdin tells it the session is over; its
-// audit records are relayed to the end (bounded by companionEnd), the container is
-// gone (AutoRemove) and the session's endpoint volume removed. It returns the relay's
-// error, if any, for a warning.
+// audit records are relayed to the end (bounded by companionEnd) and the container is
+// gone (AutoRemove). It returns the relay's error, if any, for a warning.
 func (c *sessionCompanion) stop(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx)
 	_ = c.hj.CloseWrite()
@@ -403,21 +398,22 @@ func (c *sessionCompanion) stop(ctx context.Context) error {
 	case <-time.After(companionEnd):
 		_ = c.e.ContainerRemove(ctx, c.id, dockercontainer.RemoveOptions{Force: true, RemoveVolumes: true})
 	}
-	c.removeVolume(ctx)
 	return err
 }
 
-// removeVolume removes the session's endpoint volume (not a kept container's). The
-// sandbox may not be gone yet when devsandbox was killed (the engine refuses to
-// remove a volume in use): it tries again until companionEnd has passed; the next run
-// removes what is left (sweep).
-func (c *sessionCompanion) removeVolume(ctx context.Context) {
-	if c.volume == "" {
+// removeVolume removes the session's endpoint volume (not a kept container's), once
+// the run's containers are gone (pendingCompanion.stop). The sandbox may not be gone
+// yet when devsandbox was killed (the engine refuses to remove a volume in use): it
+// tries again until companionEnd has passed; the next run removes what is left
+// (sweep).
+func (pc *pendingCompanion) removeVolume() {
+	if pc.volume == "" {
 		return
 	}
-	ctx = context.WithoutCancel(ctx)
+	ctx := context.WithoutCancel(pc.ctx)
+	defer func() { pc.volume = "" }()
 	for deadline := time.Now().Add(companionEnd); ; time.Sleep(50 * time.Millisecond) {
-		err := c.e.VolumeRemove(ctx, c.volume, false)
+		err := pc.e.VolumeRemove(ctx, pc.volume, false)
 		if err == nil || cerrdefs.IsNotFound(err) || time.Now().After(deadline) {
 			return
 		}
@@ -429,15 +425,21 @@ func (c *sessionCompanion) removeVolume(ctx context.Context) {
 // its companion and, with published ports, a container of the session's own for those.
 type pendingCompanion struct {
 	b    *Isolator
+	e    Engine
 	ctx  context.Context
 	done chan struct{}
 	cs   []*sessionCompanion // none: the run needs none, or it failed (err)
 	err  error
+	// volume is the session's own endpoint volume (not a kept container's), removed
+	// by stop: the run calls it once its sandbox's container is gone, whether the
+	// companion started or not (a container made after the volume's removal would
+	// make the engine create one of that name, unlabelled, that nothing removes).
+	volume string
 }
 
 // goCompanion starts the session's egress services, if p needs them, without waiting.
 func (b *Isolator) goCompanion(ctx context.Context, e Engine, addr Address, p *isolator.Plan, pr programs, spec *Spec) *pendingCompanion {
-	pc := &pendingCompanion{b: b, ctx: ctx, done: make(chan struct{})}
+	pc := &pendingCompanion{b: b, e: e, ctx: ctx, done: make(chan struct{})}
 	if !needsCompanion(p) {
 		close(pc.done)
 		return pc
@@ -446,6 +448,9 @@ func (b *Isolator) goCompanion(ctx context.Context, e Engine, addr Address, p *i
 	if pc.err = ensureEndpointVolume(ctx, e, p, keep, spec.Config.Labels); pc.err != nil {
 		close(pc.done)
 		return pc
+	}
+	if !keep {
+		pc.volume = endpointVolume(p, keep)
 	}
 	if p.Egress.NeedsProxy() && spec.engineHostAhead == nil && !b.hostNetwork(addr) {
 		// The companion sees its own addresses and its gateway, not the engine host's
@@ -510,10 +515,12 @@ func (pc *pendingCompanion) ready(ctx context.Context) error {
 	return nil
 }
 
-// stop ends the session's egress services (see sessionCompanion.stop).
+// stop ends the session's egress services (see sessionCompanion.stop) and removes the
+// session's endpoint volume. The run calls it once its sandbox's container is gone.
 func (pc *pendingCompanion) stop() {
 	<-pc.done
 	pc.stopAll()
+	pc.removeVolume()
 }
 
 func (pc *pendingCompanion) stopAll() {

@@ -99,6 +99,8 @@ type fakeEngine struct {
 	// status of the exec that asks the keeper to end it (--role=end).
 	noEnd   bool
 	endCode int
+	// noHello: the run fails before its hello; the inits' streams end without one.
+	noHello bool
 	// endedExec, when set, is an exec's whole life, over before ContainerExecAttach
 	// returns (the host's hello comes too late): it gets the exec's command and the
 	// engine's end of the stream, and returns the exec's status. The stream is closed
@@ -338,6 +340,9 @@ func (f *fakeEngine) runInit(conn net.Conn) int {
 	defer conn.Close()
 	r := bufio.NewReader(conn)
 	typ, p, err := wire.ReadFrame(r)
+	if err == io.EOF && f.noHello {
+		return 125
+	}
 	if err != nil || typ != wire.FrameHello {
 		f.t.Errorf("first frame: %c %v", typ, err)
 		return 125
