@@ -74,6 +74,9 @@ func TestMain(m *testing.M) {
 	if code == 0 {
 		code = m.Run()
 	}
+	if !sessionVolumesLeft() && code == 0 {
+		code = 1
+	}
 	if changed := guard.changes(snapshotHome(it.realHome)); len(changed) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: the suite changed the test user's own home %s (runs must use the throwaway home %s):\n  %s\n",
 			it.realHome, it.home, strings.Join(changed, "\n  "))
@@ -159,6 +162,7 @@ func setup() (int, error) {
 		}
 	}
 	recordSuiteImages()
+	recordSessionVolumes()
 	setupDocker()
 	setupPodman()
 	return 0, nil

@@ -70,3 +70,34 @@ func freePort(t *testing.T) int {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// TestPublishedPortTakenLeavesNothing: a port to publish that is taken on the engine's
+// host stops the run before its command (the session's companion cannot start), with
+// the fix in the error, and the run leaves nothing in the engine: no container and no
+// session endpoint volume. The companion's failure used to remove the endpoint volume
+// while the sandbox's container was being made beside it; the engine then made a
+// volume of that name itself (unlabelled, so no sweep or prune found it) or the
+// removal gave up after 5 s on a volume still in use. Two runs, as the order of the
+// two is a race.
+func TestPublishedPortTakenLeavesNothing(t *testing.T) {
+	forEachIsolatorOf(t, []string{localDocker}, func(t *testing.T, iso string) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		taken := ln.Addr().(*net.TCPAddr).Port
+		p := newProject(t)
+		for i := range 2 {
+			r := run(t, p.dir, nil, "", "--isolator="+iso, "--egress=proxy", "--publish", fmt.Sprintf("%d:3000", taken), "--", "true")
+			if r.code != 125 || !strings.Contains(r.stderr, "--publish HOST_PORT:SANDBOX_PORT") || !strings.Contains(r.stderr, "the command did not run") {
+				t.Fatalf("run %d with the published port taken: %s", i, r)
+			}
+			vols := dockerAt(t, iso, "volume", "ls", "-q", "--filter", "name=devsandbox-"+p.name()+"-ep")
+			ctrs := dockerAt(t, iso, "ps", "-aq", "--filter", "name=devsandbox-"+p.name())
+			if vols != "" || ctrs != "" {
+				t.Fatalf("run %d left volumes %q and containers %q in the engine", i, vols, ctrs)
+			}
+		}
+	})
+}
