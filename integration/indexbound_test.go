@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/devsandbox/devsandbox/internal/procs"
 )
 
 // TestIndexReadBounded: the watch reads the project's git index on the host while
@@ -70,18 +71,9 @@ func hostPeakKiB(dir string) int64 {
 		if exe, err := os.Readlink("/proc/" + e.Name() + "/exe"); err != nil || filepath.Dir(exe) != dir {
 			continue
 		}
-		f, err := os.Open("/proc/" + e.Name() + "/status")
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-				n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-				most = max(most, n)
-			}
-		}
-		f.Close()
+		pid, _ := strconv.Atoi(e.Name())
+		n, _ := strconv.ParseInt(strings.TrimSuffix(procs.Status(pid)["VmHWM"], " kB"), 10, 64)
+		most = max(most, n)
 	}
 	return most
 }

@@ -123,7 +123,7 @@ func endedAtStop(t *testing.T, iso string, flags []string, orphan string) {
 			// wait could reap the command that exits next (the suite's loaded
 			// machine saw the command gone, not a zombie). Every thread stopped
 			// first.
-			waitState(t, func() bool { return allStopped(init) })
+			waitState(t, func() bool { return procs.Stopped(init) })
 			w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -180,22 +180,6 @@ func containerInit(t *testing.T, iso string, p *project) int {
 
 // commandZombie reports whether the init pid has a child that is a zombie (the
 // command, beside its orphans).
-// allStopped reports whether every thread of process pid is stopped ("T").
-func allStopped(pid int) bool {
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil || len(tasks) == 0 {
-		return false
-	}
-	for _, task := range tasks {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
-		i := strings.LastIndexByte(string(b), ')')
-		if f := strings.Fields(string(b[i+1:])); i < 0 || len(f) == 0 || f[0] != "T" {
-			return false
-		}
-	}
-	return true
-}
-
 func commandZombie(pid int) bool {
 	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	for _, task := range tasks {
@@ -295,30 +279,15 @@ func processDump() string {
 	var b strings.Builder
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
-		st, _ := os.ReadFile("/proc/" + e.Name() + "/status")
-		var ns, ppid, state, name string
-		for _, l := range strings.Split(string(st), "\n") {
-			f := strings.Fields(l)
-			if len(f) < 2 {
-				continue
-			}
-			switch f[0] {
-			case "NSpid:":
-				ns = strings.Join(f[1:], ",")
-			case "PPid:":
-				ppid = f[1]
-			case "State:":
-				state = f[1]
-			case "Name:":
-				name = f[1]
-			}
-		}
-		if strings.Contains(ns, ",") || name == "devsandbox" || name == "bwrap" {
+		st := procs.Status(pid)
+		ns := strings.Join(strings.Fields(st["NSpid"]), ",")
+		if strings.Contains(ns, ",") || st["Name"] == "devsandbox" || st["Name"] == "bwrap" {
 			cl, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-			fmt.Fprintf(&b, "%s ppid=%s %s ns=%s %s %q\n", e.Name(), ppid, state, ns, name, strings.ReplaceAll(string(cl), "\x00", " "))
+			fmt.Fprintf(&b, "%d ppid=%s %s ns=%s %s %q\n", pid, st["PPid"], strings.Fields(st["State"] + " ?")[0], ns, st["Name"], strings.ReplaceAll(string(cl), "\x00", " "))
 		}
 	}
 	return b.String()

@@ -160,6 +160,12 @@ func lanesFor(t *testing.T) bool {
 	return !inside
 }
 
+// TestOneLaneReasons: every test oneLane names is a test of this package, with a
+// reason (a renamed test would run in lanes again, unnoticed).
+func TestOneLaneReasons(t *testing.T) {
+	tableNamesTests(t, "oneLane (lanes_test.go)", oneLane)
+}
+
 // TestLanesOverlap: subtests of different lanes run at once (each waits for the
 // other to start), those of one lane one after the other, and inLanes returns only
 // when all have ended.

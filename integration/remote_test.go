@@ -181,6 +181,33 @@ func remoteOf(name, env string, isos []string) ([]string, error) {
 // TestRemoteMatrixReasons: every test sameAfterStart names is a test of this package
 // (the table cannot keep a renamed or removed test), with a reason.
 func TestRemoteMatrixReasons(t *testing.T) {
+	tableNamesTests(t, "sameAfterStart (remote_test.go)", sameAfterStart)
+	all := []string{"bwrap", localDocker, remoteDocker, tcpDocker}
+	for _, c := range []struct {
+		name, env string
+		want      []string
+	}{
+		{"TestExitCodes", "", []string{"bwrap", localDocker, tcpDocker}},
+		{"TestExitCodes/sub", "", []string{"bwrap", localDocker, tcpDocker}},
+		{"TestExitCodes", "all", all},
+		{"TestProjectView", "", all},
+		{"TestExitCodesX", "", all},
+	} {
+		got, err := remoteOf(c.name, c.env, all)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("remoteOf(%s, %s=%q) = %v, %v; want %v", c.name, remoteEnv, c.env, got, err, c.want)
+		}
+	}
+	if _, err := remoteOf("TestExitCodes", "none", all); err == nil {
+		t.Errorf("remoteOf with %s=none: no error", remoteEnv)
+	}
+}
+
+// tableNamesTests fails t unless every entry of table (a test's name to a reason)
+// names a test of this package, with a reason: a table of tests cannot keep a renamed
+// or removed one.
+func tableNamesTests(t *testing.T, what string, table map[string]string) {
+	t.Helper()
 	files, err := os.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +230,7 @@ func TestRemoteMatrixReasons(t *testing.T) {
 		t.Fatalf("found %d tests in the working directory: not the integration package's", len(tests))
 	}
 	var bad []string
-	for name, why := range sameAfterStart {
+	for name, why := range table {
 		if !tests[name] {
 			bad = append(bad, name+": no such test")
 		}
@@ -213,25 +240,6 @@ func TestRemoteMatrixReasons(t *testing.T) {
 	}
 	slices.Sort(bad)
 	if len(bad) > 0 {
-		t.Errorf("sameAfterStart (remote_test.go) names:\n  %s", strings.Join(bad, "\n  "))
-	}
-	all := []string{"bwrap", localDocker, remoteDocker, tcpDocker}
-	for _, c := range []struct {
-		name, env string
-		want      []string
-	}{
-		{"TestExitCodes", "", []string{"bwrap", localDocker, tcpDocker}},
-		{"TestExitCodes/sub", "", []string{"bwrap", localDocker, tcpDocker}},
-		{"TestExitCodes", "all", all},
-		{"TestProjectView", "", all},
-		{"TestExitCodesX", "", all},
-	} {
-		got, err := remoteOf(c.name, c.env, all)
-		if err != nil || !slices.Equal(got, c.want) {
-			t.Errorf("remoteOf(%s, %s=%q) = %v, %v; want %v", c.name, remoteEnv, c.env, got, err, c.want)
-		}
-	}
-	if _, err := remoteOf("TestExitCodes", "none", all); err == nil {
-		t.Errorf("remoteOf with %s=none: no error", remoteEnv)
+		t.Errorf("%s names:\n  %s", what, strings.Join(bad, "\n  "))
 	}
 }

@@ -46,6 +46,39 @@ func State(pid int) string {
 	return ""
 }
 
+// Stopped reports whether every thread of pid is stopped (state T): a stop signal
+// has taken effect, not only been sent (kill returns before it does, and a thread
+// still running may act meanwhile). False when pid is gone.
+func Stopped(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		if f := statFields(dir + "/" + task.Name()); len(f) == 0 || f[0] != "T" {
+			return false
+		}
+	}
+	return true
+}
+
+// Status is pid's /proc/PID/status by field name, each value with its blanks trimmed
+// ("State": "T (stopped)", "PPid": "1", "NSpid": "812\t1"); nil when pid is gone.
+func Status(pid int) map[string]string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			out[k] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
+
 // WithArgs lists the processes whose argv is args, exactly.
 func WithArgs(args ...string) []int {
 	want := strings.Join(args, "\x00") + "\x00"

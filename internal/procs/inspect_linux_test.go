@@ -5,13 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
 // TestInspect: a child in a session of its own is found by its argv and its
-// environment, its state read, and KillSession ends it.
+// environment, its state and status read, its stop seen, and KillSession ends it.
 func TestInspect(t *testing.T) {
 	mark := fmt.Sprintf("%d", 100000+os.Getpid())
 	cmd := exec.Command("sleep", mark)
@@ -36,6 +37,20 @@ func TestInspect(t *testing.T) {
 	if s := State(pid); s == "" {
 		t.Fatalf("State(%d) = %q, want a state", pid, s)
 	}
+	if st := Status(pid); st["Name"] != "sleep" || st["PPid"] != fmt.Sprint(os.Getpid()) || !strings.HasPrefix(st["State"], State(pid)+" ") {
+		t.Fatalf("Status(%d) = %q, want sleep, our child, its state", pid, st)
+	}
+	if Stopped(pid) {
+		t.Fatalf("Stopped(%d) of a running sleep", pid)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); !Stopped(pid); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Stopped(%d) is false a minute after SIGSTOP (state %q)", pid, State(pid))
+		}
+	}
 	KillSession(pid)
 	select {
 	case <-done:
@@ -44,5 +59,8 @@ func TestInspect(t *testing.T) {
 	}
 	if s := State(pid); s != "" {
 		t.Fatalf("State of a reaped process = %q, want \"\"", s)
+	}
+	if Stopped(pid) || Status(pid) != nil {
+		t.Fatalf("a reaped process: Stopped %v, Status %q", Stopped(pid), Status(pid))
 	}
 }
