@@ -3,11 +3,14 @@
 package integration
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -279,11 +282,20 @@ func TestOtherProjectsBindsProgramNotRun(t *testing.T) {
 // none. With the project's `.venv/bin` first on the user's PATH (podman itself found
 // in /usr/bin, which the sandbox cannot write), whatever the sandbox planted there
 // under those names must not be what the service runs.
+//
+// The run gets a service of its own (an empty CONTAINERS_CONF_OVERRIDE keys another,
+// suiteServiceSocket), which it starts with that PATH: the test need not wait for the
+// suite's service to go first, and it ends its own once the run is over instead of
+// waiting out the 10 s a service idles (ServiceIdle; TestKrunServiceFilesGo holds the
+// service to that).
 func TestKrunServiceFindsNoPlantedHelper(t *testing.T) {
 	requirePodman(t)
-	sock := suiteServiceSocket()
-	requireServiceGone(t, sock, 25*time.Second)
 	p := newProject(t)
+	p.write("containers-override.conf", "")
+	conf := "CONTAINERS_CONF_OVERRIDE=" + p.path("containers-override.conf")
+	sock := suiteServiceSocket(conf)
+	requireServiceGone(t, sock, 25*time.Second)
+	t.Cleanup(func() { stopService(t, sock) })
 	p.mkdir("outside")
 	marker := filepath.Join(p.path("outside"), "ran")
 	venv := filepath.Join(p.dir, ".venv", "bin")
@@ -297,7 +309,7 @@ func TestKrunServiceFindsNoPlantedHelper(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	env := []string{"PATH=" + venv + ":" + strings.TrimPrefix(hostPath("/usr/local/bin:/usr/bin:/bin"), "PATH=")}
+	env := []string{"XDG_RUNTIME_DIR=" + runtimeDir(), conf, "PATH=" + venv + ":" + strings.TrimPrefix(hostPath("/usr/local/bin:/usr/bin:/bin"), "PATH=")}
 	r := run(t, p.dir, env, "", "--isolator=krun", "--egress=open", "--", "true")
 	if b, err := os.ReadFile(marker); err == nil {
 		t.Errorf("podman's service ran programs planted on the PATH devsandbox was started with, on the host: %s\n%s", b, r)
@@ -305,7 +317,34 @@ func TestKrunServiceFindsNoPlantedHelper(t *testing.T) {
 	if r.code != 0 {
 		t.Errorf("the run failed (exit %d):\n%s", r.code, r)
 	}
-	requireServiceGone(t, sock, 25*time.Second)
+	if len(podmanServices(sock)) == 0 {
+		t.Errorf("no podman service on %s: the run did not start a service of its own (the test computes the wrong socket)", sock)
+	}
+}
+
+// stopService ends the podman service on sock (its supervisor and podman), which only
+// the calling test uses, and removes the files its supervisor would have: what its
+// idling out (ServiceIdle) does, without the wait.
+func stopService(t *testing.T, sock string) {
+	t.Helper()
+	pids := podmanServices(sock)
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(podmanServices(sock)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the podman service on %s %v outlived SIGTERM by 20s", sock, podmanServices(sock))
+		}
+		runtimeYield()
+	}
+	lockSum := sha256.Sum256([]byte(sock))
+	for _, f := range []string{sock, sock + ".log", sock + ".users", sock + ".turn", filepath.Join(filepath.Dir(sock), "devsandbox-create-"+hex.EncodeToString(lockSum[:6])+".lock")} {
+		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+			t.Errorf("removing the stopped service's %s: %v", f, err)
+		}
+	}
+	requireServiceGone(t, sock, 5*time.Second)
 }
 
 // TestKrunDoctorStartsNoPlantedPodman: `devsandbox doctor` asks PATH's podman its

@@ -42,7 +42,6 @@ var oneLane = map[string]string{
 	"TestUserConfigNotWritableThroughBind": "the user's config file",
 	"TestPasswdHomeConfigNotRead":          "the user's config file",
 	"TestPublishDirSweptNotFollowed":       "the user's config file",
-	"TestGitPointerFiles":                  "~/.gitconfig",
 	"TestPlainTCPGitCredentials":           "~/.gitconfig",
 	"TestPlantedSymlinkInSandboxHome":      "~/.config/git",
 	"TestToolGuardAtBothHomes":             "~/.claude",

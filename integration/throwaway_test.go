@@ -3,9 +3,13 @@
 package integration
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,7 +127,7 @@ func (te *throwawayEngine) start(t *testing.T) {
 		close(exited)
 	}(te.cmd, te.exited)
 	deadline := time.Now().Add(60 * time.Second)
-	for te.command("version").Run() != nil {
+	for !te.answers() {
 		select {
 		case <-te.exited:
 			t.Fatalf("the throwaway engine exited:\n%s", te.logTail())
@@ -134,6 +138,29 @@ func (te *throwawayEngine) start(t *testing.T) {
 		}
 		runtimeYield()
 	}
+}
+
+// answers says whether the engine answers its ping (GET /_ping: OK) on its socket.
+// The wait for a starting engine asks it every 20 ms: a docker CLI started that often
+// took a processor of two from the engine it waited for, and the check is the same
+// request the CLI's first one is.
+func (te *throwawayEngine) answers() bool {
+	c, err := net.DialTimeout("unix", strings.TrimPrefix(te.host, "unix://"), time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "GET /_ping HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n\r\n"); err != nil {
+		return false
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return err == nil && resp.StatusCode == http.StatusOK && string(body) == "OK"
 }
 
 // stop stops dockerd (SIGTERM: it stops its containers, as on a host's shutdown) and
