@@ -146,7 +146,7 @@ func TestDoctorRunsNoPlantedProgram(t *testing.T) {
 func TestKrunStartsNoPlantedPodman(t *testing.T) {
 	requirePodman(t)
 	sock := suiteServiceSocket()
-	requireServiceGone(t, sock, 25*time.Second)
+	noIdleService(t, sock)
 	real, err := exec.LookPath("podman")
 	if err != nil {
 		t.Fatal(err)
@@ -355,7 +355,7 @@ func TestKrunDoctorStartsNoPlantedPodman(t *testing.T) {
 	requirePodman(t)
 	requireBwrap(t)
 	sock := suiteServiceSocket()
-	requireServiceGone(t, sock, 25*time.Second)
+	noIdleService(t, sock)
 	real, err := exec.LookPath("podman")
 	if err != nil {
 		t.Fatal(err)

@@ -623,6 +623,20 @@ func requireSessionGone(t *testing.T, p *project, mark, sock string) {
 	}
 }
 
+// noIdleService makes sure no podman service runs on sock as a test starts that needs
+// its runs to start one: one an earlier test's runs left idling (the supervisor ends
+// it 10 s after its last user, ServiceIdle) is stopped rather than waited out; one a
+// devsandbox still uses is a session an earlier test left, reported as
+// requireServiceGone does.
+func noIdleService(t *testing.T, sock string) {
+	t.Helper()
+	if serviceInUse(t, sock) {
+		requireServiceGone(t, sock, 25*time.Second)
+		return
+	}
+	stopService(t, sock)
+}
+
 // requireServiceGone waits up to d for the podman service on sock and its supervisor
 // to end and its files to go, which its supervisor does 10 s after its last user
 // (ServiceIdle); a user holding the service's users lock then is reported as such.

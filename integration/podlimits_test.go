@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestKrunServiceLowLimit: a krun run under a low open-file limit (prlimit
@@ -26,7 +25,7 @@ func TestKrunServiceLowLimit(t *testing.T) {
 	requirePodman(t)
 	sock := suiteServiceSocket()
 	// The start state: no service, so that the limited session is the one that starts it.
-	requireServiceGone(t, sock, 25*time.Second)
+	noIdleService(t, sock)
 	p := newProject(t)
 	limited := command(t.Context(), p.dir, baseEnv(), "--isolator=krun", "--", "/bin/sh", "-c", `echo "ready $(ulimit -Hn)"; read x`)
 	limited.Args = append([]string{"/usr/bin/prlimit", "--nofile=512:512", "--", it.bin}, limited.Args[1:]...)

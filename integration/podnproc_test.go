@@ -41,7 +41,7 @@ import (
 func TestKrunServiceLowNproc(t *testing.T) {
 	requirePodman(t)
 	sock := suiteServiceSocket()
-	requireServiceGone(t, sock, 25*time.Second)
+	noIdleService(t, sock)
 	p := newProject(t)
 	limited := command(t.Context(), p.dir, baseEnv(), "--isolator=krun", "--", "/bin/sh", "-c", hardNprocScript("ready")+"; read x")
 	limited.Args = append([]string{"/usr/bin/prlimit", "--nproc=1000:1000", "--", it.bin}, limited.Args[1:]...)
@@ -122,7 +122,7 @@ func TestKrunServiceLowNproc(t *testing.T) {
 func TestKrunServiceLowLimitRace(t *testing.T) {
 	requirePodman(t)
 	sock := suiteServiceSocket()
-	requireServiceGone(t, sock, 25*time.Second)
+	noIdleService(t, sock)
 	p := newProject(t)
 	limited := command(t.Context(), p.dir, baseEnv(), "--isolator=krun", "--", "true")
 	limited.Args = append([]string{"/usr/bin/prlimit", "--nproc=1000:1000", "--", it.bin}, limited.Args[1:]...)
