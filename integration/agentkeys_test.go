@@ -38,8 +38,10 @@ type agentCase struct {
 	credentials func(addr string) string
 	// env gives the host environment pointing the agent at the stub at base.
 	env func(base string) []string
-	// argv runs the agent non-interactively (the prompt is appended).
-	argv []string
+	// argv runs the agent non-interactively (the prompt is appended); inEnv are
+	// assignments for its command line inside (VAR=value ...).
+	argv  []string
+	inEnv string
 	// state is a shell glob, below the tool's directory, of what a run leaves there.
 	state string
 }
@@ -83,8 +85,11 @@ var agentCases = []agentCase{
 			// The API key as the auth method; no folder trust prompt.
 			return map[string]string{"settings.json": `{"security":{"auth":{"selectedType":"gemini-api-key"},"folderTrust":{"enabled":false}}}` + "\n"}
 		},
-		env:   func(base string) []string { return []string{"GOOGLE_GEMINI_BASE_URL=" + base} },
-		argv:  []string{"gemini", "--yolo", "-p"},
+		env:  func(base string) []string { return []string{"GOOGLE_GEMINI_BASE_URL=" + base} },
+		argv: []string{"gemini", "--yolo", "-p"},
+		// Gemini CLI otherwise starts a second Node with a larger heap before any
+		// work, which loads the whole bundle again.
+		inEnv: "GEMINI_CLI_NO_RELAUNCH=true",
 		state: "tmp/*/*"},
 	{tool: "copilot", keyEnv: "COPILOT_PROVIDER_API_KEY", header: "Authorization", prefix: "Bearer ", dirEnv: "COPILOT_HOME",
 		config: []string{"settings.json", "mcp-config.json"},
@@ -184,8 +189,8 @@ ro_binds = [%q]
 	var script strings.Builder
 	fmt.Fprintf(&script, "D=%s\n", inDir)
 	fmt.Fprintf(&script, "echo \"state-before $(ls -d $D/%s 2>/dev/null | wc -l)\"\n", ac.state)
-	fmt.Fprintf(&script, "timeout 60 %s/%s %s 'Run the check, then reply.' >/tmp/agent.out 2>&1; echo \"agent-exit $?\"\n",
-		agentsDir, ac.argv[0], strings.Join(ac.argv[1:], " "))
+	fmt.Fprintf(&script, "%s timeout 60 %s/%s %s 'Run the check, then reply.' >/tmp/agent.out 2>&1; echo \"agent-exit $?\"\n",
+		ac.inEnv, agentsDir, ac.argv[0], strings.Join(ac.argv[1:], " "))
 	script.WriteString("sed 's/^/agent: /' /tmp/agent.out\n")
 	fmt.Fprintf(&script, "echo \"key-var $(printf %%s \"$%s\" | cut -c1-23)\"\n", ac.keyEnv)
 	for _, f := range ac.config {

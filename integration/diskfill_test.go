@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestTmpSizeBoundsTmp: with sandbox.tmp_size a write into /tmp stops at the size
@@ -163,22 +165,46 @@ func TestDiskReserveStopsTheRun(t *testing.T) {
 				// The other session keeps no reserve: its own guard would stop it too
 				// (it writes the same file system), which is not what is shown here.
 				none := p.writeConfig(iso, "none.toml", "[sandbox]\ndisk_reserve = \"0\"\n")
+				// The other session says it started through one fifo and waits on
+				// another until the breaching session has been stopped: it must be
+				// alive through the whole stop, not for a fixed time.
+				started, release := filepath.Join(p.dir, "other-started"), filepath.Join(p.dir, "other-go")
+				for _, f := range []string{started, release} {
+					if err := unix.Mkfifo(f, 0o600); err != nil {
+						t.Fatal(err)
+					}
+					p.chownUp(f)
+				}
 				other := make(chan result, 1)
 				go func() {
-					other <- p.sandbox(iso, []string{"--config", none, "--keep-container"}, `touch other-started; sleep 8; echo alive`)
+					other <- p.sandbox(iso, []string{"--config", none, "--keep-container"}, `echo up > other-started; read x < other-go; echo alive`)
 				}()
-				for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-					if _, err := os.Stat(filepath.Join(p.dir, "other-started")); err == nil {
-						break
+				up := make(chan error, 1)
+				go func() { _, err := os.ReadFile(started); up <- err }() // until the session writes and closes it
+				select {
+				case err := <-up:
+					if err != nil {
+						t.Fatal(err)
 					}
-					if time.Now().After(deadline) {
-						t.Fatal("the other session did not start within 60 s")
-					}
+				case o := <-other:
+					t.Fatalf("the other session ended before it started: %s", o)
+				case <-time.After(60 * time.Second):
+					t.Fatal("the other session did not start within 60 s")
 				}
 				r := p.sandbox(iso, keep, `trap "" TERM; `+fillProject)
 				avail := availBytes(t, mnt)
 				if r.code != 125 || !strings.Contains(r.stderr, "sandbox.disk_reserve") || avail < reserve/2 {
 					t.Errorf("want the session stopped (125) with at least half the %d reserve left; %d left; got %s", reserve, avail, r)
+				}
+				// Read-write: the open does not wait for a reader, and the line waits
+				// in the fifo for one; a killed session never reads it.
+				g, err := os.OpenFile(release, os.O_RDWR, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer g.Close()
+				if _, err := g.WriteString("go\n"); err != nil {
+					t.Fatal(err)
 				}
 				if o := <-other; o.code != 0 || o.stdout != "alive\n" {
 					t.Errorf("the kept container's other session did not outlive the stop: %s", o)

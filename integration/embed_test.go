@@ -459,6 +459,7 @@ type embedProc struct {
 	in     io.WriteCloser // the harness's stdin, for a Library job
 	lines  *lineReader
 	stderr bytes.Buffer
+	ended  time.Time // see startedWithin
 }
 
 // startEmbed starts the harness for job as the test user, in root, the first
@@ -558,6 +559,47 @@ func (e *embedProc) results(t *testing.T, within time.Duration) (outs map[int][]
 	}
 }
 
+// startedWithin waits until run 0 of e says "started", its output ends, or d passes,
+// and puts the lines it read back in front of the rest, for results. From then on
+// the output is read as it comes, and ended says when it ended (once results has
+// seen the end).
+func (e *embedProc) startedWithin(d time.Duration) {
+	var read []string
+	deadline := time.After(d)
+	old := e.lines.lines
+wait:
+	for {
+		select {
+		case l, ok := <-old:
+			if !ok {
+				break wait
+			}
+			read = append(read, l)
+			if l == "out 0 started" {
+				break wait
+			}
+		case <-deadline:
+			break wait
+		}
+	}
+	lines := make(chan string, 64)
+	go func() {
+		for _, l := range read {
+			lines <- l
+		}
+		var rest []string
+		for l := range old {
+			rest = append(rest, l)
+		}
+		e.ended = time.Now()
+		for _, l := range rest {
+			lines <- l
+		}
+		close(lines)
+	}()
+	e.lines = &lineReader{t: e.lines.t, lines: lines}
+}
+
 // embedIsolators are the isolators a harness embeds in process or through the stub.
 func embedIsolators() []string {
 	return slices.DeleteFunc(isolators(), func(iso string) bool { return iso != "bwrap" && iso != localDocker && iso != "krun" })
@@ -611,38 +653,53 @@ func TestEmbedScenarios(t *testing.T) {
 		job.Iso, job.Dirs = iso, []string{p.dir}
 		early[iso] = earlyRun{p, startEmbed(t, job, p.root), time.Now()}
 	}
+	// Every deadline run has started (its command said so) before the other cases'
+	// runs begin: started under 28 runs at once, one missed its 8 s deadline before
+	// it printed anything. The lines read stay the run's.
+	for _, r := range early {
+		r.e.startedWithin(time.Minute - time.Since(r.t0))
+	}
+	if len(early) > 0 {
+		t.Logf("deadline runs started; the other cases begin")
+	}
 	forEachIsolatorOf(t, embedIsolators(), func(t *testing.T, iso string) {
+		// The cases run at once, each with a project and a harness of its own
+		// (assertNothingLeft looks at that project only), mostly so that the stop
+		// grace's 2 s of waiting overlaps the other cases' work. (t.Parallel would
+		// hold them to -test.parallel, two at a time on a two-core machine.)
+		var wg sync.WaitGroup
 		for _, c := range cases {
-			t.Run(c.name, func(t *testing.T) {
-				// Each case has a project and a harness of its own (assertNothingLeft
-				// looks at that project only): they run side by side, mostly so that
-				// the stop grace's 2 s of waiting overlaps the other cases' work.
-				t.Parallel()
-				p := newProject(t)
-				job := c.job
-				job.Iso, job.Dirs = iso, []string{p.dir}
-				t0 := time.Now()
-				e := startEmbed(t, job, p.root)
-				outs, res := e.results(t, c.within)
-				if res[0] != c.want || !slices.Equal(outs[0], c.out) {
-					t.Errorf("run: result %q, output %q; want %q, %q\nharness stderr:\n%s", res[0], outs[0], c.want, c.out, e.stderr.String())
-				}
-				t.Logf("%s: %s", c.name, time.Since(t0).Round(time.Millisecond))
-				assertNothingLeft(t, iso, p.root, []*project{p}, false)
+			wg.Go(func() {
+				t.Run(c.name, func(t *testing.T) {
+					p := newProject(t)
+					job := c.job
+					job.Iso, job.Dirs = iso, []string{p.dir}
+					t0 := time.Now()
+					e := startEmbed(t, job, p.root)
+					outs, res := e.results(t, c.within)
+					if res[0] != c.want || !slices.Equal(outs[0], c.out) {
+						t.Errorf("run: result %q, output %q; want %q, %q\nharness stderr:\n%s", res[0], outs[0], c.want, c.out, e.stderr.String())
+					}
+					t.Logf("%s: %s", c.name, time.Since(t0).Round(time.Millisecond))
+					assertNothingLeft(t, iso, p.root, []*project{p}, false)
+				})
 			})
 		}
-		t.Run("concurrent", func(t *testing.T) {
-			a, b := newProject(t), newProject(t)
-			job := embedJob{Iso: iso, Dirs: []string{a.dir, b.dir, a.dir, b.dir}, Script: `echo "run $1"; exit $1`}
-			e := startEmbed(t, job, a.root)
-			outs, res := e.results(t, 2*time.Minute)
-			for i := range job.Dirs {
-				if want := fmt.Sprintf("%d nil", i); res[i] != want || !slices.Equal(outs[i], []string{fmt.Sprintf("run %d", i)}) {
-					t.Errorf("run %d: result %q, output %q; want %q\nharness stderr:\n%s", i, res[i], outs[i], want, e.stderr.String())
+		wg.Go(func() {
+			t.Run("concurrent", func(t *testing.T) {
+				a, b := newProject(t), newProject(t)
+				job := embedJob{Iso: iso, Dirs: []string{a.dir, b.dir, a.dir, b.dir}, Script: `echo "run $1"; exit $1`}
+				e := startEmbed(t, job, a.root)
+				outs, res := e.results(t, 2*time.Minute)
+				for i := range job.Dirs {
+					if want := fmt.Sprintf("%d nil", i); res[i] != want || !slices.Equal(outs[i], []string{fmt.Sprintf("run %d", i)}) {
+						t.Errorf("run %d: result %q, output %q; want %q\nharness stderr:\n%s", i, res[i], outs[i], want, e.stderr.String())
+					}
 				}
-			}
-			assertNothingLeft(t, iso, a.root, []*project{a, b}, false)
+				assertNothingLeft(t, iso, a.root, []*project{a, b}, false)
+			})
 		})
+		wg.Wait()
 	})
 	t.Run("deadline", func(t *testing.T) {
 		forEachIsolatorOf(t, embedIsolators(), func(t *testing.T, iso string) {
@@ -650,12 +707,17 @@ func TestEmbedScenarios(t *testing.T) {
 			if !ok {
 				t.Fatalf("no deadline run was started on %s", iso)
 			}
-			// The bound, a minute, counts from the run's start, as the other cases'.
-			outs, res := r.e.results(t, time.Minute-time.Since(r.t0))
+			// The bound, a minute, counts from the run's start, as the other cases':
+			// the output was read as it came (startedWithin), so a slow test does
+			// not count against the run.
+			outs, res := r.e.results(t, time.Minute)
 			if want, out := "143 deadline", []string{"started"}; res[0] != want || !slices.Equal(outs[0], out) {
 				t.Errorf("run: result %q, output %q; want %q, %q\nharness stderr:\n%s", res[0], outs[0], want, out, r.e.stderr.String())
 			}
-			t.Logf("deadline: %s", time.Since(r.t0).Round(time.Millisecond))
+			if took := r.e.ended.Sub(r.t0); took > time.Minute {
+				t.Errorf("the run with an 8 s deadline ended %s after its start; want within a minute", took.Round(time.Millisecond))
+			}
+			t.Logf("deadline: %s", r.e.ended.Sub(r.t0).Round(time.Millisecond))
 			assertNothingLeft(t, iso, r.p.root, []*project{r.p}, false)
 		})
 	})

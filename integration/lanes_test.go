@@ -74,9 +74,6 @@ var oneLane = map[string]string{
 	"TestSocketDirFallbackHostile": "counts every run's socket directories",
 	// One passwd home with one bait file, rewritten after each subtest's runs.
 	"TestProjectHoldingPasswdHomeRefused": "one bait file",
-	// It runs its cases side by side already (t.Parallel); in lanes four isolators'
-	// cases at once missed its 8-second deadline case on a loaded machine.
-	"TestEmbedScenarios": "its cases run side by side already",
 	// It measures the peak memory of every process of the suite's binaries.
 	"TestIndexReadBounded": "peak memory of all devsandbox processes",
 }
