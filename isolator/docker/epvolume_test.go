@@ -32,6 +32,8 @@ type refusedCompanionEngine struct {
 	*fakeEngine
 	sandboxMade chan struct{}
 	once        sync.Once
+	// allowCompanion: the companion starts (the engine refuses nothing).
+	allowCompanion bool
 
 	mu     sync.Mutex
 	events []string
@@ -74,7 +76,7 @@ func (r *refusedCompanionEngine) ContainerStart(ctx context.Context, id string, 
 	r.fakeEngine.mu.Lock()
 	c := r.fakeEngine.containers[id]
 	r.fakeEngine.mu.Unlock()
-	if c != nil && c.cfg.Labels[LabelRole] == roleCompanion {
+	if c != nil && c.cfg.Labels[LabelRole] == roleCompanion && !r.allowCompanion {
 		select {
 		case <-r.sandboxMade:
 		case <-time.After(30 * time.Second):
@@ -154,5 +156,94 @@ func TestEndpointVolumeOutlivesTheSandbox(t *testing.T) {
 	defer f.mu.Unlock()
 	if _, ok := f.volumes[ep]; ok {
 		t.Errorf("the endpoint volume %s is left in the engine after the run (events %q)", ep, r.events)
+	}
+}
+
+// lateCreateEngine is an engine that gets the sandbox's create while the run is being
+// cancelled: the create's answer comes only once the run's context has ended. A
+// client that stops waiting then does not stop the engine: it makes the container
+// all the same, after the run returned (and removed what it had), as dockerd does
+// with a request it has read; a volume the container names that is gone by then it
+// makes itself, unlabelled (refusedCompanionEngine's ContainerCreate).
+type lateCreateEngine struct {
+	*refusedCompanionEngine
+	entered  chan struct{}
+	canceled <-chan struct{} // the run's context's end
+	returned chan struct{}   // Run returned
+	late     sync.WaitGroup
+}
+
+func (l *lateCreateEngine) ContainerCreate(ctx context.Context, cfg *dockercontainer.Config, host *dockercontainer.HostConfig, nc *network.NetworkingConfig, pl *ocispec.Platform, name string) (dockercontainer.CreateResponse, error) {
+	if name == "" || cfg.Labels[LabelRole] != "" {
+		return l.refusedCompanionEngine.ContainerCreate(ctx, cfg, host, nc, pl, name)
+	}
+	close(l.entered)
+	select {
+	case <-l.canceled:
+	case <-time.After(30 * time.Second):
+		l.t.Error("the run was not cancelled while its container was being created")
+	}
+	select {
+	case <-ctx.Done():
+		// The client gave up; the engine goes on.
+		l.late.Add(1)
+		go func() {
+			defer l.late.Done()
+			<-l.returned
+			_, _ = l.refusedCompanionEngine.ContainerCreate(context.Background(), cfg, host, nc, pl, name)
+		}()
+		return dockercontainer.CreateResponse{}, ctx.Err()
+	default:
+		return l.refusedCompanionEngine.ContainerCreate(ctx, cfg, host, nc, pl, name)
+	}
+}
+
+// A run cancelled while the engine creates its sandbox's container leaves nothing in
+// the engine: the container the engine makes is removed, and the session's endpoint
+// volume too, once that container is gone. Cut short, the create left the container
+// to the engine, which made it after the run had removed the volume, and with it the
+// volume again, unlabelled (left by a CI run: an embedding harness's run cancelled
+// in its start, TestEmbedScenarios).
+func TestCancelDuringCreateLeavesNothing(t *testing.T) {
+	f := newFake(t)
+	f.noHello = true
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := &refusedCompanionEngine{fakeEngine: f, sandboxMade: make(chan struct{}), allowCompanion: true}
+	l := &lateCreateEngine{refusedCompanionEngine: r, entered: make(chan struct{}), canceled: ctx.Done(), returned: make(chan struct{})}
+	b, p := testIsolator(t, f, false)
+	b.dial = func() (Engine, Address, error) { return l, Address{Host: "unix:///fake.sock", Origin: "test"}, nil }
+	p.Egress = egress.Rules{Mode: egress.Proxy, Proxy: egress.Endpoint{Unix: "/run/x/proxy-5e55.sock"}, SocketDir: "/run/x",
+		PublishDir: "/run/x/publish-5e55", Forwards: []egress.Forward{{HostPort: 18080, SandboxPort: 3000}}}
+	p.Proxy = isolator.ProxyConfig{Session: "5e55", Default: "deny"}
+	go func() {
+		select {
+		case <-l.entered:
+		case <-time.After(30 * time.Second):
+		}
+		cancel()
+	}()
+	_, err := b.Run(ctx, p, isolator.Stdio{Out: io.Discard, Err: io.Discard})
+	close(l.returned)
+	l.late.Wait()
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Run: %v, want the cancel", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.made) > 0 {
+		t.Errorf("the engine made the volumes %q itself (a container created after their removal)", r.made)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for name, c := range f.containers {
+		if c.name != "" && c.cfg.Labels[LabelRole] == "" {
+			t.Errorf("the sandbox's container %s is left in the engine (events %q)", name, r.events)
+		}
+	}
+	if ep := endpointVolume(p, false); len(f.volumes) > 0 {
+		if _, ok := f.volumes[ep]; ok {
+			t.Errorf("the endpoint volume %s is left in the engine (events %q)", ep, r.events)
+		}
 	}
 }

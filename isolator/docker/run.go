@@ -645,13 +645,31 @@ func anchorHint(spec *Spec) string {
 	return ""
 }
 
+// createBound bounds a container's create, which the end of the run does not cut
+// short (createNamed).
+const createBound = 30 * time.Second
+
 // createNamed creates a container under a name of this run's own (a random suffix).
-// A create cut short by the end of ctx may have made the container all the same, which
-// nothing of the run would then know to remove: it is removed by name.
+// The end of ctx does not cut the create short: an engine that has the request makes
+// the container all the same, possibly after a removal by name found nothing, and a
+// container made then names volumes the run may have removed since, which the engine
+// creates again itself (unlabelled: no sweep or prune finds them; one was left by a
+// run cancelled in its start). The run waits for the engine's answer (at most
+// createBound) and removes a container made after ctx ended; past the bound, as an
+// engine that does not answer, it is removed by name.
 func createNamed(ctx context.Context, e Engine, cfg *dockercontainer.Config, hc *dockercontainer.HostConfig, nc *network.NetworkingConfig, name string) (dockercontainer.CreateResponse, error) {
-	created, err := e.ContainerCreate(ctx, cfg, hc, nc, nil, name)
-	if err != nil && ctx.Err() != nil {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createBound)
+	defer cancel()
+	created, err := e.ContainerCreate(cctx, cfg, hc, nc, nil, name)
+	switch {
+	case err != nil && cctx.Err() != nil:
 		remove(ctx, e, name)
+		if ctx.Err() != nil {
+			return created, fmt.Errorf("creating the container %s: %w", name, context.Cause(ctx))
+		}
+	case err == nil && ctx.Err() != nil:
+		remove(ctx, e, created.ID)
+		return dockercontainer.CreateResponse{}, fmt.Errorf("creating the container %s: %w", name, context.Cause(ctx))
 	}
 	return created, err
 }
