@@ -252,12 +252,34 @@ func (s *Spec) imageWords(w *container.ArgWriter, cmd []string) {
 	w.Raw(s.derivedName(), strings.Join(q, " "))
 }
 
-// writeCleanup removes the image writeDerived made by hand, once the one-shot
-// container is gone.
+// writeCleanup removes, once the one-shot container is gone, the image writeDerived
+// made by hand and the session's endpoint volume, which `docker run` made (a run
+// removes its own: left, the engine keeps it, unlabelled, where no sweep or prune
+// finds it); the script's status stays the container's.
 func (s *Spec) writeCleanup(b *strings.Builder) {
+	ep := s.sessionEndpointVolume()
+	if s.Layout.ImageFiles == nil && ep == "" {
+		return
+	}
+	b.WriteString("status=$?\n")
 	if s.Layout.ImageFiles != nil {
 		b.WriteString("docker rmi \"$DERIVED_IMAGE\" >/dev/null\n")
 	}
+	if ep != "" {
+		fmt.Fprintf(b, "docker volume rm %s >/dev/null\n", sh.Quote(ep))
+	}
+	b.WriteString("exit $status\n")
+}
+
+// sessionEndpointVolume is the session's endpoint volume a one-shot container mounts,
+// "" without one.
+func (s *Spec) sessionEndpointVolume() string {
+	for _, m := range s.Host.Mounts {
+		if m.Type == mount.TypeVolume && m.Target == container.EndpointDir {
+			return m.Source
+		}
+	}
+	return ""
 }
 
 // writeDerived says what the image derived from docker.image carries and how it is
