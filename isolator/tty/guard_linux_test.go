@@ -168,7 +168,12 @@ func TestTidyFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	fds := []unix.PollFd{{Fd: int32(slave.Fd()), Events: unix.POLLIN}}
-	if n, err := unix.Poll(fds, int(testTimeout/time.Millisecond)); n != 1 || err != nil {
+	n, err := unix.Poll(fds, int(testTimeout/time.Millisecond))
+	for deadline := time.Now().Add(testTimeout); err == unix.EINTR && time.Now().Before(deadline); {
+		// The Go runtime's preemption signal interrupts a poll: ask again.
+		n, err = unix.Poll(fds, int(time.Until(deadline)/time.Millisecond)+1)
+	}
+	if n != 1 || err != nil {
 		t.Fatalf("the answer did not arrive: %d, %v", n, err)
 	}
 	if err := td.Finish(slave.Fd()); err != nil {
