@@ -241,9 +241,72 @@ func TestCancelDuringCreateLeavesNothing(t *testing.T) {
 			t.Errorf("the sandbox's container %s is left in the engine (events %q)", name, r.events)
 		}
 	}
-	if ep := endpointVolume(p, false); len(f.volumes) > 0 {
-		if _, ok := f.volumes[ep]; ok {
-			t.Errorf("the endpoint volume %s is left in the engine (events %q)", ep, r.events)
-		}
+	if ep := endpointVolume(p, false); hasKey(f.volumes, ep) {
+		t.Errorf("the endpoint volume %s is left in the engine (events %q)", ep, r.events)
 	}
+}
+
+// slowCreateEngine answers the sandbox's create only after answer is closed, as a
+// busy engine would, and counts the creates it was asked for.
+type slowCreateEngine struct {
+	*fakeEngine
+	answer <-chan struct{}
+}
+
+func (s *slowCreateEngine) ContainerCreate(ctx context.Context, cfg *dockercontainer.Config, host *dockercontainer.HostConfig, nc *network.NetworkingConfig, pl *ocispec.Platform, name string) (dockercontainer.CreateResponse, error) {
+	select {
+	case <-s.answer:
+	case <-ctx.Done():
+		return dockercontainer.CreateResponse{}, ctx.Err()
+	}
+	return s.fakeEngine.ContainerCreate(ctx, cfg, host, nc, pl, name)
+}
+
+// A create the engine takes longer than createBound to answer, in a run that was not
+// cancelled, succeeds: the bound is on the wait after the run's end, not on the
+// create itself.
+func TestSlowCreateOfALiveRun(t *testing.T) {
+	defer func(d time.Duration) { createBound = d }(createBound)
+	createBound = 20 * time.Millisecond
+	answer := make(chan struct{})
+	time.AfterFunc(10*createBound, func() { close(answer) }) // the engine's latency
+	s := &slowCreateEngine{fakeEngine: newFake(t), answer: answer}
+	created, err := createNamed(context.Background(), s, &dockercontainer.Config{Image: "devsandbox/default:1.0", Healthcheck: &dockercontainer.HealthConfig{Test: []string{"NONE"}}}, &dockercontainer.HostConfig{}, nil, "devsandbox-slow-create")
+	if err != nil {
+		t.Fatalf("a create slower than the bound failed a live run: %v", err)
+	}
+	if created.ID == "" {
+		t.Fatal("no container was created")
+	}
+}
+
+// Once the run has ended, a create the engine does not answer is given up after
+// createBound, and its container removed by name.
+func TestCreateOfAnEndedRunIsBounded(t *testing.T) {
+	defer func(d time.Duration) { createBound = d }(createBound)
+	createBound = 20 * time.Millisecond
+	never := make(chan struct{})
+	defer close(never)
+	s := &slowCreateEngine{fakeEngine: newFake(t), answer: never}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := createNamed(ctx, s, &dockercontainer.Config{Image: "devsandbox/default:1.0", Healthcheck: &dockercontainer.HealthConfig{Test: []string{"NONE"}}}, &dockercontainer.HostConfig{}, nil, "devsandbox-never-answered")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("createNamed: %v, want the run's cancel", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the create of an ended run was waited for beyond its bound")
+	}
+}
+
+// hasKey reports whether m has k.
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
 }

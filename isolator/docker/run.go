@@ -94,12 +94,12 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// host side is prepared (ahead.go).
 	var ahead *aheadEngine
 	if hs := b.head; hs != nil && hs.image != nil {
-		ahead = &aheadEngine{Engine: e0, ref: b.Image, image: hs.image}
+		ahead = &aheadEngine{Engine: e0, ref: b.Image, image: hs.image, says: says}
 		hs.image = nil
 	} else {
+		// says is set before the inspect's goroutine starts: it reads it.
 		ahead = inspectAhead(ctx, e0, b.Image, says)
 	}
-	ahead.says = says
 	defer ahead.wait()
 	e := Engine(ahead)
 	var kept *future[dockercontainer.InspectResponse]
@@ -645,21 +645,29 @@ func anchorHint(spec *Spec) string {
 	return ""
 }
 
-// createBound bounds a container's create, which the end of the run does not cut
-// short (createNamed).
-const createBound = 30 * time.Second
+// createBound bounds the wait for a container's create once the run has ended
+// (createNamed): the end of the run does not cut the create short, an engine that
+// does not answer within it then does. A var for tests.
+var createBound = 30 * time.Second
 
 // createNamed creates a container under a name of this run's own (a random suffix).
 // The end of ctx does not cut the create short: an engine that has the request makes
 // the container all the same, possibly after a removal by name found nothing, and a
 // container made then names volumes the run may have removed since, which the engine
 // creates again itself (unlabelled: no sweep or prune finds them; one was left by a
-// run cancelled in its start). The run waits for the engine's answer (at most
-// createBound) and removes a container made after ctx ended; past the bound, as an
-// engine that does not answer, it is removed by name.
+// run cancelled in its start). While ctx lives the create takes what the engine
+// takes, as any other request; once ctx ended the run waits for the engine's answer
+// at most createBound more, and removes a container made after ctx ended; past the
+// bound, as an engine that does not answer, it is removed by name.
 func createNamed(ctx context.Context, e Engine, cfg *dockercontainer.Config, hc *dockercontainer.HostConfig, nc *network.NetworkingConfig, name string) (dockercontainer.CreateResponse, error) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createBound)
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	bound := createBound
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(bound, cancel)
+		context.AfterFunc(cctx, func() { t.Stop() })
+	})
+	defer stop()
 	created, err := e.ContainerCreate(cctx, cfg, hc, nc, nil, name)
 	switch {
 	case err != nil && cctx.Err() != nil:
