@@ -155,9 +155,11 @@ func startEarlyPty(rec *prestart.Record, stateRoot string, lookup func(string) (
 // is called last before bwrap is started (StartEarly). stdio are bwrap's.
 func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (string, bool), subscribed func(), stdio [3]*os.File) (_ *earlyStart, err error) {
 	e := &earlyStart{pipes: map[int]*os.File{}}
+	var guard *guardStart // begun once the record passed its checks
 	var childEnds []*os.File
 	sources := map[int]*os.File{}
 	defer func() {
+		guard.drop() // not taken: bwrap was not started
 		for _, f := range childEnds {
 			f.Close()
 		}
@@ -203,6 +205,12 @@ func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (str
 	if err := prestart.Vet(rec, prestart.Expect{StateRoot: stateRoot}, prestart.HostFS{Sources: sources}); err != nil {
 		return nil, err
 	}
+	// The guard of bwrap's group starts now, its fork and its exec of the shell
+	// beside the session /tmp, the descriptors and the wait for the signal
+	// subscription: bwrap's start, the launch's critical path, then only takes it.
+	// It is no bwrap: a devsandbox killed before bwrap's start leaves it alone in
+	// its group, which it ends at its stdin's end.
+	guard = beginGuard()
 	env, err := rec.Environ(lookup)
 	if err != nil {
 		return nil, err
@@ -247,7 +255,7 @@ func startEarly(rec *prestart.Record, stateRoot string, lookup func(string) (str
 	if subscribed != nil {
 		subscribed()
 	}
-	if e.proc, err = startChild(rec.Bwrap, started, env, &childStdio{files: stdio}, files, attr); err != nil {
+	if e.proc, err = startGuarded(rec.Bwrap, started, env, &childStdio{files: stdio}, files, attr, guard); err != nil {
 		return nil, fmt.Errorf("starting bwrap early: %w", err)
 	}
 	return e, nil

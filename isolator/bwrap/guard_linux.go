@@ -34,9 +34,11 @@ type groupGuard struct {
 	w   *os.File // devsandbox's end of the guard's stdin
 }
 
-// guardShell runs the guard; guardScript is its program.
+// guardShell runs the guard, named guardName (its argv[0]); guardScript is its
+// program.
 const (
 	guardShell  = "/bin/sh"
+	guardName   = "devsandbox-guard"
 	guardScript = "read _; kill -KILL 0"
 )
 
@@ -53,7 +55,7 @@ func startGuard() (*groupGuard, error) {
 		return nil, err
 	}
 	defer null.Close()
-	pid, _, err := syscall.StartProcess(guardShell, []string{"devsandbox-guard", "-c", guardScript}, &syscall.ProcAttr{
+	pid, _, err := syscall.StartProcess(guardShell, []string{guardName, "-c", guardScript}, &syscall.ProcAttr{
 		Dir:   "/",
 		Env:   []string{},
 		Files: []uintptr{r.Fd(), null.Fd(), null.Fd()},
@@ -65,6 +67,48 @@ func startGuard() (*groupGuard, error) {
 		return nil, fmt.Errorf("starting %s as the guard of bwrap's process group: %w", guardShell, err)
 	}
 	return &groupGuard{pid: pid, w: w}, nil
+}
+
+// guardStart is a guard being started on a goroutine of its own (beginGuard), so that
+// its fork and its exec of the shell, which the caller would otherwise wait for, run
+// beside the caller's own work until the child that joins its group starts (take).
+type guardStart struct {
+	done  chan struct{}
+	guard *groupGuard
+	err   error
+	taken bool
+}
+
+// beginGuard starts a guard beside the caller.
+func beginGuard() *guardStart {
+	s := &guardStart{done: make(chan struct{})}
+	go func() {
+		s.guard, s.err = startGuard()
+		close(s.done)
+	}()
+	return s
+}
+
+// take waits for the guard's start and hands the guard over: from now on its end is
+// the taker's. A nil guardStart starts one now.
+func (s *guardStart) take() (*groupGuard, error) {
+	if s == nil {
+		return startGuard()
+	}
+	<-s.done
+	s.taken = true
+	return s.guard, s.err
+}
+
+// drop ends a guard no child joined: alone in its group, it kills itself at its
+// stdin's end and is reaped here. It does nothing once the guard was taken.
+func (s *guardStart) drop() {
+	if s == nil || s.taken {
+		return
+	}
+	<-s.done
+	s.taken = true
+	s.guard.end()
 }
 
 // end closes the guard's stdin, so that it kills its group if it still lives

@@ -122,11 +122,19 @@ var killPoint func(at string)
 // group of a guard started just before it (startGuard), which leads it: the group
 // is guarded from the child's first instruction on.
 func startChild(path string, argv, env []string, stdio *childStdio, extra []*os.File, attr *syscall.SysProcAttr) (*child, error) {
+	return startGuarded(path, argv, env, stdio, extra, attr, nil)
+}
+
+// startGuarded is startChild with the guard begun earlier (beginGuard; nil: one is
+// started now), which it takes whatever happens (an unused guard is ended).
+func startGuarded(path string, argv, env []string, stdio *childStdio, extra []*os.File, attr *syscall.SysProcAttr, pending *guardStart) (*child, error) {
 	sys := *attr
 	var guard *groupGuard
-	if attr.Setpgid && attr.Pgid == 0 {
+	if !attr.Setpgid || attr.Pgid != 0 {
+		pending.drop()
+	} else {
 		var err error
-		if guard, err = startGuard(); err != nil {
+		if guard, err = pending.take(); err != nil {
 			stdio.close()
 			for i := 0; i < stdio.ncopies; i++ {
 				<-stdio.copies
