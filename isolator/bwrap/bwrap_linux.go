@@ -601,6 +601,9 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 	// grace: SIGKILL to bwrap at once.
 	stopc, stopped := ctx.Done(), false
 	var killc <-chan time.Time
+	// toBwrap: a signal was forwarded to bwrap itself (before the command was
+	// known), which may end it: its end by a signal is then no surprise (unasked).
+	toBwrap := false
 	for done := false; !done; {
 		select {
 		case <-stopc:
@@ -613,7 +616,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			if cmdPid == 0 {
 				pending = append(pending, syscall.SIGTERM)
 			} else {
-				forward(syscall.SIGTERM, cmdPid, proc.pid)
+				toBwrap = forward(syscall.SIGTERM, cmdPid, proc.pid) || toBwrap
 			}
 			t := time.NewTimer(b.stopGrace())
 			defer t.Stop()
@@ -631,7 +634,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 			gone = rd.gone(removeSess, closeSess)
 			b.phase("sandbox ready")
 			for _, s := range pending {
-				forward(s, cmdPid, proc.pid)
+				toBwrap = forward(s, cmdPid, proc.pid) || toBwrap
 			}
 			pending = nil
 		case <-gone:
@@ -649,7 +652,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 				pending = append(pending, s.(syscall.Signal))
 				continue
 			}
-			forward(s.(syscall.Signal), cmdPid, proc.pid)
+			toBwrap = forward(s.(syscall.Signal), cmdPid, proc.pid) || toBwrap
 		case s := <-jobc:
 			jc.handle(s, b.warn, func() { proc.kill(syscall.SIGKILL) }, func() (os.Signal, bool) {
 				select {
@@ -658,7 +661,7 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 				default:
 					return nil, false
 				}
-			}, func(s os.Signal) { forward(s.(syscall.Signal), cmdPid, proc.pid) })
+			}, func(s os.Signal) { toBwrap = forward(s.(syscall.Signal), cmdPid, proc.pid) || toBwrap })
 		case ex = <-waitc:
 			done = true
 		}
@@ -670,6 +673,11 @@ func (b *Isolator) run(ctx context.Context, p *isolator.Plan, stdio isolator.Std
 		if rd.pidfd != nil {
 			rd.pidfd.Close()
 		}
+	}
+	if ex.err == nil && ex.ws.Signaled() && !proc.killed.Load() && !toBwrap {
+		// Nothing of devsandbox's ended bwrap: said, since the exit status (128+N)
+		// is bwrap's, not the command's.
+		b.warn("%s", unaskedEnd(proc.pid, ex.ws.Signal(), rd.pid != 0))
 	}
 	if rd.cmdPidfd != nil {
 		rd.cmdPidfd.Close()
@@ -742,16 +750,35 @@ func goAhead(reserve *diskguard.Pending, ready *readyPair, proc *child) error {
 }
 
 // forward sends s to the command's process group once it runs, else to bwrap (which
-// then takes the half-built sandbox down with it).
-func forward(s syscall.Signal, cmdPid, bwrapPid int) {
+// then takes the half-built sandbox down with it); toBwrap says which.
+func forward(s syscall.Signal, cmdPid, bwrapPid int) (toBwrap bool) {
 	if cmdPid > 0 {
 		if err := syscall.Kill(-cmdPid, s); err == nil {
-			return
+			return false
 		}
 		_ = syscall.Kill(cmdPid, s)
-		return
+		return false
 	}
 	_ = syscall.Kill(bwrapPid, s)
+	return true
+}
+
+// unaskedEnd says that bwrap (pid) was ended by sig, which devsandbox did not send
+// (neither its kill nor a forwarded signal): the sandbox ended with it (its init
+// has bwrap's death as its own parent-death signal), and the run's exit status,
+// 128+sig, is bwrap's, not the command's. started: the init had reported (the
+// command started). Whether the command had exited before is not known then: the kill
+// of the sandbox ends it, and its status is the init's, which is gone too.
+func unaskedEnd(pid int, sig syscall.Signal, started bool) string {
+	name := unix.SignalName(sig)
+	if name == "" {
+		name = fmt.Sprintf("signal %d", int(sig))
+	}
+	what := fmt.Sprintf("bubblewrap (pid %d) was killed by %s, which devsandbox did not send", pid, name)
+	if !started {
+		return fmt.Sprintf("%s, before the command started (exit status %d)", what, 128+int(sig))
+	}
+	return fmt.Sprintf("%s; the sandbox ended with it: the exit status %d is bubblewrap's, not the command's", what, 128+int(sig))
 }
 
 // exitCode is bwrap's status as devsandbox's: 128+N when a signal N killed it, 125

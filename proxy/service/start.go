@@ -145,7 +145,13 @@ func spawn(bin string, set Settings, env []string, sock string, o Options) (stop
 		}
 		// Pdeathsig fires when the thread that forked the child exits, not the
 		// process: fork from a locked thread that lives until the proxy has exited.
+		// Unlocked then, never ended: the runtime ends a thread whose goroutine
+		// returns locked to it, and the thread may have forked another child of
+		// this process before (bwrap, started from whichever thread Run was on,
+		// with SIGKILL as its parent-death signal: ended as the run's end stopped
+		// the proxy, it killed bwrap after the command's work, exit status 137).
 		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		req := handoff.Request{Op: OpServe, Settings: handoff.Args(set)} // encoded only when needed
 		proc, err := handoff.Start(ctx, handoff.Program{Path: bin, Env: env, Stdio: isolator.Stdio{Err: o.Stderr},
 			Files: files, SysProcAttr: sysProcAttr(), WaitDelay: o.Bound}, req)

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// threadEnders are the functions of devsandbox's packages whose goroutine may return
+// locked to its thread, and so end it: each runs in a process of its own role that
+// starts no child with a parent-death signal from another thread (the key is the
+// package path and the function's name; a function literal counts as its
+// enclosing declaration).
+var threadEnders = map[string]string{
+	// The container init's output copy: in the init, whose command has no
+	// parent-death signal.
+	module + "/isolator/sandboxinit.loop": "the container init's, never devsandbox's",
+	// The init's Landlock domain belongs to the thread that starts the command: the
+	// init's main goroutine, which returns only as the init exits.
+	module + "/isolator/landlock.ScopeAbstractUnix": "the init's main goroutine, which ends with the process",
+}
+
+// TestNoThreadEnded: no goroutine of devsandbox returns locked to its thread
+// (runtime.LockOSThread without a deferred runtime.UnlockOSThread in the same
+// function), which makes the runtime end the thread. The kernel sends a child's
+// parent-death signal when the thread that forked it ends, not the process: bwrap
+// is started with SIGKILL as its parent-death signal from whichever thread Run's
+// goroutine is on, and the proxy's goroutine, which returned locked once the proxy
+// had exited, ended that thread when it was that one: bwrap was killed after the
+// command's work, before its own exit (a run that exited 137 with nothing said).
+func TestNoThreadEnded(t *testing.T) {
+	cmd := exec.Command("go", "list", "-tags", "urfave_cli_no_docs", "-deps", "-json=ImportPath,Dir,GoFiles", module+"/cmd/devsandbox")
+	cmd.Env = append(cmd.Environ(), "GOOS=linux")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	checked, seen := 0, map[string]bool{}
+	for dec.More() {
+		var p struct {
+			ImportPath, Dir string
+			GoFiles         []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		if p.ImportPath != module && !strings.HasPrefix(p.ImportPath, module+"/") {
+			continue
+		}
+		for _, name := range p.GoFiles {
+			path := filepath.Join(p.Dir, name)
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Decls {
+				fn, ok := d.(*ast.FuncDecl)
+				if !ok || fn.Body == nil {
+					continue
+				}
+				key := p.ImportPath + "." + fn.Name.Name
+				checkBodies(fn.Body, func(body *ast.BlockStmt, lock token.Pos) {
+					checked++
+					if _, ok := threadEnders[key]; ok {
+						seen[key] = true
+						return
+					}
+					if !defersUnlock(body) {
+						t.Errorf("%s (%s): runtime.LockOSThread without a deferred runtime.UnlockOSThread in the same function: its goroutine returns locked, and the runtime ends the thread, which kills every child that thread started with a parent-death signal (bwrap's SIGKILL)", fset.Position(lock), key)
+					}
+				})
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no runtime.LockOSThread found in devsandbox's packages: the check looks at nothing")
+	}
+	for key := range threadEnders {
+		if !seen[key] {
+			t.Errorf("threadEnders names %s, which locks no thread in devsandbox's packages now: remove it", key)
+		}
+	}
+}
+
+// checkBodies calls found with the innermost function body (a declaration's or a
+// literal's) of each runtime.LockOSThread call in body.
+func checkBodies(body *ast.BlockStmt, found func(*ast.BlockStmt, token.Pos)) {
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			checkBodies(n.Body, found)
+			return false
+		case *ast.CallExpr:
+			if isRuntimeCall(n, "LockOSThread") {
+				found(body, n.Pos())
+			}
+		}
+		return true
+	})
+}
+
+// defersUnlock reports whether body defers runtime.UnlockOSThread (not inside a
+// function literal of its own).
+func defersUnlock(body *ast.BlockStmt) bool {
+	ok := false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.DeferStmt:
+			if isRuntimeCall(n.Call, "UnlockOSThread") {
+				ok = true
+			}
+		}
+		return true
+	})
+	return ok
+}
+
+func isRuntimeCall(c *ast.CallExpr, name string) bool {
+	sel, ok := c.Fun.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != name {
+		return false
+	}
+	id, ok := sel.X.(*ast.Ident)
+	return ok && id.Name == "runtime"
+}
