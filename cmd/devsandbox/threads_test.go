@@ -23,9 +23,22 @@ var threadEnders = map[string]string{
 	// The init's Landlock domain belongs to the thread that starts the command: the
 	// init's main goroutine, which returns only as the init exits.
 	module + "/isolator/landlock.ScopeAbstractUnix": "the init's main goroutine, which ends with the process",
+	// krun's service supervisor locks its main goroutine for its whole life (the
+	// podman service's parent-death signal is that thread's), then exits.
+	module + "/isolator/krun.Supervise": "devsandbox-krun's supervisor role, on its main goroutine until its exit",
 }
 
-// TestNoThreadEnded: no goroutine of devsandbox returns locked to its thread
+// hostCommands are the programs that run on the host beside a sandbox, whose
+// packages TestNoThreadEnded reads: each starts children with a parent-death signal
+// (bwrap, the session proxy, krun's podman service).
+var hostCommands = []string{"devsandbox", "devsandbox-docker", "devsandbox-proxy", "devsandbox-krun"}
+
+// buildTags are the Makefile's (TAGS): the docker and krun programs' packages need
+// them to be listed as they are built.
+const buildTags = "urfave_cli_no_docs remote exclude_graphdriver_btrfs exclude_graphdriver_devicemapper containers_image_openpgp"
+
+// TestNoThreadEnded: no goroutine of devsandbox's host programs (hostCommands)
+// returns locked to its thread
 // (runtime.LockOSThread without a deferred runtime.UnlockOSThread in the same
 // function), which makes the runtime end the thread. The kernel sends a child's
 // parent-death signal when the thread that forked it ends, not the process: bwrap
@@ -34,14 +47,18 @@ var threadEnders = map[string]string{
 // had exited, ended that thread when it was that one: bwrap was killed after the
 // command's work, before its own exit (a run that exited 137 with nothing said).
 func TestNoThreadEnded(t *testing.T) {
-	cmd := exec.Command("go", "list", "-tags", "urfave_cli_no_docs", "-deps", "-json=ImportPath,Dir,GoFiles", module+"/cmd/devsandbox")
+	args := []string{"list", "-tags", buildTags, "-deps", "-json=ImportPath,Dir,GoFiles"}
+	for _, c := range hostCommands {
+		args = append(args, module+"/cmd/"+c)
+	}
+	cmd := exec.Command("go", args...)
 	cmd.Env = append(cmd.Environ(), "GOOS=linux")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
 	dec := json.NewDecoder(strings.NewReader(string(out)))
-	checked, seen := 0, map[string]bool{}
+	checked, seen, listed := 0, map[string]bool{}, map[string]bool{}
 	for dec.More() {
 		var p struct {
 			ImportPath, Dir string
@@ -50,9 +67,10 @@ func TestNoThreadEnded(t *testing.T) {
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
 		}
-		if p.ImportPath != module && !strings.HasPrefix(p.ImportPath, module+"/") {
+		if p.ImportPath != module && !strings.HasPrefix(p.ImportPath, module+"/") || listed[p.ImportPath] {
 			continue
 		}
+		listed[p.ImportPath] = true
 		for _, name := range p.GoFiles {
 			path := filepath.Join(p.Dir, name)
 			fset := token.NewFileSet()
