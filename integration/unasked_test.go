@@ -27,15 +27,7 @@ func TestBwrapKilledIsSaid(t *testing.T) {
 	cmd.Stderr = &stderr
 	lr := startLines(t, cmd)
 	lr.waitFor("ready")
-	bwrap := 0
-	for _, pid := range descendants(cmd.Process.Pid) {
-		if comm(pid) == "bwrap" && procs.ParentPid(pid) == cmd.Process.Pid {
-			bwrap = pid
-		}
-	}
-	if bwrap == 0 {
-		t.Fatalf("no bwrap below devsandbox (%d): %v", cmd.Process.Pid, descendants(cmd.Process.Pid))
-	}
+	bwrap := bwrapOf(t, cmd.Process.Pid)
 	if err := syscall.Kill(bwrap, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -69,17 +61,14 @@ func TestBwrapOutlivesTheProxysStop(t *testing.T) {
 		}
 		lr := startLines(t, cmd)
 		lr.waitFor("done") // the proxy ran: curl's connection started it
-		bwrap, proxy := 0, 0
+		bwrap, proxy := bwrapOf(t, cmd.Process.Pid), 0
 		for _, pid := range descendants(cmd.Process.Pid) {
-			switch {
-			case comm(pid) == "bwrap" && procs.ParentPid(pid) == cmd.Process.Pid:
-				bwrap = pid
-			case strings.HasPrefix(comm(pid), "devsandbox-prox"):
+			if strings.HasPrefix(comm(pid), "devsandbox-prox") {
 				proxy = pid
 			}
 		}
-		if bwrap == 0 || proxy == 0 {
-			t.Fatalf("bwrap (%d) or devsandbox-proxy (%d) not found below devsandbox", bwrap, proxy)
+		if proxy == 0 {
+			t.Fatalf("no devsandbox-proxy below devsandbox (%d): %v", cmd.Process.Pid, descendants(cmd.Process.Pid))
 		}
 		bwrapFD, err := unix.PidfdOpen(bwrap, 0)
 		if err != nil {
@@ -107,4 +96,16 @@ func TestBwrapOutlivesTheProxysStop(t *testing.T) {
 			t.Fatalf("run %d: bwrap, stopped, was killed (%v) as the proxy stopped: exit %d, stderr:\n%s", i, killed, code, stderr.String())
 		}
 	}
+}
+
+// bwrapOf returns the pid of the bwrap devsandbox (pid) started.
+func bwrapOf(t *testing.T, pid int) int {
+	t.Helper()
+	for _, d := range descendants(pid) {
+		if comm(d) == "bwrap" && procs.ParentPid(d) == pid {
+			return d
+		}
+	}
+	t.Fatalf("no bwrap below devsandbox (%d): %v", pid, descendants(pid))
+	return 0
 }

@@ -333,17 +333,12 @@ func childrenBut(t *testing.T) string {
 	for _, pid := range strings.Fields(children(t)) {
 		exe, _ := os.Readlink("/proc/" + pid + "/exe")
 		stat, _ := os.ReadFile("/proc/" + pid + "/stat")
-		if exe == self || (exe == shell && procGroup(stat) == atoi(pid)) {
+		if exe == self || (exe == shell && strconv.Itoa(procGroup(stat)) == pid) {
 			continue
 		}
 		left = append(left, pid)
 	}
 	return strings.Join(left, " ")
-}
-
-func atoi(s string) int {
-	n, _ := strconv.Atoi(s)
-	return n
 }
 
 // children lists this process's children, all threads' (/proc/self/task/*/children).

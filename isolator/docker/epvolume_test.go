@@ -241,13 +241,14 @@ func TestCancelDuringCreateLeavesNothing(t *testing.T) {
 			t.Errorf("the sandbox's container %s is left in the engine (events %q)", name, r.events)
 		}
 	}
-	if ep := endpointVolume(p, false); hasKey(f.volumes, ep) {
+	ep := endpointVolume(p, false)
+	if _, ok := f.volumes[ep]; ok {
 		t.Errorf("the endpoint volume %s is left in the engine (events %q)", ep, r.events)
 	}
 }
 
-// slowCreateEngine answers the sandbox's create only after answer is closed, as a
-// busy engine would, and counts the creates it was asked for.
+// slowCreateEngine answers a create only after answer is closed, as a busy engine
+// would, or gives up when the client does.
 type slowCreateEngine struct {
 	*fakeEngine
 	answer <-chan struct{}
@@ -281,7 +282,7 @@ func TestSlowCreateOfALiveRun(t *testing.T) {
 }
 
 // Once the run has ended, a create the engine does not answer is given up after
-// createBound, and its container removed by name.
+// createBound, with the run's cancel as its error.
 func TestCreateOfAnEndedRunIsBounded(t *testing.T) {
 	defer func(d time.Duration) { createBound = d }(createBound)
 	createBound = 20 * time.Millisecond
@@ -303,10 +304,4 @@ func TestCreateOfAnEndedRunIsBounded(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the create of an ended run was waited for beyond its bound")
 	}
-}
-
-// hasKey reports whether m has k.
-func hasKey[V any](m map[string]V, k string) bool {
-	_, ok := m[k]
-	return ok
 }

@@ -663,18 +663,21 @@ func createNamed(ctx context.Context, e Engine, cfg *dockercontainer.Config, hc 
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	bound := createBound
+	// On a goroutine of its own once ctx ended; it returns when the create did.
 	stop := context.AfterFunc(ctx, func() {
-		t := time.AfterFunc(bound, cancel)
-		context.AfterFunc(cctx, func() { t.Stop() })
+		select {
+		case <-cctx.Done():
+		case <-time.After(bound):
+			cancel()
+		}
 	})
 	defer stop()
 	created, err := e.ContainerCreate(cctx, cfg, hc, nc, nil, name)
 	switch {
 	case err != nil && cctx.Err() != nil:
+		// Cut short past the bound, which only runs once ctx ended.
 		remove(ctx, e, name)
-		if ctx.Err() != nil {
-			return created, fmt.Errorf("creating the container %s: %w", name, context.Cause(ctx))
-		}
+		return created, fmt.Errorf("creating the container %s: %w", name, context.Cause(ctx))
 	case err == nil && ctx.Err() != nil:
 		remove(ctx, e, created.ID)
 		return dockercontainer.CreateResponse{}, fmt.Errorf("creating the container %s: %w", name, context.Cause(ctx))
