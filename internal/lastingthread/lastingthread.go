@@ -10,9 +10,12 @@
 //
 // Run calls its function on the calling goroutine when it is on the process's main
 // thread, which the runtime never ends (mexit wedges m0 rather than end it: on
-// Linux, a main thread's exit leaves the process an unwaitable zombie), and costs
-// nothing then: the launcher starts bwrap there. Else it hands the function to one
-// goroutine locked to a thread of its own for ever, started at the first such call.
+// Linux, a main thread's exit leaves the process an unwaitable zombie), at no cost.
+// Else it hands the function to one goroutine locked to a thread of its own for
+// ever, started at the first such call: two goroutine switches, and one thread for
+// the process's life. devsandbox's own main goroutine is not kept on the main
+// thread to spare the hand-off: locked there, each of its wake-ups waits for that
+// one thread, which made the launch slower under load (docs/performance.md, s42).
 package lastingthread
 
 import (
@@ -29,11 +32,13 @@ func Run(f func()) {
 	// Locked while f runs: the goroutine stays on the main thread once found there.
 	// Counted: a caller's own lock is kept.
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	if onMainThread() {
+		defer runtime.UnlockOSThread()
 		f()
 		return
 	}
+	// Unlocked while f is away: this thread may then run the lasting goroutine.
+	runtime.UnlockOSThread()
 	handOff(f)
 }
 
