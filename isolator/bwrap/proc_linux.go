@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/devsandbox/devsandbox/internal/lastingthread"
 )
 
 // child is bwrap as Run starts and reaps it. It is started with syscall.StartProcess
@@ -156,7 +158,19 @@ func startGuarded(path string, argv, env []string, stdio *childStdio, extra []*o
 	}
 	pidfd := -1
 	sys.PidFD = &pidfd
-	pid, _, err := syscall.StartProcess(path, argv, &syscall.ProcAttr{Env: env, Files: fds, Sys: &sys})
+	var pid int
+	var err error
+	fork := func() {
+		pid, _, err = syscall.StartProcess(path, argv, &syscall.ProcAttr{Env: env, Files: fds, Sys: &sys})
+	}
+	if sys.Pdeathsig != 0 {
+		// The kernel sends it when the thread that forks the child ends, and a
+		// goroutine of the program (an embedder's) may end this one once it is ours no
+		// more: forked from a thread that lives as long as the process.
+		lastingthread.Run(fork)
+	} else {
+		fork()
+	}
 	runtime.KeepAlive(stdio)
 	runtime.KeepAlive(extra)
 	if err == nil && killPoint != nil {
