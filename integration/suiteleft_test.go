@@ -30,7 +30,7 @@ import (
 //     script owns), and the test user's podman volumes;
 //   - processes: the test user's, and anyone's devsandbox*, bwrap, pasta, conmon
 //     (but the descendants of the user's processes that were there at the start,
-//     such as the rootless engine's, and podman's pause process);
+//     such as the rootless engine's, podman's pause process, and zombies);
 //   - the host's mount table (the suite's mount namespace is the host's);
 //   - state: the entries the test user (or a subordinate id) owns, or named
 //     devsandbox*, in /tmp, /var/tmp, /dev/shm and the user's runtime directory, two
@@ -51,7 +51,6 @@ func ownProject(t interface{ Name() string }, p *project) {
 	name := p.name()
 	suiteOwners.Add(t.Name(), p.root, name, name[strings.LastIndexByte(name, '-')+1:])
 }
-
 
 // suiteState is what recordSuiteLeft found.
 type suiteState struct {
@@ -398,7 +397,7 @@ func suiteLeftovers() bool {
 		report("cgroup "+c, remove(func() error { return syscall.Rmdir(c) }))
 	}
 
-	for _, s := range leftover.Appeared(suiteFirst.state, stateEntries()) {
+	for _, s := range leftover.Collapse(leftover.Appeared(suiteFirst.state, stateEntries())) {
 		removed := "left: not devsandbox's by its name"
 		if strings.Contains(s, "devsandbox") || namesSuiteDir(s) {
 			removed = remove(func() error { return os.RemoveAll(s) })

@@ -86,7 +86,9 @@ func Watched(exe string) bool {
 // counted: the pids of keep (the podman pause process, which outlives every run by
 // design), and the descendants of a process of before that is the user's (the
 // long-lived processes the environment owns, such as the rootless engine's dockerd:
-// its new children are its containers', which the container check judges).
+// its new children are its containers', which the container check judges), and
+// zombies: they have exited, and wait for their parent to read their status (pid 1 of
+// this machine kind reaps none); a parent that is a leftover is one itself.
 func LeftProcs(before map[string]bool, now []Proc, uid int, keep map[int]bool) []Proc {
 	byPid := map[int]Proc{}
 	for _, p := range now {
@@ -107,7 +109,7 @@ func LeftProcs(before map[string]bool, now []Proc, uid int, keep map[int]bool) [
 	}
 	var out []Proc
 	for _, p := range now {
-		if before[p.Key()] || keep[p.Pid] || (p.UID != uid && !Watched(p.Exe)) || owned(p) {
+		if before[p.Key()] || keep[p.Pid] || p.State == "Z" || (p.UID != uid && !Watched(p.Exe)) || owned(p) {
 			continue
 		}
 		out = append(out, p)
@@ -143,6 +145,19 @@ func MountPoint(key string) string {
 // builds, another user's) are not compared.
 func StateCandidate(name string, owner, uid int) bool {
 	return owner == uid || owner >= 100000 || strings.HasPrefix(name, "devsandbox")
+}
+
+// Collapse drops from sorted paths those below another of them: a new directory is
+// named once, not with everything in it.
+func Collapse(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if len(out) > 0 && strings.HasPrefix(p, out[len(out)-1]+"/") {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // Host names the per-user places of the suite's state listing.

@@ -66,14 +66,15 @@ func TestLeftProcs(t *testing.T) {
 		{Pid: 80, PPid: 1, UID: uid, Start: 600, Exe: "catatonit"},
 		{Pid: 90, PPid: 1, UID: 0, Start: 700, Exe: "pasta"},
 		{Pid: 91, PPid: 1, UID: 0, Start: 701, Exe: "cron"},
-		{Pid: 92, PPid: 60, UID: 0, Start: 702, Exe: "devsandbox-proxy"}, // root's parent is not the user's
-		{Pid: 45, PPid: 1, UID: uid, Start: 703, Exe: "bwrap", State: "Z"},
+		{Pid: 92, PPid: 60, UID: 0, Start: 702, Exe: "devsandbox-proxy"},   // root's parent is not the user's
+		{Pid: 45, PPid: 1, UID: uid, Start: 703, Exe: "bwrap", State: "Z"}, // exited: init's to reap
+		{Pid: 46, PPid: 1, UID: uid, Start: 704, Exe: "bwrap", State: "S"},
 	}
 	var got []int
 	for _, p := range LeftProcs(before, now, uid, map[int]bool{80: true}) {
 		got = append(got, p.Pid)
 	}
-	if want := []int{45, 70, 90, 92}; !slices.Equal(got, want) {
+	if want := []int{46, 70, 90, 92}; !slices.Equal(got, want) {
 		t.Errorf("LeftProcs = %v, want %v", got, want)
 	}
 }
@@ -90,6 +91,16 @@ func TestMountKeys(t *testing.T) {
 		if p := MountPoint(k); p != es[i].Point {
 			t.Errorf("MountPoint(%q) = %q", k, p)
 		}
+	}
+}
+
+func TestCollapse(t *testing.T) {
+	got := Collapse([]string{"/tmp/a", "/tmp/a/x", "/tmp/a/y", "/tmp/ab", "/var/tmp/d/e"})
+	if want := []string{"/tmp/a", "/tmp/ab", "/var/tmp/d/e"}; !slices.Equal(got, want) {
+		t.Errorf("Collapse = %q, want %q", got, want)
+	}
+	if got := Collapse(nil); got != nil {
+		t.Errorf("Collapse(nil) = %q", got)
 	}
 }
 
