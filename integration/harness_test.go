@@ -74,7 +74,7 @@ func TestMain(m *testing.M) {
 	if code == 0 {
 		code = m.Run()
 	}
-	if !sessionVolumesLeft() && code == 0 {
+	if !suiteLeftovers() && code == 0 {
 		code = 1
 	}
 	if changed := guard.changes(snapshotHome(it.realHome)); len(changed) > 0 {
@@ -165,6 +165,7 @@ func setup() (int, error) {
 	recordSessionVolumes()
 	setupDocker()
 	setupPodman()
+	recordSuiteLeft()
 	return 0, nil
 }
 
@@ -325,6 +326,7 @@ func newProject(t *testing.T) *project {
 	p.write("proj/.git/HEAD", "ref: refs/heads/main\n")
 	p.mkdir("proj/.git/objects")
 	p.mkdir("proj/.git/refs")
+	ownProject(t, p)
 	t.Cleanup(func() {
 		// Every process the test started is gone by now (the cleanups registered
 		// after this one ran first): none of its runs may have left one behind.

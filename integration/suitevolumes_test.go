@@ -98,7 +98,7 @@ func sessionVolumesLeft() bool {
 			if out, err := cmd.CombinedOutput(); err != nil {
 				removed = fmt.Sprintf("not removed: %v: %s", err, strings.TrimSpace(string(out)))
 			}
-			fmt.Fprintf(os.Stderr, "FAIL: the suite's runs left the session endpoint volume %s in %s (%s; %s)\n", n, a, strings.TrimSpace(string(what)), removed)
+			fmt.Fprintf(os.Stderr, "FAIL: the suite's runs left the session endpoint volume %s in %s (%s; %s; %s)\n", n, a, strings.TrimSpace(string(what)), likely(n), removed)
 		}
 	}
 	return ok
