@@ -162,7 +162,6 @@ func setup() (int, error) {
 		}
 	}
 	recordSuiteImages()
-	recordSessionVolumes()
 	setupDocker()
 	setupPodman()
 	recordSuiteLeft()

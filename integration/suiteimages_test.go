@@ -39,8 +39,6 @@ type suiteImages struct {
 	// podmanBefore are the IDs of the images in the test user's podman storage
 	// before setupPodman loaded the default image there (nil: not listed).
 	podmanBefore map[string]bool
-	// volumes are the session endpoint volumes each engine had (suitevolumes_test.go).
-	volumes map[string]map[string]bool
 }
 
 var suiteStart suiteImages
