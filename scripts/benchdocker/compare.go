@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/devsandbox/devsandbox/internal/buildstamp"
 	"github.com/devsandbox/devsandbox/scripts/benchrun"
 )
 
@@ -29,8 +30,23 @@ func compareBuilds(rc benchrun.Runner, counter *apiCounter, bin, base string, ke
 		}
 		versions[from] = strings.TrimSpace(string(out))
 	}
+	// And the same build stamp: -base swaps only devsandbox and devsandbox-docker, and
+	// either refuses the devsandbox-init and devsandbox-proxy beside it when their
+	// stamp is not its own, which it is not for two source trees unless given.
+	recipe := "build both with the same VERSION and STAMP: in one tree `make build VERSION=bench STAMP=$(scripts/buildstamp.sh bench)`, then `make build VERSION=bench STAMP=<the same value>` in the other"
 	if versions[base] != versions[dir] {
-		return "", fmt.Errorf("-base needs two builds that report the same version (%q and %q): the kept container is made anew for another version; build both with the same VERSION, e.g. make build VERSION=bench", versions[base], versions[dir])
+		return "", fmt.Errorf("-base needs two builds that report the same version (%q and %q): the kept container is made anew for another version; %s", versions[base], versions[dir], recipe)
+	}
+	stamps := map[string]string{}
+	for _, from := range []string{base, dir} {
+		s, err := buildstamp.Read(filepath.Join(from, "devsandbox"))
+		if err != nil {
+			return "", fmt.Errorf("reading the build stamp of %s/devsandbox: %w", from, err)
+		}
+		stamps[from] = s.String()
+	}
+	if stamps[base] != stamps[dir] {
+		return "", fmt.Errorf("-base needs two builds with the same build stamp (%s and %s): each devsandbox refuses helpers of another build; %s", stamps[base], stamps[dir], recipe)
 	}
 	builds := map[string]map[string][]byte{}
 	for name, from := range map[string]string{"base": base, "bin": dir} {

@@ -22,7 +22,9 @@
 //
 // With -only warm it measures only the warm runs (and prints their requests); with
 // -base DIR it also alternates DIR's devsandbox and devsandbox-docker with -bin's in
-// warm runs and prints when each sent its exec's start (compare.go).
+// warm runs and prints when each sent its exec's start (compare.go). The two builds
+// must report the same version and carry the same build stamp: build both with
+// `make build VERSION=bench STAMP=S`, S printed once by `scripts/buildstamp.sh bench`.
 //
 // With -busy N another session holds N sleeping processes in the kept container during
 // the warm --egress=open runs (busy.go); it ends before the --egress=proxy runs, which
@@ -49,7 +51,7 @@ func main() {
 	image := flag.String("image", "devsandbox-test/busybox:1", "image for both sides")
 	userName := flag.String("user", "dsbtest", "unprivileged user (in the docker group) to run as when root")
 	only := flag.String("only", "", `"warm": only the warm runs (kept container, --egress=open and proxy)`)
-	base := flag.String("base", "", "a directory with another build's devsandbox and devsandbox-docker to alternate with -bin's in warm runs, through the request recorder")
+	base := flag.String("base", "", "a directory with another build's devsandbox and devsandbox-docker to alternate with -bin's in warm runs, through the request recorder (both built with the same VERSION and STAMP)")
 	busy := flag.Int("busy", 0, "processes another session holds in the kept container during the warm --egress=open runs")
 	flag.Parse()
 	if *only != "" && *only != "warm" {
